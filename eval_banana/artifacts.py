@@ -1,0 +1,99 @@
+"""Stage files on disk: atomic writes, digests, and validated reads."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from eval_banana.errors import StageFileError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+STAGES_DIR = "stages"
+
+
+def write_bytes_atomic(*, path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary sibling and a rename, never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        # mkstemp creates 0600; artifacts are as readable as any file the user writes.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_name, 0o666 & ~umask)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(*, path: Path, text: str) -> None:
+    write_bytes_atomic(path=path, data=text.encode("utf-8"))
+
+
+def stage_json_bytes(*, document: dict[str, Any]) -> bytes:
+    """Canonical stage-file bytes: sorted keys, two-space indent, trailing newline."""
+    return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def sha256_file(*, path: Path) -> str:
+    """`sha256:<hex>` of a file's exact bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def sha256_bytes(*, data: bytes) -> str:
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
+
+
+def write_model(*, path: Path, model: BaseModel) -> str:
+    """Write a stage document atomically; return the digest of the bytes written."""
+    data = stage_json_bytes(document=model.model_dump(mode="json", by_alias=True))
+    write_bytes_atomic(path=path, data=data)
+    return sha256_bytes(data=data)
+
+
+def read_model(*, path: Path, model_type: type[ModelT]) -> ModelT:
+    """Read a stage file: parse, check against the model's schema, and return the model."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise StageFileError(
+            f"Stage file missing: {path}",
+            file=str(path),
+            hint="Run the upstream stages first (eb run, or eb stage <name>).",
+        ) from None
+    except OSError as exc:
+        raise StageFileError(f"Cannot read stage file {path}: {exc}", file=str(path)) from None
+    try:
+        document = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise StageFileError(
+            f"Stage file {path} is not valid JSON: {exc}",
+            file=str(path),
+            hint="The file is truncated or was edited by hand; rerun the stage that writes it.",
+        ) from None
+    try:
+        return model_type.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        json_path = "$" + "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
+        )
+        raise StageFileError(
+            f"Stage file {path} is invalid at {json_path}: {first['msg']}",
+            file=str(path),
+            field_path=json_path,
+            hint="Rerun the stage that writes it (eb stage <name>).",
+        ) from None

@@ -1,0 +1,108 @@
+"""One root exception; the CLI turns each into a message and an exit code (see cli.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One located problem: what is wrong, where, and how to fix it."""
+
+    message: str
+    file: str | None = None
+    field_path: str | None = None
+    hint: str | None = None
+
+    def render(self) -> str:
+        text = self.message
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class EvalBananaError(Exception):
+    """Base of every expected failure; `exit_code` decides the process status."""
+
+    exit_code: int = 2
+    kind: str = "setup_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        field_path: str | None = None,
+        hint: str | None = None,
+        problems: tuple[Problem, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.field_path = field_path
+        self.hint = hint
+        self.problems = problems
+
+    def render(self) -> str:
+        """The user-facing text: the message, every extra problem, and the hint."""
+        lines = [self.message]
+        lines.extend(problem.render() for problem in self.problems if problem.message != self.message)
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return "\n".join(lines)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "file": self.file,
+            "field_path": self.field_path,
+            "hint": self.hint,
+        }
+
+
+class UsageError(EvalBananaError):
+    """Bad flags or flag combinations."""
+
+    kind = "usage_error"
+
+
+class ConfigError(EvalBananaError):
+    """`.eval-banana/config.toml`, `EVAL_BANANA_*` or a flag value is unusable."""
+
+    kind = "config_error"
+
+
+class DefinitionError(EvalBananaError):
+    """A check file is unreadable or invalid, or the selection is empty or ambiguous."""
+
+    kind = "definition_error"
+
+
+class NoChecksError(DefinitionError):
+    kind = "no_checks"
+
+
+class GuardError(EvalBananaError):
+    """The harness cannot serve the selected judge checks."""
+
+    kind = "harness_error"
+
+
+class OutputDirError(EvalBananaError):
+    """The run folder cannot be used (flat-output refusals, OS errors)."""
+
+    kind = "output_error"
+
+
+class StageFileError(EvalBananaError):
+    """A stage file is missing, truncated, hand-broken or of another version."""
+
+    kind = "stage_file_error"
+
+
+class RunAborted(EvalBananaError):
+    """An interrupt or a fuse stopped the run; raised only after the reports are written."""
+
+    exit_code = 3
+    kind = "aborted"

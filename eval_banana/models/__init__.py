@@ -1,0 +1,1 @@
+"""Pydantic models: the single source of every published schema."""

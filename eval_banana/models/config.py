@@ -1,0 +1,130 @@
+"""The resolved configuration: the single source of `schemas/config.schema.json`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    "node_modules",
+    "__pycache__",
+    "dist",
+    "build",
+)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CoreSettings(_Section):
+    output_dir: str = Field(
+        default=".eval-banana/results",
+        description="Where run folders go; relative paths are joined to the project root.",
+    )
+    pass_threshold: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="Pass ratio a run needs (0.0-1.0)."
+    )
+    llm_max_input_chars: int = Field(
+        default=0, description="Accepted for compatibility and ignored (it has no effect)."
+    )
+    max_parallel_checks: int = Field(default=4, ge=1, description="Checks run at the same time.")
+    check_timeout_seconds: int = Field(
+        default=900, ge=0, description="Wall-clock limit per deterministic check; 0 means none."
+    )
+    run_timeout_seconds: int = Field(
+        default=0, ge=0, description="Fuse: wall-clock limit for the whole run; 0 means none."
+    )
+    junit_xml: str | None = Field(
+        default=None, description="Also write a JUnit XML report to this path."
+    )
+
+
+class DiscoverySettings(_Section):
+    exclude_dirs: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EXCLUDE_DIRS),
+        description="Folder names never walked into (replaces the default list).",
+    )
+
+
+class HarnessSettings(_Section):
+    agent: str | None = Field(default=None, description="Agent CLI that runs harness_judge checks.")
+    model: str | None = Field(default=None, description="Model passed to the agent.")
+    reasoning_effort: str | None = Field(default=None, description="Reasoning effort for the agent.")
+    timeout_seconds: int = Field(default=300, ge=1, description="Wall-clock limit per judge.")
+    token_fuse: int = Field(
+        default=0, ge=0, description="Fuse: judge tokens the whole run may use; 0 means none."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra variables for the agent, set verbatim."
+    )
+    skills_dir: object | None = Field(default=None, description="Accepted and ignored.")
+
+
+class ExecutionSettings(_Section):
+    env: Literal["inherit", "allowlist"] = Field(
+        default="inherit",
+        description="'inherit' passes the whole environment to checks and judges; "
+        "'allowlist' passes only a safe base set plus env_allow / env_allow_prefixes.",
+    )
+    env_allow: list[str] = Field(default_factory=list, description="Variable names let through.")
+    env_allow_prefixes: list[str] = Field(
+        default_factory=list, description="Variable name prefixes let through."
+    )
+
+
+class AgentTemplate(_Section):
+    """How to launch one agent CLI (a built-in, or an `[agents.<name>]` table)."""
+
+    command: list[str] = Field(default_factory=list, description="argv prefix.")
+    shared_flags: list[str] = Field(default_factory=list, description="Flags always appended.")
+    prompt_flag: str | None = Field(default=None, description="Flag placed before the prompt.")
+    prompt_position: Literal["tail", "after_command"] = Field(default="tail")
+    model_flag: str | None = Field(default="--model", description="Flag placed before the model.")
+    model_env_vars: list[str] = Field(
+        default_factory=list, description="Variables that receive the model."
+    )
+    default_model: str | None = Field(default=None)
+    reasoning_effort: str | None = Field(default=None, description="Default effort.")
+    reasoning_effort_flag: list[str] = Field(
+        default_factory=list, description="argv tokens; {effort} is replaced."
+    )
+    provider_env: dict[str, str] = Field(
+        default_factory=dict, description="Extra variables; {env:NAME} placeholders."
+    )
+    fixed_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Variables a built-in template always sets (e.g. gemini workspace trust).",
+    )
+    output_dialect: str = Field(
+        default="text",
+        description="How the verdict is read from stdout: text, claude, gemini, codex, openhands.",
+    )
+
+
+class Settings(_Section):
+    """Every setting after layering CLI > EVAL_BANANA_* > project file > defaults."""
+
+    core: CoreSettings = Field(default_factory=CoreSettings)
+    discovery: DiscoverySettings = Field(default_factory=DiscoverySettings)
+    harness: HarnessSettings = Field(default_factory=HarnessSettings)
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    agents: dict[str, AgentTemplate] = Field(
+        default_factory=dict,
+        description="Agent templates written in [agents.<name>], merged over the built-ins.",
+    )
+
+
+SettingSource = Literal["cli", "env", "project", "default"]
+
+
+class Selection(_Section):
+    check_ids: list[str] = Field(default_factory=list)
+    check_dir: str | None = None
+    tags: list[str] = Field(default_factory=list)

@@ -1,0 +1,35 @@
+"""One check's result, as in `report.json` and `checks/<stem>.json`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["passed", "failed", "error"]
+
+
+class CheckResult(BaseModel):
+    """Keys and order are the eval-banana contract (B-156); trailing keys are ours."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    check_id: str
+    check_type: str
+    check_definition_sha256: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    description: str
+    source_path: str
+    tags: list[str] = Field(default_factory=list)
+    status: Status
+    score: Literal[0, 1]
+    started_at: str
+    completed_at: str
+    duration_ms: int = Field(ge=0)
+    reason: str | None = None
+    error_detail: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    expect: Literal["pass", "fail"] = "pass"
+    observed_status: Status | None = None
