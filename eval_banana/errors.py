@@ -46,7 +46,9 @@ class EvalBananaError(Exception):
     def render(self) -> str:
         """The user-facing text: the message, every extra problem, and the hint."""
         lines = [self.message]
-        lines.extend(problem.render() for problem in self.problems if problem.message != self.message)
+        lines.extend(
+            problem.render() for problem in self.problems if problem.message != self.message
+        )
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)

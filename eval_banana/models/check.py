@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 
 ID_PATTERN = r"^[a-zA-Z0-9_-]+$"
 _ID_RE = re.compile(ID_PATTERN)
+NON_BLANK = r"\S"
 
 
 def _require_int_one(value: Any) -> Any:
@@ -30,14 +31,23 @@ class CheckBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
 
+    type: str = Field(description="The check type; selects the fields below.")
     schema_version: Annotated[
-        int, Field(description="Format version of the check file; must be the integer 1.")
+        int,
+        Field(
+            description="Format version of the check file; must be the integer 1.",
+            json_schema_extra={"const": 1},
+        ),
     ]
     id: str = Field(
         description="Unique id across the project; letters, digits, '_' and '-'.",
-        pattern=ID_PATTERN,
+        # Surrounding whitespace is stripped (B-69), so editors must accept it too.
+        json_schema_extra={"pattern": r"^\s*[a-zA-Z0-9_-]+\s*$"},
     )
-    description: str = Field(description="What the check verifies; shown in reports.", min_length=1)
+    description: str = Field(
+        description="What the check verifies; shown in reports.",
+        json_schema_extra={"pattern": NON_BLANK},
+    )
     tags: list[str] = Field(
         default_factory=list, description="Free-form labels; select with --tag (OR)."
     )
@@ -76,13 +86,22 @@ class DeterministicCheck(CheckBase):
     """Runs a Python script; exit 0 passes."""
 
     type: Literal["deterministic"]
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": ["script"]}, {"required": ["script_path"]}],
+        }
+    )
+
     script: str | None = Field(
-        default=None, description="Inline Python source. Exactly one of script / script_path."
+        default=None,
+        description="Inline Python source. Exactly one of script / script_path.",
+        json_schema_extra={"pattern": NON_BLANK},
     )
     script_path: str | None = Field(
         default=None,
         description="Python file, relative to this YAML file's folder. "
         "Exactly one of script / script_path.",
+        json_schema_extra={"pattern": NON_BLANK},
     )
 
     @model_validator(mode="after")
@@ -102,7 +121,10 @@ class HarnessJudgeCheck(CheckBase):
     """Asks the configured agent CLI for a {"score": 0|1, "reason": ...} verdict."""
 
     type: Literal["harness_judge"]
-    instructions: str = Field(description="The evaluation prompt sent to the agent.", min_length=1)
+    instructions: str = Field(
+        description="The evaluation prompt sent to the agent.",
+        json_schema_extra={"pattern": NON_BLANK},
+    )
     model: str | None = Field(default=None, description="Model for this check only.")
 
     @field_validator("instructions", mode="before")

@@ -56,7 +56,9 @@ class DiscoverySettings(_Section):
 class HarnessSettings(_Section):
     agent: str | None = Field(default=None, description="Agent CLI that runs harness_judge checks.")
     model: str | None = Field(default=None, description="Model passed to the agent.")
-    reasoning_effort: str | None = Field(default=None, description="Reasoning effort for the agent.")
+    reasoning_effort: str | None = Field(
+        default=None, description="Reasoning effort for the agent."
+    )
     timeout_seconds: int = Field(default=300, ge=1, description="Wall-clock limit per judge.")
     token_fuse: int = Field(
         default=0, ge=0, description="Fuse: judge tokens the whole run may use; 0 means none."

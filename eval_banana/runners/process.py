@@ -6,6 +6,7 @@ session so its whole process group can be ended, and gets /dev/null as stdin (D-
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -35,18 +36,14 @@ def _end_group(*, pgid: int, proc: subprocess.Popen[bytes]) -> None:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
     _kill_group(pgid=pgid)
 
 
 def _kill_group(*, pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _drop_if_empty(path: Path) -> Path | None:

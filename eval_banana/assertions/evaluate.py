@@ -1,0 +1,333 @@
+"""Reading an artifact and evaluating assertions on it; every undecidable case fails (B-191)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from eval_banana.assertions.operators import OPERATORS, describe, json_kind, operand_text
+from eval_banana.assertions.paths import (
+    ArtifactPathError,
+    Each,
+    Index,
+    Key,
+    PathSyntaxError,
+    Segment,
+    describe_location,
+    parse_path,
+    resolve_artifact,
+)
+
+# Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
+MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
+_YAML_SUFFIXES = (".yaml", ".yml")
+
+
+class AssertionLike(Protocol):
+    """What evaluation needs of an assertion (the pydantic models satisfy it)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def op(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class AssertionOutcome:
+    """One assertion's verdict; `message` says why it failed (or 'holds')."""
+
+    path: str
+    op: str
+    ok: bool
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "op": self.op, "ok": self.ok, "message": self.message}
+
+
+@dataclass(frozen=True)
+class LoadedArtifact:
+    """The parsed artifact, or `problem` (naming the artifact) when it cannot be used."""
+
+    relative_path: str
+    document: Any = None
+    format: str | None = None
+    problem: str | None = None
+
+
+class _ArtifactUnusable(Exception):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; Python's parser would accept them.
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            # A repeated key would make "the value at this key" ambiguous: fail closed.
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+class _ArtifactYamlLoader(yaml.SafeLoader):
+    """Safe loader reading YAML as JSON data: timestamps stay strings, repeated keys fail."""
+
+
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+def _mapping_without_duplicates(
+    loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    # Explicit keys only: a key that overrides one merged in through `<<` is not a repeat.
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            repeated = key in seen
+        except TypeError:
+            continue
+        if repeated:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+_ArtifactYamlLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
+)
+
+
+def _first_line(*, text: str) -> str:
+    return " ".join(str(text).split())[:300]
+
+
+def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
+    """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable."""
+    try:
+        return (
+            json.loads(
+                text,
+                object_pairs_hook=_object_without_duplicates,
+                parse_constant=_reject_constant,
+            ),
+            "json",
+        )
+    except (ValueError, RecursionError) as exc:
+        json_problem = _first_line(text=str(exc) or type(exc).__name__)
+    if suffix not in _YAML_SUFFIXES:
+        raise _ArtifactUnusable(f"is not valid JSON: {json_problem}")
+    try:
+        document = yaml.load(text, Loader=_ArtifactYamlLoader)  # noqa: S506 - safe subclass
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise _ArtifactUnusable(f"is not valid YAML: {_first_line(text=str(exc))}") from None
+    return document, "yaml"
+
+
+def _read_bytes(*, path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_ARTIFACT_BYTES + 1)
+    except FileNotFoundError:
+        raise _ArtifactUnusable("does not exist") from None
+    except IsADirectoryError:
+        raise _ArtifactUnusable("is a directory, not a file") from None
+    except OSError as exc:
+        raise _ArtifactUnusable(f"cannot be read: {exc.strerror or exc}") from None
+    if len(data) > MAX_ARTIFACT_BYTES:
+        raise _ArtifactUnusable(f"is larger than {MAX_ARTIFACT_BYTES} bytes")
+    return data
+
+
+def load_artifact(*, project_root: Path, artifact: str) -> LoadedArtifact:
+    """Read and parse the artifact at `artifact` (relative to `project_root`), never raising."""
+    try:
+        path = resolve_artifact(project_root=project_root, text=artifact)
+        data = _read_bytes(path=path)
+        try:
+            # utf-8-sig: a leading byte-order mark is tolerated, as for check files.
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise _ArtifactUnusable(f"is not UTF-8 text: {exc.reason}") from None
+        if not text.strip():
+            raise _ArtifactUnusable("is empty")
+        document, kind = _parse(text=text, suffix=path.suffix.lower())
+    except ArtifactPathError as exc:
+        return LoadedArtifact(relative_path=artifact, problem=str(exc))
+    except _ArtifactUnusable as exc:
+        return LoadedArtifact(relative_path=artifact, problem=f"artifact {artifact} {exc}")
+    return LoadedArtifact(relative_path=artifact, document=document, format=kind)
+
+
+def headline(*, path: str, op: str, value: Any) -> str:
+    """How an assertion is named in messages: `steps lengthAtLeast 2`."""
+    if op not in OPERATORS or op == "exists":
+        return f"{path} {op}"
+    return f"{path} {op} {operand_text(value=value)}"
+
+
+class _Walker:
+    """Resolves one path against a document with any-element fan-out, failing closed."""
+
+    def __init__(self, *, segments: tuple[Segment, ...], op: str, value: Any) -> None:
+        self._segments = segments
+        self._operator = OPERATORS[op]
+        self._value = value
+        self._fans_out = any(isinstance(segment, Each) for segment in segments)
+        # (id(container), segment index) -> outcome: YAML aliases can share one container among
+        # many places, and without this a chain of aliases makes the walk exponential.
+        self._memo: dict[tuple[int, int], str | None] = {}
+
+    def walk(self, *, node: Any, index: int, location: tuple[Segment, ...]) -> str | None:
+        """None when the rest of the path from `node` satisfies the operator, else why not."""
+        if index == len(self._segments):
+            failure = self._operator(found=node, value=self._value)
+            if failure is None or not self._fans_out:
+                return failure
+            return f"at {describe_location(segments=location)}: {failure}"
+        if not isinstance(node, dict | list):
+            return self._step(node=node, index=index, location=location)
+        key = (id(node), index)
+        if key not in self._memo:
+            self._memo[key] = self._step(node=node, index=index, location=location)
+        return self._memo[key]
+
+    def _step(self, *, node: Any, index: int, location: tuple[Segment, ...]) -> str | None:
+        segment = self._segments[index]
+        where = describe_location(segments=location)
+        if isinstance(segment, Key):
+            if not isinstance(node, dict):
+                return (
+                    f"path not found: {where} is {describe(value=node)}, not an object, "
+                    f"so it has no key {segment.name!r}"
+                )
+            if segment.name not in node:
+                return f"path not found: {where} has no key {segment.name!r}"
+            return self.walk(
+                node=node[segment.name], index=index + 1, location=location + (segment,)
+            )
+        if not isinstance(node, list):
+            wanted = "[*]" if isinstance(segment, Each) else f"[{segment.position}]"
+            return (
+                f"path not found: {where} is {describe(value=node)}, not an array, "
+                f"so it has no element {wanted}"
+            )
+        if isinstance(segment, Index):
+            if segment.position >= len(node):
+                return (
+                    f"path not found: {where} has no element [{segment.position}] "
+                    f"(it is {describe(value=node)})"
+                )
+            return self.walk(
+                node=node[segment.position], index=index + 1, location=location + (segment,)
+            )
+        return self._any_element(node=node, index=index, location=location, where=where)
+
+    def _any_element(
+        self, *, node: list[Any], index: int, location: tuple[Segment, ...], where: str
+    ) -> str | None:
+        if not node:
+            return f"path not found: {where} is an empty array, so no element can satisfy [*]"
+        first_failure: str | None = None
+        for position, element in enumerate(node):
+            failure = self.walk(
+                node=element, index=index + 1, location=location + (Index(position),)
+            )
+            if failure is None:
+                return None
+            first_failure = first_failure or failure
+        if len(node) == 1:
+            return f"the only element of {where} does not satisfy it: {first_failure}"
+        return f"none of the {len(node)} elements of {where} satisfies it, e.g. {first_failure}"
+
+
+def evaluate_assertion(*, document: Any, path: str, op: str, value: Any = None) -> AssertionOutcome:
+    """Evaluate one assertion on a parsed artifact; never raises for a bad document."""
+    name = headline(path=path, op=op, value=value)
+    if op not in OPERATORS:
+        return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: unknown operator")
+    try:
+        segments = parse_path(text=path)
+    except PathSyntaxError as exc:
+        # Validation rejects these first; failing here keeps a bypassed check fail-closed.
+        return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: {exc}")
+    walker = _Walker(segments=segments, op=op, value=value)
+    try:
+        failure = walker.walk(node=document, index=0, location=())
+    except RecursionError:
+        failure = "the data is nested too deeply to evaluate"
+    if failure is None:
+        return AssertionOutcome(path=path, op=op, ok=True, message=f"{name}: holds")
+    return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: {failure}")
+
+
+def evaluate_all(*, document: Any, assertions: Sequence[AssertionLike]) -> list[AssertionOutcome]:
+    """Evaluate every assertion (no short-circuit, so every failure is reported)."""
+    return [
+        evaluate_assertion(
+            document=document,
+            path=assertion.path,
+            op=assertion.op,
+            value=getattr(assertion, "value", None),
+        )
+        for assertion in assertions
+    ]
+
+
+def fail_all(*, assertions: Sequence[AssertionLike], problem: str) -> list[AssertionOutcome]:
+    """Every assertion fails with the same reason (missing or unusable artifact, D-15)."""
+    outcomes = []
+    for assertion in assertions:
+        name = headline(
+            path=assertion.path, op=assertion.op, value=getattr(assertion, "value", None)
+        )
+        outcomes.append(
+            AssertionOutcome(
+                path=assertion.path, op=assertion.op, ok=False, message=f"{name}: {problem}"
+            )
+        )
+    return outcomes
+
+
+def summarize(*, outcomes: Sequence[AssertionOutcome]) -> str:
+    """One-line reason listing every failing assertion, or that all hold."""
+    failed = [outcome for outcome in outcomes if not outcome.ok]
+    if not outcomes:
+        return "no assertions to evaluate"
+    if not failed:
+        noun = "assertion holds" if len(outcomes) == 1 else "assertions hold"
+        return f"all {len(outcomes)} {noun}" if len(outcomes) > 1 else f"1 {noun}"
+    messages = "; ".join(outcome.message for outcome in failed)
+    return f"{len(failed)} of {len(outcomes)} assertions failed: {messages}"
+
+
+__all__ = [
+    "AssertionLike",
+    "AssertionOutcome",
+    "LoadedArtifact",
+    "MAX_ARTIFACT_BYTES",
+    "evaluate_all",
+    "evaluate_assertion",
+    "fail_all",
+    "headline",
+    "json_kind",
+    "load_artifact",
+    "summarize",
+]

@@ -1,0 +1,224 @@
+"""The six assertion operators (D-13, D-14) on JSON data; each returns None or why it failed."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from typing import Any, Protocol
+
+import re2  # type: ignore[import-untyped]
+
+MAX_PATTERN_CHARS = 200
+MAX_MATCH_INPUT_BYTES = 100 * 1024
+_PREVIEW_CHARS = 60
+
+
+class PatternError(ValueError):
+    """A `matches` pattern that is too long or that RE2 cannot compile (definition error)."""
+
+
+class Operator(Protocol):
+    """`found` is the value at the path; `value` the assertion's operand. None means it holds."""
+
+    def __call__(self, *, found: Any, value: Any) -> str | None: ...
+
+
+def json_kind(*, value: Any) -> str:
+    """The JSON type name of a loaded value; bool is checked before int on purpose."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return f"non-JSON value ({type(value).__name__})"
+
+
+def _plural(*, count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _short_string(*, text: str) -> str:
+    # json.dumps of a bounded slice: a huge artifact string never becomes a huge message.
+    if len(text) <= _PREVIEW_CHARS:
+        return json.dumps(text, ensure_ascii=False)
+    head = json.dumps(text[:_PREVIEW_CHARS], ensure_ascii=False)
+    return f'{head[:-1]}…" ({len(text)} characters)'
+
+
+def describe(*, value: Any) -> str:
+    """A bounded, typed description such as `the string "abc"` or `an array of 3 elements`."""
+    kind = json_kind(value=value)
+    if kind == "null":
+        return "null"
+    if kind == "boolean":
+        return f"the boolean {'true' if value else 'false'}"
+    if kind == "number":
+        return f"the number {_number_text(number=value)}"
+    if kind == "string":
+        return f"the string {_short_string(text=value)}"
+    if kind == "array":
+        return f"an array of {_plural(count=len(value), noun='element')}"
+    if kind == "object":
+        return f"an object with {_plural(count=len(value), noun='key')}"
+    return f"a {kind}"
+
+
+def _number_text(*, number: int | float) -> str:
+    if isinstance(number, float) and not math.isfinite(number):
+        return str(number)
+    text = repr(number)
+    return text if len(text) <= _PREVIEW_CHARS else f"{text[:_PREVIEW_CHARS]}…"
+
+
+def operand_text(*, value: Any) -> str:
+    """The operand as shown in messages: compact JSON, cut to a bounded length."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        text = describe(value=value)
+    return text if len(text) <= _PREVIEW_CHARS else f"{text[:_PREVIEW_CHARS]}…"
+
+
+def json_equal(*, left: Any, right: Any) -> bool:
+    """Equality with JSON types kept apart: `true` is not `1`, `1` equals `1.0`."""
+    # An explicit stack: deep documents cannot exhaust the interpreter's recursion limit, and
+    # the walk is bounded by the (finite, tree-shaped) operand even when YAML aliases loop.
+    pending: list[tuple[Any, Any]] = [(left, right)]
+    while pending:
+        one, other = pending.pop()
+        kind = json_kind(value=one)
+        if kind != json_kind(value=other):
+            return False
+        if kind == "array":
+            if len(one) != len(other):
+                return False
+            pending.extend(zip(one, other, strict=True))
+        elif kind == "object":
+            if len(one) != len(other) or any(key not in other for key in one):
+                return False
+            pending.extend((one[key], other[key]) for key in one)
+        elif kind.startswith("non-JSON") or one != other:
+            return False
+    return True
+
+
+def op_exists(*, found: Any, value: Any) -> str | None:
+    """Holds whenever the path resolved, even to JSON null."""
+    return None
+
+
+def op_equals(*, found: Any, value: Any) -> str | None:
+    if json_equal(left=found, right=value):
+        return None
+    return f"found {describe(value=found)}"
+
+
+def op_contains(*, found: Any, value: Any) -> str | None:
+    kind = json_kind(value=found)
+    if kind == "string":
+        if not isinstance(value, str):
+            return f"found {describe(value=found)}; a string can only contain a string"
+        return None if value in found else f"found {describe(value=found)}"
+    if kind == "array":
+        if any(json_equal(left=element, right=value) for element in found):
+            return None
+        return f"found {describe(value=found)}, none equal to {operand_text(value=value)}"
+    if kind == "object":
+        if not isinstance(value, str):
+            return f"found {describe(value=found)}; object keys are strings"
+        # dict membership is own keys only: there is no inherited member to hit.
+        if value in found:
+            return None
+        return f"found {describe(value=found)}, which has no key {operand_text(value=value)}"
+    return f"contains needs a string, array or object, found {describe(value=found)}"
+
+
+def _length(*, found: Any) -> int | None:
+    if json_kind(value=found) in ("string", "array", "object"):
+        return len(found)
+    return None
+
+
+def op_length_at_least(*, found: Any, value: Any) -> str | None:
+    length = _length(found=found)
+    if length is None:
+        return f"a length needs a string, array or object, found {describe(value=found)}"
+    return None if length >= value else f"length is {length} ({describe(value=found)})"
+
+
+def op_length_at_most(*, found: Any, value: Any) -> str | None:
+    length = _length(found=found)
+    if length is None:
+        return f"a length needs a string, array or object, found {describe(value=found)}"
+    return None if length <= value else f"length is {length} ({describe(value=found)})"
+
+
+def _utf8_size_over(*, text: str, limit: int) -> int | None:
+    """The UTF-8 size of `text` when it exceeds `limit`, else None (encodes only when needed)."""
+    if len(text) * 4 <= limit:
+        return None
+    if len(text) > limit:
+        return len(text.encode("utf-8", errors="surrogatepass"))
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    return size if size > limit else None
+
+
+@functools.lru_cache(maxsize=256)
+def compile_pattern(pattern: str) -> Any:
+    """Compile with RE2 (linear time); raise PatternError for long or unsupported patterns."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternError(
+            f"pattern is {len(pattern)} characters long; the limit is {MAX_PATTERN_CHARS}"
+        )
+    options = re2.Options()
+    # RE2 otherwise logs every rejected pattern to the process's stderr.
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", errors="replace")
+        raise PatternError(f"pattern is not supported by RE2: {detail}") from None
+
+
+def op_matches(*, found: Any, value: Any) -> str | None:
+    if not isinstance(found, str):
+        return f"matches needs a string, found {describe(value=found)}"
+    size = _utf8_size_over(text=found, limit=MAX_MATCH_INPUT_BYTES)
+    if size is not None:
+        return (
+            f"the string is {size} bytes long; matches reads at most "
+            f"{MAX_MATCH_INPUT_BYTES} bytes, so it was not evaluated"
+        )
+    try:
+        compiled = compile_pattern(value)
+    except PatternError as exc:
+        return str(exc)
+    try:
+        hit = compiled.search(found)
+    except UnicodeEncodeError:
+        # Lone surrogates (possible from JSON escapes) cannot reach RE2; fail closed.
+        return "the string holds characters that are not valid Unicode"
+    return None if hit is not None else f"found {describe(value=found)}"
+
+
+OPERATORS: dict[str, Operator] = {
+    "exists": op_exists,
+    "equals": op_equals,
+    "contains": op_contains,
+    "matches": op_matches,
+    "lengthAtLeast": op_length_at_least,
+    "lengthAtMost": op_length_at_most,
+}
+
+# Operators whose assertion carries no `value`.
+VALUELESS_OPERATORS: frozenset[str] = frozenset({"exists"})

@@ -1,0 +1,157 @@
+"""Assertion paths (D-12): parsing text into segments, and rendering concrete locations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+# `parse_path`'s grammar as a regex for editors (check.schema.json); a test keeps them equal.
+_BRACKET = r"\[(?:[0-9]+|\*)\]"
+_KEY = r"[^.\[\]]+"
+PATH_PATTERN = rf"^(?:{_KEY}(?:{_BRACKET})*|(?:{_BRACKET})+)(?:\.{_KEY}(?:{_BRACKET})*)*$"
+
+_MAX_PATH_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class Key:
+    """Look up an own key of an object, matched exactly."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Index:
+    """Take element `position` of an array."""
+
+    position: int
+
+
+@dataclass(frozen=True)
+class Each:
+    """`[*]`: any element of an array may satisfy the rest of the path."""
+
+
+Segment = Key | Index | Each
+
+
+class PathSyntaxError(ValueError):
+    """A path that breaks D-12; always a definition error, never a failed assertion."""
+
+
+def _fail(*, text: str, at: int, problem: str) -> PathSyntaxError:
+    return PathSyntaxError(f"invalid path {text!r}: {problem} at character {at + 1}")
+
+
+def _parse_bracket(*, text: str, start: int) -> tuple[Segment, int]:
+    """Parse `[n]` or `[*]` starting at `start` (a '['); return it and the index after ']'."""
+    close = text.find("]", start + 1)
+    if close == -1:
+        raise _fail(text=text, at=start, problem="unclosed bracket '['")
+    inner = text[start + 1 : close]
+    if inner == "*":
+        return Each(), close + 1
+    # ASCII digits only: str.isdigit() would accept other scripts' digits.
+    if not inner or not all("0" <= char <= "9" for char in inner):
+        raise _fail(
+            text=text, at=start, problem=f"index {inner!r} is not a non-negative integer or '*'"
+        )
+    return Index(int(inner)), close + 1
+
+
+def parse_path(*, text: str) -> tuple[Segment, ...]:
+    """Parse a path such as `steps[*].test` or `[0].name`; raise PathSyntaxError when invalid."""
+    if not isinstance(text, str):
+        raise PathSyntaxError("path must be a string")
+    if not text:
+        raise PathSyntaxError("invalid path '': the path is empty")
+    if len(text) > _MAX_PATH_CHARS:
+        raise PathSyntaxError(
+            f"path is {len(text)} characters long; the limit is {_MAX_PATH_CHARS}"
+        )
+    segments: list[Segment] = []
+    position = 0
+    length = len(text)
+    first = True
+    while True:
+        # One dot-separated part: an optional key, then any number of brackets.
+        start = position
+        while position < length and text[position] not in ".[]":
+            position += 1
+        key = text[start:position]
+        if key:
+            segments.append(Key(key))
+        elif not (first and position < length and text[position] == "["):
+            # Brackets may stand alone only at the very start (D-12).
+            raise _fail(text=text, at=start, problem="empty segment")
+        while position < length and text[position] == "[":
+            segment, position = _parse_bracket(text=text, start=position)
+            segments.append(segment)
+        if position == length:
+            return tuple(segments)
+        char = text[position]
+        if char == "]":
+            raise _fail(text=text, at=position, problem="']' without a matching '['")
+        if char != ".":
+            raise _fail(text=text, at=position, problem=f"unexpected {char!r} after ']'")
+        position += 1
+        first = False
+        if position == length:
+            raise _fail(text=text, at=position - 1, problem="empty segment after the last '.'")
+
+
+def render_path(*, segments: tuple[Segment, ...] | list[Segment]) -> str:
+    """The text of a (concrete or pattern) path; the empty path is the artifact's top level."""
+    parts: list[str] = []
+    for segment in segments:
+        if isinstance(segment, Key):
+            parts.append(f".{segment.name}" if parts else segment.name)
+        elif isinstance(segment, Index):
+            parts.append(f"[{segment.position}]")
+        else:
+            parts.append("[*]")
+    return "".join(parts)
+
+
+def describe_location(*, segments: tuple[Segment, ...] | list[Segment]) -> str:
+    """A location for messages: the rendered path, or 'the top level' for the root."""
+    return render_path(segments=segments) or "the top level"
+
+
+class ArtifactPathError(ValueError):
+    """An artifact path that is empty, absolute, or escapes the project root (D-15)."""
+
+
+def check_artifact_path(*, text: str) -> str:
+    """Check statically that `text` names a file inside the project root; return it unchanged."""
+    if not text.strip():
+        raise ArtifactPathError("artifact must be a non-empty path relative to the project root")
+    if "\x00" in text:
+        raise ArtifactPathError("artifact must not contain a NUL character")
+    if text.startswith(("/", "\\")) or (len(text) >= 2 and text[1] == ":" and text[0].isalpha()):
+        raise ArtifactPathError(
+            f"artifact {text!r} is absolute; give a path relative to the project root"
+        )
+    depth = 0
+    for part in text.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                raise ArtifactPathError(f"artifact {text!r} escapes the project root through '..'")
+        else:
+            depth += 1
+    if depth == 0:
+        raise ArtifactPathError(f"artifact {text!r} names the project root, not a file in it")
+    return text
+
+
+def resolve_artifact(*, project_root: Path, text: str) -> Path:
+    """The artifact's real location; ArtifactPathError when it (or a symlink) leaves the root."""
+    check_artifact_path(text=text)
+    root = project_root.resolve()
+    resolved = (root / text).resolve()
+    if not resolved.is_relative_to(root):
+        raise ArtifactPathError(f"artifact {text!r} resolves outside the project root")
+    return resolved

@@ -1,0 +1,194 @@
+"""Human output: progress on stderr while checks run, the run summary on stdout (B-161).
+
+On a terminal both are rendered with rich; otherwise they are plain lines (no ANSI codes, no
+wrapping) so CI logs and pipes get exactly the contract's text.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+
+from rich.console import Console as RichConsole
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import PlannedCheck
+from eval_banana.stages.report import control_note, result_summary
+
+STATUS_STYLES = {"passed": "green", "failed": "red", "error": "yellow"}
+_MAX_CURRENT_IDS = 4
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _rich(stream: TextIO) -> RichConsole:
+    return RichConsole(file=stream, soft_wrap=True, highlight=False, markup=False, emoji=False)
+
+
+def summary_lines(*, report: dict[str, Any], report_path: Path) -> list[str]:
+    """The B-161 summary: four labels, `Report:` (our addition), then one line per check."""
+    lines = [
+        f"Run ID: {report['run_id']}",
+        f"Score: {report['points_earned']}/{report['total_points']}",
+        f"Percentage: {report['percentage']:.1f}%",
+        f"Passed: {'yes' if report['run_passed'] else 'no'}",
+        f"Report: {report_path}",
+    ]
+    checks: Sequence[dict[str, Any]] = report["checks"]
+    for check in checks:
+        lines.append(_check_line(check=check))
+    return lines
+
+
+def _check_line(*, check: dict[str, Any]) -> str:
+    status = str(check["status"])
+    note = control_note(check=check)
+    if note is not None:
+        status = f"{status} ({note})"
+    summary = result_summary(result=check)
+    return f"- {check['check_id']}: {status}" + (f" - {summary}" if summary else "")
+
+
+def _styled(line: str) -> Text:
+    """A summary line with its status word coloured (terminal only)."""
+    text = Text(line)
+    if line.startswith("Passed: "):
+        text.stylize("bold green" if line.endswith("yes") else "bold red", len("Passed: "))
+    elif line.startswith("- "):
+        _, _, rest = line.partition(": ")
+        status = rest.split(" ", 1)[0]
+        if status in STATUS_STYLES:
+            start = line.index(": ") + 2
+            text.stylize(STATUS_STYLES[status], start, start + len(status))
+    return text
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the exit flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def print_summary(
+    *, report: dict[str, Any], report_path: Path, stream: TextIO | None = None
+) -> None:
+    """Print the summary on stdout; plain text when stdout is not a terminal."""
+    out = stream if stream is not None else sys.stdout
+    lines = summary_lines(report=report, report_path=report_path)
+    try:
+        if _is_terminal(out):
+            console = _rich(out)
+            for line in lines:
+                console.print(_styled(line))
+        else:
+            out.write("\n".join(lines) + "\n")
+            out.flush()
+    except BrokenPipeError:
+        # The reports are already on disk (B-150 [improve]); a closed stdout changes nothing.
+        if stream is None:
+            _silence_stdout()
+
+
+class Console:
+    """One place for human output: warnings and progress on stderr, the summary on stdout."""
+
+    def __init__(
+        self, *, quiet: bool = False, stdout: TextIO | None = None, stderr: TextIO | None = None
+    ) -> None:
+        self.quiet = quiet
+        self.stdout = stdout if stdout is not None else sys.stdout
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.err = _rich(self.stderr)
+
+    @property
+    def stderr_is_terminal(self) -> bool:
+        return _is_terminal(self.stderr)
+
+    def warn(self, message: str) -> None:
+        """A warning on stderr (also in quiet mode: it is not part of any stdout format)."""
+        self.stderr.write(f"warning: {message}\n")
+        self.stderr.flush()
+
+    def summary(self, *, report: dict[str, Any], report_path: Path) -> None:
+        if not self.quiet:
+            print_summary(report=report, report_path=report_path, stream=self.stdout)
+
+
+class ProgressReporter:
+    """Checks done / total and the running ids: live on a terminal, one line per check in logs."""
+
+    def __init__(self, *, total: int, console: Console | None = None) -> None:
+        self.console = console if console is not None else Console()
+        self.total = total
+        self.done = 0
+        self.running: list[str] = []
+        self._lock = threading.Lock()
+        self._live = not self.console.quiet and self.console.stderr_is_terminal
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> ProgressReporter:
+        if self._live and self.total:
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.completed}/{task.total} checks"),
+                BarColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[current]}"),
+                console=self.console.err,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("checks", total=self.total, current="")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def _current(self) -> str:
+        shown = self.running[:_MAX_CURRENT_IDS]
+        extra = len(self.running) - len(shown)
+        return ", ".join(shown) + (f" (+{extra})" if extra > 0 else "")
+
+    def started(self, check: PlannedCheck) -> None:
+        with self._lock:
+            self.running.append(check.id)
+            if self._progress is not None:
+                self._progress.update(self._task, current=self._current())
+
+    def finished(self, check: PlannedCheck, result: CheckResult) -> None:
+        with self._lock:
+            self.done += 1
+            if check.id in self.running:
+                self.running.remove(check.id)
+            if self._progress is not None:
+                self._progress.update(self._task, completed=self.done, current=self._current())
+            elif not self.console.quiet:
+                self.console.stderr.write(
+                    f"[{self.done}/{self.total}] {check.id}: {result.status} "
+                    f"({result.duration_ms} ms)\n"
+                )
+                self.console.stderr.flush()

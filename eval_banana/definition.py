@@ -1,0 +1,170 @@
+"""One check file: bytes -> YAML -> validated model, and its v1 digest (B-57..B-71, B-176)."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from eval_banana.errors import DefinitionError
+from eval_banana.models.check import CHECK_ADAPTER, CheckBase
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+
+_DIGEST_PREFIX = b"eval-banana/check-definition-sha256/v1\x00"
+_HINTS = {
+    "target_paths": "target_paths was removed: name the files in `instructions`; "
+    "scripts get `project_root` from context.json.",
+}
+
+
+class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
+    """Safe loader that refuses repeated mapping keys (B-60 [improve])."""
+
+
+def _construct_mapping_no_duplicates(
+    loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        try:
+            duplicate = key in seen
+        except TypeError:
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key '{key}' (line {key_node.start_mark.line + 1})", None
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
+)
+
+
+def parse_yaml_mapping(*, data: bytes, path: Path) -> dict[str, Any]:
+    """Decode and parse one check file; raise DefinitionError with the contract's texts."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DefinitionError(
+            f"Failed to decode YAML in {path} as UTF-8: {exc}", file=str(path)
+        ) from None
+    try:
+        document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader subclass
+    except yaml.constructor.ConstructorError as exc:
+        if exc.problem and exc.problem.startswith("duplicate key"):
+            raise DefinitionError(
+                f"Invalid check definition in {path}: {exc.problem}",
+                file=str(path),
+                hint="Each key may appear once; delete the repeated one.",
+            ) from None
+        raise DefinitionError(f"Failed to parse YAML in {path}: {exc}", file=str(path)) from None
+    except yaml.YAMLError as exc:
+        raise DefinitionError(f"Failed to parse YAML in {path}: {exc}", file=str(path)) from None
+    if not isinstance(document, dict):
+        raise DefinitionError(
+            f"Invalid check definition in {path}: top-level YAML must be a mapping",
+            file=str(path),
+            hint="A check file is one mapping: schema_version, id, type, description, ...",
+        )
+    return document
+
+
+def _format_location(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def validate_mapping(*, document: dict[str, Any], path: Path) -> CheckBase:
+    """Validate a parsed mapping as a check; every field error is reported at once (B-71)."""
+    if document.get("type") == "llm_judge":
+        raise DefinitionError(
+            f"Check type 'llm_judge' was renamed to 'harness_judge' in {path}. "
+            "Update the 'type' field in your YAML to 'harness_judge'.",
+            file=str(path),
+            field_path="type",
+        )
+    try:
+        return CHECK_ADAPTER.validate_python(document)
+    except ValidationError as exc:
+        errors = exc.errors()
+        lines = []
+        hints = []
+        for error in errors:
+            location = _format_location(error["loc"])
+            lines.append(f"{location}\n  {error['msg']}" if location else f"  {error['msg']}")
+            field = str(error["loc"][-1]) if error["loc"] else ""
+            if field in _HINTS and error["type"] == "extra_forbidden":
+                hints.append(_HINTS[field])
+        count = len(errors)
+        noun = "validation error" if count == 1 else "validation errors"
+        first = errors[0]
+        raise DefinitionError(
+            f"Invalid check definition in {path}: {count} {noun}\n" + "\n".join(lines),
+            file=str(path),
+            field_path=_format_location(first["loc"]) or "type",
+            hint=" ".join(hints) or None,
+        ) from None
+
+
+def load_definition(*, data: bytes, path: Path) -> CheckBase:
+    """Bytes of one check file -> a validated check model."""
+    return validate_mapping(document=parse_yaml_mapping(data=data, path=path), path=path)
+
+
+@dataclass(frozen=True)
+class FrozenScript:
+    """A referenced script as read once: its bytes, or why it is unavailable (B-93)."""
+
+    path: Path
+    data: bytes | None
+    unavailable: str | None
+
+
+def freeze_script(*, yaml_path: Path, script_path: str) -> FrozenScript:
+    resolved = (yaml_path.parent / script_path).resolve()
+    if not resolved.is_file():
+        return FrozenScript(
+            path=resolved, data=None, unavailable=f"Deterministic script not found: {resolved}"
+        )
+    try:
+        return FrozenScript(path=resolved, data=resolved.read_bytes(), unavailable=None)
+    except OSError as exc:
+        return FrozenScript(path=resolved, data=None, unavailable=str(exc))
+
+
+def _component(*, name: bytes, content: bytes) -> bytes:
+    return struct.pack(">Q", len(name)) + name + struct.pack(">Q", len(content)) + content
+
+
+def definition_digest(*, yaml_bytes: bytes, frozen: FrozenScript | None) -> str:
+    """The v1 framed digest of B-176: definition bytes, then the referenced script if any."""
+    digest = hashlib.sha256(_DIGEST_PREFIX)
+    digest.update(_component(name=b"definition.yaml", content=yaml_bytes))
+    if frozen is not None:
+        if frozen.data is None:
+            digest.update(_component(name=b"referenced-script-unavailable", content=b""))
+        else:
+            digest.update(_component(name=b"referenced-script", content=frozen.data))
+    return f"sha256:{digest.hexdigest()}"
+
+
+def compute_check_definition_sha256(*, source_path: Path) -> str:
+    """The `check_definition_sha256` that `eb run` reports for this check file (B-174, B-175)."""
+    resolved = Path(source_path).resolve()
+    data = resolved.read_bytes()
+    try:
+        check = load_definition(data=data, path=resolved)
+    except DefinitionError as exc:
+        raise ValueError(exc.message) from None
+    script_path = getattr(check, "script_path", None)
+    frozen = freeze_script(yaml_path=resolved, script_path=script_path) if script_path else None
+    return definition_digest(yaml_bytes=data, frozen=frozen)

@@ -1,0 +1,55 @@
+"""The environment children start from: inherited whole, or an allowlist (D-7, B-209, B-199)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from eval_banana.models.config import ExecutionSettings
+
+# What any program needs to run and reach the network: paths, locale, temp, proxy and TLS.
+BASE_NAMES: frozenset[str] = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LANGUAGE",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "all_proxy",
+        "ftp_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "ALL_PROXY",
+        "FTP_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+    }
+)
+BASE_PREFIXES: tuple[str, ...] = ("LC_",)
+
+
+def allowed(*, name: str, settings: ExecutionSettings) -> bool:
+    """Whether the allowlist policy lets the variable `name` through (names are exact)."""
+    if name in BASE_NAMES or name in settings.env_allow:
+        return True
+    prefixes = BASE_PREFIXES + tuple(settings.env_allow_prefixes)
+    return any(prefix and name.startswith(prefix) for prefix in prefixes)
+
+
+def build_base_env(
+    *, settings: ExecutionSettings, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment for checks and judges under the configured policy."""
+    source = os.environ if environ is None else environ
+    if settings.env == "inherit":
+        return dict(source)
+    return {name: value for name, value in source.items() if allowed(name=name, settings=settings)}

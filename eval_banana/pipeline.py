@@ -1,0 +1,127 @@
+"""`eb run`: the seven stages chained in one process, every stage file still written.
+
+Each step hands its document to the next in memory (no re-reading) and records the digest of
+the file it wrote, so downstream files name their inputs exactly (pipeline.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval_banana.console import Console, ProgressReporter
+from eval_banana.errors import RunAborted
+from eval_banana.models.config import Selection
+from eval_banana.models.stages import ConfigDoc, ScoreDoc
+from eval_banana.rundir import new_run_id, prepare_run_dir
+from eval_banana.stages import discover as discover_stage
+from eval_banana.stages import execute as execute_stage
+from eval_banana.stages import guard as guard_stage
+from eval_banana.stages import report as report_stage
+from eval_banana.stages import score as score_stage
+from eval_banana.stages import validate as validate_stage
+from eval_banana.stages.config import resolve_config, write_config_stage
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What `eb run` (or `invoke eval`) was asked to do."""
+
+    cwd: Path
+    cli_values: Mapping[str, object]
+    environ: Mapping[str, str]
+    no_project_config: bool
+    selection: Selection
+    flat_output: bool = False
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    report: dict[str, object]
+    score: ScoreDoc
+    exit_code: int
+    digests: dict[str, str] = field(default_factory=dict)
+
+
+def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
+    return resolve_config(
+        cwd=request.cwd,
+        cli_values=request.cli_values,
+        environ=request.environ,
+        no_project_config=request.no_project_config,
+        selection=request.selection,
+        run_id=run_id,
+    )
+
+
+def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Console) -> RunOutcome:
+    """Run every stage; setup errors raise (exit 2) after writing the stage files so far."""
+    config = load_config(request=request, run_id=new_run_id())
+    run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
+    digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
+
+    discovered = discover_stage.discover(config=config, inputs={"config": digests["config"]})
+    digests["discover"] = discover_stage.write_discover_stage(run_dir=run_dir, doc=discovered)
+
+    outcome = validate_stage.validate(
+        config=config,
+        discovered=discovered,
+        inputs={"config": digests["config"], "discover": digests["discover"]},
+    )
+    digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
+    outcome.raise_if_failed()
+    plan = outcome.plan
+
+    guarded = guard_stage.guard(
+        config=config,
+        plan=plan,
+        inputs={"config": digests["config"], "validate": digests["validate"]},
+    )
+    digests["guard"] = guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
+    guard_stage.raise_if_refused(guarded)
+    for warning in guarded.warnings:
+        console.warn(warning.message)
+
+    with ProgressReporter(console=console, total=len(plan.checks)) as progress:
+        executed = execute_stage.execute(
+            config=config,
+            plan=plan,
+            guard=guarded,
+            run_dir=run_dir,
+            cancel=cancel,
+            inputs={k: digests[k] for k in ("config", "validate", "guard")},
+            on_start=progress.started,
+            on_result=progress.finished,
+        )
+    digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
+
+    scored = score_stage.score(
+        config=config,
+        execute=executed,
+        inputs={"config": digests["config"], "execute": digests["execute"]},
+    )
+    digests["score"] = score_stage.write_score_stage(run_dir=run_dir, doc=scored)
+
+    report = report_stage.write_reports(
+        run_dir=run_dir,
+        config=config,
+        execute=executed,
+        score=scored,
+        inputs={k: digests[k] for k in ("config", "execute", "score")},
+    )
+    console.summary(report=report.report, report_path=run_dir / "report.json")
+    if scored.aborted_by is not None:
+        raise RunAborted(
+            f"Run aborted ({scored.aborted_by}); {scored.not_run_checks} checks did not run. "
+            f"Report: {run_dir / 'report.json'}"
+        )
+    return RunOutcome(
+        run_dir=run_dir,
+        report=report.report,
+        score=scored,
+        exit_code=0 if scored.run_passed else 1,
+        digests=digests,
+    )

@@ -1,0 +1,79 @@
+"""The run folder: `<output_dir>/<run_id>/`, or an exact empty one with --flat-output."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from eval_banana.errors import OutputDirError
+from eval_banana.models.stages import ConfigDoc
+
+
+def new_run_id() -> str:
+    """`<UTC YYYYMMDD_HHMMSS>_<8 hex>` (B-94)."""
+    now = datetime.now(UTC).strftime("%Y%m%d_%H%M%S")
+    return f"{now}_{uuid.uuid4().hex[:8]}"
+
+
+def output_base(*, config: ConfigDoc) -> Path:
+    """The configured output folder, joined to the project root when relative (B-12)."""
+    configured = config.settings.core.output_dir
+    return Path(config.project_root) / configured if configured else Path(config.project_root)
+
+
+def _refuse_flat(*, exact: Path) -> None:
+    if exact.is_symlink():
+        raise OutputDirError(
+            f"Refusing --flat-output because the exact output path is a symlink: {exact}",
+            file=str(exact),
+        )
+    resolved = exact.resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise OutputDirError(
+            f"Refusing --flat-output because the output path is not a directory: {resolved}",
+            file=str(resolved),
+        )
+    if resolved.is_dir() and any(os.scandir(resolved)):
+        raise OutputDirError(
+            f"Refusing --flat-output because the output directory is not empty: {resolved}",
+            file=str(resolved),
+            hint="--flat-output never overwrites; pass an absent or empty folder.",
+        )
+
+
+def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:
+    """Create the run folder (and its checks/), refusing anything that would overwrite."""
+    base = output_base(config=config)
+    if flat_output:
+        # A trailing slash must not let a symlink through (B-151).
+        exact = Path(str(base).rstrip("/") or "/")
+        _refuse_flat(exact=exact)
+        run_dir = exact.resolve()
+    else:
+        run_dir = base.resolve() / config.run_id
+    try:
+        (run_dir / "checks").mkdir(parents=True, exist_ok=True)
+        (run_dir / "stages").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputDirError(
+            f"Cannot create output directory {run_dir}: {exc.strerror or exc}", file=str(run_dir)
+        ) from None
+    return run_dir
+
+
+def newest_run_dir(*, config: ConfigDoc) -> Path | None:
+    """The most recent run folder under the output folder (by name: run ids sort by time)."""
+    base = output_base(config=config).resolve()
+    if (base / "stages" / "config.json").is_file():
+        return base
+    try:
+        candidates = [
+            entry.path
+            for entry in os.scandir(base)
+            if entry.is_dir() and (Path(entry.path) / "stages" / "config.json").is_file()
+        ]
+    except OSError:
+        return None
+    return Path(max(candidates)) if candidates else None

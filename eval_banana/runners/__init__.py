@@ -1,0 +1,40 @@
+"""Check-type runners: `RUNNERS[check.type](ctx) -> CheckResult`."""
+
+from __future__ import annotations
+
+import importlib
+
+from eval_banana.models.result import CheckResult
+from eval_banana.runners.base import RunContext, Runner
+from eval_banana.runners.deterministic import run_deterministic
+
+
+class LazyRunner:
+    """A runner named by import path, imported on first call (keeps optional parts lazy)."""
+
+    def __init__(self, *, module: str, function: str) -> None:
+        self.module = module
+        self.function = function
+
+    def __call__(self, ctx: RunContext) -> CheckResult:
+        runner: Runner = getattr(importlib.import_module(self.module), self.function)
+        return runner(ctx)
+
+    def __repr__(self) -> str:
+        return f"LazyRunner({self.module}.{self.function})"
+
+
+RUNNERS: dict[str, Runner] = {
+    "deterministic": run_deterministic,
+    "harness_judge": LazyRunner(
+        module="eval_banana.runners.harness_judge", function="run_harness_judge"
+    ),
+}
+
+
+def runner_for(*, check_type: str) -> Runner:
+    """The runner of a check type; an unknown type is an internal error (validate stops it)."""
+    try:
+        return RUNNERS[check_type]
+    except KeyError:
+        raise LookupError(f"No runner for check type '{check_type}'") from None

@@ -1,0 +1,47 @@
+"""`assertions` checks: path assertions on one artifact; a failed one is data, not an error."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from eval_banana.assertions.evaluate import evaluate_all, fail_all, load_artifact, summarize
+from eval_banana.models.assertions import AssertionsCheck
+from eval_banana.models.result import CheckResult
+from eval_banana.results import build_result, error_result, utc_now
+from eval_banana.runners.base import RunContext
+
+
+def _definition_problem(*, exc: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or '(check)'}: {error['msg']}"
+        for error in exc.errors()
+    )
+    return f"Invalid assertions definition in the plan: {problems}"
+
+
+def run_assertions(ctx: RunContext) -> CheckResult:
+    """Read the artifact under the project root and require every assertion to hold (D-13, D-15)."""
+    started = utc_now()
+    try:
+        check = AssertionsCheck.model_validate(ctx.check.definition)
+    except ValidationError as exc:
+        # Validate already rejected bad definitions; a plan edited by hand lands here.
+        return error_result(
+            check=ctx.check, started=started, error_detail=_definition_problem(exc=exc)
+        )
+    loaded = load_artifact(project_root=ctx.project_root, artifact=check.artifact)
+    if loaded.problem is not None:
+        outcomes = fail_all(assertions=check.assertions, problem=loaded.problem)
+    else:
+        outcomes = evaluate_all(document=loaded.document, assertions=check.assertions)
+    passed = all(outcome.ok for outcome in outcomes)
+    return build_result(
+        check=ctx.check,
+        status="passed" if passed else "failed",
+        started=started,
+        reason=summarize(outcomes=outcomes),
+        details={
+            "artifact": check.artifact,
+            "assertions": [outcome.as_dict() for outcome in outcomes],
+        },
+    )

@@ -1,0 +1,140 @@
+"""Deterministic checks: run a Python script, exit 0 passes (B-99..B-113, D-6)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from eval_banana.models.result import CheckResult, Status
+from eval_banana.results import build_result, error_result, stopped_detail, utc_now
+from eval_banana.runners.base import RunContext
+from eval_banana.runners.launcher import launcher_argv
+from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
+
+logger = logging.getLogger("eval_banana.runners.deterministic")
+
+INLINE_NAME = "inline_check.py"
+REFERENCED_NAME = "referenced_check.py"
+CONTEXT_NAME = "context.json"
+
+
+class _LaunchError(Exception):
+    """A setup/launch failure whose message is the result's error_detail (B-110)."""
+
+
+def context_json(*, ctx: RunContext, output_dir: Path) -> str:
+    """The exact context.json text of B-104: five keys in order, indent 2, ASCII, no newline."""
+    document = {
+        "check_id": ctx.check.id,
+        "description": ctx.check.description,
+        "project_root": str(ctx.project_root),
+        "source_path": ctx.check.source_path,
+        "output_dir": str(output_dir),
+    }
+    return json.dumps(document, indent=2, ensure_ascii=True)
+
+
+def _timeout_seconds(*, ctx: RunContext) -> int:
+    return ctx.config.settings.core.check_timeout_seconds
+
+
+def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]:
+    """Write the script into `tmp` and return the command line (B-101, B-102)."""
+    check = ctx.check
+    script = check.definition.get("script")
+    if script is not None:
+        inline = tmp / INLINE_NAME
+        inline.write_text(str(script), encoding="utf-8")
+        return [sys.executable, str(inline), str(context_path)]
+    if check.script_unavailable:
+        raise _LaunchError(check.script_unavailable)
+    if not check.snapshot or not check.script_path:
+        raise _LaunchError(f"No frozen script recorded in the plan for check '{check.id}'")
+    referenced = tmp / REFERENCED_NAME
+    # The frozen bytes, never the live file: what runs is what the digest names (B-102).
+    shutil.copyfile(ctx.run_dir / check.snapshot, referenced)
+    return launcher_argv(
+        python=sys.executable,
+        logical_path=check.script_path,
+        snapshot_path=str(referenced),
+        context_path=str(context_path),
+    )
+
+
+def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
+    """Prepare the private temp dir, run the script, and always remove the temp dir (B-100)."""
+    stem = ctx.check.stem
+    tmp = Path(tempfile.mkdtemp(prefix=f"{stem}_"))
+    try:
+        context_path = tmp / CONTEXT_NAME
+        argv = _materialize(ctx=ctx, tmp=tmp, context_path=context_path)
+        context_path.write_text(context_json(ctx=ctx, output_dir=evidence), encoding="utf-8")
+        timeout = _timeout_seconds(ctx=ctx)
+        return run_process(
+            argv=argv,
+            cwd=ctx.project_root,
+            env=ctx.base_env,
+            stdout_path=ctx.checks_dir / f"{stem}.stdout.txt",
+            stderr_path=ctx.checks_dir / f"{stem}.stderr.txt",
+            timeout_s=float(timeout) if timeout > 0 else None,
+            cancel=ctx.cancel,
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _outcome_result(
+    *, ctx: RunContext, started: datetime, outcome: ProcessOutcome, details: dict[str, Any]
+) -> CheckResult:
+    """Map a finished process to a result (B-109, D-6, D-4)."""
+    stem = ctx.check.stem
+    stdout = bounded_tail(
+        path=outcome.stdout_path, stream="stdout", location=f"checks/{stem}.stdout.txt"
+    )
+    # [improve] B-159: stderr is bounded like stdout; the file keeps the full stream.
+    stderr = bounded_tail(
+        path=outcome.stderr_path, stream="stderr", location=f"checks/{stem}.stderr.txt"
+    )
+    common: dict[str, Any] = {
+        "check": ctx.check,
+        "started": started,
+        "stdout": stdout,
+        "stderr": stderr,
+        "exit_code": outcome.exit_code,
+        "details": details,
+    }
+    if outcome.cancelled:
+        return error_result(error_detail=stopped_detail(cancel=ctx.cancel), **common)
+    if outcome.timed_out:
+        limit = _timeout_seconds(ctx=ctx)
+        return error_result(
+            error_detail=f"Deterministic check timed out after {limit} seconds", **common
+        )
+    status: Status = "passed" if outcome.exit_code == 0 else "failed"
+    return build_result(status=status, **common)
+
+
+def run_deterministic(ctx: RunContext) -> CheckResult:
+    """Run one deterministic check to a result; OS failures become `error` results (B-110)."""
+    started = utc_now()
+    details: dict[str, Any] = {"timeout_seconds": _timeout_seconds(ctx=ctx)}
+    evidence = ctx.checks_dir / ctx.check.stem
+    try:
+        evidence.mkdir(parents=True, exist_ok=True)
+        outcome = _launch(ctx=ctx, evidence=evidence)
+    except (OSError, _LaunchError) as exc:
+        detail = _os_message(exc)
+        logger.warning("Deterministic check %s failed to execute: %s", ctx.check.id, detail)
+        return error_result(check=ctx.check, started=started, error_detail=detail, details=details)
+    return _outcome_result(ctx=ctx, started=started, outcome=outcome, details=details)
+
+
+def _os_message(exc: BaseException) -> str:
+    """The exception's message only (B-110), e.g. `[Errno 13] Permission denied: '/x'`."""
+    return str(exc) or type(exc).__name__

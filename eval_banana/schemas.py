@@ -1,0 +1,114 @@
+"""Generate the published JSON Schemas from the pydantic models (`invoke schemas`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from eval_banana.stages.common import SCHEMA_BASE
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _to_draft_07(node: Any) -> Any:
+    """Rewrite pydantic's $defs references into draft-07's definitions (editors read draft-07)."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "$defs":
+                out["definitions"] = _to_draft_07(value)
+            elif key == "$ref" and isinstance(value, str):
+                out[key] = value.replace("#/$defs/", "#/definitions/")
+            elif key == "discriminator":
+                continue  # an OpenAPI keyword; draft-07 validators ignore it anyway
+            else:
+                out[key] = _to_draft_07(value)
+        return out
+    if isinstance(node, list):
+        return [_to_draft_07(item) for item in node]
+    return node
+
+
+def _check_schema() -> dict[str, Any]:
+    from eval_banana.models.check import CHECK_ADAPTER
+
+    schema = _to_draft_07(CHECK_ADAPTER.json_schema(by_alias=True))
+    schema["title"] = "eval_banana check file"
+    schema["description"] = "One check: a YAML file in an eval_checks/ folder."
+    return {"$schema": DRAFT_07, "$id": f"{SCHEMA_BASE}check.schema.json", **schema}
+
+
+def _config_schema() -> dict[str, Any]:
+    from eval_banana.models.config import Settings
+
+    schema = _to_draft_07(Settings.model_json_schema(by_alias=True))
+    schema["title"] = "eval_banana .eval-banana/config.toml"
+    return {"$schema": DRAFT_07, "$id": f"{SCHEMA_BASE}config.schema.json", **schema}
+
+
+def _model_schema(model: type[BaseModel], *, name: str) -> Callable[[], dict[str, Any]]:
+    def build() -> dict[str, Any]:
+        schema = model.model_json_schema(by_alias=True)
+        return {"$schema": DRAFT_2020, "$id": f"{SCHEMA_BASE}{name}.schema.json", **schema}
+
+    return build
+
+
+def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
+    """Schema name (as `eb schema NAME` takes it) -> builder."""
+    from eval_banana.models import stages
+    from eval_banana.models.result import CheckResult
+
+    builders: dict[str, Callable[[], dict[str, Any]]] = {
+        "check": _check_schema,
+        "config": _config_schema,
+        "check-result": _model_schema(CheckResult, name="check-result"),
+    }
+    stage_models: dict[str, type[BaseModel]] = {
+        "config": stages.ConfigDoc,
+        "discover": stages.DiscoverDoc,
+        "validate": stages.PlanDoc,
+        "guard": stages.GuardDoc,
+        "execute": stages.ExecuteDoc,
+        "score": stages.ScoreDoc,
+        "report": stages.ReportDoc,
+    }
+    for stage, model in stage_models.items():
+        builders[f"stages/{stage}"] = _model_schema(model, name=f"stages/{stage}")
+    report_model = getattr(stages, "ReportJson", None)
+    if report_model is not None:
+        builders["report"] = _model_schema(report_model, name="report")
+    return builders
+
+
+def schema_names() -> list[str]:
+    """Names `eb schema` accepts (D-2); a bare stage name is an alias of stages/<stage>."""
+    return sorted(schema_builders())
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=False) + "\n"
+
+
+def write_all(*, targets: list[Path]) -> list[Path]:
+    """Write every schema under each target folder; return the files written."""
+    written = []
+    for name, build in schema_builders().items():
+        text = render(build())
+        for target in targets:
+            path = target / f"{name}.schema.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written
+
+
+def packaged_schema(name: str) -> str:
+    """A schema as shipped inside the package (importlib.resources)."""
+    return (resources.files("eval_banana") / "schemas" / f"{name}.schema.json").read_text("utf-8")

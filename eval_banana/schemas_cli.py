@@ -1,0 +1,15 @@
+"""`python -m eval_banana.schemas_cli`: regenerate the committed schemas (used by `invoke schemas`)."""
+
+from pathlib import Path
+
+from eval_banana.schemas import write_all
+
+
+def main() -> None:
+    repo = Path(__file__).resolve().parent.parent
+    for path in write_all(targets=[repo / "schemas", repo / "eval_banana" / "schemas"]):
+        print(path.relative_to(repo))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,506 @@
+"""Every setting declared once: TOML key, type, default, env var, CLI flag and help.
+
+`SETTINGS` drives the config stage (eval_banana/stages/config.py), the CLI flags
+(`add_setting_arguments`) and the reference docs, so the three cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from eval_banana.models.config import (
+    CoreSettings,
+    DiscoverySettings,
+    ExecutionSettings,
+    HarnessSettings,
+    Settings,
+)
+
+SettingKind = Literal[
+    "path",  # string; an empty env value is an error (B-22 improve), empty CLI = project root
+    "optional_path",  # string; empty (env or CLI) means unset
+    "threshold",  # number in [0.0, 1.0], booleans and NaN refused (B-14 improve)
+    "integer",  # any integer (booleans refused)
+    "positive_integer",  # integer >= 1 (B-16, B-25)
+    "non_negative_integer",  # integer >= 0, 0 meaning "no limit"
+    "optional_string",  # harness strings: empty means unset (B-17, B-22, B-32)
+    "string_list",  # TOML list of strings, replaced as a whole (B-10, B-11)
+    "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated (D-7)
+    "string_table",  # TOML table of string -> string
+    "env_policy",  # "inherit" | "allowlist" (D-7)
+    "agent_tables",  # [agents.<name>] tables, parsed by eval_banana.harness.templates
+    "ignored",  # accepted in the file, never used
+]
+
+# Commands that take setting flags; `list` takes none (it never runs or judges anything).
+COMMANDS: tuple[str, ...] = ("run", "validate", "list")
+
+_SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "core": CoreSettings,
+    "discovery": DiscoverySettings,
+    "harness": HarnessSettings,
+    "execution": ExecutionSettings,
+}
+
+ENV_POLICIES: tuple[str, ...] = ("inherit", "allowlist")
+
+
+class SettingValueError(ValueError):
+    """A value is unusable; `reason` is the phrase that follows the setting's label."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One setting: where it lives in TOML, how it is typed, and how env/CLI reach it."""
+
+    name: str  # dotted: "core.pass_threshold"
+    section: str  # TOML table: "core"
+    key: str  # key inside the table: "pass_threshold" ("*" for [agents.<name>])
+    kind: SettingKind
+    env: str | None
+    flag: str | None
+    commands: tuple[str, ...]  # commands whose parser gets `flag`
+    help: str
+    metavar: str | None = None
+    # The label used in file errors when the anchor's exact text names it this way (B-16, B-18).
+    toml_label: str | None = None
+
+    @property
+    def default(self) -> object:
+        """The built-in default, read from the pydantic model (the single source)."""
+        if self.section == "agents":
+            return {}
+        field = _SECTION_MODELS[self.section].model_fields[self.key]
+        return field.get_default(call_default_factory=True)
+
+    @property
+    def dest(self) -> str | None:
+        """The argparse attribute name of the flag."""
+        return self.flag.lstrip("-").replace("-", "_") if self.flag else None
+
+    @property
+    def label(self) -> str:
+        return self.toml_label or self.name
+
+
+def _help(section: str, key: str, extra: str = "") -> str:
+    if section == "agents":
+        text = Settings.model_fields["agents"].description or ""
+    else:
+        text = _SECTION_MODELS[section].model_fields[key].description or ""
+    return f"{text} {extra}".strip()
+
+
+_RUN = ("run",)
+_RUN_VALIDATE = ("run", "validate")
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        name="core.output_dir",
+        section="core",
+        key="output_dir",
+        kind="path",
+        env="EVAL_BANANA_OUTPUT_DIR",
+        flag="--output-dir",
+        commands=_RUN,
+        metavar="DIR",
+        help=_help("core", "output_dir", "An empty --output-dir means the project root."),
+    ),
+    SettingSpec(
+        name="core.pass_threshold",
+        section="core",
+        key="pass_threshold",
+        kind="threshold",
+        env="EVAL_BANANA_PASS_THRESHOLD",
+        flag="--pass-threshold",
+        commands=_RUN,
+        metavar="RATIO",
+        help=_help("core", "pass_threshold"),
+    ),
+    SettingSpec(
+        name="core.llm_max_input_chars",
+        section="core",
+        key="llm_max_input_chars",
+        kind="integer",
+        env="EVAL_BANANA_LLM_MAX_INPUT_CHARS",
+        flag=None,
+        commands=(),
+        help=_help("core", "llm_max_input_chars"),
+    ),
+    SettingSpec(
+        name="core.max_parallel_checks",
+        section="core",
+        key="max_parallel_checks",
+        kind="positive_integer",
+        env="EVAL_BANANA_MAX_PARALLEL_CHECKS",
+        flag="--max-parallel-checks",
+        commands=_RUN,
+        metavar="N",
+        help=_help("core", "max_parallel_checks"),
+        toml_label="[core] max_parallel_checks",
+    ),
+    SettingSpec(
+        name="core.check_timeout_seconds",
+        section="core",
+        key="check_timeout_seconds",
+        kind="non_negative_integer",
+        env="EVAL_BANANA_CHECK_TIMEOUT_SECONDS",
+        flag="--check-timeout-seconds",
+        commands=_RUN,
+        metavar="SECONDS",
+        help=_help("core", "check_timeout_seconds"),
+    ),
+    SettingSpec(
+        name="core.run_timeout_seconds",
+        section="core",
+        key="run_timeout_seconds",
+        kind="non_negative_integer",
+        env="EVAL_BANANA_RUN_TIMEOUT_SECONDS",
+        flag="--run-timeout-seconds",
+        commands=_RUN,
+        metavar="SECONDS",
+        help=_help("core", "run_timeout_seconds"),
+    ),
+    SettingSpec(
+        name="core.junit_xml",
+        section="core",
+        key="junit_xml",
+        kind="optional_path",
+        env="EVAL_BANANA_JUNIT_XML",
+        flag="--junit-xml",
+        commands=_RUN,
+        metavar="PATH",
+        help=_help("core", "junit_xml", "Relative paths are joined to the project root."),
+    ),
+    SettingSpec(
+        name="discovery.exclude_dirs",
+        section="discovery",
+        key="exclude_dirs",
+        kind="string_list",
+        env=None,
+        flag=None,
+        commands=(),
+        help=_help("discovery", "exclude_dirs"),
+    ),
+    SettingSpec(
+        name="harness.agent",
+        section="harness",
+        key="agent",
+        kind="optional_string",
+        env="EVAL_BANANA_HARNESS_AGENT",
+        flag="--harness-agent",
+        commands=_RUN_VALIDATE,
+        metavar="NAME",
+        help=_help("harness", "agent", 'An empty value ("") means no agent.'),
+    ),
+    SettingSpec(
+        name="harness.model",
+        section="harness",
+        key="model",
+        kind="optional_string",
+        env="EVAL_BANANA_HARNESS_MODEL",
+        flag="--harness-model",
+        commands=_RUN_VALIDATE,
+        metavar="MODEL",
+        help=_help("harness", "model", 'An empty value ("") means the agent\'s default.'),
+    ),
+    SettingSpec(
+        name="harness.reasoning_effort",
+        section="harness",
+        key="reasoning_effort",
+        kind="optional_string",
+        env="EVAL_BANANA_HARNESS_REASONING_EFFORT",
+        flag="--harness-reasoning-effort",
+        commands=_RUN_VALIDATE,
+        metavar="EFFORT",
+        help=_help(
+            "harness", "reasoning_effort", 'An empty value ("") means the agent\'s default.'
+        ),
+    ),
+    SettingSpec(
+        name="harness.timeout_seconds",
+        section="harness",
+        key="timeout_seconds",
+        kind="positive_integer",
+        env="EVAL_BANANA_HARNESS_TIMEOUT_SECONDS",
+        flag="--harness-timeout-seconds",
+        commands=_RUN,
+        metavar="SECONDS",
+        help=_help("harness", "timeout_seconds"),
+        toml_label="[harness] timeout_seconds",
+    ),
+    SettingSpec(
+        name="harness.token_fuse",
+        section="harness",
+        key="token_fuse",
+        kind="non_negative_integer",
+        env="EVAL_BANANA_HARNESS_TOKEN_FUSE",
+        flag="--token-fuse",
+        commands=_RUN,
+        metavar="TOKENS",
+        help=_help("harness", "token_fuse"),
+    ),
+    SettingSpec(
+        name="harness.env",
+        section="harness",
+        key="env",
+        kind="string_table",
+        env=None,
+        flag=None,
+        commands=(),
+        help=_help("harness", "env"),
+        toml_label="[harness.env]",
+    ),
+    SettingSpec(
+        name="harness.skills_dir",
+        section="harness",
+        key="skills_dir",
+        kind="ignored",
+        env=None,
+        flag=None,
+        commands=(),
+        help=_help("harness", "skills_dir"),
+    ),
+    SettingSpec(
+        name="execution.env",
+        section="execution",
+        key="env",
+        kind="env_policy",
+        env="EVAL_BANANA_ENV_POLICY",
+        flag="--env-policy",
+        commands=_RUN,
+        metavar="{inherit,allowlist}",
+        help=_help("execution", "env"),
+    ),
+    SettingSpec(
+        name="execution.env_allow",
+        section="execution",
+        key="env_allow",
+        kind="name_list",
+        env="EVAL_BANANA_ENV_ALLOW",
+        flag="--env-allow",
+        commands=_RUN,
+        metavar="NAME",
+        help=_help("execution", "env_allow", "Repeatable; the env var is comma-separated."),
+    ),
+    SettingSpec(
+        name="execution.env_allow_prefixes",
+        section="execution",
+        key="env_allow_prefixes",
+        kind="name_list",
+        env="EVAL_BANANA_ENV_ALLOW_PREFIXES",
+        flag="--env-allow-prefix",
+        commands=_RUN,
+        metavar="PREFIX",
+        help=_help(
+            "execution", "env_allow_prefixes", "Repeatable; the env var is comma-separated."
+        ),
+    ),
+    SettingSpec(
+        name="agents",
+        section="agents",
+        key="*",
+        kind="agent_tables",
+        env=None,
+        flag=None,
+        commands=(),
+        help=_help("agents", "*"),
+    ),
+)
+
+SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
+
+# The TOML tables the file may contain, and the keys each allows.
+SECTIONS: tuple[str, ...] = ("core", "discovery", "harness", "execution", "agents")
+SECTION_KEYS: dict[str, tuple[str, ...]] = {
+    section: tuple(spec.key for spec in SETTINGS if spec.section == section)
+    for section in SECTIONS
+    if section != "agents"
+}
+# Keys the anchor accepted in [core] and ignored (B-20); we accept them with one warning.
+LEGACY_CORE_KEYS: tuple[str, ...] = (
+    "deterministic_timeout_seconds",
+    "llm_timeout_seconds",
+    "task_timeout_seconds",
+)
+
+
+# --- value checks shared by every source -------------------------------------------------------
+
+
+def show(value: object) -> str:
+    """A value as it would be written in TOML/JSON, for messages."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _integer(value: object) -> int:
+    # bool is an int subclass in Python; a TOML `true` is not a number (B-14/B-16 improve).
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SettingValueError("must be an integer")
+    return value
+
+
+def _parse_integer_text(text: str, reason: str) -> int:
+    # int() semantics (whitespace, '+', '_' separators) as the anchor reads B-25 variables.
+    try:
+        return int(text)
+    except ValueError:
+        raise SettingValueError(reason) from None
+
+
+def _check_threshold(number: float) -> float:
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise SettingValueError("must be between 0.0 and 1.0")
+    return float(number)
+
+
+def _names(items: list[object]) -> list[str]:
+    for item in items:
+        if not isinstance(item, str) or not item or "=" in item:
+            raise SettingValueError("must be a list of non-empty names without '='")
+    return [str(item) for item in items]
+
+
+def coerce_typed(*, spec: SettingSpec, value: object) -> object:
+    """Check a typed value (from TOML or a Python caller); return it normalized."""
+    kind = spec.kind
+    if kind in ("path", "optional_path"):
+        if not isinstance(value, str):
+            raise SettingValueError("must be a string")
+        return None if kind == "optional_path" and value == "" else value
+    if kind == "optional_string":
+        if not isinstance(value, str):
+            raise SettingValueError("Expected a string value")
+        return value or None
+    if kind == "threshold":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SettingValueError("must be a number")
+        return _check_threshold(float(value))
+    if kind == "integer":
+        return _integer(value)
+    if kind == "positive_integer":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SettingValueError("must be a positive integer")
+        return value
+    if kind == "non_negative_integer":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SettingValueError("must be a non-negative integer (0 means no limit)")
+        return value
+    if kind == "string_list":
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise SettingValueError("must be a list of strings")
+        return list(value)
+    if kind == "name_list":
+        if not isinstance(value, list | tuple):
+            raise SettingValueError("must be a list of non-empty names without '='")
+        return _names(list(value))
+    if kind == "string_table":
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise SettingValueError("must be a TOML table of string values")
+        return dict(value)
+    if kind == "env_policy":
+        if value not in ENV_POLICIES:
+            raise SettingValueError("must be 'inherit' or 'allowlist'")
+        return value
+    raise SettingValueError("cannot be set this way")
+
+
+def coerce_text(*, spec: SettingSpec, text: str) -> object:
+    """Parse a textual value (an env var, a CLI flag) and check it like a typed one."""
+    kind = spec.kind
+    if kind == "threshold":
+        try:
+            number = float(text)
+        except ValueError:
+            raise SettingValueError("must be a number") from None
+        return _check_threshold(number)
+    if kind == "integer":
+        return _parse_integer_text(text, "must be an integer")
+    if kind == "positive_integer":
+        return coerce_typed(
+            spec=spec, value=_parse_integer_text(text, "must be a positive integer")
+        )
+    if kind == "non_negative_integer":
+        reason = "must be a non-negative integer (0 means no limit)"
+        return coerce_typed(spec=spec, value=_parse_integer_text(text, reason))
+    if kind == "name_list":
+        # Comma-separated (D-7); blanks around items and empty items are dropped.
+        return _names([item.strip() for item in text.split(",") if item.strip()])
+    return coerce_typed(spec=spec, value=text)
+
+
+# --- argparse ----------------------------------------------------------------------------------
+
+
+def _argparse_type(spec: SettingSpec) -> Callable[[str], object]:
+    def convert(text: str) -> object:
+        try:
+            return coerce_text(spec=spec, text=text)
+        except SettingValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc.reason}, got {text!r}") from None
+
+    convert.__name__ = spec.kind  # argparse names the type in some messages
+    return convert
+
+
+def _argparse_name(text: str) -> str:
+    try:
+        return _names([text])[0]
+    except SettingValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a non-empty name without '=', got {text!r}"
+        ) from None
+
+
+def add_setting_arguments(*, parser: argparse.ArgumentParser, command: str) -> None:
+    """Add the setting flags `command` accepts; an absent flag leaves no attribute behind."""
+    for spec in SETTINGS:
+        if spec.flag is None or command not in spec.commands:
+            continue
+        env_note = f" [env: {spec.env}]" if spec.env else ""
+        common: dict[str, Any] = {
+            "dest": spec.dest,
+            "default": argparse.SUPPRESS,
+            "help": f"{spec.help}{env_note}".replace("%", "%%"),
+            "metavar": spec.metavar,
+        }
+        if spec.kind == "name_list":
+            parser.add_argument(
+                spec.flag,
+                action="append",
+                type=_argparse_name,
+                **common,
+            )
+        elif spec.kind == "env_policy":
+            parser.add_argument(spec.flag, choices=ENV_POLICIES, **common)
+        elif spec.kind in ("path", "optional_path", "optional_string"):
+            parser.add_argument(spec.flag, **common)
+        else:
+            parser.add_argument(spec.flag, type=_argparse_type(spec), **common)
+
+
+def cli_values_from_namespace(*, namespace: argparse.Namespace) -> dict[str, object]:
+    """Dotted setting name -> value, for the setting flags given on the command line."""
+    values: dict[str, object] = {}
+    for spec in SETTINGS:
+        if spec.dest is not None and hasattr(namespace, spec.dest):
+            value = getattr(namespace, spec.dest)
+            if value is not None:
+                values[spec.name] = value
+    return values

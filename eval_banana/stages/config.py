@@ -1,0 +1,319 @@
+"""Config stage: find `.eval-banana/config.toml`, layer CLI > EVAL_BANANA_* > file > defaults.
+
+Every value is recorded as written with where it came from; nothing from the process
+environment other than eb's own EVAL_BANANA_* settings reaches the document (D-8).
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from eval_banana.artifacts import STAGES_DIR, write_model
+from eval_banana.errors import ConfigError
+from eval_banana.models.config import Selection, Settings, SettingSource
+from eval_banana.models.stages import STAGE_FILES, ConfigDoc, ProblemModel
+from eval_banana.settings import (
+    LEGACY_CORE_KEYS,
+    SECTION_KEYS,
+    SECTIONS,
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    SettingSpec,
+    SettingValueError,
+    coerce_text,
+    coerce_typed,
+    show,
+)
+from eval_banana.stages.common import envelope
+
+CONFIG_DIR = ".eval-banana"
+CONFIG_NAME = "config.toml"
+
+_LLM_MESSAGE = (
+    "Legacy [llm] section was removed from {path}. Delete the [llm] section and configure "
+    "harness agents under [harness] and [agents.*] instead."
+)
+_SKIP_MESSAGE = (
+    "[harness] skip was removed; delete the key from your config. harness is skipped "
+    "automatically when [harness] agent is unset."
+)
+_MISSING = object()
+
+
+def find_config_file(*, start: Path) -> Path | None:
+    """The nearest `.eval-banana/config.toml` regular file at or above `start` (B-2)."""
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / CONFIG_DIR / CONFIG_NAME
+        try:
+            if candidate.is_file():
+                return candidate
+        except PermissionError:
+            # The folder exists but cannot be searched: silently skipping it would run with
+            # another configuration than the one the user wrote.
+            raise ConfigError(
+                f"Cannot read {candidate}: permission denied",
+                file=str(candidate),
+                hint="fix the permissions, or pass --no-project-config",
+            ) from None
+    return None
+
+
+def _load_toml(*, path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {path}: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"Invalid TOML in {path}: not valid UTF-8 ({exc.reason} at byte {exc.start})",
+            file=str(path),
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Invalid TOML in {path}: {exc}", file=str(path)) from None
+
+
+# --- structure: legacy sections, unknown keys, tables ------------------------------------------
+
+
+def _suggest(*, key: str, section: str | None) -> str | None:
+    """A "did you mean" target for an unknown key (dotted), or None."""
+    if section is None:
+        # A setting written outside its table (`pass_threshold = 1` at top level).
+        for name, keys in SECTION_KEYS.items():
+            if key in keys:
+                return f"{name}.{key}"
+        dotted = [spec.name for spec in SETTINGS if spec.section != "agents"]
+        match = difflib.get_close_matches(key, [*SECTIONS, *dotted], n=1, cutoff=0.6)
+        return match[0] if match else None
+    match = difflib.get_close_matches(key, SECTION_KEYS[section], n=1, cutoff=0.6)
+    return f"{section}.{match[0]}" if match else None
+
+
+def _unknown_keys_error(*, section: str | None, keys: list[str], path: Path) -> ConfigError:
+    dotted = [f"{section}.{key}" if section else key for key in keys]
+    hints = []
+    for key, name in zip(keys, dotted, strict=True):
+        target = _suggest(key=key, section=section)
+        if target:
+            hints.append(f"{name}: did you mean {target}?")
+    if not hints:
+        allowed = SECTION_KEYS[section] if section else SECTIONS
+        where = f"[{section}]" if section else "the top level"
+        hints.append(f"known keys in {where}: {', '.join(allowed)}")
+    plural = "s" if len(keys) > 1 else ""
+    if section == "harness":
+        # B-19 keeps its own wording; the dotted keys and the file are added to it.
+        message = (
+            f"[harness] contains unknown keys: {', '.join(keys)} ({', '.join(dotted)} in {path})"
+        )
+    else:
+        message = f"Unknown key{plural} {', '.join(dotted)} in {path}"
+    return ConfigError(message, file=str(path), field_path=dotted[0], hint="; ".join(hints))
+
+
+def _check_structure(*, table: dict[str, Any], path: Path) -> list[ProblemModel]:
+    """Reject legacy, unknown and mistyped tables and keys; return the warnings."""
+    if "llm" in table:  # B-8: before every other check
+        raise ConfigError(_LLM_MESSAGE.format(path=path), file=str(path), field_path="llm")
+    unknown = sorted(key for key in table if key not in SECTIONS)
+    if unknown:
+        raise _unknown_keys_error(section=None, keys=unknown, path=path)
+    warnings: list[ProblemModel] = []
+    for section in SECTIONS:
+        if section == "agents" or section not in table:
+            continue  # [agents] is checked by eval_banana.harness.templates
+        body = table[section]
+        if not isinstance(body, dict):
+            raise ConfigError(
+                f"[{section}] must be a TOML table (in {path})",
+                file=str(path),
+                field_path=section,
+                hint=f"write the settings under a [{section}] header",
+            )
+        if section == "harness" and "skip" in body:
+            raise ConfigError(_SKIP_MESSAGE, file=str(path), field_path="harness.skip")
+        legacy = sorted(k for k in body if section == "core" and k in LEGACY_CORE_KEYS)
+        bad = sorted(k for k in body if k not in SECTION_KEYS[section] and k not in legacy)
+        if bad:
+            raise _unknown_keys_error(section=section, keys=bad, path=path)
+        if legacy:
+            names = ", ".join(f"core.{k}" for k in legacy)
+            warnings.append(
+                ProblemModel(
+                    message=f"Ignored legacy key(s) {names} in {path}: they have no effect",
+                    file=str(path),
+                    field_path=f"core.{legacy[0]}",
+                    hint="delete them; deterministic checks are limited by "
+                    "core.check_timeout_seconds, judges by harness.timeout_seconds",
+                )
+            )
+    return warnings
+
+
+# --- values from each layer --------------------------------------------------------------------
+
+
+def _file_value(*, spec: SettingSpec, table: dict[str, Any], path: Path | None) -> object:
+    section = table.get(spec.section)
+    if path is None or not isinstance(section, dict) or spec.key not in section:
+        return _MISSING
+    raw = section[spec.key]
+    try:
+        return coerce_typed(spec=spec, value=raw)
+    except SettingValueError as exc:
+        separator = ": " if spec.kind == "optional_string" else " "  # B-17 keeps its phrase
+        got = "" if spec.kind == "string_table" else f", got {show(raw)}"
+        raise ConfigError(
+            f"{spec.label}{separator}{exc.reason}{got} (in {path})",
+            file=str(path),
+            field_path=spec.name,
+            hint=_type_hint(spec=spec),
+        ) from None
+
+
+def _type_hint(*, spec: SettingSpec) -> str | None:
+    hints = {
+        "threshold": f"write e.g. {spec.key} = 0.8",
+        "path": f'write e.g. {spec.key} = "path/to/dir" (a quoted string)',
+        "optional_path": f'write e.g. {spec.key} = "path/to/file" (a quoted string)',
+        "optional_string": f'write a quoted string, or "" to leave {spec.name} unset',
+        "string_list": f'write e.g. {spec.key} = ["a", "b"]',
+        "name_list": f'write e.g. {spec.key} = ["NAME_1", "NAME_2"]',
+        "string_table": 'write e.g. [harness.env] then NAME = "value" lines',
+        "env_policy": f'write {spec.key} = "inherit" or {spec.key} = "allowlist"',
+    }
+    return hints.get(spec.kind, f"write e.g. {spec.key} = 1 (a number without quotes)")
+
+
+def _env_value(*, spec: SettingSpec, raw: str) -> object:
+    assert spec.env is not None
+    if spec.kind == "path" and raw == "":
+        # B-22 [improve]: an empty value would put run folders straight into the project root.
+        raise ConfigError(
+            f"{spec.env} must not be empty",
+            field_path=spec.name,
+            hint=f"unset {spec.env} to use [{spec.section}] {spec.key} or the default",
+        )
+    try:
+        return coerce_text(spec=spec, text=raw)
+    except SettingValueError as exc:
+        # B-23 [improve]: the variable's name and a phrase, never Python's own message.
+        raise ConfigError(f"{spec.env} {exc.reason}, got {raw!r}", field_path=spec.name) from None
+
+
+def _cli_value(*, spec: SettingSpec, value: object) -> object:
+    label = spec.flag or spec.name
+    try:
+        if isinstance(value, str) and spec.kind not in ("string_list", "string_table"):
+            return coerce_text(spec=spec, text=value)
+        return coerce_typed(spec=spec, value=value)
+    except SettingValueError as exc:
+        raise ConfigError(
+            f"{label} {exc.reason}, got {show(value)}", field_path=spec.name
+        ) from None
+
+
+def _layer(
+    *,
+    spec: SettingSpec,
+    table: dict[str, Any],
+    path: Path | None,
+    cli_values: Mapping[str, object],
+    environ: Mapping[str, str],
+) -> tuple[object, SettingSource]:
+    """The value of one setting and where it came from (B-9, B-24)."""
+    # The file is always checked, even when overridden: a typo must not hide behind a flag.
+    from_file = _file_value(spec=spec, table=table, path=path)
+    if spec.name in cli_values:
+        return _cli_value(spec=spec, value=cli_values[spec.name]), "cli"
+    # The env var is read only when its flag is absent (B-24 [improve], B-25).
+    if spec.env is not None and spec.env in environ:
+        return _env_value(spec=spec, raw=environ[spec.env]), "env"
+    if from_file is not _MISSING:
+        return from_file, "project"
+    return spec.default, "default"
+
+
+def _agents(*, table: dict[str, Any], path: Path | None) -> dict[str, Any]:
+    # Imported here: the harness package imports the models, not the stages.
+    from eval_banana.harness.templates import parse_agent_tables
+
+    raw = table.get("agents", {}) if path is not None else {}
+    return dict(parse_agent_tables(raw=raw, config_path=str(path) if path else ""))
+
+
+def resolve_config(
+    *,
+    cwd: Path,
+    cli_values: Mapping[str, object],
+    environ: Mapping[str, str],
+    no_project_config: bool,
+    selection: Selection,
+    run_id: str,
+) -> ConfigDoc:
+    """Layer CLI > EVAL_BANANA_* > project file > defaults into the config stage document."""
+    start = cwd.resolve()
+    if not start.is_dir():
+        raise ConfigError(
+            f"--cwd is not a directory: {start}", hint="pass an existing project folder"
+        )
+    unknown = sorted(
+        name
+        for name in cli_values
+        if name not in SETTINGS_BY_NAME
+        or SETTINGS_BY_NAME[name].kind in ("ignored", "agent_tables")
+    )
+    if unknown:
+        raise ConfigError(f"Unknown setting(s) given as flags: {', '.join(unknown)}")
+    path = None if no_project_config else find_config_file(start=start)
+    table: dict[str, Any] = _load_toml(path=path) if path is not None else {}
+    warnings = _check_structure(table=table, path=path) if path is not None else []
+
+    sections: dict[str, dict[str, object]] = {}
+    sources: dict[str, SettingSource] = {}
+    for spec in SETTINGS:
+        if spec.kind in ("ignored", "agent_tables"):
+            continue
+        value, source = _layer(
+            spec=spec, table=table, path=path, cli_values=cli_values, environ=environ
+        )
+        sections.setdefault(spec.section, {})[spec.key] = value
+        sources[spec.name] = source
+    agents = _agents(table=table, path=path)
+    sources["agents"] = "project" if path is not None and table.get("agents") else "default"
+    try:
+        settings = Settings.model_validate({**sections, "agents": agents})
+    except ValidationError as exc:  # every value was checked above; this is a safety net
+        first = exc.errors()[0]
+        raise ConfigError(
+            f"Invalid setting {'.'.join(str(p) for p in first['loc'])}: {first['msg']}",
+            file=str(path) if path else None,
+        ) from None
+    return ConfigDoc.model_validate(
+        {
+            **envelope(stage="config", run_id=run_id, inputs={}),
+            "project_root": str(path.parent.parent if path is not None else start),
+            "config_file": str(path) if path is not None else None,
+            "no_project_config": no_project_config,
+            "settings": settings,
+            "sources": sources,
+            "selection": selection,
+            "warnings": warnings,
+        }
+    )
+
+
+def write_config_stage(*, run_dir: Path, doc: ConfigDoc) -> str:
+    """Write `<run_dir>/stages/config.json`; return the sha256 digest of its bytes."""
+    return write_model(path=run_dir / STAGES_DIR / STAGE_FILES["config"], model=doc)

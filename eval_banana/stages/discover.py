@@ -1,0 +1,138 @@
+"""Stage 2, discover: find every check file under the project (B-45..B-56)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from eval_banana.artifacts import sha256_file, write_model
+from eval_banana.errors import UsageError
+from eval_banana.models.stages import (
+    STAGE_FILES,
+    ConfigDoc,
+    DiscoverDoc,
+    DiscoveredFile,
+    ProblemModel,
+)
+from eval_banana.stages.common import envelope
+
+CHECK_DIR_NAME = "eval_checks"
+CHECK_SUFFIXES = (".yaml", ".yml")
+
+
+def _scan(*, folder: str) -> Iterator[os.DirEntry[str]]:
+    """Entries of one folder; unreadable folders are skipped (B-56)."""
+    try:
+        with os.scandir(folder) as entries:
+            yield from entries
+    except OSError:
+        return
+
+
+def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[str]) -> None:
+    """Every *.yaml / *.yml below a check folder, pruning excluded and symlinked folders."""
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        for entry in _scan(folder=current):
+            name = entry.name
+            if name.endswith(CHECK_SUFFIXES):
+                if entry.is_file() or entry.is_symlink():
+                    found.append(entry.path)
+            elif name not in excluded and entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+
+
+def _walk_for_check_dirs(
+    *, root: str, excluded: frozenset[str], check_dirs: list[str], found: list[str]
+) -> None:
+    """Walk top-down; a folder named eval_checks is scanned whole and not walked again."""
+    if os.path.basename(root) == CHECK_DIR_NAME:
+        check_dirs.append(root)
+        _collect_yaml(folder=root, excluded=excluded, found=found)
+        return
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        for entry in _scan(folder=current):
+            name = entry.name
+            if name in excluded or not entry.is_dir(follow_symlinks=False):
+                continue
+            if name == CHECK_DIR_NAME:
+                check_dirs.append(entry.path)
+                _collect_yaml(folder=entry.path, excluded=excluded, found=found)
+            else:
+                stack.append(entry.path)
+
+
+def _describe(*, path: str, project_root: Path) -> DiscoveredFile | ProblemModel:
+    link = Path(path)
+    try:
+        resolved = link.resolve(strict=True)
+        size = resolved.stat().st_size
+        digest = sha256_file(path=resolved)
+    except OSError as exc:
+        target = os.readlink(link) if link.is_symlink() else str(link)
+        return ProblemModel(
+            message=f"Cannot read check file {link}: {exc.strerror or exc} (target: {target})",
+            file=str(link),
+            hint="Remove the dangling link or point it at an existing check file.",
+        )
+    try:
+        relative: str | None = resolved.relative_to(project_root).as_posix()
+    except ValueError:
+        relative = None
+    return DiscoveredFile(path=str(resolved), relative_path=relative, size=size, sha256=digest)
+
+
+def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[str]]:
+    """Roots walked, check folders found, and raw candidate paths (unresolved)."""
+    project_root = Path(config.project_root)
+    excluded = frozenset(config.settings.discovery.exclude_dirs)
+    check_dirs: list[str] = []
+    found: list[str] = []
+    check_dir = config.selection.check_dir
+    if check_dir is not None:
+        root = (project_root / check_dir).resolve()
+        if not root.is_dir():
+            raise UsageError(
+                f"--check-dir {check_dir} is not a directory: {root}",
+                field_path="check_dir",
+                hint="A relative --check-dir is resolved against the project root.",
+            )
+        check_dirs.append(str(root))
+        _collect_yaml(folder=str(root), excluded=excluded, found=found)
+        return [str(root)], check_dirs, found
+    _walk_for_check_dirs(
+        root=str(project_root), excluded=excluded, check_dirs=check_dirs, found=found
+    )
+    return [str(project_root)], sorted(check_dirs), found
+
+
+def discover(*, config: ConfigDoc, inputs: dict[str, str]) -> DiscoverDoc:
+    """Find the check files; each resolved file once, in code-point order of its path (B-52)."""
+    roots, check_dirs, candidates = discover_files(config=config)
+    project_root = Path(config.project_root)
+    files: dict[str, DiscoveredFile] = {}
+    problems: list[ProblemModel] = []
+    for candidate in candidates:
+        described = _describe(path=candidate, project_root=project_root)
+        if isinstance(described, ProblemModel):
+            problems.append(described)
+        else:
+            files.setdefault(described.path, described)
+    return DiscoverDoc.model_validate(
+        {
+            **envelope(stage="discover", run_id=config.run_id, inputs=inputs),
+            "roots": roots,
+            "exclude_dirs": list(config.settings.discovery.exclude_dirs),
+            "check_dirs": check_dirs,
+            "files": [files[path] for path in sorted(files)],
+            "problems": sorted(problems, key=lambda problem: problem.file or ""),
+        }
+    )
+
+
+def write_discover_stage(*, run_dir: Path, doc: DiscoverDoc) -> str:
+    return write_model(path=run_dir / "stages" / STAGE_FILES["discover"], model=doc)

@@ -1,0 +1,198 @@
+"""Stage 5, execute: run the planned checks in parallel, results in plan order (B-95..B-98, D-4)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from eval_banana.artifacts import (
+    STAGES_DIR,
+    sha256_bytes,
+    stage_json_bytes,
+    write_model,
+    write_text_atomic,
+)
+from eval_banana.envpolicy import build_base_env
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import (
+    STAGE_FILES,
+    ConfigDoc,
+    ExecuteDoc,
+    GuardDoc,
+    PlanDoc,
+    PlannedCheck,
+)
+from eval_banana.results import (
+    StopSignal,
+    error_result,
+    exception_result,
+    iso,
+    not_run_result,
+    stop_reason,
+    utc_now,
+)
+from eval_banana.runners import runner_for
+from eval_banana.runners.base import RunContext
+from eval_banana.stages.common import envelope
+
+logger = logging.getLogger("eval_banana.stages.execute")
+
+StartCallback = Callable[[PlannedCheck], None]
+ResultCallback = Callable[[PlannedCheck, CheckResult], None]
+
+_WAIT_SLICE_S = 0.2  # the main thread wakes this often, so signal handlers run promptly
+
+
+def document_digest(*, doc: BaseModel) -> str:
+    """`sha256:<hex>` of the exact bytes `write_model` writes for `doc` (the envelope's inputs)."""
+    return sha256_bytes(data=stage_json_bytes(document=doc.model_dump(mode="json", by_alias=True)))
+
+
+def result_json_text(*, result: CheckResult) -> str:
+    """One check result as in report.json and checks/<stem>.json: indent 2, UTF-8, no newline."""
+    return json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False)
+
+
+def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> Path:
+    """Write checks/<stem>.json atomically (B-150 [improve]: as soon as the check finishes)."""
+    path = checks_dir / f"{stem}.json"
+    write_text_atomic(path=path, text=result_json_text(result=result))
+    return path
+
+
+def _run_one(*, ctx: RunContext) -> CheckResult:
+    """One check through its runner; any exception becomes that check's error result (B-97)."""
+    check = ctx.check
+    started = utc_now()
+    try:
+        result = runner_for(check_type=check.type)(ctx)
+    except Exception as exc:  # noqa: BLE001 - B-97: one broken check never sinks the run
+        logger.warning("Check %s raised %s", check.id, exc, exc_info=True)
+        return exception_result(check=check, started=started, exc=exc)
+    if (
+        result.check_definition_sha256 != check.check_definition_sha256
+        or result.check_id != check.id
+    ):
+        return error_result(
+            check=check,
+            started=started,
+            error_detail=f"Runner returned the wrong definition hash for check '{check.id}'",
+        )
+    return result
+
+
+def _notify(callback: Callable[..., None] | None, *args: object) -> None:
+    """Progress callbacks are display only: a failing one is logged, never fatal to the run."""
+    if callback is None:
+        return
+    try:
+        callback(*args)
+    except Exception:  # noqa: BLE001
+        logger.warning("Progress callback failed", exc_info=True)
+
+
+def _interrupt(*, cancel: threading.Event) -> None:
+    if isinstance(cancel, StopSignal):
+        cancel.stop(reason="interrupt")
+    else:
+        cancel.set()
+
+
+def _wait_all(*, futures: list[Future[None]], cancel: threading.Event) -> None:
+    """Wait in short slices; a KeyboardInterrupt here stops the run instead of escaping."""
+    pending = set(futures)
+    while pending:
+        try:
+            _, pending = wait(pending, timeout=_WAIT_SLICE_S, return_when=FIRST_COMPLETED)
+        except KeyboardInterrupt:
+            _interrupt(cancel=cancel)
+    for future in futures:
+        future.result()  # a failure to write evidence is a run-level error: let it surface
+
+
+def execute(
+    *,
+    config: ConfigDoc,
+    plan: PlanDoc,
+    guard: GuardDoc,
+    run_dir: Path,
+    cancel: threading.Event,
+    on_result: ResultCallback | None = None,
+    on_start: StartCallback | None = None,
+    inputs: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ExecuteDoc:
+    """Run the plan's checks on min(max_parallel_checks, n) threads; results by plan position.
+
+    `inputs` are the digests of the upstream stage files (computed from the documents when
+    not given); `environ` is the process environment the env policy filters (default os.environ).
+    """
+    started = utc_now()
+    checks = plan.checks
+    checks_dir = run_dir / "checks"
+    checks_dir.mkdir(parents=True, exist_ok=True)
+    base_env = build_base_env(settings=config.settings.execution, environ=environ)
+    project_root = Path(config.project_root)
+    results: list[CheckResult | None] = [None] * len(checks)
+    not_run: list[bool] = [False] * len(checks)
+
+    def task(position: int) -> None:
+        check = checks[position]
+        if cancel.is_set():
+            # D-4: once the run stops no new check starts.
+            result = not_run_result(check=check, cancel=cancel)
+            not_run[position] = True
+        else:
+            _notify(on_start, check)
+            ctx = RunContext(
+                check=check,
+                config=config,
+                harness=guard.harness,
+                run_dir=run_dir,
+                project_root=project_root,
+                base_env=base_env,
+                cancel=cancel,
+            )
+            result = _run_one(ctx=ctx)
+        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+        results[position] = result
+        if not not_run[position]:
+            _notify(on_result, check, result)
+
+    if checks:
+        workers = min(config.settings.core.max_parallel_checks, len(checks))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-check") as pool:
+            # Submitted in plan order, so checks also start in plan order (B-91).
+            futures = [pool.submit(task, position) for position in range(len(checks))]
+            _wait_all(futures=futures, cancel=cancel)
+    completed = utc_now()
+    final = [result for result in results if result is not None]
+    assert len(final) == len(checks)  # every task stored its result or raised above
+    if inputs is None:
+        inputs = {
+            "config": document_digest(doc=config),
+            "validate": document_digest(doc=plan),
+            "guard": document_digest(doc=guard),
+        }
+    document = envelope(stage="execute", run_id=plan.run_id, inputs=inputs)
+    document.update(
+        started_at=iso(started),
+        completed_at=iso(completed),
+        results=final,
+        aborted_by=stop_reason(cancel=cancel) if cancel.is_set() else None,
+        not_run=[check.id for check, skipped in zip(checks, not_run, strict=True) if skipped],
+        env_policy=config.settings.execution.env,
+        tokens_used=None,
+    )
+    return ExecuteDoc.model_validate(document)
+
+
+def write_execute_stage(*, run_dir: Path, doc: ExecuteDoc) -> str:
+    """Write stages/execute.json; return the digest of its bytes."""
+    return write_model(path=run_dir / STAGES_DIR / STAGE_FILES["execute"], model=doc)

@@ -1,0 +1,117 @@
+"""Stage 4, guard: stop before anything runs when the harness cannot serve the judges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from eval_banana.artifacts import write_model
+from eval_banana.errors import ConfigError, GuardError
+from eval_banana.models.stages import (
+    STAGE_FILES,
+    ConfigDoc,
+    GuardDoc,
+    PlanDoc,
+    ProblemModel,
+    ResolvedHarness,
+)
+from eval_banana.stages.common import envelope
+
+GuardMode = Literal["run", "validate"]
+
+_NO_HARNESS = (
+    "harness_judge check requires a harness but none is configured (first offender: {path}). "
+    "Fix: set [harness] agent in .eval-banana/config.toml or pass --harness-agent on the command "
+    "line."
+)
+
+
+def _problem(
+    message: str, *, hint: str | None = None, field_path: str | None = None
+) -> ProblemModel:
+    return ProblemModel(message=message, hint=hint, field_path=field_path)
+
+
+def _judges(plan: PlanDoc) -> list[str]:
+    return [check.id for check in plan.checks if check.type == "harness_judge"]
+
+
+def _resolve(*, config: ConfigDoc) -> tuple[ResolvedHarness | None, list[ProblemModel]]:
+    from eval_banana.harness.resolve import resolve_harness
+
+    try:
+        return resolve_harness(settings=config.settings), []
+    except ConfigError as exc:
+        return None, [_problem(exc.message, hint=exc.hint, field_path="harness.agent")]
+
+
+def _injection_problems(*, plan: PlanDoc, harness: ResolvedHarness) -> list[ProblemModel]:
+    from eval_banana.harness.resolve import injection_problem
+
+    problems = []
+    for check in plan.checks:
+        if check.type != "harness_judge":
+            continue
+        model = check.definition.get("model") or harness.model
+        text = injection_problem(
+            template=harness.template,
+            agent=harness.agent,
+            model=model if isinstance(model, str) else None,
+            effort=harness.reasoning_effort,
+        )
+        if text:
+            problems.append(
+                ProblemModel(message=text, file=check.source_path, field_path="harness")
+            )
+    return problems
+
+
+def guard(
+    *, config: ConfigDoc, plan: PlanDoc, inputs: dict[str, str], mode: GuardMode = "run"
+) -> GuardDoc:
+    """Decide whether the selected checks can run; never raises (see raise_if_refused)."""
+    judges = _judges(plan)
+    problems: list[ProblemModel] = []
+    warnings: list[ProblemModel] = []
+    harness: ResolvedHarness | None = None
+    agent = config.settings.harness.agent
+    if judges and not agent:
+        offender = min(check.source_path for check in plan.checks if check.type == "harness_judge")
+        problems.append(_problem(_NO_HARNESS.format(path=offender), field_path="harness.agent"))
+    elif agent and (judges or mode == "validate"):
+        harness, problems = _resolve(config=config)
+        if harness is not None:
+            injection = _injection_problems(plan=plan, harness=harness)
+            # eb validate refuses what eb run would turn into N identical errors (D-9);
+            # eb run keeps them as per-check results, listed here up front (B-89).
+            (problems if mode == "validate" else warnings).extend(injection)
+            if harness.executable is None and judges:
+                missing = _problem(
+                    f"Harness agent '{harness.agent}' needs the command "
+                    f"'{harness.template.command[0] if harness.template.command else ''}', "
+                    "which was not found on PATH",
+                    hint="Install the agent CLI, put it on PATH, or set [agents.<name>] command.",
+                    field_path="harness.agent",
+                )
+                (warnings if mode == "validate" else problems).append(missing)
+    return GuardDoc.model_validate(
+        {
+            **envelope(stage="guard", run_id=config.run_id, inputs=inputs),
+            "ok": not problems,
+            "judge_checks": judges,
+            "harness": harness,
+            "problems": problems,
+            "warnings": warnings,
+        }
+    )
+
+
+def raise_if_refused(doc: GuardDoc) -> None:
+    if doc.ok:
+        return
+    first = doc.problems[0]
+    raise GuardError(first.message, file=first.file, field_path=first.field_path, hint=first.hint)
+
+
+def write_guard_stage(*, run_dir: Path, doc: GuardDoc) -> str:
+    return write_model(path=run_dir / "stages" / STAGE_FILES["guard"], model=doc)

@@ -1,0 +1,178 @@
+"""Stage 7, report: report.json and report.md (B-155..B-160), plus stages/report.json."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from eval_banana.artifacts import STAGES_DIR, write_model, write_text_atomic
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import STAGE_FILES, ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
+from eval_banana.results import elapsed_ms
+from eval_banana.stages.common import envelope
+from eval_banana.stages.execute import document_digest
+
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+REPORT_SCHEMA_VERSION = 1
+
+_NEWLINES = re.compile(r"[\r\n]+")
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    """What the report stage wrote: the report.json object, its stage document, the paths."""
+
+    report: dict[str, Any]
+    doc: ReportDoc
+    report_json: Path
+    report_md: Path
+    digest: str
+
+
+def build_report(
+    *, run_dir: Path, config: ConfigDoc, execute: ExecuteDoc, score: ScoreDoc
+) -> dict[str, Any]:
+    """The report.json object: the contract's keys in order (B-155), our additions after."""
+    started = datetime.fromisoformat(execute.started_at)
+    completed = datetime.fromisoformat(execute.completed_at)
+    execution = config.settings.execution
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "run_id": execute.run_id,
+        "project_root": config.project_root,
+        "output_dir": str(run_dir.resolve()),
+        "started_at": execute.started_at,
+        "completed_at": execute.completed_at,
+        "duration_ms": elapsed_ms(started=started, completed=completed),
+        "total_checks": score.total_checks,
+        "passed_checks": score.passed_checks,
+        "failed_checks": score.failed_checks,
+        "errored_checks": score.errored_checks,
+        "points_earned": score.points_earned,
+        "total_points": score.total_points,
+        "percentage": score.percentage,
+        "pass_threshold": score.pass_threshold,
+        "meets_threshold": score.meets_threshold,
+        "run_passed": score.run_passed,
+        "checks": [result.model_dump(mode="json") for result in execute.results],
+        # Additive keys (D-4, D-7): readers of schema_version 1 ignore what they do not know.
+        "not_run_checks": score.not_run_checks,
+        "aborted_by": score.aborted_by,
+        "env_policy": execution.env,
+        "env_allow": list(execution.env_allow),
+        "env_allow_prefixes": list(execution.env_allow_prefixes),
+    }
+
+
+def report_json_text(*, report: dict[str, Any]) -> str:
+    """UTF-8 JSON, two-space indent, non-ASCII as-is, no trailing newline (B-155)."""
+    return json.dumps(report, indent=2, ensure_ascii=False)
+
+
+def md_cell(text: str) -> str:
+    """[improve] B-160: `|` escaped and newlines collapsed, so a value stays in its cell/line."""
+    return _NEWLINES.sub(" ", text).replace("|", "\\|")
+
+
+def control_note(*, check: dict[str, Any]) -> str | None:
+    """D-11: a control check (expect: fail) is shown as a caught or a missed defect."""
+    if check.get("expect") != "fail":
+        return None
+    if check.get("status") == "passed":
+        return "control: defect caught"
+    if check.get("status") == "failed":
+        return "control: defect missed"
+    return None
+
+
+def _status_cell(*, check: dict[str, Any]) -> str:
+    note = control_note(check=check)
+    cell = f"`{md_cell(str(check['status']))}`"
+    return cell if note is None else f"{cell} ({note})"
+
+
+def render_markdown(*, report: dict[str, Any]) -> str:
+    """report.md exactly as B-160, ending with one newline."""
+    lines = [
+        "# eval-banana report",
+        "",
+        "| Field | Value |",
+        "| --- | --- |",
+        f"| Run ID | `{md_cell(report['run_id'])}` |",
+        f"| Score | `{report['points_earned']}/{report['total_points']}` |",
+        f"| Percentage | `{report['percentage']:.1f}%` |",
+        f"| Pass Threshold | `{report['pass_threshold']!r}` |",
+        f"| Run Passed | `{report['run_passed']!r}` |",
+        "",
+        "| Check ID | Type | Status | Score | Duration (ms) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    checks: list[dict[str, Any]] = report["checks"]
+    for check in checks:
+        lines.append(
+            f"| `{md_cell(check['check_id'])}` | `{md_cell(check['check_type'])}` "
+            f"| {_status_cell(check=check)} | `{check['score']}` | `{check['duration_ms']}` |"
+        )
+    for check in checks:
+        reason, error = check.get("reason"), check.get("error_detail")
+        if not reason and not error:
+            continue
+        lines += ["", f"## {md_cell(check['check_id'])}", "", f"- Status: `{check['status']}`"]
+        if reason:
+            lines.append(f"- Reason: {md_cell(reason)}")
+        if error:
+            lines.append(f"- Error: {md_cell(error)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(
+    *,
+    run_dir: Path,
+    config: ConfigDoc,
+    execute: ExecuteDoc,
+    score: ScoreDoc,
+    inputs: dict[str, str] | None = None,
+    run_id: str | None = None,
+) -> ReportOutcome:
+    """Write report.json, report.md and stages/report.json (before any console output, B-150)."""
+    report = build_report(run_dir=run_dir, config=config, execute=execute, score=score)
+    if run_id is not None:
+        report["run_id"] = run_id
+    json_path = run_dir / REPORT_JSON
+    md_path = run_dir / REPORT_MD
+    write_text_atomic(path=json_path, text=report_json_text(report=report))
+    write_text_atomic(path=md_path, text=render_markdown(report=report))
+    if inputs is None:
+        inputs = {
+            "config": document_digest(doc=config),
+            "execute": document_digest(doc=execute),
+            "score": document_digest(doc=score),
+        }
+    document = envelope(stage="report", run_id=report["run_id"], inputs=inputs)
+    document.update(report_json=str(json_path), report_md=str(md_path), extra_outputs=[])
+    doc = ReportDoc.model_validate(document)
+    digest = write_model(path=run_dir / STAGES_DIR / STAGE_FILES["report"], model=doc)
+    return ReportOutcome(
+        report=report, doc=doc, report_json=json_path, report_md=md_path, digest=digest
+    )
+
+
+def result_summary(*, result: CheckResult | dict[str, Any]) -> str:
+    """The console summary of one check: reason, else error, else `exit code <n>` (B-161)."""
+    check = result.model_dump(mode="json") if isinstance(result, CheckResult) else result
+    if check.get("reason"):
+        return str(check["reason"])
+    if check.get("error_detail"):
+        return str(check["error_detail"])
+    if (
+        check.get("status") == "failed"
+        and check.get("check_type") == "deterministic"
+        and check.get("exit_code") is not None
+    ):
+        return f"exit code {check['exit_code']}"
+    return ""

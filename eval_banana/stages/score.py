@@ -1,0 +1,63 @@
+"""Stage 6, score: totals, percentage, threshold and the run verdict (B-141..B-145, D-4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval_banana.artifacts import STAGES_DIR, write_model
+from eval_banana.models.stages import STAGE_FILES, ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.stages.common import envelope
+from eval_banana.stages.execute import document_digest
+
+
+def percentage(*, earned: int, total: int) -> float:
+    """`round(earned / total * 100, 1)`; 0.0 for no checks (B-143, B-144)."""
+    if total == 0:
+        return 0.0
+    return round(earned / total * 100, 1)
+
+
+def meets(*, earned: int, total: int, threshold: float) -> bool:
+    """The unrounded ratio against the threshold; never met with no checks (B-144)."""
+    return total > 0 and earned / total >= threshold
+
+
+def score(
+    *, config: ConfigDoc, execute: ExecuteDoc, inputs: dict[str, str] | None = None
+) -> ScoreDoc:
+    """Pure: the score document of an execute document."""
+    results = execute.results
+    statuses = [result.status for result in results]
+    earned = sum(result.score for result in results)
+    total = len(results)
+    threshold = config.settings.core.pass_threshold
+    met = meets(earned=earned, total=total, threshold=threshold)
+    errored = statuses.count("error")
+    aborted = execute.aborted_by
+    # D-4: a stopped run never passes, whatever its partial score says.
+    passed = met and errored == 0 and aborted is None
+    status = "aborted" if aborted is not None else ("passed" if passed else "failed")
+    if inputs is None:
+        inputs = {"config": document_digest(doc=config), "execute": document_digest(doc=execute)}
+    document = envelope(stage="score", run_id=execute.run_id, inputs=inputs)
+    document.update(
+        total_checks=total,
+        passed_checks=statuses.count("passed"),
+        failed_checks=statuses.count("failed"),
+        errored_checks=errored,
+        points_earned=earned,
+        total_points=total,
+        percentage=percentage(earned=earned, total=total),
+        pass_threshold=threshold,
+        meets_threshold=met,
+        run_passed=passed,
+        not_run_checks=sum(1 for result in results if result.details.get("not_run") is True),
+        aborted_by=aborted,
+        status=status,
+    )
+    return ScoreDoc.model_validate(document)
+
+
+def write_score_stage(*, run_dir: Path, doc: ScoreDoc) -> str:
+    """Write stages/score.json; return the digest of its bytes."""
+    return write_model(path=run_dir / STAGES_DIR / STAGE_FILES["score"], model=doc)

@@ -1,0 +1,245 @@
+"""Stage 3, validate: load every discovered file, select, freeze scripts, write plan.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval_banana.artifacts import write_bytes_atomic, write_model
+from eval_banana.definition import (
+    FrozenScript,
+    definition_digest,
+    freeze_script,
+    load_definition,
+    parse_yaml_mapping,
+    validate_mapping,
+)
+from eval_banana.errors import DefinitionError, NoChecksError, Problem
+from eval_banana.models.check import CheckBase
+from eval_banana.models.stages import (
+    STAGE_FILES,
+    ConfigDoc,
+    DiscoverDoc,
+    PlanDoc,
+    PlannedCheck,
+    ProblemModel,
+)
+from eval_banana.stages.common import envelope
+from eval_banana.stem import artifact_stem
+
+SNAPSHOTS_DIR = "stages/snapshots"
+NO_CHECKS = "No checks found"
+
+
+@dataclass
+class Loaded:
+    path: Path
+    data: bytes
+    check: CheckBase
+
+
+@dataclass
+class ValidationOutcome:
+    """The plan, plus the frozen script bytes the wrapper writes under stages/snapshots/."""
+
+    plan: PlanDoc
+    snapshots: dict[str, bytes] = field(default_factory=dict)
+
+    def raise_if_failed(self) -> None:
+        if not self.plan.ok:
+            raise_problems(self.plan.errors)
+
+
+def raise_problems(problems: list[ProblemModel]) -> None:
+    """Raise the first problem as a typed error, carrying all the others (B-74)."""
+    first = problems[0]
+    error_type = NoChecksError if first.message == NO_CHECKS else DefinitionError
+    raise error_type(
+        first.message,
+        file=first.file,
+        field_path=first.field_path,
+        hint=first.hint,
+        problems=tuple(
+            Problem(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+            for p in problems[1:]
+        ),
+    )
+
+
+def _problem(exc: DefinitionError) -> ProblemModel:
+    return ProblemModel(
+        message=exc.message, file=exc.file, field_path=exc.field_path, hint=exc.hint
+    )
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise DefinitionError(f"Cannot read check file {path}: {exc}", file=str(path)) from None
+
+
+def _load_strict(*, paths: list[Path]) -> tuple[list[Loaded], list[ProblemModel]]:
+    """Load every file; collect every problem, then every duplicate id (B-72..B-74)."""
+    loaded: list[Loaded] = []
+    problems: list[ProblemModel] = []
+    first_by_id: dict[str, Path] = {}
+    for path in paths:
+        try:
+            data = _read(path)
+            check = load_definition(data=data, path=path)
+        except DefinitionError as exc:
+            problems.append(_problem(exc))
+            continue
+        if check.id in first_by_id:
+            problems.append(
+                ProblemModel(
+                    message=f"Duplicate check id '{check.id}' found in "
+                    f"{first_by_id[check.id]} and {path}",
+                    file=str(path),
+                    field_path="id",
+                    hint="Ids must be unique across the project; rename one of them.",
+                )
+            )
+            continue
+        first_by_id[check.id] = path
+        loaded.append(Loaded(path=path, data=data, check=check))
+    return loaded, problems
+
+
+def _load_by_id(*, paths: list[Path], check_id: str) -> tuple[list[Loaded], list[ProblemModel]]:
+    """Relaxed mode (B-75, B-76): only the file whose stripped id matches is loaded strictly."""
+    needle = check_id.strip()
+    matches: list[tuple[Path, bytes, dict[str, object]]] = []
+    warnings: list[ProblemModel] = []
+    encoded = needle.encode()
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        # A file whose bytes do not contain the id cannot declare it: skip parsing it.
+        if encoded not in data:
+            continue
+        try:
+            document = parse_yaml_mapping(data=data, path=path)
+        except DefinitionError as exc:
+            warnings.append(_problem(exc))
+            continue
+        raw_id = document.get("id")
+        if isinstance(raw_id, str) and raw_id.strip() == needle:
+            matches.append((path, data, document))
+    if not matches:
+        raise DefinitionError(f"No check found with id '{check_id}'", field_path="check_id")
+    if len(matches) > 1:
+        joined = ", ".join(str(path) for path, _, _ in matches)
+        raise DefinitionError(
+            f"Duplicate check id '{check_id}' found in: {joined}",
+            file=str(matches[1][0]),
+            field_path="id",
+        )
+    path, data, document = matches[0]
+    check = validate_mapping(document=document, path=path)
+    return [Loaded(path=path, data=data, check=check)], warnings
+
+
+def _select_ids(
+    *, paths: list[Path], check_ids: list[str]
+) -> tuple[list[Loaded], list[ProblemModel]]:
+    selected: dict[Path, Loaded] = {}
+    warnings: list[ProblemModel] = []
+    problems: list[ProblemModel] = []
+    for check_id in check_ids:
+        try:
+            loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id)
+        except DefinitionError as exc:
+            problems.append(_problem(exc))
+            continue
+        warnings.extend(found_warnings)
+        for item in loaded:
+            selected[item.path] = item
+    if problems:
+        raise _Collected(problems)
+    unique_warnings = {(w.file, w.message): w for w in warnings}
+    return [selected[path] for path in sorted(selected, key=str)], list(unique_warnings.values())
+
+
+class _Collected(Exception):
+    def __init__(self, problems: list[ProblemModel]) -> None:
+        super().__init__(problems[0].message)
+        self.problems = problems
+
+
+def _plan_check(*, item: Loaded) -> tuple[PlannedCheck, bytes | None]:
+    check = item.check
+    stem = artifact_stem(check_id=check.id)
+    script_path = getattr(check, "script_path", None)
+    frozen: FrozenScript | None = None
+    if script_path:
+        frozen = freeze_script(yaml_path=item.path, script_path=script_path)
+    planned = PlannedCheck(
+        id=check.id,
+        type=check.type,
+        description=check.description,
+        source_path=str(item.path),
+        stem=stem,
+        check_definition_sha256=definition_digest(yaml_bytes=item.data, frozen=frozen),
+        definition=check.model_dump(mode="json", by_alias=True),
+        snapshot=f"{SNAPSHOTS_DIR}/{stem}.py" if frozen and frozen.data is not None else None,
+        script_path=str(frozen.path) if frozen else None,
+        script_unavailable=frozen.unavailable if frozen else None,
+    )
+    return planned, frozen.data if frozen else None
+
+
+def validate(
+    *, config: ConfigDoc, discovered: DiscoverDoc, inputs: dict[str, str]
+) -> ValidationOutcome:
+    """Load, select (check ids, tags) and plan the checks; never raises for bad definitions."""
+    paths = [Path(item.path) for item in discovered.files]
+    errors = list(discovered.problems)
+    warnings: list[ProblemModel] = []
+    selection = config.selection
+    try:
+        if selection.check_ids:
+            loaded, warnings = _select_ids(paths=paths, check_ids=selection.check_ids)
+        else:
+            loaded, problems = _load_strict(paths=paths)
+            errors.extend(problems)
+    except _Collected as collected:
+        loaded, errors = [], errors + collected.problems
+    if selection.tags:
+        wanted = set(selection.tags)
+        loaded = [item for item in loaded if wanted.intersection(item.check.tags)]
+    if not loaded and not errors:
+        errors.append(
+            ProblemModel(
+                message=NO_CHECKS,
+                hint="Add YAML checks under an eval_checks/ folder, or widen --check-dir/--tag.",
+            )
+        )
+    checks: list[PlannedCheck] = []
+    snapshots: dict[str, bytes] = {}
+    if not errors:
+        for item in sorted(loaded, key=lambda loaded_item: str(loaded_item.path)):
+            planned, frozen_bytes = _plan_check(item=item)
+            checks.append(planned)
+            if planned.snapshot and frozen_bytes is not None:
+                snapshots[planned.snapshot] = frozen_bytes
+    plan = PlanDoc.model_validate(
+        {
+            **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
+            "ok": not errors,
+            "checks": checks,
+            "errors": sorted(errors, key=lambda problem: problem.file or ""),
+            "warnings": warnings,
+        }
+    )
+    return ValidationOutcome(plan=plan, snapshots=snapshots)
+
+
+def write_validate_stage(*, run_dir: Path, outcome: ValidationOutcome) -> str:
+    """Write the frozen scripts, then plan.json; return plan.json's digest."""
+    for relative, data in outcome.snapshots.items():
+        write_bytes_atomic(path=run_dir / relative, data=data)
+    return write_model(path=run_dir / "stages" / STAGE_FILES["validate"], model=outcome.plan)

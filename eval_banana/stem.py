@@ -1,0 +1,15 @@
+"""The safe artifact file stem of a check id (B-154)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_UNSAFE_RUN = re.compile(r"[^a-zA-Z0-9._-]+")
+_STEM_PREFIX_CHARS = 40
+
+
+def artifact_stem(*, check_id: str) -> str:
+    """`<safe prefix, max 40 chars>-<sha256 hex of the id>`; distinct ids never share a stem."""
+    safe = _UNSAFE_RUN.sub("_", check_id).strip("._")[:_STEM_PREFIX_CHARS] or "check"
+    return f"{safe}-{hashlib.sha256(check_id.encode('utf-8')).hexdigest()}"

@@ -1,0 +1,68 @@
+"""`eb validate`: green only when `eb run` could start (B-82, B-83 [improve], D-9)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from eval_banana.models.stages import PlanDoc, ProblemModel
+from eval_banana.pipeline import RunRequest, load_config
+from eval_banana.rundir import new_run_id
+from eval_banana.stages import discover as discover_stage
+from eval_banana.stages import guard as guard_stage
+from eval_banana.stages import validate as validate_stage
+from eval_banana.stages.config import write_config_stage
+
+
+def readiness_problems(*, plan: PlanDoc) -> list[ProblemModel]:
+    """What validates but could never run: a referenced script that is not there."""
+    return [
+        ProblemModel(
+            message=check.script_unavailable,
+            file=check.source_path,
+            field_path=f"{check.type}.script_path",
+            hint="Fix script_path (it is relative to the check file's folder).",
+        )
+        for check in plan.checks
+        if check.script_unavailable
+    ]
+
+
+def run_validate(*, args: argparse.Namespace, request: RunRequest) -> int:
+    config = load_config(request=request, run_id=new_run_id())
+    run_dir = Path(args.run_dir).resolve() if args.run_dir else None
+    digests: dict[str, str] = {}
+    if run_dir is not None:
+        (run_dir / "stages").mkdir(parents=True, exist_ok=True)
+        digests["config"] = write_config_stage(run_dir=run_dir, doc=config)
+    discovered = discover_stage.discover(config=config, inputs=dict(digests))
+    if run_dir is not None:
+        digests["discover"] = discover_stage.write_discover_stage(run_dir=run_dir, doc=discovered)
+    outcome = validate_stage.validate(config=config, discovered=discovered, inputs=dict(digests))
+    if run_dir is not None:
+        digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
+    plan = outcome.plan
+    problems = list(plan.errors)
+    if args.allow_empty and [p.message for p in problems] == [validate_stage.NO_CHECKS]:
+        print("Validated 0 checks successfully.")
+        return 0
+    problems.extend(readiness_problems(plan=plan))
+    if plan.ok:
+        guarded = guard_stage.guard(
+            config=config,
+            plan=plan,
+            inputs={k: v for k, v in digests.items() if k in ("config", "validate")},
+            mode="validate",
+        )
+        if run_dir is not None:
+            guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
+        problems.extend(guarded.problems)
+        for warning in guarded.warnings:
+            print(f"warning: {warning.message}", file=sys.stderr)
+    for warning in plan.warnings:
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if problems:
+        validate_stage.raise_problems(problems)
+    print(f"Validated {len(plan.checks)} checks successfully.")
+    return 0

@@ -1,0 +1,53 @@
+"""Developer tasks for eval_banana itself: `invoke --list`."""
+
+from __future__ import annotations
+
+import sys
+
+from invoke import Collection, Context, task
+
+PY = sys.executable
+
+
+@task(help={"k": "Only run tests matching this expression.", "quick": "Skip slow tests."})
+def test(c: Context, k: str = "", quick: bool = False) -> None:
+    """Run the test suite (the same command CI runs)."""
+    args = ["-q"]
+    if k:
+        args += ["-k", repr(k)]
+    if quick:
+        args += ["-m", "'not slow'"]
+    c.run(f"{PY} -m pytest {' '.join(args)}", pty=False)
+
+
+@task
+def lint(c: Context) -> None:
+    """ruff: lint and formatting."""
+    c.run(f"{PY} -m ruff check eval_banana tests tasks.py bench")
+    c.run(f"{PY} -m ruff format --check eval_banana tests tasks.py bench")
+
+
+@task
+def typecheck(c: Context) -> None:
+    """mypy --strict over the package."""
+    c.run(f"{PY} -m mypy")
+
+
+@task
+def schemas(c: Context) -> None:
+    """Regenerate schemas/ (and the copy shipped in the package) from the pydantic models."""
+    c.run(f"{PY} -m eval_banana.schemas_cli")
+
+
+@task(pre=[lint, typecheck, test])
+def check(c: Context) -> None:
+    """Lint, type check and test: everything CI runs."""
+
+
+@task(help={"args": "Extra arguments for eb run."})
+def demo(c: Context, args: str = "") -> None:
+    """Evaluate the bundled example project (examples/demo)."""
+    c.run(f"{PY} -m eval_banana run --cwd examples/demo {args}", warn=True)
+
+
+ns = Collection(test, lint, typecheck, schemas, check, demo)

@@ -1,0 +1,83 @@
+"""Shared fixtures: small projects on disk and an in-process `eb`."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+STANDIN_AGENTS = REPO / "tests" / "agents"
+
+
+@dataclass
+class EbResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def eb(capsys: pytest.CaptureFixture[str]) -> Callable[..., EbResult]:
+    """Run `eb` in-process through the real CLI boundary."""
+    from eval_banana.cli import main
+
+    def run(*args: str) -> EbResult:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return EbResult(exit_code=code, stdout=captured.out, stderr=captured.err)
+
+    return run
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Callable[..., Path]:
+    """Write files (path -> text) under a fresh project root with a config file."""
+    root = tmp_path / "proj"
+
+    def make(files: dict[str, str], *, config: str | None = "") -> Path:
+        if config is not None:
+            (root / ".eval-banana").mkdir(parents=True, exist_ok=True)
+            (root / ".eval-banana" / "config.toml").write_text(textwrap.dedent(config))
+        for relative, text in files.items():
+            path = root / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text))
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+    return make
+
+
+def check_yaml(check_id: str, *, script: str = "pass", tags: list[str] | None = None) -> str:
+    """A valid inline deterministic check."""
+    lines = [
+        "schema_version: 1",
+        f"id: {check_id}",
+        "type: deterministic",
+        f"description: Check {check_id}.",
+        f"script: {script!r}" if "\n" not in script else "script: |\n" + textwrap.indent(script, "  "),
+    ]
+    if tags:
+        lines.append(f"tags: [{', '.join(tags)}]")
+    return "\n".join(lines) + "\n"
+
+
+def judge_yaml(check_id: str, *, instructions: str = "Score 1.", model: str | None = None) -> str:
+    lines = [
+        "schema_version: 1",
+        f"id: {check_id}",
+        "type: harness_judge",
+        f"description: Judge {check_id}.",
+        f"instructions: {instructions}",
+    ]
+    if model:
+        lines.append(f"model: {model}")
+    return "\n".join(lines) + "\n"
+
+
+PYTHON = sys.executable

@@ -1,0 +1,138 @@
+"""Discovery rules (B-45..B-56): nested folders, extensions, exclusions, symlinks, order."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eval_banana.models.config import DEFAULT_EXCLUDE_DIRS, Selection, Settings
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.stages.discover import discover
+from tests.conftest import EbResult, check_yaml
+
+
+def _config(root: Path, *, exclude: list[str] | None = None, check_dir: str | None = None) -> ConfigDoc:
+    settings = Settings()
+    if exclude is not None:
+        settings.discovery.exclude_dirs = exclude
+    return ConfigDoc.model_validate(
+        {
+            "$schema": "x",
+            "tool_version": "0",
+            "run_id": "r",
+            "created_at": "now",
+            "project_root": str(root),
+            "config_file": None,
+            "settings": settings,
+            "sources": {},
+            "selection": Selection(check_dir=check_dir),
+        }
+    )
+
+
+def _found(root: Path, **kwargs: object) -> list[str]:
+    doc = discover(config=_config(root, **kwargs), inputs={})  # type: ignore[arg-type]
+    return [Path(item.path).relative_to(root.resolve()).as_posix() for item in doc.files]
+
+
+def test_nested_folders_and_both_extensions(tmp_path: Path) -> None:
+    for relative in [
+        "eval_checks/a.yaml",
+        "eval_checks/deeper/b.yml",
+        "src/api/eval_checks/c.yaml",
+        "src/api/eval_checks/eval_checks/d.yaml",
+        "eval_checks/notes.txt",
+        "eval_checks/x.YAML",
+        "eval_checks/x.yaml.bak",
+        "other/e.yaml",
+        "Eval_Checks/f.yaml",
+    ]:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(check_yaml(Path(relative).stem))
+    assert _found(tmp_path) == [
+        "eval_checks/a.yaml",
+        "eval_checks/deeper/b.yml",
+        "src/api/eval_checks/c.yaml",
+        "src/api/eval_checks/eval_checks/d.yaml",
+    ]
+
+
+@pytest.mark.parametrize("excluded", DEFAULT_EXCLUDE_DIRS)
+def test_every_default_exclusion_is_pruned_outside_and_inside(tmp_path: Path, excluded: str) -> None:
+    (tmp_path / excluded / "eval_checks").mkdir(parents=True)
+    (tmp_path / excluded / "eval_checks" / "decoy.yaml").write_text(check_yaml("decoy"))
+    (tmp_path / "eval_checks" / excluded).mkdir(parents=True)
+    (tmp_path / "eval_checks" / excluded / "decoy2.yaml").write_text(check_yaml("decoy2"))
+    (tmp_path / "eval_checks" / "real.yaml").write_text(check_yaml("real"))
+    assert _found(tmp_path) == ["eval_checks/real.yaml"]
+
+
+def test_configured_exclusion_replaces_the_defaults(tmp_path: Path) -> None:
+    for folder in ["generated", "node_modules"]:
+        (tmp_path / folder / "eval_checks").mkdir(parents=True)
+        (tmp_path / folder / "eval_checks" / f"{folder}.yaml").write_text(check_yaml(folder))
+    assert _found(tmp_path, exclude=["generated"]) == ["node_modules/eval_checks/node_modules.yaml"]
+
+
+def test_hidden_folders_other_than_excluded_are_walked(tmp_path: Path) -> None:
+    (tmp_path / ".github" / "eval_checks").mkdir(parents=True)
+    (tmp_path / ".github" / "eval_checks" / "ci.yaml").write_text(check_yaml("ci"))
+    assert _found(tmp_path) == [".github/eval_checks/ci.yaml"]
+
+
+def test_symlinked_folders_are_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "eval_checks").mkdir(parents=True)
+    (outside / "eval_checks" / "far.yaml").write_text(check_yaml("far"))
+    root = tmp_path / "root"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / "eval_checks" / "near.yaml").write_text(check_yaml("near"))
+    os.symlink(outside, root / "linked")
+    os.symlink(outside / "eval_checks", root / "eval_checks" / "sub")
+    assert _found(root) == ["eval_checks/near.yaml"]
+
+
+def test_yaml_symlink_is_resolved_and_loaded_once(tmp_path: Path) -> None:
+    (tmp_path / "eval_checks").mkdir()
+    (tmp_path / "eval_checks" / "a.yaml").write_text(check_yaml("a"))
+    os.symlink(tmp_path / "eval_checks" / "a.yaml", tmp_path / "eval_checks" / "b.yaml")
+    assert _found(tmp_path) == ["eval_checks/a.yaml"]
+
+
+def test_order_is_code_point_order_of_the_path(tmp_path: Path) -> None:
+    for folder in ["a", "a-b"]:
+        (tmp_path / folder / "eval_checks").mkdir(parents=True)
+        (tmp_path / folder / "eval_checks" / "x.yaml").write_text(check_yaml(folder.replace("-", "_")))
+    # One ordering everywhere (B-52 [improve]): "a-b/..." < "a/..." in code-point order.
+    assert _found(tmp_path) == ["a-b/eval_checks/x.yaml", "a/eval_checks/x.yaml"]
+
+
+def test_check_dir_collects_any_yaml_below_it(tmp_path: Path) -> None:
+    (tmp_path / "suite" / "deep").mkdir(parents=True)
+    (tmp_path / "suite" / "deep" / "one.yaml").write_text(check_yaml("one"))
+    (tmp_path / "eval_checks").mkdir()
+    (tmp_path / "eval_checks" / "two.yaml").write_text(check_yaml("two"))
+    assert _found(tmp_path, check_dir="suite") == ["suite/deep/one.yaml"]
+
+
+def test_missing_check_dir_is_a_usage_error(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    result = eb("validate", "--cwd", str(root), "--check-dir", "typo")
+    assert result.exit_code == 2
+    assert "typo" in result.stderr and "not a directory" in result.stderr
+
+
+def test_dangling_yaml_symlink_is_a_named_error(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    os.symlink(root / "nowhere.yaml", root / "eval_checks" / "gone.yaml")
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert "gone.yaml" in result.stderr and "nowhere.yaml" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,321 @@
+"""Validation rules and messages (B-57..B-83) through `eb validate` and `eb list`."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eval_banana.runner import compute_check_definition_sha256
+from tests.conftest import EbResult, check_yaml, judge_yaml
+
+HEAD = "schema_version: 1\nid: c1\ndescription: A check.\n"
+
+
+def _validate(project: Callable[..., Path], eb: Callable[..., EbResult], body: str) -> EbResult:
+    root = project({"eval_checks/c.yaml": body})
+    return eb("validate", "--cwd", str(root))
+
+
+@pytest.mark.parametrize(
+    ("body", "location", "phrase"),
+    [
+        ("id: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+         "deterministic.schema_version", "Field required"),
+        ("schema_version: 2\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+         "deterministic.schema_version", "Input should be 1"),
+        ("schema_version: true\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+         "deterministic.schema_version", "Input should be 1"),
+        ("schema_version: 1.0\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+         "deterministic.schema_version", "Input should be 1"),
+        ("schema_version: 1\nid: '  '\ntype: deterministic\ndescription: d\nscript: pass\n",
+         "deterministic.id", "id must be non-empty"),
+        ("schema_version: 1\nid: a.b\ntype: deterministic\ndescription: d\nscript: pass\n",
+         "deterministic.id", "id must match ^[a-zA-Z0-9_-]+$"),
+        ("schema_version: 1\nid: 123\ntype: deterministic\ndescription: d\nscript: pass\n",
+         "deterministic.id", "Input should be a valid string"),
+        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: '   '\nscript: pass\n",
+         "deterministic.description", "description must be non-empty"),
+        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\nextra: 1\n",
+         "deterministic.extra", "Extra inputs are not permitted"),
+        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
+         "timeout_seconds: 5\n", "deterministic.timeout_seconds", "Extra inputs are not permitted"),
+        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\n",
+         "deterministic", "exactly one of script or script_path must be set"),
+        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
+         "script_path: x.py\n", "deterministic", "exactly one of script or script_path must be set"),
+        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: ''\n",
+         "deterministic", "script must be non-empty"),
+        ("schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: ' '\n",
+         "harness_judge.instructions", "instructions must be non-empty"),
+        ("schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\n",
+         "harness_judge.instructions", "Field required"),
+        ("schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: i\n"
+         "script: pass\n", "harness_judge.script", "Extra inputs are not permitted"),
+        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\ntags: fast\n",
+         "deterministic.tags", "Input should be a valid list"),
+    ],
+)
+def test_field_rules_name_file_location_and_phrase(
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+    body: str,
+    location: str,
+    phrase: str,
+) -> None:
+    result = _validate(project, eb, body)
+    assert result.exit_code == 2
+    assert "Invalid check definition in " in result.stderr
+    assert "eval_checks/c.yaml: " in result.stderr
+    assert f"{location}\n  {phrase}" in result.stderr
+    assert "Traceback" not in result.stderr and "pydantic.dev" not in result.stderr
+
+
+def test_unknown_and_missing_type(project: Callable[..., Path], eb: Callable[..., EbResult]) -> None:
+    unknown = _validate(project, eb, HEAD + "type: banana\n")
+    assert (
+        "Input tag 'banana' found using 'type' does not match any of the expected tags: "
+        "'deterministic', 'harness_judge'" in unknown.stderr
+    )
+    missing = _validate(project, eb, HEAD)
+    assert "Unable to extract tag using discriminator 'type'" in missing.stderr
+
+
+def test_llm_judge_rename_takes_precedence(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    result = _validate(project, eb, "id: x.y\ntype: llm_judge\n")
+    assert result.exit_code == 2
+    assert "Check type 'llm_judge' was renamed to 'harness_judge' in " in result.stderr
+    assert "Update the 'type' field in your YAML to 'harness_judge'." in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"- a\n- b\n", "top-level YAML must be a mapping"),
+        (b"", "top-level YAML must be a mapping"),
+        (b"id: [unclosed\n", "Failed to parse YAML in "),
+        (b"id: \xff\xfe\n", "Failed to decode YAML in "),
+        (b"schema_version: 1\nid: a\nid: b\n", "duplicate key 'id' (line 3)"),
+    ],
+)
+def test_file_level_errors(
+    project: Callable[..., Path], eb: Callable[..., EbResult], raw: bytes, expected: str
+) -> None:
+    root = project({})
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "c.yaml").write_bytes(raw)
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert expected in result.stderr
+    assert str(root / "eval_checks" / "c.yaml") in result.stderr
+
+
+def test_several_errors_in_one_file_and_every_bad_file_are_reported_in_one_pass(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": "schema_version: 2\nid: a.b\ntype: deterministic\n"
+            "description: ''\nscript: pass\n",
+            "eval_checks/b.yaml": "schema_version: 1\nid: b\ntype: nope\ndescription: d\n",
+            "eval_checks/ok.yaml": check_yaml("ok"),
+        }
+    )
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert "3 validation errors" in result.stderr
+    assert "deterministic.schema_version" in result.stderr
+    assert "deterministic.id" in result.stderr
+    assert "deterministic.description" in result.stderr
+    assert "b.yaml" in result.stderr and "Input tag 'nope'" in result.stderr
+
+
+def test_duplicate_ids_name_both_files(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("same"), "x/eval_checks/b.yaml": check_yaml("same")})
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    first, second = root / "eval_checks" / "a.yaml", root / "x" / "eval_checks" / "b.yaml"
+    assert f"Duplicate check id 'same' found in {first} and {second}" in result.stderr
+
+
+def test_ids_are_case_sensitive_and_stripped(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("Judge"),
+            "eval_checks/b.yaml": check_yaml("judge").replace("id: judge", "id: '  judge  '"),
+        }
+    )
+    listed = eb("list", "--cwd", str(root))
+    assert listed.exit_code == 0
+    assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == ["Judge", "judge"]
+
+
+def test_no_checks_found_fails_validate_unless_allowed(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"README.md": "nothing here"})
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2 and "No checks found" in result.stderr
+    allowed = eb("validate", "--cwd", str(root), "--allow-empty")
+    assert allowed.exit_code == 0 and "Validated 0 checks successfully." in allowed.stdout
+    listed = eb("list", "--cwd", str(root))
+    assert listed.exit_code == 0 and listed.stdout == ""
+
+
+def test_validate_success_message(project: Callable[..., Path], eb: Callable[..., EbResult]) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a"), "eval_checks/b.yml": check_yaml("b")})
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 0
+    assert result.stdout == "Validated 2 checks successfully.\n"
+
+
+def test_validate_refuses_missing_script_path(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": HEAD + "type: deterministic\nscript_path: absent.py\n"})
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert f"Deterministic script not found: {root / 'eval_checks' / 'absent.py'}" in result.stderr
+
+
+def test_validate_refuses_unknown_agent_and_uninjectable_effort(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/j.yaml": judge_yaml("j")})
+    unknown = eb("validate", "--cwd", str(root), "--harness-agent", "nosuch")
+    assert unknown.exit_code == 2 and "Unknown harness agent: nosuch" in unknown.stderr
+    root2 = project(
+        {"eval_checks/j.yaml": judge_yaml("j")},
+        config='[harness]\nagent = "gemini"\nreasoning_effort = "high"\n',
+    )
+    effort = eb("validate", "--cwd", str(root2))
+    assert effort.exit_code == 2
+    assert "cannot inject the selected reasoning effort 'high'" in effort.stderr
+
+
+def test_guard_without_agent_names_first_offender(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"b/eval_checks/j.yaml": judge_yaml("j2"), "a/eval_checks/j.yaml": judge_yaml("j1")})
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    offender = root / "a" / "eval_checks" / "j.yaml"
+    assert (
+        "harness_judge check requires a harness but none is configured (first offender: "
+        f"{offender}). Fix: set [harness] agent in .eval-banana/config.toml or pass "
+        "--harness-agent on the command line." in result.stderr
+    )
+
+
+def test_check_id_is_relaxed_and_matches_stripped_id(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/target.yaml": check_yaml("abc").replace("id: abc", "id: ' abc '"),
+            "eval_checks/broken.yaml": "schema_version: [\n",
+            "eval_checks/dup1.yaml": check_yaml("dup"),
+            "eval_checks/dup2.yaml": check_yaml("dup"),
+        }
+    )
+    listed = eb("list", "--cwd", str(root), "--check-id", "abc")
+    assert listed.exit_code == 0
+    assert listed.stdout.startswith("abc\tdeterministic\t")
+    missing = eb("list", "--cwd", str(root), "--check-id", "zzz")
+    assert missing.exit_code == 2 and "No check found with id 'zzz'" in missing.stderr
+    dup = eb("list", "--cwd", str(root), "--check-id", "dup")
+    assert dup.exit_code == 2
+    assert (
+        f"Duplicate check id 'dup' found in: {root / 'eval_checks' / 'dup1.yaml'}, "
+        f"{root / 'eval_checks' / 'dup2.yaml'}" in dup.stderr
+    )
+
+
+def test_check_id_target_is_validated_strictly(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/t.yaml": "schema_version: 1\nid: t\ntype: deterministic\n"})
+    result = eb("list", "--cwd", str(root), "--check-id", "t")
+    assert result.exit_code == 2 and "Invalid check definition in " in result.stderr
+
+
+def test_tags_select_with_or_semantics(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("a", tags=["fast"]),
+            "eval_checks/b.yaml": check_yaml("b", tags=["slow"]),
+            "eval_checks/c.yaml": check_yaml("c", tags=["other", "Fast"]),
+        }
+    )
+    result = eb("list", "--cwd", str(root), "--tag", "fast", "--tag", "slow")
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == ["a", "b"]
+
+
+def test_check_dir_narrows_check_id(project: Callable[..., Path], eb: Callable[..., EbResult]) -> None:
+    root = project({"one/eval_checks/a.yaml": check_yaml("a"), "two/eval_checks/b.yaml": check_yaml("b")})
+    found = eb("list", "--cwd", str(root), "--check-dir", "two")
+    assert [line.split("\t")[0] for line in found.stdout.splitlines()] == ["b"]
+    outside = eb("list", "--cwd", str(root), "--check-dir", "two", "--check-id", "a")
+    assert outside.exit_code == 2 and "No check found with id 'a'" in outside.stderr
+
+
+def test_list_prints_tsv_in_discovery_order(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/b.yaml": check_yaml("b"), "eval_checks/a.yaml": check_yaml("a")})
+    result = eb("list", "--cwd", str(root))
+    assert result.stdout.splitlines() == [
+        f"a\tdeterministic\tCheck a.\t{root / 'eval_checks' / 'a.yaml'}",
+        f"b\tdeterministic\tCheck b.\t{root / 'eval_checks' / 'b.yaml'}",
+    ]
+
+
+# The digest, computed here independently from the framing of B-176.
+def _framed(*components: tuple[bytes, bytes]) -> str:
+    data = b"eval-banana/check-definition-sha256/v1\x00"
+    for name, content in components:
+        data += struct.pack(">Q", len(name)) + name + struct.pack(">Q", len(content)) + content
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def test_digest_of_inline_check(tmp_path: Path) -> None:
+    raw = b'schema_version: 1\nid: vec_inline\ntype: deterministic\ndescription: Vector one.\nscript: "pass"\n'
+    (tmp_path / "c.yaml").write_bytes(raw)
+    expected = _framed((b"definition.yaml", raw))
+    assert expected == "sha256:e9656c213ab99beaed98e0706b7170783e40efe595767d9da46eb1b03594fa1e"
+    assert compute_check_definition_sha256(source_path=tmp_path / "c.yaml") == expected
+
+
+def test_digest_of_script_path_check_and_missing_script(tmp_path: Path) -> None:
+    raw = b"schema_version: 1\nid: vec_ref\ntype: deterministic\ndescription: Vector two.\nscript_path: check.py\n"
+    (tmp_path / "c.yaml").write_bytes(raw)
+    (tmp_path / "check.py").write_bytes(b'print("ok")\n')
+    expected = _framed((b"definition.yaml", raw), (b"referenced-script", b'print("ok")\n'))
+    assert expected == "sha256:eaba0a80c81fd8665e222fe38e8a93be8610325127ecaddf8ee54b1a3a3ce5c8"
+    assert compute_check_definition_sha256(source_path=tmp_path / "c.yaml") == expected
+    (tmp_path / "check.py").unlink()
+    missing = _framed((b"definition.yaml", raw), (b"referenced-script-unavailable", b""))
+    assert compute_check_definition_sha256(source_path=tmp_path / "c.yaml") == missing
+
+
+def test_digest_api_is_keyword_only_and_raises_value_error(tmp_path: Path) -> None:
+    import eval_banana
+
+    (tmp_path / "bad.yaml").write_text("id: [\n")
+    with pytest.raises(TypeError):
+        compute_check_definition_sha256(tmp_path / "bad.yaml")  # type: ignore[misc]
+    with pytest.raises(ValueError, match="Failed to parse YAML in "):
+        eval_banana.compute_check_definition_sha256(source_path=tmp_path / "bad.yaml")
+    with pytest.raises(FileNotFoundError):
+        compute_check_definition_sha256(source_path=tmp_path / "absent.yaml")
