@@ -6,6 +6,9 @@ import sys
 
 from invoke import Collection, Context, task
 
+from eval_banana.tasks import collection as eval_collection
+from eval_banana.tasks import run as eval_run
+
 PY = sys.executable
 
 
@@ -44,10 +47,12 @@ def check(c: Context) -> None:
     """Lint, type check and test: everything CI runs."""
 
 
-@task(help={"args": "Extra arguments for eb run."})
+@task(help={"args": "Extra arguments for eb run, as one string."})
 def demo(c: Context, args: str = "") -> None:
-    """Evaluate the bundled example project (examples/demo)."""
-    c.run(f"{PY} -m eval_banana run --cwd examples/demo {args}", warn=True)
+    """Evaluate the bundled example project (examples/demo) through our own `invoke eval`."""
+    eval_run(c, cwd="examples/demo", args=args)
 
 
 ns = Collection(test, lint, typecheck, schemas, check, demo)
+# Dogfooding: the same collection users add to their own tasks.py.
+ns.add_collection(eval_collection)

@@ -75,6 +75,16 @@ def _setting_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
     add_setting_arguments(parser=parser, command=command)
 
 
+STAGE_CHOICES = ("config", "discover", "validate", "guard", "execute", "score", "report")
+
+
+def _add_run_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run-dir",
+        help="The run folder (default: the newest run under the configured output folder).",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="eb",
@@ -125,6 +135,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--run-dir", help="Also write the config, discover, validate and guard stage files here."
     )
     validate.add_argument("files", nargs="*", help=argparse.SUPPRESS)
+
+    stage = commands.add_parser(
+        "stage",
+        help="Rerun one stage from the files in a run folder.",
+        description="Rerun one stage from the stage files in --run-dir and rewrite its output. "
+        "`eb stage report` never executes a check.",
+        epilog=EXIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    stage.add_argument("name", choices=STAGE_CHOICES, help="The stage to rerun.")
+    _add_run_dir(stage)
+    _add_common(stage)
+    _setting_flags(stage, command="run")
+
+    status = commands.add_parser(
+        "status", help="Show each stage file: ok, missing, invalid or stale."
+    )
+    _add_run_dir(status)
+    _add_common(status, selection=False)
 
     schema = commands.add_parser(
         "schema", help="Print a published JSON Schema (check, config, report, stages/<stage>...)."
@@ -234,6 +263,55 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resolve_run_dir(args: argparse.Namespace) -> Path:
+    from eval_banana.errors import StageFileError
+    from eval_banana.pipeline import load_config
+    from eval_banana.rundir import new_run_id, newest_run_dir
+
+    if args.run_dir:
+        return Path(args.run_dir).resolve()
+    config = load_config(request=_request(args), run_id=new_run_id())  # type: ignore[arg-type]
+    newest = newest_run_dir(config=config)
+    if newest is None:
+        raise StageFileError(
+            f"No run folder found under {config.settings.core.output_dir}",
+            hint="Run `eb run` first, or pass --run-dir.",
+        )
+    return newest
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    from eval_banana.console import Console
+    from eval_banana.rerun import RERUNS, StageRequest
+
+    given = _selection(args)
+    cancel = threading.Event()
+    request = StageRequest(
+        run_dir=_resolve_run_dir(args),
+        cli_values=_cli_values(args),
+        environ=dict(os.environ),
+        selection=given if any((args.check_id, args.check_dir, args.tag)) else None,  # type: ignore[arg-type]
+        no_project_config=args.no_project_config,
+        console=Console(),
+        cancel=cancel,
+    )
+    with _stop_on_signals(cancel):
+        return RERUNS[args.name](request)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from eval_banana.status import run_status
+
+    run_dir = _resolve_run_dir(args)
+    states = run_status(run_dir=run_dir)
+    print(f"Run folder: {run_dir}")
+    for state in states:
+        relative = state.path.relative_to(run_dir)
+        detail = f"  ({state.detail})" if state.detail else ""
+        print(f"{state.stage:<9} {str(relative):<22} {state.state}{detail}")
+    return 0 if all(state.state == "ok" for state in states) else 1
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from eval_banana.schemas import packaged_schema, schema_names
 
@@ -250,6 +328,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "schema": cmd_schema,
+    "stage": cmd_stage,
+    "status": cmd_status,
     "init": cmd_init,
     "run": cmd_run,
     "list": cmd_list,

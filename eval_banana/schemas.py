@@ -63,6 +63,7 @@ def _model_schema(model: type[BaseModel], *, name: str) -> Callable[[], dict[str
 def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
     from eval_banana.models import stages
+    from eval_banana.models.report import ReportJson
     from eval_banana.models.result import CheckResult
 
     builders: dict[str, Callable[[], dict[str, Any]]] = {
@@ -81,9 +82,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     }
     for stage, model in stage_models.items():
         builders[f"stages/{stage}"] = _model_schema(model, name=f"stages/{stage}")
-    report_model = getattr(stages, "ReportJson", None)
-    if report_model is not None:
-        builders["report"] = _model_schema(report_model, name="report")
+    builders["report"] = _model_schema(ReportJson, name="report")
     return builders
 
 

@@ -106,7 +106,7 @@ def planned_inline(
         type="deterministic",
         description=description or f"check {id}",
         tags=tags or [],
-        expect=expect,  # type: ignore[arg-type]
+        expect=expect,
         script=script,
     ).model_dump(mode="json")
     return _planned(definition=definition, project_root=project_root)

@@ -303,9 +303,7 @@ def test_zero_timeout_means_none(root: Path, run_dir: Path) -> None:
     assert result.details == {"timeout_seconds": 0}
 
 
-def test_leftover_background_child_is_killed_when_the_check_ends(
-    root: Path, run_dir: Path
-) -> None:
+def test_leftover_background_child_is_killed_when_the_check_ends(root: Path, run_dir: Path) -> None:
     check = inline(
         root,
         """
@@ -327,9 +325,7 @@ def test_leftover_background_child_is_killed_when_the_check_ends(
 @pytest.mark.parametrize(
     ("reason", "text"), [("interrupt", "interrupted"), ("run_timeout", "run timeout reached")]
 )
-def test_cancel_stops_a_running_check(
-    root: Path, run_dir: Path, reason: Any, text: str
-) -> None:
+def test_cancel_stops_a_running_check(root: Path, run_dir: Path, reason: Any, text: str) -> None:
     check = inline(
         root,
         """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,26 +142,32 @@ def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
     return document, "yaml"
 
 
-def _read_bytes(*, path: Path) -> bytes:
+def _read_bytes(*, path: Path, max_bytes: int) -> bytes:
     try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise _ArtifactUnusable("is a directory, not a file")
+        if not stat.S_ISREG(mode):
+            # Opening a FIFO or a device could block the run forever.
+            raise _ArtifactUnusable("is not a regular file")
         with path.open("rb") as handle:
-            data = handle.read(MAX_ARTIFACT_BYTES + 1)
+            data = handle.read(max_bytes + 1)
     except FileNotFoundError:
         raise _ArtifactUnusable("does not exist") from None
-    except IsADirectoryError:
-        raise _ArtifactUnusable("is a directory, not a file") from None
     except OSError as exc:
         raise _ArtifactUnusable(f"cannot be read: {exc.strerror or exc}") from None
-    if len(data) > MAX_ARTIFACT_BYTES:
-        raise _ArtifactUnusable(f"is larger than {MAX_ARTIFACT_BYTES} bytes")
+    if len(data) > max_bytes:
+        raise _ArtifactUnusable(f"is larger than {max_bytes} bytes")
     return data
 
 
-def load_artifact(*, project_root: Path, artifact: str) -> LoadedArtifact:
+def load_artifact(
+    *, project_root: Path, artifact: str, max_bytes: int = MAX_ARTIFACT_BYTES
+) -> LoadedArtifact:
     """Read and parse the artifact at `artifact` (relative to `project_root`), never raising."""
     try:
         path = resolve_artifact(project_root=project_root, text=artifact)
-        data = _read_bytes(path=path)
+        data = _read_bytes(path=path, max_bytes=max_bytes)
         try:
             # utf-8-sig: a leading byte-order mark is tolerated, as for check files.
             text = data.decode("utf-8-sig")

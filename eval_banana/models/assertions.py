@@ -17,6 +17,7 @@ from eval_banana.assertions.paths import (
 )
 from eval_banana.models.check import CheckBase
 
+ARTIFACT_PATTERN = r"^(?![/\\]|[A-Za-z]:)(?=.*\S)"
 _PATH_DESCRIPTION = (
     "Where to look in the artifact: dot-separated keys, with [n] (element n) or [*] (any "
     "element) after a key or at the start, e.g. steps[*].test or [0].name."
@@ -143,7 +144,9 @@ class AssertionsCheck(CheckBase):
     artifact: str = Field(
         description="The JSON or YAML file to check, relative to the project root "
         "(JSON if it parses as JSON, YAML for .yaml/.yml). A missing or unparsable "
-        "artifact fails every assertion."
+        "artifact fails every assertion.",
+        # Advisory for editors (not absolute, not blank); `..` escapes are caught by validation.
+        json_schema_extra={"pattern": ARTIFACT_PATTERN},
     )
     # `assert` is a Python keyword: the attribute is `assertions`, the YAML key is `assert`.
     # No populate_by_name, so an `assertions:` key stays an unknown field.

@@ -1,0 +1,105 @@
+"""The agent's argv (B-120, B-122, D-22, D-23) and environment (B-125), and the B-128 size check."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from eval_banana.models.config import AgentTemplate
+
+LOG = logging.getLogger("eval_banana.runners.harness_judge")
+
+# Linux's MAX_ARG_STRLEN: one argv element, terminating NUL included, may not exceed 32 pages.
+ARG_STRLEN_LIMIT = 32 * 4096
+PROMPT_PLACEHOLDER = "{prompt}"
+
+_PLACEHOLDER = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+_warned_missing: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _prompt_args(*, template: AgentTemplate, prompt: str) -> list[str]:
+    if template.prompt_flag:
+        return [template.prompt_flag, prompt]
+    return [prompt]
+
+
+def build_argv(
+    *, template: AgentTemplate, prompt: str, model: str | None, effort: str | None
+) -> list[str]:
+    """B-120: command, [prompt], shared flags, model flag, effort tokens, [prompt]."""
+    argv = list(template.command)
+    if template.prompt_position == "after_command":
+        argv += _prompt_args(template=template, prompt=prompt)
+    argv += template.shared_flags
+    if model and template.model_flag:
+        argv += [template.model_flag, model]
+    if effort:
+        argv += [token.replace("{effort}", effort) for token in template.reasoning_effort_flag]
+    if template.prompt_position == "tail":
+        argv += _prompt_args(template=template, prompt=prompt)
+    return argv
+
+
+def display_argv(*, argv: list[str], prompt: str) -> list[str]:
+    """The argv as recorded in results: the prompt element replaced by `{prompt}`."""
+    return [PROMPT_PLACEHOLDER if token == prompt else token for token in argv]
+
+
+def _expand(*, value: str, base_env: Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in base_env:
+            return base_env[name]
+        with _warned_lock:
+            first = name not in _warned_missing
+            _warned_missing.add(name)
+        if first:
+            LOG.warning(
+                "Harness provider env placeholder referenced missing environment variable %s",
+                name,
+            )
+        return ""
+
+    return _PLACEHOLDER.sub(replace, value)
+
+
+def build_env(
+    *,
+    template: AgentTemplate,
+    base_env: Mapping[str, str],
+    harness_env: Mapping[str, str],
+    model: str | None,
+    project_root: Path,
+    agent: str,
+) -> dict[str, str]:
+    """B-125's layering; `fixed_env` (ours, D-24) sits right after the template's provider_env."""
+    env = dict(base_env)
+    env["CI"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    for key, value in template.provider_env.items():
+        env[key] = _expand(value=value, base_env=base_env)
+    env.update(template.fixed_env)
+    env.update(harness_env)  # verbatim: no placeholder expansion
+    if model:
+        for name in template.model_env_vars:
+            if name.strip():
+                env[name] = model
+    env["EVAL_BANANA_PROJECT_ROOT"] = str(project_root)
+    env["EVAL_BANANA_HARNESS_AGENT"] = agent
+    return env
+
+
+def prompt_size_problem(*, prompt: str) -> str | None:
+    """B-128: the prompt cannot travel as one argument; the text to report, or None."""
+    size = len(prompt.encode("utf-8"))
+    if sys.platform.startswith("linux") and size + 1 > ARG_STRLEN_LIMIT:
+        return (
+            f"Harness judge prompt is {size} bytes, above the per-argument limit of the "
+            "operating system"
+        )
+    return None

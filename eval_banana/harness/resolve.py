@@ -1,0 +1,77 @@
+"""Effective harness values (B-114..B-116): which agent, model, effort and timeout a judge uses."""
+
+from __future__ import annotations
+
+import shutil
+
+from eval_banana.harness.templates import resolve_template
+from eval_banana.models.config import AgentTemplate, Settings
+from eval_banana.models.stages import ResolvedHarness
+
+
+def _blank_to_none(value: object) -> str | None:
+    """A missing, non-string or whitespace-only value means "not set"."""
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def resolve_harness(*, settings: Settings) -> ResolvedHarness | None:
+    """The configured agent with its template and effective values; None when no agent is set.
+
+    Raises ConfigError `Unknown harness agent: <name>` for a name with no template.
+    The per-check `model` is applied later by `effective_model`.
+    """
+    agent = _blank_to_none(settings.harness.agent)
+    if agent is None:
+        return None
+    template = resolve_template(name=agent, custom=settings.agents)
+    model = _blank_to_none(settings.harness.model) or template.default_model
+    effort = _blank_to_none(settings.harness.reasoning_effort) or template.reasoning_effort
+    executable = shutil.which(template.command[0]) if template.command else None
+    return ResolvedHarness(
+        agent=agent,
+        template=template,
+        model=model,
+        reasoning_effort=effort,
+        timeout_seconds=settings.harness.timeout_seconds,
+        executable=executable,
+    )
+
+
+def effective_model(*, harness: ResolvedHarness, check_model: object) -> str | None:
+    """B-115: a non-empty check `model` wins over `[harness] model` and the template default."""
+    return _blank_to_none(check_model) or harness.model
+
+
+def injection_problem(
+    *, template: AgentTemplate, agent: str, model: str | None, effort: str | None
+) -> str | None:
+    """B-116's "cannot inject" text, or None when the model and effort can reach the agent."""
+    parts: list[str] = []
+    can_take_model = bool(template.model_flag and template.model_flag.strip()) or any(
+        name.strip() for name in template.model_env_vars
+    )
+    if model and not can_take_model:
+        parts.append(f"model {model!r} (configure model_flag or model_env_vars)")
+    if effort and not any("{effort}" in token for token in template.reasoning_effort_flag):
+        parts.append(
+            f"reasoning effort {effort!r} "
+            "(configure reasoning_effort_flag with an {effort} placeholder)"
+        )
+    if not parts:
+        return None
+    return f"Harness judge agent template {agent!r} cannot inject the selected " + " and ".join(
+        parts
+    )
+
+
+def missing_executable_message(*, harness: ResolvedHarness) -> str | None:
+    """The guard's text when the agent's command is not on PATH; None when it was found."""
+    if harness.executable is not None:
+        return None
+    looked_for = harness.template.command[0] if harness.template.command else "<empty command>"
+    return (
+        f"Harness agent '{harness.agent}' needs the command '{looked_for}', "
+        "which was not found on PATH"
+    )

@@ -1,0 +1,114 @@
+"""Stage files in a run folder: where each lives, and reading one back with its schema first."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, ValidationError
+
+from eval_banana.artifacts import sha256_file
+from eval_banana.errors import StageFileError
+from eval_banana.models import stages as stage_models
+from eval_banana.models.stages import STAGE_FILES, STAGE_NAMES
+
+STAGE_MODELS: dict[str, type[BaseModel]] = {
+    "config": stage_models.ConfigDoc,
+    "discover": stage_models.DiscoverDoc,
+    "validate": stage_models.PlanDoc,
+    "guard": stage_models.GuardDoc,
+    "execute": stage_models.ExecuteDoc,
+    "score": stage_models.ScoreDoc,
+    "report": stage_models.ReportDoc,
+}
+# Which upstream stage files each stage reads (pipeline.md).
+STAGE_INPUTS: dict[str, tuple[str, ...]] = {
+    "config": (),
+    "discover": ("config",),
+    "validate": ("config", "discover"),
+    "guard": ("config", "validate"),
+    "execute": ("config", "validate", "guard"),
+    "score": ("config", "execute"),
+    "report": ("config", "execute", "score"),
+}
+assert tuple(STAGE_MODELS) == STAGE_NAMES
+
+
+def stage_path(*, run_dir: Path, stage: str) -> Path:
+    return run_dir / "stages" / STAGE_FILES[stage]
+
+
+@cache
+def _validator(stage: str) -> jsonschema.protocols.Validator:
+    from eval_banana.schemas import packaged_schema
+
+    schema = json.loads(packaged_schema(f"stages/{stage}"))
+    validator_type = jsonschema.validators.validator_for(schema)
+    return validator_type(schema)  # type: ignore[no-any-return]
+
+
+def _json_path(parts: Any) -> str:
+    return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+
+
+def read_stage(*, run_dir: Path, stage: str) -> Any:
+    """Parse a stage file, check it against its published schema, and return its model."""
+    path = stage_path(run_dir=run_dir, stage=stage)
+    try:
+        document = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise StageFileError(
+            f"Stage file missing: {path}",
+            file=str(path),
+            hint=f"Run the pipeline first (eb run), or rerun this stage: eb stage {stage}.",
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise StageFileError(
+            f"Stage file {path} is not valid JSON: {exc}",
+            file=str(path),
+            field_path="$",
+            hint=f"The file is truncated or was edited by hand; rerun: eb stage {stage}.",
+        ) from None
+    error = jsonschema.exceptions.best_match(_validator(stage).iter_errors(document))
+    if error is not None:
+        where = _json_path(error.absolute_path)
+        raise StageFileError(
+            f"Stage file {path} is invalid at {where}: {error.message}",
+            file=str(path),
+            field_path=where,
+            hint=f"Expected a {stage} stage file of schema_version 1; rerun: eb stage {stage}.",
+        )
+    try:
+        return STAGE_MODELS[stage].model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = _json_path(first["loc"])
+        raise StageFileError(
+            f"Stage file {path} is invalid at {where}: {first['msg']}",
+            file=str(path),
+            field_path=where,
+        ) from None
+
+
+def stage_digest(*, run_dir: Path, stage: str) -> str | None:
+    path = stage_path(run_dir=run_dir, stage=stage)
+    return sha256_file(path=path) if path.is_file() else None
+
+
+def upstream_digests(*, run_dir: Path, stage: str) -> dict[str, str]:
+    """Digests of the upstream files a rerun of `stage` reads (they must exist)."""
+    digests = {}
+    for upstream in STAGE_INPUTS[stage]:
+        digest = stage_digest(run_dir=run_dir, stage=upstream)
+        if digest is None:
+            path = stage_path(run_dir=run_dir, stage=upstream)
+            raise StageFileError(
+                f"Stage file missing: {path}",
+                file=str(path),
+                hint=f"Rerun the {upstream} stage first: eb stage {upstream}.",
+            )
+        digests[upstream] = digest
+    return digests

@@ -1,0 +1,129 @@
+"""The Invoke collection users add to their own tasks.py.
+
+A repository with no tasks of its own needs one line in tasks.py:
+
+    from eval_banana.tasks import ns
+
+A repository with its own namespace adds the `eval` collection to it:
+
+    from eval_banana.tasks import collection as eval_collection
+    ns.add_collection(eval_collection)
+
+Either way: `invoke eval` runs the whole pipeline, `invoke eval.<stage>` reruns one stage.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+
+from invoke import Collection, Context, Exit, task
+
+from eval_banana.models.stages import STAGE_NAMES
+
+_RUN_HELP = {
+    "cwd": "Where the search for .eval-banana/config.toml starts (default: .).",
+    "check_dir": "Only collect checks below this folder.",
+    "check_id": "Select a check by id (repeatable).",
+    "tag": "Keep checks with this tag (repeatable).",
+    "output_dir": "Where run folders go.",
+    "flat_output": "Write the run straight into --output-dir (absent or empty).",
+    "pass_threshold": "Pass ratio the run needs (0.0-1.0).",
+    "harness_agent": "Agent CLI for harness_judge checks.",
+    "max_parallel_checks": "Checks run at the same time.",
+    "no_project_config": "Ignore .eval-banana/config.toml.",
+    "args": "Any other `eb run` flags, as one string.",
+}
+
+
+def _eb(argv: list[str]) -> None:
+    """Run `eb` in this process; a non-zero verdict becomes Invoke's exit code."""
+    from eval_banana.cli import main
+
+    code = main(argv)
+    if code:
+        raise Exit(code=code)
+
+
+def _flags(**options: object) -> list[str]:
+    argv: list[str] = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is None or value is False or value == "":
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                argv += [flag, str(item)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+@task(
+    default=True,
+    help=_RUN_HELP,
+    iterable=["check_id", "tag"],
+)
+def run(
+    c: Context,
+    cwd: str = ".",
+    check_dir: str = "",
+    check_id: Iterable[str] = (),
+    tag: Iterable[str] = (),
+    output_dir: str = "",
+    flat_output: bool = False,
+    pass_threshold: str = "",
+    harness_agent: str = "",
+    max_parallel_checks: str = "",
+    no_project_config: bool = False,
+    args: str = "",
+) -> None:
+    """Run the whole pipeline, the same as `eb run` (all seven stages)."""
+    options = dict(locals())
+    options.pop("c")
+    extra = shlex.split(str(options.pop("args")))
+    _eb(["run", *_flags(**options), *extra])
+
+
+def _stage_task(stage: str, summary: str) -> object:
+    @task(
+        name=stage,
+        help={
+            "run_dir": "The run folder (default: the newest run under the output folder).",
+            "cwd": "Where the search for .eval-banana/config.toml starts (default: .).",
+            "args": "Other `eb stage` flags, as one string (e.g. '--pass-threshold 0.5').",
+        },
+    )
+    def stage_task(c: Context, run_dir: str = "", cwd: str = ".", args: str = "") -> None:
+        _eb(["stage", stage, *_flags(run_dir=run_dir, cwd=cwd), *shlex.split(args)])
+
+    stage_task.__doc__ = summary
+    stage_task.body.__doc__ = summary
+    return stage_task
+
+
+_STAGE_SUMMARIES = {
+    "config": "Rerun the config stage: resolve settings again into stages/config.json.",
+    "discover": "Rerun the discover stage: find check files again into stages/discover.json.",
+    "validate": "Rerun the validate stage: load and select checks into stages/plan.json.",
+    "guard": "Rerun the guard stage: check the harness can serve the judges (stages/guard.json).",
+    "execute": "Rerun the execute stage: run the planned checks into stages/execute.json.",
+    "score": "Rerun the score stage from stages/execute.json (never runs a check).",
+    "report": "Rerun the report stage: rewrite report.json/report.md (never runs a check).",
+}
+
+
+@task(help={"run_dir": "The run folder (default: the newest run).", "cwd": "Project folder."})
+def status(c: Context, run_dir: str = "", cwd: str = ".") -> None:
+    """Show each stage file of a run: ok, missing, invalid or stale."""
+    _eb(["status", *_flags(run_dir=run_dir, cwd=cwd)])
+
+
+collection = Collection("eval", run, status)
+for _stage in STAGE_NAMES:
+    collection.add_task(_stage_task(_stage, _STAGE_SUMMARIES[_stage]))  # type: ignore[arg-type]
+
+ns = Collection()
+ns.add_collection(collection)
