@@ -42,6 +42,12 @@ def schemas(c: Context) -> None:
     c.run(f"{PY} -m eval_banana.schemas_cli")
 
 
+@task
+def docs(c: Context) -> None:
+    """Regenerate docs/reference.md and the stage examples under docs/stages/."""
+    c.run(f"{PY} -m eval_banana.docgen")
+
+
 @task(pre=[lint, typecheck, test])
 def check(c: Context) -> None:
     """Lint, type check and test: everything CI runs."""
@@ -53,6 +59,6 @@ def demo(c: Context, args: str = "") -> None:
     eval_run(c, cwd="examples/demo", args=args)
 
 
-ns = Collection(test, lint, typecheck, schemas, check, demo)
+ns = Collection(test, lint, typecheck, schemas, docs, check, demo)
 # Dogfooding: the same collection users add to their own tasks.py.
 ns.add_collection(eval_collection)

@@ -425,7 +425,7 @@ def workload(*, key: str, sizes: Sizes) -> Path:
 
 
 def main() -> int:
-    """`python bench/generate.py [--quick] [W0 W1 ...]`: build the workloads and print their paths."""
+    """`python bench/generate.py [--quick] [W0 W1 ...]`: build workloads, print their folders."""
     args = sys.argv[1:]
     sizes = QUICK if "--quick" in args else FULL
     keys = [arg for arg in args if not arg.startswith("--")] or list(BUILDERS)

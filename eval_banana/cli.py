@@ -18,8 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from typing import TYPE_CHECKING
+
 from eval_banana.errors import EvalBananaError, UsageError
 from eval_banana.version import tool_version
+
+if TYPE_CHECKING:
+    from eval_banana.models.config import Selection
+    from eval_banana.pipeline import RunRequest
 
 EXIT_HELP = """exit codes:
   0  the run passed (or the command succeeded)
@@ -163,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _selection(args: argparse.Namespace) -> object:
+def _selection(args: argparse.Namespace) -> Selection:
     from eval_banana.models.config import Selection
 
     return Selection(
@@ -179,7 +185,7 @@ def _cli_values(args: argparse.Namespace) -> dict[str, object]:
     return cli_values_from_namespace(namespace=args)
 
 
-def _request(args: argparse.Namespace, *, flat_output: bool = False) -> object:
+def _request(args: argparse.Namespace, *, flat_output: bool = False) -> RunRequest:
     from eval_banana.pipeline import RunRequest
 
     return RunRequest(
@@ -187,7 +193,7 @@ def _request(args: argparse.Namespace, *, flat_output: bool = False) -> object:
         cli_values=_cli_values(args),
         environ=dict(os.environ),
         no_project_config=bool(getattr(args, "no_project_config", False)),
-        selection=_selection(args),  # type: ignore[arg-type]
+        selection=_selection(args),
         flat_output=flat_output,
     )
 
@@ -217,7 +223,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = Console(quiet=args.json)
     with _stop_on_signals(cancel):
         outcome = run_pipeline(
-            request=_request(args, flat_output=args.flat_output),  # type: ignore[arg-type]
+            request=_request(args, flat_output=args.flat_output),
             cancel=cancel,
             console=console,
         )
@@ -233,7 +239,7 @@ def _planned(args: argparse.Namespace, *, mode: str) -> tuple[object, object, ob
     from eval_banana.stages.discover import discover
     from eval_banana.stages.validate import validate
 
-    config = load_config(request=_request(args), run_id=new_run_id())  # type: ignore[arg-type]
+    config = load_config(request=_request(args), run_id=new_run_id())
     discovered = discover(config=config, inputs={})
     outcome = validate(config=config, discovered=discovered, inputs={})
     return config, discovered, outcome
@@ -270,7 +276,7 @@ def _resolve_run_dir(args: argparse.Namespace) -> Path:
 
     if args.run_dir:
         return Path(args.run_dir).resolve()
-    config = load_config(request=_request(args), run_id=new_run_id())  # type: ignore[arg-type]
+    config = load_config(request=_request(args), run_id=new_run_id())
     newest = newest_run_dir(config=config)
     if newest is None:
         raise StageFileError(
@@ -290,7 +296,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
         run_dir=_resolve_run_dir(args),
         cli_values=_cli_values(args),
         environ=dict(os.environ),
-        selection=given if any((args.check_id, args.check_dir, args.tag)) else None,  # type: ignore[arg-type]
+        selection=given if any((args.check_id, args.check_dir, args.tag)) else None,
         no_project_config=args.no_project_config,
         console=Console(),
         cancel=cancel,

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from eval_banana.errors import DefinitionError
 from eval_banana.models.check import CHECK_ADAPTER, CheckBase
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _DIGEST_PREFIX = b"eval-banana/check-definition-sha256/v1\x00"
 _HINTS = {
@@ -32,7 +32,7 @@ def _construct_mapping_no_duplicates(
 ) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in seen
         except TypeError:

@@ -1,4 +1,4 @@
-"""`python -m eval_banana.schemas_cli`: regenerate the committed schemas (used by `invoke schemas`)."""
+"""`python -m eval_banana.schemas_cli`: regenerate the committed schemas (`invoke schemas`)."""
 
 from pathlib import Path
 

@@ -47,7 +47,7 @@ def _validator(stage: str) -> jsonschema.protocols.Validator:
 
     schema = json.loads(packaged_schema(f"stages/{stage}"))
     validator_type = jsonschema.validators.validator_for(schema)
-    return validator_type(schema)  # type: ignore[no-any-return]
+    return validator_type(schema)
 
 
 def _json_path(parts: Any) -> str:

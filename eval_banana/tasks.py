@@ -17,7 +17,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
-from invoke import Collection, Context, Exit, task
+from invoke.collection import Collection
+from invoke.context import Context
+from invoke.exceptions import Exit
+from invoke.tasks import task
 
 from eval_banana.models.stages import STAGE_NAMES
 

@@ -60,7 +60,9 @@ def check_yaml(check_id: str, *, script: str = "pass", tags: list[str] | None = 
         f"id: {check_id}",
         "type: deterministic",
         f"description: Check {check_id}.",
-        f"script: {script!r}" if "\n" not in script else "script: |\n" + textwrap.indent(script, "  "),
+        f"script: {script!r}"
+        if "\n" not in script
+        else "script: |\n" + textwrap.indent(script, "  "),
     ]
     if tags:
         lines.append(f"tags: [{', '.join(tags)}]")

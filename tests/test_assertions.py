@@ -461,7 +461,7 @@ def test_symlink_leaving_the_root_is_refused(tmp_path: Path) -> None:
     outside.write_text('{"a": 1}', encoding="utf-8")
     (root / "plan.json").symlink_to(outside)
     loaded = load_artifact(project_root=root, artifact="plan.json")
-    assert loaded.problem == "artifact 'plan.json' resolves outside the project root"
+    assert loaded.problem == "artifact plan.json resolves outside the project root"
 
 
 def test_unusable_artifact_fails_every_assertion_with_its_reason() -> None:

@@ -14,7 +14,9 @@ from eval_banana.stages.discover import discover
 from tests.conftest import EbResult, check_yaml
 
 
-def _config(root: Path, *, exclude: list[str] | None = None, check_dir: str | None = None) -> ConfigDoc:
+def _config(
+    root: Path, *, exclude: list[str] | None = None, check_dir: str | None = None
+) -> ConfigDoc:
     settings = Settings()
     if exclude is not None:
         settings.discovery.exclude_dirs = exclude
@@ -61,7 +63,9 @@ def test_nested_folders_and_both_extensions(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("excluded", DEFAULT_EXCLUDE_DIRS)
-def test_every_default_exclusion_is_pruned_outside_and_inside(tmp_path: Path, excluded: str) -> None:
+def test_every_default_exclusion_is_pruned_outside_and_inside(
+    tmp_path: Path, excluded: str
+) -> None:
     (tmp_path / excluded / "eval_checks").mkdir(parents=True)
     (tmp_path / excluded / "eval_checks" / "decoy.yaml").write_text(check_yaml("decoy"))
     (tmp_path / "eval_checks" / excluded).mkdir(parents=True)
@@ -105,7 +109,9 @@ def test_yaml_symlink_is_resolved_and_loaded_once(tmp_path: Path) -> None:
 def test_order_is_code_point_order_of_the_path(tmp_path: Path) -> None:
     for folder in ["a", "a-b"]:
         (tmp_path / folder / "eval_checks").mkdir(parents=True)
-        (tmp_path / folder / "eval_checks" / "x.yaml").write_text(check_yaml(folder.replace("-", "_")))
+        (tmp_path / folder / "eval_checks" / "x.yaml").write_text(
+            check_yaml(folder.replace("-", "_"))
+        )
     # One ordering everywhere (B-52 [improve]): "a-b/..." < "a/..." in code-point order.
     assert _found(tmp_path) == ["a-b/eval_checks/x.yaml", "a/eval_checks/x.yaml"]
 

@@ -111,7 +111,10 @@ def test_a_check_deleted_from_the_plan_is_gone_after_rerunning_execute(
     ("damage", "expected"),
     [
         (lambda text: text[: len(text) // 2], "is not valid JSON"),
-        (lambda text: text.replace('"schema_version": 1', '"schema_version": 2'), "$.schema_version"),
+        (
+            lambda text: text.replace('"schema_version": 1', '"schema_version": 2'),
+            "$.schema_version",
+        ),
         (lambda text: text.replace('"total_checks": 2', '"total_checks": "two"'), "$.total_checks"),
     ],
 )
@@ -130,7 +133,9 @@ def test_a_broken_stage_file_is_a_named_setup_error(
     assert str(score_path) in result.stderr and expected in result.stderr
     status = eb("status", "--run-dir", str(run_dir))
     assert status.exit_code == 1
-    assert any(line.startswith("score") and "invalid" in line for line in status.stdout.splitlines())
+    assert any(
+        line.startswith("score") and "invalid" in line for line in status.stdout.splitlines()
+    )
 
 
 def test_missing_stage_file_is_named(counted_project: Path, eb: Callable[..., EbResult]) -> None:
@@ -177,7 +182,9 @@ def test_report_rerun_keeps_the_contract_files_byte_identical(
 def test_invoke_collection_from_a_user_repo(counted_project: Path) -> None:
     (counted_project / "tasks.py").write_text("from eval_banana.tasks import ns\n")
     invoke = [sys.executable, "-m", "invoke"]
-    listed = subprocess.run([*invoke, "--list"], cwd=counted_project, capture_output=True, text=True)
+    listed = subprocess.run(
+        [*invoke, "--list"], cwd=counted_project, capture_output=True, text=True
+    )
     assert listed.returncode == 0, listed.stderr
     for stage in ("config", "discover", "validate", "guard", "execute", "score", "report"):
         assert f"eval.{stage}" in listed.stdout
@@ -213,6 +220,9 @@ def test_invoke_collection_added_to_an_existing_namespace(counted_project: Path)
         "ns = Collection(hello)\nns.add_collection(eval_collection)\n"
     )
     listed = subprocess.run(
-        [sys.executable, "-m", "invoke", "--list"], cwd=counted_project, capture_output=True, text=True
+        [sys.executable, "-m", "invoke", "--list"],
+        cwd=counted_project,
+        capture_output=True,
+        text=True,
     )
     assert "hello" in listed.stdout and "eval.report" in listed.stdout

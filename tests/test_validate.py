@@ -23,40 +23,94 @@ def _validate(project: Callable[..., Path], eb: Callable[..., EbResult], body: s
 @pytest.mark.parametrize(
     ("body", "location", "phrase"),
     [
-        ("id: a\ntype: deterministic\ndescription: d\nscript: pass\n",
-         "deterministic.schema_version", "Field required"),
-        ("schema_version: 2\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
-         "deterministic.schema_version", "Input should be 1"),
-        ("schema_version: true\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
-         "deterministic.schema_version", "Input should be 1"),
-        ("schema_version: 1.0\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
-         "deterministic.schema_version", "Input should be 1"),
-        ("schema_version: 1\nid: '  '\ntype: deterministic\ndescription: d\nscript: pass\n",
-         "deterministic.id", "id must be non-empty"),
-        ("schema_version: 1\nid: a.b\ntype: deterministic\ndescription: d\nscript: pass\n",
-         "deterministic.id", "id must match ^[a-zA-Z0-9_-]+$"),
-        ("schema_version: 1\nid: 123\ntype: deterministic\ndescription: d\nscript: pass\n",
-         "deterministic.id", "Input should be a valid string"),
-        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: '   '\nscript: pass\n",
-         "deterministic.description", "description must be non-empty"),
-        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\nextra: 1\n",
-         "deterministic.extra", "Extra inputs are not permitted"),
-        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
-         "timeout_seconds: 5\n", "deterministic.timeout_seconds", "Extra inputs are not permitted"),
-        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\n",
-         "deterministic", "exactly one of script or script_path must be set"),
-        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
-         "script_path: x.py\n", "deterministic", "exactly one of script or script_path must be set"),
-        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: ''\n",
-         "deterministic", "script must be non-empty"),
-        ("schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: ' '\n",
-         "harness_judge.instructions", "instructions must be non-empty"),
-        ("schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\n",
-         "harness_judge.instructions", "Field required"),
-        ("schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: i\n"
-         "script: pass\n", "harness_judge.script", "Extra inputs are not permitted"),
-        ("schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\ntags: fast\n",
-         "deterministic.tags", "Input should be a valid list"),
+        (
+            "id: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+            "deterministic.schema_version",
+            "Field required",
+        ),
+        (
+            "schema_version: 2\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+            "deterministic.schema_version",
+            "Input should be 1",
+        ),
+        (
+            "schema_version: true\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+            "deterministic.schema_version",
+            "Input should be 1",
+        ),
+        (
+            "schema_version: 1.0\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+            "deterministic.schema_version",
+            "Input should be 1",
+        ),
+        (
+            "schema_version: 1\nid: '  '\ntype: deterministic\ndescription: d\nscript: pass\n",
+            "deterministic.id",
+            "id must be non-empty",
+        ),
+        (
+            "schema_version: 1\nid: a.b\ntype: deterministic\ndescription: d\nscript: pass\n",
+            "deterministic.id",
+            "id must match ^[a-zA-Z0-9_-]+$",
+        ),
+        (
+            "schema_version: 1\nid: 123\ntype: deterministic\ndescription: d\nscript: pass\n",
+            "deterministic.id",
+            "Input should be a valid string",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: deterministic\ndescription: '   '\nscript: pass\n",
+            "deterministic.description",
+            "description must be non-empty",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\nextra: 1\n",
+            "deterministic.extra",
+            "Extra inputs are not permitted",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
+            "timeout_seconds: 5\n",
+            "deterministic.timeout_seconds",
+            "Extra inputs are not permitted",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\n",
+            "deterministic",
+            "exactly one of script or script_path must be set",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
+            "script_path: x.py\n",
+            "deterministic",
+            "exactly one of script or script_path must be set",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: ''\n",
+            "deterministic",
+            "script must be non-empty",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: ' '\n",
+            "harness_judge.instructions",
+            "instructions must be non-empty",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\n",
+            "harness_judge.instructions",
+            "Field required",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: i\n"
+            "script: pass\n",
+            "harness_judge.script",
+            "Extra inputs are not permitted",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\ntags: fast\n",
+            "deterministic.tags",
+            "Input should be a valid list",
+        ),
     ],
 )
 def test_field_rules_name_file_location_and_phrase(
@@ -74,7 +128,9 @@ def test_field_rules_name_file_location_and_phrase(
     assert "Traceback" not in result.stderr and "pydantic.dev" not in result.stderr
 
 
-def test_unknown_and_missing_type(project: Callable[..., Path], eb: Callable[..., EbResult]) -> None:
+def test_unknown_and_missing_type(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
     unknown = _validate(project, eb, HEAD + "type: banana\n")
     assert (
         "Input tag 'banana' found using 'type' does not match any of the expected tags: "
@@ -138,7 +194,9 @@ def test_several_errors_in_one_file_and_every_bad_file_are_reported_in_one_pass(
 def test_duplicate_ids_name_both_files(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
-    root = project({"eval_checks/a.yaml": check_yaml("same"), "x/eval_checks/b.yaml": check_yaml("same")})
+    root = project(
+        {"eval_checks/a.yaml": check_yaml("same"), "x/eval_checks/b.yaml": check_yaml("same")}
+    )
     result = eb("validate", "--cwd", str(root))
     assert result.exit_code == 2
     first, second = root / "eval_checks" / "a.yaml", root / "x" / "eval_checks" / "b.yaml"
@@ -171,7 +229,9 @@ def test_no_checks_found_fails_validate_unless_allowed(
     assert listed.exit_code == 0 and listed.stdout == ""
 
 
-def test_validate_success_message(project: Callable[..., Path], eb: Callable[..., EbResult]) -> None:
+def test_validate_success_message(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
     root = project({"eval_checks/a.yaml": check_yaml("a"), "eval_checks/b.yml": check_yaml("b")})
     result = eb("validate", "--cwd", str(root))
     assert result.exit_code == 0
@@ -205,7 +265,9 @@ def test_validate_refuses_unknown_agent_and_uninjectable_effort(
 def test_guard_without_agent_names_first_offender(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
-    root = project({"b/eval_checks/j.yaml": judge_yaml("j2"), "a/eval_checks/j.yaml": judge_yaml("j1")})
+    root = project(
+        {"b/eval_checks/j.yaml": judge_yaml("j2"), "a/eval_checks/j.yaml": judge_yaml("j1")}
+    )
     result = eb("validate", "--cwd", str(root))
     assert result.exit_code == 2
     offender = root / "a" / "eval_checks" / "j.yaml"
@@ -262,8 +324,12 @@ def test_tags_select_with_or_semantics(
     assert [line.split("\t")[0] for line in result.stdout.splitlines()] == ["a", "b"]
 
 
-def test_check_dir_narrows_check_id(project: Callable[..., Path], eb: Callable[..., EbResult]) -> None:
-    root = project({"one/eval_checks/a.yaml": check_yaml("a"), "two/eval_checks/b.yaml": check_yaml("b")})
+def test_check_dir_narrows_check_id(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {"one/eval_checks/a.yaml": check_yaml("a"), "two/eval_checks/b.yaml": check_yaml("b")}
+    )
     found = eb("list", "--cwd", str(root), "--check-dir", "two")
     assert [line.split("\t")[0] for line in found.stdout.splitlines()] == ["b"]
     outside = eb("list", "--cwd", str(root), "--check-dir", "two", "--check-id", "a")

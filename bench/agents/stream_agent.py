@@ -2,7 +2,7 @@
 
 Options (`--name=value`; anything else, such as the prompt eb appends, is ignored):
   --bytes=N      stream-json bytes printed before the terminal event (default 0)
-  --end=success  `success` ends with a verdict result (exit 0); `error` with an error result (exit 1)
+  --end=E        `success`: a verdict result, exit 0; `error`: an error result, exit 1
   --sleep=S      seconds to sleep before printing anything (default 0)
 Standard library only, and fast: the output is one pre-built block written over and over.
 """

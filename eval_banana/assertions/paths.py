@@ -153,5 +153,5 @@ def resolve_artifact(*, project_root: Path, text: str) -> Path:
     root = project_root.resolve()
     resolved = (root / text).resolve()
     if not resolved.is_relative_to(root):
-        raise ArtifactPathError(f"artifact {text!r} resolves outside the project root")
+        raise ArtifactPathError(f"artifact {text} resolves outside the project root")
     return resolved

@@ -12,8 +12,10 @@ state is decided per candidate (a stray `"` in prose cannot hide a later verdict
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,12 @@ _SIGNIFICANT = re.compile(r'["\\{}\[\]]')
 # More than this many open failed regions is pathological; dropping the oldest only means some
 # braces are retried instead of skipped (more work, same answers).
 _MAX_REGIONS = 8
+# Levels skipped after a decode fails for nesting too deep; far below the recursion limit.
+_CUT_DEPTH = 256
+# First slice handed to the decoder (most candidates fail or end within it); it grows 4x.
+_FIRST_WINDOW = 1024
+# A decode error this close to a slice's end may come from the cut, not from the text.
+_EDGE = 16
 
 
 @dataclass(frozen=True)
@@ -68,10 +76,8 @@ class _Harvest:
     def collect(self, *, text: str, start: int) -> None:
         """Decode again from `start` with the hook on; the outcome itself is already known."""
         decoder = json.JSONDecoder(object_hook=self.hook)
-        try:
+        with contextlib.suppress(json.JSONDecodeError, RecursionError):
             decoder.raw_decode(text, start)
-        except (json.JSONDecodeError, RecursionError):
-            pass
 
 
 class _Region:
@@ -102,15 +108,22 @@ class _Region:
         return not in_string and pos == target
 
 
-def _extent(*, text: str, start: int) -> int:
-    """End of the bracket-balanced span from `start` (used when nesting is too deep to decode)."""
+def _deep_cut(*, text: str, start: int) -> tuple[int, int]:
+    """For a decode too deeply nested to finish: where to retry, and how far it can have read.
+
+    Returns the first opener `_CUT_DEPTH` levels below `start` (the braces before it are
+    skipped, the next attempt starts there) and the furthest point the decoder can have reached
+    (its recursion limit, or the end of the balanced span).
+    """
+    limit = sys.getrecursionlimit() + 64
     depth = 0
     in_string = False
+    cut = -1
     pos = start
     while True:
         match = _SIGNIFICANT.search(text, pos)
         if match is None:
-            return len(text)
+            break
         char, pos = match.group(), match.end()
         if in_string:
             if char == "\\":
@@ -121,15 +134,45 @@ def _extent(*, text: str, start: int) -> int:
             in_string = True
         elif char in "{[":
             depth += 1
+            if depth == _CUT_DEPTH + 1 and cut < 0:
+                cut = pos - 1
+            if depth > limit:
+                break
         elif char in "}]":
             depth -= 1
             if depth <= 0:
-                return pos
+                break
+    end = min(pos, len(text))
+    return (cut if cut >= 0 else end), end
 
 
 def _may_hold_score(*, text: str, start: int, end: int) -> bool:
     # A "score" key must be spelled out, or hidden in a \u escape.
     return text.find("score", start, end) >= 0 or text.find("\\u", start, end) >= 0
+
+
+def _attempt(*, text: str, start: int) -> tuple[str, int, str]:
+    """Decode one object at `start`: ("ok", end) / ("fail", where) / ("deep", start), + window.
+
+    The decoder runs on a growing slice, because a decode error counts the lines before its
+    position (linear in the position): on the whole text, many early failures would add up to
+    quadratic time. A failure near the slice's edge may be the edge itself, so the slice grows.
+    """
+    size = _FIRST_WINDOW
+    while True:
+        window = text[start : start + size]
+        whole = start + size >= len(text)
+        try:
+            _, end = _DECODER.raw_decode(window, 0)
+        except json.JSONDecodeError as err:
+            truncated = err.pos >= len(window) - _EDGE or err.msg.startswith("Unterminated")
+            if whole or not truncated:
+                return "fail", start + max(err.pos, 1), window
+        except RecursionError:
+            return "deep", start, window
+        else:
+            return "ok", start + end, window
+        size *= 4
 
 
 def scan_text(text: str) -> ScanResult:
@@ -146,21 +189,18 @@ def scan_text(text: str) -> ScanResult:
             regions = [region for region in regions if region.end > start]
             if any(region.structural(start) for region in regions):
                 continue
-        try:
-            _, end = _DECODER.raw_decode(text, start)
-        except json.JSONDecodeError as err:
-            fail = max(err.pos, start + 1)
-        except RecursionError:
-            fail = _extent(text=text, start=start)
+        kind, end, window = _attempt(text=text, start=start)
+        if kind == "deep":
+            end, reach = _deep_cut(text=text, start=start)
+            reach = min(reach - start, len(window))
         else:
-            if _may_hold_score(text=text, start=start, end=end):
-                harvest.collect(text=text, start=start)
+            reach = end - start
+        if _may_hold_score(text=window, start=0, end=reach):
+            harvest.collect(text=window, start=0)
+        if kind == "ok":
             pos = end
-            continue
-        if _may_hold_score(text=text, start=start, end=fail):
-            harvest.collect(text=text, start=start)
-        if fail > start + 1:
-            regions.append(_Region(text=text, start=start, end=fail))
+        elif end > start + 1:
+            regions.append(_Region(text=text, start=start, end=end))
             del regions[:-_MAX_REGIONS]
     if harvest.verdict is not None:
         return ScanResult(verdict=harvest.verdict, problem=None)

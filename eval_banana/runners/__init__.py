@@ -29,6 +29,7 @@ RUNNERS: dict[str, Runner] = {
     "harness_judge": LazyRunner(
         module="eval_banana.runners.harness_judge", function="run_harness_judge"
     ),
+    "assertions": LazyRunner(module="eval_banana.runners.assertions", function="run_assertions"),
 }
 
 

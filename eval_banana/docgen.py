@@ -1,0 +1,156 @@
+"""Generate the reference docs from the models and settings (`invoke docs`); a test checks drift."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from eval_banana.models.stages import STAGE_FILES, STAGE_NAMES
+
+REPO = Path(__file__).resolve().parent.parent
+EXIT_CODES = (
+    (0, "the run passed, or the command succeeded"),
+    (
+        1,
+        "the run did not pass (`eb run`, `eb stage score/report`); a stage file is not ok "
+        "(`eb status`)",
+    ),
+    (
+        2,
+        "setup or usage error: bad flags, config, check definitions, no checks, guard "
+        "refusal, flat-output refusal, unreadable stage file; nothing ran",
+    ),
+    (
+        3,
+        "the run was aborted (interrupt, run-time fuse, token fuse); unrun checks are "
+        "`error` with `details.not_run: true`",
+    ),
+)
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _settings_table() -> list[str]:
+    from eval_banana.settings import SETTINGS
+
+    rows = ["| setting | default | env var | flag | meaning |", "|---|---|---|---|---|"]
+    for spec in SETTINGS:
+        if spec.name == "agents":
+            continue
+        default = json.dumps(spec.default) if spec.default is not None else "unset"
+        rows.append(
+            f"| `[{spec.section}] {spec.key}` | `{_cell(default)}` | "
+            f"{f'`{spec.env}`' if spec.env else '—'} | {f'`{spec.flag}`' if spec.flag else '—'} | "
+            f"{_cell(spec.help)} |"
+        )
+    return rows
+
+
+def _fields_table(model: type[BaseModel]) -> list[str]:
+    rows = ["| field | required | meaning |", "|---|---|---|"]
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        rows.append(
+            f"| `{key}` | {'yes' if field.is_required() else 'no'} | "
+            f"{_cell(field.description or '')} |"
+        )
+    return rows
+
+
+def reference_markdown() -> str:
+    """docs/reference.md: every config key, check field, stage file and exit code."""
+    from eval_banana.models.check import CHECK_MODELS
+
+    lines = [
+        "# Reference",
+        "",
+        "Generated from the models by `invoke docs`; do not edit by hand.",
+        "",
+        "## Configuration (`.eval-banana/config.toml`)",
+        "",
+        "Precedence, highest first: flag, `EVAL_BANANA_*` variable, project file, default.",
+        "",
+        *_settings_table(),
+        "",
+        "## Check files",
+        "",
+    ]
+    for type_name, model in CHECK_MODELS.items():
+        lines += [f"### `type: {type_name}`", "", *_fields_table(model), ""]
+    lines += ["## Stage files", "", "| stage | file | schema |", "|---|---|---|"]
+    for stage in STAGE_NAMES:
+        lines.append(
+            f"| {stage} | `stages/{STAGE_FILES[stage]}` | `schemas/stages/{stage}.schema.json` |"
+        )
+    lines += ["", "## Exit codes", "", "| code | meaning |", "|---|---|"]
+    lines += [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES]
+    return "\n".join(lines) + "\n"
+
+
+_VOLATILE = re.compile(
+    r'"(created_at|started_at|completed_at|run_id)": "[^"]*"|"(duration_ms)": \d+'
+    r"|sha256:[0-9a-f]{64}|[0-9]{8}_[0-9]{6}_[0-9a-f]{8}"
+)
+
+
+def _normalize(text: str, *, root: str) -> str:
+    def repl(match: re.Match[str]) -> str:
+        if match.group(1):
+            return f'"{match.group(1)}": "<{match.group(1)}>"'
+        if match.group(2):
+            return f'"{match.group(2)}": 0'
+        if match.group(0).startswith("sha256:"):
+            return "sha256:<digest>"
+        return "<run_id>"
+
+    text = text.replace(root, "<project>")
+    return _VOLATILE.sub(repl, text)
+
+
+def stage_examples() -> dict[str, str]:
+    """Run the demo in a temporary copy; return each stage file, normalized for the docs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "demo"
+        shutil.copytree(
+            REPO / "examples" / "demo",
+            root,
+            ignore=shutil.ignore_patterns("results", "__pycache__"),
+        )
+        subprocess.run(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+            check=True,
+            capture_output=True,
+        )
+        (run_dir,) = (root / ".eval-banana" / "results").iterdir()
+        examples = {}
+        for stage in STAGE_NAMES:
+            raw = (run_dir / "stages" / STAGE_FILES[stage]).read_text()
+            document: Any = json.loads(_normalize(raw, root=str(root.resolve())))
+            examples[stage] = json.dumps(document, indent=2, sort_keys=True) + "\n"
+        return examples
+
+
+def write_docs() -> list[Path]:
+    written = [REPO / "docs" / "reference.md"]
+    written[0].write_text(reference_markdown(), encoding="utf-8")
+    for stage, text in stage_examples().items():
+        path = REPO / "docs" / "stages" / f"{stage}.example.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written_path in write_docs():
+        print(written_path.relative_to(REPO))

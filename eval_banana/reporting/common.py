@@ -1,0 +1,61 @@
+"""Small readers over a finished report.json object, shared by the report writers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+
+from eval_banana.stages.report import control_note, result_summary
+
+Check = dict[str, Any]
+
+# Characters XML 1.0 cannot carry at all (even escaped); check output may contain them.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def check_relpath(*, check: Check, project_root: str) -> str:
+    """The check file's path relative to the project root, `/`-separated (absolute if outside)."""
+    source = str(check.get("source_path") or "")
+    pure = PureWindowsPath if "\\" in source and "/" not in source else PurePosixPath
+    try:
+        return pure(source).relative_to(pure(project_root)).as_posix()
+    except ValueError:
+        return pure(source).as_posix()
+
+
+def is_not_run(*, check: Check) -> bool:
+    """D-4: a check the stopped run never started."""
+    details = check.get("details")
+    return isinstance(details, dict) and details.get("not_run") is True
+
+
+def is_control(*, check: Check) -> bool:
+    """D-11: a control check expects its own check to fail."""
+    return check.get("expect") == "fail"
+
+
+def status_label(*, check: Check) -> str:
+    """`failed`, `passed (control: defect caught)`, `not run`...: what a person should read."""
+    if is_not_run(check=check):
+        return "not run"
+    status = str(check.get("status"))
+    note = control_note(check=check)
+    return status if note is None else f"{status} ({note})"
+
+
+def summary(*, check: Check) -> str:
+    """Reason, else error detail, else `exit code <n>` for a failed deterministic check."""
+    return result_summary(result=check)
+
+
+def xml_safe(text: str) -> str:
+    """Replace characters XML 1.0 forbids (NUL, ESC, ...) with a visible `\\xNN` form."""
+    return _NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def tail(*, text: str, limit: int) -> tuple[str, bool]:
+    """The last `limit` characters of `text`, and whether anything was cut."""
+    if len(text) <= limit:
+        return text, False
+    return text[-limit:], True

@@ -1,0 +1,71 @@
+"""GitHub Actions output: the job step summary and `::error` annotations for a finished run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from eval_banana.reporting.common import check_relpath, is_control, status_label, summary
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+# GitHub rejects a step summary over 1 MiB (the whole step, not one write); stay well below.
+SUMMARY_LIMIT_BYTES = 900 * 1024
+
+
+def escape_data(text: str) -> str:
+    """Workflow-command message escaping: `%`, CR and LF."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Workflow-command property escaping: the message rules plus `:` and `,`."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _bounded_markdown(*, report_md: str, limit: int) -> str:
+    data = report_md.encode("utf-8")
+    if len(data) <= limit:
+        return report_md
+    # Cut at a line boundary so no table row or list item is left half written.
+    head = data[:limit].decode("utf-8", errors="ignore")
+    head = head[: head.rfind("\n") + 1]
+    return head + "\n_eval-banana: summary cut to fit GitHub's size limit; see report.md._\n"
+
+
+def append_step_summary(
+    *, report_md: str, environ: Mapping[str, str], limit_bytes: int = SUMMARY_LIMIT_BYTES
+) -> bool:
+    """Append the Markdown report to `$GITHUB_STEP_SUMMARY` when it is set; True if written."""
+    target = environ.get(STEP_SUMMARY_ENV, "")
+    if not target:
+        return False
+    text = _bounded_markdown(report_md=report_md, limit=limit_bytes)
+    # Appending (not replacing) is the contract of this file: other steps' summaries stay.
+    with Path(target).open("a", encoding="utf-8") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")
+    return True
+
+
+def _message(*, check: dict[str, Any]) -> str:
+    text = summary(check=check)
+    if is_control(check=check) and check.get("status") == "failed":
+        text = "control check: the planted defect was not caught" + (f": {text}" if text else "")
+    return text or f"check {check.get('status')}"
+
+
+def annotation(*, check: dict[str, Any], project_root: str) -> str:
+    """One `::error` workflow command for a failed or errored check."""
+    file = escape_property(check_relpath(check=check, project_root=project_root))
+    title = escape_property(f"{check.get('check_id', '')} {status_label(check=check)}")
+    return f"::error file={file},title={title}::{escape_data(_message(check=check))}"
+
+
+def annotations(*, report: dict[str, Any]) -> list[str]:
+    """`::error` lines for every failed or errored check, in report order."""
+    root = str(report.get("project_root", ""))
+    return [
+        annotation(check=check, project_root=root)
+        for check in report.get("checks", [])
+        if check.get("status") in ("failed", "error")
+    ]

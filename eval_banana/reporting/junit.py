@@ -1,0 +1,146 @@
+"""JUnit XML from a finished report.json object (D-16).
+
+Written with the standard library's `xml.etree.ElementTree`: the format is a handful of
+elements and attributes, ElementTree escapes text and attribute values correctly, and the one
+thing it does not do (drop characters XML 1.0 forbids) is a regular expression here. A third-party
+writer would add a dependency for no gain.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from eval_banana.artifacts import write_bytes_atomic
+from eval_banana.reporting.common import (
+    Check,
+    check_relpath,
+    is_control,
+    is_not_run,
+    status_label,
+    summary,
+    tail,
+    xml_safe,
+)
+
+SUITE_NAME = "eval-banana"
+# report.json already bounds stdout to 2000 characters; stderr may be longer (B-159 is optional),
+# and a CI server renders every byte of system-err, so it is bounded here too.
+_STDERR_LIMIT = 8000
+
+
+def classname(*, check: Check, project_root: str) -> str:
+    """The check file's project-relative path without extension, `/` replaced by `.` (D-16)."""
+    relative = PurePosixPath(check_relpath(check=check, project_root=project_root))
+    return relative.with_suffix("").as_posix().lstrip("/").replace("/", ".")
+
+
+def _seconds(milliseconds: object) -> str:
+    return f"{(int(milliseconds) if isinstance(milliseconds, int) else 0) / 1000:.3f}"
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    element = ET.SubElement(parent, tag, {key: xml_safe(value) for key, value in attrs.items()})
+    if text is not None:
+        element.text = xml_safe(text)
+    return element
+
+
+def _properties(parent: ET.Element, pairs: list[tuple[str, str]]) -> None:
+    properties = _sub(parent, "properties")
+    for name, value in pairs:
+        _sub(properties, "property", name=name, value=value)
+
+
+def _outcome(case: ET.Element, *, check: Check) -> None:
+    """failed → <failure>, error → <error>, not run → <skipped>; passed adds nothing."""
+    status = check.get("status")
+    text = summary(check=check)
+    if is_not_run(check=check):
+        detail = str(check.get("error_detail") or "Not run")
+        _sub(case, "skipped", message=detail if detail.startswith("Not run") else f"Not run: {detail}")
+    elif status == "failed":
+        label = status_label(check=check)
+        message = f"{label}: {text}" if text else label
+        _sub(case, "failure", _failure_body(check=check, text=text), message=message, type="failed")
+    elif status == "error":
+        detail = str(check.get("error_detail") or text or "error")
+        _sub(case, "error", detail, message=detail.splitlines()[0] if detail else "", type="error")
+
+
+def _failure_body(*, check: Check, text: str) -> str:
+    lines = [text] if text else []
+    if check.get("exit_code") is not None:
+        lines.append(f"exit code: {check['exit_code']}")
+    if check.get("observed_status") and is_control(check=check):
+        lines.append(f"observed status: {check['observed_status']} (expect: fail)")
+    return "\n".join(lines)
+
+
+def _testcase(suite: ET.Element, *, check: Check, project_root: str) -> None:
+    case = _sub(
+        suite,
+        "testcase",
+        classname=classname(check=check, project_root=project_root),
+        name=str(check.get("check_id", "")),
+        time=_seconds(check.get("duration_ms")),
+        file=check_relpath(check=check, project_root=project_root),
+    )
+    pairs = [
+        ("check_type", str(check.get("check_type", ""))),
+        ("expect", str(check.get("expect", "pass"))),
+        ("check_definition_sha256", str(check.get("check_definition_sha256", ""))),
+    ]
+    if is_control(check=check):
+        pairs.append(("control", status_label(check=check)))
+    if check.get("tags"):
+        pairs.append(("tags", ",".join(str(tag) for tag in check["tags"])))
+    _properties(case, pairs)
+    _outcome(case, check=check)
+    if check.get("stdout"):
+        _sub(case, "system-out", str(check["stdout"]))
+    if check.get("stderr"):
+        text, cut = tail(text=str(check["stderr"]), limit=_STDERR_LIMIT)
+        banner = f"[eval-banana: stderr cut to its last {_STDERR_LIMIT} characters]\n" if cut else ""
+        _sub(case, "system-err", banner + text)
+
+
+def junit_tree(*, report: dict[str, Any], project_root: Path) -> ET.Element:
+    """`<testsuites>` holding the one `eval-banana` suite, one testcase per check."""
+    checks: list[Check] = list(report.get("checks", []))
+    root_text = str(project_root)
+    not_run = sum(1 for check in checks if is_not_run(check=check))
+    counts = {
+        "tests": str(len(checks)),
+        "failures": str(sum(1 for check in checks if check.get("status") == "failed")),
+        "errors": str(
+            sum(1 for c in checks if c.get("status") == "error" and not is_not_run(check=c))
+        ),
+        "skipped": str(not_run),
+        "time": _seconds(report.get("duration_ms")),
+    }
+    root = ET.Element("testsuites", {"name": SUITE_NAME, **counts})
+    suite = _sub(root, "testsuite", name=SUITE_NAME, timestamp=str(report.get("started_at", "")))
+    suite.attrib.update(counts)
+    _properties(
+        suite,
+        [
+            ("run_id", str(report.get("run_id", ""))),
+            ("score", f"{report.get('points_earned')}/{report.get('total_points')}"),
+            ("pass_threshold", repr(report.get("pass_threshold"))),
+            ("run_passed", str(bool(report.get("run_passed"))).lower()),
+            ("aborted_by", str(report.get("aborted_by") or "")),
+        ],
+    )
+    for check in checks:
+        _testcase(suite, check=check, project_root=root_text)
+    return root
+
+
+def write_junit(*, report: dict[str, Any], project_root: Path, path: Path) -> None:
+    """Write the JUnit XML file for `report` atomically at `path` (parents created)."""
+    root = junit_tree(report=report, project_root=project_root)
+    ET.indent(root)
+    data = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    write_bytes_atomic(path=path, data=data)
