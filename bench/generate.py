@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-GENERATOR_VERSION = "3"
+GENERATOR_VERSION = "4"
 BENCH_DIR = Path(__file__).resolve().parent
 AGENTS_DIR = BENCH_DIR / "agents"
 STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
@@ -220,7 +220,7 @@ def build_w1(*, sizes: Sizes) -> Callable[[Path], None]:
             )
             script = scripts / f"{check_id}.py"
             script.write_text(TRIVIAL_SCRIPT)
-            listing.append(str(script))
+            listing.append(script.relative_to(root).as_posix())  # the floor runs in root
         (root / "floor-list.txt").write_text("\n".join(listing) + "\n")
 
     return build
@@ -398,6 +398,7 @@ def build_w6(*, sizes: Sizes) -> Callable[[Path], None]:
         for index in range(sizes.w6_judges):
             check_id = f"sleepy_{index:02d}"
             _write(project / "eval_checks" / f"{check_id}.yaml", judge_yaml(check_id=check_id))
+        (root / "prompts.txt").write_text("prompt\n" * sizes.w6_judges)
 
     return build
 

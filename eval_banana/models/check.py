@@ -135,14 +135,16 @@ class HarnessJudgeCheck(CheckBase):
         return _non_blank(value, field="instructions", strip=True)
 
 
+# Defined after CheckBase, which the assertions model subclasses.
+from eval_banana.models.assertions import AssertionsCheck  # noqa: E402
+
 CHECK_MODELS: dict[str, type[CheckBase]] = {
     "deterministic": DeterministicCheck,
     "harness_judge": HarnessJudgeCheck,
+    "assertions": AssertionsCheck,
 }
 
-CheckDefinition = Annotated[
-    DeterministicCheck | HarnessJudgeCheck,
-    Field(discriminator="type"),
-]
+AnyCheck = DeterministicCheck | HarnessJudgeCheck | AssertionsCheck
+CheckDefinition = Annotated[AnyCheck, Field(discriminator="type")]
 
-CHECK_ADAPTER: TypeAdapter[DeterministicCheck | HarnessJudgeCheck] = TypeAdapter(CheckDefinition)
+CHECK_ADAPTER: TypeAdapter[AnyCheck] = TypeAdapter(CheckDefinition)

@@ -1,0 +1,546 @@
+"""Benchmark runner (issue 7): time whole `eb` processes against a floor measured in the same call.
+
+    python bench/run.py [--quick] [--only W1,W4] [--runs N] [--write-doc]
+
+Every case runs its floor command and `eb` alternately, several times (after one unmeasured warm-up
+of each in full mode), and prints one markdown row: eb median / min / max wall time, eb's own peak
+RSS, the floor's median, the ratio of the medians and the target. `--quick` uses tiny sizes, one
+run and no warm-up, so CI can prove the suite still works; it never fails on a missed target (the
+exit status is non-zero only when the bench itself breaks). Timings never gate CI.
+
+Peak RSS is eb's own: `wait4` would report the largest of eb and its reaped children (Linux folds
+descendants into `ru_maxrss`), so eb is started through a tiny `-c` prelude that records
+`getrusage(RUSAGE_SELF)` at exit and then runs `eval_banana` exactly as `python -m` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench import generate  # noqa: E402
+from bench.generate import EXCLUDED, FULL, QUICK, Sizes  # noqa: E402
+
+DOC = REPO / "docs" / "performance.md"
+TABLE_START = "<!-- bench-table:start -->"
+TABLE_END = "<!-- bench-table:end -->"
+PROMPT = "Read README.md and answer with a verdict."
+
+# Runs eval_banana like `python -m eval_banana`, then writes its own peak RSS (KB) to argv[1].
+EB_PRELUDE = """\
+import atexit, sys
+_rss_out = sys.argv.pop(1)
+def _rss():
+    import resource
+    with open(_rss_out, "w") as handle:
+        handle.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+atexit.register(_rss)
+import runpy
+runpy.run_module("eval_banana", run_name="__main__", alter_sys=True)
+"""
+
+# W2 floor: a pruned walk that lists the check files, in one process.
+WALK_FLOOR = """\
+import os, sys
+excluded = set(sys.argv[2].split(","))
+found = []
+for top, dirs, files in os.walk(sys.argv[1]):
+    dirs[:] = [d for d in dirs if d not in excluded]
+    if "eval_checks" in top.split(os.sep):
+        found += [os.path.join(top, f) for f in files if f.endswith((".yaml", ".yml"))]
+found.sort()
+sys.stdout.write("".join(p + "\\n" for p in found))
+"""
+
+# W3 floor: the same walk, then libyaml's CSafeLoader on every check file, in one process.
+WALK_LOAD_FLOOR = """\
+import os, sys, yaml
+excluded = set(sys.argv[2].split(","))
+docs = []
+for top, dirs, files in os.walk(sys.argv[1]):
+    dirs[:] = [d for d in dirs if d not in excluded]
+    if "eval_checks" in top.split(os.sep):
+        for f in files:
+            if f.endswith((".yaml", ".yml")):
+                with open(os.path.join(top, f), "rb") as handle:
+                    docs.append(yaml.load(handle, Loader=yaml.CSafeLoader))
+print(len(docs))
+"""
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b")
+
+
+@dataclass
+class Case:
+    """One row of the table: an eb command line, its floor and its targets."""
+
+    key: str
+    name: str
+    eb_args: list[str]
+    floor: list[str]
+    floor_label: str
+    target: float
+    expect_rc: int = 0
+    memory_target_mb: float | None = None
+    floor_stdin: Path | None = None
+    floor_cwd: Path | None = None  # default: a scratch folder
+    floor_stdout_file: bool = False
+    expect_stdout_lines: int | None = None
+    runs: int = 5
+    output_dir: bool = False  # eb run: give every run its own --output-dir, deleted afterwards
+
+
+@dataclass
+class Sample:
+    seconds: float
+    rc: int
+    rss_kb: int | None
+    timed_out: bool = False
+
+
+@dataclass
+class Row:
+    case: Case
+    eb: list[Sample] = field(default_factory=list)
+    floor: list[Sample] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+# Measuring ------------------------------------------------------------------------------------
+
+
+def measure(
+    *,
+    argv: Sequence[str],
+    cwd: Path,
+    stdout_path: Path | None,
+    stdin_path: Path | None,
+    stderr_path: Path | None,
+    timeout: float,
+) -> tuple[float, int, int, bool]:
+    """Wall seconds, exit code, wait4 ru_maxrss (KB) and whether the timeout killed it."""
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL  # noqa: SIM115
+    stdout = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL  # noqa: SIM115
+    stderr = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL  # noqa: SIM115
+    killed = threading.Event()
+    try:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            list(argv), cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True
+        )
+
+        def kill() -> None:
+            killed.set()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            timer.cancel()
+        elapsed = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        for handle in (stdin, stdout, stderr):
+            if not isinstance(handle, int):
+                handle.close()
+    return elapsed, process.returncode, usage.ru_maxrss, killed.is_set()
+
+
+def run_eb(*, case: Case, scratch: Path, index: int, timeout: float) -> Sample:
+    """One eb process; its own peak RSS comes from the prelude's file."""
+    rss_file = scratch / "eb.rss"
+    rss_file.unlink(missing_ok=True)
+    extra: list[str] = []
+    out_dir = scratch / f"out-{index}"
+    if case.output_dir:
+        extra = ["--output-dir", str(out_dir)]
+    argv = [sys.executable, "-c", EB_PRELUDE, str(rss_file), *case.eb_args, *extra]
+    seconds, rc, _, timed_out = measure(
+        argv=argv,
+        cwd=REPO,
+        stdout_path=scratch / "eb.stdout",
+        stdin_path=None,
+        stderr_path=scratch / "eb.stderr",
+        timeout=timeout,
+    )
+    shutil.rmtree(out_dir, ignore_errors=True)
+    rss = int(rss_file.read_text()) if rss_file.is_file() and rss_file.read_text() else None
+    return Sample(seconds=seconds, rc=rc, rss_kb=rss, timed_out=timed_out)
+
+
+def run_floor(*, case: Case, scratch: Path, timeout: float) -> Sample:
+    seconds, rc, rss, timed_out = measure(
+        argv=case.floor,
+        cwd=case.floor_cwd or scratch,
+        stdout_path=scratch / "floor.stdout" if case.floor_stdout_file else None,
+        stdin_path=case.floor_stdin,
+        stderr_path=scratch / "floor.stderr",
+        timeout=timeout,
+    )
+    (scratch / "floor.stdout").unlink(missing_ok=True)
+    return Sample(seconds=seconds, rc=rc, rss_kb=rss, timed_out=timed_out)
+
+
+def _eb_problems(*, case: Case, sample: Sample, scratch: Path) -> list[str]:
+    """What makes an eb sample not count: wrong exit code, timeout, wrong output."""
+    problems: list[str] = []
+    if sample.timed_out:
+        problems.append("eb timed out")
+    elif sample.rc != case.expect_rc:
+        tail = (scratch / "eb.stderr").read_text(errors="replace").strip().splitlines()[-3:]
+        problems.append(f"eb exit {sample.rc}, expected {case.expect_rc}: " + " | ".join(tail))
+    stderr = (scratch / "eb.stderr").read_text(errors="replace")
+    if "Traceback (most recent call last)" in stderr:
+        raised = [line for line in stderr.splitlines() if _EXCEPTION_LINE.match(line)]
+        problems.append("eb printed a traceback: " + (raised[-1] if raised else "?"))
+    if case.expect_stdout_lines is not None and not sample.timed_out:
+        lines = len((scratch / "eb.stdout").read_text(errors="replace").splitlines())
+        if lines != case.expect_stdout_lines:
+            problems.append(f"eb printed {lines} lines, expected {case.expect_stdout_lines}")
+    return problems
+
+
+def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
+    """Floor and eb alternately, so both see the same machine state."""
+    row = Row(case=case)
+    scratch = Path(tempfile.mkdtemp(prefix=f"eb-bench-{case.key}-"))
+    try:
+        if warmup:
+            run_floor(case=case, scratch=scratch, timeout=timeout)
+            run_eb(case=case, scratch=scratch, index=0, timeout=timeout)
+        for index in range(runs):
+            floor = run_floor(case=case, scratch=scratch, timeout=timeout)
+            if floor.rc != 0 or floor.timed_out:
+                row.problems.append(f"floor exit {floor.rc}")
+            row.floor.append(floor)
+            sample = run_eb(case=case, scratch=scratch, index=index, timeout=timeout)
+            row.eb.append(sample)
+            for problem in _eb_problems(case=case, sample=sample, scratch=scratch):
+                if problem not in row.problems:
+                    row.problems.append(problem)
+            if sample.timed_out:
+                break  # one timeout says enough; do not spend runs * timeout on it
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return row
+
+
+# Cases ----------------------------------------------------------------------------------------
+
+
+def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
+    """The cases of one workload (generating it first if needed)."""
+    root = generate.workload(key=key, sizes=sizes)
+    py = sys.executable
+    full = sizes is FULL
+
+    def n(default: int) -> int:
+        return runs if runs is not None else (default if full else 1)
+
+    excluded = ",".join(EXCLUDED)
+    if key == "W0":
+        return [
+            Case(
+                key="W0",
+                name="eb validate, 1 check",
+                eb_args=["validate", "--cwd", str(root)],
+                floor=[py, "-c", "pass"],
+                floor_label="python -c pass",
+                target=8,
+                runs=n(15),
+            )
+        ]
+    if key == "W1":
+        project = root / "project"
+        return [
+            Case(
+                key="W1",
+                name=f"eb run, {sizes.w1_checks} trivial checks, parallel 4",
+                eb_args=["run", "--cwd", str(project), "--max-parallel-checks", "4"],
+                floor=["xargs", "-P", "4", "-n", "1", py],
+                floor_label=f"{sizes.w1_checks} python launches, xargs -P 4",
+                floor_stdin=root / "floor-list.txt",
+                floor_cwd=root,
+                target=1.15,
+                output_dir=True,
+                runs=n(5),
+            )
+        ]
+    if key == "W2":
+        project = root / "project"
+        expected = int((root / "expected-checks.txt").read_text())
+        floor = [py, "-c", WALK_FLOOR, str(project), excluded]
+        label = f"os.walk, pruned ({sizes.w2_files} files)"
+        return [
+            Case(
+                key="W2",
+                name=f"eb list, {sizes.w2_files} files, {expected} checks",
+                eb_args=["list", "--cwd", str(project)],
+                floor=floor,
+                floor_label=label,
+                floor_stdout_file=True,
+                target=2.5,
+                expect_stdout_lines=expected,
+                runs=n(5),
+            ),
+            Case(
+                key="W2",
+                name=f"eb validate, {sizes.w2_files} files, {expected} checks",
+                eb_args=["validate", "--cwd", str(project)],
+                floor=floor,
+                floor_label=label,
+                floor_stdout_file=True,
+                target=2.5,
+                runs=n(5),
+            ),
+        ]
+    if key == "W3":
+        project = root / "project"
+        selected = (root / "selected-id.txt").read_text().strip()
+        floor = [py, "-c", WALK_LOAD_FLOOR, str(project), excluded]
+        label = f"walk + CSafeLoader x {sizes.w3_checks}"
+        return [
+            Case(
+                key="W3",
+                name=f"eb validate, {sizes.w3_checks} check files",
+                eb_args=["validate", "--cwd", str(project)],
+                floor=floor,
+                floor_label=label,
+                target=1.5,
+                runs=n(5),
+            ),
+            Case(
+                key="W3",
+                name=f"eb run --check-id, 1 of {sizes.w3_checks}",
+                eb_args=["run", "--cwd", str(project), "--check-id", selected],
+                floor=floor,
+                floor_label=label,
+                target=1.5,
+                output_dir=True,
+                runs=n(5),
+            ),
+        ]
+    if key == "W4":
+        rows = []
+        for name, command, _, expect_rc in generate.w4_cases(sizes=sizes):
+            project = generate.w4_project(root=root, case=name)
+            big = name == _largest_stream(sizes)
+            rows.append(
+                Case(
+                    key="W4",
+                    name=f"judge, {name}",
+                    eb_args=["run", "--cwd", str(project)],
+                    floor=["sh", "-c", '"$@" | wc -c', "sh", *command, PROMPT],
+                    floor_label="agent \\| wc -c",
+                    target=3,
+                    expect_rc=expect_rc,
+                    memory_target_mb=64 if big else None,
+                    output_dir=True,
+                    runs=n(3 if big else 5),
+                )
+            )
+        return rows
+    if key == "W5":
+        project = root / "project"
+        script = project / "eval_checks" / "loud.py"
+        return [
+            Case(
+                key="W5",
+                name=f"deterministic check printing {sizes.w5_bytes // generate.MB} MB",
+                eb_args=["run", "--cwd", str(project)],
+                floor=[py, str(script), "context.json"],
+                floor_label="script > file",
+                floor_stdout_file=True,
+                target=1.5,
+                memory_target_mb=64,
+                output_dir=True,
+                runs=n(3),
+            )
+        ]
+    if key == "W6":
+        project = root / "project"
+        command = generate.w6_agent_command(sizes=sizes)
+        prompts = root / "prompts.txt"
+        return [
+            Case(
+                key="W6",
+                name=f"{sizes.w6_judges} judges sleeping {sizes.w6_sleep} s, parallel {parallel}",
+                eb_args=["run", "--cwd", str(project), "--max-parallel-checks", str(parallel)],
+                floor=["xargs", "-P", str(parallel), "-n", "1", *command],
+                floor_label=f"{sizes.w6_judges} agents, xargs -P {parallel}",
+                floor_stdin=prompts,
+                target=1.2,
+                output_dir=True,
+                runs=n(3),
+            )
+            for parallel in sizes.w6_parallel
+        ]
+    raise KeyError(key)
+
+
+def _largest_stream(sizes: Sizes) -> str:
+    return f"stream {generate._human(max(sizes.w4_stream_bytes))}"
+
+
+# Reporting ------------------------------------------------------------------------------------
+
+
+def _median(samples: list[Sample]) -> float:
+    return statistics.median(sample.seconds for sample in samples)
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.3f}" if seconds < 10 else f"{seconds:.1f}"
+
+
+def row_cells(row: Row) -> list[str]:
+    """Key, case, eb median / min / max, eb peak RSS, floor, floor median, ratio, target, met."""
+    case = row.case
+    eb_times = [sample.seconds for sample in row.eb]
+    rss = [sample.rss_kb for sample in row.eb if sample.rss_kb is not None]
+    peak_mb = max(rss) / 1024 if rss else None
+    ratio = _median(row.eb) / _median(row.floor)
+    met = ratio <= case.target
+    target = f"≤ {case.target:g}"
+    if case.memory_target_mb is not None:
+        target += f", ≤ {case.memory_target_mb:g} MB"
+        met = met and peak_mb is not None and peak_mb <= case.memory_target_mb
+    verdict = "yes" if met and not row.problems else "NO"
+    if row.problems:
+        verdict += " (see notes)"
+    return [
+        case.key,
+        case.name,
+        str(len(row.eb)),
+        _fmt_s(statistics.median(eb_times)),
+        _fmt_s(min(eb_times)),
+        _fmt_s(max(eb_times)),
+        f"{peak_mb:.0f}" if peak_mb is not None else "?",
+        case.floor_label,
+        _fmt_s(_median(row.floor)),
+        f"{ratio:.2f}",
+        target,
+        verdict,
+    ]
+
+
+HEADER = [
+    "key",
+    "case",
+    "runs",
+    "eb median s",
+    "min",
+    "max",
+    "eb peak RSS MB",
+    "floor",
+    "floor median s",
+    "ratio",
+    "target",
+    "met",
+]
+
+
+def render_table(rows: list[Row]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(row_cells(row)) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_notes(rows: list[Row]) -> str:
+    notes = [
+        f"- {row.case.key} {row.case.name}: {problem}" for row in rows for problem in row.problems
+    ]
+    return "\n".join(notes)
+
+
+def machine_line(*, sizes: Sizes, runs: str) -> str:
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M')}, {platform.platform()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, sizes: {sizes.name}, runs: {runs}"
+    )
+
+
+def write_doc(*, text: str) -> None:
+    """Replace the table between the markers in docs/performance.md."""
+    doc = DOC.read_text()
+    if TABLE_START not in doc or TABLE_END not in doc:
+        raise SystemExit(f"{DOC} has no {TABLE_START} ... {TABLE_END} block to update")
+    head, rest = doc.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    DOC.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+
+
+# Entry ----------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="Tiny sizes, one run (CI smoke).")
+    parser.add_argument("--only", default="", help="Comma-separated workload keys, e.g. W1,W4.")
+    parser.add_argument("--runs", type=int, help="Runs per case (default: per workload).")
+    parser.add_argument("--timeout", type=float, help="Seconds before a process is killed.")
+    parser.add_argument(
+        "--write-doc", action="store_true", help="Update the table in docs/performance.md."
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    keys = [key.strip().upper() for key in args.only.split(",") if key.strip()]
+    keys = keys or list(generate.BUILDERS)
+    unknown = [key for key in keys if key not in generate.BUILDERS]
+    if unknown:
+        print(f"unknown workload(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    timeout = args.timeout or (20.0 if args.quick else 600.0)
+    rows: list[Row] = []
+    for key in keys:
+        for case in cases_for(key=key, sizes=sizes, runs=args.runs):
+            print(f"# {case.key} {case.name} ...", file=sys.stderr, flush=True)
+            rows.append(
+                bench_case(case=case, runs=case.runs, warmup=not args.quick, timeout=timeout)
+            )
+    runs = str(args.runs) if args.runs else ("1" if args.quick else "per workload, see doc")
+    text = "\n".join(
+        part
+        for part in (
+            machine_line(sizes=sizes, runs=runs),
+            "",
+            render_table(rows),
+            "",
+            render_notes(rows),
+        )
+        if part is not None
+    ).rstrip()
+    print(text)
+    if args.write_doc:
+        write_doc(text=text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

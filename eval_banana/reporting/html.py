@@ -1,0 +1,225 @@
+"""report.html: one self-contained page over a finished run (D-19: nothing from the network).
+
+The table rows are rendered here (readable without JavaScript); each check's details live in
+one JSON blob and are turned into DOM only when a row is expanded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from eval_banana.artifacts import write_bytes_atomic
+from eval_banana.reporting.common import (
+    Check,
+    check_relpath,
+    is_control,
+    is_not_run,
+    status_label,
+    summary,
+    tail,
+)
+from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS, JS
+from eval_banana.stem import artifact_stem
+
+REPORT_HTML = "report.html"
+PROMPT_LIMIT_CHARS = 4000
+STDERR_LIMIT_CHARS = 2000
+GROUPS = (("failed", "Failed"), ("error", "Error"), ("notrun", "Not run"), ("passed", "Passed"))
+
+
+def _group(*, check: Check) -> str:
+    if is_not_run(check=check):
+        return "notrun"
+    status = str(check.get("status"))
+    return status if status in ("passed", "failed", "error") else "error"
+
+
+def _read_prompt(*, path: Path) -> tuple[str | None, bool]:
+    """The first PROMPT_LIMIT_CHARS characters of a judge prompt file, and whether it was cut."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(PROMPT_LIMIT_CHARS * 4 + 4)
+    except OSError:
+        return None, False
+    text = head.decode("utf-8", errors="replace")
+    if len(text) > PROMPT_LIMIT_CHARS:
+        return text[:PROMPT_LIMIT_CHARS], True
+    return text, False
+
+
+def _links(*, run_dir: Path, stem: str) -> dict[str, str | None]:
+    """Run-relative links to this check's files, only for files that exist."""
+    names = {
+        "stdout": f"checks/{stem}.stdout.txt",
+        "stderr": f"checks/{stem}.stderr.txt",
+        "prompt": f"checks/{stem}.prompt.txt",
+        "result": f"checks/{stem}.json",
+    }
+    return {key: name if (run_dir / name).is_file() else None for key, name in names.items()}
+
+
+def _entry(*, check: Check, run_dir: Path, project_root: str) -> dict[str, Any]:
+    """What the page's script needs for one check (bounded: no full prompt or stderr)."""
+    stem = artifact_stem(check_id=str(check.get("check_id", "")))
+    links = _links(run_dir=run_dir, stem=stem)
+    prompt, prompt_cut = (None, False)
+    if links["prompt"] is not None:
+        prompt, prompt_cut = _read_prompt(path=run_dir / links["prompt"])
+    stderr, stderr_cut = tail(text=str(check.get("stderr") or ""), limit=STDERR_LIMIT_CHARS)
+    if stderr_cut:
+        stderr = f"[stderr cut to its last {STDERR_LIMIT_CHARS} characters]\n{stderr}"
+    details = check.get("details") or {}
+    return {
+        "id": str(check.get("check_id", "")),
+        "g": _group(check=check),
+        "label": status_label(check=check),
+        "tags": [str(tag) for tag in check.get("tags") or []],
+        "desc": check.get("description") or "",
+        "file": check_relpath(check=check, project_root=project_root),
+        "expect": "fail (control check)" if is_control(check=check) else None,
+        "observed": check.get("observed_status") if is_control(check=check) else None,
+        "exit": check.get("exit_code"),
+        "ms": check.get("duration_ms", 0),
+        "reason": check.get("reason"),
+        "error": check.get("error_detail"),
+        "stdout": check.get("stdout") or "",
+        "stderr": stderr,
+        "prompt": prompt,
+        "prompt_cut": prompt_cut,
+        "prompt_limit": PROMPT_LIMIT_CHARS,
+        "details": json.dumps(details, indent=2, ensure_ascii=False) if details else "",
+        "links": links,
+    }
+
+
+def _script_json(value: object) -> str:
+    """JSON safe inside <script>: no `<`, `>` or `&` can end the element or start markup."""
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _duration(milliseconds: object) -> str:
+    value = milliseconds if isinstance(milliseconds, int) else 0
+    return f"{value} ms" if value < 10_000 else f"{value / 1000:.1f} s"
+
+
+def _row(*, index: int, check: Check) -> str:
+    tags = "".join(f'<span class="tag">{escape(str(tag))}</span>' for tag in check.get("tags") or [])
+    hint = summary(check=check)
+    title = f' title="{escape(hint)}"' if hint else ""
+    return (
+        f'<tr class="r g-{_group(check=check)}" data-i="{index}">'
+        f'<td><button class="x" type="button" aria-expanded="false"{title}>'
+        f"{escape(str(check.get('check_id', '')))}</button></td>"
+        f'<td><span class="st">{escape(status_label(check=check))}</span></td>'
+        f"<td>{escape(str(check.get('check_type', '')))}</td>"
+        f"<td>{tags}</td>"
+        f'<td class="num">{escape(_duration(check.get("duration_ms")))}</td></tr>'
+    )
+
+
+def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
+    """(css class, headline, one-line explanation)."""
+    if report.get("aborted_by"):
+        return (
+            "v-aborted",
+            "ABORTED",
+            f"stopped by {report['aborted_by']}; {report.get('not_run_checks', 0)} not run",
+        )
+    threshold = f"threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
+    if report.get("run_passed"):
+        return "v-passed", "PASSED", f"meets the {threshold}"
+    if not report.get("meets_threshold", False):
+        return "v-failed", "FAILED", f"below the {threshold}"
+    return "v-failed", "FAILED", "a check failed or errored"
+
+
+def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
+    pairs = [
+        ("Score", f"{report.get('points_earned')}/{report.get('total_points')}"),
+        ("Percentage", f"{float(report.get('percentage', 0.0)):.1f}%"),
+        ("Pass threshold", repr(report.get("pass_threshold"))),
+        (
+            "Checks",
+            f"{report.get('total_checks', 0)} total: {groups['passed']} passed, "
+            f"{groups['failed']} failed, {groups['error']} errored, {groups['notrun']} not run",
+        ),
+        ("Run ID", str(report.get("run_id", ""))),
+        ("Started", str(report.get("started_at", ""))),
+        ("Duration", _duration(report.get("duration_ms"))),
+        ("Project", str(report.get("project_root", ""))),
+    ]
+    return "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in pairs)
+
+
+def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
+    buttons = [f'<button type="button" data-g="all" aria-pressed="true">All ({len(checks)})</button>']
+    buttons += [
+        f'<button type="button" data-g="{key}" aria-pressed="false">'
+        f"{label} ({groups[key]})</button>"
+        for key, label in GROUPS
+    ]
+    tags: Counter[str] = Counter(str(tag) for check in checks for tag in check.get("tags") or [])
+    options = ['<option value="">All tags</option>'] + [
+        f'<option value="{escape(tag)}">{escape(tag)} ({count})</option>'
+        for tag, count in sorted(tags.items())
+    ]
+    return (
+        '<div class="bar" id="filters" hidden>'
+        f'<span id="status-filter" role="group" aria-label="Status">{"".join(buttons)}</span>'
+        f'<label>Tag <select id="tag-filter">{"".join(options)}</select></label>'
+        '<label>Id <input id="id-filter" type="search" placeholder="filter by id"></label>'
+        '<span id="shown"></span></div>'
+    )
+
+
+def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
+    """The whole report.html page as text."""
+    checks: list[Check] = list(report.get("checks", []))
+    root = str(report.get("project_root", ""))
+    groups: Counter[str] = Counter(_group(check=check) for check in checks)
+    css_class, headline, explanation = _verdict(report=report)
+    entries = [_entry(check=check, run_dir=run_dir, project_root=root) for check in checks]
+    rows = "\n".join(_row(index=i, check=check) for i, check in enumerate(checks))
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{escape(CONTENT_SECURITY_POLICY)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>eval-banana report {escape(str(report.get("run_id", "")))} - {headline}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<h1>eval-banana report <small>{escape(str(report.get("run_id", "")))}</small></h1>
+<div class="top">
+<div class="verdict {css_class}" id="verdict">{headline}<small>{escape(explanation)}</small></div>
+<dl class="facts">{_facts(report=report, groups=groups)}</dl>
+</div>
+<div class="note">Files: <a href="report.json">report.json</a> ·
+<a href="report.md">report.md</a> · <a href="checks/">checks/</a></div>
+{_filters(checks=checks, groups=groups)}
+<noscript><p>Filters and per-check details need JavaScript; the check files are in
+<a href="checks/">checks/</a>.</p></noscript>
+<table id="checks">
+<thead><tr><th>Check</th><th>Status</th><th>Type</th><th>Tags</th>
+<th class="num">Duration</th></tr></thead>
+<tbody id="checks-body">
+{rows}
+</tbody>
+</table>
+<script type="application/json" id="eb-data">{_script_json(entries)}</script>
+<script>{JS}</script>
+</body>
+</html>
+"""
+
+
+def write_html(*, report: dict[str, Any], run_dir: Path, path: Path) -> None:
+    """Write report.html for `report` at `path` (links are relative to `run_dir`)."""
+    text = render_html(report=report, run_dir=run_dir)
+    write_bytes_atomic(path=path, data=text.encode("utf-8", errors="replace"))

@@ -1,0 +1,208 @@
+"""The inline stylesheet and script of report.html (no network: D-19).
+
+Kept as Python strings so the wheel needs no extra package data. The script renders a check's
+details only when its row is expanded (from the JSON blob in the page), and filters by toggling
+one class per row, so a 2,000-check report stays light.
+"""
+
+from __future__ import annotations
+
+# Only inline styles and scripts, nothing from anywhere else: the browser enforces D-19 too.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
+)
+
+CSS = """
+:root { --bg:#fff; --fg:#1d2127; --muted:#5b6470; --line:#d9dee5; --soft:#f4f6f9;
+  --pass:#137333; --pass-bg:#e6f4ea; --fail:#b3261e; --fail-bg:#fce8e6;
+  --err:#8a5300; --err-bg:#fef3d6; --nr:#55606e; --nr-bg:#eceff3; --accent:#1a5fb4; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg:#15181c; --fg:#e4e7eb; --muted:#9aa4b0; --line:#2f353d; --soft:#1e2227;
+    --pass:#7fd89a; --pass-bg:#173524; --fail:#ff9c92; --fail-bg:#42201d;
+    --err:#f2c46b; --err-bg:#3a2e12; --nr:#b5bec9; --nr-bg:#2a2f36; --accent:#8ab4f8; }
+}
+* { box-sizing: border-box; }
+body { margin:0; padding:24px; background:var(--bg); color:var(--fg);
+  font:14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+h1 { font-size:20px; margin:0 0 12px; }
+h1 small { color:var(--muted); font-weight:normal; font-size:14px; }
+a { color:var(--accent); }
+.top { display:flex; flex-wrap:wrap; gap:16px; align-items:stretch; margin-bottom:16px; }
+.verdict { padding:12px 20px; border-radius:8px; font-size:22px; font-weight:700;
+  display:flex; flex-direction:column; justify-content:center; }
+.verdict small { font-size:13px; font-weight:normal; }
+.v-passed { background:var(--pass-bg); color:var(--pass); }
+.v-failed { background:var(--fail-bg); color:var(--fail); }
+.v-aborted { background:var(--err-bg); color:var(--err); }
+.facts { display:grid; grid-template-columns:auto auto; gap:2px 16px; align-content:center;
+  margin:0; }
+.facts dt { color:var(--muted); }
+.facts dd { margin:0; font-variant-numeric:tabular-nums; }
+.bar { display:flex; flex-wrap:wrap; gap:8px; align-items:center; margin:8px 0 12px; }
+.bar button { border:1px solid var(--line); background:var(--soft); color:var(--fg);
+  border-radius:16px; padding:4px 12px; cursor:pointer; font:inherit; }
+.bar button[aria-pressed="true"] { background:var(--accent); border-color:var(--accent);
+  color:var(--bg); }
+.bar select, .bar input { font:inherit; padding:4px 8px; border:1px solid var(--line);
+  border-radius:6px; background:var(--bg); color:var(--fg); }
+#shown { color:var(--muted); margin-left:auto; }
+table { border-collapse:collapse; width:100%; }
+th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line);
+  vertical-align:top; }
+th { background:var(--soft); position:sticky; top:0; }
+td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
+tr.hide { display:none; }
+button.x { border:0; background:none; color:var(--fg); font:inherit; cursor:pointer;
+  padding:0; text-align:left; font-family:ui-monospace, SFMono-Regular, Menlo, monospace; }
+button.x::before { content:"\\25B8"; display:inline-block; width:1.1em; color:var(--muted); }
+button.x[aria-expanded="true"]::before { content:"\\25BE"; }
+.st { border-radius:10px; padding:1px 8px; white-space:nowrap; font-size:13px; }
+.g-passed .st { background:var(--pass-bg); color:var(--pass); }
+.g-failed .st { background:var(--fail-bg); color:var(--fail); }
+.g-error .st { background:var(--err-bg); color:var(--err); }
+.g-notrun .st { background:var(--nr-bg); color:var(--nr); }
+.tag { display:inline-block; border:1px solid var(--line); border-radius:4px; padding:0 6px;
+  margin:0 4px 2px 0; font-size:12px; color:var(--muted); }
+tr.d > td { background:var(--soft); padding:12px 16px 16px 32px; }
+tr.d h3 { font-size:13px; margin:12px 0 4px; color:var(--muted); text-transform:uppercase;
+  letter-spacing:.04em; }
+tr.d h3:first-child { margin-top:0; }
+tr.d pre { margin:0; padding:8px 10px; background:var(--bg); border:1px solid var(--line);
+  border-radius:6px; white-space:pre-wrap; word-break:break-word; max-height:360px;
+  overflow:auto; font:12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
+tr.d .note { color:var(--muted); font-size:12px; margin-top:4px; }
+tr.d dl { display:grid; grid-template-columns:max-content auto; gap:2px 12px; margin:0; }
+tr.d dt { color:var(--muted); }
+tr.d dd { margin:0; word-break:break-all; }
+noscript p { color:var(--muted); }
+"""
+
+JS = r"""
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("eb-data").textContent);
+  var body = document.getElementById("checks-body");
+  var rows = body.getElementsByClassName("r");
+  var shown = document.getElementById("shown");
+  var state = { g: "all", tag: "", q: "" };
+
+  function visible(c) {
+    if (state.g !== "all" && c.g !== state.g) { return false; }
+    if (state.tag && c.tags.indexOf(state.tag) < 0) { return false; }
+    if (state.q && c.id.toLowerCase().indexOf(state.q) < 0) { return false; }
+    return true;
+  }
+
+  function apply() {
+    var count = 0;
+    for (var k = 0; k < rows.length; k++) {
+      var row = rows[k];
+      var ok = visible(data[+row.getAttribute("data-i")]);
+      row.classList.toggle("hide", !ok);
+      var next = row.nextElementSibling;
+      if (next && next.classList.contains("d")) { next.classList.toggle("hide", !ok); }
+      if (ok) { count++; }
+    }
+    shown.textContent = count + " of " + rows.length + " checks shown";
+  }
+
+  function el(tag, text, cls) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    if (cls) { node.className = cls; }
+    return node;
+  }
+
+  function link(href, text) {
+    var a = el("a", text);
+    a.setAttribute("href", href);
+    return a;
+  }
+
+  function section(cell, title, text, href, note) {
+    if (text === null || text === undefined || text === "") {
+      if (!href) { return; }
+    }
+    cell.appendChild(el("h3", title));
+    if (text !== null && text !== undefined && text !== "") { cell.appendChild(el("pre", text)); }
+    if (note || href) {
+      var p = el("div", note ? note + " " : "", "note");
+      if (href) { p.appendChild(link(href, href)); }
+      cell.appendChild(p);
+    }
+  }
+
+  function details(c) {
+    var cell = el("td");
+    cell.colSpan = 5;
+    cell.appendChild(el("h3", "Check"));
+    var dl = el("dl");
+    var facts = [["Description", c.desc], ["File", c.file], ["Status", c.label],
+      ["Expect", c.expect], ["Observed", c.observed], ["Exit code", c.exit],
+      ["Duration", c.ms + " ms"]];
+    for (var k = 0; k < facts.length; k++) {
+      if (facts[k][1] === null || facts[k][1] === undefined || facts[k][1] === "") { continue; }
+      dl.appendChild(el("dt", facts[k][0]));
+      dl.appendChild(el("dd", facts[k][1]));
+    }
+    cell.appendChild(dl);
+    section(cell, "Reason", c.reason);
+    section(cell, "Error", c.error);
+    if (c.prompt !== null || c.links.prompt) {
+      section(cell, "Prompt", c.prompt, c.links.prompt,
+        c.prompt_cut ? "Prompt cut to its first " + c.prompt_limit + " characters; full prompt:"
+                     : "Prompt file:");
+    }
+    section(cell, "Stdout (tail)", c.stdout, c.links.stdout, c.links.stdout ? "Full stdout:" : "");
+    section(cell, "Stderr (tail)", c.stderr, c.links.stderr, c.links.stderr ? "Full stderr:" : "");
+    section(cell, "Details", c.details);
+    if (c.links.result) {
+      var p = el("div", "Check result: ", "note");
+      p.appendChild(link(c.links.result, c.links.result));
+      cell.appendChild(p);
+    }
+    var tr = el("tr", null, "d");
+    tr.appendChild(cell);
+    return tr;
+  }
+
+  function toggle(row) {
+    var button = row.querySelector("button.x");
+    var next = row.nextElementSibling;
+    if (next && next.classList.contains("d")) {
+      body.removeChild(next);
+      button.setAttribute("aria-expanded", "false");
+      return;
+    }
+    row.parentNode.insertBefore(details(data[+row.getAttribute("data-i")]), row.nextSibling);
+    button.setAttribute("aria-expanded", "true");
+  }
+
+  body.addEventListener("click", function (event) {
+    var button = event.target.closest("button.x");
+    if (button) { toggle(button.closest("tr")); }
+  });
+
+  var groups = document.querySelectorAll("#status-filter button");
+  for (var g = 0; g < groups.length; g++) {
+    groups[g].addEventListener("click", function (event) {
+      state.g = event.currentTarget.getAttribute("data-g");
+      for (var k = 0; k < groups.length; k++) {
+        groups[k].setAttribute("aria-pressed", String(groups[k] === event.currentTarget));
+      }
+      apply();
+    });
+  }
+  document.getElementById("tag-filter").addEventListener("change", function (event) {
+    state.tag = event.target.value;
+    apply();
+  });
+  document.getElementById("id-filter").addEventListener("input", function (event) {
+    state.q = event.target.value.trim().toLowerCase();
+    apply();
+  });
+  document.getElementById("filters").hidden = false;
+  apply();
+})();
+"""

@@ -1,0 +1,195 @@
+"""Harness judge checks: ask an agent CLI for a `{"score": 0|1, "reason": ...}` verdict.
+
+Contract: behaviour.md B-114..B-140 (outcome table B-137), decisions D-4, D-5, D-20..D-26.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from eval_banana.harness.command import (
+    build_argv,
+    build_env,
+    display_argv,
+    prompt_size_problem,
+)
+from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
+from eval_banana.harness.resolve import effective_model, injection_problem
+from eval_banana.harness.usage import read_usage, usage_tokens
+from eval_banana.harness.verdict import Extraction, extract_verdict
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ResolvedHarness
+from eval_banana.results import build_result, error_result, stopped_detail, utc_now
+from eval_banana.runners.base import RunContext
+from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
+
+logger = logging.getLogger("eval_banana.runners.harness_judge")
+
+NO_VERDICT = 'Harness judge output did not contain a valid JSON verdict with "score": 0 or 1.'
+NO_AGENT = "Harness judge requires config.harness_agent to be set"
+
+
+def _details(
+    *,
+    harness: ResolvedHarness,
+    model: str | None,
+    effort: str | None,
+) -> dict[str, Any]:
+    """B-139's five keys in order, then ours (prompt version, dialect, command, usage)."""
+    return {
+        "model": model,
+        "agent_type": harness.agent,
+        "reasoning_effort": effort,
+        "timeout_seconds": harness.timeout_seconds,
+        "raw_response_path": None,
+        "prompt_version": PROMPT_VERSION,
+        "output_dialect": harness.template.output_dialect,
+        "effective_command": None,
+        "usage": None,
+        "verdict_problem": None,
+    }
+
+
+def _report_tokens(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
+    tokens = usage_tokens(usage)
+    callback = ctx.report_tokens
+    if tokens is not None and callable(callback):
+        report: Callable[[int], object] = callback
+        report(tokens)
+
+
+def _tails(*, ctx: RunContext, outcome: ProcessOutcome) -> tuple[str, str]:
+    stem = ctx.check.stem
+    stdout = bounded_tail(
+        path=outcome.stdout_path, stream="stdout", location=f"checks/{stem}.stdout.txt"
+    )
+    # [improve] B-159: stderr is bounded too; checks/<stem>.stderr.txt keeps all of it.
+    stderr = bounded_tail(
+        path=outcome.stderr_path, stream="stderr", location=f"checks/{stem}.stderr.txt"
+    )
+    return stdout, stderr
+
+
+def _judged(
+    *,
+    ctx: RunContext,
+    started: datetime,
+    outcome: ProcessOutcome,
+    details: dict[str, Any],
+) -> CheckResult:
+    """B-137's rows for a process that ran: stop, timeout, exit code and verdict."""
+    stdout, stderr = _tails(ctx=ctx, outcome=outcome)
+    if outcome.stdout_path is not None:
+        details["raw_response_path"] = f"checks/{ctx.check.stem}.stdout.txt"
+    common: dict[str, Any] = {
+        "check": ctx.check,
+        "started": started,
+        "stdout": stdout,
+        "stderr": stderr,
+        "details": details,
+    }
+    if outcome.cancelled:
+        return error_result(error_detail=stopped_detail(cancel=ctx.cancel), **common)
+    if outcome.timed_out:
+        limit = details["timeout_seconds"]
+        return error_result(
+            error_detail=f"Harness judge subprocess timed out after {limit} seconds", **common
+        )
+    dialect = str(details["output_dialect"])
+    found: Extraction = extract_verdict(dialect=dialect, stdout_path=outcome.stdout_path)
+    usage = read_usage(
+        dialect=dialect, usage_event=found.usage_event, stderr_path=outcome.stderr_path
+    )
+    details["usage"] = usage
+    details["verdict_problem"] = found.problem
+    _report_tokens(ctx=ctx, usage=usage)
+    code = outcome.exit_code
+    verdict = found.verdict
+    if code != 0:
+        if verdict is None:
+            detail = f"Agent exited with code {code}: {NO_VERDICT}"
+            logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
+        else:
+            detail = f"Harness judge agent exited with code {code}"
+        return error_result(error_detail=detail, exit_code=code, **common)
+    if verdict is None:
+        logger.warning("Harness judge check %s failed: %s", ctx.check.id, NO_VERDICT)
+        return error_result(error_detail=NO_VERDICT, exit_code=0, **common)
+    status = "passed" if verdict.score == 1 else "failed"
+    return build_result(status=status, reason=verdict.reason, exit_code=0, **common)
+
+
+def _launch_error(
+    *, ctx: RunContext, started: datetime, exc: BaseException, details: dict[str, Any]
+) -> CheckResult:
+    """B-137 row 2: the prompt could not be written or the agent could not be started."""
+    detail = f"{type(exc).__name__}: {exc}"
+    logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
+    return error_result(check=ctx.check, started=started, error_detail=detail, details=details)
+
+
+def _write_prompt(*, path: Path, prompt: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(prompt.encode("utf-8"))  # UTF-8, exactly the prompt, no trailing newline
+
+
+def run_harness_judge(ctx: RunContext) -> CheckResult:
+    """Run one judge check to a result; every failure is an `error` result, never an exception."""
+    started = utc_now()
+    harness = ctx.harness
+    if harness is None:
+        # B-140: unreachable through the CLI (the guard refuses first).
+        timeout = ctx.config.settings.harness.timeout_seconds
+        return error_result(
+            check=ctx.check,
+            started=started,
+            error_detail=NO_AGENT,
+            details={"timeout_seconds": timeout},
+        )
+    definition = ctx.check.definition
+    template = harness.template
+    model = effective_model(harness=harness, check_model=definition.get("model"))
+    effort = harness.reasoning_effort
+    problem = injection_problem(template=template, agent=harness.agent, model=model, effort=effort)
+    if problem is not None:
+        # B-116: nothing is written or launched, and the effective fields are null.
+        details = _details(harness=harness, model=None, effort=None)
+        return error_result(check=ctx.check, started=started, error_detail=problem, details=details)
+    details = _details(harness=harness, model=model, effort=effort)
+    description = str(definition.get("description") or ctx.check.description)
+    prompt = build_prompt(description=description, instructions=str(definition["instructions"]))
+    try:
+        _write_prompt(path=ctx.checks_dir / f"{ctx.check.stem}.prompt.txt", prompt=prompt)
+    except OSError as exc:
+        return _launch_error(ctx=ctx, started=started, exc=exc, details=details)
+    argv = build_argv(template=template, prompt=prompt, model=model, effort=effort)
+    details["effective_command"] = display_argv(argv=argv, prompt=prompt)
+    too_big = prompt_size_problem(prompt=prompt)
+    if too_big is not None:
+        return error_result(check=ctx.check, started=started, error_detail=too_big, details=details)
+    env = build_env(
+        template=template,
+        base_env=ctx.base_env,
+        harness_env=ctx.config.settings.harness.env,
+        model=model,
+        project_root=ctx.project_root,
+        agent=harness.agent,
+    )
+    stem = ctx.check.stem
+    try:
+        outcome = run_process(
+            argv=argv,
+            cwd=ctx.project_root,
+            env=env,
+            stdout_path=ctx.checks_dir / f"{stem}.stdout.txt",
+            stderr_path=ctx.checks_dir / f"{stem}.stderr.txt",
+            timeout_s=float(harness.timeout_seconds),
+            cancel=ctx.cancel,
+        )
+    except OSError as exc:
+        return _launch_error(ctx=ctx, started=started, exc=exc, details=details)
+    return _judged(ctx=ctx, started=started, outcome=outcome, details=details)
