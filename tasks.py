@@ -59,6 +59,22 @@ def demo(c: Context, args: str = "") -> None:
     eval_run(c, cwd="examples/demo", args=args)
 
 
-ns = Collection(test, lint, typecheck, schemas, docs, check, demo)
+@task(
+    help={
+        "only": "Comma-separated workload keys, e.g. W1,W4 (default: all).",
+        "quick": "Tiny sizes and one run: the CI smoke mode (never fails on a missed target).",
+    }
+)
+def bench(c: Context, only: str = "", quick: bool = False) -> None:
+    """Benchmark whole eb processes against their physical floors (docs/performance.md)."""
+    args: list[str] = []
+    if only:
+        args += ["--only", only]
+    if quick:
+        args.append("--quick")
+    c.run(f"{PY} bench/run.py {' '.join(args)}", pty=False)
+
+
+ns = Collection(test, lint, typecheck, schemas, docs, check, demo, bench)
 # Dogfooding: the same collection users add to their own tasks.py.
 ns.add_collection(eval_collection)

@@ -469,9 +469,18 @@ def render_table(rows: list[Row]) -> str:
 
 
 def render_notes(rows: list[Row]) -> str:
+    """Problems that void a row, and the W3 --check-id versus full-validation comparison."""
     notes = [
         f"- {row.case.key} {row.case.name}: {problem}" for row in rows for problem in row.problems
     ]
+    w3 = {row.case.eb_args[0]: row for row in rows if row.case.key == "W3"}
+    if "validate" in w3 and "run" in w3:
+        selected = _median(w3["run"].eb)
+        full = _median(w3["validate"].eb)
+        notes.append(
+            f"- W3: `eb run --check-id` (one check, run included) takes {selected / full:.2f} x "
+            f"the time of `eb validate` of every file ({_fmt_s(selected)} s vs {_fmt_s(full)} s)."
+        )
     return "\n".join(notes)
 
 
@@ -482,14 +491,14 @@ def machine_line(*, sizes: Sizes, runs: str) -> str:
     )
 
 
-def write_doc(*, text: str) -> None:
-    """Replace the table between the markers in docs/performance.md."""
-    doc = DOC.read_text()
+def write_doc(*, path: Path, text: str) -> None:
+    """Replace what lies between the table markers of `path` (docs/performance.md) with `text`."""
+    doc = path.read_text()
     if TABLE_START not in doc or TABLE_END not in doc:
-        raise SystemExit(f"{DOC} has no {TABLE_START} ... {TABLE_END} block to update")
+        raise ValueError(f"{path} has no {TABLE_START} ... {TABLE_END} block to update")
     head, rest = doc.split(TABLE_START, 1)
     _, tail = rest.split(TABLE_END, 1)
-    DOC.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+    path.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
 
 
 # Entry ----------------------------------------------------------------------------------------
@@ -538,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ).rstrip()
     print(text)
     if args.write_doc:
-        write_doc(text=text)
+        write_doc(path=DOC, text=text)
     return 0
 
 

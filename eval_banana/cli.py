@@ -15,9 +15,9 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from types import FrameType
-
 from typing import TYPE_CHECKING
 
 from eval_banana.errors import EvalBananaError, UsageError
@@ -26,6 +26,7 @@ from eval_banana.version import tool_version
 if TYPE_CHECKING:
     from eval_banana.models.config import Selection
     from eval_banana.pipeline import RunRequest
+    from eval_banana.reporting import ReportExtras
 
 EXIT_HELP = """exit codes:
   0  the run passed (or the command succeeded)
@@ -122,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--json", action="store_true", help="Print the report (or the error) as one JSON object."
     )
+    from eval_banana.reporting.runcli import add_report_arguments
+
+    add_report_arguments(run)
 
     listing = commands.add_parser(
         "list", help="List the discovered checks (id, type, description, path)."
@@ -185,7 +189,9 @@ def _cli_values(args: argparse.Namespace) -> dict[str, object]:
     return cli_values_from_namespace(namespace=args)
 
 
-def _request(args: argparse.Namespace, *, flat_output: bool = False) -> RunRequest:
+def _request(
+    args: argparse.Namespace, *, flat_output: bool = False, extras: ReportExtras | None = None
+) -> RunRequest:
     from eval_banana.pipeline import RunRequest
 
     return RunRequest(
@@ -195,6 +201,7 @@ def _request(args: argparse.Namespace, *, flat_output: bool = False) -> RunReque
         no_project_config=bool(getattr(args, "no_project_config", False)),
         selection=_selection(args),
         flat_output=flat_output,
+        extras=extras,
     )
 
 
@@ -219,14 +226,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.flat_output and "core.output_dir" not in _cli_values(args):
         raise UsageError("--flat-output requires an explicit --output-dir")
+    from eval_banana.pipeline import load_config
+    from eval_banana.reporting.runcli import prepare_report_options, stamp_result
+    from eval_banana.rundir import new_run_id
+
+    extras, result_out = prepare_report_options(args=args, environ=os.environ)
+    request = _request(args, flat_output=args.flat_output, extras=extras)
+    stamp = partial(
+        stamp_result,
+        result_out=result_out,
+        extras=extras,
+        cli_values=request.cli_values,
+        load_config=lambda: load_config(request=request, run_id=new_run_id()),
+    )
     cancel = threading.Event()
     console = Console(quiet=args.json)
-    with _stop_on_signals(cancel):
-        outcome = run_pipeline(
-            request=_request(args, flat_output=args.flat_output),
-            cancel=cancel,
-            console=console,
-        )
+    try:
+        with _stop_on_signals(cancel):
+            outcome = run_pipeline(request=request, cancel=cancel, console=console)
+    except BaseException as exc:
+        stamp(error=exc)  # --result-out is written for every failure after option parsing
+        raise
+    stamp(error=None)
     if args.json:
         print(json.dumps(outcome.report, ensure_ascii=False))
     return outcome.exit_code
@@ -353,7 +374,8 @@ def _report_error(exc: EvalBananaError, *, as_json: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `eb` and `eval-banana`; returns the process exit code."""
     parser = build_parser()
-    as_json = False
+    # Known before parsing, so a bad flag next to --json still gets a JSON error (D-17).
+    as_json = "--json" in (argv if argv is not None else sys.argv[1:])
     try:
         args = parser.parse_args(argv)
         as_json = bool(getattr(args, "json", False))

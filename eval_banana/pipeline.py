@@ -15,6 +15,8 @@ from eval_banana.console import Console, ProgressReporter
 from eval_banana.errors import RunAborted
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, ScoreDoc
+from eval_banana.reporting import ReportExtras, write_extra_reports
+from eval_banana.results import STOP_REASON_TEXT
 from eval_banana.rundir import new_run_id, prepare_run_dir
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages import execute as execute_stage
@@ -35,6 +37,7 @@ class RunRequest:
     no_project_config: bool
     selection: Selection
     flat_output: bool = False
+    extras: ReportExtras | None = None  # report.html, JUnit, GitHub output (eval_banana.reporting)
 
 
 @dataclass
@@ -97,6 +100,8 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
             on_result=progress.finished,
         )
     digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
+    for warning in executed.warnings:
+        console.warn(warning.message)
 
     scored = score_stage.score(
         config=config,
@@ -112,10 +117,18 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
         score=scored,
         inputs={k: digests[k] for k in ("config", "execute", "score")},
     )
+    write_extra_reports(
+        extras=request.extras,
+        run_dir=run_dir,
+        report=report.report,
+        report_md=report.report_md.read_text(encoding="utf-8"),
+        junit_xml=config.settings.core.junit_xml,
+    )
     console.summary(report=report.report, report_path=run_dir / "report.json")
     if scored.aborted_by is not None:
         raise RunAborted(
-            f"Run aborted ({scored.aborted_by}); {scored.not_run_checks} checks did not run. "
+            f"Run aborted ({scored.aborted_by}: {STOP_REASON_TEXT[scored.aborted_by]}); "
+            f"{scored.not_run_checks} checks did not run. "
             f"Report: {run_dir / 'report.json'}"
         )
     return RunOutcome(

@@ -140,6 +140,25 @@ def not_run_result(*, check: PlannedCheck, cancel: threading.Event) -> CheckResu
     )
 
 
+def judge_expectation(*, result: CheckResult) -> CheckResult:
+    """D-11, applied once to every result: a control (expect: fail) passes only on a real failure.
+
+    `observed_status` keeps what the check itself reached; `status` and `score` become the
+    judged outcome. An `error` (a timeout, a stop, a crash) never satisfies a control.
+    """
+    observed = result.observed_status or result.status
+    if result.expect == "pass" or observed == "error":
+        return result.model_copy(update={"observed_status": observed})
+    judged: Status = "passed" if observed == "failed" else "failed"
+    return result.model_copy(
+        update={
+            "status": judged,
+            "score": 1 if judged == "passed" else 0,
+            "observed_status": observed,
+        }
+    )
+
+
 def exception_result(*, check: PlannedCheck, started: datetime, exc: BaseException) -> CheckResult:
     """B-97 [improve]: an exception escaping a runner becomes this check's error result."""
     return error_result(check=check, started=started, error_detail=f"{type(exc).__name__}: {exc}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from collections.abc import Callable
@@ -75,7 +76,7 @@ def judge_yaml(check_id: str, *, instructions: str = "Score 1.", model: str | No
         f"id: {check_id}",
         "type: harness_judge",
         f"description: Judge {check_id}.",
-        f"instructions: {instructions}",
+        f"instructions: {json.dumps(instructions)}",
     ]
     if model:
         lines.append(f"model: {model}")

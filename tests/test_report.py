@@ -52,6 +52,8 @@ REPORT_KEYS = [
     "env_policy",
     "env_allow",
     "env_allow_prefixes",
+    "tokens_used",
+    "warnings",
 ]
 CHECK_KEYS = [
     "check_id",

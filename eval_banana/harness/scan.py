@@ -12,7 +12,6 @@ state is decided per candidate (a stray `"` in prose cannot hide a later verdict
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import sys
@@ -73,11 +72,19 @@ class _Harvest:
                 self.rejected = outcome
         return obj
 
-    def collect(self, *, text: str, start: int) -> None:
-        """Decode again from `start` with the hook on; the outcome itself is already known."""
+    def collect(self, *, text: str, start: int) -> bool:
+        """Decode again from `start` with the hook on; False if it ran out of recursion depth.
+
+        The outcome itself is already known; objects completed before an error were seen.
+        """
         decoder = json.JSONDecoder(object_hook=self.hook)
-        with contextlib.suppress(json.JSONDecodeError, RecursionError):
+        try:
             decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            pass
+        except RecursionError:
+            return False
+        return True
 
 
 class _Region:
@@ -190,16 +197,19 @@ def scan_text(text: str) -> ScanResult:
             if any(region.structural(start) for region in regions):
                 continue
         kind, end, window = _attempt(text=text, start=start)
-        if kind == "deep":
-            end, reach = _deep_cut(text=text, start=start)
-            reach = min(reach - start, len(window))
-        else:
-            reach = end - start
-        if _may_hold_score(text=window, start=0, end=reach):
-            harvest.collect(text=window, start=0)
+        if kind != "deep" and _may_hold_score(text=window, start=0, end=end - start):
+            # The hook adds a frame per object: a decode that only just fitted may not.
+            kind = kind if harvest.collect(text=window, start=0) else "too deep for the hook"
         if kind == "ok":
             pos = end
-        elif end > start + 1:
+            continue
+        if kind != "fail":
+            end, reach = _deep_cut(text=text, start=start)
+            if kind == "deep" and _may_hold_score(
+                text=window, start=0, end=min(reach - start, len(window))
+            ):
+                harvest.collect(text=window, start=0)  # objects completed before the limit
+        if end > start + 1:
             regions.append(_Region(text=text, start=start, end=end))
             del regions[:-_MAX_REGIONS]
     if harvest.verdict is not None:

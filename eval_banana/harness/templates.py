@@ -88,9 +88,11 @@ _LIST_FIELDS: tuple[str, ...] = (
     "reasoning_effort_flag",
 )
 _STRING_FIELDS: tuple[str, ...] = ("prompt_flag", "model_flag", "default_model", "reasoning_effort")
-# The contract's ten fields, plus `output_dialect` (ours: lets a custom agent reuse a parser).
+_TABLE_FIELDS: tuple[str, ...] = ("provider_env", "fixed_env")
+# The contract's ten fields, plus two of ours that the config schema also lists: `fixed_env`
+# (variables set verbatim after provider_env) and `output_dialect` (which verdict parser).
 ALLOWED_KEYS: frozenset[str] = frozenset(
-    (*_LIST_FIELDS, *_STRING_FIELDS, "prompt_position", "provider_env", "output_dialect")
+    (*_LIST_FIELDS, *_STRING_FIELDS, "prompt_position", *_TABLE_FIELDS, "output_dialect")
 )
 
 
@@ -145,16 +147,16 @@ def _validate_table(*, name: str, table: Mapping[str, Any], config_path: str) ->
                 field_path=f"{where}.{field}",
                 hint=f'{field} takes a string; write "" to clear it',
             )
-    if "provider_env" in table:
-        env = table["provider_env"]
+    for field in _TABLE_FIELDS:
+        env = table.get(field, {})
         if not isinstance(env, dict) or not all(
             isinstance(key, str) and isinstance(value, str) for key, value in env.items()
         ):
             raise _fail(
-                message=f"[agents.{name}.provider_env] must be a TOML table of strings",
+                message=f"[agents.{name}.{field}] must be a TOML table of strings",
                 config_path=config_path,
-                field_path=f"{where}.provider_env",
-                hint='write e.g. provider_env = { API_KEY = "{env:MY_KEY}" }',
+                field_path=f"{where}.{field}",
+                hint=f'write e.g. {field} = {{ API_KEY = "..." }}',
             )
     if "output_dialect" in table and table["output_dialect"] not in OUTPUT_DIALECTS:
         raise _fail(
@@ -186,7 +188,7 @@ def merge_table(*, name: str, table: Mapping[str, Any]) -> AgentTemplate:
     for key, value in table.items():
         if key in _STRING_FIELDS:
             update[key] = value if value != "" else None  # "" clears to none
-        elif key == "provider_env":
+        elif key in _TABLE_FIELDS:
             update[key] = dict(value)
         elif key in _LIST_FIELDS:
             update[key] = list(value)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 # codex prints `tokens used` and then the blended total, e.g. `12,480` (older builds: same line).
-_CODEX_TOTAL = re.compile(r"tokens used\W*?([0-9][0-9,_.\s]*)", re.IGNORECASE)
+_CODEX_LABEL = re.compile(r"^tokens used\b\W*(.*)$", re.IGNORECASE)
 
 
 def _int(value: object) -> int | None:
@@ -50,14 +50,14 @@ def _codex(stderr_path: Path | None) -> dict[str, Any] | None:
                 if digits.isdigit():
                     total = int(digits)
                     continue
-            match = _CODEX_TOTAL.search(text)
+            match = _CODEX_LABEL.match(text)
             if match is None:
                 continue
             digits = re.sub(r"[,_.\s]", "", match.group(1))
             if digits.isdigit():
                 total = int(digits)
             else:
-                pending = True
+                pending = True  # the number is on the next non-empty line
     return None if total is None else {"total_tokens": total}
 
 

@@ -1,8 +1,9 @@
 """Read a judge's verdict from its stdout file, one parser per output dialect (D-20, B-129..B-136).
 
-Every parser makes one forward pass over the file. `text` (also `claude` and `codex`) reads the
-file once into memory and scans it in place; `gemini` and `openhands` stream it line by line and
-keep only the assistant's answer text.
+Every parser makes one forward pass over the file. `text` and `codex` read the file once into
+memory and scan it in place; `claude`, `gemini` and `openhands` stream it line by line and keep
+only the newest result event or the assistant's answer text (claude reads the file a second
+time only when no result event was printed at all, for the contract's plain-text fallback).
 """
 
 from __future__ import annotations
@@ -88,6 +89,21 @@ def extract_from_text(text: str) -> Extraction:
 def _lines(path: Path) -> Iterator[str]:
     with path.open(encoding="utf-8", errors="replace") as handle:
         yield from handle
+
+
+def _claude(path: Path) -> Extraction:
+    """Stream the JSONL keeping only the newest result event; Step B only if there is none."""
+    newest: dict[str, Any] | None = None
+    for line in _lines(path):
+        if '"result"' in line:
+            event = _loads_object(line)
+            if event is not None and event.get("type") == "result":
+                newest = event
+    if newest is not None:
+        return _from_result_event(newest)
+    # No result event at all (the agent stopped early): the contract's Step B over stdout.
+    scanned = scan_text(path.read_text(encoding="utf-8", errors="replace"))
+    return Extraction(verdict=scanned.verdict, problem=scanned.problem)
 
 
 def _gemini(path: Path) -> Extraction:
@@ -179,6 +195,8 @@ def extract_verdict(*, dialect: str, stdout_path: Path | None) -> Extraction:
         return _gemini(stdout_path)
     if dialect == "openhands":
         return _openhands(stdout_path)
-    # text, claude (stream-json: Step A) and codex (stdout is only the final message, D-26).
+    if dialect == "claude":
+        return _claude(stdout_path)
+    # text (Step A, then Step B) and codex (stdout is only the final message, D-26).
     text = stdout_path.read_text(encoding="utf-8", errors="replace")
     return extract_from_text(text)

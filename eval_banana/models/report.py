@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from eval_banana.models.result import CheckResult
-from eval_banana.models.stages import AbortReason
+from eval_banana.models.stages import AbortReason, ProblemModel
 
 
 class ReportJson(BaseModel):
@@ -38,3 +38,5 @@ class ReportJson(BaseModel):
     env_policy: Literal["inherit", "allowlist"] = "inherit"
     env_allow: list[str] = Field(default_factory=list)
     env_allow_prefixes: list[str] = Field(default_factory=list)
+    tokens_used: int | None = None
+    warnings: list[ProblemModel] = Field(default_factory=list)

@@ -137,7 +137,14 @@ class ExecuteDoc(StageEnvelope):
     aborted_by: AbortReason | None = None
     not_run: list[str] = Field(default_factory=list, description="Ids of checks that never ran.")
     env_policy: str = "inherit"
-    tokens_used: int | None = None
+    tokens_used: int | None = Field(
+        default=None,
+        description="Judge tokens the agents reported (token fuse, D-5); null if none reported.",
+    )
+    warnings: list[ProblemModel] = Field(
+        default_factory=list,
+        description="E.g. a judge that reported no token usage while the token fuse was on.",
+    )
 
 
 class ScoreDoc(StageEnvelope):
@@ -155,6 +162,10 @@ class ScoreDoc(StageEnvelope):
     not_run_checks: int = 0
     aborted_by: AbortReason | None = None
     status: Literal["passed", "failed", "aborted"]
+    control_checks: int = Field(default=0, description="Checks with expect: fail (D-11).")
+    controls_met: int = Field(
+        default=0, description="Control checks whose seeded defect was caught (status passed)."
+    )
 
 
 class ReportDoc(StageEnvelope):

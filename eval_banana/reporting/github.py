@@ -1,7 +1,6 @@
 """GitHub Actions output: the job step summary and `::error` annotations for a finished run."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: it would clash with the public `annotations()`.
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any

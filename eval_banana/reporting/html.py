@@ -108,7 +108,9 @@ def _duration(milliseconds: object) -> str:
 
 
 def _row(*, index: int, check: Check) -> str:
-    tags = "".join(f'<span class="tag">{escape(str(tag))}</span>' for tag in check.get("tags") or [])
+    tags = "".join(
+        f'<span class="tag">{escape(str(tag))}</span>' for tag in check.get("tags") or []
+    )
     hint = summary(check=check)
     title = f' title="{escape(hint)}"' if hint else ""
     return (
@@ -157,7 +159,9 @@ def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
 
 
 def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
-    buttons = [f'<button type="button" data-g="all" aria-pressed="true">All ({len(checks)})</button>']
+    buttons = [
+        f'<button type="button" data-g="all" aria-pressed="true">All ({len(checks)})</button>'
+    ]
     buttons += [
         f'<button type="button" data-g="{key}" aria-pressed="false">'
         f"{label} ({groups[key]})</button>"

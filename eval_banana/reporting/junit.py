@@ -59,7 +59,11 @@ def _outcome(case: ET.Element, *, check: Check) -> None:
     text = summary(check=check)
     if is_not_run(check=check):
         detail = str(check.get("error_detail") or "Not run")
-        _sub(case, "skipped", message=detail if detail.startswith("Not run") else f"Not run: {detail}")
+        _sub(
+            case,
+            "skipped",
+            message=detail if detail.startswith("Not run") else f"Not run: {detail}",
+        )
     elif status == "failed":
         label = status_label(check=check)
         message = f"{label}: {text}" if text else label
@@ -102,7 +106,9 @@ def _testcase(suite: ET.Element, *, check: Check, project_root: str) -> None:
         _sub(case, "system-out", str(check["stdout"]))
     if check.get("stderr"):
         text, cut = tail(text=str(check["stderr"]), limit=_STDERR_LIMIT)
-        banner = f"[eval-banana: stderr cut to its last {_STDERR_LIMIT} characters]\n" if cut else ""
+        banner = (
+            f"[eval-banana: stderr cut to its last {_STDERR_LIMIT} characters]\n" if cut else ""
+        )
         _sub(case, "system-err", banner + text)
 
 

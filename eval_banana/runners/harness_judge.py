@@ -21,7 +21,7 @@ from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
 from eval_banana.harness.usage import read_usage, usage_tokens
 from eval_banana.harness.verdict import Extraction, extract_verdict
-from eval_banana.models.result import CheckResult
+from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.results import build_result, error_result, stopped_detail, utc_now
 from eval_banana.runners.base import RunContext
@@ -119,7 +119,7 @@ def _judged(
     if verdict is None:
         logger.warning("Harness judge check %s failed: %s", ctx.check.id, NO_VERDICT)
         return error_result(error_detail=NO_VERDICT, exit_code=0, **common)
-    status = "passed" if verdict.score == 1 else "failed"
+    status: Status = "passed" if verdict.score == 1 else "failed"
     return build_result(status=status, reason=verdict.reason, exit_code=0, **common)
 
 

@@ -1,4 +1,7 @@
-"""Stage 5, execute: run the planned checks in parallel, results in plan order (B-95..B-98, D-4)."""
+"""Stage 5, execute: run the planned checks in parallel, results in plan order (B-95..B-98, D-4).
+
+Also the one place where controls are judged (D-11) and where the run fuses live (D-5).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from eval_banana.artifacts import (
     write_text_atomic,
 )
 from eval_banana.envpolicy import build_base_env
+from eval_banana.fuses import RunFuses
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     STAGE_FILES,
@@ -27,12 +31,14 @@ from eval_banana.models.stages import (
     GuardDoc,
     PlanDoc,
     PlannedCheck,
+    ProblemModel,
 )
 from eval_banana.results import (
     StopSignal,
     error_result,
     exception_result,
     iso,
+    judge_expectation,
     not_run_result,
     stop_reason,
     utc_now,
@@ -67,7 +73,12 @@ def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> P
 
 
 def _run_one(*, ctx: RunContext) -> CheckResult:
-    """One check through its runner; any exception becomes that check's error result (B-97)."""
+    """One check through its runner, its expectation judged (D-11); exceptions become errors."""
+    return judge_expectation(result=_observe(ctx=ctx))
+
+
+def _observe(*, ctx: RunContext) -> CheckResult:
+    """What the check itself reached; any exception becomes that check's error result (B-97)."""
     check = ctx.check
     started = utc_now()
     try:
@@ -84,7 +95,8 @@ def _run_one(*, ctx: RunContext) -> CheckResult:
             started=started,
             error_detail=f"Runner returned the wrong definition hash for check '{check.id}'",
         )
-    return result
+    # The plan's expectation is the one that counts, whatever the runner copied.
+    return result.model_copy(update={"expect": check.definition.get("expect") or "pass"})
 
 
 def _notify(callback: Callable[..., None] | None, *args: object) -> None:
@@ -97,23 +109,52 @@ def _notify(callback: Callable[..., None] | None, *args: object) -> None:
         logger.warning("Progress callback failed", exc_info=True)
 
 
-def _interrupt(*, cancel: threading.Event) -> None:
+def _stop_signal(*, cancel: threading.Event) -> StopSignal:
+    """The signal runners watch: `cancel` itself, or a StopSignal that follows a plain Event."""
     if isinstance(cancel, StopSignal):
-        cancel.stop(reason="interrupt")
-    else:
-        cancel.set()
+        return cancel
+    stop = StopSignal()
+    _follow(cancel=cancel, stop=stop)
+    return stop
 
 
-def _wait_all(*, futures: list[Future[None]], cancel: threading.Event) -> None:
+def _follow(*, cancel: threading.Event, stop: StopSignal) -> None:
+    # A plain Event (e.g. set by a signal handler) can only mean an interrupt.
+    if cancel.is_set() and not stop.is_set():
+        stop.stop(reason="interrupt")
+
+
+def _wait_all(*, futures: list[Future[None]], cancel: threading.Event, stop: StopSignal) -> None:
     """Wait in short slices; a KeyboardInterrupt here stops the run instead of escaping."""
     pending = set(futures)
     while pending:
         try:
             _, pending = wait(pending, timeout=_WAIT_SLICE_S, return_when=FIRST_COMPLETED)
         except KeyboardInterrupt:
-            _interrupt(cancel=cancel)
+            stop.stop(reason="interrupt")
+        _follow(cancel=cancel, stop=stop)
     for future in futures:
         future.result()  # a failure to write evidence is a run-level error: let it surface
+
+
+def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
+    """D-5: judges whose agent ran but reported no token usage, which the token fuse cannot see."""
+    warnings = []
+    for result in results:
+        details = result.details
+        if result.check_type != "harness_judge" or details.get("raw_response_path") is None:
+            continue  # no agent process ran for this check
+        if details.get("usage") is None:
+            warnings.append(
+                ProblemModel(
+                    message=f"Judge check '{result.check_id}' reported no token usage; "
+                    "the token fuse could not count it",
+                    file=result.source_path,
+                    hint="Use an agent whose output reports usage (claude, gemini, codex), "
+                    "or rely on [core] run_timeout_seconds as the budget.",
+                )
+            )
+    return warnings
 
 
 def execute(
@@ -141,12 +182,19 @@ def execute(
     project_root = Path(config.project_root)
     results: list[CheckResult | None] = [None] * len(checks)
     not_run: list[bool] = [False] * len(checks)
+    stop = _stop_signal(cancel=cancel)
+    fuses = RunFuses(
+        stop=stop,
+        token_budget=config.settings.harness.token_fuse,
+        run_timeout_s=float(config.settings.core.run_timeout_seconds),
+    )
 
     def task(position: int) -> None:
         check = checks[position]
-        if cancel.is_set():
+        _follow(cancel=cancel, stop=stop)
+        if stop.is_set():
             # D-4: once the run stops no new check starts.
-            result = not_run_result(check=check, cancel=cancel)
+            result = judge_expectation(result=not_run_result(check=check, cancel=stop))
             not_run[position] = True
         else:
             _notify(on_start, check)
@@ -157,7 +205,8 @@ def execute(
                 run_dir=run_dir,
                 project_root=project_root,
                 base_env=base_env,
-                cancel=cancel,
+                cancel=stop,
+                report_tokens=fuses.report_tokens,
             )
             result = _run_one(ctx=ctx)
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
@@ -167,10 +216,14 @@ def execute(
 
     if checks:
         workers = min(config.settings.core.max_parallel_checks, len(checks))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-check") as pool:
+        with (
+            fuses,
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-check") as pool,
+        ):
             # Submitted in plan order, so checks also start in plan order (B-91).
             futures = [pool.submit(task, position) for position in range(len(checks))]
-            _wait_all(futures=futures, cancel=cancel)
+            _wait_all(futures=futures, cancel=cancel, stop=stop)
+    _follow(cancel=cancel, stop=stop)
     completed = utc_now()
     final = [result for result in results if result is not None]
     assert len(final) == len(checks)  # every task stored its result or raised above
@@ -185,10 +238,13 @@ def execute(
         started_at=iso(started),
         completed_at=iso(completed),
         results=final,
-        aborted_by=stop_reason(cancel=cancel) if cancel.is_set() else None,
+        aborted_by=stop_reason(cancel=stop) if stop.is_set() else None,
         not_run=[check.id for check, skipped in zip(checks, not_run, strict=True) if skipped],
         env_policy=config.settings.execution.env,
-        tokens_used=None,
+        tokens_used=fuses.tokens_used,
+        warnings=unseen_usage_warnings(results=final)
+        if config.settings.harness.token_fuse > 0
+        else [],
     )
     return ExecuteDoc.model_validate(document)
 

@@ -66,6 +66,9 @@ def build_report(
         "env_policy": execution.env,
         "env_allow": list(execution.env_allow),
         "env_allow_prefixes": list(execution.env_allow_prefixes),
+        # Token fuse (D-5): what judges reported, and what the fuse could not see.
+        "tokens_used": execute.tokens_used,
+        "warnings": [warning.model_dump(mode="json") for warning in execute.warnings],
     }
 
 
@@ -118,6 +121,13 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             f"| `{md_cell(check['check_id'])}` | `{md_cell(check['check_type'])}` "
             f"| {_status_cell(check=check)} | `{check['score']}` | `{check['duration_ms']}` |"
         )
+    if report.get("aborted_by"):
+        # Only for runs a fuse or an interrupt stopped; a complete run keeps B-160's text.
+        lines += [
+            "",
+            f"Run aborted by `{report['aborted_by']}`; "
+            f"{report.get('not_run_checks', 0)} checks did not run.",
+        ]
     for check in checks:
         reason, error = check.get("reason"), check.get("error_detail")
         if not reason and not error:

@@ -25,7 +25,11 @@ def meets(*, earned: int, total: int, threshold: float) -> bool:
 def score(
     *, config: ConfigDoc, execute: ExecuteDoc, inputs: dict[str, str] | None = None
 ) -> ScoreDoc:
-    """Pure: the score document of an execute document."""
+    """Pure: the score document of an execute document.
+
+    Statuses are already judged against each check's expectation (D-11, in execute), so a
+    point is a satisfied expectation: a control earns it only by really failing.
+    """
     results = execute.results
     statuses = [result.status for result in results]
     earned = sum(result.score for result in results)
@@ -33,6 +37,7 @@ def score(
     threshold = config.settings.core.pass_threshold
     met = meets(earned=earned, total=total, threshold=threshold)
     errored = statuses.count("error")
+    controls = [result for result in results if result.expect == "fail"]
     aborted = execute.aborted_by
     # D-4: a stopped run never passes, whatever its partial score says.
     passed = met and errored == 0 and aborted is None
@@ -54,6 +59,9 @@ def score(
         not_run_checks=sum(1 for result in results if result.details.get("not_run") is True),
         aborted_by=aborted,
         status=status,
+        # D-11: points already count satisfied expectations; these say how many were controls.
+        control_checks=len(controls),
+        controls_met=sum(1 for result in controls if result.status == "passed"),
     )
     return ScoreDoc.model_validate(document)
 

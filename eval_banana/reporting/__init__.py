@@ -1,0 +1,85 @@
+"""Extra report formats over a finished run: HTML, JUnit XML, GitHub output, result document.
+
+Every writer is a pure function of `report.json`'s object (plus the run folder for links);
+`write_extra_reports` is the one call the pipeline makes after report.json and report.md exist.
+"""
+
+# No `from __future__ import annotations`: it would clash with the re-exported `annotations()`.
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from eval_banana.errors import OutputDirError
+from eval_banana.reporting.github import annotations, append_step_summary
+from eval_banana.reporting.html import REPORT_HTML, write_html
+from eval_banana.reporting.junit import write_junit
+
+__all__ = [
+    "ReportExtras",
+    "annotations",
+    "append_step_summary",
+    "write_extra_reports",
+    "write_html",
+    "write_junit",
+]
+
+
+@dataclass
+class ReportExtras:
+    """What `eb run` asked for beyond report.json/report.md, and what the run produced."""
+
+    html: bool = True
+    annotations: str | None = None
+    environ: Mapping[str, str] = field(default_factory=dict)
+    annotation_stream: TextIO | None = None
+    # Filled in by write_extra_reports, so the caller can stamp a result document even when
+    # the run ends with an exception (RunAborted) after the reports were written.
+    report: dict[str, Any] | None = None
+    report_md: str | None = None
+    written: list[Path] = field(default_factory=list)
+
+
+def junit_path(*, setting: str, project_root: Path) -> Path:
+    """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
+    path = Path(setting).expanduser()
+    return path if path.is_absolute() else project_root / path
+
+
+def write_extra_reports(
+    *,
+    extras: ReportExtras | None,
+    run_dir: Path,
+    report: dict[str, Any],
+    report_md: str,
+    junit_xml: str | None,
+) -> ReportExtras:
+    """Write report.html, the JUnit file and the GitHub outputs asked for; return `extras`."""
+    extras = extras if extras is not None else ReportExtras()
+    extras.report, extras.report_md = report, report_md
+    project_root = Path(str(report.get("project_root") or run_dir))
+    targets: list[tuple[str, Path]] = []
+    if extras.html:
+        targets.append(("HTML report", run_dir / REPORT_HTML))
+    if junit_xml:
+        targets.append(("JUnit XML", junit_path(setting=junit_xml, project_root=project_root)))
+    for label, path in targets:
+        try:
+            if label == "JUnit XML":
+                write_junit(report=report, project_root=project_root, path=path)
+            else:
+                write_html(report=report, run_dir=run_dir, path=path)
+        except OSError as exc:
+            raise OutputDirError(f"Cannot write the {label} to {path}: {exc}") from exc
+        extras.written.append(path)
+    if extras.annotations == "github":
+        stream = extras.annotation_stream if extras.annotation_stream is not None else sys.stdout
+        for line in annotations(report=report):
+            print(line, file=stream)
+        stream.flush()
+    try:
+        append_step_summary(report_md=report_md, environ=extras.environ)
+    except OSError as exc:
+        raise OutputDirError(f"Cannot append to $GITHUB_STEP_SUMMARY: {exc}") from exc
+    return extras

@@ -1,0 +1,170 @@
+"""The `--result-out` result document (B-164..B-172, with the [improve] fixes).
+
+The document is a stamped envelope around a run: which commit and tree it saw, what it decided,
+and — when a report exists — each check's outcome. It is written for every failure after option
+parsing, classified by error type (never by message text).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from eval_banana.artifacts import write_bytes_atomic
+from eval_banana.errors import (
+    EvalBananaError,
+    GuardError,
+    NoChecksError,
+    OutputDirError,
+    RunAborted,
+    UsageError,
+)
+
+RESULT_SCHEMA_VERSION = 1
+FENCE = "```eval-banana-result v1"
+Status = Literal["completed", "no_checks", "config_error", "harness_error"]
+ResultFormat = Literal["md", "json"]
+FORMATS: tuple[str, ...] = ("md", "json")
+
+
+def symlink_refusal(*, shown: str) -> str:
+    return f"Refusing --result-out because the path is a symlink: {shown}"
+
+
+def check_result_target(*, path: Path, shown: str | None = None) -> None:
+    """Refuse a symlink PATH, a directory PATH, or a parent that cannot be a folder (B-170, B-172).
+
+    Called before the config is loaded, so a refusal never follows a finished run.
+    """
+    label = shown if shown is not None else str(path)
+    if path.is_symlink():
+        raise OutputDirError(symlink_refusal(shown=label), file=label)
+    if path.is_dir():
+        raise OutputDirError(
+            f"Refusing --result-out because the path is a directory: {label}", file=label
+        )
+    # The nearest existing ancestor must be a directory, or the parents cannot be created.
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputDirError(
+            f"Cannot create the folder of --result-out {label}: {parent} is not a directory",
+            file=label,
+        )
+
+
+def classify_failure(*, error: BaseException) -> Status | None:
+    """The document status of a failed run; None when no document is written (usage errors)."""
+    if isinstance(error, UsageError):
+        return None
+    if isinstance(error, RunAborted):
+        # An aborted run still judged what it could and wrote its report.
+        return "completed"
+    if isinstance(error, NoChecksError):
+        return "no_checks"
+    if isinstance(error, GuardError):
+        return "harness_error"
+    return "config_error"
+
+
+def failure_message(*, error: BaseException) -> str:
+    if isinstance(error, EvalBananaError):
+        return error.message
+    return str(error) or type(error).__name__
+
+
+def parse_provenance_fields(*, values: list[str]) -> dict[str, str]:
+    """`key=value` pairs split at the first `=`, in order; a repeated key keeps the last value."""
+    fields: dict[str, str] = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--provenance-field must be key=value, got: {value}")
+        fields[key] = rest
+    return fields
+
+
+def build_provenance(*, attempt: str | None, fields: dict[str, str]) -> dict[str, str | None]:
+    """`attempt` first, then the fields in order; a field named `attempt` overrides it (B-168)."""
+    provenance: dict[str, str | None] = {"attempt": attempt}
+    provenance.update(fields)
+    return provenance
+
+
+def _first_effort(*, checks: list[dict[str, Any]]) -> str | None:
+    for check in checks:
+        effort = (check.get("details") or {}).get("reasoning_effort")
+        if isinstance(effort, str):
+            return effort
+    return None
+
+
+def _check_entry(*, check: dict[str, Any]) -> dict[str, Any]:
+    model = (check.get("details") or {}).get("model")
+    return {
+        "id": check.get("check_id"),
+        "status": check.get("status"),
+        "reason": check.get("reason"),
+        "model": model if isinstance(model, str) else None,
+    }
+
+
+def build_result_document(
+    *,
+    status: Status,
+    report: dict[str, Any] | None,
+    error: str | None,
+    pass_threshold: float,
+    harness_family: str | None,
+    observed_before: dict[str, str | None],
+    commit_after: str | None,
+    provenance: dict[str, str | None],
+    tool_version: str,
+    produced_at: datetime | None = None,
+) -> dict[str, Any]:
+    """The document object, keys in the contract's order (B-167)."""
+    checks: list[dict[str, Any]] = list(report.get("checks", [])) if report else []
+    passed = bool(report.get("run_passed")) if (report and status == "completed") else False
+    moment = produced_at if produced_at is not None else datetime.now(UTC)
+    return {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "tool_version": tool_version,
+        "status": status,
+        "run_passed": passed,
+        "pass_threshold": pass_threshold,
+        "harness": {"family": harness_family, "effort": _first_effort(checks=checks)},
+        "observed": {
+            "commit_before": observed_before.get("commit"),
+            "commit_after": commit_after,
+            "dirty_tree_digest": observed_before.get("dirty_tree_digest"),
+            "dirty_tree_algorithm": observed_before.get("dirty_tree_algorithm"),
+        },
+        "produced_at": moment.astimezone(UTC).isoformat(),
+        "provenance": provenance,
+        "checks": [_check_entry(check=check) for check in checks],
+        "error": error,
+    }
+
+
+def render_result(*, document: dict[str, Any], report_md: str | None, fmt: str) -> str:
+    """`md`: fenced JSON, then the exact report.md when a report exists; `json`: JSON + newline."""
+    body = json.dumps(document, indent=2, ensure_ascii=False)
+    if fmt == "json":
+        return body + "\n"
+    if fmt != "md":
+        raise UsageError(f"--result-format must be md or json, got: {fmt}")
+    parts = [FENCE, body, "```", ""]
+    if report_md is not None:
+        parts.append(report_md)
+    return "\n".join(parts)
+
+
+def write_result(*, path: Path, text: str, shown: str | None = None) -> None:
+    """Write atomically with artifact permissions (0666 minus umask), never through a symlink."""
+    if path.is_symlink():
+        label = shown if shown is not None else str(path)
+        raise OutputDirError(symlink_refusal(shown=label), file=label)
+    write_bytes_atomic(path=path, data=text.encode("utf-8"))

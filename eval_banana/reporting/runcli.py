@@ -1,0 +1,162 @@
+"""`eb run`'s report flags: HTML, GitHub annotations and the `--result-out` document.
+
+cli.py adds the flags with `add_report_arguments`, calls `prepare_report_options` before the
+run (usage errors and a refused target stop here, before any config is loaded), and
+`stamp_result` after the run or after its failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval_banana.reporting import ReportExtras
+from eval_banana.reporting.gitobs import git_commit, observe_git
+from eval_banana.reporting.result_doc import (
+    FORMATS,
+    build_provenance,
+    build_result_document,
+    check_result_target,
+    classify_failure,
+    failure_message,
+    parse_provenance_fields,
+    render_result,
+    write_result,
+)
+from eval_banana.version import tool_version
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run subcommand's report flags."""
+    parser.add_argument(
+        "--no-html", action="store_true", help="Do not write report.html into the run folder."
+    )
+    parser.add_argument(
+        "--annotations",
+        choices=["github"],
+        help="Print one GitHub Actions ::error annotation per failed or errored check "
+        "(on stdout; on stderr with --json).",
+    )
+    parser.add_argument(
+        "--result-out",
+        metavar="PATH",
+        help="Also write a result document (status, git commit, checks) here, also when the run "
+        "fails to start. Relative to the current directory.",
+    )
+    parser.add_argument(
+        "--result-format",
+        choices=list(FORMATS),
+        default="md",
+        help="Result document format: md (fenced JSON + report.md, default) or json.",
+    )
+    parser.add_argument(
+        "--provenance-attempt",
+        metavar="ID",
+        help="Recorded as provenance.attempt in the result document.",
+    )
+    parser.add_argument(
+        "--provenance-field",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Recorded verbatim in the result document's provenance (repeatable).",
+    )
+
+
+@dataclass(frozen=True)
+class ResultOut:
+    """A `--result-out` request, checked, with the git state seen before the run."""
+
+    path: Path
+    shown: str
+    fmt: str
+    provenance: dict[str, str | None]
+    observed_before: dict[str, str | None]
+    cwd: Path
+
+
+def prepare_report_options(
+    *, args: argparse.Namespace, environ: Mapping[str, str]
+) -> tuple[ReportExtras, ResultOut | None]:
+    """Validate the report flags and, with --result-out, check the target and observe git."""
+    as_json = bool(getattr(args, "json", False))
+    extras = ReportExtras(
+        html=not args.no_html,
+        annotations=args.annotations,
+        environ=dict(environ),
+        annotation_stream=sys.stderr if as_json else sys.stdout,
+    )
+    fields = parse_provenance_fields(values=list(args.provenance_field or []))
+    if args.result_out is None:
+        return extras, None
+    path = Path(args.result_out)
+    check_result_target(path=path, shown=args.result_out)
+    cwd = Path(args.cwd).resolve()
+    return extras, ResultOut(
+        path=path,
+        shown=args.result_out,
+        fmt=args.result_format,
+        provenance=build_provenance(attempt=args.provenance_attempt, fields=fields),
+        observed_before=observe_git(cwd=cwd),
+        cwd=cwd,
+    )
+
+
+def _float_or(value: object, default: float) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+
+
+def _effective(
+    *, report: dict[str, Any] | None, cli_values: Mapping[str, object], load: Callable[[], Any]
+) -> tuple[float, str | None]:
+    """(pass threshold, harness agent): from the config when it loads, else from the flags."""
+    agent: object
+    try:
+        settings = load().settings
+        threshold, agent = float(settings.core.pass_threshold), settings.harness.agent
+    except Exception:  # the config never loaded: B-167 falls back to the flags
+        threshold = _float_or(cli_values.get("core.pass_threshold"), 1.0)
+        agent = cli_values.get("harness.agent")
+    if report is not None:
+        threshold = float(report.get("pass_threshold", threshold))
+    return threshold, (str(agent) if agent else None)
+
+
+def stamp_result(
+    *,
+    result_out: ResultOut | None,
+    extras: ReportExtras,
+    error: BaseException | None,
+    cli_values: Mapping[str, object],
+    load_config: Callable[[], Any],
+) -> None:
+    """Write the result document for a finished or failed run (nothing for usage errors)."""
+    if result_out is None:
+        return
+    status = "completed" if error is None else classify_failure(error=error)
+    if status is None:
+        return
+    report = extras.report
+    threshold, agent = _effective(report=report, cli_values=cli_values, load=load_config)
+    document = build_result_document(
+        status=status,
+        report=report,
+        error=None if error is None else failure_message(error=error),
+        pass_threshold=threshold,
+        harness_family=agent,
+        observed_before=result_out.observed_before,
+        commit_after=git_commit(cwd=result_out.cwd),
+        provenance=result_out.provenance,
+        tool_version=tool_version(),
+    )
+    text = render_result(
+        document=document, report_md=extras.report_md if report else None, fmt=result_out.fmt
+    )
+    write_result(path=result_out.path, text=text, shown=result_out.shown)

@@ -1,0 +1,39 @@
+"""The guard stage refuses a judge run whose agent executable is missing (issue 4)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from eval_banana.errors import GuardError
+from eval_banana.stages.guard import guard, raise_if_refused
+from tests.builders import make_plan
+from tests.harness.judge_rig import AGENTS_DIR, config_doc, judge_check
+
+
+def test_missing_executable_stops_a_judge_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    config = config_doc(project_root=tmp_path, harness={"agent": "codex"})
+    plan = make_plan(checks=[judge_check(id="j", project_root=tmp_path)])
+    doc = guard(config=config, plan=plan, inputs={}, mode="run")
+    assert doc.ok is False
+    with pytest.raises(GuardError) as caught:
+        raise_if_refused(doc)
+    assert "'codex'" in caught.value.message and "not found on PATH" in caught.value.message
+    # eb validate only warns: agents need not be installed where definitions are checked.
+    validated = guard(config=config, plan=plan, inputs={}, mode="validate")
+    assert validated.ok is True
+    assert any("not found on PATH" in warning.message for warning in validated.warnings)
+
+
+def test_found_executable_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{AGENTS_DIR}{os.pathsep}{tmp_path}")
+    config = config_doc(project_root=tmp_path, harness={"agent": "pi"})
+    plan = make_plan(checks=[judge_check(id="j", project_root=tmp_path)])
+    doc = guard(config=config, plan=plan, inputs={}, mode="run")
+    assert doc.ok is True
+    assert doc.harness is not None and doc.harness.executable == str(AGENTS_DIR / "pi")

@@ -1,0 +1,312 @@
+"""Verdict extraction (B-129..B-136, D-24..D-26): every rule, every dialect's canaries, linearity."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval_banana.harness import scan
+from eval_banana.harness.prompt import build_prompt
+from eval_banana.harness.scan import Verdict, scan_text
+from eval_banana.harness.usage import read_usage, usage_tokens
+from eval_banana.harness.verdict import extract_from_text, extract_verdict
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def verdict_of(text: str) -> Verdict | None:
+    return extract_from_text(text).verdict
+
+
+# --- Step B: the last valid verdict in text ------------------------------------------------------
+
+
+def test_two_verdicts_the_later_wins() -> None:
+    text = '{"score": 1, "reason": "first"}\nthen\n{"score": 0, "reason": "second"}'
+    assert verdict_of(text) == Verdict(0, "second")
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        '{"score": 2, "reason": "bad"}',
+        "{not json at all}",
+        "{",
+        "}",
+        '{"score": true}',
+        '{"score": "1"}',
+        '{"score": 1.0}',
+        '{"score": 0.0}',
+        '{"score": false}',
+        '{"score": 1, "reason": 5}',
+        '{"score": 0 or 1, "reason": "<one or two sentences>"}',
+    ],
+)
+def test_a_later_invalid_object_does_not_hide_an_earlier_verdict(later: str) -> None:
+    assert verdict_of(f'{{"score": 1, "reason": "ok"}} and later {later}') == Verdict(1, "ok")
+
+
+@pytest.mark.parametrize("score", ["true", '"1"', "1.0", "false", "0.0", "1e0", "null"])
+def test_scores_other_than_json_integers_are_rejected(score: str) -> None:
+    found = extract_from_text(f'{{"score": {score}, "reason": "x"}}')
+    assert found.verdict is None
+    assert found.problem is not None and "not the JSON integer 0 or 1" in found.problem
+
+
+def test_reason_rules() -> None:
+    assert verdict_of('{"score": 1}') == Verdict(1, None)
+    assert verdict_of('{"score": 0, "reason": null, "extra": [1]}') == Verdict(0, None)
+    assert verdict_of('{"score": 1, "reason": 5}') is None
+    assert verdict_of('{"score": 1, "reason": ["a"]}') is None
+
+
+def test_nested_verdicts() -> None:
+    # A verdict nested in a larger (non-verdict) object is found.
+    assert verdict_of('{"result": {"score": 1, "reason": "inner"}, "n": 2}') == Verdict(1, "inner")
+    # If the larger object is itself a valid verdict, it wins: it ends later.
+    outer = '{"score": 0, "reason": "outer", "detail": {"score": 1, "reason": "inner"}}'
+    assert verdict_of(outer) == Verdict(0, "outer")
+    # Nested in an object that never closes.
+    assert verdict_of('{"a": [{"score": 1, "reason": "kept"}] oops') == Verdict(1, "kept")
+
+
+def test_pretty_printed_and_fenced() -> None:
+    pretty = 'Here it is:\n```json\n{\n  "score": 1,\n  "reason": "multi\\nline"\n}\n```\n'
+    assert verdict_of(pretty) == Verdict(1, "multi\nline")
+
+
+def test_braces_inside_strings() -> None:
+    text = '{"score": 0, "reason": "saw {braces} and } and { and \\" quotes"}'
+    assert verdict_of(text) == Verdict(0, 'saw {braces} and } and { and " quotes')
+
+
+def test_stray_quote_before_the_verdict() -> None:
+    # The anchor's global string tracking missed this (B-134); per-candidate decoding finds it.
+    text = 'The token " is odd. {"score": 1, "reason": "found"}'
+    assert verdict_of(text) == Verdict(1, "found")
+    text = 'He said "hi" and then " again {"score": 0, "reason": "found"} done'
+    assert verdict_of(text) == Verdict(0, "found")
+    assert verdict_of('{ " {"score": 1, "reason": "inside"}') == Verdict(1, "inside")
+
+
+def test_prompt_echo_is_never_a_verdict() -> None:
+    prompt = build_prompt(description="D", instructions="I")
+    assert extract_from_text(prompt + "\n" + prompt).verdict is None
+
+
+def test_nothing_at_all() -> None:
+    found = extract_from_text("no json here")
+    assert found.verdict is None
+    assert found.problem == 'no JSON object with a "score" key was found'
+
+
+# --- Step A: the terminal result event ------------------------------------------------------------
+
+
+def _event(**fields: object) -> str:
+    return json.dumps({"type": "result", "subtype": "success", "is_error": False, **fields})
+
+
+def test_verdict_inside_quoted_result_string() -> None:
+    # Step B alone cannot see it (it is JSON-escaped); Step A reads the result string.
+    text = '{"type": "system"}\n' + _event(result='Done.\n{"score": 1, "reason": "in result"}')
+    assert verdict_of(text) == Verdict(1, "in result")
+
+
+def test_result_event_beats_earlier_lines() -> None:
+    early = '{"score": 1, "reason": "from a tool result"}'
+    text = early + "\n" + _event(result='{"score": 0, "reason": "final"}')
+    assert verdict_of(text) == Verdict(0, "final")
+
+
+def test_result_without_verdict_is_no_verdict_even_if_earlier_lines_have_one() -> None:
+    text = '{"score": 1, "reason": "tool"}\n' + _event(result="I could not decide.")
+    found = extract_from_text(text)
+    assert found.verdict is None
+    assert found.problem is not None and "final result text" in found.problem
+
+
+def test_non_string_result_is_no_verdict() -> None:
+    assert verdict_of(_event(result={"score": 1})) is None
+
+
+def test_only_the_newest_result_event_counts() -> None:
+    # [improve] B-133: a failed newest result is an error, even after an older success.
+    older = _event(result='{"score": 1, "reason": "old"}')
+    newest = _event(subtype="error_max_turns", is_error=True)
+    found = extract_from_text(older + "\n" + newest)
+    assert found.verdict is None
+    assert found.problem is not None and "error_max_turns" in found.problem
+    # A plain verdict line before a failed result does not pass either.
+    assert verdict_of('{"score": 1}\n' + newest) is None
+    # is_error must be exactly false.
+    assert verdict_of(_event(is_error=0, result='{"score": 1}')) is None
+    assert verdict_of(_event(is_error=True, result='{"score": 1}')) is None
+
+
+# --- Dialect canaries (known pass / known fail per dialect) --------------------------------------
+
+CANARIES = [
+    ("claude", "claude"),
+    ("gemini", "gemini"),
+    ("codex", "codex"),
+    ("openhands", "openhands"),
+    ("text", "text"),
+]
+
+
+@pytest.mark.parametrize(("dialect", "prefix"), CANARIES)
+def test_dialect_canaries(dialect: str, prefix: str) -> None:
+    passed = extract_verdict(dialect=dialect, stdout_path=FIXTURES / f"{prefix}_pass.stdout")
+    failed = extract_verdict(dialect=dialect, stdout_path=FIXTURES / f"{prefix}_fail.stdout")
+    assert passed.verdict == Verdict(1, "The README documents the install command.")
+    assert failed.verdict == Verdict(0, "The README never mentions how to install the tool.")
+
+
+def test_claude_failure_canaries() -> None:
+    for name in ("claude_error_result", "claude_error_after_success"):
+        found = extract_verdict(dialect="claude", stdout_path=FIXTURES / f"{name}.stdout")
+        assert found.verdict is None, name
+        assert found.problem is not None and "not a success" in found.problem
+
+
+def test_gemini_needs_its_dialect_and_honours_error_status() -> None:
+    # The contract's plain extractor never finds gemini's verdict (W5.7) ...
+    assert (
+        extract_verdict(dialect="text", stdout_path=FIXTURES / "gemini_pass.stdout").verdict is None
+    )
+    # ... and an error result is no verdict even though assistant text was streamed.
+    found = extract_verdict(dialect="gemini", stdout_path=FIXTURES / "gemini_error_result.stdout")
+    assert found.verdict is None
+    assert found.problem is not None and '"error"' in found.problem
+
+
+def test_gemini_ignores_the_user_echo(tmp_path: Path) -> None:
+    lines = [
+        {"type": "message", "role": "user", "content": '{"score": 1, "reason": "echo"}'},
+        {"type": "message", "role": "assistant", "content": '{"score": ', "delta": True},
+        {"type": "message", "role": "assistant", "content": '0, "reason": "split"}', "delta": True},
+        {"type": "result", "status": "success", "stats": {"total_tokens": 5}},
+    ]
+    path = tmp_path / "out"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    found = extract_verdict(dialect="gemini", stdout_path=path)
+    assert found.verdict == Verdict(0, "split")
+    assert read_usage(dialect="gemini", usage_event=found.usage_event, stderr_path=None) == {
+        "dialect": "gemini",
+        "total_tokens": 5,
+    }
+
+
+def test_openhands_reads_the_finish_event_not_the_wrapped_panel() -> None:
+    path = FIXTURES / "openhands_long_pass.stdout"
+    found = extract_verdict(dialect="openhands", stdout_path=path)
+    assert found.verdict is not None and found.verdict.score == 1
+    assert found.verdict.reason is not None and found.verdict.reason.endswith("asks for.")
+    # The contract's plain rule alone cannot find it: the panel wraps the JSON.
+    assert extract_verdict(dialect="text", stdout_path=path).verdict is None
+
+
+def test_empty_stdout_is_no_verdict() -> None:
+    found = extract_verdict(dialect="claude", stdout_path=None)
+    assert found.verdict is None and found.problem == "the agent printed nothing on stdout"
+
+
+# --- usage (D-5) ----------------------------------------------------------------------------------
+
+
+def test_usage_per_dialect() -> None:
+    claude = extract_verdict(dialect="claude", stdout_path=FIXTURES / "claude_pass.stdout")
+    usage = read_usage(dialect="claude", usage_event=claude.usage_event, stderr_path=None)
+    assert usage == {
+        "dialect": "claude",
+        "input_tokens": 8,
+        "output_tokens": 95,
+        "total_tokens": 103,
+    }
+    assert usage_tokens(usage) == 103
+    gemini = extract_verdict(dialect="gemini", stdout_path=FIXTURES / "gemini_pass.stdout")
+    usage = read_usage(dialect="gemini", usage_event=gemini.usage_event, stderr_path=None)
+    assert usage is not None and usage["total_tokens"] == 8990 + 130
+    codex = read_usage(
+        dialect="codex", usage_event=None, stderr_path=FIXTURES / "codex_pass.stderr"
+    )
+    assert codex == {"dialect": "codex", "total_tokens": 12480}
+    for dialect in ("openhands", "text"):
+        assert read_usage(dialect=dialect, usage_event=None, stderr_path=None) is None
+    assert usage_tokens(None) is None
+
+
+def test_codex_total_on_the_same_line(tmp_path: Path) -> None:
+    stderr = tmp_path / "err"
+    stderr.write_text("tokens used: 1,234\nmore\ntokens used\n\n  5_678\n")
+    assert read_usage(dialect="codex", usage_event=None, stderr_path=stderr) == {
+        "dialect": "codex",
+        "total_tokens": 5678,
+    }
+
+
+# --- linear time (B-135): these inputs took the anchor tens of seconds ----------------------------
+
+
+def test_ten_thousand_unmatched_closing_braces() -> None:
+    text = "}" * 10_000 + '{"score": 1, "reason": "end"}'
+    assert verdict_of(text) == Verdict(1, "end")
+
+
+def test_prose_with_unbalanced_braces_and_quotes() -> None:
+    text = ('Looking { at "files } and {braces " } ' * 4000) + '{"score": 0, "reason": "end"}'
+    assert len(text) > 128_000
+    assert verdict_of(text) == Verdict(0, "end")
+
+
+def test_failed_decodes_are_not_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted work: each failed region's nested starts are skipped, not decoded again."""
+    calls: list[int] = []
+    original = scan._attempt
+
+    def counting(*, text: str, start: int) -> tuple[str, int, str]:
+        calls.append(start)
+        return original(text=text, start=start)
+
+    monkeypatch.setattr(scan, "_attempt", counting)
+    nested = '{"a": ' * 3000 + '{"score": 1, "reason": "deep"}'  # never closed
+    assert scan_text(nested).verdict == Verdict(1, "deep")
+    assert len(calls) < 100  # not one decode per '{' (3001 of them)
+    calls.clear()
+    quoted = '{"a{"a' * 20_000 + ' {"score": 1}'
+    assert scan_text(quoted).verdict == Verdict(1, None)
+    assert len(calls) <= 2 * 40_001
+
+
+def test_deeply_nested_input_does_not_crash() -> None:
+    text = "[" * 100_000 + '{"score": 1, "reason": "x"}' + "]" * 100_000
+    assert verdict_of(text) == Verdict(1, "x")
+    text = '{"a":' * 100_000 + '{"score": 1}'
+    assert verdict_of(text) == Verdict(1, None)
+
+
+def test_large_stream_json_with_result_event(tmp_path: Path) -> None:
+    path = tmp_path / "stream.jsonl"
+    event = json.dumps(
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "x { " * 200}]}}
+    )
+    with path.open("w") as handle:
+        for _ in range(5000):  # ~4 MB
+            handle.write(event + "\n")
+        handle.write(_event(result='{"score": 1, "reason": "big"}') + "\n")
+    assert extract_verdict(dialect="claude", stdout_path=path).verdict == Verdict(1, "big")
+    # Without the result event the whole stream goes through Step B, still linearly.
+    text = path.read_text().rsplit("\n", 2)[0] + '\n{"score": 0, "reason": "plain"}\n'
+    assert verdict_of(text) == Verdict(0, "plain")
+
+
+def test_claude_dialect_without_any_result_event_falls_back_to_step_b(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl"
+    path.write_text('{"type": "system", "subtype": "init"}\n{"score": 1, "reason": "plain"}\n')
+    assert extract_verdict(dialect="claude", stdout_path=path).verdict == Verdict(1, "plain")
+    # ... but never when a result event exists, whatever it says.
+    path.write_text('{"score": 1}\n' + _event(subtype="error_during_execution", is_error=True))
+    assert extract_verdict(dialect="claude", stdout_path=path).verdict is None

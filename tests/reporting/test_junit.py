@@ -1,0 +1,147 @@
+"""JUnit XML over real runs, read back by a real consumer (junitparser)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from conftest import Run
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+from eval_banana.reporting.junit import classname, write_junit
+
+
+def _suite(path: Path) -> TestSuite:
+    xml = JUnitXml.fromfile(str(path))
+    suites = list(xml) if isinstance(xml, JUnitXml) else [xml]
+    assert len(suites) == 1
+    return suites[0]
+
+
+def _write(run: Run, tmp_path: Path) -> tuple[Path, TestSuite]:
+    path = tmp_path / "out" / "junit.xml"
+    write_junit(report=run.report, project_root=run.project, path=path)
+    return path, _suite(path)
+
+
+def _counts(report: dict[str, Any]) -> dict[str, int]:
+    not_run = sum(1 for c in report["checks"] if c["details"].get("not_run") is True)
+    return {
+        "tests": report["total_checks"],
+        "failures": report["failed_checks"],
+        "errors": report["errored_checks"] - not_run,
+        "skipped": not_run,
+    }
+
+
+def _case_results(case: TestCase) -> list[object]:
+    return list(case.result)
+
+
+def test_counts_match_report_json(finished_run: Run, tmp_path: Path) -> None:
+    _, suite = _write(finished_run, tmp_path)
+    assert suite.name == "eval-banana"
+    expected = _counts(finished_run.report)
+    assert expected["failures"] >= 2 and expected["errors"] >= 1  # the fixture has both
+    got = {"tests": suite.tests, "failures": suite.failures, "errors": suite.errors}
+    assert got | {"skipped": suite.skipped} == expected
+
+
+def test_one_testcase_per_check_with_classname_name_time(finished_run: Run, tmp_path: Path) -> None:
+    _, suite = _write(finished_run, tmp_path)
+    cases = {case.name: case for case in suite}
+    report_checks = {check["check_id"]: check for check in finished_run.report["checks"]}
+    assert set(cases) == set(report_checks)
+    assert cases["answer_is_polite"].classname == "eval_checks.judges.polite"
+    assert cases["greeting_ok"].classname == "eval_checks.pass"
+    for check_id, check in report_checks.items():
+        assert cases[check_id].time == check["duration_ms"] / 1000
+
+
+def test_statuses_map_to_failure_error_and_nothing(finished_run: Run, tmp_path: Path) -> None:
+    _, suite = _write(finished_run, tmp_path)
+    cases = {case.name: case for case in suite}
+    assert _case_results(cases["greeting_ok"]) == []
+    (failure,) = _case_results(cases["totals_match"])
+    assert isinstance(failure, Failure)
+    assert failure.message == "failed: exit code 1"
+    (judge_failure,) = _case_results(cases["answer_is_polite"])
+    assert isinstance(judge_failure, Failure)
+    assert "ignores" in (judge_failure.message or "")
+    (error,) = _case_results(cases["slow_thing"])
+    assert isinstance(error, Error)
+    assert "timed out" in (error.message or "")
+
+
+def test_properties_and_stdout(finished_run: Run, tmp_path: Path) -> None:
+    path, _ = _write(finished_run, tmp_path)
+    root = ET.parse(path).getroot()
+    case = root.find(".//testcase[@name='totals_match']")
+    assert case is not None
+    props = {p.get("name"): p.get("value") for p in case.iterfind("properties/property")}
+    check = next(c for c in finished_run.report["checks"] if c["check_id"] == "totals_match")
+    assert props["check_type"] == "deterministic"
+    assert props["expect"] == "pass"
+    assert props["check_definition_sha256"] == check["check_definition_sha256"]
+    out = case.findtext("system-out") or ""
+    # The markup arrives as text, and the control characters XML cannot carry are made visible.
+    assert "<script>alert(1)</script>" in out
+    assert "\\x1b[31mred" in out and "\\x00 end" in out
+
+
+def test_control_check_is_shown_as_control(finished_run: Run, tmp_path: Path) -> None:
+    path, suite = _write(finished_run, tmp_path)
+    check = next(c for c in finished_run.report["checks"] if c["check_id"] == "planted_defect")
+    root = ET.parse(path).getroot()
+    case = root.find(".//testcase[@name='planted_defect']")
+    assert case is not None
+    props = {p.get("name"): p.get("value") for p in case.iterfind("properties/property")}
+    assert props["expect"] == "fail"
+    assert props["control"].startswith(check["status"]) and "control: defect" in props["control"]
+    results = _case_results(next(c for c in suite if c.name == "planted_defect"))
+    if check["status"] == "failed":
+        assert "control: defect missed" in (results[0].message or "")  # type: ignore[attr-defined]
+    else:
+        assert results == []
+
+
+def test_not_run_checks_are_skipped(aborted_run: Run, tmp_path: Path) -> None:
+    path, suite = _write(aborted_run, tmp_path)
+    expected = _counts(aborted_run.report)
+    assert expected["skipped"] >= 1
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (
+        expected["tests"],
+        expected["failures"],
+        expected["errors"],
+        expected["skipped"],
+    )
+    cases = {case.name: case for case in suite}
+    (skipped,) = _case_results(cases["never_started"])
+    assert isinstance(skipped, Skipped)
+    assert (skipped.message or "").startswith("Not run: ")
+
+
+def test_classname_for_paths() -> None:
+    check = {"source_path": "/p/a/b/c.check.yaml"}
+    assert classname(check=check, project_root="/p") == "a.b.c.check"
+    assert classname(check={"source_path": "/elsewhere/x.yml"}, project_root="/p") == "elsewhere.x"
+
+
+def test_junit_via_eb_run_relative_to_project_root(tmp_path: Path) -> None:
+    from conftest import run_eb, write_project
+
+    project = write_project(tmp_path / "proj", checks={"eval_checks/pass.yaml": _PASS})
+    completed = run_eb("run", "--cwd", str(project), "--junit-xml", "reports/junit.xml")
+    assert completed.returncode == 0, completed.stderr
+    suite = _suite(project / "reports" / "junit.xml")
+    assert (suite.tests, suite.failures, suite.errors) == (1, 0, 0)
+
+
+_PASS = """\
+schema_version: 1
+id: only_check
+type: deterministic
+description: Passes.
+script: print("ok")
+"""

@@ -1,0 +1,177 @@
+"""Canaries (B-192..B-194, B-203, B-205): every check kind must still be able to go red.
+
+The registry of kinds is the product's own: the check types in `eval_banana.runners.RUNNERS`
+and the assertion operators in `eval_banana.assertions.operators.OPERATORS`. Each kind has a
+known-pass and a known-fail canary under tests/fixtures/canaries/, and every canary runs through
+`eb run`. The fire alarm runs `python -m eval_banana run` as a real subprocess on a project whose
+every check holds a seeded defect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from eval_banana.assertions.operators import OPERATORS
+from eval_banana.runners import RUNNERS
+
+REPO = Path(__file__).resolve().parent.parent
+CANARIES = REPO / "tests" / "fixtures" / "canaries"
+OPERATOR_CANARIES = CANARIES / "assertion_ops.yaml"
+FIRE_ALARM = REPO / "tests" / "fixtures" / "projects" / "fire_alarm"
+STANDIN_AGENTS = REPO / "tests" / "agents"
+OPERATOR_PREFIX = "assertions."
+
+
+def registered_kinds() -> set[str]:
+    """Every check type, and every assertion operator as `assertions.<op>`."""
+    return set(RUNNERS) | {f"{OPERATOR_PREFIX}{op}" for op in OPERATORS}
+
+
+def canary_kinds() -> set[str]:
+    """Kinds that have a complete canary pair on disk."""
+    folders = {
+        path.name
+        for path in CANARIES.iterdir()
+        if path.is_dir() and (path / "pass.yaml").is_file() and (path / "fail.yaml").is_file()
+    }
+    operators = yaml.safe_load(OPERATOR_CANARIES.read_text(encoding="utf-8"))
+    paired = {
+        f"{OPERATOR_PREFIX}{op}" for op, pair in operators.items() if {"pass", "fail"} <= set(pair)
+    }
+    return folders | paired
+
+
+def test_every_registered_kind_has_a_canary_pair_and_no_canary_is_orphaned() -> None:
+    registered, canaries = registered_kinds(), canary_kinds()
+    assert registered - canaries == set(), "check kinds without a known-pass/known-fail pair"
+    assert canaries - registered == set(), "canaries for kinds that are no longer registered"
+
+
+def test_the_meta_test_notices_a_kind_without_canaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The meta-test must not be vacuous: a new kind with no canaries shows up as missing.
+    monkeypatch.setitem(RUNNERS, "brand_new_kind", RUNNERS["deterministic"])
+    assert "brand_new_kind" in registered_kinds() - canary_kinds()
+
+
+def with_standins() -> str:
+    return f"{STANDIN_AGENTS}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def read_report(root: Path) -> dict[str, Any]:
+    reports = sorted(root.glob("results/*/report.json"))
+    assert len(reports) == 1, reports
+    data: dict[str, Any] = json.loads(reports[0].read_text(encoding="utf-8"))
+    return data
+
+
+def run_canary_project(
+    *, root: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """`eb run` in-process on a canary project; check id -> status."""
+    monkeypatch.setenv("PATH", with_standins())
+    outcome = eb("run", "--cwd", str(root), "--output-dir", "results")
+    report = read_report(root)
+    assert outcome.exit_code == (0 if report["run_passed"] else 1), outcome.stderr
+    return {check["check_id"]: check["status"] for check in report["checks"]}
+
+
+def check_type_kinds() -> list[str]:
+    return sorted(RUNNERS)
+
+
+@pytest.mark.parametrize("kind", check_type_kinds())
+def test_check_type_canaries_pass_and_fail_through_eb_run(
+    kind: str, tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = CANARIES / kind
+    root = tmp_path / "proj"
+    # The canary folder is the project root; its two checks go into eval_checks/.
+    shutil.copytree(folder, root, ignore=shutil.ignore_patterns("*.yaml", "config.toml"))
+    (root / ".eval-banana").mkdir()
+    config = folder / "config.toml"
+    (root / ".eval-banana" / "config.toml").write_text(
+        config.read_text(encoding="utf-8") if config.is_file() else "", encoding="utf-8"
+    )
+    (root / "eval_checks").mkdir()
+    ids = {}
+    for name in ("pass", "fail"):
+        text = (folder / f"{name}.yaml").read_text(encoding="utf-8")
+        definition = yaml.safe_load(text)
+        assert definition["type"] == kind
+        ids[name] = definition["id"]
+        (root / "eval_checks" / f"{name}.yaml").write_text(text, encoding="utf-8")
+    statuses = run_canary_project(root=root, eb=eb, monkeypatch=monkeypatch)
+    assert statuses == {ids["pass"]: "passed", ids["fail"]: "failed"}
+
+
+def test_operator_canaries_pass_and_fail_through_eb_run(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    canaries = yaml.safe_load(OPERATOR_CANARIES.read_text(encoding="utf-8"))
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("", encoding="utf-8")
+    (root / "eval_checks").mkdir()
+    (root / "artifacts").mkdir()
+    expected = {}
+    for op, pair in sorted(canaries.items()):
+        for name, status in (("pass", "passed"), ("fail", "failed")):
+            check_id = f"op_{op}_{name}"
+            artifact = f"artifacts/{check_id}.json"
+            (root / artifact).write_text(json.dumps(pair[name]["document"]), encoding="utf-8")
+            definition = {
+                "schema_version": 1,
+                "id": check_id,
+                "type": "assertions",
+                "description": f"Canary of the {op} operator ({name}).",
+                "artifact": artifact,
+                "assert": [pair[name]["assertion"]],
+            }
+            (root / "eval_checks" / f"{check_id}.yaml").write_text(
+                yaml.safe_dump(definition, sort_keys=False), encoding="utf-8"
+            )
+            expected[check_id] = status
+    assert len(expected) == 2 * len(OPERATORS)
+    assert run_canary_project(root=root, eb=eb, monkeypatch=monkeypatch) == expected
+
+
+def test_fire_alarm_eb_run_as_a_subprocess_fails_on_seeded_defects(tmp_path: Path) -> None:
+    """B-194/B-205: must keep working on its own; it spawns the real CLI on purpose."""
+    root = tmp_path / "fire_alarm"
+    shutil.copytree(FIRE_ALARM, root)
+    env = {**os.environ, "PATH": with_standins(), "PYTHONPATH": str(REPO)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--json"],
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 1, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report == read_report(root)
+    assert report["run_passed"] is False
+    statuses = {
+        check["check_id"]: (check["check_type"], check["status"], check["observed_status"])
+        for check in report["checks"]
+    }
+    assert statuses == {
+        "adds_numbers": ("deterministic", "failed", "failed"),
+        "judge_calc": ("harness_judge", "failed", "failed"),
+        "plan_names_tests": ("assertions", "failed", "failed"),
+        # The control catches the seeded defect, so it is the one satisfied expectation.
+        "control_catches_defect": ("deterministic", "passed", "failed"),
+    }
+    assert (report["points_earned"], report["failed_checks"], report["errored_checks"]) == (1, 3, 0)

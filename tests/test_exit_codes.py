@@ -1,0 +1,168 @@
+"""Every exit code of `eb run` from a real subprocess (D-3, D-17, issue 6).
+
+0 passed; 1 the run did not pass; 2 setup or usage error (nothing ran); 3 aborted (fuse,
+interrupt). `--json` prints the report, or the structured error, as one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import check_yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = '[core]\noutput_dir = "results"\nmax_parallel_checks = 1\n'
+ERROR_KEYS = ["kind", "message", "file", "field_path", "hint"]
+
+
+def eb_process(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def eb_run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    process = eb_process("run", *args, cwd=cwd)
+    stdout, stderr = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def only_report(root: Path) -> dict[str, Any]:
+    (path,) = root.glob("results/*/report.json")
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def json_error(completed: subprocess.CompletedProcess[str], *, code: int) -> dict[str, Any]:
+    """D-17: exactly one JSON object on stdout, `{"error": {...}, "exit_code": N}`."""
+    document: dict[str, Any] = json.loads(completed.stdout)
+    assert list(document) == ["error", "exit_code"]
+    assert document["exit_code"] == code == completed.returncode
+    assert list(document["error"]) == ERROR_KEYS
+    return document["error"]  # type: ignore[no-any-return]
+
+
+def test_exit_0_passed_and_json_prints_the_report(project: Callable[..., Path]) -> None:
+    root = project({"eval_checks/ok.yaml": check_yaml("ok")}, config=CONFIG)
+    completed = eb_run("--json", cwd=root)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout) == only_report(root)  # the full report, nothing else
+    human = eb_run(cwd=root)
+    assert human.returncode == 0 and "Passed: yes" in human.stdout
+
+
+def test_exit_1_the_run_did_not_pass(project: Callable[..., Path]) -> None:
+    root = project(
+        {
+            "eval_checks/ok.yaml": check_yaml("ok"),
+            "eval_checks/bad.yaml": check_yaml("bad", script="raise SystemExit(1)"),
+        },
+        config=CONFIG,
+    )
+    completed = eb_run("--json", cwd=root)
+    assert completed.returncode == 1, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report == only_report(root) and report["run_passed"] is False
+
+
+def test_exit_1_for_a_check_in_error(project: Callable[..., Path]) -> None:
+    root = project(
+        {"eval_checks/slow.yaml": check_yaml("slow", script="import time\ntime.sleep(30)")},
+        config=CONFIG,
+    )
+    completed = eb_run("--check-timeout-seconds", "1", cwd=root)
+    assert completed.returncode == 1, completed.stderr
+    assert only_report(root)["errored_checks"] == 1
+
+
+def test_exit_2_bad_flag_nothing_ran(project: Callable[..., Path]) -> None:
+    root = project({"eval_checks/ok.yaml": check_yaml("ok")}, config=CONFIG)
+    completed = eb_run("--no-such-flag", cwd=root)
+    assert completed.returncode == 2
+    assert "--no-such-flag" in completed.stderr
+    error = json_error(eb_run("--json", "--no-such-flag", cwd=root), code=2)
+    assert error["kind"] == "usage_error"
+    assert not (root / "results").exists()
+
+
+def test_exit_2_bad_config(project: Callable[..., Path]) -> None:
+    root = project(
+        {"eval_checks/ok.yaml": check_yaml("ok")},
+        config='[core]\noutput_dir = "results"\npass_threshold = 7\n',
+    )
+    error = json_error(eb_run("--json", cwd=root), code=2)
+    assert error["kind"] == "config_error"
+    assert not list(root.glob("results/*/report.json"))
+
+
+def test_exit_2_bad_definition(project: Callable[..., Path]) -> None:
+    root = project(
+        {"eval_checks/bad.yaml": "schema_version: 1\nid: bad\ntype: deterministic\n"},
+        config=CONFIG,
+    )
+    completed = eb_run(cwd=root)
+    assert completed.returncode == 2
+    error = json_error(eb_run("--json", cwd=root), code=2)
+    assert error["kind"] == "definition_error"
+    assert error["file"] is not None and error["file"].endswith("bad.yaml")
+    assert not list(root.glob("results/*/report.json"))
+
+
+def test_exit_3_a_fuse_tripped(project: Callable[..., Path]) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("a", script="import time\ntime.sleep(60)"),
+            "eval_checks/b.yaml": check_yaml("b", script="raise SystemExit(1)"),
+        },
+        config=CONFIG + "run_timeout_seconds = 1\n",
+    )
+    began = time.monotonic()
+    completed = eb_run("--json", cwd=root)
+    assert time.monotonic() - began < 30
+    error = json_error(completed, code=3)
+    assert error["kind"] == "aborted" and "run_timeout" in error["message"]
+    report = only_report(root)  # the report is written before the run ends with 3
+    assert report["aborted_by"] == "run_timeout" and report["failed_checks"] == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_exit_3_interrupted(project: Callable[..., Path], sig: signal.Signals) -> None:
+    marker = project({}, config=None) / "started"
+    script = f"import time\nopen({str(marker)!r}, 'w').close()\ntime.sleep(60)"
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("a", script=script),
+            "eval_checks/b.yaml": check_yaml("b"),
+        },
+        config=CONFIG,
+    )
+    process = eb_process("run", cwd=root)
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert time.monotonic() < deadline and process.poll() is None, "the check never started"
+        time.sleep(0.02)
+    process.send_signal(sig)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 3, stderr
+    report = only_report(root)
+    assert report["aborted_by"] == "interrupt" and report["not_run_checks"] == 1
+    assert [c["error_detail"] for c in report["checks"]] == [
+        "Stopped: interrupted",
+        "Not run: interrupted",
+    ]
