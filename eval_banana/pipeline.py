@@ -14,7 +14,7 @@ from pathlib import Path
 from eval_banana.console import Console, ProgressReporter
 from eval_banana.errors import RunAborted
 from eval_banana.models.config import Selection
-from eval_banana.models.stages import ConfigDoc, ScoreDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, write_extra_reports
 from eval_banana.results import STOP_REASON_TEXT
 from eval_banana.rundir import new_run_id, prepare_run_dir
@@ -25,6 +25,7 @@ from eval_banana.stages import report as report_stage
 from eval_banana.stages import score as score_stage
 from eval_banana.stages import validate as validate_stage
 from eval_banana.stages.config import resolve_config, write_config_stage
+from eval_banana.stages.report import ReportOutcome
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,31 @@ def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
         selection=request.selection,
         run_id=run_id,
     )
+
+
+def publish_report(
+    *,
+    run_dir: Path,
+    config: ConfigDoc,
+    execute: ExecuteDoc,
+    score: ScoreDoc,
+    inputs: dict[str, str],
+    extras: ReportExtras | None,
+    console: Console,
+) -> ReportOutcome:
+    """The report stage as users see it: the report files first, then the console summary."""
+    report = report_stage.write_reports(
+        run_dir=run_dir, config=config, execute=execute, score=score, inputs=inputs
+    )
+    write_extra_reports(
+        extras=extras,
+        run_dir=run_dir,
+        report=report.report,
+        report_md=report.report_md.read_text(encoding="utf-8"),
+        junit_xml=config.settings.core.junit_xml,
+    )
+    console.summary(report=report.report, report_path=report.report_json)
+    return report
 
 
 def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Console) -> RunOutcome:
@@ -110,21 +136,15 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     )
     digests["score"] = score_stage.write_score_stage(run_dir=run_dir, doc=scored)
 
-    report = report_stage.write_reports(
+    report = publish_report(
         run_dir=run_dir,
         config=config,
         execute=executed,
         score=scored,
         inputs={k: digests[k] for k in ("config", "execute", "score")},
-    )
-    write_extra_reports(
         extras=request.extras,
-        run_dir=run_dir,
-        report=report.report,
-        report_md=report.report_md.read_text(encoding="utf-8"),
-        junit_xml=config.settings.core.junit_xml,
+        console=console,
     )
-    console.summary(report=report.report, report_path=run_dir / "report.json")
     if scored.aborted_by is not None:
         raise RunAborted(
             f"Run aborted ({scored.aborted_by}: {STOP_REASON_TEXT[scored.aborted_by]}); "

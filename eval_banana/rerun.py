@@ -14,7 +14,6 @@ from eval_banana.stagefiles import read_stage, upstream_digests
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages import execute as execute_stage
 from eval_banana.stages import guard as guard_stage
-from eval_banana.stages import report as report_stage
 from eval_banana.stages import score as score_stage
 from eval_banana.stages import validate as validate_stage
 from eval_banana.stages.config import resolve_config, write_config_stage
@@ -120,16 +119,24 @@ def rerun_score(request: StageRequest) -> int:
 
 def rerun_report(request: StageRequest) -> int:
     """Rewrite the reports from execute.json and score.json; never runs a check."""
+    from eval_banana.pipeline import publish_report
+
     inputs = upstream_digests(run_dir=request.run_dir, stage="report")
     scored = read_stage(run_dir=request.run_dir, stage="score")
-    outcome = report_stage.write_reports(
+    config = _config(request)
+    junit_xml = request.cli_values.get("core.junit_xml")
+    if isinstance(junit_xml, str) and junit_xml:
+        config = config.model_copy(deep=True)
+        config.settings.core.junit_xml = junit_xml
+    publish_report(
         run_dir=request.run_dir,
-        config=_config(request),
+        config=config,
         execute=read_stage(run_dir=request.run_dir, stage="execute"),
         score=scored,
         inputs=inputs,
+        extras=None,
+        console=request.console,
     )
-    request.console.summary(report=outcome.report, report_path=outcome.report_json)
     return 0 if scored.run_passed else (3 if scored.aborted_by else 1)
 
 

@@ -226,3 +226,17 @@ def test_invoke_collection_added_to_an_existing_namespace(counted_project: Path)
         text=True,
     )
     assert "hello" in listed.stdout and "eval.report" in listed.stdout
+
+
+def test_report_rerun_writes_html_and_junit_without_running_checks(
+    counted_project: Path, eb: Callable[..., EbResult]
+) -> None:
+    eb("run", "--cwd", str(counted_project))
+    run_dir = _run_dir(counted_project)
+    (run_dir / "report.html").unlink()
+    junit = counted_project / "junit.xml"
+    result = eb("stage", "report", "--run-dir", str(run_dir), "--junit-xml", str(junit))
+    assert result.exit_code == 1
+    assert (run_dir / "report.html").is_file()
+    assert 'tests="2"' in junit.read_text() and 'failures="1"' in junit.read_text()
+    assert (counted_project / "counter.txt").read_text().count("ran") == 2
