@@ -25,8 +25,8 @@ from eval_banana.version import tool_version
 
 if TYPE_CHECKING:
     from eval_banana.models.config import Selection
-    from eval_banana.pipeline import RunRequest
     from eval_banana.reporting import ReportExtras
+    from eval_banana.request import RunRequest
 
 EXIT_HELP = """exit codes:
   0  the run passed (or the command succeeded)
@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--json", action="store_true", help="Print the report (or the error) as one JSON object."
     )
-    from eval_banana.reporting.runcli import add_report_arguments
+    from eval_banana.reporting.flags import add_report_arguments
 
     add_report_arguments(run)
 
@@ -192,7 +192,7 @@ def _cli_values(args: argparse.Namespace) -> dict[str, object]:
 def _request(
     args: argparse.Namespace, *, flat_output: bool = False, extras: ReportExtras | None = None
 ) -> RunRequest:
-    from eval_banana.pipeline import RunRequest
+    from eval_banana.request import RunRequest
 
     return RunRequest(
         cwd=Path(args.cwd),
@@ -226,8 +226,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.flat_output and "core.output_dir" not in _cli_values(args):
         raise UsageError("--flat-output requires an explicit --output-dir")
-    from eval_banana.pipeline import load_config
     from eval_banana.reporting.runcli import prepare_report_options, stamp_result
+    from eval_banana.request import load_config
     from eval_banana.rundir import new_run_id
 
     extras, result_out = prepare_report_options(args=args, environ=os.environ)
@@ -255,14 +255,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _planned(args: argparse.Namespace, *, mode: str) -> tuple[object, object, object]:
     """config -> discover -> validate (-> guard) in memory, for list and validate."""
-    from eval_banana.pipeline import load_config
+    from eval_banana.request import load_config
     from eval_banana.rundir import new_run_id
     from eval_banana.stages.discover import discover
     from eval_banana.stages.validate import validate
 
     config = load_config(request=_request(args), run_id=new_run_id())
-    discovered = discover(config=config, inputs={})
-    outcome = validate(config=config, discovered=discovered, inputs={})
+    contents: dict[str, bytes] = {}
+    discovered = discover(config=config, inputs={}, contents=contents)
+    outcome = validate(config=config, discovered=discovered, inputs={}, contents=contents)
     return config, discovered, outcome
 
 
@@ -292,7 +293,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def _resolve_run_dir(args: argparse.Namespace) -> Path:
     from eval_banana.errors import StageFileError
-    from eval_banana.pipeline import load_config
+    from eval_banana.request import load_config
     from eval_banana.rundir import new_run_id, newest_run_dir
 
     if args.run_dir:

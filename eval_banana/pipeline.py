@@ -7,15 +7,14 @@ the file it wrote, so downstream files name their inputs exactly (pipeline.md).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval_banana.console import Console, ProgressReporter
 from eval_banana.errors import RunAborted
-from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, write_extra_reports
+from eval_banana.request import RunRequest, load_config
 from eval_banana.results import STOP_REASON_TEXT
 from eval_banana.rundir import new_run_id, prepare_run_dir
 from eval_banana.stages import discover as discover_stage
@@ -24,21 +23,10 @@ from eval_banana.stages import guard as guard_stage
 from eval_banana.stages import report as report_stage
 from eval_banana.stages import score as score_stage
 from eval_banana.stages import validate as validate_stage
-from eval_banana.stages.config import resolve_config, write_config_stage
+from eval_banana.stages.config import write_config_stage
 from eval_banana.stages.report import ReportOutcome
 
-
-@dataclass(frozen=True)
-class RunRequest:
-    """What `eb run` (or `invoke eval`) was asked to do."""
-
-    cwd: Path
-    cli_values: Mapping[str, object]
-    environ: Mapping[str, str]
-    no_project_config: bool
-    selection: Selection
-    flat_output: bool = False
-    extras: ReportExtras | None = None  # report.html, JUnit, GitHub output (eval_banana.reporting)
+__all__ = ["RunOutcome", "RunRequest", "load_config", "publish_report", "run_pipeline"]
 
 
 @dataclass
@@ -48,17 +36,6 @@ class RunOutcome:
     score: ScoreDoc
     exit_code: int
     digests: dict[str, str] = field(default_factory=dict)
-
-
-def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
-    return resolve_config(
-        cwd=request.cwd,
-        cli_values=request.cli_values,
-        environ=request.environ,
-        no_project_config=request.no_project_config,
-        selection=request.selection,
-        run_id=run_id,
-    )
 
 
 def publish_report(
@@ -92,13 +69,17 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
 
-    discovered = discover_stage.discover(config=config, inputs={"config": digests["config"]})
+    contents: dict[str, bytes] = {}
+    discovered = discover_stage.discover(
+        config=config, inputs={"config": digests["config"]}, contents=contents
+    )
     digests["discover"] = discover_stage.write_discover_stage(run_dir=run_dir, doc=discovered)
 
     outcome = validate_stage.validate(
         config=config,
         discovered=discovered,
         inputs={"config": digests["config"], "discover": digests["discover"]},
+        contents=contents,
     )
     digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
     outcome.raise_if_failed()

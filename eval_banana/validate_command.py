@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from eval_banana.models.stages import PlanDoc, ProblemModel
-from eval_banana.pipeline import RunRequest, load_config
+from eval_banana.request import RunRequest, load_config
 from eval_banana.rundir import new_run_id
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages import guard as guard_stage
@@ -36,10 +36,13 @@ def run_validate(*, args: argparse.Namespace, request: RunRequest) -> int:
     if run_dir is not None:
         (run_dir / "stages").mkdir(parents=True, exist_ok=True)
         digests["config"] = write_config_stage(run_dir=run_dir, doc=config)
-    discovered = discover_stage.discover(config=config, inputs=dict(digests))
+    contents: dict[str, bytes] = {}
+    discovered = discover_stage.discover(config=config, inputs=dict(digests), contents=contents)
     if run_dir is not None:
         digests["discover"] = discover_stage.write_discover_stage(run_dir=run_dir, doc=discovered)
-    outcome = validate_stage.validate(config=config, discovered=discovered, inputs=dict(digests))
+    outcome = validate_stage.validate(
+        config=config, discovered=discovered, inputs=dict(digests), contents=contents
+    )
     if run_dir is not None:
         digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
     plan = outcome.plan

@@ -1,8 +1,10 @@
 """The installed distribution version."""
 
+from functools import cache
 from importlib import metadata
 
 
+@cache
 def tool_version() -> str:
     try:
         return metadata.version("eval_banana")

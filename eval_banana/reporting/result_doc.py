@@ -21,12 +21,12 @@ from eval_banana.errors import (
     RunAborted,
     UsageError,
 )
+from eval_banana.reporting.flags import FORMATS  # noqa: F401 - re-exported
 
 RESULT_SCHEMA_VERSION = 1
 FENCE = "```eval-banana-result v1"
 Status = Literal["completed", "no_checks", "config_error", "harness_error"]
 ResultFormat = Literal["md", "json"]
-FORMATS: tuple[str, ...] = ("md", "json")
 
 
 def symlink_refusal(*, shown: str) -> str:

@@ -17,7 +17,6 @@ from typing import Any
 from eval_banana.reporting import ReportExtras
 from eval_banana.reporting.gitobs import git_commit, observe_git
 from eval_banana.reporting.result_doc import (
-    FORMATS,
     build_provenance,
     build_result_document,
     check_result_target,
@@ -28,43 +27,6 @@ from eval_banana.reporting.result_doc import (
     write_result,
 )
 from eval_banana.version import tool_version
-
-
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """The run subcommand's report flags."""
-    parser.add_argument(
-        "--no-html", action="store_true", help="Do not write report.html into the run folder."
-    )
-    parser.add_argument(
-        "--annotations",
-        choices=["github"],
-        help="Print one GitHub Actions ::error annotation per failed or errored check "
-        "(on stdout; on stderr with --json).",
-    )
-    parser.add_argument(
-        "--result-out",
-        metavar="PATH",
-        help="Also write a result document (status, git commit, checks) here, also when the run "
-        "fails to start. Relative to the current directory.",
-    )
-    parser.add_argument(
-        "--result-format",
-        choices=list(FORMATS),
-        default="md",
-        help="Result document format: md (fenced JSON + report.md, default) or json.",
-    )
-    parser.add_argument(
-        "--provenance-attempt",
-        metavar="ID",
-        help="Recorded as provenance.attempt in the result document.",
-    )
-    parser.add_argument(
-        "--provenance-field",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="Recorded verbatim in the result document's provenance (repeatable).",
-    )
 
 
 @dataclass(frozen=True)

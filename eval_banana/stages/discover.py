@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from eval_banana.artifacts import sha256_file, write_model
+from eval_banana.artifacts import sha256_bytes, write_model
 from eval_banana.errors import UsageError
 from eval_banana.models.stages import (
     STAGE_FILES,
@@ -30,7 +30,11 @@ def _scan(*, folder: str) -> Iterator[os.DirEntry[str]]:
         return
 
 
-def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[str]) -> None:
+# A candidate check file: its path as walked, and whether that entry is a symlink.
+Candidate = tuple[str, bool]
+
+
+def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[Candidate]) -> None:
     """Every *.yaml / *.yml below a check folder, pruning excluded and symlinked folders."""
     stack = [folder]
     while stack:
@@ -38,14 +42,15 @@ def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[str]) ->
         for entry in _scan(folder=current):
             name = entry.name
             if name.endswith(CHECK_SUFFIXES):
-                if entry.is_file() or entry.is_symlink():
-                    found.append(entry.path)
+                is_link = entry.is_symlink()
+                if is_link or entry.is_file():
+                    found.append((entry.path, is_link))
             elif name not in excluded and entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
 
 
 def _walk_for_check_dirs(
-    *, root: str, excluded: frozenset[str], check_dirs: list[str], found: list[str]
+    *, root: str, excluded: frozenset[str], check_dirs: list[str], found: list[Candidate]
 ) -> None:
     """Walk top-down; a folder named eval_checks is scanned whole and not walked again."""
     if os.path.basename(root) == CHECK_DIR_NAME:
@@ -66,12 +71,16 @@ def _walk_for_check_dirs(
                 stack.append(entry.path)
 
 
-def _describe(*, path: str, project_root: Path) -> DiscoveredFile | ProblemModel:
+def _describe(
+    *, path: str, is_link: bool, project_root: Path, contents: dict[str, bytes]
+) -> DiscoveredFile | ProblemModel:
+    """Size and digest of one file, read once; its bytes are kept for the validate stage."""
     link = Path(path)
     try:
-        resolved = link.resolve(strict=True)
-        size = resolved.stat().st_size
-        digest = sha256_file(path=resolved)
+        # The walk starts from a resolved root and never enters a linked folder, so only a
+        # linked file needs resolving (B-49).
+        resolved = link.resolve(strict=True) if is_link else link
+        data = resolved.read_bytes()
     except OSError as exc:
         target = os.readlink(link) if link.is_symlink() else str(link)
         return ProblemModel(
@@ -83,15 +92,18 @@ def _describe(*, path: str, project_root: Path) -> DiscoveredFile | ProblemModel
         relative: str | None = resolved.relative_to(project_root).as_posix()
     except ValueError:
         relative = None
-    return DiscoveredFile(path=str(resolved), relative_path=relative, size=size, sha256=digest)
+    contents[str(resolved)] = data
+    return DiscoveredFile(
+        path=str(resolved), relative_path=relative, size=len(data), sha256=sha256_bytes(data=data)
+    )
 
 
-def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[str]]:
+def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[Candidate]]:
     """Roots walked, check folders found, and raw candidate paths (unresolved)."""
     project_root = Path(config.project_root)
     excluded = frozenset(config.settings.discovery.exclude_dirs)
     check_dirs: list[str] = []
-    found: list[str] = []
+    found: list[Candidate] = []
     check_dir = config.selection.check_dir
     if check_dir is not None:
         root = (project_root / check_dir).resolve()
@@ -110,14 +122,21 @@ def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[str
     return [str(project_root)], sorted(check_dirs), found
 
 
-def discover(*, config: ConfigDoc, inputs: dict[str, str]) -> DiscoverDoc:
-    """Find the check files; each resolved file once, in code-point order of its path (B-52)."""
+def discover(
+    *, config: ConfigDoc, inputs: dict[str, str], contents: dict[str, bytes] | None = None
+) -> DiscoverDoc:
+    """Find the check files; each resolved file once, in code-point order of its path (B-52).
+
+    When `contents` is given it receives each file's bytes, so a validate stage chained in the
+    same process does not read the files again.
+    """
     roots, check_dirs, candidates = discover_files(config=config)
     project_root = Path(config.project_root)
     files: dict[str, DiscoveredFile] = {}
     problems: list[ProblemModel] = []
-    for candidate in candidates:
-        described = _describe(path=candidate, project_root=project_root)
+    kept: dict[str, bytes] = contents if contents is not None else {}
+    for path, is_link in candidates:
+        described = _describe(path=path, is_link=is_link, project_root=project_root, contents=kept)
         if isinstance(described, ProblemModel):
             problems.append(described)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,21 +73,35 @@ def _problem(exc: DefinitionError) -> ProblemModel:
     )
 
 
-def _read(path: Path) -> bytes:
+Reader = Callable[[Path], bytes]
+
+
+def _reader(contents: Mapping[str, bytes] | None) -> Reader:
+    """Read a check file, from the bytes discover already read when it ran in this process."""
+    cache = contents or {}
+
+    def read(path: Path) -> bytes:
+        data = cache.get(str(path))
+        return data if data is not None else path.read_bytes()
+
+    return read
+
+
+def _read(path: Path, read: Reader) -> bytes:
     try:
-        return path.read_bytes()
+        return read(path)
     except OSError as exc:
         raise DefinitionError(f"Cannot read check file {path}: {exc}", file=str(path)) from None
 
 
-def _load_strict(*, paths: list[Path]) -> tuple[list[Loaded], list[ProblemModel]]:
+def _load_strict(*, paths: list[Path], read: Reader) -> tuple[list[Loaded], list[ProblemModel]]:
     """Load every file; collect every problem, then every duplicate id (B-72..B-74)."""
     loaded: list[Loaded] = []
     problems: list[ProblemModel] = []
     first_by_id: dict[str, Path] = {}
     for path in paths:
         try:
-            data = _read(path)
+            data = _read(path, read)
             check = load_definition(data=data, path=path)
         except DefinitionError as exc:
             problems.append(_problem(exc))
@@ -107,7 +122,9 @@ def _load_strict(*, paths: list[Path]) -> tuple[list[Loaded], list[ProblemModel]
     return loaded, problems
 
 
-def _load_by_id(*, paths: list[Path], check_id: str) -> tuple[list[Loaded], list[ProblemModel]]:
+def _load_by_id(
+    *, paths: list[Path], check_id: str, read: Reader
+) -> tuple[list[Loaded], list[ProblemModel]]:
     """Relaxed mode (B-75, B-76): only the file whose stripped id matches is loaded strictly."""
     needle = check_id.strip()
     matches: list[tuple[Path, bytes, dict[str, object]]] = []
@@ -115,7 +132,7 @@ def _load_by_id(*, paths: list[Path], check_id: str) -> tuple[list[Loaded], list
     encoded = needle.encode()
     for path in paths:
         try:
-            data = path.read_bytes()
+            data = read(path)
         except OSError:
             continue
         # A file whose bytes do not contain the id cannot declare it: skip parsing it.
@@ -144,14 +161,14 @@ def _load_by_id(*, paths: list[Path], check_id: str) -> tuple[list[Loaded], list
 
 
 def _select_ids(
-    *, paths: list[Path], check_ids: list[str]
+    *, paths: list[Path], check_ids: list[str], read: Reader
 ) -> tuple[list[Loaded], list[ProblemModel]]:
     selected: dict[Path, Loaded] = {}
     warnings: list[ProblemModel] = []
     problems: list[ProblemModel] = []
     for check_id in check_ids:
         try:
-            loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id)
+            loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id, read=read)
         except DefinitionError as exc:
             problems.append(_problem(exc))
             continue
@@ -193,18 +210,27 @@ def _plan_check(*, item: Loaded) -> tuple[PlannedCheck, bytes | None]:
 
 
 def validate(
-    *, config: ConfigDoc, discovered: DiscoverDoc, inputs: dict[str, str]
+    *,
+    config: ConfigDoc,
+    discovered: DiscoverDoc,
+    inputs: dict[str, str],
+    contents: Mapping[str, bytes] | None = None,
 ) -> ValidationOutcome:
-    """Load, select (check ids, tags) and plan the checks; never raises for bad definitions."""
+    """Load, select (check ids, tags) and plan the checks; never raises for bad definitions.
+
+    `contents` are the file bytes the discover stage read in this process (else read here).
+    """
     paths = [Path(item.path) for item in discovered.files]
     errors = list(discovered.problems)
     warnings: list[ProblemModel] = []
     selection = config.selection
     try:
         if selection.check_ids:
-            loaded, warnings = _select_ids(paths=paths, check_ids=selection.check_ids)
+            loaded, warnings = _select_ids(
+                paths=paths, check_ids=selection.check_ids, read=_reader(contents)
+            )
         else:
-            loaded, problems = _load_strict(paths=paths)
+            loaded, problems = _load_strict(paths=paths, read=_reader(contents))
             errors.extend(problems)
     except _Collected as collected:
         loaded, errors = [], errors + collected.problems

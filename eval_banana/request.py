@@ -1,0 +1,40 @@
+"""What a run was asked to do, and the config stage resolved from it (light to import)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_banana.models.config import Selection
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.stages.config import resolve_config
+
+if TYPE_CHECKING:
+    from eval_banana.reporting import ReportExtras
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What `eb run` (or `invoke eval`) was asked to do."""
+
+    cwd: Path
+    cli_values: Mapping[str, object]
+    environ: Mapping[str, str]
+    no_project_config: bool
+    selection: Selection
+    flat_output: bool = False
+    extras: ReportExtras | None = None  # report.html, JUnit, GitHub output (eval_banana.reporting)
+
+
+def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
+    """The config stage for this request."""
+    return resolve_config(
+        cwd=request.cwd,
+        cli_values=request.cli_values,
+        environ=request.environ,
+        no_project_config=request.no_project_config,
+        selection=request.selection,
+        run_id=run_id,
+    )
