@@ -26,10 +26,12 @@ ERROR_KEYS = ["kind", "message", "file", "field_path", "hint"]
 
 
 def eb_process(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    # The stand-in agents (tests/agents) come first on PATH, for the judge checks.
+    path = f"{REPO / 'tests' / 'agents'}{os.pathsep}{os.environ['PATH']}"
     return subprocess.Popen(
         [sys.executable, "-m", "eval_banana", *args],
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO), "PATH": path},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -139,6 +141,25 @@ def test_exit_3_a_fuse_tripped(project: Callable[..., Path]) -> None:
     assert error["kind"] == "aborted" and "run_timeout" in error["message"]
     report = only_report(root)  # the report is written before the run ends with 3
     assert report["aborted_by"] == "run_timeout" and report["failed_checks"] == 0
+
+
+def test_exit_3_the_token_fuse_tripped(project: Callable[..., Path]) -> None:
+    judge = (
+        "schema_version: 1\nid: {id}\ntype: harness_judge\ndescription: Judge {id}.\n"
+        "instructions: |\n  Judge it.\n  standin: score=0\n"
+    )
+    root = project(
+        {f"eval_checks/{name}.yaml": judge.format(id=name) for name in ("j1", "j2", "j3")},
+        config=CONFIG + '[harness]\nagent = "claude"\ntoken_fuse = 50\n',
+    )
+    completed = eb_run(cwd=root)
+    assert completed.returncode == 3, completed.stderr
+    assert "token_fuse" in completed.stderr
+    report = only_report(root)
+    assert report["aborted_by"] == "token_fuse" and report["tokens_used"] == 103
+    # j1 (which spent the budget) keeps its verdict; j2 and j3 are not run, not failed.
+    assert [c["status"] for c in report["checks"]] == ["failed", "error", "error"]
+    assert (report["failed_checks"], report["not_run_checks"]) == (1, 2)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -20,7 +20,7 @@ DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class CoreSettings(_Section):

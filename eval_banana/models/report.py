@@ -13,7 +13,7 @@ from eval_banana.models.stages import AbortReason, ProblemModel
 class ReportJson(BaseModel):
     """Keys and order are the eval-banana contract; the trailing keys are our additions."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     schema_version: Literal[1]
     run_id: str

@@ -12,7 +12,7 @@ Status = Literal["passed", "failed", "error"]
 class CheckResult(BaseModel):
     """Keys and order are the eval-banana contract (B-156); trailing keys are ours."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     check_id: str
     check_type: str

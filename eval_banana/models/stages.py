@@ -26,7 +26,7 @@ AbortReason = Literal["interrupt", "run_timeout", "token_fuse"]
 
 
 class ProblemModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     message: str
     file: str | None = None
@@ -35,7 +35,7 @@ class ProblemModel(BaseModel):
 
 
 class StageEnvelope(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, populate_by_name=True)
 
     schema_uri: str = Field(alias="$schema")
     schema_version: Literal[1] = 1
@@ -63,7 +63,7 @@ class ConfigDoc(StageEnvelope):
 
 
 class DiscoveredFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     path: str = Field(description="Absolute resolved path of the check file.")
     relative_path: str | None = Field(description="POSIX path relative to the project root.")
@@ -81,7 +81,7 @@ class DiscoverDoc(StageEnvelope):
 
 
 class PlannedCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     type: str
@@ -110,7 +110,7 @@ class PlanDoc(StageEnvelope):
 
 
 class ResolvedHarness(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     agent: str
     template: AgentTemplate
