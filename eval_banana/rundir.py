@@ -23,6 +23,11 @@ def output_base(*, config: ConfigDoc) -> Path:
     return Path(config.project_root) / configured if configured else Path(config.project_root)
 
 
+def _has_entries(folder: Path) -> bool:
+    with os.scandir(folder) as entries:
+        return any(True for _ in entries)
+
+
 def _refuse_flat(*, exact: Path) -> None:
     if exact.is_symlink():
         raise OutputDirError(
@@ -35,7 +40,7 @@ def _refuse_flat(*, exact: Path) -> None:
             f"Refusing --flat-output because the output path is not a directory: {resolved}",
             file=str(resolved),
         )
-    if resolved.is_dir() and any(os.scandir(resolved)):
+    if resolved.is_dir() and _has_entries(resolved):
         raise OutputDirError(
             f"Refusing --flat-output because the output directory is not empty: {resolved}",
             file=str(resolved),

@@ -1,0 +1,170 @@
+"""The run folder of `eb run`: default layout, --flat-output refusals, setup errors on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EbResult, check_yaml
+
+
+@pytest.fixture
+def one_check(project: Callable[..., Path]) -> Path:
+    return project({"eval_checks/a.yaml": check_yaml("a")}, config='[core]\noutput_dir = "out"\n')
+
+
+def test_default_layout_is_output_dir_slash_run_id(
+    one_check: Path, eb: Callable[..., EbResult]
+) -> None:
+    result = eb("run", "--cwd", str(one_check))
+    assert result.exit_code == 0
+    (run_dir,) = list((one_check / "out").iterdir())
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["output_dir"] == str(run_dir)
+    assert run_dir.name == report["run_id"]
+    assert len(run_dir.name) == len("20261130_002431_b31f0879")
+    assert (run_dir / "report.md").read_text().startswith("# eval-banana report\n")
+    assert sorted(p.name for p in (run_dir / "stages").iterdir()) == [
+        "config.json",
+        "discover.json",
+        "execute.json",
+        "guard.json",
+        "plan.json",
+        "report.json",
+        "score.json",
+    ]
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Run ID: {report['run_id']}"
+    assert lines[1:4] == ["Score: 1/1", "Percentage: 100.0%", "Passed: yes"]
+    assert lines[4] == f"Report: {run_dir / 'report.json'}"
+    assert lines[5] == "- a: passed"
+
+
+def test_relative_output_dir_flag_is_joined_to_the_project_root(
+    one_check: Path, eb: Callable[..., EbResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert eb("run", "--cwd", str(one_check), "--output-dir", "custom").exit_code == 0
+    assert len(list((one_check / "custom").iterdir())) == 1
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_flat_output_writes_into_the_exact_folder(
+    one_check: Path, eb: Callable[..., EbResult]
+) -> None:
+    target = one_check / "flat"
+    result = eb("run", "--cwd", str(one_check), "--output-dir", "flat", "--flat-output")
+    assert result.exit_code == 0
+    report = json.loads((target / "report.json").read_text())
+    assert report["output_dir"] == str(target)
+    assert (target / "checks").is_dir() and (target / "stages" / "plan.json").is_file()
+
+
+def test_flat_output_needs_an_explicit_output_dir(
+    one_check: Path, eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVAL_BANANA_OUTPUT_DIR", "from-env")
+    result = eb("run", "--cwd", str(one_check), "--flat-output")
+    assert result.exit_code == 2
+    assert "--flat-output requires an explicit --output-dir" in result.stderr
+    assert not (one_check / "from-env").exists() and not (one_check / "out").exists()
+
+
+@pytest.mark.parametrize("trailing_slash", [False, True])
+def test_flat_output_refuses_a_symlink(
+    one_check: Path, eb: Callable[..., EbResult], tmp_path: Path, trailing_slash: bool
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    os.symlink(real, one_check / "link")
+    target = "link/" if trailing_slash else "link"
+    result = eb("run", "--cwd", str(one_check), "--output-dir", target, "--flat-output")
+    assert result.exit_code == 2
+    assert (
+        f"Refusing --flat-output because the exact output path is a symlink: {one_check / 'link'}"
+        in result.stderr
+    )
+    assert list(real.iterdir()) == []
+
+
+def test_flat_output_refuses_a_file_and_a_non_empty_folder(
+    one_check: Path, eb: Callable[..., EbResult]
+) -> None:
+    (one_check / "afile").write_text("x")
+    as_file = eb("run", "--cwd", str(one_check), "--output-dir", "afile", "--flat-output")
+    assert as_file.exit_code == 2
+    assert "Refusing --flat-output because the output path is not a directory: " in as_file.stderr
+    busy = one_check / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("precious")
+    refused = eb("run", "--cwd", str(one_check), "--output-dir", "busy", "--flat-output")
+    assert refused.exit_code == 2
+    assert f"Refusing --flat-output because the output directory is not empty: {busy}" in (
+        refused.stderr
+    )
+    assert [p.name for p in busy.iterdir()] == ["keep.txt"]
+    assert (busy / "keep.txt").read_text() == "precious"
+
+
+def test_unusable_output_dir_is_a_clear_error(one_check: Path, eb: Callable[..., EbResult]) -> None:
+    (one_check / "blocker").write_text("a file where a folder must go")
+    result = eb("run", "--cwd", str(one_check), "--output-dir", "blocker/sub")
+    assert result.exit_code == 2
+    assert "Cannot create output directory" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_setup_error_leaves_stage_files_up_to_the_failing_stage_and_no_report(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {"eval_checks/bad.yaml": "schema_version: 1\nid: bad\ntype: deterministic\n"},
+        config='[core]\noutput_dir = "out"\n',
+    )
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert "Invalid check definition in " in result.stderr
+    (run_dir,) = list((root / "out").iterdir())
+    stages = sorted(p.name for p in (run_dir / "stages").iterdir())
+    assert stages == ["config.json", "discover.json", "plan.json"]
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    assert plan["ok"] is False
+    assert plan["errors"][0]["file"].endswith("bad.yaml")
+    assert "deterministic.description" in plan["errors"][0]["message"]
+    assert not (run_dir / "report.json").exists() and not (run_dir / "report.md").exists()
+
+
+def test_no_checks_found_is_exit_2(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"README.md": "empty"})
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 2 and "No checks found" in result.stderr
+
+
+def test_guard_refusal_runs_nothing(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/judge.yaml": "schema_version: 1\nid: j\ntype: harness_judge\n"
+            "description: d\ninstructions: i\n",
+            "eval_checks/det.yaml": check_yaml("det", script="open('ran.txt', 'w').write('x')"),
+        },
+        config='[core]\noutput_dir = "out"\n',
+    )
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert "harness_judge check requires a harness but none is configured" in result.stderr
+    assert not (root / "ran.txt").exists()
+    (run_dir,) = list((root / "out").iterdir())
+    assert json.loads((run_dir / "stages" / "guard.json").read_text())["ok"] is False
+    # Selecting only the deterministic check needs no agent (B-85).
+    selected = eb("run", "--cwd", str(root), "--check-id", "det")
+    assert selected.exit_code == 0 and (root / "ran.txt").exists()
