@@ -33,7 +33,9 @@ def _project(root: Path, *, agent: str, extra_config: str = "") -> Path:
     return root
 
 
-def _eb(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _eb(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     environ = dict(os.environ)
     environ["PATH"] = f"{STANDIN_AGENTS}{os.pathsep}{environ['PATH']}"
     environ.update(env or {})
@@ -84,7 +86,7 @@ def test_each_builtin_agent_gives_real_verdicts(tmp_path: Path, agent: str) -> N
         ("claude", '[agents.claude]\nshared_flags = ["-p", "--output-format", "stream-json"]\n'),
         ("codex", '[agents.codex]\ncommand = ["codex"]\n'),
         ("gemini", '[agents.gemini]\nprompt_flag = "--prompt-file"\n'),
-        ("grok", "[agents.grok]\nshared_flags = [\"--always-aprove\"]\n"),
+        ("grok", '[agents.grok]\nshared_flags = ["--always-aprove"]\n'),
         ("openhands", '[agents.openhands]\nprompt_flag = ""\n'),
         ("opencode", '[agents.opencode]\ncommand = ["opencode"]\n'),
         ("pi", '[agents.pi]\ncommand = ["pi"]\n'),
@@ -121,7 +123,11 @@ def test_model_and_effort_reach_the_agent_through_its_channel(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_missing_agent_executable_stops_before_anything_runs(tmp_path: Path) -> None:
-    root = _project(tmp_path / "p", agent="claude", extra_config='\n[agents.claude]\ncommand = ["no-such-claude"]\n')
+    root = _project(
+        tmp_path / "p",
+        agent="claude",
+        extra_config='\n[agents.claude]\ncommand = ["no-such-claude"]\n',
+    )
     result = _eb(root)
     assert result.returncode == 2
     assert "no-such-claude" in result.stderr and "claude" in result.stderr
