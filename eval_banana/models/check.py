@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -144,7 +144,7 @@ CHECK_MODELS: dict[str, type[CheckBase]] = {
     "assertions": AssertionsCheck,
 }
 
-AnyCheck = DeterministicCheck | HarnessJudgeCheck | AssertionsCheck
+AnyCheck: TypeAlias = DeterministicCheck | HarnessJudgeCheck | AssertionsCheck
 CheckDefinition = Annotated[AnyCheck, Field(discriminator="type")]
 
 CHECK_ADAPTER: TypeAdapter[AnyCheck] = TypeAdapter(CheckDefinition)
