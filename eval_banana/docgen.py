@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from eval_banana.models.stages import STAGE_FILES, STAGE_NAMES
+from eval_banana.stages import STAGE_FILES, STAGE_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_CODES = (

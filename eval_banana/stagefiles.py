@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from eval_banana.artifacts import sha256_file
 from eval_banana.errors import StageFileError
 from eval_banana.models import stages as stage_models
-from eval_banana.models.stages import STAGE_FILES, STAGE_NAMES
+from eval_banana.stages import STAGE_FILES, STAGE_NAMES
 
 STAGE_MODELS: dict[str, type[BaseModel]] = {
     "config": stage_models.ConfigDoc,

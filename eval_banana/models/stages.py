@@ -9,19 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from eval_banana.models.config import AgentTemplate, Selection, Settings, SettingSource
 from eval_banana.models.result import CheckResult
 
-STAGE_NAMES: tuple[str, ...] = (
-    "config",
-    "discover",
-    "validate",
-    "guard",
-    "execute",
-    "score",
-    "report",
-)
-# The validate stage writes plan.json (D-1); every other stage writes <stage>.json.
-STAGE_FILES: dict[str, str] = {name: f"{name}.json" for name in STAGE_NAMES}
-STAGE_FILES["validate"] = "plan.json"
-
 AbortReason = Literal["interrupt", "run_timeout", "token_fuse"]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eval_banana.artifacts import write_bytes_atomic
+from eval_banana.commands.report_flags import FORMATS  # noqa: F401 - re-exported
 from eval_banana.errors import (
     EvalBananaError,
     GuardError,
@@ -21,7 +22,6 @@ from eval_banana.errors import (
     RunAborted,
     UsageError,
 )
-from eval_banana.reporting.flags import FORMATS  # noqa: F401 - re-exported
 
 RESULT_SCHEMA_VERSION = 1
 FENCE = "```eval-banana-result v1"

@@ -1,5 +1,17 @@
-"""The pipeline's stages, in order: config, discover, validate, guard, execute, score, report."""
+"""The pipeline's stages, in order: config, discover, validate, guard, execute, score, report.
 
-from eval_banana.models.stages import STAGE_FILES, STAGE_NAMES
+Kept free of imports so that naming a stage (argparse choices, Invoke tasks) costs nothing.
+"""
 
-__all__ = ["STAGE_FILES", "STAGE_NAMES"]
+STAGE_NAMES: tuple[str, ...] = (
+    "config",
+    "discover",
+    "validate",
+    "guard",
+    "execute",
+    "score",
+    "report",
+)
+# The validate stage writes plan.json (D-1); every other stage writes <stage>.json.
+STAGE_FILES: dict[str, str] = {name: f"{name}.json" for name in STAGE_NAMES}
+STAGE_FILES["validate"] = "plan.json"

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from eval_banana.artifacts import STAGES_DIR, write_model
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import Selection, Settings, SettingSource
-from eval_banana.models.stages import STAGE_FILES, ConfigDoc, ProblemModel
+from eval_banana.models.stages import ConfigDoc, ProblemModel
 from eval_banana.settings import (
     LEGACY_CORE_KEYS,
     SECTION_KEYS,
@@ -30,6 +30,7 @@ from eval_banana.settings import (
     coerce_typed,
     show,
 )
+from eval_banana.stages import STAGE_FILES
 from eval_banana.stages.common import envelope
 
 CONFIG_DIR = ".eval-banana"

@@ -8,13 +8,8 @@ from pathlib import Path
 
 from eval_banana.artifacts import sha256_bytes, write_model
 from eval_banana.errors import UsageError
-from eval_banana.models.stages import (
-    STAGE_FILES,
-    ConfigDoc,
-    DiscoverDoc,
-    DiscoveredFile,
-    ProblemModel,
-)
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
+from eval_banana.stages import STAGE_FILES
 from eval_banana.stages.common import envelope
 
 CHECK_DIR_NAME = "eval_checks"

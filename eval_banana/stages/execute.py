@@ -25,7 +25,6 @@ from eval_banana.envpolicy import build_base_env
 from eval_banana.fuses import RunFuses
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
-    STAGE_FILES,
     ConfigDoc,
     ExecuteDoc,
     GuardDoc,
@@ -45,6 +44,7 @@ from eval_banana.results import (
 )
 from eval_banana.runners import runner_for
 from eval_banana.runners.base import RunContext
+from eval_banana.stages import STAGE_FILES
 from eval_banana.stages.common import envelope
 
 logger = logging.getLogger("eval_banana.stages.execute")

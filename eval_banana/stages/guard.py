@@ -7,14 +7,8 @@ from typing import Literal
 
 from eval_banana.artifacts import write_model
 from eval_banana.errors import ConfigError, GuardError
-from eval_banana.models.stages import (
-    STAGE_FILES,
-    ConfigDoc,
-    GuardDoc,
-    PlanDoc,
-    ProblemModel,
-    ResolvedHarness,
-)
+from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, ProblemModel, ResolvedHarness
+from eval_banana.stages import STAGE_FILES
 from eval_banana.stages.common import envelope
 
 GuardMode = Literal["run", "validate"]

@@ -11,8 +11,9 @@ from typing import Any
 
 from eval_banana.artifacts import STAGES_DIR, write_model, write_text_atomic
 from eval_banana.models.result import CheckResult
-from eval_banana.models.stages import STAGE_FILES, ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.results import elapsed_ms
+from eval_banana.stages import STAGE_FILES
 from eval_banana.stages.common import envelope
 from eval_banana.stages.execute import document_digest
 

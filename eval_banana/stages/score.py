@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_banana.artifacts import STAGES_DIR, write_model
-from eval_banana.models.stages import STAGE_FILES, ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.stages import STAGE_FILES
 from eval_banana.stages.common import envelope
 from eval_banana.stages.execute import document_digest
 

@@ -17,14 +17,8 @@ from eval_banana.definition import (
 )
 from eval_banana.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.models.check import CheckBase
-from eval_banana.models.stages import (
-    STAGE_FILES,
-    ConfigDoc,
-    DiscoverDoc,
-    PlanDoc,
-    PlannedCheck,
-    ProblemModel,
-)
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck, ProblemModel
+from eval_banana.stages import STAGE_FILES
 from eval_banana.stages.common import envelope
 from eval_banana.stem import artifact_stem
 

@@ -5,18 +5,32 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eval_banana.models.stages import PlanDoc, ProblemModel
-from eval_banana.request import RunRequest, load_config
-from eval_banana.rundir import new_run_id
-from eval_banana.stages import discover as discover_stage
-from eval_banana.stages import guard as guard_stage
-from eval_banana.stages import validate as validate_stage
-from eval_banana.stages.config import write_config_stage
+from eval_banana.commands import common
+
+if TYPE_CHECKING:
+    from eval_banana.models.stages import PlanDoc, ProblemModel
+
+HELP = "Validate every check definition without running anything."
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    common.add_common(parser)
+    common.add_setting_flags(parser, command="validate")
+    parser.add_argument(
+        "--allow-empty", action="store_true", help="Succeed even when no check is found."
+    )
+    parser.add_argument(
+        "--run-dir", help="Also write the config, discover, validate and guard stage files here."
+    )
+    parser.add_argument("files", nargs="*", help=argparse.SUPPRESS)
 
 
 def readiness_problems(*, plan: PlanDoc) -> list[ProblemModel]:
     """What validates but could never run: a referenced script that is not there."""
+    from eval_banana.models.stages import ProblemModel
+
     return [
         ProblemModel(
             message=check.script_unavailable,
@@ -29,8 +43,15 @@ def readiness_problems(*, plan: PlanDoc) -> list[ProblemModel]:
     ]
 
 
-def run_validate(*, args: argparse.Namespace, request: RunRequest) -> int:
-    config = load_config(request=request, run_id=new_run_id())
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.request import load_config
+    from eval_banana.rundir import new_run_id
+    from eval_banana.stages import discover as discover_stage
+    from eval_banana.stages import guard as guard_stage
+    from eval_banana.stages import validate as validate_stage
+    from eval_banana.stages.config import write_config_stage
+
+    config = load_config(request=common.request(args), run_id=new_run_id())
     run_dir = Path(args.run_dir).resolve() if args.run_dir else None
     digests: dict[str, str] = {}
     if run_dir is not None:

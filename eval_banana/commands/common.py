@@ -1,0 +1,136 @@
+"""What several subcommands share: common flags, the run request, the run folder, signals."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eval_banana.models.config import Selection
+    from eval_banana.reporting import ReportExtras
+    from eval_banana.request import RunRequest
+
+EXIT_HELP = """exit codes:
+  0  the run passed (or the command succeeded)
+  1  the run did not pass (a check failed or errored, or the threshold was not met)
+  2  setup or usage error: bad flags, config or check definitions; nothing ran
+  3  the run was aborted (interrupt or fuse); the report marks the checks that did not run
+"""
+
+
+def add_common(parser: argparse.ArgumentParser, *, selection: bool = True) -> None:
+    parser.add_argument(
+        "--cwd",
+        default=".",
+        help="Where the upward search for .eval-banana/config.toml starts (default: .). "
+        "The process working directory is not changed.",
+    )
+    parser.add_argument("--verbose", action="store_true", help="Log debug details to stderr.")
+    parser.add_argument(
+        "--no-project-config",
+        action="store_true",
+        help="Ignore .eval-banana/config.toml; use env vars, flags and defaults only.",
+    )
+    if selection:
+        parser.add_argument(
+            "--check-dir",
+            help="Only collect checks below this folder (relative paths are resolved against "
+            "the project root, not the current directory).",
+        )
+        parser.add_argument(
+            "--check-id",
+            action="append",
+            default=[],
+            help="Select the check with this id (repeatable). Other files are not validated.",
+        )
+        parser.add_argument(
+            "--tag",
+            action="append",
+            default=[],
+            help="Keep checks that have this tag (repeatable; any tag matches).",
+        )
+
+
+def add_setting_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
+    from eval_banana.settings import add_setting_arguments
+
+    add_setting_arguments(parser=parser, command=command)
+
+
+def add_run_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run-dir",
+        help="The run folder (default: the newest run under the configured output folder).",
+    )
+
+
+def selection(args: argparse.Namespace) -> Selection:
+    from eval_banana.models.config import Selection
+
+    return Selection(
+        check_ids=list(getattr(args, "check_id", []) or []),
+        check_dir=getattr(args, "check_dir", None),
+        tags=list(getattr(args, "tag", []) or []),
+    )
+
+
+def cli_values(args: argparse.Namespace) -> dict[str, object]:
+    from eval_banana.settings import cli_values_from_namespace
+
+    return cli_values_from_namespace(namespace=args)
+
+
+def request(
+    args: argparse.Namespace, *, flat_output: bool = False, extras: ReportExtras | None = None
+) -> RunRequest:
+    from eval_banana.request import RunRequest
+
+    return RunRequest(
+        cwd=Path(args.cwd),
+        cli_values=cli_values(args),
+        environ=dict(os.environ),
+        no_project_config=bool(getattr(args, "no_project_config", False)),
+        selection=selection(args),
+        flat_output=flat_output,
+        extras=extras,
+    )
+
+
+def resolve_run_dir(args: argparse.Namespace) -> Path:
+    """--run-dir, else the newest run under the configured output folder."""
+    from eval_banana.errors import StageFileError
+    from eval_banana.request import load_config
+    from eval_banana.rundir import new_run_id, newest_run_dir
+
+    if args.run_dir:
+        return Path(args.run_dir).resolve()
+    config = load_config(request=request(args), run_id=new_run_id())
+    newest = newest_run_dir(config=config)
+    if newest is None:
+        raise StageFileError(
+            f"No run folder found under {config.settings.core.output_dir}",
+            hint="Run `eb run` first, or pass --run-dir.",
+        )
+    return newest
+
+
+@contextmanager
+def stop_on_signals(cancel: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM stop the run gracefully: running checks end, the reports are written."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        cancel.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

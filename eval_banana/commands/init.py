@@ -1,0 +1,21 @@
+"""`eb init`: write .eval-banana/config.toml, the editor schema and a first passing check."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "Write .eval-banana/config.toml and an example check."
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true", help="Overwrite an existing config file.")
+    parser.add_argument("--verbose", action="store_true", help=argparse.SUPPRESS)
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.init import run_init
+
+    for path in run_init(cwd=Path.cwd(), force=args.force):
+        print(f"Wrote {path}")
+    return 0

@@ -1,0 +1,29 @@
+"""`eb schema NAME`: print one published JSON Schema (D-2)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from eval_banana.errors import UsageError
+
+HELP = "Print a published JSON Schema (check, config, report, stages/<stage>...)."
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", nargs="?", help="Schema name; see --list.")
+    parser.add_argument("--list", action="store_true", help="List the schema names.")
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.schemas import packaged_schema, schema_names
+
+    names = schema_names()
+    if args.list or not args.name:
+        print("\n".join(names))
+        return 0
+    name = args.name if args.name in names else f"stages/{args.name}"
+    if name not in names:
+        raise UsageError(f"Unknown schema '{args.name}'. Known schemas: {', '.join(names)}")
+    sys.stdout.write(packaged_schema(name))
+    return 0

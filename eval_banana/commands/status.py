@@ -1,0 +1,27 @@
+"""`eb status`: each stage file of a run: ok, missing, invalid or stale (like `make -n`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from eval_banana.commands import common
+
+HELP = "Show each stage file: ok, missing, invalid or stale."
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    common.add_run_dir(parser)
+    common.add_common(parser, selection=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.status import run_status
+
+    run_dir = common.resolve_run_dir(args)
+    states = run_status(run_dir=run_dir)
+    print(f"Run folder: {run_dir}")
+    for state in states:
+        relative = state.path.relative_to(run_dir)
+        detail = f"  ({state.detail})" if state.detail else ""
+        print(f"{state.stage:<9} {str(relative):<22} {state.state}{detail}")
+    return 0 if all(state.state == "ok" for state in states) else 1
