@@ -135,3 +135,30 @@ def test_missing_agent_executable_stops_before_anything_runs(tmp_path: Path) -> 
     assert not (run_dir / "report.json").exists()
     guard = json.loads((run_dir / "stages" / "guard.json").read_text())
     assert guard["ok"] is False
+
+
+@pytest.mark.slow
+def test_a_broken_judge_never_looks_like_a_pass(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", agent="claude")
+    checks = root / "eval_checks"
+    (checks / "silent.yaml").write_text(
+        judge_yaml("silent", instructions="Anything?\nstandin: mode=no_verdict")
+    )
+    (checks / "crashed.yaml").write_text(
+        judge_yaml("crashed", instructions="Anything?\nstandin: mode=verdict_exit1 score=1")
+    )
+    (checks / "failed_result.yaml").write_text(
+        judge_yaml("failed_result", instructions="Anything?\nstandin: mode=error_result score=1")
+    )
+    result = _eb(root)
+    assert result.returncode == 1
+    checks_by_id = {c["check_id"]: c for c in _report(root)["checks"]}  # type: ignore[attr-defined]
+    assert checks_by_id["good"]["status"] == "passed"
+    for check_id in ("silent", "crashed", "failed_result"):
+        assert checks_by_id[check_id]["status"] == "error", checks_by_id[check_id]
+        assert checks_by_id[check_id]["score"] == 0
+    assert checks_by_id["silent"]["error_detail"] == (
+        'Harness judge output did not contain a valid JSON verdict with "score": 0 or 1.'
+    )
+    assert checks_by_id["crashed"]["error_detail"] == "Harness judge agent exited with code 1"
+    assert checks_by_id["crashed"]["exit_code"] == 1

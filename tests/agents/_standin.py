@@ -94,8 +94,11 @@ def _apply_directives(prompt: str) -> None:
             key, _, value = item.partition("=")
             if key == "sleep":
                 time.sleep(float(value))
-            elif key in ("score", "mode", "reason"):
-                os.environ[f"STANDIN_{key.upper()}"] = value.replace("_", " ")
+            elif key == "reason":
+                # Reasons are prose: `_` stands for a space there (and only there).
+                os.environ["STANDIN_REASON"] = value.replace("_", " ")
+            elif key in ("score", "mode"):
+                os.environ[f"STANDIN_{key.upper()}"] = value
 
 
 def expect(kind: str, received: str | None, agent: str, code: int) -> None:
