@@ -103,6 +103,11 @@ _VOLATILE = re.compile(
 )
 
 
+_TEMP_DIR = re.compile(
+    re.escape(tempfile.gettempdir()) + r"/([A-Za-z0-9._-]+-[0-9a-f]{64})_[a-z0-9_]{8}/"
+)
+
+
 def _normalize(text: str, *, root: str) -> str:
     def repl(match: re.Match[str]) -> str:
         if match.group(1):
@@ -114,6 +119,8 @@ def _normalize(text: str, *, root: str) -> str:
         return "<run_id>"
 
     text = text.replace(root, "<project>")
+    # A check's private temp folder (B-100) shows in tracebacks: its name is random.
+    text = _TEMP_DIR.sub(r"<tmp>/\1_<random>/", text)
     return _VOLATILE.sub(repl, text)
 
 
