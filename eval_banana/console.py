@@ -12,15 +12,17 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
-
-from rich.console import Console as RichConsole
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
 from eval_banana.stages.report import control_note, result_summary
+
+if TYPE_CHECKING:
+    # rich is imported only when a terminal will show it: CI logs never pay for it.
+    from rich.console import Console as RichConsole
+    from rich.progress import Progress
+    from rich.text import Text
 
 STATUS_STYLES = {"passed": "green", "failed": "red", "error": "yellow"}
 _MAX_CURRENT_IDS = 4
@@ -34,6 +36,8 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def _rich(stream: TextIO) -> RichConsole:
+    from rich.console import Console as RichConsole
+
     return RichConsole(file=stream, soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 
@@ -63,6 +67,8 @@ def _check_line(*, check: dict[str, Any]) -> str:
 
 def _styled(line: str) -> Text:
     """A summary line with its status word coloured (terminal only)."""
+    from rich.text import Text
+
     text = Text(line)
     if line.startswith("Passed: "):
         text.stylize("bold green" if line.endswith("yes") else "bold red", len("Passed: "))
@@ -114,7 +120,14 @@ class Console:
         self.quiet = quiet
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
-        self.err = _rich(self.stderr)
+        self._err: RichConsole | None = None
+
+    @property
+    def err(self) -> RichConsole:
+        """A rich console on stderr, made on first use (progress on a terminal)."""
+        if self._err is None:
+            self._err = _rich(self.stderr)
+        return self._err
 
     @property
     def stderr_is_terminal(self) -> bool:
@@ -145,6 +158,14 @@ class ProgressReporter:
 
     def __enter__(self) -> ProgressReporter:
         if self._live and self.total:
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.completed}/{task.total} checks"),

@@ -1,12 +1,7 @@
-"""The installed distribution version."""
+"""The tool's version, as recorded in every stage file and result document."""
 
-from functools import cache
-from importlib import metadata
+from eval_banana._version import __version__
 
 
-@cache
 def tool_version() -> str:
-    try:
-        return metadata.version("eval_banana")
-    except metadata.PackageNotFoundError:
-        return "0.0.0"
+    return __version__
