@@ -40,29 +40,56 @@ def _cell(value: object) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+_KIND_TYPES = {
+    "path": "string (path)",
+    "optional_path": "string (path)",
+    "threshold": "number, 0.0-1.0",
+    "integer": "integer",
+    "positive_integer": "integer ≥ 1",
+    "non_negative_integer": "integer ≥ 0 (0 = none)",
+    "optional_string": "string",
+    "string_list": "list of strings",
+    "name_list": "list of strings",
+    "string_table": "table of strings",
+    "env_policy": '"inherit" or "allowlist"',
+    "agent_tables": "tables",
+    "ignored": "any (ignored)",
+}
+
+
 def _settings_table() -> list[str]:
     from eval_banana.settings import SETTINGS
 
-    rows = ["| setting | default | env var | flag | meaning |", "|---|---|---|---|---|"]
+    rows = [
+        "| setting | type | default | env var | flag | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
     for spec in SETTINGS:
         if spec.name == "agents":
             continue
         default = json.dumps(spec.default) if spec.default is not None else "unset"
         rows.append(
-            f"| `[{spec.section}] {spec.key}` | `{_cell(default)}` | "
+            f"| `[{spec.section}] {spec.key}` | {_cell(_KIND_TYPES[spec.kind])} | "
+            f"`{_cell(default)}` | "
             f"{f'`{spec.env}`' if spec.env else '—'} | {f'`{spec.flag}`' if spec.flag else '—'} | "
             f"{_cell(spec.help)} |"
         )
     return rows
 
 
+def _type_name(annotation: object) -> str:
+    name = getattr(annotation, "__name__", None)
+    text = name if isinstance(name, str) and "[" not in str(annotation) else str(annotation)
+    return text.replace("typing.", "").replace("eval_banana.models.assertions.", "")
+
+
 def _fields_table(model: type[BaseModel]) -> list[str]:
-    rows = ["| field | required | meaning |", "|---|---|---|"]
+    rows = ["| field | type | required | meaning |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
         key = field.alias or name
         rows.append(
-            f"| `{key}` | {'yes' if field.is_required() else 'no'} | "
-            f"{_cell(field.description or '')} |"
+            f"| `{key}` | `{_cell(_type_name(field.annotation))}` | "
+            f"{'yes' if field.is_required() else 'no'} | {_cell(field.description or '')} |"
         )
     return rows
 
