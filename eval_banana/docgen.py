@@ -80,7 +80,9 @@ def _settings_table() -> list[str]:
 def _type_name(annotation: object) -> str:
     name = getattr(annotation, "__name__", None)
     text = name if isinstance(name, str) and "[" not in str(annotation) else str(annotation)
-    return text.replace("typing.", "").replace("eval_banana.models.assertions.", "")
+    text = text.replace("typing.", "").replace("eval_banana.models.assertions.", "")
+    # A discriminated union prints its Field(...) metadata; the member names are what matter.
+    return re.sub(r"Annotated\[(.*?), FieldInfo\(.*?\)\]", r"\1", text)
 
 
 def _fields_table(model: type[BaseModel]) -> list[str]:
