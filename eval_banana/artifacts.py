@@ -1,4 +1,4 @@
-"""Stage files on disk: atomic writes, digests, and validated reads."""
+"""Files on disk: atomic writes and digests (reading a stage file back: stagefiles.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,9 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from eval_banana.errors import StageFileError
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
-
-STAGES_DIR = "stages"
+from pydantic import BaseModel
 
 
 def write_bytes_atomic(*, path: Path, data: bytes) -> None:
@@ -62,38 +56,3 @@ def write_model(*, path: Path, model: BaseModel) -> str:
     data = stage_json_bytes(document=model.model_dump(mode="json", by_alias=True))
     write_bytes_atomic(path=path, data=data)
     return sha256_bytes(data=data)
-
-
-def read_model(*, path: Path, model_type: type[ModelT]) -> ModelT:
-    """Read a stage file: parse, check against the model's schema, and return the model."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise StageFileError(
-            f"Stage file missing: {path}",
-            file=str(path),
-            hint="Run the upstream stages first (eb run, or eb stage <name>).",
-        ) from None
-    except OSError as exc:
-        raise StageFileError(f"Cannot read stage file {path}: {exc}", file=str(path)) from None
-    try:
-        document = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise StageFileError(
-            f"Stage file {path} is not valid JSON: {exc}",
-            file=str(path),
-            hint="The file is truncated or was edited by hand; rerun the stage that writes it.",
-        ) from None
-    try:
-        return model_type.model_validate(document)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        json_path = "$" + "".join(
-            f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
-        )
-        raise StageFileError(
-            f"Stage file {path} is invalid at {json_path}: {first['msg']}",
-            file=str(path),
-            field_path=json_path,
-            hint="Rerun the stage that writes it (eb stage <name>).",
-        ) from None

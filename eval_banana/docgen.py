@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from eval_banana.stages import STAGE_FILES, STAGE_NAMES
+from eval_banana.stages import STAGE_FILES, STAGE_NAMES, stage_path
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_CODES = (
@@ -170,7 +170,7 @@ def stage_examples() -> dict[str, str]:
         (run_dir,) = (root / ".eval-banana" / "results").iterdir()
         examples = {}
         for stage in STAGE_NAMES:
-            raw = (run_dir / "stages" / STAGE_FILES[stage]).read_text()
+            raw = stage_path(run_dir=run_dir, stage=stage).read_text()
             document: Any = json.loads(_normalize(raw, root=str(root.resolve())))
             examples[stage] = json.dumps(document, indent=2, sort_keys=True) + "\n"
         return examples

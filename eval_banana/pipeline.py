@@ -56,7 +56,7 @@ def publish_report(
         extras=extras,
         run_dir=run_dir,
         report=report.report,
-        report_md=report.report_md.read_text(encoding="utf-8"),
+        report_md=report.markdown,
         junit_xml=config.settings.core.junit_xml,
     )
     console.summary(report=report.report, report_path=report.report_json)

@@ -39,8 +39,6 @@ SettingKind = Literal[
     "ignored",  # accepted in the file, never used
 ]
 
-# Commands that take setting flags; `list` takes none (it never runs or judges anything).
-COMMANDS: tuple[str, ...] = ("run", "validate", "list")
 
 _SECTION_MODELS: dict[str, type[BaseModel]] = {
     "core": CoreSettings,

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from eval_banana.artifacts import sha256_file
 from eval_banana.errors import StageFileError
 from eval_banana.models import stages as stage_models
-from eval_banana.stages import STAGE_FILES, STAGE_NAMES
+from eval_banana.stages import STAGE_NAMES, stage_path
 
 STAGE_MODELS: dict[str, type[BaseModel]] = {
     "config": stage_models.ConfigDoc,
@@ -35,10 +35,6 @@ STAGE_INPUTS: dict[str, tuple[str, ...]] = {
     "report": ("config", "execute", "score"),
 }
 assert tuple(STAGE_MODELS) == STAGE_NAMES
-
-
-def stage_path(*, run_dir: Path, stage: str) -> Path:
-    return run_dir / "stages" / STAGE_FILES[stage]
 
 
 @cache

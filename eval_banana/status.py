@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval_banana.errors import StageFileError
-from eval_banana.stagefiles import STAGE_INPUTS, read_stage, stage_digest, stage_path
-from eval_banana.stages import STAGE_NAMES
+from eval_banana.stagefiles import STAGE_INPUTS, read_stage, stage_digest
+from eval_banana.stages import STAGE_NAMES, stage_path
 
 
 @dataclass(frozen=True)

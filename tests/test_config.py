@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from eval_banana.artifacts import read_model, sha256_file
+from eval_banana.artifacts import sha256_file
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import (
     DEFAULT_EXCLUDE_DIRS,
@@ -27,6 +27,7 @@ from eval_banana.settings import (
     add_setting_arguments,
     cli_values_from_namespace,
 )
+from eval_banana.stagefiles import read_stage
 from eval_banana.stages.config import find_config_file, resolve_config, write_config_stage
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -325,7 +326,7 @@ def test_write_config_stage_round_trips(tmp_path: Path) -> None:
     digest = write_config_stage(run_dir=run_dir, doc=doc)
     path = run_dir / "stages" / "config.json"
     assert digest == sha256_file(path=path)
-    again = read_model(path=path, model_type=ConfigDoc)
+    again = read_stage(run_dir=run_dir, stage="config")
     assert again == doc
     assert json.loads(path.read_text())["sources"]["harness.model"] == "env"
 

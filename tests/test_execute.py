@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from eval_banana.artifacts import read_model, sha256_file
+from eval_banana.artifacts import sha256_file
 from eval_banana.envpolicy import build_base_env
 from eval_banana.models.config import ExecutionSettings
 from eval_banana.models.result import CheckResult
@@ -21,6 +21,7 @@ from eval_banana.models.stages import ExecuteDoc, PlannedCheck
 from eval_banana.results import StopSignal, build_result, utc_now
 from eval_banana.runners import RUNNERS
 from eval_banana.runners.base import RunContext
+from eval_banana.stagefiles import read_stage
 from eval_banana.stages.execute import (
     document_digest,
     execute,
@@ -133,7 +134,7 @@ def test_per_check_json_and_execute_document(root: Path, tmp_path: Path) -> None
     digest = write_execute_stage(run_dir=run_dir, doc=doc)
     path = run_dir / "stages" / "execute.json"
     assert digest == sha256_file(path=path) == document_digest(doc=doc)
-    assert read_model(path=path, model_type=ExecuteDoc) == doc
+    assert read_stage(run_dir=run_dir, stage="execute") == doc
 
 
 def test_runner_exception_becomes_an_error_result(root: Path, tmp_path: Path) -> None:

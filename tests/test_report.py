@@ -13,12 +13,11 @@ from typing import Any
 
 import jsonschema
 
-from eval_banana.artifacts import read_model
 from eval_banana.console import Console, ProgressReporter, print_summary, summary_lines
 from eval_banana.models.report import ReportJson
 from eval_banana.models.result import CheckResult
-from eval_banana.models.stages import ReportDoc
 from eval_banana.results import build_result, error_result
+from eval_banana.stagefiles import read_stage
 from eval_banana.stages.report import write_reports
 from eval_banana.stages.score import score
 from tests.builders import RUN_ID, make_config, make_execute, planned_inline, planned_judge
@@ -172,7 +171,7 @@ def test_report_md_threshold_prints_like_python(tmp_path: Path) -> None:
 
 def test_stage_document_is_written(tmp_path: Path) -> None:
     _, run_dir = written(tmp_path)
-    doc = read_model(path=run_dir / "stages" / "report.json", model_type=ReportDoc)
+    doc = read_stage(run_dir=run_dir, stage="report")
     assert doc.report_json == str(run_dir / "report.json")
     assert doc.report_md == str(run_dir / "report.md")
     assert set(doc.inputs) == {"config", "execute", "score"}

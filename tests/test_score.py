@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from eval_banana.artifacts import read_model, sha256_file
+from eval_banana.artifacts import sha256_file
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import ScoreDoc
 from eval_banana.results import build_result, error_result
+from eval_banana.stagefiles import read_stage
 from eval_banana.stages.score import score, write_score_stage
 from tests.builders import make_config, make_execute, planned_inline
 
@@ -91,4 +92,4 @@ def test_score_stage_file_round_trips(tmp_path: Path) -> None:
     digest = write_score_stage(run_dir=tmp_path, doc=doc)
     path = tmp_path / "stages" / "score.json"
     assert digest == sha256_file(path=path)
-    assert read_model(path=path, model_type=ScoreDoc) == doc
+    assert read_stage(run_dir=path.parent.parent, stage="score") == doc

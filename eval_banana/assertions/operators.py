@@ -219,6 +219,3 @@ OPERATORS: dict[str, Operator] = {
     "lengthAtLeast": op_length_at_least,
     "lengthAtMost": op_length_at_most,
 }
-
-# Operators whose assertion carries no `value`.
-VALUELESS_OPERATORS: frozenset[str] = frozenset({"exists"})

@@ -26,7 +26,6 @@ from eval_banana.errors import (
 RESULT_SCHEMA_VERSION = 1
 FENCE = "```eval-banana-result v1"
 Status = Literal["completed", "no_checks", "config_error", "harness_error"]
-ResultFormat = Literal["md", "json"]
 
 
 def symlink_refusal(*, shown: str) -> str:

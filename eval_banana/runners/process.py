@@ -27,7 +27,6 @@ class ProcessOutcome:
     cancelled: bool
     stdout_path: Path | None  # None when the stream was empty (the file is removed)
     stderr_path: Path | None
-    duration_s: float
 
 
 def _end_group(*, pgid: int, proc: subprocess.Popen[bytes]) -> None:
@@ -117,7 +116,6 @@ def run_process(
         cancelled=verdict["cancelled"],
         stdout_path=_drop_if_empty(stdout_path),
         stderr_path=_drop_if_empty(stderr_path),
-        duration_s=time.monotonic() - started,
     )
 
 

@@ -1,7 +1,9 @@
 """The pipeline's stages, in order: config, discover, validate, guard, execute, score, report.
 
-Kept free of imports so that naming a stage (argparse choices, Invoke tasks) costs nothing.
+Kept free of heavy imports so that naming a stage (argparse choices, Invoke tasks) costs nothing.
 """
+
+from pathlib import Path
 
 STAGE_NAMES: tuple[str, ...] = (
     "config",
@@ -15,3 +17,8 @@ STAGE_NAMES: tuple[str, ...] = (
 # The validate stage writes plan.json (D-1); every other stage writes <stage>.json.
 STAGE_FILES: dict[str, str] = {name: f"{name}.json" for name in STAGE_NAMES}
 STAGE_FILES["validate"] = "plan.json"
+
+
+def stage_path(*, run_dir: Path, stage: str) -> Path:
+    """Where a stage's file lives in a run folder (the one place that knows)."""
+    return run_dir / "stages" / STAGE_FILES[stage]

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from eval_banana.artifacts import STAGES_DIR, write_model
+from eval_banana.artifacts import write_model
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
@@ -30,7 +30,7 @@ from eval_banana.settings import (
     coerce_typed,
     show,
 )
-from eval_banana.stages import STAGE_FILES
+from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
 CONFIG_DIR = ".eval-banana"
@@ -317,4 +317,4 @@ def resolve_config(
 
 def write_config_stage(*, run_dir: Path, doc: ConfigDoc) -> str:
     """Write `<run_dir>/stages/config.json`; return the sha256 digest of its bytes."""
-    return write_model(path=run_dir / STAGES_DIR / STAGE_FILES["config"], model=doc)
+    return write_model(path=stage_path(run_dir=run_dir, stage="config"), model=doc)

@@ -9,7 +9,7 @@ from pathlib import Path
 from eval_banana.artifacts import sha256_bytes, write_model
 from eval_banana.errors import UsageError
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
-from eval_banana.stages import STAGE_FILES
+from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
 CHECK_DIR_NAME = "eval_checks"
@@ -149,4 +149,4 @@ def discover(
 
 
 def write_discover_stage(*, run_dir: Path, doc: DiscoverDoc) -> str:
-    return write_model(path=run_dir / "stages" / STAGE_FILES["discover"], model=doc)
+    return write_model(path=stage_path(run_dir=run_dir, stage="discover"), model=doc)

@@ -15,7 +15,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from eval_banana.artifacts import (
-    STAGES_DIR,
     sha256_bytes,
     stage_json_bytes,
     write_model,
@@ -44,7 +43,7 @@ from eval_banana.results import (
 )
 from eval_banana.runners import runner_for
 from eval_banana.runners.base import RunContext
-from eval_banana.stages import STAGE_FILES
+from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
 logger = logging.getLogger("eval_banana.stages.execute")
@@ -251,4 +250,4 @@ def execute(
 
 def write_execute_stage(*, run_dir: Path, doc: ExecuteDoc) -> str:
     """Write stages/execute.json; return the digest of its bytes."""
-    return write_model(path=run_dir / STAGES_DIR / STAGE_FILES["execute"], model=doc)
+    return write_model(path=stage_path(run_dir=run_dir, stage="execute"), model=doc)

@@ -7,8 +7,13 @@ from typing import Literal
 
 from eval_banana.artifacts import write_model
 from eval_banana.errors import ConfigError, GuardError
+from eval_banana.harness.resolve import (
+    injection_problem,
+    missing_executable_message,
+    resolve_harness,
+)
 from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, ProblemModel, ResolvedHarness
-from eval_banana.stages import STAGE_FILES
+from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
 GuardMode = Literal["run", "validate"]
@@ -31,8 +36,6 @@ def _judges(plan: PlanDoc) -> list[str]:
 
 
 def _resolve(*, config: ConfigDoc) -> tuple[ResolvedHarness | None, list[ProblemModel]]:
-    from eval_banana.harness.resolve import resolve_harness
-
     try:
         return resolve_harness(settings=config.settings), []
     except ConfigError as exc:
@@ -40,8 +43,6 @@ def _resolve(*, config: ConfigDoc) -> tuple[ResolvedHarness | None, list[Problem
 
 
 def _injection_problems(*, plan: PlanDoc, harness: ResolvedHarness) -> list[ProblemModel]:
-    from eval_banana.harness.resolve import injection_problem
-
     problems = []
     for check in plan.checks:
         if check.type != "harness_judge":
@@ -79,11 +80,10 @@ def guard(
             # eb validate refuses what eb run would turn into N identical errors (D-9);
             # eb run keeps them as per-check results, listed here up front (B-89).
             (problems if mode == "validate" else warnings).extend(injection)
-            if harness.executable is None and judges:
+            missing_text = missing_executable_message(harness=harness)
+            if missing_text and judges:
                 missing = _problem(
-                    f"Harness agent '{harness.agent}' needs the command "
-                    f"'{harness.template.command[0] if harness.template.command else ''}', "
-                    "which was not found on PATH",
+                    missing_text,
                     hint="Install the agent CLI, put it on PATH, or set [agents.<name>] command.",
                     field_path="harness.agent",
                 )
@@ -108,4 +108,4 @@ def raise_if_refused(doc: GuardDoc) -> None:
 
 
 def write_guard_stage(*, run_dir: Path, doc: GuardDoc) -> str:
-    return write_model(path=run_dir / "stages" / STAGE_FILES["guard"], model=doc)
+    return write_model(path=stage_path(run_dir=run_dir, stage="guard"), model=doc)

@@ -9,11 +9,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from eval_banana.artifacts import STAGES_DIR, write_model, write_text_atomic
+from eval_banana.artifacts import write_model, write_text_atomic
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.results import elapsed_ms
-from eval_banana.stages import STAGE_FILES
+from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stages.execute import document_digest
 
@@ -32,6 +32,7 @@ class ReportOutcome:
     doc: ReportDoc
     report_json: Path
     report_md: Path
+    markdown: str  # report.md's text, so later writers need not read it back
     digest: str
 
 
@@ -157,7 +158,8 @@ def write_reports(
     json_path = run_dir / REPORT_JSON
     md_path = run_dir / REPORT_MD
     write_text_atomic(path=json_path, text=report_json_text(report=report))
-    write_text_atomic(path=md_path, text=render_markdown(report=report))
+    markdown = render_markdown(report=report)
+    write_text_atomic(path=md_path, text=markdown)
     if inputs is None:
         inputs = {
             "config": document_digest(doc=config),
@@ -167,9 +169,14 @@ def write_reports(
     document = envelope(stage="report", run_id=report["run_id"], inputs=inputs)
     document.update(report_json=str(json_path), report_md=str(md_path), extra_outputs=[])
     doc = ReportDoc.model_validate(document)
-    digest = write_model(path=run_dir / STAGES_DIR / STAGE_FILES["report"], model=doc)
+    digest = write_model(path=stage_path(run_dir=run_dir, stage="report"), model=doc)
     return ReportOutcome(
-        report=report, doc=doc, report_json=json_path, report_md=md_path, digest=digest
+        report=report,
+        doc=doc,
+        report_json=json_path,
+        report_md=md_path,
+        markdown=markdown,
+        digest=digest,
     )
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_banana.artifacts import STAGES_DIR, write_model
+from eval_banana.artifacts import write_model
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
-from eval_banana.stages import STAGE_FILES
+from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stages.execute import document_digest
 
@@ -69,4 +69,4 @@ def score(
 
 def write_score_stage(*, run_dir: Path, doc: ScoreDoc) -> str:
     """Write stages/score.json; return the digest of its bytes."""
-    return write_model(path=run_dir / STAGES_DIR / STAGE_FILES["score"], model=doc)
+    return write_model(path=stage_path(run_dir=run_dir, stage="score"), model=doc)

@@ -18,7 +18,7 @@ from eval_banana.definition import (
 from eval_banana.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.models.check import CheckBase
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck, ProblemModel
-from eval_banana.stages import STAGE_FILES
+from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stem import artifact_stem
 
@@ -156,7 +156,8 @@ def _load_by_id(
 
 def _select_ids(
     *, paths: list[Path], check_ids: list[str], read: Reader
-) -> tuple[list[Loaded], list[ProblemModel]]:
+) -> tuple[list[Loaded], list[ProblemModel], list[ProblemModel]]:
+    """Relaxed selection by id: (checks, problems, warnings); any problem selects nothing."""
     selected: dict[Path, Loaded] = {}
     warnings: list[ProblemModel] = []
     problems: list[ProblemModel] = []
@@ -169,16 +170,10 @@ def _select_ids(
         warnings.extend(found_warnings)
         for item in loaded:
             selected[item.path] = item
+    unique_warnings = list({(w.file, w.message): w for w in warnings}.values())
     if problems:
-        raise _Collected(problems)
-    unique_warnings = {(w.file, w.message): w for w in warnings}
-    return [selected[path] for path in sorted(selected, key=str)], list(unique_warnings.values())
-
-
-class _Collected(Exception):
-    def __init__(self, problems: list[ProblemModel]) -> None:
-        super().__init__(problems[0].message)
-        self.problems = problems
+        return [], problems, unique_warnings
+    return [selected[path] for path in sorted(selected, key=str)], [], unique_warnings
 
 
 def _plan_check(*, item: Loaded) -> tuple[PlannedCheck, bytes | None]:
@@ -218,16 +213,13 @@ def validate(
     errors = list(discovered.problems)
     warnings: list[ProblemModel] = []
     selection = config.selection
-    try:
-        if selection.check_ids:
-            loaded, warnings = _select_ids(
-                paths=paths, check_ids=selection.check_ids, read=_reader(contents)
-            )
-        else:
-            loaded, problems = _load_strict(paths=paths, read=_reader(contents))
-            errors.extend(problems)
-    except _Collected as collected:
-        loaded, errors = [], errors + collected.problems
+    if selection.check_ids:
+        loaded, problems, warnings = _select_ids(
+            paths=paths, check_ids=selection.check_ids, read=_reader(contents)
+        )
+    else:
+        loaded, problems = _load_strict(paths=paths, read=_reader(contents))
+    errors.extend(problems)
     if selection.tags:
         wanted = set(selection.tags)
         loaded = [item for item in loaded if wanted.intersection(item.check.tags)]
@@ -262,4 +254,4 @@ def write_validate_stage(*, run_dir: Path, outcome: ValidationOutcome) -> str:
     """Write the frozen scripts, then plan.json; return plan.json's digest."""
     for relative, data in outcome.snapshots.items():
         write_bytes_atomic(path=run_dir / relative, data=data)
-    return write_model(path=run_dir / "stages" / STAGE_FILES["validate"], model=outcome.plan)
+    return write_model(path=stage_path(run_dir=run_dir, stage="validate"), model=outcome.plan)
