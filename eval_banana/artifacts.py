@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from eval_banana.models.record import Record
 
 
 def write_bytes_atomic(*, path: Path, data: bytes) -> None:
@@ -51,7 +51,7 @@ def sha256_bytes(*, data: bytes) -> str:
     return f"sha256:{hashlib.sha256(data).hexdigest()}"
 
 
-def write_model(*, path: Path, model: BaseModel) -> str:
+def write_model(*, path: Path, model: Record) -> str:
     """Write a stage document atomically; return the digest of the bytes written."""
     data = stage_json_bytes(document=model.model_dump(mode="json", by_alias=True))
     write_bytes_atomic(path=path, data=data)

@@ -1,4 +1,10 @@
-"""One check file: bytes -> YAML -> validated model, and its v1 digest (B-57..B-71, B-176)."""
+"""One check file: bytes -> YAML -> validated definition, and its v1 digest (B-57..B-71, B-176).
+
+A definition is the normalized mapping the pydantic check models produce (`model_dump`). The
+common case is normalized by `eval_banana.checkfast` without importing pydantic (~70 ms of
+start-up); anything it is unsure of, including every invalid file, goes through the models,
+which stay the single source of the rules and of the error texts.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
+from eval_banana.checkfast import fast_normalize
 from eval_banana.errors import DefinitionError
-from eval_banana.models.check import CHECK_ADAPTER, CheckBase
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -27,9 +32,23 @@ class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
     """Safe loader that refuses repeated mapping keys (B-60 [improve])."""
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping_no_duplicates(
     loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
 ) -> dict[Any, Any]:
+    # Fast path: build the mapping once; as many entries as key nodes means no key repeated.
+    if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
+        key_count = len(node.value)
+        mapping = loader.construct_mapping(node, deep=deep)
+        if len(mapping) == key_count:
+            return mapping
+    _refuse_duplicate_keys(loader=loader, node=node, deep=deep)
+    return loader.construct_mapping(node, deep=deep)
+
+
+def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool) -> None:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
@@ -42,7 +61,6 @@ def _construct_mapping_no_duplicates(
                 None, None, f"duplicate key '{key}' (line {key_node.start_mark.line + 1})", None
             )
         seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
 
 
 _StrictLoader.add_constructor(
@@ -50,7 +68,7 @@ _StrictLoader.add_constructor(
 )
 
 
-def parse_yaml_mapping(*, data: bytes, path: Path) -> dict[str, Any]:
+def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     """Decode and parse one check file; raise DefinitionError with the contract's texts."""
     try:
         text = data.decode("utf-8")
@@ -83,8 +101,11 @@ def _format_location(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc)
 
 
-def validate_mapping(*, document: dict[str, Any], path: Path) -> CheckBase:
-    """Validate a parsed mapping as a check; every field error is reported at once (B-71)."""
+def validate_mapping(*, document: dict[str, Any], path: Path | str) -> dict[str, Any]:
+    """Validate a parsed mapping as a check and return its normalized definition.
+
+    Every field error is reported at once (B-71).
+    """
     if document.get("type") == "llm_judge":
         raise DefinitionError(
             f"Check type 'llm_judge' was renamed to 'harness_judge' in {path}. "
@@ -92,8 +113,19 @@ def validate_mapping(*, document: dict[str, Any], path: Path) -> CheckBase:
             file=str(path),
             field_path="type",
         )
+    fast = fast_normalize(document=document)
+    if fast is not None:
+        return fast
+    return _validate_with_models(document=document, path=path)
+
+
+def _validate_with_models(*, document: dict[str, Any], path: Path | str) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    from eval_banana.models.check import CHECK_ADAPTER
+
     try:
-        return CHECK_ADAPTER.validate_python(document)
+        check = CHECK_ADAPTER.validate_python(document)
     except ValidationError as exc:
         errors = exc.errors()
         lines = []
@@ -113,10 +145,11 @@ def validate_mapping(*, document: dict[str, Any], path: Path) -> CheckBase:
             field_path=_format_location(first["loc"]) or "type",
             hint=" ".join(hints) or None,
         ) from None
+    return check.model_dump(mode="json", by_alias=True)
 
 
-def load_definition(*, data: bytes, path: Path) -> CheckBase:
-    """Bytes of one check file -> a validated check model."""
+def load_definition(*, data: bytes, path: Path | str) -> dict[str, Any]:
+    """Bytes of one check file -> its validated, normalized definition."""
     return validate_mapping(document=parse_yaml_mapping(data=data, path=path), path=path)
 
 
@@ -165,6 +198,6 @@ def compute_check_definition_sha256(*, source_path: Path) -> str:
         check = load_definition(data=data, path=resolved)
     except DefinitionError as exc:
         raise ValueError(exc.message) from None
-    script_path = getattr(check, "script_path", None)
+    script_path = check.get("script_path")
     frozen = freeze_script(yaml_path=resolved, script_path=script_path) if script_path else None
     return definition_digest(yaml_bytes=data, frozen=frozen)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import AbortReason, PlannedCheck
@@ -71,7 +71,7 @@ def build_result(
     done = completed if completed is not None else utc_now()
     definition = check.definition
     tags = definition.get("tags") or []
-    expect = definition.get("expect") or "pass"
+    expect: Literal["pass", "fail"] = "fail" if definition.get("expect") == "fail" else "pass"
     return CheckResult(
         check_id=check.id,
         check_type=check.type,

@@ -8,8 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
+from eval_banana.models.record import Record, to_pydantic
 from eval_banana.stages.common import SCHEMA_BASE
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
@@ -47,14 +46,14 @@ def _check_schema() -> dict[str, Any]:
 def _config_schema() -> dict[str, Any]:
     from eval_banana.models.config import Settings
 
-    schema = _to_draft_07(Settings.model_json_schema(by_alias=True))
+    schema = _to_draft_07(to_pydantic(Settings).model_json_schema(by_alias=True))
     schema["title"] = "eval_banana .eval-banana/config.toml"
     return {"$schema": DRAFT_07, "$id": f"{SCHEMA_BASE}config.schema.json", **schema}
 
 
-def _model_schema(model: type[BaseModel], *, name: str) -> Callable[[], dict[str, Any]]:
+def _model_schema(model: type[Record], *, name: str) -> Callable[[], dict[str, Any]]:
     def build() -> dict[str, Any]:
-        schema = model.model_json_schema(by_alias=True)
+        schema = to_pydantic(model).model_json_schema(by_alias=True)
         return {"$schema": DRAFT_2020, "$id": f"{SCHEMA_BASE}{name}.schema.json", **schema}
 
     return build
@@ -71,7 +70,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
         "config": _config_schema,
         "check-result": _model_schema(CheckResult, name="check-result"),
     }
-    stage_models: dict[str, type[BaseModel]] = {
+    stage_models: dict[str, type[Record]] = {
         "config": stages.ConfigDoc,
         "discover": stages.DiscoverDoc,
         "validate": stages.PlanDoc,

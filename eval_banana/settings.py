@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from eval_banana.models.config import (
     CoreSettings,
     DiscoverySettings,
@@ -22,6 +20,7 @@ from eval_banana.models.config import (
     HarnessSettings,
     Settings,
 )
+from eval_banana.models.record import Record
 
 SettingKind = Literal[
     "path",  # string; an empty env value is an error (B-22 improve), empty CLI = project root
@@ -40,7 +39,7 @@ SettingKind = Literal[
 ]
 
 
-_SECTION_MODELS: dict[str, type[BaseModel]] = {
+_SECTION_MODELS: dict[str, type[Record]] = {
     "core": CoreSettings,
     "discovery": DiscoverySettings,
     "harness": HarnessSettings,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from eval_banana.models.record import Field, Record
 
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".git",
@@ -19,8 +19,8 @@ DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
 )
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class _Section(Record):
+    model_config = {"extra": "forbid"}
 
 
 class CoreSettings(_Section):

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import AbortReason, ProblemModel
 
 
-class ReportJson(BaseModel):
+class ReportJson(Record):
     """Keys and order are the eval-banana contract; the trailing keys are our additions."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True)
+    model_config = {"extra": "allow"}
 
     schema_version: Literal[1]
     run_id: str

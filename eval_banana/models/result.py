@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from eval_banana.models.record import Field, Record
 
 Status = Literal["passed", "failed", "error"]
 
 
-class CheckResult(BaseModel):
+class CheckResult(Record):
     """Keys and order are the eval-banana contract (B-156); trailing keys are ours."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = {"extra": "forbid"}
 
     check_id: str
     check_type: str

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from eval_banana.models.config import AgentTemplate, Selection, Settings, SettingSource
+from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult
 
 AbortReason = Literal["interrupt", "run_timeout", "token_fuse"]
 
 
-class ProblemModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class ProblemModel(Record):
+    model_config = {"extra": "forbid"}
 
     message: str
     file: str | None = None
@@ -21,8 +20,8 @@ class ProblemModel(BaseModel):
     hint: str | None = None
 
 
-class StageEnvelope(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True, populate_by_name=True)
+class StageEnvelope(Record):
+    model_config = {"extra": "forbid", "populate_by_name": True}
 
     schema_uri: str = Field(alias="$schema")
     schema_version: Literal[1] = 1
@@ -49,8 +48,8 @@ class ConfigDoc(StageEnvelope):
     warnings: list[ProblemModel] = Field(default_factory=list)
 
 
-class DiscoveredFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class DiscoveredFile(Record):
+    model_config = {"extra": "forbid"}
 
     path: str = Field(description="Absolute resolved path of the check file.")
     relative_path: str | None = Field(description="POSIX path relative to the project root.")
@@ -67,8 +66,8 @@ class DiscoverDoc(StageEnvelope):
     problems: list[ProblemModel] = Field(default_factory=list)
 
 
-class PlannedCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class PlannedCheck(Record):
+    model_config = {"extra": "forbid"}
 
     id: str
     type: str
@@ -96,8 +95,8 @@ class PlanDoc(StageEnvelope):
     warnings: list[ProblemModel] = Field(default_factory=list)
 
 
-class ResolvedHarness(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class ResolvedHarness(Record):
+    model_config = {"extra": "forbid"}
 
     agent: str
     template: AgentTemplate

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from eval_banana.artifacts import write_model
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import Selection, Settings, SettingSource
@@ -293,14 +291,8 @@ def resolve_config(
         sources[spec.name] = source
     agents = _agents(table=table, path=path)
     sources["agents"] = "project" if path is not None and table.get("agents") else "default"
-    try:
-        settings = Settings.model_validate({**sections, "agents": agents})
-    except ValidationError as exc:  # every value was checked above; this is a safety net
-        first = exc.errors()[0]
-        raise ConfigError(
-            f"Invalid setting {'.'.join(str(p) for p in first['loc'])}: {first['msg']}",
-            file=str(path) if path else None,
-        ) from None
+    # Every value was checked against its SettingSpec above.
+    settings = Settings.model_validate({**sections, "agents": agents})
     return ConfigDoc.model_validate(
         {
             **envelope(stage="config", run_id=run_id, inputs={}),

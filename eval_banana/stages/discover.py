@@ -67,29 +67,31 @@ def _walk_for_check_dirs(
 
 
 def _describe(
-    *, path: str, is_link: bool, project_root: Path, contents: dict[str, bytes]
+    *, path: str, is_link: bool, root_prefix: str, contents: dict[str, bytes]
 ) -> DiscoveredFile | ProblemModel:
     """Size and digest of one file, read once; its bytes are kept for the validate stage."""
-    link = Path(path)
+    # Plain strings, not Path objects: on a 2,000-file project Path parsing alone was ~30 ms.
     try:
         # The walk starts from a resolved root and never enters a linked folder, so only a
         # linked file needs resolving (B-49).
-        resolved = link.resolve(strict=True) if is_link else link
-        data = resolved.read_bytes()
+        resolved = str(Path(path).resolve(strict=True)) if is_link else path
+        with open(resolved, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
-        target = os.readlink(link) if link.is_symlink() else str(link)
+        target = os.readlink(path) if os.path.islink(path) else path
         return ProblemModel(
-            message=f"Cannot read check file {link}: {exc.strerror or exc} (target: {target})",
-            file=str(link),
+            message=f"Cannot read check file {path}: {exc.strerror or exc} (target: {target})",
+            file=path,
             hint="Remove the dangling link or point it at an existing check file.",
         )
-    try:
-        relative: str | None = resolved.relative_to(project_root).as_posix()
-    except ValueError:
-        relative = None
-    contents[str(resolved)] = data
+    relative = (
+        resolved[len(root_prefix) :].replace(os.sep, "/")
+        if resolved.startswith(root_prefix)
+        else None
+    )
+    contents[resolved] = data
     return DiscoveredFile(
-        path=str(resolved), relative_path=relative, size=len(data), sha256=sha256_bytes(data=data)
+        path=resolved, relative_path=relative, size=len(data), sha256=sha256_bytes(data=data)
     )
 
 
@@ -126,12 +128,12 @@ def discover(
     same process does not read the files again.
     """
     roots, check_dirs, candidates = discover_files(config=config)
-    project_root = Path(config.project_root)
+    root_prefix = os.path.join(config.project_root, "")
     files: dict[str, DiscoveredFile] = {}
     problems: list[ProblemModel] = []
     kept: dict[str, bytes] = contents if contents is not None else {}
     for path, is_link in candidates:
-        described = _describe(path=path, is_link=is_link, project_root=project_root, contents=kept)
+        described = _describe(path=path, is_link=is_link, root_prefix=root_prefix, contents=kept)
         if isinstance(described, ProblemModel):
             problems.append(described)
         else:

@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from eval_banana.artifacts import (
     sha256_bytes,
     stage_json_bytes,
@@ -22,6 +20,7 @@ from eval_banana.artifacts import (
 )
 from eval_banana.envpolicy import build_base_env
 from eval_banana.fuses import RunFuses
+from eval_banana.models.record import Record
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -54,7 +53,7 @@ ResultCallback = Callable[[PlannedCheck, CheckResult], None]
 _WAIT_SLICE_S = 0.2  # the main thread wakes this often, so signal handlers run promptly
 
 
-def document_digest(*, doc: BaseModel) -> str:
+def document_digest(*, doc: Record) -> str:
     """`sha256:<hex>` of the exact bytes `write_model` writes for `doc` (the envelope's inputs)."""
     return sha256_bytes(data=stage_json_bytes(document=doc.model_dump(mode="json", by_alias=True)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eval_banana.artifacts import write_bytes_atomic, write_model
 from eval_banana.definition import (
@@ -16,7 +17,6 @@ from eval_banana.definition import (
     validate_mapping,
 )
 from eval_banana.errors import DefinitionError, NoChecksError, Problem
-from eval_banana.models.check import CheckBase
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck, ProblemModel
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
@@ -28,9 +28,9 @@ NO_CHECKS = "No checks found"
 
 @dataclass
 class Loaded:
-    path: Path
+    path: str  # a plain string: thousands of Path objects cost real start-up time
     data: bytes
-    check: CheckBase
+    definition: dict[str, Any]  # normalized, as the check models dump it
 
 
 @dataclass
@@ -67,61 +67,62 @@ def _problem(exc: DefinitionError) -> ProblemModel:
     )
 
 
-Reader = Callable[[Path], bytes]
+Reader = Callable[[str], bytes]
 
 
 def _reader(contents: Mapping[str, bytes] | None) -> Reader:
     """Read a check file, from the bytes discover already read when it ran in this process."""
     cache = contents or {}
 
-    def read(path: Path) -> bytes:
-        data = cache.get(str(path))
-        return data if data is not None else path.read_bytes()
+    def read(path: str) -> bytes:
+        data = cache.get(path)
+        return data if data is not None else Path(path).read_bytes()
 
     return read
 
 
-def _read(path: Path, read: Reader) -> bytes:
+def _read(path: str, read: Reader) -> bytes:
     try:
         return read(path)
     except OSError as exc:
-        raise DefinitionError(f"Cannot read check file {path}: {exc}", file=str(path)) from None
+        raise DefinitionError(f"Cannot read check file {path}: {exc}", file=path) from None
 
 
-def _load_strict(*, paths: list[Path], read: Reader) -> tuple[list[Loaded], list[ProblemModel]]:
+def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[ProblemModel]]:
     """Load every file; collect every problem, then every duplicate id (B-72..B-74)."""
     loaded: list[Loaded] = []
     problems: list[ProblemModel] = []
-    first_by_id: dict[str, Path] = {}
+    first_by_id: dict[str, str] = {}
     for path in paths:
         try:
             data = _read(path, read)
-            check = load_definition(data=data, path=path)
+            definition = load_definition(data=data, path=path)
         except DefinitionError as exc:
             problems.append(_problem(exc))
             continue
-        if check.id in first_by_id:
+        check_id = definition["id"]
+        if check_id in first_by_id:
             problems.append(
                 ProblemModel(
-                    message=f"Duplicate check id '{check.id}' found in "
-                    f"{first_by_id[check.id]} and {path}",
-                    file=str(path),
+                    message=f"Duplicate check id '{check_id}' found in "
+                    f"{first_by_id[check_id]} and {path}",
+                    file=path,
                     field_path="id",
                     hint="Ids must be unique across the project; rename one of them.",
                 )
             )
             continue
-        first_by_id[check.id] = path
-        loaded.append(Loaded(path=path, data=data, check=check))
+        first_by_id[check_id] = path
+        loaded.append(Loaded(path=path, data=data, definition=definition))
     return loaded, problems
 
 
 def _load_by_id(
-    *, paths: list[Path], check_id: str, read: Reader
+    *, paths: list[str], check_id: str, read: Reader
 ) -> tuple[list[Loaded], list[ProblemModel]]:
     """Relaxed mode (B-75, B-76): only the file whose stripped id matches is loaded strictly."""
     needle = check_id.strip()
-    matches: list[tuple[Path, bytes, dict[str, object]]] = []
+    matches: list[tuple[str, bytes, dict[str, object]]] = []
     warnings: list[ProblemModel] = []
     encoded = needle.encode()
     for path in paths:
@@ -143,22 +144,22 @@ def _load_by_id(
     if not matches:
         raise DefinitionError(f"No check found with id '{check_id}'", field_path="check_id")
     if len(matches) > 1:
-        joined = ", ".join(str(path) for path, _, _ in matches)
+        joined = ", ".join(path for path, _, _ in matches)
         raise DefinitionError(
             f"Duplicate check id '{check_id}' found in: {joined}",
             file=str(matches[1][0]),
             field_path="id",
         )
     path, data, document = matches[0]
-    check = validate_mapping(document=document, path=path)
-    return [Loaded(path=path, data=data, check=check)], warnings
+    definition = validate_mapping(document=document, path=path)
+    return [Loaded(path=path, data=data, definition=definition)], warnings
 
 
 def _select_ids(
-    *, paths: list[Path], check_ids: list[str], read: Reader
+    *, paths: list[str], check_ids: list[str], read: Reader
 ) -> tuple[list[Loaded], list[ProblemModel], list[ProblemModel]]:
     """Relaxed selection by id: (checks, problems, warnings); any problem selects nothing."""
-    selected: dict[Path, Loaded] = {}
+    selected: dict[str, Loaded] = {}
     warnings: list[ProblemModel] = []
     problems: list[ProblemModel] = []
     for check_id in check_ids:
@@ -173,24 +174,24 @@ def _select_ids(
     unique_warnings = list({(w.file, w.message): w for w in warnings}.values())
     if problems:
         return [], problems, unique_warnings
-    return [selected[path] for path in sorted(selected, key=str)], [], unique_warnings
+    return [selected[path] for path in sorted(selected)], [], unique_warnings
 
 
 def _plan_check(*, item: Loaded) -> tuple[PlannedCheck, bytes | None]:
-    check = item.check
-    stem = artifact_stem(check_id=check.id)
-    script_path = getattr(check, "script_path", None)
+    definition = item.definition
+    stem = artifact_stem(check_id=definition["id"])
+    script_path = definition.get("script_path")
     frozen: FrozenScript | None = None
     if script_path:
-        frozen = freeze_script(yaml_path=item.path, script_path=script_path)
+        frozen = freeze_script(yaml_path=Path(item.path), script_path=script_path)
     planned = PlannedCheck(
-        id=check.id,
-        type=check.type,
-        description=check.description,
-        source_path=str(item.path),
+        id=definition["id"],
+        type=definition["type"],
+        description=definition["description"],
+        source_path=item.path,
         stem=stem,
         check_definition_sha256=definition_digest(yaml_bytes=item.data, frozen=frozen),
-        definition=check.model_dump(mode="json", by_alias=True),
+        definition=definition,
         snapshot=f"{SNAPSHOTS_DIR}/{stem}.py" if frozen and frozen.data is not None else None,
         script_path=str(frozen.path) if frozen else None,
         script_unavailable=frozen.unavailable if frozen else None,
@@ -209,7 +210,7 @@ def validate(
 
     `contents` are the file bytes the discover stage read in this process (else read here).
     """
-    paths = [Path(item.path) for item in discovered.files]
+    paths = [item.path for item in discovered.files]
     errors = list(discovered.problems)
     warnings: list[ProblemModel] = []
     selection = config.selection
@@ -222,7 +223,7 @@ def validate(
     errors.extend(problems)
     if selection.tags:
         wanted = set(selection.tags)
-        loaded = [item for item in loaded if wanted.intersection(item.check.tags)]
+        loaded = [item for item in loaded if wanted.intersection(item.definition["tags"])]
     if not loaded and not errors:
         errors.append(
             ProblemModel(
@@ -233,7 +234,7 @@ def validate(
     checks: list[PlannedCheck] = []
     snapshots: dict[str, bytes] = {}
     if not errors:
-        for item in sorted(loaded, key=lambda loaded_item: str(loaded_item.path)):
+        for item in sorted(loaded, key=lambda loaded_item: loaded_item.path):
             planned, frozen_bytes = _plan_check(item=item)
             checks.append(planned)
             if planned.snapshot and frozen_bytes is not None:

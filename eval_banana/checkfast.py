@@ -1,0 +1,121 @@
+"""Pydantic-free fast path for validating check documents (start-up cost).
+
+`fast_normalize` mirrors `eval_banana.models.check` for the common, plain cases only and
+returns None whenever it is unsure, so the caller falls back to pydantic (and its messages).
+Keep it stdlib-only: importing pydantic here would defeat the point.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeGuard
+
+# Same rule as models.check.ID_PATTERN; fullmatch is at least as strict as `^...$` + match.
+_ID_RE = re.compile(r"[a-zA-Z0-9_-]+")
+
+_BASE_KEYS = frozenset({"type", "schema_version", "id", "description", "tags", "expect"})
+_KEYS_BY_TYPE = {
+    "deterministic": _BASE_KEYS | {"script", "script_path"},
+    "harness_judge": _BASE_KEYS | {"instructions", "model"},
+}
+
+
+def _plain_str(value: object) -> TypeGuard[str]:
+    # Exact str only (no subclasses/bytes, which pydantic may coerce); lone surrogates are
+    # rejected too, since some pydantic-core versions refuse them.
+    if type(value) is not str:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _optional_str(document: dict[str, Any], *, key: str) -> tuple[bool, str | None]:
+    # (ok, value): an absent key or explicit None both mean None, as in the models.
+    value = document.get(key)
+    if value is None:
+        return True, None
+    return _plain_str(value), value
+
+
+def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
+    """Return the pydantic `model_dump(mode="json", by_alias=True)` of `document`, or None.
+
+    None means "not sure": unknown type (assertions, llm_judge, ...), extra or missing keys,
+    non-plain values, or anything invalid. A dict return equals pydantic's dump exactly,
+    key order included.
+    """
+    if type(document) is not dict:
+        return None
+    check_type = document.get("type")
+    if type(check_type) is not str or check_type not in _KEYS_BY_TYPE:
+        return None
+    if not document.keys() <= _KEYS_BY_TYPE[check_type]:
+        return None
+
+    # schema_version: only the int 1 (not True, not 1.0).
+    schema_version = document.get("schema_version")
+    if type(schema_version) is not int or schema_version != 1:
+        return None
+
+    raw_id = document.get("id")
+    if not _plain_str(raw_id):
+        return None
+    check_id = raw_id.strip()
+    if not _ID_RE.fullmatch(check_id):
+        return None
+
+    raw_description = document.get("description")
+    if not _plain_str(raw_description):
+        return None
+    description = raw_description.strip()
+    if not description:
+        return None
+
+    tags = document.get("tags", [])
+    if type(tags) is not list or not all(_plain_str(tag) for tag in tags):
+        return None
+
+    expect = document.get("expect", "pass")
+    if type(expect) is not str or expect not in ("pass", "fail"):
+        return None
+
+    # Key order follows pydantic: `type` keeps its base-class slot, subclass fields last.
+    result: dict[str, Any] = {
+        "type": check_type,
+        "schema_version": 1,
+        "id": check_id,
+        "description": description,
+        "tags": list(tags),
+        "expect": expect,
+    }
+
+    if check_type == "deterministic":
+        ok_script, script = _optional_str(document, key="script")
+        ok_path, script_path = _optional_str(document, key="script_path")
+        if not (ok_script and ok_path):
+            return None
+        given = script if script_path is None else script_path
+        # Exactly one must be set, and it must be non-blank; it is kept unstripped.
+        if (script is None) == (script_path is None) or given is None or not given.strip():
+            return None
+        result["script"] = script
+        result["script_path"] = script_path
+        return result
+
+    raw_instructions = document.get("instructions")
+    if not _plain_str(raw_instructions):
+        return None
+    instructions = raw_instructions.strip()
+    if not instructions:
+        return None
+    ok_model, model = _optional_str(document, key="model")
+    if not ok_model:
+        return None
+    result["instructions"] = instructions
+    result["model"] = model
+    return result
