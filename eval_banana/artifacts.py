@@ -3,26 +3,32 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from eval_banana.models.record import Record
 
+_TEMP_NAMES = itertools.count()
+
 
 def write_bytes_atomic(*, path: Path, data: bytes) -> None:
     """Write `data` to `path` through a temporary sibling and a rename, never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # Created with 0666 so the umask applies, as for any file the user writes (mkstemp would
+    # make it 0600 and need a chmod); O_EXCL, so a clash with another writer is retried.
+    while True:
+        tmp_name = f"{path.parent}/.{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp"
+        try:
+            fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        # mkstemp creates 0600; artifacts are as readable as any file the user writes.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_name, 0o666 & ~umask)
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -153,8 +152,7 @@ def load_definition(*, data: bytes, path: Path | str) -> dict[str, Any]:
     return validate_mapping(document=parse_yaml_mapping(data=data, path=path), path=path)
 
 
-@dataclass(frozen=True)
-class FrozenScript:
+class FrozenScript(NamedTuple):
     """A referenced script as read once: its bytes, or why it is unavailable (B-93)."""
 
     path: Path

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One located problem: what is wrong, where, and how to fix it."""
 
     message: str

@@ -7,11 +7,11 @@ the file it wrote, so downstream files name their inputs exactly (pipeline.md).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval_banana.console import Console, ProgressReporter
 from eval_banana.errors import RunAborted
+from eval_banana.models.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, write_extra_reports
 from eval_banana.request import RunRequest, load_config
@@ -29,13 +29,12 @@ from eval_banana.stages.report import ReportOutcome
 __all__ = ["RunOutcome", "RunRequest", "load_config", "publish_report", "run_pipeline"]
 
 
-@dataclass
-class RunOutcome:
+class RunOutcome(Record):
     run_dir: Path
     report: dict[str, object]
     score: ScoreDoc
     exit_code: int
-    digests: dict[str, str] = field(default_factory=dict)
+    digests: dict[str, str] = Field(default_factory=dict)
 
 
 def publish_report(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc
@@ -15,8 +14,7 @@ if TYPE_CHECKING:
     from eval_banana.reporting import ReportExtras
 
 
-@dataclass(frozen=True)
-class RunRequest:
+class RunRequest(NamedTuple):
     """What `eb run` (or `invoke eval`) was asked to do."""
 
     cwd: Path

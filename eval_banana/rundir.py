@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +13,8 @@ from eval_banana.models.stages import ConfigDoc
 def new_run_id() -> str:
     """`<UTC YYYYMMDD_HHMMSS>_<8 hex>` (B-94)."""
     now = datetime.now(UTC).strftime("%Y%m%d_%H%M%S")
-    return f"{now}_{uuid.uuid4().hex[:8]}"
+    # 32 random bits, as uuid4().hex[:8] gives, without importing uuid (it loads platform).
+    return f"{now}_{os.urandom(4).hex()}"
 
 
 def output_base(*, config: ConfigDoc) -> Path:

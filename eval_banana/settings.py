@@ -10,8 +10,7 @@ import argparse
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from eval_banana.models.config import (
     CoreSettings,
@@ -57,8 +56,7 @@ class SettingValueError(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class SettingSpec:
+class SettingSpec(NamedTuple):
     """One setting: where it lives in TOML, how it is typed, and how env/CLI reach it."""
 
     name: str  # dotted: "core.pass_threshold"

@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _DECODER = json.JSONDecoder()
 _SIGNIFICANT = re.compile(r'["\\{}\[\]]')
@@ -31,14 +30,12 @@ _FIRST_WINDOW = 1024
 _EDGE = 16
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     score: int
     reason: str | None
 
 
-@dataclass(frozen=True)
-class ScanResult:
+class ScanResult(NamedTuple):
     verdict: Verdict | None
     problem: str | None  # why nothing qualified; None when a verdict was found
 

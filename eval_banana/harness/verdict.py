@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.harness.scan import ScanResult, Verdict, scan_text
 
 __all__ = ["Extraction", "Verdict", "extract_verdict", "extract_from_text"]
 
 
-@dataclass(frozen=True)
-class Extraction:
+class Extraction(NamedTuple):
     """What the judge said: a verdict, or why there is none; plus the event holding usage."""
 
     verdict: Verdict | None

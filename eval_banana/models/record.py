@@ -12,21 +12,26 @@ schema. User input (check files) is still validated by pydantic models (`models/
 from __future__ import annotations
 
 import copy
-import dataclasses
 import re
 import sys
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal, TypeVar, Union, dataclass_transform
+from typing import Any, ClassVar, Literal, NamedTuple, TypeVar, Union, dataclass_transform
 
 RecordT = TypeVar("RecordT", bound="Record")
-_MISSING: Any = dataclasses.MISSING
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
 _SCHEMA_KEYS = ("alias", "description", "ge", "le", "pattern", "json_schema_extra")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Declared:
+class _Declared(NamedTuple):
     """What `Field(...)` leaves on the class until `Record.__init_subclass__` reads it."""
 
     default: Any
@@ -56,8 +61,7 @@ def Field(  # noqa: N802 - reads like pydantic's Field on purpose
     return _Declared(default=default, default_factory=default_factory, metadata=metadata)
 
 
-@dataclasses.dataclass(frozen=True)
-class FieldSpec:
+class FieldSpec(NamedTuple):
     """What `Record.model_fields` holds per field (the subset of pydantic's FieldInfo we use)."""
 
     name: str
@@ -65,7 +69,7 @@ class FieldSpec:
     description: str | None
     default: Any
     default_factory: Callable[[], Any] | None
-    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    metadata: dict[str, Any] = {}  # noqa: RUF012 - never mutated
 
     def is_required(self) -> bool:
         return self.default is _MISSING and self.default_factory is None

@@ -7,14 +7,13 @@ Every writer is a pure function of `report.json`'s object (plus the run folder f
 # No `from __future__ import annotations`: it would clash with the re-exported `annotations()`.
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from eval_banana.errors import OutputDirError
+from eval_banana.models.record import Field, Record
 from eval_banana.reporting.github import annotations, append_step_summary
 from eval_banana.reporting.html import REPORT_HTML, write_html
-from eval_banana.reporting.junit import write_junit
 
 __all__ = [
     "ReportExtras",
@@ -26,19 +25,18 @@ __all__ = [
 ]
 
 
-@dataclass
-class ReportExtras:
+class ReportExtras(Record):
     """What `eb run` asked for beyond report.json/report.md, and what the run produced."""
 
     html: bool = True
     annotations: str | None = None
-    environ: Mapping[str, str] = field(default_factory=dict)
+    environ: Mapping[str, str] = Field(default_factory=dict)
     annotation_stream: TextIO | None = None
     # Filled in by write_extra_reports, so the caller can stamp a result document even when
     # the run ends with an exception (RunAborted) after the reports were written.
     report: dict[str, Any] | None = None
     report_md: str | None = None
-    written: list[Path] = field(default_factory=list)
+    written: list[Path] = Field(default_factory=list)
 
 
 def junit_path(*, setting: str, project_root: Path) -> Path:
@@ -67,6 +65,9 @@ def write_extra_reports(
     for label, path in targets:
         try:
             if label == "JUnit XML":
+                # xml.etree is loaded only by runs that ask for JUnit.
+                from eval_banana.reporting.junit import write_junit
+
                 write_junit(report=report, project_root=project_root, path=path)
             else:
                 write_html(report=report, run_dir=run_dir, path=path)
@@ -83,3 +84,11 @@ def write_extra_reports(
     except OSError as exc:
         raise OutputDirError(f"Cannot append to $GITHUB_STEP_SUMMARY: {exc}") from exc
     return extras
+
+
+def __getattr__(name: str) -> Any:
+    if name == "write_junit":
+        from eval_banana.reporting.junit import write_junit
+
+        return write_junit
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

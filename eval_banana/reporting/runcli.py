@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.reporting import ReportExtras
 from eval_banana.reporting.gitobs import git_commit, observe_git
@@ -29,8 +28,7 @@ from eval_banana.reporting.result_doc import (
 from eval_banana.version import tool_version
 
 
-@dataclass(frozen=True)
-class ResultOut:
+class ResultOut(NamedTuple):
     """A `--result-out` request, checked, with the git state seen before the run."""
 
     path: Path

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
 
 
-@dataclass
-class RunContext:
+class RunContext(Record):
     """Everything one check needs; runners never read stage files themselves."""
 
     check: PlannedCheck
@@ -24,7 +23,7 @@ class RunContext:
     # The environment children start from (after the env policy); runners add their own keys.
     base_env: Mapping[str, str]
     # Set when the run is stopping (interrupt, fuse): runners end their process group promptly.
-    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel: threading.Event = Field(default_factory=threading.Event)
     # Called with tokens a judge reported, for the token fuse.
     report_tokens: object | None = None
 

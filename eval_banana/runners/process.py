@@ -13,15 +13,14 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 GRACE_SECONDS = 2.0
 _POLL_SECONDS = 0.05
 
 
-@dataclass(frozen=True)
-class ProcessOutcome:
+class ProcessOutcome(NamedTuple):
     exit_code: int | None
     timed_out: bool
     cancelled: bool

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.artifacts import write_model, write_text_atomic
 from eval_banana.models.result import CheckResult
@@ -24,8 +23,7 @@ REPORT_SCHEMA_VERSION = 1
 _NEWLINES = re.compile(r"[\r\n]+")
 
 
-@dataclass(frozen=True)
-class ReportOutcome:
+class ReportOutcome(NamedTuple):
     """What the report stage wrote: the report.json object, its stage document, the paths."""
 
     report: dict[str, Any]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from eval_banana.definition import (
     validate_mapping,
 )
 from eval_banana.errors import DefinitionError, NoChecksError, Problem
+from eval_banana.models.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck, ProblemModel
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
@@ -26,19 +26,17 @@ SNAPSHOTS_DIR = "stages/snapshots"
 NO_CHECKS = "No checks found"
 
 
-@dataclass
-class Loaded:
+class Loaded(Record):
     path: str  # a plain string: thousands of Path objects cost real start-up time
     data: bytes
     definition: dict[str, Any]  # normalized, as the check models dump it
 
 
-@dataclass
-class ValidationOutcome:
+class ValidationOutcome(Record):
     """The plan, plus the frozen script bytes the wrapper writes under stages/snapshots/."""
 
     plan: PlanDoc
-    snapshots: dict[str, bytes] = field(default_factory=dict)
+    snapshots: dict[str, bytes] = Field(default_factory=dict)
 
     def raise_if_failed(self) -> None:
         if not self.plan.ok:
