@@ -1,14 +1,16 @@
 """Read a judge's verdict from its stdout file, one parser per output dialect (D-20, B-129..B-136).
 
-Every parser makes one forward pass over the file. `text` and `codex` read the file once into
-memory and scan it in place; `claude`, `gemini` and `openhands` stream it line by line and keep
-only the newest result event or the assistant's answer text (claude reads the file a second
-time only when no result event was printed at all, for the contract's plain-text fallback).
+`text` and `codex` read the file once into memory and scan it in place; `gemini` and
+`openhands` stream it line by line and keep only the assistant's answer text; `claude` reads it
+backwards from the end, since only the newest result event counts (and it reads the whole file
+only when no result event was printed at all, for the contract's plain-text fallback).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -89,14 +91,48 @@ def _lines(path: Path) -> Iterator[str]:
         yield from handle
 
 
-def _claude(path: Path) -> Extraction:
-    """Stream the JSONL keeping only the newest result event; Step B only if there is none."""
-    newest: dict[str, Any] | None = None
-    for line in _lines(path):
-        if '"result"' in line:
-            event = _loads_object(line)
+_LINE_BREAK = re.compile(rb"[\r\n]")
+_BLOCK = 1 << 16
+
+
+def lines_from_end(*, path: Path, block: int = _BLOCK) -> Iterator[bytes]:
+    """The file's lines, newest first, read backwards in blocks.
+
+    Lines end at \n or \r, as text-mode reading splits them (JSON text holds neither raw).
+    A line longer than a block is gathered piece by piece and joined once, so the work stays
+    linear in the bytes read.
+    """
+    with path.open("rb") as handle:
+        position = handle.seek(0, os.SEEK_END)
+        pending: list[bytes] = []  # pieces of the line being gathered, newest piece first
+        while position > 0:
+            step = min(block, position)
+            position -= step
+            handle.seek(position)
+            pieces = _LINE_BREAK.split(handle.read(step))
+            if len(pieces) == 1:
+                pending.append(pieces[0])
+                continue
+            yield pieces[-1] + b"".join(reversed(pending))
+            yield from reversed(pieces[1:-1])
+            pending = [pieces[0]]
+        yield b"".join(reversed(pending))
+
+
+def _newest_result_event_in_file(path: Path) -> dict[str, Any] | None:
+    """B-129/B-133 over a file: read from the end, so a result event on the last line (the
+    normal case) is found without reading megabytes of transcript before it."""
+    for line in lines_from_end(path=path):
+        if b'"result"' in line:
+            event = _loads_object(line.decode("utf-8", errors="replace"))
             if event is not None and event.get("type") == "result":
-                newest = event
+                return event
+    return None
+
+
+def _claude(path: Path) -> Extraction:
+    """The newest result event; Step B over the whole stdout only if there is none."""
+    newest = _newest_result_event_in_file(path)
     if newest is not None:
         return _from_result_event(newest)
     # No result event at all (the agent stopped early): the contract's Step B over stdout.

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eval_banana.harness import scan
 from eval_banana.harness.prompt import build_prompt
 from eval_banana.harness.scan import Verdict, scan_text
 from eval_banana.harness.usage import read_usage, usage_tokens
-from eval_banana.harness.verdict import extract_from_text, extract_verdict
+from eval_banana.harness.verdict import extract_from_text, extract_verdict, lines_from_end
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -310,3 +313,59 @@ def test_claude_dialect_without_any_result_event_falls_back_to_step_b(tmp_path: 
     # ... but never when a result event exists, whatever it says.
     path.write_text('{"score": 1}\n' + _event(subtype="error_during_execution", is_error=True))
     assert extract_verdict(dialect="claude", stdout_path=path).verdict is None
+
+
+# --- Reading a claude stream from its end ---------------------------------------------------------
+
+line_bytes = st.binary(max_size=40).map(lambda data: data.replace(b"\n", b"").replace(b"\r", b""))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(line_bytes, max_size=12),
+    breaks=st.lists(st.sampled_from([b"\n", b"\r", b"\r\n"]), min_size=12, max_size=12),
+    block=st.integers(min_value=1, max_value=17),
+)
+def test_lines_from_end_is_the_forward_split_reversed(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], breaks: list[bytes], block: int
+) -> None:
+    data = b"".join(line + brk for line, brk in zip(lines, breaks, strict=False))
+    path = tmp_path_factory.mktemp("lines") / "out"
+    path.write_bytes(data)
+    expected = list(reversed(re.split(rb"[\r\n]", data)))
+    assert list(lines_from_end(path=path, block=block)) == expected
+
+
+def test_a_result_line_longer_than_many_blocks_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "stream.jsonl"
+    long_result = _event(result="x" * 300_000 + ' {"score": 1, "reason": "long"}')
+    path.write_text('{"type": "system"}\n' + long_result + "\n" + '{"type": "user"}\n')
+    assert extract_verdict(dialect="claude", stdout_path=path).verdict == Verdict(1, "long")
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        ["ok1", "ok0"],
+        ["ok0", "error"],
+        ["error", "ok1"],
+        ["ok1", "trailing-text"],
+    ],
+)
+def test_claude_file_reader_agrees_with_the_in_memory_reader(
+    tmp_path: Path, events: list[str]
+) -> None:
+    # The backwards file reader and the forward text reader must pick the same newest event.
+    rendered = {
+        "ok1": _event(result='{"score": 1, "reason": "a"}'),
+        "ok0": _event(result='{"score": 0, "reason": "b"}'),
+        "error": _event(subtype="error_max_turns", is_error=True),
+        "trailing-text": 'done, "result" mentioned in prose',
+    }
+    filler = json.dumps({"type": "assistant", "text": '"result" {' * 50})
+    text = "\n".join(part for name in events for part in (filler, rendered[name])) + "\n"
+    path = tmp_path / "stream.jsonl"
+    path.write_text(text)
+    from_file = extract_verdict(dialect="claude", stdout_path=path)
+    in_memory = extract_from_text(text)
+    assert (from_file.verdict, from_file.problem) == (in_memory.verdict, in_memory.problem)
