@@ -6,7 +6,6 @@ environment other than eb's own EVAL_BANANA_* settings reaches the document (D-8
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -87,15 +86,17 @@ def _load_toml(*, path: Path) -> dict[str, Any]:
 
 def _suggest(*, key: str, section: str | None) -> str | None:
     """A "did you mean" target for an unknown key (dotted), or None."""
+    from difflib import get_close_matches  # only a config with a typo pays for difflib
+
     if section is None:
         # A setting written outside its table (`pass_threshold = 1` at top level).
         for name, keys in SECTION_KEYS.items():
             if key in keys:
                 return f"{name}.{key}"
         dotted = [spec.name for spec in SETTINGS if spec.section != "agents"]
-        match = difflib.get_close_matches(key, [*SECTIONS, *dotted], n=1, cutoff=0.6)
+        match = get_close_matches(key, [*SECTIONS, *dotted], n=1, cutoff=0.6)
         return match[0] if match else None
-    match = difflib.get_close_matches(key, SECTION_KEYS[section], n=1, cutoff=0.6)
+    match = get_close_matches(key, SECTION_KEYS[section], n=1, cutoff=0.6)
     return f"{section}.{match[0]}" if match else None
 
 

@@ -1,0 +1,167 @@
+"""Records: the light models eb writes, their pydantic twins, and the start-up they protect."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_banana.models.record import Record, to_pydantic
+from eval_banana.models.report import ReportJson
+from eval_banana.models.stages import ProblemModel, ScoreDoc, StageEnvelope
+from eval_banana.stagefiles import STAGE_MODELS
+from eval_banana.stages import stage_path
+from tests.conftest import REPO, STANDIN_AGENTS, check_yaml, judge_yaml
+
+DEMO = REPO / "examples" / "demo"
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo-run")
+    subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(DEMO), "--output-dir", str(out)],
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    (run_dir,) = list(out.iterdir())
+    return run_dir
+
+
+@pytest.mark.parametrize("stage", list(STAGE_MODELS))
+def test_stage_files_round_trip_through_record_and_twin_alike(demo_run: Path, stage: str) -> None:
+    document = json.loads(stage_path(run_dir=demo_run, stage=stage).read_text())
+    model = STAGE_MODELS[stage]
+    from_record = model.model_validate(document).model_dump(mode="json", by_alias=True)
+    from_twin = to_pydantic(model).model_validate(document).model_dump(mode="json", by_alias=True)
+    assert from_record == document
+    # Same keys in the same (declaration) order as the pydantic twin, and the same values.
+    assert json.dumps(from_record) == json.dumps(from_twin)
+
+
+def test_report_json_round_trips(demo_run: Path) -> None:
+    document = json.loads((demo_run / "report.json").read_text())
+    dumped = ReportJson.model_validate(document).model_dump(mode="json")
+    twin = to_pydantic(ReportJson).model_validate(document).model_dump(mode="json")
+    assert dumped == {key: document[key] for key in dumped}
+    assert list(dumped) == [key for key in twin if key in dumped]
+
+
+def _score(**overrides: object) -> ScoreDoc:
+    values: dict[str, object] = {
+        "$schema": "x",
+        "tool_version": "0",
+        "run_id": "r",
+        "created_at": "t",
+        "total_checks": 1,
+        "passed_checks": 1,
+        "failed_checks": 0,
+        "errored_checks": 0,
+        "points_earned": 1,
+        "total_points": 1,
+        "percentage": 100,
+        "pass_threshold": 1,
+        "meets_threshold": True,
+        "run_passed": True,
+        "status": "passed",
+    }
+    values.update(overrides)
+    return ScoreDoc.model_validate(values)
+
+
+def test_an_int_for_a_float_field_dumps_as_a_float_like_pydantic() -> None:
+    score = _score()
+    assert score.percentage == 100.0 and type(score.percentage) is float
+    assert json.dumps(score.model_dump()["percentage"]) == "100.0"
+    twin = to_pydantic(ScoreDoc).model_validate(score.model_dump(by_alias=True))
+    assert twin.model_dump(mode="json")["percentage"] == 100.0
+
+
+def test_aliases_defaults_and_declaration_order() -> None:
+    score = _score()
+    assert score.schema_uri == "x"
+    dumped = score.model_dump(by_alias=True)
+    assert "$schema" in dumped and "schema_uri" not in dumped
+    assert list(dumped)[:3] == ["$schema", "schema_version", "stage"]
+    assert dumped["stage"] == "score" and dumped["not_run_checks"] == 0
+
+
+def test_missing_and_unknown_fields_are_refused() -> None:
+    with pytest.raises(TypeError, match="message"):
+        ProblemModel()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="colour"):
+        ProblemModel(message="m", colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="colour"):
+        ProblemModel.model_validate({"message": "m", "colour": "red"})
+
+
+def test_nested_records_are_built_from_mappings() -> None:
+    class Outer(Record):
+        problems: list[ProblemModel]
+        first: ProblemModel | None = None
+        by_name: dict[str, ProblemModel] = {}  # noqa: RUF012 - a default, never mutated
+
+    outer = Outer.model_validate(
+        {
+            "problems": [{"message": "a"}],
+            "first": {"message": "b"},
+            "by_name": {"x": {"message": "c"}},
+        }
+    )
+    assert outer.problems == [ProblemModel(message="a")]
+    assert outer.first == ProblemModel(message="b")
+    assert outer.by_name["x"].message == "c"
+    assert Outer.model_validate({"problems": [], "first": None}).first is None
+
+
+def test_model_copy_leaves_the_original_alone() -> None:
+    problem = ProblemModel(message="a", hint="h")
+    changed = problem.model_copy(update={"message": "b"})
+    assert (problem.message, changed.message, changed.hint) == ("a", "b", "h")
+    envelope_fields = list(StageEnvelope.model_fields)
+    assert envelope_fields[:2] == ["schema_uri", "schema_version"]
+
+
+def _small_project(root: Path) -> Path:
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n\n[harness]\nagent = "claude"\ntimeout_seconds = 30\n'
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "det.yaml").write_text(check_yaml("det"))
+    (root / "eval_checks" / "judge.yaml").write_text(
+        judge_yaml("judge", instructions="Is it fine?\nstandin: score=1 reason=fine")
+    )
+    return root
+
+
+@pytest.mark.parametrize("command", ["list", "validate", "run"])
+def test_everyday_commands_never_import_pydantic_or_jsonschema(
+    tmp_path: Path, command: str
+) -> None:
+    # The start-up budget of issue 7 has no room for either (~70 ms and ~40 ms to import).
+    root = _small_project(tmp_path / "proj")
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"code = main([{command!r}, '--cwd', {str(root)!r}])\n"
+        "heavy = sorted(m for m in ('pydantic', 'jsonschema', 'rich') if m in sys.modules)\n"
+        "print('HEAVY', heavy, code)\n"
+    )
+    env = dict(os.environ)
+    env["PATH"] = f"{STANDIN_AGENTS}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    assert "HEAVY [] 0" in done.stdout, done.stdout + done.stderr
