@@ -348,3 +348,28 @@ def test_cancel_stops_a_running_check(root: Path, run_dir: Path, reason: Any, te
     result = run(check=check, root=root, run_dir=run_dir, cancel=cancel)
     assert time.monotonic() - began < 10
     assert (result.status, result.error_detail) == ("error", f"Stopped: {text}")
+
+
+def test_the_private_temp_dir_is_removed_even_with_files_the_script_left(
+    root: Path, run_dir: Path
+) -> None:
+    check = inline(
+        root,
+        """
+        import os, sys
+        here = os.path.dirname(os.path.abspath(sys.argv[0]))
+        os.makedirs(os.path.join(here, "junk", "deeper"))
+        open(os.path.join(here, "junk", "deeper", "f.txt"), "w").write("x")
+        print(here)
+        """,
+    )
+    result = run(check=check, root=root, run_dir=run_dir)
+    assert result.status == "passed"
+    private = Path(result.stdout.strip())
+    assert private.name.startswith(check.stem) and not private.exists()
+
+
+def test_the_private_temp_dir_of_an_ordinary_check_is_removed(root: Path, run_dir: Path) -> None:
+    check = inline(root, "import os, sys\nprint(os.path.dirname(os.path.abspath(sys.argv[0])))\n")
+    result = run(check=check, root=root, run_dir=run_dir)
+    assert result.status == "passed" and not Path(result.stdout.strip()).exists()

@@ -54,6 +54,78 @@ def _drop_if_empty(path: Path) -> Path | None:
     return path
 
 
+class _Watch:
+    """One running child as the watchdog sees it."""
+
+    def __init__(
+        self,
+        *,
+        proc: subprocess.Popen[bytes],
+        deadline: float | None,
+        cancel: threading.Event,
+    ) -> None:
+        self.proc = proc
+        self.deadline = deadline
+        self.cancel = cancel
+        self.timed_out = False
+        self.cancelled = False
+        self.ender: threading.Thread | None = None
+
+
+class _Watchdog:
+    """One thread that ends the groups of children past their deadline or cancelled.
+
+    Shared by every check of the process: a watcher thread per child cost more to start and
+    stop than a trivial check costs to run. Ending a group (grace, then SIGKILL) happens on its
+    own thread, so one slow group never delays the others' deadlines.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._watches: set[_Watch] = set()
+        self._thread: threading.Thread | None = None
+
+    def add(self, watch: _Watch) -> None:
+        with self._lock:
+            self._watches.add(watch)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="eb-watchdog", daemon=True)
+                self._thread.start()
+            self._lock.notify()
+
+    def remove(self, watch: _Watch) -> None:
+        with self._lock:
+            self._watches.discard(watch)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._watches:
+                    self._lock.wait()
+                due = [watch for watch in self._watches if self._is_due(watch)]
+                for watch in due:
+                    self._watches.discard(watch)
+                    watch.ender = threading.Thread(
+                        target=_end_group,
+                        kwargs={"pgid": watch.proc.pid, "proc": watch.proc},
+                        name=f"end-{watch.proc.pid}",
+                        daemon=True,
+                    )
+                    watch.ender.start()
+            time.sleep(_POLL_SECONDS)
+
+    @staticmethod
+    def _is_due(watch: _Watch) -> bool:
+        if watch.cancel.is_set():
+            watch.cancelled = True
+        elif watch.deadline is not None and time.monotonic() >= watch.deadline:
+            watch.timed_out = True
+        return watch.cancelled or watch.timed_out
+
+
+_WATCHDOG = _Watchdog()
+
+
 def run_process(
     *,
     argv: Sequence[str],
@@ -84,35 +156,21 @@ def run_process(
             stdout_path.unlink(missing_ok=True)
             stderr_path.unlink(missing_ok=True)
             raise
-    pgid = proc.pid  # start_new_session makes the child its own group leader
-    done = threading.Event()
-    verdict: dict[str, bool] = {"timed_out": False, "cancelled": False}
-
-    def watch() -> None:
-        deadline = None if not timeout_s else started + timeout_s
-        while not done.wait(_POLL_SECONDS):
-            if cancel.is_set():
-                verdict["cancelled"] = True
-            elif deadline is not None and time.monotonic() >= deadline:
-                verdict["timed_out"] = True
-            else:
-                continue
-            _end_group(pgid=pgid, proc=proc)
-            return
-
-    watcher = threading.Thread(target=watch, name=f"watch-{proc.pid}", daemon=True)
-    watcher.start()
+    watch = _Watch(proc=proc, deadline=started + timeout_s if timeout_s else None, cancel=cancel)
+    _WATCHDOG.add(watch)
     try:
         exit_code = proc.wait()
     finally:
-        done.set()
-        watcher.join()
-        # Children the check left behind in its group must not outlive it.
-        _kill_group(pgid=pgid)
+        _WATCHDOG.remove(watch)
+        if watch.ender is not None:
+            watch.ender.join()
+        # Children the check left behind in its group must not outlive it
+        # (start_new_session makes the child its own group leader).
+        _kill_group(pgid=proc.pid)
     return ProcessOutcome(
         exit_code=exit_code,
-        timed_out=verdict["timed_out"],
-        cancelled=verdict["cancelled"],
+        timed_out=watch.timed_out,
+        cancelled=watch.cancelled,
         stdout_path=_drop_if_empty(stdout_path),
         stderr_path=_drop_if_empty(stderr_path),
     )

@@ -9,7 +9,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from eval_banana.artifacts import (
@@ -127,7 +127,9 @@ def _wait_all(*, futures: list[Future[None]], cancel: threading.Event, stop: Sto
     pending = set(futures)
     while pending:
         try:
-            _, pending = wait(pending, timeout=_WAIT_SLICE_S, return_when=FIRST_COMPLETED)
+            # Not FIRST_COMPLETED: waking per finished check re-arms every pending future,
+            # quadratic in the number of checks; slices are enough for signals and fuses.
+            _, pending = wait(pending, timeout=_WAIT_SLICE_S)
         except KeyboardInterrupt:
             stop.stop(reason="interrupt")
         _follow(cancel=cancel, stop=stop)

@@ -1,0 +1,82 @@
+"""run_process: one shared watchdog ends timed-out or cancelled groups without delaying others."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+from eval_banana.runners.process import GRACE_SECONDS, ProcessOutcome, run_process
+
+# Ignores SIGTERM, so only the SIGKILL after the grace period ends it.
+STUBBORN = (
+    "import signal, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(60)\n"
+)
+SLEEPER = "import time\ntime.sleep(60)\n"
+
+
+def _run(
+    tmp_path: Path, name: str, code: str, *, timeout_s: float | None, cancel: threading.Event
+) -> ProcessOutcome:
+    return run_process(
+        argv=[sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        stdout_path=tmp_path / f"{name}.out",
+        stderr_path=tmp_path / f"{name}.err",
+        timeout_s=timeout_s,
+        cancel=cancel,
+    )
+
+
+def test_a_group_in_its_grace_period_does_not_delay_another_deadline(tmp_path: Path) -> None:
+    outcomes: dict[str, ProcessOutcome] = {}
+    finished: dict[str, float] = {}
+    began = time.monotonic()
+
+    def go(name: str, code: str, timeout_s: float) -> None:
+        outcomes[name] = _run(tmp_path, name, code, timeout_s=timeout_s, cancel=threading.Event())
+        finished[name] = time.monotonic() - began
+
+    stubborn = threading.Thread(target=go, args=("stubborn", STUBBORN, 0.5))
+    stubborn.start()
+    time.sleep(0.3)
+    go("sleeper", SLEEPER, 1.0)
+    stubborn.join()
+    assert outcomes["stubborn"].timed_out and outcomes["sleeper"].timed_out
+    # The sleeper ends at its own deadline although the stubborn group is still in its grace.
+    assert finished["sleeper"] < 0.3 + 1.0 + GRACE_SECONDS - 0.5
+    assert finished["stubborn"] >= 0.5 + GRACE_SECONDS - 0.1  # SIGKILL only after the grace
+
+
+def test_cancel_ends_every_running_child(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    outcomes: list[ProcessOutcome] = []
+    threads = [
+        threading.Thread(
+            target=lambda n=n: outcomes.append(
+                _run(tmp_path, f"c{n}", SLEEPER, timeout_s=None, cancel=cancel)
+            )
+        )
+        for n in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    began = time.monotonic()
+    cancel.set()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert time.monotonic() - began < 2
+    assert len(outcomes) == 3
+    assert all(outcome.cancelled and not outcome.timed_out for outcome in outcomes)
+
+
+def test_a_quick_child_is_neither_timed_out_nor_cancelled(tmp_path: Path) -> None:
+    outcome = _run(tmp_path, "quick", "print('hi')", timeout_s=5, cancel=threading.Event())
+    assert (outcome.exit_code, outcome.timed_out, outcome.cancelled) == (0, False, False)
+    assert outcome.stdout_path is not None and outcome.stdout_path.read_text() == "hi\n"
