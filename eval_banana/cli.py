@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
 
+from eval_banana import log
 from eval_banana.commands import all_commands
 from eval_banana.commands.common import EXIT_HELP
 from eval_banana.errors import EvalBananaError, UsageError
@@ -70,10 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = next((arg for arg in raw if not arg.startswith("-")), None)
         args = build_parser(command=command).parse_args(raw)
         as_json = bool(getattr(args, "json", False))
-        logging.basicConfig(
-            level=logging.DEBUG if getattr(args, "verbose", False) else logging.WARNING,
-            format="%(name)s: %(message)s",
-        )
+        log.configure(verbose=bool(getattr(args, "verbose", False)))
         result: int = all_commands()[args.command].run(args)
         return result
     except EvalBananaError as exc:

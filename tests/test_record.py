@@ -141,16 +141,17 @@ def _small_project(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", ["list", "validate", "run"])
-def test_everyday_commands_never_import_pydantic_or_jsonschema(
+def test_everyday_commands_never_import_what_their_start_up_cannot_afford(
     tmp_path: Path, command: str
 ) -> None:
-    # The start-up budget of issue 7 has no room for either (~70 ms and ~40 ms to import).
+    # The start-up budget of issue 7 (pydantic ~70 ms, jsonschema ~40 ms, logging ~3 ms).
     root = _small_project(tmp_path / "proj")
     probe = (
         "import sys\n"
         "from eval_banana.cli import main\n"
         f"code = main([{command!r}, '--cwd', {str(root)!r}])\n"
-        "heavy = sorted(m for m in ('pydantic', 'jsonschema', 'rich') if m in sys.modules)\n"
+        "heavy = ('pydantic', 'jsonschema', 'rich', 'logging', 'concurrent.futures')\n"
+        "heavy = sorted(m for m in heavy if m in sys.modules)\n"
         "print('HEAVY', heavy, code)\n"
     )
     env = dict(os.environ)
@@ -165,3 +166,31 @@ def test_everyday_commands_never_import_pydantic_or_jsonschema(
         check=False,
     )
     assert "HEAVY [] 0" in done.stdout, done.stdout + done.stderr
+
+
+def test_runner_warnings_reach_stderr_in_the_cli_format_without_loading_logging_before(
+    tmp_path: Path,
+) -> None:
+    # eval_banana.log defers `import logging` to the first warning; the CLI's format still applies.
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n\n[harness]\nagent = "claude"\ntimeout_seconds = 30\n'
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "quiet.yaml").write_text(
+        judge_yaml("quiet", instructions="Decide.\nstandin: mode=no_verdict")
+    )
+    env = dict(os.environ)
+    env["PATH"] = f"{STANDIN_AGENTS}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "eval_banana.runners.harness_judge: Harness judge check quiet failed:" in done.stderr

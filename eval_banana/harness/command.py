@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from eval_banana.log import Logger
 from eval_banana.models.config import AgentTemplate
 
-LOG = logging.getLogger("eval_banana.runners.harness_judge")
+LOG = Logger("eval_banana.runners.harness_judge")
 
 # Linux's MAX_ARG_STRLEN: one argv element, terminating NUL included, may not exceed 32 pages.
 ARG_STRLEN_LIMIT = 32 * 4096

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import shutil
 import sys
@@ -13,13 +12,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from eval_banana.log import Logger
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.results import build_result, error_result, stopped_detail, utc_now
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.launcher import launcher_argv
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
 
-logger = logging.getLogger("eval_banana.runners.deterministic")
+logger = Logger("eval_banana.runners.deterministic")
 
 INLINE_NAME = "inline_check.py"
 REFERENCED_NAME = "referenced_check.py"

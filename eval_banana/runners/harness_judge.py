@@ -5,7 +5,6 @@ Contract: behaviour.md B-114..B-140 (outcome table B-137), decisions D-4, D-5, D
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -21,13 +20,14 @@ from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
 from eval_banana.harness.usage import read_usage, usage_tokens
 from eval_banana.harness.verdict import Extraction, extract_verdict
+from eval_banana.log import Logger
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.results import build_result, error_result, stopped_detail, utc_now
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
 
-logger = logging.getLogger("eval_banana.runners.harness_judge")
+logger = Logger("eval_banana.runners.harness_judge")
 
 NO_VERDICT = 'Harness judge output did not contain a valid JSON verdict with "score": 0 or 1.'
 NO_AGENT = "Harness judge requires config.harness_agent to be set"

@@ -6,10 +6,8 @@ Also the one place where controls are judged (D-11) and where the run fuses live
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from eval_banana.artifacts import (
@@ -20,6 +18,7 @@ from eval_banana.artifacts import (
 )
 from eval_banana.envpolicy import build_base_env
 from eval_banana.fuses import RunFuses
+from eval_banana.log import Logger
 from eval_banana.models.record import Record
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
@@ -45,7 +44,7 @@ from eval_banana.runners.base import RunContext
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
-logger = logging.getLogger("eval_banana.stages.execute")
+logger = Logger("eval_banana.stages.execute")
 
 StartCallback = Callable[[PlannedCheck], None]
 ResultCallback = Callable[[PlannedCheck, CheckResult], None]
@@ -122,19 +121,48 @@ def _follow(*, cancel: threading.Event, stop: StopSignal) -> None:
         stop.stop(reason="interrupt")
 
 
-def _wait_all(*, futures: list[Future[None]], cancel: threading.Event, stop: StopSignal) -> None:
-    """Wait in short slices; a KeyboardInterrupt here stops the run instead of escaping."""
-    pending = set(futures)
-    while pending:
-        try:
-            # Not FIRST_COMPLETED: waking per finished check re-arms every pending future,
-            # quadratic in the number of checks; slices are enough for signals and fuses.
-            _, pending = wait(pending, timeout=_WAIT_SLICE_S)
-        except KeyboardInterrupt:
-            stop.stop(reason="interrupt")
-        _follow(cancel=cancel, stop=stop)
-    for future in futures:
-        future.result()  # a failure to write evidence is a run-level error: let it surface
+def _run_pool(
+    *,
+    count: int,
+    workers: int,
+    task: Callable[[int], None],
+    cancel: threading.Event,
+    stop: StopSignal,
+) -> None:
+    """Run task(0..count-1) on `workers` threads, started in order; return when all are done.
+
+    A few threads over a shared counter instead of concurrent.futures, which would also import
+    `logging` on every start-up. The main thread waits in short slices, so signal handlers run
+    promptly, and a KeyboardInterrupt while waiting stops the run instead of escaping. The first
+    exception a task raised (failing to write evidence) is re-raised once every thread is done.
+    """
+    positions = iter(range(count))
+    take = threading.Lock()
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        while True:
+            with take:
+                position = next(positions, None)
+            if position is None:
+                return
+            try:
+                task(position)
+            except BaseException as exc:  # noqa: BLE001 - surfaced by the main thread below
+                failures.append(exc)
+
+    threads = [threading.Thread(target=work, name=f"eb-check-{n}") for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join(_WAIT_SLICE_S)
+            except KeyboardInterrupt:
+                stop.stop(reason="interrupt")
+            _follow(cancel=cancel, stop=stop)
+    if failures:
+        raise failures[0]
 
 
 def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
@@ -216,13 +244,9 @@ def execute(
 
     if checks:
         workers = min(config.settings.core.max_parallel_checks, len(checks))
-        with (
-            fuses,
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-check") as pool,
-        ):
-            # Submitted in plan order, so checks also start in plan order (B-91).
-            futures = [pool.submit(task, position) for position in range(len(checks))]
-            _wait_all(futures=futures, cancel=cancel, stop=stop)
+        with fuses:
+            # Taken in plan order, so checks also start in plan order (B-91).
+            _run_pool(count=len(checks), workers=workers, task=task, cancel=cancel, stop=stop)
     _follow(cancel=cancel, stop=stop)
     completed = utc_now()
     final = [result for result in results if result is not None]

@@ -1,0 +1,43 @@
+"""Warnings for the console without importing `logging` up front.
+
+`logging` (with traceback, string, tokenize...) costs ~3 ms of every start-up, and most runs never
+warn. Modules take a `Logger` here; the stdlib logger is fetched on its first warning, and the
+CLI's configuration (`configure`) is applied then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FORMAT = "%(name)s: %(message)s"
+_DEBUG, _WARNING = 10, 30  # logging.DEBUG, logging.WARNING
+# The level the CLI asked for, not yet handed to logging.basicConfig (None: nothing pending).
+_pending_level: int | None = None
+
+
+def configure(*, verbose: bool) -> None:
+    """What `eb` sets up: `name: message` on stderr, debug records only with --verbose."""
+    global _pending_level
+    _pending_level = _DEBUG if verbose else _WARNING
+    if verbose:
+        _stdlib_logging()
+
+
+def _stdlib_logging() -> Any:
+    global _pending_level
+    import logging
+
+    if _pending_level is not None:
+        logging.basicConfig(level=_pending_level, format=FORMAT)
+        _pending_level = None
+    return logging
+
+
+class Logger:
+    """A named stdlib logger, fetched on first use."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def warning(self, message: str, *args: object, exc_info: bool = False) -> None:
+        _stdlib_logging().getLogger(self.name).warning(message, *args, exc_info=exc_info)
