@@ -127,17 +127,30 @@ def test_model_copy_leaves_the_original_alone() -> None:
     assert envelope_fields[:2] == ["schema_uri", "schema_version"]
 
 
-def _small_project(root: Path) -> Path:
+def _judge_project(root: Path, *, checks: dict[str, str]) -> Path:
+    """A project whose judges run the stand-in claude (put on PATH by `_python`)."""
     (root / ".eval-banana").mkdir(parents=True)
     (root / ".eval-banana" / "config.toml").write_text(
         '[core]\noutput_dir = "runs"\n\n[harness]\nagent = "claude"\ntimeout_seconds = 30\n'
     )
     (root / "eval_checks").mkdir()
-    (root / "eval_checks" / "det.yaml").write_text(check_yaml("det"))
-    (root / "eval_checks" / "judge.yaml").write_text(
-        judge_yaml("judge", instructions="Is it fine?\nstandin: score=1 reason=fine")
-    )
+    for name, text in checks.items():
+        (root / "eval_checks" / f"{name}.yaml").write_text(text)
     return root
+
+
+def _python(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{STANDIN_AGENTS}{os.pathsep}{env['PATH']}"
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("command", ["list", "validate", "run"])
@@ -145,7 +158,13 @@ def test_everyday_commands_never_import_what_their_start_up_cannot_afford(
     tmp_path: Path, command: str
 ) -> None:
     # The start-up budget of issue 7 (pydantic ~70 ms, jsonschema ~40 ms, logging ~3 ms).
-    root = _small_project(tmp_path / "proj")
+    root = _judge_project(
+        tmp_path / "proj",
+        checks={
+            "det": check_yaml("det"),
+            "judge": judge_yaml("judge", instructions="Is it fine?\nstandin: score=1 reason=fine"),
+        },
+    )
     probe = (
         "import sys\n"
         "from eval_banana.cli import main\n"
@@ -154,17 +173,7 @@ def test_everyday_commands_never_import_what_their_start_up_cannot_afford(
         "heavy = sorted(m for m in heavy if m in sys.modules)\n"
         "print('HEAVY', heavy, code)\n"
     )
-    env = dict(os.environ)
-    env["PATH"] = f"{STANDIN_AGENTS}{os.pathsep}{env['PATH']}"
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    done = _python("-c", probe)
     assert "HEAVY [] 0" in done.stdout, done.stdout + done.stderr
 
 
@@ -172,25 +181,10 @@ def test_runner_warnings_reach_stderr_in_the_cli_format_without_loading_logging_
     tmp_path: Path,
 ) -> None:
     # eval_banana.log defers `import logging` to the first warning; the CLI's format still applies.
-    root = tmp_path / "proj"
-    (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text(
-        '[core]\noutput_dir = "runs"\n\n[harness]\nagent = "claude"\ntimeout_seconds = 30\n'
+    root = _judge_project(
+        tmp_path / "proj",
+        checks={"quiet": judge_yaml("quiet", instructions="Decide.\nstandin: mode=no_verdict")},
     )
-    (root / "eval_checks").mkdir()
-    (root / "eval_checks" / "quiet.yaml").write_text(
-        judge_yaml("quiet", instructions="Decide.\nstandin: mode=no_verdict")
-    )
-    env = dict(os.environ)
-    env["PATH"] = f"{STANDIN_AGENTS}{os.pathsep}{env['PATH']}"
-    done = subprocess.run(
-        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    done = _python("-m", "eval_banana", "run", "--cwd", str(root))
     assert done.returncode == 1
     assert "eval_banana.runners.harness_judge: Harness judge check quiet failed:" in done.stderr
