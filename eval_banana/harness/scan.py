@@ -28,6 +28,11 @@ _CUT_DEPTH = 256
 _FIRST_WINDOW = 1024
 # A decode error this close to a slice's end may come from the cut, not from the text.
 _EDGE = 16
+# `{`, then JSON whitespace: what the decoder reads before it needs `"` or `}`.
+_OBJECT_OPENING = re.compile(r"\{[ \t\n\r]*")
+# Answer for a `{` that cannot open an object without running the decoder (a test compares
+# the scan with and without this shortcut).
+SHORTCUT_NON_OBJECTS = True
 
 
 class Verdict(NamedTuple):
@@ -162,6 +167,13 @@ def _attempt(*, text: str, start: int) -> tuple[str, int, str]:
     position (linear in the position): on the whole text, many early failures would add up to
     quadratic time. A failure near the slice's edge may be the edge itself, so the slice grows.
     """
+    if SHORTCUT_NON_OBJECTS:
+        # Most braces in prose and code (`{x}`, `{ so`) cannot open a JSON object: the decoder
+        # would stop at the first character after the whitespace, so stop there without it.
+        opening = _OBJECT_OPENING.match(text, start)
+        first = opening.end() if opening else start + 1
+        if first < len(text) and text[first] not in '"}':
+            return "fail", first, ""
     size = _FIRST_WINDOW
     while True:
         window = text[start : start + size]

@@ -369,3 +369,46 @@ def test_claude_file_reader_agrees_with_the_in_memory_reader(
     from_file = extract_verdict(dialect="claude", stdout_path=path)
     in_memory = extract_from_text(text)
     assert (from_file.verdict, from_file.problem) == (in_memory.verdict, in_memory.problem)
+
+
+# --- Step B's shortcut for braces that cannot open an object -------------------------------------
+
+_PIECES = st.sampled_from(
+    [
+        "{",
+        "}",
+        "[",
+        "]",
+        '"',
+        "\\",
+        ":",
+        ",",
+        " ",
+        "\n",
+        "\t",
+        "x",
+        "1",
+        "0",
+        "score",
+        '"score"',
+        '{"score": 1}',
+        '{"score": 0, "reason": "r"}',
+        '{ "score" : 1 }',
+        '{"score": true}',
+        '{"a": {"score": 1}}',
+        "\\u0073",
+        '{"reason": "x"}',
+        "{ x",
+        "{}",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=40))
+def test_the_non_object_shortcut_never_changes_step_b(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(scan, "SHORTCUT_NON_OBJECTS", False)
+        without = scan_text(text)
+    assert scan_text(text) == without
