@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from eval_banana import log
-from eval_banana.commands import all_commands
+from eval_banana.commands import COMMANDS, command_module
 from eval_banana.commands.common import EXIT_HELP
 from eval_banana.errors import EvalBananaError, UsageError
 from eval_banana.version import tool_version
@@ -27,10 +27,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; given the `command` being run, only that subcommand gets its flags.
+    """The whole parser; given the `command` being run, only that subcommand is configured.
 
-    The others are still listed (for `eb --help` and "invalid choice" errors), but configuring
-    all seven with every setting flag cost more start-up than the one that is used.
+    The others are still listed (for `eb --help` and "invalid choice" errors), but importing and
+    configuring all seven cost more start-up than the one that is used.
     """
     parser = _Parser(
         prog="eb",
@@ -41,16 +41,19 @@ def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"eval_banana {tool_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
-    for name, module in all_commands().items():
+    for name, (_, help_text) in COMMANDS.items():
+        if command is not None and name != command:
+            subparsers.add_parser(name, help=help_text)  # listed, never parsed
+            continue
+        module = command_module(name)
         sub = subparsers.add_parser(
             name,
-            help=module.HELP,
-            description=getattr(module, "DESCRIPTION", module.HELP),
+            help=help_text,
+            description=getattr(module, "DESCRIPTION", help_text),
             epilog=getattr(module, "EPILOG", None),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        if command is None or name == command:
-            module.configure(parser=sub)
+        module.configure(parser=sub)
     return parser
 
 
@@ -71,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(command=command).parse_args(raw)
         as_json = bool(getattr(args, "json", False))
         log.configure(verbose=bool(getattr(args, "verbose", False)))
-        result: int = all_commands()[args.command].run(args)
+        result: int = command_module(args.command).run(args)
         return result
     except EvalBananaError as exc:
         if as_json or "--verbose" not in raw:

@@ -16,7 +16,7 @@ import pytest
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
 from eval_banana.results import StopSignal
-from eval_banana.runners import RUNNERS
+from eval_banana.runners import RUNNERS, LazyRunner
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.deterministic import run_deterministic
 from tests.builders import (
@@ -72,7 +72,13 @@ def inline(root: Path, source: str, *, id: str = "c1", **kw: Any) -> PlannedChec
 
 
 def test_registry_maps_types_to_runners() -> None:
-    assert RUNNERS["deterministic"] is run_deterministic
+    # Registered lazily (imported on first call), like every runner.
+    deterministic = RUNNERS["deterministic"]
+    assert isinstance(deterministic, LazyRunner)
+    assert (deterministic.module, deterministic.function) == (
+        run_deterministic.__module__,
+        run_deterministic.__name__,
+    )
     assert "harness_judge" in RUNNERS
 
 

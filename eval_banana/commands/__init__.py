@@ -1,20 +1,36 @@
-"""One module per `eb` subcommand: each has HELP, `configure(*, parser)` and `run(args) -> int`."""
+"""One module per `eb` subcommand: each has `configure(*, parser)` and `run(args) -> int`.
+
+The names and one-line helps live here, so `eb <command>` imports only its own module.
+"""
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
+# Subcommand -> (module, one-line help), in the order `eb --help` lists them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("eval_banana.commands.init", "Write .eval-banana/config.toml and an example check."),
+    "run": ("eval_banana.commands.run", "Run the checks and write the reports."),
+    "list": (
+        "eval_banana.commands.listing",
+        "List the discovered checks (id, type, description, path).",
+    ),
+    "validate": (
+        "eval_banana.commands.validate",
+        "Validate every check definition without running anything.",
+    ),
+    "stage": ("eval_banana.commands.stage", "Rerun one stage from the files in a run folder."),
+    "status": (
+        "eval_banana.commands.status",
+        "Show each stage file: ok, missing, invalid or stale.",
+    ),
+    "schema": (
+        "eval_banana.commands.schema",
+        "Print a published JSON Schema (check, config, report, stages/<stage>...).",
+    ),
+}
 
-def all_commands() -> dict[str, ModuleType]:
-    """Subcommand name -> module, in the order `eb --help` lists them."""
-    from eval_banana.commands import init, listing, run, schema, stage, status, validate
 
-    return {
-        "init": init,
-        "run": run,
-        "list": listing,
-        "validate": validate,
-        "stage": stage,
-        "status": status,
-        "schema": schema,
-    }
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name][0])

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "Write .eval-banana/config.toml and an example check."
-
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="Overwrite an existing config file.")

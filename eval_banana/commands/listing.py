@@ -6,8 +6,6 @@ import argparse
 
 from eval_banana.commands import common
 
-HELP = "List the discovered checks (id, type, description, path)."
-
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     common.add_common(parser)

@@ -11,7 +11,6 @@ from functools import partial
 from eval_banana.commands import common
 from eval_banana.errors import UsageError
 
-HELP = "Run the checks and write the reports."
 EPILOG = common.EXIT_HELP
 
 

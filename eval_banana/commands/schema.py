@@ -7,8 +7,6 @@ import sys
 
 from eval_banana.errors import UsageError
 
-HELP = "Print a published JSON Schema (check, config, report, stages/<stage>...)."
-
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="Schema name; see --list.")

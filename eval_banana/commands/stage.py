@@ -9,7 +9,6 @@ import threading
 from eval_banana.commands import common
 from eval_banana.stages import STAGE_NAMES
 
-HELP = "Rerun one stage from the files in a run folder."
 DESCRIPTION = (
     "Rerun one stage from the stage files in --run-dir and rewrite its output. "
     "`eb stage report` never executes a check."

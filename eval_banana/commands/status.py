@@ -6,8 +6,6 @@ import argparse
 
 from eval_banana.commands import common
 
-HELP = "Show each stage file: ok, missing, invalid or stale."
-
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     common.add_run_dir(parser)

@@ -12,8 +12,6 @@ from eval_banana.commands import common
 if TYPE_CHECKING:
     from eval_banana.models.stages import PlanDoc, ProblemModel
 
-HELP = "Validate every check definition without running anything."
-
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     common.add_common(parser)

@@ -14,18 +14,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.reporting import ReportExtras
-from eval_banana.reporting.gitobs import git_commit, observe_git
-from eval_banana.reporting.result_doc import (
-    build_provenance,
-    build_result_document,
-    check_result_target,
-    classify_failure,
-    failure_message,
-    parse_provenance_fields,
-    render_result,
-    write_result,
-)
 from eval_banana.version import tool_version
+
+# The result document and git observation (reporting.result_doc, reporting.gitobs) are imported
+# only by runs that use --result-out or --provenance-field: every other run skips their cost.
 
 
 class ResultOut(NamedTuple):
@@ -50,6 +42,15 @@ def prepare_report_options(
         environ=dict(environ),
         annotation_stream=sys.stderr if as_json else sys.stdout,
     )
+    if args.result_out is None and not args.provenance_field:
+        return extras, None
+    from eval_banana.reporting.gitobs import observe_git
+    from eval_banana.reporting.result_doc import (
+        build_provenance,
+        check_result_target,
+        parse_provenance_fields,
+    )
+
     fields = parse_provenance_fields(values=list(args.provenance_field or []))
     if args.result_out is None:
         return extras, None
@@ -100,6 +101,15 @@ def stamp_result(
     """Write the result document for a finished or failed run (nothing for usage errors)."""
     if result_out is None:
         return
+    from eval_banana.reporting.gitobs import git_commit
+    from eval_banana.reporting.result_doc import (
+        build_result_document,
+        classify_failure,
+        failure_message,
+        render_result,
+        write_result,
+    )
+
     status = "completed" if error is None else classify_failure(error=error)
     if status is None:
         return

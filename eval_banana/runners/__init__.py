@@ -6,7 +6,6 @@ import importlib
 
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.base import RunContext, Runner
-from eval_banana.runners.deterministic import run_deterministic
 
 
 class LazyRunner:
@@ -25,7 +24,9 @@ class LazyRunner:
 
 
 RUNNERS: dict[str, Runner] = {
-    "deterministic": run_deterministic,
+    "deterministic": LazyRunner(
+        module="eval_banana.runners.deterministic", function="run_deterministic"
+    ),
     "harness_judge": LazyRunner(
         module="eval_banana.runners.harness_judge", function="run_harness_judge"
     ),
