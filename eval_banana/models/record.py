@@ -4,9 +4,11 @@ Why not pydantic itself: importing pydantic costs ~70 ms, more than the whole st
 a one-check `eb run` (docs/performance.md). The documents eb writes are built by eb, so they need
 no validation at runtime; they need declarations, attribute access and JSON dumps. A `Record`
 declares its fields the pydantic way (annotations, `Field(...)`), and `to_pydantic` turns it into
-a real pydantic model when a schema is generated or a stage file is read back
-(`eval_banana.schemas`, `eval_banana.stagefiles`), so the class stays the single source of its
-schema. User input (check files) is still validated by pydantic models (`models/check.py`).
+a real pydantic model when a schema is generated (`eval_banana.schemas`), so the class stays
+the single source of its schema; stage files read back are checked against that schema first
+(`eval_banana.stagefiles`). User input (check files) is still validated by pydantic models
+(`models/check.py`). Mutable state objects on the hot path (a run's context, its outcome) use
+the same base for its keyword-only construction.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(Field,))
 class Record:
-    """Base of every eb-written document: keyword-only fields, with pydantic's dump names.
+    """Keyword-only fields with pydantic's declarations and dump names, and no import cost.
 
     Deliberately not a dataclass: generating and compiling dataclass methods for every model
     costs more start-up than one generic `__init__` costs at the few hundred objects a run makes.
