@@ -61,25 +61,16 @@ def _model_schema(model: type[Record], *, name: str) -> Callable[[], dict[str, A
 
 def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
-    from eval_banana.models import stages
     from eval_banana.models.report import ReportJson
     from eval_banana.models.result import CheckResult
+    from eval_banana.stagefiles import STAGE_MODELS
 
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "check": _check_schema,
         "config": _config_schema,
         "check-result": _model_schema(CheckResult, name="check-result"),
     }
-    stage_models: dict[str, type[Record]] = {
-        "config": stages.ConfigDoc,
-        "discover": stages.DiscoverDoc,
-        "validate": stages.PlanDoc,
-        "guard": stages.GuardDoc,
-        "execute": stages.ExecuteDoc,
-        "score": stages.ScoreDoc,
-        "report": stages.ReportDoc,
-    }
-    for stage, model in stage_models.items():
+    for stage, model in STAGE_MODELS.items():
         builders[f"stages/{stage}"] = _model_schema(model, name=f"stages/{stage}")
     builders["report"] = _model_schema(ReportJson, name="report")
     return builders

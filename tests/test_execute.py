@@ -279,3 +279,22 @@ def test_runner_returning_another_digest_is_an_internal_error(
     doc = run_execute(root=root, run_dir=tmp_path / "run", checks=[check])
     assert doc.results[0].status == "error"
     assert doc.results[0].error_detail == "Runner returned the wrong definition hash for check 'w'"
+
+
+def test_a_result_that_cannot_be_written_fails_the_run_after_the_other_checks(
+    root: Path, tmp_path: Path
+) -> None:
+    # Evidence that cannot be kept is a run-level error (not a check result), raised only once
+    # every other check has run, so their files are on disk.
+    run_dir = tmp_path / "run"
+    checks = [
+        planned_inline(id=f"w{n}", script=TIMED.format(sleep=0.1), project_root=root)
+        for n in range(3)
+    ]
+    (run_dir / "checks" / f"{checks[0].stem}.json").mkdir(parents=True)  # blocks the rename
+    with pytest.raises(OSError):
+        run_execute(root=root, run_dir=run_dir, checks=checks, max_parallel_checks=1)
+    for check in checks[1:]:
+        assert json.loads((run_dir / "checks" / f"{check.stem}.json").read_text())["status"] == (
+            "passed"
+        )

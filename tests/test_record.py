@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_banana.models.record import Record, to_pydantic
+from eval_banana.models.record import Field, Record, to_pydantic
 from eval_banana.models.report import ReportJson
 from eval_banana.models.stages import ProblemModel, ScoreDoc, StageEnvelope
 from eval_banana.stagefiles import STAGE_MODELS
@@ -104,7 +104,7 @@ def test_nested_records_are_built_from_mappings() -> None:
     class Outer(Record):
         problems: list[ProblemModel]
         first: ProblemModel | None = None
-        by_name: dict[str, ProblemModel] = {}  # noqa: RUF012 - a default, never mutated
+        by_name: dict[str, ProblemModel] = Field(default_factory=dict)
 
     outer = Outer.model_validate(
         {
@@ -117,6 +117,20 @@ def test_nested_records_are_built_from_mappings() -> None:
     assert outer.first == ProblemModel(message="b")
     assert outer.by_name["x"].message == "c"
     assert Outer.model_validate({"problems": [], "first": None}).first is None
+
+
+def test_a_shared_mutable_default_is_refused_at_declaration() -> None:
+    with pytest.raises(TypeError, match=r"Bad\.tags: use Field\(default_factory=\.\.\.\)"):
+
+        class Bad(Record):
+            tags: list[str] = []  # noqa: RUF012 - the mistake under test
+
+    class Good(Record):
+        tags: list[str] = Field(default_factory=list)
+
+    first, second = Good(), Good()
+    first.tags.append("x")
+    assert second.tags == []
 
 
 def test_model_copy_leaves_the_original_alone() -> None:

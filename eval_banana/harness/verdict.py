@@ -98,7 +98,7 @@ _BLOCK = 1 << 16
 def lines_from_end(*, path: Path, block: int = _BLOCK) -> Iterator[bytes]:
     """The file's lines, newest first, read backwards in blocks.
 
-    Lines end at \n or \r, as text-mode reading splits them (JSON text holds neither raw).
+    Lines end at `\\n` or `\\r`, as text-mode reading splits them (JSON text holds neither raw).
     A line longer than a block is gathered piece by piece and joined once, so the work stays
     linear in the bytes read.
     """

@@ -67,11 +67,17 @@ class FieldSpec(NamedTuple):
     """What `Record.model_fields` holds per field (the subset of pydantic's FieldInfo we use)."""
 
     name: str
-    alias: str | None
-    description: str | None
     default: Any
     default_factory: Callable[[], Any] | None
-    metadata: dict[str, Any] = {}  # noqa: RUF012 - never mutated
+    metadata: dict[str, Any]  # what Field(...) was given for the schema: alias, description...
+
+    @property
+    def alias(self) -> str | None:
+        return self.metadata.get("alias")
+
+    @property
+    def description(self) -> str | None:
+        return self.metadata.get("description")
 
     def is_required(self) -> bool:
         return self.default is _MISSING and self.default_factory is None
@@ -98,11 +104,10 @@ class Record:
     model_config: ClassVar[dict[str, Any]] = {}
     model_fields: ClassVar[dict[str, FieldSpec]] = {}
     _annotations: ClassVar[dict[str, str]] = {}
-    _float_fields: ClassVar[frozenset[str]] = frozenset()
     _aliases: ClassVar[dict[str, str]] = {}
     _init_plan: ClassVar[tuple[tuple[str, Any, Callable[[], Any] | None, bool], ...]] = ()
     # Built on first model_validate: field name -> converter of its JSON value.
-    _converters: ClassVar[dict[str, Converter] | None] = None
+    _converters: ClassVar[dict[str, Converter | None] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -113,15 +118,14 @@ class Record:
             if text.startswith(("ClassVar", "typing.ClassVar")):
                 continue
             annotations[name] = text
-            fields[name] = _field_spec(name=name, declared=cls.__dict__.get(name, _MISSING))
+            fields[name] = _field_spec(
+                owner=cls.__name__, name=name, declared=cls.__dict__.get(name, _MISSING)
+            )
         cls._annotations = annotations
         cls.model_fields = fields
-        cls._float_fields = frozenset(
-            name for name, text in annotations.items() if text in _FLOAT_ANNOTATIONS
-        )
         cls._aliases = {spec.alias: name for name, spec in fields.items() if spec.alias}
         cls._init_plan = tuple(
-            (name, spec.default, spec.default_factory, name in cls._float_fields)
+            (name, spec.default, spec.default_factory, annotations[name] in _FLOAT_ANNOTATIONS)
             for name, spec in fields.items()
         )
         cls._converters = None
@@ -189,19 +193,18 @@ class Record:
         return new
 
 
-def _field_spec(*, name: str, declared: Any) -> FieldSpec:
+def _field_spec(*, owner: str, name: str, declared: Any) -> FieldSpec:
     if isinstance(declared, _Declared):
         return FieldSpec(
             name=name,
-            alias=declared.metadata.get("alias"),
-            description=declared.metadata.get("description"),
             default=declared.default,
             default_factory=declared.default_factory,
             metadata=declared.metadata,
         )
-    return FieldSpec(
-        name=name, alias=None, description=None, default=declared, default_factory=None
-    )
+    # Instances take a plain default as is, so a mutable one would be shared between them.
+    if isinstance(declared, list | dict | set):
+        raise TypeError(f"{owner}.{name}: use Field(default_factory=...) for a mutable default")
+    return FieldSpec(name=name, default=declared, default_factory=None, metadata={})
 
 
 def _dump_value(value: Any, *, by_alias: bool) -> Any:
@@ -241,8 +244,8 @@ def _converters_of(cls: type[Record]) -> dict[str, Converter | None]:
                 converters[name] = _converter(eval(text, module_globals))  # noqa: S307
             else:
                 converters[name] = None
-        cls._converters = converters  # type: ignore[assignment]
-    return cls._converters  # type: ignore[return-value]
+        cls._converters = converters
+    return cls._converters
 
 
 def _is_record(value: object) -> bool:
@@ -272,7 +275,7 @@ def _identity(value: Any) -> Any:
     return value
 
 
-# ---- the pydantic twin, for schemas and for reading files back ----
+# ---- the pydantic twin, for generating the published schemas ----
 
 _TWINS: dict[type[Record], Any] = {}
 
@@ -307,7 +310,7 @@ def to_pydantic(cls: type[Record]) -> Any:
 
 def _twin_hint(hint: Any) -> Any:
     """`hint` with every Record replaced by its pydantic twin."""
-    if isinstance(hint, type) and issubclass(hint, Record):
+    if _is_record(hint):
         return to_pydantic(hint)
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)

@@ -21,7 +21,6 @@ __all__ = [
     "append_step_summary",
     "write_extra_reports",
     "write_html",
-    "write_junit",
 ]
 
 
@@ -84,11 +83,3 @@ def write_extra_reports(
     except OSError as exc:
         raise OutputDirError(f"Cannot append to $GITHUB_STEP_SUMMARY: {exc}") from exc
     return extras
-
-
-def __getattr__(name: str) -> Any:
-    if name == "write_junit":
-        from eval_banana.reporting.junit import write_junit
-
-        return write_junit
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -145,7 +145,7 @@ def _load_by_id(
         joined = ", ".join(path for path, _, _ in matches)
         raise DefinitionError(
             f"Duplicate check id '{check_id}' found in: {joined}",
-            file=str(matches[1][0]),
+            file=matches[1][0],
             field_path="id",
         )
     path, data, document = matches[0]
