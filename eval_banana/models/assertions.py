@@ -15,7 +15,7 @@ from eval_banana.assertions.paths import (
     check_artifact_path,
     parse_path,
 )
-from eval_banana.models.check import CheckBase
+from eval_banana.models.checkbase import CheckBase
 
 ARTIFACT_PATTERN = r"^(?![/\\]|[A-Za-z]:)(?=.*\S)"
 _PATH_DESCRIPTION = (

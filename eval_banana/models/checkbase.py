@@ -1,0 +1,85 @@
+"""Fields every check type shares: the base of the check models in check.py and assertions.py.
+
+It sits below both, so the concrete models import it and never each other.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+ID_PATTERN = r"^[a-zA-Z0-9_-]+$"
+_ID_RE = re.compile(ID_PATTERN)
+NON_BLANK = r"\S"
+
+
+def _require_int_one(value: Any) -> Any:
+    # Only the integer 1 counts: the anchor's lax `true` / `1.0` are rejected (B-68).
+    if type(value) is not int or value != 1:
+        raise PydanticCustomError("literal_error", "Input should be 1")
+    return value
+
+
+def non_blank(value: str, *, field: str, strip: bool) -> str:
+    if not value.strip():
+        raise PydanticCustomError("value_error", f"{field} must be non-empty")
+    return value.strip() if strip else value
+
+
+class CheckBase(BaseModel):
+    """Fields every check type shares."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    type: str = Field(description="The check type; selects the fields below.")
+    schema_version: Annotated[
+        int,
+        Field(
+            description="Format version of the check file; must be the integer 1.",
+            json_schema_extra={"const": 1},
+        ),
+    ]
+    id: str = Field(
+        description="Unique id across the project; letters, digits, '_' and '-'.",
+        # Surrounding whitespace is stripped (B-69), so editors must accept it too.
+        json_schema_extra={"pattern": r"^\s*[a-zA-Z0-9_-]+\s*$"},
+    )
+    description: str = Field(
+        description="What the check verifies; shown in reports.",
+        json_schema_extra={"pattern": NON_BLANK},
+    )
+    tags: list[str] = Field(
+        default_factory=list, description="Free-form labels; select with --tag (OR)."
+    )
+    expect: Literal["pass", "fail"] = Field(
+        default="pass",
+        description="'fail' makes this a control check: it is satisfied only when the check "
+        "really fails (a seeded defect is caught). An error never satisfies it.",
+    )
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _schema_version_is_one(cls, value: Any) -> Any:
+        return _require_int_one(value)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_rules(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        stripped = value.strip()
+        if not stripped:
+            raise PydanticCustomError("value_error", "id must be non-empty")
+        if not _ID_RE.match(stripped):
+            raise PydanticCustomError("value_error", "id must match ^[a-zA-Z0-9_-]+$")
+        return stripped
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _description_rules(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        return non_blank(value, field="description", strip=True)
