@@ -63,7 +63,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
     from eval_banana.models.report import ReportJson
     from eval_banana.models.result import CheckResult
-    from eval_banana.stagefiles import STAGE_MODELS
+    from eval_banana.models.stages import STAGE_MODELS
 
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "check": _check_schema,

@@ -9,19 +9,11 @@ from typing import Any
 
 from eval_banana.artifacts import sha256_file
 from eval_banana.errors import StageFileError
-from eval_banana.models import stages as stage_models
-from eval_banana.models.record import Record
+from eval_banana.models.stages import STAGE_MODELS
+
+__all__ = ["STAGE_INPUTS", "STAGE_MODELS", "read_stage", "stage_digest", "upstream_digests"]
 from eval_banana.stages import STAGE_NAMES, stage_path
 
-STAGE_MODELS: dict[str, type[Record]] = {
-    "config": stage_models.ConfigDoc,
-    "discover": stage_models.DiscoverDoc,
-    "validate": stage_models.PlanDoc,
-    "guard": stage_models.GuardDoc,
-    "execute": stage_models.ExecuteDoc,
-    "score": stage_models.ScoreDoc,
-    "report": stage_models.ReportDoc,
-}
 # Which upstream stage files each stage reads (pipeline.md).
 STAGE_INPUTS: dict[str, tuple[str, ...]] = {
     "config": (),

@@ -159,3 +159,15 @@ class ReportDoc(StageEnvelope):
     report_json: str
     report_md: str
     extra_outputs: list[str] = Field(default_factory=list)
+
+
+# Each stage's document model, in pipeline order (the names of eval_banana.stages.STAGE_NAMES).
+STAGE_MODELS: dict[str, type[StageEnvelope]] = {
+    "config": ConfigDoc,
+    "discover": DiscoverDoc,
+    "validate": PlanDoc,
+    "guard": GuardDoc,
+    "execute": ExecuteDoc,
+    "score": ScoreDoc,
+    "report": ReportDoc,
+}
