@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
-from eval_banana.models.stages import PlannedCheck
+from eval_banana.models.stages import PlannedCheck, ScoreDoc
 from eval_banana.stages.report import control_note, result_summary
 
 if TYPE_CHECKING:
@@ -95,8 +95,12 @@ def print_summary(
     *, report: dict[str, Any], report_path: Path, stream: TextIO | None = None
 ) -> None:
     """Print the summary on stdout; plain text when stdout is not a terminal."""
+    _write_lines(lines=summary_lines(report=report, report_path=report_path), stream=stream)
+
+
+def _write_lines(*, lines: list[str], stream: TextIO | None) -> None:
+    """Lines on `stream` (stdout by default): coloured on a terminal, plain text otherwise."""
     out = stream if stream is not None else sys.stdout
-    lines = summary_lines(report=report, report_path=report_path)
     try:
         if _is_terminal(out):
             console = _rich(out)
@@ -109,6 +113,24 @@ def print_summary(
         # The reports are already on disk (B-150 [improve]); a closed stdout changes nothing.
         if stream is None:
             _silence_stdout()
+
+
+def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> list[str]:
+    """What `eb stage score` prints: the score, the threshold, the counts and the verdict."""
+    lines = [
+        f"Run ID: {score.run_id}",
+        f"Score: {score.points_earned}/{score.total_points}",
+        f"Percentage: {score.percentage:.1f}%",
+        f"Pass threshold: {score.pass_threshold!r} "
+        f"({'met' if score.meets_threshold else 'not met'})",
+        f"Checks: {score.passed_checks} passed, {score.failed_checks} failed, "
+        f"{score.errored_checks} errored",
+        f"Passed: {'yes' if score.run_passed else 'no'}",
+    ]
+    if score.aborted_by is not None:
+        lines.append(f"Aborted by: {score.aborted_by} ({score.not_run_checks} checks did not run)")
+    lines.extend(_check_line(check=result.model_dump(mode="json")) for result in results)
+    return lines
 
 
 class Console:
@@ -137,6 +159,11 @@ class Console:
         """A warning on stderr (also in quiet mode: it is not part of any stdout format)."""
         self.stderr.write(f"warning: {message}\n")
         self.stderr.flush()
+
+    def verdict(self, *, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> None:
+        """The score stage's verdict on stdout (each check's line too when `results` are given)."""
+        if not self.quiet:
+            _write_lines(lines=verdict_lines(score=score, results=results), stream=self.stdout)
 
     def summary(self, *, report: dict[str, Any], report_path: Path) -> None:
         if not self.quiet:

@@ -127,7 +127,7 @@ def reference_markdown() -> str:
 
 
 _VOLATILE = re.compile(
-    r'"(created_at|started_at|completed_at|run_id)": "[^"]*"|"(duration_ms)": \d+'
+    r'"(created_at|run_created_at|started_at|completed_at|run_id)": "[^"]*"|"(duration_ms)": \d+'
     r"|sha256:[0-9a-f]{64}|[0-9]{8}_[0-9]{6}_[0-9a-f]{8}"
 )
 

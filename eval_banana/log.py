@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-FORMAT = "%(name)s: %(message)s"
+FORMAT = "%(message)s"  # after the level: `warning: <message>`
 _DEBUG, _WARNING = 10, 30  # logging.DEBUG, logging.WARNING
 # The level the CLI asked for, not yet handed to logging.basicConfig (None: nothing pending).
 _pending_level: int | None = None
 
 
 def configure(*, verbose: bool) -> None:
-    """What `eb` sets up: `name: message` on stderr, debug records only with --verbose."""
+    """What `eb` sets up: `warning: message` on stderr, debug records only with --verbose."""
     global _pending_level
     _pending_level = _DEBUG if verbose else _WARNING
     if verbose:
@@ -28,9 +28,21 @@ def _stdlib_logging() -> Any:
     import logging
 
     if _pending_level is not None:
-        logging.basicConfig(level=_pending_level, format=FORMAT)
+        handler = logging.StreamHandler()
+        handler.setFormatter(_level_prefix_formatter(logging))
+        logging.basicConfig(level=_pending_level, handlers=[handler])
         _pending_level = None
     return logging
+
+
+def _level_prefix_formatter(logging: Any) -> Any:
+    """`warning: <message>`, as Console.warn prints it: users never see a module name."""
+
+    class LevelPrefix(logging.Formatter):  # type: ignore[misc]
+        def format(self, record: Any) -> str:
+            return f"{record.levelname.lower()}: {super().format(record)}"
+
+    return LevelPrefix(FORMAT)
 
 
 class Logger:

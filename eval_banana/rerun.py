@@ -9,12 +9,14 @@ from pathlib import Path
 
 from eval_banana.console import Console, ProgressReporter
 from eval_banana.models.config import Selection
-from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
+from eval_banana.planselect import narrow_plan
 from eval_banana.stagefiles import read_stage, upstream_digests
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages import execute as execute_stage
 from eval_banana.stages import guard as guard_stage
 from eval_banana.stages import score as score_stage
+from eval_banana.stages import stage_path
 from eval_banana.stages import validate as validate_stage
 from eval_banana.stages.config import resolve_config, write_config_stage
 
@@ -26,6 +28,7 @@ class StageRequest:
     environ: Mapping[str, str] = field(default_factory=dict)
     selection: Selection | None = None
     no_project_config: bool = False
+    verbose: bool = False  # `eb stage score --verbose` also lists every check
     console: Console = field(default_factory=Console)
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -46,6 +49,8 @@ def rerun_config(request: StageRequest) -> int:
         selection=request.selection or previous.selection,
         run_id=previous.run_id,
     )
+    # The run was created once: a rerun of its config stage does not make it the newest run.
+    doc = doc.model_copy(update={"run_created_at": previous.run_created_at or previous.created_at})
     write_config_stage(run_dir=request.run_dir, doc=doc)
     return 0
 
@@ -58,9 +63,13 @@ def rerun_discover(request: StageRequest) -> int:
 
 
 def rerun_validate(request: StageRequest) -> int:
+    """Plan again; a selection given here (--check-id, --tag, --check-dir) replaces config's."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="validate")
+    config = _config(request)
+    if request.selection is not None:
+        config = config.model_copy(update={"selection": request.selection})
     outcome = validate_stage.validate(
-        config=_config(request),
+        config=config,
         discovered=read_stage(run_dir=request.run_dir, stage="discover"),
         inputs=inputs,
     )
@@ -82,10 +91,19 @@ def rerun_guard(request: StageRequest) -> int:
 
 
 def rerun_execute(request: StageRequest) -> int:
+    """Run the plan again; with a selection, only the selected checks (the others keep theirs)."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="execute")
     plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
     guarded: GuardDoc = read_stage(run_dir=request.run_dir, stage="guard")
     guard_stage.raise_if_refused(guarded)
+    previous = None
+    if request.selection is not None:
+        previous = _previous_execute(run_dir=request.run_dir)
+        plan = narrow_plan(
+            plan=plan,
+            selection=request.selection,
+            project_root=Path(_config(request).project_root),
+        )
     with ProgressReporter(console=request.console, total=len(plan.checks)) as progress:
         doc = execute_stage.execute(
             config=_config(request),
@@ -98,8 +116,19 @@ def rerun_execute(request: StageRequest) -> int:
             on_result=progress.finished,
             environ=request.environ,
         )
+    if request.selection is not None:
+        full_plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
+        doc = execute_stage.merge_results(plan=full_plan, fresh=doc, previous=previous)
     execute_stage.write_execute_stage(run_dir=request.run_dir, doc=doc)
     return 3 if doc.aborted_by else 0
+
+
+def _previous_execute(*, run_dir: Path) -> ExecuteDoc | None:
+    """The execute.json a selective rerun keeps the other results from (None when absent)."""
+    if not stage_path(run_dir=run_dir, stage="execute").is_file():
+        return None
+    doc: ExecuteDoc = read_stage(run_dir=run_dir, stage="execute")
+    return doc
 
 
 def rerun_score(request: StageRequest) -> int:
@@ -110,10 +139,10 @@ def rerun_score(request: StageRequest) -> int:
     if isinstance(threshold, float | int):
         config = config.model_copy(deep=True)
         config.settings.core.pass_threshold = float(threshold)
-    doc = score_stage.score(
-        config=config, execute=read_stage(run_dir=request.run_dir, stage="execute"), inputs=inputs
-    )
+    executed: ExecuteDoc = read_stage(run_dir=request.run_dir, stage="execute")
+    doc = score_stage.score(config=config, execute=executed, inputs=inputs)
     score_stage.write_score_stage(run_dir=request.run_dir, doc=doc)
+    request.console.verdict(score=doc, results=executed.results if request.verbose else ())
     return 0 if doc.run_passed else (3 if doc.aborted_by else 1)
 
 

@@ -68,17 +68,46 @@ def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:
     return run_dir
 
 
+def _created_at(*, run_dir: Path) -> str | None:
+    """The run's recorded creation time (config.json), or None when it cannot be read."""
+    import json
+
+    try:
+        document = json.loads((run_dir / "stages" / "config.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    # Runs written before run_created_at existed: their config stage's own time.
+    moment = document.get("run_created_at") or document.get("created_at")
+    return moment if isinstance(moment, str) else None
+
+
+def runs_by_creation(*, base: Path) -> list[Path]:
+    """Every run folder under `base`, oldest first, by the creation time its config.json records.
+
+    Folder names are no order: run ids carry a random suffix after the second, so two runs of
+    the same second sort by chance. A folder whose config.json cannot be read is not a run.
+    """
+    dated: list[tuple[str, str]] = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.is_dir():
+            continue
+        moment = _created_at(run_dir=Path(entry.path))
+        if moment is not None:
+            dated.append((moment, entry.path))
+    # ISO-8601 UTC strings of one format sort as the moments they name; the path breaks ties.
+    return [Path(path) for _, path in sorted(dated)]
+
+
 def newest_run_dir(*, config: ConfigDoc) -> Path | None:
-    """The most recent run folder under the output folder (by name: run ids sort by time)."""
+    """The most recently created run under the output folder (a flat-output folder itself)."""
     base = output_base(config=config).resolve()
     if (base / "stages" / "config.json").is_file():
         return base
-    try:
-        candidates = [
-            entry.path
-            for entry in os.scandir(base)
-            if entry.is_dir() and (Path(entry.path) / "stages" / "config.json").is_file()
-        ]
-    except OSError:
-        return None
-    return Path(max(candidates)) if candidates else None
+    runs = runs_by_creation(base=base)
+    return runs[-1] if runs else None

@@ -1,13 +1,24 @@
-"""`eb status`: each stage file present, valid, and up to date with its inputs (like `make -n`)."""
+"""`eb status`: each stage file present, valid, and up to date with its inputs (like `make -n`).
+
+A stage file is stale when a file it was built from changed since: an upstream stage file (by
+the digest recorded in its `inputs`), or what the stage read from the project itself (the config
+file, the check files, the referenced scripts). Staleness follows the chain: everything built
+from a stale, missing or invalid stage file is stale too.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval_banana.errors import StageFileError
+from eval_banana.artifacts import sha256_file
+from eval_banana.errors import EvalBananaError, StageFileError
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck
 from eval_banana.stagefiles import STAGE_INPUTS, read_stage, stage_digest
 from eval_banana.stages import STAGE_NAMES, stage_path
+
+_SHOWN_CHANGES = 3
 
 
 @dataclass(frozen=True)
@@ -18,7 +29,101 @@ class StageState:
     detail: str = ""
 
 
-def stage_state(*, run_dir: Path, stage: str) -> StageState:
+def _relative(*, path: str, root: str) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+def _describe_changes(changes: list[str]) -> str:
+    shown = ", ".join(changes[:_SHOWN_CHANGES])
+    more = len(changes) - _SHOWN_CHANGES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _config_source_changed(*, doc: ConfigDoc, run_dir: Path) -> str | None:
+    """The config file read then has different bytes now (or is gone)."""
+    if doc.config_file is None or doc.config_file_sha256 is None:
+        return None
+    path = Path(doc.config_file)
+    current = sha256_file(path=path) if path.is_file() else None
+    if current == doc.config_file_sha256:
+        return None
+    return f"{doc.config_file} {'changed' if current else 'was removed'}"
+
+
+def _check_files_changed(*, doc: DiscoverDoc, run_dir: Path) -> str | None:
+    """Walk again: a check file added, removed or edited since discover ran."""
+    from eval_banana.stages.discover import discover
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    try:
+        now = discover(config=config, inputs={})
+    except EvalBananaError as exc:
+        return f"discovery fails now: {exc.message}"
+    before = {item.path: item.sha256 for item in doc.files}
+    after = {item.path: item.sha256 for item in now.files}
+    root = config.project_root
+    changes = [f"{_relative(path=p, root=root)} added" for p in sorted(after.keys() - before)]
+    changes += [f"{_relative(path=p, root=root)} removed" for p in sorted(before.keys() - after)]
+    changes += [
+        f"{_relative(path=p, root=root)} changed"
+        for p in sorted(before.keys() & after.keys())
+        if before[p] != after[p]
+    ]
+    return _describe_changes(changes) if changes else None
+
+
+def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
+    """A planned check's file or referenced script has another digest now."""
+    from eval_banana.definition import definition_digest, freeze_script
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    changes: list[str] = []
+    for check in doc.checks:
+        source = Path(check.source_path)
+        try:
+            data = source.read_bytes()
+        except OSError:
+            changes.append(f"{_relative(path=check.source_path, root=config.project_root)} removed")
+            continue
+        script_path = check.definition.get("script_path")
+        frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
+        if definition_digest(yaml_bytes=data, frozen=frozen) == check.check_definition_sha256:
+            continue
+        changed = check.source_path
+        if (
+            frozen is not None
+            and check.script_path
+            and _script_changed(check=check, run_dir=run_dir)
+        ):
+            changed = check.script_path
+        changes.append(f"{_relative(path=changed, root=config.project_root)} changed")
+    return _describe_changes(changes) if changes else None
+
+
+def _script_changed(*, check: PlannedCheck, run_dir: Path) -> bool:
+    """Whether the referenced script differs from the copy validate froze."""
+    if not check.snapshot or not check.script_path:
+        return True  # it was unavailable then, so whatever is there now is a change
+    snapshot = run_dir / check.snapshot
+    script = Path(check.script_path)
+    if not script.is_file() or not snapshot.is_file():
+        return True
+    return sha256_file(path=script) != sha256_file(path=snapshot)
+
+
+# What each stage read from outside the run folder, and how to tell that it changed.
+SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
+    "config": _config_source_changed,
+    "discover": _check_files_changed,
+    "validate": _definitions_changed,
+}
+
+
+def stage_state(*, run_dir: Path, stage: str, upstream: dict[str, StageState]) -> StageState:
+    """The state of one stage, given the states already found for the stages before it."""
     path = stage_path(run_dir=run_dir, stage=stage)
     if not path.is_file():
         return StageState(stage=stage, path=path, state="missing")
@@ -26,14 +131,33 @@ def stage_state(*, run_dir: Path, stage: str) -> StageState:
         doc = read_stage(run_dir=run_dir, stage=stage)
     except StageFileError as exc:
         return StageState(stage=stage, path=path, state="invalid", detail=exc.message)
-    for upstream in STAGE_INPUTS[stage]:
-        current = stage_digest(run_dir=run_dir, stage=upstream)
-        if current != doc.inputs.get(upstream):
-            changed = stage_path(run_dir=run_dir, stage=upstream)
-            relative = changed.relative_to(run_dir)
-            return StageState(stage=stage, path=path, state="stale", detail=f"{relative} changed")
+
+    def stale(detail: str) -> StageState:
+        return StageState(stage=stage, path=path, state="stale", detail=detail)
+
+    for name in STAGE_INPUTS[stage]:
+        relative = stage_path(run_dir=run_dir, stage=name).relative_to(run_dir)
+        if stage_digest(run_dir=run_dir, stage=name) != doc.inputs.get(name):
+            return stale(f"{relative} changed")
+    source_check = SOURCE_CHECKS.get(stage)
+    if source_check is not None:
+        try:
+            changed = source_check(doc=doc, run_dir=run_dir)
+        except StageFileError as exc:
+            changed = f"cannot compare: {exc.message}"
+        if changed:
+            return stale(changed)
+    for name in STAGE_INPUTS[stage]:
+        state = upstream[name]
+        if state.state != "ok":
+            relative = state.path.relative_to(run_dir)
+            return stale(f"{relative} is {state.state}")
     return StageState(stage=stage, path=path, state="ok")
 
 
 def run_status(*, run_dir: Path) -> list[StageState]:
-    return [stage_state(run_dir=run_dir, stage=stage) for stage in STAGE_NAMES]
+    """Every stage's state, in pipeline order; staleness flows down the chain."""
+    states: dict[str, StageState] = {}
+    for stage in STAGE_NAMES:
+        states[stage] = stage_state(run_dir=run_dir, stage=stage, upstream=states)
+    return [states[stage] for stage in STAGE_NAMES]

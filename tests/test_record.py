@@ -201,4 +201,5 @@ def test_runner_warnings_reach_stderr_in_the_cli_format_without_loading_logging_
     )
     done = _python("-m", "eval_banana", "run", "--cwd", str(root))
     assert done.returncode == 1
-    assert "eval_banana.runners.harness_judge: Harness judge check quiet failed:" in done.stderr
+    assert "warning: Harness judge check quiet failed:" in done.stderr
+    assert "eval_banana." not in done.stderr  # users see no module names

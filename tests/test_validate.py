@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -245,6 +246,33 @@ def test_validate_refuses_missing_script_path(
     result = eb("validate", "--cwd", str(root))
     assert result.exit_code == 2
     assert f"Deterministic script not found: {root / 'eval_checks' / 'absent.py'}" in result.stderr
+
+
+def test_run_refuses_a_missing_script_path_as_validate_does(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # `eb validate` is green only when `eb run` could start: both refuse, with the same text.
+    root = project(
+        {
+            "eval_checks/a.yaml": HEAD + "type: deterministic\nscript_path: absent.py\n",
+            "eval_checks/b.yaml": check_yaml("b", script="open('ran.txt', 'w')"),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    message = f"Deterministic script not found: {root / 'eval_checks' / 'absent.py'}"
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert message in result.stderr and "hint: Fix script_path" in result.stderr
+    assert "eval_banana." not in result.stderr  # no logger names on the console
+    assert not (root / "ran.txt").exists()  # nothing ran
+    (run_dir,) = list((root / "runs").iterdir())
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    assert plan["ok"] is False
+    assert plan["errors"][0]["field_path"] == "deterministic.script_path"
+    assert not (run_dir / "report.json").exists()
+    assert message in eb("validate", "--cwd", str(root)).stderr
+    listed = eb("list", "--cwd", str(root))  # listing still works: it runs nothing
+    assert listed.exit_code == 0 and len(listed.stdout.splitlines()) == 2
 
 
 def test_validate_refuses_unknown_agent_and_uninjectable_effort(

@@ -21,7 +21,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(request=common.request(args), run_id=new_run_id())
     contents: dict[str, bytes] = {}
     discovered = discover(config=config, inputs={}, contents=contents)
-    outcome = validate(config=config, discovered=discovered, inputs={}, contents=contents)
+    outcome = validate(
+        config=config, discovered=discovered, inputs={}, contents=contents, require_scripts=False
+    )
     plan = outcome.plan
     # An empty selection lists nothing and is not an error here (B-79).
     if not plan.ok and [problem.message for problem in plan.errors] != [NO_CHECKS]:

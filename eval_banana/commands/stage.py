@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         environ=dict(os.environ),
         selection=given if any((args.check_id, args.check_dir, args.tag)) else None,
         no_project_config=args.no_project_config,
+        verbose=args.verbose,
         console=Console(),
         cancel=cancel,
     )

@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
-
-if TYPE_CHECKING:
-    from eval_banana.models.stages import PlanDoc, ProblemModel
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
@@ -23,22 +19,6 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         "--run-dir", help="Also write the config, discover, validate and guard stage files here."
     )
     parser.add_argument("files", nargs="*", help=argparse.SUPPRESS)
-
-
-def readiness_problems(*, plan: PlanDoc) -> list[ProblemModel]:
-    """What validates but could never run: a referenced script that is not there."""
-    from eval_banana.models.stages import ProblemModel
-
-    return [
-        ProblemModel(
-            message=check.script_unavailable,
-            file=check.source_path,
-            field_path=f"{check.type}.script_path",
-            hint="Fix script_path (it is relative to the check file's folder).",
-        )
-        for check in plan.checks
-        if check.script_unavailable
-    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     if args.allow_empty and [p.message for p in problems] == [validate_stage.NO_CHECKS]:
         print("Validated 0 checks successfully.")
         return 0
-    problems.extend(readiness_problems(plan=plan))
-    if plan.ok:
+    # A plan whose only errors are missing scripts still has its checks: guard them too, so one
+    # `eb validate` reports every problem at once.
+    if plan.checks:
         guarded = guard_stage.guard(
             config=config,
             plan=plan,

@@ -39,6 +39,16 @@ class ConfigDoc(StageEnvelope):
     stage: Literal["config"] = "config"
     project_root: str
     config_file: str | None = Field(description="The config.toml used, or null.")
+    config_file_sha256: str | None = Field(
+        default=None,
+        description="sha256:<hex> of the config file's bytes when it was read (eb status "
+        "compares it with the file on disk).",
+    )
+    run_created_at: str | None = Field(
+        default=None,
+        description="When the run was created; kept when the config stage is rerun. "
+        "'The newest run' is the one with the latest run_created_at.",
+    )
     no_project_config: bool = False
     settings: Settings
     sources: dict[str, SettingSource] = Field(
@@ -90,6 +100,11 @@ class PlannedCheck(Record):
 class PlanDoc(StageEnvelope):
     stage: Literal["validate"] = "validate"
     ok: bool
+    selection: Selection = Field(
+        default_factory=Selection,
+        description="The selection this plan applied (config.json's, or the one given to "
+        "`eb stage validate`).",
+    )
     checks: list[PlannedCheck]
     errors: list[ProblemModel] = Field(default_factory=list)
     warnings: list[ProblemModel] = Field(default_factory=list)

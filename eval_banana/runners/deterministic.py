@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.log import Logger
-from eval_banana.models.result import CheckResult, Status
+from eval_banana.models.result import CheckResult
 from eval_banana.results import build_result, error_result, stopped_detail, utc_now
 from eval_banana.runners.base import RunContext
+from eval_banana.runners.explain import failure_reason
 from eval_banana.runners.launcher import launcher_argv
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
 
@@ -130,8 +131,10 @@ def _outcome_result(
         return error_result(
             error_detail=f"Deterministic check timed out after {limit} seconds", **common
         )
-    status: Status = "passed" if outcome.exit_code == 0 else "failed"
-    return build_result(status=status, **common)
+    if outcome.exit_code == 0:
+        return build_result(status="passed", **common)
+    reason = failure_reason(stderr_path=outcome.stderr_path, exit_code=outcome.exit_code)
+    return build_result(status="failed", reason=reason, **common)
 
 
 def run_deterministic(ctx: RunContext) -> CheckResult:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval_banana.artifacts import write_model
+from eval_banana.artifacts import sha256_bytes, write_model
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
@@ -63,11 +63,14 @@ def find_config_file(*, start: Path) -> Path | None:
     return None
 
 
-def _load_toml(*, path: Path) -> dict[str, Any]:
+def _read_config_bytes(*, path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"Cannot read {path}: {exc.strerror or exc}", file=str(path)) from None
+
+
+def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -277,7 +280,10 @@ def resolve_config(
     if unknown:
         raise ConfigError(f"Unknown setting(s) given as flags: {', '.join(unknown)}")
     path = None if no_project_config else find_config_file(start=start)
-    table: dict[str, Any] = _load_toml(path=path) if path is not None else {}
+    data = _read_config_bytes(path=path) if path is not None else None
+    table: dict[str, Any] = (
+        _load_toml(path=path, data=data) if path is not None and data is not None else {}
+    )
     warnings = _check_structure(table=table, path=path) if path is not None else []
 
     sections: dict[str, dict[str, object]] = {}
@@ -294,11 +300,14 @@ def resolve_config(
     sources["agents"] = "project" if path is not None and table.get("agents") else "default"
     # Every value was checked against its SettingSpec above.
     settings = Settings.model_validate({**sections, "agents": agents})
+    head = envelope(stage="config", run_id=run_id, inputs={})
     return ConfigDoc.model_validate(
         {
-            **envelope(stage="config", run_id=run_id, inputs={}),
+            **head,
+            "run_created_at": head["created_at"],
             "project_root": str(path.parent.parent if path is not None else start),
             "config_file": str(path) if path is not None else None,
+            "config_file_sha256": sha256_bytes(data=data) if data is not None else None,
             "no_project_config": no_project_config,
             "settings": settings,
             "sources": sources,

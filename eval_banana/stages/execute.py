@@ -18,6 +18,7 @@ from eval_banana.artifacts import (
 )
 from eval_banana.envpolicy import build_base_env
 from eval_banana.fuses import RunFuses
+from eval_banana.harness.usage import usage_tokens
 from eval_banana.log import Logger
 from eval_banana.models.record import Record
 from eval_banana.models.result import CheckResult
@@ -271,6 +272,57 @@ def execute(
         else [],
     )
     return ExecuteDoc.model_validate(document)
+
+
+def _kept_result(*, check: PlannedCheck, previous: ExecuteDoc | None) -> CheckResult:
+    """The earlier result of a check a selective rerun left out, if it is for this definition."""
+    if previous is not None:
+        for result in previous.results:
+            if (
+                result.check_id == check.id
+                and result.check_definition_sha256 == check.check_definition_sha256
+            ):
+                return result
+    moment = utc_now()
+    return judge_expectation(
+        result=error_result(
+            check=check,
+            started=moment,
+            completed=moment,
+            error_detail="Not run: outside the rerun's selection, and no earlier result "
+            "for this definition",
+            details={"not_run": True},
+        )
+    )
+
+
+def _reported_tokens(results: list[CheckResult]) -> int | None:
+    counted = [
+        usage_tokens(result.details.get("usage"))
+        for result in results
+        if isinstance(result.details.get("usage"), dict)
+    ]
+    numbers = [tokens for tokens in counted if tokens is not None]
+    return sum(numbers) if numbers else None
+
+
+def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | None) -> ExecuteDoc:
+    """A selective rerun's results over the earlier ones: one result per planned check again.
+
+    Checks the rerun did not select keep their earlier result when it was for the same
+    definition; otherwise they are recorded as not run, so the run cannot pass on them.
+    """
+    by_id = {result.check_id: result for result in fresh.results}
+    results = [
+        by_id.get(check.id) or _kept_result(check=check, previous=previous) for check in plan.checks
+    ]
+    return fresh.model_copy(
+        update={
+            "results": results,
+            "not_run": [r.check_id for r in results if r.details.get("not_run") is True],
+            "tokens_used": _reported_tokens(results),
+        }
+    )
 
 
 def write_execute_stage(*, run_dir: Path, doc: ExecuteDoc) -> str:

@@ -197,16 +197,33 @@ def _plan_check(*, item: Loaded) -> tuple[PlannedCheck, bytes | None]:
     return planned, frozen.data if frozen else None
 
 
+def unavailable_scripts(*, checks: list[PlannedCheck]) -> list[ProblemModel]:
+    """Checks that validate but could never run: a referenced script that is not there."""
+    return [
+        ProblemModel(
+            message=check.script_unavailable,
+            file=check.source_path,
+            field_path=f"{check.type}.script_path",
+            hint="Fix script_path (it is relative to the check file's folder).",
+        )
+        for check in checks
+        if check.script_unavailable
+    ]
+
+
 def validate(
     *,
     config: ConfigDoc,
     discovered: DiscoverDoc,
     inputs: dict[str, str],
     contents: Mapping[str, bytes] | None = None,
+    require_scripts: bool = True,
 ) -> ValidationOutcome:
     """Load, select (check ids, tags) and plan the checks; never raises for bad definitions.
 
     `contents` are the file bytes the discover stage read in this process (else read here).
+    With `require_scripts` (every command that may run checks), a missing referenced script is
+    an error here, so `eb run` refuses it up front as `eb validate` does; `eb list` lists anyway.
     """
     paths = [item.path for item in discovered.files]
     errors = list(discovered.problems)
@@ -237,10 +254,13 @@ def validate(
             checks.append(planned)
             if planned.snapshot and frozen_bytes is not None:
                 snapshots[planned.snapshot] = frozen_bytes
+        if require_scripts:
+            errors.extend(unavailable_scripts(checks=checks))
     plan = PlanDoc.model_validate(
         {
             **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
             "ok": not errors,
+            "selection": selection,
             "checks": checks,
             "errors": sorted(errors, key=lambda problem: problem.file or ""),
             "warnings": warnings,

@@ -1,0 +1,39 @@
+"""Narrowing an existing plan to a selection, for `eb stage execute --check-id ...`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval_banana.errors import UsageError
+from eval_banana.models.config import Selection
+from eval_banana.models.stages import PlanDoc, PlannedCheck
+
+
+def _in_folder(*, check: PlannedCheck, folder: Path) -> bool:
+    return Path(check.source_path).resolve().is_relative_to(folder)
+
+
+def _selected(*, check: PlannedCheck, selection: Selection, folder: Path | None) -> bool:
+    if selection.check_ids and check.id not in {item.strip() for item in selection.check_ids}:
+        return False
+    tags = check.definition.get("tags") or []
+    if selection.tags and not set(selection.tags).intersection(tags):
+        return False
+    return folder is None or _in_folder(check=check, folder=folder)
+
+
+def narrow_plan(*, plan: PlanDoc, selection: Selection, project_root: Path) -> PlanDoc:
+    """The plan with only the checks `selection` picks; none picked is a usage error."""
+    folder = (project_root / selection.check_dir).resolve() if selection.check_dir else None
+    checks = [
+        check for check in plan.checks if _selected(check=check, selection=selection, folder=folder)
+    ]
+    if not checks:
+        raise UsageError(
+            "No check of the plan matches the selection "
+            f"(check ids {selection.check_ids or 'any'}, tags {selection.tags or 'any'}, "
+            f"folder {selection.check_dir or 'any'})",
+            hint="`eb stage execute` selects among the checks in stages/plan.json; "
+            "rerun `eb stage validate` with the selection to plan other checks.",
+        )
+    return plan.model_copy(update={"checks": checks})

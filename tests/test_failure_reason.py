@@ -1,0 +1,124 @@
+"""A failed deterministic check explains itself: what its script raised, everywhere a reason goes."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eval_banana.runners.explain import MAX_REASON_CHARS, failure_reason
+from tests.conftest import EbResult, check_yaml
+
+
+def _stderr(tmp_path: Path, text: str | bytes) -> Path:
+    path = tmp_path / "stderr.txt"
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+TRACEBACK = """\
+Traceback (most recent call last):
+  File "/tmp/x/inline_check.py", line 3, in <module>
+    assert count == 3, f"expected 3, got {count!r}"
+           ^^^^^^^^^^
+AssertionError: expected 3, got '2'
+"""
+
+
+@pytest.mark.parametrize(
+    ("stderr", "exit_code", "expected"),
+    [
+        (TRACEBACK, 1, "AssertionError: expected 3, got '2'"),
+        # Chained: the last exception raised is the one reported.
+        (
+            TRACEBACK
+            + "\nDuring handling of the above exception, another exception occurred:\n\n"
+            + TRACEBACK.replace("AssertionError: expected 3, got '2'", "KeyError: 'total'"),
+            1,
+            "KeyError: 'total'",
+        ),
+        # Lines printed after the traceback do not hide it.
+        (TRACEBACK + "cleanup done\n", 1, "AssertionError: expected 3, got '2'"),
+        # A multi-line message: its first line, the type included.
+        (
+            TRACEBACK.replace("got '2'", "got '2'\nand more"),
+            1,
+            "AssertionError: expected 3, got '2'",
+        ),
+        ("warming up\nREADME.md is missing\n\n", 1, "README.md is missing"),
+        ("", 2, "exit code 2"),
+        ("   \n\n", 3, "exit code 3"),
+        ("", -9, "exit code -9 (killed by SIGKILL)"),
+        (
+            "  File \"c.py\", line 1\n    x = (\n        ^\nSyntaxError: '(' was never closed\n",
+            1,
+            "SyntaxError: '(' was never closed",
+        ),
+    ],
+)
+def test_the_reason_is_the_last_exception_else_the_last_line_else_the_exit_code(
+    tmp_path: Path, stderr: str, exit_code: int, expected: str
+) -> None:
+    path = _stderr(tmp_path, stderr) if stderr else None
+    assert failure_reason(stderr_path=path, exit_code=exit_code) == expected
+
+
+def test_the_reason_is_one_bounded_line(tmp_path: Path) -> None:
+    long = "ValueError: " + "word\tafter   word " * 100
+    reason = failure_reason(stderr_path=_stderr(tmp_path, f"x\n{long}\n"), exit_code=1)
+    assert len(reason) == MAX_REASON_CHARS and reason.endswith("…")
+    assert "\t" not in reason and "  " not in reason and "\n" not in reason
+
+
+def test_a_huge_last_line_is_read_in_bounded_pieces(tmp_path: Path) -> None:
+    # 20 MB without a newline after a real message line: the reason is the message line's.
+    path = _stderr(tmp_path, b"the real message\n" + b"x" * (20 * 1024 * 1024))
+    reason = failure_reason(stderr_path=path, exit_code=1)
+    assert reason.startswith("x") and len(reason) == MAX_REASON_CHARS
+
+
+def test_undecodable_bytes_do_not_break_the_reason(tmp_path: Path) -> None:
+    path = _stderr(tmp_path, b"RuntimeError: bad \xff byte\n")
+    assert failure_reason(stderr_path=path, exit_code=1) == "RuntimeError: bad \ufffd byte"
+
+
+SCRIPT = """\
+count = len("ab")
+assert count == 3, f"expected 3, got {str(count)!r}"
+"""
+
+
+def test_the_reason_reaches_every_report(
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = project(
+        {
+            "eval_checks/counts.yaml": check_yaml("counts", script=SCRIPT),
+            "eval_checks/ok.yaml": check_yaml("ok"),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    summary = tmp_path / "summary.md"
+    junit = tmp_path / "junit.xml"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    done = eb("run", "--cwd", str(root), "--junit-xml", str(junit), "--annotations", "github")
+    expected = "AssertionError: expected 3, got '2'"
+    assert done.exit_code == 1
+    assert f"- counts: failed - {expected}" in done.stdout
+    assert f"title=counts failed::{expected}" in done.stdout
+    (run_dir,) = list((root / "runs").iterdir())
+    report = json.loads((run_dir / "report.json").read_text())
+    (counts,) = [check for check in report["checks"] if check["check_id"] == "counts"]
+    assert counts["reason"] == expected and counts["exit_code"] == 1
+    assert expected in counts["stderr"]  # the full stderr is still there
+    assert f"- Reason: {expected}" in (run_dir / "report.md").read_text()
+    assert expected in summary.read_text()
+    assert expected in (run_dir / "report.html").read_text()
+    failure = ET.parse(junit).getroot().find(".//testcase[@name='counts']/failure")
+    assert failure is not None and failure.get("message") == f"failed: {expected}"
