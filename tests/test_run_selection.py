@@ -7,6 +7,9 @@ the tests prove which processes started, not only what the report says.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -309,3 +312,37 @@ def test_a_run_where_every_selected_check_is_skipped_does_not_pass(
     assert result.exit_code == 1, result.stderr
     assert "Score: 0/0" in result.stdout and "- a: skipped - later" in result.stdout
     assert ran(root) == []
+
+
+# --- invoke eval -----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_invoke_eval_passes_the_selection_and_maxfail_flags(project: Project) -> None:
+    root = project(
+        {
+            "eval_checks/1.yaml": recording("judge_a", fails=True, tags=["judge"]),
+            "eval_checks/2.yaml": recording("judge_b", tags=["judge"]),
+            "eval_checks/3.yaml": recording("judge_c", tags=["judge", "slow"]),
+            "eval_checks/4.yaml": recording("lint_a", tags=["lint"]),
+            "tasks.py": "from eval_banana.tasks import ns\n",
+        },
+        config=CONFIG,
+    )
+    invoke = [sys.executable, "-m", "invoke", "eval"]
+    selected = subprocess.run(
+        [*invoke, "-k", "judge", "--tag", "not slow", "--check-id", "*_[ab]", "--retries", "1"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert selected.returncode == 1, selected.stderr  # judge_a fails
+    assert ran(root) == ["judge_a", "judge_b"]
+    config = json.loads(next(root.glob("results/*/stages/config.json")).read_text())
+    assert config["selection"]["keyword"] == "judge"
+    assert config["settings"]["harness"]["retries"] == 1
+    shutil.rmtree(root / "ran")
+    stopped = subprocess.run([*invoke, "-x"], cwd=root, capture_output=True, text=True)
+    assert stopped.returncode == 1, stopped.stderr  # not 3: a maxfail stop is not an abort
+    assert ran(root) == ["judge_a"]
+    assert "did not run" in stopped.stderr

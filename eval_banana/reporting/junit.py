@@ -142,14 +142,15 @@ def junit_tree(*, report: dict[str, Any], project_root: Path) -> ET.Element:
     checks: list[Check] = list(report.get("checks", []))
     skipped = skipped_checks(report=report)
     root_text = str(project_root)
-    not_run = sum(1 for check in checks if is_not_run(check=check)) + len(skipped)
+    # JUnit's `skipped` covers both: checks a stop left unstarted and checks their file skips.
+    not_started = sum(1 for check in checks if is_not_run(check=check)) + len(skipped)
     counts = {
         "tests": str(len(checks) + len(skipped)),
         "failures": str(sum(1 for check in checks if check.get("status") == "failed")),
         "errors": str(
             sum(1 for c in checks if c.get("status") == "error" and not is_not_run(check=c))
         ),
-        "skipped": str(not_run),
+        "skipped": str(not_started),
         "time": _seconds(report.get("duration_ms")),
     }
     root = ET.Element("testsuites", {"name": SUITE_NAME, **counts})
