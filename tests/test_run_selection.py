@@ -164,6 +164,7 @@ def test_exitfirst_stops_launching_after_the_first_failure(failing_first: Path, 
         assert by_id[name]["status"] == "error"
         assert by_id[name]["error_detail"] == why
         assert by_id[name]["details"] == {"not_run": True, "not_run_reason": "maxfail"}
+        assert by_id[name]["observed_status"] == "error"  # as for an interrupt's not-run checks
     # Every report says why they did not run.
     assert f"- p5: error - {why}" in result.stdout
     assert "Run stopped after 1 failed or errored check (maxfail 1); 4 checks did not run." in (

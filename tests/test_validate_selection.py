@@ -101,11 +101,14 @@ def test_a_file_a_glob_selects_is_validated_strictly(project: Project, eb: Eb) -
         {
             "eval_checks/a.yaml": check_yaml("judge_a"),
             "eval_checks/b.yaml": "schema_version: 1\nid: judge_b\ntype: deterministic\n",
+            "eval_checks/c.yaml": "schema_version: 2\nid: judge_c\ntype: deterministic\n",
         }
     )
     result = eb("list", "--cwd", str(root), "--check-id", "judge_*")
     assert result.exit_code == 2
-    assert f"Invalid check definition in {root / 'eval_checks' / 'b.yaml'}" in result.stderr
+    # Every invalid file the glob selects is reported, not only the first.
+    for name in ("b.yaml", "c.yaml"):
+        assert f"Invalid check definition in {root / 'eval_checks' / name}" in result.stderr
 
 
 def test_a_glob_over_a_duplicate_id_names_both_files(project: Project, eb: Eb) -> None:

@@ -253,7 +253,7 @@ def execute(
             not_run[position] = True
         elif halt.reached:
             # maxfail: no new check starts either, but the run is not aborted.
-            result = held_back_result(check=check, maxfail=halt.maxfail)
+            result = judge_expectation(result=held_back_result(check=check, maxfail=halt.maxfail))
             not_run[position] = True
         else:
             _notify(on_start, check)

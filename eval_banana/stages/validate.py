@@ -166,7 +166,8 @@ def _load_by_pattern(
     """Relaxed mode for a glob: every file whose stripped id matches is loaded strictly.
 
     As for an exact id, other files are not validated; a file that cannot be parsed is a
-    warning when it might have matched (its bytes hold the pattern's literal prefix).
+    warning when it might have matched (its bytes hold the pattern's literal prefix). Every
+    problem of the matching files is raised at once (the first, carrying the others).
     """
     needle = pattern.strip()
     prefix = pattern_prefix(needle).encode()
@@ -195,17 +196,37 @@ def _load_by_pattern(
             "[abc] one of a, b, c. `eb list` shows every id.",
         )
     loaded: list[Loaded] = []
+    problems: list[DefinitionError] = []
     for check_id, matches in by_id.items():
         if len(matches) > 1:
             joined = ", ".join(path for path, _, _ in matches)
-            raise DefinitionError(
-                f"Duplicate check id '{check_id}' found in: {joined}",
-                file=matches[1][0],
-                field_path="id",
+            problems.append(
+                DefinitionError(
+                    f"Duplicate check id '{check_id}' found in: {joined}",
+                    file=matches[1][0],
+                    field_path="id",
+                )
             )
+            continue
         path, data, document = matches[0]
-        definition = validate_mapping(document=document, path=path)
+        try:
+            definition = validate_mapping(document=document, path=path)
+        except DefinitionError as exc:
+            problems.append(exc)
+            continue
         loaded.append(Loaded(path=path, data=data, definition=definition))
+    if problems:
+        first = problems[0]
+        raise DefinitionError(
+            first.message,
+            file=first.file,
+            field_path=first.field_path,
+            hint=first.hint,
+            problems=tuple(
+                Problem(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+                for p in problems[1:]
+            ),
+        )
     return loaded, warnings
 
 
@@ -224,6 +245,10 @@ def _select_ids(
                 loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id, read=read)
         except DefinitionError as exc:
             problems.append(_problem(exc))
+            problems.extend(
+                ProblemModel(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+                for p in exc.problems
+            )
             continue
         warnings.extend(found_warnings)
         for item in loaded:
