@@ -13,7 +13,7 @@ from typing import Any, TypeGuard
 # Same rule as models.check.ID_PATTERN; fullmatch is at least as strict as `^...$` + match.
 _ID_RE = re.compile(r"[a-zA-Z0-9_-]+")
 
-_BASE_KEYS = frozenset({"type", "schema_version", "id", "description", "tags", "expect"})
+_BASE_KEYS = frozenset({"type", "schema_version", "id", "description", "tags", "expect", "skip"})
 _KEYS_BY_TYPE = {
     "deterministic": _BASE_KEYS | {"script", "script_path"},
     "harness_judge": _BASE_KEYS | {"instructions", "model"},
@@ -84,6 +84,14 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     if type(expect) is not str or expect not in ("pass", "fail"):
         return None
 
+    # skip: absent or null means not skipped; a reason must be a non-blank string, stripped.
+    ok_skip, raw_skip = _optional_str(document, key="skip")
+    if not ok_skip:
+        return None
+    skip = raw_skip.strip() if raw_skip is not None else None
+    if raw_skip is not None and not skip:
+        return None
+
     # Key order follows pydantic: `type` keeps its base-class slot, subclass fields last.
     result: dict[str, Any] = {
         "type": check_type,
@@ -92,6 +100,7 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
         "description": description,
         "tags": list(tags),
         "expect": expect,
+        "skip": skip,
     }
 
     if check_type == "deterministic":

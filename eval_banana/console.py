@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
-from eval_banana.stages.report import control_note, result_summary
+from eval_banana.stages.report import result_summary, status_note
 
 if TYPE_CHECKING:
     # rich is imported only when a terminal will show it: CI logs never pay for it.
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
     from rich.text import Text
 
-STATUS_STYLES = {"passed": "green", "failed": "red", "error": "yellow"}
+STATUS_STYLES = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "cyan"}
 _MAX_CURRENT_IDS = 4
 
 
@@ -53,12 +53,15 @@ def summary_lines(*, report: dict[str, Any], report_path: Path) -> list[str]:
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
         lines.append(_check_line(check=check))
+    # Skipped checks come last: they were selected but never ran (`skip:` in their file).
+    for item in report.get("skipped") or []:
+        lines.append(f"- {item['check_id']}: skipped - {item['reason']}")
     return lines
 
 
 def _check_line(*, check: dict[str, Any]) -> str:
     status = str(check["status"])
-    note = control_note(check=check)
+    note = status_note(check=check)
     if note is not None:
         status = f"{status} ({note})"
     summary = result_summary(result=check)
@@ -164,6 +167,12 @@ class Console:
         """The score stage's verdict on stdout (each check's line too when `results` are given)."""
         if not self.quiet:
             _write_lines(lines=verdict_lines(score=score, results=results), stream=self.stdout)
+
+    def notice(self, message: str) -> None:
+        """A line about the run on stderr that is not a warning (e.g. maxfail reached)."""
+        if not self.quiet:
+            self.stderr.write(f"{message}\n")
+            self.stderr.flush()
 
     def summary(self, *, report: dict[str, Any], report_path: Path) -> None:
         if not self.quiet:

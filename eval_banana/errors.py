@@ -107,3 +107,7 @@ class RunAborted(EvalBananaError):
 
     exit_code = 3
     kind = "aborted"
+
+
+class SelectionError(UsageError):
+    """A `-k` or `--tag` expression cannot be parsed (shown with a caret where it failed)."""

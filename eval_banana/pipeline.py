@@ -131,6 +131,9 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
             f"{scored.not_run_checks} checks did not run. "
             f"Report: {run_dir / 'report.json'}"
         )
+    halted = report_stage.halt_line(report=report.report)
+    if halted is not None:
+        console.notice(halted)
     return RunOutcome(
         run_dir=run_dir,
         report=report.report,

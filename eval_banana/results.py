@@ -140,6 +140,24 @@ def not_run_result(*, check: PlannedCheck, cancel: threading.Event) -> CheckResu
     )
 
 
+def maxfail_text(*, maxfail: int) -> str:
+    """Why launching stopped: `stopped after N failed or errored checks (maxfail N)`."""
+    noun = "check" if maxfail == 1 else "checks"
+    return f"stopped after {maxfail} failed or errored {noun} (maxfail {maxfail})"
+
+
+def held_back_result(*, check: PlannedCheck, maxfail: int) -> CheckResult:
+    """A check not launched once maxfail was reached: like a stop's not-run result, with why."""
+    moment = utc_now()
+    return error_result(
+        check=check,
+        started=moment,
+        completed=moment,
+        error_detail=f"Not run: {maxfail_text(maxfail=maxfail)}",
+        details={"not_run": True, "not_run_reason": "maxfail"},
+    )
+
+
 def judge_expectation(*, result: CheckResult) -> CheckResult:
     """D-11, applied once to every result: a control (expect: fail) passes only on a real failure.
 

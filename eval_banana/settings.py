@@ -28,6 +28,7 @@ SettingKind = Literal[
     "integer",  # any integer (booleans refused)
     "positive_integer",  # integer >= 1 (B-16, B-25)
     "non_negative_integer",  # integer >= 0, 0 meaning "no limit"
+    "count",  # integer >= 0, 0 meaning "none"
     "optional_string",  # harness strings: empty means unset (B-17, B-22, B-32)
     "string_list",  # TOML list of strings, replaced as a whole (B-10, B-11)
     "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated (D-7)
@@ -179,6 +180,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("core", "junit_xml", "Relative paths are joined to the project root."),
     ),
     SettingSpec(
+        name="core.maxfail",
+        section="core",
+        key="maxfail",
+        kind="non_negative_integer",
+        env="EVAL_BANANA_MAXFAIL",
+        flag="--maxfail",
+        commands=_RUN,
+        metavar="N",
+        help=_help("core", "maxfail", "-x is --maxfail 1."),
+    ),
+    SettingSpec(
         name="discovery.exclude_dirs",
         section="discovery",
         key="exclude_dirs",
@@ -245,6 +257,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="TOKENS",
         help=_help("harness", "token_fuse"),
+    ),
+    SettingSpec(
+        name="harness.retries",
+        section="harness",
+        key="retries",
+        kind="count",
+        env="EVAL_BANANA_HARNESS_RETRIES",
+        flag="--retries",
+        commands=_RUN,
+        metavar="N",
+        help=_help("harness", "retries"),
     ),
     SettingSpec(
         name="harness.env",
@@ -395,6 +418,10 @@ def coerce_typed(*, spec: SettingSpec, value: object) -> object:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise SettingValueError("must be a non-negative integer (0 means no limit)")
         return value
+    if kind == "count":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SettingValueError("must be a non-negative integer")
+        return value
     if kind == "string_list":
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise SettingValueError("must be a list of strings")
@@ -434,6 +461,10 @@ def coerce_text(*, spec: SettingSpec, text: str) -> object:
     if kind == "non_negative_integer":
         reason = "must be a non-negative integer (0 means no limit)"
         return coerce_typed(spec=spec, value=_parse_integer_text(text, reason))
+    if kind == "count":
+        return coerce_typed(
+            spec=spec, value=_parse_integer_text(text, "must be a non-negative integer")
+        )
     if kind == "name_list":
         # Comma-separated (D-7); blanks around items and empty items are dropped.
         return _names([item.strip() for item in text.split(",") if item.strip()])

@@ -27,8 +27,13 @@ from eval_banana.stages import STAGE_NAMES
 _RUN_HELP = {
     "cwd": "Where the search for .eval-banana/config.toml starts (default: .).",
     "check_dir": "Only collect checks below this folder.",
-    "check_id": "Select a check by id (repeatable).",
-    "tag": "Keep checks with this tag (repeatable).",
+    "check_id": "Select checks by id or shell-style glob, e.g. 'judge_*' (repeatable).",
+    "tag": "Keep checks whose tags match: a tag or an expression such as "
+    "'judge and not slow' (repeatable; any one matches).",
+    "keyword": "Keep checks whose id matches, as pytest -k: 'login and not slow'.",
+    "maxfail": "Stop launching checks after this many failed or errored ones.",
+    "exitfirst": "Stop launching checks after the first failed or errored one (-x).",
+    "retries": "Extra attempts for a judge whose agent process failed.",
     "output_dir": "Where run folders go.",
     "flat_output": "Write the run straight into --output-dir (absent or empty).",
     "pass_threshold": "Pass ratio the run needs (0.0-1.0).",
@@ -82,6 +87,11 @@ def run(
     max_parallel_checks: str = "",
     no_project_config: bool = False,
     args: str = "",
+    # Added later: after `args`, so the short flags Invoke derived for the others stay put.
+    keyword: str = "",
+    exitfirst: bool = False,
+    maxfail: str = "",
+    retries: str = "",
 ) -> None:
     """Run the whole pipeline, the same as `eb run` (all seven stages)."""
     options = dict(locals())

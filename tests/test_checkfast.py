@@ -112,6 +112,7 @@ _VALID: dict[str, st.SearchStrategy[Any]] = {
     "description": _NON_BLANK,
     "tags": st.lists(_TEXT, max_size=3),
     "expect": st.sampled_from(["pass", "fail"]),
+    "skip": st.none() | _NON_BLANK,
     "script": _NON_BLANK,
     "script_path": _NON_BLANK,
     "instructions": _NON_BLANK,
@@ -125,6 +126,7 @@ _NEAR: dict[str, st.SearchStrategy[Any]] = {
     "description": _BLANK | st.sampled_from([None, _StrSubclass("d")]),
     "tags": st.sampled_from([None, "a", ("a",), [1], [None], [["a"]], [True]]),
     "expect": st.sampled_from(["Pass", " pass", "", True, None]),
+    "skip": _BLANK | st.sampled_from([True, False, 1, [], ["why"], _StrSubclass("why")]),
     "script": _BLANK | st.sampled_from([None, 1, _StrSubclass("x")]),
     "script_path": _BLANK | st.sampled_from([None, 1, _StrSubclass("x")]),
     "instructions": _BLANK | st.sampled_from([None, 1, _StrSubclass("i")]),
@@ -135,8 +137,8 @@ _REQUIRED = {
     "harness_judge": ["type", "schema_version", "id", "description", "instructions"],
 }
 _OPTIONAL = {
-    "deterministic": ["tags", "expect"],
-    "harness_judge": ["tags", "expect", "model"],
+    "deterministic": ["tags", "expect", "skip"],
+    "harness_judge": ["tags", "expect", "skip", "model"],
 }
 _ALL_KEYS = list(_NEAR)
 _EXTRA_KEYS = ["extra", "artifact", "assert", "Type", "ID", 1]
@@ -307,6 +309,11 @@ _BASE = {"schema_version": 1, "id": "c1", "description": "A check."}
         ({**_BASE, "type": "deterministic", "script": "x", "tags": [["a"]]}, False),
         ({**_BASE, "type": "deterministic", "script": "x", "expect": "Pass"}, False),
         ({**_BASE, "type": "deterministic", "script": "x", "extra": 1}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "skip": " flaky \n"}, True),
+        ({**_BASE, "type": "harness_judge", "instructions": "J", "skip": None}, True),
+        ({**_BASE, "type": "deterministic", "script": "x", "skip": " \t"}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "skip": ""}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "skip": True}, False),
         ({**_BASE, "type": "deterministic", "script": "x", "model": None}, False),
         ({**_BASE, "type": "harness_judge", "instructions": "J", "script": None}, False),
         ({**_BASE, "type": "harness_judge"}, False),

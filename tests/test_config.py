@@ -100,6 +100,7 @@ PRECEDENCE = [
     ("core.max_parallel_checks", "2", 2, "3", 3, ["--max-parallel-checks", "5"], 5),
     ("core.check_timeout_seconds", "10", 10, "0", 0, ["--check-timeout-seconds", "30"], 30),
     ("core.run_timeout_seconds", "60", 60, "120", 120, ["--run-timeout-seconds", "7"], 7),
+    ("core.maxfail", "3", 3, "2", 2, ["--maxfail", "5"], 5),
     (
         "core.junit_xml",
         '"file.xml"',
@@ -139,6 +140,7 @@ PRECEDENCE = [
     ),
     ("harness.timeout_seconds", "10", 10, "20", 20, ["--harness-timeout-seconds", "30"], 30),
     ("harness.token_fuse", "100", 100, "200", 200, ["--token-fuse", "300"], 300),
+    ("harness.retries", "2", 2, "1", 1, ["--retries", "3"], 3),
     ("harness.env", '{ A = "1" }', {"A": "1"}, None, None, {"B": "2"}, {"B": "2"}),
     (
         "execution.env",
@@ -307,7 +309,7 @@ def test_cwd_must_be_a_directory(tmp_path: Path) -> None:
 
 
 def test_envelope_and_selection(tmp_path: Path) -> None:
-    selection = Selection(check_ids=["a"], check_dir="checks", tags=["t"])
+    selection = Selection(check_ids=["a", "b_*"], check_dir="checks", tags=["t"], keyword="x")
     doc = resolve(tmp_path, selection=selection)
     dumped = doc.model_dump(mode="json", by_alias=True)
     assert dumped["$schema"] == "https://eval-banana.dev/schemas/stages/config.schema.json"
@@ -316,7 +318,12 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
     assert dumped["inputs"] == {}
     assert dumped["run_id"] == "run-1"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", dumped["created_at"])
-    assert dumped["selection"] == {"check_ids": ["a"], "check_dir": "checks", "tags": ["t"]}
+    assert dumped["selection"] == {
+        "check_ids": ["a", "b_*"],
+        "check_dir": "checks",
+        "tags": ["t"],
+        "keyword": "x",
+    }
 
 
 def test_write_config_stage_round_trips(tmp_path: Path) -> None:
@@ -513,6 +520,9 @@ def test_legacy_core_keys_are_accepted_with_one_warning(tmp_path: Path) -> None:
             "core.run_timeout_seconds must be a non-negative integer",
         ),
         ("[harness]\ntoken_fuse = -5\n", "harness.token_fuse must be a non-negative integer"),
+        ("[harness]\nretries = -1\n", "harness.retries must be a non-negative integer, got -1"),
+        ("[harness]\nretries = true\n", "harness.retries must be a non-negative integer"),
+        ("[core]\nmaxfail = 1.5\n", "core.maxfail must be a non-negative integer"),
         ("[harness]\nagent = 5\n", "harness.agent: Expected a string value"),
         ("[harness]\nmodel = true\n", "harness.model: Expected a string value"),
         ("[harness]\nreasoning_effort = []\n", "harness.reasoning_effort: Expected a string value"),
@@ -678,6 +688,12 @@ def test_threshold_bounds_are_inclusive(
             "EVAL_BANANA_HARNESS_TOKEN_FUSE must be a non-negative integer",
         ),
         (
+            "EVAL_BANANA_HARNESS_RETRIES",
+            "-2",
+            "EVAL_BANANA_HARNESS_RETRIES must be a non-negative integer",
+        ),
+        ("EVAL_BANANA_MAXFAIL", "one", "EVAL_BANANA_MAXFAIL must be a non-negative integer"),
+        (
             "EVAL_BANANA_ENV_POLICY",
             "all",
             "EVAL_BANANA_ENV_POLICY must be 'inherit' or 'allowlist'",
@@ -793,6 +809,8 @@ def test_empty_cli_strings_are_set(tmp_path: Path) -> None:
             "argument --check-timeout-seconds: must be a non-negative",
         ),
         (["--token-fuse", "1.5"], "argument --token-fuse: must be a non-negative integer"),
+        (["--retries", "-1"], "argument --retries: must be a non-negative integer, got '-1'"),
+        (["--maxfail", "x"], "argument --maxfail: must be a non-negative integer"),
         (["--env-policy", "open"], "argument --env-policy: invalid choice"),
         (["--env-allow", "A=B"], "argument --env-allow: must be a non-empty name without '='"),
         (["--env-allow-prefix", ""], "argument --env-allow-prefix: must be a non-empty name"),

@@ -53,6 +53,10 @@ REPORT_KEYS = [
     "env_allow_prefixes",
     "tokens_used",
     "warnings",
+    "skipped_checks",
+    "skipped",
+    "maxfail",
+    "halted_by",
 ]
 CHECK_KEYS = [
     "check_id",

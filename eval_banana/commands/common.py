@@ -48,13 +48,24 @@ def add_common(parser: argparse.ArgumentParser, *, selection: bool = True) -> No
             "--check-id",
             action="append",
             default=[],
-            help="Select the check with this id (repeatable). Other files are not validated.",
+            metavar="ID",
+            help="Select the check with this id, or every id matching a shell-style glob "
+            "('judge_*'); repeatable, any one matches. Other files are not validated.",
         )
         parser.add_argument(
             "--tag",
             action="append",
             default=[],
-            help="Keep checks that have this tag (repeatable; any tag matches).",
+            metavar="EXPR",
+            help="Keep checks whose tags match: a tag, or tags combined with and, or, not and "
+            "parentheses ('judge and not slow'); repeatable, any one matches.",
+        )
+        parser.add_argument(
+            "-k",
+            "--keyword",
+            metavar="EXPR",
+            help="Keep checks whose id matches, as pytest -k: case-insensitive substrings "
+            "combined with and, or, not and parentheses ('login and not slow').",
         )
 
 
@@ -62,6 +73,17 @@ def add_setting_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
     from eval_banana.settings import add_setting_arguments
 
     add_setting_arguments(parser=parser, command=command)
+    if command == "run":
+        # pytest's -x: the same setting as --maxfail 1 (the later of the two flags wins).
+        parser.add_argument(
+            "-x",
+            "--exitfirst",
+            dest="maxfail",
+            action="store_const",
+            const=1,
+            default=argparse.SUPPRESS,
+            help="Stop launching checks after the first failed or errored one (--maxfail 1).",
+        )
 
 
 def add_run_dir(parser: argparse.ArgumentParser) -> None:
@@ -78,7 +100,14 @@ def selection(args: argparse.Namespace) -> Selection:
         check_ids=list(getattr(args, "check_id", []) or []),
         check_dir=getattr(args, "check_dir", None),
         tags=list(getattr(args, "tag", []) or []),
+        keyword=getattr(args, "keyword", None),
     )
+
+
+def selection_given(args: argparse.Namespace) -> bool:
+    """Whether any selection flag was given (a stage rerun then replaces the recorded one)."""
+    names = ("check_id", "check_dir", "tag", "keyword")
+    return any(getattr(args, name, None) for name in names)
 
 
 def cli_values(args: argparse.Namespace) -> dict[str, object]:

@@ -1,4 +1,7 @@
-"""`eb list`: one TSV line per selected check (id, type, description, file)."""
+"""`eb list`: one TSV line per selected check (id, type, description, file).
+
+A check whose file says `skip:` gets a fifth column, `skipped: <reason>`.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +31,27 @@ def run(args: argparse.Namespace) -> int:
     # An empty selection lists nothing and is not an error here (B-79).
     if not plan.ok and [problem.message for problem in plan.errors] != [NO_CHECKS]:
         outcome.raise_if_failed()
-    for check in plan.checks:
-        print(f"{check.id}\t{check.type}\t{check.description}\t{check.source_path}")
+    rows = [
+        (check.source_path, _line(check.id, check.type, check.description, check.source_path))
+        for check in plan.checks
+    ]
+    rows += [
+        (
+            item.source_path,
+            _line(item.check_id, item.check_type, item.description, item.source_path)
+            + f"\tskipped: {_one_line(item.reason)}",
+        )
+        for item in plan.skipped
+    ]
+    for _, line in sorted(rows, key=lambda row: row[0]):
+        print(line)
     return 0
+
+
+def _line(*fields: str) -> str:
+    return "\t".join(fields)
+
+
+def _one_line(text: str) -> str:
+    """A skip reason in one TSV cell: tabs and line breaks become spaces."""
+    return " ".join(text.split())

@@ -67,5 +67,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning.message}", file=sys.stderr)
     if problems:
         validate_stage.raise_problems(problems)
-    print(f"Validated {len(plan.checks)} checks successfully.")
+    skipped = len(plan.skipped)
+    if skipped:
+        # Skipped checks were validated too; say how many of them will not run.
+        total = len(plan.checks) + skipped
+        print(f"Validated {total} checks successfully ({skipped} skipped).")
+    else:
+        print(f"Validated {len(plan.checks)} checks successfully.")
     return 0

@@ -52,12 +52,20 @@ class CheckBase(BaseModel):
         json_schema_extra={"pattern": NON_BLANK},
     )
     tags: list[str] = Field(
-        default_factory=list, description="Free-form labels; select with --tag (OR)."
+        default_factory=list,
+        description="Free-form labels; select with --tag (a tag or an expression such as "
+        "'judge and not slow').",
     )
     expect: Literal["pass", "fail"] = Field(
         default="pass",
         description="'fail' makes this a control check: it is satisfied only when the check "
         "really fails (a seeded defect is caught). An error never satisfies it.",
+    )
+    skip: str | None = Field(
+        default=None,
+        description="Why this check is skipped: it is not run and not scored, and every "
+        "report lists it as skipped with this reason.",
+        json_schema_extra={"pattern": NON_BLANK},
     )
 
     @field_validator("schema_version", mode="before")
@@ -83,3 +91,11 @@ class CheckBase(BaseModel):
         if not isinstance(value, str):
             return value
         return non_blank(value, field="description", strip=True)
+
+    @field_validator("skip", mode="before")
+    @classmethod
+    def _skip_rules(cls, value: Any) -> Any:
+        # A blank reason would hide why the check is off: a skip must say why.
+        if not isinstance(value, str):
+            return value
+        return non_blank(value, field="skip", strip=True)

@@ -44,6 +44,12 @@ class CoreSettings(_Section):
     junit_xml: str | None = Field(
         default=None, description="Also write a JUnit XML report to this path."
     )
+    maxfail: int = Field(
+        default=0,
+        ge=0,
+        description="Stop launching checks once this many have failed or errored; the rest "
+        "are recorded as not run and the run does not pass. 0 means never stop.",
+    )
 
 
 class DiscoverySettings(_Section):
@@ -67,6 +73,12 @@ class HarnessSettings(_Section):
         default_factory=dict, description="Extra variables for the agent, set verbatim."
     )
     skills_dir: object | None = Field(default=None, description="Accepted and ignored.")
+    retries: int = Field(
+        default=0,
+        ge=0,
+        description="Extra attempts for a judge whose agent process failed (non-zero exit, "
+        "timeout, no verdict); a pass or a fail is never retried.",
+    )
 
 
 class ExecutionSettings(_Section):
@@ -127,6 +139,20 @@ SettingSource = Literal["cli", "env", "project", "default"]
 
 
 class Selection(_Section):
-    check_ids: list[str] = Field(default_factory=list)
-    check_dir: str | None = None
-    tags: list[str] = Field(default_factory=list)
+    """What the command line selected; the validate stage applies it (eval_banana.selection)."""
+
+    check_ids: list[str] = Field(
+        default_factory=list,
+        description="--check-id values: exact ids or shell-style globs; a check matching any "
+        "of them is selected.",
+    )
+    check_dir: str | None = Field(default=None, description="--check-dir, if given.")
+    tags: list[str] = Field(
+        default_factory=list,
+        description="--tag expressions over tags; a check matching any of them is kept.",
+    )
+    keyword: str | None = Field(
+        default=None,
+        description="The -k expression over check ids (case-insensitive substrings); "
+        "empty or null selects every id.",
+    )

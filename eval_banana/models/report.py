@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 from eval_banana.models.record import Field, Record
-from eval_banana.models.result import CheckResult
-from eval_banana.models.stages import AbortReason, ProblemModel
+from eval_banana.models.result import CheckResult, SkippedCheck
+from eval_banana.models.stages import AbortReason, HaltReason, ProblemModel
 
 
 class ReportJson(Record):
@@ -39,3 +39,7 @@ class ReportJson(Record):
     env_allow_prefixes: list[str] = Field(default_factory=list)
     tokens_used: int | None = None
     warnings: list[ProblemModel] = Field(default_factory=list)
+    skipped_checks: int = Field(default=0, ge=0)
+    skipped: list[SkippedCheck] = Field(default_factory=list)
+    maxfail: int = Field(default=0, ge=0)
+    halted_by: HaltReason | None = None

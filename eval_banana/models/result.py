@@ -33,3 +33,16 @@ class CheckResult(Record):
     details: dict[str, Any] = Field(default_factory=dict)
     expect: Literal["pass", "fail"] = "pass"
     observed_status: Status | None = None
+
+
+class SkippedCheck(Record):
+    """A selected check whose file says `skip: <reason>`: never run or scored, always listed."""
+
+    model_config = {"extra": "forbid"}
+
+    check_id: str
+    check_type: str
+    description: str
+    source_path: str
+    tags: list[str] = Field(default_factory=list)
+    reason: str = Field(description="The check file's `skip` text.")

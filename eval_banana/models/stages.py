@@ -6,9 +6,11 @@ from typing import Any, Literal
 
 from eval_banana.models.config import AgentTemplate, Selection, Settings, SettingSource
 from eval_banana.models.record import Field, Record
-from eval_banana.models.result import CheckResult
+from eval_banana.models.result import CheckResult, SkippedCheck
 
 AbortReason = Literal["interrupt", "run_timeout", "token_fuse"]
+# Why launching stopped early without aborting the run: the run ends as failed, not aborted.
+HaltReason = Literal["maxfail"]
 
 
 class ProblemModel(Record):
@@ -108,6 +110,10 @@ class PlanDoc(StageEnvelope):
     checks: list[PlannedCheck]
     errors: list[ProblemModel] = Field(default_factory=list)
     warnings: list[ProblemModel] = Field(default_factory=list)
+    skipped: list[SkippedCheck] = Field(
+        default_factory=list,
+        description="Selected checks whose file says `skip:`; never run or scored.",
+    )
 
 
 class ResolvedHarness(Record):
@@ -146,6 +152,14 @@ class ExecuteDoc(StageEnvelope):
         default_factory=list,
         description="E.g. a judge that reported no token usage while the token fuse was on.",
     )
+    skipped: list[SkippedCheck] = Field(
+        default_factory=list, description="The plan's skipped checks, carried to the reports."
+    )
+    halted_by: HaltReason | None = Field(
+        default=None,
+        description="Why no further check was launched although the run was not aborted "
+        "(maxfail); the checks left are in not_run.",
+    )
 
 
 class ScoreDoc(StageEnvelope):
@@ -167,6 +181,10 @@ class ScoreDoc(StageEnvelope):
     controls_met: int = Field(
         default=0, description="Control checks whose seeded defect was caught (status passed)."
     )
+    skipped_checks: int = Field(
+        default=0, description="Selected checks with `skip:`, outside every count above."
+    )
+    halted_by: HaltReason | None = None
 
 
 class ReportDoc(StageEnvelope):

@@ -6,7 +6,7 @@ import re
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from eval_banana.stages.report import control_note, result_summary
+from eval_banana.stages.report import result_summary, status_note
 
 Check = dict[str, Any]
 
@@ -41,7 +41,7 @@ def status_label(*, check: Check) -> str:
     if is_not_run(check=check):
         return "not run"
     status = str(check.get("status"))
-    note = control_note(check=check)
+    note = status_note(check=check)
     return status if note is None else f"{status} ({note})"
 
 
@@ -60,3 +60,8 @@ def tail(*, text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     return text[-limit:], True
+
+
+def skipped_checks(*, report: dict[str, Any]) -> list[Check]:
+    """The selected checks whose file says `skip:` (never run, never scored)."""
+    return list(report.get("skipped") or [])

@@ -17,6 +17,7 @@ from eval_banana.reporting.common import (
     check_relpath,
     is_control,
     is_not_run,
+    skipped_checks,
     status_label,
     summary,
     tail,
@@ -27,7 +28,13 @@ from eval_banana.stem import artifact_stem
 REPORT_HTML = "report.html"
 PROMPT_LIMIT_CHARS = 4000
 STDERR_LIMIT_CHARS = 2000
-GROUPS = (("failed", "Failed"), ("error", "Error"), ("notrun", "Not run"), ("passed", "Passed"))
+GROUPS = (
+    ("failed", "Failed"),
+    ("error", "Error"),
+    ("notrun", "Not run"),
+    ("passed", "Passed"),
+    ("skipped", "Skipped"),
+)
 
 # html.escape's table, without importing the html package (it loads html.entities, ~1 ms).
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
@@ -41,7 +48,12 @@ def _group(*, check: Check) -> str:
     if is_not_run(check=check):
         return "notrun"
     status = str(check.get("status"))
-    return status if status in ("passed", "failed", "error") else "error"
+    return status if status in ("passed", "failed", "error", "skipped") else "error"
+
+
+def _skipped_row(*, item: Check) -> Check:
+    """A skipped check shaped like a result for the page only (report.json keeps it apart)."""
+    return {**item, "status": "skipped", "duration_ms": 0, "details": {}}
 
 
 def _read_prompt(*, path: Path) -> tuple[str | None, bool]:
@@ -154,7 +166,8 @@ def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
         (
             "Checks",
             f"{report.get('total_checks', 0)} total: {groups['passed']} passed, "
-            f"{groups['failed']} failed, {groups['error']} errored, {groups['notrun']} not run",
+            f"{groups['failed']} failed, {groups['error']} errored, {groups['notrun']} not run"
+            + (f"; {groups['skipped']} skipped" if groups["skipped"] else ""),
         ),
         ("Run ID", str(report.get("run_id", ""))),
         ("Started", str(report.get("started_at", ""))),
@@ -189,7 +202,8 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
 
 def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
     """The whole report.html page as text."""
-    checks: list[Check] = list(report.get("checks", []))
+    skipped = [_skipped_row(item=item) for item in skipped_checks(report=report)]
+    checks: list[Check] = list(report.get("checks", [])) + skipped
     root = str(report.get("project_root", ""))
     groups: Counter[str] = Counter(_group(check=check) for check in checks)
     css_class, headline, explanation = _verdict(report=report)

@@ -62,6 +62,7 @@ button.x[aria-expanded="true"]::before { content:"\\25BE"; }
 .g-failed .st { background:var(--fail-bg); color:var(--fail); }
 .g-error .st { background:var(--err-bg); color:var(--err); }
 .g-notrun .st { background:var(--nr-bg); color:var(--nr); }
+.g-skipped .st { background:var(--nr-bg); color:var(--nr); font-style:italic; }
 .tag { display:inline-block; border:1px solid var(--line); border-radius:4px; padding:0 6px;
   margin:0 4px 2px 0; font-size:12px; color:var(--muted); }
 tr.d > td { background:var(--soft); padding:12px 16px 16px 32px; }

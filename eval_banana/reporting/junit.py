@@ -18,11 +18,13 @@ from eval_banana.reporting.common import (
     check_relpath,
     is_control,
     is_not_run,
+    skipped_checks,
     status_label,
     summary,
     tail,
     xml_safe,
 )
+from eval_banana.retries import attempt_count
 
 SUITE_NAME = "eval-banana"
 # report.json already bounds stdout to 2000 characters; stderr may be longer (B-159 is optional),
@@ -98,6 +100,12 @@ def _testcase(suite: ET.Element, *, check: Check, project_root: str) -> None:
     ]
     if is_control(check=check):
         pairs.append(("control", status_label(check=check)))
+    attempts = attempt_count(details=check.get("details") or {})
+    if attempts > 1:
+        # A judge whose agent needed retries: users want to see it even when it passed.
+        pairs.append(("attempts", str(attempts)))
+        if check.get("status") == "passed":
+            pairs.append(("passed_on_retry", "true"))
     if check.get("tags"):
         pairs.append(("tags", ",".join(str(tag) for tag in check["tags"])))
     _properties(case, pairs)
@@ -112,18 +120,37 @@ def _testcase(suite: ET.Element, *, check: Check, project_root: str) -> None:
         _sub(case, "system-err", banner + text)
 
 
+def _skipped_testcase(suite: ET.Element, *, item: Check, project_root: str) -> None:
+    """A check its file skips (`skip: reason`): a testcase with `<skipped message=reason>`."""
+    case = _sub(
+        suite,
+        "testcase",
+        classname=classname(check=item, project_root=project_root),
+        name=str(item.get("check_id", "")),
+        time=_seconds(0),
+        file=check_relpath(check=item, project_root=project_root),
+    )
+    pairs = [("check_type", str(item.get("check_type", "")))]
+    if item.get("tags"):
+        pairs.append(("tags", ",".join(str(tag) for tag in item["tags"])))
+    _properties(case, pairs)
+    _sub(case, "skipped", message=str(item.get("reason", "")))
+
+
 def junit_tree(*, report: dict[str, Any], project_root: Path) -> ET.Element:
     """`<testsuites>` holding the one `eval-banana` suite, one testcase per check."""
     checks: list[Check] = list(report.get("checks", []))
+    skipped = skipped_checks(report=report)
     root_text = str(project_root)
-    not_run = sum(1 for check in checks if is_not_run(check=check))
+    # JUnit's `skipped` covers both: checks a stop left unstarted and checks their file skips.
+    not_started = sum(1 for check in checks if is_not_run(check=check)) + len(skipped)
     counts = {
-        "tests": str(len(checks)),
+        "tests": str(len(checks) + len(skipped)),
         "failures": str(sum(1 for check in checks if check.get("status") == "failed")),
         "errors": str(
             sum(1 for c in checks if c.get("status") == "error" and not is_not_run(check=c))
         ),
-        "skipped": str(not_run),
+        "skipped": str(not_started),
         "time": _seconds(report.get("duration_ms")),
     }
     root = ET.Element("testsuites", {"name": SUITE_NAME, **counts})
@@ -141,6 +168,8 @@ def junit_tree(*, report: dict[str, Any], project_root: Path) -> ET.Element:
     )
     for check in checks:
         _testcase(suite, check=check, project_root=root_text)
+    for item in skipped:
+        _skipped_testcase(suite, item=item, project_root=root_text)
     return root
 
 

@@ -26,10 +26,27 @@ class RunContext(Record):
     cancel: threading.Event = Field(default_factory=threading.Event)
     # Called with tokens a judge reported, for the token fuse.
     report_tokens: object | None = None
+    # The file stem of this run's evidence under checks/ (default: the check's stem). Every
+    # runner names its files through `evidence_path`, so one check can be run more than once
+    # in a run (e.g. repeated samples) without one run overwriting another's files.
+    evidence_stem: str | None = None
 
     @property
     def checks_dir(self) -> Path:
         return self.run_dir / "checks"
+
+    @property
+    def stem(self) -> str:
+        """The evidence stem in use: `evidence_stem`, else the check's own stem."""
+        return self.evidence_stem or self.check.stem
+
+    def evidence_name(self, suffix: str) -> str:
+        """Run-relative name of one evidence file: `checks/<stem><suffix>`."""
+        return f"checks/{self.stem}{suffix}"
+
+    def evidence_path(self, suffix: str) -> Path:
+        """Where one evidence file of this run goes: `<run dir>/checks/<stem><suffix>`."""
+        return self.checks_dir / f"{self.stem}{suffix}"
 
 
 class Runner(Protocol):

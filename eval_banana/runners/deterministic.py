@@ -72,8 +72,7 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
 
 def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
     """Prepare the private temp dir, run the script, and always remove the temp dir (B-100)."""
-    stem = ctx.check.stem
-    tmp = Path(tempfile.mkdtemp(prefix=f"{stem}_"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{ctx.stem}_"))
     try:
         context_path = tmp / CONTEXT_NAME
         argv = _materialize(ctx=ctx, tmp=tmp, context_path=context_path)
@@ -83,8 +82,8 @@ def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
             argv=argv,
             cwd=ctx.project_root,
             env=ctx.base_env,
-            stdout_path=ctx.checks_dir / f"{stem}.stdout.txt",
-            stderr_path=ctx.checks_dir / f"{stem}.stderr.txt",
+            stdout_path=ctx.evidence_path(".stdout.txt"),
+            stderr_path=ctx.evidence_path(".stderr.txt"),
             timeout_s=float(timeout) if timeout > 0 else None,
             cancel=ctx.cancel,
         )
@@ -108,13 +107,12 @@ def _outcome_result(
     *, ctx: RunContext, started: datetime, outcome: ProcessOutcome, details: dict[str, Any]
 ) -> CheckResult:
     """Map a finished process to a result (B-109, D-6, D-4)."""
-    stem = ctx.check.stem
     stdout = bounded_tail(
-        path=outcome.stdout_path, stream="stdout", location=f"checks/{stem}.stdout.txt"
+        path=outcome.stdout_path, stream="stdout", location=ctx.evidence_name(".stdout.txt")
     )
     # [improve] B-159: stderr is bounded like stdout; the file keeps the full stream.
     stderr = bounded_tail(
-        path=outcome.stderr_path, stream="stderr", location=f"checks/{stem}.stderr.txt"
+        path=outcome.stderr_path, stream="stderr", location=ctx.evidence_name(".stderr.txt")
     )
     common: dict[str, Any] = {
         "check": ctx.check,
@@ -141,7 +139,7 @@ def run_deterministic(ctx: RunContext) -> CheckResult:
     """Run one deterministic check to a result; OS failures become `error` results (B-110)."""
     started = utc_now()
     details: dict[str, Any] = {"timeout_seconds": _timeout_seconds(ctx=ctx)}
-    evidence = ctx.checks_dir / ctx.check.stem
+    evidence = ctx.evidence_path("")  # the script's output_dir: checks/<stem>/
     try:
         evidence.mkdir(parents=True, exist_ok=True)
         outcome = _launch(ctx=ctx, evidence=evidence)

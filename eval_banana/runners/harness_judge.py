@@ -51,6 +51,8 @@ def _details(
         "effective_command": None,
         "usage": None,
         "verdict_problem": None,
+        # Set when the agent process itself failed (eval_banana.retries may rerun those).
+        "agent_failure": None,
     }
 
 
@@ -63,13 +65,12 @@ def _report_tokens(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
 
 
 def _tails(*, ctx: RunContext, outcome: ProcessOutcome) -> tuple[str, str]:
-    stem = ctx.check.stem
     stdout = bounded_tail(
-        path=outcome.stdout_path, stream="stdout", location=f"checks/{stem}.stdout.txt"
+        path=outcome.stdout_path, stream="stdout", location=ctx.evidence_name(".stdout.txt")
     )
     # [improve] B-159: stderr is bounded too; checks/<stem>.stderr.txt keeps all of it.
     stderr = bounded_tail(
-        path=outcome.stderr_path, stream="stderr", location=f"checks/{stem}.stderr.txt"
+        path=outcome.stderr_path, stream="stderr", location=ctx.evidence_name(".stderr.txt")
     )
     return stdout, stderr
 
@@ -84,7 +85,7 @@ def _judged(
     """B-137's rows for a process that ran: stop, timeout, exit code and verdict."""
     stdout, stderr = _tails(ctx=ctx, outcome=outcome)
     if outcome.stdout_path is not None:
-        details["raw_response_path"] = f"checks/{ctx.check.stem}.stdout.txt"
+        details["raw_response_path"] = ctx.evidence_name(".stdout.txt")
     common: dict[str, Any] = {
         "check": ctx.check,
         "started": started,
@@ -96,6 +97,7 @@ def _judged(
         return error_result(error_detail=stopped_detail(cancel=ctx.cancel), **common)
     if outcome.timed_out:
         limit = details["timeout_seconds"]
+        details["agent_failure"] = "timeout"
         return error_result(
             error_detail=f"Harness judge subprocess timed out after {limit} seconds", **common
         )
@@ -115,9 +117,11 @@ def _judged(
             logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
         else:
             detail = f"Harness judge agent exited with code {code}"
+        details["agent_failure"] = "exit_code"
         return error_result(error_detail=detail, exit_code=code, **common)
     if verdict is None:
         logger.warning("Harness judge check %s failed: %s", ctx.check.id, NO_VERDICT)
+        details["agent_failure"] = "no_verdict"
         return error_result(error_detail=NO_VERDICT, exit_code=0, **common)
     status: Status = "passed" if verdict.score == 1 else "failed"
     return build_result(status=status, reason=verdict.reason, exit_code=0, **common)
@@ -163,7 +167,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     description = str(definition.get("description") or ctx.check.description)
     prompt = build_prompt(description=description, instructions=str(definition["instructions"]))
     try:
-        _write_prompt(path=ctx.checks_dir / f"{ctx.check.stem}.prompt.txt", prompt=prompt)
+        _write_prompt(path=ctx.evidence_path(".prompt.txt"), prompt=prompt)
     except OSError as exc:
         return _launch_error(ctx=ctx, started=started, exc=exc, details=details)
     argv = build_argv(template=template, prompt=prompt, model=model, effort=effort)
@@ -179,14 +183,13 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         project_root=ctx.project_root,
         agent=harness.agent,
     )
-    stem = ctx.check.stem
     try:
         outcome = run_process(
             argv=argv,
             cwd=ctx.project_root,
             env=env,
-            stdout_path=ctx.checks_dir / f"{stem}.stdout.txt",
-            stderr_path=ctx.checks_dir / f"{stem}.stderr.txt",
+            stdout_path=ctx.evidence_path(".stdout.txt"),
+            stderr_path=ctx.evidence_path(".stderr.txt"),
             timeout_s=float(harness.timeout_seconds),
             cancel=ctx.cancel,
         )

@@ -15,6 +15,7 @@ from eval_banana.artifacts import sha256_bytes, write_model
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
+from eval_banana.selection import compile_selector
 from eval_banana.settings import (
     LEGACY_CORE_KEYS,
     SECTION_KEYS,
@@ -266,6 +267,8 @@ def resolve_config(
     run_id: str,
 ) -> ConfigDoc:
     """Layer CLI > EVAL_BANANA_* > project file > defaults into the config stage document."""
+    # A bad -k / --tag expression is a usage error before any run folder exists.
+    compile_selector(keyword=selection.keyword, tags=selection.tags)
     start = cwd.resolve()
     if not start.is_dir():
         raise ConfigError(

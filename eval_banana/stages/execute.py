@@ -34,12 +34,14 @@ from eval_banana.results import (
     StopSignal,
     error_result,
     exception_result,
+    held_back_result,
     iso,
     judge_expectation,
     not_run_result,
     stop_reason,
     utc_now,
 )
+from eval_banana.retries import run_attempts
 from eval_banana.runners import runner_for
 from eval_banana.runners.base import RunContext
 from eval_banana.stages import stage_path
@@ -95,6 +97,29 @@ def _observe(*, ctx: RunContext) -> CheckResult:
         )
     # The plan's expectation is the one that counts, whatever the runner copied.
     return result.model_copy(update={"expect": check.definition.get("expect") or "pass"})
+
+
+class _MaxfailGate:
+    """Counts failed and errored checks; once `maxfail` (> 0) is reached no check starts."""
+
+    def __init__(self, *, maxfail: int) -> None:
+        self.maxfail = maxfail
+        self._failures = 0
+        self._lock = threading.Lock()
+        self.reached = False
+
+    def count(self, *, result: CheckResult) -> None:
+        if self.maxfail <= 0 or result.status == "passed":
+            return
+        with self._lock:
+            self._failures += 1
+            if self._failures >= self.maxfail:
+                self.reached = True
+
+    @staticmethod
+    def held_back(*, results: list[CheckResult]) -> bool:
+        """Whether any check was left unstarted because maxfail was reached."""
+        return any(result.details.get("not_run_reason") == "maxfail" for result in results)
 
 
 def _notify(callback: Callable[..., None] | None, *args: object) -> None:
@@ -212,6 +237,8 @@ def execute(
     results: list[CheckResult | None] = [None] * len(checks)
     not_run: list[bool] = [False] * len(checks)
     stop = _stop_signal(cancel=cancel)
+    halt = _MaxfailGate(maxfail=config.settings.core.maxfail)
+    retries = config.settings.harness.retries
     fuses = RunFuses(
         stop=stop,
         token_budget=config.settings.harness.token_fuse,
@@ -225,6 +252,10 @@ def execute(
             # D-4: once the run stops no new check starts.
             result = judge_expectation(result=not_run_result(check=check, cancel=stop))
             not_run[position] = True
+        elif halt.reached:
+            # maxfail: no new check starts either, but the run is not aborted.
+            result = judge_expectation(result=held_back_result(check=check, maxfail=halt.maxfail))
+            not_run[position] = True
         else:
             _notify(on_start, check)
             ctx = RunContext(
@@ -237,7 +268,10 @@ def execute(
                 cancel=stop,
                 report_tokens=fuses.report_tokens,
             )
-            result = _run_one(ctx=ctx)
+            result = run_attempts(
+                ctx=ctx, run_once=_run_one, retries=retries, write_result=write_check_result
+            )
+            halt.count(result=result)
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
         results[position] = result
         if not not_run[position]:
@@ -270,6 +304,8 @@ def execute(
         warnings=unseen_usage_warnings(results=final)
         if config.settings.harness.token_fuse > 0
         else [],
+        skipped=plan.skipped,
+        halted_by="maxfail" if halt.held_back(results=final) else None,
     )
     return ExecuteDoc.model_validate(document)
 

@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 from eval_banana.artifacts import write_model, write_text_atomic
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
-from eval_banana.results import elapsed_ms
+from eval_banana.results import elapsed_ms, maxfail_text
+from eval_banana.retries import attempt_count
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stages.execute import document_digest
@@ -69,6 +70,12 @@ def build_report(
         # Token fuse (D-5): what judges reported, and what the fuse could not see.
         "tokens_used": execute.tokens_used,
         "warnings": [warning.model_dump(mode="json") for warning in execute.warnings],
+        # Selected checks whose file says `skip:`: listed, never run, outside every count.
+        "skipped_checks": score.skipped_checks,
+        "skipped": [skipped.model_dump(mode="json") for skipped in execute.skipped],
+        # maxfail: launching stopped after that many failures; the rest are not run.
+        "maxfail": config.settings.core.maxfail,
+        "halted_by": score.halted_by,
     }
 
 
@@ -93,8 +100,30 @@ def control_note(*, check: dict[str, Any]) -> str | None:
     return None
 
 
+def attempts_note(*, check: dict[str, Any]) -> str | None:
+    """A judge that needed retries says so, also when it passed in the end."""
+    count = attempt_count(details=check.get("details") or {})
+    return f"after {count} attempts" if count > 1 else None
+
+
+def status_note(*, check: dict[str, Any]) -> str | None:
+    """What follows a status in parentheses: the control note and the attempts note."""
+    notes = [note for note in (control_note(check=check), attempts_note(check=check)) if note]
+    return "; ".join(notes) if notes else None
+
+
+def halt_line(*, report: dict[str, Any]) -> str | None:
+    """For a run that stopped launching at maxfail: why, and how many checks did not run."""
+    if report.get("halted_by") != "maxfail":
+        return None
+    return (
+        f"Run {maxfail_text(maxfail=int(report.get('maxfail') or 0))}; "
+        f"{report.get('not_run_checks', 0)} checks did not run."
+    )
+
+
 def _status_cell(*, check: dict[str, Any]) -> str:
-    note = control_note(check=check)
+    note = status_note(check=check)
     cell = f"`{md_cell(str(check['status']))}`"
     return cell if note is None else f"{cell} ({note})"
 
@@ -116,10 +145,16 @@ def render_markdown(*, report: dict[str, Any]) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     checks: list[dict[str, Any]] = report["checks"]
+    skipped: list[dict[str, Any]] = report.get("skipped") or []
     for check in checks:
         lines.append(
             f"| `{md_cell(check['check_id'])}` | `{md_cell(check['check_type'])}` "
             f"| {_status_cell(check=check)} | `{check['score']}` | `{check['duration_ms']}` |"
+        )
+    for item in skipped:
+        lines.append(
+            f"| `{md_cell(item['check_id'])}` | `{md_cell(item['check_type'])}` "
+            "| `skipped` | - | - |"
         )
     if report.get("aborted_by"):
         # Only for runs a fuse or an interrupt stopped; a complete run keeps B-160's text.
@@ -128,6 +163,9 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             f"Run aborted by `{report['aborted_by']}`; "
             f"{report.get('not_run_checks', 0)} checks did not run.",
         ]
+    halted = halt_line(report=report)
+    if halted is not None:
+        lines += ["", halted]
     for check in checks:
         reason, error = check.get("reason"), check.get("error_detail")
         if not reason and not error:
@@ -137,6 +175,14 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             lines.append(f"- Reason: {md_cell(reason)}")
         if error:
             lines.append(f"- Error: {md_cell(error)}")
+    for item in skipped:
+        lines += [
+            "",
+            f"## {md_cell(item['check_id'])}",
+            "",
+            "- Status: `skipped`",
+            f"- Reason: {md_cell(item['reason'])}",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -40,8 +40,9 @@ def score(
     errored = statuses.count("error")
     controls = [result for result in results if result.expect == "fail"]
     aborted = execute.aborted_by
-    # D-4: a stopped run never passes, whatever its partial score says.
-    passed = met and errored == 0 and aborted is None
+    # D-4: a stopped run never passes, whatever its partial score says; nor does one that
+    # stopped launching at maxfail (its unstarted checks are errors anyway).
+    passed = met and errored == 0 and aborted is None and execute.halted_by is None
     status = "aborted" if aborted is not None else ("passed" if passed else "failed")
     if inputs is None:
         inputs = {"config": document_digest(doc=config), "execute": document_digest(doc=execute)}
@@ -63,6 +64,9 @@ def score(
         # D-11: points already count satisfied expectations; these say how many were controls.
         control_checks=len(controls),
         controls_met=sum(1 for result in controls if result.status == "passed"),
+        # Skipped checks (`skip:` in their file) are outside every count above.
+        skipped_checks=len(execute.skipped),
+        halted_by=execute.halted_by,
     )
     return ScoreDoc.model_validate(document)
 

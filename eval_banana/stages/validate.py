@@ -17,7 +17,14 @@ from eval_banana.definition import (
 )
 from eval_banana.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.models.record import Field, Record
+from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck, ProblemModel
+from eval_banana.selection import (
+    compile_selector,
+    id_matches_pattern,
+    is_id_pattern,
+    pattern_prefix,
+)
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stem import artifact_stem
@@ -153,18 +160,95 @@ def _load_by_id(
     return [Loaded(path=path, data=data, definition=definition)], warnings
 
 
+def _load_by_pattern(
+    *, paths: list[str], pattern: str, read: Reader
+) -> tuple[list[Loaded], list[ProblemModel]]:
+    """Relaxed mode for a glob: every file whose stripped id matches is loaded strictly.
+
+    As for an exact id, other files are not validated; a file that cannot be parsed is a
+    warning when it might have matched (its bytes hold the pattern's literal prefix). Every
+    problem of the matching files is raised at once (the first, carrying the others).
+    """
+    needle = pattern.strip()
+    prefix = pattern_prefix(needle).encode()
+    by_id: dict[str, list[tuple[str, bytes, dict[str, object]]]] = {}
+    warnings: list[ProblemModel] = []
+    for path in paths:
+        try:
+            data = read(path)
+        except OSError:
+            continue
+        if prefix not in data:
+            continue
+        try:
+            document = parse_yaml_mapping(data=data, path=path)
+        except DefinitionError as exc:
+            warnings.append(_problem(exc))
+            continue
+        raw_id = document.get("id")
+        if isinstance(raw_id, str) and id_matches_pattern(check_id=raw_id.strip(), pattern=needle):
+            by_id.setdefault(raw_id.strip(), []).append((path, data, document))
+    if not by_id:
+        raise DefinitionError(
+            f"No check id matches --check-id pattern '{pattern}'",
+            field_path="check_id",
+            hint="Patterns are shell-style and case-sensitive: * any text, ? one character, "
+            "[abc] one of a, b, c. `eb list` shows every id.",
+        )
+    loaded: list[Loaded] = []
+    problems: list[DefinitionError] = []
+    for check_id, matches in by_id.items():
+        if len(matches) > 1:
+            joined = ", ".join(path for path, _, _ in matches)
+            problems.append(
+                DefinitionError(
+                    f"Duplicate check id '{check_id}' found in: {joined}",
+                    file=matches[1][0],
+                    field_path="id",
+                )
+            )
+            continue
+        path, data, document = matches[0]
+        try:
+            definition = validate_mapping(document=document, path=path)
+        except DefinitionError as exc:
+            problems.append(exc)
+            continue
+        loaded.append(Loaded(path=path, data=data, definition=definition))
+    if problems:
+        first = problems[0]
+        raise DefinitionError(
+            first.message,
+            file=first.file,
+            field_path=first.field_path,
+            hint=first.hint,
+            problems=tuple(
+                Problem(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+                for p in problems[1:]
+            ),
+        )
+    return loaded, warnings
+
+
 def _select_ids(
     *, paths: list[str], check_ids: list[str], read: Reader
 ) -> tuple[list[Loaded], list[ProblemModel], list[ProblemModel]]:
-    """Relaxed selection by id: (checks, problems, warnings); any problem selects nothing."""
+    """Relaxed selection by id or glob: (checks, problems, warnings); a problem selects nothing."""
     selected: dict[str, Loaded] = {}
     warnings: list[ProblemModel] = []
     problems: list[ProblemModel] = []
     for check_id in check_ids:
         try:
-            loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id, read=read)
+            if is_id_pattern(check_id):
+                loaded, found_warnings = _load_by_pattern(paths=paths, pattern=check_id, read=read)
+            else:
+                loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id, read=read)
         except DefinitionError as exc:
             problems.append(_problem(exc))
+            problems.extend(
+                ProblemModel(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+                for p in exc.problems
+            )
             continue
         warnings.extend(found_warnings)
         for item in loaded:
@@ -211,6 +295,18 @@ def unavailable_scripts(*, checks: list[PlannedCheck]) -> list[ProblemModel]:
     ]
 
 
+def _skipped(*, item: Loaded) -> SkippedCheck:
+    definition = item.definition
+    return SkippedCheck(
+        check_id=definition["id"],
+        check_type=definition["type"],
+        description=definition["description"],
+        source_path=item.path,
+        tags=list(definition["tags"]),
+        reason=definition["skip"],
+    )
+
+
 def validate(
     *,
     config: ConfigDoc,
@@ -219,16 +315,19 @@ def validate(
     contents: Mapping[str, bytes] | None = None,
     require_scripts: bool = True,
 ) -> ValidationOutcome:
-    """Load, select (check ids, tags) and plan the checks; never raises for bad definitions.
+    """Load, select (--check-id, -k, --tag) and plan the checks; never raises for bad files.
 
-    `contents` are the file bytes the discover stage read in this process (else read here).
-    With `require_scripts` (every command that may run checks), a missing referenced script is
-    an error here, so `eb run` refuses it up front as `eb validate` does; `eb list` lists anyway.
+    A bad -k / --tag expression raises SelectionError (a usage error). Selected checks with
+    `skip:` go to the plan's `skipped` list, not to its checks. `contents` are the file bytes
+    the discover stage read in this process (else read here). With `require_scripts` (every
+    command that may run checks), a missing referenced script is an error here, so `eb run`
+    refuses it up front as `eb validate` does; `eb list` lists anyway.
     """
+    selection = config.selection
+    selector = compile_selector(keyword=selection.keyword, tags=selection.tags)
     paths = [item.path for item in discovered.files]
     errors = list(discovered.problems)
     warnings: list[ProblemModel] = []
-    selection = config.selection
     if selection.check_ids:
         loaded, problems, warnings = _select_ids(
             paths=paths, check_ids=selection.check_ids, read=_reader(contents)
@@ -236,20 +335,28 @@ def validate(
     else:
         loaded, problems = _load_strict(paths=paths, read=_reader(contents))
     errors.extend(problems)
-    if selection.tags:
-        wanted = set(selection.tags)
-        loaded = [item for item in loaded if wanted.intersection(item.definition["tags"])]
+    if selector.keyword is not None or selector.tags:
+        loaded = [
+            item
+            for item in loaded
+            if selector.selects(check_id=item.definition["id"], tags=item.definition["tags"])
+        ]
     if not loaded and not errors:
         errors.append(
             ProblemModel(
                 message=NO_CHECKS,
-                hint="Add YAML checks under an eval_checks/ folder, or widen --check-dir/--tag.",
+                hint="Add YAML checks under an eval_checks/ folder, or widen "
+                "--check-dir, --check-id, -k or --tag.",
             )
         )
     checks: list[PlannedCheck] = []
+    skipped: list[SkippedCheck] = []
     snapshots: dict[str, bytes] = {}
     if not errors:
         for item in sorted(loaded, key=lambda loaded_item: loaded_item.path):
+            if item.definition.get("skip"):
+                skipped.append(_skipped(item=item))
+                continue
             planned, frozen_bytes = _plan_check(item=item)
             checks.append(planned)
             if planned.snapshot and frozen_bytes is not None:
@@ -264,6 +371,7 @@ def validate(
             "checks": checks,
             "errors": sorted(errors, key=lambda problem: problem.file or ""),
             "warnings": warnings,
+            "skipped": skipped,
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots)
