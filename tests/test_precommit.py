@@ -99,4 +99,4 @@ def test_eb_validate_hook(tmp_path: Path) -> None:
     assert f"Invalid check definition in {consumer / 'eval_checks' / 'broken.yaml'}" in (
         failing.stdout
     )
-    assert "exactly one of script or script_path must be set" in failing.stdout
+    assert "needs exactly one of script or script_path; neither is set" in failing.stdout

@@ -170,7 +170,7 @@ class AssertionsCheck(CheckBase):
         if isinstance(value, list) and not value:
             # An empty list would pass vacuously.
             raise PydanticCustomError(
-                "value_error",
+                "assert_empty",
                 "assert must list at least one assertion; an empty list would pass vacuously",
             )
         return value

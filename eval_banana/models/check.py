@@ -50,11 +50,11 @@ class DeterministicCheck(CheckBase):
         given = [name for name in ("script", "script_path") if getattr(self, name) is not None]
         if len(given) != 1:
             raise PydanticCustomError(
-                "value_error", "exactly one of script or script_path must be set"
+                "script_choice", "exactly one of script or script_path must be set"
             )
         # A blank script would be a vacuous pass (W3.1): never accept it.
         if not (getattr(self, given[0]) or "").strip():
-            raise PydanticCustomError("value_error", f"{given[0]} must be non-empty")
+            raise PydanticCustomError("blank", "{field} must be non-empty", {"field": given[0]})
         return self
 
 

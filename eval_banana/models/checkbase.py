@@ -19,13 +19,13 @@ NON_BLANK = r"\S"
 def _require_int_one(value: Any) -> Any:
     # Only the integer 1 counts: the anchor's lax `true` / `1.0` are rejected (B-68).
     if type(value) is not int or value != 1:
-        raise PydanticCustomError("literal_error", "Input should be 1")
+        raise PydanticCustomError("schema_version", "Input should be 1")
     return value
 
 
 def non_blank(value: str, *, field: str, strip: bool) -> str:
     if not value.strip():
-        raise PydanticCustomError("value_error", f"{field} must be non-empty")
+        raise PydanticCustomError("blank", "{field} must be non-empty", {"field": field})
     return value.strip() if strip else value
 
 
@@ -72,9 +72,9 @@ class CheckBase(BaseModel):
             return value
         stripped = value.strip()
         if not stripped:
-            raise PydanticCustomError("value_error", "id must be non-empty")
+            raise PydanticCustomError("blank", "{field} must be non-empty", {"field": "id"})
         if not _ID_RE.match(stripped):
-            raise PydanticCustomError("value_error", "id must match ^[a-zA-Z0-9_-]+$")
+            raise PydanticCustomError("id_characters", "id must match ^[a-zA-Z0-9_-]+$")
         return stripped
 
     @field_validator("description", mode="before")

@@ -17,7 +17,14 @@ from eval_banana.definition import (
 )
 from eval_banana.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.models.record import Field, Record
-from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck, ProblemModel
+from eval_banana.models.stages import (
+    ConfigDoc,
+    DiscoverDoc,
+    FieldProblem,
+    PlanDoc,
+    PlannedCheck,
+    ProblemModel,
+)
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stem import artifact_stem
@@ -45,15 +52,29 @@ class ValidationOutcome(Record):
 
 def raise_problems(problems: list[ProblemModel]) -> None:
     """Raise the first problem as a typed error, carrying all the others (B-74)."""
+    raise problems_error(problems)
+
+
+def problems_error(problems: list[ProblemModel]) -> DefinitionError:
+    """The typed error that stands for `problems`: the first, carrying all the others."""
     first = problems[0]
     error_type = NoChecksError if first.message == NO_CHECKS else DefinitionError
-    raise error_type(
+    return error_type(
         first.message,
         file=first.file,
         field_path=first.field_path,
         hint=first.hint,
+        line=first.line,
+        column=first.column,
         problems=tuple(
-            Problem(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+            Problem(
+                message=p.message,
+                file=p.file,
+                field_path=p.field_path,
+                hint=p.hint,
+                line=p.line,
+                column=p.column,
+            )
             for p in problems[1:]
         ),
     )
@@ -61,7 +82,22 @@ def raise_problems(problems: list[ProblemModel]) -> None:
 
 def _problem(exc: DefinitionError) -> ProblemModel:
     return ProblemModel(
-        message=exc.message, file=exc.file, field_path=exc.field_path, hint=exc.hint
+        message=exc.message,
+        file=exc.file,
+        field_path=exc.field_path,
+        hint=exc.hint,
+        line=exc.line,
+        column=exc.column,
+        fields=[
+            FieldProblem(
+                field_path=field.field_path,
+                line=field.line,
+                column=field.column,
+                message=field.message,
+                hint=field.hint,
+            )
+            for field in exc.field_errors
+        ],
     )
 
 
@@ -149,7 +185,7 @@ def _load_by_id(
             field_path="id",
         )
     path, data, document = matches[0]
-    definition = validate_mapping(document=document, path=path)
+    definition = validate_mapping(document=document, path=path, data=data)
     return [Loaded(path=path, data=data, definition=definition)], warnings
 
 
