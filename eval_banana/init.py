@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 
@@ -43,9 +42,9 @@ def check_schema() -> str:
     text = _package_text(name="schemas/check.schema.json")
     if text is not None:
         return text
-    from eval_banana.models.check import CHECK_ADAPTER
+    from eval_banana.schemas import render, schema_builders
 
-    return json.dumps(CHECK_ADAPTER.json_schema(), indent=2, sort_keys=True) + "\n"
+    return render(schema_builders()["check"]())
 
 
 def run_init(*, cwd: Path, force: bool) -> list[Path]:
