@@ -16,7 +16,7 @@ from eval_banana import log
 from eval_banana.commands import COMMANDS, command_module
 from eval_banana.commands.common import EXIT_HELP
 from eval_banana.errors import EvalBananaError, UsageError
-from eval_banana.version import tool_version
+from eval_banana.version import DISTRIBUTION, tool_version
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,7 +38,7 @@ def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"eval_banana {tool_version()}")
+    parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {tool_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for name, (_, help_text) in COMMANDS.items():
