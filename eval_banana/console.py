@@ -41,14 +41,21 @@ def _rich(stream: TextIO) -> RichConsole:
     return RichConsole(file=stream, soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 
-def summary_lines(*, report: dict[str, Any], report_path: Path) -> list[str]:
-    """The B-161 summary: four labels, `Report:` (our addition), then one line per check."""
+def summary_lines(
+    *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
+) -> list[str]:
+    """The B-161 summary: four labels, `Report:` (our addition), then one line per check.
+
+    The `Report:` line starts with report.json's path and names report.html when one was
+    written, the page a person opens.
+    """
+    html = f" (HTML: {html_path})" if html_path is not None else ""
     lines = [
         f"Run ID: {report['run_id']}",
         f"Score: {report['points_earned']}/{report['total_points']}",
         f"Percentage: {report['percentage']:.1f}%",
         f"Passed: {'yes' if report['run_passed'] else 'no'}",
-        f"Report: {report_path}",
+        f"Report: {report_path}{html}",
     ]
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
@@ -92,11 +99,15 @@ def _silence_stdout() -> None:
 
 
 def print_summary(
-    *, report: dict[str, Any], report_path: Path, stream: TextIO | None = None
+    *,
+    report: dict[str, Any],
+    report_path: Path,
+    stream: TextIO | None = None,
+    html_path: Path | None = None,
 ) -> None:
     """Print the summary on stdout; plain text when stdout is not a terminal."""
     out = stream if stream is not None else sys.stdout
-    lines = summary_lines(report=report, report_path=report_path)
+    lines = summary_lines(report=report, report_path=report_path, html_path=html_path)
     try:
         if _is_terminal(out):
             console = _rich(out)
@@ -138,9 +149,13 @@ class Console:
         self.stderr.write(f"warning: {message}\n")
         self.stderr.flush()
 
-    def summary(self, *, report: dict[str, Any], report_path: Path) -> None:
+    def summary(
+        self, *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
+    ) -> None:
         if not self.quiet:
-            print_summary(report=report, report_path=report_path, stream=self.stdout)
+            print_summary(
+                report=report, report_path=report_path, stream=self.stdout, html_path=html_path
+            )
 
 
 class ProgressReporter:
