@@ -1,323 +1,19 @@
 """Check-file validation errors in our own words: where (line, column), what is wrong, the fix.
 
-The check models (pydantic) find the errors; this module words them for the person who wrote
-the YAML. Only files that failed come here, so the second parse that finds each key's line
-(`eval_banana.yamlpos`) and the "did you mean" search cost valid files nothing.
+The check models (pydantic) find the errors; `eval_banana.checkwords` words them for the person
+who wrote the YAML, and this module locates each one and assembles the message. Only files
+that failed come here, so the second parse that finds each key's line (`eval_banana.yamlpos`)
+and the "did you mean" search cost valid files nothing.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from eval_banana.checkwords import Loc, explain, tag_name
 from eval_banana.errors import DefinitionError, Problem
 from eval_banana.yamlpos import Located, Position, compose, locate
-
-Loc = tuple[str | int, ...]
-
-_REMOVED_KEYS = {
-    "target_paths": "target_paths was removed: name the files in `instructions`; "
-    "scripts get `project_root` from context.json.",
-    "timeout_seconds": "a check cannot set its own time limit: use [core] "
-    "check_timeout_seconds (scripts) or [harness] timeout_seconds (judges) in "
-    ".eval-banana/config.toml.",
-}
-_MISSING_HINTS = {
-    "schema_version": "add `schema_version: 1` as the first line.",
-    "id": "add `id:` with a name unique in the project (letters, digits, '_' and '-').",
-    "description": "add `description:` saying in a few words what the check verifies.",
-    "instructions": "add `instructions:` with the question the judge must answer.",
-    "artifact": "add `artifact:` naming the JSON or YAML file to grade, relative to the "
-    "project root.",
-    "assert": "add `assert:` with at least one assertion (`- {path: ..., op: ...}`).",
-    "path": "each assertion needs `path:`, the place in the artifact to look at.",
-    "value": "this op compares against a `value:`; add one.",
-}
-_BLANK_HINTS = {
-    "id": "give the check a name: letters, digits, '_' and '-'.",
-    "description": "say in a few words what the check verifies.",
-    "instructions": "write the question the judge must answer.",
-    "script": "write the script, or use script_path to name a Python file.",
-    "script_path": "name the Python file, relative to this check file's folder.",
-}
-
-
-class _Explained(NamedTuple):
-    message: str
-    hint: str | None
-    anchor: str  # "key", "value" or "parent": which position the message points at
-
-
-def _shown(value: object) -> str:
-    """A short, YAML-flavoured picture of a value for a message."""
-    if value is None:
-        return "an empty value"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        text = value if len(value) <= 60 else value[:57] + "..."
-        return repr(text)
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "an empty value"
-    if isinstance(value, bool):
-        return f"the boolean {_shown(value)}"
-    if isinstance(value, int | float):
-        return f"the number {_shown(value)}"
-    if isinstance(value, str):
-        return f"the text {_shown(value)}"
-    return _shown(value)
-
-
-def _suggest(word: str, choices: Sequence[str]) -> str | None:
-    from difflib import get_close_matches  # only a file with an error pays for difflib
-
-    match = get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return match[0] if match else None
-
-
-def _keys_of(model: Any) -> list[str]:
-    return [field.alias or name for name, field in model.model_fields.items()]
-
-
-def _model_at(loc: Loc) -> tuple[str, list[str]] | None:
-    """(what the mapping at `loc[:-1]` is, in words, and its allowed keys), when known."""
-    from eval_banana.models.assertions import ASSERTION_MODELS
-    from eval_banana.models.check import CHECK_MODELS
-
-    if len(loc) == 2 and str(loc[0]) in CHECK_MODELS:
-        article = "an" if str(loc[0])[:1] in "aeiou" else "a"
-        return f"{article} {loc[0]} check", _keys_of(CHECK_MODELS[str(loc[0])])
-    if len(loc) == 5 and loc[1] == "assert" and str(loc[3]) in ASSERTION_MODELS:
-        return f"an assertion with op {loc[3]}", _keys_of(ASSERTION_MODELS[str(loc[3])])
-    return None
-
-
-def _other_type_owning(*, key: str, check_type: str) -> str | None:
-    from eval_banana.models.check import CHECK_MODELS
-
-    for name, model in CHECK_MODELS.items():
-        if name != check_type and key in _keys_of(model):
-            return name
-    return None
-
-
-def _unknown_key(*, loc: Loc) -> _Explained:
-    key = str(loc[-1])
-    owner = _model_at(loc)
-    where = owner[0] if owner else "this mapping"
-    message = f"unknown key '{key}' in {where}"
-    if key in _REMOVED_KEYS and len(loc) == 2:
-        return _Explained(message, _REMOVED_KEYS[key], "key")
-    if owner is None:
-        return _Explained(message, "delete it.", "key")
-    allowed = [name for name in owner[1] if name != "type"]
-    # A key of another check type is a wrong type or a stray key, not a typo.
-    other = _other_type_owning(key=key, check_type=str(loc[0])) if len(loc) == 2 else None
-    if other is not None:
-        return _Explained(
-            message,
-            f"'{key}' belongs to {other} checks: delete it, or change the type to {other}.",
-            "key",
-        )
-    target = _suggest(key, allowed)
-    if target is not None:
-        return _Explained(message, f"did you mean '{target}'? Otherwise delete it.", "key")
-    return _Explained(message, f"delete it; the keys here are {', '.join(allowed)}.", "key")
-
-
-def _tag_name(ctx: Mapping[str, Any]) -> str:
-    return str(ctx.get("discriminator", "'type'")).strip("'")
-
-
-def _tag_choices(discriminator: str) -> list[str]:
-    from eval_banana.models.assertions import ASSERTION_MODELS
-    from eval_banana.models.check import CHECK_MODELS
-
-    return list(CHECK_MODELS if discriminator == "type" else ASSERTION_MODELS)
-
-
-def _unknown_tag(*, ctx: Mapping[str, Any]) -> _Explained:
-    discriminator = _tag_name(ctx)
-    choices = _tag_choices(discriminator)
-    tag = str(ctx.get("tag", ""))
-    what = "check type" if discriminator == "type" else "assertion op"
-    listed = ", ".join(choices)
-    target = _suggest(tag, choices)
-    hint = f"did you mean '{target}'? " if target else ""
-    return _Explained(f"unknown {what} '{tag}'", f"{hint}The {what}s are: {listed}.", "value")
-
-
-def _missing_tag(*, ctx: Mapping[str, Any]) -> _Explained:
-    discriminator = _tag_name(ctx)
-    choices = ", ".join(_tag_choices(discriminator))
-    return _Explained(
-        f"missing required key '{discriminator}'",
-        f"add `{discriminator}:` with one of: {choices}.",
-        "parent",
-    )
-
-
-def _wrong_text(*, key: str, value: object) -> _Explained:
-    message = f"{key} must be text, not {_kind(value)}"
-    if isinstance(value, bool):
-        hint = "YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value."
-    elif isinstance(value, int | float):
-        hint = f"quote it: {key}: '{value}'."
-    elif value is None:
-        hint = "write the value after the colon, or delete the key."
-    else:
-        hint = f"write one piece of text; for several lines use `{key}: |` and indent them below."
-    return _Explained(message, hint, "value")
-
-
-def _script_choice(*, document: Mapping[str, Any]) -> _Explained:
-    both = document.get("script") is not None and document.get("script_path") is not None
-    if both:
-        return _Explained(
-            "both script and script_path are set; a deterministic check takes exactly one",
-            "delete one: script holds inline Python, script_path names a Python file.",
-            "script_path",
-        )
-    return _Explained(
-        "a deterministic check needs exactly one of script or script_path; neither is set",
-        "add `script: |` followed by indented Python, or `script_path:` naming a Python file "
-        "relative to this check file's folder.",
-        "parent",
-    )
-
-
-class _Error(NamedTuple):
-    """One validation error as the explainers read it."""
-
-    kind: str
-    loc: Loc
-    key: str  # the last key of `loc`, or "this value"
-    value: object
-    ctx: Mapping[str, Any]
-    msg: str
-    document: Mapping[str, Any]
-
-
-def _missing(error: _Error) -> _Explained:
-    hint = _MISSING_HINTS.get(error.key, f"add `{error.key}:`.")
-    return _Explained(f"missing required key '{error.key}'", hint, "parent")
-
-
-def _bad_schema_version(error: _Error) -> _Explained:
-    return _Explained(
-        f"schema_version must be the integer 1, not {_kind(error.value)}",
-        "write `schema_version: 1` (1.0, true and '1' are not accepted).",
-        "value",
-    )
-
-
-def _not_allowed_value(error: _Error) -> _Explained:
-    if error.key == "expect":
-        return _Explained(
-            f"expect must be pass or fail, not {_kind(error.value)}",
-            "leave it out (pass is the default), or write `expect: fail` for a control check.",
-            "value",
-        )
-    expected = error.ctx.get("expected", "another value")
-    return _Explained(f"{error.key} must be {expected}, not {_kind(error.value)}", None, "value")
-
-
-def _not_a_list(error: _Error) -> _Explained:
-    items = error.value if isinstance(error.value, str) else "a, b"
-    return _Explained(
-        f"{error.key} must be a list, not {_kind(error.value)}",
-        f"write `{error.key}: [{items}]`, or one `- item` per line below `{error.key}:`.",
-        "value",
-    )
-
-
-def _not_a_whole_number(error: _Error) -> _Explained:
-    return _Explained(
-        f"{error.key} must be a whole number, not {_kind(error.value)}", None, "value"
-    )
-
-
-def _too_small(error: _Error) -> _Explained:
-    least = error.ctx.get("ge")
-    return _Explained(
-        f"{error.key} must be {least} or more, not {_shown(error.value)}", None, "value"
-    )
-
-
-def _not_a_mapping(error: _Error) -> _Explained:
-    hint = "an assertion is written `- {path: ..., op: ...}`." if "assert" in error.loc else None
-    return _Explained(
-        f"expected a mapping of keys to values, not {_kind(error.value)}", hint, "value"
-    )
-
-
-def _blank(error: _Error) -> _Explained:
-    field = str(error.ctx.get("field", error.key))
-    # A field rule points at the value; the whole-check rule at the key it names.
-    anchor = "value" if error.loc and error.loc[-1] == field else field
-    return _Explained(error.msg, _BLANK_HINTS.get(field), anchor)
-
-
-def _bad_id(error: _Error) -> _Explained:
-    fixed = re.sub(r"[^A-Za-z0-9_-]+", "_", str(error.value).strip()).strip("_") or "my_check"
-    return _Explained(
-        f"id must match ^[a-zA-Z0-9_-]+$, not {_shown(error.value)}",
-        f"use only letters, digits, '_' and '-', e.g. `id: {fixed}`.",
-        "value",
-    )
-
-
-def _as_written(error: _Error) -> _Explained:
-    # Our own validators (paths, patterns, artifact) already speak plainly; anything else is
-    # the library's sentence, still located.
-    return _Explained(error.msg, None, "value")
-
-
-_EXPLAINERS: dict[str, Callable[[_Error], _Explained]] = {
-    "missing": _missing,
-    "extra_forbidden": lambda error: _unknown_key(loc=error.loc),
-    "union_tag_invalid": lambda error: _unknown_tag(ctx=error.ctx),
-    "union_tag_not_found": lambda error: _missing_tag(ctx=error.ctx),
-    "schema_version": _bad_schema_version,
-    "literal_error": _not_allowed_value,
-    "string_type": lambda error: _wrong_text(key=error.key, value=error.value),
-    "list_type": _not_a_list,
-    "int_type": _not_a_whole_number,
-    "int_from_float": _not_a_whole_number,
-    "int_parsing": _not_a_whole_number,
-    "greater_than_equal": _too_small,
-    "model_attributes_type": _not_a_mapping,
-    "model_type": _not_a_mapping,
-    "dict_type": _not_a_mapping,
-    "blank": _blank,
-    "id_characters": _bad_id,
-    "script_choice": lambda error: _script_choice(document=error.document),
-}
-
-
-def _explain_one(*, error: Mapping[str, Any], document: Mapping[str, Any]) -> _Explained:
-    loc: Loc = tuple(error.get("loc", ()))
-    read = _Error(
-        kind=str(error.get("type", "")),
-        loc=loc,
-        key=str(loc[-1]) if loc and isinstance(loc[-1], str) else "this value",
-        value=error.get("input"),
-        ctx=error.get("ctx") or {},
-        msg=str(error.get("msg", "")),
-        document=document,
-    )
-    return _EXPLAINERS.get(read.kind, _as_written)(read)
 
 
 def _position(*, root: Any, loc: Loc, anchor: str) -> Position | None:
@@ -337,14 +33,14 @@ def _position(*, root: Any, loc: Loc, anchor: str) -> Position | None:
 def _field_path(*, error: Mapping[str, Any]) -> str:
     loc = [str(part) for part in error.get("loc", ())]
     if str(error.get("type")) in ("union_tag_invalid", "union_tag_not_found"):
-        loc.append(_tag_name(error.get("ctx") or {}))
+        loc.append(tag_name(error.get("ctx") or {}))
     return ".".join(loc)
 
 
 def _tag_loc(*, error: Mapping[str, Any]) -> Loc:
     loc: Loc = tuple(error.get("loc", ()))
     if str(error.get("type")) == "union_tag_invalid":
-        return (*loc, _tag_name(error.get("ctx") or {}))
+        return (*loc, tag_name(error.get("ctx") or {}))
     return loc
 
 
@@ -355,7 +51,7 @@ def field_problems(
     root = compose(text=text) if text is not None else None
     problems = []
     for error in errors:
-        explained = _explain_one(error=error, document=document)
+        explained = explain(error=error, document=document)
         position = _position(root=root, loc=_tag_loc(error=error), anchor=explained.anchor)
         problems.append(
             Problem(
@@ -402,10 +98,10 @@ def definition_error(*, problems: Sequence[Problem], path: str) -> DefinitionErr
     )
 
 
-def type_position(*, text: str | None) -> Position | None:
-    """Where the check's `type` value is written, for errors about the type itself."""
+def value_position(*, text: str | None, key: str) -> Position | None:
+    """Where the value of top-level `key` is written, for errors about that value itself."""
     root = compose(text=text) if text is not None else None
     if root is None:
         return None
-    located = locate(root=root, path=("type",))
+    located = locate(root=root, path=(key,))
     return located.value if located.found else None

@@ -131,9 +131,9 @@ def validate_mapping(
 
 
 def _refuse_llm_judge(*, path: Path | str, data: bytes | None) -> None:
-    from eval_banana.checkerrors import type_position
+    from eval_banana.checkerrors import value_position
 
-    position = type_position(text=_text(data))
+    position = value_position(text=_text(data), key="type")
     where = f"\ntype (line {position.line}, column {position.column})" if position else ""
     raise DefinitionError(
         f"Check type 'llm_judge' was renamed to 'harness_judge' in {path}. "

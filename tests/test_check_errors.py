@@ -175,7 +175,7 @@ def _modules_loaded(root: Path) -> list[str]:
         "import sys\n"
         "from eval_banana.cli import main\n"
         f"code = main(['validate', '--cwd', {str(root)!r}])\n"
-        "names = ('eval_banana.checkerrors', 'eval_banana.yamlpos', 'difflib')\n"
+        "names = ('eval_banana.checkerrors', 'eval_banana.checkwords', 'eval_banana.yamlpos', 'difflib')\n"
         "print('LOADED', sorted(n for n in names if n in sys.modules), code)\n"
     )
     done = subprocess.run(
@@ -198,5 +198,5 @@ def test_only_files_that_fail_pay_for_positions_and_suggestions(
     assert _modules_loaded(root) == ["LOADED [] 0"]
     (root / "eval_checks" / "c7.yaml").write_text(TWO_ERRORS)
     assert _modules_loaded(root) == [
-        "LOADED ['difflib', 'eval_banana.checkerrors', 'eval_banana.yamlpos'] 2"
+        "LOADED ['difflib', 'eval_banana.checkerrors', 'eval_banana.checkwords', 'eval_banana.yamlpos'] 2"
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -304,7 +305,11 @@ def test_duplicate_ids_name_both_files(
     result = eb("validate", "--cwd", str(root))
     assert result.exit_code == 2
     first, second = root / "eval_checks" / "a.yaml", root / "x" / "eval_checks" / "b.yaml"
-    assert f"Duplicate check id 'same' found in {first} and {second}" in result.stderr
+    assert f"Duplicate check id 'same' found in {first} and {second}\nid (line 2, column 5)" in (
+        result.stderr
+    )
+    entry = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"][0]
+    assert (entry["file"], entry["field_path"], entry["line"]) == (str(second), "id", 2)
 
 
 def test_ids_are_case_sensitive_and_stripped(

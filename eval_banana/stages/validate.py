@@ -122,6 +122,21 @@ def _read(path: str, read: Reader) -> bytes:
         raise DefinitionError(f"Cannot read check file {path}: {exc}", file=path) from None
 
 
+def _duplicate_id(*, check_id: str, first: str, path: str, data: bytes) -> ProblemModel:
+    from eval_banana.checkerrors import value_position  # only a project with a duplicate pays
+
+    position = value_position(text=data.decode("utf-8", errors="replace"), key="id")
+    where = f"\nid (line {position.line}, column {position.column})" if position else ""
+    return ProblemModel(
+        message=f"Duplicate check id '{check_id}' found in {first} and {path}{where}",
+        file=path,
+        field_path="id",
+        hint="Ids must be unique across the project; rename one of them.",
+        line=position.line if position else None,
+        column=position.column if position else None,
+    )
+
+
 def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[ProblemModel]]:
     """Load every file; collect every problem, then every duplicate id (B-72..B-74)."""
     loaded: list[Loaded] = []
@@ -137,13 +152,7 @@ def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[
         check_id = definition["id"]
         if check_id in first_by_id:
             problems.append(
-                ProblemModel(
-                    message=f"Duplicate check id '{check_id}' found in "
-                    f"{first_by_id[check_id]} and {path}",
-                    file=path,
-                    field_path="id",
-                    hint="Ids must be unique across the project; rename one of them.",
-                )
+                _duplicate_id(check_id=check_id, first=first_by_id[check_id], path=path, data=data)
             )
             continue
         first_by_id[check_id] = path
