@@ -44,7 +44,7 @@ def _rich(stream: TextIO) -> RichConsole:
 def summary_lines(
     *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
 ) -> list[str]:
-    """The B-161 summary: four labels, `Report:` (our addition), then one line per check.
+    """The summary eval-banana prints: four labels, `Report:` (our addition), one line per check.
 
     The `Report:` line starts with report.json's path and names report.html when one was
     written, the page a person opens.

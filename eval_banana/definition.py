@@ -120,7 +120,7 @@ def validate_mapping(
 ) -> dict[str, Any]:
     """Validate a parsed mapping as a check and return its normalized definition.
 
-    Every field error is reported at once (B-71); with the file's `data`, each is located.
+    Every field error of the file is reported at once; with the file's `data`, each is located.
     """
     if document.get("type") == "llm_judge":
         _refuse_llm_judge(path=path, data=data)
