@@ -12,14 +12,23 @@ from eval_banana.tasks import run as eval_run
 PY = sys.executable
 
 
-@task(help={"k": "Only run tests matching this expression.", "quick": "Skip slow tests."})
-def test(c: Context, k: str = "", quick: bool = False) -> None:
-    """Run the test suite (the same command CI runs)."""
+@task(
+    help={
+        "k": "Only run tests matching this expression.",
+        "quick": "Skip slow tests.",
+        "browser": "Run the browser suite instead (needs chromium and chromium-driver).",
+    }
+)
+def test(c: Context, k: str = "", quick: bool = False, browser: bool = False) -> None:
+    """Run the test suite (the same command CI runs); --browser runs the browser suite."""
     args = ["-q"]
     if k:
         args += ["-k", repr(k)]
-    if quick:
-        args += ["-m", "'not slow'"]
+    if browser:
+        args += ["-m", "browser"]
+    elif quick:
+        # A -m given here replaces pyproject's, so the browser suite is left out again.
+        args += ["-m", "'not slow and not browser'"]
     c.run(f"{PY} -m pytest {' '.join(args)}", pty=False)
 
 

@@ -16,7 +16,7 @@ from eval_banana import log
 from eval_banana.commands import COMMANDS, command_module
 from eval_banana.commands.common import EXIT_HELP
 from eval_banana.errors import EvalBananaError, UsageError
-from eval_banana.version import tool_version
+from eval_banana.version import DISTRIBUTION, tool_version
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,7 +38,7 @@ def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
         epilog=EXIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"eval_banana {tool_version()}")
+    parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {tool_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for name, (_, help_text) in COMMANDS.items():
@@ -57,11 +57,14 @@ def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _report_error(exc: EvalBananaError, *, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps({"error": exc.as_json(), "exit_code": exc.exit_code}))
-    else:
+def _report_error(exc: EvalBananaError, *, as_json: bool, command: str | None) -> None:
+    if not as_json:
         print(exc.render(), file=sys.stderr)
+        return
+    # A command whose --json output has its own shape (eb validate) renders its errors in it.
+    render = getattr(command_module(command), "json_error", None) if command in COMMANDS else None
+    document = render(exc) if render else {"error": exc.as_json(), "exit_code": exc.exit_code}
+    print(json.dumps(document, ensure_ascii=False))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,8 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw = list(argv if argv is not None else sys.argv[1:])
     # Known before parsing, so a bad flag next to --json still gets a JSON error (D-17).
     as_json = "--json" in raw
+    command = next((arg for arg in raw if not arg.startswith("-")), None)
     try:
-        command = next((arg for arg in raw if not arg.startswith("-")), None)
         args = build_parser(command=command).parse_args(raw)
         as_json = bool(getattr(args, "json", False))
         log.configure(verbose=bool(getattr(args, "verbose", False)))
@@ -78,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return result
     except EvalBananaError as exc:
         if as_json or "--verbose" not in raw:
-            _report_error(exc, as_json=as_json)
+            _report_error(exc, as_json=as_json, command=command)
             return exc.exit_code
         raise
     except KeyboardInterrupt:

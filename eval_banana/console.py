@@ -41,14 +41,21 @@ def _rich(stream: TextIO) -> RichConsole:
     return RichConsole(file=stream, soft_wrap=True, highlight=False, markup=False, emoji=False)
 
 
-def summary_lines(*, report: dict[str, Any], report_path: Path) -> list[str]:
-    """The B-161 summary: four labels, `Report:` (our addition), then one line per check."""
+def summary_lines(
+    *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
+) -> list[str]:
+    """The summary eval-banana prints: four labels, `Report:` (our addition), one line per check.
+
+    The `Report:` line starts with report.json's path and names report.html when one was
+    written, the page a person opens.
+    """
+    html = f" (HTML: {html_path})" if html_path is not None else ""
     lines = [
         f"Run ID: {report['run_id']}",
         f"Score: {report['points_earned']}/{report['total_points']}",
         f"Percentage: {report['percentage']:.1f}%",
         f"Passed: {'yes' if report['run_passed'] else 'no'}",
-        f"Report: {report_path}",
+        f"Report: {report_path}{html}",
     ]
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
@@ -95,10 +102,15 @@ def _silence_stdout() -> None:
 
 
 def print_summary(
-    *, report: dict[str, Any], report_path: Path, stream: TextIO | None = None
+    *,
+    report: dict[str, Any],
+    report_path: Path,
+    stream: TextIO | None = None,
+    html_path: Path | None = None,
 ) -> None:
     """Print the summary on stdout; plain text when stdout is not a terminal."""
-    _write_lines(lines=summary_lines(report=report, report_path=report_path), stream=stream)
+    lines = summary_lines(report=report, report_path=report_path, html_path=html_path)
+    _write_lines(lines=lines, stream=stream)
 
 
 def _write_lines(*, lines: list[str], stream: TextIO | None) -> None:
@@ -174,9 +186,13 @@ class Console:
             self.stderr.write(f"{message}\n")
             self.stderr.flush()
 
-    def summary(self, *, report: dict[str, Any], report_path: Path) -> None:
+    def summary(
+        self, *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
+    ) -> None:
         if not self.quiet:
-            print_summary(report=report, report_path=report_path, stream=self.stdout)
+            print_summary(
+                report=report, report_path=report_path, stream=self.stdout, html_path=html_path
+            )
 
 
 class ProgressReporter:

@@ -21,10 +21,6 @@ from eval_banana.errors import DefinitionError
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _DIGEST_PREFIX = b"eval-banana/check-definition-sha256/v1\x00"
-_HINTS = {
-    "target_paths": "target_paths was removed: name the files in `instructions`; "
-    "scripts get `project_root` from context.json.",
-}
 
 
 class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
@@ -57,7 +53,10 @@ def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, d
             continue
         if duplicate:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key '{key}' (line {key_node.start_mark.line + 1})", None
+                None,
+                None,
+                f"duplicate key '{key}' (line {key_node.start_mark.line + 1})",
+                key_node.start_mark,
             )
         seen.add(key)
 
@@ -78,15 +77,23 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     try:
         document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader subclass
     except yaml.constructor.ConstructorError as exc:
+        line, column = _mark(exc)
         if exc.problem and exc.problem.startswith("duplicate key"):
             raise DefinitionError(
                 f"Invalid check definition in {path}: {exc.problem}",
                 file=str(path),
                 hint="Each key may appear once; delete the repeated one.",
+                line=line,
+                column=column,
             ) from None
-        raise DefinitionError(f"Failed to parse YAML in {path}: {exc}", file=str(path)) from None
+        raise DefinitionError(
+            f"Failed to parse YAML in {path}: {exc}", file=str(path), line=line, column=column
+        ) from None
     except yaml.YAMLError as exc:
-        raise DefinitionError(f"Failed to parse YAML in {path}: {exc}", file=str(path)) from None
+        line, column = _mark(exc)
+        raise DefinitionError(
+            f"Failed to parse YAML in {path}: {exc}", file=str(path), line=line, column=column
+        ) from None
     if not isinstance(document, dict):
         raise DefinitionError(
             f"Invalid check definition in {path}: top-level YAML must be a mapping",
@@ -96,29 +103,51 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     return document
 
 
-def _format_location(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc)
+def _mark(exc: yaml.YAMLError) -> tuple[int | None, int | None]:
+    """1-based line and column of a YAML error, when the parser knows them."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return None, None
+    return mark.line + 1, mark.column + 1
 
 
-def validate_mapping(*, document: dict[str, Any], path: Path | str) -> dict[str, Any]:
+def _text(data: bytes | None) -> str | None:
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
+def validate_mapping(
+    *, document: dict[str, Any], path: Path | str, data: bytes | None = None
+) -> dict[str, Any]:
     """Validate a parsed mapping as a check and return its normalized definition.
 
-    Every field error is reported at once (B-71).
+    Every field error of the file is reported at once; with the file's `data`, each is located.
     """
     if document.get("type") == "llm_judge":
-        raise DefinitionError(
-            f"Check type 'llm_judge' was renamed to 'harness_judge' in {path}. "
-            "Update the 'type' field in your YAML to 'harness_judge'.",
-            file=str(path),
-            field_path="type",
-        )
+        _refuse_llm_judge(path=path, data=data)
     fast = fast_normalize(document=document)
     if fast is not None:
         return fast
-    return _validate_with_models(document=document, path=path)
+    return _validate_with_models(document=document, path=path, data=data)
 
 
-def _validate_with_models(*, document: dict[str, Any], path: Path | str) -> dict[str, Any]:
+def _refuse_llm_judge(*, path: Path | str, data: bytes | None) -> None:
+    from eval_banana.checkerrors import value_position
+
+    position = value_position(text=_text(data), key="type")
+    where = f"\ntype (line {position.line}, column {position.column})" if position else ""
+    raise DefinitionError(
+        f"Check type 'llm_judge' was renamed to 'harness_judge' in {path}. "
+        f"Update the 'type' field in your YAML to 'harness_judge'.{where}",
+        file=str(path),
+        field_path="type",
+        line=position.line if position else None,
+        column=position.column if position else None,
+    )
+
+
+def _validate_with_models(
+    *, document: dict[str, Any], path: Path | str, data: bytes | None
+) -> dict[str, Any]:
     from pydantic import ValidationError
 
     from eval_banana.models.check import CHECK_ADAPTER
@@ -126,30 +155,22 @@ def _validate_with_models(*, document: dict[str, Any], path: Path | str) -> dict
     try:
         check = CHECK_ADAPTER.validate_python(document)
     except ValidationError as exc:
-        errors = exc.errors()
-        lines = []
-        hints = []
-        for error in errors:
-            location = _format_location(error["loc"])
-            lines.append(f"{location}\n  {error['msg']}" if location else f"  {error['msg']}")
-            field = str(error["loc"][-1]) if error["loc"] else ""
-            if field in _HINTS and error["type"] == "extra_forbidden":
-                hints.append(_HINTS[field])
-        count = len(errors)
-        noun = "validation error" if count == 1 else "validation errors"
-        first = errors[0]
-        raise DefinitionError(
-            f"Invalid check definition in {path}: {count} {noun}\n" + "\n".join(lines),
-            file=str(path),
-            field_path=_format_location(first["loc"]) or "type",
-            hint=" ".join(hints) or None,
-        ) from None
+        from eval_banana.checkerrors import definition_error, field_problems
+
+        problems = field_problems(
+            errors=exc.errors(include_url=False),
+            document=document,
+            text=_text(data),
+            path=str(path),
+        )
+        raise definition_error(problems=problems, path=str(path)) from None
     return check.model_dump(mode="json", by_alias=True)
 
 
 def load_definition(*, data: bytes, path: Path | str) -> dict[str, Any]:
     """Bytes of one check file -> its validated, normalized definition."""
-    return validate_mapping(document=parse_yaml_mapping(data=data, path=path), path=path)
+    document = parse_yaml_mapping(data=data, path=path)
+    return validate_mapping(document=document, path=path, data=data)
 
 
 class FrozenScript(NamedTuple):

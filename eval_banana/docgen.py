@@ -78,22 +78,89 @@ def _settings_table() -> list[str]:
     return rows
 
 
-def _type_name(annotation: object) -> str:
-    name = getattr(annotation, "__name__", None)
-    text = name if isinstance(name, str) and "[" not in str(annotation) else str(annotation)
-    text = text.replace("typing.", "").replace("eval_banana.models.assertions.", "")
-    # A discriminated union prints its Field(...) metadata; the member names are what matter.
-    return re.sub(r"Annotated\[(.*?), FieldInfo\(.*?\)\]", r"\1", text)
+_SCALARS = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "true or false",
+    "object": "mapping",
+    "null": "empty",
+}
+_PLURALS = {
+    "string": "strings",
+    "integer": "integers",
+    "number": "numbers",
+    "mapping": "mappings",
+    "assertion": "assertions (see below)",
+}
+
+
+def _literal(value: object) -> str:
+    return f"`{value}`" if isinstance(value, str) else f"`{json.dumps(value)}`"
+
+
+def _ref_name(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+def yaml_type(schema: dict[str, Any]) -> str:
+    """A field's type as a YAML author reads it (string, list of strings, one of `a`, `b`)."""
+    if "const" in schema:
+        value = schema["const"]
+        return (
+            _literal(value) if isinstance(value, str) else f"the {schema['type']} {_literal(value)}"
+        )
+    if "enum" in schema:
+        return "one of " + ", ".join(_literal(value) for value in schema["enum"])
+    if "$ref" in schema:
+        return "any JSON value" if _ref_name(schema["$ref"]) == "JsonValue" else "mapping"
+    for union in ("anyOf", "oneOf"):
+        if union in schema:
+            members = [part for part in schema[union] if part.get("type") != "null"]
+            if all("$ref" in part for part in members) and len(members) > 1:
+                return "assertion"
+            return " or ".join(yaml_type(part) for part in members)
+    kind = _SCALARS.get(str(schema.get("type")), "any value")
+    if schema.get("type") == "array":
+        item = yaml_type(schema.get("items", {}))
+        listed = f"list of {_PLURALS.get(item, item)}"
+        return f"{listed}, at least {schema['minItems']}" if "minItems" in schema else listed
+    if "minimum" in schema:
+        return f"{kind} ≥ {schema['minimum']}"
+    if "maxLength" in schema:
+        return f"{kind} of at most {schema['maxLength']} characters"
+    return kind
+
+
+def _required(*, field: Any) -> str:
+    if field.is_required():
+        return "yes"
+    default = field.get_default(call_default_factory=True)
+    if default is None:
+        return "no"
+    return f"no (default {_literal(default)})"
 
 
 def _fields_table(model: type[BaseModel]) -> list[str]:
-    rows = ["| field | type | required | meaning |", "|---|---|---|---|"]
+    properties = model.model_json_schema(by_alias=True)["properties"]
+    rows = ["| key | type | required | meaning |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
         key = field.alias or name
         rows.append(
-            f"| `{key}` | `{_cell(_type_name(field.annotation))}` | "
-            f"{'yes' if field.is_required() else 'no'} | {_cell(field.description or '')} |"
+            f"| `{key}` | {_cell(yaml_type(properties[key]))} | {_required(field=field)} | "
+            f"{_cell(field.description or '')} |"
         )
+    return rows
+
+
+def _assertions_table() -> list[str]:
+    from eval_banana.models.assertions import ASSERTION_MODELS
+
+    rows = ["| `op` | `value` | holds when |", "|---|---|---|"]
+    for op, model in ASSERTION_MODELS.items():
+        value = model.model_json_schema(by_alias=True)["properties"].get("value")
+        shown = _cell(yaml_type(value)) if value is not None else "(none)"
+        rows.append(f"| `{op}` | {shown} | {_cell(model.__doc__ or '')} |")
     return rows
 
 
@@ -114,9 +181,22 @@ def reference_markdown() -> str:
         "",
         "## Check files",
         "",
+        "Types are as YAML reads them: a string may be quoted or not, but YAML reads an unquoted "
+        "`yes`, `no`, `true`, `1` or `1.0` as a boolean or a number, so quote such strings. "
+        "A key that is not required may be left out.",
+        "",
     ]
     for type_name, model in CHECK_MODELS.items():
         lines += [f"### `type: {type_name}`", "", *_fields_table(model), ""]
+    lines += [
+        "### Assertions (items of `assert`)",
+        "",
+        "Each item is a mapping with `path` (string, required: where to look in the artifact), "
+        "`op` and, for every op but `exists`, `value`.",
+        "",
+        *_assertions_table(),
+        "",
+    ]
     lines += ["## Stage files", "", "| stage | file | schema |", "|---|---|---|"]
     for stage in STAGE_NAMES:
         lines.append(

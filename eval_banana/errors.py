@@ -12,6 +12,8 @@ class Problem(NamedTuple):
     file: str | None = None
     field_path: str | None = None
     hint: str | None = None
+    line: int | None = None  # 1-based, in `file`
+    column: int | None = None
 
     def render(self) -> str:
         text = self.message
@@ -34,6 +36,8 @@ class EvalBananaError(Exception):
         field_path: str | None = None,
         hint: str | None = None,
         problems: tuple[Problem, ...] = (),
+        line: int | None = None,
+        column: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -41,6 +45,8 @@ class EvalBananaError(Exception):
         self.field_path = field_path
         self.hint = hint
         self.problems = problems
+        self.line = line
+        self.column = column
 
     def render(self) -> str:
         """The user-facing text: the message, every extra problem, and the hint."""
@@ -75,9 +81,36 @@ class ConfigError(EvalBananaError):
 
 
 class DefinitionError(EvalBananaError):
-    """A check file is unreadable or invalid, or the selection is empty or ambiguous."""
+    """A check file is unreadable or invalid, or the selection is empty or ambiguous.
+
+    `field_errors` holds one located problem per field error of one check file; `message`
+    already lists them all, so they are not rendered again.
+    """
 
     kind = "definition_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        field_path: str | None = None,
+        hint: str | None = None,
+        problems: tuple[Problem, ...] = (),
+        line: int | None = None,
+        column: int | None = None,
+        field_errors: tuple[Problem, ...] = (),
+    ) -> None:
+        super().__init__(
+            message,
+            file=file,
+            field_path=field_path,
+            hint=hint,
+            problems=problems,
+            line=line,
+            column=column,
+        )
+        self.field_errors = field_errors
 
 
 class NoChecksError(DefinitionError):

@@ -1,8 +1,8 @@
-"""`eb init`: the config template, the check schema for editors, and a first passing check."""
+"""`eb init`: the config template, the check schema for editors, a first passing check, and a
+`.eval-banana/.gitignore` that keeps run folders out of git."""
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 
@@ -12,6 +12,15 @@ from eval_banana.errors import ConfigError
 CONFIG_PATH = Path(".eval-banana") / "config.toml"
 SCHEMA_PATH = Path(".eval-banana") / "schemas" / "check.schema.json"
 EXAMPLE_PATH = Path("eval_checks") / "example_check.yaml"
+# Next to the results folder, so it holds wherever the project sits in its repository and the
+# project's own .gitignore is never touched.
+GITIGNORE_PATH = Path(".eval-banana") / ".gitignore"
+RESULTS_PATTERN = "results/"
+_GITIGNORE_TEXT = (
+    "# Written by `eb init`: run folders are outputs of `eb run`, not sources.\n"
+    f"{RESULTS_PATTERN}\n"
+)
+_IGNORES_RESULTS = {"results", "results/", "/results", "/results/", "results/*", "/results/*"}
 
 
 def _package_text(*, name: str) -> str | None:
@@ -43,13 +52,47 @@ def check_schema() -> str:
     text = _package_text(name="schemas/check.schema.json")
     if text is not None:
         return text
-    from eval_banana.models.check import CHECK_ADAPTER
+    from eval_banana.schemas import render, schema_builders
 
-    return json.dumps(CHECK_ADAPTER.json_schema(), indent=2, sort_keys=True) + "\n"
+    return render(schema_builders()["check"]())
+
+
+def _gitignore_text(*, current: str | None) -> str | None:
+    """The .gitignore to write so that results/ is ignored, or None when it already is."""
+    if current is None:
+        return _GITIGNORE_TEXT
+    if any(line.strip() in _IGNORES_RESULTS for line in current.splitlines()):
+        return None
+    separator = "" if current == "" or current.endswith("\n") else "\n"
+    return f"{current}{separator}{RESULTS_PATTERN}\n"
+
+
+def ignore_results(*, root: Path) -> Path | None:
+    """Make `.eval-banana/.gitignore` ignore `results/`, keeping what it already says.
+
+    Returns the file when it was written, None when it already ignored the results.
+    """
+    path = root / GITIGNORE_PATH
+    try:
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read {path}: {exc}", file=str(path)) from None
+    text = _gitignore_text(current=current)
+    if text is None:
+        return None
+    try:
+        write_text_atomic(path=path, text=text)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}", file=str(path)) from None
+    return path
 
 
 def run_init(*, cwd: Path, force: bool) -> list[Path]:
-    """Write the config, schema and example check under `cwd`; return the paths written."""
+    """Write the config, schema, example check and results ignore under `cwd`.
+
+    Returns the paths written; an existing .gitignore that already ignores the results is kept
+    as it is and not listed.
+    """
     root = cwd.resolve()
     config, schema, example = root / CONFIG_PATH, root / SCHEMA_PATH, root / EXAMPLE_PATH
     if not force:
@@ -71,4 +114,7 @@ def run_init(*, cwd: Path, force: bool) -> list[Path]:
                 f"Cannot write {path}: {exc.strerror or exc}", file=str(path)
             ) from None
         written.append(path)
+    ignored = ignore_results(root=root)
+    if ignored is not None:
+        written.append(ignored)
     return written

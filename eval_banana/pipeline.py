@@ -14,6 +14,7 @@ from eval_banana.errors import RunAborted
 from eval_banana.models.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, write_extra_reports
+from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.request import RunRequest, load_config
 from eval_banana.results import STOP_REASON_TEXT
 from eval_banana.rundir import new_run_id, prepare_run_dir
@@ -51,14 +52,19 @@ def publish_report(
     report = report_stage.write_reports(
         run_dir=run_dir, config=config, execute=execute, score=score, inputs=inputs
     )
-    write_extra_reports(
+    written = write_extra_reports(
         extras=extras,
         run_dir=run_dir,
         report=report.report,
         report_md=report.markdown,
         junit_xml=config.settings.core.junit_xml,
+    ).written
+    html = run_dir / REPORT_HTML
+    console.summary(
+        report=report.report,
+        report_path=report.report_json,
+        html_path=html if html in written else None,
     )
-    console.summary(report=report.report, report_path=report.report_json)
     return report
 
 

@@ -34,13 +34,52 @@ def _to_draft_07(node: Any) -> Any:
     return node
 
 
+def _select_by_type(*, definitions: dict[str, Any]) -> dict[str, Any]:
+    """The check schema's top: `type` first, then the one model that type selects.
+
+    pydantic writes a `oneOf` over the check models; an editor then reports the errors of
+    whichever model it guesses is closest (a typo in `type` read as `Value must be
+    "deterministic"`). With `type` checked on its own and an if/then per type, an unknown type
+    is one clear error on `type`, and a known one is held to its own model's rules only.
+    """
+    from eval_banana.models.check import CHECK_MODELS
+    from eval_banana.models.checkbase import TYPE_DESCRIPTION
+
+    names = {model.__name__: name for name, model in CHECK_MODELS.items()}
+    assert set(names) <= set(definitions), "every check model has a definition"
+    return {
+        "type": "object",
+        "required": ["type"],
+        "properties": {
+            "type": {
+                "title": "Check type",
+                "description": TYPE_DESCRIPTION,
+                "enum": list(CHECK_MODELS),
+            }
+        },
+        "allOf": [
+            {
+                "if": {"properties": {"type": {"const": name}}, "required": ["type"]},
+                "then": {"$ref": f"#/definitions/{model}"},
+            }
+            for model, name in names.items()
+        ],
+    }
+
+
 def _check_schema() -> dict[str, Any]:
     from eval_banana.models.check import CHECK_ADAPTER
 
-    schema = _to_draft_07(CHECK_ADAPTER.json_schema(by_alias=True))
-    schema["title"] = "eval_banana check file"
-    schema["description"] = "One check: a YAML file in an eval_checks/ folder."
-    return {"$schema": DRAFT_07, "$id": f"{SCHEMA_BASE}check.schema.json", **schema}
+    generated = _to_draft_07(CHECK_ADAPTER.json_schema(by_alias=True))
+    definitions = generated["definitions"]
+    return {
+        "$schema": DRAFT_07,
+        "$id": f"{SCHEMA_BASE}check.schema.json",
+        "title": "eval_banana check file",
+        "description": "One check: a YAML file in an eval_checks/ folder.",
+        **_select_by_type(definitions=definitions),
+        "definitions": definitions,
+    }
 
 
 def _config_schema() -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval_banana.docgen import REPO, reference_markdown, stage_examples
+from eval_banana.docgen import REPO, reference_markdown, stage_examples, yaml_type
 
 
 def test_reference_matches_the_models() -> None:
@@ -17,3 +17,46 @@ def test_stage_examples_match_what_eb_run_writes() -> None:
     for stage, text in stage_examples().items():
         committed = (REPO / "docs" / "stages" / f"{stage}.example.json").read_text()
         assert committed == text, f"docs/stages/{stage}.example.json drifted: run `invoke docs`"
+
+
+def test_reference_shows_yaml_types_not_python_types() -> None:
+    text = (REPO / "docs" / "reference.md").read_text()
+    checks = text[text.index("## Check files") : text.index("## Stage files")]
+    for python_spelling in (
+        "Literal[",
+        "str |",
+        "| None",
+        "list[",
+        "`int`",
+        "`str`",
+        "Assertion |",
+    ):
+        assert python_spelling not in checks, python_spelling
+    for row in (
+        "| `type` | `deterministic` | yes |",
+        "| `schema_version` | the integer `1` | yes |",
+        "| `id` | string | yes |",
+        "| `tags` | list of strings | no (default `[]`) |",
+        "| `expect` | one of `pass`, `fail` | no (default `pass`) |",
+        "| `script` | string | no |",
+        "| `assert` | list of assertions (see below), at least 1 | yes |",
+        "| `lengthAtLeast` | integer ≥ 0 |",
+        "| `equals` | any JSON value |",
+        "| `exists` | (none) |",
+    ):
+        assert row in checks, row
+
+
+@pytest.mark.parametrize(
+    ("schema", "shown"),
+    [
+        ({"type": "boolean"}, "true or false"),
+        ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "integer"),
+        ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, "string or integer"),
+        ({"type": "array", "items": {"type": "integer"}}, "list of integers"),
+        ({"type": "object"}, "mapping"),
+        ({"enum": [1, 2]}, "one of `1`, `2`"),
+    ],
+)
+def test_yaml_type_names(schema: dict[str, object], shown: str) -> None:
+    assert yaml_type(schema) == shown

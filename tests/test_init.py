@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -40,6 +41,7 @@ def test_init_writes_config_schema_and_example(tmp_path: Path) -> None:
         root / ".eval-banana" / "config.toml",
         root / ".eval-banana" / "schemas" / "check.schema.json",
         root / "eval_checks" / "example_check.yaml",
+        root / ".eval-banana" / ".gitignore",
     ]
     assert all(path.is_absolute() and path.is_file() for path in written)
 
@@ -238,3 +240,58 @@ def test_cli_init_prints_each_path_and_refuses_with_exit_2(tmp_path: Path) -> No
     )
     assert second.returncode == 2
     assert f"Refusing to overwrite existing file: {config}" in second.stderr
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def test_results_stay_out_of_git_after_init_and_run(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(project, "init", "-q")
+    run_init(cwd=project, force=False)
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PATH": os.environ["PATH"]}
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(project)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    results = project / ".eval-banana" / "results"
+    assert any(results.rglob("report.json"))
+    status = _git(project, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert sorted(line[3:] for line in status) == [
+        ".eval-banana/.gitignore",
+        ".eval-banana/config.toml",
+        ".eval-banana/schemas/check.schema.json",
+        "eval_checks/example_check.yaml",
+    ]
+
+
+def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None:
+    ignore = tmp_path / ".eval-banana" / ".gitignore"
+    ignore.parent.mkdir()
+    ignore.write_text("# mine\nscratch/")  # no final newline
+    written = run_init(cwd=tmp_path, force=False)
+    assert ignore.resolve() in written
+    assert ignore.read_text() == "# mine\nscratch/\nresults/\n"
+    # Again (with --force): nothing is added, and the file is not reported as written.
+    again = run_init(cwd=tmp_path, force=True)
+    assert ignore.resolve() not in again
+    assert ignore.read_text() == "# mine\nscratch/\nresults/\n"
+
+
+@pytest.mark.parametrize("line", ["results", "/results/", "results/*"])
+def test_a_gitignore_that_already_ignores_results_is_left_alone(tmp_path: Path, line: str) -> None:
+    ignore = tmp_path / ".eval-banana" / ".gitignore"
+    ignore.parent.mkdir()
+    ignore.write_text(f"{line}\n")
+    before = ignore.stat().st_mtime_ns
+    assert ignore.resolve() not in run_init(cwd=tmp_path, force=False)
+    assert ignore.read_text() == f"{line}\n" and ignore.stat().st_mtime_ns == before

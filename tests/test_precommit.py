@@ -1,4 +1,5 @@
-"""The published pre-commit hook, run by pre-commit itself from a real (temporary) hook repo."""
+"""The published pre-commit hook, installed by pre-commit itself from a real (temporary) hook
+repository and run by `git commit` in a real consumer repository."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,42 +29,79 @@ id: broken
 type: deterministic
 description: Has no script.
 """
+# A check whose script lives in a folder of its own, far from eval_checks/.
+REFERENCING = """\
+schema_version: 1
+id: uses_a_script
+type: deterministic
+description: Runs tools/probes/probe.py.
+script_path: ../tools/probes/probe.py
+"""
+HOOK_NAME = "eb validate (eval-banana-staged)"
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
-    env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")
-    return env
+@dataclass(frozen=True)
+class HookRepo:
+    path: Path
+    rev: str
+    home: Path  # PRE_COMMIT_HOME, shared so the hook's environment is built once
 
 
-def _git(cwd: Path, *args: str) -> str:
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
+        [*GIT, *args], cwd=cwd, check=check, capture_output=True, text=True, env=_git_env()
+    )
 
 
-def _hook_repo(tmp_path: Path) -> tuple[Path, str]:
+def _git_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HookRepo]:
     """A git repository holding what pre-commit installs: the package and the hook file."""
-    hook_repo = tmp_path / "hook-repo"
-    hook_repo.mkdir()
+    if shutil.which("git") is None:
+        pytest.fail("the pre-commit hook tests need git on PATH")
+    base = tmp_path_factory.mktemp("hook")
+    path = base / "hook-repo"
+    path.mkdir()
     for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
-        shutil.copy2(REPO / name, hook_repo / name)
+        shutil.copy2(REPO / name, path / name)
     shutil.copytree(
         REPO / "eval_banana",
-        hook_repo / "eval_banana",
+        path / "eval_banana",
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
-    _git(hook_repo, "init", "-q")
-    _git(hook_repo, "add", "-A")
-    _git(hook_repo, "commit", "-q", "-m", "hook")
-    return hook_repo, _git(hook_repo, "rev-parse", "HEAD")
+    _git(path, "init", "-q")
+    _git(path, "add", "-A")
+    _git(path, "commit", "-q", "-m", "hook")
+    rev = _git(path, "rev-parse", "HEAD").stdout.strip()
+    yield HookRepo(path=path, rev=rev, home=base / "pre-commit-home")
 
 
-def _pre_commit(consumer: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _consumer(tmp_path: Path, hook: HookRepo, files: dict[str, str]) -> Path:
+    """A repository with one good commit and the hook installed as its git pre-commit hook."""
+    consumer = tmp_path / "consumer"
+    for relative, text in {"README.md": "# consumer\n", **files}.items():
+        target = consumer / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    (consumer / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hook.path}\n    rev: {hook.rev}\n    hooks:\n      - id: eb-validate\n"
+    )
+    _git(consumer, "init", "-q")
+    installed = _pre_commit(consumer, hook, "install")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    first = _commit(consumer, hook, "first")
+    _assert_passed(first)
+    return consumer
+
+
+def _pre_commit(consumer: Path, hook: HookRepo, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "run", *args],
+        [sys.executable, "-m", "pre_commit", *args],
         cwd=consumer,
-        env=_env(tmp_path),
+        env={**_git_env(), "PRE_COMMIT_HOME": str(hook.home)},
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -69,34 +109,85 @@ def _pre_commit(consumer: Path, tmp_path: Path, *args: str) -> subprocess.Comple
     )
 
 
-def test_eb_validate_hook(tmp_path: Path) -> None:
-    if shutil.which("git") is None:
-        pytest.fail("the pre-commit hook test needs git on PATH")
-    hook_repo, rev = _hook_repo(tmp_path)
-    consumer = tmp_path / "consumer"
-    (consumer / "eval_checks").mkdir(parents=True)
-    (consumer / "eval_checks" / "ok.yaml").write_text(VALID)
-    (consumer / "README.md").write_text("# consumer\n")
-    (consumer / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n      - id: eb-validate\n"
-    )
-    _git(consumer, "init", "-q")
+def _commit(consumer: Path, hook: HookRepo, message: str) -> subprocess.CompletedProcess[str]:
+    """`git add -A && git commit`, through the installed git hook (as a user commits)."""
     _git(consumer, "add", "-A")
+    return subprocess.run(
+        [*GIT, "commit", "-q", "-m", message],
+        cwd=consumer,
+        env={**_git_env(), "PRE_COMMIT_HOME": str(hook.home)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
-    passing = _pre_commit(consumer, tmp_path, "--all-files")
-    assert passing.returncode == 0, passing.stdout + passing.stderr
-    assert "eval_banana validate" in passing.stdout and "Passed" in passing.stdout
 
-    # A change to a file outside eval_checks/ does not run the hook.
-    skipped = _pre_commit(consumer, tmp_path, "--files", "README.md")
-    assert skipped.returncode == 0 and "Skipped" in skipped.stdout
+def _assert_passed(done: subprocess.CompletedProcess[str]) -> None:
+    # git runs its hooks with their output on stderr.
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert f"{HOOK_NAME}..." in output and "Passed" in output, output
 
+
+def _head(consumer: Path) -> str:
+    return _git(consumer, "rev-parse", "HEAD").stdout.strip()
+
+
+def _refused(consumer: Path, hook: HookRepo, message: str) -> str:
+    """Commit; assert that the hook refused it and nothing was committed; return its output."""
+    before = _head(consumer)
+    done = _commit(consumer, hook, message)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert f"{HOOK_NAME}..." in output and "Failed" in output
+    assert _head(consumer) == before
+    return output
+
+
+def test_a_broken_check_file_is_refused(tmp_path: Path, hook_repo: HookRepo) -> None:
+    consumer = _consumer(tmp_path, hook_repo, {"eval_checks/ok.yaml": VALID})
     (consumer / "eval_checks" / "broken.yaml").write_text(BROKEN)
-    _git(consumer, "add", "-A")
-    failing = _pre_commit(consumer, tmp_path, "--files", "eval_checks/broken.yaml")
-    assert failing.returncode == 1
-    assert "Failed" in failing.stdout
-    assert f"Invalid check definition in {consumer / 'eval_checks' / 'broken.yaml'}" in (
-        failing.stdout
+    output = _refused(consumer, hook_repo, "add a broken check")
+    assert f"Invalid check definition in {consumer / 'eval_checks' / 'broken.yaml'}" in output
+    assert "needs exactly one of script or script_path; neither is set" in output
+
+
+def test_a_config_typo_is_refused(tmp_path: Path, hook_repo: HookRepo) -> None:
+    consumer = _consumer(
+        tmp_path,
+        hook_repo,
+        {"eval_checks/ok.yaml": VALID, ".eval-banana/config.toml": "[core]\npass_threshold = 1\n"},
     )
-    assert "exactly one of script or script_path must be set" in failing.stdout
+    # Only the config changes: no check file is part of this commit.
+    (consumer / ".eval-banana" / "config.toml").write_text("[core]\npass_treshold = 1\n")
+    output = _refused(consumer, hook_repo, "tweak the threshold")
+    assert "did you mean core.pass_threshold?" in output
+
+
+def test_a_moved_or_deleted_script_is_refused(tmp_path: Path, hook_repo: HookRepo) -> None:
+    consumer = _consumer(
+        tmp_path,
+        hook_repo,
+        {"eval_checks/uses.yaml": REFERENCING, "tools/probes/probe.py": "print('probe')\n"},
+    )
+    script = consumer / "tools" / "probes" / "probe.py"
+    # Editing the script runs the hook too, and a good edit passes.
+    script.write_text("print('probe, improved')\n")
+    _assert_passed(_commit(consumer, hook_repo, "improve the probe"))
+
+    _git(consumer, "mv", "tools/probes/probe.py", "tools/probes/renamed.py")
+    moved = _refused(consumer, hook_repo, "rename the probe")
+    assert f"Deterministic script not found: {script}" in moved
+
+    _git(consumer, "mv", "tools/probes/renamed.py", "tools/probes/probe.py")
+    _git(consumer, "rm", "-q", "tools/probes/probe.py")
+    # pre-commit shows hooks no deleted files; the hook runs on every commit to catch this.
+    deleted = _refused(consumer, hook_repo, "delete the probe")
+    assert f"Deterministic script not found: {script}" in deleted
+
+
+def test_unrelated_commits_pass(tmp_path: Path, hook_repo: HookRepo) -> None:
+    consumer = _consumer(tmp_path, hook_repo, {"eval_checks/ok.yaml": VALID})
+    (consumer / "README.md").write_text("# consumer\n\nMore words.\n")
+    _assert_passed(_commit(consumer, hook_repo, "docs"))

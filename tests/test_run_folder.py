@@ -40,8 +40,20 @@ def test_default_layout_is_output_dir_slash_run_id(
     lines = result.stdout.splitlines()
     assert lines[0] == f"Run ID: {report['run_id']}"
     assert lines[1:4] == ["Score: 1/1", "Percentage: 100.0%", "Passed: yes"]
-    assert lines[4] == f"Report: {run_dir / 'report.json'}"
+    # report.json's path first (what scripts read), then the page a person opens.
+    assert lines[4] == f"Report: {run_dir / 'report.json'} (HTML: {run_dir / 'report.html'})"
+    assert (run_dir / "report.html").is_file()
     assert lines[5] == "- a: passed"
+
+
+def test_report_line_names_no_html_when_none_is_written(
+    one_check: Path, eb: Callable[..., EbResult]
+) -> None:
+    result = eb("run", "--cwd", str(one_check), "--no-html")
+    assert result.exit_code == 0
+    (run_dir,) = list((one_check / "out").iterdir())
+    assert not (run_dir / "report.html").exists()
+    assert result.stdout.splitlines()[4] == f"Report: {run_dir / 'report.json'}"
 
 
 def test_relative_output_dir_flag_is_joined_to_the_project_root(

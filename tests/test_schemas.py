@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -11,6 +13,7 @@ import yaml
 
 from eval_banana.definition import load_definition
 from eval_banana.errors import DefinitionError
+from eval_banana.models.check import ONE_SCRIPT_MESSAGE
 from eval_banana.schemas import render, schema_builders
 
 REPO = Path(__file__).resolve().parent.parent
@@ -105,3 +108,49 @@ def test_every_example_check_validates_in_both() -> None:
         text = path.read_text()
         assert _model_accepts(text), path
         assert _schema_accepts(text), path
+
+
+def _check_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((REPO / "schemas" / "check.schema.json").read_text())
+    return schema
+
+
+def _leaf_errors(errors: Iterable[jsonschema.ValidationError]) -> list[jsonschema.ValidationError]:
+    leaves = []
+    for error in errors:
+        leaves.extend(_leaf_errors(error.context) if error.context else [error])
+    return leaves
+
+
+@pytest.mark.parametrize("name", ["no_script", "both_scripts"])
+def test_editors_say_exactly_one_of_script_or_script_path(name: str) -> None:
+    # yaml-language-server and VS Code show a failing subschema's `errorMessage` in place of
+    # their own text ("Missing property", "Incorrect type"): every subschema that can fail for
+    # this file must carry the sentence, or the editor falls back to `Missing property "script"`.
+    validator = jsonschema.Draft7Validator(_check_schema())
+    leaves = _leaf_errors(validator.iter_errors(yaml.safe_load(BAD_CHECKS[name])))
+    assert leaves
+    for error in leaves:
+        assert error.validator in ("required", "type"), error
+        assert error.schema.get("errorMessage") == ONE_SCRIPT_MESSAGE, error
+    assert ONE_SCRIPT_MESSAGE.startswith("Exactly one of script or script_path is required")
+
+
+def test_an_unknown_type_is_one_error_on_type_with_the_choices() -> None:
+    validator = jsonschema.Draft7Validator(_check_schema())
+    errors = list(validator.iter_errors(yaml.safe_load(BAD_CHECKS["unknown_type"])))
+    assert [(list(error.path), error.validator) for error in errors] == [(["type"], "enum")]
+    assert errors[0].validator_value == ["deterministic", "harness_judge", "assertions"]
+
+
+def test_type_has_a_description_for_editors() -> None:
+    schema = _check_schema()
+    top = schema["properties"]["type"]
+    assert top["title"] == "Check type"
+    for name in ("deterministic", "harness_judge", "assertions"):
+        assert name in top["description"]
+    models = {"deterministic": "DeterministicCheck", "harness_judge": "HarnessJudgeCheck"}
+    models["assertions"] = "AssertionsCheck"
+    for name, definition in models.items():
+        described = schema["definitions"][definition]["properties"]["type"]["description"]
+        assert described.startswith(f"{name}: ") and "decides which other keys" in described

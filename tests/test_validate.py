@@ -21,124 +21,228 @@ def _validate(project: Callable[..., Path], eb: Callable[..., EbResult], body: s
     return eb("validate", "--cwd", str(root))
 
 
+D = "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\n"
+
+
 @pytest.mark.parametrize(
-    ("body", "location", "phrase"),
+    ("body", "where", "message", "hint"),
     [
         (
             "id: a\ntype: deterministic\ndescription: d\nscript: pass\n",
-            "deterministic.schema_version",
-            "Field required",
+            "deterministic.schema_version (line 1, column 1)",
+            "missing required key 'schema_version'",
+            "add `schema_version: 1`",
         ),
         (
             "schema_version: 2\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
-            "deterministic.schema_version",
-            "Input should be 1",
+            "deterministic.schema_version (line 1, column 17)",
+            "schema_version must be the integer 1, not the number 2",
+            "write `schema_version: 1`",
         ),
         (
             "schema_version: true\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
-            "deterministic.schema_version",
-            "Input should be 1",
+            "deterministic.schema_version (line 1, column 17)",
+            "schema_version must be the integer 1, not the boolean true",
+            "1.0, true and '1' are not accepted",
         ),
         (
             "schema_version: 1.0\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
-            "deterministic.schema_version",
-            "Input should be 1",
+            "deterministic.schema_version (line 1, column 17)",
+            "schema_version must be the integer 1, not the number 1.0",
+            "write `schema_version: 1`",
         ),
         (
             "schema_version: 1\nid: '  '\ntype: deterministic\ndescription: d\nscript: pass\n",
-            "deterministic.id",
+            "deterministic.id (line 2, column 5)",
             "id must be non-empty",
+            "give the check a name",
         ),
         (
             "schema_version: 1\nid: a.b\ntype: deterministic\ndescription: d\nscript: pass\n",
-            "deterministic.id",
-            "id must match ^[a-zA-Z0-9_-]+$",
+            "deterministic.id (line 2, column 5)",
+            "id must match ^[a-zA-Z0-9_-]+$, not 'a.b'",
+            "e.g. `id: a_b`",
         ),
         (
             "schema_version: 1\nid: 123\ntype: deterministic\ndescription: d\nscript: pass\n",
-            "deterministic.id",
-            "Input should be a valid string",
+            "deterministic.id (line 2, column 5)",
+            "id must be text, not the number 123",
+            "quote it: id: '123'",
+        ),
+        (
+            "schema_version: 1\nid: yes\ntype: deterministic\ndescription: d\nscript: pass\n",
+            "deterministic.id (line 2, column 5)",
+            "id must be text, not the boolean true",
+            "YAML reads unquoted yes, no, on, off, true and false as booleans",
         ),
         (
             "schema_version: 1\nid: a\ntype: deterministic\ndescription: '   '\nscript: pass\n",
-            "deterministic.description",
+            "deterministic.description (line 4, column 14)",
             "description must be non-empty",
+            "what the check verifies",
         ),
         (
-            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\nextra: 1\n",
-            "deterministic.extra",
-            "Extra inputs are not permitted",
+            D + "script: pass\nextra: 1\n",
+            "deterministic.extra (line 6, column 1)",
+            "unknown key 'extra' in a deterministic check",
+            "delete it; the keys here are schema_version, id, description, tags, expect",
         ),
         (
-            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
-            "timeout_seconds: 5\n",
-            "deterministic.timeout_seconds",
-            "Extra inputs are not permitted",
+            D + "script: pass\nexpct: fail\n",
+            "deterministic.expct (line 6, column 1)",
+            "unknown key 'expct' in a deterministic check",
+            "did you mean 'expect'? Otherwise delete it.",
         ),
         (
-            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\n",
-            "deterministic",
-            "exactly one of script or script_path must be set",
+            D + "scrpt_path: x.py\n",
+            "deterministic.scrpt_path (line 5, column 1)",
+            "unknown key 'scrpt_path' in a deterministic check",
+            "did you mean 'script_path'?",
         ),
         (
-            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
-            "script_path: x.py\n",
-            "deterministic",
-            "exactly one of script or script_path must be set",
+            D + "script: pass\ninstructions: Is it good?\n",
+            "deterministic.instructions (line 6, column 1)",
+            "unknown key 'instructions' in a deterministic check",
+            "'instructions' belongs to harness_judge checks",
         ),
         (
-            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: ''\n",
-            "deterministic",
+            D + "script: pass\ntimeout_seconds: 5\n",
+            "deterministic.timeout_seconds (line 6, column 1)",
+            "unknown key 'timeout_seconds' in a deterministic check",
+            "[core] check_timeout_seconds",
+        ),
+        (
+            D + "script: pass\ntarget_paths: [a.txt]\n",
+            "deterministic.target_paths (line 6, column 1)",
+            "unknown key 'target_paths' in a deterministic check",
+            "target_paths was removed: name the files in `instructions`",
+        ),
+        (
+            D,
+            "deterministic (line 1, column 1)",
+            "a deterministic check needs exactly one of script or script_path; neither is set",
+            "add `script: |` followed by indented Python, or `script_path:`",
+        ),
+        (
+            D + "script: pass\nscript_path: x.py\n",
+            "deterministic (line 6, column 1)",
+            "both script and script_path are set; a deterministic check takes exactly one",
+            "delete one",
+        ),
+        (
+            D + "script: ''\n",
+            "deterministic (line 5, column 1)",
             "script must be non-empty",
+            "write the script",
         ),
         (
             "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: ' '\n",
-            "harness_judge.instructions",
+            "harness_judge.instructions (line 5, column 15)",
             "instructions must be non-empty",
+            "the question the judge must answer",
         ),
         (
             "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\n",
-            "harness_judge.instructions",
-            "Field required",
+            "harness_judge.instructions (line 1, column 1)",
+            "missing required key 'instructions'",
+            "add `instructions:`",
         ),
         (
             "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: i\n"
             "script: pass\n",
-            "harness_judge.script",
-            "Extra inputs are not permitted",
+            "harness_judge.script (line 6, column 1)",
+            "unknown key 'script' in a harness_judge check",
+            "'script' belongs to deterministic checks",
         ),
         (
-            "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\ntags: fast\n",
-            "deterministic.tags",
-            "Input should be a valid list",
+            D + "script: pass\ntags: fast\n",
+            "deterministic.tags (line 6, column 7)",
+            "tags must be a list, not the text 'fast'",
+            "write `tags: [fast]`",
+        ),
+        (
+            D + "script: pass\nexpect: maybe\n",
+            "deterministic.expect (line 6, column 9)",
+            "expect must be pass or fail, not the text 'maybe'",
+            "`expect: fail` for a control check",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: determinstic\ndescription: d\nscript: pass\n",
+            "type (line 3, column 7)",
+            "unknown check type 'determinstic'",
+            "did you mean 'deterministic'? The check types are: deterministic, harness_judge, "
+            "assertions.",
+        ),
+        (
+            "schema_version: 1\nid: a\ndescription: d\nscript: pass\n",
+            "type (line 1, column 1)",
+            "missing required key 'type'",
+            "add `type:` with one of: deterministic, harness_judge, assertions.",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: assertions\ndescription: d\nartifact: out.json\n"
+            "assert:\n  - path: a\n    op: equal\n    value: 1\n",
+            "assertions.assert.0.op (line 8, column 9)",
+            "unknown assertion op 'equal'",
+            "did you mean 'equals'?",
+        ),
+        (
+            "schema_version: 1\nid: a\ntype: assertions\ndescription: d\nartifact: out.json\n"
+            "assert:\n  - {path: a, op: lengthAtLeast, value: 2, vaule: 3}\n",
+            "assertions.assert.0.lengthAtLeast.vaule (line 7, column 44)",
+            "unknown key 'vaule' in an assertion with op lengthAtLeast",
+            "did you mean 'value'?",
         ),
     ],
 )
-def test_field_rules_name_file_location_and_phrase(
+def test_field_errors_name_file_field_line_problem_and_fix(
     project: Callable[..., Path],
     eb: Callable[..., EbResult],
     body: str,
-    location: str,
-    phrase: str,
+    where: str,
+    message: str,
+    hint: str,
 ) -> None:
     result = _validate(project, eb, body)
     assert result.exit_code == 2
-    assert "Invalid check definition in " in result.stderr
-    assert "eval_checks/c.yaml: " in result.stderr
-    assert f"{location}\n  {phrase}" in result.stderr
-    assert "Traceback" not in result.stderr and "pydantic.dev" not in result.stderr
+    path = str(project({}) / "eval_checks" / "c.yaml")
+    assert result.stderr.startswith(f"Invalid check definition in {path}: 1 validation error\n")
+    block = result.stderr.split("\n", 1)[1]
+    assert block.startswith(f"{where}\n  {message}\n  hint: "), block
+    assert hint in block
+    # Our words only: none of the validation library's sentences or links.
+    for phrase in ("Input should", "Extra inputs", "Field required", "Input tag", "pydantic"):
+        assert phrase not in result.stderr
+    assert "Traceback" not in result.stderr
 
 
-def test_unknown_and_missing_type(
+def test_a_misspelt_required_key_is_reported_missing_and_unknown(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    result = _validate(
+        project,
+        eb,
+        "schema_version: 1\nid: a\ntype: assertions\ndescription: d\nartifact: out.json\n"
+        "assertions:\n  - {path: a, op: exists}\n",
+    )
+    assert ": 2 validation errors\n" in result.stderr
+    assert (
+        "assertions.assert (line 1, column 1)\n  missing required key 'assert'\n" in result.stderr
+    )
+    assert (
+        "assertions.assertions (line 6, column 1)\n"
+        "  unknown key 'assertions' in an assertions check\n"
+        "  hint: did you mean 'assert'? Otherwise delete it.\n" in result.stderr
+    )
+
+
+def test_unknown_type_without_a_close_match_lists_the_types(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
     unknown = _validate(project, eb, HEAD + "type: banana\n")
-    assert (
-        "Input tag 'banana' found using 'type' does not match any of the expected tags: "
-        "'deterministic', 'harness_judge'" in unknown.stderr
-    )
-    missing = _validate(project, eb, HEAD)
-    assert "Unable to extract tag using discriminator 'type'" in missing.stderr
+    assert "type (line 4, column 7)\n  unknown check type 'banana'\n" in unknown.stderr
+    assert "did you mean" not in unknown.stderr
+    assert "The check types are: deterministic, harness_judge, assertions." in unknown.stderr
 
 
 def test_llm_judge_rename_takes_precedence(
@@ -189,7 +293,7 @@ def test_several_errors_in_one_file_and_every_bad_file_are_reported_in_one_pass(
     assert "deterministic.schema_version" in result.stderr
     assert "deterministic.id" in result.stderr
     assert "deterministic.description" in result.stderr
-    assert "b.yaml" in result.stderr and "Input tag 'nope'" in result.stderr
+    assert "b.yaml" in result.stderr and "unknown check type 'nope'" in result.stderr
 
 
 def test_duplicate_ids_name_both_files(
@@ -201,7 +305,11 @@ def test_duplicate_ids_name_both_files(
     result = eb("validate", "--cwd", str(root))
     assert result.exit_code == 2
     first, second = root / "eval_checks" / "a.yaml", root / "x" / "eval_checks" / "b.yaml"
-    assert f"Duplicate check id 'same' found in {first} and {second}" in result.stderr
+    assert f"Duplicate check id 'same' found in {first} and {second}\nid (line 2, column 5)" in (
+        result.stderr
+    )
+    entry = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"][0]
+    assert (entry["file"], entry["field_path"], entry["line"]) == (str(second), "id", 2)
 
 
 def test_ids_are_case_sensitive_and_stripped(

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from eval_banana.commands import common
+
+if TYPE_CHECKING:
+    from eval_banana.errors import EvalBananaError, Problem
+    from eval_banana.models.stages import FieldProblem, ProblemModel
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
@@ -17,6 +23,12 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--run-dir", help="Also write the config, discover, validate and guard stage files here."
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="Print one JSON object: ok, checks, errors and warnings (each with file, "
+        "field_path, line, column, message and hint).",
     )
     parser.add_argument("files", nargs="*", help=argparse.SUPPRESS)
 
@@ -47,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
     plan = outcome.plan
     problems = list(plan.errors)
     if args.allow_empty and [p.message for p in problems] == [validate_stage.NO_CHECKS]:
-        print("Validated 0 checks successfully.")
-        return 0
+        problems = []
+    warnings = list(plan.warnings)
     # A plan whose only errors are missing scripts still has its checks: guard them too, so one
     # `eb validate` reports every problem at once.
     if plan.checks:
@@ -61,9 +73,10 @@ def run(args: argparse.Namespace) -> int:
         if run_dir is not None:
             guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
         problems.extend(guarded.problems)
-        for warning in guarded.warnings:
-            print(f"warning: {warning.message}", file=sys.stderr)
-    for warning in plan.warnings:
+        warnings = [*guarded.warnings, *warnings]
+    if args.json:
+        return _print_json(checks=len(plan.checks), problems=problems, warnings=warnings)
+    for warning in warnings:
         print(f"warning: {warning.message}", file=sys.stderr)
     if problems:
         validate_stage.raise_problems(problems)
@@ -75,3 +88,82 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"Validated {len(plan.checks)} checks successfully.")
     return 0
+
+
+# --- --json ------------------------------------------------------------------------------------
+
+
+def _entry(
+    *, kind: str, located: Problem | ProblemModel | FieldProblem, file: str | None
+) -> dict[str, Any]:
+    """The `--json` error object (kind, message, file, field_path, hint) plus its position."""
+    return {
+        "kind": kind,
+        "message": located.message,
+        "file": file,
+        "field_path": located.field_path,
+        "hint": located.hint,
+        "line": located.line,
+        "column": located.column,
+    }
+
+
+def _entries(problem: ProblemModel, *, kind: str) -> list[dict[str, Any]]:
+    # A check file with several field errors is one problem in the text output, and one entry
+    # per field error here, each with its own line and fix.
+    if problem.fields:
+        return [_entry(kind=kind, located=field, file=problem.file) for field in problem.fields]
+    return [_entry(kind=kind, located=problem, file=problem.file)]
+
+
+def _document(
+    *,
+    checks: int,
+    errors: list[dict[str, Any]],
+    warnings: list[dict[str, Any]],
+    error: EvalBananaError | None,
+) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "ok": error is None,
+        "checks": checks,
+        "errors": errors,
+        "warnings": warnings,
+        "exit_code": 0 if error is None else error.exit_code,
+    }
+    if error is not None:
+        document["error"] = error.as_json()  # what `eb run --json` prints for the same failure
+    return document
+
+
+def _print_json(*, checks: int, problems: list[ProblemModel], warnings: list[ProblemModel]) -> int:
+    from eval_banana.stages import validate as validate_stage
+
+    error = validate_stage.problems_error(problems) if problems else None
+    kind = error.kind if error is not None else "definition_error"
+    document = _document(
+        checks=0 if problems else checks,
+        errors=[entry for problem in problems for entry in _entries(problem, kind=kind)],
+        warnings=[entry for warning in warnings for entry in _entries(warning, kind="warning")],
+        error=error,
+    )
+    print(json.dumps(document, ensure_ascii=False))
+    return int(document["exit_code"])
+
+
+def json_error(exc: EvalBananaError) -> dict[str, Any]:
+    """`eb validate --json` for a failure raised before any check was validated (bad config)."""
+    from eval_banana.errors import Problem
+
+    first = Problem(
+        message=exc.message,
+        file=exc.file,
+        field_path=exc.field_path,
+        hint=exc.hint,
+        line=exc.line,
+        column=exc.column,
+    )
+    errors = [
+        _entry(kind=exc.kind, located=problem, file=problem.file)
+        for problem in (first, *exc.problems)
+    ]
+    return _document(checks=0, errors=errors, warnings=[], error=exc)

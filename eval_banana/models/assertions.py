@@ -15,7 +15,7 @@ from eval_banana.assertions.paths import (
     check_artifact_path,
     parse_path,
 )
-from eval_banana.models.checkbase import CheckBase
+from eval_banana.models.checkbase import CheckBase, type_description
 
 ARTIFACT_PATTERN = r"^(?![/\\]|[A-Za-z]:)(?=.*\S)"
 _PATH_DESCRIPTION = (
@@ -140,7 +140,7 @@ ASSERTION_MODELS: dict[str, type[_AssertionBase]] = {
 class AssertionsCheck(CheckBase):
     """Reads one JSON/YAML artifact and requires every assertion to hold (strict AND)."""
 
-    type: Literal["assertions"]
+    type: Literal["assertions"] = Field(description=type_description("assertions"))
     artifact: str = Field(
         description="The JSON or YAML file to check, relative to the project root "
         "(JSON if it parses as JSON, YAML for .yaml/.yml). A missing or unparsable "
@@ -170,7 +170,7 @@ class AssertionsCheck(CheckBase):
         if isinstance(value, list) and not value:
             # An empty list would pass vacuously.
             raise PydanticCustomError(
-                "value_error",
+                "assert_empty",
                 "assert must list at least one assertion; an empty list would pass vacuously",
             )
         return value

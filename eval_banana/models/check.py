@@ -8,7 +8,13 @@ from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_vali
 from pydantic_core import PydanticCustomError
 
 from eval_banana.models.assertions import AssertionsCheck
-from eval_banana.models.checkbase import ID_PATTERN, NON_BLANK, CheckBase, non_blank
+from eval_banana.models.checkbase import (
+    ID_PATTERN,
+    NON_BLANK,
+    CheckBase,
+    non_blank,
+    type_description,
+)
 
 __all__ = [
     "CHECK_ADAPTER",
@@ -23,13 +29,34 @@ __all__ = [
 ]
 
 
+# What an editor shows when a deterministic check has neither or both script keys. Editors that
+# use yaml-language-server or VS Code's JSON service read `errorMessage` instead of their own
+# "Missing property" / "Incorrect type"; other validators ignore the unknown keyword.
+ONE_SCRIPT_MESSAGE = (
+    "Exactly one of script or script_path is required: script holds inline Python, "
+    "script_path names a Python file relative to this check file's folder."
+)
+
+
+def _only(given: str, other: str) -> dict[str, Any]:
+    """One branch of the exactly-one rule: `given` is text and `other` is absent or null."""
+    return {
+        "required": [given],
+        "properties": {
+            given: {"type": "string", "errorMessage": ONE_SCRIPT_MESSAGE},
+            other: {"type": "null", "errorMessage": ONE_SCRIPT_MESSAGE},
+        },
+        "errorMessage": ONE_SCRIPT_MESSAGE,
+    }
+
+
 class DeterministicCheck(CheckBase):
     """Runs a Python script; exit 0 passes."""
 
-    type: Literal["deterministic"]
+    type: Literal["deterministic"] = Field(description=type_description("deterministic"))
     model_config = ConfigDict(
         json_schema_extra={
-            "oneOf": [{"required": ["script"]}, {"required": ["script_path"]}],
+            "oneOf": [_only("script", "script_path"), _only("script_path", "script")]
         }
     )
 
@@ -50,18 +77,18 @@ class DeterministicCheck(CheckBase):
         given = [name for name in ("script", "script_path") if getattr(self, name) is not None]
         if len(given) != 1:
             raise PydanticCustomError(
-                "value_error", "exactly one of script or script_path must be set"
+                "script_choice", "exactly one of script or script_path must be set"
             )
         # A blank script would be a vacuous pass (W3.1): never accept it.
         if not (getattr(self, given[0]) or "").strip():
-            raise PydanticCustomError("value_error", f"{given[0]} must be non-empty")
+            raise PydanticCustomError("blank", "{field} must be non-empty", {"field": given[0]})
         return self
 
 
 class HarnessJudgeCheck(CheckBase):
     """Asks the configured agent CLI for a {"score": 0|1, "reason": ...} verdict."""
 
-    type: Literal["harness_judge"]
+    type: Literal["harness_judge"] = Field(description=type_description("harness_judge"))
     instructions: str = Field(
         description="The evaluation prompt sent to the agent.",
         json_schema_extra={"pattern": NON_BLANK},

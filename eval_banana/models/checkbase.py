@@ -15,17 +15,35 @@ ID_PATTERN = r"^[a-zA-Z0-9_-]+$"
 _ID_RE = re.compile(ID_PATTERN)
 NON_BLANK = r"\S"
 
+# What each check type is, in the words editors show when hovering over `type:`.
+CHECK_TYPES = {
+    "deterministic": "runs a Python script (script or script_path); exit 0 passes",
+    "harness_judge": "asks the configured agent CLI to read the instructions and answer with a "
+    "score of 0 or 1 and a reason",
+    "assertions": "grades a JSON or YAML artifact with the conditions listed under assert",
+}
+TYPE_DESCRIPTION = (
+    "The kind of check; it decides which other keys are allowed. "
+    + "; ".join(f"{name} {what}" for name, what in CHECK_TYPES.items())
+    + "."
+)
+
+
+def type_description(name: str) -> str:
+    """The `type` field's description in the model of check type `name`."""
+    return f"{name}: {CHECK_TYPES[name]}. The type decides which other keys are allowed."
+
 
 def _require_int_one(value: Any) -> Any:
     # Only the integer 1 counts: the anchor's lax `true` / `1.0` are rejected (B-68).
     if type(value) is not int or value != 1:
-        raise PydanticCustomError("literal_error", "Input should be 1")
+        raise PydanticCustomError("schema_version", "Input should be 1")
     return value
 
 
 def non_blank(value: str, *, field: str, strip: bool) -> str:
     if not value.strip():
-        raise PydanticCustomError("value_error", f"{field} must be non-empty")
+        raise PydanticCustomError("blank", "{field} must be non-empty", {"field": field})
     return value.strip() if strip else value
 
 
@@ -34,7 +52,7 @@ class CheckBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
 
-    type: str = Field(description="The check type; selects the fields below.")
+    type: str = Field(description=TYPE_DESCRIPTION)
     schema_version: Annotated[
         int,
         Field(
@@ -80,9 +98,9 @@ class CheckBase(BaseModel):
             return value
         stripped = value.strip()
         if not stripped:
-            raise PydanticCustomError("value_error", "id must be non-empty")
+            raise PydanticCustomError("blank", "{field} must be non-empty", {"field": "id"})
         if not _ID_RE.match(stripped):
-            raise PydanticCustomError("value_error", "id must match ^[a-zA-Z0-9_-]+$")
+            raise PydanticCustomError("id_characters", "id must match ^[a-zA-Z0-9_-]+$")
         return stripped
 
     @field_validator("description", mode="before")

@@ -13,6 +13,18 @@ AbortReason = Literal["interrupt", "run_timeout", "token_fuse"]
 HaltReason = Literal["maxfail"]
 
 
+class FieldProblem(Record):
+    """One field error inside a check file: where it is and what to do about it."""
+
+    model_config = {"extra": "forbid"}
+
+    message: str
+    field_path: str | None = None
+    line: int | None = Field(default=None, description="1-based line in the check file.")
+    column: int | None = Field(default=None, description="1-based column in the check file.")
+    hint: str | None = None
+
+
 class ProblemModel(Record):
     model_config = {"extra": "forbid"}
 
@@ -20,6 +32,12 @@ class ProblemModel(Record):
     file: str | None = None
     field_path: str | None = None
     hint: str | None = None
+    line: int | None = Field(default=None, description="1-based line in `file`, when known.")
+    column: int | None = Field(default=None, description="1-based column in `file`.")
+    fields: list[FieldProblem] = Field(
+        default_factory=list,
+        description="A check file's field errors one by one; `message` already lists them.",
+    )
 
 
 class StageEnvelope(Record):

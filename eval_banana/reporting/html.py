@@ -1,7 +1,8 @@
 """report.html: one self-contained page over a finished run (D-19: nothing from the network).
 
-The table rows are rendered here (readable without JavaScript); each check's details live in
-one JSON blob and are turned into DOM only when a row is expanded.
+The table rows are rendered here (readable without JavaScript), failures first, each with its
+reason on one line; each check's details live in one JSON blob and are turned into DOM only
+when a row is expanded.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from eval_banana.stem import artifact_stem
 REPORT_HTML = "report.html"
 PROMPT_LIMIT_CHARS = 4000
 STDERR_LIMIT_CHARS = 2000
+ROW_REASON_LIMIT_CHARS = 300
+# Also the order of the rows: what needs attention first, skipped checks last.
 GROUPS = (
     ("failed", "Failed"),
     ("error", "Error"),
@@ -35,6 +38,7 @@ GROUPS = (
     ("passed", "Passed"),
     ("skipped", "Skipped"),
 )
+_GROUP_RANK = {key: rank for rank, (key, _) in enumerate(GROUPS)}
 
 # html.escape's table, without importing the html package (it loads html.entities, ~1 ms).
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
@@ -54,6 +58,19 @@ def _group(*, check: Check) -> str:
 def _skipped_row(*, item: Check) -> Check:
     """A skipped check shaped like a result for the page only (report.json keeps it apart)."""
     return {**item, "status": "skipped", "duration_ms": 0, "details": {}}
+
+
+def sorted_checks(*, checks: list[Check]) -> list[Check]:
+    """Failed, then errored, then not run, then passed; report order within each group."""
+    return sorted(checks, key=lambda check: _GROUP_RANK[_group(check=check)])
+
+
+def row_reason(*, check: Check) -> str:
+    """The reason shown in a check's row: one line, at most ROW_REASON_LIMIT_CHARS."""
+    text = " ".join(summary(check=check).split())
+    if len(text) > ROW_REASON_LIMIT_CHARS:
+        return text[: ROW_REASON_LIMIT_CHARS - 1] + "\u2026"
+    return text
 
 
 def _read_prompt(*, path: Path) -> tuple[str | None, bool]:
@@ -129,13 +146,13 @@ def _row(*, index: int, check: Check) -> str:
     tags = "".join(
         f'<span class="tag">{escape(str(tag))}</span>' for tag in check.get("tags") or []
     )
-    hint = summary(check=check)
-    title = f' title="{escape(hint)}"' if hint else ""
+    reason = row_reason(check=check)
     return (
         f'<tr class="r g-{_group(check=check)}" data-i="{index}">'
-        f'<td><button class="x" type="button" aria-expanded="false"{title}>'
+        f'<td><button class="x" type="button" aria-expanded="false">'
         f"{escape(str(check.get('check_id', '')))}</button></td>"
         f'<td><span class="st">{escape(status_label(check=check))}</span></td>'
+        f'<td class="why" title="{escape(reason)}">{escape(reason)}</td>'
         f"<td>{escape(str(check.get('check_type', '')))}</td>"
         f"<td>{tags}</td>"
         f'<td class="num">{escape(_duration(check.get("duration_ms")))}</td></tr>'
@@ -203,7 +220,7 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
 def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
     """The whole report.html page as text."""
     skipped = [_skipped_row(item=item) for item in skipped_checks(report=report)]
-    checks: list[Check] = list(report.get("checks", [])) + skipped
+    checks = sorted_checks(checks=[*report.get("checks", []), *skipped])
     root = str(report.get("project_root", ""))
     groups: Counter[str] = Counter(_group(check=check) for check in checks)
     css_class, headline, explanation = _verdict(report=report)
@@ -230,7 +247,7 @@ def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
 <noscript><p>Filters and per-check details need JavaScript; the check files are in
 <a href="checks/">checks/</a>.</p></noscript>
 <table id="checks">
-<thead><tr><th>Check</th><th>Status</th><th>Type</th><th>Tags</th>
+<thead><tr><th>Check</th><th>Status</th><th>Reason</th><th>Type</th><th>Tags</th>
 <th class="num">Duration</th></tr></thead>
 <tbody id="checks-body">
 {rows}

@@ -53,6 +53,8 @@ th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line);
 th { background:var(--soft); position:sticky; top:0; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 tr.hide { display:none; }
+td.why { max-width:36em; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; }
+.g-passed td.why { color:var(--muted); }
 button.x { border:0; background:none; color:var(--fg); font:inherit; cursor:pointer;
   padding:0; text-align:left; font-family:ui-monospace, SFMono-Regular, Menlo, monospace; }
 button.x::before { content:"\\25B8"; display:inline-block; width:1.1em; color:var(--muted); }
@@ -136,7 +138,7 @@ JS = r"""
 
   function details(c) {
     var cell = el("td");
-    cell.colSpan = 5;
+    cell.colSpan = 6;
     cell.appendChild(el("h3", "Check"));
     var dl = el("dl");
     var facts = [["Description", c.desc], ["File", c.file], ["Status", c.label],

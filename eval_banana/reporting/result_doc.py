@@ -22,6 +22,7 @@ from eval_banana.errors import (
     RunAborted,
     UsageError,
 )
+from eval_banana.version import DISTRIBUTION
 
 RESULT_SCHEMA_VERSION = 1
 FENCE = "```eval-banana-result v1"
@@ -123,6 +124,7 @@ def build_result_document(
     provenance: dict[str, str | None],
     tool_version: str,
     produced_at: datetime | None = None,
+    tool: str = DISTRIBUTION,
 ) -> dict[str, Any]:
     """The document object, keys in the contract's order (B-167)."""
     checks: list[dict[str, Any]] = list(report.get("checks", [])) if report else []
@@ -130,6 +132,8 @@ def build_result_document(
     moment = produced_at if produced_at is not None else datetime.now(UTC)
     return {
         "schema_version": RESULT_SCHEMA_VERSION,
+        # Which program wrote it: the format is shared with eval-banana, whose versions overlap.
+        "tool": tool,
         "tool_version": tool_version,
         "status": status,
         "run_passed": passed,

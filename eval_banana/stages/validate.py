@@ -18,7 +18,14 @@ from eval_banana.definition import (
 from eval_banana.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.models.record import Field, Record
 from eval_banana.models.result import SkippedCheck
-from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck, ProblemModel
+from eval_banana.models.stages import (
+    ConfigDoc,
+    DiscoverDoc,
+    FieldProblem,
+    PlanDoc,
+    PlannedCheck,
+    ProblemModel,
+)
 from eval_banana.selection import (
     compile_selector,
     id_matches_pattern,
@@ -52,15 +59,29 @@ class ValidationOutcome(Record):
 
 def raise_problems(problems: list[ProblemModel]) -> None:
     """Raise the first problem as a typed error, carrying all the others (B-74)."""
+    raise problems_error(problems)
+
+
+def problems_error(problems: list[ProblemModel]) -> DefinitionError:
+    """The typed error that stands for `problems`: the first, carrying all the others."""
     first = problems[0]
     error_type = NoChecksError if first.message == NO_CHECKS else DefinitionError
-    raise error_type(
+    return error_type(
         first.message,
         file=first.file,
         field_path=first.field_path,
         hint=first.hint,
+        line=first.line,
+        column=first.column,
         problems=tuple(
-            Problem(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+            Problem(
+                message=p.message,
+                file=p.file,
+                field_path=p.field_path,
+                hint=p.hint,
+                line=p.line,
+                column=p.column,
+            )
             for p in problems[1:]
         ),
     )
@@ -68,7 +89,22 @@ def raise_problems(problems: list[ProblemModel]) -> None:
 
 def _problem(exc: DefinitionError) -> ProblemModel:
     return ProblemModel(
-        message=exc.message, file=exc.file, field_path=exc.field_path, hint=exc.hint
+        message=exc.message,
+        file=exc.file,
+        field_path=exc.field_path,
+        hint=exc.hint,
+        line=exc.line,
+        column=exc.column,
+        fields=[
+            FieldProblem(
+                field_path=field.field_path,
+                line=field.line,
+                column=field.column,
+                message=field.message,
+                hint=field.hint,
+            )
+            for field in exc.field_errors
+        ],
     )
 
 
@@ -93,6 +129,21 @@ def _read(path: str, read: Reader) -> bytes:
         raise DefinitionError(f"Cannot read check file {path}: {exc}", file=path) from None
 
 
+def _duplicate_id(*, check_id: str, first: str, path: str, data: bytes) -> ProblemModel:
+    from eval_banana.checkerrors import value_position  # only a project with a duplicate pays
+
+    position = value_position(text=data.decode("utf-8", errors="replace"), key="id")
+    where = f"\nid (line {position.line}, column {position.column})" if position else ""
+    return ProblemModel(
+        message=f"Duplicate check id '{check_id}' found in {first} and {path}{where}",
+        file=path,
+        field_path="id",
+        hint="Ids must be unique across the project; rename one of them.",
+        line=position.line if position else None,
+        column=position.column if position else None,
+    )
+
+
 def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[ProblemModel]]:
     """Load every file; collect every problem, then every duplicate id (B-72..B-74)."""
     loaded: list[Loaded] = []
@@ -108,13 +159,7 @@ def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[
         check_id = definition["id"]
         if check_id in first_by_id:
             problems.append(
-                ProblemModel(
-                    message=f"Duplicate check id '{check_id}' found in "
-                    f"{first_by_id[check_id]} and {path}",
-                    file=path,
-                    field_path="id",
-                    hint="Ids must be unique across the project; rename one of them.",
-                )
+                _duplicate_id(check_id=check_id, first=first_by_id[check_id], path=path, data=data)
             )
             continue
         first_by_id[check_id] = path
@@ -156,7 +201,7 @@ def _load_by_id(
             field_path="id",
         )
     path, data, document = matches[0]
-    definition = validate_mapping(document=document, path=path)
+    definition = validate_mapping(document=document, path=path, data=data)
     return [Loaded(path=path, data=data, definition=definition)], warnings
 
 

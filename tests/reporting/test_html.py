@@ -1,235 +1,228 @@
-"""report.html in a real headless Chromium (selenium + Debian's chromium-driver).
+"""report.html's markup, read with the standard library's HTML parser (no browser needed).
 
-Needs `chromium` and `chromium-driver` (apt) and `selenium` (pip). Where they are missing the
-tests fail with that message: the HTML report is not verified without a browser.
+The page's scripts are exercised in a real browser by test_html_browser.py (the `browser`
+suite); this file checks what those scripts start from: the rows and their order, the reason
+in each row, the filters' data attributes, the JSON blob the details come from, and that
+nothing would make a browser load anything.
 """
 
 from __future__ import annotations
 
 import copy
-import shutil
-import struct
-from collections.abc import Iterator
+import json
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import Run
 
-from eval_banana.reporting.html import PROMPT_LIMIT_CHARS, write_html
-
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-MISSING_BROWSER = (
-    "report.html is tested in a real headless Chromium: install it with "
-    "`apt-get install -y chromium chromium-driver` and `pip install selenium`"
-)
-
-VISIBLE_ROWS = (
-    "return Array.from(document.querySelectorAll('#checks-body tr.r'))"
-    ".filter(function (r) { return r.offsetParent !== null; })"
-    ".map(function (r) { return r.querySelector('button.x').textContent; });"
+from eval_banana.reporting.common import summary
+from eval_banana.reporting.html import (
+    GROUPS,
+    ROW_REASON_LIMIT_CHARS,
+    render_html,
+    write_html,
 )
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        pytest.fail(MISSING_BROWSER)
-    if not CHROMEDRIVER.exists() or shutil.which("chromium") is None:
-        pytest.fail(MISSING_BROWSER)
-    options = webdriver.ChromeOptions()
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1280,900",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-    ):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+@dataclass
+class Row:
+    index: int
+    group: str
+    cells: list[str] = field(default_factory=list)
+    reason_title: str | None = None
+
+    @property
+    def check_id(self) -> str:
+        return self.cells[0]
 
 
-def _open(browser: Any, path: Path) -> None:
-    browser.get(path.as_uri())
-    browser.get_log("browser")  # drop anything logged before this page
-
-
-def _click(browser: Any, selector: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    browser.find_element(By.CSS_SELECTOR, selector).click()
-
-
-def _no_errors_no_network(browser: Any) -> None:
-    severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
-    assert severe == []
-    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
-
-
-def _write(run: Run) -> Path:
-    path = run.run_dir / "report.html"
-    write_html(report=run.report, run_dir=run.run_dir, path=path)
-    return path
-
-
-class _Refs(HTMLParser):
-    """Every element and attribute that could make a browser fetch something."""
+class _Page(HTMLParser):
+    """The parts of report.html the tests look at, plus everything that could load something."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(convert_charrefs=True)
+        self.rows: list[Row] = []
+        self.filters: list[tuple[str, str]] = []  # (data-g, label)
+        self.tag_options: list[tuple[str, str]] = []  # (value, label)
+        self.inputs: list[dict[str, str | None]] = []
+        self.filters_hidden = False
+        self.blob = ""
         self.loads: list[tuple[str, str]] = []
         self.links: list[str] = []
         self.tags: set[str] = set()
+        self.headers: list[str] = []
+        self._cell: list[str] | None = None
+        self._text: list[str] | None = None
+        self._in_blob = False
+        self._button: str | None = None
+        self._option: str | None = None
+        self._in_th = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
         self.tags.add(tag)
         for name, value in attrs:
             if name == "href" and tag == "a":
                 self.links.append(value or "")
             elif name in ("src", "href", "srcset", "poster", "data", "action"):
                 self.loads.append((tag, value or ""))
+        classes = (found.get("class") or "").split()
+        if tag == "tr" and "r" in classes:
+            group = next(c.removeprefix("g-") for c in classes if c.startswith("g-"))
+            self.rows.append(Row(index=int(found["data-i"] or -1), group=group))
+        elif tag == "td" and self.rows and self._cell is None and self._open_row():
+            self._cell = []
+            if "why" in classes:
+                self.rows[-1].reason_title = found.get("title")
+        elif tag == "th":
+            self._in_th, self._text = True, []
+        elif tag == "div" and found.get("id") == "filters":
+            self.filters_hidden = "hidden" in found
+        elif tag == "button" and "data-g" in found:
+            self._button, self._text = found["data-g"], []
+        elif tag == "option":
+            self._option, self._text = found.get("value") or "", []
+        elif tag == "input":
+            self.inputs.append(found)
+        elif tag == "script" and found.get("id") == "eb-data":
+            self._in_blob = True
+
+    def _open_row(self) -> bool:
+        return len(self.rows[-1].cells) < 6
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._cell is not None:
+            self.rows[-1].cells.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "th" and self._text is not None:
+            self.headers.append("".join(self._text))
+            self._in_th, self._text = False, None
+        elif tag == "button" and self._button is not None and self._text is not None:
+            self.filters.append((self._button, "".join(self._text)))
+            self._button, self._text = None, None
+        elif tag == "option" and self._option is not None and self._text is not None:
+            self.tag_options.append((self._option, "".join(self._text)))
+            self._option, self._text = None, None
+        elif tag == "script":
+            self._in_blob = False
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._text is not None:
+            self._text.append(data)
+        if self._in_blob:
+            self.blob += data
+
+
+def _page(run: Run, report: dict[str, Any] | None = None) -> tuple[str, _Page]:
+    text = render_html(report=report or run.report, run_dir=run.run_dir)
+    page = _Page()
+    page.feed(text)
+    page.close()
+    return text, page
+
+
+RANK = {key: rank for rank, (key, _) in enumerate(GROUPS)}
+
+
+def _group(check: dict[str, Any]) -> str:
+    if check["details"].get("not_run"):
+        return "notrun"
+    return str(check["status"])
+
+
+def test_rows_come_failures_first_each_check_once(finished_run: Run) -> None:
+    _, page = _page(finished_run)
+    checks = {c["check_id"]: c for c in finished_run.report["checks"]}
+    assert sorted(row.check_id for row in page.rows) == sorted(checks)
+    assert [row.index for row in page.rows] == list(range(len(checks)))
+    assert [row.group for row in page.rows] == [_group(checks[row.check_id]) for row in page.rows]
+    ranks = [RANK[row.group] for row in page.rows]
+    assert ranks == sorted(ranks) and ranks[0] == RANK["failed"]
+    # Within a group the report's own order stands.
+    report_order = list(checks)
+    for key, _ in GROUPS:
+        in_group = [row.check_id for row in page.rows if row.group == key]
+        assert in_group == [i for i in report_order if i in in_group]
+    assert page.headers == ["Check", "Status", "Reason", "Type", "Tags", "Duration"]
+
+
+def test_each_row_shows_its_reason(finished_run: Run) -> None:
+    _, page = _page(finished_run)
+    rows = {row.check_id: row for row in page.rows}
+    judge = rows["answer_is_polite"]
+    assert judge.cells[1] == "failed"
+    # Markup in a reason is shown as text; its lines are joined into one.
+    assert judge.cells[2] == "The answer <b>ignores</b> the user & is rude. So: no, 100%."
+    assert judge.reason_title == judge.cells[2]
+    for row in page.rows:
+        check = next(c for c in finished_run.report["checks"] if c["check_id"] == row.check_id)
+        assert row.cells[2] == " ".join(summary(check=check).split())
+        if row.group in ("failed", "error", "notrun"):
+            assert row.cells[2], row.check_id  # nothing that needs attention is silent
+    assert rows["greeting_ok"].cells[2] == ""
+
+
+def test_a_long_reason_is_cut_to_one_bounded_line(finished_run: Run) -> None:
+    report = copy.deepcopy(finished_run.report)
+    failing = next(c for c in report["checks"] if c["check_id"] == "answer_is_polite")
+    failing["reason"] = "why " * 1000
+    _, page = _page(finished_run, report)
+    row = next(row for row in page.rows if row.check_id == "answer_is_polite")
+    assert len(row.cells[2]) == ROW_REASON_LIMIT_CHARS and row.cells[2].endswith("\u2026")
+
+
+def test_filters_carry_the_groups_tags_and_counts(finished_run: Run) -> None:
+    _, page = _page(finished_run)
+    checks = finished_run.report["checks"]
+    counts = {key: sum(1 for c in checks if _group(c) == key) for key, _ in GROUPS}
+    assert page.filters == [("all", f"All ({len(checks)})")] + [
+        (key, f"{label} ({counts[key]})") for key, label in GROUPS
+    ]
+    tags = sorted({tag for c in checks for tag in c["tags"]})
+    assert page.tag_options[0] == ("", "All tags")
+    assert [value for value, _ in page.tag_options[1:]] == tags
+    assert ("judge", "judge (2)") in page.tag_options
+    assert [i.get("id") for i in page.inputs] == ["id-filter"]
+    assert page.filters_hidden  # the script shows the filters; without it they would not work
+
+
+def test_the_blob_holds_one_entry_per_row(finished_run: Run) -> None:
+    text, page = _page(finished_run)
+    entries = json.loads(page.blob)
+    assert len(entries) == len(page.rows)
+    for row in page.rows:
+        entry = entries[row.index]
+        assert (entry["id"], entry["g"]) == (row.check_id, row.group)
+    polite = next(e for e in entries if e["id"] == "answer_is_polite")
+    assert polite["reason"].startswith("The answer <b>ignores</b>")
+    assert polite["links"]["prompt"] and "Is the answer polite?" in polite["prompt"]
+    # No `<` survives inside the script element, so no check output can close it.
+    blob_start = text.index('id="eb-data">')
+    assert "<" not in text[blob_start + len('id="eb-data">') : text.index("</script>", blob_start)]
+
+
+def test_not_run_rows(aborted_run: Run) -> None:
+    _, page = _page(aborted_run)
+    not_run = [row for row in page.rows if row.group == "notrun"]
+    expected = [c["check_id"] for c in aborted_run.report["checks"] if c["details"].get("not_run")]
+    assert [row.check_id for row in not_run] == expected and expected
+    assert all(row.cells[1] == "not run" and row.cells[2].startswith("Not run") for row in not_run)
 
 
 def test_single_file_with_nothing_to_load(finished_run: Run) -> None:
-    text = _write(finished_run).read_text(encoding="utf-8")
-    refs = _Refs()
-    refs.feed(text)
-    assert refs.loads == []
-    assert not refs.tags & {"link", "img", "iframe", "object", "embed", "video", "audio"}
-    assert all("://" not in link and not link.startswith("//") for link in refs.links)
+    path = finished_run.run_dir / "report.html"
+    write_html(report=finished_run.report, run_dir=finished_run.run_dir, path=path)
+    text = path.read_text(encoding="utf-8")
+    page = _Page()
+    page.feed(text)
+    assert page.loads == []
+    assert not page.tags & {"link", "img", "iframe", "object", "embed", "video", "audio"}
+    assert all("://" not in link and not link.startswith("//") for link in page.links)
     assert "default-src 'none'" in text.replace("&#x27;", "'")
     # Markup from check output never reaches the page as markup.
     assert "<script>alert(1)</script>" not in text and "<b>ignores</b>" not in text
-
-
-def test_filter_expand_and_screenshot(browser: Any, finished_run: Run, tmp_path: Path) -> None:
-    from selenium.common.exceptions import NoAlertPresentException
-    from selenium.webdriver.common.by import By
-
-    _open(browser, _write(finished_run))
-    verdict = browser.find_element(By.ID, "verdict").text
-    assert verdict.startswith("FAILED")
-    checks = finished_run.report["checks"]
-    assert len(browser.execute_script(VISIBLE_ROWS)) == len(checks)
-
-    _click(browser, '#status-filter button[data-g="failed"]')
-    failed = [c["check_id"] for c in checks if c["status"] == "failed"]
-    assert browser.execute_script(VISIBLE_ROWS) == failed
-    assert (
-        browser.find_element(By.ID, "shown").text == f"{len(failed)} of {len(checks)} checks shown"
-    )
-
-    judge_row = f'tr.r[data-i="{_index(checks, "answer_is_polite")}"]'
-    _click(browser, f"{judge_row} button.x")
-    detail = browser.find_element(By.CSS_SELECTOR, f"{judge_row} + tr.d")
-    text = detail.text
-    assert "REASON" in text.upper()
-    assert "The answer <b>ignores</b> the user & is rude." in text
-    assert "Is the answer polite?" in text  # the prompt, read from checks/<stem>.prompt.txt
-    prompt_link = detail.find_element(By.PARTIAL_LINK_TEXT, ".prompt.txt").get_attribute("href")
-    assert Path(prompt_link.removeprefix("file://")).is_file()
-    stdout_link = detail.find_element(By.PARTIAL_LINK_TEXT, ".stdout.txt").get_attribute("href")
-    assert Path(stdout_link.removeprefix("file://")).is_file()
-
-    failed_row = f'tr.r[data-i="{_index(checks, "totals_match")}"]'
-    _click(browser, f"{failed_row} button.x")
-    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.d")) == 2
-    output = browser.find_element(By.CSS_SELECTOR, f"{failed_row} + tr.d").text
-    assert "<script>alert(1)</script>" in output and "exit code" in output.lower()
-    with pytest.raises(NoAlertPresentException):
-        browser.switch_to.alert.text  # noqa: B018
-
-    shot = tmp_path / "report.png"
-    assert browser.save_screenshot(str(shot))
-    _assert_png(shot, min_width=1000)
-
-    # Collapsing removes the details again; the failed filter still holds.
-    _click(browser, f"{failed_row} button.x")
-    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.d")) == 1
-    _click(browser, '#status-filter button[data-g="all"]')
-    assert len(browser.execute_script(VISIBLE_ROWS)) == len(checks)
-    _no_errors_no_network(browser)
-
-
-def test_tag_filter_and_long_prompt(browser: Any, finished_run: Run) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
-
-    _open(browser, _write(finished_run))
-    Select(browser.find_element(By.ID, "tag-filter")).select_by_value("judge")
-    judges = [c["check_id"] for c in finished_run.report["checks"] if "judge" in c["tags"]]
-    assert browser.execute_script(VISIBLE_ROWS) == judges and len(judges) == 2
-    _click(browser, '#status-filter button[data-g="passed"]')
-    assert browser.execute_script(VISIBLE_ROWS) == ["answer_is_kind"]
-    _click(browser, "tr.r:not(.hide) button.x")
-    text = browser.find_element(By.CSS_SELECTOR, "tr.d").text
-    assert f"Prompt cut to its first {PROMPT_LIMIT_CHARS} characters" in text
-    assert "word1199" not in text  # the end of the long prompt is only in the linked file
-    _no_errors_no_network(browser)
-
-
-def test_not_run_checks(browser: Any, aborted_run: Run) -> None:
-    from selenium.webdriver.common.by import By
-
-    _open(browser, _write(aborted_run))
-    assert browser.find_element(By.ID, "verdict").text.startswith("ABORTED")
-    _click(browser, '#status-filter button[data-g="notrun"]')
-    not_run = [c["check_id"] for c in aborted_run.report["checks"] if c["details"].get("not_run")]
-    assert not_run and browser.execute_script(VISIBLE_ROWS) == not_run
-    _no_errors_no_network(browser)
-
-
-def test_two_thousand_checks_load_and_filter(browser: Any, finished_run: Run) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
-
-    report = copy.deepcopy(finished_run.report)
-    templates = report["checks"]
-    report["checks"] = []
-    for i in range(2000):
-        check = copy.deepcopy(templates[i % len(templates)])
-        check["check_id"] = f"check_{i:04d}"
-        check["tags"] = [f"group{i % 7}"] + (["odd"] if i % 2 else [])
-        report["checks"].append(check)
-    path = finished_run.run_dir.parent / "big" / "report.html"
-    write_html(report=report, run_dir=finished_run.run_dir, path=path)
-    _open(browser, path)
-    assert len(browser.execute_script(VISIBLE_ROWS)) == 2000
-    _click(browser, '#status-filter button[data-g="failed"]')
-    failed = [c["check_id"] for c in report["checks"] if c["status"] == "failed"]
-    assert browser.execute_script(VISIBLE_ROWS) == failed
-    Select(browser.find_element(By.ID, "tag-filter")).select_by_value("group3")
-    expected = [
-        c["check_id"] for c in report["checks"] if c["status"] == "failed" and "group3" in c["tags"]
-    ]
-    assert browser.execute_script(VISIBLE_ROWS) == expected
-    browser.find_element(By.ID, "id-filter").send_keys("check_19")
-    narrowed = [i for i in expected if "check_19" in i]
-    assert browser.execute_script(VISIBLE_ROWS) == narrowed
-    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.d")) == 0  # no details until asked
-    _no_errors_no_network(browser)
-
-
-def _index(checks: list[dict[str, Any]], check_id: str) -> int:
-    return next(i for i, c in enumerate(checks) if c["check_id"] == check_id)
-
-
-def _assert_png(path: Path, *, min_width: int) -> None:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    assert width >= min_width and height > 300
+    assert Path(path).stat().st_size < 200_000

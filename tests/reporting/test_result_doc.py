@@ -165,6 +165,7 @@ def test_document_keys_order_and_values() -> None:
     document = _document()
     assert list(document) == [
         "schema_version",
+        "tool",
         "tool_version",
         "status",
         "run_passed",
@@ -176,6 +177,7 @@ def test_document_keys_order_and_values() -> None:
         "checks",
         "error",
     ]
+    assert document["tool"] == "eval-banana-staged" and document["tool_version"] == "1.2.3"
     assert document["harness"] == {"family": "claude", "effort": "high"}
     assert document["observed"] == {
         "commit_before": "c0ffee",

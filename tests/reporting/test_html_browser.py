@@ -1,0 +1,217 @@
+"""report.html in a real headless Chromium (selenium + Debian's chromium-driver): the browser suite.
+
+Marked `browser` and left out of the default `pytest` run, so a machine without Chromium passes
+the README's test command; `.ci/run` installs Chromium and runs `pytest -m browser`. Run
+explicitly where the browser is missing, the tests fail with what to install: the page's
+scripts are not verified without a browser. tests/reporting/test_html.py checks the page's
+markup without one.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Run
+
+from eval_banana.reporting.html import PROMPT_LIMIT_CHARS, sorted_checks, write_html
+
+pytestmark = pytest.mark.browser
+
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+MISSING_BROWSER = (
+    "report.html is tested in a real headless Chromium: install it with "
+    "`apt-get install -y chromium chromium-driver` and `pip install selenium`"
+)
+
+VISIBLE_ROWS = (
+    "return Array.from(document.querySelectorAll('#checks-body tr.r'))"
+    ".filter(function (r) { return r.offsetParent !== null; })"
+    ".map(function (r) { return r.querySelector('button.x').textContent; });"
+)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail(MISSING_BROWSER)
+    if not CHROMEDRIVER.exists() or shutil.which("chromium") is None:
+        pytest.fail(MISSING_BROWSER)
+    options = webdriver.ChromeOptions()
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1280,900",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _open(browser: Any, path: Path) -> None:
+    browser.get(path.as_uri())
+    browser.get_log("browser")  # drop anything logged before this page
+
+
+def _click(browser: Any, selector: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.find_element(By.CSS_SELECTOR, selector).click()
+
+
+def _no_errors_no_network(browser: Any) -> None:
+    severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert severe == []
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+
+
+def _write(run: Run) -> Path:
+    path = run.run_dir / "report.html"
+    write_html(report=run.report, run_dir=run.run_dir, path=path)
+    return path
+
+
+def test_filter_expand_and_screenshot(browser: Any, finished_run: Run, tmp_path: Path) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    _open(browser, _write(finished_run))
+    verdict = browser.find_element(By.ID, "verdict").text
+    assert verdict.startswith("FAILED")
+    checks = finished_run.report["checks"]
+    shown = browser.execute_script(VISIBLE_ROWS)
+    assert len(shown) == len(checks)
+    # Failures first, each row with its reason in view without expanding it.
+    first = [c["check_id"] for c in checks if c["status"] == "failed" and c["check_id"] in shown]
+    assert shown[: len(first)] == first
+    polite = browser.find_element(
+        By.CSS_SELECTOR, f'tr.r[data-i="{shown.index("answer_is_polite")}"]'
+    )
+    assert (
+        "The answer <b>ignores</b> the user & is rude."
+        in polite.find_element(By.CSS_SELECTOR, "td.why").text
+    )
+
+    _click(browser, '#status-filter button[data-g="failed"]')
+    failed = [c["check_id"] for c in checks if c["status"] == "failed"]
+    assert browser.execute_script(VISIBLE_ROWS) == failed
+    assert (
+        browser.find_element(By.ID, "shown").text == f"{len(failed)} of {len(checks)} checks shown"
+    )
+
+    judge_row = f'tr.r[data-i="{shown.index("answer_is_polite")}"]'
+    _click(browser, f"{judge_row} button.x")
+    detail = browser.find_element(By.CSS_SELECTOR, f"{judge_row} + tr.d")
+    text = detail.text
+    assert "REASON" in text.upper()
+    assert "The answer <b>ignores</b> the user & is rude." in text
+    assert "Is the answer polite?" in text  # the prompt, read from checks/<stem>.prompt.txt
+    prompt_link = detail.find_element(By.PARTIAL_LINK_TEXT, ".prompt.txt").get_attribute("href")
+    assert Path(prompt_link.removeprefix("file://")).is_file()
+    stdout_link = detail.find_element(By.PARTIAL_LINK_TEXT, ".stdout.txt").get_attribute("href")
+    assert Path(stdout_link.removeprefix("file://")).is_file()
+
+    failed_row = f'tr.r[data-i="{shown.index("totals_match")}"]'
+    _click(browser, f"{failed_row} button.x")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.d")) == 2
+    output = browser.find_element(By.CSS_SELECTOR, f"{failed_row} + tr.d").text
+    assert "<script>alert(1)</script>" in output and "exit code" in output.lower()
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018
+
+    shot = tmp_path / "report.png"
+    assert browser.save_screenshot(str(shot))
+    _assert_png(shot, min_width=1000)
+
+    # Collapsing removes the details again; the failed filter still holds.
+    _click(browser, f"{failed_row} button.x")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.d")) == 1
+    _click(browser, '#status-filter button[data-g="all"]')
+    assert len(browser.execute_script(VISIBLE_ROWS)) == len(checks)
+    _no_errors_no_network(browser)
+
+
+def test_tag_filter_and_long_prompt(browser: Any, finished_run: Run) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    _open(browser, _write(finished_run))
+    Select(browser.find_element(By.ID, "tag-filter")).select_by_value("judge")
+    in_page_order = sorted_checks(checks=finished_run.report["checks"])
+    judges = [c["check_id"] for c in in_page_order if "judge" in c["tags"]]
+    assert browser.execute_script(VISIBLE_ROWS) == judges and len(judges) == 2
+    _click(browser, '#status-filter button[data-g="passed"]')
+    assert browser.execute_script(VISIBLE_ROWS) == ["answer_is_kind"]
+    _click(browser, "tr.r:not(.hide) button.x")
+    text = browser.find_element(By.CSS_SELECTOR, "tr.d").text
+    assert f"Prompt cut to its first {PROMPT_LIMIT_CHARS} characters" in text
+    assert "word1199" not in text  # the end of the long prompt is only in the linked file
+    _no_errors_no_network(browser)
+
+
+def test_not_run_checks(browser: Any, aborted_run: Run) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(browser, _write(aborted_run))
+    assert browser.find_element(By.ID, "verdict").text.startswith("ABORTED")
+    _click(browser, '#status-filter button[data-g="notrun"]')
+    not_run = [c["check_id"] for c in aborted_run.report["checks"] if c["details"].get("not_run")]
+    assert not_run and browser.execute_script(VISIBLE_ROWS) == not_run
+    _no_errors_no_network(browser)
+
+
+def test_two_thousand_checks_load_and_filter(browser: Any, finished_run: Run) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    report = copy.deepcopy(finished_run.report)
+    templates = report["checks"]
+    report["checks"] = []
+    for i in range(2000):
+        check = copy.deepcopy(templates[i % len(templates)])
+        check["check_id"] = f"check_{i:04d}"
+        check["tags"] = [f"group{i % 7}"] + (["odd"] if i % 2 else [])
+        report["checks"].append(check)
+    path = finished_run.run_dir.parent / "big" / "report.html"
+    write_html(report=report, run_dir=finished_run.run_dir, path=path)
+    _open(browser, path)
+    assert len(browser.execute_script(VISIBLE_ROWS)) == 2000
+    _click(browser, '#status-filter button[data-g="failed"]')
+    failed = [c["check_id"] for c in report["checks"] if c["status"] == "failed"]
+    assert browser.execute_script(VISIBLE_ROWS) == failed
+    Select(browser.find_element(By.ID, "tag-filter")).select_by_value("group3")
+    expected = [
+        c["check_id"] for c in report["checks"] if c["status"] == "failed" and "group3" in c["tags"]
+    ]
+    assert browser.execute_script(VISIBLE_ROWS) == expected
+    browser.find_element(By.ID, "id-filter").send_keys("check_19")
+    narrowed = [i for i in expected if "check_19" in i]
+    assert browser.execute_script(VISIBLE_ROWS) == narrowed
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.d")) == 0  # no details until asked
+    _no_errors_no_network(browser)
+
+
+def _assert_png(path: Path, *, min_width: int) -> None:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width >= min_width and height > 300
