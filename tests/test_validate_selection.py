@@ -288,7 +288,11 @@ def test_a_skipped_judge_needs_no_agent(project: Project, eb: Eb) -> None:
 
 @pytest.mark.parametrize(
     ("value", "phrase"),
-    [('""', "skip must be non-empty"), ('"  "', "skip must be non-empty"), ("true", "must be text, not the boolean true")],
+    [
+        ('""', "skip must be non-empty"),
+        ('"  "', "skip must be non-empty"),
+        ("true", "must be text, not the boolean true"),
+    ],
 )
 def test_skip_needs_a_reason(project: Project, eb: Eb, value: str, phrase: str) -> None:
     root = project({"eval_checks/a.yaml": check_yaml("a") + f"skip: {value}\n"})
