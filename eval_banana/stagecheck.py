@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from eval_banana.models.stages import ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
@@ -34,10 +35,25 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
         where = f"$.checks[{index}]"
         if check.stem != artifact_stem(check_id=check.id):
             return f"{where}.stem", f"{check.stem!r} is not the artifact stem of {check.id!r}"
-        if check.definition.get("id") != check.id:
-            return f"{where}.definition.id", "differs from the check's id"
+        if check.definition.get("id") != check.id or check.definition.get("type") != check.type:
+            return f"{where}.definition", "its id or type differs from the check's"
+        problem = _definition_problem(definition=check.definition, source=check.source_path)
+        if problem is not None:
+            return f"{where}.definition", problem
         if check.snapshot is not None and check.snapshot != f"stages/snapshots/{check.stem}.py":
             return f"{where}.snapshot", "must be stages/snapshots/<stem>.py inside the run folder"
+    return None
+
+
+def _definition_problem(*, definition: dict[str, Any], source: str) -> str | None:
+    """Why a planned definition is not one validate could have written, or None."""
+    from eval_banana.definition import validate_mapping
+    from eval_banana.errors import DefinitionError
+
+    try:
+        validate_mapping(document=definition, path=source)
+    except DefinitionError as exc:
+        return f"not a valid check definition: {exc.message.splitlines()[0]}"
     return None
 
 
@@ -49,7 +65,22 @@ def _guard(doc: GuardDoc) -> Inconsistency | None:
     return None
 
 
+def _not_a_moment(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return True
+    return False
+
+
 def _execute(doc: ExecuteDoc) -> Inconsistency | None:
+    for name in ("started_at", "completed_at"):
+        if _not_a_moment(getattr(doc, name)):
+            return f"$.{name}", "is not an ISO-8601 timestamp"
+    for index, result in enumerate(doc.results):
+        for name in ("started_at", "completed_at"):
+            if _not_a_moment(getattr(result, name)):
+                return f"$.results[{index}].{name}", "is not an ISO-8601 timestamp"
     repeated = _repeated(result.check_id for result in doc.results)
     if repeated is not None:
         return "$.results", f"check id {repeated!r} has two results"
