@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import yaml
 
@@ -100,6 +100,7 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
             file=str(path),
             hint="A check file is one mapping: schema_version, id, type, description, ...",
         )
+    _refuse_tagged_values(value=document, path=path, text=text)
     return document
 
 
@@ -109,6 +110,62 @@ def _mark(exc: yaml.YAMLError) -> tuple[int | None, int | None]:
     if mark is None:
         return None, None
     return mark.line + 1, mark.column + 1
+
+
+# What a check file may hold: what JSON can say. YAML tags such as !!binary, !!set or
+# !!timestamp build other Python types, which validation would otherwise coerce silently
+# (`id: !!binary aGVsbG8=` became the id `hello`).
+_PLAIN_SET: frozenset[type] = frozenset((str, int, float, bool, type(None)))
+_TYPE_NAMES = {
+    "bytes": "binary data (a !!binary tag)",
+    "date": "a date",
+    "datetime": "a timestamp",
+    "set": "a set (a !!set tag)",
+    "tuple": "pairs (a !!omap or !!pairs tag)",
+}
+
+
+def _refuse_tagged_values(*, value: object, path: Path | str, text: str) -> None:
+    """Every value must be a string, number, boolean, null, list or mapping (string keys)."""
+    # Exact type tests in a set: this runs for every check file (a few microseconds each).
+    plain = _PLAIN_SET
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, where = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, child in cast(dict[object, object], item).items():
+                if type(key) not in plain:
+                    _tagged_error(item=key, path=path, where=where, what="a key", text=text)
+                if type(child) not in plain:
+                    stack.append((child, (*where, str(key))))
+        elif kind is list:
+            for index, child in enumerate(cast(list[object], item)):
+                if type(child) not in plain:
+                    stack.append((child, (*where, index)))
+        elif kind not in plain:
+            _tagged_error(item=item, path=path, where=where, what="the value", text=text)
+
+
+def _tagged_error(
+    *, item: object, path: Path | str, where: tuple[str | int, ...], what: str, text: str
+) -> None:
+    from eval_banana.yamlpos import compose, locate  # only a refused file pays for positions
+
+    kind = _TYPE_NAMES.get(type(item).__name__, f"a {type(item).__name__}")
+    location = ".".join(str(part) for part in where) or "(top level)"
+    root = compose(text=text)
+    found = locate(root=root, path=where) if root is not None and where else None
+    position = found.value if found is not None else None
+    raise DefinitionError(
+        f"Invalid check definition in {path}: {location}: {what} is {kind}; a check file "
+        "holds only strings, numbers, booleans, null, lists and mappings",
+        file=str(path),
+        field_path=location,
+        hint="quote the value to make it a string, or remove the YAML tag",
+        line=position.line if position else None,
+        column=position.column if position else None,
+    )
 
 
 def _text(data: bytes | None) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any
 from eval_banana.artifacts import sha256_file
 from eval_banana.errors import StageFileError
 from eval_banana.models.stages import STAGE_MODELS
+from eval_banana.stagecheck import inconsistency
 
 __all__ = ["STAGE_INPUTS", "STAGE_MODELS", "read_stage", "stage_digest", "upstream_digests"]
 from eval_banana.stages import STAGE_NAMES, stage_path
@@ -73,7 +74,17 @@ def read_stage(*, run_dir: Path, stage: str) -> Any:
             hint=f"Expected a {stage} stage file of schema_version 1; rerun: eb stage {stage}.",
         )
     # The schema above is generated from the model, so building it cannot fail on a valid file.
-    return STAGE_MODELS[stage].model_validate(document)
+    doc = STAGE_MODELS[stage].model_validate(document)
+    found = inconsistency(stage=stage, doc=doc)
+    if found is not None:
+        where, problem = found
+        raise StageFileError(
+            f"Stage file {path} is inconsistent at {where}: {problem}",
+            file=str(path),
+            field_path=where,
+            hint=f"The file was edited by hand or damaged; rerun: eb stage {stage}.",
+        )
+    return doc
 
 
 def stage_digest(*, run_dir: Path, stage: str) -> str | None:

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.runners import orphans
+
 GRACE_SECONDS = 2.0
 _POLL_SECONDS = 0.05
 
@@ -139,12 +141,15 @@ def run_process(
     """Run `argv` to completion, timeout or cancellation; raises OSError if it cannot start."""
     started = time.monotonic()
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    # Every process of this check inherits the token, so its orphans can be found at the end.
+    token = orphans.start_check()
+    child_env = {**env, orphans.TOKEN_VAR: token}
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
         try:
             proc = subprocess.Popen(
                 list(argv),
                 cwd=cwd,
-                env=dict(env),
+                env=child_env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -155,18 +160,23 @@ def run_process(
             err.close()
             stdout_path.unlink(missing_ok=True)
             stderr_path.unlink(missing_ok=True)
+            orphans.end_check(token=token)
             raise
+        orphans.launched(proc.pid)
     watch = _Watch(proc=proc, deadline=started + timeout_s if timeout_s else None, cancel=cancel)
     _WATCHDOG.add(watch)
     try:
         exit_code = proc.wait()
     finally:
+        orphans.reaped(proc.pid)
         _WATCHDOG.remove(watch)
         if watch.ender is not None:
             watch.ender.join()
         # Children the check left behind in its group must not outlive it
-        # (start_new_session makes the child its own group leader).
+        # (start_new_session makes the child its own group leader)...
         _kill_group(pgid=proc.pid)
+        # ...nor daemons that left the group with setsid and were reparented to eb.
+        orphans.end_check(token=token)
     return ProcessOutcome(
         exit_code=exit_code,
         timed_out=watch.timed_out,

@@ -83,6 +83,13 @@ def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Invalid TOML in {path}: {exc}", file=str(path)) from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise ConfigError(
+            f"Invalid TOML in {path}: arrays or tables are nested too deeply to read",
+            file=str(path),
+            hint="no setting takes nested lists; remove the nesting",
+        ) from None
 
 
 # --- structure: legacy sections, unknown keys, tables ------------------------------------------
@@ -173,6 +180,15 @@ def _file_value(*, spec: SettingSpec, table: dict[str, Any], path: Path | None) 
     if path is None or not isinstance(section, dict) or spec.key not in section:
         return _MISSING
     raw = section[spec.key]
+    if spec.kind == "path" and raw == "":
+        # The same refusal as for an empty environment variable: an empty folder name would put
+        # run folders straight into the project root.
+        raise ConfigError(
+            f"[{spec.section}] {spec.key} must not be empty (in {path})",
+            file=str(path),
+            field_path=spec.name,
+            hint=f"delete the key to use the default ({show(spec.default)}), or name a folder",
+        )
     try:
         return coerce_typed(spec=spec, value=raw)
     except SettingValueError as exc:

@@ -42,7 +42,7 @@ from eval_banana.results import (
     utc_now,
 )
 from eval_banana.retries import run_attempts
-from eval_banana.runners import runner_for
+from eval_banana.runners import orphans, runner_for
 from eval_banana.runners.base import RunContext
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
@@ -279,9 +279,14 @@ def execute(
 
     if checks:
         workers = min(config.settings.core.max_parallel_checks, len(checks))
-        with fuses:
-            # Taken in plan order, so checks also start in plan order (B-91).
-            _run_pool(count=len(checks), workers=workers, task=task, cancel=cancel, stop=stop)
+        # Orphaned daemons of a check become eb's children, so they can be ended with it.
+        orphans.enable_subreaper()
+        try:
+            with fuses:
+                # Taken in plan order, so checks also start in plan order (B-91).
+                _run_pool(count=len(checks), workers=workers, task=task, cancel=cancel, stop=stop)
+        finally:
+            orphans.end_run()
     _follow(cancel=cancel, stop=stop)
     completed = utc_now()
     final = [result for result in results if result is not None]

@@ -103,6 +103,8 @@ def guard(
 def raise_if_refused(doc: GuardDoc) -> None:
     if doc.ok:
         return
+    if not doc.problems:  # only a damaged guard.json says no without a reason
+        raise GuardError("The guard refused the run without naming a problem")
     first = doc.problems[0]
     raise GuardError(first.message, file=first.file, field_path=first.field_path, hint=first.hint)
 

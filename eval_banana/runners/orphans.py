@@ -1,0 +1,161 @@
+"""No process outlives its check, even one that double-forks a daemon and calls setsid.
+
+Ending a check's process group (runners/process.py) misses a daemon: it left the group with
+`setsid` and lost its parent. On Linux, eb makes itself a child subreaper for the run, so such
+orphans become eb's own children instead of init's. Every check's processes inherit a token in
+their environment; when a check ends, eb's orphaned children carrying that check's token are
+killed (with their own process groups), and when the run ends, every process still carrying a
+token of this eb process is, wherever it is. Elsewhere only the process group is ended, as
+before. A daemon that clears its whole environment cannot be told apart from eb's other
+children; it is reparented to eb and dies with it at the latest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+TOKEN_VAR = "EVAL_BANANA_CHECK_TOKEN"
+_PR_SET_CHILD_SUBREAPER = 36
+_ROUNDS = 5  # a killed daemon's own orphans surface on the next scan
+
+_lock = threading.Lock()
+_counter = itertools.count(1)
+_launched: set[int] = set()  # check processes started by run_process and not yet reaped
+_active: set[bytes] = set()  # tokens of checks that are still running
+_subreaper: bool | None = None
+
+
+def enable_subreaper() -> bool:
+    """Make this process a child subreaper (Linux); False where the system has none."""
+    global _subreaper
+    if _subreaper is None:
+        _subreaper = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            except (OSError, AttributeError):
+                _subreaper = False
+    return _subreaper
+
+
+def start_check() -> str:
+    """A token for a check about to start, unique to this eb process: `<eb pid>:<n>`."""
+    token = f"{os.getpid()}:{next(_counter)}"
+    with _lock:
+        _active.add(_entry(token))
+    return token
+
+
+def _entry(token: str) -> bytes:
+    return f"{TOKEN_VAR}={token}".encode()
+
+
+def _own_prefix() -> bytes:
+    return f"{TOKEN_VAR}={os.getpid()}:".encode()
+
+
+def launched(pid: int) -> None:
+    with _lock:
+        _launched.add(pid)
+
+
+def reaped(pid: int) -> None:
+    with _lock:
+        _launched.discard(pid)
+
+
+def _children() -> set[int]:
+    """This process's direct children (every thread's), from /proc."""
+    pids: set[int] = set()
+    for children in Path("/proc/self/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            pids.update(int(word) for word in children.read_text().split())
+    return pids
+
+
+def _token_of(pid: int) -> bytes | None:
+    """The eb token in a process's environment, or None (gone, unreadable, or none set)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    marker = TOKEN_VAR.encode() + b"="
+    for entry in environ.split(b"\0"):
+        if entry.startswith(marker):
+            return entry
+    return None
+
+
+def _kill(pid: int, *, own_child: bool) -> None:
+    """SIGKILL a process and its process group; reap it when it is our child."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        pgid = os.getpgid(pid)
+        if pgid == pid:  # a daemon that called setsid leads its own group
+            os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    if own_child:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def end_check(*, token: str) -> int:
+    """Kill the orphans of the check that carried `token`; return how many were found."""
+    wanted = _entry(token)
+    with _lock:
+        _active.discard(wanted)
+    if not _subreaper:
+        return 0
+    found = 0
+    for _ in range(_ROUNDS):
+        with _lock:
+            candidates = _children() - _launched
+        orphans = [pid for pid in candidates if _token_of(pid) == wanted]
+        if not orphans:
+            break
+        for pid in orphans:
+            _kill(pid, own_child=True)
+        found += len(orphans)
+    return found
+
+
+def end_run() -> int:
+    """Kill every process carrying a token of an ended check of this eb process; return how many.
+
+    Called when a run's checks are done; checks of another run in this process are still
+    active and keep theirs.
+    """
+    if not sys.platform.startswith("linux"):
+        return 0
+    prefix = _own_prefix()
+    found = 0
+    for _ in range(_ROUNDS):
+        with _lock:
+            running = set(_launched)
+            active = set(_active)
+            children = _children()
+        victims = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            if pid in running or pid == os.getpid():
+                continue
+            token = _token_of(pid)
+            if token is not None and token.startswith(prefix) and token not in active:
+                victims.append(pid)
+        if not victims:
+            break
+        for pid in victims:
+            _kill(pid, own_child=pid in children)
+        found += len(victims)
+    return found

@@ -1,0 +1,345 @@
+"""The fault campaign as tests: mutated check files, configs and stage files.
+
+Whatever the input, eb answers with an exit code, never a traceback: 2 for anything invalid,
+and a check file that is invalid never gets as far as `passed`. Hypothesis mutates known-good
+inputs (structured edits and raw text edits); `eb` runs in this process through its real CLI
+boundary, so an exception escaping `eval_banana.cli.main` fails the example.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eval_banana.cli import main
+
+BASE_CHECKS: dict[str, dict[str, Any]] = {
+    "deterministic": {
+        "schema_version": 1,
+        "id": "fuzzed",
+        "type": "deterministic",
+        "description": "A check under fuzzing.",
+        "tags": ["fast"],
+        "script": "pass\n",
+    },
+    "harness_judge": {
+        "schema_version": 1,
+        "id": "fuzzed",
+        "type": "harness_judge",
+        "description": "A judge under fuzzing.",
+        "instructions": "Decide.",
+        "model": "m1",
+    },
+    "assertions": {
+        "schema_version": 1,
+        "id": "fuzzed",
+        "type": "assertions",
+        "description": "Assertions under fuzzing.",
+        "artifact": "out.json",
+        "assert": [{"path": "a", "op": "equals", "value": 1}],
+    },
+}
+FIELD_NAMES = sorted({key for check in BASE_CHECKS.values() for key in check} | {"expect"})
+
+# Values YAML can carry, including the awkward ones: tags, anchors, deep nesting, odd scalars.
+RAW_VALUES = st.sampled_from(
+    [
+        "!!binary aGVsbG8=",
+        "!!set {a: null}",
+        "!!omap [a: 1]",
+        "2024-01-02",
+        "2024-01-02T03:04:05Z",
+        "yes",
+        "0x1F",
+        ".nan",
+        "-.inf",
+        "~",
+        "''",
+        '"  "',
+        "[" * 60 + "]" * 60,
+        "{a: {b: {c: [1, 2, {d: e}]}}}",
+        "&anchor x",
+        "*undefined_alias",
+        "!custom tag",
+        "|\n  multi\n  line",
+        '"\\udc80"',
+        "1e400",
+        str(2**70),
+    ]
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def check_file_texts(draw: st.DrawFn) -> str:
+    """A check file: a valid one of some type, then one to three edits."""
+    document = dict(BASE_CHECKS[draw(st.sampled_from(sorted(BASE_CHECKS)))])
+    raw: dict[str, str] = {}
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        edit = draw(st.sampled_from(["drop", "value", "raw", "raw", "rename", "add"]))
+        # Raw edits go mostly to fields the check has, where a coerced value would slip in.
+        present = sorted(document) or FIELD_NAMES
+        key = draw(st.sampled_from(present if edit == "raw" else FIELD_NAMES))
+        if edit == "drop":
+            document.pop(key, None)
+        elif edit == "value":
+            document[key] = draw(JSON_VALUES)
+        elif edit == "raw":
+            raw[key] = draw(RAW_VALUES)
+            document.pop(key, None)
+        elif edit == "rename" and key in document:
+            document[key + draw(st.sampled_from(["s", "_", "X"]))] = document.pop(key)
+        elif edit == "add":
+            document[draw(st.text(min_size=1, max_size=10))] = draw(JSON_VALUES)
+    text = yaml.safe_dump(document, allow_unicode=True, sort_keys=False)
+    text += "".join(f"{key}: {value}\n" for key, value in raw.items())
+    if draw(st.booleans()):
+        # A raw edit of the text itself: cut it, or insert characters somewhere.
+        position = draw(st.integers(min_value=0, max_value=len(text)))
+        if draw(st.booleans()):
+            text = text[:position]
+        else:
+            text = text[:position] + draw(st.text(max_size=6)) + text[position:]
+    return text
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(item) for item in value)
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _eb(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="eb-fuzz-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _write_project(root: Path, *, check_text: str, config: str) -> None:
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(config, encoding="utf-8")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "fuzzed.yaml").write_text(check_text, encoding="utf-8")
+    (root / "out.json").write_text('{"a": 1}')
+
+
+FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FUZZ
+@given(text=check_file_texts())
+def test_a_mutated_check_file_is_valid_or_a_setup_error_and_never_passes_when_invalid(
+    text: str,
+) -> None:
+    with _scratch() as root:
+        _write_project(root, check_text=text, config="[core]\ncheck_timeout_seconds = 10\n")
+        validated, _, _ = _eb("validate", "--cwd", str(root))
+        assert validated in (0, 2)
+        if validated == 0:
+            # What was accepted is plain data: no YAML tag slipped a bytes, date or set through.
+            assert _plain(yaml.safe_load(text))
+        ran, _, _ = _eb("run", "--cwd", str(root), "--no-html")
+        if validated == 2:
+            assert ran == 2  # an invalid check never runs, so it can never pass
+            assert not list((root / ".eval-banana" / "results").glob("*/report.json"))
+        else:
+            # A valid judge has no agent here (setup error); anything else ran to a verdict.
+            assert ran in (0, 1, 2)
+
+
+CONFIG_KEYS = [
+    ("core", "output_dir"),
+    ("core", "pass_threshold"),
+    ("core", "max_parallel_checks"),
+    ("core", "check_timeout_seconds"),
+    ("core", "junit_xml"),
+    ("discovery", "exclude_dirs"),
+    ("harness", "agent"),
+    ("harness", "timeout_seconds"),
+    ("harness", "env"),
+    ("execution", "env"),
+    ("execution", "env_allow"),
+    ("agents.custom", "command"),
+    ("agents.custom", "output_dialect"),
+    ("agents.claude", "shared_flags"),
+    ("nonsense", "key"),
+]
+TOML_VALUES = st.sampled_from(
+    [
+        '""',
+        '"x"',
+        "0",
+        "-1",
+        "1.5",
+        "nan",
+        "inf",
+        "true",
+        "1979-05-27T07:32:00Z",
+        "07:32:00",
+        "[]",
+        '["a", 1]',
+        "[[1], [2]]",
+        "{ a = 1 }",
+        "{ a = { b = [] } }",
+        "[" * 1000 + "]" * 1000,
+        '"""multi\nline"""',
+        str(2**64),
+        "0x10",
+        "'literal'",
+    ]
+)
+
+
+@st.composite
+def config_texts(draw: st.DrawFn) -> str:
+    lines = ['[core]\npass_threshold = 1.0\n[harness]\nagent = "claude"\n']
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        section, key = draw(st.sampled_from(CONFIG_KEYS))
+        lines.append(f"[{section}]\n{key} = {draw(TOML_VALUES)}\n")
+    text = "".join(lines)
+    if draw(st.booleans()):
+        position = draw(st.integers(min_value=0, max_value=len(text)))
+        text = text[:position] + draw(st.text(max_size=4)) + text[position:]
+    return text
+
+
+@FUZZ
+@given(config=config_texts())
+def test_a_mutated_config_is_a_config_or_setup_error_never_a_crash(config: str) -> None:
+    check = yaml.safe_dump(BASE_CHECKS["deterministic"])
+    with _scratch() as root:
+        _write_project(root, check_text=check, config=config)
+        for command in ("validate", "list"):
+            code, _, err = _eb(command, "--cwd", str(root))
+            assert code in (0, 2), err
+            assert "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real run folder (a passing and a failing check) that the stage-file test copies."""
+    root = tmp_path_factory.mktemp("fuzz-run")
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\ncheck_timeout_seconds = 10\n'
+    )
+    (root / "eval_checks").mkdir()
+    for name, script in (("good", "pass"), ("bad", "raise SystemExit(1)")):
+        check = dict(BASE_CHECKS["deterministic"], id=name, script=script)
+        (root / "eval_checks" / f"{name}.yaml").write_text(yaml.safe_dump(check))
+    assert _eb("run", "--cwd", str(root), "--no-html")[0] == 1
+    (run_dir,) = list((root / "runs").iterdir())
+    return run_dir
+
+
+# Each stage file, and the reruns that read it (eb status reads them all).
+READERS: dict[str, tuple[str, ...]] = {
+    "config.json": ("discover", "score"),
+    "discover.json": ("validate",),
+    "plan.json": ("guard", "execute"),
+    "guard.json": ("execute",),
+    "execute.json": ("score", "report"),
+    "score.json": ("report",),
+}
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield prefix
+    if isinstance(node, dict):
+        for key, child in node.items():
+            yield from _paths(child, (*prefix, key))
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            yield from _paths(child, (*prefix, index))
+
+
+def _get(node: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        node = node[part]
+    return node
+
+
+def _nearby(data: st.DataObject, value: Any) -> Any:
+    """A value of the same JSON type, the kind of edit a person or a bug makes."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return data.draw(st.sampled_from([0, -1, value + 1, value - 1, 10**9]))
+    if isinstance(value, str):
+        return data.draw(st.sampled_from(["", value[:-1], value + "x", "../" + value]))
+    if isinstance(value, list):
+        return data.draw(st.sampled_from([[], value[:-1], value + value[-1:]]))
+    if isinstance(value, dict):
+        return {}
+    return data.draw(JSON_VALUES)
+
+
+def _mutate(data: st.DataObject, document: Any) -> Any:
+    # Half the edits hit a top-level field (ok, counts, lists), where one value decides a lot.
+    top = [(key,) for key in document] if isinstance(document, dict) else []
+    paths = top if top and data.draw(st.booleans()) else list(_paths(document))
+    where = data.draw(st.sampled_from(paths))
+    edit = data.draw(st.sampled_from(["nearby", "nearby", "replace", "delete"]))
+    if not where:
+        return data.draw(JSON_VALUES) if edit == "replace" else document
+    parent = _get(document, where[:-1])
+    if edit == "delete":
+        del parent[where[-1]]
+    elif edit == "nearby":
+        parent[where[-1]] = _nearby(data, parent[where[-1]])
+    else:
+        parent[where[-1]] = data.draw(JSON_VALUES)
+    return document
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_mutated_stage_file_is_refused_naming_it_or_used_never_a_crash(
+    data: st.DataObject, finished_run: Path
+) -> None:
+    name = data.draw(st.sampled_from(sorted(READERS)))
+    with _scratch() as scratch:
+        run_dir = scratch / "run"
+        shutil.copytree(finished_run, run_dir)
+        path = run_dir / "stages" / name
+        text = path.read_text()
+        if data.draw(st.integers(min_value=0, max_value=3)):
+            for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
+                text = json.dumps(_mutate(data, json.loads(text)))
+        else:
+            cut = data.draw(st.integers(min_value=0, max_value=len(text)))
+            text = text[:cut] + data.draw(st.text(max_size=4))
+        path.write_text(text)
+        for args in (("status",), *(("stage", stage) for stage in READERS[name])):
+            code, _, err = _eb(*args, "--run-dir", str(run_dir))
+            assert code in (0, 1, 2, 3), (args, err)
+            assert "Traceback" not in err

@@ -1,0 +1,146 @@
+"""Inputs a fault and fuzz campaign found: each is a setup error naming the file, never a crash."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EbResult, check_yaml
+
+
+def _no_traceback(result: EbResult) -> None:
+    assert "Traceback" not in result.stderr
+
+
+def test_a_deeply_nested_config_value_is_a_config_error(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")}, config="x = " + "[" * 1000 + "]" * 1000)
+    config = root / ".eval-banana" / "config.toml"
+    for command in ("validate", "run", "list"):
+        result = eb(command, "--cwd", str(root))
+        assert result.exit_code == 2, command
+        assert f"Invalid TOML in {config}" in result.stderr and "nested too deeply" in result.stderr
+        _no_traceback(result)
+
+
+def test_an_empty_output_dir_in_the_config_file_is_refused_like_the_environment_one(
+    project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")}, config='[core]\noutput_dir = ""\n')
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert "[core] output_dir must not be empty" in result.stderr
+    assert not [path for path in root.iterdir() if path.name[:2] == "20"]  # no run folder
+    clean = project({"eval_checks/a.yaml": check_yaml("a")}, config="")
+    monkeypatch.setenv("EVAL_BANANA_OUTPUT_DIR", "")
+    env = eb("run", "--cwd", str(clean))
+    assert env.exit_code == 2 and "EVAL_BANANA_OUTPUT_DIR must not be empty" in env.stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "kind"),
+    [
+        ("id", "!!binary aGVsbG8=", "binary data"),
+        ("description", "!!binary aGVsbG8=", "binary data"),
+        ("description", "2024-01-02", "a date"),
+        ("description", "!!set {a: null}", "a set"),
+        ("tags", "[!!binary aGVsbG8=]", "binary data"),
+        ("instructions", "!!binary aGVsbG8=", "binary data"),
+    ],
+)
+def test_yaml_tags_that_build_other_types_are_definition_errors(
+    project: Callable[..., Path], eb: Callable[..., EbResult], field: str, value: str, kind: str
+) -> None:
+    lines = {
+        "schema_version": "1",
+        "id": "judged",
+        "type": "harness_judge",
+        "description": "A judge.",
+        "instructions": "Decide.",
+    }
+    lines[field] = value
+    text = "".join(f"{key}: {text}\n" for key, text in lines.items())
+    root = project({"eval_checks/a.yaml": text})
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    location = f"{field}.0" if field == "tags" else field
+    assert f"{location}: the value is {kind}" in result.stderr
+    assert "hint: quote the value" in result.stderr
+    listed = eb("list", "--cwd", str(root))
+    assert listed.exit_code == 2 and "hello" not in listed.stdout
+
+
+def _run_dir(root: Path) -> Path:
+    (run_dir,) = list((root / ".eval-banana" / "results").iterdir())
+    return run_dir
+
+
+@pytest.mark.parametrize(
+    ("stage", "file_name", "damage", "field", "rerun"),
+    [
+        ("guard", "guard.json", lambda d: d.update(ok=False, problems=[]), "$.problems", "execute"),
+        ("guard", "guard.json", lambda d: d.update(problems=[{"message": "x"}]), "$.ok", "execute"),
+        (
+            "validate",
+            "plan.json",
+            lambda d: d["checks"][0].update(stem="other-stem"),
+            "$.checks[0].stem",
+            "guard",
+        ),
+        (
+            "validate",
+            "plan.json",
+            lambda d: d["checks"][0].update(snapshot="../../../etc/passwd"),
+            "$.checks[0].snapshot",
+            "execute",
+        ),
+        (
+            "validate",
+            "plan.json",
+            lambda d: d.update(checks=d["checks"] * 2),
+            "$.checks",
+            "guard",
+        ),
+        (
+            "execute",
+            "execute.json",
+            lambda d: d["results"][0].update(score=1, status="failed"),
+            "$.results[0].score",
+            "score",
+        ),
+        ("execute", "execute.json", lambda d: d.update(not_run=["a"]), "$.not_run", "score"),
+        ("score", "score.json", lambda d: d.update(total_checks=5), "$.total_checks", "report"),
+        (
+            "score",
+            "score.json",
+            lambda d: d.update(errored_checks=1, failed_checks=0, run_passed=True),
+            "$.run_passed",
+            "report",
+        ),
+    ],
+)
+def test_a_stage_file_whose_fields_disagree_is_refused_naming_the_field(
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+    stage: str,
+    file_name: str,
+    damage: Callable[[dict[str, object]], None],
+    field: str,
+    rerun: str,
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a", script="import sys; sys.exit(1)")})
+    assert eb("run", "--cwd", str(root)).exit_code == 1
+    path = _run_dir(root) / "stages" / file_name
+    document = json.loads(path.read_text())
+    damage(document)
+    path.write_text(json.dumps(document))
+    result = eb("stage", rerun, "--run-dir", str(_run_dir(root)))
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert f"Stage file {path} is inconsistent at {field}" in result.stderr
+    _no_traceback(result)
+    status = eb("status", "--run-dir", str(_run_dir(root)))
+    assert f"{stage}" in status.stdout and "invalid" in status.stdout

@@ -1,0 +1,181 @@
+"""No process a check started outlives it: not even a daemon that double-forks and calls setsid."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Forks, the child calls setsid and forks the daemon, the child exits: the daemon is in its own
+# session with no parent but init (or a subreaper). It writes its pid, then sleeps for minutes.
+DAEMONIZE = """\
+import os, sys, time
+from pathlib import Path
+pidfile = Path({pidfile!r})
+first = os.fork()
+if first == 0:
+    os.setsid()
+    if os.fork() == 0:
+        pidfile.write_text(str(os.getpid()))
+        time.sleep(300)
+        os._exit(0)
+    os._exit(0)
+os.waitpid(first, 0)
+while not pidfile.exists():
+    time.sleep(0.01)
+{after}
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+
+
+@pytest.fixture
+def pidfiles(tmp_path: Path) -> Iterator[list[Path]]:
+    """Pid files of the daemons a test starts; any survivor is killed after the test."""
+    files: list[Path] = []
+    yield files
+    for path in files:
+        if path.exists():
+            pid = int(path.read_text())
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _project(root: Path, *, checks: dict[str, str], config: str = "") -> Path:
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n' + config)
+    for name, script in checks.items():
+        path = root / "eval_checks" / f"{name}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(
+            f"schema_version: 1\nid: {name}\ntype: deterministic\ndescription: {name}.\n"
+            f"script: {json.dumps(script)}\n"
+        )
+    return root
+
+
+def _eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def test_a_daemon_started_by_a_check_does_not_survive_the_run(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    pidfile = tmp_path / "daemon.pid"
+    pidfiles.append(pidfile)
+    root = _project(
+        tmp_path / "proj",
+        checks={"spawns": DAEMONIZE.format(pidfile=str(pidfile), after="")},
+    )
+    done = _eb(root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_a_daemon_dies_when_its_own_check_ends_not_when_the_run_ends(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    # Check `early` leaves a daemon; check `later`, running after it (parallel 1), records
+    # whether that daemon is still alive while the run goes on.
+    pidfile = tmp_path / "daemon.pid"
+    pidfiles.append(pidfile)
+    probe = textwrap.dedent(
+        f"""\
+        import os
+        from pathlib import Path
+        pid = int(Path({str(pidfile)!r}).read_text())
+        try:
+            state = Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "gone"
+        Path({str(tmp_path / "seen.txt")!r}).write_text(state)
+        """
+    )
+    root = _project(
+        tmp_path / "proj",
+        checks={"a_early": DAEMONIZE.format(pidfile=str(pidfile), after=""), "b_later": probe},
+    )
+    done = _eb(root, "--max-parallel-checks", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "seen.txt").read_text() in ("gone", "Z")
+
+
+def test_a_daemon_of_another_running_check_is_left_alone_until_that_check_ends(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    # `a_server` starts a daemon and keeps using it for a while; `b_quick` ends meanwhile.
+    # Ending b_quick must not kill a_server's daemon: a_server checks it is alive at its end.
+    pidfile = tmp_path / "daemon.pid"
+    pidfiles.append(pidfile)
+    still_alive = textwrap.dedent(
+        """\
+        time.sleep(1.5)
+        pid = int(pidfile.read_text())
+        os.kill(pid, 0)
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state != "Z", "the daemon was killed while its check was running"
+        """
+    )
+    root = _project(
+        tmp_path / "proj",
+        checks={
+            "a_server": DAEMONIZE.format(pidfile=str(pidfile), after=still_alive),
+            "b_quick": "import time; time.sleep(0.3)",
+        },
+    )
+    done = _eb(root, "--max-parallel-checks", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not _alive(int(pidfile.read_text()))
+
+
+def test_a_daemon_started_by_a_judge_does_not_survive_an_interrupted_run(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    pidfile = tmp_path / "daemon.pid"
+    pidfiles.append(pidfile)
+    agent = tmp_path / "agent.py"
+    agent.write_text(DAEMONIZE.format(pidfile=str(pidfile), after="time.sleep(300)"))
+    root = tmp_path / "proj"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n\n[harness]\nagent = "spawner"\n\n'
+        f"[agents.spawner]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}]\n"
+        'model_flag = ""\n'
+    )
+    (root / "eval_checks" / "judge.yaml").write_text(
+        "schema_version: 1\nid: judge\ntype: harness_judge\ndescription: j.\ninstructions: Judge.\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pidfile.exists()
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 3
+    assert not _alive(int(pidfile.read_text()))
