@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -122,3 +123,38 @@ def test_the_reason_reaches_every_report(
     assert expected in (run_dir / "report.html").read_text()
     failure = ET.parse(junit).getroot().find(".//testcase[@name='counts']/failure")
     assert failure is not None and failure.get("message") == f"failed: {expected}"
+
+
+@pytest.mark.parametrize(
+    ("files", "shown"),
+    [
+        ({"eval_checks/a.yaml": check_yaml("broken", script="x = (\n")}, "the inline script"),
+        (
+            {
+                "eval_checks/a.yaml": "schema_version: 1\nid: broken\ntype: deterministic\n"
+                "description: d.\nscript_path: probe.py\n",
+                "eval_checks/probe.py": "import sys\nif True:\nprint('x')\n",
+            },
+            "probe.py",
+        ),
+    ],
+)
+def test_a_script_that_does_not_compile_is_an_error_even_for_a_control(
+    project: Callable[..., Path], eb: Callable[..., EbResult], files: dict[str, str], shown: str
+) -> None:
+    # A syntax error says nothing about what the check checks: counted as a failure, it would
+    # let a control check (expect: fail) report its defect as caught.
+    control = {
+        name: text.replace("type: deterministic", "type: deterministic\nexpect: fail")
+        for name, text in files.items()
+    }
+    for variant in (files, control):
+        root = project(variant, config='[core]\noutput_dir = "runs"\n')
+        done = eb("run", "--cwd", str(root), "--no-html")
+        assert done.exit_code == 1
+        report = json.loads(next((root / "runs").glob("*/report.json")).read_text())
+        (check,) = report["checks"]
+        assert check["status"] == "error" and check["score"] == 0
+        assert check["error_detail"].startswith("Deterministic script does not compile: ")
+        assert check["error_detail"].endswith(f"{shown})")
+        shutil.rmtree(root / "runs")

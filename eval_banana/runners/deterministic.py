@@ -54,6 +54,7 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
     if script is not None:
         inline = tmp / INLINE_NAME
         inline.write_text(str(script), encoding="utf-8")
+        _refuse_uncompilable(source=str(script), logical=str(inline), shown="the inline script")
         return [sys.executable, str(inline), str(context_path)]
     if check.script_unavailable:
         raise _LaunchError(check.script_unavailable)
@@ -61,13 +62,32 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
         raise _LaunchError(f"No frozen script recorded in the plan for check '{check.id}'")
     referenced = tmp / REFERENCED_NAME
     # The frozen bytes, never the live file: what runs is what the digest names (B-102).
-    shutil.copyfile(ctx.run_dir / check.snapshot, referenced)
+    frozen = (ctx.run_dir / check.snapshot).read_bytes()
+    referenced.write_bytes(frozen)
+    _refuse_uncompilable(source=frozen, logical=check.script_path, shown=check.script_path)
     return launcher_argv(
         python=sys.executable,
         logical_path=check.script_path,
         snapshot_path=str(referenced),
         context_path=str(context_path),
     )
+
+
+def _refuse_uncompilable(*, source: str | bytes, logical: str, shown: str) -> None:
+    """A script that cannot be compiled says nothing about what it checks: an error, not a fail.
+
+    Compiled here with the interpreter the script would run under (microseconds), so a syntax
+    error never counts as a failure, which would let a control check (expect: fail) pass.
+    """
+    try:
+        compile(source, logical, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f" (line {exc.lineno} of {shown})" if exc.lineno else f" ({shown})"
+        raise _LaunchError(
+            f"Deterministic script does not compile: {type(exc).__name__}: {exc.msg}{where}"
+        ) from None
+    except ValueError as exc:  # e.g. a NUL byte in the source
+        raise _LaunchError(f"Deterministic script does not compile: {exc} ({shown})") from None
 
 
 def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
