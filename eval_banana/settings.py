@@ -326,6 +326,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
         ),
     ),
     SettingSpec(
+        name="execution.redact",
+        section="execution",
+        key="redact",
+        kind="name_list",
+        env="EVAL_BANANA_REDACT",
+        flag="--redact",
+        commands=_RUN,
+        metavar="NAME",
+        help=_help("execution", "redact", "Repeatable; the env var is comma-separated."),
+    ),
+    SettingSpec(
         name="agents",
         section="agents",
         key="*",

@@ -91,6 +91,12 @@ class ExecutionSettings(_Section):
     env_allow_prefixes: list[str] = Field(
         default_factory=list, description="Variable name prefixes let through."
     )
+    redact: list[str] = Field(
+        default_factory=list,
+        description="More variables whose values are replaced by *** in everything eb writes "
+        "or prints (names or shell-style patterns), beside the credential-like names "
+        "(*_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_CREDENTIALS) that always are.",
+    )
 
 
 class AgentTemplate(_Section):

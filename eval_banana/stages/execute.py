@@ -6,6 +6,7 @@ Also the one place where controls are judged (D-11) and where the run fuses live
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,6 +31,7 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
+from eval_banana.redact import Redactor, redactor_for
 from eval_banana.results import (
     StopSignal,
     error_result,
@@ -191,6 +193,23 @@ def _run_pool(
         raise failures[0]
 
 
+EVIDENCE_SUFFIXES = (".stdout.txt", ".stderr.txt", ".prompt.txt")
+
+
+def redact_check(
+    *, run_dir: Path, stem: str, result: CheckResult, redactor: Redactor
+) -> CheckResult:
+    """Mask secrets in one finished check: its output files (every attempt's) and its result."""
+    files = [run_dir / "checks" / f"{stem}{suffix}" for suffix in EVIDENCE_SUFFIXES]
+    for attempt in result.details.get("attempts") or []:
+        evidence = attempt.get("evidence") if isinstance(attempt, dict) else None
+        if isinstance(evidence, dict):
+            files.extend(run_dir / str(path) for path in evidence.values())
+    for path in files:
+        redactor.file(path)
+    return CheckResult.model_validate(redactor.value(result.model_dump(mode="json")))
+
+
 def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
     """D-5: judges whose agent ran but reported no token usage, which the token fuse cannot see."""
     warnings = []
@@ -233,6 +252,11 @@ def execute(
     checks_dir = run_dir / "checks"
     checks_dir.mkdir(parents=True, exist_ok=True)
     base_env = build_base_env(settings=config.settings.execution, environ=environ)
+    redactor = redactor_for(
+        environ=os.environ if environ is None else environ,
+        names=config.settings.execution.redact,
+        extra_env=config.settings.harness.env,
+    )
     project_root = Path(config.project_root)
     results: list[CheckResult | None] = [None] * len(checks)
     not_run: list[bool] = [False] * len(checks)
@@ -272,6 +296,10 @@ def execute(
                 ctx=ctx, run_once=_run_one, retries=retries, write_result=write_check_result
             )
             halt.count(result=result)
+        if redactor:
+            result = redact_check(
+                run_dir=run_dir, stem=check.stem, result=result, redactor=redactor
+            )
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
         results[position] = result
         if not not_run[position]:
