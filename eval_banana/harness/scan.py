@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any, NamedTuple
 
 _DECODER = json.JSONDecoder()
@@ -45,33 +46,55 @@ class ScanResult(NamedTuple):
     problem: str | None  # why nothing qualified; None when a verdict was found
 
 
+_NOT_A_VERDICT = "not a verdict"
+
+
 def classify(obj: dict[str, Any]) -> Verdict | str:
-    """A verdict, or the reason this object with a `score` key is not one (B-131, improved)."""
+    """A verdict, or that this object with a `score` key is not one (see `rejection`)."""
     score = obj["score"]
     # JSON integers only: true/false/1.0 are rejected (the contract's [improve] of B-131).
     if type(score) is not int or score not in (0, 1):
-        return f'"score" was {json.dumps(score)[:40]}, not the JSON integer 0 or 1'
+        return _NOT_A_VERDICT
     reason = obj.get("reason")
     if reason is not None and not isinstance(reason, str):
-        return f'"reason" was {type(reason).__name__}, not a string or null'
+        return _NOT_A_VERDICT
     return Verdict(score=score, reason=reason)
 
 
+def rejection(obj: dict[str, Any]) -> str:
+    """Why an object with a `score` key is not a verdict (worded only when it is reported)."""
+    score = obj["score"]
+    if type(score) is not int or score not in (0, 1):
+        return f'"score" was {json.dumps(score)[:40]}, not the JSON integer 0 or 1'
+    reason_type = type(obj.get("reason")).__name__
+    return f'"reason" was {reason_type}, not a string or null'
+
+
 class _Harvest:
-    """Object hook state: the newest valid verdict and the newest rejected score object."""
+    """Object hook state: the newest valid verdict and the newest rejected score object.
+
+    `cursor` is where the decode being harvested ends (or failed), an upper bound of the closing
+    brace of every object it completes; it orders what one window found against another's.
+    """
 
     def __init__(self) -> None:
         self.verdict: Verdict | None = None
-        self.rejected: str | None = None
+        # The newest object with a score that is not a verdict; why, only if it is reported.
+        self.rejected: dict[str, Any] | None = None
+        self.cursor = 0
+        self.verdict_at = -1
+        self.rejected_at = -1
 
     def hook(self, obj: dict[str, Any]) -> dict[str, Any]:
         if "score" in obj:
             outcome = classify(obj)
             if isinstance(outcome, Verdict):
                 self.verdict = outcome
+                self.verdict_at = self.cursor
                 self.rejected = None
             else:
-                self.rejected = outcome
+                self.rejected = obj
+                self.rejected_at = self.cursor
         return obj
 
     def collect(self, *, text: str, start: int) -> bool:
@@ -191,13 +214,15 @@ def _attempt(*, text: str, start: int) -> tuple[str, int, str]:
         size *= 4
 
 
-def scan_text(text: str) -> ScanResult:
-    """The right-most valid verdict in `text` (by closing brace), in one linear pass."""
-    harvest = _Harvest()
+def _scan_window(*, text: str, limit: int, harvest: _Harvest, offset: int) -> None:
+    """Harvest every candidate `{` of `text` that starts before `limit`, in one linear pass.
+
+    Positions given to the harvest are `offset` plus positions in `text`.
+    """
     regions: list[_Region] = []
     pos = 0
     while True:
-        start = text.find("{", pos)
+        start = text.find("{", pos, limit)
         if start < 0:
             break
         pos = start + 1
@@ -206,6 +231,7 @@ def scan_text(text: str) -> ScanResult:
             if any(region.structural(start) for region in regions):
                 continue
         kind, end, window = _attempt(text=text, start=start)
+        harvest.cursor = offset + end
         if kind != "deep" and _may_hold_score(text=window, start=0, end=end - start):
             # The hook adds a frame per object: a decode that only just fitted may not.
             kind = kind if harvest.collect(text=window, start=0) else "too deep for the hook"
@@ -214,6 +240,7 @@ def scan_text(text: str) -> ScanResult:
             continue
         if kind != "fail":
             end, reach = _deep_cut(text=text, start=start)
+            harvest.cursor = offset + end
             if kind == "deep" and _may_hold_score(
                 text=window, start=0, end=min(reach - start, len(window))
             ):
@@ -221,10 +248,90 @@ def scan_text(text: str) -> ScanResult:
         if end > start + 1:
             regions.append(_Region(text=text, start=start, end=end))
             del regions[:-_MAX_REGIONS]
+
+
+def _result(harvest: _Harvest) -> ScanResult:
     if harvest.verdict is not None:
         return ScanResult(verdict=harvest.verdict, problem=None)
     if harvest.rejected is not None:
-        return ScanResult(
-            verdict=None, problem=f"the last object with a score was rejected: {harvest.rejected}"
-        )
+        why = rejection(harvest.rejected)
+        return ScanResult(verdict=None, problem=f"the last object with a score was rejected: {why}")
     return ScanResult(verdict=None, problem='no JSON object with a "score" key was found')
+
+
+def scan_text(text: str) -> ScanResult:
+    """The right-most valid verdict in `text` (by closing brace), in one linear pass."""
+    harvest = _Harvest()
+    _scan_window(text=text, limit=len(text), harvest=harvest, offset=0)
+    return _result(harvest)
+
+
+# The streaming scan keeps STEP + REACH characters: every candidate is decoded with REACH
+# characters of what follows it, so a verdict object longer than REACH (2 Mi characters: far
+# beyond any real verdict) is not seen whole. Memory stays bounded whatever the agent printed.
+STREAM_STEP = 2 << 20
+STREAM_REACH = 2 << 20
+
+
+class StreamScanner:
+    """Step B over text that arrives in pieces (a file, an agent's messages), in bounded memory.
+
+    The text is scanned in windows: each window's candidates are those starting in its first
+    `step` characters, decoded with up to `reach` characters after them. Windows advance by
+    `step`, so every `{` is a candidate exactly once and the work stays linear.
+    """
+
+    def __init__(self, *, step: int = STREAM_STEP, reach: int = STREAM_REACH) -> None:
+        self.step = step
+        self.reach = reach
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        self._buffer = ""
+        self._base = 0
+        self._best = _Harvest()
+
+    def feed(self, text: str) -> None:
+        self._pending.append(text)
+        self._pending_chars += len(text)
+        if len(self._buffer) + self._pending_chars >= self.step + self.reach:
+            self._absorb()
+            while len(self._buffer) >= self.step + self.reach:
+                self._scan(limit=self.step)
+                self._buffer = self._buffer[self.step :]
+                self._base += self.step
+
+    def _absorb(self) -> None:
+        self._buffer += "".join(self._pending)
+        self._pending.clear()
+        self._pending_chars = 0
+
+    def _scan(self, *, limit: int) -> None:
+        window = _Harvest()
+        _scan_window(text=self._buffer, limit=limit, harvest=window, offset=self._base)
+        best = self._best
+        if window.verdict is not None and window.verdict_at >= best.verdict_at:
+            best.verdict, best.verdict_at = window.verdict, window.verdict_at
+        if window.rejected is not None and window.rejected_at >= best.rejected_at:
+            best.rejected, best.rejected_at = window.rejected, window.rejected_at
+
+    def finish(self) -> ScanResult:
+        """The right-most valid verdict of everything fed (or why there is none)."""
+        self._absorb()
+        self._scan(limit=len(self._buffer))
+        return _result(self._best)
+
+
+_READ_BYTES = 1 << 20
+
+
+def scan_file(path: Path) -> ScanResult:
+    """Step B over a file, read in blocks (UTF-8, undecodable bytes replaced)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    scanner = StreamScanner()
+    with path.open("rb") as handle:
+        while block := handle.read(_READ_BYTES):
+            scanner.feed(decoder.decode(block))
+    scanner.feed(decoder.decode(b"", final=True))
+    return scanner.finish()

@@ -1,9 +1,10 @@
 """Read a judge's verdict from its stdout file, one parser per output dialect (D-20, B-129..B-136).
 
-`text` and `codex` read the file once into memory and scan it in place; `gemini` and
-`openhands` stream it line by line and keep only the assistant's answer text; `claude` reads it
-backwards from the end, since only the newest result event counts (and it reads the whole file
-only when no result event was printed at all, for the contract's plain-text fallback).
+Every dialect reads the file in bounded memory, whatever the agent printed. `claude`, `text` and
+`codex` read it backwards from the end, since only the newest result event counts, and scan it
+forwards in windows (scan.StreamScanner) only when no result event was printed at all;
+`gemini` and `openhands` read it line by line (an event line longer than MAX_EVENT_LINE is
+skipped unread) and keep only what the assistant answered.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.harness.scan import ScanResult, Verdict, scan_text
+from eval_banana.harness.scan import ScanResult, StreamScanner, Verdict, scan_file, scan_text
 
 __all__ = ["Extraction", "Verdict", "extract_verdict", "extract_from_text"]
 
@@ -86,43 +87,62 @@ def extract_from_text(text: str) -> Extraction:
     return Extraction(verdict=scanned.verdict, problem=scanned.problem)
 
 
+# No event worth reading is this long; a longer line is skipped, not held in memory.
+MAX_EVENT_LINE = 8 << 20
+
+
 def _lines(path: Path) -> Iterator[str]:
+    """The file's lines, except lines longer than MAX_EVENT_LINE characters."""
     with path.open(encoding="utf-8", errors="replace") as handle:
-        yield from handle
+        while line := handle.readline(MAX_EVENT_LINE):
+            if len(line) < MAX_EVENT_LINE or line.endswith("\n"):
+                yield line
+                continue
+            while (rest := handle.readline(MAX_EVENT_LINE)) and not rest.endswith("\n"):
+                pass  # the rest of the overlong line
 
 
 _LINE_BREAK = re.compile(rb"[\r\n]")
 _BLOCK = 1 << 16
 
 
-def lines_from_end(*, path: Path, block: int = _BLOCK) -> Iterator[bytes]:
+def lines_from_end(
+    *, path: Path, block: int = _BLOCK, max_line: int | None = None
+) -> Iterator[bytes]:
     """The file's lines, newest first, read backwards in blocks.
 
     Lines end at `\\n` or `\\r`, as text-mode reading splits them (JSON text holds neither raw).
     A line longer than a block is gathered piece by piece and joined once, so the work stays
-    linear in the bytes read.
+    linear in the bytes read. With `max_line`, a longer line is dropped while it is gathered
+    (never held whole) and yielded as an empty line.
     """
     with path.open("rb") as handle:
         position = handle.seek(0, os.SEEK_END)
         pending: list[bytes] = []  # pieces of the line being gathered, newest piece first
+        gathered = 0
+        overlong = False
         while position > 0:
             step = min(block, position)
             position -= step
             handle.seek(position)
             pieces = _LINE_BREAK.split(handle.read(step))
             if len(pieces) == 1:
-                pending.append(pieces[0])
+                gathered += len(pieces[0])
+                if max_line is not None and gathered > max_line:
+                    overlong, pending = True, []
+                elif not overlong:
+                    pending.append(pieces[0])
                 continue
-            yield pieces[-1] + b"".join(reversed(pending))
+            yield b"" if overlong else pieces[-1] + b"".join(reversed(pending))
             yield from reversed(pieces[1:-1])
-            pending = [pieces[0]]
-        yield b"".join(reversed(pending))
+            pending, gathered, overlong = [pieces[0]], len(pieces[0]), False
+        yield b"" if overlong else b"".join(reversed(pending))
 
 
 def _newest_result_event_in_file(path: Path) -> dict[str, Any] | None:
     """B-129/B-133 over a file: read from the end, so a result event on the last line (the
     normal case) is found without reading megabytes of transcript before it."""
-    for line in lines_from_end(path=path):
+    for line in lines_from_end(path=path, max_line=MAX_EVENT_LINE):
         if b'"result"' in line:
             event = _loads_object(line.decode("utf-8", errors="replace"))
             if event is not None and event.get("type") == "result":
@@ -136,13 +156,14 @@ def _claude(path: Path) -> Extraction:
     if newest is not None:
         return _from_result_event(newest)
     # No result event at all (the agent stopped early): the contract's Step B over stdout.
-    scanned = scan_text(path.read_text(encoding="utf-8", errors="replace"))
+    scanned = scan_file(path)
     return Extraction(verdict=scanned.verdict, problem=scanned.problem)
 
 
 def _gemini(path: Path) -> Extraction:
     """D-24/B-136: join the assistant `message` deltas; an unsuccessful `result` is no verdict."""
-    parts: list[str] = []
+    # The answer can be long: its deltas go to a streaming scan, not into one string.
+    answer = StreamScanner()
     result: dict[str, Any] | None = None
     for line in _lines(path):
         if '"assistant"' not in line and '"result"' not in line:
@@ -154,7 +175,7 @@ def _gemini(path: Path) -> Extraction:
         if kind == "message" and event.get("role") == "assistant":
             content = event.get("content")
             if isinstance(content, str):
-                parts.append(content)
+                answer.feed(content)
         elif kind == "result":
             result = event
     if result is not None and result.get("status") != "success":
@@ -166,7 +187,7 @@ def _gemini(path: Path) -> Extraction:
             + (f": {message}" if isinstance(message, str) else ""),
             usage_event=result,
         )
-    scanned = scan_text("".join(parts))
+    scanned = answer.finish()
     problem = scanned.problem
     if problem is not None:
         problem = f"in the assistant's messages, {problem}"
@@ -231,6 +252,6 @@ def extract_verdict(*, dialect: str, stdout_path: Path | None) -> Extraction:
         return _openhands(stdout_path)
     if dialect == "claude":
         return _claude(stdout_path)
-    # text (Step A, then Step B) and codex (stdout is only the final message, D-26).
-    text = stdout_path.read_text(encoding="utf-8", errors="replace")
-    return extract_from_text(text)
+    # text and codex (stdout is only the final message): the same two steps as claude's, the
+    # newest result event first, then Step B streaming over the file in bounded memory.
+    return _claude(stdout_path)

@@ -412,3 +412,61 @@ def test_the_non_object_shortcut_never_changes_step_b(pieces: list[str]) -> None
         patched.setattr(scan, "SHORTCUT_NON_OBJECTS", False)
         without = scan_text(text)
     assert scan_text(text) == without
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    pieces=st.lists(_PIECES, max_size=60),
+    step=st.integers(min_value=1, max_value=12),
+    splits=st.lists(st.integers(min_value=0, max_value=400), max_size=6),
+)
+def test_the_streaming_scan_agrees_with_the_whole_text_scan(
+    pieces: list[str], step: int, splits: list[int]
+) -> None:
+    # Every verdict these pieces can build is shorter than the reach, so windowing must not
+    # change the answer, however the text is cut into windows and into fed pieces.
+    text = "".join(pieces)
+    scanner = scan.StreamScanner(step=step, reach=len(text) + 1)
+    previous = 0
+    for cut in sorted(split % (len(text) + 1) for split in splits):
+        scanner.feed(text[previous:cut])
+        previous = cut
+    scanner.feed(text[previous:])
+    assert scanner.finish() == scan_text(text)
+
+
+def test_a_verdict_on_a_window_boundary_is_found(tmp_path: Path) -> None:
+    verdict = '{"score": 1, "reason": "across"}'
+    for offset in range(-len(verdict), 2):
+        text = "x" * (64 + offset) + verdict + " tail {"
+        scanner = scan.StreamScanner(step=64, reach=64)
+        scanner.feed(text)
+        assert scanner.finish().verdict == Verdict(score=1, reason="across"), offset
+
+
+@pytest.mark.parametrize("dialect", ["text", "codex", "claude", "gemini", "openhands"])
+def test_every_dialect_reads_a_large_output_in_bounded_memory(tmp_path: Path, dialect: str) -> None:
+    # 7 MB of stream-json events (braces and near-verdicts inside strings), a 9 MB line with no
+    # newline inside, and no result event: each dialect reads it all, in bounded memory.
+    import tracemalloc
+
+    path = tmp_path / "stdout.txt"
+    event = json.dumps(
+        {"type": "assistant", "text": 'code {x} and {"score": 2} and { "a": [1, {"b": 2}] }' * 20}
+    )
+    with path.open("w") as handle:
+        for index in range(6_000):
+            handle.write(event + "\n")
+            if index == 3_000:
+                handle.write('{"score": 0, "reason": "the middle one"}\n')
+                handle.write("x" * (9 << 20) + "\n")
+    assert path.stat().st_size > 16_000_000
+    tracemalloc.start()
+    found = extract_verdict(dialect=dialect, stdout_path=path)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    if dialect in ("text", "codex", "claude"):
+        assert found.verdict == Verdict(score=0, reason="the middle one")
+    else:
+        assert found.verdict is None  # these read only their own event shapes
+    assert peak < 24 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
