@@ -7,6 +7,7 @@ from pathlib import Path
 from eval_banana.errors import UsageError
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import PlanDoc, PlannedCheck
+from eval_banana.shard import in_shard
 
 
 def _in_folder(*, check: PlannedCheck, folder: Path) -> bool:
@@ -18,6 +19,8 @@ def _selected(*, check: PlannedCheck, selection: Selection, folder: Path | None)
         return False
     tags = check.definition.get("tags") or []
     if selection.tags and not set(selection.tags).intersection(tags):
+        return False
+    if selection.shard is not None and not in_shard(check_id=check.id, shard=selection.shard):
         return False
     return folder is None or _in_folder(check=check, folder=folder)
 

@@ -316,7 +316,12 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
     assert dumped["inputs"] == {}
     assert dumped["run_id"] == "run-1"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", dumped["created_at"])
-    assert dumped["selection"] == {"check_ids": ["a"], "check_dir": "checks", "tags": ["t"]}
+    assert dumped["selection"] == {
+        "check_ids": ["a"],
+        "check_dir": "checks",
+        "tags": ["t"],
+        "shard": None,
+    }
 
 
 def test_write_config_stage_round_trips(tmp_path: Path) -> None:

@@ -53,6 +53,9 @@ REPORT_KEYS = [
     "env_allow_prefixes",
     "tokens_used",
     "warnings",
+    "shard",
+    "allow_empty",
+    "merged_from",
 ]
 CHECK_KEYS = [
     "check_id",

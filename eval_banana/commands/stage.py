@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir=common.resolve_run_dir(args),
         cli_values=common.cli_values(args),
         environ=dict(os.environ),
-        selection=given if any((args.check_id, args.check_dir, args.tag)) else None,
+        selection=given if any((args.check_id, args.check_dir, args.tag, args.shard)) else None,
         no_project_config=args.no_project_config,
         verbose=args.verbose,
         console=Console(),

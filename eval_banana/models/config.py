@@ -126,7 +126,19 @@ class Settings(_Section):
 SettingSource = Literal["cli", "env", "project", "default"]
 
 
+class Shard(_Section):
+    """Slice K of N of a selection: the checks whose id hashes to K (`eb run --shard K/N`)."""
+
+    index: int = Field(ge=1, description="K: which slice, 1-based.")
+    total: int = Field(ge=1, description="N: how many slices the selection is cut into.")
+
+
 class Selection(_Section):
     check_ids: list[str] = Field(default_factory=list)
     check_dir: str | None = None
     tags: list[str] = Field(default_factory=list)
+    shard: Shard | None = Field(
+        default=None,
+        description="Keep only this slice of the selected checks (applied after the other "
+        "filters); null: every selected check.",
+    )

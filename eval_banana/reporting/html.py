@@ -139,6 +139,8 @@ def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
             f"stopped by {report['aborted_by']}; {report.get('not_run_checks', 0)} not run",
         )
     threshold = f"threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
+    if report.get("run_passed") and report.get("allow_empty"):
+        return "v-passed", "PASSED", f"no checks ran: {report['allow_empty']}"
     if report.get("run_passed"):
         return "v-passed", "PASSED", f"meets the {threshold}"
     if not report.get("meets_threshold", False):

@@ -270,6 +270,7 @@ def execute(
         warnings=unseen_usage_warnings(results=final)
         if config.settings.harness.token_fuse > 0
         else [],
+        allow_empty=plan.allow_empty,
     )
     return ExecuteDoc.model_validate(document)
 

@@ -41,7 +41,8 @@ def build_report(
     started = datetime.fromisoformat(execute.started_at)
     completed = datetime.fromisoformat(execute.completed_at)
     execution = config.settings.execution
-    return {
+    shard = config.selection.shard
+    report: dict[str, Any] = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "run_id": execute.run_id,
         "project_root": config.project_root,
@@ -69,7 +70,13 @@ def build_report(
         # Token fuse (D-5): what judges reported, and what the fuse could not see.
         "tokens_used": execute.tokens_used,
         "warnings": [warning.model_dump(mode="json") for warning in execute.warnings],
+        # Scale-out (docs/scale-out.md): the shard of a shard run, why a run with no check
+        # passed, and the shard runs a merged run was gathered from.
+        "shard": shard.model_dump(mode="json") if shard is not None else None,
+        "allow_empty": execute.allow_empty,
+        "merged_from": [source.model_dump(mode="json") for source in execute.merged_from],
     }
+    return report
 
 
 def report_json_text(*, report: dict[str, Any]) -> str:
@@ -121,6 +128,8 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             f"| `{md_cell(check['check_id'])}` | `{md_cell(check['check_type'])}` "
             f"| {_status_cell(check=check)} | `{check['score']}` | `{check['duration_ms']}` |"
         )
+    if report.get("allow_empty"):
+        lines += ["", f"No checks ran: {md_cell(str(report['allow_empty']))}."]
     if report.get("aborted_by"):
         # Only for runs a fuse or an interrupt stopped; a complete run keeps B-160's text.
         lines += [

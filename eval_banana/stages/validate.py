@@ -18,6 +18,7 @@ from eval_banana.definition import (
 from eval_banana.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.models.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck, ProblemModel
+from eval_banana.shard import empty_reason, selection_digest, shard_checks
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stem import artifact_stem
@@ -256,6 +257,17 @@ def validate(
                 snapshots[planned.snapshot] = frozen_bytes
         if require_scripts:
             errors.extend(unavailable_scripts(checks=checks))
+    # The shard filter comes last; the digest and the count describe the whole selection.
+    digest = selection_digest(checks=checks, project_root=config.project_root)
+    selected = len(checks)
+    allow_empty = None
+    if selection.shard is not None and not errors:
+        checks = shard_checks(checks=checks, shard=selection.shard)
+        kept = {check.snapshot for check in checks}
+        snapshots = {name: data for name, data in snapshots.items() if name in kept}
+        if not checks:
+            # A CI matrix job must not fail for being empty: the other shards hold the checks.
+            allow_empty = empty_reason(shard=selection.shard, selected=selected)
     plan = PlanDoc.model_validate(
         {
             **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
@@ -264,6 +276,9 @@ def validate(
             "checks": checks,
             "errors": sorted(errors, key=lambda problem: problem.file or ""),
             "warnings": warnings,
+            "selection_digest": digest,
+            "selected_checks": selected,
+            "allow_empty": allow_empty,
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots)
