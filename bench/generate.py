@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-GENERATOR_VERSION = "5"
+GENERATOR_VERSION = "6"
 BENCH_DIR = Path(__file__).resolve().parent
 AGENTS_DIR = BENCH_DIR / "agents"
 STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
@@ -129,10 +129,13 @@ def cached(*, key: str, sizes: Sizes, build: Callable[[Path], None]) -> Path:
     for stale in (partial, folder):
         if stale.exists():
             shutil.rmtree(stale)
-    partial.mkdir(parents=True)
-    build(partial)
-    (partial / MARKER).write_text(stamp)
-    partial.rename(folder)
+    # Run folders record absolute paths (W7): those are built where they stay, the marker last.
+    target = folder if key in RUN_WORKLOADS else partial
+    target.mkdir(parents=True)
+    build(target)
+    (target / MARKER).write_text(stamp)
+    if target is partial:
+        partial.rename(folder)
     return folder
 
 

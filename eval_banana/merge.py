@@ -41,7 +41,7 @@ from eval_banana.stagefiles import read_stage
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stages.config import resolve_config, write_config_stage
-from eval_banana.stages.execute import write_check_result, write_execute_stage
+from eval_banana.stages.execute import write_execute_stage
 
 # Settings that shape this merge's own outputs: taken from the merge's command line and config,
 # not from the shards (every other setting is the shards').
@@ -128,6 +128,9 @@ def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
         roots = _roots(run=run, config=config)
         for check, result in zip(run.plan.checks, run.execute.results, strict=True):
             relative = relative_source(source_path=check.source_path, project_root=run.project_root)
+            if roots.old == roots.new:  # the usual CI case: every job checks out at one path
+                rows.append((relative, check, result, run))
+                continue
             moved = check.model_copy(
                 update={
                     "source_path": roots.move(check.source_path),
@@ -226,27 +229,20 @@ def _link_or_copy(*, source: str, target: str) -> None:
             raise OutputDirError(f"Cannot copy {source} to {target}: {exc}") from None
 
 
-def _bring_evidence(
-    *, runs: Sequence[ShardRun], ordered: _Ordered, config: ConfigDoc, run_dir: Path
-) -> None:
-    """Every shard's checks/ files and frozen scripts, into the merged folder.
+def _bring_evidence(*, runs: Sequence[ShardRun], run_dir: Path) -> None:
+    """Every shard's checks/ files and frozen scripts, into the merged folder, as they are.
 
-    A shard whose project root differs from the merge's gets its checks/<stem>.json written
-    anew, so that copy of each result names the same source path as execute.json.
+    checks/<stem>.json stays the shard's own copy of each result (byte for byte, naming the
+    shard's paths); execute.json and report.json name the merge's.
     """
-    checks_dir = run_dir / "checks"
-    rewritten: set[str] = set()
-    for check, result, owner in zip(ordered.checks, ordered.results, ordered.owners, strict=True):
-        if owner.project_root != config.project_root:
-            write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
-            rewritten.add(f"{check.stem}.json")
+    checks_dir = str(run_dir / "checks")
     for run in runs:
         try:
             entries = list(os.scandir(run.run_dir / "checks"))
         except OSError:
             entries = []
         for entry in entries:
-            if entry.name not in rewritten and entry.is_file(follow_symlinks=False):
+            if entry.is_file(follow_symlinks=False):
                 _link_or_copy(source=entry.path, target=f"{checks_dir}/{entry.name}")
         for check in run.plan.checks:
             if check.snapshot:
@@ -275,7 +271,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         path=stage_path(run_dir=run_dir, stage="discover"), model=discovered
     )
     ordered = _order(runs=runs, config=config)
-    _bring_evidence(runs=runs, ordered=ordered, config=config, run_dir=run_dir)
+    _bring_evidence(runs=runs, run_dir=run_dir)
     plan = _merged_plan(first=first, ordered=ordered, config=config, inputs=dict(digests))
     plan_path = stage_path(run_dir=run_dir, stage="validate")
     digests["validate"] = write_model(path=plan_path, model=plan)

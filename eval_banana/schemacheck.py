@@ -115,7 +115,7 @@ def _all_of(checks: list[Check]) -> Check:
         return lambda value: first(value) and second(value)
 
     def check(value: Any) -> bool:
-        for test in checks:
+        for test in checks:  # noqa: SIM110 - a loop, not a generator: this runs per node
             if not test(value):
                 return False
         return True
@@ -131,7 +131,7 @@ def _any_of(checks: list[Check]) -> Check:
         return lambda value: first(value) or second(value)
 
     def check(value: Any) -> bool:
-        for test in checks:
+        for test in checks:  # noqa: SIM110 - a loop, not a generator: this runs per node
             if test(value):
                 return True
         return False

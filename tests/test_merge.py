@@ -280,6 +280,13 @@ def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, 
         for p in shards.iterdir()
         if (p / "checks" / stdout.name).is_file()
     )
-    # The result copies name the merge's paths (the shards' checkouts differ), so they are new.
-    result = json.loads((merged / "checks" / f"{stem}.json").read_text())
-    assert result["source_path"].startswith(str(scale_out["main"]))
+    # checks/<stem>.json stays the shard's own copy (naming its checkout); execute.json and
+    # report.json name the merge's project.
+    copy = merged / "checks" / f"{stem}.json"
+    (shard_copy,) = [
+        p / "checks" / copy.name for p in shards.iterdir() if (p / "checks" / copy.name).is_file()
+    ]
+    assert os.path.samefile(copy, shard_copy)
+    assert "/ci-job-" in json.loads(copy.read_text())["source_path"]
+    executed = json.loads((merged / "stages" / "execute.json").read_text())["results"]
+    assert all(r["source_path"].startswith(str(scale_out["main"])) for r in executed)

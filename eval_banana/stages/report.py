@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana import canonjson
 from eval_banana.artifacts import write_model, write_text_atomic
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
@@ -81,7 +81,7 @@ def build_report(
 
 def report_json_text(*, report: dict[str, Any]) -> str:
     """UTF-8 JSON, two-space indent, non-ASCII as-is, no trailing newline (B-155)."""
-    return json.dumps(report, indent=2, ensure_ascii=False)
+    return canonjson.dumps(report)
 
 
 def md_cell(text: str) -> str:
