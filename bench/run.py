@@ -45,6 +45,11 @@ DOC = REPO / "docs" / "performance.md"
 WORKLOADS: tuple[str, ...] = (*generate.BUILDERS, "W8")
 TABLE_START = "<!-- bench-table:start -->"
 TABLE_END = "<!-- bench-table:end -->"
+# The scale-out rows are also copied into docs/scale-out.md.
+SCALE_DOC = REPO / "docs" / "scale-out.md"
+SCALE_KEYS = frozenset({"W7", "W8"})
+FIGURES_START = "<!-- scale-out-figures:start -->"
+FIGURES_END = "<!-- scale-out-figures:end -->"
 PROMPT = "Read README.md and answer with a verdict."
 
 # Runs eval_banana like `python -m eval_banana`, then writes its own peak RSS (KB) to argv[1].
@@ -723,14 +728,14 @@ def machine_line(*, sizes: Sizes, runs: str) -> str:
     )
 
 
-def write_doc(*, path: Path, text: str) -> None:
-    """Replace what lies between the table markers of `path` (docs/performance.md) with `text`."""
+def write_doc(*, path: Path, text: str, start: str = TABLE_START, end: str = TABLE_END) -> None:
+    """Replace what lies between the markers of `path` (docs/performance.md) with `text`."""
     doc = path.read_text()
-    if TABLE_START not in doc or TABLE_END not in doc:
-        raise ValueError(f"{path} has no {TABLE_START} ... {TABLE_END} block to update")
-    head, rest = doc.split(TABLE_START, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    path.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+    if start not in doc or end not in doc:
+        raise ValueError(f"{path} has no {start} ... {end} block to update")
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
 # Entry ----------------------------------------------------------------------------------------
@@ -783,6 +788,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     if args.write_doc:
         write_doc(path=DOC, text=text)
+        scale_rows = [row for row in rows if row.case.key in SCALE_KEYS]
+        if scale_rows:
+            figures = "\n".join(
+                (
+                    machine_line(sizes=sizes, runs=runs),
+                    "",
+                    render_table(scale_rows),
+                    "",
+                    render_notes(scale_rows, sizes=sizes),
+                )
+            ).rstrip()
+            write_doc(path=SCALE_DOC, text=figures, start=FIGURES_START, end=FIGURES_END)
     return 0
 
 
