@@ -21,8 +21,9 @@ from eval_banana.models.record import Record
 _INFINITY = float("inf")
 _int_text = int.__repr__
 _float_text = float.__repr__
-# Per Record class: (dumped key, attribute name), in the order a dump lists them.
-_FIELD_ORDER: dict[tuple[type, bool], list[tuple[str, str]]] = {}
+# Per (Record class, indentation, sorted?): each field's opening text and attribute name. The
+# keys repeat in every record of a list, so they are escaped and laid out once.
+_HEADS: dict[tuple[type, str, bool], list[tuple[str, str]]] = {}
 
 
 class _Unusual(Exception):
@@ -39,44 +40,78 @@ def _float(value: float) -> str:
     return _float_text(value)
 
 
-def _fields(cls: type[Record], *, sort_keys: bool) -> list[tuple[str, str]]:
-    order = _FIELD_ORDER.get((cls, sort_keys))
-    if order is None:
+def _heads(cls: type[Record], pad: str, sort_keys: bool) -> list[tuple[str, str]]:
+    heads = _HEADS.get((cls, pad, sort_keys))
+    if heads is None:
         order = [(spec.alias or name, name) for name, spec in cls.model_fields.items()]
         if sort_keys:
             order.sort()
-        _FIELD_ORDER[(cls, sort_keys)] = order
-    return order
+        inner = pad + "  "
+        heads = [
+            (("{\n" if index == 0 else ",\n") + inner + encode_basestring(key) + ": ", name)
+            for index, (key, name) in enumerate(order)
+        ]
+        _HEADS[(cls, pad, sort_keys)] = heads
+    return heads
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> str:
     """The indent-2, non-ASCII-as-is JSON text of `value` (Records dumped by alias)."""
     parts: list[str] = []
     append = parts.append
+    keys: dict[str, str] = {}
 
-    def members(items: list[tuple[str, Any]], pad: str) -> None:
-        inner = pad + "  "
-        opening = "{\n"
-        for key, item in items:
-            head = opening + inner + encode_basestring(key) + ": "
-            opening = ",\n"
-            # Plain scalars inline: a call per leaf is most of the time on large documents.
-            kind = type(item)
-            if kind is str:
-                append(head + encode_basestring(item))
-            elif kind is int:
-                append(head + _int_text(item))
-            elif item is None:
-                append(head + "null")
-            elif kind is bool:
-                append(head + ("true" if item else "false"))
-            else:
-                append(head)
-                write(item, inner)
-        append("\n" + pad + "}")
+    def member(head: str, item: Any, inner: str) -> None:
+        # Plain scalars inline: a call per leaf is most of the time on large documents.
+        kind = type(item)
+        if kind is str:
+            append(head + encode_basestring(item))
+        elif kind is int:
+            append(head + _int_text(item))
+        elif item is None:
+            append(head + "null")
+        elif kind is bool:
+            append(head + ("true" if item else "false"))
+        else:
+            append(head)
+            write(item, inner)
 
     def write(item: Any, pad: str) -> None:
-        if isinstance(item, str):
+        kind = type(item)
+        inner = pad + "  "
+        if kind is dict:
+            if not item:
+                append("{}")
+                return
+            opening = "{\n"
+            for key in sorted(item) if sort_keys else item:
+                if type(key) is not str:
+                    raise _Unusual
+                text = keys.get(key)
+                if text is None:
+                    text = keys[key] = encode_basestring(key) + ": "
+                member(opening + inner + text, item[key], inner)
+                opening = ",\n"
+            append("\n" + pad + "}")
+        elif kind is list or kind is tuple:
+            if not item:
+                append("[]")
+                return
+            opening = "[\n" + inner
+            for element in item:
+                member(opening, element, inner)
+                opening = ",\n" + inner
+            append("\n" + pad + "]")
+        elif isinstance(item, Record):
+            heads = _heads(type(item), pad, sort_keys)
+            if not heads:
+                append("{}")
+                return
+            own = item.__dict__
+            for head, name in heads:
+                member(head, own[name], inner)
+            append("\n" + pad + "}")
+        elif isinstance(item, str):
             append(encode_basestring(item))
         elif item is None:
             append("null")
@@ -88,28 +123,6 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
             append(_int_text(item))
         elif isinstance(item, float):
             append(_float(item))
-        elif isinstance(item, Record):
-            own = item.__dict__
-            pairs = [(key, own[name]) for key, name in _fields(type(item), sort_keys=sort_keys)]
-            members(pairs, pad) if pairs else append("{}")
-        elif isinstance(item, dict):
-            if not item:
-                append("{}")
-                return
-            if not all(isinstance(key, str) for key in item):
-                raise _Unusual
-            members(sorted(item.items()) if sort_keys else list(item.items()), pad)
-        elif isinstance(item, list | tuple):
-            if not item:
-                append("[]")
-                return
-            inner = pad + "  "
-            opening = "[\n"
-            for element in item:
-                append(opening + inner)
-                opening = ",\n"
-                write(element, inner)
-            append("\n" + pad + "]")
         else:
             raise _Unusual
 

@@ -24,7 +24,6 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     ConfigDoc,
     DiscoverDoc,
-    DiscoveredFile,
     ExecuteDoc,
     GuardDoc,
     PlanDoc,
@@ -95,15 +94,9 @@ def _merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, st
     """What the shards discovered (the first one's list; they share one selection)."""
     doc: DiscoverDoc = read_stage(run_dir=first.run_dir, stage="discover")
     roots = _roots(run=first, config=config)
-    files = [
-        DiscoveredFile(
-            path=roots.move(item.path),
-            relative_path=item.relative_path,
-            size=item.size,
-            sha256=item.sha256,
-        )
-        for item in doc.files
-    ]
+    files = doc.files
+    if roots.old != roots.new:
+        files = [item.model_copy(update={"path": roots.move(item.path)}) for item in doc.files]
     return doc.model_copy(
         update={
             **envelope(stage="discover", run_id=config.run_id, inputs=inputs),
@@ -119,17 +112,16 @@ class _Ordered(NamedTuple):
 
     checks: list[PlannedCheck]
     results: list[CheckResult]
-    owners: list[ShardRun]
 
 
 def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
-    rows: list[tuple[str, PlannedCheck, CheckResult, ShardRun]] = []
+    rows: list[tuple[str, PlannedCheck, CheckResult]] = []
     for run in runs:
         roots = _roots(run=run, config=config)
         for check, result in zip(run.plan.checks, run.execute.results, strict=True):
             relative = relative_source(source_path=check.source_path, project_root=run.project_root)
             if roots.old == roots.new:  # the usual CI case: every job checks out at one path
-                rows.append((relative, check, result, run))
+                rows.append((relative, check, result))
                 continue
             moved = check.model_copy(
                 update={
@@ -138,13 +130,12 @@ def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
                 }
             )
             rows.append(
-                (relative, moved, result.model_copy(update={"source_path": moved.source_path}), run)
+                (relative, moved, result.model_copy(update={"source_path": moved.source_path}))
             )
     rows.sort(key=lambda row: row[0])
     return _Ordered(
         checks=[row[1] for row in rows],
         results=[row[2] for row in rows],
-        owners=[row[3] for row in rows],
     )
 
 

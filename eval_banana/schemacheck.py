@@ -250,6 +250,10 @@ class _Compiler:
             allowed.append([schema["const"]])
         if not allowed:
             return None
+        if len(allowed) == 1 and all(type(member) is str for member in allowed[0]):
+            # Only strings: JSON equality is plain equality, and only a string can match.
+            names = frozenset(allowed[0])
+            return lambda value: type(value) is str and value in names
         return lambda value: all(any(json_equal(value, a) for a in group) for group in allowed)
 
     def _pattern(self, pattern: Any) -> Check | None:
