@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "6"
 BENCH_DIR = Path(__file__).resolve().parent
 AGENTS_DIR = BENCH_DIR / "agents"
 STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
@@ -47,6 +47,8 @@ class Sizes:
     w6_judges: int
     w6_sleep: float
     w6_parallel: tuple[int, ...]
+    w7_checks: int
+    w7_shards: int
 
 
 FULL = Sizes(
@@ -64,6 +66,8 @@ FULL = Sizes(
     w6_judges=16,
     w6_sleep=0.5,
     w6_parallel=(1, 4, 16),
+    w7_checks=10_000,
+    w7_shards=8,
 )
 
 QUICK = Sizes(
@@ -81,6 +85,8 @@ QUICK = Sizes(
     w6_judges=4,
     w6_sleep=0.1,
     w6_parallel=(1, 4),
+    w7_checks=40,
+    w7_shards=4,
 )
 
 
@@ -99,10 +105,17 @@ def _fingerprint(*, key: str, sizes: Sizes) -> str:
             "python": sys.executable,
             "agents_dir": str(AGENTS_DIR),
             "agents": hashlib.sha256(agents).hexdigest(),
+            # W7 holds run folders eb wrote: a change of their formats must rebuild them.
+            "formats": _formats_digest() if key in RUN_WORKLOADS else None,
         },
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _formats_digest() -> str:
+    schemas = sorted((BENCH_DIR.parent / "eval_banana" / "schemas").rglob("*.json"))
+    return hashlib.sha256(b"".join(path.read_bytes() for path in schemas)).hexdigest()
 
 
 def cached(*, key: str, sizes: Sizes, build: Callable[[Path], None]) -> Path:
@@ -116,10 +129,13 @@ def cached(*, key: str, sizes: Sizes, build: Callable[[Path], None]) -> Path:
     for stale in (partial, folder):
         if stale.exists():
             shutil.rmtree(stale)
-    partial.mkdir(parents=True)
-    build(partial)
-    (partial / MARKER).write_text(stamp)
-    partial.rename(folder)
+    # Run folders record absolute paths (W7): those are built where they stay, the marker last.
+    target = folder if key in RUN_WORKLOADS else partial
+    target.mkdir(parents=True)
+    build(target)
+    (target / MARKER).write_text(stamp)
+    if target is partial:
+        partial.rename(folder)
     return folder
 
 
@@ -403,6 +419,101 @@ def build_w6(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+# W7 ------------------------------------------------------------------------------------------
+
+# W7's cached runs are made by eb itself (minutes at full size), so only a format change or a
+# new generator rebuilds them.
+RUN_WORKLOADS = frozenset({"W7"})
+FAILING_EVERY = 100  # base: check_00099, check_00199, ... fail
+REMOVED_EVERY = 200  # head: check_00007, check_00207, ... are gone
+NEW_CHECKS_PER_10K = 50
+FAILING_SCRIPT = "import sys\nsys.exit('planted failure')\n"
+
+
+def w7_base_checks(*, sizes: Sizes) -> dict[str, str]:
+    """Check id -> script of the base project: trivial checks, one in a hundred failing."""
+    return {
+        f"check_{index:05d}": FAILING_SCRIPT
+        if index % FAILING_EVERY == FAILING_EVERY - 1
+        else TRIVIAL_SCRIPT
+        for index in range(sizes.w7_checks)
+    }
+
+
+def w7_head_checks(*, sizes: Sizes) -> dict[str, str]:
+    """The head project: some checks removed, some added, some regressed or fixed or edited."""
+    checks = w7_base_checks(sizes=sizes)
+    for index in range(7, sizes.w7_checks, REMOVED_EVERY):
+        del checks[f"check_{index:05d}"]
+    for index in range(13, sizes.w7_checks, REMOVED_EVERY):  # regressions
+        checks[f"check_{index:05d}"] = FAILING_SCRIPT
+    for index in range(FAILING_EVERY - 1, sizes.w7_checks, 2 * FAILING_EVERY):  # fixes
+        checks[f"check_{index:05d}"] = TRIVIAL_SCRIPT
+    for index in range(29, sizes.w7_checks, REMOVED_EVERY):  # edited, still passing
+        checks[f"check_{index:05d}"] = "import sys\nsys.exit(0)  # edited\n"
+    added = max(2, sizes.w7_checks * NEW_CHECKS_PER_10K // 10_000)
+    for index in range(added):
+        checks[f"new_{index:03d}"] = FAILING_SCRIPT if index % 10 == 0 else TRIVIAL_SCRIPT
+    return checks
+
+
+def _w7_project(*, project: Path, checks: dict[str, str]) -> None:
+    """The checks in folders of a hundred (`check_01234` in part012/, new ones in part_new/)."""
+    write_config(project=project)
+    for check_id, script in checks.items():
+        number = check_id.removeprefix("check_")
+        part = f"part{int(number) // 100:03d}" if number.isdigit() else "part_new"
+        path = project / "eval_checks" / part / f"{check_id}.yaml"
+        _write(path, deterministic_yaml(check_id=check_id, script=script))
+
+
+def _eb(*args: str) -> int:
+    """A real eb process (quiet); the generator needs its exit code only."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=BENCH_DIR.parent,
+        check=False,
+    )
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"eb {' '.join(args)} exited {done.returncode}: {done.stderr[-800:]!r}")
+    return done.returncode
+
+
+def build_w7(*, sizes: Sizes) -> Callable[[Path], None]:
+    """Two projects, a one-machine run of the base, N shard runs of the head and their merge."""
+
+    def build(root: Path) -> None:
+        base, head, runs = root / "project-base", root / "project-head", root / "runs"
+        _w7_project(project=base, checks=w7_base_checks(sizes=sizes))
+        _w7_project(project=head, checks=w7_head_checks(sizes=sizes))
+        scripts = root / "floor-scripts"
+        scripts.mkdir()
+        listing = []
+        # The floor of a one-machine run: as many interpreters, each running a trivial script.
+        for check_id in w7_base_checks(sizes=sizes):
+            (scripts / f"{check_id}.py").write_text(TRIVIAL_SCRIPT)
+            listing.append(f"floor-scripts/{check_id}.py")
+        (root / "floor-list.txt").write_text("\n".join(listing) + "\n")
+        flat = ["--max-parallel-checks", "4", "--flat-output"]
+        _eb("run", "--cwd", str(base), "--output-dir", str(runs / "base"), *flat)
+        shard_dirs = [str(path) for path in w7_shard_dirs(root=root, sizes=sizes)]
+        for index, shard_dir in enumerate(shard_dirs, start=1):
+            shard = f"{index}/{sizes.w7_shards}"
+            _eb("run", "--cwd", str(head), "--shard", shard, "--output-dir", shard_dir, *flat)
+        merged = ["--cwd", str(head), "--output-dir", str(runs / "merged"), "--flat-output"]
+        _eb("merge", *shard_dirs, *merged)
+
+    return build
+
+
+def w7_shard_dirs(*, root: Path, sizes: Sizes) -> list[Path]:
+    return [root / "runs" / f"shard-{index}" for index in range(1, sizes.w7_shards + 1)]
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -417,6 +528,7 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W4": lambda sizes: build_w4(sizes=sizes),
     "W5": lambda sizes: build_w5(sizes=sizes),
     "W6": lambda sizes: build_w6(sizes=sizes),
+    "W7": lambda sizes: build_w7(sizes=sizes),
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import contextlib
+import json
 import os
 import platform
 import re
@@ -41,8 +42,14 @@ from bench import generate  # noqa: E402
 from bench.generate import EXCLUDED, FULL, QUICK, Sizes  # noqa: E402
 
 DOC = REPO / "docs" / "performance.md"
+WORKLOADS: tuple[str, ...] = (*generate.BUILDERS, "W8")
 TABLE_START = "<!-- bench-table:start -->"
 TABLE_END = "<!-- bench-table:end -->"
+# The scale-out rows are also copied into docs/scale-out.md.
+SCALE_DOC = REPO / "docs" / "scale-out.md"
+SCALE_KEYS = frozenset({"W7", "W8"})
+FIGURES_START = "<!-- scale-out-figures:start -->"
+FIGURES_END = "<!-- scale-out-figures:end -->"
 PROMPT = "Read README.md and answer with a verdict."
 
 # Runs eval_banana like `python -m eval_banana`, then writes its own peak RSS (KB) to argv[1].
@@ -99,9 +106,15 @@ class Case:
     eb_args: list[str]
     floor: list[str]
     floor_label: str
-    target: float
+    target: float | None  # ratio of eb's median to the floor's; None: no ratio target
     expect_rc: int = 0
     memory_target_mb: float | None = None
+    seconds_target: float | None = None  # an absolute bound on eb's median wall time
+    warmup: bool = True  # one unmeasured run of each first (full mode)
+    # A run folder whose report.html (written anew by this eb) is timed in Chromium instead of
+    # an eb process.
+    browser_page: Path | None = None
+    browser_expect_rows: int | None = None
     floor_stdin: Path | None = None
     floor_cwd: Path | None = None  # default: a scratch folder
     floor_stdout_file: bool = False
@@ -225,6 +238,9 @@ def _eb_problems(*, case: Case, sample: Sample, scratch: Path) -> list[str]:
 
 def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
     """Floor and eb alternately, so both see the same machine state."""
+    if case.browser_page is not None:
+        return bench_browser(case=case, runs=runs, warmup=warmup)
+    warmup = warmup and case.warmup
     row = Row(case=case)
     scratch = Path(tempfile.mkdtemp(prefix=f"eb-bench-{case.key}-"))
     try:
@@ -248,12 +264,164 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
     return row
 
 
+# report.html in headless Chromium ------------------------------------------------------------
+
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1280,900",
+)
+# Counted in the page, after the filter: the rows a reader sees.
+VISIBLE_ROWS = (
+    "return Array.from(document.querySelectorAll('tbody tr'))"
+    ".filter(function (r) { return r.offsetParent !== null; }).length;"
+)
+FAILED_FILTER = '#status-filter button[data-g="failed"]'
+
+
+def _static_table(*, rows: int, path: Path) -> Path:
+    """The floor page: as many plain table rows, no script, no data blob."""
+    body = "".join(
+        f"<tr><td>check_{i:05d}</td><td>passed</td><td>deterministic</td><td>bench</td>"
+        f"<td>5 ms</td></tr>"
+        for i in range(rows)
+    )
+    path.write_text(
+        f"<!DOCTYPE html><html><body><table><tbody>{body}</tbody></table></body></html>"
+    )
+    return path
+
+
+def _open_and_filter(*, driver: object, page: Path, click: bool) -> tuple[float, int]:
+    """Seconds from asking for the page to the filtered rows being counted, and that count."""
+    from selenium.webdriver.common.by import By
+
+    start = time.perf_counter()
+    driver.get(page.as_uri())  # type: ignore[attr-defined]  # returns after the load event
+    if click:
+        driver.find_element(By.CSS_SELECTOR, FAILED_FILTER).click()  # type: ignore[attr-defined]
+    shown = int(driver.execute_script(VISIBLE_ROWS))  # type: ignore[attr-defined]
+    return time.perf_counter() - start, shown
+
+
+def _current_page(*, run_dir: Path, scratch: Path) -> Path:
+    """report.html of a cached run as this eb writes it (the cached copy may be older)."""
+    from eval_banana.reporting.html import write_html
+
+    report = json.loads((run_dir / "report.json").read_bytes())
+    page = scratch / "report.html"
+    write_html(report=report, run_dir=run_dir, path=page)
+    return page
+
+
+def bench_browser(*, case: Case, runs: int, warmup: bool) -> Row:
+    """report.html opened and filtered to its failed checks, against a static table of as many
+    rows, alternately in one headless Chromium (its start-up is not counted)."""
+    row = Row(case=case)
+    assert case.browser_page is not None
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        row.problems.append("selenium is not installed (pip install -e '.[dev]')")
+        return row
+    if not CHROMEDRIVER.exists() or shutil.which("chromium") is None:
+        row.problems.append("chromium and chromedriver are needed (apt-get install chromium)")
+        return row
+    scratch = Path(tempfile.mkdtemp(prefix="eb-bench-browser-"))
+    options = webdriver.ChromeOptions()
+    for argument in (*CHROMIUM_FLAGS, f"--user-data-dir={scratch / 'profile'}"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        page = _current_page(run_dir=case.browser_page, scratch=scratch)
+        rows = len(json.loads((case.browser_page / "report.json").read_bytes())["checks"])
+        floor_page = _static_table(rows=rows, path=scratch / "floor.html")
+        if warmup:
+            _open_and_filter(driver=driver, page=floor_page, click=False)
+            _open_and_filter(driver=driver, page=page, click=True)
+        for _ in range(runs):
+            seconds, _ = _open_and_filter(driver=driver, page=floor_page, click=False)
+            row.floor.append(Sample(seconds=seconds, rc=0, rss_kb=None))
+            seconds, shown = _open_and_filter(driver=driver, page=page, click=True)
+            row.eb.append(Sample(seconds=seconds, rc=0, rss_kb=None))
+            if shown != case.browser_expect_rows:
+                problem = (
+                    f"the failed filter showed {shown} rows, expected {case.browser_expect_rows}"
+                )
+                if problem not in row.problems:
+                    row.problems.append(problem)
+    finally:
+        driver.quit()
+        shutil.rmtree(scratch, ignore_errors=True)
+    return row
+
+
+# W7 floors: the same data read (and, for the merge, written) by plain json, in one process.
+MERGE_FLOOR = """\
+import json, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+plans, results = [], []
+for folder in sys.argv[2:]:
+    plans += json.loads((Path(folder) / "stages" / "plan.json").read_bytes())["checks"]
+    results += json.loads((Path(folder) / "stages" / "execute.json").read_bytes())["results"]
+out.mkdir(parents=True, exist_ok=True)
+(out / "plan.json").write_text(json.dumps({"checks": plans}, indent=2, sort_keys=True))
+(out / "execute.json").write_text(json.dumps({"results": results}, indent=2, sort_keys=True))
+"""
+DIFF_FLOOR = """\
+import json, sys
+base, head = (json.loads(open(p + "/report.json", "rb").read()) for p in sys.argv[1:3])
+ids = {c["check_id"]: c["status"] for c in base["checks"]}
+print(sum(1 for c in head["checks"] if ids.get(c["check_id"], "passed") != c["status"]))
+"""
+
+
+def split_note(*, sizes: Sizes) -> str:
+    """The shard split of the W7 ids, and how often a split of as many random ids is as even."""
+    import random
+    import string
+
+    from eval_banana.shard import split_counts
+
+    ids = list(generate.w7_base_checks(sizes=sizes))
+    total = sizes.w7_shards
+    even = len(ids) / total
+    counts = split_counts(check_ids=ids, total=total)
+    worst = max(abs(count - even) for count in counts) / even
+    rng = random.Random(17)
+    trials = 200 if sizes is FULL else 20
+    spreads = []
+    for _ in range(trials):
+        sample = ["".join(rng.choices(string.ascii_lowercase + "_", k=12)) for _ in ids]
+        split = split_counts(check_ids=sample, total=total)
+        spreads.append(max(abs(count - even) for count in split) / even)
+    spreads.sort()
+    within = sum(1 for spread in spreads if spread <= 0.05) / trials
+    return (
+        f"- W7 split: {len(ids)} ids into {total} shards: {min(counts)} to {max(counts)} per shard "
+        f"(largest deviation {worst * 100:.2f}% of {even:g}; target ≤ 5%: "
+        f"{'met' if worst <= 0.05 else 'NO'}). Over {trials} sets of {len(ids)} random ids the "
+        f"largest deviation is at most 5% in {within * 100:.0f}% of them (median "
+        f"{spreads[trials // 2] * 100:.2f}%, worst {spreads[-1] * 100:.2f}%)."
+    )
+
+
 # Cases ----------------------------------------------------------------------------------------
 
 
 def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
     """The cases of one workload (generating it first if needed)."""
-    root = generate.workload(key=key, sizes=sizes)
+    # W8 times a one-machine run of W7's base project and the report.html it wrote.
+    root = generate.workload(key="W7" if key == "W8" else key, sizes=sizes)
     py = sys.executable
     full = sizes is FULL
 
@@ -398,6 +566,73 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
             )
             for parallel in sizes.w6_parallel
         ]
+    if key == "W7":
+        runs_dir = root / "runs"
+        shards = [str(path) for path in generate.w7_shard_dirs(root=root, sizes=sizes)]
+        head = root / "project-head"
+        return [
+            Case(
+                key="W7",
+                name=f"eb merge, {sizes.w7_shards} shards of {sizes.w7_checks} checks",
+                eb_args=["merge", *shards, "--cwd", str(head)],
+                floor=[py, "-c", MERGE_FLOOR, str(root / "floor-out"), *shards],
+                floor_label="json load + dump of the shards' plans and results",
+                target=None,
+                seconds_target=2,
+                memory_target_mb=200,
+                expect_rc=1,
+                output_dir=True,
+                runs=n(5),
+            ),
+            Case(
+                key="W7",
+                name=f"eb diff, two runs of {sizes.w7_checks} checks",
+                eb_args=["diff", str(runs_dir / "base"), str(runs_dir / "merged")],
+                floor=[py, "-c", DIFF_FLOOR, str(runs_dir / "base"), str(runs_dir / "merged")],
+                floor_label="json load of both reports",
+                target=None,
+                seconds_target=1,
+                expect_rc=1,
+                runs=n(5),
+            ),
+        ]
+    if key == "W8":
+        w7 = root
+        base_report = w7 / "runs" / "base" / "report.json"
+        failed = sum(
+            1
+            for check in json.loads(base_report.read_text())["checks"]
+            if check["status"] == "failed"
+        )
+        return [
+            Case(
+                key="W8",
+                name=f"eb run, {sizes.w7_checks} trivial checks, parallel 4",
+                eb_args=["run", "--cwd", str(w7 / "project-base"), "--max-parallel-checks", "4"],
+                floor=["xargs", "-P", "4", "-n", "1", py],
+                floor_label=f"{sizes.w7_checks} python launches, xargs -P 4",
+                floor_stdin=w7 / "floor-list.txt",
+                floor_cwd=w7,
+                target=1.15,
+                memory_target_mb=150,
+                expect_rc=1 if failed else 0,
+                output_dir=True,
+                warmup=False,  # minutes per run at full size
+                runs=n(1),
+            ),
+            Case(
+                key="W8",
+                name=f"report.html of {sizes.w7_checks} checks: open, filter to failed",
+                eb_args=[],
+                floor=[],
+                floor_label="static HTML table of as many rows",
+                target=None,
+                seconds_target=2,
+                browser_page=w7 / "runs" / "base",
+                browser_expect_rows=failed,
+                runs=n(5),
+            ),
+        ]
     raise KeyError(key)
 
 
@@ -423,11 +658,18 @@ def row_cells(row: Row) -> list[str]:
     rss = [sample.rss_kb for sample in row.eb if sample.rss_kb is not None]
     peak_mb = max(rss) / 1024 if rss else None
     ratio = _median(row.eb) / _median(row.floor)
-    met = ratio <= case.target
-    target = f"≤ {case.target:g}"
+    met = True
+    targets = []
+    if case.target is not None:
+        targets.append(f"≤ {case.target:g}")
+        met = ratio <= case.target
+    if case.seconds_target is not None:
+        targets.append(f"≤ {case.seconds_target:g} s")
+        met = met and _median(row.eb) <= case.seconds_target
     if case.memory_target_mb is not None:
-        target += f", ≤ {case.memory_target_mb:g} MB"
+        targets.append(f"≤ {case.memory_target_mb:g} MB")
         met = met and peak_mb is not None and peak_mb <= case.memory_target_mb
+    target = ", ".join(targets)
     verdict = "yes" if met and not row.problems else "NO"
     if row.problems:
         verdict += " (see notes)"
@@ -438,7 +680,7 @@ def row_cells(row: Row) -> list[str]:
         _fmt_s(statistics.median(eb_times)),
         _fmt_s(min(eb_times)),
         _fmt_s(max(eb_times)),
-        f"{peak_mb:.0f}" if peak_mb is not None else "?",
+        f"{peak_mb:.0f}" if peak_mb is not None else ("—" if case.browser_page else "?"),
         case.floor_label,
         _fmt_s(_median(row.floor)),
         f"{ratio:.2f}",
@@ -469,8 +711,9 @@ def render_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def render_notes(rows: list[Row]) -> str:
-    """Problems that void a row, and the W3 --check-id versus full-validation comparison."""
+def render_notes(rows: list[Row], *, sizes: Sizes) -> str:
+    """Problems that void a row, the W3 --check-id versus full-validation comparison, and the
+    W7 shard split (a count, not a timing)."""
     notes = [
         f"- {row.case.key} {row.case.name}: {problem}" for row in rows for problem in row.problems
     ]
@@ -482,6 +725,8 @@ def render_notes(rows: list[Row]) -> str:
             f"- W3: `eb run --check-id` (one check, run included) takes {selected / full:.2f} x "
             f"the time of `eb validate` of every file ({_fmt_s(selected)} s vs {_fmt_s(full)} s)."
         )
+    if any(row.case.key == "W7" for row in rows):
+        notes.append(split_note(sizes=sizes))
     return "\n".join(notes)
 
 
@@ -492,14 +737,14 @@ def machine_line(*, sizes: Sizes, runs: str) -> str:
     )
 
 
-def write_doc(*, path: Path, text: str) -> None:
-    """Replace what lies between the table markers of `path` (docs/performance.md) with `text`."""
+def write_doc(*, path: Path, text: str, start: str = TABLE_START, end: str = TABLE_END) -> None:
+    """Replace what lies between the markers of `path` (docs/performance.md) with `text`."""
     doc = path.read_text()
-    if TABLE_START not in doc or TABLE_END not in doc:
-        raise ValueError(f"{path} has no {TABLE_START} ... {TABLE_END} block to update")
-    head, rest = doc.split(TABLE_START, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    path.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+    if start not in doc or end not in doc:
+        raise ValueError(f"{path} has no {start} ... {end} block to update")
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
 # Entry ----------------------------------------------------------------------------------------
@@ -521,8 +766,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = QUICK if args.quick else FULL
     keys = [key.strip().upper() for key in args.only.split(",") if key.strip()]
-    keys = keys or list(generate.BUILDERS)
-    unknown = [key for key in keys if key not in generate.BUILDERS]
+    keys = keys or list(WORKLOADS)
+    unknown = [key for key in keys if key not in WORKLOADS]
     if unknown:
         print(f"unknown workload(s): {', '.join(unknown)}", file=sys.stderr)
         return 2
@@ -545,13 +790,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
             render_table(rows),
             "",
-            render_notes(rows),
+            render_notes(rows, sizes=sizes),
         )
         if part is not None
     ).rstrip()
     print(text)
     if args.write_doc:
-        write_doc(path=DOC, text=text)
+        # A call of only the scale-out workloads leaves the main table of another call alone.
+        if any(row.case.key not in SCALE_KEYS for row in rows):
+            write_doc(path=DOC, text=text)
+        scale_rows = [row for row in rows if row.case.key in SCALE_KEYS]
+        if scale_rows:
+            figures = "\n".join(
+                (
+                    machine_line(sizes=sizes, runs=runs),
+                    "",
+                    render_table(scale_rows),
+                    "",
+                    render_notes(scale_rows, sizes=sizes),
+                )
+            ).rstrip()
+            for path in (SCALE_DOC, DOC):
+                write_doc(path=path, text=figures, start=FIGURES_START, end=FIGURES_END)
     return 0
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from eval_banana import canonjson
 from eval_banana.models.record import Record
 
 _TEMP_NAMES = itertools.count()
@@ -39,9 +39,12 @@ def write_text_atomic(*, path: Path, text: str) -> None:
     write_bytes_atomic(path=path, data=text.encode("utf-8"))
 
 
-def stage_json_bytes(*, document: dict[str, Any]) -> bytes:
-    """Canonical stage-file bytes: sorted keys, two-space indent, trailing newline."""
-    return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+def stage_json_bytes(*, document: dict[str, Any] | Record) -> bytes:
+    """Canonical stage-file bytes: sorted keys, two-space indent, trailing newline.
+
+    A Record is written as its `model_dump(mode="json", by_alias=True)` would be.
+    """
+    return (canonjson.dumps(document, sort_keys=True) + "\n").encode()
 
 
 def sha256_file(*, path: Path) -> str:
@@ -59,6 +62,6 @@ def sha256_bytes(*, data: bytes) -> str:
 
 def write_model(*, path: Path, model: Record) -> str:
     """Write a stage document atomically; return the digest of the bytes written."""
-    data = stage_json_bytes(document=model.model_dump(mode="json", by_alias=True))
+    data = stage_json_bytes(document=model)
     write_bytes_atomic(path=path, data=data)
     return sha256_bytes(data=data)

@@ -57,6 +57,8 @@ def summary_lines(
         f"Passed: {'yes' if report['run_passed'] else 'no'}",
         f"Report: {report_path}{html}",
     ]
+    if report.get("allow_empty"):
+        lines.append(f"No checks ran: {report['allow_empty']}")
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
         lines.append(_check_line(check=check))

@@ -135,6 +135,18 @@ class StageFileError(EvalBananaError):
     kind = "stage_file_error"
 
 
+class MergeError(EvalBananaError):
+    """`eb merge` was given folders that are not every shard of one plan exactly once."""
+
+    kind = "merge_error"
+
+
+class RunFolderError(EvalBananaError):
+    """A folder given as a finished run (`eb diff`, `--baseline`) is not one, or is unreadable."""
+
+    kind = "run_folder_error"
+
+
 class RunAborted(EvalBananaError):
     """An interrupt or a fuse stopped the run; raised only after the reports are written."""
 

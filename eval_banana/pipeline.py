@@ -27,7 +27,14 @@ from eval_banana.stages import validate as validate_stage
 from eval_banana.stages.config import write_config_stage
 from eval_banana.stages.report import ReportOutcome
 
-__all__ = ["RunOutcome", "RunRequest", "load_config", "publish_report", "run_pipeline"]
+__all__ = [
+    "RunOutcome",
+    "RunRequest",
+    "finish_run",
+    "load_config",
+    "publish_report",
+    "run_pipeline",
+]
 
 
 class RunOutcome(Record):
@@ -115,6 +122,29 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     for warning in executed.warnings:
         console.warn(warning.message)
 
+    return finish_run(
+        run_dir=run_dir,
+        config=config,
+        executed=executed,
+        digests=digests,
+        extras=request.extras,
+        console=console,
+    )
+
+
+def finish_run(
+    *,
+    run_dir: Path,
+    config: ConfigDoc,
+    executed: ExecuteDoc,
+    digests: dict[str, str],
+    extras: ReportExtras | None,
+    console: Console,
+) -> RunOutcome:
+    """The score and report stages over a written execute.json (`eb run`, `eb merge`).
+
+    An aborted run raises RunAborted (exit 3) once its reports are written.
+    """
     scored = score_stage.score(
         config=config,
         execute=executed,
@@ -128,7 +158,7 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
         execute=executed,
         score=scored,
         inputs={k: digests[k] for k in ("config", "execute", "score")},
-        extras=request.extras,
+        extras=extras,
         console=console,
     )
     if scored.aborted_by is not None:

@@ -8,6 +8,7 @@ from eval_banana.errors import UsageError
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import PlanDoc, PlannedCheck
 from eval_banana.selection import Selector, compile_selector, id_matches_pattern, is_id_pattern
+from eval_banana.shard import in_shard
 
 
 def _in_folder(*, check: PlannedCheck, folder: Path) -> bool:
@@ -33,6 +34,8 @@ def _selected(
         return False
     tags = [str(tag) for tag in check.definition.get("tags") or []]
     if not selector.selects(check_id=check.id, tags=tags):
+        return False
+    if selection.shard is not None and not in_shard(check_id=check.id, shard=selection.shard):
         return False
     return folder is None or _in_folder(check=check, folder=folder)
 

@@ -99,6 +99,7 @@ def _help(section: str, key: str, extra: str = "") -> str:
 
 
 _RUN = ("run",)
+_RUN_MERGE = ("run", "merge")  # where a run folder and its reports are written
 _RUN_VALIDATE = ("run", "validate")
 
 SETTINGS: tuple[SettingSpec, ...] = (
@@ -109,7 +110,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="path",
         env="EVAL_BANANA_OUTPUT_DIR",
         flag="--output-dir",
-        commands=_RUN,
+        commands=_RUN_MERGE,
         metavar="DIR",
         help=_help("core", "output_dir", "An empty --output-dir means the project root."),
     ),
@@ -175,7 +176,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="optional_path",
         env="EVAL_BANANA_JUNIT_XML",
         flag="--junit-xml",
-        commands=_RUN,
+        commands=_RUN_MERGE,
         metavar="PATH",
         help=_help("core", "junit_xml", "Relative paths are joined to the project root."),
     ),

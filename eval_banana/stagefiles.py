@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from eval_banana.artifacts import sha256_file
 from eval_banana.errors import StageFileError
 from eval_banana.models.stages import STAGE_MODELS
+from eval_banana.schemacheck import compile_schema
 from eval_banana.stagecheck import inconsistency
 
 __all__ = ["STAGE_INPUTS", "STAGE_MODELS", "read_stage", "stage_digest", "upstream_digests"]
@@ -29,19 +31,47 @@ assert tuple(STAGE_MODELS) == STAGE_NAMES
 
 
 @cache
-def _validator(stage: str) -> Any:
-    # jsonschema costs ~40 ms to import: only readers of stage files pay for it.
-    import jsonschema
-
+def _schema(stage: str) -> dict[str, Any]:
     from eval_banana.schemas import packaged_schema
 
-    schema = json.loads(packaged_schema(f"stages/{stage}"))
+    schema: dict[str, Any] = json.loads(packaged_schema(f"stages/{stage}"))
+    return schema
+
+
+@cache
+def _quick_check(stage: str) -> Callable[[Any], bool] | None:
+    """The fast yes/no check of a stage file (None: only jsonschema can judge this schema)."""
+    return compile_schema(_schema(stage))
+
+
+@cache
+def _validator(stage: str) -> Any:
+    # jsonschema costs ~40 ms to import, and seconds on a 10,000-result file: it is asked only
+    # to explain a file the quick check refused (or to judge one the quick check cannot).
+    import jsonschema
+
+    schema = _schema(stage)
     validator_type = jsonschema.validators.validator_for(schema)
     return validator_type(schema)
 
 
 def _json_path(parts: Any) -> str:
     return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+
+
+def _refuse_schema_errors(*, path: Path, stage: str, document: Any) -> None:
+    """jsonschema's account of why `document` is not a valid stage file (none: it is one)."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(stage).iter_errors(document))
+    if error is not None:
+        where = _json_path(error.absolute_path)
+        raise StageFileError(
+            f"Stage file {path} is invalid at {where}: {error.message}",
+            file=str(path),
+            field_path=where,
+            hint=f"Expected a {stage} stage file of schema_version 1; rerun: eb stage {stage}.",
+        )
 
 
 def read_stage(*, run_dir: Path, stage: str) -> Any:
@@ -62,18 +92,10 @@ def read_stage(*, run_dir: Path, stage: str) -> Any:
             field_path="$",
             hint=f"The file is truncated or was edited by hand; rerun: eb stage {stage}.",
         ) from None
-    from jsonschema.exceptions import best_match
-
-    error = best_match(_validator(stage).iter_errors(document))
-    if error is not None:
-        where = _json_path(error.absolute_path)
-        raise StageFileError(
-            f"Stage file {path} is invalid at {where}: {error.message}",
-            file=str(path),
-            field_path=where,
-            hint=f"Expected a {stage} stage file of schema_version 1; rerun: eb stage {stage}.",
-        )
-    # The schema above is generated from the model, so building it cannot fail on a valid file.
+    quick = _quick_check(stage)
+    if quick is None or not quick(document):
+        _refuse_schema_errors(path=path, stage=stage, document=document)
+    # The schema is generated from the model, so building it cannot fail on a valid file.
     doc = STAGE_MODELS[stage].model_validate(document)
     found = inconsistency(stage=stage, doc=doc)
     if found is not None:

@@ -169,6 +169,15 @@ PRECEDENCE = [
         ["--env-allow-prefix", "R_"],
         ["R_"],
     ),
+    (
+        "execution.redact",
+        '["MY_DSN"]',
+        ["MY_DSN"],
+        "A_*, B",
+        ["A_*", "B"],
+        ["--redact", "C"],
+        ["C"],
+    ),
 ]
 
 
@@ -323,6 +332,7 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
         "check_dir": "checks",
         "tags": ["t"],
         "keyword": "x",
+        "shard": None,
     }
 
 

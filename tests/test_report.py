@@ -57,6 +57,9 @@ REPORT_KEYS = [
     "skipped",
     "maxfail",
     "halted_by",
+    "shard",
+    "allow_empty",
+    "merged_from",
 ]
 CHECK_KEYS = [
     "check_id",

@@ -122,6 +122,7 @@ def test_the_selection_is_recorded_in_config_json(five: Path, eb: Eb) -> None:
         "check_dir": None,
         "tags": ["judge or lint"],
         "keyword": "login",
+        "shard": None,
     }
 
 

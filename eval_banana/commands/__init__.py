@@ -20,6 +20,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "eval_banana.commands.validate",
         "Validate every check definition without running anything.",
     ),
+    "merge": (
+        "eval_banana.commands.merge",
+        "Merge the run folders of `eb run --shard K/N` into one run; exit code = verdict.",
+    ),
+    "diff": (
+        "eval_banana.commands.diff",
+        "Compare two runs check by check: regressions, fixes, new and removed checks.",
+    ),
     "stage": ("eval_banana.commands.stage", "Rerun one stage from the files in a run folder."),
     "status": (
         "eval_banana.commands.status",

@@ -67,6 +67,12 @@ def add_common(parser: argparse.ArgumentParser, *, selection: bool = True) -> No
             help="Keep checks whose id matches, as pytest -k: case-insensitive substrings "
             "combined with and, or, not and parentheses ('login and not slow').",
         )
+        parser.add_argument(
+            "--shard",
+            metavar="K/N",
+            help="Keep only shard K of N of the selected checks (by a stable hash of each id; "
+            "see docs/scale-out.md). 'auto' reads GitLab's CI_NODE_INDEX/CI_NODE_TOTAL.",
+        )
 
 
 def add_setting_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
@@ -96,17 +102,24 @@ def add_run_dir(parser: argparse.ArgumentParser) -> None:
 def selection(args: argparse.Namespace) -> Selection:
     from eval_banana.models.config import Selection
 
+    shard_text = getattr(args, "shard", None)
+    shard = None
+    if shard_text is not None:
+        from eval_banana.shard import parse_shard
+
+        shard = parse_shard(text=shard_text, environ=os.environ)
     return Selection(
         check_ids=list(getattr(args, "check_id", []) or []),
         check_dir=getattr(args, "check_dir", None),
         tags=list(getattr(args, "tag", []) or []),
         keyword=getattr(args, "keyword", None),
+        shard=shard,
     )
 
 
 def selection_given(args: argparse.Namespace) -> bool:
     """Whether any selection flag was given (a stage rerun then replaces the recorded one)."""
-    names = ("check_id", "check_dir", "tag", "keyword")
+    names = ("check_id", "check_dir", "tag", "keyword", "shard")
     return any(getattr(args, name, None) for name in names)
 
 

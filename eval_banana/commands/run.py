@@ -5,11 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import threading
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from eval_banana.commands import common
 from eval_banana.errors import UsageError
+
+if TYPE_CHECKING:
+    from eval_banana.diff import RunSummary
 
 EPILOG = common.EXIT_HELP
 
@@ -28,6 +34,13 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="Print the report (or the error) as one JSON object."
     )
     add_report_arguments(parser)
+    parser.add_argument(
+        "--baseline",
+        metavar="RUN_DIR",
+        help="An earlier run folder (or 'latest', read before this run starts): print the diff "
+        "against it after the summary and write diff.json into the run folder. The exit code "
+        "stays this run's verdict.",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.flat_output and "core.output_dir" not in common.cli_values(args):
         raise UsageError("--flat-output requires an explicit --output-dir")
     extras, result_out = prepare_report_options(args=args, environ=os.environ)
+    baseline = _read_baseline(args) if args.baseline else None
     request = common.request(args, flat_output=args.flat_output, extras=extras)
     stamp = partial(
         stamp_result,
@@ -55,8 +69,34 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_pipeline(request=request, cancel=cancel, console=console)
     except BaseException as exc:
         stamp(error=exc)  # --result-out is written for every failure after option parsing
+        if baseline is not None and extras.report is not None:
+            _show_diff(baseline=baseline, report=extras.report, quiet=args.json)  # aborted run
         raise
     stamp(error=None)
     if args.json:
         print(json.dumps(outcome.report, ensure_ascii=False))
+    if baseline is not None:
+        _show_diff(baseline=baseline, report=outcome.report, quiet=args.json)
     return outcome.exit_code
+
+
+def _read_baseline(args: argparse.Namespace) -> RunSummary:
+    """The baseline run, read before anything runs: a wrong folder must not cost a whole run."""
+    from eval_banana.commands.diff import resolve_run
+    from eval_banana.diff import load_run
+
+    return load_run(run_dir=resolve_run(args, given=args.baseline))
+
+
+def _show_diff(*, baseline: RunSummary, report: dict[str, Any], quiet: bool) -> None:
+    """diff.json in the run folder; the text diff after the summary (not with --json)."""
+    from eval_banana.diff import REPORT_JSON, compare, summarize_report
+    from eval_banana.diffreport import render_text, write_diff
+
+    run_dir = Path(str(report["output_dir"]))
+    head = summarize_report(report=report, path=run_dir / REPORT_JSON, run_dir=run_dir)
+    diff = compare(base=baseline, head=head)
+    write_diff(run_dir=run_dir, diff=diff)
+    if not quiet:
+        sys.stdout.write(render_text(diff))
+        sys.stdout.flush()

@@ -144,6 +144,13 @@ class Settings(_Section):
 SettingSource = Literal["cli", "env", "project", "default"]
 
 
+class Shard(_Section):
+    """Slice K of N of a selection: the checks whose id hashes to K (`eb run --shard K/N`)."""
+
+    index: int = Field(ge=1, description="K: which slice, 1-based.")
+    total: int = Field(ge=1, description="N: how many slices the selection is cut into.")
+
+
 class Selection(_Section):
     """What the command line selected; the validate stage applies it (eval_banana.selection)."""
 
@@ -161,4 +168,9 @@ class Selection(_Section):
         default=None,
         description="The -k expression over check ids (case-insensitive substrings); "
         "empty or null selects every id.",
+    )
+    shard: Shard | None = Field(
+        default=None,
+        description="Keep only this slice of the selected checks (applied after the other "
+        "filters); null: every selected check.",
     )

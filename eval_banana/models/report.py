@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from eval_banana.models.config import Shard
 from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult, SkippedCheck
-from eval_banana.models.stages import AbortReason, HaltReason, ProblemModel
+from eval_banana.models.stages import AbortReason, HaltReason, ProblemModel, ShardSource
 
 
 class ReportJson(Record):
@@ -43,3 +44,11 @@ class ReportJson(Record):
     skipped: list[SkippedCheck] = Field(default_factory=list)
     maxfail: int = Field(default=0, ge=0)
     halted_by: HaltReason | None = None
+    # Scale-out (docs/scale-out.md).
+    shard: Shard | None = Field(default=None, description="A shard run: its --shard K/N.")
+    allow_empty: str | None = Field(
+        default=None, description="Why a run with no check passed (a shard that received none)."
+    )
+    merged_from: list[ShardSource] = Field(
+        default_factory=list, description="eb merge: the shard runs the results came from."
+    )

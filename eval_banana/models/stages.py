@@ -132,6 +132,20 @@ class PlanDoc(StageEnvelope):
         default_factory=list,
         description="Selected checks whose file says `skip:`; never run or scored.",
     )
+    selection_digest: str | None = Field(
+        default=None,
+        description="sha256:<hex> over every selected check before a shard filter: its path "
+        "relative to the project root, its id and its definition digest, in that path order. "
+        "Shards of one plan share it (eval_banana.shard).",
+    )
+    selected_checks: int | None = Field(
+        default=None, description="How many checks the selection holds before a shard filter."
+    )
+    allow_empty: str | None = Field(
+        default=None,
+        description="Why this plan may hold no check and still pass (a shard that received "
+        "none); null: an empty selection is 'No checks found'.",
+    )
 
 
 class ResolvedHarness(Record):
@@ -152,6 +166,18 @@ class GuardDoc(StageEnvelope):
     harness: ResolvedHarness | None
     problems: list[ProblemModel] = Field(default_factory=list)
     warnings: list[ProblemModel] = Field(default_factory=list)
+
+
+class ShardSource(Record):
+    """One shard run folder a merged run was built from."""
+
+    model_config = {"extra": "forbid"}
+
+    shard: int = Field(ge=1, description="K of the shard's --shard K/N.")
+    total: int = Field(ge=1, description="N of the shard's --shard K/N.")
+    run_id: str
+    run_dir: str = Field(description="The shard's run folder, as given to eb merge (resolved).")
+    checks: int = Field(ge=0, description="How many results the shard contributed.")
 
 
 class ExecuteDoc(StageEnvelope):
@@ -177,6 +203,14 @@ class ExecuteDoc(StageEnvelope):
         default=None,
         description="Why no further check was launched although the run was not aborted "
         "(maxfail); the checks left are in not_run.",
+    )
+    allow_empty: str | None = Field(
+        default=None,
+        description="The plan's allow_empty, copied: why no result still lets the run pass.",
+    )
+    merged_from: list[ShardSource] = Field(
+        default_factory=list,
+        description="eb merge: the shard run folders these results were gathered from.",
     )
 
 

@@ -18,6 +18,9 @@ _NOT_XML = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 def check_relpath(*, check: Check, project_root: str) -> str:
     """The check file's path relative to the project root, `/`-separated (absolute if outside)."""
     source = str(check.get("source_path") or "")
+    prefix = project_root.rstrip("/") + "/"
+    if project_root and source.startswith(prefix) and "\\" not in source:
+        return source[len(prefix) :]  # the usual case, without PurePath's parsing per check
     pure = PureWindowsPath if "\\" in source and "/" not in source else PurePosixPath
     try:
         return pure(source).relative_to(pure(project_root)).as_posix()

@@ -8,10 +8,12 @@ when a row is expanded.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from eval_banana import canonjson
 from eval_banana.artifacts import write_bytes_atomic
 from eval_banana.reporting.common import (
     Check,
@@ -86,21 +88,32 @@ def _read_prompt(*, path: Path) -> tuple[str | None, bool]:
     return text, False
 
 
-def _links(*, run_dir: Path, stem: str) -> dict[str, str | None]:
+def evidence_names(*, run_dir: Path) -> frozenset[str]:
+    """The files in checks/, listed once: a stat per link costs seconds at 10,000 checks."""
+    try:
+        with os.scandir(run_dir / "checks") as entries:
+            return frozenset(entry.name for entry in entries)
+    except OSError:
+        return frozenset()
+
+
+def _links(*, present: frozenset[str], stem: str) -> dict[str, str | None]:
     """Run-relative links to this check's files, only for files that exist."""
     names = {
-        "stdout": f"checks/{stem}.stdout.txt",
-        "stderr": f"checks/{stem}.stderr.txt",
-        "prompt": f"checks/{stem}.prompt.txt",
-        "result": f"checks/{stem}.json",
+        "stdout": f"{stem}.stdout.txt",
+        "stderr": f"{stem}.stderr.txt",
+        "prompt": f"{stem}.prompt.txt",
+        "result": f"{stem}.json",
     }
-    return {key: name if (run_dir / name).is_file() else None for key, name in names.items()}
+    return {key: f"checks/{name}" if name in present else None for key, name in names.items()}
 
 
-def _entry(*, check: Check, run_dir: Path, project_root: str) -> dict[str, Any]:
+def _entry(
+    *, check: Check, run_dir: Path, project_root: str, present: frozenset[str]
+) -> dict[str, Any]:
     """What the page's script needs for one check (bounded: no full prompt or stderr)."""
     stem = artifact_stem(check_id=str(check.get("check_id", "")))
-    links = _links(run_dir=run_dir, stem=stem)
+    links = _links(present=present, stem=stem)
     prompt, prompt_cut = (None, False)
     if links["prompt"] is not None:
         prompt, prompt_cut = _read_prompt(path=run_dir / links["prompt"])
@@ -126,7 +139,8 @@ def _entry(*, check: Check, run_dir: Path, project_root: str) -> dict[str, Any]:
         "prompt": prompt,
         "prompt_cut": prompt_cut,
         "prompt_limit": PROMPT_LIMIT_CHARS,
-        "details": json.dumps(details, indent=2, ensure_ascii=False) if details else "",
+        # json.dumps(details, indent=2)'s text, in a fraction of its time at 10,000 checks.
+        "details": canonjson.dumps(details) if details else "",
         "links": links,
     }
 
@@ -168,6 +182,8 @@ def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
             f"stopped by {report['aborted_by']}; {report.get('not_run_checks', 0)} not run",
         )
     threshold = f"threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
+    if report.get("run_passed") and report.get("allow_empty"):
+        return "v-passed", "PASSED", f"no checks ran: {report['allow_empty']}"
     if report.get("run_passed"):
         return "v-passed", "PASSED", f"meets the {threshold}"
     if not report.get("meets_threshold", False):
@@ -224,7 +240,10 @@ def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
     root = str(report.get("project_root", ""))
     groups: Counter[str] = Counter(_group(check=check) for check in checks)
     css_class, headline, explanation = _verdict(report=report)
-    entries = [_entry(check=check, run_dir=run_dir, project_root=root) for check in checks]
+    present = evidence_names(run_dir=run_dir)
+    entries = [
+        _entry(check=check, run_dir=run_dir, project_root=root, present=present) for check in checks
+    ]
     rows = "\n".join(_row(index=i, check=check) for i, check in enumerate(checks))
     return f"""<!DOCTYPE html>
 <html lang="en">

@@ -86,7 +86,9 @@ JS = r"""
   "use strict";
   var data = JSON.parse(document.getElementById("eb-data").textContent);
   var body = document.getElementById("checks-body");
-  var rows = body.getElementsByClassName("r");
+  // A fixed list, not the live collection: every class toggled below would make a live one
+  // search the table again on its next access, which is quadratic (a minute at 10,000 checks).
+  var rows = Array.prototype.slice.call(body.getElementsByClassName("r"));
   var shown = document.getElementById("shown");
   var state = { g: "all", tag: "", q: "" };
 

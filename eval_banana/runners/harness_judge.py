@@ -138,6 +138,7 @@ def _launch_error(
 
 def _write_prompt(*, path: Path, prompt: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)  # may be hard-linked from another run folder (eb merge)
     path.write_bytes(prompt.encode("utf-8"))  # UTF-8, exactly the prompt, no trailing newline
 
 

@@ -141,6 +141,10 @@ def run_process(
     """Run `argv` to completion, timeout or cancellation; raises OSError if it cannot start."""
     started = time.monotonic()
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    # Evidence may be hard-linked from another run folder (eb merge): write new files instead
+    # of rewriting the shared ones.
+    stdout_path.unlink(missing_ok=True)
+    stderr_path.unlink(missing_ok=True)
     # Every process of this check inherits the token, so its orphans can be found at the end.
     token = orphans.start_check()
     child_env = {**env, orphans.TOKEN_VAR: token}

@@ -5,12 +5,12 @@ Also the one place where controls are judged (D-11) and where the run fuses live
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from eval_banana import canonjson
 from eval_banana.artifacts import (
     sha256_bytes,
     stage_json_bytes,
@@ -59,12 +59,12 @@ _WAIT_SLICE_S = 0.2  # the main thread wakes this often, so signal handlers run 
 
 def document_digest(*, doc: Record) -> str:
     """`sha256:<hex>` of the exact bytes `write_model` writes for `doc` (the envelope's inputs)."""
-    return sha256_bytes(data=stage_json_bytes(document=doc.model_dump(mode="json", by_alias=True)))
+    return sha256_bytes(data=stage_json_bytes(document=doc))
 
 
 def result_json_text(*, result: CheckResult) -> str:
     """One check result as in report.json and checks/<stem>.json: indent 2, UTF-8, no newline."""
-    return json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    return canonjson.dumps(result)
 
 
 def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> Path:
@@ -339,6 +339,7 @@ def execute(
         else [],
         skipped=plan.skipped,
         halted_by="maxfail" if halt.held_back(results=final) else None,
+        allow_empty=plan.allow_empty,
     )
     return ExecuteDoc.model_validate(document)
 

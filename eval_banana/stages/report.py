@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana import canonjson
 from eval_banana.artifacts import write_model, write_text_atomic
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
@@ -42,7 +42,8 @@ def build_report(
     started = datetime.fromisoformat(execute.started_at)
     completed = datetime.fromisoformat(execute.completed_at)
     execution = config.settings.execution
-    return {
+    shard = config.selection.shard
+    report: dict[str, Any] = {
         "schema_version": REPORT_SCHEMA_VERSION,
         "run_id": execute.run_id,
         "project_root": config.project_root,
@@ -76,12 +77,18 @@ def build_report(
         # maxfail: launching stopped after that many failures; the rest are not run.
         "maxfail": config.settings.core.maxfail,
         "halted_by": score.halted_by,
+        # Scale-out (docs/scale-out.md): the shard of a shard run, why a run with no check
+        # passed, and the shard runs a merged run was gathered from.
+        "shard": shard.model_dump(mode="json") if shard is not None else None,
+        "allow_empty": execute.allow_empty,
+        "merged_from": [source.model_dump(mode="json") for source in execute.merged_from],
     }
+    return report
 
 
 def report_json_text(*, report: dict[str, Any]) -> str:
     """UTF-8 JSON, two-space indent, non-ASCII as-is, no trailing newline (B-155)."""
-    return json.dumps(report, indent=2, ensure_ascii=False)
+    return canonjson.dumps(report)
 
 
 def md_cell(text: str) -> str:
@@ -156,6 +163,8 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             f"| `{md_cell(item['check_id'])}` | `{md_cell(item['check_type'])}` "
             "| `skipped` | - | - |"
         )
+    if report.get("allow_empty"):
+        lines += ["", f"No checks ran: {md_cell(str(report['allow_empty']))}."]
     if report.get("aborted_by"):
         # Only for runs a fuse or an interrupt stopped; a complete run keeps B-160's text.
         lines += [

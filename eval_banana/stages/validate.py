@@ -32,6 +32,7 @@ from eval_banana.selection import (
     is_id_pattern,
     pattern_prefix,
 )
+from eval_banana.shard import empty_reason, selection_digest, shard_checks
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stem import artifact_stem
@@ -408,6 +409,17 @@ def validate(
                 snapshots[planned.snapshot] = frozen_bytes
         if require_scripts:
             errors.extend(unavailable_scripts(checks=checks))
+    # The shard filter comes last; the digest and the count describe the whole selection.
+    digest = selection_digest(checks=checks, project_root=config.project_root)
+    selected = len(checks)
+    allow_empty = None
+    if selection.shard is not None and not errors:
+        checks = shard_checks(checks=checks, shard=selection.shard)
+        kept = {check.snapshot for check in checks}
+        snapshots = {name: data for name, data in snapshots.items() if name in kept}
+        if not checks:
+            # A CI matrix job must not fail for being empty: the other shards hold the checks.
+            allow_empty = empty_reason(shard=selection.shard, selected=selected)
     plan = PlanDoc.model_validate(
         {
             **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
@@ -417,6 +429,9 @@ def validate(
             "errors": sorted(errors, key=lambda problem: problem.file or ""),
             "warnings": warnings,
             "skipped": skipped,
+            "selection_digest": digest,
+            "selected_checks": selected,
+            "allow_empty": allow_empty,
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots)

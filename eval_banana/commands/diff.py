@@ -1,0 +1,70 @@
+"""`eb diff BASE HEAD`: two runs compared check by check; exit 1 when something regressed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from eval_banana.commands import common
+
+DESCRIPTION = (
+    "Compare two run folders check by check: regressions (passed before, failed, errored or "
+    "not run now; and new checks that do not pass), fixes, still failing, new and removed "
+    "checks, changed definitions, and the score deltas. Exit 1 when there is a regression."
+)
+EPILOG = """exit codes:
+  0  no regression
+  1  at least one regression
+  2  setup or usage error: a folder is not a run, or its report cannot be read
+"""
+LATEST = "latest"
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    from eval_banana.diffreport import FORMATS
+
+    for name, side in (("base", "the earlier run"), ("head", "the run to judge")):
+        parser.add_argument(
+            name,
+            metavar=name.upper(),
+            help=f"Run folder of {side}, or '{LATEST}': the newest run under the output folder "
+            "of the project found from --cwd.",
+        )
+    parser.add_argument(
+        "--format",
+        choices=list(FORMATS),
+        default="text",
+        help="text (default), md (for a pull-request comment) or json (eb schema diff).",
+    )
+    common.add_common(parser, selection=False)
+
+
+def resolve_run(args: argparse.Namespace, *, given: str) -> Path:
+    """A run folder as given, or the newest run of the project found from --cwd."""
+    if given != LATEST:
+        return Path(given).resolve()
+    from eval_banana.errors import RunFolderError
+    from eval_banana.request import load_config
+    from eval_banana.rundir import new_run_id, newest_run_dir
+
+    config = load_config(request=common.request(args), run_id=new_run_id())
+    newest = newest_run_dir(config=config)
+    if newest is None:
+        raise RunFolderError(
+            f"'{LATEST}': no run folder found under {config.settings.core.output_dir} "
+            f"(project {config.project_root})",
+            hint="Run `eb run` first, or pass a run folder.",
+        )
+    return newest
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.diff import compare, load_run
+    from eval_banana.diffreport import RENDERERS
+
+    base = load_run(run_dir=resolve_run(args, given=args.base))
+    head = load_run(run_dir=resolve_run(args, given=args.head))
+    diff = compare(base=base, head=head)
+    sys.stdout.write(RENDERERS[args.format](diff))
+    return 1 if diff.regressed else 0

@@ -1,0 +1,75 @@
+"""`eb merge RUN_DIR...`: the shard runs of one plan as one run folder; exit code = verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from functools import partial
+from pathlib import Path
+
+from eval_banana.commands import common
+from eval_banana.errors import UsageError
+
+DESCRIPTION = (
+    "Merge the run folders of `eb run --shard K/N` (every K of one N, each once) into one run "
+    "folder, then score and report it as `eb run` would. The folders must be shards of one plan "
+    "with the same pass threshold; anything else is refused (exit 2)."
+)
+EPILOG = common.EXIT_HELP
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    from eval_banana.commands.report_flags import add_report_arguments
+
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="A shard's run folder.")
+    common.add_common(parser, selection=False)
+    common.add_setting_flags(parser, command="merge")
+    parser.add_argument(
+        "--flat-output",
+        action="store_true",
+        help="Write the merged run straight into --output-dir (must be absent or empty).",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="Print the report (or the error) as one JSON object."
+    )
+    add_report_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.console import Console
+    from eval_banana.merge import MergeRequest, merge_shards
+    from eval_banana.reporting.runcli import prepare_report_options, stamp_result
+    from eval_banana.request import load_config
+    from eval_banana.rundir import new_run_id
+
+    cli_values = common.cli_values(args)
+    if args.flat_output and "core.output_dir" not in cli_values:
+        raise UsageError("--flat-output requires an explicit --output-dir")
+    extras, result_out = prepare_report_options(args=args, environ=os.environ)
+    request = MergeRequest(
+        run_dirs=[Path(path) for path in args.run_dirs],
+        cwd=Path(args.cwd),
+        cli_values=cli_values,
+        environ=dict(os.environ),
+        no_project_config=args.no_project_config,
+        flat_output=args.flat_output,
+        extras=extras,
+    )
+    stamp = partial(
+        stamp_result,
+        result_out=result_out,
+        extras=extras,
+        cli_values=cli_values,
+        load_config=lambda: load_config(request=common.request(args), run_id=new_run_id()),
+    )
+    console = Console(quiet=args.json)
+    try:
+        outcome = merge_shards(request=request, console=console)
+    except BaseException as exc:
+        stamp(error=exc)  # --result-out is written for every failure after option parsing
+        raise
+    stamp(error=None)
+    if args.json:
+        print(json.dumps(outcome.report, ensure_ascii=False))
+    return outcome.exit_code

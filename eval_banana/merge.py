@@ -1,0 +1,290 @@
+"""`eb merge`: the shard runs of one plan become one complete run folder, scored and reported
+exactly as `eb run` scores and reports a run on one machine.
+
+The merged folder has all seven stage files, each valid against its schema and chained to the
+others by digests (so `eb status` works on it), the shards' evidence (`checks/<stem>.*`) and
+frozen scripts (`stages/snapshots/`) hard-linked where the file system allows, else copied, and
+every result in the order one machine would have planned it. CI jobs may check the project out
+at different absolute paths: paths under a shard's project root are moved under the merge's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from eval_banana.artifacts import write_model
+from eval_banana.console import Console
+from eval_banana.errors import OutputDirError
+from eval_banana.models.config import Selection
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import (
+    ConfigDoc,
+    DiscoverDoc,
+    ExecuteDoc,
+    GuardDoc,
+    PlanDoc,
+    PlannedCheck,
+    ProblemModel,
+    ShardSource,
+)
+from eval_banana.pipeline import RunOutcome, finish_run
+from eval_banana.reporting import ReportExtras
+from eval_banana.rundir import new_run_id, prepare_run_dir
+from eval_banana.shard import relative_source
+from eval_banana.shardset import ShardRun, read_shard_set
+from eval_banana.stagefiles import read_stage
+from eval_banana.stages import stage_path
+from eval_banana.stages.common import envelope
+from eval_banana.stages.config import resolve_config, write_config_stage
+from eval_banana.stages.execute import write_execute_stage
+
+# Settings that shape this merge's own outputs: taken from the merge's command line and config,
+# not from the shards (every other setting is the shards').
+OUTPUT_SETTINGS: tuple[str, ...] = ("core.output_dir", "core.junit_xml")
+
+
+class MergeRequest(NamedTuple):
+    """What `eb merge` was asked to do."""
+
+    run_dirs: Sequence[Path]
+    cwd: Path
+    cli_values: Mapping[str, object]
+    environ: Mapping[str, str]
+    no_project_config: bool = False
+    flat_output: bool = False
+    extras: ReportExtras | None = None
+
+
+class _Roots(NamedTuple):
+    """Moves a path from one shard's project root to the merged run's."""
+
+    old: str
+    new: str
+
+    def move(self, path: str) -> str:
+        prefix = self.old.rstrip("/") + "/"
+        if self.old == self.new or not path.startswith(prefix):
+            return path
+        return self.new.rstrip("/") + "/" + path[len(prefix) :]
+
+
+def _roots(*, run: ShardRun, config: ConfigDoc) -> _Roots:
+    return _Roots(old=run.project_root, new=config.project_root)
+
+
+def merged_config(*, local: ConfigDoc, first: ShardRun) -> ConfigDoc:
+    """The shards' settings (they agree on the ones that matter), in the merge's project, with
+    the merge's own output folder and JUnit target; no shard."""
+    settings = first.config.settings.model_copy(deep=True)
+    settings.core.output_dir = local.settings.core.output_dir
+    settings.core.junit_xml = local.settings.core.junit_xml
+    sources = dict(first.config.sources)
+    sources.update({name: local.sources[name] for name in OUTPUT_SETTINGS})
+    selection: Selection = first.plan.selection.model_copy(update={"shard": None})
+    return local.model_copy(
+        update={"settings": settings, "sources": sources, "selection": selection}
+    )
+
+
+def _merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, str]) -> DiscoverDoc:
+    """What the shards discovered (the first one's list; they share one selection)."""
+    doc: DiscoverDoc = read_stage(run_dir=first.run_dir, stage="discover")
+    roots = _roots(run=first, config=config)
+    files = doc.files
+    if roots.old != roots.new:
+        files = [item.model_copy(update={"path": roots.move(item.path)}) for item in doc.files]
+    return doc.model_copy(
+        update={
+            **envelope(stage="discover", run_id=config.run_id, inputs=inputs),
+            "roots": [roots.move(root) for root in doc.roots],
+            "check_dirs": [roots.move(folder) for folder in doc.check_dirs],
+            "files": files,
+        }
+    )
+
+
+class _Ordered(NamedTuple):
+    """The union of the shards' checks and results, in one machine's plan order."""
+
+    checks: list[PlannedCheck]
+    results: list[CheckResult]
+
+
+def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
+    rows: list[tuple[str, PlannedCheck, CheckResult]] = []
+    for run in runs:
+        roots = _roots(run=run, config=config)
+        for check, result in zip(run.plan.checks, run.execute.results, strict=True):
+            relative = relative_source(source_path=check.source_path, project_root=run.project_root)
+            if roots.old == roots.new:  # the usual CI case: every job checks out at one path
+                rows.append((relative, check, result))
+                continue
+            moved = check.model_copy(
+                update={
+                    "source_path": roots.move(check.source_path),
+                    "script_path": roots.move(check.script_path) if check.script_path else None,
+                }
+            )
+            rows.append(
+                (relative, moved, result.model_copy(update={"source_path": moved.source_path}))
+            )
+    rows.sort(key=lambda row: row[0])
+    return _Ordered(
+        checks=[row[1] for row in rows],
+        results=[row[2] for row in rows],
+    )
+
+
+def _merged_plan(
+    *, first: ShardRun, ordered: _Ordered, config: ConfigDoc, inputs: dict[str, str]
+) -> PlanDoc:
+    return first.plan.model_copy(
+        update={
+            **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
+            "ok": True,
+            "selection": config.selection,
+            "checks": ordered.checks,
+            "errors": [],
+            "allow_empty": None,
+        }
+    )
+
+
+def _unique(problems: Sequence[ProblemModel]) -> list[ProblemModel]:
+    return list({(p.message, p.file): p for p in problems}.values())
+
+
+def _merged_guard(
+    *, runs: Sequence[ShardRun], ordered: _Ordered, config: ConfigDoc, inputs: dict[str, str]
+) -> GuardDoc:
+    harness = next((run.guard.harness for run in runs if run.guard.harness is not None), None)
+    return GuardDoc.model_validate(
+        {
+            **envelope(stage="guard", run_id=config.run_id, inputs=inputs),
+            "ok": True,
+            "judge_checks": [c.id for c in ordered.checks if c.type == "harness_judge"],
+            "harness": harness,
+            "problems": [],
+            "warnings": _unique([w for run in runs for w in run.guard.warnings]),
+        }
+    )
+
+
+def _tokens(runs: Sequence[ShardRun]) -> int | None:
+    counted = [run.execute.tokens_used for run in runs if run.execute.tokens_used is not None]
+    return sum(counted) if counted else None
+
+
+def _merged_execute(
+    *, runs: Sequence[ShardRun], ordered: _Ordered, config: ConfigDoc, inputs: dict[str, str]
+) -> ExecuteDoc:
+    aborted = next((run.execute.aborted_by for run in runs if run.execute.aborted_by), None)
+    return ExecuteDoc.model_validate(
+        {
+            **envelope(stage="execute", run_id=config.run_id, inputs=inputs),
+            # ISO-8601 UTC strings of one format sort as the moments they name.
+            "started_at": min(run.execute.started_at for run in runs),
+            "completed_at": max(run.execute.completed_at for run in runs),
+            "results": ordered.results,
+            "aborted_by": aborted,
+            "not_run": [r.check_id for r in ordered.results if r.details.get("not_run") is True],
+            "env_policy": runs[0].execute.env_policy,
+            "tokens_used": _tokens(runs),
+            "warnings": _unique([w for run in runs for w in run.execute.warnings]),
+            "merged_from": [
+                ShardSource(
+                    shard=run.shard.index,
+                    total=run.shard.total,
+                    run_id=run.execute.run_id,
+                    run_dir=str(run.run_dir),
+                    checks=len(run.execute.results),
+                )
+                for run in runs
+            ],
+        }
+    )
+
+
+def _link_or_copy(*, source: str, target: str) -> None:
+    """A hard link (no bytes copied), else a copy: another file system, or no link support."""
+    try:
+        os.link(source, target)
+    except OSError:
+        try:
+            shutil.copyfile(source, target)
+        except OSError as exc:
+            raise OutputDirError(f"Cannot copy {source} to {target}: {exc}") from None
+
+
+def _bring_evidence(*, runs: Sequence[ShardRun], run_dir: Path) -> None:
+    """Every shard's checks/ files and frozen scripts, into the merged folder, as they are.
+
+    checks/<stem>.json stays the shard's own copy of each result (byte for byte, naming the
+    shard's paths); execute.json and report.json name the merge's.
+    """
+    checks_dir = str(run_dir / "checks")
+    for run in runs:
+        try:
+            entries = list(os.scandir(run.run_dir / "checks"))
+        except OSError:
+            entries = []
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                _link_or_copy(source=entry.path, target=f"{checks_dir}/{entry.name}")
+        for check in run.plan.checks:
+            if check.snapshot:
+                target = run_dir / check.snapshot
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _link_or_copy(source=str(run.run_dir / check.snapshot), target=str(target))
+
+
+def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
+    """Check the shard folders, write the merged run folder, score and report it."""
+    runs = read_shard_set(run_dirs=[path.resolve() for path in request.run_dirs])
+    local = resolve_config(
+        cwd=request.cwd,
+        cli_values=request.cli_values,
+        environ=request.environ,
+        no_project_config=request.no_project_config,
+        selection=Selection(),
+        run_id=new_run_id(),
+    )
+    first = runs[0]
+    config = merged_config(local=local, first=first)
+    run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
+    digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
+    discovered = _merged_discover(first=first, config=config, inputs=dict(digests))
+    digests["discover"] = write_model(
+        path=stage_path(run_dir=run_dir, stage="discover"), model=discovered
+    )
+    ordered = _order(runs=runs, config=config)
+    _bring_evidence(runs=runs, run_dir=run_dir)
+    plan = _merged_plan(first=first, ordered=ordered, config=config, inputs=dict(digests))
+    plan_path = stage_path(run_dir=run_dir, stage="validate")
+    digests["validate"] = write_model(path=plan_path, model=plan)
+    guarded = _merged_guard(
+        runs=runs,
+        ordered=ordered,
+        config=config,
+        inputs={k: digests[k] for k in ("config", "validate")},
+    )
+    digests["guard"] = write_model(path=stage_path(run_dir=run_dir, stage="guard"), model=guarded)
+    executed = _merged_execute(
+        runs=runs,
+        ordered=ordered,
+        config=config,
+        inputs={k: digests[k] for k in ("config", "validate", "guard")},
+    )
+    digests["execute"] = write_execute_stage(run_dir=run_dir, doc=executed)
+    return finish_run(
+        run_dir=run_dir,
+        config=config,
+        executed=executed,
+        digests=digests,
+        extras=request.extras,
+        console=console,
+    )

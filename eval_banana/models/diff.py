@@ -1,0 +1,70 @@
+"""`diff.json` / `eb diff --format json`: two runs compared check by check.
+
+The single source of `schemas/diff.schema.json` (`eb schema diff`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from eval_banana.models.record import Field, Record
+
+# A check's outcome as the diff names it: a check the run never started is `not_run` here
+# (report.json records it as `error` with details.not_run).
+Outcome = Literal["passed", "failed", "error", "not_run"]
+
+
+class DiffRun(Record):
+    """One side of the comparison."""
+
+    model_config = {"extra": "forbid"}
+
+    run_id: str
+    run_dir: str
+    total_checks: int = Field(ge=0)
+    points_earned: int = Field(ge=0)
+    total_points: int = Field(ge=0)
+    pass_rate: float = Field(description="points_earned / total_points (0.0 with no checks).")
+    run_passed: bool
+
+
+class DiffEntry(Record):
+    """One check in one category."""
+
+    model_config = {"extra": "forbid"}
+
+    check_id: str
+    base: Outcome | None = Field(description="Its outcome in the base run; null: not there.")
+    head: Outcome | None = Field(description="Its outcome in the head run; null: not there.")
+    definition_changed: bool = Field(
+        default=False, description="Both runs have it, with different check_definition_sha256."
+    )
+    summary: str = Field(
+        default="", description="The head run's reason or error (the base run's if removed)."
+    )
+
+
+class RunDiff(Record):
+    """Every category of the comparison; a check may be in two (a regression whose definition
+    changed, a new check that fails)."""
+
+    model_config = {"extra": "forbid"}
+
+    schema_version: Literal[1] = 1
+    base: DiffRun
+    head: DiffRun
+    regressions: list[DiffEntry] = Field(
+        description="Passed in base and not in head (failed, error or not run), and new checks "
+        "that do not pass: what got worse. Any entry makes `eb diff` exit 1."
+    )
+    fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
+    still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")
+    new_checks: list[DiffEntry] = Field(description="In head only (whatever their outcome).")
+    removed_checks: list[DiffEntry] = Field(description="In base only.")
+    changed_definitions: list[DiffEntry] = Field(
+        description="In both runs with a different definition digest."
+    )
+    unchanged_passing: int = Field(ge=0, description="Passes in both runs.")
+    points_earned_delta: int = Field(description="head.points_earned - base.points_earned.")
+    pass_rate_delta: float = Field(description="head.pass_rate - base.pass_rate, as a ratio.")
+    regressed: bool = Field(description="Whether there is any regression (exit code 1).")

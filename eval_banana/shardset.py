@@ -1,0 +1,228 @@
+"""The shard run folders `eb merge` is given: read each one, and refuse any set that is not
+every shard of one plan exactly once.
+
+Every refusal is a `MergeError` (a setup error, exit 2) that names the folder and the problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.errors import MergeError, StageFileError
+from eval_banana.models.config import Settings, Shard
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
+from eval_banana.shard import in_shard, relative_source, rows_digest
+from eval_banana.stagefiles import read_stage, stage_digest
+from eval_banana.stages import stage_path
+
+# Settings every shard must share. The threshold decides the merged verdict; the environment
+# policy is stated in report.json; the agent, model and effort are whose verdicts the judges are.
+# Timeouts, parallelism and fuses are each job's own budget and may differ.
+MATCHING_SETTINGS: tuple[str, ...] = (
+    "core.pass_threshold",
+    "execution.env",
+    "execution.env_allow",
+    "execution.env_allow_prefixes",
+    "harness.agent",
+    "harness.model",
+    "harness.reasoning_effort",
+)
+
+
+class ShardRun(NamedTuple):
+    """One shard's run folder, read back and checked on its own."""
+
+    run_dir: Path
+    config: ConfigDoc
+    plan: PlanDoc
+    guard: GuardDoc
+    execute: ExecuteDoc
+
+    @property
+    def shard(self) -> Shard:
+        shard = self.plan.selection.shard
+        assert shard is not None  # read_shard refuses plans without one
+        return shard
+
+    @property
+    def project_root(self) -> str:
+        return self.config.project_root
+
+    @property
+    def label(self) -> str:
+        return f"{self.run_dir} (shard {self.shard.index}/{self.shard.total})"
+
+
+def _refuse(message: str, *, run_dir: Path | None = None, hint: str | None = None) -> MergeError:
+    return MergeError(
+        f"Cannot merge: {message}", file=str(run_dir) if run_dir is not None else None, hint=hint
+    )
+
+
+def _read(*, run_dir: Path, stage: str) -> Any:
+    try:
+        return read_stage(run_dir=run_dir, stage=stage)
+    except StageFileError as exc:
+        raise _refuse(
+            f"{run_dir}: {exc.message}",
+            run_dir=run_dir,
+            hint="Each folder must be the run "
+            "folder of one finished `eb run --shard K/N`, as that job left it.",
+        ) from None
+
+
+def _check_chain(*, run_dir: Path, execute: ExecuteDoc) -> None:
+    """execute.json must have been made from this folder's config.json and plan.json."""
+    for upstream in ("config", "validate"):
+        if execute.inputs.get(upstream) != stage_digest(run_dir=run_dir, stage=upstream):
+            relative = stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)
+            raise _refuse(
+                f"{run_dir}: {relative} changed after the checks ran (stages/execute.json was "
+                "made from another version of it)",
+                run_dir=run_dir,
+                hint="Rerun the shard: eb run --shard K/N, or eb stage execute in its folder.",
+            )
+
+
+def read_shard(*, run_dir: Path) -> ShardRun:
+    """Read and check one shard folder: a finished run of `eb run --shard K/N`."""
+    if not stage_path(run_dir=run_dir, stage="config").is_file():
+        raise _refuse(
+            f"{run_dir} is not a run folder (it has no stages/config.json)",
+            run_dir=run_dir,
+            hint="Pass the folders `eb run --shard K/N` wrote (the ones holding report.json).",
+        )
+    config: ConfigDoc = _read(run_dir=run_dir, stage="config")
+    plan: PlanDoc = _read(run_dir=run_dir, stage="validate")
+    if plan.selection.shard is None:
+        raise _refuse(
+            f"{run_dir} is not a shard: its run had no --shard",
+            run_dir=run_dir,
+            hint="Merge the run folders of `eb run --shard K/N` jobs, one for each K.",
+        )
+    if plan.selection_digest is None or plan.selected_checks is None:
+        raise _refuse(
+            f"{run_dir}: its plan.json records no selection digest (an older eb made it)",
+            run_dir=run_dir,
+            hint="Rerun the shards with this version of eb.",
+        )
+    guard: GuardDoc = _read(run_dir=run_dir, stage="guard")
+    execute: ExecuteDoc = _read(run_dir=run_dir, stage="execute")
+    _check_chain(run_dir=run_dir, execute=execute)
+    planned = [check.id for check in plan.checks]
+    if [result.check_id for result in execute.results] != planned:
+        raise _refuse(
+            f"{run_dir}: stages/execute.json does not hold one result per planned check",
+            run_dir=run_dir,
+            hint="Rerun the shard's execute stage: eb stage execute.",
+        )
+    return ShardRun(run_dir=run_dir, config=config, plan=plan, guard=guard, execute=execute)
+
+
+def setting_value(*, settings: Settings, name: str) -> object:
+    section, key = name.split(".", 1)
+    return getattr(getattr(settings, section), key)
+
+
+def _check_same_plan(*, runs: Sequence[ShardRun]) -> None:
+    first = runs[0]
+    for run in runs[1:]:
+        if run.shard.total != first.shard.total:
+            raise _refuse(
+                f"{run.label} and {first.label} cut the selection into different numbers of shards",
+                run_dir=run.run_dir,
+                hint="Every shard of one run uses the same N in --shard K/N.",
+            )
+        if run.plan.selection_digest != first.plan.selection_digest:
+            raise _refuse(
+                f"{run.label} is a shard of another plan than {first.label} (their selection "
+                "digests differ: other checks, other definitions or another selection)",
+                run_dir=run.run_dir,
+                hint="Merge shards of one commit and one selection only.",
+            )
+        for name in MATCHING_SETTINGS:
+            mine = setting_value(settings=run.config.settings, name=name)
+            theirs = setting_value(settings=first.config.settings, name=name)
+            if mine != theirs:
+                raise _refuse(
+                    f"{run.label} ran with {name} = {mine!r}, {first.label} with {theirs!r}",
+                    run_dir=run.run_dir,
+                    hint="Shards of one run must share the settings that shape the verdict "
+                    "(docs/scale-out.md lists them).",
+                )
+
+
+def _check_each_shard_once(*, runs: Sequence[ShardRun]) -> None:
+    total = runs[0].shard.total
+    seen: dict[int, ShardRun] = {}
+    for run in runs:
+        earlier = seen.get(run.shard.index)
+        if earlier is not None:
+            raise _refuse(
+                f"shard {run.shard.index} of {total} is given twice: {earlier.run_dir} and "
+                f"{run.run_dir}",
+                run_dir=run.run_dir,
+                hint="Pass each shard's run folder once.",
+            )
+        seen[run.shard.index] = run
+    missing = [index for index in range(1, total + 1) if index not in seen]
+    if missing:
+        names = ", ".join(str(index) for index in missing)
+        raise _refuse(
+            f"missing shard {names} of {total} (got {', '.join(str(k) for k in sorted(seen))})",
+            hint="Pass the run folder of every shard 1..N; a shard that received no check "
+            "still writes one.",
+        )
+
+
+def _check_checks(*, runs: Sequence[ShardRun]) -> None:
+    """No check in two shards, each in its own slice, and together exactly the plan's selection."""
+    owner: dict[str, ShardRun] = {}
+    for run in runs:
+        for check in run.plan.checks:
+            earlier = owner.get(check.id)
+            if earlier is not None:
+                raise _refuse(
+                    f"check '{check.id}' is in two shards: {earlier.label} and {run.label}",
+                    run_dir=run.run_dir,
+                    hint="Each check runs in exactly one shard; rerun the shards.",
+                )
+            owner[check.id] = run
+    for run in runs:
+        for check in run.plan.checks:
+            if not in_shard(check_id=check.id, shard=run.shard):
+                raise _refuse(
+                    f"{run.label} holds check '{check.id}', which is not in its slice (made "
+                    "by an eb that splits differently?)",
+                    run_dir=run.run_dir,
+                    hint="Run every shard with the same version of eb.",
+                )
+    first = runs[0]
+    union = rows_digest(
+        rows=(
+            (
+                relative_source(source_path=check.source_path, project_root=run.project_root),
+                check.id,
+                check.check_definition_sha256,
+            )
+            for run in runs
+            for check in run.plan.checks
+        )
+    )
+    if union != first.plan.selection_digest or len(owner) != first.plan.selected_checks:
+        raise _refuse(
+            f"the shards together hold {len(owner)} checks, which are not the "
+            f"{first.plan.selected_checks} checks their plan selected",
+            hint="A shard folder was changed after its run; rerun the shards.",
+        )
+
+
+def read_shard_set(*, run_dirs: Sequence[Path]) -> list[ShardRun]:
+    """Every shard of one plan exactly once, sorted by shard index; anything else refused."""
+    runs = [read_shard(run_dir=run_dir) for run_dir in run_dirs]
+    _check_same_plan(runs=runs)
+    _check_each_shard_once(runs=runs)
+    _check_checks(runs=runs)
+    return sorted(runs, key=lambda run: run.shard.index)

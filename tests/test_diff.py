@@ -1,0 +1,243 @@
+"""`eb diff BASE HEAD` and `eb run --baseline`: each category, the formats and the exit codes,
+over real runs of a project that changes between them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.conftest import EbResult, check_yaml
+
+FAIL = "raise SystemExit(1)"
+BASE = {
+    "kept_green": "pass",
+    "regresses": "pass",
+    "gets_fixed": FAIL,
+    "stays_red": FAIL,
+    "is_removed": "pass",
+    "is_edited": "pass",
+}
+HEAD = {
+    "kept_green": "pass",
+    "regresses": FAIL,
+    "gets_fixed": "pass",
+    "stays_red": FAIL,
+    "is_edited": "print('edited, still green')",
+    "new_green": "pass",
+    "new_red": FAIL,
+}
+
+
+def _write(root: Path, checks: dict[str, str]) -> None:
+    folder = root / "eval_checks"
+    for old in folder.glob("*.yaml") if folder.is_dir() else []:
+        old.unlink()
+    for check_id, script in checks.items():
+        path = folder / f"{check_id}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(check_yaml(check_id, script=script))
+
+
+@pytest.fixture
+def runs(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> tuple[Path, Path, Path]:
+    """(project, base run folder, head run folder)."""
+    root = project({}, config='[core]\noutput_dir = "runs"\npass_threshold = 0.5\n')
+    _write(root, BASE)
+    assert (
+        eb(
+            "run", "--cwd", str(root), "--output-dir", str(tmp_path / "base"), "--flat-output"
+        ).exit_code
+        == 0
+    )
+    _write(root, HEAD)
+    assert (
+        eb(
+            "run", "--cwd", str(root), "--output-dir", str(tmp_path / "head"), "--flat-output"
+        ).exit_code
+        == 0
+    )  # 4/7 meet the 0.5 threshold
+    return root, tmp_path / "base", tmp_path / "head"
+
+
+def _ids(entries: list[dict[str, Any]]) -> list[str]:
+    return [entry["check_id"] for entry in entries]
+
+
+def _json_diff(eb: Callable[..., EbResult], base: Path, head: Path, *extra: str) -> Any:
+    result = eb("diff", str(base), str(head), "--format", "json", *extra)
+    document = json.loads(result.stdout)
+    document["_exit"] = result.exit_code
+    return document
+
+
+def test_every_category(eb: Callable[..., EbResult], runs: tuple[Path, Path, Path]) -> None:
+    _, base, head = runs
+    diff = _json_diff(eb, base, head)
+    assert diff["_exit"] == 1
+    assert _ids(diff["regressions"]) == ["new_red", "regresses"]
+    regressed = {e["check_id"]: e for e in diff["regressions"]}
+    assert (regressed["regresses"]["base"], regressed["regresses"]["head"]) == ("passed", "failed")
+    assert regressed["regresses"]["definition_changed"] is True
+    assert regressed["regresses"]["summary"] == "exit code 1"
+    assert (regressed["new_red"]["base"], regressed["new_red"]["head"]) == (None, "failed")
+    assert _ids(diff["fixes"]) == ["gets_fixed"]
+    assert _ids(diff["still_failing"]) == ["stays_red"]
+    assert _ids(diff["new_checks"]) == ["new_green", "new_red"]
+    assert _ids(diff["removed_checks"]) == ["is_removed"]
+    assert diff["removed_checks"][0]["base"] == "passed"
+    assert _ids(diff["changed_definitions"]) == ["gets_fixed", "is_edited", "regresses"]
+    assert diff["unchanged_passing"] == 2  # kept_green, is_edited
+    # Base 4 of 6 points, head 4 of 7.
+    assert (diff["base"]["points_earned"], diff["head"]["points_earned"]) == (4, 4)
+    assert diff["points_earned_delta"] == 0
+    assert diff["base"]["pass_rate"] == round(4 / 6, 6)
+    assert diff["pass_rate_delta"] == round(round(4 / 7, 6) - round(4 / 6, 6), 6)
+    assert diff["regressed"] is True
+
+
+def test_json_is_valid_against_the_published_schema(
+    eb: Callable[..., EbResult], runs: tuple[Path, Path, Path]
+) -> None:
+    _, base, head = runs
+    diff = _json_diff(eb, base, head)
+    del diff["_exit"]
+    schema = json.loads(eb("schema", "diff").stdout)
+    jsonschema.validate(diff, schema)
+
+
+def test_no_regression_exits_0_even_when_checks_still_fail(
+    eb: Callable[..., EbResult], runs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    root, base, _ = runs
+    fixed_only = dict(BASE, gets_fixed="pass")  # stays_red still fails: the suite is not green
+    _write(root, fixed_only)
+    later = tmp_path / "later"
+    assert eb("run", "--cwd", str(root), "--output-dir", str(later), "--flat-output").exit_code == 0
+    result = eb("diff", str(base), str(later))
+    assert result.exit_code == 0, result.stdout
+    assert "Fixes (1):\n  - gets_fixed: failed -> passed" in result.stdout
+    assert "Still failing (1):\n  - stays_red: failed -> failed - exit code 1" in result.stdout
+    assert result.stdout.endswith("Diff: no regressions\n")
+
+
+def test_text_and_markdown(eb: Callable[..., EbResult], runs: tuple[Path, Path, Path]) -> None:
+    _, base, head = runs
+    text = eb("diff", str(base), str(head))
+    assert text.exit_code == 1
+    assert "Regressions (2):\n  - new_red: new, failed - exit code 1\n" in text.stdout
+    assert "  - regresses: passed -> failed - exit code 1\n" in text.stdout
+    assert "Removed checks (1):\n  - is_removed: was passed\n" in text.stdout
+    assert "Points earned: 4 -> 4 (+0)" in text.stdout
+    assert "Pass rate: 0.666667 -> 0.571429 (-0.095238; 66.67% -> 57.14%)" in text.stdout
+    md = eb("diff", str(base), str(head), "--format", "md")
+    assert md.exit_code == 1
+    assert md.stdout.startswith("### eval-banana diff: 2 regressions\n")
+    assert "| Pass rate | 66.67% | 57.14% | -9.52 pp |" in md.stdout
+    assert "#### Regressions (2)" in md.stdout
+    assert "<details><summary>Fixes (1)</summary>" in md.stdout
+    assert "| `regresses` | passed -> failed | changed | exit code 1 |" in md.stdout
+
+
+def test_latest_is_the_newest_run_of_the_project(
+    eb: Callable[..., EbResult], runs: tuple[Path, Path, Path]
+) -> None:
+    root, base, _ = runs
+    assert eb("run", "--cwd", str(root)).exit_code == 0  # a run under runs/, the newest
+    diff = _json_diff(eb, base, Path("latest"), "--cwd", str(root))
+    (newest,) = (root / "runs").iterdir()
+    assert diff["head"]["run_dir"] == str(newest)
+    assert _ids(diff["regressions"]) == ["new_red", "regresses"]
+
+
+def test_a_not_run_check_is_a_regression(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = project({}, config="")
+    _write(root, {"a_slow": "import time\ntime.sleep(3)", "b_quick": "pass"})
+    assert (
+        eb(
+            "run", "--cwd", str(root), "--output-dir", str(tmp_path / "base"), "--flat-output"
+        ).exit_code
+        == 0
+    )
+    stopped = eb(
+        "run",
+        "--cwd",
+        str(root),
+        "--output-dir",
+        str(tmp_path / "head"),
+        "--flat-output",
+        "--max-parallel-checks",
+        "1",
+        "--run-timeout-seconds",
+        "1",
+    )
+    assert stopped.exit_code == 3
+    diff = _json_diff(eb, tmp_path / "base", tmp_path / "head")
+    assert [(e["check_id"], e["head"]) for e in diff["regressions"]] == [
+        ("a_slow", "error"),
+        ("b_quick", "not_run"),
+    ]
+    assert diff["_exit"] == 1
+
+
+def test_a_folder_that_is_not_a_run_is_a_setup_error(
+    eb: Callable[..., EbResult], runs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    _, base, _ = runs
+    result = eb("diff", str(base), str(tmp_path / "missing"))
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = eb("diff", str(empty), str(base))
+    assert result.exit_code == 2 and f"{empty} has no report.json" in result.stderr
+    (empty / "report.json").write_text(json.dumps({"checks": [{"check_id": "x"}]}))
+    result = eb("diff", str(empty), str(base))
+    assert result.exit_code == 2
+    assert "$.checks[0].status must be passed, failed or error" in result.stderr
+    result = eb("diff", "latest", str(base), "--cwd", str(tmp_path / "empty"))
+    assert result.exit_code == 2 and "no run folder found" in result.stderr
+
+
+def test_run_with_a_baseline_prints_and_writes_the_diff_and_keeps_its_verdict(
+    eb: Callable[..., EbResult], runs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    root, base, _ = runs
+    run_dir = tmp_path / "gated"
+    result = eb(
+        "run",
+        "--cwd",
+        str(root),
+        "--baseline",
+        str(base),
+        "--output-dir",
+        str(run_dir),
+        "--flat-output",
+    )
+    assert result.exit_code == 0  # the run meets its threshold; the regressions do not change it
+    summary, _, diff_text = result.stdout.partition("Base: ")
+    assert summary.startswith("Run ID: ") and "- regresses: failed" in summary
+    assert "Regressions (2):" in diff_text and diff_text.endswith("Diff: 2 regressions\n")
+    written = json.loads((run_dir / "diff.json").read_text())
+    assert written["head"]["run_dir"] == str(run_dir)
+    assert _ids(written["regressions"]) == ["new_red", "regresses"]
+    quiet = eb("run", "--cwd", str(root), "--baseline", str(base), "--json")
+    assert quiet.exit_code == 0
+    report = json.loads(quiet.stdout)  # stdout stays one JSON object
+    assert (Path(report["output_dir"]) / "diff.json").is_file()
+
+
+def test_a_bad_baseline_stops_the_run_before_it_starts(
+    eb: Callable[..., EbResult], runs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    root, _, _ = runs
+    result = eb("run", "--cwd", str(root), "--baseline", str(tmp_path / "nope"))
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+    assert not (root / "runs").exists()

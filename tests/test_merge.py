@@ -1,0 +1,292 @@
+"""Shards across CI jobs, merged: every shard is a separate `eb run --shard K/4` process in its
+own checkout (as CI jobs are), `eb merge` gathers them, and the merged report must be the
+report of the same run on one machine, field by field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import STANDIN_AGENTS, check_yaml, judge_yaml
+
+SHARDS = 4
+CONFIG = """\
+[core]
+output_dir = "runs"
+check_timeout_seconds = 2
+max_parallel_checks = 4
+
+[harness]
+agent = "claude"
+timeout_seconds = 60
+"""
+ASSERTIONS = """\
+schema_version: 1
+id: {id}
+type: assertions
+description: The plan artifact has {what}.
+artifact: out/plan.json
+assert:
+  - {{path: {path}, op: exists}}
+"""
+REFERENCED = """\
+schema_version: 1
+id: referenced_script
+type: deterministic
+description: A check whose script lives next to it.
+script_path: count.py
+"""
+CONTROL = """\
+schema_version: 1
+id: control_defect_caught
+type: deterministic
+description: Control check; the planted defect must be caught.
+expect: fail
+script: raise SystemExit(1)
+"""
+# Fields that name a moment, a duration or a folder: the only ones a merge may change.
+VOLATILE_REPORT = {"run_id", "output_dir", "started_at", "completed_at", "duration_ms"}
+VOLATILE_CHECK = {"started_at", "completed_at", "duration_ms"}
+
+
+def _project(root: Path) -> Path:
+    """40 checks of every kind: deterministic (pass, fail, time out, referenced script, a
+    control), assertions (pass, fail) and judges on a stand-in agent (pass, fail)."""
+    files: dict[str, str] = {".eval-banana/config.toml": CONFIG}
+    for index in range(28):
+        folder = ("eval_checks/core", "eval_checks/extra", "services/api/eval_checks")[index % 3]
+        files[f"{folder}/pass_{index:02d}.yaml"] = check_yaml(f"pass_{index:02d}", tags=["fast"])
+    for index in range(4):
+        script = f"import sys\nprint('expected 3, got {index}')\nsys.exit({index + 1})"
+        files[f"eval_checks/core/fail_{index}.yaml"] = check_yaml(f"fail_{index}", script=script)
+    files["eval_checks/slow/times_out.yaml"] = check_yaml(
+        "times_out", script="import time\ntime.sleep(30)"
+    )
+    files["eval_checks/artifact/has_title.yaml"] = ASSERTIONS.format(
+        id="plan_has_title", what="a title", path="title"
+    )
+    files["eval_checks/artifact/has_owner.yaml"] = ASSERTIONS.format(
+        id="plan_has_owner", what="an owner", path="owner"
+    )
+    files["out/plan.json"] = json.dumps({"title": "Release", "steps": []})
+    files["eval_checks/judges/kind.yaml"] = judge_yaml(
+        "judge_kind", instructions="Is the README kind?\nstandin: score=1 reason=it_is_kind"
+    )
+    files["eval_checks/judges/short.yaml"] = judge_yaml(
+        "judge_short", instructions="Is the README short?\nstandin: score=1 reason=short_enough"
+    )
+    files["eval_checks/judges/typo.yaml"] = judge_yaml(
+        "judge_no_typos", instructions="Is it free of typos?\nstandin: score=0 reason=two_typos"
+    )
+    files["eval_checks/control/defect.yaml"] = CONTROL
+    files["eval_checks/scripts/referenced.yaml"] = REFERENCED
+    files["eval_checks/scripts/count.py"] = "print('counted')\n"
+    files["README.md"] = "# A kind, short project\n"
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    checks = [name for name in files if name.endswith(".yaml") and "eval_checks" in name]
+    assert len(checks) == 40
+    return root
+
+
+def _environ(**extra: str) -> dict[str, str]:
+    environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    environ["PATH"] = f"{STANDIN_AGENTS}{os.pathsep}{environ['PATH']}"
+    environ.update(extra)
+    return environ
+
+
+def _eb(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        capture_output=True,
+        text=True,
+        env=_environ(**extra),
+        stdin=subprocess.DEVNULL,
+        timeout=240,
+    )
+
+
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_environ(),
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _same_paths(check: dict[str, Any], *, checkouts: list[str], main: str) -> dict[str, Any]:
+    """What a check printed, with the shard's checkout folder written as the main one (a judge
+    agent prints its working folder, which is the job's checkout)."""
+    text = json.dumps(check)
+    for checkout in checkouts:
+        text = text.replace(checkout, main)
+    moved: dict[str, Any] = json.loads(text)
+    return moved
+
+
+def _report(run_dir: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((run_dir / "report.json").read_text())
+    return report
+
+
+def _run_shards(*, checkouts: list[Path], shards_dir: Path, total: int) -> list[int]:
+    """Every shard at once, each in its own checkout (its own absolute paths), as CI jobs run."""
+    jobs = [
+        _start(
+            "run",
+            "--cwd",
+            str(checkout),
+            "--shard",
+            f"{index}/{total}",
+            "--output-dir",
+            str(shards_dir / f"shard-{index}"),
+            "--flat-output",
+        )
+        for index, checkout in enumerate(checkouts, start=1)
+    ]
+    codes = []
+    for job in jobs:
+        _, stderr = job.communicate(timeout=240)
+        assert job.returncode in (0, 1), stderr
+        codes.append(job.returncode)
+    return codes
+
+
+@pytest.fixture(scope="module")
+def scale_out(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One run on one machine, four shard runs in four other checkouts, and their merge."""
+    base = tmp_path_factory.mktemp("scale-out")
+    main = _project(base / "checkout-main")
+    checkouts = []
+    for index in range(1, SHARDS + 1):
+        checkout = base / f"ci-job-{index}" / "repo"
+        shutil.copytree(main, checkout)
+        checkouts.append(checkout)
+    one = _eb("run", "--cwd", str(main), "--output-dir", str(base / "one"), "--flat-output")
+    assert one.returncode == 1, one.stderr
+    _run_shards(checkouts=checkouts, shards_dir=base / "shards", total=SHARDS)
+    summary = base / "step-summary.md"
+    merged = _eb(
+        "merge",
+        *(str(base / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)),
+        "--cwd",
+        str(main),
+        "--output-dir",
+        str(base / "merged"),
+        "--flat-output",
+        "--junit-xml",
+        str(base / "merged.junit.xml"),
+        "--annotations",
+        "github",
+        GITHUB_STEP_SUMMARY=str(summary),
+    )
+    (base / "merge.stdout").write_text(merged.stdout)
+    (base / "merge.rc").write_text(str(merged.returncode))
+    return {"base": base, "main": main, "one": base / "one", "merged": base / "merged"}
+
+
+def test_merged_report_equals_the_one_machine_report(scale_out: dict[str, Path]) -> None:
+    one, merged = _report(scale_out["one"]), _report(scale_out["merged"])
+    assert (scale_out["base"] / "merge.rc").read_text() == "1"  # the verdict: checks failed
+    # The same keys, plus only the ones naming the shards.
+    assert [key for key in merged if key not in one] == []
+    assert [source["shard"] for source in merged["merged_from"]] == [1, 2, 3, 4]
+    assert sum(source["checks"] for source in merged["merged_from"]) == 40
+    for key in one:
+        if key in VOLATILE_REPORT or key in ("checks", "merged_from"):
+            continue
+        assert merged[key] == one[key], key
+    # Totals and verdict, spelled out (they are also among the keys above).
+    for key in ("total_checks", "passed_checks", "failed_checks", "errored_checks"):
+        assert merged[key] == one[key]
+    assert (merged["points_earned"], merged["run_passed"]) == (one["points_earned"], False)
+    assert one["total_checks"] == 40 and one["errored_checks"] == 1
+    # Every check, in the same order, every field but its times.
+    assert [c["check_id"] for c in merged["checks"]] == [c["check_id"] for c in one["checks"]]
+    checkouts = [str(scale_out["base"] / f"ci-job-{k}" / "repo") for k in range(1, SHARDS + 1)]
+    for mine, theirs in zip(merged["checks"], one["checks"], strict=True):
+        assert _same_paths(
+            {k: v for k, v in mine.items() if k not in VOLATILE_CHECK},
+            checkouts=checkouts,
+            main=str(scale_out["main"]),
+        ) == {k: v for k, v in theirs.items() if k not in VOLATILE_CHECK}, mine["check_id"]
+    # The shards ran in other checkouts; the merged paths are the merge's project's.
+    assert all(c["source_path"].startswith(str(scale_out["main"])) for c in merged["checks"])
+
+
+def test_each_shard_ran_its_own_slice_and_recorded_the_whole_plan(
+    scale_out: dict[str, Path],
+) -> None:
+    digests, ids = set(), []
+    for index in range(1, SHARDS + 1):
+        run_dir = scale_out["base"] / "shards" / f"shard-{index}"
+        config = json.loads((run_dir / "stages" / "config.json").read_text())
+        plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+        assert config["selection"]["shard"] == {"index": index, "total": SHARDS}
+        assert plan["selection"]["shard"] == {"index": index, "total": SHARDS}
+        assert plan["selected_checks"] == 40
+        digests.add(plan["selection_digest"])
+        ids += [check["id"] for check in plan["checks"]]
+        assert _report(run_dir)["shard"] == {"index": index, "total": SHARDS}
+    assert len(digests) == 1  # four checkouts at four paths, one plan
+    assert sorted(ids) == sorted(c["check_id"] for c in _report(scale_out["one"])["checks"])
+
+
+def test_merged_folder_is_a_complete_run(scale_out: dict[str, Path]) -> None:
+    merged = scale_out["merged"]
+    status = _eb("status", "--run-dir", str(merged))
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert status.stdout.count(" ok") == 7
+    for name in ("report.json", "report.md", "report.html"):
+        assert (merged / name).is_file()
+    junit = (scale_out["base"] / "merged.junit.xml").read_text()
+    assert junit.count("<testcase ") == 40
+    summary = (scale_out["base"] / "step-summary.md").read_text()
+    assert summary == (merged / "report.md").read_text()
+    stdout = (scale_out["base"] / "merge.stdout").read_text()
+    assert stdout.count("::error file=") == 7  # 4 failed, 1 timed out, 1 assertion, 1 judge
+    assert "::error file=eval_checks/core/fail_0.yaml," in stdout
+    score = json.loads((merged / "stages" / "score.json").read_text())
+    assert (score["total_checks"], score["run_passed"]) == (40, False)
+
+
+def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, Path]) -> None:
+    merged, shards = scale_out["merged"], scale_out["base"] / "shards"
+    plan = json.loads((merged / "stages" / "plan.json").read_text())
+    (referenced,) = [c for c in plan["checks"] if c["id"] == "referenced_script"]
+    snapshot = merged / referenced["snapshot"]
+    assert snapshot.read_text() == "print('counted')\n"
+    (owner,) = [p for p in shards.iterdir() if (p / referenced["snapshot"]).is_file()]
+    assert os.path.samefile(snapshot, owner / referenced["snapshot"])
+    stem = next(c["stem"] for c in plan["checks"] if c["id"] == "fail_0")
+    stdout = merged / "checks" / f"{stem}.stdout.txt"
+    assert stdout.read_text() == "expected 3, got 0\n"
+    assert any(
+        os.path.samefile(stdout, p / "checks" / stdout.name)
+        for p in shards.iterdir()
+        if (p / "checks" / stdout.name).is_file()
+    )
+    # checks/<stem>.json stays the shard's own copy (naming its checkout); execute.json and
+    # report.json name the merge's project.
+    copy = merged / "checks" / f"{stem}.json"
+    (shard_copy,) = [
+        p / "checks" / copy.name for p in shards.iterdir() if (p / "checks" / copy.name).is_file()
+    ]
+    assert os.path.samefile(copy, shard_copy)
+    assert "/ci-job-" in json.loads(copy.read_text())["source_path"]
+    executed = json.loads((merged / "stages" / "execute.json").read_text())["results"]
+    assert all(r["source_path"].startswith(str(scale_out["main"])) for r in executed)
