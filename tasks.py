@@ -90,7 +90,7 @@ _RESULT_LINE = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$", re.MULTILINE)
 
 def _mutant_statuses(c: Context) -> dict[str, str]:
     """Every mutant mutmut knows of, with its status (`mutmut results --all`)."""
-    listing = c.run(f"{PY} -m mutmut results --all", hide=True, pty=False).stdout
+    listing = c.run(f"{PY} -m mutmut results --all true", hide=True, pty=False).stdout
     return dict(_RESULT_LINE.findall(listing))
 
 

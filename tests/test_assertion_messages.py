@@ -46,6 +46,7 @@ DAY = datetime.date(2026, 11, 30)
         (float("-inf"), "the number -inf"),
         (10**59, "the number 1" + "0" * 59),  # 60 characters: shown whole
         (10**60, "the number 1" + "0" * 59 + "…"),  # 61: cut to 60
+        (10**400, "the number 1" + "0" * 59 + "…"),  # beyond any float: still an int
         ("é" * 60, 'the string "' + "é" * 60 + '"'),  # 60 characters: whole, not escaped
         ("é" * 61, 'the string "' + "é" * 60 + '…" (61 characters)'),
         ([1, 2], "an array of 2 elements"),

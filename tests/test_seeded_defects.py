@@ -134,7 +134,7 @@ def test_an_interrupt_after_a_fuse_keeps_the_fuse_as_the_reason(tmp_path: Path) 
     root = tmp_path / "project"
     root.mkdir()
     checks = [
-        planned_inline(id="slow", script="import time\ntime.sleep(60)\n", project_root=root),
+        planned_inline(id="slow", script="import time\ntime.sleep(20)\n", project_root=root),
         planned_inline(id="later", script="pass\n", project_root=root),
     ]
     cancel = StopSignal()

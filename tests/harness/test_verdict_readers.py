@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from eval_banana.harness.verdict import Extraction, Verdict, extract_verdict
+from eval_banana.harness.verdict import Extraction, Verdict, extract_from_text, extract_verdict
 
 NO_SCORE = 'no JSON object with a "score" key was found'
 
@@ -181,3 +181,13 @@ def test_openhands_problem_texts(tmp_path: Path) -> None:
     assert read("openhands", path) == Extraction(
         verdict=None, problem=f"in the agent's final message, {NO_SCORE}"
     )
+
+
+# --- the newest result event in plain text ------------------------------------------------------
+
+
+def test_a_result_event_after_text_that_starts_with_the_word_result() -> None:
+    event = {"type": "result", "subtype": "success", "is_error": False, "result": '{"score": 0}'}
+    text = '"result" is what we print at the end\n' + json.dumps(event) + "\n"
+    found = extract_from_text(text)
+    assert found.verdict == Verdict(0, None) and found.usage_event == event
