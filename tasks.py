@@ -110,6 +110,8 @@ def _print_kill_rates(statuses: dict[str, str]) -> None:
     caught = sum(1 for status in tried.values() if status in CAUGHT)
     rate = 100 * caught / len(tried) if tried else 0.0
     print(f"Kill rate: {caught}/{len(tried)} mutants caught ({rate:.1f}%)")
+    if len(tried) < len(statuses):
+        print(f"Not tested (yet): {len(statuses) - len(tried)} mutants")
 
 
 @task(

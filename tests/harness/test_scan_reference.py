@@ -94,6 +94,19 @@ def test_scan_agrees_with_the_reference_on_deep_nesting(parts: list[tuple[str, i
         # A verdict inside a deeply nested string must not be taken out of it.
         '{"a": "' + "{" * 400 + '{"score": 1}' + '"}' + '{"score": 0, "reason": "outside"}',
         '{"score": 1, "n": ' * 257 + "1" + "}" * 257,
+        # A verdict just past what one decode can reach but before where a too-deep decode is
+        # given up: found only if the scan resumes at the right depth, which needs the strings
+        # (with escaped quotes and braces in them) tracked exactly on the way down.
+        *('{"a": ' * depth + '{"score": 1, "reason": "d"}' for depth in (950, 1000, 1040, 1060)),
+        *('{"a": "\\"", "b": ' * depth + '{"score": 0}' for depth in (950, 1000, 1060)),
+        *('{"a": "{[", "b": ' * depth + '{"score": 1}' for depth in (950, 1000, 1060)),
+        *('{"a": "}]", "b": ' * depth + '{"score": 1}' for depth in (950, 1000, 1060)),
+        # Balanced, but a little deeper than one decode can go: the scan must find where the
+        # too-deep object ends and go on after it.
+        *(
+            '{"a":' * depth + '{"score": 1, "reason": "in"}' + "}" * depth + '{"score": 0}'
+            for depth in (950, 1000, 1060)
+        ),
     ],
 )
 def test_hand_picked_deep_cases(text: str) -> None:
