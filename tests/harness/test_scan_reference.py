@@ -1,0 +1,113 @@
+"""Step B's linear scan agrees with the obvious quadratic rule on every input tried.
+
+The scan skips work (failed regions, cut points in deep nesting, a shortcut for braces that
+cannot open an object); none of that may change the answer. The reference below does the
+obvious thing instead: decode a JSON value at every `{` on its own and keep the score object
+that closes last. Inputs are built from the pieces that make the skipping hard: quotes and
+backslashes inside and outside strings, unclosed objects, and nesting around the scan's cut
+depth and past the interpreter's recursion limit.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eval_banana.harness.scan import ScanResult, Verdict, classify, rejection, scan_text
+
+NOTHING = 'no JSON object with a "score" key was found'
+
+
+def reference(text: str) -> ScanResult:
+    """Decode at every `{`; the valid verdict that closes last wins, else the last rejected."""
+    decoder = json.JSONDecoder()
+    best: tuple[int, Verdict] | None = None
+    rejected: tuple[int, str] | None = None
+    for start, char in enumerate(text):
+        if char != "{":
+            continue
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(value, dict) or "score" not in value:
+            continue
+        outcome = classify(value)
+        if isinstance(outcome, Verdict):
+            if best is None or end > best[0]:
+                best = (end, outcome)
+        elif rejected is None or end > rejected[0]:
+            rejected = (end, rejection(value))
+    if best is not None:
+        return ScanResult(verdict=best[1], problem=None)
+    if rejected is not None:
+        return ScanResult(
+            verdict=None, problem=f"the last object with a score was rejected: {rejected[1]}"
+        )
+    return ScanResult(verdict=None, problem=NOTHING)
+
+
+SHALLOW = st.sampled_from(
+    [
+        "{", "}", "[", "]", '"', "\\", ":", ",", " ", "\n", "x", "1", "0",
+        "score", '"score"', '{"score": 1}', '{"score": 0, "reason": "r"}', '{ "score" : 1 }',
+        '{"score": true}', '{"score": 2}', '{"a": {"score": 1}}', "\\u0073", '{"reason": "x"}',
+        "{ x", "{}", '"a": ', '{"a": "', '\\"', '{"score": 1, "reason": 5}',
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces=st.lists(SHALLOW, max_size=30))
+def test_scan_agrees_with_the_reference(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert scan_text(text) == reference(text)
+
+
+DEEP = st.tuples(
+    st.sampled_from(
+        ['{"a":', "[", '{"a": "', '"', "]", "}", '{"score": 1}', '{"score": 0, "reason": "d"}',
+         "\\", " x ", '{"score": 1, "n": ', '{"score": 3}']
+    ),
+    st.sampled_from([1, 2, 255, 256, 257, 300, 1100]),
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(DEEP, min_size=1, max_size=5))
+def test_scan_agrees_with_the_reference_on_deep_nesting(parts: list[tuple[str, int]]) -> None:
+    text = "".join(piece * count for piece, count in parts)
+    assert scan_text(text) == reference(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # An object opened 300 levels deep around an escaped quote, then a verdict.
+        '{"a":' * 300 + '"\\"{"' + '{"score": 1, "reason": "after"}',
+        # Nesting past the recursion limit, with strings holding braces and backslashes.
+        '{"a": "\\\\{", "b":' * 1200 + '{"score": 0, "reason": "inner"}',
+        "[" * 1500 + '"{\\"score\\": 1}"' + '{"score": 1, "reason": "x"}' + "]" * 1500,
+        # A verdict inside a deeply nested string must not be taken out of it.
+        '{"a": "' + "{" * 400 + '{"score": 1}' + '"}' + '{"score": 0, "reason": "outside"}',
+        '{"score": 1, "n": ' * 257 + "1" + "}" * 257,
+        # A verdict just past what one decode can reach but before where a too-deep decode is
+        # given up: found only if the scan resumes at the right depth, which needs the strings
+        # (with escaped quotes and braces in them) tracked exactly on the way down.
+        *('{"a": ' * depth + '{"score": 1, "reason": "d"}' for depth in (950, 1000, 1040, 1060)),
+        *('{"a": "\\"", "b": ' * depth + '{"score": 0}' for depth in (950, 1000, 1060)),
+        *('{"a": "{[", "b": ' * depth + '{"score": 1}' for depth in (950, 1000, 1060)),
+        *('{"a": "}]", "b": ' * depth + '{"score": 1}' for depth in (950, 1000, 1060)),
+        # Balanced, but a little deeper than one decode can go: the scan must find where the
+        # too-deep object ends and go on after it.
+        *(
+            '{"a":' * depth + '{"score": 1, "reason": "in"}' + "}" * depth + '{"score": 0}'
+            for depth in (950, 1000, 1060)
+        ),
+    ],
+)
+def test_hand_picked_deep_cases(text: str) -> None:
+    assert scan_text(text) == reference(text)
