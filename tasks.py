@@ -75,6 +75,13 @@ def bench(c: Context, only: str = "", quick: bool = False) -> None:
     c.run(f"{PY} bench/run.py {' '.join(args)}", pty=False)
 
 
-ns = Collection(test, lint, typecheck, schemas, docs, check, demo, bench)
+@task(help={"force": "Reinstall even when the pins have not changed."})
+def agents(c: Context, force: bool = False) -> None:
+    """Install the pinned real agent CLIs for tests/agents_real (idempotent; see its README)."""
+    args = " --force" if force else ""
+    c.run(f"{PY} tests/agents_real/install.py{args}", pty=False)
+
+
+ns = Collection(test, lint, typecheck, schemas, docs, check, demo, bench, agents)
 # Dogfooding: the same collection users add to their own tasks.py.
 ns.add_collection(eval_collection)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
-from eval_banana.stages.report import control_note, result_summary
+from eval_banana.stages.report import control_note, result_summary, usage_summary
 
 if TYPE_CHECKING:
     # rich is imported only when a terminal will show it: CI logs never pay for it.
@@ -50,6 +50,9 @@ def summary_lines(*, report: dict[str, Any], report_path: Path) -> list[str]:
         f"Passed: {'yes' if report['run_passed'] else 'no'}",
         f"Report: {report_path}",
     ]
+    usage = usage_summary(usage=report.get("judge_usage"))
+    if usage is not None:
+        lines.append(f"Judge usage: {usage}")
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
         lines.append(_check_line(check=check))

@@ -47,6 +47,7 @@ _KIND_TYPES = {
     "integer": "integer",
     "positive_integer": "integer ≥ 1",
     "non_negative_integer": "integer ≥ 0 (0 = none)",
+    "non_negative_number": "number ≥ 0 (0 = none)",
     "optional_string": "string",
     "string_list": "list of strings",
     "name_list": "list of strings",

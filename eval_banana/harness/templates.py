@@ -46,6 +46,9 @@ BUILTIN_TEMPLATES: dict[str, AgentTemplate] = {
             "ANTHROPIC_DEFAULT_OPUS_MODEL",
         ],
         reasoning_effort_flag=["--effort", "{effort}"],
+        # Claude Code refuses --dangerously-skip-permissions as root (the usual CI container)
+        # unless this says it runs in a sandbox; for other users it changes nothing we rely on.
+        fixed_env={"IS_SANDBOX": "1"},
         output_dialect="claude",
     ),
     "grok": AgentTemplate(

@@ -6,7 +6,7 @@ from typing import Literal
 
 from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult
-from eval_banana.models.stages import AbortReason, ProblemModel
+from eval_banana.models.stages import AbortReason, JudgeUsage, ProblemModel
 
 
 class ReportJson(Record):
@@ -39,3 +39,4 @@ class ReportJson(Record):
     env_allow_prefixes: list[str] = Field(default_factory=list)
     tokens_used: int | None = None
     warnings: list[ProblemModel] = Field(default_factory=list)
+    judge_usage: JudgeUsage | None = None

@@ -26,6 +26,8 @@ class RunContext(Record):
     cancel: threading.Event = Field(default_factory=threading.Event)
     # Called with tokens a judge reported, for the token fuse.
     report_tokens: object | None = None
+    # Called with the dollars a judge reported spending, for the cost fuse.
+    report_cost: object | None = None
 
     @property
     def checks_dir(self) -> Path:

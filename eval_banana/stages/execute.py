@@ -215,6 +215,7 @@ def execute(
         stop=stop,
         token_budget=config.settings.harness.token_fuse,
         run_timeout_s=float(config.settings.core.run_timeout_seconds),
+        cost_budget_usd=config.settings.harness.cost_fuse_usd,
     )
 
     def task(position: int) -> None:
@@ -235,6 +236,7 @@ def execute(
                 base_env=base_env,
                 cancel=stop,
                 report_tokens=fuses.report_tokens,
+                report_cost=fuses.report_cost,
             )
             result = _run_one(ctx=ctx)
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
@@ -266,6 +268,7 @@ def execute(
         not_run=[check.id for check, skipped in zip(checks, not_run, strict=True) if skipped],
         env_policy=config.settings.execution.env,
         tokens_used=fuses.tokens_used,
+        cost_usd=fuses.cost_usd,
         warnings=unseen_usage_warnings(results=final)
         if config.settings.harness.token_fuse > 0
         else [],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_banana.artifacts import write_model
+from eval_banana.harness.usage import usage_totals
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
@@ -63,6 +64,13 @@ def score(
         # D-11: points already count satisfied expectations; these say how many were controls.
         control_checks=len(controls),
         controls_met=sum(1 for result in controls if result.status == "passed"),
+        judge_usage=usage_totals(
+            [
+                result.details.get("usage")
+                for result in results
+                if result.check_type == "harness_judge"
+            ]
+        ),
     )
     return ScoreDoc.model_validate(document)
 

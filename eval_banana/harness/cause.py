@@ -1,0 +1,82 @@
+"""Why an agent gave no verdict, in its own words: the error it reported, for `error_detail`.
+
+The stream formats carry the error in their final event (Claude Code's `result` text and HTTP
+status, Gemini's `result.error.message`); the other agents print it on stderr. Only a short
+single line is kept: the full streams stay in `checks/<stem>.stdout.txt` and `.stderr.txt`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_ERRORISH = re.compile(r"\b(error|failed|failure|unauthorized|denied|invalid)\b", re.IGNORECASE)
+_LIMIT = 300
+_TAIL_LINES = 80
+
+
+def _short(text: str) -> str:
+    line = " ".join(_ANSI.sub("", text).split())
+    return line if len(line) <= _LIMIT else line[: _LIMIT - 1] + "…"
+
+
+def _from_event(*, dialect: str, event: dict[str, Any] | None) -> str | None:
+    if event is None:
+        return None
+    if dialect == "gemini":
+        error = event.get("error")
+        if event.get("status") != "success" and isinstance(error, dict):
+            message = error.get("message")
+            return _short(message) if isinstance(message, str) and message.strip() else None
+        return None
+    if event.get("is_error") is not True:
+        return None
+    parts: list[str] = []
+    result = event.get("result")
+    if isinstance(result, str) and result.strip():
+        parts.append(result)
+    errors = event.get("errors")
+    if isinstance(errors, list):
+        parts.extend(item for item in errors if isinstance(item, str) and item.strip())
+    status = event.get("api_error_status")
+    if type(status) is int:
+        parts.append(f"(HTTP {status})")
+    return _short(" ".join(parts)) if parts else None
+
+
+def _from_stderr(stderr_path: Path | None) -> str | None:
+    """The last line of stderr that reads like an error, else its last non-empty line."""
+    if stderr_path is None:
+        return None
+    tail: deque[str] = deque(maxlen=_TAIL_LINES)
+    with stderr_path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            text = _ANSI.sub("", line).strip()
+            # Stack frames and closing braces of dumped objects say nothing about the cause.
+            if text and not text.startswith(("at ", "}", "]", ")")):
+                tail.append(text)
+    for text in reversed(tail):
+        if _ERRORISH.search(text):
+            return _short(text)
+    return _short(tail[-1]) if tail else None
+
+
+def agent_error(
+    *,
+    dialect: str,
+    event: dict[str, Any] | None,
+    stderr_path: Path | None,
+    exited_nonzero: bool,
+) -> str | None:
+    """The agent's own account of its failure, one short line, or None.
+
+    The final event is believed whenever it reports an error. stderr is read only when the agent
+    also exited non-zero: a successful agent's stderr holds warnings, not causes.
+    """
+    found = _from_event(dialect=dialect, event=event)
+    if found is None and exited_nonzero:
+        found = _from_stderr(stderr_path)
+    return found
