@@ -150,7 +150,7 @@ def _sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> bytes:
     return "".join(out).encode("utf-8")
 
 
-def _chunks(text: str) -> list[str]:
+def chunks(text: str) -> list[str]:
     """The answer in three uneven deltas, as a real stream splits it."""
     if len(text) < 3:
         return [text]
@@ -194,7 +194,7 @@ def _anthropic(*, script: Script, model: str, stream: bool) -> tuple[bytes, str]
             },
         ),
     ]
-    for piece in _chunks(script.text):
+    for piece in chunks(script.text):
         delta = {"type": "text_delta", "text": piece}
         events.append(
             ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
@@ -260,7 +260,7 @@ def _responses(*, script: Script, model: str) -> tuple[bytes, str]:
             {"type": "response.content_part.added", **where, "part": {**part, "text": ""}},
         ),
     ]
-    for piece in _chunks(script.text):
+    for piece in chunks(script.text):
         events.append(
             (
                 "response.output_text.delta",
@@ -323,7 +323,7 @@ def _chat(*, script: Script, model: str, stream: bool) -> tuple[bytes, str]:
     events: list[tuple[str | None, dict[str, Any] | str]] = [
         (None, choice({"role": "assistant", "content": ""}, None))
     ]
-    events += [(None, choice({"content": piece}, None)) for piece in _chunks(script.text)]
+    events += [(None, choice({"content": piece}, None)) for piece in chunks(script.text)]
     events += [
         (None, choice({}, "stop")),
         (None, {**chunk, "choices": [], "usage": usage}),
@@ -350,7 +350,7 @@ def _gemini(*, script: Script, model: str, stream: bool) -> tuple[bytes, str]:
 
     if not stream:
         return json.dumps(piece(script.text, last=True)).encode(), "application/json"
-    pieces = _chunks(script.text)
+    pieces = chunks(script.text)
     events: list[tuple[str | None, dict[str, Any] | str]] = [
         (None, piece(text, last=index == len(pieces) - 1)) for index, text in enumerate(pieces)
     ]

@@ -23,6 +23,18 @@ def _short(text: str) -> str:
     return line if len(line) <= _LIMIT else line[: _LIMIT - 1] + "…"
 
 
+def _from_error_event(event: dict[str, Any] | None) -> str | None:
+    """OpenHands' `ConversationErrorEvent` (`code`, `detail`) or `AgentErrorEvent` (`error`)."""
+    if event is None:
+        return None
+    parts = [
+        value
+        for value in (event.get("code"), event.get("detail"), event.get("error"))
+        if isinstance(value, str) and value.strip()
+    ]
+    return _short(": ".join(parts)) if parts else None
+
+
 def _from_event(*, dialect: str, event: dict[str, Any] | None) -> str | None:
     if event is None:
         return None
@@ -70,13 +82,15 @@ def agent_error(
     event: dict[str, Any] | None,
     stderr_path: Path | None,
     exited_nonzero: bool,
+    error_event: dict[str, Any] | None = None,
 ) -> str | None:
     """The agent's own account of its failure, one short line, or None.
 
-    The final event is believed whenever it reports an error. stderr is read only when the agent
-    also exited non-zero: a successful agent's stderr holds warnings, not causes.
+    An error event, or a final event that reports an error, is believed whenever there is one.
+    stderr is read only when the agent also exited non-zero: a successful agent's stderr holds
+    warnings, not causes.
     """
-    found = _from_event(dialect=dialect, event=event)
+    found = _from_error_event(error_event) or _from_event(dialect=dialect, event=event)
     if found is None and exited_nonzero:
         found = _from_stderr(stderr_path)
     return found

@@ -151,6 +151,7 @@ def _judged(
             event=found.usage_event,
             stderr_path=outcome.stderr_path,
             exited_nonzero=code != 0,
+            error_event=found.error_event,
         )
     if code != 0:
         if verdict is None:

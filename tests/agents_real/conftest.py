@@ -7,6 +7,7 @@ fails with the instruction to run `invoke agents`: a missing install is never a 
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -64,7 +65,7 @@ def runtimes() -> Iterator[dict[str, tuple[User, Runtime]]]:
     """root: this interpreter as it is; nobody: a reachable interpreter and a portable copy."""
     root = current_user()
     found: dict[str, tuple[User, Runtime]] = {
-        "root": (root, Runtime(python=Path(sys.executable), pythonpath=None))
+        "root": (root, Runtime(python=Path(sys.executable), portable=None))
     }
     folder: Path | None = None
     if root.is_root:
@@ -76,7 +77,7 @@ def runtimes() -> Iterator[dict[str, tuple[User, Runtime]]]:
                 pytrace=False,
             )
         folder = world_folder(prefix="eb-runtime-")
-        runtime = Runtime(python=python, pythonpath=str(build_portable_runtime(target=folder)))
+        runtime = Runtime(python=python, portable=build_portable_runtime(target=folder))
         found["nobody"] = (unprivileged_user(), runtime)
     try:
         yield found
@@ -92,4 +93,6 @@ def scratch() -> Iterator[Path]:
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        # EB_CONFORMANCE_KEEP=1 keeps the projects, run folders and agent homes to look at.
+        if not os.environ.get("EB_CONFORMANCE_KEEP"):
+            shutil.rmtree(folder, ignore_errors=True)

@@ -34,8 +34,9 @@ INPUTS = (
     "package-lock.json",
     "requirements-grok.txt",
     "requirements-openhands.txt",
-    "install.py",
 )
+# Bump when the cache layout below changes, so older installs are redone.
+LAYOUT_VERSION = "1"
 NPM_COMMANDS = ("claude", "codex", "gemini", "opencode", "pi")
 COMMANDS = (*NPM_COMMANDS, "grok", "openhands")
 # The npm package @vibe-kit/grok-cli, the other program called `grok`, kept apart from bin/.
@@ -59,8 +60,8 @@ def bin_dir(home: Path | None = None) -> Path:
 
 
 def inputs_digest() -> str:
-    """One hash over every pin file (and this installer): a change means reinstall."""
-    digest = hashlib.sha256()
+    """One hash over every pin file and the layout version: a change means reinstall."""
+    digest = hashlib.sha256(LAYOUT_VERSION.encode() + b"\0")
     for name in INPUTS:
         digest.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")
     return digest.hexdigest()

@@ -90,7 +90,13 @@ def build_portable_runtime(*, target: Path) -> Path:
             (Path(folder) / name).chmod(0o755)
         for name in files:
             (Path(folder) / name).chmod(0o644)
+    # Started as a script, this file puts its own folder first on sys.path: no PYTHONPATH,
+    # which eval_banana would pass on to the agents (and break OpenHands' own Python).
+    (target / "eb_portable.py").write_text(
+        'import runpy\nrunpy.run_module("eval_banana", run_name="__main__", alter_sys=True)\n'
+    )
     target.chmod(0o755)
+    (target / "eb_portable.py").chmod(0o644)
     return target
 
 
@@ -108,9 +114,9 @@ def python_for_everyone() -> Path | None:
         except OSError:
             continue
         prefix_lib = real.parent.parent / "lib" / f"python{version}"
-        if reachable_by_everyone(real) and real.stat().st_mode & stat.S_IXOTH:
-            if prefix_lib.exists() and reachable_by_everyone(prefix_lib):
-                return real
+        runnable = reachable_by_everyone(real) and real.stat().st_mode & stat.S_IXOTH
+        if runnable and prefix_lib.exists() and reachable_by_everyone(prefix_lib):
+            return real
     return None
 
 
@@ -229,7 +235,7 @@ class Runtime:
     """How to start eval_banana as a given user."""
 
     python: Path
-    pythonpath: str | None
+    portable: Path | None  # the world-readable copy (for an unprivileged user), or None
 
 
 def eb_run(
@@ -244,13 +250,16 @@ def eb_run(
     env = {
         "PATH": f"{bin_dir()}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
         "HOME": str(project.home),
+        # A login session's shell; `nobody`'s own is nologin, on which OpenHands' tmux dies.
+        "SHELL": "/bin/bash",
         "TMPDIR": str(project.tmp),
         "LANG": "C.UTF-8",
         "NO_COLOR": "1",
         "PYTHONNOUSERSITE": "1",
     }
-    if runtime.pythonpath:
-        env["PYTHONPATH"] = runtime.pythonpath
+    launcher = ["-m", "eval_banana"]
+    if runtime.portable is not None:
+        launcher = [str(runtime.portable / "eb_portable.py")]
     preexec = None
     if not user.is_root:
         give_to(path=project.root.parent, user=user)
@@ -261,7 +270,7 @@ def eb_run(
             os.setuid(user.uid)
 
     return subprocess.run(
-        [str(runtime.python), "-m", "eval_banana", "run", "--cwd", str(project.root), *args],
+        [str(runtime.python), *launcher, "run", "--cwd", str(project.root), *args],
         env=env,
         cwd=str(project.root),
         stdin=subprocess.DEVNULL,

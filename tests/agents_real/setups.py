@@ -33,6 +33,9 @@ class Setup:
     reports_cost: bool = False
     # A model the agent silently drops the effort for (opencode, pi, grok), if any.
     dropping_model: str | None = None
+    # Words the agent's own report of an HTTP 500 / 401 from the model contains.
+    http500_words: tuple[str, ...] = ("500", "exploded")
+    http401_words: tuple[str, ...] = ("401", "bad key")
 
 
 def _json(value: object) -> str:
@@ -71,6 +74,8 @@ CODEX = Setup(
     sent_model="gpt-5.6-sol",  # the template's default
     effort_field=("reasoning", "effort"),
     reports_usage=True,
+    # codex words every 5xx its own way and drops the server's message.
+    http500_words=("high demand",),
 )
 
 GEMINI = Setup(
@@ -189,6 +194,15 @@ OPENHANDS = Setup(
         "GIT_CONFIG_COUNT": "1",
         "GIT_CONFIG_KEY_0": "url./nonexistent/.insteadOf",
         "GIT_CONFIG_VALUE_0": "https://github.com/",
+        # LiteLLM fetches a model price list from GitHub unless told to use its own copy.
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    },
+    home_files={
+        # OpenHands' saved agent settings, here only to turn LiteLLM's retries off (the
+        # variables above still choose the key, address and model).
+        ".openhands/agent_settings.json": _json(
+            {"llm": {"model": "openai/test-model", "num_retries": 0}}
+        )
     },
     model="openai/test-model",  # LiteLLM's provider/model; LLM_MODEL is required
     sent_model="test-model",

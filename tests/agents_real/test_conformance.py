@@ -140,8 +140,8 @@ def test_verdicts_errors_and_usage(
 
     # An HTTP error from the model is an error whose detail names the cause.
     for case, words in (
-        ("http500_case", ("500", "exploded")),
-        ("http401_case", ("401", "bad key")),
+        ("http500_case", setup.http500_words),
+        ("http401_case", setup.http401_words),
     ):
         failed = checks[case]
         assert failed["status"] == "error", context

@@ -1,0 +1,148 @@
+"""Record what each real agent CLI prints, for the stand-ins in tests/agents/ to replay.
+
+    python tests/agents_real/capture.py        # after `invoke agents`
+
+Runs every built-in template's exact command line (as eval_banana builds it) against the model
+server for three cases (a passing verdict, a failing verdict, an HTTP 500 from the model) and
+writes `tests/agents/recordings/<agent>/<case>.json`: stdout, stderr and the exit code. What
+differs from run to run is replaced by placeholders the stand-ins fill in:
+`@@VERDICT@@` (raw) and `@@VERDICT_JSON@@` (escaped inside a JSON string), the three streamed
+pieces `@@PIECE0@@`..`@@PIECE2@@` (escaped), `@@PROMPT@@` / `@@PROMPT_JSON@@`, `@@MODEL@@`,
+`@@CWD@@`, `@@HOME@@` and `@@URL@@`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from eval_banana.harness.command import build_argv, build_env  # noqa: E402
+from eval_banana.harness.prompt import build_prompt  # noqa: E402
+from eval_banana.harness.templates import BUILTIN_TEMPLATES  # noqa: E402
+from tests.agents_real.install import bin_dir, install_problem  # noqa: E402
+from tests.agents_real.setups import SERVED_MODELS, SETUPS  # noqa: E402
+from tests.model_server import FAIL_TEXT, PASS_TEXT, ModelServer, chunks  # noqa: E402
+
+RECORDINGS = REPO / "tests" / "agents" / "recordings"
+CASES = {"pass": {"text": PASS_TEXT}, "fail": {"text": FAIL_TEXT}, "error": {"status": 500}}
+
+
+def _escaped(text: str) -> str:
+    return json.dumps(text)[1:-1]
+
+
+def _template(
+    *, text: str, verdict: str, prompt: str, model: str, cwd: Path, home: Path, url: str
+) -> str:
+    """Replace the run's own values by placeholders, longest and most specific first."""
+    replacements = [
+        (_escaped(prompt), "@@PROMPT_JSON@@"),
+        (prompt, "@@PROMPT@@"),
+        (_escaped(verdict), "@@VERDICT_JSON@@"),
+        (verdict, "@@VERDICT@@"),
+    ]
+    replacements += [
+        (_escaped(piece), f"@@PIECE{index}@@") for index, piece in enumerate(chunks(verdict))
+    ]
+    replacements += [(url, "@@URL@@"), (str(cwd), "@@CWD@@"), (str(home), "@@HOME@@")]
+    if model:
+        replacements.append((model, "@@MODEL@@"))
+    for old, new in replacements:
+        if old:
+            text = text.replace(old, new)
+    return text
+
+
+def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[str, object]:
+    setup = SETUPS[agent]
+    template = BUILTIN_TEMPLATES[agent]
+    root, home = base / agent / case / "project", base / agent / case / "home"
+    root.mkdir(parents=True)
+    home.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for relative, text in setup.home_files.items():
+        path = home / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.replace("{url}", server.url))
+    server.reset()
+    server.script(**CASES[case])
+    prompt = build_prompt(
+        description=f"The recorded case {case}.",
+        instructions="Decide whether the case holds.",
+    )
+    model = setup.model or template.default_model
+    argv = build_argv(
+        template=template, prompt=prompt, model=model, effort=template.reasoning_effort
+    )
+    base_env = {
+        "PATH": f"{bin_dir()}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "TMPDIR": str(base),
+        "LANG": "C.UTF-8",
+    }
+    harness_env = {key: value.replace("{url}", server.url) for key, value in setup.env.items()}
+    env = build_env(
+        template=template,
+        base_env=base_env,
+        harness_env=harness_env,
+        model=model,
+        project_root=root,
+        agent=agent,
+    )
+    done = subprocess.run(
+        argv, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=600
+    )
+    verdict = str(CASES[case].get("text", ""))
+    sent_model = setup.sent_model or model or ""
+
+    def templated(raw: bytes) -> str:
+        return _template(
+            text=raw.decode("utf-8", errors="replace"),
+            verdict=verdict,
+            prompt=prompt,
+            model=sent_model,
+            cwd=root,
+            home=home,
+            url=server.url,
+        )
+
+    return {
+        "agent": agent,
+        "case": case,
+        "argv": [("{prompt}" if token == prompt else token) for token in argv],
+        "exit_code": done.returncode,
+        "stdout": templated(done.stdout),
+        "stderr": templated(done.stderr),
+    }
+
+
+def main() -> int:
+    problem = install_problem()
+    if problem is not None:
+        print(f"{problem}: run `invoke agents` first", file=sys.stderr)
+        return 2
+    only = sys.argv[1:] or sorted(SETUPS)
+    server = ModelServer(models=SERVED_MODELS).start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="eb-capture-") as folder:
+            for agent in only:
+                for case in CASES:
+                    recording = capture(agent=agent, case=case, server=server, base=Path(folder))
+                    target = RECORDINGS / agent / f"{case}.json"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(json.dumps(recording, indent=1, ensure_ascii=False) + "\n")
+                    print(f"{agent:10} {case:6} exit {recording['exit_code']}")
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
