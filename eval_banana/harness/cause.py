@@ -13,7 +13,17 @@ from pathlib import Path
 from typing import Any
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_ERRORISH = re.compile(r"\b(error|failed|failure|unauthorized|denied|invalid)\b", re.IGNORECASE)
+# An argument parser's or the program's own error line, e.g. `error: unknown option '--x'`,
+# `Unknown arguments: x`, `Error: ...`; else any line that reads like a failure.
+_ERROR_LINE = re.compile(
+    r"(^|\W)error\s*[:!]|unknown (option|argument)|unexpected argument|unrecognized argument",
+    re.IGNORECASE,
+)
+# The first line of an argument parser's usage text, which some CLIs print alone on a bad flag.
+_USAGE_LINE = re.compile(r"^usage:|^\S+( \S+)? \[[a-z.]+\]", re.IGNORECASE)
+_ERRORISH = re.compile(
+    r"\b(error|failed|failure|unauthorized|denied|invalid|unknown)\b", re.IGNORECASE
+)
 _LIMIT = 300
 _TAIL_LINES = 80
 
@@ -60,7 +70,8 @@ def _from_event(*, dialect: str, event: dict[str, Any] | None) -> str | None:
 
 
 def _from_stderr(stderr_path: Path | None) -> str | None:
-    """The last line of stderr that reads like an error, else its last non-empty line."""
+    """The last error line of stderr, else a usage text's first line, else the last line that
+    reads like a failure, else its last non-empty line."""
     if stderr_path is None:
         return None
     tail: deque[str] = deque(maxlen=_TAIL_LINES)
@@ -70,6 +81,12 @@ def _from_stderr(stderr_path: Path | None) -> str | None:
             # Stack frames and closing braces of dumped objects say nothing about the cause.
             if text and not text.startswith(("at ", "}", "]", ")")):
                 tail.append(text)
+    for text in reversed(tail):
+        if _ERROR_LINE.search(text):
+            return _short(text)
+    usage = next((text for text in tail if _USAGE_LINE.search(text)), None)
+    if usage is not None:
+        return _short(f"it printed its usage text ({usage}): it did not accept its arguments")
     for text in reversed(tail):
         if _ERRORISH.search(text):
             return _short(text)

@@ -8,13 +8,14 @@ writes `tests/agents/recordings/<agent>/<case>.json`: stdout, stderr and the exi
 differs from run to run is replaced by placeholders the stand-ins fill in:
 `@@VERDICT@@` (raw) and `@@VERDICT_JSON@@` (escaped inside a JSON string), the three streamed
 pieces `@@PIECE0@@`..`@@PIECE2@@` (escaped), `@@PROMPT@@` / `@@PROMPT_JSON@@`, `@@MODEL@@`,
-`@@CWD@@`, `@@HOME@@` and `@@URL@@`.
+`@@CWD@@`, `@@HOME@@`, `@@URL@@` and `@@EFFORT@@` (codex's header line).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,8 @@ def _template(
     for old, new in replacements:
         if old:
             text = text.replace(old, new)
-    return text
+    # codex's header names the effort it uses.
+    return re.sub(r"^reasoning effort: \S+$", "reasoning effort: @@EFFORT@@", text, flags=re.M)
 
 
 def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[str, object]:
@@ -100,6 +102,11 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
         argv, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=600
     )
     verdict = str(CASES[case].get("text", ""))
+    written = sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.relative_to(root).parts[0] != ".git"
+    )
     sent_model = setup.sent_model or model or ""
 
     def templated(raw: bytes) -> str:
@@ -118,6 +125,7 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
         "case": case,
         "argv": [("{prompt}" if token == prompt else token) for token in argv],
         "exit_code": done.returncode,
+        "project_files": written,  # what the agent left in the project on its own
         "stdout": templated(done.stdout),
         "stderr": templated(done.stderr),
     }

@@ -33,6 +33,11 @@ class Setup:
     reports_cost: bool = False
     # A model the agent silently drops the effort for (opencode, pi, grok), if any.
     dropping_model: str | None = None
+    # Whether the CLI names an unknown flag on a non-terminal stderr (opencode only prints its
+    # usage text then).
+    names_bad_flag: bool = True
+    # Models the agent also asks on its own for side work (session titles), whatever it is told.
+    side_models: tuple[str, ...] = ()
     # Words the agent's own report of an HTTP 500 / 401 from the model contains.
     http500_words: tuple[str, ...] = ("500", "exploded")
     http401_words: tuple[str, ...] = ("401", "bad key")
@@ -116,6 +121,7 @@ GROK = Setup(
     override_sent_model="think-model",
     effort_field=("reasoning_effort",),
     dropping_model="test-model",
+    side_models=("grok-4.5",),  # its session-title request keeps the default model
 )
 
 OPENCODE = Setup(
@@ -157,6 +163,7 @@ OPENCODE = Setup(
     override_sent_model="think-model",
     effort_field=("reasoning_effort",),
     dropping_model="modelserver/test-model",
+    names_bad_flag=False,
 )
 
 PI = Setup(
