@@ -496,6 +496,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # An agent that hangs up mid-answer (killed by a timeout, or done) is not an error here.
+        return
+
     def __init__(self, state: _State) -> None:
         self.state = state
         super().__init__(("127.0.0.1", 0), _Handler)

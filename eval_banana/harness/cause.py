@@ -69,13 +69,13 @@ def _from_event(*, dialect: str, event: dict[str, Any] | None) -> str | None:
     return _short(" ".join(parts)) if parts else None
 
 
-def _from_stderr(stderr_path: Path | None) -> str | None:
+def _from_stream(path: Path | None) -> str | None:
     """The last error line of stderr, else a usage text's first line, else the last line that
     reads like a failure, else its last non-empty line."""
-    if stderr_path is None:
+    if path is None:
         return None
     tail: deque[str] = deque(maxlen=_TAIL_LINES)
-    with stderr_path.open(encoding="utf-8", errors="replace") as handle:
+    with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             text = _ANSI.sub("", line).strip()
             # Stack frames and closing braces of dumped objects say nothing about the cause.
@@ -100,14 +100,16 @@ def agent_error(
     stderr_path: Path | None,
     exited_nonzero: bool,
     error_event: dict[str, Any] | None = None,
+    stdout_path: Path | None = None,
 ) -> str | None:
     """The agent's own account of its failure, one short line, or None.
 
     An error event, or a final event that reports an error, is believed whenever there is one.
     stderr is read only when the agent also exited non-zero: a successful agent's stderr holds
-    warnings, not causes.
+    warnings, not causes. An agent that failed with nothing on stderr may have said why on
+    stdout (OpenHands does).
     """
     found = _from_error_event(error_event) or _from_event(dialect=dialect, event=event)
     if found is None and exited_nonzero:
-        found = _from_stderr(stderr_path)
+        found = _from_stream(stderr_path) or _from_stream(stdout_path)
     return found

@@ -49,12 +49,13 @@ def _probe(*, executable: str, flag: str) -> str:
     return output[:_PROBE_LIMIT].decode("utf-8", errors="replace")
 
 
-def _looks_like_xai(*, executable: str) -> tuple[bool, str]:
+def _looks_like_xai(*, executable: str) -> tuple[bool, str, str]:
+    """Whether it is xAI's CLI, with its --version output and (when asked) its --help."""
     version = _probe(executable=executable, flag="--version")
     if _XAI_VERSION.search(version):
-        return True, version
+        return True, version, ""
     help_text = _probe(executable=executable, flag="--help")
-    return _XAI_FLAG in help_text, help_text or version
+    return _XAI_FLAG in help_text, version, help_text
 
 
 def wrong_program_message(*, harness: ResolvedHarness) -> str | None:
@@ -65,15 +66,15 @@ def wrong_program_message(*, harness: ResolvedHarness) -> str | None:
         return None
     if Path(template.command[0]).name != "grok" or _XAI_FLAG not in template.shared_flags:
         return None  # not the xAI template (a custom table for the other grok is fine)
-    is_xai, seen = _looks_like_xai(executable=executable)
+    is_xai, version, help_text = _looks_like_xai(executable=executable)
     if is_xai:
         return None
     which = (
         "the npm package @vibe-kit/grok-cli"
-        if any(mark in seen for mark in _VIBE_KIT_MARKS)
+        if any(mark in help_text for mark in _VIBE_KIT_MARKS)
         else "another program"
     )
-    first_line = next((line.strip() for line in seen.splitlines() if line.strip()), "")
+    first_line = next((line.strip() for line in version.splitlines() if line.strip()), "")
     said = f" (its --version printed {first_line[:60]!r})" if first_line else ""
     return (
         f"Harness agent '{harness.agent}' runs {executable}, which is {which}{said}, not xAI's "

@@ -152,6 +152,7 @@ def _judged(
             stderr_path=outcome.stderr_path,
             exited_nonzero=code != 0,
             error_event=found.error_event,
+            stdout_path=outcome.stdout_path,
         )
     if code != 0:
         if verdict is None:

@@ -209,7 +209,17 @@ def _escaped(text: str) -> str:
     return json.dumps(text)[1:-1]
 
 
-def fill(text: str, *, answer: str, prompt: str, model: str, effort: str | None = None) -> str:
+def fill(
+    text: str,
+    *,
+    answer: str,
+    prompt: str,
+    model: str,
+    effort: str | None = None,
+    cwd: str | None = None,
+    home: str | None = None,
+    tmp: str | None = None,
+) -> str:
     """A recording with this run's values in its placeholders (see tests/agents_real/capture.py)."""
     values = {
         "@@PROMPT_JSON@@": _escaped(prompt),
@@ -217,9 +227,11 @@ def fill(text: str, *, answer: str, prompt: str, model: str, effort: str | None 
         "@@VERDICT_JSON@@": _escaped(answer),
         "@@VERDICT@@": answer,
         "@@MODEL@@": model,
-        "@@CWD@@": os.getcwd(),
-        "@@HOME@@": os.environ.get("HOME", "/nonexistent"),
+        "@@CWD@@": cwd or os.getcwd(),
+        "@@HOME@@": home or os.environ.get("HOME", "/nonexistent"),
         "@@URL@@": "http://127.0.0.1:9",
+        "@@HOSTPORT@@": "127.0.0.1:9",
+        "@@TMP@@": tmp or os.environ.get("TMPDIR", "/tmp"),
         "@@EFFORT@@": effort or "none",
     }
     pieces = _pieces(answer)

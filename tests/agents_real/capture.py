@@ -8,7 +8,7 @@ writes `tests/agents/recordings/<agent>/<case>.json`: stdout, stderr and the exi
 differs from run to run is replaced by placeholders the stand-ins fill in:
 `@@VERDICT@@` (raw) and `@@VERDICT_JSON@@` (escaped inside a JSON string), the three streamed
 pieces `@@PIECE0@@`..`@@PIECE2@@` (escaped), `@@PROMPT@@` / `@@PROMPT_JSON@@`, `@@MODEL@@`,
-`@@CWD@@`, `@@HOME@@`, `@@URL@@` and `@@EFFORT@@` (codex's header line).
+`@@CWD@@`, `@@HOME@@`, `@@TMP@@`, `@@URL@@`, `@@HOSTPORT@@` and `@@EFFORT@@` (codex's header line).
 """
 
 from __future__ import annotations
@@ -32,6 +32,56 @@ from tests.agents_real.setups import SERVED_MODELS, SETUPS  # noqa: E402
 from tests.model_server import FAIL_TEXT, PASS_TEXT, ModelServer, chunks  # noqa: E402
 
 RECORDINGS = REPO / "tests" / "agents" / "recordings"
+FIXTURES = REPO / "tests" / "harness" / "fixtures"
+# Canary fixtures made from the recordings: (fixture stem, agent, case, which streams).
+CANARIES = (
+    ("claude_pass", "claude", "pass", ("stdout",)),
+    ("claude_fail", "claude", "fail", ("stdout",)),
+    ("claude_error_result", "claude", "error", ("stdout",)),
+    ("codex_pass", "codex", "pass", ("stdout", "stderr")),
+    ("codex_fail", "codex", "fail", ("stdout", "stderr")),
+    ("gemini_pass", "gemini", "pass", ("stdout",)),
+    ("gemini_fail", "gemini", "fail", ("stdout",)),
+    ("gemini_error_result", "gemini", "error", ("stdout",)),
+    ("openhands_pass", "openhands", "pass", ("stdout",)),
+    ("openhands_fail", "openhands", "fail", ("stdout",)),
+    ("text_pass", "grok", "pass", ("stdout",)),
+    ("text_fail", "grok", "fail", ("stdout",)),
+)
+CANARY_PROMPT = build_prompt(
+    description="The README explains how to install the tool.",
+    instructions="Decide whether the README documents the install command.",
+)
+
+
+def write_fixtures() -> None:
+    """The verdict-reader canaries, filled from the recordings with fixed values."""
+    sys.path.insert(0, str(REPO / "tests" / "agents"))
+    import _standin  # the stand-ins' own filling, so canaries and stand-ins agree
+
+    verdicts = {
+        "pass": json.dumps({"score": 1, "reason": "The README documents the install command."}),
+        "fail": json.dumps(
+            {"score": 0, "reason": "The README never mentions how to install the tool."}
+        ),
+        "error": "",
+    }
+    for stem, agent, case, streams in CANARIES:
+        recording = json.loads((RECORDINGS / agent / f"{case}.json").read_text())
+        for stream in streams:
+            text = _standin.fill(
+                recording[stream],
+                answer=verdicts[case],
+                prompt=CANARY_PROMPT,
+                model=SETUPS[agent].sent_model or "test-model",
+                effort="high",
+                cwd="/project",
+                home="/home/user",
+                tmp="/tmp",
+            )
+            (FIXTURES / f"{stem}.{stream}").write_text(text)
+
+
 CASES = {"pass": {"text": PASS_TEXT}, "fail": {"text": FAIL_TEXT}, "error": {"status": 500}}
 
 
@@ -40,7 +90,15 @@ def _escaped(text: str) -> str:
 
 
 def _template(
-    *, text: str, verdict: str, prompt: str, model: str, cwd: Path, home: Path, url: str
+    *,
+    text: str,
+    verdict: str,
+    prompt: str,
+    model: str,
+    cwd: Path,
+    home: Path,
+    tmp: Path,
+    url: str,
 ) -> str:
     """Replace the run's own values by placeholders, longest and most specific first."""
     replacements = [
@@ -52,7 +110,9 @@ def _template(
     replacements += [
         (_escaped(piece), f"@@PIECE{index}@@") for index, piece in enumerate(chunks(verdict))
     ]
-    replacements += [(url, "@@URL@@"), (str(cwd), "@@CWD@@"), (str(home), "@@HOME@@")]
+    hostport = url.split("://", 1)[-1]
+    replacements += [(url, "@@URL@@"), (hostport, "@@HOSTPORT@@")]
+    replacements += [(str(cwd), "@@CWD@@"), (str(home), "@@HOME@@"), (str(tmp), "@@TMP@@")]
     if model:
         replacements.append((model, "@@MODEL@@"))
     for old, new in replacements:
@@ -117,6 +177,7 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
             model=sent_model,
             cwd=root,
             home=home,
+            tmp=base,
             url=server.url,
         )
 
@@ -132,6 +193,9 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--fixtures"]:
+        write_fixtures()
+        return 0
     problem = install_problem()
     if problem is not None:
         print(f"{problem}: run `invoke agents` first", file=sys.stderr)
@@ -149,6 +213,7 @@ def main() -> int:
                     print(f"{agent:10} {case:6} exit {recording['exit_code']}")
     finally:
         server.stop()
+    write_fixtures()
     return 0
 
 
