@@ -30,7 +30,7 @@ EXIT_CODES = (
     ),
     (
         3,
-        "the run was aborted (interrupt, run-time fuse, token fuse); unrun checks are "
+        "the run was aborted (interrupt, run-time fuse, token or cost fuse); unrun checks are "
         "`error` with `details.not_run: true`",
     ),
 )
