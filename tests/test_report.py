@@ -53,6 +53,7 @@ REPORT_KEYS = [
     "env_allow_prefixes",
     "tokens_used",
     "warnings",
+    "judge_usage",
 ]
 CHECK_KEYS = [
     "check_id",

@@ -69,8 +69,20 @@ def _from_event(*, dialect: str, event: dict[str, Any] | None) -> str | None:
     return _short(" ".join(parts)) if parts else None
 
 
+def _with_object(*, lines: list[str], index: int) -> str:
+    """The line at `index`, with the object it opens (`Error: {` ... `}`) joined to it."""
+    text = lines[index]
+    if not text.endswith(("{", "[")):
+        return text
+    for following in lines[index + 1 :]:
+        text += " " + following
+        if following.startswith(("}", "]")) or len(text) > _LIMIT:
+            break
+    return text
+
+
 def _from_stream(path: Path | None) -> str | None:
-    """The last error line of stderr, else a usage text's first line, else the last line that
+    """The last error line of a stream, else a usage text's first line, else the last line that
     reads like a failure, else its last non-empty line."""
     if path is None:
         return None
@@ -78,19 +90,23 @@ def _from_stream(path: Path | None) -> str | None:
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             text = _ANSI.sub("", line).strip()
-            # Stack frames and closing braces of dumped objects say nothing about the cause.
-            if text and not text.startswith(("at ", "}", "]", ")")):
+            if text:
                 tail.append(text)
-    for text in reversed(tail):
-        if _ERROR_LINE.search(text):
-            return _short(text)
-    usage = next((text for text in tail if _USAGE_LINE.search(text)), None)
+    lines = list(tail)
+    # Stack frames and closing brackets of dumped objects say nothing about the cause.
+    candidates = [
+        index for index, text in enumerate(lines) if not text.startswith(("at ", "}", "]", ")"))
+    ]
+    for index in reversed(candidates):
+        if _ERROR_LINE.search(lines[index]):
+            return _short(_with_object(lines=lines, index=index))
+    usage = next((lines[index] for index in candidates if _USAGE_LINE.search(lines[index])), None)
     if usage is not None:
         return _short(f"it printed its usage text ({usage}): it did not accept its arguments")
-    for text in reversed(tail):
-        if _ERRORISH.search(text):
-            return _short(text)
-    return _short(tail[-1]) if tail else None
+    for index in reversed(candidates):
+        if _ERRORISH.search(lines[index]):
+            return _short(_with_object(lines=lines, index=index))
+    return _short(lines[candidates[-1]]) if candidates else None
 
 
 def agent_error(

@@ -78,7 +78,8 @@ def wrong_program_message(*, harness: ResolvedHarness) -> str | None:
     said = f" (its --version printed {first_line[:60]!r})" if first_line else ""
     return (
         f"Harness agent '{harness.agent}' runs {executable}, which is {which}{said}, not xAI's "
-        f"Grok Build CLI that the grok template drives (it rejects {_XAI_FLAG})"
+        f"Grok Build CLI that the grok template drives (that one rejects {_XAI_FLAG}); install "
+        "xAI's CLI: pip install grok-cli-bin"
     )
 
 

@@ -14,6 +14,7 @@ shows that for every agent).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -349,3 +350,38 @@ def test_claude_cost_fuse_stops_the_run(
     assert report["judge_usage"]["cost_usd"] > 0
     statuses = [check["status"] for check in report["checks"]]
     assert statuses[0] == "passed" and all(status == "error" for status in statuses[1:])
+
+
+def test_the_other_grok_is_recognised_by_validate_and_run(
+    model_server: ModelServer, runtimes: dict[str, tuple[User, Runtime]], scratch: Path
+) -> None:
+    """The real npm @vibe-kit/grok-cli first on PATH: eb names the program to install."""
+    import os
+    import subprocess
+
+    from tests.agents_real.install import IMPOSTOR_GROK, agents_home, bin_dir
+
+    setup = SETUPS["grok"]
+    project = _project(
+        base=scratch, setup=setup, server=model_server, cases={"g": "case-g"}, model=None
+    )
+    path = os.pathsep.join(
+        (str((agents_home() / IMPOSTOR_GROK).parent), str(bin_dir()), "/usr/bin:/bin")
+    )
+    env = {"PATH": path, "HOME": str(project.home), "TMPDIR": str(project.tmp), "NO_COLOR": "1"}
+    outcomes = {}
+    for command in ("validate", "run"):
+        outcomes[command] = subprocess.run(
+            [sys.executable, "-m", "eval_banana", command, "--cwd", str(project.root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
+        )
+    validate, run = outcomes["validate"], outcomes["run"]
+    assert validate.returncode == 0, validate.stderr
+    assert "@vibe-kit/grok-cli" in validate.stderr and "grok-cli-bin" in validate.stderr
+    assert run.returncode == 2, run.stderr
+    assert "@vibe-kit/grok-cli" in run.stderr and "pip install grok-cli-bin" in run.stderr
+    assert not model_server.requests  # nothing was launched

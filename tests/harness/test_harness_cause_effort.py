@@ -164,3 +164,12 @@ def test_usage_totals() -> None:
         "output_tokens": None,
         "cost_usd": None,
     }
+
+
+def test_an_error_that_opens_an_object_keeps_it(tmp_path: Path) -> None:
+    # Grok Build prints `Error: Internal error: {` and the API's answer on the next lines.
+    recorded = json.loads((RECORDINGS / "grok" / "error.json").read_text())
+    stderr = _write(tmp_path, "err", recorded["stderr"])
+    cause = agent_error(dialect="text", event=None, stderr_path=stderr, exited_nonzero=True)
+    assert cause is not None and cause.startswith("Error: Internal error: {")
+    assert '"http_status": 500 }' in cause
