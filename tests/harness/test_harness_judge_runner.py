@@ -425,3 +425,16 @@ def test_prompt_file_is_written_before_launch(rig: Rig) -> None:
     )
     assert result.status == "passed", (result.stdout, result.stderr)
     assert os.path.getsize(_prompt_path(rig)) > 0
+
+
+def test_claude_as_root_needs_the_templates_sandbox_variable(rig: Rig) -> None:
+    # Claude Code refuses --dangerously-skip-permissions as root unless IS_SANDBOX=1 says it
+    # runs in a sandbox; the built-in template sets it, so a root CI job just works.
+    assert rig.run(agent="claude").status == "passed"
+    received = rig.received()[-1]
+    assert received["env"]["IS_SANDBOX"] == "1"
+    if os.geteuid() != 0:
+        return  # the refusal below is the root-only behaviour
+    without = rig.run(agent="claude", agents={"claude": {"fixed_env": {}}})
+    assert without.status == "error"
+    assert "cannot be used with root/sudo privileges" in (without.error_detail or "")
