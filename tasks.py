@@ -156,6 +156,13 @@ def mutants(c: Context, workers: int = 2, keep: bool = False, only: str = "") ->
         raise Exit(f"Kill each survivor with a test or list it in {MUTANTS_DOC} (see: {hint})")
 
 
-ns = Collection(test, lint, typecheck, schemas, docs, check, demo, bench, mutants)
+@task(help={"force": "Reinstall even when the pins have not changed."})
+def agents(c: Context, force: bool = False) -> None:
+    """Install the pinned real agent CLIs for tests/agents_real (idempotent; see its README)."""
+    args = " --force" if force else ""
+    c.run(f"{PY} tests/agents_real/install.py{args}", pty=False)
+
+
+ns = Collection(test, lint, typecheck, schemas, docs, check, demo, bench, mutants, agents)
 # Dogfooding: the same collection users add to their own tasks.py.
 ns.add_collection(eval_collection)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
-from eval_banana.stages.report import result_summary, status_note
+from eval_banana.stages.report import result_summary, status_note, usage_summary
 
 if TYPE_CHECKING:
     # rich is imported only when a terminal will show it: CI logs never pay for it.
@@ -59,6 +59,9 @@ def summary_lines(
     ]
     if report.get("allow_empty"):
         lines.append(f"No checks ran: {report['allow_empty']}")
+    usage = usage_summary(usage=report.get("judge_usage"))
+    if usage is not None:
+        lines.append(f"Judge usage: {usage}")
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
         lines.append(_check_line(check=check))

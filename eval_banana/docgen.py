@@ -30,7 +30,7 @@ EXIT_CODES = (
     ),
     (
         3,
-        "the run was aborted (interrupt, run-time fuse, token fuse); unrun checks are "
+        "the run was aborted (interrupt, run-time fuse, token or cost fuse); unrun checks are "
         "`error` with `details.not_run: true`",
     ),
 )
@@ -48,6 +48,7 @@ _KIND_TYPES = {
     "positive_integer": "integer ≥ 1",
     "non_negative_integer": "integer ≥ 0 (0 = none)",
     "count": "integer ≥ 0",
+    "non_negative_number": "number ≥ 0 (0 = none)",
     "optional_string": "string",
     "string_list": "list of strings",
     "name_list": "list of strings",

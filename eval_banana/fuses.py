@@ -1,4 +1,4 @@
-"""Run-level fuses (issue 6, D-4, D-5): a judge-token budget and a wall-clock limit.
+"""Run-level fuses (issue 6, D-4, D-5): judge-token and judge-cost budgets, a wall-clock limit.
 
 A fuse never judges a check: when one trips it only stops the run through the StopSignal, so
 no new check starts, running ones are ended and the unrun ones are recorded as not run.
@@ -14,18 +14,28 @@ from eval_banana.results import StopSignal
 
 
 class RunFuses:
-    """The two fuses of one execution; `report_tokens` is handed to runners as a callback.
+    """The fuses of one execution; `report_tokens` and `report_cost` are runner callbacks.
 
     A budget or limit of 0 means that fuse is off. The token fuse trips when the reported
-    total reaches the budget; the run timer trips `run_timeout_s` after `start()`.
+    total reaches the budget, the cost fuse likewise for the dollars judges reported; the run
+    timer trips `run_timeout_s` after `start()`.
     """
 
-    def __init__(self, *, stop: StopSignal, token_budget: int, run_timeout_s: float) -> None:
+    def __init__(
+        self,
+        *,
+        stop: StopSignal,
+        token_budget: int,
+        run_timeout_s: float,
+        cost_budget_usd: float = 0.0,
+    ) -> None:
         self.stop = stop
         self.token_budget = token_budget
+        self.cost_budget_usd = cost_budget_usd
         self.run_timeout_s = run_timeout_s
         self._lock = threading.Lock()
         self._tokens: int | None = None
+        self._cost: float | None = None
         self._timer: threading.Timer | None = None
         self.tripped: AbortReason | None = None
 
@@ -44,6 +54,22 @@ class RunFuses:
             total = self._tokens
         if self.token_budget > 0 and total >= self.token_budget:
             self._trip(reason="token_fuse")
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Dollars judges reported so far; None while no judge has reported any."""
+        with self._lock:
+            return self._cost
+
+    def report_cost(self, cost_usd: float) -> None:
+        """Add the dollars one judge reported (thread-safe); trip the cost fuse at the budget."""
+        if not cost_usd >= 0:
+            return  # negative or NaN: never let a bogus report lower the count
+        with self._lock:
+            self._cost = (self._cost or 0.0) + cost_usd
+            total = self._cost
+        if self.cost_budget_usd > 0 and total >= self.cost_budget_usd:
+            self._trip(reason="cost_fuse")
 
     def _trip(self, *, reason: AbortReason) -> None:
         with self._lock:

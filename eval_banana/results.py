@@ -14,6 +14,7 @@ STOP_REASON_TEXT: dict[str, str] = {
     "interrupt": "interrupted",
     "run_timeout": "run timeout reached",
     "token_fuse": "token fuse tripped",
+    "cost_fuse": "cost fuse tripped",
 }
 
 

@@ -29,6 +29,7 @@ SettingKind = Literal[
     "positive_integer",  # integer >= 1 (B-16, B-25)
     "non_negative_integer",  # integer >= 0, 0 meaning "no limit"
     "count",  # integer >= 0, 0 meaning "none"
+    "non_negative_number",  # finite number >= 0, 0 meaning "no limit" (booleans refused)
     "optional_string",  # harness strings: empty means unset (B-17, B-22, B-32)
     "string_list",  # TOML list of strings, replaced as a whole (B-10, B-11)
     "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated (D-7)
@@ -271,6 +272,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("harness", "retries"),
     ),
     SettingSpec(
+        name="harness.cost_fuse_usd",
+        section="harness",
+        key="cost_fuse_usd",
+        kind="non_negative_number",
+        env="EVAL_BANANA_HARNESS_COST_FUSE_USD",
+        flag="--cost-fuse-usd",
+        commands=_RUN,
+        metavar="DOLLARS",
+        help=_help("harness", "cost_fuse_usd"),
+    ),
+    SettingSpec(
         name="harness.env",
         section="harness",
         key="env",
@@ -434,6 +446,13 @@ def coerce_typed(*, spec: SettingSpec, value: object) -> object:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise SettingValueError("must be a non-negative integer")
         return value
+    if kind == "non_negative_number":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SettingValueError("must be a non-negative number (0 means no limit)")
+        number = float(value)
+        if not math.isfinite(number) or number < 0:
+            raise SettingValueError("must be a non-negative number (0 means no limit)")
+        return number
     if kind == "string_list":
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise SettingValueError("must be a list of strings")
@@ -477,6 +496,12 @@ def coerce_text(*, spec: SettingSpec, text: str) -> object:
         return coerce_typed(
             spec=spec, value=_parse_integer_text(text, "must be a non-negative integer")
         )
+    if kind == "non_negative_number":
+        try:
+            number = float(text)
+        except ValueError:
+            raise SettingValueError("must be a non-negative number (0 means no limit)") from None
+        return coerce_typed(spec=spec, value=number)
     if kind == "name_list":
         # Comma-separated (D-7); blanks around items and empty items are dropped.
         return _names([item.strip() for item in text.split(",") if item.strip()])

@@ -13,6 +13,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 STANDIN_AGENTS = REPO / "tests" / "agents"
+AGENTS_REAL = REPO / "tests" / "agents_real"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The real-agent conformance suite runs only when asked for by path (it needs the CLIs
+    `invoke agents` installs, and minutes): `python -m pytest tests/agents_real`."""
+    if collection_path != AGENTS_REAL:
+        return None
+    asked = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
+    wanted = any(path == AGENTS_REAL or AGENTS_REAL in path.parents for path in asked)
+    return None if wanted else True
 
 
 @dataclass

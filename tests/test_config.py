@@ -141,6 +141,7 @@ PRECEDENCE = [
     ("harness.timeout_seconds", "10", 10, "20", 20, ["--harness-timeout-seconds", "30"], 30),
     ("harness.token_fuse", "100", 100, "200", 200, ["--token-fuse", "300"], 300),
     ("harness.retries", "2", 2, "1", 1, ["--retries", "3"], 3),
+    ("harness.cost_fuse_usd", "2", 2.0, "0.5", 0.5, ["--cost-fuse-usd", "1.25"], 1.25),
     ("harness.env", '{ A = "1" }', {"A": "1"}, None, None, {"B": "2"}, {"B": "2"}),
     (
         "execution.env",
@@ -533,6 +534,14 @@ def test_legacy_core_keys_are_accepted_with_one_warning(tmp_path: Path) -> None:
         ("[harness]\nretries = -1\n", "harness.retries must be a non-negative integer, got -1"),
         ("[harness]\nretries = true\n", "harness.retries must be a non-negative integer"),
         ("[core]\nmaxfail = 1.5\n", "core.maxfail must be a non-negative integer"),
+        (
+            "[harness]\ncost_fuse_usd = -0.5\n",
+            "harness.cost_fuse_usd must be a non-negative number (0 means no limit)",
+        ),
+        (
+            "[harness]\ncost_fuse_usd = true\n",
+            "harness.cost_fuse_usd must be a non-negative number (0 means no limit)",
+        ),
         ("[harness]\nagent = 5\n", "harness.agent: Expected a string value"),
         ("[harness]\nmodel = true\n", "harness.model: Expected a string value"),
         ("[harness]\nreasoning_effort = []\n", "harness.reasoning_effort: Expected a string value"),

@@ -156,7 +156,7 @@ def test_exit_3_the_token_fuse_tripped(project: Callable[..., Path]) -> None:
     assert completed.returncode == 3, completed.stderr
     assert "token_fuse" in completed.stderr
     report = only_report(root)
-    assert report["aborted_by"] == "token_fuse" and report["tokens_used"] == 103
+    assert report["aborted_by"] == "token_fuse" and report["tokens_used"] == 150
     # j1 (which spent the budget) keeps its verdict; j2 and j3 are not run, not failed.
     assert [c["status"] for c in report["checks"]] == ["failed", "error", "error"]
     assert (report["failed_checks"], report["not_run_checks"]) == (1, 2)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import textwrap
 import threading
 import time
@@ -177,7 +178,7 @@ def test_run_timeout_through_eb_run_exits_3_and_names_the_fuse(
     assert "Run aborted by `run_timeout`; 1 checks did not run." in md
 
 
-# --- the token fuse through eb run with the claude stand-in (it reports 8 + 95 tokens) ---------
+# --- the fuses through eb run with the claude stand-in (real output: 150 tokens, $0.00135) --
 
 
 @pytest.fixture
@@ -216,18 +217,18 @@ def test_token_fuse_trips_stops_running_judges_and_skips_the_rest(
     assert outcome.exit_code == 3, outcome.stderr
     assert "token_fuse" in outcome.stderr
     report = report_of(root)
-    assert report["aborted_by"] == "token_fuse" and report["tokens_used"] == 103
+    assert report["aborted_by"] == "token_fuse" and report["tokens_used"] == 150
     checks = {c["check_id"]: c for c in report["checks"]}
     # The judge whose report tripped the fuse keeps its verdict; that one is a real failure.
     assert checks["a_first"]["status"] == "failed"
-    assert checks["a_first"]["details"]["usage"]["total_tokens"] == 103
+    assert checks["a_first"]["details"]["usage"]["total_tokens"] == 150
     assert checks["b_slow"]["error_detail"] == "Stopped: token fuse tripped"
     for name in ("c_never", "d_never"):
         assert checks[name]["status"] == "error"
         assert checks[name]["error_detail"] == "Not run: token fuse tripped"
     assert (report["failed_checks"], report["not_run_checks"]) == (1, 2)
     execute_doc = json.loads(next(root.glob("results/*/stages/execute.json")).read_text())
-    assert execute_doc["tokens_used"] == 103 and execute_doc["aborted_by"] == "token_fuse"
+    assert execute_doc["tokens_used"] == 150 and execute_doc["aborted_by"] == "token_fuse"
 
 
 @pytest.mark.usefixtures("standins")
@@ -241,7 +242,14 @@ def test_token_fuse_below_budget_counts_and_does_not_trip(
     outcome = eb("run", "--cwd", str(root), "--json")
     assert outcome.exit_code == 0, outcome.stderr
     report = json.loads(outcome.stdout)
-    assert report["tokens_used"] == 309 and report["aborted_by"] is None
+    assert report["tokens_used"] == 450 and report["aborted_by"] is None
+    assert report["judge_usage"] == {
+        "judges": 3,
+        "total_tokens": 450,
+        "input_tokens": 360,
+        "output_tokens": 90,
+        "cost_usd": 0.00405,
+    }
     assert report["warnings"] == [] and report["run_passed"] is True
 
 
@@ -263,3 +271,79 @@ def test_judge_without_usage_is_a_warning_and_never_trips_the_fuse(
     (warning,) = report["warnings"]
     assert warning["message"].startswith("Judge check 'j' reported no token usage")
     assert warning["file"] == report["checks"][0]["source_path"]
+
+
+# --- the cost fuse ------------------------------------------------------------------------------
+
+
+def test_cost_fuse_counts_reports_and_trips_at_the_budget() -> None:
+    stop = StopSignal()
+    fuses = RunFuses(stop=stop, token_budget=0, run_timeout_s=0, cost_budget_usd=0.01)
+    assert fuses.cost_usd is None
+    fuses.report_cost(0.004)
+    fuses.report_cost(-1.0)  # a bogus report never lowers the count
+    fuses.report_cost(float("nan"))
+    assert not stop.is_set() and fuses.cost_usd == pytest.approx(0.004)
+    fuses.report_cost(0.006)
+    assert stop.is_set() and stop.reason == "cost_fuse" and fuses.tripped == "cost_fuse"
+
+
+def test_cost_fuse_zero_is_off_and_the_first_fuse_keeps_its_reason() -> None:
+    stop = StopSignal()
+    fuses = RunFuses(stop=stop, token_budget=10, run_timeout_s=0, cost_budget_usd=0)
+    fuses.report_cost(1000.0)
+    assert not stop.is_set() and fuses.cost_usd == 1000.0
+    fuses.report_tokens(10)
+    both = RunFuses(stop=stop, token_budget=0, run_timeout_s=0, cost_budget_usd=0.5)
+    both.report_cost(1.0)
+    assert stop.reason == "token_fuse"  # the token fuse tripped first
+
+
+@pytest.mark.usefixtures("standins")
+def test_cost_fuse_stops_the_run_like_the_token_fuse(
+    project: Callable[..., Path], eb: Callable[..., Any]
+) -> None:
+    root = project(
+        {
+            "eval_checks/a_first.yaml": judge("a_first", "score=1"),
+            "eval_checks/b_never.yaml": judge("b_never"),
+            "eval_checks/c_never.yaml": judge("c_never"),
+        },
+        config=JUDGE_CONFIG.format(parallel=1, agent="claude", fuse=0),
+    )
+    outcome = eb("run", "--cwd", str(root), "--cost-fuse-usd", "0.001")
+    assert outcome.exit_code == 3, outcome.stderr
+    assert "cost_fuse" in outcome.stderr
+    report = report_of(root)
+    assert report["aborted_by"] == "cost_fuse"
+    assert report["judge_usage"]["cost_usd"] == 0.00135
+    checks = {c["check_id"]: c for c in report["checks"]}
+    assert checks["a_first"]["status"] == "passed"
+    for name in ("b_never", "c_never"):
+        assert checks[name]["error_detail"] == "Not run: cost fuse tripped"
+    md = next(root.glob("results/*/report.md")).read_text(encoding="utf-8")
+    assert "Run aborted by `cost_fuse`; 2 checks did not run." in md
+    assert "Judge usage: 150 tokens (120 in, 30 out), $0.0014, as reported by 1 judge." in md
+    assert "Judge usage: 150 tokens (120 in, 30 out), $0.0014, as reported by 1 judge" in (
+        outcome.stdout + outcome.stderr
+    )
+    score_doc = json.loads(next(root.glob("results/*/stages/score.json")).read_text())
+    assert score_doc["aborted_by"] == "cost_fuse" and score_doc["judge_usage"]["judges"] == 1
+    execute_doc = json.loads(next(root.glob("results/*/stages/execute.json")).read_text())
+    assert execute_doc["cost_usd"] == 0.00135
+
+
+@pytest.mark.usefixtures("standins")
+def test_cost_fuse_from_the_config_and_the_environment(
+    project: Callable[..., Path], eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {f"eval_checks/j{n}.yaml": judge(f"j{n}") for n in range(2)}
+    config = JUDGE_CONFIG.format(parallel=1, agent="claude", fuse=0)
+    root = project(files, config=config + "cost_fuse_usd = 0.001\n")
+    assert eb("run", "--cwd", str(root)).exit_code == 3
+    assert report_of(root)["aborted_by"] == "cost_fuse"
+    # The environment wins over the file; a budget above the spend lets the run finish.
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_COST_FUSE_USD", "5")
+    for run in (root / "results").iterdir():
+        shutil.rmtree(run)
+    assert eb("run", "--cwd", str(root)).exit_code == 0

@@ -60,6 +60,7 @@ REPORT_KEYS = [
     "shard",
     "allow_empty",
     "merged_from",
+    "judge_usage",
 ]
 CHECK_KEYS = [
     "check_id",

@@ -46,6 +46,9 @@ BUILTIN_TEMPLATES: dict[str, AgentTemplate] = {
             "ANTHROPIC_DEFAULT_OPUS_MODEL",
         ],
         reasoning_effort_flag=["--effort", "{effort}"],
+        # Claude Code refuses --dangerously-skip-permissions as root (the usual CI container)
+        # unless this says it runs in a sandbox; for other users it changes nothing we rely on.
+        fixed_env={"IS_SANDBOX": "1"},
         output_dialect="claude",
     ),
     "grok": AgentTemplate(
@@ -69,6 +72,9 @@ BUILTIN_TEMPLATES: dict[str, AgentTemplate] = {
     "opencode": AgentTemplate(
         # D-22: bare `opencode P` opens the interactive UI with P as a folder.
         command=["opencode", "run"],
+        # Parallel judges would share one SQLite file and fail with "database is locked"; a
+        # judge's session is never reused, so each run keeps its own in memory.
+        fixed_env={"OPENCODE_DB": ":memory:"},
         model_flag="--model",
         reasoning_effort_flag=["--variant", "{effort}"],
         output_dialect="text",

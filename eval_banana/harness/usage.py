@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,14 @@ def _int(value: object) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
+def _cost(value: object) -> float | None:
+    """A dollar amount the agent reported: a finite, non-negative JSON number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    amount = float(value)
+    return amount if math.isfinite(amount) and amount >= 0 else None
+
+
 def _claude(event: dict[str, Any]) -> dict[str, Any] | None:
     usage = event.get("usage")
     if not isinstance(usage, dict):
@@ -21,7 +30,15 @@ def _claude(event: dict[str, Any]) -> dict[str, Any] | None:
     inputs, outputs = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
     if inputs is None or outputs is None:
         return None
-    return {"input_tokens": inputs, "output_tokens": outputs, "total_tokens": inputs + outputs}
+    found: dict[str, Any] = {
+        "input_tokens": inputs,
+        "output_tokens": outputs,
+        "total_tokens": inputs + outputs,
+    }
+    cost = _cost(event.get("total_cost_usd"))
+    if cost is not None:
+        found["cost_usd"] = cost
+    return found
 
 
 def _gemini(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -79,9 +96,41 @@ def read_usage(
     return {"dialect": dialect, **found}
 
 
+def usage_cost(usage: dict[str, Any] | None) -> float | None:
+    """The dollars the cost fuse counts: what the agent reported itself, or None."""
+    if usage is None:
+        return None
+    return _cost(usage.get("cost_usd"))
+
+
 def usage_tokens(usage: dict[str, Any] | None) -> int | None:
     """The number the token fuse counts: input plus output, or the only total reported."""
     if usage is None:
         return None
     total = usage.get("total_tokens")
     return total if isinstance(total, int) else None
+
+
+def usage_totals(usages: list[object]) -> dict[str, Any] | None:
+    """The run's totals over the judges' `details.usage` (None: no judge reported usage).
+
+    Tokens are summed over the judges that reported them; input and output only over the judges
+    that split them (codex reports one blended total). Cost is summed over the judges that
+    reported one (claude); the others are not counted as free, they are simply absent.
+    """
+    reported: list[dict[str, Any]] = [usage for usage in usages if isinstance(usage, dict)]
+    if not reported:
+        return None
+
+    def total(key: str) -> int | None:
+        values = [value for usage in reported if (value := _int(usage.get(key))) is not None]
+        return sum(values) if values else None
+
+    costs = [cost for usage in reported if (cost := usage_cost(usage)) is not None]
+    return {
+        "judges": len(reported),
+        "total_tokens": total("total_tokens"),
+        "input_tokens": total("input_tokens"),
+        "output_tokens": total("output_tokens"),
+        "cost_usd": round(sum(costs), 6) if costs else None,
+    }

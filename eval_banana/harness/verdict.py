@@ -27,6 +27,8 @@ class Extraction(NamedTuple):
     verdict: Verdict | None
     problem: str | None
     usage_event: dict[str, Any] | None = None
+    # An event in which the agent reported its own failure (openhands' error events).
+    error_event: dict[str, Any] | None = None
 
 
 def _loads_object(line: str) -> dict[str, Any] | None:
@@ -219,27 +221,37 @@ def _openhands_answer(event: dict[str, Any]) -> str | None:
     return None
 
 
+# Events in which OpenHands reports a failure (it still exits 0 after an LLM error).
+_OPENHANDS_ERRORS = ("ConversationErrorEvent", "AgentErrorEvent")
+
+
 def _openhands(path: Path) -> Extraction:
     """D-25: JSON event lines among plain lines; the verdict is in the last finish message."""
     answer: str | None = None
+    error: dict[str, Any] | None = None
     for line in _lines(path):
         if '"kind"' not in line:
             continue
         event = _loads_object(line)
         if event is None:
             continue
+        if event.get("kind") in _OPENHANDS_ERRORS:
+            error = event
+            continue
         found = _openhands_answer(event)
         if found is not None:
             answer = found
     if answer is None:
         return Extraction(
-            verdict=None, problem="no finish action or agent message event was printed"
+            verdict=None,
+            problem="no finish action or agent message event was printed",
+            error_event=error,
         )
     scanned = scan_text(answer)
     problem = (
         None if scanned.problem is None else f"in the agent's final message, {scanned.problem}"
     )
-    return Extraction(verdict=scanned.verdict, problem=problem)
+    return Extraction(verdict=scanned.verdict, problem=problem, error_event=error)
 
 
 def extract_verdict(*, dialect: str, stdout_path: Path | None) -> Extraction:

@@ -69,6 +69,12 @@ class HarnessSettings(_Section):
     token_fuse: int = Field(
         default=0, ge=0, description="Fuse: judge tokens the whole run may use; 0 means none."
     )
+    cost_fuse_usd: float = Field(
+        default=0.0,
+        ge=0,
+        description="Fuse: dollars the judges together may report spending (claude reports "
+        "its cost); 0 means none.",
+    )
     env: dict[str, str] = Field(
         default_factory=dict, description="Extra variables for the agent, set verbatim."
     )

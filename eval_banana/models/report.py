@@ -7,7 +7,13 @@ from typing import Literal
 from eval_banana.models.config import Shard
 from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult, SkippedCheck
-from eval_banana.models.stages import AbortReason, HaltReason, ProblemModel, ShardSource
+from eval_banana.models.stages import (
+    AbortReason,
+    HaltReason,
+    JudgeUsage,
+    ProblemModel,
+    ShardSource,
+)
 
 
 class ReportJson(Record):
@@ -52,3 +58,4 @@ class ReportJson(Record):
     merged_from: list[ShardSource] = Field(
         default_factory=list, description="eb merge: the shard runs the results came from."
     )
+    judge_usage: JudgeUsage | None = None

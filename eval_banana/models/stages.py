@@ -8,7 +8,7 @@ from eval_banana.models.config import AgentTemplate, Selection, Settings, Settin
 from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult, SkippedCheck
 
-AbortReason = Literal["interrupt", "run_timeout", "token_fuse"]
+AbortReason = Literal["interrupt", "run_timeout", "token_fuse", "cost_fuse"]
 # Why launching stopped early without aborting the run: the run ends as failed, not aborted.
 HaltReason = Literal["maxfail"]
 
@@ -192,6 +192,10 @@ class ExecuteDoc(StageEnvelope):
         default=None,
         description="Judge tokens the agents reported (token fuse, D-5); null if none reported.",
     )
+    cost_usd: float | None = Field(
+        default=None,
+        description="Dollars the agents reported spending (cost fuse); null if none reported.",
+    )
     warnings: list[ProblemModel] = Field(
         default_factory=list,
         description="E.g. a judge that reported no token usage while the token fuse was on.",
@@ -211,6 +215,24 @@ class ExecuteDoc(StageEnvelope):
     merged_from: list[ShardSource] = Field(
         default_factory=list,
         description="eb merge: the shard run folders these results were gathered from.",
+    )
+
+
+class JudgeUsage(Record):
+    """Usage totals over the judges that reported any (their `details.usage`)."""
+
+    judges: int = Field(ge=0, description="Judge results whose agent reported usage.")
+    total_tokens: int | None = Field(
+        default=None, ge=0, description="Sum of their tokens; null if none reported tokens."
+    )
+    input_tokens: int | None = Field(
+        default=None, ge=0, description="Sum over the judges that split input from output."
+    )
+    output_tokens: int | None = Field(
+        default=None, ge=0, description="Sum over the judges that split input from output."
+    )
+    cost_usd: float | None = Field(
+        default=None, ge=0, description="Sum of the costs reported (claude); null if none did."
     )
 
 
@@ -237,6 +259,10 @@ class ScoreDoc(StageEnvelope):
         default=0, description="Selected checks with `skip:`, outside every count above."
     )
     halted_by: HaltReason | None = None
+    judge_usage: JudgeUsage | None = Field(
+        default=None,
+        description="Totals of what the judges reported about their own usage; null if none did.",
+    )
 
 
 class ReportDoc(StageEnvelope):

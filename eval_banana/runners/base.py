@@ -30,6 +30,8 @@ class RunContext(Record):
     # runner names its files through `evidence_path`, so one check can be run more than once
     # in a run (e.g. repeated samples) without one run overwriting another's files.
     evidence_stem: str | None = None
+    # Called with the dollars a judge reported spending, for the cost fuse.
+    report_cost: object | None = None
 
     @property
     def checks_dir(self) -> Path:

@@ -10,15 +10,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from eval_banana.harness.cause import agent_error
 from eval_banana.harness.command import (
     build_argv,
     build_env,
     display_argv,
     prompt_size_problem,
 )
+from eval_banana.harness.effort import effort_outcome
 from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
-from eval_banana.harness.usage import read_usage, usage_tokens
+from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
 from eval_banana.harness.verdict import Extraction, extract_verdict
 from eval_banana.log import Logger
 from eval_banana.models.result import CheckResult, Status
@@ -39,7 +41,7 @@ def _details(
     model: str | None,
     effort: str | None,
 ) -> dict[str, Any]:
-    """B-139's five keys in order, then ours (prompt version, dialect, command, usage)."""
+    """B-139's five keys in order, then ours (prompt version, dialect, command, usage, effort)."""
     return {
         "model": model,
         "agent_type": harness.agent,
@@ -53,15 +55,47 @@ def _details(
         "verdict_problem": None,
         # Set when the agent process itself failed (eval_banana.retries may rerun those).
         "agent_failure": None,
+        "effort": None,
     }
 
 
-def _report_tokens(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
+def _report_usage(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
+    """Hand the judge's tokens and cost to the run's fuses."""
     tokens = usage_tokens(usage)
     callback = ctx.report_tokens
     if tokens is not None and callable(callback):
         report: Callable[[int], object] = callback
         report(tokens)
+    cost = usage_cost(usage)
+    cost_callback = ctx.report_cost
+    if cost is not None and callable(cost_callback):
+        report_cost: Callable[[float], object] = cost_callback
+        report_cost(cost)
+
+
+def _note_effort(*, ctx: RunContext, details: dict[str, Any], outcome: ProcessOutcome) -> None:
+    """`details.effort`; a warning when the agent says it did not use the effort it was given."""
+    harness = ctx.harness
+    if harness is None:
+        return
+    effort = effort_outcome(
+        template=harness.template,
+        requested=details["reasoning_effort"],
+        stderr_path=outcome.stderr_path,
+    )
+    details["effort"] = effort
+    if effort is not None and effort["status"] in ("replaced", "rejected"):
+        logger.warning(
+            "Harness judge check %s: the agent did not use reasoning effort %r: %s",
+            ctx.check.id,
+            effort["requested"],
+            effort["agent_said"],
+        )
+
+
+def _with_cause(*, detail: str, cause: str | None) -> str:
+    """The contract's text, then what the agent itself said went wrong (when it said)."""
+    return detail if cause is None else f"{detail} The agent reported: {cause}"
 
 
 def _tails(*, ctx: RunContext, outcome: ProcessOutcome) -> tuple[str, str]:
@@ -108,21 +142,33 @@ def _judged(
     )
     details["usage"] = usage
     details["verdict_problem"] = found.problem
-    _report_tokens(ctx=ctx, usage=usage)
+    _note_effort(ctx=ctx, details=details, outcome=outcome)
+    _report_usage(ctx=ctx, usage=usage)
     code = outcome.exit_code
     verdict = found.verdict
+    cause = None
+    if verdict is None:
+        cause = agent_error(
+            dialect=dialect,
+            event=found.usage_event,
+            stderr_path=outcome.stderr_path,
+            exited_nonzero=code != 0,
+            error_event=found.error_event,
+            stdout_path=outcome.stdout_path,
+        )
     if code != 0:
         if verdict is None:
-            detail = f"Agent exited with code {code}: {NO_VERDICT}"
+            detail = _with_cause(detail=f"Agent exited with code {code}: {NO_VERDICT}", cause=cause)
             logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
         else:
             detail = f"Harness judge agent exited with code {code}"
         details["agent_failure"] = "exit_code"
         return error_result(error_detail=detail, exit_code=code, **common)
     if verdict is None:
-        logger.warning("Harness judge check %s failed: %s", ctx.check.id, NO_VERDICT)
+        detail = _with_cause(detail=NO_VERDICT, cause=cause)
+        logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
         details["agent_failure"] = "no_verdict"
-        return error_result(error_detail=NO_VERDICT, exit_code=0, **common)
+        return error_result(error_detail=detail, exit_code=0, **common)
     status: Status = "passed" if verdict.score == 1 else "failed"
     return build_result(status=status, reason=verdict.reason, exit_code=0, **common)
 

@@ -267,6 +267,7 @@ def execute(
         stop=stop,
         token_budget=config.settings.harness.token_fuse,
         run_timeout_s=float(config.settings.core.run_timeout_seconds),
+        cost_budget_usd=config.settings.harness.cost_fuse_usd,
     )
 
     def task(position: int) -> None:
@@ -291,6 +292,7 @@ def execute(
                 base_env=base_env,
                 cancel=stop,
                 report_tokens=fuses.report_tokens,
+                report_cost=fuses.report_cost,
             )
             result = run_attempts(
                 ctx=ctx, run_once=_run_one, retries=retries, write_result=write_check_result
@@ -334,6 +336,7 @@ def execute(
         not_run=[check.id for check, skipped in zip(checks, not_run, strict=True) if skipped],
         env_policy=config.settings.execution.env,
         tokens_used=fuses.tokens_used,
+        cost_usd=fuses.cost_usd,
         warnings=unseen_usage_warnings(results=final)
         if config.settings.harness.token_fuse > 0
         else [],

@@ -7,6 +7,7 @@ from typing import Literal
 
 from eval_banana.artifacts import write_model
 from eval_banana.errors import ConfigError, GuardError
+from eval_banana.harness.identify import WRONG_GROK_HINT, wrong_program_message
 from eval_banana.harness.resolve import (
     injection_problem,
     missing_executable_message,
@@ -88,6 +89,10 @@ def guard(
                     field_path="harness.agent",
                 )
                 (warnings if mode == "validate" else problems).append(missing)
+            wrong_text = None if missing_text else wrong_program_message(harness=harness)
+            if wrong_text and (judges or mode == "validate"):
+                wrong = _problem(wrong_text, hint=WRONG_GROK_HINT, field_path="harness.agent")
+                (warnings if mode == "validate" else problems).append(wrong)
     return GuardDoc.model_validate(
         {
             **envelope(stage="guard", run_id=config.run_id, inputs=inputs),

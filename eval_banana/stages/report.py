@@ -82,6 +82,10 @@ def build_report(
         "shard": shard.model_dump(mode="json") if shard is not None else None,
         "allow_empty": execute.allow_empty,
         "merged_from": [source.model_dump(mode="json") for source in execute.merged_from],
+        # What the judges reported about their own tokens and cost, totalled (score stage).
+        "judge_usage": None
+        if score.judge_usage is None
+        else score.judge_usage.model_dump(mode="json"),
     }
     return report
 
@@ -89,6 +93,24 @@ def build_report(
 def report_json_text(*, report: dict[str, Any]) -> str:
     """UTF-8 JSON, two-space indent, non-ASCII as-is, no trailing newline (B-155)."""
     return canonjson.dumps(report)
+
+
+def usage_summary(*, usage: dict[str, Any] | None) -> str | None:
+    """One line for the judges' reported usage, e.g. `300 tokens (240 in, 60 out), $0.0011`."""
+    if not usage:
+        return None
+    parts: list[str] = []
+    tokens = usage.get("total_tokens")
+    if tokens is not None:
+        text = f"{tokens} tokens"
+        if usage.get("input_tokens") is not None and usage.get("output_tokens") is not None:
+            text += f" ({usage['input_tokens']} in, {usage['output_tokens']} out)"
+        parts.append(text)
+    if usage.get("cost_usd") is not None:
+        parts.append(f"${usage['cost_usd']:.4f}")
+    judges = usage.get("judges", 0)
+    counted = ", ".join(parts) if parts else "no tokens or cost"
+    return f"{counted}, as reported by {judges} judge{'s' if judges != 1 else ''}"
 
 
 def md_cell(text: str) -> str:
@@ -165,6 +187,10 @@ def render_markdown(*, report: dict[str, Any]) -> str:
         )
     if report.get("allow_empty"):
         lines += ["", f"No checks ran: {md_cell(str(report['allow_empty']))}."]
+    usage = usage_summary(usage=report.get("judge_usage"))
+    if usage is not None:
+        # Only when judges reported usage; other runs keep the contract's exact text.
+        lines += ["", f"Judge usage: {md_cell(usage)}."]
     if report.get("aborted_by"):
         # Only for runs a fuse or an interrupt stopped; a complete run keeps B-160's text.
         lines += [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_banana.artifacts import write_model
+from eval_banana.harness.usage import usage_totals
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
@@ -70,6 +71,13 @@ def score(
         # Skipped checks (`skip:` in their file) are outside every count above.
         skipped_checks=len(execute.skipped),
         halted_by=execute.halted_by,
+        judge_usage=usage_totals(
+            [
+                result.details.get("usage")
+                for result in results
+                if result.check_type == "harness_judge"
+            ]
+        ),
     )
     return ScoreDoc.model_validate(document)
 

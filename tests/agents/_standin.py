@@ -190,3 +190,93 @@ def decoy() -> str:
     score = int(os.environ.get("STANDIN_SCORE", "1"))
     opposite = 1 if mode() == "no_verdict" else 1 - score
     return json.dumps({"score": opposite, "reason": "decoy from a tool result"})
+
+
+# --- replaying the real CLIs' recorded output ---------------------------------------------------
+
+RECORDINGS = os.path.join(os.path.dirname(os.path.realpath(__file__)), "recordings")
+
+
+def _pieces(text: str) -> list[str]:
+    """The verdict in the three deltas the model server streams (tests/model_server.py)."""
+    if len(text) < 3:
+        return [text]
+    first, second = len(text) // 3, 2 * len(text) // 3
+    return [text[:first], text[first:second], text[second:]]
+
+
+def _escaped(text: str) -> str:
+    return json.dumps(text)[1:-1]
+
+
+def fill(
+    text: str,
+    *,
+    answer: str,
+    prompt: str,
+    model: str,
+    effort: str | None = None,
+    cwd: str | None = None,
+    home: str | None = None,
+    tmp: str | None = None,
+) -> str:
+    """A recording with this run's values in its placeholders (see tests/agents_real/capture.py)."""
+    values = {
+        "@@PROMPT_JSON@@": _escaped(prompt),
+        "@@PROMPT@@": prompt,
+        "@@VERDICT_JSON@@": _escaped(answer),
+        "@@VERDICT@@": answer,
+        "@@MODEL@@": model,
+        "@@CWD@@": cwd or os.getcwd(),
+        "@@HOME@@": home or os.environ.get("HOME", "/nonexistent"),
+        "@@URL@@": "http://127.0.0.1:9",
+        "@@HOSTPORT@@": "127.0.0.1:9",
+        "@@TMP@@": tmp or os.environ.get("TMPDIR", "/tmp"),
+        "@@EFFORT@@": effort or "none",
+    }
+    pieces = _pieces(answer)
+    for index in range(3):
+        values[f"@@PIECE{index}@@"] = _escaped(pieces[index]) if index < len(pieces) else ""
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
+def recording(agent: str, case: str) -> dict:
+    with open(os.path.join(RECORDINGS, agent, f"{case}.json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def replay(
+    agent: str,
+    *,
+    prompt: str,
+    model: str | None,
+    default_model: str,
+    effort: str | None = None,
+    exit_code: int | None = None,
+) -> NoReturn:
+    """Print exactly what the real CLI printed for this scenario, then exit like it did.
+
+    STANDIN_MODE picks the recording: `error_result` the model's HTTP 500, otherwise the pass
+    or fail recording by score, with the answer text swapped in (`no_verdict` answers prose).
+    """
+    scenario = mode()
+    if scenario == "error_result":
+        case, answer = "error", ""
+    else:
+        answer = "I could not decide." if scenario == "no_verdict" else verdict()
+        case = "fail" if os.environ.get("STANDIN_SCORE", "1") == "0" else "pass"
+    recorded = recording(agent, case)
+    shown_model = model or default_model
+    for stream, key in ((sys.stdout, "stdout"), (sys.stderr, "stderr")):
+        stream.write(
+            fill(recorded[key], answer=answer, prompt=prompt, model=shown_model, effort=effort)
+        )
+    if exit_code is None:
+        exit_code = 1 if scenario in ("exit_nonzero", "verdict_exit1") else recorded["exit_code"]
+    flush_and_exit(int(exit_code))
+
+
+# Scenarios answered from the recordings; the rest are hand-made failure variants.
+REPLAYED = ("ok", "no_verdict", "error_result", "exit_nonzero", "verdict_exit1")

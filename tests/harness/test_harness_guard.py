@@ -37,3 +37,45 @@ def test_found_executable_is_recorded(tmp_path: Path, monkeypatch: pytest.Monkey
     doc = guard(config=config, plan=plan, inputs={}, mode="run")
     assert doc.ok is True
     assert doc.harness is not None and doc.harness.executable == str(AGENTS_DIR / "pi")
+
+
+IMPOSTORS = AGENTS_DIR / "impostors"
+SYSTEM_PATH = os.environ.get("PATH", "")
+
+
+def test_the_other_grok_is_recognised_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The npm package @vibe-kit/grok-cli first on PATH (its recorded --version and --help).
+    monkeypatch.setenv("PATH", os.pathsep.join((str(IMPOSTORS), str(AGENTS_DIR), SYSTEM_PATH)))
+    config = config_doc(project_root=tmp_path, harness={"agent": "grok"})
+    plan = make_plan(checks=[judge_check(id="j", project_root=tmp_path)])
+    doc = guard(config=config, plan=plan, inputs={}, mode="run")
+    assert doc.ok is False
+    with pytest.raises(GuardError) as caught:
+        raise_if_refused(doc)
+    message = caught.value.message
+    assert "the npm package @vibe-kit/grok-cli" in message and "'1.0.1'" in message
+    assert str(IMPOSTORS / "grok") in message
+    assert caught.value.hint is not None and "pip install grok-cli-bin" in caught.value.hint
+    # eb validate says the same, as a warning.
+    validated = guard(config=config, plan=plan, inputs={}, mode="validate")
+    assert validated.ok is True
+    assert any("@vibe-kit/grok-cli" in warning.message for warning in validated.warnings)
+
+
+def test_xai_grok_passes_and_a_custom_table_for_the_other_grok_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = make_plan(checks=[judge_check(id="j", project_root=tmp_path)])
+    monkeypatch.setenv("PATH", os.pathsep.join((str(AGENTS_DIR), SYSTEM_PATH)))
+    config = config_doc(project_root=tmp_path, harness={"agent": "grok"})
+    assert guard(config=config, plan=plan, inputs={}, mode="run").ok is True
+    # Someone who drives the npm grok on purpose describes it; its flags are not xAI's.
+    monkeypatch.setenv("PATH", os.pathsep.join((str(IMPOSTORS), str(AGENTS_DIR), SYSTEM_PATH)))
+    custom = config_doc(
+        project_root=tmp_path,
+        harness={"agent": "grok"},
+        agents={"grok": {"shared_flags": [], "prompt_flag": "--prompt"}},
+    )
+    assert guard(config=custom, plan=plan, inputs={}, mode="run").ok is True

@@ -113,7 +113,10 @@ def test_stand_in_rejects_a_wrong_model_channel(rig: Rig) -> None:
     # The stand-in's own check: a model the template did not send fails like a real mismatch.
     result = rig.run(agent="grok", env={"STANDIN_EXPECT_MODEL": "something-else"})
     assert result.status == "error"
-    assert result.error_detail == f"Agent exited with code 1: {NO_VERDICT}"
+    assert result.error_detail == (
+        f"Agent exited with code 1: {NO_VERDICT} The agent reported: "
+        "grok stand-in: expected model 'something-else', received 'grok-4.5'"
+    )
     assert "expected model 'something-else'" in result.stderr
 
 
@@ -144,7 +147,6 @@ WRONG_FLAGS = [
     ("openhands", {"prompt_flag": "--task-file"}, {"model": "m"}, 2, "unrecognized arguments"),
     ("opencode", {"command": ["opencode"]}, {}, 1, "failed to change directory"),
     ("pi", {"command": ["pi", "--no-session"]}, {}, 1, "interactive mode needs a terminal"),
-    ("pi", {}, {"reasoning_effort": "huge"}, 1, "Invalid thinking level: huge"),
 ]
 
 
@@ -155,7 +157,10 @@ def test_a_wrong_flag_makes_the_stand_in_fail(
     result = rig.run(agent=agent, agents={agent: table} if table else None, harness=harness)
     assert result.status == "error"
     assert result.exit_code == code
-    assert result.error_detail == f"Agent exited with code {code}: {NO_VERDICT}"
+    # The contract's text, then the agent's own complaint: the detail names the cause.
+    detail = result.error_detail or ""
+    assert detail.startswith(f"Agent exited with code {code}: {NO_VERDICT} The agent reported: ")
+    assert fragment in detail
     assert fragment in result.stderr + result.stdout
     assert _prompt_path(rig).exists()  # B-119: kept when the agent fails
 
@@ -184,7 +189,8 @@ def test_exit_zero_without_a_verdict(rig: Rig, caplog: pytest.LogCaptureFixture)
         ("claude", "non_string_result", 0),
         ("claude", "error_result", 1),
         ("claude", "api_error", 1),
-        ("gemini", "error_result", 0),  # status error with exit 0 is still no verdict
+        ("gemini", "error_result", 244),  # the real CLI after an HTTP 500 from the model
+        ("gemini", "invalid_stream", 0),  # status error with exit 0 is still no verdict
         ("gemini", "turn_limit", 53),
         ("gemini", "auth", 41),
         ("grok", "error_result", 1),
@@ -201,7 +207,7 @@ def test_failure_variants_never_pass(rig: Rig, agent: str, mode: str, exit_code:
     assert result.score == 0
     assert result.exit_code == exit_code
     prefix = "" if exit_code == 0 else f"Agent exited with code {exit_code}: "
-    assert result.error_detail == prefix + NO_VERDICT
+    assert (result.error_detail or "").startswith(prefix + NO_VERDICT)
 
 
 def test_openhands_agent_message_ending(rig: Rig) -> None:
@@ -311,15 +317,55 @@ def test_tokens_reported_for_the_fuse(rig: Rig) -> None:
     claude = rig.run(agent="claude")
     codex = rig.run(agent="codex")
     grok = rig.run(agent="grok")
-    assert rig.tokens == [103, 12480]
+    # The stand-ins replay the real CLIs' output for one model answer of 120 + 30 tokens.
+    assert rig.tokens == [150, 150]
     assert claude.details["usage"] == {
         "dialect": "claude",
-        "input_tokens": 8,
-        "output_tokens": 95,
-        "total_tokens": 103,
+        "input_tokens": 120,
+        "output_tokens": 30,
+        "total_tokens": 150,
+        "cost_usd": 0.00135,
     }
-    assert codex.details["usage"] == {"dialect": "codex", "total_tokens": 12480}
+    assert codex.details["usage"] == {"dialect": "codex", "total_tokens": 150}
     assert grok.details["usage"] is None
+
+
+def test_cost_reported_for_the_fuse(rig: Rig) -> None:
+    costs: list[float] = []
+    context = rig.context(agent="claude")
+    context.report_cost = costs.append
+    run_harness_judge(context)
+    assert costs == [0.00135]
+
+
+def test_an_effort_the_agent_rejects_is_recorded(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    # pi warns about a level it does not know and goes on with its own default.
+    with caplog.at_level(logging.WARNING, logger="eval_banana.runners.harness_judge"):
+        result = rig.run(agent="pi", harness={"reasoning_effort": "huge"})
+    assert result.status == "passed"
+    assert result.details["reasoning_effort"] == "huge"
+    effort = result.details["effort"]
+    assert effort["requested"] == "huge" and effort["given"] == ["--thinking", "huge"]
+    assert (
+        effort["status"] == "rejected" and 'Invalid thinking level "huge"' in effort["agent_said"]
+    )
+    assert any("did not use reasoning effort 'huge'" in message for message in caplog.messages)
+
+
+def test_codex_confirms_its_effort_and_others_do_not(rig: Rig) -> None:
+    codex = rig.run(agent="codex")
+    assert codex.details["effort"] == {
+        "requested": "high",
+        "given": ["-c", "model_reasoning_effort=high"],
+        "status": "confirmed",
+        "agent_said": "reasoning effort: high",
+    }
+    claude = rig.run(agent="claude", harness={"reasoning_effort": "low"})
+    assert claude.details["effort"]["status"] == "unconfirmed"
+    assert claude.details["effort"]["agent_said"] is None
+    assert rig.run(agent="gemini").details["effort"] is None  # none requested
 
 
 def test_large_output_and_bounded_streams(rig: Rig) -> None:
@@ -379,3 +425,16 @@ def test_prompt_file_is_written_before_launch(rig: Rig) -> None:
     )
     assert result.status == "passed", (result.stdout, result.stderr)
     assert os.path.getsize(_prompt_path(rig)) > 0
+
+
+def test_claude_as_root_needs_the_templates_sandbox_variable(rig: Rig) -> None:
+    # Claude Code refuses --dangerously-skip-permissions as root unless IS_SANDBOX=1 says it
+    # runs in a sandbox; the built-in template sets it, so a root CI job just works.
+    assert rig.run(agent="claude").status == "passed"
+    received = rig.received()[-1]
+    assert received["env"]["IS_SANDBOX"] == "1"
+    if os.geteuid() != 0:
+        return  # the refusal below is the root-only behaviour
+    without = rig.run(agent="claude", agents={"claude": {"fixed_env": {}}})
+    assert without.status == "error"
+    assert "cannot be used with root/sudo privileges" in (without.error_detail or "")
