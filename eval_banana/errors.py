@@ -102,6 +102,18 @@ class StageFileError(EvalBananaError):
     kind = "stage_file_error"
 
 
+class ProjectStateError(EvalBananaError):
+    """The project's files cannot be listed or read (git failed, a file is unreadable)."""
+
+    kind = "project_state_error"
+
+
+class SelectionError(EvalBananaError):
+    """--changed-since or --last-failed cannot be resolved (no git repository, unknown ref)."""
+
+    kind = "selection_error"
+
+
 class RunAborted(EvalBananaError):
     """An interrupt or a fuse stopped the run; raised only after the reports are written."""
 
