@@ -52,6 +52,7 @@ _KIND_TYPES = {
     "name_list": "list of strings",
     "string_table": "table of strings",
     "env_policy": '"inherit" or "allowlist"',
+    "cache_mode": '"off", "on", "read-only" or "refresh"',
     "agent_tables": "tables",
     "ignored": "any (ignored)",
 }
@@ -81,7 +82,9 @@ def _type_name(annotation: object) -> str:
     name = getattr(annotation, "__name__", None)
     text = name if isinstance(name, str) and "[" not in str(annotation) else str(annotation)
     text = text.replace("typing.", "").replace("eval_banana.models.assertions.", "")
-    # A discriminated union prints its Field(...) metadata; the member names are what matter.
+    # A discriminated union prints its Field(...) metadata, a validated item its validator
+    # (with a memory address); the types are what matter.
+    text = re.sub(r"Annotated\[(\w+), AfterValidator\(func=<function \w+ at \w+>\)\]", r"\1", text)
     return re.sub(r"Annotated\[(.*?), FieldInfo\(.*?\)\]", r"\1", text)
 
 
