@@ -14,6 +14,7 @@ from eval_banana.artifacts import sha256_file
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import (
     DEFAULT_EXCLUDE_DIRS,
+    CacheSettings,
     CoreSettings,
     DiscoverySettings,
     ExecutionSettings,
@@ -167,6 +168,9 @@ PRECEDENCE = [
         ["--env-allow-prefix", "R_"],
         ["R_"],
     ),
+    ("cache.mode", '"on"', "on", "read-only", "read-only", ["--cache", "refresh"], "refresh"),
+    ("cache.dir", '"c1"', "c1", "c2", "c2", ["--cache-dir", "c3"], "c3"),
+    ("cache.max_mb", "10", 10, "20", 20, 30, 30),
 ]
 
 
@@ -219,6 +223,7 @@ def test_every_model_field_is_declared_once() -> None:
         "discovery": DiscoverySettings,
         "harness": HarnessSettings,
         "execution": ExecutionSettings,
+        "cache": CacheSettings,
     }
     declared = {s.name for s in SETTINGS}
     for section, model in models.items():
@@ -316,7 +321,20 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
     assert dumped["inputs"] == {}
     assert dumped["run_id"] == "run-1"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", dumped["created_at"])
-    assert dumped["selection"] == {"check_ids": ["a"], "check_dir": "checks", "tags": ["t"]}
+    assert dumped["selection"] == {
+        "check_ids": ["a"],
+        "check_dir": "checks",
+        "tags": ["t"],
+        "changed_since": None,
+        "last_failed": False,
+        "last_failed_run_id": None,
+        "last_failed_ids": None,
+    }
+    assert dumped["settings"]["cache"] == {
+        "mode": "off",
+        "dir": ".eval-banana/cache",
+        "max_mb": 256,
+    }
 
 
 def test_write_config_stage_round_trips(tmp_path: Path) -> None:

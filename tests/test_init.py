@@ -54,7 +54,11 @@ def test_written_config_loads_to_the_expected_values(tmp_path: Path) -> None:
     assert core.max_parallel_checks == 4
     assert core.check_timeout_seconds == 900
     assert core.junit_xml is None
-    assert doc.settings.discovery.exclude_dirs == list(DEFAULT_EXCLUDE_DIRS)
+    # eb's own folder (run folders, the verdict cache) is never walked for checks.
+    assert doc.settings.discovery.exclude_dirs == [".eval-banana", *DEFAULT_EXCLUDE_DIRS]
+    assert doc.settings.cache.mode == "on"
+    assert doc.settings.cache.dir == ".eval-banana/cache"
+    assert doc.settings.cache.max_mb == 256
     # D-10: the harness is left commented out, so no agent's model leaks into another's.
     assert doc.settings.harness.agent is None
     assert doc.settings.harness.model is None
