@@ -9,6 +9,12 @@ from eval_banana.commands import common
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     common.add_common(parser)
+    common.add_incremental(parser)
+    parser.add_argument(
+        "--inputs",
+        action="store_true",
+        help="Below each check, show the files its `inputs:` patterns match now.",
+    )
     common.add_setting_flags(parser, command="list")
 
 
@@ -26,6 +32,13 @@ def run(args: argparse.Namespace) -> int:
     # An empty selection lists nothing and is not an error here (B-79).
     if not plan.ok and [problem.message for problem in plan.errors] != [NO_CHECKS]:
         outcome.raise_if_failed()
-    for check in plan.checks:
+    details: list[list[str]] = [[] for _ in plan.checks]
+    if args.inputs:
+        from eval_banana.inputstate import input_lines
+
+        details = input_lines(config=config, definitions=[c.definition for c in plan.checks])
+    for check, lines in zip(plan.checks, details, strict=True):
         print(f"{check.id}\t{check.type}\t{check.description}\t{check.source_path}")
+        for line in lines:
+            print(line)
     return 0

@@ -222,7 +222,16 @@ def validate(
     if selection.tags:
         wanted = set(selection.tags)
         loaded = [item for item in loaded if wanted.intersection(item.definition["tags"])]
-    if not loaded and not errors:
+    narrowed = False  # --changed-since / --last-failed left nothing: a run that passes empty
+    if loaded and not errors and (selection.changed_since is not None or selection.last_failed):
+        from eval_banana.incremental import select_incremental
+
+        kept = select_incremental(
+            config=config, checks=[(item.path, item.definition) for item in loaded]
+        )
+        narrowed = not kept
+        loaded = [loaded[position] for position in kept]
+    if not loaded and not errors and not narrowed:
         errors.append(
             ProblemModel(
                 message=NO_CHECKS,
