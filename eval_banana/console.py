@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
-from eval_banana.stages.report import control_note, result_summary
+from eval_banana.stages.report import result_summary, status_notes
 
 if TYPE_CHECKING:
     # rich is imported only when a terminal will show it: CI logs never pay for it.
@@ -50,6 +50,8 @@ def summary_lines(*, report: dict[str, Any], report_path: Path) -> list[str]:
         f"Passed: {'yes' if report['run_passed'] else 'no'}",
         f"Report: {report_path}",
     ]
+    if report.get("selection_note"):
+        lines.append(str(report["selection_note"]))
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
         lines.append(_check_line(check=check))
@@ -58,9 +60,9 @@ def summary_lines(*, report: dict[str, Any], report_path: Path) -> list[str]:
 
 def _check_line(*, check: dict[str, Any]) -> str:
     status = str(check["status"])
-    note = control_note(check=check)
-    if note is not None:
-        status = f"{status} ({note})"
+    notes = status_notes(check=check)
+    if notes:
+        status = f"{status} ({', '.join(notes)})"
     summary = result_summary(result=check)
     return f"- {check['check_id']}: {status}" + (f" - {summary}" if summary else "")
 
@@ -208,8 +210,13 @@ class ProgressReporter:
             if self._progress is not None:
                 self._progress.update(self._task, completed=self.done, current=self._current())
             elif not self.console.quiet:
+                cached = (
+                    " (cached)"
+                    if "cache" in result.details and (result.details["cache"].get("hit") is True)
+                    else ""
+                )
                 self.console.stderr.write(
-                    f"[{self.done}/{self.total}] {check.id}: {result.status} "
+                    f"[{self.done}/{self.total}] {check.id}: {result.status}{cached} "
                     f"({result.duration_ms} ms)\n"
                 )
                 self.console.stderr.flush()

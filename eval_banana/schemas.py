@@ -61,6 +61,7 @@ def _model_schema(model: type[Record], *, name: str) -> Callable[[], dict[str, A
 
 def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
+    from eval_banana.cache.entry import CacheEntry
     from eval_banana.models.report import ReportJson
     from eval_banana.models.result import CheckResult
     from eval_banana.models.stages import STAGE_MODELS
@@ -73,6 +74,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     for stage, model in STAGE_MODELS.items():
         builders[f"stages/{stage}"] = _model_schema(model, name=f"stages/{stage}")
     builders["report"] = _model_schema(ReportJson, name="report")
+    builders["cache-entry"] = _model_schema(CacheEntry, name="cache-entry")
     return builders
 
 

@@ -53,6 +53,8 @@ REPORT_KEYS = [
     "env_allow_prefixes",
     "tokens_used",
     "warnings",
+    "cached_checks",
+    "selection_note",
 ]
 CHECK_KEYS = [
     "check_id",

@@ -39,3 +39,10 @@ class ReportJson(Record):
     env_allow_prefixes: list[str] = Field(default_factory=list)
     tokens_used: int | None = None
     warnings: list[ProblemModel] = Field(default_factory=list)
+    cached_checks: int = Field(
+        default=0, ge=0, description="Results reused from the verdict cache (details.cache.hit)."
+    )
+    selection_note: str | None = Field(
+        default=None,
+        description="Set when --changed-since or --last-failed selected no check: why.",
+    )

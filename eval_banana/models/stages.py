@@ -152,6 +152,9 @@ class ScoreDoc(StageEnvelope):
     controls_met: int = Field(
         default=0, description="Control checks whose seeded defect was caught (status passed)."
     )
+    cached_checks: int = Field(
+        default=0, description="Results reused from the verdict cache (details.cache.hit)."
+    )
 
 
 class ReportDoc(StageEnvelope):

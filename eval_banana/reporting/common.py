@@ -6,7 +6,7 @@ import re
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from eval_banana.stages.report import control_note, result_summary
+from eval_banana.stages.report import result_summary, status_notes
 
 Check = dict[str, Any]
 
@@ -41,8 +41,8 @@ def status_label(*, check: Check) -> str:
     if is_not_run(check=check):
         return "not run"
     status = str(check.get("status"))
-    note = control_note(check=check)
-    return status if note is None else f"{status} ({note})"
+    notes = status_notes(check=check)
+    return f"{status} ({', '.join(notes)})" if notes else status
 
 
 def summary(*, check: Check) -> str:

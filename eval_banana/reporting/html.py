@@ -139,6 +139,8 @@ def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
             f"stopped by {report['aborted_by']}; {report.get('not_run_checks', 0)} not run",
         )
     threshold = f"threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
+    if report.get("run_passed") and report.get("selection_note"):
+        return "v-passed", "PASSED", str(report["selection_note"])
     if report.get("run_passed"):
         return "v-passed", "PASSED", f"meets the {threshold}"
     if not report.get("meets_threshold", False):
@@ -154,7 +156,8 @@ def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
         (
             "Checks",
             f"{report.get('total_checks', 0)} total: {groups['passed']} passed, "
-            f"{groups['failed']} failed, {groups['error']} errored, {groups['notrun']} not run",
+            f"{groups['failed']} failed, {groups['error']} errored, {groups['notrun']} not run"
+            + (f"; {report['cached_checks']} cached" if report.get("cached_checks") else ""),
         ),
         ("Run ID", str(report.get("run_id", ""))),
         ("Started", str(report.get("started_at", ""))),

@@ -6,9 +6,11 @@ Also the one place where controls are judged (D-11) and where the run fuses live
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval_banana.artifacts import (
     sha256_bytes,
@@ -43,6 +45,9 @@ from eval_banana.runners import runner_for
 from eval_banana.runners.base import RunContext
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
+
+if TYPE_CHECKING:
+    from eval_banana.cache.session import CacheSession
 
 logger = Logger("eval_banana.stages.execute")
 
@@ -172,6 +177,8 @@ def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
         details = result.details
         if result.check_type != "harness_judge" or details.get("raw_response_path") is None:
             continue  # no agent process ran for this check
+        if (details.get("cache") or {}).get("hit"):
+            continue  # a reused verdict: no agent ran in this run
         if details.get("usage") is None:
             warnings.append(
                 ProblemModel(
@@ -183,6 +190,51 @@ def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
                 )
             )
     return warnings
+
+
+def _open_cache(
+    *,
+    config: ConfigDoc,
+    plan: PlanDoc,
+    guard: GuardDoc,
+    run_dir: Path,
+    environ: Mapping[str, str] | None,
+) -> CacheSession | None:
+    """The verdict cache for this run, when `[cache] mode` is not off and there are checks."""
+    if config.settings.cache.mode == "off" or not plan.checks:
+        return None
+    from eval_banana.cache.session import CacheSession
+
+    return CacheSession(
+        config=config,
+        plan=plan,
+        harness=guard.harness,
+        run_dir=run_dir,
+        environ=os.environ if environ is None else environ,
+    )
+
+
+def _reuse(
+    *,
+    cache: CacheSession,
+    checks: list[PlannedCheck],
+    checks_dir: Path,
+    results: list[CheckResult | None],
+    on_start: StartCallback | None,
+    on_result: ResultCallback | None,
+) -> list[int]:
+    """Answer the checks the cache holds a verdict for; return the positions left to run."""
+    pending = []
+    for position, check in enumerate(checks):
+        hit = cache.lookup(check=check)
+        if hit is None:
+            pending.append(position)
+            continue
+        _notify(on_start, check)
+        write_check_result(checks_dir=checks_dir, stem=check.stem, result=hit)
+        results[position] = hit
+        _notify(on_result, check, hit)
+    return pending
 
 
 def execute(
@@ -217,7 +269,20 @@ def execute(
         run_timeout_s=float(config.settings.core.run_timeout_seconds),
     )
 
-    def task(position: int) -> None:
+    cache = _open_cache(config=config, plan=plan, guard=guard, run_dir=run_dir, environ=environ)
+    pending = list(range(len(checks)))
+    if cache is not None:
+        pending = _reuse(
+            cache=cache,
+            checks=checks,
+            checks_dir=checks_dir,
+            results=results,
+            on_start=on_start,
+            on_result=on_result,
+        )
+
+    def task(index: int) -> None:
+        position = pending[index]
         check = checks[position]
         _follow(cancel=cancel, stop=stop)
         if stop.is_set():
@@ -237,17 +302,21 @@ def execute(
                 report_tokens=fuses.report_tokens,
             )
             result = _run_one(ctx=ctx)
+            if cache is not None:
+                result = cache.record(check=check, result=result)
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
         results[position] = result
         if not not_run[position]:
             _notify(on_result, check, result)
 
-    if checks:
-        workers = min(config.settings.core.max_parallel_checks, len(checks))
+    if pending:
+        workers = min(config.settings.core.max_parallel_checks, len(pending))
         with fuses:
             # Taken in plan order, so checks also start in plan order (B-91).
-            _run_pool(count=len(checks), workers=workers, task=task, cancel=cancel, stop=stop)
+            _run_pool(count=len(pending), workers=workers, task=task, cancel=cancel, stop=stop)
     _follow(cancel=cancel, stop=stop)
+    if cache is not None:
+        cache.finish()
     completed = utc_now()
     final = [result for result in results if result is not None]
     assert len(final) == len(checks)  # every task stored its result or raised above
@@ -266,9 +335,10 @@ def execute(
         not_run=[check.id for check, skipped in zip(checks, not_run, strict=True) if skipped],
         env_policy=config.settings.execution.env,
         tokens_used=fuses.tokens_used,
-        warnings=unseen_usage_warnings(results=final)
-        if config.settings.harness.token_fuse > 0
-        else [],
+        warnings=(
+            unseen_usage_warnings(results=final) if config.settings.harness.token_fuse > 0 else []
+        )
+        + (cache.warnings if cache is not None else []),
     )
     return ExecuteDoc.model_validate(document)
 

@@ -69,7 +69,25 @@ def build_report(
         # Token fuse (D-5): what judges reported, and what the fuse could not see.
         "tokens_used": execute.tokens_used,
         "warnings": [warning.model_dump(mode="json") for warning in execute.warnings],
+        # The verdict cache and incremental selection (docs/incremental.md).
+        "cached_checks": score.cached_checks,
+        "selection_note": selection_note(config=config, total=score.total_checks),
     }
+
+
+def selection_note(*, config: ConfigDoc, total: int) -> str | None:
+    """Why a run that passed has no checks: its incremental selection kept none."""
+    selection = config.selection
+    if total:
+        return None
+    if selection.changed_since is not None:
+        return f"No check was selected: no check's files changed since {selection.changed_since}."
+    if selection.last_failed:
+        return (
+            "No check was selected: the checks that failed in run "
+            f"{selection.last_failed_run_id} are not among the selected checks."
+        )
+    return None
 
 
 def report_json_text(*, report: dict[str, Any]) -> str:
@@ -93,10 +111,22 @@ def control_note(*, check: dict[str, Any]) -> str | None:
     return None
 
 
+def status_notes(*, check: dict[str, Any]) -> list[str]:
+    """What a status is shown with: the control note, and "cached" for a reused verdict."""
+    notes = []
+    control = control_note(check=check)
+    if control is not None:
+        notes.append(control)
+    cache = (check.get("details") or {}).get("cache")
+    if isinstance(cache, dict) and cache.get("hit") is True:
+        notes.append("cached")
+    return notes
+
+
 def _status_cell(*, check: dict[str, Any]) -> str:
-    note = control_note(check=check)
+    notes = status_notes(check=check)
     cell = f"`{md_cell(str(check['status']))}`"
-    return cell if note is None else f"{cell} ({note})"
+    return f"{cell} ({', '.join(notes)})" if notes else cell
 
 
 def render_markdown(*, report: dict[str, Any]) -> str:
@@ -121,6 +151,8 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             f"| `{md_cell(check['check_id'])}` | `{md_cell(check['check_type'])}` "
             f"| {_status_cell(check=check)} | `{check['score']}` | `{check['duration_ms']}` |"
         )
+    if report.get("selection_note"):
+        lines += ["", md_cell(str(report["selection_note"]))]
     if report.get("aborted_by"):
         # Only for runs a fuse or an interrupt stopped; a complete run keeps B-160's text.
         lines += [

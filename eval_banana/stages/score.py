@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_banana.artifacts import write_model
+from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
@@ -23,6 +24,18 @@ def meets(*, earned: int, total: int, threshold: float) -> bool:
     return total > 0 and earned / total >= threshold
 
 
+def incremental_selection(*, config: ConfigDoc) -> bool:
+    """Whether an incremental selection (--changed-since, --last-failed) was asked for."""
+    selection = config.selection
+    return selection.changed_since is not None or selection.last_failed
+
+
+def is_cached(*, result: CheckResult) -> bool:
+    """Whether a result was reused from the verdict cache."""
+    cache = result.details.get("cache")
+    return isinstance(cache, dict) and cache.get("hit") is True
+
+
 def score(
     *, config: ConfigDoc, execute: ExecuteDoc, inputs: dict[str, str] | None = None
 ) -> ScoreDoc:
@@ -36,7 +49,10 @@ def score(
     earned = sum(result.score for result in results)
     total = len(results)
     threshold = config.settings.core.pass_threshold
-    met = meets(earned=earned, total=total, threshold=threshold)
+    # --changed-since / --last-failed selecting nothing is a pass: nothing that could have
+    # broken was touched. Any other empty selection never gets here (it is a setup error).
+    nothing_selected = total == 0 and incremental_selection(config=config)
+    met = meets(earned=earned, total=total, threshold=threshold) or nothing_selected
     errored = statuses.count("error")
     controls = [result for result in results if result.expect == "fail"]
     aborted = execute.aborted_by
@@ -63,6 +79,7 @@ def score(
         # D-11: points already count satisfied expectations; these say how many were controls.
         control_checks=len(controls),
         controls_met=sum(1 for result in controls if result.status == "passed"),
+        cached_checks=sum(1 for result in results if is_cached(result=result)),
     )
     return ScoreDoc.model_validate(document)
 

@@ -1,0 +1,223 @@
+"""The cache folder on disk: entries, content-addressed blobs, LRU eviction by size.
+
+    <dir>/entries/<2 hex>/<64 hex>.json   one verdict, named by its key
+    <dir>/blobs/<2 hex>/<64 hex>          stored output files, named by their SHA-256
+
+Every file is written through a temporary sibling and a rename, so a reader never sees half a
+file and two runs storing the same entry at once leave one valid entry. A hit touches its
+entry's modification time; when the folder grows past its limit, the least recently used
+entries go first, then the blobs no remaining entry names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.artifacts import write_bytes_atomic
+
+_BLOCK = 1 << 20
+_TEMP_NAMES = itertools.count()
+EMPTY_SHA256 = "sha256:" + hashlib.sha256(b"").hexdigest()
+
+
+class Blob(NamedTuple):
+    sha256: str  # "sha256:<hex>"
+    size: int
+
+
+class EntryRead(NamedTuple):
+    """An entry as read: its document, or why it could not be used (None, None: absent)."""
+
+    document: Any
+    problem: str | None
+
+
+def _hex(digest: str) -> str:
+    return digest.split(":", 1)[1]
+
+
+def _temp_sibling(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp")
+
+
+class CacheStore:
+    """One cache folder."""
+
+    def __init__(self, *, folder: Path, max_bytes: int) -> None:
+        self.folder = folder
+        self.max_bytes = max_bytes
+
+    def entry_path(self, *, key: str) -> Path:
+        hex_key = _hex(key)
+        return self.folder / "entries" / hex_key[:2] / f"{hex_key}.json"
+
+    def blob_path(self, *, sha256: str) -> Path:
+        hex_digest = _hex(sha256)
+        return self.folder / "blobs" / hex_digest[:2] / hex_digest
+
+    # -- entries ---------------------------------------------------------------------------
+
+    def read(self, *, key: str) -> EntryRead:
+        path = self.entry_path(key=key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return EntryRead(document=None, problem=None)
+        except OSError as exc:
+            return EntryRead(document=None, problem=f"cannot be read ({exc.strerror or exc})")
+        try:
+            return EntryRead(document=json.loads(data), problem=None)
+        except ValueError:
+            return EntryRead(document=None, problem="is not valid JSON (truncated or foreign)")
+
+    def write(self, *, key: str, document: dict[str, Any]) -> None:
+        data = json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
+        write_bytes_atomic(path=self.entry_path(key=key), data=data)
+
+    def touch(self, *, key: str) -> None:
+        """Mark an entry as just used (least-recently-used eviction reads this)."""
+        with contextlib.suppress(OSError):
+            os.utime(self.entry_path(key=key))
+
+    # -- blobs -----------------------------------------------------------------------------
+
+    def put(self, *, source: Path) -> Blob:
+        """Store a file's content as a blob (streamed: hashed while it is copied)."""
+        digest = hashlib.sha256()
+        size = 0
+        staging = self.folder / "blobs" / "incoming"
+        staging.mkdir(parents=True, exist_ok=True)
+        temp = _temp_sibling(staging / "blob")
+        try:
+            with source.open("rb") as reader, temp.open("xb") as writer:
+                while block := reader.read(_BLOCK):
+                    digest.update(block)
+                    writer.write(block)
+                    size += len(block)
+            blob = Blob(sha256=f"sha256:{digest.hexdigest()}", size=size)
+            if size:
+                target = self.blob_path(sha256=blob.sha256)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(temp, target)
+            return blob
+        finally:
+            temp.unlink(missing_ok=True)
+
+    def restore(self, *, blob: Blob, target: Path) -> str | None:
+        """Copy a blob to `target`, checking its digest on the way; the problem, or None."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
+            target.write_bytes(b"")
+            return None
+        temp = _temp_sibling(target)
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with self.blob_path(sha256=blob.sha256).open("rb") as reader, temp.open("xb") as out:
+                while block := reader.read(_BLOCK):
+                    digest.update(block)
+                    out.write(block)
+                    size += len(block)
+            if f"sha256:{digest.hexdigest()}" != blob.sha256 or size != blob.size:
+                return f"its stored file {blob.sha256} is damaged"
+            os.replace(temp, target)
+            return None
+        except FileNotFoundError:
+            return f"its stored file {blob.sha256} is missing"
+        except OSError as exc:
+            return f"its stored file {blob.sha256} cannot be read ({exc.strerror or exc})"
+        finally:
+            temp.unlink(missing_ok=True)
+
+    # -- eviction --------------------------------------------------------------------------
+
+    def evict(self) -> int:
+        """Delete least recently used entries until the folder fits; return bytes freed."""
+        files = list(_files(self.folder))
+        total = sum(size for _, size, _ in files)
+        if total <= self.max_bytes:
+            return 0
+        blobs_root = self.folder / "blobs"
+        blobs = {str(path): size for path, size, _ in files if _within(path, blobs_root)}
+        references: dict[str, int] = {}
+        entry_blobs: dict[str, list[str]] = {}
+        for path, _, _ in files:
+            if path.suffix == ".json" and _within(path, self.folder / "entries"):
+                named = self._blobs_named(entry=path)
+                entry_blobs[str(path)] = named
+                for blob in named:
+                    references[blob] = references.get(blob, 0) + 1
+        freed = 0
+        # Oldest first: entries, stray files and blobs no entry names all take their turn.
+        candidates = sorted(
+            (
+                item
+                for item in files
+                if str(item[0]) not in blobs or not references.get(str(item[0]))
+            ),
+            key=lambda item: item[2],
+        )
+        for path, size, _ in candidates:
+            if total - freed <= self.max_bytes:
+                break
+            freed += _remove(path, size)
+            for blob in entry_blobs.get(str(path), []):
+                references[blob] -= 1
+                if references[blob] == 0 and blob in blobs:
+                    freed += _remove(Path(blob), blobs[blob])
+        return freed
+
+    def _blobs_named(self, *, entry: Path) -> list[str]:
+        try:
+            document = json.loads(entry.read_bytes())
+            files = document.get("files", [])
+            return [
+                str(self.blob_path(sha256=item["sha256"]))
+                for item in files
+                if isinstance(item, dict)
+                and isinstance(item.get("sha256"), str)
+                and item["sha256"].startswith("sha256:")
+            ]
+        except (OSError, ValueError, AttributeError, TypeError):
+            return []
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return folder in path.parents
+
+
+def _remove(path: Path, size: int) -> int:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return 0  # another run removed it first
+    except OSError:
+        return 0
+    return size
+
+
+def _files(folder: Path) -> Iterator[tuple[Path, int, float]]:
+    """Every file below `folder`: (path, size, last use)."""
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                else:
+                    info = entry.stat(follow_symlinks=False)
+                    yield Path(entry.path), info.st_size, info.st_mtime
+            except OSError:
+                continue
