@@ -12,17 +12,19 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "6"
 BENCH_DIR = Path(__file__).resolve().parent
 AGENTS_DIR = BENCH_DIR / "agents"
 STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
 PROSE_AGENT = AGENTS_DIR / "prose_agent.py"
+COUNT_AGENT = AGENTS_DIR / "count_agent.py"
 MARKER = ".bench-complete"
 EXCLUDED = ("node_modules", ".venv", ".git", "dist", "build", "__pycache__")
 MB = 1024 * 1024
@@ -47,6 +49,8 @@ class Sizes:
     w6_judges: int
     w6_sleep: float
     w6_parallel: tuple[int, ...]
+    w7_judges: int
+    w8_modified: int
 
 
 FULL = Sizes(
@@ -64,6 +68,8 @@ FULL = Sizes(
     w6_judges=16,
     w6_sleep=0.5,
     w6_parallel=(1, 4, 16),
+    w7_judges=1_000,
+    w8_modified=10,
 )
 
 QUICK = Sizes(
@@ -81,6 +87,8 @@ QUICK = Sizes(
     w6_judges=4,
     w6_sleep=0.1,
     w6_parallel=(1, 4),
+    w7_judges=20,
+    w8_modified=10,
 )
 
 
@@ -133,7 +141,11 @@ def _toml_list(items: list[str]) -> str:
 
 
 def write_config(
-    *, project: Path, agent_command: list[str] | None = None, dialect: str = ""
+    *,
+    project: Path,
+    agent_command: list[str] | None = None,
+    dialect: str = "",
+    cache: bool = False,
 ) -> None:
     """`.eval-banana/config.toml`; with `agent_command`, a custom agent named `benchagent`."""
     lines = [
@@ -144,6 +156,8 @@ def write_config(
         "[discovery]",
         f"exclude_dirs = {_toml_list(list(EXCLUDED))}",
     ]
+    if cache:
+        lines += ["", "[cache]", 'mode = "on"', "max_mb = 1024"]
     if agent_command is not None:
         lines += [
             "",
@@ -403,6 +417,78 @@ def build_w6(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+# W7 ------------------------------------------------------------------------------------------
+
+
+def w7_agent_log(*, root: Path) -> Path:
+    return root / "agent-starts.log"
+
+
+def build_w7(*, sizes: Sizes) -> Callable[[Path], None]:
+    """Judges whose verdicts the bench stores once, then reuses: no agent may start again."""
+
+    def build(root: Path) -> None:
+        project = root / "project"
+        # `root` is the `.partial` folder until the build completes: log where it will be.
+        final = root.with_name(root.name.removesuffix(".partial"))
+        command = [sys.executable, str(COUNT_AGENT), f"--log={w7_agent_log(root=final)}"]
+        write_config(project=project, agent_command=command, dialect="text", cache=True)
+        for index in range(sizes.w7_judges):
+            check_id = f"judge_{index:04d}"
+            folder = project / "services" / f"svc{index // 100:02d}" / "eval_checks"
+            _write(folder / f"{check_id}.yaml", judge_yaml(check_id=check_id))
+
+    return build
+
+
+# W8 / W9 -------------------------------------------------------------------------------------
+
+GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+GIT += ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"]
+
+
+def _git(project: Path, *args: str) -> None:
+    subprocess.run([*GIT, *args], cwd=project, check=True, capture_output=True)
+
+
+def build_w8(*, sizes: Sizes) -> Callable[[Path], None]:
+    """The W2 tree as a git repository: half its checks declare `inputs:` (their own folder),
+    everything committed, then `w8_modified` tracked files edited and left unstaged."""
+
+    def build(root: Path) -> None:
+        build_w2(sizes=sizes)(root)
+        project = root / "project"
+        write_config(project=project, cache=True)
+        ignored = [f"{name}/" for name in EXCLUDED if name != ".git"] + [".eval-banana/"]
+        (project / ".gitignore").write_text("\n".join(ignored) + "\n")
+        checks = sorted(
+            path
+            for path in project.rglob("*.yaml")
+            if path.parent.name == "eval_checks"
+            and not any(part in EXCLUDED for part in path.relative_to(project).parts)
+        )
+        for position, check in enumerate(checks):
+            if position % 2 == 0:
+                folder = check.parent.parent.relative_to(project).as_posix()
+                check.write_text(check.read_text() + f'inputs: ["{folder}/*.py"]\n')
+        _git(project, "init", "-q")
+        _git(project, "add", "-A")
+        _git(project, "commit", "-q", "-m", "W8 tree")
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--", "*.txt"],
+            cwd=project,
+            check=True,
+            capture_output=True,
+        ).stdout.split(b"\0")
+        tracked = sorted(item.decode() for item in listed if item)
+        for relative in random.Random(8).sample(tracked, sizes.w8_modified):
+            with (project / relative).open("a") as handle:
+                handle.write("edited after the commit\n")
+        (root / "expected-checks.txt").write_text(f"{len(checks)}\n")
+
+    return build
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -417,11 +503,17 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W4": lambda sizes: build_w4(sizes=sizes),
     "W5": lambda sizes: build_w5(sizes=sizes),
     "W6": lambda sizes: build_w6(sizes=sizes),
+    "W7": lambda sizes: build_w7(sizes=sizes),
+    "W8": lambda sizes: build_w8(sizes=sizes),
 }
+# Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository.
+ALIASES: dict[str, str] = {"W9": "W8"}
+KEYS: tuple[str, ...] = (*BUILDERS, *ALIASES)
 
 
 def workload(*, key: str, sizes: Sizes) -> Path:
-    """Generate (or reuse) workload `key` (W0..W6) and return its folder."""
+    """Generate (or reuse) workload `key` (W0..W9) and return its folder."""
+    key = ALIASES.get(key, key)
     return cached(key=key, sizes=sizes, build=BUILDERS[key](sizes))
 
 
@@ -430,6 +522,7 @@ def main() -> int:
     args = sys.argv[1:]
     sizes = QUICK if "--quick" in args else FULL
     keys = [arg for arg in args if not arg.startswith("--")] or list(BUILDERS)
+    keys = list(dict.fromkeys(ALIASES.get(key, key) for key in keys))
     for key in keys:
         print(f"{key}\t{workload(key=key, sizes=sizes)}")
     return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import contextlib
+import json
 import os
 import platform
 import re
@@ -108,6 +109,14 @@ class Case:
     expect_stdout_lines: int | None = None
     runs: int = 5
     output_dir: bool = False  # eb run: give every run its own --output-dir, deleted afterwards
+    # Run once before anything is measured (e.g. to fill the verdict cache); its exit must be 0.
+    prepare: list[str] | None = None
+    # A file the case's agent appends one line to per start: measured runs must not grow it.
+    agent_log: Path | None = None
+    # eb prints its report as JSON (`--json`): this many checks must have been reused.
+    expect_cached: int | None = None
+    # The target as seconds over the floor's median instead of a ratio.
+    target_over_s: float | None = None
 
 
 @dataclass
@@ -216,6 +225,13 @@ def _eb_problems(*, case: Case, sample: Sample, scratch: Path) -> list[str]:
     if "Traceback (most recent call last)" in stderr:
         raised = [line for line in stderr.splitlines() if _EXCEPTION_LINE.match(line)]
         problems.append("eb printed a traceback: " + (raised[-1] if raised else "?"))
+    if case.expect_cached is not None and not sample.timed_out and sample.rc == case.expect_rc:
+        try:
+            cached = json.loads((scratch / "eb.stdout").read_bytes()).get("cached_checks")
+        except ValueError:
+            cached = None
+        if cached != case.expect_cached:
+            problems.append(f"eb reused {cached} verdicts, expected {case.expect_cached}")
     if case.expect_stdout_lines is not None and not sample.timed_out:
         lines = len((scratch / "eb.stdout").read_text(errors="replace").splitlines())
         if lines != case.expect_stdout_lines:
@@ -228,6 +244,19 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
     row = Row(case=case)
     scratch = Path(tempfile.mkdtemp(prefix=f"eb-bench-{case.key}-"))
     try:
+        if case.prepare is not None:
+            # "{scratch}" in the arguments: a folder deleted with the case's scratch space.
+            argv = [arg.replace("{scratch}", str(scratch)) for arg in case.prepare]
+            prepared = subprocess.run(
+                [sys.executable, "-m", "eval_banana", *argv],
+                cwd=REPO,
+                capture_output=True,
+                timeout=timeout,
+            )
+            if prepared.returncode != 0:
+                tail = prepared.stderr.decode(errors="replace").strip().splitlines()[-3:]
+                row.problems.append(f"prepare exit {prepared.returncode}: " + " | ".join(tail))
+        starts = _lines(case.agent_log)
         if warmup:
             run_floor(case=case, scratch=scratch, timeout=timeout)
             run_eb(case=case, scratch=scratch, index=0, timeout=timeout)
@@ -243,9 +272,18 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
                     row.problems.append(problem)
             if sample.timed_out:
                 break  # one timeout says enough; do not spend runs * timeout on it
+        started = _lines(case.agent_log) - starts
+        if started:
+            row.problems.append(f"an agent was started {started} times by the measured runs")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return row
+
+
+def _lines(path: Path | None) -> int:
+    if path is None or not path.is_file():
+        return 0
+    return len(path.read_text().splitlines())
 
 
 # Cases ----------------------------------------------------------------------------------------
@@ -398,6 +436,59 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
             )
             for parallel in sizes.w6_parallel
         ]
+    if key == "W7":
+        project = root / "project"
+        out = "{scratch}/prepare-out"
+        return [
+            Case(
+                key="W7",
+                name=f"eb run, {sizes.w7_judges} judges, all cached",
+                eb_args=["run", "--cwd", str(project), "--json"],
+                floor=[py, "-m", "eval_banana", "validate", "--cwd", str(project)],
+                floor_label="eb validate, same project",
+                floor_cwd=REPO,
+                target=1.5,
+                output_dir=True,
+                prepare=["run", "--cwd", str(project), "--output-dir", out],
+                agent_log=generate.w7_agent_log(root=root),
+                expect_cached=sizes.w7_judges,
+                runs=n(5),
+            )
+        ]
+    if key in ("W8", "W9"):
+        project = root / "project"
+        checks = int((root / "expected-checks.txt").read_text())
+        if key == "W8":
+            out = "{scratch}/prepare-out"
+            return [
+                Case(
+                    key="W8",
+                    name=f"eb run, git tree of {sizes.w2_files} files, "
+                    f"{sizes.w8_modified} modified, {checks} checks cached",
+                    eb_args=["run", "--cwd", str(project), "--json"],
+                    floor=[py, "-m", "eval_banana", "validate", "--cwd", str(project)],
+                    floor_label="eb validate, same tree",
+                    floor_cwd=REPO,
+                    target=0,
+                    target_over_s=0.5,
+                    output_dir=True,
+                    prepare=["run", "--cwd", str(project), "--output-dir", out],
+                    expect_cached=checks,
+                    runs=n(5),
+                )
+            ]
+        return [
+            Case(
+                key="W9",
+                name=f"eb list --changed-since HEAD, git tree of {sizes.w2_files} files",
+                eb_args=["list", "--cwd", str(project), "--changed-since", "HEAD"],
+                floor=[py, "-m", "eval_banana", "list", "--cwd", str(project)],
+                floor_label="eb list, same tree",
+                floor_cwd=REPO,
+                target=1.5,
+                runs=n(5),
+            )
+        ]
     raise KeyError(key)
 
 
@@ -425,6 +516,9 @@ def row_cells(row: Row) -> list[str]:
     ratio = _median(row.eb) / _median(row.floor)
     met = ratio <= case.target
     target = f"≤ {case.target:g}"
+    if case.target_over_s is not None:
+        met = _median(row.eb) - _median(row.floor) <= case.target_over_s
+        target = f"≤ floor + {case.target_over_s:g} s"
     if case.memory_target_mb is not None:
         target += f", ≤ {case.memory_target_mb:g} MB"
         met = met and peak_mb is not None and peak_mb <= case.memory_target_mb
@@ -521,8 +615,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = QUICK if args.quick else FULL
     keys = [key.strip().upper() for key in args.only.split(",") if key.strip()]
-    keys = keys or list(generate.BUILDERS)
-    unknown = [key for key in keys if key not in generate.BUILDERS]
+    keys = keys or list(generate.KEYS)
+    unknown = [key for key in keys if key not in generate.KEYS]
     if unknown:
         print(f"unknown workload(s): {', '.join(unknown)}", file=sys.stderr)
         return 2

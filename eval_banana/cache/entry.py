@@ -16,9 +16,9 @@ ENTRY_KIND = "eval-banana/verdict-cache-entry"
 ENTRY_SCHEMA = f"{SCHEMA_BASE}cache-entry.schema.json"
 _DIGEST = r"^sha256:[0-9a-f]{64}$"
 _DIGEST_RE = re.compile(_DIGEST)
-# Names of the stored files: the check's stdout and stderr, and its evidence folder's files.
+# Names of the stored files: the check's stdout, stderr and prompt, and its evidence files.
 FILE_NAME_PATTERN = (
-    r"^(stdout\.txt|stderr\.txt|evidence/(?!/)(?!\.\.?(/|$))(?!.*/\.\.?(/|$))[^\0\\]+)$"
+    r"^(stdout\.txt|stderr\.txt|prompt\.txt|evidence/(?!/)(?!\.\.?(/|$))(?!.*/\.\.?(/|$))[^\0\\]+)$"
 )
 _FILE_NAME_RE = re.compile(FILE_NAME_PATTERN)
 
@@ -27,7 +27,8 @@ class CachedFile(Record):
     model_config = {"extra": "forbid"}
 
     name: str = Field(
-        description="stdout.txt, stderr.txt, or evidence/<path> (the check's output_dir).",
+        description="stdout.txt, stderr.txt, prompt.txt (a judge's), or evidence/<path> "
+        "(a deterministic check's output_dir).",
         # As schema text only: pydantic's regex engine has no look-ahead.
         json_schema_extra={"pattern": FILE_NAME_PATTERN},
     )

@@ -33,7 +33,8 @@ from eval_banana.results import build_result, iso, utc_now
 from eval_banana.version import tool_version
 
 _MIB = 1024 * 1024
-_OUTPUTS = (("stdout.txt", "stdout.txt"), ("stderr.txt", "stderr.txt"))
+# Files of checks/ stored per check: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt.
+OUTPUT_NAMES = ("stdout.txt", "stderr.txt", "prompt.txt")
 
 
 class CacheSession:
@@ -120,7 +121,9 @@ class CacheSession:
         if check.type == "deterministic":
             # A fresh run always gives a deterministic check its (maybe empty) output folder.
             (self.run_dir / "checks" / check.stem).mkdir(parents=True, exist_ok=True)
-        if check.type == "harness_judge":
+        if check.type == "harness_judge" and not any(
+            item["name"] == "prompt.txt" for item in document.get("files", [])
+        ):
             # The run folder keeps what a judge was asked, exactly as a fresh run writes it.
             prompt_path = self.run_dir / "checks" / f"{check.stem}.prompt.txt"
             prompt_path.write_bytes(judge_prompt(check=check).encode("utf-8"))
@@ -140,7 +143,9 @@ class CacheSession:
             else:
                 target = checks_dir / f"{check.stem}.{name}"
             problem = self.store.restore(
-                blob=Blob(sha256=item["sha256"], size=int(item["size"])), target=target
+                blob=Blob(sha256=item["sha256"], size=int(item["size"])),
+                target=target,
+                discard_damaged=self.mode == "on",
             )
             if problem is not None:
                 return problem
@@ -170,8 +175,8 @@ class CacheSession:
     def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> None:
         files = []
         checks_dir = self.run_dir / "checks"
-        for name, suffix in _OUTPUTS:
-            source = checks_dir / f"{check.stem}.{suffix}"
+        for name in OUTPUT_NAMES:
+            source = checks_dir / f"{check.stem}.{name}"
             if source.is_file():
                 blob = self.store.put(source=source)
                 files.append({"name": name, "sha256": blob.sha256, "size": blob.size})

@@ -16,6 +16,7 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -89,52 +90,58 @@ class CacheStore:
     # -- blobs -----------------------------------------------------------------------------
 
     def put(self, *, source: Path) -> Blob:
-        """Store a file's content as a blob (streamed: hashed while it is copied)."""
+        """Store a file's content as a blob, named by its SHA-256 (kept once however often)."""
         digest = hashlib.sha256()
         size = 0
-        staging = self.folder / "blobs" / "incoming"
-        staging.mkdir(parents=True, exist_ok=True)
-        temp = _temp_sibling(staging / "blob")
-        try:
-            with source.open("rb") as reader, temp.open("xb") as writer:
-                while block := reader.read(_BLOCK):
-                    digest.update(block)
-                    writer.write(block)
-                    size += len(block)
-            blob = Blob(sha256=f"sha256:{digest.hexdigest()}", size=size)
-            if size:
-                target = self.blob_path(sha256=blob.sha256)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(temp, target)
+        with source.open("rb") as reader:
+            while block := reader.read(_BLOCK):
+                digest.update(block)
+                size += len(block)
+        blob = Blob(sha256=f"sha256:{digest.hexdigest()}", size=size)
+        target = self.blob_path(sha256=blob.sha256)
+        if size == 0 or _has_size(target, size):
             return blob
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = _temp_sibling(target)
+        try:
+            _link_or_copy(source=source, target=temp)
+            os.replace(temp, target)
         finally:
             temp.unlink(missing_ok=True)
+        return blob
 
-    def restore(self, *, blob: Blob, target: Path) -> str | None:
-        """Copy a blob to `target`, checking its digest on the way; the problem, or None."""
+    def restore(self, *, blob: Blob, target: Path, discard_damaged: bool = False) -> str | None:
+        """Put a blob's content at `target` after checking its digest; the problem, or None.
+
+        The file is a hard link to the blob where the file system allows it: creating a file
+        costs many times a link, and a cached run restores one or two files per check. The
+        execute stage removes a check's output files before the check runs, so a runner never
+        writes through such a link into the cache.
+        """
         target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
         if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
             target.write_bytes(b"")
             return None
-        temp = _temp_sibling(target)
+        source = self.blob_path(sha256=blob.sha256)
         digest = hashlib.sha256()
         size = 0
         try:
-            with self.blob_path(sha256=blob.sha256).open("rb") as reader, temp.open("xb") as out:
+            with source.open("rb") as reader:
                 while block := reader.read(_BLOCK):
                     digest.update(block)
-                    out.write(block)
                     size += len(block)
             if f"sha256:{digest.hexdigest()}" != blob.sha256 or size != blob.size:
+                if discard_damaged:  # so the next store writes a sound copy
+                    source.unlink(missing_ok=True)
                 return f"its stored file {blob.sha256} is damaged"
-            os.replace(temp, target)
+            _link_or_copy(source=source, target=target)
             return None
         except FileNotFoundError:
             return f"its stored file {blob.sha256} is missing"
         except OSError as exc:
             return f"its stored file {blob.sha256} cannot be read ({exc.strerror or exc})"
-        finally:
-            temp.unlink(missing_ok=True)
 
     # -- eviction --------------------------------------------------------------------------
 
@@ -187,6 +194,21 @@ class CacheStore:
             ]
         except (OSError, ValueError, AttributeError, TypeError):
             return []
+
+
+def _has_size(path: Path, size: int) -> bool:
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False
+
+
+def _link_or_copy(*, source: Path, target: Path) -> None:
+    """A hard link where possible (same file system), else a copy."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def _within(path: Path, folder: Path) -> bool:

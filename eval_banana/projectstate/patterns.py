@@ -138,7 +138,7 @@ def _literal_prefix(body: str) -> str:
     return "/".join(literal)
 
 
-def _under(paths: Sequence[str], prefix: str) -> Iterable[str]:
+def paths_under(paths: Sequence[str], prefix: str) -> Iterable[str]:
     """The paths equal to `prefix` or below it, from a sorted sequence."""
     if not prefix:
         yield from paths
@@ -178,7 +178,7 @@ class InputPatterns:
         """The matching paths of a sorted sequence, sorted."""
         found: set[str] = set()
         for prefix, regex in self._includes:
-            found.update(path for path in _under(paths, prefix) if regex.fullmatch(path))
+            found.update(path for path in paths_under(paths, prefix) if regex.fullmatch(path))
         if self._excludes:
             found = {p for p in found if not any(rx.fullmatch(p) for rx in self._excludes)}
         return sorted(found)

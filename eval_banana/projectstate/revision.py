@@ -10,7 +10,13 @@ from typing import NamedTuple
 
 from eval_banana.errors import ProjectStateError
 from eval_banana.projectstate import git
-from eval_banana.projectstate.state import StateDiff, expand_ignored, relative_folders, skipped
+from eval_banana.projectstate.state import (
+    StateDiff,
+    expand_ignored,
+    relative_folders,
+    skipped,
+    under_any,
+)
 
 
 class UnknownRevision(ProjectStateError):
@@ -104,6 +110,13 @@ def changes_since(
     for status, raw_path in zip(fields[0::2], fields[1::2], strict=True):
         target = {b"A": added, b"D": removed}.get(status[:1], changed)
         target.add(os.fsdecode(raw_path[cut:]))
+    if prefixes is not None and not git.narrows(prefixes):
+        # git compared the whole root: keep what lies below the prefixes asked for.
+        added, removed, changed = (
+            {p for p in group if under_any(path=p, prefixes=prefixes)}
+            for group in (added, removed, changed)
+        )
+        ignored = [p for p in ignored if under_any(path=p, prefixes=prefixes)]
     diff = StateDiff(
         added=tuple(sorted(p for p in added if not skipped(p, skip))),
         removed=tuple(sorted(p for p in removed if not skipped(p, skip))),

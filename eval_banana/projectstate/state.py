@@ -19,7 +19,7 @@ from typing import Literal, NamedTuple
 from eval_banana.errors import ProjectStateError
 from eval_banana.projectstate import git
 from eval_banana.projectstate.blobs import ObjectFormat, file_blob_id
-from eval_banana.projectstate.patterns import InputPatterns
+from eval_banana.projectstate.patterns import InputPatterns, paths_under
 
 StateSource = Literal["git", "walk"]
 _DIGEST_PREFIX = b"eval-banana/project-state/v1\0"
@@ -181,6 +181,22 @@ def read_project_state(
     return state
 
 
+def within(*, paths: Sequence[str], prefixes: Sequence[str]) -> list[str]:
+    """The paths of a sorted sequence that are at or below one of `prefixes`, sorted."""
+    found: set[str] = set()
+    for prefix in prefixes:
+        found.update(paths_under(paths, prefix))
+    return sorted(found)
+
+
+def under_any(*, path: str, prefixes: Sequence[str]) -> bool:
+    """Whether `path` is at or below one of `prefixes` (or holds one, for a folder entry)."""
+    return any(
+        path == prefix or path.startswith(prefix + "/") or prefix.startswith(path + "/")
+        for prefix in prefixes
+    )
+
+
 def skipped(path: str, skip: Sequence[str]) -> bool:
     """Whether `path` lies in one of the folders `skip` (root-relative, ending in `/`)."""
     return bool(skip) and (path + "/").startswith(tuple(skip))
@@ -235,6 +251,10 @@ def _git_state(
     ids = index.ids
     if skip:
         ids = {path: oid for path, oid in ids.items() if not skipped(path, skip)}
+    if prefixes is not None and not git.narrows(prefixes):
+        ids = {path: ids[path] for path in within(paths=sorted(ids), prefixes=prefixes)}
+        untracked = within(paths=sorted(untracked), prefixes=prefixes)
+        ignored_raw = [p for p in ignored_raw if under_any(path=p.rstrip("/"), prefixes=prefixes)]
     # Submodules count by the commit they record; everything git sees differ is hashed.
     for path in (dirty | index.conflicted) - index.gitlinks:
         if path not in ids:

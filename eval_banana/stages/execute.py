@@ -5,6 +5,7 @@ Also the one place where controls are judged (D-11) and where the run fuses live
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -214,27 +215,15 @@ def _open_cache(
     )
 
 
-def _reuse(
-    *,
-    cache: CacheSession,
-    checks: list[PlannedCheck],
-    checks_dir: Path,
-    results: list[CheckResult | None],
-    on_start: StartCallback | None,
-    on_result: ResultCallback | None,
-) -> list[int]:
-    """Answer the checks the cache holds a verdict for; return the positions left to run."""
-    pending = []
-    for position, check in enumerate(checks):
-        hit = cache.lookup(check=check)
-        if hit is None:
-            pending.append(position)
-            continue
-        _notify(on_start, check)
-        write_check_result(checks_dir=checks_dir, stem=check.stem, result=hit)
-        results[position] = hit
-        _notify(on_result, check, hit)
-    return pending
+def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
+    """Remove a check's output files from an earlier execution in this run folder.
+
+    Runners open them for writing, which would write through a restored file into the verdict
+    cache it is linked to; a fresh file each time keeps the cache's copy intact.
+    """
+    for name in ("stdout.txt", "stderr.txt", "prompt.txt"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(checks_dir / f"{stem}.{name}")
 
 
 def execute(
@@ -270,27 +259,26 @@ def execute(
     )
 
     cache = _open_cache(config=config, plan=plan, guard=guard, run_dir=run_dir, environ=environ)
-    pending = list(range(len(checks)))
-    if cache is not None:
-        pending = _reuse(
-            cache=cache,
-            checks=checks,
-            checks_dir=checks_dir,
-            results=results,
-            on_start=on_start,
-            on_result=on_result,
-        )
 
-    def task(index: int) -> None:
-        position = pending[index]
+    def task(position: int) -> None:
         check = checks[position]
         _follow(cancel=cancel, stop=stop)
+        # A stored verdict answers the check, on the same threads as the checks that run:
+        # restoring a verdict is file work, and several proceed at once.
+        hit = cache.lookup(check=check) if cache is not None and not stop.is_set() else None
+        if hit is not None:
+            _notify(on_start, check)
+            write_check_result(checks_dir=checks_dir, stem=check.stem, result=hit)
+            results[position] = hit
+            _notify(on_result, check, hit)
+            return
         if stop.is_set():
             # D-4: once the run stops no new check starts.
             result = judge_expectation(result=not_run_result(check=check, cancel=stop))
             not_run[position] = True
         else:
             _notify(on_start, check)
+            _clear_outputs(checks_dir=checks_dir, stem=check.stem)
             ctx = RunContext(
                 check=check,
                 config=config,
@@ -309,11 +297,11 @@ def execute(
         if not not_run[position]:
             _notify(on_result, check, result)
 
-    if pending:
-        workers = min(config.settings.core.max_parallel_checks, len(pending))
+    if checks:
+        workers = min(config.settings.core.max_parallel_checks, len(checks))
         with fuses:
             # Taken in plan order, so checks also start in plan order (B-91).
-            _run_pool(count=len(pending), workers=workers, task=task, cancel=cancel, stop=stop)
+            _run_pool(count=len(checks), workers=workers, task=task, cancel=cancel, stop=stop)
     _follow(cancel=cancel, stop=stop)
     if cache is not None:
         cache.finish()

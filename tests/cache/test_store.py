@@ -273,3 +273,27 @@ def test_a_run_keeps_the_cache_folder_under_its_limit(
     total = sum(p.stat().st_size for p in project.cache_dir.rglob("*") if p.is_file())
     assert 0 < total <= 2 * 1024 * 1024
     assert 1 <= len(project.entries()) < 4
+
+
+def test_rerunning_a_restored_check_never_writes_into_the_cache(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # Restored files are hard links to the cache's copies; a check run again in that folder
+    # must get fresh files, or its new output would overwrite the stored one.
+    noisy = "import os\nprint(os.urandom(16).hex())\n"
+    project = make_project(
+        tmp_path=tmp_path, eb=eb, checks={"t": script_check("t", script=noisy, inputs=[])}, files={}
+    )
+    project.run()
+    reused = project.run()
+    assert cache_of(reused["checks"][0])["hit"] is True
+    run_dir = reused["output_dir"]
+    assert eb("stage", "config", "--run-dir", run_dir, "--cache", "off").exit_code == 0
+    rerun = eb("stage", "execute", "--run-dir", run_dir)
+    assert rerun.exit_code == 0, rerun.stderr
+    result = json.loads(next(Path(run_dir, "checks").glob("t-*.json")).read_text())
+    assert "cache" not in result["details"]  # it really ran
+    again = project.run()
+    assert cache_of(again["checks"][0])["hit"] is True
+    assert again["warnings"] == [] and "warning" not in project.last.stderr
+    assert again["checks"][0]["stdout"] == reused["checks"][0]["stdout"]

@@ -87,3 +87,13 @@ def test_unknown_revisions_and_plain_folders_are_refused(tmp_path: Path) -> None
     plain.mkdir()
     with pytest.raises(NotARepository):
         changes_since(root=str(plain), revision="HEAD")
+
+
+def test_many_prefixes_are_filtered_after_a_whole_tree_comparison(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {f"d{i:02d}/f.txt": "1\n" for i in range(40)})
+    for i in (3, 33):
+        (root / f"d{i:02d}/f.txt").write_text("2\n")
+    found = changes_since(
+        root=str(root), revision="HEAD", prefixes=[f"d{i:02d}" for i in range(30)]
+    )
+    assert found.diff.changed == ("d03/f.txt",)

@@ -227,3 +227,17 @@ def test_ignored_files_are_selectable_but_outside_the_state(tmp_path: Path) -> N
     assert found.select(patterns=InputPatterns(["**/*.json"])) == ["out/r.json"]
     assert found.select(patterns=InputPatterns(["**/*.json"]), include_ignored=False) == []
     assert found.id_of("out/r.json") == hash_object(root, "out/r.json")
+
+
+def test_many_prefixes_give_the_same_state_as_few(tmp_path: Path) -> None:
+    # Past git.MAX_PATHSPECS the whole tree is asked for and filtered: the answer is the same.
+    files: dict[str, str | bytes] = {f"d{i:02d}/f.txt": f"{i}\n" for i in range(40)}
+    root = init_repo(tmp_path / "repo", {**files, ".gitignore": "out/\n"})
+    write(root, {"d03/new.txt": "n\n", "d05/out/x.json": "{}", "elsewhere.txt": "e\n"})
+    (root / "d04/f.txt").write_text("edited\n")
+    many = [f"d{i:02d}" for i in range(30)]
+    wide = state(root, prefixes=many, include_ignored=True)
+    narrow = [state(root, prefixes=[p], include_ignored=True) for p in many]
+    assert dict(wide.files) == {k: v for part in narrow for k, v in part.files.items()}
+    assert "elsewhere.txt" not in wide.files and "d35/f.txt" not in wide.files
+    assert wide.ignored == ["d05/out/x.json"]
