@@ -118,9 +118,6 @@ class CacheSession:
                 file=str(path),
             )
             return None
-        if check.type == "deterministic":
-            # A fresh run always gives a deterministic check its (maybe empty) output folder.
-            (self.run_dir / "checks" / check.stem).mkdir(parents=True, exist_ok=True)
         if check.type == "harness_judge" and not any(
             item["name"] == "prompt.txt" for item in document.get("files", [])
         ):

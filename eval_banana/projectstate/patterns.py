@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 _WILDCARDS = frozenset("*?[")
 
@@ -115,7 +116,9 @@ def _segment_regex(segment: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)
 def _pattern_regex(body: str) -> re.Pattern[str]:
+    # Cached: the same patterns are checked when a file is validated and again when matched.
     segments = _segments(body)
     parts: list[str] = []
     for position, segment in enumerate(segments):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
@@ -181,6 +182,16 @@ def read_project_state(
     return state
 
 
+def _drop_folders(*, ids: dict[str, str], folders: Sequence[str]) -> None:
+    """Remove the paths inside `folders` (each ending in `/`) by range, not one by one."""
+    paths = sorted(ids)
+    for folder in folders:
+        start = bisect_left(paths, folder)
+        end = bisect_left(paths, folder[:-1] + "0")  # "0" sorts right after "/"
+        for path in paths[start:end]:
+            ids.pop(path, None)  # folders may nest
+
+
 def within(*, paths: Sequence[str], prefixes: Sequence[str]) -> list[str]:
     """The paths of a sorted sequence that are at or below one of `prefixes`, sorted."""
     found: set[str] = set()
@@ -250,7 +261,7 @@ def _git_state(
     fmt = repo.object_format
     ids = index.ids
     if skip:
-        ids = {path: oid for path, oid in ids.items() if not skipped(path, skip)}
+        _drop_folders(ids=ids, folders=skip)
     if prefixes is not None and not git.narrows(prefixes):
         ids = {path: ids[path] for path in within(paths=sorted(ids), prefixes=prefixes)}
         untracked = within(paths=sorted(untracked), prefixes=prefixes)
@@ -261,7 +272,7 @@ def _git_state(
             continue
         found = _hash(root=root, path=path, fmt=fmt)
         if found is None:  # deleted from the work tree
-            del ids[path]
+            ids.pop(path, None)  # folders may nest
         else:
             ids[path] = found
     for path in untracked:
