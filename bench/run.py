@@ -117,6 +117,9 @@ class Case:
     expect_cached: int | None = None
     # The target as seconds over the floor's median instead of a ratio.
     target_over_s: float | None = None
+    # Also time writing this many small files atomically (what a run writes per check result),
+    # on the same file system in the same call: the part of eb's time no cache can remove.
+    file_probe: int | None = None
 
 
 @dataclass
@@ -133,6 +136,7 @@ class Row:
     eb: list[Sample] = field(default_factory=list)
     floor: list[Sample] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    probe_s: float | None = None
 
 
 # Measuring ------------------------------------------------------------------------------------
@@ -272,12 +276,31 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
                     row.problems.append(problem)
             if sample.timed_out:
                 break  # one timeout says enough; do not spend runs * timeout on it
+        if case.file_probe:
+            row.probe_s = statistics.median(
+                file_probe(folder=scratch / f"probe-{n}", count=case.file_probe) for n in range(3)
+            )
         started = _lines(case.agent_log) - starts
         if started:
             row.problems.append(f"an agent was started {started} times by the measured runs")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return row
+
+
+def file_probe(*, folder: Path, count: int) -> float:
+    """Seconds to write `count` small files through a temporary sibling and a rename."""
+    folder.mkdir()
+    data = b'{"check_id": "x", "status": "passed"}' * 20
+    start = time.perf_counter()
+    for index in range(count):
+        temp = folder / f".r{index}.tmp"
+        with open(temp, "xb") as handle:
+            handle.write(data)
+        os.replace(temp, folder / f"r{index}.json")
+    elapsed = time.perf_counter() - start
+    shutil.rmtree(folder)
+    return elapsed
 
 
 def _lines(path: Path | None) -> int:
@@ -452,6 +475,7 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 prepare=["run", "--cwd", str(project), "--output-dir", out],
                 agent_log=generate.w7_agent_log(root=root),
                 expect_cached=sizes.w7_judges,
+                file_probe=sizes.w7_judges,
                 runs=n(5),
             )
         ]
@@ -474,6 +498,7 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                     output_dir=True,
                     prepare=["run", "--cwd", str(project), "--output-dir", out],
                     expect_cached=checks,
+                    file_probe=checks,
                     runs=n(5),
                 )
             ]
@@ -568,6 +593,14 @@ def render_notes(rows: list[Row]) -> str:
     notes = [
         f"- {row.case.key} {row.case.name}: {problem}" for row in rows for problem in row.problems
     ]
+    for row in rows:
+        if row.probe_s is not None:
+            over = _median(row.eb) - _median(row.floor)
+            notes.append(
+                f"- {row.case.key}: writing {row.case.file_probe} small files atomically (one "
+                f"result file per check) takes {_fmt_s(row.probe_s)} s on this file system in "
+                f"this call; eb's time over its floor is {_fmt_s(over)} s."
+            )
     w3 = {row.case.eb_args[0]: row for row in rows if row.case.key == "W3"}
     if "validate" in w3 and "run" in w3:
         selected = _median(w3["run"].eb)

@@ -13,7 +13,7 @@ from typing import Any
 
 from eval_banana.ebfolders import own_folders
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.projectstate.patterns import InputPatterns
+from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.state import ProjectState, read_project_state
 
 
@@ -44,7 +44,7 @@ class CheckInputs:
             if prefixes is None:
                 return None
             found.update(prefixes)
-        return sorted(found)
+        return outermost(found)
 
     @property
     def state(self) -> ProjectState:

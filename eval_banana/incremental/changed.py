@@ -17,7 +17,7 @@ from eval_banana.ebfolders import own_folders
 from eval_banana.errors import ProjectStateError, SelectionError
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import NotARepository
-from eval_banana.projectstate.patterns import InputPatterns
+from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.revision import UnknownRevision, changes_since
 
 
@@ -60,7 +60,7 @@ def _prefixes(*, checks: Sequence[_CheckFiles]) -> list[str] | None:
             return None
         found.update(prefixes)
         found.update(check.own)
-    return sorted(found)
+    return outermost(found)
 
 
 def _setup_error(*, exc: Exception, revision: str, root: str) -> SelectionError:

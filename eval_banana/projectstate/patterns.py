@@ -155,6 +155,15 @@ def paths_under(paths: Sequence[str], prefix: str) -> Iterable[str]:
     yield from paths[start:end]
 
 
+def outermost(prefixes: Iterable[str]) -> list[str]:
+    """The prefixes no other one contains (`src`, `src/lib`, `docs` -> `docs`, `src`), sorted."""
+    kept: list[str] = []
+    for prefix in sorted(set(prefixes)):
+        if not kept or not (prefix == kept[-1] or prefix.startswith(kept[-1] + "/")):
+            kept.append(prefix)
+    return kept
+
+
 class InputPatterns:
     """A check's `inputs:` list, compiled; `select` picks the matching paths."""
 
@@ -168,8 +177,8 @@ class InputPatterns:
     @property
     def prefixes(self) -> list[str] | None:
         """The literal folders every match lies in (for narrowing a git query); None = any."""
-        found = sorted({prefix for prefix, _ in self._includes})
-        return None if "" in found else found
+        found = [prefix for prefix, _ in self._includes]
+        return None if "" in found else outermost(found)
 
     def matches(self, path: str) -> bool:
         """Whether the project-relative POSIX `path` is an input."""

@@ -105,3 +105,13 @@ def test_usable_patterns(pattern: str) -> None:
 def test_normalize() -> None:
     assert normalize("./src//lib/") == "src/lib"
     assert normalize("!./a//b") == "!a/b"
+
+
+def test_outermost_drops_prefixes_inside_others() -> None:
+    from eval_banana.projectstate.patterns import outermost
+
+    assert outermost(["src/lib", "src", "docs", "srcx", "src/lib/a.py", "docs"]) == [
+        "docs",
+        "src",
+        "srcx",
+    ]
