@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from tests.cache.rig import Project
+from tests.gitrepo import commit_all, git
 
 
 def test_every_report_marks_reused_verdicts(standard: Project) -> None:
@@ -49,3 +52,24 @@ def test_a_fresh_run_is_not_marked(standard: Project) -> None:
 def _stem(run_dir: Path, check_id: str) -> str:
     plan = json.loads((run_dir / "stages/plan.json").read_text())
     return str(next(c["stem"] for c in plan["checks"] if c["id"] == check_id))
+
+
+def test_cached_runs_and_incremental_listing_import_nothing_heavy(standard: Project) -> None:
+    # The everyday path stays light with the cache on: pydantic, jsonschema, rich and logging
+    # cost more start-up than a cached check (tests/test_record.py guards the plain commands).
+    git(standard.root, "init", "-q")
+    commit_all(standard.root)
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"root = {str(standard.root)!r}\n"
+        "codes = [main(['run', '--cwd', root]), main(['run', '--cwd', root]),\n"
+        "         main(['list', '--cwd', root, '--changed-since', 'HEAD', '--inputs'])]\n"
+        "heavy = ('pydantic', 'jsonschema', 'rich', 'logging', 'concurrent.futures')\n"
+        "print('HEAVY', sorted(m for m in heavy if m in sys.modules), codes)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "HEAVY [] [0, 0, 0]" in done.stdout, done.stdout + done.stderr
+    assert done.stdout.count("(cached)") == 3
