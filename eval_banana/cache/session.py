@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -252,7 +253,7 @@ def _evidence_files(*, folder: Path) -> list[Path]:
 
 
 def _restored(
-    *, check: PlannedCheck, document: dict[str, Any], key: str, started: Any
+    *, check: PlannedCheck, document: dict[str, Any], key: str, started: datetime
 ) -> CheckResult:
     stored = document["result"]
     details = dict(stored.get("details") or {})
