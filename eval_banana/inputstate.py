@@ -75,9 +75,6 @@ class CheckInputs:
             self._digests[inputs] = self.state.digest_of(paths=self.files(inputs=inputs))
         return self._digests[inputs]
 
-    def id_of(self, path: str) -> str | None:
-        return self.state.id_of(path)
-
 
 def input_lines(*, config: ConfigDoc, definitions: Sequence[dict[str, Any]]) -> list[list[str]]:
     """For `eb list --inputs`: per definition, the lines that describe what it reads."""
