@@ -612,10 +612,12 @@ def render_notes(rows: list[Row]) -> str:
     return "\n".join(notes)
 
 
-def machine_line(*, sizes: Sizes, runs: str) -> str:
+def machine_line(*, sizes: Sizes, runs: str, load_before: float) -> str:
+    # The load average says how much else the (often shared) machine was doing meanwhile.
     return (
         f"{time.strftime('%Y-%m-%d %H:%M')}, {platform.platform()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, sizes: {sizes.name}, runs: {runs}"
+        f"Python {platform.python_version()}, sizes: {sizes.name}, runs: {runs}, "
+        f"load average {load_before:.1f} before and {os.getloadavg()[0]:.1f} after"
     )
 
 
@@ -657,6 +659,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # An installed eb runs from byte code (pip compiles on install); a source tree under
     # PYTHONDONTWRITEBYTECODE would recompile every edited module in every measured process.
     compileall.compile_dir(str(REPO / "eval_banana"), quiet=1)
+    load_before = os.getloadavg()[0]
     rows: list[Row] = []
     for key in keys:
         for case in cases_for(key=key, sizes=sizes, runs=args.runs):
@@ -668,7 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = "\n".join(
         part
         for part in (
-            machine_line(sizes=sizes, runs=runs),
+            machine_line(sizes=sizes, runs=runs, load_before=load_before),
             "",
             render_table(rows),
             "",
