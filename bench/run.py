@@ -44,6 +44,8 @@ from bench.generate import EXCLUDED, FULL, QUICK, Sizes  # noqa: E402
 DOC = REPO / "docs" / "performance.md"
 TABLE_START = "<!-- bench-table:start -->"
 TABLE_END = "<!-- bench-table:end -->"
+# The incremental workloads (W7-W9) have their own table, written by a call of their own.
+INCREMENTAL_BLOCK = "bench-table-incremental"
 PROMPT = "Read README.md and answer with a verdict."
 
 # Runs eval_banana like `python -m eval_banana`, then writes its own peak RSS (KB) to argv[1].
@@ -621,14 +623,15 @@ def machine_line(*, sizes: Sizes, runs: str, load_before: float) -> str:
     )
 
 
-def write_doc(*, path: Path, text: str) -> None:
-    """Replace what lies between the table markers of `path` (docs/performance.md) with `text`."""
+def write_doc(*, path: Path, text: str, block: str = "bench-table") -> None:
+    """Replace what lies between the `block` markers of `path` (docs/performance.md)."""
+    start, end = f"<!-- {block}:start -->", f"<!-- {block}:end -->"
     doc = path.read_text()
-    if TABLE_START not in doc or TABLE_END not in doc:
-        raise ValueError(f"{path} has no {TABLE_START} ... {TABLE_END} block to update")
-    head, rest = doc.split(TABLE_START, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    path.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+    if start not in doc or end not in doc:
+        raise ValueError(f"{path} has no {start} ... {end} block to update")
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
 # Entry ----------------------------------------------------------------------------------------
@@ -641,7 +644,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, help="Runs per case (default: per workload).")
     parser.add_argument("--timeout", type=float, help="Seconds before a process is killed.")
     parser.add_argument(
-        "--write-doc", action="store_true", help="Update the table in docs/performance.md."
+        "--write-doc",
+        action="store_true",
+        help="Update a table in docs/performance.md: the incremental one (W7-W9) when only "
+        "those ran, else the main one.",
     )
     return parser.parse_args(argv)
 
@@ -681,7 +687,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ).rstrip()
     print(text)
     if args.write_doc:
-        write_doc(path=DOC, text=text)
+        incremental = set(keys) <= {"W7", "W8", "W9"}
+        write_doc(path=DOC, text=text, block=INCREMENTAL_BLOCK if incremental else "bench-table")
     return 0
 
 

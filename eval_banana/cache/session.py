@@ -54,6 +54,7 @@ class CacheSession:
         self.mode = settings.cache.mode
         self.run_id = plan.run_id
         self.run_dir = run_dir
+        self._checks_dir = str(run_dir / "checks")
         self.store = CacheStore(
             folder=cache_dir(config=config), max_bytes=settings.cache.max_mb * _MIB
         )
@@ -101,7 +102,6 @@ class CacheSession:
         if key is None or not self.reads:
             return None
         started = utc_now()
-        path = self.store.entry_path(key=key)
         found = self.store.read(key=key)
         problem = found.problem
         if problem is None and found.document is None:
@@ -114,6 +114,7 @@ class CacheSession:
         if problem is None:
             problem = self._restore_files(check=check, files=document.get("files", []))
         if problem is not None:
+            path = self.store.entry_path(key=key)
             self._warn(
                 message=f"Cache entry {path} for check '{check.id}' {problem}; it counts as a miss",
                 file=str(path),
@@ -123,26 +124,29 @@ class CacheSession:
             item["name"] == "prompt.txt" for item in document.get("files", [])
         ):
             # The run folder keeps what a judge was asked, exactly as a fresh run writes it.
-            prompt_path = self.run_dir / "checks" / f"{check.stem}.prompt.txt"
-            prompt_path.write_bytes(judge_prompt(check=check).encode("utf-8"))
+            prompt_path = f"{self._checks_dir}/{check.stem}.prompt.txt"
+            with open(prompt_path, "wb") as handle:
+                handle.write(judge_prompt(check=check).encode("utf-8"))
         if self.mode == "on":
             self.store.touch(key=key)
         return _restored(check=check, document=document, key=key, started=started)
 
     def _restore_files(self, *, check: PlannedCheck, files: Sequence[dict[str, Any]]) -> str | None:
-        checks_dir = self.run_dir / "checks"
-        evidence = checks_dir / check.stem
+        checks_dir = self._checks_dir
         for item in files:
             name = str(item["name"])
             if name.startswith("evidence/"):
+                evidence = Path(checks_dir, check.stem)
                 target = evidence / name[len("evidence/") :]
                 if evidence.resolve() not in target.resolve().parents:
                     return f"names a file outside the check's folder ({name})"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                place = str(target)
             else:
-                target = checks_dir / f"{check.stem}.{name}"
+                place = f"{checks_dir}/{check.stem}.{name}"
             problem = self.store.restore(
                 blob=Blob(sha256=item["sha256"], size=int(item["size"])),
-                target=target,
+                target=place,
                 discard_damaged=self.mode == "on",
             )
             if problem is not None:
