@@ -485,8 +485,29 @@ def build_w8(*, sizes: Sizes) -> Callable[[Path], None]:
             with (project / relative).open("a") as handle:
                 handle.write("edited after the commit\n")
         (root / "expected-checks.txt").write_text(f"{len(checks)}\n")
+        (root / "keying-check.txt").write_text(f"{w8_check_id(path=checks[1])}\n")
 
     return build
+
+
+def w8_check_id(*, path: Path) -> str:
+    """The id in a generated check file (its `id:` line)."""
+    line = next(line for line in path.read_text().splitlines() if line.startswith("id: "))
+    return line[len("id: ") :].strip()
+
+
+def w8_keying_check(*, root: Path) -> str:
+    """A W8 check without `inputs:`, so running it alone keys the whole tree."""
+    recorded = root / "keying-check.txt"
+    if not recorded.is_file():  # a tree generated before this file was written
+        checks = sorted(
+            path
+            for path in (root / "project").rglob("*.yaml")
+            if path.parent.name == "eval_checks"
+            and not any(part in EXCLUDED for part in path.relative_to(root / "project").parts)
+        )
+        recorded.write_text(f"{w8_check_id(path=checks[1])}\n")
+    return recorded.read_text().strip()
 
 
 def _human(size: int) -> str:

@@ -486,7 +486,32 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
         checks = int((root / "expected-checks.txt").read_text())
         if key == "W8":
             out = "{scratch}/prepare-out"
+            alone = generate.w8_keying_check(root=root)
             return [
+                Case(
+                    key="W8",
+                    name=f"eb run --check-id, git tree of {sizes.w2_files} files, "
+                    f"{sizes.w8_modified} modified: keying the whole tree, 1 check cached",
+                    eb_args=["run", "--cwd", str(project), "--check-id", alone, "--json"],
+                    floor=[
+                        py,
+                        "-m",
+                        "eval_banana",
+                        "validate",
+                        "--cwd",
+                        str(project),
+                        "--check-id",
+                        alone,
+                    ],
+                    floor_label="eb validate --check-id, same tree",
+                    floor_cwd=REPO,
+                    target=0,
+                    target_over_s=0.5,
+                    output_dir=True,
+                    prepare=["run", "--cwd", str(project), "--output-dir", out],
+                    expect_cached=1,
+                    runs=n(5),
+                ),
                 Case(
                     key="W8",
                     name=f"eb run, git tree of {sizes.w2_files} files, "
@@ -502,7 +527,7 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                     expect_cached=checks,
                     file_probe=checks,
                     runs=n(5),
-                )
+                ),
             ]
         return [
             Case(
