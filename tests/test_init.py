@@ -20,6 +20,7 @@ from eval_banana.models.config import DEFAULT_EXCLUDE_DIRS, Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings import SETTINGS
 from eval_banana.stages.config import resolve_config
+from eval_banana.stages.discover import discover
 
 
 def resolve(cwd: Path) -> ConfigDoc:
@@ -242,3 +243,18 @@ def test_cli_init_prints_each_path_and_refuses_with_exit_2(tmp_path: Path) -> No
     )
     assert second.returncode == 2
     assert f"Refusing to overwrite existing file: {config}" in second.stderr
+
+
+def test_a_new_project_never_discovers_checks_in_eb_s_own_folders(tmp_path: Path) -> None:
+    # A deterministic check may leave anything in its evidence folder, and the cache holds
+    # stored files: neither may ever be read as a check.
+    run_init(cwd=tmp_path, force=False)
+    stray = "schema_version: 1\nid: stray\ntype: deterministic\ndescription: d\nscript: x\n"
+    for folder in (
+        ".eval-banana/cache/x/eval_checks",
+        ".eval-banana/results/r/checks/s/eval_checks",
+    ):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "stray.yaml").write_text(stray)
+    found = discover(config=resolve(tmp_path), inputs={})
+    assert [Path(f.path).name for f in found.files] == ["example_check.yaml"]
