@@ -12,6 +12,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -23,6 +24,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 AGENTS_DIR = BENCH_DIR / "agents"
 STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
 PROSE_AGENT = AGENTS_DIR / "prose_agent.py"
+COUNT_AGENT = AGENTS_DIR / "count_agent.py"
 MARKER = ".bench-complete"
 EXCLUDED = ("node_modules", ".venv", ".git", "dist", "build", "__pycache__")
 MB = 1024 * 1024
@@ -47,8 +49,8 @@ class Sizes:
     w6_judges: int
     w6_sleep: float
     w6_parallel: tuple[int, ...]
-    w7_checks: int
-    w7_shards: int
+    w7_judges: int
+    w8_modified: int
 
 
 FULL = Sizes(
@@ -66,8 +68,8 @@ FULL = Sizes(
     w6_judges=16,
     w6_sleep=0.5,
     w6_parallel=(1, 4, 16),
-    w7_checks=10_000,
-    w7_shards=8,
+    w7_judges=1_000,
+    w8_modified=10,
 )
 
 QUICK = Sizes(
@@ -85,8 +87,8 @@ QUICK = Sizes(
     w6_judges=4,
     w6_sleep=0.1,
     w6_parallel=(1, 4),
-    w7_checks=40,
-    w7_shards=4,
+    w7_judges=20,
+    w8_modified=10,
 )
 
 
@@ -105,17 +107,10 @@ def _fingerprint(*, key: str, sizes: Sizes) -> str:
             "python": sys.executable,
             "agents_dir": str(AGENTS_DIR),
             "agents": hashlib.sha256(agents).hexdigest(),
-            # W7 holds run folders eb wrote: a change of their formats must rebuild them.
-            "formats": _formats_digest() if key in RUN_WORKLOADS else None,
         },
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _formats_digest() -> str:
-    schemas = sorted((BENCH_DIR.parent / "eval_banana" / "schemas").rglob("*.json"))
-    return hashlib.sha256(b"".join(path.read_bytes() for path in schemas)).hexdigest()
 
 
 def cached(*, key: str, sizes: Sizes, build: Callable[[Path], None]) -> Path:
@@ -129,13 +124,10 @@ def cached(*, key: str, sizes: Sizes, build: Callable[[Path], None]) -> Path:
     for stale in (partial, folder):
         if stale.exists():
             shutil.rmtree(stale)
-    # Run folders record absolute paths (W7): those are built where they stay, the marker last.
-    target = folder if key in RUN_WORKLOADS else partial
-    target.mkdir(parents=True)
-    build(target)
-    (target / MARKER).write_text(stamp)
-    if target is partial:
-        partial.rename(folder)
+    partial.mkdir(parents=True)
+    build(partial)
+    (partial / MARKER).write_text(stamp)
+    partial.rename(folder)
     return folder
 
 
@@ -149,7 +141,11 @@ def _toml_list(items: list[str]) -> str:
 
 
 def write_config(
-    *, project: Path, agent_command: list[str] | None = None, dialect: str = ""
+    *,
+    project: Path,
+    agent_command: list[str] | None = None,
+    dialect: str = "",
+    cache: bool = False,
 ) -> None:
     """`.eval-banana/config.toml`; with `agent_command`, a custom agent named `benchagent`."""
     lines = [
@@ -160,6 +156,8 @@ def write_config(
         "[discovery]",
         f"exclude_dirs = {_toml_list(list(EXCLUDED))}",
     ]
+    if cache:
+        lines += ["", "[cache]", 'mode = "on"', "max_mb = 1024"]
     if agent_command is not None:
         lines += [
             "",
@@ -421,97 +419,95 @@ def build_w6(*, sizes: Sizes) -> Callable[[Path], None]:
 
 # W7 ------------------------------------------------------------------------------------------
 
-# W7's cached runs are made by eb itself (minutes at full size), so only a format change or a
-# new generator rebuilds them.
-RUN_WORKLOADS = frozenset({"W7"})
-FAILING_EVERY = 100  # base: check_00099, check_00199, ... fail
-REMOVED_EVERY = 200  # head: check_00007, check_00207, ... are gone
-NEW_CHECKS_PER_10K = 50
-FAILING_SCRIPT = "import sys\nsys.exit('planted failure')\n"
 
-
-def w7_base_checks(*, sizes: Sizes) -> dict[str, str]:
-    """Check id -> script of the base project: trivial checks, one in a hundred failing."""
-    return {
-        f"check_{index:05d}": FAILING_SCRIPT
-        if index % FAILING_EVERY == FAILING_EVERY - 1
-        else TRIVIAL_SCRIPT
-        for index in range(sizes.w7_checks)
-    }
-
-
-def w7_head_checks(*, sizes: Sizes) -> dict[str, str]:
-    """The head project: some checks removed, some added, some regressed or fixed or edited."""
-    checks = w7_base_checks(sizes=sizes)
-    for index in range(7, sizes.w7_checks, REMOVED_EVERY):
-        del checks[f"check_{index:05d}"]
-    for index in range(13, sizes.w7_checks, REMOVED_EVERY):  # regressions
-        checks[f"check_{index:05d}"] = FAILING_SCRIPT
-    for index in range(FAILING_EVERY - 1, sizes.w7_checks, 2 * FAILING_EVERY):  # fixes
-        checks[f"check_{index:05d}"] = TRIVIAL_SCRIPT
-    for index in range(29, sizes.w7_checks, REMOVED_EVERY):  # edited, still passing
-        checks[f"check_{index:05d}"] = "import sys\nsys.exit(0)  # edited\n"
-    added = max(2, sizes.w7_checks * NEW_CHECKS_PER_10K // 10_000)
-    for index in range(added):
-        checks[f"new_{index:03d}"] = FAILING_SCRIPT if index % 10 == 0 else TRIVIAL_SCRIPT
-    return checks
-
-
-def _w7_project(*, project: Path, checks: dict[str, str]) -> None:
-    """The checks in folders of a hundred (`check_01234` in part012/, new ones in part_new/)."""
-    write_config(project=project)
-    for check_id, script in checks.items():
-        number = check_id.removeprefix("check_")
-        part = f"part{int(number) // 100:03d}" if number.isdigit() else "part_new"
-        path = project / "eval_checks" / part / f"{check_id}.yaml"
-        _write(path, deterministic_yaml(check_id=check_id, script=script))
-
-
-def _eb(*args: str) -> int:
-    """A real eb process (quiet); the generator needs its exit code only."""
-    import subprocess
-
-    done = subprocess.run(
-        [sys.executable, "-m", "eval_banana", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        cwd=BENCH_DIR.parent,
-        check=False,
-    )
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"eb {' '.join(args)} exited {done.returncode}: {done.stderr[-800:]!r}")
-    return done.returncode
+def w7_agent_log(*, root: Path) -> Path:
+    return root / "agent-starts.log"
 
 
 def build_w7(*, sizes: Sizes) -> Callable[[Path], None]:
-    """Two projects, a one-machine run of the base, N shard runs of the head and their merge."""
+    """Judges whose verdicts the bench stores once, then reuses: no agent may start again."""
 
     def build(root: Path) -> None:
-        base, head, runs = root / "project-base", root / "project-head", root / "runs"
-        _w7_project(project=base, checks=w7_base_checks(sizes=sizes))
-        _w7_project(project=head, checks=w7_head_checks(sizes=sizes))
-        scripts = root / "floor-scripts"
-        scripts.mkdir()
-        listing = []
-        # The floor of a one-machine run: as many interpreters, each running a trivial script.
-        for check_id in w7_base_checks(sizes=sizes):
-            (scripts / f"{check_id}.py").write_text(TRIVIAL_SCRIPT)
-            listing.append(f"floor-scripts/{check_id}.py")
-        (root / "floor-list.txt").write_text("\n".join(listing) + "\n")
-        flat = ["--max-parallel-checks", "4", "--flat-output"]
-        _eb("run", "--cwd", str(base), "--output-dir", str(runs / "base"), *flat)
-        shard_dirs = [str(path) for path in w7_shard_dirs(root=root, sizes=sizes)]
-        for index, shard_dir in enumerate(shard_dirs, start=1):
-            shard = f"{index}/{sizes.w7_shards}"
-            _eb("run", "--cwd", str(head), "--shard", shard, "--output-dir", shard_dir, *flat)
-        merged = ["--cwd", str(head), "--output-dir", str(runs / "merged"), "--flat-output"]
-        _eb("merge", *shard_dirs, *merged)
+        project = root / "project"
+        # `root` is the `.partial` folder until the build completes: log where it will be.
+        final = root.with_name(root.name.removesuffix(".partial"))
+        command = [sys.executable, str(COUNT_AGENT), f"--log={w7_agent_log(root=final)}"]
+        write_config(project=project, agent_command=command, dialect="text", cache=True)
+        for index in range(sizes.w7_judges):
+            check_id = f"judge_{index:04d}"
+            folder = project / "services" / f"svc{index // 100:02d}" / "eval_checks"
+            _write(folder / f"{check_id}.yaml", judge_yaml(check_id=check_id))
 
     return build
 
 
-def w7_shard_dirs(*, root: Path, sizes: Sizes) -> list[Path]:
-    return [root / "runs" / f"shard-{index}" for index in range(1, sizes.w7_shards + 1)]
+# W8 / W9 -------------------------------------------------------------------------------------
+
+GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+GIT += ["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"]
+
+
+def _git(project: Path, *args: str) -> None:
+    subprocess.run([*GIT, *args], cwd=project, check=True, capture_output=True)
+
+
+def build_w8(*, sizes: Sizes) -> Callable[[Path], None]:
+    """The W2 tree as a git repository: half its checks declare `inputs:` (their own folder),
+    everything committed, then `w8_modified` tracked files edited and left unstaged."""
+
+    def build(root: Path) -> None:
+        build_w2(sizes=sizes)(root)
+        project = root / "project"
+        write_config(project=project, cache=True)
+        ignored = [f"{name}/" for name in EXCLUDED if name != ".git"] + [".eval-banana/"]
+        (project / ".gitignore").write_text("\n".join(ignored) + "\n")
+        checks = sorted(
+            path
+            for path in project.rglob("*.yaml")
+            if path.parent.name == "eval_checks"
+            and not any(part in EXCLUDED for part in path.relative_to(project).parts)
+        )
+        for position, check in enumerate(checks):
+            if position % 2 == 0:
+                folder = check.parent.parent.relative_to(project).as_posix()
+                check.write_text(check.read_text() + f'inputs: ["{folder}/*.py"]\n')
+        _git(project, "init", "-q")
+        _git(project, "add", "-A")
+        _git(project, "commit", "-q", "-m", "W8 tree")
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--", "*.txt"],
+            cwd=project,
+            check=True,
+            capture_output=True,
+        ).stdout.split(b"\0")
+        tracked = sorted(item.decode() for item in listed if item)
+        for relative in random.Random(8).sample(tracked, sizes.w8_modified):
+            with (project / relative).open("a") as handle:
+                handle.write("edited after the commit\n")
+        (root / "expected-checks.txt").write_text(f"{len(checks)}\n")
+        (root / "keying-check.txt").write_text(f"{w8_check_id(path=checks[1])}\n")
+
+    return build
+
+
+def w8_check_id(*, path: Path) -> str:
+    """The id in a generated check file (its `id:` line)."""
+    line = next(line for line in path.read_text().splitlines() if line.startswith("id: "))
+    return line[len("id: ") :].strip()
+
+
+def w8_keying_check(*, root: Path) -> str:
+    """A W8 check without `inputs:`, so running it alone keys the whole tree."""
+    recorded = root / "keying-check.txt"
+    if not recorded.is_file():  # a tree generated before this file was written
+        checks = sorted(
+            path
+            for path in (root / "project").rglob("*.yaml")
+            if path.parent.name == "eval_checks"
+            and not any(part in EXCLUDED for part in path.relative_to(root / "project").parts)
+        )
+        recorded.write_text(f"{w8_check_id(path=checks[1])}\n")
+    return recorded.read_text().strip()
 
 
 def _human(size: int) -> str:
@@ -529,11 +525,16 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W5": lambda sizes: build_w5(sizes=sizes),
     "W6": lambda sizes: build_w6(sizes=sizes),
     "W7": lambda sizes: build_w7(sizes=sizes),
+    "W8": lambda sizes: build_w8(sizes=sizes),
 }
+# Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository.
+ALIASES: dict[str, str] = {"W9": "W8"}
+KEYS: tuple[str, ...] = (*BUILDERS, *ALIASES)
 
 
 def workload(*, key: str, sizes: Sizes) -> Path:
-    """Generate (or reuse) workload `key` (W0..W6) and return its folder."""
+    """Generate (or reuse) workload `key` (W0..W9) and return its folder."""
+    key = ALIASES.get(key, key)
     return cached(key=key, sizes=sizes, build=BUILDERS[key](sizes))
 
 
@@ -542,6 +543,7 @@ def main() -> int:
     args = sys.argv[1:]
     sizes = QUICK if "--quick" in args else FULL
     keys = [arg for arg in args if not arg.startswith("--")] or list(BUILDERS)
+    keys = list(dict.fromkeys(ALIASES.get(key, key) for key in keys))
     for key in keys:
         print(f"{key}\t{workload(key=key, sizes=sizes)}")
     return 0

@@ -10,10 +10,14 @@ from __future__ import annotations
 import re
 from typing import Any, TypeGuard
 
+from eval_banana.projectstate.patterns import pattern_problem
+
 # Same rule as models.check.ID_PATTERN; fullmatch is at least as strict as `^...$` + match.
 _ID_RE = re.compile(r"[a-zA-Z0-9_-]+")
 
-_BASE_KEYS = frozenset({"type", "schema_version", "id", "description", "tags", "expect", "skip"})
+_BASE_KEYS = frozenset(
+    {"type", "schema_version", "id", "description", "tags", "expect", "skip", "inputs"}
+)
 _KEYS_BY_TYPE = {
     "deterministic": _BASE_KEYS | {"script", "script_path"},
     "harness_judge": _BASE_KEYS | {"instructions", "model"},
@@ -40,6 +44,15 @@ def _optional_str(document: dict[str, Any], *, key: str) -> tuple[bool, str | No
     if value is None:
         return True, None
     return _plain_str(value), value
+
+
+def _valid_inputs(inputs: object) -> bool:
+    """The model's `inputs` rules: a list of usable patterns, not only `!` exclusions."""
+    if type(inputs) is not list or not all(_plain_str(pattern) for pattern in inputs):
+        return False
+    if any(pattern_problem(pattern) is not None for pattern in inputs):
+        return False
+    return not inputs or not all(pattern.startswith("!") for pattern in inputs)
 
 
 def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
@@ -91,6 +104,9 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     skip = raw_skip.strip() if raw_skip is not None else None
     if raw_skip is not None and not skip:
         return None
+    inputs = document.get("inputs")
+    if inputs is not None and not _valid_inputs(inputs):
+        return None
 
     # Key order follows pydantic: `type` keeps its base-class slot, subclass fields last.
     result: dict[str, Any] = {
@@ -101,6 +117,7 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
         "tags": list(tags),
         "expect": expect,
         "skip": skip,
+        "inputs": list(inputs) if inputs is not None else None,
     }
 
     if check_type == "deterministic":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
-from eval_banana.stages.report import result_summary, status_note, usage_summary
+from eval_banana.stages.report import result_summary, status_notes, usage_summary
 
 if TYPE_CHECKING:
     # rich is imported only when a terminal will show it: CI logs never pay for it.
@@ -62,6 +62,8 @@ def summary_lines(
     usage = usage_summary(usage=report.get("judge_usage"))
     if usage is not None:
         lines.append(f"Judge usage: {usage}")
+    if report.get("selection_note"):
+        lines.append(str(report["selection_note"]))
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
         lines.append(_check_line(check=check))
@@ -73,9 +75,9 @@ def summary_lines(
 
 def _check_line(*, check: dict[str, Any]) -> str:
     status = str(check["status"])
-    note = status_note(check=check)
-    if note is not None:
-        status = f"{status} ({note})"
+    notes = status_notes(check=check)
+    if notes:
+        status = f"{status} ({', '.join(notes)})"
     summary = result_summary(result=check)
     return f"- {check['check_id']}: {status}" + (f" - {summary}" if summary else "")
 
@@ -265,8 +267,13 @@ class ProgressReporter:
             if self._progress is not None:
                 self._progress.update(self._task, completed=self.done, current=self._current())
             elif not self.console.quiet:
+                cached = (
+                    " (cached)"
+                    if "cache" in result.details and (result.details["cache"].get("hit") is True)
+                    else ""
+                )
                 self.console.stderr.write(
-                    f"[{self.done}/{self.total}] {check.id}: {result.status} "
+                    f"[{self.done}/{self.total}] {check.id}: {result.status}{cached} "
                     f"({result.duration_ms} ms)\n"
                 )
                 self.console.stderr.flush()

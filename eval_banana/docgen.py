@@ -54,6 +54,7 @@ _KIND_TYPES = {
     "name_list": "list of strings",
     "string_table": "table of strings",
     "env_policy": '"inherit" or "allowlist"',
+    "cache_mode": '"off", "on", "read-only" or "refresh"',
     "agent_tables": "tables",
     "ignored": "any (ignored)",
 }

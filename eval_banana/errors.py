@@ -147,6 +147,18 @@ class RunFolderError(EvalBananaError):
     kind = "run_folder_error"
 
 
+class ProjectStateError(EvalBananaError):
+    """The project's files cannot be listed or read (git failed, a file is unreadable)."""
+
+    kind = "project_state_error"
+
+
+class ChangeSelectionError(EvalBananaError):
+    """--changed-since or --last-failed cannot be resolved (no git repository, unknown ref)."""
+
+    kind = "selection_error"
+
+
 class RunAborted(EvalBananaError):
     """An interrupt or a fuse stopped the run; raised only after the reports are written."""
 

@@ -15,12 +15,14 @@ EXAMPLE_PATH = Path("eval_checks") / "example_check.yaml"
 # Next to the results folder, so it holds wherever the project sits in its repository and the
 # project's own .gitignore is never touched.
 GITIGNORE_PATH = Path(".eval-banana") / ".gitignore"
-RESULTS_PATTERN = "results/"
-_GITIGNORE_TEXT = (
-    "# Written by `eb init`: run folders are outputs of `eb run`, not sources.\n"
-    f"{RESULTS_PATTERN}\n"
-)
-_IGNORES_RESULTS = {"results", "results/", "/results", "/results/", "results/*", "/results/*"}
+# eb's outputs: run folders and the verdict cache (`[cache] dir`'s default).
+IGNORED_FOLDERS: tuple[str, ...] = ("results", "cache")
+_HEADER = "# Written by `eb init`: eb's run folders and verdict cache are outputs, not sources.\n"
+
+
+def _ignores(*, folder: str, lines: list[str]) -> bool:
+    spellings = {folder, f"{folder}/", f"/{folder}", f"/{folder}/", f"{folder}/*", f"/{folder}/*"}
+    return any(line.strip() in spellings for line in lines)
 
 
 def _package_text(*, name: str) -> str | None:
@@ -58,19 +60,23 @@ def check_schema() -> str:
 
 
 def _gitignore_text(*, current: str | None) -> str | None:
-    """The .gitignore to write so that results/ is ignored, or None when it already is."""
-    if current is None:
-        return _GITIGNORE_TEXT
-    if any(line.strip() in _IGNORES_RESULTS for line in current.splitlines()):
+    """The .gitignore to write so that eb's folders are ignored, or None when they already are."""
+    lines = (current or "").splitlines()
+    missing = [
+        f"{folder}/\n" for folder in IGNORED_FOLDERS if not _ignores(folder=folder, lines=lines)
+    ]
+    if not missing:
         return None
+    if current is None:
+        return _HEADER + "".join(missing)
     separator = "" if current == "" or current.endswith("\n") else "\n"
-    return f"{current}{separator}{RESULTS_PATTERN}\n"
+    return f"{current}{separator}{''.join(missing)}"
 
 
 def ignore_results(*, root: Path) -> Path | None:
-    """Make `.eval-banana/.gitignore` ignore `results/`, keeping what it already says.
+    """Make `.eval-banana/.gitignore` ignore `results/` and `cache/`, keeping what it says.
 
-    Returns the file when it was written, None when it already ignored the results.
+    Returns the file when it was written, None when it already ignored both.
     """
     path = root / GITIGNORE_PATH
     try:

@@ -27,8 +27,8 @@ class RunRequest(NamedTuple):
 
 
 def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
-    """The config stage for this request."""
-    return resolve_config(
+    """The config stage for this request (--last-failed resolved against the earlier runs)."""
+    config = resolve_config(
         cwd=request.cwd,
         cli_values=request.cli_values,
         environ=request.environ,
@@ -36,3 +36,8 @@ def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
         selection=request.selection,
         run_id=run_id,
     )
+    if config.selection.last_failed:
+        from eval_banana.incremental.lastfailed import resolve_last_failed
+
+        config = resolve_last_failed(config=config)
+    return config

@@ -100,6 +100,7 @@ def _model_schema(model: type[Record], *, name: str) -> Callable[[], dict[str, A
 
 def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
+    from eval_banana.cache.entry import CacheEntry
     from eval_banana.models.diff import RunDiff
     from eval_banana.models.report import ReportJson
     from eval_banana.models.result import CheckResult
@@ -114,6 +115,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
         builders[f"stages/{stage}"] = _model_schema(model, name=f"stages/{stage}")
     builders["report"] = _model_schema(ReportJson, name="report")
     builders["diff"] = _model_schema(RunDiff, name="diff")
+    builders["cache-entry"] = _model_schema(CacheEntry, name="cache-entry")
     return builders
 
 

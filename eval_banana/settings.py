@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from eval_banana.models.config import (
+    CacheSettings,
     CoreSettings,
     DiscoverySettings,
     ExecutionSettings,
@@ -35,6 +36,7 @@ SettingKind = Literal[
     "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated (D-7)
     "string_table",  # TOML table of string -> string
     "env_policy",  # "inherit" | "allowlist" (D-7)
+    "cache_mode",  # "off" | "on" | "read-only" | "refresh"
     "agent_tables",  # [agents.<name>] tables, parsed by eval_banana.harness.templates
     "ignored",  # accepted in the file, never used
 ]
@@ -45,9 +47,11 @@ _SECTION_MODELS: dict[str, type[Record]] = {
     "discovery": DiscoverySettings,
     "harness": HarnessSettings,
     "execution": ExecutionSettings,
+    "cache": CacheSettings,
 }
 
 ENV_POLICIES: tuple[str, ...] = ("inherit", "allowlist")
+CACHE_MODES: tuple[str, ...] = ("off", "on", "read-only", "refresh")
 
 
 class SettingValueError(ValueError):
@@ -350,6 +354,38 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("execution", "redact", "Repeatable; the env var is comma-separated."),
     ),
     SettingSpec(
+        name="cache.mode",
+        section="cache",
+        key="mode",
+        kind="cache_mode",
+        env="EVAL_BANANA_CACHE_MODE",
+        flag="--cache",
+        commands=_RUN,
+        metavar="{off,on,read-only,refresh}",
+        help=_help("cache", "mode"),
+    ),
+    SettingSpec(
+        name="cache.dir",
+        section="cache",
+        key="dir",
+        kind="path",
+        env="EVAL_BANANA_CACHE_DIR",
+        flag="--cache-dir",
+        commands=_RUN,
+        metavar="DIR",
+        help=_help("cache", "dir"),
+    ),
+    SettingSpec(
+        name="cache.max_mb",
+        section="cache",
+        key="max_mb",
+        kind="positive_integer",
+        env="EVAL_BANANA_CACHE_MAX_MB",
+        flag=None,
+        commands=(),
+        help=_help("cache", "max_mb"),
+    ),
+    SettingSpec(
         name="agents",
         section="agents",
         key="*",
@@ -364,7 +400,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
 SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
 
 # The TOML tables the file may contain, and the keys each allows.
-SECTIONS: tuple[str, ...] = ("core", "discovery", "harness", "execution", "agents")
+SECTIONS: tuple[str, ...] = ("core", "discovery", "harness", "execution", "cache", "agents")
 SECTION_KEYS: dict[str, tuple[str, ...]] = {
     section: tuple(spec.key for spec in SETTINGS if spec.section == section)
     for section in SECTIONS
@@ -471,6 +507,10 @@ def coerce_typed(*, spec: SettingSpec, value: object) -> object:
         if value not in ENV_POLICIES:
             raise SettingValueError("must be 'inherit' or 'allowlist'")
         return value
+    if kind == "cache_mode":
+        if value not in CACHE_MODES:
+            raise SettingValueError("must be 'off', 'on', 'read-only' or 'refresh'")
+        return value
     raise SettingValueError("cannot be set this way")
 
 
@@ -552,6 +592,8 @@ def add_setting_arguments(*, parser: argparse.ArgumentParser, command: str) -> N
             )
         elif spec.kind == "env_policy":
             parser.add_argument(spec.flag, choices=ENV_POLICIES, **common)
+        elif spec.kind == "cache_mode":
+            parser.add_argument(spec.flag, choices=CACHE_MODES, **common)
         elif spec.kind in ("path", "optional_path", "optional_string"):
             parser.add_argument(spec.flag, **common)
         else:

@@ -117,6 +117,11 @@ _VALID: dict[str, st.SearchStrategy[Any]] = {
     "script_path": _NON_BLANK,
     "instructions": _NON_BLANK,
     "model": st.none() | _CLEAN_TEXT,
+    "inputs": st.none()
+    | st.lists(
+        st.sampled_from(["src/**", "!src/x.py", "*.md", "a b/[ab]?.py", "./docs/", "**", "[!a]*"]),
+        max_size=3,
+    ),
 }
 # Near misses: values that look right but that pydantic rejects or might coerce.
 _NEAR: dict[str, st.SearchStrategy[Any]] = {
@@ -131,14 +136,37 @@ _NEAR: dict[str, st.SearchStrategy[Any]] = {
     "script_path": _BLANK | st.sampled_from([None, 1, _StrSubclass("x")]),
     "instructions": _BLANK | st.sampled_from([None, 1, _StrSubclass("i")]),
     "model": st.sampled_from([1, False, [], "", _StrSubclass("m")]),
+    # Patterns that escape the root, are blank or malformed, or only exclude.
+    "inputs": st.sampled_from(
+        [
+            "src",
+            ("a",),
+            [1],
+            [None],
+            ["../x"],
+            ["a/../b"],
+            ["/abs"],
+            ["C:/x"],
+            ["!x"],
+            ["!a", "!b"],
+            ["a\\b"],
+            [""],
+            [" "],
+            ["!"],
+            ["."],
+            ["[z-a]"],
+            ["ok\x00"],
+            [_StrSubclass("a")],
+        ]
+    ),
 }
 _REQUIRED = {
     "deterministic": ["type", "schema_version", "id", "description"],
     "harness_judge": ["type", "schema_version", "id", "description", "instructions"],
 }
 _OPTIONAL = {
-    "deterministic": ["tags", "expect", "skip"],
-    "harness_judge": ["tags", "expect", "skip", "model"],
+    "deterministic": ["tags", "expect", "skip", "inputs"],
+    "harness_judge": ["tags", "expect", "skip", "model", "inputs"],
 }
 _ALL_KEYS = list(_NEAR)
 _EXTRA_KEYS = ["extra", "artifact", "assert", "Type", "ID", 1]
@@ -237,6 +265,13 @@ _SINGLE_VALUES: list[Any] = [
     "assertions",
     _StrSubclass("a"),
     [_StrSubclass("a")],
+    ["src/**"],
+    ["src/**", "!src/gen/**"],
+    ["../a"],
+    ["!a"],
+    ["/x"],
+    ["a\\b"],
+    [" "],
 ]
 
 

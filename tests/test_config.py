@@ -14,6 +14,7 @@ from eval_banana.artifacts import sha256_file
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import (
     DEFAULT_EXCLUDE_DIRS,
+    CacheSettings,
     CoreSettings,
     DiscoverySettings,
     ExecutionSettings,
@@ -179,6 +180,9 @@ PRECEDENCE = [
         ["--redact", "C"],
         ["C"],
     ),
+    ("cache.mode", '"on"', "on", "read-only", "read-only", ["--cache", "refresh"], "refresh"),
+    ("cache.dir", '"c1"', "c1", "c2", "c2", ["--cache-dir", "c3"], "c3"),
+    ("cache.max_mb", "10", 10, "20", 20, 30, 30),
 ]
 
 
@@ -231,6 +235,7 @@ def test_every_model_field_is_declared_once() -> None:
         "discovery": DiscoverySettings,
         "harness": HarnessSettings,
         "execution": ExecutionSettings,
+        "cache": CacheSettings,
     }
     declared = {s.name for s in SETTINGS}
     for section, model in models.items():
@@ -334,6 +339,15 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
         "tags": ["t"],
         "keyword": "x",
         "shard": None,
+        "changed_since": None,
+        "last_failed": False,
+        "last_failed_run_id": None,
+        "last_failed_ids": None,
+    }
+    assert dumped["settings"]["cache"] == {
+        "mode": "off",
+        "dir": ".eval-banana/cache",
+        "max_mb": 256,
     }
 
 

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC_ROOTS = ("docs", "skills")
 INVALID_MARKER = "<!-- invalid-example -->"
 # Top-level tables a config file may hold; a block using only these is treated as a config.
-CONFIG_TABLES = frozenset({"core", "discovery", "harness", "execution", "agents", "llm"})
+CONFIG_TABLES = frozenset({"core", "discovery", "harness", "execution", "cache", "agents", "llm"})
 LANGUAGES = {"yaml": "yaml", "yml": "yaml", "toml": "toml"}
 
 _FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")

@@ -21,6 +21,7 @@ from eval_banana.models.config import DEFAULT_EXCLUDE_DIRS, Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings import SETTINGS
 from eval_banana.stages.config import resolve_config
+from eval_banana.stages.discover import discover
 
 
 def resolve(cwd: Path) -> ConfigDoc:
@@ -56,7 +57,11 @@ def test_written_config_loads_to_the_expected_values(tmp_path: Path) -> None:
     assert core.max_parallel_checks == 4
     assert core.check_timeout_seconds == 900
     assert core.junit_xml is None
-    assert doc.settings.discovery.exclude_dirs == list(DEFAULT_EXCLUDE_DIRS)
+    # eb's own folder (run folders, the verdict cache) is never walked for checks.
+    assert doc.settings.discovery.exclude_dirs == [".eval-banana", *DEFAULT_EXCLUDE_DIRS]
+    assert doc.settings.cache.mode == "on"
+    assert doc.settings.cache.dir == ".eval-banana/cache"
+    assert doc.settings.cache.max_mb == 256
     # D-10: the harness is left commented out, so no agent's model leaks into another's.
     assert doc.settings.harness.agent is None
     assert doc.settings.harness.model is None
@@ -280,18 +285,34 @@ def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None
     ignore.write_text("# mine\nscratch/")  # no final newline
     written = run_init(cwd=tmp_path, force=False)
     assert ignore.resolve() in written
-    assert ignore.read_text() == "# mine\nscratch/\nresults/\n"
+    assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\n"
     # Again (with --force): nothing is added, and the file is not reported as written.
     again = run_init(cwd=tmp_path, force=True)
     assert ignore.resolve() not in again
-    assert ignore.read_text() == "# mine\nscratch/\nresults/\n"
+    assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\n"
 
 
 @pytest.mark.parametrize("line", ["results", "/results/", "results/*"])
 def test_a_gitignore_that_already_ignores_results_is_left_alone(tmp_path: Path, line: str) -> None:
     ignore = tmp_path / ".eval-banana" / ".gitignore"
     ignore.parent.mkdir()
-    ignore.write_text(f"{line}\n")
+    text = f"{line}\n{line.replace('results', 'cache')}\n"
+    ignore.write_text(text)
     before = ignore.stat().st_mtime_ns
     assert ignore.resolve() not in run_init(cwd=tmp_path, force=False)
-    assert ignore.read_text() == f"{line}\n" and ignore.stat().st_mtime_ns == before
+    assert ignore.read_text() == text and ignore.stat().st_mtime_ns == before
+
+
+def test_a_new_project_never_discovers_checks_in_eb_s_own_folders(tmp_path: Path) -> None:
+    # A deterministic check may leave anything in its evidence folder, and the cache holds
+    # stored files: neither may ever be read as a check.
+    run_init(cwd=tmp_path, force=False)
+    stray = "schema_version: 1\nid: stray\ntype: deterministic\ndescription: d\nscript: x\n"
+    for folder in (
+        ".eval-banana/cache/x/eval_checks",
+        ".eval-banana/results/r/checks/s/eval_checks",
+    ):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "stray.yaml").write_text(stray)
+    found = discover(config=resolve(tmp_path), inputs={})
+    assert [Path(f.path).name for f in found.files] == ["example_check.yaml"]

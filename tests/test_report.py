@@ -61,6 +61,8 @@ REPORT_KEYS = [
     "allow_empty",
     "merged_from",
     "judge_usage",
+    "cached_checks",
+    "selection_note",
 ]
 CHECK_KEYS = [
     "check_id",

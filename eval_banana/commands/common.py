@@ -75,6 +75,23 @@ def add_common(parser: argparse.ArgumentParser, *, selection: bool = True) -> No
         )
 
 
+def add_incremental(parser: argparse.ArgumentParser) -> None:
+    """--changed-since and --last-failed: select checks by what changed or what failed."""
+    parser.add_argument(
+        "--changed-since",
+        metavar="REF",
+        help="Only the checks whose definition, script or declared inputs differ between the "
+        "git revision REF and the work tree (committed, staged, unstaged and untracked "
+        "changes count); a check without `inputs:` is always selected.",
+    )
+    parser.add_argument(
+        "--last-failed",
+        action="store_true",
+        help="Only the checks that failed or errored in the newest earlier run in the output "
+        "folder; every check when there is none or it had no failures.",
+    )
+
+
 def add_setting_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
     from eval_banana.settings import add_setting_arguments
 
@@ -114,6 +131,8 @@ def selection(args: argparse.Namespace) -> Selection:
         tags=list(getattr(args, "tag", []) or []),
         keyword=getattr(args, "keyword", None),
         shard=shard,
+        changed_since=getattr(args, "changed_since", None),
+        last_failed=bool(getattr(args, "last_failed", False)),
     )
 
 

@@ -12,6 +12,12 @@ from eval_banana.commands import common
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     common.add_common(parser)
+    common.add_incremental(parser)
+    parser.add_argument(
+        "--inputs",
+        action="store_true",
+        help="Below each check, show the files its `inputs:` patterns match now.",
+    )
     common.add_setting_flags(parser, command="list")
 
 
@@ -31,20 +37,33 @@ def run(args: argparse.Namespace) -> int:
     # An empty selection lists nothing and is not an error here (B-79).
     if not plan.ok and [problem.message for problem in plan.errors] != [NO_CHECKS]:
         outcome.raise_if_failed()
+    details: dict[str, list[str]] = {}
+    if args.inputs:
+        from eval_banana.inputstate import input_lines
+
+        lines = input_lines(config=config, definitions=[c.definition for c in plan.checks])
+        details = {check.id: found for check, found in zip(plan.checks, lines, strict=True)}
     rows = [
-        (check.source_path, _line(check.id, check.type, check.description, check.source_path))
+        (
+            check.source_path,
+            check.id,
+            _line(check.id, check.type, check.description, check.source_path),
+        )
         for check in plan.checks
     ]
     rows += [
         (
             item.source_path,
+            item.check_id,
             _line(item.check_id, item.check_type, item.description, item.source_path)
             + f"\tskipped: {_one_line(item.reason)}",
         )
         for item in plan.skipped
     ]
-    for _, line in sorted(rows, key=lambda row: row[0]):
+    for _, check_id, line in sorted(rows, key=lambda row: row[0]):
         print(line)
+        for detail in details.get(check_id, []):
+            print(detail)
     return 0
 
 

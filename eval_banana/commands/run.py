@@ -24,6 +24,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     from eval_banana.commands.report_flags import add_report_arguments
 
     common.add_common(parser)
+    common.add_incremental(parser)
     common.add_setting_flags(parser, command="run")
     parser.add_argument(
         "--flat-output",

@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
+
+from eval_banana.projectstate.patterns import pattern_problem
 
 ID_PATTERN = r"^[a-zA-Z0-9_-]+$"
 _ID_RE = re.compile(ID_PATTERN)
@@ -38,6 +40,17 @@ def _require_int_one(value: Any) -> Any:
     # Only the integer 1 counts: the anchor's lax `true` / `1.0` are rejected (B-68).
     if type(value) is not int or value != 1:
         raise PydanticCustomError("schema_version", "Input should be 1")
+    return value
+
+
+# For editors: no leading `/`, no `..` segment, no backslash (the model checks the full rules).
+INPUT_PATTERN = r"^(?!!?/)(?!!?\.\.(/|$))(?!.*/\.\.(/|$))[^\\]*\S[^\\]*$"
+
+
+def _input_pattern(value: str) -> str:
+    problem = pattern_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("input_pattern", f"{value!r} {problem}")
     return value
 
 
@@ -85,6 +98,24 @@ class CheckBase(BaseModel):
         "report lists it as skipped with this reason.",
         json_schema_extra={"pattern": NON_BLANK},
     )
+
+    inputs: list[Annotated[str, AfterValidator(_input_pattern)]] | None = Field(
+        default=None,
+        description="Files the check reads: glob patterns relative to the project root "
+        "('**' any depth, '!pattern' excludes). The verdict cache and --changed-since then "
+        "look only at these files; without `inputs`, the whole project counts.",
+        json_schema_extra={"items": {"type": "string", "pattern": INPUT_PATTERN}},
+    )
+
+    @field_validator("inputs", mode="after")
+    @classmethod
+    def _inputs_include_something(cls, value: list[str] | None) -> list[str] | None:
+        if value and all(pattern.startswith("!") for pattern in value):
+            raise PydanticCustomError(
+                "value_error",
+                "inputs has only '!' exclusions: add a pattern naming the files the check reads",
+            )
+        return value
 
     @field_validator("schema_version", mode="before")
     @classmethod

@@ -105,6 +105,26 @@ class ExecutionSettings(_Section):
     )
 
 
+CacheMode = Literal["off", "on", "read-only", "refresh"]
+
+
+class CacheSettings(_Section):
+    mode: CacheMode = Field(
+        default="off",
+        description="Verdict cache: 'off'; 'on' reuses and stores verdicts; 'read-only' reuses "
+        "and never writes (pull requests from forks); 'refresh' runs every check and stores.",
+    )
+    dir: str = Field(
+        default=".eval-banana/cache",
+        description="The cache folder; a relative path is joined to the project root.",
+    )
+    max_mb: int = Field(
+        default=256,
+        ge=1,
+        description="Size limit of the cache folder in MiB; least recently used entries go first.",
+    )
+
+
 class AgentTemplate(_Section):
     """How to launch one agent CLI (a built-in, or an `[agents.<name>]` table)."""
 
@@ -141,6 +161,7 @@ class Settings(_Section):
     discovery: DiscoverySettings = Field(default_factory=DiscoverySettings)
     harness: HarnessSettings = Field(default_factory=HarnessSettings)
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
     agents: dict[str, AgentTemplate] = Field(
         default_factory=dict,
         description="Agent templates written in [agents.<name>], merged over the built-ins.",
@@ -179,4 +200,18 @@ class Selection(_Section):
         default=None,
         description="Keep only this slice of the selected checks (applied after the other "
         "filters); null: every selected check.",
+    )
+    changed_since: str | None = Field(
+        default=None,
+        description="--changed-since: only checks whose files differ from this git revision.",
+    )
+    last_failed: bool = Field(
+        default=False, description="--last-failed: only the checks the newest earlier run failed."
+    )
+    last_failed_run_id: str | None = Field(
+        default=None, description="The earlier run --last-failed read (null: none was found)."
+    )
+    last_failed_ids: list[str] | None = Field(
+        default=None,
+        description="The checks that run failed or errored; null selects every check.",
     )

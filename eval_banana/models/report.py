@@ -59,3 +59,10 @@ class ReportJson(Record):
         default_factory=list, description="eb merge: the shard runs the results came from."
     )
     judge_usage: JudgeUsage | None = None
+    cached_checks: int = Field(
+        default=0, ge=0, description="Results reused from the verdict cache (details.cache.hit)."
+    )
+    selection_note: str | None = Field(
+        default=None,
+        description="Set when --changed-since or --last-failed selected no check: why.",
+    )

@@ -263,6 +263,9 @@ class ScoreDoc(StageEnvelope):
         default=None,
         description="Totals of what the judges reported about their own usage; null if none did.",
     )
+    cached_checks: int = Field(
+        default=0, description="Results reused from the verdict cache (details.cache.hit)."
+    )
 
 
 class ReportDoc(StageEnvelope):

@@ -184,6 +184,8 @@ def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
     threshold = f"threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
     if report.get("run_passed") and report.get("allow_empty"):
         return "v-passed", "PASSED", f"no checks ran: {report['allow_empty']}"
+    if report.get("run_passed") and report.get("selection_note"):
+        return "v-passed", "PASSED", str(report["selection_note"])
     if report.get("run_passed"):
         return "v-passed", "PASSED", f"meets the {threshold}"
     if not report.get("meets_threshold", False):
@@ -200,7 +202,8 @@ def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
             "Checks",
             f"{report.get('total_checks', 0)} total: {groups['passed']} passed, "
             f"{groups['failed']} failed, {groups['error']} errored, {groups['notrun']} not run"
-            + (f"; {groups['skipped']} skipped" if groups["skipped"] else ""),
+            + (f"; {groups['skipped']} skipped" if groups["skipped"] else "")
+            + (f"; {report['cached_checks']} cached" if report.get("cached_checks") else ""),
         ),
         ("Run ID", str(report.get("run_id", ""))),
         ("Started", str(report.get("started_at", ""))),

@@ -108,6 +108,10 @@ def _testcase(suite: ET.Element, *, check: Check, project_root: str) -> None:
             pairs.append(("passed_on_retry", "true"))
     if check.get("tags"):
         pairs.append(("tags", ",".join(str(tag) for tag in check["tags"])))
+    cache = (check.get("details") or {}).get("cache")
+    if isinstance(cache, dict) and cache.get("hit") is True:
+        # A reused verdict: CI shows which run produced it.
+        pairs += [("cached", "true"), ("cache_from_run_id", str(cache.get("from_run_id", "")))]
     _properties(case, pairs)
     _outcome(case, check=check)
     if check.get("stdout"):
@@ -164,6 +168,7 @@ def junit_tree(*, report: dict[str, Any], project_root: Path) -> ET.Element:
             ("pass_threshold", repr(report.get("pass_threshold"))),
             ("run_passed", str(bool(report.get("run_passed"))).lower()),
             ("aborted_by", str(report.get("aborted_by") or "")),
+            ("cached_checks", str(report.get("cached_checks", 0))),
         ],
     )
     for check in checks:

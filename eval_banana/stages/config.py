@@ -212,6 +212,7 @@ def _type_hint(*, spec: SettingSpec) -> str | None:
         "name_list": f'write e.g. {spec.key} = ["NAME_1", "NAME_2"]',
         "string_table": 'write e.g. [harness.env] then NAME = "value" lines',
         "env_policy": f'write {spec.key} = "inherit" or {spec.key} = "allowlist"',
+        "cache_mode": f'write {spec.key} = "on" (or "off", "read-only", "refresh")',
     }
     return hints.get(spec.kind, f"write e.g. {spec.key} = 1 (a number without quotes)")
 

@@ -5,10 +5,12 @@ Also the one place where controls are judged (D-11) and where the run fuses live
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval_banana import canonjson
 from eval_banana.artifacts import (
@@ -48,6 +50,9 @@ from eval_banana.runners import orphans, runner_for
 from eval_banana.runners.base import RunContext
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
+
+if TYPE_CHECKING:
+    from eval_banana.cache.session import CacheSession
 
 logger = Logger("eval_banana.stages.execute")
 
@@ -217,6 +222,8 @@ def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
         details = result.details
         if result.check_type != "harness_judge" or details.get("raw_response_path") is None:
             continue  # no agent process ran for this check
+        if (details.get("cache") or {}).get("hit"):
+            continue  # a reused verdict: no agent ran in this run
         if details.get("usage") is None:
             warnings.append(
                 ProblemModel(
@@ -228,6 +235,39 @@ def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
                 )
             )
     return warnings
+
+
+def _open_cache(
+    *,
+    config: ConfigDoc,
+    plan: PlanDoc,
+    guard: GuardDoc,
+    run_dir: Path,
+    environ: Mapping[str, str] | None,
+) -> CacheSession | None:
+    """The verdict cache for this run, when `[cache] mode` is not off and there are checks."""
+    if config.settings.cache.mode == "off" or not plan.checks:
+        return None
+    from eval_banana.cache.session import CacheSession
+
+    return CacheSession(
+        config=config,
+        plan=plan,
+        harness=guard.harness,
+        run_dir=run_dir,
+        environ=os.environ if environ is None else environ,
+    )
+
+
+def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
+    """Remove a check's output files from an earlier execution in this run folder.
+
+    Runners open them for writing, which would write through a restored file into the verdict
+    cache it is linked to; a fresh file each time keeps the cache's copy intact.
+    """
+    for name in ("stdout.txt", "stderr.txt", "prompt.txt"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(checks_dir / f"{stem}.{name}")
 
 
 def execute(
@@ -270,41 +310,59 @@ def execute(
         cost_budget_usd=config.settings.harness.cost_fuse_usd,
     )
 
-    def task(position: int) -> None:
-        check = checks[position]
-        _follow(cancel=cancel, stop=stop)
+    cache = _open_cache(config=config, plan=plan, guard=guard, run_dir=run_dir, environ=environ)
+
+    def run_check(check: PlannedCheck) -> tuple[CheckResult, bool]:
+        """One check's result, and whether it never started (a stop, or maxfail reached)."""
         if stop.is_set():
             # D-4: once the run stops no new check starts.
-            result = judge_expectation(result=not_run_result(check=check, cancel=stop))
-            not_run[position] = True
-        elif halt.reached:
+            return judge_expectation(result=not_run_result(check=check, cancel=stop)), True
+        if halt.reached:
             # maxfail: no new check starts either, but the run is not aborted.
-            result = judge_expectation(result=held_back_result(check=check, maxfail=halt.maxfail))
-            not_run[position] = True
-        else:
-            _notify(on_start, check)
-            ctx = RunContext(
-                check=check,
-                config=config,
-                harness=guard.harness,
-                run_dir=run_dir,
-                project_root=project_root,
-                base_env=base_env,
-                cancel=stop,
-                report_tokens=fuses.report_tokens,
-                report_cost=fuses.report_cost,
-            )
-            result = run_attempts(
-                ctx=ctx, run_once=_run_one, retries=retries, write_result=write_check_result
-            )
-            halt.count(result=result)
+            held = held_back_result(check=check, maxfail=halt.maxfail)
+            return judge_expectation(result=held), True
+        _notify(on_start, check)
+        _clear_outputs(checks_dir=checks_dir, stem=check.stem)
+        ctx = RunContext(
+            check=check,
+            config=config,
+            harness=guard.harness,
+            run_dir=run_dir,
+            project_root=project_root,
+            base_env=base_env,
+            cancel=stop,
+            report_tokens=fuses.report_tokens,
+            report_cost=fuses.report_cost,
+        )
+        result = run_attempts(
+            ctx=ctx, run_once=_run_one, retries=retries, write_result=write_check_result
+        )
+        halt.count(result=result)
         if redactor:
             result = redact_check(
                 run_dir=run_dir, stem=check.stem, result=result, redactor=redactor
             )
+        if cache is not None:
+            # Stored after masking, so the cache never holds a secret either.
+            result = cache.record(check=check, result=result)
+        return result, False
+
+    def task(position: int) -> None:
+        check = checks[position]
+        _follow(cancel=cancel, stop=stop)
+        # A stored verdict answers the check, on the same threads as the checks that run:
+        # restoring a verdict is file work, and several proceed at once.
+        hit = cache.lookup(check=check) if cache is not None and not stop.is_set() else None
+        if hit is not None:
+            _notify(on_start, check)
+            halt.count(result=hit)
+            result, never_started = hit, False
+        else:
+            result, never_started = run_check(check)
+        not_run[position] = never_started
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
         results[position] = result
-        if not not_run[position]:
+        if not never_started:
             _notify(on_result, check, result)
 
     if checks:
@@ -318,6 +376,8 @@ def execute(
         finally:
             orphans.end_run()
     _follow(cancel=cancel, stop=stop)
+    if cache is not None:
+        cache.finish()
     completed = utc_now()
     final = [result for result in results if result is not None]
     assert len(final) == len(checks)  # every task stored its result or raised above
@@ -337,9 +397,10 @@ def execute(
         env_policy=config.settings.execution.env,
         tokens_used=fuses.tokens_used,
         cost_usd=fuses.cost_usd,
-        warnings=unseen_usage_warnings(results=final)
-        if config.settings.harness.token_fuse > 0
-        else [],
+        warnings=(
+            unseen_usage_warnings(results=final) if config.settings.harness.token_fuse > 0 else []
+        )
+        + (cache.warnings if cache is not None else []),
         skipped=plan.skipped,
         halted_by="maxfail" if halt.held_back(results=final) else None,
         allow_empty=plan.allow_empty,

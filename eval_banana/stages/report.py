@@ -86,8 +86,26 @@ def build_report(
         "judge_usage": None
         if score.judge_usage is None
         else score.judge_usage.model_dump(mode="json"),
+        # The verdict cache and incremental selection (docs/incremental.md).
+        "cached_checks": score.cached_checks,
+        "selection_note": selection_note(config=config, total=score.total_checks),
     }
     return report
+
+
+def selection_note(*, config: ConfigDoc, total: int) -> str | None:
+    """Why a run that passed has no checks: its incremental selection kept none."""
+    selection = config.selection
+    if total:
+        return None
+    if selection.changed_since is not None:
+        return f"No check was selected: no check's files changed since {selection.changed_since}."
+    if selection.last_failed:
+        return (
+            "No check was selected: the checks that failed in run "
+            f"{selection.last_failed_run_id} are not among the selected checks."
+        )
+    return None
 
 
 def report_json_text(*, report: dict[str, Any]) -> str:
@@ -135,10 +153,19 @@ def attempts_note(*, check: dict[str, Any]) -> str | None:
     return f"after {count} attempts" if count > 1 else None
 
 
-def status_note(*, check: dict[str, Any]) -> str | None:
-    """What follows a status in parentheses: the control note and the attempts note."""
+def status_notes(*, check: dict[str, Any]) -> list[str]:
+    """What a status is shown with: the control note, the attempts note, "cached"."""
     notes = [note for note in (control_note(check=check), attempts_note(check=check)) if note]
-    return "; ".join(notes) if notes else None
+    cache = (check.get("details") or {}).get("cache")
+    if isinstance(cache, dict) and cache.get("hit") is True:
+        notes.append("cached")
+    return notes
+
+
+def status_note(*, check: dict[str, Any]) -> str | None:
+    """The notes as one parenthetical text, or None."""
+    notes = status_notes(check=check)
+    return ", ".join(notes) if notes else None
 
 
 def halt_line(*, report: dict[str, Any]) -> str | None:
@@ -154,7 +181,7 @@ def halt_line(*, report: dict[str, Any]) -> str | None:
 def _status_cell(*, check: dict[str, Any]) -> str:
     note = status_note(check=check)
     cell = f"`{md_cell(str(check['status']))}`"
-    return cell if note is None else f"{cell} ({note})"
+    return f"{cell} ({note})" if note else cell
 
 
 def render_markdown(*, report: dict[str, Any]) -> str:
@@ -191,6 +218,8 @@ def render_markdown(*, report: dict[str, Any]) -> str:
     if usage is not None:
         # Only when judges reported usage; other runs keep the contract's exact text.
         lines += ["", f"Judge usage: {md_cell(usage)}."]
+    if report.get("selection_note"):
+        lines += ["", md_cell(str(report["selection_note"]))]
     if report.get("aborted_by"):
         # Only for runs a fuse or an interrupt stopped; a complete run keeps B-160's text.
         lines += [

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from eval_banana.artifacts import write_model
 from eval_banana.harness.usage import usage_totals
+from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
@@ -24,6 +25,18 @@ def meets(*, earned: int, total: int, threshold: float) -> bool:
     return total > 0 and earned / total >= threshold
 
 
+def incremental_selection(*, config: ConfigDoc) -> bool:
+    """Whether an incremental selection (--changed-since, --last-failed) was asked for."""
+    selection = config.selection
+    return selection.changed_since is not None or selection.last_failed
+
+
+def is_cached(*, result: CheckResult) -> bool:
+    """Whether a result was reused from the verdict cache."""
+    cache = result.details.get("cache")
+    return isinstance(cache, dict) and cache.get("hit") is True
+
+
 def score(
     *, config: ConfigDoc, execute: ExecuteDoc, inputs: dict[str, str] | None = None
 ) -> ScoreDoc:
@@ -37,10 +50,13 @@ def score(
     earned = sum(result.score for result in results)
     total = len(results)
     threshold = config.settings.core.pass_threshold
-    # A plan allowed to be empty (a shard that received no check) has nothing to fall short of.
-    met = meets(earned=earned, total=total, threshold=threshold) or (
-        total == 0 and execute.allow_empty is not None
+    # An empty plan that may pass: a shard that received no check, or --changed-since /
+    # --last-failed selecting nothing (nothing that could have broken was touched). Any other
+    # empty selection never gets here (it is a setup error).
+    nothing_selected = total == 0 and (
+        execute.allow_empty is not None or incremental_selection(config=config)
     )
+    met = meets(earned=earned, total=total, threshold=threshold) or nothing_selected
     errored = statuses.count("error")
     controls = [result for result in results if result.expect == "fail"]
     aborted = execute.aborted_by
@@ -78,6 +94,7 @@ def score(
                 if result.check_type == "harness_judge"
             ]
         ),
+        cached_checks=sum(1 for result in results if is_cached(result=result)),
     )
     return ScoreDoc.model_validate(document)
 

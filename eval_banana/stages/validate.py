@@ -387,7 +387,16 @@ def validate(
             for item in loaded
             if selector.selects(check_id=item.definition["id"], tags=item.definition["tags"])
         ]
-    if not loaded and not errors:
+    narrowed = False  # --changed-since / --last-failed left nothing: a run that passes empty
+    if loaded and not errors and (selection.changed_since is not None or selection.last_failed):
+        from eval_banana.incremental import select_incremental
+
+        kept = select_incremental(
+            config=config, checks=[(item.path, item.definition) for item in loaded]
+        )
+        narrowed = not kept
+        loaded = [loaded[position] for position in kept]
+    if not loaded and not errors and not narrowed:
         errors.append(
             ProblemModel(
                 message=NO_CHECKS,
@@ -415,8 +424,8 @@ def validate(
     allow_empty = None
     if selection.shard is not None and not errors:
         checks = shard_checks(checks=checks, shard=selection.shard)
-        kept = {check.snapshot for check in checks}
-        snapshots = {name: data for name, data in snapshots.items() if name in kept}
+        frozen = {check.snapshot for check in checks}
+        snapshots = {name: data for name, data in snapshots.items() if name in frozen}
         if not checks:
             # A CI matrix job must not fail for being empty: the other shards hold the checks.
             allow_empty = empty_reason(shard=selection.shard, selected=selected)

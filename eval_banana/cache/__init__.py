@@ -1,0 +1,10 @@
+"""The verdict cache (docs/incremental.md): reuse a passed or failed verdict when nothing it
+depends on changed.
+
+- `key`: the versioned, length-framed SHA-256 key; `components`: what goes into it per check.
+- `entry`: the stored document (schemas/cache-entry.schema.json) and its check.
+- `store`: the folder on disk (entries, content-addressed blobs, LRU eviction).
+- `session`: one run's use of it, driven by the execute stage.
+
+Nothing is imported here: the execute stage loads `session` only when the cache is on.
+"""

@@ -1,0 +1,147 @@
+"""What a verdict depends on, per check: the components of its cache key.
+
+Every check: its `check_definition_sha256` (the YAML and any referenced script), its input state
+(the files its `inputs:` match, or the whole project) and the names, never the values, of the
+environment variables the environment policy lets through. Then per type: a judge's agent,
+command line template, agent variable names, output dialect, model, reasoning effort, exact
+prompt and prompt version; a deterministic check's interpreter version; an assertions check's
+artifact and the evaluator (eb's version). Nothing else: timestamps, paths of the project
+root, variable values and timeouts (a timeout is an error, and errors are never stored) are not
+in the key.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from eval_banana.cache.key import Component
+from eval_banana.envpolicy import allowed
+from eval_banana.inputstate import CheckInputs, declared_inputs
+from eval_banana.models.config import Settings
+from eval_banana.models.stages import PlannedCheck, ResolvedHarness
+from eval_banana.version import tool_version
+
+
+class KeyContext:
+    """What the components of every check in a run are computed from."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        project_root: Path,
+        harness: ResolvedHarness | None,
+        inputs: CheckInputs,
+        environ: Mapping[str, str],
+    ) -> None:
+        self.settings = settings
+        self.project_root = project_root
+        self.harness = harness
+        self.inputs = inputs
+        self.env_names = "\0".join(variable_names(settings=settings, environ=environ))
+
+
+def variable_names(*, settings: Settings, environ: Mapping[str, str]) -> list[str]:
+    """The names that count: those the allowlist policy lets through, under either policy.
+
+    Under `allowlist` these are exactly the variables checks receive. Under `inherit` checks
+    receive everything, but keying on every inherited name would make each key depend on the
+    shell (OLDPWD, SHLVL, a terminal's session ids); the allowlist's view (the base set plus
+    `env_allow` and `env_allow_prefixes`) is what a project says matters, so it counts there
+    too: add a name to `env_allow` and its presence becomes part of every key.
+    """
+    execution = settings.execution
+    return sorted(name for name in environ if allowed(name=name, settings=execution))
+
+
+def interpreter_version() -> str:
+    """The Python that runs deterministic checks, e.g. `cpython 3.11.7 final`."""
+    info = sys.version_info
+    return f"{sys.implementation.name} {info.major}.{info.minor}.{info.micro} {info.releaselevel}"
+
+
+def judge_prompt(*, check: PlannedCheck) -> str:
+    """The exact prompt the judge runner sends for `check`."""
+    from eval_banana.harness.prompt import build_prompt
+
+    definition = check.definition
+    description = str(definition.get("description") or check.description)
+    return build_prompt(description=description, instructions=str(definition["instructions"]))
+
+
+def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
+    from eval_banana.harness.command import build_argv
+    from eval_banana.harness.prompt import PROMPT_VERSION
+    from eval_banana.harness.resolve import effective_model
+
+    harness = context.harness
+    if harness is None:
+        return None  # no agent: the check errors, and errors are never stored
+    definition = check.definition
+    template = harness.template
+    model = effective_model(harness=harness, check_model=definition.get("model"))
+    effort = harness.reasoning_effort
+    prompt = judge_prompt(check=check)
+    command = build_argv(template=template, prompt="{prompt}", model=model, effort=effort)
+    agent_names = {
+        *template.provider_env,
+        *template.fixed_env,
+        *context.settings.harness.env,
+        *(name for name in template.model_env_vars if name.strip()),
+    }
+    return [
+        ("agent", harness.agent),
+        ("command_template", json.dumps(command, ensure_ascii=False)),
+        ("agent_variable_names", "\0".join(sorted(agent_names))),
+        ("output_dialect", template.output_dialect),
+        ("model", model or ""),
+        ("reasoning_effort", effort or ""),
+        ("prompt", prompt),
+        ("prompt_version", PROMPT_VERSION),
+    ]
+
+
+def _deterministic(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
+    return [("interpreter", interpreter_version())]
+
+
+def _assertions(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
+    artifact = str(check.definition.get("artifact") or "")
+    from eval_banana.projectstate.blobs import file_blob_id
+
+    found = file_blob_id(path=str(context.project_root / artifact))
+    # The artifact is what the check grades: it always counts, declared or not, ignored or not.
+    return [
+        ("artifact", f"{artifact}\0{found or 'absent'}"),
+        ("evaluator", f"eval_banana {tool_version()}"),
+    ]
+
+
+TypeComponents = Callable[..., list[Component] | None]
+BY_TYPE: dict[str, TypeComponents] = {
+    "harness_judge": _judge,
+    "deterministic": _deterministic,
+    "assertions": _assertions,
+}
+
+
+def check_components(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
+    """The key components of one check; None when its verdict cannot be cached."""
+    by_type = BY_TYPE.get(check.type)
+    if by_type is None:
+        return None
+    specific = by_type(check=check, context=context)
+    if specific is None:
+        return None
+    inputs = declared_inputs(check.definition)
+    return [
+        ("check_type", check.type),
+        ("check_definition_sha256", check.check_definition_sha256),
+        ("input_scope", "project" if inputs is None else "declared"),
+        ("input_state", context.inputs.digest(inputs=inputs)),
+        ("variable_names", context.env_names),
+        *specific,
+    ]

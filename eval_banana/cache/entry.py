@@ -1,0 +1,173 @@
+"""A cache entry: one stored verdict, the single source of `schemas/cache-entry.schema.json`.
+
+Entries are read on every cached run, so they are checked by `entry_problem` (standard library,
+no jsonschema import on the everyday path); a test holds it to the published schema.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from eval_banana.models.record import Field, Record
+from eval_banana.stages.common import SCHEMA_BASE
+
+ENTRY_KIND = "eval-banana/verdict-cache-entry"
+ENTRY_SCHEMA = f"{SCHEMA_BASE}cache-entry.schema.json"
+_DIGEST = r"^sha256:[0-9a-f]{64}$"
+_DIGEST_RE = re.compile(_DIGEST)
+# Names of the stored files: the check's stdout, stderr and prompt, and its evidence files.
+FILE_NAME_PATTERN = (
+    r"^(stdout\.txt|stderr\.txt|prompt\.txt|evidence/(?!/)(?!\.\.?(/|$))(?!.*/\.\.?(/|$))[^\0\\]+)$"
+)
+_FILE_NAME_RE = re.compile(FILE_NAME_PATTERN)
+
+
+class CachedFile(Record):
+    model_config = {"extra": "forbid"}
+
+    name: str = Field(
+        description="stdout.txt, stderr.txt, prompt.txt (a judge's), or evidence/<path> "
+        "(a deterministic check's output_dir).",
+        # As schema text only: pydantic's regex engine has no look-ahead.
+        json_schema_extra={"pattern": FILE_NAME_PATTERN},
+    )
+    sha256: str = Field(pattern=_DIGEST, description="Content digest; the blob's name.")
+    size: int = Field(ge=0)
+
+
+class CachedResult(Record):
+    """The parts of a check result that a reuse restores; identity comes from the plan."""
+
+    model_config = {"extra": "forbid"}
+
+    status: Literal["passed", "failed"]
+    score: Literal[0, 1]
+    observed_status: Literal["passed", "failed"]
+    reason: str | None = None
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class CacheEntry(Record):
+    """One stored verdict: `<cache dir>/entries/<2 hex>/<key hex>.json`."""
+
+    model_config = {"extra": "forbid", "populate_by_name": True}
+
+    schema_uri: str = Field(alias="$schema")
+    schema_version: Literal[1] = 1
+    kind: Literal["eval-banana/verdict-cache-entry"] = "eval-banana/verdict-cache-entry"
+    key: str = Field(pattern=_DIGEST, description="The verdict key this entry answers.")
+    key_version: Literal[1] = 1
+    tool_version: str
+    check_id: str
+    check_type: str
+    check_definition_sha256: str = Field(pattern=_DIGEST)
+    expect: Literal["pass", "fail"]
+    from_run_id: str = Field(description="The run that produced the verdict.")
+    stored_at: str = Field(description="When it was stored (ISO 8601, UTC).")
+    result: CachedResult
+    files: list[CachedFile] = Field(default_factory=list)
+
+
+_TOP_KEYS = tuple(spec.alias or name for name, spec in CacheEntry.model_fields.items())
+_RESULT_KEYS = tuple(CachedResult.model_fields)
+_REQUIRED_RESULT = ("status", "score", "observed_status")
+
+
+def _is_int(value: object) -> bool:
+    # JSON Schema's "integer": an int, or a float without a fraction (never a boolean).
+    return type(value) is int or (type(value) is float and value.is_integer())
+
+
+def _is(value: object, constant: int) -> bool:
+    return _is_int(value) and value == constant
+
+
+def _text(value: object) -> bool:
+    return type(value) is str
+
+
+def _file_problem(item: object) -> str | None:
+    if type(item) is not dict or set(item) != {"name", "sha256", "size"}:
+        return "a files item is not {name, sha256, size}"
+    if not _text(item["name"]) or not _FILE_NAME_RE.match(item["name"]):
+        return "a files item has a bad name"
+    if not _text(item["sha256"]) or not _DIGEST_RE.match(item["sha256"]):
+        return "a files item has a bad sha256"
+    if not _is_int(item["size"]) or item["size"] < 0:
+        return "a files item has a bad size"
+    return None
+
+
+def _result_problem(result: object) -> str | None:
+    if type(result) is not dict or not set(result) <= set(_RESULT_KEYS):
+        return "result is not an object of the known keys"
+    if any(key not in result for key in _REQUIRED_RESULT):
+        return "result lacks status, score or observed_status"
+    if result["status"] not in ("passed", "failed") or not _text(result["status"]):
+        return "result.status is not passed or failed"
+    if result["observed_status"] not in ("passed", "failed") or not _text(
+        result["observed_status"]
+    ):
+        return "result.observed_status is not passed or failed"
+    if not (_is(result["score"], 0) or _is(result["score"], 1)):
+        return "result.score is not 0 or 1"
+    for name in ("reason",):
+        if result.get(name) is not None and not _text(result[name]):
+            return f"result.{name} is not a string"
+    if result.get("exit_code") is not None and not _is_int(result["exit_code"]):
+        return "result.exit_code is not an integer"
+    for name in ("stdout", "stderr"):
+        if name in result and not _text(result[name]):
+            return f"result.{name} is not a string"
+    if "details" in result and type(result["details"]) is not dict:
+        return "result.details is not an object"
+    return None
+
+
+def entry_problem(document: object) -> str | None:
+    """Why `document` is not a valid cache entry (the published schema's rules), or None."""
+    if type(document) is not dict:
+        return "not a JSON object"
+    keys = set(document)
+    if not keys <= set(_TOP_KEYS):
+        return f"unknown keys {sorted(keys - set(_TOP_KEYS))}"
+    required = [
+        name
+        for name, spec in CacheEntry.model_fields.items()
+        if spec.is_required() and (spec.alias or name) not in document
+    ]
+    if required:
+        return f"missing {', '.join(required)}"
+    checks: list[tuple[bool, str]] = [
+        (_text(document["$schema"]), "$schema is not a string"),
+        (_is(document.get("schema_version", 1), 1), "schema_version is not 1"),
+        (document.get("kind", ENTRY_KIND) == ENTRY_KIND, "kind is not a verdict entry"),
+        (_is(document.get("key_version", 1), 1), "key_version is not 1"),
+        (_text(document["key"]) and bool(_DIGEST_RE.match(document["key"])), "bad key"),
+        (
+            _text(document["check_definition_sha256"])
+            and bool(_DIGEST_RE.match(document["check_definition_sha256"])),
+            "bad check_definition_sha256",
+        ),
+        (document["expect"] in ("pass", "fail") and _text(document["expect"]), "bad expect"),
+    ]
+    for name in ("tool_version", "check_id", "check_type", "from_run_id", "stored_at"):
+        checks.append((_text(document[name]), f"{name} is not a string"))
+    for ok, problem in checks:
+        if not ok:
+            return problem
+    found = _result_problem(document["result"])
+    if found is not None:
+        return found
+    files = document.get("files", [])
+    if type(files) is not list:
+        return "files is not a list"
+    for item in files:
+        found = _file_problem(item)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,284 @@
+"""One run's use of the verdict cache; the execute stage drives it.
+
+Before checks start: compute every key (the project state is read once) and answer hits by
+restoring the stored verdict and output files into the run folder. After a check that ran:
+store its verdict when it passed or failed. At the end: evict down to the size limit.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from eval_banana.cache.components import KeyContext, check_components, judge_prompt
+from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
+from eval_banana.cache.key import verdict_key
+from eval_banana.cache.store import Blob, CacheStore
+from eval_banana.ebfolders import cache_dir
+from eval_banana.errors import ProjectStateError
+from eval_banana.inputstate import CheckInputs
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import (
+    ConfigDoc,
+    PlanDoc,
+    PlannedCheck,
+    ProblemModel,
+    ResolvedHarness,
+)
+from eval_banana.projectstate.git import NotARepository
+from eval_banana.results import build_result, iso, utc_now
+from eval_banana.version import tool_version
+
+_MIB = 1024 * 1024
+# Files of checks/ stored per check: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt.
+OUTPUT_NAMES = ("stdout.txt", "stderr.txt", "prompt.txt")
+
+
+class CacheSession:
+    """The cache as one run sees it: keys by check stem, hits, stores and warnings."""
+
+    def __init__(
+        self,
+        *,
+        config: ConfigDoc,
+        plan: PlanDoc,
+        harness: ResolvedHarness | None,
+        run_dir: Path,
+        environ: Mapping[str, str],
+    ) -> None:
+        settings = config.settings
+        self.mode = settings.cache.mode
+        self.run_id = plan.run_id
+        self.run_dir = run_dir
+        self._checks_dir = str(run_dir / "checks")
+        self.store = CacheStore(
+            folder=cache_dir(config=config), max_bytes=settings.cache.max_mb * _MIB
+        )
+        self.warnings: list[ProblemModel] = []
+        self._lock = threading.Lock()
+        self._stored = False
+        self.keys: dict[str, str] = {}
+        try:
+            context = KeyContext(
+                settings=settings,
+                project_root=Path(config.project_root),
+                harness=harness,
+                inputs=CheckInputs(config=config, definitions=[c.definition for c in plan.checks]),
+                environ=environ,
+            )
+            self.keys = _keys(checks=plan.checks, context=context)
+        except (ProjectStateError, NotARepository, OSError) as exc:
+            message = exc.message if isinstance(exc, ProjectStateError) else str(exc)
+            self._warn(message=f"The verdict cache is off for this run: {message}")
+
+    @property
+    def reads(self) -> bool:
+        return self.mode in ("on", "read-only")
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in ("on", "refresh")
+
+    def _warn(self, *, message: str, file: str | None = None) -> None:
+        with self._lock:
+            self.warnings.append(
+                ProblemModel(
+                    message=message,
+                    file=file,
+                    hint="the check ran again; a later run stores a fresh entry "
+                    "(remove the cache folder to start over)",
+                )
+            )
+
+    # -- reuse -----------------------------------------------------------------------------
+
+    def lookup(self, *, check: PlannedCheck) -> CheckResult | None:
+        """The stored verdict of `check`, restored into the run folder; None on a miss."""
+        key = self.keys.get(check.stem)
+        if key is None or not self.reads:
+            return None
+        started = utc_now()
+        found = self.store.read(key=key)
+        problem = found.problem
+        if problem is None and found.document is None:
+            return None  # nothing stored yet: an ordinary miss
+        document = found.document
+        if problem is None:
+            problem = entry_problem(document)
+        if problem is None and (document["key"] != key or document["check_id"] != check.id):
+            problem = "belongs to another key (a foreign entry)"
+        if problem is None:
+            problem = self._restore_files(check=check, files=document.get("files", []))
+        if problem is not None:
+            path = self.store.entry_path(key=key)
+            self._warn(
+                message=f"Cache entry {path} for check '{check.id}' {problem}; it counts as a miss",
+                file=str(path),
+            )
+            return None
+        if check.type == "harness_judge" and not any(
+            item["name"] == "prompt.txt" for item in document.get("files", [])
+        ):
+            # The run folder keeps what a judge was asked, exactly as a fresh run writes it.
+            prompt_path = f"{self._checks_dir}/{check.stem}.prompt.txt"
+            with open(prompt_path, "wb") as handle:
+                handle.write(judge_prompt(check=check).encode("utf-8"))
+        if self.mode == "on":
+            self.store.touch(key=key)
+        return _restored(check=check, document=document, key=key, started=started)
+
+    def _restore_files(self, *, check: PlannedCheck, files: Sequence[dict[str, Any]]) -> str | None:
+        checks_dir = self._checks_dir
+        for item in files:
+            name = str(item["name"])
+            if name.startswith("evidence/"):
+                evidence = Path(checks_dir, check.stem)
+                target = evidence / name[len("evidence/") :]
+                if evidence.resolve() not in target.resolve().parents:
+                    return f"names a file outside the check's folder ({name})"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                place = str(target)
+            else:
+                place = f"{checks_dir}/{check.stem}.{name}"
+            problem = self.store.restore(
+                blob=Blob(sha256=item["sha256"], size=int(item["size"])),
+                target=place,
+                discard_damaged=self.mode == "on",
+            )
+            if problem is not None:
+                return problem
+        return None
+
+    # -- storing ---------------------------------------------------------------------------
+
+    def record(self, *, check: PlannedCheck, result: CheckResult) -> CheckResult:
+        """Store a verdict that ran (passed or failed only); return it with `details.cache`."""
+        key = self.keys.get(check.stem)
+        if key is None:
+            return result
+        stored = False
+        if self.writes and _storable(result=result):
+            try:
+                self._store(check=check, result=result, key=key)
+                stored = True
+            except OSError as exc:
+                self._warn(
+                    message=f"Cannot store the verdict of check '{check.id}' in the cache: "
+                    f"{exc.strerror or exc}",
+                    file=str(self.store.folder),
+                )
+        details = {**result.details, "cache": {"hit": False, "key": key, "stored": stored}}
+        return result.model_copy(update={"details": details})
+
+    def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> None:
+        files = []
+        checks_dir = self.run_dir / "checks"
+        for name in OUTPUT_NAMES:
+            source = checks_dir / f"{check.stem}.{name}"
+            if source.is_file():
+                blob = self.store.put(source=source)
+                files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
+        evidence = checks_dir / check.stem
+        for source in _evidence_files(folder=evidence):
+            blob = self.store.put(source=source)
+            name = "evidence/" + source.relative_to(evidence).as_posix()
+            files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
+        details = {k: v for k, v in result.details.items() if k != "cache"}
+        document = {
+            "$schema": ENTRY_SCHEMA,
+            "schema_version": 1,
+            "kind": ENTRY_KIND,
+            "key": key,
+            "key_version": 1,
+            "tool_version": tool_version(),
+            "check_id": check.id,
+            "check_type": check.type,
+            "check_definition_sha256": check.check_definition_sha256,
+            "expect": result.expect,
+            "from_run_id": self.run_id,
+            "stored_at": iso(utc_now()),
+            "result": {
+                "status": result.status,
+                "score": result.score,
+                "observed_status": result.observed_status or result.status,
+                "reason": result.reason,
+                "exit_code": result.exit_code,
+                "stdout": result.stdout,
+                "stderr": result.stderr,
+                "details": details,
+            },
+            "files": files,
+        }
+        self.store.write(key=key, document=document)
+        with self._lock:
+            self._stored = True
+
+    def finish(self) -> None:
+        """Keep the cache folder within its size limit (only when this run stored something)."""
+        if self._stored and self.writes:
+            self.store.evict()
+
+
+def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for check in checks:
+        components = check_components(check=check, context=context)
+        if components is not None:
+            keys[check.stem] = verdict_key(components=components)
+    return keys
+
+
+def _storable(*, result: CheckResult) -> bool:
+    """Only verdicts: never an error, a stopped check or one that did not run."""
+    observed = result.observed_status or result.status
+    return result.status in ("passed", "failed") and observed in ("passed", "failed")
+
+
+def _evidence_files(*, folder: Path) -> list[Path]:
+    """Regular files a deterministic check left in its output folder (links are not kept)."""
+    found: list[Path] = []
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+    return sorted(found)
+
+
+def _restored(
+    *, check: PlannedCheck, document: dict[str, Any], key: str, started: datetime
+) -> CheckResult:
+    stored = document["result"]
+    details = dict(stored.get("details") or {})
+    if "usage" in details:
+        details["usage"] = None  # no tokens were spent on this verdict in this run
+    details["cache"] = {
+        "hit": True,
+        "key": key,
+        "from_run_id": document["from_run_id"],
+        "stored_at": document["stored_at"],
+    }
+    result = build_result(
+        check=check,
+        status=stored["status"],
+        started=started,
+        reason=stored.get("reason"),
+        stdout=stored.get("stdout", ""),
+        stderr=stored.get("stderr", ""),
+        exit_code=int(stored["exit_code"]) if stored.get("exit_code") is not None else None,
+        details=details,
+    )
+    return result.model_copy(
+        update={"score": int(stored["score"]), "observed_status": stored["observed_status"]}
+    )

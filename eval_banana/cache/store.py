@@ -1,0 +1,252 @@
+"""The cache folder on disk: entries, content-addressed blobs, LRU eviction by size.
+
+    <dir>/entries/<2 hex>/<64 hex>.json   one verdict, named by its key
+    <dir>/blobs/<2 hex>/<64 hex>          stored output files, named by their SHA-256
+
+Every file is written through a temporary sibling and a rename, so a reader never sees half a
+file and two runs storing the same entry at once leave one valid entry. A hit touches its
+entry's modification time; when the folder grows past its limit, the least recently used
+entries go first, then the blobs no remaining entry names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.artifacts import write_bytes_atomic
+
+_BLOCK = 1 << 20
+_TEMP_NAMES = itertools.count()
+EMPTY_SHA256 = "sha256:" + hashlib.sha256(b"").hexdigest()
+
+
+class Blob(NamedTuple):
+    sha256: str  # "sha256:<hex>"
+    size: int
+
+
+class EntryRead(NamedTuple):
+    """An entry as read: its document, or why it could not be used (None, None: absent)."""
+
+    document: Any
+    problem: str | None
+
+
+def _hex(digest: str) -> str:
+    return digest.split(":", 1)[1]
+
+
+def _temp_sibling(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp")
+
+
+class CacheStore:
+    """One cache folder."""
+
+    def __init__(self, *, folder: Path, max_bytes: int) -> None:
+        self.folder = folder
+        self.max_bytes = max_bytes
+
+    def entry_path(self, *, key: str) -> Path:
+        return Path(self._entry_file(key=key))
+
+    def blob_path(self, *, sha256: str) -> Path:
+        return Path(self._blob_file(sha256=sha256))
+
+    # Plain strings on the hot path: a cached run of 1,000 checks built 20,000 Path objects.
+    def _entry_file(self, *, key: str) -> str:
+        hex_key = _hex(key)
+        return f"{self.folder}/entries/{hex_key[:2]}/{hex_key}.json"
+
+    def _blob_file(self, *, sha256: str) -> str:
+        hex_digest = _hex(sha256)
+        return f"{self.folder}/blobs/{hex_digest[:2]}/{hex_digest}"
+
+    # -- entries ---------------------------------------------------------------------------
+
+    def read(self, *, key: str) -> EntryRead:
+        try:
+            with open(self._entry_file(key=key), "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return EntryRead(document=None, problem=None)
+        except OSError as exc:
+            return EntryRead(document=None, problem=f"cannot be read ({exc.strerror or exc})")
+        try:
+            return EntryRead(document=json.loads(data), problem=None)
+        except ValueError:
+            return EntryRead(document=None, problem="is not valid JSON (truncated or foreign)")
+
+    def write(self, *, key: str, document: dict[str, Any]) -> None:
+        data = json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
+        write_bytes_atomic(path=self.entry_path(key=key), data=data)
+
+    def touch(self, *, key: str) -> None:
+        """Mark an entry as just used (least-recently-used eviction reads this)."""
+        with contextlib.suppress(OSError):
+            os.utime(self._entry_file(key=key))
+
+    # -- blobs -----------------------------------------------------------------------------
+
+    def put(self, *, source: Path) -> Blob:
+        """Store a file's content as a blob, named by its SHA-256 (kept once however often)."""
+        digest = hashlib.sha256()
+        size = 0
+        with source.open("rb") as reader:
+            while block := reader.read(_BLOCK):
+                digest.update(block)
+                size += len(block)
+        blob = Blob(sha256=f"sha256:{digest.hexdigest()}", size=size)
+        target = self.blob_path(sha256=blob.sha256)
+        if size == 0 or _has_size(target, size):
+            return blob
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = _temp_sibling(target)
+        try:
+            _link_or_copy(source=source, target=temp)
+            os.replace(temp, target)
+        finally:
+            temp.unlink(missing_ok=True)
+        return blob
+
+    def restore(self, *, blob: Blob, target: str, discard_damaged: bool = False) -> str | None:
+        """Put a blob's content at `target` after checking its digest; the problem, or None.
+
+        `target`'s folder must exist. The file is a hard link to the blob where the file
+        system allows it: creating a file costs many times a link, and a cached run restores
+        one or two files per check. The execute stage removes a check's output files before
+        the check runs, so a runner never writes through such a link into the cache.
+        """
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target)
+        if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
+            with open(target, "xb"):
+                return None
+        source = self._blob_file(sha256=blob.sha256)
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open(source, "rb") as reader:
+                while block := reader.read(_BLOCK):
+                    digest.update(block)
+                    size += len(block)
+            if f"sha256:{digest.hexdigest()}" != blob.sha256 or size != blob.size:
+                if discard_damaged:  # so the next store writes a sound copy
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(source)
+                return f"its stored file {blob.sha256} is damaged"
+            _link_or_copy(source=source, target=target)
+            return None
+        except FileNotFoundError:
+            return f"its stored file {blob.sha256} is missing"
+        except OSError as exc:
+            return f"its stored file {blob.sha256} cannot be read ({exc.strerror or exc})"
+
+    # -- eviction --------------------------------------------------------------------------
+
+    def evict(self) -> int:
+        """Delete least recently used entries until the folder fits; return bytes freed."""
+        files = list(_files(self.folder))
+        total = sum(size for _, size, _ in files)
+        if total <= self.max_bytes:
+            return 0
+        blobs_root = self.folder / "blobs"
+        blobs = {str(path): size for path, size, _ in files if _within(path, blobs_root)}
+        references: dict[str, int] = {}
+        entry_blobs: dict[str, list[str]] = {}
+        for path, _, _ in files:
+            if path.suffix == ".json" and _within(path, self.folder / "entries"):
+                named = self._blobs_named(entry=path)
+                entry_blobs[str(path)] = named
+                for blob in named:
+                    references[blob] = references.get(blob, 0) + 1
+        freed = 0
+        # Oldest first: entries, stray files and blobs no entry names all take their turn.
+        candidates = sorted(
+            (
+                item
+                for item in files
+                if str(item[0]) not in blobs or not references.get(str(item[0]))
+            ),
+            key=lambda item: item[2],
+        )
+        for path, size, _ in candidates:
+            if total - freed <= self.max_bytes:
+                break
+            freed += _remove(path, size)
+            for blob in entry_blobs.get(str(path), []):
+                references[blob] -= 1
+                if references[blob] == 0 and blob in blobs:
+                    freed += _remove(Path(blob), blobs[blob])
+        return freed
+
+    def _blobs_named(self, *, entry: Path) -> list[str]:
+        try:
+            document = json.loads(entry.read_bytes())
+            files = document.get("files", [])
+            return [
+                str(self.blob_path(sha256=item["sha256"]))
+                for item in files
+                if isinstance(item, dict)
+                and isinstance(item.get("sha256"), str)
+                and item["sha256"].startswith("sha256:")
+            ]
+        except (OSError, ValueError, AttributeError, TypeError):
+            return []
+
+
+def _has_size(path: Path, size: int) -> bool:
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False
+
+
+def _link_or_copy(*, source: str | Path, target: str | Path) -> None:
+    """A hard link where possible (same file system), else a copy."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return folder in path.parents
+
+
+def _remove(path: Path, size: int) -> int:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return 0  # another run removed it first
+    except OSError:
+        return 0
+    return size
+
+
+def _files(folder: Path) -> Iterator[tuple[Path, int, float]]:
+    """Every file below `folder`: (path, size, last use)."""
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                else:
+                    info = entry.stat(follow_symlinks=False)
+                    yield Path(entry.path), info.st_size, info.st_mtime
+            except OSError:
+                continue

@@ -1,0 +1,36 @@
+"""Incremental selection: `--changed-since REF` and `--last-failed`.
+
+`select_incremental` is what the validate stage calls once the check files are loaded;
+`resolve_last_failed` runs before a new run folder exists, so "the newest earlier run" is
+never the run being started, and records what it found in the config document's selection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eval_banana.incremental.changed import changed_checks
+from eval_banana.incremental.lastfailed import resolve_last_failed
+from eval_banana.models.stages import ConfigDoc
+
+__all__ = ["resolve_last_failed", "select_incremental"]
+
+
+def select_incremental(
+    *, config: ConfigDoc, checks: Sequence[tuple[str, dict[str, Any]]]
+) -> list[int]:
+    """Positions of the (check file, definition) pairs the incremental selection keeps."""
+    selection = config.selection
+    kept = list(range(len(checks)))
+    if selection.last_failed and selection.last_failed_ids is not None:
+        wanted = set(selection.last_failed_ids)
+        kept = [i for i in kept if checks[i][1]["id"] in wanted]
+    if selection.changed_since is not None and kept:
+        chosen = changed_checks(
+            config=config,
+            revision=selection.changed_since,
+            checks=[checks[i] for i in kept],
+        )
+        kept = [kept[i] for i in chosen]
+    return kept

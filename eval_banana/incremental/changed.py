@@ -1,0 +1,120 @@
+"""--changed-since REF: the checks whose definition file, referenced script or declared inputs
+differ between the git revision REF and the work tree.
+
+A check without `inputs:` is always selected: nothing says what it reads. So is a check whose
+files lie outside the project root, or whose inputs match files git ignores: git cannot say
+whether those changed since REF.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.ebfolders import own_folders
+from eval_banana.errors import ChangeSelectionError, ProjectStateError
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.projectstate.git import NotARepository
+from eval_banana.projectstate.patterns import InputPatterns, outermost
+from eval_banana.projectstate.revision import UnknownRevision, changes_since
+
+
+class _CheckFiles(NamedTuple):
+    """What decides whether one check is affected: its own files and its input patterns."""
+
+    own: tuple[str, ...]  # the check file and its referenced script, root-relative
+    patterns: InputPatterns | None  # None: no inputs declared
+    outside: bool  # a file of the check lies outside the project root
+
+
+def _relative(*, path: Path, root: str) -> str | None:
+    relative = os.path.relpath(path, root)
+    if relative == ".." or relative.startswith(("../", "..\\")) or os.path.isabs(relative):
+        return None
+    return relative.replace(os.sep, "/")
+
+
+def _check_files(*, source: str, definition: dict[str, Any], root: str) -> _CheckFiles:
+    files = [Path(source)]
+    script_path = definition.get("script_path")
+    if script_path:
+        files.append((Path(source).parent / str(script_path)).resolve())
+    own = [_relative(path=path, root=root) for path in files]
+    inputs = definition.get("inputs")
+    return _CheckFiles(
+        own=tuple(path for path in own if path is not None),
+        patterns=InputPatterns(inputs) if inputs is not None else None,
+        outside=None in own,
+    )
+
+
+def _prefixes(*, checks: Sequence[_CheckFiles]) -> list[str] | None:
+    """The paths git must compare for these checks; None when one pattern may match anywhere."""
+    found: set[str] = set()
+    for check in checks:
+        assert check.patterns is not None
+        prefixes = check.patterns.prefixes
+        if prefixes is None:
+            return None
+        found.update(prefixes)
+        found.update(check.own)
+    return outermost(found)
+
+
+def _setup_error(*, exc: Exception, revision: str, root: str) -> ChangeSelectionError:
+    if isinstance(exc, NotARepository):
+        return ChangeSelectionError(
+            f"--changed-since needs a git repository: {root} is not inside one",
+            field_path="changed_since",
+            hint="run eb in a git checkout, or leave out --changed-since",
+        )
+    message = exc.message if isinstance(exc, ProjectStateError) else str(exc)
+    hint = "check the state of the repository (git status)"
+    if isinstance(exc, UnknownRevision):
+        hint = (
+            f"fetch {revision} first (a shallow CI checkout may lack it: fetch it, or check out "
+            "with the full history)"
+        )
+    return ChangeSelectionError(
+        f"--changed-since {revision}: {message}", field_path="changed_since", hint=hint
+    )
+
+
+def changed_checks(
+    *, config: ConfigDoc, revision: str, checks: Sequence[tuple[str, dict[str, Any]]]
+) -> list[int]:
+    """Positions of the checks affected by what changed since `revision`."""
+    root = config.project_root
+    files = [_check_files(source=source, definition=d, root=root) for source, d in checks]
+    compared = [f for f in files if f.patterns is not None and not f.outside]
+    try:
+        # Called even when no check needs a comparison: an unknown REF is always an error.
+        found = changes_since(
+            root=root,
+            revision=revision,
+            prefixes=_prefixes(checks=compared),
+            skip_folders=own_folders(config=config),
+            with_ignored=bool(compared),
+            excluded_names=config.settings.discovery.exclude_dirs,
+        )
+    except (NotARepository, ProjectStateError) as exc:
+        raise _setup_error(exc=exc, revision=revision, root=root) from None
+    paths = found.diff.paths
+    changed = sorted(paths)
+    return [
+        position
+        for position, check in enumerate(files)
+        if _affected(check=check, paths=paths, changed=changed, ignored=found.ignored)
+    ]
+
+
+def _affected(
+    *, check: _CheckFiles, paths: frozenset[str], changed: list[str], ignored: list[str]
+) -> bool:
+    if check.patterns is None or check.outside:
+        return True  # nothing says what it reads, or git cannot see all of it
+    if not paths.isdisjoint(check.own):
+        return True
+    return bool(check.patterns.select(changed) or check.patterns.select(ignored))

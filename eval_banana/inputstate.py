@@ -1,0 +1,92 @@
+"""The input state of checks: which project files each check reads now, and their digest.
+
+A check with `inputs:` reads the files its patterns match (tracked, untracked or ignored,
+outside the excluded folders); a check without reads the whole project (every file git tracks
+plus untracked files it does not ignore, or every file outside the excluded folders). The
+project state is read once, and only as much of it as the checks at hand need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from eval_banana.ebfolders import own_folders
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.projectstate.patterns import InputPatterns, outermost
+from eval_banana.projectstate.state import ProjectState, read_project_state
+
+
+def declared_inputs(definition: dict[str, Any]) -> tuple[str, ...] | None:
+    """A definition's `inputs:` patterns, or None when it declares none."""
+    inputs = definition.get("inputs")
+    return None if inputs is None else tuple(str(pattern) for pattern in inputs)
+
+
+class CheckInputs:
+    """Input files and digests for a set of check definitions, from one read of the project."""
+
+    def __init__(self, *, config: ConfigDoc, definitions: Iterable[dict[str, Any]]) -> None:
+        declared = [declared_inputs(definition) for definition in definitions]
+        self._patterns = {inputs: InputPatterns(inputs) for inputs in declared if inputs}
+        self._whole = any(inputs is None for inputs in declared)
+        self._config = config
+        self._state: ProjectState | None = None
+        self._matched: dict[tuple[str, ...], list[str]] = {}
+        self._digests: dict[tuple[str, ...], str] = {}
+
+    def _prefixes(self) -> list[str] | None:
+        if self._whole:
+            return None
+        found: set[str] = set()
+        for patterns in self._patterns.values():
+            prefixes = patterns.prefixes
+            if prefixes is None:
+                return None
+            found.update(prefixes)
+        return outermost(found)
+
+    @property
+    def state(self) -> ProjectState:
+        """The project state (read on first use)."""
+        if self._state is None:
+            config = self._config
+            self._state = read_project_state(
+                root=config.project_root,
+                excluded_names=config.settings.discovery.exclude_dirs,
+                skip_folders=own_folders(config=config),
+                prefixes=self._prefixes(),
+                include_ignored=bool(self._patterns),
+            )
+        return self._state
+
+    def files(self, *, inputs: tuple[str, ...]) -> list[str]:
+        """The project-relative paths the patterns match now, sorted."""
+        if inputs not in self._matched:
+            patterns = self._patterns.get(inputs) or InputPatterns(inputs)
+            self._matched[inputs] = self.state.select(patterns=patterns)
+        return self._matched[inputs]
+
+    def digest(self, *, inputs: tuple[str, ...] | None) -> str:
+        """`sha256:<hex>` of what a check reads: its matched files, or the whole project."""
+        if inputs is None:
+            return self.state.digest()
+        if inputs not in self._digests:
+            self._digests[inputs] = self.state.digest_of(paths=self.files(inputs=inputs))
+        return self._digests[inputs]
+
+
+def input_lines(*, config: ConfigDoc, definitions: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """For `eb list --inputs`: per definition, the lines that describe what it reads."""
+    reader = CheckInputs(config=config, definitions=definitions)
+    out: list[list[str]] = []
+    for definition in definitions:
+        inputs = declared_inputs(definition)
+        if inputs is None:
+            out.append(["  inputs: not declared (the whole project counts)"])
+            continue
+        matched = reader.files(inputs=inputs)
+        noun = "file" if len(matched) == 1 else "files"
+        header = f"  inputs: {', '.join(inputs) or '(none)'} ({len(matched)} {noun})"
+        out.append([header, *(f"    {path}" for path in matched)])
+    return out

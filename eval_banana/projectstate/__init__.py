@@ -1,0 +1,12 @@
+"""The state of a project's files, identified by git blob ids (reusable, cache-agnostic).
+
+- `state.read_project_state`: the file set and each file's id (git's index where it can,
+  hashing only what differs from it); `ProjectState.digest()`, `digest_of` a subset, `select`
+  by globs, and the `diff` between two states.
+- `revision.changes_since`: what differs between a git revision and the work tree.
+- `patterns.InputPatterns` / `patterns.pattern_problem`: the glob rules of a check's `inputs:`.
+- `blobs.blob_id` / `blobs.file_blob_id`: git's blob id of some bytes or of a file.
+
+The package imports nothing itself: the check models need only `patterns`, which is
+standard library only, and must not pay for the git plumbing.
+"""

@@ -1,0 +1,66 @@
+"""Git blob ids: the hash git computes over `blob <size>\\0<content>` for one file.
+
+A file is identified by the id git would give its content, so the same bytes key the same
+whether git already knows them (committed, staged) or we hash them ourselves (modified,
+untracked, or a project that is not a git repository).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from typing import Literal
+
+ObjectFormat = Literal["sha1", "sha256"]
+
+_BLOCK = 1 << 20
+# Files up to this size are read in one call; larger ones are streamed in blocks.
+_READ_WHOLE = 4 * _BLOCK
+
+
+def _hasher(object_format: ObjectFormat) -> hashlib._Hash:
+    # Object ids, not security: usedforsecurity=False keeps FIPS builds working.
+    return hashlib.new(object_format, usedforsecurity=False)
+
+
+def blob_id(*, data: bytes, object_format: ObjectFormat = "sha1") -> str:
+    """The git blob id of `data` (hex)."""
+    digest = _hasher(object_format)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _regular_file_id(*, path: str, object_format: ObjectFormat) -> str | None:
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= _READ_WHOLE:
+            return blob_id(data=handle.read(), object_format=object_format)
+        digest = _hasher(object_format)
+        digest.update(b"blob %d\0" % size)
+        seen = 0
+        while block := handle.read(_BLOCK):
+            digest.update(block)
+            seen += len(block)
+    if seen != size:
+        # The file changed while it was read: the header no longer matches, hash it again.
+        return _regular_file_id(path=path, object_format=object_format)
+    return digest.hexdigest()
+
+
+def file_blob_id(*, path: str, object_format: ObjectFormat = "sha1") -> str | None:
+    """The blob id git would store for the file at `path`, or None when it is not a file.
+
+    A symbolic link is identified by the path it points to, as git stores it; directories,
+    sockets and files that vanished give None.
+    """
+    try:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            return blob_id(data=os.fsencode(os.readlink(path)), object_format=object_format)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return _regular_file_id(path=path, object_format=object_format)
+    except (FileNotFoundError, NotADirectoryError):
+        return None

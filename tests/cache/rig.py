@@ -1,0 +1,161 @@
+"""A small project for verdict cache tests: judges answered by a counting agent, scripts.
+
+The agent is a real executable (a Python script outside the project) that appends its argv
+to a log before answering, so a test can tell exactly which judges were started.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+AGENT = """\
+import json, sys
+with open({log!r}, "a", encoding="utf-8") as handle:
+    handle.write(json.dumps(sys.argv[1:]) + "\\n")
+prompt = sys.argv[-1]
+if "NO_VERDICT" in prompt:
+    print("I could not decide.")
+else:
+    print("thinking out loud on stderr", file=sys.stderr)
+    score = 0 if "SCORE_ZERO" in prompt else 1
+    print(json.dumps({{"score": score, "reason": "judged by the counting agent"}}))
+"""
+
+
+def judge(
+    check_id: str, *, instructions: str = "Judge it.", inputs: list[str] | None = None
+) -> str:
+    lines = [
+        "schema_version: 1",
+        f"id: {check_id}",
+        "type: harness_judge",
+        f"description: Judge {check_id}.",
+        f"instructions: {json.dumps(instructions)}",
+    ]
+    if inputs is not None:
+        lines.append(f"inputs: {json.dumps(inputs)}")
+    return "\n".join(lines) + "\n"
+
+
+def script_check(
+    check_id: str,
+    *,
+    script: str | None = None,
+    script_path: str | None = None,
+    inputs: list[str] | None = None,
+    expect: str = "pass",
+) -> str:
+    lines = [
+        "schema_version: 1",
+        f"id: {check_id}",
+        "type: deterministic",
+        f"description: Script {check_id}.",
+        f"expect: {expect}",
+    ]
+    if script is not None:
+        lines.append("script: |\n" + textwrap.indent(script, "  "))
+    if script_path is not None:
+        lines.append(f"script_path: {script_path}")
+    if inputs is not None:
+        lines.append(f"inputs: {json.dumps(inputs)}")
+    return "\n".join(lines) + "\n"
+
+
+def config_text(*, agent: Path, extra: str = "") -> str:
+    command = json.dumps([sys.executable, str(agent)])
+    return textwrap.dedent(
+        f"""\
+        [core]
+        max_parallel_checks = 2
+
+        [discovery]
+        exclude_dirs = [".eval-banana", ".git"]
+
+        [cache]
+        mode = "on"
+
+        [harness]
+        agent = "counter"
+        timeout_seconds = 60
+
+        # The model travels in a variable, not on the command line: only the key's own
+        # model component can tell two models apart.
+        [agents.counter]
+        command = {command}
+        model_flag = ""
+        model_env_vars = ["COUNTER_MODEL"]
+        reasoning_effort_flag = ["--effort", "{{effort}}"]
+
+        [agents.counter2]
+        command = {command}
+        model_flag = ""
+        model_env_vars = ["COUNTER_MODEL"]
+        reasoning_effort_flag = ["--effort", "{{effort}}"]
+        """
+    ) + textwrap.dedent(extra)
+
+
+class Project:
+    """A project on disk plus the log of agent starts; `run` returns the run's report."""
+
+    def __init__(self, *, root: Path, log: Path, eb: Callable[..., Any]) -> None:
+        self.root = root
+        self.log = log
+        self.eb = eb
+        self.last: Any = None
+
+    def write(self, files: dict[str, str]) -> None:
+        for relative, text in files.items():
+            path = self.root / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
+    def agent_starts(self) -> int:
+        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+
+    def run(self, *args: str, expect_exit: int = 0) -> dict[str, Any]:
+        self.last = self.eb("run", "--cwd", str(self.root), "--json", *args)
+        assert self.last.exit_code == expect_exit, self.last.stdout + self.last.stderr
+        report: dict[str, Any] = json.loads(self.last.stdout)
+        return report
+
+    def misses(self, *args: str, expect_exit: int = 0) -> set[str]:
+        """Run; return the ids of the checks that ran (were not answered from the cache)."""
+        report = self.run(*args, expect_exit=expect_exit)
+        return {c["check_id"] for c in report["checks"] if not cache_of(c).get("hit")}
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.root / ".eval-banana" / "cache"
+
+    def entries(self) -> list[Path]:
+        return sorted((self.cache_dir / "entries").glob("*/*.json"))
+
+
+def cache_of(check: dict[str, Any]) -> dict[str, Any]:
+    found = check.get("details", {}).get("cache")
+    return found if isinstance(found, dict) else {}
+
+
+def make_project(
+    *,
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    checks: dict[str, str],
+    files: dict[str, str],
+    extra_config: str = "",
+) -> Project:
+    log = tmp_path / "agent-starts.log"
+    agent = tmp_path / "counting_agent.py"
+    agent.write_text(AGENT.format(log=str(log)))
+    root = tmp_path / "proj"
+    project = Project(root=root, log=log, eb=eb)
+    project.write({".eval-banana/config.toml": config_text(agent=agent, extra=extra_config)})
+    project.write({f"eval_checks/{name}.yaml": text for name, text in checks.items()})
+    project.write(files)
+    return project

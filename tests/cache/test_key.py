@@ -1,0 +1,175 @@
+"""Each part of the verdict key matters, and nothing else does (docs/incremental.md).
+
+Every case runs the standard project (a judge reading docs/, a script check reading src/, a
+check without inputs), runs it again to see every verdict reused, makes one change, and runs
+once more: exactly the checks whose verdict could depend on the change run again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eval_banana.cache import components
+from tests.cache.rig import Project
+
+ALL = {"j", "d", "w"}
+Change = Callable[[Project, pytest.MonkeyPatch], list[str]]
+
+
+def edit(relative: str, text: str) -> Change:
+    def change(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        project.write({relative: text})
+        return []
+
+    return change
+
+
+def flags(*args: str) -> Change:
+    return lambda project, monkeypatch: list(args)
+
+
+def env(name: str, value: str) -> Change:
+    def change(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        monkeypatch.setenv(name, value)
+        return []
+
+    return change
+
+
+def touch_everything(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    for path in project.root.rglob("*"):
+        if path.is_file():
+            stamp = path.stat().st_mtime + 1000
+            os.utime(path, (stamp, stamp))
+    return []
+
+
+def edit_agent_template(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    config = project.root / ".eval-banana" / "config.toml"
+    text = config.read_text().replace(
+        "[agents.counter]\n", '[agents.counter]\nshared_flags = ["--print"]\n', 1
+    )
+    config.write_text(text)
+    return []
+
+
+def new_prompt_version(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setattr("eval_banana.harness.prompt.PROMPT_VERSION", "eb-judge-next")
+    return []
+
+
+def new_prompt_wording(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    # The exact prompt counts even when its version is (wrongly) left alone.
+    monkeypatch.setattr("eval_banana.harness.prompt.PREAMBLE", "You are a strict judge.")
+    return []
+
+
+def other_interpreter(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    fake = types.SimpleNamespace(
+        version_info=types.SimpleNamespace(major=3, minor=99, micro=0, releaselevel="final"),
+        implementation=sys.implementation,
+    )
+    monkeypatch.setattr(components, "sys", fake)
+    return []
+
+
+MISSES: list[tuple[str, Change, set[str]]] = [
+    # What a verdict depends on: each of these runs exactly the affected checks again.
+    ("a declared input file", edit("docs/guide.md", "# Guide, edited\n"), {"j", "w"}),
+    ("a new file matching inputs", edit("src/more.txt", "more\n"), {"d", "w"}),
+    (
+        "the check file",
+        edit(
+            "eval_checks/j.yaml",
+            'schema_version: 1\nid: j\ntype: harness_judge\ndescription: Judge j, reworded.\ninstructions: Judge it.\ninputs: ["docs/**"]\n',
+        ),
+        {"j", "w"},
+    ),
+    ("the referenced script", edit("scripts/check.py", "import sys\nprint('new')\n"), {"d", "w"}),
+    ("the agent", flags("--harness-agent", "counter2"), {"j"}),
+    ("the model", flags("--harness-model", "bigger-model"), {"j"}),
+    ("the reasoning effort", flags("--harness-reasoning-effort", "high"), {"j"}),
+    ("the command line template", edit_agent_template, {"j"}),
+    ("our prompt version", new_prompt_version, {"j"}),
+    ("our prompt wording", new_prompt_wording, {"j"}),
+    ("the interpreter version", other_interpreter, {"d", "w"}),
+    ("a let-through variable name appears", env("FEATURE_FLAG", "1"), ALL),
+    ("a base variable name appears", env("SSL_CERT_DIR", "/etc/ssl"), ALL),
+    ("a file outside every inputs", edit("README.md", "# Project, edited\n"), {"w"}),
+    # Nothing else: these reuse every verdict.
+    ("a variable that is not let through", env("SOME_UNRELATED_VARIABLE", "x"), set()),
+    ("modification times alone", touch_everything, set()),
+    (
+        "timeouts and parallelism",
+        flags(
+            "--check-timeout-seconds",
+            "77",
+            "--harness-timeout-seconds",
+            "99",
+            "--max-parallel-checks",
+            "1",
+        ),
+        set(),
+    ),
+    ("the output folder", flags("--output-dir", "elsewhere"), set()),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"), [(c, e) for _, c, e in MISSES], ids=[n for n, _, _ in MISSES]
+)
+def test_exactly_the_affected_checks_run_again(
+    standard: Project, monkeypatch: pytest.MonkeyPatch, change: Change, expected: set[str]
+) -> None:
+    standard.write(
+        {
+            ".eval-banana/config.toml": standard.root.joinpath(
+                ".eval-banana/config.toml"
+            ).read_text()
+            + '\n[execution]\nenv_allow = ["FEATURE_FLAG"]\n'
+        }
+    )
+    monkeypatch.delenv("FEATURE_FLAG", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    assert standard.misses() == ALL
+    assert standard.misses() == set()
+    starts = standard.agent_starts()
+    args = change(standard, monkeypatch)
+    assert standard.misses(*args) == expected
+    # A judge answered from the cache starts no agent.
+    assert standard.agent_starts() - starts == (1 if "j" in expected else 0)
+    # The new verdicts were stored: the same state again reuses everything.
+    assert standard.misses(*args) == set()
+
+
+def test_a_variable_value_never_counts(standard: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    standard.write(
+        {
+            ".eval-banana/config.toml": standard.root.joinpath(
+                ".eval-banana/config.toml"
+            ).read_text()
+            + '\n[execution]\nenv = "allowlist"\nenv_allow = ["FEATURE_FLAG"]\n'
+        }
+    )
+    monkeypatch.setenv("FEATURE_FLAG", "old value")
+    assert standard.misses() == ALL
+    monkeypatch.setenv("FEATURE_FLAG", "a new value, e.g. a rotated token")
+    assert standard.misses() == set()
+    monkeypatch.delenv("FEATURE_FLAG")
+    assert standard.misses() == ALL  # its name is gone: that counts
+
+
+def test_the_same_tree_in_another_folder_reuses_the_verdicts(
+    standard: Project, tmp_path: Path
+) -> None:
+    standard.run()
+    moved = tmp_path / "moved"
+    standard.root.rename(moved)
+    standard.root = moved
+    assert standard.misses() == set()  # the absolute project path is not part of the key

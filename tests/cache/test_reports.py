@@ -1,0 +1,79 @@
+"""A reused verdict says so everywhere: results, console, report.md, report.html, JUnit, scores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tests.cache.rig import Project
+from tests.gitrepo import commit_all, git
+
+
+def test_every_report_marks_reused_verdicts(standard: Project) -> None:
+    standard.run()
+    junit = standard.root / "junit.xml"
+    result = standard.eb("run", "--cwd", str(standard.root), "--junit-xml", str(junit))
+    assert result.exit_code == 0
+    assert "- j: passed (cached)" in result.stdout
+    assert "[1/3]" in result.stderr and "(cached)" in result.stderr
+    run_dir = Path(
+        result.stdout.split("Report: ", 1)[1].splitlines()[0].split(" (HTML: ")[0]
+    ).parent
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["cached_checks"] == 3
+    assert json.loads((run_dir / "stages/score.json").read_text())["cached_checks"] == 3
+    for check in report["checks"]:
+        stored = json.loads(
+            (run_dir / "checks" / f"{_stem(run_dir, check['check_id'])}.json").read_text()
+        )
+        assert stored["details"]["cache"]["hit"] is True
+    assert "| `j` | `harness_judge` | `passed` (cached) |" in (run_dir / "report.md").read_text()
+    html = (run_dir / "report.html").read_text()
+    assert "passed (cached)" in html and "3 cached" in html
+    properties = {
+        (case.get("name"), prop.get("name")): prop.get("value")
+        for case in ET.parse(junit).getroot().iter("testcase")
+        for prop in case.iter("property")
+    }
+    assert properties[("j", "cached")] == "true"
+    config = json.loads((run_dir / "stages/config.json").read_text())
+    assert config["settings"]["cache"]["mode"] == "on"
+
+
+def test_a_fresh_run_is_not_marked(standard: Project) -> None:
+    result = standard.eb("run", "--cwd", str(standard.root))
+    assert "(cached)" not in result.stdout + result.stderr
+    run_dir = Path(
+        result.stdout.split("Report: ", 1)[1].splitlines()[0].split(" (HTML: ")[0]
+    ).parent
+    assert "(cached)" not in (run_dir / "report.md").read_text()
+    assert json.loads((run_dir / "report.json").read_text())["cached_checks"] == 0
+
+
+def _stem(run_dir: Path, check_id: str) -> str:
+    plan = json.loads((run_dir / "stages/plan.json").read_text())
+    return str(next(c["stem"] for c in plan["checks"] if c["id"] == check_id))
+
+
+def test_cached_runs_and_incremental_listing_import_nothing_heavy(standard: Project) -> None:
+    # The everyday path stays light with the cache on: pydantic, jsonschema, rich and logging
+    # cost more start-up than a cached check (tests/test_record.py guards the plain commands).
+    git(standard.root, "init", "-q")
+    commit_all(standard.root)
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"root = {str(standard.root)!r}\n"
+        "codes = [main(['run', '--cwd', root]), main(['run', '--cwd', root]),\n"
+        "         main(['list', '--cwd', root, '--changed-since', 'HEAD', '--inputs'])]\n"
+        "heavy = ('pydantic', 'jsonschema', 'rich', 'logging', 'concurrent.futures')\n"
+        "print('HEAVY', sorted(m for m in heavy if m in sys.modules), codes)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "HEAVY [] [0, 0, 0]" in done.stdout, done.stdout + done.stderr
+    assert done.stdout.count("(cached)") == 3

@@ -1,0 +1,300 @@
+"""What is stored and reused, what never is, damaged entries, read-only, refresh, eviction."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval_banana.cache.entry import entry_problem
+from eval_banana.cache.store import CacheStore
+from tests.cache.rig import Project, cache_of, judge, make_project, script_check
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file below `folder` with its bytes and modification time (ns)."""
+    if not folder.exists():
+        return {}
+    return {
+        str(path.relative_to(folder)): (path.read_bytes(), path.stat().st_mtime_ns)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def entry_for(project: Project, check_id: str) -> Path:
+    (found,) = [p for p in project.entries() if json.loads(p.read_text())["check_id"] == check_id]
+    return found
+
+
+def test_off_is_the_default_and_leaves_no_cache(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    project = make_project(
+        tmp_path=tmp_path, eb=eb, checks={"w": script_check("w", script="pass\n")}, files={}
+    )
+    config = project.root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('mode = "on"', "# no mode: the default"))
+    report = project.run()
+    assert not project.cache_dir.exists()
+    assert "cache" not in report["checks"][0]["details"]
+    assert report["cached_checks"] == 0
+
+
+def test_failed_verdicts_are_stored_errors_never(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "says_no": judge("says_no", instructions="SCORE_ZERO please", inputs=[]),
+            "undecided": judge("undecided", instructions="NO_VERDICT please", inputs=[]),
+            # A script that does not compile is an error (a missing one refuses the whole run).
+            "missing_script": script_check("missing_script", script="x = (\n", inputs=[]),
+            "crashes": script_check("crashes", script="raise SystemExit(3)\n", inputs=[]),
+            "control": script_check(
+                "control", script="raise SystemExit(1)\n", inputs=[], expect="fail"
+            ),
+        },
+        files={},
+    )
+    first = {c["check_id"]: c for c in project.run(expect_exit=1)["checks"]}
+    assert first["says_no"]["status"] == "failed"
+    assert first["undecided"]["status"] == "error"
+    assert first["missing_script"]["status"] == "error"
+    assert first["crashes"]["status"] == "failed"
+    stored = {json.loads(path.read_text())["check_id"] for path in project.entries()}
+    assert stored == {"says_no", "crashes", "control"}
+    assert cache_of(first["undecided"]) == {
+        "hit": False,
+        "key": cache_of(first["undecided"])["key"],
+        "stored": False,
+    }
+    starts = project.agent_starts()
+    second = {c["check_id"]: c for c in project.run(expect_exit=1)["checks"]}
+    assert {k for k, c in second.items() if cache_of(c).get("hit")} == stored
+    assert project.agent_starts() - starts == 1  # only the judge that errored was asked again
+    assert second["says_no"]["status"] == "failed" and second["says_no"]["score"] == 0
+    assert second["crashes"]["exit_code"] == 3
+    # A control keeps both its judged status and what the check itself did.
+    assert (second["control"]["status"], second["control"]["observed_status"]) == (
+        "passed",
+        "failed",
+    )
+
+
+def test_a_reused_verdict_restores_the_run_folder(standard: Project) -> None:
+    first = standard.run()
+    second = standard.run()
+    first_dir, second_dir = Path(first["output_dir"]), Path(second["output_dir"])
+    for name in sorted(os.listdir(first_dir / "checks")):
+        original = first_dir / "checks" / name
+        if original.is_file() and not name.endswith(".json"):
+            assert (second_dir / "checks" / name).read_bytes() == original.read_bytes(), name
+    stem = next(c["stem"] for c in _plan(second_dir) if c["id"] == "d")
+    assert (second_dir / "checks" / stem / "evidence.txt").read_text() == "seen\n"
+    judged = next(c for c in second["checks"] if c["check_id"] == "j")
+    assert judged["details"]["cache"] == {
+        "hit": True,
+        "key": cache_of(judged)["key"],
+        "from_run_id": first["run_id"],
+        "stored_at": cache_of(judged)["stored_at"],
+    }
+    assert judged["details"]["usage"] is None  # no tokens spent on it in this run
+    assert judged["reason"] == "judged by the counting agent"
+    assert "thinking out loud" in judged["stderr"]
+
+
+def _plan(run_dir: Path) -> list[dict[str, Any]]:
+    checks: list[dict[str, Any]] = json.loads((run_dir / "stages" / "plan.json").read_text())[
+        "checks"
+    ]
+    return checks
+
+
+DAMAGE = {
+    "truncated": lambda entry, store: entry.write_bytes(entry.read_bytes()[:40]),
+    "not json": lambda entry, store: entry.write_text("this is not json"),
+    "schema-invalid": lambda entry, store: entry.write_text(
+        json.dumps({**json.loads(entry.read_text()), "schema_version": 2})
+    ),
+    "bad result": lambda entry, store: entry.write_text(
+        json.dumps(
+            {
+                **json.loads(entry.read_text()),
+                "result": {"status": "error", "score": 0, "observed_status": "error"},
+            }
+        )
+    ),
+    "foreign": lambda entry, store: entry.write_text(
+        json.dumps({**json.loads(entry.read_text()), "key": "sha256:" + "0" * 64})
+    ),
+    "blob missing": lambda entry, store: _blob(entry, store).unlink(),
+    "blob damaged": lambda entry, store: _blob(entry, store).write_bytes(b"tampered output\n"),
+}
+
+
+def _blob(entry: Path, store: CacheStore) -> Path:
+    files = json.loads(entry.read_text())["files"]
+    stdout = next(item for item in files if item["name"] == "stdout.txt")
+    return store.blob_path(sha256=stdout["sha256"])
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_entry_is_a_miss_with_one_warning(standard: Project, damage: str) -> None:
+    standard.run()
+    entry = entry_for(standard, "d")
+    DAMAGE[damage](entry, CacheStore(folder=standard.cache_dir, max_bytes=1 << 30))
+    report = standard.run()
+    ran = {c["check_id"] for c in report["checks"] if not cache_of(c).get("hit")}
+    assert ran == {"d"}
+    assert next(c for c in report["checks"] if c["check_id"] == "d")["status"] == "passed"
+    warnings = [
+        line for line in standard.last.stderr.splitlines() if "warning: Cache entry" in line
+    ]
+    assert len(warnings) == 1 and str(entry) in warnings[0], standard.last.stderr
+    assert [w["file"] for w in report["warnings"]] == [str(entry)]
+    # The check ran again and its fresh verdict replaced the damaged entry.
+    assert entry_problem(json.loads(entry.read_text())) is None
+    assert standard.misses() == set()
+
+
+def test_read_only_reuses_and_never_writes(standard: Project) -> None:
+    standard.run()
+    entry_for(standard, "w").write_text("damaged")
+    standard.write({"docs/guide.md": "# changed: the judge misses\n"})
+    before = snapshot(standard.cache_dir)
+    report = standard.run("--cache", "read-only")
+    assert {c["check_id"]: bool(cache_of(c).get("hit")) for c in report["checks"]} == {
+        "j": False,
+        "d": True,
+        "w": False,
+    }
+    assert snapshot(standard.cache_dir) == before  # no entry, blob, time stamp or folder
+
+
+def test_read_only_without_a_cache_creates_nothing(standard: Project) -> None:
+    standard.run("--cache", "read-only")
+    assert not standard.cache_dir.exists()
+
+
+def test_refresh_runs_everything_and_stores_it(standard: Project) -> None:
+    standard.run()
+    starts = standard.agent_starts()
+    refreshed = standard.run("--cache", "refresh")
+    assert not any(cache_of(c).get("hit") for c in refreshed["checks"])
+    assert standard.agent_starts() == starts + 1
+    reused = standard.run()
+    assert {cache_of(c)["from_run_id"] for c in reused["checks"]} == {refreshed["run_id"]}
+
+
+def test_the_mode_comes_from_the_environment_too(
+    standard: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVAL_BANANA_CACHE_MODE", "off")
+    standard.run()
+    assert not standard.cache_dir.exists()
+    config = json.loads((Path(standard.run()["output_dir"]) / "stages/config.json").read_text())
+    assert config["settings"]["cache"]["mode"] == "off"
+    assert config["sources"]["cache.mode"] == "env"
+
+
+def test_two_runs_storing_the_same_entries_at_once_leave_valid_entries(standard: Project) -> None:
+    argv = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(standard.root)]
+    processes = [
+        subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    for process in processes:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err.decode()
+    entries = standard.entries()
+    assert len(entries) == 3
+    for entry in entries:
+        assert entry_problem(json.loads(entry.read_text())) is None
+    assert not [p for p in standard.cache_dir.rglob("*.tmp")]
+    assert standard.misses() == set()
+
+
+# --- eviction --------------------------------------------------------------------------------
+
+
+def _put_entry(store: CacheStore, *, key_hex: str, blob: bytes, age: float) -> Path:
+    source = store.folder.parent / f"source-{key_hex}"
+    source.write_bytes(blob)
+    stored = store.put(source=source)
+    key = f"sha256:{key_hex * 64}"
+    store.write(
+        key=key,
+        document={
+            "key": key,
+            "files": [{"name": "stdout.txt", "sha256": stored.sha256, "size": stored.size}],
+        },
+    )
+    path = store.entry_path(key=key)
+    os.utime(path, (age, age))
+    return path
+
+
+def test_least_recently_used_entries_go_first_with_their_blobs(tmp_path: Path) -> None:
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=2_500_000)
+    store.folder.mkdir()
+    oldest = _put_entry(store, key_hex="a", blob=os.urandom(1_000_000), age=1000)
+    used = _put_entry(store, key_hex="b", blob=os.urandom(1_000_000), age=2000)
+    newest = _put_entry(store, key_hex="c", blob=os.urandom(1_000_000), age=3000)
+    shared = json.loads(newest.read_text())["files"][0]["sha256"]
+    store.touch(key="sha256:" + "b" * 64)  # a hit makes "b" the most recently used
+    freed = store.evict()
+    assert freed >= 1_000_000
+    assert not oldest.exists() and used.exists() and newest.exists()
+    blobs = sorted(p.name for p in (store.folder / "blobs").rglob("*") if p.is_file())
+    assert len(blobs) == 2 and shared.split(":")[1] in blobs
+    assert sum(p.stat().st_size for p in store.folder.rglob("*") if p.is_file()) <= 2_500_000
+
+
+def test_a_run_keeps_the_cache_folder_under_its_limit(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    noisy = "import os, sys\nsys.stdout.buffer.write(os.urandom(400_000).hex().encode())\n"
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={f"n{i}": script_check(f"n{i}", script=noisy, inputs=[]) for i in range(4)},
+        files={},
+        extra_config="",
+    )
+    config = project.root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('mode = "on"', 'mode = "on"\nmax_mb = 2'))
+    project.run("--max-parallel-checks", "1")
+    total = sum(p.stat().st_size for p in project.cache_dir.rglob("*") if p.is_file())
+    assert 0 < total <= 2 * 1024 * 1024
+    assert 1 <= len(project.entries()) < 4
+
+
+def test_rerunning_a_restored_check_never_writes_into_the_cache(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # Restored files are hard links to the cache's copies; a check run again in that folder
+    # must get fresh files, or its new output would overwrite the stored one.
+    noisy = "import os\nprint(os.urandom(16).hex())\n"
+    project = make_project(
+        tmp_path=tmp_path, eb=eb, checks={"t": script_check("t", script=noisy, inputs=[])}, files={}
+    )
+    project.run()
+    reused = project.run()
+    assert cache_of(reused["checks"][0])["hit"] is True
+    run_dir = reused["output_dir"]
+    assert eb("stage", "config", "--run-dir", run_dir, "--cache", "off").exit_code == 0
+    rerun = eb("stage", "execute", "--run-dir", run_dir)
+    assert rerun.exit_code == 0, rerun.stderr
+    result = json.loads(next(Path(run_dir, "checks").glob("t-*.json")).read_text())
+    assert "cache" not in result["details"]  # it really ran
+    again = project.run()
+    assert cache_of(again["checks"][0])["hit"] is True
+    assert again["warnings"] == [] and "warning" not in project.last.stderr
+    assert again["checks"][0]["stdout"] == reused["checks"][0]["stdout"]

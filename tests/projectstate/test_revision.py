@@ -1,0 +1,99 @@
+"""What differs between a git revision and the work tree, against real repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eval_banana.projectstate.git import NotARepository
+from eval_banana.projectstate.revision import UnknownRevision, changes_since
+from tests.gitrepo import commit_all, git, init_repo, write
+
+
+@pytest.fixture(autouse=True)
+def _no_repository_above(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+def repo(tmp_path: Path) -> Path:
+    return init_repo(
+        tmp_path / "repo",
+        {
+            ".gitignore": "out/\n",
+            "committed.txt": "1\n",
+            "staged.txt": "1\n",
+            "unstaged.txt": "1\n",
+            "deleted.txt": "1\n",
+            "same.txt": "1\n",
+            "sub/inner.txt": "1\n",
+        },
+    )
+
+
+def test_every_kind_of_change_since_a_revision_counts(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "committed.txt").write_text("2\n")
+    commit_all(root)
+    (root / "staged.txt").write_text("2\n")
+    git(root, "add", "staged.txt")
+    (root / "unstaged.txt").write_text("2\n")
+    (root / "deleted.txt").unlink()
+    write(root, {"untracked.txt": "new\n", "out/ignored.txt": "x\n"})
+    found = changes_since(root=str(root), revision=base)
+    assert found.commit == base
+    assert found.diff.changed == ("committed.txt", "staged.txt", "unstaged.txt")
+    assert found.diff.removed == ("deleted.txt",)
+    assert found.diff.added == ("untracked.txt",)
+    assert found.ignored == []
+    assert changes_since(root=str(root), revision=base, with_ignored=True).ignored == [
+        "out/ignored.txt"
+    ]
+
+
+def test_a_change_undone_and_a_touch_are_no_change(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    (root / "same.txt").write_text("2\n")
+    (root / "same.txt").write_text("1\n")
+    (root / "committed.txt").touch()
+    assert not changes_since(root=str(root), revision="HEAD").diff
+
+
+def test_prefixes_and_a_subfolder_root(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    (root / "sub/inner.txt").write_text("2\n")
+    (root / "committed.txt").write_text("2\n")
+    narrowed = changes_since(root=str(root), revision="HEAD", prefixes=["sub"])
+    assert narrowed.diff.changed == ("sub/inner.txt",)
+    inside = changes_since(root=str(root / "sub"), revision="HEAD")
+    assert inside.diff.changed == ("inner.txt",)
+    assert not changes_since(root=str(root), revision="HEAD", prefixes=[]).diff
+
+
+def test_eb_folders_never_count(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    write(root, {".eval-banana/results/r/report.json": "{}", "keep.txt": "k\n"})
+    found = changes_since(root=str(root), revision="HEAD", skip_folders=[".eval-banana/results"])
+    assert found.diff.added == ("keep.txt",)
+
+
+def test_unknown_revisions_and_plain_folders_are_refused(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    for bad in ("no-such-branch", "-x", "", "HEAD~5"):
+        with pytest.raises(UnknownRevision):
+            changes_since(root=str(root), revision=bad)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(NotARepository):
+        changes_since(root=str(plain), revision="HEAD")
+
+
+def test_many_prefixes_are_filtered_after_a_whole_tree_comparison(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {f"d{i:02d}/f.txt": "1\n" for i in range(40)})
+    for i in (3, 33):
+        (root / f"d{i:02d}/f.txt").write_text("2\n")
+    found = changes_since(
+        root=str(root), revision="HEAD", prefixes=[f"d{i:02d}" for i in range(30)]
+    )
+    assert found.diff.changed == ("d03/f.txt",)

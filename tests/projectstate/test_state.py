@@ -1,0 +1,243 @@
+"""The project state against real git repositories and plain folders: ids, file sets, digests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from eval_banana.projectstate.blobs import blob_id, file_blob_id
+from eval_banana.projectstate.patterns import InputPatterns
+from eval_banana.projectstate.state import ProjectState, read_project_state
+from tests.gitrepo import GIT, commit_all, git, hash_object, init_repo, write
+
+
+@pytest.fixture(autouse=True)
+def _no_repository_above(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "Not a git repository" must not depend on where the temporary folder happens to be.
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+FILES: dict[str, str | bytes] = {
+    "README.md": "# project\n",
+    "src/app.py": "print('hi')\n",
+    "src/lib/util.py": "x = 1\n",
+    "data/blob.bin": bytes(range(256)) * 40,
+    "empty.txt": "",
+    ".gitignore": "out/\n*.log\nnode_modules/\n",
+}
+
+
+def state(root: Path, **kwargs: object) -> ProjectState:
+    return read_project_state(root=root, **kwargs)  # type: ignore[arg-type]
+
+
+# --- blob ids ------------------------------------------------------------------------------
+
+
+def test_blob_ids_are_the_ids_git_computes(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    for relative in FILES:
+        assert file_blob_id(path=str(root / relative)) == hash_object(root, relative), relative
+    assert blob_id(data=b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+
+
+def test_a_large_file_is_hashed_in_blocks_to_the_same_id(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {"big.bin": os.urandom(9 * 1024 * 1024 + 7)})
+    assert file_blob_id(path=str(root / "big.bin")) == hash_object(root, "big.bin")
+
+
+def test_a_symbolic_link_counts_by_its_target_as_git_stores_it(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {"target.txt": "content\n"})
+    os.symlink("target.txt", root / "link")
+    commit_all(root)
+    listed = git(root, "ls-files", "-s", "link").split()[1]
+    assert state(root).files["link"] == listed == blob_id(data=b"target.txt")
+
+
+# --- git: what counts, and where ids come from ----------------------------------------------
+
+
+def test_committed_files_take_their_ids_from_the_index(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    found = state(root)
+    assert found.source == "git"
+    assert dict(found.files) == {rel: hash_object(root, rel) for rel in FILES}
+    # Told that a file is unchanged, git never looks at it, and neither do we: the id is the
+    # index's, proof that unchanged files are not read.
+    git(root, "update-index", "--assume-unchanged", "src/app.py")
+    (root / "src/app.py").write_text("print('changed without git noticing')\n")
+    assert state(root).files["src/app.py"] == found.files["src/app.py"]
+
+
+def test_staged_unstaged_untracked_ignored_deleted_and_renamed(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    (root / "src/app.py").write_text("print('staged')\n")
+    git(root, "add", "src/app.py")
+    (root / "README.md").write_text("# unstaged edit\n")
+    write(root, {"new.txt": "untracked\n", "out/result.json": "{}\n", "debug.log": "x\n"})
+    (root / "empty.txt").unlink()
+    git(root, "mv", "src/lib/util.py", "src/lib/helpers.py")
+    found = state(root)
+    files = dict(found.files)
+    assert files["src/app.py"] == hash_object(root, "src/app.py")
+    assert files["README.md"] == hash_object(root, "README.md")
+    assert files["new.txt"] == hash_object(root, "new.txt")
+    assert files["src/lib/helpers.py"] == hash_object(root, "src/lib/helpers.py")
+    for gone in ("empty.txt", "src/lib/util.py", "out/result.json", "debug.log"):
+        assert gone not in files, gone
+    assert found.ignored == []  # only listed when asked for
+    with_ignored = state(root, include_ignored=True)
+    assert with_ignored.ignored == ["debug.log", "out/result.json"]
+    assert dict(with_ignored.files) == files
+
+
+def test_the_same_content_has_the_same_id_whatever_git_thinks_of_it(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {"committed.txt": "same bytes\n"})
+    write(root, {"untracked.txt": "same bytes\n", "staged.txt": "same bytes\n"})
+    git(root, "add", "staged.txt")
+    (root / "modified.txt").write_text("other\n")
+    commit_all(root)
+    (root / "modified.txt").write_text("same bytes\n")
+    write(root, {"untracked.txt": "same bytes\n"})
+    ids = state(root).files
+    assert len({ids[name] for name in ("committed.txt", "staged.txt", "modified.txt")}) == 1
+    assert ids["untracked.txt"] == ids["committed.txt"]
+
+
+def test_a_touched_file_keeps_its_id_and_the_digest(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    before = state(root)
+    stamp = (root / "src/app.py").stat().st_mtime + 100
+    os.utime(root / "src/app.py", (stamp, stamp))
+    assert git(root, "diff-files", "--name-only") == "src/app.py\n"  # git sees it as stat-dirty
+    after = state(root)
+    assert after.digest() == before.digest()
+    assert not before.diff(after)
+
+
+def test_eb_folders_and_a_subfolder_root(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {"proj/a.txt": "a\n", "other/b.txt": "b\n"})
+    write(root, {"proj/.eval-banana/results/r1/report.json": "{}", "proj/cache/x/e.json": "{}"})
+    found = state(root / "proj", skip_folders=[".eval-banana/results", root / "proj" / "cache"])
+    assert dict(found.files) == {"a.txt": hash_object(root, "proj/a.txt")}
+
+
+def test_a_submodule_counts_by_the_commit_it_records(tmp_path: Path) -> None:
+    inner = init_repo(tmp_path / "inner", {"x.txt": "x\n"})
+    root = init_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    git(root, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(inner), "sub")
+    commit_all(root)
+    assert state(root).files["sub"] == git(inner, "rev-parse", "HEAD").strip()
+
+
+def test_a_merge_conflict_is_read_from_the_work_tree(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {"f.txt": "base\n"})
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "f.txt").write_text("other\n")
+    commit_all(root)
+    git(root, "checkout", "-q", "-")
+    (root / "f.txt").write_text("mine\n")
+    commit_all(root)
+    assert git_allowing_failure(root, "merge", "-q", "other") != 0  # a conflict
+    assert state(root).files["f.txt"] == hash_object(root, "f.txt")
+
+
+def git_allowing_failure(root: Path, *args: str) -> int:
+    return subprocess.run([*GIT, *args], cwd=root, capture_output=True).returncode
+
+
+# --- outside git ----------------------------------------------------------------------------
+
+
+def test_a_plain_folder_is_walked_outside_the_excluded_folders(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    write(
+        root,
+        {
+            "a.txt": "a\n",
+            "sub/b.txt": "b\n",
+            "node_modules/pkg/index.js": "x",
+            "deep/node_modules/y.js": "y",
+            ".eval-banana/cache/entries/aa/k.json": "{}",
+        },
+    )
+    os.symlink("a.txt", root / "link")
+    found = state(root, excluded_names=["node_modules"], skip_folders=[".eval-banana/cache"])
+    assert found.source == "walk"
+    assert sorted(found.files) == ["a.txt", "link", "sub/b.txt"]
+    assert found.files["a.txt"] == blob_id(data=b"a\n")
+    assert found.files["link"] == blob_id(data=b"a.txt")
+
+
+# --- digests, subsets, diffs ----------------------------------------------------------------
+
+
+def test_digest_and_subsets_follow_content_only(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    first = state(root)
+    patterns = InputPatterns(["src/**", "!src/lib/**"])
+    assert first.select(patterns=patterns) == ["src/app.py"]
+    sub = first.digest_of(paths=first.select(patterns=patterns))
+    (root / "src/lib/util.py").write_text("x = 2\n")  # outside the subset
+    second = state(root)
+    assert second.digest_of(paths=second.select(patterns=patterns)) == sub
+    assert second.digest() != first.digest()
+    (root / "src/app.py").write_text("print('bye')\n")
+    third = state(root)
+    assert third.digest_of(paths=third.select(patterns=patterns)) != sub
+
+
+def test_diff_names_added_removed_and_changed_paths(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    before = state(root)
+    (root / "src/app.py").write_text("changed\n")
+    (root / "README.md").unlink()
+    write(root, {"added.txt": "new\n"})
+    diff = before.diff(state(root))
+    assert diff.added == ("added.txt",)
+    assert diff.removed == ("README.md",)
+    assert diff.changed == ("src/app.py",)
+    assert diff.paths == {"added.txt", "README.md", "src/app.py"}
+
+
+def test_prefixes_narrow_the_state_in_git_and_outside(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    write(root, {"src/new.py": "n\n"})
+    assert sorted(state(root, prefixes=["src/lib", "README.md"]).files) == [
+        "README.md",
+        "src/lib/util.py",
+    ]
+    plain = tmp_path / "plain"
+    write(plain, {k: v for k, v in FILES.items()})
+    assert sorted(state(plain, prefixes=["src/lib", "README.md"]).files) == [
+        "README.md",
+        "src/lib/util.py",
+    ]
+    assert len(state(root, prefixes=[])) == 0
+
+
+def test_ignored_files_are_selectable_but_outside_the_state(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    write(root, {"out/r.json": "{}\n", "node_modules/m/x.json": "{}\n"})
+    found = state(root, include_ignored=True, excluded_names=["node_modules"])
+    assert "out/r.json" not in found.files
+    assert found.select(patterns=InputPatterns(["**/*.json"])) == ["out/r.json"]
+    assert found.select(patterns=InputPatterns(["**/*.json"]), include_ignored=False) == []
+    assert found.id_of("out/r.json") == hash_object(root, "out/r.json")
+
+
+def test_many_prefixes_give_the_same_state_as_few(tmp_path: Path) -> None:
+    # Past git.MAX_PATHSPECS the whole tree is asked for and filtered: the answer is the same.
+    files: dict[str, str | bytes] = {f"d{i:02d}/f.txt": f"{i}\n" for i in range(40)}
+    root = init_repo(tmp_path / "repo", {**files, ".gitignore": "out/\n"})
+    write(root, {"d03/new.txt": "n\n", "d05/out/x.json": "{}", "elsewhere.txt": "e\n"})
+    (root / "d04/f.txt").write_text("edited\n")
+    many = [f"d{i:02d}" for i in range(30)]
+    wide = state(root, prefixes=many, include_ignored=True)
+    narrow = [state(root, prefixes=[p], include_ignored=True) for p in many]
+    assert dict(wide.files) == {k: v for part in narrow for k, v in part.files.items()}
+    assert "elsewhere.txt" not in wide.files and "d35/f.txt" not in wide.files
+    assert wide.ignored == ["d05/out/x.json"]
