@@ -1,0 +1,1 @@
+"""Judges that cannot touch the project: change detection and disposable copies."""

@@ -1,0 +1,212 @@
+"""Disposable copies of a project for one judge: made, run in, compared and removed.
+
+Two ways, the faster first:
+- **overlay**: where eb runs as root on Linux with `unshare` and overlayfs, the judge runs in a
+  private mount namespace where an overlay of the project folder is mounted. The copy costs no
+  file copying; everything the judge writes lands in an upper folder that is the exact list of
+  its changes; the mount vanishes with the judge's last process, even if eb is killed.
+- **copy**: elsewhere, the project's files (the file set of its state) are copied into a
+  temporary folder, cloned copy-on-write where the file system can (FICLONE), several files at
+  a time; what the judge changed is found by comparing the copy with the project afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import filecmp
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+Method = Literal["overlay", "copy"]
+_FICLONE = 0x40049409
+_COPY_THREADS = 8
+_OVERLAY_SCRIPT = (
+    'mount -t overlay eb-isolation -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" '
+    '&& cd "$4" && shift 4 && exec "$@"'
+)
+_overlay_usable: bool | None = None
+_overlay_lock = threading.Lock()
+
+
+class Change(NamedTuple):
+    path: str  # root-relative, POSIX
+    kind: Literal["added", "changed", "removed"]
+
+
+def _probe_overlay() -> bool:
+    """Whether this process can mount an overlay in a private mount namespace (once a process)."""
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        return False
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    scratch = Path(tempfile.mkdtemp(prefix="eb-overlay-probe-"))
+    try:
+        for name in ("lower", "upper", "work", "merged"):
+            (scratch / name).mkdir()
+        (scratch / "lower" / "f").write_text("x")
+        done = subprocess.run(
+            [
+                "unshare", "--mount", "--propagation", "private", "--",
+                "sh", "-c", _OVERLAY_SCRIPT, "eb-probe",
+                *(str(scratch / n) for n in ("lower", "upper", "work", "merged")),
+                "cat", "f",
+            ],
+            capture_output=True, stdin=subprocess.DEVNULL, timeout=20,
+        )  # fmt: skip
+        return done.returncode == 0 and done.stdout == b"x"
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def overlay_usable() -> bool:
+    global _overlay_usable
+    with _overlay_lock:
+        if _overlay_usable is None:
+            _overlay_usable = _probe_overlay()
+        return _overlay_usable
+
+
+class Workspace:
+    """One judge's copy of the project."""
+
+    def __init__(self, *, root: Path, scratch: Path, method: Method, paths: Sequence[str]) -> None:
+        self.root = root
+        self.scratch = scratch
+        self.method = method
+        self._paths = paths
+        self._set = frozenset(paths)
+
+    @property
+    def path(self) -> Path:
+        """Where the judge sees the project (its working folder)."""
+        return self.scratch / ("merged" if self.method == "overlay" else "project")
+
+    @property
+    def cwd(self) -> Path:
+        """The folder the judge's process starts in (the overlay enters `path` itself)."""
+        return self.scratch if self.method == "overlay" else self.path
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """The command line that runs `argv` inside this copy."""
+        if self.method != "overlay":
+            return list(argv)
+        layers = [str(self.root), *(str(self.scratch / n) for n in ("upper", "work", "merged"))]
+        return [
+            "unshare", "--mount", "--propagation", "private", "--",
+            "sh", "-c", _OVERLAY_SCRIPT, "eb-isolation", *layers, *argv,
+        ]  # fmt: skip
+
+    def changes(self) -> list[Change]:
+        """What the judge added, changed or removed, relative to the project, in path order."""
+        found = self._overlay_changes() if self.method == "overlay" else self._copy_changes()
+        return sorted(found)
+
+    def _overlay_changes(self) -> Iterator[Change]:
+        upper = self.scratch / "upper"
+        for folder, dirs, files in os.walk(upper):
+            relative_folder = os.path.relpath(folder, upper)
+            for name in [*dirs, *files]:
+                full = os.path.join(folder, name)
+                relative = name if relative_folder == "." else f"{relative_folder}/{name}"
+                info = os.lstat(full)
+                if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:  # a whiteout: removed
+                    yield Change(path=relative, kind="removed")
+                elif not stat.S_ISDIR(info.st_mode):
+                    exists = os.path.lexists(self.root / relative)
+                    yield Change(path=relative, kind="changed" if exists else "added")
+
+    def _copy_changes(self) -> Iterator[Change]:
+        copy = self.path
+        seen: set[str] = set()
+        for folder, _, files in os.walk(copy):
+            relative_folder = os.path.relpath(folder, copy)
+            for name in files:
+                relative = name if relative_folder == "." else f"{relative_folder}/{name}"
+                relative = relative.replace(os.sep, "/")
+                seen.add(relative)
+                original = self.root / relative
+                if not os.path.lexists(original) or relative not in self._set:
+                    yield Change(path=relative, kind="added")
+                elif not _same(original, Path(folder) / name):
+                    yield Change(path=relative, kind="changed")
+        for relative in self._paths:
+            if relative not in seen:
+                yield Change(path=relative, kind="removed")
+
+    def remove(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _same(left: Path, right: Path) -> bool:
+    try:
+        if os.path.islink(left) or os.path.islink(right):
+            return os.path.islink(left) and os.readlink(left) == os.readlink(right)
+        return filecmp.cmp(left, right, shallow=False)
+    except OSError:
+        return False
+
+
+def _clone_file(*, source: Path, target: Path) -> None:
+    """Copy one file: a symlink as a symlink; a file cloned copy-on-write where possible."""
+    if source.is_symlink():
+        os.symlink(os.readlink(source), target)
+        return
+    with source.open("rb") as src, target.open("wb") as dst:
+        try:
+            import fcntl
+
+            fcntl.ioctl(dst.fileno(), _FICLONE, src.fileno())
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
+                raise
+            shutil.copyfileobj(src, dst, 1 << 20)
+    shutil.copymode(source, target)
+
+
+def _copy_files(*, root: Path, target: Path, paths: Iterable[str]) -> None:
+    listed = list(paths)
+    for folder in sorted({os.path.dirname(path) for path in listed}):
+        (target / folder).mkdir(parents=True, exist_ok=True)
+
+    def one(relative: str) -> None:
+        with contextlib.suppress(FileNotFoundError):  # gone since the state was read
+            _clone_file(source=root / relative, target=target / relative)
+
+    with ThreadPoolExecutor(max_workers=_COPY_THREADS) as pool:
+        for _ in pool.map(one, listed):
+            pass
+
+
+def make_workspace(
+    *, root: Path, paths: Sequence[str], method: Method | None = None, prefix: str = "eb-judge-"
+) -> Workspace:
+    """A fresh copy of the project at `root` (`paths`: its file set, for a file copy)."""
+    chosen: Method = method or ("overlay" if overlay_usable() else "copy")
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    if scratch.resolve().is_relative_to(root.resolve()):
+        # An overlay's upper folder may not lie inside its lower one; a copy inside the project
+        # would be part of it. Temporary files belong outside the project.
+        chosen = "copy" if chosen == "overlay" else chosen
+    workspace = Workspace(root=root, scratch=scratch, method=chosen, paths=paths)
+    try:
+        if chosen == "overlay":
+            for name in ("upper", "work", "merged"):
+                (scratch / name).mkdir()
+        else:
+            workspace.path.mkdir()
+            _copy_files(root=root, target=workspace.path, paths=paths)
+    except BaseException:
+        workspace.remove()
+        raise
+    return workspace

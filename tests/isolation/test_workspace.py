@@ -1,0 +1,97 @@
+"""Disposable copies of a project: made, run in, compared, removed; the project never touched."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from eval_banana.isolation.watch import TreeWatcher
+from eval_banana.isolation.workspace import Change, make_workspace, overlay_usable
+
+EDIT = "echo x >> README.md; rm gone.txt; mkdir -p src/deep; echo n > src/deep/new.txt; ln -s README.md link"
+
+
+def _project(root: Path) -> list[str]:
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("a = 1\n")
+    (root / "README.md").write_text("read me\n")
+    (root / "gone.txt").write_text("soon gone\n")
+    (root / "tool.sh").write_text("#!/bin/sh\n")
+    os.chmod(root / "tool.sh", 0o755)
+    return ["README.md", "gone.txt", "src/a.py", "tool.sh"]
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+METHODS = ["copy", "overlay"] if overlay_usable() else ["copy"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_judge_s_edits_stay_in_its_copy_and_are_listed(tmp_path: Path, method: str) -> None:
+    root = tmp_path / "project"
+    paths = _project(root)
+    before = _snapshot(root)
+    workspace = make_workspace(root=root, paths=paths, method=method)  # type: ignore[arg-type]
+    try:
+        assert workspace.method == method
+        seen = subprocess.run(
+            workspace.wrap(["sh", "-c", f"cat README.md; test -x tool.sh && echo exec; {EDIT}"]),
+            cwd=workspace.cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert seen.stdout == "read me\nexec\n"
+        assert workspace.changes() == [
+            Change(path="README.md", kind="changed"),
+            Change(path="gone.txt", kind="removed"),
+            Change(path="link", kind="added"),
+            Change(path="src/deep/new.txt", kind="added"),
+        ]
+    finally:
+        workspace.remove()
+    assert _snapshot(root) == before
+    assert not workspace.scratch.exists()
+
+
+def test_a_copy_holds_only_the_listed_files(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    _project(root)
+    (root / "ignored.log").write_text("not part of the state\n")
+    workspace = make_workspace(root=root, paths=["README.md", "src/a.py"], method="copy")
+    try:
+        assert sorted(_snapshot(workspace.path)) == ["README.md", "src/a.py"]
+        assert workspace.changes() == []
+    finally:
+        workspace.remove()
+
+
+def test_the_watcher_reports_what_was_touched_since_the_last_look(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "x.txt").write_text("1")
+    (root / "b.txt").write_text("2")
+    watcher = TreeWatcher.open(root=str(root), folders=["a"])
+    assert watcher is not None
+    try:
+        assert watcher.touched() == set()
+        (root / "a" / "x.txt").write_text("changed")
+        (root / "b.txt").unlink()
+        (root / "new" / "deeper").mkdir(parents=True)
+        (root / "new" / "deeper" / "n.txt").write_text("n")
+        assert watcher.touched() == {"a/x.txt", "b.txt", "new/deeper/n.txt"}
+        (root / "new" / "deeper" / "later.txt").write_text("watched since it appeared")
+        os.rename(root / "a", root / "a2")
+        assert watcher.touched() == {"new/deeper/later.txt", "a", "a2", "a2/x.txt"}
+        assert watcher.touched() == set()
+    finally:
+        watcher.close()
