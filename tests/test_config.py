@@ -181,6 +181,17 @@ PRECEDENCE = [
         ["C"],
     ),
     ("cache.mode", '"on"', "on", "read-only", "read-only", ["--cache", "refresh"], "refresh"),
+    ("harness.isolation", '"copy"', "copy", "off", "off", ["--isolation", "detect"], "detect"),
+    ("harness.isolation_ignore", '["a/**"]', ["a/**"], None, None, ["b/**"], ["b/**"]),
+    (
+        "execution.isolation",
+        '"detect"',
+        "detect",
+        "copy",
+        "copy",
+        ["--execution-isolation", "off"],
+        "off",
+    ),
     ("cache.dir", '"c1"', "c1", "c2", "c2", ["--cache-dir", "c3"], "c3"),
     ("cache.max_mb", "10", 10, "20", 20, 30, 30),
 ]

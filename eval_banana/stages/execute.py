@@ -47,12 +47,13 @@ from eval_banana.results import (
 )
 from eval_banana.retries import run_attempts
 from eval_banana.runners import orphans, runner_for
-from eval_banana.runners.base import RunContext
+from eval_banana.runners.base import ProjectView, RunContext
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
 if TYPE_CHECKING:
     from eval_banana.cache.session import CacheSession
+    from eval_banana.isolation.session import IsolationSession
 
 logger = Logger("eval_banana.stages.execute")
 
@@ -259,6 +260,17 @@ def _open_cache(
     )
 
 
+def _open_isolation(*, config: ConfigDoc, plan: PlanDoc) -> IsolationSession | None:
+    """The run's judge isolation (and checks', if asked), when some planned check has it."""
+    from eval_banana.isolation.modes import isolates_any
+
+    if not isolates_any(config=config, plan=plan):
+        return None
+    from eval_banana.isolation.session import IsolationSession
+
+    return IsolationSession.open(config=config, plan=plan)
+
+
 def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
     """Remove a check's output files from an earlier execution in this run folder.
 
@@ -311,6 +323,7 @@ def execute(
     )
 
     cache = _open_cache(config=config, plan=plan, guard=guard, run_dir=run_dir, environ=environ)
+    isolation = _open_isolation(config=config, plan=plan)
 
     def run_check(check: PlannedCheck) -> tuple[CheckResult, bool]:
         """One check's result, and whether it never started (a stop, or maxfail reached)."""
@@ -334,9 +347,17 @@ def execute(
             report_tokens=fuses.report_tokens,
             report_cost=fuses.report_cost,
         )
-        result = run_attempts(
-            ctx=ctx, run_once=_run_one, retries=retries, write_result=write_check_result
-        )
+
+        def run_in(view: ProjectView | None) -> CheckResult:
+            here = ctx if view is None else ctx.model_copy(update={"view": view})
+            return run_attempts(
+                ctx=here, run_once=_run_one, retries=retries, write_result=write_check_result
+            )
+
+        if isolation is None:
+            result = run_in(None)
+        else:
+            result = isolation.run(check=check, key=check.stem, run_in=run_in)
         halt.count(result=result)
         if redactor:
             result = redact_check(
@@ -375,6 +396,8 @@ def execute(
                 _run_pool(count=len(checks), workers=workers, task=task, cancel=cancel, stop=stop)
         finally:
             orphans.end_run()
+            if isolation is not None:
+                isolation.close()
     _follow(cancel=cancel, stop=stop)
     if cache is not None:
         cache.finish()
