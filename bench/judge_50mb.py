@@ -1,4 +1,4 @@
-"""Time and memory of verdict extraction on a large stream-json output (B-135).
+"""Time and memory of verdict extraction on a large stream-json output.
 
 Usage: python bench/judge_50mb.py [--mb 50]
 Writes a synthetic claude stream (assistant events full of braces, then a terminal result

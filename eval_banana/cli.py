@@ -1,7 +1,7 @@
 """The `eb` command line: argparse over the stage functions (one module per subcommand).
 
 This is the one place where exceptions become messages and exit codes:
-0 passed / ok, 1 the run did not pass, 2 setup or usage error, 3 aborted (D-3).
+0 passed / ok, 1 the run did not pass, 2 setup or usage error, 3 aborted.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _report_error(exc: EvalBananaError, *, as_json: bool, command: str | None) -
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `eb` and `eval-banana`; returns the process exit code."""
     raw = list(argv if argv is not None else sys.argv[1:])
-    # Known before parsing, so a bad flag next to --json still gets a JSON error (D-17).
+    # Known before parsing, so a bad flag next to --json still gets a JSON error.
     as_json = "--json" in raw
     command = next((arg for arg in raw if not arg.startswith("-")), None)
     try:

@@ -1,7 +1,7 @@
-"""Human output: progress on stderr while checks run, the run summary on stdout (B-161).
+"""Human output: progress on stderr while checks run, the run summary on stdout.
 
 On a terminal both are rendered with rich; otherwise they are plain lines (no ANSI codes, no
-wrapping) so CI logs and pipes get exactly the contract's text.
+wrapping) so CI logs and pipes get exactly eval-banana's text.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def _write_lines(*, lines: list[str], stream: TextIO | None) -> None:
             out.write("\n".join(lines) + "\n")
             out.flush()
     except BrokenPipeError:
-        # The reports are already on disk (B-150 [improve]); a closed stdout changes nothing.
+        # The reports were written before the summary; a closed stdout changes nothing.
         if stream is None:
             _silence_stdout()
 

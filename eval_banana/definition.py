@@ -1,4 +1,4 @@
-"""One check file: bytes -> YAML -> validated definition, and its v1 digest (B-57..B-71, B-176).
+"""One check file: bytes -> YAML -> validated definition, and its v1 digest.
 
 A definition is the normalized mapping the pydantic check models produce (`model_dump`). The
 common case is normalized by `eval_banana.checkfast` without importing pydantic (~70 ms of
@@ -24,7 +24,7 @@ _DIGEST_PREFIX = b"eval-banana/check-definition-sha256/v1\x00"
 
 
 class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
-    """Safe loader that refuses repeated mapping keys (B-60 [improve])."""
+    """Safe loader that refuses repeated mapping keys (eval-banana kept the last value silently)."""
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -67,7 +67,7 @@ _StrictLoader.add_constructor(
 
 
 def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
-    """Decode and parse one check file; raise DefinitionError with the contract's texts."""
+    """Decode and parse one check file; raise DefinitionError with eval-banana's texts."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -231,7 +231,7 @@ def load_definition(*, data: bytes, path: Path | str) -> dict[str, Any]:
 
 
 class FrozenScript(NamedTuple):
-    """A referenced script as read once: its bytes, or why it is unavailable (B-93)."""
+    """A referenced script as read once: its bytes, or why it is unavailable."""
 
     path: Path
     data: bytes | None
@@ -255,7 +255,10 @@ def _component(*, name: bytes, content: bytes) -> bytes:
 
 
 def definition_digest(*, yaml_bytes: bytes, frozen: FrozenScript | None) -> str:
-    """The v1 framed digest of B-176: definition bytes, then the referenced script if any."""
+    """The v1 framed digest eval-banana reports, byte for byte.
+
+    The definition bytes, then the referenced script if any.
+    """
     digest = hashlib.sha256(_DIGEST_PREFIX)
     digest.update(_component(name=b"definition.yaml", content=yaml_bytes))
     if frozen is not None:
@@ -267,7 +270,10 @@ def definition_digest(*, yaml_bytes: bytes, frozen: FrozenScript | None) -> str:
 
 
 def compute_check_definition_sha256(*, source_path: Path) -> str:
-    """The `check_definition_sha256` that `eb run` reports for this check file (B-174, B-175)."""
+    """The `check_definition_sha256` that `eb run` reports for this check file.
+
+    See docs/compatibility.md#definition-digest.
+    """
     resolved = Path(source_path).resolve()
     data = resolved.read_bytes()
     try:

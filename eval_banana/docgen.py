@@ -240,7 +240,7 @@ def _normalize(text: str, *, root: str) -> str:
         return "<run_id>"
 
     text = text.replace(root, "<project>")
-    # A check's private temp folder (B-100) shows in tracebacks: its name is random.
+    # A check's private temp folder shows in tracebacks: its name is random.
     text = _TEMP_DIR.sub(r"<tmp>/\1_<random>/", text)
     return _VOLATILE.sub(repl, text)
 

@@ -1,4 +1,4 @@
-"""The environment children start from: inherited whole, or an allowlist (D-7, B-209, B-199)."""
+"""The environment children start from: inherited whole, or an allowlist."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run-level fuses (issue 6, D-4, D-5): judge-token and judge-cost budgets, a wall-clock limit.
+"""Run-level fuses: judge-token and judge-cost budgets, a wall-clock limit.
 
 A fuse never judges a check: when one trips it only stops the run through the StopSignal, so
 no new check starts, running ones are ended and the unrun ones are recorded as not run.

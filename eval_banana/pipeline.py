@@ -1,7 +1,7 @@
 """`eb run`: the seven stages chained in one process, every stage file still written.
 
 Each step hands its document to the next in memory (no re-reading) and records the digest of
-the file it wrote, so downstream files name their inputs exactly (pipeline.md).
+the file it wrote, so downstream files name their inputs exactly.
 """
 
 from __future__ import annotations

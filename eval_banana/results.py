@@ -9,7 +9,7 @@ from typing import Any, Literal
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import AbortReason, PlannedCheck
 
-# How each abort reason reads after `Stopped: ` / `Not run: ` (D-4).
+# How each abort reason reads after `Stopped: ` / `Not run: `.
 STOP_REASON_TEXT: dict[str, str] = {
     "interrupt": "interrupted",
     "run_timeout": "run timeout reached",
@@ -44,7 +44,7 @@ def utc_now() -> datetime:
 
 
 def iso(moment: datetime) -> str:
-    """ISO-8601 UTC with microseconds and `+00:00` (B-155), also when microseconds are 0."""
+    """eval-banana's ISO-8601 UTC: microseconds and `+00:00`, also when microseconds are 0."""
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
@@ -68,7 +68,7 @@ def build_result(
     exit_code: int | None = None,
     details: dict[str, Any] | None = None,
 ) -> CheckResult:
-    """One result for `check`, identity fields copied from the plan (B-156, B-98)."""
+    """One result for `check`, identity fields copied from the plan."""
     done = completed if completed is not None else utc_now()
     definition = check.definition
     tags = definition.get("tags") or []
@@ -92,7 +92,7 @@ def build_result(
         exit_code=exit_code,
         details=dict(details or {}),
         expect=expect,
-        # What the check itself reached; the judged `status` may differ for controls (D-11).
+        # What the check itself reached; the judged `status` may differ for controls.
         observed_status=status,
     )
 
@@ -125,12 +125,12 @@ def error_result(
 
 
 def stopped_detail(*, cancel: threading.Event) -> str:
-    """`Stopped: <reason>` for a check that was running when the run stopped (D-4)."""
+    """`Stopped: <reason>` for a check that was running when the run stopped."""
     return f"Stopped: {STOP_REASON_TEXT[stop_reason(cancel=cancel)]}"
 
 
 def not_run_result(*, check: PlannedCheck, cancel: threading.Event) -> CheckResult:
-    """A check the stopped run never started: error, `Not run: <reason>`, details.not_run (D-4)."""
+    """A check the stopped run never started: error, `Not run: <reason>`, details.not_run."""
     moment = utc_now()
     return error_result(
         check=check,
@@ -160,7 +160,7 @@ def held_back_result(*, check: PlannedCheck, maxfail: int) -> CheckResult:
 
 
 def judge_expectation(*, result: CheckResult) -> CheckResult:
-    """D-11, applied once to every result: a control (expect: fail) passes only on a real failure.
+    """Applied once to every result: a control (expect: fail) passes only on a real failure.
 
     `observed_status` keeps what the check itself reached; `status` and `score` become the
     judged outcome. An `error` (a timeout, a stop, a crash) never satisfies a control.
@@ -179,5 +179,5 @@ def judge_expectation(*, result: CheckResult) -> CheckResult:
 
 
 def exception_result(*, check: PlannedCheck, started: datetime, exc: BaseException) -> CheckResult:
-    """B-97 [improve]: an exception escaping a runner becomes this check's error result."""
+    """An exception escaping a runner becomes this check's error result."""
     return error_result(check=check, started=started, error_detail=f"{type(exc).__name__}: {exc}")

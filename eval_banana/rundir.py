@@ -11,14 +11,14 @@ from eval_banana.models.stages import ConfigDoc
 
 
 def new_run_id() -> str:
-    """`<UTC YYYYMMDD_HHMMSS>_<8 hex>` (B-94)."""
+    """`<UTC YYYYMMDD_HHMMSS>_<8 hex>`, as eval-banana names run folders."""
     now = datetime.now(UTC).strftime("%Y%m%d_%H%M%S")
     # 32 random bits, as uuid4().hex[:8] gives, without importing uuid (it loads platform).
     return f"{now}_{os.urandom(4).hex()}"
 
 
 def output_base(*, config: ConfigDoc) -> Path:
-    """The configured output folder, joined to the project root when relative (B-12)."""
+    """The configured output folder, joined to the project root when relative."""
     configured = config.settings.core.output_dir
     return Path(config.project_root) / configured if configured else Path(config.project_root)
 
@@ -52,7 +52,7 @@ def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:
     """Create the run folder (and its checks/), refusing anything that would overwrite."""
     base = output_base(config=config)
     if flat_output:
-        # A trailing slash must not let a symlink through (B-151).
+        # A trailing slash must not let a symlink through.
         exact = Path(str(base).rstrip("/") or "/")
         _refuse_flat(exact=exact)
         run_dir = exact.resolve()

@@ -1,4 +1,4 @@
-"""Import-compatible home of the public digest API (B-174)."""
+"""Import-compatible home of the public digest API (docs/compatibility.md#definition-digest)."""
 
 from eval_banana.definition import compute_check_definition_sha256
 

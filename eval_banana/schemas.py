@@ -120,7 +120,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
 
 
 def schema_names() -> list[str]:
-    """Names `eb schema` accepts (D-2); a bare stage name is an alias of stages/<stage>."""
+    """Names `eb schema` accepts; a bare stage name is an alias of stages/<stage>."""
     return sorted(schema_builders())
 
 

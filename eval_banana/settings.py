@@ -24,17 +24,17 @@ from eval_banana.models.record import Record
 from eval_banana.projectstate.patterns import pattern_problem
 
 SettingKind = Literal[
-    "path",  # string; an empty env value is an error (B-22 improve), empty CLI = project root
+    "path",  # string; an empty env value is an error, empty CLI = project root
     "optional_path",  # string; empty (env or CLI) means unset
-    "threshold",  # number in [0.0, 1.0], booleans and NaN refused (B-14 improve)
+    "threshold",  # number in [0.0, 1.0], booleans and NaN refused
     "integer",  # any integer (booleans refused)
-    "positive_integer",  # integer >= 1 (B-16, B-25)
+    "positive_integer",  # integer >= 1
     "non_negative_integer",  # integer >= 0, 0 meaning "no limit"
     "count",  # integer >= 0, 0 meaning "none"
     "non_negative_number",  # finite number >= 0, 0 meaning "no limit" (booleans refused)
-    "optional_string",  # harness strings: empty means unset (B-17, B-22, B-32)
-    "string_list",  # TOML list of strings, replaced as a whole (B-10, B-11)
-    "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated (D-7)
+    "optional_string",  # harness strings: empty means unset
+    "string_list",  # TOML list of strings, replaced as a whole
+    "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated
     "string_table",  # TOML table of string -> string
     "choice",  # one of the spec's `choices`
     "glob_list",  # TOML list of project-relative glob patterns (the rules of a check's inputs)
@@ -77,7 +77,7 @@ class SettingSpec(NamedTuple):
     commands: tuple[str, ...]  # commands whose parser gets `flag`
     help: str
     metavar: str | None = None
-    # The label used in file errors when the anchor's exact text names it this way (B-16, B-18).
+    # The label used in file errors when eval-banana's exact text names it this way.
     toml_label: str | None = None
     choices: tuple[str, ...] = ()  # kind "choice": the values it takes, the default first
 
@@ -446,7 +446,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     for section in SECTIONS
     if section != "agents"
 }
-# Keys the anchor accepted in [core] and ignored (B-20); we accept them with one warning.
+# Keys eval-banana accepted in [core] and ignored; we accept them with one warning.
 LEGACY_CORE_KEYS: tuple[str, ...] = (
     "deterministic_timeout_seconds",
     "llm_timeout_seconds",
@@ -466,14 +466,15 @@ def show(value: object) -> str:
 
 
 def _integer(value: object) -> int:
-    # bool is an int subclass in Python; a TOML `true` is not a number (B-14/B-16 improve).
+    # bool is an int subclass in Python; a TOML `true` is not a number.
     if isinstance(value, bool) or not isinstance(value, int):
         raise SettingValueError("must be an integer")
     return value
 
 
 def _parse_integer_text(text: str, reason: str) -> int:
-    # int() semantics (whitespace, '+', '_' separators) as the anchor reads B-25 variables.
+    # int() semantics (whitespace, '+', '_' separators), as eval-banana reads integer variables
+    # (docs/compatibility.md#configuration).
     try:
         return int(text)
     except ValueError:
@@ -593,7 +594,7 @@ def coerce_text(*, spec: SettingSpec, text: str) -> object:
             raise SettingValueError("must be a non-negative number (0 means no limit)") from None
         return coerce_typed(spec=spec, value=number)
     if kind == "name_list":
-        # Comma-separated (D-7); blanks around items and empty items are dropped.
+        # Comma-separated; blanks around items and empty items are dropped.
         return _names([item.strip() for item in text.split(",") if item.strip()])
     return coerce_typed(spec=spec, value=text)
 

@@ -17,7 +17,7 @@ from eval_banana.stagecheck import inconsistency
 __all__ = ["STAGE_INPUTS", "STAGE_MODELS", "read_stage", "stage_digest", "upstream_digests"]
 from eval_banana.stages import STAGE_NAMES, stage_path
 
-# Which upstream stage files each stage reads (pipeline.md).
+# Which upstream stage files each stage reads.
 STAGE_INPUTS: dict[str, tuple[str, ...]] = {
     "config": (),
     "discover": ("config",),

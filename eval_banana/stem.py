@@ -1,4 +1,4 @@
-"""The safe artifact file stem of a check id (B-154)."""
+"""The safe artifact file stem of a check id (docs/compatibility.md#artifact-stem)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fail-closed path assertions on JSON/YAML data (the `assertions` check type, D-12..D-15)."""
+"""Fail-closed path assertions on JSON/YAML data (the `assertions` check type)."""
 
 from eval_banana.assertions.evaluate import (
     MAX_ARTIFACT_BYTES,

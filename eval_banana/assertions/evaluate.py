@@ -1,4 +1,4 @@
-"""Reading an artifact and evaluating assertions on it; every undecidable case fails (B-191)."""
+"""Reading an artifact and evaluating assertions on it; every undecidable case fails."""
 
 from __future__ import annotations
 
@@ -299,7 +299,7 @@ def evaluate_all(*, document: Any, assertions: Sequence[AssertionLike]) -> list[
 
 
 def fail_all(*, assertions: Sequence[AssertionLike], problem: str) -> list[AssertionOutcome]:
-    """Every assertion fails with the same reason (missing or unusable artifact, D-15)."""
+    """Every assertion fails with the same reason (missing or unusable artifact)."""
     outcomes = []
     for assertion in assertions:
         name = headline(

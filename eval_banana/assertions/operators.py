@@ -1,4 +1,4 @@
-"""The six assertion operators (D-13, D-14) on JSON data; each returns None or why it failed."""
+"""The six assertion operators on JSON data; each returns None or why it failed."""
 
 from __future__ import annotations
 

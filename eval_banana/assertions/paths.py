@@ -1,4 +1,4 @@
-"""Assertion paths (D-12): parsing text into segments, and rendering concrete locations."""
+"""Assertion paths: parsing text into segments, and rendering concrete locations."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ Segment = Key | Index | Each
 
 
 class PathSyntaxError(ValueError):
-    """A path that breaks D-12; always a definition error, never a failed assertion."""
+    """A path that breaks the path syntax; always a definition error, never a failed assertion."""
 
 
 def _fail(*, text: str, at: int, problem: str) -> PathSyntaxError:
@@ -82,7 +82,7 @@ def parse_path(*, text: str) -> tuple[Segment, ...]:
         if key:
             segments.append(Key(key))
         elif not (first and position < length and text[position] == "["):
-            # Brackets may stand alone only at the very start (D-12).
+            # Brackets may stand alone only at the very start.
             raise _fail(text=text, at=start, problem="empty segment")
         while position < length and text[position] == "[":
             segment, position = _parse_bracket(text=text, start=position)
@@ -119,7 +119,7 @@ def describe_location(*, segments: tuple[Segment, ...] | list[Segment]) -> str:
 
 
 class ArtifactPathError(ValueError):
-    """An artifact path that is empty, absolute, or escapes the project root (D-15)."""
+    """An artifact path that is empty, absolute, or escapes the project root."""
 
 
 def check_artifact_path(*, text: str) -> str:

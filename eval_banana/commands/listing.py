@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
         config=config, discovered=discovered, inputs={}, contents=contents, require_scripts=False
     )
     plan = outcome.plan
-    # An empty selection lists nothing and is not an error here (B-79).
+    # An empty selection lists nothing and is not an error here, as in eval-banana
+    # (docs/compatibility.md#validation-and-selection).
     if not plan.ok and [problem.message for problem in plan.errors] != [NO_CHECKS]:
         outcome.raise_if_failed()
     details: dict[str, list[str]] = {}

@@ -1,4 +1,4 @@
-"""`eb schema NAME`: print one published JSON Schema (D-2)."""
+"""`eb schema NAME`: print one published JSON Schema."""
 
 from __future__ import annotations
 

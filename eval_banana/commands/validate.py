@@ -1,4 +1,4 @@
-"""`eb validate`: green only when `eb run` could start (B-82, B-83 [improve], D-9)."""
+"""`eb validate`: green only when `eb run` could start."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The agent's argv (B-120, B-122, D-22, D-23) and environment (B-125), and the B-128 size check."""
+"""The agent's argv and environment, and the check that the prompt fits in one argument."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _prompt_args(*, template: AgentTemplate, prompt: str) -> list[str]:
 def build_argv(
     *, template: AgentTemplate, prompt: str, model: str | None, effort: str | None
 ) -> list[str]:
-    """B-120: command, [prompt], shared flags, model flag, effort tokens, [prompt]."""
+    """eval-banana's order: command, [prompt], shared flags, model flag, effort tokens, [prompt]."""
     argv = list(template.command)
     if template.prompt_position == "after_command":
         argv += _prompt_args(template=template, prompt=prompt)
@@ -77,7 +77,7 @@ def build_env(
     project_root: Path,
     agent: str,
 ) -> dict[str, str]:
-    """B-125's layering; `fixed_env` (ours, D-24) sits right after the template's provider_env."""
+    """eval-banana's layering; `fixed_env` (ours) sits right after the template's provider_env."""
     env = dict(base_env)
     env["CI"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
@@ -95,7 +95,7 @@ def build_env(
 
 
 def prompt_size_problem(*, prompt: str) -> str | None:
-    """B-128: the prompt cannot travel as one argument; the text to report, or None."""
+    """The prompt cannot travel as one argument; the text to report, or None."""
     size = len(prompt.encode("utf-8"))
     if sys.platform.startswith("linux") and size + 1 > ARG_STRLEN_LIMIT:
         return (

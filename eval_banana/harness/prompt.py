@@ -1,4 +1,4 @@
-"""The judge prompt (B-118): our preamble, the fixed format line, description and instructions."""
+"""The judge prompt: our preamble, the fixed format line, description and instructions."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ PREAMBLE = (
     "this form:"
 )
 # Protocol: the format line is fixed. It is deliberately not valid JSON ("0 or 1"), so an agent
-# that echoes the prompt back cannot supply a verdict by accident (B-132).
+# that echoes the prompt back cannot supply a verdict by accident.
 FORMAT_LINE = '{"score": 0 or 1, "reason": "<one or two sentences>"}'
 
 

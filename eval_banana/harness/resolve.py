@@ -1,4 +1,4 @@
-"""Effective harness values (B-114..B-116): which agent, model, effort and timeout a judge uses."""
+"""Effective harness values: which agent, model, effort and timeout a judge uses."""
 
 from __future__ import annotations
 
@@ -40,14 +40,14 @@ def resolve_harness(*, settings: Settings) -> ResolvedHarness | None:
 
 
 def effective_model(*, harness: ResolvedHarness, check_model: object) -> str | None:
-    """B-115: a non-empty check `model` wins over `[harness] model` and the template default."""
+    """A non-empty check `model` wins over `[harness] model` and the template default."""
     return _blank_to_none(check_model) or harness.model
 
 
 def injection_problem(
     *, template: AgentTemplate, agent: str, model: str | None, effort: str | None
 ) -> str | None:
-    """B-116's "cannot inject" text, or None when the model and effort can reach the agent."""
+    """eval-banana's "cannot inject" text, or None when the model and effort can reach the agent."""
     parts: list[str] = []
     can_take_model = bool(template.model_flag and template.model_flag.strip()) or any(
         name.strip() for name in template.model_env_vars

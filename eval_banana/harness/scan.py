@@ -1,4 +1,4 @@
-"""Step B (B-130, B-131, B-134, B-135): the last valid `{"score": 0|1, ...}` object in a text.
+"""Step B: the last valid `{"score": 0|1, ...}` object in a text.
 
 Every `{` is a candidate start and is decoded on its own with the C JSON decoder, so string
 state is decided per candidate (a stray `"` in prose cannot hide a later verdict). Linear time:
@@ -52,7 +52,7 @@ _NOT_A_VERDICT = "not a verdict"
 def classify(obj: dict[str, Any]) -> Verdict | str:
     """A verdict, or that this object with a `score` key is not one (see `rejection`)."""
     score = obj["score"]
-    # JSON integers only: true/false/1.0 are rejected (the contract's [improve] of B-131).
+    # JSON integers only: true/false/1.0 are rejected (eval-banana also took them).
     if type(score) is not int or score not in (0, 1):
         return _NOT_A_VERDICT
     reason = obj.get("reason")

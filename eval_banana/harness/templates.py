@@ -1,4 +1,4 @@
-"""Built-in agent templates and the `[agents.<name>]` rules (B-35..B-39, B-121, D-21..D-26)."""
+"""Built-in agent templates and the `[agents.<name>]` rules."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ BUILTIN_TEMPLATES: dict[str, AgentTemplate] = {
         default_model="gpt-5.6-sol",
         reasoning_effort="high",
         reasoning_effort_flag=["-c", "model_reasoning_effort={effort}"],
-        output_dialect="codex",  # D-26: stdout holds only the final message
+        output_dialect="codex",  # stdout holds only the final message
     ),
     "gemini": AgentTemplate(
         command=["gemini"],
         shared_flags=["--approval-mode", "yolo", "--output-format", "stream-json"],
         prompt_flag="-p",
         model_flag="--model",
-        # D-24: headless gemini refuses an untrusted folder (exit 55) without this.
+        # Headless gemini refuses an untrusted folder (exit 55) without this.
         fixed_env={"GEMINI_CLI_TRUST_WORKSPACE": "true"},
         output_dialect="gemini",
     ),
@@ -67,10 +67,10 @@ BUILTIN_TEMPLATES: dict[str, AgentTemplate] = {
         prompt_flag="-t",
         model_flag=None,
         model_env_vars=["LLM_MODEL"],
-        output_dialect="openhands",  # D-25: verdict from the finish action's message
+        output_dialect="openhands",  # verdict from the finish action's message
     ),
     "opencode": AgentTemplate(
-        # D-22: bare `opencode P` opens the interactive UI with P as a folder.
+        # Bare `opencode P` opens the interactive UI with P as a folder.
         command=["opencode", "run"],
         # Parallel judges would share one SQLite file and fail with "database is locked"; a
         # judge's session is never reused, so each run keeps its own in memory.
@@ -81,7 +81,7 @@ BUILTIN_TEMPLATES: dict[str, AgentTemplate] = {
     ),
     "pi": AgentTemplate(
         command=["pi", "--print", "--no-session"],
-        model_flag="--model",  # D-23
+        model_flag="--model",  # eval-banana's pi template had none
         reasoning_effort_flag=["--thinking", "{effort}"],
         output_dialect="text",
     ),
@@ -95,7 +95,7 @@ _LIST_FIELDS: tuple[str, ...] = (
 )
 _STRING_FIELDS: tuple[str, ...] = ("prompt_flag", "model_flag", "default_model", "reasoning_effort")
 _TABLE_FIELDS: tuple[str, ...] = ("provider_env", "fixed_env")
-# The contract's ten fields, plus two of ours that the config schema also lists: `fixed_env`
+# eval-banana's ten fields, plus two of ours that the config schema also lists: `fixed_env`
 # (variables set verbatim after provider_env) and `output_dialect` (which verdict parser).
 ALLOWED_KEYS: frozenset[str] = frozenset(
     (*_LIST_FIELDS, *_STRING_FIELDS, "prompt_position", *_TABLE_FIELDS, "output_dialect")
@@ -111,7 +111,7 @@ def _is_str_list(value: object) -> bool:
 
 
 def _validate_table(*, name: str, table: Mapping[str, Any], config_path: str) -> None:
-    """Apply B-38 rules 2..7 (and B-39's empty-command refusal) to one table, in order."""
+    """Apply eval-banana's `[agents.<name>]` checks and our empty-command refusal, in order."""
     where = f"agents.{name}"
     unknown = sorted(key for key in table if key not in ALLOWED_KEYS)
     if unknown:
@@ -188,7 +188,7 @@ def _validate_table(*, name: str, table: Mapping[str, Any], config_path: str) ->
 
 
 def merge_table(*, name: str, table: Mapping[str, Any]) -> AgentTemplate:
-    """B-36: start from the built-in (or blank) template and replace only the keys written."""
+    """Start from the built-in (or blank) template and replace only the keys written."""
     base = BUILTIN_TEMPLATES.get(name) or AgentTemplate()
     update: dict[str, Any] = {}
     for key, value in table.items():
@@ -204,7 +204,7 @@ def merge_table(*, name: str, table: Mapping[str, Any]) -> AgentTemplate:
 
 
 def parse_agent_tables(*, raw: object, config_path: str) -> dict[str, AgentTemplate]:
-    """Validate the raw `[agents]` TOML value (B-38) and return each table merged (B-36)."""
+    """Validate the raw `[agents]` TOML value and return each table merged."""
     if not isinstance(raw, dict):
         raise _fail(
             message="[agents] must be a TOML table",
@@ -227,7 +227,7 @@ def parse_agent_tables(*, raw: object, config_path: str) -> dict[str, AgentTempl
 
 
 def resolve_template(*, name: str, custom: Mapping[str, AgentTemplate]) -> AgentTemplate:
-    """B-114: the `[agents.<name>]` table first, then the built-ins, else a ConfigError."""
+    """The `[agents.<name>]` table first, then the built-ins, else a ConfigError."""
     if name in custom:
         return custom[name].model_copy(deep=True)
     if name in BUILTIN_TEMPLATES:

@@ -1,4 +1,4 @@
-"""Tokens a judge reported about itself (D-5), read per dialect as agents.md documents them."""
+"""Tokens a judge reported about itself, read per dialect as docs/agents.md describes them."""
 
 from __future__ import annotations
 

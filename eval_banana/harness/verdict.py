@@ -1,4 +1,4 @@
-"""Read a judge's verdict from its stdout file, one parser per output dialect (D-20, B-129..B-136).
+"""Read a judge's verdict from its stdout file, one parser per output dialect.
 
 Every dialect reads the file in bounded memory, whatever the agent printed. `claude`, `text` and
 `codex` read it backwards from the end, since only the newest result event counts, and scan it
@@ -43,7 +43,7 @@ def _loads_object(line: str) -> dict[str, Any] | None:
 
 
 def _newest_result_event(text: str) -> dict[str, Any] | None:
-    """B-129/B-133: the last line that is a JSON object with `"type": "result"`."""
+    """The last line that is a JSON object with `"type": "result"`."""
     newest: dict[str, Any] | None = None
     pos = 0
     while True:
@@ -60,7 +60,7 @@ def _newest_result_event(text: str) -> dict[str, Any] | None:
 
 
 def _from_result_event(event: dict[str, Any]) -> Extraction:
-    """Step A, improved by B-133: only the newest result event counts, and it must succeed."""
+    """Step A, stricter than eval-banana: only the newest result event counts; it must succeed."""
     if event.get("subtype") != "success" or event.get("is_error") is not False:
         return Extraction(
             verdict=None,
@@ -81,7 +81,7 @@ def _from_result_event(event: dict[str, Any]) -> Extraction:
 
 
 def extract_from_text(text: str) -> Extraction:
-    """The contract's two steps: the newest result event if there is one, else Step B."""
+    """Two steps, as in eval-banana: the newest result event if there is one, else Step B."""
     event = _newest_result_event(text)
     if event is not None:
         return _from_result_event(event)
@@ -142,7 +142,7 @@ def lines_from_end(
 
 
 def _newest_result_event_in_file(path: Path) -> dict[str, Any] | None:
-    """B-129/B-133 over a file: read from the end, so a result event on the last line (the
+    """The newest result event of a file: read from the end, so a result event on the last line (the
     normal case) is found without reading megabytes of transcript before it."""
     for line in lines_from_end(path=path, max_line=MAX_EVENT_LINE):
         if b'"result"' in line:
@@ -157,13 +157,13 @@ def _claude(path: Path) -> Extraction:
     newest = _newest_result_event_in_file(path)
     if newest is not None:
         return _from_result_event(newest)
-    # No result event at all (the agent stopped early): the contract's Step B over stdout.
+    # No result event at all (the agent stopped early): Step B over stdout.
     scanned = scan_file(path)
     return Extraction(verdict=scanned.verdict, problem=scanned.problem)
 
 
 def _gemini(path: Path) -> Extraction:
-    """D-24/B-136: join the assistant `message` deltas; an unsuccessful `result` is no verdict."""
+    """gemini: join the assistant `message` deltas; an unsuccessful `result` is no verdict."""
     # The answer can be long: its deltas go to a streaming scan, not into one string.
     answer = StreamScanner()
     result: dict[str, Any] | None = None
@@ -226,7 +226,7 @@ _OPENHANDS_ERRORS = ("ConversationErrorEvent", "AgentErrorEvent")
 
 
 def _openhands(path: Path) -> Extraction:
-    """D-25: JSON event lines among plain lines; the verdict is in the last finish message."""
+    """openhands: JSON event lines among plain lines; the verdict is in the last finish message."""
     answer: str | None = None
     error: dict[str, Any] | None = None
     for line in _lines(path):

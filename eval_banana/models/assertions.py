@@ -1,4 +1,4 @@
-"""The `assertions` check type: path assertions on a JSON or YAML artifact (D-12..D-15)."""
+"""The `assertions` check type: path assertions on a JSON or YAML artifact."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ class DeterministicCheck(CheckBase):
             raise PydanticCustomError(
                 "script_choice", "exactly one of script or script_path must be set"
             )
-        # A blank script would be a vacuous pass (W3.1): never accept it.
+        # A blank script would be a vacuous pass: never accept it.
         if not (getattr(self, given[0]) or "").strip():
             raise PydanticCustomError("blank", "{field} must be non-empty", {"field": given[0]})
         return self

@@ -37,7 +37,7 @@ def type_description(name: str) -> str:
 
 
 def _require_int_one(value: Any) -> Any:
-    # Only the integer 1 counts: the anchor's lax `true` / `1.0` are rejected (B-68).
+    # Only the integer 1 counts: eval-banana's lax `true` / `1.0` are rejected.
     if type(value) is not int or value != 1:
         raise PydanticCustomError("schema_version", "Input should be 1")
     return value
@@ -75,7 +75,7 @@ class CheckBase(BaseModel):
     ]
     id: str = Field(
         description="Unique id across the project; letters, digits, '_' and '-'.",
-        # Surrounding whitespace is stripped (B-69), so editors must accept it too.
+        # Surrounding whitespace is stripped (as eval-banana does), so editors must accept it too.
         json_schema_extra={"pattern": r"^\s*[a-zA-Z0-9_-]+\s*$"},
     )
     description: str = Field(

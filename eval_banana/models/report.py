@@ -1,4 +1,4 @@
-"""`report.json`: the run's report (B-155), the single source of `schemas/report.schema.json`."""
+"""`report.json`: the run's report, the single source of `schemas/report.schema.json`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from eval_banana.models.stages import (
 
 
 class ReportJson(Record):
-    """Keys and order are the eval-banana contract; the trailing keys are our additions."""
+    """Keys and order are eval-banana's, exactly; the trailing keys are our additions."""
 
     model_config = {"extra": "allow"}
 

@@ -10,7 +10,7 @@ Status = Literal["passed", "failed", "error"]
 
 
 class CheckResult(Record):
-    """Keys and order are the eval-banana contract (B-156); trailing keys are ours."""
+    """Keys and order are eval-banana's, exactly; trailing keys are ours."""
 
     model_config = {"extra": "forbid"}
 

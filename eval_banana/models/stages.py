@@ -1,4 +1,4 @@
-"""Stage documents: each stage writes one, every one shares the envelope of pipeline.md."""
+"""Stage documents: each stage writes one, every one shares the same envelope."""
 
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ class ExecuteDoc(StageEnvelope):
     env_policy: str = "inherit"
     tokens_used: int | None = Field(
         default=None,
-        description="Judge tokens the agents reported (token fuse, D-5); null if none reported.",
+        description="Judge tokens the agents reported (for the token fuse); null if none reported.",
     )
     cost_usd: float | None = Field(
         default=None,
@@ -251,7 +251,7 @@ class ScoreDoc(StageEnvelope):
     not_run_checks: int = 0
     aborted_by: AbortReason | None = None
     status: Literal["passed", "failed", "aborted"]
-    control_checks: int = Field(default=0, description="Checks with expect: fail (D-11).")
+    control_checks: int = Field(default=0, description="Checks with expect: fail.")
     controls_met: int = Field(
         default=0, description="Control checks whose seeded defect was caught (status passed)."
     )

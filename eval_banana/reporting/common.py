@@ -29,13 +29,13 @@ def check_relpath(*, check: Check, project_root: str) -> str:
 
 
 def is_not_run(*, check: Check) -> bool:
-    """D-4: a check the stopped run never started."""
+    """A check the stopped run never started."""
     details = check.get("details")
     return isinstance(details, dict) and details.get("not_run") is True
 
 
 def is_control(*, check: Check) -> bool:
-    """D-11: a control check expects its own check to fail."""
+    """A control check expects its own check to fail."""
     return check.get("expect") == "fail"
 
 

@@ -1,4 +1,4 @@
-"""Read-only git observation for the result document (B-165, B-166).
+"""Read-only git observation for the result document: commits and the dirty-tree digest.
 
 Every command runs with the null device as stdin, no optional locks (an observer must not
 rewrite the index), and its output is streamed into the digest instead of held in memory.

@@ -1,4 +1,4 @@
-"""report.html: one self-contained page over a finished run (D-19: nothing from the network).
+"""report.html: one self-contained page over a finished run (nothing from the network).
 
 The table rows are rendered here (readable without JavaScript), failures first, each with its
 reason on one line; each check's details live in one JSON blob and are turned into DOM only

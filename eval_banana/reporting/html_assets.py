@@ -1,4 +1,4 @@
-"""The inline stylesheet and script of report.html (no network: D-19).
+"""The inline stylesheet and script of report.html (nothing loaded from the network).
 
 Kept as Python strings so the wheel needs no extra package data. The script renders a check's
 details only when its row is expanded (from the JSON blob in the page), and filters by toggling
@@ -7,7 +7,7 @@ one class per row, so a 2,000-check report stays light.
 
 from __future__ import annotations
 
-# Only inline styles and scripts, nothing from anywhere else: the browser enforces D-19 too.
+# Only inline styles and scripts, nothing from anywhere else: the browser enforces that too.
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
     "img-src data:; base-uri 'none'; form-action 'none'"

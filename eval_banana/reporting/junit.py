@@ -1,4 +1,4 @@
-"""JUnit XML from a finished report.json object (D-16).
+"""JUnit XML from a finished report.json object.
 
 Written with the standard library's `xml.etree.ElementTree`: the format is a handful of
 elements and attributes, ElementTree escapes text and attribute values correctly, and the one
@@ -27,13 +27,13 @@ from eval_banana.reporting.common import (
 from eval_banana.retries import attempt_count
 
 SUITE_NAME = "eval-banana"
-# report.json already bounds stdout to 2000 characters; stderr may be longer (B-159 is optional),
+# report.json already bounds stdout to 2000 characters; stderr may be longer,
 # and a CI server renders every byte of system-err, so it is bounded here too.
 _STDERR_LIMIT = 8000
 
 
 def classname(*, check: Check, project_root: str) -> str:
-    """The check file's project-relative path without extension, `/` replaced by `.` (D-16)."""
+    """The check file's project-relative path without extension, `/` replaced by `.`."""
     relative = PurePosixPath(check_relpath(check=check, project_root=project_root))
     return relative.with_suffix("").as_posix().lstrip("/").replace("/", ".")
 

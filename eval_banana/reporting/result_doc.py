@@ -1,4 +1,4 @@
-"""The `--result-out` result document (B-164..B-172, with the [improve] fixes).
+"""The `--result-out` result document (docs/compatibility.md#result-document).
 
 The document is a stamped envelope around a run: which commit and tree it saw, what it decided,
 and — when a report exists — each check's outcome. It is written for every failure after option
@@ -34,7 +34,7 @@ def symlink_refusal(*, shown: str) -> str:
 
 
 def check_result_target(*, path: Path, shown: str | None = None) -> None:
-    """Refuse a symlink PATH, a directory PATH, or a parent that cannot be a folder (B-170, B-172).
+    """Refuse a symlink PATH, a directory PATH, or a parent that cannot be a folder.
 
     Called before the config is loaded, so a refusal never follows a finished run.
     """
@@ -88,7 +88,7 @@ def parse_provenance_fields(*, values: list[str]) -> dict[str, str]:
 
 
 def build_provenance(*, attempt: str | None, fields: dict[str, str]) -> dict[str, str | None]:
-    """`attempt` first, then the fields in order; a field named `attempt` overrides it (B-168)."""
+    """`attempt` first, then the fields in order; a field named `attempt` overrides it."""
     provenance: dict[str, str | None] = {"attempt": attempt}
     provenance.update(fields)
     return provenance
@@ -126,7 +126,7 @@ def build_result_document(
     produced_at: datetime | None = None,
     tool: str = DISTRIBUTION,
 ) -> dict[str, Any]:
-    """The document object, keys in the contract's order (B-167)."""
+    """The document object, keys in eval-banana's order (docs/compatibility.md#result-document)."""
     checks: list[dict[str, Any]] = list(report.get("checks", [])) if report else []
     passed = bool(report.get("run_passed")) if (report and status == "completed") else False
     moment = produced_at if produced_at is not None else datetime.now(UTC)

@@ -82,7 +82,7 @@ def _effective(
     try:
         settings = load().settings
         threshold, agent = float(settings.core.pass_threshold), settings.harness.agent
-    except Exception:  # the config never loaded: B-167 falls back to the flags
+    except Exception:  # the config never loaded: fall back to the flags
         threshold = _float_or(cli_values.get("core.pass_threshold"), 1.0)
         agent = cli_values.get("harness.agent")
     if report is not None:

@@ -20,7 +20,7 @@ def _definition_problem(*, exc: ValidationError) -> str:
 
 
 def run_assertions(ctx: RunContext) -> CheckResult:
-    """Read the artifact under the project root and require every assertion to hold (D-13, D-15)."""
+    """Read the artifact under the project root and require every assertion to hold."""
     started = utc_now()
     try:
         check = AssertionsCheck.model_validate(ctx.check.definition)

@@ -1,4 +1,4 @@
-"""Deterministic checks: run a Python script, exit 0 passes (B-99..B-113, D-6)."""
+"""Deterministic checks: run a Python script, exit 0 passes."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ CONTEXT_NAME = "context.json"
 
 
 class _LaunchError(Exception):
-    """A setup/launch failure whose message is the result's error_detail (B-110)."""
+    """A setup/launch failure whose message is the result's error_detail."""
 
 
 def context_json(*, ctx: RunContext, output_dir: Path) -> str:
-    """The exact context.json text of B-104: five keys in order, indent 2, ASCII, no newline."""
+    """eval-banana's exact context.json text: five keys in order, indent 2, ASCII, no newline."""
     document = {
         "check_id": ctx.check.id,
         "description": ctx.check.description,
@@ -48,7 +48,7 @@ def _timeout_seconds(*, ctx: RunContext) -> int:
 
 
 def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]:
-    """Write the script into `tmp` and return the command line (B-101, B-102)."""
+    """Write the script into `tmp` and return the command line."""
     check = ctx.check
     script = check.definition.get("script")
     if script is not None:
@@ -61,7 +61,7 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
     if not check.snapshot or not check.script_path:
         raise _LaunchError(f"No frozen script recorded in the plan for check '{check.id}'")
     referenced = tmp / REFERENCED_NAME
-    # The frozen bytes, never the live file: what runs is what the digest names (B-102).
+    # The frozen bytes, never the live file: what runs is what the digest names.
     frozen = (ctx.run_dir / check.snapshot).read_bytes()
     referenced.write_bytes(frozen)
     _refuse_uncompilable(source=frozen, logical=check.script_path, shown=check.script_path)
@@ -91,7 +91,7 @@ def _refuse_uncompilable(*, source: str | bytes, logical: str, shown: str) -> No
 
 
 def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
-    """Prepare the private temp dir, run the script, and always remove the temp dir (B-100)."""
+    """Prepare the private temp dir, run the script, and always remove the temp dir."""
     tmp = Path(tempfile.mkdtemp(prefix=f"{ctx.stem}_"))
     try:
         context_path = tmp / CONTEXT_NAME
@@ -126,11 +126,11 @@ def _remove_private_dir(tmp: Path) -> None:
 def _outcome_result(
     *, ctx: RunContext, started: datetime, outcome: ProcessOutcome, details: dict[str, Any]
 ) -> CheckResult:
-    """Map a finished process to a result (B-109, D-6, D-4)."""
+    """Map a finished process to a result."""
     stdout = bounded_tail(
         path=outcome.stdout_path, stream="stdout", location=ctx.evidence_name(".stdout.txt")
     )
-    # [improve] B-159: stderr is bounded like stdout; the file keeps the full stream.
+    # stderr is bounded like stdout (eval-banana stored it whole); the file keeps the full stream.
     stderr = bounded_tail(
         path=outcome.stderr_path, stream="stderr", location=ctx.evidence_name(".stderr.txt")
     )
@@ -156,7 +156,7 @@ def _outcome_result(
 
 
 def run_deterministic(ctx: RunContext) -> CheckResult:
-    """Run one deterministic check to a result; OS failures become `error` results (B-110)."""
+    """Run one deterministic check to a result; OS failures become `error` results."""
     started = utc_now()
     details: dict[str, Any] = {"timeout_seconds": _timeout_seconds(ctx=ctx)}
     evidence = ctx.evidence_path("")  # the script's output_dir: checks/<stem>/
@@ -171,5 +171,5 @@ def run_deterministic(ctx: RunContext) -> CheckResult:
 
 
 def _os_message(exc: BaseException) -> str:
-    """The exception's message only (B-110), e.g. `[Errno 13] Permission denied: '/x'`."""
+    """The exception's message only (as eval-banana), e.g. `[Errno 13] Permission denied: '/x'`."""
     return str(exc) or type(exc).__name__

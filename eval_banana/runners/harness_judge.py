@@ -1,6 +1,6 @@
 """Harness judge checks: ask an agent CLI for a `{"score": 0|1, "reason": ...}` verdict.
 
-Contract: behaviour.md B-114..B-140 (outcome table B-137), decisions D-4, D-5, D-20..D-26.
+What we keep from eval-banana and what we change: docs/compatibility.md#judges-and-agent-templates.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _details(
     model: str | None,
     effort: str | None,
 ) -> dict[str, Any]:
-    """B-139's five keys in order, then ours (prompt version, dialect, command, usage, effort)."""
+    """eval-banana's five keys in its order, then ours (prompt version, dialect, command, ...)."""
     return {
         "model": model,
         "agent_type": harness.agent,
@@ -94,7 +94,7 @@ def _note_effort(*, ctx: RunContext, details: dict[str, Any], outcome: ProcessOu
 
 
 def _with_cause(*, detail: str, cause: str | None) -> str:
-    """The contract's text, then what the agent itself said went wrong (when it said)."""
+    """eval-banana's text, then what the agent itself said went wrong (when it said)."""
     return detail if cause is None else f"{detail} The agent reported: {cause}"
 
 
@@ -102,7 +102,7 @@ def _tails(*, ctx: RunContext, outcome: ProcessOutcome) -> tuple[str, str]:
     stdout = bounded_tail(
         path=outcome.stdout_path, stream="stdout", location=ctx.evidence_name(".stdout.txt")
     )
-    # [improve] B-159: stderr is bounded too; checks/<stem>.stderr.txt keeps all of it.
+    # stderr is bounded too (eval-banana stored it whole); checks/<stem>.stderr.txt keeps all of it.
     stderr = bounded_tail(
         path=outcome.stderr_path, stream="stderr", location=ctx.evidence_name(".stderr.txt")
     )
@@ -116,7 +116,7 @@ def _judged(
     outcome: ProcessOutcome,
     details: dict[str, Any],
 ) -> CheckResult:
-    """B-137's rows for a process that ran: stop, timeout, exit code and verdict."""
+    """The outcome for a process that ran: stop, timeout, exit code and verdict."""
     stdout, stderr = _tails(ctx=ctx, outcome=outcome)
     if outcome.stdout_path is not None:
         details["raw_response_path"] = ctx.evidence_name(".stdout.txt")
@@ -176,7 +176,7 @@ def _judged(
 def _launch_error(
     *, ctx: RunContext, started: datetime, exc: BaseException, details: dict[str, Any]
 ) -> CheckResult:
-    """B-137 row 2: the prompt could not be written or the agent could not be started."""
+    """The prompt could not be written or the agent could not be started."""
     detail = f"{type(exc).__name__}: {exc}"
     logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
     return error_result(check=ctx.check, started=started, error_detail=detail, details=details)
@@ -193,7 +193,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     started = utc_now()
     harness = ctx.harness
     if harness is None:
-        # B-140: unreachable through the CLI (the guard refuses first).
+        # Unreachable through the CLI (the guard refuses first).
         timeout = ctx.config.settings.harness.timeout_seconds
         return error_result(
             check=ctx.check,
@@ -207,7 +207,8 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     effort = harness.reasoning_effort
     problem = injection_problem(template=template, agent=harness.agent, model=model, effort=effort)
     if problem is not None:
-        # B-116: nothing is written or launched, and the effective fields are null.
+        # A model or effort the agent cannot receive: nothing is written or launched, and the
+        # effective fields are null.
         details = _details(harness=harness, model=None, effort=None)
         return error_result(check=ctx.check, started=started, error_detail=problem, details=details)
     details = _details(harness=harness, model=model, effort=effort)

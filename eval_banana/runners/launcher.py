@@ -1,4 +1,4 @@
-"""The `python -c` launcher that runs a frozen script as if it were the original file (B-102).
+"""The `python -c` launcher that runs a frozen script as if it were the original file.
 
 argv after `-c`: `<logical path> <snapshot path> <context path>`. The snapshot bytes are compiled
 under the logical path, so tracebacks, `__file__`, `sys.argv[0]` and sibling imports all behave as
@@ -38,5 +38,5 @@ exec(_code, _namespace)
 def launcher_argv(
     *, python: str, logical_path: str, snapshot_path: str, context_path: str
 ) -> list[str]:
-    """The full command line for a referenced script (B-102)."""
+    """The full command line for a referenced script."""
     return [python, "-c", LAUNCHER_SOURCE, logical_path, snapshot_path, context_path]

@@ -1,7 +1,8 @@
 """Run one child process with its output streamed straight to files.
 
 The child writes to the files itself (no pipe, nothing held in memory), runs in its own
-session so its whole process group can be ended, and gets /dev/null as stdin (D-21).
+session so its whole process group can be ended, and gets /dev/null as stdin (an inherited
+stdin can hang a run).
 """
 
 from __future__ import annotations
@@ -194,7 +195,10 @@ TAIL_CHARS = 2000
 
 
 def bounded_tail(*, path: Path | None, stream: str, location: str) -> str:
-    """The contract's bounded tail (B-158): the whole text, or a banner and the last 2000 chars."""
+    """eval-banana's bounded tail: the whole text, or a banner and the last 2000 chars.
+
+    See docs/compatibility.md#report-json.
+    """
     if path is None:
         return ""
     size = path.stat().st_size

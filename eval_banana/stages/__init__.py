@@ -14,7 +14,7 @@ STAGE_NAMES: tuple[str, ...] = (
     "score",
     "report",
 )
-# The validate stage writes plan.json (D-1); every other stage writes <stage>.json.
+# The validate stage writes plan.json; every other stage writes <stage>.json.
 STAGE_FILES: dict[str, str] = {name: f"{name}.json" for name in STAGE_NAMES}
 STAGE_FILES["validate"] = "plan.json"
 

@@ -10,7 +10,7 @@ SCHEMA_BASE = "https://eval-banana.dev/schemas/"
 
 
 def envelope(*, stage: str, run_id: str, inputs: dict[str, str]) -> dict[str, object]:
-    """The envelope fields of pipeline.md for a stage document being built now."""
+    """The envelope fields shared by every stage document, for a stage document being built now."""
     schema = "validate" if stage == "validate" else stage
     return {
         "$schema": f"{SCHEMA_BASE}stages/{schema}.schema.json",

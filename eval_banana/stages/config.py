@@ -1,7 +1,7 @@
 """Config stage: find `.eval-banana/config.toml`, layer CLI > EVAL_BANANA_* > file > defaults.
 
 Every value is recorded as written with where it came from; nothing from the process
-environment other than eb's own EVAL_BANANA_* settings reaches the document (D-8).
+environment other than eb's own EVAL_BANANA_* settings reaches the document.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _MISSING = object()
 
 
 def find_config_file(*, start: Path) -> Path | None:
-    """The nearest `.eval-banana/config.toml` regular file at or above `start` (B-2)."""
+    """The nearest `.eval-banana/config.toml` regular file at or above `start`."""
     here = start.resolve()
     for directory in (here, *here.parents):
         candidate = directory / CONFIG_DIR / CONFIG_NAME
@@ -124,7 +124,8 @@ def _unknown_keys_error(*, section: str | None, keys: list[str], path: Path) -> 
         hints.append(f"known keys in {where}: {', '.join(allowed)}")
     plural = "s" if len(keys) > 1 else ""
     if section == "harness":
-        # B-19 keeps its own wording; the dotted keys and the file are added to it.
+        # eval-banana's wording is kept (docs/compatibility.md#configuration); the dotted keys
+        # and the file are added to it.
         message = (
             f"[harness] contains unknown keys: {', '.join(keys)} ({', '.join(dotted)} in {path})"
         )
@@ -135,7 +136,7 @@ def _unknown_keys_error(*, section: str | None, keys: list[str], path: Path) -> 
 
 def _check_structure(*, table: dict[str, Any], path: Path) -> list[ProblemModel]:
     """Reject legacy, unknown and mistyped tables and keys; return the warnings."""
-    if "llm" in table:  # B-8: before every other check
+    if "llm" in table:  # before every other check, as eval-banana does
         raise ConfigError(_LLM_MESSAGE.format(path=path), file=str(path), field_path="llm")
     unknown = sorted(key for key in table if key not in SECTIONS)
     if unknown:
@@ -192,7 +193,7 @@ def _file_value(*, spec: SettingSpec, table: dict[str, Any], path: Path | None) 
     try:
         return coerce_typed(spec=spec, value=raw)
     except SettingValueError as exc:
-        separator = ": " if spec.kind == "optional_string" else " "  # B-17 keeps its phrase
+        separator = ": " if spec.kind == "optional_string" else " "  # eval-banana's phrase
         got = "" if spec.kind == "string_table" else f", got {show(raw)}"
         raise ConfigError(
             f"{spec.label}{separator}{exc.reason}{got} (in {path})",
@@ -220,7 +221,7 @@ def _type_hint(*, spec: SettingSpec) -> str | None:
 def _env_value(*, spec: SettingSpec, raw: str) -> object:
     assert spec.env is not None
     if spec.kind == "path" and raw == "":
-        # B-22 [improve]: an empty value would put run folders straight into the project root.
+        # An empty value would put run folders straight into the project root.
         raise ConfigError(
             f"{spec.env} must not be empty",
             field_path=spec.name,
@@ -229,7 +230,7 @@ def _env_value(*, spec: SettingSpec, raw: str) -> object:
     try:
         return coerce_text(spec=spec, text=raw)
     except SettingValueError as exc:
-        # B-23 [improve]: the variable's name and a phrase, never Python's own message.
+        # The variable's name and a phrase, never Python's own message.
         raise ConfigError(f"{spec.env} {exc.reason}, got {raw!r}", field_path=spec.name) from None
 
 
@@ -253,12 +254,12 @@ def _layer(
     cli_values: Mapping[str, object],
     environ: Mapping[str, str],
 ) -> tuple[object, SettingSource]:
-    """The value of one setting and where it came from (B-9, B-24)."""
+    """The value of one setting and where it came from."""
     # The file is always checked, even when overridden: a typo must not hide behind a flag.
     from_file = _file_value(spec=spec, table=table, path=path)
     if spec.name in cli_values:
         return _cli_value(spec=spec, value=cli_values[spec.name]), "cli"
-    # The env var is read only when its flag is absent (B-24 [improve], B-25).
+    # The env var is read only when its flag is absent, so a stale one cannot break the run.
     if spec.env is not None and spec.env in environ:
         return _env_value(spec=spec, raw=environ[spec.env]), "env"
     if from_file is not _MISSING:

@@ -1,4 +1,4 @@
-"""Stage 2, discover: find every check file under the project (B-45..B-56)."""
+"""Stage 2, discover: find every check file under the project."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ CHECK_SUFFIXES = (".yaml", ".yml")
 
 
 def _scan(*, folder: str) -> Iterator[os.DirEntry[str]]:
-    """Entries of one folder; unreadable folders are skipped (B-56)."""
+    """Entries of one folder; unreadable folders are skipped."""
     try:
         with os.scandir(folder) as entries:
             yield from entries
@@ -73,7 +73,7 @@ def _describe(
     # Plain strings, not Path objects: on a 2,000-file project Path parsing alone was ~30 ms.
     try:
         # The walk starts from a resolved root and never enters a linked folder, so only a
-        # linked file needs resolving (B-49).
+        # linked file needs resolving.
         resolved = str(Path(path).resolve(strict=True)) if is_link else path
         with open(resolved, "rb") as handle:
             data = handle.read()
@@ -122,7 +122,7 @@ def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[Can
 def discover(
     *, config: ConfigDoc, inputs: dict[str, str], contents: dict[str, bytes] | None = None
 ) -> DiscoverDoc:
-    """Find the check files; each resolved file once, in code-point order of its path (B-52).
+    """Find the check files; each resolved file once, in code-point order of its path.
 
     When `contents` is given it receives each file's bytes, so a validate stage chained in the
     same process does not read the files again.

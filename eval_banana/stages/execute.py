@@ -1,6 +1,6 @@
-"""Stage 5, execute: run the planned checks in parallel, results in plan order (B-95..B-98, D-4).
+"""Stage 5, execute: run the planned checks in parallel, results in plan order.
 
-Also the one place where controls are judged (D-11) and where the run fuses live (D-5).
+Also the one place where controls are judged and where the run fuses live.
 """
 
 from __future__ import annotations
@@ -74,24 +74,24 @@ def result_json_text(*, result: CheckResult) -> str:
 
 
 def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> Path:
-    """Write checks/<stem>.json atomically (B-150 [improve]: as soon as the check finishes)."""
+    """Write checks/<stem>.json atomically (as soon as the check finishes)."""
     path = checks_dir / f"{stem}.json"
     write_text_atomic(path=path, text=result_json_text(result=result))
     return path
 
 
 def _run_one(*, ctx: RunContext) -> CheckResult:
-    """One check through its runner, its expectation judged (D-11); exceptions become errors."""
+    """One check through its runner, its expectation judged; exceptions become errors."""
     return judge_expectation(result=_observe(ctx=ctx))
 
 
 def _observe(*, ctx: RunContext) -> CheckResult:
-    """What the check itself reached; any exception becomes that check's error result (B-97)."""
+    """What the check itself reached; any exception becomes that check's error result."""
     check = ctx.check
     started = utc_now()
     try:
         result = runner_for(check_type=check.type)(ctx)
-    except Exception as exc:  # noqa: BLE001 - B-97: one broken check never sinks the run
+    except Exception as exc:  # noqa: BLE001 - one broken check never sinks the run
         logger.warning("Check %s raised %s", check.id, exc, exc_info=True)
         return exception_result(check=check, started=started, exc=exc)
     if (
@@ -217,7 +217,7 @@ def redact_check(
 
 
 def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
-    """D-5: judges whose agent ran but reported no token usage, which the token fuse cannot see."""
+    """Judges whose agent ran but reported no token usage, which the token fuse cannot see."""
     warnings = []
     for result in results:
         details = result.details
@@ -328,7 +328,7 @@ def execute(
     def run_check(check: PlannedCheck) -> tuple[CheckResult, bool]:
         """One check's result, and whether it never started (a stop, or maxfail reached)."""
         if stop.is_set():
-            # D-4: once the run stops no new check starts.
+            # Once the run stops no new check starts.
             return judge_expectation(result=not_run_result(check=check, cancel=stop)), True
         if halt.reached:
             # maxfail: no new check starts either, but the run is not aborted.
@@ -392,7 +392,7 @@ def execute(
         orphans.enable_subreaper()
         try:
             with fuses:
-                # Taken in plan order, so checks also start in plan order (B-91).
+                # Taken in plan order, so checks also start in plan order.
                 _run_pool(count=len(checks), workers=workers, task=task, cancel=cancel, stop=stop)
         finally:
             orphans.end_run()

@@ -78,8 +78,8 @@ def guard(
         harness, problems = _resolve(config=config)
         if harness is not None:
             injection = _injection_problems(plan=plan, harness=harness)
-            # eb validate refuses what eb run would turn into N identical errors (D-9);
-            # eb run keeps them as per-check results, listed here up front (B-89).
+            # eb validate refuses what eb run would turn into N identical errors;
+            # eb run keeps them as per-check results, listed here up front.
             (problems if mode == "validate" else warnings).extend(injection)
             missing_text = missing_executable_message(harness=harness)
             if missing_text and judges:

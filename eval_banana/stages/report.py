@@ -1,4 +1,4 @@
-"""Stage 7, report: report.json and report.md (B-155..B-160), plus stages/report.json."""
+"""Stage 7, report: report.json and report.md, plus stages/report.json."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class ReportOutcome(NamedTuple):
 def build_report(
     *, run_dir: Path, config: ConfigDoc, execute: ExecuteDoc, score: ScoreDoc
 ) -> dict[str, Any]:
-    """The report.json object: the contract's keys in order (B-155), our additions after."""
+    """The report.json object: eval-banana's keys in its order, our additions after."""
     started = datetime.fromisoformat(execute.started_at)
     completed = datetime.fromisoformat(execute.completed_at)
     execution = config.settings.execution
@@ -62,13 +62,13 @@ def build_report(
         "meets_threshold": score.meets_threshold,
         "run_passed": score.run_passed,
         "checks": [result.model_dump(mode="json") for result in execute.results],
-        # Additive keys (D-4, D-7): readers of schema_version 1 ignore what they do not know.
+        # Additive keys: readers of schema_version 1 ignore what they do not know.
         "not_run_checks": score.not_run_checks,
         "aborted_by": score.aborted_by,
         "env_policy": execution.env,
         "env_allow": list(execution.env_allow),
         "env_allow_prefixes": list(execution.env_allow_prefixes),
-        # Token fuse (D-5): what judges reported, and what the fuse could not see.
+        # Token fuse: what judges reported, and what the fuse could not see.
         "tokens_used": execute.tokens_used,
         "warnings": [warning.model_dump(mode="json") for warning in execute.warnings],
         # Selected checks whose file says `skip:`: listed, never run, outside every count.
@@ -109,7 +109,7 @@ def selection_note(*, config: ConfigDoc, total: int) -> str | None:
 
 
 def report_json_text(*, report: dict[str, Any]) -> str:
-    """UTF-8 JSON, two-space indent, non-ASCII as-is, no trailing newline (B-155)."""
+    """UTF-8 JSON, two-space indent, non-ASCII as-is, no final newline, as eval-banana writes it."""
     return canonjson.dumps(report)
 
 
@@ -132,12 +132,12 @@ def usage_summary(*, usage: dict[str, Any] | None) -> str | None:
 
 
 def md_cell(text: str) -> str:
-    """[improve] B-160: `|` escaped and newlines collapsed, so a value stays in its cell/line."""
+    """`|` escaped, newlines collapsed: a value stays in its cell or line (unlike eval-banana)."""
     return _NEWLINES.sub(" ", text).replace("|", "\\|")
 
 
 def control_note(*, check: dict[str, Any]) -> str | None:
-    """D-11: a control check (expect: fail) is shown as a caught or a missed defect."""
+    """A control check (expect: fail) is shown as a caught or a missed defect."""
     if check.get("expect") != "fail":
         return None
     if check.get("status") == "passed":
@@ -185,7 +185,7 @@ def _status_cell(*, check: dict[str, Any]) -> str:
 
 
 def render_markdown(*, report: dict[str, Any]) -> str:
-    """report.md exactly as B-160, ending with one newline."""
+    """report.md as eval-banana writes it (docs/compatibility.md#report-md), one final newline."""
     lines = [
         "# eval-banana report",
         "",
@@ -216,12 +216,12 @@ def render_markdown(*, report: dict[str, Any]) -> str:
         lines += ["", f"No checks ran: {md_cell(str(report['allow_empty']))}."]
     usage = usage_summary(usage=report.get("judge_usage"))
     if usage is not None:
-        # Only when judges reported usage; other runs keep the contract's exact text.
+        # Only when judges reported usage; other runs keep eval-banana's exact text.
         lines += ["", f"Judge usage: {md_cell(usage)}."]
     if report.get("selection_note"):
         lines += ["", md_cell(str(report["selection_note"]))]
     if report.get("aborted_by"):
-        # Only for runs a fuse or an interrupt stopped; a complete run keeps B-160's text.
+        # Only for runs a fuse or an interrupt stopped; a complete run keeps eval-banana's text.
         lines += [
             "",
             f"Run aborted by `{report['aborted_by']}`; "
@@ -259,7 +259,7 @@ def write_reports(
     inputs: dict[str, str] | None = None,
     run_id: str | None = None,
 ) -> ReportOutcome:
-    """Write report.json, report.md and stages/report.json (before any console output, B-150)."""
+    """Write report.json, report.md and stages/report.json (before any console output)."""
     report = build_report(run_dir=run_dir, config=config, execute=execute, score=score)
     if run_id is not None:
         report["run_id"] = run_id
@@ -289,7 +289,7 @@ def write_reports(
 
 
 def result_summary(*, result: CheckResult | dict[str, Any]) -> str:
-    """The console summary of one check: reason, else error, else `exit code <n>` (B-161)."""
+    """The console summary of one check: reason, else error, else `exit code <n>`."""
     check = result.model_dump(mode="json") if isinstance(result, CheckResult) else result
     if check.get("reason"):
         return str(check["reason"])

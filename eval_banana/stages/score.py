@@ -1,4 +1,4 @@
-"""Stage 6, score: totals, percentage, threshold and the run verdict (B-141..B-145, D-4)."""
+"""Stage 6, score: totals, percentage, threshold and the run verdict."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from eval_banana.stages.execute import document_digest
 
 
 def percentage(*, earned: int, total: int) -> float:
-    """`round(earned / total * 100, 1)`; 0.0 for no checks (B-143, B-144)."""
+    """`round(earned / total * 100, 1)`; 0.0 for no checks."""
     if total == 0:
         return 0.0
     return round(earned / total * 100, 1)
 
 
 def meets(*, earned: int, total: int, threshold: float) -> bool:
-    """The unrounded ratio against the threshold; never met with no checks (B-144)."""
+    """The unrounded ratio against the threshold; never met with no checks."""
     return total > 0 and earned / total >= threshold
 
 
@@ -42,7 +42,7 @@ def score(
 ) -> ScoreDoc:
     """Pure: the score document of an execute document.
 
-    Statuses are already judged against each check's expectation (D-11, in execute), so a
+    Statuses are already judged against each check's expectation (in execute), so a
     point is a satisfied expectation: a control earns it only by really failing.
     """
     results = execute.results
@@ -60,7 +60,7 @@ def score(
     errored = statuses.count("error")
     controls = [result for result in results if result.expect == "fail"]
     aborted = execute.aborted_by
-    # D-4: a stopped run never passes, whatever its partial score says; nor does one that
+    # A stopped run never passes, whatever its partial score says; nor does one that
     # stopped launching at maxfail (its unstarted checks are errors anyway).
     passed = met and errored == 0 and aborted is None and execute.halted_by is None
     status = "aborted" if aborted is not None else ("passed" if passed else "failed")
@@ -81,7 +81,7 @@ def score(
         not_run_checks=sum(1 for result in results if result.details.get("not_run") is True),
         aborted_by=aborted,
         status=status,
-        # D-11: points already count satisfied expectations; these say how many were controls.
+        # Points already count satisfied expectations; these say how many were controls.
         control_checks=len(controls),
         controls_met=sum(1 for result in controls if result.status == "passed"),
         # Skipped checks (`skip:` in their file) are outside every count above.

@@ -59,7 +59,7 @@ class ValidationOutcome(Record):
 
 
 def raise_problems(problems: list[ProblemModel]) -> None:
-    """Raise the first problem as a typed error, carrying all the others (B-74)."""
+    """Raise the first problem as a typed error, carrying all the others."""
     raise problems_error(problems)
 
 
@@ -146,7 +146,7 @@ def _duplicate_id(*, check_id: str, first: str, path: str, data: bytes) -> Probl
 
 
 def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[ProblemModel]]:
-    """Load every file; collect every problem, then every duplicate id (B-72..B-74)."""
+    """Load every file; collect every problem, then every duplicate id."""
     loaded: list[Loaded] = []
     problems: list[ProblemModel] = []
     first_by_id: dict[str, str] = {}
@@ -171,7 +171,7 @@ def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[
 def _load_by_id(
     *, paths: list[str], check_id: str, read: Reader
 ) -> tuple[list[Loaded], list[ProblemModel]]:
-    """Relaxed mode (B-75, B-76): only the file whose stripped id matches is loaded strictly."""
+    """Relaxed mode: only the file whose stripped id matches is loaded strictly."""
     needle = check_id.strip()
     matches: list[tuple[str, bytes, dict[str, object]]] = []
     warnings: list[ProblemModel] = []
