@@ -81,7 +81,7 @@ def errors_of(document: dict[str, Any]) -> list[tuple[str, str]]:
     return [(".".join(str(p) for p in e["loc"]), e["msg"]) for e in info.value.errors()]
 
 
-# ---------------------------------------------------------------- path syntax (D-12)
+# ---------------------------------------------------------------- path syntax
 
 
 @pytest.mark.parametrize(
@@ -157,7 +157,7 @@ def test_artifact_paths_outside_the_root_are_rejected(text: str, phrase: str) ->
         check_artifact_path(text=text)
 
 
-# ---------------------------------------------------------------- operators (D-13)
+# ---------------------------------------------------------------- operators
 
 
 def test_exists_holds_for_present_and_null_values_and_fails_for_missing_keys() -> None:
@@ -284,7 +284,7 @@ def test_wildcard_any_element_semantics_and_reason() -> None:
     )
 
 
-# ---------------------------------------------------------------- fail closed (B-189, D-15)
+# ---------------------------------------------------------------- fail closed
 
 
 @pytest.mark.parametrize(
@@ -343,7 +343,7 @@ def test_all_failures_are_reported_not_just_the_first() -> None:
     assert "meta.count lengthAtLeast 1: a length needs" in reason
 
 
-# ---------------------------------------------------------------- regular expressions (D-14)
+# ---------------------------------------------------------------- regular expressions
 
 
 def test_catastrophic_backtracking_pattern_just_fails() -> None:
@@ -369,7 +369,7 @@ def test_a_string_with_a_lone_surrogate_fails_closed() -> None:
     assert "not valid Unicode" in why("s", "matches", "a", document=document)
 
 
-# ---------------------------------------------------------------- artifacts (D-15)
+# ---------------------------------------------------------------- artifacts
 
 
 def test_json_artifact_is_loaded(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Canaries (B-192..B-194, B-203, B-205): every check kind must still be able to go red.
+"""Canaries: every check kind must still be able to go red.
 
 The registry of kinds is the product's own: the check types in `eval_banana.runners.RUNNERS`
 and the assertion operators in `eval_banana.assertions.operators.OPERATORS`. Each kind has a
@@ -146,7 +146,7 @@ def test_operator_canaries_pass_and_fail_through_eb_run(
 
 
 def test_fire_alarm_eb_run_as_a_subprocess_fails_on_seeded_defects(tmp_path: Path) -> None:
-    """B-194/B-205: must keep working on its own; it spawns the real CLI on purpose."""
+    """The fire alarm: must keep working on its own; it spawns the real CLI on purpose."""
     root = tmp_path / "fire_alarm"
     shutil.copytree(FIRE_ALARM, root)
     env = {**os.environ, "PATH": with_standins(), "PYTHONPATH": str(REPO)}

@@ -258,7 +258,7 @@ def test_every_model_field_is_declared_once() -> None:
 def test_defaults_come_from_the_models(tmp_path: Path) -> None:
     doc = resolve(tmp_path)
     assert doc.settings.core.pass_threshold == 1.0
-    assert doc.settings.core.check_timeout_seconds == 900  # D-6
+    assert doc.settings.core.check_timeout_seconds == 900  # our default limit; eval-banana had none
     assert doc.settings.core.run_timeout_seconds == 0
     assert doc.settings.core.max_parallel_checks == 4
     assert doc.settings.harness.timeout_seconds == 300
@@ -271,7 +271,7 @@ def test_defaults_come_from_the_models(tmp_path: Path) -> None:
 
 def test_exclude_dirs_replaces_the_default_list(tmp_path: Path) -> None:
     write_config(tmp_path, '[discovery]\nexclude_dirs = ["only"]\n')
-    assert resolve(tmp_path).settings.discovery.exclude_dirs == ["only"]  # B-11
+    assert resolve(tmp_path).settings.discovery.exclude_dirs == ["only"]  # not merged
 
 
 # --- file lookup and project root -----------------------------------------------------------------
@@ -285,7 +285,7 @@ def test_upward_walk_finds_the_nearest_file(tmp_path: Path) -> None:
     assert find_config_file(start=deep) == inner
     doc = resolve(deep)
     assert doc.config_file == str(inner)
-    assert doc.project_root == str(tmp_path / "a")  # B-3: the file's grandparent
+    assert doc.project_root == str(tmp_path / "a")  # the file's grandparent
     assert doc.settings.core.max_parallel_checks == 3
     assert find_config_file(start=tmp_path) == outer
 
@@ -313,7 +313,7 @@ def test_no_project_config_reads_no_file(tmp_path: Path) -> None:
     doc = resolve(sub, no_project_config=True, env={"EVAL_BANANA_MAX_PARALLEL_CHECKS": "7"})
     assert doc.config_file is None
     assert doc.no_project_config is True
-    assert doc.project_root == str(sub.resolve())  # B-4: not the folder holding the file
+    assert doc.project_root == str(sub.resolve())  # not the folder holding the file
     assert doc.settings.core.max_parallel_checks == 7
     assert doc.sources["core.max_parallel_checks"] == "env"
 
@@ -385,7 +385,7 @@ def test_no_value_of_other_variables_reaches_the_document(tmp_path: Path) -> Non
     write_config_stage(run_dir=digest_dir, doc=doc)
     text = (digest_dir / "stages" / "config.json").read_text()
     assert "hunter2-value" not in text
-    assert "{env:MY_SECRET}" in text  # recorded as written (D-8)
+    assert "{env:MY_SECRET}" in text  # recorded as written
     assert doc.settings.agents["custom"].provider_env == {"K": "{env:MY_SECRET}"}
 
 
@@ -605,7 +605,7 @@ def test_file_is_checked_even_when_a_flag_overrides_it(tmp_path: Path) -> None:
     assert "[core] max_parallel_checks must be a positive integer" in error.message
 
 
-# --- pass_threshold from every source (B-14 improve) --------------------------------------------
+# --- pass_threshold from every source -----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -758,7 +758,7 @@ def test_env_errors_name_the_variable(tmp_path: Path, var: str, raw: str, messag
 
 def test_positive_integer_env_uses_int_syntax(tmp_path: Path) -> None:
     doc = resolve(tmp_path, env={"EVAL_BANANA_MAX_PARALLEL_CHECKS": " +1_0 "})
-    assert doc.settings.core.max_parallel_checks == 10  # B-25
+    assert doc.settings.core.max_parallel_checks == 10
 
 
 def test_env_is_not_parsed_when_the_flag_is_given(tmp_path: Path) -> None:
@@ -783,7 +783,7 @@ def test_env_is_not_parsed_when_the_flag_is_given(tmp_path: Path) -> None:
             "allowlist",
         ]
     )
-    doc = resolve(tmp_path, env=env, cli=cli)  # B-24 [improve]
+    doc = resolve(tmp_path, env=env, cli=cli)  # the flag wins; the variable is not read
     assert doc.settings.core.pass_threshold == 0.5
     assert doc.settings.harness.timeout_seconds == 9
     assert doc.settings.execution.env == "allowlist"
@@ -832,7 +832,7 @@ def test_empty_cli_strings_are_set(tmp_path: Path) -> None:
     write_config(tmp_path, '[harness]\nagent = "codex"\n')
     cli = cli_from_argv(["--harness-agent", "", "--output-dir", ""])
     doc = resolve(tmp_path, cli=cli)
-    assert doc.settings.harness.agent is None  # B-32
+    assert doc.settings.harness.agent is None  # an empty flag clears it
     assert doc.sources["harness.agent"] == "cli"
     assert doc.settings.core.output_dir == ""
 

@@ -1,4 +1,4 @@
-"""Control checks (D-11, B-195, B-196, B-206): `expect: fail` is met only by a real failure.
+"""Control checks: `expect: fail` is met only by a real failure.
 
 An `error`, a timeout, a stop or a check that never ran never counts as a caught defect.
 """
@@ -218,7 +218,8 @@ def test_a_fixed_defect_turns_the_control_red(
 def test_a_judge_control_that_times_out_is_an_error(
     project: Callable[..., Path], eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # B-196: the stand-in would say 0 (defect caught), but only after the judge's time limit.
+    # A timeout proves nothing: the stand-in would say 0 (defect caught), but only after the
+    # judge's time limit.
     monkeypatch.setenv("PATH", f"{STANDIN_AGENTS}{os.pathsep}{os.environ['PATH']}")
     text = CONTROL_PROJECT["eval_checks/judge_control.yaml"]
     files = {"eval_checks/judge_control.yaml": text.replace("score=0", "score=0 sleep=30")}

@@ -1,4 +1,4 @@
-"""The deterministic runner with real subprocesses (B-99..B-113, D-6, D-21)."""
+"""The deterministic runner with real subprocesses."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_exit_zero_passes_with_empty_streams_and_no_stream_files(root: Path, run
     assert result.check_definition_sha256 == check.check_definition_sha256
     assert not (run_dir / "checks" / f"{check.stem}.stdout.txt").exists()
     assert not (run_dir / "checks" / f"{check.stem}.stderr.txt").exists()
-    assert (run_dir / "checks" / check.stem).is_dir()  # B-99 evidence dir
+    assert (run_dir / "checks" / check.stem).is_dir()  # the evidence dir
     assert result.started_at.endswith("+00:00") and len(result.started_at) == 32
 
 
@@ -174,10 +174,10 @@ def test_context_json_exact_text_cwd_env_and_stdin(root: Path, run_dir: Path) ->
     assert seen["file"] == str(tmp / "inline_check.py")
     assert seen["path0"] == str(tmp)
     assert tmp.name.startswith(f"{check.stem}_")
-    assert not tmp.exists()  # B-100: the private temp dir is gone after the check
+    assert not tmp.exists()  # the private temp dir is gone after the check
     assert seen["cwd"] == str(root)
     assert seen["marker"] == "inherited-42"
-    assert seen["stdin"] == ""  # D-21: stdin is /dev/null
+    assert seen["stdin"] == ""  # stdin is /dev/null
 
 
 def test_referenced_script_runs_frozen_bytes_as_its_original_path(

@@ -1,4 +1,4 @@
-"""Discovery rules (B-45..B-56): nested folders, extensions, exclusions, symlinks, order."""
+"""Discovery rules: nested folders, extensions, exclusions, symlinks, order."""
 
 from __future__ import annotations
 
@@ -112,7 +112,8 @@ def test_order_is_code_point_order_of_the_path(tmp_path: Path) -> None:
         (tmp_path / folder / "eval_checks" / "x.yaml").write_text(
             check_yaml(folder.replace("-", "_"))
         )
-    # One ordering everywhere (B-52 [improve]): "a-b/..." < "a/..." in code-point order.
+    # One ordering everywhere (eval-banana listed and ran in two orders): "a-b/..." < "a/..."
+    # in code-point order.
     assert _found(tmp_path) == ["a-b/eval_checks/x.yaml", "a/eval_checks/x.yaml"]
 
 

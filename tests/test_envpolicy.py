@@ -1,4 +1,4 @@
-"""The environment allowlist (D-7, D-8, B-199, B-209): what checks and judges may see.
+"""The environment allowlist: what checks and judges may see.
 
 Under `env = "allowlist"` a child gets only the base set (pinned below) plus listed names and
 prefixes; the policy is recorded in config.json and the report, and no value ever is.
@@ -156,7 +156,7 @@ def test_allowlist_hides_a_secret_from_both_check_kinds_and_lets_listed_ones_thr
         assert env["EB_TEST_LISTED"] == LISTED and env["EBX_PREFIXED"] == PREFIXED
         # PATH itself is kept (a pyenv shim running the stand-in may prepend its own folder).
         assert str(STANDIN_AGENTS) in env["PATH"].split(os.pathsep)
-    # What eb itself sets for a judge is still there (B-125), under any policy.
+    # What eb itself sets for a judge is still there, under any policy.
     assert agent_env["CI"] == "1" and agent_env["EVAL_BANANA_PROJECT_ROOT"] == str(root)
     # The policy is recorded (names only) in config.json and the report; values never are.
     run_dir = next((root / "results").iterdir())

@@ -1,4 +1,4 @@
-"""Every exit code of `eb run` from a real subprocess (D-3, D-17, issue 6).
+"""Every exit code of `eb run` from a real subprocess (issue 6).
 
 0 passed; 1 the run did not pass; 2 setup or usage error (nothing ran); 3 aborted (fuse,
 interrupt). `--json` prints the report, or the structured error, as one JSON object on stdout.
@@ -52,7 +52,7 @@ def only_report(root: Path) -> dict[str, Any]:
 
 
 def json_error(completed: subprocess.CompletedProcess[str], *, code: int) -> dict[str, Any]:
-    """D-17: exactly one JSON object on stdout, `{"error": {...}, "exit_code": N}`."""
+    """Exactly one JSON object on stdout, `{"error": {...}, "exit_code": N}`."""
     document: dict[str, Any] = json.loads(completed.stdout)
     assert list(document) == ["error", "exit_code"]
     assert document["exit_code"] == code == completed.returncode

@@ -1,4 +1,4 @@
-"""Run fuses (issue 6, D-4, D-5): a judge-token budget and a wall-clock limit for the run.
+"""Run fuses (issue 6): a judge-token budget and a wall-clock limit for the run.
 
 When a fuse trips no new check starts, running ones are stopped, unrun checks are `Not run`
 errors (never failures), the report names the fuse, and `eb run` exits 3.
@@ -142,7 +142,7 @@ def test_run_timeout_stops_the_running_check_and_skips_the_rest(tmp_path: Path) 
         assert (unrun.status, unrun.score) == ("error", 0)
         assert unrun.error_detail == "Not run: run timeout reached"
         assert unrun.details == {"not_run": True}
-    # A control that never ran caught nothing: it stays an error (D-11).
+    # A control that never ran caught nothing: it stays an error.
     assert control.expect == "fail" and control.observed_status == "error"
     assert doc.aborted_by == "run_timeout" and doc.not_run == ["later", "control"]
     scored = score(config=config, execute=doc)
@@ -257,7 +257,7 @@ def test_token_fuse_below_budget_counts_and_does_not_trip(
 def test_judge_without_usage_is_a_warning_and_never_trips_the_fuse(
     project: Callable[..., Path], eb: Callable[..., Any]
 ) -> None:
-    # pi prints plain text: no usage for the fuse to read (D-5).
+    # pi prints plain text: no usage for the fuse to read.
     root = project(
         {"eval_checks/j.yaml": judge("j")},
         config=JUDGE_CONFIG.format(parallel=1, agent="pi", fuse=1),

@@ -62,7 +62,7 @@ def test_written_config_loads_to_the_expected_values(tmp_path: Path) -> None:
     assert doc.settings.cache.mode == "on"
     assert doc.settings.cache.dir == ".eval-banana/cache"
     assert doc.settings.cache.max_mb == 256
-    # D-10: the harness is left commented out, so no agent's model leaks into another's.
+    # The harness is left commented out, so no agent's model leaks into another's.
     assert doc.settings.harness.agent is None
     assert doc.settings.harness.model is None
     assert doc.settings.harness.reasoning_effort is None
@@ -81,11 +81,11 @@ def test_template_text_rules() -> None:
     assert "timeout_seconds = 300" in text
     for legacy in ("deterministic_timeout_seconds", "llm_timeout_seconds", "task_timeout_seconds"):
         assert legacy not in text
-    # Every setting that has an env var names it (B-43).
+    # Every setting that has an env var names it.
     for spec in SETTINGS:
         if spec.env:
             assert spec.env in text, spec.env
-    # llm_max_input_chars is described as accepted and ignored (B-44), not as a truncation.
+    # llm_max_input_chars is described as accepted and ignored, not as a truncation.
     block = text.split("llm_max_input_chars = 0")[0].rsplit("\n\n", 1)[-1]
     assert "ignored" in block and "truncat" not in text
     # No active [harness] table; one commented example per built-in agent.
@@ -123,7 +123,7 @@ def test_commented_examples_are_valid_and_show_the_builtins(tmp_path: Path, agen
         assert shown.default_model == builtin.default_model
     custom = [name for name in doc.settings.agents if name not in BUILTIN_TEMPLATES]
     assert len(custom) == 1
-    assert doc.settings.agents[custom[0]].model_flag is None  # B-37's opt-out, shown
+    assert doc.settings.agents[custom[0]].model_flag is None  # the custom agent's opt-out, shown
 
 
 def test_example_check_is_a_valid_deterministic_check(tmp_path: Path) -> None:

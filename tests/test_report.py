@@ -1,4 +1,4 @@
-"""The report stage and the console (B-155..B-161, D-11)."""
+"""The report stage and the console."""
 
 from __future__ import annotations
 

@@ -177,6 +177,6 @@ def test_guard_refusal_runs_nothing(
     assert not (root / "ran.txt").exists()
     (run_dir,) = list((root / "out").iterdir())
     assert json.loads((run_dir / "stages" / "guard.json").read_text())["ok"] is False
-    # Selecting only the deterministic check needs no agent (B-85).
+    # Selecting only the deterministic check needs no agent.
     selected = eb("run", "--cwd", str(root), "--check-id", "det")
     assert selected.exit_code == 0 and (root / "ran.txt").exists()

@@ -1,4 +1,4 @@
-"""The score stage (B-141..B-145, D-4)."""
+"""The score stage."""
 
 from __future__ import annotations
 

@@ -168,7 +168,7 @@ def test_status_reports_stale_stages_after_an_upstream_rerun(
     assert rows["validate"].split()[-1] == "ok" and "stale" in rows["guard"]
 
 
-def test_report_rerun_keeps_the_contract_files_byte_identical(
+def test_report_rerun_keeps_the_report_files_byte_identical(
     counted_project: Path, eb: Callable[..., EbResult]
 ) -> None:
     eb("run", "--cwd", str(counted_project))

@@ -1,4 +1,4 @@
-"""Validation rules and messages (B-57..B-83) through `eb validate` and `eb list`."""
+"""Validation rules and messages through `eb validate` and `eb list`."""
 
 from __future__ import annotations
 
@@ -483,7 +483,8 @@ def test_list_prints_tsv_in_discovery_order(
     ]
 
 
-# The digest, computed here independently from the framing of B-176.
+# The digest, computed here independently from eval-banana's framing
+# (docs/compatibility.md#definition-digest).
 def _framed(*components: tuple[bytes, bytes]) -> str:
     data = b"eval-banana/check-definition-sha256/v1\x00"
     for name, content in components:

@@ -1,6 +1,6 @@
 """Shared behaviour of the stand-in agent CLIs in this folder (tests put it first on PATH).
 
-Each stand-in parses its real CLI's flags (docs: /work/shared/spec/agents.md), fails like the
+Each stand-in parses its real CLI's flags (see docs/agents.md), fails like the
 real one on a wrong or missing flag, and prints that CLI's real output format. Environment:
 
 - STANDIN_SCORE (0|1, default 1), STANDIN_REASON: the verdict printed; STANDIN_VERDICT: raw
@@ -44,7 +44,7 @@ def _stdin_is_devnull() -> bool:
 
 
 def start(agent: str) -> None:
-    """Record what was received; refuse a stdin that is not /dev/null (agents read it, D-21)."""
+    """Record what was received; refuse a stdin that is not /dev/null (agents read it)."""
     devnull = _stdin_is_devnull()
     record = os.environ.get("STANDIN_RECORD")
     if record:

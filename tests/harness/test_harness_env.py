@@ -1,4 +1,4 @@
-"""The agent's environment (B-125, D-24): layering order, placeholders and what cannot be overridden."""
+"""The agent's environment: layering order, placeholders and what cannot be overridden."""
 
 from __future__ import annotations
 

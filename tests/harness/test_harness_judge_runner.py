@@ -1,4 +1,4 @@
-"""run_harness_judge end to end with the stand-in agents as real subprocesses (B-114..B-140)."""
+"""run_harness_judge end to end with the stand-in agents as real subprocesses."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.harness.judge_rig import AGENT_NAMES, Rig, judge_check
 
 STEM = artifact_stem(check_id="judge")
 B139_KEYS = ["model", "agent_type", "reasoning_effort", "timeout_seconds", "raw_response_path"]
-# openhands has no default model and refuses to start without LLM_MODEL (agents.md 9.9).
+# openhands has no default model and refuses to start without LLM_MODEL.
 NEEDS_MODEL = {"openhands": "openhands-test-model"}
 
 
@@ -157,12 +157,12 @@ def test_a_wrong_flag_makes_the_stand_in_fail(
     result = rig.run(agent=agent, agents={agent: table} if table else None, harness=harness)
     assert result.status == "error"
     assert result.exit_code == code
-    # The contract's text, then the agent's own complaint: the detail names the cause.
+    # eval-banana's text, then the agent's own complaint: the detail names the cause.
     detail = result.error_detail or ""
     assert detail.startswith(f"Agent exited with code {code}: {NO_VERDICT} The agent reported: ")
     assert fragment in detail
     assert fragment in result.stderr + result.stdout
-    assert _prompt_path(rig).exists()  # B-119: kept when the agent fails
+    assert _prompt_path(rig).exists()  # kept when the agent fails
 
 
 def test_nonzero_exit_with_a_verdict_is_still_an_error(rig: Rig) -> None:
@@ -403,7 +403,7 @@ def test_provider_env_placeholders_and_harness_env_reach_the_agent(rig: Rig) -> 
         "harness",
     )
     assert env["EVAL_BANANA_HARNESS_AGENT"] == "mine"
-    # No value from the environment is written into the result (D-8).
+    # No value from the environment is written into the result.
     assert "s3cr3t" not in json.dumps(result.model_dump())
 
 

@@ -24,7 +24,7 @@ from eval_banana.models.config import AgentTemplate, HarnessSettings, Settings
 
 P = "P"
 
-# B-122 as corrected by D-22 (opencode run) and D-23 (pi's --model/--thinking).
+# eval-banana's command lines, with opencode run and pi's --model/--thinking corrected.
 PLAIN_ARGV = {
     "codex": "codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check "
     "--model gpt-5.6-sol -c model_reasoning_effort=high P",
@@ -141,7 +141,7 @@ def test_override_replaces_only_written_fields() -> None:
 def test_new_agent_starts_from_the_blank_template() -> None:
     merged = parse_agent_tables(raw={"mine": {"command": ["my-agent"]}}, config_path="c")["mine"]
     assert merged == AgentTemplate(command=["my-agent"])
-    # B-37: the blank model_flag is --model, so a selected model reaches a custom agent.
+    # The blank model_flag is --model, so a selected model reaches a custom agent.
     assert merged.model_flag == "--model"
     assert build_argv(template=merged, prompt=P, model="M", effort=None) == [
         "my-agent", "--model", "M", P,
@@ -266,7 +266,7 @@ def test_agent_table_errors(raw: object, message: str, field_path: str) -> None:
     assert caught.value.exit_code == 2
 
 
-def test_errors_are_checked_in_contract_order() -> None:
+def test_errors_are_checked_in_eval_banana_order() -> None:
     # Unknown keys come before type errors, list fields before prompt_position before strings.
     with pytest.raises(ConfigError, match="unknown keys: bogus"):
         parse_agent_tables(raw={"x": {"bogus": 1, "command": 5}}, config_path="c")
@@ -281,7 +281,7 @@ def test_errors_are_checked_in_contract_order() -> None:
 
 
 def test_unselected_tables_are_still_validated() -> None:
-    # B-36: a broken table for an agent nobody selected is still an error.
+    # A broken table for an agent nobody selected is still an error.
     with pytest.raises(ConfigError, match=r"\[agents.unused\] command is required"):
         parse_agent_tables(raw={"claude": {}, "unused": {}}, config_path="c")
 
@@ -347,7 +347,7 @@ def test_injection_problem_texts() -> None:
 
 
 def test_template_default_effort_counts() -> None:
-    # B-117: clearing codex's effort flag without clearing its default effort breaks every judge.
+    # Clearing codex's effort flag without clearing its default effort breaks every judge.
     custom = parse_agent_tables(raw={"codex": {"reasoning_effort_flag": []}}, config_path="c")
     harness = resolve_harness(
         settings=Settings(harness=HarnessSettings(agent="codex"), agents=custom)

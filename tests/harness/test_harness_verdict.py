@@ -1,4 +1,4 @@
-"""Verdict extraction (B-129..B-136, D-24..D-26): every rule, every dialect's canaries, linearity."""
+"""Verdict extraction: every rule, every dialect's canaries, linearity."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_braces_inside_strings() -> None:
 
 
 def test_stray_quote_before_the_verdict() -> None:
-    # The anchor's global string tracking missed this (B-134); per-candidate decoding finds it.
+    # eval-banana's global string tracking missed this; per-candidate decoding finds it.
     text = 'The token " is odd. {"score": 1, "reason": "found"}'
     assert verdict_of(text) == Verdict(1, "found")
     text = 'He said "hi" and then " again {"score": 0, "reason": "found"} done'
@@ -136,7 +136,7 @@ def test_non_string_result_is_no_verdict() -> None:
 
 
 def test_only_the_newest_result_event_counts() -> None:
-    # [improve] B-133: a failed newest result is an error, even after an older success.
+    # Stricter than eval-banana: a failed newest result is an error, even after an older success.
     older = _event(result='{"score": 1, "reason": "old"}')
     newest = _event(subtype="error_max_turns", is_error=True)
     found = extract_from_text(older + "\n" + newest)
@@ -176,7 +176,7 @@ def test_claude_failure_canaries() -> None:
 
 
 def test_gemini_needs_its_dialect_and_honours_error_status() -> None:
-    # The contract's plain extractor never finds gemini's verdict (W5.7) ...
+    # eval-banana's plain extractor never finds gemini's verdict ...
     assert (
         extract_verdict(dialect="text", stdout_path=FIXTURES / "gemini_pass.stdout").verdict is None
     )
@@ -208,7 +208,7 @@ def test_openhands_reads_the_finish_event_not_the_wrapped_panel() -> None:
     found = extract_verdict(dialect="openhands", stdout_path=path)
     assert found.verdict is not None and found.verdict.score == 1
     assert found.verdict.reason is not None and found.verdict.reason.endswith("asks for.")
-    # The contract's plain rule alone cannot find it: the panel wraps the JSON.
+    # eval-banana's plain rule alone cannot find it: the panel wraps the JSON.
     assert extract_verdict(dialect="text", stdout_path=path).verdict is None
 
 
@@ -217,7 +217,7 @@ def test_empty_stdout_is_no_verdict() -> None:
     assert found.verdict is None and found.problem == "the agent printed nothing on stdout"
 
 
-# --- usage (D-5) ----------------------------------------------------------------------------------
+# --- usage ----------------------------------------------------------------------------------------
 
 
 def test_usage_per_dialect() -> None:
@@ -259,7 +259,7 @@ def test_codex_total_on_the_same_line(tmp_path: Path) -> None:
     }
 
 
-# --- linear time (B-135): these inputs took the anchor tens of seconds ----------------------------
+# --- linear time: these inputs took eval-banana tens of seconds -----------------------------------
 
 
 def test_ten_thousand_unmatched_closing_braces() -> None:

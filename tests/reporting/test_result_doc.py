@@ -1,4 +1,4 @@
-"""The --result-out document (B-164..B-172): rules, formats byte for byte, every status via eb."""
+"""The --result-out document: rules, formats byte for byte, every status via eb."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def make_repo(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
-# --- git observation (B-165, B-166) ---------------------------------------------------------
+# --- git observation -----------------------------------------------------------------------
 
 
 def test_clean_tree_digest_is_the_hash_of_two_nul_bytes(tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_no_repository_no_commit_no_folder(tmp_path: Path) -> None:
                 os.environ[key] = value
 
 
-# --- document rules (B-167, B-168) ----------------------------------------------------------
+# --- document rules ------------------------------------------------------------------------
 
 OBSERVED = {
     "commit": "c0ffee",
@@ -234,7 +234,7 @@ def test_classification_is_by_type() -> None:
     assert classify_failure(error=UsageError("bad flag")) is None
 
 
-# --- formats, byte for byte (B-169) --------------------------------------------------------
+# --- formats, byte for byte ----------------------------------------------------------------
 
 SMALL = {"schema_version": 1, "status": "no_checks", "error": "No checks found", "x": "é"}
 SMALL_JSON = '{\n  "schema_version": 1,\n  "status": "no_checks",\n  "error": "No checks found",\n  "x": "é"\n}'  # noqa: E501
@@ -255,7 +255,7 @@ def test_json_format() -> None:
     assert render_result(document=SMALL, report_md="# ignored\n", fmt="json") == SMALL_JSON + "\n"
 
 
-# --- the target (B-170, B-172) --------------------------------------------------------------
+# --- the target ----------------------------------------------------------------------------
 
 
 def test_symlink_target_is_refused(tmp_path: Path) -> None:
