@@ -86,3 +86,21 @@ def test_no_tracked_file_cites_the_specification() -> None:
         for number, match in forbidden_references(text=text)
     ]
     assert offenders == [], "write the reason in words instead:\n" + "\n".join(offenders)
+
+
+def test_every_compatibility_pointer_resolves_to_a_section() -> None:
+    page = (REPO / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'<a id="([a-z0-9-]+)"></a>', page))
+    pointer = re.compile(r"compatibility\.md#([a-z0-9-]+)")
+    pointers = [
+        (path.relative_to(REPO), number, match.group(1))
+        for path in _tracked_text_files()
+        if (text := _text_of(path)) is not None
+        for number, line in enumerate(text.splitlines(), start=1)
+        for match in pointer.finditer(line)
+    ]
+    assert len(pointers) >= 10, "the code points at docs/compatibility.md sections"
+    dangling = [
+        f"{path}:{number}: #{name}" for path, number, name in pointers if name not in anchors
+    ]
+    assert dangling == [], "no such anchor in docs/compatibility.md:\n" + "\n".join(dangling)
