@@ -68,7 +68,7 @@ def test_the_scanner_catches_every_spelling() -> None:
             f"see behavior{md}",
             f"see decisions{md}",
             f"see pipeline{md}",
-            "docs: /work/" + "shared/spec/agents.md",
+            "docs: /work/" + "shared/sp" + "ec/agents.md",
         ]
     )
     found = forbidden_references(text=text)
