@@ -179,3 +179,38 @@ def test_a_daemon_started_by_a_judge_does_not_survive_an_interrupted_run(
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=60) == 3
     assert not _alive(int(pidfile.read_text()))
+
+
+GET_SUBREAPER = """\
+import ctypes, sys
+from eval_banana.cli import main
+
+def subreaper() -> int:
+    flag = ctypes.c_int(-1)
+    ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    return flag.value
+
+code = main(["run", "--cwd", sys.argv[1]])
+print(code, subreaper())
+"""
+
+
+def test_a_program_that_runs_eb_in_process_is_no_subreaper_afterwards(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    # The check proves the role was held during the run: its daemon is still ended.
+    pidfile = tmp_path / "daemon.pid"
+    pidfiles.append(pidfile)
+    root = _project(
+        tmp_path / "proj", checks={"spawns": DAEMONIZE.format(pidfile=str(pidfile), after="")}
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", GET_SUBREAPER, str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == ["0", "0"], done.stdout + done.stderr
+    assert not _alive(int(pidfile.read_text()))

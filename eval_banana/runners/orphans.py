@@ -28,23 +28,45 @@ _lock = threading.Lock()
 _counter = itertools.count(1)
 _launched: set[int] = set()  # check processes started by run_process and not yet reaped
 _active: set[bytes] = set()  # tokens of checks that are still running
-_subreaper: bool | None = None
+_runs = 0  # runs in progress in this process; the subreaper role lasts while one is
+_subreaper = False  # whether this process is a child subreaper now
+
+
+def _set_subreaper(*, on: bool) -> bool:
+    """Turn the subreaper role on or off (Linux); False where the system has none."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
 
 
 def enable_subreaper() -> bool:
-    """Make this process a child subreaper (Linux); False where the system has none."""
-    global _subreaper
-    if _subreaper is None:
-        _subreaper = False
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
+    """Make this process a child subreaper until the matching `end_run` (Linux).
 
-                libc = ctypes.CDLL(None, use_errno=True)
-                _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-            except (OSError, AttributeError):
-                _subreaper = False
-    return _subreaper
+    Scoped to runs, not to the process: a program that calls eb through its Python API (or a
+    test runner that forks workers) must not keep collecting strangers' orphans once the run
+    is over. Runs in one process at once share the role; the last to end gives it up.
+    """
+    global _runs, _subreaper
+    with _lock:
+        _runs += 1
+        if _runs == 1:
+            _subreaper = _set_subreaper(on=True)
+        return _subreaper
+
+
+def _release_subreaper() -> None:
+    global _runs, _subreaper
+    with _lock:
+        _runs = max(0, _runs - 1)
+        if _runs == 0 and _subreaper:
+            _set_subreaper(on=False)
+            _subreaper = False
 
 
 def start_check() -> str:
@@ -131,9 +153,16 @@ def end_check(*, token: str) -> int:
 def end_run() -> int:
     """Kill every process carrying a token of an ended check of this eb process; return how many.
 
-    Called when a run's checks are done; checks of another run in this process are still
-    active and keep theirs.
+    Called when a run's checks are done, once for each `enable_subreaper`; checks of another
+    run in this process are still active and keep theirs.
     """
+    try:
+        return _kill_ended_checks_processes()
+    finally:
+        _release_subreaper()
+
+
+def _kill_ended_checks_processes() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     prefix = _own_prefix()
