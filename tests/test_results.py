@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from eval_banana.results import build_result, elapsed_ms, error_result, exception_result, iso
+from eval_banana.results import (
+    build_result,
+    elapsed_ms,
+    error_result,
+    exception_result,
+    held_back_result,
+    iso,
+    utc_now,
+)
 from tests.builders import planned_inline
 
 ROOT = Path("/project")
@@ -59,3 +67,16 @@ def test_build_result_copies_identity_and_keeps_error_detail_for_errors_only() -
     assert (passed.score, passed.details, passed.reason, passed.exit_code) == (1, {}, None, None)
     errored = error_result(check=check, started=MOMENT, completed=MOMENT, error_detail="broken")
     assert (errored.status, errored.score, errored.error_detail) == ("error", 0, "broken")
+
+
+def test_a_check_held_back_by_maxfail_is_a_not_run_error_that_says_why() -> None:
+    check = planned_inline(id="later", script="pass", project_root=ROOT, tags=["t"])
+    before = utc_now()
+    one = held_back_result(check=check, maxfail=1)
+    assert (one.check_id, one.status, one.score, one.tags) == ("later", "error", 0, ["t"])
+    assert one.error_detail == "Not run: stopped after 1 failed or errored check (maxfail 1)"
+    assert one.details == {"not_run": True, "not_run_reason": "maxfail"}
+    assert one.started_at == one.completed_at and one.duration_ms == 0
+    assert datetime.fromisoformat(one.started_at) >= before
+    three = held_back_result(check=check, maxfail=3)
+    assert three.error_detail == "Not run: stopped after 3 failed or errored checks (maxfail 3)"
