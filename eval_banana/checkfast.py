@@ -11,12 +11,24 @@ import re
 from typing import Any, TypeGuard
 
 from eval_banana.projectstate.patterns import pattern_problem
+from eval_banana.sampling.rules import RULES, valid_repeats
 
 # Same rule as models.check.ID_PATTERN; fullmatch is at least as strict as `^...$` + match.
 _ID_RE = re.compile(r"[a-zA-Z0-9_-]+")
 
 _BASE_KEYS = frozenset(
-    {"type", "schema_version", "id", "description", "tags", "expect", "skip", "inputs"}
+    {
+        "type",
+        "schema_version",
+        "id",
+        "description",
+        "tags",
+        "expect",
+        "skip",
+        "inputs",
+        "repeats",
+        "aggregate",
+    }
 )
 _KEYS_BY_TYPE = {
     "deterministic": _BASE_KEYS | {"script", "script_path"},
@@ -107,6 +119,13 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     inputs = document.get("inputs")
     if inputs is not None and not _valid_inputs(inputs):
         return None
+    # repeats / aggregate: absent or null leave no key (the models omit them when unset).
+    repeats = document.get("repeats")
+    if repeats is not None and not valid_repeats(repeats):
+        return None
+    aggregate = document.get("aggregate")
+    if aggregate is not None and (type(aggregate) is not str or aggregate not in RULES):
+        return None
 
     # Key order follows pydantic: `type` keeps its base-class slot, subclass fields last.
     result: dict[str, Any] = {
@@ -119,6 +138,10 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
         "skip": skip,
         "inputs": list(inputs) if inputs is not None else None,
     }
+    if repeats is not None:
+        result["repeats"] = repeats
+    if aggregate is not None:
+        result["aggregate"] = aggregate
 
     if check_type == "deterministic":
         ok_script, script = _optional_str(document, key="script")

@@ -55,6 +55,8 @@ _KIND_TYPES = {
     "string_table": "table of strings",
     "env_policy": '"inherit" or "allowlist"',
     "cache_mode": '"off", "on", "read-only" or "refresh"',
+    "repeat_count": "integer from 1 to 20",
+    "boolean": "true or false",
     "agent_tables": "tables",
     "ignored": "any (ignored)",
 }

@@ -37,6 +37,8 @@ SettingKind = Literal[
     "string_table",  # TOML table of string -> string
     "env_policy",  # "inherit" | "allowlist" (D-7)
     "cache_mode",  # "off" | "on" | "read-only" | "refresh"
+    "repeat_count",  # integer from 1 to 20 (samples of a check)
+    "boolean",  # true / false; env 1/0/true/false/yes/no/on/off; the flag turns it on
     "agent_tables",  # [agents.<name>] tables, parsed by eval_banana.harness.templates
     "ignored",  # accepted in the file, never used
 ]
@@ -51,6 +53,9 @@ _SECTION_MODELS: dict[str, type[Record]] = {
 }
 
 ENV_POLICIES: tuple[str, ...] = ("inherit", "allowlist")
+# How a boolean may be written in an environment variable.
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 CACHE_MODES: tuple[str, ...] = ("off", "on", "read-only", "refresh")
 
 
@@ -104,6 +109,7 @@ def _help(section: str, key: str, extra: str = "") -> str:
 
 
 _RUN = ("run",)
+_RUN_CALIBRATE = ("run", "calibrate")
 _RUN_MERGE = ("run", "merge")  # where a run folder and its reports are written
 _RUN_VALIDATE = ("run", "validate")
 
@@ -197,6 +203,27 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("core", "maxfail", "-x is --maxfail 1."),
     ),
     SettingSpec(
+        name="core.repeats",
+        section="core",
+        key="repeats",
+        kind="repeat_count",
+        env="EVAL_BANANA_REPEATS",
+        flag="--repeats",
+        commands=_RUN_CALIBRATE,
+        metavar="N",
+        help=_help("core", "repeats"),
+    ),
+    SettingSpec(
+        name="core.fail_on_flaky",
+        section="core",
+        key="fail_on_flaky",
+        kind="boolean",
+        env="EVAL_BANANA_FAIL_ON_FLAKY",
+        flag="--fail-on-flaky",
+        commands=_RUN,
+        help=_help("core", "fail_on_flaky"),
+    ),
+    SettingSpec(
         name="discovery.exclude_dirs",
         section="discovery",
         key="exclude_dirs",
@@ -285,6 +312,26 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="DOLLARS",
         help=_help("harness", "cost_fuse_usd"),
+    ),
+    SettingSpec(
+        name="harness.require_calibration",
+        section="harness",
+        key="require_calibration",
+        kind="boolean",
+        env="EVAL_BANANA_REQUIRE_CALIBRATION",
+        flag=None,
+        commands=(),
+        help=_help("harness", "require_calibration"),
+    ),
+    SettingSpec(
+        name="harness.min_agreement",
+        section="harness",
+        key="min_agreement",
+        kind="threshold",
+        env="EVAL_BANANA_MIN_AGREEMENT",
+        flag=None,
+        commands=(),
+        help=_help("harness", "min_agreement"),
     ),
     SettingSpec(
         name="harness.env",
@@ -511,6 +558,14 @@ def coerce_typed(*, spec: SettingSpec, value: object) -> object:
         if value not in CACHE_MODES:
             raise SettingValueError("must be 'off', 'on', 'read-only' or 'refresh'")
         return value
+    if kind == "repeat_count":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 20:
+            raise SettingValueError("must be an integer from 1 to 20")
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise SettingValueError("must be true or false")
+        return value
     raise SettingValueError("cannot be set this way")
 
 
@@ -542,6 +597,17 @@ def coerce_text(*, spec: SettingSpec, text: str) -> object:
         except ValueError:
             raise SettingValueError("must be a non-negative number (0 means no limit)") from None
         return coerce_typed(spec=spec, value=number)
+    if kind == "repeat_count":
+        return coerce_typed(
+            spec=spec, value=_parse_integer_text(text, "must be an integer from 1 to 20")
+        )
+    if kind == "boolean":
+        word = text.strip().lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+        raise SettingValueError("must be true or false (1, 0, yes, no, on, off)")
     if kind == "name_list":
         # Comma-separated (D-7); blanks around items and empty items are dropped.
         return _names([item.strip() for item in text.split(",") if item.strip()])
@@ -596,6 +662,10 @@ def add_setting_arguments(*, parser: argparse.ArgumentParser, command: str) -> N
             parser.add_argument(spec.flag, choices=CACHE_MODES, **common)
         elif spec.kind in ("path", "optional_path", "optional_string"):
             parser.add_argument(spec.flag, **common)
+        elif spec.kind == "boolean":
+            # A switch: given, the setting is on; absent, the env var, file or default decide.
+            del common["metavar"]
+            parser.add_argument(spec.flag, action="store_const", const=True, **common)
         else:
             parser.add_argument(spec.flag, type=_argparse_type(spec), **common)
 

@@ -122,6 +122,8 @@ _VALID: dict[str, st.SearchStrategy[Any]] = {
         st.sampled_from(["src/**", "!src/x.py", "*.md", "a b/[ab]?.py", "./docs/", "**", "[!a]*"]),
         max_size=3,
     ),
+    "repeats": st.none() | st.integers(min_value=1, max_value=20),
+    "aggregate": st.none() | st.sampled_from(["all", "majority", "any"]),
 }
 # Near misses: values that look right but that pydantic rejects or might coerce.
 _NEAR: dict[str, st.SearchStrategy[Any]] = {
@@ -159,14 +161,17 @@ _NEAR: dict[str, st.SearchStrategy[Any]] = {
             [_StrSubclass("a")],
         ]
     ),
+    # Counts out of range or of another type (YAML reads `true` and `3.0` as such).
+    "repeats": st.sampled_from([0, 21, -1, True, False, 3.0, "3", [3], 1.5]),
+    "aggregate": st.sampled_from(["All", " all", "mean", "", True, 1, ["any"]]),
 }
 _REQUIRED = {
     "deterministic": ["type", "schema_version", "id", "description"],
     "harness_judge": ["type", "schema_version", "id", "description", "instructions"],
 }
 _OPTIONAL = {
-    "deterministic": ["tags", "expect", "skip", "inputs"],
-    "harness_judge": ["tags", "expect", "skip", "model", "inputs"],
+    "deterministic": ["tags", "expect", "skip", "inputs", "repeats", "aggregate"],
+    "harness_judge": ["tags", "expect", "skip", "model", "inputs", "repeats", "aggregate"],
 }
 _ALL_KEYS = list(_NEAR)
 _EXTRA_KEYS = ["extra", "artifact", "assert", "Type", "ID", 1]
@@ -272,6 +277,13 @@ _SINGLE_VALUES: list[Any] = [
     ["/x"],
     ["a\\b"],
     [" "],
+    20,
+    21,
+    -1,
+    3.0,
+    "majority",
+    "any",
+    "all",
 ]
 
 
@@ -355,6 +367,12 @@ _BASE = {"schema_version": 1, "id": "c1", "description": "A check."}
         ({**_BASE, "type": "llm_judge", "instructions": "J"}, False),
         ({**_BASE, "type": "assertions", "artifact": "a.json", "assert": []}, False),
         ({**_BASE, "type": None, "script": "x"}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "repeats": 3}, True),
+        ({**_BASE, "type": "harness_judge", "instructions": "J", "aggregate": "majority"}, True),
+        ({**_BASE, "type": "deterministic", "script": "x", "repeats": None}, True),
+        ({**_BASE, "type": "deterministic", "script": "x", "repeats": True}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "repeats": 21}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "aggregate": "mean"}, False),
         ({**_BASE, "script": "x"}, False),
     ],
 )

@@ -213,6 +213,8 @@ def _type_hint(*, spec: SettingSpec) -> str | None:
         "string_table": 'write e.g. [harness.env] then NAME = "value" lines',
         "env_policy": f'write {spec.key} = "inherit" or {spec.key} = "allowlist"',
         "cache_mode": f'write {spec.key} = "on" (or "off", "read-only", "refresh")',
+        "boolean": f"write {spec.key} = true or {spec.key} = false (without quotes)",
+        "repeat_count": f"write e.g. {spec.key} = 3 (a whole number from 1 to 20)",
     }
     return hints.get(spec.kind, f"write e.g. {spec.key} = 1 (a number without quotes)")
 
