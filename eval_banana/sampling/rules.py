@@ -53,3 +53,8 @@ def decide(*, rule: str, passed: int, total: int) -> bool:
     if rule == "majority":
         return 2 * passed > total
     return passed == total
+
+
+def is_flaky(details: Mapping[str, Any] | None) -> bool:
+    """Whether a result's samples disagreed (some passed, some failed)."""
+    return isinstance(details, Mapping) and details.get("flaky") is True
