@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-GENERATOR_VERSION = "6"
+GENERATOR_VERSION = "7"
 BENCH_DIR = Path(__file__).resolve().parent
 AGENTS_DIR = BENCH_DIR / "agents"
 STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
@@ -51,6 +51,8 @@ class Sizes:
     w6_parallel: tuple[int, ...]
     w7_judges: int
     w8_modified: int
+    w10_checks: int
+    w10_shards: int
 
 
 FULL = Sizes(
@@ -70,6 +72,8 @@ FULL = Sizes(
     w6_parallel=(1, 4, 16),
     w7_judges=1_000,
     w8_modified=10,
+    w10_checks=10_000,
+    w10_shards=8,
 )
 
 QUICK = Sizes(
@@ -89,6 +93,8 @@ QUICK = Sizes(
     w6_parallel=(1, 4),
     w7_judges=20,
     w8_modified=10,
+    w10_checks=40,
+    w10_shards=4,
 )
 
 
@@ -107,10 +113,17 @@ def _fingerprint(*, key: str, sizes: Sizes) -> str:
             "python": sys.executable,
             "agents_dir": str(AGENTS_DIR),
             "agents": hashlib.sha256(agents).hexdigest(),
+            # W10 holds run folders eb wrote: a change of their formats must rebuild them.
+            "formats": _formats_digest() if key in RUN_WORKLOADS else None,
         },
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _formats_digest() -> str:
+    schemas = sorted((BENCH_DIR.parent / "eval_banana" / "schemas").rglob("*.json"))
+    return hashlib.sha256(b"".join(path.read_bytes() for path in schemas)).hexdigest()
 
 
 def cached(*, key: str, sizes: Sizes, build: Callable[[Path], None]) -> Path:
@@ -124,10 +137,13 @@ def cached(*, key: str, sizes: Sizes, build: Callable[[Path], None]) -> Path:
     for stale in (partial, folder):
         if stale.exists():
             shutil.rmtree(stale)
-    partial.mkdir(parents=True)
-    build(partial)
-    (partial / MARKER).write_text(stamp)
-    partial.rename(folder)
+    # Run folders record absolute paths (W10): those are built where they stay, the marker last.
+    target = folder if key in RUN_WORKLOADS else partial
+    target.mkdir(parents=True)
+    build(target)
+    (target / MARKER).write_text(stamp)
+    if target is partial:
+        partial.rename(folder)
     return folder
 
 
@@ -510,6 +526,102 @@ def w8_keying_check(*, root: Path) -> str:
     return recorded.read_text().strip()
 
 
+# W10 / W11 -----------------------------------------------------------------------------------
+
+# W10's runs are made by eb itself (minutes at full size), so only a format change or a new
+# generator rebuilds them.
+RUN_WORKLOADS = frozenset({"W10"})
+FAILING_EVERY = 100  # base: check_00099, check_00199, ... fail
+REMOVED_EVERY = 200  # head: check_00007, check_00207, ... are gone
+NEW_CHECKS_PER_10K = 50
+FAILING_SCRIPT = "import sys\nsys.exit('planted failure')\n"
+
+
+def w10_base_checks(*, sizes: Sizes) -> dict[str, str]:
+    """Check id -> script of the base project: trivial checks, one in a hundred failing."""
+    return {
+        f"check_{index:05d}": FAILING_SCRIPT
+        if index % FAILING_EVERY == FAILING_EVERY - 1
+        else TRIVIAL_SCRIPT
+        for index in range(sizes.w10_checks)
+    }
+
+
+def w10_head_checks(*, sizes: Sizes) -> dict[str, str]:
+    """The head project: some checks removed, some added, some regressed or fixed or edited."""
+    checks = w10_base_checks(sizes=sizes)
+    for index in range(7, sizes.w10_checks, REMOVED_EVERY):
+        del checks[f"check_{index:05d}"]
+    for index in range(13, sizes.w10_checks, REMOVED_EVERY):  # regressions
+        checks[f"check_{index:05d}"] = FAILING_SCRIPT
+    for index in range(FAILING_EVERY - 1, sizes.w10_checks, 2 * FAILING_EVERY):  # fixes
+        checks[f"check_{index:05d}"] = TRIVIAL_SCRIPT
+    for index in range(29, sizes.w10_checks, REMOVED_EVERY):  # edited, still passing
+        checks[f"check_{index:05d}"] = "import sys\nsys.exit(0)  # edited\n"
+    added = max(2, sizes.w10_checks * NEW_CHECKS_PER_10K // 10_000)
+    for index in range(added):
+        checks[f"new_{index:03d}"] = FAILING_SCRIPT if index % 10 == 0 else TRIVIAL_SCRIPT
+    return checks
+
+
+def _w10_project(*, project: Path, checks: dict[str, str]) -> None:
+    """The checks in folders of a hundred (`check_01234` in part012/, new ones in part_new/)."""
+    write_config(project=project)
+    for check_id, script in checks.items():
+        number = check_id.removeprefix("check_")
+        part = f"part{int(number) // 100:03d}" if number.isdigit() else "part_new"
+        path = project / "eval_checks" / part / f"{check_id}.yaml"
+        _write(path, deterministic_yaml(check_id=check_id, script=script))
+
+
+def _eb(*args: str) -> int:
+    """A real eb process (quiet); the generator needs its exit code only."""
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=BENCH_DIR.parent,
+        check=False,
+    )
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"eb {' '.join(args)} exited {done.returncode}: {done.stderr[-800:]!r}")
+    return done.returncode
+
+
+def build_w10(*, sizes: Sizes) -> Callable[[Path], None]:
+    """Two projects, a one-machine run of the base, N shard runs of the head and their merge.
+
+    W11 runs the base project on one machine again, and opens the base run's report.html.
+    """
+
+    def build(root: Path) -> None:
+        base, head, runs = root / "project-base", root / "project-head", root / "runs"
+        _w10_project(project=base, checks=w10_base_checks(sizes=sizes))
+        _w10_project(project=head, checks=w10_head_checks(sizes=sizes))
+        scripts = root / "floor-scripts"
+        scripts.mkdir()
+        listing = []
+        # The floor of a one-machine run: as many interpreters, each running a trivial script.
+        for check_id in w10_base_checks(sizes=sizes):
+            (scripts / f"{check_id}.py").write_text(TRIVIAL_SCRIPT)
+            listing.append(f"floor-scripts/{check_id}.py")
+        (root / "floor-list.txt").write_text("\n".join(listing) + "\n")
+        flat = ["--max-parallel-checks", "4", "--flat-output"]
+        _eb("run", "--cwd", str(base), "--output-dir", str(runs / "base"), *flat)
+        shard_dirs = [str(path) for path in w10_shard_dirs(root=root, sizes=sizes)]
+        for index, shard_dir in enumerate(shard_dirs, start=1):
+            shard = f"{index}/{sizes.w10_shards}"
+            _eb("run", "--cwd", str(head), "--shard", shard, "--output-dir", shard_dir, *flat)
+        merged = ["--cwd", str(head), "--output-dir", str(runs / "merged"), "--flat-output"]
+        _eb("merge", *shard_dirs, *merged)
+
+    return build
+
+
+def w10_shard_dirs(*, root: Path, sizes: Sizes) -> list[Path]:
+    return [root / "runs" / f"shard-{index}" for index in range(1, sizes.w10_shards + 1)]
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -526,14 +638,17 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W6": lambda sizes: build_w6(sizes=sizes),
     "W7": lambda sizes: build_w7(sizes=sizes),
     "W8": lambda sizes: build_w8(sizes=sizes),
+    "W10": lambda sizes: build_w10(sizes=sizes),
 }
-# Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository.
-ALIASES: dict[str, str] = {"W9": "W8"}
-KEYS: tuple[str, ...] = (*BUILDERS, *ALIASES)
+# Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
+# machine, report.html) on W10's projects and runs.
+ALIASES: dict[str, str] = {"W9": "W8", "W11": "W10"}
+# In workload order (W10 after W9), as the table lists them.
+KEYS: tuple[str, ...] = tuple(sorted((*BUILDERS, *ALIASES), key=lambda key: int(key[1:])))
 
 
 def workload(*, key: str, sizes: Sizes) -> Path:
-    """Generate (or reuse) workload `key` (W0..W9) and return its folder."""
+    """Generate (or reuse) workload `key` (W0..W11) and return its folder."""
     key = ALIASES.get(key, key)
     return cached(key=key, sizes=sizes, build=BUILDERS[key](sizes))
 

@@ -30,22 +30,22 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench import generate  # noqa: E402
+from bench import generate, split  # noqa: E402
 from bench.generate import EXCLUDED, FULL, QUICK, Sizes  # noqa: E402
 
 DOC = REPO / "docs" / "performance.md"
+SCALE_DOC = REPO / "docs" / "scale-out.md"
 TABLE_START = "<!-- bench-table:start -->"
 TABLE_END = "<!-- bench-table:end -->"
-# The incremental workloads (W7-W9) have their own table, written by a call of their own.
-INCREMENTAL_BLOCK = "bench-table-incremental"
 PROMPT = "Read README.md and answer with a verdict."
 
 # Runs eval_banana like `python -m eval_banana`, then writes its own peak RSS (KB) to argv[1].
@@ -93,18 +93,49 @@ print(len(docs))
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b")
 
 
+@dataclass(frozen=True)
+class DocBlock:
+    """A marked block of docs that `--write-doc` fills with the rows of some workloads."""
+
+    name: str  # the markers are <!-- NAME:start --> and <!-- NAME:end -->
+    keys: frozenset[str] | None  # None: every workload no other block claims
+    paths: tuple[Path, ...]
+
+
+# Each group of workloads has its own table, written by a call of its own (or a full call).
+DOC_BLOCKS = (
+    DocBlock(name="bench-table", keys=None, paths=(DOC,)),
+    DocBlock(name="bench-table-incremental", keys=frozenset({"W7", "W8", "W9"}), paths=(DOC,)),
+    DocBlock(name="scale-out-figures", keys=frozenset({"W10", "W11"}), paths=(DOC, SCALE_DOC)),
+)
+
+
 @dataclass
 class Case:
-    """One row of the table: an eb command line, its floor and its targets."""
+    """One row of the table: an eb command line, its floor and its targets.
+
+    A row meets its target when every bound it sets holds: `target` (eb's median over the
+    floor's), `target_over_s` (eb's median minus the floor's), `seconds_target` (eb's median)
+    and `memory_target_mb` (eb's own peak RSS).
+    """
 
     key: str
     name: str
     eb_args: list[str]
     floor: list[str]
     floor_label: str
-    target: float
+    target: float | None  # ratio of eb's median to the floor's; None: no ratio bound
     expect_rc: int = 0
     memory_target_mb: float | None = None
+    # The target as seconds over the floor's median.
+    target_over_s: float | None = None
+    # An absolute bound on eb's median wall time.
+    seconds_target: float | None = None
+    warmup: bool = True  # one unmeasured run of each first (full mode)
+    # A run folder whose report.html, written anew by this eb, is timed in Chromium instead of
+    # an eb process (eb_args and floor unused; the floor is a static table of as many rows).
+    browser_page: Path | None = None
+    browser_expect_rows: int | None = None
     floor_stdin: Path | None = None
     floor_cwd: Path | None = None  # default: a scratch folder
     floor_stdout_file: bool = False
@@ -117,8 +148,6 @@ class Case:
     agent_log: Path | None = None
     # eb prints its report as JSON (`--json`): this many checks must have been reused.
     expect_cached: int | None = None
-    # The target as seconds over the floor's median instead of a ratio.
-    target_over_s: float | None = None
     # Also time writing this many small files atomically (what a run writes per check result),
     # on the same file system in the same call: the part of eb's time no cache can remove.
     file_probe: int | None = None
@@ -139,6 +168,9 @@ class Row:
     floor: list[Sample] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     probe_s: float | None = None
+    # The 1-minute load average when the row started and ended: the machine is shared.
+    load_start: float = 0.0
+    load_end: float = 0.0
 
 
 # Measuring ------------------------------------------------------------------------------------
@@ -247,7 +279,10 @@ def _eb_problems(*, case: Case, sample: Sample, scratch: Path) -> list[str]:
 
 def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
     """Floor and eb alternately, so both see the same machine state."""
-    row = Row(case=case)
+    if case.browser_page is not None:
+        return bench_browser(case=case, runs=runs, warmup=warmup)
+    warmup = warmup and case.warmup
+    row = Row(case=case, load_start=os.getloadavg()[0])
     scratch = Path(tempfile.mkdtemp(prefix=f"eb-bench-{case.key}-"))
     try:
         if case.prepare is not None:
@@ -287,6 +322,7 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
             row.problems.append(f"an agent was started {started} times by the measured runs")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    row.load_end = os.getloadavg()[0]
     return row
 
 
@@ -309,6 +345,144 @@ def _lines(path: Path | None) -> int:
     if path is None or not path.is_file():
         return 0
     return len(path.read_text().splitlines())
+
+
+# report.html in headless Chromium ------------------------------------------------------------
+
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1280,900",
+)
+# Resolves once the frame after the current one has begun: by then the page as it stands (laid
+# out, filtered) has been painted, which is what a reader waits for.
+NEXT_FRAME = (
+    "var done = arguments[arguments.length - 1];"
+    "requestAnimationFrame(function () { requestAnimationFrame(function () { done(); }); });"
+)
+# Counted after the clock stops (asking every row for its layout would itself force one): the
+# check rows a reader sees.
+VISIBLE_ROWS = (
+    "return Array.from(document.querySelectorAll('tr.r'))"
+    ".filter(function (r) { return r.offsetParent !== null; }).length;"
+)
+FAILED_FILTER = '#status-filter button[data-g="failed"]'
+
+
+def static_table(*, rows: int, path: Path) -> Path:
+    """The floor page: as many plain table rows, no style, no script, no data blob."""
+    body = "".join(
+        f"<tr><td>check_{i:05d}</td><td>passed</td><td>deterministic</td><td>bench</td>"
+        f"<td>5 ms</td></tr>"
+        for i in range(rows)
+    )
+    path.write_text(
+        f"<!DOCTYPE html><html><body><table><tbody>{body}</tbody></table></body></html>"
+    )
+    return path
+
+
+def open_and_filter(*, driver: Any, page: Path, click: bool) -> tuple[float, int]:
+    """Seconds from asking for the page to the painted frame after the failed filter (when
+    `click`), and how many check rows are then visible."""
+    from selenium.webdriver.common.by import By
+
+    start = time.perf_counter()
+    driver.get(page.as_uri())  # returns after the load event
+    if click:
+        driver.find_element(By.CSS_SELECTOR, FAILED_FILTER).click()
+    driver.execute_async_script(NEXT_FRAME)
+    elapsed = time.perf_counter() - start
+    return elapsed, int(driver.execute_script(VISIBLE_ROWS))
+
+
+def current_page(*, run_dir: Path, path: Path) -> Path:
+    """report.html of a cached run as this eb writes it (the cached copy may be older)."""
+    from eval_banana.reporting.html import write_html
+
+    report = json.loads((run_dir / "report.json").read_bytes())
+    write_html(report=report, run_dir=run_dir, path=path)
+    return path
+
+
+@contextlib.contextmanager
+def chromium(*, profile: Path) -> Iterator[Any]:
+    """One headless Chromium driven by chromedriver; RuntimeError says what is missing."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError as missing:
+        raise RuntimeError("selenium is not installed (pip install -e '.[dev]')") from missing
+    if not CHROMEDRIVER.exists() or shutil.which("chromium") is None:
+        raise RuntimeError("chromium and chromedriver are needed (apt-get install chromium)")
+    options = webdriver.ChromeOptions()
+    for argument in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_script_timeout(120)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def bench_browser(*, case: Case, runs: int, warmup: bool) -> Row:
+    """report.html opened and filtered to its failed checks, against a static table of as many
+    rows, alternately in one headless Chromium (its start-up is not counted)."""
+    row = Row(case=case, load_start=os.getloadavg()[0])
+    assert case.browser_page is not None
+    scratch = Path(tempfile.mkdtemp(prefix="eb-bench-browser-"))
+    try:
+        with chromium(profile=scratch / "profile") as driver:
+            page = current_page(run_dir=case.browser_page, path=scratch / "report.html")
+            rows = len(json.loads((case.browser_page / "report.json").read_bytes())["checks"])
+            floor_page = static_table(rows=rows, path=scratch / "floor.html")
+            if warmup:
+                open_and_filter(driver=driver, page=floor_page, click=False)
+                open_and_filter(driver=driver, page=page, click=True)
+            for _ in range(runs):
+                seconds, _ = open_and_filter(driver=driver, page=floor_page, click=False)
+                row.floor.append(Sample(seconds=seconds, rc=0, rss_kb=None))
+                seconds, shown = open_and_filter(driver=driver, page=page, click=True)
+                row.eb.append(Sample(seconds=seconds, rc=0, rss_kb=None))
+                expected = case.browser_expect_rows
+                problem = f"the failed filter showed {shown} rows, expected {expected}"
+                if shown != expected and problem not in row.problems:
+                    row.problems.append(problem)
+    except RuntimeError as missing:
+        row.problems.append(str(missing))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    row.load_end = os.getloadavg()[0]
+    return row
+
+
+# W10 floors: the same data read (and, for the merge, written) by plain json, in one process.
+MERGE_FLOOR = """\
+import json, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+plans, results = [], []
+for folder in sys.argv[2:]:
+    plans += json.loads((Path(folder) / "stages" / "plan.json").read_bytes())["checks"]
+    results += json.loads((Path(folder) / "stages" / "execute.json").read_bytes())["results"]
+out.mkdir(parents=True, exist_ok=True)
+(out / "plan.json").write_text(json.dumps({"checks": plans}, indent=2, sort_keys=True))
+(out / "execute.json").write_text(json.dumps({"results": results}, indent=2, sort_keys=True))
+"""
+DIFF_FLOOR = """\
+import json, sys
+base, head = (json.loads(open(p + "/report.json", "rb").read()) for p in sys.argv[1:3])
+ids = {c["check_id"]: c["status"] for c in base["checks"]}
+print(sum(1 for c in head["checks"] if ids.get(c["check_id"], "passed") != c["status"]))
+"""
 
 
 # Cases ----------------------------------------------------------------------------------------
@@ -505,7 +679,7 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                     ],
                     floor_label="eb validate --check-id, same tree",
                     floor_cwd=REPO,
-                    target=0,
+                    target=None,
                     target_over_s=0.5,
                     output_dir=True,
                     prepare=["run", "--cwd", str(project), "--output-dir", out],
@@ -520,7 +694,7 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                     floor=[py, "-m", "eval_banana", "validate", "--cwd", str(project)],
                     floor_label="eb validate, same tree",
                     floor_cwd=REPO,
-                    target=0,
+                    target=None,
                     target_over_s=0.5,
                     output_dir=True,
                     prepare=["run", "--cwd", str(project), "--output-dir", out],
@@ -541,7 +715,75 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(5),
             )
         ]
+    if key == "W10":
+        runs_dir = root / "runs"
+        shards = [str(path) for path in generate.w10_shard_dirs(root=root, sizes=sizes)]
+        head = root / "project-head"
+        return [
+            Case(
+                key="W10",
+                name=f"eb merge, {sizes.w10_shards} shards of {sizes.w10_checks} checks",
+                eb_args=["merge", *shards, "--cwd", str(head)],
+                floor=[py, "-c", MERGE_FLOOR, str(root / "floor-out"), *shards],
+                floor_label="json load + dump of the shards' plans and results",
+                target=None,
+                seconds_target=2,
+                memory_target_mb=200,
+                expect_rc=1,
+                output_dir=True,
+                runs=n(5),
+            ),
+            Case(
+                key="W10",
+                name=f"eb diff, two runs of {sizes.w10_checks} checks",
+                eb_args=["diff", str(runs_dir / "base"), str(runs_dir / "merged")],
+                floor=[py, "-c", DIFF_FLOOR, str(runs_dir / "base"), str(runs_dir / "merged")],
+                floor_label="json load of both reports",
+                target=None,
+                seconds_target=1,
+                expect_rc=1,
+                runs=n(5),
+            ),
+        ]
+    if key == "W11":
+        base_run = root / "runs" / "base"
+        statuses = [check["status"] for check in _report(base_run)["checks"]]
+        failed = statuses.count("failed")
+        return [
+            Case(
+                key="W11",
+                name=f"eb run, {sizes.w10_checks} trivial checks, parallel 4",
+                eb_args=["run", "--cwd", str(root / "project-base"), "--max-parallel-checks", "4"],
+                floor=["xargs", "-P", "4", "-n", "1", py],
+                floor_label=f"{sizes.w10_checks} python launches, xargs -P 4",
+                floor_stdin=root / "floor-list.txt",
+                floor_cwd=root,
+                target=1.15,
+                memory_target_mb=150,
+                expect_rc=1 if failed else 0,
+                output_dir=True,
+                warmup=False,  # minutes per run at full size
+                runs=n(1),
+            ),
+            Case(
+                key="W11",
+                name=f"report.html of {sizes.w10_checks} checks: open, filter to failed",
+                eb_args=[],
+                floor=[],
+                floor_label="static HTML table of as many rows",
+                target=None,
+                seconds_target=2,
+                browser_page=base_run,
+                browser_expect_rows=failed,
+                runs=n(5),
+            ),
+        ]
     raise KeyError(key)
+
+
+def _report(run_dir: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((run_dir / "report.json").read_bytes())
+    return report
 
 
 def _largest_stream(sizes: Sizes) -> str:
@@ -559,37 +801,62 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds:.3f}" if seconds < 10 else f"{seconds:.1f}"
 
 
+def row_met(row: Row) -> bool:
+    """Whether every bound the case sets holds (and the row has samples to judge)."""
+    case = row.case
+    if not row.eb or not row.floor:
+        return False
+    eb, floor = _median(row.eb), _median(row.floor)
+    rss = [sample.rss_kb for sample in row.eb if sample.rss_kb is not None]
+    bounds = [
+        case.target is None or eb / floor <= case.target,
+        case.target_over_s is None or eb - floor <= case.target_over_s,
+        case.seconds_target is None or eb <= case.seconds_target,
+        case.memory_target_mb is None or (bool(rss) and max(rss) / 1024 <= case.memory_target_mb),
+    ]
+    return all(bounds)
+
+
+def target_text(case: Case) -> str:
+    parts = []
+    if case.target is not None:
+        parts.append(f"≤ {case.target:g}")
+    if case.target_over_s is not None:
+        parts.append(f"≤ floor + {case.target_over_s:g} s")
+    if case.seconds_target is not None:
+        parts.append(f"≤ {case.seconds_target:g} s")
+    if case.memory_target_mb is not None:
+        parts.append(f"≤ {case.memory_target_mb:g} MB")
+    return ", ".join(parts)
+
+
 def row_cells(row: Row) -> list[str]:
-    """Key, case, eb median / min / max, eb peak RSS, floor, floor median, ratio, target, met."""
+    """The cells of HEADER for one row; "—" where there is nothing to show."""
     case = row.case
     eb_times = [sample.seconds for sample in row.eb]
     rss = [sample.rss_kb for sample in row.eb if sample.rss_kb is not None]
-    peak_mb = max(rss) / 1024 if rss else None
-    ratio = _median(row.eb) / _median(row.floor)
-    met = ratio <= case.target
-    target = f"≤ {case.target:g}"
-    if case.target_over_s is not None:
-        met = _median(row.eb) - _median(row.floor) <= case.target_over_s
-        target = f"≤ floor + {case.target_over_s:g} s"
-    if case.memory_target_mb is not None:
-        target += f", ≤ {case.memory_target_mb:g} MB"
-        met = met and peak_mb is not None and peak_mb <= case.memory_target_mb
-    verdict = "yes" if met and not row.problems else "NO"
+    if rss:
+        peak = f"{max(rss) / 1024:.0f}"
+    else:  # a page in Chromium has no eb process; a row without samples has nothing
+        peak = "—" if case.browser_page is not None or not row.eb else "?"
+    timed = bool(row.eb) and bool(row.floor)
+    verdict = "yes" if row_met(row) and not row.problems else "NO"
     if row.problems:
         verdict += " (see notes)"
     return [
         case.key,
         case.name,
         str(len(row.eb)),
-        _fmt_s(statistics.median(eb_times)),
-        _fmt_s(min(eb_times)),
-        _fmt_s(max(eb_times)),
-        f"{peak_mb:.0f}" if peak_mb is not None else "?",
+        _fmt_s(statistics.median(eb_times)) if eb_times else "—",
+        _fmt_s(min(eb_times)) if eb_times else "—",
+        _fmt_s(max(eb_times)) if eb_times else "—",
+        peak,
         case.floor_label,
-        _fmt_s(_median(row.floor)),
-        f"{ratio:.2f}",
-        target,
+        _fmt_s(_median(row.floor)) if row.floor else "—",
+        f"{_median(row.eb) / _median(row.floor):.2f}" if timed else "—",
+        target_text(case),
         verdict,
+        f"{row.load_start:.1f}→{row.load_end:.1f}",
     ]
 
 
@@ -606,6 +873,7 @@ HEADER = [
     "ratio",
     "target",
     "met",
+    "load",
 ]
 
 
@@ -615,8 +883,9 @@ def render_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def render_notes(rows: list[Row]) -> str:
-    """Problems that void a row, and the W3 --check-id versus full-validation comparison."""
+def render_notes(rows: list[Row], *, sizes: Sizes) -> str:
+    """Problems that void a row, the W3 --check-id versus full-validation comparison, and the
+    W10 shard split (a count, not a timing)."""
     notes = [
         f"- {row.case.key} {row.case.name}: {problem}" for row in rows for problem in row.problems
     ]
@@ -636,11 +905,14 @@ def render_notes(rows: list[Row]) -> str:
             f"- W3: `eb run --check-id` (one check, run included) takes {selected / full:.2f} x "
             f"the time of `eb validate` of every file ({_fmt_s(selected)} s vs {_fmt_s(full)} s)."
         )
+    if any(row.case.key == "W10" for row in rows):
+        notes += split.notes(sizes=sizes)
     return "\n".join(notes)
 
 
 def machine_line(*, sizes: Sizes, runs: str, load_before: float) -> str:
-    # The load average says how much else the (often shared) machine was doing meanwhile.
+    # The load average says how much else the (often shared) machine was doing meanwhile; the
+    # `load` column gives it per row.
     return (
         f"{time.strftime('%Y-%m-%d %H:%M')}, {platform.platform()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, sizes: {sizes.name}, runs: {runs}, "
@@ -671,8 +943,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--write-doc",
         action="store_true",
-        help="Update a table in docs/performance.md: the incremental one (W7-W9) when only "
-        "those ran, else the main one.",
+        help="Update the tables in docs/ of the workload groups that ran (W0-W6, W7-W9, "
+        "W10-W11), each with its own rows only.",
     )
     return parser.parse_args(argv)
 
@@ -699,22 +971,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bench_case(case=case, runs=case.runs, warmup=not args.quick, timeout=timeout)
             )
     runs = str(args.runs) if args.runs else ("1" if args.quick else "per workload, see doc")
-    text = "\n".join(
-        part
-        for part in (
-            machine_line(sizes=sizes, runs=runs, load_before=load_before),
-            "",
-            render_table(rows),
-            "",
-            render_notes(rows),
-        )
-        if part is not None
-    ).rstrip()
+    text = render(rows=rows, sizes=sizes, runs=runs, load_before=load_before)
     print(text)
     if args.write_doc:
-        incremental = set(keys) <= {"W7", "W8", "W9"}
-        write_doc(path=DOC, text=text, block=INCREMENTAL_BLOCK if incremental else "bench-table")
+        for block, block_rows in rows_by_block(rows=rows):
+            block_text = render(rows=block_rows, sizes=sizes, runs=runs, load_before=load_before)
+            for path in block.paths:
+                write_doc(path=path, text=block_text, block=block.name)
     return 0
+
+
+def render(*, rows: list[Row], sizes: Sizes, runs: str, load_before: float) -> str:
+    parts = (
+        machine_line(sizes=sizes, runs=runs, load_before=load_before),
+        "",
+        render_table(rows),
+        "",
+        render_notes(rows, sizes=sizes),
+    )
+    return "\n".join(parts).rstrip()
+
+
+def rows_by_block(*, rows: list[Row]) -> list[tuple[DocBlock, list[Row]]]:
+    """Each doc block with the rows it holds, for the blocks this call has rows for."""
+    claimed = frozenset().union(*(block.keys for block in DOC_BLOCKS if block.keys is not None))
+    grouped = []
+    for block in DOC_BLOCKS:
+        mine = [
+            row
+            for row in rows
+            if (
+                row.case.key in block.keys
+                if block.keys is not None
+                else row.case.key not in claimed
+            )
+        ]
+        if mine:
+            grouped.append((block, mine))
+    return grouped
 
 
 if __name__ == "__main__":

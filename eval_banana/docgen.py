@@ -9,11 +9,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from eval_banana.stages import STAGE_FILES, STAGE_NAMES, stage_path
+
+if TYPE_CHECKING:
+    from eval_banana.settings import SettingSpec
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_CODES = (
@@ -51,15 +54,21 @@ _KIND_TYPES = {
     "non_negative_number": "number ≥ 0 (0 = none)",
     "optional_string": "string",
     "string_list": "list of strings",
+    "glob_list": "list of glob patterns",
     "name_list": "list of strings",
     "string_table": "table of strings",
-    "env_policy": '"inherit" or "allowlist"',
-    "cache_mode": '"off", "on", "read-only" or "refresh"',
     "repeat_count": "integer from 1 to 20",
     "boolean": "true or false",
     "agent_tables": "tables",
     "ignored": "any (ignored)",
 }
+
+
+def _kind_type(*, spec: SettingSpec) -> str:
+    if spec.kind == "choice":
+        quoted = [f'"{choice}"' for choice in spec.choices]
+        return ", ".join(quoted[:-1]) + f" or {quoted[-1]}" if len(quoted) > 1 else quoted[0]
+    return _KIND_TYPES[spec.kind]
 
 
 def _settings_table() -> list[str]:
@@ -74,7 +83,7 @@ def _settings_table() -> list[str]:
             continue
         default = json.dumps(spec.default) if spec.default is not None else "unset"
         rows.append(
-            f"| `[{spec.section}] {spec.key}` | {_cell(_KIND_TYPES[spec.kind])} | "
+            f"| `[{spec.section}] {spec.key}` | {_cell(_kind_type(spec=spec))} | "
             f"`{_cell(default)}` | "
             f"{f'`{spec.env}`' if spec.env else '—'} | {f'`{spec.flag}`' if spec.flag else '—'} | "
             f"{_cell(spec.help)} |"

@@ -21,6 +21,7 @@ from eval_banana.models.config import (
     Settings,
 )
 from eval_banana.models.record import Record
+from eval_banana.projectstate.patterns import pattern_problem
 
 SettingKind = Literal[
     "path",  # string; an empty env value is an error (B-22 improve), empty CLI = project root
@@ -35,10 +36,10 @@ SettingKind = Literal[
     "string_list",  # TOML list of strings, replaced as a whole (B-10, B-11)
     "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated (D-7)
     "string_table",  # TOML table of string -> string
-    "env_policy",  # "inherit" | "allowlist" (D-7)
-    "cache_mode",  # "off" | "on" | "read-only" | "refresh"
     "repeat_count",  # integer from 1 to 20 (samples of a check)
     "boolean",  # true / false; env 1/0/true/false/yes/no/on/off; the flag turns it on
+    "choice",  # one of the spec's `choices`
+    "glob_list",  # TOML list of project-relative glob patterns (the rules of a check's inputs)
     "agent_tables",  # [agents.<name>] tables, parsed by eval_banana.harness.templates
     "ignored",  # accepted in the file, never used
 ]
@@ -56,6 +57,8 @@ ENV_POLICIES: tuple[str, ...] = ("inherit", "allowlist")
 # How a boolean may be written in an environment variable.
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+ISOLATION_MODES: tuple[str, ...] = ("detect", "copy", "off")
+CHECK_ISOLATION_MODES: tuple[str, ...] = ("off", "detect", "copy")
 CACHE_MODES: tuple[str, ...] = ("off", "on", "read-only", "refresh")
 
 
@@ -81,6 +84,7 @@ class SettingSpec(NamedTuple):
     metavar: str | None = None
     # The label used in file errors when the anchor's exact text names it this way (B-16, B-18).
     toml_label: str | None = None
+    choices: tuple[str, ...] = ()  # kind "choice": the values it takes, the default first
 
     @property
     def default(self) -> object:
@@ -292,6 +296,28 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("harness", "token_fuse"),
     ),
     SettingSpec(
+        name="harness.isolation",
+        section="harness",
+        key="isolation",
+        kind="choice",
+        choices=ISOLATION_MODES,
+        env="EVAL_BANANA_HARNESS_ISOLATION",
+        flag="--isolation",
+        commands=_RUN,
+        metavar="{detect,copy,off}",
+        help=_help("harness", "isolation"),
+    ),
+    SettingSpec(
+        name="harness.isolation_ignore",
+        section="harness",
+        key="isolation_ignore",
+        kind="glob_list",
+        env=None,
+        flag=None,
+        commands=(),
+        help=_help("harness", "isolation_ignore"),
+    ),
+    SettingSpec(
         name="harness.retries",
         section="harness",
         key="retries",
@@ -358,7 +384,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         name="execution.env",
         section="execution",
         key="env",
-        kind="env_policy",
+        kind="choice",
+        choices=ENV_POLICIES,
         env="EVAL_BANANA_ENV_POLICY",
         flag="--env-policy",
         commands=_RUN,
@@ -390,6 +417,18 @@ SETTINGS: tuple[SettingSpec, ...] = (
         ),
     ),
     SettingSpec(
+        name="execution.isolation",
+        section="execution",
+        key="isolation",
+        kind="choice",
+        choices=CHECK_ISOLATION_MODES,
+        env="EVAL_BANANA_EXECUTION_ISOLATION",
+        flag="--execution-isolation",
+        commands=_RUN,
+        metavar="{off,detect,copy}",
+        help=_help("execution", "isolation"),
+    ),
+    SettingSpec(
         name="execution.redact",
         section="execution",
         key="redact",
@@ -404,7 +443,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         name="cache.mode",
         section="cache",
         key="mode",
-        kind="cache_mode",
+        kind="choice",
+        choices=CACHE_MODES,
         env="EVAL_BANANA_CACHE_MODE",
         flag="--cache",
         commands=_RUN,
@@ -500,6 +540,12 @@ def _names(items: list[object]) -> list[str]:
     return [str(item) for item in items]
 
 
+def quoted_choices(choices: tuple[str, ...]) -> str:
+    """`'a', 'b' or 'c'`: how messages name the values a choice takes."""
+    quoted = [f"'{choice}'" for choice in choices]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
 def coerce_typed(*, spec: SettingSpec, value: object) -> object:
     """Check a typed value (from TOML or a Python caller); return it normalized."""
     kind = spec.kind
@@ -550,13 +596,17 @@ def coerce_typed(*, spec: SettingSpec, value: object) -> object:
         ):
             raise SettingValueError("must be a TOML table of string values")
         return dict(value)
-    if kind == "env_policy":
-        if value not in ENV_POLICIES:
-            raise SettingValueError("must be 'inherit' or 'allowlist'")
-        return value
-    if kind == "cache_mode":
-        if value not in CACHE_MODES:
-            raise SettingValueError("must be 'off', 'on', 'read-only' or 'refresh'")
+    if kind == "glob_list":
+        if not isinstance(value, list | tuple):
+            raise SettingValueError("must be a list of glob patterns")
+        for item in value:
+            problem = pattern_problem(item)
+            if problem is not None:
+                raise SettingValueError(f"pattern {show(item)} {problem}")
+        return list(value)
+    if kind == "choice":
+        if value not in spec.choices:
+            raise SettingValueError(f"must be {quoted_choices(spec.choices)}")
         return value
     if kind == "repeat_count":
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 20:
@@ -656,10 +706,8 @@ def add_setting_arguments(*, parser: argparse.ArgumentParser, command: str) -> N
                 type=_argparse_name,
                 **common,
             )
-        elif spec.kind == "env_policy":
-            parser.add_argument(spec.flag, choices=ENV_POLICIES, **common)
-        elif spec.kind == "cache_mode":
-            parser.add_argument(spec.flag, choices=CACHE_MODES, **common)
+        elif spec.kind == "choice":
+            parser.add_argument(spec.flag, choices=spec.choices, **common)
         elif spec.kind in ("path", "optional_path", "optional_string"):
             parser.add_argument(spec.flag, **common)
         elif spec.kind == "boolean":

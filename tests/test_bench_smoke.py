@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +17,23 @@ if (
 ):  # `bench/` is not installed; plain `pytest` may not put the repo first
     sys.path.insert(0, str(REPO))
 
-from bench import generate  # noqa: E402
-from bench.run import TABLE_END, TABLE_START, write_doc  # noqa: E402
+from bench import generate, split  # noqa: E402
+from bench.run import (  # noqa: E402
+    DOC,
+    SCALE_DOC,
+    TABLE_END,
+    TABLE_START,
+    Case,
+    Row,
+    Sample,
+    row_cells,
+    row_met,
+    rows_by_block,
+    write_doc,
+)
 
-WORKLOADS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9")
+WORKLOADS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11")
+HAVE_CHROMIUM = Path("/usr/bin/chromedriver").exists() and shutil.which("chromium") is not None
 NUMBER = re.compile(r"^\d+(\.\d+)?$")
 
 
@@ -41,7 +56,7 @@ def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=420,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     header = next(line for line in done.stdout.splitlines() if line.startswith("| key"))
@@ -51,12 +66,25 @@ def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
     for row in rows:
         assert len(row) == len(names), row
         cell = dict(zip(names, row, strict=True))
-        for column in ("eb median s", "min", "max", "floor median s", "ratio", "eb peak RSS MB"):
+        assert cell["met"].startswith(("yes", "NO"))
+        assert re.fullmatch(r"\d+\.\d→\d+\.\d", cell["load"]), row
+        page = cell["floor"].startswith("static HTML")
+        if page and not HAVE_CHROMIUM:
+            assert "chromium and chromedriver are needed" in done.stdout
+            continue
+        for column in ("eb median s", "min", "max", "floor median s", "ratio"):
             assert NUMBER.match(cell[column]), (column, row)
         assert float(cell["ratio"]) > 0
-        # eb's own RSS: a Python process with pydantic loaded is tens of MB, never under 5.
+        if page:
+            assert cell["eb peak RSS MB"] == "—"  # a page in Chromium, not an eb process
+            continue
+        # eb's own RSS: a Python process is tens of MB, never under 5.
         assert float(cell["eb peak RSS MB"]) > 5
-        assert cell["met"].startswith(("yes", "NO"))
+    # The merge and the diff ran on real shard runs; the failed filter showed the failed rows
+    # (a wrong count would be a note voiding the row).
+    assert "the failed filter showed" not in done.stdout
+    assert "eb exit" not in done.stdout
+    assert "- W10 split: 40 ids into 4 shards" in done.stdout
 
 
 def test_only_runs_the_named_workload() -> None:
@@ -81,6 +109,89 @@ def test_unknown_workload_is_a_usage_error() -> None:
     )
     assert done.returncode == 2
     assert "W99" in done.stderr
+
+
+def _row(key: str, **targets: float) -> Row:
+    """A row of one 1.5 s eb sample (150 MB) against one 1.0 s floor sample."""
+    bounds: dict[str, float | None] = {"target": None, **targets}
+    case = Case(key=key, name="n", eb_args=[], floor=[], floor_label="f", **bounds)  # type: ignore[arg-type]
+    return Row(
+        case=case,
+        eb=[Sample(seconds=1.5, rc=0, rss_kb=150 * 1024)],
+        floor=[Sample(seconds=1.0, rc=0, rss_kb=None)],
+    )
+
+
+def test_every_bound_a_case_sets_must_hold() -> None:
+    assert row_met(_row("W1", target=1.5))
+    assert not row_met(_row("W1", target=1.4))
+    assert row_met(_row("W8", target_over_s=0.5))
+    assert not row_met(_row("W8", target_over_s=0.4))
+    assert row_met(_row("W10", seconds_target=2, memory_target_mb=200))
+    assert not row_met(_row("W10", seconds_target=2, memory_target_mb=100))
+    assert not row_met(_row("W10", seconds_target=1, memory_target_mb=200))
+    assert row_cells(_row("W10", seconds_target=2, memory_target_mb=200))[10] == "≤ 2 s, ≤ 200 MB"
+
+
+def test_a_row_without_samples_is_not_met_and_prints_dashes() -> None:
+    case = Case(
+        key="W11", name="page", eb_args=[], floor=[], floor_label="f", target=None, seconds_target=2
+    )
+    row = Row(case=case, problems=["chromium and chromedriver are needed"])
+    cells = row_cells(row)
+    assert not row_met(row)
+    assert cells[3] == cells[8] == cells[9] == "—"
+    assert cells[11] == "NO (see notes)"
+
+
+def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
+    rows = [_row(key, target=2) for key in ("W0", "W7", "W9", "W10", "W11", "W12")]
+    blocks = {
+        block.name: ([row.case.key for row in mine], block.paths)
+        for block, mine in rows_by_block(rows=rows)
+    }
+    assert blocks == {
+        "bench-table": (["W0", "W12"], (DOC,)),  # a workload no block claims: the main table
+        "bench-table-incremental": (["W7", "W9"], (DOC,)),
+        "scale-out-figures": (["W10", "W11"], (DOC, SCALE_DOC)),
+    }
+    assert [block.name for block, _ in rows_by_block(rows=rows[3:5])] == ["scale-out-figures"]
+    for name in ("bench-table", "bench-table-incremental", "scale-out-figures"):
+        assert f"<!-- {name}:start -->" in DOC.read_text()
+    assert "<!-- scale-out-figures:start -->" in SCALE_DOC.read_text()
+
+
+def test_the_exact_split_chance_matches_counting_every_assignment() -> None:
+    # 9 ids over 3 shards, within a third of an even 3 (2 to 4 each): count all 3^9 outcomes.
+    inside = sum(
+        1
+        for outcome in itertools.product(range(3), repeat=9)
+        if all(2 <= outcome.count(shard) <= 4 for shard in range(3))
+    )
+    assert split.exact_within(checks=9, shards=3, tolerance=1 / 3) == pytest.approx(
+        inside / 3**9, rel=1e-9
+    )
+
+
+def test_every_studied_assignment_is_stable_and_in_range() -> None:
+    ids = [f"id_{index}" for index in range(300)]
+    for name, assign in split.ASSIGNMENTS.items():
+        alone = {check_id: assign(check_id, 8) for check_id in ids}
+        assert all(0 <= shard < 8 for shard in alone.values()), name
+        # A function of the id alone: the same answer in any company, in any order.
+        assert {check_id: assign(check_id, 8) for check_id in reversed(ids)} == alone, name
+    # eb's own assignment is the one in the table's first row.
+    first = next(iter(split.ASSIGNMENTS.values()))
+    assert [first(i, 8) + 1 for i in ids] == [split.shard_of(check_id=i, total=8) for i in ids]
+
+
+def test_jump_hash_moves_only_the_keys_of_the_new_bucket() -> None:
+    keys = [split._sha256_key(f"id_{index}") for index in range(2000)]
+    before = [split.jump_bucket(key=key, buckets=8) for key in keys]
+    after = [split.jump_bucket(key=key, buckets=9) for key in keys]
+    moved = [(old, new) for old, new in zip(before, after, strict=True) if old != new]
+    assert all(new == 8 for _, new in moved)
+    assert 0.06 < len(moved) / len(keys) < 0.17  # about 1/9
 
 
 def test_write_doc_replaces_only_the_marked_block(tmp_path: Path) -> None:

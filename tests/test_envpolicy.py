@@ -167,6 +167,7 @@ def test_allowlist_hides_a_secret_from_both_check_kinds_and_lets_listed_ones_thr
         "env_allow": ["EB_TEST_LISTED"],
         "env_allow_prefixes": ["EBX_", "STANDIN_"],
         "redact": [],
+        "isolation": "off",
     }
     report = json.loads((run_dir / "report.json").read_text())
     assert (report["env_policy"], report["env_allow"], report["env_allow_prefixes"]) == (

@@ -2,7 +2,8 @@
 
 The agent (a real process, a custom `[agents.flaky]` template) reads its script from the judge's
 instructions, a line `plan=<name>:<step>,<step>,...`, and counts its calls in
-`calls-<name>.txt` in the project: call n performs step n (the last step repeats). Steps:
+`agent-state/calls-<name>.txt` beside the project (an agent that wrote into the project would
+be caught by judge isolation): call n performs step n (the last step repeats). Steps:
 `exit` (exit 3 with a message on stderr), `noverdict` (exit 0, prose only), `hang` (outlive
 the judge timeout), `pass` / `fail` (a verdict), each optionally `+tokens` (a result event
 reporting 30 tokens, for the token fuse).
@@ -32,7 +33,9 @@ AGENT = textwrap.dedent(
     prompt = sys.argv[-1]
     line = next(l for l in prompt.splitlines() if l.strip().startswith("plan="))
     name, _, steps = line.strip()[len("plan="):].partition(":")
-    counter = Path(f"calls-{name}.txt")
+    state = Path(sys.argv[0]).resolve().parent.parent / "agent-state"
+    state.mkdir(exist_ok=True)
+    counter = state / f"calls-{name}.txt"
     call = int(counter.read_text()) + 1 if counter.exists() else 1
     counter.write_text(str(call))
     step = steps.split(",")[min(call, len(steps.split(","))) - 1]
@@ -90,7 +93,7 @@ def make(project: Project, checks: dict[str, str], *, retries: int | None, **opt
 
 
 def calls(root: Path, check_id: str) -> int:
-    path = root / f"calls-{check_id}.txt"
+    path = root.parent / "agent-state" / f"calls-{check_id}.txt"
     return int(path.read_text()) if path.exists() else 0
 
 
@@ -217,7 +220,7 @@ def test_retries_from_the_flag_and_the_environment(
     root = make(project, {"j": "exit,exit,pass"}, retries=None)
     assert eb("run", "--cwd", str(root), "--retries", "2").exit_code == 0
     assert calls(root, "j") == 3
-    (root / "calls-j.txt").unlink()
+    (root.parent / "agent-state" / "calls-j.txt").unlink()
     monkeypatch.setenv("EVAL_BANANA_HARNESS_RETRIES", "1")
     assert eb("run", "--cwd", str(root), "--output-dir", "results2").exit_code == 1
     assert calls(root, "j") == 2

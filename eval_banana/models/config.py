@@ -92,6 +92,18 @@ class HarnessSettings(_Section):
         default_factory=dict, description="Extra variables for the agent, set verbatim."
     )
     skills_dir: object | None = Field(default=None, description="Accepted and ignored.")
+    isolation: Literal["detect", "copy", "off"] = Field(
+        default="detect",
+        description="What keeps judges from changing the project they judge: 'detect' runs them "
+        "in the project and makes every judge running while a project file changed an error; "
+        "'copy' runs each in its own disposable copy (the project untouched, its changes "
+        "listed); 'off' lets them write.",
+    )
+    isolation_ignore: list[str] = Field(
+        default_factory=list,
+        description="Glob patterns (relative to the project root) of paths a judge may change "
+        "without it counting, beside Python's caches that running code leaves behind.",
+    )
     retries: int = Field(
         default=0,
         ge=0,
@@ -129,6 +141,11 @@ class ExecutionSettings(_Section):
         description="More variables whose values are replaced by *** in everything eb writes "
         "or prints (names or shell-style patterns), beside the credential-like names "
         "(*_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_CREDENTIALS) that always are.",
+    )
+    isolation: Literal["off", "detect", "copy"] = Field(
+        default="off",
+        description="The same as [harness] isolation, for deterministic and assertions checks "
+        "(off by default: checks that write their outputs into the project are common).",
     )
 
 

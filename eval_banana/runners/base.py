@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
+
+
+class ProjectView(NamedTuple):
+    """Where a check sees the project when it runs in a disposable copy (eval_banana.isolation)."""
+
+    path: Path  # the project as the check sees it (its project_root)
+    cwd: Path  # where its process starts
+    wrap: Callable[[Sequence[str]], list[str]]  # the command line that runs argv there
 
 
 class RunContext(Record):
@@ -32,6 +40,21 @@ class RunContext(Record):
     evidence_stem: str | None = None
     # Called with the dollars a judge reported spending, for the cost fuse.
     report_cost: object | None = None
+    # Set when the check runs in a disposable copy of the project instead of the project.
+    view: ProjectView | None = None
+
+    @property
+    def seen_root(self) -> Path:
+        """The project root as the check's process sees it (a copy's, when isolated)."""
+        return self.view.path if self.view is not None else self.project_root
+
+    @property
+    def process_cwd(self) -> Path:
+        return self.view.cwd if self.view is not None else self.project_root
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """The command line that runs `argv` where the check sees the project."""
+        return self.view.wrap(argv) if self.view is not None else list(argv)
 
     @property
     def checks_dir(self) -> Path:

@@ -36,7 +36,7 @@ def context_json(*, ctx: RunContext, output_dir: Path) -> str:
     document = {
         "check_id": ctx.check.id,
         "description": ctx.check.description,
-        "project_root": str(ctx.project_root),
+        "project_root": str(ctx.seen_root),
         "source_path": ctx.check.source_path,
         "output_dir": str(output_dir),
     }
@@ -99,8 +99,8 @@ def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
         context_path.write_text(context_json(ctx=ctx, output_dir=evidence), encoding="utf-8")
         timeout = _timeout_seconds(ctx=ctx)
         return run_process(
-            argv=argv,
-            cwd=ctx.project_root,
+            argv=ctx.command(argv),
+            cwd=ctx.process_cwd,
             env=ctx.base_env,
             stdout_path=ctx.evidence_path(".stdout.txt"),
             stderr_path=ctx.evidence_path(".stderr.txt"),

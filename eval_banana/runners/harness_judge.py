@@ -227,13 +227,13 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         base_env=ctx.base_env,
         harness_env=ctx.config.settings.harness.env,
         model=model,
-        project_root=ctx.project_root,
+        project_root=ctx.seen_root,
         agent=harness.agent,
     )
     try:
         outcome = run_process(
-            argv=argv,
-            cwd=ctx.project_root,
+            argv=ctx.command(argv),
+            cwd=ctx.process_cwd,
             env=env,
             stdout_path=ctx.evidence_path(".stdout.txt"),
             stderr_path=ctx.evidence_path(".stderr.txt"),

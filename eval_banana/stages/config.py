@@ -209,12 +209,12 @@ def _type_hint(*, spec: SettingSpec) -> str | None:
         "optional_path": f'write e.g. {spec.key} = "path/to/file" (a quoted string)',
         "optional_string": f'write a quoted string, or "" to leave {spec.name} unset',
         "string_list": f'write e.g. {spec.key} = ["a", "b"]',
+        "glob_list": f'write e.g. {spec.key} = ["build/**", "*.log"]',
         "name_list": f'write e.g. {spec.key} = ["NAME_1", "NAME_2"]',
         "string_table": 'write e.g. [harness.env] then NAME = "value" lines',
-        "env_policy": f'write {spec.key} = "inherit" or {spec.key} = "allowlist"',
-        "cache_mode": f'write {spec.key} = "on" (or "off", "read-only", "refresh")',
         "boolean": f"write {spec.key} = true or {spec.key} = false (without quotes)",
         "repeat_count": f"write e.g. {spec.key} = 3 (a whole number from 1 to 20)",
+        "choice": f"write {spec.key} = " + " or ".join(f'"{choice}"' for choice in spec.choices),
     }
     return hints.get(spec.kind, f"write e.g. {spec.key} = 1 (a number without quotes)")
 

@@ -47,7 +47,7 @@ from eval_banana.results import (
 )
 from eval_banana.retries import run_attempts
 from eval_banana.runners import orphans, runner_for
-from eval_banana.runners.base import RunContext
+from eval_banana.runners.base import ProjectView, RunContext
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
 from eval_banana.sampling.rules import rule_of
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
@@ -56,6 +56,7 @@ from eval_banana.stages.common import envelope
 
 if TYPE_CHECKING:
     from eval_banana.cache.session import CacheSession
+    from eval_banana.isolation.session import IsolationSession
 
 logger = Logger("eval_banana.stages.execute")
 
@@ -262,6 +263,17 @@ def _open_cache(
     )
 
 
+def _open_isolation(*, config: ConfigDoc, plan: PlanDoc) -> IsolationSession | None:
+    """The run's judge isolation (and checks', if asked), when some planned check has it."""
+    from eval_banana.isolation.modes import isolates_any
+
+    if not isolates_any(config=config, plan=plan):
+        return None
+    from eval_banana.isolation.session import IsolationSession
+
+    return IsolationSession.open(config=config, plan=plan)
+
+
 def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
     """Remove a check's output files from an earlier execution in this run folder.
 
@@ -314,6 +326,7 @@ def execute(
     )
 
     cache = _open_cache(config=config, plan=plan, guard=guard, run_dir=run_dir, environ=environ)
+    isolation = _open_isolation(config=config, plan=plan)
 
     def attempt(check: PlannedCheck, *, stem: str) -> CheckResult:
         """One run of a check under the evidence stem `stem`: its retries, then masking."""
@@ -330,9 +343,18 @@ def execute(
             report_cost=fuses.report_cost,
             evidence_stem=None if stem == check.stem else stem,
         )
-        result = run_attempts(
-            ctx=ctx, run_once=_run_one, retries=retries, write_result=write_check_result
-        )
+
+        def run_in(view: ProjectView | None) -> CheckResult:
+            here = ctx if view is None else ctx.model_copy(update={"view": view})
+            return run_attempts(
+                ctx=here, run_once=_run_one, retries=retries, write_result=write_check_result
+            )
+
+        if isolation is None:
+            result = run_in(None)
+        else:
+            # Keyed by the evidence stem: each sample of a repeated check is its own run.
+            result = isolation.run(check=check, key=stem, run_in=run_in)
         if redactor:
             result = redact_check(run_dir=run_dir, stem=stem, result=result, redactor=redactor)
         return result
@@ -451,6 +473,8 @@ def execute(
                 )
         finally:
             orphans.end_run()
+            if isolation is not None:
+                isolation.close()
     _follow(cancel=cancel, stop=stop)
     if cache is not None:
         cache.finish()

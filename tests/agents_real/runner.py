@@ -23,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from eval_banana.version import DISTRIBUTION
 from tests.agents_real.install import bin_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +52,7 @@ def _requirement_names(dist: metadata.Distribution) -> Iterator[str]:
 def _runtime_distributions() -> list[metadata.Distribution]:
     """eval_banana's runtime dependencies, transitively (not eval_banana itself)."""
     seen: dict[str, metadata.Distribution] = {}
-    todo = list(_requirement_names(metadata.distribution("eval_banana")))
+    todo = list(_requirement_names(metadata.distribution(DISTRIBUTION)))
     while todo:
         name = todo.pop()
         key = name.lower().replace("_", "-")

@@ -1,0 +1,224 @@
+"""Judges that change the project they judge are caught: `[harness] isolation = "detect"`.
+
+Before the execute stage the project's state is read (every file git tracks plus untracked files
+it does not ignore, or the files outside the excluded folders where there is no git; eb's own
+folders never count). Whenever a watched check starts or ends, eb looks at what changed since the
+last look: every watched check running at that moment is charged with the change, so a judge that
+rewrote a file, and every judge that ran beside it while it happened, ends as an `error`. Which
+files were touched comes from inotify where Linux offers it (a look costs a few system calls),
+else from reading the state again; a touched file counts as changed only when its content (its
+git blob id) differs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from eval_banana.isolation.watch import TreeWatcher
+from eval_banana.projectstate.blobs import file_blob_id
+from eval_banana.projectstate.patterns import InputPatterns
+from eval_banana.projectstate.state import ProjectState, read_project_state, relative_folders
+
+# What running code leaves behind on its own, beside what `[harness] isolation_ignore` adds.
+DEFAULT_IGNORE: tuple[str, ...] = (
+    "**/__pycache__/**",
+    "**/*.pyc",
+    ".pytest_cache/**",
+    ".mypy_cache/**",
+    ".ruff_cache/**",
+    ".hypothesis/**",
+)
+SHOWN_PATHS = 100
+
+
+def ignore_patterns(extra: Sequence[str]) -> InputPatterns:
+    return InputPatterns([*DEFAULT_IGNORE, *extra])
+
+
+class ChangeMonitor:
+    """The project's state, kept current, and which watched check is charged with each change."""
+
+    def __init__(
+        self,
+        *,
+        state: ProjectState,
+        excluded: frozenset[str],
+        skip: tuple[str, ...],
+        ignore: InputPatterns,
+        read_state: Callable[[], ProjectState],
+    ) -> None:
+        self.root = state.root
+        self.source = state.source
+        self.object_format = state.object_format
+        self._ids = dict(state.files)
+        self._excluded = excluded
+        self._skip = skip
+        self._ignore = ignore
+        self._read_state = read_state
+        self._lock = threading.Lock()
+        self._running: set[str] = set()
+        self._charged: dict[str, set[str]] = {}
+        folders = {os.path.dirname(path) for path in self._ids}
+        # Every folder on the way to a file, so new files and folders beside them are seen.
+        for folder in list(folders):
+            while folder:
+                folder = os.path.dirname(folder)
+                folders.add(folder)
+        self._watcher = TreeWatcher.open(root=self.root, folders=folders)
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        root: Path,
+        excluded_names: Iterable[str],
+        skip_folders: Iterable[Path],
+        ignore: Sequence[str],
+    ) -> ChangeMonitor:
+        excluded = tuple(excluded_names)
+        skips = tuple(skip_folders)
+
+        def read() -> ProjectState:
+            return read_project_state(root=root, excluded_names=excluded, skip_folders=skips)
+
+        state = read()
+        return cls(
+            state=state,
+            excluded=frozenset(excluded) | {".git"},
+            skip=relative_folders(root=state.root, folders=skips),
+            ignore=ignore_patterns(ignore),
+            read_state=read,
+        )
+
+    @property
+    def paths(self) -> list[str]:
+        """The project's file set as it stands (what a disposable copy holds)."""
+        with self._lock:
+            return sorted(self._ids)
+
+    @property
+    def inotify(self) -> bool:
+        return self._watcher is not None
+
+    def _counts(self, path: str) -> bool:
+        """Whether a path can belong to the state at all (eb's folders, excluded names, ignore)."""
+        if any(path.startswith(folder) for folder in self._skip):
+            return False
+        if any(part in self._excluded for part in path.split("/")[:-1]):
+            return False
+        return not self._ignore.matches(path)
+
+    def _git_ignored(self, paths: list[str]) -> set[str]:
+        """The new paths git ignores (so they are not part of the state)."""
+        if self.source != "git" or not paths:
+            return set()
+        done = subprocess.run(
+            ["git", "check-ignore", "--stdin", "-z", "--no-index"],
+            cwd=self.root,
+            input=b"\0".join(path.encode("utf-8", "surrogateescape") for path in paths) + b"\0",
+            capture_output=True,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+            check=False,
+        )
+        return {
+            item.decode("utf-8", "surrogateescape") for item in done.stdout.split(b"\0") if item
+        }
+
+    def project_paths(self, paths: Sequence[str]) -> list[str]:
+        """The paths that are (or would be) files of the project's state: not eb's folders, no
+        excluded name, not ignored by isolation_ignore or, for new files, by git."""
+        with self._lock:
+            kept = [path for path in paths if self._counts(path)]
+            new = [path for path in kept if path not in self._ids]
+        ignored = self._git_ignored(new)
+        return [path for path in kept if path not in ignored]
+
+    def _candidates(self, touched: set[str]) -> set[str]:
+        """Files a set of touched paths may stand for (a folder that went: all it held)."""
+        found: set[str] = set()
+        known: list[str] | None = None
+        for path in touched:
+            found.add(path)
+            if path in self._ids:
+                continue
+            if known is None:
+                known = sorted(self._ids)
+            prefix = f"{path}/"
+            start = bisect_left(known, prefix)
+            while start < len(known) and known[start].startswith(prefix):
+                found.add(known[start])
+                start += 1
+        return found
+
+    def _confirm(self, candidates: set[str]) -> set[str]:
+        """The candidates whose content differs from the state; the state is brought up to date."""
+        changed: set[str] = set()
+        new: list[str] = []
+        for path in sorted(candidates):
+            if not self._counts(path):
+                continue
+            full = os.path.join(self.root, path)
+            current = file_blob_id(path=full, object_format=self.object_format)
+            before = self._ids.get(path)
+            if current == before:
+                continue
+            if before is None:
+                new.append(path)
+                continue
+            changed.add(path)
+            if current is None:
+                del self._ids[path]
+            else:
+                self._ids[path] = current
+        ignored = self._git_ignored(new)
+        for path in new:
+            if path in ignored:
+                continue
+            current = file_blob_id(
+                path=os.path.join(self.root, path), object_format=self.object_format
+            )
+            if current is not None:
+                self._ids[path] = current
+                changed.add(path)
+        return changed
+
+    def _changes(self) -> set[str]:
+        touched = self._watcher.touched() if self._watcher is not None else None
+        if touched is not None:
+            return self._confirm(self._candidates(touched)) if touched else set()
+        # No inotify, or events were lost: read the whole state again and compare.
+        now = self._read_state()
+        before = ProjectState(
+            root=self.root, source=self.source, ids=self._ids, object_format=self.object_format
+        )
+        diff = before.diff(now)
+        self._ids = dict(now.files)
+        return {path for path in diff.paths if self._counts(path)}
+
+    def _charge_running(self) -> None:
+        changed = self._changes()
+        if changed:
+            for key in self._running:
+                self._charged.setdefault(key, set()).update(changed)
+
+    def started(self, *, key: str) -> None:
+        """A watched check starts: what changed before now is charged to those already running."""
+        with self._lock:
+            self._charge_running()
+            self._running.add(key)
+
+    def ended(self, *, key: str) -> list[str]:
+        """A watched check ended: the paths that changed while it ran, sorted."""
+        with self._lock:
+            self._charge_running()
+            self._running.discard(key)
+            return sorted(self._charged.pop(key, set()))
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()

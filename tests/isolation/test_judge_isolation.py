@@ -1,0 +1,217 @@
+"""A judge cannot change the project it judges unnoticed: detect, copy and off, end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# A judge that rewrites the file it judges and its own check file, deletes another check, and
+# then says all is well. TAMPER_WAIT makes it wait first (for the concurrency tests).
+TAMPERING_AGENT = """\
+import os, sys, time
+from pathlib import Path
+time.sleep(float(os.environ.get("TAMPER_WAIT", "0")))
+if "TAMPER" in " ".join(sys.argv):
+    Path("target.txt").write_text("rewritten by the judge\\n")
+    own = Path("eval_checks/tamper.yaml")
+    own.write_text(own.read_text() + "# edited by the judge\\n")
+    Path("eval_checks/other.yaml").unlink()
+if "SCRATCH" in " ".join(sys.argv):
+    Path("scratch").mkdir(exist_ok=True)
+    Path("scratch/out.log").write_text(f"made while judging at {time.time()}\\n")
+if "SLOW" in " ".join(sys.argv):
+    time.sleep(1.5)
+print('{"score": 1, "reason": "looks fine"}')
+"""
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def _project(root: Path, *, git: bool, checks: dict[str, str], config: str = "") -> Path:
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    agent = root.parent / "agent.py"
+    agent.write_text(TAMPERING_AGENT)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\nmax_parallel_checks = 4\n\n'
+        '[harness]\nagent = "tamper"\n' + config + "\n\n"
+        f"[agents.tamper]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}]\n"
+        'model_flag = ""\n'
+    )
+    (root / "target.txt").write_text("the original\n")
+    for check_id, instructions in checks.items():
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(
+            f"schema_version: 1\nid: {check_id}\ntype: harness_judge\ndescription: j.\n"
+            f"instructions: {json.dumps(instructions)}\n"
+        )
+    (root / "eval_checks" / "other.yaml").write_text(
+        "schema_version: 1\nid: other\ntype: deterministic\ndescription: o.\nscript: pass\n"
+    )
+    if git:
+        (root / ".gitignore").write_text("runs/\nscratch/\n")
+        _git(root, "init", "-q")
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", "start")
+    return root
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "runs" not in path.parts and ".git" not in path.parts
+    }
+
+
+def _run(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    import os
+
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html", *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    run_dir = max((root / "runs").iterdir(), key=lambda path: path.stat().st_mtime_ns)
+    report = json.loads((run_dir / "report.json").read_text())
+    return done.returncode, {check["check_id"]: check for check in report["checks"]}
+
+
+TAMPERED = ["eval_checks/other.yaml", "eval_checks/tamper.yaml", "target.txt"]
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_a_tampering_judge_is_an_error_under_detect(tmp_path: Path, git: bool) -> None:
+    root = _project(tmp_path / "proj", git=git, checks={"tamper": "TAMPER"})
+    code, checks = _run(root)
+    assert code == 1
+    judge = checks["tamper"]
+    assert judge["status"] == "error" and judge["score"] == 0 and judge["reason"] is None
+    assert judge["error_detail"].startswith("The project changed while this judge ran: ")
+    isolation = judge["details"]["isolation"]
+    assert isolation["mode"] == "detect" and isolation["changed"] == TAMPERED
+    assert isolation["changed_count"] == 3 and isolation["reason_before"] == "looks fine"
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_a_tampering_judge_is_harmless_under_copy_and_still_does_not_pass(
+    tmp_path: Path, git: bool
+) -> None:
+    root = _project(tmp_path / "proj", git=git, checks={"tamper": "TAMPER"})
+    before = _files(root)
+    code, checks = _run(root, "--isolation", "copy")
+    assert code == 1
+    assert _files(root) == before  # the project is untouched
+    judge = checks["tamper"]
+    assert judge["status"] == "error"
+    assert judge["error_detail"].startswith("The judge changed its copy of the project: ")
+    isolation = judge["details"]["isolation"]
+    assert isolation["mode"] == "copy" and isolation["changed"] == TAMPERED
+    assert isolation["method"] in ("overlay", "copy")
+    assert checks["other"]["status"] == "passed"  # the deleted check ran, from the project
+
+
+def test_off_keeps_the_public_tool_s_behaviour(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj", git=True, checks={"tamper": "TAMPER"})
+    code, checks = _run(root, "--isolation", "off")
+    assert code == 0 and checks["tamper"]["status"] == "passed"
+    assert "isolation" not in checks["tamper"]["details"]
+    assert (root / "target.txt").read_text() == "rewritten by the judge\n"
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_a_judge_that_writes_nothing_passes_and_says_how_it_was_watched(
+    tmp_path: Path, mode: str
+) -> None:
+    root = _project(tmp_path / "proj", git=True, checks={"calm": "just look"})
+    code, checks = _run(root, "--isolation", mode)
+    assert code == 0, checks
+    isolation = checks["calm"]["details"]["isolation"]
+    assert isolation["mode"] == mode and isolation["changed"] == []
+    assert isolation["changed_count"] == 0
+
+
+def test_git_ignored_files_and_ignored_patterns_are_not_changes(tmp_path: Path) -> None:
+    # scratch/ is git-ignored: writing there is no change under either mode.
+    root = _project(tmp_path / "proj", git=True, checks={"scratch": "SCRATCH"})
+    assert _run(root)[0] == 0
+    assert _run(root, "--isolation", "copy")[0] == 0
+    # Without git nothing says scratch/ is ignored: it is a change until isolation_ignore says.
+    plain = _project(tmp_path / "plain", git=False, checks={"scratch": "SCRATCH"})
+    code, checks = _run(plain)
+    assert code == 1 and checks["scratch"]["details"]["isolation"]["changed"] == ["scratch/out.log"]
+    config = plain / ".eval-banana" / "config.toml"
+    config.write_text(
+        config.read_text().replace(
+            'agent = "tamper"\n', 'agent = "tamper"\nisolation_ignore = ["scratch/**"]\n'
+        )
+    )
+    assert _run(plain)[0] == 0
+    config.write_text(config.read_text().replace('["scratch/**"]', '["elsewhere/**"]'))
+    assert _run(plain)[0] == 1
+
+
+def test_every_judge_running_while_the_project_changed_is_charged(tmp_path: Path) -> None:
+    # `bystander` runs the whole time `tamper` (which waits a little, then writes) runs; `late`
+    # starts after the change was seen: only the first two can have seen a changed project.
+    root = _project(
+        tmp_path / "proj",
+        git=True,
+        checks={"a_bystander": "SLOW", "b_tamper": "TAMPER", "z_late": "calm"},
+    )
+    (root / "eval_checks" / "b_tamper.yaml").rename(root / "eval_checks" / "tamper.yaml")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "rename")
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(
+        config.read_text().replace("max_parallel_checks = 4", "max_parallel_checks = 2")
+    )
+    code, checks = _run(root, env={"TAMPER_WAIT": "0.3"})
+    assert code == 1
+    assert checks["a_bystander"]["status"] == "error"
+    assert checks["b_tamper"]["status"] == "error"
+    assert "target.txt" in checks["a_bystander"]["details"]["isolation"]["changed"]
+    assert checks["z_late"]["status"] == "passed", checks["z_late"]
+
+
+def test_deterministic_checks_are_isolated_only_when_asked(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    script = textwrap.dedent(
+        """\
+        import json, sys
+        from pathlib import Path
+        root = Path(json.loads(Path(sys.argv[1]).read_text())["project_root"])
+        (root / "written.txt").write_text("a check's output\\n")
+        """
+    )
+    (root / "eval_checks" / "writer.yaml").write_text(
+        "schema_version: 1\nid: writer\ntype: deterministic\ndescription: w.\n"
+        f"script: {json.dumps(script)}\n"
+    )
+    assert _run(root)[0] == 0  # off by default: checks that write their outputs are common
+    assert (root / "written.txt").exists()
+    (root / "written.txt").unlink()
+    code, checks = _run(root, "--execution-isolation", "copy")
+    assert code == 1 and not (root / "written.txt").exists()
+    assert checks["writer"]["details"]["isolation"]["changed"] == ["written.txt"]
+    assert checks["writer"]["error_detail"].startswith("The check changed its copy")
