@@ -118,7 +118,8 @@ def _samples(*, check: Check) -> list[dict[str, Any]]:
     for sample in found:
         if not isinstance(sample, dict):
             continue
-        evidence = sample.get("evidence") if isinstance(sample.get("evidence"), dict) else {}
+        found = sample.get("evidence")
+        evidence: dict[str, object] = found if isinstance(found, dict) else {}
         why = sample.get("reason") or sample.get("error_detail") or ""
         shown.append(
             {

@@ -31,7 +31,7 @@ def valid_repeats(value: object) -> bool:
 def sample_count(*, definition: Mapping[str, Any], default: int) -> int:
     """The check's own `repeats`, else the run's (`[core] repeats`, `--repeats`)."""
     own = definition.get("repeats")
-    return own if valid_repeats(own) else default
+    return own if isinstance(own, int) and valid_repeats(own) else default
 
 
 def rule_of(*, definition: Mapping[str, Any]) -> Rule:
