@@ -114,8 +114,10 @@ def _help(section: str, key: str, extra: str = "") -> str:
 
 _RUN = ("run",)
 _RUN_CALIBRATE = ("run", "calibrate")
-_RUN_MERGE = ("run", "merge")  # where a run folder and its reports are written
+_RUN_MERGE = ("run", "merge", "calibrate")  # where a run folder and its reports are written
 _RUN_VALIDATE = ("run", "validate")
+# The harness a judge runs under: eb calibrate must be able to measure it under the same.
+_HARNESS_COMMANDS = ("run", "validate", "calibrate")
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
@@ -157,7 +159,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="positive_integer",
         env="EVAL_BANANA_MAX_PARALLEL_CHECKS",
         flag="--max-parallel-checks",
-        commands=_RUN,
+        commands=_RUN_CALIBRATE,
         metavar="N",
         help=_help("core", "max_parallel_checks"),
         toml_label="[core] max_parallel_checks",
@@ -244,7 +246,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="optional_string",
         env="EVAL_BANANA_HARNESS_AGENT",
         flag="--harness-agent",
-        commands=_RUN_VALIDATE,
+        commands=_HARNESS_COMMANDS,
         metavar="NAME",
         help=_help("harness", "agent", 'An empty value ("") means no agent.'),
     ),
@@ -255,7 +257,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="optional_string",
         env="EVAL_BANANA_HARNESS_MODEL",
         flag="--harness-model",
-        commands=_RUN_VALIDATE,
+        commands=_HARNESS_COMMANDS,
         metavar="MODEL",
         help=_help("harness", "model", 'An empty value ("") means the agent\'s default.'),
     ),
@@ -266,7 +268,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="optional_string",
         env="EVAL_BANANA_HARNESS_REASONING_EFFORT",
         flag="--harness-reasoning-effort",
-        commands=_RUN_VALIDATE,
+        commands=_HARNESS_COMMANDS,
         metavar="EFFORT",
         help=_help(
             "harness", "reasoning_effort", 'An empty value ("") means the agent\'s default.'
@@ -344,9 +346,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
         section="harness",
         key="require_calibration",
         kind="boolean",
-        env="EVAL_BANANA_REQUIRE_CALIBRATION",
-        flag=None,
-        commands=(),
+        env="EVAL_BANANA_HARNESS_REQUIRE_CALIBRATION",
+        flag="--require-calibration",
+        commands=_RUN_VALIDATE,
         help=_help("harness", "require_calibration"),
     ),
     SettingSpec(
@@ -354,9 +356,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
         section="harness",
         key="min_agreement",
         kind="threshold",
-        env="EVAL_BANANA_MIN_AGREEMENT",
-        flag=None,
-        commands=(),
+        env="EVAL_BANANA_HARNESS_MIN_AGREEMENT",
+        flag="--min-agreement",
+        commands=_RUN_VALIDATE,
+        metavar="RATIO",
         help=_help("harness", "min_agreement"),
     ),
     SettingSpec(

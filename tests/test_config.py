@@ -196,8 +196,8 @@ PRECEDENCE = [
     ("cache.max_mb", "10", 10, "20", 20, 30, 30),
     ("core.repeats", "3", 3, "4", 4, ["--repeats", "5"], 5),
     ("core.fail_on_flaky", "true", True, "1", True, ["--fail-on-flaky"], True),
-    ("harness.require_calibration", "true", True, "yes", True, True, True),
-    ("harness.min_agreement", "0.5", 0.5, "0.75", 0.75, 0.9, 0.9),
+    ("harness.require_calibration", "true", True, "yes", True, ["--require-calibration"], True),
+    ("harness.min_agreement", "0.5", 0.5, "0.75", 0.75, ["--min-agreement", "0.9"], 0.9),
 ]
 
 
