@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, TypeGuard
 
+from eval_banana.calibration.paths import case_path_problem
 from eval_banana.projectstate.patterns import pattern_problem
 from eval_banana.sampling.rules import RULES, valid_repeats
 
@@ -32,7 +33,7 @@ _BASE_KEYS = frozenset(
 )
 _KEYS_BY_TYPE = {
     "deterministic": _BASE_KEYS | {"script", "script_path"},
-    "harness_judge": _BASE_KEYS | {"instructions", "model"},
+    "harness_judge": _BASE_KEYS | {"instructions", "model", "calibration"},
 }
 
 
@@ -65,6 +66,41 @@ def _valid_inputs(inputs: object) -> bool:
     if any(pattern_problem(pattern) is not None for pattern in inputs):
         return False
     return not inputs or not all(pattern.startswith("!") for pattern in inputs)
+
+
+_CASE_KEYS = frozenset({"name", "expect", "files"})
+
+
+def _plain_case(case: object) -> dict[str, Any] | None:
+    """One calibration case as the model dumps it (name stripped, keys in model order)."""
+    if type(case) is not dict or case.keys() != _CASE_KEYS:
+        return None
+    name, expect, files = case["name"], case["expect"], case["files"]
+    if not _plain_str(name) or not name.strip():
+        return None
+    if type(expect) is not str or expect not in ("pass", "fail"):
+        return None
+    if type(files) is not dict:
+        return None
+    for path, content in files.items():
+        if not _plain_str(path) or case_path_problem(path) is not None:
+            return None
+        if content is not None and not _plain_str(content):
+            return None
+    return {"name": name.strip(), "expect": expect, "files": dict(files)}
+
+
+def _calibration(value: object) -> list[dict[str, Any]] | None:
+    """The model's `calibration` rules: a non-empty list of cases with unique names."""
+    if type(value) is not list or not value:
+        return None
+    cases = [_plain_case(case) for case in value]
+    if any(case is None for case in cases):
+        return None
+    names = [case["name"] for case in cases if case is not None]
+    if len(set(names)) != len(names):
+        return None
+    return [case for case in cases if case is not None]
 
 
 def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
@@ -167,4 +203,11 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
         return None
     result["instructions"] = instructions
     result["model"] = model
+    # calibration: absent or null leaves no key, as in the models.
+    raw_calibration = document.get("calibration")
+    if raw_calibration is not None:
+        calibration = _calibration(raw_calibration)
+        if calibration is None:
+            return None
+        result["calibration"] = calibration
     return result

@@ -6,35 +6,12 @@ verdict a trustworthy judge must give on it; `eb calibrate` runs the judge on ev
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-# For editors: no leading `/`, no `..` segment, no backslash, no trailing `/`.
-CASE_PATH_PATTERN = r"^(?!/)(?!\.\.(/|$))(?!.*/\.\.(/|$))(?!.*/$)[^\\\x00]*\S[^\\\x00]*$"
-_DRIVE = re.compile(r"[A-Za-z]:")
-
-
-def case_path_problem(text: str) -> str | None:
-    """Why `text` cannot name a project file for a case to write or delete, or None."""
-    if not text.strip():
-        return "must name a file (it is empty)"
-    if "\\" in text:
-        return "must use '/' between folders (a backslash is not allowed)"
-    if "\x00" in text:
-        return "must not contain a NUL character"
-    if text.startswith("/") or _DRIVE.match(text):
-        return "must be relative to the project root (it is absolute)"
-    segments = text.split("/")
-    if ".." in segments:
-        return "must stay inside the project ('..' is not allowed)"
-    if text.endswith("/") or any(segment in ("", ".") for segment in segments):
-        return "must name a file by its plain path (no empty or '.' segments, no trailing '/')"
-    if segments[0] == ".git":
-        return "must not be inside .git (a case changes the project's files, not its history)"
-    return None
+from eval_banana.calibration.paths import CASE_PATH_PATTERN, case_path_problem
 
 
 def _case_path(value: str) -> str:
