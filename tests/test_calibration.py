@@ -366,3 +366,26 @@ def test_schema_is_published(eb: Callable[..., EbResult]) -> None:
     schema = json.loads(outcome.stdout)
     assert schema["$id"].endswith("calibration.schema.json")
     assert "checks" in schema["properties"]
+
+
+def test_case_files_never_write_through_a_symlink(tmp_path: Path) -> None:
+    from eval_banana.calibration.cases import CaseFileError, lay_files
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "target.txt").write_text("original")
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "linked_dir").symlink_to(outside)
+    (copy / "linked_file.txt").symlink_to(outside / "target.txt")
+    # A file behind a symlinked folder could land anywhere: refused.
+    with pytest.raises(CaseFileError, match="is a symlink"):
+        lay_files(base=copy, files={"linked_dir/target.txt": "changed"})
+    # A symlinked file is replaced by the case's file, never written through.
+    lay_files(base=copy, files={"linked_file.txt": "case text"})
+    assert not (copy / "linked_file.txt").is_symlink()
+    assert (copy / "linked_file.txt").read_text() == "case text"
+    assert (outside / "target.txt").read_text() == "original"
+    # null deletes, and deleting an absent file is no error.
+    lay_files(base=copy, files={"linked_file.txt": None, "never_there.txt": None})
+    assert not (copy / "linked_file.txt").exists()
