@@ -122,6 +122,7 @@ def test_a_judge_that_tells_good_from_bad_agrees_and_is_recorded(
     assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
     assert "AGREED greets: 2/2 cases agreed" in outcome.stdout
     assert "true-pass rate 1.00, true-fail rate 1.00" in outcome.stdout
+    assert "[2/2] greets: case" in outcome.stderr  # progress, one line per sample
     entry = proj.record["checks"]["greets"]
     assert (entry["cases"], entry["cases_agreed"], entry["agreement"]) == (2, 2, 1.0)
     assert (entry["true_pass_rate"], entry["true_fail_rate"]) == (1.0, 1.0)

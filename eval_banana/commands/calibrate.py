@@ -7,8 +7,13 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
+
+if TYPE_CHECKING:
+    from eval_banana.models.calibration import CaseSample
+    from eval_banana.models.stages import PlannedCheck
 
 DESCRIPTION = (
     "Run every calibration case of every selected harness_judge check, each in a disposable "
@@ -31,7 +36,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.calibration.run import calibrate
+    from eval_banana.calibration.run import calibrate, plan_runs
     from eval_banana.calibration.show import summary_lines
     from eval_banana.calibration.store import record_path, write_record
     from eval_banana.console import Console
@@ -80,6 +85,18 @@ def run(args: argparse.Namespace) -> int:
     # Not a run folder (it has no stages/): `eb status` and --last-failed never take it for one.
     run_dir = output_base(config=config).resolve() / f"calibrate_{config.run_id}"
     cancel = threading.Event()
+    total = len(plan_runs(checks=with_cases, default_repeats=config.settings.core.repeats))
+    done = [0]
+    lock = threading.Lock()
+
+    def progress(check: PlannedCheck, case: str, sample: CaseSample) -> None:
+        with lock:
+            done[0] += 1
+            console.notice(
+                f"[{done[0]}/{total}] {check.id}: case '{case}' sample {sample.sample}: "
+                f"{sample.status}{'' if sample.agreed else ' (disagrees)'}"
+            )
+
     with common.stop_on_signals(cancel):
         entries = calibrate(
             config=config,
@@ -89,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             paths=sorted(state.files),
             cancel=cancel,
             environ=os.environ,
+            on_sample=progress,
         )
     if cancel.is_set():
         raise RunAborted(f"Calibration interrupted; nothing recorded. Evidence: {run_dir}")
