@@ -114,7 +114,8 @@ def _help(section: str, key: str, extra: str = "") -> str:
 
 _RUN = ("run",)
 _RUN_CALIBRATE = ("run", "calibrate")
-_RUN_MERGE = ("run", "merge", "calibrate")  # where a run folder and its reports are written
+_RUN_MERGE = ("run", "merge")  # where a run folder and its reports are written
+_OUTPUT_COMMANDS = (*_RUN_MERGE, "calibrate")  # eb calibrate's evidence goes there too
 _RUN_VALIDATE = ("run", "validate")
 # The harness a judge runs under: eb calibrate must be able to measure it under the same.
 _HARNESS_COMMANDS = ("run", "validate", "calibrate")
@@ -127,7 +128,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="path",
         env="EVAL_BANANA_OUTPUT_DIR",
         flag="--output-dir",
-        commands=_RUN_MERGE,
+        commands=_OUTPUT_COMMANDS,
         metavar="DIR",
         help=_help("core", "output_dir", "An empty --output-dir means the project root."),
     ),
