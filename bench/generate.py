@@ -53,6 +53,10 @@ class Sizes:
     w8_modified: int
     w10_checks: int
     w10_shards: int
+    w12_judges: int
+    w12_repeats: int
+    w12_sleep: float
+    w12_parallel: int
 
 
 FULL = Sizes(
@@ -74,6 +78,10 @@ FULL = Sizes(
     w8_modified=10,
     w10_checks=10_000,
     w10_shards=8,
+    w12_judges=16,
+    w12_repeats=5,
+    w12_sleep=0.5,
+    w12_parallel=16,
 )
 
 QUICK = Sizes(
@@ -95,6 +103,10 @@ QUICK = Sizes(
     w8_modified=10,
     w10_checks=40,
     w10_shards=4,
+    w12_judges=4,
+    w12_repeats=2,
+    w12_sleep=0.1,
+    w12_parallel=4,
 )
 
 
@@ -433,6 +445,30 @@ def build_w6(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+# W12 -----------------------------------------------------------------------------------------
+
+
+def w12_agent_command(*, sizes: Sizes) -> list[str]:
+    return [sys.executable, str(STREAM_AGENT), f"--sleep={sizes.w12_sleep}", "--end=success"]
+
+
+def build_w12(*, sizes: Sizes) -> Callable[[Path], None]:
+    """Judges sampled `repeats` times each: as many agent processes as judges x repeats."""
+
+    def build(root: Path) -> None:
+        project = root / "project"
+        write_config(
+            project=project, agent_command=w12_agent_command(sizes=sizes), dialect="claude"
+        )
+        for index in range(sizes.w12_judges):
+            check_id = f"sampled_{index:02d}"
+            text = judge_yaml(check_id=check_id) + f"repeats: {sizes.w12_repeats}\n"
+            _write(project / "eval_checks" / f"{check_id}.yaml", text)
+        (root / "prompts.txt").write_text("prompt\n" * (sizes.w12_judges * sizes.w12_repeats))
+
+    return build
+
+
 # W7 ------------------------------------------------------------------------------------------
 
 
@@ -639,6 +675,7 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W7": lambda sizes: build_w7(sizes=sizes),
     "W8": lambda sizes: build_w8(sizes=sizes),
     "W10": lambda sizes: build_w10(sizes=sizes),
+    "W12": lambda sizes: build_w12(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.
@@ -648,7 +685,7 @@ KEYS: tuple[str, ...] = tuple(sorted((*BUILDERS, *ALIASES), key=lambda key: int(
 
 
 def workload(*, key: str, sizes: Sizes) -> Path:
-    """Generate (or reuse) workload `key` (W0..W11) and return its folder."""
+    """Generate (or reuse) workload `key` (W0..W12) and return its folder."""
     key = ALIASES.get(key, key)
     return cached(key=key, sizes=sizes, build=BUILDERS[key](sizes))
 

@@ -107,6 +107,7 @@ DOC_BLOCKS = (
     DocBlock(name="bench-table", keys=None, paths=(DOC,)),
     DocBlock(name="bench-table-incremental", keys=frozenset({"W7", "W8", "W9"}), paths=(DOC,)),
     DocBlock(name="scale-out-figures", keys=frozenset({"W10", "W11"}), paths=(DOC, SCALE_DOC)),
+    DocBlock(name="bench-table-sampling", keys=frozenset({"W12"}), paths=(DOC,)),
 )
 
 
@@ -778,6 +779,31 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(5),
             ),
         ]
+    if key == "W12":
+        project = root / "project"
+        parallel = sizes.w12_parallel
+        processes = sizes.w12_judges * sizes.w12_repeats
+        return [
+            Case(
+                key="W12",
+                name=f"{sizes.w12_judges} judges x repeats {sizes.w12_repeats} sleeping "
+                f"{sizes.w12_sleep} s, parallel {parallel}",
+                eb_args=["run", "--cwd", str(project), "--max-parallel-checks", str(parallel)],
+                floor=[
+                    "xargs",
+                    "-P",
+                    str(parallel),
+                    "-n",
+                    "1",
+                    *generate.w12_agent_command(sizes=sizes),
+                ],
+                floor_label=f"{processes} agents, xargs -P {parallel}",
+                floor_stdin=root / "prompts.txt",
+                target=1.2,
+                output_dir=True,
+                runs=n(3),
+            )
+        ]
     raise KeyError(key)
 
 
@@ -944,7 +970,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--write-doc",
         action="store_true",
         help="Update the tables in docs/ of the workload groups that ran (W0-W6, W7-W9, "
-        "W10-W11), each with its own rows only.",
+        "W10-W11, W12), each with its own rows only.",
     )
     return parser.parse_args(argv)
 

@@ -10,17 +10,30 @@ from __future__ import annotations
 import re
 from typing import Any, TypeGuard
 
+from eval_banana.calibration.paths import case_path_problem
 from eval_banana.projectstate.patterns import pattern_problem
+from eval_banana.sampling.rules import RULES, valid_repeats
 
 # Same rule as models.check.ID_PATTERN; fullmatch is at least as strict as `^...$` + match.
 _ID_RE = re.compile(r"[a-zA-Z0-9_-]+")
 
 _BASE_KEYS = frozenset(
-    {"type", "schema_version", "id", "description", "tags", "expect", "skip", "inputs"}
+    {
+        "type",
+        "schema_version",
+        "id",
+        "description",
+        "tags",
+        "expect",
+        "skip",
+        "inputs",
+        "repeats",
+        "aggregate",
+    }
 )
 _KEYS_BY_TYPE = {
     "deterministic": _BASE_KEYS | {"script", "script_path"},
-    "harness_judge": _BASE_KEYS | {"instructions", "model"},
+    "harness_judge": _BASE_KEYS | {"instructions", "model", "calibration"},
 }
 
 
@@ -53,6 +66,41 @@ def _valid_inputs(inputs: object) -> bool:
     if any(pattern_problem(pattern) is not None for pattern in inputs):
         return False
     return not inputs or not all(pattern.startswith("!") for pattern in inputs)
+
+
+_CASE_KEYS = frozenset({"name", "expect", "files"})
+
+
+def _plain_case(case: object) -> dict[str, Any] | None:
+    """One calibration case as the model dumps it (name stripped, keys in model order)."""
+    if type(case) is not dict or case.keys() != _CASE_KEYS:
+        return None
+    name, expect, files = case["name"], case["expect"], case["files"]
+    if not _plain_str(name) or not name.strip():
+        return None
+    if type(expect) is not str or expect not in ("pass", "fail"):
+        return None
+    if type(files) is not dict:
+        return None
+    for path, content in files.items():
+        if not _plain_str(path) or case_path_problem(path) is not None:
+            return None
+        if content is not None and not _plain_str(content):
+            return None
+    return {"name": name.strip(), "expect": expect, "files": dict(files)}
+
+
+def _calibration(value: object) -> list[dict[str, Any]] | None:
+    """The model's `calibration` rules: a non-empty list of cases with unique names."""
+    if type(value) is not list or not value:
+        return None
+    cases = [_plain_case(case) for case in value]
+    if any(case is None for case in cases):
+        return None
+    names = [case["name"] for case in cases if case is not None]
+    if len(set(names)) != len(names):
+        return None
+    return [case for case in cases if case is not None]
 
 
 def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
@@ -107,6 +155,13 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     inputs = document.get("inputs")
     if inputs is not None and not _valid_inputs(inputs):
         return None
+    # repeats / aggregate: absent or null leave no key (the models omit them when unset).
+    repeats = document.get("repeats")
+    if repeats is not None and not valid_repeats(repeats):
+        return None
+    aggregate = document.get("aggregate")
+    if aggregate is not None and (type(aggregate) is not str or aggregate not in RULES):
+        return None
 
     # Key order follows pydantic: `type` keeps its base-class slot, subclass fields last.
     result: dict[str, Any] = {
@@ -119,6 +174,10 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
         "skip": skip,
         "inputs": list(inputs) if inputs is not None else None,
     }
+    if repeats is not None:
+        result["repeats"] = repeats
+    if aggregate is not None:
+        result["aggregate"] = aggregate
 
     if check_type == "deterministic":
         ok_script, script = _optional_str(document, key="script")
@@ -144,4 +203,11 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
         return None
     result["instructions"] = instructions
     result["model"] = model
+    # calibration: absent or null leaves no key, as in the models.
+    raw_calibration = document.get("calibration")
+    if raw_calibration is not None:
+        calibration = _calibration(raw_calibration)
+        if calibration is None:
+            return None
+        result["calibration"] = calibration
     return result

@@ -225,8 +225,24 @@ def _not_allowed_value(error: _Error) -> Explained:
             "leave it out (pass is the default), or write `expect: fail` for a control check.",
             "value",
         )
+    if error.key == "aggregate":
+        return Explained(
+            f"aggregate must be all, majority or any, not {_kind(error.value)}",
+            "leave it out (all is the default: every sample must pass), or write "
+            "`aggregate: majority` or `aggregate: any`.",
+            "value",
+        )
     expected = error.ctx.get("expected", "another value")
     return Explained(f"{error.key} must be {expected}, not {_kind(error.value)}", None, "value")
+
+
+def _bad_repeats(error: _Error) -> Explained:
+    return Explained(
+        f"{error.msg}, not {_kind(error.value)}",
+        "write e.g. `repeats: 3` (a whole number without quotes), or delete the key to run "
+        "the check once.",
+        "value",
+    )
 
 
 def _not_a_list(error: _Error) -> Explained:
@@ -296,6 +312,7 @@ _EXPLAINERS: dict[str, Callable[[_Error], Explained]] = {
     "dict_type": _not_a_mapping,
     "blank": _blank,
     "id_characters": _bad_id,
+    "repeats": _bad_repeats,
     "script_choice": lambda error: _script_choice(document=error.document),
 }
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
-from eval_banana.stages.report import result_summary, status_notes, usage_summary
+from eval_banana.sampling.rules import is_flaky
+from eval_banana.stages.report import flaky_line, result_summary, status_notes, usage_summary
 
 if TYPE_CHECKING:
     # rich is imported only when a terminal will show it: CI logs never pay for it.
@@ -64,6 +65,9 @@ def summary_lines(
         lines.append(f"Judge usage: {usage}")
     if report.get("selection_note"):
         lines.append(str(report["selection_note"]))
+    flaky = flaky_line(report=report)
+    if flaky is not None:
+        lines.append(flaky)
     checks: Sequence[dict[str, Any]] = report["checks"]
     for check in checks:
         lines.append(_check_line(check=check))
@@ -151,6 +155,9 @@ def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> li
     ]
     if score.aborted_by is not None:
         lines.append(f"Aborted by: {score.aborted_by} ({score.not_run_checks} checks did not run)")
+    if score.flaky_checks:
+        failing = " (--fail-on-flaky: the run fails)" if score.fail_on_flaky else ""
+        lines.append(f"Flaky checks: {score.flaky_checks}{failing}")
     lines.extend(_check_line(check=result.model_dump(mode="json")) for result in results)
     return lines
 
@@ -267,13 +274,15 @@ class ProgressReporter:
             if self._progress is not None:
                 self._progress.update(self._task, completed=self.done, current=self._current())
             elif not self.console.quiet:
-                cached = (
+                notes = (
                     " (cached)"
                     if "cache" in result.details and (result.details["cache"].get("hit") is True)
                     else ""
                 )
+                if is_flaky(result.details):
+                    notes += " (flaky)"
                 self.console.stderr.write(
-                    f"[{self.done}/{self.total}] {check.id}: {result.status}{cached} "
+                    f"[{self.done}/{self.total}] {check.id}: {result.status}{notes} "
                     f"({result.duration_ms} ms)\n"
                 )
                 self.console.stderr.flush()

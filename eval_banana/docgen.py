@@ -57,6 +57,8 @@ _KIND_TYPES = {
     "glob_list": "list of glob patterns",
     "name_list": "list of strings",
     "string_table": "table of strings",
+    "repeat_count": "integer from 1 to 20",
+    "boolean": "true or false",
     "agent_tables": "tables",
     "ignored": "any (ignored)",
 }

@@ -132,13 +132,16 @@ def _previous_execute(*, run_dir: Path) -> ExecuteDoc | None:
 
 
 def rerun_score(request: StageRequest) -> int:
-    """Score again; `--pass-threshold` here overrides the threshold recorded in config.json."""
+    """Score again; `--pass-threshold` and `--fail-on-flaky` here override config.json's."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="score")
     config = _config(request)
     threshold = request.cli_values.get("core.pass_threshold")
     if isinstance(threshold, float | int):
         config = config.model_copy(deep=True)
         config.settings.core.pass_threshold = float(threshold)
+    if request.cli_values.get("core.fail_on_flaky") is True:
+        config = config.model_copy(deep=True)
+        config.settings.core.fail_on_flaky = True
     executed: ExecuteDoc = read_stage(run_dir=request.run_dir, stage="execute")
     doc = score_stage.score(config=config, execute=executed, inputs=inputs)
     score_stage.write_score_stage(run_dir=request.run_dir, doc=doc)

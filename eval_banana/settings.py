@@ -36,6 +36,8 @@ SettingKind = Literal[
     "string_list",  # TOML list of strings, replaced as a whole
     "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated
     "string_table",  # TOML table of string -> string
+    "repeat_count",  # integer from 1 to 20 (samples of a check)
+    "boolean",  # true / false; env 1/0/true/false/yes/no/on/off; the flag turns it on
     "choice",  # one of the spec's `choices`
     "glob_list",  # TOML list of project-relative glob patterns (the rules of a check's inputs)
     "agent_tables",  # [agents.<name>] tables, parsed by eval_banana.harness.templates
@@ -52,6 +54,9 @@ _SECTION_MODELS: dict[str, type[Record]] = {
 }
 
 ENV_POLICIES: tuple[str, ...] = ("inherit", "allowlist")
+# How a boolean may be written in an environment variable.
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 ISOLATION_MODES: tuple[str, ...] = ("detect", "copy", "off")
 CHECK_ISOLATION_MODES: tuple[str, ...] = ("off", "detect", "copy")
 CACHE_MODES: tuple[str, ...] = ("off", "on", "read-only", "refresh")
@@ -108,8 +113,12 @@ def _help(section: str, key: str, extra: str = "") -> str:
 
 
 _RUN = ("run",)
+_RUN_CALIBRATE = ("run", "calibrate")
 _RUN_MERGE = ("run", "merge")  # where a run folder and its reports are written
+_OUTPUT_COMMANDS = (*_RUN_MERGE, "calibrate")  # eb calibrate's evidence goes there too
 _RUN_VALIDATE = ("run", "validate")
+# The harness a judge runs under: eb calibrate must be able to measure it under the same.
+_HARNESS_COMMANDS = ("run", "validate", "calibrate")
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
@@ -119,7 +128,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="path",
         env="EVAL_BANANA_OUTPUT_DIR",
         flag="--output-dir",
-        commands=_RUN_MERGE,
+        commands=_OUTPUT_COMMANDS,
         metavar="DIR",
         help=_help("core", "output_dir", "An empty --output-dir means the project root."),
     ),
@@ -151,7 +160,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="positive_integer",
         env="EVAL_BANANA_MAX_PARALLEL_CHECKS",
         flag="--max-parallel-checks",
-        commands=_RUN,
+        commands=_RUN_CALIBRATE,
         metavar="N",
         help=_help("core", "max_parallel_checks"),
         toml_label="[core] max_parallel_checks",
@@ -201,6 +210,27 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("core", "maxfail", "-x is --maxfail 1."),
     ),
     SettingSpec(
+        name="core.repeats",
+        section="core",
+        key="repeats",
+        kind="repeat_count",
+        env="EVAL_BANANA_REPEATS",
+        flag="--repeats",
+        commands=_RUN_CALIBRATE,
+        metavar="N",
+        help=_help("core", "repeats"),
+    ),
+    SettingSpec(
+        name="core.fail_on_flaky",
+        section="core",
+        key="fail_on_flaky",
+        kind="boolean",
+        env="EVAL_BANANA_FAIL_ON_FLAKY",
+        flag="--fail-on-flaky",
+        commands=_RUN,
+        help=_help("core", "fail_on_flaky"),
+    ),
+    SettingSpec(
         name="discovery.exclude_dirs",
         section="discovery",
         key="exclude_dirs",
@@ -217,7 +247,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="optional_string",
         env="EVAL_BANANA_HARNESS_AGENT",
         flag="--harness-agent",
-        commands=_RUN_VALIDATE,
+        commands=_HARNESS_COMMANDS,
         metavar="NAME",
         help=_help("harness", "agent", 'An empty value ("") means no agent.'),
     ),
@@ -228,7 +258,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="optional_string",
         env="EVAL_BANANA_HARNESS_MODEL",
         flag="--harness-model",
-        commands=_RUN_VALIDATE,
+        commands=_HARNESS_COMMANDS,
         metavar="MODEL",
         help=_help("harness", "model", 'An empty value ("") means the agent\'s default.'),
     ),
@@ -239,7 +269,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="optional_string",
         env="EVAL_BANANA_HARNESS_REASONING_EFFORT",
         flag="--harness-reasoning-effort",
-        commands=_RUN_VALIDATE,
+        commands=_HARNESS_COMMANDS,
         metavar="EFFORT",
         help=_help(
             "harness", "reasoning_effort", 'An empty value ("") means the agent\'s default.'
@@ -311,6 +341,27 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="DOLLARS",
         help=_help("harness", "cost_fuse_usd"),
+    ),
+    SettingSpec(
+        name="harness.require_calibration",
+        section="harness",
+        key="require_calibration",
+        kind="boolean",
+        env="EVAL_BANANA_HARNESS_REQUIRE_CALIBRATION",
+        flag="--require-calibration",
+        commands=_RUN_VALIDATE,
+        help=_help("harness", "require_calibration"),
+    ),
+    SettingSpec(
+        name="harness.min_agreement",
+        section="harness",
+        key="min_agreement",
+        kind="threshold",
+        env="EVAL_BANANA_HARNESS_MIN_AGREEMENT",
+        flag="--min-agreement",
+        commands=_RUN_VALIDATE,
+        metavar="RATIO",
+        help=_help("harness", "min_agreement"),
     ),
     SettingSpec(
         name="harness.env",
@@ -562,6 +613,14 @@ def coerce_typed(*, spec: SettingSpec, value: object) -> object:
         if value not in spec.choices:
             raise SettingValueError(f"must be {quoted_choices(spec.choices)}")
         return value
+    if kind == "repeat_count":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 20:
+            raise SettingValueError("must be an integer from 1 to 20")
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise SettingValueError("must be true or false")
+        return value
     raise SettingValueError("cannot be set this way")
 
 
@@ -593,6 +652,17 @@ def coerce_text(*, spec: SettingSpec, text: str) -> object:
         except ValueError:
             raise SettingValueError("must be a non-negative number (0 means no limit)") from None
         return coerce_typed(spec=spec, value=number)
+    if kind == "repeat_count":
+        return coerce_typed(
+            spec=spec, value=_parse_integer_text(text, "must be an integer from 1 to 20")
+        )
+    if kind == "boolean":
+        word = text.strip().lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+        raise SettingValueError("must be true or false (1, 0, yes, no, on, off)")
     if kind == "name_list":
         # Comma-separated; blanks around items and empty items are dropped.
         return _names([item.strip() for item in text.split(",") if item.strip()])
@@ -645,6 +715,10 @@ def add_setting_arguments(*, parser: argparse.ArgumentParser, command: str) -> N
             parser.add_argument(spec.flag, choices=spec.choices, **common)
         elif spec.kind in ("path", "optional_path", "optional_string"):
             parser.add_argument(spec.flag, **common)
+        elif spec.kind == "boolean":
+            # A switch: given, the setting is on; absent, the env var, file or default decide.
+            del common["metavar"]
+            parser.add_argument(spec.flag, action="store_const", const=True, **common)
         else:
             parser.add_argument(spec.flag, type=_argparse_type(spec), **common)
 

@@ -22,7 +22,10 @@ import pytest
 import yaml
 
 from eval_banana.assertions.operators import OPERATORS
+from eval_banana.commands import COMMANDS
+from eval_banana.models.stages import ScoreDoc
 from eval_banana.runners import RUNNERS
+from eval_banana.sampling.rules import RULES
 
 REPO = Path(__file__).resolve().parent.parent
 CANARIES = REPO / "tests" / "fixtures" / "canaries"
@@ -30,11 +33,25 @@ OPERATOR_CANARIES = CANARIES / "assertion_ops.yaml"
 FIRE_ALARM = REPO / "tests" / "fixtures" / "projects" / "fire_alarm"
 STANDIN_AGENTS = REPO / "tests" / "agents"
 OPERATOR_PREFIX = "assertions."
+RULE_CANARIES = CANARIES / "rules.yaml"
+RULE_PREFIX = "aggregate."
+SCRIPTED_CONFIG = CANARIES / "scripted.toml"
+
+
+def trust_kinds() -> set[str]:
+    """What makes a judge trustworthy, as the product has it: every `aggregate` rule (as
+    `aggregate.<rule>`), the flaky flag (counted in score.json) and calibration (`eb calibrate`)."""
+    kinds = {f"{RULE_PREFIX}{rule}" for rule in RULES}
+    if "flaky_checks" in ScoreDoc.model_fields:
+        kinds.add("flaky")
+    if "calibrate" in COMMANDS:
+        kinds.add("calibration")
+    return kinds
 
 
 def registered_kinds() -> set[str]:
-    """Every check type, and every assertion operator as `assertions.<op>`."""
-    return set(RUNNERS) | {f"{OPERATOR_PREFIX}{op}" for op in OPERATORS}
+    """Every check type, every assertion operator as `assertions.<op>`, and trust_kinds()."""
+    return set(RUNNERS) | {f"{OPERATOR_PREFIX}{op}" for op in OPERATORS} | trust_kinds()
 
 
 def canary_kinds() -> set[str]:
@@ -48,7 +65,11 @@ def canary_kinds() -> set[str]:
     paired = {
         f"{OPERATOR_PREFIX}{op}" for op, pair in operators.items() if {"pass", "fail"} <= set(pair)
     }
-    return folders | paired
+    rules = yaml.safe_load(RULE_CANARIES.read_text(encoding="utf-8"))
+    ruled = {
+        f"{RULE_PREFIX}{rule}" for rule, pair in rules.items() if {"pass", "fail"} <= set(pair)
+    }
+    return folders | paired | ruled
 
 
 def test_every_registered_kind_has_a_canary_pair_and_no_canary_is_orphaned() -> None:
@@ -61,6 +82,11 @@ def test_the_meta_test_notices_a_kind_without_canaries(monkeypatch: pytest.Monke
     # The meta-test must not be vacuous: a new kind with no canaries shows up as missing.
     monkeypatch.setitem(RUNNERS, "brand_new_kind", RUNNERS["deterministic"])
     assert "brand_new_kind" in registered_kinds() - canary_kinds()
+
+
+def test_the_meta_test_notices_a_rule_without_canaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "RULES", (*RULES, "unanimous_but_one"))
+    assert f"{RULE_PREFIX}unanimous_but_one" in registered_kinds() - canary_kinds()
 
 
 def with_standins() -> str:
@@ -175,3 +201,86 @@ def test_fire_alarm_eb_run_as_a_subprocess_fails_on_seeded_defects(tmp_path: Pat
         "control_catches_defect": ("deterministic", "passed", "failed"),
     }
     assert (report["points_earned"], report["failed_checks"], report["errored_checks"]) == (1, 3, 0)
+
+
+# --- repeats, flaky, calibration ---------------------------------------------------------------
+
+
+def scripted_project(*, root: Path, checks: dict[str, str], extra: Path | None = None) -> Path:
+    """A project judged by the scripted stand-in; `extra`: a canary folder's other files."""
+    if extra is not None:
+        shutil.copytree(extra, root, ignore=shutil.ignore_patterns("*.yaml"))
+    (root / ".eval-banana").mkdir(parents=True)
+    shutil.copyfile(SCRIPTED_CONFIG, root / ".eval-banana" / "config.toml")
+    (root / "eval_checks").mkdir()
+    for name, text in checks.items():
+        (root / "eval_checks" / f"{name}.yaml").write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def scripted_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", with_standins())
+    monkeypatch.setenv("SCRIPTED_STATE", str(tmp_path / "scripted-state"))
+
+
+def test_rule_canaries_pass_and_fail_through_eb_run(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, scripted_path: None
+) -> None:
+    rules = yaml.safe_load(RULE_CANARIES.read_text(encoding="utf-8"))
+    checks, expected = {}, {}
+    for rule, pair in sorted(rules.items()):
+        for name, status in (("pass", "passed"), ("fail", "failed")):
+            check_id = f"rule_{rule}_{name}"
+            checks[check_id] = yaml.safe_dump(
+                {
+                    "schema_version": 1,
+                    "id": check_id,
+                    "type": "harness_judge",
+                    "description": f"Canary of the {rule} rule ({name}).",
+                    "repeats": 3,
+                    "aggregate": rule,
+                    "instructions": f"Is it right?\nscripted: answers={pair[name]} key={check_id}",
+                },
+                sort_keys=False,
+            )
+            expected[check_id] = status
+    assert len(expected) == 2 * len(RULES)
+    root = scripted_project(root=tmp_path / "proj", checks=checks)
+    assert run_canary_project(root=root, eb=eb, monkeypatch=monkeypatch) == expected
+
+
+def test_flaky_canaries_are_flagged_and_fail_the_run_when_asked(
+    tmp_path: Path, eb: Callable[..., Any], scripted_path: None
+) -> None:
+    folder = CANARIES / "flaky"
+    checks = {
+        name: (folder / f"{name}.yaml").read_text(encoding="utf-8") for name in ("pass", "fail")
+    }
+    ids = {name: yaml.safe_load(text)["id"] for name, text in checks.items()}
+    root = scripted_project(root=tmp_path / "proj", checks=checks)
+    outcome = eb("run", "--cwd", str(root), "--output-dir", "results", "--fail-on-flaky")
+    report = read_report(root)
+    flags = {check["check_id"]: check["details"].get("flaky") for check in report["checks"]}
+    assert flags == {ids["pass"]: False, ids["fail"]: True}
+    # The rule (any) passes both checks; only the flag fails the run.
+    assert {check["status"] for check in report["checks"]} == {"passed"}
+    assert report["flaky_checks"] == 1
+    assert outcome.exit_code == 1 and report["run_passed"] is False
+
+
+def test_calibration_canaries_agree_and_disagree_through_eb_calibrate(
+    tmp_path: Path, eb: Callable[..., Any], scripted_path: None
+) -> None:
+    folder = CANARIES / "calibration"
+    checks = {
+        name: (folder / f"{name}.yaml").read_text(encoding="utf-8") for name in ("pass", "fail")
+    }
+    ids = {name: yaml.safe_load(text)["id"] for name, text in checks.items()}
+    root = scripted_project(root=tmp_path / "proj", checks=checks, extra=folder)
+    outcome = eb("calibrate", "--cwd", str(root), "--output-dir", "results")
+    assert outcome.exit_code == 1, outcome.stdout + outcome.stderr
+    record = json.loads((root / ".eval-banana" / "calibration.json").read_text(encoding="utf-8"))
+    agreed = {check_id: entry["cases_agreed"] for check_id, entry in record["checks"].items()}
+    assert agreed == {ids["pass"]: 2, ids["fail"]: 1}
+    assert (root / "answer.txt").read_text(encoding="utf-8") == "hello world\n"

@@ -122,7 +122,27 @@ _VALID: dict[str, st.SearchStrategy[Any]] = {
         st.sampled_from(["src/**", "!src/x.py", "*.md", "a b/[ab]?.py", "./docs/", "**", "[!a]*"]),
         max_size=3,
     ),
+    "repeats": st.none() | st.integers(min_value=1, max_value=20),
+    "aggregate": st.none() | st.sampled_from(["all", "majority", "any"]),
+    "calibration": st.none()
+    | st.lists(
+        st.fixed_dictionaries(
+            {
+                "name": _NON_BLANK,
+                "expect": st.sampled_from(["pass", "fail"]),
+                "files": st.dictionaries(
+                    st.sampled_from(["a.txt", "src/b.py", "docs/c d.md", ".env"]),
+                    st.none() | _TEXT,
+                    max_size=2,
+                ),
+            }
+        ),
+        min_size=1,
+        max_size=3,
+        unique_by=lambda case: case["name"].strip(),
+    ),
 }
+_CASE = {"name": "good", "expect": "pass", "files": {"a.txt": "x"}}
 # Near misses: values that look right but that pydantic rejects or might coerce.
 _NEAR: dict[str, st.SearchStrategy[Any]] = {
     "type": st.sampled_from(["assertions", "llm_judge", "Deterministic", " harness_judge", ""]),
@@ -159,14 +179,51 @@ _NEAR: dict[str, st.SearchStrategy[Any]] = {
             [_StrSubclass("a")],
         ]
     ),
+    # Counts out of range or of another type (YAML reads `true` and `3.0` as such).
+    "repeats": st.sampled_from([0, 21, -1, True, False, 3.0, "3", [3], 1.5]),
+    "aggregate": st.sampled_from(["All", " all", "mean", "", True, 1, ["any"]]),
+    # Cases that escape the root, repeat a name, miss a key or hold non-text content.
+    "calibration": st.sampled_from(
+        [
+            [],
+            {},
+            _CASE,
+            [{**_CASE, "files": {"../x": "y"}}],
+            [{**_CASE, "files": {"/etc/passwd": "y"}}],
+            [{**_CASE, "files": {"a/../b": "y"}}],
+            [{**_CASE, "files": {".git/config": "y"}}],
+            [{**_CASE, "files": {"a\\b": "y"}}],
+            [{**_CASE, "files": {"a/": "y"}}],
+            [{**_CASE, "files": {"a": 1}}],
+            [{**_CASE, "files": {1: "y"}}],
+            [{**_CASE, "files": None}],
+            [{**_CASE, "expect": "Pass"}],
+            [{**_CASE, "name": " "}],
+            [{**_CASE, "name": 1}],
+            [_CASE, {**_CASE, "name": " good "}],
+            [{"name": "n", "expect": "pass"}],
+            [{**_CASE, "extra": 1}],
+            [_StrSubclass("a")],
+            [{**_CASE, "files": {_StrSubclass("a"): "y"}}],
+        ]
+    ),
 }
 _REQUIRED = {
     "deterministic": ["type", "schema_version", "id", "description"],
     "harness_judge": ["type", "schema_version", "id", "description", "instructions"],
 }
 _OPTIONAL = {
-    "deterministic": ["tags", "expect", "skip", "inputs"],
-    "harness_judge": ["tags", "expect", "skip", "model", "inputs"],
+    "deterministic": ["tags", "expect", "skip", "inputs", "repeats", "aggregate"],
+    "harness_judge": [
+        "tags",
+        "expect",
+        "skip",
+        "model",
+        "inputs",
+        "repeats",
+        "aggregate",
+        "calibration",
+    ],
 }
 _ALL_KEYS = list(_NEAR)
 _EXTRA_KEYS = ["extra", "artifact", "assert", "Type", "ID", 1]
@@ -272,6 +329,19 @@ _SINGLE_VALUES: list[Any] = [
     ["/x"],
     ["a\\b"],
     [" "],
+    20,
+    21,
+    -1,
+    3.0,
+    "majority",
+    "any",
+    "all",
+    [_CASE],
+    [_CASE, {**_CASE, "name": "bad", "expect": "fail", "files": {"a.txt": None}}],
+    [{**_CASE, "name": " padded "}],
+    [{**_CASE, "files": {}}],
+    [{**_CASE, "files": {"../a": "x"}}],
+    [_CASE, _CASE],
 ]
 
 
@@ -355,6 +425,25 @@ _BASE = {"schema_version": 1, "id": "c1", "description": "A check."}
         ({**_BASE, "type": "llm_judge", "instructions": "J"}, False),
         ({**_BASE, "type": "assertions", "artifact": "a.json", "assert": []}, False),
         ({**_BASE, "type": None, "script": "x"}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "repeats": 3}, True),
+        ({**_BASE, "type": "harness_judge", "instructions": "J", "aggregate": "majority"}, True),
+        ({**_BASE, "type": "deterministic", "script": "x", "repeats": None}, True),
+        ({**_BASE, "type": "deterministic", "script": "x", "repeats": True}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "repeats": 21}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "aggregate": "mean"}, False),
+        ({**_BASE, "type": "harness_judge", "instructions": "J", "calibration": [_CASE]}, True),
+        ({**_BASE, "type": "harness_judge", "instructions": "J", "calibration": None}, True),
+        ({**_BASE, "type": "harness_judge", "instructions": "J", "calibration": []}, False),
+        (
+            {
+                **_BASE,
+                "type": "harness_judge",
+                "instructions": "J",
+                "calibration": [{**_CASE, "files": {"../outside.txt": "x"}}],
+            },
+            False,
+        ),
+        ({**_BASE, "type": "deterministic", "script": "x", "calibration": [_CASE]}, False),
         ({**_BASE, "script": "x"}, False),
     ],
 )

@@ -194,6 +194,10 @@ PRECEDENCE = [
     ),
     ("cache.dir", '"c1"', "c1", "c2", "c2", ["--cache-dir", "c3"], "c3"),
     ("cache.max_mb", "10", 10, "20", 20, 30, 30),
+    ("core.repeats", "3", 3, "4", 4, ["--repeats", "5"], 5),
+    ("core.fail_on_flaky", "true", True, "1", True, ["--fail-on-flaky"], True),
+    ("harness.require_calibration", "true", True, "yes", True, ["--require-calibration"], True),
+    ("harness.min_agreement", "0.5", 0.5, "0.75", 0.75, ["--min-agreement", "0.9"], 0.9),
 ]
 
 

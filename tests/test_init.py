@@ -92,6 +92,9 @@ def test_template_text_rules() -> None:
     assert not re.search(r"^\[harness", text, flags=re.MULTILINE)
     for agent in BUILTIN_TEMPLATES:
         assert re.search(rf'^# agent = "{agent}"', text, flags=re.MULTILINE), agent
+    # Sampling and the calibration gate are shown, commented out: a new project has neither.
+    for example in ("repeats = 3", "fail_on_flaky = true", "require_calibration = true"):
+        assert re.search(rf"^# {example}$", text, flags=re.MULTILINE), example
 
 
 def _uncomment_examples(text: str, *, agent: str) -> str:

@@ -203,3 +203,25 @@ def test_runner_warnings_reach_stderr_in_the_cli_format_without_loading_logging_
     assert done.returncode == 1
     assert "warning: Harness judge check quiet failed:" in done.stderr
     assert "eval_banana." not in done.stderr  # users see no module names
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_the_calibration_gate_stays_within_the_start_up_budget(
+    tmp_path: Path, command: str
+) -> None:
+    # With require_calibration on, the guard reads calibration.json on every run: still light.
+    judge = judge_yaml("judge", instructions="Is it fine?\nstandin: score=1 reason=fine")
+    judge += 'calibration: [{"name": "fine", "expect": "pass", "files": {}}]\n'
+    root = _judge_project(tmp_path / "proj", checks={"judge": judge})
+    calibrated = _python("-m", "eval_banana", "calibrate", "--cwd", str(root))
+    assert calibrated.returncode == 0, calibrated.stdout + calibrated.stderr
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"code = main([{command!r}, '--cwd', {str(root)!r}, '--require-calibration'])\n"
+        "heavy = ('pydantic', 'jsonschema', 'rich', 'logging', 'concurrent.futures')\n"
+        "heavy = sorted(m for m in heavy if m in sys.modules)\n"
+        "print('HEAVY', heavy, code)\n"
+    )
+    done = _python("-c", probe)
+    assert "HEAVY [] 0" in done.stdout, done.stdout + done.stderr

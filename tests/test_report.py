@@ -63,6 +63,8 @@ REPORT_KEYS = [
     "judge_usage",
     "cached_checks",
     "selection_note",
+    "flaky_checks",
+    "fail_on_flaky",
 ]
 CHECK_KEYS = [
     "check_id",

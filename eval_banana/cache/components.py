@@ -8,6 +8,9 @@ prompt and prompt version; a deterministic check's interpreter version; an asser
 artifact and the evaluator (eb's version). Nothing else: timestamps, paths of the project
 root, variable values and timeouts (a timeout is an error, and errors are never stored) are not
 in the key.
+
+A check that runs several samples (`repeats`, `[core] repeats`, `--repeats`) has no key at all:
+sampling exists to measure how the check's verdict varies, which a stored verdict cannot tell.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from eval_banana.envpolicy import allowed
 from eval_banana.inputstate import CheckInputs, declared_inputs
 from eval_banana.models.config import Settings
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
+from eval_banana.sampling.rules import sample_count
 from eval_banana.version import tool_version
 
 
@@ -133,6 +137,8 @@ def check_components(*, check: PlannedCheck, context: KeyContext) -> list[Compon
     by_type = BY_TYPE.get(check.type)
     if by_type is None:
         return None
+    if sample_count(definition=check.definition, default=context.settings.core.repeats) > 1:
+        return None  # sampled: every run measures the check afresh
     specific = by_type(check=check, context=context)
     if specific is None:
         return None

@@ -20,6 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "eval_banana.commands.validate",
         "Validate every check definition without running anything.",
     ),
+    "calibrate": (
+        "eval_banana.commands.calibrate",
+        "Run each judge on its calibration cases; record how often it agreed.",
+    ),
     "merge": (
         "eval_banana.commands.merge",
         "Merge the run folders of `eb run --shard K/N` into one run; exit code = verdict.",

@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_vali
 from pydantic_core import PydanticCustomError
 
 from eval_banana.models.assertions import AssertionsCheck
+from eval_banana.models.calibcase import CalibrationCase, duplicate_case_names
 from eval_banana.models.checkbase import (
     ID_PATTERN,
     NON_BLANK,
@@ -94,6 +95,14 @@ class HarnessJudgeCheck(CheckBase):
         json_schema_extra={"pattern": NON_BLANK},
     )
     model: str | None = Field(default=None, description="Model for this check only.")
+    calibration: list[CalibrationCase] | None = Field(
+        default=None,
+        description="Labelled cases `eb calibrate` runs this judge on, each in a disposable "
+        "copy of the project with the case's files laid over it: at least one known-good "
+        "(expect: pass) and one known-bad (expect: fail) case. [harness] require_calibration "
+        "lets only a judge that agreed with its cases gate a run.",
+        json_schema_extra={"minItems": 1},
+    )
 
     @field_validator("instructions", mode="before")
     @classmethod
@@ -101,6 +110,26 @@ class HarnessJudgeCheck(CheckBase):
         if not isinstance(value, str):
             return value
         return non_blank(value, field="instructions", strip=True)
+
+    @field_validator("calibration", mode="after")
+    @classmethod
+    def _calibration_rules(cls, value: list[CalibrationCase] | None) -> Any:
+        if value is None:
+            return value
+        if not value:
+            raise PydanticCustomError(
+                "calibration_empty",
+                "calibration has no cases: add a known-good and a known-bad case, or delete "
+                "the key",
+            )
+        repeated = duplicate_case_names(value)
+        if repeated:
+            raise PydanticCustomError(
+                "calibration_names",
+                "calibration case names must be unique; repeated: {names}",
+                {"names": ", ".join(repeated)},
+            )
+        return value
 
 
 CHECK_MODELS: dict[str, type[CheckBase]] = {

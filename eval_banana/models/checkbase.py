@@ -8,10 +8,19 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from pydantic_core import PydanticCustomError
 
 from eval_banana.projectstate.patterns import pattern_problem
+from eval_banana.sampling.rules import MAX_REPEATS, MIN_REPEATS, RULE_WORDS, Rule, valid_repeats
 
 ID_PATTERN = r"^[a-zA-Z0-9_-]+$"
 _ID_RE = re.compile(ID_PATTERN)
@@ -52,6 +61,17 @@ def _input_pattern(value: str) -> str:
     if problem is not None:
         raise PydanticCustomError("input_pattern", f"{value!r} {problem}")
     return value
+
+
+# Keys a definition holds only when its file sets them: a check that does not use them keeps
+# exactly the normalized definition (and plan) it had before they existed.
+OMITTED_WHEN_UNSET = ("repeats", "aggregate", "calibration")
+
+AGGREGATE_DESCRIPTION = (
+    "How the samples of a check with repeats decide it: "
+    + "; ".join(f"'{rule}' {words}" for rule, words in RULE_WORDS.items())
+    + " (default 'all'). An error in any sample makes the check an error whatever the rule."
+)
 
 
 def non_blank(value: str, *, field: str, strip: bool) -> str:
@@ -106,6 +126,35 @@ class CheckBase(BaseModel):
         "look only at these files; without `inputs`, the whole project counts.",
         json_schema_extra={"items": {"type": "string", "pattern": INPUT_PATTERN}},
     )
+
+    repeats: int | None = Field(
+        default=None,
+        description=f"Run the check this many times ({MIN_REPEATS} to {MAX_REPEATS}) and decide "
+        "by `aggregate`; samples that disagree mark the check flaky. Without it, [core] "
+        "repeats (or --repeats) counts.",
+        json_schema_extra={"minimum": MIN_REPEATS, "maximum": MAX_REPEATS},
+    )
+    aggregate: Rule | None = Field(default=None, description=AGGREGATE_DESCRIPTION)
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        for key in OMITTED_WHEN_UNSET:
+            if key in dumped and dumped[key] is None:
+                del dumped[key]
+        return dumped
+
+    @field_validator("repeats", mode="before")
+    @classmethod
+    def _repeats_rules(cls, value: Any) -> Any:
+        # Only a plain integer: YAML's `true` or `3.0` would otherwise be read as a count.
+        if value is not None and not valid_repeats(value):
+            raise PydanticCustomError(
+                "repeats",
+                "repeats must be an integer from {low} to {high}",
+                {"low": MIN_REPEATS, "high": MAX_REPEATS},
+            )
+        return value
 
     @field_validator("inputs", mode="after")
     @classmethod

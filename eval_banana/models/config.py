@@ -50,6 +50,19 @@ class CoreSettings(_Section):
         description="Stop launching checks once this many have failed or errored; the rest "
         "are recorded as not run and the run does not pass. 0 means never stop.",
     )
+    repeats: int = Field(
+        default=1,
+        ge=1,
+        le=20,
+        description="How many times each check runs (1 to 20) unless its file sets `repeats`; "
+        "its `aggregate` rule decides from the samples, and samples that disagree mark the "
+        "check flaky. 1 runs every check once.",
+    )
+    fail_on_flaky: bool = Field(
+        default=False,
+        description="Fail the run when any check is flaky (its samples disagreed), whatever "
+        "its rule decided.",
+    )
 
 
 class DiscoverySettings(_Section):
@@ -96,6 +109,20 @@ class HarnessSettings(_Section):
         ge=0,
         description="Extra attempts for a judge whose agent process failed (non-zero exit, "
         "timeout, no verdict); a pass or a fail is never retried.",
+    )
+    require_calibration: bool = Field(
+        default=False,
+        description="Refuse to run a judge that has no calibration cases, no record in "
+        ".eval-banana/calibration.json, a record measured under another definition, agent, "
+        "model, effort, command or prompt, or agreement below min_agreement (`eb calibrate` "
+        "writes the record).",
+    )
+    min_agreement: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="The share of calibration samples (0.0-1.0) a judge must have agreed with "
+        "for require_calibration to let it run.",
     )
 
 

@@ -66,3 +66,9 @@ class ReportJson(Record):
         default=None,
         description="Set when --changed-since or --last-failed selected no check: why.",
     )
+    flaky_checks: int = Field(
+        default=0, ge=0, description="Checks whose samples disagreed (details.flaky)."
+    )
+    fail_on_flaky: bool = Field(
+        default=False, description="--fail-on-flaky was on: a flaky check fails the run."
+    )

@@ -266,6 +266,15 @@ class ScoreDoc(StageEnvelope):
     cached_checks: int = Field(
         default=0, description="Results reused from the verdict cache (details.cache.hit)."
     )
+    flaky_checks: int = Field(
+        default=0,
+        description="Checks whose samples disagreed (details.flaky), whatever their rule decided.",
+    )
+    fail_on_flaky: bool = Field(
+        default=False,
+        description="Whether [core] fail_on_flaky (--fail-on-flaky) was on: then a flaky check "
+        "fails the run.",
+    )
 
 
 class ReportDoc(StageEnvelope):

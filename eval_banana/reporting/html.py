@@ -26,6 +26,7 @@ from eval_banana.reporting.common import (
     tail,
 )
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS, JS
+from eval_banana.sampling.rules import is_flaky
 from eval_banana.stem import artifact_stem
 
 REPORT_HTML = "report.html"
@@ -108,12 +109,38 @@ def _links(*, present: frozenset[str], stem: str) -> dict[str, str | None]:
     return {key: f"checks/{name}" if name in present else None for key, name in names.items()}
 
 
+def _samples(*, check: Check) -> list[dict[str, Any]]:
+    """A sampled check's samples for the page: outcome, one line of why, links to evidence."""
+    found = (check.get("details") or {}).get("samples")
+    if not isinstance(found, list):
+        return []
+    shown = []
+    for sample in found:
+        if not isinstance(sample, dict):
+            continue
+        found = sample.get("evidence")
+        evidence: dict[str, object] = found if isinstance(found, dict) else {}
+        why = sample.get("reason") or sample.get("error_detail") or ""
+        shown.append(
+            {
+                "n": sample.get("sample"),
+                "status": sample.get("status"),
+                "why": " ".join(str(why).split())[:ROW_REASON_LIMIT_CHARS],
+                "links": {key: str(value) for key, value in evidence.items()},
+            }
+        )
+    return shown
+
+
 def _entry(
     *, check: Check, run_dir: Path, project_root: str, present: frozenset[str]
 ) -> dict[str, Any]:
     """What the page's script needs for one check (bounded: no full prompt or stderr)."""
     stem = artifact_stem(check_id=str(check.get("check_id", "")))
     links = _links(present=present, stem=stem)
+    samples = _samples(check=check)
+    if links["prompt"] is None and samples and "prompt" in samples[0]["links"]:
+        links["prompt"] = samples[0]["links"]["prompt"]  # every sample is asked the same
     prompt, prompt_cut = (None, False)
     if links["prompt"] is not None:
         prompt, prompt_cut = _read_prompt(path=run_dir / links["prompt"])
@@ -142,6 +169,8 @@ def _entry(
         # json.dumps(details, indent=2)'s text, in a fraction of its time at 10,000 checks.
         "details": canonjson.dumps(details) if details else "",
         "links": links,
+        "flaky": is_flaky(details),
+        "samples": samples,
     }
 
 
@@ -161,11 +190,12 @@ def _row(*, index: int, check: Check) -> str:
         f'<span class="tag">{escape(str(tag))}</span>' for tag in check.get("tags") or []
     )
     reason = row_reason(check=check)
+    badge = ' <span class="flaky">flaky</span>' if is_flaky(check.get("details")) else ""
     return (
         f'<tr class="r g-{_group(check=check)}" data-i="{index}">'
         f'<td><button class="x" type="button" aria-expanded="false">'
         f"{escape(str(check.get('check_id', '')))}</button></td>"
-        f'<td><span class="st">{escape(status_label(check=check))}</span></td>'
+        f'<td><span class="st">{escape(status_label(check=check))}</span>{badge}</td>'
         f'<td class="why" title="{escape(reason)}">{escape(reason)}</td>'
         f"<td>{escape(str(check.get('check_type', '')))}</td>"
         f"<td>{tags}</td>"
@@ -222,6 +252,15 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
         f"{label} ({groups[key]})</button>"
         for key, label in GROUPS
     ]
+    sampled = [check for check in checks if (check.get("details") or {}).get("samples")]
+    flaky_button = ""
+    if sampled:
+        # Only where checks took samples: other pages keep exactly their filters.
+        flaky = sum(1 for check in sampled if is_flaky(check.get("details")))
+        flaky_button = (
+            '<button type="button" id="flaky-filter" aria-pressed="false">'
+            f"Flaky only ({flaky})</button>"
+        )
     tags: Counter[str] = Counter(str(tag) for check in checks for tag in check.get("tags") or [])
     options = ['<option value="">All tags</option>'] + [
         f'<option value="{escape(tag)}">{escape(tag)} ({count})</option>'
@@ -230,6 +269,7 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
     return (
         '<div class="bar" id="filters" hidden>'
         f'<span id="status-filter" role="group" aria-label="Status">{"".join(buttons)}</span>'
+        f"{flaky_button}"
         f'<label>Tag <select id="tag-filter">{"".join(options)}</select></label>'
         '<label>Id <input id="id-filter" type="search" placeholder="filter by id"></label>'
         '<span id="shown"></span></div>'

@@ -65,6 +65,8 @@ button.x[aria-expanded="true"]::before { content:"\\25BE"; }
 .g-error .st { background:var(--err-bg); color:var(--err); }
 .g-notrun .st { background:var(--nr-bg); color:var(--nr); }
 .g-skipped .st { background:var(--nr-bg); color:var(--nr); font-style:italic; }
+.flaky { border-radius:10px; padding:1px 8px; font-size:12px; background:var(--err-bg);
+  color:var(--err); border:1px dashed var(--err); }
 .tag { display:inline-block; border:1px solid var(--line); border-radius:4px; padding:0 6px;
   margin:0 4px 2px 0; font-size:12px; color:var(--muted); }
 tr.d > td { background:var(--soft); padding:12px 16px 16px 32px; }
@@ -90,10 +92,11 @@ JS = r"""
   // search the table again on its next access, which is quadratic (a minute at 10,000 checks).
   var rows = Array.prototype.slice.call(body.getElementsByClassName("r"));
   var shown = document.getElementById("shown");
-  var state = { g: "all", tag: "", q: "" };
+  var state = { g: "all", tag: "", q: "", flaky: false };
 
   function visible(c) {
     if (state.g !== "all" && c.g !== state.g) { return false; }
+    if (state.flaky && !c.flaky) { return false; }
     if (state.tag && c.tags.indexOf(state.tag) < 0) { return false; }
     if (state.q && c.id.toLowerCase().indexOf(state.q) < 0) { return false; }
     return true;
@@ -161,6 +164,24 @@ JS = r"""
     }
     section(cell, "Stdout (tail)", c.stdout, c.links.stdout, c.links.stdout ? "Full stdout:" : "");
     section(cell, "Stderr (tail)", c.stderr, c.links.stderr, c.links.stderr ? "Full stderr:" : "");
+    if (c.samples && c.samples.length) {
+      cell.appendChild(el("h3", "Samples"));
+      var list = el("ol", null, "samples");
+      for (var n = 0; n < c.samples.length; n++) {
+        var sample = c.samples[n];
+        var item = el("li", sample.status + (sample.why ? ": " + sample.why : ""));
+        var names = ["stdout", "stderr", "prompt", "result"];
+        for (var m = 0; m < names.length; m++) {
+          var target = sample.links[names[m]];
+          if (target) {
+            item.appendChild(document.createTextNode(" "));
+            item.appendChild(link(target, names[m]));
+          }
+        }
+        list.appendChild(item);
+      }
+      cell.appendChild(list);
+    }
     section(cell, "Details", c.details);
     if (c.links.result) {
       var p = el("div", "Check result: ", "note");
@@ -196,6 +217,14 @@ JS = r"""
       for (var k = 0; k < groups.length; k++) {
         groups[k].setAttribute("aria-pressed", String(groups[k] === event.currentTarget));
       }
+      apply();
+    });
+  }
+  var flakyFilter = document.getElementById("flaky-filter");
+  if (flakyFilter) {
+    flakyFilter.addEventListener("click", function () {
+      state.flaky = !state.flaky;
+      flakyFilter.setAttribute("aria-pressed", String(state.flaky));
       apply();
     });
   }

@@ -25,6 +25,7 @@ from eval_banana.reporting.common import (
     xml_safe,
 )
 from eval_banana.retries import attempt_count
+from eval_banana.sampling.rules import is_flaky
 
 SUITE_NAME = "eval-banana"
 # report.json already bounds stdout to 2000 characters; stderr may be longer,
@@ -112,6 +113,7 @@ def _testcase(suite: ET.Element, *, check: Check, project_root: str) -> None:
     if isinstance(cache, dict) and cache.get("hit") is True:
         # A reused verdict: CI shows which run produced it.
         pairs += [("cached", "true"), ("cache_from_run_id", str(cache.get("from_run_id", "")))]
+    pairs += _sample_properties(details=check.get("details") or {})
     _properties(case, pairs)
     _outcome(case, check=check)
     if check.get("stdout"):
@@ -122,6 +124,24 @@ def _testcase(suite: ET.Element, *, check: Check, project_root: str) -> None:
             f"[eval-banana: stderr cut to its last {_STDERR_LIMIT} characters]\n" if cut else ""
         )
         _sub(case, "system-err", banner + text)
+
+
+def _sample_properties(*, details: dict[str, Any]) -> list[tuple[str, str]]:
+    """A sampled check: how many samples, its rule, its pass rate and whether it was flaky."""
+    samples = details.get("samples")
+    if not isinstance(samples, list) or not samples:
+        return []
+    rate = details.get("pass_rate")
+    return [
+        ("samples", str(len(samples))),
+        ("aggregate", str(details.get("aggregate", ""))),
+        ("pass_rate", f"{float(rate):.4g}" if isinstance(rate, int | float) else ""),
+        ("flaky", "true" if is_flaky(details) else "false"),
+    ]
+
+
+def _sampled(*, checks: list[Check]) -> bool:
+    return any(isinstance((check.get("details") or {}).get("samples"), list) for check in checks)
 
 
 def _skipped_testcase(suite: ET.Element, *, item: Check, project_root: str) -> None:
@@ -169,6 +189,12 @@ def junit_tree(*, report: dict[str, Any], project_root: Path) -> ET.Element:
             ("run_passed", str(bool(report.get("run_passed"))).lower()),
             ("aborted_by", str(report.get("aborted_by") or "")),
             ("cached_checks", str(report.get("cached_checks", 0))),
+            # Only runs with sampled checks name their flaky count: other files stay as they were.
+            *(
+                [("flaky_checks", str(report.get("flaky_checks", 0)))]
+                if _sampled(checks=checks)
+                else []
+            ),
         ],
     )
     for check in checks:

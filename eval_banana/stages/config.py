@@ -213,6 +213,8 @@ def _type_hint(*, spec: SettingSpec) -> str | None:
         "glob_list": f'write e.g. {spec.key} = ["build/**", "*.log"]',
         "name_list": f'write e.g. {spec.key} = ["NAME_1", "NAME_2"]',
         "string_table": 'write e.g. [harness.env] then NAME = "value" lines',
+        "boolean": f"write {spec.key} = true or {spec.key} = false (without quotes)",
+        "repeat_count": f"write e.g. {spec.key} = 3 (a whole number from 1 to 20)",
         "choice": f"write {spec.key} = " + " or ".join(f'"{choice}"' for choice in spec.choices),
     }
     return hints.get(spec.kind, f"write e.g. {spec.key} = 1 (a number without quotes)")

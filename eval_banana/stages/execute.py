@@ -48,6 +48,9 @@ from eval_banana.results import (
 from eval_banana.retries import run_attempts
 from eval_banana.runners import orphans, runner_for
 from eval_banana.runners.base import ProjectView, RunContext
+from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
+from eval_banana.sampling.rules import rule_of
+from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
@@ -325,17 +328,9 @@ def execute(
     cache = _open_cache(config=config, plan=plan, guard=guard, run_dir=run_dir, environ=environ)
     isolation = _open_isolation(config=config, plan=plan)
 
-    def run_check(check: PlannedCheck) -> tuple[CheckResult, bool]:
-        """One check's result, and whether it never started (a stop, or maxfail reached)."""
-        if stop.is_set():
-            # Once the run stops no new check starts.
-            return judge_expectation(result=not_run_result(check=check, cancel=stop)), True
-        if halt.reached:
-            # maxfail: no new check starts either, but the run is not aborted.
-            held = held_back_result(check=check, maxfail=halt.maxfail)
-            return judge_expectation(result=held), True
-        _notify(on_start, check)
-        _clear_outputs(checks_dir=checks_dir, stem=check.stem)
+    def attempt(check: PlannedCheck, *, stem: str) -> CheckResult:
+        """One run of a check under the evidence stem `stem`: its retries, then masking."""
+        _clear_outputs(checks_dir=checks_dir, stem=stem)
         ctx = RunContext(
             check=check,
             config=config,
@@ -346,6 +341,7 @@ def execute(
             cancel=stop,
             report_tokens=fuses.report_tokens,
             report_cost=fuses.report_cost,
+            evidence_stem=None if stem == check.stem else stem,
         )
 
         def run_in(view: ProjectView | None) -> CheckResult:
@@ -357,16 +353,42 @@ def execute(
         if isolation is None:
             result = run_in(None)
         else:
-            result = isolation.run(check=check, key=check.stem, run_in=run_in)
-        halt.count(result=result)
+            # Keyed by the evidence stem: each sample of a repeated check is its own run.
+            result = isolation.run(check=check, key=stem, run_in=run_in)
         if redactor:
-            result = redact_check(
-                run_dir=run_dir, stem=check.stem, result=result, redactor=redactor
-            )
+            result = redact_check(run_dir=run_dir, stem=stem, result=result, redactor=redactor)
+        return result
+
+    def unstarted(check: PlannedCheck) -> CheckResult | None:
+        """The result of a check that must not start (a stop, or maxfail reached), else None."""
+        if stop.is_set():
+            # Once the run stops no new check starts.
+            return judge_expectation(result=not_run_result(check=check, cancel=stop))
+        if halt.reached:
+            # maxfail: no new check starts either, but the run is not aborted.
+            return judge_expectation(result=held_back_result(check=check, maxfail=halt.maxfail))
+        return None
+
+    def run_check(check: PlannedCheck) -> tuple[CheckResult, bool]:
+        """One check's result, and whether it never started (a stop, or maxfail reached)."""
+        held = unstarted(check)
+        if held is not None:
+            return held, True
+        _notify(on_start, check)
+        result = attempt(check, stem=check.stem)
+        halt.count(result=result)
         if cache is not None:
             # Stored after masking, so the cache never holds a secret either.
             result = cache.record(check=check, result=result)
         return result, False
+
+    def finish(position: int, result: CheckResult, never_started: bool) -> None:
+        check = checks[position]
+        not_run[position] = never_started
+        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+        results[position] = result
+        if not never_started:
+            _notify(on_result, check, result)
 
     def task(position: int) -> None:
         check = checks[position]
@@ -380,20 +402,75 @@ def execute(
             result, never_started = hit, False
         else:
             result, never_started = run_check(check)
-        not_run[position] = never_started
-        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
-        results[position] = result
-        if not never_started:
-            _notify(on_result, check, result)
+        finish(position, result, never_started)
+
+    items = plan_items(checks=checks, default_repeats=config.settings.core.repeats)
+    sample_sets = sample_sets_of(items=items)
+
+    def sample_task(item: Item) -> None:
+        """One sample of a sampled check; the last of its samples to end decides the check."""
+        check = checks[item.position]
+        assert item.sample is not None
+        samples = sample_sets[item.position]
+        _follow(cancel=cancel, stop=stop)
+
+        def decide() -> Gate:
+            held = unstarted(check)
+            if held is not None:
+                return "stopped" if stop.is_set() else "held"
+            _notify(on_start, check)
+            # A check run again in this run folder leaves no unsampled output behind.
+            _clear_outputs(checks_dir=checks_dir, stem=check.stem)
+            return "run"
+
+        gate = samples.open(decide=decide)
+        stem = sample_stem(stem=check.stem, sample=item.sample)
+        wrote = False
+        if gate != "run" or stop.is_set():
+            outcome = not_run_result(check=check, cancel=stop)
+        else:
+            outcome = attempt(check, stem=stem)
+            write_check_result(checks_dir=checks_dir, stem=stem, result=outcome)
+            wrote = True
+        record = sample_record(
+            sample=item.sample, result=outcome, checks_dir=checks_dir, stem=stem, wrote_result=wrote
+        )
+        done = samples.finish(sample=item.sample, result=outcome, record=record)
+        if done is None:
+            return
+        outcomes, records = done
+        if gate != "run" or all(one.details.get("not_run") is True for one in outcomes):
+            held = unstarted(check)
+            finish(item.position, held or judge_expectation(result=outcomes[0]), True)
+            return
+        result = judge_expectation(
+            result=aggregate_samples(
+                check=check,
+                samples=outcomes,
+                records=records,
+                rule=rule_of(definition=check.definition),
+            )
+        )
+        halt.count(result=result)
+        finish(item.position, result, False)
+
+    def item_task(index: int) -> None:
+        item = items[index]
+        if item.sample is None:
+            task(item.position)
+        else:
+            sample_task(item)
 
     if checks:
-        workers = min(config.settings.core.max_parallel_checks, len(checks))
+        workers = min(config.settings.core.max_parallel_checks, len(items))
         # Orphaned daemons of a check become eb's children, so they can be ended with it.
         orphans.enable_subreaper()
         try:
             with fuses:
                 # Taken in plan order, so checks also start in plan order.
-                _run_pool(count=len(checks), workers=workers, task=task, cancel=cancel, stop=stop)
+                _run_pool(
+                    count=len(items), workers=workers, task=item_task, cancel=cancel, stop=stop
+                )
         finally:
             orphans.end_run()
             if isolation is not None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 from eval_banana.artifacts import write_model
-from eval_banana.errors import ConfigError, GuardError
+from eval_banana.errors import ConfigError, GuardError, Problem
 from eval_banana.harness.identify import WRONG_GROK_HINT, wrong_program_message
 from eval_banana.harness.resolve import (
     injection_problem,
@@ -17,7 +17,8 @@ from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, ProblemModel
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
-GuardMode = Literal["run", "validate"]
+# `calibrate` guards `eb calibrate`: as `run`, without the calibration gate it would measure for.
+GuardMode = Literal["run", "validate", "calibrate"]
 
 _NO_HARNESS = (
     "harness_judge check requires a harness but none is configured (first offender: {path}). "
@@ -62,6 +63,26 @@ def _injection_problems(*, plan: PlanDoc, harness: ResolvedHarness) -> list[Prob
     return problems
 
 
+def _calibration_gate(
+    *, config: ConfigDoc, plan: PlanDoc, harness: ResolvedHarness, mode: GuardMode
+) -> tuple[list[ProblemModel], list[ProblemModel]]:
+    """(problems, warnings) of [harness] require_calibration for the planned judges.
+
+    On, every judge must pass it (refused by eb run, errors in eb validate). Off, eb validate
+    still warns about the judges that have cases, whose record is missing or stale; a project
+    that never wrote a case hears nothing.
+    """
+    required = config.settings.harness.require_calibration
+    if mode == "calibrate" or not (required or mode == "validate"):
+        return [], []
+    if not required and not any(check.definition.get("calibration") for check in plan.checks):
+        return [], []
+    from eval_banana.calibration.gate import calibration_problems
+
+    found = calibration_problems(config=config, plan=plan, harness=harness, every_judge=required)
+    return (found, []) if required else ([], found)
+
+
 def guard(
     *, config: ConfigDoc, plan: PlanDoc, inputs: dict[str, str], mode: GuardMode = "run"
 ) -> GuardDoc:
@@ -93,6 +114,12 @@ def guard(
             if wrong_text and (judges or mode == "validate"):
                 wrong = _problem(wrong_text, hint=WRONG_GROK_HINT, field_path="harness.agent")
                 (warnings if mode == "validate" else problems).append(wrong)
+            if judges:
+                gate_problems, gate_warnings = _calibration_gate(
+                    config=config, plan=plan, harness=harness, mode=mode
+                )
+                problems.extend(gate_problems)
+                warnings.extend(gate_warnings)
     return GuardDoc.model_validate(
         {
             **envelope(stage="guard", run_id=config.run_id, inputs=inputs),
@@ -111,7 +138,14 @@ def raise_if_refused(doc: GuardDoc) -> None:
     if not doc.problems:  # only a damaged guard.json says no without a reason
         raise GuardError("The guard refused the run without naming a problem")
     first = doc.problems[0]
-    raise GuardError(first.message, file=first.file, field_path=first.field_path, hint=first.hint)
+    # Every refusal is named (each judge the calibration gate refused, with its reason).
+    rest = tuple(
+        Problem(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+        for p in doc.problems[1:]
+    )
+    raise GuardError(
+        first.message, file=first.file, field_path=first.field_path, hint=first.hint, problems=rest
+    )
 
 
 def write_guard_stage(*, run_dir: Path, doc: GuardDoc) -> str:

@@ -13,6 +13,7 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.results import elapsed_ms, maxfail_text
 from eval_banana.retries import attempt_count
+from eval_banana.sampling.rules import is_flaky
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stages.execute import document_digest
@@ -89,6 +90,9 @@ def build_report(
         # The verdict cache and incremental selection (docs/incremental.md).
         "cached_checks": score.cached_checks,
         "selection_note": selection_note(config=config, total=score.total_checks),
+        # Sampled checks (docs/judges.md#repeats): how many disagreed with themselves.
+        "flaky_checks": score.flaky_checks,
+        "fail_on_flaky": score.fail_on_flaky,
     }
     return report
 
@@ -153,13 +157,39 @@ def attempts_note(*, check: dict[str, Any]) -> str | None:
     return f"after {count} attempts" if count > 1 else None
 
 
+def samples_note(*, check: dict[str, Any]) -> str | None:
+    """A sampled check says how its samples went: `flaky, 2/3 samples passed`."""
+    details = check.get("details") or {}
+    samples = details.get("samples")
+    if not isinstance(samples, list) or not samples:
+        return None
+    passed = sum(
+        1 for sample in samples if isinstance(sample, dict) and sample.get("status") == "passed"
+    )
+    tally = f"{passed}/{len(samples)} samples passed"
+    return f"flaky, {tally}" if is_flaky(details) else tally
+
+
 def status_notes(*, check: dict[str, Any]) -> list[str]:
-    """What a status is shown with: the control note, the attempts note, "cached"."""
-    notes = [note for note in (control_note(check=check), attempts_note(check=check)) if note]
+    """What a status is shown with: the control, attempts and samples notes, "cached"."""
+    found = (control_note(check=check), attempts_note(check=check), samples_note(check=check))
+    notes = [note for note in found if note]
     cache = (check.get("details") or {}).get("cache")
     if isinstance(cache, dict) and cache.get("hit") is True:
         notes.append("cached")
     return notes
+
+
+def flaky_line(*, report: dict[str, Any]) -> str | None:
+    """How many checks were flaky, and whether that failed the run (--fail-on-flaky)."""
+    count = int(report.get("flaky_checks") or 0)
+    if not count:
+        return None
+    noun = "check was" if count == 1 else "checks were"
+    text = f"{count} {noun} flaky: their samples disagreed."
+    if report.get("fail_on_flaky"):
+        text += " The run fails on flaky checks (--fail-on-flaky)."
+    return text
 
 
 def status_note(*, check: dict[str, Any]) -> str | None:
@@ -230,6 +260,9 @@ def render_markdown(*, report: dict[str, Any]) -> str:
     halted = halt_line(report=report)
     if halted is not None:
         lines += ["", halted]
+    flaky = flaky_line(report=report)
+    if flaky is not None:
+        lines += ["", flaky]
     for check in checks:
         reason, error = check.get("reason"), check.get("error_detail")
         if not reason and not error:

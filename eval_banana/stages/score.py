@@ -8,6 +8,7 @@ from eval_banana.artifacts import write_model
 from eval_banana.harness.usage import usage_totals
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.sampling.rules import is_flaky
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stages.execute import document_digest
@@ -62,7 +63,11 @@ def score(
     aborted = execute.aborted_by
     # A stopped run never passes, whatever its partial score says; nor does one that
     # stopped launching at maxfail (its unstarted checks are errors anyway).
+    flaky = sum(1 for result in results if is_flaky(result.details))
+    fail_on_flaky = config.settings.core.fail_on_flaky
     passed = met and errored == 0 and aborted is None and execute.halted_by is None
+    # --fail-on-flaky: a check whose samples disagreed is not a result to ship on.
+    passed = passed and not (fail_on_flaky and flaky > 0)
     status = "aborted" if aborted is not None else ("passed" if passed else "failed")
     if inputs is None:
         inputs = {"config": document_digest(doc=config), "execute": document_digest(doc=execute)}
@@ -95,6 +100,8 @@ def score(
             ]
         ),
         cached_checks=sum(1 for result in results if is_cached(result=result)),
+        flaky_checks=flaky,
+        fail_on_flaky=fail_on_flaky,
     )
     return ScoreDoc.model_validate(document)
 

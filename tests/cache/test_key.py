@@ -173,3 +173,26 @@ def test_the_same_tree_in_another_folder_reuses_the_verdicts(
     standard.root.rename(moved)
     standard.root = moved
     assert standard.misses() == set()  # the absolute project path is not part of the key
+
+
+def test_sampled_checks_are_never_cached(standard: Project) -> None:
+    # Sampling measures how a verdict varies: a stored verdict cannot measure that, so a check
+    # that takes samples runs (every sample) each time, and its result is never stored.
+    assert standard.misses() == ALL
+    starts = standard.agent_starts()
+    for _ in range(2):
+        report = standard.run("--repeats", "3")
+        assert {c["check_id"] for c in report["checks"] if "cache" in c["details"]} == set()
+        assert all(len(c["details"]["samples"]) == 3 for c in report["checks"])
+    assert standard.agent_starts() - starts == 6  # the judge's three samples, twice
+    # Its own stored verdict (repeats 1) is still there for an unsampled run.
+    assert standard.misses() == set()
+    standard.write(
+        {
+            "eval_checks/j.yaml": standard.root.joinpath("eval_checks/j.yaml").read_text()
+            + "repeats: 2\n"
+        }
+    )
+    assert standard.misses() == {"j", "w"}  # w reads the whole project, j.yaml included
+    report = standard.run()
+    assert "cache" not in next(c for c in report["checks"] if c["check_id"] == "j")["details"]

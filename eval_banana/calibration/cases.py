@@ -1,0 +1,67 @@
+"""A case's project: a disposable copy of the project's file set with the case's files laid over.
+
+The copy is made by the isolation workspace (always a plain or copy-on-write file copy, since
+the case's files must be in place before the judge starts), in a temporary folder outside the
+project; the project itself is only ever read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from eval_banana.isolation.workspace import Workspace, make_workspace
+
+
+class CaseFileError(Exception):
+    """A case's file cannot be laid over the copy (a folder in the way, a symlink on the path)."""
+
+
+def _safe_target(*, base: Path, relative: str) -> Path:
+    """Where `relative` lands in the copy; refuses a path through a symlink (it could point
+    out of the copy, and a case must never write anywhere but its copy)."""
+    target = base
+    parts = relative.split("/")
+    for part in parts[:-1]:
+        target = target / part
+        if target.is_symlink():
+            raise CaseFileError(f"{relative}: the folder {target.relative_to(base)} is a symlink")
+        if target.exists() and not target.is_dir():
+            raise CaseFileError(f"{relative}: {target.relative_to(base)} is a file, not a folder")
+    return target / parts[-1]
+
+
+def lay_files(*, base: Path, files: Mapping[str, str | None]) -> None:
+    """Write (or, for None, delete) each case file under `base`, the copy's project folder."""
+    for relative, content in files.items():
+        target = _safe_target(base=base, relative=relative)
+        if target.is_dir() and not target.is_symlink():
+            raise CaseFileError(f"{relative}: is a folder in the project; a case sets files")
+        if target.is_symlink() or content is None:
+            # A symlink is replaced, never written through; deleting an absent file is a no-op.
+            if os.path.lexists(target):
+                target.unlink()
+            if content is None:
+                continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+
+
+def case_workspace(
+    *, root: Path, paths: Sequence[str], files: Mapping[str, str | None]
+) -> Workspace:
+    """A fresh copy of the project at `root` with `files` laid over it (the caller removes it)."""
+    workspace = make_workspace(root=root, paths=paths, method="copy", prefix="eb-calibrate-")
+    if workspace.scratch.resolve().is_relative_to(root.resolve()):
+        workspace.remove()
+        raise CaseFileError(
+            f"the temporary folder {workspace.scratch.parent} is inside the project; set TMPDIR "
+            "to a folder outside it, so a case's copy is never part of the project"
+        )
+    try:
+        lay_files(base=workspace.path, files=files)
+    except BaseException:
+        workspace.remove()
+        raise
+    return workspace

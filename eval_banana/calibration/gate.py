@@ -1,0 +1,93 @@
+"""Which judges may gate a run: `[harness] require_calibration` and `[harness] min_agreement`.
+
+A judge passes the gate when it has calibration cases, `calibration.json` holds a record of it
+measured under the key it would run under now, and that record's agreement reaches
+min_agreement. The guard refuses the others (and `eb validate` lists them).
+"""
+
+from __future__ import annotations
+
+from eval_banana.calibration.key import calibration_key, key_differences
+from eval_banana.calibration.store import UnreadableRecord, read_record, record_path
+from eval_banana.models.calibration import CalibrationDoc
+from eval_banana.models.stages import (
+    ConfigDoc,
+    PlanDoc,
+    PlannedCheck,
+    ProblemModel,
+    ResolvedHarness,
+)
+
+
+def _rerun(check: PlannedCheck) -> str:
+    return f"Run `eb calibrate --check-id {check.id}` and commit .eval-banana/calibration.json."
+
+
+def _judge_problem(
+    *, check: PlannedCheck, record: CalibrationDoc | None, harness: ResolvedHarness, floor: float
+) -> ProblemModel | None:
+    def problem(message: str, hint: str) -> ProblemModel:
+        return ProblemModel(
+            message=f"Judge check '{check.id}' {message}",
+            file=check.source_path,
+            field_path="calibration",
+            hint=hint,
+        )
+
+    if not check.definition.get("calibration"):
+        return problem(
+            "has no calibration cases, so nobody has measured that it tells good from bad",
+            "Add `calibration:` with at least one known-good (expect: pass) and one known-bad "
+            f"(expect: fail) case (see docs/judges.md), then run `eb calibrate --check-id "
+            f"{check.id}`.",
+        )
+    entry = record.checks.get(check.id) if record is not None else None
+    if entry is None:
+        return problem("has not been calibrated (no record in calibration.json)", _rerun(check))
+    changed = key_differences(
+        recorded=entry.key, current=calibration_key(check=check, harness=harness)
+    )
+    if changed:
+        return problem(
+            f"was calibrated under another key: its {', '.join(changed)} changed since",
+            _rerun(check),
+        )
+    if entry.agreement < floor:
+        return problem(
+            f"agreed with its calibration cases on {entry.agreement:.2f} of its samples, below "
+            f"[harness] min_agreement {floor:g} ({entry.cases_agreed} of {entry.cases} cases "
+            "agreed)",
+            "Improve the judge's instructions (or fix a mislabelled case), run `eb calibrate` "
+            "again, or lower [harness] min_agreement.",
+        )
+    return None
+
+
+def calibration_problems(
+    *, config: ConfigDoc, plan: PlanDoc, harness: ResolvedHarness, every_judge: bool
+) -> list[ProblemModel]:
+    """The gate's refusals, one per judge (every judge, or with `every_judge` False only the
+    judges that have cases: warnings must not make a project without calibration noisy)."""
+    judges = [
+        check
+        for check in plan.checks
+        if check.type == "harness_judge" and (every_judge or check.definition.get("calibration"))
+    ]
+    if not judges:
+        return []
+    path = record_path(config=config)
+    try:
+        record = read_record(path=path)
+    except UnreadableRecord as exc:
+        return [
+            ProblemModel(
+                message=f"The calibration record cannot be used: {exc}",
+                file=str(path),
+                hint="Run `eb calibrate` to write it again.",
+            )
+        ]
+    floor = config.settings.harness.min_agreement
+    found = (
+        _judge_problem(check=check, record=record, harness=harness, floor=floor) for check in judges
+    )
+    return [problem for problem in found if problem is not None]

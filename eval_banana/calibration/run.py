@@ -1,0 +1,265 @@
+"""Run every case of the selected judges, each sample in its own copy, and measure agreement.
+
+A sample's answer is the judge's own verdict (before a control's `expect: fail` is applied):
+a case labels the verdict a trustworthy judge gives on it. An error never agrees with a label.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from eval_banana.artifacts import write_text_atomic
+from eval_banana.calibration.cases import CaseFileError, case_workspace
+from eval_banana.calibration.key import calibration_key
+from eval_banana.canonjson import dumps
+from eval_banana.envpolicy import build_base_env
+from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
+from eval_banana.redact import Redactor, redactor_for
+from eval_banana.results import error_result, exception_result, iso, utc_now
+from eval_banana.retries import run_attempts
+from eval_banana.runners import orphans, runner_for
+from eval_banana.runners.base import ProjectView, RunContext
+from eval_banana.sampling.rules import sample_count
+
+SampleDone = Callable[[PlannedCheck, str, CaseSample], None]
+_EVIDENCE = {"stdout": ".stdout.txt", "stderr": ".stderr.txt", "prompt": ".prompt.txt"}
+
+
+class CaseRun(NamedTuple):
+    """One sample of one case of one judge."""
+
+    check: PlannedCheck
+    case: int  # 0-based position in the check's `calibration:`
+    sample: int  # 1-based
+    stem: str  # its evidence stem under checks/
+
+
+def case_stem(*, stem: str, case: int, sample: int) -> str:
+    """`<stem>.c<case>.s<sample>` (both 1-based), so no two samples share evidence files."""
+    return f"{stem}.c{case + 1}.s{sample}"
+
+
+def cases_of(check: PlannedCheck) -> list[dict[str, Any]]:
+    cases = check.definition.get("calibration") or []
+    return [case for case in cases if isinstance(case, dict)]
+
+
+def plan_runs(*, checks: Sequence[PlannedCheck], default_repeats: int) -> list[CaseRun]:
+    """Every sample of every case, judge by judge, case by case."""
+    runs = []
+    for check in checks:
+        samples = sample_count(definition=check.definition, default=default_repeats)
+        for case in range(len(cases_of(check))):
+            for sample in range(1, samples + 1):
+                stem = case_stem(stem=check.stem, case=case, sample=sample)
+                runs.append(CaseRun(check=check, case=case, sample=sample, stem=stem))
+    return runs
+
+
+def _write_result(*, checks_dir: Path, stem: str, result: CheckResult) -> Path:
+    path = checks_dir / f"{stem}.json"
+    write_text_atomic(path=path, text=dumps(result))
+    return path
+
+
+def _observe(*, ctx: RunContext) -> CheckResult:
+    """The judge's own answer; an exception becomes an error result, as in a run."""
+    started = utc_now()
+    try:
+        return runner_for(check_type=ctx.check.type)(ctx)
+    except Exception as exc:  # noqa: BLE001 - one broken sample never sinks the calibration
+        return exception_result(check=ctx.check, started=started, exc=exc)
+
+
+class Calibrator:
+    """What every sample of one `eb calibrate` shares: config, harness, folders, environment."""
+
+    def __init__(
+        self,
+        *,
+        config: ConfigDoc,
+        harness: ResolvedHarness,
+        run_dir: Path,
+        paths: Sequence[str],
+        environ: Mapping[str, str],
+        cancel: threading.Event,
+    ) -> None:
+        self.config = config
+        self.harness = harness
+        self.run_dir = run_dir
+        self.root = Path(config.project_root)
+        self.paths = paths
+        self.cancel = cancel
+        self.base_env = build_base_env(settings=config.settings.execution, environ=environ)
+        self.redactor: Redactor = redactor_for(
+            environ=environ,
+            names=config.settings.execution.redact,
+            extra_env=config.settings.harness.env,
+        )
+
+    def sample(self, run: CaseRun) -> CaseSample:
+        """Run one sample in a fresh copy with the case's files; the copy is removed after."""
+        case = cases_of(run.check)[run.case]
+        expect = case.get("expect")
+        started = utc_now()
+        try:
+            workspace = case_workspace(
+                root=self.root, paths=self.paths, files=case.get("files") or {}
+            )
+        except (CaseFileError, OSError) as exc:
+            result = error_result(
+                check=run.check,
+                started=started,
+                error_detail=f"calibration case '{case.get('name')}': {exc}",
+            )
+            return self._record(run=run, result=result, expect=expect)
+        try:
+            ctx = RunContext(
+                check=run.check,
+                config=self.config,
+                harness=self.harness,
+                run_dir=self.run_dir,
+                project_root=self.root,
+                base_env=self.base_env,
+                cancel=self.cancel,
+                evidence_stem=run.stem,
+                view=ProjectView(path=workspace.path, cwd=workspace.cwd, wrap=workspace.wrap),
+            )
+            result = run_attempts(
+                ctx=ctx,
+                run_once=_observe,
+                retries=self.config.settings.harness.retries,
+                write_result=_write_result,
+            )
+        finally:
+            workspace.remove()
+        return self._record(run=run, result=result, expect=expect)
+
+    def _record(self, *, run: CaseRun, result: CheckResult, expect: object) -> CaseSample:
+        checks_dir = self.run_dir / "checks"
+        for suffix in _EVIDENCE.values():
+            self.redactor.file(checks_dir / f"{run.stem}{suffix}")
+        if self.redactor:
+            result = CheckResult.model_validate(self.redactor.value(result.model_dump(mode="json")))
+        _write_result(checks_dir=checks_dir, stem=run.stem, result=result)
+        evidence = {
+            key: f"checks/{run.stem}{suffix}"
+            for key, suffix in _EVIDENCE.items()
+            if (checks_dir / f"{run.stem}{suffix}").is_file()
+        }
+        evidence["result"] = f"checks/{run.stem}.json"
+        status = result.status
+        wanted = "passed" if expect == "pass" else "failed"
+        return CaseSample(
+            sample=run.sample,
+            status=status,
+            agreed=status == wanted,
+            reason=result.reason if status != "error" else result.error_detail,
+            evidence=evidence,
+        )
+
+
+def _rate(samples: list[CaseSample]) -> float | None:
+    return sum(sample.agreed for sample in samples) / len(samples) if samples else None
+
+
+def figures(
+    *,
+    check: PlannedCheck,
+    harness: ResolvedHarness,
+    samples: Mapping[int, list[CaseSample]],
+    samples_per_case: int,
+    run_dir: Path,
+) -> JudgeCalibration:
+    """One judge's figures from its samples (by case position)."""
+    outcomes = []
+    by_label: dict[str, list[CaseSample]] = {"pass": [], "fail": []}
+    for position, case in enumerate(cases_of(check)):
+        taken = sorted(samples.get(position, []), key=lambda one: one.sample)
+        expect: Literal["pass", "fail"] = "pass" if case.get("expect") == "pass" else "fail"
+        by_label[expect].extend(taken)
+        outcomes.append(
+            CaseOutcome(
+                name=str(case.get("name")),
+                expect=expect,
+                agreed=bool(taken) and all(one.agreed for one in taken),
+                samples=taken,
+            )
+        )
+    every = by_label["pass"] + by_label["fail"]
+    return JudgeCalibration(
+        check_id=check.id,
+        source_path=check.source_path,
+        key=calibration_key(check=check, harness=harness),
+        measured_at=iso(utc_now()),
+        run_dir=str(run_dir),
+        samples_per_case=samples_per_case,
+        cases=len(outcomes),
+        cases_agreed=sum(outcome.agreed for outcome in outcomes),
+        agreement=_rate(every) or 0.0,
+        true_pass_rate=_rate(by_label["pass"]),
+        true_fail_rate=_rate(by_label["fail"]),
+        outcomes=outcomes,
+    )
+
+
+def calibrate(
+    *,
+    config: ConfigDoc,
+    harness: ResolvedHarness,
+    checks: Sequence[PlannedCheck],
+    run_dir: Path,
+    paths: Sequence[str],
+    cancel: threading.Event,
+    environ: Mapping[str, str] | None = None,
+    on_sample: SampleDone | None = None,
+) -> list[JudgeCalibration]:
+    """Run every sample of every case of `checks` on max_parallel_checks threads; the figures."""
+    (run_dir / "checks").mkdir(parents=True, exist_ok=True)
+    calibrator = Calibrator(
+        config=config,
+        harness=harness,
+        run_dir=run_dir,
+        paths=paths,
+        environ=os.environ if environ is None else environ,
+        cancel=cancel,
+    )
+    default_repeats = config.settings.core.repeats
+    runs = plan_runs(checks=checks, default_repeats=default_repeats)
+    taken: dict[str, dict[int, list[CaseSample]]] = {check.id: {} for check in checks}
+    lock = threading.Lock()
+
+    def one(run: CaseRun) -> None:
+        if cancel.is_set():
+            return
+        done = calibrator.sample(run)
+        with lock:
+            taken[run.check.id].setdefault(run.case, []).append(done)
+        if on_sample is not None:
+            on_sample(run.check, str(cases_of(run.check)[run.case].get("name")), done)
+
+    workers = max(1, min(config.settings.core.max_parallel_checks, len(runs)))
+    orphans.enable_subreaper()
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-calibrate") as pool:
+            for _ in pool.map(one, runs):
+                pass
+    finally:
+        orphans.end_run()
+    return [
+        figures(
+            check=check,
+            harness=harness,
+            samples=taken[check.id],
+            samples_per_case=sample_count(definition=check.definition, default=default_repeats),
+            run_dir=run_dir,
+        )
+        for check in checks
+    ]

@@ -1,0 +1,82 @@
+"""`.eval-banana/calibration.json`: where it lives, how it is read and (atomically) updated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from eval_banana.models.calibration import CalibrationDoc, JudgeCalibration
+from eval_banana.models.stages import ConfigDoc
+
+CALIBRATION_FILE = "calibration.json"
+_CONFIG_FOLDER = ".eval-banana"
+
+
+class UnreadableRecord(Exception):
+    """calibration.json exists but is not a calibration record eb can read."""
+
+
+def record_path(*, config: ConfigDoc) -> Path:
+    """Beside the config file in use, else `<project root>/.eval-banana/calibration.json`."""
+    if config.config_file:
+        return Path(config.config_file).parent / CALIBRATION_FILE
+    return Path(config.project_root) / _CONFIG_FOLDER / CALIBRATION_FILE
+
+
+def read_record(*, path: Path) -> CalibrationDoc | None:
+    """The record at `path`; None when there is none; UnreadableRecord when it is damaged."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UnreadableRecord(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        document = json.loads(raw)
+    except ValueError as exc:
+        raise UnreadableRecord(f"{path} is not JSON ({exc})") from None
+    problem = _schema_problem(document)
+    if problem is not None:
+        raise UnreadableRecord(f"{path} is not a calibration record: {problem}")
+    return CalibrationDoc.model_validate(document)
+
+
+def _schema_problem(document: Any) -> str | None:
+    """Why `document` does not match the published calibration schema, or None."""
+    from eval_banana.schemacheck import compile_schema
+    from eval_banana.schemas import packaged_schema
+
+    schema = json.loads(packaged_schema("calibration"))
+    quick = compile_schema(schema)
+    if quick is not None and quick(document):
+        return None
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
+    error = best_match(jsonschema.validators.validator_for(schema)(schema).iter_errors(document))
+    if error is None:
+        return None
+    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"at {where}: {error.message}"
+
+
+def write_record(*, path: Path, measured: list[JudgeCalibration], tool_version: str) -> None:
+    """Add or replace the entries of the judges just measured; every other entry is kept."""
+    from eval_banana.artifacts import write_model
+    from eval_banana.results import iso, utc_now
+
+    try:
+        earlier = read_record(path=path)
+    except UnreadableRecord:
+        earlier = None  # a damaged record is replaced by what was just measured
+    checks = dict(earlier.checks) if earlier is not None else {}
+    for entry in measured:
+        checks[entry.check_id] = entry
+    document = CalibrationDoc(
+        tool_version=tool_version,
+        updated_at=iso(utc_now()),
+        checks=dict(sorted(checks.items())),
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_model(path=path, model=document)

@@ -1,0 +1,119 @@
+"""`eb calibrate`: run each judge on its labelled cases and record how often it agreed."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_banana.commands import common
+
+if TYPE_CHECKING:
+    from eval_banana.models.calibration import CaseSample
+    from eval_banana.models.stages import PlannedCheck
+
+DESCRIPTION = (
+    "Run every calibration case of every selected harness_judge check, each in a disposable "
+    "copy of the project (in a temporary folder) with the case's files laid over it; the "
+    "project itself is never changed. Prints per judge the cases agreed, the true-pass and "
+    "true-fail rates and each disagreement, and records the figures with the key they were "
+    "measured under in .eval-banana/calibration.json ([harness] require_calibration reads it)."
+)
+EPILOG = """exit codes:
+  0  every case of every selected judge agreed with its label
+  1  some sample disagreed with its label (or errored)
+  2  setup or usage error: bad flags, config or definitions, no judge with cases selected
+  3  interrupted
+"""
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    common.add_common(parser)
+    common.add_setting_flags(parser, command="calibrate")
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.calibration.run import calibrate, plan_runs
+    from eval_banana.calibration.show import summary_lines
+    from eval_banana.calibration.store import record_path, write_record
+    from eval_banana.console import Console
+    from eval_banana.ebfolders import own_folders
+    from eval_banana.errors import GuardError, RunAborted
+    from eval_banana.projectstate.state import read_project_state
+    from eval_banana.request import load_config
+    from eval_banana.rundir import new_run_id, output_base
+    from eval_banana.stages import discover as discover_stage
+    from eval_banana.stages import guard as guard_stage
+    from eval_banana.stages import validate as validate_stage
+    from eval_banana.version import tool_version
+
+    config = load_config(request=common.request(args), run_id=new_run_id())
+    contents: dict[str, bytes] = {}
+    discovered = discover_stage.discover(config=config, inputs={}, contents=contents)
+    outcome = validate_stage.validate(
+        config=config, discovered=discovered, inputs={}, contents=contents
+    )
+    outcome.raise_if_failed()
+    plan = outcome.plan
+    judges = [check for check in plan.checks if check.type == "harness_judge"]
+    with_cases = [check for check in judges if check.definition.get("calibration")]
+    if not with_cases:
+        raise GuardError(
+            "No selected harness_judge check has calibration cases",
+            hint="Add `calibration:` cases to a judge (see docs/judges.md), or select one with "
+            "--check-id.",
+        )
+    guarded = guard_stage.guard(config=config, plan=plan, inputs={}, mode="calibrate")
+    guard_stage.raise_if_refused(guarded)
+    assert guarded.harness is not None  # judges were planned and the guard let them through
+    console = Console()
+    for warning in guarded.warnings:
+        console.warn(warning.message)
+    for check in judges:
+        if check not in with_cases:
+            console.warn(f"Judge check '{check.id}' has no calibration cases; not calibrated")
+
+    root = Path(config.project_root)
+    state = read_project_state(
+        root=root,
+        excluded_names=config.settings.discovery.exclude_dirs,
+        skip_folders=own_folders(config=config),
+    )
+    # Not a run folder (it has no stages/): `eb status` and --last-failed never take it for one.
+    run_dir = output_base(config=config).resolve() / f"calibrate_{config.run_id}"
+    cancel = threading.Event()
+    total = len(plan_runs(checks=with_cases, default_repeats=config.settings.core.repeats))
+    done = [0]
+    lock = threading.Lock()
+
+    def progress(check: PlannedCheck, case: str, sample: CaseSample) -> None:
+        with lock:
+            done[0] += 1
+            console.notice(
+                f"[{done[0]}/{total}] {check.id}: case '{case}' sample {sample.sample}: "
+                f"{sample.status}{'' if sample.agreed else ' (disagrees)'}"
+            )
+
+    with common.stop_on_signals(cancel):
+        entries = calibrate(
+            config=config,
+            harness=guarded.harness,
+            checks=with_cases,
+            run_dir=run_dir,
+            paths=sorted(state.files),
+            cancel=cancel,
+            environ=os.environ,
+            on_sample=progress,
+        )
+    if cancel.is_set():
+        raise RunAborted(f"Calibration interrupted; nothing recorded. Evidence: {run_dir}")
+    record = record_path(config=config)
+    write_record(path=record, measured=entries, tool_version=tool_version())
+    # The run folder keeps what this calibration measured, beside its evidence.
+    write_record(path=run_dir / "calibration.json", measured=entries, tool_version=tool_version())
+    for line in summary_lines(entries=entries, record=str(record), run_dir=str(run_dir)):
+        sys.stdout.write(line + "\n")
+    return 0 if all(entry.cases_agreed == entry.cases for entry in entries) else 1

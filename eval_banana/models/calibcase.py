@@ -1,0 +1,64 @@
+"""A judge's calibration case, as written under `calibration:` in a harness_judge check file.
+
+Each case names a state of the project (the files it writes or deletes over the project) and the
+verdict a trustworthy judge must give on it; `eb calibrate` runs the judge on every case.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from eval_banana.calibration.paths import CASE_PATH_PATTERN, case_path_problem
+
+
+def _case_path(value: str) -> str:
+    problem = case_path_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("case_path", f"{value!r} {problem}")
+    return value
+
+
+CasePath = Annotated[str, AfterValidator(_case_path)]
+
+
+class CalibrationCase(BaseModel):
+    """One labelled case: the files it lays over the project and the verdict it expects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        description="A short name for the case, unique within the check (shown in reports).",
+        json_schema_extra={"pattern": r"\S"},
+    )
+    expect: Literal["pass", "fail"] = Field(
+        description="The verdict a trustworthy judge gives on this case: 'pass' for a "
+        "known-good case, 'fail' for a known-bad one."
+    )
+    files: dict[CasePath, str | None] = Field(
+        description="Project-relative path -> the text this case puts in that file, or null "
+        "to delete it. Every other file is as in the project. {} means the project as it is.",
+        json_schema_extra={"propertyNames": {"pattern": CASE_PATH_PATTERN}},
+    )
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name_rules(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            raise PydanticCustomError("blank", "{field} must be non-empty", {"field": "name"})
+        return value.strip()
+
+
+def duplicate_case_names(cases: list[CalibrationCase]) -> list[str]:
+    """Names used by more than one case, in first-use order."""
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for case in cases:
+        if case.name in seen and case.name not in repeated:
+            repeated.append(case.name)
+        seen.add(case.name)
+    return repeated

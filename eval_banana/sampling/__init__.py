@@ -1,0 +1,1 @@
+"""Running one check several times (samples) and deciding its verdict by a stated rule."""

@@ -1,0 +1,145 @@
+"""One check's result from its samples: an error decides first, then the rule; disagreement shows.
+
+The result is what the check itself reached (its observed status); the execute stage then
+applies a control's expectation to it like to any other result, so a control (expect: fail)
+is judged on the rule's outcome, never sample by sample.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from eval_banana.models.result import CheckResult, Status
+from eval_banana.models.stages import PlannedCheck
+from eval_banana.results import build_result, error_result
+from eval_banana.retries import attempt_count
+from eval_banana.sampling.rules import decide
+
+# The files a sample may leave under checks/, by the key used in details.samples[].evidence.
+SAMPLE_EVIDENCE: dict[str, str] = {
+    "stdout": ".stdout.txt",
+    "stderr": ".stderr.txt",
+    "prompt": ".prompt.txt",
+}
+# Keys of a sample's own result that belong to that sample only, not to the check's result.
+_PER_RUN_KEYS = ("attempts", "cache")
+
+
+def sample_stem(*, stem: str, sample: int) -> str:
+    """The evidence stem of sample `sample` (1-based): `<stem>.s<k>`."""
+    return f"{stem}.s{sample}"
+
+
+def observed(result: CheckResult) -> Status:
+    """What a sample itself reached, before any expectation."""
+    return result.observed_status or result.status
+
+
+def sample_record(
+    *, sample: int, result: CheckResult, checks_dir: Path, stem: str, wrote_result: bool
+) -> dict[str, Any]:
+    """One entry of `details.samples`: the sample's outcome and where its evidence is."""
+    evidence = {
+        key: f"checks/{stem}{suffix}"
+        for key, suffix in SAMPLE_EVIDENCE.items()
+        if (checks_dir / f"{stem}{suffix}").is_file()
+    }
+    if (checks_dir / stem).is_dir():
+        evidence["output_dir"] = f"checks/{stem}"  # a deterministic script's output_dir
+    if wrote_result:
+        evidence["result"] = f"checks/{stem}.json"
+    status = observed(result)
+    return {
+        "sample": sample,
+        "status": status,
+        "score": 1 if status == "passed" else 0,
+        "reason": result.reason,
+        "error_detail": result.error_detail,
+        "exit_code": result.exit_code,
+        "started_at": result.started_at,
+        "duration_ms": result.duration_ms,
+        "attempts": attempt_count(details=result.details),
+        "usage": result.details.get("usage"),
+        "not_run": result.details.get("not_run") is True,
+        "evidence": evidence,
+    }
+
+
+def combined_usage(usages: list[object]) -> dict[str, Any] | None:
+    """The samples' reported usage added up (each key over the samples that reported it)."""
+    reported = [usage for usage in usages if isinstance(usage, dict)]
+    if not reported:
+        return None
+    total: dict[str, Any] = {"dialect": reported[0].get("dialect")}
+    for key in ("input_tokens", "output_tokens", "total_tokens"):
+        values = [usage[key] for usage in reported if type(usage.get(key)) is int]
+        if values:
+            total[key] = sum(values)
+    costs = [
+        float(usage["cost_usd"])
+        for usage in reported
+        if isinstance(usage.get("cost_usd"), int | float)
+        and not isinstance(usage.get("cost_usd"), bool)
+    ]
+    if costs:
+        total["cost_usd"] = round(sum(costs), 6)
+    return total
+
+
+def _representative(*, samples: list[CheckResult], status: Status) -> int:
+    """The first sample that reached the check's outcome: its words explain the verdict."""
+    for index, result in enumerate(samples):
+        if observed(result) == status:
+            return index
+    return 0
+
+
+def aggregate_samples(
+    *, check: PlannedCheck, samples: list[CheckResult], records: list[dict[str, Any]], rule: str
+) -> CheckResult:
+    """The check's observed result from its samples (in sample order) under `rule`.
+
+    Every sample counts: any error makes the check an error (a broken judge must not be
+    outvoted); otherwise the rule decides. Samples that both passed and failed mark the check
+    `flaky` whatever the rule decided.
+    """
+    total = len(samples)
+    statuses = [observed(result) for result in samples]
+    passed, failed, errored = (statuses.count(name) for name in ("passed", "failed", "error"))
+    started = min(datetime.fromisoformat(result.started_at) for result in samples)
+    completed = max(datetime.fromisoformat(result.completed_at) for result in samples)
+    status: Status
+    if errored:
+        status = "error"
+    else:
+        status = "passed" if decide(rule=rule, passed=passed, total=total) else "failed"
+    chosen = _representative(samples=samples, status=status)
+    picked = samples[chosen]
+    details = {key: value for key, value in picked.details.items() if key not in _PER_RUN_KEYS}
+    if any("usage" in result.details for result in samples):
+        details["usage"] = combined_usage([result.details.get("usage") for result in samples])
+    details.update(
+        samples=records,
+        aggregate=rule,
+        pass_rate=passed / total,
+        flaky=passed > 0 and failed > 0,
+    )
+    tally = f"{passed} of {total} samples passed"
+    common: dict[str, Any] = {
+        "check": check,
+        "started": started,
+        "completed": completed,
+        "exit_code": picked.exit_code,
+        "details": details,
+    }
+    if status == "error":
+        detail = picked.error_detail or "error"
+        # No reason: the error is what a reader must see first, whatever the others said.
+        return error_result(
+            error_detail=f"{errored} of {total} samples errored; sample {chosen + 1}: {detail}",
+            **common,
+        )
+    said = f"; sample {chosen + 1}: {picked.reason}" if picked.reason else ""
+    return build_result(status=status, reason=f"{tally} ({rule}){said}", **common)

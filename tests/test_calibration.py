@@ -1,0 +1,392 @@
+"""Calibration end to end: `eb calibrate` measures judges on labelled cases, the gate reads it.
+
+The judge is the scripted stand-in (tests/agents/scripted). With `file=answer.txt
+contains=hello` it really reads the project it is shown, so a case that writes "hello" into
+answer.txt is a known-good case for it and one that writes "goodbye" is a known-bad one; with
+`answers=pass` it passes whatever it is shown, which is the judge calibration must catch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EbResult
+from tests.gitrepo import git, init_repo
+from tests.test_repeats import scripted_config
+
+READS_ANSWER = "file=answer.txt contains=hello"
+GOOD = {"name": "says hello", "expect": "pass", "files": {"answer.txt": "hello there\n"}}
+BAD = {"name": "says goodbye", "expect": "fail", "files": {"answer.txt": "goodbye\n"}}
+
+
+def judge(
+    check_id: str,
+    *,
+    script: str,
+    cases: list[dict[str, Any]] | None,
+    model: str | None = None,
+    key: str | None = None,
+) -> str:
+    lines = [
+        "schema_version: 1",
+        f"id: {check_id}",
+        "type: harness_judge",
+        f"description: Judge {check_id}.",
+        "instructions: |",
+        "  Does answer.txt greet the reader?",
+        f"  scripted: {script} key={key or check_id}",
+    ]
+    if model is not None:
+        lines.append(f"model: {model}")
+    if cases is not None:
+        lines.append(f"calibration: {json.dumps(cases)}")  # JSON is YAML
+    return "\n".join(lines) + "\n"
+
+
+class Project:
+    def __init__(self, *, root: Path, eb: Callable[..., EbResult]) -> None:
+        self.root = root
+        self._eb = eb
+
+    def eb(self, *args: str) -> EbResult:
+        return self._eb(args[0], "--cwd", str(self.root), *args[1:])
+
+    @property
+    def record(self) -> dict[str, Any]:
+        document: dict[str, Any] = json.loads(
+            (self.root / ".eval-banana" / "calibration.json").read_text()
+        )
+        return document
+
+    def write(self, relative: str, text: str) -> None:
+        (self.root / relative).write_text(text)
+
+
+@pytest.fixture
+def scripted_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SCRIPTED_STATE", str(tmp_path / "scripted-state"))
+    log = tmp_path / "scripted.log"
+    monkeypatch.setenv("SCRIPTED_LOG", str(log))
+    # The copies go to a temporary folder of this test's own, to be looked at afterwards.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    return log
+
+
+@pytest.fixture
+def make_project(
+    tmp_path: Path, eb: Callable[..., EbResult], scripted_env: Path
+) -> Callable[..., Project]:
+    def make(checks: dict[str, str], *, config_extra: str = "") -> Project:
+        root = tmp_path / "proj"
+        files: dict[str, str | bytes] = {
+            ".eval-banana/config.toml": scripted_config(extra=config_extra),
+            ".gitignore": "runs/\n",
+            "answer.txt": "hello world\n",
+            "docs/notes.md": "notes\n",
+        }
+        files.update({f"eval_checks/{name}.yaml": text for name, text in checks.items()})
+        init_repo(root, files)
+        return Project(root=root, eb=eb)
+
+    return make
+
+
+def project_digests(root: Path) -> dict[str, str]:
+    """Every file of the project but eb's own output (the run folders, the record)."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [name for name in dirs if name not in (".git", "runs")]
+        for name in files:
+            path = Path(folder) / name
+            relative = path.relative_to(root).as_posix()
+            if relative != ".eval-banana/calibration.json":
+                found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def test_a_judge_that_tells_good_from_bad_agrees_and_is_recorded(
+    make_project: Callable[..., Project], scripted_env: Path, tmp_path: Path
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert "AGREED greets: 2/2 cases agreed" in outcome.stdout
+    assert "true-pass rate 1.00, true-fail rate 1.00" in outcome.stdout
+    assert "[2/2] greets: case" in outcome.stderr  # progress, one line per sample
+    entry = proj.record["checks"]["greets"]
+    assert (entry["cases"], entry["cases_agreed"], entry["agreement"]) == (2, 2, 1.0)
+    assert (entry["true_pass_rate"], entry["true_fail_rate"]) == (1.0, 1.0)
+    assert entry["key"]["agent"] == "scripted"
+    assert entry["key"]["prompt_version"]
+    assert entry["key"]["check_definition_sha256"].startswith("sha256:")
+    # Evidence in a calibration folder under the output folder, one set per sample.
+    run_dir = Path(entry["run_dir"])
+    assert run_dir.parent == proj.root / "runs"
+    assert not (run_dir / "stages").exists()  # never taken for a run folder
+    for outcome_entry in entry["outcomes"]:
+        (sample,) = outcome_entry["samples"]
+        for relative in sample["evidence"].values():
+            assert (run_dir / relative).is_file()
+    # The judge ran in copies in the temporary folder, never in the project, and they are gone.
+    starts = [json.loads(line) for line in scripted_env.read_text().splitlines()]
+    assert len(starts) == 2
+    for start in starts:
+        assert not Path(start["cwd"]).is_relative_to(proj.root)
+        assert Path(start["cwd"]).is_relative_to(tmp_path / "scratch")
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_a_judge_that_passes_its_known_bad_case_is_reported_then_refused(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project({"lenient": judge("lenient", script="answers=pass", cases=[GOOD, BAD])})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 1
+    assert "DISAGREED lenient: 1/2 cases agreed" in outcome.stdout
+    assert "true-pass rate 1.00, true-fail rate 0.00" in outcome.stdout
+    assert (
+        "case 'says goodbye' (expect fail) sample 1: the judge passed: scripted pass"
+        in outcome.stdout
+    )
+    entry = proj.record["checks"]["lenient"]
+    assert (entry["agreement"], entry["true_fail_rate"]) == (0.5, 0.0)
+    # Without the gate the run goes ahead; with it, the judge is refused before it runs.
+    assert proj.eb("run").exit_code == 0
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2
+    assert "Judge check 'lenient' agreed with its calibration cases on 0.50" in refused.stderr
+    assert "min_agreement 1" in refused.stderr
+    # eb validate: a warning when the gate is off, an error when it is on.
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0
+    assert "warning: Judge check 'lenient' agreed" in warned.stderr
+    assert proj.eb("validate", "--require-calibration").exit_code == 2
+
+
+def test_a_changed_model_or_definition_invalidates_the_record(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+
+    other_model = proj.eb("run", "--require-calibration", "--harness-model", "bigger")
+    assert other_model.exit_code == 2
+    assert "Judge check 'greets' was calibrated under another key: its model" in (
+        other_model.stderr
+    )
+    as_json = proj.eb("validate", "--json", "--require-calibration", "--harness-model", "bigger")
+    (error,) = json.loads(as_json.stdout)["errors"]
+    assert error["field_path"] == "calibration"
+    assert error["file"].endswith("eval_checks/greets.yaml")
+
+    # Editing the judge (here its instructions) changes its definition digest.
+    path = "eval_checks/greets.yaml"
+    proj.write(path, (proj.root / path).read_text().replace("greet the", "greet each"))
+    edited = proj.eb("run", "--require-calibration")
+    assert edited.exit_code == 2
+    assert "its definition" in edited.stderr
+    # Calibrating again under the new key lets it gate again.
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+
+
+def test_calibration_never_changes_a_project_file(
+    make_project: Callable[..., Project], tmp_path: Path
+) -> None:
+    cases = [
+        GOOD,
+        {"name": "answer deleted", "expect": "fail", "files": {"answer.txt": None}},
+        {
+            "name": "new files",
+            "expect": "pass",
+            "files": {
+                "new/deep/file.txt": "x",
+                "docs/notes.md": "rewritten",
+                "answer.txt": "hello",
+            },
+        },
+    ]
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=cases)})
+    before = project_digests(proj.root)
+    status_before = git(proj.root, "status", "--porcelain", "--untracked-files=all")
+    outcome = proj.eb("calibrate", "--repeats", "2")
+    assert outcome.exit_code == 0, outcome.stdout
+    assert project_digests(proj.root) == before
+    status_after = git(proj.root, "status", "--porcelain", "--untracked-files=all")
+    # The record is the one file calibration adds to the project (the run folder is ignored).
+    assert status_after.splitlines() == sorted(
+        [*status_before.splitlines(), "?? .eval-banana/calibration.json"]
+    )
+    assert not (proj.root / "new").exists()
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_require_calibration_refuses_judges_without_cases_or_record(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = make_project(
+        {
+            "bare": judge("bare", script="answers=pass", cases=None),
+            "never": judge("never", script=READS_ANSWER, cases=[GOOD, BAD]),
+        }
+    )
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_REQUIRE_CALIBRATION", "1")
+    refused = proj.eb("run")
+    assert refused.exit_code == 2
+    assert "Judge check 'bare' has no calibration cases" in refused.stderr
+    assert "Judge check 'never' has not been calibrated" in refused.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))  # nothing ran
+    # Calibrating the one with cases leaves only the bare judge refused.
+    assert proj.eb("calibrate").exit_code == 0
+    still = proj.eb("run")
+    assert still.exit_code == 2
+    assert "'bare'" in still.stderr and "'never'" not in still.stderr
+    # The gate off: eb validate warns only about judges that have cases, so it is quiet here.
+    monkeypatch.delenv("EVAL_BANANA_HARNESS_REQUIRE_CALIBRATION")
+    quiet = proj.eb("validate")
+    assert quiet.exit_code == 0 and "warning" not in quiet.stderr
+
+
+def test_min_agreement_sets_how_much_agreement_is_enough(
+    make_project: Callable[..., Project],
+) -> None:
+    mislabelled = {"name": "mislabelled", "expect": "fail", "files": {"answer.txt": "hello"}}
+    proj = make_project(
+        {"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD, mislabelled])}
+    )
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 1
+    entry = proj.record["checks"]["greets"]
+    assert entry["agreement"] == pytest.approx(2 / 3)
+    assert entry["true_fail_rate"] == pytest.approx(1 / 2)
+    assert proj.eb("run", "--require-calibration").exit_code == 2
+    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.7").exit_code == 2
+    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.6").exit_code == 0
+
+
+def test_repeats_compare_every_sample_with_its_label(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project(
+        {"wobbly": judge("wobbly", script="answers=pass,fail", cases=[GOOD])},
+        config_extra="repeats = 1\n",
+    )
+    outcome = proj.eb("calibrate", "--repeats", "4")
+    assert outcome.exit_code == 1
+    entry = proj.record["checks"]["wobbly"]
+    assert entry["samples_per_case"] == 4
+    assert entry["true_pass_rate"] == 0.5 and entry["true_fail_rate"] is None
+    statuses = sorted(sample["status"] for sample in entry["outcomes"][0]["samples"])
+    assert statuses == ["failed", "failed", "passed", "passed"]
+    assert "true-fail rate n/a" in outcome.stdout
+
+
+def test_cases_run_concurrently_within_max_parallel_checks(
+    make_project: Callable[..., Project],
+) -> None:
+    # The barrier lets a sample answer only once all four have started (it counts starts of
+    # its `answers=` script): run one at a time, the first would wait in vain and error.
+    other_good = {**GOOD, "name": "says hello too"}
+    proj = make_project(
+        {"greets": judge("greets", script="answers=pass barrier=4", cases=[GOOD, other_good])}
+    )
+    outcome = proj.eb("calibrate", "--repeats", "2", "--max-parallel-checks", "4")
+    assert outcome.exit_code == 0, outcome.stdout
+
+
+def test_an_erroring_sample_never_agrees(make_project: Callable[..., Project]) -> None:
+    proj = make_project({"broken": judge("broken", script="answers=error", cases=[GOOD, BAD])})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 1
+    assert "0/2 cases agreed" in outcome.stdout
+    assert "the judge errored" in outcome.stdout
+
+
+def test_only_selected_judges_are_calibrated_and_others_kept(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project(
+        {
+            "one": judge("one", script=READS_ANSWER, cases=[GOOD, BAD]),
+            "two": judge("two", script=READS_ANSWER, cases=[GOOD, BAD]),
+        }
+    )
+    assert proj.eb("calibrate", "--check-id", "one").exit_code == 0
+    assert set(proj.record["checks"]) == {"one"}
+    first = proj.record["checks"]["one"]["measured_at"]
+    assert proj.eb("calibrate", "--check-id", "two").exit_code == 0
+    assert set(proj.record["checks"]) == {"one", "two"}
+    assert proj.record["checks"]["one"]["measured_at"] == first
+
+
+def test_no_judge_with_cases_is_a_setup_error(make_project: Callable[..., Project]) -> None:
+    proj = make_project({"bare": judge("bare", script="answers=pass", cases=None)})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 2
+    assert "No selected harness_judge check has calibration cases" in outcome.stderr
+
+
+def test_a_case_path_outside_the_project_is_a_definition_error(
+    make_project: Callable[..., Project],
+) -> None:
+    escaping = {"name": "escape", "expect": "fail", "files": {"../outside.txt": "x"}}
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, escaping])})
+    for command in ("validate", "calibrate"):
+        outcome = proj.eb(command)
+        assert outcome.exit_code == 2
+        assert "eval_checks/greets.yaml" in outcome.stderr
+        assert "calibration.1.files" in outcome.stderr
+        assert "must stay inside the project" in outcome.stderr
+    assert not (proj.root.parent / "outside.txt").exists()
+
+
+def test_a_damaged_record_is_named(make_project: Callable[..., Project]) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    proj.write(".eval-banana/calibration.json", '{"checks": 1}')
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2
+    assert "calibration.json is not a calibration record" in refused.stderr
+    # eb calibrate replaces it.
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+
+
+def test_schema_is_published(eb: Callable[..., EbResult]) -> None:
+    outcome = eb("schema", "calibration")
+    schema = json.loads(outcome.stdout)
+    assert schema["$id"].endswith("calibration.schema.json")
+    assert "checks" in schema["properties"]
+
+
+def test_case_files_never_write_through_a_symlink(tmp_path: Path) -> None:
+    from eval_banana.calibration.cases import CaseFileError, lay_files
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "target.txt").write_text("original")
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "linked_dir").symlink_to(outside)
+    (copy / "linked_file.txt").symlink_to(outside / "target.txt")
+    # A file behind a symlinked folder could land anywhere: refused.
+    with pytest.raises(CaseFileError, match="is a symlink"):
+        lay_files(base=copy, files={"linked_dir/target.txt": "changed"})
+    # A symlinked file is replaced by the case's file, never written through.
+    lay_files(base=copy, files={"linked_file.txt": "case text"})
+    assert not (copy / "linked_file.txt").is_symlink()
+    assert (copy / "linked_file.txt").read_text() == "case text"
+    assert (outside / "target.txt").read_text() == "original"
+    # null deletes, and deleting an absent file is no error.
+    lay_files(base=copy, files={"linked_file.txt": None, "never_there.txt": None})
+    assert not (copy / "linked_file.txt").exists()
