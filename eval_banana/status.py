@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eval_banana.artifacts import sha256_file
 from eval_banana.errors import EvalBananaError, StageFileError
-from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc, PlannedCheck
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, GuardDoc, PlanDoc, PlannedCheck
 from eval_banana.stagefiles import STAGE_INPUTS, read_stage, stage_digest
 from eval_banana.stages import STAGE_NAMES, stage_path
 
@@ -114,11 +114,25 @@ def _script_changed(*, check: PlannedCheck, run_dir: Path) -> bool:
     return sha256_file(path=script) != sha256_file(path=snapshot)
 
 
+def _calibration_record_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:
+    """The calibration record the gate read has other bytes now (written, changed or removed)."""
+    if doc.calibration_file is None:
+        return None
+    path = Path(doc.calibration_file)
+    current = sha256_file(path=path) if path.is_file() else None
+    if current == doc.calibration_file_sha256:
+        return None
+    if doc.calibration_file_sha256 is None:
+        return f"{doc.calibration_file} was written"
+    return f"{doc.calibration_file} {'changed' if current else 'was removed'}"
+
+
 # What each stage read from outside the run folder, and how to tell that it changed.
 SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
     "config": _config_source_changed,
     "discover": _check_files_changed,
     "validate": _definitions_changed,
+    "guard": _calibration_record_changed,
 }
 
 

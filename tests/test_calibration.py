@@ -390,3 +390,26 @@ def test_case_files_never_write_through_a_symlink(tmp_path: Path) -> None:
     # null deletes, and deleting an absent file is no error.
     lay_files(base=copy, files={"linked_file.txt": None, "never_there.txt": None})
     assert not (copy / "linked_file.txt").exists()
+
+
+def test_status_shows_the_guard_stale_after_the_record_changes(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+    before = proj.eb("status")
+    assert before.exit_code == 0, before.stdout + before.stderr
+    assert "stale" not in before.stdout
+    # Measured again (two samples a case): the record the guard read has other bytes now.
+    assert proj.eb("calibrate", "--repeats", "2").exit_code == 0
+    after = proj.eb("status")
+    lines = {line.split()[0]: line for line in after.stdout.splitlines()[1:] if line.strip()}
+    guard_line = lines["guard"]
+    assert "stale" in guard_line and "calibration.json changed" in guard_line, after.stdout
+    for stage in ("execute", "score", "report"):
+        assert "stale" in lines[stage], after.stdout
+    # A run with the gate off never read the record, so a new one does not make it stale.
+    assert proj.eb("run").exit_code == 0
+    assert proj.eb("calibrate").exit_code == 0
+    assert "stale" not in proj.eb("status").stdout

@@ -166,6 +166,14 @@ class GuardDoc(StageEnvelope):
     harness: ResolvedHarness | None
     problems: list[ProblemModel] = Field(default_factory=list)
     warnings: list[ProblemModel] = Field(default_factory=list)
+    calibration_file: str | None = Field(
+        default=None,
+        description="The calibration record the calibration gate read, or null when it read none.",
+    )
+    calibration_file_sha256: str | None = Field(
+        default=None,
+        description="Its SHA-256 then; null when the file did not exist.",
+    )
 
 
 class ShardSource(Record):

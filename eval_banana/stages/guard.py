@@ -63,6 +63,14 @@ def _injection_problems(*, plan: PlanDoc, harness: ResolvedHarness) -> list[Prob
     return problems
 
 
+def _gate_consulted(*, config: ConfigDoc, plan: PlanDoc, mode: GuardMode) -> bool:
+    """Whether the calibration gate reads the record for this guard."""
+    required = config.settings.harness.require_calibration
+    if mode == "calibrate" or not (required or mode == "validate"):
+        return False
+    return required or any(check.definition.get("calibration") for check in plan.checks)
+
+
 def _calibration_gate(
     *, config: ConfigDoc, plan: PlanDoc, harness: ResolvedHarness, mode: GuardMode
 ) -> tuple[list[ProblemModel], list[ProblemModel]]:
@@ -72,15 +80,23 @@ def _calibration_gate(
     still warns about the judges that have cases, whose record is missing or stale; a project
     that never wrote a case hears nothing.
     """
+    if not _gate_consulted(config=config, plan=plan, mode=mode):
+        return [], []
     required = config.settings.harness.require_calibration
-    if mode == "calibrate" or not (required or mode == "validate"):
-        return [], []
-    if not required and not any(check.definition.get("calibration") for check in plan.checks):
-        return [], []
     from eval_banana.calibration.gate import calibration_problems
 
     found = calibration_problems(config=config, plan=plan, harness=harness, every_judge=required)
     return (found, []) if required else ([], found)
+
+
+def _gate_source(*, config: ConfigDoc) -> dict[str, str | None]:
+    """The record the gate read and its digest then, so `eb status` sees a recalibration."""
+    from eval_banana.artifacts import sha256_file
+    from eval_banana.calibration.store import record_path
+
+    path = record_path(config=config)
+    digest = sha256_file(path=path) if path.is_file() else None
+    return {"calibration_file": str(path), "calibration_file_sha256": digest}
 
 
 def guard(
@@ -91,6 +107,7 @@ def guard(
     problems: list[ProblemModel] = []
     warnings: list[ProblemModel] = []
     harness: ResolvedHarness | None = None
+    gate_source: dict[str, str | None] = {}
     agent = config.settings.harness.agent
     if judges and not agent:
         offender = min(check.source_path for check in plan.checks if check.type == "harness_judge")
@@ -120,6 +137,8 @@ def guard(
                 )
                 problems.extend(gate_problems)
                 warnings.extend(gate_warnings)
+                if _gate_consulted(config=config, plan=plan, mode=mode):
+                    gate_source = _gate_source(config=config)
     return GuardDoc.model_validate(
         {
             **envelope(stage="guard", run_id=config.run_id, inputs=inputs),
@@ -128,6 +147,7 @@ def guard(
             "harness": harness,
             "problems": problems,
             "warnings": warnings,
+            **gate_source,
         }
     )
 
