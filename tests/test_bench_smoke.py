@@ -32,7 +32,7 @@ from bench.run import (  # noqa: E402
     write_doc,
 )
 
-WORKLOADS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11")
+WORKLOADS = tuple(f"W{n}" for n in range(14))
 HAVE_CHROMIUM = Path("/usr/bin/chromedriver").exists() and shutil.which("chromium") is not None
 NUMBER = re.compile(r"^\d+(\.\d+)?$")
 
@@ -85,6 +85,39 @@ def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
     assert "the failed filter showed" not in done.stdout
     assert "eb exit" not in done.stdout
     assert "- W10 split: 40 ids into 4 shards" in done.stdout
+    # Isolation: detect and copy against off; the plain copy of the tree timed beside them.
+    w12 = [row[1] for row in rows if row[0] == "W12"]
+    assert [name.split(",")[0] for name in w12] == [
+        "eb run --isolation detect",
+        "eb run --isolation copy",
+    ]
+    assert "- W12: a copy workspace of the" in done.stdout
+    # Memory: one row per verdict dialect, each met (≤ 64 MB) with the judge passing.
+    w13 = [row for row in rows if row[0] == "W13"]
+    assert len(w13) == len(generate.DIALECTS)
+    assert all(row[-2] == "yes" for row in w13), w13
+
+
+@pytest.mark.parametrize("dialect", generate.DIALECTS)
+def test_the_dialect_stand_in_prints_a_passing_verdict_eb_finds(
+    dialect: str, tmp_path: Path
+) -> None:
+    from eval_banana.harness.templates import OUTPUT_DIALECTS
+    from eval_banana.harness.verdict import extract_verdict
+
+    assert set(generate.DIALECTS) == set(OUTPUT_DIALECTS)  # W13 covers every dialect eb reads
+    out = tmp_path / "stdout.txt"
+    with out.open("wb") as handle:
+        subprocess.run(
+            [sys.executable, str(generate.DIALECT_AGENT), f"--dialect={dialect}", "--bytes=200000"],
+            stdout=handle,
+            check=True,
+            timeout=60,
+        )
+    assert out.stat().st_size > 200_000
+    found = extract_verdict(dialect=dialect, stdout_path=out)
+    assert found.problem is None and found.verdict is not None
+    assert found.verdict.score == 1
 
 
 def test_only_runs_the_named_workload() -> None:
