@@ -178,18 +178,24 @@ def test_a_row_without_samples_is_not_met_and_prints_dashes() -> None:
 
 
 def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
-    rows = [_row(key, target=2) for key in ("W0", "W7", "W9", "W10", "W11", "W12")]
+    rows = [_row(key, target=2) for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13", "W99")]
     blocks = {
         block.name: ([row.case.key for row in mine], block.paths)
         for block, mine in rows_by_block(rows=rows)
     }
     assert blocks == {
-        "bench-table": (["W0", "W12"], (DOC,)),  # a workload no block claims: the main table
+        "bench-table": (["W0", "W99"], (DOC,)),  # a workload no block claims: the main table
         "bench-table-incremental": (["W7", "W9"], (DOC,)),
         "scale-out-figures": (["W10", "W11"], (DOC, SCALE_DOC)),
+        "isolation-figures": (["W12", "W13"], (DOC,)),
     }
     assert [block.name for block, _ in rows_by_block(rows=rows[3:5])] == ["scale-out-figures"]
-    for name in ("bench-table", "bench-table-incremental", "scale-out-figures"):
+    for name in (
+        "bench-table",
+        "bench-table-incremental",
+        "scale-out-figures",
+        "isolation-figures",
+    ):
         assert f"<!-- {name}:start -->" in DOC.read_text()
     assert "<!-- scale-out-figures:start -->" in SCALE_DOC.read_text()
 
