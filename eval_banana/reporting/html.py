@@ -38,7 +38,7 @@ ROW_REASON_LIMIT_CHARS = 300
 # page showed anything. The script attaches them when the reader scrolls near them or the
 # browser is idle; filters count and sort over every row either way.
 ROWS_PER_GROUP = 200
-LIVE_ROWS = 2000
+LIVE_ROWS = 1000
 # Also the order of the rows: what needs attention first, skipped checks last.
 GROUPS = (
     ("failed", "Failed"),

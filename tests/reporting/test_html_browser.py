@@ -181,7 +181,7 @@ def test_not_run_checks(browser: Any, aborted_run: Run) -> None:
 
 def test_two_thousand_checks_load_and_filter(browser: Any, finished_run: Run) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     report = copy.deepcopy(finished_run.report)
     templates = report["checks"]
@@ -194,6 +194,10 @@ def test_two_thousand_checks_load_and_filter(browser: Any, finished_run: Run) ->
     path = finished_run.run_dir.parent / "big" / "report.html"
     write_html(report=report, run_dir=finished_run.run_dir, path=path)
     _open(browser, path)
+    # Rows past the first LIVE_ROWS are attached while the browser is idle.
+    WebDriverWait(browser, 30).until(
+        lambda b: b.find_element(By.ID, "checks").get_attribute("data-rows") == "complete"
+    )
     assert len(browser.execute_script(VISIBLE_ROWS)) == 2000
     _click(browser, '#status-filter button[data-g="failed"]')
     failed = [c["check_id"] for c in report["checks"] if c["status"] == "failed"]
