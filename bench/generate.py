@@ -26,7 +26,7 @@ STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
 PROSE_AGENT = AGENTS_DIR / "prose_agent.py"
 COUNT_AGENT = AGENTS_DIR / "count_agent.py"
 DIALECT_AGENT = AGENTS_DIR / "dialect_agent.py"
-# The verdict dialects eb reads (eval_banana/harness/templates.py OUTPUT_DIALECTS), for W13.
+# The verdict dialects eb reads (eval_banana/harness/templates.py OUTPUT_DIALECTS), for W14.
 DIALECTS = ("text", "codex", "claude", "gemini", "openhands")
 MARKER = ".bench-complete"
 EXCLUDED = ("node_modules", ".venv", ".git", "dist", "build", "__pycache__")
@@ -56,8 +56,8 @@ class Sizes:
     w8_modified: int
     w10_checks: int
     w10_shards: int
-    w12_judges: int
-    w13_bytes: tuple[int, ...]
+    w13_judges: int
+    w14_bytes: tuple[int, ...]
 
 
 FULL = Sizes(
@@ -79,8 +79,8 @@ FULL = Sizes(
     w8_modified=10,
     w10_checks=10_000,
     w10_shards=8,
-    w12_judges=16,
-    w13_bytes=(50 * MB, 300 * MB),
+    w13_judges=16,
+    w14_bytes=(50 * MB, 300 * MB),
 )
 
 QUICK = Sizes(
@@ -102,8 +102,8 @@ QUICK = Sizes(
     w8_modified=10,
     w10_checks=40,
     w10_shards=4,
-    w12_judges=2,
-    w13_bytes=(256 * KB,),
+    w13_judges=2,
+    w14_bytes=(256 * KB,),
 )
 
 
@@ -637,11 +637,11 @@ def w10_shard_dirs(*, root: Path, sizes: Sizes) -> list[Path]:
     return [root / "runs" / f"shard-{index}" for index in range(1, sizes.w10_shards + 1)]
 
 
-# W12 ------------------------------------------------------------------------------------------
+# W13 ------------------------------------------------------------------------------------------
 
 
-def build_w12(*, sizes: Sizes) -> Callable[[Path], None]:
-    """The W2 tree as a git repository whose checks are `w12_judges` trivial judges (a stand-in
+def build_w13(*, sizes: Sizes) -> Callable[[Path], None]:
+    """The W2 tree as a git repository whose checks are `w13_judges` trivial judges (a stand-in
     agent answering at once); the other check files stay as plain data files, so the tree keeps
     its 60,000 files. Isolation (off, detect, copy) is chosen per run by `--isolation`."""
 
@@ -659,13 +659,13 @@ def build_w12(*, sizes: Sizes) -> Callable[[Path], None]:
             and not any(part in EXCLUDED for part in path.relative_to(project).parts)
         )
         for position, check in enumerate(checks):
-            if position < sizes.w12_judges:
+            if position < sizes.w13_judges:
                 check.write_text(judge_yaml(check_id=f"judge_{position:03d}"))
             else:
                 check.rename(check.with_suffix(".txt"))
         _git(project, "init", "-q")
         _git(project, "add", "-A")
-        _git(project, "commit", "-q", "-m", "W12 tree")
+        _git(project, "commit", "-q", "-m", "W13 tree")
         tracked = subprocess.run(
             ["git", "ls-files", "-z"], cwd=project, check=True, capture_output=True
         ).stdout.count(b"\0")
@@ -674,10 +674,10 @@ def build_w12(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
-# W13 ------------------------------------------------------------------------------------------
+# W14 ------------------------------------------------------------------------------------------
 
 
-def w13_cases(*, sizes: Sizes) -> list[tuple[str, str, list[str]]]:
+def w14_cases(*, sizes: Sizes) -> list[tuple[str, str, list[str]]]:
     """(case name, dialect, agent command) for every dialect and output size."""
     return [
         (
@@ -685,16 +685,16 @@ def w13_cases(*, sizes: Sizes) -> list[tuple[str, str, list[str]]]:
             dialect,
             [sys.executable, str(DIALECT_AGENT), f"--dialect={dialect}", f"--bytes={size}"],
         )
-        for size in sizes.w13_bytes
+        for size in sizes.w14_bytes
         for dialect in DIALECTS
     ]
 
 
-def build_w13(*, sizes: Sizes) -> Callable[[Path], None]:
+def build_w14(*, sizes: Sizes) -> Callable[[Path], None]:
     """One project per dialect and size: one judge whose agent prints that much, then passes."""
 
     def build(root: Path) -> None:
-        for name, dialect, command in w13_cases(sizes=sizes):
+        for name, dialect, command in w14_cases(sizes=sizes):
             project = root / _slug(name)
             write_config(project=project, agent_command=command, dialect=dialect)
             _write(project / "eval_checks" / "judge.yaml", judge_yaml(check_id="judge"))
@@ -719,13 +719,13 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W7": lambda sizes: build_w7(sizes=sizes),
     "W8": lambda sizes: build_w8(sizes=sizes),
     "W10": lambda sizes: build_w10(sizes=sizes),
-    "W12": lambda sizes: build_w12(sizes=sizes),
     "W13": lambda sizes: build_w13(sizes=sizes),
+    "W14": lambda sizes: build_w14(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.
 ALIASES: dict[str, str] = {"W9": "W8", "W11": "W10"}
-# In workload order (W10 after W9, W11 between W10 and W12), as the table lists them.
+# In workload order (W10 after W9, W11 between W10 and W13), as the table lists them.
 KEYS: tuple[str, ...] = tuple(sorted((*BUILDERS, *ALIASES), key=lambda key: int(key[1:])))
 
 

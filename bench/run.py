@@ -107,7 +107,7 @@ DOC_BLOCKS = (
     DocBlock(name="bench-table", keys=None, paths=(DOC,)),
     DocBlock(name="bench-table-incremental", keys=frozenset({"W7", "W8", "W9"}), paths=(DOC,)),
     DocBlock(name="scale-out-figures", keys=frozenset({"W10", "W11"}), paths=(DOC, SCALE_DOC)),
-    DocBlock(name="isolation-figures", keys=frozenset({"W12", "W13"}), paths=(DOC,)),
+    DocBlock(name="isolation-figures", keys=frozenset({"W13", "W14"}), paths=(DOC,)),
 )
 
 
@@ -808,12 +808,12 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(5),
             ),
         ]
-    if key == "W12":
-        return _w12_cases(root=root, sizes=sizes, n=n)
     if key == "W13":
+        return _w13_cases(root=root, sizes=sizes, n=n)
+    if key == "W14":
         return [
             Case(
-                key="W13",
+                key="W14",
                 name=f"judge, {name} output",
                 eb_args=["run", "--cwd", str(root / generate._slug(name))],
                 floor=["sh", "-c", '"$@" | wc -c', "sh", *command, PROMPT],
@@ -824,16 +824,16 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 warmup=False,
                 runs=n(1 if "300 MB" in name else 3),
             )
-            for name, _, command in generate.w13_cases(sizes=sizes)
+            for name, _, command in generate.w14_cases(sizes=sizes)
         ]
     raise KeyError(key)
 
 
-def _w12_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Case]:
+def _w13_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Case]:
     """`--isolation detect` and `copy` against `--isolation off` of the same judges, one at a
     time (so each judge's share adds up rather than hiding behind another's)."""
     project = root / "project"
-    judges = sizes.w12_judges
+    judges = sizes.w13_judges
     files = int((root / "tracked-files.txt").read_text())
     run = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(project)]
     serial = ["--max-parallel-checks", "1"]
@@ -841,7 +841,7 @@ def _w12_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Cas
     label = "eb run --isolation off, same judges"
     return [
         Case(
-            key="W12",
+            key="W13",
             name=f"eb run --isolation detect, {judges} judges, git tree of {files} files",
             eb_args=["run", "--cwd", str(project), *serial, "--isolation", "detect"],
             floor=floor,
@@ -853,7 +853,7 @@ def _w12_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Cas
             runs=n(5),
         ),
         Case(
-            key="W12",
+            key="W13",
             name=f"eb run --isolation copy, {judges} judges, git tree of {files} files",
             eb_args=["run", "--cwd", str(project), *serial, "--isolation", "copy"],
             floor=floor,

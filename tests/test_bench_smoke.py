@@ -32,7 +32,7 @@ from bench.run import (  # noqa: E402
     write_doc,
 )
 
-WORKLOADS = tuple(f"W{n}" for n in range(14))
+WORKLOADS = generate.KEYS
 HAVE_CHROMIUM = Path("/usr/bin/chromedriver").exists() and shutil.which("chromium") is not None
 NUMBER = re.compile(r"^\d+(\.\d+)?$")
 
@@ -62,6 +62,7 @@ def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
     header = next(line for line in done.stdout.splitlines() if line.startswith("| key"))
     names = [cell.strip() for cell in header.strip("|").split("|")]
     rows = _rows(done.stdout)
+    assert {"W0", "W11", "W13", "W14"} <= set(WORKLOADS)
     assert {row[0] for row in rows} == set(WORKLOADS)
     for row in rows:
         assert len(row) == len(names), row
@@ -86,16 +87,16 @@ def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
     assert "eb exit" not in done.stdout
     assert "- W10 split: 40 ids into 4 shards" in done.stdout
     # Isolation: detect and copy against off; the plain copy of the tree timed beside them.
-    w12 = [row[1] for row in rows if row[0] == "W12"]
-    assert [name.split(",")[0] for name in w12] == [
+    isolation = [row[1] for row in rows if row[0] == "W13"]
+    assert [name.split(",")[0] for name in isolation] == [
         "eb run --isolation detect",
         "eb run --isolation copy",
     ]
-    assert "- W12: a copy workspace of the" in done.stdout
+    assert "- W13: a copy workspace of the" in done.stdout
     # Memory: one row per verdict dialect, each met (≤ 64 MB) with the judge passing.
-    w13 = [row for row in rows if row[0] == "W13"]
-    assert len(w13) == len(generate.DIALECTS)
-    assert all(row[-2] == "yes" for row in w13), w13
+    memory = [row for row in rows if row[0] == "W14"]
+    assert len(memory) == len(generate.DIALECTS)
+    assert all(row[-2] == "yes" for row in memory), memory
 
 
 @pytest.mark.parametrize("dialect", generate.DIALECTS)
@@ -105,7 +106,7 @@ def test_the_dialect_stand_in_prints_a_passing_verdict_eb_finds(
     from eval_banana.harness.templates import OUTPUT_DIALECTS
     from eval_banana.harness.verdict import extract_verdict
 
-    assert set(generate.DIALECTS) == set(OUTPUT_DIALECTS)  # W13 covers every dialect eb reads
+    assert set(generate.DIALECTS) == set(OUTPUT_DIALECTS)  # W14 covers every dialect eb reads
     out = tmp_path / "stdout.txt"
     with out.open("wb") as handle:
         subprocess.run(
@@ -178,7 +179,7 @@ def test_a_row_without_samples_is_not_met_and_prints_dashes() -> None:
 
 
 def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
-    rows = [_row(key, target=2) for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13", "W99")]
+    rows = [_row(key, target=2) for key in ("W0", "W7", "W9", "W10", "W11", "W13", "W14", "W99")]
     blocks = {
         block.name: ([row.case.key for row in mine], block.paths)
         for block, mine in rows_by_block(rows=rows)
@@ -187,7 +188,7 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
         "bench-table": (["W0", "W99"], (DOC,)),  # a workload no block claims: the main table
         "bench-table-incremental": (["W7", "W9"], (DOC,)),
         "scale-out-figures": (["W10", "W11"], (DOC, SCALE_DOC)),
-        "isolation-figures": (["W12", "W13"], (DOC,)),
+        "isolation-figures": (["W13", "W14"], (DOC,)),
     }
     assert [block.name for block, _ in rows_by_block(rows=rows[3:5])] == ["scale-out-figures"]
     for name in (
