@@ -25,6 +25,9 @@ AGENTS_DIR = BENCH_DIR / "agents"
 STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
 PROSE_AGENT = AGENTS_DIR / "prose_agent.py"
 COUNT_AGENT = AGENTS_DIR / "count_agent.py"
+DIALECT_AGENT = AGENTS_DIR / "dialect_agent.py"
+# The verdict dialects eb reads (eval_banana/harness/templates.py OUTPUT_DIALECTS), for W14.
+DIALECTS = ("text", "codex", "claude", "gemini", "openhands")
 MARKER = ".bench-complete"
 EXCLUDED = ("node_modules", ".venv", ".git", "dist", "build", "__pycache__")
 MB = 1024 * 1024
@@ -57,6 +60,8 @@ class Sizes:
     w12_repeats: int
     w12_sleep: float
     w12_parallel: int
+    w13_judges: int
+    w14_bytes: tuple[int, ...]
 
 
 FULL = Sizes(
@@ -82,6 +87,8 @@ FULL = Sizes(
     w12_repeats=5,
     w12_sleep=0.5,
     w12_parallel=16,
+    w13_judges=16,
+    w14_bytes=(50 * MB, 300 * MB),
 )
 
 QUICK = Sizes(
@@ -107,6 +114,8 @@ QUICK = Sizes(
     w12_repeats=2,
     w12_sleep=0.1,
     w12_parallel=4,
+    w13_judges=2,
+    w14_bytes=(256 * KB,),
 )
 
 
@@ -117,16 +126,22 @@ def cache_root() -> Path:
 
 def _fingerprint(*, key: str, sizes: Sizes) -> str:
     agents = b"".join(path.read_bytes() for path in sorted(AGENTS_DIR.glob("*.py")))
+    known = asdict(sizes)
+    run_workload = key in RUN_WORKLOADS
     payload = json.dumps(
         {
             "version": GENERATOR_VERSION,
             "key": key,
-            "sizes": asdict(sizes),
+            # W10 takes many minutes to build and uses no agent: only its own sizes shape it,
+            # so a new workload's knob or agent script does not rebuild it.
+            "sizes": {k: v for k, v in known.items() if k.startswith("w10_")}
+            if run_workload
+            else known,
             "python": sys.executable,
             "agents_dir": str(AGENTS_DIR),
-            "agents": hashlib.sha256(agents).hexdigest(),
+            "agents": None if run_workload else hashlib.sha256(agents).hexdigest(),
             # W10 holds run folders eb wrote: a change of their formats must rebuild them.
-            "formats": _formats_digest() if key in RUN_WORKLOADS else None,
+            "formats": _formats_digest() if run_workload else None,
         },
         sort_keys=True,
     )
@@ -658,6 +673,71 @@ def w10_shard_dirs(*, root: Path, sizes: Sizes) -> list[Path]:
     return [root / "runs" / f"shard-{index}" for index in range(1, sizes.w10_shards + 1)]
 
 
+# W13 ------------------------------------------------------------------------------------------
+
+
+def build_w13(*, sizes: Sizes) -> Callable[[Path], None]:
+    """The W2 tree as a git repository whose checks are `w13_judges` trivial judges (a stand-in
+    agent answering at once); the other check files stay as plain data files, so the tree keeps
+    its 60,000 files. Isolation (off, detect, copy) is chosen per run by `--isolation`."""
+
+    def build(root: Path) -> None:
+        build_w2(sizes=sizes)(root)
+        project = root / "project"
+        command = [sys.executable, str(STREAM_AGENT), "--end=success"]
+        write_config(project=project, agent_command=command, dialect="claude")
+        ignored = [f"{name}/" for name in EXCLUDED if name != ".git"] + [".eval-banana/"]
+        (project / ".gitignore").write_text("\n".join(ignored) + "\n")
+        checks = sorted(
+            path
+            for path in project.rglob("*.yaml")
+            if path.parent.name == "eval_checks"
+            and not any(part in EXCLUDED for part in path.relative_to(project).parts)
+        )
+        for position, check in enumerate(checks):
+            if position < sizes.w13_judges:
+                check.write_text(judge_yaml(check_id=f"judge_{position:03d}"))
+            else:
+                check.rename(check.with_suffix(".txt"))
+        _git(project, "init", "-q")
+        _git(project, "add", "-A")
+        _git(project, "commit", "-q", "-m", "W13 tree")
+        tracked = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=project, check=True, capture_output=True
+        ).stdout.count(b"\0")
+        (root / "tracked-files.txt").write_text(f"{tracked}\n")
+
+    return build
+
+
+# W14 ------------------------------------------------------------------------------------------
+
+
+def w14_cases(*, sizes: Sizes) -> list[tuple[str, str, list[str]]]:
+    """(case name, dialect, agent command) for every dialect and output size."""
+    return [
+        (
+            f"{_human(size)} of {dialect}",
+            dialect,
+            [sys.executable, str(DIALECT_AGENT), f"--dialect={dialect}", f"--bytes={size}"],
+        )
+        for size in sizes.w14_bytes
+        for dialect in DIALECTS
+    ]
+
+
+def build_w14(*, sizes: Sizes) -> Callable[[Path], None]:
+    """One project per dialect and size: one judge whose agent prints that much, then passes."""
+
+    def build(root: Path) -> None:
+        for name, dialect, command in w14_cases(sizes=sizes):
+            project = root / _slug(name)
+            write_config(project=project, agent_command=command, dialect=dialect)
+            _write(project / "eval_checks" / "judge.yaml", judge_yaml(check_id="judge"))
+
+    return build
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -676,11 +756,13 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W8": lambda sizes: build_w8(sizes=sizes),
     "W10": lambda sizes: build_w10(sizes=sizes),
     "W12": lambda sizes: build_w12(sizes=sizes),
+    "W13": lambda sizes: build_w13(sizes=sizes),
+    "W14": lambda sizes: build_w14(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.
 ALIASES: dict[str, str] = {"W9": "W8", "W11": "W10"}
-# In workload order (W10 after W9), as the table lists them.
+# In workload order (W10 after W9, W11 between W10 and W13), as the table lists them.
 KEYS: tuple[str, ...] = tuple(sorted((*BUILDERS, *ALIASES), key=lambda key: int(key[1:])))
 
 

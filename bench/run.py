@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,6 +108,7 @@ DOC_BLOCKS = (
     DocBlock(name="bench-table-incremental", keys=frozenset({"W7", "W8", "W9"}), paths=(DOC,)),
     DocBlock(name="scale-out-figures", keys=frozenset({"W10", "W11"}), paths=(DOC, SCALE_DOC)),
     DocBlock(name="bench-table-sampling", keys=frozenset({"W12"}), paths=(DOC,)),
+    DocBlock(name="isolation-figures", keys=frozenset({"W13", "W14"}), paths=(DOC,)),
 )
 
 
@@ -152,6 +153,9 @@ class Case:
     # Also time writing this many small files atomically (what a run writes per check result),
     # on the same file system in the same call: the part of eb's time no cache can remove.
     file_probe: int | None = None
+    # Also time a plain file copy of this project as a judge's disposable workspace (made,
+    # compared, removed), in the same call: what `copy` costs where there is no overlay.
+    copy_probe: Path | None = None
 
 
 @dataclass
@@ -169,6 +173,7 @@ class Row:
     floor: list[Sample] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     probe_s: float | None = None
+    copy_probe: tuple[float, int, str] | None = None  # seconds, files, method actually used
     # The 1-minute load average when the row started and ended: the machine is shared.
     load_start: float = 0.0
     load_end: float = 0.0
@@ -240,8 +245,9 @@ def run_eb(*, case: Case, scratch: Path, index: int, timeout: float) -> Sample:
 
 
 def run_floor(*, case: Case, scratch: Path, timeout: float) -> Sample:
+    # "{scratch}" in the floor's arguments: a folder deleted with the case's scratch space.
     seconds, rc, rss, timed_out = measure(
-        argv=case.floor,
+        argv=[arg.replace("{scratch}", str(scratch)) for arg in case.floor],
         cwd=case.floor_cwd or scratch,
         stdout_path=scratch / "floor.stdout" if case.floor_stdout_file else None,
         stdin_path=case.floor_stdin,
@@ -318,6 +324,8 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
             row.probe_s = statistics.median(
                 file_probe(folder=scratch / f"probe-{n}", count=case.file_probe) for n in range(3)
             )
+        if case.copy_probe is not None:
+            row.copy_probe = workspace_probe(project=case.copy_probe)
         started = _lines(case.agent_log) - starts
         if started:
             row.problems.append(f"an agent was started {started} times by the measured runs")
@@ -340,6 +348,28 @@ def file_probe(*, folder: Path, count: int) -> float:
     elapsed = time.perf_counter() - start
     shutil.rmtree(folder)
     return elapsed
+
+
+def workspace_probe(*, project: Path) -> tuple[float, int, str]:
+    """Seconds of one plain-copy workspace of `project` (its state read once, outside the
+    timing), made, compared with the project and removed; the file count; the method. One
+    run: at 60,000 files on a slow file system it takes minutes."""
+    from eval_banana.isolation.workspace import make_workspace
+    from eval_banana.projectstate.state import read_project_state
+
+    state = read_project_state(root=project, excluded_names=EXCLUDED)
+    times = []
+    method = "copy"
+    for _ in range(1):
+        start = time.perf_counter()
+        workspace = make_workspace(root=Path(state.root), paths=state.paths, method="copy")
+        method = workspace.method
+        changes = workspace.changes()
+        workspace.remove()
+        times.append(time.perf_counter() - start)
+        if changes:
+            raise RuntimeError(f"a fresh copy differs from the project: {changes[:3]}")
+    return statistics.median(times), len(state.paths), method
 
 
 def _lines(path: Path | None) -> int:
@@ -804,7 +834,64 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(3),
             )
         ]
+    if key == "W13":
+        return _w13_cases(root=root, sizes=sizes, n=n)
+    if key == "W14":
+        return [
+            Case(
+                key="W14",
+                name=f"judge, {name} output",
+                eb_args=["run", "--cwd", str(root / generate._slug(name))],
+                floor=["sh", "-c", '"$@" | wc -c', "sh", *command, PROMPT],
+                floor_label="agent \\| wc -c",
+                target=None,
+                memory_target_mb=64,
+                output_dir=True,
+                warmup=False,
+                runs=n(1 if "300 MB" in name else 3),
+            )
+            for name, _, command in generate.w14_cases(sizes=sizes)
+        ]
     raise KeyError(key)
+
+
+def _w13_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Case]:
+    """`--isolation detect` and `copy` against `--isolation off` of the same judges, one at a
+    time (so each judge's share adds up rather than hiding behind another's)."""
+    project = root / "project"
+    judges = sizes.w13_judges
+    files = int((root / "tracked-files.txt").read_text())
+    run = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(project)]
+    serial = ["--max-parallel-checks", "1"]
+    floor = [*run, *serial, "--isolation", "off", "--output-dir", "{scratch}/floor-out"]
+    label = "eb run --isolation off, same judges"
+    return [
+        Case(
+            key="W13",
+            name=f"eb run --isolation detect, {judges} judges, git tree of {files} files",
+            eb_args=["run", "--cwd", str(project), *serial, "--isolation", "detect"],
+            floor=floor,
+            floor_label=label,
+            floor_cwd=REPO,
+            target=None,
+            target_over_s=round(0.5 + 0.05 * judges, 3),
+            output_dir=True,
+            runs=n(5),
+        ),
+        Case(
+            key="W13",
+            name=f"eb run --isolation copy, {judges} judges, git tree of {files} files",
+            eb_args=["run", "--cwd", str(project), *serial, "--isolation", "copy"],
+            floor=floor,
+            floor_label=label,
+            floor_cwd=REPO,
+            target=None,
+            target_over_s=2.0 * judges,
+            output_dir=True,
+            copy_probe=project,
+            runs=n(3),
+        ),
+    ]
 
 
 def _report(run_dir: Path) -> dict[str, Any]:
@@ -931,6 +1018,14 @@ def render_notes(rows: list[Row], *, sizes: Sizes) -> str:
             f"- W3: `eb run --check-id` (one check, run included) takes {selected / full:.2f} x "
             f"the time of `eb validate` of every file ({_fmt_s(selected)} s vs {_fmt_s(full)} s)."
         )
+    for row in rows:
+        if row.copy_probe is not None:
+            seconds, files, method = row.copy_probe
+            notes.append(
+                f"- {row.case.key}: a {method} workspace of the {files} files (what `copy` makes "
+                "per judge where eb cannot mount an overlay: not root, or no overlayfs), made, "
+                f"compared with the project and removed, takes {_fmt_s(seconds)} s in this call."
+            )
     if any(row.case.key == "W10" for row in rows):
         notes += split.notes(sizes=sizes)
     return "\n".join(notes)

@@ -32,7 +32,7 @@ from bench.run import (  # noqa: E402
     write_doc,
 )
 
-WORKLOADS = ("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
+WORKLOADS = generate.KEYS
 HAVE_CHROMIUM = Path("/usr/bin/chromedriver").exists() and shutil.which("chromium") is not None
 NUMBER = re.compile(r"^\d+(\.\d+)?$")
 
@@ -62,6 +62,7 @@ def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
     header = next(line for line in done.stdout.splitlines() if line.startswith("| key"))
     names = [cell.strip() for cell in header.strip("|").split("|")]
     rows = _rows(done.stdout)
+    assert {"W0", "W11", "W13", "W14"} <= set(WORKLOADS)
     assert {row[0] for row in rows} == set(WORKLOADS)
     for row in rows:
         assert len(row) == len(names), row
@@ -85,6 +86,39 @@ def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
     assert "the failed filter showed" not in done.stdout
     assert "eb exit" not in done.stdout
     assert "- W10 split: 40 ids into 4 shards" in done.stdout
+    # Isolation: detect and copy against off; the plain copy of the tree timed beside them.
+    isolation = [row[1] for row in rows if row[0] == "W13"]
+    assert [name.split(",")[0] for name in isolation] == [
+        "eb run --isolation detect",
+        "eb run --isolation copy",
+    ]
+    assert "- W13: a copy workspace of the" in done.stdout
+    # Memory: one row per verdict dialect, each met (≤ 64 MB) with the judge passing.
+    memory = [row for row in rows if row[0] == "W14"]
+    assert len(memory) == len(generate.DIALECTS)
+    assert all(row[-2] == "yes" for row in memory), memory
+
+
+@pytest.mark.parametrize("dialect", generate.DIALECTS)
+def test_the_dialect_stand_in_prints_a_passing_verdict_eb_finds(
+    dialect: str, tmp_path: Path
+) -> None:
+    from eval_banana.harness.templates import OUTPUT_DIALECTS
+    from eval_banana.harness.verdict import extract_verdict
+
+    assert set(generate.DIALECTS) == set(OUTPUT_DIALECTS)  # W14 covers every dialect eb reads
+    out = tmp_path / "stdout.txt"
+    with out.open("wb") as handle:
+        subprocess.run(
+            [sys.executable, str(generate.DIALECT_AGENT), f"--dialect={dialect}", "--bytes=200000"],
+            stdout=handle,
+            check=True,
+            timeout=60,
+        )
+    assert out.stat().st_size > 200_000
+    found = extract_verdict(dialect=dialect, stdout_path=out)
+    assert found.problem is None and found.verdict is not None
+    assert found.verdict.score == 1
 
 
 def test_only_runs_the_named_workload() -> None:
@@ -168,15 +202,18 @@ def test_a_row_without_samples_is_not_met_and_prints_dashes() -> None:
 
 
 def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
-    rows = [_row(key, target=2) for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13")]
+    rows = [
+        _row(key, target=2) for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13", "W14", "W99")
+    ]
     blocks = {
         block.name: ([row.case.key for row in mine], block.paths)
         for block, mine in rows_by_block(rows=rows)
     }
     assert blocks == {
-        "bench-table": (["W0", "W13"], (DOC,)),  # a workload no block claims: the main table
+        "bench-table": (["W0", "W99"], (DOC,)),  # a workload no block claims: the main table
         "bench-table-incremental": (["W7", "W9"], (DOC,)),
         "scale-out-figures": (["W10", "W11"], (DOC, SCALE_DOC)),
+        "isolation-figures": (["W13", "W14"], (DOC,)),
         "bench-table-sampling": (["W12"], (DOC,)),
     }
     assert [block.name for block, _ in rows_by_block(rows=rows[3:5])] == ["scale-out-figures"]
@@ -185,6 +222,7 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
         "bench-table-incremental",
         "scale-out-figures",
         "bench-table-sampling",
+        "isolation-figures",
     ):
         assert f"<!-- {name}:start -->" in DOC.read_text()
     assert "<!-- scale-out-figures:start -->" in SCALE_DOC.read_text()

@@ -30,7 +30,7 @@ MISSING_BROWSER = (
 )
 
 VISIBLE_ROWS = (
-    "return Array.from(document.querySelectorAll('#checks-body tr.r'))"
+    "return Array.from(document.querySelectorAll('#checks tr.r'))"
     ".filter(function (r) { return r.offsetParent !== null; })"
     ".map(function (r) { return r.querySelector('button.x').textContent; });"
 )
@@ -181,7 +181,7 @@ def test_not_run_checks(browser: Any, aborted_run: Run) -> None:
 
 def test_two_thousand_checks_load_and_filter(browser: Any, finished_run: Run) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     report = copy.deepcopy(finished_run.report)
     templates = report["checks"]
@@ -194,6 +194,10 @@ def test_two_thousand_checks_load_and_filter(browser: Any, finished_run: Run) ->
     path = finished_run.run_dir.parent / "big" / "report.html"
     write_html(report=report, run_dir=finished_run.run_dir, path=path)
     _open(browser, path)
+    # Rows past the first LIVE_ROWS are attached while the browser is idle.
+    WebDriverWait(browser, 30).until(
+        lambda b: b.find_element(By.ID, "checks").get_attribute("data-rows") == "complete"
+    )
     assert len(browser.execute_script(VISIBLE_ROWS)) == 2000
     _click(browser, '#status-filter button[data-g="failed"]')
     failed = [c["check_id"] for c in report["checks"] if c["status"] == "failed"]
@@ -215,3 +219,38 @@ def _assert_png(path: Path, *, min_width: int) -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])
     assert width >= min_width and height > 300
+
+
+def test_rows_past_the_live_ones_are_filtered_and_attached(browser: Any, finished_run: Run) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from eval_banana.reporting.html import LIVE_ROWS
+
+    report = copy.deepcopy(finished_run.report)
+    templates = [c for c in report["checks"] if c["status"] == "passed"]
+    total = LIVE_ROWS + 500  # the last groups arrive in <template>s, not built on load
+    report["checks"] = []
+    for i in range(total):
+        check = copy.deepcopy(templates[i % len(templates)])
+        check["check_id"] = f"check_{i:04d}"
+        report["checks"].append(check)
+    path = finished_run.run_dir.parent / "bigger" / "report.html"
+    write_html(report=report, run_dir=finished_run.run_dir, path=path)
+    _open(browser, path)
+    assert len(browser.execute_script(VISIBLE_ROWS)) <= LIVE_ROWS + 200
+    # A check that only exists in a template yet is found by the id filter and shown.
+    last = f"check_{total - 1:04d}"
+    browser.find_element(By.ID, "id-filter").send_keys(last)
+    WebDriverWait(browser, 20).until(lambda b: b.execute_script(VISIBLE_ROWS) == [last])
+    assert browser.find_element(By.ID, "shown").text == f"1 of {total} checks shown"
+    # In idle time every group is attached, so the whole table is there (and find-in-page
+    # sees it); clearing the filter then shows every row, in order.
+    WebDriverWait(browser, 30).until(
+        lambda b: b.find_element(By.ID, "checks").get_attribute("data-rows") == "complete"
+    )
+    browser.find_element(By.ID, "id-filter").clear()
+    browser.find_element(By.ID, "id-filter").send_keys(" ")
+    shown = browser.execute_script(VISIBLE_ROWS)
+    assert shown == [c["check_id"] for c in sorted_checks(checks=report["checks"])]
+    _no_errors_no_network(browser)
