@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import sys
 
+import agentargs  # beside this script, which Python puts first on the path
+
 VERDICT = '{"score": 1, "reason": "ok"}'
 PROSE = (
     "I looked at the module and the handler. It builds {a dict from the request and never closes "
@@ -23,15 +25,6 @@ PROSE = (
     "def handler(event):\n    data = {'id': event['id'], 'items': [{'n': 1}, {'n': 2}\n"
     "    if data: return {**data, 'ok': True\n    return {}\n"
 )
-
-
-def _options(argv: list[str]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for item in argv:
-        if item.startswith("--") and "=" in item:
-            name, _, value = item[2:].partition("=")
-            found[name] = value
-    return found
 
 
 def _line(event: dict[str, object]) -> str:
@@ -92,7 +85,7 @@ def _verdict(dialect: str) -> str:
 
 
 def main() -> int:
-    options = _options(sys.argv[1:])
+    options = agentargs.options(sys.argv[1:])
     dialect = options.get("dialect", "text")
     total = int(options.get("bytes", "0"))
     block = _block(dialect).encode()

@@ -13,6 +13,8 @@ import json
 import sys
 import time
 
+import agentargs  # beside this script, which Python puts first on the path
+
 SESSION = "bench-0000-session"
 VERDICT = '{"score": 1, "reason": "ok"}'
 USAGE = {
@@ -29,16 +31,6 @@ CODE = (
     '        out[key] = {"old": left.get(key), "new": value}  # {unbalanced\n'
     "    return out\n"
 )
-
-
-def _options(argv: list[str]) -> dict[str, str]:
-    """Only `--name=value` items count; the prompt and unknown words are ignored."""
-    found: dict[str, str] = {}
-    for item in argv:
-        if item.startswith("--") and "=" in item:
-            name, _, value = item[2:].partition("=")
-            found[name] = value
-    return found
 
 
 def _events(index: int) -> list[dict[str, object]]:
@@ -123,7 +115,7 @@ def _terminal(*, end: str) -> tuple[dict[str, object], int]:
 
 
 def main() -> int:
-    options = _options(sys.argv[1:])
+    options = agentargs.options(sys.argv[1:])
     delay = float(options.get("sleep", "0"))
     if delay > 0:
         time.sleep(delay)
