@@ -183,6 +183,48 @@ def test_openhands_problem_texts(tmp_path: Path) -> None:
     )
 
 
+def test_openhands_keeps_the_newest_error_event_with_or_without_an_answer(
+    tmp_path: Path,
+) -> None:
+    first = {"kind": "AgentErrorEvent", "error": "tool failed"}
+    last = {"kind": "ConversationErrorEvent", "detail": "LLM call failed"}
+    # Reading goes on after an error event: a later one replaces it, a later answer counts.
+    path = write_lines(tmp_path / "a", [first, last])
+    assert read("openhands", path) == Extraction(
+        verdict=None,
+        problem="no finish action or agent message event was printed",
+        error_event=last,
+    )
+    path = write_lines(tmp_path / "b", [first, action(message='{"score": 1, "reason": "ok"}')])
+    assert read("openhands", path) == Extraction(
+        verdict=Verdict(1, "ok"), problem=None, error_event=first
+    )
+
+
+def test_event_lines_at_the_length_limit_and_beyond(tmp_path: Path) -> None:
+    """Lines up to MAX_EVENT_LINE characters are read; longer ones are skipped whole."""
+    from eval_banana.harness.verdict import MAX_EVENT_LINE
+
+    good = json.dumps(action(message='{"score": 1, "reason": "kept"}'))
+    bad = json.dumps(action(message='{"score": 0, "reason": "overlong"}'))
+    # Exactly at the limit, its line break included.
+    at_limit = good + " " * (MAX_EVENT_LINE - 1 - len(good)) + "\n"
+    path = tmp_path / "at-limit"
+    path.write_text(at_limit, encoding="utf-8")
+    assert read("openhands", path).verdict == Verdict(1, "kept")
+    # A longer line that starts with a whole event is skipped, and the line after it is read.
+    overlong = bad + " " * MAX_EVENT_LINE + "\n"
+    path = tmp_path / "overlong"
+    path.write_text(overlong + good + "\n", encoding="utf-8")
+    assert read("openhands", path).verdict == Verdict(1, "kept")
+    # Only the overlong line: nothing is read from it.
+    path.write_text(overlong, encoding="utf-8")
+    assert read("openhands", path).verdict is None
+    # The last line needs no line break.
+    path.write_text(good, encoding="utf-8")
+    assert read("openhands", path).verdict == Verdict(1, "kept")
+
+
 # --- the newest result event in plain text ------------------------------------------------------
 
 
