@@ -111,3 +111,22 @@ def test_scan_agrees_with_the_reference_on_deep_nesting(parts: list[tuple[str, i
 )
 def test_hand_picked_deep_cases(text: str) -> None:
     assert scan_text(text) == reference(text)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "why"),
+    [
+        ({"score": 2}, '"score" was 2, not the JSON integer 0 or 1'),
+        ({"score": True, "reason": "x"}, '"score" was true, not the JSON integer 0 or 1'),
+        ({"score": 1.0}, '"score" was 1.0, not the JSON integer 0 or 1'),
+        ({"score": "1" * 60}, '"score" was "' + "1" * 39 + ", not the JSON integer 0 or 1"),
+        ({"score": 1, "reason": 5}, '"reason" was int, not a string or null'),
+        ({"score": 0, "reason": ["a"]}, '"reason" was list, not a string or null'),
+    ],
+)
+def test_a_rejected_score_object_says_which_field_is_wrong(
+    candidate: dict[str, object], why: str
+) -> None:
+    # The reference scan words its findings with this same function, so it is pinned here.
+    assert rejection(candidate) == why
+    assert scan_text("said " + json.dumps(candidate)).problem.endswith(why)
