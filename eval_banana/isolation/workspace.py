@@ -1,13 +1,17 @@
 """Disposable copies of a project for one judge: made, run in, compared and removed.
 
 Two ways, the faster first:
-- **overlay**: where eb runs as root on Linux with `unshare` and overlayfs, the judge runs in a
-  private mount namespace where an overlay of the project folder is mounted. The copy costs no
-  file copying; everything the judge writes lands in an upper folder that is the exact list of
-  its changes; the mount vanishes with the judge's last process, even if eb is killed.
-- **copy**: elsewhere, the project's files (the file set of its state) are copied into a
-  temporary folder, cloned copy-on-write where the file system can (FICLONE), several files at
-  a time; what the judge changed is found by comparing the copy with the project afterwards.
+- **overlay**: on Linux with `unshare` and overlayfs, the judge runs in a private mount
+  namespace where an overlay of the project folder is mounted. As root that is a mount
+  namespace alone; as any other user, a user namespace too, in which the user is root (Linux
+  5.11 and later let such a namespace mount an overlay), so the judge sees itself as uid 0 while
+  what it writes is the user's own outside. The copy costs no file copying; everything the judge
+  writes lands in an upper folder that is the exact list of its changes; the mount vanishes with
+  the judge's last process, even if eb is killed.
+- **copy**: where no overlay can be mounted (no overlayfs, or user namespaces disabled), the
+  project's files (the file set of its state) are copied into a temporary folder, cloned
+  copy-on-write where the file system can (FICLONE), several files at a time; what the judge
+  changed is found by comparing the copy with the project afterwards.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,6 +32,13 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 Method = Literal["overlay", "copy"]
+# How an overlay is entered: root needs a mount namespace only; any other user also a user
+# namespace in which it is root (it may mount there, and exec drops that power again for none).
+Namespace = Literal["mount", "user"]
+_UNSHARE: dict[Namespace, tuple[str, ...]] = {
+    "mount": ("unshare", "--mount", "--propagation", "private", "--"),
+    "user": ("unshare", "--map-root-user", "--mount", "--propagation", "private", "--"),
+}
 _FICLONE = 0x40049409
 _COPY_THREADS = 8
 _OVERLAY_SCRIPT = (
@@ -42,27 +54,40 @@ class Change(NamedTuple):
     kind: Literal["added", "changed", "removed"]
 
 
+def this_process_namespace() -> Namespace:
+    return "mount" if hasattr(os, "geteuid") and os.geteuid() == 0 else "user"
+
+
+def overlay_command(
+    *, namespace: Namespace, layers: Sequence[str], argv: Sequence[str]
+) -> list[str]:
+    """Run `argv` from the merged folder of an overlay of `layers` (lower, upper, work, merged)."""
+    return [*_UNSHARE[namespace], "sh", "-c", _OVERLAY_SCRIPT, "eb-isolation", *layers, *argv]
+
+
+def probe_command(*, namespace: Namespace, scratch: Path) -> list[str]:
+    """A write through an overlay of a one-file folder under `scratch`, which prints `y`."""
+    for name in ("lower", "upper", "work", "merged"):
+        (scratch / name).mkdir()
+    (scratch / "lower" / "f").write_text("x")
+    layers = [str(scratch / name) for name in ("lower", "upper", "work", "merged")]
+    # A write, so that copying a file up (which a user namespace can refuse) is tried too.
+    return overlay_command(
+        namespace=namespace, layers=layers, argv=["sh", "-c", "echo y > f && cat f"]
+    )
+
+
 def _probe_overlay() -> bool:
-    """Whether this process can mount an overlay in a private mount namespace (once a process)."""
-    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+    """Whether this process can mount an overlay in a private namespace (once a process)."""
+    if not sys.platform.startswith("linux"):
         return False
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         return False
     scratch = Path(tempfile.mkdtemp(prefix="eb-overlay-probe-"))
     try:
-        for name in ("lower", "upper", "work", "merged"):
-            (scratch / name).mkdir()
-        (scratch / "lower" / "f").write_text("x")
-        done = subprocess.run(
-            [
-                "unshare", "--mount", "--propagation", "private", "--",
-                "sh", "-c", _OVERLAY_SCRIPT, "eb-probe",
-                *(str(scratch / n) for n in ("lower", "upper", "work", "merged")),
-                "cat", "f",
-            ],
-            capture_output=True, stdin=subprocess.DEVNULL, timeout=20,
-        )  # fmt: skip
-        return done.returncode == 0 and done.stdout == b"x"
+        command = probe_command(namespace=this_process_namespace(), scratch=scratch)
+        done = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL, timeout=20)
+        return done.returncode == 0 and done.stdout == b"y\n"
     except (OSError, subprocess.TimeoutExpired):
         return False
     finally:
@@ -80,10 +105,19 @@ def overlay_usable() -> bool:
 class Workspace:
     """One judge's copy of the project."""
 
-    def __init__(self, *, root: Path, scratch: Path, method: Method, paths: Sequence[str]) -> None:
+    def __init__(
+        self,
+        *,
+        root: Path,
+        scratch: Path,
+        method: Method,
+        paths: Sequence[str],
+        namespace: Namespace = "mount",
+    ) -> None:
         self.root = root
         self.scratch = scratch
         self.method = method
+        self.namespace = namespace
         self._paths = paths
         self._set = frozenset(paths)
 
@@ -102,10 +136,7 @@ class Workspace:
         if self.method != "overlay":
             return list(argv)
         layers = [str(self.root), *(str(self.scratch / n) for n in ("upper", "work", "merged"))]
-        return [
-            "unshare", "--mount", "--propagation", "private", "--",
-            "sh", "-c", _OVERLAY_SCRIPT, "eb-isolation", *layers, *argv,
-        ]  # fmt: skip
+        return overlay_command(namespace=self.namespace, layers=layers, argv=argv)
 
     def changes(self) -> list[Change]:
         """What the judge added, changed or removed, relative to the project, in path order."""
@@ -189,16 +220,30 @@ def _copy_files(*, root: Path, target: Path, paths: Iterable[str]) -> None:
 
 
 def make_workspace(
-    *, root: Path, paths: Sequence[str], method: Method | None = None, prefix: str = "eb-judge-"
+    *,
+    root: Path,
+    paths: Sequence[str],
+    method: Method | None = None,
+    prefix: str = "eb-judge-",
+    namespace: Namespace | None = None,
 ) -> Workspace:
-    """A fresh copy of the project at `root` (`paths`: its file set, for a file copy)."""
+    """A fresh copy of the project at `root` (`paths`: its file set, for a file copy).
+
+    `namespace` says how an overlay is entered (default: as this process needs it).
+    """
     chosen: Method = method or ("overlay" if overlay_usable() else "copy")
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
     if scratch.resolve().is_relative_to(root.resolve()):
         # An overlay's upper folder may not lie inside its lower one; a copy inside the project
         # would be part of it. Temporary files belong outside the project.
         chosen = "copy" if chosen == "overlay" else chosen
-    workspace = Workspace(root=root, scratch=scratch, method=chosen, paths=paths)
+    workspace = Workspace(
+        root=root,
+        scratch=scratch,
+        method=chosen,
+        paths=paths,
+        namespace=namespace or this_process_namespace(),
+    )
     try:
         if chosen == "overlay":
             for name in ("upper", "work", "merged"):

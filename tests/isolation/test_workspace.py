@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from eval_banana.isolation.watch import TreeWatcher
-from eval_banana.isolation.workspace import Change, make_workspace, overlay_usable
+from eval_banana.isolation.workspace import (
+    Change,
+    make_workspace,
+    overlay_usable,
+    probe_command,
+)
 
 EDIT = "echo x >> README.md; rm gone.txt; mkdir -p src/deep; echo n > src/deep/new.txt; ln -s README.md link"
 
@@ -95,3 +102,64 @@ def test_the_watcher_reports_what_was_touched_since_the_last_look(tmp_path: Path
         assert watcher.touched() == set()
     finally:
         watcher.close()
+
+
+def _give(path: Path, *, uid: int, gid: int) -> None:
+    os.chown(path, uid, gid)
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_a_user_who_is_not_root_gets_an_overlay_in_a_user_namespace() -> None:
+    # eb run by an unprivileged user: the overlay is entered through a user namespace. The
+    # commands are run here as `nobody`, exactly as that user's eb would run them.
+    nobody = pwd.getpwnam("nobody")
+    ids = {"uid": nobody.pw_uid, "gid": nobody.pw_gid}
+
+    def as_nobody() -> None:
+        os.setgroups([])
+        os.setgid(nobody.pw_gid)
+        os.setuid(nobody.pw_uid)
+
+    folder = Path(tempfile.mkdtemp(prefix="eb-userns-"))
+    try:
+        folder.chmod(0o755)
+        probe = folder / "probe"
+        probe.mkdir()
+        command = probe_command(namespace="user", scratch=probe)
+        _give(probe, **ids)
+        done = subprocess.run(command, capture_output=True, preexec_fn=as_nobody, timeout=30)
+        assert (done.returncode, done.stdout) == (0, b"y\n"), done.stderr
+
+        root = folder / "project"
+        paths = _project(root)
+        _give(root, **ids)
+        before = _snapshot(root)
+        workspace = make_workspace(root=root, paths=paths, method="overlay", namespace="user")
+        try:
+            _give(workspace.scratch, **ids)
+            seen = subprocess.run(
+                workspace.wrap(["sh", "-c", f"cat README.md; id -u; {EDIT}"]),
+                cwd=workspace.cwd,
+                capture_output=True,
+                text=True,
+                preexec_fn=as_nobody,
+                timeout=30,
+            )
+            assert seen.returncode == 0, seen.stderr
+            assert seen.stdout == "read me\n0\n"  # root inside its own namespace only
+            assert workspace.changes() == [
+                Change(path="README.md", kind="changed"),
+                Change(path="gone.txt", kind="removed"),
+                Change(path="link", kind="added"),
+                Change(path="src/deep/new.txt", kind="added"),
+            ]
+            # Outside, what it wrote is the user's own.
+            assert (workspace.scratch / "upper" / "README.md").stat().st_uid == nobody.pw_uid
+        finally:
+            workspace.remove()
+        assert _snapshot(root) == before
+    finally:
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
