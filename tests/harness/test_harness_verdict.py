@@ -452,6 +452,28 @@ def test_a_verdict_on_a_window_boundary_is_found(tmp_path: Path) -> None:
         assert scanner.finish().verdict == Verdict(score=1, reason="across"), offset
 
 
+def test_a_later_window_s_verdict_wins_even_early_in_its_window() -> None:
+    # Windows of 64: the old verdict starts late in the second window (at 100), the new one early
+    # in the third (at 130). Only positions counted from the start of the text order them.
+    old = '{"score": 0, "reason": "old"}'
+    new = '{"score": 1, "reason": "new"}'
+    text = "x" * 100 + old + "y" * (130 - 100 - len(old)) + new + "z" * 300
+    for piece in (1, 7, 64, len(text)):
+        scanner = scan.StreamScanner(step=64, reach=64)
+        for start in range(0, len(text), piece):
+            scanner.feed(text[start : start + piece])
+        assert scanner.finish() == scan_text(text), piece
+        assert scan_text(text).verdict == Verdict(score=1, reason="new")
+
+
+def test_a_file_with_bytes_that_are_not_utf8_is_still_scanned(tmp_path: Path) -> None:
+    path = tmp_path / "stdout.txt"
+    path.write_bytes(
+        b"\xff\xfe broken \xc3 bytes " + b'{"score": 1, "reason": "ok"}' + b" \xe2\x82"
+    )
+    assert scan.scan_file(path).verdict == Verdict(score=1, reason="ok")
+
+
 @pytest.mark.parametrize("dialect", ["text", "codex", "claude", "gemini", "openhands"])
 def test_every_dialect_reads_a_large_output_in_bounded_memory(tmp_path: Path, dialect: str) -> None:
     # 7 MB of stream-json events (braces and near-verdicts inside strings), a 9 MB line with no
