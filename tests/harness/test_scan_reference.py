@@ -56,6 +56,7 @@ SHALLOW = st.sampled_from(
         "score", '"score"', '{"score": 1}', '{"score": 0, "reason": "r"}', '{ "score" : 1 }',
         '{"score": true}', '{"score": 2}', '{"a": {"score": 1}}', "\\u0073", '{"reason": "x"}',
         "{ x", "{}", '"a": ', '{"a": "', '\\"', '{"score": 1, "reason": 5}',
+        "\\\\", '"\\\\"', '{"n": "{', '"}', '{"score": 1, "reason": "q\\"{"}',
     ]
 )  # fmt: skip
 
@@ -130,3 +131,24 @@ def test_a_rejected_score_object_says_which_field_is_wrong(
     # The reference scan words its findings with this same function, so it is pinned here.
     assert rejection(candidate) == why
     assert scan_text("said " + json.dumps(candidate)).problem.endswith(why)
+
+
+# Found by mutation testing: a `{` inside a string of a decode that failed must still be tried
+# (the lexer of the failed region must track quotes and escaped quotes exactly). Each input is
+# the smallest one that told a mutant of that lexer from the real one.
+@pytest.mark.parametrize(
+    "text",
+    [
+        r'{"\"{"score":1}',
+        r'{"\"\\{"score":1}',
+        r'{"\"{"score":1,"":""}',
+        r'{"{"score":1,"":"\""}',
+        r'{"\\\"{"score":1,"":""}',
+        r'{"":{"{"score":1}',
+        r'{"\"\"{"score":0,"":""}',
+    ],
+)
+def test_a_brace_inside_a_string_of_a_failed_decode_is_still_tried(text: str) -> None:
+    found = scan_text(text)
+    assert found == reference(text)
+    assert found.verdict is not None
