@@ -68,6 +68,23 @@ def test_no_checks_is_zero_and_never_meets() -> None:
     assert doc.percentage == 0.0 and not doc.meets_threshold and not doc.run_passed
 
 
+@pytest.mark.parametrize(
+    ("changed_since", "last_failed", "passes"),
+    [("HEAD", False, True), (None, True, True), ("main", True, True), (None, False, False)],
+)
+def test_an_incremental_selection_of_nothing_passes(
+    changed_since: str | None, last_failed: bool, passes: bool
+) -> None:
+    # --changed-since or --last-failed selecting nothing: nothing that could break was touched.
+    from eval_banana.models.config import Selection
+
+    config = make_config(project_root=ROOT)
+    selection = Selection(changed_since=changed_since, last_failed=last_failed)
+    config = config.model_copy(update={"selection": selection})
+    doc = score(config=config, execute=make_execute(results=[]))
+    assert (doc.run_passed, doc.meets_threshold) == (passes, passes)
+
+
 def test_aborted_run_never_passes_and_counts_not_run() -> None:
     config = make_config(project_root=ROOT, pass_threshold=0.0)
     made = results("passed")
