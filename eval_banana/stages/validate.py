@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -168,21 +168,20 @@ def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[
     return loaded, problems
 
 
-def _load_by_id(
-    *, paths: list[str], check_id: str, read: Reader
-) -> tuple[list[Loaded], list[ProblemModel]]:
-    """Relaxed mode: only the file whose stripped id matches is loaded strictly."""
-    needle = check_id.strip()
-    matches: list[tuple[str, bytes, dict[str, object]]] = []
-    warnings: list[ProblemModel] = []
-    encoded = needle.encode()
+def _id_holders(
+    *, paths: list[str], marker: bytes, read: Reader, warnings: list[ProblemModel]
+) -> Iterator[tuple[str, bytes, dict[str, object], str]]:
+    """The files whose bytes hold `marker`, parsed: (path, bytes, document, stripped id).
+
+    A file without the marker cannot declare a matching id and is not parsed; one that cannot
+    be parsed might have, so it becomes a warning.
+    """
     for path in paths:
         try:
             data = read(path)
         except OSError:
             continue
-        # A file whose bytes do not contain the id cannot declare it: skip parsing it.
-        if encoded not in data:
+        if marker not in data:
             continue
         try:
             document = parse_yaml_mapping(data=data, path=path)
@@ -190,7 +189,21 @@ def _load_by_id(
             warnings.append(_problem(exc))
             continue
         raw_id = document.get("id")
-        if isinstance(raw_id, str) and raw_id.strip() == needle:
+        if isinstance(raw_id, str):
+            yield path, data, document, raw_id.strip()
+
+
+def _load_by_id(
+    *, paths: list[str], check_id: str, read: Reader
+) -> tuple[list[Loaded], list[ProblemModel]]:
+    """Relaxed mode: only the file whose stripped id matches is loaded strictly."""
+    needle = check_id.strip()
+    matches: list[tuple[str, bytes, dict[str, object]]] = []
+    warnings: list[ProblemModel] = []
+    for path, data, document, found_id in _id_holders(
+        paths=paths, marker=needle.encode(), read=read, warnings=warnings
+    ):
+        if found_id == needle:
             matches.append((path, data, document))
     if not matches:
         raise DefinitionError(f"No check found with id '{check_id}'", field_path="check_id")
@@ -219,21 +232,11 @@ def _load_by_pattern(
     prefix = pattern_prefix(needle).encode()
     by_id: dict[str, list[tuple[str, bytes, dict[str, object]]]] = {}
     warnings: list[ProblemModel] = []
-    for path in paths:
-        try:
-            data = read(path)
-        except OSError:
-            continue
-        if prefix not in data:
-            continue
-        try:
-            document = parse_yaml_mapping(data=data, path=path)
-        except DefinitionError as exc:
-            warnings.append(_problem(exc))
-            continue
-        raw_id = document.get("id")
-        if isinstance(raw_id, str) and id_matches_pattern(check_id=raw_id.strip(), pattern=needle):
-            by_id.setdefault(raw_id.strip(), []).append((path, data, document))
+    for path, data, document, found_id in _id_holders(
+        paths=paths, marker=prefix, read=read, warnings=warnings
+    ):
+        if id_matches_pattern(check_id=found_id, pattern=needle):
+            by_id.setdefault(found_id, []).append((path, data, document))
     if not by_id:
         raise DefinitionError(
             f"No check id matches --check-id pattern '{pattern}'",
