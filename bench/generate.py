@@ -484,6 +484,18 @@ def build_w12(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+def _git_ready_w2_checks(*, project: Path) -> list[Path]:
+    """Ignore the W2 tree's excluded folders in git; its real check files, in path order."""
+    ignored = [f"{name}/" for name in EXCLUDED if name != ".git"] + [".eval-banana/"]
+    (project / ".gitignore").write_text("\n".join(ignored) + "\n")
+    return sorted(
+        path
+        for path in project.rglob("*.yaml")
+        if path.parent.name == "eval_checks"
+        and not any(part in EXCLUDED for part in path.relative_to(project).parts)
+    )
+
+
 # W7 ------------------------------------------------------------------------------------------
 
 
@@ -526,14 +538,7 @@ def build_w8(*, sizes: Sizes) -> Callable[[Path], None]:
         build_w2(sizes=sizes)(root)
         project = root / "project"
         write_config(project=project, cache=True)
-        ignored = [f"{name}/" for name in EXCLUDED if name != ".git"] + [".eval-banana/"]
-        (project / ".gitignore").write_text("\n".join(ignored) + "\n")
-        checks = sorted(
-            path
-            for path in project.rglob("*.yaml")
-            if path.parent.name == "eval_checks"
-            and not any(part in EXCLUDED for part in path.relative_to(project).parts)
-        )
+        checks = _git_ready_w2_checks(project=project)
         for position, check in enumerate(checks):
             if position % 2 == 0:
                 folder = check.parent.parent.relative_to(project).as_posix()
@@ -686,14 +691,7 @@ def build_w13(*, sizes: Sizes) -> Callable[[Path], None]:
         project = root / "project"
         command = [sys.executable, str(STREAM_AGENT), "--end=success"]
         write_config(project=project, agent_command=command, dialect="claude")
-        ignored = [f"{name}/" for name in EXCLUDED if name != ".git"] + [".eval-banana/"]
-        (project / ".gitignore").write_text("\n".join(ignored) + "\n")
-        checks = sorted(
-            path
-            for path in project.rglob("*.yaml")
-            if path.parent.name == "eval_checks"
-            and not any(part in EXCLUDED for part in path.relative_to(project).parts)
-        )
+        checks = _git_ready_w2_checks(project=project)
         for position, check in enumerate(checks):
             if position < sizes.w13_judges:
                 check.write_text(judge_yaml(check_id=f"judge_{position:03d}"))
