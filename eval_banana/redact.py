@@ -17,6 +17,9 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from eval_banana.models.result import CheckResult
+from eval_banana.retries import EVIDENCE_SUFFIXES
+
 CREDENTIAL_SUFFIXES: tuple[str, ...] = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
 MIN_CHARS = 6
 MASK = "***"
@@ -144,3 +147,17 @@ def redactor_for(
         if is_credential_name(name=name, extra=listed)
     ]
     return Redactor(secrets=secrets)
+
+
+def redact_check(
+    *, run_dir: Path, stem: str, result: CheckResult, redactor: Redactor
+) -> CheckResult:
+    """Mask secrets in one finished check: its output files (every attempt's) and its result."""
+    files = [run_dir / "checks" / f"{stem}{suffix}" for suffix in EVIDENCE_SUFFIXES.values()]
+    for attempt in result.details.get("attempts") or []:
+        evidence = attempt.get("evidence") if isinstance(attempt, dict) else None
+        if isinstance(evidence, dict):
+            files.extend(run_dir / str(path) for path in evidence.values())
+    for path in files:
+        redactor.file(path)
+    return CheckResult.model_validate(redactor.value(result.model_dump(mode="json")))

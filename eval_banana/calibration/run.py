@@ -21,15 +21,14 @@ from eval_banana.envpolicy import build_base_env
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
-from eval_banana.redact import Redactor, redactor_for
+from eval_banana.redact import Redactor, redact_check, redactor_for
 from eval_banana.results import error_result, exception_result, iso, utc_now
-from eval_banana.retries import run_attempts
+from eval_banana.retries import EVIDENCE_SUFFIXES, run_attempts
 from eval_banana.runners import orphans, runner_for
 from eval_banana.runners.base import ProjectView, RunContext
 from eval_banana.sampling.rules import sample_count
 
 SampleDone = Callable[[PlannedCheck, str, CaseSample], None]
-_EVIDENCE = {"stdout": ".stdout.txt", "stderr": ".stderr.txt", "prompt": ".prompt.txt"}
 
 
 class CaseRun(NamedTuple):
@@ -144,14 +143,15 @@ class Calibrator:
 
     def _record(self, *, run: CaseRun, result: CheckResult, expect: object) -> CaseSample:
         checks_dir = self.run_dir / "checks"
-        for suffix in _EVIDENCE.values():
-            self.redactor.file(checks_dir / f"{run.stem}{suffix}")
         if self.redactor:
-            result = CheckResult.model_validate(self.redactor.value(result.model_dump(mode="json")))
+            # Retried attempts' evidence too, as a run masks it.
+            result = redact_check(
+                run_dir=self.run_dir, stem=run.stem, result=result, redactor=self.redactor
+            )
         _write_result(checks_dir=checks_dir, stem=run.stem, result=result)
         evidence = {
             key: f"checks/{run.stem}{suffix}"
-            for key, suffix in _EVIDENCE.items()
+            for key, suffix in EVIDENCE_SUFFIXES.items()
             if (checks_dir / f"{run.stem}{suffix}").is_file()
         }
         evidence["result"] = f"checks/{run.stem}.json"

@@ -14,15 +14,9 @@ from typing import Any
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import PlannedCheck
 from eval_banana.results import build_result, error_result
-from eval_banana.retries import attempt_count
+from eval_banana.retries import EVIDENCE_SUFFIXES, attempt_count
 from eval_banana.sampling.rules import decide
 
-# The files a sample may leave under checks/, by the key used in details.samples[].evidence.
-SAMPLE_EVIDENCE: dict[str, str] = {
-    "stdout": ".stdout.txt",
-    "stderr": ".stderr.txt",
-    "prompt": ".prompt.txt",
-}
 # Keys of a sample's own result that belong to that sample only, not to the check's result.
 _PER_RUN_KEYS = ("attempts", "cache")
 
@@ -43,7 +37,7 @@ def sample_record(
     """One entry of `details.samples`: the sample's outcome and where its evidence is."""
     evidence = {
         key: f"checks/{stem}{suffix}"
-        for key, suffix in SAMPLE_EVIDENCE.items()
+        for key, suffix in EVIDENCE_SUFFIXES.items()
         if (checks_dir / f"{stem}{suffix}").is_file()
     }
     if (checks_dir / stem).is_dir():

@@ -33,7 +33,7 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
-from eval_banana.redact import Redactor, redactor_for
+from eval_banana.redact import redact_check, redactor_for
 from eval_banana.results import (
     StopSignal,
     error_result,
@@ -200,23 +200,6 @@ def _run_pool(
             _follow(cancel=cancel, stop=stop)
     if failures:
         raise failures[0]
-
-
-EVIDENCE_SUFFIXES = (".stdout.txt", ".stderr.txt", ".prompt.txt")
-
-
-def redact_check(
-    *, run_dir: Path, stem: str, result: CheckResult, redactor: Redactor
-) -> CheckResult:
-    """Mask secrets in one finished check: its output files (every attempt's) and its result."""
-    files = [run_dir / "checks" / f"{stem}{suffix}" for suffix in EVIDENCE_SUFFIXES]
-    for attempt in result.details.get("attempts") or []:
-        evidence = attempt.get("evidence") if isinstance(attempt, dict) else None
-        if isinstance(evidence, dict):
-            files.extend(run_dir / str(path) for path in evidence.values())
-    for path in files:
-        redactor.file(path)
-    return CheckResult.model_validate(redactor.value(result.model_dump(mode="json")))
 
 
 def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
