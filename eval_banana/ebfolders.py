@@ -1,5 +1,10 @@
-"""eb's own folders inside a project: run folders and the verdict cache never count as project
-files (for the cache key, for --changed-since, for a judge's view of the project)."""
+"""eb's own folders and files inside a project.
+
+Run folders and the verdict cache never count as project files (for the cache key, for
+--changed-since, for a judge's view of the project). The config file in use and the calibration
+record beside it do not count for the cache key either: every setting a verdict depends on is a
+component of the key by itself, so editing `max_parallel_checks` must not rerun every check that
+reads the whole project."""
 
 from __future__ import annotations
 
@@ -18,3 +23,13 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     root = Path(config.project_root)
     output = config.settings.core.output_dir
     return [root / output if output else root, cache_dir(config=config)]
+
+
+def own_files(*, config: ConfigDoc) -> list[Path]:
+    """eb's config file in use and the calibration record `eb calibrate` writes beside it."""
+    from eval_banana.calibration.store import record_path
+
+    found = [record_path(config=config)]
+    if config.config_file:
+        found.append(Path(config.config_file))
+    return found

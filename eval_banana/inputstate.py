@@ -2,16 +2,19 @@
 
 A check with `inputs:` reads the files its patterns match (tracked, untracked or ignored,
 outside the excluded folders); a check without reads the whole project (every file git tracks
-plus untracked files it does not ignore, or every file outside the excluded folders). The
-project state is read once, and only as much of it as the checks at hand need.
+plus untracked files it does not ignore, or every file outside the excluded folders), except
+eb's own config file and calibration record (see ebfolders.py). The project state is read
+once, and only as much of it as the checks at hand need.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-from eval_banana.ebfolders import own_folders
+from eval_banana.ebfolders import own_files, own_folders
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.state import ProjectState, read_project_state
@@ -34,6 +37,7 @@ class CheckInputs:
         self._state: ProjectState | None = None
         self._matched: dict[tuple[str, ...], list[str]] = {}
         self._digests: dict[tuple[str, ...], str] = {}
+        self._whole_digest: str | None = None
 
     def _prefixes(self) -> list[str] | None:
         if self._whole:
@@ -70,10 +74,33 @@ class CheckInputs:
     def digest(self, *, inputs: tuple[str, ...] | None) -> str:
         """`sha256:<hex>` of what a check reads: its matched files, or the whole project."""
         if inputs is None:
-            return self.state.digest()
+            return self._whole_project_digest()
         if inputs not in self._digests:
             self._digests[inputs] = self.state.digest_of(paths=self.files(inputs=inputs))
         return self._digests[inputs]
+
+
+    def _whole_project_digest(self) -> str:
+        """The state of every project file except eb's own config and calibration files."""
+        if self._whole_digest is None:
+            state = self.state
+            own = _relative_paths(paths=own_files(config=self._config), root=state.root)
+            if own.isdisjoint(state.files):
+                self._whole_digest = state.digest()
+            else:
+                kept = [path for path in state.paths if path not in own]
+                self._whole_digest = state.digest_of(paths=kept)
+        return self._whole_digest
+
+
+def _relative_paths(*, paths: Iterable[Path], root: str) -> set[str]:
+    """The POSIX paths relative to `root` of those of `paths` inside it."""
+    base = Path(root).resolve()
+    found = set()
+    for path in paths:
+        with contextlib.suppress(ValueError):
+            found.add(path.resolve().relative_to(base).as_posix())
+    return found
 
 
 def input_lines(*, config: ConfigDoc, definitions: Sequence[dict[str, Any]]) -> list[list[str]]:

@@ -202,6 +202,23 @@ def _run_pool(
         raise failures[0]
 
 
+def _unanswered(*, count: int, answered: Callable[[int], bool], stop: StopSignal) -> list[int]:
+    """The positions 0..count-1 that `answered` did not answer, in order.
+
+    An interrupt while answering stops the run as one while checks run does; the positions not
+    yet tried are left for the pool, which records them as not run.
+    """
+    left: list[int] = []
+    for index in range(count):
+        try:
+            if answered(index):
+                continue
+        except KeyboardInterrupt:
+            stop.stop(reason="interrupt")
+        left.append(index)
+    return left
+
+
 def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
     """Judges whose agent ran but reported no token usage, which the token fuse cannot see."""
     warnings = []
@@ -309,7 +326,8 @@ def execute(
     )
 
     cache = _open_cache(config=config, plan=plan, guard=guard, run_dir=run_dir, environ=environ)
-    isolation = _open_isolation(config=config, plan=plan)
+    # Opened only when some check is left to run: a fully cached run starts no judge.
+    isolation: IsolationSession | None = None
 
     def attempt(check: PlannedCheck, *, stem: str) -> CheckResult:
         """One run of a check under the evidence stem `stem`: its retries, then masking."""
@@ -374,18 +392,23 @@ def execute(
             _notify(on_result, check, result)
 
     def task(position: int) -> None:
-        check = checks[position]
         _follow(cancel=cancel, stop=stop)
-        # A stored verdict answers the check, on the same threads as the checks that run:
-        # restoring a verdict is file work, and several proceed at once.
-        hit = cache.lookup(check=check) if cache is not None and not stop.is_set() else None
-        if hit is not None:
-            _notify(on_start, check)
-            halt.count(result=hit)
-            result, never_started = hit, False
-        else:
-            result, never_started = run_check(check)
+        result, never_started = run_check(checks[position])
         finish(position, result, never_started)
+
+    def reuse(item: Item) -> bool:
+        """Answer an unsampled check with its stored verdict; whether the cache had one."""
+        _follow(cancel=cancel, stop=stop)
+        if cache is None or item.sample is not None or stop.is_set():
+            return False
+        check = checks[item.position]
+        hit = cache.lookup(check=check)
+        if hit is None:
+            return False
+        _notify(on_start, check)
+        halt.count(result=hit)
+        finish(item.position, hit, False)
+        return True
 
     items = plan_items(checks=checks, default_repeats=config.settings.core.repeats)
     sample_sets = sample_sets_of(items=items)
@@ -444,15 +467,24 @@ def execute(
         else:
             sample_task(item)
 
-    if checks:
-        workers = min(config.settings.core.max_parallel_checks, len(items))
+    # Stored verdicts first, one after another on this thread: restoring one is a few small
+    # file operations, and worker threads doing them at once only contend for the interpreter
+    # lock (a cached run of 1,000 checks took a third longer on four threads than on one).
+    to_run = _unanswered(count=len(items), answered=lambda index: reuse(items[index]), stop=stop)
+    if to_run:
+        workers = min(config.settings.core.max_parallel_checks, len(to_run))
+        isolation = _open_isolation(config=config, plan=plan)
         # Orphaned daemons of a check become eb's children, so they can be ended with it.
         orphans.enable_subreaper()
         try:
             with fuses:
                 # Taken in plan order, so checks also start in plan order.
                 _run_pool(
-                    count=len(items), workers=workers, task=item_task, cancel=cancel, stop=stop
+                    count=len(to_run),
+                    workers=workers,
+                    task=lambda index: item_task(to_run[index]),
+                    cancel=cancel,
+                    stop=stop,
                 )
         finally:
             orphans.end_run()

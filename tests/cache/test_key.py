@@ -12,11 +12,12 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from eval_banana.cache import components
-from tests.cache.rig import Project
+from tests.cache.rig import Project, cache_of, judge, make_project
 
 ALL = {"j", "d", "w"}
 Change = Callable[[Project, pytest.MonkeyPatch], list[str]]
@@ -196,3 +197,51 @@ def test_sampled_checks_are_never_cached(standard: Project) -> None:
     assert standard.misses() == {"j", "w"}  # w reads the whole project, j.yaml included
     report = standard.run()
     assert "cache" not in next(c for c in report["checks"] if c["check_id"] == "j")["details"]
+
+
+def test_editing_eb_s_own_files_reuses_the_verdicts_of_checks_reading_the_whole_project(
+    standard: Project,
+) -> None:
+    # A config brought from eval-banana 0.5.0 often lists its own exclude_dirs without
+    # `.eval-banana`, so the config file and the calibration record are project files. Every
+    # setting a verdict depends on is a component of the key by itself: editing one that is not
+    # (parallelism) or recalibrating must not rerun the check that reads the whole project.
+    config = standard.root / ".eval-banana" / "config.toml"
+    standard.write({".eval-banana/config.toml": config.read_text().replace('".eval-banana", ', "")})
+    assert '".eval-banana"' not in config.read_text()
+    assert standard.misses() == ALL
+    standard.write(
+        {
+            ".eval-banana/config.toml": config.read_text().replace(
+                "max_parallel_checks = 2", "max_parallel_checks = 1"
+            ),
+            ".eval-banana/calibration.json": '{"judges": {}}\n',
+        }
+    )
+    assert "max_parallel_checks = 1" in config.read_text()
+    assert standard.misses() == set()
+    # Any other file in that folder is the project's own, and counts.
+    standard.write({".eval-banana/notes.md": "a note\n"})
+    assert standard.misses() == {"w"}
+
+
+def test_a_failure_known_from_the_cache_counts_for_maxfail_before_any_check_is_paid_for(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"z_judge": judge("z_judge", instructions="SCORE_ZERO", inputs=["docs/**"])},
+        files={"docs/guide.md": "# Guide\n"},
+    )
+    project.run(expect_exit=1)  # the judge fails, and its verdict is stored
+    starts = project.agent_starts()
+    # A new judge, first in plan order and not in the cache.
+    project.write({"eval_checks/a_judge.yaml": judge("a_judge", inputs=["docs/**"])})
+    report = project.run("-x", expect_exit=1)
+    by_id = {check["check_id"]: check for check in report["checks"]}
+    assert cache_of(by_id["z_judge"]).get("hit") is True
+    # The stored failure was known first, so -x held the new judge back: no agent started.
+    assert by_id["a_judge"]["status"] == "error"
+    assert by_id["a_judge"]["details"].get("not_run") is True
+    assert project.agent_starts() == starts
