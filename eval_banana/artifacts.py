@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
@@ -12,27 +13,79 @@ from eval_banana import canonjson
 from eval_banana.models.record import Record
 
 _TEMP_NAMES = itertools.count()
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+_BLOCK = 1 << 20
 
 
 def write_bytes_atomic(*, path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary sibling and a rename, never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Created with 0666 so the umask applies, as for any file the user writes (mkstemp would
-    # make it 0600 and need a chmod); O_EXCL, so a clash with another writer is retried.
-    while True:
-        tmp_name = f"{path.parent}/.{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp"
-        try:
-            fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
+    """Write `data` to `path` through a temporary sibling and a rename, never half a file.
+
+    Plain descriptor calls, and the folder is made only when it is missing: a run writes one
+    result file per check, and the buffered file object's extra system calls and a `mkdir` per
+    file were most of what each write cost.
+    """
+    fd, tmp_name = _create_temp_sibling(path=path)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        try:
+            _write_all(fd=fd, data=data)
+        finally:
+            os.close(fd)
         os.replace(tmp_name, path)
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
         raise
+
+
+def _create_temp_sibling(*, path: Path) -> tuple[int, str]:
+    """A new, empty temporary file beside `path` (its folder made if missing): (fd, name)."""
+    made_folder = False
+    while True:
+        tmp_name = f"{path.parent}/.{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp"
+        # Created with 0666 so the umask applies, as for any file the user writes (mkstemp
+        # would make it 0600 and need a chmod); O_EXCL, so a clash with another writer is
+        # retried under the next name.
+        try:
+            return os.open(tmp_name, _CREATE_FLAGS, 0o666), tmp_name
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            if made_folder:
+                raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made_folder = True
+
+
+def _write_all(*, fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_bytes(*, path: str) -> bytes:
+    """A whole (small) file's bytes through plain descriptor calls."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, _BLOCK):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def sha256_and_size(*, path: str) -> tuple[str, int]:
+    """`sha256:<hex>` and the size of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    size = 0
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        while block := os.read(fd, _BLOCK):
+            digest.update(block)
+            size += len(block)
+    finally:
+        os.close(fd)
+    return f"sha256:{digest.hexdigest()}", size
 
 
 def write_text_atomic(*, path: Path, text: str) -> None:

@@ -79,7 +79,6 @@ class CheckInputs:
             self._digests[inputs] = self.state.digest_of(paths=self.files(inputs=inputs))
         return self._digests[inputs]
 
-
     def _whole_project_digest(self) -> str:
         """The state of every project file except eb's own config and calibration files."""
         if self._whole_digest is None:

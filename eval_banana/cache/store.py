@@ -17,13 +17,12 @@ import itertools
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.artifacts import write_bytes_atomic
+from eval_banana.artifacts import read_bytes, sha256_and_size, write_bytes_atomic
 
-_BLOCK = 1 << 20
 _TEMP_NAMES = itertools.count()
 EMPTY_SHA256 = "sha256:" + hashlib.sha256(b"").hexdigest()
 
@@ -74,8 +73,7 @@ class CacheStore:
 
     def read(self, *, key: str) -> EntryRead:
         try:
-            with open(self._entry_file(key=key), "rb") as handle:
-                data = handle.read()
+            data = read_bytes(path=self._entry_file(key=key))
         except FileNotFoundError:
             return EntryRead(document=None, problem=None)
         except OSError as exc:
@@ -98,13 +96,8 @@ class CacheStore:
 
     def put(self, *, source: Path) -> Blob:
         """Store a file's content as a blob, named by its SHA-256 (kept once however often)."""
-        digest = hashlib.sha256()
-        size = 0
-        with source.open("rb") as reader:
-            while block := reader.read(_BLOCK):
-                digest.update(block)
-                size += len(block)
-        blob = Blob(sha256=f"sha256:{digest.hexdigest()}", size=size)
+        sha256, size = sha256_and_size(path=str(source))
+        blob = Blob(sha256=sha256, size=size)
         target = self.blob_path(sha256=blob.sha256)
         if size == 0 or _has_size(target, size):
             return blob
@@ -122,33 +115,27 @@ class CacheStore:
 
         `target`'s folder must exist. The file is a hard link to the blob where the file
         system allows it: creating a file costs many times a link, and a cached run restores
-        one or two files per check. The execute stage removes a check's output files before
-        the check runs, so a runner never writes through such a link into the cache.
+        one or two files per check. A file already at `target` is removed first, and the
+        execute stage removes a check's output files before the check runs, so nothing ever
+        writes through such a link into the cache.
         """
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(target)
         if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
-            with open(target, "xb"):
-                return None
+            _replace_with(target=target, place=lambda: open(target, "xb").close())
+            return None
         source = self._blob_file(sha256=blob.sha256)
-        digest = hashlib.sha256()
-        size = 0
         try:
-            with open(source, "rb") as reader:
-                while block := reader.read(_BLOCK):
-                    digest.update(block)
-                    size += len(block)
-            if f"sha256:{digest.hexdigest()}" != blob.sha256 or size != blob.size:
+            found = sha256_and_size(path=source)
+            if found != (blob.sha256, blob.size):
                 if discard_damaged:  # so the next store writes a sound copy
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(source)
                 return f"its stored file {blob.sha256} is damaged"
-            _link_or_copy(source=source, target=target)
-            return None
+            _replace_with(target=target, place=lambda: _link_or_copy(source=source, target=target))
         except FileNotFoundError:
             return f"its stored file {blob.sha256} is missing"
         except OSError as exc:
             return f"its stored file {blob.sha256} cannot be read ({exc.strerror or exc})"
+        return None
 
     # -- eviction --------------------------------------------------------------------------
 
@@ -210,10 +197,22 @@ def _has_size(path: Path, size: int) -> bool:
         return False
 
 
+def _replace_with(*, target: str, place: Callable[[], None]) -> None:
+    """Create `target` by `place`; a file already there (an earlier execution's) is removed
+    first, never written through: it may be a link to the cache's own copy."""
+    try:
+        place()
+    except FileExistsError:
+        os.unlink(target)
+        place()
+
+
 def _link_or_copy(*, source: str | Path, target: str | Path) -> None:
     """A hard link where possible (same file system), else a copy."""
     try:
         os.link(source, target)
+    except FileExistsError:
+        raise  # never copy onto a file that is there: it may be a link into the cache
     except OSError:
         shutil.copyfile(source, target)
 

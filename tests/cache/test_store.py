@@ -298,3 +298,24 @@ def test_rerunning_a_restored_check_never_writes_into_the_cache(
     assert cache_of(again["checks"][0])["hit"] is True
     assert again["warnings"] == [] and "warning" not in project.last.stderr
     assert again["checks"][0]["stdout"] == reused["checks"][0]["stdout"]
+
+
+@pytest.mark.parametrize("second", [b"another verdict's output\n", b""])
+def test_restoring_over_a_restored_file_replaces_it_and_leaves_the_cache_intact(
+    tmp_path: Path, second: bytes
+) -> None:
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=10_000_000)
+    sources = {}
+    for name, data in (("first", b"the first verdict's output\n"), ("second", second)):
+        sources[name] = tmp_path / name
+        sources[name].write_bytes(data)
+    first = store.put(source=sources["first"])
+    later = store.put(source=sources["second"])
+    target = tmp_path / "run" / "t.stdout.txt"
+    target.parent.mkdir()
+    assert store.restore(blob=first, target=str(target)) is None
+    assert target.read_bytes() == b"the first verdict's output\n"
+    # The target is now a link to the first blob: the second restore must not write into it.
+    assert store.restore(blob=later, target=str(target)) is None
+    assert target.read_bytes() == second
+    assert store.blob_path(sha256=first.sha256).read_bytes() == b"the first verdict's output\n"
