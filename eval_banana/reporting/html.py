@@ -11,7 +11,7 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana import canonjson
 from eval_banana.artifacts import write_bytes_atomic
@@ -105,15 +105,45 @@ def evidence_names(*, run_dir: Path) -> frozenset[str]:
         return frozenset()
 
 
+_LINK_SUFFIXES = (
+    ("stdout", ".stdout.txt"),
+    ("stderr", ".stderr.txt"),
+    ("prompt", ".prompt.txt"),
+    ("result", ".json"),
+)
+
+
 def _links(*, present: frozenset[str], stem: str) -> dict[str, str | None]:
     """Run-relative links to this check's files, only for files that exist."""
-    names = {
-        "stdout": f"{stem}.stdout.txt",
-        "stderr": f"{stem}.stderr.txt",
-        "prompt": f"{stem}.prompt.txt",
-        "result": f"{stem}.json",
-    }
-    return {key: f"checks/{name}" if name in present else None for key, name in names.items()}
+    links: dict[str, str | None] = {}
+    for key, suffix in _LINK_SUFFIXES:
+        name = stem + suffix
+        links[key] = f"checks/{name}" if name in present else None
+    return links
+
+
+class _Shown(NamedTuple):
+    """A check as the page shows it, worked out once for both its row and its entry."""
+
+    check: Check
+    group: str
+    label: str
+    flaky: bool
+
+
+def _shown(*, checks: list[Check]) -> list[_Shown]:
+    """The checks in page order (as sorted_checks), each with its group, label and flakiness."""
+    shown = [
+        _Shown(
+            check=check,
+            group=_group(check=check),
+            label=status_label(check=check),
+            flaky=is_flaky(check.get("details")),
+        )
+        for check in checks
+    ]
+    shown.sort(key=lambda item: _GROUP_RANK[item.group])
+    return shown
 
 
 def _samples(*, check: Check) -> list[dict[str, Any]]:
@@ -140,10 +170,12 @@ def _samples(*, check: Check) -> list[dict[str, Any]]:
 
 
 def _entry(
-    *, check: Check, run_dir: Path, project_root: str, present: frozenset[str]
+    *, shown: _Shown, run_dir: Path, project_root: str, present: frozenset[str]
 ) -> dict[str, Any]:
     """What the page's script needs for one check (bounded: no full prompt or stderr)."""
-    stem = artifact_stem(check_id=str(check.get("check_id", "")))
+    check = shown.check
+    check_id = str(check.get("check_id", ""))
+    stem = artifact_stem(check_id=check_id)
     links = _links(present=present, stem=stem)
     samples = _samples(check=check)
     if links["prompt"] is None and samples and "prompt" in samples[0]["links"]:
@@ -155,15 +187,16 @@ def _entry(
     if stderr_cut:
         stderr = f"[stderr cut to its last {STDERR_LIMIT_CHARS} characters]\n{stderr}"
     details = check.get("details") or {}
+    control = is_control(check=check)
     return {
-        "id": str(check.get("check_id", "")),
-        "g": _group(check=check),
-        "label": status_label(check=check),
+        "id": check_id,
+        "g": shown.group,
+        "label": shown.label,
         "tags": [str(tag) for tag in check.get("tags") or []],
         "desc": check.get("description") or "",
         "file": check_relpath(check=check, project_root=project_root),
-        "expect": "fail (control check)" if is_control(check=check) else None,
-        "observed": check.get("observed_status") if is_control(check=check) else None,
+        "expect": "fail (control check)" if control else None,
+        "observed": check.get("observed_status") if control else None,
         "exit": check.get("exit_code"),
         "ms": check.get("duration_ms", 0),
         "reason": check.get("reason"),
@@ -176,7 +209,7 @@ def _entry(
         # json.dumps(details, indent=2)'s text, in a fraction of its time at 10,000 checks.
         "details": canonjson.dumps(details) if details else "",
         "links": links,
-        "flaky": is_flaky(details),
+        "flaky": shown.flaky,
         "samples": samples,
     }
 
@@ -192,31 +225,32 @@ def _duration(milliseconds: object) -> str:
     return f"{value} ms" if value < 10_000 else f"{value / 1000:.1f} s"
 
 
-def _row(*, index: int, check: Check) -> str:
+def _row(*, index: int, shown: _Shown) -> str:
+    check = shown.check
     tags = "".join(
         f'<span class="tag">{escape(str(tag))}</span>' for tag in check.get("tags") or []
     )
-    reason = row_reason(check=check)
-    badge = ' <span class="flaky">flaky</span>' if is_flaky(check.get("details")) else ""
+    reason = escape(row_reason(check=check))
+    badge = ' <span class="flaky">flaky</span>' if shown.flaky else ""
     return (
-        f'<tr class="r g-{_group(check=check)}" data-i="{index}">'
+        f'<tr class="r g-{shown.group}" data-i="{index}">'
         f'<td><button class="x" type="button" aria-expanded="false">'
         f"{escape(str(check.get('check_id', '')))}</button></td>"
-        f'<td><span class="st">{escape(status_label(check=check))}</span>{badge}</td>'
-        f'<td class="why" title="{escape(reason)}">{escape(reason)}</td>'
+        f'<td><span class="st">{escape(shown.label)}</span>{badge}</td>'
+        f'<td class="why" title="{reason}">{reason}</td>'
         f"<td>{escape(str(check.get('check_type', '')))}</td>"
         f"<td>{tags}</td>"
         f'<td class="num">{escape(_duration(check.get("duration_ms")))}</td></tr>'
     )
 
 
-def _row_groups(*, checks: list[Check]) -> str:
+def _row_groups(*, checks: list[_Shown]) -> str:
     """The rows in <tbody> groups of ROWS_PER_GROUP; `--n` is how many of them are shown,
     which sizes a group the browser has not laid out yet (the script updates it on filter)."""
     groups = []
     for start in range(0, len(checks), ROWS_PER_GROUP):
         part = checks[start : start + ROWS_PER_GROUP]
-        rows = "\n".join(_row(index=start + i, check=check) for i, check in enumerate(part))
+        rows = "\n".join(_row(index=start + i, shown=item) for i, item in enumerate(part))
         group = f'<tbody class="rows" style="--n:{len(part)}">\n{rows}\n</tbody>'
         if start >= LIVE_ROWS:
             group = f'<template class="later">{group}</template>'
@@ -309,15 +343,16 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
 def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
     """The whole report.html page as text."""
     skipped = [_skipped_row(item=item) for item in skipped_checks(report=report)]
-    checks = sorted_checks(checks=[*report.get("checks", []), *skipped])
+    shown = _shown(checks=[*report.get("checks", []), *skipped])
+    checks = [item.check for item in shown]
     root = str(report.get("project_root", ""))
-    groups: Counter[str] = Counter(_group(check=check) for check in checks)
+    groups: Counter[str] = Counter(item.group for item in shown)
     css_class, headline, explanation = _verdict(report=report)
     present = evidence_names(run_dir=run_dir)
     entries = [
-        _entry(check=check, run_dir=run_dir, project_root=root, present=present) for check in checks
+        _entry(shown=item, run_dir=run_dir, project_root=root, present=present) for item in shown
     ]
-    rows = _row_groups(checks=checks)
+    rows = _row_groups(checks=shown)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
