@@ -82,6 +82,10 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
 
     contents: dict[str, bytes] = {}
+    if config.selection.changed_since is not None:
+        from eval_banana.incremental.changed import prefetch
+
+        prefetch(config=config)  # git compares while the check files are found and read
     discovered = discover_stage.discover(
         config=config, inputs={"config": digests["config"]}, contents=contents
     )

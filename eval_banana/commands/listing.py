@@ -29,6 +29,10 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(request=common.request(args), run_id=new_run_id())
     contents: dict[str, bytes] = {}
+    if config.selection.changed_since is not None:
+        from eval_banana.incremental.changed import prefetch
+
+        prefetch(config=config)  # git compares while the check files are found and read
     discovered = discover(config=config, inputs={}, contents=contents)
     outcome = validate(
         config=config, discovered=discovered, inputs={}, contents=contents, require_scripts=False

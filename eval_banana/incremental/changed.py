@@ -8,6 +8,7 @@ whether those changed since REF.
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,12 @@ from eval_banana.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
-from eval_banana.projectstate.revision import UnknownRevision, changes_since
+from eval_banana.projectstate.revision import (
+    Changes,
+    Comparison,
+    UnknownRevision,
+    changes_since,
+)
 
 
 class _CheckFiles(NamedTuple):
@@ -82,6 +88,66 @@ def _setup_error(*, exc: Exception, revision: str, root: str) -> ChangeSelection
     )
 
 
+# Comparisons started by `prefetch`, by (project root, revision), until changed_checks takes one.
+_STARTED: dict[tuple[str, str], Comparison] = {}
+
+
+def prefetch(*, config: ConfigDoc) -> None:
+    """Start git's comparison for `--changed-since` now, before the check files are found.
+
+    git's commands then run on the other core while eb walks the project and reads the check
+    files, instead of after. Started for the whole root, with the ignored files listed: what
+    the checks need is only known once they are read, and `changed_checks` keeps that part.
+    Any problem is left for `changed_checks` to report with its usual message.
+    """
+    revision = config.selection.changed_since
+    key = (config.project_root, revision or "")
+    if revision is None or key in _STARTED:
+        return
+    try:
+        _STARTED[key] = Comparison.start(root=config.project_root, revision=revision)
+    except (NotARepository, ProjectStateError, OSError):
+        return
+    if len(_STARTED) == 1:
+        atexit.register(_close_started)
+
+
+def _close_started() -> None:
+    """No git command eb started outlives it, even when the run ended before the selection."""
+    while _STARTED:
+        _STARTED.popitem()[1].close()
+
+
+def _compare(
+    *,
+    config: ConfigDoc,
+    revision: str,
+    prefixes: Sequence[str] | None,
+    with_ignored: bool,
+) -> Changes:
+    """What changed since `revision`, from the prefetched comparison when there is one."""
+    root = config.project_root
+    started = _STARTED.pop((root, revision), None)
+    if started is None:
+        return changes_since(
+            root=root,
+            revision=revision,
+            prefixes=prefixes,
+            skip_folders=own_folders(config=config),
+            with_ignored=with_ignored,
+            excluded_names=config.settings.discovery.exclude_dirs,
+        )
+    try:
+        return started.finish(
+            prefixes=prefixes,
+            skip_folders=own_folders(config=config),
+            with_ignored=with_ignored,
+            excluded_names=config.settings.discovery.exclude_dirs,
+        )
+    finally:
+        started.close()
+
+
 def changed_checks(
     *, config: ConfigDoc, revision: str, checks: Sequence[tuple[str, dict[str, Any]]]
 ) -> list[int]:
@@ -91,13 +157,11 @@ def changed_checks(
     compared = [f for f in files if f.patterns is not None and not f.outside]
     try:
         # Called even when no check needs a comparison: an unknown REF is always an error.
-        found = changes_since(
-            root=root,
+        found = _compare(
+            config=config,
             revision=revision,
             prefixes=_prefixes(checks=compared),
-            skip_folders=own_folders(config=config),
             with_ignored=bool(compared),
-            excluded_names=config.settings.discovery.exclude_dirs,
         )
     except (NotARepository, ProjectStateError) as exc:
         raise _setup_error(exc=exc, revision=revision, root=root) from None

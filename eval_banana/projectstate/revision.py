@@ -4,6 +4,7 @@ untracked changes all count), for `--changed-since`."""
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -57,69 +58,234 @@ def changes_since(
     `prefixes` narrows the comparison to paths at or below them; `with_ignored` also lists the
     ignored files there (outside folders named in `excluded_names`), which git cannot compare.
     """
-    top = os.path.realpath(root)
-    repo = git.find_repository(root=top)
-    commit = resolve_revision(repo=repo, revision=revision)
-    if prefixes is not None and not prefixes:
-        return Changes(commit=commit, diff=StateDiff(added=(), removed=(), changed=()), ignored=[])
-    skip = relative_folders(root=top, folders=skip_folders)
-    spec = git.pathspecs(repo=repo, prefixes=prefixes)
-    untracked_process = git.start(
-        args=["ls-files", "-o", "--exclude-standard", "-z", *spec], cwd=repo.top
+    comparison = Comparison.start(
+        root=root, revision=revision, prefixes=prefixes, with_ignored=with_ignored
     )
-    ignored_process = (
-        git.start(
-            args=["ls-files", "-o", "-i", "--exclude-standard", "--directory", "-z", *spec],
-            cwd=repo.top,
+    try:
+        return comparison.finish(
+            prefixes=prefixes,
+            skip_folders=skip_folders,
+            with_ignored=with_ignored,
+            excluded_names=excluded_names,
         )
-        if with_ignored
-        else None
-    )
-    # The porcelain `diff` refreshes stat information in memory, so a file that was only
-    # touched does not count as changed (and no optional lock means .git/index is not written).
-    output = git.run(
-        args=[
-            "diff",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
-            "--name-status",
-            "-z",
-            commit,
-            *spec,
-        ],
-        cwd=repo.top,
-        what="diff",
-    )
-    untracked = git.split_paths(
-        output=git.finish(process=untracked_process, what="ls-files -o"), repo=repo
-    )
-    ignored: list[str] = []
-    if ignored_process is not None:
-        entries = git.split_paths(
-            output=git.finish(process=ignored_process, what="ls-files -i"), repo=repo
+    finally:
+        comparison.close()
+
+
+class Comparison:
+    """git comparing a revision with the work tree, started now and read later.
+
+    Two commands: `diff --cached` (the revision against the index: no file is read) and one
+    `status` (the index against the work tree, the untracked files and, when asked, the ignored
+    ones, in a single walk of the tree). Together they say what differs between the revision
+    and the work tree; a file staged and then changed back in the work tree counts as changed,
+    which at worst selects a check too many. Started early (before eb walks and reads the check
+    files), they run on the other core meanwhile; started for the whole root (`prefixes` None),
+    `finish` still keeps only what lies below the prefixes the checks turn out to need.
+    """
+
+    def __init__(
+        self,
+        *,
+        top: str,
+        repo: git.Repository,
+        revision: str,
+        prefixes: Sequence[str] | None,
+        processes: dict[str, subprocess.Popen[bytes]],
+    ) -> None:
+        self.top = top
+        self.repo = repo
+        self.revision = revision
+        self.prefixes = prefixes
+        self._processes = processes
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        root: str,
+        revision: str,
+        prefixes: Sequence[str] | None = None,
+        with_ignored: bool = True,
+    ) -> Comparison:
+        """Start git's commands; git.NotARepository outside a work tree."""
+        top = os.path.realpath(root)
+        repo = git.find_repository(root=top)
+        processes: dict[str, subprocess.Popen[bytes]] = {}
+        comparison = cls(
+            top=top, repo=repo, revision=revision, prefixes=prefixes, processes=processes
         )
-        excluded = frozenset(excluded_names) | {".git"}
-        ignored = sorted(expand_ignored(root=top, entries=entries, excluded=excluded, skip=skip))
-    added: set[str] = {path for path in untracked if not path.endswith("/")}
-    removed: set[str] = set()
-    changed: set[str] = set()
+        if prefixes is not None and not prefixes:
+            return comparison  # nothing to compare (finish still checks the revision)
+        spec = git.pathspecs(repo=repo, prefixes=prefixes)
+        try:
+            # `status` refreshes stat information in memory, so a file that was only touched
+            # does not count as changed (and no optional lock: .git/index is not written).
+            processes["status"] = git.start(
+                args=[
+                    "status",
+                    "--porcelain=v2",
+                    "-z",
+                    "--untracked-files=all",
+                    f"--ignored={'matching' if with_ignored else 'no'}",
+                    "--no-renames",
+                    "--ignore-submodules=none",
+                    *spec,
+                ],
+                cwd=repo.top,
+            )
+            if revision.strip() and not revision.startswith("-"):
+                # `revision^{commit}` fails here as it does in rev-parse (finish asks that).
+                processes["cached"] = git.start(
+                    args=[
+                        "diff",
+                        "--cached",
+                        "--no-ext-diff",
+                        "--no-textconv",
+                        "--no-renames",
+                        "--name-status",
+                        "-z",
+                        f"{revision}^{{commit}}",
+                        *spec,
+                    ],
+                    cwd=repo.top,
+                )
+        except BaseException:
+            comparison.close()
+            raise
+        comparison.with_ignored = with_ignored
+        return comparison
+
+    with_ignored = False
+
+    def close(self) -> None:
+        """End and reap whatever git command is still running (its output is not wanted)."""
+        for process in self._processes.values():
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+        self._processes.clear()
+
+    def finish(
+        self,
+        *,
+        prefixes: Sequence[str] | None,
+        skip_folders: Sequence[str | Path] = (),
+        with_ignored: bool = False,
+        excluded_names: Iterable[str] = (".git",),
+    ) -> Changes:
+        """The changes below `prefixes` (which must lie within those it was started for)."""
+        repo, top = self.repo, self.top
+        commit = resolve_revision(repo=repo, revision=self.revision)
+        if prefixes is not None and not prefixes:
+            return Changes(
+                commit=commit, diff=StateDiff(added=(), removed=(), changed=()), ignored=[]
+            )
+        assert self.with_ignored or not with_ignored, "ignored files were not asked of git"
+        skip = relative_folders(root=top, folders=skip_folders)
+        cached = _name_status(
+            output=git.finish(process=self._processes.pop("cached"), what="diff --cached"),
+            repo=repo,
+        )
+        status = _status_entries(
+            output=git.finish(process=self._processes.pop("status"), what="status"), repo=repo
+        )
+        added, removed, changed = _against_revision(cached=cached, status=status)
+        ignored: list[str] = []
+        if with_ignored:
+            entries = [path for path, kind in status.items() if kind == "!"]
+            excluded = frozenset(excluded_names) | {".git"}
+            ignored = sorted(
+                expand_ignored(root=top, entries=entries, excluded=excluded, skip=skip)
+            )
+        if prefixes is not None and (not git.narrows(prefixes) or self.prefixes != prefixes):
+            # git compared more than was asked for: keep what lies below the prefixes.
+            added, removed, changed = (
+                {p for p in group if under_any(path=p, prefixes=prefixes)}
+                for group in (added, removed, changed)
+            )
+            ignored = [p for p in ignored if under_any(path=p, prefixes=prefixes)]
+        diff = StateDiff(
+            added=tuple(sorted(p for p in added if not skipped(p, skip))),
+            removed=tuple(sorted(p for p in removed if not skipped(p, skip))),
+            changed=tuple(sorted(p for p in changed if not skipped(p, skip))),
+        )
+        return Changes(commit=commit, diff=diff, ignored=ignored)
+
+
+def _name_status(*, output: bytes, repo: git.Repository) -> dict[str, str]:
+    """`diff --name-status -z` -> project-relative path: its status letter (A, D, M, T...)."""
     cut = len(repo.prefix.encode("utf-8", "surrogateescape"))
     fields = [item for item in output.split(b"\0") if item]
-    # name-status -z: one status field (A, D, M, T, U...), then the path it is about.
-    for status, raw_path in zip(fields[0::2], fields[1::2], strict=True):
-        target = {b"A": added, b"D": removed}.get(status[:1], changed)
-        target.add(os.fsdecode(raw_path[cut:]))
-    if prefixes is not None and not git.narrows(prefixes):
-        # git compared the whole root: keep what lies below the prefixes asked for.
-        added, removed, changed = (
-            {p for p in group if under_any(path=p, prefixes=prefixes)}
-            for group in (added, removed, changed)
-        )
-        ignored = [p for p in ignored if under_any(path=p, prefixes=prefixes)]
-    diff = StateDiff(
-        added=tuple(sorted(p for p in added if not skipped(p, skip))),
-        removed=tuple(sorted(p for p in removed if not skipped(p, skip))),
-        changed=tuple(sorted(p for p in changed if not skipped(p, skip))),
-    )
-    return Changes(commit=commit, diff=diff, ignored=ignored)
+    # One status field, then the path it is about.
+    return {
+        os.fsdecode(raw_path[cut:]): status[:1].decode("ascii", "replace")
+        for status, raw_path in zip(fields[0::2], fields[1::2], strict=True)
+    }
+
+
+# Fields before the path in `status --porcelain=v2` records: ordinary (1), renamed or copied
+# (2, followed by one more NUL-separated path), unmerged (u).
+_FIELDS_BEFORE_PATH = {b"1": 8, b"2": 9, b"u": 10}
+
+
+def _status_entries(*, output: bytes, repo: git.Repository) -> dict[str, str]:
+    """`status --porcelain=v2 -z` -> project-relative path: what the work tree holds there.
+
+    "?" untracked, "!" ignored, "D" deleted from the work tree (or unmerged and gone), "M" any
+    other difference from the index.
+    """
+    cut = len(repo.prefix.encode("utf-8", "surrogateescape"))
+    records = output.split(b"\0")
+    entries: dict[str, str] = {}
+    position = 0
+    while position < len(records):
+        record = records[position]
+        position += 1
+        kind = record[:1]
+        if kind in (b"?", b"!"):
+            entries[os.fsdecode(record[2:][cut:])] = kind.decode()
+            continue
+        count = _FIELDS_BEFORE_PATH.get(kind)
+        if count is None:
+            continue  # an empty field at the end (or a header line, which -z never prints)
+        parts = record.split(b" ", count)
+        if kind == b"2":
+            position += 1  # the original path of a rename (--no-renames: not expected)
+        path = os.fsdecode(parts[count][cut:])
+        worktree = parts[1][1:2]
+        if kind == b"u":
+            entries[path] = "D" if not os.path.lexists(os.path.join(repo.top, path)) else "M"
+        elif worktree == b"D":
+            entries[path] = "D"
+        elif worktree != b".":
+            entries[path] = "M"
+        elif parts[1][:1] == b"D":
+            entries[path] = "D"  # removed from the index (git rm): gone from the work tree too
+    return entries
+
+
+def _against_revision(
+    *, cached: dict[str, str], status: dict[str, str]
+) -> tuple[set[str], set[str], set[str]]:
+    """(added, removed, changed) between the revision and the work tree.
+
+    `cached` compares the revision with the index, `status` the index with the work tree: a
+    path absent from `cached` is in the revision exactly when it is in the index.
+    """
+    added: set[str] = set()
+    removed: set[str] = set()
+    changed: set[str] = set()
+    for path in cached.keys() | {p for p, kind in status.items() if kind != "!"}:
+        in_cache = cached.get(path)
+        worktree = status.get(path)
+        in_index = in_cache != "D" and worktree != "?"
+        at_revision = in_cache != "A" if in_cache is not None else in_index
+        now = worktree == "?" or (in_index and worktree != "D")
+        if at_revision and now:
+            changed.add(path)
+        elif now:
+            added.add(path)
+        elif at_revision:
+            removed.add(path)
+    return added, removed, changed

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eval_banana.projectstate.git import NotARepository
-from eval_banana.projectstate.revision import UnknownRevision, changes_since
+from eval_banana.projectstate.revision import Comparison, UnknownRevision, changes_since
 from tests.gitrepo import commit_all, git, init_repo, write
 
 
@@ -97,3 +97,55 @@ def test_many_prefixes_are_filtered_after_a_whole_tree_comparison(tmp_path: Path
         root=str(root), revision="HEAD", prefixes=[f"d{i:02d}" for i in range(30)]
     )
     assert found.diff.changed == ("d03/f.txt",)
+
+
+def test_what_the_index_holds_is_weighed_against_the_work_tree(tmp_path: Path) -> None:
+    # git compares the revision with the index, then the index with the work tree: a path
+    # must come out by what the revision and the work tree hold, whatever the index says.
+    root = repo(tmp_path)
+    (root / "fleeting.txt").write_text("added, then gone\n")
+    git(root, "add", "fleeting.txt")
+    (root / "fleeting.txt").unlink()  # in the index only: nothing changed against HEAD
+    git(root, "rm", "-q", "--cached", "committed.txt")  # untracked now, still in the tree
+    git(root, "rm", "-q", "deleted.txt")  # gone from the index and the tree
+    (root / "staged.txt").write_text("2\n")
+    git(root, "add", "staged.txt")
+    (root / "staged.txt").write_text("1\n")  # back to HEAD's content, still staged as 2
+    found = changes_since(root=str(root), revision="HEAD")
+    assert found.diff.added == ()
+    assert found.diff.removed == ("deleted.txt",)
+    # A staged change counts even when the work tree went back: at worst a check too many.
+    assert found.diff.changed == ("committed.txt", "staged.txt")
+
+
+def test_a_comparison_started_for_the_whole_root_keeps_what_finish_asks_for(
+    tmp_path: Path,
+) -> None:
+    root = repo(tmp_path)
+    (root / "sub/inner.txt").write_text("2\n")
+    (root / "committed.txt").write_text("2\n")
+    write(root, {"out/ignored.txt": "x\n", "sub/new.txt": "n\n"})
+    started = Comparison.start(root=str(root), revision="HEAD")
+    try:
+        found = started.finish(prefixes=["sub"], with_ignored=True)
+    finally:
+        started.close()
+    assert found == changes_since(root=str(root), revision="HEAD", prefixes=["sub"])
+    assert found.diff.changed == ("sub/inner.txt",) and found.diff.added == ("sub/new.txt",)
+    whole = Comparison.start(root=str(root), revision="HEAD")
+    try:
+        assert whole.finish(prefixes=None, with_ignored=True).ignored == ["out/ignored.txt"]
+    finally:
+        whole.close()
+
+
+def test_an_unknown_revision_is_refused_by_a_started_comparison_too(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    for bad in ("no-such-branch", "-x", ""):
+        started = Comparison.start(root=str(root), revision=bad)
+        processes = list(started._processes.values())
+        assert processes  # the walk of the work tree was started all the same
+        with pytest.raises(UnknownRevision):
+            started.finish(prefixes=None)
+        started.close()
+        assert all(process.returncode is not None for process in processes)
