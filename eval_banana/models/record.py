@@ -207,7 +207,17 @@ def _field_spec(*, owner: str, name: str, declared: Any) -> FieldSpec:
     return FieldSpec(name=name, default=declared, default_factory=None, metadata={})
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _dump_value(value: Any, *, by_alias: bool) -> Any:
+    kind = type(value)
+    if kind in _LEAVES:
+        return value  # most values: checked first, by exact type (bool and int included)
+    if kind is dict:
+        return {key: _dump_value(item, by_alias=by_alias) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_dump_value(item, by_alias=by_alias) for item in value]
     if isinstance(value, Record):
         return _dump_record(value, by_alias=by_alias)
     if isinstance(value, list | tuple):
@@ -217,13 +227,27 @@ def _dump_value(value: Any, *, by_alias: bool) -> Any:
     return value
 
 
+# Per (Record class, by_alias): (key written, attribute name) of each field, in order.
+_DUMP_KEYS: dict[tuple[type, bool], tuple[tuple[str, str], ...]] = {}
+
+
+def _dump_keys(cls: type[Record], by_alias: bool) -> tuple[tuple[str, str], ...]:
+    keys = _DUMP_KEYS.get((cls, by_alias))
+    if keys is None:
+        keys = tuple(
+            (spec.alias if by_alias and spec.alias else name, name)
+            for name, spec in cls.model_fields.items()
+        )
+        _DUMP_KEYS[(cls, by_alias)] = keys
+    return keys
+
+
 def _dump_record(record: Record, *, by_alias: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
     values = record.__dict__
-    for name, spec in type(record).model_fields.items():
-        key = spec.alias if by_alias and spec.alias else name
-        out[key] = _dump_value(values[name], by_alias=by_alias)
-    return out
+    return {
+        key: _dump_value(values[name], by_alias=by_alias)
+        for key, name in _dump_keys(type(record), by_alias)
+    }
 
 
 # ---- annotations -> converters (used by model_validate) ----
