@@ -91,12 +91,14 @@ class Comparison:
         repo: git.Repository,
         revision: str,
         prefixes: Sequence[str] | None,
+        with_ignored: bool,
         processes: dict[str, subprocess.Popen[bytes]],
     ) -> None:
         self.top = top
         self.repo = repo
         self.revision = revision
         self.prefixes = prefixes
+        self.with_ignored = with_ignored
         self._processes = processes
 
     @classmethod
@@ -113,7 +115,12 @@ class Comparison:
         repo = git.find_repository(root=top)
         processes: dict[str, subprocess.Popen[bytes]] = {}
         comparison = cls(
-            top=top, repo=repo, revision=revision, prefixes=prefixes, processes=processes
+            top=top,
+            repo=repo,
+            revision=revision,
+            prefixes=prefixes,
+            with_ignored=with_ignored,
+            processes=processes,
         )
         if prefixes is not None and not prefixes:
             return comparison  # nothing to compare (finish still checks the revision)
@@ -153,10 +160,7 @@ class Comparison:
         except BaseException:
             comparison.close()
             raise
-        comparison.with_ignored = with_ignored
         return comparison
-
-    with_ignored = False
 
     def close(self) -> None:
         """End and reap whatever git command is still running (its output is not wanted)."""
