@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from eval_banana.artifacts import write_model
 from eval_banana.console import Console
-from eval_banana.errors import OutputDirError
+from eval_banana.errors import MergeError, OutputDirError
 from eval_banana.models.config import Selection
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
@@ -209,6 +209,56 @@ def _merged_execute(
     )
 
 
+class _Evidence(NamedTuple):
+    """The files of one shard's checks/ folder, listed before anything is written."""
+
+    folder: str
+    names: list[str]
+
+
+def _shard_evidence(*, runs: Sequence[ShardRun]) -> list[_Evidence]:
+    """Each shard's checks/ files; a file name in two shards is refused (nothing written yet)."""
+    found: list[_Evidence] = []
+    owner: dict[str, str] = {}
+    for run in runs:
+        folder = str(run.run_dir / "checks")
+        try:
+            with os.scandir(folder) as entries:
+                names = [entry.name for entry in entries if entry.is_file(follow_symlinks=False)]
+        except OSError:
+            names = []  # a shard with no checks/ folder has no evidence to bring
+        for name in names:
+            other = owner.setdefault(name, folder)
+            if other != folder:
+                raise MergeError(
+                    f"Cannot merge: checks/{name} is in two shard folders ({other} and {folder})",
+                    file=f"{folder}/{name}",
+                    hint="Each shard folder must hold only the files its own run wrote.",
+                )
+        found.append(_Evidence(folder=folder, names=names))
+    return found
+
+
+def _link_folder(*, evidence: _Evidence, target: str, target_fd: int) -> None:
+    """Link the listed files of one shard's checks/ into `target` (opened as `target_fd`).
+
+    Names are resolved against open folders, not whole paths: a merge links one file per
+    check, 10,000 at a time.
+    """
+    try:
+        source_fd = os.open(evidence.folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        for name in evidence.names:
+            try:
+                os.link(name, name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+            except OSError:
+                _link_or_copy(source=f"{evidence.folder}/{name}", target=f"{target}/{name}")
+    finally:
+        os.close(source_fd)
+
+
 def _link_or_copy(*, source: str, target: str) -> None:
     """A hard link (no bytes copied), else a copy: another file system, or no link support."""
     try:
@@ -220,21 +270,22 @@ def _link_or_copy(*, source: str, target: str) -> None:
             raise OutputDirError(f"Cannot copy {source} to {target}: {exc}") from None
 
 
-def _bring_evidence(*, runs: Sequence[ShardRun], run_dir: Path) -> None:
+def _bring_evidence(
+    *, runs: Sequence[ShardRun], evidence: Sequence[_Evidence], run_dir: Path
+) -> None:
     """Every shard's checks/ files and frozen scripts, into the merged folder, as they are.
 
     checks/<stem>.json stays the shard's own copy of each result (byte for byte, naming the
     shard's paths); execute.json and report.json name the merge's.
     """
     checks_dir = str(run_dir / "checks")
+    target_fd = os.open(checks_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for listed in evidence:
+            _link_folder(evidence=listed, target=checks_dir, target_fd=target_fd)
+    finally:
+        os.close(target_fd)
     for run in runs:
-        try:
-            entries = list(os.scandir(run.run_dir / "checks"))
-        except OSError:
-            entries = []
-        for entry in entries:
-            if entry.is_file(follow_symlinks=False):
-                _link_or_copy(source=entry.path, target=f"{checks_dir}/{entry.name}")
         for check in run.plan.checks:
             if check.snapshot:
                 target = run_dir / check.snapshot
@@ -245,6 +296,7 @@ def _bring_evidence(*, runs: Sequence[ShardRun], run_dir: Path) -> None:
 def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     """Check the shard folders, write the merged run folder, score and report it."""
     runs = read_shard_set(run_dirs=[path.resolve() for path in request.run_dirs])
+    evidence = _shard_evidence(runs=runs)
     local = resolve_config(
         cwd=request.cwd,
         cli_values=request.cli_values,
@@ -262,7 +314,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         path=stage_path(run_dir=run_dir, stage="discover"), model=discovered
     )
     ordered = _order(runs=runs, config=config)
-    _bring_evidence(runs=runs, run_dir=run_dir)
+    _bring_evidence(runs=runs, evidence=evidence, run_dir=run_dir)
     plan = _merged_plan(first=first, ordered=ordered, config=config, inputs=dict(digests))
     plan_path = stage_path(run_dir=run_dir, stage="validate")
     digests["validate"] = write_model(path=plan_path, model=plan)

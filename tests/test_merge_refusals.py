@@ -208,3 +208,18 @@ def test_a_folder_holding_no_shard_check_is_still_needed(
     )
     assert merged.exit_code == 0, merged.stderr
     shutil.rmtree(tmp_path / "all")
+
+
+def test_a_file_in_the_checks_folder_of_two_shards(
+    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
+) -> None:
+    s1, s2, s3 = (shards(f"s{k}", f"{k}/3") for k in (1, 2, 3))
+    # Merged files are links to the shards' own: one copied over another would change a shard.
+    (s1 / "checks" / "notes.txt").write_text("shard 1's\n")
+    (s3 / "checks" / "notes.txt").write_text("shard 3's\n")
+    result = _merge(eb, tmp_path, s1, s2, s3)
+    assert (
+        f"checks/notes.txt is in two shard folders ({s1 / 'checks'} and {s3 / 'checks'})"
+        in result.stderr
+    )
+    assert (s1 / "checks" / "notes.txt").read_text() == "shard 1's\n"
