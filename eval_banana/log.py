@@ -7,12 +7,28 @@ CLI's configuration (`configure`) is applied then.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 FORMAT = "%(message)s"  # after the level: `warning: <message>`
 _DEBUG, _WARNING = 10, 30  # logging.DEBUG, logging.WARNING
 # The level the CLI asked for, not yet handed to logging.basicConfig (None: nothing pending).
 _pending_level: int | None = None
+# While checks run: the run's redactor, applied to every warning before it is printed. A
+# runner's warning quotes what an agent printed, which may hold a secret the run masks in files.
+_mask: Callable[[str], str] | None = None
+
+
+@contextlib.contextmanager
+def masked(mask: Callable[[str], str] | None) -> Iterator[None]:
+    """Warnings printed inside the block go through `mask` (None: as they are)."""
+    global _mask
+    previous, _mask = _mask, mask
+    try:
+        yield
+    finally:
+        _mask = previous
 
 
 def configure(*, verbose: bool) -> None:
@@ -52,4 +68,7 @@ class Logger:
         self.name = name
 
     def warning(self, message: str, *args: object, exc_info: bool = False) -> None:
+        mask = _mask
+        if mask is not None:
+            message, args = mask(message % args if args else message), ()
         _stdlib_logging().getLogger(self.name).warning(message, *args, exc_info=exc_info)

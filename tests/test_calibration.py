@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -413,3 +415,32 @@ def test_status_shows_the_guard_stale_after_the_record_changes(
     assert proj.eb("run").exit_code == 0
     assert proj.eb("calibrate").exit_code == 0
     assert "stale" not in proj.eb("status").stdout
+
+
+def test_a_retried_attempt_s_evidence_keeps_no_secret(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first start breaks, printing the secret on stderr; the retry answers. Both attempts'
+    # files stay as evidence, and both must be masked, as in a run.
+    secret = "calibration-secret-7f3a9c"
+    monkeypatch.setenv("CALIBRATION_API_TOKEN", secret)
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_RETRIES", "1")
+    script = "answers=error,pass echo=CALIBRATION_API_TOKEN"
+    good = {**GOOD, "name": "any"}
+    proj = make_project({"greets": judge("greets", script=script, cases=[good])})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    run_dir = Path(proj.record["checks"]["greets"]["run_dir"])
+    files = sorted(path for path in run_dir.rglob("*") if path.is_file())
+    (broken,) = [path for path in files if path.name.endswith(".attempt1.stderr.txt")]
+    assert "told to break" in broken.read_text()
+    for path in [*files, proj.root / ".eval-banana" / "calibration.json"]:
+        assert secret not in path.read_text(errors="replace"), path
+    # On the console too: the runner's warning about the broken start quotes the agent.
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "calibrate", "--cwd", str(proj.root)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "told to break (***)" in done.stderr
+    assert secret not in outcome.stdout + outcome.stderr + done.stdout + done.stderr

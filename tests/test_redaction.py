@@ -135,3 +135,39 @@ def test_a_secret_split_across_read_blocks_is_still_masked(tmp_path: Path) -> No
 def test_a_secret_containing_another_is_masked_whole() -> None:
     redactor = Redactor(secrets=["abcdef", "abcdefghij"])
     assert redactor.text("x abcdefghij y abcdef") == f"x {MASK} y {MASK}"
+
+
+# An agent that breaks without a verdict, quoting a secret of its environment on stderr.
+BROKEN_AGENT = """\
+import os, sys
+print("cannot reach the model with key " + os.environ["PAYMENT_API_KEY"], file=sys.stderr)
+raise SystemExit(3)
+"""
+
+
+def test_a_warning_quoting_what_a_judge_printed_is_masked_on_the_console(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    agent = tmp_path / "broken_agent.py"
+    agent.write_text(BROKEN_AGENT)
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n\n[harness]\nagent = "broken"\n\n'
+        f"[agents.broken]\ncommand = {json.dumps([sys.executable, str(agent)])}\n"
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "judged.yaml").write_text(
+        "schema_version: 1\nid: judged\ntype: harness_judge\ndescription: Judged.\n"
+        "instructions: Judge it.\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        capture_output=True, text=True, env={**os.environ, "PAYMENT_API_KEY": SECRET},
+        stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    # The runner's warning still says what the agent reported, with the secret masked.
+    assert "warning: Harness judge check judged failed: Agent exited with code 3" in done.stderr
+    assert f"cannot reach the model with key {MASK}" in done.stderr
+    assert SECRET not in done.stdout + done.stderr
+    for path in _every_file(root / "runs"):
+        assert SECRET.encode() not in path.read_bytes(), path

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from eval_banana import log
 from eval_banana.artifacts import write_text_atomic
 from eval_banana.calibration.cases import CaseFileError, case_workspace
 from eval_banana.calibration.key import calibration_key
@@ -247,8 +248,12 @@ def calibrate(
 
     workers = max(1, min(config.settings.core.max_parallel_checks, len(runs)))
     orphans.enable_subreaper()
+    mask = calibrator.redactor.text if calibrator.redactor else None
     try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-calibrate") as pool:
+        with (
+            log.masked(mask),
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-calibrate") as pool,
+        ):
             for _ in pool.map(one, runs):
                 pass
     finally:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_banana import canonjson
+from eval_banana import canonjson, log
 from eval_banana.artifacts import (
     sha256_bytes,
     stage_json_bytes,
@@ -477,7 +477,8 @@ def execute(
         # Orphaned daemons of a check become eb's children, so they can be ended with it.
         orphans.enable_subreaper()
         try:
-            with fuses:
+            # A runner's warning quotes what an agent printed: masked like the files are.
+            with fuses, log.masked(redactor.text if redactor else None):
                 # Taken in plan order, so checks also start in plan order.
                 _run_pool(
                     count=len(to_run),
