@@ -92,12 +92,15 @@ def write_text_atomic(*, path: Path, text: str) -> None:
     write_bytes_atomic(path=path, data=text.encode("utf-8"))
 
 
-def stage_json_bytes(*, document: dict[str, Any] | Record) -> bytes:
+def stage_json_bytes(
+    *, document: dict[str, Any] | Record, rendered: canonjson.Rendered | None = None
+) -> bytes:
     """Canonical stage-file bytes: sorted keys, two-space indent, trailing newline.
 
-    A Record is written as its `model_dump(mode="json", by_alias=True)` would be.
+    A Record is written as its `model_dump(mode="json", by_alias=True)` would be; `rendered`
+    holds texts of Records inside it that are already known (see `canonjson.dumps`).
     """
-    return (canonjson.dumps(document, sort_keys=True) + "\n").encode()
+    return (canonjson.dumps(document, sort_keys=True, rendered=rendered) + "\n").encode()
 
 
 def sha256_file(*, path: Path) -> str:
@@ -113,8 +116,8 @@ def sha256_bytes(*, data: bytes) -> str:
     return f"sha256:{hashlib.sha256(data).hexdigest()}"
 
 
-def write_model(*, path: Path, model: Record) -> str:
+def write_model(*, path: Path, model: Record, rendered: canonjson.Rendered | None = None) -> str:
     """Write a stage document atomically; return the digest of the bytes written."""
-    data = stage_json_bytes(document=model)
+    data = stage_json_bytes(document=model, rendered=rendered)
     write_bytes_atomic(path=path, data=data)
     return sha256_bytes(data=data)

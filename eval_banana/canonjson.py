@@ -13,6 +13,7 @@ Anything unusual (a key that is not a string, a type JSON has no form for) falls
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -24,6 +25,10 @@ _float_text = float.__repr__
 # Per (Record class, indentation, sorted?): each field's opening text and attribute name. The
 # keys repeat in every record of a list, so they are escaped and laid out once.
 _HEADS: dict[tuple[type, str, bool], list[tuple[str, str]]] = {}
+
+
+# `id()` of a Record -> (indentation, its text written there): texts known before a dump.
+Rendered = Mapping[int, tuple[str, str]]
 
 
 class _Unusual(Exception):
@@ -55,11 +60,18 @@ def _heads(cls: type[Record], pad: str, sort_keys: bool) -> list[tuple[str, str]
     return heads
 
 
-def dumps(value: Any, *, sort_keys: bool = False) -> str:
-    """The indent-2, non-ASCII-as-is JSON text of `value` (Records dumped by alias)."""
+def dumps(value: Any, *, sort_keys: bool = False, rendered: Rendered | None = None) -> str:
+    """The indent-2, non-ASCII-as-is JSON text of `value` (Records dumped by alias).
+
+    `rendered` maps `id()` of Records inside `value` to (indentation, text): their own text as
+    this function writes it at that indentation (with the same `sort_keys`). Those are copied,
+    re-indented where they land elsewhere, instead of written again. The caller keeps the
+    Records alive while this runs.
+    """
     parts: list[str] = []
     append = parts.append
     keys: dict[str, str] = {}
+    known = rendered or {}
 
     def member(head: str, item: Any, inner: str) -> None:
         # Plain scalars inline: a call per leaf is most of the time on large documents.
@@ -103,6 +115,12 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
                 opening = ",\n" + inner
             append("\n" + pad + "]")
         elif isinstance(item, Record):
+            found = known.get(id(item)) if known else None
+            if found is not None:
+                at, text = found
+                # JSON text holds no raw line break inside a string: each one starts a line.
+                append(text if at == pad else text.replace("\n" + at, "\n" + pad))
+                return
             heads = _heads(type(item), pad, sort_keys)
             if not heads:
                 append("{}")

@@ -317,7 +317,9 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     _bring_evidence(runs=runs, evidence=evidence, run_dir=run_dir)
     plan = _merged_plan(first=first, ordered=ordered, config=config, inputs=dict(digests))
     plan_path = stage_path(run_dir=run_dir, stage="validate")
-    digests["validate"] = write_model(path=plan_path, model=plan)
+    # Checks and results that stay as the shards wrote them are copied as text, not rewritten.
+    texts = {key: text for run in runs for key, text in run.texts.items()}
+    digests["validate"] = write_model(path=plan_path, model=plan, rendered=texts)
     guarded = _merged_guard(
         runs=runs,
         ordered=ordered,
@@ -331,7 +333,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         config=config,
         inputs={k: digests[k] for k in ("config", "validate", "guard")},
     )
-    digests["execute"] = write_execute_stage(run_dir=run_dir, doc=executed)
+    digests["execute"] = write_execute_stage(run_dir=run_dir, doc=executed, rendered=texts)
     return finish_run(
         run_dir=run_dir,
         config=config,

@@ -16,6 +16,7 @@ from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.shard import in_shard, relative_source, rows_digest
 from eval_banana.stagefiles import read_stage, stage_digest
 from eval_banana.stages import stage_path
+from eval_banana.stagetext import element_texts
 
 # Settings every shard must share. The threshold decides the merged verdict; the environment
 # policy is stated in report.json; the agent, model and effort are whose verdicts the judges are.
@@ -39,6 +40,8 @@ class ShardRun(NamedTuple):
     plan: PlanDoc
     guard: GuardDoc
     execute: ExecuteDoc
+    # `id()` of planned checks and results -> their text in this shard's files (stagetext.py).
+    texts: dict[int, tuple[str, str]] = {}
 
     @property
     def shard(self) -> Shard:
@@ -118,7 +121,31 @@ def read_shard(*, run_dir: Path) -> ShardRun:
             run_dir=run_dir,
             hint="Rerun the shard's execute stage: eb stage execute.",
         )
-    return ShardRun(run_dir=run_dir, config=config, plan=plan, guard=guard, execute=execute)
+    return ShardRun(
+        run_dir=run_dir,
+        config=config,
+        plan=plan,
+        guard=guard,
+        execute=execute,
+        texts=_element_texts(run_dir=run_dir, plan=plan, execute=execute),
+    )
+
+
+def _element_texts(
+    *, run_dir: Path, plan: PlanDoc, execute: ExecuteDoc
+) -> dict[int, tuple[str, str]]:
+    """The planned checks' and results' own texts, so a merge can copy instead of rewriting."""
+    texts: dict[int, tuple[str, str]] = {}
+    for stage, field, elements in (
+        ("validate", "checks", plan.checks),
+        ("execute", "results", execute.results),
+    ):
+        try:
+            text = stage_path(run_dir=run_dir, stage=stage).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # read and checked a moment ago; without its text it is written anew
+        texts.update(element_texts(text=text, field=field, elements=elements))
+    return texts
 
 
 def setting_value(*, settings: Settings, name: str) -> object:

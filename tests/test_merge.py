@@ -264,6 +264,18 @@ def test_merged_folder_is_a_complete_run(scale_out: dict[str, Path]) -> None:
     assert (score["total_checks"], score["run_passed"]) == (40, False)
 
 
+def test_merged_stage_files_are_the_bytes_a_fresh_dump_writes(scale_out: dict[str, Path]) -> None:
+    # The merge copies the shards' checks and results as text instead of dumping them again;
+    # the files must come out exactly as if it had dumped them.
+    from eval_banana.artifacts import stage_json_bytes
+    from eval_banana.stagefiles import read_stage
+
+    merged = scale_out["merged"]
+    for stage, name in (("validate", "plan.json"), ("execute", "execute.json")):
+        written = (merged / "stages" / name).read_bytes()
+        assert written == stage_json_bytes(document=read_stage(run_dir=merged, stage=stage))
+
+
 def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, Path]) -> None:
     merged, shards = scale_out["merged"], scale_out["base"] / "shards"
     plan = json.loads((merged / "stages" / "plan.json").read_text())

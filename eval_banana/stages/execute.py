@@ -575,6 +575,10 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
     )
 
 
-def write_execute_stage(*, run_dir: Path, doc: ExecuteDoc) -> str:
-    """Write stages/execute.json; return the digest of its bytes."""
-    return write_model(path=stage_path(run_dir=run_dir, stage="execute"), model=doc)
+def write_execute_stage(
+    *, run_dir: Path, doc: ExecuteDoc, rendered: canonjson.Rendered | None = None
+) -> str:
+    """Write stages/execute.json; return the digest of its bytes (`rendered`: see canonjson)."""
+    return write_model(
+        path=stage_path(run_dir=run_dir, stage="execute"), model=doc, rendered=rendered
+    )
