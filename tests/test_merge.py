@@ -271,7 +271,11 @@ def test_merged_stage_files_are_the_bytes_a_fresh_dump_writes(scale_out: dict[st
     from eval_banana.stagefiles import read_stage
 
     merged = scale_out["merged"]
-    for stage, name in (("validate", "plan.json"), ("execute", "execute.json")):
+    for stage, name in (
+        ("discover", "discover.json"),
+        ("validate", "plan.json"),
+        ("execute", "execute.json"),
+    ):
         written = (merged / "stages" / name).read_bytes()
         assert written == stage_json_bytes(document=read_stage(run_dir=merged, stage=stage))
 
