@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -500,3 +502,41 @@ def test_every_dialect_reads_a_large_output_in_bounded_memory(tmp_path: Path, di
     else:
         assert found.verdict is None  # these read only their own event shapes
     assert peak < 24 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
+
+
+def _peak_bytes(action: Callable[[], object]) -> tuple[object, int]:
+    """What `action` returned, and the most memory Python held for it at any moment."""
+    tracemalloc.start()
+    try:
+        found = action()
+        return found, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_stream_scanner_holds_no_more_than_its_window() -> None:
+    # The small, fast form of the 50 MB memory tests (which mutation runs leave out): with
+    # 1,000-character windows, a megabyte fed in pieces must never be held at once.
+    def feed_a_megabyte() -> object:
+        scanner = scan.StreamScanner(step=1000, reach=1000)
+        for _ in range(10_000):
+            scanner.feed("x" * 99 + "\n")
+        scanner.feed('{"score": 1, "reason": "at the end"}\n')
+        return scanner.finish()
+
+    found, peak = _peak_bytes(feed_a_megabyte)
+    assert found == scan.ScanResult(verdict=Verdict(score=1, reason="at the end"), problem=None)
+    assert peak < 50_000
+
+
+def test_a_file_is_scanned_a_block_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    filler = "a line of output without braces\n" * 32_768  # 1 MiB
+    with path.open("w", encoding="utf-8") as handle:
+        for _ in range(13):
+            handle.write(filler)
+        handle.write('{"score": 0, "reason": "the last line"}\n')
+    found, peak = _peak_bytes(lambda: scan.scan_file(path=path))
+    assert found == scan.ScanResult(verdict=Verdict(score=0, reason="the last line"), problem=None)
+    # The scanner's window (step + reach) and a block or two, never the whole 13 MiB file.
+    assert peak < scan.STREAM_STEP + scan.STREAM_REACH + 12 * scan._READ_BYTES
