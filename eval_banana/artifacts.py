@@ -105,11 +105,7 @@ def stage_json_bytes(
 
 def sha256_file(*, path: Path) -> str:
     """`sha256:<hex>` of a file's exact bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+    return sha256_and_size(path=str(path))[0]
 
 
 def sha256_bytes(*, data: bytes) -> str:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from eval_banana.artifacts import sha256_bytes
 from eval_banana.errors import MergeError, StageFileError
 from eval_banana.models.config import Settings, Shard
+from eval_banana.models.record import Record
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.shard import in_shard, relative_source, rows_digest
-from eval_banana.stagefiles import read_stage, stage_digest
+from eval_banana.stagefiles import StageRead, read_stage_file
 from eval_banana.stages import stage_path
 from eval_banana.stagetext import element_texts
 
@@ -64,9 +66,9 @@ def _refuse(message: str, *, run_dir: Path | None = None, hint: str | None = Non
     )
 
 
-def _read(*, run_dir: Path, stage: str) -> Any:
+def _read(*, run_dir: Path, stage: str) -> StageRead:
     try:
-        return read_stage(run_dir=run_dir, stage=stage)
+        return read_stage_file(run_dir=run_dir, stage=stage)
     except StageFileError as exc:
         raise _refuse(
             f"{run_dir}: {exc.message}",
@@ -76,10 +78,11 @@ def _read(*, run_dir: Path, stage: str) -> Any:
         ) from None
 
 
-def _check_chain(*, run_dir: Path, execute: ExecuteDoc) -> None:
-    """execute.json must have been made from this folder's config.json and plan.json."""
-    for upstream in ("config", "validate"):
-        if execute.inputs.get(upstream) != stage_digest(run_dir=run_dir, stage=upstream):
+def _check_chain(*, run_dir: Path, execute: ExecuteDoc, upstream_data: dict[str, bytes]) -> None:
+    """execute.json must have been made from this folder's config.json and plan.json (whose
+    bytes, as read a moment ago, are `upstream_data`)."""
+    for upstream, data in upstream_data.items():
+        if execute.inputs.get(upstream) != sha256_bytes(data=data):
             relative = stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)
             raise _refuse(
                 f"{run_dir}: {relative} changed after the checks ran (stages/execute.json was "
@@ -97,8 +100,10 @@ def read_shard(*, run_dir: Path) -> ShardRun:
             run_dir=run_dir,
             hint="Pass the folders `eb run --shard K/N` wrote (the ones holding report.json).",
         )
-    config: ConfigDoc = _read(run_dir=run_dir, stage="config")
-    plan: PlanDoc = _read(run_dir=run_dir, stage="validate")
+    config_read = _read(run_dir=run_dir, stage="config")
+    plan_read = _read(run_dir=run_dir, stage="validate")
+    config: ConfigDoc = config_read.doc
+    plan: PlanDoc = plan_read.doc
     if plan.selection.shard is None:
         raise _refuse(
             f"{run_dir} is not a shard: its run had no --shard",
@@ -111,9 +116,14 @@ def read_shard(*, run_dir: Path) -> ShardRun:
             run_dir=run_dir,
             hint="Rerun the shards with this version of eb.",
         )
-    guard: GuardDoc = _read(run_dir=run_dir, stage="guard")
-    execute: ExecuteDoc = _read(run_dir=run_dir, stage="execute")
-    _check_chain(run_dir=run_dir, execute=execute)
+    guard: GuardDoc = _read(run_dir=run_dir, stage="guard").doc
+    execute_read = _read(run_dir=run_dir, stage="execute")
+    execute: ExecuteDoc = execute_read.doc
+    _check_chain(
+        run_dir=run_dir,
+        execute=execute,
+        upstream_data={"config": config_read.data, "validate": plan_read.data},
+    )
     planned = [check.id for check in plan.checks]
     if [result.check_id for result in execute.results] != planned:
         raise _refuse(
@@ -127,25 +137,22 @@ def read_shard(*, run_dir: Path) -> ShardRun:
         plan=plan,
         guard=guard,
         execute=execute,
-        texts=_element_texts(run_dir=run_dir, plan=plan, execute=execute),
+        texts={
+            **_element_texts(data=plan_read.data, field="checks", elements=plan.checks),
+            **_element_texts(data=execute_read.data, field="results", elements=execute.results),
+        },
     )
 
 
 def _element_texts(
-    *, run_dir: Path, plan: PlanDoc, execute: ExecuteDoc
+    *, data: bytes, field: str, elements: Sequence[Record]
 ) -> dict[int, tuple[str, str]]:
-    """The planned checks' and results' own texts, so a merge can copy instead of rewriting."""
-    texts: dict[int, tuple[str, str]] = {}
-    for stage, field, elements in (
-        ("validate", "checks", plan.checks),
-        ("execute", "results", execute.results),
-    ):
-        try:
-            text = stage_path(run_dir=run_dir, stage=stage).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue  # read and checked a moment ago; without its text it is written anew
-        texts.update(element_texts(text=text, field=field, elements=elements))
-    return texts
+    """The elements' own texts in a file just read, so a merge can copy instead of rewriting."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {}  # written anew instead
+    return element_texts(text=text, field=field, elements=elements)
 
 
 def setting_value(*, settings: Settings, name: str) -> object:

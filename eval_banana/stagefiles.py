@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.artifacts import sha256_file
 from eval_banana.errors import StageFileError
@@ -14,7 +14,15 @@ from eval_banana.models.stages import STAGE_MODELS
 from eval_banana.schemacheck import compile_schema
 from eval_banana.stagecheck import inconsistency
 
-__all__ = ["STAGE_INPUTS", "STAGE_MODELS", "read_stage", "stage_digest", "upstream_digests"]
+__all__ = [
+    "STAGE_INPUTS",
+    "STAGE_MODELS",
+    "StageRead",
+    "read_stage",
+    "read_stage_file",
+    "stage_digest",
+    "upstream_digests",
+]
 from eval_banana.stages import STAGE_NAMES, stage_path
 
 # Which upstream stage files each stage reads.
@@ -74,11 +82,24 @@ def _refuse_schema_errors(*, path: Path, stage: str, document: Any) -> None:
         )
 
 
+class StageRead(NamedTuple):
+    """A stage file read back and checked: its model, and the bytes it was read from."""
+
+    doc: Any
+    data: bytes
+
+
 def read_stage(*, run_dir: Path, stage: str) -> Any:
     """Parse a stage file, check it against its published schema, and return its model."""
+    return read_stage_file(run_dir=run_dir, stage=stage).doc
+
+
+def read_stage_file(*, run_dir: Path, stage: str) -> StageRead:
+    """`read_stage`, keeping the file's bytes (for a digest or its text, without reading again)."""
     path = stage_path(run_dir=run_dir, stage=stage)
     try:
-        document = json.loads(path.read_bytes())
+        data = path.read_bytes()
+        document = json.loads(data)
     except FileNotFoundError:
         raise StageFileError(
             f"Stage file missing: {path}",
@@ -106,7 +127,7 @@ def read_stage(*, run_dir: Path, stage: str) -> Any:
             field_path=where,
             hint=f"The file was edited by hand or damaged; rerun: eb stage {stage}.",
         )
-    return doc
+    return StageRead(doc=doc, data=data)
 
 
 def stage_digest(*, run_dir: Path, stage: str) -> str | None:

@@ -248,10 +248,9 @@ def calibrate(
 
     workers = max(1, min(config.settings.core.max_parallel_checks, len(runs)))
     orphans.enable_subreaper()
-    mask = calibrator.redactor.text if calibrator.redactor else None
     try:
         with (
-            log.masked(mask),
+            log.masked(calibrator.redactor.text),
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eb-calibrate") as pool,
         ):
             for _ in pool.map(one, runs):

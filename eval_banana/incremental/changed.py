@@ -19,12 +19,7 @@ from eval_banana.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
-from eval_banana.projectstate.revision import (
-    Changes,
-    Comparison,
-    UnknownRevision,
-    changes_since,
-)
+from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision
 
 
 class _CheckFiles(NamedTuple):
@@ -125,27 +120,20 @@ def _compare(
     prefixes: Sequence[str] | None,
     with_ignored: bool,
 ) -> Changes:
-    """What changed since `revision`, from the prefetched comparison when there is one."""
+    """What changed since `revision`: the prefetched comparison, or one started now."""
     root = config.project_root
-    started = _STARTED.pop((root, revision), None)
-    if started is None:
-        return changes_since(
-            root=root,
-            revision=revision,
-            prefixes=prefixes,
-            skip_folders=own_folders(config=config),
-            with_ignored=with_ignored,
-            excluded_names=config.settings.discovery.exclude_dirs,
-        )
+    comparison = _STARTED.pop((root, revision), None) or Comparison.start(
+        root=root, revision=revision, prefixes=prefixes, with_ignored=with_ignored
+    )
     try:
-        return started.finish(
+        return comparison.finish(
             prefixes=prefixes,
             skip_folders=own_folders(config=config),
             with_ignored=with_ignored,
             excluded_names=config.settings.discovery.exclude_dirs,
         )
     finally:
-        started.close()
+        comparison.close()
 
 
 def changed_checks(

@@ -478,7 +478,7 @@ def execute(
         orphans.enable_subreaper()
         try:
             # A runner's warning quotes what an agent printed: masked like the files are.
-            with fuses, log.masked(redactor.text if redactor else None):
+            with fuses, log.masked(redactor.text):
                 # Taken in plan order, so checks also start in plan order.
                 _run_pool(
                     count=len(to_run),
