@@ -18,7 +18,7 @@ from eval_banana.envpolicy import build_base_env
 from eval_banana.models.config import ExecutionSettings
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ExecuteDoc, PlannedCheck
-from eval_banana.results import StopSignal, build_result, utc_now
+from eval_banana.results import StopSignal, build_result, stop_reason, utc_now
 from eval_banana.runners import RUNNERS
 from eval_banana.runners.base import RunContext
 from eval_banana.stagefiles import read_stage
@@ -298,3 +298,19 @@ def test_a_result_that_cannot_be_written_fails_the_run_after_the_other_checks(
         assert json.loads((run_dir / "checks" / f"{check.stem}.json").read_text())["status"] == (
             "passed"
         )
+
+
+def test_an_interrupt_while_stored_verdicts_are_restored_stops_the_run() -> None:
+    # Restores run on the main thread before the pool; Ctrl-C there must stop the run like
+    # one during checks, leaving every position not yet answered for the pool (not run).
+    from eval_banana.stages.execute import _unanswered
+
+    stop = StopSignal()
+
+    def answered(index: int) -> bool:
+        if index == 2:
+            raise KeyboardInterrupt
+        return index == 0 or (index > 2 and not stop.is_set())
+
+    assert _unanswered(count=5, answered=answered, stop=stop) == [1, 2, 3, 4]
+    assert stop.is_set() and stop_reason(cancel=stop) == "interrupt"
