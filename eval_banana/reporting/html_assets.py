@@ -247,7 +247,7 @@ JS = r"""
       }
       cell.appendChild(list);
     }
-    section(cell, "Details", c.details);
+    section(cell, "Details", c.details ? JSON.stringify(c.details, null, 2) : "");
     if (c.links.result) {
       var p = el("div", "Check result: ", "note");
       p.appendChild(link(c.links.result, c.links.result));

@@ -10,6 +10,7 @@ markup without one.
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import struct
 from collections.abc import Iterator
@@ -33,6 +34,14 @@ VISIBLE_ROWS = (
     "return Array.from(document.querySelectorAll('#checks tr.r'))"
     ".filter(function (r) { return r.offsetParent !== null; })"
     ".map(function (r) { return r.querySelector('button.x').textContent; });"
+)
+# The text under an opened row's "Details" heading.
+DETAILS_TEXT = (
+    "var heads = arguments[0].querySelectorAll('h3');"
+    "for (var i = 0; i < heads.length; i++) {"
+    "  if (heads[i].textContent === 'Details') { return heads[i].nextElementSibling.textContent; }"
+    "}"
+    "return null;"
 )
 
 
@@ -129,6 +138,11 @@ def test_filter_expand_and_screenshot(browser: Any, finished_run: Run, tmp_path:
     assert Path(prompt_link.removeprefix("file://")).is_file()
     stdout_link = detail.find_element(By.PARTIAL_LINK_TEXT, ".stdout.txt").get_attribute("href")
     assert Path(stdout_link.removeprefix("file://")).is_file()
+    # The page lays out a check's details only when its row opens: indented JSON of them.
+    laid_out = browser.execute_script(DETAILS_TEXT, detail)
+    polite_check = next(c for c in checks if c["check_id"] == "answer_is_polite")
+    assert polite_check["details"] and json.loads(laid_out) == polite_check["details"]
+    assert laid_out.startswith('{\n  "')
 
     failed_row = f'tr.r[data-i="{shown.index("totals_match")}"]'
     _click(browser, f"{failed_row} button.x")
