@@ -36,6 +36,13 @@ class CachedFile(Record):
     size: int = Field(ge=0)
 
 
+class CachedBlob(Record):
+    model_config = {"extra": "forbid"}
+
+    sha256: str = Field(pattern=_DIGEST, description="Content digest; the blob's name.")
+    size: int = Field(ge=0)
+
+
 class CachedResult(Record):
     """The parts of a check result that a reuse restores; identity comes from the plan."""
 
@@ -49,6 +56,10 @@ class CachedResult(Record):
     stdout: str = ""
     stderr: str = ""
     details: dict[str, Any] = Field(default_factory=dict)
+    # When the verdict was produced; a reused result reports these (absent in older entries).
+    started_at: str | None = None
+    completed_at: str | None = None
+    duration_ms: int | None = Field(default=None, ge=0)
 
 
 class CacheEntry(Record):
@@ -70,6 +81,11 @@ class CacheEntry(Record):
     stored_at: str = Field(description="When it was stored (ISO 8601, UTC).")
     result: CachedResult
     files: list[CachedFile] = Field(default_factory=list)
+    result_file: CachedBlob | None = Field(
+        default=None,
+        description="checks/<stem>.json exactly as a reuse of this verdict writes it, as a "
+        "blob: a reuse links it instead of creating a file when its own text comes out the same.",
+    )
 
 
 _TOP_KEYS = tuple(spec.alias or name for name, spec in CacheEntry.model_fields.items())
@@ -102,6 +118,16 @@ def _file_problem(item: object) -> str | None:
     return None
 
 
+def _blob_problem(item: object) -> str | None:
+    if type(item) is not dict or set(item) != {"sha256", "size"}:
+        return "result_file is not {sha256, size}"
+    if not _text(item["sha256"]) or not _DIGEST_RE.match(item["sha256"]):
+        return "result_file has a bad sha256"
+    if not _is_int(item["size"]) or item["size"] < 0:
+        return "result_file has a bad size"
+    return None
+
+
 def _result_problem(result: object) -> str | None:
     if type(result) is not dict or not set(result) <= set(_RESULT_KEYS):
         return "result is not an object of the known keys"
@@ -123,6 +149,12 @@ def _result_problem(result: object) -> str | None:
     for name in ("stdout", "stderr"):
         if name in result and not _text(result[name]):
             return f"result.{name} is not a string"
+    for name in ("started_at", "completed_at"):
+        if result.get(name) is not None and not _text(result[name]):
+            return f"result.{name} is not a string"
+    duration = result.get("duration_ms")
+    if duration is not None and not (_is_int(duration) and duration >= 0):
+        return "result.duration_ms is not a whole number of milliseconds"
     if "details" in result and type(result["details"]) is not dict:
         return "result.details is not an object"
     return None
@@ -170,4 +202,6 @@ def entry_problem(document: object) -> str | None:
         found = _file_problem(item)
         if found is not None:
             return found
+    if document.get("result_file") is not None:
+        return _blob_problem(document["result_file"])
     return None

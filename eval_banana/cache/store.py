@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.artifacts import read_bytes, sha256_and_size, write_bytes_atomic
+from eval_banana.artifacts import read_bytes, sha256_and_size, sha256_bytes, write_bytes_atomic
 
 _TEMP_NAMES = itertools.count()
 EMPTY_SHA256 = "sha256:" + hashlib.sha256(b"").hexdigest()
@@ -110,6 +110,14 @@ class CacheStore:
             temp.unlink(missing_ok=True)
         return blob
 
+    def put_bytes(self, *, data: bytes) -> Blob:
+        """Store `data` as a blob (kept once however often)."""
+        blob = Blob(sha256=sha256_bytes(data=data), size=len(data))
+        target = self.blob_path(sha256=blob.sha256)
+        if not _has_size(target, blob.size):
+            write_bytes_atomic(path=target, data=data)
+        return blob
+
     def restore(self, *, blob: Blob, target: str, discard_damaged: bool = False) -> str | None:
         """Put a blob's content at `target` after checking its digest; the problem, or None.
 
@@ -178,10 +186,10 @@ class CacheStore:
     def _blobs_named(self, *, entry: Path) -> list[str]:
         try:
             document = json.loads(entry.read_bytes())
-            files = document.get("files", [])
+            items = [*document.get("files", []), document.get("result_file")]
             return [
                 str(self.blob_path(sha256=item["sha256"]))
-                for item in files
+                for item in items
                 if isinstance(item, dict)
                 and isinstance(item.get("sha256"), str)
                 and item["sha256"].startswith("sha256:")

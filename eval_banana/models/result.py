@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from eval_banana import canonjson
 from eval_banana.models.record import Field, Record
 
 Status = Literal["passed", "failed", "error"]
@@ -33,6 +34,11 @@ class CheckResult(Record):
     details: dict[str, Any] = Field(default_factory=dict)
     expect: Literal["pass", "fail"] = "pass"
     observed_status: Status | None = None
+
+
+def result_json_text(*, result: CheckResult) -> str:
+    """One check result as in report.json and checks/<stem>.json: indent 2, UTF-8, no newline."""
+    return canonjson.dumps(result)
 
 
 class SkippedCheck(Record):

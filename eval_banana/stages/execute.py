@@ -24,7 +24,7 @@ from eval_banana.fuses import RunFuses
 from eval_banana.harness.usage import usage_tokens
 from eval_banana.log import Logger
 from eval_banana.models.record import Record
-from eval_banana.models.result import CheckResult
+from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
     ConfigDoc,
     ExecuteDoc,
@@ -69,11 +69,6 @@ _WAIT_SLICE_S = 0.2  # the main thread wakes this often, so signal handlers run 
 def document_digest(*, doc: Record) -> str:
     """`sha256:<hex>` of the exact bytes `write_model` writes for `doc` (the envelope's inputs)."""
     return sha256_bytes(data=stage_json_bytes(document=doc))
-
-
-def result_json_text(*, result: CheckResult) -> str:
-    """One check result as in report.json and checks/<stem>.json: indent 2, UTF-8, no newline."""
-    return canonjson.dumps(result)
 
 
 def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> Path:
@@ -383,10 +378,13 @@ def execute(
             result = cache.record(check=check, result=result)
         return result, False
 
-    def finish(position: int, result: CheckResult, never_started: bool) -> None:
+    def finish(
+        position: int, result: CheckResult, never_started: bool, *, written: bool = False
+    ) -> None:
         check = checks[position]
         not_run[position] = never_started
-        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+        if not written:
+            write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
         results[position] = result
         if not never_started:
             _notify(on_result, check, result)
@@ -406,8 +404,8 @@ def execute(
         if hit is None:
             return False
         _notify(on_start, check)
-        halt.count(result=hit)
-        finish(item.position, hit, False)
+        halt.count(result=hit.result)
+        finish(item.position, hit.result, False, written=hit.result_file_placed)
         return True
 
     items = plan_items(checks=checks, default_repeats=config.settings.core.repeats)

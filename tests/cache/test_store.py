@@ -110,6 +110,62 @@ def test_a_reused_verdict_restores_the_run_folder(standard: Project) -> None:
     assert "thinking out loud" in judged["stderr"]
 
 
+def _result_file(run: dict[str, Any], check_id: str) -> Path:
+    run_dir = Path(run["output_dir"])
+    stem = next(c["stem"] for c in _plan(run_dir) if c["id"] == check_id)
+    return run_dir / "checks" / f"{stem}.json"
+
+
+def test_a_reused_result_is_linked_from_the_cache_with_the_times_it_ran(standard: Project) -> None:
+    # A hit creates no file of its own: checks/<stem>.json is a link to the text the entry
+    # keeps (creating a file costs many times a link on some file systems).
+    first = standard.run()
+    store = CacheStore(folder=standard.cache_dir, max_bytes=1 << 30)
+    for reused in (standard.run(), standard.run()):
+        for check in reused["checks"]:
+            assert cache_of(check)["hit"] is True
+            path = _result_file(reused, check["check_id"])
+            stored = json.loads(entry_for(standard, check["check_id"]).read_text())["result_file"]
+            assert path.samefile(store.blob_path(sha256=stored["sha256"])), check["check_id"]
+            assert json.loads(path.read_bytes()) == check  # the file is this run's result
+            ran = next(c for c in first["checks"] if c["check_id"] == check["check_id"])
+            times = ("started_at", "completed_at", "duration_ms")
+            assert [check[name] for name in times] == [ran[name] for name in times]
+
+
+def test_a_reuse_that_reads_differently_writes_its_own_file(
+    standard: Project, tmp_path: Path
+) -> None:
+    # Moved elsewhere, the project keeps its verdicts, but each result names the new path:
+    # the stored text is not this run's, so the file is written, not linked.
+    standard.run()
+    moved = tmp_path / "moved"
+    standard.root.rename(moved)
+    standard.root = moved
+    reused = standard.run()
+    for check in reused["checks"]:
+        assert cache_of(check)["hit"] is True and str(moved) in check["source_path"]
+        path = _result_file(reused, check["check_id"])
+        assert path.stat().st_nlink == 1
+        assert json.loads(path.read_bytes()) == check
+
+
+def test_a_damaged_stored_result_text_is_written_afresh_and_dropped(standard: Project) -> None:
+    standard.run()
+    entry = json.loads(entry_for(standard, "w").read_text())
+    blob = CacheStore(folder=standard.cache_dir, max_bytes=1 << 30).blob_path(
+        sha256=entry["result_file"]["sha256"]
+    )
+    blob.write_bytes(blob.read_bytes().replace(b"passed", b"failed"))
+    reused = standard.run()
+    check = next(c for c in reused["checks"] if c["check_id"] == "w")
+    # The verdict comes from the entry, which is sound: still a hit, the file this run's own.
+    assert cache_of(check)["hit"] is True and check["status"] == "passed"
+    path = _result_file(reused, "w")
+    assert path.stat().st_nlink == 1 and json.loads(path.read_bytes()) == check
+    assert not blob.exists()  # no later run links the damaged copy
+
+
 def _plan(run_dir: Path) -> list[dict[str, Any]]:
     checks: list[dict[str, Any]] = json.loads((run_dir / "stages" / "plan.json").read_text())[
         "checks"
@@ -255,6 +311,25 @@ def test_least_recently_used_entries_go_first_with_their_blobs(tmp_path: Path) -
     blobs = sorted(p.name for p in (store.folder / "blobs").rglob("*") if p.is_file())
     assert len(blobs) == 2 and shared.split(":")[1] in blobs
     assert sum(p.stat().st_size for p in store.folder.rglob("*") if p.is_file()) <= 2_500_000
+
+
+def test_an_entry_s_stored_result_text_is_kept_and_evicted_with_it(tmp_path: Path) -> None:
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=1_500_000)
+    store.folder.mkdir()
+    texts = {}
+    for key_hex, age in (("a", 1000), ("b", 2000)):
+        path = _put_entry(store, key_hex=key_hex, blob=os.urandom(1_000_000), age=age)
+        text = store.put_bytes(data=f'{{"check_id": "{key_hex}"}}'.encode())
+        # Older than every entry: were it no entry's file, it would be the first to go.
+        os.utime(store.blob_path(sha256=text.sha256), (10, 10))
+        document = json.loads(path.read_text())
+        document["result_file"] = {"sha256": text.sha256, "size": text.size}
+        store.write(key=document["key"], document=document)
+        os.utime(path, (age, age))
+        texts[key_hex] = store.blob_path(sha256=text.sha256)
+    store.evict()
+    assert not texts["a"].exists()  # gone with its entry
+    assert texts["b"].exists() and store.entry_path(key="sha256:" + "b" * 64).exists()
 
 
 def test_a_run_keeps_the_cache_folder_under_its_limit(
