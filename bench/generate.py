@@ -140,8 +140,9 @@ def _fingerprint(*, key: str, sizes: Sizes) -> str:
             "python": sys.executable,
             "agents_dir": str(AGENTS_DIR),
             "agents": None if run_workload else hashlib.sha256(agents).hexdigest(),
-            # W10 holds run folders eb wrote: a change of their formats must rebuild them.
-            "formats": _formats_digest() if run_workload else None,
+            # W10 holds run folders eb wrote, W7 the verdict cache its runs fill: a change of
+            # their formats must rebuild them.
+            "formats": _formats_digest() if key in FORMAT_WORKLOADS else None,
         },
         sort_keys=True,
     )
@@ -587,6 +588,7 @@ def w8_keying_check(*, root: Path) -> str:
 # W10's runs are made by eb itself (minutes at full size), so only a format change or a new
 # generator rebuilds them.
 RUN_WORKLOADS = frozenset({"W10"})
+FORMAT_WORKLOADS = RUN_WORKLOADS | {"W7"}
 FAILING_EVERY = 100  # base: check_00099, check_00199, ... fail
 REMOVED_EVERY = 200  # head: check_00007, check_00207, ... are gone
 NEW_CHECKS_PER_10K = 50

@@ -106,25 +106,17 @@ def _text(value: object) -> bool:
     return type(value) is str
 
 
-def _file_problem(item: object) -> str | None:
-    if type(item) is not dict or set(item) != {"name", "sha256", "size"}:
-        return "a files item is not {name, sha256, size}"
-    if not _text(item["name"]) or not _FILE_NAME_RE.match(item["name"]):
-        return "a files item has a bad name"
+def _stored_problem(item: object, *, what: str, named: bool) -> str | None:
+    """A stored file's reference: {sha256, size}, and its name for a `files` item."""
+    keys = {"name", "sha256", "size"} if named else {"sha256", "size"}
+    if type(item) is not dict or set(item) != keys:
+        return f"{what} is not {{{', '.join(sorted(keys))}}}"
+    if named and (not _text(item["name"]) or not _FILE_NAME_RE.match(item["name"])):
+        return f"{what} has a bad name"
     if not _text(item["sha256"]) or not _DIGEST_RE.match(item["sha256"]):
-        return "a files item has a bad sha256"
+        return f"{what} has a bad sha256"
     if not _is_int(item["size"]) or item["size"] < 0:
-        return "a files item has a bad size"
-    return None
-
-
-def _blob_problem(item: object) -> str | None:
-    if type(item) is not dict or set(item) != {"sha256", "size"}:
-        return "result_file is not {sha256, size}"
-    if not _text(item["sha256"]) or not _DIGEST_RE.match(item["sha256"]):
-        return "result_file has a bad sha256"
-    if not _is_int(item["size"]) or item["size"] < 0:
-        return "result_file has a bad size"
+        return f"{what} has a bad size"
     return None
 
 
@@ -199,9 +191,9 @@ def entry_problem(document: object) -> str | None:
     if type(files) is not list:
         return "files is not a list"
     for item in files:
-        found = _file_problem(item)
+        found = _stored_problem(item, what="a files item", named=True)
         if found is not None:
             return found
     if document.get("result_file") is not None:
-        return _blob_problem(document["result_file"])
+        return _stored_problem(document["result_file"], what="result_file", named=False)
     return None

@@ -115,6 +115,11 @@ class Project:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
 
+    def move(self, *, to: Path) -> None:
+        """The same tree in another folder (as another CI checkout path would hold it)."""
+        self.root.rename(to)
+        self.root = to
+
     def agent_starts(self) -> int:
         return len(self.log.read_text().splitlines()) if self.log.exists() else 0
 

@@ -170,9 +170,7 @@ def test_the_same_tree_in_another_folder_reuses_the_verdicts(
     standard: Project, tmp_path: Path
 ) -> None:
     standard.run()
-    moved = tmp_path / "moved"
-    standard.root.rename(moved)
-    standard.root = moved
+    standard.move(to=tmp_path / "moved")
     assert standard.misses() == set()  # the absolute project path is not part of the key
 
 

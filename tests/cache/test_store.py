@@ -140,8 +140,7 @@ def test_a_reuse_that_reads_differently_writes_its_own_file(
     # the stored text is not this run's, so the file is written, not linked.
     standard.run()
     moved = tmp_path / "moved"
-    standard.root.rename(moved)
-    standard.root = moved
+    standard.move(to=moved)
     reused = standard.run()
     for check in reused["checks"]:
         assert cache_of(check)["hit"] is True and str(moved) in check["source_path"]
