@@ -43,7 +43,7 @@ class ShardRun(NamedTuple):
     guard: GuardDoc
     execute: ExecuteDoc
     # `id()` of planned checks and results -> their text in this shard's files (stagetext.py).
-    texts: dict[int, tuple[str, str]] = {}
+    texts: dict[int, tuple[str, str]]
 
     @property
     def shard(self) -> Shard:

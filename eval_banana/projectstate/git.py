@@ -100,9 +100,14 @@ def pathspecs(*, repo: Repository, prefixes: Sequence[str] | None) -> list[str]:
     return ["--", *(f":(literal){repo.prefix}{prefix}" for prefix in prefixes)]
 
 
+def prefix_length(*, repo: Repository) -> int:
+    """How many bytes of a repo-relative path git prints name the project's folder."""
+    return len(repo.prefix.encode("utf-8", "surrogateescape"))
+
+
 def split_paths(*, output: bytes, repo: Repository) -> list[str]:
     """NUL-separated repo-relative paths -> project-relative paths (undecodable bytes kept)."""
-    cut = len(repo.prefix.encode("utf-8", "surrogateescape"))
+    cut = prefix_length(repo=repo)
     return [os.fsdecode(item[cut:]) for item in output.split(b"\0") if item]
 
 

@@ -24,9 +24,14 @@ class UnknownRevision(ProjectStateError):
     """The revision does not name a commit of the repository."""
 
 
+def _may_name_a_revision(revision: str) -> bool:
+    """Not blank, and not read by git as an option."""
+    return bool(revision.strip()) and not revision.startswith("-")
+
+
 def resolve_revision(*, repo: git.Repository, revision: str) -> str:
     """The commit id `revision` names; UnknownRevision when it names none."""
-    if not revision.strip() or revision.startswith("-"):
+    if not _may_name_a_revision(revision):
         raise UnknownRevision(f"'{revision}' is not a revision name")
     process = git.start(
         args=["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], cwd=repo.top
@@ -141,7 +146,7 @@ class Comparison:
                 ],
                 cwd=repo.top,
             )
-            if revision.strip() and not revision.startswith("-"):
+            if _may_name_a_revision(revision):
                 # `revision^{commit}` fails here as it does in rev-parse (finish asks that).
                 processes["cached"] = git.start(
                     args=[
@@ -219,7 +224,7 @@ class Comparison:
 
 def _name_status(*, output: bytes, repo: git.Repository) -> dict[str, str]:
     """`diff --name-status -z` -> project-relative path: its status letter (A, D, M, T...)."""
-    cut = len(repo.prefix.encode("utf-8", "surrogateescape"))
+    cut = git.prefix_length(repo=repo)
     fields = [item for item in output.split(b"\0") if item]
     # One status field, then the path it is about.
     return {
@@ -239,7 +244,7 @@ def _status_entries(*, output: bytes, repo: git.Repository) -> dict[str, str]:
     "?" untracked, "!" ignored, "D" deleted from the work tree (or unmerged and gone), "M" any
     other difference from the index.
     """
-    cut = len(repo.prefix.encode("utf-8", "surrogateescape"))
+    cut = git.prefix_length(repo=repo)
     records = output.split(b"\0")
     entries: dict[str, str] = {}
     position = 0
