@@ -264,7 +264,9 @@ def _status_entries(*, output: bytes, repo: git.Repository) -> dict[str, str]:
         path = os.fsdecode(parts[count][cut:])
         worktree = parts[1][1:2]
         if kind == b"u":
-            entries[path] = "D" if not os.path.lexists(os.path.join(repo.top, path)) else "M"
+            # git prints the path from the repository's top, the project may lie below it.
+            on_disk = os.path.join(repo.top, os.fsdecode(parts[count]))
+            entries[path] = "M" if os.path.lexists(on_disk) else "D"
         elif worktree == b"D":
             entries[path] = "D"
         elif worktree != b".":

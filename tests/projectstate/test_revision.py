@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,27 @@ def test_an_unknown_revision_is_refused_by_a_started_comparison_too(tmp_path: Pa
             started.finish(prefixes=None)
         started.close()
         assert all(process.returncode is not None for process in processes)
+
+
+def test_a_conflicted_file_of_a_project_below_the_top_is_changed_not_removed(
+    tmp_path: Path,
+) -> None:
+    # git names an unmerged path from the repository's top; whether it is still there must be
+    # asked there too, not at the project-relative path.
+    root = init_repo(tmp_path / "repo", {"proj/f.txt": "base\n", "proj/g.txt": "g\n"})
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "proj/f.txt").write_text("other\n")
+    (root / "proj/g.txt").write_text("other g\n")
+    commit_all(root)
+    git(root, "checkout", "-q", "-")
+    (root / "proj/f.txt").write_text("mine\n")
+    git(root, "rm", "-q", "proj/g.txt")
+    commit_all(root)
+    base = git(root, "rev-parse", "HEAD").strip()
+    merged = subprocess.run(["git", "merge", "-q", "other"], cwd=root, capture_output=True)
+    assert merged.returncode != 0  # both files conflict
+    found = changes_since(root=str(root / "proj"), revision=base)
+    # Both are still in the work tree: f.txt with conflict markers, g.txt (deleted here,
+    # changed there) as their version. An unmerged path counts as changed.
+    assert found.diff.changed == ("f.txt", "g.txt")
+    assert found.diff.removed == ()
