@@ -36,11 +36,12 @@ from eval_banana.reporting import ReportExtras
 from eval_banana.rundir import new_run_id, prepare_run_dir
 from eval_banana.shard import relative_source
 from eval_banana.shardset import ShardRun, read_shard_set
-from eval_banana.stagefiles import read_stage
+from eval_banana.stagefiles import read_stage_file
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stages.config import resolve_config, write_config_stage
 from eval_banana.stages.execute import write_execute_stage
+from eval_banana.stagetext import file_element_texts
 
 # Settings that shape this merge's own outputs: taken from the merge's command line and config,
 # not from the shards (every other setting is the shards').
@@ -90,14 +91,24 @@ def merged_config(*, local: ConfigDoc, first: ShardRun) -> ConfigDoc:
     )
 
 
-def _merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, str]) -> DiscoverDoc:
+class _Discovered(NamedTuple):
+    doc: DiscoverDoc
+    # `id()` of files left as the first shard listed them -> their text there (stagetext.py).
+    texts: dict[int, tuple[str, str]]
+
+
+def _merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, str]) -> _Discovered:
     """What the shards discovered (the first one's list; they share one selection)."""
-    doc: DiscoverDoc = read_stage(run_dir=first.run_dir, stage="discover")
+    read = read_stage_file(run_dir=first.run_dir, stage="discover")
+    doc: DiscoverDoc = read.doc
     roots = _roots(run=first, config=config)
     files = doc.files
+    texts: dict[int, tuple[str, str]] = {}
     if roots.old != roots.new:
         files = [item.model_copy(update={"path": roots.move(item.path)}) for item in doc.files]
-    return doc.model_copy(
+    else:
+        texts = file_element_texts(data=read.data, field="files", elements=files)
+    merged = doc.model_copy(
         update={
             **envelope(stage="discover", run_id=config.run_id, inputs=inputs),
             "roots": [roots.move(root) for root in doc.roots],
@@ -105,6 +116,7 @@ def _merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, st
             "files": files,
         }
     )
+    return _Discovered(doc=merged, texts=texts)
 
 
 class _Ordered(NamedTuple):
@@ -311,7 +323,9 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
     discovered = _merged_discover(first=first, config=config, inputs=dict(digests))
     digests["discover"] = write_model(
-        path=stage_path(run_dir=run_dir, stage="discover"), model=discovered
+        path=stage_path(run_dir=run_dir, stage="discover"),
+        model=discovered.doc,
+        rendered=discovered.texts,
     )
     ordered = _order(runs=runs, config=config)
     _bring_evidence(runs=runs, evidence=evidence, run_dir=run_dir)

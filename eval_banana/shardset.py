@@ -13,12 +13,11 @@ from typing import NamedTuple
 from eval_banana.artifacts import sha256_bytes
 from eval_banana.errors import MergeError, StageFileError
 from eval_banana.models.config import Settings, Shard
-from eval_banana.models.record import Record
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.shard import in_shard, relative_source, rows_digest
 from eval_banana.stagefiles import StageRead, read_stage_file
 from eval_banana.stages import stage_path
-from eval_banana.stagetext import element_texts
+from eval_banana.stagetext import file_element_texts
 
 # Settings every shard must share. The threshold decides the merged verdict; the environment
 # policy is stated in report.json; the agent, model and effort are whose verdicts the judges are.
@@ -138,21 +137,10 @@ def read_shard(*, run_dir: Path) -> ShardRun:
         guard=guard,
         execute=execute,
         texts={
-            **_element_texts(data=plan_read.data, field="checks", elements=plan.checks),
-            **_element_texts(data=execute_read.data, field="results", elements=execute.results),
+            **file_element_texts(data=plan_read.data, field="checks", elements=plan.checks),
+            **file_element_texts(data=execute_read.data, field="results", elements=execute.results),
         },
     )
-
-
-def _element_texts(
-    *, data: bytes, field: str, elements: Sequence[Record]
-) -> dict[int, tuple[str, str]]:
-    """The elements' own texts in a file just read, so a merge can copy instead of rewriting."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {}  # written anew instead
-    return element_texts(text=text, field=field, elements=elements)
 
 
 def setting_value(*, settings: Settings, name: str) -> object:

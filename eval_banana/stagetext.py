@@ -63,6 +63,17 @@ def element_texts(
     }
 
 
+def file_element_texts(
+    *, data: bytes, field: str, elements: Sequence[Record]
+) -> dict[int, tuple[str, str]]:
+    """`element_texts` of a file's bytes, as just read (none if they are not UTF-8)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {}  # written anew instead
+    return element_texts(text=text, field=field, elements=elements)
+
+
 def _same(*, text: str, element: Record) -> bool:
     try:
         value: Any = json.loads(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
 _UNSAFE_RUN = re.compile(r"[^a-zA-Z0-9._-]+")
 _STEM_PREFIX_CHARS = 40
@@ -11,5 +12,11 @@ _STEM_PREFIX_CHARS = 40
 
 def artifact_stem(*, check_id: str) -> str:
     """`<safe prefix, max 40 chars>-<sha256 hex of the id>`; distinct ids never share a stem."""
+    return _stem(check_id)
+
+
+# Each stage and report asks again for the stems of the same ids (10,000 at a time).
+@lru_cache(maxsize=1 << 16)
+def _stem(check_id: str) -> str:
     safe = _UNSAFE_RUN.sub("_", check_id).strip("._")[:_STEM_PREFIX_CHARS] or "check"
     return f"{safe}-{hashlib.sha256(check_id.encode('utf-8')).hexdigest()}"

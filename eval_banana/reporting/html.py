@@ -104,21 +104,19 @@ def evidence_names(*, run_dir: Path) -> frozenset[str]:
         return frozenset()
 
 
-_LINK_SUFFIXES = (
-    ("stdout", ".stdout.txt"),
-    ("stderr", ".stderr.txt"),
-    ("prompt", ".prompt.txt"),
-    ("result", ".json"),
+# Which of a check's files exist, one letter each; the page builds `checks/<stem><suffix>`
+# (html_assets.JS, FILES). Whole paths would be a quarter of the page's data at 10,000 checks.
+_FILE_LETTERS = (
+    ("o", ".stdout.txt"),
+    ("e", ".stderr.txt"),
+    ("p", ".prompt.txt"),
+    ("r", ".json"),
 )
 
 
-def _links(*, present: frozenset[str], stem: str) -> dict[str, str | None]:
-    """Run-relative links to this check's files, only for files that exist."""
-    links: dict[str, str | None] = {}
-    for key, suffix in _LINK_SUFFIXES:
-        name = stem + suffix
-        links[key] = f"checks/{name}" if name in present else None
-    return links
+def _files(*, present: frozenset[str], stem: str) -> str:
+    """The letters of this check's files that exist."""
+    return "".join(letter for letter, suffix in _FILE_LETTERS if stem + suffix in present)
 
 
 class _Shown(NamedTuple):
@@ -171,47 +169,61 @@ def _samples(*, check: Check) -> list[dict[str, Any]]:
 def _entry(
     *, shown: _Shown, run_dir: Path, project_root: str, present: frozenset[str]
 ) -> dict[str, Any]:
-    """What the page's script needs for one check (bounded: no full prompt or stderr)."""
+    """What the page's script needs for one check (bounded: no full prompt or stderr).
+
+    Only what this check has: a key left out reads as empty (the script treats a missing key
+    as null, false or an empty list), so 10,000 passed checks do not each spell out a dozen
+    nulls.
+    """
     check = shown.check
     check_id = str(check.get("check_id", ""))
     stem = artifact_stem(check_id=check_id)
-    links = _links(present=present, stem=stem)
-    samples = _samples(check=check)
-    if links["prompt"] is None and samples and "prompt" in samples[0]["links"]:
-        links["prompt"] = samples[0]["links"]["prompt"]  # every sample is asked the same
-    prompt, prompt_cut = (None, False)
-    if links["prompt"] is not None:
-        prompt, prompt_cut = _read_prompt(path=run_dir / links["prompt"])
-    stderr, stderr_cut = tail(text=str(check.get("stderr") or ""), limit=STDERR_LIMIT_CHARS)
-    if stderr_cut:
-        stderr = f"[stderr cut to its last {STDERR_LIMIT_CHARS} characters]\n{stderr}"
-    details = check.get("details") or {}
-    control = is_control(check=check)
-    return {
+    files = _files(present=present, stem=stem)
+    entry: dict[str, Any] = {
         "id": check_id,
         "g": shown.group,
         "label": shown.label,
+        "stem": stem,
+        "files": files,
+        "ms": check.get("duration_ms", 0),
+    }
+    optional = {
         "tags": [str(tag) for tag in check.get("tags") or []],
         "desc": check.get("description") or "",
         "file": check_relpath(check=check, project_root=project_root),
-        "expect": "fail (control check)" if control else None,
-        "observed": check.get("observed_status") if control else None,
         "exit": check.get("exit_code"),
-        "ms": check.get("duration_ms", 0),
         "reason": check.get("reason"),
         "error": check.get("error_detail"),
         "stdout": check.get("stdout") or "",
-        "stderr": stderr,
-        "prompt": prompt,
-        "prompt_cut": prompt_cut,
-        "prompt_limit": PROMPT_LIMIT_CHARS,
+        "samples": _samples(check=check),
         # The object itself: the page lays it out only when its row is opened, so a run of
         # 10,000 checks does not print 10,000 indented texts nobody may read.
-        "details": details or None,
-        "links": links,
-        "flaky": shown.flaky,
-        "samples": samples,
+        "details": check.get("details") or None,
     }
+    entry.update((key, value) for key, value in optional.items() if value)
+    if check.get("exit_code") == 0:
+        entry["exit"] = 0  # a value to show, though falsy
+    if is_control(check=check):
+        entry["expect"] = "fail (control check)"
+        entry["observed"] = check.get("observed_status")
+    if shown.flaky:
+        entry["flaky"] = True
+    stderr, stderr_cut = tail(text=str(check.get("stderr") or ""), limit=STDERR_LIMIT_CHARS)
+    if stderr_cut:
+        stderr = f"[stderr cut to its last {STDERR_LIMIT_CHARS} characters]\n{stderr}"
+    if stderr:
+        entry["stderr"] = stderr
+    prompt_link = f"checks/{stem}.prompt.txt" if "p" in files else None
+    samples = entry.get("samples") or []
+    if prompt_link is None and samples and "prompt" in samples[0]["links"]:
+        prompt_link = entry["prompt_link"] = samples[0]["links"]["prompt"]  # all asked alike
+    if prompt_link is not None:
+        prompt, prompt_cut = _read_prompt(path=run_dir / prompt_link)
+        if prompt is not None:
+            entry["prompt"] = prompt
+        if prompt_cut:
+            entry.update(prompt_cut=True, prompt_limit=PROMPT_LIMIT_CHARS)
+    return entry
 
 
 def _script_json(value: object) -> str:
@@ -225,20 +237,40 @@ def _duration(milliseconds: object) -> str:
     return f"{value} ms" if value < 10_000 else f"{value / 1000:.1f} s"
 
 
-def _row(*, index: int, shown: _Shown) -> str:
+class _Repeated:
+    """Cell texts most rows share (a status label, a check type, a set of tags), escaped once."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+        self.tag_cells: dict[tuple[str, ...], str] = {}
+
+    def escaped(self, text: str) -> str:
+        found = self.texts.get(text)
+        if found is None:
+            found = self.texts[text] = escape(text)
+        return found
+
+    def tags(self, tags: tuple[str, ...]) -> str:
+        found = self.tag_cells.get(tags)
+        if found is None:
+            found = self.tag_cells[tags] = "".join(
+                f'<span class="tag">{escape(tag)}</span>' for tag in tags
+            )
+        return found
+
+
+def _row(*, index: int, shown: _Shown, repeated: _Repeated) -> str:
     check = shown.check
-    tags = "".join(
-        f'<span class="tag">{escape(str(tag))}</span>' for tag in check.get("tags") or []
-    )
+    tags = repeated.tags(tuple(str(tag) for tag in check.get("tags") or ()))
     reason = escape(row_reason(check=check))
     badge = ' <span class="flaky">flaky</span>' if shown.flaky else ""
     return (
         f'<tr class="r g-{shown.group}" data-i="{index}">'
         f'<td><button class="x" type="button" aria-expanded="false">'
         f"{escape(str(check.get('check_id', '')))}</button></td>"
-        f'<td><span class="st">{escape(shown.label)}</span>{badge}</td>'
+        f'<td><span class="st">{repeated.escaped(shown.label)}</span>{badge}</td>'
         f'<td class="why" title="{reason}">{reason}</td>'
-        f"<td>{escape(str(check.get('check_type', '')))}</td>"
+        f"<td>{repeated.escaped(str(check.get('check_type', '')))}</td>"
         f"<td>{tags}</td>"
         f'<td class="num">{escape(_duration(check.get("duration_ms")))}</td></tr>'
     )
@@ -248,9 +280,12 @@ def _row_groups(*, checks: list[_Shown]) -> str:
     """The rows in <tbody> groups of ROWS_PER_GROUP; `--n` is how many of them are shown,
     which sizes a group the browser has not laid out yet (the script updates it on filter)."""
     groups = []
+    repeated = _Repeated()
     for start in range(0, len(checks), ROWS_PER_GROUP):
         part = checks[start : start + ROWS_PER_GROUP]
-        rows = "\n".join(_row(index=start + i, shown=item) for i, item in enumerate(part))
+        rows = "\n".join(
+            _row(index=start + i, shown=item, repeated=repeated) for i, item in enumerate(part)
+        )
         group = f'<tbody class="rows" style="--n:{len(part)}">\n{rows}\n</tbody>'
         if start >= LIVE_ROWS:
             group = f'<template class="later">{group}</template>'

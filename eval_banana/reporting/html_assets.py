@@ -114,10 +114,24 @@ JS = r"""
   var shown = document.getElementById("shown");
   var state = { g: "all", tag: "", q: "", flaky: false };
 
+  // A check's files by the letters the page data lists (eval_banana/reporting/html.py).
+  var FILES = { o: ["stdout", ".stdout.txt"], e: ["stderr", ".stderr.txt"],
+                p: ["prompt", ".prompt.txt"], r: ["result", ".json"] };
+
+  function linksOf(c) {
+    var links = { stdout: null, stderr: null, prompt: c.prompt_link || null, result: null };
+    var letters = c.files || "";
+    for (var k = 0; k < letters.length; k++) {
+      var file = FILES[letters.charAt(k)];
+      if (file) { links[file[0]] = "checks/" + c.stem + file[1]; }
+    }
+    return links;
+  }
+
   function visible(c) {
     if (state.g !== "all" && c.g !== state.g) { return false; }
     if (state.flaky && !c.flaky) { return false; }
-    if (state.tag && c.tags.indexOf(state.tag) < 0) { return false; }
+    if (state.tag && (c.tags || []).indexOf(state.tag) < 0) { return false; }
     if (state.q && c.id.toLowerCase().indexOf(state.q) < 0) { return false; }
     return true;
   }
@@ -207,6 +221,7 @@ JS = r"""
   }
 
   function details(c) {
+    var links = linksOf(c);
     var cell = el("td");
     cell.colSpan = 6;
     cell.appendChild(el("h3", "Check"));
@@ -222,13 +237,13 @@ JS = r"""
     cell.appendChild(dl);
     section(cell, "Reason", c.reason);
     section(cell, "Error", c.error);
-    if (c.prompt !== null || c.links.prompt) {
-      section(cell, "Prompt", c.prompt, c.links.prompt,
+    if (c.prompt != null || links.prompt) {
+      section(cell, "Prompt", c.prompt, links.prompt,
         c.prompt_cut ? "Prompt cut to its first " + c.prompt_limit + " characters; full prompt:"
                      : "Prompt file:");
     }
-    section(cell, "Stdout (tail)", c.stdout, c.links.stdout, c.links.stdout ? "Full stdout:" : "");
-    section(cell, "Stderr (tail)", c.stderr, c.links.stderr, c.links.stderr ? "Full stderr:" : "");
+    section(cell, "Stdout (tail)", c.stdout, links.stdout, links.stdout ? "Full stdout:" : "");
+    section(cell, "Stderr (tail)", c.stderr, links.stderr, links.stderr ? "Full stderr:" : "");
     if (c.samples && c.samples.length) {
       cell.appendChild(el("h3", "Samples"));
       var list = el("ol", null, "samples");
@@ -248,9 +263,9 @@ JS = r"""
       cell.appendChild(list);
     }
     section(cell, "Details", c.details ? JSON.stringify(c.details, null, 2) : "");
-    if (c.links.result) {
+    if (links.result) {
       var p = el("div", "Check result: ", "note");
-      p.appendChild(link(c.links.result, c.links.result));
+      p.appendChild(link(links.result, links.result));
       cell.appendChild(p);
     }
     var tr = el("tr", null, "d");

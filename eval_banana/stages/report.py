@@ -170,8 +170,15 @@ def samples_note(*, check: dict[str, Any]) -> str | None:
     return f"flaky, {tally}" if is_flaky(details) else tally
 
 
+# The details that can add a note; most results have none of them (and are not controls).
+_NOTED_DETAILS = frozenset({"attempts", "samples", "cache"})
+
+
 def status_notes(*, check: dict[str, Any]) -> list[str]:
     """What a status is shown with: the control, attempts and samples notes, "cached"."""
+    details = check.get("details") or {}
+    if check.get("expect") != "fail" and _NOTED_DETAILS.isdisjoint(details):
+        return []  # each report asks this of every check
     found = (control_note(check=check), attempts_note(check=check), samples_note(check=check))
     notes = [note for note in found if note]
     cache = (check.get("details") or {}).get("cache")

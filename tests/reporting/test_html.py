@@ -199,7 +199,12 @@ def test_the_blob_holds_one_entry_per_row(finished_run: Run) -> None:
         assert (entry["id"], entry["g"]) == (row.check_id, row.group)
     polite = next(e for e in entries if e["id"] == "answer_is_polite")
     assert polite["reason"].startswith("The answer <b>ignores</b>")
-    assert polite["links"]["prompt"] and "Is the answer polite?" in polite["prompt"]
+    assert "p" in polite["files"] and "Is the answer polite?" in polite["prompt"]
+    # The page builds each link from the stem and a letter per file that exists.
+    assert (finished_run.run_dir / "checks" / f"{polite['stem']}.prompt.txt").is_file()
+    # A key with nothing to say is left out: no check spells out nulls and empty texts.
+    empty = [(e["id"], k) for e in entries for k, v in e.items() if v is None or v in ("", [])]
+    assert empty == [] and not any(v is False for e in entries for v in e.values())
     # No `<` survives inside the script element, so no check output can close it.
     blob_start = text.index('id="eb-data">')
     assert "<" not in text[blob_start + len('id="eb-data">') : text.index("</script>", blob_start)]
