@@ -254,6 +254,10 @@ class _Compiler:
             # Only strings: JSON equality is plain equality, and only a string can match.
             names = frozenset(allowed[0])
             return lambda value: type(value) is str and value in names
+        if len(allowed) == 1 and all(type(member) is int for member in allowed[0]):
+            # Only integers (a result's score): JSON equality lets 1.0 match 1, never True.
+            numbers = frozenset(allowed[0])
+            return lambda value: type(value) in (int, float) and value in numbers
         return lambda value: all(any(json_equal(value, a) for a in group) for group in allowed)
 
     def _pattern(self, pattern: Any) -> Check | None:

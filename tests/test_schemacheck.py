@@ -177,6 +177,11 @@ def test_values_jsonschema_and_python_disagree_on() -> None:
     for value in (True, False, 1, 1.0, 0, 2, "1", None):
         document = {"n": value}
         assert quick(document) == reference.is_valid(document), value
+    # The same enum alone, with no type beside it to refuse a bool first.
+    quick, reference = _judges({"type": "object", "properties": {"n": {"enum": [0, 1]}}})
+    for value in (True, False, 1, 1.0, 0.0, 0, 2, 1.5, "1", None, [1]):
+        document = {"n": value}
+        assert quick(document) == reference.is_valid(document), value
     assert json_equal(1, 1.0) and not json_equal(True, 1) and not json_equal("1", 1)
     assert json_equal([1, {"a": False}], [1.0, {"a": False}])
     assert not json_equal([1], {"1": 1})

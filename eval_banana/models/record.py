@@ -89,6 +89,9 @@ class FieldSpec(NamedTuple):
 
 
 Converter = Callable[[Any], Any]
+# What model_validate does for one field: name, alias, default, default factory, whether the
+# field is a float, the converter of its JSON value.
+_FieldPlan = tuple[str, str | None, Any, Any, bool, Converter | None]
 _FLOAT_ANNOTATIONS = frozenset({"float", "float | None"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -108,6 +111,8 @@ class Record:
     _init_plan: ClassVar[tuple[tuple[str, Any, Callable[[], Any] | None, bool], ...]] = ()
     # Built on first model_validate: field name -> converter of its JSON value.
     _converters: ClassVar[dict[str, Converter | None] | None] = None
+    # Built on first model_validate: what it does for each field (_validate_plan_of).
+    _validate_plan: ClassVar[tuple[_FieldPlan, ...] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -129,6 +134,7 @@ class Record:
             for name, spec in fields.items()
         )
         cls._converters = None
+        cls._validate_plan = None
 
     def __init__(self, **values: Any) -> None:
         own = self.__dict__
@@ -172,7 +178,10 @@ class Record:
         # builds some 40,000 records, and the keyword call into __init__ doubled the cost.
         own: dict[str, Any] = {}
         used = 0
-        for name, alias, default, factory, is_float, convert in _validate_plan_of(cls):
+        plan = cls._validate_plan
+        if plan is None:
+            plan = cls._validate_plan = _validate_plan_of(cls)
+        for name, alias, default, factory, is_float, convert in plan:
             value = obj.get(alias, _MISSING) if alias is not None else _MISSING
             if value is _MISSING:
                 value = obj.get(name, _MISSING)
@@ -305,21 +314,13 @@ def _converters_of(cls: type[Record]) -> dict[str, Converter | None]:
     return cls._converters
 
 
-# Per field: name, alias, default, default factory, whether a float, converter.
-_FieldPlan = tuple[str, str | None, Any, Any, bool, Converter | None]
-_VALIDATE_PLANS: dict[type, tuple[_FieldPlan, ...]] = {}
-
-
 def _validate_plan_of(cls: type[Record]) -> tuple[_FieldPlan, ...]:
-    plan = _VALIDATE_PLANS.get(cls)
-    if plan is None:
-        converters = _converters_of(cls)
-        plan = tuple(
-            (name, cls.model_fields[name].alias, default, factory, is_float, converters[name])
-            for name, default, factory, is_float in cls._init_plan
-        )
-        _VALIDATE_PLANS[cls] = plan
-    return plan
+    """Per field: name, alias, default, default factory, whether a float, converter."""
+    converters = _converters_of(cls)
+    return tuple(
+        (name, cls.model_fields[name].alias, default, factory, is_float, converters[name])
+        for name, default, factory, is_float in cls._init_plan
+    )
 
 
 def _is_record(value: object) -> bool:
