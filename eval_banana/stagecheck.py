@@ -26,6 +26,19 @@ def _repeated(values: Iterable[str]) -> str | None:
 
 
 def _plan(doc: PlanDoc) -> Inconsistency | None:
+    # Loaded here, once per plan: the check models and YAML cost start-up to commands that
+    # never read a plan.
+    from eval_banana.definition import validate_mapping
+    from eval_banana.errors import DefinitionError
+
+    def definition_problem(*, definition: dict[str, Any], source: str) -> str | None:
+        """Why a planned definition is not one validate could have written, or None."""
+        try:
+            validate_mapping(document=definition, path=source)
+        except DefinitionError as exc:
+            return f"not a valid check definition: {exc.message.splitlines()[0]}"
+        return None
+
     if not doc.ok and not doc.errors:
         return "$.errors", "the plan is refused (ok is false) but names no error"
     repeated = _repeated(check.id for check in doc.checks)
@@ -37,23 +50,11 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
             return f"{where}.stem", f"{check.stem!r} is not the artifact stem of {check.id!r}"
         if check.definition.get("id") != check.id or check.definition.get("type") != check.type:
             return f"{where}.definition", "its id or type differs from the check's"
-        problem = _definition_problem(definition=check.definition, source=check.source_path)
+        problem = definition_problem(definition=check.definition, source=check.source_path)
         if problem is not None:
             return f"{where}.definition", problem
         if check.snapshot is not None and check.snapshot != f"stages/snapshots/{check.stem}.py":
             return f"{where}.snapshot", "must be stages/snapshots/<stem>.py inside the run folder"
-    return None
-
-
-def _definition_problem(*, definition: dict[str, Any], source: str) -> str | None:
-    """Why a planned definition is not one validate could have written, or None."""
-    from eval_banana.definition import validate_mapping
-    from eval_banana.errors import DefinitionError
-
-    try:
-        validate_mapping(document=definition, path=source)
-    except DefinitionError as exc:
-        return f"not a valid check definition: {exc.message.splitlines()[0]}"
     return None
 
 
