@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eval_banana.models.config import CoreSettings
 from eval_banana.models.stages import ConfigDoc
 
 
@@ -19,10 +20,14 @@ def cache_dir(*, config: ConfigDoc) -> Path:
 
 
 def own_folders(*, config: ConfigDoc) -> list[Path]:
-    """The output folder and the cache folder (wherever they are configured)."""
+    """The output folder and the cache folder (wherever they are configured), and the default
+    output folder: a run given `--output-dir` elsewhere must not count the run folders earlier
+    runs left there as project files (reading each, and keying every check on them)."""
     root = Path(config.project_root)
     output = config.settings.core.output_dir
-    return [root / output if output else root, cache_dir(config=config)]
+    folders = [root / output if output else root, cache_dir(config=config)]
+    default = root / str(CoreSettings.model_fields["output_dir"].default)
+    return folders if default in folders else [*folders, default]
 
 
 def own_files(*, config: ConfigDoc) -> list[Path]:

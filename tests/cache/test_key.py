@@ -223,6 +223,21 @@ def test_editing_eb_s_own_files_reuses_the_verdicts_of_checks_reading_the_whole_
     assert standard.misses() == {"w"}
 
 
+def test_run_folders_in_the_default_output_folder_never_count_for_a_run_written_elsewhere(
+    standard: Project, tmp_path: Path
+) -> None:
+    # As in a config brought from eval-banana 0.5.0: `.eval-banana` is not excluded, so only
+    # eb's own rule keeps its run folders out of the project state.
+    config = standard.root / ".eval-banana" / "config.toml"
+    standard.write({".eval-banana/config.toml": config.read_text().replace('".eval-banana", ', "")})
+    assert standard.misses() == ALL  # its run folder lands in .eval-banana/results
+    assert any((standard.root / ".eval-banana" / "results").iterdir())
+    # A run written elsewhere (CI's --output-dir) reuses every verdict: the run folders the
+    # earlier runs left in the default output folder are eb's own, not the project's.
+    assert standard.misses("--output-dir", str(tmp_path / "ci-out")) == set()
+    assert standard.misses() == set()
+
+
 def test_a_failure_known_from_the_cache_counts_for_maxfail_before_any_check_is_paid_for(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:
