@@ -166,6 +166,15 @@ def _samples(*, check: Check) -> list[dict[str, Any]]:
     return shown
 
 
+# The page data's key for each text a check may have (left out when empty).
+_TEXT_FIELDS = (
+    ("desc", "description"),
+    ("reason", "reason"),
+    ("error", "error_detail"),
+    ("stdout", "stdout"),
+)
+
+
 def _entry(
     *, shown: _Shown, run_dir: Path, project_root: str, present: frozenset[str]
 ) -> dict[str, Any]:
@@ -187,22 +196,26 @@ def _entry(
         "files": files,
         "ms": check.get("duration_ms", 0),
     }
-    optional = {
-        "tags": [str(tag) for tag in check.get("tags") or []],
-        "desc": check.get("description") or "",
-        "file": check_relpath(check=check, project_root=project_root),
-        "exit": check.get("exit_code"),
-        "reason": check.get("reason"),
-        "error": check.get("error_detail"),
-        "stdout": check.get("stdout") or "",
-        "samples": _samples(check=check),
+    tags = check.get("tags")
+    if tags:
+        entry["tags"] = [str(tag) for tag in tags]
+    for key, field in _TEXT_FIELDS:
+        value = check.get(field)
+        if value:
+            entry[key] = value
+    relative = check_relpath(check=check, project_root=project_root)
+    if relative:
+        entry["file"] = relative
+    if check.get("exit_code") is not None:
+        entry["exit"] = check["exit_code"]
+    samples = _samples(check=check)
+    if samples:
+        entry["samples"] = samples
+    details = check.get("details")
+    if details:
         # The object itself: the page lays it out only when its row is opened, so a run of
         # 10,000 checks does not print 10,000 indented texts nobody may read.
-        "details": check.get("details") or None,
-    }
-    entry.update((key, value) for key, value in optional.items() if value)
-    if check.get("exit_code") == 0:
-        entry["exit"] = 0  # a value to show, though falsy
+        entry["details"] = details
     if is_control(check=check):
         entry["expect"] = "fail (control check)"
         entry["observed"] = check.get("observed_status")
@@ -214,7 +227,6 @@ def _entry(
     if stderr:
         entry["stderr"] = stderr
     prompt_link = f"checks/{stem}.prompt.txt" if "p" in files else None
-    samples = entry.get("samples") or []
     if prompt_link is None and samples and "prompt" in samples[0]["links"]:
         prompt_link = entry["prompt_link"] = samples[0]["links"]["prompt"]  # all asked alike
     if prompt_link is not None:
