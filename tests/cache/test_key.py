@@ -238,6 +238,23 @@ def test_run_folders_in_the_default_output_folder_never_count_for_a_run_written_
     assert standard.misses() == set()
 
 
+@pytest.mark.parametrize("sent_by", ["flag", "variable"])
+def test_run_folders_in_the_output_folder_the_config_names_never_count_when_a_run_goes_elsewhere(
+    standard: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sent_by: str
+) -> None:
+    config = standard.root / ".eval-banana" / "config.toml"
+    text = config.read_text().replace("[core]\n", '[core]\noutput_dir = "runs"\n', 1)
+    standard.write({".eval-banana/config.toml": text})
+    assert standard.misses() == ALL  # its run folder lands in runs/, a folder discovery walks
+    assert any((standard.root / "runs").iterdir())
+    elsewhere = str(tmp_path / "ci-out")
+    if sent_by == "variable":
+        monkeypatch.setenv("EVAL_BANANA_OUTPUT_DIR", elsewhere)
+        assert standard.misses() == set()
+    else:
+        assert standard.misses("--output-dir", elsewhere) == set()
+
+
 def test_a_failure_known_from_the_cache_counts_for_maxfail_before_any_check_is_paid_for(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:
