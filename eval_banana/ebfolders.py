@@ -27,30 +27,11 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     root = Path(config.project_root)
     output = config.settings.core.output_dir
     folders = [root / output if output else root, cache_dir(config=config)]
-    usual = [str(CoreSettings.model_fields["output_dir"].default)]
-    named = _file_output_dir(config=config)
-    if named:
-        usual.append(named)
+    usual = [config.project_output_dir, str(CoreSettings.model_fields["output_dir"].default)]
     for folder in usual:
-        if root / folder not in folders:
+        if folder and root / folder not in folders:
             folders.append(root / folder)
     return folders
-
-
-def _file_output_dir(*, config: ConfigDoc) -> str | None:
-    """`[core] output_dir` of the config file, where a flag or a variable overrode it."""
-    if config.sources.get("core.output_dir") not in ("cli", "env") or not config.config_file:
-        return None
-    import tomllib  # loaded already by the config stage that made `config`
-
-    try:
-        with open(config.config_file, "rb") as handle:
-            core = tomllib.load(handle).get("core")
-    except (OSError, tomllib.TOMLDecodeError):
-        return None  # changed since the config stage read it: that stage's values stand
-    value = core.get("output_dir") if isinstance(core, dict) else None
-    # An empty one is the project root itself, which is never eb's alone.
-    return value if isinstance(value, str) and value.strip() else None
 
 
 def own_files(*, config: ConfigDoc) -> list[Path]:

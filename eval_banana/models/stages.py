@@ -70,6 +70,11 @@ class ConfigDoc(StageEnvelope):
         "'The newest run' is the one with the latest run_created_at.",
     )
     no_project_config: bool = False
+    project_output_dir: str | None = Field(
+        default=None,
+        description="[core] output_dir as the config file names it, or null: eb's own folder "
+        "even when a flag or variable sends this run elsewhere.",
+    )
     settings: Settings
     sources: dict[str, SettingSource] = Field(
         description="Dotted setting name -> where its value came from."

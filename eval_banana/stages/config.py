@@ -319,6 +319,7 @@ def resolve_config(
         )
         sections.setdefault(spec.section, {})[spec.key] = value
         sources[spec.name] = source
+    named_output = _file_value(spec=SETTINGS_BY_NAME["core.output_dir"], table=table, path=path)
     agents = _agents(table=table, path=path)
     sources["agents"] = "project" if path is not None and table.get("agents") else "default"
     # Every value was checked against its SettingSpec above.
@@ -332,6 +333,7 @@ def resolve_config(
             "config_file": str(path) if path is not None else None,
             "config_file_sha256": sha256_bytes(data=data) if data is not None else None,
             "no_project_config": no_project_config,
+            "project_output_dir": None if named_output is _MISSING else named_output,
             "settings": settings,
             "sources": sources,
             "selection": selection,

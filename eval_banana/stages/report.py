@@ -181,7 +181,7 @@ def status_notes(*, check: dict[str, Any]) -> list[str]:
         return []  # each report asks this of every check
     found = (control_note(check=check), attempts_note(check=check), samples_note(check=check))
     notes = [note for note in found if note]
-    cache = (check.get("details") or {}).get("cache")
+    cache = details.get("cache")
     if isinstance(cache, dict) and cache.get("hit") is True:
         notes.append("cached")
     return notes
