@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from eval_banana.shard import shard_of
+
 GENERATOR_VERSION = "7"
 BENCH_DIR = Path(__file__).resolve().parent
 AGENTS_DIR = BENCH_DIR / "agents"
@@ -143,10 +145,18 @@ def _fingerprint(*, key: str, sizes: Sizes) -> str:
             # W10 holds run folders eb wrote, W7 the verdict cache its runs fill: a change of
             # their formats must rebuild them.
             "formats": _formats_digest() if key in FORMAT_WORKLOADS else None,
+            # W10's shard folders hold the checks eb's split gave each: a new split rebuilds.
+            "split": _split_digest(sizes=sizes) if run_workload else None,
         },
         sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _split_digest(*, sizes: Sizes) -> str:
+    ids = [*w10_base_checks(sizes=sizes), *w10_head_checks(sizes=sizes)]
+    shards = bytes(shard_of(check_id=check_id, total=sizes.w10_shards) for check_id in ids)
+    return hashlib.sha256(shards).hexdigest()
 
 
 def _formats_digest() -> str:

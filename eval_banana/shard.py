@@ -1,6 +1,7 @@
-"""Shards: `--shard K/N` keeps the selected checks whose id hashes to slice K of N.
+"""Shards: `--shard K/N` keeps the selected checks whose id falls in slice K of N.
 
-A check's slice depends on its id and N alone, so adding or removing one check never moves
+A check's slice depends on its id and N alone (numbered families are dealt round evenly, see
+`shard_of`), so adding or removing one check never moves
 another one between shards, and every CI job computes the same split without talking to the
 others. The plan records a digest of the whole selection (before the shard filter), which is
 how `eb merge` tells shards of one plan from shards of another.
@@ -9,6 +10,7 @@ how `eb merge` tells shards of one plan from shards of another.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from eval_banana.errors import UsageError
@@ -20,6 +22,11 @@ AUTO = "auto"
 INDEX_ENV = "CI_NODE_INDEX"
 TOTAL_ENV = "CI_NODE_TOTAL"
 _DIGEST_PREFIX = b"eval-banana selection v1\n"
+# 2**64 divided by the golden ratio: successive multiples of it, taken modulo 2**64, are as evenly
+# spread as any sequence can be (the three-gap theorem); Knuth's "Fibonacci hashing" constant.
+_GOLDEN_STEP = 0x9E3779B97F4A7C15
+_MASK64 = (1 << 64) - 1
+_LAST_NUMBER = re.compile(r"[0-9]+(?=[^0-9]*$)")
 _SHARD_HINT = "Write --shard K/N with whole numbers 1 <= K <= N (e.g. --shard 2/4), or auto."
 
 
@@ -66,9 +73,32 @@ def parse_shard(*, text: str, environ: Mapping[str, str]) -> Shard:
 
 
 def shard_of(*, check_id: str, total: int) -> int:
-    """The 1-based slice of `check_id` among `total`: the id's SHA-256, as a number, mod N."""
-    number = int.from_bytes(hashlib.sha256(check_id.encode("utf-8")).digest()[:8], "big")
-    return number % total + 1
+    """The 1-based slice of `check_id` among `total`: its place on the unit circle, cut in N.
+
+    An id without digits is placed by its SHA-256 alone. An id with digits is placed by the
+    SHA-256 of its family (the id with its last run of digits taken out) plus that number times
+    the golden ratio: the members of a numbered family (`case_001`, `case_002`, ...) step
+    round the circle by an irrational amount, so however many there are and whatever their
+    stride, they fill the N slices within a check or two of evenly. Numbered cases of one family
+    tend to cost alike, so this evens the shards' run times as well as their counts. Either way
+    the place is a function of the id alone.
+    """
+    return (_place(check_id=check_id) * total >> 64) + 1
+
+
+def _place(*, check_id: str) -> int:
+    """A 64-bit point on the circle for `check_id` (see `shard_of`)."""
+    number = _LAST_NUMBER.search(check_id)
+    if number is None:
+        return _hash64(text=check_id)
+    family = f"{check_id[: number.start()]}\0{check_id[number.end() :]}"
+    # The last 18 digits are plenty to tell a family's members apart, and keep int() cheap.
+    step = int(number.group()[-18:]) * _GOLDEN_STEP
+    return (_hash64(text=family) + step) & _MASK64
+
+
+def _hash64(*, text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 
 def in_shard(*, check_id: str, shard: Shard) -> bool:

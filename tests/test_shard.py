@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import string
 from collections.abc import Callable
 from pathlib import Path
 
@@ -65,11 +67,36 @@ def test_adding_or_removing_a_check_moves_no_other_check(
     assert all(1 <= shard <= total for shard in after.values())
 
 
-def test_the_split_is_close_to_even_for_many_checks() -> None:
-    counts = split_counts(check_ids=[f"id_{index}" for index in range(40_000)], total=8)
-    assert sum(counts) == 40_000
-    # A hash split spreads like a fair die: 40,000 ids over 8 shards stay within a few percent.
-    assert max(abs(count - 5_000) for count in counts) < 5_000 * 0.05
+def test_ids_without_a_family_split_like_a_fair_die() -> None:
+    named = ["".join(letters) for letters in itertools.product(string.ascii_lowercase, repeat=3)]
+    counts = split_counts(check_ids=named, total=8)
+    assert sum(counts) == len(named) == 17_576
+    # No digits, so a hash alone: within four standard deviations of an even share.
+    even = len(named) / 8
+    assert max(abs(count - even) for count in counts) < 4 * (even * 7 / 8) ** 0.5
+
+
+@pytest.mark.parametrize("total", [2, 3, 5, 7, 8, 10, 16])
+@pytest.mark.parametrize("stride", [1, 2, 5, 10])
+def test_a_numbered_family_is_dealt_round_the_shards_evenly(stride: int, total: int) -> None:
+    family = [f"summarize_{index * stride:04d}_judge" for index in range(1_000)]
+    counts = split_counts(check_ids=family, total=total)
+    # A hash of each id would stray by some sqrt(1000 / N); the family stays within 8 checks.
+    assert max(counts) - min(counts) <= 8, counts
+
+
+def test_the_benchmark_shaped_ids_split_within_a_check_or_two_of_even() -> None:
+    counts = split_counts(check_ids=[f"check_{index:05d}" for index in range(10_000)], total=8)
+    assert sum(counts) == 10_000
+    assert max(abs(count - 1_250) for count in counts) <= 3, counts
+
+
+def test_families_are_placed_apart_from_each_other() -> None:
+    # Two families numbered alike do not share their slices: each has its own starting point.
+    first = [shard_of(check_id=f"alpha_{index}", total=8) for index in range(40)]
+    second = [shard_of(check_id=f"beta_{index}", total=8) for index in range(40)]
+    assert first != second
+    assert shard_of(check_id="case_007", total=8) == shard_of(check_id="case_7", total=8)
 
 
 def test_selection_digest_names_paths_relative_to_the_project_root() -> None:
