@@ -213,9 +213,10 @@ def notes(*, sizes: Sizes) -> list[str]:
     counts = split_counts(check_ids=ids, total=total)
     worst = deviation(counts=counts)
     sets = 200 if sizes is FULL else 20
-    shape = {"checks": len(ids), "shards": total, "sets": sets, "assign": _eb_split}
-    scattered = sample(make=random_ids, **shape)  # type: ignore[arg-type]
-    grown = sample(make=family_ids, **shape)  # type: ignore[arg-type]
+    scattered, grown = (
+        sample(assign=_eb_split, make=make, sets=sets, checks=len(ids), shards=total)
+        for make in (random_ids, family_ids)
+    )
     exact = exact_within(checks=len(ids), shards=total)
     return [
         f"- W10 split: {len(ids)} ids into {total} shards: {min(counts)} to {max(counts)} per "
