@@ -13,7 +13,7 @@ from eval_banana.console import Console, ProgressReporter
 from eval_banana.errors import RunAborted
 from eval_banana.models.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
-from eval_banana.reporting import ReportExtras, write_extra_reports
+from eval_banana.reporting import ReportExtras, start_html, write_extra_reports
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.request import RunRequest, load_config
 from eval_banana.results import STOP_REASON_TEXT
@@ -55,17 +55,28 @@ def publish_report(
     extras: ReportExtras | None,
     console: Console,
 ) -> ReportOutcome:
-    """The report stage as users see it: the report files first, then the console summary."""
-    report = report_stage.write_reports(
-        run_dir=run_dir, config=config, execute=execute, score=score, inputs=inputs
-    )
-    written = write_extra_reports(
-        extras=extras,
-        run_dir=run_dir,
-        report=report.report,
-        report_md=report.markdown,
-        junit_xml=config.settings.core.junit_xml,
-    ).written
+    """The report stage as users see it: the report files first, then the console summary.
+
+    report.html, the biggest of them, is begun first so a big run can render it in parallel.
+    """
+    built = report_stage.build_report(run_dir=run_dir, config=config, execute=execute, score=score)
+    html_job = start_html(extras=extras, report=built, run_dir=run_dir)
+    try:
+        report = report_stage.write_reports(
+            run_dir=run_dir, config=config, execute=execute, score=score, inputs=inputs, built=built
+        )
+        written = write_extra_reports(
+            extras=extras,
+            run_dir=run_dir,
+            report=report.report,
+            report_md=report.markdown,
+            junit_xml=config.settings.core.junit_xml,
+            html=html_job,
+        ).written
+    except BaseException:
+        if html_job is not None:
+            html_job.abandon()
+        raise
     html = run_dir / REPORT_HTML
     console.summary(
         report=report.report,

@@ -306,3 +306,56 @@ def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, 
     assert "/ci-job-" in json.loads(copy.read_text())["source_path"]
     executed = json.loads((merged / "stages" / "execute.json").read_text())["results"]
     assert all(r["source_path"].startswith(str(scale_out["main"])) for r in executed)
+
+
+# `eb merge` as a real process, with the fork threshold lowered to this small project and each
+# fork recorded: report.html is then rendered in a forked child beside the other reports.
+FORK_COUNTING_EB = """\
+import os, sys
+import eval_banana.reporting as reporting
+reporting.HTML_FORK_CHECKS = 1
+real_fork = os.fork
+def fork():
+    pid = real_fork()
+    if pid:
+        with open(os.environ["FORK_MARKER"], "a") as marker:
+            marker.write(f"{pid}\\n")
+    return pid
+os.fork = fork
+from eval_banana.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_forked_report_html_is_the_page_the_report_renders_to(
+    scale_out: dict[str, Path], tmp_path: Path
+) -> None:
+    from eval_banana.reporting.html import render_html
+
+    marker = tmp_path / "forks"
+    shards = [str(scale_out["base"] / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)]
+    merged = tmp_path / "merged"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FORK_COUNTING_EB,
+            "merge",
+            *shards,
+            "--cwd",
+            str(scale_out["main"]),
+            "--output-dir",
+            str(merged),
+            "--flat-output",
+        ],
+        capture_output=True,
+        text=True,
+        env=_environ(FORK_MARKER=str(marker)),
+        stdin=subprocess.DEVNULL,
+        timeout=240,
+    )
+    assert done.returncode == 1, done.stderr  # the same verdict as the merge done in place
+    assert len(marker.read_text().split()) == 1  # report.html, and nothing else, was forked
+    page = (merged / "report.html").read_text()
+    assert page == render_html(report=_report(merged), run_dir=merged)
+    assert [p.name for p in merged.iterdir() if p.name.endswith(".tmp")] == []

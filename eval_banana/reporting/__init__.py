@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from eval_banana import forked
 from eval_banana.errors import OutputDirError
 from eval_banana.models.record import Field, Record
 from eval_banana.reporting.github import annotations, append_step_summary
@@ -19,6 +20,7 @@ __all__ = [
     "ReportExtras",
     "annotations",
     "append_step_summary",
+    "start_html",
     "write_extra_reports",
     "write_html",
 ]
@@ -38,6 +40,25 @@ class ReportExtras(Record):
     written: list[Path] = Field(default_factory=list)
 
 
+# Below this many checks report.html renders in a few hundredths of a second: not worth a fork.
+HTML_FORK_CHECKS = 1_000
+
+
+def start_html(
+    *, extras: ReportExtras | None, report: dict[str, Any], run_dir: Path
+) -> forked.Pending | None:
+    """Begin report.html beside the rest of the report stage (forked where that pays), or
+    None when the run asked for no HTML; `write_extra_reports` finishes it."""
+    if extras is not None and not extras.html:
+        return None
+    checks = report.get("checks")
+    count = len(checks) if isinstance(checks, list) else 0
+    return forked.start(
+        work=lambda: write_html(report=report, run_dir=run_dir, path=run_dir / REPORT_HTML),
+        fork=forked.worth_forking(items=count, threshold=HTML_FORK_CHECKS),
+    )
+
+
 def junit_path(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
     path = Path(setting).expanduser()
@@ -51,8 +72,10 @@ def write_extra_reports(
     report: dict[str, Any],
     report_md: str,
     junit_xml: str | None,
+    html: forked.Pending | None = None,
 ) -> ReportExtras:
-    """Write report.html, the JUnit file and the GitHub outputs asked for; return `extras`."""
+    """Write report.html (or finish `html`, begun by `start_html`), the JUnit file and the
+    GitHub outputs asked for; return `extras`."""
     extras = extras if extras is not None else ReportExtras()
     extras.report, extras.report_md = report, report_md
     project_root = Path(str(report.get("project_root") or run_dir))
@@ -68,6 +91,8 @@ def write_extra_reports(
                 from eval_banana.reporting.junit import write_junit
 
                 write_junit(report=report, project_root=project_root, path=path)
+            elif html is not None:
+                html.finish()
             else:
                 write_html(report=report, run_dir=run_dir, path=path)
         except OSError as exc:

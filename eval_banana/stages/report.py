@@ -298,9 +298,17 @@ def write_reports(
     score: ScoreDoc,
     inputs: dict[str, str] | None = None,
     run_id: str | None = None,
+    built: dict[str, Any] | None = None,
 ) -> ReportOutcome:
-    """Write report.json, report.md and stages/report.json (before any console output)."""
-    report = build_report(run_dir=run_dir, config=config, execute=execute, score=score)
+    """Write report.json, report.md and stages/report.json (before any console output).
+
+    `built` is the report object when the caller has built it already (`build_report`).
+    """
+    report = (
+        built
+        if built is not None
+        else build_report(run_dir=run_dir, config=config, execute=execute, score=score)
+    )
     if run_id is not None:
         report["run_id"] = run_id
     json_path = run_dir / REPORT_JSON

@@ -15,11 +15,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Run
 
 from eval_banana.reporting.common import summary
 from eval_banana.reporting.html import (
     GROUPS,
+    REPORT_HTML,
     ROW_REASON_LIMIT_CHARS,
     render_html,
     write_html,
@@ -231,3 +233,29 @@ def test_single_file_with_nothing_to_load(finished_run: Run) -> None:
     # Markup from check output never reaches the page as markup.
     assert "<script>alert(1)</script>" not in text and "<b>ignores</b>" not in text
     assert Path(path).stat().st_size < 200_000
+
+
+def test_a_forked_page_that_cannot_be_written_is_an_output_error(
+    finished_run: Run, tmp_path: Path
+) -> None:
+    from eval_banana import forked
+    from eval_banana.errors import OutputDirError
+    from eval_banana.reporting import write_extra_reports
+
+    (tmp_path / REPORT_HTML / "in-the-way").mkdir(parents=True)  # a folder where the page goes
+    pending = forked.start(
+        work=lambda: write_html(
+            report=finished_run.report, run_dir=tmp_path, path=tmp_path / REPORT_HTML
+        ),
+        fork=True,
+    )
+    with pytest.raises(OutputDirError, match="Cannot write the HTML report to .*report.html"):
+        write_extra_reports(
+            extras=None,
+            run_dir=tmp_path,
+            report=finished_run.report,
+            report_md="",
+            junit_xml=None,
+            html=pending,
+        )
+    assert pending.pid is None  # waited for and reaped

@@ -1,0 +1,98 @@
+"""Work forked beside the report stage: the same result as in place, errors carried back, and
+no child left behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from eval_banana import forked
+
+
+def _write_pid(path: Path) -> None:
+    path.write_text(str(os.getpid()))
+
+
+def test_forked_work_runs_in_a_child_and_finish_waits_for_it(tmp_path: Path) -> None:
+    target = tmp_path / "done"
+    pending = forked.start(work=lambda: _write_pid(target), fork=True)
+    child = pending.pid
+    assert child is not None and child != os.getpid()
+    pending.finish()
+    assert target.read_text() == str(child)  # written by the child, waited for by finish
+    with pytest.raises(ChildProcessError):  # reaped: nothing left to wait for
+        os.waitpid(child, os.WNOHANG)
+
+
+def test_work_not_forked_runs_in_place_when_finished(tmp_path: Path) -> None:
+    target = tmp_path / "done"
+    pending = forked.start(work=lambda: _write_pid(target), fork=False)
+    assert not target.exists()  # kept for finish, not run yet
+    pending.finish()
+    assert target.read_text() == str(os.getpid())
+
+
+def _unwritable(path: Path) -> None:
+    path.mkdir()
+    os.replace(path.parent / "missing", path)
+
+
+def test_an_os_error_in_the_child_is_raised_as_one_in_the_parent(tmp_path: Path) -> None:
+    pending = forked.start(work=lambda: _unwritable(tmp_path / "target"), fork=True)
+    with pytest.raises(OSError, match="No such file or directory"):
+        pending.finish()
+
+
+def _broken() -> None:
+    raise KeyError("no such column")
+
+
+def test_a_bug_in_the_child_is_a_typed_error_naming_it() -> None:
+    pending = forked.start(work=_broken, fork=True)
+    with pytest.raises(forked.ForkedWorkError, match="KeyError: 'no such column'"):
+        pending.finish()
+
+
+def test_abandoned_work_leaves_no_process_behind() -> None:
+    pending = forked.start(work=lambda: time.sleep(60), fork=True)
+    pid = pending.pid
+    assert pid is not None
+    started = time.monotonic()
+    pending.abandon()
+    assert time.monotonic() - started < 5
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_the_parents_buffered_output_is_written_once(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from eval_banana import forked\n"
+        "sys.stdout.write('once')\n"
+        "forked.start(work=lambda: None, fork=True).finish()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == "once"
+
+
+def test_forking_needs_enough_work_and_no_other_thread() -> None:
+    assert not forked.worth_forking(items=10, threshold=1_000)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        # A lock the other thread held at the fork would stay held in the child.
+        assert not forked.worth_forking(items=5_000, threshold=1_000)
+    finally:
+        release.set()
+        other.join()
