@@ -15,18 +15,22 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import pickle
 import signal
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from eval_banana.errors import EvalBananaError
 
-# What the child says when the work raised an OSError (a file it could not write), and when it
-# raised anything else (a bug): the parent turns the first into the caller's typed error.
+# How the child ended, as its exit code: the work raised an OSError (a file it could not write;
+# its message follows), one of eb's own errors (pickled, so it is raised again whole), or
+# anything else (a bug; its type and message follow).
 _OS_ERROR = 1
 _BUG = 2
+_EB_ERROR = 3
 _MESSAGE_LIMIT = 64 * 1024
 
 
@@ -43,7 +47,8 @@ class Pending:
     work: Callable[[], None] | None
 
     def finish(self) -> None:
-        """Wait for the work (or do it now, when it was not forked); OSError as raised."""
+        """Wait for the work (or do it now, when it was not forked); raise what it raised: an
+        OSError or one of eb's errors as such, anything else as a ForkedWorkError."""
         if self.work is not None:
             work, self.work = self.work, None
             work()
@@ -63,6 +68,8 @@ class Pending:
         code = os.waitstatus_to_exitcode(status)
         if code == 0:
             return
+        if code == _EB_ERROR:
+            raise _eb_error(pickled=message)
         text = message.decode("utf-8", errors="replace")
         if code == _OS_ERROR:
             raise OSError(text)
@@ -99,16 +106,26 @@ def start(*, work: Callable[[], None], fork: bool) -> Pending:
         return Pending(pid=None, reader=None, work=work)
     reader, writer = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: do the work, say how it went, and leave without any cleanup
-        # (os._exit flushes no buffer the parent filled and runs no exit handler of its).
+    if pid == 0:
         os.close(reader)
         _run_child(work=work, writer=writer)
     os.close(writer)
     return Pending(pid=pid, reader=reader, work=None)
 
 
-def _run_child(*, work: Callable[[], None], writer: int) -> None:
-    code, message = 0, b""
+def _run_child(*, work: Callable[[], None], writer: int) -> NoReturn:
+    """Do the work, tell the parent how it went, and leave: never back into the parent's code
+    (os._exit also flushes no buffer the parent filled and runs none of its exit handlers)."""
+    code = _BUG
+    try:
+        code, message = _outcome(work=work)
+        while message:
+            message = message[os.write(writer, message) :]
+    finally:
+        os._exit(code)
+
+
+def _outcome(*, work: Callable[[], None]) -> tuple[int, bytes]:
     try:
         # The parent handles Ctrl-C and termination; the child just stops with them.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -116,12 +133,27 @@ def _run_child(*, work: Callable[[], None], writer: int) -> None:
         gc.disable()  # it lives for one piece of work; collecting would only copy pages
         work()
     except OSError as exc:
-        code, message = _OS_ERROR, str(exc).encode("utf-8", errors="replace")
-    except BaseException as exc:  # a bug: the parent reports it, the child must not go on
-        code, message = _BUG, f"{type(exc).__name__}: {exc}".encode("utf-8", errors="replace")
-    with contextlib.suppress(OSError):
-        os.write(writer, message[:_MESSAGE_LIMIT])
-    os._exit(code)
+        return _OS_ERROR, _text(shown=str(exc))
+    except EvalBananaError as exc:
+        try:
+            return _EB_ERROR, pickle.dumps(exc)
+        except Exception:  # an error holding something unpicklable still gets its message
+            return _BUG, _text(shown=exc.render())
+    except BaseException as exc:  # a bug: the parent reports it
+        return _BUG, _text(shown=f"{type(exc).__name__}: {exc}")
+    return 0, b""
+
+
+def _text(*, shown: str) -> bytes:
+    return shown[:_MESSAGE_LIMIT].encode("utf-8", errors="replace")
+
+
+def _eb_error(*, pickled: bytes) -> BaseException:
+    """The error the child pickled: written by this same process image a moment ago."""
+    error = pickle.loads(pickled)  # noqa: S301 - our own child's bytes, through our own pipe
+    if isinstance(error, EvalBananaError):
+        return error
+    return ForkedWorkError(f"The forked work ended with an unreadable error: {error!r}")
 
 
 def _read_all(*, fd: int) -> bytes:

@@ -10,12 +10,14 @@ at different absolute paths: paths under a shard's project root are moved under 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana import forked
 from eval_banana.artifacts import write_model
 from eval_banana.console import Console
 from eval_banana.errors import MergeError, OutputDirError
@@ -42,6 +44,9 @@ from eval_banana.stages.common import envelope
 from eval_banana.stages.config import resolve_config, write_config_stage
 from eval_banana.stages.execute import write_execute_stage
 from eval_banana.stagetext import file_element_texts
+
+# Below this many evidence files the links take a few hundredths of a second: not worth a fork.
+LINK_FORK_FILES = 2_000
 
 # Settings that shape this merge's own outputs: taken from the merge's command line and config,
 # not from the shards (every other setting is the shards').
@@ -328,7 +333,44 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         rendered=discovered.texts,
     )
     ordered = _order(runs=runs, config=config)
-    _bring_evidence(runs=runs, evidence=evidence, run_dir=run_dir)
+    # Thousands of links are system calls, not Python: a forked child makes them while this
+    # process writes the stage files.
+    links = forked.start(
+        work=lambda: _bring_evidence(runs=runs, evidence=evidence, run_dir=run_dir),
+        fork=forked.worth_forking(
+            items=sum(len(listed.names) for listed in evidence), threshold=LINK_FORK_FILES
+        ),
+    )
+    try:
+        executed = _write_merged_stages(
+            runs=runs, first=first, ordered=ordered, config=config, digests=digests, run_dir=run_dir
+        )
+    except BaseException:
+        with contextlib.suppress(Exception):
+            links.finish()  # the folder is as complete as it can be; the first error is shown
+        raise
+    # report.html lists checks/ to link each check's files: the links come first.
+    links.finish()
+    return finish_run(
+        run_dir=run_dir,
+        config=config,
+        executed=executed,
+        digests=digests,
+        extras=request.extras,
+        console=console,
+    )
+
+
+def _write_merged_stages(
+    *,
+    runs: Sequence[ShardRun],
+    first: ShardRun,
+    ordered: _Ordered,
+    config: ConfigDoc,
+    digests: dict[str, str],
+    run_dir: Path,
+) -> ExecuteDoc:
+    """The merged plan, guard and execute files (their digests added to `digests`)."""
     plan = _merged_plan(first=first, ordered=ordered, config=config, inputs=dict(digests))
     plan_path = stage_path(run_dir=run_dir, stage="validate")
     # Checks and results that stay as the shards wrote them are copied as text, not rewritten.
@@ -348,11 +390,4 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         inputs={k: digests[k] for k in ("config", "validate", "guard")},
     )
     digests["execute"] = write_execute_stage(run_dir=run_dir, doc=executed, rendered=texts)
-    return finish_run(
-        run_dir=run_dir,
-        config=config,
-        executed=executed,
-        digests=digests,
-        extras=request.extras,
-        console=console,
-    )
+    return executed

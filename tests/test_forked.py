@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from eval_banana import forked
+from eval_banana.errors import OutputDirError
 
 
 def _write_pid(path: Path) -> None:
@@ -57,6 +58,21 @@ def test_a_bug_in_the_child_is_a_typed_error_naming_it() -> None:
     pending = forked.start(work=_broken, fork=True)
     with pytest.raises(forked.ForkedWorkError, match="KeyError: 'no such column'"):
         pending.finish()
+
+
+def _refused() -> None:
+    raise OutputDirError("Cannot copy a to b: disk full", file="a", hint="Free some space.")
+
+
+def test_one_of_ebs_own_errors_in_the_child_is_raised_whole_in_the_parent() -> None:
+    pending = forked.start(work=_refused, fork=True)
+    with pytest.raises(OutputDirError) as raised:
+        pending.finish()
+    assert (raised.value.message, raised.value.file, raised.value.hint) == (
+        "Cannot copy a to b: disk full",
+        "a",
+        "Free some space.",
+    )
 
 
 def test_abandoned_work_leaves_no_process_behind() -> None:

@@ -308,12 +308,13 @@ def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, 
     assert all(r["source_path"].startswith(str(scale_out["main"])) for r in executed)
 
 
-# `eb merge` as a real process, with the fork threshold lowered to this small project and each
-# fork recorded: report.html is then rendered in a forked child beside the other reports.
+# `eb merge` as a real process, with the fork thresholds lowered to this small project and each
+# fork recorded: the evidence is then linked, and report.html rendered, in forked children.
 FORK_COUNTING_EB = """\
 import os, sys
+import eval_banana.merge as merge
 import eval_banana.reporting as reporting
-reporting.HTML_FORK_CHECKS = 1
+merge.LINK_FORK_FILES = reporting.HTML_FORK_CHECKS = 1
 real_fork = os.fork
 def fork():
     pid = real_fork()
@@ -327,7 +328,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_a_forked_report_html_is_the_page_the_report_renders_to(
+def test_forked_links_and_page_make_the_same_folder(
     scale_out: dict[str, Path], tmp_path: Path
 ) -> None:
     from eval_banana.reporting.html import render_html
@@ -355,7 +356,21 @@ def test_a_forked_report_html_is_the_page_the_report_renders_to(
         timeout=240,
     )
     assert done.returncode == 1, done.stderr  # the same verdict as the merge done in place
-    assert len(marker.read_text().split()) == 1  # report.html, and nothing else, was forked
+    assert len(marker.read_text().split()) == 2  # the links, then report.html
+    # Every shard's evidence is linked in, and the page was rendered once all of it was there
+    # (it links only the files it finds in checks/).
+    shard_files = sorted(
+        p.name for k in shards for p in (Path(k) / "checks").iterdir() if p.is_file()
+    )
+    assert len(shard_files) > 40
+    assert sorted(p.name for p in (merged / "checks").iterdir() if p.is_file()) == shard_files
+    assert all(
+        os.path.samefile(
+            merged / "checks" / name,
+            next(Path(k) / "checks" / name for k in shards if (Path(k) / "checks" / name).exists()),
+        )
+        for name in shard_files
+    )
     page = (merged / "report.html").read_text()
     assert page == render_html(report=_report(merged), run_dir=merged)
     assert [p.name for p in merged.iterdir() if p.name.endswith(".tmp")] == []
