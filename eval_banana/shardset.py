@@ -13,7 +13,7 @@ from typing import NamedTuple
 from eval_banana.artifacts import sha256_bytes
 from eval_banana.errors import MergeError, StageFileError
 from eval_banana.models.config import Settings, Shard
-from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 from eval_banana.shard import in_shard, relative_source, rows_digest
 from eval_banana.stagefiles import StageRead, read_stage_file
 from eval_banana.stages import stage_path
@@ -65,9 +65,9 @@ def _refuse(message: str, *, run_dir: Path | None = None, hint: str | None = Non
     )
 
 
-def _read(*, run_dir: Path, stage: str) -> StageRead:
+def _read(*, run_dir: Path, stage: str, vouched: str | None = None) -> StageRead:
     try:
-        return read_stage_file(run_dir=run_dir, stage=stage)
+        return read_stage_file(run_dir=run_dir, stage=stage, vouched=vouched)
     except StageFileError as exc:
         raise _refuse(
             f"{run_dir}: {exc.message}",
@@ -91,6 +91,15 @@ def _check_chain(*, run_dir: Path, execute: ExecuteDoc, upstream_data: dict[str,
             )
 
 
+def _scored_digest(run_dir: Path) -> str | None:
+    """The digest of execute.json the shard's score stage recorded, if it has a readable one."""
+    try:
+        scored: ScoreDoc = read_stage_file(run_dir=run_dir, stage="score").doc
+    except StageFileError:
+        return None  # execute.json is then checked in full, as any unvouched file is
+    return scored.inputs.get("execute")
+
+
 def read_shard(*, run_dir: Path) -> ShardRun:
     """Read and check one shard folder: a finished run of `eb run --shard K/N`."""
     if not stage_path(run_dir=run_dir, stage="config").is_file():
@@ -99,8 +108,12 @@ def read_shard(*, run_dir: Path) -> ShardRun:
             run_dir=run_dir,
             hint="Pass the folders `eb run --shard K/N` wrote (the ones holding report.json).",
         )
-    config_read = _read(run_dir=run_dir, stage="config")
-    plan_read = _read(run_dir=run_dir, stage="validate")
+    # The score stage recorded the digest of the execute.json it read, and that one the digests
+    # of its config.json and plan.json: files that still have them need no second check.
+    execute_read = _read(run_dir=run_dir, stage="execute", vouched=_scored_digest(run_dir))
+    execute: ExecuteDoc = execute_read.doc
+    config_read = _read(run_dir=run_dir, stage="config", vouched=execute.inputs.get("config"))
+    plan_read = _read(run_dir=run_dir, stage="validate", vouched=execute.inputs.get("validate"))
     config: ConfigDoc = config_read.doc
     plan: PlanDoc = plan_read.doc
     if plan.selection.shard is None:
@@ -116,8 +129,6 @@ def read_shard(*, run_dir: Path) -> ShardRun:
             hint="Rerun the shards with this version of eb.",
         )
     guard: GuardDoc = _read(run_dir=run_dir, stage="guard").doc
-    execute_read = _read(run_dir=run_dir, stage="execute")
-    execute: ExecuteDoc = execute_read.doc
     _check_chain(
         run_dir=run_dir,
         execute=execute,

@@ -223,3 +223,16 @@ def test_a_file_in_the_checks_folder_of_two_shards(
         in result.stderr
     )
     assert (s1 / "checks" / "notes.txt").read_text() == "shard 1's\n"
+
+
+def test_an_execute_file_edited_after_its_score_stage_is_checked_in_full(
+    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
+) -> None:
+    # The merge trusts a shard's execute.json only while it has the digest its score stage
+    # recorded; after an edit it is checked against the schema like any stage file.
+    edited = shards("s1", "1/2")
+    _rewrite(edited, "execute.json", lambda doc: doc["results"][0].update(status="maybe"))
+    result = _merge(eb, tmp_path, edited, shards("s2", "2/2"))
+    execute = edited / "stages" / "execute.json"
+    assert f"{edited}: Stage file {execute}" in result.stderr
+    assert "status" in result.stderr

@@ -240,3 +240,47 @@ def test_report_rerun_writes_html_and_junit_without_running_checks(
     assert (run_dir / "report.html").is_file()
     assert 'tests="2"' in junit.read_text() and 'failures="1"' in junit.read_text()
     assert (counted_project / "counter.txt").read_text().count("ran") == 2
+
+
+def _hand_edited_execute(run_dir: Path) -> tuple[Path, str]:
+    """execute.json with a result's status set to a value no schema allows, and its digest."""
+    from eval_banana.artifacts import sha256_bytes
+
+    path = run_dir / "stages" / "execute.json"
+    document = json.loads(path.read_text())
+    document["results"][0]["status"] = "maybe"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False))
+    return path, sha256_bytes(data=path.read_bytes())
+
+
+def test_a_file_is_trusted_only_with_the_digest_a_later_stage_recorded_and_our_version(
+    counted_project: Path, eb: Callable[..., EbResult]
+) -> None:
+    from eval_banana.artifacts import sha256_bytes
+    from eval_banana.errors import StageFileError
+    from eval_banana.stagefiles import read_stage_file
+    from eval_banana.version import tool_version
+
+    eb("run", "--cwd", str(counted_project))
+    run_dir = _run_dir(counted_project)
+    scored = json.loads((run_dir / "stages" / "score.json").read_text())
+    vouched = scored["inputs"]["execute"]
+    # As eb wrote it: the score stage's digest vouches for it, and it reads the same either way.
+    trusted = read_stage_file(run_dir=run_dir, stage="execute", vouched=vouched).doc
+    checked = read_stage_file(run_dir=run_dir, stage="execute").doc
+    assert trusted.model_dump(mode="json") == checked.model_dump(mode="json")
+
+    path, edited_digest = _hand_edited_execute(run_dir)
+    # Edited after the score stage read it: the recorded digest no longer matches, so checked.
+    with pytest.raises(StageFileError, match="status"):
+        read_stage_file(run_dir=run_dir, stage="execute", vouched=vouched)
+    # Only the bytes' own digest skips the checks (what `eb merge` relies on, see docs).
+    read_stage_file(run_dir=run_dir, stage="execute", vouched=edited_digest)
+    # ...and only for files this version of eb wrote.
+    document = json.loads(path.read_text())
+    document["tool_version"] = f"{tool_version()}.older"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False))
+    with pytest.raises(StageFileError, match="status"):
+        read_stage_file(
+            run_dir=run_dir, stage="execute", vouched=sha256_bytes(data=path.read_bytes())
+        )
