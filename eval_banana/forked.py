@@ -1,13 +1,13 @@
-"""One piece of pure work done in a forked copy of eb while eb goes on with the rest.
+"""Work that only writes files, done in a forked copy of eb while eb goes on with the rest.
 
-report.html for 10,000 checks is a few tenths of a second of pure Python that needs nothing
-but the report object, and the rest of the report stage (report.json, report.md, JUnit) takes
-about as long again. A forked child shares the parent's memory copy-on-write, so nothing is
-pickled or sent: it does the work, writes its file atomically, and tells the parent only
-whether that worked. Forking is used only where it is safe and pays: Linux, a second CPU, no
-other thread alive (a lock another thread held would stay held in the child), and work big
-enough to be worth a fork. Everywhere else the same work runs in place, so the result is the
-same file either way.
+At 10,000 checks, report.html is a few tenths of a second of pure Python that needs nothing
+but the report object, and `eb merge` makes 10,000 hard links (system calls, which a thread
+could not overlap: each one waits for the interpreter lock to come back). A forked child
+shares the parent's memory copy-on-write, so nothing is pickled or sent: it does the work,
+and tells the parent only whether that worked. Forking is used only where it is safe and
+pays: Linux, a second CPU, no other thread alive (a lock another thread held would stay held
+in the child), and work big enough to be worth a fork. Everywhere else the same work runs in
+place, so the files are the same either way.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ _MESSAGE_LIMIT = 64 * 1024
 
 
 class ForkedWorkError(EvalBananaError):
-    """The forked work raised something other than an OSError: a bug, shown with its trace."""
+    """The forked work raised something other than an OSError or one of eb's own errors: a
+    bug, shown with its type and message (exit 2, not a verdict)."""
 
 
 @dataclass
@@ -74,7 +75,7 @@ class Pending:
         if code == _OS_ERROR:
             raise OSError(text)
         raise ForkedWorkError(
-            f"The work eb forked to run beside the report stage failed (exit {code}): "
+            f"The work eb forked to run beside the rest failed (exit {code}): "
             f"{text or 'no message'}"
         )
 
