@@ -104,7 +104,10 @@ class _Discovered(NamedTuple):
 
 def _merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, str]) -> _Discovered:
     """What the shards discovered (the first one's list; they share one selection)."""
-    read = read_stage_file(run_dir=first.run_dir, stage="discover")
+    # Vouched for by the digest the shard's plan recorded, as the shard's other files are.
+    read = read_stage_file(
+        run_dir=first.run_dir, stage="discover", vouched=first.plan.inputs.get("discover")
+    )
     doc: DiscoverDoc = read.doc
     roots = _roots(run=first, config=config)
     files = doc.files
