@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_banana.models.config import CoreSettings
 from eval_banana.models.stages import ConfigDoc
+from eval_banana.settings import SETTINGS_BY_NAME
 
 
 def cache_dir(*, config: ConfigDoc) -> Path:
@@ -27,7 +27,7 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     root = Path(config.project_root)
     output = config.settings.core.output_dir
     folders = [root / output if output else root, cache_dir(config=config)]
-    usual = [config.project_output_dir, str(CoreSettings.model_fields["output_dir"].default)]
+    usual = [config.project_output_dir, str(SETTINGS_BY_NAME["core.output_dir"].default)]
     for folder in usual:
         if folder and root / folder not in folders:
             folders.append(root / folder)

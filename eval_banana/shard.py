@@ -1,10 +1,10 @@
 """Shards: `--shard K/N` keeps the selected checks whose id falls in slice K of N.
 
 A check's slice depends on its id and N alone (numbered families are dealt round evenly, see
-`shard_of`), so adding or removing one check never moves
-another one between shards, and every CI job computes the same split without talking to the
-others. The plan records a digest of the whole selection (before the shard filter), which is
-how `eb merge` tells shards of one plan from shards of another.
+`shard_of`), so adding or removing one check never moves another one between shards, and
+every CI job computes the same split without talking to the others. The plan records a digest
+of the whole selection (before the shard filter), which is how `eb merge` tells shards of one
+plan from shards of another.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from eval_banana.artifacts import sha256_bytes
 from eval_banana.errors import MergeError, StageFileError
 from eval_banana.models.config import Settings, Shard
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
@@ -77,12 +76,12 @@ def _read(*, run_dir: Path, stage: str, vouched: str | None = None) -> StageRead
         ) from None
 
 
-def _check_chain(*, run_dir: Path, execute: ExecuteDoc, upstream_data: dict[str, bytes]) -> None:
-    """execute.json must have been made from this folder's config.json and plan.json (whose
-    bytes, as read a moment ago, are `upstream_data`)."""
-    for upstream, data in upstream_data.items():
-        if execute.inputs.get(upstream) != sha256_bytes(data=data):
-            relative = stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)
+def _check_chain(*, run_dir: Path, execute: ExecuteDoc, upstream: dict[str, StageRead]) -> None:
+    """execute.json must have been made from this folder's config.json and plan.json (as read
+    a moment ago, `upstream`)."""
+    for stage, read in upstream.items():
+        if execute.inputs.get(stage) != read.sha256():
+            relative = stage_path(run_dir=run_dir, stage=stage).relative_to(run_dir)
             raise _refuse(
                 f"{run_dir}: {relative} changed after the checks ran (stages/execute.json was "
                 "made from another version of it)",
@@ -91,7 +90,7 @@ def _check_chain(*, run_dir: Path, execute: ExecuteDoc, upstream_data: dict[str,
             )
 
 
-def _scored_digest(run_dir: Path) -> str | None:
+def _scored_digest(*, run_dir: Path) -> str | None:
     """The digest of execute.json the shard's score stage recorded, if it has a readable one."""
     try:
         scored: ScoreDoc = read_stage_file(run_dir=run_dir, stage="score").doc
@@ -110,7 +109,7 @@ def read_shard(*, run_dir: Path) -> ShardRun:
         )
     # The score stage recorded the digest of the execute.json it read, and that one the digests
     # of its config.json and plan.json: files that still have them need no second check.
-    execute_read = _read(run_dir=run_dir, stage="execute", vouched=_scored_digest(run_dir))
+    execute_read = _read(run_dir=run_dir, stage="execute", vouched=_scored_digest(run_dir=run_dir))
     execute: ExecuteDoc = execute_read.doc
     config_read = _read(run_dir=run_dir, stage="config", vouched=execute.inputs.get("config"))
     plan_read = _read(run_dir=run_dir, stage="validate", vouched=execute.inputs.get("validate"))
@@ -132,7 +131,7 @@ def read_shard(*, run_dir: Path) -> ShardRun:
     _check_chain(
         run_dir=run_dir,
         execute=execute,
-        upstream_data={"config": config_read.data, "validate": plan_read.data},
+        upstream={"config": config_read, "validate": plan_read},
     )
     planned = [check.id for check in plan.checks]
     if [result.check_id for result in execute.results] != planned:

@@ -84,10 +84,16 @@ def _refuse_schema_errors(*, path: Path, stage: str, document: Any) -> None:
 
 
 class StageRead(NamedTuple):
-    """A stage file read back and checked: its model, and the bytes it was read from."""
+    """A stage file read back and checked: its model, the bytes it was read from, and their
+    digest when reading needed it (a vouched read), so nobody hashes them twice."""
 
     doc: Any
     data: bytes
+    digest: str | None = None
+
+    def sha256(self) -> str:
+        """`sha256:<hex>` of the file's bytes."""
+        return self.digest if self.digest is not None else sha256_bytes(data=self.data)
 
 
 def read_stage(*, run_dir: Path, stage: str) -> Any:
@@ -120,8 +126,9 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
             field_path="$",
             hint=f"The file is truncated or was edited by hand; rerun: eb stage {stage}.",
         ) from None
-    if _is_vouched(data=data, document=document, vouched=vouched):
-        return StageRead(doc=STAGE_MODELS[stage].model_validate(document), data=data)
+    digest = sha256_bytes(data=data) if vouched is not None else None
+    if vouched is not None and digest == vouched and _written_by_this_eb(document=document):
+        return StageRead(doc=STAGE_MODELS[stage].model_validate(document), data=data, digest=digest)
     quick = _quick_check(stage)
     if quick is None or not quick(document):
         _refuse_schema_errors(path=path, stage=stage, document=document)
@@ -136,16 +143,11 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
             field_path=where,
             hint=f"The file was edited by hand or damaged; rerun: eb stage {stage}.",
         )
-    return StageRead(doc=doc, data=data)
+    return StageRead(doc=doc, data=data, digest=digest)
 
 
-def _is_vouched(*, data: bytes, document: Any, vouched: str | None) -> bool:
-    return (
-        vouched is not None
-        and isinstance(document, dict)
-        and document.get("tool_version") == tool_version()
-        and sha256_bytes(data=data) == vouched
-    )
+def _written_by_this_eb(*, document: Any) -> bool:
+    return isinstance(document, dict) and document.get("tool_version") == tool_version()
 
 
 def stage_digest(*, run_dir: Path, stage: str) -> str | None:
