@@ -1,13 +1,14 @@
-"""Work that only writes files, done in a forked copy of eb while eb goes on with the rest.
+"""Work done in a forked copy of eb while eb goes on with the rest.
 
 At 10,000 checks, report.html is a few tenths of a second of pure Python that needs nothing
-but the report object, and `eb merge` makes 10,000 hard links (system calls, which a thread
-could not overlap: each one waits for the interpreter lock to come back). A forked child
-shares the parent's memory copy-on-write, so nothing is pickled or sent: it does the work,
-and tells the parent only whether that worked. Forking is used only where it is safe and
-pays: Linux, a second CPU, no other thread alive (a lock another thread held would stay held
-in the child), and work big enough to be worth a fork. Everywhere else the same work runs in
-place, so the files are the same either way.
+but the report object, `eb merge` makes 10,000 hard links (system calls, which a thread could
+not overlap: each one waits for the interpreter lock to come back), and a cached run restores
+a few files per check. A forked child shares the parent's memory copy-on-write, so nothing is
+sent to it: it does the work, and sends back only how that went and the work's (picklable)
+return value, small next to the work. Forking is used only where it is safe and pays: Linux,
+a second CPU, no other thread alive (a lock another thread held would stay held in the child),
+and work big enough to be worth a fork. Everywhere else the same work runs in place, so the
+outcome is the same either way.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, Generic, NoReturn, TypeVar
 
 from eval_banana.errors import EvalBananaError
 
@@ -33,29 +34,41 @@ _BUG = 2
 _EB_ERROR = 3
 _MESSAGE_LIMIT = 64 * 1024
 
+T = TypeVar("T")
+
 
 class ForkedWorkError(EvalBananaError):
     """The forked work raised something other than an OSError or one of eb's own errors: a
     bug, shown with its type and message (exit 2, not a verdict)."""
 
 
+class _Unset:
+    """No value yet: `Pending.finish` was not called (or is being called now)."""
+
+
 @dataclass
-class Pending:
-    """Work started by `start`: `finish` waits for it and raises what it raised."""
+class Pending(Generic[T]):
+    """Work started by `start`: `finish` waits for it, returns what it returned and raises
+    what it raised."""
 
     pid: int | None
     reader: int | None
-    work: Callable[[], None] | None
+    work: Callable[[], T] | None
+    value: T | _Unset = _Unset()
 
-    def finish(self) -> None:
-        """Wait for the work (or do it now, when it was not forked); raise what it raised: an
-        OSError or one of eb's errors as such, anything else as a ForkedWorkError."""
+    def finish(self) -> T:
+        """Wait for the work (or do it now, when it was not forked) and return its value;
+        raise what it raised: an OSError or one of eb's errors as such, anything else as a
+        ForkedWorkError. A second call returns the same value."""
+        if not isinstance(self.value, _Unset):
+            return self.value
         if self.work is not None:
             work, self.work = self.work, None
-            work()
-            return
+            done = work()
+            self.value = done
+            return done
         if self.pid is None or self.reader is None:
-            return
+            raise ForkedWorkError("The forked work was abandoned; it has no value.")
         pid, reader = self.pid, self.reader
         self.pid = self.reader = None
         try:
@@ -68,7 +81,9 @@ class Pending:
             os.close(reader)
         code = os.waitstatus_to_exitcode(status)
         if code == 0:
-            return
+            value: T = _unpickled(pickled=message)
+            self.value = value
+            return value
         if code == _EB_ERROR:
             raise _eb_error(pickled=message)
         text = message.decode("utf-8", errors="replace")
@@ -101,7 +116,7 @@ def worth_forking(*, items: int, threshold: int) -> bool:
     )
 
 
-def start(*, work: Callable[[], None], fork: bool) -> Pending:
+def start(*, work: Callable[[], T], fork: bool) -> Pending[T]:
     """Begin `work` in a forked child when `fork`, else keep it for `Pending.finish`."""
     if not fork:
         return Pending(pid=None, reader=None, work=work)
@@ -114,7 +129,7 @@ def start(*, work: Callable[[], None], fork: bool) -> Pending:
     return Pending(pid=pid, reader=reader, work=None)
 
 
-def _run_child(*, work: Callable[[], None], writer: int) -> NoReturn:
+def _run_child(*, work: Callable[[], object], writer: int) -> NoReturn:
     """Do the work, tell the parent how it went, and leave: never back into the parent's code
     (os._exit also flushes no buffer the parent filled and runs none of its exit handlers)."""
     code = _BUG
@@ -126,13 +141,13 @@ def _run_child(*, work: Callable[[], None], writer: int) -> NoReturn:
         os._exit(code)
 
 
-def _outcome(*, work: Callable[[], None]) -> tuple[int, bytes]:
+def _outcome(*, work: Callable[[], object]) -> tuple[int, bytes]:
     try:
         # The parent handles Ctrl-C and termination; the child just stops with them.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         gc.disable()  # it lives for one piece of work; collecting would only copy pages
-        work()
+        value = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
     except OSError as exc:
         return _OS_ERROR, _text(shown=str(exc))
     except EvalBananaError as exc:
@@ -142,7 +157,7 @@ def _outcome(*, work: Callable[[], None]) -> tuple[int, bytes]:
             return _BUG, _text(shown=exc.render())
     except BaseException as exc:  # a bug: the parent reports it
         return _BUG, _text(shown=f"{type(exc).__name__}: {exc}")
-    return 0, b""
+    return 0, value
 
 
 def _text(*, shown: str) -> bytes:
@@ -155,6 +170,11 @@ def _eb_error(*, pickled: bytes) -> BaseException:
     if isinstance(error, EvalBananaError):
         return error
     return ForkedWorkError(f"The forked work ended with an unreadable error: {error!r}")
+
+
+def _unpickled(*, pickled: bytes) -> Any:
+    """The value the child's work returned, pickled by this same process image."""
+    return pickle.loads(pickled)  # noqa: S301 - our own child's bytes, through our own pipe
 
 
 def _read_all(*, fd: int) -> bytes:

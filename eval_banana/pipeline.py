@@ -9,12 +9,13 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from eval_banana import forked
 from eval_banana.console import Console, ProgressReporter
 from eval_banana.errors import RunAborted
 from eval_banana.models.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
-from eval_banana.reporting import ReportExtras, start_html, write_extra_reports
-from eval_banana.reporting.html import REPORT_HTML
+from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
+from eval_banana.reporting.html import REPORT_HTML, write_html
 from eval_banana.request import RunRequest, load_config
 from eval_banana.results import STOP_REASON_TEXT
 from eval_banana.rundir import new_run_id, prepare_run_dir
@@ -54,13 +55,17 @@ def publish_report(
     inputs: dict[str, str],
     extras: ReportExtras | None,
     console: Console,
+    page: forked.Pending[None] | None = None,
 ) -> ReportOutcome:
     """The report stage as users see it: the report files first, then the console summary.
 
-    report.html, the biggest of them, is begun first so a big run can render it in parallel.
+    report.html, the biggest of them, is begun first so a big run can render it in parallel
+    (or was begun already: `page`, from `begin_html`).
     """
     built = report_stage.build_report(run_dir=run_dir, config=config, execute=execute, score=score)
-    html_job = start_html(extras=extras, report=built, run_dir=run_dir)
+    html_job = (
+        page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)
+    )
     try:
         report = report_stage.write_reports(
             run_dir=run_dir, config=config, execute=execute, score=score, inputs=inputs, built=built
@@ -133,18 +138,46 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
             on_start=progress.started,
             on_result=progress.finished,
         )
-    digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
-    for warning in executed.warnings:
-        console.warn(warning.message)
+    page = begin_html(run_dir=run_dir, config=config, executed=executed, extras=request.extras)
+    try:
+        digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
+        for warning in executed.warnings:
+            console.warn(warning.message)
+        return finish_run(
+            run_dir=run_dir,
+            config=config,
+            executed=executed,
+            digests=digests,
+            extras=request.extras,
+            console=console,
+            page=page,
+        )
+    except BaseException:
+        if page is not None:
+            page.abandon()  # finished already when the reports were written (RunAborted)
+        raise
 
-    return finish_run(
-        run_dir=run_dir,
-        config=config,
-        executed=executed,
-        digests=digests,
-        extras=request.extras,
-        console=console,
-    )
+
+def begin_html(
+    *, run_dir: Path, config: ConfigDoc, executed: ExecuteDoc, extras: ReportExtras | None
+) -> forked.Pending[None] | None:
+    """report.html begun in a forked child as soon as the results are known, when a fork pays;
+    else None (the report stage renders it). The child scores and builds the report object
+    itself, the same object the report stage builds (report.json holds no stage file digest),
+    so the page is rendered while this process writes execute.json, score.json and the rest.
+    """
+    if not forks_html(extras=extras, checks=len(executed.results)):
+        return None
+
+    def render() -> None:
+        # The score stage's inputs only name its upstream files in score.json, not written here.
+        scored = score_stage.score(config=config, execute=executed, inputs={})
+        report = report_stage.build_report(
+            run_dir=run_dir, config=config, execute=executed, score=scored
+        )
+        write_html(report=report, run_dir=run_dir, path=run_dir / REPORT_HTML)
+
+    return forked.start(work=render, fork=True)
 
 
 def finish_run(
@@ -155,8 +188,10 @@ def finish_run(
     digests: dict[str, str],
     extras: ReportExtras | None,
     console: Console,
+    page: forked.Pending[None] | None = None,
 ) -> RunOutcome:
-    """The score and report stages over a written execute.json (`eb run`, `eb merge`).
+    """The score and report stages over a written execute.json (`eb run`, `eb merge`); `page`:
+    report.html when begun already (`begin_html`).
 
     An aborted run raises RunAborted (exit 3) once its reports are written.
     """
@@ -175,6 +210,7 @@ def finish_run(
         inputs={k: digests[k] for k in ("config", "execute", "score")},
         extras=extras,
         console=console,
+        page=page,
     )
     if scored.aborted_by is not None:
         raise RunAborted(

@@ -39,6 +39,25 @@ def test_work_not_forked_runs_in_place_when_finished(tmp_path: Path) -> None:
     assert target.read_text() == str(os.getpid())
 
 
+def _answer(path: Path) -> dict[str, object]:
+    _write_pid(path)
+    return {"pid": os.getpid(), "lines": ["one", "two"] * 40_000}  # more than a pipe holds
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_what_the_work_returns_comes_back_from_finish_once_and_for_all(
+    tmp_path: Path, fork: bool
+) -> None:
+    target = tmp_path / "done"
+    pending = forked.start(work=lambda: _answer(target), fork=fork)
+    value = pending.finish()
+    assert value["pid"] == int(target.read_text())  # the value of the one run of the work
+    assert (value["pid"] != os.getpid()) is fork
+    assert value["lines"] == ["one", "two"] * 40_000
+    target.unlink()
+    assert pending.finish() is value and not target.exists()  # not run again
+
+
 def _unwritable(path: Path) -> None:
     path.mkdir()
     os.replace(path.parent / "missing", path)

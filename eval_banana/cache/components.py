@@ -46,6 +46,20 @@ class KeyContext:
         self.harness = harness
         self.inputs = inputs
         self.env_names = "\0".join(variable_names(settings=settings, environ=environ))
+        # (model, effort) -> the judge components every check asking for them shares.
+        self._agent_parts: dict[tuple[str | None, str | None], list[Component]] = {}
+
+    def agent_parts(
+        self, *, harness: ResolvedHarness, model: str | None, effort: str | None
+    ) -> list[Component]:
+        """A judge's agent, command template, variable names and dialect (worked out once per
+        model and effort: a run's judges mostly share both)."""
+        found = self._agent_parts.get((model, effort))
+        if found is None:
+            found = self._agent_parts[(model, effort)] = _agent_components(
+                harness=harness, settings=self.settings, model=model, effort=effort
+            )
+        return found
 
 
 def variable_names(*, settings: Settings, environ: Mapping[str, str]) -> list[str]:
@@ -76,24 +90,17 @@ def judge_prompt(*, check: PlannedCheck) -> str:
     return build_prompt(description=description, instructions=str(definition["instructions"]))
 
 
-def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
+def _agent_components(
+    *, harness: ResolvedHarness, settings: Settings, model: str | None, effort: str | None
+) -> list[Component]:
     from eval_banana.harness.command import build_argv
-    from eval_banana.harness.prompt import PROMPT_VERSION
-    from eval_banana.harness.resolve import effective_model
 
-    harness = context.harness
-    if harness is None:
-        return None  # no agent: the check errors, and errors are never stored
-    definition = check.definition
     template = harness.template
-    model = effective_model(harness=harness, check_model=definition.get("model"))
-    effort = harness.reasoning_effort
-    prompt = judge_prompt(check=check)
     command = build_argv(template=template, prompt="{prompt}", model=model, effort=effort)
     agent_names = {
         *template.provider_env,
         *template.fixed_env,
-        *context.settings.harness.env,
+        *settings.harness.env,
         *(name for name in template.model_env_vars if name.strip()),
     }
     return [
@@ -101,9 +108,23 @@ def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | Non
         ("command_template", json.dumps(command, ensure_ascii=False)),
         ("agent_variable_names", "\0".join(sorted(agent_names))),
         ("output_dialect", template.output_dialect),
+    ]
+
+
+def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
+    from eval_banana.harness.prompt import PROMPT_VERSION
+    from eval_banana.harness.resolve import effective_model
+
+    harness = context.harness
+    if harness is None:
+        return None  # no agent: the check errors, and errors are never stored
+    model = effective_model(harness=harness, check_model=check.definition.get("model"))
+    effort = harness.reasoning_effort
+    return [
+        *context.agent_parts(harness=harness, model=model, effort=effort),
         ("model", model or ""),
         ("reasoning_effort", effort or ""),
-        ("prompt", prompt),
+        ("prompt", judge_prompt(check=check)),
         ("prompt_version", PROMPT_VERSION),
     ]
 

@@ -7,13 +7,16 @@ store its verdict when it passed or failed. At the end: evict down to the size l
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana import forked
 from eval_banana.artifacts import sha256_bytes
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
@@ -38,6 +41,10 @@ _MIB = 1024 * 1024
 _TIMES = ("started_at", "completed_at", "duration_ms")
 # Files of checks/ stored per check: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt.
 OUTPUT_NAMES = ("stdout.txt", "stderr.txt", "prompt.txt")
+# From this many keyed checks on, a forked child answers the back half of them while this
+# process answers the front half: a reuse is mostly small file operations, which a second
+# process overlaps and a thread would not (each waits for the interpreter lock).
+LOOK_AHEAD_FORK_CHECKS = 200
 
 
 class Hit(NamedTuple):
@@ -45,6 +52,13 @@ class Hit(NamedTuple):
 
     result: CheckResult
     result_file_placed: bool
+
+
+class _Answers(NamedTuple):
+    """What a forked child sends back: its lookups by check stem, and its warnings."""
+
+    hits: dict[str, Hit | None]
+    warnings: list[ProblemModel]
 
 
 class CacheSession:
@@ -71,6 +85,10 @@ class CacheSession:
         self._lock = threading.Lock()
         self._stored = False
         self.keys: dict[str, str] = {}
+        # Checks a forked child is answering (look_ahead), and its answers once taken.
+        self._ahead: forked.Pending[_Answers] | None = None
+        self._ahead_stems: set[str] = set()
+        self._ahead_hits: dict[str, Hit | None] = {}
         try:
             context = KeyContext(
                 settings=settings,
@@ -105,8 +123,60 @@ class CacheSession:
 
     # -- reuse -----------------------------------------------------------------------------
 
+    def look_ahead(self, *, checks: Sequence[PlannedCheck]) -> None:
+        """Have a forked child answer the back half of `checks` meanwhile, when that pays.
+
+        `lookup` still answers every check in order: it takes the child's answer when it gets
+        to one. Call `settle` after the last lookup.
+        """
+        keyed = [check for check in checks if check.stem in self.keys]
+        if not self.reads or not forked.worth_forking(
+            items=len(keyed), threshold=LOOK_AHEAD_FORK_CHECKS
+        ):
+            return
+        back = keyed[len(keyed) // 2 :]
+        self._ahead_stems = {check.stem for check in back}
+        self._ahead = forked.start(work=lambda: self._answer(checks=back), fork=True)
+
+    def _answer(self, *, checks: Sequence[PlannedCheck]) -> _Answers:
+        before = len(self.warnings)
+        hits = {check.stem: self._look_up(check=check) for check in checks}
+        return _Answers(hits=hits, warnings=self.warnings[before:])
+
+    def _take_ahead(self) -> None:
+        """The child's answers, waited for once (an interrupt meanwhile ends it: no answers)."""
+        if self._ahead is None:
+            return
+        pending, self._ahead = self._ahead, None
+        answers = pending.finish()
+        self._ahead_hits = answers.hits
+        with self._lock:
+            self.warnings.extend(answers.warnings)
+
+    def settle(self, *, checks_dir: Path) -> None:
+        """After the last lookup: wait for the child, and take back what it restored for
+        checks no lookup reached (the run stopped first), so they leave no reused files."""
+        try:
+            self._take_ahead()
+        finally:
+            for stem in self._ahead_stems:
+                _remove_outputs(checks_dir=checks_dir, stem=stem)
+            self._ahead_stems = set()
+            self._ahead_hits = {}
+
     def lookup(self, *, check: PlannedCheck) -> Hit | None:
         """The stored verdict of `check`, restored into the run folder; None on a miss."""
+        if check.stem in self._ahead_stems:
+            self._ahead_stems.discard(check.stem)
+            try:
+                self._take_ahead()
+            except BaseException:
+                _remove_outputs(checks_dir=self.run_dir / "checks", stem=check.stem)
+                raise
+            return self._ahead_hits.pop(check.stem, None)
+        return self._look_up(check=check)
+
+    def _look_up(self, *, check: PlannedCheck) -> Hit | None:
         key = self.keys.get(check.stem)
         if key is None or not self.reads:
             return None
@@ -267,6 +337,14 @@ def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, s
         if components is not None:
             keys[check.stem] = verdict_key(components=components)
     return keys
+
+
+def _remove_outputs(*, checks_dir: Path, stem: str) -> None:
+    """Remove what a reuse restored for a check: its files and its evidence folder."""
+    for name in (*OUTPUT_NAMES, "json"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(checks_dir / f"{stem}.{name}")
+    shutil.rmtree(checks_dir / stem, ignore_errors=True)
 
 
 def _storable(*, result: CheckResult) -> bool:

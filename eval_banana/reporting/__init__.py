@@ -20,6 +20,7 @@ __all__ = [
     "ReportExtras",
     "annotations",
     "append_step_summary",
+    "forks_html",
     "start_html",
     "write_extra_reports",
     "write_html",
@@ -44,9 +45,15 @@ class ReportExtras(Record):
 HTML_FORK_CHECKS = 1_000
 
 
+def forks_html(*, extras: ReportExtras | None, checks: int) -> bool:
+    """Whether report.html is rendered in a forked child: asked for, and big enough to pay."""
+    wanted = extras is None or extras.html
+    return wanted and forked.worth_forking(items=checks, threshold=HTML_FORK_CHECKS)
+
+
 def start_html(
     *, extras: ReportExtras | None, report: dict[str, Any], run_dir: Path
-) -> forked.Pending | None:
+) -> forked.Pending[None] | None:
     """Begin report.html beside the rest of the report stage (forked where that pays), or
     None when the run asked for no HTML; `write_extra_reports` finishes it."""
     if extras is not None and not extras.html:
@@ -55,7 +62,7 @@ def start_html(
     count = len(checks) if isinstance(checks, list) else 0
     return forked.start(
         work=lambda: write_html(report=report, run_dir=run_dir, path=run_dir / REPORT_HTML),
-        fork=forked.worth_forking(items=count, threshold=HTML_FORK_CHECKS),
+        fork=forks_html(extras=extras, checks=count),
     )
 
 
@@ -72,7 +79,7 @@ def write_extra_reports(
     report: dict[str, Any],
     report_md: str,
     junit_xml: str | None,
-    html: forked.Pending | None = None,
+    html: forked.Pending[None] | None = None,
 ) -> ReportExtras:
     """Write report.html (or finish `html`, begun by `start_html`), the JUnit file and the
     GitHub outputs asked for; return `extras`."""

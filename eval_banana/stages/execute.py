@@ -468,7 +468,16 @@ def execute(
     # Stored verdicts first, one after another on this thread: restoring one is a few small
     # file operations, and worker threads doing them at once only contend for the interpreter
     # lock (a cached run of 1,000 checks took a third longer on four threads than on one).
-    to_run = _unanswered(count=len(items), answered=lambda index: reuse(items[index]), stop=stop)
+    # A forked child may answer the back half meanwhile (CacheSession.look_ahead).
+    if cache is not None:
+        cache.look_ahead(checks=checks)
+    try:
+        to_run = _unanswered(
+            count=len(items), answered=lambda index: reuse(items[index]), stop=stop
+        )
+    finally:
+        if cache is not None:
+            cache.settle(checks_dir=checks_dir)
     if to_run:
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
         isolation = _open_isolation(config=config, plan=plan)

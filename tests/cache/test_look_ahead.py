@@ -1,0 +1,177 @@
+"""A cached run's look-ahead: a forked child answers the back half of the stored verdicts.
+
+The threshold is lowered in a real `eb` process, which also writes down each fork it makes, so
+these small projects take the forked path that runs of hundreds of checks take.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from eval_banana.cache.store import CacheStore
+from tests.cache.rig import Project, cache_of, judge, make_project, script_check
+from tests.conftest import EbResult
+
+LOOKING_AHEAD_EB = """\
+import os, sys
+import eval_banana.cache.session as session
+session.LOOK_AHEAD_FORK_CHECKS = 2
+real_fork = os.fork
+def fork():
+    pid = real_fork()
+    if pid:
+        with open(os.environ["FORK_MARKER"], "a") as marker:
+            marker.write(f"{pid}\\n")
+    return pid
+os.fork = fork
+from eval_banana.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+EVIDENCE_SCRIPT = """\
+import json, sys
+from pathlib import Path
+ctx = json.loads(Path(sys.argv[1]).read_text())
+(Path(ctx["output_dir"]) / "nested").mkdir()
+(Path(ctx["output_dir"]) / "nested" / "seen.txt").write_text("seen\\n")
+"""
+
+
+def _forking_eb(marker: Path) -> Callable[..., EbResult]:
+    def run(*args: str) -> EbResult:
+        done = subprocess.run(
+            [sys.executable, "-c", LOOKING_AHEAD_EB, *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "FORK_MARKER": str(marker)},
+            stdin=subprocess.DEVNULL,
+            timeout=240,
+        )
+        return EbResult(exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr)
+
+    return run
+
+
+def _forks(marker: Path) -> int:
+    return len(marker.read_text().split()) if marker.exists() else 0
+
+
+def _project(tmp_path: Path, eb: Callable[..., Any], *, first: str = "Judge it.") -> Project:
+    checks = {f"c{n:02d}": judge(f"c{n:02d}", inputs=["docs/**"]) for n in range(2, 8)}
+    checks["c01"] = judge("c01", instructions=first, inputs=["docs/**"])
+    # Last in plan order, so in the half the child answers: evidence in a nested folder.
+    checks["c08"] = script_check("c08", script=EVIDENCE_SCRIPT, inputs=["docs/**"])
+    return make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={"docs/a.md": "# A\n"})
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _stems(run_dir: Path) -> dict[str, str]:
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    return {check["id"]: check["stem"] for check in plan["checks"]}
+
+
+def test_the_half_a_forked_child_answers_restores_the_same_run_folder(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb)
+    project.run()  # every verdict stored
+    in_place = project.run("--output-dir", str(tmp_path / "in-place"))
+    marker = tmp_path / "forks"
+    project.eb = _forking_eb(marker)
+    starts = project.agent_starts()
+    forked = project.run("--output-dir", str(tmp_path / "forked"))
+
+    assert _forks(marker) == 1
+    assert project.agent_starts() == starts
+    assert all(cache_of(check)["hit"] is True for check in forked["checks"])
+    assert forked["checks"] == in_place["checks"]  # reused results carry the times they ran
+    forked_dir, in_place_dir = Path(forked["output_dir"]), Path(in_place["output_dir"])
+    assert _tree(forked_dir / "checks") == _tree(in_place_dir / "checks")
+    stem = _stems(forked_dir)["c08"]
+    assert (forked_dir / "checks" / stem / "nested" / "seen.txt").read_text() == "seen\n"
+
+
+def test_a_damaged_entry_the_child_finds_is_a_miss_and_its_warning_comes_back(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb)
+    project.run()
+    (entry,) = [p for p in project.entries() if json.loads(p.read_text())["check_id"] == "c07"]
+    # Its prompt is its own (every judge printed the same stdout, which is stored once).
+    prompt = next(f for f in json.loads(entry.read_text())["files"] if f["name"] == "prompt.txt")
+    store = CacheStore(folder=project.cache_dir, max_bytes=1 << 30)
+    store.blob_path(sha256=prompt["sha256"]).write_bytes(b"tampered\n")
+    marker = tmp_path / "forks"
+    project.eb = _forking_eb(marker)
+    starts = project.agent_starts()
+    report = project.run()
+
+    assert _forks(marker) == 1
+    assert [c["check_id"] for c in report["checks"] if not cache_of(c)["hit"]] == ["c07"]
+    assert project.agent_starts() == starts + 1
+    assert [warning["file"] for warning in report["warnings"]] == [str(entry)]
+    assert "warning: Cache entry" in project.last.stderr
+    assert project.misses() == set()  # the fresh verdict replaced the damaged one
+
+
+# Ctrl-C, sent to eb itself as it answers its first check from the cache, after the fork.
+INTERRUPTED_EB = LOOKING_AHEAD_EB.replace(
+    "from eval_banana.cli import main",
+    """import signal
+parent = os.getpid()
+look_up = session.CacheSession._look_up
+def interrupted(self, *, check):
+    if os.getpid() == parent:
+        os.kill(parent, signal.SIGINT)
+    return look_up(self, check=check)
+session.CacheSession._look_up = interrupted
+from eval_banana.cli import main""",
+)
+
+
+def test_checks_an_interrupted_run_never_reached_keep_nothing_the_child_restored(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb)
+    project.run()  # every verdict stored
+    marker = tmp_path / "forks"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-c", INTERRUPTED_EB, "run", "--cwd", str(project.root)),
+            *("--output-dir", str(tmp_path / "out"), "--flat-output"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FORK_MARKER": str(marker)},
+        stdin=subprocess.DEVNULL,
+        timeout=240,
+    )
+
+    assert done.returncode == 3, done.stderr  # aborted by the interrupt, reports written
+    assert _forks(marker) == 1
+    run_dir = tmp_path / "out"
+    report = json.loads((run_dir / "report.json").read_text())
+    stems = _stems(run_dir)
+    by_id = {c["check_id"]: c for c in report["checks"]}
+    assert cache_of(by_id["c01"])["hit"] is True  # answered before the interrupt was seen
+    held = sorted(i for i, c in by_id.items() if c["details"].get("not_run") is True)
+    assert held == [f"c{n:02d}" for n in range(2, 9)]  # the child had answered c05 to c08
+    names = sorted(p.name for p in (run_dir / "checks").iterdir())
+    for check_id in held:
+        stem = stems[check_id]
+        assert [name for name in names if name.startswith(stem)] == [f"{stem}.json"], check_id
+        written = json.loads((run_dir / "checks" / f"{stem}.json").read_text())
+        assert written["details"].get("not_run") is True
