@@ -16,12 +16,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import pickle
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Generic, NoReturn, TypeVar
 
 from eval_banana.errors import EvalBananaError
@@ -42,19 +41,28 @@ class ForkedWorkError(EvalBananaError):
     bug, shown with its type and message (exit 2, not a verdict)."""
 
 
+class ForkedWorkStopped(ForkedWorkError):
+    """The child was ended by a signal before it finished: Ctrl-C or a termination sent to
+    eb's whole process group, or something killing it. The work is not done; a caller that
+    can do it in place instead does so."""
+
+
 class _Unset:
     """No value yet: `Pending.finish` was not called (or is being called now)."""
 
 
-@dataclass
+_UNSET = _Unset()
+
+
 class Pending(Generic[T]):
     """Work started by `start`: `finish` waits for it, returns what it returned and raises
-    what it raised."""
+    what it raised. (A plain class: importing dataclasses costs a run ten milliseconds.)"""
 
-    pid: int | None
-    reader: int | None
-    work: Callable[[], T] | None
-    value: T | _Unset = _Unset()
+    def __init__(self, *, pid: int | None, reader: int | None, work: Callable[[], T] | None):
+        self.pid = pid
+        self.reader = reader
+        self.work = work
+        self.value: T | _Unset = _UNSET
 
     def finish(self) -> T:
         """Wait for the work (or do it now, when it was not forked) and return its value;
@@ -84,6 +92,10 @@ class Pending(Generic[T]):
             value: T = _unpickled(pickled=message)
             self.value = value
             return value
+        if code < 0:
+            raise ForkedWorkStopped(
+                f"The work eb forked to run beside the rest was ended by signal {-code}."
+            )
         if code == _EB_ERROR:
             raise _eb_error(pickled=message)
         text = message.decode("utf-8", errors="replace")
@@ -120,6 +132,7 @@ def start(*, work: Callable[[], T], fork: bool) -> Pending[T]:
     """Begin `work` in a forked child when `fork`, else keep it for `Pending.finish`."""
     if not fork:
         return Pending(pid=None, reader=None, work=work)
+    _pickle()  # loaded before the fork, so neither side loads it after
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -147,12 +160,13 @@ def _outcome(*, work: Callable[[], object]) -> tuple[int, bytes]:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         gc.disable()  # it lives for one piece of work; collecting would only copy pages
+        pickle = _pickle()
         value = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
     except OSError as exc:
         return _OS_ERROR, _text(shown=str(exc))
     except EvalBananaError as exc:
         try:
-            return _EB_ERROR, pickle.dumps(exc)
+            return _EB_ERROR, _pickle().dumps(exc)
         except Exception:  # an error holding something unpicklable still gets its message
             return _BUG, _text(shown=exc.render())
     except BaseException as exc:  # a bug: the parent reports it
@@ -166,15 +180,22 @@ def _text(*, shown: str) -> bytes:
 
 def _eb_error(*, pickled: bytes) -> BaseException:
     """The error the child pickled: written by this same process image a moment ago."""
-    error = pickle.loads(pickled)  # noqa: S301 - our own child's bytes, through our own pipe
+    error = _pickle().loads(pickled)  # noqa: S301 - our own child's bytes, through our own pipe
     if isinstance(error, EvalBananaError):
         return error
     return ForkedWorkError(f"The forked work ended with an unreadable error: {error!r}")
 
 
+def _pickle() -> ModuleType:
+    """The pickle module, loaded on first use: most runs fork nothing and need none of it."""
+    import pickle
+
+    return pickle
+
+
 def _unpickled(*, pickled: bytes) -> Any:
     """The value the child's work returned, pickled by this same process image."""
-    return pickle.loads(pickled)  # noqa: S301 - our own child's bytes, through our own pipe
+    return _pickle().loads(pickled)  # noqa: S301 - our own child's bytes, through our own pipe
 
 
 def _read_all(*, fd: int) -> bytes:

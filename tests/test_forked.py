@@ -4,6 +4,7 @@ no child left behind."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -67,6 +68,18 @@ def test_an_os_error_in_the_child_is_raised_as_one_in_the_parent(tmp_path: Path)
     pending = forked.start(work=lambda: _unwritable(tmp_path / "target"), fork=True)
     with pytest.raises(OSError, match="No such file or directory"):
         pending.finish()
+
+
+def _killed() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)  # default in the child: it ends at once
+    time.sleep(30)
+
+
+def test_a_child_ended_by_a_signal_is_told_apart_from_a_bug() -> None:
+    pending = forked.start(work=_killed, fork=True)
+    with pytest.raises(forked.ForkedWorkStopped, match="ended by signal 15"):
+        pending.finish()
+    assert pending.pid is None  # reaped
 
 
 def _broken() -> None:

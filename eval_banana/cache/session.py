@@ -85,10 +85,11 @@ class CacheSession:
         self._lock = threading.Lock()
         self._stored = False
         self.keys: dict[str, str] = {}
-        # Checks a forked child is answering (look_ahead), and its answers once taken.
+        # Checks a forked child is answering (look_ahead), and its answers once taken (None:
+        # lost with the child, so they are looked up here).
         self._ahead: forked.Pending[_Answers] | None = None
         self._ahead_stems: set[str] = set()
-        self._ahead_hits: dict[str, Hit | None] = {}
+        self._ahead_hits: dict[str, Hit | None] | None = {}
         try:
             context = KeyContext(
                 settings=settings,
@@ -144,11 +145,17 @@ class CacheSession:
         return _Answers(hits=hits, warnings=self.warnings[before:])
 
     def _take_ahead(self) -> None:
-        """The child's answers, waited for once (an interrupt meanwhile ends it: no answers)."""
+        """The child's answers, waited for once. A child ended by a signal (Ctrl-C reaches
+        eb's whole process group) or an interrupt while waiting leaves no answers: those
+        checks are looked up here, as if it had never been forked."""
         if self._ahead is None:
             return
         pending, self._ahead = self._ahead, None
-        answers = pending.finish()
+        self._ahead_hits = None
+        try:
+            answers = pending.finish()
+        except forked.ForkedWorkStopped:
+            return
         self._ahead_hits = answers.hits
         with self._lock:
             self.warnings.extend(answers.warnings)
@@ -173,7 +180,8 @@ class CacheSession:
             except BaseException:
                 _remove_outputs(checks_dir=self.run_dir / "checks", stem=check.stem)
                 raise
-            return self._ahead_hits.pop(check.stem, None)
+            if self._ahead_hits is not None:
+                return self._ahead_hits.pop(check.stem, None)
         return self._look_up(check=check)
 
     def _look_up(self, *, check: PlannedCheck) -> Hit | None:

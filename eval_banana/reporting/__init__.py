@@ -66,6 +66,17 @@ def start_html(
     )
 
 
+def _finish_html(
+    *, html: forked.Pending[None], report: dict[str, Any], run_dir: Path, path: Path
+) -> None:
+    """Wait for the page begun by `start_html`; render it here if its child was ended by a
+    signal (Ctrl-C reaches the whole process group): an interrupted run keeps its page."""
+    try:
+        html.finish()
+    except forked.ForkedWorkStopped:
+        write_html(report=report, run_dir=run_dir, path=path)
+
+
 def junit_path(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
     path = Path(setting).expanduser()
@@ -99,7 +110,7 @@ def write_extra_reports(
 
                 write_junit(report=report, project_root=project_root, path=path)
             elif html is not None:
-                html.finish()
+                _finish_html(html=html, report=report, run_dir=run_dir, path=path)
             else:
                 write_html(report=report, run_dir=run_dir, path=path)
         except OSError as exc:

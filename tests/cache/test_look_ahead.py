@@ -10,9 +10,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from eval_banana.cache.store import CacheStore
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check
@@ -127,14 +130,24 @@ def test_a_damaged_entry_the_child_finds_is_a_miss_and_its_warning_comes_back(
     assert project.misses() == set()  # the fresh verdict replaced the damaged one
 
 
-# Ctrl-C, sent to eb itself as it answers its first check from the cache, after the fork.
+# Ctrl-C as eb answers its first check from the cache, after the fork: sent to eb alone, or to
+# its whole process group (as a terminal does), which also ends the child, kept busy till then.
 INTERRUPTED_EB = LOOKING_AHEAD_EB.replace(
     "from eval_banana.cli import main",
-    """import signal
+    """import signal, time
 parent = os.getpid()
 look_up = session.CacheSession._look_up
 def interrupted(self, *, check):
-    if os.getpid() == parent:
+    ready = os.environ["FORK_MARKER"] + ".busy"
+    if os.getpid() != parent:
+        if os.environ["TO"] == "group":
+            open(ready, "w").close()
+            time.sleep(30)
+    elif os.environ["TO"] == "group":
+        while not os.path.exists(ready):  # the child is at work (and dies of SIGINT)
+            time.sleep(0.01)
+        os.killpg(0, signal.SIGINT)
+    else:
         os.kill(parent, signal.SIGINT)
     return look_up(self, check=check)
 session.CacheSession._look_up = interrupted
@@ -142,12 +155,14 @@ from eval_banana.cli import main""",
 )
 
 
+@pytest.mark.parametrize("to", ["eb", "group"])
 def test_checks_an_interrupted_run_never_reached_keep_nothing_the_child_restored(
-    tmp_path: Path, eb: Callable[..., Any]
+    tmp_path: Path, eb: Callable[..., Any], to: str
 ) -> None:
     project = _project(tmp_path, eb)
     project.run()  # every verdict stored
     marker = tmp_path / "forks"
+    started = time.monotonic()
     done = subprocess.run(
         [
             *(sys.executable, "-c", INTERRUPTED_EB, "run", "--cwd", str(project.root)),
@@ -155,23 +170,64 @@ def test_checks_an_interrupted_run_never_reached_keep_nothing_the_child_restored
         ],
         capture_output=True,
         text=True,
-        env={**os.environ, "FORK_MARKER": str(marker)},
+        env={**os.environ, "FORK_MARKER": str(marker), "TO": to},
         stdin=subprocess.DEVNULL,
         timeout=240,
+        start_new_session=True,  # a process group of its own, as a shell gives a command
     )
 
     assert done.returncode == 3, done.stderr  # aborted by the interrupt, reports written
     assert _forks(marker) == 1
+    if to == "group":
+        assert time.monotonic() - started < 25  # the child ended with the group, not waited on
     run_dir = tmp_path / "out"
     report = json.loads((run_dir / "report.json").read_text())
+    assert (run_dir / "report.html").is_file()
     stems = _stems(run_dir)
     by_id = {c["check_id"]: c for c in report["checks"]}
     assert cache_of(by_id["c01"])["hit"] is True  # answered before the interrupt was seen
     held = sorted(i for i, c in by_id.items() if c["details"].get("not_run") is True)
-    assert held == [f"c{n:02d}" for n in range(2, 9)]  # the child had answered c05 to c08
+    assert held == [f"c{n:02d}" for n in range(2, 9)]  # the child was answering c05 to c08
     names = sorted(p.name for p in (run_dir / "checks").iterdir())
     for check_id in held:
         stem = stems[check_id]
         assert [name for name in names if name.startswith(stem)] == [f"{stem}.json"], check_id
         written = json.loads((run_dir / "checks" / f"{stem}.json").read_text())
         assert written["details"].get("not_run") is True
+
+
+# The child dies at its first lookup (as if the kernel's out-of-memory killer chose it).
+KILLED_CHILD_EB = LOOKING_AHEAD_EB.replace(
+    "from eval_banana.cli import main",
+    """import signal
+parent = os.getpid()
+look_up = session.CacheSession._look_up
+def dying(self, *, check):
+    if os.getpid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return look_up(self, check=check)
+session.CacheSession._look_up = dying
+from eval_banana.cli import main""",
+)
+
+
+def test_the_checks_of_a_child_that_died_are_answered_in_place(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb)
+    project.run()
+    starts = project.agent_starts()
+    marker = tmp_path / "forks"
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_CHILD_EB, "run", "--cwd", str(project.root), "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FORK_MARKER": str(marker)},
+        stdin=subprocess.DEVNULL,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _forks(marker) == 1
+    report = json.loads(done.stdout)
+    assert all(cache_of(check)["hit"] is True for check in report["checks"])
+    assert project.agent_starts() == starts  # nothing paid for again

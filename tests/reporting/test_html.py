@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
+import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -259,3 +262,28 @@ def test_a_forked_page_that_cannot_be_written_is_an_output_error(
             html=pending,
         )
     assert pending.pid is None  # waited for and reaped
+
+
+def _ended_by_ctrl_c() -> None:
+    os.kill(os.getpid(), signal.SIGINT)  # the child's SIGINT is the default: it dies of it
+    time.sleep(30)
+
+
+def test_a_page_whose_forked_child_was_stopped_is_rendered_in_place(
+    finished_run: Run, tmp_path: Path
+) -> None:
+    from eval_banana import forked
+    from eval_banana.reporting import write_extra_reports
+
+    pending = forked.start(work=_ended_by_ctrl_c, fork=True)
+    extras = write_extra_reports(
+        extras=None,
+        run_dir=tmp_path,
+        report=finished_run.report,
+        report_md="",
+        junit_xml=None,
+        html=pending,
+    )
+    page = tmp_path / REPORT_HTML
+    assert page in extras.written
+    assert page.read_text() == render_html(report=finished_run.report, run_dir=tmp_path)
