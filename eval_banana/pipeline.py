@@ -6,6 +6,7 @@ the file it wrote, so downstream files name their inputs exactly.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 
@@ -96,12 +97,42 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     config = load_config(request=request, run_id=new_run_id())
     run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
-
-    contents: dict[str, bytes] = {}
     if config.selection.changed_since is not None:
         from eval_banana.incremental.changed import prefetch
 
         prefetch(config=config)  # git compares while the check files are found and read
+    with _state_read_ahead(config=config):
+        return _stages(
+            config=config,
+            run_dir=run_dir,
+            digests=digests,
+            request=request,
+            cancel=cancel,
+            console=console,
+        )
+
+
+def _state_read_ahead(*, config: ConfigDoc) -> contextlib.AbstractContextManager[None]:
+    """With the verdict cache: git walks the tree for the keys while the check files are found
+    and read (`prefetched_state`)."""
+    if config.settings.cache.mode == "off":
+        return contextlib.nullcontext()
+    from eval_banana.projectstate.state import prefetched_state
+
+    return prefetched_state(root=config.project_root)
+
+
+def _stages(
+    *,
+    config: ConfigDoc,
+    run_dir: Path,
+    digests: dict[str, str],
+    request: RunRequest,
+    cancel: threading.Event,
+    console: Console,
+) -> RunOutcome:
+    """discover, validate, guard, execute, then `finish_run`: every stage after config."""
+    contents: dict[str, bytes] = {}
     discovered = discover_stage.discover(
         config=config, inputs={"config": digests["config"]}, contents=contents
     )

@@ -9,8 +9,10 @@ are listed apart (`ignored`) for callers that match globs against everything on 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import subprocess
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
@@ -217,6 +219,78 @@ def _excluded_path(path: str, excluded: frozenset[str]) -> bool:
     return any(name in excluded for name in path.split("/")[:-1])
 
 
+class _Walks(NamedTuple):
+    """git's two slow commands of a state read, started: one lstat()s every file in the index,
+    the other walks the tree for untracked files. Both print little, so neither waits on its
+    pipe: started early, they run to the end while eb does something else."""
+
+    repo: git.Repository
+    dirty: subprocess.Popen[bytes]
+    untracked: subprocess.Popen[bytes]
+
+    @classmethod
+    def start(cls, *, repo: git.Repository, spec: Sequence[str]) -> _Walks:
+        top = repo.top
+        return cls(
+            repo=repo,
+            dirty=git.start(args=["diff-files", "--name-only", "-z", *spec], cwd=top),
+            untracked=git.start(
+                args=["ls-files", "-o", "--exclude-standard", "-z", *spec], cwd=top
+            ),
+        )
+
+    def close(self) -> None:
+        """End and reap both commands (their output is not wanted)."""
+        for process in (self.dirty, self.untracked):
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+
+
+# Project roots (real paths) whose whole state git has begun to read (`prefetched_state`).
+_PREFETCHED: dict[str, _Walks] = {}
+
+
+@contextlib.contextmanager
+def prefetched_state(*, root: str | Path) -> Iterator[None]:
+    """Start git's slow commands for the whole state of the project at `root` now, for the
+    first `read_project_state` of that root inside the block that reads the whole project
+    (or paths git is not told about); they are ended at the block's end if none did.
+
+    `eb run` with the verdict cache begins this before it looks for check files, so git walks
+    the tree on the other core meanwhile. What git reports is the tree as it was when they
+    started, so they are never kept for a later read. Outside a git repository this does
+    nothing; a problem is left for the read to report as usual.
+    """
+    top = os.path.realpath(root)
+    drop_prefetched(root=top)
+    with contextlib.suppress(git.NotARepository, OSError):
+        repo = git.find_repository(root=top)
+        _PREFETCHED[top] = _Walks.start(repo=repo, spec=git.pathspecs(repo=repo, prefixes=None))
+    try:
+        yield
+    finally:
+        drop_prefetched(root=top)
+
+
+def drop_prefetched(*, root: str) -> None:
+    """End and forget the prefetched commands of `root` (a real path), if any are left."""
+    prefetched = _PREFETCHED.pop(root, None)
+    if prefetched is not None:
+        prefetched.close()
+
+
+def _walks(*, repo: git.Repository, root: str, prefixes: Sequence[str] | None) -> _Walks:
+    """The prefetched commands of `root` when they cover what this read asks git for, else
+    the same commands started now."""
+    prefetched = _PREFETCHED.pop(root, None)
+    if prefetched is not None and not git.narrows(prefixes) and prefetched.repo == repo:
+        return prefetched
+    if prefetched is not None:
+        prefetched.close()
+    return _Walks.start(repo=repo, spec=git.pathspecs(repo=repo, prefixes=prefixes))
+
+
 def _git_state(
     *,
     root: str,
@@ -228,29 +302,31 @@ def _git_state(
 ) -> ProjectState | None:
     spec = git.pathspecs(repo=repo, prefixes=prefixes)
     top = repo.top
-    # Started together: git lstat()s the index and walks for untracked files in parallel.
-    dirty_process = git.start(args=["diff-files", "--name-only", "-z", *spec], cwd=top)
-    untracked_process = git.start(
-        args=["ls-files", "-o", "--exclude-standard", "-z", *spec], cwd=top
-    )
-    ignored_process = (
-        git.start(
-            args=["ls-files", "-o", "-i", "--exclude-standard", "--directory", "-z", *spec],
-            cwd=top,
+    # Started together (or before the check files were read): git lstat()s the index and
+    # walks for untracked (and ignored) files in parallel.
+    walks = _walks(repo=repo, root=root, prefixes=prefixes)
+    try:
+        ignored_process = (
+            git.start(
+                args=["ls-files", "-o", "-i", "--exclude-standard", "--directory", "-z", *spec],
+                cwd=top,
+            )
+            if include_ignored
+            else None
         )
-        if include_ignored
-        else None
-    )
-    index = git.parse_stage_entries(
-        output=git.run(args=["ls-files", "-s", "-z", *spec], cwd=top, what="ls-files -s"),
-        repo=repo,
-    )
-    dirty = set(
-        git.split_paths(output=git.finish(process=dirty_process, what="diff-files"), repo=repo)
-    )
-    untracked = git.split_paths(
-        output=git.finish(process=untracked_process, what="ls-files -o"), repo=repo
-    )
+        index = git.parse_stage_entries(
+            output=git.run(args=["ls-files", "-s", "-z", *spec], cwd=top, what="ls-files -s"),
+            repo=repo,
+        )
+        dirty = set(
+            git.split_paths(output=git.finish(process=walks.dirty, what="diff-files"), repo=repo)
+        )
+        untracked = git.split_paths(
+            output=git.finish(process=walks.untracked, what="ls-files -o"), repo=repo
+        )
+    except BaseException:
+        walks.close()
+        raise
     ignored_raw = (
         git.split_paths(output=git.finish(process=ignored_process, what="ls-files -i"), repo=repo)
         if ignored_process is not None

@@ -241,3 +241,75 @@ def test_many_prefixes_give_the_same_state_as_few(tmp_path: Path) -> None:
     assert dict(wide.files) == {k: v for part in narrow for k, v in part.files.items()}
     assert "elsewhere.txt" not in wide.files and "d35/f.txt" not in wide.files
     assert wide.ignored == ["d05/out/x.json"]
+
+
+# --- prefetching ---------------------------------------------------------------------------
+
+
+def _started_git_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The first argument of every git command started from here on."""
+    from eval_banana.projectstate import git as git_module
+
+    started: list[str] = []
+    real_start = git_module.start
+
+    def start(*, args: list[str], cwd: str) -> subprocess.Popen[bytes]:
+        started.append(args[0])
+        return real_start(args=args, cwd=cwd)
+
+    monkeypatch.setattr(git_module, "start", start)
+    return started
+
+
+def test_a_prefetched_state_is_taken_over_by_the_first_whole_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_banana.projectstate.state import prefetched_state
+
+    root = init_repo(tmp_path / "repo", FILES)
+    (root / "README.md").write_text("# unstaged edit\n")
+    write(root, {"new.txt": "untracked\n", "out/result.json": "{}\n"})
+    fresh = state(root, include_ignored=True)
+    started = _started_git_commands(monkeypatch)
+    with prefetched_state(root=root):
+        assert sorted(started) == ["diff-files", "ls-files", "rev-parse"]
+        started.clear()
+        taken = state(root, include_ignored=True)
+        assert "diff-files" not in started  # the prefetched walks, not new ones
+        assert dict(taken.files) == dict(fresh.files) and taken.ignored == fresh.ignored
+        started.clear()
+        again = state(root)  # used once: a later read starts its own
+        assert "diff-files" in started and dict(again.files) == dict(fresh.files)
+
+
+def test_a_narrow_read_starts_its_own_commands_and_ends_the_prefetched_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_banana.projectstate.state import prefetched_state
+
+    root = init_repo(tmp_path / "repo", FILES)
+    write(root, {"src/new.py": "y = 2\n", "docs/new.md": "# new\n"})
+    with prefetched_state(root=root):
+        started = _started_git_commands(monkeypatch)
+        narrow = state(root, prefixes=["src"])
+        assert "diff-files" in started  # with the prefix as its pathspec
+        assert sorted(dict(narrow.files)) == ["src/app.py", "src/lib/util.py", "src/new.py"]
+        started.clear()
+        whole = state(root)
+        assert "diff-files" in started  # nothing left over from the prefetch
+        assert "docs/new.md" in dict(whole.files)
+
+
+def test_a_prefetch_no_read_took_over_never_answers_a_later_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_banana.projectstate.state import prefetched_state
+
+    root = init_repo(tmp_path / "repo", FILES)
+    with prefetched_state(root=root):
+        pass  # the run ended before its keys (a check file did not validate, say)
+    (root / "README.md").write_text("# edited after git walked\n")
+    started = _started_git_commands(monkeypatch)
+    found = state(root)
+    assert "diff-files" in started
+    assert dict(found.files)["README.md"] == hash_object(root, "README.md")
