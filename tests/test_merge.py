@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import STANDIN_AGENTS, check_yaml, judge_yaml
+from tests.forking import eb_script, events_of, run_script
 
 SHARDS = 4
 CONFIG = """\
@@ -308,24 +309,15 @@ def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, 
     assert all(r["source_path"].startswith(str(scale_out["main"])) for r in executed)
 
 
-# `eb merge` as a real process, with the fork thresholds lowered to this small project and each
-# fork recorded: the evidence is then linked, and report.html rendered, in forked children.
-FORK_COUNTING_EB = """\
-import os, sys
-import eval_banana.merge as merge
-import eval_banana.reporting as reporting
-merge.LINK_FORK_FILES = reporting.HTML_FORK_CHECKS = 1
-real_fork = os.fork
-def fork():
-    pid = real_fork()
-    if pid:
-        with open(os.environ["FORK_MARKER"], "a") as marker:
-            marker.write(f"{pid}\\n")
-    return pid
-os.fork = fork
-from eval_banana.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+# `eb merge` with the fork thresholds lowered to this small project: the evidence is then
+# linked, and report.html rendered, in forked children.
+FORKING_MERGE = eb_script(
+    setup="""\
+    import eval_banana.merge as merge
+    import eval_banana.reporting as reporting
+    merge.LINK_FORK_FILES = reporting.HTML_FORK_CHECKS = 1
+    """
+)
 
 
 def test_forked_links_and_page_make_the_same_folder(
@@ -333,30 +325,18 @@ def test_forked_links_and_page_make_the_same_folder(
 ) -> None:
     from eval_banana.reporting.html import render_html
 
-    marker = tmp_path / "forks"
+    events = tmp_path / "events"
     shards = [str(scale_out["base"] / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)]
     merged = tmp_path / "merged"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            FORK_COUNTING_EB,
-            "merge",
-            *shards,
-            "--cwd",
-            str(scale_out["main"]),
-            "--output-dir",
-            str(merged),
-            "--flat-output",
-        ],
-        capture_output=True,
-        text=True,
-        env=_environ(FORK_MARKER=str(marker)),
-        stdin=subprocess.DEVNULL,
-        timeout=240,
+    done = run_script(
+        script=FORKING_MERGE,
+        args=["merge", *shards, "--cwd", str(scale_out["main"])]
+        + ["--output-dir", str(merged), "--flat-output"],
+        events=events,
+        env=_environ(),
     )
     assert done.returncode == 1, done.stderr  # the same verdict as the merge done in place
-    assert len(marker.read_text().split()) == 2  # the links, then report.html
+    assert events_of(events) == ["fork", "fork"]  # the links, then report.html
     # Every shard's evidence is linked in, and the page was rendered once all of it was there
     # (it links only the files it finds in checks/).
     shard_files = sorted(

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,22 +19,30 @@ import pytest
 from eval_banana.cache.store import CacheStore
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 from tests.conftest import EbResult
+from tests.forking import eb_script, events_of, run_script
 
-LOOKING_AHEAD_EB = """\
-import os, sys
+# The look-ahead from two keyed checks on.
+LOOK_AHEAD = """\
 import eval_banana.cache.session as session
 session.LOOK_AHEAD_FORK_CHECKS = 2
-real_fork = os.fork
-def fork():
-    pid = real_fork()
-    if pid:
-        with open(os.environ["FORK_MARKER"], "a") as marker:
-            marker.write(f"{pid}\\n")
-    return pid
-os.fork = fork
-from eval_banana.cli import main
-sys.exit(main(sys.argv[1:]))
 """
+LOOKING_AHEAD_EB = eb_script(setup=LOOK_AHEAD)
+
+
+def _before_each_lookup(body: str) -> str:
+    """The look-ahead, with `body` run at each lookup, in eb and in its forked copy (`parent`
+    is eb's own pid)."""
+    return eb_script(
+        setup=LOOK_AHEAD
+        + "import signal, time\n"
+        + "parent = os.getpid()\n"
+        + "look_up = session.CacheSession._look_up\n"
+        + "def wrapped(self, *, check):\n"
+        + textwrap.indent(textwrap.dedent(body), "    ")
+        + "    return look_up(self, check=check)\n"
+        + "session.CacheSession._look_up = wrapped\n"
+    )
+
 
 EVIDENCE_SCRIPT = """\
 import json, sys
@@ -46,23 +53,12 @@ ctx = json.loads(Path(sys.argv[1]).read_text())
 """
 
 
-def _forking_eb(marker: Path) -> Callable[..., EbResult]:
+def _forking_eb(events: Path) -> Callable[..., EbResult]:
     def run(*args: str) -> EbResult:
-        done = subprocess.run(
-            [sys.executable, "-c", LOOKING_AHEAD_EB, *args],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "FORK_MARKER": str(marker)},
-            stdin=subprocess.DEVNULL,
-            timeout=240,
-        )
+        done = run_script(script=LOOKING_AHEAD_EB, args=args, events=events)
         return EbResult(exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr)
 
     return run
-
-
-def _forks(marker: Path) -> int:
-    return len(marker.read_text().split()) if marker.exists() else 0
 
 
 def _project(tmp_path: Path, eb: Callable[..., Any], *, first: str = "Judge it.") -> Project:
@@ -92,12 +88,12 @@ def test_the_half_a_forked_child_answers_restores_the_same_run_folder(
     project = _project(tmp_path, eb)
     project.run()  # every verdict stored
     in_place = project.run("--output-dir", str(tmp_path / "in-place"))
-    marker = tmp_path / "forks"
-    project.eb = _forking_eb(marker)
+    events = tmp_path / "events"
+    project.eb = _forking_eb(events)
     starts = project.agent_starts()
     forked = project.run("--output-dir", str(tmp_path / "forked"))
 
-    assert _forks(marker) == 1
+    assert events_of(events) == ["fork"]
     assert project.agent_starts() == starts
     assert all(cache_of(check)["hit"] is True for check in forked["checks"])
     assert forked["checks"] == in_place["checks"]  # reused results carry the times they ran
@@ -117,12 +113,12 @@ def test_a_damaged_entry_the_child_finds_is_a_miss_and_its_warning_comes_back(
     prompt = next(f for f in json.loads(entry.read_text())["files"] if f["name"] == "prompt.txt")
     store = CacheStore(folder=project.cache_dir, max_bytes=1 << 30)
     store.blob_path(sha256=prompt["sha256"]).write_bytes(b"tampered\n")
-    marker = tmp_path / "forks"
-    project.eb = _forking_eb(marker)
+    events = tmp_path / "events"
+    project.eb = _forking_eb(events)
     starts = project.agent_starts()
     report = project.run()
 
-    assert _forks(marker) == 1
+    assert events_of(events) == ["fork"]
     assert [c["check_id"] for c in report["checks"] if not cache_of(c)["hit"]] == ["c07"]
     assert project.agent_starts() == starts + 1
     assert [warning["file"] for warning in report["warnings"]] == [str(entry)]
@@ -132,13 +128,9 @@ def test_a_damaged_entry_the_child_finds_is_a_miss_and_its_warning_comes_back(
 
 # Ctrl-C as eb answers its first check from the cache, after the fork: sent to eb alone, or to
 # its whole process group (as a terminal does), which also ends the child, kept busy till then.
-INTERRUPTED_EB = LOOKING_AHEAD_EB.replace(
-    "from eval_banana.cli import main",
-    """import signal, time
-parent = os.getpid()
-look_up = session.CacheSession._look_up
-def interrupted(self, *, check):
-    ready = os.environ["FORK_MARKER"] + ".busy"
+INTERRUPTED_EB = _before_each_lookup(
+    """\
+    ready = os.environ["EB_EVENTS"] + ".busy"
     if os.getpid() != parent:
         if os.environ["TO"] == "group":
             open(ready, "w").close()
@@ -149,9 +141,7 @@ def interrupted(self, *, check):
         os.killpg(0, signal.SIGINT)
     else:
         os.kill(parent, signal.SIGINT)
-    return look_up(self, check=check)
-session.CacheSession._look_up = interrupted
-from eval_banana.cli import main""",
+    """
 )
 
 
@@ -161,23 +151,19 @@ def test_checks_an_interrupted_run_never_reached_keep_nothing_the_child_restored
 ) -> None:
     project = _project(tmp_path, eb)
     project.run()  # every verdict stored
-    marker = tmp_path / "forks"
+    events = tmp_path / "events"
     started = time.monotonic()
-    done = subprocess.run(
-        [
-            *(sys.executable, "-c", INTERRUPTED_EB, "run", "--cwd", str(project.root)),
-            *("--output-dir", str(tmp_path / "out"), "--flat-output"),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "FORK_MARKER": str(marker), "TO": to},
-        stdin=subprocess.DEVNULL,
-        timeout=240,
-        start_new_session=True,  # a process group of its own, as a shell gives a command
+    done = run_script(
+        script=INTERRUPTED_EB,
+        args=["run", "--cwd", str(project.root), "--output-dir", str(tmp_path / "out")]
+        + ["--flat-output"],
+        events=events,
+        env={**os.environ, "TO": to},
+        new_session=True,  # a process group of its own, as a shell gives a command
     )
 
     assert done.returncode == 3, done.stderr  # aborted by the interrupt, reports written
-    assert _forks(marker) == 1
+    assert events_of(events) == ["fork"]
     if to == "group":
         assert time.monotonic() - started < 25  # the child ended with the group, not waited on
     run_dir = tmp_path / "out"
@@ -197,17 +183,11 @@ def test_checks_an_interrupted_run_never_reached_keep_nothing_the_child_restored
 
 
 # The child dies at its first lookup (as if the kernel's out-of-memory killer chose it).
-KILLED_CHILD_EB = LOOKING_AHEAD_EB.replace(
-    "from eval_banana.cli import main",
-    """import signal
-parent = os.getpid()
-look_up = session.CacheSession._look_up
-def dying(self, *, check):
+KILLED_CHILD_EB = _before_each_lookup(
+    """\
     if os.getpid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
-    return look_up(self, check=check)
-session.CacheSession._look_up = dying
-from eval_banana.cli import main""",
+    """
 )
 
 
@@ -217,17 +197,12 @@ def test_the_checks_of_a_child_that_died_are_answered_in_place(
     project = _project(tmp_path, eb)
     project.run()
     starts = project.agent_starts()
-    marker = tmp_path / "forks"
-    done = subprocess.run(
-        [sys.executable, "-c", KILLED_CHILD_EB, "run", "--cwd", str(project.root), "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "FORK_MARKER": str(marker)},
-        stdin=subprocess.DEVNULL,
-        timeout=240,
+    events = tmp_path / "events"
+    done = run_script(
+        script=KILLED_CHILD_EB, args=["run", "--cwd", str(project.root), "--json"], events=events
     )
     assert done.returncode == 0, done.stderr
-    assert _forks(marker) == 1
+    assert events_of(events) == ["fork"]
     report = json.loads(done.stdout)
     assert all(cache_of(check)["hit"] is True for check in report["checks"])
     assert project.agent_starts() == starts  # nothing paid for again

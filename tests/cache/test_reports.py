@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from tests.cache.rig import Project
+from tests.forking import eb_script, events_of, run_script
 from tests.gitrepo import commit_all, git
 
 
@@ -80,33 +80,22 @@ def test_cached_runs_and_incremental_listing_import_nothing_heavy(standard: Proj
     assert done.stdout.count("(cached)") == 3
 
 
-# A real `eb run` that forks report.html from one check on, and writes down, in order, each
-# fork it makes and when it writes execute.json.
-PAGE_FORKING_EB = """\
-import os, sys
-import eval_banana.cache.session as session
-import eval_banana.reporting as reporting
-import eval_banana.stages.execute as execute_stage
-reporting.HTML_FORK_CHECKS = 1
-session.LOOK_AHEAD_FORK_CHECKS = 10_000
-def note(line):
-    with open(os.environ["EVENTS"], "a") as events:
-        events.write(line + "\\n")
-real_fork = os.fork
-def fork():
-    pid = real_fork()
-    if pid:
-        note("fork")
-    return pid
-os.fork = fork
-write_execute_stage = execute_stage.write_execute_stage
-def noted_write_execute_stage(**kwargs):
-    note("execute.json")
-    return write_execute_stage(**kwargs)
-execute_stage.write_execute_stage = noted_write_execute_stage
-from eval_banana.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+# `eb run` forking report.html from one check on (and no look-ahead), noting when it writes
+# execute.json.
+PAGE_FORKING_EB = eb_script(
+    setup="""\
+    import eval_banana.cache.session as session
+    import eval_banana.reporting as reporting
+    import eval_banana.stages.execute as execute_stage
+    reporting.HTML_FORK_CHECKS = 1
+    session.LOOK_AHEAD_FORK_CHECKS = 10_000
+    write_execute_stage = execute_stage.write_execute_stage
+    def noted_write_execute_stage(**kwargs):
+        note("execute.json")
+        return write_execute_stage(**kwargs)
+    execute_stage.write_execute_stage = noted_write_execute_stage
+    """
+)
 
 
 def test_a_cached_run_renders_its_page_while_it_writes_its_stage_files(
@@ -117,20 +106,14 @@ def test_a_cached_run_renders_its_page_while_it_writes_its_stage_files(
     standard.run()  # every verdict stored: the next run starts no process, so it may fork
     events = tmp_path / "events"
     out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-c", PAGE_FORKING_EB, "run", "--cwd", str(standard.root)),
-            *("--output-dir", str(out), "--flat-output"),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "EVENTS": str(events)},
-        stdin=subprocess.DEVNULL,
-        timeout=240,
+    done = run_script(
+        script=PAGE_FORKING_EB,
+        args=["run", "--cwd", str(standard.root), "--output-dir", str(out), "--flat-output"],
+        events=events,
     )
     assert done.returncode == 0, done.stderr
     # The page was begun from the results, before execute.json was written.
-    assert events.read_text().split() == ["fork", "execute.json"]
+    assert events_of(events) == ["fork", "execute.json"]
     report = json.loads((out / "report.json").read_text())
     assert report["cached_checks"] == 3
     # The page the child built its own report object for is the page of report.json.
