@@ -230,24 +230,33 @@ def _merged_execute(
 
 
 class _Evidence(NamedTuple):
-    """The files of one shard's checks/ folder, listed before anything is written."""
+    """The files of one shard's checks/ folder, listed before anything is written, and its
+    sub-folders (a check's own output folder), brought whole."""
 
     folder: str
     names: list[str]
+    folders: list[str]
 
 
 def _shard_evidence(*, runs: Sequence[ShardRun]) -> list[_Evidence]:
-    """Each shard's checks/ files; a file name in two shards is refused (nothing written yet)."""
+    """Each shard's checks/ files and folders; a name in two shards is refused (nothing
+    written yet)."""
     found: list[_Evidence] = []
     owner: dict[str, str] = {}
     for run in runs:
         folder = str(run.run_dir / "checks")
+        names: list[str] = []
+        folders: list[str] = []
         try:
             with os.scandir(folder) as entries:
-                names = [entry.name for entry in entries if entry.is_file(follow_symlinks=False)]
+                for entry in entries:
+                    if entry.is_file(follow_symlinks=False):
+                        names.append(entry.name)
+                    elif entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.name)
         except OSError:
-            names = []  # a shard with no checks/ folder has no evidence to bring
-        for name in names:
+            pass  # a shard with no checks/ folder has no evidence to bring
+        for name in (*names, *folders):
             other = owner.setdefault(name, folder)
             if other != folder:
                 raise MergeError(
@@ -255,7 +264,7 @@ def _shard_evidence(*, runs: Sequence[ShardRun]) -> list[_Evidence]:
                     file=f"{folder}/{name}",
                     hint="Each shard folder must hold only the files its own run wrote.",
                 )
-        found.append(_Evidence(folder=folder, names=names))
+        found.append(_Evidence(folder=folder, names=names, folders=folders))
     return found
 
 
@@ -277,6 +286,30 @@ def _link_folder(*, evidence: _Evidence, target: str, target_fd: int) -> None:
                 _link_or_copy(source=f"{evidence.folder}/{name}", target=f"{target}/{name}")
     finally:
         os.close(source_fd)
+
+
+def _link_tree(*, source: str, target: str) -> None:
+    """A shard's folder below checks/, as it is: folders made, files linked, links kept."""
+    try:
+        _link_tree_entries(source=source, target=target)
+    except OSError as exc:
+        raise OutputDirError(f"Cannot bring {source} into {target}: {exc}") from None
+
+
+def _link_tree_entries(*, source: str, target: str) -> None:
+    for folder, subfolders, files in os.walk(source):
+        inside = os.path.join(target, os.path.relpath(folder, source))
+        os.makedirs(inside, exist_ok=True)
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                os.symlink(os.readlink(path), os.path.join(inside, name))
+            else:
+                _link_or_copy(source=path, target=os.path.join(inside, name))
+        for name in subfolders:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):  # os.walk does not follow it: kept as the link it is
+                os.symlink(os.readlink(path), os.path.join(inside, name))
 
 
 def _link_or_copy(*, source: str, target: str) -> None:
@@ -305,6 +338,9 @@ def _bring_evidence(
             _link_folder(evidence=listed, target=checks_dir, target_fd=target_fd)
     finally:
         os.close(target_fd)
+    for listed in evidence:
+        for name in listed.folders:
+            _link_tree(source=f"{listed.folder}/{name}", target=f"{checks_dir}/{name}")
     for run in runs:
         for check in run.plan.checks:
             if check.snapshot:

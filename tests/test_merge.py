@@ -45,6 +45,15 @@ type: deterministic
 description: A check whose script lives next to it.
 script_path: count.py
 """
+# Leaves evidence in a folder of its own output folder: the merge brings sub-folders too.
+COUNT_SCRIPT = """\
+import json, sys
+from pathlib import Path
+out = Path(json.loads(Path(sys.argv[1]).read_text())["output_dir"]) / "nested"
+out.mkdir(parents=True)
+(out / "counted.txt").write_text("counted\\n")
+print('counted')
+"""
 CONTROL = """\
 schema_version: 1
 id: control_defect_caught
@@ -89,7 +98,7 @@ def _project(root: Path) -> Path:
     )
     files["eval_checks/control/defect.yaml"] = CONTROL
     files["eval_checks/scripts/referenced.yaml"] = REFERENCED
-    files["eval_checks/scripts/count.py"] = "print('counted')\n"
+    files["eval_checks/scripts/count.py"] = COUNT_SCRIPT
     files["README.md"] = "# A kind, short project\n"
     for relative, text in files.items():
         path = root / relative
@@ -286,9 +295,13 @@ def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, 
     plan = json.loads((merged / "stages" / "plan.json").read_text())
     (referenced,) = [c for c in plan["checks"] if c["id"] == "referenced_script"]
     snapshot = merged / referenced["snapshot"]
-    assert snapshot.read_text() == "print('counted')\n"
+    assert snapshot.read_text() == COUNT_SCRIPT
     (owner,) = [p for p in shards.iterdir() if (p / referenced["snapshot"]).is_file()]
     assert os.path.samefile(snapshot, owner / referenced["snapshot"])
+    # The evidence the check left in a folder of its output folder, brought whole.
+    evidence = Path("checks", referenced["stem"], "nested", "counted.txt")
+    assert (merged / evidence).read_text() == "counted\n"
+    assert os.path.samefile(merged / evidence, owner / evidence)
     stem = next(c["stem"] for c in plan["checks"] if c["id"] == "fail_0")
     stdout = merged / "checks" / f"{stem}.stdout.txt"
     assert stdout.read_text() == "expected 3, got 0\n"

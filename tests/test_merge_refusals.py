@@ -210,19 +210,22 @@ def test_a_folder_holding_no_shard_check_is_still_needed(
     shutil.rmtree(tmp_path / "all")
 
 
+@pytest.mark.parametrize("where", ["notes.txt", "evidence/notes.txt"])
 def test_a_file_in_the_checks_folder_of_two_shards(
-    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
+    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path, where: str
 ) -> None:
     s1, s2, s3 = (shards(f"s{k}", f"{k}/3") for k in (1, 2, 3))
     # Merged files are links to the shards' own: one copied over another would change a shard.
-    (s1 / "checks" / "notes.txt").write_text("shard 1's\n")
-    (s3 / "checks" / "notes.txt").write_text("shard 3's\n")
+    for shard in (s1, s3):
+        (shard / "checks" / where).parent.mkdir(exist_ok=True)
+        (shard / "checks" / where).write_text(f"{shard.name}'s\n")
     result = _merge(eb, tmp_path, s1, s2, s3)
+    name = where.split("/")[0]
     assert (
-        f"checks/notes.txt is in two shard folders ({s1 / 'checks'} and {s3 / 'checks'})"
+        f"checks/{name} is in two shard folders ({s1 / 'checks'} and {s3 / 'checks'})"
         in result.stderr
     )
-    assert (s1 / "checks" / "notes.txt").read_text() == "shard 1's\n"
+    assert (s1 / "checks" / where).read_text() == "s1's\n"
 
 
 def test_an_execute_file_edited_after_its_score_stage_is_checked_in_full(
