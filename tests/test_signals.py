@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,6 +84,16 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def _described(pid: int) -> str:
+    """A survivor as a failure shows it: its state, parent and command line."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} state {fields[0]} parent {fields[1]}: {command[:200]}"
+
+
 SIGNALS = st.sampled_from([signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 
 
@@ -101,24 +112,30 @@ def test_a_run_killed_at_any_moment_leaves_whole_files_and_no_survivor(
     pids = base / "pids"
     pids.mkdir()
     root = _project(base / "proj", pids)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    stderr = base / "eb.stderr"
+    with stderr.open("wb") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
     try:
         time.sleep(delay)
         process.send_signal(signum)
         code = process.wait(timeout=60)
+        told = stderr.read_text(errors="replace")[-2000:]
         # Exit codes: finished (0/1), stopped by the signal (3), or killed before handling it.
-        assert code in (0, 1, 3, -signum, 128 + signum, 2), code
+        assert code in (0, 1, 3, -signum, 128 + signum, 2), f"exit {code}; eb said: {told}"
         for path in (root / "runs").rglob("*.json"):
             json.loads(path.read_text())  # whole, never half written
         if signum != signal.SIGKILL:
             time.sleep(0.2)  # let the last reaped processes disappear from /proc
             survivors = [int(p.name) for p in pids.iterdir() if _alive(int(p.name))]
-            assert survivors == [], f"still running after {signum.name}: {survivors}"
+            assert survivors == [], (
+                f"still running after {signum.name} (exit {code}): "
+                f"{[_described(pid) for pid in survivors]}; eb said: {told}"
+            )
     finally:
         if process.poll() is None:
             process.kill()
@@ -127,3 +144,4 @@ def test_a_run_killed_at_any_moment_leaves_whole_files_and_no_survivor(
             pid = int(entry.name)
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(base, ignore_errors=True)
