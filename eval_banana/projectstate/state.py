@@ -167,8 +167,12 @@ def read_project_state(
     excluded = frozenset(excluded_names) | {".git"}
     if prefixes is not None and not prefixes:
         return ProjectState(root=top, source="walk", ids={})
+    prefetched = _PREFETCHED.pop(top, _NOT_PREFETCHED)
+    if prefetched is None:  # found outside any git work tree when the prefetch began
+        return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes)
+    walks = prefetched if isinstance(prefetched, _Walks) else None
     try:
-        repo = git.find_repository(root=top)
+        repo = walks.repo if walks is not None else git.find_repository(root=top)
     except git.NotARepository:
         return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes)
     state = _git_state(
@@ -178,6 +182,7 @@ def read_project_state(
         skip=skip,
         prefixes=prefixes,
         include_ignored=include_ignored,
+        prefetched=walks,
     )
     if state is None:  # git lists nothing here: the folder is ignored by its repository
         return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes)
@@ -247,8 +252,10 @@ class _Walks(NamedTuple):
             process.communicate()
 
 
-# Project roots (real paths) whose whole state git has begun to read (`prefetched_state`).
-_PREFETCHED: dict[str, _Walks] = {}
+# Project roots (real paths) whose whole state git has begun to read (`prefetched_state`),
+# or None for a root found outside any git work tree.
+_PREFETCHED: dict[str, _Walks | None] = {}
+_NOT_PREFETCHED = object()
 
 
 @contextlib.contextmanager
@@ -264,9 +271,13 @@ def prefetched_state(*, root: str | Path) -> Iterator[None]:
     """
     top = os.path.realpath(root)
     drop_prefetched(root=top)
-    with contextlib.suppress(git.NotARepository, OSError):
+    try:
         repo = git.find_repository(root=top)
         _PREFETCHED[top] = _Walks.start(repo=repo, spec=git.pathspecs(repo=repo, prefixes=None))
+    except git.NotARepository:
+        _PREFETCHED[top] = None  # the read walks the folder without asking git again
+    except OSError:
+        pass
     try:
         yield
     finally:
@@ -280,11 +291,12 @@ def drop_prefetched(*, root: str) -> None:
         prefetched.close()
 
 
-def _walks(*, repo: git.Repository, root: str, prefixes: Sequence[str] | None) -> _Walks:
-    """The prefetched commands of `root` when they cover what this read asks git for, else
-    the same commands started now."""
-    prefetched = _PREFETCHED.pop(root, None)
-    if prefetched is not None and not git.narrows(prefixes) and prefetched.repo == repo:
+def _walks(
+    *, repo: git.Repository, prefixes: Sequence[str] | None, prefetched: _Walks | None
+) -> _Walks:
+    """The prefetched commands when they cover what this read asks git for, else the same
+    commands started now."""
+    if prefetched is not None and not git.narrows(prefixes):
         return prefetched
     if prefetched is not None:
         prefetched.close()
@@ -299,12 +311,13 @@ def _git_state(
     skip: tuple[str, ...],
     prefixes: Sequence[str] | None,
     include_ignored: bool,
+    prefetched: _Walks | None = None,
 ) -> ProjectState | None:
     spec = git.pathspecs(repo=repo, prefixes=prefixes)
     top = repo.top
     # Started together (or before the check files were read): git lstat()s the index and
     # walks for untracked (and ignored) files in parallel.
-    walks = _walks(repo=repo, root=root, prefixes=prefixes)
+    walks = _walks(repo=repo, prefixes=prefixes, prefetched=prefetched)
     try:
         ignored_process = (
             git.start(

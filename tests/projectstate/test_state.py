@@ -275,7 +275,7 @@ def test_a_prefetched_state_is_taken_over_by_the_first_whole_read(
         assert sorted(started) == ["diff-files", "ls-files", "rev-parse"]
         started.clear()
         taken = state(root, include_ignored=True)
-        assert "diff-files" not in started  # the prefetched walks, not new ones
+        assert started == ["ls-files", "ls-files"]  # the index and the ignored files only
         assert dict(taken.files) == dict(fresh.files) and taken.ignored == fresh.ignored
         started.clear()
         again = state(root)  # used once: a later read starts its own
@@ -313,3 +313,18 @@ def test_a_prefetch_no_read_took_over_never_answers_a_later_read(
     found = state(root)
     assert "diff-files" in started
     assert dict(found.files)["README.md"] == hash_object(root, "README.md")
+
+
+def test_a_folder_outside_git_is_asked_about_once_and_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_banana.projectstate.state import prefetched_state
+
+    root = tmp_path / "plain"
+    write(root, {"README.md": "# plain\n", "src/a.py": "a = 1\n"})
+    started = _started_git_commands(monkeypatch)
+    with prefetched_state(root=root):
+        assert started == ["rev-parse"]
+        found = state(root)
+    assert started == ["rev-parse"]  # the read knew already: no second git command
+    assert found.source == "walk" and sorted(dict(found.files)) == ["README.md", "src/a.py"]
