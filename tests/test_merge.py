@@ -303,6 +303,9 @@ def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, 
     assert (merged / evidence).read_text() == "counted\n"
     assert os.path.samefile(merged / evidence, owner / evidence)
     stem = next(c["stem"] for c in plan["checks"] if c["id"] == "fail_0")
+    # Its output folder was left empty: no evidence, no folder made.
+    assert [p for p in shards.iterdir() if (p / "checks" / stem).is_dir()]
+    assert not (merged / "checks" / stem).exists()
     stdout = merged / "checks" / f"{stem}.stdout.txt"
     assert stdout.read_text() == "expected 3, got 0\n"
     assert any(
