@@ -288,6 +288,14 @@ def _link_folder(*, evidence: _Evidence, target: str, target_fd: int) -> None:
         os.close(source_fd)
 
 
+def _bring_folders(*, evidence: Sequence[_Evidence], run_dir: Path) -> None:
+    """Every shard's folders below checks/ (the deterministic checks' output folders)."""
+    checks_dir = run_dir / "checks"
+    for listed in evidence:
+        for name in listed.folders:
+            _link_tree(source=f"{listed.folder}/{name}", target=f"{checks_dir}/{name}")
+
+
 def _link_tree(*, source: str, target: str) -> None:
     """A shard's folder below checks/, as it is: folders made, files linked, links kept.
 
@@ -343,9 +351,6 @@ def _bring_evidence(
             _link_folder(evidence=listed, target=checks_dir, target_fd=target_fd)
     finally:
         os.close(target_fd)
-    for listed in evidence:
-        for name in listed.folders:
-            _link_tree(source=f"{listed.folder}/{name}", target=f"{checks_dir}/{name}")
     for run in runs:
         for check in run.plan.checks:
             if check.snapshot:
@@ -385,24 +390,44 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
             items=sum(len(listed.names) for listed in evidence), threshold=LINK_FORK_FILES
         ),
     )
+    # The checks' output folders (mostly empty: each is looked into) in another child, which
+    # nothing waits for until the run is reported: the page links files, not folders.
+    folders = forked.start(
+        work=lambda: _bring_folders(evidence=evidence, run_dir=run_dir),
+        fork=forked.worth_forking(
+            items=sum(len(listed.folders) for listed in evidence), threshold=LINK_FORK_FILES
+        ),
+    )
     try:
         executed = _write_merged_stages(
             runs=runs, first=first, ordered=ordered, config=config, digests=digests, run_dir=run_dir
         )
     except BaseException:
-        with contextlib.suppress(Exception):
-            links.finish()  # the folder is as complete as it can be; the first error is shown
+        _finish_quietly(links, folders)  # the folder is as complete as it can be
         raise
     # report.html lists checks/ to link each check's files: the links come first.
     links.finish()
-    return finish_run(
-        run_dir=run_dir,
-        config=config,
-        executed=executed,
-        digests=digests,
-        extras=request.extras,
-        console=console,
-    )
+    try:
+        outcome = finish_run(
+            run_dir=run_dir,
+            config=config,
+            executed=executed,
+            digests=digests,
+            extras=request.extras,
+            console=console,
+        )
+    except BaseException:
+        _finish_quietly(folders)
+        raise
+    folders.finish()
+    return outcome
+
+
+def _finish_quietly(*pending: forked.Pending[None]) -> None:
+    """Wait for forked work while another error is on its way: that error is the one shown."""
+    for work in pending:
+        with contextlib.suppress(Exception):
+            work.finish()
 
 
 def _write_merged_stages(

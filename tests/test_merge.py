@@ -325,8 +325,8 @@ def test_evidence_and_snapshots_are_linked_from_the_shards(scale_out: dict[str, 
     assert all(r["source_path"].startswith(str(scale_out["main"])) for r in executed)
 
 
-# `eb merge` with the fork thresholds lowered to this small project: the evidence is then
-# linked, and report.html rendered, in forked children.
+# `eb merge` with the fork thresholds lowered to this small project: the evidence files and
+# folders are then linked, and report.html rendered, in forked children.
 FORKING_MERGE = eb_script(
     setup="""\
     import eval_banana.merge as merge
@@ -352,7 +352,7 @@ def test_forked_links_and_page_make_the_same_folder(
         env=_environ(),
     )
     assert done.returncode == 1, done.stderr  # the same verdict as the merge done in place
-    assert events_of(events) == ["fork", "fork"]  # the links, then report.html
+    assert events_of(events) == ["fork"] * 3  # the links, the folders, then report.html
     # Every shard's evidence is linked in, and the page was rendered once all of it was there
     # (it links only the files it finds in checks/).
     shard_files = sorted(
@@ -367,6 +367,9 @@ def test_forked_links_and_page_make_the_same_folder(
         )
         for name in shard_files
     )
+    # The one output folder holding evidence, brought by the folders' child.
+    (nested,) = [p for k in shards for p in Path(k).glob("checks/*/nested/counted.txt")]
+    assert os.path.samefile(merged / nested.relative_to(nested.parents[3]), nested)
     page = (merged / "report.html").read_text()
     assert page == render_html(report=_report(merged), run_dir=merged)
     assert [p.name for p in merged.iterdir() if p.name.endswith(".tmp")] == []
