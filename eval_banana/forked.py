@@ -128,8 +128,12 @@ def worth_forking(*, items: int, threshold: int) -> bool:
     )
 
 
-def start(*, work: Callable[[], T], fork: bool) -> Pending[T]:
-    """Begin `work` in a forked child when `fork`, else keep it for `Pending.finish`."""
+def start(*, work: Callable[[], T], fork: bool, background: bool = False) -> Pending[T]:
+    """Begin `work` in a forked child when `fork`, else keep it for `Pending.finish`.
+
+    `background`: work nothing waits for soon, run at a lower priority, so that it takes
+    the cores only when the parent and other children leave them free.
+    """
     if not fork:
         return Pending(pid=None, reader=None, work=work)
     _pickle()  # loaded before the fork, so neither side loads it after
@@ -137,6 +141,9 @@ def start(*, work: Callable[[], T], fork: bool) -> Pending[T]:
     pid = os.fork()
     if pid == 0:
         os.close(reader)
+        if background:
+            with contextlib.suppress(OSError):
+                os.nice(10)
         _run_child(work=work, writer=writer)
     os.close(writer)
     return Pending(pid=pid, reader=reader, work=None)

@@ -397,6 +397,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         fork=forked.worth_forking(
             items=sum(len(listed.folders) for listed in evidence), threshold=LINK_FORK_FILES
         ),
+        background=True,
     )
     try:
         executed = _write_merged_stages(

@@ -70,6 +70,14 @@ def test_an_os_error_in_the_child_is_raised_as_one_in_the_parent(tmp_path: Path)
         pending.finish()
 
 
+def test_background_work_runs_at_a_lower_priority_than_eb() -> None:
+    mine = os.nice(0)
+    pending = forked.start(work=lambda: os.nice(0), fork=True, background=True)
+    assert pending.finish() == min(mine + 10, 19)
+    assert os.nice(0) == mine  # the parent keeps its own
+    assert forked.start(work=lambda: os.nice(0), fork=True).finish() == mine
+
+
 def _killed() -> None:
     os.kill(os.getpid(), signal.SIGTERM)  # default in the child: it ends at once
     time.sleep(30)
