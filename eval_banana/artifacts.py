@@ -17,6 +17,20 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 _BLOCK = 1 << 20
 
 
+# A check's output files in checks/: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt.
+CHECK_OUTPUT_NAMES = ("stdout.txt", "stderr.txt", "prompt.txt")
+
+
+def remove_check_outputs(
+    *, checks_dir: Path, stem: str, names: tuple[str, ...] = CHECK_OUTPUT_NAMES
+) -> None:
+    """Remove `checks/<stem>.<name>` for each of `names` that is there (never written through:
+    a restored file is a link to the verdict cache's copy)."""
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(checks_dir / f"{stem}.{name}")
+
+
 def write_bytes_atomic(*, path: Path, data: bytes) -> None:
     """Write `data` to `path` through a temporary sibling and a rename, never half a file.
 

@@ -254,8 +254,8 @@ def _shard_evidence(*, runs: Sequence[ShardRun]) -> list[_Evidence]:
                         names.append(entry.name)
                     elif entry.is_dir(follow_symlinks=False):
                         folders.append(entry.name)
-        except OSError:
-            pass  # a shard with no checks/ folder has no evidence to bring
+        except OSError:  # a shard with no checks/ folder has no evidence to bring
+            names, folders = [], []
         for name in (*names, *folders):
             other = owner.setdefault(name, folder)
             if other != folder:

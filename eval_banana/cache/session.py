@@ -7,7 +7,6 @@ store its verdict when it passed or failed. At the end: evict down to the size l
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import threading
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana import forked
-from eval_banana.artifacts import sha256_bytes
+from eval_banana.artifacts import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
@@ -40,7 +39,7 @@ from eval_banana.version import tool_version
 _MIB = 1024 * 1024
 _TIMES = ("started_at", "completed_at", "duration_ms")
 # Files of checks/ stored per check: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt.
-OUTPUT_NAMES = ("stdout.txt", "stderr.txt", "prompt.txt")
+OUTPUT_NAMES = CHECK_OUTPUT_NAMES
 # From this many keyed checks on, a forked child answers the back half of them while this
 # process answers the front half: a reuse is mostly small file operations, which a second
 # process overlaps and a thread would not (each waits for the interpreter lock).
@@ -349,9 +348,7 @@ def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, s
 
 def _remove_outputs(*, checks_dir: Path, stem: str) -> None:
     """Remove what a reuse restored for a check: its files and its evidence folder."""
-    for name in (*OUTPUT_NAMES, "json"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(checks_dir / f"{stem}.{name}")
+    remove_check_outputs(checks_dir=checks_dir, stem=stem, names=(*OUTPUT_NAMES, "json"))
     shutil.rmtree(checks_dir / stem, ignore_errors=True)
 
 

@@ -61,6 +61,13 @@ def finish(*, process: subprocess.Popen[bytes], what: str) -> bytes:
     return out
 
 
+def stop(*, process: subprocess.Popen[bytes]) -> None:
+    """End and reap a started git command whose output is not wanted."""
+    if process.poll() is None:
+        process.kill()
+    process.communicate()
+
+
 def run(*, args: Sequence[str], cwd: str, what: str) -> bytes:
     return finish(process=start(args=args, cwd=cwd), what=what)
 

@@ -170,9 +170,7 @@ class Comparison:
     def close(self) -> None:
         """End and reap whatever git command is still running (its output is not wanted)."""
         for process in self._processes.values():
-            if process.poll() is None:
-                process.kill()
-            process.communicate()
+            git.stop(process=process)
         self._processes.clear()
 
     def finish(

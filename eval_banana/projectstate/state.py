@@ -167,10 +167,11 @@ def read_project_state(
     excluded = frozenset(excluded_names) | {".git"}
     if prefixes is not None and not prefixes:
         return ProjectState(root=top, source="walk", ids={})
-    prefetched = _PREFETCHED.pop(top, _NOT_PREFETCHED)
-    if prefetched is None:  # found outside any git work tree when the prefetch began
-        return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes)
-    walks = prefetched if isinstance(prefetched, _Walks) else None
+    walks = None
+    if top in _PREFETCHED:
+        walks = _PREFETCHED.pop(top)
+        if walks is None:  # found outside any git work tree when the prefetch began
+            return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes)
     try:
         repo = walks.repo if walks is not None else git.find_repository(root=top)
     except git.NotARepository:
@@ -247,15 +248,12 @@ class _Walks(NamedTuple):
     def close(self) -> None:
         """End and reap both commands (their output is not wanted)."""
         for process in (self.dirty, self.untracked):
-            if process.poll() is None:
-                process.kill()
-            process.communicate()
+            git.stop(process=process)
 
 
 # Project roots (real paths) whose whole state git has begun to read (`prefetched_state`),
 # or None for a root found outside any git work tree.
 _PREFETCHED: dict[str, _Walks | None] = {}
-_NOT_PREFETCHED = object()
 
 
 @contextlib.contextmanager

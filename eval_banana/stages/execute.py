@@ -5,7 +5,6 @@ Also the one place where controls are judged and where the run fuses live.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana import canonjson, log
 from eval_banana.artifacts import (
+    remove_check_outputs,
     sha256_bytes,
     stage_json_bytes,
     write_model,
@@ -275,9 +275,7 @@ def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
     Runners open them for writing, which would write through a restored file into the verdict
     cache it is linked to; a fresh file each time keeps the cache's copy intact.
     """
-    for name in ("stdout.txt", "stderr.txt", "prompt.txt"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(checks_dir / f"{stem}.{name}")
+    remove_check_outputs(checks_dir=checks_dir, stem=stem)
 
 
 def execute(
