@@ -373,3 +373,24 @@ def test_forked_links_and_page_make_the_same_folder(
     page = (merged / "report.html").read_text()
     assert page == render_html(report=_report(merged), run_dir=merged)
     assert [p.name for p in merged.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_shard_output_folder_comes_whole_and_an_empty_one_not_at_all(tmp_path: Path) -> None:
+    from eval_banana.merge import _link_tree
+
+    source = tmp_path / "shard" / "checks" / "stem"
+    (source / "deep" / "er").mkdir(parents=True)
+    (source / "deep" / "er" / "log.txt").write_text("log\n")
+    (source / "shot.png").write_bytes(b"\x89PNG")
+    (source / "latest").symlink_to("deep/er/log.txt")
+    (source / "nothing").mkdir()
+    target = tmp_path / "merged" / "checks"
+    target.mkdir(parents=True)
+    _link_tree(source=str(source), target=str(target / "stem"))
+    assert os.path.samefile(target / "stem/deep/er/log.txt", source / "deep/er/log.txt")
+    assert os.path.samefile(target / "stem/shot.png", source / "shot.png")
+    assert os.readlink(target / "stem/latest") == "deep/er/log.txt"  # a link stays a link
+    assert not (target / "stem/nothing").exists()
+    (tmp_path / "empty").mkdir()
+    _link_tree(source=str(tmp_path / "empty"), target=str(target / "empty"))
+    assert not (target / "empty").exists()
