@@ -36,11 +36,24 @@ class CachedFile(Record):
     size: int = Field(ge=0)
 
 
-class CachedBlob(Record):
+class CachedResultFile(Record):
+    """checks/<stem>.json as a reuse writes it, and what its text was rendered for."""
+
     model_config = {"extra": "forbid"}
 
     sha256: str = Field(pattern=_DIGEST, description="Content digest; the blob's name.")
     size: int = Field(ge=0)
+    source_path: str | None = Field(
+        default=None,
+        description="The check file the text names. A reuse at this path, with the same "
+        "`layout`, links the text without rendering its own to compare (absent in older "
+        "entries: the reuse compares).",
+    )
+    layout: str | None = Field(
+        default=None,
+        description="The result layout the text was written in (eb's result fields and how a "
+        "reuse fills them); another layout renders afresh.",
+    )
 
 
 class CachedResult(Record):
@@ -81,15 +94,18 @@ class CacheEntry(Record):
     stored_at: str = Field(description="When it was stored (ISO 8601, UTC).")
     result: CachedResult
     files: list[CachedFile] = Field(default_factory=list)
-    result_file: CachedBlob | None = Field(
+    result_file: CachedResultFile | None = Field(
         default=None,
         description="checks/<stem>.json exactly as a reuse of this verdict writes it, as a "
-        "blob: a reuse links it instead of creating a file when its own text comes out the same.",
+        "blob: a reuse links it instead of creating a file when its own text is that text.",
     )
 
 
-_TOP_KEYS = tuple(spec.alias or name for name, spec in CacheEntry.model_fields.items())
-_RESULT_KEYS = tuple(CachedResult.model_fields)
+_TOP_KEYS = frozenset(spec.alias or name for name, spec in CacheEntry.model_fields.items())
+_REQUIRED_TOP = tuple(
+    (name, spec.alias or name) for name, spec in CacheEntry.model_fields.items() if spec.is_required()
+)
+_RESULT_KEYS = frozenset(CachedResult.model_fields)
 _REQUIRED_RESULT = ("status", "score", "observed_status")
 
 
@@ -106,11 +122,22 @@ def _text(value: object) -> bool:
     return type(value) is str
 
 
+_FILE_KEYS = frozenset({"name", "sha256", "size"})
+_RESULT_FILE_KEYS = frozenset({"sha256", "size"})
+_RESULT_FILE_OPTIONAL = frozenset({"source_path", "layout"})
+
+
 def _stored_problem(item: object, *, what: str, named: bool) -> str | None:
     """A stored file's reference: {sha256, size}, and its name for a `files` item."""
-    keys = {"name", "sha256", "size"} if named else {"sha256", "size"}
-    if type(item) is not dict or set(item) != keys:
+    keys = _FILE_KEYS if named else _RESULT_FILE_KEYS
+    if type(item) is not dict or not keys <= set(item) <= keys | (
+        frozenset() if named else _RESULT_FILE_OPTIONAL
+    ):
         return f"{what} is not {{{', '.join(sorted(keys))}}}"
+    if not named:
+        for name in _RESULT_FILE_OPTIONAL:
+            if item.get(name) is not None and not _text(item[name]):
+                return f"{what}.{name} is not a string"
     if named and (not _text(item["name"]) or not _FILE_NAME_RE.match(item["name"])):
         return f"{what} has a bad name"
     if not _text(item["sha256"]) or not _DIGEST_RE.match(item["sha256"]):
@@ -121,7 +148,7 @@ def _stored_problem(item: object, *, what: str, named: bool) -> str | None:
 
 
 def _result_problem(result: object) -> str | None:
-    if type(result) is not dict or not set(result) <= set(_RESULT_KEYS):
+    if type(result) is not dict or not result.keys() <= _RESULT_KEYS:
         return "result is not an object of the known keys"
     if any(key not in result for key in _REQUIRED_RESULT):
         return "result lacks status, score or observed_status"
@@ -156,14 +183,10 @@ def entry_problem(document: object) -> str | None:
     """Why `document` is not a valid cache entry (the published schema's rules), or None."""
     if type(document) is not dict:
         return "not a JSON object"
-    keys = set(document)
-    if not keys <= set(_TOP_KEYS):
-        return f"unknown keys {sorted(keys - set(_TOP_KEYS))}"
-    required = [
-        name
-        for name, spec in CacheEntry.model_fields.items()
-        if spec.is_required() and (spec.alias or name) not in document
-    ]
+    keys = document.keys()
+    if not keys <= _TOP_KEYS:
+        return f"unknown keys {sorted(keys - _TOP_KEYS)}"
+    required = [name for name, key in _REQUIRED_TOP if key not in document]
     if required:
         return f"missing {', '.join(required)}"
     checks: list[tuple[bool, str]] = [

@@ -44,6 +44,14 @@ OUTPUT_NAMES = CHECK_OUTPUT_NAMES
 # process answers the front half: a reuse is mostly small file operations, which a second
 # process overlaps and a thread would not (each waits for the interpreter lock).
 LOOK_AHEAD_FORK_CHECKS = 200
+# How a reuse's checks/<stem>.json is laid out: the result's fields in order, and how `_restored`
+# fills them (bump the number when it changes). An entry's stored text names the layout and
+# the check file it was written for; a reuse that matches both links it without rendering its
+# own to compare (a third of a lookup's time).
+_REUSE_TEXT_VERSION = 1
+REUSE_LAYOUT = f"{_REUSE_TEXT_VERSION}:" + sha256_bytes(
+    data="\0".join(spec.alias or name for name, spec in CheckResult.model_fields.items()).encode()
+)
 
 
 class Hit(NamedTuple):
@@ -216,21 +224,23 @@ class CacheSession:
         if self.mode == "on":
             self.store.touch(key=key)
         result = _restored(check=check, document=document, key=key, started=started)
-        placed = self._place_result(check=check, result=result, stored=document.get("result_file"))
+        placed = self._place_result(check=check, result=result, document=document)
         return Hit(result=result, result_file_placed=placed)
 
     def _place_result(
-        self, *, check: PlannedCheck, result: CheckResult, stored: dict[str, Any] | None
+        self, *, check: PlannedCheck, result: CheckResult, document: dict[str, Any]
     ) -> bool:
         """Link checks/<stem>.json to the entry's copy of its text, if this reuse's text is
         that text; whether it did. Creating a file costs many times a link on some file
         systems (0.6 ms against 0.02 ms measured here), and a hit otherwise creates one."""
+        stored = document.get("result_file")
         if stored is None:
             return False
-        data = result_json_text(result=result).encode("utf-8")
         blob = Blob(sha256=stored["sha256"], size=int(stored["size"]))
-        if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
-            return False  # the check moved or reads differently: its file is written afresh
+        if not _text_is_for(stored=stored, check=check, result=document["result"]):
+            data = result_json_text(result=result).encode("utf-8")
+            if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
+                return False  # the check moved or reads differently: its file is written afresh
         problem = self.store.restore(
             blob=blob,
             target=f"{self._checks_dir}/{check.stem}.json",
@@ -326,7 +336,12 @@ class CacheSession:
         # The text a reuse will write, kept so that the reuse can link it instead.
         reused = _restored(check=check, document=document, key=key, started=utc_now())
         blob = self.store.put_bytes(data=result_json_text(result=reused).encode("utf-8"))
-        document["result_file"] = {"sha256": blob.sha256, "size": blob.size}
+        document["result_file"] = {
+            "sha256": blob.sha256,
+            "size": blob.size,
+            "source_path": check.source_path,
+            "layout": REUSE_LAYOUT,
+        }
         self.store.write(key=key, document=document)
         with self._lock:
             self._stored = True
@@ -344,6 +359,20 @@ def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, s
         if components is not None:
             keys[check.stem] = verdict_key(components=components)
     return keys
+
+
+def _text_is_for(
+    *, stored: Mapping[str, Any], check: PlannedCheck, result: Mapping[str, Any]
+) -> bool:
+    """Whether an entry's stored text is this reuse's own, known without rendering it: written
+    in this layout for this check file, with the verdict's own times (a reuse without them
+    reports its own). The rest of the text comes from the entry (its check id already
+    compared) and from the check's definition, which the key names."""
+    return (
+        stored.get("layout") == REUSE_LAYOUT
+        and stored.get("source_path") == check.source_path
+        and all(result.get(name) is not None for name in _TIMES)
+    )
 
 
 def _remove_outputs(*, checks_dir: Path, stem: str) -> None:

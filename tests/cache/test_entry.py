@@ -106,6 +106,11 @@ MUTATIONS = [
     _set(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": -2}),
     _set(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": 3, "name": "x"}),
     _set(["result_file"], "stdout.txt"),
+    _set(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": 3, "source_path": "/a.yaml"}),
+    _set(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": 3, "layout": "1:ab"}),
+    _set(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": 3, "layout": None}),
+    _set(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": 3, "layout": 1}),
+    _set(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": 3, "source_path": []}),
     _set(["$schema"], _DELETE),
 ]
 

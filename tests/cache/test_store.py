@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from eval_banana.cache.entry import entry_problem
+from eval_banana.cache.session import REUSE_LAYOUT
 from eval_banana.cache.store import CacheStore
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 
@@ -147,6 +148,30 @@ def test_a_reuse_that_reads_differently_writes_its_own_file(
         path = _result_file(reused, check["check_id"])
         assert path.stat().st_nlink == 1
         assert json.loads(path.read_bytes()) == check
+
+
+def test_a_stored_result_text_names_its_check_file_and_layout_and_older_ones_are_compared(
+    standard: Project,
+) -> None:
+    # A reuse links the stored text unrendered when it was written for this check file in this
+    # layout; an entry without them (an older one) or of another layout is rendered and
+    # compared, and linked only when the texts agree.
+    first = standard.run()
+    ran = next(c for c in first["checks"] if c["check_id"] == "w")
+    entry_path = entry_for(standard, "w")
+    entry = json.loads(entry_path.read_text())
+    assert entry["result_file"]["source_path"] == ran["source_path"]
+    assert entry["result_file"]["layout"] == REUSE_LAYOUT
+    store = CacheStore(folder=standard.cache_dir, max_bytes=1 << 30)
+    blob = store.blob_path(sha256=entry["result_file"]["sha256"])
+    for older in ({"layout": "0:another"}, {"layout": None, "source_path": None}):
+        entry["result_file"].update(older)
+        entry_path.write_text(json.dumps(entry))
+        reused = standard.run()
+        check = next(c for c in reused["checks"] if c["check_id"] == "w")
+        assert cache_of(check)["hit"] is True
+        assert _result_file(reused, "w").samefile(blob)
+        assert json.loads(blob.read_bytes()) == check
 
 
 def test_a_damaged_stored_result_text_is_written_afresh_and_dropped(standard: Project) -> None:
