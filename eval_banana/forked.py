@@ -106,6 +106,16 @@ class Pending(Generic[T]):
             f"{text or 'no message'}"
         )
 
+    def finish_or_redo(self, *, redo: Callable[[], T]) -> T:
+        """`finish`, but when the child was ended by a signal (`ForkedWorkStopped`) do
+        `redo` here instead: the work must bear being done again over what the child made."""
+        try:
+            return self.finish()
+        except ForkedWorkStopped:
+            done = redo()
+            self.value = done
+            return done
+
     def abandon(self) -> None:
         """Stop forked work whose result is no longer wanted (the caller is failing anyway)."""
         self.work = None

@@ -314,21 +314,39 @@ def _link_entries(*, source: str, target: str) -> None:
         entries = list(listing)
     if not entries:
         return
-    os.mkdir(target)
+    with contextlib.suppress(FileExistsError):  # made by an earlier attempt (see _link_or_copy)
+        os.mkdir(target)
     for entry in entries:
         inside = f"{target}/{entry.name}"
         if entry.is_symlink():
-            os.symlink(os.readlink(entry.path), inside)
+            _symlink_again(source=entry.path, target=inside)
         elif entry.is_dir():
             _link_entries(source=entry.path, target=inside)
         else:
             _link_or_copy(source=entry.path, target=inside)
 
 
+def _symlink_again(*, source: str, target: str) -> None:
+    """A symbolic link as `source` is, kept as it is when an earlier attempt made it."""
+    pointing = os.readlink(source)
+    try:
+        os.symlink(pointing, target)
+    except FileExistsError:
+        if not os.path.islink(target) or os.readlink(target) != pointing:
+            raise
+
+
 def _link_or_copy(*, source: str, target: str) -> None:
-    """A hard link (no bytes copied), else a copy: another file system, or no link support."""
+    """A hard link (no bytes copied), else a copy: another file system, or no link support.
+
+    A link already there to the same file was made by an earlier attempt: a forked child
+    ended by a signal part-way, whose work is then done again here.
+    """
     try:
         os.link(source, target)
+    except FileExistsError:
+        if not os.path.samefile(source, target):
+            raise OutputDirError(f"Cannot link {source} to {target}: it exists") from None
     except OSError:
         try:
             shutil.copyfile(source, target)
@@ -384,8 +402,16 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     ordered = _order(runs=runs, config=config)
     # Thousands of links are system calls, not Python: a forked child makes them while this
     # process writes the stage files.
+    # A child ended by a signal (the kernel's out-of-memory killer, say) leaves its work part
+    # done; it is done again here, over what the child made (a Ctrl-C stops this process too).
+    def bring_evidence() -> None:
+        _bring_evidence(runs=runs, evidence=evidence, run_dir=run_dir)
+
+    def bring_folders() -> None:
+        _bring_folders(evidence=evidence, run_dir=run_dir)
+
     links = forked.start(
-        work=lambda: _bring_evidence(runs=runs, evidence=evidence, run_dir=run_dir),
+        work=bring_evidence,
         fork=forked.worth_forking(
             items=sum(len(listed.names) for listed in evidence), threshold=LINK_FORK_FILES
         ),
@@ -393,7 +419,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     # The checks' output folders (mostly empty: each is looked into) in another child, which
     # nothing waits for until the run is reported: the page links files, not folders.
     folders = forked.start(
-        work=lambda: _bring_folders(evidence=evidence, run_dir=run_dir),
+        work=bring_folders,
         fork=forked.worth_forking(
             items=sum(len(listed.folders) for listed in evidence), threshold=LINK_FORK_FILES
         ),
@@ -407,7 +433,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         _finish_quietly(links, folders)  # the folder is as complete as it can be
         raise
     # report.html lists checks/ to link each check's files: the links come first.
-    links.finish()
+    links.finish_or_redo(redo=bring_evidence)
     try:
         outcome = finish_run(
             run_dir=run_dir,
@@ -420,7 +446,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     except BaseException:
         _finish_quietly(folders)
         raise
-    folders.finish()
+    folders.finish_or_redo(redo=bring_folders)
     return outcome
 
 

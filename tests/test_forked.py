@@ -90,6 +90,24 @@ def test_a_child_ended_by_a_signal_is_told_apart_from_a_bug() -> None:
     assert pending.pid is None  # reaped
 
 
+def test_work_whose_child_was_ended_by_a_signal_is_done_again_here() -> None:
+    redone: list[int] = []
+
+    def redo() -> None:
+        redone.append(os.getpid())
+
+    pending = forked.start(work=_killed, fork=True)
+    pending.finish_or_redo(redo=redo)
+    assert redone == [os.getpid()]
+    pending.finish_or_redo(redo=redo)  # done: not again
+    assert redone == [os.getpid()]
+    finished = forked.start(work=lambda: "from the child", fork=True)
+    assert finished.finish_or_redo(redo=lambda: "redone") == "from the child"
+    with pytest.raises(forked.ForkedWorkError, match="KeyError"):
+        forked.start(work=_broken, fork=True).finish_or_redo(redo=redo)  # a bug is no signal
+    assert redone == [os.getpid()]
+
+
 def _broken() -> None:
     raise KeyError("no such column")
 

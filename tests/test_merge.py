@@ -375,6 +375,63 @@ def test_forked_links_and_page_make_the_same_folder(
     assert [p.name for p in merged.iterdir() if p.name.endswith(".tmp")] == []
 
 
+# The same, but each linking child is killed part-way (as the out-of-memory killer might):
+# at its second shard folder, and at its second output folder.
+KILLED_LINKS_MERGE = eb_script(
+    setup="""\
+    import signal
+    import eval_banana.merge as merge
+    import eval_banana.reporting as reporting
+    merge.LINK_FORK_FILES = reporting.HTML_FORK_CHECKS = 1
+    parent = os.getpid()
+
+    def dies_at_second(real):
+        calls = []
+
+        def wrapped(**kwargs):
+            if os.getpid() != parent:
+                calls.append(1)
+                if len(calls) == 2:
+                    note("killed")
+                    os.kill(os.getpid(), signal.SIGKILL)
+            return real(**kwargs)
+
+        return wrapped
+
+    merge._link_folder = dies_at_second(merge._link_folder)
+    merge._link_tree = dies_at_second(merge._link_tree)
+    """
+)
+
+
+def test_linking_children_killed_part_way_leave_the_same_folder(
+    scale_out: dict[str, Path], tmp_path: Path
+) -> None:
+    shards = [str(scale_out["base"] / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)]
+    folders = {}
+    for name, script in (("forked", FORKING_MERGE), ("killed", KILLED_LINKS_MERGE)):
+        events = tmp_path / f"{name}.events"
+        merged = tmp_path / name
+        done = run_script(
+            script=script,
+            args=["merge", *shards, "--cwd", str(scale_out["main"])]
+            + ["--output-dir", str(merged), "--flat-output"],
+            events=events,
+            env=_environ(),
+        )
+        assert done.returncode == 1, done.stderr  # the merge's verdict, not an error
+        if name == "killed":
+            assert events_of(events).count("killed") == 2, events_of(events)
+        # What the children left part done was done again in place: every file, linked.
+        folders[name] = sorted(
+            (path.relative_to(merged).as_posix(), path.stat().st_ino)
+            for path in (merged / "checks").rglob("*")
+            if not path.is_dir()
+        )
+    assert folders["killed"] == folders["forked"]
+    assert any("/nested/" in name for name, _ in folders["killed"])
+
+
 def test_a_shard_output_folder_comes_whole_and_an_empty_one_not_at_all(tmp_path: Path) -> None:
     from eval_banana.merge import _link_tree
 

@@ -71,10 +71,7 @@ def _finish_html(
 ) -> None:
     """Wait for the page begun by `start_html`; render it here if its child was ended by a
     signal (Ctrl-C reaches the whole process group): an interrupted run keeps its page."""
-    try:
-        html.finish()
-    except forked.ForkedWorkStopped:
-        write_html(report=report, run_dir=run_dir, path=path)
+    html.finish_or_redo(redo=lambda: write_html(report=report, run_dir=run_dir, path=path))
 
 
 def junit_path(*, setting: str, project_root: Path) -> Path:
