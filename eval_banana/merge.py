@@ -433,7 +433,11 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         _finish_quietly(links, folders)  # the folder is as complete as it can be
         raise
     # report.html lists checks/ to link each check's files: the links come first.
-    links.finish_or_redo(redo=bring_evidence)
+    try:
+        links.finish_or_redo(redo=bring_evidence)
+    except BaseException:
+        folders.abandon()  # an interrupt: nothing of the merge goes on without it
+        raise
     try:
         outcome = finish_run(
             run_dir=run_dir,

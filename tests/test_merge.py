@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -430,6 +432,69 @@ def test_linking_children_killed_part_way_leave_the_same_folder(
         )
     assert folders["killed"] == folders["forked"]
     assert any("/nested/" in name for name, _ in folders["killed"])
+
+
+# The links' child waits at its first shard folder, so a Ctrl-C finds it busy.
+SLOW_LINKS_MERGE = eb_script(
+    setup="""\
+    import time
+    import eval_banana.merge as merge
+    import eval_banana.reporting as reporting
+    merge.LINK_FORK_FILES = reporting.HTML_FORK_CHECKS = 1
+    parent = os.getpid()
+    real = merge._link_folder
+
+    def slow(**kwargs):
+        if os.getpid() != parent:
+            note("linking")
+            time.sleep(60)
+        return real(**kwargs)
+
+    merge._link_folder = slow
+    """
+)
+
+
+@pytest.mark.parametrize("to", ["group", "eb"])
+def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
+    scale_out: dict[str, Path], tmp_path: Path, to: str
+) -> None:
+    shards = [str(scale_out["base"] / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)]
+    events = tmp_path / "events"
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_LINKS_MERGE, "merge", *shards, "--cwd", str(scale_out["main"])]
+        + ["--output-dir", str(tmp_path / "merged"), "--flat-output"],
+        env={**_environ(), "EB_EVENTS": str(events)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a shell gives a command
+    )
+    deadline = time.monotonic() + 60
+    while "linking" not in events_of(events) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "linking" in events_of(events)
+    if to == "group":  # Ctrl-C in a terminal
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    # Interrupted, as a merge done in place is; not an error about its forked work.
+    assert process.returncode == 3, stderr
+    assert "Interrupted." in stderr and "forked" not in stderr
+    assert _group_gone(pgid=process.pid, within_s=10)  # no child outlives the merge
+
+
+def _group_gone(*, pgid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_a_shard_output_folder_comes_whole_and_an_empty_one_not_at_all(tmp_path: Path) -> None:
