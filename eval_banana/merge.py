@@ -400,6 +400,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         rendered=discovered.texts,
     )
     ordered = _order(runs=runs, config=config)
+
     # Thousands of links are system calls, not Python: a forked child makes them while this
     # process writes the stage files.
     # A child ended by a signal (the kernel's out-of-memory killer, say) leaves its work part

@@ -103,7 +103,9 @@ class CacheEntry(Record):
 
 _TOP_KEYS = frozenset(spec.alias or name for name, spec in CacheEntry.model_fields.items())
 _REQUIRED_TOP = tuple(
-    (name, spec.alias or name) for name, spec in CacheEntry.model_fields.items() if spec.is_required()
+    (name, spec.alias or name)
+    for name, spec in CacheEntry.model_fields.items()
+    if spec.is_required()
 )
 _RESULT_KEYS = frozenset(CachedResult.model_fields)
 _REQUIRED_RESULT = ("status", "score", "observed_status")
@@ -125,14 +127,14 @@ def _text(value: object) -> bool:
 _FILE_KEYS = frozenset({"name", "sha256", "size"})
 _RESULT_FILE_KEYS = frozenset({"sha256", "size"})
 _RESULT_FILE_OPTIONAL = frozenset({"source_path", "layout"})
+_RESULT_FILE_ALLOWED = _RESULT_FILE_KEYS | _RESULT_FILE_OPTIONAL
 
 
 def _stored_problem(item: object, *, what: str, named: bool) -> str | None:
-    """A stored file's reference: {sha256, size}, and its name for a `files` item."""
-    keys = _FILE_KEYS if named else _RESULT_FILE_KEYS
-    if type(item) is not dict or not keys <= set(item) <= keys | (
-        frozenset() if named else _RESULT_FILE_OPTIONAL
-    ):
+    """A stored file's reference: {sha256, size}, and its name for a `files` item (the stored
+    result text may also say what it was written for)."""
+    keys, allowed = (_FILE_KEYS, _FILE_KEYS) if named else (_RESULT_FILE_KEYS, _RESULT_FILE_ALLOWED)
+    if type(item) is not dict or not keys <= item.keys() <= allowed:
         return f"{what} is not {{{', '.join(sorted(keys))}}}"
     if not named:
         for name in _RESULT_FILE_OPTIONAL:
