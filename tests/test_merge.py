@@ -338,20 +338,33 @@ FORKING_MERGE = eb_script(
 )
 
 
+def _shard_folders(scale_out: dict[str, Path]) -> list[str]:
+    return [str(scale_out["base"] / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)]
+
+
+def _scripted_merge(
+    *, script: str, shards: list[str], scale_out: dict[str, Path], merged: Path, events: Path
+) -> subprocess.CompletedProcess[str]:
+    """`eb merge` of `shards` into `merged`, run by one of the scripts above."""
+    return run_script(
+        script=script,
+        args=["merge", *shards, "--cwd", str(scale_out["main"])]
+        + ["--output-dir", str(merged), "--flat-output"],
+        events=events,
+        env=_environ(),
+    )
+
+
 def test_forked_links_and_page_make_the_same_folder(
     scale_out: dict[str, Path], tmp_path: Path
 ) -> None:
     from eval_banana.reporting.html import render_html
 
     events = tmp_path / "events"
-    shards = [str(scale_out["base"] / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)]
+    shards = _shard_folders(scale_out)
     merged = tmp_path / "merged"
-    done = run_script(
-        script=FORKING_MERGE,
-        args=["merge", *shards, "--cwd", str(scale_out["main"])]
-        + ["--output-dir", str(merged), "--flat-output"],
-        events=events,
-        env=_environ(),
+    done = _scripted_merge(
+        script=FORKING_MERGE, shards=shards, scale_out=scale_out, merged=merged, events=events
     )
     assert done.returncode == 1, done.stderr  # the same verdict as the merge done in place
     assert events_of(events) == ["fork"] * 3  # the links, the folders, then report.html
@@ -409,17 +422,13 @@ KILLED_LINKS_MERGE = eb_script(
 def test_linking_children_killed_part_way_leave_the_same_folder(
     scale_out: dict[str, Path], tmp_path: Path
 ) -> None:
-    shards = [str(scale_out["base"] / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)]
+    shards = _shard_folders(scale_out)
     folders = {}
     for name, script in (("forked", FORKING_MERGE), ("killed", KILLED_LINKS_MERGE)):
         events = tmp_path / f"{name}.events"
         merged = tmp_path / name
-        done = run_script(
-            script=script,
-            args=["merge", *shards, "--cwd", str(scale_out["main"])]
-            + ["--output-dir", str(merged), "--flat-output"],
-            events=events,
-            env=_environ(),
+        done = _scripted_merge(
+            script=script, shards=shards, scale_out=scale_out, merged=merged, events=events
         )
         assert done.returncode == 1, done.stderr  # the merge's verdict, not an error
         if name == "killed":
@@ -459,7 +468,7 @@ SLOW_LINKS_MERGE = eb_script(
 def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
     scale_out: dict[str, Path], tmp_path: Path, to: str
 ) -> None:
-    shards = [str(scale_out["base"] / "shards" / f"shard-{k}") for k in range(1, SHARDS + 1)]
+    shards = _shard_folders(scale_out)
     events = tmp_path / "events"
     process = subprocess.Popen(
         [sys.executable, "-c", SLOW_LINKS_MERGE, "merge", *shards, "--cwd", str(scale_out["main"])]
