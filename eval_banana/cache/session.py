@@ -45,7 +45,8 @@ OUTPUT_NAMES = CHECK_OUTPUT_NAMES
 # process overlaps and a thread would not (each waits for the interpreter lock).
 LOOK_AHEAD_FORK_CHECKS = 200
 # How a reuse's checks/<stem>.json is laid out: the result's fields in order, and how `_restored`
-# fills them (bump the number when it changes). An entry's stored text names the layout and
+# fills them (bump the number when it changes; a test pins the code it stands for, so a change
+# that forgets the bump fails). An entry's stored text names the layout and
 # the check file it was written for; a reuse that matches both links it without rendering its
 # own to compare (a third of a lookup's time).
 _REUSE_TEXT_VERSION = 1
