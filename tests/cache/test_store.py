@@ -421,8 +421,8 @@ def test_restoring_over_a_restored_file_replaces_it_and_leaves_the_cache_intact(
 
 
 # What the stored result texts of entries already in users' caches were built by. A change to
-# either function may change a reuse's text: bump _REUSE_TEXT_VERSION (so older texts are
-# rendered and compared, not linked unseen), then pin the new digest here.
+# either function may change a reuse's text: if it can, bump _REUSE_TEXT_VERSION (so older
+# texts are rendered and compared, not linked unseen); either way, pin the new digest here.
 _REUSE_BUILT_BY = {1: "c429ce23c6feaa65"}
 
 
@@ -436,7 +436,7 @@ def test_the_reuse_layout_changes_with_how_a_reuse_is_built() -> None:
     source = inspect.getsource(session._restored) + inspect.getsource(results.build_result)
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     assert _REUSE_BUILT_BY.get(session._REUSE_TEXT_VERSION) == digest, (
-        "How a reuse builds its result changed: bump _REUSE_TEXT_VERSION in "
-        f"eval_banana/cache/session.py and pin {digest} for it here"
+        "How a reuse builds its result changed: if the text it writes can differ, bump "
+        f"_REUSE_TEXT_VERSION in eval_banana/cache/session.py; then pin {digest} for it here"
     )
     assert session.REUSE_LAYOUT.startswith(f"{session._REUSE_TEXT_VERSION}:")
