@@ -38,8 +38,6 @@ from eval_banana.version import tool_version
 
 _MIB = 1024 * 1024
 _TIMES = ("started_at", "completed_at", "duration_ms")
-# Files of checks/ stored per check: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt.
-OUTPUT_NAMES = CHECK_OUTPUT_NAMES
 # From this many keyed checks on, a forked child answers the back half of them while this
 # process answers the front half: a reuse is mostly small file operations, which a second
 # process overlaps and a thread would not (each waits for the interpreter lock).
@@ -295,7 +293,7 @@ class CacheSession:
     def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> None:
         files = []
         checks_dir = self.run_dir / "checks"
-        for name in OUTPUT_NAMES:
+        for name in CHECK_OUTPUT_NAMES:  # the files of checks/ stored per check
             source = checks_dir / f"{check.stem}.{name}"
             if source.is_file():
                 blob = self.store.put(source=source)
@@ -378,7 +376,7 @@ def _text_is_for(
 
 def _remove_outputs(*, checks_dir: Path, stem: str) -> None:
     """Remove what a reuse restored for a check: its files and its evidence folder."""
-    remove_check_outputs(checks_dir=checks_dir, stem=stem, names=(*OUTPUT_NAMES, "json"))
+    remove_check_outputs(checks_dir=checks_dir, stem=stem, names=(*CHECK_OUTPUT_NAMES, "json"))
     shutil.rmtree(checks_dir / stem, ignore_errors=True)
 
 
