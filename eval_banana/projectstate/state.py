@@ -316,15 +316,13 @@ def _git_state(
     # Started together (or before the check files were read): git lstat()s the index and
     # walks for untracked (and ignored) files in parallel.
     walks = _walks(repo=repo, prefixes=prefixes, prefetched=prefetched)
+    ignored_process: subprocess.Popen[bytes] | None = None
     try:
-        ignored_process = (
-            git.start(
+        if include_ignored:
+            ignored_process = git.start(
                 args=["ls-files", "-o", "-i", "--exclude-standard", "--directory", "-z", *spec],
                 cwd=top,
             )
-            if include_ignored
-            else None
-        )
         index = git.parse_stage_entries(
             output=git.run(args=["ls-files", "-s", "-z", *spec], cwd=top, what="ls-files -s"),
             repo=repo,
@@ -336,7 +334,9 @@ def _git_state(
             output=git.finish(process=walks.untracked, what="ls-files -o"), repo=repo
         )
     except BaseException:
-        walks.close()
+        walks.close()  # no git command of a failed read outlives it
+        if ignored_process is not None:
+            git.stop(process=ignored_process)
         raise
     ignored_raw = (
         git.split_paths(output=git.finish(process=ignored_process, what="ls-files -i"), repo=repo)
