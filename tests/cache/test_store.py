@@ -15,6 +15,7 @@ import pytest
 from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.session import REUSE_LAYOUT
 from eval_banana.cache.store import CacheStore
+from eval_banana.models.result import CheckResult
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,6 +173,34 @@ def test_a_stored_result_text_names_its_check_file_and_layout_and_older_ones_are
         assert cache_of(check)["hit"] is True
         assert _result_file(reused, "w").samefile(blob)
         assert json.loads(blob.read_bytes()) == check
+
+
+def test_a_reuse_of_its_own_layout_renders_no_result_to_compare(
+    standard: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The point of naming the check file and layout: a reuse that matches both links the text
+    # without rendering its result (a third of a lookup); one of another layout renders it.
+    import eval_banana.cache.session as session
+
+    rendered: list[str] = []
+    real = session.result_json_text
+
+    def counted(*, result: CheckResult) -> str:
+        rendered.append(result.check_id)
+        return real(result=result)
+
+    monkeypatch.setattr(session, "result_json_text", counted)
+    standard.run()
+    rendered.clear()
+    reused = standard.run()
+    assert all(cache_of(check)["hit"] is True for check in reused["checks"])
+    assert rendered == []
+    entry_path = entry_for(standard, "w")
+    entry = json.loads(entry_path.read_text())
+    entry["result_file"]["layout"] = "0:another"
+    entry_path.write_text(json.dumps(entry))
+    standard.run()
+    assert rendered == ["w"]
 
 
 def test_a_damaged_stored_result_text_is_written_afresh_and_dropped(standard: Project) -> None:
