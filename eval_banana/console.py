@@ -209,6 +209,15 @@ class Console:
             )
 
 
+def progress_line(*, check_id: str, result: CheckResult) -> str:
+    """A finished check as a log shows it: `<id>: <status> [(cached)] [(flaky)] (<n> ms)`."""
+    details = result.details
+    notes = " (cached)" if "cache" in details and details["cache"].get("hit") is True else ""
+    if is_flaky(details):
+        notes += " (flaky)"
+    return f"{check_id}: {result.status}{notes} ({result.duration_ms} ms)"
+
+
 class ProgressReporter:
     """Checks done / total and the running ids: live on a terminal, one line per check in logs."""
 
@@ -274,15 +283,17 @@ class ProgressReporter:
             if self._progress is not None:
                 self._progress.update(self._task, completed=self.done, current=self._current())
             elif not self.console.quiet:
-                notes = (
-                    " (cached)"
-                    if "cache" in result.details and (result.details["cache"].get("hit") is True)
-                    else ""
-                )
-                if is_flaky(result.details):
-                    notes += " (flaky)"
                 self.console.stderr.write(
-                    f"[{self.done}/{self.total}] {check.id}: {result.status}{notes} "
-                    f"({result.duration_ms} ms)\n"
+                    f"[{self.done}/{self.total}] {progress_line(check_id=check.id, result=result)}\n"
                 )
                 self.console.stderr.flush()
+
+    def replayed(self, *, lines: list[str]) -> None:
+        """The lines of a replayed run's checks (`progress_line`), as its run printed them."""
+        if self._live or self.console.quiet:
+            return  # a terminal's bar is gone once a run ends: a replay shows none
+        total = len(lines)
+        self.console.stderr.write(
+            "".join(f"[{done}/{total}] {line}\n" for done, line in enumerate(lines, start=1))
+        )
+        self.console.stderr.flush()

@@ -7,27 +7,27 @@ the file it wrote, so downstream files name their inputs exactly.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from eval_banana import forked
+from eval_banana import forked, replaying
+from eval_banana.cache.replay_record import RunTaken
 from eval_banana.console import Console, ProgressReporter
 from eval_banana.errors import RunAborted
-from eval_banana.models.record import Field, Record
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
-from eval_banana.reporting.html import REPORT_HTML, write_html
+from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.request import RunRequest, load_config
 from eval_banana.results import STOP_REASON_TEXT
 from eval_banana.rundir import new_run_id, prepare_run_dir
 from eval_banana.stages import discover as discover_stage
-from eval_banana.stages import execute as execute_stage
-from eval_banana.stages import guard as guard_stage
-from eval_banana.stages import report as report_stage
-from eval_banana.stages import score as score_stage
-from eval_banana.stages import validate as validate_stage
 from eval_banana.stages.config import write_config_stage
-from eval_banana.stages.report import ReportOutcome
+
+if TYPE_CHECKING:
+    from eval_banana.stages.report import ReportOutcome
 
 __all__ = [
     "RunOutcome",
@@ -39,12 +39,45 @@ __all__ = [
 ]
 
 
-class RunOutcome(Record):
-    run_dir: Path
-    report: dict[str, object]
-    score: ScoreDoc
-    exit_code: int
-    digests: dict[str, str] = Field(default_factory=dict)
+class RunOutcome:
+    """A finished run: its folder, report, score, exit code and stage file digests.
+
+    A replayed run parses its report.json only when something asks for the report: a run with
+    --json prints the line its replay kept (`json_line`), which equals the report dumped.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_dir: Path,
+        score: ScoreDoc,
+        exit_code: int,
+        digests: dict[str, str],
+        report: dict[str, Any] | None = None,
+        load_report: Callable[[], dict[str, Any]] | None = None,
+        json_line: str | None = None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.score = score
+        self.exit_code = exit_code
+        self.digests = digests
+        self._report = report
+        self._load_report = load_report
+        self._json_line = json_line
+
+    @property
+    def report(self) -> dict[str, Any]:
+        if self._report is None:
+            assert self._load_report is not None, "a run outcome has a report or its loader"
+            self._report = self._load_report()
+        return self._report
+
+    @property
+    def json_line(self) -> str:
+        """The report as `--json` prints it: one line of JSON."""
+        if self._json_line is None:
+            self._json_line = json.dumps(self.report, ensure_ascii=False)
+        return self._json_line
 
 
 def publish_report(
@@ -63,6 +96,8 @@ def publish_report(
     report.html, the biggest of them, is begun first so a big run can render it in parallel
     (or was begun already: `page`, from `begin_html`).
     """
+    from eval_banana.stages import report as report_stage
+
     built = report_stage.build_report(run_dir=run_dir, config=config, execute=execute, score=score)
     html_job = (
         page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)
@@ -137,6 +172,31 @@ def _stages(
         config=config, inputs={"config": digests["config"]}, contents=contents
     )
     digests["discover"] = discover_stage.write_discover_stage(run_dir=run_dir, doc=discovered)
+    key = replaying.key_for(config=config, discovered=discovered, request=request)
+    if key is not None:
+        replayed = replaying.replay(
+            config=config,
+            discovered=discovered,
+            run_dir=run_dir,
+            digests=digests,
+            key=key,
+            request=request,
+            cancel=cancel,
+            console=console,
+        )
+        if replayed is not None:
+            return RunOutcome(
+                run_dir=run_dir,
+                load_report=replayed.load_report,
+                json_line=replayed.json_line,
+                score=replayed.score,
+                exit_code=replayed.exit_code,
+                digests=replayed.digests,
+            )
+    # Loaded past the replay: a replayed run validates, guards and executes nothing.
+    from eval_banana.stages import execute as execute_stage
+    from eval_banana.stages import guard as guard_stage
+    from eval_banana.stages import validate as validate_stage
 
     outcome = validate_stage.validate(
         config=config,
@@ -158,6 +218,7 @@ def _stages(
     for warning in guarded.warnings:
         console.warn(warning.message)
 
+    recorder = replaying.Recorder.begin(config=config, plan=plan, key=key)
     with ProgressReporter(console=console, total=len(plan.checks)) as progress:
         executed = execute_stage.execute(
             config=config,
@@ -168,13 +229,14 @@ def _stages(
             inputs={k: digests[k] for k in ("config", "validate", "guard")},
             on_start=progress.started,
             on_result=progress.finished,
+            check_inputs=None if recorder is None else recorder.inputs,
         )
     page = begin_html(run_dir=run_dir, config=config, executed=executed, extras=request.extras)
     try:
         digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
         for warning in executed.warnings:
             console.warn(warning.message)
-        return finish_run(
+        finished = finish_run(
             run_dir=run_dir,
             config=config,
             executed=executed,
@@ -187,6 +249,21 @@ def _stages(
         if page is not None:
             page.abandon()  # finished already when the reports were written (RunAborted)
         raise
+    if recorder is not None:
+        run = RunTaken(
+            config=config,
+            discovered=discovered,
+            plan=plan,
+            guard=guarded,
+            executed=executed,
+            scored=finished.score,
+            run_dir=run_dir,
+            digests=digests,
+            report=finished.report,
+            exit_code=finished.exit_code,
+        )
+        recorder.keep(run=run, console=console)
+    return finished
 
 
 def begin_html(
@@ -199,6 +276,9 @@ def begin_html(
     """
     if not forks_html(extras=extras, checks=len(executed.results)):
         return None
+    from eval_banana.reporting.html import write_html
+    from eval_banana.stages import report as report_stage
+    from eval_banana.stages import score as score_stage
 
     def render() -> None:
         # The score stage's inputs only name its upstream files in score.json, not written here.
@@ -226,6 +306,9 @@ def finish_run(
 
     An aborted run raises RunAborted (exit 3) once its reports are written.
     """
+    from eval_banana.stages import report as report_stage
+    from eval_banana.stages import score as score_stage
+
     scored = score_stage.score(
         config=config,
         execute=executed,

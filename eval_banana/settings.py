@@ -477,6 +477,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("cache", "max_mb"),
     ),
     SettingSpec(
+        name="cache.replay",
+        section="cache",
+        key="replay",
+        kind="boolean",
+        env="EVAL_BANANA_CACHE_REPLAY",
+        flag=None,
+        commands=(),
+        help=_help("cache", "replay"),
+    ),
+    SettingSpec(
         name="agents",
         section="agents",
         key="*",

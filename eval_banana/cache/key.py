@@ -23,7 +23,12 @@ def _framed(text: str) -> bytes:
 
 def verdict_key(*, components: Sequence[Component]) -> str:
     """`sha256:<hex>` of the framed components, in the order given."""
-    digest = hashlib.sha256(_PREFIX)
+    return framed_key(prefix=_PREFIX, components=components)
+
+
+def framed_key(*, prefix: bytes, components: Sequence[Component]) -> str:
+    """`sha256:<hex>` of `prefix` (a kind and version of key) and the framed components."""
+    digest = hashlib.sha256(prefix)
     for name, value in components:
         digest.update(_framed(name))
         digest.update(_framed(value))

@@ -78,7 +78,10 @@ class CacheSession:
         harness: ResolvedHarness | None,
         run_dir: Path,
         environ: Mapping[str, str],
+        inputs: CheckInputs | None = None,
     ) -> None:
+        """`inputs`: the reader of the checks' input states, when the caller keeps it (a run
+        kept as a replay records the states its keys were computed from)."""
         settings = config.settings
         self.mode = settings.cache.mode
         self.run_id = plan.run_id
@@ -101,7 +104,9 @@ class CacheSession:
                 settings=settings,
                 project_root=Path(config.project_root),
                 harness=harness,
-                inputs=CheckInputs(config=config, definitions=[c.definition for c in plan.checks]),
+                inputs=inputs
+                if inputs is not None
+                else CheckInputs(config=config, definitions=[c.definition for c in plan.checks]),
                 environ=environ,
             )
             self.keys = _keys(checks=plan.checks, context=context)

@@ -2,6 +2,7 @@
 
     <dir>/entries/<2 hex>/<64 hex>.json   one verdict, named by its key
     <dir>/blobs/<2 hex>/<64 hex>          stored output files, named by their SHA-256
+    <dir>/runs/<2 hex>/<64 hex>.json      a fully cached run, replayed whole (cache/replay.py)
 
 Every file is written through a temporary sibling and a rename, so a reader never sees half a
 file and two runs storing the same entry at once leave one valid entry. A hit touches its
@@ -65,6 +66,10 @@ class CacheStore:
         hex_key = _hex(key)
         return f"{self.folder}/entries/{hex_key[:2]}/{hex_key}.json"
 
+    def replay_path(self, *, key: str) -> Path:
+        hex_key = _hex(key)
+        return self.folder / "runs" / hex_key[:2] / f"{hex_key}.json"
+
     def _blob_file(self, *, sha256: str) -> str:
         hex_digest = _hex(sha256)
         return f"{self.folder}/blobs/{hex_digest[:2]}/{hex_digest}"
@@ -72,25 +77,35 @@ class CacheStore:
     # -- entries ---------------------------------------------------------------------------
 
     def read(self, *, key: str) -> EntryRead:
-        try:
-            data = read_bytes(path=self._entry_file(key=key))
-        except FileNotFoundError:
-            return EntryRead(document=None, problem=None)
-        except OSError as exc:
-            return EntryRead(document=None, problem=f"cannot be read ({exc.strerror or exc})")
-        try:
-            return EntryRead(document=json.loads(data), problem=None)
-        except ValueError:
-            return EntryRead(document=None, problem="is not valid JSON (truncated or foreign)")
+        return _read_document(path=self._entry_file(key=key))
+
+    def read_replay(self, *, key: str) -> EntryRead:
+        return _read_document(path=str(self.replay_path(key=key)))
 
     def write(self, *, key: str, document: dict[str, Any]) -> None:
         data = json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
         write_bytes_atomic(path=self.entry_path(key=key), data=data)
 
+    def write_replay(self, *, key: str, document: dict[str, Any]) -> None:
+        data = json.dumps(document, ensure_ascii=False).encode("utf-8") + b"\n"
+        write_bytes_atomic(path=self.replay_path(key=key), data=data)
+
     def touch(self, *, key: str) -> None:
         """Mark an entry as just used (least-recently-used eviction reads this)."""
         with contextlib.suppress(OSError):
             os.utime(self._entry_file(key=key))
+
+    def mark_used(self, *, key: str, touch: bool) -> bool:
+        """Whether an entry is stored; `touch`: also mark it as just used."""
+        path = self._entry_file(key=key)
+        try:
+            if touch:
+                os.utime(path)
+            else:
+                os.stat(path)
+        except OSError:
+            return False
+        return True
 
     # -- blobs -----------------------------------------------------------------------------
 
@@ -158,7 +173,9 @@ class CacheStore:
         references: dict[str, int] = {}
         entry_blobs: dict[str, list[str]] = {}
         for path, _, _ in files:
-            if path.suffix == ".json" and _within(path, self.folder / "entries"):
+            if path.suffix == ".json" and (
+                _within(path, self.folder / "entries") or _within(path, self.folder / "runs")
+            ):
                 named = self._blobs_named(entry=path)
                 entry_blobs[str(path)] = named
                 for blob in named:
@@ -186,7 +203,11 @@ class CacheStore:
     def _blobs_named(self, *, entry: Path) -> list[str]:
         try:
             document = json.loads(entry.read_bytes())
-            items = [*document.get("files", []), document.get("result_file")]
+            items = [
+                *document.get("files", []),
+                *document.get("templates", []),
+                document.get("result_file"),
+            ]
             return [
                 str(self.blob_path(sha256=item["sha256"]))
                 for item in items
@@ -196,6 +217,20 @@ class CacheStore:
             ]
         except (OSError, ValueError, AttributeError, TypeError):
             return []
+
+
+def _read_document(*, path: str) -> EntryRead:
+    """A stored JSON document, or why it cannot be used (None, None: absent)."""
+    try:
+        data = read_bytes(path=path)
+    except FileNotFoundError:
+        return EntryRead(document=None, problem=None)
+    except OSError as exc:
+        return EntryRead(document=None, problem=f"cannot be read ({exc.strerror or exc})")
+    try:
+        return EntryRead(document=json.loads(data), problem=None)
+    except ValueError:
+        return EntryRead(document=None, problem="is not valid JSON (truncated or foreign)")
 
 
 def _has_size(path: Path, size: int) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from functools import partial
 from pathlib import Path
@@ -71,5 +70,5 @@ def run(args: argparse.Namespace) -> int:
         raise
     stamp(error=None)
     if args.json:
-        print(json.dumps(outcome.report, ensure_ascii=False))
+        print(outcome.json_line)
     return outcome.exit_code

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -73,9 +72,11 @@ def run(args: argparse.Namespace) -> int:
         if baseline is not None and extras.report is not None:
             _show_diff(baseline=baseline, report=extras.report, quiet=args.json)  # aborted run
         raise
+    if result_out is not None and extras.report is None:
+        extras.report = outcome.report  # a replayed run reads its report when asked for it
     stamp(error=None)
     if args.json:
-        print(json.dumps(outcome.report, ensure_ascii=False))
+        print(outcome.json_line)
     if baseline is not None:
         _show_diff(baseline=baseline, report=outcome.report, quiet=args.json)
     return outcome.exit_code

@@ -167,6 +167,12 @@ class CacheSettings(_Section):
         ge=1,
         description="Size limit of the cache folder in MiB; least recently used entries go first.",
     )
+    replay: bool = Field(
+        default=True,
+        description="Keep a run whose every verdict was reused, and replay it whole while its "
+        "settings, check files and inputs are unchanged (no check parsed, no key computed); "
+        "false: every cached run looks its verdicts up one by one.",
+    )
 
 
 class AgentTemplate(_Section):

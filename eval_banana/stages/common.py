@@ -18,6 +18,11 @@ def envelope(*, stage: str, run_id: str, inputs: dict[str, str]) -> dict[str, ob
         "stage": stage,
         "tool_version": tool_version(),
         "run_id": run_id,
-        "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "created_at": created_now(),
         "inputs": inputs,
     }
+
+
+def created_now() -> str:
+    """A stage document's `created_at`: now, in UTC, with microseconds and `Z`."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -56,6 +56,7 @@ from eval_banana.stages.common import envelope
 
 if TYPE_CHECKING:
     from eval_banana.cache.session import CacheSession
+    from eval_banana.inputstate import CheckInputs
     from eval_banana.isolation.session import IsolationSession
 
 logger = Logger("eval_banana.stages.execute")
@@ -243,6 +244,7 @@ def _open_cache(
     guard: GuardDoc,
     run_dir: Path,
     environ: Mapping[str, str] | None,
+    check_inputs: CheckInputs | None,
 ) -> CacheSession | None:
     """The verdict cache for this run, when `[cache] mode` is not off and there are checks."""
     if config.settings.cache.mode == "off" or not plan.checks:
@@ -255,6 +257,7 @@ def _open_cache(
         harness=guard.harness,
         run_dir=run_dir,
         environ=os.environ if environ is None else environ,
+        inputs=check_inputs,
     )
 
 
@@ -289,11 +292,14 @@ def execute(
     on_start: StartCallback | None = None,
     inputs: dict[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
+    check_inputs: CheckInputs | None = None,
 ) -> ExecuteDoc:
     """Run the plan's checks on min(max_parallel_checks, n) threads; results by plan position.
 
     `inputs` are the digests of the upstream stage files (computed from the documents when
-    not given); `environ` is the process environment the env policy filters (default os.environ).
+    not given); `environ` is the process environment the env policy filters (default os.environ);
+    `check_inputs`, the reader of the checks' input states the verdict keys use (made here when
+    not given).
     """
     started = utc_now()
     checks = plan.checks
@@ -318,7 +324,14 @@ def execute(
         cost_budget_usd=config.settings.harness.cost_fuse_usd,
     )
 
-    cache = _open_cache(config=config, plan=plan, guard=guard, run_dir=run_dir, environ=environ)
+    cache = _open_cache(
+        config=config,
+        plan=plan,
+        guard=guard,
+        run_dir=run_dir,
+        environ=environ,
+        check_inputs=check_inputs,
+    )
     # Opened only when some check is left to run: a fully cached run starts no judge.
     isolation: IsolationSession | None = None
 

@@ -66,8 +66,9 @@ def script_check(
     return "\n".join(lines) + "\n"
 
 
-def config_text(*, agent: Path, extra: str = "") -> str:
+def config_text(*, agent: Path, extra: str = "", replay: bool = True) -> str:
     command = json.dumps([sys.executable, str(agent)])
+    replay_line = "" if replay else "replay = false"
     return textwrap.dedent(
         f"""\
         [core]
@@ -78,6 +79,7 @@ def config_text(*, agent: Path, extra: str = "") -> str:
 
         [cache]
         mode = "on"
+        {replay_line}
 
         [harness]
         agent = "counter"
@@ -154,13 +156,16 @@ def make_project(
     checks: dict[str, str],
     files: dict[str, str],
     extra_config: str = "",
+    replay: bool = True,
 ) -> Project:
+    """`replay`: whether fully cached runs are kept and replayed whole (tests of the verdict
+    lookups themselves turn it off, or the third run on would be a replay)."""
     log = tmp_path / "agent-starts.log"
     agent = tmp_path / "counting_agent.py"
     agent.write_text(AGENT.format(log=str(log)))
     root = tmp_path / "proj"
     project = Project(root=root, log=log, eb=eb)
-    project.write({".eval-banana/config.toml": config_text(agent=agent, extra=extra_config)})
+    project.write({".eval-banana/config.toml": config_text(agent=agent, extra=extra_config, replay=replay)})
     project.write({f"eval_checks/{name}.yaml": text for name, text in checks.items()})
     project.write(files)
     return project

@@ -66,7 +66,9 @@ def _project(tmp_path: Path, eb: Callable[..., Any], *, first: str = "Judge it."
     checks["c01"] = judge("c01", instructions=first, inputs=["docs/**"])
     # Last in plan order, so in the half the child answers: evidence in a nested folder.
     checks["c08"] = script_check("c08", script=EVIDENCE_SCRIPT, inputs=["docs/**"])
-    return make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={"docs/a.md": "# A\n"})
+    return make_project(
+        tmp_path=tmp_path, eb=eb, checks=checks, files={"docs/a.md": "# A\n"}, replay=False
+    )
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

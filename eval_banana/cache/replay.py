@@ -1,0 +1,321 @@
+"""Replaying a fully cached run: the run folder rebuilt from a replay, no check file parsed.
+
+A run whose every verdict is reused writes the same files as the last such run with the same
+replay key (`replay_key`) over the same project state, but for its own id, folder, times and
+the digests that chain its stage files. Such a run is kept (`replay_record`); the next one
+checks that the state still holds, links the per-check files from the cache (in a forked child
+where that pays), writes the stage files and reports with its own values in their slots, and is
+done: no validation, no verdict keys, no lookups. Anything amiss (a damaged or missing blob, a
+verdict entry no longer stored, a Ctrl-C) leaves the run folder as it found it and the run goes
+the ordinary way, which stores a sound replay again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana import forked
+from eval_banana.artifacts import sha256_bytes, write_bytes_atomic
+from eval_banana.cache.replay_entry import ReplayEntry, replay_problem
+from eval_banana.cache.replay_key import scope_reader, watched_ids
+from eval_banana.cache.replay_record import JSON_LINE, TEMPLATE_NAMES, plain_path
+from eval_banana.cache.slots import Slot, fill
+from eval_banana.cache.store import Blob, CacheStore
+from eval_banana.errors import ProjectStateError
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ScoreDoc
+from eval_banana.projectstate.git import NotARepository
+from eval_banana.results import elapsed_ms, iso, utc_now
+from eval_banana.stages import STAGE_FILES
+from eval_banana.stages.common import created_now
+
+# From this many files on, a forked child links them while this process fills the templates.
+PLACE_FORK_FILES = 200
+_STAGE_OF = {f"stages/{STAGE_FILES[stage]}": stage for stage in STAGE_FILES}
+
+
+class Replayed(NamedTuple):
+    """A replayed run, as `eb run` reports it (report.json is parsed only when asked for)."""
+
+    load_report: Callable[[], dict[str, Any]]
+    json_line: str
+    report_md: str
+    score: ScoreDoc
+    exit_code: int
+    digests: dict[str, str]
+    progress: list[str]
+    html: bool
+
+
+class Attempt(NamedTuple):
+    """A replay, or None (the run goes the ordinary way) with the warning to show, if any."""
+
+    replayed: Replayed | None
+    warning: str | None = None
+
+
+class _Run(NamedTuple):
+    config: ConfigDoc
+    discovered: DiscoverDoc
+    run_dir: Path
+    digests: dict[str, str]
+    store: CacheStore
+    writes: bool  # cache mode `on`: mark what is used, drop what is damaged
+
+
+def replay_run(
+    *,
+    config: ConfigDoc,
+    discovered: DiscoverDoc,
+    run_dir: Path,
+    digests: dict[str, str],
+    key: str,
+    cancel: threading.Event,
+) -> Attempt:
+    """Replay the run kept under `key` into `run_dir` (config.json and discover.json written)."""
+    from eval_banana.ebfolders import cache_dir
+
+    if not plain_path(str(run_dir)):
+        return Attempt(replayed=None)
+    store = CacheStore(folder=cache_dir(config=config), max_bytes=0)
+    found = store.read_replay(key=key)
+    document, problem = found.document, found.problem
+    if document is None and problem is None:
+        return Attempt(replayed=None)
+    if problem is None:
+        problem = replay_problem(document)
+    if problem is None and document["key"] != key:
+        problem = "belongs to another key (a foreign entry)"
+    if problem is not None:
+        return Attempt(replayed=None, warning=_warning(store=store, key=key, problem=problem))
+    entry = ReplayEntry.model_validate(document)
+    run = _Run(
+        config=config,
+        discovered=discovered,
+        run_dir=run_dir,
+        digests=dict(digests),
+        store=store,
+        writes=config.settings.cache.mode == "on",
+    )
+    return _replay(run=run, entry=entry, key=key, cancel=cancel)
+
+
+def _warning(*, store: CacheStore, key: str, problem: str) -> str:
+    path = store.replay_path(key=key)
+    return f"Run replay {path} {problem}; the run went the usual way"
+
+
+def _state_holds(*, config: ConfigDoc, entry: ReplayEntry) -> bool:
+    """Whether the project's files are as they were for the kept run: its input states and the
+    files its plan read."""
+    reader = scope_reader(
+        config=config,
+        whole=entry.whole_project is not None,
+        declared=[item.patterns for item in entry.declared],
+    )
+    try:
+        if entry.whole_project is not None and reader.digest(inputs=None) != entry.whole_project:
+            return False
+        for item in entry.declared:
+            if reader.digest(inputs=tuple(item.patterns)) != item.digest:
+                return False
+    except (ProjectStateError, NotARepository, OSError):
+        return False  # the ordinary way says why, once, as it does for the verdict keys
+    now = watched_ids(paths=[item.path for item in entry.watched])
+    return now == [(item.path, item.blob) for item in entry.watched]
+
+
+def _replay(*, run: _Run, entry: ReplayEntry, key: str, cancel: threading.Event) -> Attempt:
+    """Bring the files (a forked child, where that pays) while this process checks the state
+    and writes the stage files and reports; a state that no longer holds takes it all back."""
+    opened = created_now()
+    started = utc_now()
+    problem = _prepare_folders(run=run, entry=entry)
+    if problem is not None:
+        _clear(run_dir=run.run_dir)
+        return Attempt(replayed=None, warning=_warning(store=run.store, key=key, problem=problem))
+    placing = forked.start(
+        work=lambda: _mark_verdicts(run=run, entry=entry) or _place_files(run=run, entry=entry),
+        fork=forked.worth_forking(items=len(entry.files), threshold=PLACE_FORK_FILES),
+    )
+    try:
+        if not _state_holds(config=run.config, entry=entry):
+            placing.abandon()
+            _clear(run_dir=run.run_dir)
+            return Attempt(replayed=None)
+        filled = _filled(run=run, entry=entry, opened=opened, started=started)
+        if not isinstance(filled, str):
+            for name, data in filled.items():
+                if name != JSON_LINE:
+                    write_bytes_atomic(path=run.run_dir / name, data=data)
+        try:
+            problem = placing.finish()
+        except forked.ForkedWorkStopped:
+            problem = "could not bring the check files (stopped)"
+    except BaseException:
+        placing.abandon()
+        _clear(run_dir=run.run_dir)
+        raise
+    if isinstance(filled, str):
+        problem = problem or filled
+    if problem is not None or cancel.is_set() or isinstance(filled, str):
+        _clear(run_dir=run.run_dir)  # a Ctrl-C: the usual way stops the run and reports it
+        warning = None if problem is None else _warning(store=run.store, key=key, problem=problem)
+        return Attempt(replayed=None, warning=warning)
+    if run.writes:
+        with contextlib.suppress(OSError):
+            os.utime(run.store.replay_path(key=key))
+    return Attempt(replayed=_outcome(run=run, entry=entry, filled=filled))
+
+
+def _outcome(*, run: _Run, entry: ReplayEntry, filled: dict[str, bytes]) -> Replayed:
+    import json
+
+    report_text = filled["report.json"]
+
+    @functools.cache
+    def load_report() -> dict[str, Any]:
+        return dict(json.loads(report_text))
+
+    score = ScoreDoc.model_validate(json.loads(filled[f"stages/{STAGE_FILES['score']}"]))
+    line = filled.get(JSON_LINE)
+    return Replayed(
+        load_report=load_report,
+        json_line=line.decode("utf-8") if line is not None else "",
+        report_md=filled["report.md"].decode("utf-8"),
+        score=score,
+        exit_code=entry.exit_code,
+        digests=run.digests,
+        progress=list(entry.progress),
+        html="report.html" in filled,
+    )
+
+
+def _mark_verdicts(*, run: _Run, entry: ReplayEntry) -> str | None:
+    """Every verdict entry the kept run reused must still be stored (and is marked as used):
+    a replay is never the only thing left of a verdict the cache let go."""
+    for verdict in entry.verdict_keys:
+        if not run.store.mark_used(key=verdict, touch=run.writes):
+            return f"needs verdict entry {verdict}, which is no longer stored"
+    return None
+
+
+def _prepare_folders(*, run: _Run, entry: ReplayEntry) -> str | None:
+    """Make the kept run's folders; the problem, or None."""
+    reserved = set(TEMPLATE_NAMES) | set(_STAGE_OF)
+    for item in entry.files:
+        if item.name in reserved:
+            return f"names a stage file or report as a plain file ({item.name})"
+    for folder in entry.folders:
+        (run.run_dir / folder).mkdir(parents=True, exist_ok=True)
+    return None
+
+
+def _place_files(*, run: _Run, entry: ReplayEntry) -> str | None:
+    """Link the kept run's files into the run folder from the cache; the problem, or None."""
+    store = run.store
+    base = str(run.run_dir)
+    for item in entry.files:
+        problem = store.restore(
+            blob=Blob(sha256=item.sha256, size=item.size),
+            target=f"{base}/{item.name}",
+            discard_damaged=run.writes,
+        )
+        if problem is not None:
+            return f"cannot bring {item.name}: {problem}"
+    return None
+
+
+def _filled(
+    *, run: _Run, entry: ReplayEntry, opened: str, started: datetime
+) -> dict[str, bytes] | str:
+    """Each template with this run's values in its slots, in order (a stage file's digest is
+    a value of the files after it); or the problem. The plan and the guard are dated `opened`,
+    when the replay began, before its execution `started`."""
+    config = run.config
+    completed = utc_now()
+    values = {
+        "run_id": config.run_id,
+        "run_dir": str(run.run_dir),
+        "digest:config": run.digests["config"],
+        "digest:discover": run.digests["discover"],
+        "created_at:config": config.created_at,
+        "created_at:run": config.run_created_at or config.created_at,
+        "created_at:discover": run.discovered.created_at,
+        "created_at:validate": opened,
+        "created_at:guard": opened,
+        "started_at": iso(started),
+        "completed_at": iso(completed),
+        "duration_ms": str(elapsed_ms(started=started, completed=completed)),
+    }
+    encoded = {name: value.encode("utf-8") for name, value in values.items()}
+    filled: dict[str, bytes] = {}
+    names = [template.name for template in entry.templates]
+    needed = {"report.json", "report.md", JSON_LINE, f"stages/{STAGE_FILES['score']}"}
+    if [name for name in TEMPLATE_NAMES if name in names] != names or not needed <= set(names):
+        return "does not hold the stage files and reports in order"
+    for template in entry.templates:
+        stage = _STAGE_OF.get(template.name)
+        if stage in ("execute", "score", "report"):
+            encoded[f"created_at:{stage}"] = created_now().encode()
+        data = _template_data(run=run, sha256=template.sha256, size=template.size)
+        if data is None:
+            return f"has a damaged or missing stored file ({template.name})"
+        slots = [Slot(offset=s.offset, length=s.length, name=s.name) for s in template.slots]
+        if not _slots_fit(slots=slots, size=len(data)) or any(
+            slot.name not in encoded for slot in slots
+        ):
+            return f"has slots that do not fit {template.name}"
+        text = fill(data=data, slots=slots, values=encoded)
+        if stage is not None and stage != "report":  # report.json is no stage's input
+            run.digests[stage] = sha256_bytes(data=text)
+            encoded[f"digest:{stage}"] = run.digests[stage].encode()
+        filled[template.name] = text
+    return filled
+
+
+def _slots_fit(*, slots: list[Slot], size: int) -> bool:
+    end = 0
+    for slot in slots:
+        if slot.offset < end:
+            return False
+        end = slot.offset + slot.length
+    return end <= size
+
+
+def _template_data(*, run: _Run, sha256: str, size: int) -> bytes | None:
+    path = run.store.blob_path(sha256=sha256)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) != size or sha256_bytes(data=data) != sha256:
+        if run.writes:
+            with contextlib.suppress(OSError):
+                path.unlink()  # so the next run that keeps a replay stores a sound copy
+        return None
+    return data
+
+
+def _clear(*, run_dir: Path) -> None:
+    """Take back what a replay brought: everything but the stage files written for real."""
+    with os.scandir(run_dir) as entries:
+        for entry in entries:
+            if entry.name == "stages":
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+    for name in TEMPLATE_NAMES:
+        if name.startswith("stages/"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(run_dir / name)
+    (run_dir / "checks").mkdir(exist_ok=True)

@@ -1,0 +1,216 @@
+"""A run replay: a fully cached run kept whole, the single source of
+`schemas/run-replay.schema.json`.
+
+    <cache dir>/runs/<2 hex>/<64 hex>.json
+
+A replay is keyed by what decides a run's plan (settings, check files, agent, variable names,
+eb itself) and holds what the run's folder held: the per-check files as blobs, and the stage
+files and reports as blobs with the places where the run's own values stood (its id, folder,
+times and upstream digests). It is read on every cached run, so it is checked by
+`replay_problem` (standard library, no jsonschema import on the everyday path); a test holds
+that check to the published schema.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from eval_banana.models.record import Field, Record
+from eval_banana.stages.common import SCHEMA_BASE
+
+REPLAY_KIND = "eval-banana/run-replay"
+REPLAY_SCHEMA = f"{SCHEMA_BASE}run-replay.schema.json"
+_DIGEST = r"^sha256:[0-9a-f]{64}$"
+_DIGEST_RE = re.compile(_DIGEST)
+# The run's own values a replay fills in: its id and folder, its times, upstream digests.
+SLOT_PATTERN = (
+    r"^(run_id|run_dir|duration_ms|started_at|completed_at"
+    r"|digest:(config|discover|validate|guard|execute|score)"
+    r"|created_at:(run|config|discover|validate|guard|execute|score|report))$"
+)
+_SLOT_RE = re.compile(SLOT_PATTERN)
+# Run-folder paths a replay writes: no absolute path, no `..`, no empty part.
+PATH_PATTERN = r"^(?!/)(?!.*(^|/)\.\.?(/|$))(?!.*//)[^\0\\]+$"
+_PATH_RE = re.compile(PATH_PATTERN)
+
+
+class ReplaySlot(Record):
+    """One place in a stored file where the run's own value stood."""
+
+    model_config = {"extra": "forbid"}
+
+    offset: int = Field(ge=0, description="Byte offset of the value in the stored file.")
+    length: int = Field(ge=1, description="Its length in bytes there.")
+    name: str = Field(
+        description="What goes there in a replay: the run id or folder, a stage's creation "
+        "time, the run's start, end or duration, or an upstream stage file's digest.",
+        pattern=SLOT_PATTERN,
+    )
+
+
+class ReplayFile(Record):
+    """A file of the run folder kept as a blob: linked as it is in a replay."""
+
+    model_config = {"extra": "forbid"}
+
+    name: str = Field(description="Path relative to the run folder.", pattern=PATH_PATTERN)
+    sha256: str = Field(pattern=_DIGEST, description="Content digest; the blob's name.")
+    size: int = Field(ge=0)
+
+
+class ReplayTemplate(ReplayFile):
+    """A stage file or report kept as a blob, written in a replay with its slots filled."""
+
+    slots: list[ReplaySlot] = Field(default_factory=list)
+
+
+class DeclaredState(Record):
+    model_config = {"extra": "forbid"}
+
+    patterns: list[str] = Field(description="One check's `inputs:` patterns.")
+    digest: str = Field(pattern=_DIGEST, description="Their input state when the run ran.")
+
+
+class WatchedFile(Record):
+    """A file the plan read that the input states may not cover (a referenced script, an
+    assertions artifact, the calibration record the guard consulted)."""
+
+    model_config = {"extra": "forbid"}
+
+    path: str
+    blob: str | None = Field(description="Its git blob id then, or null: it was absent.")
+
+
+class ReplayEntry(Record):
+    """A fully cached run as a later run with the same key and state rebuilds it."""
+
+    model_config = {"extra": "forbid", "populate_by_name": True}
+
+    schema_uri: str = Field(alias="$schema")
+    schema_version: Literal[1] = 1
+    kind: Literal["eval-banana/run-replay"] = "eval-banana/run-replay"
+    key: str = Field(pattern=_DIGEST, description="The replay key this entry answers.")
+    tool_version: str
+    from_run_id: str = Field(description="The run this replay was taken from.")
+    stored_at: str = Field(description="When it was stored (ISO 8601, UTC).")
+    exit_code: Literal[0, 1] = Field(description="The run's verdict.")
+    whole_project: str | None = Field(
+        description="The whole project's state when the run ran, when a check reads it all.",
+        pattern=_DIGEST,
+    )
+    declared: list[DeclaredState] = Field(default_factory=list)
+    watched: list[WatchedFile] = Field(default_factory=list)
+    verdict_keys: list[str] = Field(
+        default_factory=list,
+        description="The verdict entries the run reused: a replay needs each still stored.",
+    )
+    folders: list[str] = Field(default_factory=list, description="Folders made in the run folder.")
+    files: list[ReplayFile] = Field(default_factory=list)
+    templates: list[ReplayTemplate] = Field(default_factory=list)
+    progress: list[str] = Field(
+        default_factory=list,
+        description="The run's progress lines (`<check id>: <status> ...`), printed again.",
+    )
+
+
+# ---- the published schema's rules, checked with the standard library ----
+
+_TOP_KEYS = frozenset(spec.alias or name for name, spec in ReplayEntry.model_fields.items())
+_REQUIRED = tuple(
+    spec.alias or name for name, spec in ReplayEntry.model_fields.items() if spec.is_required()
+)
+
+
+def _text(value: object) -> bool:
+    return type(value) is str
+
+
+def _count(value: object, *, least: int) -> bool:
+    return type(value) is int and value >= least
+
+
+def _digest(value: object) -> bool:
+    return _text(value) and bool(_DIGEST_RE.match(str(value)))
+
+
+def _file_problem(item: object, *, what: str, template: bool) -> str | None:
+    keys = {"name", "sha256", "size"}
+    allowed = keys | {"slots"} if template else keys
+    if type(item) is not dict or not keys <= item.keys() <= allowed:
+        return f"{what} is not {{name, sha256, size}}"
+    if not _text(item["name"]) or not _PATH_RE.match(item["name"]):
+        return f"{what} has a bad name"
+    if not _digest(item["sha256"]) or not _count(item["size"], least=0):
+        return f"{what} has a bad sha256 or size"
+    for slot in item.get("slots", []) if template else []:
+        if (
+            type(slot) is not dict
+            or slot.keys() != {"offset", "length", "name"}
+            or not _count(slot["offset"], least=0)
+            or not _count(slot["length"], least=1)
+            or not _text(slot["name"])
+            or not _SLOT_RE.match(slot["name"])
+        ):
+            return f"{what} has a bad slot"
+    return None
+
+
+def _lists_problem(document: dict[str, Any]) -> str | None:
+    checks = {
+        "declared": lambda d: type(d) is dict
+        and d.keys() == {"patterns", "digest"}
+        and _digest(d["digest"])
+        and type(d["patterns"]) is list
+        and all(_text(p) for p in d["patterns"]),
+        "watched": lambda w: type(w) is dict
+        and w.keys() == {"path", "blob"}
+        and _text(w["path"])
+        and (w["blob"] is None or _text(w["blob"])),
+        "verdict_keys": _digest,
+        "folders": lambda f: _text(f) and bool(_PATH_RE.match(f)),
+        "progress": _text,
+    }
+    for name, valid in checks.items():
+        items = document.get(name, [])
+        if type(items) is not list or not all(valid(item) for item in items):
+            return f"{name} is not a list of valid items"
+    for name in ("files", "templates"):
+        items = document.get(name, [])
+        if type(items) is not list:
+            return f"{name} is not a list"
+        for item in items:
+            found = _file_problem(item, what=f"a {name} item", template=name == "templates")
+            if found is not None:
+                return found
+    return None
+
+
+def replay_problem(document: object) -> str | None:
+    """Why `document` is not a valid run replay (the published schema's rules), or None."""
+    if type(document) is not dict:
+        return "not a JSON object"
+    if not document.keys() <= _TOP_KEYS:
+        return f"unknown keys {sorted(document.keys() - _TOP_KEYS)}"
+    missing = [name for name in _REQUIRED if name not in document]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    checks = [
+        (_text(document["$schema"]), "$schema is not a string"),
+        (document.get("schema_version", 1) == 1, "schema_version is not 1"),
+        (document.get("kind", REPLAY_KIND) == REPLAY_KIND, "kind is not a run replay"),
+        (_digest(document["key"]), "bad key"),
+        (document["exit_code"] in (0, 1) and type(document["exit_code"]) is int, "bad exit_code"),
+        (
+            document["whole_project"] is None or _digest(document["whole_project"]),
+            "bad whole_project",
+        ),
+        *((_text(document[name]), f"{name} is not a string") for name in _TEXT_FIELDS),
+    ]
+    for ok, problem in checks:
+        if not ok:
+            return problem
+    return _lists_problem(document)
+
+
+_TEXT_FIELDS = ("tool_version", "from_run_id", "stored_at")

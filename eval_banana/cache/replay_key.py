@@ -1,0 +1,149 @@
+"""What a run replay depends on: its key, and the project state it was valid for.
+
+The key names everything that decides a run's plan and the text of its files, short of the
+project's files: eb itself, the settings (less where the run folder goes and the cache mode,
+which no file of the run shows), the check files found and their digests, whether report.html
+is wanted, the agent as resolved on PATH, the names of the variables the environment policy
+counts, and the interpreter. The project's files are checked apart (`StateCheck`): the input
+states the run's verdict keys were computed from, and the files the plan read beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eval_banana.cache.components import interpreter_version, variable_names
+from eval_banana.cache.key import Component, framed_key
+from eval_banana.errors import ConfigError
+from eval_banana.inputstate import CheckInputs
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlannedCheck
+from eval_banana.projectstate.blobs import file_blob_id
+from eval_banana.version import tool_version
+
+# Bump when what goes into the key, or what a replay entry holds, changes.
+REPLAY_KEY_VERSION = 1
+_PREFIX = b"eval-banana/run-replay-key/v%d\0" % REPLAY_KEY_VERSION
+_PACKAGE = Path(__file__).resolve().parent.parent
+# Config fields that differ from run to run without changing any other file of the run.
+_RUN_OWN_FIELDS = ("run_id", "created_at", "run_created_at", "inputs")
+_UNSHOWN_SETTINGS = ("core.output_dir", "cache.mode")
+
+
+def code_fingerprint() -> str:
+    """eb's version and the size and modification time of each of its modules: an edited
+    checkout renders its files differently without a new version number."""
+    found: list[str] = []
+    stack = [str(_PACKAGE)]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                    stack.append(entry.path)
+                elif entry.name.endswith((".py", ".json", ".toml", ".yaml")):
+                    info = entry.stat()
+                    found.append(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}")
+    return tool_version() + "\0" + "\0".join(sorted(found))
+
+
+def _config_text(*, config: ConfigDoc) -> str:
+    document: dict[str, Any] = config.model_dump(by_alias=True)
+    for name in _RUN_OWN_FIELDS:
+        document.pop(name, None)
+    for dotted in _UNSHOWN_SETTINGS:
+        table, _, name = dotted.partition(".")
+        document["settings"][table].pop(name, None)
+        document["sources"].pop(dotted, None)
+    return json.dumps(document, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _discover_text(*, discovered: DiscoverDoc) -> str:
+    files = "\n".join(
+        f"{item.path}\0{item.relative_path}\0{item.size}\0{item.sha256}" for item in discovered.files
+    )
+    rest = {
+        "roots": discovered.roots,
+        "exclude_dirs": discovered.exclude_dirs,
+        "check_dirs": discovered.check_dirs,
+        "problems": [problem.model_dump() for problem in discovered.problems],
+    }
+    return json.dumps(rest, sort_keys=True, ensure_ascii=False) + "\n" + files
+
+
+def _harness_text(*, config: ConfigDoc) -> str:
+    from eval_banana.harness.resolve import resolve_harness
+
+    try:
+        harness = resolve_harness(settings=config.settings)
+    except ConfigError as exc:
+        return f"error\0{exc.message}"
+    if harness is None:
+        return "none"
+    return json.dumps(harness.model_dump(), sort_keys=True, ensure_ascii=False)
+
+
+def replay_key(
+    *, config: ConfigDoc, discovered: DiscoverDoc, html: bool, environ: Mapping[str, str]
+) -> str:
+    """`sha256:<hex>` naming the replay of a run with these settings and check files."""
+    components: list[Component] = [
+        ("tool", code_fingerprint()),
+        ("config", _config_text(config=config)),
+        ("discover", _discover_text(discovered=discovered)),
+        ("html", "yes" if html else "no"),
+        ("harness", _harness_text(config=config)),
+        ("variable_names", "\0".join(variable_names(settings=config.settings, environ=environ))),
+        ("interpreter", interpreter_version()),
+    ]
+    return framed_key(prefix=_PREFIX, components=components)
+
+
+# ---- the project state a replay was valid for ----
+
+
+def input_scopes(*, checks: Sequence[PlannedCheck]) -> tuple[bool, list[tuple[str, ...]]]:
+    """Whether some check reads the whole project, and the distinct `inputs:` of the rest."""
+    from eval_banana.inputstate import declared_inputs
+
+    whole = False
+    declared: dict[tuple[str, ...], None] = {}
+    for check in checks:
+        inputs = declared_inputs(check.definition)
+        if inputs is None:
+            whole = True
+        else:
+            declared.setdefault(inputs)
+    return whole, list(declared)
+
+
+def scope_reader(
+    *, config: ConfigDoc, whole: bool, declared: Sequence[Sequence[str]]
+) -> CheckInputs:
+    """A reader of exactly these input scopes, as the verdict keys' reader reads them."""
+    definitions: list[dict[str, Any]] = [{"inputs": list(patterns)} for patterns in declared]
+    if whole:
+        definitions.append({})
+    return CheckInputs(config=config, definitions=definitions)
+
+
+def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[str]:
+    """Files the plan and keys read beside the input states: referenced scripts, assertions
+    artifacts and the calibration record the guard consulted."""
+    from eval_banana.calibration.store import record_path
+
+    root = Path(config.project_root)
+    found = {str(record_path(config=config))}
+    for check in checks:
+        if check.script_path:
+            found.add(check.script_path)
+        artifact = check.definition.get("artifact") if check.type == "assertions" else None
+        if artifact:
+            found.add(str(root / str(artifact)))
+    return sorted(found)
+
+
+def watched_ids(*, paths: Sequence[str]) -> list[tuple[str, str | None]]:
+    return [(path, file_blob_id(path=path)) for path in paths]
