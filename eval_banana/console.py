@@ -283,9 +283,8 @@ class ProgressReporter:
             if self._progress is not None:
                 self._progress.update(self._task, completed=self.done, current=self._current())
             elif not self.console.quiet:
-                self.console.stderr.write(
-                    f"[{self.done}/{self.total}] {progress_line(check_id=check.id, result=result)}\n"
-                )
+                line = progress_line(check_id=check.id, result=result)
+                self.console.stderr.write(f"[{self.done}/{self.total}] {line}\n")
                 self.console.stderr.flush()
 
     def replayed(self, *, lines: list[str]) -> None:

@@ -2,8 +2,8 @@
 replayed, the replay itself as the console shows it, and keeping a finished run as one.
 
 A run may use a replay when the verdict cache is read (`on`, `read-only`) and may keep one when
-it is `on` (both unless `[cache] replay = false`); never with --flat-output (the folder's path is not the run's own) or
---changed-since (the selection follows a git revision, which no key names).
+it is `on` (both unless `[cache] replay = false`); never with --flat-output (the folder's path is
+not the run's own) or --changed-since (the selection follows a git revision, which no key names).
 """
 
 from __future__ import annotations
@@ -101,9 +101,7 @@ def _reads_report(*, config: ConfigDoc, extras: ReportExtras) -> bool:
     """Whether the outputs beyond the run folder need the report: a JUnit file, annotations,
     the GitHub step summary. Otherwise a replayed run never parses its report.json."""
     return bool(
-        config.settings.core.junit_xml
-        or extras.annotations
-        or extras.environ.get(STEP_SUMMARY_ENV)
+        config.settings.core.junit_xml or extras.annotations or extras.environ.get(STEP_SUMMARY_ENV)
     )
 
 

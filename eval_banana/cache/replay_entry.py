@@ -158,15 +158,19 @@ def _file_problem(item: object, *, what: str, template: bool) -> str | None:
 
 def _lists_problem(document: dict[str, Any]) -> str | None:
     checks = {
-        "declared": lambda d: type(d) is dict
-        and d.keys() == {"patterns", "digest"}
-        and _digest(d["digest"])
-        and type(d["patterns"]) is list
-        and all(_text(p) for p in d["patterns"]),
-        "watched": lambda w: type(w) is dict
-        and w.keys() == {"path", "blob"}
-        and _text(w["path"])
-        and (w["blob"] is None or _text(w["blob"])),
+        "declared": lambda d: (
+            type(d) is dict
+            and d.keys() == {"patterns", "digest"}
+            and _digest(d["digest"])
+            and type(d["patterns"]) is list
+            and all(_text(p) for p in d["patterns"])
+        ),
+        "watched": lambda w: (
+            type(w) is dict
+            and w.keys() == {"path", "blob"}
+            and _text(w["path"])
+            and (w["blob"] is None or _text(w["blob"]))
+        ),
         "verdict_keys": _digest,
         "folders": lambda f: _text(f) and bool(_PATH_RE.match(f)),
         "progress": _text,

@@ -62,7 +62,8 @@ def _config_text(*, config: ConfigDoc) -> str:
 
 def _discover_text(*, discovered: DiscoverDoc) -> str:
     files = "\n".join(
-        f"{item.path}\0{item.relative_path}\0{item.size}\0{item.sha256}" for item in discovered.files
+        f"{item.path}\0{item.relative_path}\0{item.size}\0{item.sha256}"
+        for item in discovered.files
     )
     rest = {
         "roots": discovered.roots,

@@ -228,7 +228,9 @@ def record_replay(
         return False
     folders, names = listed
     kept = set(TEMPLATE_NAMES) | _REAL_NAMES
-    if any(name.count("/") == 0 or name.startswith("stages/") for name in names if name not in kept):
+    if any(
+        name.count("/") == 0 or name.startswith("stages/") for name in names if name not in kept
+    ):
         return False  # a file of the run folder a replay would not write (a JUnit file, ...)
     templates = _templates(run=run, store=store)
     if templates is None:
@@ -266,4 +268,3 @@ def record_replay(
     }
     store.write_replay(key=key, document=document)
     return True
-

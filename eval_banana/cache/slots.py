@@ -41,7 +41,9 @@ def find_slots(*, data: bytes, needles: Iterable[Needle]) -> list[Slot]:
             slot = Slot(offset=at + len(needle.prefix), length=len(needle.value), name=needle.name)
             end = slot.offset + slot.length
             index = bisect_right(starts, slot.offset)
-            before_free = index == 0 or taken[index - 1].offset + taken[index - 1].length <= slot.offset
+            before_free = (
+                index == 0 or taken[index - 1].offset + taken[index - 1].length <= slot.offset
+            )
             after_free = index == len(taken) or taken[index].offset >= end
             if before_free and after_free:
                 starts.insert(index, slot.offset)
@@ -80,6 +82,8 @@ def slots_are_sound(*, data: bytes, slots: Sequence[Slot], forbidden: Iterable[b
     if any(text and text in literal for text in forbidden):
         return False
     return all(
-        not (slot.name == "run_id" and slot.offset and data[slot.offset - 1 : slot.offset] in b"/\\")
+        not (
+            slot.name == "run_id" and slot.offset and data[slot.offset - 1 : slot.offset] in b"/\\"
+        )
         for slot in slots
     )
