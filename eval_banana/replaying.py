@@ -74,6 +74,10 @@ def replay(
     ProgressReporter(console=console, total=len(replayed.progress)).replayed(
         lines=replayed.progress
     )
+    console.notice(
+        f"Replayed run {replayed.from_run_id}: every verdict is cached and nothing it read "
+        "has changed (docs/incremental.md#replaying-a-whole-run)."
+    )
     extras = request.extras if request.extras is not None else ReportExtras()
     html = run_dir / REPORT_HTML
     if _reads_report(config=config, extras=extras):

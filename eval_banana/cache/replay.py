@@ -52,6 +52,7 @@ class Replayed(NamedTuple):
     digests: dict[str, str]
     progress: list[str]
     html: bool
+    from_run_id: str
 
 
 class Attempt(NamedTuple):
@@ -195,6 +196,7 @@ def _outcome(*, run: _Run, entry: ReplayEntry, filled: dict[str, bytes]) -> Repl
         digests=run.digests,
         progress=list(entry.progress),
         html="report.html" in filled,
+        from_run_id=entry.from_run_id,
     )
 
 
@@ -306,16 +308,14 @@ def _template_data(*, run: _Run, sha256: str, size: int) -> bytes | None:
 
 def _clear(*, run_dir: Path) -> None:
     """Take back what a replay brought: everything but the stage files written for real."""
-    with os.scandir(run_dir) as entries:
-        for entry in entries:
-            if entry.name == "stages":
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                os.unlink(entry.path)
-    for name in TEMPLATE_NAMES:
-        if name.startswith("stages/"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(run_dir / name)
+    real = {STAGE_FILES["config"], STAGE_FILES["discover"]}
+    for folder, keep in ((run_dir, {"stages"}), (run_dir / "stages", real)):
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name in keep:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
     (run_dir / "checks").mkdir(exist_ok=True)

@@ -54,7 +54,11 @@ class ReplayFile(Record):
 
     model_config = {"extra": "forbid"}
 
-    name: str = Field(description="Path relative to the run folder.", pattern=PATH_PATTERN)
+    name: str = Field(
+        description="Path relative to the run folder.",
+        # As schema text only: pydantic's regex engine has no look-ahead.
+        json_schema_extra={"pattern": PATH_PATTERN},
+    )
     sha256: str = Field(pattern=_DIGEST, description="Content digest; the blob's name.")
     size: int = Field(ge=0)
 
@@ -104,8 +108,13 @@ class ReplayEntry(Record):
     verdict_keys: list[str] = Field(
         default_factory=list,
         description="The verdict entries the run reused: a replay needs each still stored.",
+        json_schema_extra={"items": {"type": "string", "pattern": _DIGEST}},
     )
-    folders: list[str] = Field(default_factory=list, description="Folders made in the run folder.")
+    folders: list[str] = Field(
+        default_factory=list,
+        description="Folders made in the run folder.",
+        json_schema_extra={"items": {"type": "string", "pattern": PATH_PATTERN}},
+    )
     files: list[ReplayFile] = Field(default_factory=list)
     templates: list[ReplayTemplate] = Field(default_factory=list)
     progress: list[str] = Field(

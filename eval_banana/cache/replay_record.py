@@ -124,6 +124,11 @@ def _run_files(*, run_dir: Path) -> tuple[list[str], list[str]] | None:
     return sorted(folders), sorted(files)
 
 
+def _is_stage_file(name: str) -> bool:
+    """A file directly in stages/ (its snapshots/ folder holds frozen scripts, plain files)."""
+    return name.startswith("stages/") and name.count("/") == 1
+
+
 def _times(*, run: RunTaken) -> dict[str, str]:
     """Slot name -> the run's value, for its times (the first name wins for a shared value)."""
     report_stage = json.loads((run.run_dir / "stages" / STAGE_FILES["report"]).read_bytes())
@@ -228,9 +233,7 @@ def record_replay(
         return False
     folders, names = listed
     kept = set(TEMPLATE_NAMES) | _REAL_NAMES
-    if any(
-        name.count("/") == 0 or name.startswith("stages/") for name in names if name not in kept
-    ):
+    if any(name.count("/") == 0 or _is_stage_file(name) for name in names if name not in kept):
         return False  # a file of the run folder a replay would not write (a JUnit file, ...)
     templates = _templates(run=run, store=store)
     if templates is None:

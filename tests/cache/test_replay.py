@@ -1,0 +1,314 @@
+"""The run replay: a fully cached run kept whole, and replayed while nothing it read changed.
+
+Runs go through the real CLI in-process; `replays` records what each run's replay attempt came
+to (True: replayed, False: tried and went the usual way), so a test knows which path it saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval_banana import replaying
+from eval_banana.cache.replay_entry import replay_problem
+from tests.cache.rig import Project, cache_of, judge, make_project, script_check
+
+SCRIPT = "import sys\nsys.exit(0)\n"
+FAILING = "import sys\nsys.exit(1)\n"
+
+
+@pytest.fixture
+def replays(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    seen: list[bool] = []
+    real = replaying.replay
+
+    def spy(**kwargs: Any) -> Any:
+        outcome = real(**kwargs)
+        seen.append(outcome is not None)
+        return outcome
+
+    monkeypatch.setattr(replaying, "replay", spy)
+    return seen
+
+
+def _project(tmp_path: Path, eb: Callable[..., Any], **kwargs: Any) -> Project:
+    checks = {
+        "whole": judge("whole"),
+        "docs": judge("docs", inputs=["docs/**"]),
+        "script": script_check("script", script_path="../checks/ok.py", inputs=["docs/**"]),
+    }
+    files = {"docs/a.md": "# A\n", "src/app.py": "print(1)\n", "checks/ok.py": SCRIPT}
+    return make_project(tmp_path=tmp_path, eb=eb, checks=checks, files=files, **kwargs)
+
+
+@pytest.fixture
+def kept(tmp_path: Path, eb: Callable[..., Any], replays: list[bool]) -> Project:
+    """A project whose verdicts are stored and whose last run was kept as a replay."""
+    project = _project(tmp_path, eb)
+    project.run()  # every check runs and is stored
+    project.run()  # every verdict reused: the run is kept
+    assert replays == [False, False]
+    assert len(replay_files(project)) == 1
+    return project
+
+
+def replay_files(project: Project) -> list[Path]:
+    return sorted((project.cache_dir / "runs").rglob("*.json"))
+
+
+def _stage(run_dir: Path, name: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((run_dir / "stages" / name).read_text())
+    return document
+
+
+_TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|\+00:00)")
+_DIGEST = re.compile(rb"sha256:[0-9a-f]{64}")
+
+
+def _run_values(run_dir: Path) -> list[bytes]:
+    """What differs between any two runs: folder, id, stage digests."""
+    config = _stage(run_dir, "config.json")
+    stage_digests = [
+        "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in (run_dir / "stages").iterdir()
+        if path.is_file()
+    ]
+    return [str(run_dir).encode(), config["run_id"].encode(), *(d.encode() for d in stage_digests)]
+
+
+def normalized(run_dir: Path) -> dict[str, bytes]:
+    """Every file of a run folder with the run's own values (folder, id, stage file digests,
+    run times and duration) blanked; the per-check files as they are."""
+    values = _run_values(run_dir)
+    report = json.loads((run_dir / "report.json").read_text())
+    out: dict[str, bytes] = {}
+    for path in sorted(run_dir.rglob("*")):
+        if not path.is_file():
+            continue
+        name = path.relative_to(run_dir).as_posix()
+        data = path.read_bytes()
+        if not name.startswith("checks/"):
+            for value in values:
+                data = data.replace(value, b"<run>")
+            for moment in (report["started_at"], report["completed_at"]):
+                data = data.replace(moment.encode(), b"<time>")
+            data = re.sub(rb'(\n  "created_at": ")[^"]+', rb"\1<time>", data)
+            data = re.sub(rb'(\n  "duration_ms": )\d+', rb"\1<ms>", data)
+            data = re.sub(rb"(<dt>Duration</dt><dd>)\d+", rb"\1<ms>", data)
+        out[name] = data
+    return out
+
+
+def test_a_kept_run_is_replayed_to_the_folder_the_usual_way_writes(
+    kept: Project, replays: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    starts = kept.agent_starts()
+    replayed = kept.run()
+    assert replays[-1] is True
+    assert kept.agent_starts() == starts
+    assert replayed["cached_checks"] == 3
+    assert all(cache_of(check)["hit"] is True for check in replayed["checks"])
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")
+    usual = kept.run()
+    assert len(replays) == 3  # the usual run asked for no replay
+    replayed_dir, usual_dir = Path(replayed["output_dir"]), Path(usual["output_dir"])
+    assert replayed_dir != usual_dir
+    mine, theirs = normalized(replayed_dir), normalized(usual_dir)
+    assert set(mine) == set(theirs)
+    differing = {name for name in mine if mine[name] != theirs[name]}
+    # config.json names the setting that turned the replay off; nothing else may differ.
+    assert differing == {"stages/config.json"}
+    # The --json line is the report, and the report is this run's own.
+    assert replayed == json.loads((replayed_dir / "report.json").read_text())
+    assert replayed["run_id"] == replayed_dir.name
+    assert replayed["output_dir"] == str(replayed_dir)
+
+
+def test_a_replayed_run_chains_its_own_stage_files(kept: Project, replays: list[bool]) -> None:
+    run_dir = Path(kept.run()["output_dir"])
+    assert replays[-1] is True
+    run_id = run_dir.name
+    upstream = {
+        "plan.json": ("config", "discover"),
+        "guard.json": ("config", "validate"),
+        "execute.json": ("config", "validate", "guard"),
+        "score.json": ("config", "execute"),
+        "report.json": ("config", "execute", "score"),
+    }
+    files = {"config": "config.json", "discover": "discover.json", "validate": "plan.json"}
+    files.update({"guard": "guard.json", "execute": "execute.json", "score": "score.json"})
+    created = []
+    for name, stages in upstream.items():
+        document = _stage(run_dir, name)
+        assert document["run_id"] == run_id
+        created.append(document["created_at"])
+        for stage in stages:
+            data = (run_dir / "stages" / files[stage]).read_bytes()
+            assert document["inputs"][stage] == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert created == sorted(created)  # plan, guard, execute, score, report: in that order
+    execute = _stage(run_dir, "execute.json")
+    assert _stage(run_dir, "config.json")["created_at"] <= created[0]
+    assert execute["started_at"] <= execute["completed_at"]
+
+
+def test_an_edited_input_goes_the_usual_way_and_reruns_only_its_readers(
+    kept: Project, replays: list[bool]
+) -> None:
+    kept.write({"docs/a.md": "# A, edited\n"})
+    assert kept.misses() == {"whole", "docs", "script"}
+    assert replays[-1] is False
+    kept.write({"src/app.py": "print(2)\n"})
+    assert kept.misses() == {"whole"}  # src/ is no declared input: the whole project's reader
+    assert replays[-1] is False
+    kept.run()  # a fully cached run again: kept
+    assert replays[-1] is False
+    kept.run()
+    assert replays[-1] is True
+
+
+def test_an_edited_check_file_or_setting_is_another_replay(
+    kept: Project, replays: list[bool]
+) -> None:
+    kept.write({"eval_checks/docs.yaml": judge("docs", instructions="Judge again.")})
+    assert kept.misses() == {"docs", "whole"}  # a check file is a file of the project too
+    assert replays[-1] is False
+    kept.run()  # fully cached under the new check file: kept under another key
+    kept.run()
+    assert replays[-2:] == [False, True]
+    kept.run("--max-parallel-checks", "3")
+    assert replays[-1] is False  # a setting is part of the key too
+    kept.run("--max-parallel-checks", "3")
+    assert replays[-1] is True
+    assert len(replay_files(kept)) == 3
+
+
+def test_an_edited_referenced_script_goes_the_usual_way(kept: Project, replays: list[bool]) -> None:
+    kept.write({"checks/ok.py": SCRIPT + "# edited\n"})
+    assert kept.misses() == {"script", "whole"}  # the script is also a file of the project
+    assert replays[-1] is False
+
+
+def test_read_only_replays_and_writes_nothing(kept: Project, replays: list[bool]) -> None:
+    from tests.cache.test_store import snapshot
+
+    before = snapshot(kept.cache_dir)
+    report = kept.run("--cache", "read-only")
+    assert replays[-1] is True
+    assert report["cached_checks"] == 3
+    assert snapshot(kept.cache_dir) == before
+
+
+def test_read_only_keeps_no_replay(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    project = _project(tmp_path, eb)
+    project.run()
+    project.run("--cache", "read-only")
+    assert replay_files(project) == []
+
+
+def test_a_damaged_replay_is_one_warning_and_the_usual_way_keeps_a_sound_one(
+    kept: Project, replays: list[bool]
+) -> None:
+    (path,) = replay_files(kept)
+    path.write_text(path.read_text()[:100])
+    starts = kept.agent_starts()
+    report = kept.run()
+    assert replays[-1] is False
+    assert kept.last.stderr.count("Run replay") == 1
+    assert str(path) in kept.last.stderr
+    assert report["cached_checks"] == 3 and kept.agent_starts() == starts
+    assert replay_problem(json.loads(path.read_text())) is None
+    kept.run()
+    assert replays[-1] is True
+
+
+def test_a_damaged_stored_file_takes_the_replay_back(kept: Project, replays: list[bool]) -> None:
+    (path,) = replay_files(kept)
+    entry = json.loads(path.read_text())
+    template = next(t for t in entry["templates"] if t["name"] == "report.md")
+    blob = kept.cache_dir / "blobs" / template["sha256"][7:9] / template["sha256"][7:]
+    data = bytearray(blob.read_bytes())
+    data[0] ^= 1  # same size, other content
+    blob.write_bytes(bytes(data))
+    report = kept.run()
+    assert replays[-1] is False
+    assert "damaged" in kept.last.stderr
+    run_dir = Path(report["output_dir"])
+    assert (run_dir / "report.md").read_bytes().startswith(b"# eval-banana report")
+    assert sorted(p.name for p in (run_dir / "stages").iterdir()) == sorted(
+        ["config.json", "discover.json", "plan.json", "guard.json", "execute.json"]
+        + ["score.json", "report.json", "snapshots"]
+    )
+    kept.run()
+    assert replays[-1] is True
+
+
+def test_a_verdict_the_cache_let_go_is_no_replay(kept: Project, replays: list[bool]) -> None:
+    from tests.cache.test_store import entry_for
+
+    entry_for(kept, "docs").unlink()
+    starts = kept.agent_starts()
+    assert kept.misses() == {"docs"}
+    assert replays[-1] is False
+    assert "no longer stored" in kept.last.stderr
+    assert kept.agent_starts() == starts + 1
+
+
+def test_a_flat_output_folder_is_never_replayed(
+    kept: Project, replays: list[bool], tmp_path: Path
+) -> None:
+    report = kept.run("--output-dir", str(tmp_path / "flat"), "--flat-output")
+    assert report["cached_checks"] == 3
+    assert len(replays) == 2  # no replay was tried
+
+
+def test_a_replay_prints_what_the_usual_run_prints(
+    kept: Project, replays: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replayed = _shown(kept.eb("run", "--cwd", str(kept.root)))
+    assert replays[-1] is True
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")
+    usual = _shown(kept.eb("run", "--cwd", str(kept.root)))
+    notice = [line for line in replayed[1] if line.startswith("Replayed run ")]
+    assert len(notice) == 1
+    assert replayed[0] == usual[0]
+    assert [line for line in replayed[1] if line not in notice] == usual[1]
+    assert any(line.startswith("[3/3] ") and "(cached)" in line for line in usual[1])
+
+
+def _shown(result: Any) -> tuple[list[str], list[str]]:
+    """A run's stdout and stderr lines with its id blanked."""
+    assert result.exit_code == 0, result.stdout + result.stderr
+    (run_id,) = re.findall(r"^Run ID: (\S+)$", result.stdout, flags=re.M)
+    return (
+        result.stdout.replace(run_id, "<run>").splitlines(),
+        result.stderr.replace(run_id, "<run>").splitlines(),
+    )
+
+
+def test_a_failed_run_is_replayed_as_failed(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    checks = {"bad": script_check("bad", script=FAILING), "good": judge("good")}
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={})
+    project.run(expect_exit=1)
+    first = project.run(expect_exit=1)
+    replayed = project.run(expect_exit=1)
+    assert replays == [False, False, True]
+    assert replayed["run_passed"] is False
+    assert [c["status"] for c in replayed["checks"]] == [c["status"] for c in first["checks"]]
+
+
+def test_an_in_process_replay_leaves_the_signal_handlers_as_they_were(
+    kept: Project, replays: list[bool]
+) -> None:
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    kept.run()
+    assert replays[-1] is True
+    assert {sig: signal.getsignal(sig) for sig in before} == before

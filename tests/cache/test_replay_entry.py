@@ -1,0 +1,147 @@
+"""Run replays on disk: the hand-written check agrees with the published schema, and the slots
+a replay fills are found where the run's own values stand, and only there."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from eval_banana.cache.replay_entry import replay_problem
+from eval_banana.cache.slots import Needle, Slot, fill, find_slots, slots_are_sound
+from tests.cache.rig import judge, make_project
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "schemas" / "run-replay.schema.json").read_text()
+)
+
+
+def schema_valid(document: Any) -> bool:
+    return jsonschema.Draft202012Validator(SCHEMA).is_valid(document)
+
+
+@pytest.fixture
+def entry(tmp_path: Path, eb: Callable[..., Any]) -> dict[str, Any]:
+    project = make_project(
+        tmp_path=tmp_path, eb=eb, checks={"a": judge("a"), "b": judge("b")}, files={}
+    )
+    project.run()
+    project.run()
+    (path,) = (project.cache_dir / "runs").rglob("*.json")
+    document: dict[str, Any] = json.loads(path.read_text())
+    return document
+
+
+def test_a_kept_run_is_a_valid_replay(entry: dict[str, Any]) -> None:
+    assert schema_valid(entry)
+    assert replay_problem(entry) is None
+    names = [template["name"] for template in entry["templates"]]
+    assert names[:2] == ["stages/plan.json", "stages/guard.json"]
+    assert "report.json-line" in names
+    assert {slot["name"] for t in entry["templates"] for slot in t["slots"]} >= {
+        "run_id",
+        "run_dir",
+        "digest:config",
+        "digest:validate",
+        "created_at:execute",
+        "started_at",
+        "completed_at",
+        "duration_ms",
+    }
+
+
+def _set(path: list[str | int], value: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def change(document: dict[str, Any]) -> dict[str, Any]:
+        changed = copy.deepcopy(document)
+        target: Any = changed
+        for part in path[:-1]:
+            target = target[part]
+        if value is _DELETE:
+            del target[path[-1]]
+        else:
+            target[path[-1]] = value
+        return changed
+
+    return change
+
+
+_DELETE = object()
+MUTATIONS = [
+    _set(["schema_version"], 2),
+    _set(["kind"], "eval-banana/verdict-cache-entry"),
+    _set(["key"], "sha256:short"),
+    _set(["key"], _DELETE),
+    _set(["exit_code"], 2),
+    _set(["exit_code"], True),
+    _set(["whole_project"], "not a digest"),
+    _set(["whole_project"], _DELETE),
+    _set(["from_run_id"], 5),
+    _set(["surprise"], 1),
+    _set(["files", 0, "name"], "/etc/passwd"),
+    _set(["files", 0, "name"], "checks/../../escape"),
+    _set(["files", 0, "name"], "checks//double"),
+    _set(["files", 0, "size"], -1),
+    _set(["files", 0, "sha256"], "sha256:" + "0" * 63),
+    _set(["files", 0, "extra"], 1),
+    _set(["templates", 0, "slots", 0, "name"], "anything"),
+    _set(["templates", 0, "slots", 0, "length"], 0),
+    _set(["templates", 0, "slots", 0, "offset"], -1),
+    _set(["templates", 0, "slots", 0, "offset"], 1.5),
+    _set(["folders"], ["../up"]),
+    _set(["verdict_keys"], ["sha256:x"]),
+    _set(["watched"], [{"path": "a"}]),
+    _set(["declared"], [{"patterns": "docs/**", "digest": "sha256:" + "0" * 64}]),
+    _set(["progress"], [1]),
+    _set(["templates"], {}),
+]
+
+
+@pytest.mark.parametrize("mutate", MUTATIONS)
+def test_what_the_schema_refuses_the_check_refuses(
+    entry: dict[str, Any], mutate: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    changed = mutate(entry)
+    assert not schema_valid(changed)
+    assert replay_problem(changed) is not None
+
+
+def test_a_document_that_is_no_object_is_refused() -> None:
+    assert replay_problem([]) == "not a JSON object"
+    assert not schema_valid([])
+
+
+def test_slots_take_the_longest_value_and_leave_no_trace() -> None:
+    run_id = b"20261203_080000_a1b2c3d4"
+    folder = b"/out/" + run_id
+    data = b'{"run_id": "' + run_id + b'", "dir": "' + folder + b'/report.json"}'
+    needles = [Needle(value=run_id, name="run_id"), Needle(value=folder, name="run_dir")]
+    slots = find_slots(data=data, needles=needles)
+    assert [slot.name for slot in slots] == ["run_id", "run_dir"]
+    assert slots_are_sound(data=data, slots=slots, forbidden=[run_id])
+    filled = fill(data=data, slots=slots, values={"run_id": b"R", "run_dir": b"/else/R"})
+    assert filled == b'{"run_id": "R", "dir": "/else/R/report.json"}'
+
+
+def test_a_value_between_a_prefix_and_a_suffix_is_its_own_slot() -> None:
+    data = b'{\n  "duration_ms": 150,\n  "checks": [{"duration_ms": 150}]\n}'
+    needle = Needle(value=b"150", name="duration_ms", prefix=b'\n  "duration_ms": ', suffix=b",")
+    (slot,) = find_slots(data=data, needles=[needle])
+    assert data[slot.offset : slot.offset + slot.length] == b"150"
+    assert slot.offset < data.index(b"checks")  # the run's own, not the nested check's
+
+
+def test_a_trace_left_outside_every_slot_is_unsound() -> None:
+    run_id = b"20261203_080000_a1b2c3d4"
+    # The run folder written in a form nobody looked for: its id alone is found, inside a path.
+    data = b"see C:\\\\out\\\\" + run_id + b" and " + run_id
+    slots = find_slots(data=data, needles=[Needle(value=run_id, name="run_id")])
+    assert not slots_are_sound(data=data, slots=slots, forbidden=[run_id])
+    # An escaped id (its random part left outside any slot) is unsound too.
+    escaped = b"id 20261203\\_080000\\_a1b2c3d4"
+    assert not slots_are_sound(data=escaped, slots=[], forbidden=[b"a1b2c3d4"])
+    assert slots_are_sound(data=b"nothing here", slots=[Slot(0, 7, "run_id")], forbidden=[run_id])
