@@ -99,7 +99,7 @@ def normalized(run_dir: Path) -> dict[str, bytes]:
                 data = data.replace(value, b"<run>")
             for moment in (report["started_at"], report["completed_at"]):
                 data = data.replace(moment.encode(), b"<time>")
-            data = re.sub(rb'(\n  "created_at": ")[^"]+', rb"\1<time>", data)
+            data = re.sub(rb'(\n  "(run_)?created_at": ")[^"]+', rb"\1<time>", data)
             data = re.sub(rb'(\n  "duration_ms": )\d+', rb"\1<ms>", data)
             data = re.sub(rb"(<dt>Duration</dt><dd>)\d+", rb"\1<ms>", data)
         out[name] = data
@@ -312,3 +312,63 @@ def test_an_in_process_replay_leaves_the_signal_handlers_as_they_were(
     kept.run()
     assert replays[-1] is True
     assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def _scripted(setup: str, events: Path) -> Callable[..., Any]:
+    from tests.conftest import EbResult
+    from tests.forking import eb_script, run_script
+
+    script = eb_script(setup=setup)
+
+    def run(*args: str) -> EbResult:
+        done = run_script(script=script, args=args, events=events)
+        return EbResult(exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr)
+
+    return run
+
+
+def test_a_forked_replay_brings_the_same_folder(kept: Project, tmp_path: Path) -> None:
+    from tests.forking import events_of
+
+    in_place = Path(kept.run()["output_dir"])
+    events = tmp_path / "events"
+    kept.eb = _scripted(
+        "import eval_banana.cache.replay as replay\nreplay.PLACE_FORK_FILES = 1\n", events
+    )
+    forked = Path(kept.run()["output_dir"])
+    assert events_of(events) == ["fork"]
+    assert normalized(forked) == normalized(in_place)
+
+
+def test_a_ctrl_c_during_a_replay_stops_the_run_the_usual_way(
+    kept: Project, tmp_path: Path
+) -> None:
+    setup = """\
+import signal, time
+import eval_banana.cache.replay as replay
+real = replay._state_holds
+def holds(**kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, while the replay is under way
+    time.sleep(0.1)
+    return real(**kwargs)
+replay._state_holds = holds
+"""
+    kept.eb = _scripted(setup, tmp_path / "events")
+    starts = kept.agent_starts()
+    error = kept.run(expect_exit=3)["error"]
+    assert error["kind"] == "aborted"
+    (path,) = re.findall(r"Report: (\S+)$", error["message"])
+    run_dir = Path(path).parent
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["aborted_by"] == "interrupt"
+    assert report["not_run_checks"] == 3 and report["cached_checks"] == 0
+    assert kept.agent_starts() == starts
+    # Nothing the replay brought is left: the check files are the usual way's, of checks that
+    # did not run, and so are the stage files.
+    left = [p for p in (run_dir / "checks").rglob("*") if p.is_file()]
+    assert len(left) == 3 and all(p.suffix == ".json" for p in left)
+    execute = json.loads((run_dir / "stages" / "execute.json").read_text())
+    assert {json.loads(p.read_text())["status"] for p in left} == {
+        result["status"] for result in execute["results"]
+    }
+    assert all(cache_of(result) == {} for result in execute["results"])
