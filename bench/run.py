@@ -146,6 +146,8 @@ class Case:
     output_dir: bool = False  # eb run: give every run its own --output-dir, deleted afterwards
     # Run once before anything is measured (e.g. to fill the verdict cache); its exit must be 0.
     prepare: list[str] | None = None
+    # Variables set for eb's measured runs (and the warm-up), beside the environment.
+    eb_env: dict[str, str] | None = None
     # A file the case's agent appends one line to per start: measured runs must not grow it.
     agent_log: Path | None = None
     # eb prints its report as JSON (`--json`): this many checks must have been reused.
@@ -202,6 +204,7 @@ def measure(
     stdin_path: Path | None,
     stderr_path: Path | None,
     timeout: float,
+    env: dict[str, str] | None = None,
 ) -> tuple[float, int, int, bool]:
     """Wall seconds, exit code, wait4 ru_maxrss (KB) and whether the timeout killed it."""
     settle()
@@ -212,7 +215,13 @@ def measure(
     try:
         start = time.perf_counter()
         process = subprocess.Popen(
-            list(argv), cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True
+            list(argv),
+            cwd=cwd,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
         )
 
         def kill() -> None:
@@ -251,6 +260,7 @@ def run_eb(*, case: Case, scratch: Path, index: int, timeout: float) -> Sample:
         stdin_path=None,
         stderr_path=scratch / "eb.stderr",
         timeout=timeout,
+        env=case.eb_env,
     )
     shutil.rmtree(out_dir, ignore_errors=True)
     rss = int(rss_file.read_text()) if rss_file.is_file() and rss_file.read_text() else None
@@ -698,7 +708,23 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 expect_cached=sizes.w7_judges,
                 file_probe=sizes.w7_judges,
                 runs=n(5),
-            )
+            ),
+            # The same run with no replay kept or used: each verdict looked up one by one, as
+            # a run does when some check must run (no bound of its own; it shows the path).
+            Case(
+                key="W7",
+                name=f"eb run, {sizes.w7_judges} judges, all cached, [cache] replay = false",
+                eb_args=["run", "--cwd", str(project), "--json"],
+                floor=[py, "-m", "eval_banana", "validate", "--cwd", str(project)],
+                floor_label="eb validate, same project",
+                floor_cwd=REPO,
+                target=None,
+                output_dir=True,
+                agent_log=generate.w7_agent_log(root=root),
+                expect_cached=sizes.w7_judges,
+                eb_env={"EVAL_BANANA_CACHE_REPLAY": "false"},
+                runs=n(5),
+            ),
         ]
     if key in ("W8", "W9"):
         project = root / "project"
@@ -968,6 +994,8 @@ def row_cells(row: Row) -> list[str]:
         peak = "—" if case.browser_page is not None or not row.eb else "?"
     timed = bool(row.eb) and bool(row.floor)
     verdict = "yes" if row_met(row) and not row.problems else "NO"
+    if not target_text(case) and not row.problems:
+        verdict = "—"  # a row shown for what it tells, with no bound of its own
     if row.problems:
         verdict += " (see notes)"
     return [

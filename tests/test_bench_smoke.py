@@ -67,7 +67,8 @@ def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
     for row in rows:
         assert len(row) == len(names), row
         cell = dict(zip(names, row, strict=True))
-        assert cell["met"].startswith(("yes", "NO"))
+        # "—": a row shown for what it tells, with no bound of its own.
+        assert cell["met"].startswith(("yes", "NO")) or (cell["met"] == "—" and not cell["target"])
         assert re.fullmatch(r"\d+\.\d→\d+\.\d", cell["load"]), row
         page = cell["floor"].startswith("static HTML")
         if page and not HAVE_CHROMIUM:

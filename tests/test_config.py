@@ -194,6 +194,7 @@ PRECEDENCE = [
     ),
     ("cache.dir", '"c1"', "c1", "c2", "c2", ["--cache-dir", "c3"], "c3"),
     ("cache.max_mb", "10", 10, "20", 20, 30, 30),
+    ("cache.replay", "false", False, "1", True, False, False),
     ("core.repeats", "3", 3, "4", 4, ["--repeats", "5"], 5),
     ("core.fail_on_flaky", "true", True, "1", True, ["--fail-on-flaky"], True),
     ("harness.require_calibration", "true", True, "yes", True, ["--require-calibration"], True),
@@ -363,6 +364,7 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
         "mode": "off",
         "dir": ".eval-banana/cache",
         "max_mb": 256,
+        "replay": True,
     }
 
 

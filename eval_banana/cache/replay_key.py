@@ -2,10 +2,12 @@
 
 The key names everything that decides a run's plan and the text of its files, short of the
 project's files: eb itself, the settings (less where the run folder goes and the cache mode,
-which no file of the run shows), the check files found and their digests, whether report.html
-is wanted, the agent as resolved on PATH, the names of the variables the environment policy
-counts, and the interpreter. The project's files are checked apart (`StateCheck`): the input
-states the run's verdict keys were computed from, and the files the plan read beside them.
+which no file of the run but config.json shows), the check files found and their digests,
+whether report.html is wanted, the agent as resolved on PATH, the names of the variables the
+environment policy counts, the interpreter, and the wording eb puts around a judge's prompt.
+The project's files are checked apart, after the replay is found: the input states the run's
+verdict keys were computed from (`scope_reader`), and the files its plan read beside them
+(`watched_paths`).
 """
 
 from __future__ import annotations
@@ -98,8 +100,16 @@ def replay_key(
         ("harness", _harness_text(config=config)),
         ("variable_names", "\0".join(variable_names(settings=config.settings, environ=environ))),
         ("interpreter", interpreter_version()),
+        ("judge_prompt", _prompt_text()),
     ]
     return framed_key(prefix=_PREFIX, components=components)
+
+
+def _prompt_text() -> str:
+    """eb's prompt version and wording around a judge's own text (part of every judge's key)."""
+    from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
+
+    return PROMPT_VERSION + "\0" + build_prompt(description="\1", instructions="\2")
 
 
 # ---- the project state a replay was valid for ----

@@ -241,7 +241,9 @@ def record_replay(
     files = []
     for name in names:
         if name not in kept:
-            blob = store.put(source=run.run_dir / name)
+            # A copy where the cache lacks one, never a link to the run's own file: a reused
+            # file is one already, and the run folder's other files stay its own.
+            blob = store.put_bytes(data=(run.run_dir / name).read_bytes())
             files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
     whole = any(declared_inputs(check.definition) is None for check in run.plan.checks)
     declared = {declared_inputs(c.definition) for c in run.plan.checks} - {None}
