@@ -6,6 +6,7 @@ to a log before answering, so a test can tell exactly which judges were started.
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import textwrap
@@ -100,6 +101,26 @@ def config_text(*, agent: Path, extra: str = "", replay: bool = True) -> str:
         reasoning_effort_flag = ["--effort", "{{effort}}"]
         """
     ) + textwrap.dedent(extra)
+
+
+DELETE = object()
+
+
+def mutated(path: list[str | int], value: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A change of a JSON document: the value at `path` set (or removed, with DELETE)."""
+
+    def change(document: dict[str, Any]) -> dict[str, Any]:
+        changed = copy.deepcopy(document)
+        target: Any = changed
+        for part in path[:-1]:
+            target = target[part]
+        if value is DELETE:
+            del target[path[-1]]
+        else:
+            target[path[-1]] = value
+        return changed
+
+    return change
 
 
 class Project:

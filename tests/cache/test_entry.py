@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ import jsonschema
 import pytest
 
 from eval_banana.cache.entry import entry_problem
-from tests.cache.rig import Project
+from tests.cache.rig import DELETE, Project, mutated
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "schemas" / "cache-entry.schema.json").read_text()
@@ -29,22 +28,8 @@ def entry(standard: Project) -> dict[str, Any]:
     return document
 
 
-def _set(path: list[str | int], value: Any) -> Any:
-    def change(document: dict[str, Any]) -> dict[str, Any]:
-        changed = copy.deepcopy(document)
-        target: Any = changed
-        for part in path[:-1]:
-            target = target[part]
-        if value is _DELETE:
-            del target[path[-1]]
-        else:
-            target[path[-1]] = value
-        return changed
-
-    return change
-
-
-_DELETE = object()
+_set = mutated
+_DELETE = DELETE
 MUTATIONS = [
     _set(["schema_version"], 2),
     _set(["schema_version"], 1.0),

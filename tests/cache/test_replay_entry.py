@@ -3,7 +3,6 @@ a replay fills are found where the run's own values stand, and only there."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 
 from eval_banana.cache.replay_entry import replay_problem
 from eval_banana.cache.slots import Needle, Slot, fill, find_slots, slots_are_sound
-from tests.cache.rig import judge, make_project
+from tests.cache.rig import DELETE, judge, make_project, mutated
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "schemas" / "run-replay.schema.json").read_text()
@@ -55,22 +54,8 @@ def test_a_kept_run_is_a_valid_replay(entry: dict[str, Any]) -> None:
     }
 
 
-def _set(path: list[str | int], value: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def change(document: dict[str, Any]) -> dict[str, Any]:
-        changed = copy.deepcopy(document)
-        target: Any = changed
-        for part in path[:-1]:
-            target = target[part]
-        if value is _DELETE:
-            del target[path[-1]]
-        else:
-            target[path[-1]] = value
-        return changed
-
-    return change
-
-
-_DELETE = object()
+_set = mutated
+_DELETE = DELETE
 MUTATIONS = [
     _set(["schema_version"], 2),
     _set(["kind"], "eval-banana/verdict-cache-entry"),
