@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from eval_banana import forked
 from eval_banana.artifacts import sha256_bytes, write_bytes_atomic
-from eval_banana.cache.replay_entry import ReplayEntry, replay_problem
+from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_problem
 from eval_banana.cache.replay_key import scope_reader, watched_ids
 from eval_banana.cache.replay_record import JSON_LINE, TEMPLATE_NAMES, plain_path
 from eval_banana.cache.slots import Slot, fill
@@ -39,6 +39,7 @@ from eval_banana.stages.common import created_now
 # From this many files on, a forked child links them while this process fills the templates.
 PLACE_FORK_FILES = 200
 _STAGE_OF = {f"stages/{STAGE_FILES[stage]}": stage for stage in STAGE_FILES}
+_RESERVED = frozenset(TEMPLATE_NAMES) | frozenset(_STAGE_OF)
 
 
 class Replayed(NamedTuple):
@@ -60,6 +61,13 @@ class Attempt(NamedTuple):
 
     replayed: Replayed | None
     warning: str | None = None
+
+
+class _Bulk(NamedTuple):
+    """A replay's per-check files ({name, sha256, size} items) and the verdict keys it needs."""
+
+    files: list[Any]
+    verdict_keys: list[Any]
 
 
 class _Run(NamedTuple):
@@ -91,12 +99,14 @@ def replay_run(
     if document is None and problem is None:
         return Attempt(replayed=None)
     if problem is None:
-        problem = replay_problem(document)
+        problem = head_problem(document)  # the per-check items: checked by whoever brings them
     if problem is None and document["key"] != key:
         problem = "belongs to another key (a foreign entry)"
     if problem is not None:
         return Attempt(replayed=None, warning=_warning(store=store, key=key, problem=problem))
-    entry = ReplayEntry.model_validate(document)
+    # The per-check files stay plain items: as records, 3,000 of them cost 6 ms.
+    bulk = _Bulk(files=document.get("files", []), verdict_keys=document.get("verdict_keys", []))
+    entry = ReplayEntry.model_validate({**document, "files": [], "verdict_keys": []})
     run = _Run(
         config=config,
         discovered=discovered,
@@ -105,7 +115,7 @@ def replay_run(
         store=store,
         writes=config.settings.cache.mode == "on",
     )
-    return _replay(run=run, entry=entry, key=key, cancel=cancel)
+    return _replay(run=run, entry=entry, bulk=bulk, key=key, cancel=cancel)
 
 
 def _warning(*, store: CacheStore, key: str, problem: str) -> str:
@@ -133,18 +143,22 @@ def _state_holds(*, config: ConfigDoc, entry: ReplayEntry) -> bool:
     return now == [(item.path, item.blob) for item in entry.watched]
 
 
-def _replay(*, run: _Run, entry: ReplayEntry, key: str, cancel: threading.Event) -> Attempt:
-    """Bring the files (a forked child, where that pays) while this process checks the state
-    and writes the stage files and reports; a state that no longer holds takes it all back."""
+def _replay(
+    *, run: _Run, entry: ReplayEntry, bulk: _Bulk, key: str, cancel: threading.Event
+) -> Attempt:
+    """Bring the files (the most of them in a forked child, where that pays) while this process
+    checks the state and writes the stage files and reports, then brings the rest; a state that
+    no longer holds takes it all back."""
     opened = created_now()
     started = utc_now()
-    problem = _prepare_folders(run=run, entry=entry)
-    if problem is not None:
-        _clear(run_dir=run.run_dir)
-        return Attempt(replayed=None, warning=_warning(store=run.store, key=key, problem=problem))
+    for folder in entry.folders:
+        (run.run_dir / folder).mkdir(parents=True, exist_ok=True)
+    files = bulk.files
+    fork = forked.worth_forking(items=len(files), threshold=PLACE_FORK_FILES)
+    split = len(files) * 3 // 4 if fork else len(files)
     placing = forked.start(
-        work=lambda: _mark_verdicts(run=run, entry=entry) or _place_files(run=run, entry=entry),
-        fork=forked.worth_forking(items=len(entry.files), threshold=PLACE_FORK_FILES),
+        work=lambda: _place(run=run, files=files[:split], verdict_keys=bulk.verdict_keys),
+        fork=fork,
     )
     try:
         if not _state_holds(config=run.config, entry=entry):
@@ -156,10 +170,11 @@ def _replay(*, run: _Run, entry: ReplayEntry, key: str, cancel: threading.Event)
             for name, data in filled.items():
                 if name != JSON_LINE:
                     write_bytes_atomic(path=run.run_dir / name, data=data)
+        problem = _place(run=run, files=files[split:], verdict_keys=[])
         try:
-            problem = placing.finish()
+            problem = placing.finish() or problem
         except forked.ForkedWorkStopped:
-            problem = "could not bring the check files (stopped)"
+            problem = problem or "could not bring the check files (stopped)"
     except BaseException:
         placing.abandon()
         _clear(run_dir=run.run_dir)
@@ -200,38 +215,29 @@ def _outcome(*, run: _Run, entry: ReplayEntry, filled: dict[str, bytes]) -> Repl
     )
 
 
-def _mark_verdicts(*, run: _Run, entry: ReplayEntry) -> str | None:
-    """Every verdict entry the kept run reused must still be stored (and is marked as used):
-    a replay is never the only thing left of a verdict the cache let go."""
-    for verdict in entry.verdict_keys:
-        if not run.store.mark_used(key=verdict, touch=run.writes):
-            return f"needs verdict entry {verdict}, which is no longer stored"
-    return None
-
-
-def _prepare_folders(*, run: _Run, entry: ReplayEntry) -> str | None:
-    """Make the kept run's folders; the problem, or None."""
-    reserved = set(TEMPLATE_NAMES) | set(_STAGE_OF)
-    for item in entry.files:
-        if item.name in reserved:
-            return f"names a stage file or report as a plain file ({item.name})"
-    for folder in entry.folders:
-        (run.run_dir / folder).mkdir(parents=True, exist_ok=True)
-    return None
-
-
-def _place_files(*, run: _Run, entry: ReplayEntry) -> str | None:
-    """Link the kept run's files into the run folder from the cache; the problem, or None."""
+def _place(*, run: _Run, files: list[Any], verdict_keys: list[Any]) -> str | None:
+    """Check and mark `verdict_keys`, then link `files` into the run folder from the cache;
+    the problem, or None. Every verdict entry the kept run reused must still be stored: a
+    replay is never the only thing left of a verdict the cache let go."""
+    problem = bulk_problem(files=files, verdict_keys=verdict_keys)
+    if problem is not None:
+        return problem
     store = run.store
+    for verdict in verdict_keys:
+        if not store.mark_used(key=verdict, touch=run.writes):
+            return f"needs verdict entry {verdict}, which is no longer stored"
     base = str(run.run_dir)
-    for item in entry.files:
+    for item in files:
+        name = item["name"]
+        if name in _RESERVED:
+            return f"names a stage file or report as a plain file ({name})"
         problem = store.restore(
-            blob=Blob(sha256=item.sha256, size=item.size),
-            target=f"{base}/{item.name}",
+            blob=Blob(sha256=item["sha256"], size=item["size"]),
+            target=f"{base}/{name}",
             discard_damaged=run.writes,
         )
         if problem is not None:
-            return f"cannot bring {item.name}: {problem}"
+            return f"cannot bring {name}: {problem}"
     return None
 
 
