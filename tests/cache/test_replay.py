@@ -20,7 +20,14 @@ from eval_banana import replaying
 from eval_banana.cache.replay_entry import replay_problem
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 
-SCRIPT = "import sys\nsys.exit(0)\n"
+# A deterministic check that leaves evidence in a nested folder of its output folder.
+SCRIPT = """\
+import json, sys
+from pathlib import Path
+out = Path(json.loads(Path(sys.argv[1]).read_text())["output_dir"])
+(out / "nested").mkdir()
+(out / "nested" / "seen.txt").write_text("seen\\n")
+"""
 FAILING = "import sys\nsys.exit(1)\n"
 
 
@@ -372,3 +379,56 @@ replay._state_holds = holds
         result["status"] for result in execute["results"]
     }
     assert all(cache_of(result) == {} for result in execute["results"])
+
+
+def test_a_replay_brings_a_check_s_evidence_folder(kept: Project, replays: list[bool]) -> None:
+    run_dir = Path(kept.run()["output_dir"])
+    assert replays[-1] is True
+    (evidence,) = (run_dir / "checks").rglob("seen.txt")
+    assert evidence.read_text() == "seen\n" and evidence.parent.name == "nested"
+
+
+def test_a_git_project_is_replayed_while_its_files_read_the_same(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    from tests.gitrepo import commit_all, git
+
+    project = _project(tmp_path, eb)
+    git(project.root, "init", "-q")
+    project.write({".gitignore": ".eval-banana/results/\n.eval-banana/cache/\n"})
+    commit_all(project.root, "init")
+    project.run()
+    project.run()
+    project.run()
+    assert replays[-1] is True
+    # Staged, committed: the same bytes are the same state.
+    project.write({"src/new.py": "print(3)\n"})
+    assert project.misses() == {"whole"}
+    git(project.root, "add", "-A")
+    project.run()  # kept
+    commit_all(project.root, "more")
+    project.run()
+    assert replays[-1] is True
+    # An ignored file is no file of the project: no reader sees it.
+    project.write({".gitignore": ".eval-banana/results/\n.eval-banana/cache/\nscratch/\n"})
+    assert project.misses() == {"whole"}
+    project.run()
+    project.write({"scratch/notes.txt": "ignored\n"})
+    project.run()
+    assert replays[-1] is True
+
+
+def test_a_replay_writes_the_junit_file_the_usual_run_writes(
+    kept: Project, replays: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replayed_xml, usual_xml = tmp_path / "replayed.xml", tmp_path / "usual.xml"
+    kept.run("--junit-xml", str(replayed_xml))  # another setting: kept under its own key
+    replayed = kept.run("--junit-xml", str(replayed_xml))
+    assert replays[-2:] == [False, True]
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")
+    usual = kept.run("--junit-xml", str(usual_xml))
+    times = re.compile(r'(timestamp|time)="[^"]*"')
+    replayed_text = times.sub("", replayed_xml.read_text()).replace(replayed["run_id"], "<run>")
+    usual_text = times.sub("", usual_xml.read_text()).replace(usual["run_id"], "<run>")
+    assert replayed_text == usual_text
+    assert replayed_text.count('name="cached" value="true"') == 3
