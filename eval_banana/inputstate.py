@@ -10,7 +10,7 @@ once, and only as much of it as the checks at hand need.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,16 @@ def declared_inputs(definition: dict[str, Any]) -> tuple[str, ...] | None:
 class CheckInputs:
     """Input files and digests for a set of check definitions, from one read of the project."""
 
-    def __init__(self, *, config: ConfigDoc, definitions: Iterable[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        *,
+        config: ConfigDoc,
+        definitions: Iterable[dict[str, Any]],
+        known: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """`known`: file contents this run read already, by absolute resolved path (discovery's
+        check files), hashed from memory where the project state is read by walking it."""
+        self._known = known
         declared = [declared_inputs(definition) for definition in definitions]
         self._patterns = {inputs: InputPatterns(inputs) for inputs in declared if inputs}
         self._whole = any(inputs is None for inputs in declared)
@@ -61,6 +70,7 @@ class CheckInputs:
                 skip_folders=own_folders(config=config),
                 prefixes=self._prefixes(),
                 include_ignored=bool(self._patterns),
+                known=self._known,
             )
         return self._state
 

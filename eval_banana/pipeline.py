@@ -183,6 +183,7 @@ def _stages(
             request=request,
             cancel=cancel,
             console=console,
+            contents=contents,
         )
         if replayed is not None:
             return RunOutcome(
@@ -218,7 +219,7 @@ def _stages(
     for warning in guarded.warnings:
         console.warn(warning.message)
 
-    recorder = replaying.Recorder.begin(config=config, plan=plan, key=key)
+    recorder = replaying.Recorder.begin(config=config, plan=plan, key=key, contents=contents)
     with ProgressReporter(console=console, total=len(plan.checks)) as progress:
         executed = execute_stage.execute(
             config=config,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from eval_banana import forked
@@ -56,8 +57,10 @@ def replay(
     request: RunRequest,
     cancel: threading.Event,
     console: Console,
+    contents: Mapping[str, bytes],
 ) -> Replayed | None:
-    """The run replayed into `run_dir` and reported, or None: it goes the usual way."""
+    """The run replayed into `run_dir` and reported, or None: it goes the usual way.
+    `contents`: the check files' bytes as discovery read them."""
     attempt = replay_run(
         config=config,
         discovered=discovered,
@@ -65,6 +68,7 @@ def replay(
         digests=digests,
         key=key,
         cancel=cancel,
+        contents=contents,
     )
     if attempt.warning is not None:
         console.warn(attempt.warning)
@@ -113,16 +117,22 @@ class Recorder:
     """What keeping this run as a replay needs from before its checks run: the reader of the
     input states its verdict keys use, and the files its plan read, as they were then."""
 
-    def __init__(self, *, config: ConfigDoc, plan: PlanDoc, key: str) -> None:
+    def __init__(
+        self, *, config: ConfigDoc, plan: PlanDoc, key: str, contents: Mapping[str, bytes]
+    ) -> None:
         self.key = key
-        self.inputs = CheckInputs(config=config, definitions=[c.definition for c in plan.checks])
+        self.inputs = CheckInputs(
+            config=config, definitions=[c.definition for c in plan.checks], known=contents
+        )
         self.watched = watched_ids(paths=watched_paths(config=config, checks=plan.checks))
 
     @classmethod
-    def begin(cls, *, config: ConfigDoc, plan: PlanDoc, key: str | None) -> Recorder | None:
+    def begin(
+        cls, *, config: ConfigDoc, plan: PlanDoc, key: str | None, contents: Mapping[str, bytes]
+    ) -> Recorder | None:
         if key is None or config.settings.cache.mode != "on":
             return None
-        return cls(config=config, plan=plan, key=key)
+        return cls(config=config, plan=plan, key=key, contents=contents)
 
     def keep(self, *, run: RunTaken, console: Console) -> None:
         """Keep the finished run as the replay of its key, when it can be kept."""

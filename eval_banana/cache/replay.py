@@ -17,7 +17,7 @@ import functools
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -77,6 +77,7 @@ class _Run(NamedTuple):
     digests: dict[str, str]
     store: CacheStore
     writes: bool  # cache mode `on`: mark what is used, drop what is damaged
+    contents: Mapping[str, bytes]
 
 
 def replay_run(
@@ -87,8 +88,10 @@ def replay_run(
     digests: dict[str, str],
     key: str,
     cancel: threading.Event,
+    contents: Mapping[str, bytes] | None = None,
 ) -> Attempt:
-    """Replay the run kept under `key` into `run_dir` (config.json and discover.json written)."""
+    """Replay the run kept under `key` into `run_dir` (config.json and discover.json written);
+    `contents`: the check files' bytes as discovery read them."""
     from eval_banana.ebfolders import cache_dir
 
     if not plain_path(str(run_dir)):
@@ -114,6 +117,7 @@ def replay_run(
         digests=dict(digests),
         store=store,
         writes=config.settings.cache.mode == "on",
+        contents=contents or {},
     )
     return _replay(run=run, entry=entry, bulk=bulk, key=key, cancel=cancel)
 
@@ -123,13 +127,14 @@ def _warning(*, store: CacheStore, key: str, problem: str) -> str:
     return f"Run replay {path} {problem}; the run went the usual way"
 
 
-def _state_holds(*, config: ConfigDoc, entry: ReplayEntry) -> bool:
+def _state_holds(*, run: _Run, entry: ReplayEntry) -> bool:
     """Whether the project's files are as they were for the kept run: its input states and the
     files its plan read."""
     reader = scope_reader(
-        config=config,
+        config=run.config,
         whole=entry.whole_project is not None,
         declared=[item.patterns for item in entry.declared],
+        known=run.contents,
     )
     try:
         if entry.whole_project is not None and reader.digest(inputs=None) != entry.whole_project:
@@ -161,7 +166,7 @@ def _replay(
         fork=fork,
     )
     try:
-        if not _state_holds(config=run.config, entry=entry):
+        if not _state_holds(run=run, entry=entry):
             placing.abandon()
             _clear(run_dir=run.run_dir)
             return Attempt(replayed=None)

@@ -131,13 +131,17 @@ def input_scopes(*, checks: Sequence[PlannedCheck]) -> tuple[bool, list[tuple[st
 
 
 def scope_reader(
-    *, config: ConfigDoc, whole: bool, declared: Sequence[Sequence[str]]
+    *,
+    config: ConfigDoc,
+    whole: bool,
+    declared: Sequence[Sequence[str]],
+    known: Mapping[str, bytes] | None = None,
 ) -> CheckInputs:
     """A reader of exactly these input scopes, as the verdict keys' reader reads them."""
     definitions: list[dict[str, Any]] = [{"inputs": list(patterns)} for patterns in declared]
     if whole:
         definitions.append({})
-    return CheckInputs(config=config, definitions=definitions)
+    return CheckInputs(config=config, definitions=definitions, known=known)
 
 
 def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[str]:

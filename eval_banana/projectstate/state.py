@@ -21,7 +21,7 @@ from typing import Literal, NamedTuple
 
 from eval_banana.errors import ProjectStateError
 from eval_banana.projectstate import git
-from eval_banana.projectstate.blobs import ObjectFormat, file_blob_id
+from eval_banana.projectstate.blobs import ObjectFormat, blob_id, file_blob_id
 from eval_banana.projectstate.patterns import InputPatterns, paths_under
 
 StateSource = Literal["git", "walk"]
@@ -154,6 +154,7 @@ def read_project_state(
     skip_folders: Iterable[str | Path] = (),
     prefixes: Sequence[str] | None = None,
     include_ignored: bool = False,
+    known: Mapping[str, bytes] | None = None,
 ) -> ProjectState:
     """The state of the project at `root`.
 
@@ -161,6 +162,8 @@ def read_project_state(
     `skip_folders`: folders whose files never count (eb's output and cache folders).
     `prefixes`: only paths at or below these root-relative paths (None: the whole project).
     `include_ignored`: also list the files git ignores, outside the excluded folders.
+    `known`: contents already read this run, by absolute resolved path (the check files): a
+    walk hashes them from memory instead of reading them again.
     """
     top = os.path.realpath(root)
     skip = relative_folders(root=top, folders=skip_folders)
@@ -171,11 +174,13 @@ def read_project_state(
     if top in _PREFETCHED:
         walks = _PREFETCHED.pop(top)
         if walks is None:  # found outside any git work tree when the prefetch began
-            return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes)
+            return _walk_state(
+                root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known
+            )
     try:
         repo = walks.repo if walks is not None else git.find_repository(root=top)
     except git.NotARepository:
-        return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes)
+        return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known)
     state = _git_state(
         root=top,
         repo=repo,
@@ -186,7 +191,7 @@ def read_project_state(
         prefetched=walks,
     )
     if state is None:  # git lists nothing here: the folder is ignored by its repository
-        return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes)
+        return _walk_state(root=top, excluded=excluded, skip=skip, prefixes=prefixes, known=known)
     return state
 
 
@@ -422,6 +427,7 @@ def _walk_state(
     excluded: frozenset[str],
     skip: tuple[str, ...],
     prefixes: Sequence[str] | None,
+    known: Mapping[str, bytes] | None = None,
 ) -> ProjectState:
     paths: dict[str, None] = {}
     for start in prefixes if prefixes is not None else [""]:
@@ -436,8 +442,11 @@ def _walk_state(
             continue
         paths.update(dict.fromkeys(_walk(root=root, start=start, excluded=excluded, skip=skip)))
     ids: dict[str, str] = {}
+    known = known or {}
     for path in paths:
-        found = _hash(root=root, path=path, fmt="sha1")
+        # A known path is a regular file: a link's own path is never a resolved one.
+        data = known.get(f"{root}/{path}")
+        found = _hash(root=root, path=path, fmt="sha1") if data is None else blob_id(data=data)
         if found is not None:
             ids[path] = found
     return ProjectState(root=root, source="walk", ids=ids)

@@ -328,3 +328,19 @@ def test_a_folder_outside_git_is_asked_about_once_and_walked(
         found = state(root)
     assert started == ["rev-parse"]  # the read knew already: no second git command
     assert found.source == "walk" and sorted(dict(found.files)) == ["README.md", "src/a.py"]
+
+
+def test_a_walk_hashes_contents_already_read_from_memory(tmp_path: Path) -> None:
+    # Discovery reads every check file; a walk of the same project takes their bytes from it.
+    root = tmp_path / "proj"
+    write(root, {"eval_checks/a.yaml": "id: a\n", "src/b.py": "print(1)\n"})
+    os.symlink("a.yaml", root / "eval_checks" / "link.yaml")
+    check = str((root / "eval_checks" / "a.yaml").resolve())
+    plain = read_project_state(root=root)
+    same = read_project_state(root=root, known={check: b"id: a\n"})
+    assert same.files == plain.files
+    assert plain.files["eval_checks/link.yaml"] == blob_id(data=b"a.yaml")  # a link's own id
+    # The bytes given are the ones hashed: the file is not read again.
+    told = read_project_state(root=root, known={check: b"id: told\n"})
+    assert told.files["eval_checks/a.yaml"] == blob_id(data=b"id: told\n")
+    assert told.files["src/b.py"] == plain.files["src/b.py"]
