@@ -16,7 +16,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.cache.replay_entry import REPLAY_KIND, REPLAY_SCHEMA
 from eval_banana.cache.slots import Needle, find_slots, slots_are_sound
@@ -52,33 +52,19 @@ TEMPLATE_NAMES = (
 _REAL_NAMES = {f"stages/{STAGE_FILES['config']}", f"stages/{STAGE_FILES['discover']}"}
 
 
-class RunTaken:
+class RunTaken(NamedTuple):
     """A finished run as the recorder needs it: its documents and folder."""
 
-    def __init__(
-        self,
-        *,
-        config: ConfigDoc,
-        discovered: DiscoverDoc,
-        plan: PlanDoc,
-        guard: GuardDoc,
-        executed: ExecuteDoc,
-        scored: ScoreDoc,
-        run_dir: Path,
-        digests: dict[str, str],
-        report: dict[str, Any],
-        exit_code: int,
-    ) -> None:
-        self.config = config
-        self.discovered = discovered
-        self.plan = plan
-        self.guard = guard
-        self.executed = executed
-        self.scored = scored
-        self.run_dir = run_dir
-        self.digests = digests
-        self.report = report
-        self.exit_code = exit_code
+    config: ConfigDoc
+    discovered: DiscoverDoc
+    plan: PlanDoc
+    guard: GuardDoc
+    executed: ExecuteDoc
+    scored: ScoreDoc
+    run_dir: Path
+    digests: dict[str, str]
+    report: dict[str, Any]
+    exit_code: int
 
 
 def plain_path(path: str) -> bool:
