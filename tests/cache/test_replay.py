@@ -163,6 +163,10 @@ def test_a_replayed_run_chains_its_own_stage_files(kept: Project, replays: list[
     execute = _stage(run_dir, "execute.json")
     assert _stage(run_dir, "config.json")["created_at"] <= created[0]
     assert execute["started_at"] <= execute["completed_at"]
+    status = kept.eb("status", "--cwd", str(kept.root), "--run-dir", str(run_dir))
+    assert status.exit_code == 0
+    lines = [line.split() for line in status.stdout.splitlines()[1:]]
+    assert len(lines) == 7 and all(line[-1] == "ok" for line in lines), status.stdout
 
 
 def test_an_edited_input_goes_the_usual_way_and_reruns_only_its_readers(
