@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import shutil
 import threading
@@ -26,7 +27,7 @@ from eval_banana import forked
 from eval_banana.artifacts import sha256_bytes, write_bytes_atomic
 from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_problem
 from eval_banana.cache.replay_key import scope_reader, watched_ids
-from eval_banana.cache.replay_record import JSON_LINE, TEMPLATE_NAMES, plain_path
+from eval_banana.cache.replay_record import JSON_LINE, REAL_STAGES, TEMPLATE_NAMES, plain_path
 from eval_banana.cache.slots import Slot, fill
 from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.errors import ProjectStateError
@@ -40,6 +41,9 @@ from eval_banana.stages.common import created_now
 PLACE_FORK_FILES = 200
 _STAGE_OF = {f"stages/{STAGE_FILES[stage]}": stage for stage in STAGE_FILES}
 _RESERVED = frozenset(TEMPLATE_NAMES) | frozenset(_STAGE_OF)
+_SCORE = f"stages/{STAGE_FILES['score']}"
+# The texts a replayed run reports from, kept past their writing (the rest are let go at once).
+_KEPT = frozenset({"report.json", "report.md", JSON_LINE, _SCORE})
 
 
 class Replayed(NamedTuple):
@@ -170,12 +174,10 @@ def _replay(
             placing.abandon()
             _clear(run_dir=run.run_dir)
             return Attempt(replayed=None)
-        filled = _filled(run=run, entry=entry, opened=opened, started=started)
-        if not isinstance(filled, str):
-            for name, data in filled.items():
-                if name != JSON_LINE:
-                    write_bytes_atomic(path=run.run_dir / name, data=data)
-        problem = _place(run=run, files=files[split:], verdict_keys=[])
+        kept = _write_filled(run=run, entry=entry, opened=opened, started=started)
+        problem = (
+            kept if isinstance(kept, str) else _place(run=run, files=files[split:], verdict_keys=[])
+        )
         try:
             problem = placing.finish() or problem
         except forked.ForkedWorkStopped:
@@ -184,38 +186,32 @@ def _replay(
         placing.abandon()
         _clear(run_dir=run.run_dir)
         raise
-    if isinstance(filled, str):
-        problem = problem or filled
-    if problem is not None or cancel.is_set() or isinstance(filled, str):
+    if problem is not None or cancel.is_set() or isinstance(kept, str):
         _clear(run_dir=run.run_dir)  # a Ctrl-C: the usual way stops the run and reports it
         warning = None if problem is None else _warning(store=run.store, key=key, problem=problem)
         return Attempt(replayed=None, warning=warning)
     if run.writes:
         with contextlib.suppress(OSError):
             os.utime(run.store.replay_path(key=key))
-    return Attempt(replayed=_outcome(run=run, entry=entry, filled=filled))
+    return Attempt(replayed=_outcome(run=run, entry=entry, kept=kept))
 
 
-def _outcome(*, run: _Run, entry: ReplayEntry, filled: dict[str, bytes]) -> Replayed:
-    import json
-
-    report_text = filled["report.json"]
+def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replayed:
+    report_text = kept["report.json"]
 
     @functools.cache
     def load_report() -> dict[str, Any]:
         return dict(json.loads(report_text))
 
-    score = ScoreDoc.model_validate(json.loads(filled[f"stages/{STAGE_FILES['score']}"]))
-    line = filled.get(JSON_LINE)
     return Replayed(
         load_report=load_report,
-        json_line=line.decode("utf-8") if line is not None else "",
-        report_md=filled["report.md"].decode("utf-8"),
-        score=score,
+        json_line=kept[JSON_LINE].decode("utf-8"),
+        report_md=kept["report.md"].decode("utf-8"),
+        score=ScoreDoc.model_validate(json.loads(kept[_SCORE])),
         exit_code=entry.exit_code,
         digests=run.digests,
         progress=list(entry.progress),
-        html="report.html" in filled,
+        html=any(template.name == "report.html" for template in entry.templates),
         from_run_id=entry.from_run_id,
     )
 
@@ -246,12 +242,45 @@ def _place(*, run: _Run, files: list[Any], verdict_keys: list[Any]) -> str | Non
     return None
 
 
-def _filled(
+def _write_filled(
     *, run: _Run, entry: ReplayEntry, opened: str, started: datetime
 ) -> dict[str, bytes] | str:
-    """Each template with this run's values in its slots, in order (a stage file's digest is
-    a value of the files after it); or the problem. The plan and the guard are dated `opened`,
-    when the replay began, before its execution `started`."""
+    """Write each template with this run's values in its slots, in order (a stage file's digest
+    is a value of the files after it), one at a time; return the texts the run reports from
+    (`_KEPT`), or the problem. The plan and the guard are dated `opened`, when the replay
+    began, before its execution `started`."""
+    names = [template.name for template in entry.templates]
+    if [name for name in TEMPLATE_NAMES if name in names] != names or not set(names) >= _KEPT:
+        return "does not hold the stage files and reports in order"
+    encoded = _run_values(run=run, opened=opened, started=started)
+    kept: dict[str, bytes] = {}
+    for template in entry.templates:
+        stage = _STAGE_OF.get(template.name)
+        if stage in ("execute", "score", "report"):
+            encoded[f"created_at:{stage}"] = created_now().encode()
+        data = run.store.read_blob(
+            blob=Blob(sha256=template.sha256, size=template.size), discard_damaged=run.writes
+        )
+        if isinstance(data, str):
+            return f"cannot bring {template.name}: {data}"
+        slots = [Slot(offset=s.offset, length=s.length, name=s.name) for s in template.slots]
+        if not _slots_fit(slots=slots, size=len(data)) or any(
+            slot.name not in encoded for slot in slots
+        ):
+            return f"has slots that do not fit {template.name}"
+        text = fill(data=data, slots=slots, values=encoded)
+        if stage is not None and stage != "report":  # report.json is no stage's input
+            run.digests[stage] = sha256_bytes(data=text)
+            encoded[f"digest:{stage}"] = run.digests[stage].encode()
+        if template.name != JSON_LINE:
+            write_bytes_atomic(path=run.run_dir / template.name, data=text)
+        if template.name in _KEPT:
+            kept[template.name] = text
+    return kept
+
+
+def _run_values(*, run: _Run, opened: str, started: datetime) -> dict[str, bytes]:
+    """The slot values known before any template is filled: this run's own, and its times."""
     config = run.config
     completed = utc_now()
     values = {
@@ -268,30 +297,7 @@ def _filled(
         "completed_at": iso(completed),
         "duration_ms": str(elapsed_ms(started=started, completed=completed)),
     }
-    encoded = {name: value.encode("utf-8") for name, value in values.items()}
-    filled: dict[str, bytes] = {}
-    names = [template.name for template in entry.templates]
-    needed = {"report.json", "report.md", JSON_LINE, f"stages/{STAGE_FILES['score']}"}
-    if [name for name in TEMPLATE_NAMES if name in names] != names or not needed <= set(names):
-        return "does not hold the stage files and reports in order"
-    for template in entry.templates:
-        stage = _STAGE_OF.get(template.name)
-        if stage in ("execute", "score", "report"):
-            encoded[f"created_at:{stage}"] = created_now().encode()
-        data = _template_data(run=run, sha256=template.sha256, size=template.size)
-        if data is None:
-            return f"has a damaged or missing stored file ({template.name})"
-        slots = [Slot(offset=s.offset, length=s.length, name=s.name) for s in template.slots]
-        if not _slots_fit(slots=slots, size=len(data)) or any(
-            slot.name not in encoded for slot in slots
-        ):
-            return f"has slots that do not fit {template.name}"
-        text = fill(data=data, slots=slots, values=encoded)
-        if stage is not None and stage != "report":  # report.json is no stage's input
-            run.digests[stage] = sha256_bytes(data=text)
-            encoded[f"digest:{stage}"] = run.digests[stage].encode()
-        filled[template.name] = text
-    return filled
+    return {name: value.encode("utf-8") for name, value in values.items()}
 
 
 def _slots_fit(*, slots: list[Slot], size: int) -> bool:
@@ -303,23 +309,9 @@ def _slots_fit(*, slots: list[Slot], size: int) -> bool:
     return end <= size
 
 
-def _template_data(*, run: _Run, sha256: str, size: int) -> bytes | None:
-    path = run.store.blob_path(sha256=sha256)
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if len(data) != size or sha256_bytes(data=data) != sha256:
-        if run.writes:
-            with contextlib.suppress(OSError):
-                path.unlink()  # so the next run that keeps a replay stores a sound copy
-        return None
-    return data
-
-
 def _clear(*, run_dir: Path) -> None:
     """Take back what a replay brought: everything but the stage files written for real."""
-    real = {STAGE_FILES["config"], STAGE_FILES["discover"]}
+    real = {STAGE_FILES[stage] for stage in REAL_STAGES}
     for folder, keep in ((run_dir, {"stages"}), (run_dir / "stages", real)):
         with os.scandir(folder) as entries:
             for entry in entries:

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.cache.replay_entry import REPLAY_KIND, REPLAY_SCHEMA
+from eval_banana.cache.replay_key import input_scopes
 from eval_banana.cache.slots import Needle, find_slots, slots_are_sound
 from eval_banana.cache.store import CacheStore
 from eval_banana.console import progress_line
-from eval_banana.inputstate import CheckInputs, declared_inputs
+from eval_banana.inputstate import CheckInputs
 from eval_banana.models.stages import (
     ConfigDoc,
     DiscoverDoc,
@@ -47,9 +48,10 @@ TEMPLATE_NAMES = (
     "report.html",
     JSON_LINE,
 )
-# What else a run folder may hold for its run to be kept: the two stage files every run writes
-# for real, and the per-check files.
-_REAL_NAMES = {f"stages/{STAGE_FILES['config']}", f"stages/{STAGE_FILES['discover']}"}
+# What else a run folder may hold for its run to be kept: the stage files every run, a replay
+# too, writes for real, and the per-check files.
+REAL_STAGES = ("config", "discover")
+_REAL_NAMES = {f"stages/{STAGE_FILES[stage]}" for stage in REAL_STAGES}
 
 
 class RunTaken(NamedTuple):
@@ -231,8 +233,7 @@ def record_replay(
             # file is one already, and the run folder's other files stay its own.
             blob = store.put_bytes(data=(run.run_dir / name).read_bytes())
             files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
-    whole = any(declared_inputs(check.definition) is None for check in run.plan.checks)
-    declared = {declared_inputs(c.definition) for c in run.plan.checks} - {None}
+    whole, declared = input_scopes(checks=run.plan.checks)
     document = {
         "$schema": REPLAY_SCHEMA,
         "schema_version": 1,
@@ -245,7 +246,7 @@ def record_replay(
         "whole_project": inputs.digest(inputs=None) if whole else None,
         "declared": [
             {"patterns": list(patterns), "digest": inputs.digest(inputs=patterns)}
-            for patterns in sorted(p for p in declared if p is not None)
+            for patterns in sorted(declared)
         ],
         "watched": [{"path": path, "blob": blob} for path, blob in watched],
         "verdict_keys": [result.details["cache"]["key"] for result in run.executed.results],

@@ -31,8 +31,8 @@ def find_slots(*, data: bytes, needles: Iterable[Needle]) -> list[Slot]:
     """Every place a needle's value stands in `data`, in order, none overlapping another."""
     starts: list[int] = []
     taken: list[Slot] = []
-    ordered = sorted(needles, key=lambda n: len(n.value))
-    for needle in reversed(ordered):  # the longest first: a shorter one may lie inside it
+    # The longest first: a shorter one may lie inside it (a run id in its folder's path).
+    for needle in sorted(needles, key=lambda n: len(n.value), reverse=True):
         if not needle.value:
             continue
         whole = needle.prefix + needle.value + needle.suffix

@@ -92,8 +92,7 @@ class CacheStore:
 
     def touch(self, *, key: str) -> None:
         """Mark an entry as just used (least-recently-used eviction reads this)."""
-        with contextlib.suppress(OSError):
-            os.utime(self._entry_file(key=key))
+        self.mark_used(key=key, touch=True)
 
     def mark_used(self, *, key: str, touch: bool) -> bool:
         """Whether an entry is stored; `touch`: also mark it as just used."""
@@ -147,18 +146,23 @@ class CacheStore:
             return None
         source = self._blob_file(sha256=blob.sha256)
         try:
-            found = sha256_and_size(path=source)
-            if found != (blob.sha256, blob.size):
-                if discard_damaged:  # so the next store writes a sound copy
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(source)
-                return f"its stored file {blob.sha256} is damaged"
+            if sha256_and_size(path=source) != (blob.sha256, blob.size):
+                return _damaged(blob=blob, source=source, discard=discard_damaged)
             _replace_with(target=target, place=lambda: _link_or_copy(source=source, target=target))
-        except FileNotFoundError:
-            return f"its stored file {blob.sha256} is missing"
         except OSError as exc:
-            return f"its stored file {blob.sha256} cannot be read ({exc.strerror or exc})"
+            return _unreadable(blob=blob, exc=exc)
         return None
+
+    def read_blob(self, *, blob: Blob, discard_damaged: bool = False) -> bytes | str:
+        """A blob's content after checking its digest, or the problem (as `restore` says it)."""
+        source = self._blob_file(sha256=blob.sha256)
+        try:
+            data = read_bytes(path=source)
+        except OSError as exc:
+            return _unreadable(blob=blob, exc=exc)
+        if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
+            return _damaged(blob=blob, source=source, discard=discard_damaged)
+        return data
 
     # -- eviction --------------------------------------------------------------------------
 
@@ -217,6 +221,19 @@ class CacheStore:
             ]
         except (OSError, ValueError, AttributeError, TypeError):
             return []
+
+
+def _damaged(*, blob: Blob, source: str, discard: bool) -> str:
+    if discard:  # so the next store writes a sound copy
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(source)
+    return f"its stored file {blob.sha256} is damaged"
+
+
+def _unreadable(*, blob: Blob, exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f"its stored file {blob.sha256} is missing"
+    return f"its stored file {blob.sha256} cannot be read ({exc.strerror or exc})"
 
 
 def _read_document(*, path: str) -> EntryRead:
