@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import signal
 from collections.abc import Callable
@@ -420,6 +421,9 @@ def test_a_git_project_is_replayed_while_its_files_read_the_same(
     project.write({"scratch/notes.txt": "ignored\n"})
     project.run()
     assert replays[-1] is True
+    tried = len(replays)
+    project.run("--changed-since", "HEAD")  # the selection follows a revision: never replayed
+    assert len(replays) == tried
 
 
 def test_a_replay_writes_the_junit_file_the_usual_run_writes(
@@ -436,3 +440,82 @@ def test_a_replay_writes_the_junit_file_the_usual_run_writes(
     usual_text = times.sub("", usual_xml.read_text()).replace(usual["run_id"], "<run>")
     assert replayed_text == usual_text
     assert replayed_text.count('name="cached" value="true"') == 3
+
+
+def test_a_referenced_script_outside_every_input_state_is_watched(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    # No check reads the whole project and no `inputs:` match the script: only the watched
+    # files can tell that it changed.
+    checks = {
+        "docs": judge("docs", inputs=["docs/**"]),
+        "script": script_check("script", script_path="../checks/ok.py", inputs=["docs/**"]),
+    }
+    files = {"docs/a.md": "# A\n", "checks/ok.py": SCRIPT}
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files=files)
+    project.run()
+    project.run()
+    project.run()
+    assert replays[-1] is True
+    project.write({"checks/ok.py": SCRIPT + "# edited\n"})
+    assert project.misses() == {"script"}
+    assert replays[-1] is False
+
+
+def test_a_replay_marks_the_verdicts_it_stands_on_as_used(
+    kept: Project, replays: list[bool]
+) -> None:
+    for entry in kept.entries():
+        os.utime(entry, (1_000_000, 1_000_000))
+    kept.run()
+    assert replays[-1] is True
+    assert all(entry.stat().st_mtime > 1_000_000 for entry in kept.entries())
+
+
+def test_a_replayed_run_writes_its_result_document(
+    kept: Project, replays: list[bool], tmp_path: Path
+) -> None:
+    out = tmp_path / "result.json"
+    report = kept.run("--result-out", str(out), "--result-format", "json")
+    assert replays[-1] is True
+    document = json.loads(out.read_text())
+    assert document["status"] == "completed" and document["run_passed"] is True
+    assert [c["id"] for c in document["checks"]] == [c["check_id"] for c in report["checks"]]
+
+
+def test_eviction_keeps_a_replay_s_files_while_the_replay_is_kept(tmp_path: Path) -> None:
+    from eval_banana.cache.store import CacheStore
+
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=1 << 30)
+    template = store.put_bytes(data=b"t" * 1000)
+    per_check = store.put_bytes(data=b"f" * 1000)
+    stray = store.put_bytes(data=b"s" * 1000)
+    key = "sha256:" + "a" * 64
+    item = {"name": "checks/x.json", "sha256": per_check.sha256, "size": per_check.size}
+    document = {"files": [item], "templates": [{**item, "name": "report.md", **template._asdict()}]}
+    store.write_replay(key=key, document=document)
+    for blob in (template, per_check, stray):
+        os.utime(store.blob_path(sha256=blob.sha256), (1, 1))  # older than the replay
+    store.max_bytes = 2500  # room for the replay and its two files, not for the stray one
+    store.evict()
+    assert store.replay_path(key=key).exists()
+    assert store.blob_path(sha256=template.sha256).exists()
+    assert store.blob_path(sha256=per_check.sha256).exists()
+    assert not store.blob_path(sha256=stray.sha256).exists()
+    store.max_bytes = 10  # now the replay goes, and its files with it
+    store.evict()
+    assert not store.replay_path(key=key).exists()
+    assert not store.blob_path(sha256=template.sha256).exists()
+
+
+def test_eb_itself_is_part_of_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eval_banana.cache import replay_key
+
+    package = tmp_path / "package"
+    package.mkdir()
+    module = package / "stage.py"
+    module.write_text("A = 1\n")
+    monkeypatch.setattr(replay_key, "_PACKAGE", package)
+    before = replay_key.code_fingerprint()
+    module.write_text("A = 22\n")  # an edited checkout, the same version number
+    assert replay_key.code_fingerprint() != before
