@@ -430,8 +430,8 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         executed = _write_merged_stages(
             runs=runs, first=first, ordered=ordered, config=config, digests=digests, run_dir=run_dir
         )
-    except BaseException:
-        _finish_quietly(links, folders)  # the folder is as complete as it can be
+    except BaseException as exc:
+        _settle(links, folders, error=exc)
         raise
     # report.html lists checks/ to link each check's files: the links come first.
     try:
@@ -448,16 +448,25 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
             extras=request.extras,
             console=console,
         )
-    except BaseException:
-        _finish_quietly(folders)
+    except BaseException as exc:
+        _settle(folders, error=exc)
         raise
     folders.finish_or_redo(redo=bring_folders)
     return outcome
 
 
-def _finish_quietly(*pending: forked.Pending[None]) -> None:
-    """Wait for forked work while another error is on its way: that error is the one shown."""
+def _settle(*pending: forked.Pending[None], error: BaseException) -> None:
+    """Settle forked work while `error` is on its way: it is the one shown.
+
+    After an ordinary error the children finish, so the folder is as complete as it can be.
+    After an interrupt (Ctrl-C, or a termination turned into one) they are stopped: a
+    Ctrl-C sent to eb alone never reaches them, and waiting on them would keep the user
+    waiting for work the run no longer wants.
+    """
     for work in pending:
+        if not isinstance(error, Exception):
+            work.abandon()
+            continue
         with contextlib.suppress(Exception):
             work.finish()
 

@@ -5,6 +5,7 @@ report of the same run on one machine, field by field.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -443,7 +444,8 @@ def test_linking_children_killed_part_way_leave_the_same_folder(
     assert any("/nested/" in name for name, _ in folders["killed"])
 
 
-# The links' child waits at its first shard folder, so a Ctrl-C finds it busy.
+# The links' child waits at its first shard folder, so a Ctrl-C finds it busy. With
+# EB_SLOW_STAGES set, eb itself is busy writing the stage files too when the Ctrl-C comes.
 SLOW_LINKS_MERGE = eb_script(
     setup="""\
     import time
@@ -452,6 +454,7 @@ SLOW_LINKS_MERGE = eb_script(
     merge.LINK_FORK_FILES = reporting.HTML_FORK_CHECKS = 1
     parent = os.getpid()
     real = merge._link_folder
+    real_stages = merge._write_merged_stages
 
     def slow(**kwargs):
         if os.getpid() != parent:
@@ -459,37 +462,53 @@ SLOW_LINKS_MERGE = eb_script(
             time.sleep(60)
         return real(**kwargs)
 
+    def slow_stages(**kwargs):
+        if os.environ.get("EB_SLOW_STAGES"):
+            note("writing")
+            time.sleep(60)
+        return real_stages(**kwargs)
+
     merge._link_folder = slow
+    merge._write_merged_stages = slow_stages
     """
 )
 
 
 @pytest.mark.parametrize("to", ["group", "eb"])
+@pytest.mark.parametrize("eb_is", ["waiting", "writing"])
 def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
-    scale_out: dict[str, Path], tmp_path: Path, to: str
+    scale_out: dict[str, Path], tmp_path: Path, to: str, eb_is: str
 ) -> None:
     shards = _shard_folders(scale_out)
     events = tmp_path / "events"
+    slow_stages = {"EB_SLOW_STAGES": "1"} if eb_is == "writing" else {}
     process = subprocess.Popen(
         [sys.executable, "-c", SLOW_LINKS_MERGE, "merge", *shards, "--cwd", str(scale_out["main"])]
         + ["--output-dir", str(tmp_path / "merged"), "--flat-output"],
-        env={**_environ(), "EB_EVENTS": str(events)},
+        env={**_environ(), "EB_EVENTS": str(events), **slow_stages},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # a process group of its own, as a shell gives a command
     )
+    busy = {"linking", "writing"} if slow_stages else {"linking"}
     deadline = time.monotonic() + 60
-    while "linking" not in events_of(events) and time.monotonic() < deadline:
+    while not busy <= set(events_of(events)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert "linking" in events_of(events)
+    assert busy <= set(events_of(events))
     if to == "group":  # Ctrl-C in a terminal
         os.killpg(process.pid, signal.SIGINT)
     else:
         process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=30)
-    # Interrupted, as a merge done in place is; not an error about its forked work.
+    try:
+        _, stderr = process.communicate(timeout=30)
+    finally:  # a merge that hangs must not outlive the test either
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+    # Interrupted, as a merge done in place is; not an error about its forked work, and
+    # promptly: the links' child is stopped, not waited for.
     assert process.returncode == 3, stderr
     assert "Interrupted." in stderr and "forked" not in stderr
     assert _group_gone(pgid=process.pid, within_s=10)  # no child outlives the merge

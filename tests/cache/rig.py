@@ -186,7 +186,9 @@ def make_project(
     agent.write_text(AGENT.format(log=str(log)))
     root = tmp_path / "proj"
     project = Project(root=root, log=log, eb=eb)
-    project.write({".eval-banana/config.toml": config_text(agent=agent, extra=extra_config, replay=replay)})
+    project.write(
+        {".eval-banana/config.toml": config_text(agent=agent, extra=extra_config, replay=replay)}
+    )
     project.write({f"eval_checks/{name}.yaml": text for name, text in checks.items()})
     project.write(files)
     return project
