@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -693,39 +693,32 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
     if key == "W7":
         project = root / "project"
         out = "{scratch}/prepare-out"
-        return [
-            Case(
-                key="W7",
-                name=f"eb run, {sizes.w7_judges} judges, all cached",
-                eb_args=["run", "--cwd", str(project), "--json"],
-                floor=[py, "-m", "eval_banana", "validate", "--cwd", str(project)],
-                floor_label="eb validate, same project",
-                floor_cwd=REPO,
-                target=1.5,
-                output_dir=True,
-                prepare=["run", "--cwd", str(project), "--output-dir", out],
-                agent_log=generate.w7_agent_log(root=root),
-                expect_cached=sizes.w7_judges,
-                file_probe=sizes.w7_judges,
-                runs=n(5),
-            ),
-            # The same run with no replay kept or used: each verdict looked up one by one, as
-            # a run does when some check must run (no bound of its own; it shows the path).
-            Case(
-                key="W7",
-                name=f"eb run, {sizes.w7_judges} judges, all cached, [cache] replay = false",
-                eb_args=["run", "--cwd", str(project), "--json"],
-                floor=[py, "-m", "eval_banana", "validate", "--cwd", str(project)],
-                floor_label="eb validate, same project",
-                floor_cwd=REPO,
-                target=None,
-                output_dir=True,
-                agent_log=generate.w7_agent_log(root=root),
-                expect_cached=sizes.w7_judges,
-                eb_env={"EVAL_BANANA_CACHE_REPLAY": "false"},
-                runs=n(5),
-            ),
-        ]
+        cached = Case(
+            key="W7",
+            name=f"eb run, {sizes.w7_judges} judges, all cached",
+            eb_args=["run", "--cwd", str(project), "--json"],
+            floor=[py, "-m", "eval_banana", "validate", "--cwd", str(project)],
+            floor_label="eb validate, same project",
+            floor_cwd=REPO,
+            target=1.5,
+            output_dir=True,
+            prepare=["run", "--cwd", str(project), "--output-dir", out],
+            agent_log=generate.w7_agent_log(root=root),
+            expect_cached=sizes.w7_judges,
+            file_probe=sizes.w7_judges,
+            runs=n(5),
+        )
+        # The same run with no replay kept or used: each verdict looked up one by one, as a
+        # run does when some check must run (no bound of its own; it shows the path).
+        looked_up = replace(
+            cached,
+            name=f"{cached.name}, [cache] replay = false",
+            target=None,
+            prepare=None,
+            file_probe=None,
+            eb_env={"EVAL_BANANA_CACHE_REPLAY": "false"},
+        )
+        return [cached, looked_up]
     if key in ("W8", "W9"):
         project = root / "project"
         checks = int((root / "expected-checks.txt").read_text())

@@ -14,8 +14,9 @@ from eval_banana.stages.common import SCHEMA_BASE
 
 ENTRY_KIND = "eval-banana/verdict-cache-entry"
 ENTRY_SCHEMA = f"{SCHEMA_BASE}cache-entry.schema.json"
-_DIGEST = r"^sha256:[0-9a-f]{64}$"
-_DIGEST_RE = re.compile(_DIGEST)
+# A content digest or key, as every cache file writes one.
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+DIGEST_RE = re.compile(DIGEST_PATTERN)
 # Names of the stored files: the check's stdout, stderr and prompt, and its evidence files.
 FILE_NAME_PATTERN = (
     r"^(stdout\.txt|stderr\.txt|prompt\.txt|evidence/(?!/)(?!\.\.?(/|$))(?!.*/\.\.?(/|$))[^\0\\]+)$"
@@ -32,7 +33,7 @@ class CachedFile(Record):
         # As schema text only: pydantic's regex engine has no look-ahead.
         json_schema_extra={"pattern": FILE_NAME_PATTERN},
     )
-    sha256: str = Field(pattern=_DIGEST, description="Content digest; the blob's name.")
+    sha256: str = Field(pattern=DIGEST_PATTERN, description="Content digest; the blob's name.")
     size: int = Field(ge=0)
 
 
@@ -41,7 +42,7 @@ class CachedResultFile(Record):
 
     model_config = {"extra": "forbid"}
 
-    sha256: str = Field(pattern=_DIGEST, description="Content digest; the blob's name.")
+    sha256: str = Field(pattern=DIGEST_PATTERN, description="Content digest; the blob's name.")
     size: int = Field(ge=0)
     source_path: str | None = Field(
         default=None,
@@ -83,12 +84,12 @@ class CacheEntry(Record):
     schema_uri: str = Field(alias="$schema")
     schema_version: Literal[1] = 1
     kind: Literal["eval-banana/verdict-cache-entry"] = "eval-banana/verdict-cache-entry"
-    key: str = Field(pattern=_DIGEST, description="The verdict key this entry answers.")
+    key: str = Field(pattern=DIGEST_PATTERN, description="The verdict key this entry answers.")
     key_version: Literal[1] = 1
     tool_version: str
     check_id: str
     check_type: str
-    check_definition_sha256: str = Field(pattern=_DIGEST)
+    check_definition_sha256: str = Field(pattern=DIGEST_PATTERN)
     expect: Literal["pass", "fail"]
     from_run_id: str = Field(description="The run that produced the verdict.")
     stored_at: str = Field(description="When it was stored (ISO 8601, UTC).")
@@ -142,7 +143,7 @@ def _stored_problem(item: object, *, what: str, named: bool) -> str | None:
                 return f"{what}.{name} is not a string"
     if named and (not _text(item["name"]) or not _FILE_NAME_RE.match(item["name"])):
         return f"{what} has a bad name"
-    if not _text(item["sha256"]) or not _DIGEST_RE.match(item["sha256"]):
+    if not _text(item["sha256"]) or not DIGEST_RE.match(item["sha256"]):
         return f"{what} has a bad sha256"
     if not _is_int(item["size"]) or item["size"] < 0:
         return f"{what} has a bad size"
@@ -196,10 +197,10 @@ def entry_problem(document: object) -> str | None:
         (_is(document.get("schema_version", 1), 1), "schema_version is not 1"),
         (document.get("kind", ENTRY_KIND) == ENTRY_KIND, "kind is not a verdict entry"),
         (_is(document.get("key_version", 1), 1), "key_version is not 1"),
-        (_text(document["key"]) and bool(_DIGEST_RE.match(document["key"])), "bad key"),
+        (_text(document["key"]) and bool(DIGEST_RE.match(document["key"])), "bad key"),
         (
             _text(document["check_definition_sha256"])
-            and bool(_DIGEST_RE.match(document["check_definition_sha256"])),
+            and bool(DIGEST_RE.match(document["check_definition_sha256"])),
             "bad check_definition_sha256",
         ),
         (document["expect"] in ("pass", "fail") and _text(document["expect"]), "bad expect"),

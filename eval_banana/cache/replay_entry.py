@@ -16,13 +16,12 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from eval_banana.cache.entry import DIGEST_PATTERN, DIGEST_RE
 from eval_banana.models.record import Field, Record
 from eval_banana.stages.common import SCHEMA_BASE
 
 REPLAY_KIND = "eval-banana/run-replay"
 REPLAY_SCHEMA = f"{SCHEMA_BASE}run-replay.schema.json"
-_DIGEST = r"^sha256:[0-9a-f]{64}$"
-_DIGEST_RE = re.compile(_DIGEST)
 # The run's own values a replay fills in: its id and folder, its times, upstream digests.
 SLOT_PATTERN = (
     r"^(run_id|run_dir|duration_ms|started_at|completed_at"
@@ -58,7 +57,7 @@ class ReplayFile(Record):
         # As schema text only: pydantic's regex engine has no look-ahead.
         json_schema_extra={"pattern": PATH_PATTERN},
     )
-    sha256: str = Field(pattern=_DIGEST, description="Content digest; the blob's name.")
+    sha256: str = Field(pattern=DIGEST_PATTERN, description="Content digest; the blob's name.")
     size: int = Field(ge=0)
 
 
@@ -72,7 +71,7 @@ class DeclaredState(Record):
     model_config = {"extra": "forbid"}
 
     patterns: list[str] = Field(description="One check's `inputs:` patterns.")
-    digest: str = Field(pattern=_DIGEST, description="Their input state when the run ran.")
+    digest: str = Field(pattern=DIGEST_PATTERN, description="Their input state when the run ran.")
 
 
 class WatchedFile(Record):
@@ -93,21 +92,21 @@ class ReplayEntry(Record):
     schema_uri: str = Field(alias="$schema")
     schema_version: Literal[1] = 1
     kind: Literal["eval-banana/run-replay"] = "eval-banana/run-replay"
-    key: str = Field(pattern=_DIGEST, description="The replay key this entry answers.")
+    key: str = Field(pattern=DIGEST_PATTERN, description="The replay key this entry answers.")
     tool_version: str
     from_run_id: str = Field(description="The run this replay was taken from.")
     stored_at: str = Field(description="When it was stored (ISO 8601, UTC).")
     exit_code: Literal[0, 1] = Field(description="The run's verdict.")
     whole_project: str | None = Field(
         description="The whole project's state when the run ran, when a check reads it all.",
-        pattern=_DIGEST,
+        pattern=DIGEST_PATTERN,
     )
     declared: list[DeclaredState] = Field(default_factory=list)
     watched: list[WatchedFile] = Field(default_factory=list)
     verdict_keys: list[str] = Field(
         default_factory=list,
         description="The verdict entries the run reused: a replay needs each still stored.",
-        json_schema_extra={"items": {"type": "string", "pattern": _DIGEST}},
+        json_schema_extra={"items": {"type": "string", "pattern": DIGEST_PATTERN}},
     )
     folders: list[str] = Field(
         default_factory=list,
@@ -128,6 +127,7 @@ _TOP_KEYS = frozenset(spec.alias or name for name, spec in ReplayEntry.model_fie
 _REQUIRED = tuple(
     spec.alias or name for name, spec in ReplayEntry.model_fields.items() if spec.is_required()
 )
+_TEXT_FIELDS = ("tool_version", "from_run_id", "stored_at")
 
 
 def _text(value: object) -> bool:
@@ -139,7 +139,7 @@ def _count(value: object, *, least: int) -> bool:
 
 
 def _digest(value: object) -> bool:
-    return _text(value) and bool(_DIGEST_RE.match(str(value)))
+    return _text(value) and bool(DIGEST_RE.match(str(value)))
 
 
 def _relative_path(name: object) -> bool:
@@ -254,6 +254,3 @@ def replay_problem(document: object) -> str | None:
     return bulk_problem(
         files=document.get("files", []), verdict_keys=document.get("verdict_keys", [])
     )
-
-
-_TEXT_FIELDS = ("tool_version", "from_run_id", "stored_at")

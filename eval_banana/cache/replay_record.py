@@ -231,7 +231,7 @@ def record_replay(
         if name not in kept:
             # A copy where the cache lacks one, never a link to the run's own file: a reused
             # file is one already, and the run folder's other files stay its own.
-            blob = store.put_bytes(data=(run.run_dir / name).read_bytes())
+            blob = store.put(source=run.run_dir / name, link=False)
             files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
     whole, declared = input_scopes(checks=run.plan.checks)
     document = {

@@ -108,8 +108,10 @@ class CacheStore:
 
     # -- blobs -----------------------------------------------------------------------------
 
-    def put(self, *, source: Path) -> Blob:
-        """Store a file's content as a blob, named by its SHA-256 (kept once however often)."""
+    def put(self, *, source: Path, link: bool = True) -> Blob:
+        """Store a file's content as a blob, named by its SHA-256 (kept once however often),
+        read as a stream. `link`: the blob may be a hard link to `source`; False: always a copy
+        (the source stays the only name of its file)."""
         sha256, size = sha256_and_size(path=str(source))
         blob = Blob(sha256=sha256, size=size)
         target = self.blob_path(sha256=blob.sha256)
@@ -118,7 +120,10 @@ class CacheStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         temp = _temp_sibling(target)
         try:
-            _link_or_copy(source=source, target=temp)
+            if link:
+                _link_or_copy(source=source, target=temp)
+            else:
+                shutil.copyfile(source, temp)
             os.replace(temp, target)
         finally:
             temp.unlink(missing_ok=True)

@@ -76,10 +76,6 @@ def _stage(run_dir: Path, name: str) -> dict[str, Any]:
     return document
 
 
-_TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|\+00:00)")
-_DIGEST = re.compile(rb"sha256:[0-9a-f]{64}")
-
-
 def _run_values(run_dir: Path) -> list[bytes]:
     """What differs between any two runs: folder, id, stage digests."""
     config = _stage(run_dir, "config.json")
@@ -519,3 +515,21 @@ def test_eb_itself_is_part_of_the_key(tmp_path: Path, monkeypatch: pytest.Monkey
     before = replay_key.code_fingerprint()
     module.write_text("A = 22\n")  # an edited checkout, the same version number
     assert replay_key.code_fingerprint() != before
+
+
+def test_a_kept_run_s_own_files_are_copied_into_the_cache_never_linked(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb)
+    project.run()
+    run_dir = Path(project.run()["output_dir"])  # kept
+    (snapshot,) = (run_dir / "stages" / "snapshots").iterdir()
+    # The frozen script is the run's own file, not a reused one: the cache holds a copy, so
+    # nothing done to either can change the other.
+    assert snapshot.stat().st_nlink == 1
+    digest = hashlib.sha256(snapshot.read_bytes()).hexdigest()
+    stored = project.cache_dir / "blobs" / digest[:2] / digest
+    assert stored.read_bytes() == snapshot.read_bytes()
+    (entry,) = replay_files(project)
+    names = {item["name"] for item in json.loads(entry.read_text())["files"]}
+    assert f"stages/snapshots/{snapshot.name}" in names
