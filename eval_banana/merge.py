@@ -225,6 +225,11 @@ def _merged_execute(
                 )
                 for run in runs
             ],
+            "input_digests": {
+                check_id: digest
+                for run in runs
+                for check_id, digest in run.execute.input_digests.items()
+            },
         }
     )
 

@@ -2,8 +2,9 @@
 
 A stage file is stale when a file it was built from changed since: an upstream stage file (by
 the digest recorded in its `inputs`), or what the stage read from the project itself (the config
-file, the check files, the referenced scripts). Staleness follows the chain: everything built
-from a stale, missing or invalid stage file is stale too.
+file, the check files, the referenced scripts, the calibration record, the files a check's
+`inputs:` match). Staleness follows the chain: everything built from a stale, missing or
+invalid stage file is stale too. `eb update` reruns what this finds, by the same reasons.
 """
 
 from __future__ import annotations
@@ -13,8 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval_banana.artifacts import sha256_file
-from eval_banana.errors import EvalBananaError, StageFileError
-from eval_banana.models.stages import ConfigDoc, DiscoverDoc, GuardDoc, PlanDoc, PlannedCheck
+from eval_banana.errors import EvalBananaError, ProjectStateError, StageFileError
+from eval_banana.models.stages import (
+    ConfigDoc,
+    DiscoverDoc,
+    ExecuteDoc,
+    GuardDoc,
+    PlanDoc,
+    PlannedCheck,
+)
 from eval_banana.stagefiles import STAGE_INPUTS, read_stage, stage_digest
 from eval_banana.stages import STAGE_NAMES, stage_path
 
@@ -75,18 +83,20 @@ def _check_files_changed(*, doc: DiscoverDoc, run_dir: Path) -> str | None:
     return _describe_changes(changes) if changes else None
 
 
-def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
-    """A planned check's file or referenced script has another digest now."""
+def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
+    """Planned check id -> which of its files has another digest now ('x.yaml changed')."""
     from eval_banana.definition import definition_digest, freeze_script
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
-    changes: list[str] = []
+    changes: dict[str, str] = {}
     for check in doc.checks:
         source = Path(check.source_path)
         try:
             data = source.read_bytes()
         except OSError:
-            changes.append(f"{_relative(path=check.source_path, root=config.project_root)} removed")
+            changes[check.id] = (
+                f"{_relative(path=check.source_path, root=config.project_root)} removed"
+            )
             continue
         script_path = check.definition.get("script_path")
         frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
@@ -99,7 +109,13 @@ def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
             and _script_changed(check=check, run_dir=run_dir)
         ):
             changed = check.script_path
-        changes.append(f"{_relative(path=changed, root=config.project_root)} changed")
+        changes[check.id] = f"{_relative(path=changed, root=config.project_root)} changed"
+    return changes
+
+
+def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
+    """A planned check's file or referenced script has another digest now."""
+    changes = list(definition_changes(doc=doc, run_dir=run_dir).values())
     return _describe_changes(changes) if changes else None
 
 
@@ -127,12 +143,68 @@ def _calibration_record_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:
     return f"{doc.calibration_file} {'changed' if current else 'was removed'}"
 
 
+def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
+    """Check id -> why the files its `inputs:` match differ from those its result was judged on
+    (checks with no recorded input digest cannot be compared, as checks without `inputs:`)."""
+    from eval_banana.inputstate import CheckInputs, declared_inputs
+
+    recorded = executed.input_digests
+    declared = {
+        check.id: patterns
+        for check in plan.checks
+        if check.id in recorded and (patterns := declared_inputs(check.definition)) is not None
+    }
+    if not declared:
+        return {}
+    reader = CheckInputs(
+        config=config, definitions=[c.definition for c in plan.checks if c.id in declared]
+    )
+    return {
+        check_id: f"inputs {', '.join(patterns) or '(none)'} changed"
+        for check_id, patterns in declared.items()
+        if reader.digest(inputs=patterns) != recorded[check_id]
+    }
+
+
+def outdated_results(
+    *, plan: PlanDoc, executed: ExecuteDoc | None, config: ConfigDoc
+) -> dict[str, str]:
+    """Planned check id -> why its recorded result is not one for the plan and files of now
+    (no result, another definition, changed inputs), in plan order; the others are current."""
+    recorded = {result.check_id: result for result in executed.results} if executed else {}
+    reasons: dict[str, str] = {}
+    for check in plan.checks:
+        result = recorded.get(check.id)
+        if result is None:
+            reasons[check.id] = "no result recorded"
+        elif result.check_definition_sha256 != check.check_definition_sha256:
+            reasons[check.id] = "its definition changed"
+    if executed is not None:
+        changed = input_changes(plan=plan, executed=executed, config=config)
+        reasons.update((key, why) for key, why in changed.items() if key not in reasons)
+    order = {check.id: position for position, check in enumerate(plan.checks)}
+    return dict(sorted(reasons.items(), key=lambda item: order[item[0]]))
+
+
+def _results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
+    """A checked `inputs:` file changed since the result that read it was recorded."""
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    try:
+        changed = input_changes(plan=plan, executed=doc, config=config)
+    except ProjectStateError as exc:
+        return f"cannot read the checks' inputs: {exc.message}"
+    changes = [f"{check_id}: {why}" for check_id, why in changed.items()]
+    return _describe_changes(changes) if changes else None
+
+
 # What each stage read from outside the run folder, and how to tell that it changed.
 SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
     "config": _config_source_changed,
     "discover": _check_files_changed,
     "validate": _definitions_changed,
     "guard": _calibration_record_changed,
+    "execute": _results_outdated,
 }
 
 

@@ -9,7 +9,8 @@ A repository with its own namespace adds the `eval` collection to it:
     from eval_banana.tasks import collection as eval_collection
     ns.add_collection(eval_collection)
 
-Either way: `invoke eval` runs the whole pipeline, `invoke eval.<stage>` reruns one stage.
+Either way: `invoke eval` runs the whole pipeline, `invoke eval.<stage>` reruns one stage,
+`invoke eval.update` reruns exactly what is stale.
 """
 
 from __future__ import annotations
@@ -134,7 +135,27 @@ def status(c: Context, run_dir: str = "", cwd: str = ".") -> None:
     _eb(["status", *_flags(run_dir=run_dir, cwd=cwd)])
 
 
-collection = Collection("eval", run, status)
+@task(
+    help={
+        "stage": "The last stage to bring up to date (default: report).",
+        "run_dir": "The run folder (default: the newest run).",
+        "cwd": "Project folder.",
+        "args": "Other `eb update` flags, as one string (e.g. '--pass-threshold 0.5').",
+    }
+)
+def update(c: Context, stage: str = "", run_dir: str = "", cwd: str = ".", args: str = "") -> None:
+    """Rerun exactly the stale stages of a run (only the changed checks), like `eb update`."""
+    _eb(
+        [
+            "update",
+            *([stage] if stage else []),
+            *_flags(run_dir=run_dir, cwd=cwd),
+            *shlex.split(args),
+        ]
+    )
+
+
+collection = Collection("eval", run, status, update)
 for _stage in STAGE_NAMES:
     collection.add_task(_stage_task(_stage, _STAGE_SUMMARIES[_stage]))  # type: ignore[arg-type]
 

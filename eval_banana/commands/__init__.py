@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "eval_banana.commands.status",
         "Show each stage file: ok, missing, invalid or stale.",
     ),
+    "update": (
+        "eval_banana.commands.update",
+        "Rerun exactly the stale stages of a run (and only the changed checks), like make.",
+    ),
     "schema": (
         "eval_banana.commands.schema",
         "Print a published JSON Schema (check, config, report, stages/<stage>...).",

@@ -22,4 +22,8 @@ def run(args: argparse.Namespace) -> int:
         relative = state.path.relative_to(run_dir)
         detail = f"  ({state.detail})" if state.detail else ""
         print(f"{state.stage:<9} {str(relative):<22} {state.state}{detail}")
-    return 0 if all(state.state == "ok" for state in states) else 1
+    if all(state.state == "ok" for state in states):
+        return 0
+    rerun = "eb update" + (f" --run-dir {args.run_dir}" if args.run_dir else "")
+    print(f"To rerun exactly what is not ok: {rerun}")
+    return 1

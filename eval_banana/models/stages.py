@@ -229,6 +229,12 @@ class ExecuteDoc(StageEnvelope):
         default_factory=list,
         description="eb merge: the shard run folders these results were gathered from.",
     )
+    input_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="Check id -> sha256:<hex> of the files its `inputs:` patterns matched when "
+        "its result was recorded (only checks that declare `inputs:`); eb status and eb update "
+        "compare it with the files on disk.",
+    )
 
 
 class JudgeUsage(Record):

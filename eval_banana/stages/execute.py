@@ -261,6 +261,45 @@ def _open_cache(
     )
 
 
+def _input_reader(
+    *, config: ConfigDoc, checks: list[PlannedCheck], given: CheckInputs | None
+) -> CheckInputs | None:
+    """The one reader of input states for this run: the caller's, else one over the checks
+    the cache keys (every check) or, with the cache off, only those that declare `inputs:`."""
+    if given is not None:
+        return given
+    from eval_banana.inputstate import CheckInputs, declared_inputs
+
+    caching = config.settings.cache.mode != "off"
+    definitions = [
+        check.definition
+        for check in checks
+        if caching or declared_inputs(check.definition) is not None
+    ]
+    return CheckInputs(config=config, definitions=definitions) if definitions else None
+
+
+def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) -> dict[str, str]:
+    """Check id -> digest of what its `inputs:` match now; empty when the state is unreadable
+    (eb status then cannot see input changes, as for a check without `inputs:`)."""
+    from eval_banana.errors import ProjectStateError
+    from eval_banana.inputstate import declared_inputs
+    from eval_banana.projectstate.git import NotARepository
+
+    digests: dict[str, str] = {}
+    if reader is None:
+        return digests
+    try:
+        for check in checks:
+            declared = declared_inputs(check.definition)
+            if declared is not None:
+                digests[check.id] = reader.digest(inputs=declared)
+    except (ProjectStateError, NotARepository, OSError):
+        logger.warning("Could not read the checks' input files", exc_info=True)
+        return {}
+    return digests
+
+
 def _open_isolation(*, config: ConfigDoc, plan: PlanDoc) -> IsolationSession | None:
     """The run's judge isolation (and checks', if asked), when some planned check has it."""
     from eval_banana.isolation.modes import isolates_any
@@ -324,6 +363,9 @@ def execute(
         cost_budget_usd=config.settings.harness.cost_fuse_usd,
     )
 
+    check_inputs = _input_reader(config=config, checks=checks, given=check_inputs)
+    # Taken before any check runs: the state each verdict is judged on (eb status compares it).
+    input_digests = _input_digests(checks=checks, reader=check_inputs)
     cache = _open_cache(
         config=config,
         plan=plan,
@@ -538,6 +580,7 @@ def execute(
         skipped=plan.skipped,
         halted_by="maxfail" if halt.held_back(results=final) else None,
         allow_empty=plan.allow_empty,
+        input_digests=input_digests,
     )
     return ExecuteDoc.model_validate(document)
 
@@ -584,13 +627,30 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
     results = [
         by_id.get(check.id) or _kept_result(check=check, previous=previous) for check in plan.checks
     ]
+    kept = previous.input_digests if previous is not None else {}
     return fresh.model_copy(
         update={
             "results": results,
             "not_run": [r.check_id for r in results if r.details.get("not_run") is True],
             "tokens_used": _reported_tokens(results),
+            "input_digests": _merged_input_digests(
+                plan=plan, results=results, fresh=fresh.input_digests, kept=kept
+            ),
         }
     )
+
+
+def _merged_input_digests(
+    *, plan: PlanDoc, results: list[CheckResult], fresh: dict[str, str], kept: dict[str, str]
+) -> dict[str, str]:
+    """A fresh result's input digest, else the one recorded with the kept result."""
+    digests: dict[str, str] = {}
+    for check, result in zip(plan.checks, results, strict=True):
+        if check.id in fresh:
+            digests[check.id] = fresh[check.id]
+        elif check.id in kept and result.details.get("not_run") is not True:
+            digests[check.id] = kept[check.id]
+    return digests
 
 
 def write_execute_stage(
