@@ -1,0 +1,336 @@
+"""`eb update`: rerun exactly what `eb status` finds not ok, as make rebuilds stale targets.
+
+Every check's script appends its id to a log file each time it runs, so a test counts what ran.
+Each kind of staleness `eb status` reports is made on a real project, then `eb update` is asked
+to rebuild it: the stages it reran, the checks it reran (and only those), the results the others
+kept, the reasons it printed and its exit code are all checked.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EbResult
+from tests.test_calibration import GOOD, READS_ANSWER, Project, judge
+from tests.test_calibration import make_project as make_project  # noqa: F401 - fixture
+from tests.test_calibration import scripted_env as scripted_env  # noqa: F401 - fixture
+
+STAGES = ("config", "discover", "validate", "guard", "execute", "score", "report")
+
+
+def _logging_script(*, log: Path, check_id: str, fail: bool = False) -> str:
+    lines = [f"open({str(log)!r}, 'a').write({check_id + chr(10)!r})"]
+    if fail:
+        lines.append(f"raise SystemExit({check_id + ' fails'!r})")
+    return "\n".join(lines) + "\n"
+
+
+def _check(check_id: str, *, body: str) -> str:
+    return (
+        "\n".join(
+            [
+                "schema_version: 1",
+                f"id: {check_id}",
+                "type: deterministic",
+                f"description: {check_id}.",
+                body,
+            ]
+        )
+        + "\n"
+    )
+
+
+class Proj:
+    """A project of three deterministic checks: an inline one, one with a script file, and one
+    that declares `inputs:`; plus, when asked, one that fails."""
+
+    def __init__(self, *, root: Path, eb: Callable[..., EbResult], failing: bool) -> None:
+        self.root = root
+        self.log = root.parent / "ran.log"
+        self._eb = eb
+        self.checks = ["plain", "scripted", "reads_src"] + (["fails"] if failing else [])
+        (root / ".eval-banana").mkdir(parents=True)
+        self.config = root / ".eval-banana" / "config.toml"
+        self.config.write_text('[core]\noutput_dir = "runs"\n')
+        (root / "eval_checks" / "scripts").mkdir(parents=True)
+        (root / "src").mkdir()
+        (root / "src" / "data.txt").write_text("one\n")
+        self.write_check("plain", "script: |\n  " + self._script("plain").replace("\n", "\n  "))
+        self.script = root / "eval_checks" / "scripts" / "scripted.py"
+        self.script.write_text(self._script("scripted"))
+        self.write_check("scripted", "script_path: scripts/scripted.py")
+        body = 'inputs: ["src/**"]\nscript: |\n  ' + self._script("reads_src").replace("\n", "\n  ")
+        self.write_check("reads_src", body)
+        if failing:
+            text = _logging_script(log=self.log, check_id="fails", fail=True)
+            self.write_check("fails", "script: |\n  " + text.replace("\n", "\n  "))
+
+    def _script(self, check_id: str) -> str:
+        return _logging_script(log=self.log, check_id=check_id).rstrip("\n")
+
+    def write_check(self, check_id: str, body: str) -> None:
+        (self.root / "eval_checks" / f"{check_id}.yaml").write_text(_check(check_id, body=body))
+
+    def eb(self, *args: str) -> EbResult:
+        return self._eb(args[0], "--cwd", str(self.root), *args[1:])
+
+    def ran(self) -> Counter[str]:
+        """How often each check ran so far."""
+        if not self.log.is_file():
+            return Counter()
+        return Counter(self.log.read_text().split())
+
+    @property
+    def run_dir(self) -> Path:
+        (run_dir,) = [path for path in (self.root / "runs").iterdir() if path.is_dir()]
+        return run_dir
+
+    def results(self) -> dict[str, dict[str, Any]]:
+        document = json.loads((self.run_dir / "stages" / "execute.json").read_text())
+        return {result["check_id"]: result for result in document["results"]}
+
+
+@pytest.fixture
+def proj(tmp_path: Path, eb: Callable[..., EbResult]) -> Proj:
+    return Proj(root=tmp_path / "proj", eb=eb, failing=False)
+
+
+def _run_once(proj: Proj, *, expect: int = 0) -> dict[str, dict[str, Any]]:
+    outcome = proj.eb("run")
+    assert outcome.exit_code == expect, outcome.stdout + outcome.stderr
+    assert proj.ran() == Counter(proj.checks)
+    return proj.results()
+
+
+def _rows(output: str) -> dict[str, str]:
+    """The stage lines `eb update` printed, by stage."""
+    return {
+        line.split()[0]: line
+        for line in output.splitlines()
+        if line.split() and line.split()[0] in STAGES
+    }
+
+
+def _rerun_stages(output: str) -> list[str]:
+    return [stage for stage, line in _rows(output).items() if line.endswith(": rerun")]
+
+
+def _status_ok(proj: Proj) -> None:
+    status = proj.eb("status")
+    assert status.exit_code == 0, status.stdout
+    assert "eb update" not in status.stdout
+
+
+def _kept(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], ids: list[str]
+) -> None:
+    """The results of `ids` are the very ones recorded before (not run again)."""
+    for check_id in ids:
+        assert after[check_id] == before[check_id], check_id
+
+
+def test_nothing_stale_reruns_nothing_and_exits_with_the_verdict(proj: Proj) -> None:
+    _run_once(proj)
+    before = proj.results()
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert "Nothing to update: every stage up to report is ok." in outcome.stdout
+    assert _rerun_stages(outcome.stdout) == []
+    assert proj.ran() == Counter(proj.checks)  # no check ran again
+    assert proj.results() == before
+
+
+def test_nothing_stale_in_a_failed_run_exits_1(tmp_path: Path, eb: Callable[..., EbResult]) -> None:
+    proj = Proj(root=tmp_path / "proj", eb=eb, failing=True)
+    _run_once(proj, expect=1)
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 1, outcome.stdout + outcome.stderr
+    assert "Nothing to update" in outcome.stdout
+    assert proj.ran() == Counter(proj.checks)
+
+
+def test_a_changed_config_reruns_every_stage_but_no_check(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    proj = Proj(root=tmp_path / "proj", eb=eb, failing=True)
+    before = _run_once(proj, expect=1)  # 3 of 4 pass: below the default threshold of 1.0
+    status = proj.eb("status")
+    assert status.exit_code == 0
+    proj.config.write_text('[core]\noutput_dir = "runs"\npass_threshold = 0.7\n')
+    status = proj.eb("status")
+    assert status.exit_code == 1
+    assert "To rerun exactly what is not ok: eb update" in status.stdout
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr  # passes at 0.7 now
+    assert _rerun_stages(outcome.stdout) == list(STAGES)
+    rows = _rows(outcome.stdout)
+    assert "config.toml changed" in rows["config"]
+    assert "stages/config.json is stale" in rows["discover"]
+    assert "0 of 4 checks to run again; 4 keep their results" in outcome.stdout
+    assert proj.ran() == Counter(proj.checks)  # a setting changed, no check's definition
+    _kept(before, proj.results(), proj.checks)
+    score = json.loads((proj.run_dir / "stages" / "score.json").read_text())
+    assert (score["pass_threshold"], score["run_passed"]) == (0.7, True)
+    _status_ok(proj)
+
+
+def test_an_edited_check_file_reruns_that_check_only(proj: Proj) -> None:
+    before = _run_once(proj)
+    proj.write_check(
+        "plain",
+        "tags: [edited]\nscript: |\n  "
+        + _logging_script(log=proj.log, check_id="plain").rstrip("\n"),
+    )
+    status = proj.eb("status")
+    assert "eval_checks/plain.yaml changed" in status.stdout
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert _rerun_stages(outcome.stdout) == list(STAGES[1:])  # not config
+    rows = _rows(outcome.stdout)
+    assert "eval_checks/plain.yaml changed" in rows["discover"]
+    assert "eval_checks/plain.yaml changed" in rows["validate"]
+    assert "stages/plan.json" in rows["execute"]
+    assert "1 of 3 checks to run again; 2 keep their results" in outcome.stdout
+    assert "rerun plain: eval_checks/plain.yaml changed" in outcome.stdout
+    assert proj.ran() == Counter({"plain": 2, "scripted": 1, "reads_src": 1})
+    _kept(before, proj.results(), ["scripted", "reads_src"])
+    assert proj.results()["plain"]["tags"] == ["edited"]
+    _status_ok(proj)
+
+
+def test_an_edited_script_reruns_its_check_from_validate_on(proj: Proj) -> None:
+    before = _run_once(proj)
+    proj.script.write_text(proj.script.read_text() + "# edited\n")
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    # The script is no check file: discover's result has not changed.
+    assert _rerun_stages(outcome.stdout) == list(STAGES[2:])
+    assert "eval_checks/scripts/scripted.py changed" in _rows(outcome.stdout)["validate"]
+    assert "rerun scripted: eval_checks/scripts/scripted.py changed" in outcome.stdout
+    assert proj.ran() == Counter({"plain": 1, "scripted": 2, "reads_src": 1})
+    _kept(before, proj.results(), ["plain", "reads_src"])
+    _status_ok(proj)
+
+
+def test_an_edited_inputs_file_reruns_the_check_that_declares_it(proj: Proj) -> None:
+    before = _run_once(proj)
+    (proj.root / "src" / "data.txt").write_text("two\n")
+    status = proj.eb("status")
+    assert status.exit_code == 1
+    assert "reads_src: inputs src/** changed" in status.stdout
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert _rerun_stages(outcome.stdout) == ["execute", "score", "report"]
+    assert "reads_src: inputs src/** changed" in _rows(outcome.stdout)["execute"]
+    assert "rerun reads_src: inputs src/** changed" in outcome.stdout
+    assert proj.ran() == Counter({"plain": 1, "scripted": 1, "reads_src": 2})
+    _kept(before, proj.results(), ["plain", "scripted"])
+    _status_ok(proj)
+
+
+def test_a_deleted_score_file_is_rebuilt_without_running_a_check(proj: Proj) -> None:
+    before = _run_once(proj)
+    (proj.run_dir / "stages" / "score.json").unlink()
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert _rerun_stages(outcome.stdout) == ["score", "report"]
+    assert "missing" in _rows(outcome.stdout)["score"]
+    assert proj.ran() == Counter(proj.checks)
+    assert proj.results() == before
+    _status_ok(proj)
+
+
+def test_a_deleted_execute_file_runs_every_check_again(proj: Proj) -> None:
+    _run_once(proj)
+    (proj.run_dir / "stages" / "execute.json").unlink()
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert _rerun_stages(outcome.stdout) == ["execute", "score", "report"]
+    assert "3 of 3 checks to run again; 0 keep their results" in outcome.stdout
+    assert "rerun plain: no result recorded" in outcome.stdout
+    assert proj.ran() == Counter({check: 2 for check in proj.checks})
+    _status_ok(proj)
+
+
+def test_a_stale_run_that_fails_after_the_update_exits_1(proj: Proj) -> None:
+    _run_once(proj)
+    proj.write_check(
+        "plain",
+        "script: |\n  "
+        + _logging_script(log=proj.log, check_id="plain", fail=True).replace("\n", "\n  "),
+    )
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 1, outcome.stdout + outcome.stderr
+    assert proj.ran() == Counter({"plain": 2, "scripted": 1, "reads_src": 1})
+    assert proj.results()["plain"]["status"] == "failed"
+
+
+def test_update_stops_at_the_stage_asked_for(proj: Proj) -> None:
+    _run_once(proj)
+    proj.write_check("plain", "tags: [edited]\nscript: 'pass'")
+    outcome = proj.eb("update", "validate")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert _rerun_stages(outcome.stdout) == ["discover", "validate"]
+    assert proj.ran() == Counter(proj.checks)  # execute was not asked for
+    status = proj.eb("status")
+    rows = {line.split()[0]: line for line in status.stdout.splitlines()[1:] if line.split()}
+    assert "ok" in rows["validate"] and "stale" in rows["execute"]
+
+
+def test_a_changed_calibration_record_reruns_the_guard_but_not_the_judge(
+    make_project: Callable[..., Project],  # noqa: F811
+    scripted_env: Path,  # noqa: F811
+) -> None:
+    bad = {"name": "says goodbye", "expect": "fail", "files": {"answer.txt": "goodbye\n"}}
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, bad])})
+    assert proj.eb("calibrate").exit_code == 0
+    outcome = proj.eb("run", "--require-calibration")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    before = scripted_env.read_text().count("\n")
+    # Measured again (two samples a case): the record the guard read has other bytes now.
+    assert proj.eb("calibrate", "--repeats", "2").exit_code == 0
+    calibrated = scripted_env.read_text().count("\n")
+    assert calibrated > before
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert _rerun_stages(updated.stdout) == ["guard", "execute", "score", "report"]
+    assert "calibration.json changed" in _rows(updated.stdout)["guard"]
+    assert "0 of 1 checks to run again; 1 keep their results" in updated.stdout
+    assert scripted_env.read_text().count("\n") == calibrated  # the judge was not started
+    assert proj.eb("status").exit_code == 0
+
+
+@pytest.mark.slow
+def test_invoke_eval_update_reruns_what_is_stale(proj: Proj) -> None:
+    _run_once(proj)
+    (proj.root / "tasks.py").write_text("from eval_banana.tasks import ns\n")
+    (proj.root / "src" / "data.txt").write_text("two\n")
+    listed = subprocess.run(
+        [sys.executable, "-m", "invoke", "--list"], cwd=proj.root, capture_output=True, text=True
+    )
+    assert "eval.update" in listed.stdout, listed.stdout + listed.stderr
+    updated = subprocess.run(
+        [sys.executable, "-m", "invoke", "eval.update"],
+        cwd=proj.root,
+        capture_output=True,
+        text=True,
+    )
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "rerun reads_src: inputs src/** changed" in updated.stdout
+    assert proj.ran() == Counter({"plain": 1, "scripted": 1, "reads_src": 2})
+    again = subprocess.run(
+        [sys.executable, "-m", "invoke", "eval.update", "--stage", "score"],
+        cwd=proj.root,
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Nothing to update: every stage up to score is ok." in again.stdout
