@@ -23,8 +23,8 @@ EXIT_CODES = (
     (0, "the run passed, or the command succeeded"),
     (
         1,
-        "the run did not pass (`eb run`, `eb stage score/report`); a stage file is not ok "
-        "(`eb status`)",
+        "the run did not pass (`eb run`, `eb update`, `eb stage score/report`); a stage file "
+        "is not ok (`eb status`)",
     ),
     (
         2,
