@@ -182,6 +182,23 @@ def test_a_changed_config_reruns_every_stage_but_no_check(
     _status_ok(proj)
 
 
+def test_a_rerun_of_config_keeps_the_flags_the_run_was_made_with(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    proj = Proj(root=tmp_path / "proj", eb=eb, failing=True)
+    outcome = proj.eb("run", "--pass-threshold", "0.7")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    proj.config.write_text('[core]\noutput_dir = "runs"\nmax_parallel_checks = 2\n')
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr  # still judged at 0.7
+    assert "config" in _rerun_stages(updated.stdout)
+    config = json.loads((proj.run_dir / "stages" / "config.json").read_text())
+    assert config["settings"]["core"]["pass_threshold"] == 0.7
+    assert config["settings"]["core"]["max_parallel_checks"] == 2
+    assert config["sources"]["core.pass_threshold"] == "cli"
+    assert proj.ran() == Counter(proj.checks)
+
+
 def test_an_edited_check_file_reruns_that_check_only(proj: Proj) -> None:
     before = _run_once(proj)
     proj.write_check(

@@ -13,8 +13,8 @@ DESCRIPTION = (
     "Rerun, in pipeline order, exactly the stages of --run-dir that `eb status` finds stale, "
     "missing or invalid, up to STAGE (default: report), and say why. Within execute only the "
     "checks whose definition, script or `inputs:` files changed since their result was "
-    "recorded run again; the others keep their results. Setting flags given here apply to the "
-    "stages it reruns (a rerun of config keeps the flags the run was made with)."
+    "recorded run again; the others keep their results. A rerun of config keeps the setting "
+    "flags the run was made with; to rerun a stage with other settings, use `eb stage`."
 )
 EPILOG = common.EXIT_HELP
 
@@ -30,7 +30,6 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     )
     common.add_run_dir(parser)
     common.add_common(parser, selection=False)
-    common.add_setting_flags(parser, command="run")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +40,6 @@ def run(args: argparse.Namespace) -> int:
     cancel = threading.Event()
     request = StageRequest(
         run_dir=common.resolve_run_dir(args),
-        cli_values=common.cli_values(args),
         environ=dict(os.environ),
         no_project_config=args.no_project_config,
         verbose=args.verbose,

@@ -64,14 +64,14 @@ def _rerun(
 
 
 def _with_recorded_flags(*, request: StageRequest) -> StageRequest:
-    """The config stage rebuilt with the flags the run was made with; flags given now win."""
+    """The config stage rebuilt with the setting flags the run was made with."""
     previous: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
     values: dict[str, object] = {}
     for name, source in previous.sources.items():
         section, _, key = name.partition(".")
         if source == "cli" and key:
             values[name] = getattr(getattr(previous.settings, section), key)
-    return dataclasses.replace(request, cli_values={**values, **request.cli_values})
+    return dataclasses.replace(request, cli_values=values)
 
 
 def _definition_reasons(*, request: StageRequest) -> dict[str, str]:
