@@ -7,6 +7,7 @@ store its verdict when it passed or failed. At the end: evict down to the size l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
@@ -93,6 +94,7 @@ class CacheSession:
         self.warnings: list[ProblemModel] = []
         self._lock = threading.Lock()
         self._stored = False
+        self._replaced = False
         self.keys: dict[str, str] = {}
         # Checks a forked child is answering (look_ahead), and its answers once taken (None:
         # lost with the child, so they are looked up here).
@@ -346,9 +348,20 @@ class CacheSession:
             "source_path": check.source_path,
             "layout": REUSE_LAYOUT,
         }
+        if self.store.mark_used(key=key, touch=False):
+            self._replacing()
         self.store.write(key=key, document=document)
         with self._lock:
             self._stored = True
+
+    def _replacing(self) -> None:
+        """A verdict is stored over another (--cache refresh, an entry that was damaged): the
+        kept runs go first, once a run, for a replay would bring back the verdict replaced."""
+        with self._lock:
+            if self._replaced:
+                return
+            self._replaced = True
+            _drop_kept_runs(folder=self.store.folder / "runs")
 
     def finish(self) -> None:
         """Keep the cache folder within its size limit (only when this run stored something)."""
@@ -377,6 +390,22 @@ def _text_is_for(
         and stored.get("source_path") == check.source_path
         and all(result.get(name) is not None for name in _TIMES)
     )
+
+
+def _drop_kept_runs(*, folder: Path) -> None:
+    """Remove every kept run (`<cache>/runs/<2 hex>/<key>.json`); their blobs go with eviction."""
+    try:
+        shards = list(os.scandir(folder))
+    except OSError:
+        return
+    for shard in shards:
+        if not shard.is_dir(follow_symlinks=False):
+            continue
+        with os.scandir(shard.path) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
 
 
 def _remove_outputs(*, checks_dir: Path, stem: str) -> None:

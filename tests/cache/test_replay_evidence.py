@@ -18,6 +18,7 @@ import pytest
 
 from eval_banana import replaying
 from tests.cache.rig import Project, cache_of, make_project, script_check
+from tests.gitrepo import commit_all, git
 
 FAILING = "import sys\nsys.exit(1)\n"
 
@@ -132,3 +133,128 @@ def test_a_score_judged_under_another_threshold_is_no_replay(
     failing.run(expect_exit=1)
     assert replays[-1] is False
     assert "judged under other settings" in failing.last.stderr
+
+
+# --- an assertions check grades the artifact as it is now ---------------------------------------
+
+GRADED = """\
+schema_version: 1
+id: graded
+type: assertions
+description: The artifact says ok.
+artifact: out/result.json
+{inputs}assert:
+  - {{path: ok, op: equals, value: true}}
+"""
+
+
+def _graded_project(tmp_path: Path, eb: Callable[..., Any], *, setup: str, replay: bool) -> Project:
+    """`ignored`: a git project ignoring out/, the check without `inputs:` (the whole project's
+    state does not hold the artifact); `outside`: a plain folder, the check's `inputs:` naming
+    docs/ only."""
+    inputs = 'inputs: ["docs/**"]\n' if setup == "outside" else ""
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"graded": GRADED.format(inputs=inputs)},
+        files={"docs/a.md": "# A\n", "out/result.json": '{"ok": true}\n'},
+        replay=replay,
+    )
+    if setup == "ignored":
+        git(project.root, "init", "-q")
+        project.write({".gitignore": "out/\n.eval-banana/results/\n.eval-banana/cache/\n"})
+        commit_all(project.root, "init")
+    return project
+
+
+@pytest.mark.parametrize("replay", [True, False], ids=["replay", "lookups"])
+@pytest.mark.parametrize("setup", ["ignored", "outside"])
+def test_a_regenerated_artifact_is_graded_again(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool], setup: str, replay: bool
+) -> None:
+    project = _graded_project(tmp_path, eb, setup=setup, replay=replay)
+    project.run()
+    assert hits(project.run()) == [True]
+    if replay:
+        project.run()
+        assert replays[-1] is True
+    project.write({"out/result.json": '{"ok": false}\n'})  # the pipeline wrote it again
+    report = project.run(expect_exit=1)
+    assert replays == [] if not replay else replays[-1] is False
+    (check,) = report["checks"]
+    assert (check["status"], hits(report)) == ("failed", [False])
+    # And back: the verdict about the first artifact is still the one for those bytes.
+    project.write({"out/result.json": '{"ok": true}\n'})
+    assert hits(project.run()) == [True]
+
+
+# --- --cache refresh judges everything again, a kept replay notwithstanding ---------------------
+
+
+def test_refresh_judges_every_check_again_although_a_replay_is_kept(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    # The check's verdict follows a file outside the project, which no key or state names: only
+    # judging it again can tell that it changed.
+    flag = tmp_path / "verdict.txt"
+    flag.write_text("pass")
+    script = f"import sys\nsys.exit(0 if open({str(flag)!r}).read() == 'pass' else 1)\n"
+    checks = {
+        "outside": script_check("outside", script=script, inputs=[]),
+        "plain": script_check("plain", script="pass\n", inputs=[]),
+    }
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={})
+    project.run()
+    project.run()
+    project.run()
+    assert replays[-1] is True
+    flag.write_text("fail")
+    refreshed = project.run("--cache", "refresh", expect_exit=1)
+    assert hits(refreshed) == [False, False]
+    assert [c["status"] for c in refreshed["checks"]] == ["failed", "passed"]
+    # The verdicts stored by the refresh are the ones that count from now on: the run kept
+    # before it no longer stands for them.
+    after = project.run(expect_exit=1)
+    assert [c["status"] for c in after["checks"]] == ["failed", "passed"]
+    assert {cache_of(c)["from_run_id"] for c in after["checks"]} == {refreshed["run_id"]}
+
+
+# --- a kept replay goes when a declared input changed -------------------------------------------
+
+
+def _reads(relative: str) -> str:
+    """A check script that fails when the project file at `relative` says `broken`."""
+    return (
+        "import json, sys\nfrom pathlib import Path\n"
+        "root = Path(json.loads(Path(sys.argv[1]).read_text())['project_root'])\n"
+        f"sys.exit(1 if 'broken' in (root / {relative!r}).read_text() else 0)\n"
+    )
+
+
+@pytest.mark.parametrize("ignored", [False, True], ids=["tracked", "ignored"])
+def test_a_replay_of_declared_inputs_only_goes_when_one_changed(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool], ignored: bool
+) -> None:
+    # Every check declares `inputs:` (no whole-project state is kept); with `ignored`, the
+    # edited file is one git ignores but a pattern matches.
+    checks = {
+        "docs": script_check("docs", script=_reads("docs/a.md"), inputs=["docs/**"]),
+        "gen": script_check("gen", script=_reads("gen/data.json"), inputs=["gen/*.json"]),
+    }
+    files = {"docs/a.md": "# A\n", "gen/data.json": "{}\n"}
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files=files)
+    git(project.root, "init", "-q")
+    ignore = "gen/\n" if ignored else ""
+    project.write({".gitignore": ignore + ".eval-banana/results/\n.eval-banana/cache/\n"})
+    commit_all(project.root, "init")
+    project.run()
+    project.run()
+    project.run()
+    assert replays[-1] is True
+    edited = "gen" if ignored else "docs"
+    project.write({"gen/data.json" if ignored else "docs/a.md": "broken\n"})
+    report = project.run(expect_exit=1)
+    assert replays[-1] is False
+    statuses = {c["check_id"]: (c["status"], cache_of(c).get("hit")) for c in report["checks"]}
+    other = "docs" if ignored else "gen"
+    assert statuses == {edited: ("failed", False), other: ("passed", True)}
