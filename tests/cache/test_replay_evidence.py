@@ -258,3 +258,44 @@ def test_a_replay_of_declared_inputs_only_goes_when_one_changed(
     statuses = {c["check_id"]: (c["status"], cache_of(c).get("hit")) for c in report["checks"]}
     other = "docs" if ignored else "gen"
     assert statuses == {edited: ("failed", False), other: ("passed", True)}
+
+
+# --- what eb writes into the project is never a project change ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        ["--junit-xml", "junit.xml"],
+        ["--result-out", "{root}/eval-result.md"],
+        ["--step-summary", "{root}/summary.md"],
+        ["--junit-xml", "reports/junit.xml", "--result-out", "{root}/result.json"],
+    ],
+    ids=["junit", "result-out", "step-summary", "both"],
+)
+def test_files_eb_writes_in_the_project_leave_every_verdict_reused(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    replays: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+    outputs: list[str],
+) -> None:
+    # A check without `inputs:` reads the whole project, and one whose pattern matches them.
+    checks = {
+        "whole": script_check("whole", script="pass\n"),
+        "everything": script_check("everything", script="pass\n", inputs=["**"]),
+    }
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={"a.txt": "a\n"})
+    git(project.root, "init", "-q")
+    project.write({".gitignore": ".eval-banana/results/\n.eval-banana/cache/\n"})
+    commit_all(project.root, "init")
+    args = [arg.format(root=project.root) for arg in outputs]
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    if args[0] == "--step-summary":
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", args[1])
+        args = []
+    project.run(*args)
+    second = project.run(*args)
+    assert hits(second) == [True, True]
+    project.run(*args)
+    assert replays[-1] is True
