@@ -299,3 +299,19 @@ def test_files_eb_writes_in_the_project_leave_every_verdict_reused(
     assert hits(second) == [True, True]
     project.run(*args)
     assert replays[-1] is True
+
+
+def test_eb_s_history_folder_is_no_project_file(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    checks = {"whole": script_check("whole", script="pass\n")}
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={"a.txt": "a\n"})
+    git(project.root, "init", "-q")
+    project.write({".gitignore": ".eval-banana/results/\n.eval-banana/cache/\n"})
+    commit_all(project.root, "init")
+    project.run()
+    project.write({".eval-banana/history/last.json": "{}\n"})
+    assert hits(project.run()) == [True]
+    project.write({".eval-banana/history/last.json": '{"again": true}\n'})
+    project.run()
+    assert replays[-1] is True
