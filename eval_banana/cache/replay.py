@@ -226,6 +226,9 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
     exit_code = _exit_code(run=run, entry=entry, score=score)
     if isinstance(exit_code, str):
         return exit_code
+    for name in ("report.json", JSON_LINE):
+        if _run_passed_text(text=kept[name]) != (b"false", b"true")[exit_code == 0]:
+            return f"has a {name} whose run_passed disagrees with its score"
 
     @functools.cache
     def load_report() -> dict[str, Any]:
@@ -305,6 +308,19 @@ def _write_filled(
         if template.name in _KEPT:
             kept[template.name] = text
     return kept
+
+
+def _run_passed_text(*, text: bytes) -> bytes:
+    """The value of a report's own `run_passed`, read without parsing it: its first such key
+    (the run's totals come before its checks, and no string holds an unescaped quote)."""
+    key = b'"run_passed": '
+    found = text.find(key)
+    start = found + len(key)
+    for value in (b"true", b"false") if found >= 0 else ():
+        end = start + len(value)
+        if text.startswith(value, start) and text[end : end + 1] == b",":
+            return value
+    return b""
 
 
 def _run_values(*, run: _Run, opened: str, started: datetime) -> dict[str, bytes]:

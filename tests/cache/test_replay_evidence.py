@@ -83,11 +83,19 @@ def test_an_edited_exit_code_in_a_kept_run_never_turns_it_green(
 
 
 def _forge_score(project: Project, change: Callable[[bytes], bytes], exit_code: int) -> Path:
-    """Swap the kept run's score.json for an edited one (a blob of its own, as the store names
-    blobs) and set the record's exit code: a forgery consistent in all but `change`."""
+    """Swap the kept run's score.json for an edited one and set the record's exit code: a
+    forgery consistent in all but `change`."""
+    return _forge(project, "stages/score.json", change, exit_code=exit_code)
+
+
+def _forge(
+    project: Project, name: str, change: Callable[[bytes], bytes], *, exit_code: int = 1
+) -> Path:
+    """Swap the kept run's file `name` for an edited one (a blob of its own, as the store
+    names blobs) and set the record's exit code."""
     path = replay_file(project)
     record = json.loads(path.read_text())
-    (template,) = [t for t in record["templates"] if t["name"] == "stages/score.json"]
+    (template,) = [t for t in record["templates"] if t["name"] == name]
     old = project.cache_dir / "blobs" / template["sha256"][7:9] / template["sha256"][7:]
     data = change(old.read_bytes())
     assert len(data) == template["size"]  # the slots stay where they were
@@ -315,3 +323,16 @@ def test_eb_s_history_folder_is_no_project_file(
     project.write({".eval-banana/history/last.json": '{"again": true}\n'})
     project.run()
     assert replays[-1] is True
+
+
+@pytest.mark.parametrize("name", ["report.json", "report.json-line"])
+def test_a_report_whose_verdict_disagrees_with_the_score_is_no_replay(
+    failing: Project, replays: list[bool], name: str
+) -> None:
+    path = _forge(
+        failing, name, lambda data: data.replace(b'"run_passed": false', b'"run_passed": true ')
+    )
+    outcome = failing.eb("run", "--cwd", str(failing.root))
+    assert outcome.exit_code == 1 and "Passed: no" in outcome.stdout
+    assert replays[-1] is False
+    assert f"Run replay {path} has a {name} whose run_passed disagrees" in outcome.stderr
