@@ -393,19 +393,23 @@ def _text_is_for(
 
 
 def _drop_kept_runs(*, folder: Path) -> None:
-    """Remove every kept run (`<cache>/runs/<2 hex>/<key>.json`); their blobs go with eviction."""
-    try:
-        shards = list(os.scandir(folder))
-    except OSError:
-        return
-    for shard in shards:
-        if not shard.is_dir(follow_symlinks=False):
-            continue
-        with os.scandir(shard.path) as entries:
-            for entry in entries:
+    """Remove every kept run (`<cache>/runs/<2 hex>/<key>.json`); their blobs go with eviction.
+    What cannot be removed raises: the verdict is then not stored over the other (a warning)."""
+    for shard in _listing(folder=str(folder)):
+        if shard.is_dir(follow_symlinks=False):
+            for entry in _listing(folder=shard.path):
                 if entry.name.endswith(".json"):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(entry.path)
+
+
+def _listing(*, folder: str) -> list[os.DirEntry[str]]:
+    """A folder's entries; none when it is gone (another run removed it meanwhile)."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except FileNotFoundError:
+        return []
 
 
 def _remove_outputs(*, checks_dir: Path, stem: str) -> None:
