@@ -96,6 +96,7 @@ class CacheSession:
         self._stored = False
         self._replaced = False
         self.keys: dict[str, str] = {}
+        self._context: KeyContext | None = None
         # Checks a forked child is answering (look_ahead), and its answers once taken (None:
         # lost with the child, so they are looked up here).
         self._ahead: forked.Pending[_Answers] | None = None
@@ -112,6 +113,7 @@ class CacheSession:
                 environ=environ,
             )
             self.keys = _keys(checks=plan.checks, context=context)
+            self._context = context
         except (ProjectStateError, NotARepository, OSError) as exc:
             message = exc.message if isinstance(exc, ProjectStateError) else str(exc)
             self._warn(message=f"The verdict cache is off for this run: {message}")
@@ -284,7 +286,7 @@ class CacheSession:
         if key is None:
             return result
         stored = False
-        if self.writes and _storable(result=result):
+        if self.writes and _storable(result=result) and self._still_keyed(check=check, key=key):
             try:
                 self._store(check=check, result=result, key=key)
                 stored = True
@@ -296,6 +298,14 @@ class CacheSession:
                 )
         details = {**result.details, "cache": {"hit": False, "key": key, "stored": stored}}
         return result.model_copy(update={"details": details})
+
+    def _still_keyed(self, *, check: PlannedCheck, key: str) -> bool:
+        """Whether the files a check's key read on their own are still as the key took them:
+        an assertions artifact another check wrote meanwhile was graded, not the one keyed."""
+        if check.type != "assertions" or self._context is None:
+            return True
+        components = check_components(check=check, context=self._context)
+        return components is not None and verdict_key(components=components) == key
 
     def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> None:
         files = []

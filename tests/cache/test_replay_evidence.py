@@ -336,3 +336,29 @@ def test_a_report_whose_verdict_disagrees_with_the_score_is_no_replay(
     assert outcome.exit_code == 1 and "Passed: no" in outcome.stdout
     assert replays[-1] is False
     assert f"Run replay {path} has a {name} whose run_passed disagrees" in outcome.stderr
+
+
+def test_an_artifact_a_check_regenerates_during_the_run_is_never_keyed_as_it_was_before(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    # `a_gen` writes the artifact `b_graded` grades. Keys are computed before any check starts,
+    # so `b_graded` is keyed on the artifact as it was then and graded on the one `a_gen` wrote:
+    # a verdict about the new artifact must not be stored under the old one's key.
+    gen = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "root = Path(json.loads(Path(sys.argv[1]).read_text())['project_root'])\n"
+        "(root / 'out' / 'result.json').write_text('{\"ok\": true}\\n')\n"
+    )
+    checks = {
+        "a_gen": script_check("a_gen", script=gen, inputs=[]),
+        "b_graded": GRADED.format(inputs="inputs: []\n"),
+    }
+    files = {"out/result.json": '{"ok": false}\n'}
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files=files)
+    sequential = ("--max-parallel-checks", "1")
+    first = project.run(*sequential)  # keyed on ok: false, graded on ok: true
+    assert first["checks"][1]["details"]["cache"]["stored"] is False
+    project.write({"out/result.json": '{"ok": false}\n'})  # a_gen is cached: it stays so
+    report = project.run(*sequential, expect_exit=1)
+    graded = report["checks"][1]
+    assert (graded["status"], cache_of(graded)["hit"]) == ("failed", False)
