@@ -13,6 +13,9 @@ from pathlib import Path
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings import SETTINGS_BY_NAME
 
+# Where eb keeps what it remembers across runs (never a project file, whatever writes it).
+HISTORY_DIR = ".eval-banana/history"
+
 
 def cache_dir(*, config: ConfigDoc) -> Path:
     """The configured cache folder, joined to the project root when relative."""
@@ -20,13 +23,13 @@ def cache_dir(*, config: ConfigDoc) -> Path:
 
 
 def own_folders(*, config: ConfigDoc) -> list[Path]:
-    """The output folder and the cache folder (wherever they are configured), and the output
-    folder the project names or defaults to: a run sent elsewhere (`--output-dir`,
-    EVAL_BANANA_OUTPUT_DIR) must not count the run folders earlier runs left there as project
-    files (reading each, and keying every check on them)."""
+    """The output folder, the cache folder (wherever they are configured), the history folder,
+    and the output folder the project names or defaults to: a run sent elsewhere
+    (`--output-dir`, EVAL_BANANA_OUTPUT_DIR) must not count the run folders earlier runs left
+    there as project files (reading each, and keying every check on them)."""
     root = Path(config.project_root)
     output = config.settings.core.output_dir
-    folders = [root / output if output else root, cache_dir(config=config)]
+    folders = [root / output if output else root, cache_dir(config=config), root / HISTORY_DIR]
     usual = [config.project_output_dir, str(SETTINGS_BY_NAME["core.output_dir"].default)]
     for folder in usual:
         if folder and root / folder not in folders:
@@ -35,10 +38,22 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
 
 
 def own_files(*, config: ConfigDoc) -> list[Path]:
-    """eb's config file in use and the calibration record `eb calibrate` writes beside it."""
+    """eb's config file in use, the calibration record `eb calibrate` writes beside it, and
+    the files the run writes beside its run folder (the JUnit file, --result-out, the GitHub
+    step summary): rewritten by every run, they would otherwise change the project's state
+    each time."""
     from eval_banana.calibration.store import record_path
 
-    found = [record_path(config=config)]
+    found = [record_path(config=config), *(Path(path) for path in config.outputs)]
     if config.config_file:
         found.append(Path(config.config_file))
+    junit = config.settings.core.junit_xml
+    if junit:
+        found.append(junit_file(setting=junit, project_root=Path(config.project_root)))
     return found
+
+
+def junit_file(*, setting: str, project_root: Path) -> Path:
+    """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
+    path = Path(setting).expanduser()
+    return path if path.is_absolute() else project_root / path

@@ -2,9 +2,10 @@
 
 A check with `inputs:` reads the files its patterns match (tracked, untracked or ignored,
 outside the excluded folders); a check without reads the whole project (every file git tracks
-plus untracked files it does not ignore, or every file outside the excluded folders), except
-eb's own config file and calibration record (see ebfolders.py). The project state is read
-once, and only as much of it as the checks at hand need.
+plus untracked files it does not ignore, or every file outside the excluded folders). Neither
+holds eb's own files: its config file, the calibration record, and what runs write beside
+their run folders (the JUnit file, --result-out, the step summary; see ebfolders.py). The
+project state is read once, and only as much of it as the checks at hand need.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class CheckInputs:
         self._matched: dict[tuple[str, ...], list[str]] = {}
         self._digests: dict[tuple[str, ...], str] = {}
         self._whole_digest: str | None = None
+        self._own_paths: frozenset[str] | None = None
 
     def _prefixes(self) -> list[str] | None:
         if self._whole:
@@ -78,8 +80,21 @@ class CheckInputs:
         """The project-relative paths the patterns match now, sorted."""
         if inputs not in self._matched:
             patterns = self._patterns.get(inputs) or InputPatterns(inputs)
-            self._matched[inputs] = self.state.select(patterns=patterns)
+            matched = self.state.select(patterns=patterns)
+            own = self._own()
+            self._matched[inputs] = (
+                [path for path in matched if path not in own] if own else matched
+            )
         return self._matched[inputs]
+
+    def _own(self) -> frozenset[str]:
+        """eb's own files inside the project (relative): no state a verdict is keyed on holds
+        them, declared or not."""
+        if self._own_paths is None:
+            self._own_paths = frozenset(
+                _relative_paths(paths=own_files(config=self._config), root=self.state.root)
+            )
+        return self._own_paths
 
     def digest(self, *, inputs: tuple[str, ...] | None) -> str:
         """`sha256:<hex>` of what a check reads: its matched files, or the whole project."""
@@ -93,7 +108,7 @@ class CheckInputs:
         """The state of every project file except eb's own config and calibration files."""
         if self._whole_digest is None:
             state = self.state
-            own = _relative_paths(paths=own_files(config=self._config), root=state.root)
+            own = self._own()
             if own.isdisjoint(state.files):
                 self._whole_digest = state.digest()
             else:

@@ -24,6 +24,7 @@ class RunRequest(NamedTuple):
     selection: Selection
     flat_output: bool = False
     extras: ReportExtras | None = None  # report.html, JUnit, GitHub output (eval_banana.reporting)
+    outputs: tuple[Path, ...] = ()  # files written beside the run folder: --result-out
 
 
 def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
@@ -40,4 +41,19 @@ def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
         from eval_banana.incremental.lastfailed import resolve_last_failed
 
         config = resolve_last_failed(config=config)
-    return config
+    return config.model_copy(update={"outputs": _outputs(config=config, request=request)})
+
+
+def _outputs(*, config: ConfigDoc, request: RunRequest) -> list[str]:
+    """The files this run writes outside its run folder, absolute: they are eb's own, and a
+    later run must not see them as a change of the project."""
+    from eval_banana.ebfolders import junit_file
+    from eval_banana.reporting.github import STEP_SUMMARY_ENV
+
+    junit = config.settings.core.junit_xml
+    found = [junit_file(setting=junit, project_root=Path(config.project_root))] if junit else []
+    found += request.outputs
+    summary = request.environ.get(STEP_SUMMARY_ENV)
+    if summary:
+        found.append(Path(summary))
+    return sorted({str(path.absolute()) for path in found})

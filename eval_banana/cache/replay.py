@@ -36,6 +36,7 @@ from eval_banana.projectstate.git import NotARepository
 from eval_banana.results import elapsed_ms, iso, utc_now
 from eval_banana.stages import STAGE_FILES
 from eval_banana.stages.common import created_now
+from eval_banana.verdict import replayed_verdict
 
 # From this many files on, a forked child links them while this process fills the templates.
 PLACE_FORK_FILES = 200
@@ -186,18 +187,48 @@ def _replay(
         placing.abandon()
         _clear(run_dir=run.run_dir)
         raise
-    if problem is not None or cancel.is_set() or isinstance(kept, str):
+    outcome = None
+    if problem is None and not isinstance(kept, str):
+        outcome = _outcome(run=run, entry=entry, kept=kept)
+        problem = outcome if isinstance(outcome, str) else None
+    if problem is not None or cancel.is_set() or not isinstance(outcome, Replayed):
         _clear(run_dir=run.run_dir)  # a Ctrl-C: the usual way stops the run and reports it
         warning = None if problem is None else _warning(store=run.store, key=key, problem=problem)
         return Attempt(replayed=None, warning=warning)
     if run.writes:
         with contextlib.suppress(OSError):
             os.utime(run.store.replay_path(key=key))
-    return Attempt(replayed=_outcome(run=run, entry=entry, kept=kept))
+    return Attempt(replayed=outcome)
 
 
-def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replayed:
+def _exit_code(*, run: _Run, entry: ReplayEntry, score: ScoreDoc) -> int | str:
+    """The replayed run's exit code, derived from its score under this run's settings (the
+    record's own number only has to agree with it); or what disagrees."""
+    core = run.config.settings.core
+    passed = replayed_verdict(
+        score=score, threshold=core.pass_threshold, fail_on_flaky=core.fail_on_flaky
+    )
+    if isinstance(passed, str):
+        return passed
+    derived = 0 if passed else 1
+    if entry.exit_code != derived:
+        return f"says exit code {entry.exit_code}, but its score says {derived}"
+    return derived
+
+
+def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replayed | str:
+    """The replayed run as it is reported, or what in the kept texts disagrees."""
     report_text = kept["report.json"]
+    try:
+        score = ScoreDoc.model_validate(json.loads(kept[_SCORE]))
+    except ValueError:
+        return "has a score.json that is no score document"
+    exit_code = _exit_code(run=run, entry=entry, score=score)
+    if isinstance(exit_code, str):
+        return exit_code
+    for name in ("report.json", JSON_LINE):
+        if _run_passed_text(text=kept[name]) != (b"false", b"true")[exit_code == 0]:
+            return f"has a {name} whose run_passed disagrees with its score"
 
     @functools.cache
     def load_report() -> dict[str, Any]:
@@ -207,8 +238,8 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
         load_report=load_report,
         json_line=kept[JSON_LINE].decode("utf-8"),
         report_md=kept["report.md"].decode("utf-8"),
-        score=ScoreDoc.model_validate(json.loads(kept[_SCORE])),
-        exit_code=entry.exit_code,
+        score=score,
+        exit_code=exit_code,
         digests=run.digests,
         progress=list(entry.progress),
         html=any(template.name == "report.html" for template in entry.templates),
@@ -277,6 +308,19 @@ def _write_filled(
         if template.name in _KEPT:
             kept[template.name] = text
     return kept
+
+
+def _run_passed_text(*, text: bytes) -> bytes:
+    """The value of a report's own `run_passed`, read without parsing it: its first such key
+    (the run's totals come before its checks, and no string holds an unescaped quote)."""
+    key = b'"run_passed": '
+    found = text.find(key)
+    start = found + len(key)
+    for value in (b"true", b"false") if found >= 0 else ():
+        end = start + len(value)
+        if text.startswith(value, start) and text[end : end + 1] == b",":
+            return value
+    return b""
 
 
 def _run_values(*, run: _Run, opened: str, started: datetime) -> dict[str, bytes]:

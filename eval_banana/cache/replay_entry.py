@@ -96,7 +96,10 @@ class ReplayEntry(Record):
     tool_version: str
     from_run_id: str = Field(description="The run this replay was taken from.")
     stored_at: str = Field(description="When it was stored (ISO 8601, UTC).")
-    exit_code: Literal[0, 1] = Field(description="The run's verdict.")
+    exit_code: Literal[0, 1] = Field(
+        description="The kept run's exit code: a replay derives its own from the score it "
+        "replays and goes the usual way unless this agrees."
+    )
     whole_project: str | None = Field(
         description="The whole project's state when the run ran, when a check reads it all.",
         pattern=DIGEST_PATTERN,

@@ -31,7 +31,8 @@ REPLAY_KEY_VERSION = 1
 _PREFIX = b"eval-banana/run-replay-key/v%d\0" % REPLAY_KEY_VERSION
 _PACKAGE = Path(__file__).resolve().parent.parent
 # Config fields that differ from run to run without changing any other file of the run.
-_RUN_OWN_FIELDS = ("run_id", "created_at", "run_created_at", "inputs")
+# `outputs` too: where the run writes its JUnit file or result document beside the folder.
+_RUN_OWN_FIELDS = ("run_id", "created_at", "run_created_at", "inputs", "outputs")
 _UNSHOWN_SETTINGS = ("core.output_dir", "cache.mode")
 
 

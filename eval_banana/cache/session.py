@@ -7,6 +7,7 @@ store its verdict when it passed or failed. At the end: evict down to the size l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
@@ -93,7 +94,9 @@ class CacheSession:
         self.warnings: list[ProblemModel] = []
         self._lock = threading.Lock()
         self._stored = False
+        self._replaced = False
         self.keys: dict[str, str] = {}
+        self._context: KeyContext | None = None
         # Checks a forked child is answering (look_ahead), and its answers once taken (None:
         # lost with the child, so they are looked up here).
         self._ahead: forked.Pending[_Answers] | None = None
@@ -110,6 +113,7 @@ class CacheSession:
                 environ=environ,
             )
             self.keys = _keys(checks=plan.checks, context=context)
+            self._context = context
         except (ProjectStateError, NotARepository, OSError) as exc:
             message = exc.message if isinstance(exc, ProjectStateError) else str(exc)
             self._warn(message=f"The verdict cache is off for this run: {message}")
@@ -282,7 +286,7 @@ class CacheSession:
         if key is None:
             return result
         stored = False
-        if self.writes and _storable(result=result):
+        if self.writes and _storable(result=result) and self._still_keyed(check=check, key=key):
             try:
                 self._store(check=check, result=result, key=key)
                 stored = True
@@ -294,6 +298,14 @@ class CacheSession:
                 )
         details = {**result.details, "cache": {"hit": False, "key": key, "stored": stored}}
         return result.model_copy(update={"details": details})
+
+    def _still_keyed(self, *, check: PlannedCheck, key: str) -> bool:
+        """Whether the files a check's key read on their own are still as the key took them:
+        an assertions artifact another check wrote meanwhile was graded, not the one keyed."""
+        if check.type != "assertions" or self._context is None:
+            return True
+        components = check_components(check=check, context=self._context)
+        return components is not None and verdict_key(components=components) == key
 
     def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> None:
         files = []
@@ -346,9 +358,20 @@ class CacheSession:
             "source_path": check.source_path,
             "layout": REUSE_LAYOUT,
         }
+        if self.store.mark_used(key=key, touch=False):
+            self._replacing()
         self.store.write(key=key, document=document)
         with self._lock:
             self._stored = True
+
+    def _replacing(self) -> None:
+        """A verdict is stored over another (--cache refresh, an entry that was damaged): the
+        kept runs go first, once a run, for a replay would bring back the verdict replaced."""
+        with self._lock:
+            if self._replaced:
+                return
+            self._replaced = True
+            _drop_kept_runs(folder=self.store.folder / "runs")
 
     def finish(self) -> None:
         """Keep the cache folder within its size limit (only when this run stored something)."""
@@ -377,6 +400,26 @@ def _text_is_for(
         and stored.get("source_path") == check.source_path
         and all(result.get(name) is not None for name in _TIMES)
     )
+
+
+def _drop_kept_runs(*, folder: Path) -> None:
+    """Remove every kept run (`<cache>/runs/<2 hex>/<key>.json`); their blobs go with eviction.
+    What cannot be removed raises: the verdict is then not stored over the other (a warning)."""
+    for shard in _listing(folder=str(folder)):
+        if shard.is_dir(follow_symlinks=False):
+            for entry in _listing(folder=shard.path):
+                if entry.name.endswith(".json"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+
+
+def _listing(*, folder: str) -> list[os.DirEntry[str]]:
+    """A folder's entries; none when it is gone (another run removed it meanwhile)."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except FileNotFoundError:
+        return []
 
 
 def _remove_outputs(*, checks_dir: Path, stem: str) -> None:

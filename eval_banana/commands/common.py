@@ -149,7 +149,11 @@ def cli_values(args: argparse.Namespace) -> dict[str, object]:
 
 
 def request(
-    args: argparse.Namespace, *, flat_output: bool = False, extras: ReportExtras | None = None
+    args: argparse.Namespace,
+    *,
+    flat_output: bool = False,
+    extras: ReportExtras | None = None,
+    outputs: tuple[Path, ...] = (),
 ) -> RunRequest:
     from eval_banana.request import RunRequest
 
@@ -161,6 +165,7 @@ def request(
         selection=selection(args),
         flat_output=flat_output,
         extras=extras,
+        outputs=outputs,
     )
 
 

@@ -54,7 +54,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--flat-output requires an explicit --output-dir")
     extras, result_out = prepare_report_options(args=args, environ=os.environ)
     baseline = _read_baseline(args) if args.baseline else None
-    request = common.request(args, flat_output=args.flat_output, extras=extras)
+    request = common.request(
+        args,
+        flat_output=args.flat_output,
+        extras=extras,
+        outputs=() if result_out is None else (result_out.path,),
+    )
     stamp = partial(
         stamp_result,
         result_out=result_out,

@@ -79,6 +79,11 @@ class ConfigDoc(StageEnvelope):
     sources: dict[str, SettingSource] = Field(
         description="Dotted setting name -> where its value came from."
     )
+    outputs: list[str] = Field(
+        default_factory=list,
+        description="Files this run writes outside its run folder (the JUnit file, "
+        "--result-out, the GitHub step summary), absolute: eb's own, never project files.",
+    )
     selection: Selection = Field(default_factory=Selection)
     warnings: list[ProblemModel] = Field(default_factory=list)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from eval_banana import forked
+from eval_banana.ebfolders import junit_file
 from eval_banana.errors import OutputDirError
 from eval_banana.models.record import Field, Record
 from eval_banana.reporting.github import annotations, append_step_summary
@@ -76,8 +77,7 @@ def _finish_html(
 
 def junit_path(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
-    path = Path(setting).expanduser()
-    return path if path.is_absolute() else project_root / path
+    return junit_file(setting=setting, project_root=project_root)
 
 
 def write_extra_reports(

@@ -12,6 +12,7 @@ from eval_banana.sampling.rules import is_flaky
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 from eval_banana.stages.execute import document_digest
+from eval_banana.verdict import meets, run_passes
 
 
 def percentage(*, earned: int, total: int) -> float:
@@ -19,11 +20,6 @@ def percentage(*, earned: int, total: int) -> float:
     if total == 0:
         return 0.0
     return round(earned / total * 100, 1)
-
-
-def meets(*, earned: int, total: int, threshold: float) -> bool:
-    """The unrounded ratio against the threshold; never met with no checks."""
-    return total > 0 and earned / total >= threshold
 
 
 def incremental_selection(*, config: ConfigDoc) -> bool:
@@ -65,9 +61,15 @@ def score(
     # stopped launching at maxfail (its unstarted checks are errors anyway).
     flaky = sum(1 for result in results if is_flaky(result.details))
     fail_on_flaky = config.settings.core.fail_on_flaky
-    passed = met and errored == 0 and aborted is None and execute.halted_by is None
     # --fail-on-flaky: a check whose samples disagreed is not a result to ship on.
-    passed = passed and not (fail_on_flaky and flaky > 0)
+    passed = run_passes(
+        met=met,
+        errored=errored,
+        aborted=aborted is not None,
+        halted=execute.halted_by is not None,
+        flaky=flaky,
+        fail_on_flaky=fail_on_flaky,
+    )
     status = "aborted" if aborted is not None else ("passed" if passed else "failed")
     if inputs is None:
         inputs = {"config": document_digest(doc=config), "execute": document_digest(doc=execute)}
