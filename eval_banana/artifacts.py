@@ -11,6 +11,7 @@ from typing import Any
 
 from eval_banana import canonjson
 from eval_banana.models.record import Record
+from eval_banana.readback import open_regular, read_regular
 
 _TEMP_NAMES = itertools.count()
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
@@ -77,22 +78,16 @@ def _write_all(*, fd: int, data: bytes) -> None:
 
 
 def read_bytes(*, path: str) -> bytes:
-    """A whole (small) file's bytes through plain descriptor calls."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, _BLOCK):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+    """A whole (small) regular file's bytes through plain descriptor calls (a FIFO, socket or
+    device is refused at once: readback.NotRegularFile, an OSError)."""
+    return read_regular(path)
 
 
 def sha256_and_size(*, path: str) -> tuple[str, int]:
     """`sha256:<hex>` and the size of a file's bytes, read in blocks."""
     digest = hashlib.sha256()
     size = 0
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_regular(path)
     try:
         while block := os.read(fd, _BLOCK):
             digest.update(block)

@@ -6,18 +6,39 @@ This is the one place where exceptions become messages and exit codes:
 
 from __future__ import annotations
 
-import argparse
-import gc
-import json
-import os
+import contextlib
+import signal
 import sys
-from collections.abc import Sequence
 
-from eval_banana import log
-from eval_banana.commands import COMMANDS, command_module
-from eval_banana.commands.common import EXIT_HELP
-from eval_banana.errors import EvalBananaError, UsageError
-from eval_banana.version import DISTRIBUTION, tool_version
+
+def _terminated_early(signum: int, frame: object) -> None:
+    # SIGTERM before the run installs its own handler (and after it restores this one) ends
+    # eb as an interrupt does: exit 3, no traceback. Raised here, so it unwinds through
+    # whatever start-up is doing, cleanups included.
+    print("Interrupted.", file=sys.stderr)
+    raise SystemExit(3)
+
+
+def _stop_on_sigterm_from_start() -> None:
+    """Installed as the first thing this module does: the rest of start-up is imports."""
+    # Off the main thread (ValueError) this is not the command line's process.
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGTERM, _terminated_early)
+
+
+_stop_on_sigterm_from_start()
+
+import argparse  # noqa: E402 - after the handler, so SIGTERM during imports is handled too
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+from eval_banana import log  # noqa: E402
+from eval_banana.commands import COMMANDS, command_module  # noqa: E402
+from eval_banana.commands.common import EXIT_HELP  # noqa: E402
+from eval_banana.errors import EvalBananaError, UsageError  # noqa: E402
+from eval_banana.version import DISTRIBUTION, tool_version  # noqa: E402
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,6 +9,7 @@ from pathlib import Path
 from eval_banana.artifacts import sha256_bytes, write_model
 from eval_banana.errors import UsageError
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
+from eval_banana.readback import read_regular
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
@@ -75,8 +76,7 @@ def _describe(
         # The walk starts from a resolved root and never enters a linked folder, so only a
         # linked file needs resolving.
         resolved = str(Path(path).resolve(strict=True)) if is_link else path
-        with open(resolved, "rb") as handle:
-            data = handle.read()
+        data = read_regular(resolved)
     except OSError as exc:
         target = os.readlink(path) if os.path.islink(path) else path
         return ProblemModel(
