@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana import canonjson
+from eval_banana.errors import WriteFault
 from eval_banana.models.record import Record
 from eval_banana.readback import open_regular, read_regular
 
@@ -39,16 +40,23 @@ def write_bytes_atomic(*, path: Path, data: bytes) -> None:
     result file per check, and the buffered file object's extra system calls and a `mkdir` per
     file were most of what each write cost.
     """
-    fd, tmp_name = _create_temp_sibling(path=path)
+    try:
+        fd, tmp_name = _create_temp_sibling(path=path)
+    except OSError as exc:
+        raise WriteFault.of(path=path, exc=exc) from None
     try:
         try:
             _write_all(fd=fd, data=data)
         finally:
             os.close(fd)
         os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            # Disk full, an I/O error, a read-only or forbidden folder: infrastructure, which
+            # aborts the run naming the file (WriteFault), never a verdict or a traceback.
+            raise WriteFault(path=str(path), cause=exc.strerror or str(exc)) from None
         raise
 
 

@@ -29,6 +29,7 @@ def _stop_on_sigterm_from_start() -> None:
 _stop_on_sigterm_from_start()
 
 import argparse  # noqa: E402 - after the handler, so SIGTERM during imports is handled too
+import errno  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -37,8 +38,11 @@ from collections.abc import Sequence  # noqa: E402
 from eval_banana import log  # noqa: E402
 from eval_banana.commands import COMMANDS, command_module  # noqa: E402
 from eval_banana.commands.common import EXIT_HELP  # noqa: E402
-from eval_banana.errors import EvalBananaError, UsageError  # noqa: E402
+from eval_banana.errors import EvalBananaError, UsageError, WriteFault  # noqa: E402
 from eval_banana.version import DISTRIBUTION, tool_version  # noqa: E402
+
+# Errors that only a write meets (a full disk or quota, an I/O error, a read-only file system).
+_WRITE_FAULT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,6 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 3
+    except OSError as exc:
+        # A write no helper turned into a WriteFault: the same one line and exit 3.
+        if exc.errno not in _WRITE_FAULT_ERRNOS or "--verbose" in raw:
+            raise
+        fault = WriteFault.of(path=exc.filename or "a file", exc=exc)
+        _report_error(fault, as_json=as_json, command=command)
+        return fault.exit_code
     except BrokenPipeError:
         # The reports are already on disk; a closed stdout must not turn into a traceback.
         devnull = os.open(os.devnull, os.O_WRONLY)

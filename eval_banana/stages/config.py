@@ -54,6 +54,14 @@ def find_config_file(*, start: Path) -> Path | None:
         try:
             if candidate.is_file():
                 return candidate
+            if candidate.exists():
+                # A FIFO, socket, device or folder by that name: skipping it would run with
+                # another configuration than the one the user meant, and reading a FIFO hangs.
+                raise ConfigError(
+                    f"Cannot read {candidate}: not a regular file",
+                    file=str(candidate),
+                    hint="replace it with a TOML file, or pass --no-project-config",
+                )
         except PermissionError:
             # The folder exists but cannot be searched: silently skipping it would run with
             # another configuration than the one the user wrote.
