@@ -310,7 +310,8 @@ def json_validator(schema: dict[str, Any]) -> Any:
             yield ValidationError(f"{instance!r} does not match {value!r}")
 
     base = jsonschema.validators.validator_for(schema)
-    return jsonschema.validators.extend(base, {"pattern": pattern})(schema)
+    extend: Any = jsonschema.validators.extend  # untyped in jsonschema's stubs
+    return extend(base, {"pattern": pattern})(schema)
 
 
 def compile_schema(schema: dict[str, Any]) -> Check | None:

@@ -54,9 +54,9 @@ def find_config_file(*, start: Path) -> Path | None:
         try:
             if candidate.is_file():
                 return candidate
-            if candidate.exists():
-                # A FIFO, socket, device or folder by that name: skipping it would run with
-                # another configuration than the one the user meant, and reading a FIFO hangs.
+            if candidate.exists() and not candidate.is_dir():
+                # A FIFO, socket or device by that name: skipping it would run with another
+                # configuration than the one the user meant, and reading a FIFO would hang.
                 raise ConfigError(
                     f"Cannot read {candidate}: not a regular file",
                     file=str(candidate),

@@ -421,7 +421,10 @@ def execute(
         that check an `error` (what it decided cannot be trusted without its output)."""
         try:
             return work()
-        except WriteFault as fault:
+        except (WriteFault, OSError) as exc:
+            # An OSError out of a check's task is evidence eb failed to write (masking a
+            # secret in its output, say): a write fault like any other.
+            fault = exc if isinstance(exc, WriteFault) else WriteFault.of(path=checks_dir, exc=exc)
             faults.add(fault=fault, stop=stop)
             if results[position] is None:
                 results[position] = fault_result(check=checks[position], fault=fault)
