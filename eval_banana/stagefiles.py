@@ -159,8 +159,18 @@ def _written_by_this_eb(*, document: Any) -> bool:
 
 
 def stage_digest(*, run_dir: Path, stage: str) -> str | None:
+    """The digest of a stage file's bytes; None when it is missing."""
     path = stage_path(run_dir=run_dir, stage=stage)
-    return sha256_file(path=path) if path.is_file() else None
+    try:
+        return sha256_file(path=path)
+    except FileNotFoundError:
+        return None
+    except NotRegularFile as exc:
+        raise StageFileError(
+            f"Stage file {path} is {exc.strerror}",
+            file=str(path),
+            hint=f"Remove it and rerun: eb stage {stage}.",
+        ) from None
 
 
 def upstream_digests(*, run_dir: Path, stage: str) -> dict[str, str]:

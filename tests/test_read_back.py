@@ -102,6 +102,8 @@ def test_a_stage_file_deep_or_a_fifo_is_a_stage_file_error_naming_it(
     done = _eb("stage", "score", "--run-dir", str(run), cwd=root)
     assert done.returncode == 2, done.stdout + done.stderr
     assert str(execute) in done.stderr, done.stderr
+    said = {"deep": "nested deeper than 200 levels", "fifo": "not a regular file (a FIFO)"}
+    assert said[damage] in done.stderr, done.stderr
     _no_traceback(done)
 
 
