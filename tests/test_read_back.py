@@ -183,11 +183,15 @@ def test_a_fifo_in_place_of_the_config_file_is_a_config_error(tmp_path: Path) ->
     assert "not a regular file" in done.stderr
 
 
-def test_a_check_file_linked_to_a_fifo_is_named(tmp_path: Path) -> None:
+@pytest.mark.parametrize("linked", [True, False], ids=["linked", "in-place"])
+def test_a_check_file_that_is_a_fifo_is_named(tmp_path: Path, linked: bool) -> None:
     root = _project(tmp_path / "proj")
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    (root / "eval_checks" / "piped.yaml").symlink_to(fifo)
+    if linked:
+        fifo = tmp_path / "pipe"
+        os.mkfifo(fifo)
+        (root / "eval_checks" / "piped.yaml").symlink_to(fifo)
+    else:
+        os.mkfifo(root / "eval_checks" / "piped.yaml")
     done = _eb("validate", cwd=root)
     _no_traceback(done)
     assert done.returncode == 2, done.stdout + done.stderr
@@ -287,3 +291,28 @@ def test_a_stage_file_with_an_id_ending_in_a_newline_fails_its_schema() -> None:
     assert check is not None
     assert check("sha256:" + "0" * 64)
     assert not check("sha256:" + "0" * 64 + "\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "deep"),
+    [
+        ("[" * 200 + "]" * 200, False),
+        ("[" * 201 + "]" * 201, True),
+        ('{"a":' * 201 + "1" + "}" * 201, True),
+        # Brackets inside strings are no nesting, escaped quotes and backslashes included.
+        ("[" + json.dumps("[" * 500 + '\\"' + "{" * 300) + "]", False),
+        ('["\\\\", ' + "[" * 150 + "]" * 150 + "]", False),
+        ('["\\\\\\"[[[", ' + "[" * 199 + "]" * 199 + "]", False),
+        ("[" * 150 + json.dumps("]" * 400) + "]" * 150, False),
+        ("[1, 2, " * 300 + "3" + "]" * 300, True),
+    ],
+)
+def test_the_depth_scan_counts_only_nesting_outside_strings(text: str, deep: bool) -> None:
+    from eval_banana.readback import MAX_DEPTH, TooDeep, loads_json
+
+    assert MAX_DEPTH == 200
+    if deep:
+        with pytest.raises(TooDeep):
+            loads_json(text.encode())
+    else:
+        assert loads_json(text.encode()) == json.loads(text)

@@ -39,7 +39,9 @@ def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[Candidat
             name = entry.name
             if name.endswith(CHECK_SUFFIXES):
                 is_link = entry.is_symlink()
-                if is_link or entry.is_file():
+                # Not only regular files: a FIFO or device by a check file's name is named as
+                # unreadable when it is read, never skipped in silence.
+                if is_link or not entry.is_dir(follow_symlinks=False):
                     found.append((entry.path, is_link))
             elif name not in excluded and entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
