@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana import canonjson
+from eval_banana.errors import WriteFault
 from eval_banana.models.record import Record
+from eval_banana.readback import open_regular, read_regular
 
 _TEMP_NAMES = itertools.count()
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
@@ -38,16 +40,23 @@ def write_bytes_atomic(*, path: Path, data: bytes) -> None:
     result file per check, and the buffered file object's extra system calls and a `mkdir` per
     file were most of what each write cost.
     """
-    fd, tmp_name = _create_temp_sibling(path=path)
+    try:
+        fd, tmp_name = _create_temp_sibling(path=path)
+    except OSError as exc:
+        raise WriteFault.of(path=path, exc=exc) from None
     try:
         try:
             _write_all(fd=fd, data=data)
         finally:
             os.close(fd)
         os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            # Disk full, an I/O error, a read-only or forbidden folder: infrastructure, which
+            # aborts the run naming the file (WriteFault), never a verdict or a traceback.
+            raise WriteFault(path=str(path), cause=exc.strerror or str(exc)) from None
         raise
 
 
@@ -77,22 +86,16 @@ def _write_all(*, fd: int, data: bytes) -> None:
 
 
 def read_bytes(*, path: str) -> bytes:
-    """A whole (small) file's bytes through plain descriptor calls."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, _BLOCK):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
+    """A whole (small) regular file's bytes through plain descriptor calls (a FIFO, socket or
+    device is refused at once: readback.NotRegularFile, an OSError)."""
+    return read_regular(path)
 
 
 def sha256_and_size(*, path: str) -> tuple[str, int]:
     """`sha256:<hex>` and the size of a file's bytes, read in blocks."""
     digest = hashlib.sha256()
     size = 0
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_regular(path)
     try:
         while block := os.read(fd, _BLOCK):
             digest.update(block)

@@ -126,7 +126,7 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     raw_id = document.get("id")
     if not _plain_str(raw_id):
         return None
-    check_id = raw_id.strip()
+    check_id = raw_id.strip(" \t")  # as models.checkbase.ID_SPACES: never a line break
     if not _ID_RE.fullmatch(check_id):
         return None
 

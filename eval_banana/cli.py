@@ -6,18 +6,43 @@ This is the one place where exceptions become messages and exit codes:
 
 from __future__ import annotations
 
-import argparse
-import gc
-import json
-import os
+import contextlib
+import signal
 import sys
-from collections.abc import Sequence
 
-from eval_banana import log
-from eval_banana.commands import COMMANDS, command_module
-from eval_banana.commands.common import EXIT_HELP
-from eval_banana.errors import EvalBananaError, UsageError
-from eval_banana.version import DISTRIBUTION, tool_version
+
+def _terminated_early(signum: int, frame: object) -> None:
+    # SIGTERM before the run installs its own handler (and after it restores this one) ends
+    # eb as an interrupt does: exit 3, no traceback. Raised here, so it unwinds through
+    # whatever start-up is doing, cleanups included.
+    print("Interrupted.", file=sys.stderr)
+    raise SystemExit(3)
+
+
+def _stop_on_sigterm_from_start() -> None:
+    """Installed as the first thing this module does: the rest of start-up is imports."""
+    # Off the main thread (ValueError) this is not the command line's process.
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGTERM, _terminated_early)
+
+
+_stop_on_sigterm_from_start()
+
+import argparse  # noqa: E402 - after the handler, so SIGTERM during imports is handled too
+import errno  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+from eval_banana import log  # noqa: E402
+from eval_banana.commands import COMMANDS, command_module  # noqa: E402
+from eval_banana.commands.common import EXIT_HELP  # noqa: E402
+from eval_banana.errors import EvalBananaError, UsageError, WriteFault  # noqa: E402
+from eval_banana.version import DISTRIBUTION, tool_version  # noqa: E402
+
+# Errors that only a write meets (a full disk or quota, an I/O error, a read-only file system).
+_WRITE_FAULT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,6 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 3
+    except OSError as exc:
+        # A write no helper turned into a WriteFault: the same one line and exit 3.
+        if exc.errno not in _WRITE_FAULT_ERRNOS or "--verbose" in raw:
+            raise
+        fault = WriteFault.of(path=exc.filename or "a file", exc=exc)
+        _report_error(fault, as_json=as_json, command=command)
+        return fault.exit_code
     except BrokenPipeError:
         # The reports are already on disk; a closed stdout must not turn into a traceback.
         devnull = os.open(os.devnull, os.O_WRONLY)

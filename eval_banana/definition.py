@@ -17,6 +17,7 @@ import yaml
 
 from eval_banana.checkfast import fast_normalize
 from eval_banana.errors import DefinitionError
+from eval_banana.readback import MAX_DEPTH, read_regular
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -94,6 +95,9 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
         raise DefinitionError(
             f"Failed to parse YAML in {path}: {exc}", file=str(path), line=line, column=column
         ) from None
+    except RecursionError:  # the pure-Python loader builds nested values recursively
+        raise _too_deep(path=path) from None
+    _refuse_unbounded(value=document, path=path)
     if not isinstance(document, dict):
         raise DefinitionError(
             f"Invalid check definition in {path}: top-level YAML must be a mapping",
@@ -102,6 +106,76 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
         )
     _refuse_tagged_values(value=document, path=path, text=text)
     return document
+
+
+# A YAML alias names a value already built, so `yaml.load` is linear in the text; but whatever
+# walks the result as a tree (validation, dumping) sees every alias expanded. A check file is a
+# few hundred values: these bounds refuse only bombs.
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def _too_deep(*, path: Path | str) -> DefinitionError:
+    return DefinitionError(
+        f"Invalid check definition in {path}: values are nested deeper than {MAX_DEPTH} levels",
+        file=str(path),
+        hint="flatten the lists and mappings; a check file needs only a few levels",
+    )
+
+
+def _refuse_unbounded(*, value: object, path: Path | str) -> None:
+    """Refuse a document nested deeper than MAX_DEPTH, one whose aliases expand beyond
+    MAX_EXPANDED_VALUES values, or one that contains itself; each list and mapping is
+    measured once, by identity, so this is linear in the document's nodes."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (depth, expanded size)
+    open_ids: set[int] = set()
+    stack: list[tuple[object, bool]] = [(value, False)]
+    while stack:
+        item, done = stack.pop()
+        key = id(item)
+        children = _children(item)
+        if done:
+            open_ids.discard(key)
+            depth, size = 1, 1
+            for child in children:
+                inner = measured.get(id(child))
+                if inner is None:
+                    size += 1  # a scalar
+                    continue
+                depth = max(depth, inner[0] + 1)
+                size += inner[1]
+            if depth > MAX_DEPTH:
+                raise _too_deep(path=path)
+            if size > MAX_EXPANDED_VALUES:
+                raise _bomb(path=path, what=f"expand to more than {MAX_EXPANDED_VALUES:,} values")
+            measured[key] = (depth, size)
+            continue
+        if key in measured:
+            continue
+        open_ids.add(key)
+        stack.append((item, True))
+        for child in children:
+            if id(child) in open_ids:
+                raise _bomb(path=path, what="make a value contain itself")
+            if type(child) in (dict, list) and id(child) not in measured:
+                stack.append((child, False))
+
+
+def _children(item: object) -> list[object]:
+    kind = type(item)
+    if kind is dict:
+        pairs = cast(dict[object, object], item)
+        return [*pairs.keys(), *pairs.values()]
+    if kind is list:
+        return cast(list[object], item)
+    return []
+
+
+def _bomb(*, path: Path | str, what: str) -> DefinitionError:
+    return DefinitionError(
+        f"Invalid check definition in {path}: its YAML aliases (*name) {what}",
+        file=str(path),
+        hint="write the values out, or use fewer, shallower aliases",
+    )
 
 
 def _mark(exc: yaml.YAMLError) -> tuple[int | None, int | None]:
@@ -128,11 +202,19 @@ _TYPE_NAMES = {
 def _refuse_tagged_values(*, value: object, path: Path | str, text: str) -> None:
     """Every value must be a string, number, boolean, null, list or mapping (string keys)."""
     # Exact type tests in a set: this runs for every check file (a few microseconds each).
+    # Each list and mapping is visited once, by identity: YAML aliases make one object appear
+    # many times, and walking them as a tree took exponential time (an alias bomb of nine
+    # levels is 9**9 paths over a few dozen nodes).
     plain = _PLAIN_SET
+    seen: set[int] = set()
     stack: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, where = stack.pop()
         kind = type(item)
+        if kind is dict or kind is list:
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
         if kind is dict:
             for key, child in cast(dict[object, object], item).items():
                 if type(key) not in plain:
@@ -245,7 +327,7 @@ def freeze_script(*, yaml_path: Path, script_path: str) -> FrozenScript:
             path=resolved, data=None, unavailable=f"Deterministic script not found: {resolved}"
         )
     try:
-        return FrozenScript(path=resolved, data=resolved.read_bytes(), unavailable=None)
+        return FrozenScript(path=resolved, data=read_regular(resolved), unavailable=None)
     except OSError as exc:
         return FrozenScript(path=resolved, data=None, unavailable=str(exc))
 
@@ -275,7 +357,7 @@ def compute_check_definition_sha256(*, source_path: Path) -> str:
     See docs/compatibility.md#definition-digest.
     """
     resolved = Path(source_path).resolve()
-    data = resolved.read_bytes()
+    data = read_regular(resolved)
     try:
         check = load_definition(data=data, path=resolved)
     except DefinitionError as exc:

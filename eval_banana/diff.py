@@ -8,12 +8,12 @@ nothing else of it is used here.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.errors import RunFolderError
 from eval_banana.models.diff import DiffEntry, DiffRun, Outcome, RunDiff
+from eval_banana.readback import loads_json, read_regular
 
 REPORT_JSON = "report.json"
 DIFF_JSON = "diff.json"
@@ -108,7 +108,7 @@ def load_run(*, run_dir: Path) -> RunSummary:
     if not run_dir.is_dir():
         raise RunFolderError(f"Not a run folder: {run_dir} does not exist", file=str(run_dir))
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         raise RunFolderError(
             f"Not a run folder: {run_dir} has no {REPORT_JSON}",
@@ -118,7 +118,7 @@ def load_run(*, run_dir: Path) -> RunSummary:
     except OSError as exc:
         raise RunFolderError(f"Cannot read {path}: {exc}", file=str(path)) from None
     try:
-        report = json.loads(data)
+        report = loads_json(data)
     except ValueError as exc:
         raise _bad(path=path, where="$", problem=f"is not valid JSON ({exc})") from None
     return summarize_report(report=report, path=path, run_dir=run_dir)

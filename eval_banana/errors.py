@@ -166,5 +166,31 @@ class RunAborted(EvalBananaError):
     kind = "aborted"
 
 
+class WriteFault(EvalBananaError):
+    """A file eb writes could not be written (disk full, I/O error, read-only, permissions).
+
+    Infrastructure, never a verdict: the run is aborted (exit 3) with one line naming the path
+    and the cause; nothing it judged is kept in the verdict cache or as a replay.
+    """
+
+    exit_code = 3
+    kind = "write_fault"
+
+    def __init__(self, *, path: str, cause: str) -> None:
+        super().__init__(
+            f"Cannot write {path}: {cause}; the run is aborted",
+            file=path,
+            hint=None,
+        )
+        self.path = path
+        self.cause = cause
+
+    @classmethod
+    def of(cls, *, path: object, exc: OSError) -> WriteFault:
+        """The fault of an OSError raised while writing `path` (the error's own file first)."""
+        where = exc.filename if exc.filename is not None else path
+        return cls(path=str(where), cause=exc.strerror or str(exc) or type(exc).__name__)
+
+
 class SelectionError(UsageError):
     """A `-k` or `--tag` expression cannot be parsed (shown with a caret where it failed)."""

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from eval_banana import forked, replaying
 from eval_banana.cache.replay_record import RunTaken
 from eval_banana.console import Console, ProgressReporter
-from eval_banana.errors import RunAborted
+from eval_banana.errors import RunAborted, WriteFault
+from eval_banana.faults import FaultLog
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
 from eval_banana.reporting.html import REPORT_HTML
@@ -220,6 +221,7 @@ def _stages(
         console.warn(warning.message)
 
     recorder = replaying.Recorder.begin(config=config, plan=plan, key=key, contents=contents)
+    faults = FaultLog()
     with ProgressReporter(console=console, total=len(plan.checks)) as progress:
         executed = execute_stage.execute(
             config=config,
@@ -231,6 +233,7 @@ def _stages(
             on_start=progress.started,
             on_result=progress.finished,
             check_inputs=None if recorder is None else recorder.inputs,
+            faults=faults,
         )
     page = begin_html(run_dir=run_dir, config=config, executed=executed, extras=request.extras)
     try:
@@ -246,9 +249,13 @@ def _stages(
             console=console,
             page=page,
         )
-    except BaseException:
+    except BaseException as exc:
         if page is not None:
             page.abandon()  # finished already when the reports were written (RunAborted)
+        if isinstance(exc, RunAborted | WriteFault):
+            # A run aborted by a write fault says which file and why, in one line (exit 3);
+            # it keeps no replay (the recorder below is never reached).
+            faults.raise_first()
         raise
     if recorder is not None:
         run = RunTaken(

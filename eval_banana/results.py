@@ -15,6 +15,7 @@ STOP_REASON_TEXT: dict[str, str] = {
     "run_timeout": "run timeout reached",
     "token_fuse": "token fuse tripped",
     "cost_fuse": "cost fuse tripped",
+    "write_fault": "a file could not be written",
 }
 
 

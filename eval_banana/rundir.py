@@ -70,10 +70,10 @@ def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:
 
 def _created_at(*, run_dir: Path) -> str | None:
     """The run's recorded creation time (config.json), or None when it cannot be read."""
-    import json
+    from eval_banana.readback import read_json
 
     try:
-        document = json.loads((run_dir / "stages" / "config.json").read_bytes())
+        document = read_json(run_dir / "stages" / "config.json")
     except (OSError, ValueError):
         return None
     if not isinstance(document, dict):

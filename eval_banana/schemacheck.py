@@ -8,7 +8,9 @@ reader ask jsonschema, which stays the reference, for the message (`eval_banana.
 
 The keywords are evaluated exactly as jsonschema evaluates them (draft 2020-12 and draft-07):
 a bool is neither an integer nor a number, 1.0 is an integer, `enum`/`const` compare JSON
-values (True is not 1), `pattern` is `re.search`, `format` is an annotation. A schema using any
+values (True is not 1), `pattern` is `re.search` with `$` meaning the end of the text (as in
+the ECMA regular expressions JSON Schema names; Python's `$` also matches before a trailing
+newline, which let `abc\n` pass `^[a-z]+$`), `format` is an annotation. A schema using any
 other keyword compiles to None, and the caller uses jsonschema alone.
 """
 
@@ -263,7 +265,7 @@ class _Compiler:
     def _pattern(self, pattern: Any) -> Check | None:
         if pattern is None:
             return None
-        compiled = re.compile(pattern)
+        compiled = ecma_pattern(pattern)
         return lambda value: not isinstance(value, str) or compiled.search(value) is not None
 
     def _bounds(self, low: Any, high: Any) -> Check | None:
@@ -276,6 +278,40 @@ class _Compiler:
             return (low is None or value >= low) and (high is None or value <= high)
 
         return check
+
+
+def ecma_pattern(pattern: str) -> re.Pattern[str]:
+    """`pattern` compiled with each `$` outside a character class meaning the end of the text."""
+    out: list[str] = []
+    in_class = False
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        out.append(r"\Z" if char == "$" and not in_class else char)
+        index += 1
+    return re.compile("".join(out))
+
+
+def json_validator(schema: dict[str, Any]) -> Any:
+    """A jsonschema validator of `schema`, its `pattern` read as `ecma_pattern` reads it."""
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+
+    def pattern(validator: Any, value: str, instance: Any, schema: Any) -> Any:
+        if isinstance(instance, str) and ecma_pattern(value).search(instance) is None:
+            yield ValidationError(f"{instance!r} does not match {value!r}")
+
+    base = jsonschema.validators.validator_for(schema)
+    extend: Any = jsonschema.validators.extend  # untyped in jsonschema's stubs
+    return extend(base, {"pattern": pattern})(schema)
 
 
 def compile_schema(schema: dict[str, Any]) -> Check | None:

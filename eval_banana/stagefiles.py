@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from eval_banana.artifacts import sha256_bytes, sha256_file
 from eval_banana.errors import StageFileError
 from eval_banana.models.stages import STAGE_MODELS
+from eval_banana.readback import NotRegularFile, TooDeep, loads_json, read_regular
 from eval_banana.schemacheck import compile_schema
 from eval_banana.stagecheck import inconsistency
 
@@ -57,11 +58,9 @@ def _quick_check(stage: str) -> Callable[[Any], bool] | None:
 def _validator(stage: str) -> Any:
     # jsonschema costs ~40 ms to import, and seconds on a 10,000-result file: it is asked only
     # to explain a file the quick check refused (or to judge one the quick check cannot).
-    import jsonschema
+    from eval_banana.schemacheck import json_validator
 
-    schema = _schema(stage)
-    validator_type = jsonschema.validators.validator_for(schema)
-    return validator_type(schema)
+    return json_validator(_schema(stage))
 
 
 def _json_path(parts: Any) -> str:
@@ -111,13 +110,23 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
     """
     path = stage_path(run_dir=run_dir, stage=stage)
     try:
-        data = path.read_bytes()
-        document = json.loads(data)
+        data = read_regular(path)
+        digest = sha256_bytes(data=data) if vouched is not None else None
+        # Bytes a later stage vouched for are eb's own, never deep: only others are scanned.
+        vouched_for = vouched is not None and digest == vouched
+        document = json.loads(data) if vouched_for else loads_json(data)
     except FileNotFoundError:
         raise StageFileError(
             f"Stage file missing: {path}",
             file=str(path),
             hint=f"Run the pipeline first (eb run), or rerun this stage: eb stage {stage}.",
+        ) from None
+    except (NotRegularFile, TooDeep) as exc:
+        what = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
+        raise StageFileError(
+            f"Stage file {path} is {what}",
+            file=str(path),
+            hint=f"Remove it and rerun: eb stage {stage}.",
         ) from None
     except (OSError, ValueError) as exc:
         raise StageFileError(
@@ -126,7 +135,6 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
             field_path="$",
             hint=f"The file is truncated or was edited by hand; rerun: eb stage {stage}.",
         ) from None
-    digest = sha256_bytes(data=data) if vouched is not None else None
     if vouched is not None and digest == vouched and _written_by_this_eb(document=document):
         return StageRead(doc=STAGE_MODELS[stage].model_validate(document), data=data, digest=digest)
     quick = _quick_check(stage)
@@ -151,8 +159,18 @@ def _written_by_this_eb(*, document: Any) -> bool:
 
 
 def stage_digest(*, run_dir: Path, stage: str) -> str | None:
+    """The digest of a stage file's bytes; None when it is missing."""
     path = stage_path(run_dir=run_dir, stage=stage)
-    return sha256_file(path=path) if path.is_file() else None
+    try:
+        return sha256_file(path=path)
+    except FileNotFoundError:
+        return None
+    except NotRegularFile as exc:
+        raise StageFileError(
+            f"Stage file {path} is {exc.strerror}",
+            file=str(path),
+            hint=f"Remove it and rerun: eb stage {stage}.",
+        ) from None
 
 
 def upstream_digests(*, run_dir: Path, stage: str) -> dict[str, str]:

@@ -223,7 +223,11 @@ def stage_state(*, run_dir: Path, stage: str, upstream: dict[str, StageState]) -
 
     for name in STAGE_INPUTS[stage]:
         relative = stage_path(run_dir=run_dir, stage=name).relative_to(run_dir)
-        if stage_digest(run_dir=run_dir, stage=name) != doc.inputs.get(name):
+        try:
+            digest = stage_digest(run_dir=run_dir, stage=name)
+        except StageFileError as exc:  # a FIFO or device in its place
+            return stale(exc.message)
+        if digest != doc.inputs.get(name):
             return stale(f"{relative} changed")
     source_check = SOURCE_CHECKS.get(stage)
     if source_check is not None:

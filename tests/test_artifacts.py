@@ -10,6 +10,7 @@ import pytest
 
 from eval_banana import artifacts
 from eval_banana.artifacts import write_bytes_atomic
+from eval_banana.errors import WriteFault
 
 
 def test_the_file_gets_the_users_umask_and_no_temporary_is_left(tmp_path: Path) -> None:
@@ -45,7 +46,9 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(
         raise OSError("disk full")
 
     monkeypatch.setattr(artifacts.os, "replace", refuse)
-    with pytest.raises(OSError, match="disk full"):
+    # A write fault names the file and the cause (and aborts a run, exit 3).
+    with pytest.raises(WriteFault, match="disk full") as raised:
         write_bytes_atomic(path=target, data=b"new")
+    assert raised.value.path == str(target) and raised.value.exit_code == 3
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]

@@ -394,7 +394,9 @@ _BASE = {"schema_version": 1, "id": "c1", "description": "A check."}
     [
         ({**_BASE, "type": "deterministic", "script": " pass \n"}, True),
         ({"script_path": "x.py", **_BASE, "type": "deterministic", "script": None}, True),
-        ({**_BASE, "id": "  c-1_Z \n", "type": "deterministic", "script": "x"}, True),
+        ({**_BASE, "id": "  c-1_Z \t", "type": "deterministic", "script": "x"}, True),
+        # A line break is never stripped from an id: the check would run under another id.
+        ({**_BASE, "id": "  c-1_Z \n", "type": "deterministic", "script": "x"}, False),
         ({**_BASE, "type": "harness_judge", "instructions": " Judge. ", "model": None}, True),
         ({**_BASE, "type": "harness_judge", "instructions": "J", "model": " m "}, True),
         (

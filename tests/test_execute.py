@@ -281,22 +281,28 @@ def test_runner_returning_another_digest_is_an_internal_error(
     assert doc.results[0].error_detail == "Runner returned the wrong definition hash for check 'w'"
 
 
-def test_a_result_that_cannot_be_written_fails_the_run_after_the_other_checks(
+def test_a_result_that_cannot_be_written_is_an_error_and_stops_the_run(
     root: Path, tmp_path: Path
 ) -> None:
-    # Evidence that cannot be kept is a run-level error (not a check result), raised only once
-    # every other check has run, so their files are on disk.
+    # Evidence that cannot be kept is a write fault: that check is an error (whatever it
+    # decided), the run stops (aborted by write_fault) and the checks not yet started never run.
     run_dir = tmp_path / "run"
     checks = [
         planned_inline(id=f"w{n}", script=TIMED.format(sleep=0.1), project_root=root)
         for n in range(3)
     ]
     (run_dir / "checks" / f"{checks[0].stem}.json").mkdir(parents=True)  # blocks the rename
-    with pytest.raises(OSError):
-        run_execute(root=root, run_dir=run_dir, checks=checks, max_parallel_checks=1)
+    doc = run_execute(root=root, run_dir=run_dir, checks=checks, max_parallel_checks=1)
+    assert doc.aborted_by == "write_fault"
+    first, *others = doc.results
+    assert first.status == "error"
+    assert first.error_detail is not None and first.error_detail.startswith(
+        "Output could not be written: "
+    )
+    assert [(r.status, r.details.get("not_run")) for r in others] == [("error", True)] * 2
     for check in checks[1:]:
         assert json.loads((run_dir / "checks" / f"{check.stem}.json").read_text())["status"] == (
-            "passed"
+            "error"
         )
 
 

@@ -23,7 +23,7 @@ from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.ebfolders import cache_dir
-from eval_banana.errors import ProjectStateError
+from eval_banana.errors import ProjectStateError, WriteFault
 from eval_banana.inputstate import CheckInputs
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
@@ -95,6 +95,7 @@ class CacheSession:
         self._lock = threading.Lock()
         self._stored = False
         self._replaced = False
+        self._written: list[str] = []  # keys of the entries this run wrote
         self.keys: dict[str, str] = {}
         self._context: KeyContext | None = None
         # Checks a forked child is answering (look_ahead), and its answers once taken (None:
@@ -227,8 +228,11 @@ class CacheSession:
         ):
             # The run folder keeps what a judge was asked, exactly as a fresh run writes it.
             prompt_path = f"{self._checks_dir}/{check.stem}.prompt.txt"
-            with open(prompt_path, "wb") as handle:
-                handle.write(judge_prompt(check=check).encode("utf-8"))
+            try:
+                with open(prompt_path, "wb") as handle:
+                    handle.write(judge_prompt(check=check).encode("utf-8"))
+            except OSError as exc:
+                raise WriteFault.of(path=prompt_path, exc=exc) from None
         if self.mode == "on":
             self.store.touch(key=key)
         result = _restored(check=check, document=document, key=key, started=started)
@@ -291,11 +295,9 @@ class CacheSession:
                 self._store(check=check, result=result, key=key)
                 stored = True
             except OSError as exc:
-                self._warn(
-                    message=f"Cannot store the verdict of check '{check.id}' in the cache: "
-                    f"{exc.strerror or exc}",
-                    file=str(self.store.folder),
-                )
+                # A cache folder eb cannot write is a fault like any other: the run aborts.
+                cause = exc.strerror or str(exc)
+                raise WriteFault(path=str(self.store.folder), cause=cause) from None
         details = {**result.details, "cache": {"hit": False, "key": key, "stored": stored}}
         return result.model_copy(update={"details": details})
 
@@ -363,6 +365,7 @@ class CacheSession:
         self.store.write(key=key, document=document)
         with self._lock:
             self._stored = True
+            self._written.append(key)
 
     def _replacing(self) -> None:
         """A verdict is stored over another (--cache refresh, an entry that was damaged): the
@@ -373,10 +376,32 @@ class CacheSession:
             self._replaced = True
             _drop_kept_runs(folder=self.store.folder / "runs")
 
-    def finish(self) -> None:
-        """Keep the cache folder within its size limit (only when this run stored something)."""
-        if self._stored and self.writes:
+    def finish(self, *, aborted: bool = False) -> None:
+        """Keep the cache folder within its size limit (only when this run stored something).
+
+        `aborted`: the run stopped (interrupt, fuse, a file it could not write); every entry it
+        wrote is removed again, so nothing it judged is reused (blobs go with the next eviction).
+        """
+        if aborted:
+            self._drop_written()
+        elif self._stored and self.writes:
             self.store.evict()
+
+    def _drop_written(self) -> None:
+        with self._lock:
+            written, self._written = self._written, []
+        for key in written:
+            try:
+                os.unlink(self.store.entry_path(key=key))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                self._warn(
+                    message=f"Cannot remove the verdict this aborted run stored at "
+                    f"{self.store.entry_path(key=key)}: {exc.strerror or exc}; remove the "
+                    "cache folder before the next run",
+                    file=str(self.store.entry_path(key=key)),
+                )
 
 
 def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, str]:

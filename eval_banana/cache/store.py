@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.artifacts import read_bytes, sha256_and_size, sha256_bytes, write_bytes_atomic
+from eval_banana.readback import TooDeep, loads_json, read_json
 
 _TEMP_NAMES = itertools.count()
 EMPTY_SHA256 = "sha256:" + hashlib.sha256(b"").hexdigest()
@@ -211,7 +212,7 @@ class CacheStore:
 
     def _blobs_named(self, *, entry: Path) -> list[str]:
         try:
-            document = json.loads(entry.read_bytes())
+            document = read_json(entry)
             items = [
                 *document.get("files", []),
                 *document.get("templates", []),
@@ -250,7 +251,9 @@ def _read_document(*, path: str) -> EntryRead:
     except OSError as exc:
         return EntryRead(document=None, problem=f"cannot be read ({exc.strerror or exc})")
     try:
-        return EntryRead(document=json.loads(data), problem=None)
+        return EntryRead(document=loads_json(data), problem=None)
+    except TooDeep as exc:
+        return EntryRead(document=None, problem=f"is {exc}")
     except ValueError:
         return EntryRead(document=None, problem="is not valid JSON (truncated or foreign)")
 

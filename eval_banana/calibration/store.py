@@ -8,6 +8,7 @@ from typing import Any
 
 from eval_banana.models.calibration import CalibrationDoc, JudgeCalibration
 from eval_banana.models.stages import ConfigDoc
+from eval_banana.readback import loads_json, read_regular
 
 CALIBRATION_FILE = "calibration.json"
 _CONFIG_FOLDER = ".eval-banana"
@@ -27,13 +28,13 @@ def record_path(*, config: ConfigDoc) -> Path:
 def read_record(*, path: Path) -> CalibrationDoc | None:
     """The record at `path`; None when there is none; UnreadableRecord when it is damaged."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise UnreadableRecord(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        document = json.loads(raw)
+        document = loads_json(raw)
     except ValueError as exc:
         raise UnreadableRecord(f"{path} is not JSON ({exc})") from None
     problem = _schema_problem(document)
@@ -51,10 +52,11 @@ def _schema_problem(document: Any) -> str | None:
     quick = compile_schema(schema)
     if quick is not None and quick(document):
         return None
-    import jsonschema
     from jsonschema.exceptions import best_match
 
-    error = best_match(jsonschema.validators.validator_for(schema)(schema).iter_errors(document))
+    from eval_banana.schemacheck import json_validator
+
+    error = best_match(json_validator(schema).iter_errors(document))
     if error is None:
         return None
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)

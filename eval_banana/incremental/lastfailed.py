@@ -6,10 +6,10 @@ run, or it recorded no failure (or no execute stage at all), every check is sele
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from eval_banana.models.stages import ConfigDoc
+from eval_banana.readback import read_json
 from eval_banana.rundir import newest_run_dir
 from eval_banana.stages import stage_path
 
@@ -17,7 +17,7 @@ from eval_banana.stages import stage_path
 def failed_ids(*, run_dir: Path) -> list[str] | None:
     """Ids of the checks that failed or errored in `run_dir`; None when it recorded none."""
     try:
-        document = json.loads(stage_path(run_dir=run_dir, stage="execute").read_bytes())
+        document = read_json(stage_path(run_dir=run_dir, stage="execute"))
     except (OSError, ValueError):
         return None  # that run stopped before executing anything
     results = document.get("results") if isinstance(document, dict) else None
@@ -35,7 +35,7 @@ def failed_ids(*, run_dir: Path) -> list[str] | None:
 
 def _run_id(*, run_dir: Path) -> str:
     try:
-        document = json.loads(stage_path(run_dir=run_dir, stage="config").read_bytes())
+        document = read_json(stage_path(run_dir=run_dir, stage="config"))
         return str(document["run_id"])
     except (OSError, ValueError, KeyError, TypeError):
         return run_dir.name

@@ -24,6 +24,9 @@ from eval_banana.sampling.rules import MAX_REPEATS, MIN_REPEATS, RULE_WORDS, Rul
 
 ID_PATTERN = r"^[a-zA-Z0-9_-]+$"
 _ID_RE = re.compile(ID_PATTERN)
+# What is stripped from around an id: spaces and tabs only, so an id ending in a line break
+# is refused instead of quietly becoming another id.
+ID_SPACES = " \t"
 NON_BLANK = r"\S"
 
 # What each check type is, in the words editors show when hovering over `type:`.
@@ -95,8 +98,9 @@ class CheckBase(BaseModel):
     ]
     id: str = Field(
         description="Unique id across the project; letters, digits, '_' and '-'.",
-        # Surrounding whitespace is stripped (as eval-banana does), so editors must accept it too.
-        json_schema_extra={"pattern": r"^\s*[a-zA-Z0-9_-]+\s*$"},
+        # Surrounding spaces and tabs are stripped (as eval-banana does), so editors must accept
+        # them too; a line break is never part of an id, nor stripped away.
+        json_schema_extra={"pattern": r"^[ \t]*[a-zA-Z0-9_-]+[ \t]*$"},
     )
     description: str = Field(
         description="What the check verifies; shown in reports.",
@@ -176,10 +180,11 @@ class CheckBase(BaseModel):
     def _id_rules(cls, value: Any) -> Any:
         if not isinstance(value, str):
             return value
-        stripped = value.strip()
-        if not stripped:
+        stripped = value.strip(ID_SPACES)
+        if not stripped.strip():
             raise PydanticCustomError("blank", "{field} must be non-empty", {"field": "id"})
-        if not _ID_RE.match(stripped):
+        # fullmatch: `$` would also match before a trailing newline.
+        if not _ID_RE.fullmatch(stripped):
             raise PydanticCustomError("id_characters", "id must match ^[a-zA-Z0-9_-]+$")
         return stripped
 

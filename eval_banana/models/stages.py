@@ -8,7 +8,7 @@ from eval_banana.models.config import AgentTemplate, Selection, Settings, Settin
 from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult, SkippedCheck
 
-AbortReason = Literal["interrupt", "run_timeout", "token_fuse", "cost_fuse"]
+AbortReason = Literal["interrupt", "run_timeout", "token_fuse", "cost_fuse", "write_fault"]
 # Why launching stopped early without aborting the run: the run ends as failed, not aborted.
 HaltReason = Literal["maxfail"]
 

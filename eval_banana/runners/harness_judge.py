@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from eval_banana.errors import WriteFault
 from eval_banana.harness.cause import agent_error
 from eval_banana.harness.command import (
     build_argv,
@@ -176,7 +177,7 @@ def _judged(
 def _launch_error(
     *, ctx: RunContext, started: datetime, exc: BaseException, details: dict[str, Any]
 ) -> CheckResult:
-    """The prompt could not be written or the agent could not be started."""
+    """The agent could not be started."""
     detail = f"{type(exc).__name__}: {exc}"
     logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
     return error_result(check=ctx.check, started=started, error_detail=detail, details=details)
@@ -189,7 +190,8 @@ def _write_prompt(*, path: Path, prompt: str) -> None:
 
 
 def run_harness_judge(ctx: RunContext) -> CheckResult:
-    """Run one judge check to a result; every failure is an `error` result, never an exception."""
+    """Run one judge check to a result; every failure is an `error` result, never an exception
+    (but a file eb cannot write, which aborts the run: WriteFault)."""
     started = utc_now()
     harness = ctx.harness
     if harness is None:
@@ -214,10 +216,11 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     details = _details(harness=harness, model=model, effort=effort)
     description = str(definition.get("description") or ctx.check.description)
     prompt = build_prompt(description=description, instructions=str(definition["instructions"]))
+    prompt_path = ctx.evidence_path(".prompt.txt")
     try:
-        _write_prompt(path=ctx.evidence_path(".prompt.txt"), prompt=prompt)
+        _write_prompt(path=prompt_path, prompt=prompt)
     except OSError as exc:
-        return _launch_error(ctx=ctx, started=started, exc=exc, details=details)
+        raise WriteFault.of(path=prompt_path, exc=exc) from None  # infrastructure: run aborts
     argv = build_argv(template=template, prompt=prompt, model=model, effort=effort)
     details["effective_command"] = display_argv(argv=argv, prompt=prompt)
     too_big = prompt_size_problem(prompt=prompt)

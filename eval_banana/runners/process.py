@@ -15,8 +15,10 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
+from eval_banana.errors import WriteFault
+from eval_banana.faults import capture_fault
 from eval_banana.runners import orphans
 
 GRACE_SECONDS = 2.0
@@ -141,15 +143,11 @@ def run_process(
 ) -> ProcessOutcome:
     """Run `argv` to completion, timeout or cancellation; raises OSError if it cannot start."""
     started = time.monotonic()
-    stdout_path.parent.mkdir(parents=True, exist_ok=True)
-    # Evidence may be hard-linked from another run folder (eb merge): write new files instead
-    # of rewriting the shared ones.
-    stdout_path.unlink(missing_ok=True)
-    stderr_path.unlink(missing_ok=True)
+    out, err = _open_captures(stdout_path=stdout_path, stderr_path=stderr_path)
     # Every process of this check inherits the token, so its orphans can be found at the end.
     token = orphans.start_check()
     child_env = {**env, orphans.TOKEN_VAR: token}
-    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+    with out, err:
         try:
             proc = subprocess.Popen(
                 list(argv),
@@ -182,6 +180,10 @@ def run_process(
         _kill_group(pgid=proc.pid)
         # ...nor daemons that left the group with setsid and were reparented to eb.
         orphans.end_check(token=token)
+    for path in (stdout_path, stderr_path):
+        fault = capture_fault(path=path)
+        if fault is not None:
+            raise fault  # the check's output may be cut short: no verdict can come from it
     return ProcessOutcome(
         exit_code=exit_code,
         timed_out=watch.timed_out,
@@ -189,6 +191,27 @@ def run_process(
         stdout_path=_drop_if_empty(stdout_path),
         stderr_path=_drop_if_empty(stderr_path),
     )
+
+
+def _open_captures(*, stdout_path: Path, stderr_path: Path) -> tuple[BinaryIO, BinaryIO]:
+    """The check's two output files, new and empty; a folder eb cannot write is a WriteFault."""
+    target = stdout_path
+    try:
+        stdout_path.parent.mkdir(parents=True, exist_ok=True)
+        # Evidence may be hard-linked from another run folder (eb merge): write new files
+        # instead of rewriting the shared ones.
+        stdout_path.unlink(missing_ok=True)
+        stderr_path.unlink(missing_ok=True)
+        out = stdout_path.open("wb")
+        target = stderr_path
+        try:
+            err = stderr_path.open("wb")
+        except BaseException:
+            out.close()
+            raise
+    except OSError as exc:
+        raise WriteFault.of(path=target, exc=exc) from None
+    return out, err
 
 
 TAIL_CHARS = 2000

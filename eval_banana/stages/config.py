@@ -15,6 +15,7 @@ from eval_banana.artifacts import sha256_bytes, write_model
 from eval_banana.errors import ConfigError
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
+from eval_banana.readback import read_regular
 from eval_banana.selection import compile_selector
 from eval_banana.settings import (
     LEGACY_CORE_KEYS,
@@ -53,6 +54,14 @@ def find_config_file(*, start: Path) -> Path | None:
         try:
             if candidate.is_file():
                 return candidate
+            if candidate.exists() and not candidate.is_dir():
+                # A FIFO, socket or device by that name: skipping it would run with another
+                # configuration than the one the user meant, and reading a FIFO would hang.
+                raise ConfigError(
+                    f"Cannot read {candidate}: not a regular file",
+                    file=str(candidate),
+                    hint="replace it with a TOML file, or pass --no-project-config",
+                )
         except PermissionError:
             # The folder exists but cannot be searched: silently skipping it would run with
             # another configuration than the one the user wrote.
@@ -66,7 +75,7 @@ def find_config_file(*, start: Path) -> Path | None:
 
 def _read_config_bytes(*, path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except OSError as exc:
         raise ConfigError(f"Cannot read {path}: {exc.strerror or exc}", file=str(path)) from None
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from eval_banana.artifacts import sha256_bytes, write_model
 from eval_banana.errors import UsageError
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
+from eval_banana.readback import read_regular
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
 
@@ -38,7 +39,9 @@ def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[Candidat
             name = entry.name
             if name.endswith(CHECK_SUFFIXES):
                 is_link = entry.is_symlink()
-                if is_link or entry.is_file():
+                # Not only regular files: a FIFO or device by a check file's name is named as
+                # unreadable when it is read, never skipped in silence.
+                if is_link or not entry.is_dir(follow_symlinks=False):
                     found.append((entry.path, is_link))
             elif name not in excluded and entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
@@ -75,8 +78,7 @@ def _describe(
         # The walk starts from a resolved root and never enters a linked folder, so only a
         # linked file needs resolving.
         resolved = str(Path(path).resolve(strict=True)) if is_link else path
-        with open(resolved, "rb") as handle:
-            data = handle.read()
+        data = read_regular(resolved)
     except OSError as exc:
         target = os.readlink(path) if os.path.islink(path) else path
         return ProblemModel(

@@ -20,6 +20,8 @@ from eval_banana.artifacts import (
     write_text_atomic,
 )
 from eval_banana.envpolicy import build_base_env
+from eval_banana.errors import WriteFault
+from eval_banana.faults import FaultLog, fault_result
 from eval_banana.fuses import RunFuses
 from eval_banana.harness.usage import usage_tokens
 from eval_banana.log import Logger
@@ -90,6 +92,8 @@ def _observe(*, ctx: RunContext) -> CheckResult:
     started = utc_now()
     try:
         result = runner_for(check_type=check.type)(ctx)
+    except WriteFault:
+        raise  # infrastructure: the run is aborted, never this check's verdict
     except Exception as exc:  # noqa: BLE001 - one broken check never sinks the run
         logger.warning("Check %s raised %s", check.id, exc, exc_info=True)
         return exception_result(check=check, started=started, exc=exc)
@@ -332,15 +336,18 @@ def execute(
     inputs: dict[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
     check_inputs: CheckInputs | None = None,
+    faults: FaultLog | None = None,
 ) -> ExecuteDoc:
     """Run the plan's checks on min(max_parallel_checks, n) threads; results by plan position.
 
     `inputs` are the digests of the upstream stage files (computed from the documents when
     not given); `environ` is the process environment the env policy filters (default os.environ);
     `check_inputs`, the reader of the checks' input states the verdict keys use (made here when
-    not given).
+    not given); `faults`, where the run's write faults are logged (they stop the run, and its
+    checks' output could not be kept: each such check is an `error`).
     """
     started = utc_now()
+    faults = faults if faults is not None else FaultLog()
     checks = plan.checks
     checks_dir = run_dir / "checks"
     checks_dir.mkdir(parents=True, exist_ok=True)
@@ -437,7 +444,11 @@ def execute(
         check = checks[position]
         not_run[position] = never_started
         if not written:
-            write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+            try:
+                write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+            except WriteFault as fault:
+                faults.add(fault=fault, stop=stop)
+                result = result if never_started else fault_result(check=check, fault=fault)
         results[position] = result
         if not never_started:
             _notify(on_result, check, result)
@@ -446,6 +457,21 @@ def execute(
         _follow(cancel=cancel, stop=stop)
         result, never_started = run_check(checks[position])
         finish(position, result, never_started)
+
+    def faulted(position: int, work: Callable[[], object]) -> object:
+        """`work()` for the check at `position`; a write fault in it stops the run and makes
+        that check an `error` (what it decided cannot be trusted without its output)."""
+        try:
+            return work()
+        except (WriteFault, OSError) as exc:
+            # An OSError out of a check's task is evidence eb failed to write (masking a
+            # secret in its output, say): a write fault like any other.
+            fault = exc if isinstance(exc, WriteFault) else WriteFault.of(path=checks_dir, exc=exc)
+            faults.add(fault=fault, stop=stop)
+            if results[position] is None:
+                results[position] = fault_result(check=checks[position], fault=fault)
+                not_run[position] = False
+            return True  # answered: the check has its result
 
     def reuse(item: Item) -> bool:
         """Answer an unsampled check with its stored verdict; whether the cache had one."""
@@ -514,9 +540,9 @@ def execute(
     def item_task(index: int) -> None:
         item = items[index]
         if item.sample is None:
-            task(item.position)
+            faulted(item.position, lambda: task(item.position))
         else:
-            sample_task(item)
+            faulted(item.position, lambda: sample_task(item))
 
     # Stored verdicts first, one after another on this thread: restoring one is a few small
     # file operations, and worker threads doing them at once only contend for the interpreter
@@ -526,7 +552,11 @@ def execute(
         cache.look_ahead(checks=checks)
     try:
         to_run = _unanswered(
-            count=len(items), answered=lambda index: reuse(items[index]), stop=stop
+            count=len(items),
+            answered=lambda index: bool(
+                faulted(items[index].position, lambda: reuse(items[index]))
+            ),
+            stop=stop,
         )
     finally:
         if cache is not None:
@@ -553,7 +583,9 @@ def execute(
                 isolation.close()
     _follow(cancel=cancel, stop=stop)
     if cache is not None:
-        cache.finish()
+        # A run that aborted keeps nothing it stored: a verdict whose output was cut short by
+        # a full disk must not be reused once there is room again.
+        cache.finish(aborted=stop.is_set())
     completed = utc_now()
     final = [result for result in results if result is not None]
     assert len(final) == len(checks)  # every task stored its result or raised above

@@ -26,6 +26,7 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
+from eval_banana.readback import read_regular
 from eval_banana.selection import (
     compile_selector,
     id_matches_pattern,
@@ -118,7 +119,7 @@ def _reader(contents: Mapping[str, bytes] | None) -> Reader:
 
     def read(path: str) -> bytes:
         data = cache.get(path)
-        return data if data is not None else Path(path).read_bytes()
+        return data if data is not None else read_regular(path)
 
     return read
 

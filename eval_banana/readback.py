@@ -1,0 +1,122 @@
+"""Reading files back: only regular files, and JSON no deeper than a fixed bound.
+
+Every file eb reads again (stage files, cache entries, kept runs, calibration records, check
+files, the config) goes through `read_regular`: a FIFO in place of one would block the open
+or the read forever, and a device or socket is no file eb wrote. `loads_json` refuses JSON
+nested deeper than `MAX_DEPTH` before parsing it, in linear time, instead of letting the
+parser run out of stack (a `RecursionError`). Both failures subclass the exceptions their
+callers already turn into errors naming the file (OSError, ValueError).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from typing import Any
+
+MAX_DEPTH = 200
+_BLOCK = 1 << 20
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class NotRegularFile(OSError):
+    """A path eb reads names a FIFO, socket, device or folder, not a regular file."""
+
+
+class TooDeep(ValueError):
+    """A JSON or YAML document is nested deeper than MAX_DEPTH."""
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of `path` when it is a regular file; NotRegularFile otherwise.
+
+    Opened without blocking (a FIFO with no writer opens at once) and checked on the open
+    descriptor, so nothing can swap the file between the check and the read.
+    """
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({_kind(mode)})", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The whole content of a regular file (see `open_regular`)."""
+    fd = open_regular(path)
+    try:
+        chunks = []
+        while chunk := os.read(fd, _BLOCK):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+_INNERMOST = re.compile(rb"\{\}|\[\]")
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+
+
+def _outside_strings(data: bytes) -> bytes:
+    """`data` without the contents of its JSON strings (whose brackets are no nesting).
+
+    Escaped backslashes go first, then escaped quotes: every quote left delimits a string, so
+    every other piece between quotes is outside one. Plain bytes operations, no regex walk.
+    """
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(data.split(b'"')[0::2])
+
+
+def json_depth_exceeds(data: bytes, *, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON text `data` nests deeper than `limit`, in time linear in its length.
+
+    Each pass removes the innermost empty pairs, one level of every branch at once; a text
+    whose brackets are still there after `limit` passes is deeper than `limit`. A pass that
+    changes nothing means unbalanced brackets: the parser will say the text is not JSON.
+    """
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False  # too few brackets to be that deep (the common, cheap answer)
+    brackets = _outside_strings(data).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        shorter = _INNERMOST.sub(b"", brackets)
+        if len(shorter) == len(brackets):
+            return False
+        brackets = shorter
+    return bool(brackets)
+
+
+def loads_json(data: bytes | str) -> Any:
+    """`json.loads`, refusing (TooDeep, a ValueError) a document nested beyond MAX_DEPTH."""
+    raw = data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data
+    if json_depth_exceeds(raw):
+        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """A regular file's JSON document (NotRegularFile: an OSError; TooDeep: a ValueError)."""
+    return loads_json(read_regular(path))

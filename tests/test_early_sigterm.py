@@ -1,0 +1,80 @@
+"""SIGTERM during start-up ends eb with exit 3 (as one during the run does), never a traceback
+or death by the signal.
+
+"Start-up" starts when eb's own code can act: the test watches the process's caught signals
+(`SigCgt` in /proc/<pid>/status) and sends SIGTERM the moment eb catches it, then at a few
+later moments while it is still importing, reading its config and finding check files.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.gitrepo import init_repo
+
+_SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
+
+
+def _catches_sigterm(pid: int) -> bool | None:
+    """Whether `pid` has a SIGTERM handler now; None once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & _SIGTERM_BIT)
+    return None
+
+
+def _terminate_early(*, argv: list[str], delay_s: float) -> subprocess.CompletedProcess[str]:
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        caught = _catches_sigterm(process.pid)
+        if caught or caught is None or process.poll() is not None:
+            break
+        time.sleep(0.0005)
+    time.sleep(delay_s)
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+def _project(root: Path) -> Path:
+    checks = {
+        f"eval_checks/check_{n}.yaml": (
+            f"schema_version: 1\nid: check_{n}\ntype: deterministic\n"
+            f"description: Check {n}.\nscript: print('fine')\n"
+        )
+        for n in range(30)
+    }
+    return init_repo(root, {".eval-banana/config.toml": '[core]\noutput_dir = "runs"\n', **checks})
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+@pytest.mark.parametrize("command", ["run", "validate"])
+@pytest.mark.parametrize("delay_s", [0.0, 0.002, 0.01, 0.03])
+def test_sigterm_during_start_up_ends_eb_with_exit_3(
+    tmp_path: Path, command: str, delay_s: float
+) -> None:
+    root = _project(tmp_path / "proj")
+    argv = [sys.executable, "-m", "eval_banana", command, "--cwd", str(root)]
+    done = _terminate_early(argv=argv, delay_s=delay_s)
+    assert "Traceback" not in done.stderr, done.stderr
+    if done.returncode == 0 and delay_s > 0:
+        pytest.skip("eb finished before the signal was sent on this machine")
+    assert done.returncode == 3, (done.returncode, done.stderr)

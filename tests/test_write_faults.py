@@ -1,0 +1,148 @@
+"""A file eb cannot write is infrastructure, never a verdict: a full disk aborts the run (exit 3)
+with one line naming the file and the cause, the check whose output was cut short is an error,
+and nothing the run judged is reused once there is room again.
+
+The disk is a real, small tmpfs mounted over the folder under test (root only; skipped
+otherwise), filled by the checks' own output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.gitrepo import init_repo
+
+# A check that writes `size` bytes to stdout and passes whatever the write did: a disk that
+# fills up cuts its output short while the check itself still says "passed".
+WRITER = """\
+import os
+data = b"x" * {size}
+try:
+    while data:
+        data = data[os.write(1, data):]
+except OSError:
+    pass
+"""
+
+
+def _check(check_id: str, *, size: int) -> str:
+    script = WRITER.format(size=size)
+    return (
+        f"schema_version: 1\nid: {check_id}\ntype: deterministic\n"
+        f"description: Writes {size} bytes.\nscript: |\n{textwrap.indent(script, '  ')}"
+    )
+
+
+def _project(root: Path, *, sizes: dict[str, int]) -> Path:
+    files = {
+        ".eval-banana/config.toml": textwrap.dedent(
+            """\
+            [core]
+            output_dir = "runs"
+            max_parallel_checks = 1
+
+            [discovery]
+            exclude_dirs = [".eval-banana", ".git", "runs", "cache"]
+
+            [cache]
+            mode = "on"
+            dir = "cache"
+            """
+        ),
+        ".gitignore": "runs/\ncache/\n",
+    }
+    for check_id, size in sizes.items():
+        files[f"eval_checks/{check_id}.yaml"] = _check(check_id, size=size)
+    return init_repo(root, files)
+
+
+@contextlib.contextmanager
+def _small_disk(folder: Path, *, size: str) -> Iterator[None]:
+    """`folder` on a tmpfs of `size`, unmounted (its content gone) when the block ends."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _eb_run(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _report(root: Path) -> dict[str, object]:
+    (run,) = sorted((root / "runs").iterdir())
+    document: dict[str, object] = json.loads((run / "report.json").read_text())
+    return document
+
+
+def _assert_one_fault_line(done: subprocess.CompletedProcess[str], *, under: Path) -> str:
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    # Besides the progress lines ([n/m] per check), one line: the fault.
+    lines = [line for line in done.stderr.splitlines() if line.strip() and line[0] != "["]
+    assert len(lines) == 1, done.stderr
+    (line,) = lines
+    assert line.startswith(f"Cannot write {under}"), line
+    assert "No space left on device" in line, line
+    return line
+
+
+def test_a_full_run_folder_aborts_the_run_and_nothing_it_judged_is_reused(tmp_path: Path) -> None:
+    # 1 MiB holds the small check's output and the first big one, never the second big one.
+    root = _project(tmp_path / "proj", sizes={"a_small": 1_000, "b_big": 600_000, "c_big": 600_000})
+    runs = root / "runs"
+    with _small_disk(runs, size="1m"):
+        done = _eb_run(root)
+        _assert_one_fault_line(done, under=runs)
+    assert not any((root / "cache" / "entries").rglob("*.json")), "an aborted run stored verdicts"
+    # Room again: every check runs afresh; none is answered by a verdict of the aborted run.
+    again = _eb_run(root)
+    assert again.returncode == 0, again.stdout + again.stderr
+    results = {check["check_id"]: check for check in _report(root)["checks"]}  # type: ignore[attr-defined]
+    assert set(results) == {"a_small", "b_big", "c_big"}
+    for check_id, result in results.items():
+        assert result["status"] == "passed", (check_id, result)
+        assert result["details"]["cache"]["hit"] is False, (check_id, result["details"])
+
+
+def test_a_full_cache_folder_aborts_the_run(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj", sizes={"a_big": 600_000, "b_big": 600_001})
+    cache = root / "cache"
+    with _small_disk(cache, size="1m"):
+        done = _eb_run(root)
+        _assert_one_fault_line(done, under=cache)
+        assert not any((cache / "entries").rglob("*.json")), "an aborted run stored verdicts"
+    # The run folder had room: its report is there, readable, and says what happened.
+    report = _report(root)
+    assert report["aborted_by"] == "write_fault"
+    assert report["run_passed"] is False
+    statuses = {check["check_id"]: check["status"] for check in report["checks"]}  # type: ignore[attr-defined]
+    assert "error" in statuses.values(), statuses
+    assert "passed" not in statuses.values() or statuses["a_big"] == "passed", statuses
