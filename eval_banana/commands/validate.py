@@ -22,6 +22,13 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         "--allow-empty", action="store_true", help="Succeed even when no check is found."
     )
     parser.add_argument(
+        "--allow-missing-agent",
+        action="store_true",
+        help="Only warn when the judges' agent CLI is not on PATH (or is another program), for "
+        "a machine that validates but never runs judges, such as a pre-commit hook; `eb run` "
+        "stops for it.",
+    )
+    parser.add_argument(
         "--run-dir", help="Also write the config, discover, validate and guard stage files here."
     )
     parser.add_argument(
@@ -69,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             plan=plan,
             inputs={k: v for k, v in digests.items() if k in ("config", "validate")},
             mode="validate",
+            require_agent=not args.allow_missing_agent,
         )
         if run_dir is not None:
             guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
