@@ -41,6 +41,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eval_banana.models.stages import ProblemModel
     from eval_banana.request import load_config
     from eval_banana.rundir import new_run_id
     from eval_banana.stages import discover as discover_stage
@@ -67,7 +68,13 @@ def run(args: argparse.Namespace) -> int:
     problems = list(plan.errors)
     if args.allow_empty and [p.message for p in problems] == [validate_stage.NO_CHECKS]:
         problems = []
-    warnings = list(plan.warnings)
+    warnings = [
+        *(
+            ProblemModel(message=message)
+            for message in common.project_warnings(config=config, discovered=discovered)
+        ),
+        *plan.warnings,
+    ]
     # A plan whose only errors are missing scripts still has its checks: guard them too, so one
     # `eb validate` reports every problem at once.
     if plan.checks:
