@@ -34,11 +34,23 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     return folders
 
 
+LAST_FAILED_FILE = "lastfailed.json"
+
+
+def last_failed_path(*, config: ConfigDoc) -> Path:
+    """Where `eb run` remembers failures: beside the config file in use, else in
+    `<project root>/.eval-banana/`."""
+    if config.config_file:
+        return Path(config.config_file).parent / LAST_FAILED_FILE
+    return Path(config.project_root) / ".eval-banana" / LAST_FAILED_FILE
+
+
 def own_files(*, config: ConfigDoc) -> list[Path]:
-    """eb's config file in use and the calibration record `eb calibrate` writes beside it."""
+    """eb's config file in use, the calibration record `eb calibrate` writes beside it, and
+    the failures `eb run` remembers there (each run rewrites it)."""
     from eval_banana.calibration.store import record_path
 
-    found = [record_path(config=config)]
+    found = [record_path(config=config), last_failed_path(config=config)]
     if config.config_file:
         found.append(Path(config.config_file))
     return found

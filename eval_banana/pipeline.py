@@ -250,6 +250,7 @@ def _stages(
         digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
         for warning in executed.warnings:
             console.warn(warning.message)
+        _remember_failures(config=config, executed=executed, console=console)
         finished = finish_run(
             run_dir=run_dir,
             config=config,
@@ -278,6 +279,16 @@ def _stages(
         )
         recorder.keep(run=run, console=console)
     return finished
+
+
+def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Console) -> None:
+    """What --last-failed will rerun; a record that cannot be written costs only that."""
+    from eval_banana.incremental.lastfailed import remember_results
+
+    try:
+        remember_results(config=config, results=executed.results)
+    except OSError as exc:
+        console.warn(f"could not record the failed checks for --last-failed: {exc}")
 
 
 def begin_html(

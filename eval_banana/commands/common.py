@@ -88,8 +88,9 @@ def add_incremental(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--last-failed",
         action="store_true",
-        help="Only the checks that failed or errored in the newest earlier run in the output "
-        "folder; every check when there is none or it had no failures.",
+        help="Only the checks that failed or errored the last time they ran (remembered in "
+        ".eval-banana/lastfailed.json across partial runs); when none did, every check, or "
+        "none with --last-failed-none skip.",
     )
 
 
