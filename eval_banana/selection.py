@@ -254,5 +254,6 @@ def selected_nothing(error: DefinitionError) -> bool:
     start nothing, so it leaves no run folder behind."""
     if isinstance(error, NoChecksError):
         return True
-    problems = (error, *error.problems)
-    return all(problem.field_path == "check_id" for problem in problems)
+    return error.field_path == "check_id" and all(
+        problem.field_path == "check_id" for problem in error.problems
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from eval_banana.ebfolders import last_failed_path
 from eval_banana.models.lastfailed import FailedCheck, LastFailedDoc
@@ -40,7 +41,7 @@ def read_memory(*, path: Path) -> LastFailedDoc | None:
     return LastFailedDoc.model_validate(document)
 
 
-def _schema_problem(document: object) -> str | None:
+def _schema_problem(document: Any) -> str | None:
     import jsonschema
     from jsonschema.exceptions import best_match
 
