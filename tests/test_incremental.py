@@ -321,3 +321,21 @@ def test_the_record_of_failures_is_no_project_file_for_the_verdict_cache(
     assert project.misses(expect_exit=1) == {"ok", "bad"}
     assert (project.root / ".eval-banana" / "lastfailed.json").is_file()
     assert project.misses(expect_exit=1) == set()
+
+
+def test_the_record_of_failures_costs_no_heavy_import(project: Callable[..., Path]) -> None:
+    # Read and rewritten by every run: checked against its schema without jsonschema/pydantic.
+    root = failing_project(project)
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"code = main(['run', '--cwd', {str(root)!r}, '--last-failed'])\n"
+        "heavy = sorted(m for m in ('pydantic', 'jsonschema') if m in sys.modules)\n"
+        "print('HEAVY', heavy, code)\n"
+    )
+    for _ in range(2):  # the first run writes the record, the second reads and updates it
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+        )
+        assert "HEAVY [] 1" in done.stdout, done.stdout + done.stderr
+    assert (root / ".eval-banana" / "lastfailed.json").is_file()

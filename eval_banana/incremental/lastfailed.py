@@ -42,12 +42,18 @@ def read_memory(*, path: Path) -> LastFailedDoc | None:
 
 
 def _schema_problem(document: Any) -> str | None:
-    import jsonschema
-    from jsonschema.exceptions import best_match
-
+    """Why `document` does not match the published schema, or None; jsonschema (slow to
+    import) is loaded only to word a problem."""
+    from eval_banana.schemacheck import compile_schema
     from eval_banana.schemas import packaged_schema
 
     schema = json.loads(packaged_schema("lastfailed"))
+    quick = compile_schema(schema)
+    if quick is not None and quick(document):
+        return None
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
     error = best_match(jsonschema.validators.validator_for(schema)(schema).iter_errors(document))
     return None if error is None else error.message
 
