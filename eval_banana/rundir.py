@@ -77,12 +77,20 @@ def open_run_dir(*, config: ConfigDoc, flat_output: bool) -> RunFolder:
 def discard_run_dir(*, folder: RunFolder) -> None:
     """Take back a run folder that turned out to have nothing to run (no check selected): a
     command that runs nothing leaves nothing behind, not even `.eval-banana/results/`."""
-    if folder.made is not None:
-        shutil.rmtree(folder.made, ignore_errors=True)
+    if folder.made is None:
+        # An existing (empty, --flat-output) folder keeps existing; only what the run wrote goes.
+        for name in ("stages", "checks"):
+            shutil.rmtree(folder.path / name, ignore_errors=True)
         return
-    # An existing (empty, --flat-output) folder keeps existing; only what the run wrote goes.
-    for name in ("stages", "checks"):
-        shutil.rmtree(folder.path / name, ignore_errors=True)
+    shutil.rmtree(folder.path, ignore_errors=True)
+    # The folders made for it go only while empty: another run may have started in them since.
+    for parent in folder.path.parents:
+        if folder.made != parent and folder.made not in parent.parents:
+            break
+        try:
+            parent.rmdir()
+        except OSError:
+            break
 
 
 def _run_dir_path(*, config: ConfigDoc, flat_output: bool) -> Path:
