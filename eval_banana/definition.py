@@ -320,16 +320,48 @@ class FrozenScript(NamedTuple):
     unavailable: str | None
 
 
-def freeze_script(*, yaml_path: Path, script_path: str) -> FrozenScript:
+def freeze_script(
+    *, yaml_path: Path, script_path: str, yaml_data: bytes | None = None
+) -> FrozenScript:
+    """The script a check file names, read once; `yaml_data` (the check file's bytes) lets a
+    missing script's message give the line of `script_path`."""
     resolved = (yaml_path.parent / script_path).resolve()
     if not resolved.is_file():
         return FrozenScript(
-            path=resolved, data=None, unavailable=f"Deterministic script not found: {resolved}"
+            path=resolved,
+            data=None,
+            unavailable=missing_script_message(
+                resolved=resolved, yaml_path=yaml_path, script_path=script_path, data=yaml_data
+            ),
         )
     try:
         return FrozenScript(path=resolved, data=read_regular(resolved), unavailable=None)
     except OSError as exc:
         return FrozenScript(path=resolved, data=None, unavailable=str(exc))
+
+
+def missing_script_message(
+    *, resolved: Path, yaml_path: Path, script_path: str, data: bytes | None
+) -> str:
+    """The missing script, and the check file (and line) whose `script_path` names it: a moved
+    script breaks a check file that the commit or the user may never have opened."""
+    where = str(yaml_path)
+    line = _script_path_line(data=data)
+    if line is not None:
+        where += f":{line}"
+    return f"Deterministic script not found: {resolved} (script_path: {script_path} in {where})"
+
+
+def _script_path_line(*, data: bytes | None) -> int | None:
+    if data is None:
+        return None
+    from eval_banana.yamlpos import compose, locate
+
+    root = compose(text=data.decode("utf-8", errors="replace"))
+    if root is None:
+        return None
+    located = locate(root=root, path=["script_path"])
+    return located.key.line if located.found and located.key is not None else None
 
 
 def _component(*, name: bytes, content: bytes) -> bytes:

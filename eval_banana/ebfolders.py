@@ -37,14 +37,29 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     return folders
 
 
+LAST_FAILED_FILE = "lastfailed.json"
+
+
+def last_failed_path(*, config: ConfigDoc) -> Path:
+    """Where `eb run` remembers failures: beside the config file in use, else in
+    `<project root>/.eval-banana/`."""
+    if config.config_file:
+        return Path(config.config_file).parent / LAST_FAILED_FILE
+    return Path(config.project_root) / ".eval-banana" / LAST_FAILED_FILE
+
+
 def own_files(*, config: ConfigDoc) -> list[Path]:
     """eb's config file in use, the calibration record `eb calibrate` writes beside it, and
     the files the run writes beside its run folder (the JUnit file, --result-out, the GitHub
-    step summary): rewritten by every run, they would otherwise change the project's state
-    each time."""
+    step summary) and the failures `eb run` remembers: rewritten by every run, they would
+    otherwise change the project's state each time."""
     from eval_banana.calibration.store import record_path
 
-    found = [record_path(config=config), *(Path(path) for path in config.outputs)]
+    found = [
+        record_path(config=config),
+        last_failed_path(config=config),
+        *(Path(path) for path in config.outputs),
+    ]
     if config.config_file:
         found.append(Path(config.config_file))
     junit = config.settings.core.junit_xml

@@ -17,7 +17,12 @@ EXAMPLE_PATH = Path("eval_checks") / "example_check.yaml"
 GITIGNORE_PATH = Path(".eval-banana") / ".gitignore"
 # eb's outputs: run folders and the verdict cache (`[cache] dir`'s default).
 IGNORED_FOLDERS: tuple[str, ...] = ("results", "cache")
-_HEADER = "# Written by `eb init`: eb's run folders and verdict cache are outputs, not sources.\n"
+# What eb remembers for `eb run --last-failed`: this machine's state, not a source.
+IGNORED_FILES: tuple[str, ...] = ("lastfailed.json",)
+_HEADER = (
+    "# Written by `eb init`: eb's run folders, verdict cache and record of failed checks are "
+    "outputs, not sources.\n"
+)
 
 
 def _ignores(*, folder: str, lines: list[str]) -> bool:
@@ -64,6 +69,11 @@ def _gitignore_text(*, current: str | None) -> str | None:
     lines = (current or "").splitlines()
     missing = [
         f"{folder}/\n" for folder in IGNORED_FOLDERS if not _ignores(folder=folder, lines=lines)
+    ]
+    missing += [
+        f"{name}\n"
+        for name in IGNORED_FILES
+        if not any(line.strip() in (name, f"/{name}") for line in lines)
     ]
     if not missing:
         return None

@@ -424,13 +424,17 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     )
     # The checks' output folders (mostly empty: each is looked into) in another child, which
     # nothing waits for until the run is reported: the page links files, not folders.
-    folders = forked.start(
-        work=bring_folders,
-        fork=forked.worth_forking(
-            items=sum(len(listed.folders) for listed in evidence), threshold=LINK_FORK_FILES
-        ),
-        background=True,
-    )
+    try:
+        folders = forked.start(
+            work=bring_folders,
+            fork=forked.worth_forking(
+                items=sum(len(listed.folders) for listed in evidence), threshold=LINK_FORK_FILES
+            ),
+            background=True,
+        )
+    except BaseException:
+        links.abandon()  # a Ctrl-C between the two forks must not leave the links' child behind
+        raise
     try:
         executed = _write_merged_stages(
             runs=runs, first=first, ordered=ordered, config=config, digests=digests, run_dir=run_dir

@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any
 from eval_banana import forked, replaying
 from eval_banana.cache.replay_record import RunTaken
 from eval_banana.console import Console, ProgressReporter
-from eval_banana.errors import RunAborted, WriteFault
+from eval_banana.errors import DefinitionError, RunAborted, WriteFault
 from eval_banana.faults import FaultLog
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.request import RunRequest, load_config
 from eval_banana.results import STOP_REASON_TEXT
-from eval_banana.rundir import new_run_id, prepare_run_dir
+from eval_banana.rundir import discard_run_dir, new_run_id, open_run_dir
+from eval_banana.selection import selected_nothing
 from eval_banana.stages import discover as discover_stage
-from eval_banana.stages.config import write_config_stage
+from eval_banana.stages.config import outside_project_warning, write_config_stage
 
 if TYPE_CHECKING:
     from eval_banana.stages.report import ReportOutcome
@@ -131,21 +132,30 @@ def publish_report(
 def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Console) -> RunOutcome:
     """Run every stage; setup errors raise (exit 2) after writing the stage files so far."""
     config = load_config(request=request, run_id=new_run_id())
-    run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
+    outside = outside_project_warning(config=config)
+    if outside is not None:
+        console.warn(outside)
+    folder = open_run_dir(config=config, flat_output=request.flat_output)
+    run_dir = folder.path
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
     if config.selection.changed_since is not None:
         from eval_banana.incremental.changed import prefetch
 
         prefetch(config=config)  # git compares while the check files are found and read
-    with _state_read_ahead(config=config):
-        return _stages(
-            config=config,
-            run_dir=run_dir,
-            digests=digests,
-            request=request,
-            cancel=cancel,
-            console=console,
-        )
+    try:
+        with _state_read_ahead(config=config):
+            return _stages(
+                config=config,
+                run_dir=run_dir,
+                digests=digests,
+                request=request,
+                cancel=cancel,
+                console=console,
+            )
+    except DefinitionError as exc:
+        if selected_nothing(exc):
+            discard_run_dir(folder=folder)  # nothing could run: nothing is left behind
+        raise
 
 
 def _state_read_ahead(*, config: ConfigDoc) -> contextlib.AbstractContextManager[None]:
@@ -173,6 +183,9 @@ def _stages(
         config=config, inputs={"config": digests["config"]}, contents=contents
     )
     digests["discover"] = discover_stage.write_discover_stage(run_dir=run_dir, doc=discovered)
+    nested = discover_stage.nested_projects_warning(config=config, discovered=discovered)
+    if nested is not None:
+        console.warn(nested)
     key = replaying.key_for(config=config, discovered=discovered, request=request)
     if key is not None:
         replayed = replaying.replay(
@@ -240,6 +253,7 @@ def _stages(
         digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
         for warning in executed.warnings:
             console.warn(warning.message)
+        _remember_failures(config=config, executed=executed, console=console)
         finished = finish_run(
             run_dir=run_dir,
             config=config,
@@ -272,6 +286,16 @@ def _stages(
         )
         recorder.keep(run=run, console=console)
     return finished
+
+
+def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Console) -> None:
+    """What --last-failed will rerun; a record that cannot be written costs only that."""
+    from eval_banana.incremental.lastfailed import remember_results
+
+    try:
+        remember_results(config=config, results=executed.results)
+    except OSError as exc:
+        console.warn(f"could not record the failed checks for --last-failed: {exc}")
 
 
 def begin_html(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from eval_banana.errors import OutputDirError
 from eval_banana.models.stages import ConfigDoc
@@ -46,6 +48,56 @@ def _refuse_flat(*, exact: Path) -> None:
             file=str(resolved),
             hint="--flat-output never overwrites; pass an absent or empty folder.",
         )
+
+
+class RunFolder(NamedTuple):
+    """A run folder just made, and the topmost folder making it created (None: it existed)."""
+
+    path: Path
+    made: Path | None
+
+
+def _topmost_missing(path: Path) -> Path | None:
+    """The highest folder of `path` (or `path` itself) that does not exist yet."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            break
+        missing = folder
+    return missing
+
+
+def open_run_dir(*, config: ConfigDoc, flat_output: bool) -> RunFolder:
+    """`prepare_run_dir`, remembering what it created so `discard_run_dir` can take it back."""
+    run_dir = _run_dir_path(config=config, flat_output=flat_output)
+    made = _topmost_missing(run_dir)
+    return RunFolder(path=prepare_run_dir(config=config, flat_output=flat_output), made=made)
+
+
+def discard_run_dir(*, folder: RunFolder) -> None:
+    """Take back a run folder that turned out to have nothing to run (no check selected): a
+    command that runs nothing leaves nothing behind, not even `.eval-banana/results/`."""
+    if folder.made is None:
+        # An existing (empty, --flat-output) folder keeps existing; only what the run wrote goes.
+        for name in ("stages", "checks"):
+            shutil.rmtree(folder.path / name, ignore_errors=True)
+        return
+    shutil.rmtree(folder.path, ignore_errors=True)
+    # The folders made for it go only while empty: another run may have started in them since.
+    for parent in folder.path.parents:
+        if folder.made != parent and folder.made not in parent.parents:
+            break
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+
+
+def _run_dir_path(*, config: ConfigDoc, flat_output: bool) -> Path:
+    base = output_base(config=config)
+    if flat_output:
+        return Path(str(base).rstrip("/") or "/").resolve()
+    return base.resolve() / config.run_id
 
 
 def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:

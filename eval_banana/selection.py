@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
 from typing import NamedTuple
 
-from eval_banana.errors import SelectionError
+from eval_banana.errors import DefinitionError, NoChecksError, SelectionError
 
 Matcher = Callable[[str], bool]
 Predicate = Callable[[Matcher], bool]
@@ -245,4 +245,15 @@ def compile_selector(*, keyword: str | None, tags: Sequence[str]) -> Selector:
     return Selector(
         keyword=keyword_expression,
         tags=tuple(parse_expression(text=tag, option="--tag") for tag in tags),
+    )
+
+
+def selected_nothing(error: DefinitionError) -> bool:
+    """Whether a validation failure only says the selection holds no check (an empty project,
+    a `-k`/`--tag` that matches nothing, a `--check-id` that names no check): such a run can
+    start nothing, so it leaves no run folder behind."""
+    if isinstance(error, NoChecksError):
+        return True
+    return error.field_path == "check_id" and all(
+        problem.field_path == "check_id" for problem in error.problems
     )

@@ -60,6 +60,7 @@ _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 ISOLATION_MODES: tuple[str, ...] = ("detect", "copy", "off")
 CHECK_ISOLATION_MODES: tuple[str, ...] = ("off", "detect", "copy")
 CACHE_MODES: tuple[str, ...] = ("off", "on", "read-only", "refresh")
+LAST_FAILED_NONE: tuple[str, ...] = ("all", "skip")
 
 
 class SettingValueError(ValueError):
@@ -229,6 +230,18 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag="--fail-on-flaky",
         commands=_RUN,
         help=_help("core", "fail_on_flaky"),
+    ),
+    SettingSpec(
+        name="core.last_failed_none",
+        section="core",
+        key="last_failed_none",
+        kind="choice",
+        choices=LAST_FAILED_NONE,
+        env="EVAL_BANANA_LAST_FAILED_NONE",
+        flag="--last-failed-none",
+        commands=("run", "list"),
+        metavar="{all,skip}",
+        help=_help("core", "last_failed_none"),
     ),
     SettingSpec(
         name="discovery.exclude_dirs",

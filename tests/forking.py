@@ -4,6 +4,7 @@ down, so a small project takes the forked paths that big runs take."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -28,6 +29,13 @@ _MAIN = """\
 from eval_banana.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+
+
+def default_sigint() -> None:
+    """For a child a test sends SIGINT to: Ctrl-C's default, as a terminal gives it. A suite
+    started where SIGINT is ignored (`nohup pytest &`, some CI launchers) would hand the
+    child that ignoring, and Python would then never raise KeyboardInterrupt in it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def eb_script(*, setup: str) -> str:

@@ -152,7 +152,10 @@ def test_validate_json_renders_config_errors_and_warnings_in_the_same_shape(
         if not (Path(part) / "claude").exists()
     ]
     monkeypatch.setenv("PATH", os.pathsep.join(without_claude))
-    warned = _json(eb("validate", "--cwd", str(judged), "--json"))
+    # A missing agent refuses validation as it refuses the run; allowed, it is a warning.
+    refused = _json(eb("validate", "--cwd", str(judged), "--json"))
+    assert refused["ok"] is False and "claude" in refused["errors"][0]["message"]
+    warned = _json(eb("validate", "--cwd", str(judged), "--json", "--allow-missing-agent"))
     assert warned["ok"] is True and warned["checks"] == 1
     (warning,) = warned["warnings"]
     assert list(warning) == ENTRY_KEYS and warning["kind"] == "warning"

@@ -197,6 +197,15 @@ PRECEDENCE = [
     ("cache.replay", "false", False, "1", True, False, False),
     ("core.repeats", "3", 3, "4", 4, ["--repeats", "5"], 5),
     ("core.fail_on_flaky", "true", True, "1", True, ["--fail-on-flaky"], True),
+    (
+        "core.last_failed_none",
+        '"skip"',
+        "skip",
+        "all",
+        "all",
+        ["--last-failed-none", "skip"],
+        "skip",
+    ),
     ("harness.require_calibration", "true", True, "yes", True, ["--require-calibration"], True),
     ("harness.min_agreement", "0.5", 0.5, "0.75", 0.75, ["--min-agreement", "0.9"], 0.9),
 ]
@@ -885,7 +894,7 @@ def test_flags_per_command() -> None:
     assert "--harness-agent" in flags("validate")
     assert "--pass-threshold" not in flags("validate")
     assert "--env-policy" not in flags("validate")
-    assert flags("list") == set()
+    assert flags("list") == {"--last-failed-none"}  # it shapes what --last-failed lists
 
 
 def test_absent_flags_give_no_values() -> None:

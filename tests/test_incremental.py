@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -195,18 +197,74 @@ def test_last_failed_reruns_the_failures_of_the_newest_earlier_run(
     assert ran(run_later(eb, root, "--last-failed")) == ["bad", "broken", "ok"]
 
 
-def test_last_failed_with_gone_checks_passes_empty(
+def test_last_failed_with_gone_checks_runs_every_check(
     eb: Callable[..., EbResult], project: Callable[..., Path]
 ) -> None:
+    # As pytest: remembered failures that are not among the selected checks select nothing
+    # special, so every check runs (or none with --last-failed-none skip).
     root = failing_project(project)
     run_later(eb, root)
     (root / "eval_checks/bad.yaml").unlink()
     (root / "eval_checks/broken.yaml").unlink()
-    result = run_later(eb, root, "--last-failed")
-    assert result.exit_code == 0
-    assert "No check was selected" in result.stdout
-    # That empty run failed nothing, so the next --last-failed selects every check again.
     assert listed(eb, root, "--last-failed") == ["ok"]
+    assert listed(eb, root, "--last-failed", "--last-failed-none", "skip") == []
+    result = run_later(eb, root, "--last-failed", "--last-failed-none", "skip")
+    assert result.exit_code == 0 and "No check was selected" in result.stdout
+    assert ran(run_later(eb, root, "--last-failed")) == ["ok"]
+
+
+def _memory(root: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((root / ".eval-banana/lastfailed.json").read_text())
+    return document
+
+
+def test_a_failure_is_remembered_across_partial_runs_until_a_run_passes_it(
+    tmp_path: Path, project: Callable[..., Path]
+) -> None:
+    root = project(
+        {
+            "eval_checks/ok.yaml": script_check("ok", script="pass\n"),
+            "eval_checks/other.yaml": script_check("other", script="pass\n"),
+            "eval_checks/bad.yaml": script_check("bad", script="raise SystemExit(1)\n"),
+        }
+    )
+
+    def eb_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *args],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+
+    def ran_ids(done: subprocess.CompletedProcess[str]) -> list[str]:
+        return sorted(
+            line[2:].split(":")[0] for line in done.stdout.splitlines() if line.startswith("- ")
+        )
+
+    assert eb_run().returncode == 1  # bad fails
+    assert ran_ids(eb_run("-k", "other")) == ["other"]  # a partial run that passes
+    assert ran_ids(eb_run("--check-id", "ok")) == ["ok"]  # another one
+    # The failure of the first run is still remembered, in eb's own folder.
+    assert list(_memory(root)["failed"]) == ["bad"]
+    again = eb_run("--last-failed")
+    assert ran_ids(again) == ["bad"] and again.returncode == 1
+    # Fixed, and passed by a run in which it ran: forgotten; then nothing failed, so every
+    # check runs (pytest's default), or none with --last-failed-none skip.
+    (root / "eval_checks/bad.yaml").write_text(script_check("bad", script="pass\n"))
+    assert ran_ids(eb_run("--last-failed")) == ["bad"]
+    assert _memory(root)["failed"] == {}
+    assert ran_ids(eb_run("--last-failed")) == ["bad", "ok", "other"]
+    skipped = eb_run("--last-failed", "--last-failed-none", "skip")
+    assert skipped.returncode == 0 and ran_ids(skipped) == []
+    # The record is a small document valid against its published schema, written atomically.
+    import jsonschema
+
+    from eval_banana.schemas import packaged_schema
+
+    jsonschema.validate(_memory(root), json.loads(packaged_schema("lastfailed")))
+    assert [p.name for p in (root / ".eval-banana").iterdir() if p.name.endswith(".tmp")] == []
 
 
 def newest_config(root: Path) -> dict[str, Any]:
@@ -238,3 +296,46 @@ def test_list_inputs_shows_what_each_pattern_matches(
     assert blocks["artifact"] == ["inputs: out/result.json (1 file)", "out/result.json"]
     assert blocks["scripted"] == ["inputs: nothing/** (0 files)"]
     assert blocks["everything"] == ["inputs: not declared (the whole project counts)"]
+
+
+def test_the_record_of_failures_is_no_project_file_for_the_verdict_cache(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # A check without `inputs:` reads the whole project; the record eb writes after a failing
+    # run must not count as a change of it, or every such check would miss the cache again.
+    from tests.cache.rig import make_project
+
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "ok": script_check("ok", script="pass\n"),
+            "bad": script_check("bad", script="raise SystemExit(1)\n"),
+        },
+        files={},
+        replay=False,
+    )
+    # Even where the project walks eb's own folder (exclude_dirs without .eval-banana).
+    config = project.root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('[".eval-banana", ".git"]', '[".git"]'))
+    assert project.misses(expect_exit=1) == {"ok", "bad"}
+    assert (project.root / ".eval-banana" / "lastfailed.json").is_file()
+    assert project.misses(expect_exit=1) == set()
+
+
+def test_the_record_of_failures_costs_no_heavy_import(project: Callable[..., Path]) -> None:
+    # Read and rewritten by every run: checked against its schema without jsonschema/pydantic.
+    root = failing_project(project)
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"code = main(['run', '--cwd', {str(root)!r}, '--last-failed'])\n"
+        "heavy = sorted(m for m in ('pydantic', 'jsonschema') if m in sys.modules)\n"
+        "print('HEAVY', heavy, code)\n"
+    )
+    for _ in range(2):  # the first run writes the record, the second reads and updates it
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+        )
+        assert "HEAVY [] 1" in done.stdout, done.stdout + done.stderr
+    assert (root / ".eval-banana" / "lastfailed.json").is_file()

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import STANDIN_AGENTS, check_yaml, judge_yaml
-from tests.forking import eb_script, events_of, run_script
+from tests.forking import default_sigint, eb_script, events_of, run_script
 
 SHARDS = 4
 CONFIG = """\
@@ -491,6 +491,7 @@ def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # a process group of its own, as a shell gives a command
+        preexec_fn=default_sigint,  # Ctrl-C as in a terminal, whatever the suite was started with
     )
     busy = {"linking", "writing"} if slow_stages else {"linking"}
     deadline = time.monotonic() + 60

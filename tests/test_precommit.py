@@ -178,13 +178,16 @@ def test_a_moved_or_deleted_script_is_refused(tmp_path: Path, hook_repo: HookRep
 
     _git(consumer, "mv", "tools/probes/probe.py", "tools/probes/renamed.py")
     moved = _refused(consumer, hook_repo, "rename the probe")
-    assert f"Deterministic script not found: {script}" in moved
+    # The hook's output names the check file that refers to the script, and the line.
+    uses = consumer / "eval_checks" / "uses.yaml"
+    named = f"Deterministic script not found: {script} (script_path: ../tools/probes/probe.py"
+    assert f"{named} in {uses}:5)" in moved
 
     _git(consumer, "mv", "tools/probes/renamed.py", "tools/probes/probe.py")
     _git(consumer, "rm", "-q", "tools/probes/probe.py")
     # pre-commit shows hooks no deleted files; the hook runs on every commit to catch this.
     deleted = _refused(consumer, hook_repo, "delete the probe")
-    assert f"Deterministic script not found: {script}" in deleted
+    assert f"{named} in {uses}:5)" in deleted
 
 
 def test_unrelated_commits_pass(tmp_path: Path, hook_repo: HookRepo) -> None:

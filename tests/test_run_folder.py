@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -180,3 +182,74 @@ def test_guard_refusal_runs_nothing(
     # Selecting only the deterministic check needs no agent.
     selected = eb("run", "--cwd", str(root), "--check-id", "det")
     assert selected.exit_code == 0 and (root / "ran.txt").exists()
+
+
+def _eb_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={k: v for k, v in os.environ.items() if not k.startswith("EVAL_BANANA_")},
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*"))
+
+
+def test_eb_outside_any_project_writes_nothing_and_says_where_it_looked(tmp_path: Path) -> None:
+    folder = tmp_path / "not-a-project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("no checks here\n")
+    ran = _eb_process("run", cwd=folder)
+    assert ran.returncode == 2 and "No checks found" in ran.stderr
+    assert _tree(folder) == ["notes.txt"]  # no .eval-banana/results/<id>/ left behind
+    # list, validate and run each say that no config was found, which folder was taken as
+    # the project root, and how to make it a project.
+    said = (
+        f"warning: no .eval-banana/config.toml in {folder} or any folder above it, so {folder} "
+        "is taken as the project root; run `eb init`"
+    )
+    for command in ("list", "validate", "run"):
+        assert said in _eb_process(command, cwd=folder).stderr, command
+    # --no-project-config asks for no config: nothing to warn about.
+    assert "warning" not in _eb_process("run", "--no-project-config", cwd=folder).stderr
+
+
+def test_a_run_that_selects_nothing_leaves_no_run_folder(
+    one_check: Path, eb: Callable[..., EbResult]
+) -> None:
+    assert eb("run", "--cwd", str(one_check), "-k", "nothing_matches").exit_code == 2
+    assert not (one_check / "out").exists()  # not even the output folder
+    assert eb("run", "--cwd", str(one_check)).exit_code == 0
+    (kept,) = list((one_check / "out").iterdir())
+    result = eb("run", "--cwd", str(one_check), "--check-id", "absent")
+    assert result.exit_code == 2
+    assert list((one_check / "out").iterdir()) == [kept]  # the earlier run only
+    # An empty --flat-output folder stays, empty.
+    flat = one_check / "flat"
+    flat.mkdir()
+    args = ("run", "--cwd", str(one_check), "-k", "zzz", "--output-dir", str(flat))
+    assert eb(*args, "--flat-output").exit_code == 2
+    assert list(flat.iterdir()) == []
+
+
+def test_checks_of_nested_projects_collected_from_a_parent_are_named(tmp_path: Path) -> None:
+    parent = tmp_path / "monorepo"
+    for name in ("app", "lib"):
+        (parent / name / ".eval-banana").mkdir(parents=True)
+        (parent / name / ".eval-banana" / "config.toml").write_text("")
+        (parent / name / "eval_checks").mkdir()
+        (parent / name / "eval_checks" / f"{name}.yaml").write_text(check_yaml(name))
+    warned = (
+        f"warning: checks of 2 nested project(s) are collected from {parent}: app/, lib/ "
+        "(each holds its own .eval-banana/"
+    )
+    for command in ("list", "validate", "run"):
+        assert warned in _eb_process(command, cwd=parent).stderr, command
+    # Inside one of them there is nothing to warn about.
+    inside = _eb_process("validate", cwd=parent / "app")
+    assert inside.returncode == 0 and "warning" not in inside.stderr

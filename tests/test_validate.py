@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -353,7 +356,11 @@ def test_validate_refuses_missing_script_path(
     root = project({"eval_checks/a.yaml": HEAD + "type: deterministic\nscript_path: absent.py\n"})
     result = eb("validate", "--cwd", str(root))
     assert result.exit_code == 2
-    assert f"Deterministic script not found: {root / 'eval_checks' / 'absent.py'}" in result.stderr
+    # The message names the check file and the line of its script_path, not just the script.
+    assert (
+        f"Deterministic script not found: {root / 'eval_checks' / 'absent.py'} "
+        f"(script_path: absent.py in {root / 'eval_checks' / 'a.yaml'}:5)"
+    ) in result.stderr
 
 
 def test_run_refuses_a_missing_script_path_as_validate_does(
@@ -367,7 +374,10 @@ def test_run_refuses_a_missing_script_path_as_validate_does(
         },
         config='[core]\noutput_dir = "runs"\n',
     )
-    message = f"Deterministic script not found: {root / 'eval_checks' / 'absent.py'}"
+    message = (
+        f"Deterministic script not found: {root / 'eval_checks' / 'absent.py'} "
+        f"(script_path: absent.py in {root / 'eval_checks' / 'a.yaml'}:5)"
+    )
     result = eb("run", "--cwd", str(root))
     assert result.exit_code == 2
     assert message in result.stderr and "hint: Fix script_path" in result.stderr
@@ -522,3 +532,34 @@ def test_digest_api_is_keyword_only_and_raises_value_error(tmp_path: Path) -> No
         eval_banana.compute_check_definition_sha256(source_path=tmp_path / "bad.yaml")
     with pytest.raises(FileNotFoundError):
         compute_check_definition_sha256(source_path=tmp_path / "absent.yaml")
+
+
+def test_validate_refuses_an_agent_missing_from_path_as_run_does(tmp_path: Path) -> None:
+    # `eb validate` is green only when `eb run` could start: a judge whose agent CLI is not on
+    # PATH stops both, with the same message; --allow-missing-agent (the pre-commit hook's
+    # machines) keeps it a warning.
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[harness]\nagent = "codex"\n')
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "j.yaml").write_text(
+        "schema_version: 1\nid: j\ntype: harness_judge\ndescription: d\ninstructions: Judge.\n"
+    )
+    environ = {**os.environ, "PATH": str(tmp_path / "empty-bin")}
+
+    def eb(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=60,
+        )
+
+    validated, ran = eb("validate"), eb("run")
+    assert (validated.returncode, ran.returncode) == (2, 2)
+    assert "'codex'" in validated.stderr and "not found on PATH" in validated.stderr
+    assert validated.stderr.splitlines()[0] == ran.stderr.splitlines()[0]
+    lenient = eb("validate", "--allow-missing-agent")
+    assert lenient.returncode == 0, lenient.stderr
+    assert "warning: " in lenient.stderr and "not found on PATH" in lenient.stderr

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from eval_banana.models.config import Selection
+    from eval_banana.models.stages import ConfigDoc, DiscoverDoc
     from eval_banana.reporting import ReportExtras
     from eval_banana.request import RunRequest
 
@@ -87,8 +88,9 @@ def add_incremental(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--last-failed",
         action="store_true",
-        help="Only the checks that failed or errored in the newest earlier run in the output "
-        "folder; every check when there is none or it had no failures.",
+        help="Only the checks that failed or errored the last time they ran (remembered in "
+        ".eval-banana/lastfailed.json across partial runs); when none did, every check, or "
+        "none with --last-failed-none skip.",
     )
 
 
@@ -200,3 +202,15 @@ def stop_on_signals(cancel: threading.Event) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def project_warnings(*, config: ConfigDoc, discovered: DiscoverDoc) -> list[str]:
+    """`eb list` / `validate` / `run`: no project found above the folder, nested projects."""
+    from eval_banana.stages.config import outside_project_warning
+    from eval_banana.stages.discover import nested_projects_warning
+
+    found = (
+        outside_project_warning(config=config),
+        nested_projects_warning(config=config, discovered=discovered),
+    )
+    return [message for message in found if message is not None]

@@ -6,6 +6,7 @@ A check whose file says `skip:` gets a fifth column, `skipped: <reason>`.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from eval_banana.commands import common
 
@@ -34,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
 
         prefetch(config=config)  # git compares while the check files are found and read
     discovered = discover(config=config, inputs={}, contents=contents)
+    for message in common.project_warnings(config=config, discovered=discovered):
+        print(f"warning: {message}", file=sys.stderr)
     outcome = validate(
         config=config, discovered=discovered, inputs={}, contents=contents, require_scripts=False
     )

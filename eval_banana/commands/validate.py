@@ -22,6 +22,13 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         "--allow-empty", action="store_true", help="Succeed even when no check is found."
     )
     parser.add_argument(
+        "--allow-missing-agent",
+        action="store_true",
+        help="Only warn when the judges' agent CLI is not on PATH (or is another program), for "
+        "a machine that validates but never runs judges, such as a pre-commit hook; `eb run` "
+        "stops for it.",
+    )
+    parser.add_argument(
         "--run-dir", help="Also write the config, discover, validate and guard stage files here."
     )
     parser.add_argument(
@@ -34,6 +41,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eval_banana.models.stages import ProblemModel
     from eval_banana.request import load_config
     from eval_banana.rundir import new_run_id
     from eval_banana.stages import discover as discover_stage
@@ -60,7 +68,13 @@ def run(args: argparse.Namespace) -> int:
     problems = list(plan.errors)
     if args.allow_empty and [p.message for p in problems] == [validate_stage.NO_CHECKS]:
         problems = []
-    warnings = list(plan.warnings)
+    warnings = [
+        *(
+            ProblemModel(message=message)
+            for message in common.project_warnings(config=config, discovered=discovered)
+        ),
+        *plan.warnings,
+    ]
     # A plan whose only errors are missing scripts still has its checks: guard them too, so one
     # `eb validate` reports every problem at once.
     if plan.checks:
@@ -69,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
             plan=plan,
             inputs={k: v for k, v in digests.items() if k in ("config", "validate")},
             mode="validate",
+            require_agent=not args.allow_missing_agent,
         )
         if run_dir is not None:
             guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)

@@ -23,9 +23,12 @@ def select_incremental(
     """Positions of the (check file, definition) pairs the incremental selection keeps."""
     selection = config.selection
     kept = list(range(len(checks)))
-    if selection.last_failed and selection.last_failed_ids is not None:
-        wanted = set(selection.last_failed_ids)
-        kept = [i for i in kept if checks[i][1]["id"] in wanted]
+    if selection.last_failed:
+        wanted = set(selection.last_failed_ids or ())
+        failed = [i for i in kept if checks[i][1]["id"] in wanted]
+        # None of the selected checks failed last time: pytest's --last-failed-no-failures.
+        if failed or config.settings.core.last_failed_none == "skip":
+            kept = failed
     if selection.changed_since is not None and kept:
         chosen = changed_checks(
             config=config,

@@ -1,53 +1,120 @@
-"""--last-failed: the checks that failed or errored in the newest earlier run, as pytest's --lf.
+"""--last-failed, as pytest's --lf: the checks that failed the last time they ran.
 
-The earlier run is read from its stage files (stages/execute.json). When there is no earlier
-run, or it recorded no failure (or no execute stage at all), every check is selected.
+Every `eb run` updates `.eval-banana/lastfailed.json` (eval_banana.ebfolders.last_failed_path)
+from the checks it ran: a failed or errored check is remembered, a passed one forgotten, and a
+check the run did not run (another `-k`, a `--tag`, stopped before it started) keeps its entry.
+So a failure survives any number of partial runs until a run that runs it passes it.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from eval_banana.ebfolders import last_failed_path
+from eval_banana.models.lastfailed import FailedCheck, LastFailedDoc
+from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.readback import read_json
-from eval_banana.rundir import newest_run_dir
-from eval_banana.stages import stage_path
+from eval_banana.readback import loads_json, read_regular
 
 
-def failed_ids(*, run_dir: Path) -> list[str] | None:
-    """Ids of the checks that failed or errored in `run_dir`; None when it recorded none."""
+class UnreadableMemory(Exception):
+    """lastfailed.json exists but is not a file eb can read; `str()` says why."""
+
+
+def read_memory(*, path: Path) -> LastFailedDoc | None:
+    """The remembered failures at `path`; None when there are none yet."""
     try:
-        document = read_json(stage_path(run_dir=run_dir, stage="execute"))
-    except (OSError, ValueError):
-        return None  # that run stopped before executing anything
-    results = document.get("results") if isinstance(document, dict) else None
-    if not isinstance(results, list):
+        raw = read_regular(path)
+    except FileNotFoundError:
         return None
-    found = [
-        str(result["check_id"])
-        for result in results
-        if isinstance(result, dict)
-        and result.get("status") in ("failed", "error")
-        and isinstance(result.get("check_id"), str)
-    ]
-    return sorted(set(found)) or None
-
-
-def _run_id(*, run_dir: Path) -> str:
+    except OSError as exc:
+        raise UnreadableMemory(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        document = read_json(stage_path(run_dir=run_dir, stage="config"))
-        return str(document["run_id"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return run_dir.name
+        document = loads_json(raw)
+    except ValueError as exc:
+        raise UnreadableMemory(f"{path} is not JSON ({exc})") from None
+    problem = _schema_problem(document)
+    if problem is not None:
+        raise UnreadableMemory(f"{path} is not eb's record of failed checks: {problem}")
+    return LastFailedDoc.model_validate(document)
+
+
+def _schema_problem(document: Any) -> str | None:
+    """Why `document` does not match the published schema, or None; jsonschema (slow to
+    import) is loaded only to word a problem."""
+    from eval_banana.schemacheck import compile_schema
+    from eval_banana.schemas import packaged_schema
+
+    schema = json.loads(packaged_schema("lastfailed"))
+    quick = compile_schema(schema)
+    if quick is not None and quick(document):
+        return None
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
+    error = best_match(jsonschema.validators.validator_for(schema)(schema).iter_errors(document))
+    return None if error is None else error.message
+
+
+def remembered(*, config: ConfigDoc) -> dict[str, FailedCheck]:
+    """Check id -> how it failed the last time it ran; empty when the record is unreadable
+    (it is rewritten by the next run, as pytest treats a damaged cache)."""
+    try:
+        memory = read_memory(path=last_failed_path(config=config))
+    except UnreadableMemory:
+        return {}
+    return dict(memory.failed) if memory is not None else {}
 
 
 def resolve_last_failed(*, config: ConfigDoc) -> ConfigDoc:
-    """`config` with the earlier run and its failed checks recorded in the selection."""
-    earlier = newest_run_dir(config=config)
+    """`config` with the remembered failures (and the newest run that failed one of them)
+    recorded in its selection; null ids when no check is remembered as failed."""
+    failed = remembered(config=config)
     selection = config.selection.model_copy(
         update={
-            "last_failed_run_id": _run_id(run_dir=earlier) if earlier is not None else None,
-            "last_failed_ids": failed_ids(run_dir=earlier) if earlier is not None else None,
+            "last_failed_run_id": max((e.run_id for e in failed.values()), default=None),
+            "last_failed_ids": sorted(failed) or None,
         }
     )
     return config.model_copy(update={"selection": selection})
+
+
+def updated_failures(
+    *, earlier: dict[str, FailedCheck], results: Sequence[CheckResult], run_id: str
+) -> dict[str, FailedCheck]:
+    """`earlier` after a run with `results`: failures in, passes out, the rest as they were."""
+    failed = dict(earlier)
+    for result in results:
+        if result.details.get("not_run"):
+            continue  # stopped before it started: this run says nothing about it
+        if result.status == "passed":
+            failed.pop(result.check_id, None)
+        else:
+            failed[result.check_id] = FailedCheck(status=result.status, run_id=run_id)
+    return failed
+
+
+def remember_results(*, config: ConfigDoc, results: Sequence[CheckResult]) -> None:
+    """Update lastfailed.json from a run's results (atomically); no file while none failed.
+
+    Raises OSError when it cannot be written (the caller warns: the run itself stands).
+    """
+    from eval_banana.artifacts import write_model
+    from eval_banana.results import iso, utc_now
+    from eval_banana.version import tool_version
+
+    path = last_failed_path(config=config)
+    earlier = remembered(config=config)
+    failed = updated_failures(earlier=earlier, results=results, run_id=config.run_id)
+    if failed == earlier and (failed or not path.exists()):
+        return
+    document = LastFailedDoc(
+        tool_version=tool_version(),
+        updated_at=iso(utc_now()),
+        failed=dict(sorted(failed.items())),
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_model(path=path, model=document)

@@ -63,6 +63,12 @@ class CoreSettings(_Section):
         description="Fail the run when any check is flaky (its samples disagreed), whatever "
         "its rule decided.",
     )
+    last_failed_none: Literal["all", "skip"] = Field(
+        default="all",
+        description="What --last-failed selects when none of the selected checks failed the "
+        "last time it ran: every check (`all`) or none, a run that passes empty (`skip`), as "
+        "pytest's --last-failed-no-failures.",
+    )
 
 
 class DiscoverySettings(_Section):

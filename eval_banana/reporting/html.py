@@ -276,11 +276,15 @@ def _row(*, index: int, shown: _Shown, repeated: _Repeated) -> str:
     tags = repeated.tags(tuple(str(tag) for tag in check.get("tags") or ()))
     reason = escape(row_reason(check=check))
     badge = ' <span class="flaky">flaky</span>' if shown.flaky else ""
+    # The status word is the pill; its notes (control, attempts, samples, cached) wrap below
+    # it inside the column, so no label, however long, is drawn over the reason.
+    status, _, notes = shown.label.partition(" (")
+    noted = f' <span class="sn">({repeated.escaped(notes)}</span>' if notes else ""
     return (
         f'<tr class="r g-{shown.group}" data-i="{index}">'
         f'<td><button class="x" type="button" aria-expanded="false">'
         f"{escape(str(check.get('check_id', '')))}</button></td>"
-        f'<td><span class="st">{repeated.escaped(shown.label)}</span>{badge}</td>'
+        f'<td class="stc"><span class="st">{repeated.escaped(status)}</span>{badge}{noted}</td>'
         f'<td class="why" title="{reason}">{reason}</td>'
         f"<td>{repeated.escaped(str(check.get('check_type', '')))}</td>"
         f"<td>{tags}</td>"
@@ -340,10 +344,11 @@ def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
         ("Percentage", f"{float(report.get('percentage', 0.0)):.1f}%"),
         ("Pass threshold", repr(report.get("pass_threshold"))),
         (
+            # Every row of the table, as the "All (N)" filter counts them: skipped ones too.
             "Checks",
-            f"{report.get('total_checks', 0)} total: {groups['passed']} passed, "
+            f"{sum(groups.values())} total: {groups['passed']} passed, "
             f"{groups['failed']} failed, {groups['error']} errored, {groups['notrun']} not run"
-            + (f"; {groups['skipped']} skipped" if groups["skipped"] else "")
+            + (f", {groups['skipped']} skipped" if groups["skipped"] else "")
             + (f"; {report['cached_checks']} cached" if report.get("cached_checks") else ""),
         ),
         ("Run ID", str(report.get("run_id", ""))),

@@ -49,8 +49,14 @@ a { color:var(--accent); }
   border-radius:6px; background:var(--bg); color:var(--fg); }
 #shown { color:var(--muted); margin-left:auto; }
 table { border-collapse:collapse; width:100%; table-layout:fixed; }
-col.c-id { width:26%; } col.c-st { width:8.5em; } col.c-type { width:9em; }
+col.c-id { width:26%; } col.c-st { width:10.5em; } col.c-type { width:9em; }
 col.c-tags { width:13%; } col.c-ms { width:6.5em; }
+@media (max-width: 1000px) {
+  /* A narrow window keeps the reason readable: the other columns give up some room. */
+  body { padding:16px; }
+  col.c-id { width:24%; } col.c-type { width:8.5em; } col.c-tags { width:7%; }
+  col.c-ms { width:6.2em; }
+}
 td { overflow-wrap:anywhere; }
 tbody.rows { content-visibility:auto;
   contain-intrinsic-block-size:auto calc(var(--n, 0) * 34px); }
@@ -67,13 +73,16 @@ button.x { border:0; background:none; color:var(--fg); font:inherit; cursor:poin
 button.x::before { content:"\\25B8"; display:inline-block; width:1.1em; color:var(--muted); }
 button.x[aria-expanded="true"]::before { content:"\\25BE"; }
 .st { border-radius:10px; padding:1px 8px; white-space:nowrap; font-size:13px; }
+td.stc { overflow:hidden; }
+.sn { display:block; margin-top:2px; color:var(--muted); font-size:12px; line-height:1.3;
+  overflow-wrap:anywhere; }
 .g-passed .st { background:var(--pass-bg); color:var(--pass); }
 .g-failed .st { background:var(--fail-bg); color:var(--fail); }
 .g-error .st { background:var(--err-bg); color:var(--err); }
 .g-notrun .st { background:var(--nr-bg); color:var(--nr); }
 .g-skipped .st { background:var(--nr-bg); color:var(--nr); font-style:italic; }
-.flaky { border-radius:10px; padding:1px 8px; font-size:12px; background:var(--err-bg);
-  color:var(--err); border:1px dashed var(--err); }
+.flaky { display:inline-block; white-space:nowrap; border-radius:10px; padding:1px 8px;
+  font-size:12px; background:var(--err-bg); color:var(--err); border:1px dashed var(--err); }
 .tag { display:inline-block; border:1px solid var(--line); border-radius:4px; padding:0 6px;
   margin:0 4px 2px 0; font-size:12px; color:var(--muted); }
 tr.d > td { background:var(--soft); padding:12px 16px 16px 32px; }

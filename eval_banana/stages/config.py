@@ -351,6 +351,19 @@ def resolve_config(
     )
 
 
+def outside_project_warning(*, config: ConfigDoc) -> str | None:
+    """What to tell a user who runs eb where no config file was found above the current
+    folder; None inside a project (or with --no-project-config, which asks for that)."""
+    if config.config_file is not None or config.no_project_config:
+        return None
+    root = config.project_root
+    return (
+        f"no {CONFIG_DIR}/{CONFIG_NAME} in {root} or any folder above it, so {root} is taken "
+        "as the project root; run `eb init` in your project's folder to make it one "
+        "(or pass --cwd)"
+    )
+
+
 def write_config_stage(*, run_dir: Path, doc: ConfigDoc) -> str:
     """Write `<run_dir>/stages/config.json`; return the sha256 digest of its bytes."""
     return write_model(path=stage_path(run_dir=run_dir, stage="config"), model=doc)

@@ -15,6 +15,7 @@ from eval_banana.stages.common import envelope
 
 CHECK_DIR_NAME = "eval_checks"
 CHECK_SUFFIXES = (".yaml", ".yml")
+CONFIG_FOLDER = ".eval-banana"  # a folder holding one is a project of its own
 
 
 def _scan(*, folder: str) -> Iterator[os.DirEntry[str]]:
@@ -149,6 +150,36 @@ def discover(
             "files": [files[path] for path in sorted(files)],
             "problems": sorted(problems, key=lambda problem: problem.file or ""),
         }
+    )
+
+
+def nested_projects(*, config: ConfigDoc, check_dirs: list[str]) -> list[str]:
+    """Folders below the project root that hold their own `.eval-banana/` and whose check
+    folders this discovery collected: their checks would run under this root's settings."""
+    root = Path(config.project_root)
+    found: set[str] = set()
+    for check_dir in check_dirs:
+        # The nearest project above the check folder is the one it belongs to.
+        for folder in Path(check_dir).parents:
+            if folder == root or root not in folder.parents:
+                break
+            if (folder / CONFIG_FOLDER).is_dir():
+                found.add(str(folder))
+                break
+    return sorted(found)
+
+
+def nested_projects_warning(*, config: ConfigDoc, discovered: DiscoverDoc) -> str | None:
+    """The warning naming the nested projects whose checks are collected, or None."""
+    nested = nested_projects(config=config, check_dirs=discovered.check_dirs)
+    if not nested:
+        return None
+    root = Path(config.project_root)
+    names = ", ".join(f"{Path(folder).relative_to(root).as_posix()}/" for folder in nested)
+    return (
+        f"checks of {len(nested)} nested project(s) are collected from {root}: {names} "
+        f"(each holds its own {CONFIG_FOLDER}/, whose settings these checks will not get); run "
+        "eb inside each project (or --cwd it), or pass --check-dir to collect one of them"
     )
 
 

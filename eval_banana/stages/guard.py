@@ -100,9 +100,19 @@ def _gate_source(*, config: ConfigDoc) -> dict[str, str | None]:
 
 
 def guard(
-    *, config: ConfigDoc, plan: PlanDoc, inputs: dict[str, str], mode: GuardMode = "run"
+    *,
+    config: ConfigDoc,
+    plan: PlanDoc,
+    inputs: dict[str, str],
+    mode: GuardMode = "run",
+    require_agent: bool = True,
 ) -> GuardDoc:
-    """Decide whether the selected checks can run; never raises (see raise_if_refused)."""
+    """Decide whether the selected checks can run; never raises (see raise_if_refused).
+
+    An agent CLI that is not on PATH (or is another program) stops `eb run`, so `eb validate`
+    refuses it too; `require_agent=False` makes it a warning there, for machines that validate
+    but never run judges (the pre-commit hook).
+    """
     judges = _judges(plan)
     problems: list[ProblemModel] = []
     warnings: list[ProblemModel] = []
@@ -119,6 +129,7 @@ def guard(
             # eb validate refuses what eb run would turn into N identical errors;
             # eb run keeps them as per-check results, listed here up front.
             (problems if mode == "validate" else warnings).extend(injection)
+            strict = require_agent or mode != "validate"
             missing_text = missing_executable_message(harness=harness)
             if missing_text and judges:
                 missing = _problem(
@@ -126,11 +137,11 @@ def guard(
                     hint="Install the agent CLI, put it on PATH, or set [agents.<name>] command.",
                     field_path="harness.agent",
                 )
-                (warnings if mode == "validate" else problems).append(missing)
+                (problems if strict else warnings).append(missing)
             wrong_text = None if missing_text else wrong_program_message(harness=harness)
             if wrong_text and (judges or mode == "validate"):
                 wrong = _problem(wrong_text, hint=WRONG_GROK_HINT, field_path="harness.agent")
-                (warnings if mode == "validate" else problems).append(wrong)
+                (problems if strict and judges else warnings).append(wrong)
             if judges:
                 gate_problems, gate_warnings = _calibration_gate(
                     config=config, plan=plan, harness=harness, mode=mode

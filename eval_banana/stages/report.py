@@ -106,8 +106,8 @@ def selection_note(*, config: ConfigDoc, total: int) -> str | None:
         return f"No check was selected: no check's files changed since {selection.changed_since}."
     if selection.last_failed:
         return (
-            "No check was selected: the checks that failed in run "
-            f"{selection.last_failed_run_id} are not among the selected checks."
+            "No check was selected: none of the selected checks failed the last time it ran "
+            "(--last-failed-none skip)."
         )
     return None
 

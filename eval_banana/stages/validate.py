@@ -315,7 +315,9 @@ def _plan_check(*, item: Loaded) -> tuple[PlannedCheck, bytes | None]:
     script_path = definition.get("script_path")
     frozen: FrozenScript | None = None
     if script_path:
-        frozen = freeze_script(yaml_path=Path(item.path), script_path=script_path)
+        frozen = freeze_script(
+            yaml_path=Path(item.path), script_path=script_path, yaml_data=item.data
+        )
     planned = PlannedCheck(
         id=definition["id"],
         type=definition["type"],

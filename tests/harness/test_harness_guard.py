@@ -24,10 +24,13 @@ def test_missing_executable_stops_a_judge_run(
     with pytest.raises(GuardError) as caught:
         raise_if_refused(doc)
     assert "'codex'" in caught.value.message and "not found on PATH" in caught.value.message
-    # eb validate only warns: agents need not be installed where definitions are checked.
+    # eb validate refuses what stops eb run; --allow-missing-agent makes it a warning.
     validated = guard(config=config, plan=plan, inputs={}, mode="validate")
-    assert validated.ok is True
-    assert any("not found on PATH" in warning.message for warning in validated.warnings)
+    assert validated.ok is False
+    assert [p.message for p in validated.problems] == [caught.value.message]
+    lenient = guard(config=config, plan=plan, inputs={}, mode="validate", require_agent=False)
+    assert lenient.ok is True
+    assert any("not found on PATH" in warning.message for warning in lenient.warnings)
 
 
 def test_found_executable_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,10 +61,13 @@ def test_the_other_grok_is_recognised_and_named(
     assert "the npm package @vibe-kit/grok-cli" in message and "'1.0.1'" in message
     assert str(IMPOSTORS / "grok") in message
     assert caught.value.hint is not None and "pip install grok-cli-bin" in caught.value.hint
-    # eb validate says the same, as a warning.
+    # eb validate says the same, as an error; as a warning with --allow-missing-agent.
     validated = guard(config=config, plan=plan, inputs={}, mode="validate")
-    assert validated.ok is True
-    assert any("@vibe-kit/grok-cli" in warning.message for warning in validated.warnings)
+    assert validated.ok is False
+    assert [p.message for p in validated.problems] == [message]
+    lenient = guard(config=config, plan=plan, inputs={}, mode="validate", require_agent=False)
+    assert lenient.ok is True
+    assert any("@vibe-kit/grok-cli" in warning.message for warning in lenient.warnings)
 
 
 def test_xai_grok_passes_and_a_custom_table_for_the_other_grok_is_left_alone(

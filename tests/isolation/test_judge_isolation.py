@@ -73,7 +73,11 @@ def _files(root: Path) -> dict[str, bytes]:
     return {
         str(path.relative_to(root)): path.read_bytes()
         for path in sorted(root.rglob("*"))
-        if path.is_file() and "runs" not in path.parts and ".git" not in path.parts
+        if path.is_file()
+        and "runs" not in path.parts
+        and ".git" not in path.parts
+        # eb's own record of failed checks (for --last-failed) is written after every run.
+        and path.relative_to(root).as_posix() != ".eval-banana/lastfailed.json"
     }
 
 

@@ -268,3 +268,177 @@ def test_rows_past_the_live_ones_are_filtered_and_attached(browser: Any, finishe
     shown = browser.execute_script(VISIBLE_ROWS)
     assert shown == [c["check_id"] for c in sorted_checks(checks=report["checks"])]
     _no_errors_no_network(browser)
+
+
+# Every kind of status label the tool writes: a control (also cached), a plain cached pass,
+# flaky samples (also on a control: the longest label), a failure, a check not run after
+# --maxfail, and a skipped one. Flaky scripts count their samples outside the project, so the
+# cached checks' inputs stay the same between the two runs; the failing check's input changes.
+LABEL_CHECKS = {
+    "eval_checks/a_control.yaml": """\
+schema_version: 1
+id: a_control_catches_the_planted_defect
+type: deterministic
+description: A control that stays cached.
+expect: fail
+inputs: ["eval_checks/a_control.yaml"]
+script: raise SystemExit(1)
+""",
+    "eval_checks/b_cached.yaml": """\
+schema_version: 1
+id: b_cached
+type: deterministic
+description: A pass that stays cached.
+inputs: ["eval_checks/b_cached.yaml"]
+script: print("fine")
+""",
+    "eval_checks/c_flaky.yaml": """\
+schema_version: 1
+id: c_flaky_sometimes
+type: deterministic
+description: Fails one sample of three.
+repeats: 3
+aggregate: majority
+script: |
+  import pathlib
+  p = pathlib.Path(r"{counts}") / "c.txt"
+  n = int(p.read_text()) if p.exists() else 0
+  p.write_text(str(n + 1))
+  raise SystemExit(1 if n % 3 == 1 else 0)
+""",
+    "eval_checks/d_flaky_control.yaml": """\
+schema_version: 1
+id: d_flaky_control
+type: deterministic
+description: A control whose samples disagree.
+expect: fail
+repeats: 3
+aggregate: majority
+script: |
+  import pathlib
+  p = pathlib.Path(r"{counts}") / "d.txt"
+  n = int(p.read_text()) if p.exists() else 0
+  p.write_text(str(n + 1))
+  raise SystemExit(0 if n % 3 == 1 else 1)
+""",
+    "eval_checks/e_skipped.yaml": """\
+schema_version: 1
+id: e_skipped
+type: deterministic
+description: Skipped.
+skip: "Waiting for the new login page; the old one is gone."
+script: print(1)
+""",
+    "eval_checks/m_fails.yaml": """\
+schema_version: 1
+id: m_fails
+type: deterministic
+description: Fails with a long reason, run again each time (its input changes).
+inputs: ["basket.txt"]
+script: |
+  import sys
+  print("the totals differ: expected 3 items in the basket but the page lists 4 " * 3)
+  sys.exit(1)
+""",
+    "eval_checks/z_not_run.yaml": """\
+schema_version: 1
+id: z_not_run
+type: deterministic
+description: Never starts (the run stops launching at the first failure).
+script: print(1)
+""",
+}
+LABEL_CONFIG = '[core]\nmax_parallel_checks = 1\n\n[cache]\nmode = "on"\nreplay = false\n'
+
+# For each shown row: the boxes of the status cell's parts and of the reason's text.
+STATUS_BOXES = """
+var found = [];
+document.querySelectorAll('#checks tr.r').forEach(function (row) {
+  if (row.offsetParent === null) { return; }
+  var cell = row.children[1], why = row.querySelector('td.why');
+  var range = document.createRange();
+  range.selectNodeContents(why);
+  var text = range.getBoundingClientRect(), box = cell.getBoundingClientRect();
+  var pad = parseFloat(getComputedStyle(cell).paddingRight);
+  var whyLeft = why.getBoundingClientRect().left + parseFloat(getComputedStyle(why).paddingLeft);
+  Array.prototype.forEach.call(cell.children, function (part) {
+    var r = part.getBoundingClientRect();
+    found.push({id: row.querySelector('button.x').textContent, part: part.className,
+                left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+                content_right: box.right - pad, why_left: whyLeft, text_empty: text.width === 0,
+                text_left: text.left, text_right: text.right,
+                text_top: text.top, text_bottom: text.bottom, label: cell.textContent});
+  });
+});
+return found;
+"""
+
+
+@pytest.fixture(scope="module")
+def labels_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    from conftest import finish, run_eb
+
+    base = tmp_path_factory.mktemp("labels")
+    counts = base / "counts"
+    counts.mkdir()
+    project = base / "proj"
+    (project / ".eval-banana").mkdir(parents=True)
+    (project / ".eval-banana" / "config.toml").write_text(LABEL_CONFIG)
+    for relative, text in LABEL_CHECKS.items():
+        path = project / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.replace("{counts}", str(counts)))
+    (project / "basket.txt").write_text("3 items\n")
+    assert run_eb("run", "--cwd", str(project), "--maxfail", "1").returncode == 1
+    (project / "basket.txt").write_text("4 items\n")
+    second = run_eb("run", "--cwd", str(project), "--maxfail", "1")
+    assert second.returncode == 1, second.stderr
+    return finish(project, second)
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_no_status_label_is_drawn_over_the_reason(
+    browser: Any, labels_run: Run, tmp_path: Path, width: int
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    labels = {
+        "a_control_catches_the_planted_defect": "passed (control: defect caught, cached)",
+        "b_cached": "passed (cached)",
+        "c_flaky_sometimes": "passed flaky (flaky, 2/3 samples passed)",
+        "d_flaky_control": "passed flaky (control: defect caught, flaky, 1/3 samples passed)",
+        "e_skipped": "skipped",
+        "m_fails": "failed",
+        "z_not_run": "not run",
+    }
+    shot = labels_run.run_dir / f"labels-{width}.png"  # kept beside the page to look at
+    browser.set_window_size(width, 900)
+    try:
+        _open(browser, labels_run.run_dir / "report.html")
+        assert abs(browser.execute_script("return window.outerWidth") - width) < 2
+        boxes = browser.execute_script(STATUS_BOXES)
+        assert browser.save_screenshot(str(shot))
+    finally:
+        browser.set_window_size(1280, 900)
+    _assert_png(shot, min_width=width - 40)
+    assert {box["id"] for box in boxes} == set(labels)
+    for box in boxes:
+        where = f"{box['id']} ({box['part']}) at {width} px: {box}"
+        # Inside its own column, clear of the reason's text (not touching it either).
+        assert box["right"] <= box["content_right"] + 0.5, where
+        assert box["right"] + 8 <= box["why_left"], where
+        apart = (
+            box["text_empty"]
+            or box["right"] <= box["text_left"]
+            or box["left"] >= box["text_right"]
+            or box["bottom"] <= box["text_top"]
+            or box["top"] >= box["text_bottom"]
+        )
+        assert apart, where
+    # Each label whole: the status pill, the flaky badge, then the notes.
+    assert {box["id"]: " ".join(box["label"].split()) for box in boxes} == labels
+    # The "All" filter counts the rows the facts call the total (skipped ones included).
+    facts = browser.find_element(By.CSS_SELECTOR, "dl.facts").text
+    all_chip = browser.find_element(By.CSS_SELECTOR, '#status-filter button[data-g="all"]').text
+    assert all_chip == "All (7)"
+    assert "7 total: 4 passed, 1 failed, 0 errored, 1 not run, 1 skipped" in facts
