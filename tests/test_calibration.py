@@ -575,3 +575,57 @@ def test_the_gate_uses_the_figures_of_the_samples(make_project: Callable[..., Pr
     )
     # Below min_agreement 1 by its samples, at 0.5 it may gate.
     assert proj.eb("run", "--require-calibration", "--min-agreement", "0.5").exit_code == 0
+
+
+WRITES = f"{READS_ANSWER} write=judge-notes.txt"
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_a_judge_that_writes_files_is_an_error_in_calibration_as_in_a_run(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # It reads the project correctly (it would agree on both cases) but writes a file there.
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", mode)
+    proj = make_project({"greets": judge("greets", script=WRITES, cases=[GOOD, BAD])})
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 1, measured.stdout + measured.stderr
+    assert "DISAGREED greets: 0/2 cases agreed" in measured.stdout
+    assert "the judge errored: The judge changed its copy of the project: judge-notes.txt" in (
+        measured.stdout
+    )
+    entry = proj.record["checks"]["greets"]
+    assert entry["agreement"] == 0.0
+    assert {s["status"] for o in entry["outcomes"] for s in o["samples"]} == {"error"}
+    assert not (proj.root / "judge-notes.txt").exists()  # only ever its copies
+    # eb run makes the same judge an error, naming what it wrote.
+    ran = proj.eb("run")
+    assert ran.exit_code == 1, ran.stdout + ran.stderr
+    assert "judge-notes.txt" in ran.stdout
+
+
+def test_a_judge_may_write_in_calibration_where_runs_let_it(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `off`: runs let judges write, so calibration does too; and under detect, a path in
+    # [harness] isolation_ignore does not count, in a run or here.
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", "off")
+    proj = make_project({"greets": judge("greets", script=WRITES, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", "detect")
+    config = proj.root / ".eval-banana" / "config.toml"
+    text = config.read_text().replace("[harness]\n", '[harness]\nisolation_ignore = ["judge-*"]\n')
+    config.write_text(text)
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 0, measured.stdout
+    assert "AGREED greets: 2/2 cases agreed" in measured.stdout
+
+
+def test_a_judge_that_rewrites_a_case_file_is_an_error(
+    make_project: Callable[..., Project],
+) -> None:
+    # The case's own file, changed by the judge: not the case it was labelled for any more.
+    script = f"{READS_ANSWER} write=answer.txt"
+    proj = make_project({"greets": judge("greets", script=script, cases=[GOOD, BAD])})
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 1
+    assert "The judge changed its copy of the project: answer.txt" in measured.stdout

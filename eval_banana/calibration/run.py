@@ -18,6 +18,7 @@ from eval_banana.artifacts import write_text_atomic
 from eval_banana.calibration.cases import CaseFileError, case_workspace
 from eval_banana.calibration.figures import AGREEING_STATUS, cases_of, figures_of
 from eval_banana.calibration.key import calibration_key
+from eval_banana.calibration.watch import SampleWatch
 from eval_banana.canonjson import dumps
 from eval_banana.envpolicy import build_base_env
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
@@ -83,7 +84,7 @@ class Calibrator:
         config: ConfigDoc,
         harness: ResolvedHarness,
         run_dir: Path,
-        paths: Sequence[str],
+        watch: SampleWatch,
         environ: Mapping[str, str],
         cancel: threading.Event,
     ) -> None:
@@ -91,7 +92,7 @@ class Calibrator:
         self.harness = harness
         self.run_dir = run_dir
         self.root = Path(config.project_root)
-        self.paths = paths
+        self.watch = watch
         self.cancel = cancel
         self.base_env = build_base_env(settings=config.settings.execution, environ=environ)
         self.redactor: Redactor = redactor_for(
@@ -105,10 +106,9 @@ class Calibrator:
         case = cases_of(run.check)[run.case]
         expect = case.get("expect")
         started = utc_now()
+        files = case.get("files") or {}
         try:
-            workspace = case_workspace(
-                root=self.root, paths=self.paths, files=case.get("files") or {}
-            )
+            workspace = case_workspace(root=self.root, paths=self.watch.paths, files=files)
         except (CaseFileError, OSError) as exc:
             result = error_result(
                 check=run.check,
@@ -128,11 +128,16 @@ class Calibrator:
                 evidence_stem=run.stem,
                 view=ProjectView(path=workspace.path, cwd=workspace.cwd, wrap=workspace.wrap),
             )
-            result = run_attempts(
-                ctx=ctx,
-                run_once=_observe,
-                retries=self.config.settings.harness.retries,
-                write_result=_write_result,
+            result = self.watch.judged(
+                key=run.stem,
+                workspace=workspace,
+                files=files,
+                run_in=lambda: run_attempts(
+                    ctx=ctx,
+                    run_once=_observe,
+                    retries=self.config.settings.harness.retries,
+                    write_result=_write_result,
+                ),
             )
         finally:
             workspace.remove()
@@ -207,7 +212,7 @@ def calibrate(
     harness: ResolvedHarness,
     checks: Sequence[PlannedCheck],
     run_dir: Path,
-    paths: Sequence[str],
+    watch: SampleWatch,
     cancel: threading.Event,
     environ: Mapping[str, str] | None = None,
     on_sample: SampleDone | None = None,
@@ -218,7 +223,7 @@ def calibrate(
         config=config,
         harness=harness,
         run_dir=run_dir,
-        paths=paths,
+        watch=watch,
         environ=os.environ if environ is None else environ,
         cancel=cancel,
     )
