@@ -495,6 +495,10 @@ SLOW_LINKS_MERGE = eb_script(
 )
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("to", ["group", "eb"])
 @pytest.mark.parametrize("eb_is", ["waiting", "writing"])
 def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
@@ -512,6 +516,9 @@ def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # a process group of its own, as a shell gives a command
+        # Where the suite runs with SIGINT ignored (`nohup ... &`, some CI launchers), eb would
+        # inherit that and never see the Ctrl-C: a terminal's shell gives it the default back.
+        preexec_fn=_default_sigint,
     )
     busy = {"linking", "writing"} if slow_stages else {"linking"}
     deadline = time.monotonic() + 60
