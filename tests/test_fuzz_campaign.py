@@ -384,7 +384,7 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _truthful(entry: Any) -> bool:
     """What the gate may let through at min_agreement 1: finite figures, the check's own cases,
     every sample's answer the case's label, and stored figures and flags that say so."""
-    if not isinstance(entry, dict):
+    if not _structured(entry):
         return False
     figures = [entry.get(name) for name in ("agreement", "true_pass_rate", "true_fail_rate")]
     if any(not isinstance(v, int | float) or isinstance(v, bool) for v in figures):
@@ -395,13 +395,32 @@ def _truthful(entry: Any) -> bool:
         return False
     wanted = {"pass": "passed", "fail": "failed"}
     samples = [(o, s) for o in outcomes for s in o["samples"]]
-    every = bool(samples) and all(s["status"] == wanted[o["expect"]] for o, s in samples)
-    flags = all(s["agreed"] is True for _, s in samples) and all(o["agreed"] for o in outcomes)
+    every = bool(samples) and all(s.get("status") == wanted[o["expect"]] for o, s in samples)
+    flags = all(s.get("agreed") is True for _, s in samples)
+    flags = flags and all(o.get("agreed") is True for o in outcomes)
     return every and flags and figures == [1, 1, 1] and entry.get("cases_agreed") == 2
+
+
+def _structured(entry: Any) -> bool:
+    """Whether the entry still has outcomes, each a mapping with a list of sample mappings."""
+    outcomes = entry.get("outcomes") if isinstance(entry, dict) else None
+    return (
+        isinstance(outcomes, list)
+        and bool(outcomes)
+        and all(
+            isinstance(o, dict)
+            and isinstance(o.get("samples"), list)
+            and all(isinstance(one, dict) for one in o["samples"])
+            for o in outcomes
+        )
+    )
 
 
 def _forge(data: st.DataObject, entry: dict[str, Any]) -> None:
     """One edit a hand, a tool or a forger makes to a judge's entry, mostly schema-valid."""
+    if not _structured(entry):  # an earlier raw edit broke its shape: only raw edits now
+        _mutate(data, entry)
+        return
     outcome = data.draw(st.sampled_from(entry["outcomes"]))
     # A sample of it (a dict of its own when an earlier edit dropped them all).
     sample = data.draw(st.sampled_from(outcome["samples"])) if outcome["samples"] else {}

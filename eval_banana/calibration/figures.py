@@ -19,8 +19,6 @@ from eval_banana.models.stages import PlannedCheck
 RATIO_FIELDS: tuple[str, ...] = ("agreement", "true_pass_rate", "true_fail_rate")
 # What a sample must have answered to agree with its case's label.
 AGREEING_STATUS: dict[str, str] = {"pass": "passed", "fail": "failed"}
-# Stored ratios written by another JSON tool may be rounded in their last digits.
-_TOLERANCE = 1e-9
 
 
 def cases_of(check: PlannedCheck) -> list[dict[str, Any]]:
@@ -97,9 +95,10 @@ def document_ratio_problem(document: Mapping[str, Any]) -> tuple[str, str] | Non
 
 
 def _same(stored: float | None, computed: float | None) -> bool:
+    """Exactly equal: eb writes the very float it computed, and JSON carries it unchanged."""
     if stored is None or computed is None:
         return stored is computed
-    return math.isclose(stored, computed, rel_tol=0.0, abs_tol=_TOLERANCE)
+    return stored == computed
 
 
 def _shown(value: float | int | None) -> str:
