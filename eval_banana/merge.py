@@ -22,7 +22,7 @@ from eval_banana.artifacts import write_model
 from eval_banana.console import Console
 from eval_banana.errors import MergeError, OutputDirError
 from eval_banana.models.config import Selection
-from eval_banana.models.result import CheckResult
+from eval_banana.models.result import CheckResult, SkippedCheck
 from eval_banana.models.stages import (
     ConfigDoc,
     DiscoverDoc,
@@ -37,7 +37,7 @@ from eval_banana.pipeline import RunOutcome, finish_run
 from eval_banana.reporting import ReportExtras
 from eval_banana.rundir import new_run_id, prepare_run_dir
 from eval_banana.shard import relative_source
-from eval_banana.shardset import ShardRun, read_shard_set
+from eval_banana.shardset import ShardRun, check_chain, read_shard_set
 from eval_banana.stagefiles import read_stage_file
 from eval_banana.stages import stage_path
 from eval_banana.stages.common import envelope
@@ -109,6 +109,7 @@ def _merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, st
         run_dir=first.run_dir, stage="discover", vouched=first.plan.inputs.get("discover")
     )
     doc: DiscoverDoc = read.doc
+    check_chain(run_dir=first.run_dir, docs={"discover": doc}, digests=first.digests)
     roots = _roots(run=first, config=config)
     files = doc.files
     texts: dict[int, tuple[str, str]] = {}
@@ -128,10 +129,29 @@ def _merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, st
 
 
 class _Ordered(NamedTuple):
-    """The union of the shards' checks and results, in one machine's plan order."""
+    """The union of the shards' checks and results, in one machine's plan order, and the
+    checks their files skip (every shard lists all of them: `skip:` is outside the split)."""
 
     checks: list[PlannedCheck]
     results: list[CheckResult]
+    skipped: list[SkippedCheck]
+
+
+def _skipped(*, runs: Sequence[ShardRun], config: ConfigDoc) -> list[SkippedCheck]:
+    """Each skipped check once, in one machine's order, under the merge's project root."""
+    found: dict[tuple[str, str], SkippedCheck] = {}
+    for run in runs:
+        roots = _roots(run=run, config=config)
+        for item in run.plan.skipped:
+            relative = relative_source(source_path=item.source_path, project_root=run.project_root)
+            if (relative, item.check_id) not in found:
+                moved = roots.move(item.source_path)
+                found[(relative, item.check_id)] = (
+                    item
+                    if moved == item.source_path
+                    else item.model_copy(update={"source_path": moved})
+                )
+    return [found[key] for key in sorted(found)]
 
 
 def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
@@ -156,6 +176,7 @@ def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
     return _Ordered(
         checks=[row[1] for row in rows],
         results=[row[2] for row in rows],
+        skipped=_skipped(runs=runs, config=config),
     )
 
 
@@ -168,6 +189,7 @@ def _merged_plan(
             "ok": True,
             "selection": config.selection,
             "checks": ordered.checks,
+            "skipped": ordered.skipped,
             "errors": [],
             "allow_empty": None,
         }
@@ -199,10 +221,18 @@ def _tokens(runs: Sequence[ShardRun]) -> int | None:
     return sum(counted) if counted else None
 
 
+def _cost(runs: Sequence[ShardRun]) -> float | None:
+    spent = [run.execute.cost_usd for run in runs if run.execute.cost_usd is not None]
+    return sum(spent) if spent else None
+
+
 def _merged_execute(
     *, runs: Sequence[ShardRun], ordered: _Ordered, config: ConfigDoc, inputs: dict[str, str]
 ) -> ExecuteDoc:
+    # Any shard's stop stops the merged run: a fuse tripped in shard 3 of 4 aborts it, and a
+    # shard that stopped launching at maxfail halts it, as the same stop would on one machine.
     aborted = next((run.execute.aborted_by for run in runs if run.execute.aborted_by), None)
+    halted = next((run.execute.halted_by for run in runs if run.execute.halted_by), None)
     return ExecuteDoc.model_validate(
         {
             **envelope(stage="execute", run_id=config.run_id, inputs=inputs),
@@ -213,7 +243,10 @@ def _merged_execute(
             "aborted_by": aborted,
             "not_run": [r.check_id for r in ordered.results if r.details.get("not_run") is True],
             "env_policy": runs[0].execute.env_policy,
+            "skipped": ordered.skipped,
+            "halted_by": halted,
             "tokens_used": _tokens(runs),
+            "cost_usd": _cost(runs),
             "warnings": _unique([w for run in runs for w in run.execute.warnings]),
             "merged_from": [
                 ShardSource(

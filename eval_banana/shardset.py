@@ -6,15 +6,22 @@ Every refusal is a `MergeError` (a setup error, exit 2) that names the folder an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from eval_banana.errors import MergeError, StageFileError
 from eval_banana.models.config import Settings, Shard
-from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
+from eval_banana.models.stages import (
+    ConfigDoc,
+    ExecuteDoc,
+    GuardDoc,
+    PlanDoc,
+    ReportDoc,
+    ScoreDoc,
+)
 from eval_banana.shard import in_shard, relative_source, rows_digest
-from eval_banana.stagefiles import StageRead, read_stage_file
+from eval_banana.stagefiles import STAGE_INPUTS, StageRead, read_stage_file, stage_digest
 from eval_banana.stages import stage_path
 from eval_banana.stagetext import file_element_texts
 
@@ -40,6 +47,8 @@ class ShardRun(NamedTuple):
     plan: PlanDoc
     guard: GuardDoc
     execute: ExecuteDoc
+    # Every stage file's digest as read (`sha256:<hex>`), by stage name.
+    digests: dict[str, str]
     # `id()` of planned checks and results -> their text in this shard's files (stagetext.py).
     texts: dict[int, tuple[str, str]]
 
@@ -76,27 +85,54 @@ def _read(*, run_dir: Path, stage: str, vouched: str | None = None) -> StageRead
         ) from None
 
 
-def _check_chain(*, run_dir: Path, execute: ExecuteDoc, upstream: dict[str, StageRead]) -> None:
-    """execute.json must have been made from this folder's config.json and plan.json (as read
-    a moment ago, `upstream`)."""
-    for stage, read in upstream.items():
-        if execute.inputs.get(stage) != read.sha256():
-            relative = stage_path(run_dir=run_dir, stage=stage).relative_to(run_dir)
+# What had happened by the time each stage file was written from the ones before it: how a
+# refusal says when a file it was made from changed.
+_MADE_WHEN: dict[str, str] = {
+    "execute": "the checks ran",
+    "score": "the run was scored",
+    "report": "the run was reported",
+    "guard": "the run was guarded",
+    "validate": "the checks were planned",
+    "discover": "the check files were found",
+}
+
+
+def check_chain(*, run_dir: Path, docs: Mapping[str, Any], digests: Mapping[str, str]) -> None:
+    """Every stage file must still have the digest the stage files made from it recorded.
+
+    `docs` are the documents read a moment ago (by stage) and `digests` the digests of every
+    stage file's bytes then. An edit after the fact (a failing execute.json turned into a pass
+    after its score stage, say) breaks a link and the whole shard is refused.
+    """
+    for stage, when in _MADE_WHEN.items():
+        if stage not in docs:
+            continue
+        for upstream in STAGE_INPUTS[stage]:
+            if docs[stage].inputs.get(upstream) == digests[upstream]:
+                continue
+            relative = stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)
+            made = stage_path(run_dir=run_dir, stage=stage).relative_to(run_dir)
             raise _refuse(
-                f"{run_dir}: {relative} changed after the checks ran (stages/execute.json was "
-                "made from another version of it)",
+                f"{run_dir}: {relative} changed after {when} ({made} was made from another "
+                "version of it)",
                 run_dir=run_dir,
-                hint="Rerun the shard: eb run --shard K/N, or eb stage execute in its folder.",
+                hint="Merge the shard folders as their runs left them; rerun the shard "
+                "(eb run --shard K/N) if one was edited.",
             )
 
 
-def _scored_digest(*, run_dir: Path) -> str | None:
-    """The digest of execute.json the shard's score stage recorded, if it has a readable one."""
-    try:
-        scored: ScoreDoc = read_stage_file(run_dir=run_dir, stage="score").doc
-    except StageFileError:
-        return None  # execute.json is then checked in full, as any unvouched file is
-    return scored.inputs.get("execute")
+def _file_digest(*, run_dir: Path, stage: str) -> str:
+    """The digest of a stage file read only to be checked against its record (discover.json)."""
+    digest = stage_digest(run_dir=run_dir, stage=stage)
+    if digest is None:
+        raise _refuse(
+            f"{run_dir}: {stage_path(run_dir=run_dir, stage=stage).relative_to(run_dir)} is "
+            "missing",
+            run_dir=run_dir,
+            hint="Each folder must be the run folder of one finished `eb run --shard K/N`, as "
+            "that job left it.",
+        )
+    return digest
 
 
 def read_shard(*, run_dir: Path) -> ShardRun:
@@ -107,12 +143,18 @@ def read_shard(*, run_dir: Path) -> ShardRun:
             run_dir=run_dir,
             hint="Pass the folders `eb run --shard K/N` wrote (the ones holding report.json).",
         )
-    # The score stage recorded the digest of the execute.json it read, and that one the digests
-    # of its config.json and plan.json: files that still have them need no second check.
-    execute_read = _read(run_dir=run_dir, stage="execute", vouched=_scored_digest(run_dir=run_dir))
+    # Read from the last stage back: each file is vouched for by the digest the next one
+    # recorded, so the large ones (plan.json, execute.json) need no second check while they
+    # still have it; the chain is then checked link by link.
+    report_read = _read(run_dir=run_dir, stage="report")
+    report: ReportDoc = report_read.doc
+    score_read = _read(run_dir=run_dir, stage="score", vouched=report.inputs.get("score"))
+    scored: ScoreDoc = score_read.doc
+    execute_read = _read(run_dir=run_dir, stage="execute", vouched=scored.inputs.get("execute"))
     execute: ExecuteDoc = execute_read.doc
     config_read = _read(run_dir=run_dir, stage="config", vouched=execute.inputs.get("config"))
     plan_read = _read(run_dir=run_dir, stage="validate", vouched=execute.inputs.get("validate"))
+    guard_read = _read(run_dir=run_dir, stage="guard", vouched=execute.inputs.get("guard"))
     config: ConfigDoc = config_read.doc
     plan: PlanDoc = plan_read.doc
     if plan.selection.shard is None:
@@ -127,11 +169,23 @@ def read_shard(*, run_dir: Path) -> ShardRun:
             run_dir=run_dir,
             hint="Rerun the shards with this version of eb.",
         )
-    guard: GuardDoc = _read(run_dir=run_dir, stage="guard").doc
-    _check_chain(
+    guard: GuardDoc = guard_read.doc
+    reads = {
+        "config": config_read,
+        "validate": plan_read,
+        "guard": guard_read,
+        "execute": execute_read,
+        "score": score_read,
+        "report": report_read,
+    }
+    digests = {stage: read.sha256() for stage, read in reads.items()}
+    # discover.json is not used here (the merge reads the first shard's): its digest is checked.
+    digests["discover"] = _file_digest(run_dir=run_dir, stage="discover")
+    # discover.json's own link (to config.json) is checked where it is read (merge.py).
+    check_chain(
         run_dir=run_dir,
-        execute=execute,
-        upstream={"config": config_read, "validate": plan_read},
+        docs={stage: read.doc for stage, read in reads.items()},
+        digests=digests,
     )
     planned = [check.id for check in plan.checks]
     if [result.check_id for result in execute.results] != planned:
@@ -146,6 +200,7 @@ def read_shard(*, run_dir: Path) -> ShardRun:
         plan=plan,
         guard=guard,
         execute=execute,
+        digests=digests,
         texts={
             **file_element_texts(data=plan_read.data, field="checks", elements=plan.checks),
             **file_element_texts(data=execute_read.data, field="results", elements=execute.results),

@@ -243,6 +243,16 @@ def test_require_calibration_refuses_judges_without_cases_or_record(
             "never": judge("never", script=READS_ANSWER, cases=[GOOD, BAD]),
         }
     )
+    # The gate off: eb validate warns about both judges, a judge with no cases at all as much
+    # as one with cases but no record; on, both are errors.
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0, warned.stderr
+    assert "warning: Judge check 'bare' has no calibration cases" in warned.stderr
+    assert "warning: Judge check 'never' has not been calibrated" in warned.stderr
+    refused = proj.eb("validate", "--require-calibration")
+    assert refused.exit_code == 2
+    assert "Judge check 'bare' has no calibration cases" in refused.stderr
+    assert "Judge check 'never' has not been calibrated" in refused.stderr
     monkeypatch.setenv("EVAL_BANANA_HARNESS_REQUIRE_CALIBRATION", "1")
     refused = proj.eb("run")
     assert refused.exit_code == 2
@@ -254,10 +264,12 @@ def test_require_calibration_refuses_judges_without_cases_or_record(
     still = proj.eb("run")
     assert still.exit_code == 2
     assert "'bare'" in still.stderr and "'never'" not in still.stderr
-    # The gate off: eb validate warns only about judges that have cases, so it is quiet here.
+    # The gate off: the bare judge is still a warning, the calibrated one no longer.
     monkeypatch.delenv("EVAL_BANANA_HARNESS_REQUIRE_CALIBRATION")
-    quiet = proj.eb("validate")
-    assert quiet.exit_code == 0 and "warning" not in quiet.stderr
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0
+    assert "warning: Judge check 'bare' has no calibration cases" in warned.stderr
+    assert "'never'" not in warned.stderr
 
 
 def test_min_agreement_sets_how_much_agreement_is_enough(
@@ -444,3 +456,176 @@ def test_a_retried_attempt_s_evidence_keeps_no_secret(
     assert done.returncode == 0, done.stderr
     assert "told to break (***)" in done.stderr
     assert secret not in outcome.stdout + outcome.stderr + done.stdout + done.stderr
+
+
+def _edit_record(proj: Project, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit calibration.json as a hand or a tool would (json.dumps writes NaN as NaN)."""
+    document = proj.record
+    change(document["checks"]["greets"])
+    proj.write(".eval-banana/calibration.json", json.dumps(document, indent=2))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("agreement", float("nan")),
+        ("true_pass_rate", float("nan")),
+        ("agreement", float("inf")),
+        ("true_fail_rate", -0.5),
+        ("agreement", 1.5),
+    ],
+)
+def test_a_figure_that_is_not_a_finite_ratio_makes_the_record_unusable(
+    make_project: Callable[..., Project], field: str, value: float
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    _edit_record(proj, lambda entry: entry.update({field: value}))
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2, refused.stdout
+    record = proj.root / ".eval-banana" / "calibration.json"
+    assert f"{record} is not a calibration record" in refused.stderr
+    assert f"$.checks.greets.{field}" in refused.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))  # the judge never ran
+    # eb validate names it too: a warning with the gate off, an error with it on.
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0 and f"$.checks.greets.{field}" in warned.stderr
+    assert proj.eb("validate", "--require-calibration").exit_code == 2
+
+
+def test_a_nan_agreement_is_named_with_its_field(make_project: Callable[..., Project]) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    _edit_record(proj, lambda entry: entry.update(agreement=float("nan")))
+    as_json = proj.eb("validate", "--json", "--require-calibration")
+    (error,) = json.loads(as_json.stdout)["errors"]
+    assert error["field_path"] == "$.checks.greets.agreement"
+    assert error["file"].endswith(".eval-banana/calibration.json")
+    assert "is nan, not a finite number" in error["message"]
+
+
+def _claims_full_agreement(entry: dict[str, Any]) -> None:
+    entry.update(agreement=1.0, true_fail_rate=1.0, cases_agreed=2)
+
+
+def _and_flags(entry: dict[str, Any]) -> None:
+    _claims_full_agreement(entry)
+    for outcome in entry["outcomes"]:
+        outcome["agreed"] = True
+        for sample in outcome["samples"]:
+            sample["agreed"] = True
+
+
+def _relabelled(entry: dict[str, Any]) -> None:
+    # The known-bad case the judge passed, relabelled as known-good: every figure follows.
+    _claims_full_agreement(entry)
+    entry.update(true_pass_rate=1.0, true_fail_rate=None)
+    outcome = entry["outcomes"][1]
+    outcome.update(expect="pass", agreed=True)
+    outcome["samples"][0]["agreed"] = True
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (_claims_full_agreement, "agreement is 1, its samples give 0.5"),
+        (_and_flags, "outcomes[1].samples[0].agreed is true for a sample that passed a case "),
+        (_relabelled, "are not the check's calibration cases"),
+    ],
+)
+def test_a_record_contradicting_its_own_cases_never_lets_the_judge_gate(
+    make_project: Callable[..., Project], change: Callable[[dict[str, Any]], None], said: str
+) -> None:
+    # The lenient judge passes its known-bad case: agreement 0.5. The record is then edited to
+    # claim full agreement; its per-case results still say otherwise.
+    proj = make_project({"greets": judge("greets", script="answers=pass", cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 1
+    _edit_record(proj, change)
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2, refused.stdout
+    assert (
+        "Judge check 'greets' has a calibration record that disagrees with its own per-case "
+        "results" in refused.stderr
+    )
+    assert said in refused.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0 and "disagrees with its own per-case results" in warned.stderr
+    assert proj.eb("validate", "--require-calibration").exit_code == 2
+
+
+def test_the_gate_uses_the_figures_of_the_samples(make_project: Callable[..., Project]) -> None:
+    from eval_banana.calibration.figures import figure_problems, figures_of
+    from eval_banana.models.calibration import JudgeCalibration
+
+    proj = make_project({"greets": judge("greets", script="answers=pass", cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 1
+    entry = JudgeCalibration.model_validate(proj.record["checks"]["greets"])
+    # What eb calibrate wrote agrees with itself, and the figures computed again are its own.
+    assert figure_problems(entry) == []
+    measured = figures_of(entry.outcomes)
+    assert (
+        (measured.agreement, measured.true_pass_rate, measured.true_fail_rate)
+        == (
+            entry.agreement,
+            entry.true_pass_rate,
+            entry.true_fail_rate,
+        )
+        == (0.5, 1.0, 0.0)
+    )
+    # Below min_agreement 1 by its samples, at 0.5 it may gate.
+    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.5").exit_code == 0
+
+
+WRITES = f"{READS_ANSWER} write=judge-notes.txt"
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_a_judge_that_writes_files_is_an_error_in_calibration_as_in_a_run(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # It reads the project correctly (it would agree on both cases) but writes a file there.
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", mode)
+    proj = make_project({"greets": judge("greets", script=WRITES, cases=[GOOD, BAD])})
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 1, measured.stdout + measured.stderr
+    assert "DISAGREED greets: 0/2 cases agreed" in measured.stdout
+    assert "the judge errored: The judge changed its copy of the project: judge-notes.txt" in (
+        measured.stdout
+    )
+    entry = proj.record["checks"]["greets"]
+    assert entry["agreement"] == 0.0
+    assert {s["status"] for o in entry["outcomes"] for s in o["samples"]} == {"error"}
+    assert not (proj.root / "judge-notes.txt").exists()  # only ever its copies
+    # eb run makes the same judge an error, naming what it wrote.
+    ran = proj.eb("run")
+    assert ran.exit_code == 1, ran.stdout + ran.stderr
+    assert "judge-notes.txt" in ran.stdout
+
+
+def test_a_judge_may_write_in_calibration_where_runs_let_it(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `off`: runs let judges write, so calibration does too; and under detect, a path in
+    # [harness] isolation_ignore does not count, in a run or here.
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", "off")
+    proj = make_project({"greets": judge("greets", script=WRITES, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", "detect")
+    config = proj.root / ".eval-banana" / "config.toml"
+    text = config.read_text().replace("[harness]\n", '[harness]\nisolation_ignore = ["judge-*"]\n')
+    config.write_text(text)
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 0, measured.stdout
+    assert "AGREED greets: 2/2 cases agreed" in measured.stdout
+
+
+def test_a_judge_that_rewrites_a_case_file_is_an_error(
+    make_project: Callable[..., Project],
+) -> None:
+    # The case's own file, changed by the judge: not the case it was labelled for any more.
+    script = f"{READS_ANSWER} write=answer.txt"
+    proj = make_project({"greets": judge("greets", script=script, cases=[GOOD, BAD])})
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 1
+    assert "The judge changed its copy of the project: answer.txt" in measured.stdout

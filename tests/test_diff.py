@@ -241,3 +241,67 @@ def test_a_bad_baseline_stops_the_run_before_it_starts(
     result = eb("run", "--cwd", str(root), "--baseline", str(tmp_path / "nope"))
     assert result.exit_code == 2 and "does not exist" in result.stderr
     assert not (root / "runs").exists()
+
+
+# Does not compile: the check ends as an `error`, not a failure.
+ERRORS = "def broken(:"
+
+
+@pytest.fixture
+def red_base(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> tuple[Path, Path]:
+    """(project, base run folder) of a run with one check failing already and one passing."""
+    root = project({}, config='[core]\noutput_dir = "runs"\npass_threshold = 0.5\n')
+    _write(root, {"a_green": "pass", "b_stays_red": FAIL})
+    base = tmp_path / "base"
+    assert eb("run", "--cwd", str(root), "--output-dir", str(base), "--flat-output").exit_code == 0
+    return root, base
+
+
+# What makes a new check not pass without failing: an error, or never running at all (-x
+# stopped launching after the check that was already red, one check at a time).
+NEW_CHECKS = {
+    "errors": ({"c_new": ERRORS}, (), "error"),
+    "never ran": ({"c_new": "pass"}, ("--maxfail", "1", "--max-parallel-checks", "1"), "not_run"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEW_CHECKS))
+def test_a_new_check_that_errors_or_never_ran_is_a_regression(
+    eb: Callable[..., EbResult], red_base: tuple[Path, Path], tmp_path: Path, case: str
+) -> None:
+    root, base = red_base
+    added, flags, outcome = NEW_CHECKS[case]
+    _write(root, {"a_green": "pass", "b_stays_red": FAIL, **added})
+    head = tmp_path / "head"
+    ran = eb("run", "--cwd", str(root), "--output-dir", str(head), "--flat-output", *flags)
+    assert ran.exit_code == 1, ran.stdout + ran.stderr  # an error, or a halted run, never passes
+    diff = _json_diff(eb, base, head)
+    # The one regression is the new check: nothing that passed before fails now.
+    assert _ids(diff["regressions"]) == ["c_new"], diff
+    assert (diff["regressions"][0]["base"], diff["regressions"][0]["head"]) == (None, outcome)
+    assert diff["regressed"] is True and diff["_exit"] == 1
+    text = eb("diff", str(base), str(head))
+    assert text.exit_code == 1
+    assert "Regressions (1):\n  - c_new: new, " in text.stdout
+
+
+@pytest.mark.parametrize("case", sorted(NEW_CHECKS))
+def test_run_with_a_baseline_counts_a_new_check_that_errors_or_never_ran_as_a_regression(
+    eb: Callable[..., EbResult], red_base: tuple[Path, Path], tmp_path: Path, case: str
+) -> None:
+    root, base = red_base
+    added, flags, outcome = NEW_CHECKS[case]
+    _write(root, {"a_green": "pass", "b_stays_red": FAIL, **added})
+    run_dir = tmp_path / "gated"
+    result = eb(
+        "run", "--cwd", str(root), "--baseline", str(base),
+        "--output-dir", str(run_dir), "--flat-output", *flags,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "Regressions (1):\n  - c_new: new, " in result.stdout
+    assert result.stdout.endswith("Diff: 1 regression\n")
+    written = json.loads((run_dir / "diff.json").read_text())
+    assert _ids(written["regressions"]) == ["c_new"] and written["regressed"] is True
+    assert written["regressions"][0]["head"] == outcome

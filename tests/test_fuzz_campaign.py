@@ -343,3 +343,130 @@ def test_a_mutated_stage_file_is_refused_naming_it_or_used_never_a_crash(
             code, _, err = _eb(*args, "--run-dir", str(run_dir))
             assert code in (0, 1, 2, 3), (args, err)
             assert "Traceback" not in err
+
+
+# Calibration records: a real record of two judges, then edits that mostly keep it valid
+# against its schema but make it disagree with itself (figures, flags, statuses, labels).
+CALIBRATION_CASES = [
+    {"name": "good", "expect": "pass", "files": {"answer.txt": "hello\n"}},
+    {"name": "bad", "expect": "fail", "files": {"answer.txt": "goodbye\n"}},
+]
+CALIBRATED_JUDGES = {
+    "greets": "file=answer.txt contains=hello",  # agrees on both cases
+    "lenient": "answers=pass",  # passes the known-bad case: agreement 0.5
+}
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project whose two judges were measured by `eb calibrate` (the scripted stand-in)."""
+    from tests.test_repeats import scripted_config
+
+    root = tmp_path_factory.mktemp("fuzz-calibration") / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(scripted_config())
+    (root / "answer.txt").write_text("hello world\n")
+    (root / "eval_checks").mkdir()
+    for check_id, script in CALIBRATED_JUDGES.items():
+        check = {
+            "schema_version": 1,
+            "id": check_id,
+            "type": "harness_judge",
+            "description": f"Judge {check_id}.",
+            "instructions": f"Does answer.txt greet?\nscripted: {script} key={check_id}\n",
+            "calibration": CALIBRATION_CASES,
+        }
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(yaml.safe_dump(check))
+    assert _eb("calibrate", "--cwd", str(root))[0] == 1  # the lenient judge disagrees
+    return root
+
+
+def _truthful(entry: Any) -> bool:
+    """What the gate may let through at min_agreement 1: finite figures, the check's own cases,
+    every sample's answer the case's label, and stored figures and flags that say so."""
+    if not _structured(entry):
+        return False
+    figures = [entry.get(name) for name in ("agreement", "true_pass_rate", "true_fail_rate")]
+    if any(not isinstance(v, int | float) or isinstance(v, bool) for v in figures):
+        return False
+    labels = [(case["name"], case["expect"]) for case in CALIBRATION_CASES]
+    outcomes = entry.get("outcomes")
+    if [(o.get("name"), o.get("expect")) for o in outcomes] != labels:
+        return False
+    wanted = {"pass": "passed", "fail": "failed"}
+    samples = [(o, s) for o in outcomes for s in o["samples"]]
+    every = bool(samples) and all(s.get("status") == wanted[o["expect"]] for o, s in samples)
+    flags = all(s.get("agreed") is True for _, s in samples)
+    flags = flags and all(o.get("agreed") is True for o in outcomes)
+    return every and flags and figures == [1, 1, 1] and entry.get("cases_agreed") == 2
+
+
+def _structured(entry: Any) -> bool:
+    """Whether the entry still has outcomes, each a mapping with a list of sample mappings."""
+    outcomes = entry.get("outcomes") if isinstance(entry, dict) else None
+    return (
+        isinstance(outcomes, list)
+        and bool(outcomes)
+        and all(
+            isinstance(o, dict)
+            and isinstance(o.get("samples"), list)
+            and all(isinstance(one, dict) for one in o["samples"])
+            for o in outcomes
+        )
+    )
+
+
+def _forge(data: st.DataObject, entry: dict[str, Any]) -> None:
+    """One edit a hand, a tool or a forger makes to a judge's entry, mostly schema-valid."""
+    if not _structured(entry):  # an earlier raw edit broke its shape: only raw edits now
+        _mutate(data, entry)
+        return
+    outcome = data.draw(st.sampled_from(entry["outcomes"]))
+    # A sample of it (a dict of its own when an earlier edit dropped them all).
+    sample = data.draw(st.sampled_from(outcome["samples"])) if outcome["samples"] else {}
+    edit = data.draw(
+        st.sampled_from(["figure", "figure", "count", "flag", "status", "label", "drop", "raw"])
+    )
+    if edit == "figure":
+        name = data.draw(st.sampled_from(["agreement", "true_pass_rate", "true_fail_rate"]))
+        odd = [1.0, 0.0, 0.5, float("nan"), float("inf"), -0.0, 1 - 1e-12, None]
+        entry[name] = data.draw(st.sampled_from(odd))
+    elif edit == "count":
+        entry["cases_agreed"] = data.draw(st.sampled_from([0, 1, 2, 3]))
+    elif edit == "flag":
+        target = data.draw(st.sampled_from([outcome, sample]))
+        target["agreed"] = not target.get("agreed", False)
+    elif edit == "status":
+        sample["status"] = data.draw(st.sampled_from(["passed", "failed", "error"]))
+    elif edit == "label":
+        outcome["expect"] = "pass" if outcome["expect"] == "fail" else "fail"
+    elif edit == "drop":
+        outcome["samples"] = [s for s in outcome["samples"] if s is not sample]
+    else:
+        _mutate(data, entry)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_forged_or_damaged_calibration_record_never_lets_an_untruthful_judge_gate(
+    data: st.DataObject, calibrated: Path
+) -> None:
+    record_path = calibrated / ".eval-banana" / "calibration.json"
+    original = record_path.read_text()
+    record = json.loads(original)
+    check_id = data.draw(st.sampled_from(sorted(CALIBRATED_JUDGES)))
+    entry = record["checks"][check_id]
+    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+        _forge(data, entry)
+    try:
+        record_path.write_text(json.dumps(record))
+        code, out, err = _eb(
+            "validate", "--cwd", str(calibrated), "--require-calibration", "--check-id", check_id
+        )
+    finally:
+        record_path.write_text(original)
+    assert code in (0, 2), err
+    assert "Traceback" not in err
+    if code == 0:
+        # Let through: only a record whose every figure and sample says the judge agreed.
+        assert _truthful(entry), (entry, out, err)

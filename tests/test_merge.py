@@ -65,6 +65,15 @@ description: Control check; the planted defect must be caught.
 expect: fail
 script: raise SystemExit(1)
 """
+# Listed by every shard (a skip is outside the split), reported once by the merge.
+SKIPPED = """\
+schema_version: 1
+id: waits_for_the_fix
+type: deterministic
+description: A check its file skips.
+skip: waits for the upstream fix
+script: raise SystemExit(1)
+"""
 # Fields that name a moment, a duration or a folder: the only ones a merge may change.
 VOLATILE_REPORT = {"run_id", "output_dir", "started_at", "completed_at", "duration_ms"}
 VOLATILE_CHECK = {"started_at", "completed_at", "duration_ms"}
@@ -72,7 +81,8 @@ VOLATILE_CHECK = {"started_at", "completed_at", "duration_ms"}
 
 def _project(root: Path) -> Path:
     """40 checks of every kind: deterministic (pass, fail, time out, referenced script, a
-    control), assertions (pass, fail) and judges on a stand-in agent (pass, fail)."""
+    control), assertions (pass, fail) and judges on a stand-in agent (pass, fail); and one
+    check its file skips."""
     files: dict[str, str] = {".eval-banana/config.toml": CONFIG}
     for index in range(28):
         folder = ("eval_checks/core", "eval_checks/extra", "services/api/eval_checks")[index % 3]
@@ -100,6 +110,7 @@ def _project(root: Path) -> Path:
         "judge_no_typos", instructions="Is it free of typos?\nstandin: score=0 reason=two_typos"
     )
     files["eval_checks/control/defect.yaml"] = CONTROL
+    files["eval_checks/later/skipped.yaml"] = SKIPPED
     files["eval_checks/scripts/referenced.yaml"] = REFERENCED
     files["eval_checks/scripts/count.py"] = COUNT_SCRIPT
     files["README.md"] = "# A kind, short project\n"
@@ -108,7 +119,7 @@ def _project(root: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     checks = [name for name in files if name.endswith(".yaml") and "eval_checks" in name]
-    assert len(checks) == 40
+    assert len(checks) == 41
     return root
 
 
@@ -228,6 +239,10 @@ def test_merged_report_equals_the_one_machine_report(scale_out: dict[str, Path])
         assert merged[key] == one[key]
     assert (merged["points_earned"], merged["run_passed"]) == (one["points_earned"], False)
     assert one["total_checks"] == 40 and one["errored_checks"] == 1
+    # The skipped check, once, as one machine lists it (under the merge's project root).
+    assert merged["skipped"] == one["skipped"]
+    assert [item["check_id"] for item in one["skipped"]] == ["waits_for_the_fix"]
+    assert merged["skipped_checks"] == one["skipped_checks"] == 1
     # Every check, in the same order, every field but its times.
     assert [c["check_id"] for c in merged["checks"]] == [c["check_id"] for c in one["checks"]]
     checkouts = [str(scale_out["base"] / f"ci-job-{k}" / "repo") for k in range(1, SHARDS + 1)]
@@ -267,14 +282,20 @@ def test_merged_folder_is_a_complete_run(scale_out: dict[str, Path]) -> None:
     for name in ("report.json", "report.md", "report.html"):
         assert (merged / name).is_file()
     junit = (scale_out["base"] / "merged.junit.xml").read_text()
-    assert junit.count("<testcase ") == 40
+    assert junit.count("<testcase ") == 41  # the skipped check is a skipped testcase
+    assert 'message="waits for the upstream fix"' in junit
     summary = (scale_out["base"] / "step-summary.md").read_text()
     assert summary == (merged / "report.md").read_text()
     stdout = (scale_out["base"] / "merge.stdout").read_text()
     assert stdout.count("::error file=") == 7  # 4 failed, 1 timed out, 1 assertion, 1 judge
     assert "::error file=eval_checks/core/fail_0.yaml," in stdout
+    # The skipped check on the console and in every report.
+    assert "- waits_for_the_fix: skipped - waits for the upstream fix" in stdout
+    assert "waits_for_the_fix" in (merged / "report.md").read_text()
+    assert "waits_for_the_fix" in (merged / "report.html").read_text()
     score = json.loads((merged / "stages" / "score.json").read_text())
     assert (score["total_checks"], score["run_passed"]) == (40, False)
+    assert score["skipped_checks"] == 1
 
 
 def test_merged_stage_files_are_the_bytes_a_fresh_dump_writes(scale_out: dict[str, Path]) -> None:
@@ -474,6 +495,10 @@ SLOW_LINKS_MERGE = eb_script(
 )
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("to", ["group", "eb"])
 @pytest.mark.parametrize("eb_is", ["waiting", "writing"])
 def test_a_ctrl_c_during_the_forked_links_interrupts_the_merge(
@@ -545,3 +570,50 @@ def test_a_shard_output_folder_comes_whole_and_an_empty_one_not_at_all(tmp_path:
     (tmp_path / "empty").mkdir()
     _link_tree(source=str(tmp_path / "empty"), target=str(target / "empty"))
     assert not (target / "empty").exists()
+
+
+def test_a_stop_in_any_shard_stops_the_merged_run(tmp_path: Path) -> None:
+    """A fuse tripped in shard 3 of 4 aborts the merged run (exit 3), and maxfail reached in
+    shard 2 halts it: the merge reports every shard's stop, not only the first shard's."""
+    from eval_banana.shard import shard_of
+
+    ids = [f"check_{index:02d}" for index in range(12)]
+    in_shard = {k: [i for i in ids if shard_of(check_id=i, total=SHARDS) == k] for k in (2, 3)}
+    failing, sleeping = in_shard[2][0], in_shard[3][0]
+    root = tmp_path / "project"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    for check_id in ids:
+        script = {failing: "raise SystemExit(1)", sleeping: "import time\ntime.sleep(30)"}
+        (root / "eval_checks").mkdir(exist_ok=True)
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(
+            check_yaml(check_id, script=script.get(check_id, "pass"))
+        )
+    # Each shard's own budgets: a one-second run timer in shard 3, -x in shard 2.
+    budgets = {
+        2: ("--maxfail", "1", "--max-parallel-checks", "1"),
+        3: ("--run-timeout-seconds", "1"),
+    }
+    expected = {1: 0, 2: 1, 3: 3, 4: 0}
+    run_dirs = []
+    for k in range(1, SHARDS + 1):
+        run_dir = tmp_path / "shards" / f"shard-{k}"
+        done = _eb(
+            "run", "--cwd", str(root), "--shard", f"{k}/{SHARDS}",
+            "--output-dir", str(run_dir), "--flat-output", *budgets.get(k, ()),
+        )  # fmt: skip
+        assert done.returncode == expected[k], done.stderr
+        run_dirs.append(str(run_dir))
+    merged = _eb("merge", *run_dirs, "--cwd", str(root), "--output-dir", str(tmp_path / "m"))
+    assert merged.returncode == 3, merged.stdout + merged.stderr
+    assert "Run aborted (run_timeout" in merged.stderr
+    (run_dir,) = (tmp_path / "m").iterdir()
+    report = _report(run_dir)
+    assert (report["aborted_by"], report["run_passed"]) == ("run_timeout", False)
+    assert report["halted_by"] == "maxfail"
+    score = json.loads((run_dir / "stages" / "score.json").read_text())
+    assert score["status"] == "aborted"
+    not_run = {c["check_id"] for c in report["checks"] if c["details"].get("not_run") is True}
+    assert set(in_shard[2][1:]) <= not_run  # left unstarted by -x in shard 2
+    executed = json.loads((run_dir / "stages" / "execute.json").read_text())
+    assert executed["aborted_by"] == "run_timeout" and executed["halted_by"] == "maxfail"

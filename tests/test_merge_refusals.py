@@ -71,6 +71,18 @@ def _rewrite(run_dir: Path, stage_file: str, change: Callable[[dict[str, Any]], 
     return sha256_bytes(data=data)
 
 
+def _chain_down(run_dir: Path, execute_digest: str) -> None:
+    """Record a rewritten execute.json in score.json and that in report.json, as a run does."""
+    score_digest = _rewrite(
+        run_dir, "score.json", lambda doc: doc["inputs"].update(execute=execute_digest)
+    )
+    _rewrite(
+        run_dir,
+        "report.json",
+        lambda doc: doc["inputs"].update(execute=execute_digest, score=score_digest),
+    )
+
+
 def test_all_shards_once_merges(
     eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -113,12 +125,15 @@ def test_check_in_two_shards(
     result_doc = json.loads((s1 / "stages" / "execute.json").read_text())["results"][0]
     # Shard 2's files claim shard 1's first check too, chained as a real run would chain them.
     plan_digest = _rewrite(s2, "plan.json", lambda doc: doc["checks"].insert(0, planned))
+    guard_digest = _rewrite(
+        s2, "guard.json", lambda doc: doc["inputs"].update(validate=plan_digest)
+    )
 
     def add_result(doc: dict[str, Any]) -> None:
         doc["results"].insert(0, result_doc)
-        doc["inputs"]["validate"] = plan_digest
+        doc["inputs"].update(validate=plan_digest, guard=guard_digest)
 
-    _rewrite(s2, "execute.json", add_result)
+    _chain_down(s2, _rewrite(s2, "execute.json", add_result))
     result = _merge(eb, tmp_path, s1, s2, s3)
     assert f"check '{planned['id']}' is in two shards: {s1} (shard 1/3) and {s2}" in result.stderr
 
@@ -239,3 +254,78 @@ def test_an_execute_file_edited_after_its_score_stage_is_checked_in_full(
     execute = edited / "stages" / "execute.json"
     assert f"{edited}: Stage file {execute}" in result.stderr
     assert "status" in result.stderr
+
+
+def _passed(result: dict[str, Any]) -> None:
+    """A failed result, edited into a pass as a careful hand would (schema-valid, consistent)."""
+    result.update(status="passed", observed_status="passed", score=1, reason="fine", exit_code=0)
+
+
+def test_a_failing_execute_file_edited_into_a_pass_after_its_score_stage_is_refused(
+    eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    main = _write_project(tmp_path / "main")
+    failing = main / "eval_checks" / "check_0.yaml"
+    failing.write_text(check_yaml("check_0", script="raise SystemExit(1)"))
+    run_dirs = []
+    for k in (1, 2):
+        run_dir = tmp_path / "shards" / f"s{k}"
+        args = ("--shard", f"{k}/2", "--output-dir", str(run_dir), "--flat-output")
+        eb("run", "--cwd", str(main), *args)
+        run_dirs.append(run_dir)
+    (edited,) = [
+        d for d in run_dirs if json.loads((d / "report.json").read_text())["run_passed"] is False
+    ]
+
+    def into_a_pass(doc: dict[str, Any]) -> None:
+        (failed,) = [r for r in doc["results"] if r["check_id"] == "check_0"]
+        _passed(failed)
+
+    _rewrite(edited, "execute.json", into_a_pass)
+    result = _merge(eb, tmp_path, *run_dirs)
+    assert (
+        f"{edited}: stages/execute.json changed after the run was scored "
+        "(stages/score.json was made from another version of it)" in result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("stage_file", "when", "made"),
+    [
+        ("config.json", "the checks ran", "execute.json"),
+        ("discover.json", "the checks were planned", "plan.json"),
+        ("plan.json", "the checks ran", "execute.json"),
+        ("guard.json", "the checks ran", "execute.json"),
+        ("execute.json", "the run was scored", "score.json"),
+        ("score.json", "the run was reported", "report.json"),
+    ],
+)
+def test_every_stage_file_must_have_the_digest_recorded_of_it(
+    eb: Callable[..., EbResult],
+    shards: Callable[..., Path],
+    tmp_path: Path,
+    stage_file: str,
+    when: str,
+    made: str,
+) -> None:
+    # The same document in other bytes (indented): as valid as before, but not the file the
+    # next stage was made from.
+    edited = shards("s2", "2/2")
+    path = edited / "stages" / stage_file
+    path.write_text(json.dumps(json.loads(path.read_text()), indent=3))
+    result = _merge(eb, tmp_path, shards("s1", "1/2"), edited)
+    assert (
+        f"{edited}: stages/{stage_file} changed after {when} (stages/{made} was made from "
+        "another version of it)" in result.stderr
+    )
+
+
+@pytest.mark.parametrize("stage_file", ["score.json", "report.json"])
+def test_a_shard_without_its_last_stage_files_is_refused(
+    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path, stage_file: str
+) -> None:
+    # Without them nothing vouches for execute.json: a shard that never finished its run.
+    cut = shards("s1", "1/2")
+    (cut / "stages" / stage_file).unlink()
+    result = _merge(eb, tmp_path, cut, shards("s2", "2/2"))
+    assert f"{cut}: Stage file missing: {cut / 'stages' / stage_file}" in result.stderr

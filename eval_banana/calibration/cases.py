@@ -48,6 +48,32 @@ def lay_files(*, base: Path, files: Mapping[str, str | None]) -> None:
         target.write_text(content, encoding="utf-8")
 
 
+def _as_laid(*, base: Path, relative: str, content: str | None) -> bool:
+    """Whether a case's file is still as the case laid it (its text, or absent for null)."""
+    target = base / relative
+    if content is None:
+        return not os.path.lexists(target)
+    if target.is_symlink() or not target.is_file():
+        return False
+    try:
+        return target.read_bytes() == content.encode("utf-8")
+    except OSError:
+        return False
+
+
+def judge_edits(*, workspace: Workspace, files: Mapping[str, str | None]) -> list[str]:
+    """What the judge changed in its copy, in path order: every difference from the project
+    but the case's files as the case laid them, and any case file no longer as laid."""
+    base = workspace.path
+    edited = {change.path for change in workspace.changes() if change.path not in files}
+    edited.update(
+        relative
+        for relative, content in files.items()
+        if not _as_laid(base=base, relative=relative, content=content)
+    )
+    return sorted(edited)
+
+
 def case_workspace(
     *, root: Path, paths: Sequence[str], files: Mapping[str, str | None]
 ) -> Workspace:

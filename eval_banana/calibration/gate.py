@@ -1,12 +1,19 @@
 """Which judges may gate a run: `[harness] require_calibration` and `[harness] min_agreement`.
 
 A judge passes the gate when it has calibration cases, `calibration.json` holds a record of it
-measured under the key it would run under now, and that record's agreement reaches
-min_agreement. The guard refuses the others (and `eb validate` lists them).
+measured under the key it would run under now, that record agrees with its own per-case results
+(its figures are computed again from its samples, never taken as stored), and the agreement
+reaches min_agreement. The guard refuses the others (and `eb validate` lists them).
 """
 
 from __future__ import annotations
 
+from eval_banana.calibration.figures import (
+    case_problems,
+    cases_of,
+    figure_problems,
+    figures_of,
+)
 from eval_banana.calibration.key import calibration_key, key_differences
 from eval_banana.calibration.store import UnreadableRecord, read_record, record_path
 from eval_banana.models.calibration import CalibrationDoc
@@ -52,11 +59,20 @@ def _judge_problem(
             f"was calibrated under another key: its {', '.join(changed)} changed since",
             _rerun(check),
         )
-    if entry.agreement < floor:
+    # The stored figures are a summary; the samples are what was measured.
+    inconsistent = figure_problems(entry) + case_problems(entry=entry, cases=cases_of(check))
+    if inconsistent:
         return problem(
-            f"agreed with its calibration cases on {entry.agreement:.2f} of its samples, below "
-            f"[harness] min_agreement {floor:g} ({entry.cases_agreed} of {entry.cases} cases "
-            "agreed)",
+            "has a calibration record that disagrees with its own per-case results: "
+            + "; ".join(inconsistent),
+            "The record was edited or damaged: " + _rerun(check),
+        )
+    measured = figures_of(entry.outcomes)
+    if measured.agreement < floor:
+        return problem(
+            f"agreed with its calibration cases on {measured.agreement:.2f} of its samples, "
+            f"below [harness] min_agreement {floor:g} ({measured.cases_agreed} of "
+            f"{measured.cases} cases agreed)",
             "Improve the judge's instructions (or fix a mislabelled case), run `eb calibrate` "
             "again, or lower [harness] min_agreement.",
         )
@@ -64,15 +80,11 @@ def _judge_problem(
 
 
 def calibration_problems(
-    *, config: ConfigDoc, plan: PlanDoc, harness: ResolvedHarness, every_judge: bool
+    *, config: ConfigDoc, plan: PlanDoc, harness: ResolvedHarness
 ) -> list[ProblemModel]:
-    """The gate's refusals, one per judge (every judge, or with `every_judge` False only the
-    judges that have cases: warnings must not make a project without calibration noisy)."""
-    judges = [
-        check
-        for check in plan.checks
-        if check.type == "harness_judge" and (every_judge or check.definition.get("calibration"))
-    ]
+    """The gate's refusals, one per planned judge that may not gate a run (errors with the
+    gate on, `eb validate`'s warnings with it off)."""
+    judges = [check for check in plan.checks if check.type == "harness_judge"]
     if not judges:
         return []
     path = record_path(config=config)
@@ -83,6 +95,7 @@ def calibration_problems(
             ProblemModel(
                 message=f"The calibration record cannot be used: {exc}",
                 file=str(path),
+                field_path=exc.field_path,
                 hint="Run `eb calibrate` to write it again.",
             )
         ]

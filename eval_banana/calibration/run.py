@@ -11,12 +11,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from eval_banana import log
 from eval_banana.artifacts import write_text_atomic
 from eval_banana.calibration.cases import CaseFileError, case_workspace
+from eval_banana.calibration.figures import AGREEING_STATUS, cases_of, figures_of
 from eval_banana.calibration.key import calibration_key
+from eval_banana.calibration.watch import SampleWatch
 from eval_banana.canonjson import dumps
 from eval_banana.envpolicy import build_base_env
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
@@ -44,11 +46,6 @@ class CaseRun(NamedTuple):
 def case_stem(*, stem: str, case: int, sample: int) -> str:
     """`<stem>.c<case>.s<sample>` (both 1-based), so no two samples share evidence files."""
     return f"{stem}.c{case + 1}.s{sample}"
-
-
-def cases_of(check: PlannedCheck) -> list[dict[str, Any]]:
-    cases = check.definition.get("calibration") or []
-    return [case for case in cases if isinstance(case, dict)]
 
 
 def plan_runs(*, checks: Sequence[PlannedCheck], default_repeats: int) -> list[CaseRun]:
@@ -87,7 +84,7 @@ class Calibrator:
         config: ConfigDoc,
         harness: ResolvedHarness,
         run_dir: Path,
-        paths: Sequence[str],
+        watch: SampleWatch,
         environ: Mapping[str, str],
         cancel: threading.Event,
     ) -> None:
@@ -95,7 +92,7 @@ class Calibrator:
         self.harness = harness
         self.run_dir = run_dir
         self.root = Path(config.project_root)
-        self.paths = paths
+        self.watch = watch
         self.cancel = cancel
         self.base_env = build_base_env(settings=config.settings.execution, environ=environ)
         self.redactor: Redactor = redactor_for(
@@ -109,10 +106,9 @@ class Calibrator:
         case = cases_of(run.check)[run.case]
         expect = case.get("expect")
         started = utc_now()
+        files = case.get("files") or {}
         try:
-            workspace = case_workspace(
-                root=self.root, paths=self.paths, files=case.get("files") or {}
-            )
+            workspace = case_workspace(root=self.root, paths=self.watch.paths, files=files)
         except (CaseFileError, OSError) as exc:
             result = error_result(
                 check=run.check,
@@ -132,11 +128,16 @@ class Calibrator:
                 evidence_stem=run.stem,
                 view=ProjectView(path=workspace.path, cwd=workspace.cwd, wrap=workspace.wrap),
             )
-            result = run_attempts(
-                ctx=ctx,
-                run_once=_observe,
-                retries=self.config.settings.harness.retries,
-                write_result=_write_result,
+            result = self.watch.judged(
+                key=run.stem,
+                workspace=workspace,
+                files=files,
+                run_in=lambda: run_attempts(
+                    ctx=ctx,
+                    run_once=_observe,
+                    retries=self.config.settings.harness.retries,
+                    write_result=_write_result,
+                ),
             )
         finally:
             workspace.remove()
@@ -157,18 +158,13 @@ class Calibrator:
         }
         evidence["result"] = f"checks/{run.stem}.json"
         status = result.status
-        wanted = "passed" if expect == "pass" else "failed"
         return CaseSample(
             sample=run.sample,
             status=status,
-            agreed=status == wanted,
+            agreed=status == AGREEING_STATUS["pass" if expect == "pass" else "fail"],
             reason=result.reason if status != "error" else result.error_detail,
             evidence=evidence,
         )
-
-
-def _rate(samples: list[CaseSample]) -> float | None:
-    return sum(sample.agreed for sample in samples) / len(samples) if samples else None
 
 
 def figures(
@@ -181,11 +177,9 @@ def figures(
 ) -> JudgeCalibration:
     """One judge's figures from its samples (by case position)."""
     outcomes = []
-    by_label: dict[str, list[CaseSample]] = {"pass": [], "fail": []}
     for position, case in enumerate(cases_of(check)):
         taken = sorted(samples.get(position, []), key=lambda one: one.sample)
         expect: Literal["pass", "fail"] = "pass" if case.get("expect") == "pass" else "fail"
-        by_label[expect].extend(taken)
         outcomes.append(
             CaseOutcome(
                 name=str(case.get("name")),
@@ -194,7 +188,8 @@ def figures(
                 samples=taken,
             )
         )
-    every = by_label["pass"] + by_label["fail"]
+    # The same computation the gate makes again from the record (calibration/figures.py).
+    measured = figures_of(outcomes)
     return JudgeCalibration(
         check_id=check.id,
         source_path=check.source_path,
@@ -202,11 +197,11 @@ def figures(
         measured_at=iso(utc_now()),
         run_dir=str(run_dir),
         samples_per_case=samples_per_case,
-        cases=len(outcomes),
-        cases_agreed=sum(outcome.agreed for outcome in outcomes),
-        agreement=_rate(every) or 0.0,
-        true_pass_rate=_rate(by_label["pass"]),
-        true_fail_rate=_rate(by_label["fail"]),
+        cases=measured.cases,
+        cases_agreed=measured.cases_agreed,
+        agreement=measured.agreement,
+        true_pass_rate=measured.true_pass_rate,
+        true_fail_rate=measured.true_fail_rate,
         outcomes=outcomes,
     )
 
@@ -217,7 +212,7 @@ def calibrate(
     harness: ResolvedHarness,
     checks: Sequence[PlannedCheck],
     run_dir: Path,
-    paths: Sequence[str],
+    watch: SampleWatch,
     cancel: threading.Event,
     environ: Mapping[str, str] | None = None,
     on_sample: SampleDone | None = None,
@@ -228,7 +223,7 @@ def calibrate(
         config=config,
         harness=harness,
         run_dir=run_dir,
-        paths=paths,
+        watch=watch,
         environ=os.environ if environ is None else environ,
         cancel=cancel,
     )

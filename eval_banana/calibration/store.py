@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from eval_banana.calibration.figures import document_ratio_problem
 from eval_banana.models.calibration import CalibrationDoc, JudgeCalibration
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.readback import loads_json, read_regular
@@ -16,6 +17,10 @@ _CONFIG_FOLDER = ".eval-banana"
 
 class UnreadableRecord(Exception):
     """calibration.json exists but is not a calibration record eb can read."""
+
+    def __init__(self, message: str, *, field_path: str | None = None) -> None:
+        super().__init__(message)
+        self.field_path = field_path
 
 
 def record_path(*, config: ConfigDoc) -> Path:
@@ -40,6 +45,15 @@ def read_record(*, path: Path) -> CalibrationDoc | None:
     problem = _schema_problem(document)
     if problem is not None:
         raise UnreadableRecord(f"{path} is not a calibration record: {problem}")
+    # JSON's NaN passes every minimum and maximum of the schema: the figures are checked here.
+    bad = document_ratio_problem(document)
+    if bad is not None:
+        where, what = bad
+        raise UnreadableRecord(
+            f"{path} is not a calibration record: {where} {what} (a figure must be a finite "
+            "ratio from 0 to 1)",
+            field_path=where,
+        )
     return CalibrationDoc.model_validate(document)
 
 

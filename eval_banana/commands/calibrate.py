@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
@@ -39,10 +38,9 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.calibration.run import calibrate, plan_runs
     from eval_banana.calibration.show import summary_lines
     from eval_banana.calibration.store import record_path, write_record
+    from eval_banana.calibration.watch import SampleWatch
     from eval_banana.console import Console
-    from eval_banana.ebfolders import own_folders
     from eval_banana.errors import GuardError, RunAborted
-    from eval_banana.projectstate.state import read_project_state
     from eval_banana.request import load_config
     from eval_banana.rundir import new_run_id, output_base
     from eval_banana.stages import discover as discover_stage
@@ -76,12 +74,6 @@ def run(args: argparse.Namespace) -> int:
         if check not in with_cases:
             console.warn(f"Judge check '{check.id}' has no calibration cases; not calibrated")
 
-    root = Path(config.project_root)
-    state = read_project_state(
-        root=root,
-        excluded_names=config.settings.discovery.exclude_dirs,
-        skip_folders=own_folders(config=config),
-    )
     # Not a run folder (it has no stages/): `eb status` and --last-failed never take it for one.
     run_dir = output_base(config=config).resolve() / f"calibrate_{config.run_id}"
     cancel = threading.Event()
@@ -97,17 +89,22 @@ def run(args: argparse.Namespace) -> int:
                 f"{sample.status}{'' if sample.agreed else ' (disagrees)'}"
             )
 
-    with common.stop_on_signals(cancel):
-        entries = calibrate(
-            config=config,
-            harness=guarded.harness,
-            checks=with_cases,
-            run_dir=run_dir,
-            paths=sorted(state.files),
-            cancel=cancel,
-            environ=os.environ,
-            on_sample=progress,
-        )
+    # The project's file set (each case's copy), watched as a run watches it for judges.
+    watch = SampleWatch.open(config=config)
+    try:
+        with common.stop_on_signals(cancel):
+            entries = calibrate(
+                config=config,
+                harness=guarded.harness,
+                checks=with_cases,
+                run_dir=run_dir,
+                watch=watch,
+                cancel=cancel,
+                environ=os.environ,
+                on_sample=progress,
+            )
+    finally:
+        watch.close()
     if cancel.is_set():
         raise RunAborted(f"Calibration interrupted; nothing recorded. Evidence: {run_dir}")
     record = record_path(config=config)

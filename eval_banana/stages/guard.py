@@ -63,12 +63,13 @@ def _injection_problems(*, plan: PlanDoc, harness: ResolvedHarness) -> list[Prob
     return problems
 
 
-def _gate_consulted(*, config: ConfigDoc, plan: PlanDoc, mode: GuardMode) -> bool:
-    """Whether the calibration gate reads the record for this guard."""
+def _gate_consulted(*, config: ConfigDoc, mode: GuardMode) -> bool:
+    """Whether the calibration gate reads the record for this guard: `eb run` with the gate
+    on, and `eb validate` always (it reports what the gate would refuse)."""
     required = config.settings.harness.require_calibration
-    if mode == "calibrate" or not (required or mode == "validate"):
+    if mode == "calibrate":
         return False
-    return required or any(check.definition.get("calibration") for check in plan.checks)
+    return required or mode == "validate"
 
 
 def _calibration_gate(
@@ -77,15 +78,15 @@ def _calibration_gate(
     """(problems, warnings) of [harness] require_calibration for the planned judges.
 
     On, every judge must pass it (refused by eb run, errors in eb validate). Off, eb validate
-    still warns about the judges that have cases, whose record is missing or stale; a project
-    that never wrote a case hears nothing.
+    warns about the same judges (no cases, no record, a stale or inconsistent one, too little
+    agreement), so turning the gate on never comes as a surprise; eb run says nothing.
     """
-    if not _gate_consulted(config=config, plan=plan, mode=mode):
+    if not _gate_consulted(config=config, mode=mode):
         return [], []
     required = config.settings.harness.require_calibration
     from eval_banana.calibration.gate import calibration_problems
 
-    found = calibration_problems(config=config, plan=plan, harness=harness, every_judge=required)
+    found = calibration_problems(config=config, plan=plan, harness=harness)
     return (found, []) if required else ([], found)
 
 
@@ -148,7 +149,7 @@ def guard(
                 )
                 problems.extend(gate_problems)
                 warnings.extend(gate_warnings)
-                if _gate_consulted(config=config, plan=plan, mode=mode):
+                if _gate_consulted(config=config, mode=mode):
                     gate_source = _gate_source(config=config)
     return GuardDoc.model_validate(
         {

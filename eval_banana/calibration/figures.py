@@ -1,0 +1,155 @@
+"""A judge's figures, from its per-case results: what `eb calibrate` writes and the gate uses.
+
+A record's stored figures are a summary of its samples. The gate never takes them on trust: it
+computes them again from the samples (each sample's answer against its case's label) and uses
+those, and a record whose stored figures, agreement flags or cases disagree with them is
+reported (a hand edit, a damaged file, a forgery), naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
+from eval_banana.models.stages import PlannedCheck
+
+# The figures a record stores that must be ratios (null: no case of that label).
+RATIO_FIELDS: tuple[str, ...] = ("agreement", "true_pass_rate", "true_fail_rate")
+# What a sample must have answered to agree with its case's label.
+AGREEING_STATUS: dict[str, str] = {"pass": "passed", "fail": "failed"}
+
+
+def cases_of(check: PlannedCheck) -> list[dict[str, Any]]:
+    """The check's calibration cases, as its definition lists them."""
+    cases = check.definition.get("calibration") or []
+    return [case for case in cases if isinstance(case, dict)]
+
+
+class Figures(NamedTuple):
+    cases: int
+    cases_agreed: int
+    agreement: float
+    true_pass_rate: float | None
+    true_fail_rate: float | None
+
+
+def sample_agrees(*, sample: CaseSample, expect: str) -> bool:
+    """Whether a sample's answer is the verdict its case is labelled with (an error never is)."""
+    return sample.status == AGREEING_STATUS.get(expect)
+
+
+def _rate(agreed: Sequence[bool]) -> float | None:
+    return sum(agreed) / len(agreed) if agreed else None
+
+
+def figures_of(outcomes: Iterable[CaseOutcome]) -> Figures:
+    """The figures of these per-case results, from each sample's answer and its case's label."""
+    by_label: dict[str, list[bool]] = {"pass": [], "fail": []}
+    cases = agreed_cases = 0
+    for outcome in outcomes:
+        answers = [sample_agrees(sample=one, expect=outcome.expect) for one in outcome.samples]
+        by_label[outcome.expect].extend(answers)
+        cases += 1
+        agreed_cases += bool(answers) and all(answers)
+    every = by_label["pass"] + by_label["fail"]
+    return Figures(
+        cases=cases,
+        cases_agreed=agreed_cases,
+        agreement=_rate(every) or 0.0,
+        true_pass_rate=_rate(by_label["pass"]),
+        true_fail_rate=_rate(by_label["fail"]),
+    )
+
+
+def ratio_problem(value: object) -> str | None:
+    """Why a stored figure is not a finite ratio in [0, 1] (None for null), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"is {value!r}, not a number"
+    if not math.isfinite(value):
+        return f"is {value!r}, not a finite number"
+    if not 0.0 <= value <= 1.0:
+        return f"is {value!r}, outside [0, 1]"
+    return None
+
+
+def document_ratio_problem(document: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field path, problem) of the first stored figure that is not a finite ratio, or None.
+
+    Run on a document its schema accepted: JSON's NaN passes every minimum and maximum.
+    """
+    checks = document.get("checks")
+    if not isinstance(checks, Mapping):
+        return None
+    for check_id, entry in checks.items():
+        if not isinstance(entry, Mapping):
+            continue
+        for name in RATIO_FIELDS:
+            problem = ratio_problem(entry.get(name))
+            if problem is not None:
+                return f"$.checks.{check_id}.{name}", problem
+    return None
+
+
+def _same(stored: float | None, computed: float | None) -> bool:
+    """Exactly equal: eb writes the very float it computed, and JSON carries it unchanged."""
+    if stored is None or computed is None:
+        return stored is computed
+    return stored == computed
+
+
+def _shown(value: float | int | None) -> str:
+    if value is None:
+        return "null"
+    return str(value) if isinstance(value, int) else f"{value:.4g}"
+
+
+def _flag_problems(entry: JudgeCalibration) -> list[str]:
+    """Agreement flags and sample numbers that do not follow from the samples themselves."""
+    found: list[str] = []
+    for position, outcome in enumerate(entry.outcomes):
+        where = f"outcomes[{position}]"
+        answers = [sample_agrees(sample=one, expect=outcome.expect) for one in outcome.samples]
+        for index, (sample, agrees) in enumerate(zip(outcome.samples, answers, strict=True)):
+            if sample.agreed != agrees:
+                found.append(
+                    f"{where}.samples[{index}].agreed is {str(sample.agreed).lower()} for a "
+                    f"sample that {sample.status} a case expected to {outcome.expect}"
+                )
+        if outcome.agreed != (bool(answers) and all(answers)):
+            found.append(f"{where}.agreed does not follow from its samples")
+        numbers = [sample.sample for sample in outcome.samples]
+        if numbers != list(range(1, entry.samples_per_case + 1)):
+            found.append(
+                f"{where} holds samples {numbers}, not 1 to samples_per_case "
+                f"({entry.samples_per_case})"
+            )
+    return found
+
+
+def figure_problems(entry: JudgeCalibration) -> list[str]:
+    """Where a record's entry disagrees with its own per-case results (empty: it agrees)."""
+    computed = figures_of(entry.outcomes)
+    found = [
+        f"{name} is {_shown(getattr(entry, name))}, its samples give "
+        f"{_shown(getattr(computed, name))}"
+        for name in Figures._fields
+        if not _same(getattr(entry, name), getattr(computed, name))
+    ]
+    return found + _flag_problems(entry)
+
+
+def case_problems(*, entry: JudgeCalibration, cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Where the record's cases are not the check's (by name and label, in order)."""
+    recorded = [(outcome.name, outcome.expect) for outcome in entry.outcomes]
+    defined = [(str(case.get("name")), str(case.get("expect"))) for case in cases]
+    if recorded == defined:
+        return []
+    return [f"its cases {_pairs(recorded)} are not the check's calibration cases {_pairs(defined)}"]
+
+
+def _pairs(pairs: Sequence[tuple[str, str]]) -> str:
+    return "[" + ", ".join(f"'{name}' (expect {expect})" for name, expect in pairs) + "]"

@@ -1,0 +1,109 @@
+"""Calibration measures a judge as runs treat it: under `[harness] isolation` detect or copy, a
+judge that writes files (in its case's copy or in the project) gives an `error` sample, as the
+same judge would be an `error` in `eb run`; under `off` it may write, as in a run.
+
+Which writes count is decided as in a run: paths in `[harness] isolation_ignore`, Python's
+caches, eb's own folders and new files git ignores do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from eval_banana.calibration.cases import judge_edits
+from eval_banana.ebfolders import own_folders
+from eval_banana.isolation.detect import SHOWN_PATHS, ChangeMonitor
+from eval_banana.isolation.workspace import Workspace
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.projectstate.state import read_project_state
+
+
+def _shown(paths: list[str]) -> str:
+    listed = ", ".join(paths[:5])
+    return listed + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def _as_error(*, result: CheckResult, record: dict[str, Any], problem: str) -> CheckResult:
+    """The sample's result as the isolation error a run makes of it (its answer kept aside)."""
+    record = {**record, "status_before": result.status, "reason_before": result.reason}
+    return result.model_copy(
+        update={
+            "status": "error",
+            "score": 0,
+            "observed_status": "error",
+            "reason": None,
+            "error_detail": problem,
+            "details": {**result.details, "isolation": record},
+        }
+    )
+
+
+class SampleWatch:
+    """The project's state for one `eb calibrate`, and what a judge's writes make of a sample."""
+
+    def __init__(self, *, config: ConfigDoc, monitor: ChangeMonitor | None, paths: list[str]):
+        self.mode = config.settings.harness.isolation
+        self.monitor = monitor
+        self.paths = paths
+
+    @classmethod
+    def open(cls, *, config: ConfigDoc) -> SampleWatch:
+        """Read the project's file set (what each case's copy holds); watched unless `off`."""
+        root = Path(config.project_root)
+        excluded = config.settings.discovery.exclude_dirs
+        if config.settings.harness.isolation == "off":
+            state = read_project_state(
+                root=root, excluded_names=excluded, skip_folders=own_folders(config=config)
+            )
+            return cls(config=config, monitor=None, paths=sorted(state.files))
+        monitor = ChangeMonitor.open(
+            root=root,
+            excluded_names=excluded,
+            skip_folders=own_folders(config=config),
+            ignore=config.settings.harness.isolation_ignore,
+        )
+        return cls(config=config, monitor=monitor, paths=monitor.paths)
+
+    def judged(
+        self,
+        *,
+        key: str,
+        workspace: Workspace,
+        files: Mapping[str, str | None],
+        run_in: Callable[[], CheckResult],
+    ) -> CheckResult:
+        """Run one sample in its copy (`run_in`); an error when the judge wrote where a run
+        would not let it."""
+        if self.monitor is None:
+            return run_in()
+        self.monitor.started(key=key)  # writes through absolute paths still reach the project
+        try:
+            result = run_in()
+            edits = self.monitor.project_paths(judge_edits(workspace=workspace, files=files))
+        finally:
+            outside = self.monitor.ended(key=key)
+        if not outside and not edits:
+            return result
+        record: dict[str, Any] = {
+            "mode": self.mode,
+            "method": workspace.method,
+            "changed": edits[:SHOWN_PATHS],
+            "changed_count": len(edits),
+        }
+        if outside:
+            record["project_changed"] = outside[:SHOWN_PATHS]
+            problem = f"The project changed while this judge ran in its copy: {_shown(outside)}"
+        else:
+            problem = (
+                f"The judge changed its copy of the project: {_shown(edits)}; under [harness] "
+                f'isolation = "{self.mode}" `eb run` makes that an error too (its verdict may be '
+                "about its own edits). List paths it may write in [harness] isolation_ignore"
+            )
+        return _as_error(result=result, record=record, problem=problem)
+
+    def close(self) -> None:
+        if self.monitor is not None:
+            self.monitor.close()
