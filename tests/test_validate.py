@@ -559,7 +559,9 @@ def test_validate_refuses_an_agent_missing_from_path_as_run_does(tmp_path: Path)
     validated, ran = eb("validate"), eb("run")
     assert (validated.returncode, ran.returncode) == (2, 2)
     assert "'codex'" in validated.stderr and "not found on PATH" in validated.stderr
-    assert validated.stderr.splitlines()[0] == ran.stderr.splitlines()[0]
+    # the same message (validate also warns that the judge has no calibration cases)
+    missing = [line for line in ran.stderr.splitlines() if "not found on PATH" in line]
+    assert missing and set(missing) <= set(validated.stderr.splitlines())
     lenient = eb("validate", "--allow-missing-agent")
     assert lenient.returncode == 0, lenient.stderr
     assert "warning: " in lenient.stderr and "not found on PATH" in lenient.stderr
