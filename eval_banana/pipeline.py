@@ -21,7 +21,7 @@ from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.request import RunRequest, load_config
-from eval_banana.results import STOP_REASON_TEXT
+from eval_banana.results import STOP_REASON_TEXT, plural
 from eval_banana.rundir import new_run_id, prepare_run_dir
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages.config import write_config_stage
@@ -250,6 +250,7 @@ def _stages(
         if page is not None:
             page.abandon()  # finished already when the reports were written (RunAborted)
         raise
+    _note_nothing_launched(score=finished.score, console=console)
     if recorder is not None:
         run = RunTaken(
             config=config,
@@ -265,6 +266,15 @@ def _stages(
         )
         recorder.keep(run=run, console=console)
     return finished
+
+
+def _note_nothing_launched(*, score: ScoreDoc, console: Console) -> None:
+    """Say so when every verdict came from the cache: `-x` or a failure stopped nothing."""
+    if score.total_checks and score.cached_checks == score.total_checks:
+        console.notice(
+            "Nothing was launched: every check's verdict came from the verdict cache "
+            f"({score.cached_checks} cached; `--cache refresh` runs them again)."
+        )
 
 
 def begin_html(
@@ -330,7 +340,7 @@ def finish_run(
     if scored.aborted_by is not None:
         raise RunAborted(
             f"Run aborted ({scored.aborted_by}: {STOP_REASON_TEXT[scored.aborted_by]}); "
-            f"{scored.not_run_checks} checks did not run. "
+            f"{plural(count=scored.not_run_checks, noun='check')} did not run. "
             f"Report: {run_dir / 'report.json'}"
         )
     halted = report_stage.halt_line(report=report.report)

@@ -175,7 +175,7 @@ def test_run_timeout_through_eb_run_exits_3_and_names_the_fuse(
         ("b_next", "error", "Not run: run timeout reached"),
     ]
     md = next(root.glob("results/*/report.md")).read_text(encoding="utf-8")
-    assert "Run aborted by `run_timeout`; 1 checks did not run." in md
+    assert "Run aborted by `run_timeout`; 1 check did not run." in md
 
 
 # --- the fuses through eb run with the claude stand-in (real output: 150 tokens, $0.00135) --
