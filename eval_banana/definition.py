@@ -86,14 +86,9 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
                 line=line,
                 column=column,
             ) from None
-        raise DefinitionError(
-            f"Failed to parse YAML in {path}: {exc}", file=str(path), line=line, column=column
-        ) from None
+        raise _syntax_error(exc=exc, path=path) from None
     except yaml.YAMLError as exc:
-        line, column = _mark(exc)
-        raise DefinitionError(
-            f"Failed to parse YAML in {path}: {exc}", file=str(path), line=line, column=column
-        ) from None
+        raise _syntax_error(exc=exc, path=path) from None
     if not isinstance(document, dict):
         raise DefinitionError(
             f"Invalid check definition in {path}: top-level YAML must be a mapping",
@@ -102,6 +97,21 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
         )
     _refuse_tagged_values(value=document, path=path, text=text)
     return document
+
+
+def _syntax_error(*, exc: yaml.YAMLError, path: Path | str) -> DefinitionError:
+    """`Failed to parse YAML in <file>: line L, column C: <what> (<context>)`, with a hint."""
+    from eval_banana.yamlpos import describe_syntax_error
+
+    line, column = _mark(exc)
+    what, hint = describe_syntax_error(exc=exc)
+    return DefinitionError(
+        f"Failed to parse YAML in {path}: {what}",
+        file=str(path),
+        hint=hint,
+        line=line,
+        column=column,
+    )
 
 
 def _mark(exc: yaml.YAMLError) -> tuple[int | None, int | None]:

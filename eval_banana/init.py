@@ -17,6 +17,12 @@ EXAMPLE_PATH = Path("eval_checks") / "example_check.yaml"
 GITIGNORE_PATH = Path(".eval-banana") / ".gitignore"
 # eb's outputs: run folders and the verdict cache (`[cache] dir`'s default).
 IGNORED_FOLDERS: tuple[str, ...] = ("results", "cache")
+# Said after the files written: a second `eb run` reusing verdicts must not come as a surprise.
+CACHE_NOTE = (
+    "The verdict cache is on ([cache] mode in .eval-banana/config.toml): a check whose "
+    "definition and inputs are unchanged reuses its last verdict; `eb run --cache off` runs "
+    "every check."
+)
 _HEADER = "# Written by `eb init`: eb's run folders and verdict cache are outputs, not sources.\n"
 
 
