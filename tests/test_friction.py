@@ -80,3 +80,62 @@ def test_pytest_spellings_suggest_ours(project: Project, eb: Eb, given: str, mea
     done = eb("run", "--cwd", str(root), given)
     assert done.exit_code == 2
     assert f"hint: {given}: did you mean {meant}?" in done.stderr
+
+
+JUDGE_AGENT = """\
+import json, sys
+print("warming up", file=sys.stderr)
+print("the judge's last words on stderr", file=sys.stderr)
+print(json.dumps({"score": 0, "reason": "the README has no install section"}))
+sys.exit(0)
+"""
+
+
+def test_verbose_shows_what_debugging_a_judge_needs(
+    project: Project, eb: Eb, tmp_path: Path
+) -> None:
+    import json
+    import sys
+
+    agent = tmp_path / "judge_agent.py"
+    agent.write_text(JUDGE_AGENT)
+    command = json.dumps([sys.executable, str(agent)])
+    root = project(
+        {
+            "eval_checks/j.yaml": (
+                "schema_version: 1\nid: j\ntype: harness_judge\ndescription: Judge j.\n"
+                "instructions: Is there an install section?\n"
+            )
+        },
+        config=(
+            '[cache]\nmode = "off"\n[harness]\nagent = "standin"\n'
+            f'[agents.standin]\ncommand = {command}\nmodel_flag = ""\n'
+        ),
+    )
+    import subprocess
+
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
+        # A process of its own: logging is configured once per process, as in real use.
+        return subprocess.run(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *flags],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    quiet = run()
+    assert quiet.returncode == 1
+    assert "debug:" not in quiet.stderr
+    done = run("--verbose")
+    assert done.returncode == 1
+    err = done.stderr
+    # The command line run (the prompt as a placeholder), the exit status, the stderr tail...
+    assert f"debug: judge j: ran {sys.executable} {agent} '{{prompt}}' (in {root.resolve()})" in err
+    assert "debug: judge j: the agent exited with code 0" in err
+    assert "debug: judge j: stderr, last 2 lines (all in checks/j-" in err
+    assert "  | the judge's last words on stderr" in err
+    # ...and where the verdict was found, with what it said.
+    assert "debug: judge j: verdict found in checks/j-" in err
+    assert ".stdout.txt (stdout: the newest `result` event, else the right-most JSON verdict" in err
+    assert "score 0, reason 'the README has no install section'" in err
