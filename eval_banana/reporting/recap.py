@@ -72,8 +72,8 @@ def recap_lines(*, report: dict[str, Any]) -> list[str]:
                 continue
             text = summary(check=check)
             reason = f" - {' '.join(text.split())}" if text else ""
-            source = f" ({check_relpath(check=check, project_root=root)})"
-            lines.append(
-                f"{word} {check['check_id']}{reason}{source if check.get('source_path') else ''}"
-            )
+            source = ""
+            if check.get("source_path"):
+                source = f" ({check_relpath(check=check, project_root=root)})"
+            lines.append(f"{word} {check['check_id']}{reason}{source}")
     return [RECAP_TITLE, *lines] if lines else []
