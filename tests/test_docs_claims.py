@@ -195,3 +195,17 @@ def test_ci_md_quotes_the_measured_validate_figure_and_says_what_it_is_for() -> 
     # What the figure is for: the tree's shape, the excluded folders and the warm cache.
     for said in ("60,000 files", "node_modules", "warm file cache", "cost more"):
         assert said in ci, said
+
+
+def test_first_project_step_3_init_prints_what_the_page_shows(tmp_path: Path) -> None:
+    (console,) = fenced(
+        text=section(page="first-project.md", title="3. `eb init`"), language="console"
+    )
+    commands, claimed = console_claims(block=console)
+    assert commands == ["eb init"]
+    root = tmp_path / "wordcount"
+    root.mkdir()
+    done = eb("init", cwd=root)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.replace(str(root.resolve()), "/home/me/wordcount")
+    assert printed.splitlines() == claimed
