@@ -44,12 +44,56 @@ from eval_banana.version import DISTRIBUTION, tool_version  # noqa: E402
 # Errors that only a write meets (a full disk or quota, an I/O error, a read-only file system).
 _WRITE_FAULT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
 
+# pytest's spellings of flags eb names differently: a pytest user's fingers type them.
+PYTEST_SPELLINGS = {"-v": "--verbose", "-vv": "--verbose", "--lf": "--last-failed"}
+
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so usage errors go through one boundary."""
+    """argparse that raises instead of exiting, so usage errors go through one boundary.
+
+    Abbreviations are off: `--verbos` is an error, not `--verbose`, so a flag added later can
+    never change what an old command line means.
+    """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message}\nTry '{self.prog} --help' for help.")
+        raise UsageError(
+            f"{message}\nTry '{self.prog} --help' for help.", hint=self._suggestion(message)
+        )
+
+    def _options(self) -> list[str]:
+        """Every flag of this parser and of its configured subcommands."""
+        found: list[str] = []
+        for action in self._actions:
+            found.extend(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found.extend(o for a in sub._actions for o in a.option_strings)
+        return found
+
+    def _suggestion(self, message: str) -> str | None:
+        """`did you mean --verbose?` for an unknown flag close to a real one."""
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return None
+        from difflib import get_close_matches  # only a mistyped command line pays for difflib
+
+        options = self._options()
+        hints: list[str] = []
+        for given in message[len(prefix) :].split():
+            flag = given.split("=", 1)[0]
+            if not flag.startswith("-"):
+                continue
+            target = PYTEST_SPELLINGS.get(flag)
+            if target is None or target not in options:
+                close = get_close_matches(flag, options, n=1, cutoff=0.75)
+                target = close[0] if close else None
+            if target is not None:
+                hints.append(f"{flag}: did you mean {target}?")
+        return "; ".join(hints) or None
 
 
 def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
+from eval_banana.reporting.common import is_not_run
+from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
+from eval_banana.results import plural
 from eval_banana.sampling.rules import is_flaky
 from eval_banana.stages.report import flaky_line, result_summary, status_notes, usage_summary
 
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 STATUS_STYLES = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "cyan"}
+_RECAP_STYLES = {"FAILED": "bold red", "ERROR": "bold yellow"}
 _MAX_CURRENT_IDS = 4
 
 
@@ -69,11 +73,19 @@ def summary_lines(
     if flaky is not None:
         lines.append(flaky)
     checks: Sequence[dict[str, Any]] = report["checks"]
-    for check in checks:
-        lines.append(_check_line(check=check))
+    # The checks a stop or maxfail kept from starting are one line, not an error line each.
+    lines.extend(_check_line(check=check) for check in checks if not is_not_run(check=check))
+    held_back = not_run_line(report=report)
+    if held_back is not None:
+        lines.append(held_back)
     # Skipped checks come last: they were selected but never ran (`skip:` in their file).
     for item in report.get("skipped") or []:
         lines.append(f"- {item['check_id']}: skipped - {item['reason']}")
+    # The screen ends on what matters: what failed, then the counts (as pytest ends).
+    recap = recap_lines(report=report)
+    if recap:
+        lines.extend(["", *recap])
+    lines.append(closing_line(report=report))
     return lines
 
 
@@ -91,7 +103,10 @@ def _styled(line: str) -> Text:
     from rich.text import Text
 
     text = Text(line)
-    if line.startswith("Passed: "):
+    word = line.split(" ", 1)[0]
+    if word in _RECAP_STYLES:
+        text.stylize(_RECAP_STYLES[word], 0, len(word))
+    elif line.startswith("Passed: "):
         text.stylize("bold green" if line.endswith("yes") else "bold red", len("Passed: "))
     elif line.startswith("- "):
         _, _, rest = line.partition(": ")
@@ -154,7 +169,8 @@ def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> li
         f"Passed: {'yes' if score.run_passed else 'no'}",
     ]
     if score.aborted_by is not None:
-        lines.append(f"Aborted by: {score.aborted_by} ({score.not_run_checks} checks did not run)")
+        not_run = plural(count=score.not_run_checks, noun="check")
+        lines.append(f"Aborted by: {score.aborted_by} ({not_run} did not run)")
     if score.flaky_checks:
         failing = " (--fail-on-flaky: the run fails)" if score.fail_on_flaky else ""
         lines.append(f"Flaky checks: {score.flaky_checks}{failing}")
@@ -210,12 +226,13 @@ class Console:
 
 
 def progress_line(*, check_id: str, result: CheckResult) -> str:
-    """A finished check as a log shows it: `<id>: <status> [(cached)] [(flaky)] (<n> ms)`."""
+    """A finished check as a log shows it: `<id>: <status> ([cached, ][flaky, ]<n> ms)`."""
     details = result.details
-    notes = " (cached)" if "cache" in details and details["cache"].get("hit") is True else ""
+    notes = ["cached"] if "cache" in details and details["cache"].get("hit") is True else []
     if is_flaky(details):
-        notes += " (flaky)"
-    return f"{check_id}: {result.status}{notes} ({result.duration_ms} ms)"
+        notes.append("flaky")
+    notes.append(f"{result.duration_ms} ms")
+    return f"{check_id}: {result.status} ({', '.join(notes)})"
 
 
 class ProgressReporter:
@@ -225,6 +242,8 @@ class ProgressReporter:
         self.console = console if console is not None else Console()
         self.total = total
         self.done = 0
+        self.failed = 0
+        self.errored = 0
         self.running: list[str] = []
         self._lock = threading.Lock()
         self._live = not self.console.quiet and self.console.stderr_is_terminal
@@ -246,12 +265,15 @@ class ProgressReporter:
                 TextColumn("{task.completed}/{task.total} checks"),
                 BarColumn(),
                 TimeElapsedColumn(),
+                TextColumn("{task.fields[failures]}", style="bold red"),
                 TextColumn("{task.fields[current]}"),
                 console=self.console.err,
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task("checks", total=self.total, current="")
+            self._task = self._progress.add_task(
+                "checks", total=self.total, current="", failures=""
+            )
         return self
 
     def __exit__(
@@ -269,6 +291,13 @@ class ProgressReporter:
         extra = len(self.running) - len(shown)
         return ", ".join(shown) + (f" (+{extra})" if extra > 0 else "")
 
+    def failures(self) -> str:
+        """The failures so far, as the live progress line shows them ("" while there are none)."""
+        parts = [f"{self.failed} failed"] if self.failed else []
+        if self.errored:
+            parts.append(f"{self.errored} errored")
+        return ", ".join(parts)
+
     def started(self, check: PlannedCheck) -> None:
         with self._lock:
             self.running.append(check.id)
@@ -278,10 +307,17 @@ class ProgressReporter:
     def finished(self, check: PlannedCheck, result: CheckResult) -> None:
         with self._lock:
             self.done += 1
+            self.failed += result.status == "failed"
+            self.errored += result.status == "error"
             if check.id in self.running:
                 self.running.remove(check.id)
             if self._progress is not None:
-                self._progress.update(self._task, completed=self.done, current=self._current())
+                self._progress.update(
+                    self._task,
+                    completed=self.done,
+                    current=self._current(),
+                    failures=self.failures(),
+                )
             elif not self.console.quiet:
                 line = progress_line(check_id=check.id, result=result)
                 self.console.stderr.write(f"[{self.done}/{self.total}] {line}\n")

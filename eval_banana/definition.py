@@ -87,14 +87,9 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
                 line=line,
                 column=column,
             ) from None
-        raise DefinitionError(
-            f"Failed to parse YAML in {path}: {exc}", file=str(path), line=line, column=column
-        ) from None
+        raise _syntax_error(exc=exc, path=path) from None
     except yaml.YAMLError as exc:
-        line, column = _mark(exc)
-        raise DefinitionError(
-            f"Failed to parse YAML in {path}: {exc}", file=str(path), line=line, column=column
-        ) from None
+        raise _syntax_error(exc=exc, path=path) from None
     except RecursionError:  # the pure-Python loader builds nested values recursively
         raise _too_deep(path=path) from None
     _refuse_unbounded(value=document, path=path)
@@ -175,6 +170,21 @@ def _bomb(*, path: Path | str, what: str) -> DefinitionError:
         f"Invalid check definition in {path}: its YAML aliases (*name) {what}",
         file=str(path),
         hint="write the values out, or use fewer, shallower aliases",
+    )
+
+
+def _syntax_error(*, exc: yaml.YAMLError, path: Path | str) -> DefinitionError:
+    """`Failed to parse YAML in <file>: line L, column C: <what> (<context>)`, with a hint."""
+    from eval_banana.yamlpos import describe_syntax_error
+
+    line, column = _mark(exc)
+    what, hint = describe_syntax_error(exc=exc)
+    return DefinitionError(
+        f"Failed to parse YAML in {path}: {what}",
+        file=str(path),
+        hint=hint,
+        line=line,
+        column=column,
     )
 
 

@@ -23,6 +23,12 @@ _HEADER = (
     "# Written by `eb init`: eb's run folders, verdict cache and record of failed checks are "
     "outputs, not sources.\n"
 )
+# Said after the files written: a second `eb run` reusing verdicts must not come as a surprise.
+CACHE_NOTE = (
+    "The verdict cache is on ([cache] mode in .eval-banana/config.toml): a check whose "
+    "definition and inputs are unchanged reuses its last verdict; `eb run --cache off` runs "
+    "every check."
+)
 
 
 def _ignores(*, folder: str, lines: list[str]) -> bool:

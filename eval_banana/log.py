@@ -15,6 +15,8 @@ FORMAT = "%(message)s"  # after the level: `warning: <message>`
 _DEBUG, _WARNING = 10, 30  # logging.DEBUG, logging.WARNING
 # The level the CLI asked for, not yet handed to logging.basicConfig (None: nothing pending).
 _pending_level: int | None = None
+# Whether --verbose asked for debug records: a debug call costs nothing otherwise.
+_verbose = False
 # While checks run: the run's redactor, applied to every warning before it is printed. A
 # runner's warning quotes what an agent printed, which may hold a secret the run masks in files.
 _mask: Callable[[str], str] | None = None
@@ -33,8 +35,9 @@ def masked(mask: Callable[[str], str] | None) -> Iterator[None]:
 
 def configure(*, verbose: bool) -> None:
     """What `eb` sets up: `warning: message` on stderr, debug records only with --verbose."""
-    global _pending_level
+    global _pending_level, _verbose
     _pending_level = _DEBUG if verbose else _WARNING
+    _verbose = verbose
     if verbose:
         _stdlib_logging()
 
@@ -66,6 +69,15 @@ class Logger:
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def debug(self, message: str, *args: object) -> None:
+        """A `debug:` record on stderr with --verbose; nothing (not even formatting) otherwise."""
+        if not _verbose:
+            return
+        mask = _mask
+        if mask is not None:
+            message, args = mask(message % args if args else message), ()
+        _stdlib_logging().getLogger(self.name).debug(message, *args)
 
     def warning(self, message: str, *args: object, exc_info: bool = False) -> None:
         mask = _mask

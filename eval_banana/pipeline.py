@@ -22,7 +22,7 @@ from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.request import RunRequest, load_config
-from eval_banana.results import STOP_REASON_TEXT
+from eval_banana.results import STOP_REASON_TEXT, plural
 from eval_banana.rundir import discard_run_dir, new_run_id, open_run_dir
 from eval_banana.selection import selected_nothing
 from eval_banana.stages import discover as discover_stage
@@ -271,6 +271,7 @@ def _stages(
             # it keeps no replay (the recorder below is never reached).
             faults.raise_first()
         raise
+    _note_nothing_launched(score=finished.score, console=console)
     if recorder is not None:
         run = RunTaken(
             config=config,
@@ -296,6 +297,15 @@ def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Cons
         remember_results(config=config, results=executed.results)
     except OSError as exc:
         console.warn(f"could not record the failed checks for --last-failed: {exc}")
+
+
+def _note_nothing_launched(*, score: ScoreDoc, console: Console) -> None:
+    """Say so when every verdict came from the cache: `-x` or a failure stopped nothing."""
+    if score.total_checks and score.cached_checks == score.total_checks:
+        console.notice(
+            "Nothing was launched: every check's verdict came from the verdict cache "
+            f"({score.cached_checks} cached; `--cache refresh` runs them again)."
+        )
 
 
 def begin_html(
@@ -361,7 +371,7 @@ def finish_run(
     if scored.aborted_by is not None:
         raise RunAborted(
             f"Run aborted ({scored.aborted_by}: {STOP_REASON_TEXT[scored.aborted_by]}); "
-            f"{scored.not_run_checks} checks did not run. "
+            f"{plural(count=scored.not_run_checks, noun='check')} did not run. "
             f"Report: {run_dir / 'report.json'}"
         )
     halted = report_stage.halt_line(report=report.report)

@@ -142,10 +142,15 @@ def not_run_result(*, check: PlannedCheck, cancel: threading.Event) -> CheckResu
     )
 
 
+def plural(*, count: int, noun: str) -> str:
+    """`1 check`, `2 checks`: a count with its noun, as a sentence says it."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def maxfail_text(*, maxfail: int) -> str:
     """Why launching stopped: `stopped after N failed or errored checks (maxfail N)`."""
-    noun = "check" if maxfail == 1 else "checks"
-    return f"stopped after {maxfail} failed or errored {noun} (maxfail {maxfail})"
+    counted = plural(count=maxfail, noun="failed or errored check")
+    return f"stopped after {counted} (maxfail {maxfail})"
 
 
 def held_back_result(*, check: PlannedCheck, maxfail: int) -> CheckResult:

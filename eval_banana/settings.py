@@ -45,6 +45,10 @@ SettingKind = Literal[
 ]
 
 
+# Settings accepted so older configs keep loading, though they change nothing: `eb init` never
+# writes them, so a new project holds no line that has no effect.
+NO_EFFECT: frozenset[str] = frozenset({"core.llm_max_input_chars"})
+
 _SECTION_MODELS: dict[str, type[Record]] = {
     "core": CoreSettings,
     "discovery": DiscoverySettings,

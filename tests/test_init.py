@@ -19,7 +19,7 @@ from eval_banana.init import config_template, run_init
 from eval_banana.models.check import CHECK_ADAPTER, DeterministicCheck
 from eval_banana.models.config import DEFAULT_EXCLUDE_DIRS, Selection
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.settings import SETTINGS
+from eval_banana.settings import NO_EFFECT, SETTINGS
 from eval_banana.stages.config import resolve_config
 from eval_banana.stages.discover import discover
 
@@ -81,13 +81,15 @@ def test_template_text_rules() -> None:
     assert "timeout_seconds = 300" in text
     for legacy in ("deterministic_timeout_seconds", "llm_timeout_seconds", "task_timeout_seconds"):
         assert legacy not in text
-    # Every setting that has an env var names it.
+    # Every setting that has an env var names it, except those that have no effect: a new
+    # project holds no line that changes nothing.
     for spec in SETTINGS:
-        if spec.env:
+        if spec.name in NO_EFFECT:
+            assert spec.key not in text and (spec.env or "") not in text, spec.name
+        elif spec.env:
             assert spec.env in text, spec.env
-    # llm_max_input_chars is described as accepted and ignored, not as a truncation.
-    block = text.split("llm_max_input_chars = 0")[0].rsplit("\n\n", 1)[-1]
-    assert "ignored" in block and "truncat" not in text
+    assert "core.llm_max_input_chars" in NO_EFFECT
+    assert "truncat" not in text
     # No active [harness] table; one commented example per built-in agent.
     assert not re.search(r"^\[harness", text, flags=re.MULTILINE)
     for agent in BUILTIN_TEMPLATES:
@@ -243,6 +245,8 @@ def test_cli_init_prints_each_path_and_refuses_with_exit_2(tmp_path: Path) -> No
     assert first.returncode == 0, first.stderr
     config = tmp_path.resolve() / ".eval-banana" / "config.toml"
     assert f"Wrote {config}" in first.stdout.splitlines()
+    # It says the cache is on, so a second run reusing verdicts is no surprise.
+    assert first.stdout.splitlines()[-1].startswith("The verdict cache is on ([cache] mode")
     second = subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )

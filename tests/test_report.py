@@ -153,7 +153,7 @@ def test_report_md_exact_text(tmp_path: Path) -> None:
 | Score | `2/5` |
 | Percentage | `40.0%` |
 | Pass Threshold | `0.5` |
-| Run Passed | `False` |
+| Run Passed | `no` |
 
 | Check ID | Type | Status | Score | Duration (ms) |
 | --- | --- | --- | --- | --- |
@@ -204,6 +204,13 @@ def test_summary_lines_exact(tmp_path: Path) -> None:
         "- broken: error - one | two\nthree\n"
         "- judge: failed - multi\r\nline | reason\n"
         "- ctl: passed (control: defect caught)\n"
+        # The screen ends as pytest's does: the failed and errored checks, then the counts.
+        "\n"
+        "Failed and errored checks:\n"
+        "FAILED bad - exit code 4 (eval_checks/bad.yaml)\n"
+        "FAILED judge - multi line | reason (eval_checks/judge.yaml)\n"
+        "ERROR broken - one | two three (eval_checks/broken.yaml)\n"
+        "2 failed, 2 passed, 1 errored, 0 skipped, 0 not run in 2.3s\n"
     )
     assert "\x1b" not in out.getvalue()
 
@@ -221,7 +228,10 @@ def test_summary_passed_yes_and_long_lines_unwrapped() -> None:
     assert lines[3] == "Passed: yes"
     out = io.StringIO()
     Console(stdout=out).summary(report=report, report_path=Path("/r/report.json"))
-    assert out.getvalue().splitlines()[-1] == "- " + "x" * 300 + ": passed"
+    assert out.getvalue().splitlines()[-2] == "- " + "x" * 300 + ": passed"
+    assert out.getvalue().splitlines()[-1] == (
+        "0 failed, 1 passed, 0 errored, 0 skipped, 0 not run in 0.0s"
+    )
     quiet = io.StringIO()
     Console(quiet=True, stdout=quiet).summary(report=report, report_path=Path("/r/report.json"))
     assert quiet.getvalue() == ""
@@ -261,6 +271,8 @@ def test_summary_on_a_terminal_uses_rich_and_keeps_the_text() -> None:
     plain = re.sub(r"\x1b\[[0-9;]*m", "", raw).replace("\r\n", "\n")
     assert plain == (
         "Run ID: r\nScore: 0/1\nPercentage: 0.0%\nPassed: no\nReport: /r/report.json\n- c: failed\n"
+        "\nFailed and errored checks:\nFAILED c\n"
+        "1 failed, 0 passed, 0 errored, 0 skipped, 0 not run in 0.0s\n"
     )
 
 
@@ -310,6 +322,37 @@ def test_progress_on_a_terminal_is_live_with_counts_and_current_ids() -> None:
     assert "0/2 checks" in text and "first-check, second-check" in text
     assert "1/2 checks" in text
     assert "[1/2]" not in text  # the plain CI line is not used on a terminal
+    assert "failed" not in text  # no failure yet, so none is shown
+
+
+def test_progress_on_a_terminal_shows_the_failures_so_far() -> None:
+    primary, secondary = os.openpty()
+    chunks: list[bytes] = []
+    with open(secondary, "w") as tty:
+        console = Console(stderr=tty, stdout=io.StringIO())
+        checks = [planned_inline(id=f"c{n}", script="pass", project_root=ROOT) for n in range(4)]
+        with ProgressReporter(console=console, total=4) as progress:
+            for check in checks:
+                progress.started(check)
+            progress.finished(checks[0], _result("failed"))
+            progress.finished(checks[1], _result("error"))
+            time.sleep(0.3)
+            chunks.append(_drain(primary))
+            progress.finished(checks[2], _result("failed"))
+            time.sleep(0.3)
+            chunks.append(_drain(primary))
+    os.close(primary)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
+    assert "2/4 checks" in text and "1 failed, 1 errored" in text
+    assert "3/4 checks" in text and "2 failed, 1 errored" in text
+
+
+def test_progress_line_keeps_one_parenthesis() -> None:
+    from eval_banana.console import progress_line
+
+    cached = _result("passed").model_copy(update={"details": {"cache": {"hit": True}}})
+    assert progress_line(check_id="c1", result=cached) == "c1: passed (cached, 1234 ms)"
+    assert progress_line(check_id="c1", result=_result("failed")) == "c1: failed (1234 ms)"
 
 
 def test_report_json_matches_the_published_model_and_schema(tmp_path: Path) -> None:

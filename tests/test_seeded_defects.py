@@ -81,7 +81,7 @@ def test_an_errored_check_fails_the_run_although_the_threshold_is_met(
     assert report["meets_threshold"] is True and report["errored_checks"] == 1
     assert report["run_passed"] is False
     run_dir = run_dir_of(root)
-    assert "| Run Passed | `False` |" in (run_dir / "report.md").read_text("utf-8")
+    assert "| Run Passed | `no` |" in (run_dir / "report.md").read_text("utf-8")
     assert '<property name="run_passed" value="false"' in junit.read_text("utf-8")
     # The console says the same, and rerunning score or report alone keeps the verdict.
     assert "Passed: no" in eb("stage", "report", "--run-dir", str(run_dir)).stdout
@@ -110,7 +110,7 @@ def test_a_fuse_tripped_by_the_last_check_still_aborts_a_perfect_run(
     )
     assert report["meets_threshold"] is True and report["run_passed"] is False
     run_dir = run_dir_of(root)
-    assert "| Run Passed | `False` |" in (run_dir / "report.md").read_text("utf-8")
+    assert "| Run Passed | `no` |" in (run_dir / "report.md").read_text("utf-8")
     assert eb("stage", "score", "--run-dir", str(run_dir)).exit_code == 3
     assert eb("stage", "report", "--run-dir", str(run_dir)).exit_code == 3
 

@@ -487,10 +487,12 @@ def test_list_prints_tsv_in_discovery_order(
 ) -> None:
     root = project({"eval_checks/b.yaml": check_yaml("b"), "eval_checks/a.yaml": check_yaml("a")})
     result = eb("list", "--cwd", str(root))
+    # Files relative to the project root; the count and the root on stderr, off the TSV.
     assert result.stdout.splitlines() == [
-        f"a\tdeterministic\tCheck a.\t{root / 'eval_checks' / 'a.yaml'}",
-        f"b\tdeterministic\tCheck b.\t{root / 'eval_checks' / 'b.yaml'}",
+        "a\tdeterministic\tCheck a.\teval_checks/a.yaml",
+        "b\tdeterministic\tCheck b.\teval_checks/b.yaml",
     ]
+    assert result.stderr == f"2 checks listed (project root: {root.resolve()})\n"
 
 
 # The digest, computed here independently from eval-banana's framing

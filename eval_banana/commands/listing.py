@@ -1,12 +1,14 @@
 """`eb list`: one TSV line per selected check (id, type, description, file).
 
-A check whose file says `skip:` gets a fifth column, `skipped: <reason>`.
+A check whose file says `skip:` gets a fifth column, `skipped: <reason>`. Files are shown
+relative to the project root; the count and the root go to stderr, so the TSV stays clean.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import PurePath
 
 from eval_banana.commands import common
 
@@ -51,11 +53,12 @@ def run(args: argparse.Namespace) -> int:
 
         lines = input_lines(config=config, definitions=[c.definition for c in plan.checks])
         details = {check.id: found for check, found in zip(plan.checks, lines, strict=True)}
+    root = config.project_root
     rows = [
         (
             check.source_path,
             check.id,
-            _line(check.id, check.type, check.description, check.source_path),
+            _line(check.id, check.type, check.description, _shown(check.source_path, root)),
         )
         for check in plan.checks
     ]
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         (
             item.source_path,
             item.check_id,
-            _line(item.check_id, item.check_type, item.description, item.source_path)
+            _line(item.check_id, item.check_type, item.description, _shown(item.source_path, root))
             + f"\tskipped: {_one_line(item.reason)}",
         )
         for item in plan.skipped
@@ -72,7 +75,25 @@ def run(args: argparse.Namespace) -> int:
         print(line)
         for detail in details.get(check_id, []):
             print(detail)
+    sys.stdout.flush()
+    print(
+        _count_line(checks=len(plan.checks), skipped=len(plan.skipped), root=root), file=sys.stderr
+    )
     return 0
+
+
+def _shown(source: str, root: str) -> str:
+    """A check file relative to the project root (`/`-separated); absolute when outside it."""
+    try:
+        return PurePath(source).relative_to(root).as_posix()
+    except ValueError:
+        return source
+
+
+def _count_line(*, checks: int, skipped: int, root: str) -> str:
+    noun = "check" if checks == 1 else "checks"
+    extra = f" and {skipped} skipped" if skipped else ""
+    return f"{checks} {noun}{extra} listed (project root: {root})"
 
 
 def _line(*fields: str) -> str:

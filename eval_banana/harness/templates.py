@@ -110,6 +110,19 @@ def _is_str_list(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
+def _unknown_keys_hint(*, unknown: list[str]) -> str:
+    """`comand: did you mean command?` for each near miss, then the allowed keys."""
+    from difflib import get_close_matches  # only a config with a typo pays for difflib
+
+    hints = []
+    for key in unknown:
+        close = get_close_matches(key, sorted(ALLOWED_KEYS), n=1, cutoff=0.6)
+        if close:
+            hints.append(f"{key}: did you mean {close[0]}?")
+    allowed = f"allowed keys: {', '.join(sorted(ALLOWED_KEYS))}"
+    return "; ".join([*hints, allowed])
+
+
 def _validate_table(*, name: str, table: Mapping[str, Any], config_path: str) -> None:
     """Apply eval-banana's `[agents.<name>]` checks and our empty-command refusal, in order."""
     where = f"agents.{name}"
@@ -119,7 +132,7 @@ def _validate_table(*, name: str, table: Mapping[str, Any], config_path: str) ->
             message=f"[agents.{name}] contains unknown keys: {', '.join(unknown)}",
             config_path=config_path,
             field_path=f"{where}.{unknown[0]}",
-            hint=f"allowed keys: {', '.join(sorted(ALLOWED_KEYS))}",
+            hint=_unknown_keys_hint(unknown=unknown),
         )
     for field in _LIST_FIELDS:
         if field in table and not _is_str_list(table[field]):

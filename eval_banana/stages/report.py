@@ -11,7 +11,7 @@ from eval_banana import canonjson
 from eval_banana.artifacts import write_model, write_text_atomic
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
-from eval_banana.results import elapsed_ms, maxfail_text
+from eval_banana.results import elapsed_ms, maxfail_text, plural
 from eval_banana.retries import attempt_count
 from eval_banana.sampling.rules import is_flaky
 from eval_banana.stages import stage_path
@@ -211,8 +211,12 @@ def halt_line(*, report: dict[str, Any]) -> str | None:
         return None
     return (
         f"Run {maxfail_text(maxfail=int(report.get('maxfail') or 0))}; "
-        f"{report.get('not_run_checks', 0)} checks did not run."
+        f"{_did_not_run(report=report)}."
     )
+
+
+def _did_not_run(*, report: dict[str, Any]) -> str:
+    return f"{plural(count=int(report.get('not_run_checks') or 0), noun='check')} did not run"
 
 
 def _status_cell(*, check: dict[str, Any]) -> str:
@@ -232,7 +236,7 @@ def render_markdown(*, report: dict[str, Any]) -> str:
         f"| Score | `{report['points_earned']}/{report['total_points']}` |",
         f"| Percentage | `{report['percentage']:.1f}%` |",
         f"| Pass Threshold | `{report['pass_threshold']!r}` |",
-        f"| Run Passed | `{report['run_passed']!r}` |",
+        f"| Run Passed | `{'yes' if report['run_passed'] else 'no'}` |",
         "",
         "| Check ID | Type | Status | Score | Duration (ms) |",
         "| --- | --- | --- | --- | --- |",
@@ -261,8 +265,7 @@ def render_markdown(*, report: dict[str, Any]) -> str:
         # Only for runs a fuse or an interrupt stopped; a complete run keeps eval-banana's text.
         lines += [
             "",
-            f"Run aborted by `{report['aborted_by']}`; "
-            f"{report.get('not_run_checks', 0)} checks did not run.",
+            f"Run aborted by `{report['aborted_by']}`; {_did_not_run(report=report)}.",
         ]
     halted = halt_line(report=report)
     if halted is not None:

@@ -19,7 +19,7 @@ def test_every_report_marks_reused_verdicts(standard: Project) -> None:
     result = standard.eb("run", "--cwd", str(standard.root), "--junit-xml", str(junit))
     assert result.exit_code == 0
     assert "- j: passed (cached)" in result.stdout
-    assert "[1/3]" in result.stderr and "(cached)" in result.stderr
+    assert "[1/3]" in result.stderr and "(cached, " in result.stderr
     run_dir = Path(
         result.stdout.split("Report: ", 1)[1].splitlines()[0].split(" (HTML: ")[0]
     ).parent
@@ -44,9 +44,24 @@ def test_every_report_marks_reused_verdicts(standard: Project) -> None:
     assert config["settings"]["cache"]["mode"] == "on"
 
 
+def test_a_fully_cached_run_with_exitfirst_says_nothing_was_launched(standard: Project) -> None:
+    standard.run()
+    starts = standard.agent_starts()
+    result = standard.eb("run", "--cwd", str(standard.root), "-x")
+    assert result.exit_code == 0, result.stderr
+    assert standard.agent_starts() == starts
+    assert "Nothing was launched: every check's verdict came from the verdict cache" in (
+        result.stderr
+    )
+    assert result.stdout.splitlines()[-1].startswith(
+        "0 failed, 3 passed, 0 errored, 0 skipped, 0 not run in "
+    )
+
+
 def test_a_fresh_run_is_not_marked(standard: Project) -> None:
     result = standard.eb("run", "--cwd", str(standard.root))
     assert "(cached)" not in result.stdout + result.stderr
+    assert "Nothing was launched" not in result.stderr
     run_dir = Path(
         result.stdout.split("Report: ", 1)[1].splitlines()[0].split(" (HTML: ")[0]
     ).parent

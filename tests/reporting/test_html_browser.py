@@ -27,7 +27,7 @@ pytestmark = pytest.mark.browser
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 MISSING_BROWSER = (
     "report.html is tested in a real headless Chromium: install it with "
-    "`apt-get install -y chromium chromium-driver` and `pip install selenium`"
+    "`apt-get install -y chromium chromium-driver` and `pip install -e '.[dev]'` (selenium)"
 )
 
 VISIBLE_ROWS = (

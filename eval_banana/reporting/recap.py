@@ -1,0 +1,79 @@
+"""The end of `eb run` on the console, as pytest users expect it: the checks that never started
+as one line, a recap of the failed and errored checks, and one closing line of counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from eval_banana.reporting.common import Check, check_relpath, is_not_run, summary
+from eval_banana.results import plural
+
+RECAP_TITLE = "Failed and errored checks:"
+# Ids named on the not-run line before `and N more`: a stopped run of thousands stays one line.
+_NOT_RUN_IDS_SHOWN = 5
+
+
+class Counts(NamedTuple):
+    """What the closing line counts; `errored` leaves out the checks that never started."""
+
+    failed: int
+    passed: int
+    errored: int
+    skipped: int
+    not_run: int
+
+
+def counts(*, report: dict[str, Any]) -> Counts:
+    checks: list[Check] = report["checks"]
+    not_run = sum(1 for check in checks if is_not_run(check=check))
+    return Counts(
+        failed=sum(1 for check in checks if check.get("status") == "failed"),
+        passed=sum(1 for check in checks if check.get("status") == "passed"),
+        errored=sum(
+            1 for check in checks if check.get("status") == "error" and not is_not_run(check=check)
+        ),
+        skipped=len(report.get("skipped") or []),
+        not_run=not_run,
+    )
+
+
+def closing_line(*, report: dict[str, Any]) -> str:
+    """`N failed, N passed, N errored, N skipped, N not run in 12.3s`: always all five."""
+    tally = counts(report=report)
+    seconds = int(report.get("duration_ms") or 0) / 1000
+    return (
+        f"{tally.failed} failed, {tally.passed} passed, {tally.errored} errored, "
+        f"{tally.skipped} skipped, {tally.not_run} not run in {seconds:.1f}s"
+    )
+
+
+def not_run_line(*, report: dict[str, Any]) -> str | None:
+    """The checks a stop or maxfail kept from starting, as one line (None when there are none)."""
+    held_back = [check for check in report["checks"] if is_not_run(check=check)]
+    if not held_back:
+        return None
+    ids = [str(check["check_id"]) for check in held_back]
+    shown = ", ".join(ids[:_NOT_RUN_IDS_SHOWN])
+    if len(ids) > _NOT_RUN_IDS_SHOWN:
+        shown += f" and {len(ids) - _NOT_RUN_IDS_SHOWN} more"
+    # Every check held back by one run shares one reason (`Not run: <why>`).
+    why = str(held_back[0].get("error_detail") or "Not run").removeprefix("Not run: ")
+    return f"- not run: {plural(count=len(ids), noun='check')} ({shown}) - {why}"
+
+
+def recap_lines(*, report: dict[str, Any]) -> list[str]:
+    """`FAILED <id> - <reason> (<check file>)` per failed check, then `ERROR ...`; [] if none."""
+    root = str(report.get("project_root") or "")
+    lines: list[str] = []
+    for status, word in (("failed", "FAILED"), ("error", "ERROR")):
+        for check in report["checks"]:
+            if check.get("status") != status or is_not_run(check=check):
+                continue
+            text = summary(check=check)
+            reason = f" - {' '.join(text.split())}" if text else ""
+            source = ""
+            if check.get("source_path"):
+                source = f" ({check_relpath(check=check, project_root=root)})"
+            lines.append(f"{word} {check['check_id']}{reason}{source}")
+    return [RECAP_TITLE, *lines] if lines else []

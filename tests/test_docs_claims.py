@@ -1,0 +1,211 @@
+"""What the docs say a command prints is what it prints: each claim is run here.
+
+first-project.md is followed step by step (its check file and its broken line are read from
+the page); deterministic-checks.md's word on `reason` and `SyntaxError` is run; ci.md's timing
+of `eb validate` must be the benchmark's measured figure it names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+WORDCOUNT = '''\
+"""Count the words of a text file: python wordcount.py FILE."""
+
+import sys
+
+
+def count_words(text: str) -> int:
+    return len(text.split())
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        print(count_words(handle.read()))
+'''
+
+
+def eb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVAL_BANANA_")}
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+def section(*, page: str, title: str) -> str:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    start = text.index(f"## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def fenced(*, text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
+
+
+def console_claims(*, block: str) -> tuple[list[str], list[str]]:
+    """(the command lines, the output lines) of a ```console block, up to `echo $?`."""
+    commands: list[str] = []
+    output: list[str] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            if line == "$ echo $?":
+                break
+            commands.append(line[2:])
+        elif line != "...":
+            output.append(line)
+    return commands, output
+
+
+def shown_as_in_docs(*, line: str) -> str:
+    """A printed line with what differs per run (run id, paths, seconds) as the docs write it."""
+    return re.sub(r" in \d+\.\d+s$", " in 0.3s", line)
+
+
+def _shows(*, claim: str, got: str) -> bool:
+    """Whether a printed line is the claimed one (a claim ending in `...` is a prefix)."""
+    if claim.endswith("..."):
+        return got.startswith(claim[:-3])
+    return got == shown_as_in_docs(line=claim)
+
+
+def assert_shown_in_order(*, claimed: list[str], printed: str) -> None:
+    lines = [shown_as_in_docs(line=line) for line in printed.splitlines()]
+    position = 0
+    for claim in claimed:
+        while position < len(lines) and not _shows(claim=claim, got=lines[position]):
+            position += 1
+        assert position < len(lines), f"{claim!r} not printed (in order) in:\n{printed}"
+        position += 1
+
+
+@pytest.fixture
+def wordcount(tmp_path: Path) -> Path:
+    """first-project.md steps 2 to 4: the script, `eb init`, the page's own check file."""
+    root = tmp_path / "wordcount"
+    root.mkdir()
+    (root / "wordcount.py").write_text(WORDCOUNT, encoding="utf-8")
+    assert eb("init", cwd=root).returncode == 0
+    (check,) = fenced(
+        text=section(page="first-project.md", title="4. Write a check"), language="yaml"
+    )
+    (root / "eval_checks" / "wordcount_cli.yaml").write_text(check, encoding="utf-8")
+    return root
+
+
+def test_first_project_step_7_prints_what_the_page_shows(wordcount: Path) -> None:
+    step = section(page="first-project.md", title="7. Break it on purpose")
+    python_blocks = fenced(text=step, language="python")
+    broken = python_blocks[0].strip()
+    script = wordcount / "wordcount.py"
+    script.write_text(
+        script.read_text().replace("return len(text.split())", broken), encoding="utf-8"
+    )
+    (console,) = fenced(text=step, language="console")
+    commands, claimed = console_claims(block=console)
+    assert commands == ["eb run --check-id wordcount_cli_counts_words"]
+    done = eb(*commands[0].split()[1:], cwd=wordcount)
+    assert done.returncode == 1, done.stderr
+    assert_shown_in_order(claimed=claimed, printed=done.stdout)
+    # The page ends where the screen ends: on the closing line of counts.
+    assert shown_as_in_docs(line=done.stdout.splitlines()[-1]) == claimed[-1]
+
+
+def test_first_project_step_5_run_prints_what_the_page_shows(wordcount: Path) -> None:
+    (console,) = [
+        block
+        for block in fenced(
+            text=section(page="first-project.md", title="5. Validate, list, run"),
+            language="console",
+        )
+    ]
+    run_part = console[console.index("$ eb run") :]
+    _, claimed = console_claims(block=run_part)
+    done = eb("run", cwd=wordcount)
+    assert done.returncode == 0, done.stderr
+    claimed = [line for line in claimed if not line.startswith(("Run ID:", "Report:"))]
+    assert_shown_in_order(claimed=claimed, printed=done.stdout)
+
+
+def _deterministic(root: Path, *, check_id: str, script: str) -> None:
+    folder = root / "eval_checks"
+    folder.mkdir(parents=True, exist_ok=True)
+    body = "\n".join(f"  {line}" for line in script.splitlines())
+    (folder / f"{check_id}.yaml").write_text(
+        f"schema_version: 1\nid: {check_id}\ntype: deterministic\n"
+        f"description: {check_id}.\nscript: |\n{body}\n",
+        encoding="utf-8",
+    )
+
+
+def test_deterministic_reason_and_syntax_error_are_as_documented(tmp_path: Path) -> None:
+    import json
+
+    page = (DOCS / "deterministic-checks.md").read_text(encoding="utf-8")
+    assert "| the script does not compile (a `SyntaxError`) | `error`" in page
+    assert "A failed deterministic check's `reason` is what its script said last" in page
+    root = tmp_path / "p"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("", encoding="utf-8")
+    _deterministic(root, check_id="raises", script="assert 1 == 2, 'expected 2, got 1'")
+    _deterministic(root, check_id="says", script="import sys\nsys.exit('total was 4')")
+    _deterministic(root, check_id="silent", script="import sys\nsys.exit(3)")
+    _deterministic(root, check_id="broken", script="def (:")
+    done = eb("run", "--cwd", str(root), "--json", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    by_id = {check["check_id"]: check for check in report["checks"]}
+    assert (by_id["raises"]["status"], by_id["raises"]["reason"]) == (
+        "failed",
+        "AssertionError: expected 2, got 1",
+    )
+    assert by_id["says"]["reason"] == "total was 4"
+    assert by_id["silent"]["reason"] == "exit code 3"
+    broken = by_id["broken"]
+    assert (broken["status"], broken["exit_code"]) == ("error", None)
+    assert broken["error_detail"].startswith("Deterministic script does not compile: SyntaxError: ")
+    ci = (DOCS / "ci.md").read_text(encoding="utf-8")
+    assert "a syntax error still passes\nthe hook; the check is then an `error` in `eb run`" in ci
+    assert eb("validate", "--cwd", str(root), cwd=tmp_path).returncode == 0
+
+
+def test_ci_md_quotes_the_measured_validate_figure_and_says_what_it_is_for() -> None:
+    ci = " ".join((DOCS / "ci.md").read_text(encoding="utf-8").split())
+    quoted = re.search(r"`eb validate` took ([\d.]+) s \(median\) in our benchmark's (W\d+)", ci)
+    assert quoted is not None, "ci.md no longer quotes a measured figure"
+    figure, workload = quoted.groups()
+    table = (DOCS / "performance.md").read_text(encoding="utf-8")
+    row = re.search(rf"^\| {workload} \| eb validate, ([^|]+) \| \d+ \| ([\d.]+) \|", table, re.M)
+    assert row is not None, f"performance.md has no eb validate row for {workload}"
+    assert row.group(2) == figure
+    # What the figure is for: the tree's shape, the excluded folders and the warm cache.
+    for said in ("60,000 files", "node_modules", "warm file cache", "cost more"):
+        assert said in ci, said
+
+
+def test_first_project_step_3_init_prints_what_the_page_shows(tmp_path: Path) -> None:
+    (console,) = fenced(
+        text=section(page="first-project.md", title="3. `eb init`"), language="console"
+    )
+    commands, claimed = console_claims(block=console)
+    assert commands == ["eb init"]
+    root = tmp_path / "wordcount"
+    root.mkdir()
+    done = eb("init", cwd=root)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.replace(str(root.resolve()), "/home/me/wordcount")
+    assert printed.splitlines() == claimed

@@ -1,0 +1,141 @@
+"""Smaller friction a newcomer meets: YAML syntax errors in our words, "did you mean" for
+`[agents.x]` keys and for flags, no flag abbreviations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EbResult, check_yaml
+
+Eb = Callable[..., EbResult]
+Project = Callable[..., Path]
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "what", "hint"),
+    [
+        (
+            'schema_version: 1\nid: y\ntype: deterministic\ndescription: "open\nscript: pass\n',
+            "line 6, column 1",
+            "found unexpected end of stream (while scanning a quoted scalar at line 4, column 14)",
+            "never closed",
+        ),
+        (
+            "schema_version: 1\nid: y\n  type: deterministic\n",
+            "line 3, column 7",
+            "mapping values are not allowed in this context",
+            "indented more than the key above it",
+        ),
+        (
+            "schema_version: 1\nid: [y\n",
+            "line 3, column 1",
+            "did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 5)",
+            "[ list is not closed",
+        ),
+        ("schema_version: 1\nid: y\n\ttype: x\n", "line 3, column 1", "tab character", "tabs"),
+    ],
+)
+def test_yaml_syntax_errors_name_file_line_column_problem_and_hint(
+    project: Project, eb: Eb, text: str, where: str, what: str, hint: str
+) -> None:
+    root = project({"eval_checks/y.yaml": text})
+    done = eb("validate", "--cwd", str(root))
+    assert done.exit_code == 2
+    path = root / "eval_checks" / "y.yaml"
+    first, second = done.stderr.splitlines()[:2]
+    assert first.startswith(f"Failed to parse YAML in {path}: {where}: ")
+    assert what in first
+    assert second.startswith("hint: ") and hint in second
+    assert "<unicode string>" not in done.stderr
+
+
+def test_agent_table_keys_get_did_you_mean(project: Project, eb: Eb) -> None:
+    root = project(
+        {"eval_checks/a.yaml": check_yaml("a")},
+        config='[agents.mine]\ncomand = ["my-agent"]\nprompt_flg = "--prompt"\n',
+    )
+    done = eb("validate", "--cwd", str(root))
+    assert done.exit_code == 2
+    assert "[agents.mine] contains unknown keys: comand, prompt_flg" in done.stderr
+    assert "comand: did you mean command?; prompt_flg: did you mean prompt_flag?" in done.stderr
+
+
+def test_flags_are_never_abbreviated(project: Project, eb: Eb) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    done = eb("run", "--cwd", str(root), "--verbos")
+    assert done.exit_code == 2
+    assert "unrecognized arguments: --verbos" in done.stderr
+    assert "hint: --verbos: did you mean --verbose?" in done.stderr
+    assert not (root / ".eval-banana" / "results").exists()  # nothing ran
+    # A unique prefix of a real flag is refused too (argparse would take it).
+    assert eb("list", "--cwd", str(root), "--check-i", "a").exit_code == 2
+
+
+@pytest.mark.parametrize(("given", "meant"), [("-v", "--verbose"), ("--lf", "--last-failed")])
+def test_pytest_spellings_suggest_ours(project: Project, eb: Eb, given: str, meant: str) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    done = eb("run", "--cwd", str(root), given)
+    assert done.exit_code == 2
+    assert f"hint: {given}: did you mean {meant}?" in done.stderr
+
+
+JUDGE_AGENT = """\
+import json, sys
+print("warming up", file=sys.stderr)
+print("the judge's last words on stderr", file=sys.stderr)
+print(json.dumps({"score": 0, "reason": "the README has no install section"}))
+sys.exit(0)
+"""
+
+
+def test_verbose_shows_what_debugging_a_judge_needs(
+    project: Project, eb: Eb, tmp_path: Path
+) -> None:
+    import json
+    import sys
+
+    agent = tmp_path / "judge_agent.py"
+    agent.write_text(JUDGE_AGENT)
+    command = json.dumps([sys.executable, str(agent)])
+    root = project(
+        {
+            "eval_checks/j.yaml": (
+                "schema_version: 1\nid: j\ntype: harness_judge\ndescription: Judge j.\n"
+                "instructions: Is there an install section?\n"
+            )
+        },
+        config=(
+            '[cache]\nmode = "off"\n[harness]\nagent = "standin"\n'
+            f'[agents.standin]\ncommand = {command}\nmodel_flag = ""\n'
+        ),
+    )
+    import subprocess
+
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
+        # A process of its own: logging is configured once per process, as in real use.
+        return subprocess.run(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *flags],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    quiet = run()
+    assert quiet.returncode == 1
+    assert "debug:" not in quiet.stderr
+    done = run("--verbose")
+    assert done.returncode == 1
+    err = done.stderr
+    # The command line run (the prompt as a placeholder), the exit status, the stderr tail...
+    assert f"debug: judge j: ran {sys.executable} {agent} '{{prompt}}' (in {root.resolve()})" in err
+    assert "debug: judge j: the agent exited with code 0" in err
+    assert "debug: judge j: stderr, last 2 lines (all in checks/j-" in err
+    assert "  | the judge's last words on stderr" in err
+    # ...and where the verdict was found, with what it said.
+    assert "debug: judge j: verdict found in checks/j-" in err
+    assert ".stdout.txt (stdout: the newest `result` event, else the right-most JSON verdict" in err
+    assert "score 0, reason 'the README has no install section'" in err
