@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from eval_banana.cache.session import CacheSession
     from eval_banana.inputstate import CheckInputs
     from eval_banana.isolation.session import IsolationSession
+    from eval_banana.isolation.state import StateReport
 
 logger = Logger("eval_banana.stages.execute")
 
@@ -261,15 +262,109 @@ def _open_cache(
     )
 
 
-def _open_isolation(*, config: ConfigDoc, plan: PlanDoc) -> IsolationSession | None:
-    """The run's judge isolation (and checks', if asked), when some planned check has it."""
-    from eval_banana.isolation.modes import isolates_any
-
-    if not isolates_any(config=config, plan=plan):
-        return None
+def _open_isolation(*, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> IsolationSession:
+    """The watch on eb's own state while checks run, with the judges' isolation (and checks',
+    if asked) when some planned check has it."""
     from eval_banana.isolation.session import IsolationSession
 
-    return IsolationSession.open(config=config, plan=plan)
+    return IsolationSession.open(config=config, plan=plan, run_dir=run_dir)
+
+
+def _settle_state(
+    *,
+    report: StateReport,
+    session: IsolationSession,
+    config: ConfigDoc,
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    owners: Mapping[str, int],
+    checks_dir: Path,
+) -> bool:
+    """After the checks: charge what the looks while they ran could not, and remove whatever
+    changed in the cache; whether eb's state changed at all (then no verdict is stored)."""
+    if not report.changed:
+        return False
+    _charge_state_changes(
+        report=report,
+        config=config,
+        checks=checks,
+        results=results,
+        owners=owners,
+        checks_dir=checks_dir,
+    )
+    removed = session.state.drop_cache_changes()
+    logger.warning(
+        "eb's own files changed while checks ran (%s); no verdict of this run is stored, "
+        "and %d changed files in the cache were removed",
+        ", ".join(report.changed[:5]),
+        len(removed),
+    )
+    return True
+
+
+def _charge_state_changes(
+    *,
+    report: StateReport,
+    config: ConfigDoc,
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    owners: Mapping[str, int],
+    checks_dir: Path,
+) -> None:
+    """Make the checks charged after they ran with a change to eb's state an `error`: those
+    that started before a change seen while no check ran, and every check that ran when the
+    change came before any (what a look at a check's start or end could not charge)."""
+    from eval_banana.isolation.modes import check_mode
+    from eval_banana.isolation.session import with_state_change
+
+    charges: dict[int, list[tuple[list[str], str]]] = {}
+    for key, paths in report.late.items():
+        when = "after this check started, while no check was running"
+        charges.setdefault(owners[key], []).append((paths, when))
+    if report.unattributed:
+        # Assertions checks run in eb's own process: none of them started a process to blame.
+        ran = {p for p in owners.values() if checks[p].type != "assertions"}
+        for position in sorted(ran):
+            when = "during this run before any check started"
+            charges.setdefault(position, []).append((report.unattributed, when))
+    for position, found in charges.items():
+        result = results[position]
+        if result is None:
+            continue
+        check = checks[position]
+        for paths, when in found:
+            result = with_state_change(
+                result=result,
+                check=check,
+                mode=check_mode(config=config, check=check),
+                paths=paths,
+                when=when,
+            )
+        results[position] = result
+        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+
+
+def _store_verdicts(
+    *,
+    cache: CacheSession,
+    ran: list[int],
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    keep: bool,
+    checks_dir: Path,
+) -> None:
+    """Store the verdicts of the checks that ran (`keep` False: none, eb's state was
+    written meanwhile), once every check has ended: while checks run eb writes nothing of its
+    own state, so a change seen there is never its own."""
+    for position in sorted(ran):
+        result = results[position]
+        if result is None:
+            continue
+        check = checks[position]
+        stored = cache.record(check=check, result=result, store=keep)
+        if stored is not result:
+            results[position] = stored
+            write_check_result(checks_dir=checks_dir, stem=check.stem, result=stored)
 
 
 def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
@@ -334,6 +429,11 @@ def execute(
     )
     # Opened only when some check is left to run: a fully cached run starts no judge.
     isolation: IsolationSession | None = None
+    # Evidence stem -> plan position of every check attempted; positions whose verdict the
+    # cache stores once every check has ended.
+    owners: dict[str, int] = {}
+    to_store: list[int] = []
+    positions = {check.stem: position for position, check in enumerate(checks)}
 
     def attempt(check: PlannedCheck, *, stem: str) -> CheckResult:
         """One run of a check under the evidence stem `stem`: its retries, then masking."""
@@ -357,6 +457,7 @@ def execute(
                 ctx=here, run_once=_run_one, retries=retries, write_result=write_check_result
             )
 
+        owners[stem] = positions[check.stem]
         if isolation is None:
             result = run_in(None)
         else:
@@ -385,8 +486,9 @@ def execute(
         result = attempt(check, stem=check.stem)
         halt.count(result=result)
         if cache is not None:
-            # Stored after masking, so the cache never holds a secret either.
-            result = cache.record(check=check, result=result)
+            # Stored after masking (so the cache never holds a secret either), and only once
+            # every check has ended (so no check can write over it meanwhile).
+            to_store.append(positions[check.stem])
         return result, False
 
     def finish(
@@ -489,9 +591,10 @@ def execute(
     finally:
         if cache is not None:
             cache.settle(checks_dir=checks_dir)
+    tampered = False
     if to_run:
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
-        isolation = _open_isolation(config=config, plan=plan)
+        session = isolation = _open_isolation(config=config, plan=plan, run_dir=run_dir)
         # Orphaned daemons of a check become eb's children, so they can be ended with it.
         orphans.enable_subreaper()
         try:
@@ -507,10 +610,27 @@ def execute(
                 )
         finally:
             orphans.end_run()
-            if isolation is not None:
-                isolation.close()
+            # The last look at eb's state, once no process a check started is left.
+            state = session.finish()
+        tampered = _settle_state(
+            report=state,
+            session=session,
+            config=config,
+            checks=checks,
+            results=results,
+            owners=owners,
+            checks_dir=checks_dir,
+        )
     _follow(cancel=cancel, stop=stop)
     if cache is not None:
+        _store_verdicts(
+            cache=cache,
+            ran=to_store,
+            checks=checks,
+            results=results,
+            keep=not tampered,
+            checks_dir=checks_dir,
+        )
         cache.finish()
     completed = utc_now()
     final = [result for result in results if result is not None]
