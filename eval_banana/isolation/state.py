@@ -26,7 +26,7 @@ import os
 import shutil
 import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -68,7 +68,9 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[Path]:
-    """Run folders under the output folders, other than the current one and the cache."""
+    """Finished run folders (holding `stages/` and `report.json`) under the output folders,
+    other than the current one and the cache; a run still writing its folder (another `eb run`
+    at the same time) is not finished."""
     found: list[Path] = []
     for base in bases:
         try:
@@ -79,7 +81,11 @@ def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[
             folder = Path(entry.path)
             if _inside(run_dir, folder) or _inside(folder, run_dir) or _inside(cache, folder):
                 continue
-            if entry.is_dir(follow_symlinks=False) and os.path.isdir(folder / "stages"):
+            if (
+                entry.is_dir(follow_symlinks=False)
+                and os.path.isdir(folder / "stages")
+                and os.path.isfile(folder / "report.json")
+            ):
                 found.append(folder)
     return found
 
@@ -145,6 +151,75 @@ def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -
     )
     inside = any(current.startswith(path + os.sep) for path in paths)
     return ReadOnly(paths=paths, writable=[current] if inside else [])
+
+
+LOCK_NAME = ".lock"
+
+
+def _open_lock(*, cache: Path, create: bool) -> int | None:
+    """The cache's lock file, opened for reading (so holding it never looks like a write);
+    None without a cache folder (and `create` False) or where it cannot be opened."""
+    path = cache / LOCK_NAME
+    try:
+        if create:
+            cache.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _flock(*, cache: Path, create: bool, exclusive: bool) -> int | None:
+    """The lock taken: shared (waiting for a writer) or exclusive (never waiting), on the lock
+    file as it stands once taken (eviction may have removed the one opened); None if not."""
+    import fcntl
+
+    for _ in range(5):
+        fd = _open_lock(cache=cache, create=create)
+        if fd is None:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+            if os.fstat(fd).st_ino == os.stat(cache / LOCK_NAME).st_ino:
+                return fd
+        except OSError:
+            pass
+        os.close(fd)
+        if exclusive:
+            return None
+    return None
+
+
+@contextlib.contextmanager
+def checks_running(*, cache: Path, create: bool) -> Iterator[None]:
+    """Held (shared) while a run's checks execute: no other eb run writes into the cache
+    meanwhile, which this run's watch would otherwise take for a check's write. `create`: make
+    the cache folder and its lock file when missing (a run that may store)."""
+    fd = _flock(cache=cache, create=create, exclusive=False)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def cache_writes(*, cache: Path) -> Iterator[bool]:
+    """Held (exclusive) while eb writes into the cache once its checks have ended; yields False,
+    never waiting, while another run's checks execute (then nothing is written: runs sharing a
+    cache store only while none of them runs checks)."""
+    fd = _open_lock(cache=cache, create=True)
+    if fd is None:
+        yield True  # no lock file can be made: the writes will say why they fail
+        return
+    os.close(fd)
+    fd = _flock(cache=cache, create=True, exclusive=True)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _identity(path: str) -> _Identity:
@@ -240,6 +315,7 @@ class StateWatch:
 
     def _look(self, *, last: bool = False) -> None:
         changed = self._changes(last=last)
+        changed.discard(os.path.join(self.places.cache, LOCK_NAME))  # eb runs taking turns
         if not changed:
             return
         self._changed |= changed

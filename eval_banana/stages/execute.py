@@ -19,9 +19,11 @@ from eval_banana.artifacts import (
     write_model,
     write_text_atomic,
 )
+from eval_banana.ebfolders import cache_dir
 from eval_banana.envpolicy import build_base_env
 from eval_banana.fuses import RunFuses
 from eval_banana.harness.usage import usage_tokens
+from eval_banana.isolation.state import cache_writes, checks_running
 from eval_banana.log import Logger
 from eval_banana.models.record import Record
 from eval_banana.models.result import CheckResult, result_json_text
@@ -344,6 +346,41 @@ def _charge_state_changes(
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
 
 
+def _store_all(
+    *,
+    cache: CacheSession,
+    folder: Path,
+    ran: list[int],
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    keep: bool,
+    checks_dir: Path,
+) -> None:
+    """Store the verdicts of the checks that ran and keep the cache within its size, when no
+    other run's checks are executing with the same cache (its watch would blame them)."""
+    if not cache.writes:
+        _store_verdicts(
+            cache=cache, ran=ran, checks=checks, results=results, keep=False, checks_dir=checks_dir
+        )
+        return
+    with cache_writes(cache=folder) as ours:
+        if not ours and ran:
+            logger.warning(
+                "Another eb run is executing checks with this cache: the verdicts of this run "
+                "are not stored"
+            )
+        _store_verdicts(
+            cache=cache,
+            ran=ran,
+            checks=checks,
+            results=results,
+            keep=ours and keep,
+            checks_dir=checks_dir,
+        )
+        if ours:
+            cache.finish()
+
+
 def _store_verdicts(
     *,
     cache: CacheSession,
@@ -594,24 +631,27 @@ def execute(
     tampered = False
     if to_run:
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
-        session = isolation = _open_isolation(config=config, plan=plan, run_dir=run_dir)
-        # Orphaned daemons of a check become eb's children, so they can be ended with it.
-        orphans.enable_subreaper()
-        try:
-            # A runner's warning quotes what an agent printed: masked like the files are.
-            with fuses, log.masked(redactor.text):
-                # Taken in plan order, so checks also start in plan order.
-                _run_pool(
-                    count=len(to_run),
-                    workers=workers,
-                    task=lambda index: item_task(to_run[index]),
-                    cancel=cancel,
-                    stop=stop,
-                )
-        finally:
-            orphans.end_run()
-            # The last look at eb's state, once no process a check started is left.
-            state = session.finish()
+        # Other eb runs sharing the cache write nothing into it while these checks run.
+        stores = cache is not None and cache.writes
+        with checks_running(cache=cache_dir(config=config), create=stores):
+            session = isolation = _open_isolation(config=config, plan=plan, run_dir=run_dir)
+            # Orphaned daemons of a check become eb's children, so they can be ended with it.
+            orphans.enable_subreaper()
+            try:
+                # A runner's warning quotes what an agent printed: masked like the files are.
+                with fuses, log.masked(redactor.text):
+                    # Taken in plan order, so checks also start in plan order.
+                    _run_pool(
+                        count=len(to_run),
+                        workers=workers,
+                        task=lambda index: item_task(to_run[index]),
+                        cancel=cancel,
+                        stop=stop,
+                    )
+            finally:
+                orphans.end_run()
+                # The last look at eb's state, once no process a check started is left.
+                state = session.finish()
         tampered = _settle_state(
             report=state,
             session=session,
@@ -623,15 +663,15 @@ def execute(
         )
     _follow(cancel=cancel, stop=stop)
     if cache is not None:
-        _store_verdicts(
+        _store_all(
             cache=cache,
+            folder=cache_dir(config=config),
             ran=to_store,
             checks=checks,
             results=results,
             keep=not tampered,
             checks_dir=checks_dir,
         )
-        cache.finish()
     completed = utc_now()
     final = [result for result in results if result is not None]
     assert len(final) == len(checks)  # every task stored its result or raised above
