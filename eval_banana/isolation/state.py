@@ -223,11 +223,15 @@ def cache_writes(*, cache: Path) -> Iterator[bool]:
 
 
 def _identity(path: str) -> _Identity:
-    """What any write changes: inode, size, modification and status-change times."""
+    """What any write changes: inode, size, modification and status-change times. A folder
+    counts by its inode alone: what changes in it is its own entries' business (a file added
+    to a watched folder is that file's change, never the whole folder's)."""
     try:
         info = os.lstat(path)
     except OSError:
         return None
+    if stat.S_ISDIR(info.st_mode):
+        return (info.st_ino, 0, 0, 0)
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 

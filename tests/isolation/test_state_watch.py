@@ -260,3 +260,67 @@ def test_a_process_a_check_left_behind_is_charged_to_the_check_running_then(
     assert report["by_id"]["a_leaver"]["status"] == "passed"
     assert not stray.exists()  # what changed in the cache is removed
     assert _entries(root) == {}  # and neither verdict is stored
+
+
+# --- who is charged: the watch itself, on real folders ------------------------------------------
+
+
+def _watch(tmp_path: Path) -> tuple[Any, Path, Path]:
+    from eval_banana.isolation.state import StatePlaces, StateWatch
+
+    cache = tmp_path / "cache"
+    (cache / "entries" / "ab").mkdir(parents=True)
+    (cache / "entries" / "ab" / "old.json").write_text("{}")
+    record = tmp_path / "calibration.json"
+    places = StatePlaces(
+        folders=[str(cache), str(cache / "entries"), str(cache / "entries" / "ab")],
+        files=[str(record)],
+        cache=str(cache),
+    )
+    return StateWatch(places=places, project_root=tmp_path), cache, record
+
+
+def test_a_change_seen_while_no_check_ran_falls_to_those_that_started_before(
+    tmp_path: Path,
+) -> None:
+    watch, cache, _ = _watch(tmp_path)
+    watch.started(key="a")
+    assert watch.ended(key="a") == []
+    (cache / "entries" / "ab" / "old.json").write_text('{"forged": true}')
+    watch.started(key="b")  # the change is seen here, before `b` counts as running
+    assert watch.ended(key="b") == []
+    report = watch.finish()
+    assert report.charged == {} and report.unattributed == []
+    assert report.late == {"a": ["cache/entries/ab/old.json"]}
+    assert report.changed == ["cache/entries/ab/old.json"]
+
+
+def test_a_change_before_any_check_started_is_charged_to_none_of_them(tmp_path: Path) -> None:
+    watch, cache, record = _watch(tmp_path)
+    record.write_text("{}")
+    watch.started(key="a")
+    assert watch.ended(key="a") == []
+    report = watch.finish()
+    assert report.unattributed == ["calibration.json"]
+    assert report.late == {} and report.charged == {}
+
+
+def test_without_inotify_the_state_is_compared_when_the_checks_are_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the folder budget no watch is set: the listings are compared at the end, and every
+    # check that ran is charged; the calibration record is still compared at every look.
+    monkeypatch.setattr("eval_banana.isolation.state.FOLDER_BUDGET", 1)
+    watch, cache, record = _watch(tmp_path)
+    assert not watch.inotify
+    watch.started(key="a")
+    (cache / "entries" / "ab" / "new.json").write_text("{}")
+    record.write_text("{}")
+    assert watch.ended(key="a") == ["calibration.json"]
+    watch.started(key="b")
+    assert watch.ended(key="b") == []
+    report = watch.finish()
+    assert report.late == {"a": ["cache/entries/ab/new.json"], "b": ["cache/entries/ab/new.json"]}
+    assert watch.drop_cache_changes() == ["cache/entries/ab/new.json"]
+    assert sorted(p.name for p in (cache / "entries" / "ab").iterdir()) == ["old.json"]
+    assert record.exists()  # only what changed in the cache is removed
