@@ -9,8 +9,9 @@ it, whatever their isolation mode.
 
 What is watched:
 - the cache folder, every folder in it;
-- each earlier run folder (a folder holding `stages/` beside the current one): the folder, its
-  `stages/` and its `checks/` (the files eb reads back; not the checks' own evidence folders);
+- each finished earlier run folder (holding `stages/` and `report.json`; the newest 500): the
+  folder, its `stages/` and its `checks/` (the files eb reads back; not the checks' own
+  evidence folders);
 - the calibration record, and the cache folder if it does not exist yet (one `lstat` a look).
 
 A look happens when a watched check starts or ends: on Linux inotify says what was touched (a
@@ -36,6 +37,9 @@ from eval_banana.models.stages import ConfigDoc
 # Beyond this many folders the state is compared at the start and end of the checks instead
 # (each inotify watch costs kernel memory, and the per-user limit is shared with the project).
 FOLDER_BUDGET = 8192
+# The earlier run folders watched: the most recently changed ones (three watches each), so a
+# results folder that kept thousands of runs costs no more than this many.
+EARLIER_RUNS = 500
 _Identity = tuple[int, int, int, int] | None
 
 
@@ -87,7 +91,17 @@ def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[
                 and os.path.isfile(folder / "report.json")
             ):
                 found.append(folder)
+    if len(found) > EARLIER_RUNS:
+        found.sort(key=_changed_at, reverse=True)
+        del found[EARLIER_RUNS:]
     return found
+
+
+def _changed_at(folder: Path) -> int:
+    try:
+        return os.stat(folder / "report.json").st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _subfolders(top: str) -> list[str]:
@@ -173,8 +187,10 @@ def _open_lock(*, cache: Path, create: bool) -> int | None:
 def _flock(*, cache: Path, create: bool, exclusive: bool) -> int | None:
     """The lock taken: shared (waiting for a writer) or exclusive (never waiting), on the lock
     file as it stands once taken (eviction may have removed the one opened); None if not."""
-    import fcntl
-
+    try:
+        import fcntl
+    except ImportError:  # no flock on this system: runs do not take turns
+        return None
     for _ in range(5):
         fd = _open_lock(cache=cache, create=create)
         if fd is None:
@@ -189,6 +205,14 @@ def _flock(*, cache: Path, create: bool, exclusive: bool) -> int | None:
         if exclusive:
             return None
     return None
+
+
+def _can_flock() -> bool:
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 @contextlib.contextmanager
@@ -210,8 +234,10 @@ def cache_writes(*, cache: Path) -> Iterator[bool]:
     never waiting, while another run's checks execute (then nothing is written: runs sharing a
     cache store only while none of them runs checks)."""
     fd = _open_lock(cache=cache, create=True)
-    if fd is None:
-        yield True  # no lock file can be made: the writes will say why they fail
+    if fd is None or not _can_flock():
+        if fd is not None:
+            os.close(fd)
+        yield True  # no lock to take: the writes say themselves why they fail, if they do
         return
     os.close(fd)
     fd = _flock(cache=cache, create=True, exclusive=True)

@@ -358,6 +358,8 @@ def _store_all(
 ) -> None:
     """Store the verdicts of the checks that ran and keep the cache within its size, when no
     other run's checks are executing with the same cache (its watch would blame them)."""
+    if not ran:
+        return  # nothing ran: nothing to store, and nothing stored to evict for
     if not cache.writes:
         _store_verdicts(
             cache=cache, ran=ran, checks=checks, results=results, keep=False, checks_dir=checks_dir
