@@ -23,7 +23,6 @@ from eval_banana.ebfolders import cache_dir
 from eval_banana.envpolicy import build_base_env
 from eval_banana.fuses import RunFuses
 from eval_banana.harness.usage import usage_tokens
-from eval_banana.isolation.state import cache_writes, checks_running
 from eval_banana.log import Logger
 from eval_banana.models.record import Record
 from eval_banana.models.result import CheckResult, result_json_text
@@ -360,6 +359,8 @@ def _store_all(
     other run's checks are executing with the same cache (its watch would blame them)."""
     if not ran:
         return  # nothing ran: nothing to store, and nothing stored to evict for
+    from eval_banana.isolation.state import cache_writes
+
     if not cache.writes:
         _store_verdicts(
             cache=cache, ran=ran, checks=checks, results=results, keep=False, checks_dir=checks_dir
@@ -634,6 +635,8 @@ def execute(
     if to_run:
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
         # Other eb runs sharing the cache write nothing into it while these checks run.
+        from eval_banana.isolation.state import checks_running
+
         stores = cache is not None and cache.writes
         with checks_running(cache=cache_dir(config=config), create=stores):
             session = isolation = _open_isolation(config=config, plan=plan, run_dir=run_dir)
