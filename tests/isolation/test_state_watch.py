@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -324,3 +325,61 @@ def test_without_inotify_the_state_is_compared_when_the_checks_are_done(
     assert watch.drop_cache_changes() == ["cache/entries/ab/new.json"]
     assert sorted(p.name for p in (cache / "entries" / "ab").iterdir()) == ["old.json"]
     assert record.exists()  # only what changed in the cache is removed
+
+
+def test_a_run_that_ends_while_another_runs_checks_with_the_cache_stores_nothing(
+    tmp_path: Path,
+) -> None:
+    # Run A's check waits; run B, sharing the cache, runs a check to its end meanwhile. B must
+    # not write the cache A is watching (A's check would be blamed): it stores nothing and
+    # says so; A, once its check ends, stores its verdict and passes.
+    started, release = tmp_path / "a_started", tmp_path / "b_done"
+    waiting = (
+        "import os, time\n"
+        f"open({str(started)!r}, 'w').close()\n"
+        "deadline = time.time() + 60\n"
+        f"while not os.path.exists({str(release)!r}) and time.time() < deadline: time.sleep(0.02)\n"
+    )
+    root = _project(
+        tmp_path / "proj",
+        {
+            "slow": _check("slow", waiting, inputs="input.txt"),
+            "quick": _check("quick", "pass", inputs="input.txt"),
+        },
+    )
+    argv = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html", "--json"]
+    first = subprocess.Popen(
+        [*argv, "--check-id", "slow"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        for _ in range(3000):
+            if started.exists() or first.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert started.exists()
+        second = subprocess.run(
+            [*argv, "--check-id", "quick"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+        assert second.returncode == 0, second.stderr
+        assert "Another eb run is executing checks with this cache" in second.stderr
+        quick = json.loads(second.stdout)["checks"][0]
+        assert quick["details"]["cache"]["stored"] is False
+        release.touch()
+        out, err = first.communicate(timeout=120)
+    finally:
+        release.touch()
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 0, err
+    slow = json.loads(out)["checks"][0]
+    assert slow["status"] == "passed" and slow["details"]["cache"]["stored"] is True
+    assert {entry["check_id"] for entry in _entries(root).values()} == {"slow"}
