@@ -79,6 +79,12 @@ FLIP = (
     "path.write_text(json.dumps(doc))"
 )
 SCRIBBLE = "path.write_text('{}')"
+# A check that writes a file of evidence into its output folder (in the current run folder).
+EVIDENCE = (
+    "import json, sys\nfrom pathlib import Path\n"
+    "out = Path(json.loads(Path(sys.argv[1]).read_text())['output_dir'])\n"
+    "(out / 'seen.txt').write_text('evidence')\n"
+)
 
 
 def _run(root: Path, *args: str) -> tuple[int, dict[str, Any]]:
@@ -128,13 +134,16 @@ def test_a_check_that_flips_cached_verdicts_is_an_error_and_nothing_is_kept(
     checks = root / "eval_checks"
     poison = _poisoner(target=root / ".eval-banana" / "cache", edit=FLIP)
     (checks / "b_poison.yaml").write_text(_check("b_poison", poison, inputs="input.txt"))
-    (checks / "a_fresh.yaml").write_text(_check("a_fresh", "pass", inputs="input.txt"))
+    (checks / "a_fresh.yaml").write_text(_check("a_fresh", EVIDENCE, inputs="input.txt"))
     (checks / "c_after.yaml").write_text(_check("c_after", "pass", inputs="input.txt"))
     code, second = _run(root, *isolation)
     assert code == 1
     by_id = second["by_id"]
     assert by_id["victim"]["details"]["cache"]["hit"] is True
     assert by_id["c_after"]["status"] == "passed"  # it started after the change was seen
+    # A check still writes its evidence into the current run folder (writable in a copy).
+    assert by_id["a_fresh"]["status"] == "passed", by_id["a_fresh"]
+    assert len(list((root / "runs" / second["run_id"] / "checks").glob("a_fresh*/seen.txt"))) == 1
     if _read_only_mounts(mode):
         # In a copy entered as root eb's state is mounted read-only: the write is refused.
         assert "refused: Read-only file system" in by_id["b_poison"]["stdout"]
