@@ -140,10 +140,14 @@ class Recorder:
         store = CacheStore(
             folder=cache_dir(config=run.config), max_bytes=settings.cache.max_mb * 1024 * 1024
         )
+        from eval_banana.isolation.state import cache_writes
+
         try:
-            if record_replay(
-                run=run, key=self.key, store=store, inputs=self.inputs, watched=self.watched
-            ):
-                store.evict()
+            with cache_writes(cache=store.folder) as ours:
+                # Not while another run's checks execute: its watch would blame them.
+                if ours and record_replay(
+                    run=run, key=self.key, store=store, inputs=self.inputs, watched=self.watched
+                ):
+                    store.evict()
         except OSError as exc:
             console.warn(f"Cannot keep this run for replaying in {store.folder}: {exc}")

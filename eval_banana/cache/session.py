@@ -284,13 +284,21 @@ class CacheSession:
 
     # -- storing ---------------------------------------------------------------------------
 
-    def record(self, *, check: PlannedCheck, result: CheckResult) -> CheckResult:
-        """Store a verdict that ran (passed or failed only); return it with `details.cache`."""
+    def record(
+        self, *, check: PlannedCheck, result: CheckResult, store: bool = True
+    ) -> CheckResult:
+        """Store a verdict that ran (passed or failed only; `store` False: none, as when eb's
+        state changed during the run); return it with `details.cache`."""
         key = self.keys.get(check.stem)
         if key is None:
             return result
         stored = False
-        if self.writes and _storable(result=result) and self._still_keyed(check=check, key=key):
+        if (
+            store
+            and self.writes
+            and _storable(result=result)
+            and self._still_keyed(check=check, key=key)
+        ):
             try:
                 self._store(check=check, result=result, key=key)
                 stored = True

@@ -33,7 +33,6 @@ DEFAULT_IGNORE: tuple[str, ...] = (
     ".ruff_cache/**",
     ".hypothesis/**",
 )
-SHOWN_PATHS = 100
 
 
 def ignore_patterns(extra: Sequence[str]) -> InputPatterns:

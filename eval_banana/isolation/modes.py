@@ -7,6 +7,8 @@ from typing import Literal
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 
 Mode = Literal["off", "detect", "copy"]
+# How many changed paths a result lists (details.isolation); the count says how many there were.
+SHOWN_PATHS = 100
 
 
 def check_mode(*, config: ConfigDoc, check: PlannedCheck) -> Mode:

@@ -8,22 +8,39 @@
   `details.isolation.changed`, the project stays as it was, and a check that changed its copy
   is an `error` too (its verdict may be about its own edits), unless the paths are ignored.
 - `off`: as eval-banana does, the check runs in the project and may write.
+
+Whatever the mode, eb's own state (its cache, earlier run folders, the calibration record) is
+watched while any check or judge runs (isolation/state.py): a change there makes every check
+running at that moment an `error`, and the run stores no verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eval_banana.ebfolders import own_folders
-from eval_banana.isolation.detect import SHOWN_PATHS, ChangeMonitor
-from eval_banana.isolation.modes import Mode, check_mode, isolates_any
+from eval_banana.isolation.modes import SHOWN_PATHS, Mode, check_mode, isolates_any
+from eval_banana.isolation.state import (
+    ReadOnly,
+    StateReport,
+    StateWatch,
+    read_only_places,
+    state_places,
+)
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 from eval_banana.runners.base import ProjectView
 
+if TYPE_CHECKING:
+    from eval_banana.isolation.detect import ChangeMonitor
+
 RunIn = Callable[[ProjectView | None], CheckResult]
+# The end of every message about eb's state: what it means for the run.
+_STATE_RULE = (
+    "Checks and judges must never write eb's verdict cache, run folders or calibration record: "
+    "the run cannot pass, and it stores no verdict in the cache"
+)
 
 
 def _noun(check: PlannedCheck) -> str:
@@ -51,7 +68,9 @@ def _with_isolation(
     if problem is None:
         return result.model_copy(update={"details": {**result.details, "isolation": record}})
     # The check's own answer is kept, but as evidence: its result is the isolation error.
-    record = {**record, "status_before": result.status, "reason_before": result.reason}
+    record = {**record}
+    if result.status != "error" or "status_before" not in record:
+        record.update(status_before=result.status, reason_before=result.reason)
     return result.model_copy(
         update={
             "status": "error",
@@ -64,34 +83,76 @@ def _with_isolation(
     )
 
 
-class IsolationSession:
-    """The project's state for a run whose checks are isolated, and how each one runs."""
+def with_state_change(
+    *, result: CheckResult, check: PlannedCheck, mode: Mode, paths: list[str], when: str
+) -> CheckResult:
+    """`result` made an `error` for a change to eb's state seen `when` (e.g. "while this
+    check ran"); the paths are kept in `details.isolation.state_changed`."""
+    before = result.details.get("isolation")
+    record: dict[str, Any] = dict(before) if isinstance(before, dict) else {"mode": mode}
+    shown = sorted({*record.get("state_changed", []), *paths})
+    record["state_changed"] = shown[:SHOWN_PATHS]
+    record["state_changed_count"] = len(shown)
+    problem = f"eb's own files changed {when}: {_shown(paths)}. {_STATE_RULE}"
+    if result.status == "error" and result.error_detail and isinstance(before, dict):
+        problem = f"{problem}. {result.error_detail}"  # an isolation error of its own too
+    return _with_isolation(result=result, record=record, problem=problem)
 
-    def __init__(self, *, config: ConfigDoc, monitor: ChangeMonitor) -> None:
+
+class IsolationSession:
+    """eb's state watched for a run's checks, the project's state for the isolated ones, and
+    how each check runs."""
+
+    def __init__(
+        self, *, config: ConfigDoc, monitor: ChangeMonitor | None, state: StateWatch
+    ) -> None:
         self.config = config
         self.root = Path(config.project_root)
         self.monitor = monitor
+        self.state = state
+        # What a copy's private namespace mounts read-only, and what stays writable inside.
+        self.mounts = ReadOnly(paths=[], writable=[])
 
     @classmethod
-    def open(cls, *, config: ConfigDoc, plan: PlanDoc) -> IsolationSession | None:
-        """Read the project's state when some planned check is isolated; else None."""
-        if not isolates_any(config=config, plan=plan):
-            return None
-        monitor = ChangeMonitor.open(
-            root=Path(config.project_root),
-            excluded_names=config.settings.discovery.exclude_dirs,
-            skip_folders=own_folders(config=config),
-            ignore=config.settings.harness.isolation_ignore,
-        )
-        return cls(config=config, monitor=monitor)
+    def open(cls, *, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> IsolationSession:
+        """Watch eb's state; read the project's state too when some planned check is isolated."""
+        monitor = None
+        if isolates_any(config=config, plan=plan):
+            from eval_banana.ebfolders import own_folders
+            from eval_banana.isolation.detect import ChangeMonitor
+
+            monitor = ChangeMonitor.open(
+                root=Path(config.project_root),
+                excluded_names=config.settings.discovery.exclude_dirs,
+                skip_folders=own_folders(config=config),
+                ignore=config.settings.harness.isolation_ignore,
+            )
+        places = state_places(config=config, run_dir=run_dir)
+        state = StateWatch(places=places, project_root=Path(config.project_root))
+        session = cls(config=config, monitor=monitor, state=state)
+        session.mounts = read_only_places(config=config, places=places, run_dir=run_dir)
+        return session
 
     def run(self, *, check: PlannedCheck, key: str, run_in: RunIn) -> CheckResult:
         """Run one check as its mode says; `run_in(view)` runs it (view None: in the project)."""
         mode = check_mode(config=self.config, check=check)
-        if mode == "off":
+        if check.type == "assertions":
+            return run_in(None)  # read in eb's own process: no process of its own to watch
+        self.state.started(key=key)
+        try:
+            result = self._in_mode(mode=mode, check=check, key=key, run_in=run_in)
+        finally:
+            changed = self.state.ended(key=key)
+        if not changed:
+            return result
+        when = f"while this {_noun(check)} ran"
+        return with_state_change(result=result, check=check, mode=mode, paths=changed, when=when)
+
+    def _in_mode(self, *, mode: Mode, check: PlannedCheck, key: str, run_in: RunIn) -> CheckResult:
+        if mode == "off" or self.monitor is None:
             return run_in(None)
         if mode == "copy":
-            return self._in_copy(check=check, key=key, run_in=run_in)
+            return self._in_copy(monitor=self.monitor, check=check, key=key, run_in=run_in)
         self.monitor.started(key=key)
         try:
             result = run_in(None)
@@ -107,17 +168,24 @@ class IsolationSession:
         record = _record(mode="detect", paths=changed, method=None)
         return _with_isolation(result=result, record=record, problem=problem)
 
-    def _in_copy(self, *, check: PlannedCheck, key: str, run_in: RunIn) -> CheckResult:
+    def _in_copy(
+        self, *, monitor: ChangeMonitor, check: PlannedCheck, key: str, run_in: RunIn
+    ) -> CheckResult:
         from eval_banana.isolation.workspace import make_workspace
 
-        workspace = make_workspace(root=self.root, paths=self.monitor.paths)
+        workspace = make_workspace(
+            root=self.root,
+            paths=monitor.paths,
+            read_only=self.mounts.paths,
+            writable=self.mounts.writable,
+        )
         view = ProjectView(path=workspace.path, cwd=workspace.cwd, wrap=workspace.wrap)
-        self.monitor.started(key=key)  # writes through absolute paths still reach the project
+        monitor.started(key=key)  # writes through absolute paths still reach the project
         try:
             result = run_in(view)
-            edits = self.monitor.project_paths([change.path for change in workspace.changes()])
+            edits = monitor.project_paths([change.path for change in workspace.changes()])
         finally:
-            outside = self.monitor.ended(key=key)
+            outside = monitor.ended(key=key)
             workspace.remove()
         problem = None
         if outside:
@@ -135,5 +203,14 @@ class IsolationSession:
             record["project_changed"] = outside[:SHOWN_PATHS]
         return _with_isolation(result=result, record=record, problem=problem)
 
+    def finish(self) -> StateReport:
+        """Once every check has ended: the last look at eb's state; the watches are closed."""
+        try:
+            return self.state.finish()
+        finally:
+            self.close()
+
     def close(self) -> None:
-        self.monitor.close()
+        self.state.close()
+        if self.monitor is not None:
+            self.monitor.close()

@@ -61,8 +61,11 @@ class TreeWatcher:
         self._lost = False
 
     @classmethod
-    def open(cls, *, root: str, folders: Iterable[str]) -> TreeWatcher | None:
-        """Watch `root` and each root-relative folder; None where inotify cannot serve."""
+    def open(
+        cls, *, root: str, folders: Iterable[str], watch_root: bool = True
+    ) -> TreeWatcher | None:
+        """Watch each root-relative folder, and `root` itself unless `watch_root` is False;
+        None where inotify cannot serve."""
         libc = _libc()
         if libc is None:
             return None
@@ -70,7 +73,7 @@ class TreeWatcher:
         if fd < 0:
             return None
         watcher = cls(libc=libc, fd=fd, root=root)
-        for folder in sorted({"", *folders}):
+        for folder in sorted({"", *folders} if watch_root else set(folders)):
             if not watcher._watch(folder):
                 watcher.close()
                 return None

@@ -45,6 +45,20 @@ _OVERLAY_SCRIPT = (
     'mount -t overlay eb-isolation -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" '
     '&& cd "$4" && shift 4 && exec "$@"'
 )
+# The same, and first each of `n` paths bound onto itself read-only, then each of `m` paths
+# inside those bound again writable: `... merged n ro... m rw... -- argv`.
+_REBIND = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind "$1" "$1" '
+    '&& mount -o remount,bind,$2 "$1" "$1" || { echo "eb: cannot mount $1 $2" >&2; exit 125; }; '
+    "shift; n=$((n-1)); done; "
+)
+_GUARDED_SCRIPT = (
+    'mount -t overlay eb-isolation -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" '
+    '&& cd "$4" && shift 4 || exit 125; '
+    + _REBIND.replace("$2", "ro")
+    + _REBIND.replace("$2", "rw")
+    + 'exec "$@"'
+)
 _overlay_usable: bool | None = None
 _overlay_lock = threading.Lock()
 
@@ -59,10 +73,29 @@ def this_process_namespace() -> Namespace:
 
 
 def overlay_command(
-    *, namespace: Namespace, layers: Sequence[str], argv: Sequence[str]
+    *,
+    namespace: Namespace,
+    layers: Sequence[str],
+    argv: Sequence[str],
+    read_only: Sequence[str] = (),
+    writable: Sequence[str] = (),
 ) -> list[str]:
-    """Run `argv` from the merged folder of an overlay of `layers` (lower, upper, work, merged)."""
-    return [*_UNSHARE[namespace], "sh", "-c", _OVERLAY_SCRIPT, "eb-isolation", *layers, *argv]
+    """Run `argv` from the merged folder of an overlay of `layers` (lower, upper, work, merged);
+    `read_only` paths are bound read-only in its namespace, then `writable` ones inside them
+    writable again."""
+    if not read_only:
+        return [*_UNSHARE[namespace], "sh", "-c", _OVERLAY_SCRIPT, "eb-isolation", *layers, *argv]
+    mounts = [str(len(read_only)), *read_only, str(len(writable)), *writable]
+    return [
+        *_UNSHARE[namespace],
+        "sh",
+        "-c",
+        _GUARDED_SCRIPT,
+        "eb-isolation",
+        *layers,
+        *mounts,
+        *argv,
+    ]
 
 
 def probe_command(*, namespace: Namespace, scratch: Path) -> list[str]:
@@ -113,6 +146,8 @@ class Workspace:
         method: Method,
         paths: Sequence[str],
         namespace: Namespace = "mount",
+        read_only: Sequence[str] = (),
+        writable: Sequence[str] = (),
     ) -> None:
         self.root = root
         self.scratch = scratch
@@ -120,6 +155,10 @@ class Workspace:
         self.namespace = namespace
         self._paths = paths
         self._set = frozenset(paths)
+        # Only root's own mount namespace binds them: a user namespace may not clear the flags
+        # (nosuid, nodev) a remount would, and eb watches its state there anyway.
+        self.read_only = list(read_only) if namespace == "mount" else []
+        self.writable = list(writable) if namespace == "mount" else []
 
     @property
     def path(self) -> Path:
@@ -136,7 +175,13 @@ class Workspace:
         if self.method != "overlay":
             return list(argv)
         layers = [str(self.root), *(str(self.scratch / n) for n in ("upper", "work", "merged"))]
-        return overlay_command(namespace=self.namespace, layers=layers, argv=argv)
+        return overlay_command(
+            namespace=self.namespace,
+            layers=layers,
+            argv=argv,
+            read_only=self.read_only,
+            writable=self.writable,
+        )
 
     def changes(self) -> list[Change]:
         """What the judge added, changed or removed, relative to the project, in path order."""
@@ -226,10 +271,14 @@ def make_workspace(
     method: Method | None = None,
     prefix: str = "eb-judge-",
     namespace: Namespace | None = None,
+    read_only: Sequence[str] = (),
+    writable: Sequence[str] = (),
 ) -> Workspace:
     """A fresh copy of the project at `root` (`paths`: its file set, for a file copy).
 
-    `namespace` says how an overlay is entered (default: as this process needs it).
+    `namespace` says how an overlay is entered (default: as this process needs it). An overlay
+    entered as root also binds the `read_only` paths read-only in its namespace, and then the
+    `writable` ones inside them writable again (eb's state; the current run folder).
     """
     chosen: Method = method or ("overlay" if overlay_usable() else "copy")
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
@@ -243,6 +292,8 @@ def make_workspace(
         method=chosen,
         paths=paths,
         namespace=namespace or this_process_namespace(),
+        read_only=read_only,
+        writable=writable,
     )
     try:
         if chosen == "overlay":

@@ -19,6 +19,7 @@ from eval_banana.artifacts import (
     write_model,
     write_text_atomic,
 )
+from eval_banana.ebfolders import cache_dir
 from eval_banana.envpolicy import build_base_env
 from eval_banana.errors import WriteFault
 from eval_banana.faults import FaultLog, fault_result
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from eval_banana.cache.session import CacheSession
     from eval_banana.inputstate import CheckInputs
     from eval_banana.isolation.session import IsolationSession
+    from eval_banana.isolation.state import StateReport
 
 logger = Logger("eval_banana.stages.execute")
 
@@ -304,15 +306,148 @@ def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) ->
     return digests
 
 
-def _open_isolation(*, config: ConfigDoc, plan: PlanDoc) -> IsolationSession | None:
-    """The run's judge isolation (and checks', if asked), when some planned check has it."""
-    from eval_banana.isolation.modes import isolates_any
-
-    if not isolates_any(config=config, plan=plan):
-        return None
+def _open_isolation(*, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> IsolationSession:
+    """The watch on eb's own state while checks run, with the judges' isolation (and checks',
+    if asked) when some planned check has it."""
     from eval_banana.isolation.session import IsolationSession
 
-    return IsolationSession.open(config=config, plan=plan)
+    return IsolationSession.open(config=config, plan=plan, run_dir=run_dir)
+
+
+def _settle_state(
+    *,
+    report: StateReport,
+    session: IsolationSession,
+    config: ConfigDoc,
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    owners: Mapping[str, int],
+    checks_dir: Path,
+) -> bool:
+    """After the checks: charge what the looks while they ran could not, and remove whatever
+    changed in the cache; whether eb's state changed at all (then no verdict is stored)."""
+    if not report.changed:
+        return False
+    _charge_state_changes(
+        report=report,
+        config=config,
+        checks=checks,
+        results=results,
+        owners=owners,
+        checks_dir=checks_dir,
+    )
+    removed = session.state.drop_cache_changes()
+    logger.warning(
+        "eb's own files changed while checks ran (%s); no verdict of this run is stored, "
+        "and %d changed files in the cache were removed",
+        ", ".join(report.changed[:5]),
+        len(removed),
+    )
+    return True
+
+
+def _charge_state_changes(
+    *,
+    report: StateReport,
+    config: ConfigDoc,
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    owners: Mapping[str, int],
+    checks_dir: Path,
+) -> None:
+    """Make the checks charged after they ran with a change to eb's state an `error`: those
+    that started before a change seen while no check ran, and every check that ran when the
+    change came before any (what a look at a check's start or end could not charge)."""
+    from eval_banana.isolation.modes import check_mode
+    from eval_banana.isolation.session import with_state_change
+
+    charges: dict[int, list[tuple[list[str], str]]] = {}
+    for key, paths in report.late.items():
+        when = "after this check started, while no check was running"
+        charges.setdefault(owners[key], []).append((paths, when))
+    if report.unattributed:
+        # Assertions checks run in eb's own process: none of them started a process to blame.
+        ran = {p for p in owners.values() if checks[p].type != "assertions"}
+        for position in sorted(ran):
+            when = "during this run before any check started"
+            charges.setdefault(position, []).append((report.unattributed, when))
+    for position, found in charges.items():
+        result = results[position]
+        if result is None:
+            continue
+        check = checks[position]
+        for paths, when in found:
+            result = with_state_change(
+                result=result,
+                check=check,
+                mode=check_mode(config=config, check=check),
+                paths=paths,
+                when=when,
+            )
+        results[position] = result
+        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+
+
+def _store_all(
+    *,
+    cache: CacheSession,
+    folder: Path,
+    ran: list[int],
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    keep: bool,
+    checks_dir: Path,
+) -> None:
+    """Store the verdicts of the checks that ran and keep the cache within its size, when no
+    other run's checks are executing with the same cache (its watch would blame them)."""
+    if not ran:
+        return  # nothing ran: nothing to store, and nothing stored to evict for
+    from eval_banana.isolation.state import cache_writes
+
+    if not cache.writes:
+        _store_verdicts(
+            cache=cache, ran=ran, checks=checks, results=results, keep=False, checks_dir=checks_dir
+        )
+        return
+    with cache_writes(cache=folder) as ours:
+        if not ours and ran:
+            logger.warning(
+                "Another eb run is executing checks with this cache: the verdicts of this run "
+                "are not stored"
+            )
+        _store_verdicts(
+            cache=cache,
+            ran=ran,
+            checks=checks,
+            results=results,
+            keep=ours and keep,
+            checks_dir=checks_dir,
+        )
+        if ours:
+            cache.finish()
+
+
+def _store_verdicts(
+    *,
+    cache: CacheSession,
+    ran: list[int],
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    keep: bool,
+    checks_dir: Path,
+) -> None:
+    """Store the verdicts of the checks that ran (`keep` False: none, eb's state was
+    written meanwhile), once every check has ended: while checks run eb writes nothing of its
+    own state, so a change seen there is never its own."""
+    for position in sorted(ran):
+        result = results[position]
+        if result is None:
+            continue
+        check = checks[position]
+        stored = cache.record(check=check, result=result, store=keep)
+        if stored is not result:
+            results[position] = stored
+            write_check_result(checks_dir=checks_dir, stem=check.stem, result=stored)
 
 
 def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
@@ -383,6 +518,11 @@ def execute(
     )
     # Opened only when some check is left to run: a fully cached run starts no judge.
     isolation: IsolationSession | None = None
+    # Evidence stem -> plan position of every check attempted; positions whose verdict the
+    # cache stores once every check has ended.
+    owners: dict[str, int] = {}
+    to_store: list[int] = []
+    positions = {check.stem: position for position, check in enumerate(checks)}
 
     def attempt(check: PlannedCheck, *, stem: str) -> CheckResult:
         """One run of a check under the evidence stem `stem`: its retries, then masking."""
@@ -406,6 +546,7 @@ def execute(
                 ctx=here, run_once=_run_one, retries=retries, write_result=write_check_result
             )
 
+        owners[stem] = positions[check.stem]
         if isolation is None:
             result = run_in(None)
         else:
@@ -434,8 +575,9 @@ def execute(
         result = attempt(check, stem=check.stem)
         halt.count(result=result)
         if cache is not None:
-            # Stored after masking, so the cache never holds a secret either.
-            result = cache.record(check=check, result=result)
+            # Stored after masking (so the cache never holds a secret either), and only once
+            # every check has ended (so no check can write over it meanwhile).
+            to_store.append(positions[check.stem])
         return result, False
 
     def finish(
@@ -561,31 +703,58 @@ def execute(
     finally:
         if cache is not None:
             cache.settle(checks_dir=checks_dir)
+    tampered = False
     if to_run:
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
-        isolation = _open_isolation(config=config, plan=plan)
-        # Orphaned daemons of a check become eb's children, so they can be ended with it.
-        orphans.enable_subreaper()
-        try:
-            # A runner's warning quotes what an agent printed: masked like the files are.
-            with fuses, log.masked(redactor.text):
-                # Taken in plan order, so checks also start in plan order.
-                _run_pool(
-                    count=len(to_run),
-                    workers=workers,
-                    task=lambda index: item_task(to_run[index]),
-                    cancel=cancel,
-                    stop=stop,
-                )
-        finally:
-            orphans.end_run()
-            if isolation is not None:
-                isolation.close()
+        # Other eb runs sharing the cache write nothing into it while these checks run.
+        from eval_banana.isolation.state import checks_running
+
+        stores = cache is not None and cache.writes
+        with checks_running(cache=cache_dir(config=config), create=stores):
+            session = isolation = _open_isolation(config=config, plan=plan, run_dir=run_dir)
+            # Orphaned daemons of a check become eb's children, so they can be ended with it.
+            orphans.enable_subreaper()
+            try:
+                # A runner's warning quotes what an agent printed: masked like the files are.
+                with fuses, log.masked(redactor.text):
+                    # Taken in plan order, so checks also start in plan order.
+                    _run_pool(
+                        count=len(to_run),
+                        workers=workers,
+                        task=lambda index: item_task(to_run[index]),
+                        cancel=cancel,
+                        stop=stop,
+                    )
+            finally:
+                orphans.end_run()
+                # The last look at eb's state, once no process a check started is left.
+                state = session.finish()
+        tampered = _settle_state(
+            report=state,
+            session=session,
+            config=config,
+            checks=checks,
+            results=results,
+            owners=owners,
+            checks_dir=checks_dir,
+        )
     _follow(cancel=cancel, stop=stop)
     if cache is not None:
-        # A run that aborted keeps nothing it stored: a verdict whose output was cut short by
-        # a full disk must not be reused once there is room again.
-        cache.finish(aborted=stop.is_set())
+        # A run that aborted (an interrupt, a fuse, a file it could not write) keeps nothing:
+        # a verdict whose output was cut short by a full disk must not be reused once there is
+        # room again.
+        aborted = stop.is_set()
+        _store_all(
+            cache=cache,
+            folder=cache_dir(config=config),
+            ran=to_store,
+            checks=checks,
+            results=results,
+            keep=not tampered and not aborted,
+            checks_dir=checks_dir,
+        )
+        if aborted:
+            cache.finish(aborted=True)
     completed = utc_now()
     final = [result for result in results if result is not None]
     assert len(final) == len(checks)  # every task stored its result or raised above

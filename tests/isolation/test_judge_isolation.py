@@ -219,3 +219,28 @@ def test_deterministic_checks_are_isolated_only_when_asked(tmp_path: Path) -> No
     assert code == 1 and not (root / "written.txt").exists()
     assert checks["writer"]["details"]["isolation"]["changed"] == ["written.txt"]
     assert checks["writer"]["error_detail"].startswith("The check changed its copy")
+
+
+def test_a_judge_is_not_charged_with_a_change_made_before_it_started(tmp_path: Path) -> None:
+    # `a_writer`, a deterministic check nothing isolates, rewrites a project file and ends;
+    # then the judge starts. Only a look while the judge runs can charge it: the change is
+    # seen when the judge starts, before it is counted as running.
+    root = _project(tmp_path / "proj", git=True, checks={"b_judge": "calm"})
+    script = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "root = Path(json.loads(Path(sys.argv[1]).read_text())['project_root'])\n"
+        "(root / 'target.txt').write_text('rewritten by a check\\n')\n"
+    )
+    (root / "eval_checks" / "a_writer.yaml").write_text(
+        "schema_version: 1\nid: a_writer\ntype: deterministic\ndescription: w.\n"
+        f"script: {json.dumps(script)}\n"
+    )
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(
+        config.read_text().replace("max_parallel_checks = 4", "max_parallel_checks = 1")
+    )
+    code, checks = _run(root)
+    assert (root / "target.txt").read_text() == "rewritten by a check\n"
+    assert checks["b_judge"]["status"] == "passed", checks["b_judge"]
+    assert checks["b_judge"]["details"]["isolation"]["changed"] == []
+    assert code == 0

@@ -1,0 +1,414 @@
+"""eb's own files are watched while a run's checks execute: no check or judge may write them.
+
+What eb reads back later and builds verdicts on (the verdict cache, earlier run folders, the
+calibration record) must have been written by eb alone. While checks execute eb writes none of
+it: verdicts are stored only once the last check has ended, and the current run folder is not
+watched. So any change seen there meanwhile was made by someone else, most likely a check or a
+judge (or a process one left behind), and the checks running at that moment are charged with
+it, whatever their isolation mode.
+
+What is watched:
+- the cache folder, every folder in it;
+- each finished earlier run folder (holding `stages/` and `report.json`; the newest 500): the
+  folder, its `stages/` and its `checks/` (the files eb reads back; not the checks' own
+  evidence folders);
+- the calibration record, and the cache folder if it does not exist yet (one `lstat` a look).
+
+A look happens when a watched check starts or ends: on Linux inotify says what was touched (a
+few system calls); elsewhere, or where the kernel refuses more watches, the listings of the
+watched folders are compared at the start and at the end of the checks only (two walks a run,
+not two a check), and a change found then is charged to every check that ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from eval_banana.isolation.watch import TreeWatcher
+from eval_banana.models.stages import ConfigDoc
+
+# Beyond this many folders the state is compared at the start and end of the checks instead
+# (each inotify watch costs kernel memory, and the per-user limit is shared with the project).
+FOLDER_BUDGET = 8192
+# The earlier run folders watched: the most recently changed ones (three watches each), so a
+# results folder that kept thousands of runs costs no more than this many.
+EARLIER_RUNS = 500
+_Identity = tuple[int, int, int, int] | None
+
+
+class StatePlaces(NamedTuple):
+    """Absolute paths: folders watched for any change of their entries; files (or folders not
+    there yet) compared by identity; the cache folder, whose changed files are dropped."""
+
+    folders: list[str]
+    files: list[str]
+    cache: str
+
+
+class StateReport(NamedTuple):
+    """What changed in eb's state during the checks, as shown paths.
+
+    `charged`: the changes seen while checks ran, by the check (its key) running then; `late`:
+    changes seen while no check ran, by the checks that had started before (a process one left
+    behind may have made them; without inotify every change is seen at the end, so every
+    check); `unattributed`: changes seen before any check had started.
+    """
+
+    changed: list[str]
+    charged: dict[str, list[str]]
+    late: dict[str, list[str]]
+    unattributed: list[str]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[Path]:
+    """Finished run folders (holding `stages/` and `report.json`) under the output folders,
+    other than the current one and the cache; a run still writing its folder (another `eb run`
+    at the same time) is not finished."""
+    found: list[Path] = []
+    for base in bases:
+        try:
+            entries = list(os.scandir(base))
+        except OSError:
+            continue
+        for entry in entries:
+            folder = Path(entry.path)
+            if _inside(run_dir, folder) or _inside(folder, run_dir) or _inside(cache, folder):
+                continue
+            if (
+                entry.is_dir(follow_symlinks=False)
+                and os.path.isdir(folder / "stages")
+                and os.path.isfile(folder / "report.json")
+            ):
+                found.append(folder)
+    if len(found) > EARLIER_RUNS:
+        found.sort(key=_changed_at, reverse=True)
+        del found[EARLIER_RUNS:]
+    return found
+
+
+def _changed_at(folder: Path) -> int:
+    try:
+        return os.stat(folder / "report.json").st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _subfolders(top: str) -> list[str]:
+    """`top` and every folder below it (symlinks not followed); listing names only."""
+    found = [top]
+    stack = [top]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append(entry.path)
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return found
+
+
+def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
+    """Where eb's state lies for a run writing into `run_dir`."""
+    from eval_banana.calibration.store import record_path
+    from eval_banana.ebfolders import cache_dir, own_folders
+
+    cache = cache_dir(config=config).resolve()
+    current = run_dir.resolve()
+    bases = [folder.resolve() for folder in own_folders(config=config)]
+    bases = [base for base in bases if base != cache]
+    folders: list[str] = []
+    files = [str(record_path(config=config).absolute())]
+    if cache.is_dir():
+        folders.extend(_subfolders(str(cache)))
+    else:
+        files.append(str(cache))
+    for run in _earlier_runs(bases=bases, run_dir=current, cache=cache):
+        folders.extend(str(folder) for folder in (run, run / "stages", run / "checks"))
+    return StatePlaces(folders=folders, files=files, cache=str(cache))
+
+
+class ReadOnly(NamedTuple):
+    """What a copy's private mount namespace makes read-only (absolute paths that exist), and
+    the folders inside those that stay writable there (the current run folder, where a check
+    writes its evidence)."""
+
+    paths: list[str]
+    writable: list[str]
+
+
+def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -> ReadOnly:
+    """eb's state as a copy's namespace mounts it: the cache folder, the calibration record
+    and each output folder whole (one mount however many runs it holds), but not the current
+    run folder (nor an output folder that is the run folder itself, --flat-output)."""
+    from eval_banana.ebfolders import own_folders
+
+    current = str(run_dir.resolve())
+    wanted = {places.cache, *places.files}
+    wanted.update(str(folder.resolve()) for folder in own_folders(config=config))
+    paths = sorted(
+        path
+        for path in wanted
+        if os.path.exists(path) and path != current and not path.startswith(current + os.sep)
+    )
+    inside = any(current.startswith(path + os.sep) for path in paths)
+    return ReadOnly(paths=paths, writable=[current] if inside else [])
+
+
+LOCK_NAME = ".lock"
+
+
+def _open_lock(*, cache: Path, create: bool) -> int | None:
+    """The cache's lock file, opened for reading (so holding it never looks like a write);
+    None without a cache folder (and `create` False) or where it cannot be opened."""
+    path = cache / LOCK_NAME
+    try:
+        if create:
+            cache.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _flock(*, cache: Path, create: bool, exclusive: bool) -> int | None:
+    """The lock taken: shared (waiting for a writer) or exclusive (never waiting), on the lock
+    file as it stands once taken (eviction may have removed the one opened); None if not."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this system: runs do not take turns
+        return None
+    for _ in range(5):
+        fd = _open_lock(cache=cache, create=create)
+        if fd is None:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+            if os.fstat(fd).st_ino == os.stat(cache / LOCK_NAME).st_ino:
+                return fd
+        except OSError:
+            pass
+        os.close(fd)
+        if exclusive:
+            return None
+    return None
+
+
+def _can_flock() -> bool:
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def checks_running(*, cache: Path, create: bool) -> Iterator[None]:
+    """Held (shared) while a run's checks execute: no other eb run writes into the cache
+    meanwhile, which this run's watch would otherwise take for a check's write. `create`: make
+    the cache folder and its lock file when missing (a run that may store)."""
+    fd = _flock(cache=cache, create=create, exclusive=False)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def cache_writes(*, cache: Path) -> Iterator[bool]:
+    """Held (exclusive) while eb writes into the cache once its checks have ended; yields False,
+    never waiting, while another run's checks execute (then nothing is written: runs sharing a
+    cache store only while none of them runs checks)."""
+    fd = _open_lock(cache=cache, create=True)
+    if fd is None or not _can_flock():
+        if fd is not None:
+            os.close(fd)
+        yield True  # no lock to take: the writes say themselves why they fail, if they do
+        return
+    os.close(fd)
+    fd = _flock(cache=cache, create=True, exclusive=True)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _identity(path: str) -> _Identity:
+    """What any write changes: inode, size, modification and status-change times. A folder
+    counts by its inode alone: what changes in it is its own entries' business (a file added
+    to a watched folder is that file's change, never the whole folder's)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return (info.st_ino, 0, 0, 0)
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _listing(*, folders: Iterable[str], files: Iterable[str]) -> dict[str, _Identity]:
+    """Every entry of the folders and every file, by identity (the fallback's snapshot)."""
+    found: dict[str, _Identity] = {path: _identity(path) for path in files}
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                names = [entry.path for entry in entries]
+        except OSError:
+            found[folder] = None
+            continue
+        for path in names:
+            found[path] = _identity(path)
+    return found
+
+
+class StateWatch:
+    """Which check was running whenever eb's state changed during a run's checks."""
+
+    def __init__(self, *, places: StatePlaces, project_root: Path) -> None:
+        self.places = places
+        self._project = str(project_root.resolve())
+        self._lock = threading.Lock()
+        self._running: set[str] = set()
+        self._ended: list[str] = []
+        self._charged: dict[str, set[str]] = {}
+        self._seen_alone: list[tuple[set[str], tuple[str, ...]]] = []
+        self._changed: set[str] = set()
+        self._files = {path: _identity(path) for path in places.files}
+        self._watcher: TreeWatcher | None = None
+        self._root = ""
+        self._before: dict[str, _Identity] | None = None
+        folders = places.folders
+        if folders and len(folders) <= FOLDER_BUDGET:
+            self._root = os.path.commonpath(folders)
+            relative = [os.path.relpath(folder, self._root) for folder in folders]
+            self._watcher = TreeWatcher.open(
+                root=self._root,
+                folders=["" if rel == "." else rel for rel in relative],
+                watch_root=False,
+            )
+        if self._watcher is None and folders:
+            self._before = _listing(folders=folders, files=())
+
+    @classmethod
+    def open(cls, *, config: ConfigDoc, run_dir: Path) -> StateWatch:
+        return cls(
+            places=state_places(config=config, run_dir=run_dir),
+            project_root=Path(config.project_root),
+        )
+
+    @property
+    def inotify(self) -> bool:
+        return self._watcher is not None
+
+    def _shown(self, path: str) -> str:
+        """A changed path as reports name it: relative to the project when inside it."""
+        if path.startswith(self._project + os.sep):
+            return path[len(self._project) + 1 :]
+        return path
+
+    def _changes(self, *, last: bool) -> set[str]:
+        """The absolute paths changed since the last look (`last`: the final one)."""
+        changed: set[str] = set()
+        for path, before in self._files.items():
+            now = _identity(path)
+            if now != before:
+                changed.add(path)
+                self._files[path] = now
+        if self._watcher is not None:
+            touched = self._watcher.touched()
+            if touched is None:  # events were lost: all that is watched may have changed
+                return changed | set(self.places.folders)
+            changed.update(os.path.join(self._root, path) for path in touched)
+        elif last and self._before is not None:
+            after = _listing(folders=self.places.folders, files=())
+            changed.update(
+                path
+                for path in self._before.keys() | after.keys()
+                if self._before.get(path) != after.get(path)
+            )
+        return changed
+
+    def _look(self, *, last: bool = False) -> None:
+        changed = self._changes(last=last)
+        changed.discard(os.path.join(self.places.cache, LOCK_NAME))  # eb runs taking turns
+        if not changed:
+            return
+        self._changed |= changed
+        if self._running:
+            for key in self._running:
+                self._charged.setdefault(key, set()).update(changed)
+        else:
+            self._seen_alone.append((changed, tuple(self._ended)))
+
+    def started(self, *, key: str) -> None:
+        """A check starts: what changed before now is charged to those already running."""
+        with self._lock:
+            self._look()
+            self._running.add(key)
+
+    def ended(self, *, key: str) -> list[str]:
+        """A check ended: the shown paths of eb's state that changed while it ran, sorted."""
+        with self._lock:
+            self._look()
+            self._running.discard(key)
+            self._ended.append(key)
+            return sorted(self._shown(path) for path in self._charged.pop(key, set()))
+
+    def finish(self) -> StateReport:
+        """The last look, once every check has ended; the watch is closed."""
+        with self._lock:
+            self._look(last=True)
+            self.close()
+            late: dict[str, set[str]] = {}
+            unattributed: set[str] = set()
+            for changed, ended in self._seen_alone:
+                if not ended:
+                    unattributed |= changed
+                for key in ended:
+                    late.setdefault(key, set()).update(changed)
+            return StateReport(
+                changed=sorted(map(self._shown, self._changed)),
+                charged={
+                    key: sorted(map(self._shown, paths)) for key, paths in self._charged.items()
+                },
+                late={key: sorted(map(self._shown, paths)) for key, paths in late.items()},
+                unattributed=sorted(map(self._shown, unattributed)),
+            )
+
+    def drop_cache_changes(self) -> list[str]:
+        """Remove whatever changed in the cache folder during the run: nothing there that eb
+        did not write may be reused (a cache folder that appeared meanwhile goes whole). The
+        shown paths removed."""
+        cache = self.places.cache
+        removed: list[str] = []
+        for path in sorted(self._changed):
+            if path != cache and not path.startswith(cache + os.sep):
+                continue
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+                removed.append(self._shown(path))
+        return removed
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None

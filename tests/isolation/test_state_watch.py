@@ -1,0 +1,394 @@
+"""Checks cannot write eb's own state: a check that rewrites a cached verdict, an earlier run
+folder or the calibration record during a run is an `error` naming the path, the run does not
+pass, and nothing it would have stored in the cache is kept. End to end through `eb run`, with
+real deterministic checks as real subprocesses, under each isolation mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval_banana.isolation.workspace import overlay_usable, this_process_namespace
+
+MODES = ["off", "detect", "copy"]
+
+
+def _read_only_mounts(mode: str) -> bool:
+    """Whether the check runs where eb's state is mounted read-only (a copy entered as root)."""
+    return mode == "copy" and this_process_namespace() == "mount" and overlay_usable()
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+
+
+def _check(check_id: str, script: str, *, inputs: str) -> str:
+    return (
+        f"schema_version: 1\nid: {check_id}\ntype: deterministic\ndescription: {check_id}.\n"
+        f"inputs: [{json.dumps(inputs)}]\nscript: {json.dumps(script)}\n"
+    )
+
+
+def _project(root: Path, checks: dict[str, str]) -> Path:
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\nmax_parallel_checks = 1\n\n[cache]\nmode = "on"\n'
+    )
+    (root / ".gitignore").write_text("runs/\n.eval-banana/cache/\n")
+    (root / "input.txt").write_text("the input\n")
+    for check_id, text in checks.items():
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(text)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "start")
+    return root
+
+
+def _poisoner(*, target: Path, edit: str) -> str:
+    """A check that rewrites eb's files at `target` (all the cache's entries, or one file),
+    says what it did, and passes whatever happened."""
+    return f"""\
+import json
+from pathlib import Path
+target = Path({str(target)!r})
+paths = sorted(target.glob("entries/*/*.json")) if target.is_dir() else [target]
+for path in paths:
+    try:
+        {edit}
+        print("rewrote", path.name)
+    except OSError as exc:
+        print("refused:", exc.strerror)
+"""
+
+
+FLIP = (
+    "doc = json.loads(path.read_text()); "
+    "doc['result'].update(status='passed', score=1, observed_status='passed'); "
+    "path.write_text(json.dumps(doc))"
+)
+SCRIBBLE = "path.write_text('{}')"
+# A check that writes a file of evidence into its output folder (in the current run folder).
+EVIDENCE = (
+    "import json, sys\nfrom pathlib import Path\n"
+    "out = Path(json.loads(Path(sys.argv[1]).read_text())['output_dir'])\n"
+    "(out / 'seen.txt').write_text('evidence')\n"
+)
+
+
+def _run(root: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html", *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    run_dir = max((root / "runs").iterdir(), key=lambda path: path.stat().st_mtime_ns)
+    report = json.loads((run_dir / "report.json").read_text())
+    report["by_id"] = {check["check_id"]: check for check in report["checks"]}
+    return done.returncode, report
+
+
+def _entries(root: Path) -> dict[str, dict[str, Any]]:
+    cache = root / ".eval-banana" / "cache" / "entries"
+    return {
+        str(path.relative_to(root)): json.loads(path.read_text())
+        for path in sorted(cache.glob("*/*.json"))
+    }
+
+
+def _entry_path(key: str) -> str:
+    hex_key = key.split(":", 1)[1]
+    return f".eval-banana/cache/entries/{hex_key[:2]}/{hex_key}.json"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_check_that_flips_cached_verdicts_is_an_error_and_nothing_is_kept(
+    tmp_path: Path, mode: str
+) -> None:
+    root = _project(
+        tmp_path / "proj",
+        {"victim": _check("victim", "raise SystemExit(1)", inputs="input.txt")},
+    )
+    isolation = ["--execution-isolation", mode]
+    code, first = _run(root, *isolation)
+    assert code == 1 and first["by_id"]["victim"]["status"] == "failed"
+    victim_entry = _entry_path(first["by_id"]["victim"]["details"]["cache"]["key"])
+    stored = (root / victim_entry).read_bytes()
+
+    # Run 2: the victim's failure is reused; a new check rewrites every cached verdict to a
+    # pass while it runs, and a new honest check before and one after it pass.
+    checks = root / "eval_checks"
+    poison = _poisoner(target=root / ".eval-banana" / "cache", edit=FLIP)
+    (checks / "b_poison.yaml").write_text(_check("b_poison", poison, inputs="input.txt"))
+    (checks / "a_fresh.yaml").write_text(_check("a_fresh", EVIDENCE, inputs="input.txt"))
+    (checks / "c_after.yaml").write_text(_check("c_after", "pass", inputs="input.txt"))
+    code, second = _run(root, *isolation)
+    assert code == 1
+    by_id = second["by_id"]
+    assert by_id["victim"]["details"]["cache"]["hit"] is True
+    assert by_id["c_after"]["status"] == "passed"  # it started after the change was seen
+    # A check still writes its evidence into the current run folder (writable in a copy).
+    assert by_id["a_fresh"]["status"] == "passed", by_id["a_fresh"]
+    assert len(list((root / "runs" / second["run_id"] / "checks").glob("a_fresh*/seen.txt"))) == 1
+    if _read_only_mounts(mode):
+        # In a copy entered as root eb's state is mounted read-only: the write is refused.
+        assert "refused: Read-only file system" in by_id["b_poison"]["stdout"]
+        assert (root / victim_entry).read_bytes() == stored
+        assert by_id["b_poison"]["status"] == "passed"
+    else:
+        poisoner = by_id["b_poison"]
+        assert poisoner["status"] == "error" and poisoner["score"] == 0
+        assert poisoner["error_detail"].startswith(
+            f"eb's own files changed while this check ran: {victim_entry}"
+        )
+        assert poisoner["details"]["isolation"]["state_changed"] == [victim_entry]
+        assert poisoner["details"]["isolation"]["status_before"] == "passed"
+        # The changed entry is dropped, and so is every verdict this run would have stored.
+        assert victim_entry not in _entries(root)
+        assert not any(
+            entry["from_run_id"] == second["run_id"] for entry in _entries(root).values()
+        )
+        assert by_id["a_fresh"]["details"]["cache"]["stored"] is False
+    assert not list((root / ".eval-banana" / "cache").glob("runs/*/*.json"))  # no replay
+
+    # Run 3, the poisoner gone: the victim's verdict is never reused as a pass.
+    (checks / "b_poison.yaml").unlink()
+    code, third = _run(root, *isolation)
+    assert code == 1
+    assert third["by_id"]["victim"]["status"] == "failed"
+    assert third["by_id"]["victim"]["score"] == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("target", ["earlier_run", "calibration"])
+def test_a_check_that_writes_an_earlier_run_or_the_calibration_record_fails_the_run(
+    tmp_path: Path, mode: str, target: str
+) -> None:
+    root = _project(tmp_path / "proj", {"ok": _check("ok", "pass", inputs="input.txt")})
+    isolation = ["--execution-isolation", mode]
+    code, first = _run(root, *isolation)
+    assert code == 0
+    if target == "earlier_run":
+        shown = f"runs/{first['run_id']}/stages/execute.json"
+    else:
+        shown = ".eval-banana/calibration.json"
+    path = root / shown
+    before = path.read_bytes() if path.exists() else None
+    checks = root / "eval_checks"
+    poison = _poisoner(target=path, edit=SCRIBBLE)
+    (checks / "b_poison.yaml").write_text(_check("b_poison", poison, inputs="input.txt"))
+    (checks / "a_fresh.yaml").write_text(_check("a_fresh", "pass", inputs="input.txt"))
+    code, second = _run(root, *isolation)
+    poisoner = second["by_id"]["b_poison"]
+    if _read_only_mounts(mode) and before is not None:
+        assert code == 0
+        assert "refused: Read-only file system" in poisoner["stdout"]
+        assert path.read_bytes() == before
+        return
+    # A record that was not there is created (no mount can stop that): the watch sees it.
+    assert code == 1
+    assert poisoner["status"] == "error"
+    assert poisoner["error_detail"].startswith(
+        f"eb's own files changed while this check ran: {shown}"
+    )
+    assert second["by_id"]["a_fresh"]["status"] == "passed"
+    assert not any(entry["from_run_id"] == second["run_id"] for entry in _entries(root).values())
+    assert second["by_id"]["ok"]["details"]["cache"]["hit"] is True
+
+
+def test_a_cache_folder_created_by_a_check_is_removed(tmp_path: Path) -> None:
+    # No cache yet, and the cache off: a check that plants entries there is still caught, and
+    # what it planted is gone (a later run with the cache on would have reused it).
+    root = _project(tmp_path / "proj", {"ok": _check("ok", "pass", inputs="input.txt")})
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('mode = "on"', 'mode = "off"'))
+    cache = root / ".eval-banana" / "cache"
+    plant = (
+        f"from pathlib import Path\nfolder = Path({str(cache)!r}) / 'entries' / 'ab'\n"
+        "folder.mkdir(parents=True)\n(folder / ('ab' * 32 + '.json')).write_text('{}')\n"
+    )
+    (root / "eval_checks" / "plant.yaml").write_text(_check("plant", plant, inputs="input.txt"))
+    code, report = _run(root)
+    assert code == 1
+    planted = report["by_id"]["plant"]
+    assert planted["status"] == "error"
+    assert ".eval-banana/cache" in planted["details"]["isolation"]["state_changed"]
+    assert not cache.exists()
+
+
+def test_a_process_a_check_left_behind_is_charged_to_the_check_running_then(
+    tmp_path: Path,
+) -> None:
+    # `a_leaver` starts a process that outlives it (a cleared environment hides it from the
+    # orphan reaper until eb exits); it writes into the cache once `b_running` has started,
+    # and `b_running` ends only after that write. The check running then is charged.
+    go, cache = tmp_path / "go", tmp_path / "proj" / ".eval-banana" / "cache"
+    stray = cache / "stray.txt"
+    writer = (
+        "import os, time\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+        f"open({str(stray)!r}, 'w').write('x')\n"
+    )
+    leaver = (
+        "import subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', {writer!r}], env={{}}, "
+        "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    )
+    running = (
+        "import os, time\n"
+        f"open({str(go)!r}, 'w').close()\n"
+        f"deadline = time.time() + 20\n"
+        f"while not os.path.exists({str(stray)!r}) and time.time() < deadline: time.sleep(0.02)\n"
+    )
+    root = _project(
+        tmp_path / "proj",
+        {
+            "a_leaver": _check("a_leaver", leaver, inputs="input.txt"),
+            "b_running": _check("b_running", running, inputs="input.txt"),
+        },
+    )
+    cache.mkdir(parents=True)
+    code, report = _run(root)
+    assert code == 1
+    charged = report["by_id"]["b_running"]
+    assert charged["status"] == "error"
+    assert charged["details"]["isolation"]["state_changed"] == [".eval-banana/cache/stray.txt"]
+    assert report["by_id"]["a_leaver"]["status"] == "passed"
+    assert not stray.exists()  # what changed in the cache is removed
+    assert _entries(root) == {}  # and neither verdict is stored
+
+
+# --- who is charged: the watch itself, on real folders ------------------------------------------
+
+
+def _watch(tmp_path: Path) -> tuple[Any, Path, Path]:
+    from eval_banana.isolation.state import StatePlaces, StateWatch
+
+    cache = tmp_path / "cache"
+    (cache / "entries" / "ab").mkdir(parents=True)
+    (cache / "entries" / "ab" / "old.json").write_text("{}")
+    record = tmp_path / "calibration.json"
+    places = StatePlaces(
+        folders=[str(cache), str(cache / "entries"), str(cache / "entries" / "ab")],
+        files=[str(record)],
+        cache=str(cache),
+    )
+    return StateWatch(places=places, project_root=tmp_path), cache, record
+
+
+def test_a_change_seen_while_no_check_ran_falls_to_those_that_started_before(
+    tmp_path: Path,
+) -> None:
+    watch, cache, _ = _watch(tmp_path)
+    watch.started(key="a")
+    assert watch.ended(key="a") == []
+    (cache / "entries" / "ab" / "old.json").write_text('{"forged": true}')
+    watch.started(key="b")  # the change is seen here, before `b` counts as running
+    assert watch.ended(key="b") == []
+    report = watch.finish()
+    assert report.charged == {} and report.unattributed == []
+    assert report.late == {"a": ["cache/entries/ab/old.json"]}
+    assert report.changed == ["cache/entries/ab/old.json"]
+
+
+def test_a_change_before_any_check_started_is_charged_to_none_of_them(tmp_path: Path) -> None:
+    watch, cache, record = _watch(tmp_path)
+    record.write_text("{}")
+    watch.started(key="a")
+    assert watch.ended(key="a") == []
+    report = watch.finish()
+    assert report.unattributed == ["calibration.json"]
+    assert report.late == {} and report.charged == {}
+
+
+def test_without_inotify_the_state_is_compared_when_the_checks_are_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the folder budget no watch is set: the listings are compared at the end, and every
+    # check that ran is charged; the calibration record is still compared at every look.
+    monkeypatch.setattr("eval_banana.isolation.state.FOLDER_BUDGET", 1)
+    watch, cache, record = _watch(tmp_path)
+    assert not watch.inotify
+    watch.started(key="a")
+    (cache / "entries" / "ab" / "new.json").write_text("{}")
+    record.write_text("{}")
+    assert watch.ended(key="a") == ["calibration.json"]
+    watch.started(key="b")
+    assert watch.ended(key="b") == []
+    report = watch.finish()
+    assert report.late == {"a": ["cache/entries/ab/new.json"], "b": ["cache/entries/ab/new.json"]}
+    assert watch.drop_cache_changes() == ["cache/entries/ab/new.json"]
+    assert sorted(p.name for p in (cache / "entries" / "ab").iterdir()) == ["old.json"]
+    assert record.exists()  # only what changed in the cache is removed
+
+
+def test_a_run_that_ends_while_another_runs_checks_with_the_cache_stores_nothing(
+    tmp_path: Path,
+) -> None:
+    # Run A's check waits; run B, sharing the cache, runs a check to its end meanwhile. B must
+    # not write the cache A is watching (A's check would be blamed): it stores nothing and
+    # says so; A, once its check ends, stores its verdict and passes.
+    started, release = tmp_path / "a_started", tmp_path / "b_done"
+    waiting = (
+        "import os, time\n"
+        f"open({str(started)!r}, 'w').close()\n"
+        "deadline = time.time() + 60\n"
+        f"while not os.path.exists({str(release)!r}) and time.time() < deadline: time.sleep(0.02)\n"
+    )
+    root = _project(
+        tmp_path / "proj",
+        {
+            "slow": _check("slow", waiting, inputs="input.txt"),
+            "quick": _check("quick", "pass", inputs="input.txt"),
+        },
+    )
+    argv = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html", "--json"]
+    first = subprocess.Popen(
+        [*argv, "--check-id", "slow"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        for _ in range(3000):
+            if started.exists() or first.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert started.exists()
+        second = subprocess.run(
+            [*argv, "--check-id", "quick"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+        assert second.returncode == 0, second.stderr
+        assert "Another eb run is executing checks with this cache" in second.stderr
+        quick = json.loads(second.stdout)["checks"][0]
+        assert quick["details"]["cache"]["stored"] is False
+        release.touch()
+        out, err = first.communicate(timeout=120)
+    finally:
+        release.touch()
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 0, err
+    slow = json.loads(out)["checks"][0]
+    assert slow["status"] == "passed" and slow["details"]["cache"]["stored"] is True
+    assert {entry["check_id"] for entry in _entries(root).values()} == {"slow"}
