@@ -397,6 +397,8 @@ def _store_all(
     results: list[CheckResult | None],
     keep: bool,
     checks_dir: Path,
+    faults: FaultLog,
+    stop: StopSignal,
 ) -> None:
     """Store the verdicts of the checks that ran and keep the cache within its size, when no
     other run's checks are executing with the same cache (its watch would blame them)."""
@@ -406,7 +408,14 @@ def _store_all(
 
     if not cache.writes:
         _store_verdicts(
-            cache=cache, ran=ran, checks=checks, results=results, keep=False, checks_dir=checks_dir
+            cache=cache,
+            ran=ran,
+            checks=checks,
+            results=results,
+            keep=False,
+            checks_dir=checks_dir,
+            faults=faults,
+            stop=stop,
         )
         return
     with cache_writes(cache=folder) as ours:
@@ -422,8 +431,10 @@ def _store_all(
             results=results,
             keep=ours and keep,
             checks_dir=checks_dir,
+            faults=faults,
+            stop=stop,
         )
-        if ours:
+        if ours and not stop.is_set():
             cache.finish()
 
 
@@ -435,19 +446,29 @@ def _store_verdicts(
     results: list[CheckResult | None],
     keep: bool,
     checks_dir: Path,
+    faults: FaultLog,
+    stop: StopSignal,
 ) -> None:
     """Store the verdicts of the checks that ran (`keep` False: none, eb's state was
     written meanwhile), once every check has ended: while checks run eb writes nothing of its
-    own state, so a change seen there is never its own."""
+    own state, so a change seen there is never its own. A cache that cannot be written aborts
+    the run: the check whose verdict failed to store is an error, and nothing more is stored."""
     for position in sorted(ran):
         result = results[position]
         if result is None:
             continue
         check = checks[position]
-        stored = cache.record(check=check, result=result, store=keep)
+        try:
+            stored = cache.record(check=check, result=result, store=keep and not stop.is_set())
+        except WriteFault as fault:
+            faults.add(fault=fault, stop=stop)
+            stored = fault_result(check=check, fault=fault)
         if stored is not result:
             results[position] = stored
-            write_check_result(checks_dir=checks_dir, stem=check.stem, result=stored)
+            try:
+                write_check_result(checks_dir=checks_dir, stem=check.stem, result=stored)
+            except WriteFault as fault:
+                faults.add(fault=fault, stop=stop)
 
 
 def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
@@ -752,8 +773,10 @@ def execute(
             results=results,
             keep=not tampered and not aborted,
             checks_dir=checks_dir,
+            faults=faults,
+            stop=stop,
         )
-        if aborted:
+        if stop.is_set():  # aborted before the verdicts were stored, or while storing them
             cache.finish(aborted=True)
     completed = utc_now()
     final = [result for result in results if result is not None]
