@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import itertools
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from eval_banana import canonjson
 from eval_banana.errors import WriteFault
@@ -43,7 +44,7 @@ def write_bytes_atomic(*, path: Path, data: bytes) -> None:
     try:
         fd, tmp_name = _create_temp_sibling(path=path)
     except OSError as exc:
-        raise WriteFault.of(path=path, exc=exc) from None
+        _raise_write_error(path=path, exc=exc)
     try:
         try:
             _write_all(fd=fd, data=data)
@@ -54,10 +55,21 @@ def write_bytes_atomic(*, path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         if isinstance(exc, OSError):
-            # Disk full, an I/O error, a read-only or forbidden folder: infrastructure, which
-            # aborts the run naming the file (WriteFault), never a verdict or a traceback.
-            raise WriteFault(path=str(path), cause=exc.strerror or str(exc)) from None
+            _raise_write_error(path=path, exc=exc)
         raise
+
+
+# A path that cannot name a file (a folder in the way, a file where a folder should be): the
+# caller's setup error, which it words itself, not a fault of the machine.
+_WRONG_PLACE = frozenset({errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP})
+
+
+def _raise_write_error(*, path: Path, exc: OSError) -> NoReturn:
+    """Disk full, an I/O error, a read-only or forbidden folder are infrastructure: they abort
+    the run naming the file (WriteFault), never a verdict or a traceback."""
+    if exc.errno in _WRONG_PLACE:
+        raise exc
+    raise WriteFault(path=str(path), cause=exc.strerror or str(exc)) from None
 
 
 def _create_temp_sibling(*, path: Path) -> tuple[int, str]:
