@@ -1,12 +1,16 @@
 """One run's use of the verdict cache; the execute stage drives it.
 
 Before checks start: compute every key (the project state is read once) and answer hits by
-restoring the stored verdict and output files into the run folder. After a check that ran:
-store its verdict when it passed or failed. At the end: evict down to the size limit.
+restoring the stored verdict and output files into the run folder; a stored verdict is reused
+only when its MAC holds and everything it says agrees. After a check that ran: store its
+verdict when it passed or failed, and remember the digest of what was written. At the end: drop
+every entry that changed while checks ran unless eb wrote it so (a check, a judge or anything
+else may have written it), then evict down to the size limit.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -20,7 +24,7 @@ from eval_banana.artifacts import CHECK_OUTPUT_NAMES, remove_check_outputs, sha2
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
-from eval_banana.cache.store import Blob, CacheStore
+from eval_banana.cache.store import Blob, CacheStore, FileState
 from eval_banana.ebfolders import cache_dir
 from eval_banana.errors import ProjectStateError
 from eval_banana.inputstate import CheckInputs
@@ -33,7 +37,7 @@ from eval_banana.models.stages import (
     ResolvedHarness,
 )
 from eval_banana.projectstate.git import NotARepository
-from eval_banana.results import build_result, iso, utc_now
+from eval_banana.results import build_result, iso, judged_outcome, utc_now
 from eval_banana.version import tool_version
 
 _MIB = 1024 * 1024
@@ -99,6 +103,14 @@ class CacheSession:
         self._ahead: forked.Pending[_Answers] | None = None
         self._ahead_stems: set[str] = set()
         self._ahead_hits: dict[str, Hit | None] | None = {}
+        # What this run wrote (entry path -> digest of its bytes), the entries' state when the
+        # first check started (None: none has), and whether the run was found compromised.
+        self._written: dict[str, str] = {}
+        # The verdict each entry this run reused or wrote says: another run storing the same
+        # verdict at the same time is no reason to drop it.
+        self._verdicts: dict[str, tuple[Any, ...]] = {}
+        self._before: dict[str, FileState] | None = None
+        self._discarded = False
         try:
             context = KeyContext(
                 settings=settings,
@@ -124,6 +136,8 @@ class CacheSession:
 
     def _warn(self, *, message: str, file: str | None = None) -> None:
         with self._lock:
+            if any(w.message == message for w in self.warnings):
+                return  # said once (a problem of the whole cache, or met again by the child)
             self.warnings.append(
                 ProblemModel(
                     message=message,
@@ -168,8 +182,8 @@ class CacheSession:
         except forked.ForkedWorkStopped:
             return
         self._ahead_hits = answers.hits
-        with self._lock:
-            self.warnings.extend(answers.warnings)
+        for warning in answers.warnings:
+            self._warn(message=warning.message, file=warning.file)
 
     def settle(self, *, checks_dir: Path) -> None:
         """After the last lookup: wait for the child, and take back what it restored for
@@ -204,11 +218,21 @@ class CacheSession:
         problem = found.problem
         if problem is None and found.document is None:
             return None  # nothing stored yet: an ordinary miss
+        if found.unverifiable:
+            self._warn(
+                message=f"Cache entries in {self.store.folder} {problem}; they count as misses",
+                file=str(self.store.folder),
+            )
+            return None
         document = found.document
         if problem is None:
             problem = entry_problem(document)
         if problem is None and (document["key"] != key or document["check_id"] != check.id):
             problem = "belongs to another key (a foreign entry)"
+        if problem is None:
+            problem = disagreement(check=check, document=document) or self._text_disagrees(
+                check=check, document=document
+            )
         if problem is None:
             problem = self._restore_files(check=check, files=document.get("files", []))
         if problem is not None:
@@ -227,9 +251,38 @@ class CacheSession:
                 handle.write(judge_prompt(check=check).encode("utf-8"))
         if self.mode == "on":
             self.store.touch(key=key)
+        self._verdicts[self.store.entry_file(key=key)] = _verdict(document)
         result = _restored(check=check, document=document, key=key, started=started)
         placed = self._place_result(check=check, result=result, document=document)
         return Hit(result=result, result_file_placed=placed)
+
+    def _text_disagrees(self, *, check: PlannedCheck, document: dict[str, Any]) -> str | None:
+        """Whether the stored checks/<stem>.json says another verdict than the entry. A text
+        that cannot be brought is not a disagreement: the reuse writes its own."""
+        stored = document.get("result_file")
+        if stored is None:
+            return None
+        data = self.store.read_blob(
+            blob=Blob(sha256=stored["sha256"], size=int(stored["size"])),
+            discard_damaged=self.mode == "on",
+        )
+        if isinstance(data, str):
+            return None
+        try:
+            text = json.loads(data)
+        except ValueError:
+            return "has a stored result text that is not JSON"
+        verdict = document["result"]
+        said = {
+            "check_id": check.id,
+            "expect": document["expect"],
+            "status": verdict["status"],
+            "score": verdict["score"],
+            "observed_status": verdict["observed_status"],
+        }
+        if type(text) is not dict or any(text.get(name) != value for name, value in said.items()):
+            return "has a stored result text that says another verdict"
+        return None
 
     def _place_result(
         self, *, check: PlannedCheck, result: CheckResult, document: dict[str, Any]
@@ -282,7 +335,7 @@ class CacheSession:
         if key is None:
             return result
         stored = False
-        if self.writes and _storable(result=result):
+        if self.writes and _storable(result=result) and not self._discarded:
             try:
                 self._store(check=check, result=result, key=key)
                 stored = True
@@ -346,14 +399,116 @@ class CacheSession:
             "source_path": check.source_path,
             "layout": REUSE_LAYOUT,
         }
-        self.store.write(key=key, document=document)
+        path = str(self.store.entry_path(key=key))
+        digest = self.store.write(key=key, document=document)
         with self._lock:
+            if self._discarded:  # found compromised while this check ran: never kept
+                self.store.drop(path=Path(path))
+                raise OSError("the run was found compromised; nothing it judged is kept")
+            self._written[path] = digest
+            self._verdicts[path] = _verdict(document)
             self._stored = True
 
+    # -- what changed without eb -------------------------------------------------------------
+
+    def remember_state(self) -> None:
+        """Note every entry's state as the first check starts: whatever changes from here on,
+        eb drops at `finish` unless it wrote that itself."""
+        if self.writes or self.reads:
+            self._before = self.store.states()
+
+    def _changed(self) -> list[str]:
+        """Entries and kept runs that changed since `remember_state` and are not, byte for
+        byte, what this run wrote there."""
+        if self._before is None:
+            return []
+        before = self._before
+        changed = []
+        for path, state in self.store.states().items():
+            if before.get(path) == state:
+                continue
+            written = self._written.get(path)
+            if written is not None and _file_digest(path) == written:
+                continue
+            if path in self._verdicts and self._same_verdict(path=path):
+                continue
+            changed.append(path)
+        return sorted(changed)
+
+    def _same_verdict(self, *, path: str) -> bool:
+        """Whether the entry now at `path` is sound and says the verdict this run reused or
+        stored there (another eb run storing the same verdict at the same time)."""
+        found = self.store.read_at(path=path)
+        document = found.document
+        return (
+            found.problem is None
+            and entry_problem(document) is None
+            and _verdict(document) == self._verdicts[path]
+        )
+
+    def _drop_changed(self) -> None:
+        for path in self._changed():
+            if self.store.drop(path=Path(path)):
+                self._warn(
+                    message=f"Cache entry {path} changed during this run, not by eb (a check, "
+                    "a judge or another process wrote it); it was dropped",
+                    file=path,
+                )
+
+    def discard_written(self) -> list[Path]:
+        """Drop every entry this run wrote and every entry changed while its checks ran, and
+        store nothing more: the run was found compromised (something it started wrote eb's
+        state), so nothing stored during it is trusted. The paths dropped."""
+        with self._lock:
+            self._discarded = True
+            paths = sorted(set(self._written) | set(self._changed()))
+            self._written = {}
+        return [Path(path) for path in paths if self.store.drop(path=Path(path))]
+
     def finish(self) -> None:
-        """Keep the cache folder within its size limit (only when this run stored something)."""
+        """Drop what changed without eb while checks ran; then keep the cache folder within
+        its size limit (only when this run stored something)."""
+        if not self._discarded:
+            self._drop_changed()
         if self._stored and self.writes:
             self.store.evict()
+
+
+def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | None:
+    """Why an entry's verdict does not hold together, or None: its expectation is the
+    check's, and its status and score are what its observed status makes of that expectation
+    (the scoring's own rule, `judged_outcome`)."""
+    expect = "fail" if check.definition.get("expect") == "fail" else "pass"
+    if document["expect"] != expect:
+        return f"expects '{document['expect']}' where the check expects '{expect}'"
+    stored = document["result"]
+    status, score = judged_outcome(observed=stored["observed_status"], expect=expect)
+    if stored["status"] != status or stored["score"] != score:
+        return (
+            f"says {stored['status']} with score {stored['score']} where observed "
+            f"{stored['observed_status']} under expect '{expect}' is {status} with score {score}"
+        )
+    return None
+
+
+def _verdict(document: Mapping[str, Any]) -> tuple[Any, ...]:
+    stored = document["result"]
+    return (
+        document["key"],
+        document["check_id"],
+        document["expect"],
+        stored["status"],
+        stored["score"],
+        stored["observed_status"],
+    )
+
+
+def _file_digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return sha256_bytes(data=handle.read())
+    except OSError:
+        return None
 
 
 def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, str]:

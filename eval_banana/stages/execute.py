@@ -490,6 +490,8 @@ def execute(
         if cache is not None:
             cache.settle(checks_dir=checks_dir)
     if to_run:
+        if cache is not None:
+            cache.remember_state()  # what changes in the cache from here on, eb did not write
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
         isolation = _open_isolation(config=config, plan=plan)
         # Orphaned daemons of a check become eb's children, so they can be ended with it.
