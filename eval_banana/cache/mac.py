@@ -44,9 +44,13 @@ class SecretUnusable(OSError):
     """The cache's secret cannot be read or made: nothing is stored, nothing is reused."""
 
 
-def mac_of(*, key: bytes, body: bytes) -> str:
-    """`hmac-sha256:<hex>` of a document's text without its MAC member (`body` begins `{`)."""
-    return "hmac-sha256:" + hmac.new(key, _DOMAIN + body, sha256).hexdigest()
+def mac_of(*, key: bytes, rest: bytes | memoryview) -> str:
+    """`hmac-sha256:<hex>` of a document's text without its MAC member: `{` and `rest`, the
+    members after it (fed in place: a kept run of 1,000 checks is most of a megabyte)."""
+    mac = hmac.new(key, _DOMAIN, sha256)
+    mac.update(b"{")
+    mac.update(rest)
+    return "hmac-sha256:" + mac.hexdigest()
 
 
 def signed_text(*, key: bytes, text: bytes) -> bytes:
@@ -54,7 +58,7 @@ def signed_text(*, key: bytes, text: bytes) -> bytes:
     if not text.startswith(b"{") or text.startswith(b"{}"):
         raise ValueError("only a JSON object with members is signed")
     rest = text[1:].lstrip(b"\n ")
-    mac = mac_of(key=key, body=b"{" + rest).encode("ascii")
+    mac = mac_of(key=key, rest=rest).encode("ascii")
     return b'{"mac": "' + mac + _AFTER + rest
 
 
@@ -63,8 +67,8 @@ def mac_problem(*, key: bytes, data: bytes) -> str | None:
     if not data.startswith(_PREFIX) or data[_HEX_END : _HEX_END + len(_AFTER)] != _AFTER:
         return "has no MAC (written by an older eb, or by something else)"
     stated = data[len(_PREFIX) - len(b"hmac-sha256:") : _HEX_END].decode("ascii", "replace")
-    body = b"{" + data[_HEX_END + len(_AFTER) :]
-    if not hmac.compare_digest(stated, mac_of(key=key, body=body)):
+    rest = memoryview(data)[_HEX_END + len(_AFTER) :]
+    if not hmac.compare_digest(stated, mac_of(key=key, rest=rest)):
         return "has a MAC that does not match its content (edited, damaged, or another cache's)"
     return None
 
