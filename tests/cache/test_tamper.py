@@ -22,7 +22,7 @@ from eval_banana.cache.session import CacheSession
 from eval_banana.cache.store import CacheStore
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc
-from tests.cache.rig import Project, cache_of, make_project, script_check, write_signed
+from tests.cache.rig import Project, cache_of, judge, make_project, script_check, write_signed
 
 # Signs like eb (docs/fail-closed.md#the-caches-mac), with the secret read from the cache: a
 # check that can read the secret can forge. Written out here, not imported from eb.
@@ -346,3 +346,34 @@ def test_an_entry_another_run_stores_with_the_same_verdict_is_kept(
     assert path.exists() and session.warnings == []
     store = CacheStore(folder=project.cache_dir, max_bytes=1 << 30)
     assert store.read_at(path=str(path)).problem is None
+
+
+def test_a_judge_that_forges_signed_passes_during_the_run_is_undone(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # The same inside job from an agent: it signs a pass for the failing check, then answers.
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "a_fails": script_check("a_fails", script="raise SystemExit(1)\n"),
+            "z_judge": judge("z_judge"),
+        },
+        files={},
+        replay=False,
+    )
+    _one_at_a_time(project)
+    cache = project.cache_dir
+    agent = FLIP.replace(
+        'ctx = json.loads(Path(sys.argv[1]).read_text())\ncache = Path(ctx["project_root"]) '
+        '/ ".eval-banana" / "cache"',
+        f"cache = Path({str(cache)!r})",
+    ).replace('check_id != "z_poisoner"', 'check_id != "z_judge"')
+    agent = agent.replace('print("flipped")', 'print(json.dumps({"score": 1, "reason": "ok"}))')
+    assert f"cache = Path({str(cache)!r})" in agent
+    (tmp_path / "counting_agent.py").write_text(agent)
+    first = project.run(expect_exit=1)
+    assert _status(first, "z_judge") == "passed"
+    assert "changed during this run, not by eb" in project.last.stderr
+    second = project.run(expect_exit=1)
+    assert _status(second, "a_fails") == "failed"
