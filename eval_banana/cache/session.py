@@ -24,7 +24,8 @@ from eval_banana.artifacts import CHECK_OUTPUT_NAMES, remove_check_outputs, sha2
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
-from eval_banana.cache.store import Blob, CacheStore, FileState
+from eval_banana.cache.ownwrites import OwnWrites
+from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.ebfolders import cache_dir
 from eval_banana.errors import ProjectStateError
 from eval_banana.inputstate import CheckInputs
@@ -103,14 +104,10 @@ class CacheSession:
         self._ahead: forked.Pending[_Answers] | None = None
         self._ahead_stems: set[str] = set()
         self._ahead_hits: dict[str, Hit | None] | None = {}
-        # What this run wrote (entry path -> digest of its bytes), the entries' state when the
-        # first check started (None: none has), and whether the run was found compromised.
-        self._written: dict[str, str] = {}
-        # The verdict each entry this run reused or wrote says: another run storing the same
-        # verdict at the same time is no reason to drop it.
-        self._verdicts: dict[str, tuple[Any, ...]] = {}
-        self._before: dict[str, FileState] | None = None
+        # What this run wrote and what changed without it; whether it was found compromised.
+        self._own = OwnWrites(store=self.store)
         self._discarded = False
+        self._said: set[str] = set()
         try:
             context = KeyContext(
                 settings=settings,
@@ -136,8 +133,9 @@ class CacheSession:
 
     def _warn(self, *, message: str, file: str | None = None) -> None:
         with self._lock:
-            if any(w.message == message for w in self.warnings):
+            if message in self._said:
                 return  # said once (a problem of the whole cache, or met again by the child)
+            self._said.add(message)
             self.warnings.append(
                 ProblemModel(
                     message=message,
@@ -251,7 +249,7 @@ class CacheSession:
                 handle.write(judge_prompt(check=check).encode("utf-8"))
         if self.mode == "on":
             self.store.touch(key=key)
-        self._verdicts[self.store.entry_file(key=key)] = _verdict(document)
+        self._own.reused(path=self.store.entry_file(key=key), document=document)
         result = _restored(check=check, document=document, key=key, started=started)
         placed = self._place_result(check=check, result=result, document=document)
         return Hit(result=result, result_file_placed=placed)
@@ -405,8 +403,7 @@ class CacheSession:
             if self._discarded:  # found compromised while this check ran: never kept
                 self.store.drop(path=Path(path))
                 raise OSError("the run was found compromised; nothing it judged is kept")
-            self._written[path] = digest
-            self._verdicts[path] = _verdict(document)
+            self._own.wrote(path=path, digest=digest, document=document)
             self._stored = True
 
     # -- what changed without eb -------------------------------------------------------------
@@ -415,39 +412,10 @@ class CacheSession:
         """Note every entry's state as the first check starts: whatever changes from here on,
         eb drops at `finish` unless it wrote that itself."""
         if self.writes or self.reads:
-            self._before = self.store.states()
-
-    def _changed(self) -> list[str]:
-        """Entries and kept runs that changed since `remember_state` and are not, byte for
-        byte, what this run wrote there."""
-        if self._before is None:
-            return []
-        before = self._before
-        changed = []
-        for path, state in self.store.states().items():
-            if before.get(path) == state:
-                continue
-            written = self._written.get(path)
-            if written is not None and _file_digest(path) == written:
-                continue
-            if path in self._verdicts and self._same_verdict(path=path):
-                continue
-            changed.append(path)
-        return sorted(changed)
-
-    def _same_verdict(self, *, path: str) -> bool:
-        """Whether the entry now at `path` is sound and says the verdict this run reused or
-        stored there (another eb run storing the same verdict at the same time)."""
-        found = self.store.read_at(path=path)
-        document = found.document
-        return (
-            found.problem is None
-            and entry_problem(document) is None
-            and _verdict(document) == self._verdicts[path]
-        )
+            self._own.remember_state()
 
     def _drop_changed(self) -> None:
-        for path in self._changed():
+        for path in self._own.changed():
             if self.store.drop(path=Path(path)):
                 self._warn(
                     message=f"Cache entry {path} changed during this run, not by eb (a check, "
@@ -461,8 +429,7 @@ class CacheSession:
         state), so nothing stored during it is trusted. The paths dropped."""
         with self._lock:
             self._discarded = True
-            paths = sorted(set(self._written) | set(self._changed()))
-            self._written = {}
+        paths = sorted(set(self._own.forget_written()) | set(self._own.changed()))
         return [Path(path) for path in paths if self.store.drop(path=Path(path))]
 
     def finish(self) -> None:
@@ -489,26 +456,6 @@ def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | N
             f"{stored['observed_status']} under expect '{expect}' is {status} with score {score}"
         )
     return None
-
-
-def _verdict(document: Mapping[str, Any]) -> tuple[Any, ...]:
-    stored = document["result"]
-    return (
-        document["key"],
-        document["check_id"],
-        document["expect"],
-        stored["status"],
-        stored["score"],
-        stored["observed_status"],
-    )
-
-
-def _file_digest(path: str) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            return sha256_bytes(data=handle.read())
-    except OSError:
-        return None
 
 
 def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, str]:
