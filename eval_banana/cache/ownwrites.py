@@ -29,8 +29,12 @@ class OwnWrites:
         self._verdicts: dict[str, tuple[Any, ...]] = {}
         self._before: dict[str, FileState] | None = None  # None: no check has started
 
-    def remember_state(self) -> None:
-        """Note every entry's and kept run's state now, as the first check starts."""
+    def remember_state(self, *, writes: bool) -> None:
+        """Note every entry's and kept run's state now, as the first check starts, and the
+        secret's: one replaced while checks run is known to whoever replaced it. A run that
+        writes makes the secret first, so that no check can put one of its own in place."""
+        if writes:
+            self.store.secret(create=True)
         self._before = self.store.states()
 
     def reused(self, *, path: str, document: Mapping[str, Any]) -> None:

@@ -412,13 +412,13 @@ class CacheSession:
         """Note every entry's state as the first check starts: whatever changes from here on,
         eb drops at `finish` unless it wrote that itself."""
         if self.writes or self.reads:
-            self._own.remember_state()
+            self._own.remember_state(writes=self.writes)
 
     def _drop_changed(self) -> None:
         for path in self._own.changed():
             if self.store.drop(path=Path(path)):
                 self._warn(
-                    message=f"Cache entry {path} changed during this run, not by eb (a check, "
+                    message=f"Cache file {path} changed during this run, not by eb (a check, "
                     "a judge or another process wrote it); it was dropped",
                     file=path,
                 )

@@ -170,13 +170,15 @@ class CacheStore:
         return True
 
     def states(self) -> dict[str, FileState]:
-        """Every stored entry and kept run now, by path: what `states` later is compared to."""
+        """Every stored entry and kept run now, and the secret, by path: what `states` later
+        is compared to."""
         found: dict[str, FileState] = {}
+        secret = str(secret_path(folder=self.folder))
+        with contextlib.suppress(OSError):
+            found[secret] = _state(os.stat(secret, follow_symlinks=False))
         for part in ("entries", "runs"):
             for path, info in _stats(self.folder / part):
-                found[path] = FileState(
-                    inode=info.st_ino, size=info.st_size, ctime_ns=info.st_ctime_ns
-                )
+                found[path] = _state(info)
         return found
 
     def touch(self, *, key: str) -> None:
@@ -329,6 +331,10 @@ def _unreadable(*, blob: Blob, exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"its stored file {blob.sha256} is missing"
     return f"its stored file {blob.sha256} cannot be read ({exc.strerror or exc})"
+
+
+def _state(info: os.stat_result) -> FileState:
+    return FileState(inode=info.st_ino, size=info.st_size, ctime_ns=info.st_ctime_ns)
 
 
 def _is_secret(path: Path) -> bool:

@@ -377,3 +377,31 @@ def test_a_judge_that_forges_signed_passes_during_the_run_is_undone(
     assert "changed during this run, not by eb" in project.last.stderr
     second = project.run(expect_exit=1)
     assert _status(second, "a_fails") == "failed"
+
+
+SWAP_SECRET = """\
+import json, sys
+from pathlib import Path
+ctx = json.loads(Path(sys.argv[1]).read_text())
+secret = Path(ctx["project_root"]) / ".eval-banana" / "cache" / "secret.key"
+secret.unlink()
+secret.write_text("0" * 64 + "\\n")
+secret.chmod(0o600)
+print("swapped")
+"""
+
+
+def test_a_secret_replaced_during_the_run_is_dropped(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # A check that puts a secret it knows in place of the cache's could sign entries at leisure
+    # afterwards: the secret goes, and with it every entry signed by either.
+    project = _project(tmp_path, eb, poisoner=SWAP_SECRET)
+    _one_at_a_time(project)
+    project.run(expect_exit=1)
+    secret = project.cache_dir / SECRET_NAME
+    assert not secret.exists() or secret.read_text() != "0" * 64 + "\n"
+    assert "secret.key changed during this run" in project.last.stderr
+    report = project.run(expect_exit=1)  # the poisoner swaps it again, and it goes again
+    assert all(not cache_of(c)["hit"] for c in report["checks"])
+    assert not secret.exists() or secret.read_text() != "0" * 64 + "\n"
