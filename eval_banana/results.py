@@ -165,6 +165,16 @@ def held_back_result(*, check: PlannedCheck, maxfail: int) -> CheckResult:
     )
 
 
+def judged_outcome(*, observed: Status, expect: str) -> tuple[Status, int]:
+    """The status and score of a result whose check reached `observed` under `expect`: a
+    control (expect: fail) passes only on a real failure, an error stays an error."""
+    if expect == "pass" or observed == "error":
+        status = observed
+    else:
+        status = "passed" if observed == "failed" else "failed"
+    return status, 1 if status == "passed" else 0
+
+
 def judge_expectation(*, result: CheckResult) -> CheckResult:
     """Applied once to every result: a control (expect: fail) passes only on a real failure.
 
@@ -174,14 +184,8 @@ def judge_expectation(*, result: CheckResult) -> CheckResult:
     observed = result.observed_status or result.status
     if result.expect == "pass" or observed == "error":
         return result.model_copy(update={"observed_status": observed})
-    judged: Status = "passed" if observed == "failed" else "failed"
-    return result.model_copy(
-        update={
-            "status": judged,
-            "score": 1 if judged == "passed" else 0,
-            "observed_status": observed,
-        }
-    )
+    judged, score = judged_outcome(observed=observed, expect=result.expect)
+    return result.model_copy(update={"status": judged, "score": score, "observed_status": observed})
 
 
 def exception_result(*, check: PlannedCheck, started: datetime, exc: BaseException) -> CheckResult:

@@ -470,3 +470,137 @@ def test_a_forged_or_damaged_calibration_record_never_lets_an_untruthful_judge_g
     if code == 0:
         # Let through: only a record whose every figure and sample says the judge agreed.
         assert _truthful(entry), (entry, out, err)
+
+
+# ---- stored verdicts: schema-valid documents that do not hold together are never a pass ----
+
+CACHE_CONFIG = '[core]\nmax_parallel_checks = 1\n\n[cache]\nmode = "on"\n'
+
+
+@pytest.fixture(scope="module")
+def cached_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project whose failing check `bad` and passing check `good` are cached, and whose second
+    (fully cached, failing) run is kept as a replay."""
+    root = tmp_path_factory.mktemp("fuzz-cache") / "proj"
+    _write_project(root, check_text="", config=CACHE_CONFIG)
+    (root / "eval_checks" / "fuzzed.yaml").unlink()
+    for name, script in (("good", "pass"), ("bad", "raise SystemExit(1)")):
+        check = dict(BASE_CHECKS["deterministic"], id=name, script=script)
+        (root / "eval_checks" / f"{name}.yaml").write_text(yaml.safe_dump(check))
+    for _ in range(2):
+        assert _eb("run", "--cwd", str(root), "--no-html")[0] == 1
+    assert len(list((root / ".eval-banana" / "cache" / "runs").rglob("*.json"))) == 1
+    return root
+
+
+def _stored(cache: Path, part: str) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Stored documents by check id (entries) or by key (kept runs)."""
+    found = {}
+    for path in (cache / part).rglob("*.json"):
+        document = json.loads(path.read_bytes())
+        found[document.get("check_id", document["key"])] = (path, document)
+    return found
+
+
+def _sign(cache: Path, path: Path, document: dict[str, Any]) -> None:
+    from eval_banana.cache.mac import signed_text
+    from eval_banana.cache.store import CacheStore
+
+    key = CacheStore(folder=cache, max_bytes=1 << 30).secret(create=False)
+    assert isinstance(key, bytes)
+    body = {name: value for name, value in document.items() if name != "mac"}
+    path.write_bytes(signed_text(key=key, text=json.dumps(body, indent=1).encode()))
+
+
+def _seal(data: st.DataObject, cache: Path, path: Path, document: dict[str, Any]) -> bool:
+    """Write `document` signed, with the MAC it had (now stale), or with none; whether signed."""
+    how = data.draw(st.sampled_from(["signed", "stale", "none"]))
+    if how == "signed":
+        _sign(cache, path, document)
+    elif how == "stale":
+        path.write_text(json.dumps(document))
+    else:
+        path.write_text(json.dumps({k: v for k, v in document.items() if k != "mac"}))
+    return how == "signed"
+
+
+VERDICT_EDITS: dict[str, Any] = {
+    "status": st.sampled_from(["passed", "failed"]),
+    "score": st.sampled_from([0, 1]),
+    "observed_status": st.sampled_from(["passed", "failed"]),
+}
+
+
+def _forged_pass(document: dict[str, Any], key: str) -> bool:
+    """A sound, self-consistent pass for `bad` with no stored text: only something that can
+    read the cache's secret writes one, which the MAC does not claim to stop."""
+    result = document["result"]
+    return (
+        document["check_id"] == "bad"
+        and document["key"] == key
+        and document["expect"] == "pass"
+        and (result["status"], result["score"], result["observed_status"])
+        == ("passed", 1, "passed")
+        and document.get("result_file") is None
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_an_inconsistent_cache_entry_is_never_reused_as_a_pass(
+    data: st.DataObject, cached_project: Path
+) -> None:
+    with _scratch() as scratch:
+        root = scratch / "proj"
+        shutil.copytree(cached_project, root)
+        cache = root / ".eval-banana" / "cache"
+        shutil.rmtree(cache / "runs")  # the verdicts are looked up one by one
+        entries = _stored(cache, "entries")
+        path, document = entries["bad"]
+        good = entries["good"][1]
+        key = document["key"]
+        for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
+            edit = data.draw(st.sampled_from([*VERDICT_EDITS, "expect", "swap", "text"]))
+            if edit in VERDICT_EDITS:
+                document["result"][edit] = data.draw(VERDICT_EDITS[edit])
+            elif edit == "expect":
+                document["expect"] = data.draw(st.sampled_from(["pass", "fail"]))
+            elif edit == "swap":  # another check's identity, files or stored text
+                name = data.draw(st.sampled_from(["check_id", "key", "files", "result_file"]))
+                document[name] = good[name]
+            else:
+                document["result_file"] = None
+        signed = _seal(data, cache, path, document)
+        if signed and _forged_pass(document, key):
+            return
+        code, out, err = _eb("run", "--cwd", str(root), "--json", "--no-html")
+        assert "Traceback" not in err
+        assert code == 1, err
+        statuses = {c["check_id"]: c["status"] for c in json.loads(out)["checks"]}
+        assert statuses["bad"] == "failed", err
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_kept_run_edited_without_the_secret_is_never_replayed(
+    data: st.DataObject, cached_project: Path
+) -> None:
+    with _scratch() as scratch:
+        root = scratch / "proj"
+        shutil.copytree(cached_project, root)
+        cache = root / ".eval-banana" / "cache"
+        ((path, document),) = _stored(cache, "runs").values()
+        if data.draw(st.booleans()):
+            document["exit_code"] = 0  # the edit that would turn the run green
+        for _ in range(data.draw(st.integers(min_value=0, max_value=2))):
+            document = _mutate(data, document)
+        if data.draw(st.booleans()) or not isinstance(document, dict):
+            path.write_text(json.dumps(document))  # its old MAC, now stale
+        else:
+            path.write_text(json.dumps({k: v for k, v in document.items() if k != "mac"}))
+        code, out, err = _eb("run", "--cwd", str(root), "--json", "--no-html")
+        assert "Traceback" not in err
+        assert code == 1, err
+        assert "Replayed run" not in err
+        statuses = {c["check_id"]: c["status"] for c in json.loads(out)["checks"]}
+        assert statuses["bad"] == "failed", err

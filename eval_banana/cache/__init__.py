@@ -4,6 +4,8 @@ depends on changed.
 - `key`: the versioned, length-framed SHA-256 key; `components`: what goes into it per check.
 - `entry`: the stored document (schemas/cache-entry.schema.json) and its check.
 - `store`: the folder on disk (entries, content-addressed blobs, LRU eviction).
+- `mac`: the MAC every entry and kept run carries, keyed by the cache's own secret.
+- `ownwrites`: a run's record of what it wrote, and what changed in the cache without it.
 - `session`: one run's use of it, driven by the execute stage.
 
 Nothing is imported here: the execute stage loads `session` only when the cache is on.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+from eval_banana.cache.mac import MAC_PATTERN
 from eval_banana.models.record import Field, Record
 from eval_banana.stages.common import SCHEMA_BASE
 
@@ -17,6 +18,7 @@ ENTRY_SCHEMA = f"{SCHEMA_BASE}cache-entry.schema.json"
 # A content digest or key, as every cache file writes one.
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 DIGEST_RE = re.compile(DIGEST_PATTERN)
+MAC_RE = re.compile(MAC_PATTERN)
 # Names of the stored files: the check's stdout, stderr and prompt, and its evidence files.
 FILE_NAME_PATTERN = (
     r"^(stdout\.txt|stderr\.txt|prompt\.txt|evidence/(?!/)(?!\.\.?(/|$))(?!.*/\.\.?(/|$))[^\0\\]+)$"
@@ -81,6 +83,12 @@ class CacheEntry(Record):
 
     model_config = {"extra": "forbid", "populate_by_name": True}
 
+    mac: str = Field(
+        pattern=MAC_PATTERN,
+        description="HMAC-SHA256 of the entry's text without this member, keyed by the "
+        "cache's secret (<cache dir>/secret.key); written first. An entry without a valid MAC "
+        "is a miss.",
+    )
     schema_uri: str = Field(alias="$schema")
     schema_version: Literal[1] = 1
     kind: Literal["eval-banana/verdict-cache-entry"] = "eval-banana/verdict-cache-entry"
@@ -193,6 +201,7 @@ def entry_problem(document: object) -> str | None:
     if required:
         return f"missing {', '.join(required)}"
     checks: list[tuple[bool, str]] = [
+        (_text(document["mac"]) and bool(MAC_RE.fullmatch(document["mac"])), "bad mac"),
         (_text(document["$schema"]), "$schema is not a string"),
         (_is(document.get("schema_version", 1), 1), "schema_version is not 1"),
         (document.get("kind", ENTRY_KIND) == ENTRY_KIND, "kind is not a verdict entry"),

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from eval_banana.cache.entry import DIGEST_PATTERN, DIGEST_RE
+from eval_banana.cache.entry import DIGEST_PATTERN, DIGEST_RE, MAC_RE
+from eval_banana.cache.mac import MAC_PATTERN
 from eval_banana.models.record import Field, Record
 from eval_banana.stages.common import SCHEMA_BASE
 
@@ -89,6 +90,12 @@ class ReplayEntry(Record):
 
     model_config = {"extra": "forbid", "populate_by_name": True}
 
+    mac: str = Field(
+        pattern=MAC_PATTERN,
+        description="HMAC-SHA256 of the record's text without this member, keyed by the "
+        "cache's secret (<cache dir>/secret.key); written first. A record without a valid MAC "
+        "is never replayed.",
+    )
     schema_uri: str = Field(alias="$schema")
     schema_version: Literal[1] = 1
     kind: Literal["eval-banana/run-replay"] = "eval-banana/run-replay"
@@ -202,6 +209,7 @@ def head_problem(document: object) -> str | None:
     if missing:
         return f"missing {', '.join(missing)}"
     checks = [
+        (_text(document["mac"]) and bool(MAC_RE.fullmatch(str(document["mac"]))), "bad mac"),
         (_text(document["$schema"]), "$schema is not a string"),
         (document.get("schema_version", 1) == 1, "schema_version is not 1"),
         (document.get("kind", REPLAY_KIND) == REPLAY_KIND, "kind is not a run replay"),

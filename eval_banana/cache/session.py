@@ -1,13 +1,17 @@
 """One run's use of the verdict cache; the execute stage drives it.
 
 Before checks start: compute every key (the project state is read once) and answer hits by
-restoring the stored verdict and output files into the run folder. After a check that ran:
-store its verdict when it passed or failed. At the end: evict down to the size limit.
+restoring the stored verdict and output files into the run folder; a stored verdict is reused
+only when its MAC holds and everything it says agrees. After a check that ran: store its
+verdict when it passed or failed, and remember the digest of what was written. At the end: drop
+every entry that changed while checks ran unless eb wrote it so (a check, a judge or anything
+else may have written it), then evict down to the size limit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import threading
@@ -21,6 +25,7 @@ from eval_banana.artifacts import CHECK_OUTPUT_NAMES, remove_check_outputs, sha2
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
+from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.ebfolders import cache_dir
 from eval_banana.errors import ProjectStateError, WriteFault
@@ -34,7 +39,7 @@ from eval_banana.models.stages import (
     ResolvedHarness,
 )
 from eval_banana.projectstate.git import NotARepository
-from eval_banana.results import build_result, iso, utc_now
+from eval_banana.results import build_result, iso, judged_outcome, utc_now
 from eval_banana.version import tool_version
 
 _MIB = 1024 * 1024
@@ -95,7 +100,6 @@ class CacheSession:
         self._lock = threading.Lock()
         self._stored = False
         self._replaced = False
-        self._written: list[str] = []  # keys of the entries this run wrote
         self.keys: dict[str, str] = {}
         self._context: KeyContext | None = None
         # Checks a forked child is answering (look_ahead), and its answers once taken (None:
@@ -103,6 +107,10 @@ class CacheSession:
         self._ahead: forked.Pending[_Answers] | None = None
         self._ahead_stems: set[str] = set()
         self._ahead_hits: dict[str, Hit | None] | None = {}
+        # What this run wrote and what changed without it; whether it was found compromised.
+        self._own = OwnWrites(store=self.store)
+        self._discarded = False
+        self._said: set[str] = set()
         try:
             context = KeyContext(
                 settings=settings,
@@ -129,6 +137,9 @@ class CacheSession:
 
     def _warn(self, *, message: str, file: str | None = None) -> None:
         with self._lock:
+            if message in self._said:
+                return  # said once (a problem of the whole cache, or met again by the child)
+            self._said.add(message)
             self.warnings.append(
                 ProblemModel(
                     message=message,
@@ -173,8 +184,8 @@ class CacheSession:
         except forked.ForkedWorkStopped:
             return
         self._ahead_hits = answers.hits
-        with self._lock:
-            self.warnings.extend(answers.warnings)
+        for warning in answers.warnings:
+            self._warn(message=warning.message, file=warning.file)
 
     def settle(self, *, checks_dir: Path) -> None:
         """After the last lookup: wait for the child, and take back what it restored for
@@ -209,11 +220,21 @@ class CacheSession:
         problem = found.problem
         if problem is None and found.document is None:
             return None  # nothing stored yet: an ordinary miss
+        if found.unverifiable:
+            self._warn(
+                message=f"Cache entries in {self.store.folder} {problem}; they count as misses",
+                file=str(self.store.folder),
+            )
+            return None
         document = found.document
         if problem is None:
             problem = entry_problem(document)
         if problem is None and (document["key"] != key or document["check_id"] != check.id):
             problem = "belongs to another key (a foreign entry)"
+        if problem is None:
+            problem = disagreement(check=check, document=document) or self._text_disagrees(
+                check=check, document=document
+            )
         if problem is None:
             problem = self._restore_files(check=check, files=document.get("files", []))
         if problem is not None:
@@ -235,9 +256,38 @@ class CacheSession:
                 raise WriteFault.of(path=prompt_path, exc=exc) from None
         if self.mode == "on":
             self.store.touch(key=key)
+        self._own.reused(path=self.store.entry_file(key=key), document=document)
         result = _restored(check=check, document=document, key=key, started=started)
         placed = self._place_result(check=check, result=result, document=document)
         return Hit(result=result, result_file_placed=placed)
+
+    def _text_disagrees(self, *, check: PlannedCheck, document: dict[str, Any]) -> str | None:
+        """Whether the stored checks/<stem>.json says another verdict than the entry. A text
+        that cannot be brought is not a disagreement: the reuse writes its own."""
+        stored = document.get("result_file")
+        if stored is None:
+            return None
+        data = self.store.read_blob(
+            blob=Blob(sha256=stored["sha256"], size=int(stored["size"])),
+            discard_damaged=self.mode == "on",
+        )
+        if isinstance(data, str):
+            return None
+        try:
+            text = json.loads(data)
+        except ValueError:
+            return "has a stored result text that is not JSON"
+        verdict = document["result"]
+        said = {
+            "check_id": check.id,
+            "expect": document["expect"],
+            "status": verdict["status"],
+            "score": verdict["score"],
+            "observed_status": verdict["observed_status"],
+        }
+        if type(text) is not dict or any(text.get(name) != value for name, value in said.items()):
+            return "has a stored result text that says another verdict"
+        return None
 
     def _place_result(
         self, *, check: PlannedCheck, result: CheckResult, document: dict[str, Any]
@@ -297,11 +347,11 @@ class CacheSession:
             store
             and self.writes
             and _storable(result=result)
+            and not self._discarded
             and self._still_keyed(check=check, key=key)
         ):
             try:
-                self._store(check=check, result=result, key=key)
-                stored = True
+                stored = self._store(check=check, result=result, key=key)
             except OSError as exc:
                 # A cache folder eb cannot write is a fault like any other: the run aborts.
                 cause = exc.strerror or str(exc)
@@ -317,7 +367,8 @@ class CacheSession:
         components = check_components(check=check, context=self._context)
         return components is not None and verdict_key(components=components) == key
 
-    def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> None:
+    def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> bool:
+        """Store a verdict; whether it was kept (never once the run was found compromised)."""
         files = []
         checks_dir = self.run_dir / "checks"
         for name in CHECK_OUTPUT_NAMES:  # the files of checks/ stored per check
@@ -370,10 +421,15 @@ class CacheSession:
         }
         if self.store.mark_used(key=key, touch=False):
             self._replacing()
-        self.store.write(key=key, document=document)
+        path = str(self.store.entry_path(key=key))
+        digest = self.store.write(key=key, document=document)
         with self._lock:
+            if self._discarded:  # found compromised while this check ran: never kept
+                self.store.drop(path=Path(path))
+                return False
+            self._own.wrote(path=path, digest=digest, document=document)
             self._stored = True
-            self._written.append(key)
+        return True
 
     def _replacing(self) -> None:
         """A verdict is stored over another (--cache refresh, an entry that was damaged): the
@@ -384,32 +440,61 @@ class CacheSession:
             self._replaced = True
             _drop_kept_runs(folder=self.store.folder / "runs")
 
-    def finish(self, *, aborted: bool = False) -> None:
-        """Keep the cache folder within its size limit (only when this run stored something).
+    # -- what changed without eb -------------------------------------------------------------
 
-        `aborted`: the run stopped (interrupt, fuse, a file it could not write); every entry it
-        wrote is removed again, so nothing it judged is reused (blobs go with the next eviction).
-        """
+    def remember_state(self) -> None:
+        """Note every entry's state as the first check starts: whatever changes from here on,
+        eb drops at `finish` unless it wrote that itself."""
+        if self.writes or self.reads:
+            self._own.remember_state(writes=self.writes)
+
+    def _drop_changed(self) -> None:
+        for path in self._own.changed():
+            if self.store.drop(path=Path(path)):
+                self._warn(
+                    message=f"Cache file {path} changed during this run, not by eb (a check, "
+                    "a judge or another process wrote it); it was dropped",
+                    file=path,
+                )
+
+    def discard_written(self) -> list[Path]:
+        """Drop every entry this run wrote and every entry changed while its checks ran, and
+        store nothing more: the run was found compromised (something it started wrote eb's
+        state), so nothing stored during it is trusted. The paths dropped."""
+        with self._lock:
+            self._discarded = True
+        paths = sorted(set(self._own.forget_written()) | set(self._own.changed()))
+        return [Path(path) for path in paths if self.store.drop(path=Path(path))]
+
+    def finish(self, *, aborted: bool = False) -> None:
+        """Drop what changed without eb while checks ran; then keep the cache folder within
+        its size limit (only when this run stored something). `aborted`: the run stopped (an
+        interrupt, a fuse, a file it could not write), so every entry it stored goes too and
+        nothing it judged is reused (blobs go with the next eviction)."""
         if aborted:
-            self._drop_written()
-        elif self._stored and self.writes:
+            self.discard_written()
+            return
+        if not self._discarded:
+            self._drop_changed()
+        if self._stored and self.writes:
             self.store.evict()
 
-    def _drop_written(self) -> None:
-        with self._lock:
-            written, self._written = self._written, []
-        for key in written:
-            try:
-                os.unlink(self.store.entry_path(key=key))
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                self._warn(
-                    message=f"Cannot remove the verdict this aborted run stored at "
-                    f"{self.store.entry_path(key=key)}: {exc.strerror or exc}; remove the "
-                    "cache folder before the next run",
-                    file=str(self.store.entry_path(key=key)),
-                )
+
+def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | None:
+    """Why an entry's verdict does not hold together, or None: its expectation is the
+    check's, and its status and score are what its observed status makes of that expectation
+    (the scoring's own rule, `judged_outcome`)."""
+    expect = "fail" if check.definition.get("expect") == "fail" else "pass"
+    if document["expect"] != expect:
+        return f"expects '{document['expect']}' where the check expects '{expect}'"
+    stored = document["result"]
+    status, score = judged_outcome(observed=stored["observed_status"], expect=expect)
+    if stored["status"] != status or stored["score"] != score:
+        return (
+            f"says {stored['status']} with score {stored['score']} where observed "
+            f"{stored['observed_status']} under expect '{expect}' is {status} with score {score}"
+        )
+    return None
 
 
 def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, str]:

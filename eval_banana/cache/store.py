@@ -3,11 +3,13 @@
     <dir>/entries/<2 hex>/<64 hex>.json   one verdict, named by its key
     <dir>/blobs/<2 hex>/<64 hex>          stored output files, named by their SHA-256
     <dir>/runs/<2 hex>/<64 hex>.json      a fully cached run, replayed whole (cache/replay.py)
+    <dir>/secret.key                      the key of the MAC entries and runs carry (cache/mac.py)
 
 Every file is written through a temporary sibling and a rename, so a reader never sees half a
 file and two runs storing the same entry at once leave one valid entry. A hit touches its
 entry's modification time; when the folder grows past its limit, the least recently used
-entries go first, then the blobs no remaining entry names.
+entries go first, then the blobs no remaining entry names. An entry or kept run is read only
+with a valid MAC: anything else is a miss, with the reason.
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.artifacts import read_bytes, sha256_and_size, sha256_bytes, write_bytes_atomic
+from eval_banana.cache.mac import (
+    SECRET_NAME,
+    SecretUnusable,
+    load_secret,
+    mac_problem,
+    secret_path,
+    signed_text,
+)
 from eval_banana.readback import TooDeep, loads_json, read_json
 
 _TEMP_NAMES = itertools.count()
@@ -35,10 +45,21 @@ class Blob(NamedTuple):
 
 
 class EntryRead(NamedTuple):
-    """An entry as read: its document, or why it could not be used (None, None: absent)."""
+    """An entry as read: its document, or why it could not be used (None, None: absent).
+    `unverifiable`: the problem is the cache's secret, the same for every entry."""
 
     document: Any
     problem: str | None
+    unverifiable: bool = False
+
+
+class FileState(NamedTuple):
+    """What tells a stored file changed: another file in its place, its size, its change time
+    (which no one can set back)."""
+
+    inode: int
+    size: int
+    ctime_ns: int
 
 
 def _hex(digest: str) -> str:
@@ -55,15 +76,32 @@ class CacheStore:
     def __init__(self, *, folder: Path, max_bytes: int) -> None:
         self.folder = folder
         self.max_bytes = max_bytes
+        self._secret: bytes | str | None = None  # loaded once, when first needed
+
+    def secret(self, *, create: bool) -> bytes | str:
+        """The key of the MACs, or why there is none; `create`: make it when absent."""
+        if isinstance(self._secret, bytes):
+            return self._secret
+        if self._secret is None or (create and self._secret == "is missing"):
+            self._secret = load_secret(folder=self.folder, create=create)
+        return self._secret
+
+    def _key(self) -> bytes:
+        """The key to sign with, made on the first write to this cache."""
+        found = self.secret(create=True)
+        if isinstance(found, str):
+            raise SecretUnusable(f"its secret {secret_path(folder=self.folder)} {found}")
+        return found
 
     def entry_path(self, *, key: str) -> Path:
-        return Path(self._entry_file(key=key))
+        return Path(self.entry_file(key=key))
 
     def blob_path(self, *, sha256: str) -> Path:
         return Path(self._blob_file(sha256=sha256))
 
     # Plain strings on the hot path: a cached run of 1,000 checks built 20,000 Path objects.
-    def _entry_file(self, *, key: str) -> str:
+    def entry_file(self, *, key: str) -> str:
+        """`entry_path` as a string (cheaper on the path every lookup takes)."""
         hex_key = _hex(key)
         return f"{self.folder}/entries/{hex_key[:2]}/{hex_key}.json"
 
@@ -78,18 +116,73 @@ class CacheStore:
     # -- entries ---------------------------------------------------------------------------
 
     def read(self, *, key: str) -> EntryRead:
-        return _read_document(path=self._entry_file(key=key))
+        return self._read_signed(path=self.entry_file(key=key))
 
     def read_replay(self, *, key: str) -> EntryRead:
-        return _read_document(path=str(self.replay_path(key=key)))
+        return self._read_signed(path=str(self.replay_path(key=key)))
 
-    def write(self, *, key: str, document: dict[str, Any]) -> None:
+    def write(self, *, key: str, document: dict[str, Any]) -> str:
+        """Store a verdict entry with its MAC; the digest of the bytes written."""
         data = json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
-        write_bytes_atomic(path=self.entry_path(key=key), data=data)
+        return self._write_signed(path=self.entry_path(key=key), text=data)
 
-    def write_replay(self, *, key: str, document: dict[str, Any]) -> None:
+    def write_replay(self, *, key: str, document: dict[str, Any]) -> str:
+        """Store a kept run with its MAC; the digest of the bytes written."""
         data = json.dumps(document, ensure_ascii=False).encode("utf-8") + b"\n"
-        write_bytes_atomic(path=self.replay_path(key=key), data=data)
+        return self._write_signed(path=self.replay_path(key=key), text=data)
+
+    def _write_signed(self, *, path: Path, text: bytes) -> str:
+        data = signed_text(key=self._key(), text=text)
+        write_bytes_atomic(path=path, data=data)
+        return sha256_bytes(data=data)
+
+    def read_at(self, *, path: str) -> EntryRead:
+        """The entry or kept run stored at `path` (as `read` checks it)."""
+        return self._read_signed(path=path)
+
+    def _read_signed(self, *, path: str) -> EntryRead:
+        """A stored document whose MAC holds, or why it cannot be used (None, None: absent)."""
+        try:
+            data = read_bytes(path=path)
+        except FileNotFoundError:
+            return EntryRead(document=None, problem=None)
+        except OSError as exc:
+            return EntryRead(document=None, problem=f"cannot be read ({exc.strerror or exc})")
+        key = self.secret(create=False)
+        if isinstance(key, str):
+            problem = (
+                f"cannot be checked: the cache's secret {secret_path(folder=self.folder)} {key}"
+            )
+            return EntryRead(document=None, problem=problem, unverifiable=True)
+        forged = mac_problem(key=key, data=data)
+        if forged is not None:
+            return EntryRead(document=None, problem=forged)
+        try:
+            return EntryRead(document=loads_json(data), problem=None)
+        except TooDeep as exc:
+            return EntryRead(document=None, problem=f"is {exc}")
+        except ValueError:
+            return EntryRead(document=None, problem="is not valid JSON (truncated or foreign)")
+
+    def drop(self, *, path: Path) -> bool:
+        """Delete a stored entry or kept run (it is not to be trusted); whether it was there."""
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def states(self) -> dict[str, FileState]:
+        """Every stored entry and kept run now, and the secret, by path: what `states` later
+        is compared to."""
+        found: dict[str, FileState] = {}
+        secret = str(secret_path(folder=self.folder))
+        with contextlib.suppress(OSError):
+            found[secret] = _state(os.stat(secret, follow_symlinks=False))
+        for part in ("entries", "runs"):
+            for path, info in _stats(self.folder / part):
+                found[path] = _state(info)
+        return found
 
     def touch(self, *, key: str) -> None:
         """Mark an entry as just used (least-recently-used eviction reads this)."""
@@ -97,7 +190,7 @@ class CacheStore:
 
     def mark_used(self, *, key: str, touch: bool) -> bool:
         """Whether an entry is stored; `touch`: also mark it as just used."""
-        path = self._entry_file(key=key)
+        path = self.entry_file(key=key)
         try:
             if touch:
                 os.utime(path)
@@ -174,7 +267,8 @@ class CacheStore:
 
     def evict(self) -> int:
         """Delete least recently used entries until the folder fits; return bytes freed."""
-        files = list(_files(self.folder))
+        # The secret stays: without it every entry is a miss.
+        files = [item for item in _files(self.folder) if not _is_secret(item[0])]
         total = sum(size for _, size, _ in files)
         if total <= self.max_bytes:
             return 0
@@ -242,20 +336,30 @@ def _unreadable(*, blob: Blob, exc: OSError) -> str:
     return f"its stored file {blob.sha256} cannot be read ({exc.strerror or exc})"
 
 
-def _read_document(*, path: str) -> EntryRead:
-    """A stored JSON document, or why it cannot be used (None, None: absent)."""
+def _state(info: os.stat_result) -> FileState:
+    return FileState(inode=info.st_ino, size=info.st_size, ctime_ns=info.st_ctime_ns)
+
+
+def _is_secret(path: Path) -> bool:
+    return path.name == SECRET_NAME or path.name.startswith(f".{SECRET_NAME}.")
+
+
+def _stats(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """The regular files below `folder` (two levels: <2 hex>/<name>) and their stat."""
     try:
-        data = read_bytes(path=path)
-    except FileNotFoundError:
-        return EntryRead(document=None, problem=None)
-    except OSError as exc:
-        return EntryRead(document=None, problem=f"cannot be read ({exc.strerror or exc})")
-    try:
-        return EntryRead(document=loads_json(data), problem=None)
-    except TooDeep as exc:
-        return EntryRead(document=None, problem=f"is {exc}")
-    except ValueError:
-        return EntryRead(document=None, problem="is not valid JSON (truncated or foreign)")
+        with os.scandir(folder) as found:
+            groups = [entry.path for entry in found if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for group in groups:
+        try:
+            with os.scandir(group) as entries:
+                for entry in entries:
+                    with contextlib.suppress(OSError):
+                        info = entry.stat(follow_symlinks=False)
+                        yield entry.path, info
+        except OSError:
+            continue
 
 
 def _has_size(path: Path, size: int) -> bool:

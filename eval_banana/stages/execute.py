@@ -726,6 +726,8 @@ def execute(
             cache.settle(checks_dir=checks_dir)
     tampered = False
     if to_run:
+        if cache is not None:
+            cache.remember_state()  # what changes in the cache from here on, eb did not write
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
         # Other eb runs sharing the cache write nothing into it while these checks run.
         from eval_banana.isolation.state import checks_running

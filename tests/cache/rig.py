@@ -14,6 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eval_banana.cache.mac import signed_text
+from eval_banana.cache.store import CacheStore
+
 AGENT = """\
 import json, sys
 with open({log!r}, "a", encoding="utf-8") as handle:
@@ -106,6 +109,16 @@ def config_text(*, agent: Path, extra: str = "", replay: bool = True) -> str:
 DELETE = object()
 
 
+def write_signed(*, cache_dir: Path, path: Path, document: dict[str, Any]) -> None:
+    """Write a cache document with a valid MAC, as eb does (or a writer that read the
+    secret): what a test edits then reaches the checks behind the MAC."""
+    key = CacheStore(folder=cache_dir, max_bytes=1 << 30).secret(create=True)
+    assert isinstance(key, bytes), key
+    body = {name: value for name, value in document.items() if name != "mac"}
+    text = json.dumps(body, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
+    path.write_bytes(signed_text(key=key, text=text))
+
+
 def mutated(path: list[str | int], value: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """A change of a JSON document: the value at `path` set (or removed, with DELETE)."""
 
@@ -163,6 +176,10 @@ class Project:
 
     def entries(self) -> list[Path]:
         return sorted((self.cache_dir / "entries").glob("*/*.json"))
+
+    def rewrite(self, path: Path, document: dict[str, Any]) -> None:
+        """Replace a stored entry or kept run, with a valid MAC."""
+        write_signed(cache_dir=self.cache_dir, path=path, document=document)
 
 
 def cache_of(check: dict[str, Any]) -> dict[str, Any]:

@@ -97,6 +97,10 @@ MUTATIONS = [
     mutated(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": 3, "layout": 1}),
     mutated(["result_file"], {"sha256": "sha256:" + "0" * 64, "size": 3, "source_path": []}),
     mutated(["$schema"], DELETE),
+    mutated(["mac"], DELETE),
+    mutated(["mac"], "hmac-sha256:short"),
+    mutated(["mac"], "sha256:" + "0" * 64),
+    mutated(["mac"], None),
 ]
 
 

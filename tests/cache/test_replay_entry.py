@@ -81,6 +81,8 @@ MUTATIONS = [
     mutated(["declared"], [{"patterns": "docs/**", "digest": "sha256:" + "0" * 64}]),
     mutated(["progress"], [1]),
     mutated(["templates"], {}),
+    mutated(["mac"], DELETE),
+    mutated(["mac"], "hmac-sha256:" + "A" * 64),
 ]
 
 

@@ -17,7 +17,7 @@ from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.session import REUSE_LAYOUT
 from eval_banana.cache.store import CacheStore
 from eval_banana.models.result import CheckResult
-from tests.cache.rig import Project, cache_of, judge, make_project, script_check
+from tests.cache.rig import Project, cache_of, judge, make_project, script_check, write_signed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -168,7 +168,7 @@ def test_a_stored_result_text_names_its_check_file_and_layout_and_older_ones_are
     blob = store.blob_path(sha256=entry["result_file"]["sha256"])
     for older in ({"layout": "0:another"}, {"layout": None, "source_path": None}):
         entry["result_file"].update(older)
-        entry_path.write_text(json.dumps(entry))
+        standard.rewrite(entry_path, entry)
         reused = standard.run()
         check = next(c for c in reused["checks"] if c["check_id"] == "w")
         assert cache_of(check)["hit"] is True
@@ -200,7 +200,7 @@ def test_a_reuse_of_its_own_layout_renders_no_result_to_compare(
     entry_path = entry_for(standard, "w")
     entry = json.loads(entry_path.read_text())
     entry["result_file"]["layout"] = "0:another"
-    entry_path.write_text(json.dumps(entry))
+    standard.rewrite(entry_path, entry)
     standard.run()
     assert rendered == ["w"]
 
@@ -230,23 +230,33 @@ def _plan(run_dir: Path) -> list[dict[str, Any]]:
     return checks
 
 
+def _signed(entry: Path, change: dict[str, Any]) -> None:
+    # Edited behind a valid MAC: the checks after the MAC must catch it.
+    document = {**json.loads(entry.read_text()), **change}
+    write_signed(cache_dir=entry.parents[2], path=entry, document=document)
+
+
+def _mac_flipped(entry: Path) -> None:
+    data = bytearray(entry.read_bytes())
+    data[len(b'{"mac": "hmac-sha256:')] ^= 1  # a hex digit of the MAC, another hex digit
+    entry.write_bytes(bytes(data))
+
+
 DAMAGE = {
     "truncated": lambda entry, store: entry.write_bytes(entry.read_bytes()[:40]),
     "not json": lambda entry, store: entry.write_text("this is not json"),
-    "schema-invalid": lambda entry, store: entry.write_text(
-        json.dumps({**json.loads(entry.read_text()), "schema_version": 2})
+    "no mac": lambda entry, store: entry.write_text(
+        json.dumps({k: v for k, v in json.loads(entry.read_text()).items() if k != "mac"})
     ),
-    "bad result": lambda entry, store: entry.write_text(
-        json.dumps(
-            {
-                **json.loads(entry.read_text()),
-                "result": {"status": "error", "score": 0, "observed_status": "error"},
-            }
-        )
+    "bad mac": lambda entry, store: _mac_flipped(entry),
+    "edited without the secret": lambda entry, store: entry.write_bytes(
+        entry.read_bytes().replace(b'"stdout.txt"', b'"stderr.txt"')
     ),
-    "foreign": lambda entry, store: entry.write_text(
-        json.dumps({**json.loads(entry.read_text()), "key": "sha256:" + "0" * 64})
+    "schema-invalid": lambda entry, store: _signed(entry, {"schema_version": 2}),
+    "bad result": lambda entry, store: _signed(
+        entry, {"result": {"status": "error", "score": 0, "observed_status": "error"}}
     ),
+    "foreign": lambda entry, store: _signed(entry, {"key": "sha256:" + "0" * 64}),
     "blob missing": lambda entry, store: _blob(entry, store).unlink(),
     "blob damaged": lambda entry, store: _blob(entry, store).write_bytes(b"tampered output\n"),
 }

@@ -1,0 +1,100 @@
+"""The run's own record of what it wrote to the cache, and what changed there without it.
+
+A check or a judge runs as the user, and may read the cache's secret: a MAC it signs is as
+good as eb's. So while checks run, eb remembers the digest of every entry it writes, and at the
+end compares the cache with its state when the first check started: an entry or kept run that
+changed and is not what eb wrote there is not eb's (docs/fail-closed.md#the-caches-mac). Another
+eb run storing the same verdict at the same time is no reason to drop one: an entry this run
+reused or stored that now says the same verdict, soundly, stays.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from eval_banana.artifacts import sha256_bytes
+from eval_banana.cache.entry import entry_problem
+from eval_banana.cache.store import CacheStore, FileState
+
+
+class OwnWrites:
+    """One run's record: entry path -> digest of what it wrote, and the verdicts it knows."""
+
+    def __init__(self, *, store: CacheStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._written: dict[str, str] = {}
+        self._verdicts: dict[str, tuple[Any, ...]] = {}
+        self._before: dict[str, FileState] | None = None  # None: no check has started
+
+    def remember_state(self, *, writes: bool) -> None:
+        """Note every entry's and kept run's state now, as the first check starts, and the
+        secret's: one replaced while checks run is known to whoever replaced it. A run that
+        writes makes the secret first, so that no check can put one of its own in place."""
+        if writes:
+            self.store.secret(create=True)
+        self._before = self.store.states()
+
+    def reused(self, *, path: str, document: Mapping[str, Any]) -> None:
+        self._verdicts[path] = verdict_of(document)
+
+    def wrote(self, *, path: str, digest: str, document: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._written[path] = digest
+            self._verdicts[path] = verdict_of(document)
+
+    def forget_written(self) -> list[str]:
+        """What this run wrote, forgotten (it is to be dropped)."""
+        with self._lock:
+            written, self._written = list(self._written), {}
+        return written
+
+    def changed(self) -> list[str]:
+        """Entries and kept runs that changed since `remember_state` and are neither, byte
+        for byte, what this run wrote there nor a sound entry of the verdict it knows there."""
+        before = self._before
+        if before is None:
+            return []
+        changed = []
+        for path, state in self.store.states().items():
+            if before.get(path) == state:
+                continue
+            written = self._written.get(path)
+            if written is not None and _file_digest(path) == written:
+                continue
+            if path in self._verdicts and self._same_verdict(path=path):
+                continue
+            changed.append(path)
+        return sorted(changed)
+
+    def _same_verdict(self, *, path: str) -> bool:
+        found = self.store.read_at(path=path)
+        document = found.document
+        return (
+            found.problem is None
+            and entry_problem(document) is None
+            and verdict_of(document) == self._verdicts[path]
+        )
+
+
+def verdict_of(document: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What an entry decides: its key and check, its expectation and its verdict."""
+    stored = document["result"]
+    return (
+        document["key"],
+        document["check_id"],
+        document["expect"],
+        stored["status"],
+        stored["score"],
+        stored["observed_status"],
+    )
+
+
+def _file_digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return sha256_bytes(data=handle.read())
+    except OSError:
+        return None

@@ -1,0 +1,407 @@
+"""Stored verdicts are evidence, not truth: the MAC, the agreement of an entry's fields, and the
+run's own record of what it wrote each keep a failure from coming back as a pass.
+
+The poisoner is a deterministic check that rewrites other checks' cached verdicts while the run
+goes on. Two layers are tested apart: edits by something that cannot read the cache's secret
+(the MAC), and edits by a check that reads it and signs its forgeries (the run's record).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval_banana.cache.mac import SECRET_NAME
+from eval_banana.cache.session import CacheSession
+from eval_banana.cache.store import CacheStore
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ConfigDoc, PlanDoc
+from tests.cache.rig import Project, cache_of, judge, make_project, script_check, write_signed
+
+# Signs like eb (docs/fail-closed.md#the-caches-mac), with the secret read from the cache: a
+# check that can read the secret can forge. Written out here, not imported from eb.
+FORGE = """\
+import hashlib, hmac, json, sys
+from pathlib import Path
+ctx = json.loads(Path(sys.argv[1]).read_text())
+cache = Path(ctx["project_root"]) / ".eval-banana" / "cache"
+secret = (cache / "secret.key").read_bytes()[:64]
+def sign(document):
+    body = {k: v for k, v in document.items() if k != "mac"}
+    text = json.dumps(body, indent=1).encode() + b"\\n"
+    rest = text[1:].lstrip(b"\\n ")
+    mac = hmac.new(secret, b"eval-banana/cache-mac/1\\0" + b"{" + rest, hashlib.sha256)
+    return b'{"mac": "hmac-sha256:' + mac.hexdigest().encode() + b'", ' + rest
+entries = {}
+for path in (cache / "entries").glob("*/*.json"):
+    document = json.loads(path.read_text())
+    entries[document["check_id"]] = (path, document)
+"""
+
+# Rewrites every failed verdict of another check into a pass, signed, its text dropped.
+FLIP = (
+    FORGE
+    + """\
+for check_id, (path, document) in entries.items():
+    if check_id != "z_poisoner" and document["result"]["status"] == "failed":
+        document["result"].update(status="passed", score=1, observed_status="passed")
+        document["result_file"] = None
+        path.write_bytes(sign(document))
+print("flipped")
+"""
+)
+
+# Copies the passing check's sound entry over the failing one's, bytes as they are.
+COPY = (
+    FORGE
+    + """\
+passing_path, _ = entries["b_passes"]
+failing_path, _ = entries["a_fails"]
+failing_path.write_bytes(passing_path.read_bytes())
+print("copied")
+"""
+)
+
+
+def _project(tmp_path: Path, eb: Callable[..., Any], *, poisoner: str | None) -> Project:
+    checks = {
+        "a_fails": script_check("a_fails", script="raise SystemExit(1)\n"),
+        "b_passes": script_check("b_passes", script="print('fine')\n"),
+    }
+    if poisoner is not None:
+        checks["z_poisoner"] = script_check("z_poisoner", script=poisoner)
+    # One check at a time, in plan order: the poisoner runs after the verdicts it rewrites.
+    return make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks=checks,
+        files={},
+        extra_config="",
+        replay=False,
+    )
+
+
+def _one_at_a_time(project: Project) -> None:
+    config = project.root / ".eval-banana" / "config.toml"
+    config.write_text(
+        config.read_text().replace("max_parallel_checks = 2", "max_parallel_checks = 1")
+    )
+
+
+def _status(report: dict[str, Any], check_id: str) -> str:
+    status: str = next(c for c in report["checks"] if c["check_id"] == check_id)["status"]
+    return status
+
+
+def _entry(project: Project, check_id: str) -> Path:
+    (found,) = [p for p in project.entries() if json.loads(p.read_bytes())["check_id"] == check_id]
+    return found
+
+
+def test_a_check_that_forges_signed_passes_during_the_run_is_undone(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # The poisoner can read the secret, so its forgeries carry valid MACs: only the run's own
+    # record of what it wrote tells them apart.
+    project = _project(tmp_path, eb, poisoner=FLIP)
+    _one_at_a_time(project)
+    first = project.run(expect_exit=1)
+    assert _status(first, "a_fails") == "failed" and _status(first, "z_poisoner") == "passed"
+    assert "changed during this run, not by eb" in project.last.stderr
+    assert [p for p in project.entries() if "a_fails" in p.read_text()] == []
+    second = project.run(expect_exit=1)
+    assert _status(second, "a_fails") == "failed"
+    assert not cache_of(next(c for c in second["checks"] if c["check_id"] == "a_fails"))["hit"]
+
+
+def test_a_check_that_copies_a_passing_entry_over_a_failing_one_is_undone(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb, poisoner=COPY)
+    _one_at_a_time(project)
+    project.run(expect_exit=1)
+    assert "changed during this run, not by eb" in project.last.stderr
+    second = project.run(expect_exit=1)
+    assert _status(second, "a_fails") == "failed"
+
+
+def test_the_copied_entry_left_behind_is_still_no_pass(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # The same copy made between runs (no run to notice it): the entry names another key.
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    _entry(project, "a_fails").write_bytes(_entry(project, "b_passes").read_bytes())
+    report = project.run(expect_exit=1)
+    assert _status(report, "a_fails") == "failed"
+    assert "foreign entry" in project.last.stderr
+
+
+@pytest.mark.parametrize("signed", [False, True], ids=["unsigned", "without-the-secret"])
+def test_a_failure_edited_into_a_pass_between_runs_is_a_miss_with_a_warning(
+    tmp_path: Path, eb: Callable[..., Any], signed: bool
+) -> None:
+    # A tool or a person without the secret: the MAC no longer holds (or there is none).
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    path = _entry(project, "a_fails")
+    document = json.loads(path.read_bytes())
+    document["result"].update(status="passed", score=1, observed_status="passed")
+    document["result_file"] = None  # a consistent forgery: only the MAC tells
+    if signed:  # the MAC kept as it was, the rest edited
+        document["mac"] = json.loads(path.read_bytes())["mac"]
+        text = json.dumps(document, indent=1).encode()
+    else:
+        text = json.dumps({k: v for k, v in document.items() if k != "mac"}).encode()
+    path.write_bytes(text)
+    report = project.run(expect_exit=1)
+    assert _status(report, "a_fails") == "failed"
+    assert "MAC" in project.last.stderr and str(path) in project.last.stderr
+
+
+CONTRADICTIONS = {
+    "passed with score 0": {"status": "passed", "score": 0},
+    "failed with score 1": {"status": "failed", "score": 1},
+    "passed but observed failed": {"status": "passed", "score": 1},
+    "consistent pass, text says failed": {
+        "status": "passed",
+        "score": 1,
+        "observed_status": "passed",
+    },
+}
+
+
+@pytest.mark.parametrize("change", list(CONTRADICTIONS))
+def test_a_signed_entry_that_contradicts_itself_is_a_miss(
+    tmp_path: Path, eb: Callable[..., Any], change: str
+) -> None:
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    path = _entry(project, "a_fails")
+    document = json.loads(path.read_bytes())
+    document["result"].update(CONTRADICTIONS[change])
+    project.rewrite(path, document)
+    report = project.run(expect_exit=1)
+    assert _status(report, "a_fails") == "failed"
+    check = next(c for c in report["checks"] if c["check_id"] == "a_fails")
+    assert not cache_of(check)["hit"]
+    assert str(path) in project.last.stderr
+
+
+def test_a_control_entry_must_say_what_its_expectation_makes_of_it(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # A control (expect: fail) whose check passed is a failure; an entry calling it a pass
+    # (or flipping its expectation) is refused.
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"ctl": script_check("ctl", script="print('no defect')\n", expect="fail")},
+        files={},
+        replay=False,
+    )
+    project.run(expect_exit=1)
+    path = _entry(project, "ctl")
+    document = json.loads(path.read_bytes())
+    assert document["result"]["observed_status"] == "passed"
+    for forged in (
+        {"result": {**document["result"], "status": "passed", "score": 1}},
+        {"expect": "pass", "result": {**document["result"], "status": "passed", "score": 1}},
+    ):
+        project.rewrite(path, {**document, **forged})
+        report = project.run(expect_exit=1)
+        assert _status(report, "ctl") == "failed"
+        path = _entry(project, "ctl")
+        document = json.loads(path.read_bytes())
+
+
+def test_an_older_cache_without_a_secret_says_so_once_and_is_stored_again(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    secret = project.cache_dir / SECRET_NAME
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    old = secret.read_bytes()
+    secret.unlink()
+    for path in project.entries():  # as an eb without MACs wrote them
+        document = json.loads(path.read_bytes())
+        path.write_text(json.dumps({k: v for k, v in document.items() if k != "mac"}))
+    report = project.run(expect_exit=1)
+    assert all(not cache_of(c)["hit"] for c in report["checks"])
+    assert project.last.stderr.count("is missing") == 1, project.last.stderr
+    assert secret.read_bytes() != old and stat.S_IMODE(secret.stat().st_mode) == 0o600
+    report = project.run(expect_exit=1)
+    assert all(cache_of(c)["hit"] for c in report["checks"])
+    assert "warning" not in project.last.stderr
+
+
+def test_read_only_still_checks_the_mac(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    path = _entry(project, "a_fails")
+    path.write_bytes(path.read_bytes().replace(b'"failed"', b'"passed"'))
+    report = project.run("--cache", "read-only", expect_exit=1)
+    assert _status(report, "a_fails") == "failed"
+    assert "MAC" in project.last.stderr
+
+
+def test_a_secret_others_may_read_is_not_used(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    (project.cache_dir / SECRET_NAME).chmod(0o644)
+    report = project.run(expect_exit=1)
+    assert all(not cache_of(c)["hit"] for c in report["checks"])
+    assert "owner-only" in project.last.stderr
+
+
+SPY = """\
+import json, os, sys
+from pathlib import Path
+ctx = json.loads(Path(sys.argv[1]).read_text())
+print(json.dumps(dict(os.environ)))
+print(json.dumps(ctx))
+"""
+
+
+def test_the_secret_is_in_no_environment_or_file_eb_writes(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)  # the secret exists from here on
+    project.write({"eval_checks/spy.yaml": script_check("spy", script=SPY)})
+    report = project.run(expect_exit=1)
+    secret = (project.cache_dir / SECRET_NAME).read_bytes()[:64]
+    run_dir = Path(report["output_dir"])
+    for path in [*run_dir.rglob("*"), *(project.cache_dir / "entries").rglob("*")]:
+        if path.is_file():
+            assert secret not in path.read_bytes(), path
+    for path in (project.cache_dir / "blobs").rglob("*"):
+        assert not path.is_file() or secret not in path.read_bytes(), path
+
+
+def _session_of(project: Project, run_dir: Path) -> tuple[CacheSession, PlanDoc]:
+    stages = run_dir / "stages"
+    config = ConfigDoc.model_validate(json.loads((stages / "config.json").read_bytes()))
+    plan = PlanDoc.model_validate(json.loads((stages / "plan.json").read_bytes()))
+    session = CacheSession(
+        config=config, plan=plan, harness=None, run_dir=run_dir, environ=os.environ
+    )
+    return session, plan
+
+
+def test_discard_written_drops_what_the_run_stored_and_stores_nothing_more(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # What the in-run watch calls when something the run started wrote eb's state.
+    project = _project(tmp_path, eb, poisoner=None)
+    report = project.run(expect_exit=1)
+    run_dir = Path(report["output_dir"])
+    for path in project.entries():
+        path.unlink()
+    session, plan = _session_of(project, run_dir)
+    executed = json.loads((run_dir / "stages" / "execute.json").read_bytes())["results"]
+    results = {r["check_id"]: CheckResult.model_validate(r) for r in executed}
+    session.remember_state()
+    first, second = plan.checks
+    stored = session.record(check=first, result=results[first.id])
+    assert stored.details["cache"]["stored"] is True
+    (written,) = project.entries()
+    # Something else wrote an entry meanwhile: dropped too.
+    other = project.cache_dir / "entries" / "ff" / ("f" * 64 + ".json")
+    other.parent.mkdir(parents=True)
+    write_signed(cache_dir=project.cache_dir, path=other, document={"anything": 1})
+    dropped = session.discard_written()
+    assert sorted(dropped) == sorted([other, written])
+    assert project.entries() == []
+    later = session.record(check=second, result=results[second.id])
+    assert later.details["cache"]["stored"] is False and project.entries() == []
+    session.finish()
+    assert project.entries() == []
+
+
+def test_an_entry_another_run_stores_with_the_same_verdict_is_kept(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # Two runs sharing a cache: the other run's entry says what this one found, so it stays.
+    project = _project(tmp_path, eb, poisoner=None)
+    report = project.run(expect_exit=1)
+    run_dir = Path(report["output_dir"])
+    session, plan = _session_of(project, run_dir)
+    executed = json.loads((run_dir / "stages" / "execute.json").read_bytes())["results"]
+    results = {r["check_id"]: CheckResult.model_validate(r) for r in executed}
+    session.remember_state()
+    check = plan.checks[0]
+    session.record(check=check, result=results[check.id])
+    path = _entry(project, check.id)
+    document = json.loads(path.read_bytes())
+    project.rewrite(path, {**document, "from_run_id": "another-run"})
+    session.finish()
+    assert path.exists() and session.warnings == []
+    store = CacheStore(folder=project.cache_dir, max_bytes=1 << 30)
+    assert store.read_at(path=str(path)).problem is None
+
+
+def test_a_judge_that_forges_signed_passes_during_the_run_is_undone(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # The same inside job from an agent: it signs a pass for the failing check, then answers.
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "a_fails": script_check("a_fails", script="raise SystemExit(1)\n"),
+            "z_judge": judge("z_judge"),
+        },
+        files={},
+        replay=False,
+    )
+    _one_at_a_time(project)
+    cache = project.cache_dir
+    agent = FLIP.replace(
+        'ctx = json.loads(Path(sys.argv[1]).read_text())\ncache = Path(ctx["project_root"]) '
+        '/ ".eval-banana" / "cache"',
+        f"cache = Path({str(cache)!r})",
+    ).replace('check_id != "z_poisoner"', 'check_id != "z_judge"')
+    agent = agent.replace('print("flipped")', 'print(json.dumps({"score": 1, "reason": "ok"}))')
+    assert f"cache = Path({str(cache)!r})" in agent
+    (tmp_path / "counting_agent.py").write_text(agent)
+    first = project.run(expect_exit=1)
+    assert _status(first, "z_judge") == "passed"
+    assert "changed during this run, not by eb" in project.last.stderr
+    second = project.run(expect_exit=1)
+    assert _status(second, "a_fails") == "failed"
+
+
+SWAP_SECRET = """\
+import json, sys
+from pathlib import Path
+ctx = json.loads(Path(sys.argv[1]).read_text())
+secret = Path(ctx["project_root"]) / ".eval-banana" / "cache" / "secret.key"
+secret.unlink()
+secret.write_text("0" * 64 + "\\n")
+secret.chmod(0o600)
+print("swapped")
+"""
+
+
+def test_a_secret_replaced_during_the_run_is_dropped(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # A check that puts a secret it knows in place of the cache's could sign entries at leisure
+    # afterwards: the secret goes, and with it every entry signed by either.
+    project = _project(tmp_path, eb, poisoner=SWAP_SECRET)
+    _one_at_a_time(project)
+    project.run(expect_exit=1)
+    secret = project.cache_dir / SECRET_NAME
+    assert not secret.exists() or secret.read_text() != "0" * 64 + "\n"
+    assert "secret.key changed during this run" in project.last.stderr
+    report = project.run(expect_exit=1)  # the poisoner swaps it again, and it goes again
+    assert all(not cache_of(c)["hit"] for c in report["checks"])
+    assert not secret.exists() or secret.read_text() != "0" * 64 + "\n"
