@@ -25,6 +25,7 @@ from eval_banana.artifacts import CHECK_OUTPUT_NAMES, remove_check_outputs, sha2
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
+from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.ebfolders import cache_dir
@@ -352,6 +353,13 @@ class CacheSession:
         ):
             try:
                 stored = self._store(check=check, result=result, key=key)
+            except SecretUnusable as exc:
+                # The cache's own key is unusable (readable by others, damaged): a setup
+                # problem the warning names, not a fault of the machine; nothing is stored.
+                self._warn(
+                    message=f"Cannot store the verdict of check '{check.id}' in the cache: {exc}",
+                    file=str(self.store.folder),
+                )
             except OSError as exc:
                 # A cache folder eb cannot write is a fault like any other: the run aborts.
                 cause = exc.strerror or str(exc)

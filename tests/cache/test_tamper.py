@@ -2,8 +2,10 @@
 run's own record of what it wrote each keep a failure from coming back as a pass.
 
 The poisoner is a deterministic check that rewrites other checks' cached verdicts while the run
-goes on. Two layers are tested apart: edits by something that cannot read the cache's secret
-(the MAC), and edits by a check that reads it and signs its forgeries (the run's record).
+goes on. The layers are tested apart: edits by something that cannot read the cache's secret
+(the MAC); edits by a check that reads it and signs its forgeries, which the watch on eb's own
+files catches first (the writer is an error, nothing of the run is stored); and, beneath the
+watch, the run's own record of what it wrote (tested on a session, where no watch runs).
 """
 
 from __future__ import annotations
@@ -99,6 +101,24 @@ def _status(report: dict[str, Any], check_id: str) -> str:
     return status
 
 
+def _run_the_inside_job(project: Project, writer: str) -> dict[str, Any]:
+    """Run once so the verdicts are stored, then again with the writer edited (so it alone runs
+    while every other verdict is reused): the run in which it rewrites the cache."""
+    project.run(expect_exit=1)
+    check_file = project.root / "eval_checks" / f"{writer}.yaml"
+    check_file.write_text(check_file.read_text().replace(f"{writer}.", f"{writer}, again.", 1))
+    return project.run(expect_exit=1)
+
+
+def _caught_writing(report: dict[str, Any], check_id: str) -> None:
+    """The check that wrote eb's files is an error naming them (the in-run watch)."""
+    check = next(c for c in report["checks"] if c["check_id"] == check_id)
+    assert check["status"] == "error", check
+    assert "eb's own files changed" in json.dumps(check) and ".eval-banana/cache" in json.dumps(
+        check
+    )
+
+
 def _entry(project: Project, check_id: str) -> Path:
     (found,) = [p for p in project.entries() if json.loads(p.read_bytes())["check_id"] == check_id]
     return found
@@ -111,9 +131,9 @@ def test_a_check_that_forges_signed_passes_during_the_run_is_undone(
     # record of what it wrote tells them apart.
     project = _project(tmp_path, eb, poisoner=FLIP)
     _one_at_a_time(project)
-    first = project.run(expect_exit=1)
-    assert _status(first, "a_fails") == "failed" and _status(first, "z_poisoner") == "passed"
-    assert "changed during this run, not by eb" in project.last.stderr
+    first = _run_the_inside_job(project, "z_poisoner")
+    assert _status(first, "a_fails") == "failed"
+    _caught_writing(first, "z_poisoner")
     assert [p for p in project.entries() if "a_fails" in p.read_text()] == []
     second = project.run(expect_exit=1)
     assert _status(second, "a_fails") == "failed"
@@ -125,8 +145,7 @@ def test_a_check_that_copies_a_passing_entry_over_a_failing_one_is_undone(
 ) -> None:
     project = _project(tmp_path, eb, poisoner=COPY)
     _one_at_a_time(project)
-    project.run(expect_exit=1)
-    assert "changed during this run, not by eb" in project.last.stderr
+    _caught_writing(_run_the_inside_job(project, "z_poisoner"), "z_poisoner")
     second = project.run(expect_exit=1)
     assert _status(second, "a_fails") == "failed"
 
@@ -326,6 +345,24 @@ def test_discard_written_drops_what_the_run_stored_and_stores_nothing_more(
     assert project.entries() == []
 
 
+def test_the_runs_own_record_drops_a_signed_forgery_made_while_it_ran(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # Beneath the watch: a session that noted the cache as its checks started drops, at its
+    # finish, an entry someone else rewrote (validly signed) meanwhile, and says so.
+    project = _project(tmp_path, eb, poisoner=None)
+    report = project.run(expect_exit=1)
+    session, _ = _session_of(project, Path(report["output_dir"]))
+    session.remember_state()
+    path = _entry(project, "a_fails")
+    document = json.loads(path.read_bytes())
+    document["result"].update(status="passed", score=1, observed_status="passed")
+    project.rewrite(path, document)
+    session.finish()
+    assert not path.exists()
+    assert any("changed during this run, not by eb" in w.message for w in session.warnings)
+
+
 def test_an_entry_another_run_stores_with_the_same_verdict_is_kept(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:
@@ -372,9 +409,7 @@ def test_a_judge_that_forges_signed_passes_during_the_run_is_undone(
     agent = agent.replace('print("flipped")', 'print(json.dumps({"score": 1, "reason": "ok"}))')
     assert f"cache = Path({str(cache)!r})" in agent
     (tmp_path / "counting_agent.py").write_text(agent)
-    first = project.run(expect_exit=1)
-    assert _status(first, "z_judge") == "passed"
-    assert "changed during this run, not by eb" in project.last.stderr
+    _caught_writing(_run_the_inside_job(project, "z_judge"), "z_judge")
     second = project.run(expect_exit=1)
     assert _status(second, "a_fails") == "failed"
 
@@ -398,10 +433,9 @@ def test_a_secret_replaced_during_the_run_is_dropped(
     # afterwards: the secret goes, and with it every entry signed by either.
     project = _project(tmp_path, eb, poisoner=SWAP_SECRET)
     _one_at_a_time(project)
-    project.run(expect_exit=1)
+    _caught_writing(project.run(expect_exit=1), "z_poisoner")
     secret = project.cache_dir / SECRET_NAME
     assert not secret.exists() or secret.read_text() != "0" * 64 + "\n"
-    assert "secret.key changed during this run" in project.last.stderr
     report = project.run(expect_exit=1)  # the poisoner swaps it again, and it goes again
     assert all(not cache_of(c)["hit"] for c in report["checks"])
     assert not secret.exists() or secret.read_text() != "0" * 64 + "\n"
