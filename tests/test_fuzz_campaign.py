@@ -439,7 +439,7 @@ def _forge(data: st.DataObject, entry: dict[str, Any]) -> None:
     elif edit == "status":
         sample["status"] = data.draw(st.sampled_from(["passed", "failed", "error"]))
     elif edit == "label":
-        outcome["expect"] = "pass" if outcome["expect"] == "fail" else "fail"
+        outcome["expect"] = "pass" if outcome.get("expect") == "fail" else "fail"
     elif edit == "drop":
         outcome["samples"] = [s for s in outcome["samples"] if s is not sample]
     else:
