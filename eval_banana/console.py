@@ -19,6 +19,7 @@ from eval_banana.models.stages import PlannedCheck, ScoreDoc
 from eval_banana.reporting.common import is_not_run
 from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
 from eval_banana.results import plural
+from eval_banana.results import progress_line
 from eval_banana.sampling.rules import is_flaky
 from eval_banana.stages.report import flaky_line, result_summary, status_notes, usage_summary
 
@@ -223,16 +224,6 @@ class Console:
             print_summary(
                 report=report, report_path=report_path, stream=self.stdout, html_path=html_path
             )
-
-
-def progress_line(*, check_id: str, result: CheckResult) -> str:
-    """A finished check as a log shows it: `<id>: <status> ([cached, ][flaky, ]<n> ms)`."""
-    details = result.details
-    notes = ["cached"] if "cache" in details and details["cache"].get("hit") is True else []
-    if is_flaky(details):
-        notes.append("flaky")
-    notes.append(f"{result.duration_ms} ms")
-    return f"{check_id}: {result.status} ({', '.join(notes)})"
 
 
 class ProgressReporter:

@@ -13,6 +13,9 @@ from pathlib import Path
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings import SETTINGS_BY_NAME
 
+CALIBRATION_FILE = "calibration.json"
+_CONFIG_FOLDER = ".eval-banana"
+
 # Where eb keeps what it remembers across runs (never a project file, whatever writes it).
 HISTORY_DIR = ".eval-banana/history"
 
@@ -53,8 +56,6 @@ def own_files(*, config: ConfigDoc) -> list[Path]:
     the files the run writes beside its run folder (the JUnit file, --result-out, the GitHub
     step summary) and the failures `eb run` remembers: rewritten by every run, they would
     otherwise change the project's state each time."""
-    from eval_banana.calibration.store import record_path
-
     found = [
         record_path(config=config),
         last_failed_path(config=config),
@@ -72,3 +73,10 @@ def junit_file(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
     path = Path(setting).expanduser()
     return path if path.is_absolute() else project_root / path
+
+
+def record_path(*, config: ConfigDoc) -> Path:
+    """Beside the config file in use, else `<project root>/.eval-banana/calibration.json`."""
+    if config.config_file:
+        return Path(config.config_file).parent / CALIBRATION_FILE
+    return Path(config.project_root) / _CONFIG_FOLDER / CALIBRATION_FILE

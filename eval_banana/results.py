@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import AbortReason, PlannedCheck
+from eval_banana.sampling.rules import is_flaky
 
 # How each abort reason reads after `Stopped: ` / `Not run: `.
 STOP_REASON_TEXT: dict[str, str] = {
@@ -191,3 +192,13 @@ def judge_expectation(*, result: CheckResult) -> CheckResult:
 def exception_result(*, check: PlannedCheck, started: datetime, exc: BaseException) -> CheckResult:
     """An exception escaping a runner becomes this check's error result."""
     return error_result(check=check, started=started, error_detail=f"{type(exc).__name__}: {exc}")
+
+
+def progress_line(*, check_id: str, result: CheckResult) -> str:
+    """A finished check as a log shows it: `<id>: <status> ([cached, ][flaky, ]<n> ms)`."""
+    details = result.details
+    notes = ["cached"] if "cache" in details and details["cache"].get("hit") is True else []
+    if is_flaky(details):
+        notes.append("flaky")
+    notes.append(f"{result.duration_ms} ms")
+    return f"{check_id}: {result.status} ({', '.join(notes)})"

@@ -145,8 +145,3 @@ def write_all(*, targets: list[Path]) -> list[Path]:
             path.write_text(text, encoding="utf-8")
             written.append(path)
     return written
-
-
-def packaged_schema(name: str) -> str:
-    """A schema as shipped inside the package (importlib.resources)."""
-    return (resources.files("eval_banana") / "schemas" / f"{name}.schema.json").read_text("utf-8")

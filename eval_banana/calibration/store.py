@@ -8,11 +8,9 @@ from typing import Any
 
 from eval_banana.calibration.figures import document_ratio_problem
 from eval_banana.models.calibration import CalibrationDoc, JudgeCalibration
+from eval_banana.ebfolders import CALIBRATION_FILE, record_path
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.readback import loads_json, read_regular
-
-CALIBRATION_FILE = "calibration.json"
-_CONFIG_FOLDER = ".eval-banana"
 
 
 class UnreadableRecord(Exception):
@@ -21,13 +19,6 @@ class UnreadableRecord(Exception):
     def __init__(self, message: str, *, field_path: str | None = None) -> None:
         super().__init__(message)
         self.field_path = field_path
-
-
-def record_path(*, config: ConfigDoc) -> Path:
-    """Beside the config file in use, else `<project root>/.eval-banana/calibration.json`."""
-    if config.config_file:
-        return Path(config.config_file).parent / CALIBRATION_FILE
-    return Path(config.project_root) / _CONFIG_FOLDER / CALIBRATION_FILE
 
 
 def read_record(*, path: Path) -> CalibrationDoc | None:

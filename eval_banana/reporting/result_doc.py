@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eval_banana.artifacts import write_bytes_atomic
-from eval_banana.commands.report_flags import FORMATS  # noqa: F401 - re-exported
 from eval_banana.errors import (
     EvalBananaError,
     GuardError,

@@ -1,12 +1,33 @@
-"""What every stage document shares: the envelope fields."""
+"""Stage files by name: the pipeline's stages in order, where each one's file lives in a run
+folder, and the envelope fields every stage document shares."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from eval_banana.version import tool_version
 
 SCHEMA_BASE = "https://eval-banana.dev/schemas/"
+
+
+STAGE_NAMES: tuple[str, ...] = (
+    "config",
+    "discover",
+    "validate",
+    "guard",
+    "execute",
+    "score",
+    "report",
+)
+# The validate stage writes plan.json; every other stage writes <stage>.json.
+STAGE_FILES: dict[str, str] = {name: f"{name}.json" for name in STAGE_NAMES}
+STAGE_FILES["validate"] = "plan.json"
+
+
+def stage_path(*, run_dir: Path, stage: str) -> Path:
+    """Where a stage's file lives in a run folder (the one place that knows)."""
+    return run_dir / "stages" / STAGE_FILES[stage]
 
 
 def envelope(*, stage: str, run_id: str, inputs: dict[str, str]) -> dict[str, object]:
