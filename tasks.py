@@ -52,13 +52,13 @@ def typecheck(c: Context) -> None:
 @task
 def schemas(c: Context) -> None:
     """Regenerate schemas/ (and the copy shipped in the package) from the pydantic models."""
-    c.run(f"{PY} -m eval_banana.schemas_cli")
+    c.run(f"{PY} -m eval_banana.publish.__main__")
 
 
 @task
 def docs(c: Context) -> None:
     """Regenerate docs/reference.md and the stage examples under docs/stages/."""
-    c.run(f"{PY} -m eval_banana.docgen")
+    c.run(f"{PY} -m eval_banana.publish.docs")
 
 
 @task(pre=[lint, typecheck, test])
@@ -127,7 +127,8 @@ def _print_kill_rates(statuses: dict[str, str]) -> None:
     help={
         "workers": "Mutants tested at the same time (default 2; the machine may be shared).",
         "keep": "Reuse the results in mutants/ instead of starting clean.",
-        "only": "Test only the mutants matching this mutmut pattern, e.g. 'eval_banana.fuses*'.",
+        "only": "Test only the mutants matching this mutmut pattern, "
+        "e.g. 'eval_banana.runners.fuses*'.",
     }
 )
 def mutants(c: Context, workers: int = 2, keep: bool = False, only: str = "") -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from eval_banana.shard import shard_of
+from eval_banana.checks.shard import shard_of
 
 GENERATOR_VERSION = "7"
 BENCH_DIR = Path(__file__).resolve().parent

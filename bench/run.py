@@ -61,6 +61,13 @@ import runpy
 runpy.run_module("eval_banana", run_name="__main__", alter_sys=True)
 """
 
+# The same eb command line, run by the eval_banana of another tree (`--against REV`): the tree is
+# the current folder, so `python -c` finds its package before the installed one.
+AGAINST_PRELUDE = """\
+import runpy
+runpy.run_module("eval_banana", run_name="__main__", alter_sys=True)
+"""
+
 # W2 floor: a pruned walk that lists the check files, in one process.
 WALK_FLOOR = """\
 import os, sys
@@ -1088,6 +1095,46 @@ def write_doc(*, path: Path, text: str, block: str = "bench-table") -> None:
     path.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
+# A/B against another revision ----------------------------------------------------------------
+
+
+def checkout_of(*, rev: str) -> Path:
+    """The package of git revision `rev`, extracted once under bench/.cache and byte-compiled."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    tree = REPO / "bench" / ".cache" / f"against-{sha[:12]}"
+    if not (tree / "eval_banana").is_dir():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", sha, "eval_banana"], cwd=REPO, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    compileall.compile_dir(str(tree / "eval_banana"), quiet=1)
+    return tree
+
+
+def against_case(*, case: Case, tree: Path, rev: str) -> Case:
+    """The same case with the other revision's eb as its floor: eb must be no slower than it."""
+    return replace(
+        case,
+        name=f"{case.name} (A/B)",
+        floor=[sys.executable, "-c", AGAINST_PRELUDE, *case.eb_args],
+        floor_label=f"the same command, eb at {rev}",
+        floor_cwd=tree,
+        floor_stdin=None,
+        floor_stdout_file=False,
+        target=1.05,
+        target_over_s=None,
+        seconds_target=None,
+        memory_target_mb=None,
+    )
+
+
 # Entry ----------------------------------------------------------------------------------------
 
 
@@ -1097,6 +1144,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="Comma-separated workload keys, e.g. W1,W4.")
     parser.add_argument("--runs", type=int, help="Runs per case (default: per workload).")
     parser.add_argument("--timeout", type=float, help="Seconds before a process is killed.")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="A/B: also time each case's eb command as the git revision REV's eb runs it "
+        "(its row's floor), e.g. `--only W0 --against HEAD~1` before and after a refactor.",
+    )
     parser.add_argument(
         "--write-doc",
         action="store_true",
@@ -1121,8 +1174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     compileall.compile_dir(str(REPO / "eval_banana"), quiet=1)
     load_before = os.getloadavg()[0]
     rows: list[Row] = []
+    against = checkout_of(rev=args.against) if args.against else None
     for key in keys:
-        for case in cases_for(key=key, sizes=sizes, runs=args.runs):
+        cases = cases_for(key=key, sizes=sizes, runs=args.runs)
+        if against is not None:
+            cases += [against_case(case=case, tree=against, rev=args.against) for case in cases]
+        for case in cases:
             print(f"# {case.key} {case.name} ...", file=sys.stderr, flush=True)
             rows.append(
                 bench_case(case=case, runs=case.runs, warmup=not args.quick, timeout=timeout)

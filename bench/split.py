@@ -7,7 +7,7 @@ one check moves no other. For ids that have nothing to do with the function, a w
 gives every id an independent, uniform shard: the counts are then multinomial whatever the
 function is, and `exact_within` gives the chance that all of them lie within the tolerance.
 Ids that teams write are not like that: most of a big suite is numbered families. eb's own
-assignment spreads a family's members evenly (see `eval_banana.shard.shard_of`). The study
+assignment spreads a family's members evenly (see `eval_banana.checks.shard.shard_of`). The study
 compares it with plain hashes on the benchmark's own ids and on id sets of three shapes: random
 strings, one numbered family, and suites of many families plus named ids.
 """
@@ -30,7 +30,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.generate import FULL, Sizes, w10_base_checks  # noqa: E402
-from eval_banana.shard import shard_of, split_counts  # noqa: E402
+from eval_banana.checks.shard import shard_of, split_counts  # noqa: E402
 
 TOLERANCE = 0.05  # the target: every shard within 5 % of an even share
 SEED = 17

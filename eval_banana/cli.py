@@ -35,11 +35,11 @@ import json  # noqa: E402
 import os  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
-from eval_banana import log  # noqa: E402
 from eval_banana.commands import COMMANDS, command_module  # noqa: E402
 from eval_banana.commands.common import EXIT_HELP  # noqa: E402
-from eval_banana.errors import EvalBananaError, UsageError, WriteFault  # noqa: E402
-from eval_banana.version import DISTRIBUTION, tool_version  # noqa: E402
+from eval_banana.core import log  # noqa: E402
+from eval_banana.core.errors import EvalBananaError, UsageError, WriteFault  # noqa: E402
+from eval_banana.core.version import DISTRIBUTION, tool_version  # noqa: E402
 
 # Errors that only a write meets (a full disk or quota, an I/O error, a read-only file system).
 _WRITE_FAULT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})

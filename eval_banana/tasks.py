@@ -23,7 +23,7 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 from invoke.tasks import task
 
-from eval_banana.stages import STAGE_NAMES
+from eval_banana.stagefiles.layout import STAGE_NAMES
 
 _RUN_HELP = {
     "cwd": "Where the search for .eval-banana/config.toml starts (default: .).",

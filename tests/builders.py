@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from eval_banana.core.stem import artifact_stem
 from eval_banana.models.check import DeterministicCheck, HarnessJudgeCheck
 from eval_banana.models.config import CoreSettings, ExecutionSettings, HarnessSettings, Settings
 from eval_banana.models.result import CheckResult
@@ -17,8 +18,7 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ResolvedHarness,
 )
-from eval_banana.stages.common import envelope
-from eval_banana.stem import artifact_stem
+from eval_banana.stagefiles.layout import envelope
 
 RUN_ID = "20261130_002431_b31f0879"
 SNAPSHOTS_DIR = "stages/snapshots"

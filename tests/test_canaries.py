@@ -23,9 +23,9 @@ import yaml
 
 from eval_banana.assertions.operators import OPERATORS
 from eval_banana.commands import COMMANDS
+from eval_banana.models.repeats import RULES
 from eval_banana.models.stages import ScoreDoc
 from eval_banana.runners import RUNNERS
-from eval_banana.sampling.rules import RULES
 
 REPO = Path(__file__).resolve().parent.parent
 CANARIES = REPO / "tests" / "fixtures" / "canaries"

@@ -9,7 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from eval_banana.version import DISTRIBUTION, tool_version
+from eval_banana.core.version import DISTRIBUTION, tool_version
 
 REPO = Path(__file__).resolve().parent.parent
 # Package indexes compare names after lowercasing and folding runs of -, _ and . (PEP 503).

@@ -4,7 +4,7 @@ The test walks README.md, docs/ and skills/ (so files added later are picked up 
 touching this file) and checks each fenced ```yaml / ```yml / ```toml block:
 
 - YAML with a top-level `schema_version` is a check file: it must load through
-  `eval_banana.definition.load_definition` and validate against `schemas/check.schema.json`.
+  `eval_banana.checks.definition.load_definition` and validate against `schemas/check.schema.json`.
 - Other YAML (CI workflows, pre-commit configs, fragments) must parse with `yaml.safe_load`.
 - TOML whose top-level tables are all config sections is a `.eval-banana/config.toml`: it must
   resolve through the config stage, and a configured agent must exist.
@@ -28,8 +28,8 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
-from eval_banana.definition import load_definition
-from eval_banana.errors import EvalBananaError
+from eval_banana.checks.definition import load_definition
+from eval_banana.core.errors import EvalBananaError
 from eval_banana.harness.resolve import resolve_harness
 from eval_banana.models.config import Selection
 from eval_banana.stages.config import resolve_config

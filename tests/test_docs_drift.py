@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval_banana.docgen import REPO, reference_markdown, stage_examples, yaml_type
+from eval_banana.publish.docs import REPO, reference_markdown, stage_examples, yaml_type
 
 
 def test_reference_matches_the_models() -> None:

@@ -360,7 +360,7 @@ CALIBRATED_JUDGES = {
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project whose two judges were measured by `eb calibrate` (the scripted stand-in)."""
-    from tests.test_repeats import scripted_config
+    from tests.sampling.test_repeats import scripted_config
 
     root = tmp_path_factory.mktemp("fuzz-calibration") / "proj"
     (root / ".eval-banana").mkdir(parents=True)

@@ -224,8 +224,8 @@ def test_a_nine_level_alias_bomb_is_refused_in_under_a_second(tmp_path: Path) ->
     _no_traceback(done)
     assert done.returncode == 2, done.stdout + done.stderr
     assert str(bomb) in done.stderr and "aliases" in done.stderr, done.stderr
-    from eval_banana.definition import parse_yaml_mapping
-    from eval_banana.errors import DefinitionError
+    from eval_banana.checks.definition import parse_yaml_mapping
+    from eval_banana.core.errors import DefinitionError
 
     started = time.perf_counter()
     with pytest.raises(DefinitionError, match="aliases"):
@@ -236,8 +236,8 @@ def test_a_nine_level_alias_bomb_is_refused_in_under_a_second(tmp_path: Path) ->
 def test_tagged_values_are_still_found_behind_aliases_in_linear_time(tmp_path: Path) -> None:
     # The walk for YAML tags visits each value once: a bomb of plain strings inside an
     # unknown key is checked in a blink, and a tag behind an alias is still refused.
-    from eval_banana.definition import parse_yaml_mapping
-    from eval_banana.errors import DefinitionError
+    from eval_banana.checks.definition import parse_yaml_mapping
+    from eval_banana.core.errors import DefinitionError
 
     lines = [
         "schema_version: 1",
@@ -285,7 +285,7 @@ def test_an_id_with_surrounding_spaces_is_still_stripped(tmp_path: Path) -> None
 
 def test_a_stage_file_with_an_id_ending_in_a_newline_fails_its_schema() -> None:
     # JSON Schema's `$` is the end of the text; Python's also matches before a final newline.
-    from eval_banana.schemacheck import compile_schema
+    from eval_banana.stagefiles.schemacheck import compile_schema
 
     check = compile_schema({"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"})
     assert check is not None
@@ -308,7 +308,7 @@ def test_a_stage_file_with_an_id_ending_in_a_newline_fails_its_schema() -> None:
     ],
 )
 def test_the_depth_scan_counts_only_nesting_outside_strings(text: str, deep: bool) -> None:
-    from eval_banana.readback import MAX_DEPTH, TooDeep, loads_json
+    from eval_banana.core.readback import MAX_DEPTH, TooDeep, loads_json
 
     assert MAX_DEPTH == 200
     if deep:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from eval_banana.stem import artifact_stem
+from eval_banana.core.stem import artifact_stem
 from tests.conftest import EbResult, judge_yaml
 
 Project = Callable[..., Path]

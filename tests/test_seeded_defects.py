@@ -19,7 +19,7 @@ import pytest
 from eval_banana.harness.verdict import extract_verdict
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
-from eval_banana.results import StopSignal, stop_reason
+from eval_banana.runners.results import StopSignal, stop_reason
 from eval_banana.stages.execute import execute
 from tests.builders import make_config, make_guard, make_plan, planned_inline
 from tests.conftest import PYTHON, STANDIN_AGENTS, check_yaml

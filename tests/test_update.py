@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from tests.calibration.test_calibration import GOOD, READS_ANSWER, Project, judge
+from tests.calibration.test_calibration import make_project as make_project  # noqa: F401 - fixture
+from tests.calibration.test_calibration import scripted_env as scripted_env  # noqa: F401 - fixture
 from tests.conftest import EbResult
-from tests.test_calibration import GOOD, READS_ANSWER, Project, judge
-from tests.test_calibration import make_project as make_project  # noqa: F401 - fixture
-from tests.test_calibration import scripted_env as scripted_env  # noqa: F401 - fixture
 
 STAGES = ("config", "discover", "validate", "guard", "execute", "score", "report")
 

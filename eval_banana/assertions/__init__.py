@@ -1,4 +1,7 @@
-"""Fail-closed path assertions on JSON/YAML data (the `assertions` check type)."""
+"""Fail-closed path assertions on JSON/YAML data (the `assertions` check type).
+
+May import core only: models build on its operators and paths.
+"""
 
 from eval_banana.assertions.evaluate import (
     MAX_ARTIFACT_BYTES,

@@ -9,4 +9,7 @@ depends on changed.
 - `session`: one run's use of it, driven by the execute stage.
 
 Nothing is imported here: the execute stage loads `session` only when the cache is on.
+
+May import calibration, sampling, runners, harness, stagefiles, checks, settings,
+projectstate, models and core; never the stages that call it.
 """

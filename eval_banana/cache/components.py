@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from eval_banana.cache.key import Component
-from eval_banana.envpolicy import allowed
-from eval_banana.inputstate import CheckInputs, declared_inputs
+from eval_banana.checks.inputs import CheckInputs, declared_inputs
+from eval_banana.core.version import tool_version
 from eval_banana.models.config import Settings
+from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
-from eval_banana.sampling.rules import sample_count
-from eval_banana.version import tool_version
+from eval_banana.settings.envpolicy import allowed
 
 
 class KeyContext:

@@ -10,8 +10,8 @@ import re
 from typing import Any, Literal
 
 from eval_banana.cache.mac import MAC_PATTERN
-from eval_banana.models.record import Field, Record
-from eval_banana.stages.common import SCHEMA_BASE
+from eval_banana.core.record import Field, Record
+from eval_banana.stagefiles.layout import SCHEMA_BASE
 
 ENTRY_KIND = "eval-banana/verdict-cache-entry"
 ENTRY_SCHEMA = f"{SCHEMA_BASE}cache-entry.schema.json"

@@ -14,9 +14,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from eval_banana.artifacts import sha256_bytes
 from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.store import CacheStore, FileState
+from eval_banana.core.files import sha256_bytes
 
 
 class OwnWrites:

@@ -23,20 +23,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana import forked
-from eval_banana.artifacts import sha256_bytes, write_bytes_atomic
 from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_problem
 from eval_banana.cache.replay_key import scope_reader, watched_ids
 from eval_banana.cache.replay_record import JSON_LINE, REAL_STAGES, TEMPLATE_NAMES, plain_path
 from eval_banana.cache.slots import Slot, fill
 from eval_banana.cache.store import Blob, CacheStore
-from eval_banana.errors import ProjectStateError
+from eval_banana.core import forked
+from eval_banana.core.errors import ProjectStateError
+from eval_banana.core.files import sha256_bytes, write_bytes_atomic
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ScoreDoc
 from eval_banana.projectstate.git import NotARepository
-from eval_banana.results import elapsed_ms, iso, utc_now
-from eval_banana.stages import STAGE_FILES
-from eval_banana.stages.common import created_now
-from eval_banana.verdict import replayed_verdict
+from eval_banana.runners.results import elapsed_ms, iso, utc_now
+from eval_banana.stagefiles.layout import STAGE_FILES, created_now
+from eval_banana.stagefiles.verdict import replayed_verdict
 
 # From this many files on, a forked child links them while this process fills the templates.
 PLACE_FORK_FILES = 200
@@ -97,7 +96,7 @@ def replay_run(
 ) -> Attempt:
     """Replay the run kept under `key` into `run_dir` (config.json and discover.json written);
     `contents`: the check files' bytes as discovery read them."""
-    from eval_banana.ebfolders import cache_dir
+    from eval_banana.settings.folders import cache_dir
 
     if not plain_path(str(run_dir)):
         return Attempt(replayed=None)

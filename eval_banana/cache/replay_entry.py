@@ -18,8 +18,8 @@ from typing import Literal
 
 from eval_banana.cache.entry import DIGEST_PATTERN, DIGEST_RE, MAC_RE
 from eval_banana.cache.mac import MAC_PATTERN
-from eval_banana.models.record import Field, Record
-from eval_banana.stages.common import SCHEMA_BASE
+from eval_banana.core.record import Field, Record
+from eval_banana.stagefiles.layout import SCHEMA_BASE
 
 REPLAY_KIND = "eval-banana/run-replay"
 REPLAY_SCHEMA = f"{SCHEMA_BASE}run-replay.schema.json"

@@ -20,11 +20,11 @@ from typing import Any
 
 from eval_banana.cache.components import interpreter_version, variable_names
 from eval_banana.cache.key import Component, framed_key
-from eval_banana.errors import ConfigError
-from eval_banana.inputstate import CheckInputs
+from eval_banana.checks.inputs import CheckInputs
+from eval_banana.core.errors import ConfigError
+from eval_banana.core.version import tool_version
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlannedCheck
 from eval_banana.projectstate.blobs import file_blob_id
-from eval_banana.version import tool_version
 
 # Bump when what goes into the key, or what a replay entry holds, changes.
 REPLAY_KEY_VERSION = 1
@@ -118,7 +118,7 @@ def _prompt_text() -> str:
 
 def input_scopes(*, checks: Sequence[PlannedCheck]) -> tuple[bool, list[tuple[str, ...]]]:
     """Whether some check reads the whole project, and the distinct `inputs:` of the rest."""
-    from eval_banana.inputstate import declared_inputs
+    from eval_banana.checks.inputs import declared_inputs
 
     whole = False
     declared: dict[tuple[str, ...], None] = {}
@@ -148,7 +148,7 @@ def scope_reader(
 def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[str]:
     """Files the plan and keys read beside the input states: referenced scripts, assertions
     artifacts and the calibration record the guard consulted."""
-    from eval_banana.calibration.store import record_path
+    from eval_banana.settings.folders import record_path
 
     root = Path(config.project_root)
     found = {str(record_path(config=config))}

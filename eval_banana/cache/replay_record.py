@@ -22,8 +22,8 @@ from eval_banana.cache.replay_entry import REPLAY_KIND, REPLAY_SCHEMA
 from eval_banana.cache.replay_key import input_scopes
 from eval_banana.cache.slots import Needle, find_slots, slots_are_sound
 from eval_banana.cache.store import CacheStore
-from eval_banana.console import progress_line
-from eval_banana.inputstate import CheckInputs
+from eval_banana.checks.inputs import CheckInputs
+from eval_banana.core.version import tool_version
 from eval_banana.models.stages import (
     ConfigDoc,
     DiscoverDoc,
@@ -32,9 +32,8 @@ from eval_banana.models.stages import (
     PlanDoc,
     ScoreDoc,
 )
-from eval_banana.results import iso, utc_now
-from eval_banana.stages import STAGE_FILES
-from eval_banana.version import tool_version
+from eval_banana.runners.results import iso, progress_line, utc_now
+from eval_banana.stagefiles.layout import STAGE_FILES
 
 # The files a replay writes with their slots filled, in the order it fills them: a stage file's
 # digest is a slot of the files after it.

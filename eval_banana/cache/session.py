@@ -20,17 +20,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana import forked
-from eval_banana.artifacts import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.store import Blob, CacheStore
-from eval_banana.ebfolders import cache_dir
-from eval_banana.errors import ProjectStateError, WriteFault
-from eval_banana.inputstate import CheckInputs
+from eval_banana.checks.inputs import CheckInputs
+from eval_banana.core import forked
+from eval_banana.core.errors import ProjectStateError, WriteFault
+from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
+from eval_banana.core.version import tool_version
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -40,8 +40,8 @@ from eval_banana.models.stages import (
     ResolvedHarness,
 )
 from eval_banana.projectstate.git import NotARepository
-from eval_banana.results import build_result, iso, judged_outcome, utc_now
-from eval_banana.version import tool_version
+from eval_banana.runners.results import build_result, iso, judged_outcome, utc_now
+from eval_banana.settings.folders import cache_dir
 
 _MIB = 1024 * 1024
 _TIMES = ("started_at", "completed_at", "duration_ms")

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.artifacts import read_bytes, sha256_and_size, sha256_bytes, write_bytes_atomic
 from eval_banana.cache.mac import (
     SECRET_NAME,
     SecretUnusable,
@@ -33,7 +32,8 @@ from eval_banana.cache.mac import (
     secret_path,
     signed_text,
 )
-from eval_banana.readback import TooDeep, loads_json, read_json
+from eval_banana.core.files import read_bytes, sha256_and_size, sha256_bytes, write_bytes_atomic
+from eval_banana.core.readback import TooDeep, loads_json, read_json
 
 _TEMP_NAMES = itertools.count()
 EMPTY_SHA256 = "sha256:" + hashlib.sha256(b"").hexdigest()

@@ -15,7 +15,7 @@ from eval_banana.calibration.figures import (
     figures_of,
 )
 from eval_banana.calibration.key import calibration_key, key_differences
-from eval_banana.calibration.store import UnreadableRecord, read_record, record_path
+from eval_banana.calibration.store import UnreadableRecord, read_record
 from eval_banana.models.calibration import CalibrationDoc
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -24,6 +24,7 @@ from eval_banana.models.stages import (
     ProblemModel,
     ResolvedHarness,
 )
+from eval_banana.settings.folders import record_path
 
 
 def _rerun(check: PlannedCheck) -> str:

@@ -13,23 +13,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from eval_banana import log
-from eval_banana.artifacts import write_text_atomic
 from eval_banana.calibration.cases import CaseFileError, case_workspace
 from eval_banana.calibration.figures import AGREEING_STATUS, cases_of, figures_of
 from eval_banana.calibration.key import calibration_key
 from eval_banana.calibration.watch import SampleWatch
-from eval_banana.canonjson import dumps
-from eval_banana.envpolicy import build_base_env
+from eval_banana.core import log
+from eval_banana.core.canonjson import dumps
+from eval_banana.core.files import write_text_atomic
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
+from eval_banana.models.repeats import sample_count
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
-from eval_banana.redact import Redactor, redact_check, redactor_for
-from eval_banana.results import error_result, exception_result, iso, utc_now
-from eval_banana.retries import EVIDENCE_SUFFIXES, run_attempts
 from eval_banana.runners import orphans, runner_for
 from eval_banana.runners.base import ProjectView, RunContext
-from eval_banana.sampling.rules import sample_count
+from eval_banana.runners.redact import Redactor, redact_check, redactor_for
+from eval_banana.runners.results import error_result, exception_result, iso, utc_now
+from eval_banana.runners.retries import EVIDENCE_SUFFIXES, run_attempts
+from eval_banana.settings.envpolicy import build_base_env
 
 SampleDone = Callable[[PlannedCheck, str, CaseSample], None]
 

@@ -7,10 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.calibration.figures import document_ratio_problem
+from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.calibration import CalibrationDoc, JudgeCalibration
-from eval_banana.ebfolders import CALIBRATION_FILE, record_path
-from eval_banana.models.stages import ConfigDoc
-from eval_banana.readback import loads_json, read_regular
 
 
 class UnreadableRecord(Exception):
@@ -50,8 +48,8 @@ def read_record(*, path: Path) -> CalibrationDoc | None:
 
 def _schema_problem(document: Any) -> str | None:
     """Why `document` does not match the published calibration schema, or None."""
-    from eval_banana.schemacheck import compile_schema
-    from eval_banana.schemas import packaged_schema
+    from eval_banana.stagefiles.schemacheck import compile_schema
+    from eval_banana.stagefiles.schemafiles import packaged_schema
 
     schema = json.loads(packaged_schema("calibration"))
     quick = compile_schema(schema)
@@ -59,7 +57,7 @@ def _schema_problem(document: Any) -> str | None:
         return None
     from jsonschema.exceptions import best_match
 
-    from eval_banana.schemacheck import json_validator
+    from eval_banana.stagefiles.schemacheck import json_validator
 
     error = best_match(json_validator(schema).iter_errors(document))
     if error is None:
@@ -70,8 +68,8 @@ def _schema_problem(document: Any) -> str | None:
 
 def write_record(*, path: Path, measured: list[JudgeCalibration], tool_version: str) -> None:
     """Add or replace the entries of the judges just measured; every other entry is kept."""
-    from eval_banana.artifacts import write_model
-    from eval_banana.results import iso, utc_now
+    from eval_banana.core.files import write_model
+    from eval_banana.runners.results import iso, utc_now
 
     try:
         earlier = read_record(path=path)

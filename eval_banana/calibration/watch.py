@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.calibration.cases import judge_edits
-from eval_banana.ebfolders import own_folders
 from eval_banana.isolation.detect import ChangeMonitor
 from eval_banana.isolation.modes import SHOWN_PATHS
 from eval_banana.isolation.workspace import Workspace
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.state import read_project_state
+from eval_banana.settings.folders import own_folders
 
 
 def _shown(paths: list[str]) -> str:

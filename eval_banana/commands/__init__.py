@@ -1,6 +1,8 @@
 """One module per `eb` subcommand: each has `configure(*, parser)` and `run(args) -> int`.
 
 The names and one-line helps live here, so `eb <command>` imports only its own module.
+
+The top of the house: may import every package.
 """
 
 from __future__ import annotations

@@ -37,16 +37,17 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from eval_banana.calibration.run import calibrate, plan_runs
     from eval_banana.calibration.show import summary_lines
-    from eval_banana.calibration.store import record_path, write_record
+    from eval_banana.calibration.store import write_record
     from eval_banana.calibration.watch import SampleWatch
-    from eval_banana.console import Console
-    from eval_banana.errors import GuardError, RunAborted
-    from eval_banana.request import load_config
-    from eval_banana.rundir import new_run_id, output_base
+    from eval_banana.core.errors import GuardError, RunAborted
+    from eval_banana.core.version import tool_version
+    from eval_banana.pipeline.request import load_config
+    from eval_banana.reporting.console import Console
+    from eval_banana.settings.folders import record_path
+    from eval_banana.settings.rundir import new_run_id, output_base
     from eval_banana.stages import discover as discover_stage
     from eval_banana.stages import guard as guard_stage
     from eval_banana.stages import validate as validate_stage
-    from eval_banana.version import tool_version
 
     config = load_config(request=common.request(args), run_id=new_run_id())
     contents: dict[str, bytes] = {}

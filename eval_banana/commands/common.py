@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from eval_banana.models.config import Selection
     from eval_banana.models.stages import ConfigDoc, DiscoverDoc
+    from eval_banana.pipeline.request import RunRequest
     from eval_banana.reporting import ReportExtras
-    from eval_banana.request import RunRequest
 
 EXIT_HELP = """exit codes:
   0  the run passed (or the command succeeded)
@@ -95,7 +95,7 @@ def add_incremental(parser: argparse.ArgumentParser) -> None:
 
 
 def add_setting_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
-    from eval_banana.settings import add_setting_arguments
+    from eval_banana.settings.table import add_setting_arguments
 
     add_setting_arguments(parser=parser, command=command)
     if command == "run":
@@ -124,7 +124,7 @@ def selection(args: argparse.Namespace) -> Selection:
     shard_text = getattr(args, "shard", None)
     shard = None
     if shard_text is not None:
-        from eval_banana.shard import parse_shard
+        from eval_banana.checks.shard import parse_shard
 
         shard = parse_shard(text=shard_text, environ=os.environ)
     return Selection(
@@ -145,7 +145,7 @@ def selection_given(args: argparse.Namespace) -> bool:
 
 
 def cli_values(args: argparse.Namespace) -> dict[str, object]:
-    from eval_banana.settings import cli_values_from_namespace
+    from eval_banana.settings.table import cli_values_from_namespace
 
     return cli_values_from_namespace(namespace=args)
 
@@ -157,7 +157,7 @@ def request(
     extras: ReportExtras | None = None,
     outputs: tuple[Path, ...] = (),
 ) -> RunRequest:
-    from eval_banana.request import RunRequest
+    from eval_banana.pipeline.request import RunRequest
 
     return RunRequest(
         cwd=Path(args.cwd),
@@ -173,9 +173,9 @@ def request(
 
 def resolve_run_dir(args: argparse.Namespace) -> Path:
     """--run-dir, else the newest run under the configured output folder."""
-    from eval_banana.errors import StageFileError
-    from eval_banana.request import load_config
-    from eval_banana.rundir import new_run_id, newest_run_dir
+    from eval_banana.core.errors import StageFileError
+    from eval_banana.pipeline.request import load_config
+    from eval_banana.settings.rundir import new_run_id, newest_run_dir
 
     if args.run_dir:
         return Path(args.run_dir).resolve()

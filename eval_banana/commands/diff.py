@@ -22,7 +22,7 @@ LATEST = "latest"
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
-    from eval_banana.diffreport import FORMATS
+    from eval_banana.diffing.render import FORMATS
 
     for name, side in (("base", "the earlier run"), ("head", "the run to judge")):
         parser.add_argument(
@@ -44,9 +44,9 @@ def resolve_run(args: argparse.Namespace, *, given: str) -> Path:
     """A run folder as given, or the newest run of the project found from --cwd."""
     if given != LATEST:
         return Path(given).resolve()
-    from eval_banana.errors import RunFolderError
-    from eval_banana.request import load_config
-    from eval_banana.rundir import new_run_id, newest_run_dir
+    from eval_banana.core.errors import RunFolderError
+    from eval_banana.pipeline.request import load_config
+    from eval_banana.settings.rundir import new_run_id, newest_run_dir
 
     config = load_config(request=common.request(args), run_id=new_run_id())
     newest = newest_run_dir(config=config)
@@ -60,8 +60,8 @@ def resolve_run(args: argparse.Namespace, *, given: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.diff import compare, load_run
-    from eval_banana.diffreport import RENDERERS
+    from eval_banana.diffing.compare import compare, load_run
+    from eval_banana.diffing.render import RENDERERS
 
     base = load_run(run_dir=resolve_run(args, given=args.base))
     head = load_run(run_dir=resolve_run(args, given=args.head))

@@ -12,7 +12,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.init import CACHE_NOTE, run_init
+    from eval_banana.commands.scaffold import CACHE_NOTE, run_init
 
     for path in run_init(cwd=Path.cwd(), force=args.force):
         print(f"Wrote {path}")

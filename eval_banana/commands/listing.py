@@ -25,8 +25,8 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.request import load_config
-    from eval_banana.rundir import new_run_id
+    from eval_banana.pipeline.request import load_config
+    from eval_banana.settings.rundir import new_run_id
     from eval_banana.stages.discover import discover
     from eval_banana.stages.validate import NO_CHECKS, validate
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         outcome.raise_if_failed()
     details: dict[str, list[str]] = {}
     if args.inputs:
-        from eval_banana.inputstate import input_lines
+        from eval_banana.checks.inputs import input_lines
 
         lines = input_lines(config=config, definitions=[c.definition for c in plan.checks])
         details = {check.id: found for check, found in zip(plan.checks, lines, strict=True)}

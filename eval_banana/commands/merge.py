@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 
 from eval_banana.commands import common
-from eval_banana.errors import UsageError
+from eval_banana.core.errors import UsageError
 
 DESCRIPTION = (
     "Merge the run folders of `eb run --shard K/N` (every K of one N, each once) into one run "
@@ -36,11 +36,11 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.console import Console
-    from eval_banana.merge import MergeRequest, merge_shards
+    from eval_banana.pipeline.request import load_config
+    from eval_banana.reporting.console import Console
     from eval_banana.reporting.runcli import prepare_report_options, stamp_result
-    from eval_banana.request import load_config
-    from eval_banana.rundir import new_run_id
+    from eval_banana.scaleout.merge import MergeRequest, merge_shards
+    from eval_banana.settings.rundir import new_run_id
 
     cli_values = common.cli_values(args)
     if args.flat_output and "core.output_dir" not in cli_values:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval_banana.commands import common
-from eval_banana.errors import UsageError
+from eval_banana.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from eval_banana.diff import RunSummary
+    from eval_banana.diffing.compare import RunSummary
 
 EPILOG = common.EXIT_HELP
 
@@ -44,11 +44,11 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.console import Console
-    from eval_banana.pipeline import run_pipeline
+    from eval_banana.pipeline.request import load_config
+    from eval_banana.pipeline.run import run_pipeline
+    from eval_banana.reporting.console import Console
     from eval_banana.reporting.runcli import prepare_report_options, stamp_result
-    from eval_banana.request import load_config
-    from eval_banana.rundir import new_run_id
+    from eval_banana.settings.rundir import new_run_id
 
     if args.flat_output and "core.output_dir" not in common.cli_values(args):
         raise UsageError("--flat-output requires an explicit --output-dir")
@@ -90,15 +90,15 @@ def run(args: argparse.Namespace) -> int:
 def _read_baseline(args: argparse.Namespace) -> RunSummary:
     """The baseline run, read before anything runs: a wrong folder must not cost a whole run."""
     from eval_banana.commands.diff import resolve_run
-    from eval_banana.diff import load_run
+    from eval_banana.diffing.compare import load_run
 
     return load_run(run_dir=resolve_run(args, given=args.baseline))
 
 
 def _show_diff(*, baseline: RunSummary, report: dict[str, Any], quiet: bool) -> None:
     """diff.json in the run folder; the text diff after the summary (not with --json)."""
-    from eval_banana.diff import REPORT_JSON, compare, summarize_report
-    from eval_banana.diffreport import render_text, write_diff
+    from eval_banana.diffing.compare import REPORT_JSON, compare, summarize_report
+    from eval_banana.diffing.render import render_text, write_diff
 
     run_dir = Path(str(report["output_dir"]))
     head = summarize_report(report=report, path=run_dir / REPORT_JSON, run_dir=run_dir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from eval_banana.errors import UsageError
+from eval_banana.core.errors import UsageError
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
@@ -14,7 +14,8 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.schemas import packaged_schema, schema_names
+    from eval_banana.publish.schemas import schema_names
+    from eval_banana.stagefiles.schemafiles import packaged_schema
 
     names = schema_names()
     if args.list or not args.name:

@@ -7,7 +7,7 @@ import os
 import threading
 
 from eval_banana.commands import common
-from eval_banana.stages import STAGE_NAMES
+from eval_banana.stagefiles.layout import STAGE_NAMES
 
 DESCRIPTION = (
     "Rerun one stage from the stage files in --run-dir and rewrite its output. "
@@ -24,8 +24,8 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.console import Console
-    from eval_banana.rerun import RERUNS, StageRequest
+    from eval_banana.pipeline.rerun import RERUNS, StageRequest
+    from eval_banana.reporting.console import Console
 
     given = common.selection(args)
     cancel = threading.Event()

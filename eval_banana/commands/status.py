@@ -13,7 +13,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.status import run_status
+    from eval_banana.pipeline.status import run_status
 
     run_dir = common.resolve_run_dir(args)
     states = run_status(run_dir=run_dir)

@@ -7,7 +7,7 @@ import os
 import threading
 
 from eval_banana.commands import common
-from eval_banana.stages import STAGE_NAMES
+from eval_banana.stagefiles.layout import STAGE_NAMES
 
 DESCRIPTION = (
     "Rerun, in pipeline order, exactly the stages of --run-dir that `eb status` finds stale, "
@@ -33,9 +33,9 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.console import Console
-    from eval_banana.rerun import StageRequest
-    from eval_banana.update import update_run
+    from eval_banana.pipeline.rerun import StageRequest
+    from eval_banana.pipeline.update import update_run
+    from eval_banana.reporting.console import Console
 
     cancel = threading.Event()
     request = StageRequest(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from eval_banana.commands import common
 
 if TYPE_CHECKING:
-    from eval_banana.errors import EvalBananaError, Problem
+    from eval_banana.core.errors import EvalBananaError, Problem
     from eval_banana.models.stages import FieldProblem, ProblemModel
 
 
@@ -42,8 +42,8 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from eval_banana.models.stages import ProblemModel
-    from eval_banana.request import load_config
-    from eval_banana.rundir import new_run_id
+    from eval_banana.pipeline.request import load_config
+    from eval_banana.settings.rundir import new_run_id
     from eval_banana.stages import discover as discover_stage
     from eval_banana.stages import guard as guard_stage
     from eval_banana.stages import validate as validate_stage
@@ -167,7 +167,7 @@ def _print_json(*, checks: int, problems: list[ProblemModel], warnings: list[Pro
 
 def json_error(exc: EvalBananaError) -> dict[str, Any]:
     """`eb validate --json` for a failure raised before any check was validated (bad config)."""
-    from eval_banana.errors import Problem
+    from eval_banana.core.errors import Problem
 
     first = Problem(
         message=exc.message,

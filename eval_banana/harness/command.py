@@ -8,7 +8,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from eval_banana.log import Logger
+from eval_banana.core.log import Logger
 from eval_banana.models.config import AgentTemplate
 
 LOG = Logger("eval_banana.runners.harness_judge")

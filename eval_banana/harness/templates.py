@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eval_banana.errors import ConfigError
+from eval_banana.core.errors import ConfigError
 from eval_banana.models.config import AgentTemplate
 
 # How each dialect's stdout carries the verdict (see eval_banana/harness/verdict.py).

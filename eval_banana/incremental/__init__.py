@@ -3,6 +3,8 @@
 `select_incremental` is what the validate stage calls once the check files are loaded;
 `resolve_last_failed` runs before a new run folder exists, so "the newest earlier run" is
 never the run being started, and records what it found in the config document's selection.
+
+May import stagefiles, settings, projectstate, models and core; the validate stage calls it.
 """
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.ebfolders import own_folders
-from eval_banana.errors import ChangeSelectionError, ProjectStateError
+from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision
+from eval_banana.settings.folders import own_folders
 
 
 class _CheckFiles(NamedTuple):

@@ -1,6 +1,6 @@
 """--last-failed, as pytest's --lf: the checks that failed the last time they ran.
 
-Every `eb run` updates `.eval-banana/lastfailed.json` (eval_banana.ebfolders.last_failed_path)
+Every `eb run` updates `.eval-banana/lastfailed.json` (settings/folders.py)
 from the checks it ran: a failed or errored check is remembered, a passed one forgotten, and a
 check the run did not run (another `-k`, a `--tag`, stopped before it started) keeps its entry.
 So a failure survives any number of partial runs until a run that runs it passes it.
@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_banana.ebfolders import last_failed_path
+from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.lastfailed import FailedCheck, LastFailedDoc
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.readback import loads_json, read_regular
+from eval_banana.settings.folders import last_failed_path
 
 
 class UnreadableMemory(Exception):
@@ -45,8 +45,8 @@ def read_memory(*, path: Path) -> LastFailedDoc | None:
 def _schema_problem(document: Any) -> str | None:
     """Why `document` does not match the published schema, or None; jsonschema (slow to
     import) is loaded only to word a problem."""
-    from eval_banana.schemacheck import compile_schema
-    from eval_banana.schemas import packaged_schema
+    from eval_banana.stagefiles.schemacheck import compile_schema
+    from eval_banana.stagefiles.schemafiles import packaged_schema
 
     schema = json.loads(packaged_schema("lastfailed"))
     quick = compile_schema(schema)
@@ -102,9 +102,9 @@ def remember_results(*, config: ConfigDoc, results: Sequence[CheckResult]) -> No
 
     Raises OSError when it cannot be written (the caller warns: the run itself stands).
     """
-    from eval_banana.artifacts import write_model
-    from eval_banana.results import iso, utc_now
-    from eval_banana.version import tool_version
+    from eval_banana.core.files import write_model
+    from eval_banana.core.version import tool_version
+    from eval_banana.runners.results import iso, utc_now
 
     path = last_failed_path(config=config)
     earlier = remembered(config=config)

@@ -1,1 +1,4 @@
-"""Judges that cannot touch the project: change detection and disposable copies."""
+"""Judges that cannot touch the project: change detection and disposable copies.
+
+May import runners, settings, projectstate, models and core.
+"""

@@ -118,8 +118,8 @@ class IsolationSession:
         """Watch eb's state; read the project's state too when some planned check is isolated."""
         monitor = None
         if isolates_any(config=config, plan=plan):
-            from eval_banana.ebfolders import own_folders
             from eval_banana.isolation.detect import ChangeMonitor
+            from eval_banana.settings.folders import own_folders
 
             monitor = ChangeMonitor.open(
                 root=Path(config.project_root),

@@ -122,8 +122,7 @@ def _subfolders(top: str) -> list[str]:
 
 def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
     """Where eb's state lies for a run writing into `run_dir`."""
-    from eval_banana.calibration.store import record_path
-    from eval_banana.ebfolders import cache_dir, own_folders
+    from eval_banana.settings.folders import cache_dir, own_folders, record_path
 
     cache = cache_dir(config=config).resolve()
     current = run_dir.resolve()
@@ -153,7 +152,7 @@ def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -
     """eb's state as a copy's namespace mounts it: the cache folder, the calibration record
     and each output folder whole (one mount however many runs it holds), but not the current
     run folder (nor an output folder that is the run folder itself, --flat-output)."""
-    from eval_banana.ebfolders import own_folders
+    from eval_banana.settings.folders import own_folders
 
     current = str(run_dir.resolve())
     wanted = {places.cache, *places.files}

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from eval_banana.calibration.paths import CASE_PATH_PATTERN, case_path_problem
+from eval_banana.models.casepaths import CASE_PATH_PATTERN, case_path_problem
 
 
 def _case_path(value: str) -> str:

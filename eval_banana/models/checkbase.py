@@ -19,8 +19,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from eval_banana.models.repeats import MAX_REPEATS, MIN_REPEATS, RULE_WORDS, Rule, valid_repeats
 from eval_banana.projectstate.patterns import pattern_problem
-from eval_banana.sampling.rules import MAX_REPEATS, MIN_REPEATS, RULE_WORDS, Rule, valid_repeats
 
 ID_PATTERN = r"^[a-zA-Z0-9_-]+$"
 _ID_RE = re.compile(ID_PATTERN)

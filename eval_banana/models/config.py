@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from eval_banana.models.record import Field, Record
+from eval_banana.core.record import Field, Record
 
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".git",
@@ -235,7 +235,7 @@ class Shard(_Section):
 
 
 class Selection(_Section):
-    """What the command line selected; the validate stage applies it (eval_banana.selection)."""
+    """What the command line selected; the validate stage applies it (checks/selection.py)."""
 
     check_ids: list[str] = Field(
         default_factory=list,

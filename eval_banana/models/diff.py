@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from eval_banana.models.record import Field, Record
+from eval_banana.core.record import Field, Record
 
 # A check's outcome as the diff names it: a check the run never started is `not_run` here
 # (report.json records it as `error` with details.not_run).

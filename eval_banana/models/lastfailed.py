@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from eval_banana.models.record import Field, Record
+from eval_banana.core.record import Field, Record
 
 LAST_FAILED_SCHEMA = "https://eval-banana.dev/schemas/lastfailed.schema.json"
 

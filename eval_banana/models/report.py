@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from eval_banana.core.record import Field, Record
 from eval_banana.models.config import Shard
-from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult, SkippedCheck
 from eval_banana.models.stages import (
     AbortReason,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from eval_banana import canonjson
-from eval_banana.models.record import Field, Record
+from eval_banana.core import canonjson
+from eval_banana.core.record import Field, Record
 
 Status = Literal["passed", "failed", "error"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from eval_banana.core.record import Field, Record
 from eval_banana.models.config import AgentTemplate, Selection, Settings, SettingSource
-from eval_banana.models.record import Field, Record
 from eval_banana.models.result import CheckResult, SkippedCheck
 
 AbortReason = Literal["interrupt", "run_timeout", "token_fuse", "cost_fuse", "write_fault"]
@@ -146,7 +146,7 @@ class PlanDoc(StageEnvelope):
         default=None,
         description="sha256:<hex> over every selected check before a shard filter: its path "
         "relative to the project root, its id and its definition digest, in that path order. "
-        "Shards of one plan share it (eval_banana.shard).",
+        "Shards of one plan share it (eval_banana.checks.shard).",
     )
     selected_checks: int | None = Field(
         default=None, description="How many checks the selection holds before a shard filter."

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from eval_banana.errors import ProjectStateError
+from eval_banana.core.errors import ProjectStateError
 from eval_banana.projectstate.blobs import ObjectFormat
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from eval_banana.errors import ProjectStateError
+from eval_banana.core.errors import ProjectStateError
 from eval_banana.projectstate import git
 from eval_banana.projectstate.state import (
     StateDiff,

@@ -19,7 +19,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from eval_banana.errors import ProjectStateError
+from eval_banana.core.errors import ProjectStateError
 from eval_banana.projectstate import git
 from eval_banana.projectstate.blobs import ObjectFormat, blob_id, file_blob_id
 from eval_banana.projectstate.patterns import InputPatterns, paths_under

@@ -2,6 +2,8 @@
 
 Every writer is a pure function of `report.json`'s object (plus the run folder for links);
 `write_extra_reports` is the one call the pipeline makes after report.json and report.md exist.
+
+May import stages and everything below them; the pipeline and commands call it.
 """
 
 # No `from __future__ import annotations`: it would clash with the re-exported `annotations()`.
@@ -10,12 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from eval_banana import forked
-from eval_banana.ebfolders import junit_file
-from eval_banana.errors import OutputDirError
-from eval_banana.models.record import Field, Record
+from eval_banana.core import forked
+from eval_banana.core.errors import OutputDirError
+from eval_banana.core.record import Field, Record
 from eval_banana.reporting.github import annotations, append_step_summary
 from eval_banana.reporting.html import REPORT_HTML, write_html
+from eval_banana.settings.folders import junit_file
 
 __all__ = [
     "ReportExtras",

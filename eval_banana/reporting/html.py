@@ -13,7 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.artifacts import write_bytes_atomic
+from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.stem import artifact_stem
+from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
     check_relpath,
@@ -25,8 +27,6 @@ from eval_banana.reporting.common import (
     tail,
 )
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS, JS
-from eval_banana.sampling.rules import is_flaky
-from eval_banana.stem import artifact_stem
 
 REPORT_HTML = "report.html"
 PROMPT_LIMIT_CHARS = 4000

@@ -12,7 +12,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from eval_banana.artifacts import write_bytes_atomic
+from eval_banana.core.files import write_bytes_atomic
+from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
     check_relpath,
@@ -24,8 +25,7 @@ from eval_banana.reporting.common import (
     tail,
     xml_safe,
 )
-from eval_banana.retries import attempt_count
-from eval_banana.sampling.rules import is_flaky
+from eval_banana.runners.retries import attempt_count
 
 SUITE_NAME = "eval-banana"
 # report.json already bounds stdout to 2000 characters; stderr may be longer,

@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from eval_banana.artifacts import write_bytes_atomic
-from eval_banana.errors import (
+from eval_banana.core.errors import (
     EvalBananaError,
     GuardError,
     NoChecksError,
@@ -21,7 +20,8 @@ from eval_banana.errors import (
     RunAborted,
     UsageError,
 )
-from eval_banana.version import DISTRIBUTION
+from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.version import DISTRIBUTION
 
 RESULT_SCHEMA_VERSION = 1
 FENCE = "```eval-banana-result v1"

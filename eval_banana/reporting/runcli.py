@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.core.version import tool_version
 from eval_banana.reporting import ReportExtras
-from eval_banana.version import tool_version
 
 # The result document and git observation (reporting.result_doc, reporting.gitobs) are imported
 # only by runs that use --result-out or --provenance-field: every other run skips their cost.

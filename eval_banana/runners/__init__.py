@@ -1,4 +1,9 @@
-"""Check-type runners: `RUNNERS[check.type](ctx) -> CheckResult`."""
+"""Check-type runners: `RUNNERS[check.type](ctx) -> CheckResult`, and what every runner shares:
+building results, the subprocess a check runs in, retries of failed agent processes, run-level
+fuses and the redaction of secrets.
+
+May import harness, assertions, models and core.
+"""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ from pydantic import ValidationError
 from eval_banana.assertions.evaluate import evaluate_all, fail_all, load_artifact, summarize
 from eval_banana.models.assertions import AssertionsCheck
 from eval_banana.models.result import CheckResult
-from eval_banana.results import build_result, error_result, utc_now
 from eval_banana.runners.base import RunContext
+from eval_banana.runners.results import build_result, error_result, utc_now
 
 
 def _definition_problem(*, exc: ValidationError) -> str:

@@ -12,13 +12,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from eval_banana.log import Logger
+from eval_banana.core.log import Logger
 from eval_banana.models.result import CheckResult
-from eval_banana.results import build_result, error_result, stopped_detail, utc_now
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.explain import failure_reason
 from eval_banana.runners.launcher import launcher_argv
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
+from eval_banana.runners.results import build_result, error_result, stopped_detail, utc_now
 
 logger = Logger("eval_banana.runners.deterministic")
 

@@ -10,7 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from eval_banana.errors import WriteFault
+from eval_banana.core.errors import WriteFault
+from eval_banana.core.log import Logger
 from eval_banana.harness.cause import agent_error
 from eval_banana.harness.command import (
     build_argv,
@@ -23,12 +24,11 @@ from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
 from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
 from eval_banana.harness.verdict import Extraction, extract_verdict
-from eval_banana.log import Logger
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
-from eval_banana.results import build_result, error_result, stopped_detail, utc_now
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
+from eval_banana.runners.results import build_result, error_result, stopped_detail, utc_now
 
 logger = Logger("eval_banana.runners.harness_judge")
 
@@ -54,7 +54,7 @@ def _details(
         "effective_command": None,
         "usage": None,
         "verdict_problem": None,
-        # Set when the agent process itself failed (eval_banana.retries may rerun those).
+        # Set when the agent process itself failed (eval_banana.runners.retries may rerun those).
         "agent_failure": None,
         "effort": None,
     }

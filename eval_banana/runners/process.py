@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from eval_banana.errors import WriteFault
-from eval_banana.faults import capture_fault
+from eval_banana.core.errors import WriteFault
 from eval_banana.runners import orphans
+from eval_banana.runners.faults import capture_fault
 
 GRACE_SECONDS = 2.0
 _POLL_SECONDS = 0.05

@@ -11,11 +11,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from eval_banana.models.repeats import decide
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import PlannedCheck
-from eval_banana.results import build_result, error_result
-from eval_banana.retries import EVIDENCE_SUFFIXES, attempt_count
-from eval_banana.sampling.rules import decide
+from eval_banana.runners.results import build_result, error_result
+from eval_banana.runners.retries import EVIDENCE_SUFFIXES, attempt_count
 
 # Keys of a sample's own result that belong to that sample only, not to the check's result.
 _PER_RUN_KEYS = ("attempts", "cache")

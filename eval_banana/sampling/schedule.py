@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple
 
+from eval_banana.models.repeats import sample_count
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
-from eval_banana.sampling.rules import sample_count
 
 Gate = Literal["run", "stopped", "held"]
 

@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval_banana.artifacts import sha256_bytes, write_model
-from eval_banana.errors import ConfigError
+from eval_banana.checks.selection import compile_selector
+from eval_banana.core.errors import ConfigError
+from eval_banana.core.files import sha256_bytes, write_model
+from eval_banana.core.readback import read_regular
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
-from eval_banana.readback import read_regular
-from eval_banana.selection import compile_selector
-from eval_banana.settings import (
+from eval_banana.settings.table import (
     LEGACY_CORE_KEYS,
     SECTION_KEYS,
     SECTIONS,
@@ -29,8 +29,7 @@ from eval_banana.settings import (
     coerce_typed,
     show,
 )
-from eval_banana.stages import stage_path
-from eval_banana.stages.common import envelope
+from eval_banana.stagefiles.layout import envelope, stage_path
 
 CONFIG_DIR = ".eval-banana"
 CONFIG_NAME = "config.toml"

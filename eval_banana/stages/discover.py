@@ -6,12 +6,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from eval_banana.artifacts import sha256_bytes, write_model
-from eval_banana.errors import UsageError
+from eval_banana.core.errors import UsageError
+from eval_banana.core.files import sha256_bytes, write_model
+from eval_banana.core.readback import read_regular
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
-from eval_banana.readback import read_regular
-from eval_banana.stages import stage_path
-from eval_banana.stages.common import envelope
+from eval_banana.stagefiles.layout import envelope, stage_path
 
 CHECK_DIR_NAME = "eval_checks"
 CHECK_SUFFIXES = (".yaml", ".yml")

@@ -11,22 +11,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_banana import canonjson, log
-from eval_banana.artifacts import (
+from eval_banana.core import canonjson, log
+from eval_banana.core.errors import WriteFault
+from eval_banana.core.files import (
     remove_check_outputs,
     sha256_bytes,
     stage_json_bytes,
     write_model,
     write_text_atomic,
 )
-from eval_banana.ebfolders import cache_dir
-from eval_banana.envpolicy import build_base_env
-from eval_banana.errors import WriteFault
-from eval_banana.faults import FaultLog, fault_result
-from eval_banana.fuses import RunFuses
+from eval_banana.core.log import Logger
+from eval_banana.core.record import Record
 from eval_banana.harness.usage import usage_tokens
-from eval_banana.log import Logger
-from eval_banana.models.record import Record
+from eval_banana.models.repeats import rule_of
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -36,8 +33,12 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
-from eval_banana.redact import redact_check, redactor_for
-from eval_banana.results import (
+from eval_banana.runners import orphans, runner_for
+from eval_banana.runners.base import ProjectView, RunContext
+from eval_banana.runners.faults import FaultLog, fault_result
+from eval_banana.runners.fuses import RunFuses
+from eval_banana.runners.redact import redact_check, redactor_for
+from eval_banana.runners.results import (
     StopSignal,
     error_result,
     exception_result,
@@ -48,18 +49,16 @@ from eval_banana.results import (
     stop_reason,
     utc_now,
 )
-from eval_banana.retries import run_attempts
-from eval_banana.runners import orphans, runner_for
-from eval_banana.runners.base import ProjectView, RunContext
+from eval_banana.runners.retries import run_attempts
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
-from eval_banana.sampling.rules import rule_of
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
-from eval_banana.stages import stage_path
-from eval_banana.stages.common import envelope
+from eval_banana.settings.envpolicy import build_base_env
+from eval_banana.settings.folders import cache_dir
+from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
     from eval_banana.cache.session import CacheSession
-    from eval_banana.inputstate import CheckInputs
+    from eval_banana.checks.inputs import CheckInputs
     from eval_banana.isolation.session import IsolationSession
     from eval_banana.isolation.state import StateReport
 
@@ -274,7 +273,7 @@ def _input_reader(
     the cache keys (every check) or, with the cache off, only those that declare `inputs:`."""
     if given is not None:
         return given
-    from eval_banana.inputstate import CheckInputs, declared_inputs
+    from eval_banana.checks.inputs import CheckInputs, declared_inputs
 
     caching = config.settings.cache.mode != "off"
     definitions = [
@@ -288,8 +287,8 @@ def _input_reader(
 def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) -> dict[str, str]:
     """Check id -> digest of what its `inputs:` match now; empty when the state is unreadable
     (eb status then cannot see input changes, as for a check without `inputs:`)."""
-    from eval_banana.errors import ProjectStateError
-    from eval_banana.inputstate import declared_inputs
+    from eval_banana.checks.inputs import declared_inputs
+    from eval_banana.core.errors import ProjectStateError
     from eval_banana.projectstate.git import NotARepository
 
     digests: dict[str, str] = {}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from eval_banana.artifacts import write_model
-from eval_banana.errors import ConfigError, GuardError, Problem
+from eval_banana.core.errors import ConfigError, GuardError, Problem
+from eval_banana.core.files import write_model
 from eval_banana.harness.identify import WRONG_GROK_HINT, wrong_program_message
 from eval_banana.harness.resolve import (
     injection_problem,
@@ -14,8 +14,7 @@ from eval_banana.harness.resolve import (
     resolve_harness,
 )
 from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, ProblemModel, ResolvedHarness
-from eval_banana.stages import stage_path
-from eval_banana.stages.common import envelope
+from eval_banana.stagefiles.layout import envelope, stage_path
 
 # `calibrate` guards `eb calibrate`: as `run`, without the calibration gate it would measure for.
 GuardMode = Literal["run", "validate", "calibrate"]
@@ -92,8 +91,8 @@ def _calibration_gate(
 
 def _gate_source(*, config: ConfigDoc) -> dict[str, str | None]:
     """The record the gate read and its digest then, so `eb status` sees a recalibration."""
-    from eval_banana.artifacts import sha256_file
-    from eval_banana.calibration.store import record_path
+    from eval_banana.core.files import sha256_file
+    from eval_banana.settings.folders import record_path
 
     path = record_path(config=config)
     digest = sha256_file(path=path) if path.is_file() else None

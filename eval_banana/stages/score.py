@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_banana.artifacts import write_model
+from eval_banana.core.files import write_model
 from eval_banana.harness.usage import usage_totals
+from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
-from eval_banana.sampling.rules import is_flaky
-from eval_banana.stages import stage_path
-from eval_banana.stages.common import envelope
+from eval_banana.stagefiles.layout import envelope, stage_path
+from eval_banana.stagefiles.verdict import meets, run_passes
 from eval_banana.stages.execute import document_digest
-from eval_banana.verdict import meets, run_passes
 
 
 def percentage(*, earned: int, total: int) -> float:

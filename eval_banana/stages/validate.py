@@ -6,8 +6,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eval_banana.artifacts import write_bytes_atomic, write_model
-from eval_banana.definition import (
+from eval_banana.checks.definition import (
     FrozenScript,
     definition_digest,
     freeze_script,
@@ -15,8 +14,18 @@ from eval_banana.definition import (
     parse_yaml_mapping,
     validate_mapping,
 )
-from eval_banana.errors import DefinitionError, NoChecksError, Problem
-from eval_banana.models.record import Field, Record
+from eval_banana.checks.selection import (
+    compile_selector,
+    id_matches_pattern,
+    is_id_pattern,
+    pattern_prefix,
+)
+from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
+from eval_banana.core.errors import DefinitionError, NoChecksError, Problem
+from eval_banana.core.files import write_bytes_atomic, write_model
+from eval_banana.core.readback import read_regular
+from eval_banana.core.record import Field, Record
+from eval_banana.core.stem import artifact_stem
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -26,17 +35,7 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
-from eval_banana.readback import read_regular
-from eval_banana.selection import (
-    compile_selector,
-    id_matches_pattern,
-    is_id_pattern,
-    pattern_prefix,
-)
-from eval_banana.shard import empty_reason, selection_digest, shard_checks
-from eval_banana.stages import stage_path
-from eval_banana.stages.common import envelope
-from eval_banana.stem import artifact_stem
+from eval_banana.stagefiles.layout import envelope, stage_path
 
 SNAPSHOTS_DIR = "stages/snapshots"
 NO_CHECKS = "No checks found"
@@ -132,7 +131,7 @@ def _read(path: str, read: Reader) -> bytes:
 
 
 def _duplicate_id(*, check_id: str, first: str, path: str, data: bytes) -> ProblemModel:
-    from eval_banana.checkerrors import value_position  # only a project with a duplicate pays
+    from eval_banana.checks.problems import value_position  # only a project with a duplicate pays
 
     position = value_position(text=data.decode("utf-8", errors="replace"), key="id")
     where = f"\nid (line {position.line}, column {position.column})" if position else ""

@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from eval_banana.version import DISTRIBUTION
+from eval_banana.core.version import DISTRIBUTION
 from tests.agents_real.install import bin_dir
 
 REPO = Path(__file__).resolve().parents[2]

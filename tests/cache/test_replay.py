@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from eval_banana import replaying
 from eval_banana.cache.replay_entry import replay_problem
+from eval_banana.pipeline import replaying
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 
 # A deterministic check that leaves evidence in a nested folder of its output folder.

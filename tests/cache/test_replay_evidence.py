@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from eval_banana import replaying
+from eval_banana.pipeline import replaying
 from tests.cache.rig import Project, cache_of, make_project, script_check
 from tests.gitrepo import commit_all, git
 

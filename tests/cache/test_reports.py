@@ -76,7 +76,7 @@ def _stem(run_dir: Path, check_id: str) -> str:
 
 def test_cached_runs_and_incremental_listing_import_nothing_heavy(standard: Project) -> None:
     # The everyday path stays light with the cache on: pydantic, jsonschema, rich and logging
-    # cost more start-up than a cached check (tests/test_record.py guards the plain commands).
+    # cost more start-up than a cached check (tests/core/test_record.py guards the plain commands).
     git(standard.root, "init", "-q")
     commit_all(standard.root)
     probe = (

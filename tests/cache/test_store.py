@@ -473,8 +473,8 @@ def test_the_reuse_layout_changes_with_how_a_reuse_is_built() -> None:
     import hashlib
     import inspect
 
-    from eval_banana import results
     from eval_banana.cache import session
+    from eval_banana.runners import results
 
     source = inspect.getsource(session._restored) + inspect.getsource(results.build_result)
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]

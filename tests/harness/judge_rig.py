@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval_banana.core.stem import artifact_stem
 from eval_banana.harness.resolve import resolve_harness
 from eval_banana.harness.templates import parse_agent_tables
 from eval_banana.models.check import HarnessJudgeCheck
@@ -16,8 +17,7 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.harness_judge import run_harness_judge
-from eval_banana.stages.common import envelope
-from eval_banana.stem import artifact_stem
+from eval_banana.stagefiles.layout import envelope
 
 AGENTS_DIR = Path(__file__).resolve().parents[1] / "agents"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_banana.errors import GuardError
+from eval_banana.core.errors import GuardError
 from eval_banana.stages.guard import guard, raise_if_refused
 from tests.builders import make_plan
 from tests.harness.judge_rig import AGENTS_DIR, config_doc, judge_check

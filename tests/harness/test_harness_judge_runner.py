@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from eval_banana.core.stem import artifact_stem
 from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
 from eval_banana.runners.harness_judge import NO_VERDICT, run_harness_judge
-from eval_banana.stem import artifact_stem
 from tests.harness.judge_rig import AGENT_NAMES, Rig, judge_check
 
 STEM = artifact_stem(check_id="judge")

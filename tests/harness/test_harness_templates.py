@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_banana.errors import ConfigError
+from eval_banana.core.errors import ConfigError
 from eval_banana.harness.command import build_argv, display_argv, prompt_size_problem
 from eval_banana.harness.prompt import FORMAT_LINE, PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import (

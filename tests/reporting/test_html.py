@@ -241,8 +241,8 @@ def test_single_file_with_nothing_to_load(finished_run: Run) -> None:
 def test_a_forked_page_that_cannot_be_written_is_an_output_error(
     finished_run: Run, tmp_path: Path
 ) -> None:
-    from eval_banana import forked
-    from eval_banana.errors import OutputDirError
+    from eval_banana.core import forked
+    from eval_banana.core.errors import OutputDirError
     from eval_banana.reporting import write_extra_reports
 
     (tmp_path / REPORT_HTML / "in-the-way").mkdir(parents=True)  # a folder where the page goes
@@ -272,7 +272,7 @@ def _ended_by_ctrl_c() -> None:
 def test_a_page_whose_forked_child_was_stopped_is_rendered_in_place(
     finished_run: Run, tmp_path: Path
 ) -> None:
-    from eval_banana import forked
+    from eval_banana.core import forked
     from eval_banana.reporting import write_extra_reports
 
     pending = forked.start(work=_ended_by_ctrl_c, fork=True)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import Run, run_eb, write_project
 
-from eval_banana.errors import (
+from eval_banana.core.errors import (
     ConfigError,
     DefinitionError,
     GuardError,

@@ -1,0 +1,409 @@
+"""One check file: bytes -> YAML -> validated definition, and its v1 digest.
+
+A definition is the normalized mapping the pydantic check models produce (`model_dump`). The
+common case is normalized by `eval_banana.checks.fast` without importing pydantic (~70 ms of
+start-up); anything it is unsure of, including every invalid file, goes through the models,
+which stay the single source of the rules and of the error texts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from pathlib import Path
+from typing import Any, NamedTuple, cast
+
+import yaml
+
+from eval_banana.checks.fast import fast_normalize
+from eval_banana.core.errors import DefinitionError
+from eval_banana.core.readback import MAX_DEPTH, read_regular
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_DIGEST_PREFIX = b"eval-banana/check-definition-sha256/v1\x00"
+
+
+class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
+    """Safe loader that refuses repeated mapping keys (eval-banana kept the last value silently)."""
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _construct_mapping_no_duplicates(
+    loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    # Fast path: build the mapping once; as many entries as key nodes means no key repeated.
+    if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
+        key_count = len(node.value)
+        mapping = loader.construct_mapping(node, deep=deep)
+        if len(mapping) == key_count:
+            return mapping
+    _refuse_duplicate_keys(loader=loader, node=node, deep=deep)
+    return loader.construct_mapping(node, deep=deep)
+
+
+def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool) -> None:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key '{key}' (line {key_node.start_mark.line + 1})",
+                key_node.start_mark,
+            )
+        seen.add(key)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
+)
+
+
+def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
+    """Decode and parse one check file; raise DefinitionError with eval-banana's texts."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DefinitionError(
+            f"Failed to decode YAML in {path} as UTF-8: {exc}", file=str(path)
+        ) from None
+    try:
+        document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader subclass
+    except yaml.constructor.ConstructorError as exc:
+        line, column = _mark(exc)
+        if exc.problem and exc.problem.startswith("duplicate key"):
+            raise DefinitionError(
+                f"Invalid check definition in {path}: {exc.problem}",
+                file=str(path),
+                hint="Each key may appear once; delete the repeated one.",
+                line=line,
+                column=column,
+            ) from None
+        raise _syntax_error(exc=exc, path=path) from None
+    except yaml.YAMLError as exc:
+        raise _syntax_error(exc=exc, path=path) from None
+    except RecursionError:  # the pure-Python loader builds nested values recursively
+        raise _too_deep(path=path) from None
+    _refuse_unbounded(value=document, path=path)
+    if not isinstance(document, dict):
+        raise DefinitionError(
+            f"Invalid check definition in {path}: top-level YAML must be a mapping",
+            file=str(path),
+            hint="A check file is one mapping: schema_version, id, type, description, ...",
+        )
+    _refuse_tagged_values(value=document, path=path, text=text)
+    return document
+
+
+# A YAML alias names a value already built, so `yaml.load` is linear in the text; but whatever
+# walks the result as a tree (validation, dumping) sees every alias expanded. A check file is a
+# few hundred values: these bounds refuse only bombs.
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def _too_deep(*, path: Path | str) -> DefinitionError:
+    return DefinitionError(
+        f"Invalid check definition in {path}: values are nested deeper than {MAX_DEPTH} levels",
+        file=str(path),
+        hint="flatten the lists and mappings; a check file needs only a few levels",
+    )
+
+
+def _refuse_unbounded(*, value: object, path: Path | str) -> None:
+    """Refuse a document nested deeper than MAX_DEPTH, one whose aliases expand beyond
+    MAX_EXPANDED_VALUES values, or one that contains itself; each list and mapping is
+    measured once, by identity, so this is linear in the document's nodes."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (depth, expanded size)
+    open_ids: set[int] = set()
+    stack: list[tuple[object, bool]] = [(value, False)]
+    while stack:
+        item, done = stack.pop()
+        key = id(item)
+        children = _children(item)
+        if done:
+            open_ids.discard(key)
+            depth, size = 1, 1
+            for child in children:
+                inner = measured.get(id(child))
+                if inner is None:
+                    size += 1  # a scalar
+                    continue
+                depth = max(depth, inner[0] + 1)
+                size += inner[1]
+            if depth > MAX_DEPTH:
+                raise _too_deep(path=path)
+            if size > MAX_EXPANDED_VALUES:
+                raise _bomb(path=path, what=f"expand to more than {MAX_EXPANDED_VALUES:,} values")
+            measured[key] = (depth, size)
+            continue
+        if key in measured:
+            continue
+        open_ids.add(key)
+        stack.append((item, True))
+        for child in children:
+            if id(child) in open_ids:
+                raise _bomb(path=path, what="make a value contain itself")
+            if type(child) in (dict, list) and id(child) not in measured:
+                stack.append((child, False))
+
+
+def _children(item: object) -> list[object]:
+    kind = type(item)
+    if kind is dict:
+        pairs = cast(dict[object, object], item)
+        return [*pairs.keys(), *pairs.values()]
+    if kind is list:
+        return cast(list[object], item)
+    return []
+
+
+def _bomb(*, path: Path | str, what: str) -> DefinitionError:
+    return DefinitionError(
+        f"Invalid check definition in {path}: its YAML aliases (*name) {what}",
+        file=str(path),
+        hint="write the values out, or use fewer, shallower aliases",
+    )
+
+
+def _syntax_error(*, exc: yaml.YAMLError, path: Path | str) -> DefinitionError:
+    """`Failed to parse YAML in <file>: line L, column C: <what> (<context>)`, with a hint."""
+    from eval_banana.checks.yamlpos import describe_syntax_error
+
+    line, column = _mark(exc)
+    what, hint = describe_syntax_error(exc=exc)
+    return DefinitionError(
+        f"Failed to parse YAML in {path}: {what}",
+        file=str(path),
+        hint=hint,
+        line=line,
+        column=column,
+    )
+
+
+def _mark(exc: yaml.YAMLError) -> tuple[int | None, int | None]:
+    """1-based line and column of a YAML error, when the parser knows them."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return None, None
+    return mark.line + 1, mark.column + 1
+
+
+# What a check file may hold: what JSON can say. YAML tags such as !!binary, !!set or
+# !!timestamp build other Python types, which validation would otherwise coerce silently
+# (`id: !!binary aGVsbG8=` became the id `hello`).
+_PLAIN_SET: frozenset[type] = frozenset((str, int, float, bool, type(None)))
+_TYPE_NAMES = {
+    "bytes": "binary data (a !!binary tag)",
+    "date": "a date",
+    "datetime": "a timestamp",
+    "set": "a set (a !!set tag)",
+    "tuple": "pairs (a !!omap or !!pairs tag)",
+}
+
+
+def _refuse_tagged_values(*, value: object, path: Path | str, text: str) -> None:
+    """Every value must be a string, number, boolean, null, list or mapping (string keys)."""
+    # Exact type tests in a set: this runs for every check file (a few microseconds each).
+    # Each list and mapping is visited once, by identity: YAML aliases make one object appear
+    # many times, and walking them as a tree took exponential time (an alias bomb of nine
+    # levels is 9**9 paths over a few dozen nodes).
+    plain = _PLAIN_SET
+    seen: set[int] = set()
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, where = stack.pop()
+        kind = type(item)
+        if kind is dict or kind is list:
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+        if kind is dict:
+            for key, child in cast(dict[object, object], item).items():
+                if type(key) not in plain:
+                    _tagged_error(item=key, path=path, where=where, what="a key", text=text)
+                if type(child) not in plain:
+                    stack.append((child, (*where, str(key))))
+        elif kind is list:
+            for index, child in enumerate(cast(list[object], item)):
+                if type(child) not in plain:
+                    stack.append((child, (*where, index)))
+        elif kind not in plain:
+            _tagged_error(item=item, path=path, where=where, what="the value", text=text)
+
+
+def _tagged_error(
+    *, item: object, path: Path | str, where: tuple[str | int, ...], what: str, text: str
+) -> None:
+    from eval_banana.checks.yamlpos import compose, locate  # only a refused file pays for positions
+
+    kind = _TYPE_NAMES.get(type(item).__name__, f"a {type(item).__name__}")
+    location = ".".join(str(part) for part in where) or "(top level)"
+    root = compose(text=text)
+    found = locate(root=root, path=where) if root is not None and where else None
+    position = found.value if found is not None else None
+    raise DefinitionError(
+        f"Invalid check definition in {path}: {location}: {what} is {kind}; a check file "
+        "holds only strings, numbers, booleans, null, lists and mappings",
+        file=str(path),
+        field_path=location,
+        hint="quote the value to make it a string, or remove the YAML tag",
+        line=position.line if position else None,
+        column=position.column if position else None,
+    )
+
+
+def _text(data: bytes | None) -> str | None:
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
+def validate_mapping(
+    *, document: dict[str, Any], path: Path | str, data: bytes | None = None
+) -> dict[str, Any]:
+    """Validate a parsed mapping as a check and return its normalized definition.
+
+    Every field error of the file is reported at once; with the file's `data`, each is located.
+    """
+    if document.get("type") == "llm_judge":
+        _refuse_llm_judge(path=path, data=data)
+    fast = fast_normalize(document=document)
+    if fast is not None:
+        return fast
+    return _validate_with_models(document=document, path=path, data=data)
+
+
+def _refuse_llm_judge(*, path: Path | str, data: bytes | None) -> None:
+    from eval_banana.checks.problems import value_position
+
+    position = value_position(text=_text(data), key="type")
+    where = f"\ntype (line {position.line}, column {position.column})" if position else ""
+    raise DefinitionError(
+        f"Check type 'llm_judge' was renamed to 'harness_judge' in {path}. "
+        f"Update the 'type' field in your YAML to 'harness_judge'.{where}",
+        file=str(path),
+        field_path="type",
+        line=position.line if position else None,
+        column=position.column if position else None,
+    )
+
+
+def _validate_with_models(
+    *, document: dict[str, Any], path: Path | str, data: bytes | None
+) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    from eval_banana.models.check import CHECK_ADAPTER
+
+    try:
+        check = CHECK_ADAPTER.validate_python(document)
+    except ValidationError as exc:
+        from eval_banana.checks.problems import definition_error, field_problems
+
+        problems = field_problems(
+            errors=exc.errors(include_url=False),
+            document=document,
+            text=_text(data),
+            path=str(path),
+        )
+        raise definition_error(problems=problems, path=str(path)) from None
+    return check.model_dump(mode="json", by_alias=True)
+
+
+def load_definition(*, data: bytes, path: Path | str) -> dict[str, Any]:
+    """Bytes of one check file -> its validated, normalized definition."""
+    document = parse_yaml_mapping(data=data, path=path)
+    return validate_mapping(document=document, path=path, data=data)
+
+
+class FrozenScript(NamedTuple):
+    """A referenced script as read once: its bytes, or why it is unavailable."""
+
+    path: Path
+    data: bytes | None
+    unavailable: str | None
+
+
+def freeze_script(
+    *, yaml_path: Path, script_path: str, yaml_data: bytes | None = None
+) -> FrozenScript:
+    """The script a check file names, read once; `yaml_data` (the check file's bytes) lets a
+    missing script's message give the line of `script_path`."""
+    resolved = (yaml_path.parent / script_path).resolve()
+    if not resolved.is_file():
+        return FrozenScript(
+            path=resolved,
+            data=None,
+            unavailable=missing_script_message(
+                resolved=resolved, yaml_path=yaml_path, script_path=script_path, data=yaml_data
+            ),
+        )
+    try:
+        return FrozenScript(path=resolved, data=read_regular(resolved), unavailable=None)
+    except OSError as exc:
+        return FrozenScript(path=resolved, data=None, unavailable=str(exc))
+
+
+def missing_script_message(
+    *, resolved: Path, yaml_path: Path, script_path: str, data: bytes | None
+) -> str:
+    """The missing script, and the check file (and line) whose `script_path` names it: a moved
+    script breaks a check file that the commit or the user may never have opened."""
+    where = str(yaml_path)
+    line = _script_path_line(data=data)
+    if line is not None:
+        where += f":{line}"
+    return f"Deterministic script not found: {resolved} (script_path: {script_path} in {where})"
+
+
+def _script_path_line(*, data: bytes | None) -> int | None:
+    if data is None:
+        return None
+    from eval_banana.checks.yamlpos import compose, locate
+
+    root = compose(text=data.decode("utf-8", errors="replace"))
+    if root is None:
+        return None
+    located = locate(root=root, path=["script_path"])
+    return located.key.line if located.found and located.key is not None else None
+
+
+def _component(*, name: bytes, content: bytes) -> bytes:
+    return struct.pack(">Q", len(name)) + name + struct.pack(">Q", len(content)) + content
+
+
+def definition_digest(*, yaml_bytes: bytes, frozen: FrozenScript | None) -> str:
+    """The v1 framed digest eval-banana reports, byte for byte.
+
+    The definition bytes, then the referenced script if any.
+    """
+    digest = hashlib.sha256(_DIGEST_PREFIX)
+    digest.update(_component(name=b"definition.yaml", content=yaml_bytes))
+    if frozen is not None:
+        if frozen.data is None:
+            digest.update(_component(name=b"referenced-script-unavailable", content=b""))
+        else:
+            digest.update(_component(name=b"referenced-script", content=frozen.data))
+    return f"sha256:{digest.hexdigest()}"
+
+
+def compute_check_definition_sha256(*, source_path: Path) -> str:
+    """The `check_definition_sha256` that `eb run` reports for this check file.
+
+    See docs/compatibility.md#definition-digest.
+    """
+    resolved = Path(source_path).resolve()
+    data = read_regular(resolved)
+    try:
+        check = load_definition(data=data, path=resolved)
+    except DefinitionError as exc:
+        raise ValueError(exc.message) from None
+    script_path = check.get("script_path")
+    frozen = freeze_script(yaml_path=resolved, script_path=script_path) if script_path else None
+    return definition_digest(yaml_bytes=data, frozen=frozen)

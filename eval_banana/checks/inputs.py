@@ -1,0 +1,143 @@
+"""The input state of checks: which project files each check reads now, and their digest.
+
+A check with `inputs:` reads the files its patterns match (tracked, untracked or ignored,
+outside the excluded folders); a check without reads the whole project (every file git tracks
+plus untracked files it does not ignore, or every file outside the excluded folders). Neither
+holds eb's own files: its config file, the calibration record, and what runs write beside
+their run folders (the JUnit file, --result-out, the step summary; see ebfolders.py). The
+project state is read once, and only as much of it as the checks at hand need.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.projectstate.patterns import InputPatterns, outermost
+from eval_banana.projectstate.state import ProjectState, read_project_state
+from eval_banana.settings.folders import own_files, own_folders
+
+
+def declared_inputs(definition: dict[str, Any]) -> tuple[str, ...] | None:
+    """A definition's `inputs:` patterns, or None when it declares none."""
+    inputs = definition.get("inputs")
+    return None if inputs is None else tuple(str(pattern) for pattern in inputs)
+
+
+class CheckInputs:
+    """Input files and digests for a set of check definitions, from one read of the project."""
+
+    def __init__(
+        self,
+        *,
+        config: ConfigDoc,
+        definitions: Iterable[dict[str, Any]],
+        known: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """`known`: file contents this run read already, by absolute resolved path (discovery's
+        check files), hashed from memory where the project state is read by walking it."""
+        self._known = known
+        declared = [declared_inputs(definition) for definition in definitions]
+        self._patterns = {inputs: InputPatterns(inputs) for inputs in declared if inputs}
+        self._whole = any(inputs is None for inputs in declared)
+        self._config = config
+        self._state: ProjectState | None = None
+        self._matched: dict[tuple[str, ...], list[str]] = {}
+        self._digests: dict[tuple[str, ...], str] = {}
+        self._whole_digest: str | None = None
+        self._own_paths: frozenset[str] | None = None
+
+    def _prefixes(self) -> list[str] | None:
+        if self._whole:
+            return None
+        found: set[str] = set()
+        for patterns in self._patterns.values():
+            prefixes = patterns.prefixes
+            if prefixes is None:
+                return None
+            found.update(prefixes)
+        return outermost(found)
+
+    @property
+    def state(self) -> ProjectState:
+        """The project state (read on first use)."""
+        if self._state is None:
+            config = self._config
+            self._state = read_project_state(
+                root=config.project_root,
+                excluded_names=config.settings.discovery.exclude_dirs,
+                skip_folders=own_folders(config=config),
+                prefixes=self._prefixes(),
+                include_ignored=bool(self._patterns),
+                known=self._known,
+            )
+        return self._state
+
+    def files(self, *, inputs: tuple[str, ...]) -> list[str]:
+        """The project-relative paths the patterns match now, sorted."""
+        if inputs not in self._matched:
+            patterns = self._patterns.get(inputs) or InputPatterns(inputs)
+            matched = self.state.select(patterns=patterns)
+            own = self._own()
+            self._matched[inputs] = (
+                [path for path in matched if path not in own] if own else matched
+            )
+        return self._matched[inputs]
+
+    def _own(self) -> frozenset[str]:
+        """eb's own files inside the project (relative): no state a verdict is keyed on holds
+        them, declared or not."""
+        if self._own_paths is None:
+            self._own_paths = frozenset(
+                _relative_paths(paths=own_files(config=self._config), root=self.state.root)
+            )
+        return self._own_paths
+
+    def digest(self, *, inputs: tuple[str, ...] | None) -> str:
+        """`sha256:<hex>` of what a check reads: its matched files, or the whole project."""
+        if inputs is None:
+            return self._whole_project_digest()
+        if inputs not in self._digests:
+            self._digests[inputs] = self.state.digest_of(paths=self.files(inputs=inputs))
+        return self._digests[inputs]
+
+    def _whole_project_digest(self) -> str:
+        """The state of every project file except eb's own config and calibration files."""
+        if self._whole_digest is None:
+            state = self.state
+            own = self._own()
+            if own.isdisjoint(state.files):
+                self._whole_digest = state.digest()
+            else:
+                kept = [path for path in state.paths if path not in own]
+                self._whole_digest = state.digest_of(paths=kept)
+        return self._whole_digest
+
+
+def _relative_paths(*, paths: Iterable[Path], root: str) -> set[str]:
+    """The POSIX paths relative to `root` of those of `paths` inside it."""
+    base = Path(root).resolve()
+    found = set()
+    for path in paths:
+        with contextlib.suppress(ValueError):
+            found.add(path.resolve().relative_to(base).as_posix())
+    return found
+
+
+def input_lines(*, config: ConfigDoc, definitions: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """For `eb list --inputs`: per definition, the lines that describe what it reads."""
+    reader = CheckInputs(config=config, definitions=definitions)
+    out: list[list[str]] = []
+    for definition in definitions:
+        inputs = declared_inputs(definition)
+        if inputs is None:
+            out.append(["  inputs: not declared (the whole project counts)"])
+            continue
+        matched = reader.files(inputs=inputs)
+        noun = "file" if len(matched) == 1 else "files"
+        header = f"  inputs: {', '.join(inputs) or '(none)'} ({len(matched)} {noun})"
+        out.append([header, *(f"    {path}" for path in matched)])
+    return out

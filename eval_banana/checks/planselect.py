@@ -1,0 +1,65 @@
+"""Narrowing an existing plan to a selection, for `eb stage execute --check-id ...`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval_banana.checks.selection import (
+    Selector,
+    compile_selector,
+    id_matches_pattern,
+    is_id_pattern,
+)
+from eval_banana.checks.shard import in_shard
+from eval_banana.core.errors import UsageError
+from eval_banana.models.config import Selection
+from eval_banana.models.stages import PlanDoc, PlannedCheck
+
+
+def _in_folder(*, check: PlannedCheck, folder: Path) -> bool:
+    return Path(check.source_path).resolve().is_relative_to(folder)
+
+
+def _id_selected(*, check_id: str, wanted: list[str]) -> bool:
+    """--check-id as `eb run` reads it: a stripped id, or a shell-style glob."""
+    if not wanted:
+        return True
+    return any(
+        id_matches_pattern(check_id=check_id, pattern=item)
+        if is_id_pattern(item)
+        else check_id == item.strip()
+        for item in wanted
+    )
+
+
+def _selected(
+    *, check: PlannedCheck, selection: Selection, selector: Selector, folder: Path | None
+) -> bool:
+    if not _id_selected(check_id=check.id, wanted=selection.check_ids):
+        return False
+    tags = [str(tag) for tag in check.definition.get("tags") or []]
+    if not selector.selects(check_id=check.id, tags=tags):
+        return False
+    if selection.shard is not None and not in_shard(check_id=check.id, shard=selection.shard):
+        return False
+    return folder is None or _in_folder(check=check, folder=folder)
+
+
+def narrow_plan(*, plan: PlanDoc, selection: Selection, project_root: Path) -> PlanDoc:
+    """The plan with only the checks `selection` picks; none picked is a usage error."""
+    folder = (project_root / selection.check_dir).resolve() if selection.check_dir else None
+    selector = compile_selector(keyword=selection.keyword, tags=selection.tags)
+    checks = [
+        check
+        for check in plan.checks
+        if _selected(check=check, selection=selection, selector=selector, folder=folder)
+    ]
+    if not checks:
+        raise UsageError(
+            "No check of the plan matches the selection "
+            f"(check ids {selection.check_ids or 'any'}, -k {selection.keyword or 'any'}, "
+            f"tags {selection.tags or 'any'}, folder {selection.check_dir or 'any'})",
+            hint="`eb stage execute` selects among the checks in stages/plan.json; "
+            "rerun `eb stage validate` with the selection to plan other checks.",
+        )
+    return plan.model_copy(update={"checks": checks})

@@ -1,0 +1,142 @@
+"""`eb init`: the config template, the check schema for editors, a first passing check, and a
+`.eval-banana/.gitignore` that keeps run folders out of git."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from eval_banana.core.errors import ConfigError
+from eval_banana.core.files import write_text_atomic
+
+CONFIG_PATH = Path(".eval-banana") / "config.toml"
+SCHEMA_PATH = Path(".eval-banana") / "schemas" / "check.schema.json"
+EXAMPLE_PATH = Path("eval_checks") / "example_check.yaml"
+# Next to the results folder, so it holds wherever the project sits in its repository and the
+# project's own .gitignore is never touched.
+GITIGNORE_PATH = Path(".eval-banana") / ".gitignore"
+# eb's outputs: run folders and the verdict cache (`[cache] dir`'s default).
+IGNORED_FOLDERS: tuple[str, ...] = ("results", "cache")
+# What eb remembers for `eb run --last-failed`: this machine's state, not a source.
+IGNORED_FILES: tuple[str, ...] = ("lastfailed.json",)
+_HEADER = (
+    "# Written by `eb init`: eb's run folders, verdict cache and record of failed checks are "
+    "outputs, not sources.\n"
+)
+# Said after the files written: a second `eb run` reusing verdicts must not come as a surprise.
+CACHE_NOTE = (
+    "The verdict cache is on ([cache] mode in .eval-banana/config.toml): a check whose "
+    "definition and inputs are unchanged reuses its last verdict; `eb run --cache off` runs "
+    "every check."
+)
+
+
+def _ignores(*, folder: str, lines: list[str]) -> bool:
+    spellings = {folder, f"{folder}/", f"/{folder}", f"/{folder}/", f"{folder}/*", f"/{folder}/*"}
+    return any(line.strip() in spellings for line in lines)
+
+
+def _package_text(*, name: str) -> str | None:
+    """A text file shipped inside the eval_banana package, or None when it is absent."""
+    resource = resources.files("eval_banana").joinpath(name)
+    if not resource.is_file():
+        return None
+    return resource.read_text(encoding="utf-8")
+
+
+def config_template() -> str:
+    """The `.eval-banana/config.toml` that `eb init` writes."""
+    text = _package_text(name="templates/config.toml")
+    if text is None:
+        raise ConfigError("The eval_banana installation lacks templates/config.toml")
+    return text
+
+
+def example_check() -> str:
+    """The `eval_checks/example_check.yaml` that `eb init` writes (a deterministic pass)."""
+    text = _package_text(name="templates/example_check.yaml")
+    if text is None:
+        raise ConfigError("The eval_banana installation lacks templates/example_check.yaml")
+    return text
+
+
+def check_schema() -> str:
+    """The published check schema; generated from the model when the file is not shipped."""
+    text = _package_text(name="schemas/check.schema.json")
+    if text is not None:
+        return text
+    from eval_banana.publish.schemas import render, schema_builders
+
+    return render(schema_builders()["check"]())
+
+
+def _gitignore_text(*, current: str | None) -> str | None:
+    """The .gitignore to write so that eb's folders are ignored, or None when they already are."""
+    lines = (current or "").splitlines()
+    missing = [
+        f"{folder}/\n" for folder in IGNORED_FOLDERS if not _ignores(folder=folder, lines=lines)
+    ]
+    missing += [
+        f"{name}\n"
+        for name in IGNORED_FILES
+        if not any(line.strip() in (name, f"/{name}") for line in lines)
+    ]
+    if not missing:
+        return None
+    if current is None:
+        return _HEADER + "".join(missing)
+    separator = "" if current == "" or current.endswith("\n") else "\n"
+    return f"{current}{separator}{''.join(missing)}"
+
+
+def ignore_results(*, root: Path) -> Path | None:
+    """Make `.eval-banana/.gitignore` ignore `results/` and `cache/`, keeping what it says.
+
+    Returns the file when it was written, None when it already ignored both.
+    """
+    path = root / GITIGNORE_PATH
+    try:
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read {path}: {exc}", file=str(path)) from None
+    text = _gitignore_text(current=current)
+    if text is None:
+        return None
+    try:
+        write_text_atomic(path=path, text=text)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}", file=str(path)) from None
+    return path
+
+
+def run_init(*, cwd: Path, force: bool) -> list[Path]:
+    """Write the config, schema, example check and results ignore under `cwd`.
+
+    Returns the paths written; an existing .gitignore that already ignores the results is kept
+    as it is and not listed.
+    """
+    root = cwd.resolve()
+    config, schema, example = root / CONFIG_PATH, root / SCHEMA_PATH, root / EXAMPLE_PATH
+    if not force:
+        # The schema is ours and always refreshed; the other two may hold the user's edits.
+        for path in (config, example):
+            if path.exists() or path.is_symlink():
+                raise ConfigError(
+                    f"Refusing to overwrite existing file: {path}",
+                    file=str(path),
+                    hint="pass --force to overwrite it",
+                )
+    contents = ((config, config_template()), (schema, check_schema()), (example, example_check()))
+    written: list[Path] = []
+    for path, text in contents:
+        try:
+            write_text_atomic(path=path, text=text)
+        except OSError as exc:
+            raise ConfigError(
+                f"Cannot write {path}: {exc.strerror or exc}", file=str(path)
+            ) from None
+        written.append(path)
+    ignored = ignore_results(root=root)
+    if ignored is not None:
+        written.append(ignored)
+    return written

@@ -1,0 +1,148 @@
+"""Files on disk: atomic writes and digests (reading a stage file back: stagefiles.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import itertools
+import os
+from pathlib import Path
+from typing import Any, NoReturn
+
+from eval_banana.core import canonjson
+from eval_banana.core.errors import WriteFault
+from eval_banana.core.readback import open_regular, read_regular
+from eval_banana.core.record import Record
+
+_TEMP_NAMES = itertools.count()
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+_BLOCK = 1 << 20
+
+
+# A check's output files in checks/: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt.
+CHECK_OUTPUT_NAMES = ("stdout.txt", "stderr.txt", "prompt.txt")
+
+
+def remove_check_outputs(
+    *, checks_dir: Path, stem: str, names: tuple[str, ...] = CHECK_OUTPUT_NAMES
+) -> None:
+    """Remove `checks/<stem>.<name>` for each of `names` that is there (never written through:
+    a restored file is a link to the verdict cache's copy)."""
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(checks_dir / f"{stem}.{name}")
+
+
+def write_bytes_atomic(*, path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary sibling and a rename, never half a file.
+
+    Plain descriptor calls, and the folder is made only when it is missing: a run writes one
+    result file per check, and the buffered file object's extra system calls and a `mkdir` per
+    file were most of what each write cost.
+    """
+    try:
+        fd, tmp_name = _create_temp_sibling(path=path)
+    except OSError as exc:
+        _raise_write_error(path=path, exc=exc)
+    try:
+        try:
+            _write_all(fd=fd, data=data)
+        finally:
+            os.close(fd)
+        os.replace(tmp_name, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            _raise_write_error(path=path, exc=exc)
+        raise
+
+
+# A path that cannot name a file (a folder in the way, a file where a folder should be): the
+# caller's setup error, which it words itself, not a fault of the machine.
+_WRONG_PLACE = frozenset({errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP})
+
+
+def _raise_write_error(*, path: Path, exc: OSError) -> NoReturn:
+    """Disk full, an I/O error, a read-only or forbidden folder are infrastructure: they abort
+    the run naming the file (WriteFault), never a verdict or a traceback."""
+    if exc.errno in _WRONG_PLACE:
+        raise exc
+    raise WriteFault(path=str(path), cause=exc.strerror or str(exc)) from None
+
+
+def _create_temp_sibling(*, path: Path) -> tuple[int, str]:
+    """A new, empty temporary file beside `path` (its folder made if missing): (fd, name)."""
+    made_folder = False
+    while True:
+        tmp_name = f"{path.parent}/.{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp"
+        # Created with 0666 so the umask applies, as for any file the user writes (mkstemp
+        # would make it 0600 and need a chmod); O_EXCL, so a clash with another writer is
+        # retried under the next name.
+        try:
+            return os.open(tmp_name, _CREATE_FLAGS, 0o666), tmp_name
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            if made_folder:
+                raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made_folder = True
+
+
+def _write_all(*, fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_bytes(*, path: str) -> bytes:
+    """A whole (small) regular file's bytes through plain descriptor calls (a FIFO, socket or
+    device is refused at once: readback.NotRegularFile, an OSError)."""
+    return read_regular(path)
+
+
+def sha256_and_size(*, path: str) -> tuple[str, int]:
+    """`sha256:<hex>` and the size of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    size = 0
+    fd = open_regular(path)
+    try:
+        while block := os.read(fd, _BLOCK):
+            digest.update(block)
+            size += len(block)
+    finally:
+        os.close(fd)
+    return f"sha256:{digest.hexdigest()}", size
+
+
+def write_text_atomic(*, path: Path, text: str) -> None:
+    write_bytes_atomic(path=path, data=text.encode("utf-8"))
+
+
+def stage_json_bytes(
+    *, document: dict[str, Any] | Record, rendered: canonjson.Rendered | None = None
+) -> bytes:
+    """Canonical stage-file bytes: sorted keys, two-space indent, trailing newline.
+
+    A Record is written as its `model_dump(mode="json", by_alias=True)` would be; `rendered`
+    holds texts of Records inside it that are already known (see `canonjson.dumps`).
+    """
+    return (canonjson.dumps(document, sort_keys=True, rendered=rendered) + "\n").encode()
+
+
+def sha256_file(*, path: Path) -> str:
+    """`sha256:<hex>` of a file's exact bytes, read in blocks."""
+    return sha256_and_size(path=str(path))[0]
+
+
+def sha256_bytes(*, data: bytes) -> str:
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
+
+
+def write_model(*, path: Path, model: Record, rendered: canonjson.Rendered | None = None) -> str:
+    """Write a stage document atomically; return the digest of the bytes written."""
+    data = stage_json_bytes(document=model, rendered=rendered)
+    write_bytes_atomic(path=path, data=data)
+    return sha256_bytes(data=data)

@@ -1,0 +1,187 @@
+"""`eb diff BASE HEAD` and `eb run --baseline`: what changed between two runs, check by check.
+
+A run is read from its report.json, the one file every eb run folder has (eval-banana 0.5.0's
+included). Only the fields the comparison uses are checked, with errors that name the file and
+the field: checking every key of a 10,000-check report against its schema costs seconds, and
+nothing else of it is used here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.core.errors import RunFolderError
+from eval_banana.core.readback import loads_json, read_regular
+from eval_banana.models.diff import DiffEntry, DiffRun, Outcome, RunDiff
+
+REPORT_JSON = "report.json"
+DIFF_JSON = "diff.json"
+_STATUSES = frozenset({"passed", "failed", "error"})
+_KIND_NAMES = {str: "string", int: "whole number", list: "list"}
+_RATE_DIGITS = 6  # ratios in diff.json: enough to tell one check in a million apart
+
+
+class CheckOutcome(NamedTuple):
+    outcome: Outcome
+    digest: str
+    summary: str
+
+
+class RunSummary(NamedTuple):
+    """What a comparison needs of one run: its totals and each check's outcome, in report order."""
+
+    run: DiffRun
+    checks: dict[str, CheckOutcome]
+
+
+def _bad(*, path: Path, where: str, problem: str) -> RunFolderError:
+    return RunFolderError(
+        f"{path} is not a report eb can compare: {where} {problem}",
+        file=str(path),
+        field_path=where,
+        hint="Pass a run folder that `eb run` or `eb merge` wrote (it holds report.json).",
+    )
+
+
+def _field(*, document: dict[str, Any], key: str, kind: type, path: Path, where: str) -> Any:
+    value = document.get(key)
+    # bool is an int in Python, but not a number in a report.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _bad(path=path, where=f"{where}.{key}", problem=f"must be a {_KIND_NAMES[kind]}")
+    return value
+
+
+def _summary(check: dict[str, Any]) -> str:
+    for key in ("reason", "error_detail"):
+        text = check.get(key)
+        if isinstance(text, str) and text:
+            return text.splitlines()[0]
+    exit_code = check.get("exit_code")
+    if check.get("status") == "failed" and isinstance(exit_code, int):
+        return f"exit code {exit_code}"
+    return ""
+
+
+def _outcome(*, check: dict[str, Any], path: Path, where: str) -> CheckOutcome:
+    status = check.get("status")
+    if status not in _STATUSES:
+        raise _bad(path=path, where=f"{where}.status", problem="must be passed, failed or error")
+    details = check.get("details")
+    not_run = isinstance(details, dict) and details.get("not_run") is True
+    digest = _field(document=check, key="check_definition_sha256", kind=str, path=path, where=where)
+    outcome: Outcome = "not_run" if not_run else status
+    return CheckOutcome(outcome=outcome, digest=digest, summary=_summary(check))
+
+
+def summarize_report(*, report: Any, path: Path, run_dir: Path) -> RunSummary:
+    """The comparable part of a report.json object; `path` names it in errors."""
+    if not isinstance(report, dict):
+        raise _bad(path=path, where="$", problem="must be a JSON object")
+    checks = _field(document=report, key="checks", kind=list, path=path, where="$")
+    outcomes: dict[str, CheckOutcome] = {}
+    for index, check in enumerate(checks):
+        where = f"$.checks[{index}]"
+        if not isinstance(check, dict):
+            raise _bad(path=path, where=where, problem="must be a JSON object")
+        check_id = _field(document=check, key="check_id", kind=str, path=path, where=where)
+        if check_id in outcomes:
+            raise _bad(path=path, where=f"{where}.check_id", problem=f"repeats '{check_id}'")
+        outcomes[check_id] = _outcome(check=check, path=path, where=where)
+    earned = _field(document=report, key="points_earned", kind=int, path=path, where="$")
+    total = _field(document=report, key="total_points", kind=int, path=path, where="$")
+    run = DiffRun(
+        run_id=str(report.get("run_id", "")),
+        run_dir=str(run_dir),
+        total_checks=len(outcomes),
+        points_earned=earned,
+        total_points=total,
+        pass_rate=round(earned / total, _RATE_DIGITS) if total else 0.0,
+        run_passed=report.get("run_passed") is True,
+    )
+    return RunSummary(run=run, checks=outcomes)
+
+
+def load_run(*, run_dir: Path) -> RunSummary:
+    """Read a run folder's report.json (a setup error, exit 2, when it cannot be compared)."""
+    path = run_dir / REPORT_JSON
+    if not run_dir.is_dir():
+        raise RunFolderError(f"Not a run folder: {run_dir} does not exist", file=str(run_dir))
+    try:
+        data = read_regular(path)
+    except FileNotFoundError:
+        raise RunFolderError(
+            f"Not a run folder: {run_dir} has no {REPORT_JSON}",
+            file=str(run_dir),
+            hint="Pass a folder that `eb run` or `eb merge` wrote, or `latest`.",
+        ) from None
+    except OSError as exc:
+        raise RunFolderError(f"Cannot read {path}: {exc}", file=str(path)) from None
+    try:
+        report = loads_json(data)
+    except ValueError as exc:
+        raise _bad(path=path, where="$", problem=f"is not valid JSON ({exc})") from None
+    return summarize_report(report=report, path=path, run_dir=run_dir)
+
+
+def _entry(*, check_id: str, base: CheckOutcome | None, head: CheckOutcome | None) -> DiffEntry:
+    changed = base is not None and head is not None and base.digest != head.digest
+    shown = head if head is not None else base
+    return DiffEntry(
+        check_id=check_id,
+        base=base.outcome if base is not None else None,
+        head=head.outcome if head is not None else None,
+        definition_changed=changed,
+        summary=shown.summary if shown is not None else "",
+    )
+
+
+def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
+    """Every check of both runs in its categories (head's order, then base-only checks)."""
+    regressions: list[DiffEntry] = []
+    fixes: list[DiffEntry] = []
+    still_failing: list[DiffEntry] = []
+    new_checks: list[DiffEntry] = []
+    changed: list[DiffEntry] = []
+    unchanged = 0
+    for check_id, now in head.checks.items():
+        before = base.checks.get(check_id)
+        entry = _entry(check_id=check_id, base=before, head=now)
+        passes = now.outcome == "passed"
+        if before is None:
+            new_checks.append(entry)
+            if not passes:
+                # A new check that does not pass is a new failure: the gate is "nothing that
+                # passed before, or was not there, fails now".
+                regressions.append(entry)
+            continue
+        if entry.definition_changed:
+            changed.append(entry)
+        passed = before.outcome == "passed"
+        if passed and passes:
+            unchanged += 1
+        elif passed:
+            regressions.append(entry)
+        elif passes:
+            fixes.append(entry)
+        else:
+            still_failing.append(entry)
+    removed = [
+        _entry(check_id=check_id, base=before, head=None)
+        for check_id, before in base.checks.items()
+        if check_id not in head.checks
+    ]
+    return RunDiff(
+        base=base.run,
+        head=head.run,
+        regressions=regressions,
+        fixes=fixes,
+        still_failing=still_failing,
+        new_checks=new_checks,
+        removed_checks=removed,
+        changed_definitions=changed,
+        unchanged_passing=unchanged,
+        points_earned_delta=head.run.points_earned - base.run.points_earned,
+        pass_rate_delta=round(head.run.pass_rate - base.run.pass_rate, _RATE_DIGITS),
+        regressed=bool(regressions),
+    )

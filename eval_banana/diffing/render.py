@@ -1,0 +1,153 @@
+"""A run diff as text (the terminal, CI logs), Markdown (a pull-request comment) or JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from eval_banana.core.files import write_text_atomic
+from eval_banana.diffing.compare import DIFF_JSON
+from eval_banana.models.diff import DiffEntry, DiffRun, RunDiff
+from eval_banana.stages.report import md_cell
+
+FORMATS: tuple[str, ...] = ("text", "md", "json")
+# A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.
+MD_ROWS_PER_CATEGORY = 50
+
+_LABELS = {"passed": "passed", "failed": "failed", "error": "error", "not_run": "not run"}
+
+# (attribute of RunDiff, heading); the order both text and Markdown list them in.
+CATEGORIES: tuple[tuple[str, str], ...] = (
+    ("regressions", "Regressions"),
+    ("fixes", "Fixes"),
+    ("still_failing", "Still failing"),
+    ("new_checks", "New checks"),
+    ("removed_checks", "Removed checks"),
+    ("changed_definitions", "Changed definitions"),
+)
+
+
+def _label(outcome: str | None) -> str:
+    return "absent" if outcome is None else _LABELS[outcome]
+
+
+def _change(entry: DiffEntry) -> str:
+    if entry.base is None:
+        return f"new, {_label(entry.head)}"
+    if entry.head is None:
+        return f"was {_label(entry.base)}"
+    return f"{_label(entry.base)} -> {_label(entry.head)}"
+
+
+def _percent(ratio: float) -> str:
+    return f"{ratio * 100:.2f}%"
+
+
+def _signed(number: float, *, digits: int = 0) -> str:
+    return f"{number:+.{digits}f}"
+
+
+def _ratio(number: float, *, signed: bool = False) -> str:
+    """A ratio with no trailing zeros: 1, 0.6, -0.0125."""
+    text = f"{number:+.6f}" if signed else f"{number:.6f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def headline(diff: RunDiff) -> str:
+    count = len(diff.regressions)
+    if not count:
+        return "no regressions"
+    return f"{count} regression{'s' if count != 1 else ''}"
+
+
+def _side(name: str, run: DiffRun) -> str:
+    return (
+        f"{name}: {run.run_id} ({run.run_dir}): {run.points_earned}/{run.total_points} points, "
+        f"{_percent(run.pass_rate)}, {'passed' if run.run_passed else 'not passed'}"
+    )
+
+
+def render_text(diff: RunDiff) -> str:
+    """Plain lines: the two runs, the score deltas, then every non-empty category in full."""
+    lines = [
+        _side("Base", diff.base),
+        _side("Head", diff.head),
+        f"Points earned: {diff.base.points_earned} -> {diff.head.points_earned} "
+        f"({_signed(diff.points_earned_delta)})",
+        f"Pass rate: {_ratio(diff.base.pass_rate)} -> {_ratio(diff.head.pass_rate)} "
+        f"({_ratio(diff.pass_rate_delta, signed=True)}; "
+        f"{_percent(diff.base.pass_rate)} -> {_percent(diff.head.pass_rate)})",
+    ]
+    for attribute, heading in CATEGORIES:
+        entries: list[DiffEntry] = getattr(diff, attribute)
+        if not entries:
+            continue
+        lines.append(f"{heading} ({len(entries)}):")
+        for entry in entries:
+            note = f" - {entry.summary}" if entry.summary else ""
+            lines.append(f"  - {entry.check_id}: {_change(entry)}{note}")
+    lines.append(f"Unchanged passing: {diff.unchanged_passing}")
+    lines.append(f"Diff: {headline(diff)}")
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(entries: list[DiffEntry]) -> list[str]:
+    rows = ["| Check | Change | Definition | Note |", "| --- | --- | --- | --- |"]
+    for entry in entries[:MD_ROWS_PER_CATEGORY]:
+        rows.append(
+            f"| `{md_cell(entry.check_id)}` | {md_cell(_change(entry))} | "
+            f"{'changed' if entry.definition_changed else ''} | {md_cell(entry.summary)} |"
+        )
+    left = len(entries) - MD_ROWS_PER_CATEGORY
+    if left > 0:
+        rows += ["", f"... and {left} more (see diff.json or `eb diff --format json`)."]
+    return rows
+
+
+def render_md(diff: RunDiff) -> str:
+    """A pull-request comment: the verdict, the score table, regressions open, the rest folded."""
+    base, head = diff.base, diff.head
+    lines = [
+        f"### eval-banana diff: {headline(diff)}",
+        "",
+        "| | base | head | change |",
+        "| --- | --- | --- | --- |",
+        f"| Run | `{md_cell(base.run_id)}` | `{md_cell(head.run_id)}` | |",
+        f"| Points earned | {base.points_earned}/{base.total_points} | "
+        f"{head.points_earned}/{head.total_points} | {_signed(diff.points_earned_delta)} |",
+        f"| Pass rate | {_percent(base.pass_rate)} | {_percent(head.pass_rate)} | "
+        f"{_signed(diff.pass_rate_delta * 100, digits=2)} pp |",
+        f"| Run passed | {'yes' if base.run_passed else 'no'} | "
+        f"{'yes' if head.run_passed else 'no'} | |",
+    ]
+    for attribute, heading in CATEGORIES:
+        entries: list[DiffEntry] = getattr(diff, attribute)
+        if not entries:
+            continue
+        title = f"{heading} ({len(entries)})"
+        if attribute == "regressions":
+            lines += ["", f"#### {title}", "", *_md_table(entries)]
+        else:
+            lines += ["", f"<details><summary>{title}</summary>", "", *_md_table(entries)]
+            lines += ["", "</details>"]
+    lines += ["", f"{diff.unchanged_passing} checks pass in both runs."]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(diff: RunDiff) -> str:
+    return json.dumps(diff.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+RENDERERS: dict[str, Callable[[RunDiff], str]] = {
+    "text": render_text,
+    "md": render_md,
+    "json": render_json,
+}
+
+
+def write_diff(*, run_dir: Path, diff: RunDiff) -> Path:
+    """`diff.json` in a run folder (`eb run --baseline`), written atomically."""
+    path = run_dir / DIFF_JSON
+    write_text_atomic(path=path, text=render_json(diff))
+    return path

@@ -1,0 +1,153 @@
+"""`eb run` and the run replay (docs/incremental.md#replaying-a-whole-run): when a run may be
+replayed, the replay itself as the console shows it, and keeping a finished run as one.
+
+A run may use a replay when the verdict cache is read (`on`, `read-only`) and may keep one when
+it is `on` (both unless `[cache] replay = false`); never with --flat-output (the folder's path is
+not the run's own) or --changed-since (the selection follows a git revision, which no key names).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from eval_banana.cache.replay import Replayed, replay_run
+from eval_banana.cache.replay_key import replay_key, watched_ids, watched_paths
+from eval_banana.cache.replay_record import RunTaken, record_replay
+from eval_banana.cache.store import CacheStore
+from eval_banana.checks.inputs import CheckInputs
+from eval_banana.core import forked
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc
+from eval_banana.pipeline.request import RunRequest
+from eval_banana.reporting import ReportExtras, write_extra_reports
+from eval_banana.reporting.console import Console, ProgressReporter
+from eval_banana.reporting.github import STEP_SUMMARY_ENV
+from eval_banana.reporting.html import REPORT_HTML
+from eval_banana.settings.folders import cache_dir
+from eval_banana.stages.report import REPORT_JSON
+
+
+def key_for(*, config: ConfigDoc, discovered: DiscoverDoc, request: RunRequest) -> str | None:
+    """The replay key of this run, or None when it may neither use nor keep a replay."""
+    if (
+        config.settings.cache.mode not in ("on", "read-only")
+        or not config.settings.cache.replay
+        or request.flat_output
+        or config.selection.changed_since is not None
+    ):
+        return None
+    extras = request.extras
+    return replay_key(
+        config=config,
+        discovered=discovered,
+        html=extras is None or extras.html,
+        environ=os.environ,
+    )
+
+
+def replay(
+    *,
+    config: ConfigDoc,
+    discovered: DiscoverDoc,
+    run_dir: Path,
+    digests: dict[str, str],
+    key: str,
+    request: RunRequest,
+    cancel: threading.Event,
+    console: Console,
+    contents: Mapping[str, bytes],
+) -> Replayed | None:
+    """The run replayed into `run_dir` and reported, or None: it goes the usual way.
+    `contents`: the check files' bytes as discovery read them."""
+    attempt = replay_run(
+        config=config,
+        discovered=discovered,
+        run_dir=run_dir,
+        digests=digests,
+        key=key,
+        cancel=cancel,
+        contents=contents,
+    )
+    if attempt.warning is not None:
+        console.warn(attempt.warning)
+    replayed = attempt.replayed
+    if replayed is None:
+        return None
+    ProgressReporter(console=console, total=len(replayed.progress)).replayed(
+        lines=replayed.progress
+    )
+    console.notice(
+        f"Replayed run {replayed.from_run_id}: every verdict is cached and nothing it read "
+        "has changed (docs/incremental.md#replaying-a-whole-run)."
+    )
+    extras = request.extras if request.extras is not None else ReportExtras()
+    html = run_dir / REPORT_HTML
+    if _reads_report(config=config, extras=extras):
+        write_extra_reports(
+            extras=extras,
+            run_dir=run_dir,
+            report=replayed.load_report(),
+            report_md=replayed.report_md,
+            junit_xml=config.settings.core.junit_xml,
+            # report.html is written already: its "render" has nothing left to do.
+            html=forked.start(work=lambda: None, fork=False) if replayed.html else None,
+        )
+    elif replayed.html:
+        extras.written.append(html)
+    if not console.quiet:
+        console.summary(
+            report=replayed.load_report(),
+            report_path=run_dir / REPORT_JSON,
+            html_path=html if html in extras.written else None,
+        )
+    return replayed
+
+
+def _reads_report(*, config: ConfigDoc, extras: ReportExtras) -> bool:
+    """Whether the outputs beyond the run folder need the report: a JUnit file, annotations,
+    the GitHub step summary. Otherwise a replayed run never parses its report.json."""
+    return bool(
+        config.settings.core.junit_xml or extras.annotations or extras.environ.get(STEP_SUMMARY_ENV)
+    )
+
+
+class Recorder:
+    """What keeping this run as a replay needs from before its checks run: the reader of the
+    input states its verdict keys use, and the files its plan read, as they were then."""
+
+    def __init__(
+        self, *, config: ConfigDoc, plan: PlanDoc, key: str, contents: Mapping[str, bytes]
+    ) -> None:
+        self.key = key
+        self.inputs = CheckInputs(
+            config=config, definitions=[c.definition for c in plan.checks], known=contents
+        )
+        self.watched = watched_ids(paths=watched_paths(config=config, checks=plan.checks))
+
+    @classmethod
+    def begin(
+        cls, *, config: ConfigDoc, plan: PlanDoc, key: str | None, contents: Mapping[str, bytes]
+    ) -> Recorder | None:
+        if key is None or config.settings.cache.mode != "on":
+            return None
+        return cls(config=config, plan=plan, key=key, contents=contents)
+
+    def keep(self, *, run: RunTaken, console: Console) -> None:
+        """Keep the finished run as the replay of its key, when it can be kept."""
+        settings = run.config.settings
+        store = CacheStore(
+            folder=cache_dir(config=run.config), max_bytes=settings.cache.max_mb * 1024 * 1024
+        )
+        from eval_banana.isolation.state import cache_writes
+
+        try:
+            with cache_writes(cache=store.folder) as ours:
+                # Not while another run's checks execute: its watch would blame them.
+                if ours and record_replay(
+                    run=run, key=self.key, store=store, inputs=self.inputs, watched=self.watched
+                ):
+                    store.evict()
+        except OSError as exc:
+            console.warn(f"Cannot keep this run for replaying in {store.folder}: {exc}")

@@ -1,0 +1,59 @@
+"""What a run was asked to do, and the config stage resolved from it (light to import)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from eval_banana.models.config import Selection
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.stages.config import resolve_config
+
+if TYPE_CHECKING:
+    from eval_banana.reporting import ReportExtras
+
+
+class RunRequest(NamedTuple):
+    """What `eb run` (or `invoke eval`) was asked to do."""
+
+    cwd: Path
+    cli_values: Mapping[str, object]
+    environ: Mapping[str, str]
+    no_project_config: bool
+    selection: Selection
+    flat_output: bool = False
+    extras: ReportExtras | None = None  # report.html, JUnit, GitHub output (eval_banana.reporting)
+    outputs: tuple[Path, ...] = ()  # files written beside the run folder: --result-out
+
+
+def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
+    """The config stage for this request (--last-failed resolved against the earlier runs)."""
+    config = resolve_config(
+        cwd=request.cwd,
+        cli_values=request.cli_values,
+        environ=request.environ,
+        no_project_config=request.no_project_config,
+        selection=request.selection,
+        run_id=run_id,
+    )
+    if config.selection.last_failed:
+        from eval_banana.incremental.lastfailed import resolve_last_failed
+
+        config = resolve_last_failed(config=config)
+    return config.model_copy(update={"outputs": _outputs(config=config, request=request)})
+
+
+def _outputs(*, config: ConfigDoc, request: RunRequest) -> list[str]:
+    """The files this run writes outside its run folder, absolute: they are eb's own, and a
+    later run must not see them as a change of the project."""
+    from eval_banana.reporting.github import STEP_SUMMARY_ENV
+    from eval_banana.settings.folders import junit_file
+
+    junit = config.settings.core.junit_xml
+    found = [junit_file(setting=junit, project_root=Path(config.project_root))] if junit else []
+    found += request.outputs
+    summary = request.environ.get(STEP_SUMMARY_ENV)
+    if summary:
+        found.append(Path(summary))
+    return sorted({str(path.absolute()) for path in found})

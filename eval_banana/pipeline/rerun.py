@@ -1,0 +1,183 @@
+"""`eb stage <name>` / `invoke eval.<name>`: rerun one stage from the files in a run folder."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval_banana.checks.planselect import narrow_plan
+from eval_banana.models.config import Selection
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
+from eval_banana.reporting.console import Console, ProgressReporter
+from eval_banana.stagefiles.layout import stage_path
+from eval_banana.stagefiles.read import read_stage, upstream_digests
+from eval_banana.stages import discover as discover_stage
+from eval_banana.stages import execute as execute_stage
+from eval_banana.stages import guard as guard_stage
+from eval_banana.stages import score as score_stage
+from eval_banana.stages import validate as validate_stage
+from eval_banana.stages.config import resolve_config, write_config_stage
+
+
+@dataclass(frozen=True)
+class StageRequest:
+    run_dir: Path
+    cli_values: Mapping[str, object] = field(default_factory=dict)
+    environ: Mapping[str, str] = field(default_factory=dict)
+    selection: Selection | None = None
+    no_project_config: bool = False
+    verbose: bool = False  # `eb stage score --verbose` also lists every check
+    console: Console = field(default_factory=Console)
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+def _config(request: StageRequest) -> ConfigDoc:
+    doc: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
+    return doc
+
+
+def rerun_config(request: StageRequest) -> int:
+    """Resolve the configuration again for the same project, run id and selection."""
+    previous = _config(request)
+    doc = resolve_config(
+        cwd=Path(previous.project_root),
+        cli_values=request.cli_values,
+        environ=request.environ,
+        no_project_config=request.no_project_config or previous.no_project_config,
+        selection=request.selection or previous.selection,
+        run_id=previous.run_id,
+    )
+    # The run was created once: a rerun of its config stage does not make it the newest run.
+    doc = doc.model_copy(update={"run_created_at": previous.run_created_at or previous.created_at})
+    write_config_stage(run_dir=request.run_dir, doc=doc)
+    return 0
+
+
+def rerun_discover(request: StageRequest) -> int:
+    inputs = upstream_digests(run_dir=request.run_dir, stage="discover")
+    doc = discover_stage.discover(config=_config(request), inputs=inputs)
+    discover_stage.write_discover_stage(run_dir=request.run_dir, doc=doc)
+    return 0
+
+
+def rerun_validate(request: StageRequest) -> int:
+    """Plan again; a selection given here (--check-id, --tag, --check-dir) replaces config's."""
+    inputs = upstream_digests(run_dir=request.run_dir, stage="validate")
+    config = _config(request)
+    if request.selection is not None:
+        config = config.model_copy(update={"selection": request.selection})
+    outcome = validate_stage.validate(
+        config=config,
+        discovered=read_stage(run_dir=request.run_dir, stage="discover"),
+        inputs=inputs,
+    )
+    validate_stage.write_validate_stage(run_dir=request.run_dir, outcome=outcome)
+    outcome.raise_if_failed()
+    return 0
+
+
+def rerun_guard(request: StageRequest) -> int:
+    inputs = upstream_digests(run_dir=request.run_dir, stage="guard")
+    doc = guard_stage.guard(
+        config=_config(request),
+        plan=read_stage(run_dir=request.run_dir, stage="validate"),
+        inputs=inputs,
+    )
+    guard_stage.write_guard_stage(run_dir=request.run_dir, doc=doc)
+    guard_stage.raise_if_refused(doc)
+    return 0
+
+
+def rerun_execute(request: StageRequest) -> int:
+    """Run the plan again; with a selection, only the selected checks (the others keep theirs)."""
+    inputs = upstream_digests(run_dir=request.run_dir, stage="execute")
+    plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
+    guarded: GuardDoc = read_stage(run_dir=request.run_dir, stage="guard")
+    guard_stage.raise_if_refused(guarded)
+    previous = None
+    if request.selection is not None:
+        previous = _previous_execute(run_dir=request.run_dir)
+        plan = narrow_plan(
+            plan=plan,
+            selection=request.selection,
+            project_root=Path(_config(request).project_root),
+        )
+    with ProgressReporter(console=request.console, total=len(plan.checks)) as progress:
+        doc = execute_stage.execute(
+            config=_config(request),
+            plan=plan,
+            guard=guarded,
+            run_dir=request.run_dir,
+            cancel=request.cancel,
+            inputs=inputs,
+            on_start=progress.started,
+            on_result=progress.finished,
+            environ=request.environ,
+        )
+    if request.selection is not None:
+        full_plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
+        doc = execute_stage.merge_results(plan=full_plan, fresh=doc, previous=previous)
+    execute_stage.write_execute_stage(run_dir=request.run_dir, doc=doc)
+    return 3 if doc.aborted_by else 0
+
+
+def _previous_execute(*, run_dir: Path) -> ExecuteDoc | None:
+    """The execute.json a selective rerun keeps the other results from (None when absent)."""
+    if not stage_path(run_dir=run_dir, stage="execute").is_file():
+        return None
+    doc: ExecuteDoc = read_stage(run_dir=run_dir, stage="execute")
+    return doc
+
+
+def rerun_score(request: StageRequest) -> int:
+    """Score again; `--pass-threshold` and `--fail-on-flaky` here override config.json's."""
+    inputs = upstream_digests(run_dir=request.run_dir, stage="score")
+    config = _config(request)
+    threshold = request.cli_values.get("core.pass_threshold")
+    if isinstance(threshold, float | int):
+        config = config.model_copy(deep=True)
+        config.settings.core.pass_threshold = float(threshold)
+    if request.cli_values.get("core.fail_on_flaky") is True:
+        config = config.model_copy(deep=True)
+        config.settings.core.fail_on_flaky = True
+    executed: ExecuteDoc = read_stage(run_dir=request.run_dir, stage="execute")
+    doc = score_stage.score(config=config, execute=executed, inputs=inputs)
+    score_stage.write_score_stage(run_dir=request.run_dir, doc=doc)
+    request.console.verdict(score=doc, results=executed.results if request.verbose else ())
+    return 0 if doc.run_passed else (3 if doc.aborted_by else 1)
+
+
+def rerun_report(request: StageRequest) -> int:
+    """Rewrite the reports from execute.json and score.json; never runs a check."""
+    from eval_banana.pipeline.run import publish_report
+
+    inputs = upstream_digests(run_dir=request.run_dir, stage="report")
+    scored = read_stage(run_dir=request.run_dir, stage="score")
+    config = _config(request)
+    junit_xml = request.cli_values.get("core.junit_xml")
+    if isinstance(junit_xml, str) and junit_xml:
+        config = config.model_copy(deep=True)
+        config.settings.core.junit_xml = junit_xml
+    publish_report(
+        run_dir=request.run_dir,
+        config=config,
+        execute=read_stage(run_dir=request.run_dir, stage="execute"),
+        score=scored,
+        inputs=inputs,
+        extras=None,
+        console=request.console,
+    )
+    return 0 if scored.run_passed else (3 if scored.aborted_by else 1)
+
+
+RERUNS: dict[str, Callable[[StageRequest], int]] = {
+    "config": rerun_config,
+    "discover": rerun_discover,
+    "validate": rerun_validate,
+    "guard": rerun_guard,
+    "execute": rerun_execute,
+    "score": rerun_score,
+    "report": rerun_report,
+}

@@ -1,0 +1,387 @@
+"""`eb run`: the seven stages chained in one process, every stage file still written.
+
+Each step hands its document to the next in memory (no re-reading) and records the digest of
+the file it wrote, so downstream files name their inputs exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval_banana.cache.replay_record import RunTaken
+from eval_banana.checks.selection import selected_nothing
+from eval_banana.core import forked
+from eval_banana.core.errors import DefinitionError, RunAborted, WriteFault
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.pipeline import replaying
+from eval_banana.pipeline.request import RunRequest, load_config
+from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
+from eval_banana.reporting.console import Console, ProgressReporter
+from eval_banana.reporting.html import REPORT_HTML
+from eval_banana.runners.faults import FaultLog
+from eval_banana.runners.results import STOP_REASON_TEXT, plural
+from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir
+from eval_banana.stages import discover as discover_stage
+from eval_banana.stages.config import outside_project_warning, write_config_stage
+
+if TYPE_CHECKING:
+    from eval_banana.stages.report import ReportOutcome
+
+__all__ = [
+    "RunOutcome",
+    "RunRequest",
+    "finish_run",
+    "load_config",
+    "publish_report",
+    "run_pipeline",
+]
+
+
+class RunOutcome:
+    """A finished run: its folder, report, score, exit code and stage file digests.
+
+    A replayed run parses its report.json only when something asks for the report: a run with
+    --json prints the line its replay kept (`json_line`), which equals the report dumped.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_dir: Path,
+        score: ScoreDoc,
+        exit_code: int,
+        digests: dict[str, str],
+        report: dict[str, Any] | None = None,
+        load_report: Callable[[], dict[str, Any]] | None = None,
+        json_line: str | None = None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.score = score
+        self.exit_code = exit_code
+        self.digests = digests
+        self._report = report
+        self._load_report = load_report
+        self._json_line = json_line
+
+    @property
+    def report(self) -> dict[str, Any]:
+        if self._report is None:
+            assert self._load_report is not None, "a run outcome has a report or its loader"
+            self._report = self._load_report()
+        return self._report
+
+    @property
+    def json_line(self) -> str:
+        """The report as `--json` prints it: one line of JSON."""
+        if self._json_line is None:
+            self._json_line = json.dumps(self.report, ensure_ascii=False)
+        return self._json_line
+
+
+def publish_report(
+    *,
+    run_dir: Path,
+    config: ConfigDoc,
+    execute: ExecuteDoc,
+    score: ScoreDoc,
+    inputs: dict[str, str],
+    extras: ReportExtras | None,
+    console: Console,
+    page: forked.Pending[None] | None = None,
+) -> ReportOutcome:
+    """The report stage as users see it: the report files first, then the console summary.
+
+    report.html, the biggest of them, is begun first so a big run can render it in parallel
+    (or was begun already: `page`, from `begin_html`).
+    """
+    from eval_banana.stages import report as report_stage
+
+    built = report_stage.build_report(run_dir=run_dir, config=config, execute=execute, score=score)
+    html_job = (
+        page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)
+    )
+    try:
+        report = report_stage.write_reports(
+            run_dir=run_dir, config=config, execute=execute, score=score, inputs=inputs, built=built
+        )
+        written = write_extra_reports(
+            extras=extras,
+            run_dir=run_dir,
+            report=report.report,
+            report_md=report.markdown,
+            junit_xml=config.settings.core.junit_xml,
+            html=html_job,
+        ).written
+    except BaseException:
+        if html_job is not None:
+            html_job.abandon()
+        raise
+    html = run_dir / REPORT_HTML
+    console.summary(
+        report=report.report,
+        report_path=report.report_json,
+        html_path=html if html in written else None,
+    )
+    return report
+
+
+def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Console) -> RunOutcome:
+    """Run every stage; setup errors raise (exit 2) after writing the stage files so far."""
+    config = load_config(request=request, run_id=new_run_id())
+    outside = outside_project_warning(config=config)
+    if outside is not None:
+        console.warn(outside)
+    folder = open_run_dir(config=config, flat_output=request.flat_output)
+    run_dir = folder.path
+    digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
+    if config.selection.changed_since is not None:
+        from eval_banana.incremental.changed import prefetch
+
+        prefetch(config=config)  # git compares while the check files are found and read
+    try:
+        with _state_read_ahead(config=config):
+            return _stages(
+                config=config,
+                run_dir=run_dir,
+                digests=digests,
+                request=request,
+                cancel=cancel,
+                console=console,
+            )
+    except DefinitionError as exc:
+        if selected_nothing(exc):
+            discard_run_dir(folder=folder)  # nothing could run: nothing is left behind
+        raise
+
+
+def _state_read_ahead(*, config: ConfigDoc) -> contextlib.AbstractContextManager[None]:
+    """With the verdict cache: git walks the tree for the keys while the check files are found
+    and read (`prefetched_state`)."""
+    if config.settings.cache.mode == "off":
+        return contextlib.nullcontext()
+    from eval_banana.projectstate.state import prefetched_state
+
+    return prefetched_state(root=config.project_root)
+
+
+def _stages(
+    *,
+    config: ConfigDoc,
+    run_dir: Path,
+    digests: dict[str, str],
+    request: RunRequest,
+    cancel: threading.Event,
+    console: Console,
+) -> RunOutcome:
+    """discover, validate, guard, execute, then `finish_run`: every stage after config."""
+    contents: dict[str, bytes] = {}
+    discovered = discover_stage.discover(
+        config=config, inputs={"config": digests["config"]}, contents=contents
+    )
+    digests["discover"] = discover_stage.write_discover_stage(run_dir=run_dir, doc=discovered)
+    nested = discover_stage.nested_projects_warning(config=config, discovered=discovered)
+    if nested is not None:
+        console.warn(nested)
+    key = replaying.key_for(config=config, discovered=discovered, request=request)
+    if key is not None:
+        replayed = replaying.replay(
+            config=config,
+            discovered=discovered,
+            run_dir=run_dir,
+            digests=digests,
+            key=key,
+            request=request,
+            cancel=cancel,
+            console=console,
+            contents=contents,
+        )
+        if replayed is not None:
+            return RunOutcome(
+                run_dir=run_dir,
+                load_report=replayed.load_report,
+                json_line=replayed.json_line,
+                score=replayed.score,
+                exit_code=replayed.exit_code,
+                digests=replayed.digests,
+            )
+    # Loaded past the replay: a replayed run validates, guards and executes nothing.
+    from eval_banana.stages import execute as execute_stage
+    from eval_banana.stages import guard as guard_stage
+    from eval_banana.stages import validate as validate_stage
+
+    outcome = validate_stage.validate(
+        config=config,
+        discovered=discovered,
+        inputs={"config": digests["config"], "discover": digests["discover"]},
+        contents=contents,
+    )
+    digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
+    outcome.raise_if_failed()
+    plan = outcome.plan
+
+    guarded = guard_stage.guard(
+        config=config,
+        plan=plan,
+        inputs={"config": digests["config"], "validate": digests["validate"]},
+    )
+    digests["guard"] = guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
+    guard_stage.raise_if_refused(guarded)
+    for warning in guarded.warnings:
+        console.warn(warning.message)
+
+    recorder = replaying.Recorder.begin(config=config, plan=plan, key=key, contents=contents)
+    faults = FaultLog()
+    with ProgressReporter(console=console, total=len(plan.checks)) as progress:
+        executed = execute_stage.execute(
+            config=config,
+            plan=plan,
+            guard=guarded,
+            run_dir=run_dir,
+            cancel=cancel,
+            inputs={k: digests[k] for k in ("config", "validate", "guard")},
+            on_start=progress.started,
+            on_result=progress.finished,
+            check_inputs=None if recorder is None else recorder.inputs,
+            faults=faults,
+        )
+    page = begin_html(run_dir=run_dir, config=config, executed=executed, extras=request.extras)
+    try:
+        digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
+        for warning in executed.warnings:
+            console.warn(warning.message)
+        _remember_failures(config=config, executed=executed, console=console)
+        finished = finish_run(
+            run_dir=run_dir,
+            config=config,
+            executed=executed,
+            digests=digests,
+            extras=request.extras,
+            console=console,
+            page=page,
+        )
+    except BaseException as exc:
+        if page is not None:
+            page.abandon()  # finished already when the reports were written (RunAborted)
+        if isinstance(exc, RunAborted | WriteFault):
+            # A run aborted by a write fault says which file and why, in one line (exit 3);
+            # it keeps no replay (the recorder below is never reached).
+            faults.raise_first()
+        raise
+    _note_nothing_launched(score=finished.score, console=console)
+    if recorder is not None:
+        run = RunTaken(
+            config=config,
+            discovered=discovered,
+            plan=plan,
+            guard=guarded,
+            executed=executed,
+            scored=finished.score,
+            run_dir=run_dir,
+            digests=digests,
+            report=finished.report,
+            exit_code=finished.exit_code,
+        )
+        recorder.keep(run=run, console=console)
+    return finished
+
+
+def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Console) -> None:
+    """What --last-failed will rerun; a record that cannot be written costs only that."""
+    from eval_banana.incremental.lastfailed import remember_results
+
+    try:
+        remember_results(config=config, results=executed.results)
+    except OSError as exc:
+        console.warn(f"could not record the failed checks for --last-failed: {exc}")
+
+
+def _note_nothing_launched(*, score: ScoreDoc, console: Console) -> None:
+    """Say so when every verdict came from the cache: `-x` or a failure stopped nothing."""
+    if score.total_checks and score.cached_checks == score.total_checks:
+        console.notice(
+            "Nothing was launched: every check's verdict came from the verdict cache "
+            f"({score.cached_checks} cached; `--cache refresh` runs them again)."
+        )
+
+
+def begin_html(
+    *, run_dir: Path, config: ConfigDoc, executed: ExecuteDoc, extras: ReportExtras | None
+) -> forked.Pending[None] | None:
+    """report.html begun in a forked child as soon as the results are known, when a fork pays;
+    else None (the report stage renders it). The child scores and builds the report object
+    itself, the same object the report stage builds (report.json holds no stage file digest),
+    so the page is rendered while this process writes execute.json, score.json and the rest.
+    """
+    if not forks_html(extras=extras, checks=len(executed.results)):
+        return None
+    from eval_banana.reporting.html import write_html
+    from eval_banana.stages import report as report_stage
+    from eval_banana.stages import score as score_stage
+
+    def render() -> None:
+        # The score stage's inputs only name its upstream files in score.json, not written here.
+        scored = score_stage.score(config=config, execute=executed, inputs={})
+        report = report_stage.build_report(
+            run_dir=run_dir, config=config, execute=executed, score=scored
+        )
+        write_html(report=report, run_dir=run_dir, path=run_dir / REPORT_HTML)
+
+    return forked.start(work=render, fork=True)
+
+
+def finish_run(
+    *,
+    run_dir: Path,
+    config: ConfigDoc,
+    executed: ExecuteDoc,
+    digests: dict[str, str],
+    extras: ReportExtras | None,
+    console: Console,
+    page: forked.Pending[None] | None = None,
+) -> RunOutcome:
+    """The score and report stages over a written execute.json (`eb run`, `eb merge`); `page`:
+    report.html when begun already (`begin_html`).
+
+    An aborted run raises RunAborted (exit 3) once its reports are written.
+    """
+    from eval_banana.stages import report as report_stage
+    from eval_banana.stages import score as score_stage
+
+    scored = score_stage.score(
+        config=config,
+        execute=executed,
+        inputs={"config": digests["config"], "execute": digests["execute"]},
+    )
+    digests["score"] = score_stage.write_score_stage(run_dir=run_dir, doc=scored)
+
+    report = publish_report(
+        run_dir=run_dir,
+        config=config,
+        execute=executed,
+        score=scored,
+        inputs={k: digests[k] for k in ("config", "execute", "score")},
+        extras=extras,
+        console=console,
+        page=page,
+    )
+    if scored.aborted_by is not None:
+        raise RunAborted(
+            f"Run aborted ({scored.aborted_by}: {STOP_REASON_TEXT[scored.aborted_by]}); "
+            f"{plural(count=scored.not_run_checks, noun='check')} did not run. "
+            f"Report: {run_dir / 'report.json'}"
+        )
+    halted = report_stage.halt_line(report=report.report)
+    if halted is not None:
+        console.notice(halted)
+    return RunOutcome(
+        run_dir=run_dir,
+        report=report.report,
+        score=scored,
+        exit_code=0 if scored.run_passed else 1,
+        digests=digests,
+    )

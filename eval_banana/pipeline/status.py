@@ -1,0 +1,253 @@
+"""`eb status`: each stage file present, valid, and up to date with its inputs (like `make -n`).
+
+A stage file is stale when a file it was built from changed since: an upstream stage file (by
+the digest recorded in its `inputs`), or what the stage read from the project itself (the config
+file, the check files, the referenced scripts, the calibration record, the files a check's
+`inputs:` match). Staleness follows the chain: everything built from a stale, missing or
+invalid stage file is stale too. `eb update` reruns what this finds, by the same reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval_banana.core.errors import EvalBananaError, ProjectStateError, StageFileError
+from eval_banana.core.files import sha256_file
+from eval_banana.models.stages import (
+    ConfigDoc,
+    DiscoverDoc,
+    ExecuteDoc,
+    GuardDoc,
+    PlanDoc,
+    PlannedCheck,
+)
+from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
+from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
+
+_SHOWN_CHANGES = 3
+
+
+@dataclass(frozen=True)
+class StageState:
+    stage: str
+    path: Path
+    state: str  # ok | missing | invalid | stale
+    detail: str = ""
+
+
+def _relative(*, path: str, root: str) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+def _describe_changes(changes: list[str]) -> str:
+    shown = ", ".join(changes[:_SHOWN_CHANGES])
+    more = len(changes) - _SHOWN_CHANGES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _config_source_changed(*, doc: ConfigDoc, run_dir: Path) -> str | None:
+    """The config file read then has different bytes now (or is gone)."""
+    if doc.config_file is None or doc.config_file_sha256 is None:
+        return None
+    path = Path(doc.config_file)
+    current = sha256_file(path=path) if path.is_file() else None
+    if current == doc.config_file_sha256:
+        return None
+    return f"{doc.config_file} {'changed' if current else 'was removed'}"
+
+
+def _check_files_changed(*, doc: DiscoverDoc, run_dir: Path) -> str | None:
+    """Walk again: a check file added, removed or edited since discover ran."""
+    from eval_banana.stages.discover import discover
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    try:
+        now = discover(config=config, inputs={})
+    except EvalBananaError as exc:
+        return f"discovery fails now: {exc.message}"
+    before = {item.path: item.sha256 for item in doc.files}
+    after = {item.path: item.sha256 for item in now.files}
+    root = config.project_root
+    changes = [f"{_relative(path=p, root=root)} added" for p in sorted(after.keys() - before)]
+    changes += [f"{_relative(path=p, root=root)} removed" for p in sorted(before.keys() - after)]
+    changes += [
+        f"{_relative(path=p, root=root)} changed"
+        for p in sorted(before.keys() & after.keys())
+        if before[p] != after[p]
+    ]
+    return _describe_changes(changes) if changes else None
+
+
+def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
+    """Planned check id -> which of its files has another digest now ('x.yaml changed')."""
+    from eval_banana.checks.definition import definition_digest, freeze_script
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    changes: dict[str, str] = {}
+    for check in doc.checks:
+        source = Path(check.source_path)
+        try:
+            data = source.read_bytes()
+        except OSError:
+            changes[check.id] = (
+                f"{_relative(path=check.source_path, root=config.project_root)} removed"
+            )
+            continue
+        script_path = check.definition.get("script_path")
+        frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
+        if definition_digest(yaml_bytes=data, frozen=frozen) == check.check_definition_sha256:
+            continue
+        changed = check.source_path
+        if (
+            frozen is not None
+            and check.script_path
+            and _script_changed(check=check, run_dir=run_dir)
+        ):
+            changed = check.script_path
+        changes[check.id] = f"{_relative(path=changed, root=config.project_root)} changed"
+    return changes
+
+
+def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
+    """A planned check's file or referenced script has another digest now."""
+    changes = list(definition_changes(doc=doc, run_dir=run_dir).values())
+    return _describe_changes(changes) if changes else None
+
+
+def _script_changed(*, check: PlannedCheck, run_dir: Path) -> bool:
+    """Whether the referenced script differs from the copy validate froze."""
+    if not check.snapshot or not check.script_path:
+        return True  # it was unavailable then, so whatever is there now is a change
+    snapshot = run_dir / check.snapshot
+    script = Path(check.script_path)
+    if not script.is_file() or not snapshot.is_file():
+        return True
+    return sha256_file(path=script) != sha256_file(path=snapshot)
+
+
+def _calibration_record_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:
+    """The calibration record the gate read has other bytes now (written, changed or removed)."""
+    if doc.calibration_file is None:
+        return None
+    path = Path(doc.calibration_file)
+    current = sha256_file(path=path) if path.is_file() else None
+    if current == doc.calibration_file_sha256:
+        return None
+    if doc.calibration_file_sha256 is None:
+        return f"{doc.calibration_file} was written"
+    return f"{doc.calibration_file} {'changed' if current else 'was removed'}"
+
+
+def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
+    """Check id -> why the files its `inputs:` match differ from those its result was judged on
+    (checks with no recorded input digest cannot be compared, as checks without `inputs:`)."""
+    from eval_banana.checks.inputs import CheckInputs, declared_inputs
+
+    recorded = executed.input_digests
+    declared = {
+        check.id: patterns
+        for check in plan.checks
+        if check.id in recorded and (patterns := declared_inputs(check.definition)) is not None
+    }
+    if not declared:
+        return {}
+    reader = CheckInputs(
+        config=config, definitions=[c.definition for c in plan.checks if c.id in declared]
+    )
+    return {
+        check_id: f"inputs {', '.join(patterns) or '(none)'} changed"
+        for check_id, patterns in declared.items()
+        if reader.digest(inputs=patterns) != recorded[check_id]
+    }
+
+
+def outdated_results(
+    *, plan: PlanDoc, executed: ExecuteDoc | None, config: ConfigDoc
+) -> dict[str, str]:
+    """Planned check id -> why its recorded result is not one for the plan and files of now
+    (no result, another definition, changed inputs), in plan order; the others are current."""
+    recorded = {result.check_id: result for result in executed.results} if executed else {}
+    reasons: dict[str, str] = {}
+    for check in plan.checks:
+        result = recorded.get(check.id)
+        if result is None:
+            reasons[check.id] = "no result recorded"
+        elif result.check_definition_sha256 != check.check_definition_sha256:
+            reasons[check.id] = "its definition changed"
+    if executed is not None:
+        changed = input_changes(plan=plan, executed=executed, config=config)
+        reasons.update((key, why) for key, why in changed.items() if key not in reasons)
+    order = {check.id: position for position, check in enumerate(plan.checks)}
+    return dict(sorted(reasons.items(), key=lambda item: order[item[0]]))
+
+
+def _results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
+    """A checked `inputs:` file changed since the result that read it was recorded."""
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    try:
+        changed = input_changes(plan=plan, executed=doc, config=config)
+    except ProjectStateError as exc:
+        return f"cannot read the checks' inputs: {exc.message}"
+    changes = [f"{check_id}: {why}" for check_id, why in changed.items()]
+    return _describe_changes(changes) if changes else None
+
+
+# What each stage read from outside the run folder, and how to tell that it changed.
+SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
+    "config": _config_source_changed,
+    "discover": _check_files_changed,
+    "validate": _definitions_changed,
+    "guard": _calibration_record_changed,
+    "execute": _results_outdated,
+}
+
+
+def stage_state(*, run_dir: Path, stage: str, upstream: dict[str, StageState]) -> StageState:
+    """The state of one stage, given the states already found for the stages before it."""
+    path = stage_path(run_dir=run_dir, stage=stage)
+    if not path.is_file():
+        return StageState(stage=stage, path=path, state="missing")
+    try:
+        doc = read_stage(run_dir=run_dir, stage=stage)
+    except StageFileError as exc:
+        return StageState(stage=stage, path=path, state="invalid", detail=exc.message)
+
+    def stale(detail: str) -> StageState:
+        return StageState(stage=stage, path=path, state="stale", detail=detail)
+
+    for name in STAGE_INPUTS[stage]:
+        relative = stage_path(run_dir=run_dir, stage=name).relative_to(run_dir)
+        try:
+            digest = stage_digest(run_dir=run_dir, stage=name)
+        except StageFileError as exc:  # a FIFO or device in its place
+            return stale(exc.message)
+        if digest != doc.inputs.get(name):
+            return stale(f"{relative} changed")
+    source_check = SOURCE_CHECKS.get(stage)
+    if source_check is not None:
+        try:
+            changed = source_check(doc=doc, run_dir=run_dir)
+        except StageFileError as exc:
+            changed = f"cannot compare: {exc.message}"
+        if changed:
+            return stale(changed)
+    for name in STAGE_INPUTS[stage]:
+        state = upstream[name]
+        if state.state != "ok":
+            relative = state.path.relative_to(run_dir)
+            return stale(f"{relative} is {state.state}")
+    return StageState(stage=stage, path=path, state="ok")
+
+
+def run_status(*, run_dir: Path) -> list[StageState]:
+    """Every stage's state, in pipeline order; staleness flows down the chain."""
+    states: dict[str, StageState] = {}
+    for stage in STAGE_NAMES:
+        states[stage] = stage_state(run_dir=run_dir, stage=stage, upstream=states)
+    return [states[stage] for stage in STAGE_NAMES]

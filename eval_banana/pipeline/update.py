@@ -1,0 +1,140 @@
+"""Rebuild a run folder as make rebuilds targets: what is not ok, in pipeline order, no more.
+
+The reasons are `eb status`'s own (eval_banana.pipeline.status): this module decides nothing about
+staleness, it only reruns what that found and says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from eval_banana.core.errors import StageFileError
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
+from eval_banana.pipeline.rerun import RERUNS, StageRequest
+from eval_banana.pipeline.status import StageState, definition_changes, outdated_results, run_status
+from eval_banana.reporting.console import Console, ProgressReporter
+from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
+from eval_banana.stagefiles.read import read_stage, upstream_digests
+
+Out = Callable[[str], None]
+
+
+def update_run(*, request: StageRequest, target: str = "report", out: Out = print) -> int:
+    """Rerun the stages up to `target` that are not ok; the exit code is the run's verdict
+    when `target` reaches score (as `eb run`'s), else 0 (3 if execute was interrupted)."""
+    run_dir = request.run_dir
+    wanted = STAGE_NAMES[: STAGE_NAMES.index(target) + 1]
+    todo = [state for state in run_status(run_dir=run_dir) if state.stage in wanted]
+    todo = [state for state in todo if state.state != "ok"]
+    out(f"Run folder: {run_dir}")
+    if not todo:
+        out(f"Nothing to update: every stage up to {target} is ok.")
+        return _verdict(request=request, wanted=wanted, show=True)
+    # Read before anything is rebuilt: which of a check's files changed (its yaml or script).
+    known = _definition_reasons(request=request)
+    rerun = {state.stage for state in todo}
+    code = 0
+    for state in todo:
+        out(_stage_line(state=state))
+        code = max(
+            code, _rerun(request=request, stage=state.stage, known=known, rerun=rerun, out=out)
+        )
+    verdict = _verdict(request=request, wanted=wanted, show=False)
+    return verdict if "score" in wanted else code
+
+
+def _stage_line(*, state: StageState) -> str:
+    relative = state.path.relative_to(state.path.parent.parent)
+    detail = f" ({state.detail})" if state.detail else ""
+    return f"{state.stage:<9} {str(relative):<22} {state.state}{detail}: rerun"
+
+
+def _rerun(
+    *, request: StageRequest, stage: str, known: dict[str, str], rerun: set[str], out: Out
+) -> int:
+    if stage == "config":
+        return RERUNS["config"](_with_recorded_flags(request=request))
+    if stage == "execute":
+        return _update_execute(request=request, known=known, out=out)
+    if stage == "score" and "report" in rerun:
+        # The report stage prints the summary next; the score's verdict lines would repeat it.
+        return RERUNS["score"](dataclasses.replace(request, console=Console(quiet=True)))
+    return RERUNS[stage](request)
+
+
+def _with_recorded_flags(*, request: StageRequest) -> StageRequest:
+    """The config stage rebuilt with the setting flags the run was made with."""
+    previous: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
+    values: dict[str, object] = {}
+    for name, source in previous.sources.items():
+        section, _, key = name.partition(".")
+        if source == "cli" and key:
+            values[name] = getattr(getattr(previous.settings, section), key)
+    return dataclasses.replace(request, cli_values=values)
+
+
+def _definition_reasons(*, request: StageRequest) -> dict[str, str]:
+    """Check id -> the file of its definition that changed, from the plan as it is now."""
+    try:
+        plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
+        return definition_changes(doc=plan, run_dir=request.run_dir)
+    except StageFileError:
+        return {}  # no readable plan: every check's reason is found against the new one
+
+
+def _previous_results(*, request: StageRequest) -> ExecuteDoc | None:
+    """The results recorded so far, or None when execute.json is missing or unreadable."""
+    try:
+        doc: ExecuteDoc = read_stage(run_dir=request.run_dir, stage="execute")
+    except StageFileError:
+        return None
+    return doc
+
+
+def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -> int:
+    """Run only the planned checks whose result is out of date; the others keep theirs."""
+    from eval_banana.stages import execute as execute_stage
+    from eval_banana.stages import guard as guard_stage
+
+    run_dir = request.run_dir
+    inputs = upstream_digests(run_dir=run_dir, stage="execute")
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    guarded: GuardDoc = read_stage(run_dir=run_dir, stage="guard")
+    guard_stage.raise_if_refused(guarded)
+    previous = _previous_results(request=request)
+    reasons = outdated_results(plan=plan, executed=previous, config=config)
+    for check_id, why in reasons.items():
+        if why == "its definition changed" and check_id in known:
+            reasons[check_id] = known[check_id]
+    kept = len(plan.checks) - len(reasons)
+    out(f"  {len(reasons)} of {len(plan.checks)} checks to run again; {kept} keep their results")
+    for check_id, why in reasons.items():
+        out(f"  rerun {check_id}: {why}")
+    narrowed = plan.model_copy(update={"checks": [c for c in plan.checks if c.id in reasons]})
+    with ProgressReporter(console=request.console, total=len(narrowed.checks)) as progress:
+        fresh = execute_stage.execute(
+            config=config,
+            plan=narrowed,
+            guard=guarded,
+            run_dir=run_dir,
+            cancel=request.cancel,
+            inputs=inputs,
+            on_start=progress.started,
+            on_result=progress.finished,
+            environ=request.environ,
+        )
+    doc = execute_stage.merge_results(plan=plan, fresh=fresh, previous=previous)
+    execute_stage.write_execute_stage(run_dir=run_dir, doc=doc)
+    return 3 if doc.aborted_by else 0
+
+
+def _verdict(*, request: StageRequest, wanted: tuple[str, ...], show: bool) -> int:
+    """score.json's verdict as an exit code (0 passed, 1 not, 3 aborted), when it is wanted."""
+    if "score" not in wanted or not stage_path(run_dir=request.run_dir, stage="score").is_file():
+        return 0
+    scored: ScoreDoc = read_stage(run_dir=request.run_dir, stage="score")
+    if show:
+        request.console.verdict(score=scored)
+    return 0 if scored.run_passed else (3 if scored.aborted_by else 1)

@@ -1,0 +1,323 @@
+"""Human output: progress on stderr while checks run, the run summary on stdout.
+
+On a terminal both are rendered with rich; otherwise they are plain lines (no ANSI codes, no
+wrapping) so CI logs and pipes get exactly eval-banana's text.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TextIO
+
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import PlannedCheck, ScoreDoc
+from eval_banana.reporting.common import is_not_run
+from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
+from eval_banana.runners.results import plural, progress_line
+from eval_banana.stages.report import flaky_line, result_summary, status_notes, usage_summary
+
+if TYPE_CHECKING:
+    # rich is imported only when a terminal will show it: CI logs never pay for it.
+    from rich.console import Console as RichConsole
+    from rich.progress import Progress
+    from rich.text import Text
+
+STATUS_STYLES = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "cyan"}
+_RECAP_STYLES = {"FAILED": "bold red", "ERROR": "bold yellow"}
+_MAX_CURRENT_IDS = 4
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _rich(stream: TextIO) -> RichConsole:
+    from rich.console import Console as RichConsole
+
+    return RichConsole(file=stream, soft_wrap=True, highlight=False, markup=False, emoji=False)
+
+
+def summary_lines(
+    *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
+) -> list[str]:
+    """The summary eval-banana prints: four labels, `Report:` (our addition), one line per check.
+
+    The `Report:` line starts with report.json's path and names report.html when one was
+    written, the page a person opens.
+    """
+    html = f" (HTML: {html_path})" if html_path is not None else ""
+    lines = [
+        f"Run ID: {report['run_id']}",
+        f"Score: {report['points_earned']}/{report['total_points']}",
+        f"Percentage: {report['percentage']:.1f}%",
+        f"Passed: {'yes' if report['run_passed'] else 'no'}",
+        f"Report: {report_path}{html}",
+    ]
+    if report.get("allow_empty"):
+        lines.append(f"No checks ran: {report['allow_empty']}")
+    usage = usage_summary(usage=report.get("judge_usage"))
+    if usage is not None:
+        lines.append(f"Judge usage: {usage}")
+    if report.get("selection_note"):
+        lines.append(str(report["selection_note"]))
+    flaky = flaky_line(report=report)
+    if flaky is not None:
+        lines.append(flaky)
+    checks: Sequence[dict[str, Any]] = report["checks"]
+    # The checks a stop or maxfail kept from starting are one line, not an error line each.
+    lines.extend(_check_line(check=check) for check in checks if not is_not_run(check=check))
+    held_back = not_run_line(report=report)
+    if held_back is not None:
+        lines.append(held_back)
+    # Skipped checks come last: they were selected but never ran (`skip:` in their file).
+    for item in report.get("skipped") or []:
+        lines.append(f"- {item['check_id']}: skipped - {item['reason']}")
+    # The screen ends on what matters: what failed, then the counts (as pytest ends).
+    recap = recap_lines(report=report)
+    if recap:
+        lines.extend(["", *recap])
+    lines.append(closing_line(report=report))
+    return lines
+
+
+def _check_line(*, check: dict[str, Any]) -> str:
+    status = str(check["status"])
+    notes = status_notes(check=check)
+    if notes:
+        status = f"{status} ({', '.join(notes)})"
+    summary = result_summary(result=check)
+    return f"- {check['check_id']}: {status}" + (f" - {summary}" if summary else "")
+
+
+def _styled(line: str) -> Text:
+    """A summary line with its status word coloured (terminal only)."""
+    from rich.text import Text
+
+    text = Text(line)
+    word = line.split(" ", 1)[0]
+    if word in _RECAP_STYLES:
+        text.stylize(_RECAP_STYLES[word], 0, len(word))
+    elif line.startswith("Passed: "):
+        text.stylize("bold green" if line.endswith("yes") else "bold red", len("Passed: "))
+    elif line.startswith("- "):
+        _, _, rest = line.partition(": ")
+        status = rest.split(" ", 1)[0]
+        if status in STATUS_STYLES:
+            start = line.index(": ") + 2
+            text.stylize(STATUS_STYLES[status], start, start + len(status))
+    return text
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the exit flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def print_summary(
+    *,
+    report: dict[str, Any],
+    report_path: Path,
+    stream: TextIO | None = None,
+    html_path: Path | None = None,
+) -> None:
+    """Print the summary on stdout; plain text when stdout is not a terminal."""
+    lines = summary_lines(report=report, report_path=report_path, html_path=html_path)
+    _write_lines(lines=lines, stream=stream)
+
+
+def _write_lines(*, lines: list[str], stream: TextIO | None) -> None:
+    """Lines on `stream` (stdout by default): coloured on a terminal, plain text otherwise."""
+    out = stream if stream is not None else sys.stdout
+    try:
+        if _is_terminal(out):
+            console = _rich(out)
+            for line in lines:
+                console.print(_styled(line))
+        else:
+            out.write("\n".join(lines) + "\n")
+            out.flush()
+    except BrokenPipeError:
+        # The reports were written before the summary; a closed stdout changes nothing.
+        if stream is None:
+            _silence_stdout()
+
+
+def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> list[str]:
+    """What `eb stage score` prints: the score, the threshold, the counts and the verdict."""
+    lines = [
+        f"Run ID: {score.run_id}",
+        f"Score: {score.points_earned}/{score.total_points}",
+        f"Percentage: {score.percentage:.1f}%",
+        f"Pass threshold: {score.pass_threshold!r} "
+        f"({'met' if score.meets_threshold else 'not met'})",
+        f"Checks: {score.passed_checks} passed, {score.failed_checks} failed, "
+        f"{score.errored_checks} errored",
+        f"Passed: {'yes' if score.run_passed else 'no'}",
+    ]
+    if score.aborted_by is not None:
+        not_run = plural(count=score.not_run_checks, noun="check")
+        lines.append(f"Aborted by: {score.aborted_by} ({not_run} did not run)")
+    if score.flaky_checks:
+        failing = " (--fail-on-flaky: the run fails)" if score.fail_on_flaky else ""
+        lines.append(f"Flaky checks: {score.flaky_checks}{failing}")
+    lines.extend(_check_line(check=result.model_dump(mode="json")) for result in results)
+    return lines
+
+
+class Console:
+    """One place for human output: warnings and progress on stderr, the summary on stdout."""
+
+    def __init__(
+        self, *, quiet: bool = False, stdout: TextIO | None = None, stderr: TextIO | None = None
+    ) -> None:
+        self.quiet = quiet
+        self.stdout = stdout if stdout is not None else sys.stdout
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self._err: RichConsole | None = None
+
+    @property
+    def err(self) -> RichConsole:
+        """A rich console on stderr, made on first use (progress on a terminal)."""
+        if self._err is None:
+            self._err = _rich(self.stderr)
+        return self._err
+
+    @property
+    def stderr_is_terminal(self) -> bool:
+        return _is_terminal(self.stderr)
+
+    def warn(self, message: str) -> None:
+        """A warning on stderr (also in quiet mode: it is not part of any stdout format)."""
+        self.stderr.write(f"warning: {message}\n")
+        self.stderr.flush()
+
+    def verdict(self, *, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> None:
+        """The score stage's verdict on stdout (each check's line too when `results` are given)."""
+        if not self.quiet:
+            _write_lines(lines=verdict_lines(score=score, results=results), stream=self.stdout)
+
+    def notice(self, message: str) -> None:
+        """A line about the run on stderr that is not a warning (e.g. maxfail reached)."""
+        if not self.quiet:
+            self.stderr.write(f"{message}\n")
+            self.stderr.flush()
+
+    def summary(
+        self, *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
+    ) -> None:
+        if not self.quiet:
+            print_summary(
+                report=report, report_path=report_path, stream=self.stdout, html_path=html_path
+            )
+
+
+class ProgressReporter:
+    """Checks done / total and the running ids: live on a terminal, one line per check in logs."""
+
+    def __init__(self, *, total: int, console: Console | None = None) -> None:
+        self.console = console if console is not None else Console()
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self.errored = 0
+        self.running: list[str] = []
+        self._lock = threading.Lock()
+        self._live = not self.console.quiet and self.console.stderr_is_terminal
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> ProgressReporter:
+        if self._live and self.total:
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.completed}/{task.total} checks"),
+                BarColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[failures]}", style="bold red"),
+                TextColumn("{task.fields[current]}"),
+                console=self.console.err,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(
+                "checks", total=self.total, current="", failures=""
+            )
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def _current(self) -> str:
+        shown = self.running[:_MAX_CURRENT_IDS]
+        extra = len(self.running) - len(shown)
+        return ", ".join(shown) + (f" (+{extra})" if extra > 0 else "")
+
+    def failures(self) -> str:
+        """The failures so far, as the live progress line shows them ("" while there are none)."""
+        parts = [f"{self.failed} failed"] if self.failed else []
+        if self.errored:
+            parts.append(f"{self.errored} errored")
+        return ", ".join(parts)
+
+    def started(self, check: PlannedCheck) -> None:
+        with self._lock:
+            self.running.append(check.id)
+            if self._progress is not None:
+                self._progress.update(self._task, current=self._current())
+
+    def finished(self, check: PlannedCheck, result: CheckResult) -> None:
+        with self._lock:
+            self.done += 1
+            self.failed += result.status == "failed"
+            self.errored += result.status == "error"
+            if check.id in self.running:
+                self.running.remove(check.id)
+            if self._progress is not None:
+                self._progress.update(
+                    self._task,
+                    completed=self.done,
+                    current=self._current(),
+                    failures=self.failures(),
+                )
+            elif not self.console.quiet:
+                line = progress_line(check_id=check.id, result=result)
+                self.console.stderr.write(f"[{self.done}/{self.total}] {line}\n")
+                self.console.stderr.flush()
+
+    def replayed(self, *, lines: list[str]) -> None:
+        """The lines of a replayed run's checks (`progress_line`), as its run printed them."""
+        if self._live or self.console.quiet:
+            return  # a terminal's bar is gone once a run ends: a replay shows none
+        total = len(lines)
+        self.console.stderr.write(
+            "".join(f"[{done}/{total}] {line}\n" for done, line in enumerate(lines, start=1))
+        )
+        self.console.stderr.flush()

@@ -1,0 +1,73 @@
+"""Write faults during a run: a file eb could not write is infrastructure, never a verdict.
+
+A check's output is written by the check's own process straight into its files, so eb cannot
+see a write of it fail; `capture_fault` asks the file system afterwards whether it had room
+and was writable. `FaultLog` keeps the first fault of a run and stops the run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from eval_banana.core.errors import WriteFault
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import PlannedCheck
+from eval_banana.runners.results import StopSignal, error_result, judge_expectation, utc_now
+
+
+def capture_fault(*, path: Path) -> WriteFault | None:
+    """The fault that may have cut a check's captured output at `path` short, or None.
+
+    A file system that is full, or was made read-only, while the check ran may have refused
+    part of what the check wrote there (the check's own process saw the error, eb did not).
+    """
+    try:
+        info = os.statvfs(path.parent)
+    except OSError as exc:
+        return WriteFault.of(path=path, exc=exc)
+    if info.f_flag & os.ST_RDONLY:
+        return WriteFault(path=str(path), cause="Read-only file system")
+    # Blocks free to this process: root may use the reserved ones, others may not.
+    free = info.f_bfree if os.geteuid() == 0 else info.f_bavail
+    if info.f_blocks > 0 and free == 0:
+        return WriteFault(path=str(path), cause="No space left on device")
+    return None
+
+
+def fault_result(*, check: PlannedCheck, fault: WriteFault) -> CheckResult:
+    """A check whose output could not be written: an error, whatever the check decided."""
+    moment = utc_now()
+    return judge_expectation(
+        result=error_result(
+            check=check,
+            started=moment,
+            completed=moment,
+            error_detail=f"Output could not be written: {fault.path}: {fault.cause}",
+            details={"write_fault": {"path": fault.path, "cause": fault.cause}},
+        )
+    )
+
+
+class FaultLog:
+    """The write faults of one run: the first is reported; any of them stops the run."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.faults: list[WriteFault] = []
+
+    def add(self, *, fault: WriteFault, stop: StopSignal | None = None) -> None:
+        with self._lock:
+            self.faults.append(fault)
+        if stop is not None:
+            stop.stop(reason="write_fault")
+
+    @property
+    def first(self) -> WriteFault | None:
+        return self.faults[0] if self.faults else None
+
+    def raise_first(self) -> None:
+        """Raise the run's first fault, if it had any (its line names the path and cause)."""
+        if self.faults:
+            raise self.faults[0]

@@ -1,0 +1,106 @@
+"""Run-level fuses: judge-token and judge-cost budgets, a wall-clock limit.
+
+A fuse never judges a check: when one trips it only stops the run through the StopSignal, so
+no new check starts, running ones are ended and the unrun ones are recorded as not run.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+
+from eval_banana.models.stages import AbortReason
+from eval_banana.runners.results import StopSignal
+
+
+class RunFuses:
+    """The fuses of one execution; `report_tokens` and `report_cost` are runner callbacks.
+
+    A budget or limit of 0 means that fuse is off. The token fuse trips when the reported
+    total reaches the budget, the cost fuse likewise for the dollars judges reported; the run
+    timer trips `run_timeout_s` after `start()`.
+    """
+
+    def __init__(
+        self,
+        *,
+        stop: StopSignal,
+        token_budget: int,
+        run_timeout_s: float,
+        cost_budget_usd: float = 0.0,
+    ) -> None:
+        self.stop = stop
+        self.token_budget = token_budget
+        self.cost_budget_usd = cost_budget_usd
+        self.run_timeout_s = run_timeout_s
+        self._lock = threading.Lock()
+        self._tokens: int | None = None
+        self._cost: float | None = None
+        self._timer: threading.Timer | None = None
+        self.tripped: AbortReason | None = None
+
+    @property
+    def tokens_used(self) -> int | None:
+        """Tokens judges reported so far; None while no judge has reported any."""
+        with self._lock:
+            return self._tokens
+
+    def report_tokens(self, tokens: int) -> None:
+        """Add what one judge reported (thread-safe); trip the token fuse at the budget."""
+        if tokens < 0:
+            return  # never let a bogus report lower the count
+        with self._lock:
+            self._tokens = (self._tokens or 0) + tokens
+            total = self._tokens
+        if self.token_budget > 0 and total >= self.token_budget:
+            self._trip(reason="token_fuse")
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Dollars judges reported so far; None while no judge has reported any."""
+        with self._lock:
+            return self._cost
+
+    def report_cost(self, cost_usd: float) -> None:
+        """Add the dollars one judge reported (thread-safe); trip the cost fuse at the budget."""
+        if not cost_usd >= 0:
+            return  # negative or NaN: never let a bogus report lower the count
+        with self._lock:
+            self._cost = (self._cost or 0.0) + cost_usd
+            total = self._cost
+        if self.cost_budget_usd > 0 and total >= self.cost_budget_usd:
+            self._trip(reason="cost_fuse")
+
+    def _trip(self, *, reason: AbortReason) -> None:
+        with self._lock:
+            if self.stop.is_set():
+                return  # an earlier stop (interrupt or the other fuse) keeps its reason
+            self.tripped = reason
+        self.stop.stop(reason=reason)
+
+    def start(self) -> None:
+        """Start the run timer (if any)."""
+        if self.run_timeout_s <= 0 or self._timer is not None:
+            return
+        timer = threading.Timer(self.run_timeout_s, self._trip, kwargs={"reason": "run_timeout"})
+        timer.daemon = True  # a forgotten timer must never keep the process alive
+        timer.name = "eb-run-timeout"
+        self._timer = timer
+        timer.start()
+
+    def close(self) -> None:
+        """Stop the run timer; a run that already finished can no longer time out."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def __enter__(self) -> RunFuses:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

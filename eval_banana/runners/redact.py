@@ -1,0 +1,163 @@
+"""Secrets never land in a file eb writes: values of credential-like variables become `***`.
+
+A check or a judge can print its environment; under the default `inherit` policy that puts API
+keys into stdout files, results, every report and the console. The values of variables whose
+names look like credentials (`*_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_CREDENTIALS`,
+and any named in `[execution] redact`) are replaced by `***` in each result before it is
+written, and in the check's output files after it ends (rewritten, streaming, only when they
+hold such a value). Values shorter than MIN_CHARS are left alone: short values such as `1` or
+`true` would turn up everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from eval_banana.models.result import CheckResult
+from eval_banana.runners.retries import EVIDENCE_SUFFIXES
+
+CREDENTIAL_SUFFIXES: tuple[str, ...] = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
+MIN_CHARS = 6
+MASK = "***"
+# eb's own settings and markers are not secrets (EVAL_BANANA_CHECK_TOKEN ends in _TOKEN).
+_OWN_PREFIX = "EVAL_BANANA_"
+_BLOCK = 1 << 20
+
+
+def is_credential_name(*, name: str, extra: Iterable[str] = ()) -> bool:
+    """Whether a variable's value is redacted: a credential-like name, or one listed."""
+    if any(fnmatchcase(name, pattern) for pattern in extra):
+        return True
+    if name.startswith(_OWN_PREFIX):
+        return False
+    return name.upper().endswith(CREDENTIAL_SUFFIXES)
+
+
+class Redactor:
+    """Replaces a fixed set of secret values in texts, JSON-like values and files."""
+
+    def __init__(self, *, secrets: Iterable[str]) -> None:
+        # Longest first, so a secret that contains another is masked whole.
+        unique = {value for value in secrets if len(value) >= MIN_CHARS}
+        self.secrets: tuple[str, ...] = tuple(sorted(unique, key=lambda v: (-len(v), v)))
+        self._needles: tuple[bytes, ...] = tuple(value.encode() for value in self.secrets)
+        self._longest = max((len(needle) for needle in self._needles), default=0)
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def text(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A copy of a JSON-like value with every string redacted (dict keys included)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        return value
+
+    def _contains(self, path: Path) -> bool:
+        overlap = self._longest - 1
+        carry = b""
+        with path.open("rb") as handle:
+            while block := handle.read(_BLOCK):
+                window = carry + block
+                if any(needle in window for needle in self._needles):
+                    return True
+                carry = window[-overlap:] if overlap else b""
+        return False
+
+    def _occurrences(self, buffer: bytes) -> list[tuple[int, int]]:
+        """Non-overlapping (start, end) of the secrets in `buffer`, in order."""
+        found: list[tuple[int, int]] = []
+        for needle in self._needles:
+            start = buffer.find(needle)
+            while start >= 0:
+                found.append((start, start + len(needle)))
+                start = buffer.find(needle, start + len(needle))
+        found.sort(key=lambda span: (span[0], -span[1]))
+        kept: list[tuple[int, int]] = []
+        for span in found:
+            if not kept or span[0] >= kept[-1][1]:
+                kept.append(span)
+        return kept
+
+    def _rewrite(self, path: Path) -> None:
+        """Copy `path` with the secrets masked, block by block, then replace it atomically."""
+        overlap = self._longest - 1
+        out: list[bytes] = []
+        carry = b""
+        mask = MASK.encode()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.redacting")
+        with path.open("rb") as source, tmp.open("wb") as target:
+            while True:
+                block = source.read(_BLOCK)
+                buffer = carry + block
+                # Emit what no secret can still straddle; at the end, everything.
+                cut = len(buffer) if not block else max(0, len(buffer) - overlap)
+                position = 0
+                for start, end in self._occurrences(buffer):
+                    if start >= cut:
+                        break
+                    out.append(buffer[position:start])
+                    out.append(mask)
+                    position = end
+                    cut = max(cut, end)  # a secret that starts before the cut ends inside
+                out.append(buffer[position:cut])
+                target.write(b"".join(out))
+                out.clear()
+                carry = buffer[cut:]
+                if not block:
+                    break
+        os.replace(tmp, path)
+
+    def file(self, path: Path) -> bool:
+        """Mask the secrets in one file; True when it held any (and was rewritten)."""
+        if not self or not path.is_file() or not self._contains(path):
+            return False
+        try:
+            self._rewrite(path)
+        finally:
+            path.with_name(f".{path.name}.{os.getpid()}.redacting").unlink(missing_ok=True)
+        return True
+
+
+def redactor_for(
+    *,
+    environ: Mapping[str, str],
+    names: Iterable[str],
+    extra_env: Mapping[str, str] | None = None,
+) -> Redactor:
+    """The redactor of a run: credential-like variables of its environment and [harness.env]."""
+    listed = tuple(names)
+    secrets = [
+        value
+        for source in (environ, extra_env or {})
+        for name, value in source.items()
+        if is_credential_name(name=name, extra=listed)
+    ]
+    return Redactor(secrets=secrets)
+
+
+def redact_check(
+    *, run_dir: Path, stem: str, result: CheckResult, redactor: Redactor
+) -> CheckResult:
+    """Mask secrets in one finished check: its output files (every attempt's) and its result."""
+    files = [run_dir / "checks" / f"{stem}{suffix}" for suffix in EVIDENCE_SUFFIXES.values()]
+    for attempt in result.details.get("attempts") or []:
+        evidence = attempt.get("evidence") if isinstance(attempt, dict) else None
+        if isinstance(evidence, dict):
+            files.extend(run_dir / str(path) for path in evidence.values())
+    for path in files:
+        redactor.file(path)
+    return CheckResult.model_validate(redactor.value(result.model_dump(mode="json")))

@@ -1,0 +1,204 @@
+"""Building CheckResult objects: the one place every runner and the execute stage get them from."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from eval_banana.models.repeats import is_flaky
+from eval_banana.models.result import CheckResult, Status
+from eval_banana.models.stages import AbortReason, PlannedCheck
+
+# How each abort reason reads after `Stopped: ` / `Not run: `.
+STOP_REASON_TEXT: dict[str, str] = {
+    "interrupt": "interrupted",
+    "run_timeout": "run timeout reached",
+    "token_fuse": "token fuse tripped",
+    "cost_fuse": "cost fuse tripped",
+    "write_fault": "a file could not be written",
+}
+
+
+class StopSignal(threading.Event):
+    """A cancel event that also says why the run is stopping (interrupt or a fuse)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason: AbortReason = "interrupt"
+
+    def stop(self, *, reason: AbortReason) -> None:
+        """Set the event; the first reason given wins (later stops do not rewrite it)."""
+        if not self.is_set():
+            self.reason = reason
+        self.set()
+
+
+def stop_reason(*, cancel: threading.Event) -> AbortReason:
+    """Why a set cancel event was set; a plain Event means an interrupt."""
+    if isinstance(cancel, StopSignal):
+        return cancel.reason
+    return "interrupt"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """eval-banana's ISO-8601 UTC: microseconds and `+00:00`, also when microseconds are 0."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def elapsed_ms(*, started: datetime, completed: datetime) -> int:
+    """Whole milliseconds between two moments, truncated, never negative."""
+    delta = completed - started
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return max(0, micros // 1000)
+
+
+def build_result(
+    *,
+    check: PlannedCheck,
+    status: Status,
+    started: datetime,
+    completed: datetime | None = None,
+    reason: str | None = None,
+    error_detail: str | None = None,
+    stdout: str = "",
+    stderr: str = "",
+    exit_code: int | None = None,
+    details: dict[str, Any] | None = None,
+) -> CheckResult:
+    """One result for `check`, identity fields copied from the plan."""
+    done = completed if completed is not None else utc_now()
+    definition = check.definition
+    tags = definition.get("tags") or []
+    expect: Literal["pass", "fail"] = "fail" if definition.get("expect") == "fail" else "pass"
+    return CheckResult(
+        check_id=check.id,
+        check_type=check.type,
+        check_definition_sha256=check.check_definition_sha256,
+        description=check.description,
+        source_path=check.source_path,
+        tags=[str(tag) for tag in tags],
+        status=status,
+        score=1 if status == "passed" else 0,
+        started_at=iso(started),
+        completed_at=iso(done),
+        duration_ms=elapsed_ms(started=started, completed=done),
+        reason=reason,
+        error_detail=error_detail if status == "error" else None,
+        stdout=stdout,
+        stderr=stderr,
+        exit_code=exit_code,
+        details=dict(details or {}),
+        expect=expect,
+        # What the check itself reached; the judged `status` may differ for controls.
+        observed_status=status,
+    )
+
+
+def error_result(
+    *,
+    check: PlannedCheck,
+    started: datetime,
+    error_detail: str,
+    completed: datetime | None = None,
+    reason: str | None = None,
+    stdout: str = "",
+    stderr: str = "",
+    exit_code: int | None = None,
+    details: dict[str, Any] | None = None,
+) -> CheckResult:
+    """An `error` result, score 0 (infrastructure problem, never a verdict on the subject)."""
+    return build_result(
+        check=check,
+        status="error",
+        started=started,
+        completed=completed,
+        reason=reason,
+        error_detail=error_detail,
+        stdout=stdout,
+        stderr=stderr,
+        exit_code=exit_code,
+        details=details,
+    )
+
+
+def stopped_detail(*, cancel: threading.Event) -> str:
+    """`Stopped: <reason>` for a check that was running when the run stopped."""
+    return f"Stopped: {STOP_REASON_TEXT[stop_reason(cancel=cancel)]}"
+
+
+def not_run_result(*, check: PlannedCheck, cancel: threading.Event) -> CheckResult:
+    """A check the stopped run never started: error, `Not run: <reason>`, details.not_run."""
+    moment = utc_now()
+    return error_result(
+        check=check,
+        started=moment,
+        completed=moment,
+        error_detail=f"Not run: {STOP_REASON_TEXT[stop_reason(cancel=cancel)]}",
+        details={"not_run": True},
+    )
+
+
+def plural(*, count: int, noun: str) -> str:
+    """`1 check`, `2 checks`: a count with its noun, as a sentence says it."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def maxfail_text(*, maxfail: int) -> str:
+    """Why launching stopped: `stopped after N failed or errored checks (maxfail N)`."""
+    counted = plural(count=maxfail, noun="failed or errored check")
+    return f"stopped after {counted} (maxfail {maxfail})"
+
+
+def held_back_result(*, check: PlannedCheck, maxfail: int) -> CheckResult:
+    """A check not launched once maxfail was reached: like a stop's not-run result, with why."""
+    moment = utc_now()
+    return error_result(
+        check=check,
+        started=moment,
+        completed=moment,
+        error_detail=f"Not run: {maxfail_text(maxfail=maxfail)}",
+        details={"not_run": True, "not_run_reason": "maxfail"},
+    )
+
+
+def judged_outcome(*, observed: Status, expect: str) -> tuple[Status, int]:
+    """The status and score of a result whose check reached `observed` under `expect`: a
+    control (expect: fail) passes only on a real failure, an error stays an error."""
+    if expect == "pass" or observed == "error":
+        status = observed
+    else:
+        status = "passed" if observed == "failed" else "failed"
+    return status, 1 if status == "passed" else 0
+
+
+def judge_expectation(*, result: CheckResult) -> CheckResult:
+    """Applied once to every result: a control (expect: fail) passes only on a real failure.
+
+    `observed_status` keeps what the check itself reached; `status` and `score` become the
+    judged outcome. An `error` (a timeout, a stop, a crash) never satisfies a control.
+    """
+    observed = result.observed_status or result.status
+    if result.expect == "pass" or observed == "error":
+        return result.model_copy(update={"observed_status": observed})
+    judged, score = judged_outcome(observed=observed, expect=result.expect)
+    return result.model_copy(update={"status": judged, "score": score, "observed_status": observed})
+
+
+def exception_result(*, check: PlannedCheck, started: datetime, exc: BaseException) -> CheckResult:
+    """An exception escaping a runner becomes this check's error result."""
+    return error_result(check=check, started=started, error_detail=f"{type(exc).__name__}: {exc}")
+
+
+def progress_line(*, check_id: str, result: CheckResult) -> str:
+    """A finished check as a log shows it: `<id>: <status> ([cached, ][flaky, ]<n> ms)`."""
+    details = result.details
+    notes = ["cached"] if "cache" in details and details["cache"].get("hit") is True else []
+    if is_flaky(details):
+        notes.append("flaky")
+    notes.append(f"{result.duration_ms} ms")
+    return f"{check_id}: {result.status} ({', '.join(notes)})"

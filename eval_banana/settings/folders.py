@@ -1,0 +1,82 @@
+"""eb's own folders and files inside a project.
+
+Run folders and the verdict cache never count as project files (for the cache key, for
+--changed-since, for a judge's view of the project). The config file in use and the calibration
+record beside it do not count for the cache key either: every setting a verdict depends on is a
+component of the key by itself, so editing `max_parallel_checks` must not rerun every check that
+reads the whole project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.settings.table import SETTINGS_BY_NAME
+
+CALIBRATION_FILE = "calibration.json"
+_CONFIG_FOLDER = ".eval-banana"
+
+# Where eb keeps what it remembers across runs (never a project file, whatever writes it).
+HISTORY_DIR = ".eval-banana/history"
+
+
+def cache_dir(*, config: ConfigDoc) -> Path:
+    """The configured cache folder, joined to the project root when relative."""
+    return Path(config.project_root) / config.settings.cache.dir
+
+
+def own_folders(*, config: ConfigDoc) -> list[Path]:
+    """The output folder, the cache folder (wherever they are configured), the history folder,
+    and the output folder the project names or defaults to: a run sent elsewhere
+    (`--output-dir`, EVAL_BANANA_OUTPUT_DIR) must not count the run folders earlier runs left
+    there as project files (reading each, and keying every check on them)."""
+    root = Path(config.project_root)
+    output = config.settings.core.output_dir
+    folders = [root / output if output else root, cache_dir(config=config), root / HISTORY_DIR]
+    usual = [config.project_output_dir, str(SETTINGS_BY_NAME["core.output_dir"].default)]
+    for folder in usual:
+        if folder and root / folder not in folders:
+            folders.append(root / folder)
+    return folders
+
+
+LAST_FAILED_FILE = "lastfailed.json"
+
+
+def last_failed_path(*, config: ConfigDoc) -> Path:
+    """Where `eb run` remembers failures: beside the config file in use, else in
+    `<project root>/.eval-banana/`."""
+    if config.config_file:
+        return Path(config.config_file).parent / LAST_FAILED_FILE
+    return Path(config.project_root) / ".eval-banana" / LAST_FAILED_FILE
+
+
+def own_files(*, config: ConfigDoc) -> list[Path]:
+    """eb's config file in use, the calibration record `eb calibrate` writes beside it, and
+    the files the run writes beside its run folder (the JUnit file, --result-out, the GitHub
+    step summary) and the failures `eb run` remembers: rewritten by every run, they would
+    otherwise change the project's state each time."""
+    found = [
+        record_path(config=config),
+        last_failed_path(config=config),
+        *(Path(path) for path in config.outputs),
+    ]
+    if config.config_file:
+        found.append(Path(config.config_file))
+    junit = config.settings.core.junit_xml
+    if junit:
+        found.append(junit_file(setting=junit, project_root=Path(config.project_root)))
+    return found
+
+
+def junit_file(*, setting: str, project_root: Path) -> Path:
+    """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
+    path = Path(setting).expanduser()
+    return path if path.is_absolute() else project_root / path
+
+
+def record_path(*, config: ConfigDoc) -> Path:
+    """Beside the config file in use, else `<project root>/.eval-banana/calibration.json`."""
+    if config.config_file:
+        return Path(config.config_file).parent / CALIBRATION_FILE
+    return Path(config.project_root) / _CONFIG_FOLDER / CALIBRATION_FILE

@@ -1,0 +1,165 @@
+"""The run folder: `<output_dir>/<run_id>/`, or an exact empty one with --flat-output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple
+
+from eval_banana.core.errors import OutputDirError
+from eval_banana.models.stages import ConfigDoc
+
+
+def new_run_id() -> str:
+    """`<UTC YYYYMMDD_HHMMSS>_<8 hex>`, as eval-banana names run folders."""
+    now = datetime.now(UTC).strftime("%Y%m%d_%H%M%S")
+    # 32 random bits, as uuid4().hex[:8] gives, without importing uuid (it loads platform).
+    return f"{now}_{os.urandom(4).hex()}"
+
+
+def output_base(*, config: ConfigDoc) -> Path:
+    """The configured output folder, joined to the project root when relative."""
+    configured = config.settings.core.output_dir
+    return Path(config.project_root) / configured if configured else Path(config.project_root)
+
+
+def _has_entries(folder: Path) -> bool:
+    with os.scandir(folder) as entries:
+        return any(True for _ in entries)
+
+
+def _refuse_flat(*, exact: Path) -> None:
+    if exact.is_symlink():
+        raise OutputDirError(
+            f"Refusing --flat-output because the exact output path is a symlink: {exact}",
+            file=str(exact),
+        )
+    resolved = exact.resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise OutputDirError(
+            f"Refusing --flat-output because the output path is not a directory: {resolved}",
+            file=str(resolved),
+        )
+    if resolved.is_dir() and _has_entries(resolved):
+        raise OutputDirError(
+            f"Refusing --flat-output because the output directory is not empty: {resolved}",
+            file=str(resolved),
+            hint="--flat-output never overwrites; pass an absent or empty folder.",
+        )
+
+
+class RunFolder(NamedTuple):
+    """A run folder just made, and the topmost folder making it created (None: it existed)."""
+
+    path: Path
+    made: Path | None
+
+
+def _topmost_missing(path: Path) -> Path | None:
+    """The highest folder of `path` (or `path` itself) that does not exist yet."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            break
+        missing = folder
+    return missing
+
+
+def open_run_dir(*, config: ConfigDoc, flat_output: bool) -> RunFolder:
+    """`prepare_run_dir`, remembering what it created so `discard_run_dir` can take it back."""
+    run_dir = _run_dir_path(config=config, flat_output=flat_output)
+    made = _topmost_missing(run_dir)
+    return RunFolder(path=prepare_run_dir(config=config, flat_output=flat_output), made=made)
+
+
+def discard_run_dir(*, folder: RunFolder) -> None:
+    """Take back a run folder that turned out to have nothing to run (no check selected): a
+    command that runs nothing leaves nothing behind, not even `.eval-banana/results/`."""
+    if folder.made is None:
+        # An existing (empty, --flat-output) folder keeps existing; only what the run wrote goes.
+        for name in ("stages", "checks"):
+            shutil.rmtree(folder.path / name, ignore_errors=True)
+        return
+    shutil.rmtree(folder.path, ignore_errors=True)
+    # The folders made for it go only while empty: another run may have started in them since.
+    for parent in folder.path.parents:
+        if folder.made != parent and folder.made not in parent.parents:
+            break
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+
+
+def _run_dir_path(*, config: ConfigDoc, flat_output: bool) -> Path:
+    base = output_base(config=config)
+    if flat_output:
+        return Path(str(base).rstrip("/") or "/").resolve()
+    return base.resolve() / config.run_id
+
+
+def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:
+    """Create the run folder (and its checks/), refusing anything that would overwrite."""
+    base = output_base(config=config)
+    if flat_output:
+        # A trailing slash must not let a symlink through.
+        exact = Path(str(base).rstrip("/") or "/")
+        _refuse_flat(exact=exact)
+        run_dir = exact.resolve()
+    else:
+        run_dir = base.resolve() / config.run_id
+    try:
+        (run_dir / "checks").mkdir(parents=True, exist_ok=True)
+        (run_dir / "stages").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputDirError(
+            f"Cannot create output directory {run_dir}: {exc.strerror or exc}", file=str(run_dir)
+        ) from None
+    return run_dir
+
+
+def _created_at(*, run_dir: Path) -> str | None:
+    """The run's recorded creation time (config.json), or None when it cannot be read."""
+    from eval_banana.core.readback import read_json
+
+    try:
+        document = read_json(run_dir / "stages" / "config.json")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    # Runs written before run_created_at existed: their config stage's own time.
+    moment = document.get("run_created_at") or document.get("created_at")
+    return moment if isinstance(moment, str) else None
+
+
+def runs_by_creation(*, base: Path) -> list[Path]:
+    """Every run folder under `base`, oldest first, by the creation time its config.json records.
+
+    Folder names are no order: run ids carry a random suffix after the second, so two runs of
+    the same second sort by chance. A folder whose config.json cannot be read is not a run.
+    """
+    dated: list[tuple[str, str]] = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.is_dir():
+            continue
+        moment = _created_at(run_dir=Path(entry.path))
+        if moment is not None:
+            dated.append((moment, entry.path))
+    # ISO-8601 UTC strings of one format sort as the moments they name; the path breaks ties.
+    return [Path(path) for _, path in sorted(dated)]
+
+
+def newest_run_dir(*, config: ConfigDoc) -> Path | None:
+    """The most recently created run under the output folder (a flat-output folder itself)."""
+    base = output_base(config=config).resolve()
+    if (base / "stages" / "config.json").is_file():
+        return base
+    runs = runs_by_creation(base=base)
+    return runs[-1] if runs else None

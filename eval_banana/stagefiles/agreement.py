@@ -1,0 +1,122 @@
+"""What a stage file's schema cannot say: its fields must agree with each other.
+
+A hand-edited or damaged file can match its schema and still make no sense (a guard refusal
+that names no problem, counts that disagree with their lists, a plan whose artifact stem is not
+its check's). Such a file is refused when it is read, naming the field, instead of crashing the
+stage that trusts it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from eval_banana.core.stem import artifact_stem
+from eval_banana.models.stages import ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
+
+# (JSON path of the field, what is wrong with it)
+Inconsistency = tuple[str, str]
+
+
+def _repeated(values: Iterable[str]) -> str | None:
+    counts = Counter(values)
+    return next((value for value, count in counts.items() if count > 1), None)
+
+
+def _plan(doc: PlanDoc) -> Inconsistency | None:
+    # Loaded here, once per plan: the check models and YAML cost start-up to commands that
+    # never read a plan.
+    from eval_banana.checks.definition import validate_mapping
+    from eval_banana.core.errors import DefinitionError
+
+    def definition_problem(*, definition: dict[str, Any], source: str) -> str | None:
+        """Why a planned definition is not one validate could have written, or None."""
+        try:
+            validate_mapping(document=definition, path=source)
+        except DefinitionError as exc:
+            return f"not a valid check definition: {exc.message.splitlines()[0]}"
+        return None
+
+    if not doc.ok and not doc.errors:
+        return "$.errors", "the plan is refused (ok is false) but names no error"
+    repeated = _repeated(check.id for check in doc.checks)
+    if repeated is not None:
+        return "$.checks", f"check id {repeated!r} is planned twice"
+    for index, check in enumerate(doc.checks):
+        where = f"$.checks[{index}]"
+        if check.stem != artifact_stem(check_id=check.id):
+            return f"{where}.stem", f"{check.stem!r} is not the artifact stem of {check.id!r}"
+        if check.definition.get("id") != check.id or check.definition.get("type") != check.type:
+            return f"{where}.definition", "its id or type differs from the check's"
+        problem = definition_problem(definition=check.definition, source=check.source_path)
+        if problem is not None:
+            return f"{where}.definition", problem
+        if check.snapshot is not None and check.snapshot != f"stages/snapshots/{check.stem}.py":
+            return f"{where}.snapshot", "must be stages/snapshots/<stem>.py inside the run folder"
+    return None
+
+
+def _guard(doc: GuardDoc) -> Inconsistency | None:
+    if not doc.ok and not doc.problems:
+        return "$.problems", "the guard refused the run (ok is false) but names no problem"
+    if doc.ok and doc.problems:
+        return "$.ok", "the guard lets the run start (ok is true) but lists problems"
+    return None
+
+
+def _not_a_moment(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return True
+    return False
+
+
+def _execute(doc: ExecuteDoc) -> Inconsistency | None:
+    for name in ("started_at", "completed_at"):
+        if _not_a_moment(getattr(doc, name)):
+            return f"$.{name}", "is not an ISO-8601 timestamp"
+    for index, result in enumerate(doc.results):
+        for name in ("started_at", "completed_at"):
+            if _not_a_moment(getattr(result, name)):
+                return f"$.results[{index}].{name}", "is not an ISO-8601 timestamp"
+    repeated = _repeated(result.check_id for result in doc.results)
+    if repeated is not None:
+        return "$.results", f"check id {repeated!r} has two results"
+    for index, result in enumerate(doc.results):
+        if result.score != (1 if result.status == "passed" else 0):
+            return f"$.results[{index}].score", f"score {result.score} with status {result.status}"
+    not_run = [r.check_id for r in doc.results if r.details.get("not_run") is True]
+    if sorted(doc.not_run) != sorted(not_run):
+        return "$.not_run", "does not list exactly the results marked not run"
+    return None
+
+
+def _score(doc: ScoreDoc) -> Inconsistency | None:
+    counted = doc.passed_checks + doc.failed_checks + doc.errored_checks
+    if counted != doc.total_checks:
+        return "$.total_checks", f"{doc.total_checks}, but the statuses add up to {counted}"
+    if doc.total_points != doc.total_checks or doc.points_earned != doc.passed_checks:
+        return "$.points_earned", "points must be one per check, earned by each passed check"
+    if doc.run_passed and (doc.errored_checks or doc.aborted_by is not None):
+        return "$.run_passed", "a run with errored checks or an abort cannot pass"
+    status = "aborted" if doc.aborted_by else ("passed" if doc.run_passed else "failed")
+    if doc.status != status:
+        return "$.status", f"{doc.status!r}, but the counts say {status!r}"
+    return None
+
+
+CHECKS: dict[str, Callable[[Any], Inconsistency | None]] = {
+    "validate": _plan,
+    "guard": _guard,
+    "execute": _execute,
+    "score": _score,
+}
+
+
+def inconsistency(*, stage: str, doc: Any) -> Inconsistency | None:
+    """The first field of a schema-valid stage document that contradicts the others, if any."""
+    check = CHECKS.get(stage)
+    return None if check is None else check(doc)

@@ -1,0 +1,189 @@
+"""Stage files in a run folder: where each lives, and reading one back with its schema first."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.core.errors import StageFileError
+from eval_banana.core.files import sha256_bytes, sha256_file
+from eval_banana.core.readback import NotRegularFile, TooDeep, loads_json, read_regular
+from eval_banana.models.stages import STAGE_MODELS
+from eval_banana.stagefiles.agreement import inconsistency
+from eval_banana.stagefiles.schemacheck import compile_schema
+
+__all__ = [
+    "STAGE_INPUTS",
+    "STAGE_MODELS",
+    "StageRead",
+    "read_stage",
+    "read_stage_file",
+    "stage_digest",
+    "upstream_digests",
+]
+from eval_banana.core.version import tool_version
+from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
+
+# Which upstream stage files each stage reads.
+STAGE_INPUTS: dict[str, tuple[str, ...]] = {
+    "config": (),
+    "discover": ("config",),
+    "validate": ("config", "discover"),
+    "guard": ("config", "validate"),
+    "execute": ("config", "validate", "guard"),
+    "score": ("config", "execute"),
+    "report": ("config", "execute", "score"),
+}
+assert tuple(STAGE_MODELS) == STAGE_NAMES
+
+
+@cache
+def _schema(stage: str) -> dict[str, Any]:
+    from eval_banana.stagefiles.schemafiles import packaged_schema
+
+    schema: dict[str, Any] = json.loads(packaged_schema(f"stages/{stage}"))
+    return schema
+
+
+@cache
+def _quick_check(stage: str) -> Callable[[Any], bool] | None:
+    """The fast yes/no check of a stage file (None: only jsonschema can judge this schema)."""
+    return compile_schema(_schema(stage))
+
+
+@cache
+def _validator(stage: str) -> Any:
+    # jsonschema costs ~40 ms to import, and seconds on a 10,000-result file: it is asked only
+    # to explain a file the quick check refused (or to judge one the quick check cannot).
+    from eval_banana.stagefiles.schemacheck import json_validator
+
+    return json_validator(_schema(stage))
+
+
+def _json_path(parts: Any) -> str:
+    return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+
+
+def _refuse_schema_errors(*, path: Path, stage: str, document: Any) -> None:
+    """jsonschema's account of why `document` is not a valid stage file (none: it is one)."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(stage).iter_errors(document))
+    if error is not None:
+        where = _json_path(error.absolute_path)
+        raise StageFileError(
+            f"Stage file {path} is invalid at {where}: {error.message}",
+            file=str(path),
+            field_path=where,
+            hint=f"Expected a {stage} stage file of schema_version 1; rerun: eb stage {stage}.",
+        )
+
+
+class StageRead(NamedTuple):
+    """A stage file read back and checked: its model, the bytes it was read from, and their
+    digest when reading needed it (a vouched read), so nobody hashes them twice."""
+
+    doc: Any
+    data: bytes
+    digest: str | None = None
+
+    def sha256(self) -> str:
+        """`sha256:<hex>` of the file's bytes."""
+        return self.digest if self.digest is not None else sha256_bytes(data=self.data)
+
+
+def read_stage(*, run_dir: Path, stage: str) -> Any:
+    """Parse a stage file, check it against its published schema, and return its model."""
+    return read_stage_file(run_dir=run_dir, stage=stage).doc
+
+
+def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) -> StageRead:
+    """`read_stage`, keeping the file's bytes (for a digest or its text, without reading again).
+
+    `vouched` is the digest a later stage of the same run recorded for this file. When the
+    bytes have that digest and this version of eb wrote them, they are exactly what eb dumped
+    from checked records and its next stage read: the schema and consistency checks could only
+    pass, and are skipped (at 10,000 checks they are most of the cost of reading a run back).
+    """
+    path = stage_path(run_dir=run_dir, stage=stage)
+    try:
+        data = read_regular(path)
+        digest = sha256_bytes(data=data) if vouched is not None else None
+        # Bytes a later stage vouched for are eb's own, never deep: only others are scanned.
+        vouched_for = vouched is not None and digest == vouched
+        document = json.loads(data) if vouched_for else loads_json(data)
+    except FileNotFoundError:
+        raise StageFileError(
+            f"Stage file missing: {path}",
+            file=str(path),
+            hint=f"Run the pipeline first (eb run), or rerun this stage: eb stage {stage}.",
+        ) from None
+    except (NotRegularFile, TooDeep) as exc:
+        what = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
+        raise StageFileError(
+            f"Stage file {path} is {what}",
+            file=str(path),
+            hint=f"Remove it and rerun: eb stage {stage}.",
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise StageFileError(
+            f"Stage file {path} is not valid JSON: {exc}",
+            file=str(path),
+            field_path="$",
+            hint=f"The file is truncated or was edited by hand; rerun: eb stage {stage}.",
+        ) from None
+    if vouched is not None and digest == vouched and _written_by_this_eb(document=document):
+        return StageRead(doc=STAGE_MODELS[stage].model_validate(document), data=data, digest=digest)
+    quick = _quick_check(stage)
+    if quick is None or not quick(document):
+        _refuse_schema_errors(path=path, stage=stage, document=document)
+    # The schema is generated from the model, so building it cannot fail on a valid file.
+    doc = STAGE_MODELS[stage].model_validate(document)
+    found = inconsistency(stage=stage, doc=doc)
+    if found is not None:
+        where, problem = found
+        raise StageFileError(
+            f"Stage file {path} is inconsistent at {where}: {problem}",
+            file=str(path),
+            field_path=where,
+            hint=f"The file was edited by hand or damaged; rerun: eb stage {stage}.",
+        )
+    return StageRead(doc=doc, data=data, digest=digest)
+
+
+def _written_by_this_eb(*, document: Any) -> bool:
+    return isinstance(document, dict) and document.get("tool_version") == tool_version()
+
+
+def stage_digest(*, run_dir: Path, stage: str) -> str | None:
+    """The digest of a stage file's bytes; None when it is missing."""
+    path = stage_path(run_dir=run_dir, stage=stage)
+    try:
+        return sha256_file(path=path)
+    except FileNotFoundError:
+        return None
+    except NotRegularFile as exc:
+        raise StageFileError(
+            f"Stage file {path} is {exc.strerror}",
+            file=str(path),
+            hint=f"Remove it and rerun: eb stage {stage}.",
+        ) from None
+
+
+def upstream_digests(*, run_dir: Path, stage: str) -> dict[str, str]:
+    """Digests of the upstream files a rerun of `stage` reads (they must exist)."""
+    digests = {}
+    for upstream in STAGE_INPUTS[stage]:
+        digest = stage_digest(run_dir=run_dir, stage=upstream)
+        if digest is None:
+            path = stage_path(run_dir=run_dir, stage=upstream)
+            raise StageFileError(
+                f"Stage file missing: {path}",
+                file=str(path),
+                hint=f"Rerun the {upstream} stage first: eb stage {upstream}.",
+            )
+        digests[upstream] = digest
+    return digests

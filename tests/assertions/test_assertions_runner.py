@@ -1,0 +1,196 @@
+"""The `assertions` runner: real artifacts on disk in, a CheckResult out; failures are data."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from eval_banana.core.stem import artifact_stem
+from eval_banana.models.assertions import AssertionsCheck
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import PlannedCheck
+from eval_banana.runners.assertions import run_assertions
+from eval_banana.runners.base import RunContext
+from tests.builders import fake_digest, make_config
+
+CANARIES = Path(__file__).parent.parent / "fixtures" / "canaries" / "assertions"
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$")
+
+
+def definition(**overrides: Any) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "schema_version": 1,
+        "id": "plan_names_tests",
+        "type": "assertions",
+        "description": "The plan has at least two steps and some step names a test.",
+        "tags": ["plan"],
+        "artifact": "out/plan.json",
+        "assert": [
+            {"path": "steps", "op": "lengthAtLeast", "value": 2},
+            {"path": "steps[*].test", "op": "exists"},
+            {"path": "title", "op": "matches", "value": "^Release"},
+        ],
+    }
+    document.update(overrides)
+    # What validate stores in the plan: the normalized check, dumped by alias.
+    return AssertionsCheck.model_validate(document).model_dump(mode="json", by_alias=True)
+
+
+def run(*, project_root: Path, run_dir: Path, document: dict[str, Any]) -> CheckResult:
+    check = PlannedCheck(
+        id=document["id"],
+        type=document["type"],
+        description=document["description"],
+        source_path=str(project_root / "eval_checks" / f"{document['id']}.yaml"),
+        stem=artifact_stem(check_id=document["id"]),
+        check_definition_sha256=fake_digest(document["id"]),
+        definition=document,
+    )
+    ctx = RunContext(
+        check=check,
+        config=make_config(project_root=project_root),
+        harness=None,
+        run_dir=run_dir,
+        project_root=project_root,
+        base_env={},
+    )
+    return run_assertions(ctx)
+
+
+def write_plan(root: Path, plan: Any, name: str = "out/plan.json") -> None:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan), encoding="utf-8")
+
+
+GOOD_PLAN = {
+    "title": "Release plan",
+    "steps": [{"name": "build"}, {"name": "verify", "test": "t.py"}],
+}
+
+
+def test_all_assertions_hold(tmp_path: Path) -> None:
+    write_plan(tmp_path, GOOD_PLAN)
+    result = run(project_root=tmp_path, run_dir=tmp_path / "run", document=definition())
+    assert result.status == "passed" and result.score == 1
+    assert result.observed_status == "passed" and result.expect == "pass"
+    assert result.check_type == "assertions"
+    assert result.tags == ["plan"]
+    assert result.reason == "all 3 assertions hold"
+    assert result.error_detail is None and result.exit_code is None
+    assert result.details == {
+        "artifact": "out/plan.json",
+        "assertions": [
+            {
+                "path": "steps",
+                "op": "lengthAtLeast",
+                "ok": True,
+                "message": "steps lengthAtLeast 2: holds",
+            },
+            {
+                "path": "steps[*].test",
+                "op": "exists",
+                "ok": True,
+                "message": "steps[*].test exists: holds",
+            },
+            {
+                "path": "title",
+                "op": "matches",
+                "ok": True,
+                "message": 'title matches "^Release": holds',
+            },
+        ],
+    }
+    assert ISO_UTC.match(result.started_at) and ISO_UTC.match(result.completed_at)
+    assert result.duration_ms >= 0
+
+
+def test_failing_assertions_are_all_listed_and_never_an_error(tmp_path: Path) -> None:
+    write_plan(tmp_path, {"title": "Release plan", "steps": [{"name": "build"}]})
+    result = run(project_root=tmp_path, run_dir=tmp_path / "run", document=definition())
+    assert result.status == "failed" and result.score == 0
+    assert result.error_detail is None
+    assert result.reason == (
+        "2 of 3 assertions failed: "
+        "steps lengthAtLeast 2: length is 1 (an array of 1 element); "
+        "steps[*].test exists: the only element of steps does not satisfy it: "
+        "path not found: steps[0] has no key 'test'"
+    )
+    assert [item["ok"] for item in result.details["assertions"]] == [False, False, True]
+
+
+def test_missing_artifact_fails_every_assertion_naming_the_artifact(tmp_path: Path) -> None:
+    result = run(project_root=tmp_path, run_dir=tmp_path / "run", document=definition())
+    assert result.status == "failed"
+    assert result.reason is not None and result.reason.startswith("3 of 3 assertions failed: ")
+    messages = [item["message"] for item in result.details["assertions"]]
+    assert all(message.endswith(": artifact out/plan.json does not exist") for message in messages)
+
+
+def test_unparsable_artifact_fails_every_assertion(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "plan.json").write_text('{"steps": [', encoding="utf-8")
+    result = run(project_root=tmp_path, run_dir=tmp_path / "run", document=definition())
+    assert result.status == "failed"
+    assert all(
+        "artifact out/plan.json is not valid JSON" in item["message"]
+        for item in result.details["assertions"]
+    )
+    assert len(result.details["assertions"]) == 3
+
+
+def test_yaml_artifact(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "plan.yaml").write_text(yaml.safe_dump(GOOD_PLAN), encoding="utf-8")
+    result = run(
+        project_root=tmp_path,
+        run_dir=tmp_path / "run",
+        document=definition(artifact="out/plan.yaml"),
+    )
+    assert result.status == "passed", result.reason
+
+
+def test_artifact_is_read_relative_to_the_project_root(tmp_path: Path, monkeypatch: Any) -> None:
+    root = tmp_path / "project"
+    write_plan(root, GOOD_PLAN)
+    elsewhere = tmp_path / "elsewhere"
+    write_plan(elsewhere, {"steps": []})
+    monkeypatch.chdir(elsewhere)
+    result = run(project_root=root, run_dir=tmp_path / "run", document=definition())
+    assert result.status == "passed", result.reason
+
+
+def test_a_hand_broken_plan_definition_is_an_error(tmp_path: Path) -> None:
+    document = definition()
+    document["assertions"] = document.pop("assert")
+    result = run(project_root=tmp_path, run_dir=tmp_path / "run", document=document)
+    assert result.status == "error" and result.score == 0
+    assert result.error_detail is not None
+    assert result.error_detail.startswith("Invalid assertions definition in the plan: ")
+    assert "assertions: Extra inputs are not permitted" in result.error_detail
+
+
+def test_control_check_keeps_its_expectation(tmp_path: Path) -> None:
+    write_plan(tmp_path, {"title": "Release plan", "steps": []})
+    result = run(
+        project_root=tmp_path, run_dir=tmp_path / "run", document=definition(expect="fail")
+    )
+    # The runner reports what the check reached; judging a control is the execute stage's job.
+    assert result.observed_status == "failed" and result.expect == "fail"
+
+
+@pytest.mark.parametrize(("name", "status"), [("pass.yaml", "passed"), ("fail.yaml", "failed")])
+def test_canary_checks(tmp_path: Path, name: str, status: str) -> None:
+    # The canary folder is the project root; a known-fail canary that passes breaks the build.
+    document = yaml.safe_load((CANARIES / name).read_text(encoding="utf-8"))
+    normalized = AssertionsCheck.model_validate(document).model_dump(mode="json", by_alias=True)
+    result = run(project_root=CANARIES, run_dir=tmp_path / "run", document=normalized)
+    assert result.status == status, result.reason
+    if status == "failed":
+        failed = [item for item in result.details["assertions"] if not item["ok"]]
+        assert [item["path"] for item in failed] == ["steps", "steps[*].test"]

@@ -1,0 +1,631 @@
+"""Calibration end to end: `eb calibrate` measures judges on labelled cases, the gate reads it.
+
+The judge is the scripted stand-in (tests/agents/scripted). With `file=answer.txt
+contains=hello` it really reads the project it is shown, so a case that writes "hello" into
+answer.txt is a known-good case for it and one that writes "goodbye" is a known-bad one; with
+`answers=pass` it passes whatever it is shown, which is the judge calibration must catch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EbResult
+from tests.gitrepo import git, init_repo
+from tests.sampling.test_repeats import scripted_config
+
+READS_ANSWER = "file=answer.txt contains=hello"
+GOOD = {"name": "says hello", "expect": "pass", "files": {"answer.txt": "hello there\n"}}
+BAD = {"name": "says goodbye", "expect": "fail", "files": {"answer.txt": "goodbye\n"}}
+
+
+def judge(
+    check_id: str,
+    *,
+    script: str,
+    cases: list[dict[str, Any]] | None,
+    model: str | None = None,
+    key: str | None = None,
+) -> str:
+    lines = [
+        "schema_version: 1",
+        f"id: {check_id}",
+        "type: harness_judge",
+        f"description: Judge {check_id}.",
+        "instructions: |",
+        "  Does answer.txt greet the reader?",
+        f"  scripted: {script} key={key or check_id}",
+    ]
+    if model is not None:
+        lines.append(f"model: {model}")
+    if cases is not None:
+        lines.append(f"calibration: {json.dumps(cases)}")  # JSON is YAML
+    return "\n".join(lines) + "\n"
+
+
+class Project:
+    def __init__(self, *, root: Path, eb: Callable[..., EbResult]) -> None:
+        self.root = root
+        self._eb = eb
+
+    def eb(self, *args: str) -> EbResult:
+        return self._eb(args[0], "--cwd", str(self.root), *args[1:])
+
+    @property
+    def record(self) -> dict[str, Any]:
+        document: dict[str, Any] = json.loads(
+            (self.root / ".eval-banana" / "calibration.json").read_text()
+        )
+        return document
+
+    def write(self, relative: str, text: str) -> None:
+        (self.root / relative).write_text(text)
+
+
+@pytest.fixture
+def scripted_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SCRIPTED_STATE", str(tmp_path / "scripted-state"))
+    log = tmp_path / "scripted.log"
+    monkeypatch.setenv("SCRIPTED_LOG", str(log))
+    # The copies go to a temporary folder of this test's own, to be looked at afterwards.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    return log
+
+
+@pytest.fixture
+def make_project(
+    tmp_path: Path, eb: Callable[..., EbResult], scripted_env: Path
+) -> Callable[..., Project]:
+    def make(checks: dict[str, str], *, config_extra: str = "") -> Project:
+        root = tmp_path / "proj"
+        files: dict[str, str | bytes] = {
+            ".eval-banana/config.toml": scripted_config(extra=config_extra),
+            ".gitignore": "runs/\n",
+            "answer.txt": "hello world\n",
+            "docs/notes.md": "notes\n",
+        }
+        files.update({f"eval_checks/{name}.yaml": text for name, text in checks.items()})
+        init_repo(root, files)
+        return Project(root=root, eb=eb)
+
+    return make
+
+
+def project_digests(root: Path) -> dict[str, str]:
+    """Every file of the project but eb's own output (the run folders, the record)."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [name for name in dirs if name not in (".git", "runs")]
+        for name in files:
+            path = Path(folder) / name
+            relative = path.relative_to(root).as_posix()
+            if relative != ".eval-banana/calibration.json":
+                found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def test_a_judge_that_tells_good_from_bad_agrees_and_is_recorded(
+    make_project: Callable[..., Project], scripted_env: Path, tmp_path: Path
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert "AGREED greets: 2/2 cases agreed" in outcome.stdout
+    assert "true-pass rate 1.00, true-fail rate 1.00" in outcome.stdout
+    assert "[2/2] greets: case" in outcome.stderr  # progress, one line per sample
+    entry = proj.record["checks"]["greets"]
+    assert (entry["cases"], entry["cases_agreed"], entry["agreement"]) == (2, 2, 1.0)
+    assert (entry["true_pass_rate"], entry["true_fail_rate"]) == (1.0, 1.0)
+    assert entry["key"]["agent"] == "scripted"
+    assert entry["key"]["prompt_version"]
+    assert entry["key"]["check_definition_sha256"].startswith("sha256:")
+    # Evidence in a calibration folder under the output folder, one set per sample.
+    run_dir = Path(entry["run_dir"])
+    assert run_dir.parent == proj.root / "runs"
+    assert not (run_dir / "stages").exists()  # never taken for a run folder
+    for outcome_entry in entry["outcomes"]:
+        (sample,) = outcome_entry["samples"]
+        for relative in sample["evidence"].values():
+            assert (run_dir / relative).is_file()
+    # The judge ran in copies in the temporary folder, never in the project, and they are gone.
+    starts = [json.loads(line) for line in scripted_env.read_text().splitlines()]
+    assert len(starts) == 2
+    for start in starts:
+        assert not Path(start["cwd"]).is_relative_to(proj.root)
+        assert Path(start["cwd"]).is_relative_to(tmp_path / "scratch")
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_a_judge_that_passes_its_known_bad_case_is_reported_then_refused(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project({"lenient": judge("lenient", script="answers=pass", cases=[GOOD, BAD])})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 1
+    assert "DISAGREED lenient: 1/2 cases agreed" in outcome.stdout
+    assert "true-pass rate 1.00, true-fail rate 0.00" in outcome.stdout
+    assert (
+        "case 'says goodbye' (expect fail) sample 1: the judge passed: scripted pass"
+        in outcome.stdout
+    )
+    entry = proj.record["checks"]["lenient"]
+    assert (entry["agreement"], entry["true_fail_rate"]) == (0.5, 0.0)
+    # Without the gate the run goes ahead; with it, the judge is refused before it runs.
+    assert proj.eb("run").exit_code == 0
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2
+    assert "Judge check 'lenient' agreed with its calibration cases on 0.50" in refused.stderr
+    assert "min_agreement 1" in refused.stderr
+    # eb validate: a warning when the gate is off, an error when it is on.
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0
+    assert "warning: Judge check 'lenient' agreed" in warned.stderr
+    assert proj.eb("validate", "--require-calibration").exit_code == 2
+
+
+def test_a_changed_model_or_definition_invalidates_the_record(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+
+    other_model = proj.eb("run", "--require-calibration", "--harness-model", "bigger")
+    assert other_model.exit_code == 2
+    assert "Judge check 'greets' was calibrated under another key: its model" in (
+        other_model.stderr
+    )
+    as_json = proj.eb("validate", "--json", "--require-calibration", "--harness-model", "bigger")
+    (error,) = json.loads(as_json.stdout)["errors"]
+    assert error["field_path"] == "calibration"
+    assert error["file"].endswith("eval_checks/greets.yaml")
+
+    # Editing the judge (here its instructions) changes its definition digest.
+    path = "eval_checks/greets.yaml"
+    proj.write(path, (proj.root / path).read_text().replace("greet the", "greet each"))
+    edited = proj.eb("run", "--require-calibration")
+    assert edited.exit_code == 2
+    assert "its definition" in edited.stderr
+    # Calibrating again under the new key lets it gate again.
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+
+
+def test_calibration_never_changes_a_project_file(
+    make_project: Callable[..., Project], tmp_path: Path
+) -> None:
+    cases = [
+        GOOD,
+        {"name": "answer deleted", "expect": "fail", "files": {"answer.txt": None}},
+        {
+            "name": "new files",
+            "expect": "pass",
+            "files": {
+                "new/deep/file.txt": "x",
+                "docs/notes.md": "rewritten",
+                "answer.txt": "hello",
+            },
+        },
+    ]
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=cases)})
+    before = project_digests(proj.root)
+    status_before = git(proj.root, "status", "--porcelain", "--untracked-files=all")
+    outcome = proj.eb("calibrate", "--repeats", "2")
+    assert outcome.exit_code == 0, outcome.stdout
+    assert project_digests(proj.root) == before
+    status_after = git(proj.root, "status", "--porcelain", "--untracked-files=all")
+    # The record is the one file calibration adds to the project (the run folder is ignored).
+    assert status_after.splitlines() == sorted(
+        [*status_before.splitlines(), "?? .eval-banana/calibration.json"]
+    )
+    assert not (proj.root / "new").exists()
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_require_calibration_refuses_judges_without_cases_or_record(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = make_project(
+        {
+            "bare": judge("bare", script="answers=pass", cases=None),
+            "never": judge("never", script=READS_ANSWER, cases=[GOOD, BAD]),
+        }
+    )
+    # The gate off: eb validate warns about both judges, a judge with no cases at all as much
+    # as one with cases but no record; on, both are errors.
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0, warned.stderr
+    assert "warning: Judge check 'bare' has no calibration cases" in warned.stderr
+    assert "warning: Judge check 'never' has not been calibrated" in warned.stderr
+    refused = proj.eb("validate", "--require-calibration")
+    assert refused.exit_code == 2
+    assert "Judge check 'bare' has no calibration cases" in refused.stderr
+    assert "Judge check 'never' has not been calibrated" in refused.stderr
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_REQUIRE_CALIBRATION", "1")
+    refused = proj.eb("run")
+    assert refused.exit_code == 2
+    assert "Judge check 'bare' has no calibration cases" in refused.stderr
+    assert "Judge check 'never' has not been calibrated" in refused.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))  # nothing ran
+    # Calibrating the one with cases leaves only the bare judge refused.
+    assert proj.eb("calibrate").exit_code == 0
+    still = proj.eb("run")
+    assert still.exit_code == 2
+    assert "'bare'" in still.stderr and "'never'" not in still.stderr
+    # The gate off: the bare judge is still a warning, the calibrated one no longer.
+    monkeypatch.delenv("EVAL_BANANA_HARNESS_REQUIRE_CALIBRATION")
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0
+    assert "warning: Judge check 'bare' has no calibration cases" in warned.stderr
+    assert "'never'" not in warned.stderr
+
+
+def test_min_agreement_sets_how_much_agreement_is_enough(
+    make_project: Callable[..., Project],
+) -> None:
+    mislabelled = {"name": "mislabelled", "expect": "fail", "files": {"answer.txt": "hello"}}
+    proj = make_project(
+        {"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD, mislabelled])}
+    )
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 1
+    entry = proj.record["checks"]["greets"]
+    assert entry["agreement"] == pytest.approx(2 / 3)
+    assert entry["true_fail_rate"] == pytest.approx(1 / 2)
+    assert proj.eb("run", "--require-calibration").exit_code == 2
+    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.7").exit_code == 2
+    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.6").exit_code == 0
+
+
+def test_repeats_compare_every_sample_with_its_label(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project(
+        {"wobbly": judge("wobbly", script="answers=pass,fail", cases=[GOOD])},
+        config_extra="repeats = 1\n",
+    )
+    outcome = proj.eb("calibrate", "--repeats", "4")
+    assert outcome.exit_code == 1
+    entry = proj.record["checks"]["wobbly"]
+    assert entry["samples_per_case"] == 4
+    assert entry["true_pass_rate"] == 0.5 and entry["true_fail_rate"] is None
+    statuses = sorted(sample["status"] for sample in entry["outcomes"][0]["samples"])
+    assert statuses == ["failed", "failed", "passed", "passed"]
+    assert "true-fail rate n/a" in outcome.stdout
+
+
+def test_cases_run_concurrently_within_max_parallel_checks(
+    make_project: Callable[..., Project],
+) -> None:
+    # The barrier lets a sample answer only once all four have started (it counts starts of
+    # its `answers=` script): run one at a time, the first would wait in vain and error.
+    other_good = {**GOOD, "name": "says hello too"}
+    proj = make_project(
+        {"greets": judge("greets", script="answers=pass barrier=4", cases=[GOOD, other_good])}
+    )
+    outcome = proj.eb("calibrate", "--repeats", "2", "--max-parallel-checks", "4")
+    assert outcome.exit_code == 0, outcome.stdout
+
+
+def test_an_erroring_sample_never_agrees(make_project: Callable[..., Project]) -> None:
+    proj = make_project({"broken": judge("broken", script="answers=error", cases=[GOOD, BAD])})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 1
+    assert "0/2 cases agreed" in outcome.stdout
+    assert "the judge errored" in outcome.stdout
+
+
+def test_only_selected_judges_are_calibrated_and_others_kept(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project(
+        {
+            "one": judge("one", script=READS_ANSWER, cases=[GOOD, BAD]),
+            "two": judge("two", script=READS_ANSWER, cases=[GOOD, BAD]),
+        }
+    )
+    assert proj.eb("calibrate", "--check-id", "one").exit_code == 0
+    assert set(proj.record["checks"]) == {"one"}
+    first = proj.record["checks"]["one"]["measured_at"]
+    assert proj.eb("calibrate", "--check-id", "two").exit_code == 0
+    assert set(proj.record["checks"]) == {"one", "two"}
+    assert proj.record["checks"]["one"]["measured_at"] == first
+
+
+def test_no_judge_with_cases_is_a_setup_error(make_project: Callable[..., Project]) -> None:
+    proj = make_project({"bare": judge("bare", script="answers=pass", cases=None)})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 2
+    assert "No selected harness_judge check has calibration cases" in outcome.stderr
+
+
+def test_a_case_path_outside_the_project_is_a_definition_error(
+    make_project: Callable[..., Project],
+) -> None:
+    escaping = {"name": "escape", "expect": "fail", "files": {"../outside.txt": "x"}}
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, escaping])})
+    for command in ("validate", "calibrate"):
+        outcome = proj.eb(command)
+        assert outcome.exit_code == 2
+        assert "eval_checks/greets.yaml" in outcome.stderr
+        assert "calibration.1.files" in outcome.stderr
+        assert "must stay inside the project" in outcome.stderr
+    assert not (proj.root.parent / "outside.txt").exists()
+
+
+def test_a_damaged_record_is_named(make_project: Callable[..., Project]) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    proj.write(".eval-banana/calibration.json", '{"checks": 1}')
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2
+    assert "calibration.json is not a calibration record" in refused.stderr
+    # eb calibrate replaces it.
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+
+
+def test_schema_is_published(eb: Callable[..., EbResult]) -> None:
+    outcome = eb("schema", "calibration")
+    schema = json.loads(outcome.stdout)
+    assert schema["$id"].endswith("calibration.schema.json")
+    assert "checks" in schema["properties"]
+
+
+def test_case_files_never_write_through_a_symlink(tmp_path: Path) -> None:
+    from eval_banana.calibration.cases import CaseFileError, lay_files
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "target.txt").write_text("original")
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "linked_dir").symlink_to(outside)
+    (copy / "linked_file.txt").symlink_to(outside / "target.txt")
+    # A file behind a symlinked folder could land anywhere: refused.
+    with pytest.raises(CaseFileError, match="is a symlink"):
+        lay_files(base=copy, files={"linked_dir/target.txt": "changed"})
+    # A symlinked file is replaced by the case's file, never written through.
+    lay_files(base=copy, files={"linked_file.txt": "case text"})
+    assert not (copy / "linked_file.txt").is_symlink()
+    assert (copy / "linked_file.txt").read_text() == "case text"
+    assert (outside / "target.txt").read_text() == "original"
+    # null deletes, and deleting an absent file is no error.
+    lay_files(base=copy, files={"linked_file.txt": None, "never_there.txt": None})
+    assert not (copy / "linked_file.txt").exists()
+
+
+def test_status_shows_the_guard_stale_after_the_record_changes(
+    make_project: Callable[..., Project],
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+    before = proj.eb("status")
+    assert before.exit_code == 0, before.stdout + before.stderr
+    assert "stale" not in before.stdout
+    # Measured again (two samples a case): the record the guard read has other bytes now.
+    assert proj.eb("calibrate", "--repeats", "2").exit_code == 0
+    after = proj.eb("status")
+    lines = {line.split()[0]: line for line in after.stdout.splitlines()[1:] if line.strip()}
+    guard_line = lines["guard"]
+    assert "stale" in guard_line and "calibration.json changed" in guard_line, after.stdout
+    for stage in ("execute", "score", "report"):
+        assert "stale" in lines[stage], after.stdout
+    # A run with the gate off never read the record, so a new one does not make it stale.
+    assert proj.eb("run").exit_code == 0
+    assert proj.eb("calibrate").exit_code == 0
+    assert "stale" not in proj.eb("status").stdout
+
+
+def test_a_retried_attempt_s_evidence_keeps_no_secret(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first start breaks, printing the secret on stderr; the retry answers. Both attempts'
+    # files stay as evidence, and both must be masked, as in a run.
+    secret = "calibration-secret-7f3a9c"
+    monkeypatch.setenv("CALIBRATION_API_TOKEN", secret)
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_RETRIES", "1")
+    script = "answers=error,pass echo=CALIBRATION_API_TOKEN"
+    good = {**GOOD, "name": "any"}
+    proj = make_project({"greets": judge("greets", script=script, cases=[good])})
+    outcome = proj.eb("calibrate")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    run_dir = Path(proj.record["checks"]["greets"]["run_dir"])
+    files = sorted(path for path in run_dir.rglob("*") if path.is_file())
+    (broken,) = [path for path in files if path.name.endswith(".attempt1.stderr.txt")]
+    assert "told to break" in broken.read_text()
+    for path in [*files, proj.root / ".eval-banana" / "calibration.json"]:
+        assert secret not in path.read_text(errors="replace"), path
+    # On the console too: the runner's warning about the broken start quotes the agent.
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "calibrate", "--cwd", str(proj.root)],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "told to break (***)" in done.stderr
+    assert secret not in outcome.stdout + outcome.stderr + done.stdout + done.stderr
+
+
+def _edit_record(proj: Project, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit calibration.json as a hand or a tool would (json.dumps writes NaN as NaN)."""
+    document = proj.record
+    change(document["checks"]["greets"])
+    proj.write(".eval-banana/calibration.json", json.dumps(document, indent=2))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("agreement", float("nan")),
+        ("true_pass_rate", float("nan")),
+        ("agreement", float("inf")),
+        ("true_fail_rate", -0.5),
+        ("agreement", 1.5),
+    ],
+)
+def test_a_figure_that_is_not_a_finite_ratio_makes_the_record_unusable(
+    make_project: Callable[..., Project], field: str, value: float
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    _edit_record(proj, lambda entry: entry.update({field: value}))
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2, refused.stdout
+    record = proj.root / ".eval-banana" / "calibration.json"
+    assert f"{record} is not a calibration record" in refused.stderr
+    assert f"$.checks.greets.{field}" in refused.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))  # the judge never ran
+    # eb validate names it too: a warning with the gate off, an error with it on.
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0 and f"$.checks.greets.{field}" in warned.stderr
+    assert proj.eb("validate", "--require-calibration").exit_code == 2
+
+
+def test_a_nan_agreement_is_named_with_its_field(make_project: Callable[..., Project]) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    _edit_record(proj, lambda entry: entry.update(agreement=float("nan")))
+    as_json = proj.eb("validate", "--json", "--require-calibration")
+    (error,) = json.loads(as_json.stdout)["errors"]
+    assert error["field_path"] == "$.checks.greets.agreement"
+    assert error["file"].endswith(".eval-banana/calibration.json")
+    assert "is nan, not a finite number" in error["message"]
+
+
+def _claims_full_agreement(entry: dict[str, Any]) -> None:
+    entry.update(agreement=1.0, true_fail_rate=1.0, cases_agreed=2)
+
+
+def _and_flags(entry: dict[str, Any]) -> None:
+    _claims_full_agreement(entry)
+    for outcome in entry["outcomes"]:
+        outcome["agreed"] = True
+        for sample in outcome["samples"]:
+            sample["agreed"] = True
+
+
+def _relabelled(entry: dict[str, Any]) -> None:
+    # The known-bad case the judge passed, relabelled as known-good: every figure follows.
+    _claims_full_agreement(entry)
+    entry.update(true_pass_rate=1.0, true_fail_rate=None)
+    outcome = entry["outcomes"][1]
+    outcome.update(expect="pass", agreed=True)
+    outcome["samples"][0]["agreed"] = True
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (_claims_full_agreement, "agreement is 1, its samples give 0.5"),
+        (_and_flags, "outcomes[1].samples[0].agreed is true for a sample that passed a case "),
+        (_relabelled, "are not the check's calibration cases"),
+    ],
+)
+def test_a_record_contradicting_its_own_cases_never_lets_the_judge_gate(
+    make_project: Callable[..., Project], change: Callable[[dict[str, Any]], None], said: str
+) -> None:
+    # The lenient judge passes its known-bad case: agreement 0.5. The record is then edited to
+    # claim full agreement; its per-case results still say otherwise.
+    proj = make_project({"greets": judge("greets", script="answers=pass", cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 1
+    _edit_record(proj, change)
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2, refused.stdout
+    assert (
+        "Judge check 'greets' has a calibration record that disagrees with its own per-case "
+        "results" in refused.stderr
+    )
+    assert said in refused.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0 and "disagrees with its own per-case results" in warned.stderr
+    assert proj.eb("validate", "--require-calibration").exit_code == 2
+
+
+def test_the_gate_uses_the_figures_of_the_samples(make_project: Callable[..., Project]) -> None:
+    from eval_banana.calibration.figures import figure_problems, figures_of
+    from eval_banana.models.calibration import JudgeCalibration
+
+    proj = make_project({"greets": judge("greets", script="answers=pass", cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 1
+    entry = JudgeCalibration.model_validate(proj.record["checks"]["greets"])
+    # What eb calibrate wrote agrees with itself, and the figures computed again are its own.
+    assert figure_problems(entry) == []
+    measured = figures_of(entry.outcomes)
+    assert (
+        (measured.agreement, measured.true_pass_rate, measured.true_fail_rate)
+        == (
+            entry.agreement,
+            entry.true_pass_rate,
+            entry.true_fail_rate,
+        )
+        == (0.5, 1.0, 0.0)
+    )
+    # Below min_agreement 1 by its samples, at 0.5 it may gate.
+    assert proj.eb("run", "--require-calibration", "--min-agreement", "0.5").exit_code == 0
+
+
+WRITES = f"{READS_ANSWER} write=judge-notes.txt"
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_a_judge_that_writes_files_is_an_error_in_calibration_as_in_a_run(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    # It reads the project correctly (it would agree on both cases) but writes a file there.
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", mode)
+    proj = make_project({"greets": judge("greets", script=WRITES, cases=[GOOD, BAD])})
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 1, measured.stdout + measured.stderr
+    assert "DISAGREED greets: 0/2 cases agreed" in measured.stdout
+    assert "the judge errored: The judge changed its copy of the project: judge-notes.txt" in (
+        measured.stdout
+    )
+    entry = proj.record["checks"]["greets"]
+    assert entry["agreement"] == 0.0
+    assert {s["status"] for o in entry["outcomes"] for s in o["samples"]} == {"error"}
+    assert not (proj.root / "judge-notes.txt").exists()  # only ever its copies
+    # eb run makes the same judge an error, naming what it wrote.
+    ran = proj.eb("run")
+    assert ran.exit_code == 1, ran.stdout + ran.stderr
+    assert "judge-notes.txt" in ran.stdout
+
+
+def test_a_judge_may_write_in_calibration_where_runs_let_it(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `off`: runs let judges write, so calibration does too; and under detect, a path in
+    # [harness] isolation_ignore does not count, in a run or here.
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", "off")
+    proj = make_project({"greets": judge("greets", script=WRITES, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_ISOLATION", "detect")
+    config = proj.root / ".eval-banana" / "config.toml"
+    text = config.read_text().replace("[harness]\n", '[harness]\nisolation_ignore = ["judge-*"]\n')
+    config.write_text(text)
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 0, measured.stdout
+    assert "AGREED greets: 2/2 cases agreed" in measured.stdout
+
+
+def test_a_judge_that_rewrites_a_case_file_is_an_error(
+    make_project: Callable[..., Project],
+) -> None:
+    # The case's own file, changed by the judge: not the case it was labelled for any more.
+    script = f"{READS_ANSWER} write=answer.txt"
+    proj = make_project({"greets": judge("greets", script=script, cases=[GOOD, BAD])})
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 1
+    assert "The judge changed its copy of the project: answer.txt" in measured.stdout

@@ -1,0 +1,206 @@
+"""Check-file errors in our words, located by line, and `eb validate --json`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EbResult, check_yaml, judge_yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ENTRY_KEYS = ["kind", "message", "file", "field_path", "hint", "line", "column"]
+ERROR_KEYS = ["kind", "message", "file", "field_path", "hint"]  # `eb run --json`'s error shape
+
+TWO_ERRORS = """\
+schema_version: 1
+id: a
+type: deterministic
+description: d
+script: pass
+expct: fail
+tags: fast
+"""
+
+
+def _json(result: EbResult) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(result.stdout)
+    assert document["exit_code"] == result.exit_code
+    return document
+
+
+def test_validate_json_on_a_valid_project(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a"), "eval_checks/b.yaml": check_yaml("b")})
+    result = eb("validate", "--cwd", str(root), "--json")
+    assert result.exit_code == 0
+    assert _json(result) == {"ok": True, "checks": 2, "errors": [], "warnings": [], "exit_code": 0}
+    assert result.stderr == ""
+
+
+def test_validate_json_lists_every_field_error_with_its_line_and_fix(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": TWO_ERRORS,
+            "eval_checks/b.yaml": "schema_version: 1\nid: b\ntype: judge\ndescription: d\n",
+            "eval_checks/ok.yaml": check_yaml("ok"),
+        }
+    )
+    result = eb("validate", "--cwd", str(root), "--json")
+    assert result.exit_code == 2
+    document = _json(result)
+    assert document["ok"] is False and document["checks"] == 0 and document["warnings"] == []
+    a_file, b_file = (str(root / "eval_checks" / name) for name in ("a.yaml", "b.yaml"))
+    assert [list(entry) for entry in document["errors"]] == [ENTRY_KEYS] * 3
+    assert document["errors"] == [
+        {
+            "kind": "definition_error",
+            "message": "unknown key 'expct' in a deterministic check",
+            "file": a_file,
+            "field_path": "deterministic.expct",
+            "hint": "did you mean 'expect'? Otherwise delete it.",
+            "line": 6,
+            "column": 1,
+        },
+        {
+            "kind": "definition_error",
+            "message": "tags must be a list, not the text 'fast'",
+            "file": a_file,
+            "field_path": "deterministic.tags",
+            "hint": "write `tags: [fast]`, or one `- item` per line below `tags:`.",
+            "line": 7,
+            "column": 7,
+        },
+        {
+            "kind": "definition_error",
+            "message": "unknown check type 'judge'",
+            "file": b_file,
+            "field_path": "type",
+            "hint": "The check types are: deterministic, harness_judge, assertions.",
+            "line": 3,
+            "column": 7,
+        },
+    ]
+    # The first failure in the shape `eb run --json` prints, for tools that read either.
+    assert list(document["error"]) == ERROR_KEYS
+    assert document["error"]["message"].startswith(
+        f"Invalid check definition in {a_file}: 2 validation errors\n"
+    )
+
+
+def test_validate_json_for_file_level_errors_and_readiness(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/dup.yaml": "schema_version: 1\nid: a\nid: b\n",
+            "eval_checks/bad.yaml": "id: [unclosed\n",
+            "eval_checks/old.yaml": "schema_version: 1\nid: o\ntype: llm_judge\n",
+        }
+    )
+    document = _json(eb("validate", "--cwd", str(root), "--json"))
+    by_file = {Path(entry["file"]).name: entry for entry in document["errors"]}
+    assert by_file["dup.yaml"]["line"] == 3 and by_file["dup.yaml"]["column"] == 1
+    assert "duplicate key 'id' (line 3)" in by_file["dup.yaml"]["message"]
+    assert by_file["bad.yaml"]["message"].startswith("Failed to parse YAML in ")
+    assert by_file["bad.yaml"]["line"] == 2  # where the parser gave up
+    assert (by_file["old.yaml"]["field_path"], by_file["old.yaml"]["line"]) == ("type", 3)
+    assert by_file["old.yaml"]["column"] == 7
+
+    missing = project(
+        {"eval_checks/s.yaml": check_yaml("s").replace("script: 'pass'", "script_path: gone.py")}
+    )
+    for name in ("dup.yaml", "bad.yaml", "old.yaml"):
+        (missing / "eval_checks" / name).unlink()
+    ready = _json(eb("validate", "--cwd", str(missing), "--json"))
+    assert ready["ok"] is False and ready["exit_code"] == 2
+    (entry,) = ready["errors"]
+    assert entry["field_path"] == "deterministic.script_path"
+    assert entry["message"].startswith("Deterministic script not found: ")
+
+
+def test_validate_json_renders_config_errors_and_warnings_in_the_same_shape(
+    project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = project({"eval_checks/a.yaml": check_yaml("a")}, config="[core]\npass_treshold = 1\n")
+    document = _json(eb("validate", "--cwd", str(broken), "--json"))
+    assert document["ok"] is False and document["exit_code"] == 2
+    (entry,) = document["errors"]
+    assert list(entry) == ENTRY_KEYS and entry["kind"] == "config_error"
+    assert entry["hint"] and "did you mean core.pass_threshold?" in entry["hint"]
+
+    usage = _json(eb("validate", "--cwd", str(broken), "--json", "--no-such-flag"))
+    assert usage["errors"][0]["kind"] == "usage_error" and usage["ok"] is False
+
+    judged = project(
+        {"eval_checks/j.yaml": judge_yaml("j")},
+        config='[harness]\nagent = "claude"\n',
+    )
+    (judged / "eval_checks" / "a.yaml").unlink()
+    without_claude = [
+        part
+        for part in os.environ["PATH"].split(os.pathsep)
+        if not (Path(part) / "claude").exists()
+    ]
+    monkeypatch.setenv("PATH", os.pathsep.join(without_claude))
+    # A missing agent refuses validation as it refuses the run; allowed, it is a warning.
+    refused = _json(eb("validate", "--cwd", str(judged), "--json"))
+    assert refused["ok"] is False and "claude" in refused["errors"][0]["message"]
+    warned = _json(eb("validate", "--cwd", str(judged), "--json", "--allow-missing-agent"))
+    assert warned["ok"] is True and warned["checks"] == 1
+    # The agent missing from PATH (the judge's lack of calibration cases is another warning).
+    (warning,) = [entry for entry in warned["warnings"] if "claude" in entry["message"]]
+    assert list(warning) == ENTRY_KEYS and warning["kind"] == "warning"
+    assert all(list(entry) == ENTRY_KEYS for entry in warned["warnings"])
+
+
+def test_eb_run_reports_the_same_located_words(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": TWO_ERRORS})
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert "deterministic.expct (line 6, column 1)\n  unknown key 'expct'" in result.stderr
+    as_json = json.loads(eb("run", "--cwd", str(root), "--json").stdout)
+    assert list(as_json["error"]) == ERROR_KEYS  # unchanged for `eb run --json`
+
+
+def _modules_loaded(root: Path) -> list[str]:
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"code = main(['validate', '--cwd', {str(root)!r}])\n"
+        "names = ('eval_banana.checks.problems', 'eval_banana.checks.words', 'eval_banana.checks.yamlpos', 'difflib')\n"
+        "print('LOADED', sorted(n for n in names if n in sys.modules), code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    line = next(line for line in done.stdout.splitlines() if line.startswith("LOADED"))
+    return [line]
+
+
+def test_only_files_that_fail_pay_for_positions_and_suggestions(
+    project: Callable[..., Path],
+) -> None:
+    root = project({f"eval_checks/c{i}.yaml": check_yaml(f"c{i}") for i in range(20)})
+    assert _modules_loaded(root) == ["LOADED [] 0"]
+    (root / "eval_checks" / "c7.yaml").write_text(TWO_ERRORS)
+    assert _modules_loaded(root) == [
+        "LOADED ['difflib', 'eval_banana.checks.problems', 'eval_banana.checks.words', 'eval_banana.checks.yamlpos'] 2"
+    ]

@@ -1,0 +1,341 @@
+"""--changed-since REF and --last-failed: which checks run, and runs that select nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cache.rig import script_check
+from tests.conftest import EbResult
+from tests.gitrepo import commit_all, git, init_repo, write
+
+
+@pytest.fixture(autouse=True)
+def _no_repository_above(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+def repo(tmp_path: Path) -> Path:
+    """A git project: checks reading src/, docs/, an ignored artifact, and one without inputs."""
+    return init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": "out/\n.eval-banana/results/\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/src.yaml": script_check("src", script="pass\n", inputs=["src/**"]),
+            "eval_checks/docs.yaml": script_check("docs", script="pass\n", inputs=["docs/*.md"]),
+            "eval_checks/scripted.yaml": script_check(
+                "scripted", script_path="../scripts/s.py", inputs=["nothing/**"]
+            ),
+            "eval_checks/artifact.yaml": script_check(
+                "artifact", script="pass\n", inputs=["out/result.json"]
+            ),
+            "eval_checks/everything.yaml": script_check("everything", script="pass\n"),
+            "src/app.py": "print(1)\n",
+            "docs/guide.md": "# Guide\n",
+            "docs/notes.txt": "not a .md file\n",
+            "scripts/s.py": "pass\n",
+        },
+    )
+
+
+def listed(eb: Callable[..., EbResult], root: Path, *args: str) -> list[str]:
+    result = eb("list", "--cwd", str(root), *args)
+    assert result.exit_code == 0, result.stderr
+    return sorted(line.split("\t")[0] for line in result.stdout.splitlines() if "\t" in line)
+
+
+ALWAYS = ["everything"]  # no inputs: nothing says what it reads
+
+
+def test_nothing_changed_selects_only_checks_without_inputs(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    root = repo(tmp_path)
+    assert listed(eb, root, "--changed-since", "HEAD") == ALWAYS
+
+
+@pytest.mark.parametrize(
+    ("change", "selected"),
+    [
+        ("commit", ["everything", "src"]),
+        ("stage", ["everything", "src"]),
+        ("edit", ["everything", "src"]),
+        ("untracked", ["everything", "src"]),
+        ("delete", ["everything", "src"]),
+        ("outside-pattern", ["everything"]),
+        ("check-file", ["docs", "everything"]),
+        ("new-check-file", ["everything", "new"]),
+        ("script", ["everything", "scripted"]),
+        ("ignored-artifact", ["artifact", "everything"]),
+    ],
+)
+def test_changes_select_the_checks_they_affect(
+    tmp_path: Path, eb: Callable[..., EbResult], change: str, selected: list[str]
+) -> None:
+    root = repo(tmp_path)
+    base = git(root, "rev-parse", "HEAD").strip()
+    if change == "commit":
+        (root / "src/app.py").write_text("print(2)\n")
+        commit_all(root)
+    elif change == "stage":
+        (root / "src/app.py").write_text("print(2)\n")
+        git(root, "add", "src/app.py")
+    elif change == "edit":
+        (root / "src/app.py").write_text("print(2)\n")
+    elif change == "untracked":
+        write(root, {"src/new_module.py": "x = 1\n"})
+    elif change == "delete":
+        (root / "src/app.py").unlink()
+    elif change == "outside-pattern":
+        (root / "docs/notes.txt").write_text("still not .md\n")  # docs/*.md does not match it
+    elif change == "check-file":
+        path = root / "eval_checks/docs.yaml"
+        path.write_text(path.read_text().replace("Script docs.", "Script docs, reworded."))
+    elif change == "new-check-file":
+        write(root, {"eval_checks/new.yaml": script_check("new", script="pass\n", inputs=["x"])})
+    elif change == "script":
+        (root / "scripts/s.py").write_text("print('changed')\n")
+    elif change == "ignored-artifact":
+        write(root, {"out/result.json": "{}\n"})  # git cannot say whether it changed
+    assert listed(eb, root, "--changed-since", base) == selected
+
+
+def test_a_run_with_nothing_affected_passes_with_zero_checks(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    root = repo(tmp_path)
+    (root / "eval_checks/everything.yaml").unlink()
+    commit_all(root)
+    result = eb("run", "--cwd", str(root), "--changed-since", "HEAD")
+    assert result.exit_code == 0, result.stderr
+    assert "No check was selected: no check's files changed since HEAD." in result.stdout
+    run_dir = Path(
+        result.stdout.split("Report: ", 1)[1].splitlines()[0].split(" (HTML: ")[0]
+    ).parent
+    report = json.loads((run_dir / "report.json").read_text())
+    assert (report["total_checks"], report["run_passed"]) == (0, True)
+    assert "no check's files changed since HEAD" in (run_dir / "report.md").read_text()
+    assert "no check&#x27;s files changed since HEAD" in (run_dir / "report.html").read_text()
+    config = json.loads((run_dir / "stages/config.json").read_text())
+    assert config["selection"]["changed_since"] == "HEAD"
+    assert config["selection"]["last_failed"] is False
+
+
+def test_an_ordinary_empty_selection_is_still_an_error(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    root = repo(tmp_path)
+    result = eb("run", "--cwd", str(root), "--tag", "no-such-tag")
+    assert result.exit_code == 2 and "No checks found" in result.stderr
+
+
+def test_outside_git_and_unknown_revisions_are_setup_errors(
+    tmp_path: Path, eb: Callable[..., EbResult], project: Callable[..., Path]
+) -> None:
+    plain = project({"eval_checks/a.yaml": script_check("a", script="pass\n")})
+    result = eb("run", "--cwd", str(plain), "--changed-since", "main")
+    assert result.exit_code == 2
+    assert "--changed-since needs a git repository" in result.stderr
+    root = repo(tmp_path)
+    result = eb("list", "--cwd", str(root), "--changed-since", "no-such-ref")
+    assert result.exit_code == 2
+    assert "'no-such-ref' names no commit" in result.stderr and "hint: fetch" in result.stderr
+    as_json = eb("run", "--cwd", str(root), "--changed-since", "no-such-ref", "--json")
+    assert json.loads(as_json.stdout)["error"]["kind"] == "selection_error"
+
+
+# --- --last-failed ---------------------------------------------------------------------------
+
+
+def failing_project(project: Callable[..., Path]) -> Path:
+    return project(
+        {
+            "eval_checks/ok.yaml": script_check("ok", script="pass\n"),
+            "eval_checks/bad.yaml": script_check("bad", script="raise SystemExit(1)\n"),
+            # An error (it does not compile); a missing script would refuse the whole run.
+            "eval_checks/broken.yaml": script_check("broken", script="x = (\n"),
+        }
+    )
+
+
+def run_later(eb: Callable[..., EbResult], root: Path, *args: str) -> EbResult:
+    """`eb run` right after the run before it: the newest run is the one created last, even
+    within one second (eval_banana.settings.rundir orders runs by their recorded creation time)."""
+    return eb("run", "--cwd", str(root), *args)
+
+
+def ran(result: EbResult) -> list[str]:
+    return sorted(
+        line[2:].split(":")[0] for line in result.stdout.splitlines() if line.startswith("- ")
+    )
+
+
+def test_last_failed_reruns_the_failures_of_the_newest_earlier_run(
+    eb: Callable[..., EbResult], project: Callable[..., Path]
+) -> None:
+    root = failing_project(project)
+    assert ran(run_later(eb, root, "--last-failed")) == ["bad", "broken", "ok"]
+    first_config = newest_config(root)
+    assert first_config["selection"]["last_failed_run_id"] is None  # there was no earlier run
+    again = run_later(eb, root, "--last-failed")
+    assert ran(again) == ["bad", "broken"]  # failed and errored
+    config = newest_config(root)
+    assert config["selection"]["last_failed"] is True
+    assert config["selection"]["last_failed_run_id"] == first_config["run_id"]
+    assert config["selection"]["last_failed_ids"] == ["bad", "broken"]
+    # Fix the failures: the next --last-failed runs them, then (none failed) every check.
+    (root / "eval_checks/bad.yaml").write_text(script_check("bad", script="pass\n"))
+    (root / "eval_checks/broken.yaml").write_text(script_check("broken", script="pass\n"))
+    assert ran(run_later(eb, root, "--last-failed")) == ["bad", "broken"]
+    assert ran(run_later(eb, root, "--last-failed")) == ["bad", "broken", "ok"]
+
+
+def test_last_failed_with_gone_checks_runs_every_check(
+    eb: Callable[..., EbResult], project: Callable[..., Path]
+) -> None:
+    # As pytest: remembered failures that are not among the selected checks select nothing
+    # special, so every check runs (or none with --last-failed-none skip).
+    root = failing_project(project)
+    run_later(eb, root)
+    (root / "eval_checks/bad.yaml").unlink()
+    (root / "eval_checks/broken.yaml").unlink()
+    assert listed(eb, root, "--last-failed") == ["ok"]
+    assert listed(eb, root, "--last-failed", "--last-failed-none", "skip") == []
+    result = run_later(eb, root, "--last-failed", "--last-failed-none", "skip")
+    assert result.exit_code == 0 and "No check was selected" in result.stdout
+    assert ran(run_later(eb, root, "--last-failed")) == ["ok"]
+
+
+def _memory(root: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((root / ".eval-banana/lastfailed.json").read_text())
+    return document
+
+
+def test_a_failure_is_remembered_across_partial_runs_until_a_run_passes_it(
+    tmp_path: Path, project: Callable[..., Path]
+) -> None:
+    root = project(
+        {
+            "eval_checks/ok.yaml": script_check("ok", script="pass\n"),
+            "eval_checks/other.yaml": script_check("other", script="pass\n"),
+            "eval_checks/bad.yaml": script_check("bad", script="raise SystemExit(1)\n"),
+        }
+    )
+
+    def eb_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *args],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+
+    def ran_ids(done: subprocess.CompletedProcess[str]) -> list[str]:
+        return sorted(
+            line[2:].split(":")[0] for line in done.stdout.splitlines() if line.startswith("- ")
+        )
+
+    assert eb_run().returncode == 1  # bad fails
+    assert ran_ids(eb_run("-k", "other")) == ["other"]  # a partial run that passes
+    assert ran_ids(eb_run("--check-id", "ok")) == ["ok"]  # another one
+    # The failure of the first run is still remembered, in eb's own folder.
+    assert list(_memory(root)["failed"]) == ["bad"]
+    again = eb_run("--last-failed")
+    assert ran_ids(again) == ["bad"] and again.returncode == 1
+    # Fixed, and passed by a run in which it ran: forgotten; then nothing failed, so every
+    # check runs (pytest's default), or none with --last-failed-none skip.
+    (root / "eval_checks/bad.yaml").write_text(script_check("bad", script="pass\n"))
+    assert ran_ids(eb_run("--last-failed")) == ["bad"]
+    assert _memory(root)["failed"] == {}
+    assert ran_ids(eb_run("--last-failed")) == ["bad", "ok", "other"]
+    skipped = eb_run("--last-failed", "--last-failed-none", "skip")
+    assert skipped.returncode == 0 and ran_ids(skipped) == []
+    # The record is a small document valid against its published schema, written atomically.
+    import jsonschema
+
+    from eval_banana.stagefiles.schemafiles import packaged_schema
+
+    jsonschema.validate(_memory(root), json.loads(packaged_schema("lastfailed")))
+    assert [p.name for p in (root / ".eval-banana").iterdir() if p.name.endswith(".tmp")] == []
+
+
+def newest_config(root: Path) -> dict[str, Any]:
+    """The config document of the run created last (run ids of one second sort at random)."""
+    configs = [
+        json.loads((run / "stages/config.json").read_text())
+        for run in (root / ".eval-banana" / "results").iterdir()
+    ]
+    document: dict[str, Any] = max(configs, key=lambda config: config["created_at"])
+    return document
+
+
+def test_list_inputs_shows_what_each_pattern_matches(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    root = repo(tmp_path)
+    write(root, {"out/result.json": "{}\n"})
+    result = eb("list", "--cwd", str(root), "--inputs")
+    assert result.exit_code == 0
+    blocks = {}
+    for line in result.stdout.splitlines():
+        if "\t" in line:
+            current = line.split("\t")[0]
+            blocks[current] = []
+        else:
+            blocks[current].append(line.strip())
+    assert blocks["src"] == ["inputs: src/** (1 file)", "src/app.py"]
+    assert blocks["docs"] == ["inputs: docs/*.md (1 file)", "docs/guide.md"]
+    assert blocks["artifact"] == ["inputs: out/result.json (1 file)", "out/result.json"]
+    assert blocks["scripted"] == ["inputs: nothing/** (0 files)"]
+    assert blocks["everything"] == ["inputs: not declared (the whole project counts)"]
+
+
+def test_the_record_of_failures_is_no_project_file_for_the_verdict_cache(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # A check without `inputs:` reads the whole project; the record eb writes after a failing
+    # run must not count as a change of it, or every such check would miss the cache again.
+    from tests.cache.rig import make_project
+
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "ok": script_check("ok", script="pass\n"),
+            "bad": script_check("bad", script="raise SystemExit(1)\n"),
+        },
+        files={},
+        replay=False,
+    )
+    # Even where the project walks eb's own folder (exclude_dirs without .eval-banana).
+    config = project.root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('[".eval-banana", ".git"]', '[".git"]'))
+    assert project.misses(expect_exit=1) == {"ok", "bad"}
+    assert (project.root / ".eval-banana" / "lastfailed.json").is_file()
+    assert project.misses(expect_exit=1) == set()
+
+
+def test_the_record_of_failures_costs_no_heavy_import(project: Callable[..., Path]) -> None:
+    # Read and rewritten by every run: checked against its schema without jsonschema/pydantic.
+    root = failing_project(project)
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"code = main(['run', '--cwd', {str(root)!r}, '--last-failed'])\n"
+        "heavy = sorted(m for m in ('pydantic', 'jsonschema') if m in sys.modules)\n"
+        "print('HEAVY', heavy, code)\n"
+    )
+    for _ in range(2):  # the first run writes the record, the second reads and updates it
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+        )
+        assert "HEAVY [] 1" in done.stdout, done.stdout + done.stderr
+    assert (root / ".eval-banana" / "lastfailed.json").is_file()

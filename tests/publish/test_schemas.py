@@ -1,0 +1,156 @@
+"""The published schemas are generated from the models, and judge check files as the models do."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from eval_banana.checks.definition import load_definition
+from eval_banana.core.errors import DefinitionError
+from eval_banana.models.check import ONE_SCRIPT_MESSAGE
+from eval_banana.publish.schemas import render, schema_builders
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", sorted(schema_builders()))
+@pytest.mark.parametrize("folder", ["schemas", "eval_banana/schemas"])
+def test_committed_schema_matches_the_models(name: str, folder: str) -> None:
+    committed = REPO / folder / f"{name}.schema.json"
+    assert committed.is_file(), f"{committed} missing: run `invoke schemas`"
+    assert committed.read_text() == render(schema_builders()[name]()), (
+        f"{committed} drifted from the models: run `invoke schemas` and commit"
+    )
+
+
+def test_editor_schemas_are_valid_draft_07() -> None:
+    for name in ("check", "config"):
+        schema = json.loads((REPO / "schemas" / f"{name}.schema.json").read_text())
+        assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+        jsonschema.Draft7Validator.check_schema(schema)
+        assert "$defs" not in json.dumps(schema)
+
+
+BAD_CHECKS = {
+    "missing_version": "id: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "version_2": "schema_version: 2\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "version_true": "schema_version: true\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "version_string": "schema_version: '1'\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "bad_id": "schema_version: 1\nid: a.b\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "blank_id": "schema_version: 1\nid: '  '\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "int_id": "schema_version: 1\nid: 5\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "blank_description": "schema_version: 1\nid: a\ntype: deterministic\ndescription: ' '\nscript: pass\n",
+    "extra_field": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\nx: 1\n",
+    "no_script": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\n",
+    "both_scripts": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
+    "script_path: x.py\n",
+    "blank_script": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: '  '\n",
+    "unknown_type": "schema_version: 1\nid: a\ntype: nope\ndescription: d\n",
+    "no_type": "schema_version: 1\nid: a\ndescription: d\n",
+    "judge_no_instructions": "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\n",
+    "judge_blank_instructions": "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\n"
+    "instructions: ' '\n",
+    "judge_with_script": "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\n"
+    "instructions: i\nscript: pass\n",
+    "tags_not_list": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
+    "tags: fast\n",
+    "bad_expect": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
+    "expect: maybe\n",
+}
+GOOD_CHECKS = {
+    "inline": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "padded_id": "schema_version: 1\nid: ' a '\ntype: deterministic\ndescription: d\nscript: pass\n",
+    "script_path": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript_path: x.py\n",
+    "judge": "schema_version: 1\nid: a\ntype: harness_judge\ndescription: d\ninstructions: i\n"
+    "model: m\ntags: [x]\n",
+    "control": "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\nscript: pass\n"
+    "expect: fail\n",
+}
+
+
+def _model_accepts(text: str) -> bool:
+    try:
+        load_definition(data=text.encode(), path=Path("x.yaml"))
+    except DefinitionError:
+        return False
+    return True
+
+
+def _schema_accepts(text: str) -> bool:
+    schema = json.loads((REPO / "schemas" / "check.schema.json").read_text())
+    return jsonschema.Draft7Validator(schema).is_valid(yaml.safe_load(text))
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CHECKS))
+def test_editor_and_eb_reject_the_same_bad_files(name: str) -> None:
+    text = BAD_CHECKS[name]
+    assert not _model_accepts(text)
+    assert not _schema_accepts(text)
+
+
+@pytest.mark.parametrize("name", sorted(GOOD_CHECKS))
+def test_editor_and_eb_accept_the_same_good_files(name: str) -> None:
+    text = GOOD_CHECKS[name]
+    assert _model_accepts(text)
+    assert _schema_accepts(text)
+
+
+def test_every_example_check_validates_in_both() -> None:
+    files = sorted((REPO / "examples").rglob("eval_checks/*.y*ml"))
+    assert files
+    for path in files:
+        text = path.read_text()
+        assert _model_accepts(text), path
+        assert _schema_accepts(text), path
+
+
+def _check_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((REPO / "schemas" / "check.schema.json").read_text())
+    return schema
+
+
+def _leaf_errors(errors: Iterable[jsonschema.ValidationError]) -> list[jsonschema.ValidationError]:
+    leaves = []
+    for error in errors:
+        leaves.extend(_leaf_errors(error.context) if error.context else [error])
+    return leaves
+
+
+@pytest.mark.parametrize("name", ["no_script", "both_scripts"])
+def test_editors_say_exactly_one_of_script_or_script_path(name: str) -> None:
+    # yaml-language-server and VS Code show a failing subschema's `errorMessage` in place of
+    # their own text ("Missing property", "Incorrect type"): every subschema that can fail for
+    # this file must carry the sentence, or the editor falls back to `Missing property "script"`.
+    validator = jsonschema.Draft7Validator(_check_schema())
+    leaves = _leaf_errors(validator.iter_errors(yaml.safe_load(BAD_CHECKS[name])))
+    assert leaves
+    for error in leaves:
+        assert error.validator in ("required", "type"), error
+        assert error.schema.get("errorMessage") == ONE_SCRIPT_MESSAGE, error
+    assert ONE_SCRIPT_MESSAGE.startswith("Exactly one of script or script_path is required")
+
+
+def test_an_unknown_type_is_one_error_on_type_with_the_choices() -> None:
+    validator = jsonschema.Draft7Validator(_check_schema())
+    errors = list(validator.iter_errors(yaml.safe_load(BAD_CHECKS["unknown_type"])))
+    assert [(list(error.path), error.validator) for error in errors] == [(["type"], "enum")]
+    assert errors[0].validator_value == ["deterministic", "harness_judge", "assertions"]
+
+
+def test_type_has_a_description_for_editors() -> None:
+    schema = _check_schema()
+    top = schema["properties"]["type"]
+    assert top["title"] == "Check type"
+    for name in ("deterministic", "harness_judge", "assertions"):
+        assert name in top["description"]
+    models = {"deterministic": "DeterministicCheck", "harness_judge": "HarnessJudgeCheck"}
+    models["assertions"] = "AssertionsCheck"
+    for name, definition in models.items():
+        described = schema["definitions"][definition]["properties"]["type"]["description"]
+        assert described.startswith(f"{name}: ") and "decides which other keys" in described

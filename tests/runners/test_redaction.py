@@ -1,0 +1,173 @@
+"""No secret lands in a file eb writes or on its console, even when a check prints its environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval_banana.runners.redact import MASK, Redactor, is_credential_name, redactor_for
+
+SECRET = "sk-live-0123456789abcdef"
+TOKEN = "ghp_tokenvalue123456"
+LISTED = "listed-secret-value"
+SHORT = "abc12"  # under six characters: left alone
+
+# Prints the whole environment on stdout and on stderr, then fails with a secret in its message.
+LEAKY = """\
+import os, sys
+for name, value in sorted(os.environ.items()):
+    print(f"{name}={value}")
+    print(f"{name}={value}", file=sys.stderr)
+raise SystemExit("leaking " + os.environ["PAYMENT_API_KEY"])
+"""
+
+
+def _project(root: Path) -> Path:
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n\n[execution]\nredact = ["MY_PLAIN_*"]\n'
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "leaky.yaml").write_text(
+        "schema_version: 1\nid: leaky\ntype: deterministic\ndescription: Prints its env.\n"
+        f"script: {json.dumps(LEAKY)}\n"
+    )
+    return root
+
+
+def _every_file(folder: Path) -> list[Path]:
+    return [path for path in folder.rglob("*") if path.is_file()]
+
+
+def test_a_check_that_prints_its_environment_leaves_no_secret_anywhere(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj")
+    junit = tmp_path / "junit.xml"
+    summary = tmp_path / "summary.md"
+    result_doc = tmp_path / "result.md"
+    environ = {
+        **os.environ,
+        "PAYMENT_API_KEY": SECRET,
+        "GITHUB_TOKEN": TOKEN,
+        "MY_PLAIN_VALUE": LISTED,
+        "SHORT_SECRET": SHORT,
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "eval_banana", "run", "--cwd", str(root),
+            "--junit-xml", str(junit), "--annotations", "github", "--result-out", str(result_doc),
+        ],
+        capture_output=True, text=True, env=environ, stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    written = [*_every_file(root / "runs"), junit, summary, result_doc]
+    assert len(written) >= 12
+    for path in written:
+        data = path.read_bytes()
+        for secret in (SECRET, TOKEN, LISTED):
+            assert secret.encode() not in data, f"{secret} leaked into {path}"
+    for stream in (done.stdout, done.stderr):
+        assert SECRET not in stream and TOKEN not in stream and LISTED not in stream
+    (run_dir,) = list((root / "runs").iterdir())
+    stdout_file = next((run_dir / "checks").glob("leaky-*.stdout.txt")).read_text()
+    assert f"PAYMENT_API_KEY={MASK}" in stdout_file and f"GITHUB_TOKEN={MASK}" in stdout_file
+    assert f"SHORT_SECRET={SHORT}" in stdout_file  # too short to redact, as documented
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["checks"][0]["reason"] == f"leaking {MASK}"
+
+
+@pytest.mark.parametrize(
+    ("name", "redacted"),
+    [
+        ("OPENAI_API_KEY", True),
+        ("GITHUB_TOKEN", True),
+        ("aws_secret", True),
+        ("DB_PASSWORD", True),
+        ("GOOGLE_APPLICATION_CREDENTIALS", True),
+        ("KEYBOARD", False),
+        ("PATH", False),
+        ("EVAL_BANANA_CHECK_TOKEN", False),
+    ],
+)
+def test_which_names_count_as_credentials(name: str, redacted: bool) -> None:
+    assert is_credential_name(name=name) is redacted
+
+
+def test_listed_names_and_patterns_are_redacted_too() -> None:
+    redactor = redactor_for(
+        environ={"PLAIN": "plainvalue1", "OTHER": "othervalue1"}, names=["PLA*"]
+    )
+    assert redactor.secrets == ("plainvalue1",)
+
+
+def test_a_file_is_rewritten_only_when_it_holds_a_secret(tmp_path: Path) -> None:
+    redactor = Redactor(secrets=[SECRET])
+    clean = tmp_path / "clean.txt"
+    clean.write_text("nothing to see\n")
+    before = clean.stat().st_mtime_ns, clean.stat().st_ino
+    assert redactor.file(clean) is False
+    assert (clean.stat().st_mtime_ns, clean.stat().st_ino) == before
+
+
+def test_a_secret_split_across_read_blocks_is_still_masked(tmp_path: Path) -> None:
+    # The file is read in 1 MiB blocks: put secrets across every block boundary.
+    block = 1 << 20
+    parts = []
+    for offset in (block - 5, 2 * block - 1, 3 * block - len(SECRET) + 1):
+        parts.append((offset, SECRET))
+    data = bytearray(b"x" * (3 * block + 100))
+    for offset, secret in parts:
+        data[offset : offset + len(secret)] = secret.encode()
+    path = tmp_path / "big.txt"
+    path.write_bytes(bytes(data))
+    assert Redactor(secrets=[SECRET]).file(path) is True
+    text = path.read_bytes()
+    assert SECRET.encode() not in text
+    assert text.count(MASK.encode()) == 3
+    assert len(text) == len(data) - 3 * (len(SECRET) - len(MASK))
+
+
+def test_a_secret_containing_another_is_masked_whole() -> None:
+    redactor = Redactor(secrets=["abcdef", "abcdefghij"])
+    assert redactor.text("x abcdefghij y abcdef") == f"x {MASK} y {MASK}"
+
+
+# An agent that breaks without a verdict, quoting a secret of its environment on stderr.
+BROKEN_AGENT = """\
+import os, sys
+print("cannot reach the model with key " + os.environ["PAYMENT_API_KEY"], file=sys.stderr)
+raise SystemExit(3)
+"""
+
+
+def test_a_warning_quoting_what_a_judge_printed_is_masked_on_the_console(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    agent = tmp_path / "broken_agent.py"
+    agent.write_text(BROKEN_AGENT)
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n\n[harness]\nagent = "broken"\n\n'
+        f"[agents.broken]\ncommand = {json.dumps([sys.executable, str(agent)])}\n"
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "judged.yaml").write_text(
+        "schema_version: 1\nid: judged\ntype: harness_judge\ndescription: Judged.\n"
+        "instructions: Judge it.\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        capture_output=True, text=True, env={**os.environ, "PAYMENT_API_KEY": SECRET},
+        stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    # The runner's warning still says what the agent reported, with the secret masked.
+    assert "warning: Harness judge check judged failed: Agent exited with code 3" in done.stderr
+    assert f"cannot reach the model with key {MASK}" in done.stderr
+    assert SECRET not in done.stdout + done.stderr
+    for path in _every_file(root / "runs"):
+        assert SECRET.encode() not in path.read_bytes(), path

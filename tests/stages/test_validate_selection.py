@@ -1,0 +1,301 @@
+"""The validate stage's selection: `--check-id` globs, `-k`, `--tag` expressions and `skip:`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eval_banana.core.errors import SelectionError
+from eval_banana.models.config import Selection
+from eval_banana.stages.config import resolve_config
+from eval_banana.stages.discover import discover
+from eval_banana.stages.validate import validate
+from tests.conftest import EbResult, check_yaml, judge_yaml
+
+Project = Callable[..., Path]
+Eb = Callable[..., EbResult]
+
+
+def skipped_yaml(check_id: str, *, reason: str = "flaky on CI", check_type: str = "det") -> str:
+    body = check_yaml(check_id) if check_type == "det" else judge_yaml(check_id)
+    return body + f"skip: {json.dumps(reason)}\n"
+
+
+def ids(result: EbResult) -> list[str]:
+    return [line.split("\t")[0] for line in result.stdout.splitlines()]
+
+
+def plan_of(root: Path, selection: Selection) -> object:
+    config = resolve_config(
+        cwd=root,
+        cli_values={},
+        environ={},
+        no_project_config=False,
+        selection=selection,
+        run_id="run-1",
+    )
+    return validate(config=config, discovered=discover(config=config, inputs={}), inputs={}).plan
+
+
+# --- --check-id globs ------------------------------------------------------------------------
+
+
+def test_check_id_glob_selects_every_matching_id(project: Project, eb: Eb) -> None:
+    root = project(
+        {
+            f"eval_checks/{name}.yaml": check_yaml(name)
+            for name in ("judge_tone", "judge_facts", "Judge_upper", "lint", "judgement")
+        }
+    )
+    assert ids(eb("list", "--cwd", str(root), "--check-id", "judge_*")) == [
+        "judge_facts",
+        "judge_tone",
+    ]
+    # A glob and an exact id together: the union, each check once.
+    both = eb("list", "--cwd", str(root), "--check-id", "judge_t?ne", "--check-id", "lint")
+    assert ids(both) == ["judge_tone", "lint"]
+    overlap = eb("list", "--cwd", str(root), "--check-id", "judge*", "--check-id", "judgement")
+    assert ids(overlap) == ["judge_facts", "judge_tone", "judgement"]
+
+
+def test_check_id_glob_matches_the_stripped_id(project: Project, eb: Eb) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("abc").replace("id: abc", "id: ' abc '")})
+    assert ids(eb("list", "--cwd", str(root), "--check-id", "ab*")) == ["abc"]
+
+
+def test_check_id_glob_matching_nothing_is_a_clear_error(project: Project, eb: Eb) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("lint")})
+    result = eb("list", "--cwd", str(root), "--check-id", "judge_*")
+    assert result.exit_code == 2
+    assert "No check id matches --check-id pattern 'judge_*'" in result.stderr
+    assert "eb list" in result.stderr  # the hint says where to see the ids
+    # An exact id keeps its own text.
+    exact = eb("list", "--cwd", str(root), "--check-id", "judge_x")
+    assert exact.exit_code == 2 and "No check found with id 'judge_x'" in exact.stderr
+
+
+def test_files_outside_a_glob_selection_are_not_validated(project: Project, eb: Eb) -> None:
+    root = project(
+        {
+            "eval_checks/j.yaml": check_yaml("judge_a"),
+            # Schema-invalid, but its id does not match: never validated, never reported.
+            "eval_checks/bad_schema.yaml": "schema_version: 2\nid: other\ntype: deterministic\n",
+            # Unparsable and holding the pattern's prefix: it might have matched, so a warning.
+            "eval_checks/bad_yaml.yaml": "id: judge_b\nschema_version: [\n",
+            # Unparsable without the prefix: it cannot be a judge_* check, so silence.
+            "eval_checks/other_yaml.yaml": "id: zzz\nschema_version: [\n",
+        }
+    )
+    result = eb("validate", "--cwd", str(root), "--check-id", "judge_*")
+    assert result.exit_code == 0, result.stderr
+    assert "Validated 1 checks successfully." in result.stdout
+    assert "bad_yaml.yaml" in result.stderr and "warning:" in result.stderr
+    assert "other_yaml.yaml" not in result.stderr and "bad_schema" not in result.stderr
+
+
+def test_a_file_a_glob_selects_is_validated_strictly(project: Project, eb: Eb) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("judge_a"),
+            "eval_checks/b.yaml": "schema_version: 1\nid: judge_b\ntype: deterministic\n",
+            "eval_checks/c.yaml": "schema_version: 2\nid: judge_c\ntype: deterministic\n",
+        }
+    )
+    result = eb("list", "--cwd", str(root), "--check-id", "judge_*")
+    assert result.exit_code == 2
+    # Every invalid file the glob selects is reported, not only the first.
+    for name in ("b.yaml", "c.yaml"):
+        assert f"Invalid check definition in {root / 'eval_checks' / name}" in result.stderr
+
+
+def test_a_glob_over_a_duplicate_id_names_both_files(project: Project, eb: Eb) -> None:
+    root = project(
+        {"eval_checks/1.yaml": check_yaml("dup_x"), "eval_checks/2.yaml": check_yaml("dup_x")}
+    )
+    result = eb("list", "--cwd", str(root), "--check-id", "dup_*")
+    assert result.exit_code == 2
+    assert "Duplicate check id 'dup_x' found in: " in result.stderr
+
+
+# --- -k and --tag ----------------------------------------------------------------------------
+
+
+def test_keyword_selects_by_id_substring_with_and_or_not(project: Project, eb: Eb) -> None:
+    root = project(
+        {
+            f"eval_checks/{name}.yaml": check_yaml(name)
+            for name in ("login_ok", "login_slow", "Logout", "signup")
+        }
+    )
+    listed = {
+        expression: ids(eb("list", "--cwd", str(root), "-k", expression))
+        for expression in ("login", "LOG and not slow", "sign or out", "not (log or sign)", "")
+    }
+    assert listed == {
+        "login": ["login_ok", "login_slow"],
+        "LOG and not slow": ["Logout", "login_ok"],
+        "sign or out": ["Logout", "signup"],
+        "not (log or sign)": [],
+        "": ["Logout", "login_ok", "login_slow", "signup"],
+    }
+    assert ids(eb("list", "--cwd", str(root), "--keyword", "up")) == ["signup"]
+
+
+def test_keyword_does_not_relax_loading(project: Project, eb: Eb) -> None:
+    # As pytest still reports collection errors under -k, a broken file is still an error.
+    root = project({"eval_checks/a.yaml": check_yaml("a"), "eval_checks/b.yaml": "id: [\n"})
+    result = eb("list", "--cwd", str(root), "-k", "a")
+    assert result.exit_code == 2 and "b.yaml" in result.stderr
+
+
+def test_tag_expressions_and_the_repeatable_or_form(project: Project, eb: Eb) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("a", tags=["judge"]),
+            "eval_checks/b.yaml": check_yaml("b", tags=["judge", "slow"]),
+            "eval_checks/c.yaml": check_yaml("c", tags=["smoke"]),
+            "eval_checks/d.yaml": check_yaml("d", tags=["'needs review'"]),
+            "eval_checks/e.yaml": check_yaml("e"),
+        }
+    )
+
+    def tagged(*values: str) -> list[str]:
+        args = [part for value in values for part in ("--tag", value)]
+        return ids(eb("list", "--cwd", str(root), *args))
+
+    assert tagged("judge") == ["a", "b"]  # a plain word: has this exact tag
+    assert tagged("judge and not slow") == ["a"]
+    assert tagged("judge and not slow", "smoke") == ["a", "c"]  # several --tag: any of them
+    assert tagged("not judge") == ["c", "d", "e"]
+    assert tagged('"needs review"') == ["d"]
+    assert tagged("(smoke or slow) and not judge") == ["c"]
+
+
+def test_keyword_tag_and_check_id_all_apply(project: Project, eb: Eb) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("judge_login", tags=["fast"]),
+            "eval_checks/b.yaml": check_yaml("judge_logout", tags=["slow"]),
+            "eval_checks/c.yaml": check_yaml("lint_login", tags=["fast"]),
+        }
+    )
+    result = eb("list", "--cwd", str(root), "--check-id", "judge_*", "-k", "login", "--tag", "fast")
+    assert ids(result) == ["judge_login"]
+
+
+def test_a_bad_expression_is_a_usage_error_before_anything_runs(project: Project, eb: Eb) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")}, config='[core]\noutput_dir = "out"\n')
+    for command in ("list", "validate", "run"):
+        result = eb(command, "--cwd", str(root), "--tag", "judge and")
+        assert result.exit_code == 2, (command, result.stderr)
+        assert "Invalid --tag expression 'judge and'" in result.stderr
+        assert "  judge and\n" in result.stderr and "           ^" in result.stderr
+    bad_k = eb("run", "--cwd", str(root), "-k", "(a")
+    assert bad_k.exit_code == 2 and "Invalid -k expression '(a'" in bad_k.stderr
+    assert not (root / "out").exists()  # no run folder was created
+
+
+def test_the_validate_stage_itself_refuses_a_bad_recorded_expression(tmp_path: Path) -> None:
+    # A hand-edited config.json reaches validate without passing the config stage's check.
+    root = tmp_path
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "a.yaml").write_text(check_yaml("a"))
+    config = resolve_config(
+        cwd=root,
+        cli_values={},
+        environ={},
+        no_project_config=True,
+        selection=Selection(),
+        run_id="r",
+    )
+    broken = config.model_copy(update={"selection": Selection(keyword="not")})
+    with pytest.raises(SelectionError, match="Invalid -k expression 'not'"):
+        validate(config=broken, discovered=discover(config=broken, inputs={}), inputs={})
+
+
+# --- skip ------------------------------------------------------------------------------------
+
+
+def test_skipped_checks_leave_the_plan_and_join_its_skipped_list(project: Project) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("a"),
+            "eval_checks/b.yaml": skipped_yaml("b", reason="  waits for issue 42  "),
+            "eval_checks/c.yaml": skipped_yaml("c", check_type="judge"),
+        }
+    )
+    plan = plan_of(root, Selection())
+    assert [check.id for check in plan.checks] == ["a"]  # type: ignore[attr-defined]
+    skipped = [item.model_dump() for item in plan.skipped]  # type: ignore[attr-defined]
+    assert skipped == [
+        {
+            "check_id": "b",
+            "check_type": "deterministic",
+            "description": "Check b.",
+            "source_path": str(root / "eval_checks" / "b.yaml"),
+            "tags": [],
+            "reason": "waits for issue 42",
+        },
+        {
+            "check_id": "c",
+            "check_type": "harness_judge",
+            "description": "Judge c.",
+            "source_path": str(root / "eval_checks" / "c.yaml"),
+            "tags": [],
+            "reason": "flaky on CI",
+        },
+    ]
+
+
+def test_selection_applies_before_skip(project: Project) -> None:
+    root = project(
+        {"eval_checks/b.yaml": skipped_yaml("b"), "eval_checks/c.yaml": skipped_yaml("c")}
+    )
+    plan = plan_of(root, Selection(keyword="b"))
+    assert [item.check_id for item in plan.skipped] == ["b"]  # type: ignore[attr-defined]
+
+
+def test_list_and_validate_show_skipped_checks(project: Project, eb: Eb) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("a"),
+            "eval_checks/b.yaml": skipped_yaml("b", reason="broken\tby the\nupgrade"),
+        }
+    )
+    listed = eb("list", "--cwd", str(root))
+    assert listed.stdout.splitlines() == [
+        "a\tdeterministic\tCheck a.\teval_checks/a.yaml",
+        "b\tdeterministic\tCheck b.\teval_checks/b.yaml\tskipped: broken by the upgrade",
+    ]
+    assert listed.stderr.startswith("1 check and 1 skipped listed (project root: ")
+    validated = eb("validate", "--cwd", str(root))
+    assert validated.exit_code == 0
+    assert validated.stdout.strip() == "Validated 2 checks successfully (1 skipped)."
+
+
+def test_a_skipped_judge_needs_no_agent(project: Project, eb: Eb) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("a"),
+            "eval_checks/j.yaml": skipped_yaml("j", check_type="judge"),
+        }
+    )
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        ('""', "skip must be non-empty"),
+        ('"  "', "skip must be non-empty"),
+        ("true", "must be text, not the boolean true"),
+    ],
+)
+def test_skip_needs_a_reason(project: Project, eb: Eb, value: str, phrase: str) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a") + f"skip: {value}\n"})
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2 and phrase in result.stderr and "skip" in result.stderr

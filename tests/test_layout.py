@@ -1,0 +1,119 @@
+"""The package's layout: imports go downward between packages, and no two modules import each other.
+
+The layers are the ones docs/architecture.md draws. A unit is a package below `eval_banana/` or
+a top-level module; a unit may import itself and any unit on a lower layer, never a sibling on its
+own layer and never one above it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "eval_banana"
+
+# Bottom first. Units on one layer do not import each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("_version",),
+    ("core",),
+    ("assertions", "projectstate"),
+    ("models",),
+    ("settings",),
+    ("checks", "harness"),
+    ("stagefiles", "runners"),
+    ("sampling", "isolation"),
+    ("calibration",),
+    ("cache", "incremental"),
+    ("stages",),
+    ("reporting", "diffing"),
+    ("pipeline", "publish"),
+    ("scaleout",),
+    ("commands",),
+    ("cli", "runner", "__init__"),
+    ("tasks", "__main__"),
+)
+LAYER_OF: dict[str, int] = {unit: level for level, units in enumerate(LAYERS) for unit in units}
+# Entry points: the only modules allowed at the top of eval_banana/ (beside the packages).
+TOP_MODULES = {"__init__", "__main__", "_version", "cli", "tasks", "runner"}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(path: Path, *, known: set[str]) -> Iterator[str]:
+    """Every eval_banana module `path` imports, at any depth of its code (lazy imports count)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if not node.module.startswith("eval_banana"):
+                continue
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                yield submodule if submodule in known else node.module
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name.startswith("eval_banana."))
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _edges() -> set[tuple[str, str]]:
+    modules = _modules()
+    known = set(modules)
+    return {
+        (module, imported)
+        for module, path in modules.items()
+        for imported in _imports(path, known=known)
+        if imported != module
+    }
+
+
+def test_every_unit_has_a_layer() -> None:
+    units = {_unit(module) for module in _modules()}
+    assert sorted(units - set(LAYER_OF)) == [], "add the new package to LAYERS (and the docs' map)"
+
+
+def test_imports_go_downward_between_packages() -> None:
+    wrong = sorted(
+        f"{module} imports {imported} ({_unit(module)} may not use {_unit(imported)})"
+        for module, imported in _edges()
+        if _unit(module) != _unit(imported) and LAYER_OF[_unit(imported)] >= LAYER_OF[_unit(module)]
+    )
+    assert wrong == []
+
+
+def test_no_two_modules_import_each_other() -> None:
+    edges = _edges()
+    pairs = sorted({tuple(sorted(pair)) for pair in edges if (pair[1], pair[0]) in edges})
+    assert pairs == []
+
+
+def test_the_top_holds_entry_points_only() -> None:
+    top = {path.stem for path in PACKAGE.glob("*.py")}
+    assert top <= TOP_MODULES, f"move {sorted(top - TOP_MODULES)} into a package"
+    assert len(top) <= 8
+
+
+@pytest.mark.parametrize("unit", sorted({_unit(m) for m in _modules()} - TOP_MODULES))
+def test_each_package_says_what_it_owns(unit: str) -> None:
+    doc = ast.get_docstring(ast.parse((PACKAGE / unit / "__init__.py").read_text()))
+    assert doc and len(doc.splitlines()) >= 2, f"eval_banana/{unit}/__init__.py needs its docstring"
+
+
+def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
+    """The walk sees a lazy import inside a function, as the layer test needs it to."""
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    from eval_banana.pipeline.run import run_pipeline\n")
+    imported = list(_imports(source, known={"eval_banana.pipeline.run"}))
+    assert imported == ["eval_banana.pipeline.run"]
+    assert LAYER_OF[_unit(imported[0])] > LAYER_OF["cache"]
