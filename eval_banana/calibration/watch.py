@@ -14,32 +14,12 @@ from typing import Any
 
 from eval_banana.calibration.cases import judge_edits
 from eval_banana.isolation.detect import ChangeMonitor
-from eval_banana.isolation.modes import SHOWN_PATHS
+from eval_banana.isolation.modes import SHOWN_PATHS, isolation_error, shown_paths
 from eval_banana.isolation.workspace import Workspace
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.state import read_project_state
 from eval_banana.settings.folders import own_folders
-
-
-def _shown(paths: list[str]) -> str:
-    listed = ", ".join(paths[:5])
-    return listed + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-
-
-def _as_error(*, result: CheckResult, record: dict[str, Any], problem: str) -> CheckResult:
-    """The sample's result as the isolation error a run makes of it (its answer kept aside)."""
-    record = {**record, "status_before": result.status, "reason_before": result.reason}
-    return result.model_copy(
-        update={
-            "status": "error",
-            "score": 0,
-            "observed_status": "error",
-            "reason": None,
-            "error_detail": problem,
-            "details": {**result.details, "isolation": record},
-        }
-    )
 
 
 class SampleWatch:
@@ -96,14 +76,16 @@ class SampleWatch:
         }
         if outside:
             record["project_changed"] = outside[:SHOWN_PATHS]
-            problem = f"The project changed while this judge ran in its copy: {_shown(outside)}"
+            problem = (
+                f"The project changed while this judge ran in its copy: {shown_paths(outside)}"
+            )
         else:
             problem = (
-                f"The judge changed its copy of the project: {_shown(edits)}; under [harness] "
+                f"The judge changed its copy of the project: {shown_paths(edits)}; under [harness] "
                 f'isolation = "{self.mode}" `eb run` makes that an error too (its verdict may be '
                 "about its own edits). List paths it may write in [harness] isolation_ignore"
             )
-        return _as_error(result=result, record=record, problem=problem)
+        return isolation_error(result=result, record=record, problem=problem)
 
     def close(self) -> None:
         if self.monitor is not None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 
 Mode = Literal["off", "detect", "copy"]
@@ -23,3 +24,27 @@ def check_mode(*, config: ConfigDoc, check: PlannedCheck) -> Mode:
 
 def isolates_any(*, config: ConfigDoc, plan: PlanDoc) -> bool:
     return any(check_mode(config=config, check=check) != "off" for check in plan.checks)
+
+
+def shown_paths(paths: list[str]) -> str:
+    """The first few changed paths, as an error message names them."""
+    listed = ", ".join(paths[:5])
+    return listed + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def isolation_error(*, result: CheckResult, record: dict[str, Any], problem: str) -> CheckResult:
+    """The result as the isolation error a run makes of it (score 0): its own answer is kept,
+    as evidence, in `details.isolation` (`record`)."""
+    record = {**record}
+    if result.status != "error" or "status_before" not in record:
+        record.update(status_before=result.status, reason_before=result.reason)
+    return result.model_copy(
+        update={
+            "status": "error",
+            "score": 0,
+            "observed_status": "error",
+            "reason": None,
+            "error_detail": problem,
+            "details": {**result.details, "isolation": record},
+        }
+    )

@@ -20,7 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval_banana.isolation.modes import SHOWN_PATHS, Mode, check_mode, isolates_any
+from eval_banana.isolation.modes import (
+    SHOWN_PATHS,
+    Mode,
+    check_mode,
+    isolates_any,
+    isolation_error,
+    shown_paths,
+)
 from eval_banana.isolation.state import (
     ReadOnly,
     StateReport,
@@ -47,11 +54,6 @@ def _noun(check: PlannedCheck) -> str:
     return "judge" if check.type == "harness_judge" else "check"
 
 
-def _shown(paths: list[str]) -> str:
-    listed = ", ".join(paths[:5])
-    return listed + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-
-
 def _record(*, mode: Mode, paths: list[str], method: str | None) -> dict[str, Any]:
     record: dict[str, Any] = {"mode": mode}
     if method is not None:
@@ -67,20 +69,7 @@ def _with_isolation(
     """The result with `details.isolation`; an `error` (score 0) when there is a problem."""
     if problem is None:
         return result.model_copy(update={"details": {**result.details, "isolation": record}})
-    # The check's own answer is kept, but as evidence: its result is the isolation error.
-    record = {**record}
-    if result.status != "error" or "status_before" not in record:
-        record.update(status_before=result.status, reason_before=result.reason)
-    return result.model_copy(
-        update={
-            "status": "error",
-            "score": 0,
-            "observed_status": "error",
-            "reason": None,
-            "error_detail": problem,
-            "details": {**result.details, "isolation": record},
-        }
-    )
+    return isolation_error(result=result, record=record, problem=problem)
 
 
 def with_state_change(
@@ -93,7 +82,7 @@ def with_state_change(
     shown = sorted({*record.get("state_changed", []), *paths})
     record["state_changed"] = shown[:SHOWN_PATHS]
     record["state_changed_count"] = len(shown)
-    problem = f"eb's own files changed {when}: {_shown(paths)}. {_STATE_RULE}"
+    problem = f"eb's own files changed {when}: {shown_paths(paths)}. {_STATE_RULE}"
     if result.status == "error" and result.error_detail and isinstance(before, dict):
         problem = f"{problem}. {result.error_detail}"  # an isolation error of its own too
     return _with_isolation(result=result, record=record, problem=problem)
@@ -161,7 +150,7 @@ class IsolationSession:
         problem = None
         if changed:
             problem = (
-                f"The project changed while this {_noun(check)} ran: {_shown(changed)}. "
+                f"The project changed while this {_noun(check)} ran: {shown_paths(changed)}. "
                 "A judge must not change what it judges; run judges that need to write with "
                 '[harness] isolation = "copy" (or "off" for judges meant to write)'
             )
@@ -189,12 +178,11 @@ class IsolationSession:
             workspace.remove()
         problem = None
         if outside:
-            problem = (
-                f"The project changed while this {_noun(check)} ran in its copy: {_shown(outside)}"
-            )
+            shown = shown_paths(outside)
+            problem = f"The project changed while this {_noun(check)} ran in its copy: {shown}"
         elif edits:
             problem = (
-                f"The {_noun(check)} changed its copy of the project: {_shown(edits)}; its "
+                f"The {_noun(check)} changed its copy of the project: {shown_paths(edits)}; its "
                 "verdict may be about its own edits (the project is untouched). List paths it "
                 "may write in [harness] isolation_ignore"
             )

@@ -5,6 +5,7 @@ Also the one place where controls are judged and where the run fuses live.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -405,20 +406,10 @@ def _store_all(
         return  # nothing ran: nothing to store, and nothing stored to evict for
     from eval_banana.isolation.state import cache_writes
 
-    if not cache.writes:
-        _store_verdicts(
-            cache=cache,
-            ran=ran,
-            checks=checks,
-            results=results,
-            keep=False,
-            checks_dir=checks_dir,
-            faults=faults,
-            stop=stop,
-        )
-        return
-    with cache_writes(cache=folder) as ours:
-        if not ours and ran:
+    # A read-only cache stores nothing, and needs no turn at the lock to store it.
+    turn = cache_writes(cache=folder) if cache.writes else contextlib.nullcontext(False)
+    with turn as ours:
+        if cache.writes and not ours:
             logger.warning(
                 "Another eb run is executing checks with this cache: the verdicts of this run "
                 "are not stored"
