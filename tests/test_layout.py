@@ -117,3 +117,10 @@ def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
     imported = list(_imports(source, known={"eval_banana.pipeline.run"}))
     assert imported == ["eval_banana.pipeline.run"]
     assert LAYER_OF[_unit(imported[0])] > LAYER_OF["cache"]
+
+
+def test_the_architecture_page_names_every_package() -> None:
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    units = sorted({_unit(m) for m in _modules()} - TOP_MODULES)
+    assert [unit for unit in units if f"`{unit}/`" not in page] == []
+    assert all(f"`{unit}`" in page for unit in units), "the layer table lists every package"
