@@ -52,7 +52,7 @@ def typecheck(c: Context) -> None:
 @task
 def schemas(c: Context) -> None:
     """Regenerate schemas/ (and the copy shipped in the package) from the pydantic models."""
-    c.run(f"{PY} -m eval_banana.publish.__main__")
+    c.run(f"{PY} -m eval_banana.publish")
 
 
 @task

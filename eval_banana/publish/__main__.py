@@ -1,4 +1,4 @@
-"""`python -m eval_banana.publish.__main__`: regenerate the committed schemas (`invoke schemas`)."""
+"""`python -m eval_banana.publish`: regenerate the committed schemas (`invoke schemas`)."""
 
 from pathlib import Path
 
