@@ -86,7 +86,25 @@ def _calibration_gate(
     from eval_banana.calibration.gate import calibration_problems
 
     found = calibration_problems(config=config, plan=plan, harness=harness)
-    return (found, []) if required else ([], found)
+    return (found, []) if required else ([], _grouped(found))
+
+
+# Warnings named one by one before the rest are counted in one line: a suite of a thousand
+# uncalibrated judges gets a screenful, not a thousand lines (with the gate on, every
+# refusal is named).
+SHOWN_GATE_WARNINGS = 20
+
+
+def _grouped(warnings: list[ProblemModel]) -> list[ProblemModel]:
+    if len(warnings) <= SHOWN_GATE_WARNINGS:
+        return warnings
+    rest = len(warnings) - SHOWN_GATE_WARNINGS
+    summary = ProblemModel(
+        message=f"...and {rest} more judge checks the calibration gate would refuse",
+        field_path="calibration",
+        hint="`eb validate --require-calibration` names every one of them.",
+    )
+    return [*warnings[:SHOWN_GATE_WARNINGS], summary]
 
 
 def _gate_source(*, config: ConfigDoc) -> dict[str, str | None]:

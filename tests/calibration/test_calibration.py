@@ -234,6 +234,25 @@ def test_calibration_never_changes_a_project_file(
     assert list((tmp_path / "scratch").iterdir()) == []
 
 
+def test_many_uncalibrated_judges_are_counted_past_the_first_twenty_warnings(
+    make_project: Callable[..., Project],
+) -> None:
+    from eval_banana.stages.guard import SHOWN_GATE_WARNINGS
+
+    count = SHOWN_GATE_WARNINGS + 5
+    proj = make_project(
+        {f"j{n:02d}": judge(f"j{n:02d}", script="answers=pass", cases=None) for n in range(count)}
+    )
+    warned = proj.eb("validate")
+    assert warned.exit_code == 0, warned.stderr
+    assert warned.stderr.count("has no calibration cases") == SHOWN_GATE_WARNINGS
+    assert "...and 5 more judge checks the calibration gate would refuse" in warned.stderr
+    # With the gate on, every refusal is named.
+    refused = proj.eb("validate", "--require-calibration")
+    assert refused.exit_code == 2
+    assert refused.stderr.count("has no calibration cases") == count
+
+
 def test_require_calibration_refuses_judges_without_cases_or_record(
     make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
 ) -> None:
