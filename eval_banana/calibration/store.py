@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from eval_banana.calibration.figures import document_ratio_problem
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.calibration import CalibrationDoc, JudgeCalibration
+from eval_banana.stagefiles.schemafiles import packaged_schema_problem
 
 
 class UnreadableRecord(Exception):
@@ -31,7 +30,7 @@ def read_record(*, path: Path) -> CalibrationDoc | None:
         document = loads_json(raw)
     except ValueError as exc:
         raise UnreadableRecord(f"{path} is not JSON ({exc})") from None
-    problem = _schema_problem(document)
+    problem = packaged_schema_problem(document, name="calibration")
     if problem is not None:
         raise UnreadableRecord(f"{path} is not a calibration record: {problem}")
     # JSON's NaN passes every minimum and maximum of the schema: the figures are checked here.
@@ -44,26 +43,6 @@ def read_record(*, path: Path) -> CalibrationDoc | None:
             field_path=where,
         )
     return CalibrationDoc.model_validate(document)
-
-
-def _schema_problem(document: Any) -> str | None:
-    """Why `document` does not match the published calibration schema, or None."""
-    from eval_banana.stagefiles.schemacheck import compile_schema
-    from eval_banana.stagefiles.schemafiles import packaged_schema
-
-    schema = json.loads(packaged_schema("calibration"))
-    quick = compile_schema(schema)
-    if quick is not None and quick(document):
-        return None
-    from jsonschema.exceptions import best_match
-
-    from eval_banana.stagefiles.schemacheck import json_validator
-
-    error = best_match(json_validator(schema).iter_errors(document))
-    if error is None:
-        return None
-    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    return f"at {where}: {error.message}"
 
 
 def write_record(*, path: Path, measured: list[JudgeCalibration], tool_version: str) -> None:

@@ -8,16 +8,15 @@ So a failure survives any number of partial runs until a run that runs it passes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.lastfailed import FailedCheck, LastFailedDoc
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import last_failed_path
+from eval_banana.stagefiles.schemafiles import packaged_schema_problem
 
 
 class UnreadableMemory(Exception):
@@ -36,27 +35,10 @@ def read_memory(*, path: Path) -> LastFailedDoc | None:
         document = loads_json(raw)
     except ValueError as exc:
         raise UnreadableMemory(f"{path} is not JSON ({exc})") from None
-    problem = _schema_problem(document)
+    problem = packaged_schema_problem(document, name="lastfailed")
     if problem is not None:
         raise UnreadableMemory(f"{path} is not eb's record of failed checks: {problem}")
     return LastFailedDoc.model_validate(document)
-
-
-def _schema_problem(document: Any) -> str | None:
-    """Why `document` does not match the published schema, or None; jsonschema (slow to
-    import) is loaded only to word a problem."""
-    from eval_banana.stagefiles.schemacheck import compile_schema
-    from eval_banana.stagefiles.schemafiles import packaged_schema
-
-    schema = json.loads(packaged_schema("lastfailed"))
-    quick = compile_schema(schema)
-    if quick is not None and quick(document):
-        return None
-    import jsonschema
-    from jsonschema.exceptions import best_match
-
-    error = best_match(jsonschema.validators.validator_for(schema)(schema).iter_errors(document))
-    return None if error is None else error.message
 
 
 def remembered(*, config: ConfigDoc) -> dict[str, FailedCheck]:

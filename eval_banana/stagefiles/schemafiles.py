@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from importlib import resources
+from typing import Any
 
 
 def packaged_schema(name: str) -> str:
     """A schema as shipped inside the package (importlib.resources)."""
     return (resources.files("eval_banana") / "schemas" / f"{name}.schema.json").read_text("utf-8")
+
+
+def packaged_schema_problem(document: Any, *, name: str) -> str | None:
+    """Why `document` does not match the shipped schema `name`, with where (`at $.a[0]: ...`),
+    or None. The quick check answers the valid case; jsonschema (slow to import) is loaded
+    only to word a problem."""
+    from eval_banana.stagefiles.schemacheck import compile_schema, json_validator
+
+    schema = json.loads(packaged_schema(name))
+    quick = compile_schema(schema)
+    if quick is not None and quick(document):
+        return None
+    from jsonschema.exceptions import best_match
+
+    error = best_match(json_validator(schema).iter_errors(document))
+    if error is None:
+        return None
+    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"at {where}: {error.message}"
