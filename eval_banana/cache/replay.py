@@ -31,6 +31,7 @@ from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.core import forked
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.files import sha256_bytes, write_bytes_atomic
+from eval_banana.core.readback import loads_json
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ScoreDoc
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.runners.results import elapsed_ms, iso, utc_now
@@ -219,7 +220,8 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
     """The replayed run as it is reported, or what in the kept texts disagrees."""
     report_text = kept["report.json"]
     try:
-        score = ScoreDoc.model_validate(json.loads(kept[_SCORE]))
+        # Bounded in depth, as every document read back (a forged blob can be any JSON).
+        score = ScoreDoc.model_validate(loads_json(kept[_SCORE]))
     except ValueError:
         return "has a score.json that is no score document"
     exit_code = _exit_code(run=run, entry=entry, score=score)

@@ -11,7 +11,6 @@ else may have written it), then evict down to the size limit.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import threading
@@ -30,6 +29,7 @@ from eval_banana.checks.inputs import CheckInputs
 from eval_banana.core import forked
 from eval_banana.core.errors import ProjectStateError, WriteFault
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
+from eval_banana.core.readback import loads_json
 from eval_banana.core.version import tool_version
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
@@ -275,7 +275,7 @@ class CacheSession:
         if isinstance(data, str):
             return None
         try:
-            text = json.loads(data)
+            text = loads_json(data)
         except ValueError:
             return "has a stored result text that is not JSON"
         verdict = document["result"]

@@ -439,3 +439,27 @@ def test_a_secret_replaced_during_the_run_is_dropped(
     report = project.run(expect_exit=1)  # the poisoner swaps it again, and it goes again
     assert all(not cache_of(c)["hit"] for c in report["checks"])
     assert not secret.exists() or secret.read_text() != "0" * 64 + "\n"
+
+
+def test_a_signed_entry_whose_result_text_nests_without_bound_is_a_miss(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # A forger who can sign can also store any blob: its result text is read back bounded in
+    # depth like every other document, so it is a miss, never a RecursionError.
+    import hashlib
+
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    path = _entry(project, "a_fails")
+    document = json.loads(path.read_bytes())
+    data = b"[" * 5000 + b"]" * 5000
+    digest = hashlib.sha256(data).hexdigest()
+    blob = project.cache_dir / "blobs" / digest[:2] / digest
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    blob.write_bytes(data)
+    document["result_file"] = {"sha256": f"sha256:{digest}", "size": len(data)}
+    project.rewrite(path, document)
+    report = project.run(expect_exit=1)
+    assert "Traceback" not in project.last.stderr
+    check = next(c for c in report["checks"] if c["check_id"] == "a_fails")
+    assert check["status"] == "failed" and not cache_of(check)["hit"]
