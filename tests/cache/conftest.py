@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from eval_banana.pipeline import replaying
 from tests.cache.rig import Project, judge, make_project, script_check
 
 
@@ -18,6 +19,21 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     for name in ("EVAL_BANANA_CACHE_MODE", "EVAL_BANANA_CACHE_DIR", "EVAL_BANANA_CACHE_MAX_MB"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def replays(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each `eb run` since was a replay (a spy on `replaying.replay`)."""
+    seen: list[bool] = []
+    real = replaying.replay
+
+    def spy(**kwargs: Any) -> Any:
+        outcome = real(**kwargs)
+        seen.append(outcome is not None)
+        return outcome
+
+    monkeypatch.setattr(replaying, "replay", spy)
+    return seen
 
 
 CHECK_SCRIPT = """\

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from eval_banana.cache.replay_entry import replay_problem
-from eval_banana.pipeline import replaying
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 
 # A deterministic check that leaves evidence in a nested folder of its output folder.
@@ -30,20 +29,6 @@ out = Path(json.loads(Path(sys.argv[1]).read_text())["output_dir"])
 (out / "nested" / "seen.txt").write_text("seen\\n")
 """
 FAILING = "import sys\nsys.exit(1)\n"
-
-
-@pytest.fixture
-def replays(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    seen: list[bool] = []
-    real = replaying.replay
-
-    def spy(**kwargs: Any) -> Any:
-        outcome = real(**kwargs)
-        seen.append(outcome is not None)
-        return outcome
-
-    monkeypatch.setattr(replaying, "replay", spy)
-    return seen
 
 
 def _project(tmp_path: Path, eb: Callable[..., Any], **kwargs: Any) -> Project:

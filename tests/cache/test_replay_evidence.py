@@ -16,25 +16,10 @@ from typing import Any
 
 import pytest
 
-from eval_banana.pipeline import replaying
 from tests.cache.rig import Project, cache_of, make_project, script_check
 from tests.gitrepo import commit_all, git
 
 FAILING = "import sys\nsys.exit(1)\n"
-
-
-@pytest.fixture
-def replays(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    seen: list[bool] = []
-    real = replaying.replay
-
-    def spy(**kwargs: Any) -> Any:
-        outcome = real(**kwargs)
-        seen.append(outcome is not None)
-        return outcome
-
-    monkeypatch.setattr(replaying, "replay", spy)
-    return seen
 
 
 def replay_file(project: Project) -> Path:
