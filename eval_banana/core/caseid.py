@@ -1,0 +1,29 @@
+"""The id of one case of a dataset family: `<family id>[<case id>]`.
+
+A plain check id holds only letters, digits, `_` and `-`, so the brackets alone tell a case
+check from any other, and every package can name a case's family without loading the dataset.
+"""
+
+from __future__ import annotations
+
+import re
+
+CASE_ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
+_CASE_CHECK = re.compile(r"^([A-Za-z0-9_-]+)\[([A-Za-z0-9_.-]+)\]$")
+
+
+def case_check_id(*, family: str, case_id: str) -> str:
+    """The check id of case `case_id` of family `family`."""
+    return f"{family}[{case_id}]"
+
+
+def split_case_check_id(check_id: str) -> tuple[str, str] | None:
+    """(family id, case id) of a case check's id; None for a check that is not a case."""
+    matched = _CASE_CHECK.fullmatch(check_id)
+    return (matched.group(1), matched.group(2)) if matched else None
+
+
+def family_of(check_id: str) -> str | None:
+    """The family a check id belongs to, or None when it is not a dataset case."""
+    parts = split_case_check_id(check_id)
+    return parts[0] if parts else None

@@ -1,0 +1,14 @@
+from eval_banana.core.caseid import case_check_id, family_of, split_case_check_id
+
+
+def test_a_case_check_id_names_its_family_and_case() -> None:
+    check_id = case_check_id(family="qa_judge", case_id="refund.01")
+    assert check_id == "qa_judge[refund.01]"
+    assert split_case_check_id(check_id) == ("qa_judge", "refund.01")
+    assert family_of(check_id) == "qa_judge"
+
+
+def test_a_plain_check_id_has_no_family() -> None:
+    assert family_of("qa_judge") is None
+    assert split_case_check_id("qa[judge") is None
+    assert split_case_check_id("a[b]c") is None
