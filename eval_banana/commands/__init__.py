@@ -22,13 +22,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "eval_banana.commands.validate",
         "Validate every check definition without running anything.",
     ),
+    "plan": (
+        "eval_banana.commands.plan",
+        "Print what `eb run` would execute (cache status, expected time, shards); run nothing.",
+    ),
     "calibrate": (
         "eval_banana.commands.calibrate",
         "Run each judge on its calibration cases; record how often it agreed.",
     ),
     "merge": (
         "eval_banana.commands.merge",
-        "Merge the run folders of `eb run --shard K/N` into one run; exit code = verdict.",
+        "Merge the run folders of `eb run --shard K/N` (or --select parts) into one run; "
+        "exit code = verdict.",
     ),
     "diff": (
         "eval_banana.commands.diff",

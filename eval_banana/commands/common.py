@@ -127,7 +127,19 @@ def selection(args: argparse.Namespace) -> Selection:
         from eval_banana.checks.shard import parse_shard
 
         shard = parse_shard(text=shard_text, environ=os.environ)
+    select = None
+    select_text = getattr(args, "select", None)
+    if select_text is not None:
+        from eval_banana.scaleout.selectfile import read_select
+
+        select = read_select(
+            source=select_text,
+            cwd=Path.cwd(),
+            shard=shard,
+            allow_stale_plan=bool(getattr(args, "allow_stale_plan", False)),
+        )
     return Selection(
+        select=select,
         check_ids=list(getattr(args, "check_id", []) or []),
         check_dir=getattr(args, "check_dir", None),
         tags=list(getattr(args, "tag", []) or []),

@@ -34,12 +34,30 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="Print the report (or the error) as one JSON object."
     )
     add_report_arguments(parser)
+    add_select_arguments(parser)
     parser.add_argument(
         "--baseline",
         metavar="RUN_DIR",
         help="An earlier run folder (or 'latest', read before this run starts): print the diff "
         "against it after the summary and write diff.json into the run folder. The exit code "
         "stays this run's verdict.",
+    )
+
+
+def add_select_arguments(parser: argparse.ArgumentParser) -> None:
+    """--select and --allow-stale-plan: run exactly the checks a scheduler handed this worker."""
+    parser.add_argument(
+        "--select",
+        metavar="FILE",
+        help="Run exactly the checks FILE names ('-': standard input): an `eb plan --format "
+        "json` document, a JSON list of ids, or one id per line. Every id must be in this "
+        "run's selection. With --shard K/N, part K of them (the plan's own split when it was "
+        "made with --shards N). See docs/scale-out.md.",
+    )
+    parser.add_argument(
+        "--allow-stale-plan",
+        action="store_true",
+        help="With --select PLAN: run although the plan's checks changed since `eb plan`.",
     )
 
 
@@ -52,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.flat_output and "core.output_dir" not in common.cli_values(args):
         raise UsageError("--flat-output requires an explicit --output-dir")
+    if args.allow_stale_plan and args.select is None:
+        raise UsageError("--allow-stale-plan needs --select PLAN")
     extras, result_out = prepare_report_options(args=args, environ=os.environ)
     baseline = _read_baseline(args) if args.baseline else None
     request = common.request(

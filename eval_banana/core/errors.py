@@ -194,3 +194,8 @@ class WriteFault(EvalBananaError):
 
 class SelectionError(UsageError):
     """A `-k` or `--tag` expression cannot be parsed (shown with a caret where it failed)."""
+
+
+class PlanSelectError(UsageError):
+    """`eb run --select`: the selection file names checks this run cannot select, or is a plan
+    of another version of the project; nothing ran."""

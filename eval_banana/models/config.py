@@ -234,6 +234,35 @@ class Shard(_Section):
     total: int = Field(ge=1, description="N: how many slices the selection is cut into.")
 
 
+class PlanSelection(_Section):
+    """`eb run --select FILE`: the ids a plan (or a list) names, and the ones this run runs."""
+
+    file: str = Field(description="The selection file as given ('-': standard input).")
+    file_sha256: str = Field(description="sha256:<hex> of the selection file's bytes.")
+    form: Literal["plan", "list", "lines"] = Field(
+        description="What the file held: an `eb plan` document, a JSON list of ids, or one id "
+        "per line."
+    )
+    plan_ids: list[str] = Field(description="Every id the file names, in its order.")
+    plan_digest: str | None = Field(
+        default=None,
+        description="The plan document's plan_digest (null for a list of ids): the digest the "
+        "named checks must still have, and what `eb merge` groups --select runs by.",
+    )
+    definition_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="Check id -> definition digest as the plan document recorded it (empty for "
+        "a list): names the checks that changed since the plan.",
+    )
+    ids: list[str] = Field(
+        description="The ids this run executes: every one of plan_ids, or its part under "
+        "--shard K/N (the plan's own assignment when it was cut into N shards)."
+    )
+    allow_stale_plan: bool = Field(
+        default=False, description="--allow-stale-plan: run although the plan digest changed."
+    )
+
+
 class Selection(_Section):
     """What the command line selected; the validate stage applies it (checks/selection.py)."""
 
@@ -270,4 +299,9 @@ class Selection(_Section):
     last_failed_ids: list[str] | None = Field(
         default=None,
         description="The checks that run failed or errored; null selects every check.",
+    )
+    select: PlanSelection | None = Field(
+        default=None,
+        description="`eb run --select FILE`: exactly these checks of the selection; null: no "
+        "selection file.",
     )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from eval_banana.cache.replay_record import RunTaken
 from eval_banana.checks.selection import selected_nothing
 from eval_banana.core import forked
-from eval_banana.core.errors import DefinitionError, RunAborted, WriteFault
+from eval_banana.core.errors import DefinitionError, PlanSelectError, RunAborted, WriteFault
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.pipeline import replaying
 from eval_banana.pipeline.request import RunRequest, load_config
@@ -156,6 +156,9 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     except DefinitionError as exc:
         if selected_nothing(exc):
             discard_run_dir(folder=folder)  # nothing could run: nothing is left behind
+        raise
+    except PlanSelectError:
+        discard_run_dir(folder=folder)  # --select refused: nothing ran, nothing is left behind
         raise
 
 

@@ -104,6 +104,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     from eval_banana.models.calibration import CalibrationDoc
     from eval_banana.models.diff import RunDiff
     from eval_banana.models.lastfailed import LastFailedDoc
+    from eval_banana.models.plan import PlanDocument
     from eval_banana.models.report import ReportJson
     from eval_banana.models.result import CheckResult
     from eval_banana.models.stages import STAGE_MODELS
@@ -121,6 +122,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["run-replay"] = _model_schema(ReplayEntry, name="run-replay")
     builders["calibration"] = _model_schema(CalibrationDoc, name="calibration")
     builders["lastfailed"] = _model_schema(LastFailedDoc, name="lastfailed")
+    builders["plan"] = _model_schema(PlanDocument, name="plan")
     return builders
 
 

@@ -90,6 +90,10 @@ def merged_config(*, local: ConfigDoc, first: ShardRun) -> ConfigDoc:
     sources = dict(first.config.sources)
     sources.update({name: local.sources[name] for name in OUTPUT_SETTINGS})
     selection: Selection = first.plan.selection.model_copy(update={"shard": None})
+    if selection.select is not None:
+        # The merged run executed the whole plan, every part of it once.
+        whole = selection.select.model_copy(update={"ids": list(selection.select.plan_ids)})
+        selection = selection.model_copy(update={"select": whole})
     return local.model_copy(
         update={"settings": settings, "sources": sources, "selection": selection}
     )

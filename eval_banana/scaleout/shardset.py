@@ -161,7 +161,8 @@ def read_shard(*, run_dir: Path) -> ShardRun:
         raise _refuse(
             f"{run_dir} is not a shard: its run had no --shard",
             run_dir=run_dir,
-            hint="Merge the run folders of `eb run --shard K/N` jobs, one for each K.",
+            hint="Merge the run folders of `eb run --shard K/N` jobs, one for each K (with "
+            "--select PLAN, `eb run --select PLAN --shard K/N`).",
         )
     if plan.selection_digest is None or plan.selected_checks is None:
         raise _refuse(
@@ -229,6 +230,13 @@ def _check_same_plan(*, runs: Sequence[ShardRun]) -> None:
                 run_dir=run.run_dir,
                 hint="Merge shards of one commit and one selection only.",
             )
+        if _plan_digest(run) != _plan_digest(first):
+            raise _refuse(
+                f"{run.label} ran part of plan {_plan_digest(run) or '(none)'}, {first.label} "
+                f"of plan {_plan_digest(first) or '(none)'}",
+                run_dir=run.run_dir,
+                hint="Merge the --select runs of one `eb plan` document only.",
+            )
         for name in MATCHING_SETTINGS:
             mine = setting_value(settings=run.config.settings, name=name)
             theirs = setting_value(settings=first.config.settings, name=name)
@@ -239,6 +247,12 @@ def _check_same_plan(*, runs: Sequence[ShardRun]) -> None:
                     hint="Shards of one run must share the settings that shape the verdict "
                     "(docs/scale-out.md lists them).",
                 )
+
+
+def _plan_digest(run: ShardRun) -> str | None:
+    """The plan digest a --select run recorded (null for a list of ids, or no --select)."""
+    select = run.plan.selection.select
+    return select.plan_digest if select is not None else None
 
 
 def _check_each_shard_once(*, runs: Sequence[ShardRun]) -> None:
@@ -278,6 +292,10 @@ def _check_checks(*, runs: Sequence[ShardRun]) -> None:
                 )
             owner[check.id] = run
     for run in runs:
+        if run.plan.selection.select is not None:
+            # A --select run's part was dealt by its plan (maybe by history, not by hash): the
+            # checks above and below (each once, together the plan) are what holds it.
+            continue
         for check in run.plan.checks:
             if not in_shard(check_id=check.id, shard=run.shard):
                 raise _refuse(

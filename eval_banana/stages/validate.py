@@ -14,6 +14,7 @@ from eval_banana.checks.definition import (
     parse_yaml_mapping,
     validate_mapping,
 )
+from eval_banana.checks.selectfile import apply_select
 from eval_banana.checks.selection import (
     compile_selector,
     id_matches_pattern,
@@ -427,7 +428,17 @@ def validate(
     digest = selection_digest(checks=checks, project_root=config.project_root)
     selected = len(checks)
     allow_empty = None
-    if selection.shard is not None and not errors:
+    if selection.select is not None and not errors:
+        # --select: the file is the plan; its part under --shard K/N was decided when it was read.
+        checks, digest = apply_select(
+            checks=checks, select=selection.select, project_root=config.project_root
+        )
+        selected = len(selection.select.plan_ids)
+        frozen = {check.snapshot for check in checks}
+        snapshots = {name: data for name, data in snapshots.items() if name in frozen}
+        if not checks and selection.shard is not None:
+            allow_empty = empty_reason(shard=selection.shard, selected=selected)
+    elif selection.shard is not None and not errors:
         checks = shard_checks(checks=checks, shard=selection.shard)
         frozen = {check.snapshot for check in checks}
         snapshots = {name: data for name, data in snapshots.items() if name in frozen}

@@ -1,0 +1,112 @@
+"""`eb plan`: what `eb run` with the same flags would execute, and where; nothing runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from eval_banana.commands import common
+from eval_banana.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from eval_banana.models.plan import PlanDocument
+
+DESCRIPTION = (
+    "Print the checks `eb run` with the same selection flags would execute, in its order, each "
+    "with its family, type, definition digest, cache status and expected duration and cost; "
+    "and the plan digest. Validated as `eb run` validates (exit 2 on a setup error); nothing "
+    "runs and no run folder is written. `eb run --select` runs a plan or a part of it."
+)
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    common.add_common(parser)
+    common.add_incremental(parser)
+    # eb run's own setting flags: a scheduler passes the plan the flags its workers get, and
+    # the ones that shape a cache key (--cache, --repeats, the agent) shape the plan's statuses.
+    common.add_setting_flags(parser, command="run")
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="A table (default) or one JSON document (`eb schema plan`).",
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        metavar="N",
+        help="Also deal the checks into N shards: each check's shard and each shard's "
+        "expected total (`eb run --select PLAN --shard K/N` runs part K).",
+    )
+    parser.add_argument(
+        "--balance",
+        choices=("hash", "history"),
+        default="hash",
+        help="How --shards deals: 'hash' (as --shard K/N) or 'history' (longest expected "
+        "first, to the least loaded shard; the hash split while no duration is known).",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.scaleout.plan import PlanRequest, build_plan
+
+    if args.shards is not None and args.shards < 1:
+        raise UsageError(f"--shards {args.shards}: N must be at least 1", hint="e.g. --shards 3")
+    if args.shards is not None and args.shard is not None:
+        raise UsageError(
+            "--shards N and --shard K/N cannot be combined",
+            hint="Plan the whole selection with --shards N; a worker runs part K with "
+            "`eb run --select PLAN --shard K/N`.",
+        )
+    document = build_plan(
+        request=PlanRequest(run=common.request(args), shards=args.shards, balance=args.balance)
+    )
+    if args.format == "json":
+        sys.stdout.write(json.dumps(document.model_dump(by_alias=True), ensure_ascii=False))
+        sys.stdout.write("\n")
+    else:
+        _print_table(document=document)
+    return 0
+
+
+def _number(value: float | None, *, unit: str = "") -> str:
+    return "-" if value is None else f"{value:.2f}{unit}"
+
+
+def _print_table(*, document: PlanDocument) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"eb plan: {len(document.checks)} checks")
+    for column in ("#", "id", "family", "type", "definition", "cache", "expected", "cost"):
+        table.add_column(column)
+    if document.shards is not None:
+        table.add_column("shard")
+    for position, entry in enumerate(document.checks, start=1):
+        row = [
+            str(position),
+            entry.id,
+            entry.family or "-",
+            entry.type,
+            entry.definition_digest.removeprefix("sha256:")[:12],
+            entry.cache,
+            _number(entry.expected_seconds, unit="s"),
+            _number(entry.expected_cost_usd),
+        ]
+        if document.shards is not None:
+            row.append(str(entry.shard))
+        table.add_row(*row)
+    console = Console(soft_wrap=True)
+    console.print(table)
+    for total in document.shard_totals:
+        console.print(
+            f"shard {total.index}/{document.shards}: {total.checks} checks, expected "
+            f"{_number(total.expected_seconds, unit='s')}, cost "
+            f"{_number(total.expected_cost_usd)}",
+            highlight=False,
+        )
+    if document.skipped:
+        console.print(f"skipped: {', '.join(item.id for item in document.skipped)}")
+    console.print(f"plan digest: {document.plan_digest}", highlight=False)

@@ -1,0 +1,268 @@
+"""`eb plan`: the checks a run would execute, validated as `eb run` validates them, nothing run.
+
+The config, discover, validate and guard stages run in memory exactly as for `eb run` (no run
+folder is written); then each planned check gets its cache status (its verdict-cache key, and
+whether an entry is stored under it), what history expects of it, and with `--shards N` the
+shard it lands in. The plan digest ties a plan to the project it was made from: `eb run
+--select` recomputes it over the named checks and refuses a plan that no longer holds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from eval_banana.checks.shard import relative_source, rows_digest, shard_of
+from eval_banana.core.caseid import family_of
+from eval_banana.core.version import tool_version
+from eval_banana.models.plan import (
+    Balance,
+    CacheStatus,
+    PlanCheckEntry,
+    PlanDocument,
+    PlanShardTotal,
+    PlanSkippedEntry,
+)
+from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck, ResolvedHarness
+from eval_banana.pipeline.request import RunRequest, load_config
+from eval_banana.settings.rundir import new_run_id
+from eval_banana.stagefiles.layout import SCHEMA_BASE
+
+PLAN_SCHEMA = f"{SCHEMA_BASE}plan.schema.json"
+
+
+class Expected(NamedTuple):
+    """What history expects of one check; None where it knows nothing."""
+
+    seconds: float | None
+    cost_usd: float | None
+
+
+def expected_from_history(
+    *, config: ConfigDoc, checks: Sequence[PlannedCheck]
+) -> Mapping[str, Expected] | None:
+    """Check id -> its expected duration and cost from the runs eb remembers; None when there
+    is no history to ask. The one place `eb plan` asks history (and `--balance history`
+    falls back to the hash split while it answers None)."""
+    del config, checks  # no history is kept yet: every expectation is unknown
+    return None
+
+
+class PlanRequest(NamedTuple):
+    run: RunRequest
+    shards: int | None
+    balance: Balance
+
+
+def plan_digest(*, rows: Sequence[tuple[str, str, str]]) -> str:
+    """sha256 over the planned checks' (source, id, definition digest), sorted: the selection
+    digest (eval_banana.checks.shard) of exactly these checks."""
+    return rows_digest(rows=rows)
+
+
+def build_plan(*, request: PlanRequest) -> PlanDocument:
+    """The plan of the run `request` describes; setup errors raise as `eb run` raises them."""
+    config = load_config(request=request.run, run_id=new_run_id())
+    plan, harness = _validated(config=config)
+    statuses = cache_statuses(config=config, plan=plan, harness=harness, environ=os.environ)
+    expected = expected_from_history(config=config, checks=plan.checks) or {}
+    entries = [
+        _entry(check=check, config=config, cache=statuses[check.id], expected=expected)
+        for check in plan.checks
+    ]
+    shard_totals: list[PlanShardTotal] = []
+    balance: Balance | None = None
+    if request.shards is not None:
+        assigned, balance = assign_shards(
+            ids=[entry.id for entry in entries],
+            total=request.shards,
+            balance=request.balance,
+            expected=expected,
+        )
+        for entry in entries:
+            entry.shard = assigned[entry.id]
+        shard_totals = _shard_totals(entries=entries, total=request.shards)
+    return PlanDocument.model_validate(
+        {
+            "$schema": PLAN_SCHEMA,
+            "tool_version": tool_version(),
+            "project_root": config.project_root,
+            "plan_digest": plan_digest(
+                rows=[(entry.source, entry.id, entry.definition_digest) for entry in entries]
+            ),
+            "selection": config.selection,
+            "cache_mode": config.settings.cache.mode,
+            "shards": request.shards,
+            "balance": balance,
+            "checks": entries,
+            "skipped": [
+                PlanSkippedEntry(id=item.check_id, reason=item.reason) for item in plan.skipped
+            ],
+            "shard_totals": shard_totals,
+            "expected_seconds": _sum(entry.expected_seconds for entry in entries),
+            "expected_cost_usd": _sum(entry.expected_cost_usd for entry in entries),
+        }
+    )
+
+
+def _validated(*, config: ConfigDoc) -> tuple[PlanDoc, ResolvedHarness | None]:
+    """discover, validate and guard as `eb run` runs them; their refusals raise the same way."""
+    from eval_banana.stages import discover as discover_stage
+    from eval_banana.stages import guard as guard_stage
+    from eval_banana.stages import validate as validate_stage
+
+    contents: dict[str, bytes] = {}
+    discovered = discover_stage.discover(config=config, inputs={}, contents=contents)
+    outcome = validate_stage.validate(
+        config=config, discovered=discovered, inputs={}, contents=contents
+    )
+    outcome.raise_if_failed()
+    plan = outcome.plan
+    guarded = guard_stage.guard(config=config, plan=plan, inputs={})
+    guard_stage.raise_if_refused(guarded)
+    return plan, guarded.harness
+
+
+def _entry(
+    *, check: PlannedCheck, config: ConfigDoc, cache: CacheStatus, expected: Mapping[str, Expected]
+) -> PlanCheckEntry:
+    found = expected.get(check.id)
+    return PlanCheckEntry(
+        id=check.id,
+        family=family_of(check.id),
+        type=check.type,
+        source=relative_source(source_path=check.source_path, project_root=config.project_root),
+        definition_digest=check.check_definition_sha256,
+        cache=cache,
+        expected_seconds=found.seconds if found else None,
+        expected_cost_usd=found.cost_usd if found else None,
+        shard=None,
+    )
+
+
+def cache_statuses(
+    *,
+    config: ConfigDoc,
+    plan: PlanDoc,
+    harness: ResolvedHarness | None,
+    environ: Mapping[str, str],
+) -> dict[str, CacheStatus]:
+    """Check id -> would its verdict come from the cache: the key the execute stage computes,
+    and whether an entry is stored under it (one stat per check; the entry's MAC and files are
+    checked when a run reuses it, so a damaged entry shows 'hit' here and runs then)."""
+    mode = config.settings.cache.mode
+    if mode == "off":
+        return dict.fromkeys((check.id for check in plan.checks), "off")
+    keys = _keys(config=config, plan=plan, harness=harness, environ=environ)
+    if keys is None:
+        return dict.fromkeys((check.id for check in plan.checks), "off")
+    from eval_banana.cache.store import CacheStore
+    from eval_banana.settings.folders import cache_dir
+
+    store = CacheStore(folder=cache_dir(config=config), max_bytes=0)
+    readable = mode != "refresh" and store.folder.is_dir()
+    statuses: dict[str, CacheStatus] = {}
+    for check in plan.checks:
+        key = keys.get(check.stem)
+        if key is None:
+            statuses[check.id] = "off"
+        elif readable and os.path.isfile(store.entry_file(key=key)):
+            statuses[check.id] = "hit"
+        else:
+            statuses[check.id] = "miss"
+    return statuses
+
+
+def _keys(
+    *,
+    config: ConfigDoc,
+    plan: PlanDoc,
+    harness: ResolvedHarness | None,
+    environ: Mapping[str, str],
+) -> dict[str, str] | None:
+    """Stem -> verdict key, as the cache session computes them; None when the cache cannot key
+    this run (then it is off for the run too)."""
+    from eval_banana.cache.components import KeyContext, check_components
+    from eval_banana.cache.key import verdict_key
+    from eval_banana.checks.inputs import CheckInputs
+    from eval_banana.core.errors import ProjectStateError
+    from eval_banana.projectstate.git import NotARepository
+
+    try:
+        context = KeyContext(
+            settings=config.settings,
+            project_root=Path(config.project_root),
+            harness=harness,
+            inputs=CheckInputs(config=config, definitions=[c.definition for c in plan.checks]),
+            environ=environ,
+        )
+        keys: dict[str, str] = {}
+        for check in plan.checks:
+            components = check_components(check=check, context=context)
+            if components is not None:
+                keys[check.stem] = verdict_key(components=components)
+    except (ProjectStateError, NotARepository, OSError):
+        return None
+    return keys
+
+
+def assign_shards(
+    *,
+    ids: Sequence[str],
+    total: int,
+    balance: Balance,
+    expected: Mapping[str, Expected],
+) -> tuple[dict[str, int], Balance]:
+    """Check id -> shard (1..total), and the balance used.
+
+    'hash' is `--shard K/N`'s split (a function of the id and N alone). 'history' deals the
+    checks with a known duration longest first, each to the shard expected to finish first,
+    after the checks without one were placed by hash; with no duration known at all it is the
+    hash split (and says so).
+    """
+    hashed = {check_id: shard_of(check_id=check_id, total=total) for check_id in ids}
+    known = {
+        check_id: seconds
+        for check_id in ids
+        if (seconds := _seconds(expected=expected, check_id=check_id)) is not None
+    }
+    if balance == "hash" or not known:
+        return hashed, "hash"
+    # A check without a known duration is placed by hash and adds nothing to a shard's load.
+    heap = [(0.0, index) for index in range(1, total + 1)]
+    assigned = dict(hashed)
+    # Longest first; ties by id so the split is the same on every machine.
+    for check_id in sorted(known, key=lambda item: (-known[item], item)):
+        load, index = heapq.heappop(heap)
+        assigned[check_id] = index
+        heapq.heappush(heap, (load + known[check_id], index))
+    return assigned, "history"
+
+
+def _seconds(*, expected: Mapping[str, Expected], check_id: str) -> float | None:
+    found = expected.get(check_id)
+    return found.seconds if found is not None else None
+
+
+def _shard_totals(*, entries: Sequence[PlanCheckEntry], total: int) -> list[PlanShardTotal]:
+    totals = []
+    for index in range(1, total + 1):
+        mine = [entry for entry in entries if entry.shard == index]
+        totals.append(
+            PlanShardTotal(
+                index=index,
+                checks=len(mine),
+                expected_seconds=_sum(entry.expected_seconds for entry in mine),
+                expected_cost_usd=_sum(entry.expected_cost_usd for entry in mine),
+            )
+        )
+    return totals
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    """The sum of the known values; None when none is known."""
+    known = [value for value in values if value is not None]
+    return float(sum(known)) if known else None

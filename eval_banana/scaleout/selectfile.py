@@ -1,0 +1,142 @@
+"""Reading `eb run --select FILE`: an `eb plan` document, a JSON list of ids, or one id a line.
+
+What it yields is recorded in config.json (the selection's `select`): the file's digest, every
+id it names (the plan), the plan digest, and the ids this run executes. With `--shard K/N` the
+run executes part K of the plan: the plan's own assignment when it was cut into N shards
+(`eb plan --shards N`, by hash or by history), else the hash split of `--shard K/N`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from eval_banana.checks.shard import in_shard
+from eval_banana.core.errors import UsageError
+from eval_banana.models.config import PlanSelection, Shard
+from eval_banana.models.plan import PLAN_KIND, PlanDocument
+from eval_banana.stagefiles.schemafiles import packaged_schema_problem
+
+STDIN = "-"
+_FORMS_HINT = (
+    "Give an `eb plan --format json` document, a JSON list of check ids, or one check id per "
+    "line ('#' starts a comment)."
+)
+
+
+def _label(source: str) -> str:
+    return "standard input" if source == STDIN else source
+
+
+def _refuse(message: str, *, source: str, field_path: str | None = None) -> UsageError:
+    return UsageError(
+        f"--select {_label(source)}: {message}",
+        file=None if source == STDIN else source,
+        field_path=field_path,
+        hint=_FORMS_HINT,
+    )
+
+
+def _read_bytes(*, source: str, cwd: Path) -> bytes:
+    if source == STDIN:
+        return sys.stdin.buffer.read()
+    path = Path(source) if Path(source).is_absolute() else cwd / source
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise _refuse(f"cannot be read ({exc.strerror or exc})", source=source) from None
+
+
+def _ids_of_list(*, document: list[Any], source: str) -> list[str]:
+    for position, item in enumerate(document):
+        if not isinstance(item, str) or not item.strip():
+            raise _refuse(
+                f"item {position} is {item!r}, not a check id", source=source, field_path=None
+            )
+    return [item.strip() for item in document]
+
+
+def _plan_of(*, document: dict[str, Any], source: str) -> PlanDocument:
+    if document.get("kind") != PLAN_KIND:
+        raise _refuse(
+            f"a JSON object that is not an `eb plan` document (kind is {document.get('kind')!r}, "
+            f"expected {PLAN_KIND!r})",
+            source=source,
+            field_path="kind",
+        )
+    problem = packaged_schema_problem(document, name="plan")
+    if problem is not None:
+        raise _refuse(f"is not a valid plan document: {problem}", source=source)
+    return PlanDocument.model_validate(document)
+
+
+def _lines(*, text: str) -> list[str]:
+    found = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return [line for line in found if line]
+
+
+def _no_duplicates(*, ids: list[str], source: str) -> None:
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for check_id in ids:
+        (repeated if check_id in seen else seen).add(check_id)
+    twice = sorted(repeated)
+    if twice:
+        raise _refuse(f"names {', '.join(repr(i) for i in twice)} more than once", source=source)
+
+
+def _part(*, plan: PlanDocument | None, ids: list[str], shard: Shard | None) -> list[str]:
+    """The ids this run executes: all, or part K of N."""
+    if shard is None:
+        return list(ids)
+    if plan is not None and plan.shards is not None:
+        if plan.shards != shard.total:
+            raise UsageError(
+                f"--shard {shard.index}/{shard.total} cuts the plan into {shard.total} parts, "
+                f"but it was made with --shards {plan.shards}",
+                hint=f"Run its parts with --shard K/{plan.shards}.",
+            )
+        return [entry.id for entry in plan.checks if entry.shard == shard.index]
+    return [check_id for check_id in ids if in_shard(check_id=check_id, shard=shard)]
+
+
+def read_select(
+    *, source: str, cwd: Path, shard: Shard | None, allow_stale_plan: bool
+) -> PlanSelection:
+    """The selection file read and checked on its own (the project is checked by validate)."""
+    data = _read_bytes(source=source, cwd=cwd)
+    text = data.decode("utf-8", errors="replace")
+    plan: PlanDocument | None = None
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")):
+        try:
+            document = json.loads(text)
+        except ValueError as exc:
+            raise _refuse(f"is not valid JSON ({exc})", source=source) from None
+        if isinstance(document, list):
+            form, ids = "list", _ids_of_list(document=document, source=source)
+        elif isinstance(document, dict):
+            plan = _plan_of(document=document, source=source)
+            form, ids = "plan", [entry.id for entry in plan.checks]
+        else:
+            raise _refuse("holds neither a list nor a plan document", source=source)
+    else:
+        form, ids = "lines", _lines(text=text)
+    if not ids:
+        raise _refuse("names no check", source=source)
+    _no_duplicates(ids=ids, source=source)
+    return PlanSelection(
+        file=source,
+        file_sha256=f"sha256:{hashlib.sha256(data).hexdigest()}",
+        form=form,  # type: ignore[arg-type]
+        plan_ids=ids,
+        plan_digest=plan.plan_digest if plan is not None else None,
+        definition_digests=(
+            {entry.id: entry.definition_digest for entry in plan.checks} if plan else {}
+        ),
+        ids=_part(plan=plan, ids=ids, shard=shard),
+        allow_stale_plan=allow_stale_plan,
+    )
