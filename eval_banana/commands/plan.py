@@ -80,7 +80,11 @@ def _print_table(*, document: PlanDocument) -> None:
     from rich.table import Table
 
     table = Table(title=f"eb plan: {len(document.checks)} checks")
-    for column in ("#", "id", "family", "type", "definition", "cache", "expected", "cost"):
+    # An id is never cut short (a reader copies it into --check-id); the other columns give way.
+    longest = max((len(entry.id) for entry in document.checks), default=2)
+    table.add_column("#")
+    table.add_column("id", no_wrap=True, min_width=longest)
+    for column in ("family", "type", "definition", "cache", "expected", "cost"):
         table.add_column(column)
     if document.shards is not None:
         table.add_column("shard")

@@ -1,0 +1,415 @@
+"""`eb plan` and `eb run --select` end to end: the plan lists exactly what the run then executes,
+a worker runs exactly its part of a plan, and `eb merge` takes the parts as it takes shards.
+
+Every check records that it ran (a file named after its id under `ran/`), so the tests prove
+which processes started, not only what the report says.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EbResult
+from tests.gitrepo import init_repo
+from tests.test_run_selection import ran, recording
+
+Eb = Callable[..., EbResult]
+
+CONFIG = """\
+[core]
+output_dir = "results"
+max_parallel_checks = 1
+"""
+SKIPPED = """\
+schema_version: 1
+id: waits_for_fix
+type: deterministic
+description: Skipped on purpose.
+skip: waits for the upstream fix
+script: raise SystemExit(1)
+"""
+VOLATILE_REPORT = {"run_id", "output_dir", "started_at", "completed_at", "duration_ms"}
+VOLATILE_CHECK = {"started_at", "completed_at", "duration_ms"}
+
+
+def _files() -> dict[str, str | bytes]:
+    # What the checks leave behind is no project file (a cached verdict stays keyed).
+    files: dict[str, str | bytes] = {".eval-banana/config.toml": CONFIG, ".gitignore": "ran/\n"}
+    for index in range(9):
+        folder = ("eval_checks/a", "eval_checks/b", "sub/eval_checks")[index % 3]
+        tags = ["slow"] if index % 4 == 0 else ["fast"]
+        files[f"{folder}/alpha_{index}.yaml"] = recording(f"alpha_{index}", tags=tags)
+    # Fails without a traceback (which would name a temporary file of its run).
+    files["sub/eval_checks/alpha_5.yaml"] = (
+        str(files["sub/eval_checks/alpha_5.yaml"]).rstrip("\n")
+        + "\n  raise SystemExit('this check fails on purpose')\n"
+    )
+    files["eval_checks/b/beta_login.yaml"] = recording("beta_login", tags=["slow"])
+    files["eval_checks/b/beta_logout.yaml"] = recording("beta_logout")
+    files["eval_checks/skip.yaml"] = SKIPPED
+    return files
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return init_repo(tmp_path / "proj", _files())
+
+
+def _with_cache(root: Path) -> None:
+    (root / ".eval-banana" / "config.toml").write_text(CONFIG + '\n[cache]\nmode = "on"\n')
+
+
+def _plan(eb: Eb, root: Path, *flags: str) -> dict[str, Any]:
+    done = eb("plan", "--cwd", str(root), "--format", "json", *flags)
+    assert done.exit_code == 0, done.stderr
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
+
+
+def _run(eb: Eb, root: Path, out: Path, *flags: str) -> EbResult:
+    return eb("run", "--cwd", str(root), "--output-dir", str(out), "--flat-output", *flags)
+
+
+def _report(run_dir: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((run_dir / "report.json").read_text())
+    return report
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((run_dir / "stages" / "config.json").read_text())
+    return config
+
+
+def _clear_ran(root: Path) -> None:
+    for path in (root / "ran").glob("*"):
+        path.unlink()
+
+
+# --- eb plan lists what eb run executes -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        (),
+        ("--check-id", "alpha_*"),
+        ("--check-id", "beta_login"),
+        ("-k", "beta or alpha_1"),
+        ("--tag", "slow"),
+        ("--shard", "2/3"),
+        ("--tag", "fast", "--shard", "1/2"),
+    ],
+)
+def test_plan_lists_exactly_what_run_executes_in_its_order(
+    repo: Path, eb: Eb, tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    plan = _plan(eb, repo, *flags)
+    planned = [entry["id"] for entry in plan["checks"]]
+    assert planned and not (repo / "ran").exists()  # the plan ran nothing
+    assert not (repo / "results").exists()  # and wrote no run folder
+    done = _run(eb, repo, tmp_path / "out", *flags)
+    assert done.exit_code in (0, 1), done.stderr
+    report = _report(tmp_path / "out")
+    assert [check["check_id"] for check in report["checks"]] == planned
+    assert ran(repo) == sorted(planned)
+    assert [item["id"] for item in plan["skipped"]] == [
+        item["check_id"] for item in report["skipped"]
+    ]
+
+
+def test_plan_entries_name_family_type_digest_and_the_plan_digest(repo: Path, eb: Eb) -> None:
+    plan = _plan(eb, repo)
+    entry = next(item for item in plan["checks"] if item["id"] == "beta_login")
+    assert entry["family"] is None  # not a dataset case
+    assert entry["type"] == "deterministic"
+    assert entry["source"] == "eval_checks/b/beta_login.yaml"
+    assert entry["definition_digest"].startswith("sha256:")
+    assert entry["cache"] == "off"  # the project's cache is off
+    assert entry["expected_seconds"] is None and entry["expected_cost_usd"] is None
+    assert [item["id"] for item in plan["skipped"]] == ["waits_for_fix"]
+    # The digest: the same checks give the same digest; an edited one another.
+    again = _plan(eb, repo)
+    assert again["plan_digest"] == plan["plan_digest"]
+    path = repo / "eval_checks/b/beta_login.yaml"
+    path.write_text(path.read_text() + "# edited\n")
+    assert _plan(eb, repo)["plan_digest"] != plan["plan_digest"]
+
+
+def test_plan_is_published_as_a_schema_and_matches_it(repo: Path, eb: Eb) -> None:
+    import jsonschema
+
+    done = eb("schema", "plan")
+    assert done.exit_code == 0
+    schema = json.loads(done.stdout)
+    plan = _plan(eb, repo, "--shards", "3")
+    jsonschema.validate(plan, schema)
+    assert schema["$id"].endswith("plan.schema.json")
+
+
+def test_plan_refuses_what_run_refuses(repo: Path, eb: Eb) -> None:
+    (repo / "eval_checks/broken.yaml").write_text("schema_version: 1\nid: broken\ntype: nope\n")
+    done = eb("plan", "--cwd", str(repo), "--format", "json")
+    assert done.exit_code == 2
+    assert "broken.yaml" in done.stderr
+    assert done.stdout == ""
+
+
+def test_plan_table_names_each_check_and_the_digest(repo: Path, eb: Eb) -> None:
+    done = eb("plan", "--cwd", str(repo), "--shards", "2")
+    assert done.exit_code == 0, done.stderr
+    plan = _plan(eb, repo, "--shards", "2")
+    for entry in plan["checks"]:
+        assert entry["id"] in done.stdout
+    assert f"plan digest: {plan['plan_digest']}" in done.stdout
+    assert "shard 2/2:" in done.stdout
+
+
+def test_plan_shards_are_the_hash_split_of_run_shard(repo: Path, eb: Eb) -> None:
+    plan = _plan(eb, repo, "--shards", "3", "--balance", "history")
+    assert plan["balance"] == "hash"  # no history known: the hash split
+    for index in (1, 2, 3):
+        part = [entry["id"] for entry in plan["checks"] if entry["shard"] == index]
+        alone = _plan(eb, repo, "--shard", f"{index}/3")
+        assert [entry["id"] for entry in alone["checks"]] == part
+        assert plan["shard_totals"][index - 1]["checks"] == len(part)
+    assert sum(total["checks"] for total in plan["shard_totals"]) == len(plan["checks"])
+
+
+def test_cache_status_says_hit_for_a_cached_check_and_miss_for_an_edited_one(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    _with_cache(repo)
+    first = _plan(eb, repo)
+    assert {entry["cache"] for entry in first["checks"]} == {"miss"}
+    assert _run(eb, repo, tmp_path / "one").exit_code == 1
+    cached = _plan(eb, repo)
+    # Passed and failed verdicts are stored: every check would hit now.
+    assert {entry["cache"] for entry in cached["checks"]} == {"hit"}
+    path = repo / "eval_checks/b/beta_login.yaml"
+    path.write_text(path.read_text() + "# edited\n")
+    edited = _plan(eb, repo)
+    statuses = {entry["id"]: entry["cache"] for entry in edited["checks"]}
+    assert statuses.pop("beta_login") == "miss"
+    # A check without `inputs:` is keyed on the whole project: the edit touches every key.
+    # The plan says what the run does; the run then agrees check by check.
+    _clear_ran(repo)
+    assert _run(eb, repo, tmp_path / "two").exit_code == 1
+    report = _report(tmp_path / "two")
+    reused = {
+        check["check_id"]: "hit" if check["details"].get("cache", {}).get("hit") else "miss"
+        for check in report["checks"]
+    }
+    assert reused == {entry["id"]: entry["cache"] for entry in edited["checks"]}
+    assert ran(repo) == sorted(k for k, v in reused.items() if v == "miss")
+
+
+def test_cache_refresh_plans_every_check_as_a_miss(repo: Path, eb: Eb, tmp_path: Path) -> None:
+    _with_cache(repo)
+    assert _run(eb, repo, tmp_path / "one").exit_code == 1
+    plan = _plan(eb, repo, "--cache", "refresh")
+    assert {entry["cache"] for entry in plan["checks"]} == {"miss"}
+
+
+# --- eb run --select ------------------------------------------------------------------------
+
+
+def test_select_runs_exactly_the_listed_ids_from_a_list_or_lines(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    listed = tmp_path / "ids.json"
+    listed.write_text(json.dumps(["beta_login", "alpha_3"]))
+    done = _run(eb, repo, tmp_path / "list", "--select", str(listed))
+    assert done.exit_code == 0, done.stderr
+    assert ran(repo) == ["alpha_3", "beta_login"]
+    # Reported in plan order (by path), whatever the list's order.
+    assert [c["check_id"] for c in _report(tmp_path / "list")["checks"]] == [
+        "alpha_3",
+        "beta_login",
+    ]
+    select = _config(tmp_path / "list")["selection"]["select"]
+    assert select["form"] == "list" and select["plan_digest"] is None
+    assert select["file_sha256"].startswith("sha256:")
+    _clear_ran(repo)
+    lines = tmp_path / "ids.txt"
+    lines.write_text("# the two logins\nbeta_login\n\nbeta_logout\n")
+    assert _run(eb, repo, tmp_path / "lines", "--select", str(lines)).exit_code == 0
+    assert ran(repo) == ["beta_login", "beta_logout"]
+
+
+def test_select_reads_standard_input(repo: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(repo), "--select", "-"],
+        input="alpha_1\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ran(repo) == ["alpha_1"]
+
+
+def test_select_records_the_file_and_plan_digest(repo: Path, eb: Eb, tmp_path: Path) -> None:
+    plan = _plan(eb, repo, "--shards", "2")
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    assert _run(eb, repo, tmp_path / "p1", "--select", str(path), "--shard", "1/2").exit_code in (
+        0,
+        1,
+    )
+    select = _config(tmp_path / "p1")["selection"]["select"]
+    assert select["form"] == "plan"
+    assert select["plan_digest"] == plan["plan_digest"]
+    import hashlib
+
+    assert select["file_sha256"] == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    part = [entry["id"] for entry in plan["checks"] if entry["shard"] == 1]
+    assert select["ids"] == part
+    assert ran(repo) == sorted(part)
+    validate = json.loads((tmp_path / "p1" / "stages" / "plan.json").read_text())
+    assert validate["selection_digest"] == plan["plan_digest"]
+
+
+def test_select_refuses_ids_outside_the_selection_naming_them(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    listed = tmp_path / "ids.json"
+    listed.write_text(json.dumps(["alpha_1", "no_such_check", "waits_for_fix"]))
+    done = _run(eb, repo, tmp_path / "out", "--select", str(listed))
+    assert done.exit_code == 2
+    assert "'no_such_check'" in done.stderr and "'waits_for_fix'" in done.stderr  # a skip too
+    assert "alpha_1'" not in done.stderr
+    assert not (tmp_path / "out").exists() and ran(repo) == []
+    # Outside another selection flag of the same run: refused as well.
+    listed.write_text(json.dumps(["alpha_1"]))
+    done = _run(eb, repo, tmp_path / "out", "--select", str(listed), "-k", "beta")
+    assert done.exit_code == 2 and "'alpha_1'" in done.stderr
+
+
+def test_select_refuses_a_stale_plan_unless_allowed(repo: Path, eb: Eb, tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(_plan(eb, repo)))
+    edited = repo / "eval_checks/a/alpha_0.yaml"
+    edited.write_text(edited.read_text() + "# edited\n")
+    done = _run(eb, repo, tmp_path / "out", "--select", str(path))
+    assert done.exit_code == 2
+    assert "no longer matches" in done.stderr and "'alpha_0'" in done.stderr
+    assert ran(repo) == []
+    done = _run(eb, repo, tmp_path / "out", "--select", str(path), "--allow-stale-plan")
+    assert done.exit_code == 1, done.stderr  # alpha_5 fails on purpose
+    assert len(ran(repo)) == 11
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ('["alpha_1", "alpha_1"]', "more than once"),
+        ("[1, 2]", "not a check id"),
+        ('{"kind": "something else"}', "not an `eb plan` document"),
+        ("{not json", "not valid JSON"),
+        ("\n# nothing\n", "names no check"),
+    ],
+)
+def test_select_refuses_a_bad_file(
+    repo: Path, eb: Eb, tmp_path: Path, content: str, words: str
+) -> None:
+    path = tmp_path / "select.json"
+    path.write_text(content)
+    done = _run(eb, repo, tmp_path / "out", "--select", str(path))
+    assert done.exit_code == 2
+    assert words in done.stderr and str(path) in done.stderr
+
+
+def test_select_refuses_a_part_of_another_number_of_shards(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(_plan(eb, repo, "--shards", "3")))
+    done = _run(eb, repo, tmp_path / "out", "--select", str(path), "--shard", "1/2")
+    assert done.exit_code == 2 and "--shards 3" in done.stderr
+    assert eb("run", "--cwd", str(repo), "--allow-stale-plan").exit_code == 2
+
+
+# --- eb merge of --select parts -------------------------------------------------------------
+
+
+def _parts(eb: Eb, root: Path, plan_path: Path, base: Path, total: int) -> list[Path]:
+    folders = []
+    for index in range(1, total + 1):
+        folder = base / f"part-{index}"
+        done = _run(eb, root, folder, "--select", str(plan_path), "--shard", f"{index}/{total}")
+        assert done.exit_code in (0, 1), done.stderr
+        folders.append(folder)
+    return folders
+
+
+def _merge(eb: Eb, root: Path, out: Path, folders: list[Path]) -> EbResult:
+    return eb(
+        "merge", *map(str, folders), "--cwd", str(root), "--output-dir", str(out), "--flat-output"
+    )
+
+
+def test_a_merge_of_three_select_parts_equals_the_one_machine_report(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    assert _run(eb, repo, tmp_path / "one").exit_code == 1
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(_plan(eb, repo, "--shards", "3")))
+    folders = _parts(eb, repo, plan_path, tmp_path / "parts", 3)
+    merged = _merge(eb, repo, tmp_path / "merged", folders)
+    assert merged.exit_code == 1, merged.stderr  # the verdict: alpha_5 fails
+    one, many = _report(tmp_path / "one"), _report(tmp_path / "merged")
+    assert [source["shard"] for source in many["merged_from"]] == [1, 2, 3]
+    for key in one:
+        if key in VOLATILE_REPORT or key in ("checks", "merged_from"):
+            continue
+        assert many[key] == one[key], key
+    assert [c["check_id"] for c in many["checks"]] == [c["check_id"] for c in one["checks"]]
+    for mine, theirs in zip(many["checks"], one["checks"], strict=True):
+        assert {k: v for k, v in mine.items() if k not in VOLATILE_CHECK} == {
+            k: v for k, v in theirs.items() if k not in VOLATILE_CHECK
+        }
+    # The merged run executed the whole plan.
+    select = _config(tmp_path / "merged")["selection"]["select"]
+    assert select["ids"] == select["plan_ids"]
+
+
+def test_merge_refuses_a_missing_or_repeated_part_and_mixed_plans(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(_plan(eb, repo, "--shards", "3")))
+    folders = _parts(eb, repo, plan_path, tmp_path / "parts", 3)
+    missing = _merge(eb, repo, tmp_path / "m1", folders[:2])
+    assert missing.exit_code == 2 and "missing shard 3 of 3" in missing.stderr
+    twice = _merge(eb, repo, tmp_path / "m2", [folders[0], folders[0], folders[2]])
+    assert twice.exit_code == 2 and "given twice" in twice.stderr
+    # Part 3 of a plan made after a check changed: another plan.
+    edited = repo / "eval_checks/a/alpha_0.yaml"
+    edited.write_text(edited.read_text() + "# edited\n")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(_plan(eb, repo, "--shards", "3")))
+    (third,) = _parts(eb, repo, other, tmp_path / "other-parts", 3)[2:]
+    mixed = _merge(eb, repo, tmp_path / "m3", [folders[0], folders[1], third])
+    assert mixed.exit_code == 2 and "another plan" in mixed.stderr
+
+
+def test_merge_refuses_a_select_part_next_to_a_list_part_of_the_same_checks(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    """A plan's parts and the parts of a plain list share no plan digest: one plan only."""
+    plan = _plan(eb, repo, "--shards", "2")
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    (first,) = _parts(eb, repo, plan_path, tmp_path / "plan-parts", 2)[:1]
+    listed = tmp_path / "ids.json"
+    listed.write_text(json.dumps([entry["id"] for entry in plan["checks"]]))
+    (second,) = _parts(eb, repo, listed, tmp_path / "list-parts", 2)[1:]
+    mixed = _merge(eb, repo, tmp_path / "m", [first, second])
+    assert mixed.exit_code == 2 and "of plan" in mixed.stderr
