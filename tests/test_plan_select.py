@@ -413,3 +413,34 @@ def test_merge_refuses_a_select_part_next_to_a_list_part_of_the_same_checks(
     (second,) = _parts(eb, repo, listed, tmp_path / "list-parts", 2)[1:]
     mixed = _merge(eb, repo, tmp_path / "m", [first, second])
     assert mixed.exit_code == 2 and "of plan" in mixed.stderr
+
+
+def test_parts_dealt_by_history_run_and_merge_as_the_plan_dealt_them(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    """A plan dealt by history (not by hash): each worker runs the plan's own part, and the
+    merge accepts parts that are not hash slices."""
+    assert _run(eb, repo, tmp_path / "one").exit_code == 1
+    _clear_ran(repo)
+    plan = _plan(eb, repo, "--shards", "2")
+    ids = [entry["id"] for entry in plan["checks"]]
+    # What a history split might do: the two slow ones alone in part 1, the rest in part 2.
+    slow = {"alpha_0", "beta_login"}
+    for entry in plan["checks"]:
+        entry["shard"] = 1 if entry["id"] in slow else 2
+    plan["balance"] = "history"
+    hashed = [entry["id"] for entry in _plan(eb, repo, "--shard", "1/2")["checks"]]
+    assert sorted(hashed) != sorted(slow)  # really another split than the hash one
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    folders = _parts(eb, repo, plan_path, tmp_path / "parts", 2)
+    assert [c["check_id"] for c in _report(folders[0])["checks"]] == [i for i in ids if i in slow]
+    merged = _merge(eb, repo, tmp_path / "merged", folders)
+    assert merged.exit_code == 1, merged.stderr
+    many, one = _report(tmp_path / "merged"), _report(tmp_path / "one")
+    assert [c["check_id"] for c in many["checks"]] == [c["check_id"] for c in one["checks"]]
+    assert (many["passed_checks"], many["failed_checks"]) == (
+        one["passed_checks"],
+        one["failed_checks"],
+    )
+    assert ran(repo) == sorted(ids)
