@@ -804,6 +804,18 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 output_dir=True,
                 runs=n(5),
             ),
+            # `eb plan` validates as `eb validate` does and adds per check a cache status and
+            # history's expectations, and a JSON document: no more than half again as long.
+            Case(
+                key="W10",
+                name=f"eb plan --format json, {sizes.w10_checks} checks",
+                eb_args=["plan", "--cwd", str(root / "project-base"), "--format", "json"],
+                floor=[py, "-m", "eval_banana", "validate", "--cwd", str(root / "project-base")],
+                floor_label="eb validate, same project",
+                floor_cwd=REPO,
+                target=1.5,
+                runs=n(5),
+            ),
             Case(
                 key="W10",
                 name=f"eb diff, two runs of {sizes.w10_checks} checks",
