@@ -70,7 +70,7 @@ def build_plan(*, request: PlanRequest) -> PlanDocument:
     statuses = cache_statuses(config=config, plan=plan, harness=harness, environ=os.environ)
     expected = expected_from_history(config=config, checks=plan.checks) or {}
     entries = [
-        _entry(check=check, config=config, cache=statuses[check.id], expected=expected)
+        plan_entry(check=check, config=config, cache=statuses[check.id], expected=expected)
         for check in plan.checks
     ]
     shard_totals: list[PlanShardTotal] = []
@@ -126,7 +126,7 @@ def _validated(*, config: ConfigDoc) -> tuple[PlanDoc, ResolvedHarness | None]:
     return plan, guarded.harness
 
 
-def _entry(
+def plan_entry(
     *, check: PlannedCheck, config: ConfigDoc, cache: CacheStatus, expected: Mapping[str, Expected]
 ) -> PlanCheckEntry:
     found = expected.get(check.id)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from eval_banana.checks.shard import shard_of
-from eval_banana.scaleout.plan import Expected, assign_shards
+from eval_banana.scaleout.plan import Expected, assign_shards, plan_entry
+from tests.builders import make_config, planned_inline
 
 IDS = [f"case_{index:03d}" for index in range(12)] + ["lint", "docs", "typing"]
 
@@ -32,3 +35,19 @@ def test_history_balance_deals_longest_first_to_the_least_loaded_part() -> None:
     for check_id in IDS:
         if check_id not in seconds:
             assert assigned[check_id] == shard_of(check_id=check_id, total=2)
+
+
+def test_a_dataset_case_is_planned_under_its_family(tmp_path: Path) -> None:
+    config = make_config(project_root=tmp_path)
+    plain = planned_inline(id="tone", script="pass", project_root=tmp_path)
+    case = plain.model_copy(update={"id": "tone[case_01]"})
+    entry = plan_entry(check=case, config=config, cache="miss", expected={})
+    assert (entry.id, entry.family, entry.source) == (
+        "tone[case_01]",
+        "tone",
+        "eval_checks/tone.yaml",
+    )
+    assert plan_entry(check=plain, config=config, cache="off", expected={}).family is None
+    known = {"tone": Expected(seconds=2.5, cost_usd=0.01)}
+    timed = plan_entry(check=plain, config=config, cache="off", expected=known)
+    assert (timed.expected_seconds, timed.expected_cost_usd) == (2.5, 0.01)
