@@ -444,3 +444,17 @@ def test_parts_dealt_by_history_run_and_merge_as_the_plan_dealt_them(
         one["failed_checks"],
     )
     assert ran(repo) == sorted(ids)
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (("--shards", "0"), "--shards 0"),
+        (("--shards", "2", "--shard", "1/2"), "cannot be combined"),
+        (("-k", "and and"), "-k"),
+    ],
+)
+def test_plan_refuses_bad_flags(repo: Path, eb: Eb, flags: tuple[str, ...], words: str) -> None:
+    done = eb("plan", "--cwd", str(repo), *flags)
+    assert done.exit_code == 2
+    assert words in done.stderr
