@@ -368,6 +368,7 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
         "last_failed": False,
         "last_failed_run_id": None,
         "last_failed_ids": None,
+        "select": None,
     }
     assert dumped["settings"]["cache"] == {
         "mode": "off",
