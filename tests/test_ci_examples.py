@@ -3,6 +3,8 @@ and the GitHub Actions workflow passes actionlint."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -11,9 +13,14 @@ from pathlib import Path
 
 import yaml
 
+from eval_banana.checks.shardenv import AUTO_VARIABLES
+from tests.conftest import check_yaml
+
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / "examples" / "ci" / "eval-shards.yml"
 GITLAB = REPO / "examples" / "ci" / "eval-shards.gitlab-ci.yml"
+BUILDKITE = REPO / "examples" / "ci" / "eval-shards.buildkite.yml"
+KUBERNETES_SHARDS = REPO / "examples" / "kubernetes" / "shards-job.yaml"
 CI_DOC = REPO / "docs" / "ci.md"
 
 
@@ -45,6 +52,8 @@ def test_the_docs_show_the_example_files_verbatim() -> None:
     blocks = _yaml_blocks(CI_DOC.read_text())
     assert WORKFLOW.read_text() in blocks
     assert GITLAB.read_text() in blocks
+    assert BUILDKITE.read_text() in blocks
+    assert KUBERNETES_SHARDS.read_text() in blocks
 
 
 def test_the_workflow_shards_merges_and_gates() -> None:
@@ -101,3 +110,53 @@ def test_every_workflow_snippet_in_the_docs_passes_actionlint(tmp_path: Path) ->
         if done.returncode != 0:
             failures.append(f"{label}:\n{done.stdout}{done.stderr}")
     assert not failures, "\n".join(failures)
+
+
+def _buildkite_job(
+    *, command: str, cwd: Path, environ: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """One command line as a Buildkite job's shell runs it: `$$` was `$` once uploaded."""
+    env = {k: v for k, v in os.environ.items() if k not in AUTO_VARIABLES}
+    env.update(environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        ["sh", "-c", command.replace("$$", "$")],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_buildkite_steps_shard_by_parallel_job_and_merge(tmp_path: Path) -> None:
+    steps = yaml.safe_load(BUILDKITE.read_text())["steps"]
+    shard, verdict = steps
+    assert shard["parallelism"] == 4 and verdict["depends_on"] == shard["key"]
+    assert verdict["allow_dependency_failure"] is True
+    root = tmp_path / "project"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    for index in range(8):
+        script = "raise SystemExit(1)" if index == 5 else "pass"
+        path = root / "eval_checks" / f"case_{index}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(check_yaml(f"case_{index}", script=script))
+    # Each of Buildkite's jobs 0..3 runs the step's commands (the install is this venv's).
+    for job in range(4):
+        for command in shard["command"]:
+            if command.startswith("pip install"):
+                continue
+            environ = {"BUILDKITE_PARALLEL_JOB": str(job), "BUILDKITE_PARALLEL_JOB_COUNT": "4"}
+            done = _buildkite_job(command=command, cwd=root, environ=environ)
+            assert done.returncode == 0, done.stdout + done.stderr
+        config = json.loads((root / f"shard-{job}" / "stages" / "config.json").read_text())
+        assert config["selection"]["shard"]["index"] == job + 1
+    # The verdict step (the artifacts are already here): one failing check fails the merge.
+    merge = [c for c in verdict["command"] if c.startswith("eb merge")]
+    assert len(merge) == 1
+    done = _buildkite_job(command=merge[0], cwd=root, environ={})
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((root / "eval-results" / "report.json").read_text())
+    assert report["total_checks"] == 8 and report["passed_checks"] == 7
+    assert (root / "eval-junit.xml").is_file()
