@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from eval_banana.checks.shardenv import AUTO_VARIABLES
 from tests.conftest import check_yaml
@@ -424,3 +426,63 @@ def test_merge_runs_eb_merge_over_every_downloaded_shard(github: FakeGitHub) -> 
     empty.mkdir()
     refused = github.step("merge.py", EB_SHARDS_DIR=str(empty), EB_PATTERN="eval-shard-*")
     assert refused.returncode == 2 and "no shard run folder was downloaded" in refused.stderr
+
+
+# The actions each step uses, at the major versions the docs' workflows use.
+CURRENT_ACTIONS = {
+    "actions/setup-python@v6",
+    "actions/cache/restore@v5",
+    "actions/cache/save@v5",
+    "actions/download-artifact@v7",
+    "actions/upload-artifact@v6",
+}
+
+
+def _action_file(path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def _expressions(value: object) -> list[str]:
+    return re.findall(r"\$\{\{(.*?)\}\}", json.dumps(value))
+
+
+@pytest.mark.parametrize("path", [REPO / "action.yml", REPO / "merge" / "action.yml"])
+def test_each_action_reads_only_what_it_declares_and_its_scripts_write(path: Path) -> None:
+    """What actionlint does not check inside a composite action: its own expressions."""
+    action = _action_file(path)
+    assert action["runs"]["using"] == "composite"
+    declared_inputs = set(action["inputs"])
+    written: dict[str, set[str]] = {}  # step id -> the outputs its script writes
+    for index, step in enumerate(action["runs"]["steps"]):
+        where = f"{path.name} step {index + 1}"
+        # `if:` is an expression without the ${{ }} around it.
+        for expression in [*_expressions(step), str(step.get("if", ""))]:
+            for name in re.findall(r"inputs\.([A-Za-z0-9_-]+)", expression):
+                assert name in declared_inputs, f"{where}: inputs.{name} is not declared"
+            for step_id, name in re.findall(r"steps\.([a-z-]+)\.outputs\.([a-z-]+)", expression):
+                assert name in written.get(step_id, set()), f"{where}: steps.{step_id}.{name}"
+        if "uses" in step:
+            assert step["uses"] in CURRENT_ACTIONS, f"{where}: {step['uses']}"
+            continue
+        assert step["shell"] == "bash", where
+        script_name = re.search(r"action/([a-z]+\.(?:py|sh))", step["run"])
+        assert script_name is not None, f"{where}: a step runs a script of action/"
+        script = (SCRIPTS / script_name.group(1)).read_text(encoding="utf-8")
+        # Every input a script reads is passed to it by its step.
+        reads = set(re.findall(r'env\("(EB_[A-Z_]+)"', script))
+        reads |= set(re.findall(r"\$\{(EB_[A-Z_]+)", script))
+        if "workdir()" in script:  # ghenv.workdir() reads the working-directory input
+            reads.add("EB_WORKING_DIRECTORY")
+        assert reads <= set(step.get("env", {})), f"{where}: {reads - set(step['env'])}"
+        if "id" in step:
+            outputs = set(re.findall(r'set_output\("([a-z-]+)"', script))
+            for helper in re.findall(r"^from (\w+) import", script, flags=re.MULTILINE):
+                if (SCRIPTS / f"{helper}.py").is_file() and helper != "ghenv":
+                    helper_text = (SCRIPTS / f"{helper}.py").read_text()
+                    outputs |= set(re.findall(r'set_output\("([a-z-]+)"', helper_text))
+            written[step["id"]] = outputs
+    for name, output in action["outputs"].items():
+        match = re.fullmatch(r"\$\{\{ steps\.([a-z-]+)\.outputs\.([a-z-]+) \}\}", output["value"])
+        assert match is not None and match.group(2) in written[match.group(1)], name
+    assert {"exit-code", "run-dir", "report-json"} <= set(action["outputs"])
