@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ghenv import env, fail, set_output, workdir
+from ghenv import env, fail, pull_request_number, set_output, workdir
 
 MARKER = "<!-- eval-banana:comment -->"
 # GitHub refuses comment bodies over 65,536 characters; leave room for the closing note.
@@ -109,7 +109,7 @@ def previous(*, repo: str, number: str) -> int | None:
 
 
 def main() -> None:
-    number, repo = env("EB_PR_NUMBER"), env("GITHUB_REPOSITORY")
+    number, repo = pull_request_number(), env("GITHUB_REPOSITORY")
     if not number:
         print("Not a pull request: no comment to post.")
         return

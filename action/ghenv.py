@@ -7,10 +7,12 @@ hold a newline, appended to the file named by GITHUB_OUTPUT.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def env(name: str, default: str = "") -> str:
@@ -42,6 +44,21 @@ def set_output(name: str, value: str) -> None:
     delimiter = f"EB_{secrets.token_hex(8)}"
     with Path(target).open("a", encoding="utf-8") as handle:
         handle.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+
+
+def event() -> dict[str, Any]:
+    """The webhook payload of the event that started the workflow ($GITHUB_EVENT_PATH)."""
+    path = env("GITHUB_EVENT_PATH")
+    if not path or not Path(path).is_file():
+        return {}
+    loaded = json.loads(Path(path).read_text(encoding="utf-8"))
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def pull_request_number() -> str:
+    """The pull request the event is about, or empty (a push, a schedule...)."""
+    number = (event().get("pull_request") or {}).get("number")
+    return str(number) if isinstance(number, int) else ""
 
 
 def workdir() -> Path:

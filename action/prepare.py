@@ -7,26 +7,17 @@ on an input that cannot work, before anything is installed or run.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from ghenv import env, fail, flag, set_output, workdir
+from ghenv import env, event, fail, flag, pull_request_number, set_output, workdir
 
 _SHARD = re.compile(r"^([0-9]+)/([0-9]+)$")
 # docs/incremental.md keys the verdict cache this way: the branch and the commit, so each
 # commit saves anew (actions/cache never overwrites a key), restored from the newest of
 # the branch, then of the branch a pull request targets, then of the default branch.
 _PREFIX = "eb-verdicts"
-
-
-def _event() -> dict[str, Any]:
-    path = env("GITHUB_EVENT_PATH")
-    if not path or not Path(path).is_file():
-        return {}
-    loaded = json.loads(Path(path).read_text(encoding="utf-8"))
-    return loaded if isinstance(loaded, dict) else {}
 
 
 def _shard() -> tuple[str, str]:
@@ -87,17 +78,18 @@ def main() -> None:
     root = workdir()
     if not root.is_dir():
         fail(f"input working-directory={env('EB_WORKING_DIRECTORY')!r} is not a folder ({root})")
-    event = _event()
     shard = _shard()
+    if shard[0] and flag("EB_COMMENT"):
+        # Each shard sees its slice only; the merge action comments on the whole run.
+        fail("inputs shard and comment together: comment from the merge action instead")
     set_output("shard", env("EB_SHARD"))
     # A shard's run folder is what the merge action collects, so it is always kept.
     artifact = env("EB_ARTIFACT") or (f"eval-shard-{shard[0]}" if shard[0] else "")
     set_output("artifact-name", artifact)
     set_output("output-dir", str(root / (env("EB_OUTPUT_DIR") or "eval-results")))
     _baseline(root=root)
-    _cache(root=root, event=event, shard=shard)
-    number = (event.get("pull_request") or {}).get("number")
-    set_output("pr-number", str(number) if isinstance(number, int) else "")
+    _cache(root=root, event=event(), shard=shard)
+    set_output("pr-number", pull_request_number())
 
 
 if __name__ == "__main__":

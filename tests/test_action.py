@@ -214,7 +214,6 @@ def _run(github: FakeGitHub, prepared: dict[str, str], **inputs: str) -> dict[st
 def _comment(github: FakeGitHub, prepared: dict[str, str], ran: dict[str, str]) -> None:
     done = github.step(
         "comment.py",
-        EB_PR_NUMBER=prepared["pr-number"],
         EB_RUN_DIR=ran["run-dir"],
         EB_REPORT_JSON=ran["report-json"],
         EB_EXIT_CODE=ran["exit-code"],
@@ -263,6 +262,7 @@ def test_prepare_refuses_inputs_that_cannot_work(github: FakeGitHub) -> None:
         ({"EB_SHARD": "auto"}, "input shard='auto' is not K/N"),
         ({"EB_CACHE": "yes please"}, "EB_CACHE='yes please' is not true or false"),
         ({"EB_BASELINE": "some/where"}, "input baseline='some/where' is not a folder under"),
+        ({"EB_SHARD": "1/2", "EB_COMMENT": "true"}, "inputs shard and comment together"),
     ):
         done = github.step("prepare.py", **inputs)
         assert done.returncode == 2, inputs
@@ -372,7 +372,7 @@ def test_no_pull_request_no_comment(github: FakeGitHub) -> None:
     github.event.write_text(json.dumps({"ref": "refs/heads/main"}))
     prepared = _prepare(github)
     assert prepared["pr-number"] == ""
-    done = github.step("comment.py", EB_PR_NUMBER="")
+    done = github.step("comment.py")
     assert done.returncode == 0 and "Not a pull request" in done.stdout
     assert github.gh_calls() == []
 
@@ -422,6 +422,11 @@ def test_merge_runs_eb_merge_over_every_downloaded_shard(github: FakeGitHub) -> 
     report = json.loads((run_dir / "report.json").read_text())
     assert (report["total_checks"], report["passed_checks"]) == (3, 2)
     assert (github.workspace / "merged-junit.xml").is_file()
+    # The merge action's comment is the whole run's, not a shard's.
+    _comment(github, {"baseline-dir": ""}, out)
+    body = github.comments()[0]["body"]
+    assert body.startswith(MARKER) and "**did not pass**: 2/3 checks passed" in body
+    assert "| `alpha` | failed |" in body
     empty = github.root / "nothing"
     empty.mkdir()
     refused = github.step("merge.py", EB_SHARDS_DIR=str(empty), EB_PATTERN="eval-shard-*")
