@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -132,7 +133,8 @@ def _run_the_example(tmp_path: Path, *, failing: str | None) -> subprocess.Compl
         )
         assert done.returncode == 0, done.stdout + done.stderr
     run = _env(shard_container)["EVAL_RUN"]
-    assert sorted(p.name for p in (runs / run).iterdir()) == [f"shard-{i}" for i in range(SHARDS)]
+    shards = sorted(p.name for p in (runs / run).iterdir() if p.name != "merged")
+    assert shards == [f"shard-{i}" for i in range(SHARDS)]
     config = json.loads((runs / run / "shard-2" / "stages" / "config.json").read_text())
     assert config["selection"]["shard"] == {
         "index": 3,
@@ -150,6 +152,10 @@ def test_the_pods_commands_shard_and_the_merge_passes_a_green_suite(tmp_path: Pa
     assert (tmp_path / "runs" / "run-1" / "merged" / "junit.xml").is_file()
 
 
-def test_the_merge_job_fails_when_a_check_fails(tmp_path: Path) -> None:
+def test_the_merge_job_fails_when_a_check_fails_and_a_rerun_starts_afresh(tmp_path: Path) -> None:
     merged = _run_the_example(tmp_path, failing="case_07")
     assert merged.returncode == 1, merged.stdout + merged.stderr
+    # The same Jobs again (a retried pod, or run.sh a second time) replace their own folders.
+    shutil.rmtree(tmp_path / "project")
+    again = _run_the_example(tmp_path, failing=None)
+    assert again.returncode == 0, again.stdout + again.stderr
