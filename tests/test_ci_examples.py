@@ -102,14 +102,17 @@ def _workflow_snippets() -> list[tuple[str, str]]:
 
 def _repository_workflows() -> list[Path]:
     """Every workflow file in the repository (examples, .github/workflows if there is one)."""
-    skip = {".git", ".venv", "node_modules", "fixtures", ".eval-banana"}
+    skip = {".git", ".venv", "node_modules", "fixtures", ".eval-banana", "__pycache__"}
     found = []
-    for path in sorted([*REPO.rglob("*.yml"), *REPO.rglob("*.yaml")]):
-        parts = set(path.relative_to(REPO).parts)
-        if parts & skip or any(p.endswith(".egg-info") for p in parts):
-            continue
-        if _is_workflow(path.read_text(encoding="utf-8")):
-            found.append(path)
+    for folder, subfolders, files in os.walk(REPO):
+        # Pruned in place: the virtual environment alone holds tens of thousands of files.
+        subfolders[:] = sorted(
+            name for name in subfolders if name not in skip and not name.endswith(".egg-info")
+        )
+        for name in sorted(files):
+            path = Path(folder) / name
+            if path.suffix in (".yml", ".yaml") and _is_workflow(path.read_text("utf-8")):
+                found.append(path)
     return found
 
 
