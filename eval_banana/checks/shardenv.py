@@ -84,7 +84,7 @@ def _whole(*, name: str, value: str) -> int:
     return int(value)
 
 
-def _in_range(*, label: str, index: int, total: int, first: int) -> Shard:
+def _in_range(*, label: str, index: int, total: int, first: int, variables: list[str]) -> Shard:
     """Slice `index` of `total`, counted from `first`, as eb's 1-based K of N."""
     if total < 1:
         raise UsageError(f"--shard auto: {label}: the total must be at least 1", hint=_HINT)
@@ -94,7 +94,7 @@ def _in_range(*, label: str, index: int, total: int, first: int) -> Shard:
             f"{first + total - 1} (this engine counts its jobs from {first})",
             hint=_HINT,
         )
-    return Shard(index=index - first + 1, total=total)
+    return Shard(index=index - first + 1, total=total, variables=variables)
 
 
 def _read_pair(*, source: IndexSource, environ: Mapping[str, str]) -> _Found | None:
@@ -116,8 +116,9 @@ def _read_pair(*, source: IndexSource, environ: Mapping[str, str]) -> _Found | N
         index=_whole(name=source.index, value=index_text),
         total=_whole(name=source.total, value=total_text),
         first=source.first,
+        variables=[source.index, source.total],
     )
-    return _Found(label=label, shard=_with_variables(shard, source.index, source.total))
+    return _Found(label=label, shard=shard)
 
 
 def _read_own(*, environ: Mapping[str, str]) -> _Found | None:
@@ -136,12 +137,9 @@ def _read_own(*, environ: Mapping[str, str]) -> _Found | None:
         index=_whole(name=f"{OWN_VARIABLE} (K)", value=head.strip()),
         total=_whole(name=f"{OWN_VARIABLE} (N)", value=tail.strip()),
         first=1,
+        variables=[OWN_VARIABLE],
     )
-    return _Found(label=label, shard=_with_variables(shard, OWN_VARIABLE))
-
-
-def _with_variables(shard: Shard, *names: str) -> Shard:
-    return Shard(index=shard.index, total=shard.total, variables=list(names))
+    return _Found(label=label, shard=shard)
 
 
 def shard_from_environment(*, environ: Mapping[str, str]) -> Shard:
