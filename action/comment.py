@@ -1,0 +1,131 @@
+"""The eval_banana action's pull-request comment: one per pull request, updated in place.
+
+The body is the run's summary (from report.json) and, with a baseline, `eb diff --format md`.
+It starts with a hidden marker; the comment holding it is edited on the next push instead of a
+new one being added. Talks to GitHub only through the `gh` CLI the runners ship (GH_TOKEN).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ghenv import env, fail, pull_request_number, set_output, workdir
+
+MARKER = "<!-- eval-banana:comment -->"
+# GitHub refuses comment bodies over 65,536 characters; leave room for the closing note.
+_LIMIT = 60_000
+_LISTED = 25
+
+
+def _status(report: dict[str, Any]) -> str:
+    if report.get("aborted_by"):
+        return "aborted"
+    return "passed" if report.get("run_passed") else "did not pass"
+
+
+def summary(report: dict[str, Any]) -> str:
+    """The verdict, the counts and the checks that did not pass (the first few)."""
+    passed, total = report.get("passed_checks", 0), report.get("total_checks", 0)
+    threshold = float(report.get("pass_threshold", 1.0)) * 100
+    lines = [
+        f"**{_status(report)}**: {passed}/{total} checks passed "
+        f"({float(report.get('percentage', 0.0)):.1f} %, threshold {threshold:.0f} %)",
+    ]
+    if report.get("cached_checks"):
+        lines.append(f"{report['cached_checks']} verdicts reused from the cache.")
+    bad = [c for c in report.get("checks", []) if c.get("status") != "passed"]
+    if bad:
+        lines += ["", "| check | status | reason |", "| --- | --- | --- |"]
+        for check in bad[:_LISTED]:
+            reason = " ".join(str(check.get("reason") or "").split())[:200].replace("|", "\\|")
+            lines.append(f"| `{check.get('check_id')}` | {check.get('status')} | {reason} |")
+        if len(bad) > _LISTED:
+            lines.append(f"\n... and {len(bad) - _LISTED} more (see the run's report).")
+    return "\n".join(lines)
+
+
+def diff(*, baseline: str, run_dir: str) -> str:
+    """`eb diff --format md BASELINE RUN` (exit 1 only means a regression: its text is kept)."""
+    done = subprocess.run(
+        ["eb", "diff", "--format", "md", baseline, run_dir],
+        cwd=workdir(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode in (0, 1):
+        return done.stdout.strip()
+    return f"`eb diff` could not compare with the baseline:\n\n```\n{done.stderr.strip()}\n```"
+
+
+def body() -> str:
+    run_dir, report_path = env("EB_RUN_DIR"), env("EB_REPORT_JSON")
+    parts = [MARKER, "### eval_banana", ""]
+    if report_path and Path(report_path).is_file():
+        parts.append(summary(json.loads(Path(report_path).read_text(encoding="utf-8"))))
+    else:
+        parts.append(f"**eb run did not finish** (exit {env('EB_EXIT_CODE') or '?'}): no report.")
+    if env("EB_BASELINE_DIR") and run_dir:
+        parts += ["", diff(baseline=env("EB_BASELINE_DIR"), run_dir=run_dir)]
+    link = "/".join([env("GITHUB_SERVER_URL"), env("GITHUB_REPOSITORY"), "actions/runs"])
+    if env("GITHUB_RUN_ID"):
+        parts += ["", f"[The run's log and artifacts]({link}/{env('GITHUB_RUN_ID')})"]
+    text = "\n".join(parts)
+    if len(text) > _LIMIT:
+        text = text[:_LIMIT] + "\n\n... (cut: the full report is in the run's artifacts)"
+    return text + "\n"
+
+
+def _gh(*args: str) -> str:
+    done = subprocess.run(["gh", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        fail(f"gh {' '.join(args[:3])} failed: {done.stderr.strip()}", code=1)
+    return done.stdout
+
+
+def _pages(text: str) -> list[dict[str, Any]]:
+    """`gh api --paginate` prints one JSON array per page, back to back."""
+    decoder, items, at = json.JSONDecoder(), [], 0
+    while at < len(text):
+        if text[at].isspace():
+            at += 1
+            continue
+        page, at = decoder.raw_decode(text, at)
+        items += page if isinstance(page, list) else [page]
+    return [item for item in items if isinstance(item, dict)]
+
+
+def previous(*, repo: str, number: str) -> int | None:
+    """The id of the comment that holds the marker, if this pull request has one."""
+    listed = _pages(_gh("api", "--paginate", f"repos/{repo}/issues/{number}/comments"))
+    for comment in listed:
+        if MARKER in str(comment.get("body") or ""):
+            return int(comment["id"])
+    return None
+
+
+def main() -> None:
+    number, repo = pull_request_number(), env("GITHUB_REPOSITORY")
+    if not number:
+        print("Not a pull request: no comment to post.")
+        return
+    text = body()
+    existing = previous(repo=repo, number=number)
+    with tempfile.TemporaryDirectory() as folder:
+        payload = Path(folder) / "body.json"
+        payload.write_text(json.dumps({"body": text}), encoding="utf-8")
+        if existing is None:
+            route, method = f"repos/{repo}/issues/{number}/comments", "POST"
+        else:
+            route, method = f"repos/{repo}/issues/comments/{existing}", "PATCH"
+        posted = json.loads(_gh("api", "--method", method, route, "--input", str(payload)))
+    set_output("comment-url", str(posted.get("html_url") or ""))
+    print(f"{'Updated' if existing else 'Posted'} {posted.get('html_url') or 'the comment'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""The eval_banana merge action's run: `eb merge` over every downloaded shard folder.
+
+download-artifact puts each artifact in a folder of its own name under the download path;
+those folders are the shard run folders. Like run.py, the step succeeds and writes the
+outcome as outputs; gate.sh exits with it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+from ghenv import env, fail, set_output, workdir
+
+
+def main() -> None:
+    shards = Path(env("EB_SHARDS_DIR"))
+    folders = sorted(str(p) for p in shards.iterdir() if p.is_dir()) if shards.is_dir() else []
+    if not folders:
+        fail(f"no shard run folder was downloaded into {shards} (pattern {env('EB_PATTERN')!r})")
+    out = str(workdir() / (env("EB_OUTPUT_DIR") or "eval-results"))
+    argv = ["eb", "merge", *folders, "--output-dir", out, "--flat-output"]
+    argv += shlex.split(env("EB_ARGS"))
+    print("+ " + shlex.join(argv), flush=True)
+    code = subprocess.run(argv, cwd=workdir(), check=False).returncode
+    report = Path(out) / "report.json"
+    set_output("exit-code", str(code))
+    set_output("run-dir", out if Path(out).is_dir() else "")
+    set_output("report-json", str(report) if report.is_file() else "")
+
+
+if __name__ == "__main__":
+    main()
