@@ -101,6 +101,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
     from eval_banana.cache.entry import CacheEntry
     from eval_banana.cache.replay_entry import ReplayEntry
+    from eval_banana.history.record import HistoryRecord
     from eval_banana.models.calibration import CalibrationDoc
     from eval_banana.models.diff import RunDiff
     from eval_banana.models.lastfailed import LastFailedDoc
@@ -121,6 +122,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["run-replay"] = _model_schema(ReplayEntry, name="run-replay")
     builders["calibration"] = _model_schema(CalibrationDoc, name="calibration")
     builders["lastfailed"] = _model_schema(LastFailedDoc, name="lastfailed")
+    builders["history-record"] = _model_schema(HistoryRecord, name="history-record")
     return builders
 
 
