@@ -17,6 +17,7 @@ from eval_banana.cache.replay_record import RunTaken
 from eval_banana.checks.selection import selected_nothing
 from eval_banana.core import forked
 from eval_banana.core.errors import DefinitionError, RunAborted, WriteFault
+from eval_banana.history.record import RunKind
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.pipeline import replaying
 from eval_banana.pipeline.request import RunRequest, load_config
@@ -201,6 +202,14 @@ def _stages(
             contents=contents,
         )
         if replayed is not None:
+            _record_history(
+                config=config,
+                report=replayed.load_report,
+                kind="replay",
+                exit_code=replayed.exit_code,
+                console=console,
+                replayed_from=replayed.from_run_id,
+            )
             return RunOutcome(
                 run_dir=run_dir,
                 load_report=replayed.load_report,
@@ -300,6 +309,28 @@ def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Cons
         console.warn(f"could not record the failed checks for --last-failed: {exc}")
 
 
+def _record_history(
+    *,
+    config: ConfigDoc,
+    report: dict[str, Any] | Callable[[], dict[str, Any]],
+    kind: RunKind,
+    exit_code: int,
+    console: Console,
+    replayed_from: str | None = None,
+) -> None:
+    """The run's record in the history folder; a record that cannot be written is a warning."""
+    from eval_banana.history.write import record_run
+
+    record_run(
+        config=config,
+        report=report,
+        kind=kind,
+        exit_code=exit_code,
+        warn=console.warn,
+        replayed_from=replayed_from,
+    )
+
+
 def _note_nothing_launched(*, score: ScoreDoc, console: Console) -> None:
     """Say so when every verdict came from the cache: `-x` or a failure stopped nothing."""
     if score.total_checks and score.cached_checks == score.total_checks:
@@ -343,11 +374,13 @@ def finish_run(
     extras: ReportExtras | None,
     console: Console,
     page: forked.Pending[None] | None = None,
+    kind: RunKind = "run",
 ) -> RunOutcome:
     """The score and report stages over a written execute.json (`eb run`, `eb merge`); `page`:
-    report.html when begun already (`begin_html`).
+    report.html when begun already (`begin_html`). The run's record goes into the history
+    folder once its reports are written (`kind`: which command ran it).
 
-    An aborted run raises RunAborted (exit 3) once its reports are written.
+    An aborted run raises RunAborted (exit 3) once its reports and record are written.
     """
     from eval_banana.stages import report as report_stage
     from eval_banana.stages import score as score_stage
@@ -369,6 +402,12 @@ def finish_run(
         console=console,
         page=page,
     )
+    exit_code = (
+        RunAborted.exit_code if scored.aborted_by is not None else 0 if scored.run_passed else 1
+    )
+    _record_history(
+        config=config, report=report.report, kind=kind, exit_code=exit_code, console=console
+    )
     if scored.aborted_by is not None:
         raise RunAborted(
             f"Run aborted ({scored.aborted_by}: {STOP_REASON_TEXT[scored.aborted_by]}); "
@@ -382,6 +421,6 @@ def finish_run(
         run_dir=run_dir,
         report=report.report,
         score=scored,
-        exit_code=0 if scored.run_passed else 1,
+        exit_code=exit_code,
         digests=digests,
     )
