@@ -1,0 +1,170 @@
+"""`eb history`'s figures: the window of runs, and each check's story over it.
+
+Pure functions of the records: the command reads the folder and chooses the window, this
+module counts. A flip is a change between passing and not passing from one run of a check to
+its next on the same definition digest: an edited check is expected to change its verdict, so
+a flip across a definition change is no sign of flakiness. Early errors (not run, a missing
+agent) are no outcome of the check and are skipped when flips and durations are counted.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from eval_banana.history.record import HistoryCheck, HistoryRecord
+from eval_banana.history.view import CheckRow, RunRef, RunRow
+
+MARKS = {"passed": "✓", "failed": "✗", "error": "E"}
+ABSENT = "·"
+Listing = str  # "all", "flaky", "slowest" or "costliest"
+CheckFilter = Callable[[HistoryCheck], bool]
+
+
+class Seen(NamedTuple):
+    """One check in one run."""
+
+    record: HistoryRecord
+    check: HistoryCheck
+
+
+def run_row(*, record: HistoryRecord) -> RunRow:
+    totals = record.totals
+    return RunRow(
+        run_id=record.run_id,
+        kind=record.kind,
+        started_at=record.started_at,
+        commit=record.git.commit if record.git else None,
+        dirty=bool(record.git and record.git.dirty),
+        passed=record.passed,
+        checks=totals.checks,
+        passed_checks=totals.passed,
+        pass_rate=totals.passed / totals.checks if totals.checks else 0.0,
+        duration_ms=record.duration_ms,
+        cost_usd=record.cost_usd,
+    )
+
+
+def _by_check(*, records: Sequence[HistoryRecord], keep: CheckFilter) -> dict[str, list[Seen]]:
+    found: dict[str, list[Seen]] = {}
+    for record in records:
+        for check in record.checks:
+            if keep(check):
+                found.setdefault(check.id, []).append(Seen(record=record, check=check))
+    return found
+
+
+def _flips(seen: Sequence[Seen]) -> dict[str, int]:
+    """Definition digest -> flips between consecutive outcomes on it."""
+    flips: dict[str, int] = {}
+    last: dict[str, bool] = {}
+    for one in seen:
+        check = one.check
+        if check.early_error:
+            continue
+        passed = check.status == "passed"
+        before = last.get(check.digest)
+        if before is not None and before != passed:
+            flips[check.digest] = flips.get(check.digest, 0) + 1
+        flips.setdefault(check.digest, 0)
+        last[check.digest] = passed
+    return flips
+
+
+def _p90(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return float(values[0])
+    return float(statistics.quantiles(values, n=10, method="inclusive")[-1])
+
+
+def _total_cost(seen: Sequence[Seen]) -> float | None:
+    costs = [one.check.cost_usd for one in seen if one.check.cost_usd is not None]
+    return round(sum(costs), 6) if costs else None
+
+
+def _ref(seen: Seen) -> RunRef:
+    git = seen.record.git
+    return RunRef(
+        run_id=seen.record.run_id,
+        started_at=seen.record.started_at,
+        commit=git.commit if git else None,
+    )
+
+
+def _streak(everything: Sequence[Seen]) -> tuple[RunRef | None, RunRef | None]:
+    """(first run of the current not-passing streak, last run it passed), over the whole
+    history; (None, None) when its latest outcome is a pass."""
+    outcomes = [one for one in everything if not one.check.early_error] or list(everything)
+    if not outcomes or outcomes[-1].check.status == "passed":
+        return None, None
+    start = len(outcomes) - 1
+    while start > 0 and outcomes[start - 1].check.status != "passed":
+        start -= 1
+    last_passed = _ref(outcomes[start - 1]) if start > 0 else None
+    return _ref(outcomes[start]), last_passed
+
+
+def check_row(
+    *, window: Sequence[HistoryRecord], seen: Sequence[Seen], everything: Sequence[Seen]
+) -> CheckRow:
+    """One check's row: `seen` are its runs in the window, `everything` in the whole history."""
+    present = {id(one.record): one.check for one in seen}
+    strip = "".join(
+        MARKS[present[id(record)].status] if id(record) in present else ABSENT for record in window
+    )
+    timed = [one.check.duration_ms for one in seen if not one.check.early_error]
+    flips = _flips(seen)
+    passed = sum(one.check.status == "passed" for one in seen)
+    latest = seen[-1].check
+    failing_since, last_passed = _streak(everything)
+    return CheckRow(
+        id=latest.id,
+        family=latest.family,
+        tags=list(latest.tags),
+        strip=strip,
+        runs=len(seen),
+        passed=passed,
+        pass_rate=passed / len(seen) if seen else None,
+        flips=sum(flips.values()),
+        most_flips_on_one_definition=max(flips.values(), default=0),
+        definitions=len({one.check.digest for one in seen}),
+        median_ms=float(statistics.median(timed)) if timed else None,
+        p90_ms=_p90(timed),
+        cost_usd=_total_cost(seen),
+        status=latest.status,
+        failing_since=failing_since,
+        last_passed=last_passed,
+    )
+
+
+def check_rows(
+    *,
+    history: Sequence[HistoryRecord],
+    window: Sequence[HistoryRecord],
+    keep: CheckFilter,
+) -> list[CheckRow]:
+    """A row per check present in the window (and kept), in id order."""
+    in_window = _by_check(records=window, keep=keep)
+    everywhere = _by_check(records=history, keep=lambda check: check.id in in_window)
+    return [
+        check_row(window=window, seen=in_window[check_id], everything=everywhere[check_id])
+        for check_id in sorted(in_window)
+    ]
+
+
+def listed(*, rows: Sequence[CheckRow], listing: Listing, min_flips: int) -> list[CheckRow]:
+    """The rows a listing shows, in its order: flaky (most flips first), slowest (median
+    duration), costliest (total cost), or all (by id)."""
+    if listing == "flaky":
+        found = [row for row in rows if row.most_flips_on_one_definition >= min_flips]
+        return sorted(found, key=lambda row: (-row.most_flips_on_one_definition, row.id))
+    if listing == "slowest":
+        timed = [row for row in rows if row.median_ms is not None]
+        return sorted(timed, key=lambda row: (-(row.median_ms or 0.0), row.id))
+    if listing == "costliest":
+        costed = [row for row in rows if row.cost_usd is not None]
+        return sorted(costed, key=lambda row: (-(row.cost_usd or 0.0), row.id))
+    return list(rows)
