@@ -89,6 +89,7 @@ def build_record(
         run_id=report["run_id"],
         kind=kind,
         replayed_from=replayed_from,
+        merged_from=[source["run_id"] for source in report.get("merged_from") or ()],
         started_at=report["started_at"],
         finished_at=report["completed_at"],
         duration_ms=int(report["duration_ms"]),

@@ -87,6 +87,11 @@ class HistoryRecord(Record):
     replayed_from: str | None = Field(
         default=None, description="A replayed run: the run whose verdicts it replayed."
     )
+    merged_from: list[str] = Field(
+        default_factory=list,
+        description="`eb merge`: the run ids of the shard runs it merged (`eb history` counts "
+        "the merged run, not its shards, when both are recorded).",
+    )
     started_at: str = Field(description="ISO-8601 UTC.")
     finished_at: str = Field(description="ISO-8601 UTC.")
     duration_ms: int = Field(ge=0, description="Wall time of the run's checks.")

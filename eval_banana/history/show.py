@@ -26,6 +26,13 @@ class Asked(NamedTuple):
     min_flips: int
 
 
+def without_merged_shards(records: Sequence[HistoryRecord]) -> list[HistoryRecord]:
+    """The records less the shard runs a recorded `eb merge` merged: each check once per
+    pipeline, in the merged run."""
+    merged = {run_id for record in records for run_id in record.merged_from}
+    return [record for record in records if record.run_id not in merged]
+
+
 def window_of(*, records: Sequence[HistoryRecord], asked: Asked) -> list[HistoryRecord]:
     """The last `asked.last` runs started at or after `asked.since` (oldest first)."""
     since = asked.since
@@ -49,8 +56,9 @@ def _keeps(asked: Asked) -> CheckFilter:
 
 def build_view(*, records: Sequence[HistoryRecord], asked: Asked, folder: str) -> HistoryView:
     """The whole view: the window's runs, and each kept check's row in the listing's order."""
-    window = window_of(records=records, asked=asked)
-    rows = check_rows(history=records, window=window, keep=_keeps(asked))
+    runs = without_merged_shards(records)
+    window = window_of(records=runs, asked=asked)
+    rows = check_rows(history=runs, window=window, keep=_keeps(asked))
     return HistoryView(
         folder=folder,
         records=len(records),

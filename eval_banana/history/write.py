@@ -12,7 +12,7 @@ from typing import Any
 
 from eval_banana.core.errors import EvalBananaError
 from eval_banana.history.build import build_record
-from eval_banana.history.gitstate import observe
+from eval_banana.history.gitstate import GitProbe, observe
 from eval_banana.history.record import RunKind
 from eval_banana.history.store import prune, write_record
 from eval_banana.models.stages import ConfigDoc
@@ -27,12 +27,16 @@ def record_run(
     exit_code: int,
     warn: Callable[[str], None],
     replayed_from: str | None = None,
+    git: GitProbe | None = None,
 ) -> Path | None:
     """Write the run's record and prune the oldest past `[history] keep`; return the file
     written (None: history is off, or the record could not be written, which `warn` says).
-    `report`: the report.json object, or what loads it (a replay parses it only here)."""
+    `report`: the report.json object, or what loads it (a replay parses it only here);
+    `git`: the commit as observed when the run started (None: observed now)."""
     settings = config.settings.history
     if settings.mode == "off":
+        if git is not None:
+            git.close()
         return None
     folder = history_dir(config=config)
     try:
@@ -41,7 +45,7 @@ def record_run(
             selection=config.selection,
             kind=kind,
             exit_code=exit_code,
-            git=observe(root=config.project_root),
+            git=git.result() if git is not None else observe(root=config.project_root),
             replayed_from=replayed_from,
         )
         path = write_record(folder=folder, record=record)

@@ -17,6 +17,7 @@ from eval_banana.cache.replay_record import RunTaken
 from eval_banana.checks.selection import selected_nothing
 from eval_banana.core import forked
 from eval_banana.core.errors import DefinitionError, RunAborted, WriteFault
+from eval_banana.history.gitstate import GitProbe
 from eval_banana.history.record import RunKind
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.pipeline import replaying
@@ -144,6 +145,7 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
         from eval_banana.incremental.changed import prefetch
 
         prefetch(config=config)  # git compares while the check files are found and read
+    probe = _git_probe(config=config)
     try:
         with _state_read_ahead(config=config):
             return _stages(
@@ -153,11 +155,24 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
                 request=request,
                 cancel=cancel,
                 console=console,
+                probe=probe,
             )
     except DefinitionError as exc:
         if selected_nothing(exc):
             discard_run_dir(folder=folder)  # nothing could run: nothing is left behind
         raise
+    finally:
+        if probe is not None:
+            probe.close()
+
+
+def _git_probe(*, config: ConfigDoc) -> GitProbe | None:
+    """The commit the run starts on, for its history record (None: history is off)."""
+    if config.settings.history.mode == "off":
+        return None
+    from eval_banana.history.gitstate import begin
+
+    return begin(root=config.project_root)
 
 
 def _state_read_ahead(*, config: ConfigDoc) -> contextlib.AbstractContextManager[None]:
@@ -178,6 +193,7 @@ def _stages(
     request: RunRequest,
     cancel: threading.Event,
     console: Console,
+    probe: GitProbe | None,
 ) -> RunOutcome:
     """discover, validate, guard, execute, then `finish_run`: every stage after config."""
     contents: dict[str, bytes] = {}
@@ -209,6 +225,7 @@ def _stages(
                 exit_code=replayed.exit_code,
                 console=console,
                 replayed_from=replayed.from_run_id,
+                probe=probe,
             )
             return RunOutcome(
                 run_dir=run_dir,
@@ -272,6 +289,7 @@ def _stages(
             extras=request.extras,
             console=console,
             page=page,
+            probe=probe,
         )
     except BaseException as exc:
         if page is not None:
@@ -317,6 +335,7 @@ def _record_history(
     exit_code: int,
     console: Console,
     replayed_from: str | None = None,
+    probe: GitProbe | None = None,
 ) -> None:
     """The run's record in the history folder; a record that cannot be written is a warning."""
     from eval_banana.history.write import record_run
@@ -328,6 +347,7 @@ def _record_history(
         exit_code=exit_code,
         warn=console.warn,
         replayed_from=replayed_from,
+        git=probe,
     )
 
 
@@ -375,10 +395,12 @@ def finish_run(
     console: Console,
     page: forked.Pending[None] | None = None,
     kind: RunKind = "run",
+    probe: GitProbe | None = None,
 ) -> RunOutcome:
     """The score and report stages over a written execute.json (`eb run`, `eb merge`); `page`:
     report.html when begun already (`begin_html`). The run's record goes into the history
-    folder once its reports are written (`kind`: which command ran it).
+    folder once its reports are written (`kind`: which command ran it; `probe`: the commit
+    observed when it started).
 
     An aborted run raises RunAborted (exit 3) once its reports and record are written.
     """
@@ -406,7 +428,12 @@ def finish_run(
         RunAborted.exit_code if scored.aborted_by is not None else 0 if scored.run_passed else 1
     )
     _record_history(
-        config=config, report=report.report, kind=kind, exit_code=exit_code, console=console
+        config=config,
+        report=report.report,
+        kind=kind,
+        exit_code=exit_code,
+        console=console,
+        probe=probe,
     )
     if scored.aborted_by is not None:
         raise RunAborted(
