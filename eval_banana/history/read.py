@@ -6,13 +6,15 @@ with a warning naming the file: one damaged file never hides the rest of the his
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from eval_banana.core.log import Logger
 from eval_banana.core.readback import loads_json, open_regular
+from eval_banana.history.entries import read_entries
 from eval_banana.history.record import HistoryRecord
 
 LOG = Logger("eval_banana.history")
@@ -65,13 +67,24 @@ def read_bounded(*, path: Path) -> bytes:
 
 
 def parse_record(*, data: bytes) -> HistoryRecord:
-    """A record from a file's bytes, checked against the published schema (BadRecord else)."""
+    """A record from a file's bytes, checked against the published schema (BadRecord else).
+
+    The run's own fields go through the schema; its checks, thousands of them, through the
+    equivalent loop of `entries` (the schema is asked only to word a refusal).
+    """
     from eval_banana.history.check import record_problem
 
     try:
         document: Any = loads_json(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRecord(f"it is not JSON ({exc})") from None
+    if type(document) is dict:
+        checks = read_entries(document.get("checks", []))
+        run = {key: value for key, value in document.items() if key != "checks"}
+        if checks is not None and record_problem(run) is None:
+            record = HistoryRecord.model_validate(run)
+            record.checks = checks
+            return record
     problem = record_problem(document)
     if problem is not None:
         raise BadRecord(f"it is not an eb run record: {problem}")
@@ -83,15 +96,25 @@ def read_record(*, path: Path) -> HistoryRecord:
     return parse_record(data=read_bounded(path=path))
 
 
-def load_records(*, folder: Path, warn: Warn | None = None) -> list[HistoryRecord]:
-    """Every record in `folder`, oldest first (by start time, then run id); a file that is no
-    record is skipped and named in a warning (`warn`, else the log)."""
+def newest_first(*, paths: Sequence[Path], warn: Warn | None = None) -> Iterator[HistoryRecord]:
+    """The records of `paths` (as `record_paths` lists them), newest first, each parsed only
+    when the caller gets that far; a file that is no record is skipped and named in a warning
+    (`warn`, else the log)."""
     say = warn if warn is not None else LOG.warning
-    records: list[HistoryRecord] = []
-    for path in record_paths(folder=folder):
+    for path in reversed(paths):
         try:
-            records.append(read_record(path=path))
+            yield read_record(path=path)
         except BadRecord as exc:
             say(f"skipped {path} in the run history: {exc}")
+
+
+def load_records(
+    *, folder: Path, warn: Warn | None = None, last: int | None = None
+) -> list[HistoryRecord]:
+    """Every record in `folder` (or the newest `last` of them), oldest first (by start time,
+    then run id); a file that is no record is skipped and named in a warning (`warn`, else
+    the log)."""
+    stream = newest_first(paths=record_paths(folder=folder), warn=warn)
+    records = list(stream if last is None else itertools.islice(stream, last))
     records.sort(key=lambda record: (record.started_at, record.run_id))
     return records

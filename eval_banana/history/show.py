@@ -1,8 +1,14 @@
-"""The view `eb history` prints: the window of runs chosen, the checks filtered and listed."""
+"""The view `eb history` prints: the window of runs chosen, the checks filtered and listed.
+
+Records are taken newest first and parsed only when needed: the window (`--last`, `--since`),
+then, for the checks not passing since the window began, older records until each one's last
+pass is found. Over a long history `eb history` reads a few dozen records, not all of them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Literal, NamedTuple
 
@@ -13,6 +19,8 @@ from eval_banana.history.summary import CheckFilter, check_rows, listed, run_row
 from eval_banana.history.view import HistoryView
 
 ListingName = Literal["all", "flaky", "slowest", "costliest"]
+# Shard runs read past the window while looking for the merge that holds them.
+_SHARD_LOOKAHEAD = 256
 
 
 class Asked(NamedTuple):
@@ -26,18 +34,41 @@ class Asked(NamedTuple):
     min_flips: int
 
 
-def without_merged_shards(records: Sequence[HistoryRecord]) -> list[HistoryRecord]:
-    """The records less the shard runs a recorded `eb merge` merged: each check once per
-    pipeline, in the merged run."""
-    merged = {run_id for record in records for run_id in record.merged_from}
-    return [record for record in records if record.run_id not in merged]
+def _unmerged_shard(record: HistoryRecord, merged: set[str]) -> bool:
+    return record.selection.shard is not None and record.run_id not in merged
 
 
-def window_of(*, records: Sequence[HistoryRecord], asked: Asked) -> list[HistoryRecord]:
-    """The last `asked.last` runs started at or after `asked.since` (oldest first)."""
-    since = asked.since
-    chosen = [r for r in records if since is None or parse_moment(r.started_at) >= since]
-    return chosen[-asked.last :] if asked.last > 0 else chosen
+class Window(NamedTuple):
+    """The runs shown (oldest first), and the older records, newest first, not yet read."""
+
+    runs: list[HistoryRecord]
+    older: Iterator[HistoryRecord]
+
+
+def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
+    """The last `asked.last` runs started at or after `asked.since`, each check once: a shard
+    run an `eb merge` merged is left out for the merged run."""
+    source = iter(newest_first)
+    taken: list[HistoryRecord] = []
+    merged: set[str] = set()
+    pushed_back: list[HistoryRecord] = []
+    extra = 0
+    for record in source:
+        if asked.since is not None and parse_moment(record.started_at) < asked.since:
+            pushed_back.append(record)
+            break
+        taken.append(record)
+        merged.update(record.merged_from)
+        if sum(one.run_id not in merged for one in taken) < asked.last:
+            continue
+        if not _unmerged_shard(taken[-1], merged) or extra >= _SHARD_LOOKAHEAD:
+            break
+        extra += 1
+    runs = [record for record in taken if record.run_id not in merged][: asked.last]
+    older = (
+        record for record in itertools.chain(pushed_back, source) if record.run_id not in merged
+    )
+    return Window(runs=runs[::-1], older=older)
 
 
 def _keeps(asked: Asked) -> CheckFilter:
@@ -54,15 +85,17 @@ def _keeps(asked: Asked) -> CheckFilter:
     return keep
 
 
-def build_view(*, records: Sequence[HistoryRecord], asked: Asked, folder: str) -> HistoryView:
-    """The whole view: the window's runs, and each kept check's row in the listing's order."""
-    runs = without_merged_shards(records)
-    window = window_of(records=runs, asked=asked)
-    rows = check_rows(history=runs, window=window, keep=_keeps(asked))
+def build_view(
+    *, newest_first: Iterable[HistoryRecord], total: int, asked: Asked, folder: str
+) -> HistoryView:
+    """The whole view: the window's runs, and each kept check's row in the listing's order.
+    `newest_first`: the records, newest first (read lazily); `total`: how many there are."""
+    window = window_of(newest_first=newest_first, asked=asked)
+    rows = check_rows(window=window.runs, older=window.older, keep=_keeps(asked))
     return HistoryView(
         folder=folder,
-        records=len(records),
+        records=total,
         listing=asked.listing,
-        runs=[run_row(record=record) for record in window],
+        runs=[run_row(record=record) for record in window.runs],
         checks=listed(rows=rows, listing=asked.listing, min_flips=asked.min_flips),
     )

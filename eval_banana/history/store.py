@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.files import write_bytes_atomic
+from eval_banana.history.entries import entry_document
 from eval_banana.history.read import BadRecord, read_record, record_paths
 from eval_banana.history.record import HistoryRecord
 
@@ -30,8 +31,10 @@ def record_file_name(*, record: HistoryRecord) -> str:
 
 
 def record_bytes(*, record: HistoryRecord) -> bytes:
-    """One compact line of JSON: hundreds are read back at once, indentation costs time."""
+    """One compact line of JSON, each check without its default fields: hundreds of records
+    are read back at once, and every byte is parsed each time."""
     document = record.model_dump(by_alias=True)
+    document["checks"] = [entry_document(check) for check in record.checks]
     return (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 

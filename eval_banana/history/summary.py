@@ -10,7 +10,7 @@ agent) are no outcome of the check and are skipped when flips and durations are 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from eval_banana.history.record import HistoryCheck, HistoryRecord
@@ -94,9 +94,14 @@ def _ref(seen: Seen) -> RunRef:
     )
 
 
+def _not_passed_since_the_start(seen: Sequence[Seen]) -> bool:
+    """Whether no outcome of the check in `seen` is a pass, so its streak may go further back."""
+    return all(one.check.status != "passed" for one in seen if not one.check.early_error)
+
+
 def _streak(everything: Sequence[Seen]) -> tuple[RunRef | None, RunRef | None]:
-    """(first run of the current not-passing streak, last run it passed), over the whole
-    history; (None, None) when its latest outcome is a pass."""
+    """(first run of the current not-passing streak, last run it passed) over `everything`
+    (oldest first); (None, None) when its latest outcome is a pass."""
     outcomes = [one for one in everything if not one.check.early_error] or list(everything)
     if not outcomes or outcomes[-1].check.status == "passed":
         return None, None
@@ -107,10 +112,27 @@ def _streak(everything: Sequence[Seen]) -> tuple[RunRef | None, RunRef | None]:
     return _ref(outcomes[start]), last_passed
 
 
+def _earlier(*, pending: set[str], older: Iterator[HistoryRecord]) -> dict[str, list[Seen]]:
+    """Check id -> its runs before the window, oldest first, read back only as far as its
+    last pass (or the first record) for each check in `pending`."""
+    found: dict[str, list[Seen]] = {check_id: [] for check_id in pending}
+    waiting = set(pending)
+    for record in older:
+        if not waiting:
+            break
+        for check in record.checks:
+            if check.id in waiting:
+                found[check.id].append(Seen(record=record, check=check))
+                if check.status == "passed" and not check.early_error:
+                    waiting.discard(check.id)
+    return {check_id: seen[::-1] for check_id, seen in found.items()}
+
+
 def check_row(
-    *, window: Sequence[HistoryRecord], seen: Sequence[Seen], everything: Sequence[Seen]
+    *, window: Sequence[HistoryRecord], seen: Sequence[Seen], earlier: Sequence[Seen]
 ) -> CheckRow:
-    """One check's row: `seen` are its runs in the window, `everything` in the whole history."""
+    """One check's row: `seen` are its runs in the window, `earlier` those before it that
+    its failing streak needs (oldest first)."""
     present = {id(one.record): one.check for one in seen}
     strip = "".join(
         MARKS[present[id(record)].status] if id(record) in present else ABSENT for record in window
@@ -119,7 +141,7 @@ def check_row(
     flips = _flips(seen)
     passed = sum(one.check.status == "passed" for one in seen)
     latest = seen[-1].check
-    failing_since, last_passed = _streak(everything)
+    failing_since, last_passed = _streak([*earlier, *seen])
     return CheckRow(
         id=latest.id,
         family=latest.family,
@@ -142,15 +164,21 @@ def check_row(
 
 def check_rows(
     *,
-    history: Sequence[HistoryRecord],
     window: Sequence[HistoryRecord],
+    older: Iterator[HistoryRecord],
     keep: CheckFilter,
 ) -> list[CheckRow]:
-    """A row per check present in the window (and kept), in id order."""
+    """A row per check present in the window (and kept), in id order; `older`: the records
+    before the window, newest first, read only for checks that have not passed in it."""
     in_window = _by_check(records=window, keep=keep)
-    everywhere = _by_check(records=history, keep=lambda check: check.id in in_window)
+    pending = {
+        check_id
+        for check_id, seen in in_window.items()
+        if seen[-1].check.status != "passed" and _not_passed_since_the_start(seen)
+    }
+    earlier = _earlier(pending=pending, older=older)
     return [
-        check_row(window=window, seen=in_window[check_id], everything=everywhere[check_id])
+        check_row(window=window, seen=in_window[check_id], earlier=earlier.get(check_id, []))
         for check_id in sorted(in_window)
     ]
 

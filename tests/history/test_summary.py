@@ -45,7 +45,12 @@ def _series(pattern: str, *, definitions: str | None = None) -> list[HistoryReco
 def _row(
     records: list[HistoryRecord], listing: ListingName = "all", **asked: object
 ) -> list[CheckRow]:
-    view = build_view(records=records, asked=_asked(listing=listing, **asked), folder="h")
+    view = build_view(
+        newest_first=records[::-1],
+        total=len(records),
+        asked=_asked(listing=listing, **asked),
+        folder="h",
+    )
     return view.checks
 
 
@@ -122,10 +127,14 @@ def test_window_last_since_and_filters() -> None:
         )
         for i in range(1, 6)
     ]
-    view = build_view(records=records, asked=_asked(last=2), folder="h")
+    view = build_view(
+        newest_first=records[::-1], total=len(records), asked=_asked(last=2), folder="h"
+    )
     assert [run.run_id[-2:] for run in view.runs] == ["04", "05"] and view.records == 5
     since = datetime(2026, 1, 1, 0, 0, 3, tzinfo=UTC)
-    view = build_view(records=records, asked=_asked(since=since), folder="h")
+    view = build_view(
+        newest_first=records[::-1], total=len(records), asked=_asked(since=since), folder="h"
+    )
     assert len(view.runs) == 3
     assert [r.id for r in _row(records, check_ids=["judge_*"])] == ["judge_a"]
     assert [r.id for r in _row(records, check_ids=["script_b"])] == ["script_b"]
@@ -142,7 +151,7 @@ def test_merged_shards_are_counted_once() -> None:
     merged = merged.model_copy(
         update={"kind": "merge", "merged_from": [shard_1.run_id, shard_2.run_id]}
     )
-    view = build_view(records=[shard_1, shard_2, merged], asked=_asked(), folder="h")
+    view = build_view(newest_first=[merged, shard_2, shard_1], total=3, asked=_asked(), folder="h")
     assert [run.kind for run in view.runs] == ["merge"]
     assert {row.id: row.strip for row in view.checks} == {"a": "✓", "b": "✓"}
 
