@@ -15,7 +15,6 @@ from eval_banana.history.record import HistoryCheck
 
 _STATUSES = frozenset({"passed", "failed", "error"})
 _REQUIRED = ("id", "type", "status", "digest", "duration_ms")
-_FIELDS = frozenset(HistoryCheck.model_fields)
 # Each field's default, for the keys an entry leaves out (writers leave out the defaults).
 _DEFAULTS: dict[str, Any] = {
     name: spec.get_default(call_default_factory=False)
@@ -28,16 +27,18 @@ class BadEntry(Exception):
     """An entry the schema would refuse."""
 
 
-def _count(value: Any, *, optional: bool) -> int | None:
+def _count(value: Any) -> int:
     """A JSON integer >= 0 (1.0 is one, as JSON Schema says; a bool is none)."""
-    if value is None and optional:
-        return None
     kind = type(value)
     if kind is int and value >= 0:
         return int(value)
     if kind is float and value.is_integer() and value >= 0:
         return int(value)
     raise BadEntry
+
+
+def _optional_count(value: Any) -> int | None:
+    return None if value is None else _count(value)
 
 
 def _money(value: Any) -> float | None:
@@ -55,34 +56,60 @@ def _flag(value: Any) -> bool:
     return bool(value)
 
 
+def _family(value: Any) -> str | None:
+    if value is not None and type(value) is not str:
+        raise BadEntry
+    return value
+
+
+def _tags(value: Any) -> list[str]:
+    if type(value) is not list or any(type(tag) is not str for tag in value):
+        raise BadEntry
+    return value
+
+
+# The optional fields: how each is checked (and normalised) when an entry holds it.
+_OPTIONAL: dict[str, Any] = {
+    "family": _family,
+    "tags": _tags,
+    "cost_usd": _money,
+    "tokens": _optional_count,
+    "cached": _flag,
+    "flaky": _flag,
+    "early_error": _flag,
+}
+_REQUIRED_KEYS = frozenset(_REQUIRED)
+
+
 def _entry(raw: Any) -> HistoryCheck:
-    if type(raw) is not dict or not _FIELDS.issuperset(raw):
+    # The hot loop of `eb history`: plain type tests, the optional fields only when present.
+    if type(raw) is not dict:
         raise BadEntry
-    values = {**_DEFAULTS, **raw}
-    for name in _REQUIRED:
-        if name not in raw:
-            raise BadEntry
-    if type(values["id"]) is not str or type(values["type"]) is not str:
+    keys = raw.keys()
+    if not keys >= _REQUIRED_KEYS:
         raise BadEntry
-    if type(values["digest"]) is not str or values["status"] not in _STATUSES:
+    if (
+        type(raw["id"]) is not str
+        or type(raw["type"]) is not str
+        or type(raw["digest"]) is not str
+        or raw["status"] not in _STATUSES
+    ):
         raise BadEntry
-    family = values["family"]
-    if family is not None and type(family) is not str:
-        raise BadEntry
-    tags = raw.get("tags")
-    if tags is None:
-        if "tags" in raw:
-            raise BadEntry
+    values = _DEFAULTS.copy()
+    values.update(raw)
+    duration = raw["duration_ms"]
+    if type(duration) is not int or duration < 0:
+        values["duration_ms"] = _count(duration)
+    if len(raw) > len(_REQUIRED):
+        for name in keys - _REQUIRED_KEYS:
+            check = _OPTIONAL.get(name)
+            if check is None:
+                raise BadEntry
+            values[name] = check(raw[name])
+    if "tags" not in raw:
         values["tags"] = []
-    elif type(tags) is not list or any(type(tag) is not str for tag in tags):
-        raise BadEntry
-    values["duration_ms"] = _count(values["duration_ms"], optional=False)
-    values["tokens"] = _count(values["tokens"], optional=True)
-    values["cost_usd"] = _money(values["cost_usd"])
-    for name in ("cached", "flaky", "early_error"):
-        values[name] = _flag(values[name])
     entry = object.__new__(HistoryCheck)
-    entry.__dict__.update(values)
+    entry.__dict__ = values
     return entry
 
 

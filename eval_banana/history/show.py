@@ -71,8 +71,11 @@ def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
     return Window(runs=runs[::-1], older=older)
 
 
-def _keeps(asked: Asked) -> CheckFilter:
+def _keeps(asked: Asked) -> CheckFilter | None:
+    """The check filter of `--check-id`, `-k` and `--tag`; None when none was given."""
     patterns = list(asked.check_ids)
+    if not patterns and asked.selector.keyword is None and not asked.selector.tags:
+        return None
 
     def keep(check: HistoryCheck) -> bool:
         if patterns and not any(

@@ -46,12 +46,17 @@ def run_row(*, record: HistoryRecord) -> RunRow:
     )
 
 
-def _by_check(*, records: Sequence[HistoryRecord], keep: CheckFilter) -> dict[str, list[Seen]]:
+def _by_check(
+    *, records: Sequence[HistoryRecord], keep: CheckFilter | None
+) -> dict[str, list[Seen]]:
     found: dict[str, list[Seen]] = {}
     for record in records:
         for check in record.checks:
-            if keep(check):
-                found.setdefault(check.id, []).append(Seen(record=record, check=check))
+            if keep is None or keep(check):
+                seen = found.get(check.id)
+                if seen is None:
+                    seen = found[check.id] = []
+                seen.append(Seen(record, check))
     return found
 
 
@@ -166,7 +171,7 @@ def check_rows(
     *,
     window: Sequence[HistoryRecord],
     older: Iterator[HistoryRecord],
-    keep: CheckFilter,
+    keep: CheckFilter | None,
 ) -> list[CheckRow]:
     """A row per check present in the window (and kept), in id order; `older`: the records
     before the window, newest first, read only for checks that have not passed in it."""
