@@ -127,7 +127,7 @@ def _listing(args: argparse.Namespace) -> ListingName:
 
 def run(args: argparse.Namespace) -> int:
     from eval_banana.checks.selection import compile_selector
-    from eval_banana.history.read import newest_first, record_paths
+    from eval_banana.history.read import Focus, newest_first, record_paths
     from eval_banana.history.render import to_markdown, to_text
     from eval_banana.history.show import Asked, build_view
     from eval_banana.history.since import since_moment
@@ -148,10 +148,15 @@ def run(args: argparse.Namespace) -> int:
         min_flips=args.min_flips,
     )
     paths = record_paths(folder=folder)
+    focus = Focus()
     records = newest_first(
-        paths=paths, warn=lambda message: print(f"warning: {message}", file=sys.stderr)
+        paths=paths,
+        warn=lambda message: print(f"warning: {message}", file=sys.stderr),
+        focus=focus,
     )
-    view = build_view(newest_first=records, total=len(paths), asked=asked, folder=str(folder))
+    view = build_view(
+        newest_first=records, total=len(paths), asked=asked, folder=str(folder), focus=focus
+    )
     if args.format == "json":
         from eval_banana.core import canonjson
 

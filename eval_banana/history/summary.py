@@ -172,15 +172,19 @@ def check_rows(
     window: Sequence[HistoryRecord],
     older: Iterator[HistoryRecord],
     keep: CheckFilter | None,
+    on_pending: Callable[[frozenset[str]], None] | None = None,
 ) -> list[CheckRow]:
     """A row per check present in the window (and kept), in id order; `older`: the records
-    before the window, newest first, read only for checks that have not passed in it."""
+    before the window, newest first, read only for checks that have not passed in it (whose
+    ids `on_pending` is told before any is read)."""
     in_window = _by_check(records=window, keep=keep)
     pending = {
         check_id
         for check_id, seen in in_window.items()
         if seen[-1].check.status != "passed" and _not_passed_since_the_start(seen)
     }
+    if on_pending is not None:
+        on_pending(frozenset(pending))  # the older records need only these checks
     earlier = _earlier(pending=pending, older=older)
     return [
         check_row(window=window, seen=in_window[check_id], earlier=earlier.get(check_id, []))
