@@ -348,6 +348,10 @@ def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
     for _ in range(2):
         eb("run", "--cwd", str(root))
 
+    empty = _project(tmp_path / "empty", {"eval_checks/ok.yaml": check_yaml("ok")})
+    nothing = eb("history", "--cwd", str(empty))
+    assert nothing.exit_code == 0 and "No run recorded in" in nothing.stdout
+
     text = eb("history", "--cwd", str(root))
     assert text.exit_code == 0
     assert "Runs (2 of 2 recorded, oldest first):" in text.stdout
