@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +65,8 @@ class Sizes:
     w12_parallel: int
     w13_judges: int
     w14_bytes: tuple[int, ...]
+    w17_runs: int
+    w17_checks: int
 
 
 FULL = Sizes(
@@ -91,6 +94,8 @@ FULL = Sizes(
     w12_parallel=16,
     w13_judges=16,
     w14_bytes=(50 * MB, 300 * MB),
+    w17_runs=500,
+    w17_checks=1_000,
 )
 
 QUICK = Sizes(
@@ -118,6 +123,8 @@ QUICK = Sizes(
     w12_parallel=4,
     w13_judges=2,
     w14_bytes=(256 * KB,),
+    w17_runs=20,
+    w17_checks=50,
 )
 
 
@@ -495,6 +502,73 @@ def build_w12(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+# W17 -----------------------------------------------------------------------------------------
+
+
+def _w17_check(*, index: int, run: int, rng: random.Random) -> dict[str, object]:
+    """One check of one run record: most pass, one in 20 flips, one in 50 fails from run 450
+    on (so `eb history` looks back past its window for those), a few judges report a cost."""
+    failing = index % 50 == 7 and run >= 450
+    flipping = index % 20 == 3
+    passed = not failing and (rng.random() < 0.5 if flipping else rng.random() < 0.98)
+    entry: dict[str, object] = {
+        "id": f"check_{index:04d}",
+        "type": "harness_judge" if index % 10 == 0 else "deterministic",
+        "status": "passed" if passed else "failed",
+        "digest": f"sha256:{index:064x}",
+        "duration_ms": int(rng.lognormvariate(6, 1)),
+    }
+    if index % 10 == 0:
+        entry["cost_usd"] = round(rng.random() / 100, 6)
+    if index % 4 == 0:
+        entry["tags"] = ["judge" if index % 10 == 0 else "script"]
+    return entry
+
+
+def build_w17(*, sizes: Sizes) -> Callable[[Path], None]:
+    """A history folder of `w17_runs` run records of `w17_checks` checks each, as eb writes
+    them (one line of JSON, defaults left out), for `eb history`."""
+
+    def build(root: Path) -> None:
+        project = root / "project"
+        write_config(project=project)
+        folder = project / ".eval-banana" / "history"
+        folder.mkdir(parents=True)
+        rng = random.Random(17)
+        for run in range(sizes.w17_runs):
+            moment = f"2026-01-{1 + run // 100:02d}T{(run % 100) // 4:02d}:{run % 60:02d}:00"
+            run_id = f"2026{1 + run // 100:04d}_{run:06d}_{run:08x}"
+            checks = [
+                _w17_check(index=index, run=run, rng=rng) for index in range(sizes.w17_checks)
+            ]
+            passed = sum(check["status"] == "passed" for check in checks)
+            record = {
+                "$schema": "https://eval-banana.dev/schemas/history-record.schema.json",
+                "schema_version": 1,
+                "tool_version": "0.0.0",
+                "run_id": run_id,
+                "kind": "run",
+                "started_at": f"{moment}.000000+00:00",
+                "finished_at": f"{moment}.900000+00:00",
+                "duration_ms": 900,
+                "git": {"commit": f"{run:040x}", "dirty": False},
+                "passed": passed == len(checks),
+                "exit_code": 0 if passed == len(checks) else 1,
+                "percentage": 100.0 * passed / len(checks),
+                "totals": {
+                    "checks": len(checks),
+                    "passed": passed,
+                    "failed": len(checks) - passed,
+                    "errored": 0,
+                },
+                "checks": checks,
+            }
+            name = f"{re.sub('[^0-9]', '', record['started_at'][:26])}-{run_id}.json"
+            (folder / name).write_text(json.dumps(record, separators=(",", ":")) + "\n")
+
+    return build
+
+
 def _git_ready_w2_checks(*, project: Path) -> list[Path]:
     """Ignore the W2 tree's excluded folders in git; its real check files, in path order."""
     ignored = [f"{name}/" for name in EXCLUDED if name != ".git"] + [".eval-banana/"]
@@ -768,6 +842,7 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W12": lambda sizes: build_w12(sizes=sizes),
     "W13": lambda sizes: build_w13(sizes=sizes),
     "W14": lambda sizes: build_w14(sizes=sizes),
+    "W17": lambda sizes: build_w17(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.

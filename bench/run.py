@@ -116,6 +116,7 @@ DOC_BLOCKS = (
     DocBlock(name="scale-out-figures", keys=frozenset({"W10", "W11"}), paths=(DOC, SCALE_DOC)),
     DocBlock(name="bench-table-sampling", keys=frozenset({"W12"}), paths=(DOC,)),
     DocBlock(name="isolation-figures", keys=frozenset({"W13", "W14"}), paths=(DOC,)),
+    DocBlock(name="bench-table-history", keys=frozenset({"W17"}), paths=(DOC,)),
 )
 
 
@@ -526,6 +527,16 @@ def bench_browser(*, case: Case, runs: int, warmup: bool) -> Row:
     return row
 
 
+# W17 floor: what `eb history` must read at least, the window's records parsed by plain json.
+HISTORY_FLOOR = """\
+import json, os, sys
+folder = sys.argv[1]
+for name in sorted(os.listdir(folder))[-30:]:
+    with open(os.path.join(folder, name), "rb") as handle:
+        json.loads(handle.read())
+"""
+
+
 # W10 floors: the same data read (and, for the merge, written) by plain json, in one process.
 MERGE_FLOOR = """\
 import json, sys
@@ -884,6 +895,20 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 target=1.2,
                 output_dir=True,
                 runs=n(3),
+            )
+        ]
+    if key == "W17":
+        project = root / "project"
+        return [
+            Case(
+                key="W17",
+                name=f"eb history, {sizes.w17_runs} runs x {sizes.w17_checks} checks",
+                eb_args=["history", "--cwd", str(project)],
+                floor=[py, "-c", HISTORY_FLOOR, str(project / ".eval-banana" / "history")],
+                floor_label="json.loads of the 30 newest records",
+                target=None,
+                seconds_target=1,
+                runs=n(5),
             )
         ]
     if key == "W13":

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("settings",),
     ("checks", "harness"),
     ("stagefiles", "runners"),
-    ("sampling", "isolation"),
+    ("sampling", "isolation", "history"),
     ("calibration",),
     ("cache", "incremental"),
     ("stages",),

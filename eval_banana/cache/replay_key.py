@@ -1,10 +1,11 @@
 """What a run replay depends on: its key, and the project state it was valid for.
 
 The key names everything that decides a run's plan and the text of its files, short of the
-project's files: eb itself, the settings (less where the run folder goes and the cache mode,
-which no file of the run but config.json shows), the check files found and their digests,
-whether report.html is wanted, the agent as resolved on PATH, the names of the variables the
-environment policy counts, the interpreter, and the wording eb puts around a judge's prompt.
+project's files: eb itself, the settings (less where the run folder goes, the cache mode and
+the history settings, which no file of the run but config.json shows), the check files found
+and their digests, whether report.html is wanted, the agent as resolved on PATH, the names of
+the variables the environment policy counts, the interpreter, and the wording eb puts around a
+judge's prompt.
 The project's files are checked apart, after the replay is found: the input states the run's
 verdict keys were computed from (`scope_reader`), and the files its plan read beside them
 (`watched_paths`).
@@ -33,7 +34,14 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 # Config fields that differ from run to run without changing any other file of the run.
 # `outputs` too: where the run writes its JUnit file or result document beside the folder.
 _RUN_OWN_FIELDS = ("run_id", "created_at", "run_created_at", "inputs", "outputs")
-_UNSHOWN_SETTINGS = ("core.output_dir", "cache.mode")
+# The history settings too: the history folder is no input of any run (docs/history.md).
+_UNSHOWN_SETTINGS = (
+    "core.output_dir",
+    "cache.mode",
+    "history.mode",
+    "history.dir",
+    "history.keep",
+)
 
 
 def code_fingerprint() -> str:

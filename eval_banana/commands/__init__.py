@@ -48,6 +48,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "eval_banana.commands.update",
         "Rerun exactly the stale stages of a run (and only the changed checks), like make.",
     ),
+    "history": (
+        "eval_banana.commands.history",
+        "Each check over the last runs: outcomes, flips, durations, cost; `import` gathers "
+        "other runners' records.",
+    ),
     "schema": (
         "eval_banana.commands.schema",
         "Print a published JSON Schema (check, config, report, stages/<stage>...).",

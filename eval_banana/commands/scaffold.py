@@ -15,13 +15,14 @@ EXAMPLE_PATH = Path("eval_checks") / "example_check.yaml"
 # Next to the results folder, so it holds wherever the project sits in its repository and the
 # project's own .gitignore is never touched.
 GITIGNORE_PATH = Path(".eval-banana") / ".gitignore"
-# eb's outputs: run folders and the verdict cache (`[cache] dir`'s default).
-IGNORED_FOLDERS: tuple[str, ...] = ("results", "cache")
+# eb's outputs: run folders, the verdict cache (`[cache] dir`'s default) and the run history
+# (`[history] dir`'s default; CI keeps it with a cache or artifacts, docs/history.md).
+IGNORED_FOLDERS: tuple[str, ...] = ("results", "cache", "history")
 # What eb remembers for `eb run --last-failed`: this machine's state, not a source.
 IGNORED_FILES: tuple[str, ...] = ("lastfailed.json",)
 _HEADER = (
-    "# Written by `eb init`: eb's run folders, verdict cache and record of failed checks are "
-    "outputs, not sources.\n"
+    "# Written by `eb init`: eb's run folders, verdict cache, run history and record of failed "
+    "checks are outputs, not sources.\n"
 )
 # Said after the files written: a second `eb run` reusing verdicts must not come as a surprise.
 CACHE_NOTE = (

@@ -181,6 +181,27 @@ class CacheSettings(_Section):
     )
 
 
+HistoryMode = Literal["on", "off"]
+
+
+class HistorySettings(_Section):
+    mode: HistoryMode = Field(
+        default="on",
+        description="Run history (docs/history.md): 'on' writes one record per `eb run`, "
+        "`eb merge` and replayed run into the history folder; 'off' writes none.",
+    )
+    dir: str = Field(
+        default=".eval-banana/history",
+        description="The history folder; a relative path is joined to the project root. "
+        "Never an input of a check nor part of a cache key.",
+    )
+    keep: int = Field(
+        default=1000,
+        ge=1,
+        description="How many run records the history folder keeps; the oldest go first.",
+    )
+
+
 class AgentTemplate(_Section):
     """How to launch one agent CLI (a built-in, or an `[agents.<name>]` table)."""
 
@@ -218,6 +239,7 @@ class Settings(_Section):
     harness: HarnessSettings = Field(default_factory=HarnessSettings)
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    history: HistorySettings = Field(default_factory=HistorySettings)
     agents: dict[str, AgentTemplate] = Field(
         default_factory=dict,
         description="Agent templates written in [agents.<name>], merged over the built-ins.",

@@ -17,6 +17,8 @@ from eval_banana.cache.replay_record import RunTaken
 from eval_banana.checks.selection import selected_nothing
 from eval_banana.core import forked
 from eval_banana.core.errors import DefinitionError, PlanSelectError, RunAborted, WriteFault
+from eval_banana.history.gitstate import GitProbe
+from eval_banana.history.record import RunKind
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.pipeline import replaying
 from eval_banana.pipeline.request import RunRequest, load_config
@@ -143,6 +145,7 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
         from eval_banana.incremental.changed import prefetch
 
         prefetch(config=config)  # git compares while the check files are found and read
+    probe = _git_probe(config=config)
     try:
         with _state_read_ahead(config=config):
             return _stages(
@@ -152,6 +155,7 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
                 request=request,
                 cancel=cancel,
                 console=console,
+                probe=probe,
             )
     except DefinitionError as exc:
         if selected_nothing(exc):
@@ -160,6 +164,18 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     except PlanSelectError:
         discard_run_dir(folder=folder)  # --select refused: nothing ran, nothing is left behind
         raise
+    finally:
+        if probe is not None:
+            probe.close()
+
+
+def _git_probe(*, config: ConfigDoc) -> GitProbe | None:
+    """The commit the run starts on, for its history record (None: history is off)."""
+    if config.settings.history.mode == "off":
+        return None
+    from eval_banana.history.gitstate import begin
+
+    return begin(root=config.project_root)
 
 
 def _state_read_ahead(*, config: ConfigDoc) -> contextlib.AbstractContextManager[None]:
@@ -180,6 +196,7 @@ def _stages(
     request: RunRequest,
     cancel: threading.Event,
     console: Console,
+    probe: GitProbe | None,
 ) -> RunOutcome:
     """discover, validate, guard, execute, then `finish_run`: every stage after config."""
     contents: dict[str, bytes] = {}
@@ -204,6 +221,15 @@ def _stages(
             contents=contents,
         )
         if replayed is not None:
+            _record_history(
+                config=config,
+                report=replayed.load_report,
+                kind="replay",
+                exit_code=replayed.exit_code,
+                console=console,
+                replayed_from=replayed.from_run_id,
+                probe=probe,
+            )
             return RunOutcome(
                 run_dir=run_dir,
                 load_report=replayed.load_report,
@@ -266,6 +292,7 @@ def _stages(
             extras=request.extras,
             console=console,
             page=page,
+            probe=probe,
         )
     except BaseException as exc:
         if page is not None:
@@ -301,6 +328,30 @@ def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Cons
         remember_results(config=config, results=executed.results)
     except OSError as exc:
         console.warn(f"could not record the failed checks for --last-failed: {exc}")
+
+
+def _record_history(
+    *,
+    config: ConfigDoc,
+    report: dict[str, Any] | Callable[[], dict[str, Any]],
+    kind: RunKind,
+    exit_code: int,
+    console: Console,
+    replayed_from: str | None = None,
+    probe: GitProbe | None = None,
+) -> None:
+    """The run's record in the history folder; a record that cannot be written is a warning."""
+    from eval_banana.history.write import record_run
+
+    record_run(
+        config=config,
+        report=report,
+        kind=kind,
+        exit_code=exit_code,
+        warn=console.warn,
+        replayed_from=replayed_from,
+        git=probe,
+    )
 
 
 def _note_nothing_launched(*, score: ScoreDoc, console: Console) -> None:
@@ -346,11 +397,15 @@ def finish_run(
     extras: ReportExtras | None,
     console: Console,
     page: forked.Pending[None] | None = None,
+    kind: RunKind = "run",
+    probe: GitProbe | None = None,
 ) -> RunOutcome:
     """The score and report stages over a written execute.json (`eb run`, `eb merge`); `page`:
-    report.html when begun already (`begin_html`).
+    report.html when begun already (`begin_html`). The run's record goes into the history
+    folder once its reports are written (`kind`: which command ran it; `probe`: the commit
+    observed when it started).
 
-    An aborted run raises RunAborted (exit 3) once its reports are written.
+    An aborted run raises RunAborted (exit 3) once its reports and record are written.
     """
     from eval_banana.stages import report as report_stage
     from eval_banana.stages import score as score_stage
@@ -372,6 +427,17 @@ def finish_run(
         console=console,
         page=page,
     )
+    exit_code = (
+        RunAborted.exit_code if scored.aborted_by is not None else 0 if scored.run_passed else 1
+    )
+    _record_history(
+        config=config,
+        report=report.report,
+        kind=kind,
+        exit_code=exit_code,
+        console=console,
+        probe=probe,
+    )
     if scored.aborted_by is not None:
         raise RunAborted(
             f"Run aborted ({scored.aborted_by}: {STOP_REASON_TEXT[scored.aborted_by]}); "
@@ -385,6 +451,6 @@ def finish_run(
         run_dir=run_dir,
         report=report.report,
         score=scored,
-        exit_code=0 if scored.run_passed else 1,
+        exit_code=exit_code,
         digests=digests,
     )

@@ -101,6 +101,8 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
     from eval_banana.cache.entry import CacheEntry
     from eval_banana.cache.replay_entry import ReplayEntry
+    from eval_banana.history.record import HistoryRecord
+    from eval_banana.history.view import HistoryView
     from eval_banana.models.calibration import CalibrationDoc
     from eval_banana.models.diff import RunDiff
     from eval_banana.models.lastfailed import LastFailedDoc
@@ -123,6 +125,8 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["calibration"] = _model_schema(CalibrationDoc, name="calibration")
     builders["lastfailed"] = _model_schema(LastFailedDoc, name="lastfailed")
     builders["plan"] = _model_schema(PlanDocument, name="plan")
+    builders["history-record"] = _model_schema(HistoryRecord, name="history-record")
+    builders["history"] = _model_schema(HistoryView, name="history")
     return builders
 
 

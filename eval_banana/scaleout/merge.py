@@ -492,6 +492,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
             digests=digests,
             extras=request.extras,
             console=console,
+            kind="merge",
         )
     except BaseException as exc:
         _settle(folders, error=exc)

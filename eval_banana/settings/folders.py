@@ -16,24 +16,35 @@ from eval_banana.settings.table import SETTINGS_BY_NAME
 CALIBRATION_FILE = "calibration.json"
 _CONFIG_FOLDER = ".eval-banana"
 
-# Where eb keeps what it remembers across runs (never a project file, whatever writes it).
-HISTORY_DIR = ".eval-banana/history"
-
 
 def cache_dir(*, config: ConfigDoc) -> Path:
     """The configured cache folder, joined to the project root when relative."""
     return Path(config.project_root) / config.settings.cache.dir
 
 
+def history_dir(*, config: ConfigDoc) -> Path:
+    """The configured history folder (`[history] dir`), joined to the project root when
+    relative: where every run leaves its record (never a project file, whatever writes it)."""
+    return Path(config.project_root) / config.settings.history.dir
+
+
 def own_folders(*, config: ConfigDoc) -> list[Path]:
-    """The output folder, the cache folder (wherever they are configured), the history folder,
-    and the output folder the project names or defaults to: a run sent elsewhere
-    (`--output-dir`, EVAL_BANANA_OUTPUT_DIR) must not count the run folders earlier runs left
-    there as project files (reading each, and keying every check on them)."""
+    """The output, cache and history folders (wherever they are configured), and the output
+    and history folders the project names or defaults to: a run sent elsewhere
+    (`--output-dir`, EVAL_BANANA_OUTPUT_DIR) must not count the run folders or run records
+    earlier runs left there as project files (reading each, and keying every check on them)."""
     root = Path(config.project_root)
     output = config.settings.core.output_dir
-    folders = [root / output if output else root, cache_dir(config=config), root / HISTORY_DIR]
-    usual = [config.project_output_dir, str(SETTINGS_BY_NAME["core.output_dir"].default)]
+    folders = [
+        root / output if output else root,
+        cache_dir(config=config),
+        history_dir(config=config),
+    ]
+    usual = [
+        config.project_output_dir,
+        str(SETTINGS_BY_NAME["core.output_dir"].default),
+        str(SETTINGS_BY_NAME["history.dir"].default),
+    ]
     for folder in usual:
         if folder and root / folder not in folders:
             folders.append(root / folder)

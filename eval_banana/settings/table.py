@@ -19,6 +19,7 @@ from eval_banana.models.config import (
     DiscoverySettings,
     ExecutionSettings,
     HarnessSettings,
+    HistorySettings,
     Settings,
 )
 from eval_banana.projectstate.patterns import pattern_problem
@@ -55,6 +56,7 @@ _SECTION_MODELS: dict[str, type[Record]] = {
     "harness": HarnessSettings,
     "execution": ExecutionSettings,
     "cache": CacheSettings,
+    "history": HistorySettings,
 }
 
 ENV_POLICIES: tuple[str, ...] = ("inherit", "allowlist")
@@ -64,6 +66,7 @@ _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 ISOLATION_MODES: tuple[str, ...] = ("detect", "copy", "off")
 CHECK_ISOLATION_MODES: tuple[str, ...] = ("off", "detect", "copy")
 CACHE_MODES: tuple[str, ...] = ("off", "on", "read-only", "refresh")
+HISTORY_MODES: tuple[str, ...] = ("on", "off")
 LAST_FAILED_NONE: tuple[str, ...] = ("all", "skip")
 
 
@@ -504,6 +507,39 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("cache", "replay"),
     ),
     SettingSpec(
+        name="history.mode",
+        section="history",
+        key="mode",
+        kind="choice",
+        choices=HISTORY_MODES,
+        env="EVAL_BANANA_HISTORY_MODE",
+        flag="--history",
+        commands=_RUN_MERGE,
+        metavar="{on,off}",
+        help=_help("history", "mode"),
+    ),
+    SettingSpec(
+        name="history.dir",
+        section="history",
+        key="dir",
+        kind="path",
+        env="EVAL_BANANA_HISTORY_DIR",
+        flag="--history-dir",
+        commands=(*_RUN_MERGE, "history"),
+        metavar="DIR",
+        help=_help("history", "dir"),
+    ),
+    SettingSpec(
+        name="history.keep",
+        section="history",
+        key="keep",
+        kind="positive_integer",
+        env="EVAL_BANANA_HISTORY_KEEP",
+        flag=None,
+        commands=(),
+        help=_help("history", "keep"),
+    ),
+    SettingSpec(
         name="agents",
         section="agents",
         key="*",
@@ -518,7 +554,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
 SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
 
 # The TOML tables the file may contain, and the keys each allows.
-SECTIONS: tuple[str, ...] = ("core", "discovery", "harness", "execution", "cache", "agents")
+SECTIONS: tuple[str, ...] = (
+    "core",
+    "discovery",
+    "harness",
+    "execution",
+    "cache",
+    "history",
+    "agents",
+)
 SECTION_KEYS: dict[str, tuple[str, ...]] = {
     section: tuple(spec.key for spec in SETTINGS if spec.section == section)
     for section in SECTIONS

@@ -292,18 +292,21 @@ def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None
     ignore.write_text("# mine\nscratch/")  # no final newline
     written = run_init(cwd=tmp_path, force=False)
     assert ignore.resolve() in written
-    assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\nlastfailed.json\n"
+    assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\n"
     # Again (with --force): nothing is added, and the file is not reported as written.
     again = run_init(cwd=tmp_path, force=True)
     assert ignore.resolve() not in again
-    assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\nlastfailed.json\n"
+    assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\n"
 
 
 @pytest.mark.parametrize("line", ["results", "/results/", "results/*"])
 def test_a_gitignore_that_already_ignores_results_is_left_alone(tmp_path: Path, line: str) -> None:
     ignore = tmp_path / ".eval-banana" / ".gitignore"
     ignore.parent.mkdir()
-    text = f"{line}\n{line.replace('results', 'cache')}\nlastfailed.json\n"
+    text = (
+        f"{line}\n{line.replace('results', 'cache')}\n{line.replace('results', 'history')}\n"
+        "lastfailed.json\n"
+    )
     ignore.write_text(text)
     before = ignore.stat().st_mtime_ns
     assert ignore.resolve() not in run_init(cwd=tmp_path, force=False)

@@ -76,8 +76,10 @@ def _files(root: Path) -> dict[str, bytes]:
         if path.is_file()
         and "runs" not in path.parts
         and ".git" not in path.parts
-        # eb's own record of failed checks (for --last-failed) is written after every run.
+        # eb's own record of failed checks (for --last-failed) and its run history are
+        # written after every run.
         and path.relative_to(root).as_posix() != ".eval-banana/lastfailed.json"
+        and "history" not in path.parts
     }
 
 

@@ -195,6 +195,9 @@ PRECEDENCE = [
     ("cache.dir", '"c1"', "c1", "c2", "c2", ["--cache-dir", "c3"], "c3"),
     ("cache.max_mb", "10", 10, "20", 20, 30, 30),
     ("cache.replay", "false", False, "1", True, False, False),
+    ("history.mode", '"off"', "off", "on", "on", ["--history", "off"], "off"),
+    ("history.dir", '"h1"', "h1", "h2", "h2", ["--history-dir", "h3"], "h3"),
+    ("history.keep", "10", 10, "20", 20, 30, 30),
     ("core.repeats", "3", 3, "4", 4, ["--repeats", "5"], 5),
     ("core.fail_on_flaky", "true", True, "1", True, ["--fail-on-flaky"], True),
     (

@@ -1,0 +1,168 @@
+"""`eb history`: each check over the last runs; `eb history import DIR...` gathers records.
+
+Reads the history folder only (docs/history.md): no check is loaded, nothing is run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_banana.commands import common
+from eval_banana.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from eval_banana.history.show import ListingName
+    from eval_banana.models.stages import ConfigDoc
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
+    return value
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    common.add_common(parser, selection=False)
+    parser.add_argument(
+        "--check-id",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="Only this check, or every id matching a shell-style glob; repeatable.",
+    )
+    parser.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="Only checks whose recorded tags match (as `eb run --tag`); repeatable.",
+    )
+    parser.add_argument(
+        "-k", "--keyword", metavar="EXPR", help="Only checks whose id matches, as `eb run -k`."
+    )
+    parser.add_argument(
+        "--last", type=_positive, default=30, metavar="N", help="The last N runs (default 30)."
+    )
+    parser.add_argument(
+        "--since",
+        metavar="REF|DATE",
+        help="Only runs started at or after a date (YYYY-MM-DD, or an ISO-8601 time) or the "
+        "commit time of a git revision.",
+    )
+    listing = parser.add_mutually_exclusive_group()
+    listing.add_argument(
+        "--flaky",
+        action="store_true",
+        help="Only checks that flipped between passing and not at least --min-flips times on "
+        "one definition.",
+    )
+    listing.add_argument("--slowest", action="store_true", help="Checks by median duration.")
+    listing.add_argument("--costliest", action="store_true", help="Checks by total cost.")
+    parser.add_argument(
+        "--min-flips", type=_positive, default=2, metavar="N", help="For --flaky (default 2)."
+    )
+    parser.add_argument(
+        "--format", choices=("text", "md", "json"), default="text", help="Default: text."
+    )
+    common.add_setting_flags(parser, command="history")
+    actions = parser.add_subparsers(dest="action", metavar="{import}")
+    imports = actions.add_parser(
+        "import",
+        help="Copy the run records of other history folders (CI artifacts of other runners) "
+        "into this project's, skipping run ids it has.",
+    )
+    imports.add_argument("dirs", nargs="+", metavar="DIR", help="History folders to copy from.")
+
+
+def _config(args: argparse.Namespace) -> ConfigDoc:
+    from eval_banana.models.config import Selection
+    from eval_banana.settings.rundir import new_run_id
+    from eval_banana.stages.config import resolve_config
+
+    return resolve_config(
+        cwd=Path(args.cwd),
+        cli_values=common.cli_values(args),
+        environ=dict(os.environ),
+        no_project_config=bool(args.no_project_config),
+        selection=Selection(),
+        run_id=new_run_id(),
+    )
+
+
+def _import(*, folder: Path, sources: list[str]) -> int:
+    from eval_banana.history.store import import_records
+
+    paths = [Path(source) for source in sources]
+    for path in paths:
+        if not path.is_dir():
+            raise UsageError(
+                f"eb history import: {path} is not a folder; give the history folders "
+                "(e.g. another runner's .eval-banana/history) to copy records from"
+            )
+    done = import_records(sources=paths, folder=folder)
+    for path, why in done.refused:
+        print(f"warning: skipped {path}: {why}", file=sys.stderr)
+    print(
+        f"Imported {len(done.copied)} run record(s) into {folder}; "
+        f"{len(done.duplicates)} already there, {len(done.refused)} refused."
+    )
+    return 0
+
+
+def _listing(args: argparse.Namespace) -> ListingName:
+    if args.flaky:
+        return "flaky"
+    if args.slowest:
+        return "slowest"
+    return "costliest" if args.costliest else "all"
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.checks.selection import compile_selector
+    from eval_banana.history.read import Focus, newest_first, record_paths
+    from eval_banana.history.render import to_markdown, to_text
+    from eval_banana.history.show import Asked, build_view
+    from eval_banana.history.since import since_moment
+    from eval_banana.settings.folders import history_dir
+
+    config = _config(args)
+    folder = history_dir(config=config)
+    if args.action == "import":
+        return _import(folder=folder, sources=list(args.dirs))
+    asked = Asked(
+        last=args.last,
+        since=None
+        if args.since is None
+        else since_moment(text=args.since, root=config.project_root),
+        check_ids=list(args.check_id),
+        selector=compile_selector(keyword=args.keyword, tags=list(args.tag)),
+        listing=_listing(args),
+        min_flips=args.min_flips,
+    )
+    paths = record_paths(folder=folder)
+    focus = Focus()
+    records = newest_first(
+        paths=paths,
+        warn=lambda message: print(f"warning: {message}", file=sys.stderr),
+        focus=focus,
+    )
+    view = build_view(
+        newest_first=records, total=len(paths), asked=asked, folder=str(folder), focus=focus
+    )
+    if args.format == "json":
+        from eval_banana.core import canonjson
+
+        sys.stdout.write(canonjson.dumps(view) + "\n")
+    elif args.format == "md":
+        sys.stdout.write(to_markdown(view))
+    else:
+        sys.stdout.write(to_text(view))
+    return 0

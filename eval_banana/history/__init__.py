@@ -1,0 +1,11 @@
+"""Memory across runs (docs/history.md): one immutable record per run in the history folder.
+
+- `record`: the record's model (schemas/history-record.schema.json).
+- `build`: a record from a finished run's report; `gitstate`: the commit it ran on.
+- `store`: writing, pruning and importing record files; `read`: loading them back.
+- `durations`: what a check is expected to take and cost, from its recorded runs.
+- `summary` and `render`: what `eb history` shows.
+
+May import stagefiles, harness, checks, settings, projectstate, models and core; the pipeline,
+the merge, the reports and the commands call it, never the other way round.
+"""

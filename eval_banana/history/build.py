@@ -1,0 +1,115 @@
+"""A run record from a finished run's report.json object.
+
+The report is the one document every kind of run ends with (a run, a merge, a replay), so one
+builder serves all three and the record says what the report says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eval_banana.core.caseid import family_of
+from eval_banana.core.version import tool_version
+from eval_banana.harness.usage import usage_cost, usage_tokens
+from eval_banana.history.record import (
+    GitState,
+    HistoryCheck,
+    HistoryRecord,
+    HistoryTotals,
+    RunKind,
+)
+from eval_banana.models.config import Selection
+from eval_banana.models.repeats import is_flaky
+
+
+def _usage(details: Mapping[str, Any]) -> dict[str, Any] | None:
+    usage = details.get("usage")
+    return usage if isinstance(usage, dict) else None
+
+
+def _timed_out(*, result: Mapping[str, Any], details: Mapping[str, Any]) -> bool:
+    """A check stopped at its time limit: it took at least that long, a true lower bound."""
+    if details.get("agent_failure") == "timeout":
+        return True
+    limit = details.get("timeout_seconds")
+    return isinstance(limit, int | float) and 0 < limit * 1000 <= result["duration_ms"]
+
+
+def early_error(*, result: Mapping[str, Any]) -> bool:
+    """An error that says nothing of how long the check takes: not run, a missing agent, a
+    script that could not start, a check stopped part-way. A timeout is not one."""
+    if result["status"] != "error":
+        return False
+    details = result.get("details") or {}
+    return not _timed_out(result=result, details=details)
+
+
+def history_check(*, result: Mapping[str, Any]) -> HistoryCheck:
+    """One check's entry from its result in report.json."""
+    details = result.get("details") or {}
+    usage = _usage(details)
+    cache = details.get("cache")
+    return HistoryCheck(
+        id=result["check_id"],
+        family=family_of(result["check_id"]),
+        type=result["check_type"],
+        tags=list(result.get("tags") or []),
+        status=result["status"],
+        digest=result["check_definition_sha256"],
+        duration_ms=int(result["duration_ms"]),
+        cost_usd=usage_cost(usage),
+        tokens=usage_tokens(usage),
+        cached=isinstance(cache, dict) and cache.get("hit") is True,
+        flaky=is_flaky(details),
+        early_error=early_error(result=result),
+    )
+
+
+def _run_usage(report: Mapping[str, Any]) -> tuple[float | None, int | None]:
+    usage = report.get("judge_usage") or {}
+    tokens = report.get("tokens_used")
+    return usage.get("cost_usd"), tokens if isinstance(tokens, int) else usage.get("total_tokens")
+
+
+def build_record(
+    *,
+    report: Mapping[str, Any],
+    selection: Selection,
+    kind: RunKind,
+    exit_code: int,
+    git: GitState | None,
+    replayed_from: str | None = None,
+) -> HistoryRecord:
+    """The record of the run `report` (a report.json object) describes."""
+    checks = [history_check(result=result) for result in report["checks"]]
+    cost, tokens = _run_usage(report)
+    return HistoryRecord(
+        tool_version=tool_version(),
+        run_id=report["run_id"],
+        kind=kind,
+        replayed_from=replayed_from,
+        merged_from=[source["run_id"] for source in report.get("merged_from") or ()],
+        started_at=report["started_at"],
+        finished_at=report["completed_at"],
+        duration_ms=int(report["duration_ms"]),
+        git=git,
+        selection=selection,
+        passed=bool(report["run_passed"]),
+        exit_code=exit_code,
+        aborted_by=report.get("aborted_by"),
+        percentage=float(report["percentage"]),
+        totals=HistoryTotals(
+            checks=int(report["total_checks"]),
+            passed=int(report["passed_checks"]),
+            failed=int(report["failed_checks"]),
+            errored=int(report["errored_checks"]),
+            skipped=int(report.get("skipped_checks") or 0),
+            not_run=int(report.get("not_run_checks") or 0),
+            cached=sum(check.cached for check in checks),
+            flaky=sum(check.flaky for check in checks),
+        ),
+        cost_usd=cost,
+        tokens=tokens,
+        checks=checks,
+    )

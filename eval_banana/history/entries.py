@@ -1,0 +1,133 @@
+"""The checks of a run record, checked and built in one pass: the reader's hot loop.
+
+`eb history` reads hundreds of records of thousands of checks each; a schema walk and a generic
+`model_validate` per entry cost seconds there. This loop asks of each entry exactly what the
+published schema asks of a `HistoryCheck` (a test holds the two to the same answers) and builds
+the record from the dict it already has. Any entry it refuses sends the caller to the schema
+for the message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eval_banana.history.record import HistoryCheck
+
+_STATUSES = frozenset({"passed", "failed", "error"})
+_REQUIRED = ("id", "type", "status", "digest", "duration_ms")
+# Each field's default, for the keys an entry leaves out (writers leave out the defaults).
+_DEFAULTS: dict[str, Any] = {
+    name: spec.get_default(call_default_factory=False)
+    for name, spec in HistoryCheck.model_fields.items()
+    if not spec.is_required() and spec.default_factory is None
+}
+
+
+class BadEntry(Exception):
+    """An entry the schema would refuse."""
+
+
+def _count(value: Any) -> int:
+    """A JSON integer >= 0 (1.0 is one, as JSON Schema says; a bool is none)."""
+    kind = type(value)
+    if kind is int and value >= 0:
+        return int(value)
+    if kind is float and value.is_integer() and value >= 0:
+        return int(value)
+    raise BadEntry
+
+
+def _optional_count(value: Any) -> int | None:
+    return None if value is None else _count(value)
+
+
+def _money(value: Any) -> float | None:
+    if value is None:
+        return None
+    kind = type(value)
+    if (kind is int or kind is float) and value >= 0:
+        return float(value)
+    raise BadEntry
+
+
+def _flag(value: Any) -> bool:
+    if type(value) is not bool:
+        raise BadEntry
+    return bool(value)
+
+
+def _family(value: Any) -> str | None:
+    if value is not None and type(value) is not str:
+        raise BadEntry
+    return value
+
+
+def _tags(value: Any) -> list[str]:
+    if type(value) is not list or any(type(tag) is not str for tag in value):
+        raise BadEntry
+    return value
+
+
+# The optional fields: how each is checked (and normalised) when an entry holds it.
+_OPTIONAL: dict[str, Any] = {
+    "family": _family,
+    "tags": _tags,
+    "cost_usd": _money,
+    "tokens": _optional_count,
+    "cached": _flag,
+    "flaky": _flag,
+    "early_error": _flag,
+}
+_REQUIRED_KEYS = frozenset(_REQUIRED)
+
+
+def _entry(raw: Any) -> HistoryCheck:
+    # The hot loop of `eb history`: plain type tests, the optional fields only when present.
+    if type(raw) is not dict:
+        raise BadEntry
+    keys = raw.keys()
+    if not keys >= _REQUIRED_KEYS:
+        raise BadEntry
+    if (
+        type(raw["id"]) is not str
+        or type(raw["type"]) is not str
+        or type(raw["digest"]) is not str
+        or raw["status"] not in _STATUSES
+    ):
+        raise BadEntry
+    values = _DEFAULTS.copy()
+    values.update(raw)
+    duration = raw["duration_ms"]
+    if type(duration) is not int or duration < 0:
+        values["duration_ms"] = _count(duration)
+    if len(raw) > len(_REQUIRED):
+        for name in keys - _REQUIRED_KEYS:
+            check = _OPTIONAL.get(name)
+            if check is None:
+                raise BadEntry
+            values[name] = check(raw[name])
+    if "tags" not in raw:
+        values["tags"] = []
+    entry = object.__new__(HistoryCheck)
+    entry.__dict__ = values
+    return entry
+
+
+def read_entries(items: Any) -> list[HistoryCheck] | None:
+    """The checks of a record, or None when any entry is not valid (the schema says why)."""
+    if type(items) is not list:
+        return None
+    try:
+        return [_entry(raw) for raw in items]
+    except BadEntry:
+        return None
+
+
+def entry_document(check: HistoryCheck) -> dict[str, Any]:
+    """A check as written: its defaults left out (most checks are not cached, flaky...)."""
+    dumped = check.model_dump()
+    return {
+        name: value
+        for name, value in dumped.items()
+        if name in _REQUIRED or value != _DEFAULTS.get(name, [])
+    }

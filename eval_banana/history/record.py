@@ -1,0 +1,107 @@
+"""A run record: `.eval-banana/history/<time>-<run id>.json`, the source of its schema.
+
+One file per run, written once and never changed, so shards and concurrent runs cannot clobber
+each other. Small on purpose: `eb history` reads hundreds of them, so a check's entry holds
+what trends need (status, digest, time, cost) and nothing a run folder already explains.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from eval_banana.core.record import Field, Record
+from eval_banana.models.config import Selection
+
+HISTORY_RECORD_SCHEMA = "https://eval-banana.dev/schemas/history-record.schema.json"
+RunKind = Literal["run", "merge", "replay"]
+CheckStatus = Literal["passed", "failed", "error"]
+
+
+class GitState(Record):
+    """The commit the project was at when the run started."""
+
+    model_config = {"extra": "forbid"}
+
+    commit: str = Field(description="The full id of HEAD.")
+    dirty: bool = Field(
+        description="Tracked files differed from HEAD (untracked files are not counted)."
+    )
+
+
+class HistoryTotals(Record):
+    """How many checks ended each way; the same counts report.json gives."""
+
+    model_config = {"extra": "forbid"}
+
+    checks: int = Field(ge=0)
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    errored: int = Field(ge=0)
+    skipped: int = Field(default=0, ge=0)
+    not_run: int = Field(default=0, ge=0)
+    cached: int = Field(default=0, ge=0)
+    flaky: int = Field(default=0, ge=0)
+
+
+class HistoryCheck(Record):
+    """One check in one run."""
+
+    model_config = {"extra": "forbid"}
+
+    id: str = Field(description="The check id.")
+    family: str | None = Field(
+        default=None, description="The dataset family of a case check (`<family>[<case>]`)."
+    )
+    type: str = Field(description="The check type.")
+    tags: list[str] = Field(default_factory=list)
+    status: CheckStatus
+    digest: str = Field(description="sha256 of the check's definition when it ran.")
+    duration_ms: int = Field(
+        ge=0,
+        description="How long the check took; for a verdict reused from the cache or a "
+        "replayed run, how long it took when it ran.",
+    )
+    cost_usd: float | None = Field(
+        default=None, ge=0, description="Dollars its agent reported spending in this run."
+    )
+    tokens: int | None = Field(default=None, ge=0, description="Tokens it reported in this run.")
+    cached: bool = Field(default=False, description="Its verdict was reused, not run.")
+    flaky: bool = Field(default=False, description="Its repeated samples disagreed.")
+    early_error: bool = Field(
+        default=False,
+        description="An error that says nothing of how long the check takes (not run, a "
+        "missing agent, a setup failure, stopped): left out of expected durations and costs.",
+    )
+
+
+class HistoryRecord(Record):
+    """One run: when, on what commit, what was selected, how it ended, and every check."""
+
+    model_config = {"extra": "forbid"}
+
+    schema_uri: str = Field(default=HISTORY_RECORD_SCHEMA, alias="$schema")
+    schema_version: Literal[1] = 1
+    tool_version: str
+    run_id: str
+    kind: RunKind = Field(description="`eb run`, `eb merge`, or a run replayed whole.")
+    replayed_from: str | None = Field(
+        default=None, description="A replayed run: the run whose verdicts it replayed."
+    )
+    merged_from: list[str] = Field(
+        default_factory=list,
+        description="`eb merge`: the run ids of the shard runs it merged (`eb history` counts "
+        "the merged run, not its shards, when both are recorded).",
+    )
+    started_at: str = Field(description="ISO-8601 UTC.")
+    finished_at: str = Field(description="ISO-8601 UTC.")
+    duration_ms: int = Field(ge=0, description="Wall time of the run's checks.")
+    git: GitState | None = Field(default=None, description="Null outside a git work tree.")
+    selection: Selection = Field(default_factory=Selection)
+    passed: bool = Field(description="The run's verdict (report.json's run_passed).")
+    exit_code: int = Field(description="What `eb` exited with for this run.")
+    aborted_by: str | None = None
+    percentage: float
+    totals: HistoryTotals
+    cost_usd: float | None = Field(default=None, ge=0, description="Dollars spent in this run.")
+    tokens: int | None = Field(default=None, ge=0, description="Tokens spent in this run.")
+    checks: list[HistoryCheck] = Field(default_factory=list)

@@ -1,0 +1,123 @@
+"""`eb history` as text (the default) and as Markdown, from the view object."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from eval_banana.history.view import CheckRow, HistoryView, RunRef, RunRow
+
+
+def _seconds(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.2f}s"
+
+
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate * 100:.0f}%"
+
+
+def _cost(cost: float | None) -> str:
+    return "-" if cost is None else f"${cost:.4f}"
+
+
+def _commit(commit: str | None, dirty: bool = False) -> str:
+    return "-" if commit is None else commit[:7] + ("+" if dirty else "")
+
+
+def _ref(ref: RunRef) -> str:
+    commit = f" (commit {ref.commit[:7]})" if ref.commit else ""
+    return f"run {ref.run_id}{commit}"
+
+
+def story(row: CheckRow) -> str:
+    """ "failing since run X (commit abc1234), last passed in run Y", or "" when passing."""
+    if row.failing_since is None:
+        return ""
+    text = f"{row.status} since {_ref(row.failing_since)}"
+    if row.last_passed is None:
+        return f"{text}, never passed in the history"
+    return f"{text}, last passed in {_ref(row.last_passed)}"
+
+
+def _run_cells(run: RunRow) -> list[str]:
+    return [
+        run.run_id,
+        run.kind,
+        _commit(run.commit, run.dirty),
+        f"{run.passed_checks}/{run.checks}",
+        _rate(run.pass_rate),
+        _seconds(run.duration_ms),
+        _cost(run.cost_usd),
+    ]
+
+
+_RUN_HEAD = ["run", "kind", "commit", "passed", "rate", "duration", "cost"]
+_CHECK_HEAD = ["check", "outcomes", "rate", "flips", "median", "p90", "cost", "note"]
+
+
+def _check_cells(row: CheckRow) -> list[str]:
+    return [
+        row.id,
+        row.strip,
+        _rate(row.pass_rate),
+        str(row.flips),
+        _seconds(row.median_ms),
+        _seconds(row.p90_ms),
+        _cost(row.cost_usd),
+        story(row),
+    ]
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(cells[i]) for cells in [head, *rows]) for i in range(len(head))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+        for cells in [head, *rows]
+    ]
+
+
+def _title(view: HistoryView) -> str:
+    shown = {"all": "checks", "flaky": "flaky checks", "slowest": "slowest checks"}
+    return shown.get(view.listing, "costliest checks")
+
+
+def to_text(view: HistoryView) -> str:
+    if not view.runs:
+        return f"No run recorded in {view.folder} (in the window asked for).\n"
+    lines = [f"Runs ({len(view.runs)} of {view.records} recorded, oldest first):"]
+    lines += _table(_RUN_HEAD, [_run_cells(run) for run in view.runs])
+    lines += ["", f"{_title(view).capitalize()} ({len(view.checks)}):"]
+    if view.checks:
+        lines += _table(_CHECK_HEAD, [_check_cells(row) for row in view.checks])
+    else:
+        lines.append("none")
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|") or " "
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(head) + " |",
+        "| " + " | ".join("---" for _ in head) + " |",
+        *("| " + " | ".join(_md_cell(cell) for cell in cells) + " |" for cells in rows),
+    ]
+
+
+def to_markdown(view: HistoryView) -> str:
+    lines = ["# Run history", ""]
+    if not view.runs:
+        return "\n".join([*lines, f"No run recorded in `{view.folder}`.", ""])
+    lines += [f"## Runs ({len(view.runs)} of {view.records} recorded, oldest first)", ""]
+    lines += _md_table(_RUN_HEAD, [_run_cells(run) for run in view.runs])
+    lines += ["", f"## {_title(view).capitalize()} ({len(view.checks)})", ""]
+    if view.checks:
+        rows = [
+            [f"`{cells[0]}`", f"`{cells[1]}`", *cells[2:]]
+            for cells in map(_check_cells, view.checks)
+        ]
+        lines += _md_table(_CHECK_HEAD, rows)
+    else:
+        lines.append("None.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,116 @@
+"""The view `eb history` prints: the window of runs chosen, the checks filtered and listed.
+
+Records are taken newest first and parsed only when needed: the window (`--last`, `--since`),
+then, for the checks not passing since the window began, older records until each one's last
+pass is found. Over a long history `eb history` reads a few dozen records, not all of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Literal, NamedTuple
+
+from eval_banana.checks.selection import Selector, id_matches_pattern
+from eval_banana.history.read import Focus
+from eval_banana.history.record import HistoryCheck, HistoryRecord
+from eval_banana.history.since import parse_moment
+from eval_banana.history.summary import CheckFilter, check_rows, listed, run_row
+from eval_banana.history.view import HistoryView
+
+ListingName = Literal["all", "flaky", "slowest", "costliest"]
+# Shard runs read past the window while looking for the merge that holds them.
+_SHARD_LOOKAHEAD = 256
+
+
+class Asked(NamedTuple):
+    """What the command line asked for."""
+
+    last: int
+    since: datetime | None
+    check_ids: Sequence[str]
+    selector: Selector
+    listing: ListingName
+    min_flips: int
+
+
+def _unmerged_shard(record: HistoryRecord, merged: set[str]) -> bool:
+    return record.selection.shard is not None and record.run_id not in merged
+
+
+class Window(NamedTuple):
+    """The runs shown (oldest first), and the older records, newest first, not yet read."""
+
+    runs: list[HistoryRecord]
+    older: Iterator[HistoryRecord]
+
+
+def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
+    """The last `asked.last` runs started at or after `asked.since`, each check once: a shard
+    run an `eb merge` merged is left out for the merged run."""
+    source = iter(newest_first)
+    taken: list[HistoryRecord] = []
+    merged: set[str] = set()
+    pushed_back: list[HistoryRecord] = []
+    extra = 0
+    for record in source:
+        if asked.since is not None and parse_moment(record.started_at) < asked.since:
+            pushed_back.append(record)
+            break
+        taken.append(record)
+        merged.update(record.merged_from)
+        if sum(one.run_id not in merged for one in taken) < asked.last:
+            continue
+        if not _unmerged_shard(taken[-1], merged) or extra >= _SHARD_LOOKAHEAD:
+            break
+        extra += 1
+    runs = [record for record in taken if record.run_id not in merged][: asked.last]
+    older = (
+        record for record in itertools.chain(pushed_back, source) if record.run_id not in merged
+    )
+    return Window(runs=runs[::-1], older=older)
+
+
+def _keeps(asked: Asked) -> CheckFilter | None:
+    """The check filter of `--check-id`, `-k` and `--tag`; None when none was given."""
+    patterns = list(asked.check_ids)
+    if not patterns and asked.selector.keyword is None and not asked.selector.tags:
+        return None
+
+    def keep(check: HistoryCheck) -> bool:
+        if patterns and not any(
+            check.id == pattern or id_matches_pattern(check_id=check.id, pattern=pattern)
+            for pattern in patterns
+        ):
+            return False
+        return asked.selector.selects(check_id=check.id, tags=check.tags)
+
+    return keep
+
+
+def build_view(
+    *,
+    newest_first: Iterable[HistoryRecord],
+    total: int,
+    asked: Asked,
+    folder: str,
+    focus: Focus | None = None,
+) -> HistoryView:
+    """The whole view: the window's runs, and each kept check's row in the listing's order.
+    `newest_first`: the records, newest first (read lazily); `total`: how many there are;
+    `focus`: where the reader of `newest_first` learns which checks the older records need."""
+    window = window_of(newest_first=newest_first, asked=asked)
+
+    def narrow(ids: frozenset[str]) -> None:
+        if focus is not None:
+            focus.ids = ids
+
+    rows = check_rows(window=window.runs, older=window.older, keep=_keeps(asked), on_pending=narrow)
+    return HistoryView(
+        folder=folder,
+        records=total,
+        listing=asked.listing,
+        runs=[run_row(record=record) for record in window.runs],
+        checks=listed(rows=rows, listing=asked.listing, min_flips=asked.min_flips),
+    )

@@ -1,0 +1,92 @@
+"""The history folder on disk: one file per run, written once, pruned oldest first.
+
+A record's name begins with the run's start time, so a listing sorts oldest first, and ends
+with its run id, so two runs (shards, concurrent runs, runners whose records are imported)
+never share a name. Each is written through a temporary sibling and a rename: a reader sees a
+whole record or none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from eval_banana.core.files import write_bytes_atomic
+from eval_banana.history.entries import entry_document
+from eval_banana.history.read import BadRecord, read_record, record_paths
+from eval_banana.history.record import HistoryRecord
+
+_NOT_TIME = re.compile(r"[^0-9]")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def record_file_name(*, record: HistoryRecord) -> str:
+    """`<start time, digits only>-<run id>.json`: sortable, unique per run."""
+    moment = _NOT_TIME.sub("", record.started_at[:26])
+    return f"{moment}-{_UNSAFE.sub('_', record.run_id)}.json"
+
+
+def record_bytes(*, record: HistoryRecord) -> bytes:
+    """One compact line of JSON, each check without its default fields: hundreds of records
+    are read back at once, and every byte is parsed each time."""
+    document = record.model_dump(by_alias=True)
+    document["checks"] = [entry_document(check) for check in record.checks]
+    return (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def write_record(*, folder: Path, record: HistoryRecord) -> Path:
+    """Write `record` into `folder` (made if missing) atomically; return its path."""
+    path = folder / record_file_name(record=record)
+    write_bytes_atomic(path=path, data=record_bytes(record=record))
+    return path
+
+
+def prune(*, folder: Path, keep: int) -> list[Path]:
+    """Remove the oldest records past the newest `keep`; return what was removed."""
+    paths = record_paths(folder=folder)
+    removed: list[Path] = []
+    for path in paths[: max(0, len(paths) - keep)]:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue  # another run pruned it first
+        removed.append(path)
+    return removed
+
+
+class Imported(NamedTuple):
+    """What `import_records` did: records copied, duplicates skipped, files refused (why)."""
+
+    copied: list[str]
+    duplicates: list[str]
+    refused: list[tuple[Path, str]]
+
+
+def _known_run_ids(*, folder: Path) -> set[str]:
+    """Run ids already in `folder`, from the file names (no record need be parsed)."""
+    return {path.stem.partition("-")[2] for path in record_paths(folder=folder)}
+
+
+def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
+    """Copy every valid record under `sources` into `folder`, skipping run ids already there."""
+    known = _known_run_ids(folder=folder)
+    done = Imported(copied=[], duplicates=[], refused=[])
+    for source in sources:
+        for path in record_paths(folder=source):
+            try:
+                record = read_record(path=path)
+            except BadRecord as exc:
+                done.refused.append((path, str(exc)))
+                continue
+            key = _UNSAFE.sub("_", record.run_id)
+            if key in known:
+                done.duplicates.append(record.run_id)
+                continue
+            write_record(folder=folder, record=record)
+            known.add(key)
+            done.copied.append(record.run_id)
+    return done

@@ -1,0 +1,206 @@
+"""`eb history`'s figures: the window of runs, and each check's story over it.
+
+Pure functions of the records: the command reads the folder and chooses the window, this
+module counts. A flip is a change between passing and not passing from one run of a check to
+its next on the same definition digest: an edited check is expected to change its verdict, so
+a flip across a definition change is no sign of flakiness. Early errors (not run, a missing
+agent) are no outcome of the check and are skipped when flips and durations are counted.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
+
+from eval_banana.history.record import HistoryCheck, HistoryRecord
+from eval_banana.history.view import CheckRow, RunRef, RunRow
+
+MARKS = {"passed": "✓", "failed": "✗", "error": "E"}
+ABSENT = "·"
+Listing = str  # "all", "flaky", "slowest" or "costliest"
+CheckFilter = Callable[[HistoryCheck], bool]
+
+
+class Seen(NamedTuple):
+    """One check in one run (`position`: the run's place in the window; -1 before it)."""
+
+    record: HistoryRecord
+    check: HistoryCheck
+    position: int = -1
+
+
+def run_row(*, record: HistoryRecord) -> RunRow:
+    totals = record.totals
+    return RunRow(
+        run_id=record.run_id,
+        kind=record.kind,
+        started_at=record.started_at,
+        commit=record.git.commit if record.git else None,
+        dirty=bool(record.git and record.git.dirty),
+        passed=record.passed,
+        checks=totals.checks,
+        passed_checks=totals.passed,
+        pass_rate=totals.passed / totals.checks if totals.checks else 0.0,
+        duration_ms=record.duration_ms,
+        cost_usd=record.cost_usd,
+    )
+
+
+def _by_check(
+    *, records: Sequence[HistoryRecord], keep: CheckFilter | None
+) -> dict[str, list[Seen]]:
+    found: dict[str, list[Seen]] = {}
+    for position, record in enumerate(records):
+        for check in record.checks:
+            if keep is None or keep(check):
+                seen = found.get(check.id)
+                if seen is None:
+                    seen = found[check.id] = []
+                seen.append(Seen(record, check, position))
+    return found
+
+
+def _flips(checks: Sequence[HistoryCheck]) -> dict[str, int]:
+    """Definition digest -> flips between consecutive outcomes on it (early errors skipped)."""
+    outcomes = [(c.digest, c.status == "passed") for c in checks if not c.early_error]
+    if len({digest for digest, _ in outcomes}) == 1:  # the usual case: one definition
+        passes = [passed for _, passed in outcomes]
+        return {outcomes[0][0]: sum(a != b for a, b in zip(passes, passes[1:], strict=False))}
+    flips: dict[str, int] = {}
+    last: dict[str, bool] = {}
+    for digest, passed in outcomes:
+        before = last.get(digest)
+        flips[digest] = flips.get(digest, 0) + (before is not None and before != passed)
+        last[digest] = passed
+    return flips
+
+
+def _p90(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return float(values[0])
+    return float(statistics.quantiles(values, n=10, method="inclusive")[-1])
+
+
+def _total_cost(checks: Sequence[HistoryCheck]) -> float | None:
+    costs = [check.cost_usd for check in checks if check.cost_usd is not None]
+    return round(sum(costs), 6) if costs else None
+
+
+def _ref(seen: Seen) -> RunRef:
+    git = seen.record.git
+    return RunRef(
+        run_id=seen.record.run_id,
+        started_at=seen.record.started_at,
+        commit=git.commit if git else None,
+    )
+
+
+def _not_passed_since_the_start(seen: Sequence[Seen]) -> bool:
+    """Whether no outcome of the check in `seen` is a pass, so its streak may go further back."""
+    return all(one.check.status != "passed" for one in seen if not one.check.early_error)
+
+
+def _streak(everything: Sequence[Seen]) -> tuple[RunRef | None, RunRef | None]:
+    """(first run of the current not-passing streak, last run it passed) over `everything`
+    (oldest first); (None, None) when its latest outcome is a pass."""
+    outcomes = [one for one in everything if not one.check.early_error] or list(everything)
+    if not outcomes or outcomes[-1].check.status == "passed":
+        return None, None
+    start = len(outcomes) - 1
+    while start > 0 and outcomes[start - 1].check.status != "passed":
+        start -= 1
+    last_passed = _ref(outcomes[start - 1]) if start > 0 else None
+    return _ref(outcomes[start]), last_passed
+
+
+def _earlier(*, pending: set[str], older: Iterator[HistoryRecord]) -> dict[str, list[Seen]]:
+    """Check id -> its runs before the window, oldest first, read back only as far as its
+    last pass (or the first record) for each check in `pending`."""
+    found: dict[str, list[Seen]] = {check_id: [] for check_id in pending}
+    waiting = set(pending)
+    for record in older:
+        if not waiting:
+            break
+        for check in record.checks:
+            if check.id in waiting:
+                found[check.id].append(Seen(record=record, check=check))
+                if check.status == "passed" and not check.early_error:
+                    waiting.discard(check.id)
+    return {check_id: seen[::-1] for check_id, seen in found.items()}
+
+
+def check_row(
+    *, window: Sequence[HistoryRecord], seen: Sequence[Seen], earlier: Sequence[Seen]
+) -> CheckRow:
+    """One check's row: `seen` are its runs in the window, `earlier` those before it that
+    its failing streak needs (oldest first)."""
+    marks = [ABSENT] * len(window)
+    for one in seen:
+        marks[one.position] = MARKS[one.check.status]
+    checks = [one.check for one in seen]
+    timed = [check.duration_ms for check in checks if not check.early_error]
+    flips = _flips(checks)
+    passed = sum(check.status == "passed" for check in checks)
+    latest = checks[-1]
+    failing_since, last_passed = _streak([*earlier, *seen])
+    return CheckRow(
+        id=latest.id,
+        family=latest.family,
+        tags=list(latest.tags),
+        strip="".join(marks),
+        runs=len(seen),
+        passed=passed,
+        pass_rate=passed / len(seen) if seen else None,
+        flips=sum(flips.values()),
+        most_flips_on_one_definition=max(flips.values(), default=0),
+        definitions=len({check.digest for check in checks}),
+        median_ms=float(statistics.median(timed)) if timed else None,
+        p90_ms=_p90(timed),
+        cost_usd=_total_cost(checks),
+        status=latest.status,
+        failing_since=failing_since,
+        last_passed=last_passed,
+    )
+
+
+def check_rows(
+    *,
+    window: Sequence[HistoryRecord],
+    older: Iterator[HistoryRecord],
+    keep: CheckFilter | None,
+    on_pending: Callable[[frozenset[str]], None] | None = None,
+) -> list[CheckRow]:
+    """A row per check present in the window (and kept), in id order; `older`: the records
+    before the window, newest first, read only for checks that have not passed in it (whose
+    ids `on_pending` is told before any is read)."""
+    in_window = _by_check(records=window, keep=keep)
+    pending = {
+        check_id
+        for check_id, seen in in_window.items()
+        if seen[-1].check.status != "passed" and _not_passed_since_the_start(seen)
+    }
+    if on_pending is not None:
+        on_pending(frozenset(pending))  # the older records need only these checks
+    earlier = _earlier(pending=pending, older=older)
+    return [
+        check_row(window=window, seen=in_window[check_id], earlier=earlier.get(check_id, []))
+        for check_id in sorted(in_window)
+    ]
+
+
+def listed(*, rows: Sequence[CheckRow], listing: Listing, min_flips: int) -> list[CheckRow]:
+    """The rows a listing shows, in its order: flaky (most flips first), slowest (median
+    duration), costliest (total cost), or all (by id)."""
+    if listing == "flaky":
+        found = [row for row in rows if row.most_flips_on_one_definition >= min_flips]
+        return sorted(found, key=lambda row: (-row.most_flips_on_one_definition, row.id))
+    if listing == "slowest":
+        timed = [row for row in rows if row.median_ms is not None]
+        return sorted(timed, key=lambda row: (-(row.median_ms or 0.0), row.id))
+    if listing == "costliest":
+        costed = [row for row in rows if row.cost_usd is not None]
+        return sorted(costed, key=lambda row: (-(row.cost_usd or 0.0), row.id))
+    return list(rows)

@@ -1,0 +1,93 @@
+"""What `eb history` shows, as data: the source of schemas/history.schema.json.
+
+`eb history --format json` prints one `HistoryView`; the text and Markdown renderings are made
+from the same object, so the three never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from eval_banana.core.record import Field, Record
+
+HISTORY_VIEW_SCHEMA = "https://eval-banana.dev/schemas/history.schema.json"
+
+
+class RunRef(Record):
+    """A run named in a check's story: its id and the commit it ran on."""
+
+    model_config = {"extra": "forbid"}
+
+    run_id: str
+    started_at: str
+    commit: str | None = None
+
+
+class RunRow(Record):
+    """One run of the window: the whole suite's figures."""
+
+    model_config = {"extra": "forbid"}
+
+    run_id: str
+    kind: str
+    started_at: str
+    commit: str | None = None
+    dirty: bool = False
+    passed: bool
+    checks: int = Field(ge=0)
+    passed_checks: int = Field(ge=0)
+    pass_rate: float = Field(description="Passed checks over checks, 0 to 1.")
+    duration_ms: int = Field(ge=0)
+    cost_usd: float | None = None
+
+
+class CheckRow(Record):
+    """One check over the window."""
+
+    model_config = {"extra": "forbid"}
+
+    id: str
+    family: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    strip: str = Field(
+        description="One mark per run of the window, oldest first: ✓ passed, ✗ failed, "
+        "E error, · not in that run."
+    )
+    runs: int = Field(ge=0, description="Runs of the window the check was in.")
+    passed: int = Field(ge=0)
+    pass_rate: float | None = Field(description="Passed over runs, 0 to 1; null: no run.")
+    flips: int = Field(
+        ge=0,
+        description="Changes between passing and not passing from one run to the next on an "
+        "unchanged definition (a change across a definition change does not count).",
+    )
+    most_flips_on_one_definition: int = Field(ge=0)
+    definitions: int = Field(ge=0, description="Distinct definition digests in the window.")
+    median_ms: float | None = Field(description="Median duration, early errors left out.")
+    p90_ms: float | None = Field(description="90th percentile duration, early errors left out.")
+    cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="Dollars spent on it over the window; null: no run of it reported a cost.",
+    )
+    status: Literal["passed", "failed", "error"] = Field(description="Its latest outcome.")
+    failing_since: RunRef | None = Field(
+        default=None, description="Not passing now: the first run of the current streak."
+    )
+    last_passed: RunRef | None = Field(
+        default=None, description="Not passing now: the last run in the history it passed."
+    )
+
+
+class HistoryView(Record):
+    """`eb history`: the runs of the window and each check over them."""
+
+    model_config = {"extra": "forbid"}
+
+    schema_uri: str = Field(default=HISTORY_VIEW_SCHEMA, alias="$schema")
+    schema_version: Literal[1] = 1
+    folder: str = Field(description="The history folder read.")
+    records: int = Field(ge=0, description="Run records in the folder.")
+    listing: Literal["all", "flaky", "slowest", "costliest"] = "all"
+    runs: list[RunRow] = Field(default_factory=list, description="The window, oldest first.")
+    checks: list[CheckRow] = Field(default_factory=list)

@@ -1,0 +1,56 @@
+"""Leaving a finished run's record in the history folder, as every kind of run does.
+
+A record that cannot be written costs only that record: the caller gets a warning to show, and
+the run's verdict and exit code stand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from eval_banana.core.errors import EvalBananaError
+from eval_banana.history.build import build_record
+from eval_banana.history.gitstate import GitProbe, observe
+from eval_banana.history.record import RunKind
+from eval_banana.history.store import prune, write_record
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.settings.folders import history_dir
+
+
+def record_run(
+    *,
+    config: ConfigDoc,
+    report: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+    kind: RunKind,
+    exit_code: int,
+    warn: Callable[[str], None],
+    replayed_from: str | None = None,
+    git: GitProbe | None = None,
+) -> Path | None:
+    """Write the run's record and prune the oldest past `[history] keep`; return the file
+    written (None: history is off, or the record could not be written, which `warn` says).
+    `report`: the report.json object, or what loads it (a replay parses it only here);
+    `git`: the commit as observed when the run started (None: observed now)."""
+    settings = config.settings.history
+    if settings.mode == "off":
+        if git is not None:
+            git.close()
+        return None
+    folder = history_dir(config=config)
+    try:
+        record = build_record(
+            report=report() if callable(report) else report,
+            selection=config.selection,
+            kind=kind,
+            exit_code=exit_code,
+            git=git.result() if git is not None else observe(root=config.project_root),
+            replayed_from=replayed_from,
+        )
+        path = write_record(folder=folder, record=record)
+        prune(folder=folder, keep=settings.keep)
+    except (OSError, EvalBananaError, ValueError, KeyError, TypeError) as exc:
+        warn(f"could not record this run in the history folder {folder}: {exc}")
+        return None
+    return path

@@ -1,0 +1,188 @@
+"""`eb history`'s figures from synthetic series of records: flips, streaks, listings, windows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from eval_banana.checks.selection import compile_selector
+from eval_banana.core.errors import UsageError
+from eval_banana.history.record import HistoryRecord
+from eval_banana.history.show import Asked, ListingName, build_view
+from eval_banana.history.since import since_moment
+from eval_banana.history.view import CheckRow
+from tests.history.synth import check, record
+
+
+def _asked(**changes: object) -> Asked:
+    base = Asked(
+        last=30,
+        since=None,
+        check_ids=[],
+        selector=compile_selector(keyword=None, tags=[]),
+        listing="all",
+        min_flips=2,
+    )
+    return base._replace(**changes)  # type: ignore[arg-type]
+
+
+def _series(pattern: str, *, definitions: str | None = None) -> list[HistoryRecord]:
+    """One record per letter of `pattern` (P, F, E) for check `c`, definition per run."""
+    names = definitions or "a" * len(pattern)
+    return [
+        record(
+            index=i + 1,
+            checks=[
+                check(check_id="c", outcome=outcome, definition=names[i], duration_ms=100 * (i + 1))
+            ],
+            commit=f"{i + 1:040x}",
+        )
+        for i, outcome in enumerate(pattern)
+    ]
+
+
+def _row(
+    records: list[HistoryRecord], listing: ListingName = "all", **asked: object
+) -> list[CheckRow]:
+    view = build_view(
+        newest_first=records[::-1],
+        total=len(records),
+        asked=_asked(listing=listing, **asked),
+        folder="h",
+    )
+    return view.checks
+
+
+def test_flips_count_on_one_definition_only() -> None:
+    (row,) = _row(_series("PFPFP"))
+    assert (row.strip, row.flips, row.most_flips_on_one_definition) == ("✓✗✓✗✓", 4, 4)
+    assert [r.id for r in _row(_series("PFPFP"), "flaky")] == ["c"]
+    # The same outcomes, each change coming with a new definition: no flip at all.
+    changed = _series("PFPFP", definitions="abcde")
+    (row,) = _row(changed)
+    assert (row.flips, row.definitions) == (0, 5)
+    assert _row(changed, "flaky") == []
+    # Two flips on each of two definitions: flaky at --min-flips 2, not at 3.
+    mixed = _series("PFPPFP", definitions="aaabbb")
+    assert _row(mixed)[0].flips == 4
+    assert [r.id for r in _row(mixed, "flaky", min_flips=2)] == ["c"]
+    assert _row(mixed, "flaky", min_flips=3) == []
+
+
+def test_early_errors_neither_flip_nor_time() -> None:
+    records = _series("PPP")
+    records[1] = record(
+        index=2,
+        checks=[check(check_id="c", outcome="E", duration_ms=1, early_error=True)],
+    )
+    (row,) = _row(records)
+    assert (row.strip, row.flips) == ("✓E✓", 0)
+    assert row.median_ms == 200.0  # 100 and 300; the early error's 1 ms is left out
+
+
+def test_failing_since_and_last_passed() -> None:
+    (row,) = _row(_series("PPFEF"))
+    assert row.status == "failed"
+    assert row.failing_since is not None and row.failing_since.run_id.endswith("00000003")
+    assert row.failing_since.commit == f"{3:040x}"
+    assert row.last_passed is not None and row.last_passed.run_id.endswith("00000002")
+    (never,) = _row(_series("FF"))
+    assert never.failing_since is not None and never.last_passed is None
+    (passing,) = _row(_series("FP"))
+    assert passing.failing_since is None and passing.last_passed is None
+
+
+def test_failing_since_looks_past_the_window() -> None:
+    (row,) = _row(_series("PFFFF"), last=2)
+    assert row.strip == "✗✗"
+    assert row.failing_since is not None and row.failing_since.run_id.endswith("00000002")
+
+
+def test_durations_costs_and_rankings() -> None:
+    records = [
+        record(
+            index=i,
+            checks=[
+                check(check_id="fast", duration_ms=10 * i, cost_usd=0.5),
+                check(check_id="slow", duration_ms=1000 * i),
+                check(check_id="free", duration_ms=1),
+            ],
+        )
+        for i in range(1, 11)
+    ]
+    rows = {row.id: row for row in _row(records)}
+    assert rows["slow"].median_ms == 5500.0
+    assert rows["slow"].p90_ms == pytest.approx(9100.0)
+    assert rows["fast"].cost_usd == 5.0 and rows["slow"].cost_usd is None
+    assert [row.id for row in _row(records, "slowest")] == ["slow", "fast", "free"]
+    assert [row.id for row in _row(records, "costliest")] == ["fast"]
+
+
+def test_window_last_since_and_filters() -> None:
+    records = [
+        record(
+            index=i,
+            checks=[check(check_id="judge_a", tags=["judge"]), check(check_id="script_b")],
+        )
+        for i in range(1, 6)
+    ]
+    view = build_view(
+        newest_first=records[::-1], total=len(records), asked=_asked(last=2), folder="h"
+    )
+    assert [run.run_id[-2:] for run in view.runs] == ["04", "05"] and view.records == 5
+    since = datetime(2026, 1, 1, 0, 0, 3, tzinfo=UTC)
+    view = build_view(
+        newest_first=records[::-1], total=len(records), asked=_asked(since=since), folder="h"
+    )
+    assert len(view.runs) == 3
+    assert [r.id for r in _row(records, check_ids=["judge_*"])] == ["judge_a"]
+    assert [r.id for r in _row(records, check_ids=["script_b"])] == ["script_b"]
+    tagged = compile_selector(keyword=None, tags=["not judge"])
+    assert [r.id for r in _row(records, selector=tagged)] == ["script_b"]
+    keyword = compile_selector(keyword="JUDGE", tags=[])
+    assert [r.id for r in _row(records, selector=keyword)] == ["judge_a"]
+
+
+def test_merged_shards_are_counted_once() -> None:
+    shard_1 = record(index=1, checks=[check(check_id="a")])
+    shard_2 = record(index=2, checks=[check(check_id="b")])
+    merged = record(index=3, checks=[check(check_id="a"), check(check_id="b")])
+    merged = merged.model_copy(
+        update={"kind": "merge", "merged_from": [shard_1.run_id, shard_2.run_id]}
+    )
+    view = build_view(newest_first=[merged, shard_2, shard_1], total=3, asked=_asked(), folder="h")
+    assert [run.kind for run in view.runs] == ["merge"]
+    assert {row.id: row.strip for row in view.checks} == {"a": "✓", "b": "✓"}
+
+
+def test_since_takes_dates_and_refuses_what_is_neither(tmp_path: object) -> None:
+    assert since_moment(text="2026-03-01", root="/") == datetime(2026, 3, 1, tzinfo=UTC)
+    assert since_moment(text="2026-03-01T12:00:00+02:00", root="/").hour == 12
+    with pytest.raises(UsageError, match="not a valid date"):
+        since_moment(text="2026-13-45", root="/")
+
+
+def test_older_records_are_read_only_for_the_checks_failing_in_the_window() -> None:
+    from eval_banana.history.read import Focus
+
+    records = [
+        record(index=i, checks=[check(check_id="ok"), check(check_id="bad", outcome="PFFF"[i - 1])])
+        for i in range(1, 5)
+    ]
+    focus = Focus()
+    seen: list[frozenset[str] | None] = []
+
+    def newest_first() -> Any:
+        for one in records[::-1]:
+            seen.append(focus.ids)
+            yield one
+
+    view = build_view(
+        newest_first=newest_first(), total=4, asked=_asked(last=2), folder="h", focus=focus
+    )
+    assert seen[:2] == [None, None]  # the window: every check
+    assert set(seen[2:]) == {frozenset({"bad"})}  # before it: only the failing check
+    row = next(row for row in view.checks if row.id == "bad")
+    assert row.failing_since is not None and row.failing_since.run_id.endswith("00000002")

@@ -1,0 +1,410 @@
+"""Run history end to end: the records `eb run`, `eb merge` and a replayed run leave, and
+what `eb history` makes of them, on real projects, real git repositories and real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from eval_banana.stagefiles.schemafiles import packaged_schema
+from tests.conftest import EbResult, check_yaml
+from tests.gitrepo import commit_all, git, init_repo
+
+Eb = Callable[..., EbResult]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for name in ("MODE", "DIR", "KEEP"):
+        monkeypatch.delenv(f"EVAL_BANANA_HISTORY_{name}", raising=False)
+    monkeypatch.delenv("EVAL_BANANA_CACHE_MODE", raising=False)
+
+
+def _records(folder: Path) -> list[dict[str, Any]]:
+    """Every record file's document, by name (oldest first), each valid against the schema."""
+    schema = json.loads(packaged_schema("history-record"))
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        jsonschema.validate(document, schema)
+        found.append(document)
+    return found
+
+
+def _project(root: Path, files: dict[str, str], *, config: str = "") -> Path:
+    for relative, text in {".eval-banana/config.toml": config, **files}.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _checks(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {check["id"]: check for check in record["checks"]}
+
+
+def test_a_run_leaves_one_valid_record(tmp_path: Path, eb: Eb) -> None:
+    root = _project(
+        tmp_path / "p",
+        {
+            "eval_checks/ok.yaml": check_yaml("ok", tags=["fast"]),
+            "eval_checks/bad.yaml": check_yaml("bad", script="raise SystemExit(1)"),
+        },
+    )
+    done = eb("run", "--cwd", str(root))
+    assert done.exit_code == 1
+
+    (record,) = _records(root / ".eval-banana" / "history")
+    report = json.loads(next((root / ".eval-banana" / "results").glob("*/report.json")).read_text())
+    assert record["run_id"] == report["run_id"] and record["kind"] == "run"
+    assert (record["passed"], record["exit_code"], record["git"]) == (False, 1, None)
+    assert record["totals"]["checks"] == 2 and record["totals"]["failed"] == 1
+    checks = _checks(record)
+    assert checks["ok"]["status"] == "passed" and checks["ok"]["tags"] == ["fast"]
+    assert checks["bad"]["status"] == "failed"
+    for result in report["checks"]:
+        entry = checks[result["check_id"]]
+        assert entry["digest"] == result["check_definition_sha256"]
+        assert entry["duration_ms"] == result["duration_ms"]
+
+
+def test_history_off_writes_nothing_and_keep_prunes_the_oldest(tmp_path: Path, eb: Eb) -> None:
+    root = _project(tmp_path / "p", {"eval_checks/ok.yaml": check_yaml("ok")})
+    assert eb("run", "--cwd", str(root), "--history", "off").exit_code == 0
+    assert not (root / ".eval-banana" / "history").exists()
+    ids = []
+    for _ in range(3):
+        done = eb("run", "--cwd", str(root), "--json")
+        ids.append(json.loads(done.stdout)["run_id"])
+    (root / ".eval-banana" / "config.toml").write_text("[history]\nkeep = 2\n")
+    done = eb("run", "--cwd", str(root), "--json")
+    ids.append(json.loads(done.stdout)["run_id"])
+    assert [r["run_id"] for r in _records(root / ".eval-banana" / "history")] == ids[-2:]
+
+
+def test_an_aborted_run_is_recorded_with_its_exit_code(tmp_path: Path, eb: Eb) -> None:
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/stuck.yaml": check_yaml("stuck", script="import time\ntime.sleep(30)\n")},
+    )
+    done = eb("run", "--cwd", str(root), "--run-timeout-seconds", "1")
+    assert done.exit_code == 3, done.stderr
+    (record,) = _records(root / ".eval-banana" / "history")
+    assert (record["exit_code"], record["aborted_by"], record["passed"]) == (
+        3,
+        "run_timeout",
+        False,
+    )
+
+
+def test_a_record_that_cannot_be_written_is_a_warning_and_the_run_stands(
+    tmp_path: Path, eb: Eb
+) -> None:
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/ok.yaml": check_yaml("ok"), "blocked": "a file where the folder goes\n"},
+        config='[history]\ndir = "blocked/history"\n',
+    )
+    done = eb("run", "--cwd", str(root))
+    assert done.exit_code == 0, done.stderr
+    assert "could not record this run in the history folder" in done.stderr
+    assert "blocked/history" in done.stderr
+
+
+def test_a_merge_leaves_a_record_naming_its_shards(tmp_path: Path, eb: Eb) -> None:
+    root = _project(
+        tmp_path / "p", {f"eval_checks/c{i}.yaml": check_yaml(f"c{i}") for i in range(6)}
+    )
+    shard_ids, run_dirs = [], []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        done = eb(
+            "run", "--cwd", str(root), "--shard", f"{k}/2", "--output-dir", str(out),
+            "--flat-output", "--json",
+        )  # fmt: skip
+        assert done.exit_code == 0, done.stderr
+        shard_ids.append(json.loads(done.stdout)["run_id"])
+        run_dirs.append(str(out))
+    merged = eb("merge", *run_dirs, "--cwd", str(root), "--output-dir", str(tmp_path / "m"))
+    assert merged.exit_code == 0, merged.stderr
+
+    records = _records(root / ".eval-banana" / "history")
+    assert sorted(r["kind"] for r in records) == ["merge", "run", "run"]
+    (merge,) = [r for r in records if r["kind"] == "merge"]
+    assert sorted(merge["merged_from"]) == sorted(shard_ids)
+    assert set(_checks(merge)) == {f"c{i}" for i in range(6)}
+    # eb history counts each check once: in the merged run, not again in its shards.
+    view = json.loads(eb("history", "--cwd", str(root), "--format", "json").stdout)
+    assert [run["kind"] for run in view["runs"]] == ["merge"]
+    assert {row["strip"] for row in view["checks"]} == {"✓"}
+
+
+SLOW = "import time\ntime.sleep(0.3)\n"
+
+
+def test_reused_and_replayed_verdicts_record_their_original_duration(
+    tmp_path: Path, eb: Eb
+) -> None:
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/slow.yaml": check_yaml("slow", script=SLOW)},
+        config='[cache]\nmode = "on"\n',
+    )
+    for _ in range(3):
+        assert eb("run", "--cwd", str(root)).exit_code == 0
+
+    first, cached, replayed = _records(root / ".eval-banana" / "history")
+    assert [first["kind"], cached["kind"], replayed["kind"]] == ["run", "run", "replay"]
+    assert replayed["replayed_from"] == cached["run_id"]
+    original = _checks(first)["slow"]["duration_ms"]
+    assert original >= 300
+    for later in (cached, replayed):
+        check = _checks(later)["slow"]
+        assert check["cached"] is True
+        assert check["duration_ms"] == original
+    # The replayed run itself took far less than the check's recorded time.
+    assert replayed["duration_ms"] < original
+
+
+def test_early_errors_are_marked_and_timeouts_are_not(tmp_path: Path, eb: Eb) -> None:
+    root = _project(
+        tmp_path / "p",
+        {
+            # A script that cannot be compiled never starts: its error time says nothing.
+            "eval_checks/broken.yaml": check_yaml("broken", script="def (:\n"),
+            "eval_checks/stuck.yaml": check_yaml("stuck", script="import time\ntime.sleep(30)\n"),
+        },
+        config="[core]\ncheck_timeout_seconds = 1\n",
+    )
+    done = eb("run", "--cwd", str(root))
+    assert done.exit_code == 1, done.stderr
+    (record,) = _records(root / ".eval-banana" / "history")
+    checks = _checks(record)
+    assert checks["broken"]["status"] == "error" and checks["broken"]["early_error"] is True
+    # A timeout took at least its limit: a true lower bound of the check's time, kept.
+    assert (
+        checks["stuck"]["status"] == "error" and checks["stuck"].get("early_error", False) is False
+    )
+    assert checks["stuck"]["duration_ms"] >= 1000
+
+
+def test_concurrent_runs_each_leave_an_intact_record(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path / "p",
+        {f"eval_checks/c{i}.yaml": check_yaml(f"c{i}", script=SLOW) for i in range(3)},
+    )
+    environ = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=environ,
+        )
+        for _ in range(4)
+    ]
+    run_ids = set()
+    for process in started:
+        out, err = process.communicate(timeout=240)
+        assert process.returncode == 0, err
+        run_ids.add(json.loads(out)["run_id"])
+
+    records = _records(root / ".eval-banana" / "history")
+    assert {r["run_id"] for r in records} == run_ids and len(run_ids) == 4
+    assert all(len(r["checks"]) == 3 for r in records)
+    assert not [p for p in (root / ".eval-banana" / "history").iterdir() if p.name.startswith(".")]
+
+
+def test_the_history_folder_is_no_input_and_no_part_of_a_cache_key(tmp_path: Path, eb: Eb) -> None:
+    # A check without `inputs:` is keyed on every project file: a run record landing in the
+    # project would make each run miss the cache of the one before.
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/whole.yaml": check_yaml("whole")},
+        config='[cache]\nmode = "on"\nreplay = false\n\n[history]\ndir = "ci-history"\n',
+    )
+    reports = [json.loads(eb("run", "--cwd", str(root), "--json").stdout) for _ in range(3)]
+    hits = [report["checks"][0]["details"]["cache"]["hit"] for report in reports]
+    assert hits == [False, True, True]
+    assert len(_records(root / "ci-history")) == 3
+
+
+def _flipping_project(root: Path, *, counter: Path, description: str = "Flips.") -> None:
+    # The script passes on even runs and fails on odd ones: the counter lives outside the
+    # project, so the check's definition and inputs never change between runs.
+    script = textwrap.dedent(
+        f"""\
+        from pathlib import Path
+        counter = Path({str(counter)!r})
+        n = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(n + 1))
+        raise SystemExit(n % 2)
+        """
+    )
+    text = check_yaml("flipper", script=script).replace("Check flipper.", description)
+    _project(
+        root, {"eval_checks/flipper.yaml": text, "eval_checks/steady.yaml": check_yaml("steady")}
+    )
+
+
+def test_flaky_finds_a_check_that_flips_and_ignores_flips_across_a_definition_change(
+    tmp_path: Path, eb: Eb
+) -> None:
+    root, counter = tmp_path / "p", tmp_path / "counter.txt"
+    _flipping_project(root, counter=counter)
+    for _ in range(3):  # pass, fail, pass: two flips on one definition
+        eb("run", "--cwd", str(root))
+    flaky = json.loads(eb("history", "--cwd", str(root), "--flaky", "--format", "json").stdout)
+    assert [row["id"] for row in flaky["checks"]] == ["flipper"]
+    assert flaky["checks"][0]["strip"] == "✓✗✓"
+    assert flaky["checks"][0]["flips"] == 2
+
+    # Each edit of the definition changes its digest: fail, then pass, on two new definitions.
+    fresh = tmp_path / "q"
+    counter.write_text("1")
+    for description in ("First.", "Second.", "Third."):
+        _flipping_project(fresh, counter=counter, description=description)
+        eb("run", "--cwd", str(fresh))
+    view = json.loads(eb("history", "--cwd", str(fresh), "--format", "json").stdout)
+    row = next(row for row in view["checks"] if row["id"] == "flipper")
+    assert (row["strip"], row["flips"], row["definitions"]) == ("✗✓✗", 0, 3)
+    flaky = json.loads(eb("history", "--cwd", str(fresh), "--flaky", "--format", "json").stdout)
+    assert flaky["checks"] == []
+    assert "none" in eb("history", "--cwd", str(fresh), "--flaky").stdout
+
+
+VALUE_CHECK = textwrap.dedent(
+    """\
+    from pathlib import Path
+    raise SystemExit(0 if Path("value.txt").read_text().strip() == "good" else 1)
+    """
+)
+
+
+def _run_id(eb: Eb, root: Path, expect: int) -> str:
+    done = eb("run", "--cwd", str(root), "--json")
+    assert done.exit_code == expect, done.stderr
+    return str(json.loads(done.stdout)["run_id"])
+
+
+def test_failing_since_names_the_run_and_commit_it_started_failing_in(
+    tmp_path: Path, eb: Eb
+) -> None:
+    root = init_repo(
+        tmp_path / "repo",
+        {
+            ".gitignore": ".eval-banana/results/\n.eval-banana/history/\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/value.yaml": check_yaml("value", script=VALUE_CHECK),
+            "eval_checks/other.yaml": check_yaml("other"),
+            "value.txt": "good\n",
+        },
+    )
+    first_commit = git(root, "rev-parse", "HEAD").strip()
+    passed_run = _run_id(eb, root, 0)
+    time.sleep(1.1)  # commit times have whole seconds: the next commit is after that run
+    (root / "value.txt").write_text("bad\n")
+    broke = commit_all(root, "break it")
+    broken_run = _run_id(eb, root, 1)
+    (root / "README").write_text("unrelated\n")
+    commit_all(root, "unrelated")
+    _run_id(eb, root, 1)
+    (root / "README").write_text("uncommitted\n")
+    _run_id(eb, root, 1)
+
+    records = _records(root / ".eval-banana" / "history")
+    assert [r["git"]["commit"] for r in records[:2]] == [first_commit, broke]
+    assert [r["git"]["dirty"] for r in records] == [False, False, False, True]
+
+    view = json.loads(eb("history", "--cwd", str(root), "--format", "json").stdout)
+    row = next(row for row in view["checks"] if row["id"] == "value")
+    assert row["strip"] == "✓✗✗✗"
+    assert row["failing_since"]["run_id"] == broken_run
+    assert row["failing_since"]["commit"] == broke
+    assert row["last_passed"]["run_id"] == passed_run
+    other = next(row for row in view["checks"] if row["id"] == "other")
+    assert other["failing_since"] is None
+
+    text = eb("history", "--cwd", str(root)).stdout
+    assert f"failed since run {broken_run} (commit {broke[:7]})" in text
+    assert f"last passed in run {passed_run} (commit {first_commit[:7]})" in text
+
+    # --since a revision: the runs started at or after its commit time.
+    since = json.loads(
+        eb("history", "--cwd", str(root), "--since", broke, "--format", "json").stdout
+    )
+    assert [run["run_id"] for run in since["runs"]][0] == broken_run
+    assert len(since["runs"]) == 3
+    unknown = eb("history", "--cwd", str(root), "--since", "no-such-branch")
+    assert unknown.exit_code == 2 and "no-such-branch" in unknown.stderr
+
+
+def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
+    root = _project(
+        tmp_path / "p",
+        {
+            "eval_checks/ok.yaml": check_yaml("ok", tags=["fast"]),
+            "eval_checks/bad.yaml": check_yaml("bad", script="raise SystemExit(1)"),
+        },
+    )
+    for _ in range(2):
+        eb("run", "--cwd", str(root))
+
+    empty = _project(tmp_path / "empty", {"eval_checks/ok.yaml": check_yaml("ok")})
+    nothing = eb("history", "--cwd", str(empty))
+    assert nothing.exit_code == 0 and "No run recorded in" in nothing.stdout
+
+    text = eb("history", "--cwd", str(root))
+    assert text.exit_code == 0
+    assert "Runs (2 of 2 recorded, oldest first):" in text.stdout
+    assert "✓✓" in text.stdout and "✗✗" in text.stdout
+    markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
+    assert markdown.startswith("# Run history\n")
+    assert "| check | outcomes | rate | flips | median | p90 | cost | note |" in markdown
+    assert "| `bad` | `✗✗` | 0% |" in markdown
+    document = json.loads(eb("history", "--cwd", str(root), "--format", "json").stdout)
+    jsonschema.validate(document, json.loads(packaged_schema("history")))
+    assert [row["id"] for row in document["checks"]] == ["bad", "ok"]
+    tagged = json.loads(
+        eb("history", "--cwd", str(root), "--tag", "fast", "--format", "json").stdout
+    )
+    assert [row["id"] for row in tagged["checks"]] == ["ok"]
+    keyword = json.loads(eb("history", "--cwd", str(root), "-k", "ba", "--format", "json").stdout)
+    assert [row["id"] for row in keyword["checks"]] == ["bad"]
+    last = json.loads(eb("history", "--cwd", str(root), "--last", "1", "--format", "json").stdout)
+    assert len(last["runs"]) == 1 and last["checks"][0]["strip"] == "✗"
+    slowest = eb("history", "--cwd", str(root), "--slowest").stdout
+    assert "Slowest checks (2):" in slowest
+
+
+def test_import_copies_other_runners_records_and_skips_duplicates(tmp_path: Path, eb: Eb) -> None:
+    mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
+    other = _project(tmp_path / "other", {"eval_checks/ok.yaml": check_yaml("ok")})
+    eb("run", "--cwd", str(mine))
+    for _ in range(2):
+        eb("run", "--cwd", str(other))
+    artifact = other / ".eval-banana" / "history"
+    (artifact / "junk.json").write_text("{}")
+
+    done = eb("history", "--cwd", str(mine), "import", str(artifact))
+    assert done.exit_code == 0, done.stderr
+    assert "Imported 2 run record(s)" in done.stdout and "1 refused" in done.stdout
+    assert "junk.json" in done.stderr
+    again = eb("history", "--cwd", str(mine), "import", str(artifact))
+    assert "Imported 0 run record(s)" in again.stdout and "2 already there" in again.stdout
+    assert len(_records(mine / ".eval-banana" / "history")) == 3
+    missing = eb("history", "--cwd", str(mine), "import", str(tmp_path / "nowhere"))
+    assert missing.exit_code == 2 and "nowhere" in missing.stderr
