@@ -196,6 +196,7 @@ PRECEDENCE = [
     ("cache.max_mb", "10", 10, "20", 20, 30, 30),
     ("cache.replay", "false", False, "1", True, False, False),
     ("core.repeats", "3", 3, "4", 4, ["--repeats", "5"], 5),
+    ("core.max_cases", "10", 10, "20", 20, 30, 30),
     ("core.fail_on_flaky", "true", True, "1", True, ["--fail-on-flaky"], True),
     (
         "core.last_failed_none",
