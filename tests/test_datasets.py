@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -153,6 +154,23 @@ def test_selection_matches_case_ids(
     assert _selected(eb, root, "-k", "not refund") == ["fam[ship-1]", "other"]
     code, report = _run(eb, root, "--check-id", "fam[refund-1]")
     assert code == 0 and _statuses(report) == {"fam[refund-1]": "passed"}
+
+
+def test_junit_groups_a_familys_cases_under_its_id(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    name, text = _dataset("csv")
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}"),
+            f"data/{name}": text,
+        },
+        config=CONFIG,
+    )
+    _run(eb, root, "--junit-xml", "junit.xml")
+    tree = ElementTree.parse(root / "junit.xml")
+    cases = {case.get("name"): case.get("classname") for case in tree.iter("testcase")}
+    assert cases == dict.fromkeys(EXPECTED, "fam")
 
 
 def test_shards_split_a_family_by_case_and_merge_and_diff_see_cases(
