@@ -552,10 +552,10 @@ def validate(
             if unit.definition.get("skip"):
                 skipped.append(_skipped(unit=unit))
                 continue
-            frozen = (
+            script = (
                 frozen_by_path[unit.item.path] if unit.case is not None else _freeze(item=unit.item)
             )
-            planned, frozen_bytes = _plan_check(unit=unit, frozen=frozen)
+            planned, frozen_bytes = _plan_check(unit=unit, frozen=script)
             checks.append(planned)
             if planned.snapshot and frozen_bytes is not None:
                 snapshots[planned.snapshot] = frozen_bytes
