@@ -64,6 +64,7 @@ class Sizes:
     w12_parallel: int
     w13_judges: int
     w14_bytes: tuple[int, ...]
+    w15_cases: int
 
 
 FULL = Sizes(
@@ -91,6 +92,7 @@ FULL = Sizes(
     w12_parallel=16,
     w13_judges=16,
     w14_bytes=(50 * MB, 300 * MB),
+    w15_cases=10_000,
 )
 
 QUICK = Sizes(
@@ -118,6 +120,7 @@ QUICK = Sizes(
     w12_parallel=4,
     w13_judges=2,
     w14_bytes=(256 * KB,),
+    w15_cases=200,
 )
 
 
@@ -748,6 +751,43 @@ def build_w14(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+# W15 ------------------------------------------------------------------------------------------
+
+W15_FAMILY = """\
+schema_version: 1
+id: qa_judge
+type: harness_judge
+description: "answer to {{ case.question }}"
+cases_from: data/qa.jsonl
+instructions: |
+  Read the support bot's answer below and decide whether it answers the customer's question
+  correctly and politely. Score 1 when it does, 0 when it does not.
+"""
+
+
+def build_w15(*, sizes: Sizes) -> Callable[[Path], None]:
+    """One judge family over a JSONL dataset of `w15_cases` rows."""
+
+    def build(root: Path) -> None:
+        project = root / "project"
+        write_config(project=project, agent_command=[sys.executable, "-c", "pass"])
+        _write(project / "eval_checks" / "qa_judge.yaml", W15_FAMILY)
+        rows = (
+            json.dumps(
+                {
+                    "id": f"q{index:05d}",
+                    "question": f"Can I return item {index} after {index % 60} days?",
+                    "answer": f"Yes, item {index} can be returned within 60 days.",
+                }
+            )
+            + "\n"
+            for index in range(sizes.w15_cases)
+        )
+        _write(project / "data" / "qa.jsonl", "".join(rows))
+
+    return build
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -768,6 +808,7 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W12": lambda sizes: build_w12(sizes=sizes),
     "W13": lambda sizes: build_w13(sizes=sizes),
     "W14": lambda sizes: build_w14(sizes=sizes),
+    "W15": lambda sizes: build_w15(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.

@@ -51,8 +51,13 @@ def is_family(definition: dict[str, Any]) -> bool:
     return definition.get("cases") is not None or definition.get("cases_from") is not None
 
 
+# Built once: json.dumps with options builds an encoder per call, and this runs per case.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _canonical(value: object) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _CANONICAL(value).encode()
 
 
 def _component(*, name: bytes, content: bytes) -> bytes:
@@ -160,8 +165,9 @@ def _case_tags(*, value: dict[str, Any]) -> tuple[list[str], str | None] | str:
 
 def fenced(*, case_id: str, row: dict[str, Any]) -> str:
     """The case's fields as a fenced JSON block (a fence longer than any backtick run)."""
-    body = json.dumps(row, indent=2, ensure_ascii=False)
-    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    # One line of JSON: json's indenting encoder is pure Python, and this runs per case.
+    body = _ONE_LINE(row)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0) if "`" in body else 0
     fence = "`" * max(3, longest + 1)
     return f"Case {case_id}:\n{fence}json\n{body}\n{fence}"
 
