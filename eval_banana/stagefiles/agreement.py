@@ -113,6 +113,9 @@ def _score(doc: ScoreDoc) -> Inconsistency | None:
         return "$.points_earned", "points must be one per check, earned by each passed check"
     if doc.run_passed and (doc.errored_checks or doc.aborted_by is not None):
         return "$.run_passed", "a run with errored checks or an abort cannot pass"
+    for index, family in enumerate(doc.families):
+        if family.passed + family.failed + family.errored != family.cases:
+            return f"$.families[{index}].cases", "its passed, failed and errored do not add up"
     status = "aborted" if doc.aborted_by else ("passed" if doc.run_passed else "failed")
     if doc.status != status:
         return "$.status", f"{doc.status!r}, but the counts say {status!r}"
