@@ -407,3 +407,19 @@ def test_editing_one_row_changes_one_definition_digest(
         for report in (before, after)
     ]
     assert [key for key in digests[0] if digests[0][key] != digests[1][key]] == ["fam[r2]"]
+
+
+def test_eb_schema_prints_a_familys_row_schema(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    source = "cases:\n  - {name: a, ok: 'yes'}\ncase_schema: {required: [name, ok]}"
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source)}, config=CONFIG)
+    printed = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"))
+    assert printed.exit_code == 0
+    assert json.loads(printed.stdout) == {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "required": ["name", "ok"],
+    }
+    (root / "eval_checks/fam.yaml").write_text(SCRIPT_FAMILY.format(source="cases: [{name: a}]"))
+    refused = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"))
+    assert refused.exit_code == 2 and "declares no case_schema" in refused.stderr
