@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.conftest import EbResult
+from tests.gitrepo import init_repo
 
 CONFIG = """\
 [discovery]
@@ -423,3 +424,22 @@ def test_eb_schema_prints_a_familys_row_schema(
     (root / "eval_checks/fam.yaml").write_text(SCRIPT_FAMILY.format(source="cases: [{name: a}]"))
     refused = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"))
     assert refused.exit_code == 2 and "declares no case_schema" in refused.stderr
+
+
+def test_changed_since_selects_a_family_whose_dataset_changed(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    name, text = _dataset("jsonl")
+    family = SCRIPT_FAMILY.format(source=f"cases_from: data/{name}") + "inputs: [src/**]\n"
+    root = init_repo(
+        tmp_path / "repo",
+        {
+            ".eval-banana/config.toml": CONFIG,
+            "eval_checks/fam.yaml": family,
+            f"data/{name}": text,
+            "src/app.py": "print(1)\n",
+        },
+    )
+    assert _selected(eb, root, "--changed-since", "HEAD") == []
+    (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
+    assert _selected(eb, root, "--changed-since", "HEAD") == list(EXPECTED)

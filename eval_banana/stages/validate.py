@@ -313,6 +313,17 @@ def _case_selector_family(*, paths: list[str], selector: str, read: Reader) -> L
     return loaded[0] if is_family(loaded[0].definition) else None
 
 
+def _incremental_view(unit: Unit) -> tuple[str, dict[str, Any]]:
+    """(check file, definition) as --changed-since / --last-failed read them: a case by its own
+    id, and, when its family declares `inputs:`, reading its dataset files too (a changed row
+    selects the family's cases; over-selecting is safe)."""
+    definition = {**unit.definition, "id": unit.check_id}
+    inputs = definition.get("inputs")
+    if unit.case is not None and inputs is not None and unit.family_files:
+        definition["inputs"] = [*inputs, *unit.family_files]
+    return unit.item.path, definition
+
+
 def case_selected(*, check_id: str, selectors: list[str]) -> bool:
     """Whether a case check is chosen by --check-id: a `<family>[<case glob>]` selector, or
     its family's id, or a glob matching its family's id or its own id."""
@@ -524,10 +535,7 @@ def validate(
     if units and not errors and (selection.changed_since is not None or selection.last_failed):
         from eval_banana.incremental import select_incremental
 
-        kept = select_incremental(
-            config=config,
-            checks=[(u.item.path, {**u.definition, "id": u.check_id}) for u in units],
-        )
+        kept = select_incremental(config=config, checks=[_incremental_view(u) for u in units])
         narrowed = not kept
         units = [units[position] for position in kept]
     if not units and not errors and not narrowed:
