@@ -443,3 +443,21 @@ def test_changed_since_selects_a_family_whose_dataset_changed(
     assert _selected(eb, root, "--changed-since", "HEAD") == []
     (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
     assert _selected(eb, root, "--changed-since", "HEAD") == list(EXPECTED)
+
+
+def test_eb_status_sees_a_family_as_current_until_a_row_changes(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    name, text = _dataset("jsonl")
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}"),
+            f"data/{name}": text,
+        },
+        config=CONFIG,
+    )
+    _run(eb, root)
+    assert "stale" not in eb("status", "--cwd", str(root)).stdout
+    (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "eval_checks/fam.yaml or its dataset changed" in status
