@@ -172,27 +172,46 @@ def fenced(*, case_id: str, row: dict[str, Any]) -> str:
     return f"Case {case_id}:\n{fence}json\n{body}\n{fence}"
 
 
-def _render(*, definition: dict[str, Any], case_id: str, row: dict[str, Any]) -> dict[str, Any]:
-    rendered = {key: value for key, value in definition.items() if key not in DATASET_KEYS}
-    rendered["description"] = render_text(text=str(definition["description"]), case=row)
-    kind = definition.get("type")
-    if kind == "harness_judge":
-        instructions = str(definition["instructions"])
-        if has_placeholder(instructions):
-            rendered["instructions"] = render_text(text=instructions, case=row)
-        else:
-            text = render_text(text=instructions, case=row)
-            rendered["instructions"] = f"{text}\n\n{fenced(case_id=case_id, row=row)}"
-    elif kind == "assertions":
-        rendered["artifact"] = render_text(text=str(definition["artifact"]), case=row)
-        rendered["assert"] = [
-            {
-                key: render_value(value=item, case=row) if key == "value" else item
-                for key, item in a.items()
-            }
-            for a in definition.get("assert") or []
-        ]
-    return rendered
+class _Renderer:
+    """A family's text fields, prepared once: per case only what holds a placeholder is
+    rendered (the YAML is never re-read, and 10,000 cases stay one linear pass)."""
+
+    def __init__(self, *, definition: dict[str, Any]) -> None:
+        self.base = {key: value for key, value in definition.items() if key not in DATASET_KEYS}
+        self.description = str(definition["description"])
+        self.kind = definition.get("type")
+        instructions = str(definition.get("instructions") or "")
+        self.placed = has_placeholder(instructions)
+        self.instructions = instructions
+        # Without placeholders the instructions are the same text for every case (`{{{{`
+        # written as `{{`), the case's block after them.
+        self.fixed = ""
+        self.problem: RenderProblem | None = None
+        if not self.placed and self.kind == "harness_judge":
+            try:
+                self.fixed = render_text(text=instructions, case={})
+            except RenderProblem as exc:
+                self.problem = exc  # one error for the family, not one per case
+
+    def render(self, *, case_id: str, row: dict[str, Any]) -> dict[str, Any]:
+        rendered = dict(self.base)
+        if "{{" in self.description:
+            rendered["description"] = render_text(text=self.description, case=row)
+        if self.kind == "harness_judge":
+            if self.placed:
+                rendered["instructions"] = render_text(text=self.instructions, case=row)
+            else:
+                rendered["instructions"] = f"{self.fixed}\n\n{fenced(case_id=case_id, row=row)}"
+        elif self.kind == "assertions":
+            rendered["artifact"] = render_text(text=str(self.base["artifact"]), case=row)
+            rendered["assert"] = [
+                {
+                    key: render_value(value=item, case=row) if key == "value" else item
+                    for key, item in assertion.items()
+                }
+                for assertion in self.base.get("assert") or []
+            ]
+        return rendered
 
 
 def _schema_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
@@ -265,6 +284,20 @@ def expand_family(
     seen: dict[str, str] = {}
     cases: list[ExpandedCase] = []
     family_tags = list(definition.get("tags") or [])
+    renderer = _Renderer(definition=definition)
+    if renderer.problem is not None:
+        return Expansion(
+            cases=[],
+            files=[own, *files],
+            problems=[
+                DefinitionError(
+                    f"{check_file}: instructions: {renderer.problem.message}",
+                    file=check_file,
+                    field_path="instructions",
+                    hint="use {{ case.<field> }}, or write {{{{ for a literal {{",
+                )
+            ],
+        )
     for position, row in enumerate(rows, start=1):
         value = row.value
         if not plain(value):
@@ -333,7 +366,7 @@ def expand_family(
             continue
         tags, skip = extra
         try:
-            rendered = _render(definition=definition, case_id=case_id, row=value)
+            rendered = renderer.render(case_id=case_id, row=value)
         except RenderProblem as exc:
             problems.append(
                 DefinitionError(
