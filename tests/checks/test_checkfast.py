@@ -467,6 +467,11 @@ _BASE = {"schema_version": 1, "id": "c1", "description": "A check."}
         ),
         ({**_BASE, "type": "deterministic", "script": "x", "cases_from": " "}, False),
         ({**_BASE, "type": "deterministic", "script": "x", "cases": [{"a": 1}]}, False),
+        (
+            {**_BASE, "type": "harness_judge", "instructions": "J", "cases_from": "d.csv"}
+            | {"calibration": [_CASE]},
+            False,
+        ),
     ],
 )
 def test_edge_cases(document: dict[str, Any], accepted: bool) -> None:
