@@ -178,20 +178,24 @@ def test_shards_split_a_family_by_case_and_merge_and_diff_see_cases(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
     rows = "".join(
-        json.dumps({"id": f"c{n}", "name": f"n{n}", "ok": "yes"}) + "\n" for n in range(8)
+        json.dumps({"id": f"c{n}", "name": f"n{n}", "ok": "no" if n == 5 else "yes"}) + "\n"
+        for n in range(8)
     )
     root = project(
         {
             "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl")
-            + "min_pass_rate: 0.9\n",
+            + "min_pass_rate: 0.85\n",
             "data/rows.jsonl": rows,
         },
-        config=CONFIG,
+        config=CONFIG + "[core]\npass_threshold = 0.5\n",
     )
     shards = []
     for index in (1, 2):
+        # A shard holds part of the family: the gate waits for the merge (the shard holding
+        # c5 may well be below 85% on its own).
         code, report = _run(eb, root, "--shard", f"{index}/2")
         assert code == 0
+        assert [family["min_pass_rate"] for family in report["families"]] == [None]
         shards.append(report)
     split = [set(_statuses(report)) for report in shards]
     assert split[0] and split[1] and not split[0] & split[1]
@@ -200,8 +204,9 @@ def test_shards_split_a_family_by_case_and_merge_and_diff_see_cases(
     assert merged.exit_code == 0, merged.stderr
     merged_report = json.loads(merged.stdout)
     assert merged_report["families"][0]["cases"] == 8
+    assert merged_report["families"][0]["min_pass_rate"] == 0.85
     assert merged_report["families"][0]["gate_held"] is True
-    # One row fails now: the family gate (0.9) fails the run, and diff names that case.
+    # Another row fails now (6/8): the family gate (0.85) fails the run, and diff names it.
     (root / "data/rows.jsonl").write_text(
         rows.replace(
             '"id": "c3", "name": "n3", "ok": "yes"', '"id": "c3", "name": "n3", "ok": "no"'

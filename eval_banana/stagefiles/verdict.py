@@ -41,10 +41,12 @@ def run_passes(
 
 
 def gate_holds(*, passed: int, cases: int, min_pass_rate: float | None) -> bool:
-    """A family's gate, on the unrounded ratio; a family with no case run never holds one."""
-    if min_pass_rate is None:
+    """A family's gate, on the unrounded ratio. A family none of whose cases ran here (every
+    case skipped, or selected away) has nothing to gate; an empty dataset never gets this far
+    (it is a definition error)."""
+    if min_pass_rate is None or cases == 0:
         return True
-    return cases > 0 and passed / cases >= min_pass_rate
+    return passed / cases >= min_pass_rate
 
 
 def family_scores(
