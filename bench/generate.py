@@ -67,6 +67,7 @@ class Sizes:
     w14_bytes: tuple[int, ...]
     w17_runs: int
     w17_checks: int
+    w15_cases: int
 
 
 FULL = Sizes(
@@ -96,6 +97,7 @@ FULL = Sizes(
     w14_bytes=(50 * MB, 300 * MB),
     w17_runs=500,
     w17_checks=1_000,
+    w15_cases=10_000,
 )
 
 QUICK = Sizes(
@@ -125,6 +127,7 @@ QUICK = Sizes(
     w14_bytes=(256 * KB,),
     w17_runs=20,
     w17_checks=50,
+    w15_cases=200,
 )
 
 
@@ -822,6 +825,43 @@ def build_w14(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+# W15 ------------------------------------------------------------------------------------------
+
+W15_FAMILY = """\
+schema_version: 1
+id: qa_judge
+type: harness_judge
+description: "answer to {{ case.question }}"
+cases_from: data/qa.jsonl
+instructions: |
+  Read the support bot's answer below and decide whether it answers the customer's question
+  correctly and politely. Score 1 when it does, 0 when it does not.
+"""
+
+
+def build_w15(*, sizes: Sizes) -> Callable[[Path], None]:
+    """One judge family over a JSONL dataset of `w15_cases` rows."""
+
+    def build(root: Path) -> None:
+        project = root / "project"
+        write_config(project=project, agent_command=[sys.executable, "-c", "pass"])
+        _write(project / "eval_checks" / "qa_judge.yaml", W15_FAMILY)
+        rows = (
+            json.dumps(
+                {
+                    "id": f"q{index:05d}",
+                    "question": f"Can I return item {index} after {index % 60} days?",
+                    "answer": f"Yes, item {index} can be returned within 60 days.",
+                }
+            )
+            + "\n"
+            for index in range(sizes.w15_cases)
+        )
+        _write(project / "data" / "qa.jsonl", "".join(rows))
+
+    return build
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -843,6 +883,7 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W13": lambda sizes: build_w13(sizes=sizes),
     "W14": lambda sizes: build_w14(sizes=sizes),
     "W17": lambda sizes: build_w17(sizes=sizes),
+    "W15": lambda sizes: build_w15(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.

@@ -97,6 +97,17 @@ print(len(docs))
 """
 
 
+# W15 floor: the family's YAML with libyaml and its JSONL dataset with `json`, in one process.
+DATASET_FLOOR = """\
+import json, sys, yaml
+with open(sys.argv[1], "rb") as handle:
+    family = yaml.load(handle, Loader=yaml.CSafeLoader)
+with open(sys.argv[2], encoding="utf-8") as handle:
+    rows = [json.loads(line) for line in handle if line.strip()]
+print(family["id"], len(rows))
+"""
+
+
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b")
 
 
@@ -913,6 +924,25 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
         ]
     if key == "W13":
         return _w13_cases(root=root, sizes=sizes, n=n)
+    if key == "W15":
+        project = root / "project"
+        return [
+            Case(
+                key="W15",
+                name=f"eb validate, one family of {sizes.w15_cases} JSONL cases",
+                eb_args=["validate", "--cwd", str(project)],
+                floor=[
+                    py,
+                    "-c",
+                    DATASET_FLOOR,
+                    str(project / "eval_checks" / "qa_judge.yaml"),
+                    str(project / "data" / "qa.jsonl"),
+                ],
+                floor_label="CSafeLoader + json, one family",
+                target=1.5,
+                runs=n(5),
+            )
+        ]
     if key == "W14":
         return [
             Case(

@@ -40,12 +40,15 @@ SCRIPTED_CONFIG = CANARIES / "scripted.toml"
 
 def trust_kinds() -> set[str]:
     """What makes a judge trustworthy, as the product has it: every `aggregate` rule (as
-    `aggregate.<rule>`), the flaky flag (counted in score.json) and calibration (`eb calibrate`)."""
+    `aggregate.<rule>`), the flaky flag (counted in score.json), calibration (`eb calibrate`)
+    and dataset families with their own gate (listed in score.json)."""
     kinds = {f"{RULE_PREFIX}{rule}" for rule in RULES}
     if "flaky_checks" in ScoreDoc.model_fields:
         kinds.add("flaky")
     if "calibrate" in COMMANDS:
         kinds.add("calibration")
+    if "families" in ScoreDoc.model_fields:
+        kinds.add("dataset")
     return kinds
 
 
@@ -284,3 +287,45 @@ def test_calibration_canaries_agree_and_disagree_through_eb_calibrate(
     agreed = {check_id: entry["cases_agreed"] for check_id, entry in record["checks"].items()}
     assert agreed == {ids["pass"]: 2, ids["fail"]: 1}
     assert (root / "answer.txt").read_text(encoding="utf-8") == "hello world\n"
+
+
+# --- dataset families ------------------------------------------------------------------------
+
+
+def test_dataset_canaries_pass_fail_and_gate_through_eb_run(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A known-pass family, a known-fail family, and one whose gate fails while most of its
+    cases pass (the run threshold alone would let the run through)."""
+    folder = CANARIES / "dataset"
+    root = tmp_path / "proj"
+    shutil.copytree(folder, root, ignore=shutil.ignore_patterns("*.yaml"))
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text(
+        "[core]\npass_threshold = 0.5\n", encoding="utf-8"
+    )
+    (root / "eval_checks").mkdir()
+    for name in ("pass", "fail", "gate"):
+        shutil.copyfile(folder / f"{name}.yaml", root / "eval_checks" / f"{name}.yaml")
+    statuses = run_canary_project(root=root, eb=eb, monkeypatch=monkeypatch)
+    assert statuses == {
+        "canary_dataset_pass[one]": "passed",
+        "canary_dataset_pass[two]": "passed",
+        "canary_dataset_fail[three]": "failed",
+        "canary_dataset_fail[four]": "failed",
+        "canary_dataset_gate[a]": "passed",
+        "canary_dataset_gate[b]": "passed",
+        "canary_dataset_gate[c]": "passed",
+        "canary_dataset_gate[d]": "passed",
+        "canary_dataset_gate[seeded]": "failed",
+    }
+    report = read_report(root)
+    assert report["meets_threshold"] is True and report["run_passed"] is False
+    gates = {
+        family["id"]: (family["pass_rate"], family["gate_held"]) for family in report["families"]
+    }
+    assert gates == {
+        "canary_dataset_fail": (0.0, True),
+        "canary_dataset_gate": (0.8, False),
+        "canary_dataset_pass": (1.0, True),
+    }

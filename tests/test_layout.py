@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("assertions", "projectstate"),
     ("models",),
     ("settings",),
+    ("datasets",),
     ("checks", "harness"),
     ("stagefiles", "runners"),
     ("sampling", "isolation", "history"),

@@ -168,7 +168,11 @@ def check_components(*, check: PlannedCheck, context: KeyContext) -> list[Compon
         ("check_type", check.type),
         ("check_definition_sha256", check.check_definition_sha256),
         ("input_scope", "project" if inputs is None else "declared"),
-        ("input_state", context.inputs.digest(inputs=inputs)),
+        # A case's family files are in its definition digest, not in its input state.
+        (
+            "input_state",
+            context.inputs.digest(inputs=inputs, excluding=tuple(check.family_files or ())),
+        ),
         ("variable_names", context.env_names),
         *specific,
     ]

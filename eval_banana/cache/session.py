@@ -54,7 +54,7 @@ LOOK_AHEAD_FORK_CHECKS = 200
 # that forgets the bump fails). An entry's stored text names the layout and
 # the check file it was written for; a reuse that matches both links it without rendering its
 # own to compare (a third of a lookup's time).
-_REUSE_TEXT_VERSION = 1
+_REUSE_TEXT_VERSION = 2
 REUSE_LAYOUT = f"{_REUSE_TEXT_VERSION}:" + sha256_bytes(
     data="\0".join(spec.alias or name for name, spec in CheckResult.model_fields.items()).encode()
 )

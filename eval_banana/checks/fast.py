@@ -29,6 +29,8 @@ _BASE_KEYS = frozenset(
         "inputs",
         "repeats",
         "aggregate",
+        "cases_from",
+        "min_pass_rate",
     }
 )
 _KEYS_BY_TYPE = {
@@ -163,6 +165,16 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     if aggregate is not None and (type(aggregate) is not str or aggregate not in RULES):
         return None
 
+    # A dataset file and the family's gate (inline `cases:` and `case_schema` go to the models).
+    cases_from = document.get("cases_from")
+    if cases_from is not None and not (_plain_str(cases_from) and cases_from.strip()):
+        return None
+    min_pass_rate = document.get("min_pass_rate")
+    if min_pass_rate is not None and (
+        type(min_pass_rate) not in (int, float) or not 0 <= min_pass_rate <= 1 or cases_from is None
+    ):
+        return None
+
     # Key order follows pydantic: `type` keeps its base-class slot, subclass fields last.
     result: dict[str, Any] = {
         "type": check_type,
@@ -178,6 +190,10 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
         result["repeats"] = repeats
     if aggregate is not None:
         result["aggregate"] = aggregate
+    if cases_from is not None:
+        result["cases_from"] = cases_from
+    if min_pass_rate is not None:
+        result["min_pass_rate"] = float(min_pass_rate)
 
     if check_type == "deterministic":
         ok_script, script = _optional_str(document, key="script")
@@ -205,6 +221,8 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     result["model"] = model
     # calibration: absent or null leaves no key, as in the models.
     raw_calibration = document.get("calibration")
+    if raw_calibration is not None and cases_from is not None:
+        return None  # not on a family: the models say why
     if raw_calibration is not None:
         calibration = _calibration(raw_calibration)
         if calibration is None:

@@ -49,6 +49,7 @@ class CheckInputs:
         self._digests: dict[tuple[str, ...], str] = {}
         self._whole_digest: str | None = None
         self._own_paths: frozenset[str] | None = None
+        self._excluded: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], str] = {}
 
     def _prefixes(self) -> list[str] | None:
         if self._whole:
@@ -96,13 +97,32 @@ class CheckInputs:
             )
         return self._own_paths
 
-    def digest(self, *, inputs: tuple[str, ...] | None) -> str:
-        """`sha256:<hex>` of what a check reads: its matched files, or the whole project."""
+    def digest(self, *, inputs: tuple[str, ...] | None, excluding: tuple[str, ...] = ()) -> str:
+        """`sha256:<hex>` of what a check reads: its matched files, or the whole project.
+
+        `excluding`: project-relative files left out (a dataset case's family files, whose
+        content its definition digest holds: editing one row must not touch the other cases).
+        """
+        if excluding:
+            return self._digest_without(inputs=inputs, excluding=excluding)
         if inputs is None:
             return self._whole_project_digest()
         if inputs not in self._digests:
             self._digests[inputs] = self.state.digest_of(paths=self.files(inputs=inputs))
         return self._digests[inputs]
+
+    def _digest_without(self, *, inputs: tuple[str, ...] | None, excluding: tuple[str, ...]) -> str:
+        key = (inputs, excluding)
+        found = self._excluded.get(key)
+        if found is None:
+            left_out = frozenset(excluding)
+            if inputs is None:
+                own = self._own()
+                paths = [p for p in self.state.paths if p not in own and p not in left_out]
+            else:
+                paths = [p for p in self.files(inputs=inputs) if p not in left_out]
+            found = self._excluded[key] = self.state.digest_of(paths=paths)
+        return found
 
     def _whole_project_digest(self) -> str:
         """The state of every project file except eb's own config and calibration files."""

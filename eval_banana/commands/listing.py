@@ -9,8 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
+
+if TYPE_CHECKING:
+    from eval_banana.models.stages import PlanDoc
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
@@ -20,6 +24,12 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         "--inputs",
         action="store_true",
         help="Below each check, show the files its `inputs:` patterns match now.",
+    )
+    parser.add_argument(
+        "--cases",
+        action="store_true",
+        help="List every case of a dataset family (by default a family is one line with its "
+        "case count).",
     )
     common.add_setting_flags(parser, command="list")
 
@@ -71,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         )
         for item in plan.skipped
     ]
+    if not args.cases:
+        rows = _families_folded(rows=rows, plan=plan, root=root)
     for _, check_id, line in sorted(rows, key=lambda row: row[0]):
         print(line)
         for detail in details.get(check_id, []):
@@ -80,6 +92,42 @@ def run(args: argparse.Namespace) -> int:
         _count_line(checks=len(plan.checks), skipped=len(plan.skipped), root=root), file=sys.stderr
     )
     return 0
+
+
+def _families_folded(
+    *, rows: list[tuple[str, str, str]], plan: PlanDoc, root: str
+) -> list[tuple[str, str, str]]:
+    """Each dataset family's case rows as one row: its id, type, case count and file."""
+    from eval_banana.core.caseid import family_of
+
+    planned: dict[str, list[str]] = {}
+    skipped: dict[str, int] = {}
+    for check in plan.checks:
+        if check.family is not None:
+            planned.setdefault(check.family, []).append(check.type)
+    for item in plan.skipped:
+        family = family_of(item.check_id)
+        if family is not None:
+            skipped[family] = skipped.get(family, 0) + 1
+            planned.setdefault(family, []).append(item.check_type)
+    folded: list[tuple[str, str, str]] = []
+    shown: set[str] = set()
+    for source, check_id, line in rows:
+        family = family_of(check_id)
+        if family is None or family not in planned:
+            folded.append((source, check_id, line))
+            continue
+        if family in shown:
+            continue
+        shown.add(family)
+        count = len(planned[family])
+        noun = "case" if count == 1 else "cases"
+        extra = f", {skipped[family]} skipped" if family in skipped else ""
+        text = f"dataset family: {count} {noun}{extra} (eb list --cases shows each)"
+        folded.append(
+            (source, family, _line(family, planned[family][0], text, _shown(source, root)))
+        )
+    return folded
 
 
 def _shown(source: str, root: str) -> str:

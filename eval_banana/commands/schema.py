@@ -11,12 +11,21 @@ from eval_banana.core.errors import UsageError
 def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="Schema name; see --list.")
     parser.add_argument("--list", action="store_true", help="List the schema names.")
+    parser.add_argument(
+        "--case-schema",
+        metavar="CHECK_FILE",
+        help="Print the JSON Schema of one dataset row of this family's check file (its "
+        "`case_schema:`), for an editor to validate the dataset with.",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from eval_banana.publish.schemas import schema_names
     from eval_banana.stagefiles.schemafiles import packaged_schema
 
+    if args.case_schema:
+        sys.stdout.write(_case_schema(path=args.case_schema))
+        return 0
     names = schema_names()
     if args.list or not args.name:
         print("\n".join(names))
@@ -26,3 +35,28 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"Unknown schema '{args.name}'. Known schemas: {', '.join(names)}")
     sys.stdout.write(packaged_schema(name))
     return 0
+
+
+def _case_schema(*, path: str) -> str:
+    """A family's `case_schema:` as a JSON Schema document (draft 2020-12 unless it says)."""
+    import json
+
+    from eval_banana.checks.definition import load_definition
+    from eval_banana.core.errors import DefinitionError
+    from eval_banana.core.readback import read_regular
+
+    try:
+        data = read_regular(path)
+    except OSError as exc:
+        raise UsageError(f"Cannot read check file {path}: {exc}") from None
+    definition = load_definition(data=data, path=path)
+    schema = definition.get("case_schema")
+    if schema is None:
+        raise DefinitionError(
+            f"{path} declares no case_schema",
+            file=path,
+            field_path="case_schema",
+            hint="add `case_schema:` (a JSON Schema for one dataset row) to the family",
+        )
+    document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

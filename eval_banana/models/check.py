@@ -111,6 +111,17 @@ class HarnessJudgeCheck(CheckBase):
             return value
         return non_blank(value, field="instructions", strip=True)
 
+    @model_validator(mode="after")
+    def _no_calibration_on_a_family(self) -> HarnessJudgeCheck:
+        # Each case renders its own prompt: one set of labelled cases cannot stand for them all.
+        if self.calibration is not None and (self.cases is not None or self.cases_from is not None):
+            raise PydanticCustomError(
+                "calibration_family",
+                "calibration is not available on a dataset family (cases / cases_from): each "
+                "case is its own prompt; delete calibration, or calibrate a single judge",
+            )
+        return self
+
     @field_validator("calibration", mode="after")
     @classmethod
     def _calibration_rules(cls, value: list[CalibrationCase] | None) -> Any:

@@ -13,9 +13,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    JsonValue,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -68,7 +70,15 @@ def _input_pattern(value: str) -> str:
 
 # Keys a definition holds only when its file sets them: a check that does not use them keeps
 # exactly the normalized definition (and plan) it had before they existed.
-OMITTED_WHEN_UNSET = ("repeats", "aggregate", "calibration")
+OMITTED_WHEN_UNSET = (
+    "repeats",
+    "aggregate",
+    "calibration",
+    "cases",
+    "cases_from",
+    "min_pass_rate",
+    "case_schema",
+)
 
 AGGREGATE_DESCRIPTION = (
     "How the samples of a check with repeats decide it: "
@@ -140,6 +150,32 @@ class CheckBase(BaseModel):
     )
     aggregate: Rule | None = Field(default=None, description=AGGREGATE_DESCRIPTION)
 
+    cases: list[dict[str, JsonValue]] | None = Field(
+        default=None,
+        description="Inline dataset: each mapping is one case, run as its own check "
+        "`<id>[<case id>]`. A case's `id` names it (letters, digits, '_', '-', '.'), else its "
+        "1-based position does; `tags` and `skip` in a case add to the family's. Text fields "
+        "may use {{ case.<field> }}.",
+        json_schema_extra={"minItems": 1},
+    )
+    cases_from: str | None = Field(
+        default=None,
+        description="Dataset file(s), a path or glob relative to the project root: .jsonl, "
+        ".json (a list), .yaml/.yml (a list) or .csv (header row = field names). Each row is "
+        "one case, as in `cases`.",
+        json_schema_extra={"pattern": NON_BLANK},
+    )
+    min_pass_rate: float | None = Field(
+        default=None,
+        description="The family's own gate (0 to 1): the run fails when fewer than this "
+        "ratio of the family's non-skipped cases pass, whatever the run threshold says.",
+        json_schema_extra={"minimum": 0, "maximum": 1},
+    )
+    case_schema: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="A JSON Schema every case row must satisfy (checked by eb validate).",
+    )
+
     @model_serializer(mode="wrap")
     def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
@@ -169,6 +205,32 @@ class CheckBase(BaseModel):
                 "inputs has only '!' exclusions: add a pattern naming the files the check reads",
             )
         return value
+
+    @field_validator("min_pass_rate", mode="before")
+    @classmethod
+    def _rate_rules(cls, value: Any) -> Any:
+        # A ratio: YAML's `true` would otherwise read as 1.0.
+        if value is None:
+            return value
+        if type(value) not in (int, float) or not 0 <= value <= 1:
+            raise PydanticCustomError(
+                "min_pass_rate", "min_pass_rate must be a number from 0 to 1, e.g. 0.9"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _rate_needs_cases(self) -> CheckBase:
+        if self.min_pass_rate is not None and self.cases is None and self.cases_from is None:
+            raise PydanticCustomError(
+                "min_pass_rate",
+                "min_pass_rate gates a dataset family: add cases or cases_from, or delete it",
+            )
+        if self.case_schema is not None and self.cases is None and self.cases_from is None:
+            raise PydanticCustomError(
+                "case_schema",
+                "case_schema describes dataset rows: add cases or cases_from, or delete it",
+            )
+        return self
 
     @field_validator("schema_version", mode="before")
     @classmethod

@@ -50,6 +50,12 @@ class CoreSettings(_Section):
         description="Stop launching checks once this many have failed or errored; the rest "
         "are recorded as not run and the run does not pass. 0 means never stop.",
     )
+    max_cases: int = Field(
+        default=100_000,
+        ge=1,
+        description="Most cases one dataset family may expand to; a larger dataset is a "
+        "definition error, so a wrong glob cannot plan millions of checks.",
+    )
     repeats: int = Field(
         default=1,
         ge=1,

@@ -9,6 +9,7 @@ from eval_banana.models.config import Shard
 from eval_banana.models.result import CheckResult, SkippedCheck
 from eval_banana.models.stages import (
     AbortReason,
+    FamilyScore,
     HaltReason,
     JudgeUsage,
     ProblemModel,
@@ -71,4 +72,8 @@ class ReportJson(Record):
     )
     fail_on_flaky: bool = Field(
         default=False, description="--fail-on-flaky was on: a flaky check fails the run."
+    )
+    families: list[FamilyScore] = Field(
+        default_factory=list,
+        description="Each dataset family: its cases, pass rate and whether its own gate held.",
     )

@@ -34,6 +34,9 @@ class CheckResult(Record):
     details: dict[str, Any] = Field(default_factory=dict)
     expect: Literal["pass", "fail"] = "pass"
     observed_status: Status | None = None
+    family: str | None = Field(
+        default=None, description="The dataset family of a case check (`<family>[<case>]`)."
+    )
 
 
 def result_json_text(*, result: CheckResult) -> str:

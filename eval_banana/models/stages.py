@@ -125,6 +125,17 @@ class PlannedCheck(Record):
     script_unavailable: str | None = Field(
         default=None, description="Why the referenced script could not be frozen."
     )
+    family: str | None = Field(
+        default=None, description="The dataset family this case check belongs to, or null."
+    )
+    case_id: str | None = Field(default=None, description="The case's id within its family.")
+    case: dict[str, Any] | None = Field(default=None, description="The case's row, as loaded.")
+    family_files: list[str] | None = Field(
+        default=None,
+        description="Project-relative files the family is defined by (its check file and "
+        "dataset files): their content is in the case's definition digest, so they are left "
+        "out of the case's input state.",
+    )
 
 
 class PlanDoc(StageEnvelope):
@@ -150,6 +161,11 @@ class PlanDoc(StageEnvelope):
     )
     selected_checks: int | None = Field(
         default=None, description="How many checks the selection holds before a shard filter."
+    )
+    family_gates: dict[str, float] = Field(
+        default_factory=dict,
+        description="Dataset family id -> its min_pass_rate, for the planned families that "
+        "set one.",
     )
     allow_empty: str | None = Field(
         default=None,
@@ -226,6 +242,11 @@ class ExecuteDoc(StageEnvelope):
         description="Why no further check was launched although the run was not aborted "
         "(maxfail); the checks left are in not_run.",
     )
+    family_gates: dict[str, float] = Field(
+        default_factory=dict,
+        description="Dataset family id -> its min_pass_rate, for the families that set one "
+        "(copied from the plan for the score stage).",
+    )
     allow_empty: str | None = Field(
         default=None,
         description="The plan's allow_empty, copied: why no result still lets the run pass.",
@@ -257,6 +278,25 @@ class JudgeUsage(Record):
     )
     cost_usd: float | None = Field(
         default=None, ge=0, description="Sum of the costs reported (claude); null if none did."
+    )
+
+
+class FamilyScore(Record):
+    """One dataset family's cases, counted: its pass rate and whether its own gate held."""
+
+    model_config = {"extra": "forbid"}
+
+    id: str = Field(description="The family's check id.")
+    cases: int = Field(ge=0, description="Its cases that ran (skipped cases are not counted).")
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    errored: int = Field(ge=0)
+    pass_rate: float = Field(ge=0, le=1, description="passed / cases (0 with no case).")
+    min_pass_rate: float | None = Field(
+        default=None, ge=0, le=1, description="The family's gate, or null when it sets none."
+    )
+    gate_held: bool = Field(
+        description="Whether the pass rate reaches min_pass_rate (true without a gate)."
     )
 
 
@@ -298,6 +338,10 @@ class ScoreDoc(StageEnvelope):
         default=False,
         description="Whether [core] fail_on_flaky (--fail-on-flaky) was on: then a flaky check "
         "fails the run.",
+    )
+    families: list[FamilyScore] = Field(
+        default_factory=list,
+        description="Each dataset family, by id: a family whose gate does not hold fails the run.",
     )
 
 

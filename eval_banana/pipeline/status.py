@@ -89,7 +89,18 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     changes: dict[str, str] = {}
+    families: dict[str, dict[str, str]] = {}
     for check in doc.checks:
+        if check.family is not None:
+            # A case's digest is its family's definition plus its own row: expand it again.
+            if check.source_path not in families:
+                families[check.source_path] = _case_digests(check=check, config=config)
+            if families[check.source_path].get(check.case_id or "") != (
+                check.check_definition_sha256
+            ):
+                shown = _relative(path=check.source_path, root=config.project_root)
+                changes[check.id] = f"{shown} or its dataset changed"
+            continue
         source = Path(check.source_path)
         try:
             data = source.read_bytes()
@@ -111,6 +122,30 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
             changed = check.script_path
         changes[check.id] = f"{_relative(path=changed, root=config.project_root)} changed"
     return changes
+
+
+def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> dict[str, str]:
+    """Case id -> definition digest of the family `check` belongs to, as it expands now
+    (empty when it no longer loads or expands)."""
+    from eval_banana.checks.definition import freeze_script, load_definition
+    from eval_banana.core.errors import DefinitionError
+    from eval_banana.datasets.expand import expand_family
+
+    source = Path(check.source_path)
+    try:
+        definition = load_definition(data=source.read_bytes(), path=source)
+    except (OSError, DefinitionError):
+        return {}
+    script_path = definition.get("script_path")
+    frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
+    expansion = expand_family(
+        definition=definition,
+        check_file=check.source_path,
+        project_root=Path(config.project_root),
+        max_cases=config.settings.core.max_cases,
+        script=frozen.data if frozen is not None else None,
+    )
+    return {case.case_id: case.digest for case in expansion.cases}
 
 
 def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:

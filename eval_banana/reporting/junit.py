@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from eval_banana.core.caseid import family_of
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
@@ -34,7 +35,11 @@ _STDERR_LIMIT = 8000
 
 
 def classname(*, check: Check, project_root: str) -> str:
-    """The check file's project-relative path without extension, `/` replaced by `.`."""
+    """The check file's project-relative path without extension, `/` replaced by `.`; for a
+    dataset case, its family's id (a CI server then groups the family's cases)."""
+    family = family_of(str(check.get("check_id") or ""))
+    if family is not None:
+        return family
     relative = PurePosixPath(check_relpath(check=check, project_root=project_root))
     return relative.with_suffix("").as_posix().lstrip("/").replace("/", ".")
 

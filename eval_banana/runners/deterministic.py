@@ -33,13 +33,17 @@ class _LaunchError(Exception):
 
 def context_json(*, ctx: RunContext, output_dir: Path) -> str:
     """eval-banana's exact context.json text: five keys in order, indent 2, ASCII, no newline."""
-    document = {
+    document: dict[str, object] = {
         "check_id": ctx.check.id,
         "description": ctx.check.description,
         "project_root": str(ctx.seen_root),
         "source_path": ctx.check.source_path,
         "output_dir": str(output_dir),
     }
+    if ctx.check.case_id is not None:
+        # A dataset case: the script reads its row here (plain checks keep the five keys).
+        document["case_id"] = ctx.check.case_id
+        document["case"] = ctx.check.case or {}
     return json.dumps(document, indent=2, ensure_ascii=True)
 
 

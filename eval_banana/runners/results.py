@@ -96,6 +96,7 @@ def build_result(
         expect=expect,
         # What the check itself reached; the judged `status` may differ for controls.
         observed_status=status,
+        family=check.family,
     )
 
 

@@ -247,6 +247,10 @@ def _merged_execute(
             "not_run": [r.check_id for r in ordered.results if r.details.get("not_run") is True],
             "env_policy": runs[0].execute.env_policy,
             "skipped": ordered.skipped,
+            # Every shard's plan holds the gates of the whole selection; any shard may be empty.
+            "family_gates": {
+                family: rate for run in runs for family, rate in run.plan.family_gates.items()
+            },
             "halted_by": halted,
             "tokens_used": _tokens(runs),
             "cost_usd": _cost(runs),

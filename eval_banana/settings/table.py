@@ -218,6 +218,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("core", "maxfail", "-x is --maxfail 1."),
     ),
     SettingSpec(
+        name="core.max_cases",
+        section="core",
+        key="max_cases",
+        kind="positive_integer",
+        env="EVAL_BANANA_MAX_CASES",
+        flag=None,
+        commands=(),
+        help=_help("core", "max_cases"),
+    ),
+    SettingSpec(
         name="core.repeats",
         section="core",
         key="repeats",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from eval_banana.core.caseid import case_check_id
 from eval_banana.core.stem import artifact_stem
 from eval_banana.models.stages import ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 
@@ -48,12 +49,22 @@ def _plan(doc: PlanDoc) -> Inconsistency | None:
         where = f"$.checks[{index}]"
         if check.stem != artifact_stem(check_id=check.id):
             return f"{where}.stem", f"{check.stem!r} is not the artifact stem of {check.id!r}"
-        if check.definition.get("id") != check.id or check.definition.get("type") != check.type:
+        # A dataset case's definition keeps its family's id; its own id names the case.
+        own_id = check.id
+        snapshot_stem = check.stem
+        if check.family is not None or check.case_id is not None:
+            if check.family is None or check.case_id is None:
+                return f"{where}.family", "a case names both its family and its case id"
+            if check.id != case_check_id(family=check.family, case_id=check.case_id):
+                return f"{where}.id", f"{check.id!r} is not <family>[<case id>]"
+            own_id = check.family
+            snapshot_stem = artifact_stem(check_id=check.family)
+        if check.definition.get("id") != own_id or check.definition.get("type") != check.type:
             return f"{where}.definition", "its id or type differs from the check's"
         problem = definition_problem(definition=check.definition, source=check.source_path)
         if problem is not None:
             return f"{where}.definition", problem
-        if check.snapshot is not None and check.snapshot != f"stages/snapshots/{check.stem}.py":
+        if check.snapshot is not None and check.snapshot != f"stages/snapshots/{snapshot_stem}.py":
             return f"{where}.snapshot", "must be stages/snapshots/<stem>.py inside the run folder"
     return None
 
@@ -102,6 +113,9 @@ def _score(doc: ScoreDoc) -> Inconsistency | None:
         return "$.points_earned", "points must be one per check, earned by each passed check"
     if doc.run_passed and (doc.errored_checks or doc.aborted_by is not None):
         return "$.run_passed", "a run with errored checks or an abort cannot pass"
+    for index, family in enumerate(doc.families):
+        if family.passed + family.failed + family.errored != family.cases:
+            return f"$.families[{index}].cases", "its passed, failed and errored do not add up"
     status = "aborted" if doc.aborted_by else ("passed" if doc.run_passed else "failed")
     if doc.status != status:
         return "$.status", f"{doc.status!r}, but the counts say {status!r}"

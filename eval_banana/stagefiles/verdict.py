@@ -6,7 +6,10 @@ from the score it replays and never takes a stored number for it.
 
 from __future__ import annotations
 
-from eval_banana.models.stages import ScoreDoc
+from collections.abc import Iterable, Mapping
+
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import FamilyScore, ScoreDoc
 from eval_banana.stagefiles.agreement import inconsistency
 
 
@@ -23,10 +26,62 @@ def run_passes(
     halted: bool,
     flaky: int,
     fail_on_flaky: bool,
+    gates_held: bool = True,
 ) -> bool:
-    """A met threshold is not enough: an error, a stop or (with fail_on_flaky) a flaky check
-    fails the run whatever its score says."""
-    return met and errored == 0 and not aborted and not halted and not (fail_on_flaky and flaky > 0)
+    """A met threshold is not enough: an error, a stop, a dataset family below its own
+    min_pass_rate or (with fail_on_flaky) a flaky check fails the run whatever its score says."""
+    return (
+        met
+        and gates_held
+        and errored == 0
+        and not aborted
+        and not halted
+        and not (fail_on_flaky and flaky > 0)
+    )
+
+
+def gate_holds(*, passed: int, cases: int, min_pass_rate: float | None) -> bool:
+    """A family's gate, on the unrounded ratio. A family none of whose cases ran here (every
+    case skipped, or selected away) has nothing to gate; an empty dataset never gets this far
+    (it is a definition error)."""
+    if min_pass_rate is None or cases == 0:
+        return True
+    return passed / cases >= min_pass_rate
+
+
+def family_scores(
+    *, results: Iterable[CheckResult], gates: Mapping[str, float]
+) -> list[FamilyScore]:
+    """Each dataset family's counts, by family id (a gated family with no result included)."""
+    counts: dict[str, list[int]] = {family: [0, 0, 0] for family in gates}
+    for result in results:
+        if result.family is None:
+            continue
+        found = counts.setdefault(result.family, [0, 0, 0])
+        if result.status == "passed":
+            found[0] += 1
+        elif result.status == "failed":
+            found[1] += 1
+        else:
+            found[2] += 1
+    families = []
+    for family in sorted(counts):
+        passed, failed, errored = counts[family]
+        cases = passed + failed + errored
+        rate = gates.get(family)
+        families.append(
+            FamilyScore(
+                id=family,
+                cases=cases,
+                passed=passed,
+                failed=failed,
+                errored=errored,
+                pass_rate=passed / cases if cases else 0.0,
+                min_pass_rate=rate,
+                gate_held=gate_holds(passed=passed, cases=cases, min_pass_rate=rate),
+            )
+        )
+    return families
 
 
 def replayed_verdict(*, score: ScoreDoc, threshold: float, fail_on_flaky: bool) -> bool | str:
@@ -40,7 +95,14 @@ def replayed_verdict(*, score: ScoreDoc, threshold: float, fail_on_flaky: bool) 
     if score.aborted_by is not None:
         return "has a score.json of an aborted run"
     met = meets(earned=score.points_earned, total=score.total_points, threshold=threshold)
+    for family in score.families:
+        held = gate_holds(
+            passed=family.passed, cases=family.cases, min_pass_rate=family.min_pass_rate
+        )
+        if family.gate_held != held:
+            return "has a score.json whose family gate does not follow from its counts"
     passed = run_passes(
+        gates_held=all(family.gate_held for family in score.families),
         met=met,
         errored=score.errored_checks,
         aborted=False,

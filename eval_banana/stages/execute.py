@@ -796,6 +796,7 @@ def execute(
         skipped=plan.skipped,
         halted_by="maxfail" if halt.held_back(results=final) else None,
         allow_empty=plan.allow_empty,
+        family_gates=plan.family_gates,
         input_digests=input_digests,
     )
     return ExecuteDoc.model_validate(document)

@@ -92,8 +92,26 @@ def build_report(
         # Sampled checks (docs/judges.md#repeats): how many disagreed with themselves.
         "flaky_checks": score.flaky_checks,
         "fail_on_flaky": score.fail_on_flaky,
+        # Dataset families (docs/datasets.md): pass rate per family and its own gate.
+        "families": [family.model_dump(mode="json") for family in score.families],
     }
     return report
+
+
+def family_lines(*, report: dict[str, Any]) -> list[str]:
+    """One line per dataset family: its pass rate, and its gate when it sets one."""
+    lines = []
+    for family in report.get("families") or []:
+        text = (
+            f"Family {family['id']}: {family['passed']}/{family['cases']} cases passed "
+            f"({family['pass_rate'] * 100:.1f}%)"
+        )
+        gate = family.get("min_pass_rate")
+        if gate is not None:
+            held = "held" if family["gate_held"] else "NOT held: the run fails"
+            text += f", min_pass_rate {gate!r} {held}"
+        lines.append(text)
+    return lines
 
 
 def selection_note(*, config: ConfigDoc, total: int) -> str | None:
@@ -272,6 +290,10 @@ def render_markdown(*, report: dict[str, Any]) -> str:
     flaky = flaky_line(report=report)
     if flaky is not None:
         lines += ["", flaky]
+    families = family_lines(report=report)
+    if families:
+        # Only runs with dataset families; other runs keep eval-banana's exact text.
+        lines += ["", *(f"- {md_cell(line)}" for line in families)]
     for check in checks:
         reason, error = check.get("reason"), check.get("error_detail")
         if not reason and not error:

@@ -10,7 +10,7 @@ from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.stagefiles.layout import envelope, stage_path
-from eval_banana.stagefiles.verdict import meets, run_passes
+from eval_banana.stagefiles.verdict import family_scores, meets, run_passes
 from eval_banana.stages.execute import document_digest
 
 
@@ -61,7 +61,12 @@ def score(
     flaky = sum(1 for result in results if is_flaky(result.details))
     fail_on_flaky = config.settings.core.fail_on_flaky
     # --fail-on-flaky: a check whose samples disagreed is not a result to ship on.
+    # A shard holds part of each family: its gate is judged where the shards are merged, or
+    # a CI matrix job would fail for the share of the failures it happened to receive.
+    gates = {} if config.selection.shard is not None else execute.family_gates
+    families = family_scores(results=results, gates=gates)
     passed = run_passes(
+        gates_held=all(family.gate_held for family in families),
         met=met,
         errored=errored,
         aborted=aborted is not None,
@@ -103,6 +108,7 @@ def score(
         cached_checks=sum(1 for result in results if is_cached(result=result)),
         flaky_checks=flaky,
         fail_on_flaky=fail_on_flaky,
+        families=families,
     )
     return ScoreDoc.model_validate(document)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.checks.definition import (
     FrozenScript,
@@ -22,11 +23,13 @@ from eval_banana.checks.selection import (
     pattern_prefix,
 )
 from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
+from eval_banana.core.caseid import split_case_check_id
 from eval_banana.core.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem
+from eval_banana.datasets.expand import ExpandedCase, expand_family, is_family
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -46,6 +49,22 @@ class Loaded(Record):
     path: str  # a plain string: thousands of Path objects cost real start-up time
     data: bytes
     definition: dict[str, Any]  # normalized, as the check models dump it
+
+
+class Unit(NamedTuple):
+    """One check to plan: a plain check file, or one case of a family."""
+
+    item: Loaded
+    case: ExpandedCase | None = None
+    family_files: list[str] | None = None
+
+    @property
+    def check_id(self) -> str:
+        return self.case.check_id if self.case is not None else self.item.definition["id"]
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        return self.case.definition if self.case is not None else self.item.definition
 
 
 class ValidationOutcome(Record):
@@ -280,6 +299,54 @@ def _load_by_pattern(
     return loaded, warnings
 
 
+def _case_selector_family(*, paths: list[str], selector: str, read: Reader) -> Loaded | None:
+    """The family a `<family>[<case pattern>]` selector names, when that id is a family."""
+    text = selector.strip()
+    if not text.endswith("]") or "[" not in text:
+        return None
+    family = text[: text.index("[")]
+    if not family or is_id_pattern(family):
+        return None
+    try:
+        loaded, _ = _load_by_id(paths=paths, check_id=family, read=read)
+    except DefinitionError:
+        return None
+    return loaded[0] if is_family(loaded[0].definition) else None
+
+
+def _incremental_view(unit: Unit) -> tuple[str, dict[str, Any]]:
+    """(check file, definition) as --changed-since / --last-failed read them: a case by its own
+    id, and, when its family declares `inputs:`, reading its dataset files too (a changed row
+    selects the family's cases; over-selecting is safe)."""
+    definition = {**unit.definition, "id": unit.check_id}
+    inputs = definition.get("inputs")
+    if unit.case is not None and inputs is not None and unit.family_files:
+        definition["inputs"] = [*inputs, *unit.family_files]
+    return unit.item.path, definition
+
+
+def case_selected(*, check_id: str, selectors: list[str]) -> bool:
+    """Whether a case check is chosen by --check-id: a `<family>[<case glob>]` selector, or
+    its family's id, or a glob matching its family's id or its own id."""
+    parts = split_case_check_id(check_id)
+    if parts is None:
+        return True
+    family, case_id = parts
+    for selector in selectors:
+        text = selector.strip()
+        if text in (family, check_id):
+            return True
+        if "[" in text and text.endswith("]") and text[: text.index("[")] == family:
+            if fnmatchcase(case_id, text[text.index("[") + 1 : -1]):
+                return True
+        elif is_id_pattern(text) and (
+            id_matches_pattern(check_id=family, pattern=text)
+            or id_matches_pattern(check_id=check_id, pattern=text)
+        ):
+            return True
+    return False
+
+
 def _select_ids(
     *, paths: list[str], check_ids: list[str], read: Reader
 ) -> tuple[list[Loaded], list[ProblemModel], list[ProblemModel]]:
@@ -288,6 +355,10 @@ def _select_ids(
     warnings: list[ProblemModel] = []
     problems: list[ProblemModel] = []
     for check_id in check_ids:
+        family = _case_selector_family(paths=paths, selector=check_id, read=read)
+        if family is not None:
+            selected[family.path] = family
+            continue
         try:
             if is_id_pattern(check_id):
                 loaded, found_warnings = _load_by_pattern(paths=paths, pattern=check_id, read=read)
@@ -309,28 +380,87 @@ def _select_ids(
     return [selected[path] for path in sorted(selected)], [], unique_warnings
 
 
-def _plan_check(*, item: Loaded) -> tuple[PlannedCheck, bytes | None]:
-    definition = item.definition
-    stem = artifact_stem(check_id=definition["id"])
-    script_path = definition.get("script_path")
-    frozen: FrozenScript | None = None
-    if script_path:
-        frozen = freeze_script(
-            yaml_path=Path(item.path), script_path=script_path, yaml_data=item.data
-        )
+def _freeze(*, item: Loaded) -> FrozenScript | None:
+    script_path = item.definition.get("script_path")
+    if not script_path:
+        return None
+    return freeze_script(yaml_path=Path(item.path), script_path=script_path, yaml_data=item.data)
+
+
+def _plan_check(*, unit: Unit, frozen: FrozenScript | None) -> tuple[PlannedCheck, bytes | None]:
+    item, case = unit.item, unit.case
+    definition = unit.definition
+    check_id = unit.check_id
+    stem = artifact_stem(check_id=check_id)
+    # The cases of a family share one frozen copy of its script.
+    snapshot_stem = artifact_stem(check_id=item.definition["id"]) if case is not None else stem
     planned = PlannedCheck(
-        id=definition["id"],
+        id=check_id,
         type=definition["type"],
         description=definition["description"],
         source_path=item.path,
         stem=stem,
-        check_definition_sha256=definition_digest(yaml_bytes=item.data, frozen=frozen),
+        check_definition_sha256=case.digest
+        if case is not None
+        else definition_digest(yaml_bytes=item.data, frozen=frozen),
         definition=definition,
-        snapshot=f"{SNAPSHOTS_DIR}/{stem}.py" if frozen and frozen.data is not None else None,
+        snapshot=f"{SNAPSHOTS_DIR}/{snapshot_stem}.py"
+        if frozen and frozen.data is not None
+        else None,
         script_path=str(frozen.path) if frozen else None,
         script_unavailable=frozen.unavailable if frozen else None,
+        family=item.definition["id"] if case is not None else None,
+        case_id=case.case_id if case is not None else None,
+        case=case.row if case is not None else None,
+        family_files=unit.family_files,
     )
     return planned, frozen.data if frozen else None
+
+
+def _expand(
+    *, loaded: list[Loaded], config: ConfigDoc
+) -> tuple[list[Unit], list[ProblemModel], dict[str, FrozenScript | None]]:
+    """Every family's cases as units (plain checks as they are), and every dataset problem."""
+    units: list[Unit] = []
+    problems: list[ProblemModel] = []
+    frozen: dict[str, FrozenScript | None] = {}
+    root = Path(config.project_root)
+    max_cases = config.settings.core.max_cases
+    for item in loaded:
+        if not is_family(item.definition):
+            units.append(Unit(item=item))
+            continue
+        script = frozen[item.path] = _freeze(item=item)
+        expansion = expand_family(
+            definition=item.definition,
+            check_file=item.path,
+            project_root=root,
+            max_cases=max_cases,
+            script=script.data if script is not None else None,
+        )
+        found = [_problem(exc) for exc in expansion.problems]
+        if not found and item.definition["type"] == "assertions":
+            found = _invalid_rendered(item=item, cases=expansion.cases)
+        if found:
+            problems.extend(found)
+            continue
+        units.extend(
+            Unit(item=item, case=case, family_files=expansion.files) for case in expansion.cases
+        )
+    return units, problems, frozen
+
+
+def _invalid_rendered(*, item: Loaded, cases: list[ExpandedCase]) -> list[ProblemModel]:
+    """An assertions case whose filled-in values no longer make a valid check."""
+    problems: list[ProblemModel] = []
+    for case in cases:
+        try:
+            validate_mapping(document=case.definition, path=item.path)
+        except DefinitionError as exc:
+            found = _problem(exc)
+            found.message = f"case '{case.case_id}': {found.message}"
+            problems.append(found)
+    return problems
 
 
 def unavailable_scripts(*, checks: list[PlannedCheck]) -> list[ProblemModel]:
@@ -347,13 +477,13 @@ def unavailable_scripts(*, checks: list[PlannedCheck]) -> list[ProblemModel]:
     ]
 
 
-def _skipped(*, item: Loaded) -> SkippedCheck:
-    definition = item.definition
+def _skipped(*, unit: Unit) -> SkippedCheck:
+    definition = unit.definition
     return SkippedCheck(
-        check_id=definition["id"],
+        check_id=unit.check_id,
         check_type=definition["type"],
         description=definition["description"],
-        source_path=item.path,
+        source_path=unit.item.path,
         tags=list(definition["tags"]),
         reason=definition["skip"],
     )
@@ -387,22 +517,29 @@ def validate(
     else:
         loaded, problems = _load_strict(paths=paths, read=_reader(contents))
     errors.extend(problems)
+    units, expand_problems, frozen_by_path = _expand(loaded=loaded, config=config)
+    errors.extend(expand_problems)
+    if selection.check_ids:
+        units = [
+            unit
+            for unit in units
+            if unit.case is None
+            or case_selected(check_id=unit.check_id, selectors=selection.check_ids)
+        ]
     if selector.keyword is not None or selector.tags:
-        loaded = [
-            item
-            for item in loaded
-            if selector.selects(check_id=item.definition["id"], tags=item.definition["tags"])
+        units = [
+            unit
+            for unit in units
+            if selector.selects(check_id=unit.check_id, tags=unit.definition["tags"])
         ]
     narrowed = False  # --changed-since / --last-failed left nothing: a run that passes empty
-    if loaded and not errors and (selection.changed_since is not None or selection.last_failed):
+    if units and not errors and (selection.changed_since is not None or selection.last_failed):
         from eval_banana.incremental import select_incremental
 
-        kept = select_incremental(
-            config=config, checks=[(item.path, item.definition) for item in loaded]
-        )
+        kept = select_incremental(config=config, checks=[_incremental_view(u) for u in units])
         narrowed = not kept
-        loaded = [loaded[position] for position in kept]
-    if not loaded and not errors and not narrowed:
+        units = [units[position] for position in kept]
+    if not units and not errors and not narrowed:
         errors.append(
             ProblemModel(
                 message=NO_CHECKS,
@@ -413,12 +550,21 @@ def validate(
     checks: list[PlannedCheck] = []
     skipped: list[SkippedCheck] = []
     snapshots: dict[str, bytes] = {}
+    family_gates: dict[str, float] = {}
     if not errors:
-        for item in sorted(loaded, key=lambda loaded_item: loaded_item.path):
-            if item.definition.get("skip"):
-                skipped.append(_skipped(item=item))
+        # sorted() is stable: a family's cases keep their dataset order.
+        for unit in sorted(units, key=lambda one: one.item.path):
+            if unit.case is not None:
+                rate = unit.item.definition.get("min_pass_rate")
+                if rate is not None:
+                    family_gates[unit.item.definition["id"]] = float(rate)
+            if unit.definition.get("skip"):
+                skipped.append(_skipped(unit=unit))
                 continue
-            planned, frozen_bytes = _plan_check(item=item)
+            script = (
+                frozen_by_path[unit.item.path] if unit.case is not None else _freeze(item=unit.item)
+            )
+            planned, frozen_bytes = _plan_check(unit=unit, frozen=script)
             checks.append(planned)
             if planned.snapshot and frozen_bytes is not None:
                 snapshots[planned.snapshot] = frozen_bytes
@@ -457,6 +603,7 @@ def validate(
             "selection_digest": digest,
             "selected_checks": selected,
             "allow_empty": allow_empty,
+            "family_gates": family_gates,
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots)

@@ -447,6 +447,31 @@ _BASE = {"schema_version": 1, "id": "c1", "description": "A check."}
         ),
         ({**_BASE, "type": "deterministic", "script": "x", "calibration": [_CASE]}, False),
         ({**_BASE, "script": "x"}, False),
+        # Dataset families: a file and a gate are plain; inline cases go to the models.
+        ({**_BASE, "type": "deterministic", "script": "x", "cases_from": "d/*.jsonl"}, True),
+        (
+            {**_BASE, "type": "harness_judge", "instructions": "J", "cases_from": "d.csv"}
+            | {"min_pass_rate": 1},
+            True,
+        ),
+        ({**_BASE, "type": "deterministic", "script": "x", "min_pass_rate": 0.5}, False),
+        (
+            {**_BASE, "type": "deterministic", "script": "x", "cases_from": "d.csv"}
+            | {"min_pass_rate": 1.5},
+            False,
+        ),
+        (
+            {**_BASE, "type": "deterministic", "script": "x", "cases_from": "d.csv"}
+            | {"min_pass_rate": True},
+            False,
+        ),
+        ({**_BASE, "type": "deterministic", "script": "x", "cases_from": " "}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "cases": [{"a": 1}]}, False),
+        (
+            {**_BASE, "type": "harness_judge", "instructions": "J", "cases_from": "d.csv"}
+            | {"calibration": [_CASE]},
+            False,
+        ),
     ],
 )
 def test_edge_cases(document: dict[str, Any], accepted: bool) -> None:

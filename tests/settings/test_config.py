@@ -199,6 +199,7 @@ PRECEDENCE = [
     ("history.dir", '"h1"', "h1", "h2", "h2", ["--history-dir", "h3"], "h3"),
     ("history.keep", "10", 10, "20", 20, 30, 30),
     ("core.repeats", "3", 3, "4", 4, ["--repeats", "5"], 5),
+    ("core.max_cases", "10", 10, "20", 20, 30, 30),
     ("core.fail_on_flaky", "true", True, "1", True, ["--fail-on-flaky"], True),
     (
         "core.last_failed_none",

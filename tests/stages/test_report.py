@@ -65,6 +65,7 @@ REPORT_KEYS = [
     "selection_note",
     "flaky_checks",
     "fail_on_flaky",
+    "families",
 ]
 CHECK_KEYS = [
     "check_id",
@@ -86,6 +87,7 @@ CHECK_KEYS = [
     "details",
     "expect",
     "observed_status",
+    "family",
 ]
 
 

@@ -1,0 +1,396 @@
+"""A family (a check with `cases:` / `cases_from:`) expanded into one definition per case.
+
+Each case's definition is the family's, minus the dataset keys, with its text rendered, its
+tags and skip added, and its id still the family's (the case check's id, `<family>[<case>]`,
+is the plan's). Its digest frames the family's normalized definition (without its cases) and
+the case's canonical JSON: editing one row changes one digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
+from eval_banana.core.errors import DefinitionError
+from eval_banana.datasets.render import RenderProblem, has_placeholder, render_text, render_value
+from eval_banana.datasets.rows import Row, plain, read_rows
+from eval_banana.projectstate.patterns import pattern_problem
+
+# Keys of a family that describe its dataset, not what each case checks.
+DATASET_KEYS = ("cases", "cases_from", "min_pass_rate", "case_schema")
+_CASE_ID = re.compile(CASE_ID_PATTERN)
+_DIGEST_PREFIX = b"eval-banana/case-definition-sha256/v1\x00"
+_GLOB = "*?["
+
+
+class ExpandedCase(NamedTuple):
+    """One case of a family, ready to plan as a check."""
+
+    check_id: str
+    case_id: str
+    row: dict[str, Any]
+    definition: dict[str, Any]
+    digest: str
+
+
+class Expansion(NamedTuple):
+    """A family's cases, the project files that define it, and every problem found."""
+
+    cases: list[ExpandedCase]
+    files: list[str]
+    problems: list[DefinitionError]
+
+
+def is_family(definition: dict[str, Any]) -> bool:
+    """Whether a definition carries a dataset."""
+    return definition.get("cases") is not None or definition.get("cases_from") is not None
+
+
+# Built once: json.dumps with options builds an encoder per call, and this runs per case.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _canonical(value: object) -> bytes:
+    return _CANONICAL(value).encode()
+
+
+def _component(*, name: bytes, content: bytes) -> bytes:
+    return struct.pack(">Q", len(name)) + name + struct.pack(">Q", len(content)) + content
+
+
+def _family_hash(*, definition: dict[str, Any], script: bytes | None) -> Any:
+    """The digest state every case of the family starts from (its cases left out)."""
+    kept = {key: value for key, value in definition.items() if key not in DATASET_KEYS}
+    digest = hashlib.sha256(_DIGEST_PREFIX)
+    digest.update(_component(name=b"family", content=_canonical(kept)))
+    if script is not None:
+        digest.update(_component(name=b"referenced-script", content=script))
+    return digest
+
+
+def _dataset_paths(*, pattern: str, root: Path, check_file: str) -> list[Path]:
+    problem = pattern_problem(pattern)
+    if problem is not None or pattern.startswith("!"):
+        raise DefinitionError(
+            f"Invalid cases_from in {check_file}: {pattern!r} "
+            f"{problem or 'must name files, not exclude them'}",
+            file=check_file,
+            field_path="cases_from",
+            hint="name a dataset file or glob relative to the project root",
+        )
+    if any(char in pattern for char in _GLOB):
+        return sorted(path for path in root.glob(pattern) if path.is_file())
+    path = root / pattern
+    if not path.is_file():
+        raise DefinitionError(
+            f"Dataset {pattern} named by cases_from in {check_file} does not exist",
+            file=check_file,
+            field_path="cases_from",
+            hint="cases_from is relative to the project root; fix the path or create the file",
+        )
+    return [path]
+
+
+def _relative(*, path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> DefinitionError:
+    return DefinitionError(
+        f"{row.file} {row.where}: {message}",
+        file=row.file,
+        line=row.line,
+        field_path=field,
+        hint=hint,
+    )
+
+
+def _rows(
+    *, definition: dict[str, Any], root: Path, check_file: str, problems: list[DefinitionError]
+) -> tuple[list[Row], list[str]]:
+    rows = [
+        Row(value=value, file=check_file, where=f"cases item {index}", line=None)
+        for index, value in enumerate(definition.get("cases") or [], start=1)
+    ]
+    files: list[str] = []
+    pattern = definition.get("cases_from")
+    if pattern is not None:
+        try:
+            paths = _dataset_paths(pattern=str(pattern), root=root, check_file=check_file)
+        except DefinitionError as exc:
+            problems.append(exc)
+            return rows, files
+        for path in paths:
+            file = _relative(path=path, root=root)
+            files.append(file)
+            try:
+                rows.extend(read_rows(path=path, file=file, problems=problems))
+            except DefinitionError as exc:
+                problems.append(exc)
+    return rows, files
+
+
+def _case_id(*, row: Row, value: dict[str, Any], position: int, width: int) -> str | None:
+    given = value.get("id")
+    if given is None:
+        return str(position).zfill(width)
+    if type(given) is int and given >= 0:
+        return str(given)
+    if isinstance(given, str) and _CASE_ID.fullmatch(given):
+        return given
+    return None
+
+
+def _case_tags(*, value: dict[str, Any]) -> tuple[list[str], str | None] | str:
+    """A case's own tags and skip reason, or what is wrong with them."""
+    tags = value.get("tags", [])
+    if isinstance(tags, str):
+        tags = [tags]
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        return "tags must be a list of strings"
+    skip = value.get("skip")
+    if skip is not None and (not isinstance(skip, str) or not skip.strip()):
+        return "skip must be a non-empty reason"
+    return tags, skip.strip() if isinstance(skip, str) else None
+
+
+def fenced(*, case_id: str, row: dict[str, Any]) -> str:
+    """The case's fields as a fenced JSON block (a fence longer than any backtick run)."""
+    # One line of JSON: json's indenting encoder is pure Python, and this runs per case.
+    body = _ONE_LINE(row)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0) if "`" in body else 0
+    fence = "`" * max(3, longest + 1)
+    return f"Case {case_id}:\n{fence}json\n{body}\n{fence}"
+
+
+class _Renderer:
+    """A family's text fields, prepared once: per case only what holds a placeholder is
+    rendered (the YAML is never re-read, and 10,000 cases stay one linear pass)."""
+
+    def __init__(self, *, definition: dict[str, Any]) -> None:
+        self.base = {key: value for key, value in definition.items() if key not in DATASET_KEYS}
+        self.description = str(definition["description"])
+        self.kind = definition.get("type")
+        instructions = str(definition.get("instructions") or "")
+        self.placed = has_placeholder(instructions)
+        self.instructions = instructions
+        # Without placeholders the instructions are the same text for every case (`{{{{`
+        # written as `{{`), the case's block after them.
+        self.fixed = ""
+        self.problem: RenderProblem | None = None
+        if not self.placed and self.kind == "harness_judge":
+            try:
+                self.fixed = render_text(text=instructions, case={})
+            except RenderProblem as exc:
+                self.problem = exc  # one error for the family, not one per case
+
+    def render(self, *, case_id: str, row: dict[str, Any]) -> dict[str, Any]:
+        rendered = dict(self.base)
+        if "{{" in self.description:
+            rendered["description"] = render_text(text=self.description, case=row)
+        if self.kind == "harness_judge":
+            if self.placed:
+                rendered["instructions"] = render_text(text=self.instructions, case=row)
+            else:
+                rendered["instructions"] = f"{self.fixed}\n\n{fenced(case_id=case_id, row=row)}"
+        elif self.kind == "assertions":
+            rendered["artifact"] = render_text(text=str(self.base["artifact"]), case=row)
+            rendered["assert"] = [
+                {
+                    key: render_value(value=item, case=row) if key == "value" else item
+                    for key, item in assertion.items()
+                }
+                for assertion in self.base.get("assert") or []
+            ]
+        return rendered
+
+
+def _schema_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
+    if schema is None:
+        return None
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise DefinitionError(
+            f"Invalid case_schema in {check_file}: {exc.message}",
+            file=check_file,
+            field_path="case_schema",
+            hint="case_schema is a JSON Schema (draft 2020-12) for one dataset row",
+        ) from None
+    return Draft202012Validator(schema)
+
+
+def expand_family(
+    *,
+    definition: dict[str, Any],
+    check_file: str,
+    project_root: Path,
+    max_cases: int,
+    script: bytes | None = None,
+) -> Expansion:
+    """Every case of one family, or every problem of its dataset (all rows, one pass)."""
+    problems: list[DefinitionError] = []
+    family = str(definition["id"])
+    root = project_root.resolve()
+    rows, files = _rows(definition=definition, root=root, check_file=check_file, problems=problems)
+    own = _relative(path=Path(check_file).resolve(), root=root)
+    if problems:
+        return Expansion(cases=[], files=[own, *files], problems=problems)
+    if not rows:
+        where = (
+            f"cases_from {definition.get('cases_from')!r}"
+            if files or definition.get("cases_from")
+            else "cases"
+        )
+        problems.append(
+            DefinitionError(
+                f"Family '{family}' in {check_file} has no cases ({where} gives none)",
+                file=check_file,
+                field_path="cases_from" if definition.get("cases_from") else "cases",
+                hint="add rows to the dataset or fix cases_from: an empty family would pass "
+                "without checking anything",
+            )
+        )
+        return Expansion(cases=[], files=[own, *files], problems=problems)
+    if len(rows) > max_cases:
+        problems.append(
+            DefinitionError(
+                f"Family '{family}' in {check_file} has {len(rows):,} cases, more than "
+                f"[core] max_cases ({max_cases:,})",
+                file=check_file,
+                field_path="cases_from",
+                hint="split the dataset, narrow cases_from, or raise [core] max_cases",
+            )
+        )
+        return Expansion(cases=[], files=[own, *files], problems=problems)
+    try:
+        validator = _schema_validator(schema=definition.get("case_schema"), check_file=check_file)
+    except DefinitionError as exc:
+        return Expansion(cases=[], files=[own, *files], problems=[exc])
+    base = _family_hash(definition=definition, script=script)
+    width = len(str(len(rows)))
+    seen: dict[str, str] = {}
+    cases: list[ExpandedCase] = []
+    family_tags = list(definition.get("tags") or [])
+    renderer = _Renderer(definition=definition)
+    if renderer.problem is not None:
+        return Expansion(
+            cases=[],
+            files=[own, *files],
+            problems=[
+                DefinitionError(
+                    f"{check_file}: instructions: {renderer.problem.message}",
+                    file=check_file,
+                    field_path="instructions",
+                    hint="use {{ case.<field> }}, or write {{{{ for a literal {{",
+                )
+            ],
+        )
+    for position, row in enumerate(rows, start=1):
+        value = row.value
+        if not plain(value):
+            problems.append(
+                _row_problem(
+                    row=row,
+                    message=f"a case must be a mapping of field names to values, not "
+                    f"{type(value).__name__}",
+                    hint='write each case as an object / mapping such as {"id": "a", ...}',
+                )
+            )
+            continue
+        assert isinstance(value, dict)
+        try:
+            canonical = _canonical(value)
+        except (TypeError, ValueError):
+            problems.append(
+                _row_problem(
+                    row=row,
+                    message="a case holds a value JSON cannot say (a date, a set, binary data)",
+                    hint="quote the value to make it a string",
+                )
+            )
+            continue
+        case_id = _case_id(row=row, value=value, position=position, width=width)
+        if case_id is None:
+            problems.append(
+                _row_problem(
+                    row=row,
+                    message=f"case id {value.get('id')!r} is not letters, digits, '_', '-', '.'",
+                    hint="give the case an id such as refund-01",
+                    field="id",
+                )
+            )
+            continue
+        if case_id in seen:
+            problems.append(
+                _row_problem(
+                    row=row,
+                    message=f"duplicate case id '{case_id}' (first at {seen[case_id]})",
+                    hint="case ids must be unique within the family; rename one",
+                    field="id",
+                )
+            )
+            continue
+        seen[case_id] = f"{row.file} {row.where}"
+        if validator is not None:
+            error = next(iter(validator.iter_errors(value)), None)
+            if error is not None:
+                where = "/".join(str(part) for part in error.absolute_path) or "(row)"
+                problems.append(
+                    _row_problem(
+                        row=row,
+                        message=f"case '{case_id}' does not match case_schema at {where}: "
+                        f"{error.message}",
+                        hint="fix the row or the family's case_schema",
+                        field="case_schema",
+                    )
+                )
+                continue
+        extra = _case_tags(value=value)
+        if isinstance(extra, str):
+            problems.append(
+                _row_problem(row=row, message=f"case '{case_id}': {extra}", hint="fix the row")
+            )
+            continue
+        tags, skip = extra
+        try:
+            rendered = renderer.render(case_id=case_id, row=value)
+        except RenderProblem as exc:
+            problems.append(
+                DefinitionError(
+                    f"{check_file}: case '{case_id}' ({row.file} {row.where}): {exc.message}",
+                    file=check_file,
+                    line=row.line,
+                    field_path=f"case.{exc.field}" if exc.field else "cases",
+                    hint="use {{ case.<field> }} with a text field every row has",
+                )
+            )
+            continue
+        if tags:
+            rendered["tags"] = list(dict.fromkeys([*family_tags, *tags]))
+        if skip is not None and not rendered.get("skip"):
+            rendered["skip"] = skip
+        digest = base.copy()
+        digest.update(_component(name=b"case", content=canonical))
+        cases.append(
+            ExpandedCase(
+                check_id=case_check_id(family=family, case_id=case_id),
+                case_id=case_id,
+                row=value,
+                definition=rendered,
+                digest=f"sha256:{digest.hexdigest()}",
+            )
+        )
+    return Expansion(cases=cases if not problems else [], files=[own, *files], problems=problems)

@@ -1,0 +1,74 @@
+"""`{{ case.<field> }}` placeholders, and nothing else: no loops, filters or code.
+
+`{{{{` writes a literal `{{`. Any other `{{` is refused, so a typo never reaches a judge as
+text. A missing field, or a value that is not text where text goes, is a definition error.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_TOKEN = re.compile(r"\{\{\{\{|\{\{\s*case\.([^\s{}]+)\s*\}\}|\{\{")
+_WHOLE = re.compile(r"\{\{\s*case\.([^\s{}]+)\s*\}\}")
+
+
+class RenderProblem(Exception):
+    """Why a text could not be rendered: `field` names the case field (or None)."""
+
+    def __init__(self, message: str, *, field: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def has_placeholder(text: str) -> bool:
+    """Whether `text` holds a `{{ case.<field> }}` placeholder."""
+    return any(match.group(1) for match in _TOKEN.finditer(text))
+
+
+def _lookup(*, case: dict[str, Any], field: str) -> Any:
+    if field not in case:
+        raise RenderProblem(f"the case has no field '{field}'", field=field)
+    return case[field]
+
+
+def render_text(*, text: str, case: dict[str, Any]) -> str:
+    """`text` with each placeholder replaced by its case field, which must be text."""
+    if "{{" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "{{{{":
+            return "{{"
+        field = match.group(1)
+        if field is None:
+            raise RenderProblem(
+                "'{{' starts no {{ case.<field> }} placeholder (write {{{{ for a literal {{)",
+                field=None,
+            )
+        value = _lookup(case=case, field=field)
+        if not isinstance(value, str):
+            raise RenderProblem(
+                f"field '{field}' is {type(value).__name__}, not text, where text goes",
+                field=field,
+            )
+        return value
+
+    return _TOKEN.sub(replace, text)
+
+
+def render_value(*, value: Any, case: dict[str, Any]) -> Any:
+    """An expected value: a string that is exactly one placeholder takes the field's JSON value
+    (a number stays a number); other strings are rendered as text; lists and mappings deeply."""
+    if isinstance(value, str):
+        whole = _WHOLE.fullmatch(value.strip())
+        if whole is not None:
+            return _lookup(case=case, field=whole.group(1))
+        return render_text(text=value, case=case)
+    if isinstance(value, list):
+        return [render_value(value=item, case=case) for item in value]
+    if isinstance(value, dict):
+        return {key: render_value(value=item, case=case) for key, item in value.items()}
+    return value

@@ -1,0 +1,184 @@
+"""Dataset rows from files: .jsonl, .json (a list), .yaml/.yml (a list) and .csv (a header row).
+
+Every bad row is collected, not only the first, so `eb validate` names them all in one pass.
+Each row keeps where it came from (the file and its line or row) for the messages.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.core.errors import DefinitionError
+
+SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
+
+
+class Row(NamedTuple):
+    """One dataset row as read, and where it is: `file` project-relative, `where` a phrase."""
+
+    value: object
+    file: str
+    where: str
+    line: int | None
+
+
+def _problem(*, file: str, line: int | None, message: str, hint: str) -> DefinitionError:
+    return DefinitionError(message, file=file, line=line, field_path="cases_from", hint=hint)
+
+
+def _decode(*, data: bytes, file: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise _problem(
+            file=file,
+            line=line,
+            message=f"Dataset {file} is not UTF-8 text (line {line}, byte {exc.start})",
+            hint="save the file as UTF-8",
+        ) from None
+
+
+def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
+    rows: list[Row] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            problems.append(
+                _problem(
+                    file=file,
+                    line=number,
+                    message=f"Dataset {file} line {number} is not JSON: {exc}",
+                    hint="each line of a .jsonl file is one JSON object",
+                )
+            )
+            continue
+        rows.append(Row(value=value, file=file, where=f"line {number}", line=number))
+    return rows
+
+
+def _listed(*, value: object, file: str, kind: str) -> list[Row]:
+    if not isinstance(value, list):
+        raise _problem(
+            file=file,
+            line=None,
+            message=f"Dataset {file} must hold a {kind} list of cases, not {type(value).__name__}",
+            hint="write the cases as a list of mappings",
+        )
+    return [
+        Row(value=item, file=file, where=f"item {index}", line=None)
+        for index, item in enumerate(value, start=1)
+    ]
+
+
+def _json(*, text: str, file: str) -> list[Row]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise _problem(
+            file=file,
+            line=getattr(exc, "lineno", None),
+            message=f"Dataset {file} is not JSON: {exc}",
+            hint="a .json dataset is one list of objects",
+        ) from None
+    return _listed(value=value, file=file, kind="JSON")
+
+
+def _yaml(*, text: str, file: str) -> list[Row]:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        value = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise _problem(
+            file=file,
+            line=mark.line + 1 if mark is not None else None,
+            message=f"Dataset {file} is not valid YAML: {exc}",
+            hint="a YAML dataset is one list of mappings",
+        ) from None
+    return _listed(value=value, file=file, kind="YAML")
+
+
+def _csv(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        return []
+    names = [name.strip() for name in header]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated or not all(names):
+        raise _problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} has a header row with "
+            + (f"repeated columns {', '.join(repeated)}" if repeated else "an empty column name"),
+            hint="the first row names each column once",
+        )
+    rows: list[Row] = []
+    for cells in reader:
+        line = reader.line_num
+        if not cells:
+            continue
+        if len(cells) != len(names):
+            problems.append(
+                _problem(
+                    file=file,
+                    line=line,
+                    message=f"Dataset {file} row at line {line} has {len(cells)} cells; the "
+                    f"header has {len(names)}",
+                    hint="give every row one cell per header column (quote cells holding commas)",
+                )
+            )
+            continue
+        rows.append(
+            Row(
+                value=dict(zip(names, cells, strict=True)),
+                file=file,
+                where=f"line {line}",
+                line=line,
+            )
+        )
+    return rows
+
+
+def read_rows(*, path: Path, file: str, problems: list[DefinitionError]) -> list[Row]:
+    """The rows of one dataset file; row problems go to `problems`, a file-wide one is raised."""
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise _problem(
+            file=file,
+            line=None,
+            message=f"Dataset {file} has an unknown format '{suffix or '(no suffix)'}'",
+            hint="use a .jsonl, .json, .yaml, .yml or .csv file",
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _problem(
+            file=file,
+            line=None,
+            message=f"Cannot read dataset {file}: {exc}",
+            hint="fix cases_from",
+        ) from None
+    text = _decode(data=data, file=file)
+    if suffix == ".jsonl":
+        return _jsonl(text=text, file=file, problems=problems)
+    if suffix == ".csv":
+        return _csv(text=text, file=file, problems=problems)
+    if suffix == ".json":
+        return _json(text=text, file=file)
+    return _yaml(text=text, file=file)
+
+
+def plain(value: Any) -> bool:
+    """Whether a row is a mapping of string keys (its values are JSON by construction)."""
+    return isinstance(value, dict) and all(isinstance(key, str) for key in value)

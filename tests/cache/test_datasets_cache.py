@@ -1,0 +1,89 @@
+"""The verdict cache per dataset case: one edited row re-runs one judge, whatever else is cached.
+
+The family reads the whole project (no `inputs:`), so only leaving its own files out of each
+case's input state (their content is in the case's definition digest) keeps the others cached.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.cache.rig import Project, make_project
+
+FAMILY = """\
+schema_version: 1
+id: qa_judge
+type: harness_judge
+description: "Answer to {{ case.question }}"
+instructions: Judge whether the answer below is right.
+cases_from: data/qa.jsonl
+"""
+
+
+def _rows(count: int) -> list[dict[str, Any]]:
+    return [{"id": f"q{n:02d}", "question": f"q{n}", "answer": f"a{n}"} for n in range(count)]
+
+
+def _write_rows(project: Project, rows: list[dict[str, Any]]) -> None:
+    project.write({"data/qa.jsonl": "".join(json.dumps(row) + "\n" for row in rows)})
+
+
+def _family(tmp_path: Path, eb: Callable[..., Any], *, count: int) -> Project:
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"qa": FAMILY},
+        files={"README.md": "# Project\n"},
+        extra_config="",
+    )
+    _write_rows(project, _rows(count))
+    return project
+
+
+def test_editing_one_row_of_a_cached_family_starts_one_agent(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _family(tmp_path, eb, count=50)
+    first = project.run()
+    assert first["total_checks"] == 50 and project.agent_starts() == 50
+    assert project.misses() == set() and project.agent_starts() == 50
+
+    rows = _rows(50)
+    rows[17]["answer"] = "a different answer"
+    _write_rows(project, rows)
+    assert project.misses() == {"qa_judge[q17]"}
+    assert project.agent_starts() == 51
+
+    rows.append({"id": "q50", "question": "q50", "answer": "a50"})
+    _write_rows(project, rows)
+    assert project.misses() == {"qa_judge[q50]"}
+    assert project.agent_starts() == 52
+
+
+def test_a_judge_reads_its_case_in_a_fenced_block(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    project = _family(tmp_path, eb, count=2)
+    project.run()
+    prompts = [json.loads(line)[-1] for line in project.log.read_text().splitlines()]
+    ours = next(prompt for prompt in prompts if '"id": "q01"' in prompt)
+    assert "Judge whether the answer below is right.\n\nCase q01:\n```json\n" in ours
+    assert '"answer": "a1"' in ours and "Answer to q1" in ours
+    assert '"a0"' not in ours and len(prompts) == 2
+
+
+def test_placeholders_replace_the_fenced_block(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    project = _family(tmp_path, eb, count=1)
+    project.write(
+        {
+            "eval_checks/qa.yaml": FAMILY.replace(
+                "Judge whether the answer below is right.",
+                "'Is {{ case.answer }} right for {{ case.question }}? {{{{ stays'",
+            )
+        }
+    )
+    project.run()
+    prompt = json.loads(project.log.read_text().splitlines()[-1])[-1]
+    assert "Is a0 right for q0? {{ stays" in prompt
+    assert "```json" not in prompt

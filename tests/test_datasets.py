@@ -1,0 +1,468 @@
+"""Dataset families end to end: `cases:` / `cases_from:` through eb run, list, validate, merge, diff.
+
+Every case is a check of its own (`<family>[<case id>]`), run by a real subprocess; the family's
+`min_pass_rate` is its own gate on the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from tests.conftest import EbResult
+from tests.gitrepo import init_repo
+
+CONFIG = """\
+[discovery]
+exclude_dirs = [".eval-banana", ".git"]
+"""
+
+# A deterministic family: a case passes when its `ok` field says yes.
+SCRIPT_FAMILY = """\
+schema_version: 1
+id: fam
+type: deterministic
+description: "case {{{{ case.name }}}}"
+{source}
+script: |
+  import json, sys
+  ctx = json.load(open(sys.argv[1]))
+  assert ctx["case_id"] == ctx["check_id"].split("[")[1][:-1]
+  sys.exit(0 if ctx["case"]["ok"] == "yes" else 1)
+"""
+
+ROWS = [
+    {"id": "refund-1", "name": "refund one", "ok": "yes"},
+    {"id": "refund-2", "name": "refund two", "ok": "no"},
+    {"id": "ship-1", "name": "shipping", "ok": "yes"},
+]
+
+
+def _dataset(fmt: str) -> tuple[str, str]:
+    """(file name, text) of ROWS in one dataset format."""
+    if fmt == "jsonl":
+        return "rows.jsonl", "".join(json.dumps(row) + "\n" for row in ROWS)
+    if fmt == "json":
+        return "rows.json", json.dumps(ROWS)
+    if fmt == "yaml":
+        lines = [f"- id: {r['id']}\n  name: {r['name']}\n  ok: '{r['ok']}'\n" for r in ROWS]
+        return "rows.yaml", "".join(lines)
+    assert fmt == "csv"
+    return "rows.csv", "id,name,ok\n" + "".join(f"{r['id']},{r['name']},{r['ok']}\n" for r in ROWS)
+
+
+def _run(eb: Callable[..., EbResult], root: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    result = eb("run", "--cwd", str(root), "--json", *args)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _statuses(report: dict[str, Any]) -> dict[str, str]:
+    return {check["check_id"]: check["status"] for check in report["checks"]}
+
+
+EXPECTED = {"fam[refund-1]": "passed", "fam[refund-2]": "failed", "fam[ship-1]": "passed"}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
+def test_each_dataset_format_runs_one_check_per_case(
+    fmt: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    name, text = _dataset(fmt)
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}"),
+            f"data/{name}": text,
+        },
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert code == 1
+    assert _statuses(report) == EXPECTED
+    assert {check["family"] for check in report["checks"]} == {"fam"}
+    assert report["checks"][0]["description"] == "case refund one"
+    assert report["families"] == [
+        {
+            "id": "fam",
+            "cases": 3,
+            "passed": 2,
+            "failed": 1,
+            "errored": 0,
+            "pass_rate": pytest.approx(2 / 3),
+            "min_pass_rate": None,
+            "gate_held": True,
+        }
+    ]
+    validated = eb("validate", "--cwd", str(root))
+    assert validated.exit_code == 0 and "Validated 3 checks" in validated.stdout
+    listed = eb("list", "--cwd", str(root))
+    assert listed.stdout.splitlines() == [
+        "fam\tdeterministic\tdataset family: 3 cases (eb list --cases shows each)"
+        "\teval_checks/fam.yaml"
+    ]
+    cases = eb("list", "--cwd", str(root), "--cases")
+    assert [line.split("\t")[0] for line in cases.stdout.splitlines()] == list(EXPECTED)
+
+
+def test_inline_cases_with_position_ids_and_case_tags_and_skip(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    cases = """\
+cases:
+  - {name: a, ok: "yes", tags: [slow]}
+  - {name: b, ok: "yes", skip: not written yet}
+  - {name: c, ok: "yes"}
+tags: [ds]"""
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=cases)}, config=CONFIG)
+    code, report = _run(eb, root)
+    assert code == 0
+    assert _statuses(report) == {"fam[1]": "passed", "fam[3]": "passed"}
+    assert report["checks"][0]["tags"] == ["ds", "slow"]
+    assert report["checks"][1]["tags"] == ["ds"]
+    assert [item["check_id"] for item in report["skipped"]] == ["fam[2]"]
+    code, report = _run(eb, root, "--tag", "slow")
+    assert _statuses(report) == {"fam[1]": "passed"}
+
+
+def _selected(eb: Callable[..., EbResult], root: Path, *args: str) -> list[str]:
+    listed = eb("list", "--cwd", str(root), "--cases", *args)
+    assert listed.exit_code == 0, listed.stderr
+    return [line.split("\t")[0] for line in listed.stdout.splitlines()]
+
+
+def test_selection_matches_case_ids(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    name, text = _dataset("jsonl")
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}"),
+            f"data/{name}": text,
+            "eval_checks/other.yaml": "schema_version: 1\nid: other\ntype: deterministic\n"
+            "description: other\nscript: pass\n",
+        },
+        config=CONFIG,
+    )
+    assert _selected(eb, root, "--check-id", "fam[*]") == list(EXPECTED)
+    assert _selected(eb, root, "--check-id", "fam[refund-*]") == ["fam[refund-1]", "fam[refund-2]"]
+    assert _selected(eb, root, "--check-id", "fam[ship-1]") == ["fam[ship-1]"]
+    assert _selected(eb, root, "--check-id", "fam") == list(EXPECTED)
+    assert _selected(eb, root, "-k", "fam and refund") == ["fam[refund-1]", "fam[refund-2]"]
+    assert _selected(eb, root, "-k", "not refund") == ["fam[ship-1]", "other"]
+    code, report = _run(eb, root, "--check-id", "fam[refund-1]")
+    assert code == 0 and _statuses(report) == {"fam[refund-1]": "passed"}
+
+
+def test_junit_groups_a_familys_cases_under_its_id(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    name, text = _dataset("csv")
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}"),
+            f"data/{name}": text,
+        },
+        config=CONFIG,
+    )
+    _run(eb, root, "--junit-xml", "junit.xml")
+    tree = ElementTree.parse(root / "junit.xml")
+    cases = {case.get("name"): case.get("classname") for case in tree.iter("testcase")}
+    assert cases == dict.fromkeys(EXPECTED, "fam")
+
+
+def test_shards_split_a_family_by_case_and_merge_and_diff_see_cases(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    rows = "".join(
+        json.dumps({"id": f"c{n}", "name": f"n{n}", "ok": "no" if n == 5 else "yes"}) + "\n"
+        for n in range(8)
+    )
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl")
+            + "min_pass_rate: 0.85\n",
+            "data/rows.jsonl": rows,
+        },
+        config=CONFIG + "[core]\npass_threshold = 0.5\n",
+    )
+    shards = []
+    for index in (1, 2):
+        # A shard holds part of the family: the gate waits for the merge (the shard holding
+        # c5 may well be below 85% on its own).
+        code, report = _run(eb, root, "--shard", f"{index}/2")
+        assert code == 0
+        assert [family["min_pass_rate"] for family in report["families"]] == [None]
+        shards.append(report)
+    split = [set(_statuses(report)) for report in shards]
+    assert split[0] and split[1] and not split[0] & split[1]
+    assert split[0] | split[1] == {f"fam[c{n}]" for n in range(8)}
+    merged = eb("merge", "--cwd", str(root), "--json", *(r["output_dir"] for r in shards))
+    assert merged.exit_code == 0, merged.stderr
+    merged_report = json.loads(merged.stdout)
+    assert merged_report["families"][0]["cases"] == 8
+    assert merged_report["families"][0]["min_pass_rate"] == 0.85
+    assert merged_report["families"][0]["gate_held"] is True
+    # Another row fails now (6/8): the family gate (0.85) fails the run, and diff names it.
+    (root / "data/rows.jsonl").write_text(
+        rows.replace(
+            '"id": "c3", "name": "n3", "ok": "yes"', '"id": "c3", "name": "n3", "ok": "no"'
+        )
+    )
+    code, head = _run(eb, root)
+    assert code == 1
+    assert head["families"][0]["gate_held"] is False
+    diff = eb(
+        "diff",
+        "--cwd",
+        str(root),
+        "--format",
+        "json",
+        merged_report["output_dir"],
+        head["output_dir"],
+    )
+    assert diff.exit_code == 1
+    found = json.loads(diff.stdout)
+    assert "fam[c3]" in json.dumps(found["regressions"])
+    assert "fam[c2]" not in json.dumps(found["regressions"])
+
+
+def test_family_gate_fails_a_run_the_threshold_alone_passes(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    rows = "".join(
+        json.dumps({"name": f"n{n}", "ok": "no" if n == 0 else "yes"}) + "\n" for n in range(10)
+    )
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl")
+    root = project(
+        {"eval_checks/fam.yaml": family + "min_pass_rate: 0.95\n", "data/rows.jsonl": rows},
+        config=CONFIG + "[core]\npass_threshold = 0.8\n",
+    )
+    code, report = _run(eb, root)
+    assert report["meets_threshold"] is True
+    assert code == 1 and report["run_passed"] is False
+    assert report["families"][0]["pass_rate"] == pytest.approx(0.9)
+    assert report["families"][0]["gate_held"] is False
+    run_dir = Path(report["output_dir"])
+    assert "min_pass_rate 0.95 NOT held" in (run_dir / "report.md").read_text()
+    # The same family at a gate it reaches passes.
+    (root / "eval_checks/fam.yaml").write_text(family + "min_pass_rate: 0.9\n")
+    code, report = _run(eb, root)
+    assert code == 0 and report["families"][0]["gate_held"] is True
+
+
+ASSERTIONS_FAMILY = """\
+schema_version: 1
+id: answers
+type: assertions
+description: "answer for {{ case.question }}"
+cases_from: data/qa.csv
+artifact: "out/{{ case.question }}.json"
+assert:
+  - path: answer
+    op: equals
+    value: "{{ case.answer }}"
+"""
+
+
+def test_assertions_family_over_a_csv(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/answers.yaml": ASSERTIONS_FAMILY,
+            "data/qa.csv": 'question,answer\ncapital,Paris\nriver,"Seine, the"\nsea,Med\n',
+            "out/capital.json": '{"answer": "Paris"}',
+            "out/river.json": '{"answer": "Seine, the"}',
+            "out/sea.json": '{"answer": "Atlantic"}',
+        },
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert code == 1
+    assert _statuses(report) == {
+        "answers[1]": "passed",
+        "answers[2]": "passed",
+        "answers[3]": "failed",
+    }
+
+
+BAD_INPUTS = {
+    "empty file": ({"data/rows.jsonl": ""}, "cases_from: data/rows.jsonl", "has no cases"),
+    "glob matching nothing": ({}, "cases_from: 'data/*.jsonl'", "has no cases"),
+    "missing file": ({}, "cases_from: data/none.jsonl", "does not exist"),
+    "row not a mapping": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n[1, 2]\n'},
+        "cases_from: data/rows.jsonl",
+        "data/rows.jsonl line 2: a case must be a mapping",
+    ),
+    "duplicate id": (
+        {"data/rows.json": json.dumps([{"id": "a", "name": "x", "ok": "yes"}] * 2)},
+        "cases_from: data/rows.json",
+        "duplicate case id 'a'",
+    ),
+    "ragged csv": (
+        {"data/rows.csv": "name,ok\na,yes\nb,yes,extra\n"},
+        "cases_from: data/rows.csv",
+        "data/rows.csv row at line 3 has 3 cells; the header has 2",
+    ),
+    "not utf-8": (
+        {},
+        "cases_from: data/rows.jsonl",
+        "is not UTF-8",
+    ),
+    "missing field": (
+        {"data/rows.jsonl": '{"ok": "yes"}\n'},
+        "cases_from: data/rows.jsonl",
+        "the case has no field 'name'",
+    ),
+    "case schema": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "maybe"}\n'},
+        "cases_from: data/rows.jsonl\ncase_schema: {properties: {ok: {enum: ['yes', 'no']}}}",
+        "does not match case_schema at ok",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_datasets_are_definition_errors(
+    case: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    files, source, expected = BAD_INPUTS[case]
+    root = project(
+        {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source), **files}, config=CONFIG
+    )
+    if case == "not utf-8":
+        (root / "data").mkdir(exist_ok=True)
+        (root / "data/rows.jsonl").write_bytes(b'{"name": "a", "ok": "yes"}\n{"name": "\xff"}\n')
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    document = json.loads(validated.stdout)
+    assert any(expected in error["message"] for error in document["errors"]), document
+    ran = eb("run", "--cwd", str(root))
+    assert ran.exit_code == 2 and expected in ran.stderr
+    assert not list((root / ".eval-banana").glob("results/*/report.json"))
+
+
+def test_validate_reports_every_bad_row_in_one_pass(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    rows = '{"name": "a", "ok": "yes"}\n"text"\n{"id": "x", "name": "b"}\n{"id": "x"}\n7\n'
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl"),
+            "data/rows.jsonl": rows,
+        },
+        config=CONFIG,
+    )
+    document = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)
+    lines = sorted(error["line"] for error in document["errors"])
+    assert lines == [2, 4, 5]
+    assert {error["file"] for error in document["errors"]} == {"data/rows.jsonl"}
+
+
+def test_more_cases_than_max_cases_is_refused(
+    project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = "".join(json.dumps({"name": f"n{n}", "ok": "yes"}) + "\n" for n in range(5))
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl"),
+            "data/rows.jsonl": rows,
+        },
+        config=CONFIG,
+    )
+    assert eb("validate", "--cwd", str(root)).exit_code == 0
+    monkeypatch.setenv("EVAL_BANANA_MAX_CASES", "4")
+    validated = eb("validate", "--cwd", str(root))
+    assert validated.exit_code == 2
+    assert "has 5 cases, more than [core] max_cases (4)" in validated.stderr
+
+
+def test_position_ids_are_zero_padded_to_sort(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    rows = "".join(json.dumps({"name": f"n{n}", "ok": "yes"}) + "\n" for n in range(12))
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl"),
+            "data/rows.jsonl": rows,
+        },
+        config=CONFIG,
+    )
+    ids = _selected(eb, root)
+    assert ids[0] == "fam[01]" and ids[-1] == "fam[12]" and ids == sorted(ids)
+
+
+def test_editing_one_row_changes_one_definition_digest(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    rows = [{"id": f"r{n}", "name": f"n{n}", "ok": "yes"} for n in range(4)]
+    inline = "cases:\n" + "".join(f"  - {json.dumps(row)}\n" for row in rows)
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=inline)}, config=CONFIG)
+    _, before = _run(eb, root)
+    rows[2]["name"] = "changed"
+    inline = "cases:\n" + "".join(f"  - {json.dumps(row)}\n" for row in rows)
+    (root / "eval_checks/fam.yaml").write_text(SCRIPT_FAMILY.format(source=inline))
+    _, after = _run(eb, root)
+    digests = [
+        {c["check_id"]: c["check_definition_sha256"] for c in report["checks"]}
+        for report in (before, after)
+    ]
+    assert [key for key in digests[0] if digests[0][key] != digests[1][key]] == ["fam[r2]"]
+
+
+def test_eb_schema_prints_a_familys_row_schema(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    source = "cases:\n  - {name: a, ok: 'yes'}\ncase_schema: {required: [name, ok]}"
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source)}, config=CONFIG)
+    printed = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"))
+    assert printed.exit_code == 0
+    assert json.loads(printed.stdout) == {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "required": ["name", "ok"],
+    }
+    (root / "eval_checks/fam.yaml").write_text(SCRIPT_FAMILY.format(source="cases: [{name: a}]"))
+    refused = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"))
+    assert refused.exit_code == 2 and "declares no case_schema" in refused.stderr
+
+
+def test_changed_since_selects_a_family_whose_dataset_changed(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    name, text = _dataset("jsonl")
+    family = SCRIPT_FAMILY.format(source=f"cases_from: data/{name}") + "inputs: [src/**]\n"
+    root = init_repo(
+        tmp_path / "repo",
+        {
+            ".eval-banana/config.toml": CONFIG,
+            "eval_checks/fam.yaml": family,
+            f"data/{name}": text,
+            "src/app.py": "print(1)\n",
+        },
+    )
+    assert _selected(eb, root, "--changed-since", "HEAD") == []
+    (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
+    assert _selected(eb, root, "--changed-since", "HEAD") == list(EXPECTED)
+
+
+def test_eb_status_sees_a_family_as_current_until_a_row_changes(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    name, text = _dataset("jsonl")
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}"),
+            f"data/{name}": text,
+        },
+        config=CONFIG,
+    )
+    _run(eb, root)
+    assert "stale" not in eb("status", "--cwd", str(root)).stdout
+    (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "eval_checks/fam.yaml or its dataset changed" in status
