@@ -97,7 +97,7 @@ print(len(docs))
 """
 
 
-# W15 floor: the family's YAML with libyaml and its JSONL dataset with `json`, in one process.
+# W18 floor: the family's YAML with libyaml and its JSONL dataset with `json`, in one process.
 DATASET_FLOOR = """\
 import json, sys, yaml
 with open(sys.argv[1], "rb") as handle:
@@ -127,7 +127,7 @@ DOC_BLOCKS = (
     DocBlock(name="scale-out-figures", keys=frozenset({"W10", "W11"}), paths=(DOC, SCALE_DOC)),
     DocBlock(name="bench-table-sampling", keys=frozenset({"W12"}), paths=(DOC,)),
     DocBlock(name="isolation-figures", keys=frozenset({"W13", "W14"}), paths=(DOC,)),
-    DocBlock(name="bench-table-history", keys=frozenset({"W17"}), paths=(DOC,)),
+    DocBlock(name="bench-table-history", keys=frozenset({"W19"}), paths=(DOC,)),
 )
 
 
@@ -538,7 +538,7 @@ def bench_browser(*, case: Case, runs: int, warmup: bool) -> Row:
     return row
 
 
-# W17 floor: what `eb history` must read at least, the window's records parsed by plain json.
+# W19 floor: what `eb history` must read at least, the window's records parsed by plain json.
 HISTORY_FLOOR = """\
 import json, os, sys
 folder = sys.argv[1]
@@ -908,12 +908,12 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(3),
             )
         ]
-    if key == "W17":
+    if key == "W19":
         project = root / "project"
         return [
             Case(
-                key="W17",
-                name=f"eb history, {sizes.w17_runs} runs x {sizes.w17_checks} checks",
+                key="W19",
+                name=f"eb history, {sizes.w19_runs} runs x {sizes.w19_checks} checks",
                 eb_args=["history", "--cwd", str(project)],
                 floor=[py, "-c", HISTORY_FLOOR, str(project / ".eval-banana" / "history")],
                 floor_label="json.loads of the 30 newest records",
@@ -924,12 +924,12 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
         ]
     if key == "W13":
         return _w13_cases(root=root, sizes=sizes, n=n)
-    if key == "W15":
+    if key == "W18":
         project = root / "project"
         return [
             Case(
-                key="W15",
-                name=f"eb validate, one family of {sizes.w15_cases} JSONL cases",
+                key="W18",
+                name=f"eb validate, one family of {sizes.w18_cases} JSONL cases",
                 eb_args=["validate", "--cwd", str(project)],
                 floor=[
                     py,
