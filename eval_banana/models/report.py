@@ -9,6 +9,7 @@ from eval_banana.models.config import Shard
 from eval_banana.models.result import CheckResult, SkippedCheck
 from eval_banana.models.stages import (
     AbortReason,
+    ErrorClassCount,
     HaltReason,
     JudgeUsage,
     ProblemModel,
@@ -71,4 +72,8 @@ class ReportJson(Record):
     )
     fail_on_flaky: bool = Field(
         default=False, description="--fail-on-flaky was on: a flaky check fails the run."
+    )
+    error_classes: list[ErrorClassCount] = Field(
+        default_factory=list,
+        description="The errors of judges by class (details.error_class), most frequent first.",
     )

@@ -19,7 +19,13 @@ from eval_banana.models.stages import PlannedCheck, ScoreDoc
 from eval_banana.reporting.common import is_not_run
 from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
 from eval_banana.runners.results import plural, progress_line
-from eval_banana.stages.report import flaky_line, result_summary, status_notes, usage_summary
+from eval_banana.stages.report import (
+    errors_line,
+    flaky_line,
+    result_summary,
+    status_notes,
+    usage_summary,
+)
 
 if TYPE_CHECKING:
     # rich is imported only when a terminal will show it: CI logs never pay for it.
@@ -71,6 +77,9 @@ def summary_lines(
     flaky = flaky_line(report=report)
     if flaky is not None:
         lines.append(flaky)
+    errors = errors_line(report=report)
+    if errors is not None:
+        lines.append(errors)
     checks: Sequence[dict[str, Any]] = report["checks"]
     # The checks a stop or maxfail kept from starting are one line, not an error line each.
     lines.extend(_check_line(check=check) for check in checks if not is_not_run(check=check))
@@ -170,6 +179,9 @@ def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> li
     if score.aborted_by is not None:
         not_run = plural(count=score.not_run_checks, noun="check")
         lines.append(f"Aborted by: {score.aborted_by} ({not_run} did not run)")
+    errors = errors_line(report=score.model_dump(mode="json"))
+    if errors is not None:
+        lines.append(errors)
     if score.flaky_checks:
         failing = " (--fail-on-flaky: the run fails)" if score.fail_on_flaky else ""
         lines.append(f"Flaky checks: {score.flaky_checks}{failing}")

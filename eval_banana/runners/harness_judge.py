@@ -20,6 +20,7 @@ from eval_banana.harness.command import (
     prompt_size_problem,
 )
 from eval_banana.harness.effort import effort_outcome
+from eval_banana.harness.errorclass import ErrorCause, classify_judge_error, launch_cause
 from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
 from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
@@ -28,7 +29,13 @@ from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
-from eval_banana.runners.results import build_result, error_result, stopped_detail, utc_now
+from eval_banana.runners.results import (
+    build_result,
+    error_result,
+    stop_error_cause,
+    stopped_detail,
+    utc_now,
+)
 
 logger = Logger("eval_banana.runners.harness_judge")
 
@@ -58,6 +65,18 @@ def _details(
         "agent_failure": None,
         "effort": None,
     }
+
+
+def _classed(*, details: dict[str, Any], found: ErrorCause) -> dict[str, Any]:
+    """`details.error_class` and `details.error_cause`: why this judge ended in `error`."""
+    details["error_class"] = found.error_class
+    details["error_cause"] = found.cause
+    return details
+
+
+# A setup problem (no agent, a model the template cannot take, a prompt too large): nobody
+# judged, and the same run would fail the same way (never retried: no agent_failure).
+_SETUP = ErrorCause("infrastructure", "agent setup")
 
 
 def _report_usage(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
@@ -129,10 +148,12 @@ def _judged(
         "details": details,
     }
     if outcome.cancelled:
+        _classed(details=details, found=stop_error_cause(cancel=ctx.cancel))
         return error_result(error_detail=stopped_detail(cancel=ctx.cancel), **common)
     if outcome.timed_out:
         limit = details["timeout_seconds"]
         details["agent_failure"] = "timeout"
+        _classed(details=details, found=ErrorCause("infrastructure", "timeout"))
         return error_result(
             error_detail=f"Harness judge subprocess timed out after {limit} seconds", **common
         )
@@ -157,6 +178,15 @@ def _judged(
             error_event=found.error_event,
             stdout_path=outcome.stdout_path,
         )
+    if code != 0 or verdict is None:
+        found_cause = classify_judge_error(
+            exit_code=code,
+            has_verdict=verdict is not None,
+            event=found.usage_event,
+            error_event=found.error_event,
+            stderr_path=outcome.stderr_path,
+        )
+        _classed(details=details, found=found_cause)
     if code != 0:
         if verdict is None:
             detail = _with_cause(detail=f"Agent exited with code {code}: {NO_VERDICT}", cause=cause)
@@ -180,6 +210,7 @@ def _launch_error(
     """The agent could not be started."""
     detail = f"{type(exc).__name__}: {exc}"
     logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
+    _classed(details=details, found=launch_cause(exc))
     return error_result(check=ctx.check, started=started, error_detail=detail, details=details)
 
 
@@ -201,7 +232,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
             check=ctx.check,
             started=started,
             error_detail=NO_AGENT,
-            details={"timeout_seconds": timeout},
+            details=_classed(details={"timeout_seconds": timeout}, found=_SETUP),
         )
     definition = ctx.check.definition
     template = harness.template
@@ -211,7 +242,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     if problem is not None:
         # A model or effort the agent cannot receive: nothing is written or launched, and the
         # effective fields are null.
-        details = _details(harness=harness, model=None, effort=None)
+        details = _classed(details=_details(harness=harness, model=None, effort=None), found=_SETUP)
         return error_result(check=ctx.check, started=started, error_detail=problem, details=details)
     details = _details(harness=harness, model=model, effort=effort)
     description = str(definition.get("description") or ctx.check.description)
@@ -225,6 +256,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     details["effective_command"] = display_argv(argv=argv, prompt=prompt)
     too_big = prompt_size_problem(prompt=prompt)
     if too_big is not None:
+        _classed(details=details, found=_SETUP)
         return error_result(check=ctx.check, started=started, error_detail=too_big, details=details)
     env = build_env(
         template=template,

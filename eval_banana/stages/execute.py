@@ -47,6 +47,7 @@ from eval_banana.runners.results import (
     iso,
     judge_expectation,
     not_run_result,
+    with_error_class,
     stop_reason,
     utc_now,
 )
@@ -596,6 +597,7 @@ def execute(
     ) -> None:
         check = checks[position]
         not_run[position] = never_started
+        result = with_error_class(result=result, cancel=stop)
         if not written:
             try:
                 write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)

@@ -92,6 +92,8 @@ def build_report(
         # Sampled checks (docs/judges.md#repeats): how many disagreed with themselves.
         "flaky_checks": score.flaky_checks,
         "fail_on_flaky": score.fail_on_flaky,
+        # Why judges errored (details.error_class), counted: docs/judges.md#error-classes.
+        "error_classes": [entry.model_dump(mode="json") for entry in score.error_classes],
     }
     return report
 
@@ -198,6 +200,27 @@ def flaky_line(*, report: dict[str, Any]) -> str | None:
     return text
 
 
+def errors_line(*, report: dict[str, Any]) -> str | None:
+    """`3 errors: 2 infrastructure (HTTP 429), 1 verdict`: the errors by why they happened
+    (None when no judge errored). Errors of checks that are not judges are counted as other."""
+    classes = report.get("error_classes") or []
+    if not classes:
+        return None
+    parts = []
+    for entry in classes:
+        text = f"{entry['count']} {entry['error_class']}"
+        causes = [cause for cause in entry.get("causes") or {} if cause != entry["error_class"]]
+        if entry["error_class"] == "infrastructure" and causes:
+            text += f" ({', '.join(causes)})"
+        parts.append(text)
+    classed = sum(int(entry["count"]) for entry in classes)
+    other = int(report.get("errored_checks") or 0) - classed
+    if other > 0:
+        parts.append(f"{other} other")
+    total = classed + max(other, 0)
+    return f"{total} {'error' if total == 1 else 'errors'}: {', '.join(parts)}"
+
+
 def status_note(*, check: dict[str, Any]) -> str | None:
     """The notes as one parenthetical text, or None."""
     notes = status_notes(check=check)
@@ -272,6 +295,9 @@ def render_markdown(*, report: dict[str, Any]) -> str:
     flaky = flaky_line(report=report)
     if flaky is not None:
         lines += ["", flaky]
+    errors = errors_line(report=report)
+    if errors is not None:
+        lines += ["", md_cell(errors)]
     for check in checks:
         reason, error = check.get("reason"), check.get("error_detail")
         if not reason and not error:
@@ -281,6 +307,11 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             lines.append(f"- Reason: {md_cell(reason)}")
         if error:
             lines.append(f"- Error: {md_cell(error)}")
+        error_class = (check.get("details") or {}).get("error_class")
+        if error and isinstance(error_class, str):
+            cause = check["details"].get("error_cause")
+            note = f" ({md_cell(str(cause))})" if cause else ""
+            lines.append(f"- Error class: `{md_cell(error_class)}`{note}")
     for item in skipped:
         lines += [
             "",
