@@ -47,9 +47,9 @@ from eval_banana.runners.results import (
     iso,
     judge_expectation,
     not_run_result,
-    with_error_class,
     stop_reason,
     utc_now,
+    with_error_class,
 )
 from eval_banana.runners.retries import run_attempts
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
