@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.core.errors import WriteFault
+from eval_banana.core.files import write_text_atomic
 from eval_banana.core.log import Logger
 from eval_banana.harness.cause import agent_error
 from eval_banana.harness.command import (
@@ -23,6 +24,12 @@ from eval_banana.harness.effort import effort_outcome
 from eval_banana.harness.errorclass import ErrorCause, classify_judge_error, launch_cause
 from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
+from eval_banana.harness.structured import (
+    SCHEMA_FILE_NAME,
+    honoured,
+    requests_schema,
+    schema_text,
+)
 from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
 from eval_banana.harness.verdict import Extraction, extract_verdict
 from eval_banana.models.result import CheckResult, Status
@@ -64,6 +71,11 @@ def _details(
         # Set when the agent process itself failed (eval_banana.runners.retries may rerun those).
         "agent_failure": None,
         "effort": None,
+        # Whether the verdict's JSON Schema went to the CLI, and whether its answer held to it.
+        "structured_output": {
+            "requested": requests_schema(template=harness.template),
+            "honoured": None,
+        },
     }
 
 
@@ -164,6 +176,11 @@ def _judged(
     )
     details["usage"] = usage
     details["verdict_problem"] = found.problem
+    structured = details.get("structured_output")
+    if isinstance(structured, dict) and structured.get("requested"):
+        structured["honoured"] = honoured(
+            dialect=dialect, result_event=found.usage_event, stdout_path=outcome.stdout_path
+        )
     _note_effort(ctx=ctx, details=details, outcome=outcome)
     _report_usage(ctx=ctx, usage=usage)
     code = outcome.exit_code
@@ -220,6 +237,20 @@ def _write_prompt(*, path: Path, prompt: str) -> None:
     path.write_bytes(prompt.encode("utf-8"))  # UTF-8, exactly the prompt, no trailing newline
 
 
+def _schema_file(*, ctx: RunContext) -> Path:
+    """The run folder's verdict schema file (the same bytes for every judge: written whole by
+    whichever judge comes first, rewritten atomically by the others). It stays out of the
+    project, so judge isolation never sees it."""
+    path = ctx.run_dir / SCHEMA_FILE_NAME
+    text = schema_text()
+    try:
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            write_text_atomic(path=path, text=text)
+    except OSError as exc:
+        raise WriteFault.of(path=path, exc=exc) from None  # infrastructure: run aborts
+    return path
+
+
 def run_harness_judge(ctx: RunContext) -> CheckResult:
     """Run one judge check to a result; every failure is an `error` result, never an exception
     (but a file eb cannot write, which aborts the run: WriteFault)."""
@@ -252,8 +283,11 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         _write_prompt(path=prompt_path, prompt=prompt)
     except OSError as exc:
         raise WriteFault.of(path=prompt_path, exc=exc) from None  # infrastructure: run aborts
-    argv = build_argv(template=template, prompt=prompt, model=model, effort=effort)
-    details["effective_command"] = display_argv(argv=argv, prompt=prompt)
+    schema_path = _schema_file(ctx=ctx) if requests_schema(template=template) else None
+    argv = build_argv(
+        template=template, prompt=prompt, model=model, effort=effort, schema_path=schema_path
+    )
+    details["effective_command"] = display_argv(argv=argv, prompt=prompt, schema_path=schema_path)
     too_big = prompt_size_problem(prompt=prompt)
     if too_big is not None:
         _classed(details=details, found=_SETUP)
