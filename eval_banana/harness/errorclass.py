@@ -53,6 +53,8 @@ _OPENHANDS_CODES: tuple[tuple[str, str], ...] = (
 # A shell or wrapper reports a child killed by signal N as exit status 128 + N.
 _SIGNAL_EXITS = {128 + int(sig): sig.name for sig in signal.Signals}
 _TEXT_LIMIT = 64 * 1024
+# A shell's exit status when the command it was to run is missing (127) or not executable (126).
+_SHELL_NOT_RUN = {127: "agent CLI not found", 126: "agent CLI could not start"}
 
 
 class ErrorCause(NamedTuple):
@@ -160,6 +162,9 @@ def classify_judge_error(
     killed = _signal_cause(exit_code)
     if killed is not None:
         return ErrorCause("infrastructure", killed)
+    if exit_code in _SHELL_NOT_RUN:
+        # A wrapper script (npx, a shell line) could not find or run the real CLI.
+        return ErrorCause("infrastructure", f"{_SHELL_NOT_RUN[exit_code]} (exit {exit_code})")
     text = _from_text(_tail_text(stderr_path))
     if exit_code not in (0, None):
         return ErrorCause("infrastructure", text or f"the agent crashed (exit code {exit_code})")

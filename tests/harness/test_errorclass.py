@@ -123,6 +123,7 @@ def test_a_signal_and_a_crash_are_infrastructure(tmp_path: Path) -> None:
         (-int(signal.SIGKILL), "killed by SIGKILL"),
         (128 + int(signal.SIGTERM), "killed by SIGTERM (exit 143)"),
         (2, "the agent crashed (exit code 2)"),
+        (127, "agent CLI not found (exit 127)"),
     ):
         found = _classify(tmp_path=tmp_path, agent="pi", stdout="", stderr="", code=code)
         assert found == ErrorCause("infrastructure", cause)
