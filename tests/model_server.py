@@ -178,8 +178,9 @@ def _offers_tool(*, body: dict[str, Any], name: str) -> bool:
 def _anthropic_tool_call(*, script: Script, model: str, name: str) -> tuple[bytes, str]:
     """A streamed answer that calls tool `name` with the scripted JSON as its input."""
     usage = {"input_tokens": script.input_tokens, "output_tokens": 1}
-    block = {"type": "tool_use", "id": "toolu_model_server", "name": name, "input": {}}
-    message = {
+    block: dict[str, Any] = {"type": "tool_use", "id": "toolu_model_server", "name": name}
+    block["input"] = {}
+    message: dict[str, Any] = {
         "id": "msg_model_server",
         "type": "message",
         "role": "assistant",

@@ -33,8 +33,7 @@ else:
 
 def _project(project: Callable[..., Path], *, command: str, answer: str) -> Path:
     config = (
-        '[harness]\nagent = "custom"\n\n[agents.custom]\n'
-        f"command = {command}\nmodel_flag = \"\"\n"
+        f'[harness]\nagent = "custom"\n\n[agents.custom]\ncommand = {command}\nmodel_flag = ""\n'
     )
     check = (
         "schema_version: 1\nid: judged\ntype: harness_judge\ndescription: Judge it.\n"
