@@ -285,3 +285,7 @@ def test_a_run_timeout_stop_is_not_retried(project: Project, eb: Eb) -> None:
     check = checks_of(root)["j"]
     assert check["error_detail"] == "Stopped: run timeout reached"
     assert len(check["details"]["attempts"]) == 1
+    # A fuse ended it: the run's budget, not the provider or the judge.
+    assert check["details"]["error_class"] == "budget"
+    assert check["details"]["error_cause"] == "run timeout reached"
+    assert "1 error: 1 budget" in result.stdout
