@@ -26,7 +26,7 @@ from tests.agents_real.setups import SETUPS, Setup
 from tests.model_server import NO_VERDICT_TEXT, PASS_TEXT, ModelServer
 
 STRUCTURED_AGENTS = ("claude", "codex")
-ERROR_AGENTS = ("claude", "codex")
+ERROR_AGENTS = tuple(sorted(SETUPS))
 TIMEOUT_S = 240
 
 
