@@ -46,6 +46,10 @@ class Script:
     input_tokens: int = 120
     output_tokens: int = 30
     error_message: str = "scripted failure from the test model server"
+    # Anthropic only: when the request offers a tool of this name (Claude Code's
+    # `StructuredOutput` under --json-schema) and holds no tool result yet, answer by calling
+    # it with `text` (a JSON object) as its input, as a model constrained to a schema does.
+    tool_answer: str | None = None
 
 
 @dataclass
@@ -156,6 +160,61 @@ def chunks(text: str) -> list[str]:
         return [text]
     first, second = len(text) // 3, 2 * len(text) // 3
     return [text[:first], text[first:second], text[second:]]
+
+
+def _offers_tool(*, body: dict[str, Any], name: str) -> bool:
+    """Whether an Anthropic request offers tool `name` and no tool result came back yet."""
+    tools = body.get("tools") or []
+    offered = any(isinstance(tool, dict) and tool.get("name") == name for tool in tools)
+    answered = any(
+        isinstance(part, dict) and part.get("type") == "tool_result"
+        for message in body.get("messages") or []
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for part in message["content"]
+    )
+    return offered and not answered
+
+
+def _anthropic_tool_call(*, script: Script, model: str, name: str) -> tuple[bytes, str]:
+    """A streamed answer that calls tool `name` with the scripted JSON as its input."""
+    usage = {"input_tokens": script.input_tokens, "output_tokens": 1}
+    block: dict[str, Any] = {"type": "tool_use", "id": "toolu_model_server", "name": name}
+    block["input"] = {}
+    message: dict[str, Any] = {
+        "id": "msg_model_server",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    events: list[tuple[str | None, dict[str, Any] | str]] = [
+        ("message_start", {"type": "message_start", "message": message}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        ),
+    ]
+    for piece in chunks(script.text):
+        delta = {"type": "input_json_delta", "partial_json": piece}
+        events.append(
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+        )
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"input_tokens": script.input_tokens, "output_tokens": 10},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return _sse(events), "text/event-stream"
 
 
 def _anthropic(*, script: Script, model: str, stream: bool) -> tuple[bytes, str]:
@@ -480,7 +539,10 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         answered = model or "test-model"
-        if api == "anthropic":
+        tool = script.tool_answer
+        if api == "anthropic" and tool and stream and _offers_tool(body=fields, name=tool):
+            payload, kind = _anthropic_tool_call(script=script, model=answered, name=tool)
+        elif api == "anthropic":
             payload, kind = _anthropic(script=script, model=answered, stream=stream)
         elif api == "responses":
             payload, kind = _responses(script=script, model=answered)

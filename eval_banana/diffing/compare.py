@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from eval_banana.core.errors import RunFolderError
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.diff import DiffEntry, DiffRun, Outcome, RunDiff
+from eval_banana.models.result import ERROR_CLASSES, ErrorClass
 
 REPORT_JSON = "report.json"
 DIFF_JSON = "diff.json"
@@ -26,6 +27,7 @@ class CheckOutcome(NamedTuple):
     outcome: Outcome
     digest: str
     summary: str
+    error_class: ErrorClass | None = None
 
 
 class RunSummary(NamedTuple):
@@ -71,7 +73,12 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str) -> CheckOutcome:
     not_run = isinstance(details, dict) and details.get("not_run") is True
     digest = _field(document=check, key="check_definition_sha256", kind=str, path=path, where=where)
     outcome: Outcome = "not_run" if not_run else status
-    return CheckOutcome(outcome=outcome, digest=digest, summary=_summary(check))
+    found = details.get("error_class") if isinstance(details, dict) else None
+    # Only an error carries a class; a report from before error classes has none.
+    error_class = found if status == "error" and found in ERROR_CLASSES else None
+    return CheckOutcome(
+        outcome=outcome, digest=digest, summary=_summary(check), error_class=error_class
+    )
 
 
 def summarize_report(*, report: Any, path: Path, run_dir: Path) -> RunSummary:
@@ -133,6 +140,7 @@ def _entry(*, check_id: str, base: CheckOutcome | None, head: CheckOutcome | Non
         head=head.outcome if head is not None else None,
         definition_changed=changed,
         summary=shown.summary if shown is not None else "",
+        error_class=shown.error_class if shown is not None else None,
     )
 
 
@@ -140,6 +148,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
     """Every check of both runs in its categories (head's order, then base-only checks)."""
     regressions: list[DiffEntry] = []
     fixes: list[DiffEntry] = []
+    could_not_judge: list[DiffEntry] = []
     still_failing: list[DiffEntry] = []
     new_checks: list[DiffEntry] = []
     changed: list[DiffEntry] = []
@@ -148,6 +157,15 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         before = base.checks.get(check_id)
         entry = _entry(check_id=check_id, base=before, head=now)
         passes = now.outcome == "passed"
+        if now.error_class == "infrastructure":
+            # The provider or the agent failed: the check was not judged, so it neither
+            # regressed nor still fails; it is listed apart (a retry or a rerun decides).
+            could_not_judge.append(entry)
+            if before is None:
+                new_checks.append(entry)
+            elif entry.definition_changed:
+                changed.append(entry)
+            continue
         if before is None:
             new_checks.append(entry)
             if not passes:
@@ -176,6 +194,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         head=head.run,
         regressions=regressions,
         fixes=fixes,
+        could_not_judge=could_not_judge,
         still_failing=still_failing,
         new_checks=new_checks,
         removed_checks=removed,

@@ -21,6 +21,7 @@ _LABELS = {"passed": "passed", "failed": "failed", "error": "error", "not_run": 
 CATEGORIES: tuple[tuple[str, str], ...] = (
     ("regressions", "Regressions"),
     ("fixes", "Fixes"),
+    ("could_not_judge", "Could not judge (infrastructure errors, not regressions)"),
     ("still_failing", "Still failing"),
     ("new_checks", "New checks"),
     ("removed_checks", "Removed checks"),

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from eval_banana.core.log import Logger
+from eval_banana.harness.structured import fill_schema, unfill_schema
 from eval_banana.models.config import AgentTemplate
 
 LOG = Logger("eval_banana.runners.harness_judge")
@@ -29,13 +30,22 @@ def _prompt_args(*, template: AgentTemplate, prompt: str) -> list[str]:
 
 
 def build_argv(
-    *, template: AgentTemplate, prompt: str, model: str | None, effort: str | None
+    *,
+    template: AgentTemplate,
+    prompt: str,
+    model: str | None,
+    effort: str | None,
+    schema_path: Path | None = None,
 ) -> list[str]:
-    """eval-banana's order: command, [prompt], shared flags, model flag, effort tokens, [prompt]."""
-    argv = list(template.command)
+    """eval-banana's order: command, [prompt], shared flags, model flag, effort tokens, [prompt].
+
+    With `schema_path`, the verdict schema's placeholders in the command and the shared flags
+    are filled (eval_banana.harness.structured); without, they stay as written.
+    """
+    argv = [fill_schema(token=token, path=schema_path) for token in template.command]
     if template.prompt_position == "after_command":
         argv += _prompt_args(template=template, prompt=prompt)
-    argv += template.shared_flags
+    argv += [fill_schema(token=token, path=schema_path) for token in template.shared_flags]
     if model and template.model_flag:
         argv += [template.model_flag, model]
     if effort:
@@ -45,9 +55,13 @@ def build_argv(
     return argv
 
 
-def display_argv(*, argv: list[str], prompt: str) -> list[str]:
-    """The argv as recorded in results: the prompt element replaced by `{prompt}`."""
-    return [PROMPT_PLACEHOLDER if token == prompt else token for token in argv]
+def display_argv(*, argv: list[str], prompt: str, schema_path: Path | None = None) -> list[str]:
+    """The argv as recorded in results: the prompt element replaced by `{prompt}`, the verdict
+    schema's path and text by their placeholders (the same record in every run folder)."""
+    return [
+        PROMPT_PLACEHOLDER if token == prompt else unfill_schema(token=token, path=schema_path)
+        for token in argv
+    ]
 
 
 def _expand(*, value: str, base_env: Mapping[str, str]) -> str:

@@ -14,7 +14,13 @@ OUTPUT_DIALECTS: tuple[str, ...] = ("text", "claude", "gemini", "codex", "openha
 BUILTIN_TEMPLATES: dict[str, AgentTemplate] = {
     "codex": AgentTemplate(
         command=["codex", "exec"],
-        shared_flags=["--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"],
+        shared_flags=[
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--skip-git-repo-check",
+            # The verdict's JSON Schema, sent as the Responses API's strict `text.format`.
+            "--output-schema",
+            "{verdict_schema_path}",
+        ],
         model_flag="--model",
         default_model="gpt-5.6-sol",
         reasoning_effort="high",
@@ -38,6 +44,10 @@ BUILTIN_TEMPLATES: dict[str, AgentTemplate] = {
             "--output-format",
             "stream-json",
             "--verbose",
+            # The verdict's JSON Schema: Claude Code offers the model a `StructuredOutput`
+            # tool of that schema and puts its input in the result event's structured_output.
+            "--json-schema",
+            "{verdict_schema}",
         ],
         model_flag="--model",
         model_env_vars=[

@@ -76,6 +76,10 @@ def _from_result_event(event: dict[str, Any]) -> Extraction:
             verdict=None, problem="the final result event has no result text", usage_event=event
         )
     scanned = scan_text(result)
+    structured = event.get("structured_output")
+    if scanned.verdict is None and isinstance(structured, dict):
+        # --json-schema: the constrained answer, when the result text does not hold it.
+        scanned = scan_text(json.dumps(structured))
     problem = None if scanned.problem is None else f"in the final result text, {scanned.problem}"
     return Extraction(verdict=scanned.verdict, problem=problem, usage_event=event)
 

@@ -45,6 +45,12 @@ def isolation_error(*, result: CheckResult, record: dict[str, Any], problem: str
             "observed_status": "error",
             "reason": None,
             "error_detail": problem,
-            "details": {**result.details, "isolation": record},
+            "details": {
+                **result.details,
+                "isolation": record,
+                # The judge changed what it was to judge: its answer cannot count.
+                "error_class": "isolation",
+                "error_cause": "changed the project or eb's state",
+            },
         }
     )

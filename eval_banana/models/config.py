@@ -119,8 +119,9 @@ class HarnessSettings(_Section):
     retries: int = Field(
         default=0,
         ge=0,
-        description="Extra attempts for a judge whose agent process failed (non-zero exit, "
-        "timeout, no verdict); a pass or a fail is never retried.",
+        description="Extra attempts for a judge whose agent process failed for an "
+        "infrastructure reason (non-zero exit, timeout, a failed model call); a pass, a fail or "
+        "an answer without a verdict is never retried.",
     )
     require_calibration: bool = Field(
         default=False,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Literal
 
 from eval_banana.core.record import Field, Record
+from eval_banana.models.result import ErrorClass
 
 # A check's outcome as the diff names it: a check the run never started is `not_run` here
 # (report.json records it as `error` with details.not_run).
@@ -42,6 +43,11 @@ class DiffEntry(Record):
     summary: str = Field(
         default="", description="The head run's reason or error (the base run's if removed)."
     )
+    error_class: ErrorClass | None = Field(
+        default=None,
+        description="The head run's details.error_class when it errored (the base run's if "
+        "removed); null: no class recorded.",
+    )
 
 
 class RunDiff(Record):
@@ -55,7 +61,13 @@ class RunDiff(Record):
     head: DiffRun
     regressions: list[DiffEntry] = Field(
         description="Passed in base and not in head (failed, error or not run), and new checks "
-        "that do not pass: what got worse. Any entry makes `eb diff` exit 1."
+        "that do not pass: what got worse (an infrastructure error is in could_not_judge "
+        "instead). Any entry makes `eb diff` exit 1."
+    )
+    could_not_judge: list[DiffEntry] = Field(
+        default_factory=list,
+        description="An infrastructure error in head (details.error_class): the provider or "
+        "the agent failed, so nobody judged the check. Never a regression, whatever base was.",
     )
     fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")

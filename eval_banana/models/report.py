@@ -9,6 +9,7 @@ from eval_banana.models.config import Shard
 from eval_banana.models.result import CheckResult, SkippedCheck
 from eval_banana.models.stages import (
     AbortReason,
+    ErrorClassCount,
     FamilyScore,
     HaltReason,
     JudgeUsage,
@@ -76,4 +77,8 @@ class ReportJson(Record):
     families: list[FamilyScore] = Field(
         default_factory=list,
         description="Each dataset family: its cases, pass rate and whether its own gate held.",
+    )
+    error_classes: list[ErrorClassCount] = Field(
+        default_factory=list,
+        description="The errors of judges by class (details.error_class), most frequent first.",
     )

@@ -8,6 +8,9 @@ from eval_banana.core import canonjson
 from eval_banana.core.record import Field, Record
 
 Status = Literal["passed", "failed", "error"]
+# Why a judge ended in `error` (details.error_class; the rules are in docs/judges.md).
+ErrorClass = Literal["infrastructure", "verdict", "isolation", "budget"]
+ERROR_CLASSES: tuple[ErrorClass, ...] = ("infrastructure", "verdict", "isolation", "budget")
 
 
 class CheckResult(Record):

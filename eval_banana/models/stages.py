@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from eval_banana.core.record import Field, Record
 from eval_banana.models.config import AgentTemplate, Selection, Settings, SettingSource
-from eval_banana.models.result import CheckResult, SkippedCheck
+from eval_banana.models.result import CheckResult, ErrorClass, SkippedCheck
 
 AbortReason = Literal["interrupt", "run_timeout", "token_fuse", "cost_fuse", "write_fault"]
 # Why launching stopped early without aborting the run: the run ends as failed, not aborted.
@@ -300,6 +300,19 @@ class FamilyScore(Record):
     )
 
 
+class ErrorClassCount(Record):
+    """How many judge errors one class holds, and their causes (docs/judges.md#error-classes)."""
+
+    model_config = {"extra": "forbid"}
+
+    error_class: ErrorClass = Field(description="infrastructure, verdict, isolation or budget.")
+    count: int = Field(ge=1, description="Errors of this class (details.error_class).")
+    causes: dict[str, int] = Field(
+        default_factory=dict,
+        description="details.error_cause of those errors (e.g. `HTTP 429`), with their counts.",
+    )
+
+
 class ScoreDoc(StageEnvelope):
     stage: Literal["score"] = "score"
     total_checks: int
@@ -342,6 +355,10 @@ class ScoreDoc(StageEnvelope):
     families: list[FamilyScore] = Field(
         default_factory=list,
         description="Each dataset family, by id: a family whose gate does not hold fails the run.",
+    )
+    error_classes: list[ErrorClassCount] = Field(
+        default_factory=list,
+        description="The errors of judges by class (details.error_class), most frequent first.",
     )
 
 

@@ -20,6 +20,7 @@ from eval_banana.reporting.common import is_not_run
 from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
 from eval_banana.runners.results import plural, progress_line
 from eval_banana.stages.report import (
+    errors_line,
     family_lines,
     flaky_line,
     result_summary,
@@ -78,6 +79,9 @@ def summary_lines(
     if flaky is not None:
         lines.append(flaky)
     lines.extend(family_lines(report=report))
+    errors = errors_line(report=report)
+    if errors is not None:
+        lines.append(errors)
     checks: Sequence[dict[str, Any]] = report["checks"]
     # The checks a stop or maxfail kept from starting are one line, not an error line each.
     lines.extend(_check_line(check=check) for check in checks if not is_not_run(check=check))
@@ -177,6 +181,9 @@ def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> li
     if score.aborted_by is not None:
         not_run = plural(count=score.not_run_checks, noun="check")
         lines.append(f"Aborted by: {score.aborted_by} ({not_run} did not run)")
+    errors = errors_line(report=score.model_dump(mode="json"))
+    if errors is not None:
+        lines.append(errors)
     if score.flaky_checks:
         failing = " (--fail-on-flaky: the run fails)" if score.fail_on_flaky else ""
         lines.append(f"Flaky checks: {score.flaky_checks}{failing}")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.core.errors import WriteFault
+from eval_banana.core.files import write_text_atomic
 from eval_banana.core.log import Logger
 from eval_banana.harness.cause import agent_error
 from eval_banana.harness.command import (
@@ -20,15 +21,28 @@ from eval_banana.harness.command import (
     prompt_size_problem,
 )
 from eval_banana.harness.effort import effort_outcome
+from eval_banana.harness.errorclass import ErrorCause, classify_judge_error, launch_cause
 from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
+from eval_banana.harness.structured import (
+    SCHEMA_FILE_NAME,
+    honoured,
+    requests_schema,
+    schema_text,
+)
 from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
 from eval_banana.harness.verdict import Extraction, extract_verdict
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
-from eval_banana.runners.results import build_result, error_result, stopped_detail, utc_now
+from eval_banana.runners.results import (
+    build_result,
+    error_result,
+    stop_error_cause,
+    stopped_detail,
+    utc_now,
+)
 
 logger = Logger("eval_banana.runners.harness_judge")
 
@@ -57,7 +71,24 @@ def _details(
         # Set when the agent process itself failed (eval_banana.runners.retries may rerun those).
         "agent_failure": None,
         "effort": None,
+        # Whether the verdict's JSON Schema went to the CLI, and whether its answer held to it.
+        "structured_output": {
+            "requested": requests_schema(template=harness.template),
+            "honoured": None,
+        },
     }
+
+
+def _classed(*, details: dict[str, Any], found: ErrorCause) -> dict[str, Any]:
+    """`details.error_class` and `details.error_cause`: why this judge ended in `error`."""
+    details["error_class"] = found.error_class
+    details["error_cause"] = found.cause
+    return details
+
+
+# A setup problem (no agent, a model the template cannot take, a prompt too large): nobody
+# judged, and the same run would fail the same way (never retried: no agent_failure).
+_SETUP = ErrorCause("infrastructure", "agent setup")
 
 
 def _report_usage(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
@@ -129,10 +160,12 @@ def _judged(
         "details": details,
     }
     if outcome.cancelled:
+        _classed(details=details, found=stop_error_cause(cancel=ctx.cancel))
         return error_result(error_detail=stopped_detail(cancel=ctx.cancel), **common)
     if outcome.timed_out:
         limit = details["timeout_seconds"]
         details["agent_failure"] = "timeout"
+        _classed(details=details, found=ErrorCause("infrastructure", "timeout"))
         return error_result(
             error_detail=f"Harness judge subprocess timed out after {limit} seconds", **common
         )
@@ -143,6 +176,11 @@ def _judged(
     )
     details["usage"] = usage
     details["verdict_problem"] = found.problem
+    structured = details.get("structured_output")
+    if isinstance(structured, dict) and structured.get("requested"):
+        structured["honoured"] = honoured(
+            dialect=dialect, result_event=found.usage_event, stdout_path=outcome.stdout_path
+        )
     _note_effort(ctx=ctx, details=details, outcome=outcome)
     _report_usage(ctx=ctx, usage=usage)
     code = outcome.exit_code
@@ -157,6 +195,15 @@ def _judged(
             error_event=found.error_event,
             stdout_path=outcome.stdout_path,
         )
+    if code != 0 or verdict is None:
+        found_cause = classify_judge_error(
+            exit_code=code,
+            has_verdict=verdict is not None,
+            event=found.usage_event,
+            error_event=found.error_event,
+            stderr_path=outcome.stderr_path,
+        )
+        _classed(details=details, found=found_cause)
     if code != 0:
         if verdict is None:
             detail = _with_cause(detail=f"Agent exited with code {code}: {NO_VERDICT}", cause=cause)
@@ -180,6 +227,7 @@ def _launch_error(
     """The agent could not be started."""
     detail = f"{type(exc).__name__}: {exc}"
     logger.warning("Harness judge check %s failed: %s", ctx.check.id, detail)
+    _classed(details=details, found=launch_cause(exc))
     return error_result(check=ctx.check, started=started, error_detail=detail, details=details)
 
 
@@ -187,6 +235,20 @@ def _write_prompt(*, path: Path, prompt: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)  # may be hard-linked from another run folder (eb merge)
     path.write_bytes(prompt.encode("utf-8"))  # UTF-8, exactly the prompt, no trailing newline
+
+
+def _schema_file(*, ctx: RunContext) -> Path:
+    """The run folder's verdict schema file (the same bytes for every judge: written whole by
+    whichever judge comes first, rewritten atomically by the others). It stays out of the
+    project, so judge isolation never sees it."""
+    path = ctx.run_dir / SCHEMA_FILE_NAME
+    text = schema_text()
+    try:
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            write_text_atomic(path=path, text=text)
+    except OSError as exc:
+        raise WriteFault.of(path=path, exc=exc) from None  # infrastructure: run aborts
+    return path
 
 
 def run_harness_judge(ctx: RunContext) -> CheckResult:
@@ -201,7 +263,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
             check=ctx.check,
             started=started,
             error_detail=NO_AGENT,
-            details={"timeout_seconds": timeout},
+            details=_classed(details={"timeout_seconds": timeout}, found=_SETUP),
         )
     definition = ctx.check.definition
     template = harness.template
@@ -211,7 +273,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     if problem is not None:
         # A model or effort the agent cannot receive: nothing is written or launched, and the
         # effective fields are null.
-        details = _details(harness=harness, model=None, effort=None)
+        details = _classed(details=_details(harness=harness, model=None, effort=None), found=_SETUP)
         return error_result(check=ctx.check, started=started, error_detail=problem, details=details)
     details = _details(harness=harness, model=model, effort=effort)
     description = str(definition.get("description") or ctx.check.description)
@@ -221,10 +283,14 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         _write_prompt(path=prompt_path, prompt=prompt)
     except OSError as exc:
         raise WriteFault.of(path=prompt_path, exc=exc) from None  # infrastructure: run aborts
-    argv = build_argv(template=template, prompt=prompt, model=model, effort=effort)
-    details["effective_command"] = display_argv(argv=argv, prompt=prompt)
+    schema_path = _schema_file(ctx=ctx) if requests_schema(template=template) else None
+    argv = build_argv(
+        template=template, prompt=prompt, model=model, effort=effort, schema_path=schema_path
+    )
+    details["effective_command"] = display_argv(argv=argv, prompt=prompt, schema_path=schema_path)
     too_big = prompt_size_problem(prompt=prompt)
     if too_big is not None:
+        _classed(details=details, found=_SETUP)
         return error_result(check=ctx.check, started=started, error_detail=too_big, details=details)
     env = build_env(
         template=template,

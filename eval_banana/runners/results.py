@@ -6,9 +6,10 @@ import threading
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from eval_banana.harness.errorclass import ErrorCause
 from eval_banana.models.repeats import is_flaky
-from eval_banana.models.result import CheckResult, Status
-from eval_banana.models.stages import AbortReason, PlannedCheck
+from eval_banana.models.result import ERROR_CLASSES, CheckResult, Status
+from eval_banana.models.stages import AbortReason, ErrorClassCount, PlannedCheck
 
 # How each abort reason reads after `Stopped: ` / `Not run: `.
 STOP_REASON_TEXT: dict[str, str] = {
@@ -125,6 +126,56 @@ def error_result(
         exit_code=exit_code,
         details=details,
     )
+
+
+# Stops that are a budget running out (a fuse); an interrupt or a write fault is not.
+BUDGET_STOPS = frozenset({"run_timeout", "token_fuse", "cost_fuse"})
+
+
+def stop_error_cause(*, cancel: threading.Event) -> ErrorCause:
+    """The error class of a judge the stopping run ended or never started."""
+    reason = stop_reason(cancel=cancel)
+    text = STOP_REASON_TEXT[reason]
+    return ErrorCause("budget" if reason in BUDGET_STOPS else "infrastructure", text)
+
+
+def with_error_class(*, result: CheckResult, cancel: threading.Event) -> CheckResult:
+    """A judge's `error` with `details.error_class`, when its runner could not give one: a
+    check the run never started (a fuse or maxfail: budget; an interrupt: infrastructure), an
+    exception out of the runner or a write fault (infrastructure)."""
+    details = result.details
+    if result.status != "error" or result.check_type != "harness_judge" or "error_class" in details:
+        return result
+    if details.get("not_run_reason") == "maxfail":
+        found = ErrorCause("budget", "maxfail reached")
+    elif details.get("not_run") is True:
+        found = stop_error_cause(cancel=cancel)
+    else:
+        found = ErrorCause("infrastructure", "eb could not run the judge")
+    update = {"error_class": found.error_class, "error_cause": found.cause}
+    return result.model_copy(update={"details": {**details, **update}})
+
+
+def error_class_counts(results: list[CheckResult]) -> list[ErrorClassCount]:
+    """The errors that carry `details.error_class`, counted per class and cause, the most
+    frequent class first (ties in the order of ERROR_CLASSES)."""
+    causes: dict[str, dict[str, int]] = {name: {} for name in ERROR_CLASSES}
+    for result in results:
+        found = result.details.get("error_class")
+        if result.status != "error" or found not in causes:
+            continue
+        cause = str(result.details.get("error_cause") or found)
+        causes[found][cause] = causes[found].get(cause, 0) + 1
+    counted = [
+        ErrorClassCount(
+            error_class=name,
+            count=sum(causes[name].values()),
+            causes=dict(sorted(causes[name].items(), key=lambda item: (-item[1], item[0]))),
+        )
+        for name in ERROR_CLASSES
+        if causes[name]
+    ]
+    return sorted(counted, key=lambda entry: -entry.count)
 
 
 def stopped_detail(*, cancel: threading.Event) -> str:

@@ -1,9 +1,11 @@
 """Retries for judges whose agent process failed (`[harness] retries`, `--retries N`).
 
-Only an `error` that the judge runner marks as the agent process's own failure
-(`details.agent_failure`: a non-zero exit, a timeout, no verdict) is run again. A pass or a
-fail is a verdict and stands; a stop (interrupt, fuse) ends the run; a setup error (no agent, a
-model the template cannot take, a prompt too large) would fail the same way again.
+Only an `infrastructure` error (`details.error_class`, see eval_banana.harness.errorclass) of
+an agent process that ran (`details.agent_failure`: a non-zero exit, a timeout, no verdict) is
+run again: a rate limit, a provider outage, a crash or a timeout may pass the next time. A pass
+or a fail is a verdict and stands; a `verdict` error (the agent answered without a valid
+verdict) would most likely answer the same way; a stop (interrupt, fuse) ends the run; a setup
+error (no agent, a model the template cannot take, a prompt too large) would fail the same way.
 
 Every attempt runs under the check's evidence stem, so `checks/<stem>.stdout.txt` and its
 siblings always hold the latest attempt and every reader of one attempt keeps working. Before
@@ -47,8 +49,13 @@ def attempt_stem(*, stem: str, attempt: int) -> str:
 
 
 def is_retryable(*, result: CheckResult) -> bool:
-    """An error the agent process caused; never a verdict, a stop or a setup problem."""
-    return result.status == "error" and result.details.get("agent_failure") in RETRYABLE_FAILURES
+    """An infrastructure error of the agent process; never a verdict, a stop or a setup problem."""
+    details = result.details
+    return (
+        result.status == "error"
+        and details.get("error_class") == "infrastructure"
+        and details.get("agent_failure") in RETRYABLE_FAILURES
+    )
 
 
 def attempt_count(*, details: dict[str, Any]) -> int:
@@ -73,6 +80,7 @@ def _record(*, attempt: int, result: CheckResult, evidence: dict[str, str]) -> d
         "reason": result.reason,
         "error_detail": result.error_detail,
         "agent_failure": result.details.get("agent_failure"),
+        "error_class": result.details.get("error_class"),
         "exit_code": result.exit_code,
         "started_at": result.started_at,
         "duration_ms": result.duration_ms,

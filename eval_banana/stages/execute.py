@@ -49,6 +49,7 @@ from eval_banana.runners.results import (
     not_run_result,
     stop_reason,
     utc_now,
+    with_error_class,
 )
 from eval_banana.runners.retries import run_attempts
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
@@ -596,6 +597,7 @@ def execute(
     ) -> None:
         check = checks[position]
         not_run[position] = never_started
+        result = with_error_class(result=result, cancel=stop)
         if not written:
             try:
                 write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)

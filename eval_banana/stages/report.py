@@ -94,6 +94,8 @@ def build_report(
         "fail_on_flaky": score.fail_on_flaky,
         # Dataset families (docs/datasets.md): pass rate per family and its own gate.
         "families": [family.model_dump(mode="json") for family in score.families],
+        # Why judges errored (details.error_class), counted: docs/judges.md#error-classes.
+        "error_classes": [entry.model_dump(mode="json") for entry in score.error_classes],
     }
     return report
 
@@ -216,6 +218,27 @@ def flaky_line(*, report: dict[str, Any]) -> str | None:
     return text
 
 
+def errors_line(*, report: dict[str, Any]) -> str | None:
+    """`3 errors: 2 infrastructure (HTTP 429), 1 verdict`: the errors by why they happened
+    (None when no judge errored). Errors of checks that are not judges are counted as other."""
+    classes = report.get("error_classes") or []
+    if not classes:
+        return None
+    parts = []
+    for entry in classes:
+        text = f"{entry['count']} {entry['error_class']}"
+        causes = [cause for cause in entry.get("causes") or {} if cause != entry["error_class"]]
+        if entry["error_class"] == "infrastructure" and causes:
+            text += f" ({', '.join(causes)})"
+        parts.append(text)
+    classed = sum(int(entry["count"]) for entry in classes)
+    other = int(report.get("errored_checks") or 0) - classed
+    if other > 0:
+        parts.append(f"{other} other")
+    total = classed + max(other, 0)
+    return f"{total} {'error' if total == 1 else 'errors'}: {', '.join(parts)}"
+
+
 def status_note(*, check: dict[str, Any]) -> str | None:
     """The notes as one parenthetical text, or None."""
     notes = status_notes(check=check)
@@ -294,6 +317,9 @@ def render_markdown(*, report: dict[str, Any]) -> str:
     if families:
         # Only runs with dataset families; other runs keep eval-banana's exact text.
         lines += ["", *(f"- {md_cell(line)}" for line in families)]
+    errors = errors_line(report=report)
+    if errors is not None:
+        lines += ["", md_cell(errors)]
     for check in checks:
         reason, error = check.get("reason"), check.get("error_detail")
         if not reason and not error:
@@ -303,6 +329,11 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             lines.append(f"- Reason: {md_cell(reason)}")
         if error:
             lines.append(f"- Error: {md_cell(error)}")
+        error_class = (check.get("details") or {}).get("error_class")
+        if error and isinstance(error_class, str):
+            cause = check["details"].get("error_cause")
+            note = f" ({md_cell(str(cause))})" if cause else ""
+            lines.append(f"- Error class: `{md_cell(error_class)}`{note}")
     for item in skipped:
         lines += [
             "",

@@ -9,6 +9,7 @@ from eval_banana.harness.usage import usage_totals
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.runners.results import error_class_counts
 from eval_banana.stagefiles.layout import envelope, stage_path
 from eval_banana.stagefiles.verdict import family_scores, meets, run_passes
 from eval_banana.stages.execute import document_digest
@@ -98,6 +99,7 @@ def score(
         # Skipped checks (`skip:` in their file) are outside every count above.
         skipped_checks=len(execute.skipped),
         halted_by=execute.halted_by,
+        error_classes=[entry.model_dump(mode="json") for entry in error_class_counts(results)],
         judge_usage=usage_totals(
             [
                 result.details.get("usage")

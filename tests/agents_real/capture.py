@@ -24,8 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from eval_banana.harness.command import build_argv, build_env  # noqa: E402
+from eval_banana.harness.command import build_argv, build_env, display_argv  # noqa: E402
 from eval_banana.harness.prompt import build_prompt  # noqa: E402
+from eval_banana.harness.structured import SCHEMA_FILE_NAME, schema_text  # noqa: E402
 from eval_banana.harness.templates import BUILTIN_TEMPLATES  # noqa: E402
 from tests.agents_real.install import bin_dir, install_problem  # noqa: E402
 from tests.agents_real.setups import SERVED_MODELS, SETUPS  # noqa: E402
@@ -140,8 +141,15 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
         instructions="Decide whether the case holds.",
     )
     model = setup.model or template.default_model
+    # The verdict schema as a run passes it (its file beside the project, as in a run folder).
+    schema_path = base / SCHEMA_FILE_NAME
+    schema_path.write_text(schema_text())
     argv = build_argv(
-        template=template, prompt=prompt, model=model, effort=template.reasoning_effort
+        template=template,
+        prompt=prompt,
+        model=model,
+        effort=template.reasoning_effort,
+        schema_path=schema_path,
     )
     base_env = {
         "PATH": f"{bin_dir()}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
@@ -184,7 +192,7 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
     return {
         "agent": agent,
         "case": case,
-        "argv": [("{prompt}" if token == prompt else token) for token in argv],
+        "argv": display_argv(argv=argv, prompt=prompt, schema_path=schema_path),
         "exit_code": done.returncode,
         "project_files": written,  # what the agent left in the project on its own
         "stdout": templated(done.stdout),

@@ -305,3 +305,80 @@ def test_run_with_a_baseline_counts_a_new_check_that_errors_or_never_ran_as_a_re
     written = json.loads((run_dir / "diff.json").read_text())
     assert _ids(written["regressions"]) == ["c_new"] and written["regressed"] is True
     assert written["regressions"][0]["head"] == outcome
+
+
+# A judge agent whose answer a file beside the project decides: `pass`, `fail`, `429` (exits 1
+# after the provider's rate limit, as a CLI reports it) or `prose` (an answer with no verdict).
+JUDGE_AGENT = """\
+import json, sys
+from pathlib import Path
+mode = (Path(sys.argv[0]).resolve().parent.parent / "mode.txt").read_text().split()
+check = next(l.split("=", 1)[1] for l in sys.argv[-1].splitlines() if l.startswith("id="))
+step = dict(item.split(":") for item in mode)[check]
+if step == "429":
+    print("Error: 429 Too Many Requests: rate limit reached", file=sys.stderr)
+    sys.exit(1)
+if step == "prose":
+    print("I looked at it and it seems fine.")
+else:
+    print(json.dumps({"score": int(step == "pass"), "reason": step}))
+"""
+
+
+def _judge_project(project: Callable[..., Path]) -> Path:
+    from tests.conftest import PYTHON
+
+    config = (
+        '[harness]\nagent = "stand_in"\n\n[agents.stand_in]\n'
+        f'command = ["{PYTHON}", "agent.py"]\nmodel_flag = ""\n'
+    )
+    files = {"agent.py": JUDGE_AGENT}
+    for check_id in ("rate_limited", "was_red", "answers_prose"):
+        files[f"eval_checks/{check_id}.yaml"] = (
+            f"schema_version: 1\nid: {check_id}\ntype: harness_judge\n"
+            f"description: Judge {check_id}.\ninstructions: |\n  id={check_id}\n"
+        )
+    return project(files, config=config)
+
+
+def test_an_infrastructure_error_is_could_not_judge_not_a_regression(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = _judge_project(project)
+    mode = root.parent / "mode.txt"
+    runs = {}
+    printed = {}
+    for name, text in (
+        ("base", "rate_limited:pass was_red:fail answers_prose:pass"),
+        ("head", "rate_limited:429 was_red:429 answers_prose:prose"),
+    ):
+        mode.write_text(text)
+        out = tmp_path / name
+        printed[name] = eb(
+            "run", "--cwd", str(root), "--output-dir", str(out), "--flat-output"
+        ).stdout
+        runs[name] = out
+    report = json.loads((runs["head"] / "report.json").read_text())
+    assert report["error_classes"] == [
+        {"error_class": "infrastructure", "count": 2, "causes": {"HTTP 429": 2}},
+        {"error_class": "verdict", "count": 1, "causes": {"no valid verdict": 1}},
+    ]
+    diff = _json_diff(eb, runs["base"], runs["head"])
+    # The judge that answered without a verdict is a regression; the rate-limited ones are not.
+    assert _ids(diff["regressions"]) == ["answers_prose"]
+    assert diff["regressions"][0]["error_class"] == "verdict"
+    assert _ids(diff["could_not_judge"]) == ["rate_limited", "was_red"]
+    assert {e["error_class"] for e in diff["could_not_judge"]} == {"infrastructure"}
+    assert diff["still_failing"] == []
+    assert diff["_exit"] == 1
+    text = eb("diff", str(runs["base"]), str(runs["head"])).stdout
+    assert "Could not judge (infrastructure errors, not regressions) (2):" in text
+    md = eb("diff", str(runs["base"]), str(runs["head"]), "--format", "md").stdout
+    assert "<summary>Could not judge (infrastructure errors, not regressions) (2)</summary>" in md
+    schema = json.loads((Path(__file__).parents[2] / "schemas" / "diff.schema.json").read_text())
+    jsonschema.validate({k: v for k, v in diff.items() if k != "_exit"}, schema)
+    # The run's own summary and report.md count the errors by class.
+    assert "3 errors: 2 infrastructure (HTTP 429), 1 verdict" in printed["head"]
+    md_report = (runs["head"] / "report.md").read_text()
+    assert "3 errors: 2 infrastructure (HTTP 429), 1 verdict" in md_report
+    assert "- Error class: `infrastructure` (HTTP 429)" in md_report

@@ -297,7 +297,11 @@ def test_no_agent_defensive_path(rig: Rig) -> None:
     result = rig.run(agent=None, harness={"timeout_seconds": 33})
     assert result.status == "error"
     assert result.error_detail == "Harness judge requires config.harness_agent to be set"
-    assert result.details == {"timeout_seconds": 33}
+    assert result.details == {
+        "timeout_seconds": 33,
+        "error_class": "infrastructure",
+        "error_cause": "agent setup",
+    }
 
 
 def test_prompt_too_large_for_one_argument(rig: Rig) -> None:

@@ -24,12 +24,14 @@ from eval_banana.models.config import AgentTemplate, HarnessSettings, Settings
 
 P = "P"
 
-# eval-banana's command lines, with opencode run and pi's --model/--thinking corrected.
+# eval-banana's command lines, with opencode run and pi's --model/--thinking corrected, and the
+# verdict schema for the CLIs that take one (filled per run; the placeholders as written).
 PLAIN_ARGV = {
     "codex": "codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check "
-    "--model gpt-5.6-sol -c model_reasoning_effort=high P",
+    "--output-schema {verdict_schema_path} --model gpt-5.6-sol -c model_reasoning_effort=high P",
     "gemini": "gemini --approval-mode yolo --output-format stream-json -p P",
-    "claude": "claude -p --dangerously-skip-permissions --output-format stream-json --verbose P",
+    "claude": "claude -p --dangerously-skip-permissions --output-format stream-json --verbose "
+    "--json-schema {verdict_schema} P",
     "grok": "grok --always-approve --no-auto-update --model grok-4.5 --reasoning-effort high -p P",
     "openhands": "openhands --headless --json --override-with-envs -t P",
     "opencode": "opencode run P",
@@ -37,9 +39,9 @@ PLAIN_ARGV = {
 }
 WITH_MODEL_AND_EFFORT = {
     "codex": "codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check "
-    "--model M -c model_reasoning_effort=E P",
+    "--output-schema {verdict_schema_path} --model M -c model_reasoning_effort=E P",
     "claude": "claude -p --dangerously-skip-permissions --output-format stream-json --verbose "
-    "--model M --effort E P",
+    "--json-schema {verdict_schema} --model M --effort E P",
     "grok": "grok --always-approve --no-auto-update --model M --reasoning-effort E -p P",
     "opencode": "opencode run --model M --variant E P",
     "pi": "pi --print --no-session --model M --thinking E P",

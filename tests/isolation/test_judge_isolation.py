@@ -114,6 +114,8 @@ def test_a_tampering_judge_is_an_error_under_detect(tmp_path: Path, git: bool) -
     isolation = judge["details"]["isolation"]
     assert isolation["mode"] == "detect" and isolation["changed"] == TAMPERED
     assert isolation["changed_count"] == 3 and isolation["reason_before"] == "looks fine"
+    # It answered, but it changed what it judged: an isolation error, whatever it said.
+    assert judge["details"]["error_class"] == "isolation"
 
 
 @pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
@@ -128,6 +130,7 @@ def test_a_tampering_judge_is_harmless_under_copy_and_still_does_not_pass(
     judge = checks["tamper"]
     assert judge["status"] == "error"
     assert judge["error_detail"].startswith("The judge changed its copy of the project: ")
+    assert judge["details"]["error_class"] == "isolation"
     isolation = judge["details"]["isolation"]
     assert isolation["mode"] == "copy" and isolation["changed"] == TAMPERED
     assert isolation["method"] in ("overlay", "copy")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from eval_banana.runners.results import (
     build_result,
@@ -80,3 +81,64 @@ def test_a_check_held_back_by_maxfail_is_a_not_run_error_that_says_why() -> None
     assert datetime.fromisoformat(one.started_at) >= before
     three = held_back_result(check=check, maxfail=3)
     assert three.error_detail == "Not run: stopped after 3 failed or errored checks (maxfail 3)"
+
+
+def test_a_judge_error_without_a_class_from_its_runner_gets_one() -> None:
+    from eval_banana.runners.results import StopSignal, not_run_result, with_error_class
+    from tests.builders import planned_judge
+
+    judge = planned_judge(id="j", project_root=ROOT)
+    fuse = StopSignal()
+    fuse.stop(reason="token_fuse")
+    unrun = with_error_class(result=not_run_result(check=judge, cancel=fuse), cancel=fuse)
+    assert (unrun.details["error_class"], unrun.details["error_cause"]) == (
+        "budget",
+        "token fuse tripped",
+    )
+    held = with_error_class(result=held_back_result(check=judge, maxfail=1), cancel=StopSignal())
+    assert held.details["error_class"] == "budget"
+    interrupt = StopSignal()
+    interrupt.stop(reason="interrupt")
+    stopped = with_error_class(
+        result=not_run_result(check=judge, cancel=interrupt), cancel=interrupt
+    )
+    assert stopped.details["error_class"] == "infrastructure"
+    crashed = exception_result(check=judge, started=MOMENT, exc=ValueError("bad"))
+    assert with_error_class(result=crashed, cancel=StopSignal()).details["error_class"] == (
+        "infrastructure"
+    )
+    # Only judges get a class; a class the runner gave is kept.
+    script = planned_inline(id="s", script="pass", project_root=ROOT)
+    plain = exception_result(check=script, started=MOMENT, exc=ValueError("bad"))
+    assert "error_class" not in with_error_class(result=plain, cancel=StopSignal()).details
+    given = error_result(
+        check=judge,
+        started=MOMENT,
+        error_detail="x",
+        details={"error_class": "verdict", "error_cause": "no valid verdict"},
+    )
+    assert with_error_class(result=given, cancel=fuse).details["error_class"] == "verdict"
+
+
+def test_error_classes_are_counted_with_their_causes_most_frequent_first() -> None:
+    from eval_banana.runners.results import error_class_counts
+    from tests.builders import planned_judge
+
+    judge = planned_judge(id="j", project_root=ROOT)
+
+    def errored(error_class: str, cause: str) -> Any:
+        details = {"error_class": error_class, "error_cause": cause}
+        return error_result(check=judge, started=MOMENT, error_detail="x", details=details)
+
+    results = [
+        errored("verdict", "no valid verdict"),
+        errored("infrastructure", "HTTP 429"),
+        errored("infrastructure", "timeout"),
+        errored("infrastructure", "HTTP 429"),
+        build_result(check=judge, status="passed", started=MOMENT),
+    ]
+    counted = [entry.model_dump() for entry in error_class_counts(results)]
+    assert counted == [
+        {"error_class": "infrastructure", "count": 3, "causes": {"HTTP 429": 2, "timeout": 1}},
+        {"error_class": "verdict", "count": 1, "causes": {"no valid verdict": 1}},
+    ]

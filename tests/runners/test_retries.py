@@ -193,17 +193,17 @@ def test_without_retries_an_agent_error_stays_an_error_as_today(
     assert not list((run_dir_of(root) / "checks").glob("*.attempt*"))
 
 
-def test_exit_no_verdict_and_timeout_are_retried_until_retries_run_out(
-    project: Project, eb: Eb
-) -> None:
-    root = make(project, {"j": "noverdict,hang,exit,pass"}, retries=2)
+def test_exit_and_timeout_are_retried_until_retries_run_out(project: Project, eb: Eb) -> None:
+    root = make(project, {"j": "exit,hang,exit,pass"}, retries=2)
     result = eb("run", "--cwd", str(root))
     assert result.exit_code == 1
     assert calls(root, "j") == 3  # the first run and two retries; the pass is never reached
     check = checks_of(root)["j"]
     assert check["status"] == "error" and check["details"]["agent_failure"] == "exit_code"
+    assert check["details"]["error_class"] == "infrastructure"
     attempts = check["details"]["attempts"]
-    assert [a["agent_failure"] for a in attempts] == ["no_verdict", "timeout", "exit_code"]
+    assert [a["agent_failure"] for a in attempts] == ["exit_code", "timeout", "exit_code"]
+    assert {a["error_class"] for a in attempts} == {"infrastructure"}
     assert "timed out after 1 seconds" in attempts[1]["error_detail"]
     assert "- j: error (after 3 attempts)" in result.stdout
     # The check's duration covers every attempt (the hang alone took the 1 s timeout).
@@ -212,6 +212,20 @@ def test_exit_no_verdict_and_timeout_are_retried_until_retries_run_out(
     for n in (1, 2):
         assert (run_dir_of(root) / "checks" / f"{stem}.attempt{n}.json").is_file()
     assert not (run_dir_of(root) / "checks" / f"{stem}.attempt3.json").exists()
+
+
+def test_a_verdict_error_is_not_retried(project: Project, eb: Eb) -> None:
+    # The agent answered (exit 0) without a verdict: asking again would most likely get the
+    # same answer, so the retries are not spent on it.
+    root = make(project, {"j": "noverdict,pass"}, retries=3)
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 1, result.stderr
+    assert calls(root, "j") == 1
+    check = checks_of(root)["j"]
+    assert check["status"] == "error" and check["details"]["agent_failure"] == "no_verdict"
+    assert check["details"]["error_class"] == "verdict"
+    assert len(check["details"]["attempts"]) == 1
+    assert "1 error: 1 verdict" in result.stdout
 
 
 def test_retries_from_the_flag_and_the_environment(
@@ -250,7 +264,7 @@ def test_retries_count_against_the_token_fuse_and_a_stop_is_never_retried(
     project: Project, eb: Eb
 ) -> None:
     # Each attempt reports 30 tokens; the budget is 50: the second attempt trips the fuse.
-    root = make(project, {"j": "noverdict+tokens,noverdict+tokens,pass+tokens"}, retries=5)
+    root = make(project, {"j": "exit+tokens,exit+tokens,pass+tokens"}, retries=5)
     result = eb("run", "--cwd", str(root), "--token-fuse", "50")
     assert result.exit_code == 3, result.stderr  # aborted by the fuse
     assert calls(root, "j") == 2  # no third attempt once the run was stopping
@@ -271,3 +285,7 @@ def test_a_run_timeout_stop_is_not_retried(project: Project, eb: Eb) -> None:
     check = checks_of(root)["j"]
     assert check["error_detail"] == "Stopped: run timeout reached"
     assert len(check["details"]["attempts"]) == 1
+    # A fuse ended it: the run's budget, not the provider or the judge.
+    assert check["details"]["error_class"] == "budget"
+    assert check["details"]["error_cause"] == "run timeout reached"
+    assert "1 error: 1 budget" in result.stdout

@@ -66,6 +66,7 @@ REPORT_KEYS = [
     "flaky_checks",
     "fail_on_flaky",
     "families",
+    "error_classes",
 ]
 CHECK_KEYS = [
     "check_id",
