@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models",),
     ("settings",),
     ("checks", "harness"),
+    ("transcripts",),
     ("stagefiles", "runners"),
     ("sampling", "isolation"),
     ("calibration",),

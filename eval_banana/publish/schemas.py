@@ -107,6 +107,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     from eval_banana.models.report import ReportJson
     from eval_banana.models.result import CheckResult
     from eval_banana.models.stages import STAGE_MODELS
+    from eval_banana.models.transcript import TranscriptEvent
 
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "check": _check_schema,
@@ -121,6 +122,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["run-replay"] = _model_schema(ReplayEntry, name="run-replay")
     builders["calibration"] = _model_schema(CalibrationDoc, name="calibration")
     builders["lastfailed"] = _model_schema(LastFailedDoc, name="lastfailed")
+    builders["transcript-event"] = _model_schema(TranscriptEvent, name="transcript-event")
     return builders
 
 
