@@ -661,6 +661,24 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                     runs=n(3 if big else 5),
                 )
             )
+            if big:
+                # Transcripts are on by default: the same judge with them off is the floor.
+                off = ["env", "EVAL_BANANA_HARNESS_TRANSCRIPTS=0", py, "-m", "eval_banana"]
+                rows.append(
+                    Case(
+                        key="W4",
+                        name=f"judge, {name}, transcript recorded",
+                        eb_args=["run", "--cwd", str(project)],
+                        floor=[*off, "run", "--cwd", str(project), "--output-dir", "{scratch}/off"],
+                        floor_label="the same eb run, [harness] transcripts = false",
+                        floor_cwd=REPO,
+                        target=1.2,
+                        expect_rc=expect_rc,
+                        memory_target_mb=64,
+                        output_dir=True,
+                        runs=n(5),
+                    )
+                )
         return rows
     if key == "W5":
         project = root / "project"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -14,11 +15,12 @@ from eval_banana.transcripts.dialects import PARSERS, Codex, Parser
 from eval_banana.transcripts.reading import (
     HEAD_BYTES,
     WHOLE_BYTES,
+    Line,
     forward,
     open_lines,
     tail_start,
 )
-from eval_banana.transcripts.sink import HEAD_EVENTS, Event, Sink
+from eval_banana.transcripts.sink import HEAD_EVENTS, TAIL_EVENTS, Event, Sink
 
 TRANSCRIPT_SUFFIX = ".transcript.jsonl"
 # stderr is read for the errors it reports, from its end only, and only a few of them.
@@ -46,8 +48,17 @@ def _read(*, handle: BinaryIO, make: Callable[[Sink], Parser], sink: Sink) -> No
     if start > position:
         sink.skip(start - position)
     handle.seek(start)
-    parser = make(sink)  # the end is read afresh: the state of the middle is unknown
+    # Only as many lines as the tail keeps events (a line gives one event or more) are parsed.
+    lines: deque[Line] = deque(maxlen=TAIL_EVENTS)
+    dropped = 0
     for line in forward(handle=handle, stop=None, budget=None):
+        if len(lines) == TAIL_EVENTS:
+            dropped += lines[0].size
+        lines.append(line)
+    if dropped:
+        sink.skip(dropped)
+    parser = make(sink)  # the end is read afresh: the state of the middle is unknown
+    for line in lines:
         parser.feed(line)
     parser.finish()
 

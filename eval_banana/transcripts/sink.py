@@ -11,8 +11,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-HEAD_EVENTS = 300
-TAIL_EVENTS = 200
+HEAD_EVENTS = 200
+TAIL_EVENTS = 100
 
 Event = dict[str, Any]
 

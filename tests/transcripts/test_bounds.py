@@ -134,7 +134,7 @@ def test_many_events_keep_the_first_and_the_last(tmp_path: Path) -> None:
     )
     assert len(events) == HEAD_EVENTS + TAIL_EVENTS + 1
     note = events[HEAD_EVENTS]
-    assert note["kind"] == "skipped" and note["text"].startswith("701 events left out")
+    assert note["kind"] == "skipped" and note["text"].startswith("901 events left out")
     assert events[-1]["kind"] == "answer"
 
 
