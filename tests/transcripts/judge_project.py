@@ -61,11 +61,11 @@ def write_project(root: Path, *, transcripts: bool = True) -> Path:
     return root
 
 
-def run_eb(root: Path) -> subprocess.CompletedProcess[str]:
+def run_eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVAL_BANANA_"))}
     env.update(PYTHONPATH=str(REPO), DEMO_API_KEY=SECRET)
     return subprocess.run(
-        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *args],
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,

@@ -44,3 +44,20 @@ def test_with_transcripts_off_there_is_none(tmp_path: Path) -> None:
     assert check["details"]["transcript_path"] is None
     assert not list((run_dir / "checks").glob("*.transcript.jsonl"))
     assert 'id="tr-0"' not in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_cached_verdict_brings_its_transcript_back(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "project")
+    cache = ["--cache", "on", "--cache-dir", str(tmp_path / "cache")]
+    first = run_eb(root, *cache)
+    assert first.returncode == 0, first.stderr
+    first_dir = run_dir_of(root)
+    (check,) = json.loads((first_dir / "report.json").read_text())["checks"]
+    saved = (first_dir / check["details"]["transcript_path"]).read_bytes()
+    second = run_eb(root, *cache)
+    assert second.returncode == 0, second.stderr
+    second_dir = run_dir_of(root)
+    assert second_dir != first_dir
+    (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
+    assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
+    assert (second_dir / reused["details"]["transcript_path"]).read_bytes() == saved
