@@ -679,6 +679,22 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                         runs=n(5),
                     )
                 )
+        page = root / generate.W4_PAGE
+        judges = generate.w4_page_judges(sizes=sizes)
+        rows.append(
+            Case(
+                key="W4",
+                name=f"report.html of {judges} judges with transcripts: open, filter to failed",
+                eb_args=[],
+                floor=[],
+                floor_label="static HTML table of as many rows",
+                target=None,
+                seconds_target=2,
+                browser_page=page,
+                browser_expect_rows=sum(1 for index in range(judges) if index % 10 == 0),
+                runs=n(5),
+            )
+        )
         return rows
     if key == "W5":
         project = root / "project"
