@@ -91,9 +91,9 @@ class Claude(Parser):
     def feed(self, line: Line) -> None:
         event = load(line)
         if event is not None:
-            self.event(event, line=line)
+            self.event(event)
 
-    def event(self, event: dict[str, Any], *, line: Line) -> None:
+    def event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         message = event.get("message")
         if kind in ("assistant", "user") and isinstance(message, dict):
@@ -101,7 +101,7 @@ class Claude(Parser):
         elif kind == "result":
             self._result(event)
         elif kind == "system" and event.get("subtype") not in ("init", None):
-            self.sink.add("message", role="system", text=json.dumps(event)[:2000])
+            self.sink.add("message", role="system", text=json.dumps(event))
 
     def _message(self, *, role: str, content: object) -> None:
         if isinstance(content, str):
@@ -363,7 +363,7 @@ class Text(Parser):
             event = load(line)
             if event is not None and isinstance(event.get("type"), str):
                 self._flush()
-                self.claude.event(event, line=line)
+                self.claude.event(event)
                 return
         if self.text is None:
             self.text = _Text(limit=self.sink.max_chars)
