@@ -21,8 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from eval_banana.checks.shard import shard_of
+from eval_banana.core.stem import artifact_stem
 
-GENERATOR_VERSION = "7"
+GENERATOR_VERSION = "8"
 BENCH_DIR = Path(__file__).resolve().parent
 AGENTS_DIR = BENCH_DIR / "agents"
 STREAM_AGENT = AGENTS_DIR / "stream_agent.py"
@@ -425,12 +426,80 @@ def build_w4(*, sizes: Sizes) -> Callable[[Path], None]:
             project = root / _slug(name)
             write_config(project=project, agent_command=command, dialect=dialect)
             _write(project / "eval_checks" / "judge.yaml", judge_yaml(check_id="judge"))
+        build_w4_page(root=root, judges=w4_page_judges(sizes=sizes))
 
     return build
 
 
 def w4_project(*, root: Path, case: str) -> Path:
     return root / _slug(case)
+
+
+# The page row of W4: a finished run of this many judges, each with a transcript.
+W4_PAGE = "report-judges"
+
+
+def w4_page_judges(*, sizes: Sizes) -> int:
+    return 1000 if sizes.name == "full" else 40
+
+
+def _judge_transcript(index: int) -> list[dict[str, object]]:
+    """A judge's transcript as one reads a project: tool calls, their results, the answer."""
+    events: list[dict[str, object]] = [
+        {"kind": "message", "role": "user", "text": "You are acting as an evaluation judge. " * 12}
+    ]
+    for step in range(4):
+        call_id = f"toolu_{index}_{step}"
+        events += [
+            {"kind": "message", "role": "assistant", "text": f"Step {step}: reading the sources."},
+            {
+                "kind": "tool_call",
+                "tool": "Read" if step % 2 else "Grep",
+                "call_id": call_id,
+                "arguments": json.dumps({"file_path": f"src/module_{step}.py", "limit": 200}),
+            },
+            {
+                "kind": "tool_result",
+                "tool": "Read" if step % 2 else "Grep",
+                "call_id": call_id,
+                "text": "def handler(event):\n    return {'ok': True}\n" * 12,
+            },
+        ]
+    score = 0 if index % 10 == 0 else 1
+    verdict = json.dumps({"score": score, "reason": f"Judge {index} read the sources."})
+    events += [
+        {"kind": "answer", "text": verdict},
+        {"kind": "usage", "usage": {"input_tokens": 1200, "output_tokens": 80}},
+    ]
+    return events
+
+
+def build_w4_page(*, root: Path, judges: int) -> None:
+    """A run folder as `eb run` leaves it (report.json and each judge's transcript), written
+    directly: what is measured is the page, not a thousand agent processes."""
+    run = root / W4_PAGE
+    checks = []
+    for index in range(judges):
+        check_id = f"judge_{index:04d}"
+        stem = artifact_stem(check_id=check_id)
+        transcript = f"checks/{stem}.transcript.jsonl"
+        lines = "".join(json.dumps(event) + "\n" for event in _judge_transcript(index))
+        _write(run / transcript, lines)
+        failed = index % 10 == 0
+        checks.append(
+            {
+                "check_id": check_id,
+                "check_type": "harness_judge",
+                "status": "failed" if failed else "passed",
+                "score": 0 if failed else 1,
+                "reason": f"Judge {index} read the sources.",
+                "duration_ms": 1500,
+                "tags": ["judge"],
+                "details": {"transcript_path": transcript, "output_dialect": "claude"},
+            }
+        )
+    report = {"run_id": "bench", "checks": checks, "pass_threshold": 1.0, "run_passed": False}
+    _write(run / "report.json", json.dumps(report))
 
 
 # W5 ------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Usage: python bench/judge_50mb.py [--mb 50]
 Writes a synthetic claude stream (assistant events full of braces, then a terminal result
 event) to bench/.cache/, then compares reading it (like `wc -c`) with judging it: the claude
-dialect (Step A), and the same stream without its result event (Step B over everything).
+dialect (Step A), its transcript (read from the start and the end only), and the same stream
+without its result event (Step B over everything).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from eval_banana.harness.verdict import extract_verdict  # noqa: E402
+from eval_banana.transcripts.record import transcript_events  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 
@@ -82,6 +84,18 @@ def main() -> None:
     timed(
         "claude dialect (result event)",
         lambda: extract_verdict(dialect="claude", stdout_path=with_result).verdict,
+    )
+    timed(
+        "claude transcript (start and end)",
+        lambda: len(
+            transcript_events(
+                dialect="claude",
+                stdout_path=with_result,
+                stderr_path=None,
+                max_chars=2000,
+                mask=str,
+            )
+        ),
     )
     timed(
         "text dialect, no result (Step B)",

@@ -683,6 +683,40 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                     runs=n(3 if big else 5),
                 )
             )
+            if big:
+                # Transcripts are on by default: the same judge with them off is the floor.
+                off = ["env", "EVAL_BANANA_HARNESS_TRANSCRIPTS=0", py, "-m", "eval_banana"]
+                rows.append(
+                    Case(
+                        key="W4",
+                        name=f"judge, {name}, transcript recorded",
+                        eb_args=["run", "--cwd", str(project)],
+                        floor=[*off, "run", "--cwd", str(project), "--output-dir", "{scratch}/off"],
+                        floor_label="the same eb run, [harness] transcripts = false",
+                        floor_cwd=REPO,
+                        target=1.2,
+                        expect_rc=expect_rc,
+                        memory_target_mb=64,
+                        output_dir=True,
+                        runs=n(5),
+                    )
+                )
+        page = root / generate.W4_PAGE
+        judges = generate.w4_page_judges(sizes=sizes)
+        rows.append(
+            Case(
+                key="W4",
+                name=f"report.html of {judges} judges with transcripts: open, filter to failed",
+                eb_args=[],
+                floor=[],
+                floor_label="static HTML table of as many rows",
+                target=None,
+                seconds_target=2,
+                browser_page=page,
+                browser_expect_rows=sum(1 for index in range(judges) if index % 10 == 0),
+                runs=n(5),
+            )
+        )
         return rows
     if key == "W5":
         project = root / "project"

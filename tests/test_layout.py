@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("settings",),
     ("datasets",),
     ("checks", "harness"),
+    ("transcripts",),
     ("stagefiles", "runners"),
     ("sampling", "isolation", "history"),
     ("calibration",),

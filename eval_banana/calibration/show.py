@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from eval_banana.models.calibration import JudgeCalibration
 
 
@@ -28,6 +30,10 @@ def judge_lines(entry: JudgeCalibration) -> list[str]:
                 f"  - case '{outcome.name}' (expect {outcome.expect}) sample {sample.sample}: "
                 f"the judge {said}: {why}"
             )
+            # What the judge did on that case, to read why it disagreed.
+            transcript = sample.evidence.get("transcript")
+            if transcript is not None:
+                lines.append(f"    transcript: {Path(entry.run_dir) / transcript}")
     return lines
 
 

@@ -20,8 +20,9 @@ _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 _BLOCK = 1 << 20
 
 
-# A check's output files in checks/: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt.
-CHECK_OUTPUT_NAMES = ("stdout.txt", "stderr.txt", "prompt.txt")
+# A check's output files in checks/: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt,
+# and a judge's <stem>.transcript.jsonl.
+CHECK_OUTPUT_NAMES = ("stdout.txt", "stderr.txt", "prompt.txt", "transcript.jsonl")
 
 
 def remove_check_outputs(

@@ -137,6 +137,18 @@ class HarnessSettings(_Section):
         description="The share of calibration samples (0.0-1.0) a judge must have agreed with "
         "for require_calibration to let it run.",
     )
+    transcripts: bool = Field(
+        default=True,
+        description="Write each judge's transcript (its messages, tool calls and results, "
+        "errors, usage and answer, read from the agent's output) as "
+        "checks/<stem>.transcript.jsonl and show it in report.html.",
+    )
+    transcript_max_chars: int = Field(
+        default=2000,
+        ge=1,
+        description="The most characters a transcript keeps of one event's text (a message, "
+        "a tool call's arguments, a tool result).",
+    )
 
 
 class ExecutionSettings(_Section):

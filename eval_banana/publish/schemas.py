@@ -110,6 +110,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     from eval_banana.models.report import ReportJson
     from eval_banana.models.result import CheckResult
     from eval_banana.models.stages import STAGE_MODELS
+    from eval_banana.models.transcript import TranscriptEvent
 
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "check": _check_schema,
@@ -127,6 +128,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["plan"] = _model_schema(PlanDocument, name="plan")
     builders["history-record"] = _model_schema(HistoryRecord, name="history-record")
     builders["history"] = _model_schema(HistoryView, name="history")
+    builders["transcript-event"] = _model_schema(TranscriptEvent, name="transcript-event")
     return builders
 
 

@@ -111,7 +111,10 @@ _FILE_LETTERS = (
     ("e", ".stderr.txt"),
     ("p", ".prompt.txt"),
     ("r", ".json"),
+    ("t", ".transcript.jsonl"),
 )
+# The most characters of one judge's transcript the page embeds (the file has all of it).
+TRANSCRIPT_PAGE_CHARS = 200_000
 
 
 def _files(*, present: frozenset[str], stem: str) -> str:
@@ -236,6 +239,42 @@ def _entry(
         if prompt_cut:
             entry.update(prompt_cut=True, prompt_limit=PROMPT_LIMIT_CHARS)
     return entry
+
+
+def transcript_blob(*, path: Path) -> str | None:
+    """A judge's transcript as the text of a JSON array, safe inside <script>, or None.
+
+    The JSONL lines are joined as they are, not parsed: a page of 1,000 judges is written
+    without decoding their events, and the browser parses one only when its row opens. Past
+    TRANSCRIPT_PAGE_CHARS, whole lines stop and a `skipped` event says where the rest is.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(TRANSCRIPT_PAGE_CHARS + 1)
+    except OSError:
+        return None
+    lines = head.decode("utf-8", errors="replace").splitlines()
+    if len(head) > TRANSCRIPT_PAGE_CHARS:
+        lines = lines[:-1]  # the last line may be cut
+        note = {"kind": "skipped", "text": f"the rest is in {path.name}"}
+        lines.append(json.dumps(note))
+    text = "[" + ",".join(line for line in lines if line.strip()) + "]"
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _transcripts(*, entries: list[dict[str, Any]], run_dir: Path) -> str:
+    """One <script type="application/json" id="tr-N"> per row with a transcript (N: the row's
+    data-i); its entry gets `tr` so the script knows to look."""
+    blobs = []
+    for index, entry in enumerate(entries):
+        if "t" not in entry["files"]:
+            continue
+        blob = transcript_blob(path=run_dir / "checks" / f"{entry['stem']}.transcript.jsonl")
+        if blob is None:
+            continue
+        entry["tr"] = 1
+        blobs.append(f'<script type="application/json" id="tr-{index}">{blob}</script>')
+    return "\n".join(blobs)
 
 
 def _script_json(value: object) -> str:
@@ -405,6 +444,7 @@ def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
         _entry(shown=item, run_dir=run_dir, project_root=root, present=present) for item in shown
     ]
     rows = _row_groups(checks=shown)
+    transcripts = _transcripts(entries=entries, run_dir=run_dir)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -434,6 +474,7 @@ class="c-tags"><col class="c-ms"></colgroup>
 </table>
 <div id="rows-end"></div>
 <script type="application/json" id="eb-data">{_script_json(entries)}</script>
+{transcripts}
 <script>{JS}</script>
 </body>
 </html>

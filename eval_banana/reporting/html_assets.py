@@ -97,6 +97,26 @@ tr.d dl { display:grid; grid-template-columns:max-content auto; gap:2px 12px; ma
 tr.d dt { color:var(--muted); }
 tr.d dd { margin:0; word-break:break-all; }
 noscript p { color:var(--muted); }
+.tr { display:flex; flex-direction:column; gap:6px; max-height:640px; overflow:auto;
+  padding:8px; background:var(--bg); border:1px solid var(--line); border-radius:6px; }
+.tr .msg { border-left:3px solid var(--line); padding:2px 10px; }
+.tr .who { color:var(--muted); font-size:12px; text-transform:uppercase; letter-spacing:.04em; }
+.tr .txt { white-space:pre-wrap; overflow-wrap:anywhere; }
+.tr .m-user { border-color:var(--nr); } .tr .m-assistant { border-color:var(--accent); }
+.tr .m-thinking { border-color:var(--line); color:var(--muted); }
+.tr .answer { border-left-width:6px; padding:6px 10px; border-radius:4px; }
+.tr .a-pass { border-color:var(--pass); background:var(--pass-bg); }
+.tr .a-fail { border-color:var(--fail); background:var(--fail-bg); }
+.tr .a-other { border-color:var(--err); background:var(--err-bg); }
+.tr details.tool { border:1px solid var(--line); border-radius:4px; padding:2px 8px; }
+.tr details.tool summary { cursor:pointer; font-family:ui-monospace, SFMono-Regular, Menlo,
+  monospace; font-size:12px; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; }
+.tr .tn { font-weight:700; }
+.tr .ta { color:var(--muted); }
+.tr .tl { color:var(--muted); font-size:12px; margin-top:4px; }
+.tr .err { color:var(--err); background:var(--err-bg); padding:4px 10px; border-radius:4px;
+  white-space:pre-wrap; overflow-wrap:anywhere; }
+.tr .trn { color:var(--muted); font-size:12px; }
 """
 
 JS = r"""
@@ -125,10 +145,12 @@ JS = r"""
 
   // A check's files by the letters the page data lists (eval_banana/reporting/html.py).
   var FILES = { o: ["stdout", ".stdout.txt"], e: ["stderr", ".stderr.txt"],
-                p: ["prompt", ".prompt.txt"], r: ["result", ".json"] };
+                p: ["prompt", ".prompt.txt"], r: ["result", ".json"],
+                t: ["transcript", ".transcript.jsonl"] };
 
   function linksOf(c) {
-    var links = { stdout: null, stderr: null, prompt: c.prompt_link || null, result: null };
+    var links = { stdout: null, stderr: null, prompt: c.prompt_link || null, result: null,
+                  transcript: null };
     var letters = c.files || "";
     for (var k = 0; k < letters.length; k++) {
       var file = FILES[letters.charAt(k)];
@@ -229,7 +251,70 @@ JS = r"""
     }
   }
 
-  function details(c) {
+  function cutNote(ev) {
+    return ev.cut ? "\n[\u2026 " + ev.cut + " more characters in the raw output]" : "";
+  }
+
+  // A judge's transcript, from its own JSON element, parsed only now that its row is open.
+  function transcript(cell, c, i, links) {
+    var node = document.getElementById("tr-" + i);
+    if (!node) { return; }
+    var events = JSON.parse(node.textContent);
+    cell.appendChild(el("h3", "Transcript"));
+    var box = el("div", null, "tr");
+    var calls = {};
+    var verdict = c.g === "passed" ? "a-pass" : (c.g === "failed" ? "a-fail" : "a-other");
+    for (var k = 0; k < events.length; k++) {
+      var ev = events[k];
+      var text = (ev.text || "") + cutNote(ev);
+      if (ev.kind === "tool_call") {
+        var call = el("details", null, "tool");
+        var summary = el("summary");
+        summary.appendChild(el("span", ev.tool || "tool", "tn"));
+        summary.appendChild(el("span", " " + (ev.arguments || "").slice(0, 160), "ta"));
+        call.appendChild(summary);
+        call.appendChild(el("div", "Arguments", "tl"));
+        call.appendChild(el("pre", (ev.arguments || "") + cutNote(ev)));
+        box.appendChild(call);
+        if (ev.call_id) { calls[ev.call_id] = call; }
+      } else if (ev.kind === "tool_result") {
+        var owner = ev.call_id ? calls[ev.call_id] : null;
+        if (!owner) {
+          owner = el("details", null, "tool");
+          var lone = el("summary");
+          lone.appendChild(el("span", "result of " + (ev.tool || "a tool"), "tn"));
+          owner.appendChild(lone);
+          box.appendChild(owner);
+        }
+        owner.appendChild(el("div", "Result", "tl"));
+        owner.appendChild(el("pre", text));
+      } else if (ev.kind === "message" || ev.kind === "answer") {
+        var answer = ev.kind === "answer";
+        var msg = el("div", null, "msg m-" + (ev.role || "assistant") +
+                     (answer ? " answer " + verdict : ""));
+        msg.appendChild(el("div", answer ? "answer \u2014 " + c.label : (ev.role || "assistant"),
+                           "who"));
+        msg.appendChild(el("div", text, "txt"));
+        box.appendChild(msg);
+      } else if (ev.kind === "error") {
+        box.appendChild(el("div", "error: " + text, "err"));
+      } else if (ev.kind === "usage") {
+        var parts = [];
+        for (var key in ev.usage) { parts.push(key + " " + ev.usage[key]); }
+        box.appendChild(el("div", "usage: " + parts.join(", "), "trn"));
+      } else {
+        box.appendChild(el("div", "\u2026 " + (ev.text || "left out"), "trn"));
+      }
+    }
+    cell.appendChild(box);
+    var p = el("div", "Raw output: ", "note");
+    var raw = links.stdout || links.stderr;
+    if (raw) { p.appendChild(link(raw, raw)); p.appendChild(document.createTextNode(" \u00b7 ")); }
+    if (links.transcript) { p.appendChild(link(links.transcript, links.transcript)); }
+    cell.appendChild(p);
+  }
+
+  function details(c, i) {
     var links = linksOf(c);
     var cell = el("td");
     cell.colSpan = 6;
@@ -246,6 +331,7 @@ JS = r"""
     cell.appendChild(dl);
     section(cell, "Reason", c.reason);
     section(cell, "Error", c.error);
+    if (c.tr) { transcript(cell, c, i, links); }
     if (c.prompt != null || links.prompt) {
       section(cell, "Prompt", c.prompt, links.prompt,
         c.prompt_cut ? "Prompt cut to its first " + c.prompt_limit + " characters; full prompt:"
@@ -259,7 +345,7 @@ JS = r"""
       for (var n = 0; n < c.samples.length; n++) {
         var sample = c.samples[n];
         var item = el("li", sample.status + (sample.why ? ": " + sample.why : ""));
-        var names = ["stdout", "stderr", "prompt", "result"];
+        var names = ["transcript", "stdout", "stderr", "prompt", "result"];
         for (var m = 0; m < names.length; m++) {
           var target = sample.links[names[m]];
           if (target) {
@@ -290,7 +376,8 @@ JS = r"""
       button.setAttribute("aria-expanded", "false");
       return;
     }
-    row.parentNode.insertBefore(details(data[+row.getAttribute("data-i")]), row.nextSibling);
+    var i = +row.getAttribute("data-i");
+    row.parentNode.insertBefore(details(data[i], i), row.nextSibling);
     button.setAttribute("aria-expanded", "true");
   }
 

@@ -36,6 +36,7 @@ from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
+from eval_banana.runners.redact import redactor_for
 from eval_banana.runners.results import (
     build_result,
     error_result,
@@ -43,6 +44,7 @@ from eval_banana.runners.results import (
     stopped_detail,
     utc_now,
 )
+from eval_banana.transcripts import TRANSCRIPT_SUFFIX, record_transcript
 
 logger = Logger("eval_banana.runners.harness_judge")
 
@@ -63,6 +65,8 @@ def _details(
         "reasoning_effort": effort,
         "timeout_seconds": harness.timeout_seconds,
         "raw_response_path": None,
+        # checks/<stem>.transcript.jsonl when [harness] transcripts is on and the agent printed.
+        "transcript_path": None,
         "prompt_version": PROMPT_VERSION,
         "output_dialect": harness.template.output_dialect,
         "effective_command": None,
@@ -141,17 +145,47 @@ def _tails(*, ctx: RunContext, outcome: ProcessOutcome) -> tuple[str, str]:
     return stdout, stderr
 
 
+def _transcript(
+    *, ctx: RunContext, outcome: ProcessOutcome, details: dict[str, Any], env: dict[str, str]
+) -> None:
+    """Write checks/<stem>.transcript.jsonl from what the agent printed (when it printed)."""
+    settings = ctx.config.settings
+    target = ctx.evidence_path(TRANSCRIPT_SUFFIX)
+    target.unlink(missing_ok=True)  # a file from an earlier attempt or a merged run folder
+    if not settings.harness.transcripts:
+        return
+    if outcome.stdout_path is None and outcome.stderr_path is None:
+        return
+    # Masked before each text is cut, so a cut never leaves part of a secret; the whole file is
+    # masked again with the run's other files afterwards (eval_banana.runners.redact).
+    redactor = redactor_for(environ=env, names=settings.execution.redact)
+    try:
+        record_transcript(
+            dialect=str(details["output_dialect"]),
+            stdout_path=outcome.stdout_path,
+            stderr_path=outcome.stderr_path,
+            target=target,
+            max_chars=settings.harness.transcript_max_chars,
+            mask=redactor.text,
+        )
+    except OSError as exc:
+        raise WriteFault.of(path=target, exc=exc) from None
+    details["transcript_path"] = ctx.evidence_name(TRANSCRIPT_SUFFIX)
+
+
 def _judged(
     *,
     ctx: RunContext,
     started: datetime,
     outcome: ProcessOutcome,
     details: dict[str, Any],
+    env: dict[str, str],
 ) -> CheckResult:
     """The outcome for a process that ran: stop, timeout, exit code and verdict."""
     stdout, stderr = _tails(ctx=ctx, outcome=outcome)
     if outcome.stdout_path is not None:
         details["raw_response_path"] = ctx.evidence_name(".stdout.txt")
+    _transcript(ctx=ctx, outcome=outcome, details=details, env=env)
     common: dict[str, Any] = {
         "check": ctx.check,
         "started": started,
@@ -312,7 +346,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         )
     except OSError as exc:
         return _launch_error(ctx=ctx, started=started, exc=exc, details=details)
-    result = _judged(ctx=ctx, started=started, outcome=outcome, details=details)
+    result = _judged(ctx=ctx, started=started, outcome=outcome, details=details, env=dict(env))
     _trace(ctx=ctx, argv=details["effective_command"], outcome=outcome, result=result)
     return result
 

@@ -33,6 +33,7 @@ EVIDENCE_SUFFIXES: dict[str, str] = {
     "stdout": ".stdout.txt",
     "stderr": ".stderr.txt",
     "prompt": ".prompt.txt",
+    "transcript": ".transcript.jsonl",
 }
 
 
@@ -103,6 +104,8 @@ def _set_aside(
     details = dict(result.details)
     if details.get("raw_response_path") is not None:
         details["raw_response_path"] = evidence.get("stdout")
+    if details.get("transcript_path") is not None:
+        details["transcript_path"] = evidence.get("transcript")
     kept = result.model_copy(update={"details": details})
     write_result(checks_dir=ctx.checks_dir, stem=target, result=kept)
     evidence["result"] = f"checks/{target}.json"

@@ -160,6 +160,11 @@ def test_a_judge_that_passes_its_known_bad_case_is_reported_then_refused(
         "case 'says goodbye' (expect fail) sample 1: the judge passed: scripted pass"
         in outcome.stdout
     )
+    # The disagreement links the sample's transcript, to read what the judge did.
+    lines = outcome.stdout.splitlines()
+    after = lines[lines.index(next(line for line in lines if "says goodbye" in line)) + 1]
+    assert after.startswith("    transcript: ") and after.endswith(".transcript.jsonl")
+    assert Path(after.removeprefix("    transcript: ")).is_file()
     entry = proj.record["checks"]["lenient"]
     assert (entry["agreement"], entry["true_fail_rate"]) == (0.5, 0.0)
     # Without the gate the run goes ahead; with it, the judge is refused before it runs.

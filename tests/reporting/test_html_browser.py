@@ -442,3 +442,42 @@ def test_no_status_label_is_drawn_over_the_reason(
     all_chip = browser.find_element(By.CSS_SELECTOR, '#status-filter button[data-g="all"]').text
     assert all_chip == "All (7)"
     assert "7 total: 4 passed, 1 failed, 0 errored, 1 not run, 1 skipped" in facts
+
+
+@pytest.fixture(scope="module")
+def transcript_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real run of one judge whose agent called a tool (tests/transcripts/judge_project.py)."""
+    from tests.transcripts.judge_project import run_dir_of, run_eb, write_project
+
+    root = write_project(tmp_path_factory.mktemp("transcript") / "project")
+    completed = run_eb(root)
+    assert completed.returncode == 0, completed.stderr
+    return run_dir_of(root)
+
+
+def test_an_expanded_judge_shows_its_transcript(browser: Any, transcript_run: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open(browser, transcript_run / "report.html")
+    # Nothing of the transcript is laid out until its row opens.
+    assert browser.execute_script("return document.querySelectorAll('.tr').length") == 0
+    _click(browser, 'tr.r[data-i="0"] button.x')
+    box = browser.find_element(By.CSS_SELECTOR, "tr.d .tr")
+    text = box.text
+    assert "Let me look for the install command." in text
+    # The tool call is a collapsed block: its name and arguments in its summary line.
+    summary = box.find_element(By.CSS_SELECTOR, "details.tool summary")
+    assert "Grep" in summary.text and '"pattern": "pip install"' in summary.text
+    assert "README.md:3: pip install banana" not in text  # its result waits inside
+    summary.click()
+    assert "README.md:3: pip install banana  # token ***" in box.text
+    # The answer is the verdict, marked as the pass it gave.
+    answer = box.find_element(By.CSS_SELECTOR, ".answer")
+    assert "a-pass" in answer.get_attribute("class")
+    assert "The README shows pip install banana." in answer.text
+    detail = browser.find_element(By.CSS_SELECTOR, "tr.d")
+    raw = detail.find_element(By.PARTIAL_LINK_TEXT, ".stdout.txt").get_attribute("href")
+    assert Path(raw.removeprefix("file://")).is_file()
+    saved = detail.find_element(By.PARTIAL_LINK_TEXT, ".transcript.jsonl").get_attribute("href")
+    assert Path(saved.removeprefix("file://")).is_file()
+    _no_errors_no_network(browser)

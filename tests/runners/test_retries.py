@@ -126,6 +126,7 @@ def test_an_agent_error_is_retried_and_every_attempt_keeps_its_evidence(
         "stdout": f"checks/{stem}.attempt1.stdout.txt",
         "stderr": f"checks/{stem}.attempt1.stderr.txt",
         "prompt": f"checks/{stem}.attempt1.prompt.txt",
+        "transcript": f"checks/{stem}.attempt1.transcript.jsonl",
         "result": f"checks/{stem}.attempt1.json",
     }
     assert second["attempt"] == 2 and second["status"] == "passed"
@@ -133,6 +134,7 @@ def test_an_agent_error_is_retried_and_every_attempt_keeps_its_evidence(
         "stdout": f"checks/{stem}.stdout.txt",
         "stderr": f"checks/{stem}.stderr.txt",
         "prompt": f"checks/{stem}.prompt.txt",
+        "transcript": f"checks/{stem}.transcript.jsonl",
         "result": f"checks/{stem}.json",
     }
     assert all(isinstance(item["duration_ms"], int) for item in (first, second))

@@ -126,13 +126,14 @@ def test_all_needs_every_sample_and_disagreement_is_flagged(
         + [
             f"<stem>.s{k}{suffix}"
             for k in (1, 2, 3)
-            for suffix in (".json", ".prompt.txt", ".stdout.txt")
+            for suffix in (".json", ".prompt.txt", ".stdout.txt", ".transcript.jsonl")
         ]
     )
     first = details["samples"][0]["evidence"]
     assert first == {
         "stdout": f"checks/{artifact_stem(check_id='j')}.s1.stdout.txt",
         "prompt": f"checks/{artifact_stem(check_id='j')}.s1.prompt.txt",
+        "transcript": f"checks/{artifact_stem(check_id='j')}.s1.transcript.jsonl",
         "result": f"checks/{artifact_stem(check_id='j')}.s1.json",
     }
     one = json.loads((run.run_dir / first["result"]).read_text())
@@ -281,6 +282,7 @@ def test_one_sample_is_exactly_an_unsampled_run(run_project: Callable[..., Run])
             "<stem>.json",
             "<stem>.prompt.txt",
             "<stem>.stdout.txt",
+            "<stem>.transcript.jsonl",
         ]
     html = (run.run_dir / "report.html").read_text()
     assert 'id="flaky-filter"' not in html and 'class="flaky"' not in html

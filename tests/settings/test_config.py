@@ -212,6 +212,8 @@ PRECEDENCE = [
     ),
     ("harness.require_calibration", "true", True, "yes", True, ["--require-calibration"], True),
     ("harness.min_agreement", "0.5", 0.5, "0.75", 0.75, ["--min-agreement", "0.9"], 0.9),
+    ("harness.transcripts", "false", False, "1", True, False, False),
+    ("harness.transcript_max_chars", "10", 10, "20", 20, 30, 30),
 ]
 
 

@@ -1,0 +1,10 @@
+"""Judge transcripts: an agent's output, read per dialect into events (messages, tool calls and
+results, errors, usage, the answer), bounded whatever the agent printed, and written as
+`checks/<stem>.transcript.jsonl`.
+
+May import harness, settings, models and core.
+"""
+
+from eval_banana.transcripts.record import TRANSCRIPT_SUFFIX, record_transcript
+
+__all__ = ["TRANSCRIPT_SUFFIX", "record_transcript"]

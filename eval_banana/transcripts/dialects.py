@@ -1,0 +1,389 @@
+"""One parser per output dialect: the agent's lines in, transcript events out (into a Sink).
+
+What each reads (docs/agents.md#transcripts):
+- claude (stream-json): assistant text and tool_use blocks, the user turn's tool_result blocks,
+  the final `result` event (the answer, or an error) and its usage;
+- gemini (stream-json): the assistant's message deltas joined, tool_use / tool_result events,
+  error events, the `result` event's error and stats;
+- openhands (--json): MessageEvent, ActionEvent (the finish action is the answer),
+  ObservationEvent, ConversationErrorEvent / AgentErrorEvent; its plain lines are not events;
+- codex: its human transcript on stderr (user, thinking, codex, exec, tool, ERROR lines and the
+  `tokens used` total); its stdout is the answer;
+- text (grok, opencode, pi, custom agents): stdout's text is the answer; a line that is a
+  claude-shaped JSON event is read as claude's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from eval_banana.transcripts.jsonline import load, texts
+from eval_banana.transcripts.reading import Line
+from eval_banana.transcripts.sink import Sink
+
+# Tool names remembered per call id, so a result can name its tool; bounded like everything.
+_MAX_CALLS = 4096
+
+
+class _Text:
+    """A text that arrives in pieces (deltas, plain lines), kept bounded: its start and end."""
+
+    def __init__(self, *, limit: int) -> None:
+        self.limit = limit
+        self.head = ""
+        self.end = ""
+        self.total = 0
+
+    def add(self, piece: str) -> None:
+        self.total += len(piece)
+        if len(self.head) < self.limit:
+            self.head += piece[: self.limit - len(self.head)]
+        self.end = (self.end[-self.limit :] + piece[-self.limit :])[-self.limit :]
+
+    def add_line(self, line: Line) -> None:
+        """A plain line; of one too long to read, its start and its end, the middle counted."""
+        if not line.cut:
+            self.add(line.text + "\n")
+            return
+        self.add(line.text)
+        self.total += max(0, line.size - len(line.text) - len(line.end))
+        self.add(line.end + "\n")
+
+    def whole(self) -> tuple[str, int]:
+        """The text if it was kept whole, else its end, with how much was left out."""
+        if self.total <= len(self.head):
+            return self.head, 0
+        return self.end, self.total - len(self.end)
+
+
+class Parser:
+    """The base: a dialect turns each line into events (`feed`), then flushes (`finish`)."""
+
+    def __init__(self, *, sink: Sink) -> None:
+        self.sink = sink
+        self.tools: dict[str, str] = {}
+
+    def feed(self, line: Line) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        return None
+
+    def call(self, *, name: object, call_id: object, arguments: object) -> None:
+        tool = str(name) if name is not None else None
+        key = str(call_id) if call_id is not None else None
+        if key is not None and tool is not None and len(self.tools) < _MAX_CALLS:
+            self.tools[key] = tool
+        text, cut = self.sink.arguments(arguments if arguments is not None else {})
+        self.sink.add("tool_call", tool=tool, call_id=key, arguments=text, cut=cut)
+
+    def result(
+        self, *, call_id: object, text: str | None, tool: object = None, cut: int = 0
+    ) -> None:
+        key = str(call_id) if call_id is not None else None
+        name = str(tool) if tool is not None else self.tools.get(key or "")
+        self.sink.add("tool_result", text=text or "", tool=name, call_id=key, cut=cut)
+
+
+class Claude(Parser):
+    def feed(self, line: Line) -> None:
+        event = load(line)
+        if event is not None:
+            self.event(event)
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        message = event.get("message")
+        if kind in ("assistant", "user") and isinstance(message, dict):
+            self._message(role=str(kind), content=message.get("content"))
+        elif kind == "result":
+            self._result(event)
+        elif kind == "system" and event.get("subtype") not in ("init", None):
+            self.sink.add("message", role="system", text=json.dumps(event))
+
+    def _message(self, *, role: str, content: object) -> None:
+        if isinstance(content, str):
+            self.sink.add("message", role=role, text=content)
+            return
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                self.sink.add("message", role=role, text=block["text"])
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                self.sink.add("message", role="thinking", text=block["thinking"])
+            elif kind == "tool_use":
+                self.call(
+                    name=block.get("name"), call_id=block.get("id"), arguments=block.get("input")
+                )
+            elif kind == "tool_result":
+                self.result(call_id=block.get("tool_use_id"), text=texts(block.get("content")))
+
+    def _result(self, event: dict[str, Any]) -> None:
+        text = event.get("result")
+        if event.get("is_error") is True or event.get("subtype") not in ("success", None):
+            parts = [text] if isinstance(text, str) and text else []
+            errors = event.get("errors")
+            if isinstance(errors, list):
+                parts += [item for item in errors if isinstance(item, str)]
+            status = event.get("api_error_status")
+            if type(status) is int:
+                parts.append(f"(HTTP {status})")
+            subtype = event.get("subtype")
+            self.sink.add("error", text=" ".join(parts) or f"result: {subtype}")
+        elif isinstance(text, str):
+            self.sink.add("answer", text=text)
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            found = _numbers(
+                usage,
+                (
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_read_input_tokens",
+                    "cache_creation_input_tokens",
+                ),
+            )
+            cost = event.get("total_cost_usd")
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                found["cost_usd"] = cost
+            if found:
+                self.sink.add("usage", usage=found)
+
+
+def _numbers(source: dict[str, Any], keys: tuple[str, ...]) -> dict[str, int | float]:
+    return {key: source[key] for key in keys if type(source.get(key)) is int}
+
+
+class Gemini(Parser):
+    def __init__(self, *, sink: Sink) -> None:
+        super().__init__(sink=sink)
+        self.answer: _Text | None = None
+
+    def _flush(self) -> None:
+        if self.answer is not None:
+            text, cut = self.answer.whole()
+            self.sink.add("message", role="assistant", text=text, cut=cut)
+            self.answer = None
+
+    def feed(self, line: Line) -> None:
+        event = load(line)
+        if event is None:
+            return
+        kind = event.get("type")
+        if kind == "message" and event.get("role") == "assistant":
+            content = event.get("content")
+            if isinstance(content, str):
+                if self.answer is None:
+                    self.answer = _Text(limit=self.sink.max_chars)
+                self.answer.add(content)
+            return
+        self._flush()
+        if kind == "message" and isinstance(event.get("content"), str):
+            self.sink.add("message", role=str(event.get("role") or "user"), text=event["content"])
+        elif kind == "tool_use":
+            self.call(
+                name=event.get("tool_name"),
+                call_id=event.get("tool_id"),
+                arguments=event.get("parameters"),
+            )
+        elif kind == "tool_result":
+            output = event.get("output")
+            error = event.get("error")
+            if not isinstance(output, str) and isinstance(error, dict):
+                output = error.get("message")
+            self.result(
+                call_id=event.get("tool_id"), text=output if isinstance(output, str) else None
+            )
+        elif kind == "error":
+            self.sink.add("error", text=str(event.get("message") or json.dumps(event)))
+        elif kind == "result":
+            self._result(event)
+
+    def _result(self, event: dict[str, Any]) -> None:
+        error = event.get("error")
+        if event.get("status") != "success":
+            message = error.get("message") if isinstance(error, dict) else None
+            self.sink.add("error", text=str(message or f"result status {event.get('status')}"))
+        stats = event.get("stats")
+        if isinstance(stats, dict):
+            found = _numbers(stats, ("input_tokens", "output_tokens", "total_tokens"))
+            if found:
+                self.sink.add("usage", usage=found)
+
+    def finish(self) -> None:
+        self._flush()
+
+
+_OPENHANDS_ERRORS = ("ConversationErrorEvent", "AgentErrorEvent")
+
+
+class OpenHands(Parser):
+    def feed(self, line: Line) -> None:
+        if '"kind"' not in line.text:
+            return
+        event = load(line)
+        if event is None:
+            return
+        kind = event.get("kind")
+        if kind == "MessageEvent":
+            llm = event.get("llm_message")
+            text = texts(llm.get("content")) if isinstance(llm, dict) else None
+            role = "assistant" if event.get("source") == "agent" else "user"
+            if text is not None:
+                self.sink.add("message", role=role, text=text)
+        elif kind == "ActionEvent":
+            self._action(event)
+        elif kind == "ObservationEvent":
+            observation = event.get("observation")
+            if isinstance(observation, dict) and observation.get("kind") != "FinishObservation":
+                self.result(
+                    call_id=event.get("tool_call_id"),
+                    tool=event.get("tool_name"),
+                    text=texts(observation.get("content")),
+                )
+        elif kind in _OPENHANDS_ERRORS:
+            parts = [
+                value
+                for value in (event.get("code"), event.get("detail"), event.get("error"))
+                if isinstance(value, str) and value
+            ]
+            self.sink.add("error", text=": ".join(parts) or str(kind))
+
+    def _action(self, event: dict[str, Any]) -> None:
+        thought = texts(event.get("thought"))
+        if thought:
+            self.sink.add("message", role="thinking", text=thought)
+        action = event.get("action")
+        if not isinstance(action, dict):
+            return
+        if event.get("tool_name") == "finish" or action.get("kind") == "FinishAction":
+            message = action.get("message")
+            self.sink.add("answer", text=message if isinstance(message, str) else "")
+            return
+        arguments = {key: value for key, value in action.items() if key != "kind"}
+        self.call(
+            name=event.get("tool_name"), call_id=event.get("tool_call_id"), arguments=arguments
+        )
+
+
+# codex exec's human transcript: a line naming the section, then its text.
+_CODEX_SECTIONS = {"user", "codex", "thinking", "exec", "tool", "tokens used"}
+_CODEX_EXIT = re.compile(r"^\s*(succeeded|exited \d+|failed)\b.*:\s*$")
+
+
+class Codex(Parser):
+    """Its stderr: the header between two `--------` lines, then the sections."""
+
+    def __init__(self, *, sink: Sink) -> None:
+        super().__init__(sink=sink)
+        self.section: str | None = None
+        self.text = _Text(limit=sink.max_chars)
+        self.rules = 0
+        self.calls = 0
+        self.command: str | None = None
+
+    def feed(self, line: Line) -> None:
+        text = line.text
+        if self.rules < 2:
+            self.rules += text.strip() == "--------"
+            return
+        stripped = text.strip()
+        if stripped in _CODEX_SECTIONS and not line.cut:
+            self._flush()
+            self.section = stripped
+            return
+        if stripped.startswith("ERROR:"):
+            self._flush()
+            self.section = None
+            self.sink.add("error", text=stripped[len("ERROR:") :].strip(), stream="stderr")
+            return
+        if self.section == "exec" and self.command is None:
+            self.command = stripped
+            return
+        if self.section == "exec" and _CODEX_EXIT.match(text) and self.text.total == 0:
+            self._call()
+            self.section = "exec-output"
+            self.text.add(stripped + "\n")
+            return
+        if self.section == "tokens used":
+            digits = re.sub(r"[,_.\s]", "", stripped)
+            if digits.isdigit():
+                self.sink.add("usage", usage={"total_tokens": int(digits)}, stream="stderr")
+            self.section = None
+            return
+        if self.section is not None:
+            self.text.add(text + "\n")
+
+    def _call(self) -> None:
+        self.calls += 1
+        command = self.command or ""
+        self.call(name="exec", call_id=f"exec-{self.calls}", arguments={"command": command})
+        self.command = None
+
+    def _flush(self) -> None:
+        section = self.section
+        text, cut = self.text.head.rstrip("\n"), max(0, self.text.total - len(self.text.head))
+        self.text = _Text(limit=self.sink.max_chars)
+        if section == "exec" and self.command is not None:
+            self._call()
+        elif section == "exec-output":
+            self.result(call_id=f"exec-{self.calls}", text=text, cut=cut)
+        elif section == "tool" and text:
+            name, _, rest = text.partition("(")
+            self.calls += 1
+            self.call(
+                name=name.strip(),
+                call_id=f"tool-{self.calls}",
+                arguments=("(" + rest) if rest else "",
+            )
+        elif section in ("user", "codex", "thinking") and text:
+            role = {"user": "user", "codex": "assistant", "thinking": "thinking"}[section]
+            self.sink.add("message", role=role, text=text, cut=cut, stream="stderr")
+
+    def finish(self) -> None:
+        self._flush()
+
+
+class Text(Parser):
+    """Plain text; claude-shaped JSON event lines among it are read as claude's."""
+
+    def __init__(self, *, sink: Sink) -> None:
+        super().__init__(sink=sink)
+        self.text: _Text | None = None
+        self.claude = Claude(sink=sink)
+
+    def feed(self, line: Line) -> None:
+        if line.text.lstrip().startswith("{"):
+            event = load(line)
+            if event is not None and isinstance(event.get("type"), str):
+                self._flush()
+                self.claude.event(event)
+                return
+        if self.text is None:
+            self.text = _Text(limit=self.sink.max_chars)
+        self.text.add_line(line)
+
+    def _flush(self) -> None:
+        if self.text is not None:
+            text, cut = self.text.whole()
+            if text.strip():
+                self.sink.add("message", role="assistant", text=text.rstrip("\n"), cut=cut)
+            self.text = None
+
+    def finish(self) -> None:
+        self._flush()
+
+
+PARSERS: dict[str, type[Parser]] = {
+    "claude": Claude,
+    "gemini": Gemini,
+    "openhands": OpenHands,
+    "codex": Text,  # its stdout is the final message; its stderr goes through Codex
+    "text": Text,
+}

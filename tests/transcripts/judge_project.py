@@ -1,0 +1,78 @@
+"""A project with one judge whose agent speaks claude's stream-json: a tool call, its result
+(holding a secret from the environment), then the verdict. Run by a real `eb run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "sk-transcript-secret-0123456789"
+VERDICT = {"score": 1, "reason": "The README shows pip install banana."}
+
+AGENT = """\
+import json, os, sys
+def out(event):
+    print(json.dumps(event))
+out({"type": "system", "subtype": "init", "session_id": "s"})
+out({"type": "assistant", "message": {"content": [
+    {"type": "text", "text": "Let me look for the install command."},
+    {"type": "tool_use", "id": "toolu_7", "name": "Grep",
+     "input": {"pattern": "pip install", "path": "README.md"}}]}})
+out({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_7",
+    "content": "README.md:3: pip install banana  # token " + os.environ["DEMO_API_KEY"]}]}})
+verdict = json.dumps(VERDICT)
+out({"type": "assistant", "message": {"content": [{"type": "text", "text": verdict}]}})
+out({"type": "result", "subtype": "success", "is_error": False, "result": verdict,
+     "usage": {"input_tokens": 5, "output_tokens": 7}})
+"""
+
+CONFIG = """\
+[harness]
+agent = "streamer"
+
+[agents.streamer]
+command = [{python}, "agent.py"]
+output_dialect = "claude"
+"""
+
+CHECK = """\
+schema_version: 1
+id: install_documented
+type: harness_judge
+description: The README explains how to install the tool.
+instructions: Decide whether the README documents the install command.
+"""
+
+
+def write_project(root: Path, *, transcripts: bool = True) -> Path:
+    (root / ".eval-banana").mkdir(parents=True)
+    config = CONFIG.format(python=json.dumps(sys.executable))
+    if not transcripts:
+        config = config.replace("[harness]\n", "[harness]\ntranscripts = false\n")
+    (root / ".eval-banana" / "config.toml").write_text(config)
+    (root / "agent.py").write_text(AGENT.replace("VERDICT", repr(VERDICT)))
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "install.yaml").write_text(CHECK)
+    (root / "README.md").write_text("# banana\n\n pip install banana\n")
+    return root
+
+
+def run_eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVAL_BANANA_"))}
+    env.update(PYTHONPATH=str(REPO), DEMO_API_KEY=SECRET)
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def run_dir_of(root: Path) -> Path:
+    return sorted((root / ".eval-banana" / "results").iterdir())[-1]

@@ -1,0 +1,63 @@
+"""A real `eb run`: the judge's transcript file, its place in the result, the page's data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.transcripts.judge_project import SECRET, VERDICT, run_dir_of, run_eb, write_project
+
+
+def test_eb_run_writes_the_transcript_masked_and_embeds_it(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "project")
+    completed = run_eb(root)
+    assert completed.returncode == 0, completed.stderr
+    run_dir = run_dir_of(root)
+    report = json.loads((run_dir / "report.json").read_text())
+    (check,) = report["checks"]
+    path = check["details"]["transcript_path"]
+    assert path and path.endswith(".transcript.jsonl")
+    text = (run_dir / path).read_text(encoding="utf-8")
+    events = [json.loads(line) for line in text.splitlines()]
+    assert [event["kind"] for event in events] == [
+        "message",
+        "tool_call",
+        "tool_result",
+        "answer",
+        "usage",
+    ]
+    assert events[1]["tool"] == "Grep" and "pip install" in events[1]["arguments"]
+    assert events[2]["tool"] == "Grep" and events[2]["text"].endswith("token ***")
+    assert json.loads(events[3]["text"]) == VERDICT
+    # No secret in the transcript, nor in the page that embeds it.
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert SECRET not in text and SECRET not in html
+    assert '<script type="application/json" id="tr-0">' in html
+
+
+def test_with_transcripts_off_there_is_none(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "project", transcripts=False)
+    completed = run_eb(root)
+    assert completed.returncode == 0, completed.stderr
+    run_dir = run_dir_of(root)
+    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    assert check["details"]["transcript_path"] is None
+    assert not list((run_dir / "checks").glob("*.transcript.jsonl"))
+    assert 'id="tr-0"' not in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_cached_verdict_brings_its_transcript_back(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "project")
+    cache = ["--cache", "on", "--cache-dir", str(tmp_path / "cache")]
+    first = run_eb(root, *cache)
+    assert first.returncode == 0, first.stderr
+    first_dir = run_dir_of(root)
+    (check,) = json.loads((first_dir / "report.json").read_text())["checks"]
+    saved = (first_dir / check["details"]["transcript_path"]).read_bytes()
+    second = run_eb(root, *cache)
+    assert second.returncode == 0, second.stderr
+    second_dir = run_dir_of(root)
+    assert second_dir != first_dir
+    (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
+    assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
+    assert (second_dir / reused["details"]["transcript_path"]).read_bytes() == saved
