@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("checks", "harness"),
     ("stagefiles", "runners"),
     ("sampling", "isolation"),
-    ("calibration",),
+    ("calibration", "remote"),
     ("cache", "incremental"),
     ("stages",),
     ("reporting", "diffing"),

@@ -9,6 +9,7 @@ from eval_banana.models.config import Shard
 from eval_banana.models.result import CheckResult, SkippedCheck
 from eval_banana.models.stages import (
     AbortReason,
+    CacheCounts,
     HaltReason,
     JudgeUsage,
     ProblemModel,
@@ -61,6 +62,11 @@ class ReportJson(Record):
     judge_usage: JudgeUsage | None = None
     cached_checks: int = Field(
         default=0, ge=0, description="Results reused from the verdict cache (details.cache.hit)."
+    )
+    cache: CacheCounts | None = Field(
+        default=None,
+        description="What the verdict cache did in this run (local and shared tier); null "
+        "when it was off.",
     )
     selection_note: str | None = Field(
         default=None,

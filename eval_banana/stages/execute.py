@@ -797,6 +797,7 @@ def execute(
         halted_by="maxfail" if halt.held_back(results=final) else None,
         allow_empty=plan.allow_empty,
         input_digests=input_digests,
+        cache=cache.counts() if cache is not None else None,
     )
     return ExecuteDoc.model_validate(document)
 
