@@ -47,7 +47,15 @@ class S3Backend:
             retries={"max_attempts": 1, "mode": "standard"},
             max_pool_connections=32,
         )
-        session = boto3.session.Session()
+        # The run's environment first (eb may be given another than its own), then boto3's
+        # own sources (config files, instance roles).
+        session = boto3.session.Session(
+            aws_access_key_id=environ.get("AWS_ACCESS_KEY_ID") or None,
+            aws_secret_access_key=environ.get("AWS_SECRET_ACCESS_KEY") or None,
+            aws_session_token=environ.get("AWS_SESSION_TOKEN") or None,
+            region_name=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or None,
+            profile_name=environ.get("AWS_PROFILE") or None,
+        )
         client = session.client("s3", endpoint_url=endpoint or None, config=config)
         return cls(client=client, bucket=parts.netloc, prefix=parts.path, url=url)
 
@@ -56,10 +64,9 @@ class S3Backend:
         return f"{self.prefix}/{kind}/{name}" if self.prefix else f"{kind}/{name}"
 
     def get(self, *, kind: Kind, name: str) -> bytes | None:
+        key = self._key(kind=kind, name=name)
         try:
-            answer = self._client.get_object(
-                Bucket=self.bucket, Key=self._key(kind=kind, name=name)
-            )
+            answer = self._client.get_object(Bucket=self.bucket, Key=key)
             data: bytes = answer["Body"].read()
         except Exception as exc:  # botocore's errors and the socket's, all alike here
             if _absent(exc):
@@ -71,18 +78,16 @@ class S3Backend:
         return data
 
     def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+        key = self._key(kind=kind, name=name)
         try:
-            self._client.put_object(
-                Bucket=self.bucket, Key=self._key(kind=kind, name=name), Body=data
-            )
+            self._client.put_object(Bucket=self.bucket, Key=key, Body=data)
         except Exception as exc:
             raise RemoteError(f"PUT {kind}/{name}: {_cause(exc)}") from None
 
     def head(self, *, kind: Kind, name: str) -> int | None:
+        key = self._key(kind=kind, name=name)
         try:
-            answer = self._client.head_object(
-                Bucket=self.bucket, Key=self._key(kind=kind, name=name)
-            )
+            answer = self._client.head_object(Bucket=self.bucket, Key=key)
         except Exception as exc:
             if _absent(exc):
                 return None
