@@ -80,6 +80,12 @@ def run(project: Project, remote: str, *args: str) -> tuple[dict[str, Any], int]
     return counts, project.agent_starts() - before
 
 
+def _markdown(project: Project) -> str:
+    """report.md of the project's latest run."""
+    latest = max(project.root.rglob("report.md"), key=lambda path: path.stat().st_mtime_ns)
+    return latest.read_text()
+
+
 def _remote_files(folder: Path, kind: str) -> list[Path]:
     return sorted((folder / kind).glob("*/*"))
 
@@ -108,6 +114,10 @@ def test_a_second_runner_starts_no_agent_for_an_unchanged_commit(
         assert counts["bytes_downloaded"] > len(LONG)
         assert second.root.joinpath(".eval-banana", "cache", "entries").is_dir()
 
+        # report.md says it, and the console's summary does.
+        assert "Cache: 0 local hits, 3 remote hits, 0 misses; shared cache" in _markdown(second)
+        human = second.eb("run", "--cwd", str(second.root), "--cache-remote", url)
+        assert "Cache: 3 local hits, 0 remote hits, 0 misses; shared cache" in human.stdout
         # What came from the remote was kept locally: the next run asks it nothing.
         counts, started = run(second, url)
         assert started == 0

@@ -199,6 +199,29 @@ def flaky_line(*, report: dict[str, Any]) -> str | None:
     return text
 
 
+def cache_line(*, report: dict[str, Any]) -> str | None:
+    """What the two tiers of the verdict cache did, when the run used a shared cache (other
+    runs keep their text as it was): hits by tier, misses, writes, errors, bytes moved."""
+    counts = report.get("cache")
+    if not isinstance(counts, dict) or not counts.get("remote"):
+        return None
+    rejected = counts.get("remote_rejected") or {}
+    refused = sum(int(value) for value in rejected.values())
+    moved = int(counts.get("bytes_downloaded") or 0) + int(counts.get("bytes_uploaded") or 0)
+    text = (
+        f"Cache: {counts.get('local_hits', 0)} local hits, {counts.get('remote_hits', 0)} "
+        f"remote hits, {counts.get('misses', 0)} misses; shared cache "
+        f"{counts['remote']} ({counts.get('remote_mode')}): "
+        f"{counts.get('remote_writes', 0)} writes, {counts.get('remote_errors', 0)} errors, "
+        f"{refused} entries refused, {moved} bytes moved"
+    )
+    if counts.get("remote_stopped"):
+        text += "; not asked again after repeated failures"
+    if counts.get("first_remote_error"):
+        text += f"; first error: {counts['first_remote_error']}"
+    return text
+
+
 def status_note(*, check: dict[str, Any]) -> str | None:
     """The notes as one parenthetical text, or None."""
     notes = status_notes(check=check)
@@ -259,6 +282,9 @@ def render_markdown(*, report: dict[str, Any]) -> str:
     if usage is not None:
         # Only when judges reported usage; other runs keep eval-banana's exact text.
         lines += ["", f"Judge usage: {md_cell(usage)}."]
+    cached = cache_line(report=report)
+    if cached is not None:
+        lines += ["", md_cell(cached) + "."]
     if report.get("selection_note"):
         lines += ["", md_cell(str(report["selection_note"]))]
     if report.get("aborted_by"):
