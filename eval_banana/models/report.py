@@ -63,11 +63,6 @@ class ReportJson(Record):
     cached_checks: int = Field(
         default=0, ge=0, description="Results reused from the verdict cache (details.cache.hit)."
     )
-    cache: CacheCounts | None = Field(
-        default=None,
-        description="What the verdict cache did in this run (local and shared tier); null "
-        "when it was off.",
-    )
     selection_note: str | None = Field(
         default=None,
         description="Set when --changed-since or --last-failed selected no check: why.",
@@ -77,4 +72,9 @@ class ReportJson(Record):
     )
     fail_on_flaky: bool = Field(
         default=False, description="--fail-on-flaky was on: a flaky check fails the run."
+    )
+    cache: CacheCounts | None = Field(
+        default=None,
+        description="What the verdict cache did in this run (local and shared tier); null "
+        "when it was off.",
     )

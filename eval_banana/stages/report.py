@@ -88,11 +88,12 @@ def build_report(
         else score.judge_usage.model_dump(mode="json"),
         # The verdict cache and incremental selection (docs/incremental.md).
         "cached_checks": score.cached_checks,
-        "cache": None if execute.cache is None else execute.cache.model_dump(mode="json"),
         "selection_note": selection_note(config=config, total=score.total_checks),
         # Sampled checks (docs/judges.md#repeats): how many disagreed with themselves.
         "flaky_checks": score.flaky_checks,
         "fail_on_flaky": score.fail_on_flaky,
+        # What the verdict cache's tiers did (docs/shared-cache.md); null with the cache off.
+        "cache": None if execute.cache is None else execute.cache.model_dump(mode="json"),
     }
     return report
 

@@ -65,6 +65,7 @@ REPORT_KEYS = [
     "selection_note",
     "flaky_checks",
     "fail_on_flaky",
+    "cache",
 ]
 CHECK_KEYS = [
     "check_id",
