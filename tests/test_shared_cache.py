@@ -343,3 +343,25 @@ def test_a_remote_that_times_out_adds_about_one_timeout_not_one_per_check(
     assert ran == 24 and counts["remote_stopped"] is True
     assert counts["remote_requests"] <= 8 + 3  # one wave of lookups; nothing after the breaker
     assert elapsed <= baseline + 1 + 1, (elapsed, baseline)
+
+
+def test_a_run_answered_by_the_shared_cache_is_not_kept_for_replay(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first = make_project(
+        tmp_path=tmp_path, eb=eb, checks={"j": judge("j")}, files={"docs/a.md": "a\n"}
+    )
+    root = tmp_path / "runner2"
+    shutil.copytree(first.root, root)
+    second = Project(root=root, log=first.log, eb=eb)
+    shared = str(tmp_path / "shared")
+    run(first, shared)
+    counts, _ = run(second, shared)
+    assert counts["remote_hits"] == 1
+    # Its report counts requests a replay would not make: not kept.
+    assert not list((second.cache_dir / "runs").glob("*/*.json"))
+    counts, _ = run(second, shared)
+    assert (counts["local_hits"], counts["remote_requests"]) == (1, 0)
+    assert list((second.cache_dir / "runs").glob("*/*.json"))  # this one is
+    counts, started = run(second, shared)  # a replay: the same counts, still true
+    assert started == 0 and (counts["local_hits"], counts["remote_requests"]) == (1, 0)
