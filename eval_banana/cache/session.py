@@ -14,17 +14,16 @@ import contextlib
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
-from eval_banana.cache.remotetier import RemoteTier
 from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.checks.inputs import CheckInputs
 from eval_banana.core import forked
@@ -32,6 +31,7 @@ from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFau
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.core.version import tool_version
+from eval_banana.models.config import CacheSettings
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
     CacheCounts,
@@ -45,6 +45,9 @@ from eval_banana.models.stages import (
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.runners.results import build_result, iso, judged_outcome, utc_now
 from eval_banana.settings.folders import cache_dir
+
+if TYPE_CHECKING:
+    from eval_banana.cache.remotetier import RemoteTier
 
 _MIB = 1024 * 1024
 _REMOTE_HINT = (
@@ -122,7 +125,7 @@ class CacheSession:
         # What the lookups found, by tier (counted where a lookup is answered, in this process).
         self._hits = {"local": 0, "remote": 0, "miss": 0}
         self.remote_mode = settings.cache.remote_mode if settings.cache.remote else None
-        self.remote = RemoteTier.open(
+        self.remote = _open_remote(
             settings=settings.cache,
             store=self.store,
             local_writes=self.writes,
@@ -565,6 +568,30 @@ class CacheSession:
             )
         if self._stored and self.writes:
             self.store.evict()
+
+
+def _open_remote(
+    *,
+    settings: CacheSettings,
+    store: CacheStore,
+    local_writes: bool,
+    environ: Mapping[str, str],
+    source: str,
+    warn: Callable[[str, str | None], None],
+) -> RemoteTier | None:
+    """The shared tier, imported only when one is set: a cached run without one stays light."""
+    if not settings.remote or settings.remote_mode == "off":
+        return None
+    from eval_banana.cache.remotetier import RemoteTier
+
+    return RemoteTier.open(
+        settings=settings,
+        store=store,
+        local_writes=local_writes,
+        environ=environ,
+        source=source,
+        warn=warn,
+    )
 
 
 def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple, TypeVar
 
 from eval_banana.remote.backend import Kind, RemoteBackend, RemoteError
@@ -117,6 +116,8 @@ class GuardedRemote:
             return []
         if self.concurrency == 1 or len(listed) == 1:
             return [work(item) for item in listed]
+        from concurrent.futures import ThreadPoolExecutor  # only a run with a remote needs it
+
         with ThreadPoolExecutor(
             max_workers=min(self.concurrency, len(listed)), thread_name_prefix="eb-remote"
         ) as pool:
