@@ -333,7 +333,7 @@ def test_a_remote_that_times_out_adds_about_one_timeout_not_one_per_check(
     checks = {f"j{n}": judge(f"j{n}", instructions=f"Judge {n}.") for n in range(24)}
     plain, slow = runners(tmp_path=tmp_path, eb=eb, checks=checks)
     started = time.monotonic()
-    plain.run("--cache", "off")
+    plain.run()  # the same run with the local cache alone: its keys and stores cost the same
     baseline = time.monotonic() - started
     monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_TIMEOUT_SECONDS", "1")
     hostile_server.mode = "slow"
@@ -365,3 +365,13 @@ def test_a_run_answered_by_the_shared_cache_is_not_kept_for_replay(
     assert list((second.cache_dir / "runs").glob("*/*.json"))  # this one is
     counts, started = run(second, shared)  # a replay: the same counts, still true
     assert started == 0 and (counts["local_hits"], counts["remote_requests"]) == (1, 0)
+
+
+def test_a_remote_of_an_unknown_scheme_is_a_setup_error(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    done = eb("run", "--cwd", str(first.root), "--cache-remote", "gopher://cache.example/eb")
+    assert done.exit_code == 2, done.stdout + done.stderr
+    assert "[cache] remote 'gopher://cache.example/eb'" in done.stderr
+    assert first.agent_starts() == 0
