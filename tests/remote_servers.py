@@ -134,6 +134,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         pass
 
+    def handle(self) -> None:
+        # A client that gave up (a timeout) leaves a broken pipe: nothing to report.
+        with contextlib.suppress(OSError):
+            super().handle()
+
     def _spoiled(self) -> bool:
         state: Hostile = self.server.state
         state.requests.append((self.command, self.path, self.headers.get("Authorization")))
