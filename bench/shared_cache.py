@@ -1,6 +1,7 @@
 """W17: the shared verdict cache on S3 (docs/shared-cache.md), against its bounds, in one call.
 
     python bench/shared_cache.py [--judges 1000] [--slow-judges 100] [--latency-ms 20] [--runs 3]
+                                 [--only s3|slow]
 
 Two rows:
 
@@ -265,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slow-judges", type=int, default=100)
     parser.add_argument("--latency-ms", type=float, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=("s3", "slow"), default=None, help="one row")
     args = parser.parse_args(argv)
     print(
         "| case | workload | runs | eb median s | min | max | floor median s | traffic "
@@ -273,8 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory(prefix="eb-w17-") as scratch:
         work = Path(scratch)
-        print(s3_row(work=work, judges=args.judges, latency_ms=args.latency_ms, runs=args.runs))
-        print(slow_row(work=work, judges=args.slow_judges, runs=args.runs), flush=True)
+        if args.only in (None, "s3"):
+            row = s3_row(work=work, judges=args.judges, latency_ms=args.latency_ms, runs=args.runs)
+            print(row, flush=True)
+        if args.only in (None, "slow"):
+            print(slow_row(work=work, judges=args.slow_judges, runs=args.runs), flush=True)
     return 0
 
 
