@@ -38,6 +38,8 @@ class GuardedRemote:
         self.url = backend.url
         self.concurrency = max(1, concurrency)
         self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)  # a request ended
+        self._in_flight = 0
         self._requests = 0
         self._errors = 0
         self._in_a_row = 0
@@ -84,10 +86,15 @@ class GuardedRemote:
                 self._first_error = message
 
     def _call(self, work: Callable[[], _Out]) -> _Out:
-        if self._tripped:
-            raise RemoteError("not asked: the remote failed too often in this run")
-        with self._lock:
+        with self._done:
+            # While failing, a new request waits for those in flight: a wave of requests that
+            # all time out together trips the breaker before any of them is sent again.
+            while self._in_a_row and self._in_flight and not self._tripped:
+                self._done.wait()
+            if self._tripped:
+                raise RemoteError("not asked: the remote failed too often in this run")
             self._requests += 1
+            self._in_flight += 1
         try:
             found = work()
         except RemoteError as exc:
@@ -96,18 +103,22 @@ class GuardedRemote:
         except Exception as exc:  # a backend's library failing in a way it did not wrap
             self._failed(message=f"{self.url}: {type(exc).__name__}: {exc}")
             raise RemoteError(str(exc)) from None
-        with self._lock:
+        with self._done:
             self._in_a_row = 0
+            self._in_flight -= 1
+            self._done.notify_all()
         return found
 
     def _failed(self, *, message: str) -> None:
-        with self._lock:
+        with self._done:
             self._errors += 1
             self._in_a_row += 1
+            self._in_flight -= 1
             if self._first_error is None:
                 self._first_error = message
             if self._in_a_row >= TRIP_AFTER:
                 self._tripped = True
+            self._done.notify_all()
 
     def each(self, *, work: Callable[[_Item], _Out], items: Iterable[_Item]) -> list[_Out]:
         """`work` of every item, at most `concurrency` at once, results in order."""
