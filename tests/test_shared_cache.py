@@ -332,17 +332,22 @@ def test_a_remote_that_times_out_adds_about_one_timeout_not_one_per_check(
 ) -> None:
     checks = {f"j{n}": judge(f"j{n}", instructions=f"Judge {n}.") for n in range(24)}
     plain, slow = runners(tmp_path=tmp_path, eb=eb, checks=checks)
-    started = time.monotonic()
-    plain.run()  # the same run with the local cache alone: its keys and stores cost the same
-    baseline = time.monotonic() - started
     monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_TIMEOUT_SECONDS", "1")
     hostile_server.mode = "slow"
-    started = time.monotonic()
-    counts, ran = run(slow, hostile_server.url)
-    elapsed = time.monotonic() - started
-    assert ran == 24 and counts["remote_stopped"] is True
-    assert counts["remote_requests"] <= 8 + 3  # one wave of lookups; nothing after the breaker
-    assert elapsed <= baseline + 1 + 1, (elapsed, baseline)
+    baselines, times = [], []
+    for _ in range(2):  # the best of two of each: the machine is shared
+        for project in (plain, slow):
+            shutil.rmtree(project.cache_dir, ignore_errors=True)
+        started = time.monotonic()
+        plain.run()  # the same run with the local cache alone: its keys and stores cost the same
+        baselines.append(time.monotonic() - started)
+        started = time.monotonic()
+        counts, ran = run(slow, hostile_server.url)
+        times.append(time.monotonic() - started)
+        assert ran == 24 and counts["remote_stopped"] is True
+        # One wave of lookups (remote_concurrency, 8); nothing after the breaker tripped.
+        assert counts["remote_requests"] <= 8
+    assert min(times) <= min(baselines) + 1 + 1, (times, baselines)
 
 
 def test_a_run_answered_by_the_shared_cache_is_not_kept_for_replay(
