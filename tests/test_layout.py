@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("transcripts",),
     ("stagefiles", "runners"),
     ("sampling", "isolation", "history"),
-    ("calibration",),
+    ("calibration", "remote"),
     ("cache", "incremental"),
     ("stages",),
     ("reporting", "diffing"),

@@ -233,3 +233,31 @@ def entry_problem(document: object) -> str | None:
     if document.get("result_file") is not None:
         return _stored_problem(document["result_file"], what="result_file", named=False)
     return None
+
+
+class RemoteCacheEntry(Record):
+    """One verdict as the shared cache holds it: `ac/<key hex>` (docs/shared-cache.md)."""
+
+    model_config = {"extra": "forbid", "populate_by_name": True}
+
+    signature: str | None = Field(
+        default=None,
+        pattern=MAC_PATTERN,
+        description="HMAC-SHA-256 of the text without this member, keyed by "
+        "EVAL_BANANA_CACHE_SIGNING_KEY; written first, absent when the writer had no key.",
+    )
+    schema_uri: str = Field(alias="$schema")
+    schema_version: Literal[1] = 1
+    kind: Literal["eval-banana/remote-cache-entry"] = "eval-banana/remote-cache-entry"
+    key: str = Field(pattern=DIGEST_PATTERN, description="The verdict key this entry answers.")
+    key_version: Literal[1] = 1
+    tool_version: str = Field(description="The eb that stored it.")
+    entry: dict[str, Any] = Field(
+        description="The verdict entry (cache-entry.schema.json) without its `mac`: the local "
+        "MAC is keyed by one machine's secret and never travels."
+    )
+    inline: dict[str, str] = Field(
+        default_factory=dict,
+        description="Small stored files, base64, by their sha256:<hex> digest (checked on "
+        "read); larger ones are blobs at cas/<sha256 hex>.",
+    )

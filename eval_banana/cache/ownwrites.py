@@ -45,6 +45,12 @@ class OwnWrites:
             self._written[path] = digest
             self._verdicts[path] = verdict_of(document)
 
+    def still_written(self, *, path: str) -> bool:
+        """Whether the file at `path` is, byte for byte, what this run wrote there."""
+        with self._lock:
+            written = self._written.get(path)
+        return written is not None and _file_digest(path) == written
+
     def forget_written(self) -> list[str]:
         """What this run wrote, forgotten (it is to be dropped)."""
         with self._lock:

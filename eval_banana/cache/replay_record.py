@@ -215,6 +215,11 @@ def record_replay(
     """
     if not fully_cached(run=run):
         return False
+    counts = run.executed.cache
+    if counts is not None and (counts.remote_requests or counts.remote_hits):
+        # Its report counts traffic with the shared cache, which a replay has none of: the
+        # next run, answered from the local folder alone, is kept instead.
+        return False
     listed = _run_files(run_dir=run.run_dir)
     if listed is None:
         return False

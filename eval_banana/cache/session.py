@@ -14,10 +14,10 @@ import contextlib
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.cache.components import KeyContext, check_components, judge_prompt
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
@@ -27,23 +27,33 @@ from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.checks.inputs import CheckInputs
 from eval_banana.core import forked
-from eval_banana.core.errors import ProjectStateError, WriteFault
+from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFault
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.core.version import tool_version
+from eval_banana.models.config import CacheSettings
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
+    CacheCounts,
     ConfigDoc,
     PlanDoc,
     PlannedCheck,
     ProblemModel,
+    RemoteRejections,
     ResolvedHarness,
 )
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.runners.results import build_result, iso, judged_outcome, utc_now
 from eval_banana.settings.folders import cache_dir
 
+if TYPE_CHECKING:
+    from eval_banana.cache.remotetier import RemoteTier
+
 _MIB = 1024 * 1024
+_REMOTE_HINT = (
+    "the check ran as on a miss; the run's report counts what the shared cache did "
+    "(docs/shared-cache.md)"
+)
 _TIMES = ("started_at", "completed_at", "duration_ms")
 # From this many keyed checks on, a forked child answers the back half of them while this
 # process answers the front half: a reuse is mostly small file operations, which a second
@@ -112,6 +122,17 @@ class CacheSession:
         self._own = OwnWrites(store=self.store)
         self._discarded = False
         self._said: set[str] = set()
+        # What the lookups found, by tier (counted where a lookup is answered, in this process).
+        self._hits = {"local": 0, "remote": 0, "miss": 0}
+        self.remote_mode = settings.cache.remote_mode if settings.cache.remote else None
+        self.remote = _open_remote(
+            settings=settings.cache,
+            store=self.store,
+            local_writes=self.writes,
+            environ=environ,
+            source=config.config_file or "EVAL_BANANA_CACHE_REMOTE",
+            warn=lambda message, file: self._warn(message=message, file=file, hint=_REMOTE_HINT),
+        )
         try:
             context = KeyContext(
                 settings=settings,
@@ -136,7 +157,7 @@ class CacheSession:
     def writes(self) -> bool:
         return self.mode in ("on", "refresh")
 
-    def _warn(self, *, message: str, file: str | None = None) -> None:
+    def _warn(self, *, message: str, file: str | None = None, hint: str | None = None) -> None:
         with self._lock:
             if message in self._said:
                 return  # said once (a problem of the whole cache, or met again by the child)
@@ -145,7 +166,8 @@ class CacheSession:
                 ProblemModel(
                     message=message,
                     file=file,
-                    hint="the check ran again; a later run stores a fresh entry "
+                    hint=hint
+                    or "the check ran again; a later run stores a fresh entry "
                     "(remove the cache folder to start over)",
                 )
             )
@@ -159,6 +181,9 @@ class CacheSession:
         to one. Call `settle` after the last lookup.
         """
         keyed = [check for check in checks if check.stem in self.keys]
+        if self.remote is not None and self.reads:
+            # Fetched before any lookup (and before the fork): the lookups read the folder.
+            self._prefetch(checks=keyed)
         if not self.reads or not forked.worth_forking(
             items=len(keyed), threshold=LOOK_AHEAD_FORK_CHECKS
         ):
@@ -166,6 +191,53 @@ class CacheSession:
         back = keyed[len(keyed) // 2 :]
         self._ahead_stems = {check.stem for check in back}
         self._ahead = forked.start(work=lambda: self._answer(checks=back), fork=True)
+
+    def _prefetch(self, *, checks: Sequence[PlannedCheck]) -> None:
+        assert self.remote is not None
+        try:
+            self.remote.prefetch(wanted={self.keys[check.stem]: check.id for check in checks})
+        except (OSError, EvalBananaError) as exc:
+            # The local folder could not take what was fetched: those checks run as on a miss.
+            message = exc.message if isinstance(exc, EvalBananaError) else str(exc)
+            self._warn(
+                message=f"Entries of the shared cache could not be kept locally: {message}",
+                hint=_REMOTE_HINT,
+            )
+
+    def counts(self) -> CacheCounts:
+        """What the cache did in this run so far."""
+        tally = self.remote.tally() if self.remote is not None else None
+        return CacheCounts(
+            local_hits=self._hits["local"],
+            remote_hits=self._hits["remote"],
+            misses=self._hits["miss"],
+            remote=self.remote.remote.url if self.remote is not None else None,
+            remote_mode=self.remote_mode,
+            remote_writes=self.remote.writes_done if self.remote is not None else 0,
+            remote_requests=tally.requests if tally else 0,
+            remote_errors=tally.errors if tally else 0,
+            remote_rejected=RemoteRejections(**self.remote.rejected)
+            if self.remote is not None
+            else RemoteRejections(),
+            remote_stopped=tally.tripped if tally else False,
+            bytes_downloaded=tally.bytes_down if tally else 0,
+            bytes_uploaded=tally.bytes_up if tally else 0,
+            first_remote_error=tally.first_error if tally else None,
+        )
+
+    def _count(self, *, check: PlannedCheck, hit: Hit | None) -> Hit | None:
+        key = self.keys.get(check.stem)
+        if key is None or not self.reads:
+            return hit
+        if hit is None:
+            tier = "miss"
+        elif self.remote is not None and key in self.remote.fetched:
+            tier = "remote"
+        else:
+            tier = "local"
+        with self._lock:
+            self._hits[tier] += 1
+        return hit
 
     def _answer(self, *, checks: Sequence[PlannedCheck]) -> _Answers:
         before = len(self.warnings)
@@ -201,6 +273,9 @@ class CacheSession:
 
     def lookup(self, *, check: PlannedCheck) -> Hit | None:
         """The stored verdict of `check`, restored into the run folder; None on a miss."""
+        return self._count(check=check, hit=self._lookup(check=check))
+
+    def _lookup(self, *, check: PlannedCheck) -> Hit | None:
         if check.stem in self._ahead_stems:
             self._ahead_stems.discard(check.stem)
             try:
@@ -437,6 +512,8 @@ class CacheSession:
                 return False
             self._own.wrote(path=path, digest=digest, document=document)
             self._stored = True
+        if self.remote is not None:
+            self.remote.queue(key=key, document=document)
         return True
 
     def _replacing(self) -> None:
@@ -484,8 +561,37 @@ class CacheSession:
             return
         if not self._discarded:
             self._drop_changed()
+        if self.remote is not None and not self._discarded:
+            # Only what is still this run's own entry goes to the shared cache.
+            self.remote.upload(
+                keep=lambda key: self._own.still_written(path=self.store.entry_file(key=key))
+            )
         if self._stored and self.writes:
             self.store.evict()
+
+
+def _open_remote(
+    *,
+    settings: CacheSettings,
+    store: CacheStore,
+    local_writes: bool,
+    environ: Mapping[str, str],
+    source: str,
+    warn: Callable[[str, str | None], None],
+) -> RemoteTier | None:
+    """The shared tier, imported only when one is set: a cached run without one stays light."""
+    if not settings.remote or settings.remote_mode == "off":
+        return None
+    from eval_banana.cache.remotetier import RemoteTier
+
+    return RemoteTier.open(
+        settings=settings,
+        store=store,
+        local_writes=local_writes,
+        environ=environ,
+        source=source,
+        warn=warn,
+    )
 
 
 def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | None:

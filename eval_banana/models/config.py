@@ -175,6 +175,7 @@ class ExecutionSettings(_Section):
 
 
 CacheMode = Literal["off", "on", "read-only", "refresh"]
+RemoteMode = Literal["read-write", "read-only", "off"]
 
 
 class CacheSettings(_Section):
@@ -197,6 +198,38 @@ class CacheSettings(_Section):
         description="Keep a run whose every verdict was reused, and replay it whole while its "
         "settings, check files and inputs are unchanged (no check parsed, no key computed); "
         "false: every cached run looks its verdicts up one by one.",
+    )
+    remote: str | None = Field(
+        default=None,
+        description="A shared second tier behind the cache folder (docs/shared-cache.md): a "
+        "folder path or file:// URL, s3://bucket/prefix (the s3 extra), or http(s)://host/prefix "
+        "(GET/PUT/HEAD of ac/<key> and cas/<sha256>). A lookup reads the folder first, then the "
+        "remote; a new verdict is written to both.",
+    )
+    remote_mode: RemoteMode = Field(
+        default="read-write",
+        description="What a run does with [cache] remote: 'read-write' reads and stores; "
+        "'read-only' reads and never writes (pull requests from forks); 'off' ignores it.",
+    )
+    remote_endpoint: str | None = Field(
+        default=None,
+        description="The S3 endpoint URL of an s3:// remote that is not AWS (MinIO, Ceph, R2, "
+        "GCS); else AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else AWS.",
+    )
+    require_signature: bool = Field(
+        default=False,
+        description="Reuse a remote entry only when it carries a valid signature by "
+        "EVAL_BANANA_CACHE_SIGNING_KEY (with the key set, a missing or bad signature is a miss "
+        "anyway; this makes a run without the key reuse nothing from the remote).",
+    )
+    remote_timeout_seconds: int = Field(
+        default=10,
+        ge=1,
+        description="The limit of each request to the remote; a remote that fails 3 requests "
+        "in a row is not asked again in that run.",
+    )
+    remote_concurrency: int = Field(
+        default=8, ge=1, description="Requests to the remote in flight at once."
     )
 
 

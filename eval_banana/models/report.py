@@ -9,6 +9,7 @@ from eval_banana.models.config import Shard
 from eval_banana.models.result import CheckResult, SkippedCheck
 from eval_banana.models.stages import (
     AbortReason,
+    CacheCounts,
     ErrorClassCount,
     FamilyScore,
     HaltReason,
@@ -81,4 +82,9 @@ class ReportJson(Record):
     error_classes: list[ErrorClassCount] = Field(
         default_factory=list,
         description="The errors of judges by class (details.error_class), most frequent first.",
+    )
+    cache: CacheCounts | None = Field(
+        default=None,
+        description="What the verdict cache did in this run (local and shared tier); null "
+        "when it was off.",
     )

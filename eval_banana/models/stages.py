@@ -255,11 +255,72 @@ class ExecuteDoc(StageEnvelope):
         default_factory=list,
         description="eb merge: the shard run folders these results were gathered from.",
     )
+    cache: CacheCounts | None = Field(
+        default=None,
+        description="What the verdict cache did in this run; null when it was off.",
+    )
     input_digests: dict[str, str] = Field(
         default_factory=dict,
         description="Check id -> sha256:<hex> of the files its `inputs:` patterns matched when "
         "its result was recorded (only checks that declare `inputs:`); eb status and eb update "
         "compare it with the files on disk.",
+    )
+
+
+class RemoteRejections(Record):
+    """Entries the shared cache held that were not reused, by why."""
+
+    model_config = {"extra": "forbid"}
+
+    signature: int = Field(
+        default=0, ge=0, description="A missing or bad signature (EVAL_BANANA_CACHE_SIGNING_KEY)."
+    )
+    entry: int = Field(
+        default=0, ge=0, description="Not a valid entry, or one of another key or check."
+    )
+    blob: int = Field(
+        default=0, ge=0, description="A file it names is missing or has another digest."
+    )
+
+
+class CacheCounts(Record):
+    """What the verdict cache did in one run: its tiers' hits and misses, the shared cache's
+    traffic (docs/shared-cache.md)."""
+
+    model_config = {"extra": "forbid"}
+
+    local_hits: int = Field(default=0, ge=0, description="Verdicts reused from the cache folder.")
+    remote_hits: int = Field(
+        default=0,
+        ge=0,
+        description="Verdicts reused from the shared cache (fetched in this run, kept locally).",
+    )
+    misses: int = Field(
+        default=0, ge=0, description="Checks the cache could answer by key that it did not."
+    )
+    remote: str | None = Field(
+        default=None, description="The shared cache used ([cache] remote), or null."
+    )
+    remote_mode: str | None = Field(default=None, description="[cache] remote_mode of the run.")
+    remote_writes: int = Field(
+        default=0, ge=0, description="Verdicts of this run stored in the shared cache."
+    )
+    remote_requests: int = Field(default=0, ge=0, description="Requests made to it.")
+    remote_errors: int = Field(
+        default=0,
+        ge=0,
+        description="Requests to it that failed (unreachable, timed out, refused, bad answer).",
+    )
+    remote_rejected: RemoteRejections = Field(default_factory=RemoteRejections)
+    remote_stopped: bool = Field(
+        default=False,
+        description="The shared cache failed several requests in a row and was not asked "
+        "again in this run.",
+    )
+    bytes_downloaded: int = Field(default=0, ge=0)
+    bytes_uploaded: int = Field(default=0, ge=0)
+    first_remote_error: str | None = Field(
+        default=None, description="The first failed request, as eb saw it."
     )
 
 

@@ -99,7 +99,7 @@ def _model_schema(model: type[Record], *, name: str) -> Callable[[], dict[str, A
 
 def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
-    from eval_banana.cache.entry import CacheEntry
+    from eval_banana.cache.entry import CacheEntry, RemoteCacheEntry
     from eval_banana.cache.replay_entry import ReplayEntry
     from eval_banana.history.record import HistoryRecord
     from eval_banana.history.view import HistoryView
@@ -122,6 +122,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["report"] = _model_schema(ReportJson, name="report")
     builders["diff"] = _model_schema(RunDiff, name="diff")
     builders["cache-entry"] = _model_schema(CacheEntry, name="cache-entry")
+    builders["remote-cache-entry"] = _model_schema(RemoteCacheEntry, name="remote-cache-entry")
     builders["run-replay"] = _model_schema(ReplayEntry, name="run-replay")
     builders["calibration"] = _model_schema(CalibrationDoc, name="calibration")
     builders["lastfailed"] = _model_schema(LastFailedDoc, name="lastfailed")

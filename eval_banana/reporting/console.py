@@ -20,6 +20,7 @@ from eval_banana.reporting.common import is_not_run
 from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
 from eval_banana.runners.results import plural, progress_line
 from eval_banana.stages.report import (
+    cache_line,
     errors_line,
     family_lines,
     flaky_line,
@@ -73,6 +74,9 @@ def summary_lines(
     usage = usage_summary(usage=report.get("judge_usage"))
     if usage is not None:
         lines.append(f"Judge usage: {usage}")
+    cached = cache_line(report=report)
+    if cached is not None:
+        lines.append(cached)
     if report.get("selection_note"):
         lines.append(str(report["selection_note"]))
     flaky = flaky_line(report=report)

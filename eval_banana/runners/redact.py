@@ -19,6 +19,7 @@ from typing import Any
 
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES
+from eval_banana.settings.envpolicy import WITHHELD_NAMES
 
 CREDENTIAL_SUFFIXES: tuple[str, ...] = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
 MIN_CHARS = 6
@@ -32,6 +33,8 @@ def is_credential_name(*, name: str, extra: Iterable[str] = ()) -> bool:
     """Whether a variable's value is redacted: a credential-like name, or one listed."""
     if any(fnmatchcase(name, pattern) for pattern in extra):
         return True
+    if name in WITHHELD_NAMES:
+        return True  # the shared cache's token and signing key
     if name.startswith(_OWN_PREFIX):
         return False
     return name.upper().endswith(CREDENTIAL_SUFFIXES)

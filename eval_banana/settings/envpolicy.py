@@ -35,10 +35,18 @@ BASE_NAMES: frozenset[str] = frozenset(
     }
 )
 BASE_PREFIXES: tuple[str, ...] = ("LC_",)
+# The shared cache's credentials are eb's alone: no check or judge receives them (a judge
+# holding the signing key could sign a verdict of its choosing), and they are masked wherever
+# they would appear (runners/redact.py).
+WITHHELD_NAMES: frozenset[str] = frozenset(
+    {"EVAL_BANANA_CACHE_TOKEN", "EVAL_BANANA_CACHE_SIGNING_KEY"}
+)
 
 
 def allowed(*, name: str, settings: ExecutionSettings) -> bool:
     """Whether the allowlist policy lets the variable `name` through (names are exact)."""
+    if name in WITHHELD_NAMES:
+        return False
     if name in BASE_NAMES or name in settings.env_allow:
         return True
     prefixes = BASE_PREFIXES + tuple(settings.env_allow_prefixes)
@@ -51,5 +59,5 @@ def build_base_env(
     """The environment for checks and judges under the configured policy."""
     source = os.environ if environ is None else environ
     if settings.env == "inherit":
-        return dict(source)
+        return {name: value for name, value in source.items() if name not in WITHHELD_NAMES}
     return {name: value for name, value in source.items() if allowed(name=name, settings=settings)}

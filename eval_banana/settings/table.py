@@ -67,6 +67,7 @@ ISOLATION_MODES: tuple[str, ...] = ("detect", "copy", "off")
 CHECK_ISOLATION_MODES: tuple[str, ...] = ("off", "detect", "copy")
 CACHE_MODES: tuple[str, ...] = ("off", "on", "read-only", "refresh")
 HISTORY_MODES: tuple[str, ...] = ("on", "off")
+REMOTE_MODES: tuple[str, ...] = ("read-write", "read-only", "off")
 LAST_FAILED_NONE: tuple[str, ...] = ("all", "skip")
 
 
@@ -568,6 +569,69 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("history", "keep"),
+    ),
+    SettingSpec(
+        name="cache.remote",
+        section="cache",
+        key="remote",
+        kind="optional_string",
+        env="EVAL_BANANA_CACHE_REMOTE",
+        flag="--cache-remote",
+        commands=_RUN,
+        metavar="URL",
+        help=_help("cache", "remote"),
+    ),
+    SettingSpec(
+        name="cache.remote_mode",
+        section="cache",
+        key="remote_mode",
+        kind="choice",
+        choices=REMOTE_MODES,
+        env="EVAL_BANANA_CACHE_REMOTE_MODE",
+        flag="--cache-remote-mode",
+        commands=_RUN,
+        metavar="{read-write,read-only,off}",
+        help=_help("cache", "remote_mode"),
+    ),
+    SettingSpec(
+        name="cache.remote_endpoint",
+        section="cache",
+        key="remote_endpoint",
+        kind="optional_string",
+        env="EVAL_BANANA_CACHE_REMOTE_ENDPOINT",
+        flag=None,
+        commands=(),
+        help=_help("cache", "remote_endpoint"),
+    ),
+    SettingSpec(
+        name="cache.require_signature",
+        section="cache",
+        key="require_signature",
+        kind="boolean",
+        env="EVAL_BANANA_CACHE_REQUIRE_SIGNATURE",
+        flag=None,
+        commands=(),
+        help=_help("cache", "require_signature"),
+    ),
+    SettingSpec(
+        name="cache.remote_timeout_seconds",
+        section="cache",
+        key="remote_timeout_seconds",
+        kind="positive_integer",
+        env="EVAL_BANANA_CACHE_REMOTE_TIMEOUT_SECONDS",
+        flag=None,
+        commands=(),
+        help=_help("cache", "remote_timeout_seconds"),
+    ),
+    SettingSpec(
+        name="cache.remote_concurrency",
+        section="cache",
+        key="remote_concurrency",
+        kind="positive_integer",
+        env="EVAL_BANANA_CACHE_REMOTE_CONCURRENCY",
+        flag=None,
+        commands=(),
+        help=_help("cache", "remote_concurrency"),
     ),
     SettingSpec(
         name="agents",

@@ -800,6 +800,7 @@ def execute(
         allow_empty=plan.allow_empty,
         family_gates=plan.family_gates,
         input_digests=input_digests,
+        cache=cache.counts() if cache is not None else None,
     )
     return ExecuteDoc.model_validate(document)
 

@@ -96,6 +96,8 @@ def build_report(
         "families": [family.model_dump(mode="json") for family in score.families],
         # Why judges errored (details.error_class), counted: docs/judges.md#error-classes.
         "error_classes": [entry.model_dump(mode="json") for entry in score.error_classes],
+        # What the verdict cache's tiers did (docs/shared-cache.md); null with the cache off.
+        "cache": None if execute.cache is None else execute.cache.model_dump(mode="json"),
     }
     return report
 
@@ -239,6 +241,29 @@ def errors_line(*, report: dict[str, Any]) -> str | None:
     return f"{total} {'error' if total == 1 else 'errors'}: {', '.join(parts)}"
 
 
+def cache_line(*, report: dict[str, Any]) -> str | None:
+    """What the two tiers of the verdict cache did, when the run used a shared cache (other
+    runs keep their text as it was): hits by tier, misses, writes, errors, bytes moved."""
+    counts = report.get("cache")
+    if not isinstance(counts, dict) or not counts.get("remote"):
+        return None
+    rejected = counts.get("remote_rejected") or {}
+    refused = sum(int(value) for value in rejected.values())
+    moved = int(counts.get("bytes_downloaded") or 0) + int(counts.get("bytes_uploaded") or 0)
+    text = (
+        f"Cache: {counts.get('local_hits', 0)} local hits, {counts.get('remote_hits', 0)} "
+        f"remote hits, {counts.get('misses', 0)} misses; shared cache "
+        f"{counts['remote']} ({counts.get('remote_mode')}): "
+        f"{counts.get('remote_writes', 0)} writes, {counts.get('remote_errors', 0)} errors, "
+        f"{refused} entries refused, {moved} bytes moved"
+    )
+    if counts.get("remote_stopped"):
+        text += "; not asked again after repeated failures"
+    if counts.get("first_remote_error"):
+        text += f"; first error: {counts['first_remote_error']}"
+    return text
+
+
 def status_note(*, check: dict[str, Any]) -> str | None:
     """The notes as one parenthetical text, or None."""
     notes = status_notes(check=check)
@@ -299,6 +324,9 @@ def render_markdown(*, report: dict[str, Any]) -> str:
     if usage is not None:
         # Only when judges reported usage; other runs keep eval-banana's exact text.
         lines += ["", f"Judge usage: {md_cell(usage)}."]
+    cached = cache_line(report=report)
+    if cached is not None:
+        lines += ["", md_cell(cached) + "."]
     if report.get("selection_note"):
         lines += ["", md_cell(str(report["selection_note"]))]
     if report.get("aborted_by"):

@@ -67,6 +67,7 @@ REPORT_KEYS = [
     "fail_on_flaky",
     "families",
     "error_classes",
+    "cache",
 ]
 CHECK_KEYS = [
     "check_id",

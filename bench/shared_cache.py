@@ -1,0 +1,287 @@
+"""W17: the shared verdict cache on S3 (docs/shared-cache.md), against its bounds, in one call.
+
+    python bench/shared_cache.py [--judges 1000] [--slow-judges 100] [--latency-ms 20] [--runs 3]
+                                 [--only s3|slow]
+
+Two rows:
+
+- **cached on S3 only.** `--judges` judges whose verdicts are stored only in the S3 tier (moto's
+  standalone server on loopback, behind a proxy that holds every chunk a client sends for
+  `--latency-ms`), run from a clone with an empty local tier. The floor is the same run with a warm
+  local tier and no remote, measured alternately in the same call. Bounds: at most 2 requests per
+  cached check, and eb <= floor + 1.25 x (requests x latency / remote_concurrency).
+- **a remote that times out.** `--slow-judges` judges run with an empty local tier against a
+  remote that accepts connections and never answers (`remote_timeout_seconds = 2`); the floor
+  is the same run with no remote. Bound: eb <= floor + timeout + 1 s.
+
+Prints one markdown row per case (medians of `--runs`) and exits 0 unless the bench itself
+breaks; the bounds are reported, never enforced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+AGENT = BENCH / "agents" / "count_agent.py"
+BUCKET = "eb-bench"
+TIMEOUT_S = 2
+CONCURRENCY = 8
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for(port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
+
+
+@contextlib.contextmanager
+def moto() -> Iterator[int]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(port)
+        yield port
+    finally:
+        process.kill()
+        process.wait()
+
+
+def _pump(source: socket.socket, target: socket.socket, delay: float) -> None:
+    try:
+        while data := source.recv(65536):
+            if delay:
+                time.sleep(delay)  # each request's bytes reach the server this much later
+            target.sendall(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
+
+
+@contextlib.contextmanager
+def latency_proxy(*, upstream: int, delay: float) -> Iterator[int]:
+    """A TCP proxy to 127.0.0.1:`upstream` holding what clients send for `delay` seconds."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", upstream))
+            for args in ((client, server, delay), (server, client, 0.0)):
+                threading.Thread(target=_pump, args=args, daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        stop.set()
+        listener.close()
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[int]:
+    """Accepts connections and never answers: every request times out."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+
+
+def make_project(*, root: Path, judges: int, log: Path) -> None:
+    command = json.dumps([sys.executable, str(AGENT), f"--log={log}"])
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        "[core]\nmax_parallel_checks = 4\n\n"
+        '[discovery]\nexclude_dirs = [".eval-banana", ".git"]\n\n'
+        '[cache]\nmode = "on"\nreplay = false\n'
+        f"remote_timeout_seconds = {TIMEOUT_S}\nremote_concurrency = {CONCURRENCY}\n\n"
+        '[harness]\nagent = "count"\n\n'
+        f'[agents.count]\ncommand = {command}\nmodel_flag = ""\noutput_dialect = "text"\n'
+    )
+    (root / "README.md").write_text("A project.\n")
+    checks = root / "eval_checks"
+    checks.mkdir()
+    for number in range(judges):
+        (checks / f"j{number:04d}.yaml").write_text(
+            f"schema_version: 1\nid: j{number:04d}\ntype: harness_judge\n"
+            f"description: Judge {number}.\ninstructions: Decide on README.md, case {number}.\n"
+        )
+
+
+def eb_run(*, root: Path, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
+    report: dict[str, Any] = json.loads(done.stdout)
+    return elapsed, report
+
+
+def _clean_env() -> dict[str, str]:
+    return {
+        "EVAL_BANANA_CACHE_REMOTE": "",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+
+
+def s3_row(*, work: Path, judges: int, latency_ms: float, runs: int) -> str:
+    import boto3
+
+    log = work / "agents.log"
+    warm = work / "warm"
+    make_project(root=warm, judges=judges, log=log)
+    cold = work / "cold"
+    with moto() as port, latency_proxy(upstream=port, delay=latency_ms / 1000) as proxied:
+        direct = f"http://127.0.0.1:{port}"
+        client = boto3.client(
+            "s3",
+            endpoint_url=direct,
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            region_name="us-east-1",
+        )
+        client.create_bucket(Bucket=BUCKET)
+        base = _clean_env()
+        remote = {"EVAL_BANANA_CACHE_REMOTE": f"s3://{BUCKET}/w17"}
+        # Fill the S3 tier (and the warm clone's local tier) once, with the agents.
+        eb_run(root=warm, env={**base, **remote, "EVAL_BANANA_CACHE_REMOTE_ENDPOINT": direct})
+        shutil.copytree(warm, cold, ignore=shutil.ignore_patterns("cache", "runs"))
+        starts = log.read_text().count("started")
+        floors, ebs, requests = [], [], []
+        for _ in range(runs):
+            floor_s, _ = eb_run(root=warm, env=base)
+            floors.append(floor_s)
+            shutil.rmtree(cold / ".eval-banana" / "cache", ignore_errors=True)
+            eb_s, report = eb_run(
+                root=cold,
+                env={
+                    **base,
+                    **remote,
+                    "EVAL_BANANA_CACHE_REMOTE_ENDPOINT": f"http://127.0.0.1:{proxied}",
+                },
+            )
+            ebs.append(eb_s)
+            counts = report["cache"]
+            if counts["remote_hits"] != judges:
+                raise RuntimeError(f"expected {judges} remote hits: {counts}")
+            requests.append(counts["remote_requests"])
+        if log.read_text().count("started") != starts:
+            raise RuntimeError("a measured run started an agent")
+    floor, eb = statistics.median(floors), statistics.median(ebs)
+    made = max(requests)
+    bound = floor + 1.25 * (made * latency_ms / 1000 / CONCURRENCY)
+    per_check = made / judges
+    met = eb <= bound and per_check <= 2
+    return (
+        f"| W17 | {judges} judges cached on S3 only (moto, +{latency_ms:g} ms per request), "
+        f"empty local tier | {runs} | {eb:.3f} | {min(ebs):.3f} | {max(ebs):.3f} | warm local "
+        f"tier, no remote: {floor:.3f} | {made} requests ({per_check:.2f} per check) | "
+        f"<= {bound:.3f} s and <= 2 per check | {'yes' if met else 'no'} |"
+    )
+
+
+def slow_row(*, work: Path, judges: int, runs: int) -> str:
+    log = work / "slow-agents.log"
+    root = work / "slow"
+    make_project(root=root, judges=judges, log=log)
+    base = _clean_env()
+    floors, ebs = [], []
+    with silent_server() as port:
+        for _ in range(runs):
+            shutil.rmtree(root / ".eval-banana" / "cache", ignore_errors=True)
+            floors.append(eb_run(root=root, env=base)[0])
+            shutil.rmtree(root / ".eval-banana" / "cache", ignore_errors=True)
+            env = {**base, "EVAL_BANANA_CACHE_REMOTE": f"http://127.0.0.1:{port}/eb"}
+            elapsed, report = eb_run(root=root, env=env)
+            ebs.append(elapsed)
+            if not report["cache"]["remote_stopped"]:
+                raise RuntimeError(f"the breaker did not stop asking: {report['cache']}")
+    floor, eb = statistics.median(floors), statistics.median(ebs)
+    bound = floor + TIMEOUT_S + 1
+    return (
+        f"| W17 | {judges} judges, a remote that never answers (timeout {TIMEOUT_S} s) | {runs} "
+        f"| {eb:.3f} | {min(ebs):.3f} | {max(ebs):.3f} | no remote: {floor:.3f} | "
+        f"+{eb - floor:.3f} s | <= {bound:.3f} s | {'yes' if eb <= bound else 'no'} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--judges", type=int, default=1000)
+    parser.add_argument("--slow-judges", type=int, default=100)
+    parser.add_argument("--latency-ms", type=float, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=("s3", "slow"), default=None, help="one row")
+    args = parser.parse_args(argv)
+    print(
+        "| case | workload | runs | eb median s | min | max | floor median s | traffic "
+        "| bound | met |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory(prefix="eb-w17-") as scratch:
+        work = Path(scratch)
+        if args.only in (None, "s3"):
+            row = s3_row(work=work, judges=args.judges, latency_ms=args.latency_ms, runs=args.runs)
+            print(row, flush=True)
+        if args.only in (None, "slow"):
+            print(slow_row(work=work, judges=args.slow_judges, runs=args.runs), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""The shared second tier of the verdict cache: fetching entries before checks start, and
+storing new verdicts once they end (docs/shared-cache.md).
+
+An entry travels as a remote document: the local entry without its MAC (that MAC is keyed by
+the local secret, which never leaves the machine), its small stored files inline, signed with
+EVAL_BANANA_CACHE_SIGNING_KEY when the run has it:
+
+    {"signature": "hmac-sha256:<hex>", "$schema": ..., "kind": "eval-banana/remote-cache-entry",
+     "key": ..., "key_version": 1, "tool_version": ..., "entry": {...}, "inline": {...}}
+
+Larger files are blobs named by their digest (cas/<sha256 hex>). A fetched entry is checked as
+a local one is (schema, key, check) plus its signature and every file's digest, and only then
+kept in the local folder, signed with the local MAC; the lookups that follow read it there. A
+remote entry that fails any of these is a miss, with a warning and a counter saying why, never
+an error or a verdict.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from eval_banana.cache.entry import DIGEST_RE, entry_problem
+from eval_banana.cache.store import EMPTY_SHA256, Blob, CacheStore
+from eval_banana.core.files import sha256_bytes
+from eval_banana.core.readback import loads_json
+from eval_banana.core.version import tool_version
+from eval_banana.models.config import CacheSettings
+from eval_banana.remote.backend import RemoteError
+from eval_banana.remote.guarded import GuardedRemote, RemoteTally
+from eval_banana.remote.opening import open_backend
+from eval_banana.remote.signing import (
+    SIGNING_KEY_VARIABLE,
+    opened,
+    sealed,
+    signature_problem,
+)
+from eval_banana.stagefiles.layout import SCHEMA_BASE
+
+REMOTE_ENTRY_KIND = "eval-banana/remote-cache-entry"
+REMOTE_ENTRY_SCHEMA = f"{SCHEMA_BASE}remote-cache-entry.schema.json"
+# Files up to this size travel inside their entry: a cached judge is then one request.
+INLINE_MAX = 16 * 1024
+_PLACEHOLDER_MAC = "hmac-sha256:" + "0" * 64
+Rejection = Literal["signature", "entry", "blob"]
+Warn = Callable[[str, str | None], None]
+
+
+class RemoteTier:
+    """The remote as one run uses it: what it fetched, what it stores, and its counters."""
+
+    def __init__(
+        self,
+        *,
+        remote: GuardedRemote,
+        store: CacheStore,
+        writes: bool,
+        signing_key: bytes | None,
+        require_signature: bool,
+        warn: Warn,
+    ) -> None:
+        self.remote = remote
+        self.store = store
+        self.writes = writes
+        self._signing_key = signing_key
+        self._require_signature = require_signature
+        self._warn = warn
+        self._lock = threading.Lock()
+        self.fetched: set[str] = set()  # keys whose entry came from the remote in this run
+        self.rejected: dict[Rejection, int] = {"signature": 0, "entry": 0, "blob": 0}
+        self.writes_done = 0
+        self._queued: list[tuple[str, dict[str, Any]]] = []
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        settings: CacheSettings,
+        store: CacheStore,
+        local_writes: bool,
+        environ: Mapping[str, str],
+        source: str,
+        warn: Warn,
+    ) -> RemoteTier | None:
+        """The run's remote tier, or None when none is set or `remote_mode` is off."""
+        if not settings.remote or settings.remote_mode == "off":
+            return None
+        key_text = environ.get(SIGNING_KEY_VARIABLE, "")
+        try:
+            backend = open_backend(
+                url=settings.remote,
+                endpoint=settings.remote_endpoint,
+                timeout=float(settings.remote_timeout_seconds),
+                environ=environ,
+                source=source,
+            )
+        except RemoteError as exc:
+            warn(f"The shared cache {settings.remote} cannot be used: {exc}", None)
+            return None
+        return cls(
+            remote=GuardedRemote(backend=backend, concurrency=settings.remote_concurrency),
+            store=store,
+            writes=local_writes and settings.remote_mode == "read-write",
+            signing_key=key_text.encode("utf-8") if key_text else None,
+            require_signature=settings.require_signature,
+            warn=warn,
+        )
+
+    def tally(self) -> RemoteTally:
+        return self.remote.tally()
+
+    # -- fetching ----------------------------------------------------------------------------
+
+    def prefetch(self, *, wanted: Mapping[str, str]) -> None:
+        """Fetch, check and keep locally the remote entries of `wanted` (key -> check id)
+        that the local folder lacks, `remote_concurrency` at once."""
+        if self._signing_key is None and self._require_signature:
+            self._warn(
+                f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: no "
+                f"entry of the shared cache {self.remote.url} is reused in this run",
+                None,
+            )
+            return
+        missing = [
+            (key, check_id)
+            for key, check_id in sorted(wanted.items())
+            if not self.store.mark_used(key=key, touch=False)
+        ]
+        self.remote.each(
+            work=lambda item: self._fetch(key=item[0], check_id=item[1]), items=missing
+        )
+        self._say_errors()
+
+    def _fetch(self, *, key: str, check_id: str) -> None:
+        name = key.split(":", 1)[1]
+        try:
+            data = self.remote.get(kind="ac", name=name)
+        except RemoteError:
+            return  # counted; the check runs as on a miss
+        if data is None:
+            return  # not stored remotely either: an ordinary miss
+        where = f"{self.remote.url} ac/{name}"
+        found = self._entry(data=data, key=key, check_id=check_id, where=where)
+        if found is None:
+            return
+        entry, inline = found
+        problem = self._keep_files(entry=entry, inline=inline)
+        if problem is not None:
+            self._reject(
+                reason="blob",
+                message=f"Shared cache entry {where} for check '{check_id}' {problem}; "
+                "it counts as a miss",
+            )
+            return
+        self.store.write(key=key, document=entry)
+        with self._lock:
+            self.fetched.add(key)
+
+    def _entry(
+        self, *, data: bytes, key: str, check_id: str, where: str
+    ) -> tuple[dict[str, Any], dict[str, bytes]] | None:
+        """A fetched entry and its inline files, when all of it holds; else None (warned)."""
+        found = opened(data)
+        if self._signing_key is not None:
+            problem = signature_problem(key=self._signing_key, found=found)
+            if problem is not None:
+                self._reject(
+                    reason="signature",
+                    message=f"Shared cache entry {where} for check '{check_id}' {problem}; "
+                    "it counts as a miss",
+                )
+                return None
+        problem, entry, inline = _parsed(text=found.text, key=key, check_id=check_id)
+        if problem is not None:
+            self._reject(
+                reason="entry",
+                message=f"Shared cache entry {where} for check '{check_id}' {problem}; "
+                "it counts as a miss",
+            )
+            return None
+        return entry, inline
+
+    def _keep_files(self, *, entry: Mapping[str, Any], inline: Mapping[str, bytes]) -> str | None:
+        """Every file the entry names, checked against its digest and kept locally; the
+        problem of the first that is missing or does not match, or None."""
+        for blob in _blobs(entry=entry):
+            if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
+                continue
+            if _has_size(path=str(self.store.blob_path(sha256=blob.sha256)), size=blob.size):
+                continue
+            data = inline.get(blob.sha256)
+            if data is None:
+                try:
+                    data = self.remote.get(kind="cas", name=blob.sha256.split(":", 1)[1])
+                except RemoteError as exc:
+                    return f"names a file {blob.sha256} that could not be fetched ({exc})"
+                if data is None:
+                    return f"names a file {blob.sha256} the shared cache does not hold"
+            if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
+                return f"names a file {blob.sha256} whose content has another digest (damaged)"
+            self.store.put_bytes(data=data)
+        return None
+
+    def _reject(self, *, reason: Rejection, message: str) -> None:
+        with self._lock:
+            self.rejected[reason] += 1
+        self._warn(message, None)
+
+    def _say_errors(self) -> None:
+        tally = self.remote.tally()
+        if tally.errors:
+            stop = "; it was not asked again in this run" if tally.tripped else ""
+            self._warn(
+                f"The shared cache {self.remote.url} failed {tally.errors} request(s){stop}; "
+                f"those checks ran as on a miss (first error: {tally.first_error})",
+                None,
+            )
+
+    # -- storing -----------------------------------------------------------------------------
+
+    def queue(self, *, key: str, document: Mapping[str, Any]) -> None:
+        """A verdict stored locally, to be stored remotely at `upload`."""
+        if self.writes:
+            with self._lock:
+                self._queued.append((key, dict(document)))
+
+    def upload(self, *, keep: Callable[[str], bool]) -> None:
+        """Store the queued verdicts whose local entry is still this run's (`keep(key)`),
+        `remote_concurrency` at once; a failure is counted, never raised."""
+        with self._lock:
+            queued, self._queued = self._queued, []
+        chosen = [(key, document) for key, document in queued if keep(key)]
+        errors_before = self.remote.tally().errors
+        self.remote.each(work=lambda item: self._put(key=item[0], document=item[1]), items=chosen)
+        if self.remote.tally().errors > errors_before:
+            self._say_errors()
+
+    def _put(self, *, key: str, document: dict[str, Any]) -> None:
+        inline: dict[str, str] = {}
+        try:
+            for blob in _blobs(entry=document):
+                if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
+                    continue
+                data = self.store.read_blob(blob=blob)
+                if isinstance(data, str):
+                    return  # the local copy went meanwhile: nothing sound to share
+                if blob.size <= INLINE_MAX:
+                    inline[blob.sha256] = base64.b64encode(data).decode("ascii")
+                elif self.remote.head(kind="cas", name=blob.sha256.split(":", 1)[1]) != blob.size:
+                    self.remote.put(kind="cas", name=blob.sha256.split(":", 1)[1], data=data)
+            text = remote_text(key=key, entry=document, inline=inline)
+            self.remote.put(
+                kind="ac", name=key.split(":", 1)[1], data=sealed(key=self._signing_key, text=text)
+            )
+        except RemoteError:
+            return  # counted
+        with self._lock:
+            self.writes_done += 1
+
+
+def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]) -> bytes:
+    """A remote document's text, before it is sealed."""
+    body = {
+        "$schema": REMOTE_ENTRY_SCHEMA,
+        "schema_version": 1,
+        "kind": REMOTE_ENTRY_KIND,
+        "key": key,
+        "key_version": 1,
+        "tool_version": tool_version(),
+        "entry": {name: value for name, value in entry.items() if name != "mac"},
+        "inline": dict(inline),
+    }
+    return json.dumps(body, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+_TOP = frozenset(
+    {"$schema", "schema_version", "kind", "key", "key_version", "tool_version", "entry", "inline"}
+)
+
+
+def _parsed(
+    *, text: bytes, key: str, check_id: str
+) -> tuple[str | None, dict[str, Any], dict[str, bytes]]:
+    """(problem, entry, inline files) of a remote document's text."""
+    try:
+        document = loads_json(text)
+    except ValueError:
+        return "is not valid JSON (truncated or foreign)", {}, {}
+    if type(document) is not dict or not document.keys() <= _TOP:
+        return "is not a shared cache entry", {}, {}
+    if document.get("kind") != REMOTE_ENTRY_KIND or document.get("schema_version") != 1:
+        return "is not a shared cache entry of this version", {}, {}
+    if document.get("key_version") != 1 or document.get("key") != key:
+        return "belongs to another key (a foreign entry)", {}, {}
+    entry = document.get("entry")
+    if type(entry) is not dict or "mac" in entry:
+        return "holds no entry", {}, {}
+    problem = entry_problem({"mac": _PLACEHOLDER_MAC, **entry})
+    if problem is not None:
+        return f"holds an entry that is not valid ({problem})", {}, {}
+    if entry["key"] != key or entry["check_id"] != check_id:
+        return "belongs to another key (a foreign entry)", {}, {}
+    inline: dict[str, bytes] = {}
+    raw = document.get("inline", {})
+    if type(raw) is not dict:
+        return "has inline files that are not an object", {}, {}
+    for digest, encoded in raw.items():
+        if not DIGEST_RE.match(digest) or type(encoded) is not str:
+            return "has an inline file that is not named by its digest", {}, {}
+        try:
+            inline[digest] = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            return "has an inline file that is not base64", {}, {}
+    return None, entry, inline
+
+
+def _blobs(*, entry: Mapping[str, Any]) -> Sequence[Blob]:
+    items = [*entry.get("files", []), entry.get("result_file")]
+    return [
+        Blob(sha256=item["sha256"], size=int(item["size"]))
+        for item in items
+        if isinstance(item, dict)
+    ]
+
+
+def _has_size(*, path: str, size: int) -> bool:
+    try:
+        return os.stat(path).st_size == size
+    except OSError:
+        return False

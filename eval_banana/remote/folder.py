@@ -1,0 +1,96 @@
+"""A folder as the remote tier: a shared or mounted path, or what `actions/cache` persists.
+
+    <folder>/ac/<2 hex>/<64 hex>    entries
+    <folder>/cas/<2 hex>/<64 hex>   blobs
+
+Each object is written beside its final name and renamed into place, so a reader on another
+machine never sees half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from eval_banana.remote.backend import Kind, RemoteError, RemoteItem, checked_name
+
+_TEMP_NAMES = itertools.count()
+
+
+class FolderBackend:
+    """Objects as files below one folder."""
+
+    def __init__(self, *, folder: Path) -> None:
+        self.folder = folder
+        self.url = str(folder)
+
+    @classmethod
+    def from_url(cls, *, url: str) -> FolderBackend:
+        if url.lower().startswith("file://"):
+            parts = urlsplit(url)
+            if parts.netloc not in ("", "localhost"):
+                raise RemoteError(f"file URL {url!r} names another host")
+            return cls(folder=Path(unquote(parts.path)))
+        return cls(folder=Path(url).expanduser())
+
+    def _path(self, *, kind: Kind, name: str) -> Path:
+        checked_name(name)
+        return self.folder / kind / name[:2] / name
+
+    def get(self, *, kind: Kind, name: str) -> bytes | None:
+        try:
+            return self._path(kind=kind, name=name).read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise RemoteError(f"cannot read {kind}/{name}: {exc.strerror or exc}") from None
+
+    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+        path = self._path(kind=kind, name=name)
+        temp = path.with_name(f".{name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temp.write_bytes(data)
+            os.replace(temp, path)
+        except OSError as exc:
+            raise RemoteError(f"cannot write {kind}/{name}: {exc.strerror or exc}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+
+    def head(self, *, kind: Kind, name: str) -> int | None:
+        try:
+            return self._path(kind=kind, name=name).stat().st_size
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise RemoteError(f"cannot read {kind}/{name}: {exc.strerror or exc}") from None
+
+    def list(self, *, kind: Kind) -> Iterator[RemoteItem]:
+        root = self.folder / kind
+        try:
+            groups = sorted(root.iterdir())
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise RemoteError(f"cannot list {kind}: {exc.strerror or exc}") from None
+        for group in groups:
+            with contextlib.suppress(OSError):
+                for path in sorted(group.iterdir()):
+                    if path.name.startswith("."):
+                        continue  # a write under way
+                    info = path.stat()
+                    yield RemoteItem(name=path.name, size=info.st_size, modified=info.st_mtime)
+
+    def delete(self, *, kind: Kind, name: str) -> bool:
+        try:
+            self._path(kind=kind, name=name).unlink()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise RemoteError(f"cannot delete {kind}/{name}: {exc.strerror or exc}") from None
+        return True

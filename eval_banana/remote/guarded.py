@@ -1,0 +1,135 @@
+"""Requests to the remote with counters, a bound on concurrency and a circuit breaker.
+
+A remote that is down, slow or refusing must never fail or stall a run. Each request is
+bounded by the backend's timeout; after `TRIP_AFTER` failures in a row the run stops asking
+(every later request fails at once), so a run against a remote that times out every request
+waits about one timeout per wave of concurrent requests, not one per check.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import NamedTuple, TypeVar
+
+from eval_banana.remote.backend import Kind, RemoteBackend, RemoteError
+
+TRIP_AFTER = 3
+_Item = TypeVar("_Item")
+_Out = TypeVar("_Out")
+
+
+class RemoteTally(NamedTuple):
+    """What one run's requests came to."""
+
+    requests: int
+    errors: int
+    bytes_down: int
+    bytes_up: int
+    first_error: str | None
+    tripped: bool
+
+
+class GuardedRemote:
+    """A backend as one run uses it; thread-safe."""
+
+    def __init__(self, *, backend: RemoteBackend, concurrency: int) -> None:
+        self.backend = backend
+        self.url = backend.url
+        self.concurrency = max(1, concurrency)
+        self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)  # a request ended
+        self._in_flight = 0
+        self._requests = 0
+        self._errors = 0
+        self._in_a_row = 0
+        self._down = 0
+        self._up = 0
+        self._first_error: str | None = None
+        self._tripped = False
+
+    @property
+    def tripped(self) -> bool:
+        return self._tripped
+
+    def tally(self) -> RemoteTally:
+        with self._lock:
+            return RemoteTally(
+                requests=self._requests,
+                errors=self._errors,
+                bytes_down=self._down,
+                bytes_up=self._up,
+                first_error=self._first_error,
+                tripped=self._tripped,
+            )
+
+    def get(self, *, kind: Kind, name: str) -> bytes | None:
+        data = self._call(lambda: self.backend.get(kind=kind, name=name))
+        if data is not None:
+            with self._lock:
+                self._down += len(data)
+        return data
+
+    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+        self._call(lambda: self.backend.put(kind=kind, name=name, data=data))
+        with self._lock:
+            self._up += len(data)
+
+    def head(self, *, kind: Kind, name: str) -> int | None:
+        return self._call(lambda: self.backend.head(kind=kind, name=name))
+
+    def note_error(self, *, message: str) -> None:
+        """Count a bad answer found above the transport (a blob of another digest, say)."""
+        with self._lock:
+            self._errors += 1
+            if self._first_error is None:
+                self._first_error = message
+
+    def _call(self, work: Callable[[], _Out]) -> _Out:
+        with self._done:
+            # While failing, a new request waits for those in flight: a wave of requests that
+            # all time out together trips the breaker before any of them is sent again.
+            while self._in_a_row and self._in_flight and not self._tripped:
+                self._done.wait()
+            if self._tripped:
+                raise RemoteError("not asked: the remote failed too often in this run")
+            self._requests += 1
+            self._in_flight += 1
+        try:
+            found = work()
+        except RemoteError as exc:
+            self._failed(message=f"{self.url}: {exc}")
+            raise
+        except Exception as exc:  # a backend's library failing in a way it did not wrap
+            self._failed(message=f"{self.url}: {type(exc).__name__}: {exc}")
+            raise RemoteError(str(exc)) from None
+        with self._done:
+            self._in_a_row = 0
+            self._in_flight -= 1
+            self._done.notify_all()
+        return found
+
+    def _failed(self, *, message: str) -> None:
+        with self._done:
+            self._errors += 1
+            self._in_a_row += 1
+            self._in_flight -= 1
+            if self._first_error is None:
+                self._first_error = message
+            if self._in_a_row >= TRIP_AFTER:
+                self._tripped = True
+            self._done.notify_all()
+
+    def each(self, *, work: Callable[[_Item], _Out], items: Iterable[_Item]) -> list[_Out]:
+        """`work` of every item, at most `concurrency` at once, results in order."""
+        listed = list(items)
+        if not listed:
+            return []
+        if self.concurrency == 1 or len(listed) == 1:
+            return [work(item) for item in listed]
+        from concurrent.futures import ThreadPoolExecutor  # only a run with a remote needs it
+
+        with ThreadPoolExecutor(
+            max_workers=min(self.concurrency, len(listed)), thread_name_prefix="eb-remote"
+        ) as pool:
+            return list(pool.map(work, listed))

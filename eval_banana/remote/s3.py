@@ -1,0 +1,140 @@
+"""An S3 bucket as the remote tier, through boto3 (the `s3` extra): AWS, MinIO, Ceph, R2, and
+GCS's S3 interface.
+
+    s3://<bucket>/<prefix>/ac/<key hex>       entries
+    s3://<bucket>/<prefix>/cas/<sha256 hex>   blobs
+
+Credentials and region come from boto3's usual sources (AWS_ACCESS_KEY_ID, AWS_PROFILE,
+AWS_REGION, ...); the endpoint from `[cache] remote_endpoint`, else AWS_ENDPOINT_URL_S3 or
+AWS_ENDPOINT_URL. boto3 retries nothing here: one attempt per request, bounded by the
+timeout, and the run's circuit breaker decides when to stop asking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from eval_banana.remote.backend import Kind, RemoteError, RemoteItem, checked_name
+
+_ABSENT = frozenset({"404", "NoSuchKey", "NotFound"})
+
+
+class S3Backend:
+    """Objects below one bucket prefix."""
+
+    def __init__(self, *, client: Any, bucket: str, prefix: str, url: str) -> None:
+        self._client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.url = url
+
+    @classmethod
+    def from_url(
+        cls, *, url: str, endpoint: str | None, timeout: float, environ: Mapping[str, str]
+    ) -> S3Backend:
+        import boto3
+        from botocore.config import Config
+
+        parts = urlsplit(url)
+        if not parts.netloc:
+            raise RemoteError(f"the URL names no bucket: {url}")
+        endpoint = endpoint or environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL")
+        config = Config(
+            connect_timeout=timeout,
+            read_timeout=timeout,
+            retries={"max_attempts": 1, "mode": "standard"},
+            max_pool_connections=32,
+        )
+        # The run's environment first (eb may be given another than its own), then boto3's
+        # own sources (config files, instance roles).
+        session = boto3.session.Session(
+            aws_access_key_id=environ.get("AWS_ACCESS_KEY_ID") or None,
+            aws_secret_access_key=environ.get("AWS_SECRET_ACCESS_KEY") or None,
+            aws_session_token=environ.get("AWS_SESSION_TOKEN") or None,
+            region_name=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or None,
+            profile_name=environ.get("AWS_PROFILE") or None,
+        )
+        client = session.client("s3", endpoint_url=endpoint or None, config=config)
+        return cls(client=client, bucket=parts.netloc, prefix=parts.path, url=url)
+
+    def _key(self, *, kind: Kind, name: str) -> str:
+        checked_name(name)
+        return f"{self.prefix}/{kind}/{name}" if self.prefix else f"{kind}/{name}"
+
+    def get(self, *, kind: Kind, name: str) -> bytes | None:
+        key = self._key(kind=kind, name=name)
+        try:
+            answer = self._client.get_object(Bucket=self.bucket, Key=key)
+            data: bytes = answer["Body"].read()
+        except Exception as exc:  # botocore's errors and the socket's, all alike here
+            if _absent(exc):
+                return None
+            raise RemoteError(f"GET {kind}/{name}: {_cause(exc)}") from None
+        length = answer.get("ContentLength")
+        if isinstance(length, int) and length != len(data):
+            raise RemoteError(f"GET {kind}/{name}: the body was cut short")
+        return data
+
+    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+        key = self._key(kind=kind, name=name)
+        try:
+            self._client.put_object(Bucket=self.bucket, Key=key, Body=data)
+        except Exception as exc:
+            raise RemoteError(f"PUT {kind}/{name}: {_cause(exc)}") from None
+
+    def head(self, *, kind: Kind, name: str) -> int | None:
+        key = self._key(kind=kind, name=name)
+        try:
+            answer = self._client.head_object(Bucket=self.bucket, Key=key)
+        except Exception as exc:
+            if _absent(exc):
+                return None
+            raise RemoteError(f"HEAD {kind}/{name}: {_cause(exc)}") from None
+        return int(answer.get("ContentLength", 0))
+
+    def list(self, *, kind: Kind) -> Iterator[RemoteItem]:
+        start = f"{self.prefix}/{kind}/" if self.prefix else f"{kind}/"
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=start
+            )
+            for page in pages:
+                for item in page.get("Contents", []):
+                    name = str(item["Key"])[len(start) :]
+                    if "/" in name:
+                        continue
+                    yield RemoteItem(
+                        name=name,
+                        size=int(item.get("Size", 0)),
+                        modified=item["LastModified"].timestamp(),
+                    )
+        except Exception as exc:
+            raise RemoteError(f"LIST {kind}: {_cause(exc)}") from None
+
+    def delete(self, *, kind: Kind, name: str) -> bool:
+        if self.head(kind=kind, name=name) is None:
+            return False
+        try:
+            self._client.delete_object(Bucket=self.bucket, Key=self._key(kind=kind, name=name))
+        except Exception as exc:
+            raise RemoteError(f"DELETE {kind}/{name}: {_cause(exc)}") from None
+        return True
+
+
+def _absent(exc: Exception) -> bool:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return False
+    code = str(response.get("Error", {}).get("Code", ""))
+    return code in _ABSENT
+
+
+def _cause(exc: Exception) -> str:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        error = response.get("Error", {})
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return f"{error.get('Code') or 'error'} (HTTP {status})"
+    return str(exc) or type(exc).__name__

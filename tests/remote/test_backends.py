@@ -1,0 +1,160 @@
+"""Every backend against a real server: the same get/put/head/list/delete of entries and blobs."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eval_banana.core.errors import ConfigError
+from eval_banana.remote.backend import ListingUnsupported, RemoteBackend, RemoteError
+from eval_banana.remote.guarded import TRIP_AFTER, GuardedRemote
+from eval_banana.remote.opening import open_backend
+from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
+
+NAME = hashlib.sha256(b"an object").hexdigest()
+OTHER = hashlib.sha256(b"another").hexdigest()
+
+
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[MotoS3]:
+    with moto_s3() as server:
+        yield server
+
+
+@pytest.fixture
+def hostile_server() -> Iterator[Hostile]:
+    with hostile() as server:
+        yield server
+
+
+def _open(url: str, environ: dict[str, str] | None = None, timeout: float = 5) -> RemoteBackend:
+    return open_backend(
+        url=url, endpoint=None, timeout=timeout, environ=environ or {}, source="config.toml"
+    )
+
+
+@pytest.fixture(params=["folder", "file-url", "s3", "webdav"])
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, s3_server: MotoS3
+) -> Iterator[RemoteBackend]:
+    kind = request.param
+    if kind == "folder":
+        yield _open(str(tmp_path / "shared"))
+    elif kind == "file-url":
+        yield _open((tmp_path / "shared").as_uri())
+    elif kind == "s3":
+        prefix = f"run-{time.monotonic_ns()}"
+        environ = {**s3_server.environ, "AWS_ENDPOINT_URL": s3_server.endpoint}
+        yield _open(f"s3://{BUCKET}/{prefix}", environ=environ)
+    else:
+        with webdav(folder=tmp_path / "dav") as url:
+            yield _open(f"{url}/team/cache")
+
+
+def test_objects_round_trip_by_kind_and_name(backend: RemoteBackend) -> None:
+    assert backend.get(kind="ac", name=NAME) is None
+    assert backend.head(kind="cas", name=NAME) is None
+    backend.put(kind="ac", name=NAME, data=b'{"an": "entry"}')
+    backend.put(kind="cas", name=NAME, data=b"a blob" * 1000)
+    assert backend.get(kind="ac", name=NAME) == b'{"an": "entry"}'
+    assert backend.get(kind="cas", name=NAME) == b"a blob" * 1000
+    assert backend.head(kind="cas", name=NAME) == 6000
+    assert backend.get(kind="ac", name=OTHER) is None  # the kinds are apart
+    backend.put(kind="ac", name=NAME, data=b"replaced")
+    assert backend.get(kind="ac", name=NAME) == b"replaced"
+    try:
+        listed = {item.name: item.size for item in backend.list(kind="ac")}
+    except ListingUnsupported:
+        pass
+    else:
+        assert listed == {NAME: 8}
+    assert backend.delete(kind="ac", name=NAME) is True
+    assert backend.get(kind="ac", name=NAME) is None
+    assert backend.delete(kind="ac", name=NAME) is False
+
+
+def test_a_name_that_is_not_a_digest_is_never_sent(backend: RemoteBackend) -> None:
+    with pytest.raises(ValueError):
+        backend.get(kind="ac", name="../../etc/passwd")
+
+
+def test_s3_without_boto3_is_a_setup_error_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "boto3", None)  # as if the extra were not installed
+    with pytest.raises(ConfigError) as caught:
+        _open("s3://bucket/prefix")
+    assert "eval-banana-staged[s3]" in (caught.value.hint or "")
+    assert caught.value.field_path == "cache.remote"
+
+
+def test_an_unknown_scheme_is_a_setup_error() -> None:
+    with pytest.raises(ConfigError, match="gopher"):
+        _open("gopher://host/cache")
+
+
+def test_the_token_goes_in_the_header_only(hostile_server: Hostile) -> None:
+    backend = _open(hostile_server.url, environ={"EVAL_BANANA_CACHE_TOKEN": "s3cr3t-token"})
+    backend.put(kind="ac", name=NAME, data=b"x")
+    assert hostile_server.requests[-1][2] == "Bearer s3cr3t-token"
+    assert "s3cr3t" not in backend.url
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [("error", "HTTP 500"), ("truncated", "cut short"), ("redirect", "another host")],
+)
+def test_a_hostile_server_is_an_error_never_data(
+    hostile_server: Hostile, mode: str, words: str
+) -> None:
+    backend = _open(hostile_server.url)
+    backend.put(kind="ac", name=NAME, data=b"an entry of some length")
+    hostile_server.mode = mode
+    hostile_server.redirect_to = "http://127.0.0.2:9"
+    with pytest.raises(RemoteError, match=words):
+        backend.get(kind="ac", name=NAME)
+
+
+def test_a_redirect_on_the_same_host_is_followed(hostile_server: Hostile) -> None:
+    backend = _open(hostile_server.url)
+    hostile_server.objects["/elsewhere/ac/" + NAME] = b"moved"
+    hostile_server.mode = "redirect_once"
+    hostile_server.redirect_to = hostile_server.url.rsplit("/cache", 1)[0] + "/elsewhere"
+    # /cache/ac/<name> -> /elsewhere/cache/ac/<name> is not stored: the redirect's target is
+    # what answers, found under the path the Location names.
+    hostile_server.objects["/elsewhere/cache/ac/" + NAME] = b"moved"
+    assert backend.get(kind="ac", name=NAME) == b"moved"
+    assert [path for _, path, _ in hostile_server.requests] == [
+        f"/cache/ac/{NAME}",
+        f"/elsewhere/cache/ac/{NAME}",
+    ]
+
+
+def test_a_slow_server_times_out_and_the_breaker_stops_asking(hostile_server: Hostile) -> None:
+    hostile_server.mode = "slow"
+    guarded = GuardedRemote(backend=_open(hostile_server.url, timeout=0.5), concurrency=4)
+    started = time.monotonic()
+    outcomes = guarded.each(work=lambda n: _try(guarded, n), items=range(40))
+    elapsed = time.monotonic() - started
+    assert outcomes.count("failed") == 40
+    tally = guarded.tally()
+    assert tally.tripped
+    # One wave of concurrent requests times out; the rest are never sent (not even by a
+    # worker that was free before its neighbours' failures were counted).
+    assert TRIP_AFTER <= tally.requests <= 4
+    assert elapsed < 0.5 + 0.9
+    assert "timed out" in (tally.first_error or "")
+
+
+def _try(guarded: GuardedRemote, number: int) -> str:
+    try:
+        guarded.get(kind="ac", name=hashlib.sha256(str(number).encode()).hexdigest())
+    except RemoteError:
+        return "failed"
+    return "answered"

@@ -1,0 +1,218 @@
+"""Real servers for the shared cache's tests, each on 127.0.0.1 on a free port, stopped after.
+
+- `moto_s3`: moto's standalone S3 server, a separate process (`python -m moto.server`), so a
+  test can kill it as a crashed remote would go.
+- `webdav`: a WebDAV server (wsgidav on cheroot) over a folder.
+- `hostile`: a small HTTP cache written here that can be made slow, flaky or hostile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+BUCKET = "eb-shared"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for(port: int, *, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
+
+
+class MotoS3:
+    """moto's S3 server in its own process, with one bucket; `environ` speaks to it."""
+
+    def __init__(self, *, port: int, process: subprocess.Popen[bytes]) -> None:
+        self.port = port
+        self.process = process
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.environ = {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "EVAL_BANANA_CACHE_REMOTE_ENDPOINT": self.endpoint,
+        }
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        )
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def moto_s3() -> Iterator[MotoS3]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = MotoS3(port=port, process=process)
+    try:
+        _wait_for(port)
+        server.client().create_bucket(Bucket=BUCKET)
+        yield server
+    finally:
+        server.kill()
+
+
+@contextlib.contextmanager
+def webdav(*, folder: Path) -> Iterator[str]:
+    """A WebDAV server over `folder`, anonymous read-write; its URL."""
+    from cheroot import wsgi
+    from wsgidav.wsgidav_app import WsgiDAVApp
+
+    folder.mkdir(parents=True, exist_ok=True)
+    app = WsgiDAVApp(
+        {
+            "provider_mapping": {"/": str(folder)},
+            "simple_dc": {"user_mapping": {"*": True}},
+            "verbose": 0,
+            "logging": {"enable": False, "enable_loggers": []},
+            "dir_browser": {"enable": False},
+        }
+    )
+    port = free_port()
+    server = wsgi.Server(("127.0.0.1", port), app, numthreads=8)
+    server.prepare()
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+        thread.join(timeout=10)
+
+
+class Hostile:
+    """An HTTP cache in memory whose answers a test can spoil; `requests` logs what it got."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.requests: list[tuple[str, str, str | None]] = []  # method, path, Authorization
+        self.mode = "ok"  # ok, slow, error, truncated, redirect, wrong_blob
+        self.delay = 0.0
+        self.redirect_to = ""
+        self.url = ""
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: Any
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def handle(self) -> None:
+        # A client that gave up (a timeout) leaves a broken pipe: nothing to report.
+        with contextlib.suppress(OSError):
+            super().handle()
+
+    def _spoiled(self) -> bool:
+        state: Hostile = self.server.state
+        state.requests.append((self.command, self.path, self.headers.get("Authorization")))
+        if state.delay:
+            time.sleep(state.delay)
+        if state.mode == "slow":
+            time.sleep(30)
+        if state.mode == "error":
+            self._answer(500, b"broken")
+            return True
+        if state.mode in ("redirect", "redirect_once"):
+            if state.mode == "redirect_once":
+                state.mode = "ok"
+            self.send_response(302)
+            self.send_header("Location", state.redirect_to + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return True
+        return False
+
+    def _answer(self, status: int, body: bytes, *, length: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self._spoiled():
+            return
+        state: Hostile = self.server.state
+        data = state.objects.get(self.path)
+        if data is None:
+            self._answer(404, b"")
+        elif state.mode == "truncated":
+            self._answer(200, data[: len(data) // 2], length=len(data))
+            self.close_connection = True
+        elif state.mode == "wrong_blob" and "/cas/" in self.path:
+            self._answer(200, b"not the blob you asked for" + data[:10])
+        else:
+            self._answer(200, data)
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        if self._spoiled():
+            return
+        data = self.server.state.objects.get(self.path)
+        self._answer(404 if data is None else 200, b"", length=0 if data is None else len(data))
+
+    def do_PUT(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length)
+        if self._spoiled():
+            return
+        self.server.state.objects[self.path] = body
+        self._answer(201, b"")
+
+
+@contextlib.contextmanager
+def hostile() -> Iterator[Hostile]:
+    state = Hostile()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), _Handler)
+    server.daemon_threads = True
+    server.state = state  # type: ignore[attr-defined]
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/cache"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def clean_environ() -> dict[str, str]:
+    """The process environment without any shared-cache setting a shell may carry."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("EVAL_BANANA_CACHE_")}

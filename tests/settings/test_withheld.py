@@ -1,0 +1,33 @@
+"""The shared cache's token and signing key reach no check and are masked."""
+
+from __future__ import annotations
+
+from eval_banana.models.config import ExecutionSettings
+from eval_banana.runners.redact import redactor_for
+from eval_banana.settings.envpolicy import build_base_env
+
+ENV = {
+    "PATH": "/bin",
+    "EVAL_BANANA_CACHE_TOKEN": "a-bearer-token-1234",
+    "EVAL_BANANA_CACHE_SIGNING_KEY": "a-signing-key-5678",
+    "EVAL_BANANA_CACHE_MODE": "on",
+}
+
+
+def test_no_policy_passes_them_to_checks() -> None:
+    for policy in ("inherit", "allowlist"):
+        settings = ExecutionSettings(
+            env=policy,
+            env_allow=["EVAL_BANANA_CACHE_TOKEN"],
+            env_allow_prefixes=["EVAL_BANANA_"],
+        )
+        env = build_base_env(settings=settings, environ=ENV)
+        assert "EVAL_BANANA_CACHE_TOKEN" not in env
+        assert "EVAL_BANANA_CACHE_SIGNING_KEY" not in env
+        assert env["PATH"] == "/bin"
+
+
+def test_they_are_masked_though_eb_s_other_settings_are_not() -> None:
+    redactor = redactor_for(environ=ENV, names=())
+    assert redactor.text("a-bearer-token-1234 a-signing-key-5678") == "*** ***"
+    assert set(redactor.secrets) == {"a-bearer-token-1234", "a-signing-key-5678"}

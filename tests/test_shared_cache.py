@@ -1,0 +1,382 @@
+"""The shared cache end to end: two project clones (two CI runners) sharing one remote.
+
+Each runner is a separate folder with its own local cache; both start the same counting agent
+(a real executable logging every start), so a test tells exactly which judges ran where.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cache.rig import Project, judge, make_project
+from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
+
+KEY = "a-signing-key-from-the-ci-secret-store"
+# A prompt longer than what travels inline: its file is a blob of its own (cas/<sha256>).
+LONG = "Judge it. " + "Read every line of the docs with care. " * 600
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for name in (
+        "EVAL_BANANA_CACHE_MODE",
+        "EVAL_BANANA_CACHE_DIR",
+        "EVAL_BANANA_CACHE_REMOTE",
+        "EVAL_BANANA_CACHE_REMOTE_MODE",
+        "EVAL_BANANA_CACHE_SIGNING_KEY",
+        "EVAL_BANANA_CACHE_TOKEN",
+        "EVAL_BANANA_CACHE_REQUIRE_SIGNATURE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def s3() -> Iterator[MotoS3]:
+    with moto_s3() as server:
+        yield server
+
+
+@pytest.fixture
+def hostile_server() -> Iterator[Hostile]:
+    with hostile() as server:
+        yield server
+
+
+def runners(
+    *, tmp_path: Path, eb: Callable[..., Any], checks: dict[str, str] | None = None
+) -> tuple[Project, Project]:
+    """Two clones of one project, as two CI runners check it out, with empty local caches."""
+    first = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks=checks
+        or {
+            "j": judge("j"),
+            "k": judge("k", instructions="Judge it twice."),
+            "big": judge("big", instructions=LONG),
+        },
+        files={"docs/guide.md": "How to install.\n"},
+        replay=False,
+    )
+    root = tmp_path / "runner2"
+    shutil.copytree(first.root, root)
+    return first, Project(root=root, log=first.log, eb=eb)
+
+
+def run(project: Project, remote: str, *args: str) -> tuple[dict[str, Any], int]:
+    """The run's report `cache` section, and how many agents it started."""
+    before = project.agent_starts()
+    report = project.run("--cache-remote", remote, *args)
+    counts: dict[str, Any] = report["cache"]
+    counts["warnings"] = [w["message"] for w in report["warnings"]]
+    return counts, project.agent_starts() - before
+
+
+def _markdown(project: Project) -> str:
+    """report.md of the project's latest run."""
+    latest = max(project.root.rglob("report.md"), key=lambda path: path.stat().st_mtime_ns)
+    return latest.read_text()
+
+
+def _remote_files(folder: Path, kind: str) -> list[Path]:
+    return sorted((folder / kind).glob("*/*"))
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3", "webdav"])
+def test_a_second_runner_starts_no_agent_for_an_unchanged_commit(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        counts, started = run(first, url)
+        assert started == 3
+        assert counts["misses"] == 3 and counts["remote_writes"] == 3
+        assert counts["bytes_uploaded"] > len(LONG)
+
+        counts, started = run(second, url)
+        assert started == 0
+        assert (counts["remote_hits"], counts["local_hits"], counts["misses"]) == (3, 0, 0)
+        assert counts["remote_errors"] == 0 and counts["remote_writes"] == 0
+        # One request per cached judge, and one more for the prompt too long to travel inline.
+        assert counts["remote_requests"] == 4
+        assert counts["bytes_downloaded"] > len(LONG)
+        assert second.root.joinpath(".eval-banana", "cache", "entries").is_dir()
+
+        # report.md says it, and the console's summary does.
+        assert "Cache: 0 local hits, 3 remote hits, 0 misses; shared cache" in _markdown(second)
+        human = second.eb("run", "--cwd", str(second.root), "--cache-remote", url)
+        assert "Cache: 3 local hits, 0 remote hits, 0 misses; shared cache" in human.stdout
+        # What came from the remote was kept locally: the next run asks it nothing.
+        counts, started = run(second, url)
+        assert started == 0
+        assert (counts["remote_hits"], counts["local_hits"], counts["remote_requests"]) == (0, 3, 0)
+
+
+class _remote:
+    """The remote of a scheme, as a context manager giving its URL (and the S3 variables)."""
+
+    def __init__(
+        self,
+        *,
+        scheme: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest,
+    ) -> None:
+        self.scheme = scheme
+        self.tmp_path = tmp_path
+        self.monkeypatch = monkeypatch
+        self._stack: list[Any] = []
+
+    def __enter__(self) -> str:
+        if self.scheme == "folder":
+            return str(self.tmp_path / "shared")
+        if self.scheme == "s3":
+            context = moto_s3()
+            server = context.__enter__()
+            self._stack.append(context)
+            for name, value in server.environ.items():
+                self.monkeypatch.setenv(name, value)
+            return f"s3://{BUCKET}/team/eb"
+        context = webdav(folder=self.tmp_path / "dav")
+        url = context.__enter__()
+        self._stack.append(context)
+        return f"{url}/eb-cache"
+
+    def __exit__(self, *exc: object) -> None:
+        for context in reversed(self._stack):
+            context.__exit__(None, None, None)
+
+
+def test_a_tampered_signed_entry_is_a_miss_and_the_check_runs_again(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    run(first, str(shared))
+    entries = _remote_files(shared, "ac")
+    assert len(entries) == 3 and all(p.read_bytes().startswith(b'{"signature": ') for p in entries)
+    tampered = next(p for p in entries if b'"check_id": "j"' in p.read_bytes())
+    tampered.write_bytes(
+        tampered.read_bytes().replace(b"judged by the counting agent", b"trust me")
+    )
+
+    counts, started = run(second, str(shared))
+    assert started == 1
+    assert counts["remote_hits"] == 2 and counts["misses"] == 1
+    assert counts["remote_rejected"] == {"signature": 1, "entry": 0, "blob": 0}
+    assert any("for check 'j'" in w and "signature" in w for w in counts["warnings"])
+
+
+def test_a_damaged_unsigned_entry_is_a_miss_counted_as_a_bad_entry(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    run(first, str(shared))
+    entry = next(p for p in _remote_files(shared, "ac") if b'"check_id": "k"' in p.read_bytes())
+    entry.write_bytes(entry.read_bytes()[:200])  # cut short
+
+    counts, started = run(second, str(shared))
+    assert started == 1
+    assert counts["remote_rejected"] == {"signature": 0, "entry": 1, "blob": 0}
+
+
+def test_an_entry_signed_with_another_key_is_a_miss(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = str(tmp_path / "shared")
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", "some-other-key-entirely")
+    run(first, shared)
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    counts, started = run(second, shared)
+    assert started == 3
+    assert counts["remote_hits"] == 0
+    assert counts["remote_rejected"]["signature"] == 3
+
+
+def test_a_missing_blob_is_a_miss_counted_as_a_bad_blob(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    run(first, str(shared))
+    blobs = _remote_files(shared, "cas")
+    assert len(blobs) == 1  # the long prompt; the small files travel inside their entries
+    blobs[0].unlink()
+
+    counts, started = run(second, str(shared))
+    assert started == 1
+    assert counts["remote_hits"] == 2
+    assert counts["remote_rejected"] == {"signature": 0, "entry": 0, "blob": 1}
+    assert any("for check 'big'" in w and "does not hold" in w for w in counts["warnings"])
+
+
+def test_a_blob_of_another_digest_is_a_miss_never_a_pass(
+    tmp_path: Path, eb: Callable[..., Any], hostile_server: Hostile
+) -> None:
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    run(first, hostile_server.url)
+    hostile_server.mode = "wrong_blob"
+    counts, started = run(second, hostile_server.url)
+    assert started == 1
+    assert counts["remote_rejected"]["blob"] == 1
+    assert any("another digest" in w for w in counts["warnings"])
+
+
+def test_a_killed_server_makes_the_checks_run_and_the_report_names_the_error(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, s3: MotoS3
+) -> None:
+    for name, value in s3.environ.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_TIMEOUT_SECONDS", "2")
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    url = f"s3://{BUCKET}/eb"
+    run(first, url)
+    s3.kill()
+
+    counts, started = run(second, url)
+    assert started == 3  # every check ran as on a miss; the run did not fail
+    assert counts["remote_errors"] >= 1 and counts["remote_hits"] == 0
+    assert counts["remote_stopped"] is True
+    assert counts["first_remote_error"]
+    assert any("failed" in w and "ran as on a miss" in w for w in counts["warnings"])
+
+
+def test_read_only_never_writes(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_MODE", "read-only")
+    counts, started = run(first, str(shared))
+    assert started == 3 and counts["remote_writes"] == 0 and counts["bytes_uploaded"] == 0
+    assert not shared.exists() or not any(shared.rglob("*.*")) and not _remote_files(shared, "ac")
+    # Read-only still reads what a trusted runner stored.
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_MODE", "read-write")
+    run(second, str(shared))
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_MODE", "read-only")
+    third = Project(root=tmp_path / "runner3", log=first.log, eb=eb)
+    shutil.copytree(first.root, third.root, ignore=shutil.ignore_patterns("cache"))
+    shutil.rmtree(third.root / ".eval-banana" / "cache", ignore_errors=True)
+    counts, started = run(third, str(shared))
+    assert started == 0 and counts["remote_hits"] == 3 and counts["remote_writes"] == 0
+
+
+def test_a_fork_without_the_key_cannot_make_a_signing_runner_accept_its_entries(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fork, trusted = runners(tmp_path=tmp_path, eb=eb)
+    shared = str(tmp_path / "shared")
+    # The fork writes (misconfigured read-write) what it likes, unsigned: it has no key.
+    counts, _ = run(fork, shared)
+    assert counts["remote_writes"] == 3
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REQUIRE_SIGNATURE", "true")
+    counts, started = run(trusted, shared)  # requires signatures, has no key either
+    assert started == 3 and counts["remote_hits"] == 0
+    assert any("require_signature" in w for w in counts["warnings"])
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    shutil.rmtree(trusted.root / ".eval-banana" / "cache")
+    counts, started = run(trusted, shared)  # has the key: the fork's entries have no signature
+    assert started == 3 and counts["remote_hits"] == 0
+    assert counts["remote_rejected"]["signature"] == 3
+
+
+def test_secrets_of_the_shared_cache_reach_no_file_and_no_judge(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, hostile_server: Hostile
+) -> None:
+    token = "tok-" + "7" * 24
+    monkeypatch.setenv("EVAL_BANANA_CACHE_TOKEN", token)
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    env_dump = "import os, json; print(json.dumps(dict(os.environ)))\n"
+    from tests.cache.rig import script_check
+
+    first, _ = runners(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"env": script_check("env", script=env_dump), "j": judge("j")},
+    )
+    run(first, hostile_server.url)
+    assert {auth for _, _, auth in hostile_server.requests} == {f"Bearer {token}"}
+    for path in first.root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert token.encode() not in data, path
+            assert KEY.encode() not in data, path
+    for body in hostile_server.objects.values():
+        assert token.encode() not in body and KEY.encode() not in body
+    # The check never received them (not even masked).
+    stdout = next(first.root.rglob("runs/*/checks/env*.stdout.txt"), None) or next(
+        p for p in first.root.rglob("env*.stdout.txt")
+    )
+    seen = json.loads(stdout.read_text())
+    assert "EVAL_BANANA_CACHE_TOKEN" not in seen and "EVAL_BANANA_CACHE_SIGNING_KEY" not in seen
+
+
+def test_a_remote_that_times_out_adds_about_one_timeout_not_one_per_check(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, hostile_server: Hostile
+) -> None:
+    checks = {f"j{n}": judge(f"j{n}", instructions=f"Judge {n}.") for n in range(24)}
+    plain, slow = runners(tmp_path=tmp_path, eb=eb, checks=checks)
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_TIMEOUT_SECONDS", "1")
+    hostile_server.mode = "slow"
+    baselines, times = [], []
+    for _ in range(2):  # the best of two of each: the machine is shared
+        for project in (plain, slow):
+            shutil.rmtree(project.cache_dir, ignore_errors=True)
+        started = time.monotonic()
+        plain.run()  # the same run with the local cache alone: its keys and stores cost the same
+        baselines.append(time.monotonic() - started)
+        started = time.monotonic()
+        counts, ran = run(slow, hostile_server.url)
+        times.append(time.monotonic() - started)
+        assert ran == 24 and counts["remote_stopped"] is True
+        # One wave of lookups (remote_concurrency, 8); nothing after the breaker tripped.
+        assert counts["remote_requests"] <= 8
+    assert min(times) <= min(baselines) + 1 + 1, (times, baselines)
+
+
+def test_a_run_answered_by_the_shared_cache_is_not_kept_for_replay(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first = make_project(
+        tmp_path=tmp_path, eb=eb, checks={"j": judge("j")}, files={"docs/a.md": "a\n"}
+    )
+    root = tmp_path / "runner2"
+    shutil.copytree(first.root, root)
+    second = Project(root=root, log=first.log, eb=eb)
+    shared = str(tmp_path / "shared")
+    run(first, shared)
+    counts, _ = run(second, shared)
+    assert counts["remote_hits"] == 1
+    # Its report counts requests a replay would not make: not kept.
+    assert not list((second.cache_dir / "runs").glob("*/*.json"))
+    counts, _ = run(second, shared)
+    assert (counts["local_hits"], counts["remote_requests"]) == (1, 0)
+    assert list((second.cache_dir / "runs").glob("*/*.json"))  # this one is
+    counts, started = run(second, shared)  # a replay: the same counts, still true
+    assert started == 0 and (counts["local_hits"], counts["remote_requests"]) == (1, 0)
+
+
+def test_a_remote_of_an_unknown_scheme_is_a_setup_error(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    done = eb("run", "--cwd", str(first.root), "--cache-remote", "gopher://cache.example/eb")
+    assert done.exit_code == 2, done.stdout + done.stderr
+    assert "[cache] remote 'gopher://cache.example/eb'" in done.stderr
+    assert first.agent_starts() == 0
