@@ -209,6 +209,16 @@ PRECEDENCE = [
         ["--last-failed-none", "skip"],
         "skip",
     ),
+    ("core.schedule", '"plan"', "plan", "history", "history", ["--schedule", "plan"], "plan"),
+    (
+        "core.shard_balance",
+        '"history"',
+        "history",
+        "hash",
+        "hash",
+        ["--balance", "history"],
+        "history",
+    ),
     ("harness.require_calibration", "true", True, "yes", True, ["--require-calibration"], True),
     ("harness.min_agreement", "0.5", 0.5, "0.75", 0.75, ["--min-agreement", "0.9"], 0.9),
 ]
