@@ -272,7 +272,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         choices=SHARD_BALANCES,
         env="EVAL_BANANA_SHARD_BALANCE",
         flag="--balance",
-        commands=_RUN,
+        commands=("run", "list"),
         metavar="{hash,history}",
         help=_help("core", "shard_balance"),
     ),
