@@ -20,8 +20,12 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.generate import AGENTS_DIR, Sizes, write_config
+
+if TYPE_CHECKING:
+    from eval_banana.history.record import HistoryRecord
 
 SLEEP_AGENT = AGENTS_DIR / "sleep_agent.py"
 MEDIAN_S = 0.5
@@ -145,7 +149,7 @@ def w16_durations(*, sizes: Sizes) -> dict[str, float]:
     return {f"judge_{index:04d}": value for index, value in enumerate(seconds)}
 
 
-def _record(*, index: int, durations: dict[str, float], rng: random.Random) -> object:
+def _record(*, index: int, durations: dict[str, float], rng: random.Random) -> HistoryRecord:
     """Recorded run `index`: every judge passed, in its duration give or take a tenth."""
     from eval_banana.history.record import HistoryRecord
 
@@ -187,7 +191,8 @@ def build_w16(*, sizes: Sizes) -> Callable[[Path], None]:
         rng = random.Random(SEED + 2)
         folder = project / ".eval-banana" / "history"
         for index in range(sizes_of(sizes).w16_runs):
-            write_record(folder=folder, record=_record(index=index, durations=durations, rng=rng))  # type: ignore[arg-type]
+            record = _record(index=index, durations=durations, rng=rng)
+            write_record(folder=folder, record=record)
 
     return build
 

@@ -212,3 +212,16 @@ def test_merge_refuses_a_hash_shard_with_a_history_shard(tmp_path: Path, eb: Eb)
     )
     assert done.exit_code == 2
     assert "--balance history" in done.stderr and "--balance hash" in done.stderr
+
+
+def test_eb_list_shows_the_split_eb_run_makes(tmp_path: Path, eb: Eb) -> None:
+    root, _ = _project(tmp_path / "p", ids=SHARD_IDS)
+    _history(root, seconds=SECONDS, digests=_digests(root, eb))
+    split = balance_shards(ids=list(SHARD_IDS), expected=SECONDS, total=2)
+    for index in (1, 2):
+        done = eb("list", "--cwd", str(root), "--shard", f"{index}/2", "--balance", "history")
+        assert done.exit_code == 0, done.stderr
+        listed = [line.split("\t")[0] for line in done.stdout.splitlines()]
+        assert listed == [check_id for check_id in SHARD_IDS if split[check_id] == index]
+        by_hash = eb("list", "--cwd", str(root), "--shard", f"{index}/2")
+        assert [line.split("\t")[0] for line in by_hash.stdout.splitlines()] != listed

@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from eval_banana.checks.shard import shard_of
+from eval_banana.core.errors import ConfigError
 from eval_banana.history.read import Warn
 from eval_banana.history.recent import recent_records
 from eval_banana.history.record import HistoryRecord
@@ -88,11 +89,18 @@ def resolve_balance(*, config: ConfigDoc, warn: Warn | None = None) -> ConfigDoc
         return config
     # A shard's own record covers its slice only; read, it would let shard 1's record change
     # the split shard 2 computes after it on the same machine. Merged runs hold every check.
-    records = [
-        record
-        for record in recent_records(folder=history_dir(config=config), warn=warn)
-        if record.selection.shard is None
-    ]
+    folder = history_dir(config=config)
+    try:
+        recent = recent_records(folder=folder, warn=warn)
+    except OSError as exc:
+        raise ConfigError(
+            f"--balance history cannot read the history folder {folder}: {exc.strerror or exc}",
+            file=str(folder),
+            field_path="history.dir",
+            hint="Make the folder readable, point [history] dir at the history to split by, "
+            "or split by the id hash (--balance hash).",
+        ) from None
+    records = [record for record in recent if record.selection.shard is None]
     durations = latest_durations(records=records)
     balanced = shard.model_copy(
         update={"balance": "history", "history_digest": durations_digest(durations=durations)}

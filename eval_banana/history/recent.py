@@ -53,7 +53,15 @@ def start_order(
 ) -> list[int]:
     """Positions into `ids` (checks whose definitions are `digests`, by id), longest expected
     first by the history in `folder`; plan order when it holds no run of them."""
-    records = recent_records(folder=folder, warn=warn)
+    try:
+        records = recent_records(folder=folder, warn=warn)
+    except OSError as exc:
+        # The order is an optimisation: an unreadable history costs it, never the run.
+        (warn if warn is not None else LOG.warning)(
+            f"could not read the run history in {folder} ({exc.strerror or exc}); "
+            "checks start in plan order"
+        )
+        records = []
     if not records:
         return list(range(len(ids)))
     return longest_first(ids=ids, expected=expected_durations(records=records, digests=digests))
