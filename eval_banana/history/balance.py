@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from eval_banana.checks.shard import shard_of
 from eval_banana.core.errors import ConfigError
 from eval_banana.history.read import Warn
-from eval_banana.history.recent import recent_records
-from eval_banana.history.record import HistoryRecord
+from eval_banana.history.recent import latest_seconds, recent_timings
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import history_dir
 
@@ -54,26 +53,6 @@ def balance_shards(
     return assignment
 
 
-def latest_durations(*, records: Sequence[HistoryRecord]) -> dict[str, float]:
-    """Check id -> median seconds over its runs on the definition it last ran with.
-
-    The split is decided before the check files are read, so the definition a check has now is
-    not known yet; the one it last ran with is, and a check's time rarely jumps with an edit.
-    Early errors are left out, as for every expected duration.
-    """
-    latest: dict[str, str] = {}
-    for record in records:  # oldest first: the last digest seen is the newest
-        for check in record.checks:
-            if not check.early_error:
-                latest[check.id] = check.digest
-    found: dict[str, list[float]] = {}
-    for record in records:
-        for check in record.checks:
-            if not check.early_error and latest.get(check.id) == check.digest:
-                found.setdefault(check.id, []).append(check.duration_ms / 1000.0)
-    return {check_id: statistics.median(values) for check_id, values in sorted(found.items())}
-
-
 def durations_digest(*, durations: Mapping[str, float]) -> str:
     """`sha256:<hex>` of a durations table: equal tables, equal digests, on any machine."""
     # Python writes a float as the shortest text that reads back to it: the same everywhere.
@@ -87,11 +66,12 @@ def resolve_balance(*, config: ConfigDoc, warn: Warn | None = None) -> ConfigDoc
     shard = config.selection.shard
     if shard is None or config.settings.core.shard_balance != "history":
         return config
-    # A shard's own record covers its slice only; read, it would let shard 1's record change
-    # the split shard 2 computes after it on the same machine. Merged runs hold every check.
     folder = history_dir(config=config)
     try:
-        recent = recent_records(folder=folder, warn=warn)
+        # A shard's own record covers its slice only; read, it would let shard 1's record
+        # change the split shard 2 computes after it on the same machine. Merged runs hold
+        # every check.
+        recent = recent_timings(folder=folder, unsharded=True, warn=warn)
     except OSError as exc:
         raise ConfigError(
             f"--balance history cannot read the history folder {folder}: {exc.strerror or exc}",
@@ -100,8 +80,7 @@ def resolve_balance(*, config: ConfigDoc, warn: Warn | None = None) -> ConfigDoc
             hint="Make the folder readable, point [history] dir at the history to split by, "
             "or split by the id hash (--balance hash).",
         ) from None
-    records = [record for record in recent if record.selection.shard is None]
-    durations = latest_durations(records=records)
+    durations = latest_seconds(runs=recent)
     balanced = shard.model_copy(
         update={"balance": "history", "history_digest": durations_digest(durations=durations)}
     )

@@ -7,8 +7,15 @@ import random
 from pathlib import Path
 
 from eval_banana.checks.shard import shard_of
-from eval_banana.history.balance import balance_shards, durations_digest, latest_durations
-from eval_banana.history.recent import longest_first, recent_records, start_order
+from eval_banana.history.balance import balance_shards, durations_digest
+from eval_banana.history.recent import (
+    RunTimings,
+    Timing,
+    latest_seconds,
+    longest_first,
+    recent_timings,
+    start_order,
+)
 from tests.history.synth import check, digest, record, write
 
 
@@ -44,11 +51,30 @@ def test_start_order_reads_durations_on_the_current_definition_only(tmp_path: Pa
     assert start_order(folder=tmp_path / "none", ids=ids, digests=digests) == [0, 1, 2]
 
 
-def test_recent_records_are_the_newest_oldest_first(tmp_path: Path) -> None:
+def test_recent_timings_are_the_newest_oldest_first(tmp_path: Path) -> None:
     folder = tmp_path / "history"
-    write(folder=folder, records=[record(index=i, checks=[check(check_id="x")]) for i in range(9)])
-    found = recent_records(folder=folder, runs=4)
-    assert [one.started_at[17:19] for one in found] == ["05", "06", "07", "08"]
+    runs = [record(index=i, checks=[check(check_id="x", duration_ms=1000 * i)]) for i in range(9)]
+    write(folder=folder, records=runs)
+    found = recent_timings(folder=folder, runs=4)
+    assert [run.timings[0].seconds for run in found] == [5.0, 6.0, 7.0, 8.0]
+    # A shard's record is passed over when only unsharded runs are asked for.
+    shard = {"index": 1, "total": 2}
+    sharded = runs[8].model_copy(
+        update={"selection": runs[8].selection.model_copy(update={"shard": shard})}
+    )
+    (folder / "x").mkdir()
+    write(folder=folder / "x", records=[*runs[:8], sharded])
+    found = recent_timings(folder=folder / "x", runs=2, unsharded=True)
+    assert [run.timings[0].seconds for run in found] == [6.0, 7.0]
+
+
+def test_a_file_that_is_no_record_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    folder = tmp_path / "history"
+    write(folder=folder, records=[record(index=1, checks=[check(check_id="x")])])
+    (folder / "20990101-broken.json").write_text('{"checks": [{"id": 3}]}')
+    said: list[str] = []
+    found = recent_timings(folder=folder, warn=said.append)
+    assert len(found) == 1 and "20990101-broken.json" in said[0]
 
 
 def test_balance_is_longest_processing_time_ties_by_id() -> None:
@@ -95,14 +121,17 @@ def test_balance_evens_the_shards_where_the_hash_does_not() -> None:
     assert ratio(by_hash) > ratio(balanced)
 
 
-def test_latest_durations_use_the_last_definition_and_skip_early_errors() -> None:
+def test_latest_seconds_use_the_last_definition_and_skip_early_errors(tmp_path: Path) -> None:
     runs = [
         record(index=0, checks=[check(check_id="x", definition="old", duration_ms=50_000)]),
         record(index=1, checks=[check(check_id="x", duration_ms=2000)]),
         record(index=2, checks=[check(check_id="x", duration_ms=4000)]),
         record(index=3, checks=[check(check_id="x", outcome="E", early_error=True)]),
     ]
-    assert latest_durations(records=runs) == {"x": 3.0}
+    write(folder=tmp_path, records=runs)
+    assert latest_seconds(runs=recent_timings(folder=tmp_path)) == {"x": 3.0}
+    by_hand = [RunTimings(sharded=False, timings=[Timing("y", "d1", 1.0), Timing("y", "d2", 5.0)])]
+    assert latest_seconds(runs=by_hand) == {"y": 5.0}
 
 
 def test_equal_tables_give_equal_digests() -> None:
