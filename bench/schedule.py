@@ -109,14 +109,13 @@ def build_w15(*, sizes: Sizes) -> Callable[[Path], None]:
 
 def w15_notes(*, root: Path, sizes: Sizes, eb_median: float, plan_median: float) -> list[str]:
     """The bound the W15 row is held to, from the drawn durations and from the recorded ones."""
-    from eval_banana.history.balance import latest_durations
-    from eval_banana.history.recent import recent_records
+    from eval_banana.history.recent import latest_seconds, recent_timings
 
     mine = sizes_of(sizes)
     drawn = list(json.loads((root / DURATIONS_FILE).read_text()).values())
     bound = lpt_bound(durations=drawn, parallel=mine.w15_parallel)
     folder = root / "project" / ".eval-banana" / "history"
-    recorded = list(latest_durations(records=recent_records(folder=folder)).values())
+    recorded = list(latest_seconds(runs=recent_timings(folder=folder)).values())
     seen = (
         f"; from the durations the history recorded (agent start-up included) it is "
         f"{lpt_bound(durations=recorded, parallel=mine.w15_parallel):.3f} s"
