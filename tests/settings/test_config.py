@@ -907,7 +907,8 @@ def test_flags_per_command() -> None:
     assert "--harness-agent" in flags("validate")
     assert "--pass-threshold" not in flags("validate")
     assert "--env-policy" not in flags("validate")
-    assert flags("list") == {"--last-failed-none"}  # it shapes what --last-failed lists
+    # They shape what --last-failed and --shard list.
+    assert flags("list") == {"--last-failed-none", "--balance"}
 
 
 def test_absent_flags_give_no_values() -> None:
