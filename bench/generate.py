@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from eval_banana.checks.shard import shard_of
 from eval_banana.core.stem import artifact_stem
@@ -744,7 +745,8 @@ def w8_keying_check(*, root: Path) -> str:
 # W10's runs are made by eb itself (minutes at full size), so only a format change or a new
 # generator rebuilds them.
 RUN_WORKLOADS = frozenset({"W10"})
-FORMAT_WORKLOADS = RUN_WORKLOADS | {"W7"}
+# W16 holds history records the generator wrote: a change of their format rebuilds it.
+FORMAT_WORKLOADS = RUN_WORKLOADS | {"W7", "W16"}
 FAILING_EVERY = 100  # base: check_00099, check_00199, ... fail
 REMOVED_EVERY = 200  # head: check_00007, check_00207, ... are gone
 NEW_CHECKS_PER_10K = 50
@@ -937,6 +939,13 @@ def _human(size: int) -> str:
     return f"{size // KB} KB"
 
 
+def _schedule() -> Any:
+    """bench/schedule.py, which imports this module: loaded when its workloads are built."""
+    from bench import schedule
+
+    return schedule
+
+
 BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W0": lambda sizes: build_w0,
     "W1": lambda sizes: build_w1(sizes=sizes),
@@ -951,6 +960,8 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W12": lambda sizes: build_w12(sizes=sizes),
     "W13": lambda sizes: build_w13(sizes=sizes),
     "W14": lambda sizes: build_w14(sizes=sizes),
+    "W15": lambda sizes: _schedule().build_w15(sizes=sizes),
+    "W16": lambda sizes: _schedule().build_w16(sizes=sizes),
     "W18": lambda sizes: build_w18(sizes=sizes),
     "W19": lambda sizes: build_w19(sizes=sizes),
 }

@@ -39,11 +39,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench import generate, split  # noqa: E402
+from bench import generate, schedule, split  # noqa: E402
 from bench.generate import EXCLUDED, FULL, QUICK, Sizes  # noqa: E402
 
 DOC = REPO / "docs" / "performance.md"
 SCALE_DOC = REPO / "docs" / "scale-out.md"
+SCHEDULE_DOC = REPO / "docs" / "scheduling.md"
 TABLE_START = "<!-- bench-table:start -->"
 TABLE_END = "<!-- bench-table:end -->"
 PROMPT = "Read README.md and answer with a verdict."
@@ -128,6 +129,7 @@ DOC_BLOCKS = (
     DocBlock(name="bench-table-sampling", keys=frozenset({"W12"}), paths=(DOC,)),
     DocBlock(name="isolation-figures", keys=frozenset({"W13", "W14"}), paths=(DOC,)),
     DocBlock(name="bench-table-history", keys=frozenset({"W19"}), paths=(DOC,)),
+    DocBlock(name="schedule-figures", keys=frozenset({"W15", "W16"}), paths=(DOC, SCHEDULE_DOC)),
 )
 
 
@@ -958,6 +960,8 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
         ]
     if key == "W13":
         return _w13_cases(root=root, sizes=sizes, n=n)
+    if key in ("W15", "W16"):
+        return _schedule_cases(key=key, root=root, sizes=sizes, n=n)
     if key == "W18":
         project = root / "project"
         return [
@@ -1032,6 +1036,58 @@ def _w13_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Cas
             copy_probe=project,
             runs=n(3),
         ),
+    ]
+
+
+def _schedule_cases(*, key: str, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Case]:
+    """W15: longest expected first against plan order, the same judges in the same call, held
+    to the longest-processing-time bound; W16: the shard split `eb list` computes by history,
+    timed against the hash split (how even each is goes in the notes)."""
+    project = root / "project"
+    eb = [sys.executable, "-m", "eval_banana"]
+    mine = schedule.sizes_of(sizes)
+    if key == "W15":
+        parallel = ["--max-parallel-checks", str(mine.w15_parallel)]
+        # The history is recorded by a plan-order run first; the measured runs add none.
+        run = ["run", "--cwd", str(project), *parallel, "--history", "off"]
+        return [
+            Case(
+                key="W15",
+                name=f"{mine.w15_judges} judges of log-normal length, parallel "
+                f"{mine.w15_parallel}, longest expected first",
+                eb_args=run,
+                floor=[*eb, *run, "--schedule", "plan", "--output-dir", "{scratch}/floor-out"],
+                floor_label="eb run --schedule plan, same judges",
+                floor_cwd=REPO,
+                target=None,
+                seconds_target=schedule.w15_target(root=root, sizes=sizes),
+                prepare=[
+                    "run",
+                    "--cwd",
+                    str(project),
+                    *parallel,
+                    "--schedule",
+                    "plan",
+                    "--output-dir",
+                    "{scratch}/prepare",
+                ],
+                output_dir=True,
+                runs=n(3),
+            )
+        ]
+    listing = ["list", "--cwd", str(project), "--shard", f"1/{mine.w16_shards}"]
+    return [
+        Case(
+            key="W16",
+            name=f"{mine.w16_judges} judges into {mine.w16_shards} shards by "
+            f"{mine.w16_runs} recorded runs (eb list --balance history)",
+            eb_args=[*listing, "--balance", "history"],
+            floor=[*eb, *listing, "--balance", "hash"],
+            floor_label="eb list --balance hash",
+            floor_cwd=REPO,
+            target=None,
+            runs=n(5),
+        )
     ]
 
 
@@ -1172,6 +1228,16 @@ def render_notes(rows: list[Row], *, sizes: Sizes) -> str:
             )
     if any(row.case.key == "W10" for row in rows):
         notes += split.notes(sizes=sizes)
+    for row in rows:
+        if row.case.key == "W15" and row.eb and row.floor:
+            notes += schedule.w15_notes(
+                root=generate.workload(key="W15", sizes=sizes),
+                sizes=sizes,
+                eb_median=_median(row.eb),
+                plan_median=_median(row.floor),
+            )
+    if any(row.case.key == "W16" for row in rows):
+        notes += schedule.w16_notes(root=generate.workload(key="W16", sizes=sizes), sizes=sizes)
     return "\n".join(notes)
 
 

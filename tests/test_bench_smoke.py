@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from bench import generate, split  # noqa: E402
 from bench.run import (  # noqa: E402
     DOC,
     SCALE_DOC,
+    SCHEDULE_DOC,
     TABLE_END,
     TABLE_START,
     Case,
@@ -205,7 +207,7 @@ def test_a_row_without_samples_is_not_met_and_prints_dashes() -> None:
 def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
     rows = [
         _row(key, target=2)
-        for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13", "W14", "W19", "W99")
+        for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13", "W14", "W15", "W16", "W19", "W99")
     ]
     blocks = {
         block.name: ([row.case.key for row in mine], block.paths)
@@ -217,6 +219,7 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
         "scale-out-figures": (["W10", "W11"], (DOC, SCALE_DOC)),
         "isolation-figures": (["W13", "W14"], (DOC,)),
         "bench-table-sampling": (["W12"], (DOC,)),
+        "schedule-figures": (["W15", "W16"], (DOC, SCHEDULE_DOC)),
         "bench-table-history": (["W19"], (DOC,)),
     }
     assert [block.name for block, _ in rows_by_block(rows=rows[3:5])] == ["scale-out-figures"]
@@ -226,10 +229,22 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
         "scale-out-figures",
         "bench-table-sampling",
         "isolation-figures",
+        "schedule-figures",
         "bench-table-history",
     ):
         assert f"<!-- {name}:start -->" in DOC.read_text()
     assert "<!-- scale-out-figures:start -->" in SCALE_DOC.read_text()
+    assert "<!-- schedule-figures:start -->" in SCHEDULE_DOC.read_text()
+
+
+def test_the_w15_durations_are_the_workload_the_issue_names() -> None:
+    from bench import schedule
+
+    drawn = schedule.draws(count=64, seed=schedule.SEED)
+    assert drawn == schedule.draws(count=64, seed=schedule.SEED)  # drawn once: a fixed seed
+    assert 0.45 <= statistics.median(drawn) <= 0.55 and 3.5 <= max(drawn) <= 4.5
+    assert schedule.lpt_bound(durations=[4.0, 1.0, 1.0], parallel=2) == 4.0
+    assert schedule.lpt_bound(durations=[1.0] * 16, parallel=8) == 2.0
 
 
 def test_the_exact_split_chance_matches_counting_every_assignment() -> None:

@@ -24,10 +24,13 @@ from tests.conftest import EbResult, judge_yaml
 Project = Callable[..., Path]
 Eb = Callable[..., EbResult]
 
+# Plan order: these tests read which checks started before a stop, run after run (the
+# default starts the checks a history says are longest first).
 CONFIG = """\
 [core]
 output_dir = "results"
 max_parallel_checks = 1
+schedule = "plan"
 """
 
 

@@ -4,6 +4,8 @@
 - `build`: a record from a finished run's report; `gitstate`: the commit it ran on.
 - `store`: writing, pruning and importing record files; `read`: loading them back.
 - `durations`: what a check is expected to take and cost, from its recorded runs.
+- `recent`: the newest runs, and the order `eb run` starts checks in by them (longest first).
+- `balance`: `--shard K/N --balance history`, a split by recorded durations.
 - `summary` and `render`: what `eb history` shows.
 
 May import stagefiles, harness, checks, settings, projectstate, models and core; the pipeline,

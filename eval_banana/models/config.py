@@ -75,6 +75,19 @@ class CoreSettings(_Section):
         "last time it ran: every check (`all`) or none, a run that passes empty (`skip`), as "
         "pytest's --last-failed-no-failures.",
     )
+    schedule: Literal["history", "plan"] = Field(
+        default="history",
+        description="The order checks start in: 'history' starts the checks expected to take "
+        "longest first (the median of their recorded durations on their current definition, "
+        "from the run history; checks with none go first), so a parallel run ends sooner; "
+        "'plan' starts them in plan order. Reports list checks in plan order either way.",
+    )
+    shard_balance: Literal["hash", "history"] = Field(
+        default="hash",
+        description="How --shard K/N splits the selection: 'hash' by a stable hash of each id; "
+        "'history' by the checks' recorded durations, so the shards take about as long "
+        "(checks with no recorded duration are placed by the hash).",
+    )
 
 
 class DiscoverySettings(_Section):
@@ -310,6 +323,17 @@ class Shard(_Section):
         default_factory=list,
         description="--shard auto: the environment variables K and N were read from (every "
         "CI engine's that was set; they agreed). Empty for --shard K/N.",
+    )
+
+    balance: Literal["hash", "history"] = Field(
+        default="hash",
+        description="How the slices were cut: by a hash of each id, or by recorded durations "
+        "(`[core] shard_balance`).",
+    )
+    history_digest: str | None = Field(
+        default=None,
+        description="Balance 'history': sha256:<hex> of the durations table the split used "
+        "(equal histories give equal digests); `eb merge` refuses shards whose digests differ.",
     )
 
 

@@ -85,6 +85,11 @@ class ConfigDoc(StageEnvelope):
         "--result-out, the GitHub step summary), absolute: eb's own, never project files.",
     )
     selection: Selection = Field(default_factory=Selection)
+    shard_durations: dict[str, float] | None = Field(
+        default=None,
+        description="--shard with balance 'history': check id -> the seconds it is expected to "
+        "take, read from the run history when the run began; the validate stage splits by it.",
+    )
     warnings: list[ProblemModel] = Field(default_factory=list)
 
 

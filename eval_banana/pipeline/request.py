@@ -28,7 +28,8 @@ class RunRequest(NamedTuple):
 
 
 def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
-    """The config stage for this request (--last-failed resolved against the earlier runs)."""
+    """The config stage for this request (--last-failed resolved against the earlier runs;
+    --balance history, against the run history)."""
     config = resolve_config(
         cwd=request.cwd,
         cli_values=request.cli_values,
@@ -41,6 +42,10 @@ def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
         from eval_banana.incremental.lastfailed import resolve_last_failed
 
         config = resolve_last_failed(config=config)
+    if config.selection.shard is not None and config.settings.core.shard_balance == "history":
+        from eval_banana.history.balance import resolve_balance
+
+        config = resolve_balance(config=config)
     return config.model_copy(update={"outputs": _outputs(config=config, request=request)})
 
 

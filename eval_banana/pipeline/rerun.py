@@ -51,6 +51,9 @@ def rerun_config(request: StageRequest) -> int:
     )
     # The run was created once: a rerun of its config stage does not make it the newest run.
     doc = doc.model_copy(update={"run_created_at": previous.run_created_at or previous.created_at})
+    if request.selection is None:
+        # The same selection splits by the same durations: the history may have grown since.
+        doc = doc.model_copy(update={"shard_durations": previous.shard_durations})
     write_config_stage(run_dir=request.run_dir, doc=doc)
     return 0
 

@@ -69,6 +69,8 @@ CACHE_MODES: tuple[str, ...] = ("off", "on", "read-only", "refresh")
 HISTORY_MODES: tuple[str, ...] = ("on", "off")
 REMOTE_MODES: tuple[str, ...] = ("read-write", "read-only", "off")
 LAST_FAILED_NONE: tuple[str, ...] = ("all", "skip")
+SCHEDULES: tuple[str, ...] = ("history", "plan")
+SHARD_BALANCES: tuple[str, ...] = ("hash", "history")
 
 
 class SettingValueError(ValueError):
@@ -260,6 +262,30 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=("run", "list"),
         metavar="{all,skip}",
         help=_help("core", "last_failed_none"),
+    ),
+    SettingSpec(
+        name="core.schedule",
+        section="core",
+        key="schedule",
+        kind="choice",
+        choices=SCHEDULES,
+        env="EVAL_BANANA_SCHEDULE",
+        flag="--schedule",
+        commands=_RUN,
+        metavar="{history,plan}",
+        help=_help("core", "schedule"),
+    ),
+    SettingSpec(
+        name="core.shard_balance",
+        section="core",
+        key="shard_balance",
+        kind="choice",
+        choices=SHARD_BALANCES,
+        env="EVAL_BANANA_SHARD_BALANCE",
+        flag="--balance",
+        commands=("run", "list"),
+        metavar="{hash,history}",
+        help=_help("core", "shard_balance"),
     ),
     SettingSpec(
         name="discovery.exclude_dirs",

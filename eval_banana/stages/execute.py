@@ -55,7 +55,7 @@ from eval_banana.runners.retries import run_attempts
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
 from eval_banana.settings.envpolicy import build_base_env
-from eval_banana.settings.folders import cache_dir
+from eval_banana.settings.folders import cache_dir, history_dir
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
@@ -305,6 +305,25 @@ def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) ->
         logger.warning("Could not read the checks' input files", exc_info=True)
         return {}
     return digests
+
+
+def _start_ranks(*, config: ConfigDoc, checks: list[PlannedCheck]) -> list[int]:
+    """Plan position -> its turn to start: longest expected first by the run history
+    (`[core] schedule = history`), else plan order. Only the start order changes: results,
+    stage files and reports stay in plan order."""
+    if config.settings.core.schedule == "plan" or len(checks) < 2:
+        return list(range(len(checks)))
+    from eval_banana.history.recent import start_order
+
+    order = start_order(
+        folder=history_dir(config=config),
+        ids=[check.id for check in checks],
+        digests={check.id: check.check_definition_sha256 for check in checks},
+    )
+    ranks = [0] * len(checks)
+    for turn, position in enumerate(order):
+        ranks[position] = turn
+    return ranks
 
 
 def _open_isolation(*, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> IsolationSession:
@@ -718,6 +737,9 @@ def execute(
             cache.settle(checks_dir=checks_dir)
     tampered = False
     if to_run:
+        # A check's samples stay next to each other: they share its turn.
+        ranks = _start_ranks(config=config, checks=checks)
+        to_run.sort(key=lambda index: (ranks[items[index].position], index))
         if cache is not None:
             cache.remember_state()  # what changes in the cache from here on, eb did not write
         workers = min(config.settings.core.max_parallel_checks, len(to_run))
@@ -732,7 +754,7 @@ def execute(
             try:
                 # A runner's warning quotes what an agent printed: masked like the files are.
                 with fuses, log.masked(redactor.text):
-                    # Taken in plan order, so checks also start in plan order.
+                    # Taken in turn order, so checks start in that order.
                     _run_pool(
                         count=len(to_run),
                         workers=workers,

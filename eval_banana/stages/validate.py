@@ -30,6 +30,7 @@ from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem
 from eval_banana.datasets.expand import ExpandedCase, expand_family, is_family
+from eval_banana.models.config import Shard
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -585,7 +586,7 @@ def validate(
         if not checks and selection.shard is not None:
             allow_empty = empty_reason(shard=selection.shard, selected=selected)
     elif selection.shard is not None and not errors:
-        checks = shard_checks(checks=checks, shard=selection.shard)
+        checks = _shard_of_plan(checks=checks, shard=selection.shard, config=config)
         frozen = {check.snapshot for check in checks}
         snapshots = {name: data for name, data in snapshots.items() if name in frozen}
         if not checks:
@@ -607,6 +608,23 @@ def validate(
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots)
+
+
+def _shard_of_plan(
+    *, checks: list[PlannedCheck], shard: Shard, config: ConfigDoc
+) -> list[PlannedCheck]:
+    """The checks of `shard`, in plan order: by the id hash, or by the durations table the
+    config stage read from the run history (`--balance history`)."""
+    if shard.balance != "history":
+        return shard_checks(checks=checks, shard=shard)
+    from eval_banana.history.balance import balance_shards
+
+    split = balance_shards(
+        ids=[check.id for check in checks],
+        expected=config.shard_durations or {},
+        total=shard.total,
+    )
+    return [check for check in checks if split[check.id] == shard.index]
 
 
 def write_validate_stage(*, run_dir: Path, outcome: ValidationOutcome) -> str:

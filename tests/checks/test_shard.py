@@ -166,8 +166,9 @@ def test_shard_run_records_the_shard_and_the_whole_selection(
         config = json.loads((run_dir / "stages" / "config.json").read_text())
         plan = json.loads((run_dir / "stages" / "plan.json").read_text())
         report = json.loads((run_dir / "report.json").read_text())
-        assert config["selection"]["shard"] == {"index": k, "total": 3, "variables": []}
-        assert report["shard"] == {"index": k, "total": 3, "variables": []}
+        shard = {"index": k, "total": 3, "balance": "hash", "history_digest": None, "variables": []}
+        assert config["selection"]["shard"] == shard
+        assert report["shard"] == shard
         assert plan["selected_checks"] == 12
         assert [c["id"] for c in plan["checks"]] == [c["check_id"] for c in report["checks"]]
         assert all(shard_of(check_id=c["id"], total=3) == k for c in plan["checks"])

@@ -22,6 +22,8 @@ from tests.conftest import STANDIN_AGENTS, check_yaml, judge_yaml
 from tests.forking import default_sigint, eb_script, events_of, run_script
 
 SHARDS = 4
+# A shard split by the id hash records no history.
+BY_HASH = {"balance": "hash", "history_digest": None, "variables": []}
 CONFIG = """\
 [core]
 output_dir = "runs"
@@ -264,12 +266,12 @@ def test_each_shard_ran_its_own_slice_and_recorded_the_whole_plan(
         run_dir = scale_out["base"] / "shards" / f"shard-{index}"
         config = json.loads((run_dir / "stages" / "config.json").read_text())
         plan = json.loads((run_dir / "stages" / "plan.json").read_text())
-        assert config["selection"]["shard"] == {"index": index, "total": SHARDS, "variables": []}
-        assert plan["selection"]["shard"] == {"index": index, "total": SHARDS, "variables": []}
+        assert config["selection"]["shard"] == {"index": index, "total": SHARDS, **BY_HASH}
+        assert plan["selection"]["shard"] == {"index": index, "total": SHARDS, **BY_HASH}
         assert plan["selected_checks"] == 40
         digests.add(plan["selection_digest"])
         ids += [check["id"] for check in plan["checks"]]
-        assert _report(run_dir)["shard"] == {"index": index, "total": SHARDS, "variables": []}
+        assert _report(run_dir)["shard"] == {"index": index, "total": SHARDS, **BY_HASH}
     assert len(digests) == 1  # four checkouts at four paths, one plan
     assert sorted(ids) == sorted(c["check_id"] for c in _report(scale_out["one"])["checks"])
 

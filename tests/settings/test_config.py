@@ -240,6 +240,16 @@ PRECEDENCE = [
         ["--last-failed-none", "skip"],
         "skip",
     ),
+    ("core.schedule", '"plan"', "plan", "history", "history", ["--schedule", "plan"], "plan"),
+    (
+        "core.shard_balance",
+        '"history"',
+        "history",
+        "hash",
+        "hash",
+        ["--balance", "history"],
+        "history",
+    ),
     ("harness.require_calibration", "true", True, "yes", True, ["--require-calibration"], True),
     ("harness.min_agreement", "0.5", 0.5, "0.75", 0.75, ["--min-agreement", "0.9"], 0.9),
     ("harness.transcripts", "false", False, "1", True, False, False),
@@ -937,7 +947,8 @@ def test_flags_per_command() -> None:
     assert "--harness-agent" in flags("validate")
     assert "--pass-threshold" not in flags("validate")
     assert "--env-policy" not in flags("validate")
-    assert flags("list") == {"--last-failed-none"}  # it shapes what --last-failed lists
+    # They shape what --last-failed and --shard list.
+    assert flags("list") == {"--last-failed-none", "--balance"}
 
 
 def test_absent_flags_give_no_values() -> None:

@@ -1,0 +1,138 @@
+"""The newest runs' timings, and the order a run starts its checks in by them.
+
+Scheduling and balancing read only the newest RECENT_RUNS records, and of each only what a
+duration needs (id, definition digest, duration, early error, whether the run was a shard): a
+check's recent times say most about its next one, and every `eb run` reads them before its
+first check starts. Validating thirty records of a thousand checks against their schema would
+cost a run seconds; a file that does not hold these fields is skipped instead. The rules are
+those of `durations.expected_durations`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.core.readback import loads_json
+from eval_banana.history.read import LOG, BadRecord, Warn, read_bounded, record_paths
+
+RECENT_RUNS = 30
+
+
+class Timing(NamedTuple):
+    """One check in one recorded run, as far as its time goes."""
+
+    check_id: str
+    digest: str
+    seconds: float
+
+
+class RunTimings(NamedTuple):
+    """A recorded run's timings: the checks that say how long they take (no early errors)."""
+
+    sharded: bool
+    timings: list[Timing]
+
+
+def _timings_of(document: Any) -> RunTimings:
+    """The timings in a record document (BadRecord when it has none in the recorded form)."""
+    try:
+        selection = document.get("selection") or {}
+        timings = [
+            Timing(
+                check_id=check["id"], digest=check["digest"], seconds=check["duration_ms"] / 1000
+            )
+            for check in document["checks"]
+            if not check.get("early_error", False)
+        ]
+        sharded = selection.get("shard") is not None
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise BadRecord(f"it is not an eb run record ({exc!r})") from None
+    for timing in timings:
+        if not isinstance(timing.check_id, str) or not isinstance(timing.digest, str):
+            raise BadRecord("it is not an eb run record (a check without an id or digest)")
+    return RunTimings(sharded=sharded, timings=timings)
+
+
+def recent_timings(
+    *, folder: Path, runs: int = RECENT_RUNS, unsharded: bool = False, warn: Warn | None = None
+) -> list[RunTimings]:
+    """The timings of the newest `runs` readable records in `folder`, oldest first
+    (`unsharded`: of runs that were not a shard, such as merged runs, only)."""
+    say = warn if warn is not None else LOG.warning
+    found: list[RunTimings] = []
+    # Names begin with the start time: the last names are the newest runs.
+    for path in reversed(record_paths(folder=folder)):
+        if len(found) >= runs:
+            break
+        try:
+            data = read_bounded(path=path)
+            try:
+                document = loads_json(data)
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise BadRecord(f"it is not JSON ({exc})") from None
+            timings = _timings_of(document)
+        except BadRecord as exc:
+            say(f"skipped {path} in the run history: {exc}")
+            continue
+        if not (unsharded and timings.sharded):
+            found.append(timings)
+    found.reverse()
+    return found
+
+
+def _medians(timings: Iterable[Timing], keep: Mapping[str, str]) -> dict[str, float]:
+    seen: dict[str, list[float]] = {}
+    for timing in timings:
+        if keep.get(timing.check_id) == timing.digest:
+            seen.setdefault(timing.check_id, []).append(timing.seconds)
+    return {check_id: statistics.median(values) for check_id, values in sorted(seen.items())}
+
+
+def expected_seconds(*, runs: Sequence[RunTimings], digests: Mapping[str, str]) -> dict[str, float]:
+    """Check id -> median seconds over its runs on the definition digest in `digests`."""
+    return _medians((timing for run in runs for timing in run.timings), digests)
+
+
+def latest_seconds(*, runs: Sequence[RunTimings]) -> dict[str, float]:
+    """Check id -> median seconds over its runs on the definition it last ran with.
+
+    What a shard split reads: it is decided before the check files are read, so the definition
+    a check has now is not known yet; the one it last ran with is, and a check's time rarely
+    jumps with an edit."""
+    latest = {timing.check_id: timing.digest for run in runs for timing in run.timings}
+    return _medians((timing for run in runs for timing in run.timings), latest)
+
+
+def longest_first(*, ids: Sequence[str], expected: Mapping[str, float]) -> list[int]:
+    """Positions into `ids` in the order to start them: ids with no expected duration first
+    (nothing says they are short), then the longest expected; plan order breaks ties."""
+    return sorted(
+        range(len(ids)),
+        key=lambda position: (
+            ids[position] in expected,
+            -expected.get(ids[position], 0.0),
+            position,
+        ),
+    )
+
+
+def start_order(
+    *, folder: Path, ids: Sequence[str], digests: Mapping[str, str], warn: Warn | None = None
+) -> list[int]:
+    """Positions into `ids` (checks whose definitions are `digests`, by id), longest expected
+    first by the history in `folder`; plan order when it holds no run of them."""
+    try:
+        runs = recent_timings(folder=folder, warn=warn)
+    except OSError as exc:
+        # The order is an optimisation: an unreadable history costs it, never the run.
+        (warn if warn is not None else LOG.warning)(
+            f"could not read the run history in {folder} ({exc.strerror or exc}); "
+            "checks start in plan order"
+        )
+        runs = []
+    if not runs:
+        return list(range(len(ids)))
+    return longest_first(ids=ids, expected=expected_seconds(runs=runs, digests=digests))
