@@ -182,6 +182,29 @@ def test_plan_shards_are_the_hash_split_of_run_shard(repo: Path, eb: Eb) -> None
     assert sum(total["checks"] for total in plan["shard_totals"]) == len(plan["checks"])
 
 
+def test_with_history_the_plan_expects_durations_and_shows_the_runs_history_split(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    """Once a run is recorded, each planned check carries its recorded duration, and the plan's
+    `--shards N --balance history` is the very split `eb run --shard K/N --balance history`
+    then runs (one rule for both commands)."""
+    assert _run(eb, repo, tmp_path / "first").exit_code == 1
+    _clear_ran(repo)
+    plan = _plan(eb, repo, "--shards", "2", "--balance", "history")
+    assert plan["balance"] == "history"
+    recorded = {c["check_id"]: c["duration_ms"] for c in _report(tmp_path / "first")["checks"]}
+    for entry in plan["checks"]:
+        assert entry["expected_seconds"] == pytest.approx(recorded[entry["id"]] / 1000)
+    assert plan["expected_seconds"] == pytest.approx(sum(recorded.values()) / 1000)
+    for index in (1, 2):
+        part = [entry["id"] for entry in plan["checks"] if entry["shard"] == index]
+        out = tmp_path / f"shard{index}"
+        done = _run(eb, repo, out, "--shard", f"{index}/2", "--balance", "history")
+        assert done.exit_code in (0, 1), done.stderr
+        assert [c["check_id"] for c in _report(out)["checks"]] == part
+        assert _config(out)["selection"]["shard"]["balance"] == "history"
+
+
 def test_cache_status_says_hit_for_a_cached_check_and_miss_for_an_edited_one(
     repo: Path, eb: Eb, tmp_path: Path
 ) -> None:

@@ -40,13 +40,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         help="Also deal the checks into N shards: each check's shard and each shard's "
         "expected total (`eb run --select PLAN --shard K/N` runs part K).",
     )
-    parser.add_argument(
-        "--balance",
-        choices=("hash", "history"),
-        default="hash",
-        help="How --shards deals: 'hash' (as --shard K/N) or 'history' (longest expected "
-        "first, to the least loaded shard; the hash split while no duration is known).",
-    )
+    # --balance is eb run's own setting flag ([core] shard_balance): how --shards deals.
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
             hint="Plan the whole selection with --shards N; a worker runs part K with "
             "`eb run --select PLAN --shard K/N`.",
         )
-    document = build_plan(
-        request=PlanRequest(run=common.request(args), shards=args.shards, balance=args.balance)
-    )
+    document = build_plan(request=PlanRequest(run=common.request(args), shards=args.shards))
     if args.format == "json":
         sys.stdout.write(json.dumps(document.model_dump(by_alias=True), ensure_ascii=False))
         sys.stdout.write("\n")

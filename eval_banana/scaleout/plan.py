@@ -9,7 +9,6 @@ shard it lands in. The plan digest ties a plan to the project it was made from: 
 
 from __future__ import annotations
 
-import heapq
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +17,10 @@ from typing import NamedTuple
 from eval_banana.checks.shard import relative_source, rows_digest, shard_of
 from eval_banana.core.caseid import family_of
 from eval_banana.core.version import tool_version
+from eval_banana.history.balance import balance_shards
+from eval_banana.history.durations import expected_costs, expected_durations
+from eval_banana.history.read import load_records
+from eval_banana.history.recent import RECENT_RUNS, latest_seconds, recent_timings
 from eval_banana.models.plan import (
     Balance,
     CacheStatus,
@@ -28,6 +31,7 @@ from eval_banana.models.plan import (
 )
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck, ResolvedHarness
 from eval_banana.pipeline.request import RunRequest, load_config
+from eval_banana.settings.folders import history_dir
 from eval_banana.settings.rundir import new_run_id
 from eval_banana.stagefiles.layout import SCHEMA_BASE
 
@@ -44,17 +48,37 @@ class Expected(NamedTuple):
 def expected_from_history(
     *, config: ConfigDoc, checks: Sequence[PlannedCheck]
 ) -> Mapping[str, Expected] | None:
-    """Check id -> its expected duration and cost from the runs eb remembers; None when there
-    is no history to ask. The one place `eb plan` asks history (and `--balance history`
-    falls back to the hash split while it answers None)."""
-    del config, checks  # no history is kept yet: every expectation is unknown
-    return None
+    """Check id -> its expected duration and cost: the medians over the newest recorded runs on
+    the check's current definition (the rules of `eval_banana.history.durations`, as the start
+    order of `eb run` uses them); None when history is off or holds no run."""
+    if config.settings.history.mode == "off":
+        return None
+    records = load_records(folder=history_dir(config=config), last=RECENT_RUNS)
+    if not records:
+        return None
+    digests = {check.id: check.check_definition_sha256 for check in checks}
+    seconds = expected_durations(records=records, digests=digests)
+    costs = expected_costs(records=records, digests=digests)
+    return {
+        check_id: Expected(seconds=seconds.get(check_id), cost_usd=costs.get(check_id))
+        for check_id in digests
+        if check_id in seconds or check_id in costs
+    }
+
+
+def split_durations(*, config: ConfigDoc) -> dict[str, float]:
+    """The durations `eb run --shard K/N --balance history` splits by (the newest runs that
+    were not shards, each check on the definition it last ran with), so `eb plan --shards N
+    --balance history` shows the very split those shard jobs will cut."""
+    if config.settings.history.mode == "off":
+        return {}
+    runs = recent_timings(folder=history_dir(config=config), unsharded=True)
+    return latest_seconds(runs=runs)
 
 
 class PlanRequest(NamedTuple):
     run: RunRequest
     shards: int | None
-    balance: Balance
 
 
 def plan_digest(*, rows: Sequence[tuple[str, str, str]]) -> str:
@@ -76,11 +100,13 @@ def build_plan(*, request: PlanRequest) -> PlanDocument:
     shard_totals: list[PlanShardTotal] = []
     balance: Balance | None = None
     if request.shards is not None:
+        # `--balance` / [core] shard_balance: the setting `eb run --shard K/N` splits by.
+        wanted: Balance = config.settings.core.shard_balance
         assigned, balance = assign_shards(
             ids=[entry.id for entry in entries],
             total=request.shards,
-            balance=request.balance,
-            expected=expected,
+            balance=wanted,
+            durations=split_durations(config=config) if wanted == "history" else {},
         )
         for entry in entries:
             entry.shard = assigned[entry.id]
@@ -210,41 +236,17 @@ def _keys(
 
 
 def assign_shards(
-    *,
-    ids: Sequence[str],
-    total: int,
-    balance: Balance,
-    expected: Mapping[str, Expected],
+    *, ids: Sequence[str], total: int, balance: Balance, durations: Mapping[str, float]
 ) -> tuple[dict[str, int], Balance]:
     """Check id -> shard (1..total), and the balance used.
 
-    'hash' is `--shard K/N`'s split (a function of the id and N alone). 'history' deals the
-    checks with a known duration longest first, each to the shard expected to finish first,
-    after the checks without one were placed by hash; with no duration known at all it is the
-    hash split (and says so).
+    'hash' is `--shard K/N`'s split (a function of the id and N alone); 'history' is the split
+    of `--shard K/N --balance history` over `durations` (`balance_shards`, one rule for both
+    commands). With no duration known for any planned check it is the hash split, and says so.
     """
-    hashed = {check_id: shard_of(check_id=check_id, total=total) for check_id in ids}
-    known = {
-        check_id: seconds
-        for check_id in ids
-        if (seconds := _seconds(expected=expected, check_id=check_id)) is not None
-    }
-    if balance == "hash" or not known:
-        return hashed, "hash"
-    # A check without a known duration is placed by hash and adds nothing to a shard's load.
-    heap = [(0.0, index) for index in range(1, total + 1)]
-    assigned = dict(hashed)
-    # Longest first; ties by id so the split is the same on every machine.
-    for check_id in sorted(known, key=lambda item: (-known[item], item)):
-        load, index = heapq.heappop(heap)
-        assigned[check_id] = index
-        heapq.heappush(heap, (load + known[check_id], index))
-    return assigned, "history"
-
-
-def _seconds(*, expected: Mapping[str, Expected], check_id: str) -> float | None:
-    found = expected.get(check_id)
-    return found.seconds if found is not None else None
+    if balance == "hash" or not any(check_id in durations for check_id in ids):
+        return {check_id: shard_of(check_id=check_id, total=total) for check_id in ids}, "hash"
+    return balance_shards(ids=ids, expected=durations, total=total), "history"
 
 
 def _shard_totals(*, entries: Sequence[PlanCheckEntry], total: int) -> list[PlanShardTotal]:
