@@ -124,6 +124,31 @@ def test_plan_lists_exactly_what_run_executes_in_its_order(
     ]
 
 
+@pytest.mark.parametrize(
+    "flags", [(), ("--check-id", "qa[*]"), ("-k", "qa and c"), ("--shard", "1/2")]
+)
+def test_plan_lists_a_datasets_cases_as_run_executes_them(
+    repo: Path, eb: Eb, tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """A dataset family is planned case by case, each under its family, in the run's order;
+    a skipped case is listed apart, as the run lists it."""
+    family = recording("qa") + "\ncases:\n  - {id: a}\n  - {id: b, skip: later}\n  - {id: c}\n"
+    (repo / "eval_checks" / "qa.yaml").write_text(family)
+    plan = _plan(eb, repo, *flags)
+    cases = [entry for entry in plan["checks"] if entry["id"].startswith("qa[")]
+    assert all(entry["family"] == "qa" for entry in cases)
+    if flags != ("--shard", "1/2"):
+        expected = ["qa[c]"] if flags[:1] == ("-k",) else ["qa[a]", "qa[c]"]
+        assert [entry["id"] for entry in cases] == expected
+    done = _run(eb, repo, tmp_path / "out", *flags)
+    assert done.exit_code in (0, 1), done.stderr
+    report = _report(tmp_path / "out")
+    assert [check["check_id"] for check in report["checks"]] == [e["id"] for e in plan["checks"]]
+    assert [item["id"] for item in plan["skipped"]] == [
+        item["check_id"] for item in report["skipped"]
+    ]
+
+
 def test_plan_entries_name_family_type_digest_and_the_plan_digest(repo: Path, eb: Eb) -> None:
     plan = _plan(eb, repo)
     entry = next(item for item in plan["checks"] if item["id"] == "beta_login")
