@@ -15,7 +15,10 @@ from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from eval_banana.history.show import ListingName
+    from collections.abc import Iterable
+
+    from eval_banana.history.record import HistoryRecord
+    from eval_banana.history.show import Asked, ListingName
     from eval_banana.models.stages import ConfigDoc
 
 
@@ -72,6 +75,12 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=("text", "md", "json"), default="text", help="Default: text."
     )
+    parser.add_argument(
+        "--html",
+        metavar="PATH",
+        help="Also write a self-contained page of the same window: the suite's pass rate, "
+        "duration and cost per run as charts, a heat strip per check, filters.",
+    )
     common.add_setting_flags(parser, command="history")
     actions = parser.add_subparsers(dest="action", metavar="{import}")
     imports = actions.add_parser(
@@ -125,6 +134,23 @@ def _listing(args: argparse.Namespace) -> ListingName:
     return "costliest" if args.costliest else "all"
 
 
+def _page(
+    *, records: Iterable[HistoryRecord], total: int, asked: Asked, folder: Path, path: Path
+) -> int:
+    """`--html PATH`: the history page of the window asked for."""
+    from eval_banana.core.errors import OutputDirError
+    from eval_banana.history.trend import build_picture
+    from eval_banana.reporting.history_html import write_history_html
+
+    picture = build_picture(newest_first=records, total=total, asked=asked, folder=str(folder))
+    try:
+        write_history_html(picture=picture, min_flips=asked.min_flips, path=path)
+    except OSError as exc:
+        raise OutputDirError(f"Cannot write the history page to {path}: {exc}") from exc
+    print(f"Wrote {path}: {len(picture.view.runs)} runs, {len(picture.view.checks)} checks.")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from eval_banana.checks.selection import compile_selector
     from eval_banana.history.read import newest_first, record_paths
@@ -151,6 +177,10 @@ def run(args: argparse.Namespace) -> int:
     records = newest_first(
         paths=paths, warn=lambda message: print(f"warning: {message}", file=sys.stderr)
     )
+    if args.html is not None:
+        return _page(
+            records=records, total=len(paths), asked=asked, folder=folder, path=Path(args.html)
+        )
     view = build_view(newest_first=records, total=len(paths), asked=asked, folder=str(folder))
     if args.format == "json":
         from eval_banana.core import canonjson

@@ -1,0 +1,148 @@
+"""What the pictures draw: each check's outcome per run of a window, and its recent story.
+
+`timelines` feeds the history page's heat strips (one column per run, a mark where the check's
+definition changed); `recent` feeds report.html's sparklines and badges (a check's last
+outcomes before the run being reported, and whether it flipped on one definition).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from eval_banana.history.read import Warn, newest_first, record_paths
+from eval_banana.history.record import HistoryRecord
+from eval_banana.history.show import Asked, window_of
+from eval_banana.history.show import _keeps as keeps  # the filter `eb history` applies
+from eval_banana.history.summary import check_rows, listed, run_row
+from eval_banana.history.view import HistoryView
+
+# One letter per run in a strip: passed, failed, error, not in that run.
+LETTERS = {"passed": "p", "failed": "f", "error": "e"}
+ABSENT = "-"
+
+
+class Timeline(NamedTuple):
+    """One check over a window: a letter per run (oldest first) and the runs (by index in
+    the window) where its definition digest differs from its run before."""
+
+    strip: str
+    changes: list[int]
+
+
+def timelines(*, window: Sequence[HistoryRecord]) -> dict[str, Timeline]:
+    """Check id -> its timeline over `window` (oldest first), for every check in it."""
+    letters: dict[str, list[str]] = {}
+    changes: dict[str, list[int]] = {}
+    digests: dict[str, str] = {}
+    size = len(window)
+    for index, record in enumerate(window):
+        for check in record.checks:
+            row = letters.get(check.id)
+            if row is None:
+                row = letters[check.id] = [ABSENT] * size
+                changes[check.id] = []
+            row[index] = LETTERS[check.status]
+            before = digests.get(check.id)
+            if before is not None and before != check.digest:
+                changes[check.id].append(index)
+            digests[check.id] = check.digest
+    return {
+        check_id: Timeline(strip="".join(row), changes=changes[check_id])
+        for check_id, row in letters.items()
+    }
+
+
+class Recent(NamedTuple):
+    """One check's last recorded outcomes before a run (oldest first), and how often it
+    flipped between passing and not on one definition over them."""
+
+    statuses: list[str]
+    digests: list[str]
+    early: list[bool]
+
+    def previous(self) -> str | None:
+        """Its latest recorded outcome that says something of the check (no early error)."""
+        for status, early in zip(reversed(self.statuses), reversed(self.early), strict=True):
+            if not early:
+                return status
+        return None
+
+    def most_flips(self, *, digest: str | None = None) -> int:
+        """The most flips on one definition (only on `digest` when given)."""
+        flips: dict[str, int] = {}
+        last: dict[str, bool] = {}
+        for status, seen, early in zip(self.statuses, self.digests, self.early, strict=True):
+            if early or (digest is not None and seen != digest):
+                continue
+            passed = status == "passed"
+            if seen in last and last[seen] != passed:
+                flips[seen] = flips.get(seen, 0) + 1
+            last[seen] = passed
+        return max(flips.values(), default=0)
+
+
+def _runs(*, records: Iterable[HistoryRecord], skip_run_id: str | None, last: int) -> list:
+    """The newest `last` records that count as runs (not `skip_run_id`, not a shard a merge
+    holds), oldest first."""
+    taken: list[HistoryRecord] = []
+    merged: set[str] = set()
+    for record in records:
+        merged.update(record.merged_from)
+        if record.run_id == skip_run_id or record.run_id in merged:
+            continue
+        taken.append(record)
+        if len(taken) >= last:
+            break
+    return [record for record in taken if record.run_id not in merged][::-1]
+
+
+def recent(
+    *, folder: Path, skip_run_id: str | None, last: int, warn: Warn | None = None
+) -> dict[str, Recent]:
+    """Check id -> its outcomes over the newest `last` runs recorded in `folder` (the run
+    `skip_run_id` left out: the run being reported, when its record is written already)."""
+    paths = record_paths(folder=folder)
+    if not paths:
+        return {}
+    stream = newest_first(paths=paths, warn=warn)
+    # A few extra records: shards of a merge are read past, as `eb history` does.
+    window = _runs(
+        records=itertools.islice(stream, last * 4 + 8), skip_run_id=skip_run_id, last=last
+    )
+    found: dict[str, Recent] = {}
+    for record in window:
+        for check in record.checks:
+            one = found.get(check.id)
+            if one is None:
+                one = found[check.id] = Recent(statuses=[], digests=[], early=[])
+            one.statuses.append(check.status)
+            one.digests.append(check.digest)
+            one.early.append(check.early_error)
+    return found
+
+
+class Picture(NamedTuple):
+    """What the history page draws: the view `eb history` prints, and each check's timeline."""
+
+    view: HistoryView
+    timelines: dict[str, Timeline]
+
+
+def build_picture(
+    *, newest_first: Iterable[HistoryRecord], total: int, asked: Asked, folder: str
+) -> Picture:
+    """The view over the window `asked` chooses (as `eb history`), and the timelines of its
+    checks over the same runs."""
+    window = window_of(newest_first=newest_first, asked=asked)
+    rows = check_rows(window=window.runs, older=window.older, keep=keeps(asked))
+    view = HistoryView(
+        folder=folder,
+        records=total,
+        listing=asked.listing,
+        runs=[run_row(record=record) for record in window.runs],
+        checks=listed(rows=rows, listing=asked.listing, min_flips=asked.min_flips),
+    )
+    return Picture(view=view, timelines=timelines(window=window.runs))
