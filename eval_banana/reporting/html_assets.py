@@ -97,6 +97,14 @@ tr.d dl { display:grid; grid-template-columns:max-content auto; gap:2px 12px; ma
 tr.d dt { color:var(--muted); }
 tr.d dd { margin:0; word-break:break-all; }
 noscript p { color:var(--muted); }
+svg.spark { display:block; margin:3px 0 0 1.1em; }
+svg.spark .s-p { fill:var(--pass); } svg.spark .s-f { fill:var(--fail); }
+svg.spark .s-e { fill:var(--err); }
+.hb { display:inline-block; white-space:nowrap; border-radius:10px; padding:1px 8px;
+  font-size:12px; margin-top:2px; }
+.hb-new { background:var(--fail-bg); color:var(--fail); border:1px solid var(--fail); }
+.hb-fixed { background:var(--pass-bg); color:var(--pass); border:1px solid var(--pass); }
+.hb-flaky { background:var(--err-bg); color:var(--err); border:1px dashed var(--err); }
 """
 
 JS = r"""
