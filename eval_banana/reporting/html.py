@@ -154,26 +154,27 @@ def trend_of(*, group: str, check: Check, recent: Recent | None) -> Trend | None
     """A check's sparkline and badges from its recorded runs (None: the history has none).
 
     "new failure": it fails or errors now and passed the last time it was recorded; "fixed":
-    it passes now and did not then; "flaky in history": its verdict flipped at least
-    HISTORY_FLAKY_FLIPS times on its current definition over the recorded runs shown.
+    it passes now and did not then; "flaky in history" (instead of those two): its verdict
+    flipped at least HISTORY_FLAKY_FLIPS times on its current definition over the recorded
+    runs shown.
     """
     if recent is None:
         return None
     now = _LETTER.get(group, "")
     keep = SPARK_RUNS - len(now)
     letters = "".join(_LETTER[status] for status in recent.statuses[-keep:]) + now
-    previous = recent.previous()
-    badges: list[str] = []
-    if group in ("failed", "error") and previous == "passed":
-        badges.append("new failure")
-    if group == "passed" and previous in ("failed", "error"):
-        badges.append("fixed")
     digest = check.get("check_definition_sha256")
-    if recent.most_flips(digest=digest if isinstance(digest, str) else None) >= (
-        HISTORY_FLAKY_FLIPS
-    ):
-        badges.append("flaky in history")
-    return Trend(letters=letters, badges=tuple(badges))
+    flips = recent.most_flips(digest=digest if isinstance(digest, str) else None)
+    if flips >= HISTORY_FLAKY_FLIPS:
+        # A flaky check's latest flip is its flakiness, not news: no "new failure" or "fixed".
+        return Trend(letters=letters, badges=("flaky in history",))
+    previous = recent.previous()
+    badges: tuple[str, ...] = ()
+    if group in ("failed", "error") and previous == "passed":
+        badges = ("new failure",)
+    elif group == "passed" and previous in ("failed", "error"):
+        badges = ("fixed",)
+    return Trend(letters=letters, badges=badges)
 
 
 def _shown(*, checks: list[Check], history: Mapping[str, Recent] | None = None) -> list[_Shown]:
