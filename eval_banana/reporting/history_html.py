@@ -24,12 +24,12 @@ from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS
 
 CHART_WIDTH = 640
 CHART_HEIGHT = 150
-_PAD = 28  # room for the axis labels, in the chart's units
+_PAD = 36  # room for the axis labels, in the chart's units
 
 PAGE_CSS = """
 .charts { display:flex; flex-wrap:wrap; gap:16px; margin:8px 0 16px; }
 .chart { border:1px solid var(--line); border-radius:8px; padding:8px 12px; background:var(--soft);
-  flex:1 1 420px; max-width:680px; }
+  flex:1 1 300px; min-width:0; }
 .chart h2 { font-size:14px; margin:0 0 4px; }
 .chart svg { width:100%; height:auto; display:block; }
 .chart .axis { stroke:var(--line); stroke-width:1; }
@@ -37,7 +37,7 @@ PAGE_CSS = """
 .chart polyline { fill:none; stroke:var(--accent); stroke-width:1.5; }
 .chart circle { fill:var(--accent); }
 .chart circle.bad { fill:var(--fail); }
-col.h-id { width:24%; } col.h-strip { width:34%; } col.h-n { width:5.5em; }
+col.h-id { width:24%; } col.h-strip { width:34%; } col.h-n { width:6.5em; }
 canvas.strip { width:100%; height:14px; display:block; image-rendering:pixelated; }
 tr.hide { display:none; }
 td.id { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; }

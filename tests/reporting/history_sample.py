@@ -17,7 +17,7 @@ def _status(check_id: str, run: int) -> str:
     if check_id == "flipper":
         return "passed" if run % 2 == 0 else "failed"
     if check_id == "breaker":
-        return "passed" if run < 6 else "failed"
+        return "passed" if run < 6 or run % 12 == 11 else "failed"
     if check_id == "refunds[late]":
         return "error" if run in (3, 4) else "passed"
     return "passed"
@@ -58,13 +58,13 @@ def write_sample_history(*, folder: Path, runs: int = 9) -> list[str]:
         ]
         passed = sum(check.status == "passed" for check in checks)
         failed = sum(check.status == "failed" for check in checks)
-        run_id = f"20260101T0{run}0000Z-run{run}"
+        run_id = f"20260101T00{run:02d}00Z-run{run:02d}"
         record = HistoryRecord(
             tool_version="0.0.0",
             run_id=run_id,
             kind="run",
-            started_at=f"2026-01-01T0{run}:00:00+00:00",
-            finished_at=f"2026-01-01T0{run}:00:05+00:00",
+            started_at=f"2026-01-01T00:{run:02d}:00+00:00",
+            finished_at=f"2026-01-01T00:{run:02d}:05+00:00",
             duration_ms=1000 + 250 * run,
             git=GitState(commit=hashlib.sha1(str(run).encode()).hexdigest(), dirty=False),
             passed=passed == len(checks),
