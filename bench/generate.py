@@ -843,6 +843,8 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W13": lambda sizes: build_w13(sizes=sizes),
     "W14": lambda sizes: build_w14(sizes=sizes),
     "W17": lambda sizes: build_w17(sizes=sizes),
+    # The history page (`eb history --html`) over the same history folder as W17.
+    "W18": lambda sizes: build_w17(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.
