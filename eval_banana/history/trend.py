@@ -84,7 +84,9 @@ class Recent(NamedTuple):
         return max(flips.values(), default=0)
 
 
-def _runs(*, records: Iterable[HistoryRecord], skip_run_id: str | None, last: int) -> list:
+def _runs(
+    *, records: Iterable[HistoryRecord], skip_run_id: str | None, last: int
+) -> list[HistoryRecord]:
     """The newest `last` records that count as runs (not `skip_run_id`, not a shard a merge
     holds), oldest first."""
     taken: list[HistoryRecord] = []
