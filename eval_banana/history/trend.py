@@ -8,11 +8,12 @@ outcomes before the run being reported, and whether it flipped on one definition
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from eval_banana.history.read import Warn, newest_first, record_paths
+from eval_banana.core.readback import loads_json
+from eval_banana.history.read import LOG, BadRecord, Warn, read_bounded, record_paths
 from eval_banana.history.record import HistoryRecord
 from eval_banana.history.show import Asked, window_of
 from eval_banana.history.show import _keeps as keeps  # the filter `eb history` applies
@@ -84,12 +85,66 @@ class Recent(NamedTuple):
         return max(flips.values(), default=0)
 
 
-def _runs(
-    *, records: Iterable[HistoryRecord], skip_run_id: str | None, last: int
-) -> list[HistoryRecord]:
+class _Run(NamedTuple):
+    """What a sparkline needs of one record: its id, the shards it merged, and per check
+    (id, status, digest, early error)."""
+
+    run_id: str
+    merged_from: list[str]
+    checks: list[tuple[str, str, str, bool]]
+
+
+_STATUSES = frozenset({"passed", "failed", "error"})
+
+
+def _lean_record(*, data: bytes) -> _Run:
+    """A record's run fields (checked against the schema) and the four fields of each check
+    a sparkline reads, type-checked one by one (BadRecord else). report.html reads twenty
+    records of every check on each run: building every entry whole doubled that time."""
+    from eval_banana.history.check import record_problem
+
+    try:
+        document: Any = loads_json(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRecord(f"it is not JSON ({exc})") from None
+    if type(document) is not dict:
+        raise BadRecord("it is not an eb run record")
+    problem = record_problem({key: value for key, value in document.items() if key != "checks"})
+    items = document.get("checks", [])
+    if problem is not None or type(items) is not list:
+        raise BadRecord(f"it is not an eb run record: {problem or 'checks is no list'}")
+    checks = []
+    for raw in items:
+        if type(raw) is not dict:
+            raise BadRecord("it is not an eb run record: a check is no object")
+        check_id, status, digest = raw.get("id"), raw.get("status"), raw.get("digest")
+        early = raw.get("early_error", False)
+        if (
+            type(check_id) is not str
+            or status not in _STATUSES
+            or type(digest) is not str
+            or type(early) is not bool
+        ):
+            raise BadRecord(f"it is not an eb run record: check {check_id!r} is malformed")
+        checks.append((check_id, str(status), digest, early))
+    return _Run(
+        run_id=document["run_id"], merged_from=list(document.get("merged_from", [])), checks=checks
+    )
+
+
+def _lean_newest_first(*, paths: Sequence[Path], warn: Warn | None) -> Iterator[_Run]:
+    say = warn if warn is not None else LOG.warning
+    for path in reversed(paths):
+        try:
+            yield _lean_record(data=read_bounded(path=path))
+        except BadRecord as exc:
+            say(f"skipped {path} in the run history: {exc}")
+
+
+def _runs(*, records: Iterable[_Run], skip_run_id: str | None, last: int) -> list[_Run]:
     """The newest `last` records that count as runs (not `skip_run_id`, not a shard a merge
     holds), oldest first."""
-    taken: list[HistoryRecord] = []
+    taken: list[_Run] = []
     merged: set[str] = set()
     for record in records:
         merged.update(record.merged_from)
@@ -109,20 +164,20 @@ def recent(
     paths = record_paths(folder=folder)
     if not paths:
         return {}
-    stream = newest_first(paths=paths, warn=warn)
+    stream = _lean_newest_first(paths=paths, warn=warn)
     # A few extra records: shards of a merge are read past, as `eb history` does.
     window = _runs(
         records=itertools.islice(stream, last * 4 + 8), skip_run_id=skip_run_id, last=last
     )
     found: dict[str, Recent] = {}
     for record in window:
-        for check in record.checks:
-            one = found.get(check.id)
+        for check_id, status, digest, early in record.checks:
+            one = found.get(check_id)
             if one is None:
-                one = found[check.id] = Recent(statuses=[], digests=[], early=[])
-            one.statuses.append(check.status)
-            one.digests.append(check.digest)
-            one.early.append(check.early_error)
+                one = found[check_id] = Recent(statuses=[], digests=[], early=[])
+            one.statuses.append(status)
+            one.digests.append(digest)
+            one.early.append(early)
     return found
 
 
