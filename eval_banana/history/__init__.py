@@ -5,6 +5,7 @@
 - `store`: writing, pruning and importing record files; `read`: loading them back.
 - `durations`: what a check is expected to take and cost, from its recorded runs.
 - `summary` and `render`: what `eb history` shows.
+- `trend`: what the pictures draw (the history page's strips, report.html's sparklines).
 
 May import stagefiles, harness, checks, settings, projectstate, models and core; the pipeline,
 the merge, the reports and the commands call it, never the other way round.

@@ -2,6 +2,7 @@
 
 Every writer is a pure function of `report.json`'s object (plus the run folder for links);
 `write_extra_reports` is the one call the pipeline makes after report.json and report.md exist.
+`history_html` writes the page of `eb history --html` (read through the history package).
 
 May import stages and everything below them; the pipeline and commands call it.
 """
