@@ -93,6 +93,21 @@ def test_history_off_writes_nothing_and_keep_prunes_the_oldest(tmp_path: Path, e
     assert [r["run_id"] for r in _records(root / ".eval-banana" / "history")] == ids[-2:]
 
 
+def test_an_aborted_run_is_recorded_with_its_exit_code(tmp_path: Path, eb: Eb) -> None:
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/stuck.yaml": check_yaml("stuck", script="import time\ntime.sleep(30)\n")},
+    )
+    done = eb("run", "--cwd", str(root), "--run-timeout-seconds", "1")
+    assert done.exit_code == 3, done.stderr
+    (record,) = _records(root / ".eval-banana" / "history")
+    assert (record["exit_code"], record["aborted_by"], record["passed"]) == (
+        3,
+        "run_timeout",
+        False,
+    )
+
+
 def test_a_record_that_cannot_be_written_is_a_warning_and_the_run_stands(
     tmp_path: Path, eb: Eb
 ) -> None:
@@ -347,6 +362,10 @@ def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
     )
     for _ in range(2):
         eb("run", "--cwd", str(root))
+
+    empty = _project(tmp_path / "empty", {"eval_checks/ok.yaml": check_yaml("ok")})
+    nothing = eb("history", "--cwd", str(empty))
+    assert nothing.exit_code == 0 and "No run recorded in" in nothing.stdout
 
     text = eb("history", "--cwd", str(root))
     assert text.exit_code == 0

@@ -17,6 +17,7 @@ from eval_banana.core.errors import UsageError
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from eval_banana.history.read import Focus
     from eval_banana.history.record import HistoryRecord
     from eval_banana.history.show import Asked, ListingName
     from eval_banana.models.stages import ConfigDoc
@@ -135,14 +136,22 @@ def _listing(args: argparse.Namespace) -> ListingName:
 
 
 def _page(
-    *, records: Iterable[HistoryRecord], total: int, asked: Asked, folder: Path, path: Path
+    *,
+    records: Iterable[HistoryRecord],
+    total: int,
+    asked: Asked,
+    folder: Path,
+    path: Path,
+    focus: Focus,
 ) -> int:
     """`--html PATH`: the history page of the window asked for."""
     from eval_banana.core.errors import OutputDirError
     from eval_banana.history.trend import build_picture
     from eval_banana.reporting.history_html import write_history_html
 
-    picture = build_picture(newest_first=records, total=total, asked=asked, folder=str(folder))
+    picture = build_picture(
+        newest_first=records, total=total, asked=asked, folder=str(folder), focus=focus
+    )
     try:
         write_history_html(picture=picture, min_flips=asked.min_flips, path=path)
     except OSError as exc:
@@ -153,7 +162,7 @@ def _page(
 
 def run(args: argparse.Namespace) -> int:
     from eval_banana.checks.selection import compile_selector
-    from eval_banana.history.read import newest_first, record_paths
+    from eval_banana.history.read import Focus, newest_first, record_paths
     from eval_banana.history.render import to_markdown, to_text
     from eval_banana.history.show import Asked, build_view
     from eval_banana.history.since import since_moment
@@ -174,14 +183,24 @@ def run(args: argparse.Namespace) -> int:
         min_flips=args.min_flips,
     )
     paths = record_paths(folder=folder)
+    focus = Focus()
     records = newest_first(
-        paths=paths, warn=lambda message: print(f"warning: {message}", file=sys.stderr)
+        paths=paths,
+        warn=lambda message: print(f"warning: {message}", file=sys.stderr),
+        focus=focus,
     )
     if args.html is not None:
         return _page(
-            records=records, total=len(paths), asked=asked, folder=folder, path=Path(args.html)
+            records=records,
+            total=len(paths),
+            asked=asked,
+            folder=folder,
+            path=Path(args.html),
+            focus=focus,
         )
-    view = build_view(newest_first=records, total=len(paths), asked=asked, folder=str(folder))
+    view = build_view(
+        newest_first=records, total=len(paths), asked=asked, folder=str(folder), focus=focus
+    )
     if args.format == "json":
         from eval_banana.core import canonjson
 

@@ -66,11 +66,23 @@ def read_bounded(*, path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def parse_record(*, data: bytes) -> HistoryRecord:
+class Focus:
+    """Which checks a reader still wants from the records it reads next (None: every one).
+
+    `eb history` reads records before its window only for the few checks failing in it: the
+    other entries of those records are neither checked nor built.
+    """
+
+    def __init__(self) -> None:
+        self.ids: frozenset[str] | None = None
+
+
+def parse_record(*, data: bytes, only: frozenset[str] | None = None) -> HistoryRecord:
     """A record from a file's bytes, checked against the published schema (BadRecord else).
 
     The run's own fields go through the schema; its checks, thousands of them, through the
-    equivalent loop of `entries` (the schema is asked only to word a refusal).
+    equivalent loop of `entries` (the schema is asked only to word a refusal). `only`: keep
+    just the checks with these ids (the record is then partial, for that reader alone).
     """
     from eval_banana.history.check import record_problem
 
@@ -79,7 +91,10 @@ def parse_record(*, data: bytes) -> HistoryRecord:
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRecord(f"it is not JSON ({exc})") from None
     if type(document) is dict:
-        checks = read_entries(document.get("checks", []))
+        items = document.get("checks", [])
+        if only is not None and type(items) is list:
+            items = [raw for raw in items if type(raw) is not dict or raw.get("id") in only]
+        checks = read_entries(items)
         run = {key: value for key, value in document.items() if key != "checks"}
         if checks is not None and record_problem(run) is None:
             record = HistoryRecord.model_validate(run)
@@ -91,19 +106,21 @@ def parse_record(*, data: bytes) -> HistoryRecord:
     return HistoryRecord.model_validate(document)
 
 
-def read_record(*, path: Path) -> HistoryRecord:
-    """One record file (BadRecord when it is none)."""
-    return parse_record(data=read_bounded(path=path))
+def read_record(*, path: Path, only: frozenset[str] | None = None) -> HistoryRecord:
+    """One record file (BadRecord when it is none); `only`: as `parse_record`."""
+    return parse_record(data=read_bounded(path=path), only=only)
 
 
-def newest_first(*, paths: Sequence[Path], warn: Warn | None = None) -> Iterator[HistoryRecord]:
+def newest_first(
+    *, paths: Sequence[Path], warn: Warn | None = None, focus: Focus | None = None
+) -> Iterator[HistoryRecord]:
     """The records of `paths` (as `record_paths` lists them), newest first, each parsed only
-    when the caller gets that far; a file that is no record is skipped and named in a warning
-    (`warn`, else the log)."""
+    when the caller gets that far (with the checks `focus` names then, if any); a file that is
+    no record is skipped and named in a warning (`warn`, else the log)."""
     say = warn if warn is not None else LOG.warning
     for path in reversed(paths):
         try:
-            yield read_record(path=path)
+            yield read_record(path=path, only=None if focus is None else focus.ids)
         except BadRecord as exc:
             say(f"skipped {path} in the run history: {exc}")
 

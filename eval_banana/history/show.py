@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Literal, NamedTuple
 
 from eval_banana.checks.selection import Selector, id_matches_pattern
+from eval_banana.history.read import Focus
 from eval_banana.history.record import HistoryCheck, HistoryRecord
 from eval_banana.history.since import parse_moment
 from eval_banana.history.summary import CheckFilter, check_rows, listed, run_row
@@ -89,12 +90,23 @@ def _keeps(asked: Asked) -> CheckFilter | None:
 
 
 def build_view(
-    *, newest_first: Iterable[HistoryRecord], total: int, asked: Asked, folder: str
+    *,
+    newest_first: Iterable[HistoryRecord],
+    total: int,
+    asked: Asked,
+    folder: str,
+    focus: Focus | None = None,
 ) -> HistoryView:
     """The whole view: the window's runs, and each kept check's row in the listing's order.
-    `newest_first`: the records, newest first (read lazily); `total`: how many there are."""
+    `newest_first`: the records, newest first (read lazily); `total`: how many there are;
+    `focus`: where the reader of `newest_first` learns which checks the older records need."""
     window = window_of(newest_first=newest_first, asked=asked)
-    rows = check_rows(window=window.runs, older=window.older, keep=_keeps(asked))
+
+    def narrow(ids: frozenset[str]) -> None:
+        if focus is not None:
+            focus.ids = ids
+
+    rows = check_rows(window=window.runs, older=window.older, keep=_keeps(asked), on_pending=narrow)
     return HistoryView(
         folder=folder,
         records=total,

@@ -23,10 +23,11 @@ CheckFilter = Callable[[HistoryCheck], bool]
 
 
 class Seen(NamedTuple):
-    """One check in one run."""
+    """One check in one run (`position`: the run's place in the window; -1 before it)."""
 
     record: HistoryRecord
     check: HistoryCheck
+    position: int = -1
 
 
 def run_row(*, record: HistoryRecord) -> RunRow:
@@ -50,30 +51,28 @@ def _by_check(
     *, records: Sequence[HistoryRecord], keep: CheckFilter | None
 ) -> dict[str, list[Seen]]:
     found: dict[str, list[Seen]] = {}
-    for record in records:
+    for position, record in enumerate(records):
         for check in record.checks:
             if keep is None or keep(check):
                 seen = found.get(check.id)
                 if seen is None:
                     seen = found[check.id] = []
-                seen.append(Seen(record, check))
+                seen.append(Seen(record, check, position))
     return found
 
 
-def _flips(seen: Sequence[Seen]) -> dict[str, int]:
-    """Definition digest -> flips between consecutive outcomes on it."""
+def _flips(checks: Sequence[HistoryCheck]) -> dict[str, int]:
+    """Definition digest -> flips between consecutive outcomes on it (early errors skipped)."""
+    outcomes = [(c.digest, c.status == "passed") for c in checks if not c.early_error]
+    if len({digest for digest, _ in outcomes}) == 1:  # the usual case: one definition
+        passes = [passed for _, passed in outcomes]
+        return {outcomes[0][0]: sum(a != b for a, b in zip(passes, passes[1:], strict=False))}
     flips: dict[str, int] = {}
     last: dict[str, bool] = {}
-    for one in seen:
-        check = one.check
-        if check.early_error:
-            continue
-        passed = check.status == "passed"
-        before = last.get(check.digest)
-        if before is not None and before != passed:
-            flips[check.digest] = flips.get(check.digest, 0) + 1
-        flips.setdefault(check.digest, 0)
-        last[check.digest] = passed
+    for digest, passed in outcomes:
+        before = last.get(digest)
+        flips[digest] = flips.get(digest, 0) + (before is not None and before != passed)
+        last[digest] = passed
     return flips
 
 
@@ -85,8 +84,8 @@ def _p90(values: Sequence[float]) -> float | None:
     return float(statistics.quantiles(values, n=10, method="inclusive")[-1])
 
 
-def _total_cost(seen: Sequence[Seen]) -> float | None:
-    costs = [one.check.cost_usd for one in seen if one.check.cost_usd is not None]
+def _total_cost(checks: Sequence[HistoryCheck]) -> float | None:
+    costs = [check.cost_usd for check in checks if check.cost_usd is not None]
     return round(sum(costs), 6) if costs else None
 
 
@@ -138,29 +137,29 @@ def check_row(
 ) -> CheckRow:
     """One check's row: `seen` are its runs in the window, `earlier` those before it that
     its failing streak needs (oldest first)."""
-    present = {id(one.record): one.check for one in seen}
-    strip = "".join(
-        MARKS[present[id(record)].status] if id(record) in present else ABSENT for record in window
-    )
-    timed = [one.check.duration_ms for one in seen if not one.check.early_error]
-    flips = _flips(seen)
-    passed = sum(one.check.status == "passed" for one in seen)
-    latest = seen[-1].check
+    marks = [ABSENT] * len(window)
+    for one in seen:
+        marks[one.position] = MARKS[one.check.status]
+    checks = [one.check for one in seen]
+    timed = [check.duration_ms for check in checks if not check.early_error]
+    flips = _flips(checks)
+    passed = sum(check.status == "passed" for check in checks)
+    latest = checks[-1]
     failing_since, last_passed = _streak([*earlier, *seen])
     return CheckRow(
         id=latest.id,
         family=latest.family,
         tags=list(latest.tags),
-        strip=strip,
+        strip="".join(marks),
         runs=len(seen),
         passed=passed,
         pass_rate=passed / len(seen) if seen else None,
         flips=sum(flips.values()),
         most_flips_on_one_definition=max(flips.values(), default=0),
-        definitions=len({one.check.digest for one in seen}),
+        definitions=len({check.digest for check in checks}),
         median_ms=float(statistics.median(timed)) if timed else None,
         p90_ms=_p90(timed),
-        cost_usd=_total_cost(seen),
+        cost_usd=_total_cost(checks),
         status=latest.status,
         failing_since=failing_since,
         last_passed=last_passed,
@@ -172,15 +171,19 @@ def check_rows(
     window: Sequence[HistoryRecord],
     older: Iterator[HistoryRecord],
     keep: CheckFilter | None,
+    on_pending: Callable[[frozenset[str]], None] | None = None,
 ) -> list[CheckRow]:
     """A row per check present in the window (and kept), in id order; `older`: the records
-    before the window, newest first, read only for checks that have not passed in it."""
+    before the window, newest first, read only for checks that have not passed in it (whose
+    ids `on_pending` is told before any is read)."""
     in_window = _by_check(records=window, keep=keep)
     pending = {
         check_id
         for check_id, seen in in_window.items()
         if seen[-1].check.status != "passed" and _not_passed_since_the_start(seen)
     }
+    if on_pending is not None:
+        on_pending(frozenset(pending))  # the older records need only these checks
     earlier = _earlier(pending=pending, older=older)
     return [
         check_row(window=window, seen=in_window[check_id], earlier=earlier.get(check_id, []))

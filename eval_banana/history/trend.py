@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core.readback import loads_json
-from eval_banana.history.read import LOG, BadRecord, Warn, read_bounded, record_paths
+from eval_banana.history.read import LOG, BadRecord, Focus, Warn, read_bounded, record_paths
 from eval_banana.history.record import HistoryRecord
 from eval_banana.history.show import Asked, window_of
 from eval_banana.history.show import _keeps as keeps  # the filter `eb history` applies
@@ -189,12 +189,22 @@ class Picture(NamedTuple):
 
 
 def build_picture(
-    *, newest_first: Iterable[HistoryRecord], total: int, asked: Asked, folder: str
+    *,
+    newest_first: Iterable[HistoryRecord],
+    total: int,
+    asked: Asked,
+    folder: str,
+    focus: Focus | None = None,
 ) -> Picture:
     """The view over the window `asked` chooses (as `eb history`), and the timelines of its
-    checks over the same runs."""
+    checks over the same runs; `focus`: as `build_view`'s."""
     window = window_of(newest_first=newest_first, asked=asked)
-    rows = check_rows(window=window.runs, older=window.older, keep=keeps(asked))
+
+    def narrow(ids: frozenset[str]) -> None:
+        if focus is not None:
+            focus.ids = ids
+
+    rows = check_rows(window=window.runs, older=window.older, keep=keeps(asked), on_pending=narrow)
     view = HistoryView(
         folder=folder,
         records=total,

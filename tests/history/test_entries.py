@@ -111,3 +111,10 @@ def test_records_are_read_newest_first_and_only_as_far_as_asked(tmp_path: Path) 
     assert [next(stream).run_id[-2:], next(stream).run_id[-2:]] == ["03", "02"]
     assert warnings == []  # the damaged oldest record was never read
     assert list(stream) == [] and len(warnings) == 1
+
+
+def test_a_focused_read_builds_only_the_checks_asked_for() -> None:
+    written = record(index=1, checks=[check(check_id=name) for name in ("a", "b", "c")])
+    data = record_bytes(record=written)
+    assert [c.id for c in parse_record(data=data, only=frozenset({"b"})).checks] == ["b"]
+    assert len(parse_record(data=data).checks) == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -161,3 +162,27 @@ def test_since_takes_dates_and_refuses_what_is_neither(tmp_path: object) -> None
     assert since_moment(text="2026-03-01T12:00:00+02:00", root="/").hour == 12
     with pytest.raises(UsageError, match="not a valid date"):
         since_moment(text="2026-13-45", root="/")
+
+
+def test_older_records_are_read_only_for_the_checks_failing_in_the_window() -> None:
+    from eval_banana.history.read import Focus
+
+    records = [
+        record(index=i, checks=[check(check_id="ok"), check(check_id="bad", outcome="PFFF"[i - 1])])
+        for i in range(1, 5)
+    ]
+    focus = Focus()
+    seen: list[frozenset[str] | None] = []
+
+    def newest_first() -> Any:
+        for one in records[::-1]:
+            seen.append(focus.ids)
+            yield one
+
+    view = build_view(
+        newest_first=newest_first(), total=4, asked=_asked(last=2), folder="h", focus=focus
+    )
+    assert seen[:2] == [None, None]  # the window: every check
+    assert set(seen[2:]) == {frozenset({"bad"})}  # before it: only the failing check
+    row = next(row for row in view.checks if row.id == "bad")
+    assert row.failing_since is not None and row.failing_since.run_id.endswith("00000002")
