@@ -65,8 +65,8 @@ class Sizes:
     w12_parallel: int
     w13_judges: int
     w14_bytes: tuple[int, ...]
-    w17_runs: int
-    w17_checks: int
+    w19_runs: int
+    w19_checks: int
 
 
 FULL = Sizes(
@@ -94,8 +94,8 @@ FULL = Sizes(
     w12_parallel=16,
     w13_judges=16,
     w14_bytes=(50 * MB, 300 * MB),
-    w17_runs=500,
-    w17_checks=1_000,
+    w19_runs=500,
+    w19_checks=1_000,
 )
 
 QUICK = Sizes(
@@ -123,8 +123,8 @@ QUICK = Sizes(
     w12_parallel=4,
     w13_judges=2,
     w14_bytes=(256 * KB,),
-    w17_runs=20,
-    w17_checks=50,
+    w19_runs=20,
+    w19_checks=50,
 )
 
 
@@ -502,10 +502,10 @@ def build_w12(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
-# W17 -----------------------------------------------------------------------------------------
+# W19 -----------------------------------------------------------------------------------------
 
 
-def _w17_check(*, index: int, run: int, rng: random.Random) -> dict[str, object]:
+def _w19_check(*, index: int, run: int, rng: random.Random) -> dict[str, object]:
     """One check of one run record: most pass, one in 20 flips, one in 50 fails from run 450
     on (so `eb history` looks back past its window for those), a few judges report a cost."""
     failing = index % 50 == 7 and run >= 450
@@ -525,8 +525,8 @@ def _w17_check(*, index: int, run: int, rng: random.Random) -> dict[str, object]
     return entry
 
 
-def build_w17(*, sizes: Sizes) -> Callable[[Path], None]:
-    """A history folder of `w17_runs` run records of `w17_checks` checks each, as eb writes
+def build_w19(*, sizes: Sizes) -> Callable[[Path], None]:
+    """A history folder of `w19_runs` run records of `w19_checks` checks each, as eb writes
     them (one line of JSON, defaults left out), for `eb history`."""
 
     def build(root: Path) -> None:
@@ -535,11 +535,11 @@ def build_w17(*, sizes: Sizes) -> Callable[[Path], None]:
         folder = project / ".eval-banana" / "history"
         folder.mkdir(parents=True)
         rng = random.Random(17)
-        for run in range(sizes.w17_runs):
+        for run in range(sizes.w19_runs):
             moment = f"2026-01-{1 + run // 100:02d}T{(run % 100) // 4:02d}:{run % 60:02d}:00"
             run_id = f"2026{1 + run // 100:04d}_{run:06d}_{run:08x}"
             checks = [
-                _w17_check(index=index, run=run, rng=rng) for index in range(sizes.w17_checks)
+                _w19_check(index=index, run=run, rng=rng) for index in range(sizes.w19_checks)
             ]
             passed = sum(check["status"] == "passed" for check in checks)
             record = {
@@ -842,9 +842,9 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W12": lambda sizes: build_w12(sizes=sizes),
     "W13": lambda sizes: build_w13(sizes=sizes),
     "W14": lambda sizes: build_w14(sizes=sizes),
-    "W17": lambda sizes: build_w17(sizes=sizes),
-    # The history page (`eb history --html`) over the same history folder as W17.
-    "W18": lambda sizes: build_w17(sizes=sizes),
+    "W19": lambda sizes: build_w19(sizes=sizes),
+    # The history page (`eb history --html`) over the same history folder as W19.
+    "W23": lambda sizes: build_w19(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.

@@ -116,7 +116,7 @@ DOC_BLOCKS = (
     DocBlock(name="scale-out-figures", keys=frozenset({"W10", "W11"}), paths=(DOC, SCALE_DOC)),
     DocBlock(name="bench-table-sampling", keys=frozenset({"W12"}), paths=(DOC,)),
     DocBlock(name="isolation-figures", keys=frozenset({"W13", "W14"}), paths=(DOC,)),
-    DocBlock(name="bench-table-history", keys=frozenset({"W17"}), paths=(DOC,)),
+    DocBlock(name="bench-table-history", keys=frozenset({"W19"}), paths=(DOC,)),
 )
 
 
@@ -319,18 +319,18 @@ def _eb_problems(*, case: Case, sample: Sample, scratch: Path) -> list[str]:
     return problems
 
 
-def _w18_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Case]:
-    """The history page over W17's folder: written for the default window (30 runs) and for
+def _w23_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Case]:
+    """The history page over W19's folder: written for the default window (30 runs) and for
     every run, then opened and filtered in Chromium."""
     project = root / "project"
     folder = project / ".eval-banana" / "history"
     py = sys.executable
     cases = []
-    for last in (30, sizes.w17_runs):
-        size = f"{last} runs x {sizes.w17_checks} checks"
+    for last in (30, sizes.w19_runs):
+        size = f"{last} runs x {sizes.w19_checks} checks"
         cases.append(
             Case(
-                key="W18",
+                key="W23",
                 name=f"eb history --html, {size}: write",
                 eb_args=[
                     "history",
@@ -350,7 +350,7 @@ def _w18_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Cas
         )
         cases.append(
             Case(
-                key="W18",
+                key="W23",
                 name=f"history page, {size}: open, filter to flaky",
                 eb_args=[],
                 floor=[],
@@ -650,7 +650,7 @@ def bench_history_browser(*, case: Case, runs: int, warmup: bool) -> Row:
     return row
 
 
-# W18 floor: what the page over every record must read at least, each parsed by plain json.
+# W23 floor: what the page over every record must read at least, each parsed by plain json.
 HISTORY_ALL_FLOOR = """\
 import json, os, sys
 folder = sys.argv[1]
@@ -660,7 +660,7 @@ for name in sorted(os.listdir(folder))[-int(sys.argv[2]):]:
 """
 
 
-# W17 floor: what `eb history` must read at least, the window's records parsed by plain json.
+# W19 floor: what `eb history` must read at least, the window's records parsed by plain json.
 HISTORY_FLOOR = """\
 import json, os, sys
 folder = sys.argv[1]
@@ -1018,12 +1018,12 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(3),
             )
         ]
-    if key == "W17":
+    if key == "W19":
         project = root / "project"
         return [
             Case(
-                key="W17",
-                name=f"eb history, {sizes.w17_runs} runs x {sizes.w17_checks} checks",
+                key="W19",
+                name=f"eb history, {sizes.w19_runs} runs x {sizes.w19_checks} checks",
                 eb_args=["history", "--cwd", str(project)],
                 floor=[py, "-c", HISTORY_FLOOR, str(project / ".eval-banana" / "history")],
                 floor_label="json.loads of the 30 newest records",
@@ -1032,8 +1032,8 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(5),
             )
         ]
-    if key == "W18":
-        return _w18_cases(root=root, sizes=sizes, n=n)
+    if key == "W23":
+        return _w23_cases(root=root, sizes=sizes, n=n)
     if key == "W13":
         return _w13_cases(root=root, sizes=sizes, n=n)
     if key == "W14":

@@ -205,7 +205,7 @@ def test_a_row_without_samples_is_not_met_and_prints_dashes() -> None:
 def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
     rows = [
         _row(key, target=2)
-        for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13", "W14", "W17", "W99")
+        for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13", "W14", "W19", "W99")
     ]
     blocks = {
         block.name: ([row.case.key for row in mine], block.paths)
@@ -217,7 +217,7 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
         "scale-out-figures": (["W10", "W11"], (DOC, SCALE_DOC)),
         "isolation-figures": (["W13", "W14"], (DOC,)),
         "bench-table-sampling": (["W12"], (DOC,)),
-        "bench-table-history": (["W17"], (DOC,)),
+        "bench-table-history": (["W19"], (DOC,)),
     }
     assert [block.name for block, _ in rows_by_block(rows=rows[3:5])] == ["scale-out-figures"]
     for name in (
