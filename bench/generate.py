@@ -964,6 +964,8 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W16": lambda sizes: _schedule().build_w16(sizes=sizes),
     "W18": lambda sizes: build_w18(sizes=sizes),
     "W19": lambda sizes: build_w19(sizes=sizes),
+    # The history page (`eb history --html`) over the same history folder as W19.
+    "W23": lambda sizes: build_w19(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs.

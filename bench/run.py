@@ -158,6 +158,10 @@ class Case:
     # A run folder whose report.html, written anew by this eb, is timed in Chromium instead of
     # an eb process (eb_args and floor unused; the floor is a static table of as many rows).
     browser_page: Path | None = None
+    # A project whose `eb history --html` page is timed in Chromium (opened, filtered to flaky
+    # checks) instead of an eb process; the floor is a static table of as many rows.
+    history_page: Path | None = None
+    history_last: int = 30
     browser_expect_rows: int | None = None
     floor_stdin: Path | None = None
     floor_cwd: Path | None = None  # default: a scratch folder
@@ -328,10 +332,58 @@ def _eb_problems(*, case: Case, sample: Sample, scratch: Path) -> list[str]:
     return problems
 
 
+def _w23_cases(*, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Case]:
+    """The history page over W19's folder: written for the default window (30 runs) and for
+    every run, then opened and filtered in Chromium."""
+    project = root / "project"
+    folder = project / ".eval-banana" / "history"
+    py = sys.executable
+    cases = []
+    for last in (30, sizes.w19_runs):
+        size = f"{last} runs x {sizes.w19_checks} checks"
+        cases.append(
+            Case(
+                key="W23",
+                name=f"eb history --html, {size}: write",
+                eb_args=[
+                    "history",
+                    "--cwd",
+                    str(project),
+                    "--last",
+                    str(last),
+                    "--html",
+                    str(root / f"history-{last}.html"),
+                ],
+                floor=[py, "-c", HISTORY_ALL_FLOOR, str(folder), str(last)],
+                floor_label=f"json.loads of the {last} newest records",
+                target=None,
+                seconds_target=2,
+                runs=n(3),
+            )
+        )
+        cases.append(
+            Case(
+                key="W23",
+                name=f"history page, {size}: open, filter to flaky",
+                eb_args=[],
+                floor=[],
+                floor_label="static HTML table of as many rows",
+                target=None,
+                seconds_target=2,
+                history_page=project,
+                history_last=last,
+                runs=n(3),
+            )
+        )
+    return cases
+
+
 def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
     """Floor and eb alternately, so both see the same machine state."""
     if case.browser_page is not None:
         return bench_browser(case=case, runs=runs, warmup=warmup)
+    if case.history_page is not None:
+        return bench_history_browser(case=case, runs=runs, warmup=warmup)
     warmup = warmup and case.warmup
     row = Row(case=case, load_start=os.getloadavg()[0])
     scratch = Path(tempfile.mkdtemp(prefix=f"eb-bench-{case.key}-"))
@@ -538,6 +590,87 @@ def bench_browser(*, case: Case, runs: int, warmup: bool) -> Row:
         shutil.rmtree(scratch, ignore_errors=True)
     row.load_end = os.getloadavg()[0]
     return row
+
+
+FLAKY_FILTER = "#flaky-filter"
+# The history page's rows its data marks flaky: what the flaky filter must leave shown.
+FLAKY_ROWS = (
+    "return JSON.parse(document.getElementById('eb-history').textContent)"
+    ".checks.filter(function (c) { return c.k; }).length;"
+)
+
+
+def history_page(*, project: Path, last: int, path: Path) -> Path:
+    """`eb history --html` of `project`'s history, as this eb writes it."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eval_banana",
+            "history",
+            "--cwd",
+            str(project),
+            "--last",
+            str(last),
+            "--html",
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
+def bench_history_browser(*, case: Case, runs: int, warmup: bool) -> Row:
+    """The history page opened and filtered to its flaky checks, against a static table of
+    as many rows, alternately in one headless Chromium (its start-up is not counted)."""
+    from selenium.webdriver.common.by import By
+
+    row = Row(case=case, load_start=os.getloadavg()[0])
+    assert case.history_page is not None
+    scratch = Path(tempfile.mkdtemp(prefix="eb-bench-history-"))
+    try:
+        page = history_page(
+            project=case.history_page, last=case.history_last, path=scratch / "history.html"
+        )
+        with chromium(profile=scratch / "profile") as driver:
+            driver.get(page.as_uri())
+            rows = len(driver.find_elements(By.CSS_SELECTOR, "#checks tr.r"))
+            floor_page = static_table(rows=rows, path=scratch / "floor.html")
+            for turn in range(runs + (1 if warmup else 0)):
+                floor_s, _ = open_and_filter(driver=driver, page=floor_page, click=False)
+                start = time.perf_counter()
+                driver.get(page.as_uri())
+                driver.find_element(By.CSS_SELECTOR, FLAKY_FILTER).click()
+                driver.execute_async_script(NEXT_FRAME)
+                seconds = time.perf_counter() - start
+                if warmup and turn == 0:
+                    continue
+                row.floor.append(Sample(seconds=floor_s, rc=0, rss_kb=None))
+                row.eb.append(Sample(seconds=seconds, rc=0, rss_kb=None))
+                shown, expected = (
+                    driver.execute_script(VISIBLE_ROWS),
+                    driver.execute_script(FLAKY_ROWS),
+                )
+                problem = f"the flaky filter showed {shown} rows, expected {expected}"
+                if shown != expected and problem not in row.problems:
+                    row.problems.append(problem)
+    except (RuntimeError, subprocess.CalledProcessError) as missing:
+        row.problems.append(str(missing))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    row.load_end = os.getloadavg()[0]
+    return row
+
+
+# W23 floor: what the page over every record must read at least, each parsed by plain json.
+HISTORY_ALL_FLOOR = """\
+import json, os, sys
+folder = sys.argv[1]
+for name in sorted(os.listdir(folder))[-int(sys.argv[2]):]:
+    with open(os.path.join(folder, name), "rb") as handle:
+        json.loads(handle.read())
+"""
 
 
 # W19 floor: what `eb history` must read at least, the window's records parsed by plain json.
@@ -958,6 +1091,8 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(5),
             )
         ]
+    if key == "W23":
+        return _w23_cases(root=root, sizes=sizes, n=n)
     if key == "W13":
         return _w13_cases(root=root, sizes=sizes, n=n)
     if key in ("W15", "W16"):
@@ -1148,7 +1283,7 @@ def row_cells(row: Row) -> list[str]:
     if rss:
         peak = f"{max(rss) / 1024:.0f}"
     else:  # a page in Chromium has no eb process; a row without samples has nothing
-        peak = "—" if case.browser_page is not None or not row.eb else "?"
+        peak = "—" if case.browser_page or case.history_page or not row.eb else "?"
     timed = bool(row.eb) and bool(row.floor)
     verdict = "yes" if row_met(row) and not row.problems else "NO"
     if not target_text(case) and not row.problems:

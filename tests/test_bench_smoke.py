@@ -207,7 +207,21 @@ def test_a_row_without_samples_is_not_met_and_prints_dashes() -> None:
 def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
     rows = [
         _row(key, target=2)
-        for key in ("W0", "W7", "W9", "W10", "W11", "W12", "W13", "W14", "W15", "W16", "W19", "W99")
+        for key in (
+            "W0",
+            "W7",
+            "W9",
+            "W10",
+            "W11",
+            "W12",
+            "W13",
+            "W14",
+            "W15",
+            "W16",
+            "W19",
+            "W23",
+            "W99",
+        )
     ]
     blocks = {
         block.name: ([row.case.key for row in mine], block.paths)

@@ -15,7 +15,11 @@ from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from eval_banana.history.show import ListingName
+    from collections.abc import Iterable
+
+    from eval_banana.history.read import Focus
+    from eval_banana.history.record import HistoryRecord
+    from eval_banana.history.show import Asked, ListingName
     from eval_banana.models.stages import ConfigDoc
 
 
@@ -72,6 +76,12 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=("text", "md", "json"), default="text", help="Default: text."
     )
+    parser.add_argument(
+        "--html",
+        metavar="PATH",
+        help="Also write a self-contained page of the same window: the suite's pass rate, "
+        "duration and cost per run as charts, a heat strip per check, filters.",
+    )
     common.add_setting_flags(parser, command="history")
     actions = parser.add_subparsers(dest="action", metavar="{import}")
     imports = actions.add_parser(
@@ -125,6 +135,31 @@ def _listing(args: argparse.Namespace) -> ListingName:
     return "costliest" if args.costliest else "all"
 
 
+def _page(
+    *,
+    records: Iterable[HistoryRecord],
+    total: int,
+    asked: Asked,
+    folder: Path,
+    path: Path,
+    focus: Focus,
+) -> int:
+    """`--html PATH`: the history page of the window asked for."""
+    from eval_banana.core.errors import OutputDirError
+    from eval_banana.history.trend import build_picture
+    from eval_banana.reporting.history_html import write_history_html
+
+    picture = build_picture(
+        newest_first=records, total=total, asked=asked, folder=str(folder), focus=focus
+    )
+    try:
+        write_history_html(picture=picture, min_flips=asked.min_flips, path=path)
+    except OSError as exc:
+        raise OutputDirError(f"Cannot write the history page to {path}: {exc}") from exc
+    print(f"Wrote {path}: {len(picture.view.runs)} runs, {len(picture.view.checks)} checks.")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from eval_banana.checks.selection import compile_selector
     from eval_banana.history.read import Focus, newest_first, record_paths
@@ -154,6 +189,15 @@ def run(args: argparse.Namespace) -> int:
         warn=lambda message: print(f"warning: {message}", file=sys.stderr),
         focus=focus,
     )
+    if args.html is not None:
+        return _page(
+            records=records,
+            total=len(paths),
+            asked=asked,
+            folder=folder,
+            path=Path(args.html),
+            focus=focus,
+        )
     view = build_view(
         newest_first=records, total=len(paths), asked=asked, folder=str(folder), focus=focus
     )

@@ -7,6 +7,7 @@
 - `recent`: the newest runs, and the order `eb run` starts checks in by them (longest first).
 - `balance`: `--shard K/N --balance history`, a split by recorded durations.
 - `summary` and `render`: what `eb history` shows.
+- `trend`: what the pictures draw (the history page's strips, report.html's sparklines).
 
 May import stagefiles, harness, checks, settings, projectstate, models and core; the pipeline,
 the merge, the reports and the commands call it, never the other way round.

@@ -104,6 +104,8 @@ def publish_report(
     from eval_banana.stages import report as report_stage
 
     built = report_stage.build_report(run_dir=run_dir, config=config, execute=execute, score=score)
+    extras = extras if extras is not None else ReportExtras()
+    extras.history_dir = history_folder(config=config)
     html_job = (
         page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)
     )
@@ -383,9 +385,23 @@ def begin_html(
         report = report_stage.build_report(
             run_dir=run_dir, config=config, execute=executed, score=scored
         )
-        write_html(report=report, run_dir=run_dir, path=run_dir / REPORT_HTML)
+        write_html(
+            report=report,
+            run_dir=run_dir,
+            path=run_dir / REPORT_HTML,
+            history_dir=history_folder(config=config),
+        )
 
     return forked.start(work=render, fork=True)
+
+
+def history_folder(*, config: ConfigDoc) -> Path | None:
+    """Where report.html finds each check's recorded runs; None when history is off."""
+    if config.settings.history.mode == "off":
+        return None
+    from eval_banana.settings.folders import history_dir
+
+    return history_dir(config=config)
 
 
 def finish_run(

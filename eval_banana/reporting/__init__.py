@@ -2,6 +2,7 @@
 
 Every writer is a pure function of `report.json`'s object (plus the run folder for links);
 `write_extra_reports` is the one call the pipeline makes after report.json and report.md exist.
+`history_html` writes the page of `eb history --html` (read through the history package).
 
 May import stages and everything below them; the pipeline and commands call it.
 """
@@ -41,6 +42,8 @@ class ReportExtras(Record):
     # the run ends with an exception (RunAborted) after the reports were written.
     report: dict[str, Any] | None = None
     report_md: str | None = None
+    # The history folder, for report.html's sparklines and badges (None: history is off).
+    history_dir: Path | None = None
     written: list[Path] = Field(default_factory=list)
 
 
@@ -63,18 +66,28 @@ def start_html(
         return None
     checks = report.get("checks")
     count = len(checks) if isinstance(checks, list) else 0
+    history_dir = extras.history_dir if extras is not None else None
     return forked.start(
-        work=lambda: write_html(report=report, run_dir=run_dir, path=run_dir / REPORT_HTML),
+        work=lambda: write_html(
+            report=report, run_dir=run_dir, path=run_dir / REPORT_HTML, history_dir=history_dir
+        ),
         fork=forks_html(extras=extras, checks=count),
     )
 
 
 def _finish_html(
-    *, html: forked.Pending[None], report: dict[str, Any], run_dir: Path, path: Path
+    *,
+    html: forked.Pending[None],
+    report: dict[str, Any],
+    run_dir: Path,
+    path: Path,
+    history_dir: Path | None,
 ) -> None:
     """Wait for the page begun by `start_html`; render it here if its child was ended by a
     signal (Ctrl-C reaches the whole process group): an interrupted run keeps its page."""
-    html.finish_or_redo(redo=lambda: write_html(report=report, run_dir=run_dir, path=path))
+    html.finish_or_redo(
+        redo=lambda: write_html(report=report, run_dir=run_dir, path=path, history_dir=history_dir)
+    )
 
 
 def junit_path(*, setting: str, project_root: Path) -> Path:
@@ -109,9 +122,17 @@ def write_extra_reports(
 
                 write_junit(report=report, project_root=project_root, path=path)
             elif html is not None:
-                _finish_html(html=html, report=report, run_dir=run_dir, path=path)
+                _finish_html(
+                    html=html,
+                    report=report,
+                    run_dir=run_dir,
+                    path=path,
+                    history_dir=extras.history_dir,
+                )
             else:
-                write_html(report=report, run_dir=run_dir, path=path)
+                write_html(
+                    report=report, run_dir=run_dir, path=path, history_dir=extras.history_dir
+                )
         except OSError as exc:
             raise OutputDirError(f"Cannot write the {label} to {path}: {exc}") from exc
         extras.written.append(path)

@@ -11,7 +11,7 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.stem import artifact_stem
@@ -28,10 +28,20 @@ from eval_banana.reporting.common import (
 )
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS, JS
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from eval_banana.history.trend import Recent
+
 REPORT_HTML = "report.html"
 PROMPT_LIMIT_CHARS = 4000
 STDERR_LIMIT_CHARS = 2000
 ROW_REASON_LIMIT_CHARS = 300
+# A check's sparkline: its outcomes in the last runs, this one included (docs/history.md).
+SPARK_RUNS = 20
+# Flips on one definition, in those runs, that make a check "flaky in history" (as the default
+# of `eb history --flaky --min-flips`).
+HISTORY_FLAKY_FLIPS = 2
 # Rows per <tbody>: each group is laid out only when it nears the screen (CSS
 # content-visibility). Past LIVE_ROWS the groups are sent inside <template> elements, which the
 # browser parses without building the rows: building 10,000 live rows took seconds before the
@@ -122,6 +132,14 @@ def _files(*, present: frozenset[str], stem: str) -> str:
     return "".join(letter for letter, suffix in _FILE_LETTERS if stem + suffix in present)
 
 
+class Trend(NamedTuple):
+    """A check in the run history: its last outcomes (this run's last) as letters p, f, e,
+    and its badges ("new failure", "fixed", "flaky in history")."""
+
+    letters: str
+    badges: tuple[str, ...]
+
+
 class _Shown(NamedTuple):
     """A check as the page shows it, worked out once for both its row and its entry."""
 
@@ -129,19 +147,58 @@ class _Shown(NamedTuple):
     group: str
     label: str
     flaky: bool
+    trend: Trend | None = None
 
 
-def _shown(*, checks: list[Check]) -> list[_Shown]:
-    """The checks in page order (as sorted_checks), each with its group, label and flakiness."""
-    shown = [
-        _Shown(
-            check=check,
-            group=_group(check=check),
-            label=status_label(check=check),
-            flaky=is_flaky(check.get("details")),
+_LETTER = {"passed": "p", "failed": "f", "error": "e"}
+
+
+def trend_of(*, group: str, check: Check, recent: Recent | None) -> Trend | None:
+    """A check's sparkline and badges from its recorded runs (None: the history has none).
+
+    "new failure": it fails or errors now and passed the last time it was recorded; "fixed":
+    it passes now and did not then; "flaky in history" (instead of those two): its verdict
+    flipped at least HISTORY_FLAKY_FLIPS times on its current definition over the recorded
+    runs shown.
+    """
+    if recent is None:
+        return None
+    now = _LETTER.get(group, "")
+    keep = SPARK_RUNS - len(now)
+    letters = "".join(_LETTER[status] for status in recent.statuses[-keep:]) + now
+    digest = check.get("check_definition_sha256")
+    flips = recent.most_flips(digest=digest if isinstance(digest, str) else None)
+    if flips >= HISTORY_FLAKY_FLIPS:
+        # A flaky check's latest flip is its flakiness, not news: no "new failure" or "fixed".
+        return Trend(letters=letters, badges=("flaky in history",))
+    previous = recent.previous()
+    badges: tuple[str, ...] = ()
+    if group in ("failed", "error") and previous == "passed":
+        badges = ("new failure",)
+    elif group == "passed" and previous in ("failed", "error"):
+        badges = ("fixed",)
+    return Trend(letters=letters, badges=badges)
+
+
+def _shown(*, checks: list[Check], history: Mapping[str, Recent] | None = None) -> list[_Shown]:
+    """The checks in page order (as sorted_checks), each with its group, label, flakiness and
+    (from the run history, when given) its trend."""
+    shown = []
+    for check in checks:
+        group = _group(check=check)
+        trend = None
+        if history:
+            found = history.get(str(check.get("check_id", "")))
+            trend = trend_of(group=group, check=check, recent=found)
+        shown.append(
+            _Shown(
+                check=check,
+                group=group,
+                label=status_label(check=check),
+                flaky=is_flaky(check.get("details")),
+                trend=trend,
+            )
         )
-        for check in checks
-    ]
     shown.sort(key=lambda item: _GROUP_RANK[item.group])
     return shown
 
@@ -224,6 +281,10 @@ def _entry(
         entry["observed"] = check.get("observed_status")
     if shown.flaky:
         entry["flaky"] = True
+    if shown.trend is not None:
+        entry["trend"] = shown.trend.letters
+        if shown.trend.badges:
+            entry["badges"] = list(shown.trend.badges)
     stderr, stderr_cut = tail(text=str(check.get("stderr") or ""), limit=STDERR_LIMIT_CHARS)
     if stderr_cut:
         stderr = f"[stderr cut to its last {STDERR_LIMIT_CHARS} characters]\n{stderr}"
@@ -310,11 +371,44 @@ class _Repeated:
         return found
 
 
+_SPARK_WORDS = {"p": "\u2713", "f": "\u2717", "e": "E"}
+
+
+def sparkline(letters: str) -> str:
+    """A check's last outcomes as a small SVG, a bar per run (oldest left), one path per
+    colour so a row costs the page a handful of elements, not one per run."""
+    paths: dict[str, list[str]] = {}
+    for index, letter in enumerate(letters):
+        paths.setdefault(letter, []).append(f"M{index * 5} 0h4v12h-4z")
+    drawn = "".join(
+        f'<path class="s-{letter}" d="{"".join(parts)}"/>'
+        for letter, parts in sorted(paths.items())
+    )
+    words = "".join(_SPARK_WORDS[letter] for letter in letters)
+    return (
+        f'<svg class="spark" width="{len(letters) * 5}" height="12" data-n="{len(letters)}" '
+        f'role="img" aria-label="last outcomes {words}"><title>Last outcomes, oldest first: '
+        f"{words}</title>{drawn}</svg>"
+    )
+
+
+def _trend_cells(trend: Trend | None) -> tuple[str, str]:
+    """(the sparkline under the id, the history badges beside the status)."""
+    if trend is None:
+        return "", ""
+    badges = "".join(
+        f' <span class="hb hb-{badge.split()[0]}">{badge}</span>' for badge in trend.badges
+    )
+    return sparkline(trend.letters), badges
+
+
 def _row(*, index: int, shown: _Shown, repeated: _Repeated) -> str:
     check = shown.check
     tags = repeated.tags(tuple(str(tag) for tag in check.get("tags") or ()))
     reason = escape(row_reason(check=check))
     badge = ' <span class="flaky">flaky</span>' if shown.flaky else ""
+    spark, history_badges = _trend_cells(shown.trend)
+    badge += history_badges
     # The status word is the pill; its notes (control, attempts, samples, cached) wrap below
     # it inside the column, so no label, however long, is drawn over the reason.
     status, _, notes = shown.label.partition(" (")
@@ -322,7 +416,7 @@ def _row(*, index: int, shown: _Shown, repeated: _Repeated) -> str:
     return (
         f'<tr class="r g-{shown.group}" data-i="{index}">'
         f'<td><button class="x" type="button" aria-expanded="false">'
-        f"{escape(str(check.get('check_id', '')))}</button></td>"
+        f"{escape(str(check.get('check_id', '')))}</button>{spark}</td>"
         f'<td class="stc"><span class="st">{repeated.escaped(status)}</span>{badge}{noted}</td>'
         f'<td class="why" title="{reason}">{reason}</td>'
         f"<td>{repeated.escaped(str(check.get('check_type', '')))}</td>"
@@ -431,10 +525,13 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
     )
 
 
-def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
-    """The whole report.html page as text."""
+def render_html(
+    *, report: dict[str, Any], run_dir: Path, history: Mapping[str, Recent] | None = None
+) -> str:
+    """The whole report.html page as text; `history`: each check's recorded runs before this
+    one (`recent_history`), for its sparkline and badges."""
     skipped = [_skipped_row(item=item) for item in skipped_checks(report=report)]
-    shown = _shown(checks=[*report.get("checks", []), *skipped])
+    shown = _shown(checks=[*report.get("checks", []), *skipped], history=history)
     checks = [item.check for item in shown]
     root = str(report.get("project_root", ""))
     groups: Counter[str] = Counter(item.group for item in shown)
@@ -481,7 +578,25 @@ class="c-tags"><col class="c-ms"></colgroup>
 """
 
 
-def write_html(*, report: dict[str, Any], run_dir: Path, path: Path) -> None:
-    """Write report.html for `report` at `path` (links are relative to `run_dir`)."""
-    text = render_html(report=report, run_dir=run_dir)
+def recent_history(*, report: dict[str, Any], history_dir: Path | None) -> dict[str, Recent]:
+    """Each check's last recorded runs before this one, read through the history package
+    (none when history is off: `history_dir` None)."""
+    if history_dir is None:
+        return {}
+    from eval_banana.history.trend import recent
+
+    return recent(
+        folder=history_dir,
+        skip_run_id=str(report.get("run_id", "")) or None,
+        last=SPARK_RUNS - 1,
+    )
+
+
+def write_html(
+    *, report: dict[str, Any], run_dir: Path, path: Path, history_dir: Path | None = None
+) -> None:
+    """Write report.html for `report` at `path` (links are relative to `run_dir`); with
+    `history_dir`, each check's sparkline and badges come from the records there."""
+    history = recent_history(report=report, history_dir=history_dir)
+    text = render_html(report=report, run_dir=run_dir, history=history)
     write_bytes_atomic(path=path, data=text.encode("utf-8", errors="replace"))

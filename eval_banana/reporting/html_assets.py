@@ -117,6 +117,14 @@ noscript p { color:var(--muted); }
 .tr .err { color:var(--err); background:var(--err-bg); padding:4px 10px; border-radius:4px;
   white-space:pre-wrap; overflow-wrap:anywhere; }
 .tr .trn { color:var(--muted); font-size:12px; }
+svg.spark { display:block; margin:3px 0 0 1.1em; }
+svg.spark .s-p { fill:var(--pass); } svg.spark .s-f { fill:var(--fail); }
+svg.spark .s-e { fill:var(--err); }
+.hb { display:inline-block; white-space:nowrap; border-radius:10px; padding:1px 8px;
+  font-size:12px; margin-top:2px; }
+.hb-new { background:var(--fail-bg); color:var(--fail); border:1px solid var(--fail); }
+.hb-fixed { background:var(--pass-bg); color:var(--pass); border:1px solid var(--pass); }
+.hb-flaky { background:var(--err-bg); color:var(--err); border:1px dashed var(--err); }
 """
 
 JS = r"""

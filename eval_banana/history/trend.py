@@ -1,0 +1,215 @@
+"""What the pictures draw: each check's outcome per run of a window, and its recent story.
+
+`timelines` feeds the history page's heat strips (one column per run, a mark where the check's
+definition changed); `recent` feeds report.html's sparklines and badges (a check's last
+outcomes before the run being reported, and whether it flipped on one definition).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.core.readback import loads_json
+from eval_banana.history.read import LOG, BadRecord, Focus, Warn, read_bounded, record_paths
+from eval_banana.history.record import HistoryRecord
+from eval_banana.history.show import Asked, window_of
+from eval_banana.history.show import _keeps as keeps  # the filter `eb history` applies
+from eval_banana.history.summary import check_rows, listed, run_row
+from eval_banana.history.view import HistoryView
+
+# One letter per run in a strip: passed, failed, error, not in that run.
+LETTERS = {"passed": "p", "failed": "f", "error": "e"}
+ABSENT = "-"
+
+
+class Timeline(NamedTuple):
+    """One check over a window: a letter per run (oldest first) and the runs (by index in
+    the window) where its definition digest differs from its run before."""
+
+    strip: str
+    changes: list[int]
+
+
+def timelines(*, window: Sequence[HistoryRecord]) -> dict[str, Timeline]:
+    """Check id -> its timeline over `window` (oldest first), for every check in it."""
+    letters: dict[str, list[str]] = {}
+    changes: dict[str, list[int]] = {}
+    digests: dict[str, str] = {}
+    size = len(window)
+    for index, record in enumerate(window):
+        for check in record.checks:
+            row = letters.get(check.id)
+            if row is None:
+                row = letters[check.id] = [ABSENT] * size
+                changes[check.id] = []
+            row[index] = LETTERS[check.status]
+            before = digests.get(check.id)
+            if before is not None and before != check.digest:
+                changes[check.id].append(index)
+            digests[check.id] = check.digest
+    return {
+        check_id: Timeline(strip="".join(row), changes=changes[check_id])
+        for check_id, row in letters.items()
+    }
+
+
+class Recent(NamedTuple):
+    """One check's last recorded outcomes before a run (oldest first), and how often it
+    flipped between passing and not on one definition over them."""
+
+    statuses: list[str]
+    digests: list[str]
+    early: list[bool]
+
+    def previous(self) -> str | None:
+        """Its latest recorded outcome that says something of the check (no early error)."""
+        for status, early in zip(reversed(self.statuses), reversed(self.early), strict=True):
+            if not early:
+                return status
+        return None
+
+    def most_flips(self, *, digest: str | None = None) -> int:
+        """The most flips on one definition (only on `digest` when given)."""
+        flips: dict[str, int] = {}
+        last: dict[str, bool] = {}
+        for status, seen, early in zip(self.statuses, self.digests, self.early, strict=True):
+            if early or (digest is not None and seen != digest):
+                continue
+            passed = status == "passed"
+            if seen in last and last[seen] != passed:
+                flips[seen] = flips.get(seen, 0) + 1
+            last[seen] = passed
+        return max(flips.values(), default=0)
+
+
+class _Run(NamedTuple):
+    """What a sparkline needs of one record: its id, the shards it merged, and per check
+    (id, status, digest, early error)."""
+
+    run_id: str
+    merged_from: list[str]
+    checks: list[tuple[str, str, str, bool]]
+
+
+_STATUSES = frozenset({"passed", "failed", "error"})
+
+
+def _lean_record(*, data: bytes) -> _Run:
+    """A record's run fields (checked against the schema) and the four fields of each check
+    a sparkline reads, type-checked one by one (BadRecord else). report.html reads twenty
+    records of every check on each run: building every entry whole doubled that time."""
+    from eval_banana.history.check import record_problem
+
+    try:
+        document: Any = loads_json(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRecord(f"it is not JSON ({exc})") from None
+    if type(document) is not dict:
+        raise BadRecord("it is not an eb run record")
+    problem = record_problem({key: value for key, value in document.items() if key != "checks"})
+    items = document.get("checks", [])
+    if problem is not None or type(items) is not list:
+        raise BadRecord(f"it is not an eb run record: {problem or 'checks is no list'}")
+    checks = []
+    for raw in items:
+        if type(raw) is not dict:
+            raise BadRecord("it is not an eb run record: a check is no object")
+        check_id, status, digest = raw.get("id"), raw.get("status"), raw.get("digest")
+        early = raw.get("early_error", False)
+        if (
+            type(check_id) is not str
+            or status not in _STATUSES
+            or type(digest) is not str
+            or type(early) is not bool
+        ):
+            raise BadRecord(f"it is not an eb run record: check {check_id!r} is malformed")
+        checks.append((check_id, str(status), digest, early))
+    return _Run(
+        run_id=document["run_id"], merged_from=list(document.get("merged_from", [])), checks=checks
+    )
+
+
+def _lean_newest_first(*, paths: Sequence[Path], warn: Warn | None) -> Iterator[_Run]:
+    say = warn if warn is not None else LOG.warning
+    for path in reversed(paths):
+        try:
+            yield _lean_record(data=read_bounded(path=path))
+        except BadRecord as exc:
+            say(f"skipped {path} in the run history: {exc}")
+
+
+def _runs(*, records: Iterable[_Run], skip_run_id: str | None, last: int) -> list[_Run]:
+    """The newest `last` records that count as runs (not `skip_run_id`, not a shard a merge
+    holds), oldest first."""
+    taken: list[_Run] = []
+    merged: set[str] = set()
+    for record in records:
+        merged.update(record.merged_from)
+        if record.run_id == skip_run_id or record.run_id in merged:
+            continue
+        taken.append(record)
+        if len(taken) >= last:
+            break
+    return [record for record in taken if record.run_id not in merged][::-1]
+
+
+def recent(
+    *, folder: Path, skip_run_id: str | None, last: int, warn: Warn | None = None
+) -> dict[str, Recent]:
+    """Check id -> its outcomes over the newest `last` runs recorded in `folder` (the run
+    `skip_run_id` left out: the run being reported, when its record is written already)."""
+    paths = record_paths(folder=folder)
+    if not paths:
+        return {}
+    stream = _lean_newest_first(paths=paths, warn=warn)
+    # A few extra records: shards of a merge are read past, as `eb history` does.
+    window = _runs(
+        records=itertools.islice(stream, last * 4 + 8), skip_run_id=skip_run_id, last=last
+    )
+    found: dict[str, Recent] = {}
+    for record in window:
+        for check_id, status, digest, early in record.checks:
+            one = found.get(check_id)
+            if one is None:
+                one = found[check_id] = Recent(statuses=[], digests=[], early=[])
+            one.statuses.append(status)
+            one.digests.append(digest)
+            one.early.append(early)
+    return found
+
+
+class Picture(NamedTuple):
+    """What the history page draws: the view `eb history` prints, and each check's timeline."""
+
+    view: HistoryView
+    timelines: dict[str, Timeline]
+
+
+def build_picture(
+    *,
+    newest_first: Iterable[HistoryRecord],
+    total: int,
+    asked: Asked,
+    folder: str,
+    focus: Focus | None = None,
+) -> Picture:
+    """The view over the window `asked` chooses (as `eb history`), and the timelines of its
+    checks over the same runs; `focus`: as `build_view`'s."""
+    window = window_of(newest_first=newest_first, asked=asked)
+
+    def narrow(ids: frozenset[str]) -> None:
+        if focus is not None:
+            focus.ids = ids
+
+    rows = check_rows(window=window.runs, older=window.older, keep=keeps(asked), on_pending=narrow)
+    view = HistoryView(
+        folder=folder,
+        records=total,
+        listing=asked.listing,
+        runs=[run_row(record=record) for record in window.runs],
+        checks=listed(rows=rows, listing=asked.listing, min_flips=asked.min_flips),
+    )
+    return Picture(view=view, timelines=timelines(window=window.runs))

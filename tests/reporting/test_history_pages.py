@@ -1,0 +1,160 @@
+"""The history page (`eb history --html`) and report.html's history badges, as markup: real
+record files, real `eb run`s of a project whose checks change verdict between runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EbResult, check_yaml
+from tests.reporting.history_sample import HOSTILE_ID, write_sample_history
+
+Eb = Callable[..., EbResult]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for name in ("MODE", "DIR", "KEEP"):
+        monkeypatch.delenv(f"EVAL_BANANA_HISTORY_{name}", raising=False)
+    monkeypatch.delenv("EVAL_BANANA_CACHE_MODE", raising=False)
+
+
+def sample_project(root: Path, *, runs: int = 9) -> list[str]:
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    return write_sample_history(folder=root / ".eval-banana" / "history", runs=runs)
+
+
+def _page_data(text: str) -> dict[str, object]:
+    found = re.search(r'<script type="application/json" id="eb-history">(.*?)</script>', text)
+    assert found is not None
+    data: dict[str, object] = json.loads(found.group(1))
+    return data
+
+
+def test_the_history_page_has_a_point_per_run_and_escapes_ids(tmp_path: Path, eb: Eb) -> None:
+    root = tmp_path / "p"
+    run_ids = sample_project(root)
+    page = tmp_path / "out" / "history.html"
+    page.parent.mkdir()
+    done = eb("history", "--cwd", str(root), "--html", str(page))
+    assert done.exit_code == 0, done.stderr
+    assert f"Wrote {page}: 9 runs, 6 checks." in done.stdout
+    text = page.read_text(encoding="utf-8")
+    charts = re.findall(r'<svg viewBox[^>]*data-points="(\d+)">(.*?)</svg>', text, re.S)
+    assert len(charts) == 3  # pass rate, duration, cost
+    for points, body in charts:
+        assert int(points) == body.count("<circle") == len(run_ids)
+    # Ids and tags are user text: shown escaped, never as markup (also inside the data blob).
+    assert "<script>alert(1)" not in text and "<b>odd</b>" not in text
+    assert "x&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    data = _page_data(text)
+    checks = {c["id"]: c for c in data["checks"]}  # type: ignore[attr-defined]
+    assert HOSTILE_ID in checks
+    assert checks["flipper"]["s"] == "pfpfpfpfp" and checks["flipper"]["k"] == 1
+    assert checks["breaker"]["s"] == "ppppppfff" and checks["breaker"]["c"] == [6]
+    assert "k" not in checks["steady"] and checks["refunds[late]"]["f"] == "refunds"
+    assert [run["id"] for run in data["runs"]] == run_ids  # type: ignore[index]
+    assert '<option value="refunds">refunds (2)</option>' in text
+    assert "Flaky only (2)" in text  # flipper, and refunds[late] (passed, error, passed)
+
+
+def test_the_history_page_keeps_the_window_asked_for(tmp_path: Path, eb: Eb) -> None:
+    root = tmp_path / "p"
+    run_ids = sample_project(root)
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--last", "4", "--html", str(page)).exit_code == 0
+    data = _page_data(page.read_text(encoding="utf-8"))
+    assert [run["id"] for run in data["runs"]] == run_ids[-4:]  # type: ignore[index]
+
+
+RUN_COUNTER = """\
+from pathlib import Path
+counter = Path({counter!r})
+n = int(counter.read_text()) if counter.exists() else 0
+{verdict}
+"""
+
+
+def _counting(check_id: str, *, counter: Path, verdict: str) -> str:
+    """A check whose verdict depends on how many runs came before (a counter of its own
+    outside the project, so its definition never changes)."""
+    script = RUN_COUNTER.format(counter=str(counter), verdict=verdict)
+    script += "counter.write_text(str(n + 1))\n" + f"raise SystemExit({verdict})\n"
+    return check_yaml(check_id, script=textwrap.dedent(script).replace(f"{verdict}\n", "", 1))
+
+
+def history_project(root: Path, *, counters: Path) -> Path:
+    """flipper: pass, fail, pass, fail...; breaker: passes three runs then fails; mender: fails
+    three runs then passes; steady: always passes."""
+    counters.mkdir(parents=True, exist_ok=True)
+    files = {
+        "eval_checks/flipper.yaml": _counting(
+            "flipper", counter=counters / "flipper", verdict="n % 2"
+        ),
+        "eval_checks/breaker.yaml": _counting(
+            "breaker", counter=counters / "breaker", verdict="int(n >= 3)"
+        ),
+        "eval_checks/mender.yaml": _counting(
+            "mender", counter=counters / "mender", verdict="int(n < 3)"
+        ),
+        "eval_checks/steady.yaml": check_yaml("steady"),
+        ".eval-banana/config.toml": "",
+    }
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _latest_report(root: Path) -> str:
+    pages = [run / "report.html" for run in (root / ".eval-banana" / "results").iterdir()]
+    newest = max(pages, key=lambda page: page.stat().st_mtime_ns)
+    return newest.read_text(encoding="utf-8")
+
+
+def _row_of(text: str, check_id: str) -> str:
+    found = re.search(
+        rf'<tr class="r[^"]*"[^>]*><td><button[^>]*>{re.escape(check_id)}<.*?</tr>', text
+    )
+    assert found is not None, check_id
+    return found.group(0)
+
+
+def test_report_html_shows_sparklines_and_history_badges(tmp_path: Path, eb: Eb) -> None:
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    for _ in range(4):
+        eb("run", "--cwd", str(root))
+    text = _latest_report(root)
+    rows = {name: _row_of(text, name) for name in ("flipper", "breaker", "mender", "steady")}
+    # This run is the fourth: each sparkline holds the three recorded runs and this one.
+    assert 'data-n="4"' in rows["steady"] and "\u2713\u2713\u2713\u2713" in rows["steady"]
+    assert "\u2713\u2717\u2713\u2717" in rows["flipper"]
+    assert "new failure" in rows["breaker"] and "fixed" not in rows["breaker"]
+    assert "fixed" in rows["mender"] and "new failure" not in rows["mender"]
+    # flipper failed after a pass, but that is its flakiness, not a new failure.
+    assert "flaky in history" in rows["flipper"] and "new failure" not in rows["flipper"]
+    assert "hb-" not in rows["steady"]
+
+
+def test_report_html_has_no_history_marks_when_history_is_off(tmp_path: Path, eb: Eb) -> None:
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    for _ in range(3):
+        eb("run", "--cwd", str(root))
+    eb("run", "--cwd", str(root), "--history", "off")
+    text = _latest_report(root)
+    assert 'class="spark"' not in text and "new failure" not in text
+
+
+def test_report_html_of_a_first_run_claims_nothing(tmp_path: Path, eb: Eb) -> None:
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    eb("run", "--cwd", str(root))
+    text = _latest_report(root)
+    assert 'class="spark"' not in text and 'class="hb' not in text
