@@ -7,11 +7,14 @@ Real `eb run` / `eb merge` through the CLI, real subprocesses for the cases.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import EbResult
+
+REPO = Path(__file__).resolve().parents[1]
 
 CONFIG = """\
 [discovery]
@@ -133,3 +136,19 @@ def test_report_md_and_step_summary_show_each_family_with_its_gate(
     assert written.startswith("earlier step\n")
     for row in table:
         assert row in written.splitlines()
+
+
+def test_the_demo_project_shows_a_family_and_passes(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "examples" / "demo", demo, ignore=shutil.ignore_patterns(".eval-banana"))
+    (demo / ".eval-banana").mkdir()
+    shutil.copy(REPO / "examples/demo/.eval-banana/config.toml", demo / ".eval-banana")
+    result = eb("run", "--cwd", str(demo))
+    assert result.exit_code == 0, result.stderr
+    assert "Family greeting_cases: 3/3 cases passed (100.0%), min_pass_rate 1.0 held" in (
+        result.stdout.splitlines()
+    )
+    for case in ("ada", "grace", "linus"):
+        assert f"- greeting_cases[{case}]: passed" in result.stdout.splitlines()
