@@ -58,6 +58,14 @@ def _rows(*, failing: set[str]) -> str:
     )
 
 
+def _skipped_rows() -> str:
+    """Two cases that skip themselves, out of alphabetical order."""
+    return "".join(
+        json.dumps({"id": case, "ok": "yes", "skip": "waits for a fix"}) + "\n"
+        for case in ("wait-z", "wait-a")
+    )
+
+
 def _project(project: Callable[..., Path]) -> Path:
     return project(
         {
@@ -65,7 +73,7 @@ def _project(project: Callable[..., Path]) -> Path:
             "eval_checks/b_family.yaml": FAMILY.format(id="qa", extra="min_pass_rate: 0.9"),
             "data/qa.jsonl": _rows(failing={"mike", "kilo"}),
             "eval_checks/c_family.yaml": FAMILY.format(id="tone", extra=""),
-            "data/tone.jsonl": _rows(failing=set()),
+            "data/tone.jsonl": _rows(failing=set()) + _skipped_rows(),
             "eval_checks/d_plain.yaml": PLAIN.format(id="d_plain"),
         },
         config=CONFIG,
@@ -104,6 +112,9 @@ def test_merge_lists_a_familys_cases_in_the_one_machine_order(
     assert merged.exit_code == 1, merged.stderr  # qa's gate (0.9) does not hold at 8/10
     merged_report = json.loads(merged.stdout)
     assert _order(merged_report) == _order(whole)
+    skipped = [item["check_id"] for item in whole["skipped"]]
+    assert skipped == ["tone[wait-z]", "tone[wait-a]"]
+    assert [item["check_id"] for item in merged_report["skipped"]] == skipped
     markdown = (Path(merged_report["output_dir"]) / "report.md").read_text(encoding="utf-8")
     assert markdown.index("qa[zeta]") < markdown.index("qa[alpha]") < markdown.index("qa[echo]")
 

@@ -154,7 +154,9 @@ def _skipped(*, runs: Sequence[ShardRun], config: ConfigDoc) -> list[SkippedChec
                     if moved == item.source_path
                     else item.model_copy(update={"source_path": moved})
                 )
-    return [found[key] for key in sorted(found)]
+    # By file only, and stably: within a family the cases stay in the order the shards list
+    # them, which is the dataset's (a sort by id would put `b` before `a` when `a` came first).
+    return [found[key] for key in sorted(found, key=lambda key: key[0])]
 
 
 def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
