@@ -415,7 +415,8 @@ FAMILY_JS = r"""
       var st = el("td", null, "stc");
       st.appendChild(el("span", c.label.split(" (")[0], "st"));
       tr.appendChild(st);
-      var why = fam.why[k];
+      var why = fam.why[k] !== undefined ? fam.why[k]
+        : String(c.reason || c.error || "").trim().split(/\s+/).join(" ");
       var reason = el("td", why, "why");
       reason.title = why;
       tr.appendChild(reason);

@@ -7,6 +7,7 @@ Chromium.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -74,6 +75,14 @@ def test_a_row_per_family_with_rate_counts_and_gate(family_run: Run, finished_ru
         ),
         ("gate-none", ["tone", "100.0%", "2", "2", "0", "0", "no gate"]),
     ]
+    # The page data names each family's cases in page order, failures first; only the cases
+    # that did not pass carry their row's reason (a passed case's is in the checks' data).
+    found = re.search(r'<script type="application/json" id="eb-families">(.*?)</script>', text)
+    assert found is not None
+    families = json.loads(found.group(1))
+    assert [family["id"] for family in families] == ["qa", "tone"]
+    assert families[0]["why"] == {"0": "exit code 1", "1": "exit code 1"}
+    assert families[1]["why"] == {} and len(families[1]["members"]) == 2
     # A run without families keeps its page as it was: no table, no data, no script.
     plain = render_html(report=finished_run.report, run_dir=finished_run.run_dir)
     assert 'id="families"' not in plain and "eb-families" not in plain
