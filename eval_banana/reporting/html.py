@@ -345,6 +345,18 @@ def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
     return "v-failed", "FAILED", "a check failed or errored"
 
 
+def _gates_note(*, report: dict[str, Any]) -> str:
+    """Which dataset families' own gates failed the run, for the verdict's explanation."""
+    broken = [
+        str(family.get("id"))
+        for family in report.get("families") or []
+        if isinstance(family, dict) and family.get("gate_held") is False
+    ]
+    if not broken:
+        return ""
+    return f"; the gate of family {', '.join(broken)} did not hold"
+
+
 def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
     pairs = [
         ("Score", f"{report.get('points_earned')}/{report.get('total_points')}"),
@@ -482,6 +494,8 @@ def render_html(*, report: dict[str, Any], run_dir: Path) -> str:
     root = str(report.get("project_root", ""))
     groups: Counter[str] = Counter(item.group for item in shown)
     css_class, headline, explanation = _verdict(report=report)
+    if headline == "FAILED":
+        explanation += _gates_note(report=report)
     present = evidence_names(run_dir=run_dir)
     entries = [
         _entry(shown=item, run_dir=run_dir, project_root=root, present=present) for item in shown

@@ -83,6 +83,8 @@ def test_a_row_per_family_with_rate_counts_and_gate(family_run: Run, finished_ru
     assert [family["id"] for family in families] == ["qa", "tone"]
     assert families[0]["why"] == {"0": "exit code 1", "1": "exit code 1"}
     assert families[1]["why"] == {} and len(families[1]["members"]) == 2
+    # The verdict names the family whose own gate failed the run.
+    assert "the gate of family qa did not hold</small>" in text
     # A run without families keeps its page as it was: no table, no data, no script.
     plain = render_html(report=finished_run.report, run_dir=finished_run.run_dir)
     assert 'id="families"' not in plain and "eb-families" not in plain
