@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eval_banana.reporting.github import append_step_summary
 from tests.conftest import EbResult
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,6 +148,15 @@ def test_report_md_and_step_summary_show_each_family_with_its_gate(
     assert written.startswith("earlier step\n")
     for row in table:
         assert row in written.splitlines()
+    # A summary cut to a size limit (GitHub's is 1 MiB) still has every family.
+    cut = tmp_path / "cut.md"
+    limit = len(markdown.encode()) // 2
+    assert markdown.index(table[-1]) + len(table[-1]) < limit
+    append_step_summary(
+        report_md=markdown, environ={"GITHUB_STEP_SUMMARY": str(cut)}, limit_bytes=limit
+    )
+    short = cut.read_text(encoding="utf-8").splitlines()
+    assert "summary cut to fit" in short[-1] and all(row in short for row in table)
 
 
 def test_the_demo_project_shows_a_family_and_passes(
