@@ -121,7 +121,7 @@ def _third_party_imports() -> set[str]:
     for path in (REPO / "tests").rglob("*.py"):
         if "agents_real" in path.parts:
             continue  # its own suite, set up by `invoke agents`
-        if path.name == "test_html_browser.py":
+        if path.name.endswith("_browser.py"):
             continue  # the browser suite (`-m browser`), run by .ci/run with `.[dev]`
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):

@@ -1,5 +1,6 @@
-"""`eb init`: the config template, the check schema for editors, a first passing check, and a
-`.eval-banana/.gitignore` that keeps run folders out of git."""
+"""`eb init`: the config template, the check schema for editors, a first passing check, a small
+dataset family (one check file, three cases), and a `.eval-banana/.gitignore` that keeps run
+folders out of git."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from eval_banana.core.files import write_text_atomic
 CONFIG_PATH = Path(".eval-banana") / "config.toml"
 SCHEMA_PATH = Path(".eval-banana") / "schemas" / "check.schema.json"
 EXAMPLE_PATH = Path("eval_checks") / "example_check.yaml"
+# A dataset family (docs/datasets.md): a new project sees cases from its first run.
+EXAMPLE_CASES_PATH = Path("eval_checks") / "example_cases.yaml"
 # Next to the results folder, so it holds wherever the project sits in its repository and the
 # project's own .gitignore is never touched.
 GITIGNORE_PATH = Path(".eval-banana") / ".gitignore"
@@ -58,6 +61,14 @@ def example_check() -> str:
     text = _package_text(name="templates/example_check.yaml")
     if text is None:
         raise ConfigError("The eval_banana installation lacks templates/example_check.yaml")
+    return text
+
+
+def example_cases() -> str:
+    """The `eval_checks/example_cases.yaml` that `eb init` writes (a family of three cases)."""
+    text = _package_text(name="templates/example_cases.yaml")
+    if text is None:
+        raise ConfigError("The eval_banana installation lacks templates/example_cases.yaml")
     return text
 
 
@@ -111,23 +122,29 @@ def ignore_results(*, root: Path) -> Path | None:
 
 
 def run_init(*, cwd: Path, force: bool) -> list[Path]:
-    """Write the config, schema, example check and results ignore under `cwd`.
+    """Write the config, schema, example check, example family and results ignore under `cwd`.
 
     Returns the paths written; an existing .gitignore that already ignores the results is kept
     as it is and not listed.
     """
     root = cwd.resolve()
     config, schema, example = root / CONFIG_PATH, root / SCHEMA_PATH, root / EXAMPLE_PATH
+    cases = root / EXAMPLE_CASES_PATH
     if not force:
-        # The schema is ours and always refreshed; the other two may hold the user's edits.
-        for path in (config, example):
+        # The schema is ours and always refreshed; the others may hold the user's edits.
+        for path in (config, example, cases):
             if path.exists() or path.is_symlink():
                 raise ConfigError(
                     f"Refusing to overwrite existing file: {path}",
                     file=str(path),
                     hint="pass --force to overwrite it",
                 )
-    contents = ((config, config_template()), (schema, check_schema()), (example, example_check()))
+    contents = (
+        (config, config_template()),
+        (schema, check_schema()),
+        (example, example_check()),
+        (cases, example_cases()),
+    )
     written: list[Path] = []
     for path, text in contents:
         try:

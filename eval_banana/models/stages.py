@@ -134,6 +134,12 @@ class PlannedCheck(Record):
         default=None, description="The dataset family this case check belongs to, or null."
     )
     case_id: str | None = Field(default=None, description="The case's id within its family.")
+    case_index: int | None = Field(
+        default=None,
+        ge=0,
+        description="The case's 0-based position in its family's dataset order, so a merge of "
+        "shards lists the cases as one machine does; null for a check that is not a case.",
+    )
     case: dict[str, Any] | None = Field(default=None, description="The case's row, as loaded.")
     family_files: list[str] | None = Field(
         default=None,

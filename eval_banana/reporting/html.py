@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from eval_banana.core.caseid import family_of
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.stem import artifact_stem
 from eval_banana.models.repeats import is_flaky
@@ -26,7 +27,13 @@ from eval_banana.reporting.common import (
     summary,
     tail,
 )
-from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS, JS
+from eval_banana.reporting.html_assets import (
+    CONTENT_SECURITY_POLICY,
+    CSS,
+    FAMILY_CSS,
+    FAMILY_JS,
+    JS,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -471,6 +478,18 @@ def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
     return "v-failed", "FAILED", "a check failed or errored"
 
 
+def _gates_note(*, report: dict[str, Any]) -> str:
+    """Which dataset families' own gates failed the run, for the verdict's explanation."""
+    broken = [
+        str(family.get("id"))
+        for family in report.get("families") or []
+        if isinstance(family, dict) and family.get("gate_held") is False
+    ]
+    if not broken:
+        return ""
+    return f"; the gate of family {', '.join(broken)} did not hold"
+
+
 def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
     pairs = [
         ("Score", f"{report.get('points_earned')}/{report.get('total_points')}"),
@@ -525,6 +544,81 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
     )
 
 
+def _gate_text(*, family: dict[str, Any]) -> tuple[str, str]:
+    """(row class, gate cell) of a dataset family."""
+    gate = family.get("min_pass_rate")
+    if gate is None:
+        return "gate-none", "no gate"
+    if family.get("gate_held"):
+        return "gate-held", f"held (min_pass_rate {gate!r})"
+    return "gate-broken", f"NOT held (min_pass_rate {gate!r}): the run fails"
+
+
+def _family_row(*, index: int, family: dict[str, Any]) -> str:
+    css_class, gate = _gate_text(family=family)
+    rate = float(family.get("pass_rate") or 0.0) * 100
+    counts = "".join(
+        f'<td class="num">{int(family.get(key) or 0)}</td>'
+        for key in ("cases", "passed", "failed", "errored")
+    )
+    return (
+        f'<tr class="fam {css_class}" data-f="{index}">'
+        f'<td><button class="x" type="button" aria-expanded="false">'
+        f"{escape(str(family.get('id', '')))}</button></td>"
+        f'<td class="num">{rate:.1f}%</td>{counts}'
+        f'<td class="gate">{escape(gate)}</td></tr>'
+    )
+
+
+class _Families(NamedTuple):
+    """The families table and its script's data; empty for a run without dataset families."""
+
+    table: str
+    data: str
+    css: str
+    script: str
+
+
+def _families(*, report: dict[str, Any], shown: list[_Shown]) -> _Families:
+    """A row per dataset family, which the page opens into its cases: their indices into the
+    page data, in page order (so failures first, as in the checks table)."""
+    families = [item for item in report.get("families") or [] if isinstance(item, dict)]
+    if not families:
+        return _Families(table="", data="", css="", script="")
+    members: dict[str, list[int]] = {str(family.get("id")): [] for family in families}
+    # The one-line reason of each case that did not pass, as its row in the checks table shows
+    # it (`exit code 1` has no text of its own in the page data); a passed case's list line
+    # reads its reason from the page data, so 10,000 passed cases add nothing here.
+    reasons: dict[str, dict[int, str]] = {family_id: {} for family_id in members}
+    for index, item in enumerate(shown):
+        family_id = family_of(str(item.check.get("check_id") or ""))
+        if family_id in members:
+            if item.group not in ("passed", "skipped"):
+                reasons[family_id][len(members[family_id])] = row_reason(check=item.check)
+            members[family_id].append(index)
+    rows = "\n".join(
+        _family_row(index=index, family=family) for index, family in enumerate(families)
+    )
+    table = (
+        '<table id="families">\n<caption>Dataset families</caption>\n'
+        '<colgroup><col class="f-id"><col><col><col><col><col><col class="f-gate"></colgroup>\n'
+        '<thead><tr><th>Family</th><th class="num">Pass rate</th><th class="num">Cases</th>'
+        '<th class="num">Passed</th><th class="num">Failed</th><th class="num">Errored</th>'
+        "<th>Gate</th></tr></thead>\n"
+        f"<tbody>\n{rows}\n</tbody>\n</table>\n"
+    )
+    data = [
+        {"id": family_id, "members": members[family_id], "why": reasons[family_id]}
+        for family_id in (str(family.get("id")) for family in families)
+    ]
+    return _Families(
+        table=table,
+        data=f'<script type="application/json" id="eb-families">{_script_json(data)}</script>\n',
+        css=FAMILY_CSS,
+        script=f"<script>{FAMILY_JS}</script>\n",
+    )
+
+
 def render_html(
     *, report: dict[str, Any], run_dir: Path, history: Mapping[str, Recent] | None = None
 ) -> str:
@@ -536,12 +630,15 @@ def render_html(
     root = str(report.get("project_root", ""))
     groups: Counter[str] = Counter(item.group for item in shown)
     css_class, headline, explanation = _verdict(report=report)
+    if headline == "FAILED":
+        explanation += _gates_note(report=report)
     present = evidence_names(run_dir=run_dir)
     entries = [
         _entry(shown=item, run_dir=run_dir, project_root=root, present=present) for item in shown
     ]
     rows = _row_groups(checks=shown)
     transcripts = _transcripts(entries=entries, run_dir=run_dir)
+    families = _families(report=report, shown=shown)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -549,7 +646,7 @@ def render_html(
 <meta http-equiv="Content-Security-Policy" content="{escape(CONTENT_SECURITY_POLICY)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>eval-banana report {escape(str(report.get("run_id", "")))} - {headline}</title>
-<style>{CSS}</style>
+<style>{CSS}{families.css}</style>
 </head>
 <body>
 <h1>eval-banana report <small>{escape(str(report.get("run_id", "")))}</small></h1>
@@ -559,7 +656,7 @@ def render_html(
 </div>
 <div class="note">Files: <a href="report.json">report.json</a> ·
 <a href="report.md">report.md</a> · <a href="checks/">checks/</a></div>
-{_filters(checks=checks, groups=groups)}
+{families.table}{_filters(checks=checks, groups=groups)}
 <noscript><p>Filters and per-check details need JavaScript{_noscript_rows(count=len(checks))};
 the check files are in <a href="checks/">checks/</a>.</p></noscript>
 <table id="checks">
@@ -573,7 +670,7 @@ class="c-tags"><col class="c-ms"></colgroup>
 <script type="application/json" id="eb-data">{_script_json(entries)}</script>
 {transcripts}
 <script>{JS}</script>
-</body>
+{families.data}{families.script}</body>
 </html>
 """
 

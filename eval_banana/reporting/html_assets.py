@@ -425,3 +425,139 @@ JS = r"""
   count(total);
 })();
 """
+
+# Dataset families (docs/datasets.md): a table of families above the checks, each row opening
+# into its cases, failures first. Only pages of runs with families carry these, so every other
+# page keeps exactly its bytes. The case list follows the same status, tag and id filters as
+# the checks table, reading them from the page (the checks' script keeps its state to itself).
+FAMILY_CSS = """
+#families { margin:12px 0 16px; }
+#families caption { text-align:left; font-weight:600; padding:0 0 6px; }
+#families col.f-id { width:26%; } #families col.f-gate { width:30%; }
+#families td.num, #families th.num { text-align:right; }
+#families tr.fam.gate-broken .gate { color:var(--fail); font-weight:600; }
+#families tr.fam.gate-held .gate { color:var(--pass); }
+tr.fd > td { background:var(--soft); padding:8px 16px 12px 32px; }
+tr.fd table { table-layout:fixed; }
+tr.fd tr.fcase td:first-child { width:22%; } tr.fd tr.fcase td.stc { width:8em; }
+tr.fd td { padding:3px 8px; border-bottom:1px solid var(--line); }
+tr.fd .fshown { color:var(--muted); font-size:12px; margin:0 0 4px; }
+tr.fd button.fc { border:0; background:none; color:var(--accent); cursor:pointer; padding:0;
+  font:12px ui-monospace, SFMono-Regular, Menlo, monospace; text-align:left; }
+tr.fd td.why { max-width:48em; }
+"""
+
+FAMILY_JS = r"""
+(function () {
+  "use strict";
+  var fams = JSON.parse(document.getElementById("eb-families").textContent);
+  var data = JSON.parse(document.getElementById("eb-data").textContent);
+  var table = document.getElementById("families");
+
+  function el(tag, text, cls) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    if (cls) { node.className = cls; }
+    return node;
+  }
+
+  // The checks table's filters, read from its controls.
+  function filters() {
+    var pressed = document.querySelector('#status-filter button[aria-pressed="true"]');
+    var flaky = document.getElementById("flaky-filter");
+    return { g: pressed ? pressed.getAttribute("data-g") : "all",
+             tag: document.getElementById("tag-filter").value,
+             q: document.getElementById("id-filter").value.trim().toLowerCase(),
+             flaky: !!flaky && flaky.getAttribute("aria-pressed") === "true" };
+  }
+
+  function visible(c, f) {
+    if (f.g !== "all" && c.g !== f.g) { return false; }
+    if (f.flaky && !c.flaky) { return false; }
+    if (f.tag && (c.tags || []).indexOf(f.tag) < 0) { return false; }
+    if (f.q && c.id.toLowerCase().indexOf(f.q) < 0) { return false; }
+    return true;
+  }
+
+  function refresh(detail) {
+    var f = filters();
+    var rows = detail.getElementsByClassName("fcase");
+    var here = 0;
+    for (var k = 0; k < rows.length; k++) {
+      var ok = visible(data[+rows[k].getAttribute("data-i")], f);
+      rows[k].classList.toggle("hide", !ok);
+      if (ok) { here++; }
+    }
+    detail.querySelector(".fshown").textContent =
+      here + " of " + rows.length + " cases shown, failures first";
+  }
+
+  function cases(fam) {
+    var cell = el("td");
+    cell.colSpan = 7;
+    cell.appendChild(el("div", "", "fshown"));
+    var list = el("table");
+    for (var k = 0; k < fam.members.length; k++) {
+      var c = data[fam.members[k]];
+      var tr = el("tr", null, "fcase g-" + c.g);
+      tr.setAttribute("data-i", String(fam.members[k]));
+      var id = el("td");
+      var button = el("button", c.id, "fc");
+      button.type = "button";
+      button.title = "Show this case in the checks table";
+      id.appendChild(button);
+      tr.appendChild(id);
+      var st = el("td", null, "stc");
+      st.appendChild(el("span", c.label.split(" (")[0], "st"));
+      tr.appendChild(st);
+      var why = fam.why[k] !== undefined ? fam.why[k]
+        : String(c.reason || c.error || "").trim().split(/\s+/).join(" ");
+      var reason = el("td", why, "why");
+      reason.title = why;
+      tr.appendChild(reason);
+      list.appendChild(tr);
+    }
+    cell.appendChild(list);
+    var detail = el("tr", null, "fd");
+    detail.appendChild(cell);
+    refresh(detail);
+    return detail;
+  }
+
+  function toggle(row) {
+    var button = row.querySelector("button.x");
+    var next = row.nextElementSibling;
+    if (next && next.classList.contains("fd")) {
+      row.parentNode.removeChild(next);
+      button.setAttribute("aria-expanded", "false");
+      return;
+    }
+    row.parentNode.insertBefore(cases(fams[+row.getAttribute("data-f")]), row.nextSibling);
+    button.setAttribute("aria-expanded", "true");
+  }
+
+  table.addEventListener("click", function (event) {
+    var show = event.target.closest("button.fc");
+    if (show) {
+      // The case's own row: the id filter narrows the checks table to it.
+      var input = document.getElementById("id-filter");
+      input.value = show.textContent;
+      input.dispatchEvent(new Event("input"));
+      document.getElementById("checks").scrollIntoView();
+      return;
+    }
+    var button = event.target.closest("button.x");
+    if (button) { toggle(button.closest("tr")); }
+  });
+
+  function refreshAll() {
+    var open = table.getElementsByClassName("fd");
+    for (var k = 0; k < open.length; k++) { refresh(open[k]); }
+  }
+  // After the checks' own handlers have run (they are registered first).
+  var bar = document.getElementById("filters");
+  bar.addEventListener("click", function () { setTimeout(refreshAll, 0); });
+  bar.addEventListener("change", refreshAll);
+  bar.addEventListener("input", refreshAll);
+})();
+"""

@@ -154,17 +154,23 @@ def _skipped(*, runs: Sequence[ShardRun], config: ConfigDoc) -> list[SkippedChec
                     if moved == item.source_path
                     else item.model_copy(update={"source_path": moved})
                 )
-    return [found[key] for key in sorted(found)]
+    # By file only, and stably: within a family the cases stay in the order the shards list
+    # them, which is the dataset's (a sort by id would put `b` before `a` when `a` came first).
+    return [found[key] for key in sorted(found, key=lambda key: key[0])]
 
 
 def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
-    rows: list[tuple[str, PlannedCheck, CheckResult]] = []
+    """Check files by path, a family's cases in dataset order: the shards split a family by
+    case id, so the cases of one file come from several shards and their order in any one
+    shard's plan says nothing about the others'."""
+    rows: list[tuple[tuple[str, int], PlannedCheck, CheckResult]] = []
     for run in runs:
         roots = _roots(run=run, config=config)
         for check, result in zip(run.plan.checks, run.execute.results, strict=True):
             relative = relative_source(source_path=check.source_path, project_root=run.project_root)
+            key = (relative, check.case_index or 0)
             if roots.old == roots.new:  # the usual CI case: every job checks out at one path
-                rows.append((relative, check, result))
+                rows.append((key, check, result))
                 continue
             moved = check.model_copy(
                 update={
@@ -172,9 +178,7 @@ def _order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
                     "script_path": roots.move(check.script_path) if check.script_path else None,
                 }
             )
-            rows.append(
-                (relative, moved, result.model_copy(update={"source_path": moved.source_path}))
-            )
+            rows.append((key, moved, result.model_copy(update={"source_path": moved.source_path})))
     rows.sort(key=lambda row: row[0])
     return _Ordered(
         checks=[row[1] for row in rows],

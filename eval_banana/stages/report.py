@@ -118,6 +118,35 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _gate_cell(*, family: dict[str, Any]) -> str:
+    gate = family.get("min_pass_rate")
+    if gate is None:
+        return "none"
+    if family["gate_held"]:
+        return f"min_pass_rate {gate!r} held"
+    return f"**min_pass_rate {gate!r} NOT held**: the run fails"
+
+
+def family_table(*, report: dict[str, Any]) -> list[str]:
+    """report.md's table of dataset families (none without one): a row each with its counts,
+    pass rate and gate. It comes before the checks, so a step summary cut to fit GitHub's
+    size limit still shows every family."""
+    families = report.get("families") or []
+    if not families:
+        return []
+    lines = [
+        "| Family | Cases | Passed | Failed | Errored | Pass rate | Gate |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for family in families:
+        lines.append(
+            f"| `{md_cell(str(family['id']))}` | {family['cases']} | {family['passed']} "
+            f"| {family['failed']} | {family['errored']} | {family['pass_rate'] * 100:.1f}% "
+            f"| {_gate_cell(family=family)} |"
+        )
+    return lines
+
+
 def selection_note(*, config: ConfigDoc, total: int) -> str | None:
     """Why a run that passed has no checks: its incremental selection kept none."""
     selection = config.selection
@@ -303,6 +332,12 @@ def render_markdown(*, report: dict[str, Any]) -> str:
         f"| Pass Threshold | `{report['pass_threshold']!r}` |",
         f"| Run Passed | `{'yes' if report['run_passed'] else 'no'}` |",
         "",
+    ]
+    families = family_table(report=report)
+    if families:
+        # Only runs with dataset families; other runs keep eval-banana's exact text.
+        lines += [*families, ""]
+    lines += [
         "| Check ID | Type | Status | Score | Duration (ms) |",
         "| --- | --- | --- | --- | --- |",
     ]
@@ -341,10 +376,6 @@ def render_markdown(*, report: dict[str, Any]) -> str:
     flaky = flaky_line(report=report)
     if flaky is not None:
         lines += ["", flaky]
-    families = family_lines(report=report)
-    if families:
-        # Only runs with dataset families; other runs keep eval-banana's exact text.
-        lines += ["", *(f"- {md_cell(line)}" for line in families)]
     errors = errors_line(report=report)
     if errors is not None:
         lines += ["", md_cell(errors)]

@@ -58,6 +58,7 @@ class Unit(NamedTuple):
     item: Loaded
     case: ExpandedCase | None = None
     family_files: list[str] | None = None
+    case_index: int | None = None
 
     @property
     def check_id(self) -> str:
@@ -412,6 +413,7 @@ def _plan_check(*, unit: Unit, frozen: FrozenScript | None) -> tuple[PlannedChec
         script_unavailable=frozen.unavailable if frozen else None,
         family=item.definition["id"] if case is not None else None,
         case_id=case.case_id if case is not None else None,
+        case_index=unit.case_index,
         case=case.row if case is not None else None,
         family_files=unit.family_files,
     )
@@ -446,7 +448,8 @@ def _expand(
             problems.extend(found)
             continue
         units.extend(
-            Unit(item=item, case=case, family_files=expansion.files) for case in expansion.cases
+            Unit(item=item, case=case, family_files=expansion.files, case_index=index)
+            for index, case in enumerate(expansion.cases)
         )
     return units, problems, frozen
 

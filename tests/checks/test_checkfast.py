@@ -380,7 +380,9 @@ def test_demo_checks(path: Path) -> None:
     fast = _assert_agrees(document)
     expected = _pydantic_dump(document)
     assert expected is not None
-    if document["type"] in FAST_TYPES:
+    # A dataset family's cases are mappings, outside the fast path's plain values: it abstains
+    # and pydantic normalizes the file.
+    if document["type"] in FAST_TYPES and "cases" not in document:
         assert fast == expected
     else:
         assert fast is None

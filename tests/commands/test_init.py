@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
@@ -42,6 +43,7 @@ def test_init_writes_config_schema_and_example(tmp_path: Path) -> None:
         root / ".eval-banana" / "config.toml",
         root / ".eval-banana" / "schemas" / "check.schema.json",
         root / "eval_checks" / "example_check.yaml",
+        root / "eval_checks" / "example_cases.yaml",
         root / ".eval-banana" / ".gitignore",
     ]
     assert all(path.is_absolute() and path.is_file() for path in written)
@@ -200,8 +202,9 @@ def test_init_refuses_to_overwrite_the_config(tmp_path: Path) -> None:
     assert not (tmp_path / "eval_checks").exists()  # nothing written at all
 
 
-def test_init_refuses_to_overwrite_the_example_check(tmp_path: Path) -> None:
-    example = tmp_path / "eval_checks" / "example_check.yaml"
+@pytest.mark.parametrize("name", ["example_check.yaml", "example_cases.yaml"])
+def test_init_refuses_to_overwrite_the_example_check(tmp_path: Path, name: str) -> None:
+    example = tmp_path / "eval_checks" / name
     example.parent.mkdir()
     example.write_text("mine\n")
     with pytest.raises(ConfigError) as info:
@@ -282,8 +285,61 @@ def test_results_stay_out_of_git_after_init_and_run(tmp_path: Path) -> None:
         ".eval-banana/.gitignore",
         ".eval-banana/config.toml",
         ".eval-banana/schemas/check.schema.json",
+        "eval_checks/example_cases.yaml",
         "eval_checks/example_check.yaml",
     ]
+
+
+def test_the_example_family_runs_three_cases_each_a_check_of_its_own(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    run_init(cwd=project, force=False)
+    text = (project / "eval_checks" / "example_cases.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    assert len(data["cases"]) == 3
+    # The editor schema the modeline points at accepts the family too.
+    schema = json.loads((project / ".eval-banana/schemas/check.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": os.environ["PATH"]}
+
+    def run() -> tuple[int, Any]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "eval_banana",
+                "run",
+                "--cwd",
+                str(project),
+                "--json",
+                "--cache",
+                "off",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return done.returncode, json.loads(done.stdout)
+
+    code, report = run()
+    assert code == 0
+    statuses = {c["check_id"]: c["status"] for c in report["checks"]}
+    assert statuses == {
+        "example_cases[config]": "passed",
+        "example_cases[schema]": "passed",
+        "example_cases[gitignore]": "passed",
+        "example_check": "passed",
+    }
+    assert [(f["id"], f["cases"], f["passed"]) for f in report["families"]] == [
+        ("example_cases", 3, 3)
+    ]
+    # Each case checks something real: without the .gitignore that one case fails alone.
+    (project / ".eval-banana" / ".gitignore").unlink()
+    code, report = run()
+    assert code == 1
+    failed = [c["check_id"] for c in report["checks"] if c["status"] != "passed"]
+    assert failed == ["example_cases[gitignore]"]
 
 
 def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None:
@@ -325,4 +381,4 @@ def test_a_new_project_never_discovers_checks_in_eb_s_own_folders(tmp_path: Path
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "stray.yaml").write_text(stray)
     found = discover(config=resolve(tmp_path), inputs={})
-    assert [Path(f.path).name for f in found.files] == ["example_check.yaml"]
+    assert [Path(f.path).name for f in found.files] == ["example_cases.yaml", "example_check.yaml"]

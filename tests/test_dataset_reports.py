@@ -1,0 +1,175 @@
+"""Dataset families as the reports and the merge show them: report.md's family table, the
+GitHub step summary, and a merge of shards that lists a family's cases in dataset order.
+
+Real `eb run` / `eb merge` through the CLI, real subprocesses for the cases.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from eval_banana.reporting.github import append_step_summary
+from tests.conftest import EbResult
+
+REPO = Path(__file__).resolve().parents[1]
+
+CONFIG = """\
+[discovery]
+exclude_dirs = [".eval-banana", ".git"]
+
+[core]
+pass_threshold = 0.5
+"""
+
+# A case passes when its `ok` field says yes.
+FAMILY = """\
+schema_version: 1
+id: {id}
+type: deterministic
+description: "case {{{{ case.id }}}}"
+cases_from: data/{id}.jsonl
+{extra}
+script: |
+  import json, sys
+  ctx = json.load(open(sys.argv[1]))
+  sys.exit(0 if ctx["case"]["ok"] == "yes" else 1)
+"""
+
+PLAIN = """\
+schema_version: 1
+id: {id}
+type: deterministic
+description: A plain check.
+script: print("ok")
+"""
+
+# Ids out of alphabetical order, so neither a sort by id nor one shard after the other gives
+# the dataset's order.
+CASE_IDS = ["zeta", "alpha", "mike", "bravo", "yankee", "charlie", "x-ray", "delta", "kilo", "echo"]
+
+
+def _rows(*, failing: set[str]) -> str:
+    return "".join(
+        json.dumps({"id": case, "ok": "no" if case in failing else "yes"}) + "\n"
+        for case in CASE_IDS
+    )
+
+
+def _skipped_rows() -> str:
+    """Two cases that skip themselves, out of alphabetical order."""
+    return "".join(
+        json.dumps({"id": case, "ok": "yes", "skip": "waits for a fix"}) + "\n"
+        for case in ("wait-z", "wait-a")
+    )
+
+
+def _project(project: Callable[..., Path]) -> Path:
+    return project(
+        {
+            "eval_checks/a_plain.yaml": PLAIN.format(id="a_plain"),
+            "eval_checks/b_family.yaml": FAMILY.format(id="qa", extra="min_pass_rate: 0.9"),
+            "data/qa.jsonl": _rows(failing={"mike", "kilo"}),
+            "eval_checks/c_family.yaml": FAMILY.format(id="tone", extra=""),
+            "data/tone.jsonl": _rows(failing=set()) + _skipped_rows(),
+            "eval_checks/d_plain.yaml": PLAIN.format(id="d_plain"),
+        },
+        config=CONFIG,
+    )
+
+
+def _run(eb: Callable[..., EbResult], root: Path, *args: str) -> dict[str, Any]:
+    result = eb("run", "--cwd", str(root), "--json", *args)
+    assert result.exit_code in (0, 1), result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def _order(report: dict[str, Any]) -> list[str]:
+    return [check["check_id"] for check in report["checks"]]
+
+
+def test_merge_lists_a_familys_cases_in_the_one_machine_order(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = _project(project)
+    whole = _run(eb, root)
+    expected = [
+        "a_plain",
+        *(f"qa[{case}]" for case in CASE_IDS),
+        *(f"tone[{case}]" for case in CASE_IDS),
+        "d_plain",
+    ]
+    assert _order(whole) == expected
+    shards = [_run(eb, root, "--shard", f"{index}/3") for index in (1, 2, 3)]
+    # Each shard holds part of each family: the merge has to interleave them.
+    for family in ("qa", "tone"):
+        held = [{c for c in _order(shard) if c.startswith(f"{family}[")} for shard in shards]
+        assert sum(1 for part in held if part) >= 2
+    merged = eb("merge", "--cwd", str(root), "--json", *(s["output_dir"] for s in shards))
+    assert merged.exit_code == 1, merged.stderr  # qa's gate (0.9) does not hold at 8/10
+    merged_report = json.loads(merged.stdout)
+    assert _order(merged_report) == _order(whole)
+    skipped = [item["check_id"] for item in whole["skipped"]]
+    assert skipped == ["tone[wait-z]", "tone[wait-a]"]
+    assert [item["check_id"] for item in merged_report["skipped"]] == skipped
+    markdown = (Path(merged_report["output_dir"]) / "report.md").read_text(encoding="utf-8")
+    assert markdown.index("qa[zeta]") < markdown.index("qa[alpha]") < markdown.index("qa[echo]")
+
+
+def test_report_md_and_step_summary_show_each_family_with_its_gate(
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+    monkeypatch: Any,
+    tmp_path: Path,
+) -> None:
+    root = _project(project)
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    report = _run(eb, root)
+    assert report["run_passed"] is False  # 28/30 checks pass; qa's own gate fails the run
+    markdown = (Path(report["output_dir"]) / "report.md").read_text(encoding="utf-8")
+    table = [
+        "| Family | Cases | Passed | Failed | Errored | Pass rate | Gate |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| `qa` | 10 | 8 | 2 | 0 | 80.0% | **min_pass_rate 0.9 NOT held**: the run fails |",
+        "| `tone` | 10 | 10 | 0 | 0 | 100.0% | none |",
+    ]
+    lines = markdown.splitlines()
+    start = lines.index(table[0])
+    assert lines[start : start + len(table)] == table
+    # Before the checks' table: a summary cut to GitHub's size limit still shows the families.
+    assert start < lines.index("| Check ID | Type | Status | Score | Duration (ms) |")
+    written = summary.read_text(encoding="utf-8")
+    assert written.startswith("earlier step\n")
+    for row in table:
+        assert row in written.splitlines()
+    # A summary cut to a size limit (GitHub's is 1 MiB) still has every family.
+    cut = tmp_path / "cut.md"
+    limit = len(markdown.encode()) // 2
+    assert markdown.index(table[-1]) + len(table[-1]) < limit
+    append_step_summary(
+        report_md=markdown, environ={"GITHUB_STEP_SUMMARY": str(cut)}, limit_bytes=limit
+    )
+    short = cut.read_text(encoding="utf-8").splitlines()
+    assert "summary cut to fit" in short[-1] and all(row in short for row in table)
+
+
+def test_the_demo_project_shows_a_family_and_passes(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "examples" / "demo", demo, ignore=shutil.ignore_patterns(".eval-banana"))
+    (demo / ".eval-banana").mkdir()
+    shutil.copy(REPO / "examples/demo/.eval-banana/config.toml", demo / ".eval-banana")
+    result = eb("run", "--cwd", str(demo))
+    assert result.exit_code == 0, result.stderr
+    assert "Family greeting_cases: 3/3 cases passed (100.0%), min_pass_rate 1.0 held" in (
+        result.stdout.splitlines()
+    )
+    for case in ("ada", "grace", "linus"):
+        assert f"- greeting_cases[{case}]: passed" in result.stdout.splitlines()
