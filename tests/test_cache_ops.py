@@ -161,6 +161,7 @@ def test_prune_remote_on_an_http_cache_says_it_cannot_list(
         run(first, url)
         result = cache(first, "prune", "--remote", "--max-mb", "0", "--cache-remote", url, expect=2)
         assert "cannot list what it holds" in result.stderr
+        assert len(files(first.cache_dir, "entries")) == 3  # stopped before any deletion
         verify = cache(first, "verify", "--remote", "--cache-remote", url, expect=2)
         assert "cannot list what it holds" in verify.stderr
 

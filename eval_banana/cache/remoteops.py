@@ -110,6 +110,15 @@ def listing(*, remote: GuardedRemote, kind: Kind) -> list[RemoteItem]:
         ) from None
 
 
+def require_listing(*, remote: GuardedRemote) -> None:
+    """Stop (with the error `listing` gives) before anything is changed, when the remote
+    cannot list what it holds."""
+    try:
+        next(iter(remote.backend.list(kind="ac")), None)
+    except RemoteError:
+        listing(remote=remote, kind="ac")  # raises the error that says why
+
+
 def _items(*, backend: RemoteBackend, kind: Kind) -> Iterator[RemoteItem]:
     yield from backend.list(kind=kind)
 

@@ -162,6 +162,14 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
             hint="give --older-than DAYS, --max-mb N or both",
         )
     max_bytes = None if args.max_mb is None else int(args.max_mb * _MIB)
+    remote = None
+    if args.remote:  # a remote that cannot be pruned stops the command before any deletion
+        from eval_banana.cache.remoteops import open_remote, require_listing
+
+        remote = open_remote(
+            settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
+        )
+        require_listing(remote=remote)
     moment = now()
     with cache_writes(cache=folder) as alone:
         if not alone:
@@ -180,13 +188,10 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
         f"Pruned {folder}: {done.entries} entries and {done.blobs} blobs, "
         f"{done.bytes_freed} bytes freed."
     )
-    if not args.remote:
+    if remote is None:
         return 0
-    from eval_banana.cache.remoteops import open_remote, prune_remote
+    from eval_banana.cache.remoteops import prune_remote
 
-    remote = open_remote(
-        settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
-    )
     found = prune_remote(
         remote=remote, older_than_days=args.older_than, max_bytes=max_bytes, now=moment
     )
