@@ -27,7 +27,7 @@ from eval_banana.remote.backend import (
 )
 from eval_banana.remote.guarded import GuardedRemote
 from eval_banana.remote.opening import open_backend
-from eval_banana.remote.signing import opened
+from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, opened
 
 # A blob no entry names yet may be one another runner is storing right now (blobs go up
 # before their entry): prune leaves such young blobs alone.
@@ -41,6 +41,7 @@ def open_remote(
     if not settings.remote:
         raise CacheOperationError(
             "No shared cache is set",
+            file=source,
             field_path="cache.remote",
             hint="set [cache] remote in .eval-banana/config.toml, --cache-remote or "
             "EVAL_BANANA_CACHE_REMOTE",
@@ -63,21 +64,20 @@ def push(
         raise CacheOperationError(
             f"[cache] remote_mode is {settings.remote_mode}: eb cache push only writes to a "
             "read-write shared cache",
+            file=source,
             field_path="cache.remote_mode",
             hint='set remote_mode = "read-write" (on trusted runners only)',
         )
     remote = open_remote(settings=settings, environ=environ, source=source)
-    tier = RemoteTier.open(
-        settings=settings,
+    key_text = environ.get(SIGNING_KEY_VARIABLE, "")
+    tier = RemoteTier(
+        remote=remote,
         store=store,
-        local_writes=True,
-        environ=environ,
-        source=source,
+        writes=True,
+        signing_key=key_text.encode("utf-8") if key_text else None,
+        require_signature=settings.require_signature,
         warn=lambda message, file: None,  # push reports its own counts and first error
     )
-    if tier is None:  # only when the mode is off, refused above
-        raise CacheOperationError("The shared cache is off", field_path="cache.remote_mode")
-    tier.remote = remote
     keys = [f"sha256:{name}" for name in _local_names(store=store)]
     return tier.push(keys=keys), remote
 
