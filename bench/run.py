@@ -1165,12 +1165,15 @@ class _W17Row(Row):
 def _w17_row(*, case: Case, measure: Callable[[], Any]) -> _W17Row:
     row = _W17Row(case=case, load_start=os.getloadavg()[0])
     try:
-        floors, ebs, requests = measure()
+        floors, ebs, requests, rss_kb = measure()
     except Exception as exc:  # the bench breaking (moto missing, a run failing) voids the row
         row.problems.append(f"not measured: {type(exc).__name__}: {str(exc)[-300:]}")
     else:
         row.floor = [Sample(seconds=value, rc=0, rss_kb=None) for value in floors]
-        row.eb = [Sample(seconds=value, rc=0, rss_kb=None) for value in ebs]
+        peaks = [*rss_kb, *([None] * len(ebs))][: len(ebs)]
+        row.eb = [
+            Sample(seconds=value, rc=0, rss_kb=peak) for value, peak in zip(ebs, peaks, strict=True)
+        ]
         row.notes_requests = list(requests)
     row.load_end = os.getloadavg()[0]
     return row

@@ -178,6 +178,7 @@ def test_w17_shared_cache_rows_run_at_quick_size_with_their_bounds() -> None:
     assert f"{sizes.w17_slow_judges} judges, a remote that never answers" in slow[1]
     for row in (s3, slow):
         assert NUMBER.match(row[3]) and NUMBER.match(row[8]), row
+        assert float(row[6]) > 5, row  # eb's own peak RSS, as every other row shows it
         assert row[10].startswith("≤ floor + "), row
         assert "see notes" not in row[11], done.stdout
     assert slow[10] == "≤ floor + 3 s"
