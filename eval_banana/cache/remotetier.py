@@ -56,7 +56,7 @@ class Pushed(NamedTuple):
 
     stored: int
     present: int  # the remote held it already
-    unusable: int  # its local MAC or schema did not hold: not shared
+    unusable: int  # its local MAC, schema or a file of it did not hold: not shared
     failed: int  # a request failed (counted in the tally)
 
 
@@ -252,8 +252,9 @@ class RemoteTier:
         if self.remote.tally().errors > errors_before:
             self._say_errors()
 
-    def _put(self, *, key: str, document: dict[str, Any]) -> bool:
-        """Store one verdict remotely; whether it was stored."""
+    def _put(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
+        """Store one verdict remotely: "stored", "unusable" (a local file of it went), or
+        "failed" (a request failed, counted)."""
         inline: dict[str, str] = {}
         try:
             for blob in _blobs(entry=document):
@@ -261,7 +262,7 @@ class RemoteTier:
                     continue
                 data = self.store.read_blob(blob=blob)
                 if isinstance(data, str):
-                    return False  # the local copy went meanwhile: nothing sound to share
+                    return "unusable"  # the local copy went meanwhile: nothing sound to share
                 if blob.size <= INLINE_MAX:
                     inline[blob.sha256] = base64.b64encode(data).decode("ascii")
                 elif self.remote.head(kind="cas", name=blob.sha256.split(":", 1)[1]) != blob.size:
@@ -271,10 +272,10 @@ class RemoteTier:
                 kind="ac", name=key.split(":", 1)[1], data=sealed(key=self._signing_key, text=text)
             )
         except RemoteError:
-            return False  # counted
+            return "failed"  # counted
         with self._lock:
             self.writes_done += 1
-        return True
+        return "stored"
 
     def push(self, *, keys: Sequence[str]) -> Pushed:
         """Store the local entries of `keys` the remote lacks (`eb cache push`), checked by
@@ -297,7 +298,7 @@ class RemoteTier:
         document = self.store.read(key=key).document
         if type(document) is not dict or entry_problem(document) is not None:
             return "unusable"  # a local entry that fails its MAC or its schema is never shared
-        return "stored" if self._put(key=key, document=document) else "failed"
+        return self._put(key=key, document=document)
 
 
 def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]) -> bytes:

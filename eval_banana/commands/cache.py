@@ -216,7 +216,7 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
     tally = remote.tally()
     print(
         f"Pushed to {remote.url}: {done.stored} entries stored, {done.present} already "
-        f"there, {done.unusable} not shared (their local MAC or schema did not hold), "
+        f"there, {done.unusable} not shared (their local MAC, schema or files did not hold), "
         f"{done.failed} failed; {tally.bytes_up} bytes uploaded."
     )
     if done.failed:
