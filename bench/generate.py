@@ -70,6 +70,8 @@ class Sizes:
     w19_runs: int
     w19_checks: int
     w18_cases: int
+    w17_judges: int = 1_000  # W17: judges cached on S3 only
+    w17_slow_judges: int = 100  # W17: judges against a remote that never answers
 
 
 FULL = Sizes(
@@ -130,6 +132,8 @@ QUICK = Sizes(
     w19_runs=20,
     w19_checks=50,
     w18_cases=200,
+    w17_judges=20,
+    w17_slow_judges=10,
 )
 
 
@@ -962,6 +966,8 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W14": lambda sizes: build_w14(sizes=sizes),
     "W15": lambda sizes: _schedule().build_w15(sizes=sizes),
     "W16": lambda sizes: _schedule().build_w16(sizes=sizes),
+    # W17 builds its projects in its own scratch space, beside the servers it starts.
+    "W17": lambda sizes: lambda folder: None,
     "W18": lambda sizes: build_w18(sizes=sizes),
     "W19": lambda sizes: build_w19(sizes=sizes),
     # The history page (`eb history --html`) over the same history folder as W19.

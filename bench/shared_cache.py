@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 BENCH = Path(__file__).resolve().parent
 AGENT = BENCH / "agents" / "count_agent.py"
@@ -154,10 +154,30 @@ def make_project(*, root: Path, judges: int, log: Path) -> None:
         )
 
 
-def eb_run(*, root: Path, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
+# Runs eval_banana as `python -m` does, then writes its own peak RSS (KB) to argv[1]: eb's own,
+# not its agents' (wait4 would fold reaped children in).
+RSS_PRELUDE = """\
+import atexit, sys
+_rss_out = sys.argv.pop(1)
+def _rss():
+    import resource
+    with open(_rss_out, "w") as handle:
+        handle.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+atexit.register(_rss)
+import runpy
+runpy.run_module("eval_banana", run_name="__main__", alter_sys=True)
+"""
+
+
+def eb_run(
+    *, root: Path, env: dict[str, str], rss: list[int] | None = None
+) -> tuple[float, dict[str, Any]]:
+    """One `eb run --json` (its seconds and report); `rss`: append eb's own peak RSS (KB)."""
+    rss_file = root.parent / f".{root.name}.rss"
+    rss_file.unlink(missing_ok=True)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--json"],
+        [sys.executable, "-c", RSS_PRELUDE, str(rss_file), "run", "--cwd", str(root), "--json"],
         capture_output=True,
         text=True,
         env={**os.environ, **env},
@@ -166,6 +186,8 @@ def eb_run(*, root: Path, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
+    if rss is not None and rss_file.is_file() and rss_file.read_text():
+        rss.append(int(rss_file.read_text()))
     report: dict[str, Any] = json.loads(done.stdout)
     return elapsed, report
 
@@ -179,7 +201,39 @@ def _clean_env() -> dict[str, str]:
     }
 
 
+class Measured(NamedTuple):
+    """One W17 case's samples, taken alternately in one call (seconds)."""
+
+    floors: list[float]
+    ebs: list[float]
+    requests: list[int]  # remote requests each measured eb run made (none: not counted)
+    rss_kb: list[int]  # eb's own peak RSS in each measured run with the remote
+
+
+def s3_bound(*, floor: float, requests: int, latency_ms: float) -> float:
+    """The issue's bound on the S3 case: the warm local run + 1.25 x (requests x latency /
+    remote_concurrency)."""
+    return floor + 1.25 * (requests * latency_ms / 1000 / CONCURRENCY)
+
+
 def s3_row(*, work: Path, judges: int, latency_ms: float, runs: int) -> str:
+    floors, ebs, requests, _ = s3_measure(
+        work=work, judges=judges, latency_ms=latency_ms, runs=runs
+    )
+    floor, eb = statistics.median(floors), statistics.median(ebs)
+    made = max(requests)
+    bound = s3_bound(floor=floor, requests=made, latency_ms=latency_ms)
+    per_check = made / judges
+    met = eb <= bound and per_check <= 2
+    return (
+        f"| W17 | {judges} judges cached on S3 only (moto, +{latency_ms:g} ms per request), "
+        f"empty local tier | {runs} | {eb:.3f} | {min(ebs):.3f} | {max(ebs):.3f} | warm local "
+        f"tier, no remote: {floor:.3f} | {made} requests ({per_check:.2f} per check) | "
+        f"<= {bound:.3f} s and <= 2 per check | {'yes' if met else 'no'} |"
+    )
+
+
+def s3_measure(*, work: Path, judges: int, latency_ms: float, runs: int) -> Measured:
     import boto3
 
     log = work / "agents.log"
@@ -203,11 +257,13 @@ def s3_row(*, work: Path, judges: int, latency_ms: float, runs: int) -> str:
         shutil.copytree(warm, cold, ignore=shutil.ignore_patterns("cache", "runs"))
         starts = log.read_text().count("started")
         floors, ebs, requests = [], [], []
+        rss_kb: list[int] = []
         for _ in range(runs):
             floor_s, _ = eb_run(root=warm, env=base)
             floors.append(floor_s)
             shutil.rmtree(cold / ".eval-banana" / "cache", ignore_errors=True)
             eb_s, report = eb_run(
+                rss=rss_kb,
                 root=cold,
                 env={
                     **base,
@@ -222,35 +278,11 @@ def s3_row(*, work: Path, judges: int, latency_ms: float, runs: int) -> str:
             requests.append(counts["remote_requests"])
         if log.read_text().count("started") != starts:
             raise RuntimeError("a measured run started an agent")
-    floor, eb = statistics.median(floors), statistics.median(ebs)
-    made = max(requests)
-    bound = floor + 1.25 * (made * latency_ms / 1000 / CONCURRENCY)
-    per_check = made / judges
-    met = eb <= bound and per_check <= 2
-    return (
-        f"| W17 | {judges} judges cached on S3 only (moto, +{latency_ms:g} ms per request), "
-        f"empty local tier | {runs} | {eb:.3f} | {min(ebs):.3f} | {max(ebs):.3f} | warm local "
-        f"tier, no remote: {floor:.3f} | {made} requests ({per_check:.2f} per check) | "
-        f"<= {bound:.3f} s and <= 2 per check | {'yes' if met else 'no'} |"
-    )
+    return Measured(floors=floors, ebs=ebs, requests=requests, rss_kb=rss_kb)
 
 
 def slow_row(*, work: Path, judges: int, runs: int) -> str:
-    log = work / "slow-agents.log"
-    root = work / "slow"
-    make_project(root=root, judges=judges, log=log)
-    base = _clean_env()
-    floors, ebs = [], []
-    with silent_server() as port:
-        for _ in range(runs):
-            shutil.rmtree(root / ".eval-banana" / "cache", ignore_errors=True)
-            floors.append(eb_run(root=root, env=base)[0])
-            shutil.rmtree(root / ".eval-banana" / "cache", ignore_errors=True)
-            env = {**base, "EVAL_BANANA_CACHE_REMOTE": f"http://127.0.0.1:{port}/eb"}
-            elapsed, report = eb_run(root=root, env=env)
-            ebs.append(elapsed)
-            if not report["cache"]["remote_stopped"]:
-                raise RuntimeError(f"the breaker did not stop asking: {report['cache']}")
+    floors, ebs, _, _ = slow_measure(work=work, judges=judges, runs=runs)
     floor, eb = statistics.median(floors), statistics.median(ebs)
     bound = floor + TIMEOUT_S + 1
     return (
@@ -258,6 +290,29 @@ def slow_row(*, work: Path, judges: int, runs: int) -> str:
         f"| {eb:.3f} | {min(ebs):.3f} | {max(ebs):.3f} | no remote: {floor:.3f} | "
         f"+{eb - floor:.3f} s | <= {bound:.3f} s | {'yes' if eb <= bound else 'no'} |"
     )
+
+
+def slow_measure(*, work: Path, judges: int, runs: int) -> Measured:
+    log = work / "slow-agents.log"
+    root = work / "slow"
+    make_project(root=root, judges=judges, log=log)
+    base = _clean_env()
+    floors: list[float] = []
+    ebs: list[float] = []
+    requests: list[int] = []
+    rss_kb: list[int] = []
+    with silent_server() as port:
+        for _ in range(runs):
+            shutil.rmtree(root / ".eval-banana" / "cache", ignore_errors=True)
+            floors.append(eb_run(root=root, env=base)[0])
+            shutil.rmtree(root / ".eval-banana" / "cache", ignore_errors=True)
+            env = {**base, "EVAL_BANANA_CACHE_REMOTE": f"http://127.0.0.1:{port}/eb"}
+            elapsed, report = eb_run(root=root, env=env, rss=rss_kb)
+            ebs.append(elapsed)
+            if not report["cache"]["remote_stopped"]:
+                raise RuntimeError(f"the breaker did not stop asking: {report['cache']}")
+            requests.append(report["cache"]["remote_requests"])
+    return Measured(floors=floors, ebs=ebs, requests=requests, rss_kb=rss_kb)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from eval_banana.cache.entry import DIGEST_RE, entry_problem
 from eval_banana.cache.store import EMPTY_SHA256, Blob, CacheStore
@@ -48,6 +48,18 @@ REMOTE_ENTRY_SCHEMA = f"{SCHEMA_BASE}remote-cache-entry.schema.json"
 INLINE_MAX = 16 * 1024
 _PLACEHOLDER_MAC = "hmac-sha256:" + "0" * 64
 Rejection = Literal["signature", "entry", "blob"]
+PushOutcome = Literal["stored", "present", "unusable", "failed"]
+
+
+class Pushed(NamedTuple):
+    """What `eb cache push` did with each local entry."""
+
+    stored: int
+    present: int  # the remote held it already
+    unusable: int  # its local MAC, schema or a file of it did not hold: not shared
+    failed: int  # a request failed (counted in the tally)
+
+
 Warn = Callable[[str, str | None], None]
 
 
@@ -240,7 +252,9 @@ class RemoteTier:
         if self.remote.tally().errors > errors_before:
             self._say_errors()
 
-    def _put(self, *, key: str, document: dict[str, Any]) -> None:
+    def _put(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
+        """Store one verdict remotely: "stored", "unusable" (a local file of it went), or
+        "failed" (a request failed, counted)."""
         inline: dict[str, str] = {}
         try:
             for blob in _blobs(entry=document):
@@ -248,7 +262,7 @@ class RemoteTier:
                     continue
                 data = self.store.read_blob(blob=blob)
                 if isinstance(data, str):
-                    return  # the local copy went meanwhile: nothing sound to share
+                    return "unusable"  # the local copy went meanwhile: nothing sound to share
                 if blob.size <= INLINE_MAX:
                     inline[blob.sha256] = base64.b64encode(data).decode("ascii")
                 elif self.remote.head(kind="cas", name=blob.sha256.split(":", 1)[1]) != blob.size:
@@ -258,9 +272,33 @@ class RemoteTier:
                 kind="ac", name=key.split(":", 1)[1], data=sealed(key=self._signing_key, text=text)
             )
         except RemoteError:
-            return  # counted
+            return "failed"  # counted
         with self._lock:
             self.writes_done += 1
+        return "stored"
+
+    def push(self, *, keys: Sequence[str]) -> Pushed:
+        """Store the local entries of `keys` the remote lacks (`eb cache push`), checked by
+        HEAD first, `remote_concurrency` at once. Only entries whose local MAC holds travel,
+        without that MAC (it is keyed by the local secret, which never leaves the machine)."""
+        outcomes = self.remote.each(work=lambda key: self._push_one(key=key), items=keys)
+        return Pushed(
+            stored=outcomes.count("stored"),
+            present=outcomes.count("present"),
+            unusable=outcomes.count("unusable"),
+            failed=outcomes.count("failed"),
+        )
+
+    def _push_one(self, *, key: str) -> PushOutcome:
+        try:
+            if self.remote.head(kind="ac", name=key.split(":", 1)[1]) is not None:
+                return "present"
+        except RemoteError:
+            return "failed"
+        document = self.store.read(key=key).document
+        if type(document) is not dict or entry_problem(document) is not None:
+            return "unusable"  # a local entry that fails its MAC or its schema is never shared
+        return self._put(key=key, document=document)
 
 
 def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]) -> bytes:

@@ -304,6 +304,10 @@ class CacheStore:
                     freed += _remove(Path(blob), blobs[blob])
         return freed
 
+    def blobs_named(self, *, entry: Path) -> list[str]:
+        """The blob paths an entry or kept run names (none when it cannot be read)."""
+        return self._blobs_named(entry=entry)
+
     def _blobs_named(self, *, entry: Path) -> list[str]:
         try:
             document = read_json(entry)

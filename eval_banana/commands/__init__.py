@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Each check over the last runs: outcomes, flips, durations, cost; `import` gathers "
         "other runners' records.",
     ),
+    "cache": (
+        "eval_banana.commands.cache",
+        "Look after the verdict cache: stats, prune, push (to the shared cache), verify.",
+    ),
     "schema": (
         "eval_banana.commands.schema",
         "Print a published JSON Schema (check, config, report, stages/<stage>...).",

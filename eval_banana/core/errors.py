@@ -199,3 +199,10 @@ class SelectionError(UsageError):
 class PlanSelectError(UsageError):
     """`eb run --select`: the selection file names checks this run cannot select, or is a plan
     of another version of the project; nothing ran."""
+
+
+class CacheOperationError(EvalBananaError):
+    """`eb cache` cannot do what was asked: the cache is in use by a run, or the shared cache
+    cannot list what it holds (a plain HTTP cache) or is not set."""
+
+    kind = "cache_error"

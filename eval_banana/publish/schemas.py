@@ -103,6 +103,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     from eval_banana.cache.replay_entry import ReplayEntry
     from eval_banana.history.record import HistoryRecord
     from eval_banana.history.view import HistoryView
+    from eval_banana.models.cacheops import CacheStatsDoc, CacheVerifyDoc
     from eval_banana.models.calibration import CalibrationDoc
     from eval_banana.models.diff import RunDiff
     from eval_banana.models.lastfailed import LastFailedDoc
@@ -130,6 +131,8 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["history-record"] = _model_schema(HistoryRecord, name="history-record")
     builders["history"] = _model_schema(HistoryView, name="history")
     builders["transcript-event"] = _model_schema(TranscriptEvent, name="transcript-event")
+    builders["cache-stats"] = _model_schema(CacheStatsDoc, name="cache-stats")
+    builders["cache-verify"] = _model_schema(CacheVerifyDoc, name="cache-verify")
     return builders
 
 

@@ -1,0 +1,189 @@
+"""`eb cache stats`, `prune` and `verify` on the local tier (docs/shared-cache.md, Operations).
+
+Prune deletes while holding the cache's lock exclusively (the caller takes it): no run is
+executing checks or storing meanwhile, so an entry and the blobs it names go together and no
+run reads half of them. The secret and the lock are never candidates.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from eval_banana.cache.mac import SECRET_NAME
+from eval_banana.cache.store import CacheStore, _stats
+from eval_banana.core.files import sha256_and_size
+from eval_banana.isolation.state import LOCK_NAME
+from eval_banana.models.cacheops import DamagedBlob, HitRate, LocalTierStats
+
+DAY_SECONDS = 86_400.0
+_PARTS = ("entries", "blobs", "runs")
+
+
+class StoredFile(NamedTuple):
+    path: Path
+    size: int
+    modified: float
+
+
+class Pruned(NamedTuple):
+    """What a prune removed."""
+
+    entries: int
+    blobs: int
+    bytes_freed: int
+
+
+def stored_files(*, folder: Path, part: str) -> list[StoredFile]:
+    """The finished files of one part of the cache folder (a write under way is hidden)."""
+    return [
+        StoredFile(path=Path(path), size=info.st_size, modified=info.st_mtime)
+        for path, info in _stats(folder / part)
+        if not os.path.basename(path).startswith(".")
+    ]
+
+
+def local_stats(*, folder: Path) -> LocalTierStats:
+    """What the cache folder holds now."""
+    found = {part: stored_files(folder=folder, part=part) for part in _PARTS}
+    sizes = {part: sum(item.size for item in items) for part, items in found.items()}
+    return LocalTierStats(
+        folder=str(folder),
+        entries=len(found["entries"]),
+        entry_bytes=sizes["entries"],
+        blobs=len(found["blobs"]),
+        blob_bytes=sizes["blobs"],
+        kept_runs=len(found["runs"]),
+        kept_run_bytes=sizes["runs"],
+        total_bytes=sum(sizes.values()),
+    )
+
+
+def hit_rate(*, totals: Iterable[tuple[int, int]]) -> HitRate:
+    """The hit rate of runs given as (checks, cached) pairs."""
+    listed = list(totals)
+    checks = sum(item[0] for item in listed)
+    cached = sum(item[1] for item in listed)
+    return HitRate(
+        runs=len(listed),
+        checks=checks,
+        cached=cached,
+        rate=round(cached / checks, 4) if checks else None,
+    )
+
+
+def prune_local(
+    *, store: CacheStore, older_than_days: float | None, max_bytes: int | None, now: float
+) -> Pruned:
+    """Remove entries and kept runs unused for `older_than_days`, then the least recently used
+    until the folder holds at most `max_bytes`; blobs go once nothing left names them. The
+    caller holds the cache lock exclusively."""
+    documents = [
+        *stored_files(folder=store.folder, part="entries"),
+        *stored_files(folder=store.folder, part="runs"),
+    ]
+    blobs = {str(item.path): item for item in stored_files(folder=store.folder, part="blobs")}
+    names = {str(item.path): store.blobs_named(entry=item.path) for item in documents}
+    doomed: set[str] = set()
+    if older_than_days is not None:
+        cutoff = now - older_than_days * DAY_SECONDS
+        doomed.update(str(item.path) for item in documents if item.modified < cutoff)
+    if max_bytes is not None:
+        doomed.update(
+            _over_size(
+                documents=documents, blobs=blobs, names=names, doomed=doomed, max_bytes=max_bytes
+            )
+        )
+    kept_names = {blob for path, named in names.items() if path not in doomed for blob in named}
+    freed = entries = removed_blobs = 0
+    for item in documents:
+        if str(item.path) in doomed and _unlink(item.path):
+            entries += 1
+            freed += item.size
+    for path, item in blobs.items():
+        if path not in kept_names and _unlink(item.path):
+            removed_blobs += 1
+            freed += item.size
+    return Pruned(entries=entries, blobs=removed_blobs, bytes_freed=freed)
+
+
+def _over_size(
+    *,
+    documents: list[StoredFile],
+    blobs: dict[str, StoredFile],
+    names: dict[str, list[str]],
+    doomed: set[str],
+    max_bytes: int,
+) -> set[str]:
+    """The least recently used documents to remove (beyond `doomed`) so that what is left,
+    with the blobs it names, fits in `max_bytes`."""
+    left = sorted(
+        (item for item in documents if str(item.path) not in doomed), key=lambda item: item.modified
+    )
+    users: dict[str, int] = {}
+    for item in left:
+        for blob in names[str(item.path)]:
+            users[blob] = users.get(blob, 0) + 1
+    total = sum(item.size for item in left) + sum(
+        blobs[blob].size for blob in users if blob in blobs
+    )
+    more: set[str] = set()
+    for item in left:
+        if total <= max_bytes:
+            break
+        more.add(str(item.path))
+        total -= item.size
+        for blob in names[str(item.path)]:
+            users[blob] -= 1
+            if users[blob] == 0 and blob in blobs:
+                total -= blobs[blob].size
+    return more
+
+
+def _unlink(path: Path) -> bool:
+    if path.name in (SECRET_NAME, LOCK_NAME):  # never, whatever a caller passes
+        return False
+    try:
+        path.unlink()
+    except OSError:
+        return False
+    return True
+
+
+def blob_damage(*, name: str, digest: str | None, problem: str | None) -> str | None:
+    """Why a blob named `name` is damaged, given its content's digest (or why it could not
+    be read); None when it holds."""
+    if problem is not None:
+        return problem
+    if digest != f"sha256:{name}":
+        return f"its content has another digest ({digest})"
+    return None
+
+
+def verify_local(*, folder: Path) -> tuple[int, list[DamagedBlob]]:
+    """Re-hash every local blob: (how many, the damaged ones)."""
+    damaged: list[DamagedBlob] = []
+    checked = 0
+    for item in _blob_files(folder=folder):
+        checked += 1
+        digest: str | None = None
+        problem: str | None = None
+        try:
+            digest, _ = sha256_and_size(path=str(item.path))
+        except OSError as exc:
+            problem = f"cannot be read ({exc.strerror or exc})"
+        why = blob_damage(name=item.path.name, digest=digest, problem=problem)
+        if why is not None:
+            damaged.append(DamagedBlob(tier="local", name=item.path.name, problem=why))
+    return checked, damaged
+
+
+def _blob_files(*, folder: Path) -> Iterator[StoredFile]:
+    yield from sorted(stored_files(folder=folder, part="blobs"))
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,265 @@
+"""`eb cache stats|prune|push|verify`: look after the verdict cache (docs/shared-cache.md).
+
+Reads the configuration as `eb run` does; runs no check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_banana.commands import common
+from eval_banana.core.errors import CacheOperationError
+
+if TYPE_CHECKING:
+    from eval_banana.models.stages import ConfigDoc
+
+_MIB = 1024 * 1024
+_ACTIONS = {
+    "stats": "Entries, blobs and bytes of the local cache, and the hit rate of the last runs.",
+    "prune": "Remove entries unused for --older-than DAYS, then the oldest beyond --max-mb "
+    "(local; with --remote, the shared cache).",
+    "push": "Upload the local entries and their files the shared cache lacks (signed when "
+    "EVAL_BANANA_CACHE_SIGNING_KEY is set).",
+    "verify": "Re-hash every stored file (with --remote, the shared cache's too); exit 1 if "
+    "any is damaged.",
+}
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def configure(*, parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="{stats,prune,push,verify}")
+    actions.required = True
+    for name, help_text in _ACTIONS.items():
+        sub = actions.add_parser(name, help=help_text, description=help_text)
+        common.add_common(sub, selection=False)
+        common.add_setting_flags(sub, command="cache")
+        if name == "stats":
+            sub.add_argument(
+                "--last",
+                type=int,
+                default=10,
+                metavar="N",
+                help="The hit rate over the last N recorded runs (default 10).",
+            )
+        if name in ("stats", "verify"):
+            sub.add_argument("--json", action="store_true", help="Print the published JSON.")
+        if name == "prune":
+            sub.add_argument(
+                "--older-than",
+                type=_non_negative,
+                metavar="DAYS",
+                help="Remove entries not used for this many days.",
+            )
+            sub.add_argument(
+                "--max-mb",
+                type=_non_negative,
+                metavar="N",
+                help="Then remove the least recently used until at most N MiB are left.",
+            )
+        if name in ("prune", "verify"):
+            sub.add_argument(
+                "--remote",
+                action="store_true",
+                help="Also the shared cache ([cache] remote), if it can list "
+                "what it holds (a folder or S3).",
+            )
+
+
+def _config(args: argparse.Namespace) -> ConfigDoc:
+    from eval_banana.models.config import Selection
+    from eval_banana.settings.rundir import new_run_id
+    from eval_banana.stages.config import resolve_config
+
+    return resolve_config(
+        cwd=Path(args.cwd),
+        cli_values=common.cli_values(args),
+        environ=dict(os.environ),
+        no_project_config=bool(args.no_project_config),
+        selection=Selection(),
+        run_id=new_run_id(),
+    )
+
+
+def _source(config: ConfigDoc) -> str:
+    return config.config_file or "EVAL_BANANA_CACHE_REMOTE"
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_banana.settings.folders import cache_dir
+
+    config = _config(args)
+    folder = cache_dir(config=config)
+    if args.action == "stats":
+        return _stats(config=config, folder=folder, last=max(1, args.last), as_json=args.json)
+    if args.action == "prune":
+        return _prune(config=config, folder=folder, args=args)
+    if args.action == "push":
+        return _push(config=config, folder=folder)
+    return _verify(config=config, folder=folder, remote=args.remote, as_json=args.json)
+
+
+def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool) -> int:
+    from itertools import islice
+
+    from eval_banana.cache.operations import hit_rate, local_stats
+    from eval_banana.history.read import newest_first, record_paths
+    from eval_banana.models.cacheops import CacheStatsDoc
+    from eval_banana.settings.folders import history_dir
+
+    records = islice(
+        newest_first(
+            paths=record_paths(folder=history_dir(config=config)),
+            warn=lambda message: print(f"warning: {message}", file=sys.stderr),
+        ),
+        last,
+    )
+    doc = CacheStatsDoc(
+        local=local_stats(folder=folder),
+        hit_rate=hit_rate(totals=((r.totals.checks, r.totals.cached) for r in records)),
+    )
+    if as_json:
+        from eval_banana.core import canonjson
+
+        sys.stdout.write(canonjson.dumps(doc) + "\n")
+        return 0
+    local, rate = doc.local, doc.hit_rate
+    print(
+        f"Cache {local.folder}: {local.entries} entries ({local.entry_bytes} bytes), "
+        f"{local.blobs} blobs ({local.blob_bytes} bytes), {local.kept_runs} kept runs "
+        f"({local.kept_run_bytes} bytes); {local.total_bytes} bytes in all."
+    )
+    if rate.rate is None:
+        print("Hit rate: no run recorded in the history folder yet.")
+    else:
+        print(
+            f"Hit rate of the last {rate.runs} run(s) (history records): {rate.cached} of "
+            f"{rate.checks} checks reused ({rate.rate:.1%})."
+        )
+    return 0
+
+
+def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
+    from eval_banana.cache.operations import now, prune_local
+    from eval_banana.cache.store import CacheStore
+    from eval_banana.isolation.state import cache_writes
+
+    if args.older_than is None and args.max_mb is None:
+        raise CacheOperationError(
+            "eb cache prune: nothing to prune by",
+            hint="give --older-than DAYS, --max-mb N or both",
+        )
+    max_bytes = None if args.max_mb is None else int(args.max_mb * _MIB)
+    remote = None
+    if args.remote:  # a remote that cannot be pruned stops the command before any deletion
+        from eval_banana.cache.remoteops import open_remote, require_listing
+
+        remote = open_remote(
+            settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
+        )
+        require_listing(remote=remote)
+    moment = now()
+    with cache_writes(cache=folder) as alone:
+        if not alone:
+            raise CacheOperationError(
+                f"The cache {folder} is in use by a run (its lock {folder / '.lock'} is held); "
+                "nothing was pruned",
+                hint="prune once that run has ended",
+            )
+        done = prune_local(
+            store=CacheStore(folder=folder, max_bytes=0),
+            older_than_days=args.older_than,
+            max_bytes=max_bytes,
+            now=moment,
+        )
+    print(
+        f"Pruned {folder}: {done.entries} entries and {done.blobs} blobs, "
+        f"{done.bytes_freed} bytes freed."
+    )
+    if remote is None:
+        return 0
+    from eval_banana.cache.remoteops import prune_remote
+
+    found = prune_remote(
+        remote=remote, older_than_days=args.older_than, max_bytes=max_bytes, now=moment
+    )
+    print(
+        f"Pruned {remote.url}: {found.pruned.entries} entries and {found.pruned.blobs} "
+        f"blobs, {found.pruned.bytes_freed} bytes freed"
+        + (f"; {found.failed} deletion(s) failed." if found.failed else ".")
+    )
+    return 1 if found.failed else 0
+
+
+def _push(*, config: ConfigDoc, folder: Path) -> int:
+    from eval_banana.cache.remoteops import push
+    from eval_banana.cache.store import CacheStore
+
+    done, remote = push(
+        settings=config.settings.cache,
+        store=CacheStore(folder=folder, max_bytes=0),
+        environ=dict(os.environ),
+        source=_source(config),
+    )
+    tally = remote.tally()
+    print(
+        f"Pushed to {remote.url}: {done.stored} entries stored, {done.present} already "
+        f"there, {done.unusable} not shared (their local MAC, schema or files did not hold), "
+        f"{done.failed} failed; {tally.bytes_up} bytes uploaded."
+    )
+    if done.failed:
+        print(
+            f"error: the shared cache failed {tally.errors} request(s) (first error: "
+            f"{tally.first_error})",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> int:
+    from eval_banana.cache.operations import verify_local
+    from eval_banana.models.cacheops import CacheVerifyDoc
+
+    local_count, damaged = verify_local(folder=folder)
+    remote_url: str | None = None
+    remote_count = 0
+    if remote:
+        from eval_banana.cache.remoteops import open_remote, verify_remote
+
+        opened = open_remote(
+            settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
+        )
+        remote_url = opened.url
+        remote_count, remote_damaged = verify_remote(remote=opened)
+        damaged = [*damaged, *remote_damaged]
+    doc = CacheVerifyDoc(
+        local_folder=str(folder),
+        local_blobs=local_count,
+        remote=remote_url,
+        remote_blobs=remote_count,
+        damaged=damaged,
+        ok=not damaged,
+    )
+    if as_json:
+        from eval_banana.core import canonjson
+
+        sys.stdout.write(canonjson.dumps(doc) + "\n")
+    else:
+        where = f" and {remote_count} in {remote_url}" if remote_url else ""
+        print(f"Verified {local_count} blobs in {folder}{where}: {len(damaged)} damaged.")
+        for item in damaged:
+            print(f"  damaged ({item.tier}) {item.name}: {item.problem}")
+    return 0 if doc.ok else 1

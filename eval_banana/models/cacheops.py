@@ -1,0 +1,79 @@
+"""What `eb cache stats` and `eb cache verify` print with `--json`: the sources of
+schemas/cache-stats.schema.json and schemas/cache-verify.schema.json."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from eval_banana.core.record import Field, Record
+
+CACHE_STATS_SCHEMA = "https://eval-banana.dev/schemas/cache-stats.schema.json"
+CACHE_VERIFY_SCHEMA = "https://eval-banana.dev/schemas/cache-verify.schema.json"
+
+
+class LocalTierStats(Record):
+    """What the cache folder holds now."""
+
+    model_config = {"extra": "forbid"}
+
+    folder: str = Field(description="The cache folder ([cache] dir).")
+    entries: int = Field(ge=0, description="Verdict entries (entries/).")
+    entry_bytes: int = Field(ge=0)
+    blobs: int = Field(ge=0, description="Stored output files (blobs/), each kept once.")
+    blob_bytes: int = Field(ge=0)
+    kept_runs: int = Field(ge=0, description="Whole runs kept for replay (runs/).")
+    kept_run_bytes: int = Field(ge=0)
+    total_bytes: int = Field(ge=0, description="Everything above (not the secret or the lock).")
+
+
+class HitRate(Record):
+    """How often the last runs reused a verdict, from their history records."""
+
+    model_config = {"extra": "forbid"}
+
+    source: Literal["history"] = Field(
+        default="history",
+        description="Read from the run records of [history] dir (.eval-banana/history/).",
+    )
+    runs: int = Field(ge=0, description="Run records read (the newest first).")
+    checks: int = Field(ge=0, description="Checks those runs counted.")
+    cached: int = Field(ge=0, description="Of those, verdicts reused from the cache.")
+    rate: float | None = Field(
+        default=None, description="cached / checks, 0 to 1; null when no run was recorded."
+    )
+
+
+class CacheStatsDoc(Record):
+    """`eb cache stats --json`."""
+
+    model_config = {"extra": "forbid", "populate_by_name": True}
+
+    schema_uri: str = Field(default=CACHE_STATS_SCHEMA, alias="$schema")
+    schema_version: Literal[1] = 1
+    local: LocalTierStats
+    hit_rate: HitRate
+
+
+class DamagedBlob(Record):
+    """A stored file whose content no longer has the digest it is named by."""
+
+    model_config = {"extra": "forbid"}
+
+    tier: Literal["local", "remote"]
+    name: str = Field(description="The blob's name: the SHA-256 (hex) its content must have.")
+    problem: str = Field(description="What was found: another digest, or why it was unreadable.")
+
+
+class CacheVerifyDoc(Record):
+    """`eb cache verify --json`: every blob re-hashed, and the damaged ones."""
+
+    model_config = {"extra": "forbid", "populate_by_name": True}
+
+    schema_uri: str = Field(default=CACHE_VERIFY_SCHEMA, alias="$schema")
+    schema_version: Literal[1] = 1
+    local_folder: str = Field(description="The cache folder checked.")
+    local_blobs: int = Field(ge=0, description="Local blobs re-hashed.")
+    remote: str | None = Field(default=None, description="The shared cache checked, or null.")
+    remote_blobs: int = Field(default=0, ge=0, description="Remote blobs fetched and re-hashed.")
+    damaged: list[DamagedBlob] = Field(default_factory=list)
+    ok: bool = Field(description="No blob is damaged (eb exits 0 exactly then).")

@@ -1,0 +1,61 @@
+"""The local tier's prune, stats and verify on a real cache folder written by CacheStore."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from eval_banana.cache.operations import local_stats, prune_local, verify_local
+from eval_banana.cache.store import CacheStore
+
+NOW = time.time()
+
+
+def _entry(store: CacheStore, *, number: int, blobs: list[str], age_days: float) -> Path:
+    key = f"sha256:{number:064x}"
+    files = []
+    for text in blobs:
+        blob = store.put_bytes(data=text.encode())
+        files.append({"path": f"out{len(files)}.txt", "sha256": blob.sha256, "size": blob.size})
+    store.write(key=key, document={"key": key, "files": files})
+    path = store.entry_path(key=key)
+    moment = NOW - age_days * 86_400
+    os.utime(path, (moment, moment))
+    return path
+
+
+def test_prune_by_size_keeps_a_blob_a_newer_entry_still_names(tmp_path: Path) -> None:
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=0)
+    shared = "shared " * 2000
+    old = _entry(store, number=1, blobs=[shared, "old only " * 2000], age_days=3)
+    new = _entry(store, number=2, blobs=[shared], age_days=1)
+    before = local_stats(folder=store.folder)
+    assert (before.entries, before.blobs) == (2, 2)
+
+    # Room for the newer entry and its blob only: the older one and its own blob go.
+    limit = new.stat().st_size + len(shared.encode())
+    done = prune_local(store=store, older_than_days=None, max_bytes=limit, now=NOW)
+    assert (done.entries, done.blobs) == (1, 1)
+    assert not old.exists() and new.exists()
+    after = local_stats(folder=store.folder)
+    assert after.blobs == 1 and after.total_bytes <= limit
+    assert (store.folder / "secret.key").is_file()
+
+
+def test_prune_by_age_and_verify_of_a_damaged_blob(tmp_path: Path) -> None:
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=0)
+    _entry(store, number=1, blobs=["a" * 100], age_days=40)
+    kept = _entry(store, number=2, blobs=["b" * 100], age_days=2)
+    done = prune_local(store=store, older_than_days=30, max_bytes=None, now=NOW)
+    assert (done.entries, done.blobs) == (1, 1)
+    assert local_stats(folder=store.folder).entries == 1 and kept.exists()
+
+    checked, damaged = verify_local(folder=store.folder)
+    assert (checked, damaged) == (1, [])
+    (blob,) = (store.folder / "blobs").glob("*/*")
+    blob.chmod(0o644)
+    blob.write_bytes(b"c" * 100)
+    checked, damaged = verify_local(folder=store.folder)
+    assert checked == 1 and [item.name for item in damaged] == [blob.name]
+    assert "another digest" in damaged[0].problem

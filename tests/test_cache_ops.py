@@ -1,0 +1,237 @@
+"""`eb cache stats|prune|push|verify` end to end, on real local caches and real remotes
+(a shared folder, moto's S3 server, a WebDAV server for the cache that cannot list)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from eval_banana.isolation.state import checks_running
+from tests.cache.rig import Project
+from tests.test_shared_cache import KEY, LONG, _isolated, _remote, run, runners
+
+__all__ = ["_isolated"]  # the autouse fixture clearing the cache variables
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
+OLD = time.time() - 30 * 86_400
+
+
+def cache(project: Project, *args: str, expect: int = 0) -> Any:
+    result = project.eb("cache", *args, "--cwd", str(project.root))
+    assert result.exit_code == expect, result.stdout + result.stderr
+    return result
+
+
+def files(folder: Path, part: str) -> list[Path]:
+    return sorted(p for p in (folder / part).glob("*/*") if not p.name.startswith("."))
+
+
+def valid(document: Any, name: str) -> None:
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3"])
+def test_push_then_a_second_clone_gets_remote_hits(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    first.run()  # a local cache only: nothing shared yet
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        pushed = cache(first, "push", "--cache-remote", url)
+        assert "3 entries stored, 0 already there" in pushed.stdout
+        again = cache(first, "push", "--cache-remote", url)
+        assert "0 entries stored, 3 already there" in again.stdout
+
+        counts, started = run(second, url)
+        assert started == 0
+        assert (counts["remote_hits"], counts["misses"]) == (3, 0)
+        assert counts["remote_rejected"] == {"signature": 0, "entry": 0, "blob": 0}
+        if scheme == "folder":
+            secret = (first.cache_dir / "secret.key").read_bytes()
+            shared = [p for p in (tmp_path / "shared").rglob("*") if p.is_file()]
+            assert all(
+                p.read_bytes().startswith(b'{"signature": ') for p in shared if "ac" in p.parts
+            )
+            assert not any(secret in p.read_bytes() for p in shared)
+            assert not any(b'"mac"' in p.read_bytes() for p in shared)
+            assert any(p.stat().st_size > len(LONG) for p in shared if "cas" in p.parts)
+
+
+def test_push_refuses_a_read_only_remote(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    first.run()
+    shared = tmp_path / "shared"
+    result = cache(
+        first, "push", "--cache-remote", str(shared), "--cache-remote-mode", "read-only", expect=2
+    )
+    assert "read-only" in result.stderr
+    assert not shared.exists()
+
+
+def test_prune_local_by_age_then_by_size_keeps_the_secret_and_the_lock(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    first.run()
+    folder = first.cache_dir
+    entries = files(folder, "entries")
+    assert len(entries) == 3
+    os.utime(entries[0], (OLD, OLD))
+    done = cache(first, "prune", "--older-than", "7")
+    assert "1 entries" in done.stdout
+    assert files(folder, "entries") == entries[1:]
+
+    blobs_before = files(folder, "blobs")
+    assert blobs_before
+    cache(first, "prune", "--max-mb", "0")
+    assert files(folder, "entries") == [] and files(folder, "blobs") == []
+    assert (folder / "secret.key").is_file() and (folder / ".lock").is_file()
+
+
+def test_prune_stops_while_a_run_holds_the_cache(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    first.run()
+    folder = first.cache_dir
+    with checks_running(cache=folder, create=True):
+        result = cache(first, "prune", "--max-mb", "0", expect=2)
+    assert "in use by a run" in result.stderr
+    assert len(files(folder, "entries")) == 3
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3"])
+def test_prune_remote_by_age_and_size(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        run(first, url)
+        flag = ("--cache-remote", url)
+        kept = cache(first, "prune", "--remote", "--older-than", "1", *flag)
+        assert kept.stdout.count("0 entries and 0 blobs") == 2
+        assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 3
+        if scheme == "folder":
+            for entry in files(tmp_path / "shared", "ac")[:1]:
+                os.utime(entry, (OLD, OLD))
+            aged = cache(first, "prune", "--remote", "--older-than", "7", *flag)
+            assert f"Pruned {url}: 1 entries" in aged.stdout
+            assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 2
+        sized = cache(first, "prune", "--remote", "--max-mb", "0", *flag)
+        assert f"Pruned {url}:" in sized.stdout
+        assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 0
+        assert _remote_count(url=url, tmp_path=tmp_path, kind="cas") == 0
+
+
+def _remote_count(*, url: str, tmp_path: Path, kind: str) -> int:
+    if url.startswith("s3://"):
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=os.environ["EVAL_BANANA_CACHE_REMOTE_ENDPOINT"])
+        bucket, prefix = url[len("s3://") :].split("/", 1)
+        found = client.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/{kind}/")
+        return int(found.get("KeyCount", 0))
+    return len(files(tmp_path / "shared", kind))
+
+
+def test_prune_remote_on_an_http_cache_says_it_cannot_list(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    with _remote(
+        scheme="webdav", tmp_path=tmp_path, monkeypatch=monkeypatch, request=request
+    ) as url:
+        run(first, url)
+        result = cache(first, "prune", "--remote", "--max-mb", "0", "--cache-remote", url, expect=2)
+        assert "cannot list what it holds" in result.stderr
+        assert len(files(first.cache_dir, "entries")) == 3  # stopped before any deletion
+        verify = cache(first, "verify", "--remote", "--cache-remote", url, expect=2)
+        assert "cannot list what it holds" in verify.stderr
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3"])
+def test_verify_finds_a_damaged_blob_locally_and_remotely(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        run(first, url)
+        flag = ("--cache-remote", url)
+        sound = json.loads(cache(first, "verify", "--remote", "--json", *flag).stdout)
+        valid(sound, "cache-verify")
+        assert sound["ok"] and sound["damaged"] == []
+        assert sound["local_blobs"] >= 1 and sound["remote_blobs"] >= 1
+
+        local = files(first.cache_dir, "blobs")[0]
+        local.chmod(0o644)
+        local.write_bytes(b"not what it was")
+        remote_name = _damage_remote(url=url, tmp_path=tmp_path)
+        found = json.loads(cache(first, "verify", "--remote", "--json", *flag, expect=1).stdout)
+        valid(found, "cache-verify")
+        assert not found["ok"]
+        assert {(d["tier"], d["name"]) for d in found["damaged"]} == {
+            ("local", local.name),
+            ("remote", remote_name),
+        }
+        human = cache(first, "verify", expect=1)
+        assert f"damaged (local) {local.name}" in human.stdout
+
+
+def _damage_remote(*, url: str, tmp_path: Path) -> str:
+    if url.startswith("s3://"):
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=os.environ["EVAL_BANANA_CACHE_REMOTE_ENDPOINT"])
+        bucket, prefix = url[len("s3://") :].split("/", 1)
+        key = client.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/cas/")["Contents"][0]["Key"]
+        client.put_object(Bucket=bucket, Key=key, Body=b"another content")
+        return str(key).rsplit("/", 1)[1]
+    blob = files(tmp_path / "shared", "cas")[0]
+    blob.write_bytes(b"another content")
+    return blob.name
+
+
+def test_stats_count_what_was_written_and_the_hit_rate(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    first.run()
+    first.run()  # every verdict reused
+    stats = json.loads(cache(first, "stats", "--json").stdout)
+    valid(stats, "cache-stats")
+    folder = first.cache_dir
+    local = stats["local"]
+    assert local["entries"] == len(files(folder, "entries")) == 3
+    assert local["blobs"] == len(files(folder, "blobs"))
+    assert local["entry_bytes"] == sum(p.stat().st_size for p in files(folder, "entries"))
+    assert local["blob_bytes"] == sum(p.stat().st_size for p in files(folder, "blobs"))
+    assert stats["hit_rate"] == {
+        "source": "history",
+        "runs": 2,
+        "checks": 6,
+        "cached": 3,
+        "rate": 0.5,
+    }
+    human = cache(first, "stats")
+    assert "3 entries" in human.stdout and "3 of 6 checks reused (50.0%)" in human.stdout
