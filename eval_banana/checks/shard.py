@@ -107,15 +107,19 @@ def relative_source(*, source_path: str, project_root: str) -> str:
 
 def selection_digest(*, checks: Iterable[PlannedCheck], project_root: str) -> str:
     """`sha256:<hex>` over (relative path, id, definition digest) of each check, by that path."""
-    return rows_digest(
-        rows=(
-            (
-                relative_source(source_path=check.source_path, project_root=project_root),
-                check.id,
-                check.check_definition_sha256,
+    # A family's cases share one source path: each path is made relative once.
+    relative: dict[str, str] = {}
+
+    def of(source_path: str) -> str:
+        found = relative.get(source_path)
+        if found is None:
+            found = relative[source_path] = relative_source(
+                source_path=source_path, project_root=project_root
             )
-            for check in checks
-        )
+        return found
+
+    return rows_digest(
+        rows=((of(check.source_path), check.id, check.check_definition_sha256) for check in checks)
     )
 
 
