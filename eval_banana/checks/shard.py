@@ -131,8 +131,7 @@ def rows_digest(*, rows: Iterable[tuple[str, str, str]]) -> str:
     """
     lines = sorted(f"{relative}\0{check_id}\0{digest}\0" for relative, check_id, digest in rows)
     digest = hashlib.sha256(_DIGEST_PREFIX)
-    for line in lines:
-        digest.update(line.encode())
+    digest.update("".join(lines).encode())  # one update: the same bytes as one per line
     return f"sha256:{digest.hexdigest()}"
 
 

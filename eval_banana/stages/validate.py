@@ -28,7 +28,7 @@ from eval_banana.core.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Field, Record
-from eval_banana.core.stem import artifact_stem
+from eval_banana.core.stem import artifact_stem, case_artifact_stem
 from eval_banana.datasets.expand import ExpandedCase, expand_family, is_family
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
@@ -435,7 +435,7 @@ def _plan_case(*, template: PlannedCheck, case: ExpandedCase) -> PlannedCheck:
     values.update(template.__dict__)
     values["id"] = case.check_id
     values["description"] = definition["description"]
-    values["stem"] = artifact_stem(check_id=case.check_id)
+    values["stem"] = case_artifact_stem(family=template.family or "", case_id=case.case_id)
     values["check_definition_sha256"] = case.digest
     values["definition"] = definition
     values["case_id"] = case.case_id
