@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -70,6 +71,8 @@ class Sizes:
     w19_runs: int
     w19_checks: int
     w18_cases: int
+    w20_cases: int
+    w21_cases: int
     w17_judges: int = 1_000  # W17: judges cached on S3 only
     w17_slow_judges: int = 100  # W17: judges against a remote that never answers
 
@@ -102,6 +105,8 @@ FULL = Sizes(
     w19_runs=500,
     w19_checks=1_000,
     w18_cases=10_000,
+    w20_cases=10_000,
+    w21_cases=1_000,
 )
 
 QUICK = Sizes(
@@ -134,6 +139,8 @@ QUICK = Sizes(
     w18_cases=200,
     w17_judges=20,
     w17_slow_judges=10,
+    w20_cases=40,
+    w21_cases=20,
 )
 
 
@@ -750,7 +757,7 @@ def w8_keying_check(*, root: Path) -> str:
 # generator rebuilds them.
 RUN_WORKLOADS = frozenset({"W10"})
 # W16 holds history records the generator wrote: a change of their format rebuilds it.
-FORMAT_WORKLOADS = RUN_WORKLOADS | {"W7", "W16"}
+FORMAT_WORKLOADS = RUN_WORKLOADS | {"W7", "W16", "W21"}
 FAILING_EVERY = 100  # base: check_00099, check_00199, ... fail
 REMOVED_EVERY = 200  # head: check_00007, check_00207, ... are gone
 NEW_CHECKS_PER_10K = 50
@@ -937,6 +944,90 @@ def build_w18(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+# W20 -----------------------------------------------------------------------------------------
+
+W20_FAMILY = """\
+schema_version: 1
+id: trivial
+type: deterministic
+description: "trivial case {{ case.id }}"
+cases_from: data/cases.jsonl
+script: |
+  import sys
+  sys.exit(0)
+"""
+
+
+def build_w20(*, sizes: Sizes) -> Callable[[Path], None]:
+    """One deterministic family of `w20_cases` trivial cases; the floor launches as many
+    interpreters on the same trivial script."""
+
+    def build(root: Path) -> None:
+        project = root / "project"
+        write_config(project=project)
+        _write(project / "eval_checks" / "trivial.yaml", W20_FAMILY)
+        rows = (
+            json.dumps({"id": f"c{index:05d}", "n": index}) + "\n"
+            for index in range(sizes.w20_cases)
+        )
+        _write(project / "data" / "cases.jsonl", "".join(rows))
+        _write(root / "floor-scripts" / "trivial.py", TRIVIAL_SCRIPT)
+        (root / "floor-list.txt").write_text("floor-scripts/trivial.py\n" * sizes.w20_cases)
+
+    return build
+
+
+# W21 / W22 -----------------------------------------------------------------------------------
+
+W21_FAMILY = W18_FAMILY
+
+
+def w21_agent_log(*, root: Path) -> Path:
+    return root / "agent-starts.log"
+
+
+def w21_dataset(*, root: Path) -> Path:
+    return root / "project" / "data" / "qa.jsonl"
+
+
+def _w21_row(*, index: int, answer: str = "") -> str:
+    return json.dumps(
+        {
+            "id": f"q{index:05d}",
+            "question": f"Can I return item {index} after {index % 60} days?",
+            "answer": answer or f"Yes, item {index} can be returned within 60 days.",
+        }
+    )
+
+
+def build_w21(*, sizes: Sizes) -> Callable[[Path], None]:
+    """A judge family of `w21_cases` rows whose verdicts the bench stores once (W21 reuses all
+    of them; W22 edits one row before each run, so exactly one agent must start)."""
+
+    def build(root: Path) -> None:
+        project = root / "project"
+        final = root.with_name(root.name.removesuffix(".partial"))
+        command = [sys.executable, str(COUNT_AGENT), f"--log={w21_agent_log(root=final)}"]
+        write_config(project=project, agent_command=command, dialect="text", cache=True)
+        _write(project / "eval_checks" / "qa_judge.yaml", W21_FAMILY)
+        rows = "".join(_w21_row(index=index) + "\n" for index in range(sizes.w21_cases))
+        _write(w21_dataset(root=root), rows)
+
+    return build
+
+
+def edit_one_row(*, root: Path, run: int) -> str:
+    """Give one row of W21's dataset an answer it never had (outside any timing): its case,
+    and no other, has no stored verdict. Returns the edited case's id."""
+    dataset = w21_dataset(root=root)
+    lines = dataset.read_text().splitlines()
+    index = (run * 37 + 11) % len(lines)
+    answer = f"Edited answer {time.time_ns()} for item {index}."
+    lines[index] = _w21_row(index=index, answer=answer)
+    dataset.write_text("\n".join(lines) + "\n")
+    return f"q{index:05d}"
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -970,12 +1061,14 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W17": lambda sizes: lambda folder: None,
     "W18": lambda sizes: build_w18(sizes=sizes),
     "W19": lambda sizes: build_w19(sizes=sizes),
+    "W20": lambda sizes: build_w20(sizes=sizes),
+    "W21": lambda sizes: build_w21(sizes=sizes),
     # The history page (`eb history --html`) over the same history folder as W19.
     "W23": lambda sizes: build_w19(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
-# machine, report.html) on W10's projects and runs.
-ALIASES: dict[str, str] = {"W9": "W8", "W11": "W10"}
+# machine, report.html) on W10's projects and runs, W22 (one edited row) on W21's family.
+ALIASES: dict[str, str] = {"W9": "W8", "W11": "W10", "W22": "W21"}
 # In workload order (W10 after W9, W11 between W10 and W13), as the table lists them.
 KEYS: tuple[str, ...] = tuple(sorted((*BUILDERS, *ALIASES), key=lambda key: int(key[1:])))
 

@@ -131,6 +131,9 @@ DOC_BLOCKS = (
     DocBlock(name="bench-table-history", keys=frozenset({"W19"}), paths=(DOC,)),
     DocBlock(name="schedule-figures", keys=frozenset({"W15", "W16"}), paths=(DOC, SCHEDULE_DOC)),
     DocBlock(name="shared-cache-figures", keys=frozenset({"W17"}), paths=(DOC,)),
+    DocBlock(
+        name="bench-table-datasets", keys=frozenset({"W18", "W20", "W21", "W22"}), paths=(DOC,)
+    ),
 )
 
 
@@ -174,8 +177,13 @@ class Case:
     prepare: list[str] | None = None
     # Variables set for eb's measured runs (and the warm-up), beside the environment.
     eb_env: dict[str, str] | None = None
-    # A file the case's agent appends one line to per start: measured runs must not grow it.
+    # A file the case's agent appends one line to per start: measured runs must not grow it
+    # (or, with `agent_starts_per_run`, each eb run must grow it by exactly that many lines).
     agent_log: Path | None = None
+    agent_starts_per_run: int | None = None
+    # Called with the run's index before every eb run (the warm-up is -1), outside the timing:
+    # W22 edits one dataset row there.
+    before_eb: Callable[[int], object] | None = None
     # eb prints its report as JSON (`--json`): this many checks must have been reused.
     expect_cached: int | None = None
     # Also time writing this many small files atomically (a result file per check, as a run
@@ -403,17 +411,28 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
             if prepared.returncode != 0:
                 tail = prepared.stderr.decode(errors="replace").strip().splitlines()[-3:]
                 row.problems.append(f"prepare exit {prepared.returncode}: " + " | ".join(tail))
-        starts = _lines(case.agent_log)
         if warmup:
+            if case.before_eb is not None:
+                case.before_eb(-1)
             run_floor(case=case, scratch=scratch, timeout=timeout)
             run_eb(case=case, scratch=scratch, index=0, timeout=timeout)
+        starts = _lines(case.agent_log)
         for index in range(runs):
+            if case.before_eb is not None:
+                case.before_eb(index)
             floor = run_floor(case=case, scratch=scratch, timeout=timeout)
             if floor.rc != 0 or floor.timed_out:
                 row.problems.append(f"floor exit {floor.rc}")
             row.floor.append(floor)
+            before = _lines(case.agent_log)
             sample = run_eb(case=case, scratch=scratch, index=index, timeout=timeout)
             row.eb.append(sample)
+            expected = case.agent_starts_per_run
+            started_now = _lines(case.agent_log) - before
+            if expected is not None and started_now != expected:
+                problem = f"eb started {started_now} agents in a run, expected {expected}"
+                if problem not in row.problems:
+                    row.problems.append(problem)
             for problem in _eb_problems(case=case, sample=sample, scratch=scratch):
                 if problem not in row.problems:
                     row.problems.append(problem)
@@ -426,7 +445,7 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
         if case.copy_probe is not None:
             row.copy_probe = workspace_probe(project=case.copy_probe)
         started = _lines(case.agent_log) - starts
-        if started:
+        if started and case.agent_starts_per_run is None:
             row.problems.append(f"an agent was started {started} times by the measured runs")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -1119,6 +1138,26 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 runs=n(5),
             )
         ]
+    if key == "W20":
+        return [
+            Case(
+                key="W20",
+                name=f"eb run, one family of {sizes.w20_cases} trivial deterministic cases, "
+                "parallel 4",
+                eb_args=["run", "--cwd", str(root / "project"), "--max-parallel-checks", "4"],
+                floor=["xargs", "-P", "4", "-n", "1", py],
+                floor_label=f"{sizes.w20_cases} python launches, xargs -P 4",
+                floor_stdin=root / "floor-list.txt",
+                floor_cwd=root,
+                target=1.15,
+                memory_target_mb=150,
+                output_dir=True,
+                warmup=False,  # minutes per run at full size
+                runs=n(1),
+            )
+        ]
+    if key in ("W21", "W22"):
+        return _w21_cases(key=key, root=root, sizes=sizes, n=n)
     if key == "W14":
         return [
             Case(
@@ -1225,6 +1264,45 @@ def _schedule_cases(*, key: str, root: Path, sizes: Sizes, n: Callable[[int], in
             floor_cwd=REPO,
             target=None,
             runs=n(5),
+        )
+    ]
+
+
+def _w21_cases(*, key: str, root: Path, sizes: Sizes, n: Callable[[int], int]) -> list[Case]:
+    """W21: a judge family with every verdict cached; W22: the same after one row is edited
+    before each run (exactly one agent must start). Both against `eb validate` of it."""
+    project = root / "project"
+    cases = sizes.w21_cases
+    validate = [sys.executable, "-m", "eval_banana", "validate", "--cwd", str(project)]
+    common = {
+        "eb_args": ["run", "--cwd", str(project), "--json"],
+        "floor": validate,
+        "floor_label": "eb validate, same family",
+        "floor_cwd": REPO,
+        "output_dir": True,
+        "prepare": ["run", "--cwd", str(project), "--output-dir", "{scratch}/prepare-out"],
+        "agent_log": generate.w21_agent_log(root=root),
+        "runs": n(5),
+    }
+    if key == "W21":
+        return [
+            Case(
+                key="W21",
+                name=f"eb run, one judge family of {cases} cases, all cached",
+                target=1.5,
+                expect_cached=cases,
+                **common,  # type: ignore[arg-type]
+            )
+        ]
+    return [
+        Case(
+            key="W22",
+            name=f"eb run, one judge family of {cases} cases, one row edited",
+            target=2,
+            expect_cached=cases - 1,
+            agent_starts_per_run=1,
+            before_eb=lambda run: generate.edit_one_row(root=root, run=run),
+            **common,  # type: ignore[arg-type]
         )
     ]
 

@@ -187,6 +187,51 @@ def test_w17_shared_cache_rows_run_at_quick_size_with_their_bounds() -> None:
     assert "- W17 timeouts:" in done.stdout
 
 
+def test_dataset_rows_run_at_quick_size_and_w22_starts_one_agent_per_run() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/run.py", "--quick", "--only", "W18,W20,W21,W22", "--runs", "2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {row[0]: row for row in _rows(done.stdout)}
+    assert set(rows) == {"W18", "W20", "W21", "W22"}
+    for row in rows.values():
+        assert row[2] == "2", row  # two measured runs each
+        assert NUMBER.match(row[9]), row  # a ratio: eb and its floor both ran
+        assert float(row[6]) > 5, row  # eb's own peak RSS
+    assert "(see notes)" not in done.stdout, done.stdout
+    # W21 reused every verdict and W22 all but the edited one, with exactly one agent start
+    # per run: a wrong count would be a note voiding the row.
+    assert rows["W20"][10] == "≤ 1.15, ≤ 150 MB"
+    assert rows["W21"][10] == "≤ 1.5" and rows["W22"][10] == "≤ 2"
+
+
+def test_an_agent_start_count_other_than_expected_voids_the_row(tmp_path: Path) -> None:
+    from bench.run import bench_case
+
+    log = tmp_path / "starts.log"
+    starter = f"open({str(log)!r}, 'a').write('started\\n')"
+    case = Case(
+        key="W22",
+        name="two starts where one is expected",
+        eb_args=["--version"],
+        floor=[sys.executable, "-c", f"{starter}; {starter}"],
+        floor_label="python",
+        target=None,
+        agent_log=log,
+        agent_starts_per_run=1,
+        before_eb=lambda run: (tmp_path / f"edited-{run}").write_text("x"),
+        runs=2,
+    )
+    row = bench_case(case=case, runs=2, warmup=False, timeout=60)
+    # The floor's starts fall outside eb's runs; eb itself starts none.
+    assert row.problems == ["eb started 0 agents in a run, expected 1"]
+    assert sorted(path.name for path in tmp_path.glob("edited-*")) == ["edited-0", "edited-1"]
+
+
 def test_unknown_workload_is_a_usage_error() -> None:
     done = subprocess.run(
         [sys.executable, "bench/run.py", "--only", "W99"],
@@ -248,6 +293,7 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
             "W16",
             "W17",
             "W19",
+            "W20",
             "W23",
             "W99",
         )
@@ -265,6 +311,7 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
         "schedule-figures": (["W15", "W16"], (DOC, SCHEDULE_DOC)),
         "bench-table-history": (["W19"], (DOC,)),
         "shared-cache-figures": (["W17"], (DOC,)),
+        "bench-table-datasets": (["W20"], (DOC,)),
     }
     assert [block.name for block, _ in rows_by_block(rows=rows[3:5])] == ["scale-out-figures"]
     for name in (
@@ -276,6 +323,7 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
         "schedule-figures",
         "bench-table-history",
         "shared-cache-figures",
+        "bench-table-datasets",
     ):
         assert f"<!-- {name}:start -->" in DOC.read_text()
     assert "<!-- scale-out-figures:start -->" in SCALE_DOC.read_text()

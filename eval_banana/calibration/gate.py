@@ -101,7 +101,29 @@ def calibration_problems(
             )
         ]
     floor = config.settings.harness.min_agreement
-    found = (
-        _judge_problem(check=check, record=record, harness=harness, floor=floor) for check in judges
+    families: dict[str, list[PlannedCheck]] = {}
+    found: list[ProblemModel] = []
+    for check in judges:
+        if check.family is not None and not check.definition.get("calibration"):
+            families.setdefault(check.family, []).append(check)
+            continue
+        problem = _judge_problem(check=check, record=record, harness=harness, floor=floor)
+        if problem is not None:
+            found.append(problem)
+    # A family's cases share one reason, so they make one problem: a family of 10,000 cases
+    # is one line, not 10,000.
+    found.extend(_family_problem(family=family, cases=cases) for family, cases in families.items())
+    return found
+
+
+def _family_problem(*, family: str, cases: list[PlannedCheck]) -> ProblemModel:
+    """Why no case of a judge family may gate a run: a family carries no calibration cases."""
+    count = len(cases)
+    return ProblemModel(
+        message=f"Judge family '{family}' ({count:,} case{'' if count == 1 else 's'}) has no "
+        "calibration cases, so nobody has measured that its judge tells good from bad",
+        file=cases[0].source_path,
+        field_path="calibration",
+        hint="A family cannot carry `calibration:` (each case renders its own prompt): "
+        "`min_pass_rate` gates it on its own results (docs/datasets.md).",
     )
-    return [problem for problem in found if problem is not None]

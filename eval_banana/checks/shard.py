@@ -107,15 +107,19 @@ def relative_source(*, source_path: str, project_root: str) -> str:
 
 def selection_digest(*, checks: Iterable[PlannedCheck], project_root: str) -> str:
     """`sha256:<hex>` over (relative path, id, definition digest) of each check, by that path."""
-    return rows_digest(
-        rows=(
-            (
-                relative_source(source_path=check.source_path, project_root=project_root),
-                check.id,
-                check.check_definition_sha256,
+    # A family's cases share one source path: each path is made relative once.
+    relative: dict[str, str] = {}
+
+    def of(source_path: str) -> str:
+        found = relative.get(source_path)
+        if found is None:
+            found = relative[source_path] = relative_source(
+                source_path=source_path, project_root=project_root
             )
-            for check in checks
-        )
+        return found
+
+    return rows_digest(
+        rows=((of(check.source_path), check.id, check.check_definition_sha256) for check in checks)
     )
 
 
@@ -127,8 +131,7 @@ def rows_digest(*, rows: Iterable[tuple[str, str, str]]) -> str:
     """
     lines = sorted(f"{relative}\0{check_id}\0{digest}\0" for relative, check_id, digest in rows)
     digest = hashlib.sha256(_DIGEST_PREFIX)
-    for line in lines:
-        digest.update(line.encode())
+    digest.update("".join(lines).encode())  # one update: the same bytes as one per line
     return f"sha256:{digest.hexdigest()}"
 
 

@@ -12,12 +12,20 @@ import hashlib
 import json
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
 from eval_banana.core.errors import DefinitionError
-from eval_banana.datasets.render import RenderProblem, has_placeholder, render_text, render_value
+from eval_banana.datasets.render import (
+    RenderProblem,
+    Template,
+    compile_text,
+    has_placeholder,
+    render_text,
+    render_value,
+)
 from eval_banana.datasets.rows import Row, plain, read_rows
 from eval_banana.projectstate.patterns import pattern_problem
 
@@ -179,10 +187,12 @@ class _Renderer:
     def __init__(self, *, definition: dict[str, Any]) -> None:
         self.base = {key: value for key, value in definition.items() if key not in DATASET_KEYS}
         self.description = str(definition["description"])
+        self.described = _template(self.description)
         self.kind = definition.get("type")
         instructions = str(definition.get("instructions") or "")
         self.placed = has_placeholder(instructions)
         self.instructions = instructions
+        self.instructed = _template(instructions)
         # Without placeholders the instructions are the same text for every case (`{{{{`
         # written as `{{`), the case's block after them.
         self.fixed = ""
@@ -194,12 +204,12 @@ class _Renderer:
                 self.problem = exc  # one error for the family, not one per case
 
     def render(self, *, case_id: str, row: dict[str, Any]) -> dict[str, Any]:
-        rendered = dict(self.base)
+        rendered = self.base.copy()
         if "{{" in self.description:
-            rendered["description"] = render_text(text=self.description, case=row)
+            rendered["description"] = self.described(row)
         if self.kind == "harness_judge":
             if self.placed:
-                rendered["instructions"] = render_text(text=self.instructions, case=row)
+                rendered["instructions"] = self.instructed(row)
             else:
                 rendered["instructions"] = f"{self.fixed}\n\n{fenced(case_id=case_id, row=row)}"
         elif self.kind == "assertions":
@@ -212,6 +222,14 @@ class _Renderer:
                 for assertion in self.base.get("assert") or []
             ]
         return rendered
+
+
+def _template(text: str) -> Callable[[dict[str, Any]], str]:
+    """How to render `text` for one case: prepared once when it can be."""
+    compiled: Template | None = compile_text(text)
+    if compiled is not None:
+        return compiled.render
+    return lambda row: render_text(text=text, case=row)
 
 
 def _schema_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
@@ -298,9 +316,12 @@ def expand_family(
                 )
             ],
         )
+    fullmatch_id = _CASE_ID.fullmatch
+    # The case's component header (_component) up to its length, built once.
+    case_frame = struct.pack(">Q", len(b"case")) + b"case"
     for position, row in enumerate(rows, start=1):
         value = row.value
-        if not plain(value):
+        if type(value) is not dict or not (row.string_keys or plain(value)):
             problems.append(
                 _row_problem(
                     row=row,
@@ -312,7 +333,7 @@ def expand_family(
             continue
         assert isinstance(value, dict)
         try:
-            canonical = _canonical(value)
+            canonical = _CANONICAL(value).encode()  # _canonical, inline: once per case
         except (TypeError, ValueError):
             problems.append(
                 _row_problem(
@@ -322,7 +343,12 @@ def expand_family(
                 )
             )
             continue
-        case_id = _case_id(row=row, value=value, position=position, width=width)
+        given = value.get("id")
+        # The common case inline: an id that is a valid string (a call per case adds up).
+        if type(given) is str and fullmatch_id(given):
+            case_id: str | None = given
+        else:
+            case_id = _case_id(row=row, value=value, position=position, width=width)
         if case_id is None:
             problems.append(
                 _row_problem(
@@ -358,13 +384,16 @@ def expand_family(
                     )
                 )
                 continue
-        extra = _case_tags(value=value)
-        if isinstance(extra, str):
-            problems.append(
-                _row_problem(row=row, message=f"case '{case_id}': {extra}", hint="fix the row")
-            )
-            continue
-        tags, skip = extra
+        tags: list[str] = []
+        skip: str | None = None
+        if "tags" in value or "skip" in value:
+            extra = _case_tags(value=value)
+            if isinstance(extra, str):
+                problems.append(
+                    _row_problem(row=row, message=f"case '{case_id}': {extra}", hint="fix the row")
+                )
+                continue
+            tags, skip = extra
         try:
             rendered = renderer.render(case_id=case_id, row=value)
         except RenderProblem as exc:
@@ -383,14 +412,14 @@ def expand_family(
         if skip is not None and not rendered.get("skip"):
             rendered["skip"] = skip
         digest = base.copy()
-        digest.update(_component(name=b"case", content=canonical))
+        digest.update(case_frame + struct.pack(">Q", len(canonical)) + canonical)
         cases.append(
             ExpandedCase(
-                check_id=case_check_id(family=family, case_id=case_id),
-                case_id=case_id,
-                row=value,
-                definition=rendered,
-                digest=f"sha256:{digest.hexdigest()}",
+                case_check_id(family=family, case_id=case_id),
+                case_id,
+                value,
+                rendered,
+                "sha256:" + digest.hexdigest(),
             )
         )
     return Expansion(cases=cases if not problems else [], files=[own, *files], problems=problems)

@@ -59,6 +59,55 @@ def render_text(*, text: str, case: dict[str, Any]) -> str:
     return _TOKEN.sub(replace, text)
 
 
+class Template:
+    """A text prepared once for many cases: its literal runs and the fields between them.
+
+    Rendering a case joins them instead of running the placeholder pattern again (a family of
+    10,000 cases renders each text field 10,000 times). A case it cannot fill (a missing
+    field, a value that is not text) goes through `render_text`, which says why.
+    """
+
+    __slots__ = ("fields", "literals", "text")
+
+    def __init__(self, *, text: str, literals: list[str], fields: list[str]) -> None:
+        self.text = text
+        self.literals = literals  # one more than fields
+        self.fields = fields
+
+    def render(self, case: dict[str, Any]) -> str:
+        literals = self.literals
+        if not self.fields:
+            return literals[0]
+        out = [literals[0]]
+        for position, field in enumerate(self.fields, start=1):
+            value = case.get(field)
+            if type(value) is not str:
+                return render_text(text=self.text, case=case)  # raises the field's problem
+            out.append(value)
+            out.append(literals[position])
+        return "".join(out)
+
+
+def compile_text(text: str) -> Template | None:
+    """`text` prepared for `Template.render`, or None when some `{{` starts no placeholder
+    (every case then gets `render_text`'s error)."""
+    literals = [""]
+    fields: list[str] = []
+    position = 0
+    for match in _TOKEN.finditer(text):
+        literals[-1] += text[position : match.start()]
+        position = match.end()
+        if match.group(0) == "{{{{":
+            literals[-1] += "{{"
+        elif match.group(1) is None:
+            return None
+        else:
+            fields.append(match.group(1))
+            literals.append("")
+    literals[-1] += text[position:]
+    return Template(text=text, literals=literals, fields=fields)
+
+
 def render_value(*, value: Any, case: dict[str, Any]) -> Any:
     """An expected value: a string that is exactly one placeholder takes the field's JSON value
     (a number stays a number); other strings are rendered as text; lists and mappings deeply."""

@@ -24,6 +24,9 @@ class Row(NamedTuple):
     file: str
     where: str
     line: int | None
+    # Read from JSON or CSV, where a mapping's keys are strings by construction (YAML's may
+    # be numbers): the key test per row is skipped.
+    string_keys: bool = False
 
 
 def _problem(*, file: str, line: int | None, message: str, hint: str) -> DefinitionError:
@@ -43,13 +46,18 @@ def _decode(*, data: bytes, file: str) -> str:
         ) from None
 
 
+# json.loads without its per-call type checks: a .jsonl file calls it once per line.
+_DECODE = json.JSONDecoder().decode
+
+
 def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
     rows: list[Row] = []
+    append = rows.append
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = _DECODE(line)
         except ValueError as exc:
             problems.append(
                 _problem(
@@ -60,11 +68,11 @@ def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row
                 )
             )
             continue
-        rows.append(Row(value=value, file=file, where=f"line {number}", line=number))
+        append(Row(value, file, f"line {number}", number, True))  # positional: per line
     return rows
 
 
-def _listed(*, value: object, file: str, kind: str) -> list[Row]:
+def _listed(*, value: object, file: str, kind: str, string_keys: bool) -> list[Row]:
     if not isinstance(value, list):
         raise _problem(
             file=file,
@@ -73,7 +81,7 @@ def _listed(*, value: object, file: str, kind: str) -> list[Row]:
             hint="write the cases as a list of mappings",
         )
     return [
-        Row(value=item, file=file, where=f"item {index}", line=None)
+        Row(value=item, file=file, where=f"item {index}", line=None, string_keys=string_keys)
         for index, item in enumerate(value, start=1)
     ]
 
@@ -88,7 +96,7 @@ def _json(*, text: str, file: str) -> list[Row]:
             message=f"Dataset {file} is not JSON: {exc}",
             hint="a .json dataset is one list of objects",
         ) from None
-    return _listed(value=value, file=file, kind="JSON")
+    return _listed(value=value, file=file, kind="JSON", string_keys=True)
 
 
 def _yaml(*, text: str, file: str) -> list[Row]:
@@ -105,7 +113,7 @@ def _yaml(*, text: str, file: str) -> list[Row]:
             message=f"Dataset {file} is not valid YAML: {exc}",
             hint="a YAML dataset is one list of mappings",
         ) from None
-    return _listed(value=value, file=file, kind="YAML")
+    return _listed(value=value, file=file, kind="YAML", string_keys=False)
 
 
 def _csv(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
@@ -145,6 +153,7 @@ def _csv(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
                 file=file,
                 where=f"line {line}",
                 line=line,
+                string_keys=True,
             )
         )
     return rows

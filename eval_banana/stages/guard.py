@@ -45,16 +45,23 @@ def _resolve(*, config: ConfigDoc) -> tuple[ResolvedHarness | None, list[Problem
 
 def _injection_problems(*, plan: PlanDoc, harness: ResolvedHarness) -> list[ProblemModel]:
     problems = []
+    # The answer depends on the model alone, and thousands of judges (a family's cases) share
+    # a handful of models.
+    answers: dict[str | None, str | None] = {}
     for check in plan.checks:
         if check.type != "harness_judge":
             continue
         model = check.definition.get("model") or harness.model
-        text = injection_problem(
-            template=harness.template,
-            agent=harness.agent,
-            model=model if isinstance(model, str) else None,
-            effort=harness.reasoning_effort,
-        )
+        named = model if isinstance(model, str) else None
+        if named in answers:
+            text = answers[named]
+        else:
+            text = answers[named] = injection_problem(
+                template=harness.template,
+                agent=harness.agent,
+                model=named,
+                effort=harness.reasoning_effort,
+            )
         if text:
             problems.append(
                 ProblemModel(message=text, file=check.source_path, field_path="harness")

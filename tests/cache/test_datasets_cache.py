@@ -87,3 +87,21 @@ def test_placeholders_replace_the_fenced_block(tmp_path: Path, eb: Callable[...,
     prompt = json.loads(project.log.read_text().splitlines()[-1])[-1]
     assert "Is a0 right for q0? {{ stays" in prompt
     assert "```json" not in prompt
+
+
+def test_an_uncalibrated_judge_family_is_one_warning_naming_its_case_count(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # More cases than the guard names one by one (20): one line per case would be cut short.
+    project = _family(tmp_path, eb, count=30)
+    warned = project.eb("validate", "--cwd", str(project.root))
+    assert warned.exit_code == 0, warned.stderr
+    assert (
+        warned.stderr.count("warning: Judge family 'qa_judge' (30 cases) has no calibration") == 1
+    )
+    assert "Judge check 'qa_judge[" not in warned.stderr
+    assert "more judge checks" not in warned.stderr
+    refused = project.eb("validate", "--cwd", str(project.root), "--require-calibration")
+    assert refused.exit_code == 2
+    assert refused.stderr.count("Judge family 'qa_judge' (30 cases)") == 1
+    assert "Judge check 'qa_judge[" not in refused.stderr
