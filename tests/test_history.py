@@ -150,6 +150,34 @@ def test_a_merge_leaves_a_record_naming_its_shards(tmp_path: Path, eb: Eb) -> No
     assert {row["strip"] for row in view["checks"]} == {"✓"}
 
 
+def test_a_merge_keeps_its_own_history_settings_not_the_shards(tmp_path: Path, eb: Eb) -> None:
+    """History is the merging machine's: `eb merge --history off` writes no record and draws no
+    history marks, although the shards ran with history on."""
+    root = _project(
+        tmp_path / "p", {f"eval_checks/c{i}.yaml": check_yaml(f"c{i}") for i in range(4)}
+    )
+    run_dirs = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        done = eb(
+            "run", "--cwd", str(root), "--shard", f"{k}/2", "--output-dir", str(out),
+            "--flat-output",
+        )  # fmt: skip
+        assert done.exit_code == 0, done.stderr
+        run_dirs.append(str(out))
+    before = _records(root / ".eval-banana" / "history")
+    out = tmp_path / "m"
+    merged = eb(
+        "merge", *run_dirs, "--cwd", str(root), "--output-dir", str(out), "--history", "off"
+    )
+    assert merged.exit_code == 0, merged.stderr
+    assert _records(root / ".eval-banana" / "history") == before
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    assert 'class="spark"' not in (run_dir / "report.html").read_text()
+    config = json.loads((run_dir / "stages" / "config.json").read_text())
+    assert config["settings"]["history"]["mode"] == "off"
+
+
 SLOW = "import time\ntime.sleep(0.3)\n"
 
 

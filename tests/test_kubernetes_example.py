@@ -140,6 +140,8 @@ def _run_the_example(tmp_path: Path, *, failing: str | None) -> subprocess.Compl
         "index": 3,
         "total": SHARDS,
         "variables": ["JOB_COMPLETION_INDEX", "EVAL_BANANA_SHARD_TOTAL"],
+        "balance": "hash",
+        "history_digest": None,
     }
     return _pod(container=_container(_load("merge-job.yaml")), extra={}, runs=runs, cwd=root)
 

@@ -49,7 +49,15 @@ LINK_FORK_FILES = 2_000
 
 # Settings that shape this merge's own outputs: taken from the merge's command line and config,
 # not from the shards (every other setting is the shards').
-OUTPUT_SETTINGS: tuple[str, ...] = ("core.output_dir", "core.junit_xml")
+# The merge's own, not the shards': where it writes, and where its run history lives (the
+# merging machine's history, which `eb merge --history` and [history] name).
+OUTPUT_SETTINGS: tuple[str, ...] = (
+    "core.output_dir",
+    "core.junit_xml",
+    "history.mode",
+    "history.dir",
+    "history.keep",
+)
 
 
 class MergeRequest(NamedTuple):
@@ -83,10 +91,11 @@ def _roots(*, run: ShardRun, config: ConfigDoc) -> _Roots:
 
 def merged_config(*, local: ConfigDoc, first: ShardRun) -> ConfigDoc:
     """The shards' settings (they agree on the ones that matter), in the merge's project, with
-    the merge's own output folder and JUnit target; no shard."""
+    the merge's own output folder, JUnit target and run history; no shard."""
     settings = first.config.settings.model_copy(deep=True)
     settings.core.output_dir = local.settings.core.output_dir
     settings.core.junit_xml = local.settings.core.junit_xml
+    settings.history = local.settings.history.model_copy(deep=True)
     sources = dict(first.config.sources)
     sources.update({name: local.sources[name] for name in OUTPUT_SETTINGS})
     selection: Selection = first.plan.selection.model_copy(update={"shard": None})

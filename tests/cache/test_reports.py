@@ -8,6 +8,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from tests.cache.rig import Project
 from tests.forking import eb_script, events_of, run_script
 from tests.gitrepo import commit_all, git
@@ -114,9 +116,13 @@ PAGE_FORKING_EB = eb_script(
 
 
 def test_a_cached_run_renders_its_page_while_it_writes_its_stage_files(
-    standard: Project, tmp_path: Path
+    standard: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from eval_banana.reporting.html import render_html
+
+    # The page is compared with one rendered here from report.json alone: no run history marks
+    # (their reading is tested in tests/reporting/test_history_pages.py).
+    monkeypatch.setenv("EVAL_BANANA_HISTORY_MODE", "off")
 
     standard.run()  # every verdict stored: the next run starts no process, so it may fork
     events = tmp_path / "events"

@@ -132,6 +132,8 @@ def test_run_with_shard_auto_records_the_variables_in_config_json(
         "index": 3,
         "total": 3,
         "variables": ["BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT"],
+        "balance": "hash",
+        "history_digest": None,
     }
     report = json.loads((run_dir / "report.json").read_text())
     ran = [check["check_id"] for check in report["checks"]]

@@ -260,10 +260,12 @@ def red_base(
 
 
 # What makes a new check not pass without failing: an error, or never running at all (-x
-# stopped launching after the check that was already red, one check at a time).
+# stopped launching after the check that was already red, one check at a time in plan order:
+# by history, the new check, never timed, would start first).
+NEVER_RAN_FLAGS = ("--maxfail", "1", "--max-parallel-checks", "1", "--schedule", "plan")
 NEW_CHECKS = {
     "errors": ({"c_new": ERRORS}, (), "error"),
-    "never ran": ({"c_new": "pass"}, ("--maxfail", "1", "--max-parallel-checks", "1"), "not_run"),
+    "never ran": ({"c_new": "pass"}, NEVER_RAN_FLAGS, "not_run"),
 }
 
 

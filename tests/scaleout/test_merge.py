@@ -380,9 +380,12 @@ def _scripted_merge(
 
 
 def test_forked_links_and_page_make_the_same_folder(
-    scale_out: dict[str, Path], tmp_path: Path
+    scale_out: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from eval_banana.reporting.html import render_html
+
+    # The page is compared with one rendered here from report.json alone: no run history marks.
+    monkeypatch.setenv("EVAL_BANANA_HISTORY_MODE", "off")
 
     events = tmp_path / "events"
     shards = _shard_folders(scale_out)

@@ -1,6 +1,6 @@
 """The pictures of docs/history.md, made by headless Chromium from a sample history:
 
-    .venv/bin/python -m tests.reporting.screenshots
+    .venv/bin/python -m tests.reporting.screenshots_browser
 
 writes docs/history-page.png (`eb history --html` over the sample) and
 docs/html-report-history.png (report.html of a fourth run, with its sparklines and badges).
