@@ -128,7 +128,7 @@ DOC_BLOCKS = (
     DocBlock(name="scale-out-figures", keys=frozenset({"W10", "W11"}), paths=(DOC, SCALE_DOC)),
     DocBlock(name="bench-table-sampling", keys=frozenset({"W12"}), paths=(DOC,)),
     DocBlock(name="isolation-figures", keys=frozenset({"W13", "W14"}), paths=(DOC,)),
-    DocBlock(name="bench-table-history", keys=frozenset({"W19"}), paths=(DOC,)),
+    DocBlock(name="bench-table-history", keys=frozenset({"W19", "W23"}), paths=(DOC,)),
     DocBlock(name="schedule-figures", keys=frozenset({"W15", "W16"}), paths=(DOC, SCHEDULE_DOC)),
     DocBlock(name="shared-cache-figures", keys=frozenset({"W17"}), paths=(DOC,)),
     DocBlock(

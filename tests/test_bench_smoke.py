@@ -51,6 +51,7 @@ def _rows(stdout: str) -> list[list[str]]:
     return rows
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 def test_quick_mode_prints_a_row_with_numbers_for_every_workload() -> None:
     done = subprocess.run(
@@ -159,6 +160,7 @@ def test_w12_sampled_judges_row_runs_and_reports_a_ratio() -> None:
     assert all(f"repeats: {sizes.w12_repeats}" in path.read_text() for path in checks)
 
 
+@pytest.mark.bench
 def test_w17_shared_cache_rows_run_at_quick_size_with_their_bounds() -> None:
     # moto's S3 server behind the latency proxy, and a remote that never answers: both rows
     # must be measured (every cached judge a remote hit, the breaker stopping the asking) and
@@ -187,6 +189,7 @@ def test_w17_shared_cache_rows_run_at_quick_size_with_their_bounds() -> None:
     assert "- W17 timeouts:" in done.stdout
 
 
+@pytest.mark.bench
 def test_dataset_rows_run_at_quick_size_and_w22_starts_one_agent_per_run() -> None:
     done = subprocess.run(
         [sys.executable, "bench/run.py", "--quick", "--only", "W18,W20,W21,W22", "--runs", "2"],
@@ -309,7 +312,7 @@ def test_each_doc_block_gets_the_rows_of_its_workloads_only() -> None:
         "isolation-figures": (["W13", "W14"], (DOC,)),
         "bench-table-sampling": (["W12"], (DOC,)),
         "schedule-figures": (["W15", "W16"], (DOC, SCHEDULE_DOC)),
-        "bench-table-history": (["W19"], (DOC,)),
+        "bench-table-history": (["W19", "W23"], (DOC,)),
         "shared-cache-figures": (["W17"], (DOC,)),
         "bench-table-datasets": (["W20"], (DOC,)),
     }

@@ -78,21 +78,6 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
             )
 
 
-def _config(args: argparse.Namespace) -> ConfigDoc:
-    from eval_banana.models.config import Selection
-    from eval_banana.settings.rundir import new_run_id
-    from eval_banana.stages.config import resolve_config
-
-    return resolve_config(
-        cwd=Path(args.cwd),
-        cli_values=common.cli_values(args),
-        environ=dict(os.environ),
-        no_project_config=bool(args.no_project_config),
-        selection=Selection(),
-        run_id=new_run_id(),
-    )
-
-
 def _source(config: ConfigDoc) -> str:
     return config.config_file or "EVAL_BANANA_CACHE_REMOTE"
 
@@ -100,7 +85,7 @@ def _source(config: ConfigDoc) -> str:
 def run(args: argparse.Namespace) -> int:
     from eval_banana.settings.folders import cache_dir
 
-    config = _config(args)
+    config = common.settings_config(args)
     folder = cache_dir(config=config)
     if args.action == "stats":
         return _stats(config=config, folder=folder, last=max(1, args.last), as_json=args.json)

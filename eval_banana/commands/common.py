@@ -164,6 +164,23 @@ def cli_values(args: argparse.Namespace) -> dict[str, object]:
     return cli_values_from_namespace(namespace=args)
 
 
+def settings_config(args: argparse.Namespace) -> ConfigDoc:
+    """The resolved settings of the project at --cwd, for a command that runs no checks (eb
+    history, eb cache): flags, environment and config.toml as `eb run` reads them."""
+    from eval_banana.models.config import Selection
+    from eval_banana.settings.rundir import new_run_id
+    from eval_banana.stages.config import resolve_config
+
+    return resolve_config(
+        cwd=Path(args.cwd),
+        cli_values=cli_values(args),
+        environ=dict(os.environ),
+        no_project_config=bool(getattr(args, "no_project_config", False)),
+        selection=Selection(),
+        run_id=new_run_id(),
+    )
+
+
 def request(
     args: argparse.Namespace,
     *,

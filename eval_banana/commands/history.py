@@ -6,7 +6,6 @@ Reads the history folder only (docs/history.md): no check is loaded, nothing is 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
     from eval_banana.history.read import Focus
     from eval_banana.history.record import HistoryRecord
     from eval_banana.history.show import Asked, ListingName
-    from eval_banana.models.stages import ConfigDoc
 
 
 def _positive(text: str) -> int:
@@ -92,21 +90,6 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     imports.add_argument("dirs", nargs="+", metavar="DIR", help="History folders to copy from.")
 
 
-def _config(args: argparse.Namespace) -> ConfigDoc:
-    from eval_banana.models.config import Selection
-    from eval_banana.settings.rundir import new_run_id
-    from eval_banana.stages.config import resolve_config
-
-    return resolve_config(
-        cwd=Path(args.cwd),
-        cli_values=common.cli_values(args),
-        environ=dict(os.environ),
-        no_project_config=bool(args.no_project_config),
-        selection=Selection(),
-        run_id=new_run_id(),
-    )
-
-
 def _import(*, folder: Path, sources: list[str]) -> int:
     from eval_banana.history.store import import_records
 
@@ -168,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.history.since import since_moment
     from eval_banana.settings.folders import history_dir
 
-    config = _config(args)
+    config = common.settings_config(args)
     folder = history_dir(config=config)
     if args.action == "import":
         return _import(folder=folder, sources=list(args.dirs))

@@ -42,8 +42,14 @@ def _project(tmp_path: Path, eb: Callable[..., Any], **kwargs: Any) -> Project:
 
 
 @pytest.fixture
-def kept(tmp_path: Path, eb: Callable[..., Any], replays: list[bool]) -> Project:
-    """A project whose verdicts are stored and whose last run was kept as a replay."""
+def kept(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    """A project whose verdicts are stored and whose last run was kept as a replay.
+
+    Without run history: a replay gives back the kept run's page as it was drawn, and these
+    tests compare it with pages drawn later, when the history holds more runs."""
+    monkeypatch.setenv("EVAL_BANANA_HISTORY_MODE", "off")
     project = _project(tmp_path, eb)
     project.run()  # every check runs and is stored
     project.run()  # every verdict reused: the run is kept

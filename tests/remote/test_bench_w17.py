@@ -11,6 +11,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.bench
 @pytest.mark.slow
 def test_w17_prints_both_rows_at_tiny_sizes() -> None:
     done = subprocess.run(

@@ -159,10 +159,12 @@ def test_every_location_replaced_by_every_kind_of_value(
     quick, reference = _judges(json.loads(packaged_schema(f"stages/{stage}")))
     document = examples[stage][-1]
     for path in _paths(document):
-        for value in REPLACEMENTS:
-            for action in ("replace", "delete", "add"):
-                mutated = _mutate(document, path, action, value)
-                assert quick(mutated) == reference.is_valid(mutated), (path, action, value)
+        # A deletion is the same whatever the value: once per place.
+        mutations = [("delete", None)]
+        mutations += [(action, value) for value in REPLACEMENTS for action in ("replace", "add")]
+        for action, value in mutations:
+            mutated = _mutate(document, path, action, value)
+            assert quick(mutated) == reference.is_valid(mutated), (path, action, value)
 
 
 @pytest.mark.parametrize("name", ["report", "diff", "check-result", "config"])
