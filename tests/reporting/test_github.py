@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Run, run_eb, write_project
-
 from eval_banana.reporting.github import (
     annotation,
     annotations,
@@ -13,6 +11,7 @@ from eval_banana.reporting.github import (
     escape_data,
     escape_property,
 )
+from tests.reporting.conftest import Run, run_eb, write_project
 
 
 def test_step_summary_appends_when_set(finished_run: Run, tmp_path: Path) -> None:

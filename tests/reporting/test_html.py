@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Run
 
 from eval_banana.reporting.common import summary
 from eval_banana.reporting.html import (
@@ -29,6 +28,7 @@ from eval_banana.reporting.html import (
     render_html,
     write_html,
 )
+from tests.reporting.conftest import Run
 
 
 @dataclass

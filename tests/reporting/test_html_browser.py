@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Run
 
 from eval_banana.reporting.html import PROMPT_LIMIT_CHARS, sorted_checks, write_html
+from tests.reporting.conftest import Run
 
 pytestmark = pytest.mark.browser
 
@@ -376,7 +376,7 @@ return found;
 
 @pytest.fixture(scope="module")
 def labels_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    from conftest import finish, run_eb
+    from tests.reporting.conftest import finish, run_eb
 
     base = tmp_path_factory.mktemp("labels")
     counts = base / "counts"

@@ -11,9 +11,9 @@ import json
 import re
 
 import pytest
-from conftest import Run, finish, run_eb, write_project
 
 from eval_banana.reporting.html import render_html
+from tests.reporting.conftest import Run, finish, run_eb, write_project
 
 FAMILY = """\
 schema_version: 1

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Run
 from test_html_browser import VISIBLE_ROWS, _click, _no_errors_no_network, _open
 from test_html_browser import browser as browser  # the Chromium of the browser suite
 from test_html_families import family_run as family_run  # a real run with two families
 
 from eval_banana.reporting.html import write_html
+from tests.reporting.conftest import Run
 
 pytestmark = pytest.mark.browser
 

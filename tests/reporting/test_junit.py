@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from conftest import Run
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from eval_banana.reporting.junit import classname, write_junit
+from tests.reporting.conftest import Run
 
 
 def _suite(path: Path) -> TestSuite:
@@ -129,7 +129,7 @@ def test_classname_for_paths() -> None:
 
 
 def test_junit_via_eb_run_relative_to_project_root(tmp_path: Path) -> None:
-    from conftest import run_eb, write_project
+    from tests.reporting.conftest import run_eb, write_project
 
     project = write_project(tmp_path / "proj", checks={"eval_checks/pass.yaml": _PASS})
     completed = run_eb("run", "--cwd", str(project), "--junit-xml", "reports/junit.xml")

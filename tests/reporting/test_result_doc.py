@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Run, run_eb, write_project
 
 from eval_banana.core.errors import (
     ConfigError,
@@ -32,6 +31,7 @@ from eval_banana.reporting.result_doc import (
     render_result,
     write_result,
 )
+from tests.reporting.conftest import Run, run_eb, write_project
 
 CLEAN_DIGEST = "sha256:96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]

@@ -127,6 +127,9 @@ def _project(root: Path) -> Path:
 
 def _environ(**extra: str) -> dict[str, str]:
     environ = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    # These merges run in the repository's own folder: they leave no run record there (what a
+    # merge records is tested in tests/test_history.py).
+    environ["EVAL_BANANA_HISTORY_MODE"] = "off"
     environ["PATH"] = f"{STANDIN_AGENTS}{os.pathsep}{environ['PATH']}"
     environ.update(extra)
     return environ
