@@ -25,6 +25,9 @@ class GitProbe:
         self._processes: tuple[subprocess.Popen[bytes], ...] = ()
         self._answer: GitState | None = None
         self._done = False
+        if not git.may_be_in_work_tree(root=root):
+            self._done = True
+            return
         try:
             head = git.start(args=["rev-parse", "--verify", "-q", "HEAD"], cwd=root)
         except git.NotARepository:

@@ -35,6 +35,22 @@ def _environment() -> dict[str, str]:
     return env
 
 
+def may_be_in_work_tree(*, root: str) -> bool:
+    """False only when no folder from `root` up holds a `.git` and git is not pointed elsewhere
+    (GIT_DIR, GIT_WORK_TREE): then no git command needs starting to learn there is no work
+    tree, which spares every run in a plain folder two processes."""
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return True
+    folder = os.path.abspath(root)
+    while True:
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+
+
 def start(*, args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
     """Start `git <args>` in `cwd`, its output piped."""
     try:
