@@ -348,7 +348,10 @@ description: Never starts (the run stops launching at the first failure).
 script: print(1)
 """,
 }
-LABEL_CONFIG = '[core]\nmax_parallel_checks = 1\n\n[cache]\nmode = "on"\nreplay = false\n'
+# Plan order: --maxfail must stop after m_fails, before z_not_run, whatever the history says.
+LABEL_CONFIG = (
+    '[core]\nmax_parallel_checks = 1\nschedule = "plan"\n\n[cache]\nmode = "on"\nreplay = false\n'
+)
 
 # For each shown row: the boxes of the status cell's parts and of the reason's text.
 STATUS_BOXES = """
