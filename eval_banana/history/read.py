@@ -10,7 +10,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eval_banana.core.log import Logger
 from eval_banana.core.readback import loads_json, open_regular
@@ -23,6 +23,7 @@ MAX_RECORD_BYTES = 64 << 20
 RECORD_SUFFIX = ".json"
 
 Warn = Callable[[str], None]
+Parsed = TypeVar("Parsed")
 
 
 class BadRecord(Exception):
@@ -66,6 +67,29 @@ def read_bounded(*, path: Path) -> bytes:
     return b"".join(chunks)
 
 
+def record_json(data: bytes) -> Any:
+    """A record file's JSON document (BadRecord when it is not JSON)."""
+    try:
+        return loads_json(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRecord(f"it is not JSON ({exc})") from None
+
+
+def newest_parsed(
+    *, paths: Sequence[Path], parse: Callable[[bytes], Parsed], warn: Warn | None = None
+) -> Iterator[Parsed]:
+    """`parse` of each record file of `paths` (as `record_paths` lists them), newest first and
+    only as far as the caller reads; a file `parse` refuses (BadRecord) or that cannot be read
+    is skipped and named in a warning (`warn`, else the log). Every reader of the folder, lean
+    or whole, goes through here."""
+    say = warn if warn is not None else LOG.warning
+    for path in reversed(paths):
+        try:
+            yield parse(read_bounded(path=path))
+        except BadRecord as exc:
+            say(f"skipped {path} in the run history: {exc}")
+
+
 class Focus:
     """Which checks a reader still wants from the records it reads next (None: every one).
 
@@ -86,10 +110,7 @@ def parse_record(*, data: bytes, only: frozenset[str] | None = None) -> HistoryR
     """
     from eval_banana.history.check import record_problem
 
-    try:
-        document: Any = loads_json(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRecord(f"it is not JSON ({exc})") from None
+    document = record_json(data)
     if type(document) is dict:
         items = document.get("checks", [])
         if only is not None and type(items) is list:
@@ -117,12 +138,12 @@ def newest_first(
     """The records of `paths` (as `record_paths` lists them), newest first, each parsed only
     when the caller gets that far (with the checks `focus` names then, if any); a file that is
     no record is skipped and named in a warning (`warn`, else the log)."""
-    say = warn if warn is not None else LOG.warning
-    for path in reversed(paths):
-        try:
-            yield read_record(path=path, only=None if focus is None else focus.ids)
-        except BadRecord as exc:
-            say(f"skipped {path} in the run history: {exc}")
+    return newest_parsed(
+        paths=paths,
+        # `focus` is read as each record is parsed: the caller may narrow it between records.
+        parse=lambda data: parse_record(data=data, only=None if focus is None else focus.ids),
+        warn=warn,
+    )
 
 
 def load_records(

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.core.readback import loads_json
-from eval_banana.history.read import LOG, BadRecord, Warn, read_bounded, record_paths
+from eval_banana.history.read import LOG, BadRecord, Warn, newest_parsed, record_json, record_paths
 
 RECENT_RUNS = 30
 
@@ -61,22 +60,15 @@ def recent_timings(
 ) -> list[RunTimings]:
     """The timings of the newest `runs` readable records in `folder`, oldest first
     (`unsharded`: of runs that were not a shard, such as merged runs, only)."""
-    say = warn if warn is not None else LOG.warning
     found: list[RunTimings] = []
-    # Names begin with the start time: the last names are the newest runs.
-    for path in reversed(record_paths(folder=folder)):
+    stream = newest_parsed(
+        paths=record_paths(folder=folder),
+        parse=lambda data: _timings_of(record_json(data)),
+        warn=warn,
+    )
+    for timings in stream:
         if len(found) >= runs:
             break
-        try:
-            data = read_bounded(path=path)
-            try:
-                document = loads_json(data)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise BadRecord(f"it is not JSON ({exc})") from None
-            timings = _timings_of(document)
-        except BadRecord as exc:
-            say(f"skipped {path} in the run history: {exc}")
-            continue
         if not (unsharded and timings.sharded):
             found.append(timings)
     found.reverse()

@@ -72,7 +72,7 @@ def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
     return Window(runs=runs[::-1], older=older)
 
 
-def _keeps(asked: Asked) -> CheckFilter | None:
+def check_filter(asked: Asked) -> CheckFilter | None:
     """The check filter of `--check-id`, `-k` and `--tag`; None when none was given."""
     patterns = list(asked.check_ids)
     if not patterns and asked.selector.keyword is None and not asked.selector.tags:
@@ -101,12 +101,20 @@ def build_view(
     `newest_first`: the records, newest first (read lazily); `total`: how many there are;
     `focus`: where the reader of `newest_first` learns which checks the older records need."""
     window = window_of(newest_first=newest_first, asked=asked)
+    return view_of(window=window, total=total, asked=asked, folder=folder, focus=focus)
+
+
+def view_of(
+    *, window: Window, total: int, asked: Asked, folder: str, focus: Focus | None = None
+) -> HistoryView:
+    """The view of a window `window_of` chose (the text of `eb history`, the page's table)."""
 
     def narrow(ids: frozenset[str]) -> None:
         if focus is not None:
             focus.ids = ids
 
-    rows = check_rows(window=window.runs, older=window.older, keep=_keeps(asked), on_pending=narrow)
+    keep = check_filter(asked)
+    rows = check_rows(window=window.runs, older=window.older, keep=keep, on_pending=narrow)
     return HistoryView(
         folder=folder,
         records=total,

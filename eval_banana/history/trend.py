@@ -8,16 +8,20 @@ outcomes before the run being reported, and whether it flipped on one definition
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from eval_banana.core.readback import loads_json
-from eval_banana.history.read import LOG, BadRecord, Focus, Warn, read_bounded, record_paths
+from eval_banana.history.read import (
+    BadRecord,
+    Focus,
+    Warn,
+    newest_parsed,
+    record_json,
+    record_paths,
+)
 from eval_banana.history.record import HistoryRecord
-from eval_banana.history.show import Asked, window_of
-from eval_banana.history.show import _keeps as keeps  # the filter `eb history` applies
-from eval_banana.history.summary import check_rows, listed, run_row
+from eval_banana.history.show import Asked, view_of, window_of
 from eval_banana.history.view import HistoryView
 
 # One letter per run in a strip: passed, failed, error, not in that run.
@@ -103,10 +107,7 @@ def _lean_record(*, data: bytes) -> _Run:
     records of every check on each run: building every entry whole doubled that time."""
     from eval_banana.history.check import record_problem
 
-    try:
-        document: Any = loads_json(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRecord(f"it is not JSON ({exc})") from None
+    document = record_json(data)
     if type(document) is not dict:
         raise BadRecord("it is not an eb run record")
     problem = record_problem({key: value for key, value in document.items() if key != "checks"})
@@ -132,15 +133,6 @@ def _lean_record(*, data: bytes) -> _Run:
     )
 
 
-def _lean_newest_first(*, paths: Sequence[Path], warn: Warn | None) -> Iterator[_Run]:
-    say = warn if warn is not None else LOG.warning
-    for path in reversed(paths):
-        try:
-            yield _lean_record(data=read_bounded(path=path))
-        except BadRecord as exc:
-            say(f"skipped {path} in the run history: {exc}")
-
-
 def _runs(*, records: Iterable[_Run], skip_run_id: str | None, last: int) -> list[_Run]:
     """The newest `last` records that count as runs (not `skip_run_id`, not a shard a merge
     holds), oldest first."""
@@ -164,7 +156,7 @@ def recent(
     paths = record_paths(folder=folder)
     if not paths:
         return {}
-    stream = _lean_newest_first(paths=paths, warn=warn)
+    stream = newest_parsed(paths=paths, parse=lambda data: _lean_record(data=data), warn=warn)
     # A few extra records: shards of a merge are read past, as `eb history` does.
     window = _runs(
         records=itertools.islice(stream, last * 4 + 8), skip_run_id=skip_run_id, last=last
@@ -199,17 +191,5 @@ def build_picture(
     """The view over the window `asked` chooses (as `eb history`), and the timelines of its
     checks over the same runs; `focus`: as `build_view`'s."""
     window = window_of(newest_first=newest_first, asked=asked)
-
-    def narrow(ids: frozenset[str]) -> None:
-        if focus is not None:
-            focus.ids = ids
-
-    rows = check_rows(window=window.runs, older=window.older, keep=keeps(asked), on_pending=narrow)
-    view = HistoryView(
-        folder=folder,
-        records=total,
-        listing=asked.listing,
-        runs=[run_row(record=record) for record in window.runs],
-        checks=listed(rows=rows, listing=asked.listing, min_flips=asked.min_flips),
-    )
+    view = view_of(window=window, total=total, asked=asked, folder=folder, focus=focus)
     return Picture(view=view, timelines=timelines(window=window.runs))
