@@ -8,27 +8,10 @@ not how long it takes. A reused verdict counts with the duration of the run that
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from eval_banana.history.record import HistoryCheck, HistoryRecord
-
-
-def _medians(
-    *,
-    records: Sequence[HistoryRecord],
-    digests: Mapping[str, str],
-    value: Callable[[HistoryCheck], float | None],
-) -> dict[str, float]:
-    found: dict[str, list[float]] = {}
-    for record in records:
-        for check in record.checks:
-            if check.early_error or digests.get(check.id) != check.digest:
-                continue
-            number = value(check)
-            if number is not None:
-                found.setdefault(check.id, []).append(number)
-    return {check_id: statistics.median(values) for check_id, values in found.items()}
+from eval_banana.history.recent import expected_cost, expected_seconds, timings_of_record
+from eval_banana.history.record import HistoryRecord
 
 
 def expected_durations(
@@ -36,9 +19,7 @@ def expected_durations(
 ) -> dict[str, float]:
     """Check id -> median recorded duration in seconds on its definition digest in `digests`
     (checks with no such run are absent)."""
-    return _medians(
-        records=records, digests=digests, value=lambda check: check.duration_ms / 1000.0
-    )
+    return expected_seconds(runs=[timings_of_record(r) for r in records], digests=digests)
 
 
 def expected_costs(
@@ -46,8 +27,4 @@ def expected_costs(
 ) -> dict[str, float]:
     """Check id -> median recorded cost in dollars on its definition digest in `digests`, over
     the runs that reported a cost and actually ran it (a reused verdict cost nothing)."""
-    return _medians(
-        records=records,
-        digests=digests,
-        value=lambda check: None if check.cached else check.cost_usd,
-    )
+    return expected_cost(runs=[timings_of_record(r) for r in records], digests=digests)

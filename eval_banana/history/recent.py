@@ -1,31 +1,36 @@
 """The newest runs' timings, and the order a run starts its checks in by them.
 
 Scheduling and balancing read only the newest RECENT_RUNS records, and of each only what a
-duration needs (id, definition digest, duration, early error, whether the run was a shard): a
-check's recent times say most about its next one, and every `eb run` reads them before its
-first check starts. Validating thirty records of a thousand checks against their schema would
-cost a run seconds; a file that does not hold these fields is skipped instead. The rules are
-those of `durations.expected_durations`.
+duration or a cost needs (id, definition digest, duration, cost, cached, early error, whether
+the run was a shard): a check's recent times say most about its next one, and every `eb run`
+reads them before its first check starts. Validating thirty records of a thousand checks
+against their schema would cost a run seconds; a file that does not hold these fields is
+skipped instead. The medians here are the only ones: `durations` applies them to records read
+whole.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.history.read import LOG, BadRecord, Warn, newest_parsed, record_json, record_paths
+from eval_banana.history.record import HistoryRecord
 
 RECENT_RUNS = 30
 
 
 class Timing(NamedTuple):
-    """One check in one recorded run, as far as its time goes."""
+    """One check in one recorded run, as far as its time and cost go."""
 
     check_id: str
     digest: str
     seconds: float
+    # Dollars when the run really ran it and its agent reported a cost (a reused verdict cost
+    # nothing, so it says nothing of what the check costs).
+    cost_usd: float | None = None
 
 
 class RunTimings(NamedTuple):
@@ -41,7 +46,10 @@ def _timings_of(document: Any) -> RunTimings:
         selection = document.get("selection") or {}
         timings = [
             Timing(
-                check_id=check["id"], digest=check["digest"], seconds=check["duration_ms"] / 1000
+                check_id=check["id"],
+                digest=check["digest"],
+                seconds=check["duration_ms"] / 1000,
+                cost_usd=None if check.get("cached", False) else check.get("cost_usd"),
             )
             for check in document["checks"]
             if not check.get("early_error", False)
@@ -75,17 +83,45 @@ def recent_timings(
     return found
 
 
-def _medians(timings: Iterable[Timing], keep: Mapping[str, str]) -> dict[str, float]:
+def timings_of_record(record: HistoryRecord) -> RunTimings:
+    """The timings of a record read whole (`read.load_records`), by the same rules."""
+    return RunTimings(
+        sharded=record.selection.shard is not None,
+        timings=[
+            Timing(
+                check_id=check.id,
+                digest=check.digest,
+                seconds=check.duration_ms / 1000,
+                cost_usd=None if check.cached else check.cost_usd,
+            )
+            for check in record.checks
+            if not check.early_error
+        ],
+    )
+
+
+def _medians(
+    timings: Iterable[Timing],
+    keep: Mapping[str, str],
+    value: Callable[[Timing], float | None] = lambda timing: timing.seconds,
+) -> dict[str, float]:
     seen: dict[str, list[float]] = {}
     for timing in timings:
-        if keep.get(timing.check_id) == timing.digest:
-            seen.setdefault(timing.check_id, []).append(timing.seconds)
+        number = value(timing)
+        if number is not None and keep.get(timing.check_id) == timing.digest:
+            seen.setdefault(timing.check_id, []).append(number)
     return {check_id: statistics.median(values) for check_id, values in sorted(seen.items())}
 
 
 def expected_seconds(*, runs: Sequence[RunTimings], digests: Mapping[str, str]) -> dict[str, float]:
     """Check id -> median seconds over its runs on the definition digest in `digests`."""
     return _medians((timing for run in runs for timing in run.timings), digests)
+
+
+def expected_cost(*, runs: Sequence[RunTimings], digests: Mapping[str, str]) -> dict[str, float]:
+    """Check id -> median dollars over the runs that really ran it on the digest in `digests`."""
+    timings = (timing for run in runs for timing in run.timings)
+    return _medians(timings, digests, value=lambda timing: timing.cost_usd)
 
 
 def latest_seconds(*, runs: Sequence[RunTimings]) -> dict[str, float]:

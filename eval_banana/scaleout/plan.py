@@ -18,9 +18,12 @@ from eval_banana.checks.shard import relative_source, rows_digest, shard_of
 from eval_banana.core.caseid import family_of
 from eval_banana.core.version import tool_version
 from eval_banana.history.balance import balance_shards
-from eval_banana.history.durations import expected_costs, expected_durations
-from eval_banana.history.read import load_records
-from eval_banana.history.recent import RECENT_RUNS, latest_seconds, recent_timings
+from eval_banana.history.recent import (
+    expected_cost,
+    expected_seconds,
+    latest_seconds,
+    recent_timings,
+)
 from eval_banana.models.plan import (
     Balance,
     CacheStatus,
@@ -53,12 +56,12 @@ def expected_from_history(
     order of `eb run` uses them); None when history is off or holds no run."""
     if config.settings.history.mode == "off":
         return None
-    records = load_records(folder=history_dir(config=config), last=RECENT_RUNS)
-    if not records:
+    runs = recent_timings(folder=history_dir(config=config))
+    if not runs:
         return None
     digests = {check.id: check.check_definition_sha256 for check in checks}
-    seconds = expected_durations(records=records, digests=digests)
-    costs = expected_costs(records=records, digests=digests)
+    seconds = expected_seconds(runs=runs, digests=digests)
+    costs = expected_cost(runs=runs, digests=digests)
     return {
         check_id: Expected(seconds=seconds.get(check_id), cost_usd=costs.get(check_id))
         for check_id in digests

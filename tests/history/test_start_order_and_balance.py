@@ -138,3 +138,37 @@ def test_equal_tables_give_equal_digests() -> None:
     one = durations_digest(durations={"a": 1.5, "b": 2.0})
     assert one == durations_digest(durations={"b": 2.0, "a": 1.5})
     assert one != durations_digest(durations={"a": 1.5, "b": 2.5})
+
+
+def test_the_lean_reader_and_a_record_read_whole_give_the_same_timings(tmp_path: Path) -> None:
+    """`eb plan` and the start order read the lean timings; `durations` reads whole records:
+    both must see the same durations and costs (cached and early errors included)."""
+    from eval_banana.history.durations import expected_costs, expected_durations
+    from eval_banana.history.read import load_records
+    from eval_banana.history.recent import expected_cost, expected_seconds, timings_of_record
+
+    runs = [
+        record(
+            index=i,
+            checks=[
+                check(check_id="j", duration_ms=100 * (i + 1), cost_usd=0.1 * (i + 1)),
+                check(check_id="c", duration_ms=50, cost_usd=0.5, cached=i % 2 == 0),
+                check(check_id="e", outcome="E", duration_ms=1, early_error=i == 1),
+            ],
+        )
+        for i in range(4)
+    ]
+    folder = tmp_path / "history"
+    write(folder=folder, records=runs)
+    lean = recent_timings(folder=folder)
+    whole = [timings_of_record(one) for one in load_records(folder=folder)]
+    assert lean == whole
+    digests = {name: digest("v1") for name in ("j", "c", "e")}
+    assert expected_seconds(runs=lean, digests=digests) == expected_durations(
+        records=runs, digests=digests
+    )
+    assert expected_cost(runs=lean, digests=digests) == expected_costs(
+        records=runs, digests=digests
+    )
+    assert expected_cost(runs=lean, digests=digests)["c"] == 0.5  # only the runs that ran it
+    assert "e" in expected_seconds(runs=lean, digests=digests)  # three of four runs count
