@@ -19,7 +19,7 @@ from eval_banana.core.files import write_bytes_atomic
 from eval_banana.history.render import story
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, RunRow
-from eval_banana.reporting.html import _script_json, escape
+from eval_banana.reporting.html import script_json, escape
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS
 
 CHART_WIDTH = 640
@@ -354,7 +354,7 @@ class="h-n"><col></colgroup>
 </tbody>
 </table>
 <script type="application/json" id="eb-history">{
-        _script_json(_data(picture=picture, min_flips=min_flips))
+        script_json(_data(picture=picture, min_flips=min_flips))
     }</script>
 <script>{PAGE_JS}</script>
 </body>

@@ -345,7 +345,7 @@ def _transcripts(*, entries: list[dict[str, Any]], run_dir: Path) -> str:
     return "\n".join(blobs)
 
 
-def _script_json(value: object) -> str:
+def script_json(value: object) -> str:
     """JSON safe inside <script>: no `<`, `>` or `&` can end the element or start markup."""
     text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -613,7 +613,7 @@ def _families(*, report: dict[str, Any], shown: list[_Shown]) -> _Families:
     ]
     return _Families(
         table=table,
-        data=f'<script type="application/json" id="eb-families">{_script_json(data)}</script>\n',
+        data=f'<script type="application/json" id="eb-families">{script_json(data)}</script>\n',
         css=FAMILY_CSS,
         script=f"<script>{FAMILY_JS}</script>\n",
     )
@@ -667,7 +667,7 @@ class="c-tags"><col class="c-ms"></colgroup>
 {rows}
 </table>
 <div id="rows-end"></div>
-<script type="application/json" id="eb-data">{_script_json(entries)}</script>
+<script type="application/json" id="eb-data">{script_json(entries)}</script>
 {transcripts}
 <script>{JS}</script>
 {families.data}{families.script}</body>
