@@ -19,7 +19,7 @@ from eval_banana.core.files import write_bytes_atomic
 from eval_banana.history.render import story
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, RunRow
-from eval_banana.reporting.html import script_json, escape
+from eval_banana.reporting.html import escape, script_json
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS
 
 CHART_WIDTH = 640
