@@ -539,15 +539,15 @@ def static_table(*, rows: int, path: Path) -> Path:
     return path
 
 
-def open_and_filter(*, driver: Any, page: Path, click: bool) -> tuple[float, int]:
-    """Seconds from asking for the page to the painted frame after the failed filter (when
-    `click`), and how many check rows are then visible."""
+def open_and_filter(*, driver: Any, page: Path, click: str | None) -> tuple[float, int]:
+    """Seconds from asking for the page to the painted frame after clicking the filter `click`
+    (a CSS selector; None: no click), and how many check rows are then visible."""
     from selenium.webdriver.common.by import By
 
     start = time.perf_counter()
     driver.get(page.as_uri())  # returns after the load event
-    if click:
-        driver.find_element(By.CSS_SELECTOR, FAILED_FILTER).click()
+    if click is not None:
+        driver.find_element(By.CSS_SELECTOR, click).click()
     driver.execute_async_script(NEXT_FRAME)
     elapsed = time.perf_counter() - start
     return elapsed, int(driver.execute_script(VISIBLE_ROWS))
@@ -595,12 +595,12 @@ def bench_browser(*, case: Case, runs: int, warmup: bool) -> Row:
             rows = len(json.loads((case.browser_page / "report.json").read_bytes())["checks"])
             floor_page = static_table(rows=rows, path=scratch / "floor.html")
             if warmup:
-                open_and_filter(driver=driver, page=floor_page, click=False)
-                open_and_filter(driver=driver, page=page, click=True)
+                open_and_filter(driver=driver, page=floor_page, click=None)
+                open_and_filter(driver=driver, page=page, click=FAILED_FILTER)
             for _ in range(runs):
-                seconds, _ = open_and_filter(driver=driver, page=floor_page, click=False)
+                seconds, _ = open_and_filter(driver=driver, page=floor_page, click=None)
                 row.floor.append(Sample(seconds=seconds, rc=0, rss_kb=None))
-                seconds, shown = open_and_filter(driver=driver, page=page, click=True)
+                seconds, shown = open_and_filter(driver=driver, page=page, click=FAILED_FILTER)
                 row.eb.append(Sample(seconds=seconds, rc=0, rss_kb=None))
                 expected = case.browser_expect_rows
                 problem = f"the failed filter showed {shown} rows, expected {expected}"
@@ -660,20 +660,13 @@ def bench_history_browser(*, case: Case, runs: int, warmup: bool) -> Row:
             rows = len(driver.find_elements(By.CSS_SELECTOR, "#checks tr.r"))
             floor_page = static_table(rows=rows, path=scratch / "floor.html")
             for turn in range(runs + (1 if warmup else 0)):
-                floor_s, _ = open_and_filter(driver=driver, page=floor_page, click=False)
-                start = time.perf_counter()
-                driver.get(page.as_uri())
-                driver.find_element(By.CSS_SELECTOR, FLAKY_FILTER).click()
-                driver.execute_async_script(NEXT_FRAME)
-                seconds = time.perf_counter() - start
+                floor_s, _ = open_and_filter(driver=driver, page=floor_page, click=None)
+                seconds, shown = open_and_filter(driver=driver, page=page, click=FLAKY_FILTER)
                 if warmup and turn == 0:
                     continue
                 row.floor.append(Sample(seconds=floor_s, rc=0, rss_kb=None))
                 row.eb.append(Sample(seconds=seconds, rc=0, rss_kb=None))
-                shown, expected = (
-                    driver.execute_script(VISIBLE_ROWS),
-                    driver.execute_script(FLAKY_ROWS),
-                )
+                expected = driver.execute_script(FLAKY_ROWS)
                 problem = f"the flaky filter showed {shown} rows, expected {expected}"
                 if shown != expected and problem not in row.problems:
                     row.problems.append(problem)
