@@ -41,22 +41,14 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.calibration.watch import SampleWatch
     from eval_banana.core.errors import GuardError, RunAborted
     from eval_banana.core.version import tool_version
-    from eval_banana.pipeline.request import load_config
+    from eval_banana.pipeline.request import load_config, validated_plan
     from eval_banana.reporting.console import Console
     from eval_banana.settings.folders import record_path
     from eval_banana.settings.rundir import new_run_id, output_base
-    from eval_banana.stages import discover as discover_stage
     from eval_banana.stages import guard as guard_stage
-    from eval_banana.stages import validate as validate_stage
 
     config = load_config(request=common.request(args), run_id=new_run_id())
-    contents: dict[str, bytes] = {}
-    discovered = discover_stage.discover(config=config, inputs={}, contents=contents)
-    outcome = validate_stage.validate(
-        config=config, discovered=discovered, inputs={}, contents=contents
-    )
-    outcome.raise_if_failed()
-    plan = outcome.plan
+    plan = validated_plan(config=config)
     judges = [check for check in plan.checks if check.type == "harness_judge"]
     with_cases = [check for check in judges if check.definition.get("calibration")]
     if not with_cases:

@@ -11,6 +11,7 @@ from eval_banana.models.stages import ConfigDoc
 from eval_banana.stages.config import resolve_config
 
 if TYPE_CHECKING:
+    from eval_banana.models.stages import PlanDoc
     from eval_banana.reporting import ReportExtras
 
 
@@ -47,6 +48,19 @@ def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:
 
         config = resolve_balance(config=config)
     return config.model_copy(update={"outputs": _outputs(config=config, request=request)})
+
+
+def validated_plan(*, config: ConfigDoc) -> PlanDoc:
+    """The discover and validate stages as `eb run` runs them, in memory (no run folder): the
+    plan, or their refusal raised the same way (a command that only needs to know the checks)."""
+    from eval_banana.stages.discover import discover
+    from eval_banana.stages.validate import validate
+
+    contents: dict[str, bytes] = {}
+    discovered = discover(config=config, inputs={}, contents=contents)
+    outcome = validate(config=config, discovered=discovered, inputs={}, contents=contents)
+    outcome.raise_if_failed()
+    return outcome.plan
 
 
 def _outputs(*, config: ConfigDoc, request: RunRequest) -> list[str]:

@@ -33,7 +33,7 @@ from eval_banana.models.plan import (
     PlanSkippedEntry,
 )
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck, ResolvedHarness
-from eval_banana.pipeline.request import RunRequest, load_config
+from eval_banana.pipeline.request import RunRequest, load_config, validated_plan
 from eval_banana.settings.folders import history_dir
 from eval_banana.settings.rundir import new_run_id
 from eval_banana.stagefiles.layout import SCHEMA_BASE
@@ -139,17 +139,9 @@ def build_plan(*, request: PlanRequest) -> PlanDocument:
 
 def _validated(*, config: ConfigDoc) -> tuple[PlanDoc, ResolvedHarness | None]:
     """discover, validate and guard as `eb run` runs them; their refusals raise the same way."""
-    from eval_banana.stages import discover as discover_stage
     from eval_banana.stages import guard as guard_stage
-    from eval_banana.stages import validate as validate_stage
 
-    contents: dict[str, bytes] = {}
-    discovered = discover_stage.discover(config=config, inputs={}, contents=contents)
-    outcome = validate_stage.validate(
-        config=config, discovered=discovered, inputs={}, contents=contents
-    )
-    outcome.raise_if_failed()
-    plan = outcome.plan
+    plan = validated_plan(config=config)
     guarded = guard_stage.guard(config=config, plan=plan, inputs={})
     guard_stage.raise_if_refused(guarded)
     return plan, guarded.harness
