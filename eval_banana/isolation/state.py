@@ -9,9 +9,9 @@ it, whatever their isolation mode.
 
 What is watched:
 - the cache folder, every folder in it;
-- each finished earlier run folder (holding `stages/` and `report.json`; the newest 500): the
-  folder, its `stages/` and its `checks/` (the files eb reads back; not the checks' own
-  evidence folders);
+- each finished earlier run folder (holding `stages/` and `report.json`; the newest 500): its
+  `report.json`, `stages/` and `checks/` (the files eb reads back; not the checks' own
+  evidence folders, nor the pages written for people, which a run may still be finishing);
 - the calibration record, and the cache folder if it does not exist yet (one `lstat` a look).
 
 A look happens when a watched check starts or ends: on Linux inotify says what was touched (a
@@ -43,13 +43,21 @@ EARLIER_RUNS = 500
 _Identity = tuple[int, int, int, int] | None
 
 
+# What eb reads back from the top of an earlier run folder (replay, merge, diff, status); the
+# rest there (report.html, report.md, JUnit, their temporary files) is written for people, and
+# a run still finishing its page beside ours must not count as a change of eb's state.
+RUN_FOLDER_READ_BACK = frozenset({"report.json", "stages", "checks"})
+
+
 class StatePlaces(NamedTuple):
     """Absolute paths: folders watched for any change of their entries; files (or folders not
-    there yet) compared by identity; the cache folder, whose changed files are dropped."""
+    there yet) compared by identity; the cache folder, whose changed files are dropped; the
+    earlier run folders among the folders, of whose entries only RUN_FOLDER_READ_BACK count."""
 
     folders: list[str]
     files: list[str]
     cache: str
+    run_folders: frozenset[str] = frozenset()
 
 
 class StateReport(NamedTuple):
@@ -134,9 +142,12 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
         folders.extend(_subfolders(str(cache)))
     else:
         files.append(str(cache))
-    for run in _earlier_runs(bases=bases, run_dir=current, cache=cache):
+    runs = _earlier_runs(bases=bases, run_dir=current, cache=cache)
+    for run in runs:
         folders.extend(str(folder) for folder in (run, run / "stages", run / "checks"))
-    return StatePlaces(folders=folders, files=files, cache=str(cache))
+    return StatePlaces(
+        folders=folders, files=files, cache=str(cache), run_folders=frozenset(map(str, runs))
+    )
 
 
 class ReadOnly(NamedTuple):
@@ -342,8 +353,13 @@ class StateWatch:
             )
         return changed
 
+    def _read_back(self, path: str) -> bool:
+        """Whether eb reads `path` back (every watched path but a run folder's other files)."""
+        folder, name = os.path.split(path)
+        return folder not in self.places.run_folders or name in RUN_FOLDER_READ_BACK
+
     def _look(self, *, last: bool = False) -> None:
-        changed = self._changes(last=last)
+        changed = {path for path in self._changes(last=last) if self._read_back(path)}
         changed.discard(os.path.join(self.places.cache, LOCK_NAME))  # eb runs taking turns
         if not changed:
             return

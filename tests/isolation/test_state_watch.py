@@ -392,3 +392,33 @@ def test_a_run_that_ends_while_another_runs_checks_with_the_cache_stores_nothing
     slow = json.loads(out)["checks"][0]
     assert slow["status"] == "passed" and slow["details"]["cache"]["stored"] is True
     assert {entry["check_id"] for entry in _entries(root).values()} == {"slow"}
+
+
+def test_only_what_eb_reads_back_from_an_earlier_run_folder_counts(tmp_path: Path) -> None:
+    """A run beside ours still finishing its report.html (a temporary file, then the rename)
+    is no change of eb's state; its report.json or stage files changing is."""
+    from eval_banana.isolation.state import StatePlaces, StateWatch
+
+    run = tmp_path / "runs" / "20260101_000000_aaaaaaaa"
+    (run / "stages").mkdir(parents=True)
+    (run / "checks").mkdir()
+    (run / "report.json").write_text("{}")
+    places = StatePlaces(
+        folders=[str(run), str(run / "stages"), str(run / "checks")],
+        files=[],
+        cache=str(tmp_path / "cache"),
+        run_folders=frozenset({str(run)}),
+    )
+    watch = StateWatch(places=places, project_root=tmp_path)
+    watch.started(key="a")
+    (run / ".report.html.1.tmp").write_text("<html>")
+    (run / ".report.html.1.tmp").rename(run / "report.html")
+    (run / "report.md").write_text("# report")
+    assert watch.ended(key="a") == []
+    watch.started(key="b")
+    (run / "report.json").write_text('{"forged": true}')
+    (run / "stages" / "score.json").write_text("{}")
+    assert sorted(watch.ended(key="b")) == [
+        "runs/20260101_000000_aaaaaaaa/report.json",
+        "runs/20260101_000000_aaaaaaaa/stages/score.json",
+    ]
