@@ -208,6 +208,9 @@ class Measured(NamedTuple):
     ebs: list[float]
     requests: list[int]  # remote requests each measured eb run made (none: not counted)
     rss_kb: list[int]  # eb's own peak RSS in each measured run with the remote
+    # The server's own floor: as many GETs of the stored entries as eb made, by a bare boto3
+    # client at `remote_concurrency` through the same proxy (empty: not measured).
+    server: tuple[float, ...] = ()
 
 
 def s3_bound(*, floor: float, requests: int, latency_ms: float) -> float:
@@ -216,8 +219,29 @@ def s3_bound(*, floor: float, requests: int, latency_ms: float) -> float:
     return floor + 1.25 * (requests * latency_ms / 1000 / CONCURRENCY)
 
 
+def bare_gets(*, client: Any, keys: list[str]) -> float:
+    """Seconds a bare client takes to GET `keys` at `remote_concurrency`: what the server alone
+    costs for the requests eb made (the issue's bound takes it to answer in no time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def get(key: str) -> int:
+        return len(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        sum(pool.map(get, keys))
+    return time.perf_counter() - started
+
+
+def _entry_keys(*, client: Any, prefix: str) -> list[str]:
+    keys: list[str] = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        keys.extend(item["Key"] for item in page.get("Contents", []))
+    return keys
+
+
 def s3_row(*, work: Path, judges: int, latency_ms: float, runs: int) -> str:
-    floors, ebs, requests, _ = s3_measure(
+    floors, ebs, requests, _, _ = s3_measure(
         work=work, judges=judges, latency_ms=latency_ms, runs=runs
     )
     floor, eb = statistics.median(floors), statistics.median(ebs)
@@ -235,6 +259,7 @@ def s3_row(*, work: Path, judges: int, latency_ms: float, runs: int) -> str:
 
 def s3_measure(*, work: Path, judges: int, latency_ms: float, runs: int) -> Measured:
     import boto3
+    import botocore.config
 
     log = work / "agents.log"
     warm = work / "warm"
@@ -256,8 +281,17 @@ def s3_measure(*, work: Path, judges: int, latency_ms: float, runs: int) -> Meas
         eb_run(root=warm, env={**base, **remote, "EVAL_BANANA_CACHE_REMOTE_ENDPOINT": direct})
         shutil.copytree(warm, cold, ignore=shutil.ignore_patterns("cache", "runs"))
         starts = log.read_text().count("started")
-        floors, ebs, requests = [], [], []
+        floors, ebs, requests, server = [], [], [], []
         rss_kb: list[int] = []
+        proxied_client = boto3.client(
+            "s3",
+            endpoint_url=f"http://127.0.0.1:{proxied}",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            region_name="us-east-1",
+            config=botocore.config.Config(max_pool_connections=CONCURRENCY),
+        )
+        entries = _entry_keys(client=client, prefix="w17/ac/")
         for _ in range(runs):
             floor_s, _ = eb_run(root=warm, env=base)
             floors.append(floor_s)
@@ -276,9 +310,11 @@ def s3_measure(*, work: Path, judges: int, latency_ms: float, runs: int) -> Meas
             if counts["remote_hits"] != judges:
                 raise RuntimeError(f"expected {judges} remote hits: {counts}")
             requests.append(counts["remote_requests"])
+            made = counts["remote_requests"]
+            server.append(bare_gets(client=proxied_client, keys=(entries * 2)[:made]))
         if log.read_text().count("started") != starts:
             raise RuntimeError("a measured run started an agent")
-    return Measured(floors=floors, ebs=ebs, requests=requests, rss_kb=rss_kb)
+    return Measured(floors=floors, ebs=ebs, requests=requests, rss_kb=rss_kb, server=tuple(server))
 
 
 def slow_row(*, work: Path, judges: int, runs: int) -> str:
