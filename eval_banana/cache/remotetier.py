@@ -213,12 +213,12 @@ class RemoteTier:
                     return f"names a file {blob.sha256} whose content has another digest (damaged)"
                 self.store.put_bytes(data=data)
                 continue
-            problem = self.store.receive(blob=blob, fill=partial(self._download, blob))
+            problem = self.store.receive(blob=blob, fill=partial(self._download, blob=blob))
             if problem is not None:
                 return problem
         return None
 
-    def _download(self, blob: Blob, file: BinaryIO) -> str | None:
+    def _download(self, file: BinaryIO, /, *, blob: Blob) -> str | None:
         """Stream a blob into `file`, hashing it as it comes; why it is not the blob the
         entry names, or None."""
         sink = Digesting(file=file, limit=blob.size)
