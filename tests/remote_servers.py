@@ -121,7 +121,10 @@ class Hostile:
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
         self.requests: list[tuple[str, str, str | None]] = []  # method, path, Authorization
-        self.mode = "ok"  # ok, slow, error, truncated, redirect, wrong_blob
+        # ok, slow, error, truncated, redirect, wrong_blob; and for blobs (cas/) only:
+        # cut_blob (half the body, the full Content-Length), flipped_blob (the same length, one
+        # byte changed), longer_blob (more bytes than the blob has).
+        self.mode = "ok"
         self.delay = 0.0
         self.redirect_to = ""
         self.url = ""
@@ -178,6 +181,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         elif state.mode == "wrong_blob" and "/cas/" in self.path:
             self._answer(200, b"not the blob you asked for" + data[:10])
+        elif state.mode == "cut_blob" and "/cas/" in self.path:
+            self._answer(200, data[: len(data) // 2], length=len(data))
+            self.close_connection = True
+        elif state.mode == "flipped_blob" and "/cas/" in self.path:
+            self._answer(200, bytes([data[0] ^ 1]) + data[1:])
+        elif state.mode == "longer_blob" and "/cas/" in self.path:
+            self._answer(200, data + b"and then some more")
         else:
             self._answer(200, data)
 

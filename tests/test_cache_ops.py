@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import time
@@ -235,3 +236,137 @@ def test_stats_count_what_was_written_and_the_hit_rate(
     }
     human = cache(first, "stats")
     assert "3 entries" in human.stdout and "3 of 6 checks reused (50.0%)" in human.stdout
+
+
+def _remote_objects(*, url: str, tmp_path: Path, kind: str) -> dict[str, bytes]:
+    """What the remote holds of a kind, by name, read past eb (boto3 or the folder)."""
+    if url.startswith("s3://"):
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=os.environ["EVAL_BANANA_CACHE_REMOTE_ENDPOINT"])
+        bucket, prefix = url[len("s3://") :].split("/", 1)
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/{kind}/")
+        return {
+            str(item["Key"]).rsplit("/", 1)[1]: client.get_object(Bucket=bucket, Key=item["Key"])[
+                "Body"
+            ].read()
+            for item in listed.get("Contents", [])
+        }
+    return {path.name: path.read_bytes() for path in files(tmp_path / "shared", kind)}
+
+
+def _replace_remote(*, url: str, tmp_path: Path, kind: str, name: str, data: bytes) -> None:
+    if url.startswith("s3://"):
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=os.environ["EVAL_BANANA_CACHE_REMOTE_ENDPOINT"])
+        bucket, prefix = url[len("s3://") :].split("/", 1)
+        client.put_object(Bucket=bucket, Key=f"{prefix}/{kind}/{name}", Body=data)
+        return
+    (tmp_path / "shared" / kind / name[:2] / name).write_bytes(data)
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3"])
+def test_verify_remote_rehashes_the_files_entries_carry_inline(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        run(first, url)
+        flag = ("--cache-remote", url)
+        entries = _remote_objects(url=url, tmp_path=tmp_path, kind="ac")
+        inline_total = sum(len(json.loads(data)["inline"]) for data in entries.values())
+        assert len(entries) == 3 and inline_total >= 3
+        sound = json.loads(cache(first, "verify", "--remote", "--json", *flag).stdout)
+        valid(sound, "cache-verify")
+        assert sound["ok"] and sound["damaged"] == []
+        assert (sound["remote_entries"], sound["remote_inline"]) == (3, inline_total)
+
+        # One inline file edited in place (the entry still reads as JSON), one entry cut short.
+        edited, cut, _ = sorted(entries)
+        document = json.loads(entries[edited])
+        digest = sorted(document["inline"])[0]
+        document["inline"][digest] = base64.b64encode(b"not what the entry records").decode()
+        _replace_remote(
+            url=url, tmp_path=tmp_path, kind="ac", name=edited, data=json.dumps(document).encode()
+        )
+        _replace_remote(url=url, tmp_path=tmp_path, kind="ac", name=cut, data=entries[cut][:100])
+
+        found = json.loads(cache(first, "verify", "--remote", "--json", *flag, expect=1).stdout)
+        valid(found, "cache-verify")
+        assert not found["ok"]
+        assert {(d["tier"], d["name"], d["entry"]) for d in found["damaged"]} == {
+            ("remote", digest.split(":", 1)[1], edited),
+            ("remote", cut, cut),
+        }
+        problems = {d["entry"]: d["problem"] for d in found["damaged"]}
+        assert "inline" in problems[edited] and "another digest" in problems[edited]
+        assert "not valid JSON" in problems[cut]
+        human = cache(first, "verify", "--remote", *flag, expect=1)
+        assert f"damaged (remote) {digest.split(':', 1)[1]}: carried inline in entry" in (
+            human.stdout
+        )
+        assert "inline files of 3 entries" in human.stdout
+
+
+@pytest.mark.parametrize("scheme", ["folder", "s3"])
+def test_stats_remote_counts_what_the_shared_cache_holds(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        run(first, url)
+        flag = ("--cache-remote", url)
+        entries = _remote_objects(url=url, tmp_path=tmp_path, kind="ac")
+        blobs = _remote_objects(url=url, tmp_path=tmp_path, kind="cas")
+        assert len(entries) == 3 and len(blobs) == 1
+        stats = json.loads(cache(first, "stats", "--remote", "--json", *flag).stdout)
+        valid(stats, "cache-stats")
+        entry_bytes = sum(len(data) for data in entries.values())
+        blob_bytes = sum(len(data) for data in blobs.values())
+        assert stats["remote"] == {
+            "url": url,
+            "listing": "listed",
+            "entries": 3,
+            "entry_bytes": entry_bytes,
+            "blobs": 1,
+            "blob_bytes": blob_bytes,
+            "total_bytes": entry_bytes + blob_bytes,
+        }
+        human = cache(first, "stats", "--remote", *flag)
+        assert (
+            f"Shared cache {url}: 3 entries ({entry_bytes} bytes), 1 blobs ({blob_bytes} bytes)"
+            in human.stdout
+        )
+        # Without --remote the shared cache is not asked.
+        assert json.loads(cache(first, "stats", "--json", *flag).stdout)["remote"] is None
+
+
+def test_stats_remote_on_an_http_cache_says_it_cannot_list_and_exits_0(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    with _remote(
+        scheme="webdav", tmp_path=tmp_path, monkeypatch=monkeypatch, request=request
+    ) as url:
+        run(first, url)
+        stats = json.loads(
+            cache(first, "stats", "--remote", "--json", "--cache-remote", url).stdout
+        )
+        valid(stats, "cache-stats")
+        assert stats["remote"]["listing"] == "unsupported"
+        assert stats["remote"]["entries"] is None and stats["remote"]["total_bytes"] is None
+        assert stats["local"]["entries"] == 3
+        human = cache(first, "stats", "--remote", "--cache-remote", url)
+        assert f"Shared cache {url}: no counts, it cannot list what it holds" in human.stdout

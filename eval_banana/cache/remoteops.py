@@ -1,22 +1,27 @@
-"""`eb cache push`, `prune --remote` and `verify --remote`: the shared tier as an operator
-tends it (docs/shared-cache.md, Operations).
+"""`eb cache push`, `prune --remote`, `verify --remote` and `stats --remote`: the shared
+tier as an operator tends it (docs/shared-cache.md, Operations).
 
 Prune and verify list what the remote holds, which a folder and S3 can and a plain HTTP cache
-cannot: there they stop with an error saying so (such a cache evicts by itself).
+cannot: there they stop with an error saying so (such a cache evicts by itself). Stats says so
+in its output instead: a count it cannot give is no failure.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
+from eval_banana.cache.entry import DIGEST_RE
 from eval_banana.cache.operations import DAY_SECONDS, Pruned, blob_damage
-from eval_banana.cache.remotetier import Pushed, RemoteTier, _blobs
+from eval_banana.cache.remotetier import Digesting, Pushed, RemoteTier, _blobs
 from eval_banana.cache.store import CacheStore
 from eval_banana.core.errors import CacheOperationError
 from eval_banana.core.files import sha256_bytes
-from eval_banana.models.cacheops import DamagedBlob
+from eval_banana.core.readback import loads_json
+from eval_banana.models.cacheops import DamagedBlob, RemoteTierStats
 from eval_banana.models.config import CacheSettings
 from eval_banana.remote.backend import (
     Kind,
@@ -226,23 +231,130 @@ def _delete(*, remote: GuardedRemote, kind: Kind, name: str) -> bool:
         return False
 
 
-def verify_remote(*, remote: GuardedRemote) -> tuple[int, list[DamagedBlob]]:
-    """Fetch and re-hash every remote blob: (how many, the damaged or unreadable ones)."""
-    items = listing(remote=remote, kind="cas")
-    found = remote.each(work=lambda item: _blob_problem(remote=remote, name=item.name), items=items)
+class RemoteVerified(NamedTuple):
+    """What `verify --remote` checked and found."""
+
+    blobs: int  # blobs fetched and re-hashed
+    entries: int  # entries fetched for their inline files
+    inline: int  # inline files re-hashed
+    damaged: list[DamagedBlob]
+
+
+def verify_remote(*, remote: GuardedRemote) -> RemoteVerified:
+    """Fetch and re-hash every remote blob (streamed, never whole in memory) and every file
+    an entry carries inline; the damaged or unreadable ones."""
+    blobs = listing(remote=remote, kind="cas")
+    entries = listing(remote=remote, kind="ac")
+    found = remote.each(work=lambda item: _blob_problem(remote=remote, name=item.name), items=blobs)
     damaged = [
         DamagedBlob(tier="remote", name=item.name, problem=problem)
-        for item, problem in zip(items, found, strict=True)
+        for item, problem in zip(blobs, found, strict=True)
         if problem is not None
     ]
-    return len(items), damaged
+    inline = remote.each(
+        work=lambda item: _inline_problems(remote=remote, name=item.name), items=entries
+    )
+    for _, problems in inline:
+        damaged.extend(problems)
+    return RemoteVerified(
+        blobs=len(blobs),
+        entries=len(entries),
+        inline=sum(count for count, _ in inline),
+        damaged=damaged,
+    )
 
 
 def _blob_problem(*, remote: GuardedRemote, name: str) -> str | None:
+    sink = Digesting(file=None, limit=None)
     try:
-        data = remote.get(kind="cas", name=name)
+        moved = remote.get_into(kind="cas", name=name, sink=sink)
     except RemoteError as exc:
         return f"could not be fetched ({exc})"
-    if data is None:
+    if moved is None:
         return None  # removed since it was listed
-    return blob_damage(name=name, digest=sha256_bytes(data=data), problem=None)
+    return blob_damage(name=name, digest=sink.found()[0], problem=None)
+
+
+def _inline_problems(*, remote: GuardedRemote, name: str) -> tuple[int, list[DamagedBlob]]:
+    """(inline files checked, the damaged ones) of one remote entry. An entry that cannot be
+    fetched or read is reported too: its files could not be checked."""
+
+    def damaged(problem: str, file: str = name) -> DamagedBlob:
+        return DamagedBlob(tier="remote", name=file, entry=name, problem=problem)
+
+    try:
+        data = remote.get(kind="ac", name=name)
+    except RemoteError as exc:
+        return 0, [damaged(f"entry ac/{name} could not be fetched ({exc})")]
+    if data is None:
+        return 0, []  # removed since it was listed
+    try:
+        document = loads_json(opened(data).text)
+    except ValueError:
+        return 0, [damaged(f"entry ac/{name} is not valid JSON (truncated or foreign)")]
+    raw = document.get("inline", {}) if type(document) is dict else None
+    if type(raw) is not dict:
+        return 0, [damaged(f"entry ac/{name} is not a shared cache entry")]
+    sizes = _recorded_sizes(entry=document.get("entry"))
+    problems = []
+    for digest, encoded in raw.items():
+        problem = _inline_problem(digest=digest, encoded=encoded, sizes=sizes)
+        if problem is not None:
+            file = _hex_of(digest) or name
+            problems.append(damaged(f"carried inline in entry ac/{name}: {problem}", file))
+    return len(raw), problems
+
+
+def _inline_problem(*, digest: object, encoded: object, sizes: Mapping[str, int]) -> str | None:
+    """Why one inline file does not hold (its name, its encoding, its digest, its size)."""
+    if type(digest) is not str or not DIGEST_RE.match(digest) or type(encoded) is not str:
+        return "it is not named by its digest"
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return "it is not base64"
+    damage = blob_damage(name=digest.split(":", 1)[1], digest=sha256_bytes(data=data), problem=None)
+    if damage is not None:
+        return damage
+    if digest in sizes and sizes[digest] != len(data):
+        return f"it has {len(data)} bytes where the entry records {sizes[digest]}"
+    return None
+
+
+def _recorded_sizes(*, entry: object) -> dict[str, int]:
+    """The size an entry records for each file it names (none when it names them oddly)."""
+    try:
+        return {blob.sha256: blob.size for blob in _blobs(entry=entry)}  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return {}
+
+
+def _hex_of(digest: object) -> str | None:
+    if type(digest) is str and DIGEST_RE.match(digest):
+        return digest.split(":", 1)[1]
+    return None
+
+
+def remote_stats(*, remote: GuardedRemote) -> RemoteTierStats:
+    """What the shared cache holds, as it lists it; a cache that cannot list says so (its
+    counts are null), and one that fails to answer is an error."""
+    try:
+        entries = list(_items(backend=remote.backend, kind="ac"))
+        blobs = list(_items(backend=remote.backend, kind="cas"))
+    except ListingUnsupported:
+        return RemoteTierStats(url=remote.url, listing="unsupported")
+    except RemoteError as exc:
+        raise CacheOperationError(
+            f"The shared cache {remote.url} cannot be listed: {exc}"
+        ) from None
+    entry_bytes = sum(item.size for item in entries)
+    blob_bytes = sum(item.size for item in blobs)
+    return RemoteTierStats(
+        url=remote.url,
+        listing="listed",
+        entries=len(entries),
+        entry_bytes=entry_bytes,
+        blobs=len(blobs),
+        blob_bytes=blob_bytes,
+        total_bytes=entry_bytes + blob_bytes,
+    )

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from functools import partial
+from typing import Any, BinaryIO, Literal, NamedTuple
 
 from eval_banana.cache.entry import DIGEST_RE, entry_problem
 from eval_banana.cache.store import EMPTY_SHA256, Blob, CacheStore
@@ -31,7 +33,7 @@ from eval_banana.core.files import sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.core.version import tool_version
 from eval_banana.models.config import CacheSettings
-from eval_banana.remote.backend import RemoteError
+from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.guarded import GuardedRemote, RemoteTally
 from eval_banana.remote.opening import open_backend
 from eval_banana.remote.signing import (
@@ -149,7 +151,7 @@ class RemoteTier:
         self._say_errors()
 
     def _fetch(self, *, key: str, check_id: str) -> None:
-        name = key.split(":", 1)[1]
+        name = _hex(key)
         try:
             data = self.remote.get(kind="ac", name=name)
         except RemoteError:
@@ -206,16 +208,32 @@ class RemoteTier:
             if _has_size(path=str(self.store.blob_path(sha256=blob.sha256)), size=blob.size):
                 continue
             data = inline.get(blob.sha256)
-            if data is None:
-                try:
-                    data = self.remote.get(kind="cas", name=blob.sha256.split(":", 1)[1])
-                except RemoteError as exc:
-                    return f"names a file {blob.sha256} that could not be fetched ({exc})"
-                if data is None:
-                    return f"names a file {blob.sha256} the shared cache does not hold"
-            if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
-                return f"names a file {blob.sha256} whose content has another digest (damaged)"
-            self.store.put_bytes(data=data)
+            if data is not None:
+                if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
+                    return f"names a file {blob.sha256} whose content has another digest (damaged)"
+                self.store.put_bytes(data=data)
+                continue
+            problem = self.store.receive(blob=blob, fill=partial(self._download, blob=blob))
+            if problem is not None:
+                return problem
+        return None
+
+    def _download(self, file: BinaryIO, /, *, blob: Blob) -> str | None:
+        """Stream a blob into `file`, hashing it as it comes; why it is not the blob the
+        entry names, or None."""
+        sink = Digesting(file=file, limit=blob.size)
+        try:
+            moved = self.remote.get_into(kind="cas", name=_hex(blob.sha256), sink=sink)
+        except RemoteError as exc:
+            return f"names a file {blob.sha256} that could not be fetched ({exc})"
+        except SinkRefused as exc:
+            if isinstance(exc.__cause__, OSError):
+                raise exc.__cause__ from None  # the local disk: a write fault, as any other
+            return f"names a file {blob.sha256} whose content has another digest (damaged)"
+        if moved is None:
+            return f"names a file {blob.sha256} the shared cache does not hold"
+        if sink.found() != (blob.sha256, blob.size):
+            return f"names a file {blob.sha256} whose content has another digest (damaged)"
         return None
 
     def _reject(self, *, reason: Rejection, message: str) -> None:
@@ -260,22 +278,35 @@ class RemoteTier:
             for blob in _blobs(entry=document):
                 if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
                     continue
-                data = self.store.read_blob(blob=blob)
-                if isinstance(data, str):
-                    return "unusable"  # the local copy went meanwhile: nothing sound to share
                 if blob.size <= INLINE_MAX:
+                    data = self.store.read_blob(blob=blob)
+                    if isinstance(data, str):
+                        return "unusable"  # the local copy went meanwhile: nothing to share
                     inline[blob.sha256] = base64.b64encode(data).decode("ascii")
-                elif self.remote.head(kind="cas", name=blob.sha256.split(":", 1)[1]) != blob.size:
-                    self.remote.put(kind="cas", name=blob.sha256.split(":", 1)[1], data=data)
+                elif not self._upload(blob=blob):
+                    return "unusable"
             text = remote_text(key=key, entry=document, inline=inline)
             self.remote.put(
-                kind="ac", name=key.split(":", 1)[1], data=sealed(key=self._signing_key, text=text)
+                kind="ac", name=_hex(key), data=sealed(key=self._signing_key, text=text)
             )
         except RemoteError:
             return "failed"  # counted
         with self._lock:
             self.writes_done += 1
         return "stored"
+
+    def _upload(self, *, blob: Blob) -> bool:
+        """Stream a local blob to the remote unless it holds it already (by HEAD); False when
+        the local copy does not hold (its digest is checked first, from the same open file)."""
+        source = self.store.open_blob(blob=blob)
+        if isinstance(source, str):
+            return False
+        with source:
+            if self.remote.head(kind="cas", name=_hex(blob.sha256)) != blob.size:
+                self.remote.put_from(
+                    kind="cas", name=_hex(blob.sha256), source=source, size=blob.size
+                )
+        return True
 
     def push(self, *, keys: Sequence[str]) -> Pushed:
         """Store the local entries of `keys` the remote lacks (`eb cache push`), checked by
@@ -291,7 +322,7 @@ class RemoteTier:
 
     def _push_one(self, *, key: str) -> PushOutcome:
         try:
-            if self.remote.head(kind="ac", name=key.split(":", 1)[1]) is not None:
+            if self.remote.head(kind="ac", name=_hex(key)) is not None:
                 return "present"
         except RemoteError:
             return "failed"
@@ -364,6 +395,38 @@ def _blobs(*, entry: Mapping[str, Any]) -> Sequence[Blob]:
         for item in items
         if isinstance(item, dict)
     ]
+
+
+class Digesting:
+    """A sink that hashes what it is given and passes it on to `file` (if any); past `limit`
+    bytes it refuses more, so a remote that sends too much fills no disk."""
+
+    def __init__(self, *, file: BinaryIO | None, limit: int | None) -> None:
+        self.file = file
+        self.limit = limit
+        self.size = 0
+        self._digest = hashlib.sha256()
+
+    def write(self, data: bytes, /) -> int:
+        self.size += len(data)
+        if self.limit is not None and self.size > self.limit:
+            raise SinkRefused(f"more than the {self.limit} bytes asked for")
+        self._digest.update(data)
+        if self.file is not None:
+            try:
+                self.file.write(data)
+            except OSError as exc:
+                raise SinkRefused(f"cannot be kept: {exc.strerror or exc}") from exc
+        return len(data)
+
+    def found(self) -> tuple[str, int]:
+        """`sha256:<hex>` and the size of what was written."""
+        return f"sha256:{self._digest.hexdigest()}", self.size
+
+
+def _hex(digest: str) -> str:
+    """The hex part of `sha256:<hex>`: an object's name on the remote."""
+    return digest.split(":", 1)[1]
 
 
 def _has_size(*, path: str, size: int) -> bool:

@@ -22,7 +22,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from eval_banana.cache.mac import (
     SECRET_NAME,
@@ -32,10 +32,12 @@ from eval_banana.cache.mac import (
     secret_path,
     signed_text,
 )
+from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import read_bytes, sha256_and_size, sha256_bytes, write_bytes_atomic
-from eval_banana.core.readback import TooDeep, loads_json, read_json
+from eval_banana.core.readback import TooDeep, loads_json, open_regular, read_json
 
 _TEMP_NAMES = itertools.count()
+_BLOCK = 1 << 20
 EMPTY_SHA256 = "sha256:" + hashlib.sha256(b"").hexdigest()
 
 
@@ -231,6 +233,45 @@ class CacheStore:
             write_bytes_atomic(path=target, data=data)
         return blob
 
+    def receive(self, *, blob: Blob, fill: Callable[[BinaryIO], str | None]) -> str | None:
+        """Store a blob whose content `fill` writes, in chunks, into a new temporary file
+        beside its place. `fill` checks what it wrote and gives the problem that keeps it out,
+        or None: only then is the file renamed into place. The temporary file never stays,
+        whatever `fill` gives or raises. A local write that fails is a WriteFault."""
+        target = self.blob_path(sha256=blob.sha256)
+        temp = _temp_sibling(target)
+        try:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(temp, "xb") as file:
+                    problem = fill(file)
+                if problem is None:
+                    os.replace(temp, target)
+            except OSError as exc:
+                raise WriteFault(path=str(target), cause=exc.strerror or str(exc)) from None
+            return problem
+        finally:
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+
+    def open_blob(self, *, blob: Blob) -> BinaryIO | str:
+        """A blob's file, open at its start after its digest was checked by reading it in
+        blocks, or the problem (as `restore` says it). The caller closes it."""
+        try:
+            file = os.fdopen(open_regular(self._blob_file(sha256=blob.sha256)), "rb")
+        except OSError as exc:
+            return _unreadable(blob=blob, exc=exc)
+        try:
+            found = _digest_of(file=file)
+            if found != (blob.sha256, blob.size):
+                file.close()
+                return f"its stored file {blob.sha256} is damaged"
+            file.seek(0)
+        except OSError as exc:
+            file.close()
+            return _unreadable(blob=blob, exc=exc)
+        return file
+
     def restore(self, *, blob: Blob, target: str, discard_damaged: bool = False) -> str | None:
         """Put a blob's content at `target` after checking its digest; the problem, or None.
 
@@ -325,6 +366,16 @@ class CacheStore:
             ]
         except (OSError, ValueError, AttributeError, TypeError):
             return []
+
+
+def _digest_of(*, file: BinaryIO) -> tuple[str, int]:
+    """`sha256:<hex>` and the size of what is left to read of `file`, read in blocks."""
+    digest = hashlib.sha256()
+    size = 0
+    while block := file.read(_BLOCK):
+        digest.update(block)
+        size += len(block)
+    return f"sha256:{digest.hexdigest()}", size
 
 
 def _damaged(*, blob: Blob, source: str, discard: bool) -> str:

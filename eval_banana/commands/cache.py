@@ -15,17 +15,19 @@ from eval_banana.commands import common
 from eval_banana.core.errors import CacheOperationError
 
 if TYPE_CHECKING:
+    from eval_banana.models.cacheops import RemoteTierStats
     from eval_banana.models.stages import ConfigDoc
 
 _MIB = 1024 * 1024
 _ACTIONS = {
-    "stats": "Entries, blobs and bytes of the local cache, and the hit rate of the last runs.",
+    "stats": "Entries, blobs and bytes of the local cache (with --remote, the shared cache's "
+    "too), and the hit rate of the last runs.",
     "prune": "Remove entries unused for --older-than DAYS, then the oldest beyond --max-mb "
     "(local; with --remote, the shared cache).",
     "push": "Upload the local entries and their files the shared cache lacks (signed when "
     "EVAL_BANANA_CACHE_SIGNING_KEY is set).",
-    "verify": "Re-hash every stored file (with --remote, the shared cache's too); exit 1 if "
-    "any is damaged.",
+    "verify": "Re-hash every stored file (with --remote, the shared cache's blobs and the "
+    "files its entries carry inline too); exit 1 if any is damaged.",
 }
 
 
@@ -69,7 +71,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
                 metavar="N",
                 help="Then remove the least recently used until at most N MiB are left.",
             )
-        if name in ("prune", "verify"):
+        if name in ("prune", "verify", "stats"):
             sub.add_argument(
                 "--remote",
                 action="store_true",
@@ -88,7 +90,13 @@ def run(args: argparse.Namespace) -> int:
     config = common.settings_config(args)
     folder = cache_dir(config=config)
     if args.action == "stats":
-        return _stats(config=config, folder=folder, last=max(1, args.last), as_json=args.json)
+        return _stats(
+            config=config,
+            folder=folder,
+            last=max(1, args.last),
+            as_json=args.json,
+            remote=args.remote,
+        )
     if args.action == "prune":
         return _prune(config=config, folder=folder, args=args)
     if args.action == "push":
@@ -96,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     return _verify(config=config, folder=folder, remote=args.remote, as_json=args.json)
 
 
-def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool) -> int:
+def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote: bool) -> int:
     from itertools import islice
 
     from eval_banana.cache.operations import hit_rate, local_stats
@@ -113,6 +121,7 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool) -> int:
     )
     doc = CacheStatsDoc(
         local=local_stats(folder=folder),
+        remote=_remote_stats(config=config) if remote else None,
         hit_rate=hit_rate(totals=((r.totals.checks, r.totals.cached) for r in records)),
     )
     if as_json:
@@ -126,6 +135,8 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool) -> int:
         f"{local.blobs} blobs ({local.blob_bytes} bytes), {local.kept_runs} kept runs "
         f"({local.kept_run_bytes} bytes); {local.total_bytes} bytes in all."
     )
+    if doc.remote is not None:
+        print(_remote_line(stats=doc.remote))
     if rate.rate is None:
         print("Hit rate: no run recorded in the history folder yet.")
     else:
@@ -134,6 +145,27 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool) -> int:
             f"{rate.checks} checks reused ({rate.rate:.1%})."
         )
     return 0
+
+
+def _remote_stats(*, config: ConfigDoc) -> RemoteTierStats:
+    from eval_banana.cache.remoteops import open_remote, remote_stats
+
+    opened = open_remote(
+        settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
+    )
+    return remote_stats(remote=opened)
+
+
+def _remote_line(*, stats: RemoteTierStats) -> str:
+    if stats.listing == "unsupported":
+        return (
+            f"Shared cache {stats.url}: no counts, it cannot list what it holds (a plain HTTP "
+            "cache, which evicts by its own settings)."
+        )
+    return (
+        f"Shared cache {stats.url}: {stats.entries} entries ({stats.entry_bytes} bytes), "
+        f"{stats.blobs} blobs ({stats.blob_bytes} bytes); {stats.total_bytes} bytes in all."
+    )
 
 
 def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
@@ -216,11 +248,12 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
 
 def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> int:
     from eval_banana.cache.operations import verify_local
+    from eval_banana.cache.remoteops import RemoteVerified
     from eval_banana.models.cacheops import CacheVerifyDoc
 
     local_count, damaged = verify_local(folder=folder)
     remote_url: str | None = None
-    remote_count = 0
+    found = RemoteVerified(blobs=0, entries=0, inline=0, damaged=[])
     if remote:
         from eval_banana.cache.remoteops import open_remote, verify_remote
 
@@ -228,13 +261,15 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
             settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
         )
         remote_url = opened.url
-        remote_count, remote_damaged = verify_remote(remote=opened)
-        damaged = [*damaged, *remote_damaged]
+        found = verify_remote(remote=opened)
+        damaged = [*damaged, *found.damaged]
     doc = CacheVerifyDoc(
         local_folder=str(folder),
         local_blobs=local_count,
         remote=remote_url,
-        remote_blobs=remote_count,
+        remote_blobs=found.blobs,
+        remote_entries=found.entries,
+        remote_inline=found.inline,
         damaged=damaged,
         ok=not damaged,
     )
@@ -243,7 +278,12 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
 
         sys.stdout.write(canonjson.dumps(doc) + "\n")
     else:
-        where = f" and {remote_count} in {remote_url}" if remote_url else ""
+        where = (
+            f" and {found.blobs} blobs and {found.inline} inline files of {found.entries} "
+            f"entries in {remote_url}"
+            if remote_url
+            else ""
+        )
         print(f"Verified {local_count} blobs in {folder}{where}: {len(damaged)} damaged.")
         for item in damaged:
             print(f"  damaged ({item.tier}) {item.name}: {item.problem}")

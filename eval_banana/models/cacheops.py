@@ -26,6 +26,24 @@ class LocalTierStats(Record):
     total_bytes: int = Field(ge=0, description="Everything above (not the secret or the lock).")
 
 
+class RemoteTierStats(Record):
+    """What the shared cache holds now, as it lists it."""
+
+    model_config = {"extra": "forbid"}
+
+    url: str = Field(description="The shared cache ([cache] remote).")
+    listing: Literal["listed", "unsupported"] = Field(
+        description="listed: the counts below are what it listed; unsupported: it cannot list "
+        "what it holds (a plain HTTP cache such as bazel-remote or nginx), and the counts are "
+        "null."
+    )
+    entries: int | None = Field(default=None, ge=0, description="Verdict entries (ac/).")
+    entry_bytes: int | None = Field(default=None, ge=0)
+    blobs: int | None = Field(default=None, ge=0, description="Stored files (cas/).")
+    blob_bytes: int | None = Field(default=None, ge=0)
+    total_bytes: int | None = Field(default=None, ge=0, description="Entries and blobs.")
+
+
 class HitRate(Record):
     """How often the last runs reused a verdict, from their history records."""
 
@@ -51,6 +69,9 @@ class CacheStatsDoc(Record):
     schema_uri: str = Field(default=CACHE_STATS_SCHEMA, alias="$schema")
     schema_version: Literal[1] = 1
     local: LocalTierStats
+    remote: RemoteTierStats | None = Field(
+        default=None, description="With --remote: the shared cache; null without."
+    )
     hit_rate: HitRate
 
 
@@ -60,7 +81,15 @@ class DamagedBlob(Record):
     model_config = {"extra": "forbid"}
 
     tier: Literal["local", "remote"]
-    name: str = Field(description="The blob's name: the SHA-256 (hex) its content must have.")
+    name: str = Field(
+        description="The file's name: the SHA-256 (hex) its content must have (for a remote "
+        "entry that cannot be read, the entry's name)."
+    )
+    entry: str | None = Field(
+        default=None,
+        description="For a file carried inline in a remote entry (not a blob of its own): "
+        "that entry's name (its key, hex); null for a blob.",
+    )
     problem: str = Field(description="What was found: another digest, or why it was unreadable.")
 
 
@@ -75,5 +104,11 @@ class CacheVerifyDoc(Record):
     local_blobs: int = Field(ge=0, description="Local blobs re-hashed.")
     remote: str | None = Field(default=None, description="The shared cache checked, or null.")
     remote_blobs: int = Field(default=0, ge=0, description="Remote blobs fetched and re-hashed.")
+    remote_entries: int = Field(
+        default=0, ge=0, description="Remote entries fetched for the files they carry inline."
+    )
+    remote_inline: int = Field(
+        default=0, ge=0, description="Files carried inline in those entries, re-hashed."
+    )
     damaged: list[DamagedBlob] = Field(default_factory=list)
-    ok: bool = Field(description="No blob is damaged (eb exits 0 exactly then).")
+    ok: bool = Field(description="No file is damaged (eb exits 0 exactly then).")

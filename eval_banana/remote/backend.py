@@ -7,17 +7,23 @@ A remote holds two kinds of objects, both named by 64 hex digits:
 
 A backend moves bytes and nothing else: it never reads an entry, and it checks no digest
 (the cache does both). Every request either answers or raises `RemoteError`.
+
+Blobs stream: a cached judge's raw output can be tens of megabytes, so `get_into` writes an
+object into a sink and `put_from` reads one from a file, `CHUNK` bytes at a time, and neither
+holds a whole blob in memory. `get` and `put` are for entries, small documents read whole.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Literal, NamedTuple, Protocol
+from typing import BinaryIO, Literal, NamedTuple, Protocol
 
 Kind = Literal["ac", "cas"]
 KINDS: tuple[Kind, ...] = ("ac", "cas")
 NAME_RE = re.compile(r"[0-9a-f]{64}")
+# What one read or write of a streamed object moves at most.
+CHUNK = 1 << 20
 
 
 class RemoteError(Exception):
@@ -26,6 +32,18 @@ class RemoteError(Exception):
 
 class ListingUnsupported(RemoteError):
     """The remote cannot list what it holds (a plain HTTP cache)."""
+
+
+class Sink(Protocol):
+    """Where `get_into` writes an object's bytes, chunk by chunk. A sink may refuse more
+    (raising `SinkRefused`), which ends the request."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+class SinkRefused(Exception):  # noqa: N818 (what happened, as RemoteError says)
+    """A sink took no more: the object is larger than the one asked for, or the sink cannot
+    keep it. A backend lets it through unchanged; it is no failure of the remote."""
 
 
 class RemoteItem(NamedTuple):
@@ -47,6 +65,16 @@ class RemoteBackend(Protocol):
 
     def put(self, *, kind: Kind, name: str, data: bytes) -> None:
         """Store the object (replacing one of the same name)."""
+        ...
+
+    def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
+        """Write the object's bytes into `sink` in chunks; how many, or None when it is
+        absent. After a `RemoteError` the sink may hold part of the object."""
+        ...
+
+    def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
+        """Store the `size` bytes of `source` (a file at its start, read in chunks; it may be
+        rewound to send it again) as the object."""
         ...
 
     def head(self, *, kind: Kind, name: str) -> int | None:

@@ -10,13 +10,16 @@ machine never sees half of one.
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
-from eval_banana.remote.backend import Kind, RemoteError, RemoteItem, checked_name
+from eval_banana.remote.backend import CHUNK, Kind, RemoteError, RemoteItem, Sink, checked_name
 
 _TEMP_NAMES = itertools.count()
 
@@ -42,19 +45,32 @@ class FolderBackend:
         return self.folder / kind / name[:2] / name
 
     def get(self, *, kind: Kind, name: str) -> bytes | None:
+        sink = io.BytesIO()
+        return None if self.get_into(kind=kind, name=name, sink=sink) is None else sink.getvalue()
+
+    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+        self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
+
+    def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
         try:
-            return self._path(kind=kind, name=name).read_bytes()
+            with self._path(kind=kind, name=name).open("rb") as source:
+                moved = 0
+                while chunk := source.read(CHUNK):
+                    sink.write(chunk)
+                    moved += len(chunk)
+                return moved
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise RemoteError(f"cannot read {kind}/{name}: {exc.strerror or exc}") from None
 
-    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+    def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
         path = self._path(kind=kind, name=name)
         temp = path.with_name(f".{name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temp.write_bytes(data)
+            with temp.open("xb") as target:
+                shutil.copyfileobj(source, target, CHUNK)
             os.replace(temp, path)
         except OSError as exc:
             raise RemoteError(f"cannot write {kind}/{name}: {exc.strerror or exc}") from None

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import NamedTuple, TypeVar
+from typing import BinaryIO, NamedTuple, TypeVar
 
-from eval_banana.remote.backend import Kind, RemoteBackend, RemoteError
+from eval_banana.remote.backend import Kind, RemoteBackend, RemoteError, Sink, SinkRefused
 
 TRIP_AFTER = 3
 _Item = TypeVar("_Item")
@@ -75,6 +75,20 @@ class GuardedRemote:
         with self._lock:
             self._up += len(data)
 
+    def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
+        """The object streamed into `sink` (see RemoteBackend.get_into); its bytes are
+        counted once the request has answered."""
+        moved = self._call(lambda: self.backend.get_into(kind=kind, name=name, sink=sink))
+        if moved is not None:
+            with self._lock:
+                self._down += moved
+        return moved
+
+    def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
+        self._call(lambda: self.backend.put_from(kind=kind, name=name, source=source, size=size))
+        with self._lock:
+            self._up += size
+
     def head(self, *, kind: Kind, name: str) -> int | None:
         return self._call(lambda: self.backend.head(kind=kind, name=name))
 
@@ -97,17 +111,23 @@ class GuardedRemote:
             self._in_flight += 1
         try:
             found = work()
+        except SinkRefused:
+            self._answered()  # the remote answered; what it sent was not wanted
+            raise
         except RemoteError as exc:
             self._failed(message=f"{self.url}: {exc}")
             raise
         except Exception as exc:  # a backend's library failing in a way it did not wrap
             self._failed(message=f"{self.url}: {type(exc).__name__}: {exc}")
             raise RemoteError(str(exc)) from None
+        self._answered()
+        return found
+
+    def _answered(self) -> None:
         with self._done:
             self._in_a_row = 0
             self._in_flight -= 1
             self._done.notify_all()
-        return found
 
     def _failed(self, *, message: str) -> None:
         with self._done:

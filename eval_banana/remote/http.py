@@ -13,22 +13,26 @@ out anyone's verdicts, and would receive the token.
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
+import io
 import time
 from collections.abc import Iterator, Mapping
+from typing import BinaryIO, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit
 
 from eval_banana.remote.backend import (
+    CHUNK,
     Kind,
     ListingUnsupported,
     RemoteError,
     RemoteItem,
+    Sink,
     checked_name,
 )
 
 TOKEN_VARIABLE = "EVAL_BANANA_CACHE_TOKEN"
 _REDIRECTS = 3
-_CHUNK = 1 << 16
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
 
@@ -79,25 +83,34 @@ class HttpBackend:
         return f"{self.prefix}/{kind}/{checked_name(name)}"
 
     def get(self, *, kind: Kind, name: str) -> bytes | None:
-        status, body, _ = self._request(method="GET", path=self._target(kind=kind, name=name))
+        sink = io.BytesIO()
+        return None if self.get_into(kind=kind, name=name, sink=sink) is None else sink.getvalue()
+
+    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+        self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
+
+    def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
+        path = self._target(kind=kind, name=name)
+        status, moved = self._request(method="GET", path=path, sink=sink)
         if status == 404:
             return None
         if status != 200:
             raise RemoteError(f"GET {kind}/{name} answered HTTP {status}")
-        return body
+        return moved or 0
 
-    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+    def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
         path = self._target(kind=kind, name=name)
-        status, _, _ = self._request(method="PUT", path=path, body=data)
+        body = _Body(source=source, size=size)
+        status, _ = self._request(method="PUT", path=path, body=body)
         if status in (404, 409):
             # A WebDAV server stores only into a folder that exists: make it, then once more.
             self._make_folders(kind=kind)
-            status, _, _ = self._request(method="PUT", path=path, body=data)
+            status, _ = self._request(method="PUT", path=path, body=body)
         if status not in (200, 201, 204):
             raise RemoteError(f"PUT {kind}/{name} answered HTTP {status}")
 
     def head(self, *, kind: Kind, name: str) -> int | None:
-        status, _, length = self._request(method="HEAD", path=self._target(kind=kind, name=name))
+        status, length = self._request(method="HEAD", path=self._target(kind=kind, name=name))
         if status == 404:
             return None
         if status != 200:
@@ -108,7 +121,7 @@ class HttpBackend:
         raise ListingUnsupported(f"{self.url} is an HTTP cache, which cannot list what it holds")
 
     def delete(self, *, kind: Kind, name: str) -> bool:
-        status, _, _ = self._request(method="DELETE", path=self._target(kind=kind, name=name))
+        status, _ = self._request(method="DELETE", path=self._target(kind=kind, name=name))
         if status == 404:
             return False
         if status not in (200, 202, 204):
@@ -123,16 +136,17 @@ class HttpBackend:
                 self._request(method="MKCOL", path=path + "/")
 
     def _request(
-        self, *, method: str, path: str, body: bytes | None = None
-    ) -> tuple[int, bytes, int | None]:
-        """(status, body, Content-Length) of one request, redirects on the same host followed."""
+        self, *, method: str, path: str, body: _Body | None = None, sink: Sink | None = None
+    ) -> tuple[int, int | None]:
+        """(status, length) of one request, redirects on the same host followed. The length
+        is the bytes a 200 answer wrote into `sink`, else the Content-Length (or None)."""
         deadline = time.monotonic() + self.timeout
         for _ in range(_REDIRECTS + 1):
-            status, data, length, location = self._once(
-                method=method, path=path, body=body, deadline=deadline
+            status, length, location = self._once(
+                method=method, path=path, body=body, sink=sink, deadline=deadline
             )
             if status not in _REDIRECT_CODES:
-                return status, data, length
+                return status, length
             path = self._same_origin(location=location, path=path)
         raise RemoteError(f"{method} {path}: more than {_REDIRECTS} redirects")
 
@@ -150,28 +164,44 @@ class HttpBackend:
         return target.path + (f"?{target.query}" if target.query else "")
 
     def _once(
-        self, *, method: str, path: str, body: bytes | None, deadline: float
-    ) -> tuple[int, bytes, int | None, str | None]:
+        self,
+        *,
+        method: str,
+        path: str,
+        body: _Body | None,
+        sink: Sink | None,
+        deadline: float,
+    ) -> tuple[int, int | None, str | None]:
         left = deadline - time.monotonic()
         if left <= 0:
             raise RemoteError(f"{method} {path}: timed out")
         connection_type = (
             http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         )
-        connection = connection_type(self.host, self.port, timeout=left)
+        # The body goes out CHUNK bytes at a time, read from its file (never whole in memory).
+        connection = connection_type(self.host, self.port, timeout=left, blocksize=CHUNK)
         headers = {"User-Agent": "eval-banana"}
         if self._authorization:
             headers["Authorization"] = self._authorization
         try:
-            connection.request(method, path, body=body, headers=headers)
+            if body is None:
+                connection.request(method, path, headers=headers)
+            else:
+                body.source.seek(0)  # a retry or a redirect sends it again from the start
+                headers["Content-Length"] = str(body.size)
+                _send_body(
+                    connection=connection, method=method, path=path, headers=headers, body=body
+                )
             response = connection.getresponse()
             length_text = response.getheader("Content-Length")
             length = int(length_text) if length_text and length_text.isdigit() else None
             location = response.getheader("Location")
-            data = b"" if method == "HEAD" else _read_all(response=response, deadline=deadline)
-            if method != "HEAD" and length is not None and len(data) != length:
-                raise RemoteError(f"{method} {path}: the body was cut short")
-            return response.status, data, length, location
+            if method == "GET" and response.status == 200 and sink is not None:
+                moved = _stream(response=response, sink=sink, deadline=deadline)
+                if length is not None and moved != length:
+                    raise RemoteError(f"{method} {path}: the body was cut short")
+                length = moved
+            return response.status, length, location
         except RemoteError:
             raise
         except (OSError, http.client.HTTPException, ValueError) as exc:
@@ -180,14 +210,38 @@ class HttpBackend:
             connection.close()
 
 
-def _read_all(*, response: http.client.HTTPResponse, deadline: float) -> bytes:
-    """The whole body, within the request's deadline (a server trickling bytes is a timeout)."""
-    parts = []
-    while chunk := response.read(_CHUNK):
-        parts.append(chunk)
+class _Body(NamedTuple):
+    """A request's body: a file at its start and how many bytes of it to send."""
+
+    source: BinaryIO
+    size: int
+
+
+def _send_body(
+    *,
+    connection: http.client.HTTPConnection,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: _Body,
+) -> None:
+    """Send a request with a body. A server may answer (a WebDAV server's 409 for a folder
+    that is not there) and close before it has read the body: its answer still counts."""
+    # getresponse then reads the answer the server gave, or fails with the cause.
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        connection.request(method, path, body=body.source, headers=headers)
+
+
+def _stream(*, response: http.client.HTTPResponse, sink: Sink, deadline: float) -> int:
+    """Write the body into `sink` in chunks, within the request's deadline (a server
+    trickling bytes is a timeout); the bytes written."""
+    moved = 0
+    while chunk := response.read(CHUNK):
+        sink.write(chunk)
+        moved += len(chunk)
         if time.monotonic() > deadline:
             raise RemoteError("timed out while reading the body")
-    return b"".join(parts)
+    return moved
 
 
 def _cause(exc: BaseException) -> str:

@@ -12,11 +12,20 @@ timeout, and the run's circuit breaker decides when to stop asking.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from eval_banana.remote.backend import Kind, RemoteError, RemoteItem, checked_name
+from eval_banana.remote.backend import (
+    CHUNK,
+    Kind,
+    RemoteError,
+    RemoteItem,
+    Sink,
+    SinkRefused,
+    checked_name,
+)
 
 _ABSENT = frozenset({"404", "NoSuchKey", "NotFound"})
 
@@ -64,23 +73,43 @@ class S3Backend:
         return f"{self.prefix}/{kind}/{name}" if self.prefix else f"{kind}/{name}"
 
     def get(self, *, kind: Kind, name: str) -> bytes | None:
+        sink = io.BytesIO()
+        return None if self.get_into(kind=kind, name=name, sink=sink) is None else sink.getvalue()
+
+    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+        self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
+
+    def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
+        # One GET whose body is read in chunks (boto3's download_fileobj would split a large
+        # object into parallel ranged requests, each held in memory).
         key = self._key(kind=kind, name=name)
+        moved = 0
         try:
             answer = self._client.get_object(Bucket=self.bucket, Key=key)
-            data: bytes = answer["Body"].read()
+            body = answer["Body"]
+            try:
+                for chunk in body.iter_chunks(CHUNK):
+                    sink.write(chunk)
+                    moved += len(chunk)
+            finally:
+                body.close()
+        except SinkRefused:
+            raise
         except Exception as exc:  # botocore's errors and the socket's, all alike here
             if _absent(exc):
                 return None
             raise RemoteError(f"GET {kind}/{name}: {_cause(exc)}") from None
         length = answer.get("ContentLength")
-        if isinstance(length, int) and length != len(data):
+        if isinstance(length, int) and length != moved:
             raise RemoteError(f"GET {kind}/{name}: the body was cut short")
-        return data
+        return moved
 
-    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+    def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
+        # One PUT whose body botocore reads from the file in chunks (boto3's upload_fileobj
+        # would buffer the parts of a multipart upload in memory, several at once).
         key = self._key(kind=kind, name=name)
         try:
-            self._client.put_object(Bucket=self.bucket, Key=key, Body=data)
+            self._client.put_object(Bucket=self.bucket, Key=key, Body=source, ContentLength=size)
         except Exception as exc:
             raise RemoteError(f"PUT {kind}/{name}: {_cause(exc)}") from None
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import filecmp
 import hashlib
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from eval_banana.core.errors import ConfigError
-from eval_banana.remote.backend import ListingUnsupported, RemoteBackend, RemoteError
+from eval_banana.remote.backend import CHUNK, ListingUnsupported, RemoteBackend, RemoteError
 from eval_banana.remote.guarded import TRIP_AFTER, GuardedRemote
 from eval_banana.remote.opening import open_backend
 from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
@@ -75,6 +77,41 @@ def test_objects_round_trip_by_kind_and_name(backend: RemoteBackend) -> None:
     assert backend.delete(kind="ac", name=NAME) is True
     assert backend.get(kind="ac", name=NAME) is None
     assert backend.delete(kind="ac", name=NAME) is False
+
+
+class _Recording:
+    """A sink that hashes and keeps what it is given in a file, and notes each chunk's size."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("wb")
+        self.digest = hashlib.sha256()
+        self.chunks: list[int] = []
+
+    def write(self, data: bytes, /) -> int:
+        self.chunks.append(len(data))
+        self.digest.update(data)
+        return self.file.write(data)
+
+
+def test_a_blob_larger_than_a_chunk_streams_both_ways(
+    backend: RemoteBackend, tmp_path: Path
+) -> None:
+    size = 8 * CHUNK + 12_345  # 8 MiB and then some: many chunks, the last a short one
+    source = tmp_path / "big.bin"
+    source.write_bytes(os.urandom(size))
+    name = hashlib.sha256(source.read_bytes()).hexdigest()
+    with source.open("rb") as file:
+        backend.put_from(kind="cas", name=name, source=file, size=size)
+    assert backend.head(kind="cas", name=name) == size
+
+    sink = _Recording(tmp_path / "back.bin")
+    with sink.file:
+        assert backend.get_into(kind="cas", name=name, sink=sink) == size
+    assert sink.digest.hexdigest() == name
+    assert filecmp.cmp(source, tmp_path / "back.bin", shallow=False)
+    # It came in pieces no larger than a chunk, never as one body.
+    assert len(sink.chunks) >= 9 and max(sink.chunks) <= CHUNK
+    assert backend.get_into(kind="cas", name=OTHER, sink=sink) is None
 
 
 def test_a_name_that_is_not_a_digest_is_never_sent(backend: RemoteBackend) -> None:
