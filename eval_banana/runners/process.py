@@ -46,6 +46,10 @@ class OutputReader(Protocol):
 
     def stderr(self, data: bytes) -> None: ...
 
+    def idle(self) -> bool:
+        """Nothing new came: time for deferred work; whether there was any."""
+        ...
+
 
 class _Follower:
     """Reads the two output files as the child writes them, from the check's own thread."""
@@ -77,7 +81,7 @@ class _Follower:
             code = proc.poll()
             if code is not None:
                 return code
-            if not moved:
+            if not moved and not self.reader.idle():
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     return proc.wait(timeout=_FOLLOW_SECONDS)
 

@@ -13,7 +13,7 @@ HEAD_BYTES were read), then only its last lines (TAIL_BYTES at most, and no more
 transcript's end keeps events). As the length is known only at the end, both readings go on
 side by side over the first WHOLE_BYTES; past it only the head's survives, and the lines that
 follow it are held as bytes in a ring bounded by TAIL_BYTES, parsed once the stream ends. The
-middle of a 50 MB stream is cut into lines, never parsed or decoded.
+middle of a 50 MB stream is only searched for its last line breaks, never parsed or decoded.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from eval_banana.transcripts.reading import (
     WHOLE_BYTES,
     LineSplitter,
     RawLine,
+    raw_line,
 )
 from eval_banana.transcripts.sink import HEAD_EVENTS, TAIL_EVENTS, Event, Sink
 
@@ -40,6 +41,11 @@ _ERRORISH = re.compile(r"(^|\W)(error|failed|failure|exception|unauthorized|deni
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 MakeParser = Callable[[Sink], Parser]
+# Past the head of a long stream, what arrives is skimmed in pieces of about this size: a
+# line break search per piece, not per line.
+_SKIM_BYTES = 1 << 20
+# How much of the backlog one pause of the output parses before eb looks for more output.
+_IDLE_BYTES = 64 << 10
 
 
 class _Reading:
@@ -71,10 +77,70 @@ class _Lines:
         # where each ends; what falls out is counted (left out of the transcript), not kept.
         self.ring: deque[tuple[int, RawLine]] = deque()
         self.left_out = 0
+        # Lines after the head that the whole reading has yet to parse (at most WHOLE_BYTES).
+        self.backlog: deque[RawLine] = deque()
+        # Past the head of a long stream, pieces are gathered to be skimmed a few at a time.
+        self.pending: list[bytes] = []
+        self.pending_bytes = 0
 
     def feed(self, data: bytes) -> None:
+        if self.whole is None and self.head is not None:
+            self.pending.append(data)
+            self.pending_bytes += len(data)
+            if self.pending_bytes >= _SKIM_BYTES:
+                self._skim_pending()
+            return
         for raw in self.splitter.feed(data):
             self._line(raw)
+
+    def catch_up(self, *, budget: int | None) -> bool:
+        """Parse lines of the backlog (about `budget` bytes; None: all); whether there were any."""
+        whole = self.whole
+        if whole is None or not self.backlog:
+            return False
+        done = 0
+        while self.backlog and (budget is None or done < budget):
+            raw = self.backlog.popleft()
+            whole.parser.feed(raw.line())
+            done += raw.size
+        return True
+
+    def _skim_pending(self) -> None:
+        if self.pending:
+            data = b"".join(self.pending)
+            self.pending = []
+            self.pending_bytes = 0
+            self._skim(data)
+
+    def _skim(self, data: bytes) -> None:
+        """Past the head of a long stream: only lines that may be in its end are taken apart;
+        those before them in this piece are counted at once (the middle is never split)."""
+        first = data.find(b"\n")
+        if first < 0:
+            self.splitter.feed(data)  # the line in progress goes on
+            return
+        for raw in self.splitter.feed(data[: first + 1]):
+            self._line(raw)
+        last = data.rfind(b"\n")
+        if last > first:
+            self._skim_lines(data=data, start=first + 1, stop=last + 1)
+        if last + 1 < len(data):
+            self.splitter.feed(data[last + 1 :])
+
+    def _skim_lines(self, *, data: bytes, start: int, stop: int) -> None:
+        """The whole lines of data[start:stop]: the last ones into the ring, the rest counted."""
+        at = self.size
+        self.size += stop - start
+        floor = self.size - TAIL_BYTES
+        kept: list[tuple[int, RawLine]] = []
+        pos = stop
+        while pos > start and len(kept) < TAIL_EVENTS and at + pos - start > floor:
+            begin = max(start, data.rfind(b"\n", start, pos - 1) + 1)
+            kept.append((at + pos - start, raw_line(data[begin:pos])))
+            pos = begin
+        self.left_out += pos - start
+        self.ring.extend(reversed(kept))
+        self._trim()
 
     def live(self) -> Sink:
         reading = self.whole if self.whole is not None else self.head
@@ -94,29 +160,37 @@ class _Lines:
             self._keep(raw)
         if self.whole is None:
             return
-        if self.head is not None and self.size > WHOLE_BYTES:
+        if self.head is None:
+            self.whole.parser.feed(raw.line())  # the head: parsed at once
+        elif self.size > WHOLE_BYTES:
             self.whole = None  # too long to be parsed whole: the head and the end will be
-            return
-        self.whole.parser.feed(raw.line())
+            self.backlog.clear()
+        else:
+            self.backlog.append(raw)  # parsed when the output pauses (catch_up) or ends
 
     def _head_ends(self, *, at: int) -> bool:
         assert self.whole is not None
         return len(self.whole.sink.head) >= HEAD_EVENTS or at >= HEAD_BYTES
 
     def _keep(self, raw: RawLine) -> None:
+        self.ring.append((self.size, raw))
+        self._trim()
+
+    def _trim(self) -> None:
         ring = self.ring
-        ring.append((self.size, raw))
         floor = self.size - TAIL_BYTES
         while ring and (len(ring) > TAIL_EVENTS or ring[0][0] <= floor):
             self.left_out += ring.popleft()[1].size
 
     def close(self) -> Sink:
         """The sink holding the stream's events, all of them parsed and flushed."""
+        self._skim_pending()
         last = self.splitter.close()
         if last is not None:
             self._line(last)
         if self.size <= WHOLE_BYTES:
             assert self.whole is not None
+            self.catch_up(budget=None)
             if self.size:
                 self.whole.parser.finish()
             return self.whole.sink
@@ -204,6 +278,10 @@ class TranscriptBuilder:
 
     def stderr(self, data: bytes) -> None:
         (self.lines if self.codex else self.tail).feed(data)
+
+    def idle(self) -> bool:
+        """The output paused: parse some of what waits; whether there was anything."""
+        return self.lines.catch_up(budget=_IDLE_BYTES)
 
     def seen(self) -> list[Event]:
         """The events parsed so far, while the output is still being read."""

@@ -53,6 +53,16 @@ def _end_from(rest: int) -> int:
     return max(0, (blocks - 2) * END_BLOCK)
 
 
+def raw_line(data: bytes) -> RawLine:
+    """A whole line (its line break included) as the splitter would give it."""
+    size = len(data)
+    if size <= LINE_CAP:
+        return RawLine(start=data, size=size)
+    return RawLine(
+        start=data[:LINE_CAP], size=size, end=data[LINE_CAP + _end_from(size - LINE_CAP) :]
+    )
+
+
 class LineSplitter:
     """Bytes in, whole lines out; the line not yet ended is held as its start and its end."""
 
