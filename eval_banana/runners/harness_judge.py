@@ -84,15 +84,18 @@ def _details(
 
 
 def _classed(*, details: dict[str, Any], found: ErrorCause) -> dict[str, Any]:
-    """`details.error_class` and `details.error_cause`: why this judge ended in `error`."""
+    """`details.error_class` and `details.error_cause`: why this judge ended in `error`; for the
+    infrastructure's errors `details.error_transient`: whether the cause may pass (a retry)."""
     details["error_class"] = found.error_class
     details["error_cause"] = found.cause
+    if found.error_class == "infrastructure":
+        details["error_transient"] = found.transient
     return details
 
 
 # A setup problem (no agent, a model the template cannot take, a prompt too large): nobody
 # judged, and the same run would fail the same way (never retried: no agent_failure).
-_SETUP = ErrorCause("infrastructure", "agent setup")
+_SETUP = ErrorCause("infrastructure", "agent setup", transient=False)
 
 
 def _report_usage(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
