@@ -10,10 +10,13 @@ only its last bytes are kept (stderr's end for its error lines; codex's stdout, 
 What is parsed of a long stream does not depend on when it is read: a stream of up to
 WHOLE_BYTES is parsed whole; of a longer one, the lines until the transcript's head is full (or
 HEAD_BYTES were read), then only its last lines (TAIL_BYTES at most, and no more lines than the
-transcript's end keeps events). As the length is known only at the end, both readings go on
-side by side over the first WHOLE_BYTES; past it only the head's survives, and the lines that
-follow it are held as bytes in a ring bounded by TAIL_BYTES, parsed once the stream ends. The
-middle of a 50 MB stream is only searched for its last line breaks, never parsed or decoded.
+transcript's end keeps events). As the length is known only at the end, the head is parsed as
+it arrives and then set aside (a copy); the whole reading goes on with the lines after it
+whenever the output pauses (`idle`), until the stream passes WHOLE_BYTES and it is dropped. A
+fast burst of output thus never pays for parsing lines that are thrown away. The lines after
+the head are also held as bytes in a ring bounded by TAIL_BYTES and parsed, for a long stream,
+once it ends. The middle of a 50 MB stream is only searched for its line breaks, never parsed
+or decoded.
 """
 
 from __future__ import annotations

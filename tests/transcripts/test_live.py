@@ -34,19 +34,32 @@ print(json.dumps({RESULT!r}), flush=True)
 """
 
 
+# Past the transcript's head: 250 tool calls, then it waits for the go file.
+MANY = """
+import json, os, sys, time
+for index in range(250):
+    print(json.dumps({"type": "assistant", "message": {"content": [{"type": "tool_use",
+        "id": f"t{index}", "name": "Read", "input": {"file_path": f"f{index}.py"}}]}}))
+sys.stdout.flush()
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+"""
+
+
 def identity(text: str) -> str:
     return text
 
 
-def test_the_tool_call_is_an_event_before_the_agent_exits(tmp_path: Path) -> None:
-    go = tmp_path / "go"
-    builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
+def _follow(
+    *, tmp_path: Path, code: str, go: Path, builder: TranscriptBuilder
+) -> tuple[threading.Thread, list[ProcessOutcome]]:
     outcomes: list[ProcessOutcome] = []
 
     def run() -> None:
         outcomes.append(
             run_process(
-                argv=[sys.executable, "-c", AGENT, str(go)],
+                argv=[sys.executable, "-c", code, str(go)],
                 cwd=tmp_path,
                 env={"PATH": "/usr/bin:/bin"},
                 stdout_path=tmp_path / "out.txt",
@@ -59,6 +72,13 @@ def test_the_tool_call_is_an_event_before_the_agent_exits(tmp_path: Path) -> Non
 
     thread = threading.Thread(target=run)
     thread.start()
+    return thread, outcomes
+
+
+def test_the_tool_call_is_an_event_before_the_agent_exits(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
+    thread, outcomes = _follow(tmp_path=tmp_path, code=AGENT, go=go, builder=builder)
     try:
         deadline = time.monotonic() + 30
         while not builder.seen() and time.monotonic() < deadline:
@@ -106,3 +126,21 @@ def test_a_long_line_in_small_pieces_is_the_line_read_at_once() -> None:
     assert len(read.start) == LINE_CAP and 64 << 10 <= len(read.end) <= 128 << 10
     assert line.endswith(read.end)
     assert read.line().cut and read.line().end.endswith("é}")
+
+
+def test_events_past_the_head_are_parsed_while_the_agent_pauses(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
+    thread, outcomes = _follow(tmp_path=tmp_path, code=MANY, go=go, builder=builder)
+    try:
+        deadline = time.monotonic() + 30
+        while len(builder.seen()) < 250 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        seen = builder.seen()
+        assert thread.is_alive() and not outcomes
+        # The first 200 events and the last 50 so far (the end keeps up to 100).
+        assert len(seen) == 250 and seen[-1]["call_id"] == "t249"
+    finally:
+        go.touch()
+        thread.join(timeout=60)
+    assert len(builder.events()) == 250
