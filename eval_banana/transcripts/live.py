@@ -78,7 +78,9 @@ class _Lines:
         self.head: _Reading | None = None
         # The lines after the head that may still be in the stream's last TAIL_BYTES, with
         # where each ends; what falls out is counted (left out of the transcript), not kept.
-        self.ring: deque[tuple[int, RawLine]] = deque()
+        # A line skimmed past the head is kept as a view of its piece, made a RawLine at the end.
+        self.ring: deque[tuple[int, RawLine | memoryview]] = deque()
+        self.ring_bytes = 0
         self.left_out = 0
         # Lines after the head that the whole reading has yet to parse (at most WHOLE_BYTES).
         self.backlog: deque[RawLine] = deque()
@@ -135,14 +137,16 @@ class _Lines:
         at = self.size
         self.size += stop - start
         floor = self.size - TAIL_BYTES
-        kept: list[tuple[int, RawLine]] = []
+        kept: list[tuple[int, RawLine | memoryview]] = []
+        view = memoryview(data)
         pos = stop
         while pos > start and len(kept) < TAIL_EVENTS and at + pos - start > floor:
             begin = max(start, data.rfind(b"\n", start, pos - 1) + 1)
-            kept.append((at + pos - start, raw_line(data[begin:pos])))
+            kept.append((at + pos - start, view[begin:pos]))
             pos = begin
         self.left_out += pos - start
         self.ring.extend(reversed(kept))
+        self.ring_bytes += stop - pos
         self._trim()
 
     def live(self) -> Sink:
@@ -177,13 +181,19 @@ class _Lines:
 
     def _keep(self, raw: RawLine) -> None:
         self.ring.append((self.size, raw))
-        self._trim()
+        self.ring_bytes += raw.size
+        # Trimmed now and then, not per line: what it holds stays within twice the bounds.
+        if len(self.ring) > 2 * TAIL_EVENTS or self.ring_bytes > 2 * TAIL_BYTES:
+            self._trim()
 
     def _trim(self) -> None:
         ring = self.ring
         floor = self.size - TAIL_BYTES
         while ring and (len(ring) > TAIL_EVENTS or ring[0][0] <= floor):
-            self.left_out += ring.popleft()[1].size
+            item = ring.popleft()[1]
+            size = item.size if isinstance(item, RawLine) else len(item)
+            self.left_out += size
+            self.ring_bytes -= size
 
     def close(self) -> Sink:
         """The sink holding the stream's events, all of them parsed and flushed."""
@@ -203,10 +213,12 @@ class _Lines:
             head = self.whole
             head.parser.finish()
         sink = head.sink
+        self._trim()
         if self.left_out:
             sink.skip(self.left_out)
         parser = self.make(sink)  # the end is read afresh: the state of the middle is unknown
-        for _, raw in self.ring:
+        for _, item in self.ring:
+            raw = item if isinstance(item, RawLine) else raw_line(bytes(item))
             parser.feed(raw.line())
         parser.finish()
         self.ring.clear()
