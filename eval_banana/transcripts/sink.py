@@ -41,8 +41,13 @@ class Sink:
         return twin
 
     def seen(self) -> list[Event]:
-        """The events kept so far, as they stand (nothing is flushed or marked)."""
-        return [*self.head, *self.tail]
+        """The events kept so far, as they stand (nothing is flushed or marked); safe to call
+        from another thread than the one reading the output."""
+        while True:
+            try:
+                return [*self.head, *self.tail]
+            except RuntimeError:  # the tail moved while it was copied: copy it again
+                continue
 
     def clip(self, text: str, *, keep_end: bool = False) -> tuple[str, int]:
         """`text` masked and cut to max_chars (its end kept for answers), and how much was cut."""
