@@ -2,7 +2,8 @@
 
 - `infrastructure`: the model provider or the agent process failed (HTTP 429/5xx, authentication,
   quota, network, the CLI missing, crashing or killed by a signal, a timeout). Nobody judged the
-  check; a retry may help.
+  check. A retry may help when the cause is transient; it cannot when the CLI is missing or
+  cannot start, or the provider refused the credentials (HTTP 401/403): those are permanent.
 - `verdict`: the agent ran to its end and answered, but the answer held no valid verdict.
 - `isolation` and `budget` are given where they happen (eval_banana.isolation, the run's fuses).
 
@@ -39,35 +40,46 @@ _NETWORK = re.compile(
     r"|name resolution|connecterror|APIConnectionError",
     re.IGNORECASE,
 )
+
+
+class ErrorCause(NamedTuple):
+    """A judge error's class and a short cause for people (`HTTP 429`, `killed by SIGKILL`),
+    and, for the infrastructure's, whether the cause may go away by itself (only then is a
+    retry worth it)."""
+
+    error_class: ErrorClass
+    cause: str
+    transient: bool = True
+
+
+def _infra(cause: str, *, transient: bool = True) -> ErrorCause:
+    return ErrorCause("infrastructure", cause, transient)
+
+
 # OpenHands' error event codes (litellm's exception names) by the cause they name.
-_OPENHANDS_CODES: tuple[tuple[str, str], ...] = (
-    ("RateLimit", "HTTP 429"),
-    ("Authentication", "authentication"),
-    ("PermissionDenied", "authentication"),
-    ("ServiceUnavailable", "HTTP 5xx"),
-    ("InternalServer", "HTTP 5xx"),
-    ("APIConnection", "network"),
-    ("Timeout", "timeout"),
-    ("BudgetExceeded", "quota"),
+_AUTHENTICATION = _infra("authentication", transient=False)
+_OPENHANDS_CODES: tuple[tuple[str, ErrorCause], ...] = (
+    ("RateLimit", _infra("HTTP 429")),
+    ("Authentication", _AUTHENTICATION),
+    ("PermissionDenied", _AUTHENTICATION),
+    ("ServiceUnavailable", _infra("HTTP 5xx")),
+    ("InternalServer", _infra("HTTP 5xx")),
+    ("APIConnection", _infra("network")),
+    ("Timeout", _infra("timeout")),
+    ("BudgetExceeded", _infra("quota")),
 )
 # A shell or wrapper reports a child killed by signal N as exit status 128 + N.
 _SIGNAL_EXITS = {128 + int(sig): sig.name for sig in signal.Signals}
 _TEXT_LIMIT = 64 * 1024
-# A shell's exit status when the command it was to run is missing (127) or not executable (126).
+# A shell's exit status when the command it was to run is missing (127) or not executable (126):
+# the same next time, so never retried.
 _SHELL_NOT_RUN = {127: "agent CLI not found", 126: "agent CLI could not start"}
 
 
-class ErrorCause(NamedTuple):
-    """A judge error's class and a short cause for people (`HTTP 429`, `killed by SIGKILL`)."""
-
-    error_class: ErrorClass
-    cause: str
-
-
-def _status_cause(status: int) -> str:
+def _status_cause(status: int) -> ErrorCause:
     if status in (401, 403):
-        return f"authentication (HTTP {status})"
-    return f"HTTP {status}"
+        return _infra(f"authentication (HTTP {status})", transient=False)
+    return _infra(f"HTTP {status}")
 
 
 def _infra_status(status: int) -> bool:
@@ -75,7 +87,9 @@ def _infra_status(status: int) -> bool:
     return status in (401, 402, 403, 408, 429) or 500 <= status <= 599
 
 
-def _from_events(*, event: dict[str, Any] | None, error_event: dict[str, Any] | None) -> str | None:
+def _from_events(
+    *, event: dict[str, Any] | None, error_event: dict[str, Any] | None
+) -> ErrorCause | None:
     """An infrastructure cause the dialect's own events report, or None."""
     if error_event is not None:
         code = error_event.get("code")
@@ -86,34 +100,34 @@ def _from_events(*, event: dict[str, Any] | None, error_event: dict[str, Any] | 
         text = " ".join(
             str(value) for value in (code, error_event.get("detail"), error_event.get("error"))
         )
-        return _from_text(text) or "the agent reported an error event"
+        return _from_text(text) or _infra("the agent reported an error event")
     if event is None:
         return None
     status = event.get("api_error_status")
     if type(status) is int and _infra_status(status):
         return _status_cause(status)
     if event.get("is_error") is True and event.get("terminal_reason") == "api_error":
-        return _from_text(str(event.get("result"))) or "the model API failed"
+        return _from_text(str(event.get("result"))) or _infra("the model API failed")
     error = event.get("error")
     if event.get("type") == "result" and event.get("status") == "error" and isinstance(error, dict):
-        return _from_text(str(error.get("message"))) or "the agent reported an error"
+        return _from_text(str(error.get("message"))) or _infra("the agent reported an error")
     return None
 
 
-def _from_text(text: str) -> str | None:
+def _from_text(text: str) -> ErrorCause | None:
     """The last resort: a status, or words of a rate limit, a refused key, a quota, a network."""
     for match in _STATUS_TEXT.finditer(text):
         status = int(next(group for group in match.groups() if group))
         if _infra_status(status):
             return _status_cause(status)
     if _RATE.search(text):
-        return "rate limit"
+        return _infra("rate limit")
     if _QUOTA.search(text):
-        return "quota"
+        return _infra("quota")
     if _AUTH.search(text):
-        return "authentication"
+        return _AUTHENTICATION
     if _NETWORK.search(text):
-        return "network"
+        return _infra("network")
     return None
 
 
@@ -158,23 +172,23 @@ def classify_judge_error(
     """
     found = _from_events(event=event, error_event=error_event)
     if found is not None:
-        return ErrorCause("infrastructure", found)
+        return found
     killed = _signal_cause(exit_code)
     if killed is not None:
-        return ErrorCause("infrastructure", killed)
+        return _infra(killed)
     if exit_code in _SHELL_NOT_RUN:
         # A wrapper script (npx, a shell line) could not find or run the real CLI.
-        return ErrorCause("infrastructure", f"{_SHELL_NOT_RUN[exit_code]} (exit {exit_code})")
+        return _infra(f"{_SHELL_NOT_RUN[exit_code]} (exit {exit_code})", transient=False)
     text = _from_text(_tail_text(stderr_path))
     if exit_code not in (0, None):
-        return ErrorCause("infrastructure", text or f"the agent crashed (exit code {exit_code})")
+        return text or _infra(f"the agent crashed (exit code {exit_code})")
     if text is not None and not has_verdict:
-        return ErrorCause("infrastructure", text)
+        return text
     return ErrorCause("verdict", "no valid verdict")
 
 
 def launch_cause(exc: BaseException) -> ErrorCause:
     """The agent could not be started: a missing binary or one eb may not run."""
     if isinstance(exc, FileNotFoundError):
-        return ErrorCause("infrastructure", "agent CLI not found")
-    return ErrorCause("infrastructure", f"agent CLI could not start ({type(exc).__name__})")
+        return _infra("agent CLI not found", transient=False)
+    return _infra(f"agent CLI could not start ({type(exc).__name__})", transient=False)

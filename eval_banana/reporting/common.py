@@ -53,6 +53,28 @@ def summary(*, check: Check) -> str:
     return result_summary(result=check)
 
 
+def error_class_of(*, check: Check) -> tuple[str, str] | None:
+    """An errored judge's class (details.error_class: infrastructure, verdict, isolation or
+    budget) and its cause for people (`HTTP 429`; the class itself when none was given)."""
+    if check.get("status") != "error":
+        return None
+    details = check.get("details") or {}
+    found = details.get("error_class")
+    if not isinstance(found, str) or not found:
+        return None
+    cause = details.get("error_cause")
+    return found, cause if isinstance(cause, str) and cause else found
+
+
+def error_class_label(*, check: Check) -> str | None:
+    """`infrastructure: HTTP 429`, or None for a check that did not error with a class."""
+    found = error_class_of(check=check)
+    if found is None:
+        return None
+    error_class, cause = found
+    return error_class if cause == error_class else f"{error_class}: {cause}"
+
+
 def xml_safe(text: str) -> str:
     """Replace characters XML 1.0 forbids (NUL, ESC, ...) with a visible `\\xNN` form."""
     return re.sub(_NOT_XML, lambda match: f"\\x{ord(match.group()):02x}", text)

@@ -20,6 +20,7 @@ from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
     check_relpath,
+    error_class_label,
     is_control,
     is_not_run,
     skipped_checks,
@@ -34,6 +35,7 @@ from eval_banana.reporting.html_assets import (
     FAMILY_JS,
     JS,
 )
+from eval_banana.stages.report import errors_line
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -420,6 +422,11 @@ def _row(*, index: int, shown: _Shown, repeated: _Repeated) -> str:
     # it inside the column, so no label, however long, is drawn over the reason.
     status, _, notes = shown.label.partition(" (")
     noted = f' <span class="sn">({repeated.escaped(notes)}</span>' if notes else ""
+    error_class = error_class_label(check=check)
+    if error_class is not None:
+        # Why the judge errored, under its status: the provider's fault or the judge's.
+        kind = escape(error_class.partition(":")[0])
+        noted += f' <span class="ec ec-{kind}">{repeated.escaped(error_class)}</span>'
     return (
         f'<tr class="r g-{shown.group}" data-i="{index}">'
         f'<td><button class="x" type="button" aria-expanded="false">'
@@ -503,6 +510,7 @@ def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
             + (f", {groups['skipped']} skipped" if groups["skipped"] else "")
             + (f"; {report['cached_checks']} cached" if report.get("cached_checks") else ""),
         ),
+        *([("Errors", errors)] if (errors := errors_line(report=report)) else []),
         ("Run ID", str(report.get("run_id", ""))),
         ("Started", str(report.get("started_at", ""))),
         ("Duration", _duration(report.get("duration_ms"))),

@@ -76,6 +76,9 @@ button.x[aria-expanded="true"]::before { content:"\\25BE"; }
 td.stc { overflow:hidden; }
 .sn { display:block; margin-top:2px; color:var(--muted); font-size:12px; line-height:1.3;
   overflow-wrap:anywhere; }
+.ec { display:block; margin-top:2px; color:var(--err); font-size:12px; line-height:1.3;
+  overflow-wrap:anywhere; }
+.ec-infrastructure { color:var(--muted); }
 .g-passed .st { background:var(--pass-bg); color:var(--pass); }
 .g-failed .st { background:var(--fail-bg); color:var(--fail); }
 .g-error .st { background:var(--err-bg); color:var(--err); }

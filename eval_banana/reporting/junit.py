@@ -18,6 +18,7 @@ from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
     check_relpath,
+    error_class_of,
     is_control,
     is_not_run,
     skipped_checks,
@@ -78,7 +79,15 @@ def _outcome(case: ET.Element, *, check: Check) -> None:
         _sub(case, "failure", _failure_body(check=check, text=text), message=message, type="failed")
     elif status == "error":
         detail = str(check.get("error_detail") or text or "error")
-        _sub(case, "error", detail, message=detail.splitlines()[0] if detail else "", type="error")
+        message = detail.splitlines()[0] if detail else ""
+        kind = "error"
+        found = error_class_of(check=check)
+        if found is not None:
+            # A CI server groups errors by type: the provider's (infrastructure) apart from a
+            # judge that answered without a verdict (verdict), with the cause leading the message.
+            kind, cause = found
+            message = f"{kind} ({cause}): {message}" if cause != kind else f"{kind}: {message}"
+        _sub(case, "error", detail, message=message, type=kind)
 
 
 def _failure_body(*, check: Check, text: str) -> str:

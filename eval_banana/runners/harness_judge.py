@@ -44,7 +44,7 @@ from eval_banana.runners.results import (
     stopped_detail,
     utc_now,
 )
-from eval_banana.transcripts import TRANSCRIPT_SUFFIX, record_transcript
+from eval_banana.transcripts import TRANSCRIPT_SUFFIX, TranscriptBuilder, write_transcript
 
 logger = Logger("eval_banana.runners.harness_judge")
 
@@ -84,15 +84,18 @@ def _details(
 
 
 def _classed(*, details: dict[str, Any], found: ErrorCause) -> dict[str, Any]:
-    """`details.error_class` and `details.error_cause`: why this judge ended in `error`."""
+    """`details.error_class` and `details.error_cause`: why this judge ended in `error`; for the
+    infrastructure's errors `details.error_transient`: whether the cause may pass (a retry)."""
     details["error_class"] = found.error_class
     details["error_cause"] = found.cause
+    if found.error_class == "infrastructure":
+        details["error_transient"] = found.transient
     return details
 
 
 # A setup problem (no agent, a model the template cannot take, a prompt too large): nobody
 # judged, and the same run would fail the same way (never retried: no agent_failure).
-_SETUP = ErrorCause("infrastructure", "agent setup")
+_SETUP = ErrorCause("infrastructure", "agent setup", transient=False)
 
 
 def _report_usage(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
@@ -145,29 +148,39 @@ def _tails(*, ctx: RunContext, outcome: ProcessOutcome) -> tuple[str, str]:
     return stdout, stderr
 
 
-def _transcript(
-    *, ctx: RunContext, outcome: ProcessOutcome, details: dict[str, Any], env: dict[str, str]
-) -> None:
-    """Write checks/<stem>.transcript.jsonl from what the agent printed (when it printed)."""
+def _transcript_builder(
+    *, ctx: RunContext, details: dict[str, Any], env: dict[str, str]
+) -> TranscriptBuilder | None:
+    """What reads the agent's output into transcript events while it runs (transcripts on)."""
     settings = ctx.config.settings
-    target = ctx.evidence_path(TRANSCRIPT_SUFFIX)
-    target.unlink(missing_ok=True)  # a file from an earlier attempt or a merged run folder
     if not settings.harness.transcripts:
-        return
-    if outcome.stdout_path is None and outcome.stderr_path is None:
-        return
+        return None
     # Masked before each text is cut, so a cut never leaves part of a secret; the whole file is
     # masked again with the run's other files afterwards (eval_banana.runners.redact).
     redactor = redactor_for(environ=env, names=settings.execution.redact)
+    return TranscriptBuilder(
+        dialect=str(details["output_dialect"]),
+        max_chars=settings.harness.transcript_max_chars,
+        mask=redactor.text,
+    )
+
+
+def _transcript(
+    *,
+    ctx: RunContext,
+    outcome: ProcessOutcome,
+    details: dict[str, Any],
+    builder: TranscriptBuilder | None,
+) -> None:
+    """Write checks/<stem>.transcript.jsonl from what the agent printed (when it printed)."""
+    target = ctx.evidence_path(TRANSCRIPT_SUFFIX)
+    target.unlink(missing_ok=True)  # a file from an earlier attempt or a merged run folder
+    if builder is None:
+        return
+    if outcome.stdout_path is None and outcome.stderr_path is None:
+        return
     try:
-        record_transcript(
-            dialect=str(details["output_dialect"]),
-            stdout_path=outcome.stdout_path,
-            stderr_path=outcome.stderr_path,
-            target=target,
-            max_chars=settings.harness.transcript_max_chars,
-            mask=redactor.text,
-        )
+        write_transcript(events=builder.events(), target=target)
     except OSError as exc:
         raise WriteFault.of(path=target, exc=exc) from None
     details["transcript_path"] = ctx.evidence_name(TRANSCRIPT_SUFFIX)
@@ -179,13 +192,13 @@ def _judged(
     started: datetime,
     outcome: ProcessOutcome,
     details: dict[str, Any],
-    env: dict[str, str],
+    builder: TranscriptBuilder | None,
 ) -> CheckResult:
     """The outcome for a process that ran: stop, timeout, exit code and verdict."""
     stdout, stderr = _tails(ctx=ctx, outcome=outcome)
     if outcome.stdout_path is not None:
         details["raw_response_path"] = ctx.evidence_name(".stdout.txt")
-    _transcript(ctx=ctx, outcome=outcome, details=details, env=env)
+    _transcript(ctx=ctx, outcome=outcome, details=details, builder=builder)
     common: dict[str, Any] = {
         "check": ctx.check,
         "started": started,
@@ -334,6 +347,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         project_root=ctx.seen_root,
         agent=harness.agent,
     )
+    builder = _transcript_builder(ctx=ctx, details=details, env=dict(env))
     try:
         outcome = run_process(
             argv=ctx.command(argv),
@@ -343,10 +357,11 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
             stderr_path=ctx.evidence_path(".stderr.txt"),
             timeout_s=float(harness.timeout_seconds),
             cancel=ctx.cancel,
+            follow=builder,
         )
     except OSError as exc:
         return _launch_error(ctx=ctx, started=started, exc=exc, details=details)
-    result = _judged(ctx=ctx, started=started, outcome=outcome, details=details, env=dict(env))
+    result = _judged(ctx=ctx, started=started, outcome=outcome, details=details, builder=builder)
     _trace(ctx=ctx, argv=details["effective_command"], outcome=outcome, result=result)
     return result
 

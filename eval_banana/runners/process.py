@@ -2,7 +2,9 @@
 
 The child writes to the files itself (no pipe, nothing held in memory), runs in its own
 session so its whole process group can be ended, and gets /dev/null as stdin (an inherited
-stdin can hang a run).
+stdin can hang a run). A caller that wants the output as it comes (a judge's transcript) passes
+an `OutputReader`: eb then reads both files while they grow and hands it every new piece, the
+last ones once the child and its group are gone.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, Protocol
 
 from eval_banana.core.errors import WriteFault
 from eval_banana.runners import orphans
@@ -23,6 +25,10 @@ from eval_banana.runners.faults import capture_fault
 
 GRACE_SECONDS = 2.0
 _POLL_SECONDS = 0.05
+# How long a follower waits for the child when its files had nothing new, and how much of a
+# file it reads at once.
+_FOLLOW_SECONDS = 0.02
+_FOLLOW_CHUNK = 1 << 20
 
 
 class ProcessOutcome(NamedTuple):
@@ -31,6 +37,63 @@ class ProcessOutcome(NamedTuple):
     cancelled: bool
     stdout_path: Path | None  # None when the stream was empty (the file is removed)
     stderr_path: Path | None
+
+
+class OutputReader(Protocol):
+    """Takes a child's output piece by piece while it runs (eval_banana.transcripts.live)."""
+
+    def stdout(self, data: bytes) -> None: ...
+
+    def stderr(self, data: bytes) -> None: ...
+
+    def idle(self) -> bool:
+        """Nothing new came: time for deferred work; whether there was any."""
+        ...
+
+
+class _Follower:
+    """Reads the two output files as the child writes them, from the check's own thread."""
+
+    def __init__(self, *, reader: OutputReader, stdout_path: Path, stderr_path: Path) -> None:
+        self.reader = reader
+        self.handles: list[tuple[BinaryIO, Callable[[bytes], None]]] = []
+        try:
+            for path, into in ((stdout_path, reader.stdout), (stderr_path, reader.stderr)):
+                self.handles.append((path.open("rb"), into))
+        except OSError as exc:
+            self.close()
+            raise WriteFault.of(path=path, exc=exc) from None
+
+    def pump(self) -> bool:
+        """Hand over what is new in either file; whether there was anything."""
+        moved = False
+        for handle, into in self.handles:
+            data = handle.read(_FOLLOW_CHUNK)
+            if data:
+                into(data)
+                moved = True
+        return moved
+
+    def wait(self, proc: subprocess.Popen[bytes]) -> int:
+        """Read while the child runs; its exit code."""
+        while True:
+            moved = self.pump()
+            code = proc.poll()
+            if code is not None:
+                return code
+            if not moved and not self.reader.idle():
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    return proc.wait(timeout=_FOLLOW_SECONDS)
+
+    def drain(self) -> None:
+        """Everything left (the child and whatever it left behind are gone by now)."""
+        while self.pump():
+            pass
+
+    def close(self) -> None:
+        for handle, _ in self.handles:
+            handle.close()
+        self.handles = []
 
 
 def _end_group(*, pgid: int, proc: subprocess.Popen[bytes]) -> None:
@@ -140,10 +203,65 @@ def run_process(
     stderr_path: Path,
     timeout_s: float | None,
     cancel: threading.Event,
+    follow: OutputReader | None = None,
 ) -> ProcessOutcome:
-    """Run `argv` to completion, timeout or cancellation; raises OSError if it cannot start."""
+    """Run `argv` to completion, timeout or cancellation; raises OSError if it cannot start.
+
+    With `follow`, the output is handed to it while the child runs, and all of it by the time
+    this returns."""
     started = time.monotonic()
     out, err = _open_captures(stdout_path=stdout_path, stderr_path=stderr_path)
+    follower = None
+    if follow is not None:
+        try:
+            follower = _Follower(reader=follow, stdout_path=stdout_path, stderr_path=stderr_path)
+        except BaseException:
+            out.close()
+            err.close()
+            raise
+    try:
+        exit_code, watch = _run(
+            argv=argv,
+            cwd=cwd,
+            env=env,
+            out=out,
+            err=err,
+            paths=(stdout_path, stderr_path),
+            deadline=started + timeout_s if timeout_s else None,
+            cancel=cancel,
+            follower=follower,
+        )
+        if follower is not None:
+            follower.drain()
+    finally:
+        if follower is not None:
+            follower.close()
+    for path in (stdout_path, stderr_path):
+        fault = capture_fault(path=path)
+        if fault is not None:
+            raise fault  # the check's output may be cut short: no verdict can come from it
+    return ProcessOutcome(
+        exit_code=exit_code,
+        timed_out=watch.timed_out,
+        cancelled=watch.cancelled,
+        stdout_path=_drop_if_empty(stdout_path),
+        stderr_path=_drop_if_empty(stderr_path),
+    )
+
+
+def _run(
+    *,
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    out: BinaryIO,
+    err: BinaryIO,
+    paths: tuple[Path, Path],
+    deadline: float | None,
+    cancel: threading.Event,
+    follower: _Follower | None,
+) -> tuple[int, _Watch]:
+    """Start the child, wait for it (reading its output with a follower), end its group."""
     # Every process of this check inherits the token, so its orphans can be found at the end.
     token = orphans.start_check()
     child_env = {**env, orphans.TOKEN_VAR: token}
@@ -161,15 +279,15 @@ def run_process(
         except BaseException:
             out.close()
             err.close()
-            stdout_path.unlink(missing_ok=True)
-            stderr_path.unlink(missing_ok=True)
+            for path in paths:
+                path.unlink(missing_ok=True)
             orphans.end_check(token=token)
             raise
         orphans.launched(proc.pid)
-    watch = _Watch(proc=proc, deadline=started + timeout_s if timeout_s else None, cancel=cancel)
+    watch = _Watch(proc=proc, deadline=deadline, cancel=cancel)
     _WATCHDOG.add(watch)
     try:
-        exit_code = proc.wait()
+        exit_code = proc.wait() if follower is None else follower.wait(proc)
     finally:
         orphans.reaped(proc.pid)
         _WATCHDOG.remove(watch)
@@ -180,17 +298,7 @@ def run_process(
         _kill_group(pgid=proc.pid)
         # ...nor daemons that left the group with setsid and were reparented to eb.
         orphans.end_check(token=token)
-    for path in (stdout_path, stderr_path):
-        fault = capture_fault(path=path)
-        if fault is not None:
-            raise fault  # the check's output may be cut short: no verdict can come from it
-    return ProcessOutcome(
-        exit_code=exit_code,
-        timed_out=watch.timed_out,
-        cancelled=watch.cancelled,
-        stdout_path=_drop_if_empty(stdout_path),
-        stderr_path=_drop_if_empty(stderr_path),
-    )
+    return exit_code, watch
 
 
 def _open_captures(*, stdout_path: Path, stderr_path: Path) -> tuple[BinaryIO, BinaryIO]:

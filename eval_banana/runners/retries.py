@@ -1,8 +1,10 @@
 """Retries for judges whose agent process failed (`[harness] retries`, `--retries N`).
 
 Only an `infrastructure` error (`details.error_class`, see eval_banana.harness.errorclass) of
-an agent process that ran (`details.agent_failure`: a non-zero exit, a timeout, no verdict) is
-run again: a rate limit, a provider outage, a crash or a timeout may pass the next time. A pass
+an agent process that ran (`details.agent_failure`: a non-zero exit, a timeout, no verdict)
+whose cause is transient (`details.error_transient`) is run again: a rate limit, a provider
+outage, a crash or a timeout may pass the next time; a missing CLI (a wrapper's exit 127) or
+refused credentials (HTTP 401/403) would fail the same way. A pass
 or a fail is a verdict and stands; a `verdict` error (the agent answered without a valid
 verdict) would most likely answer the same way; a stop (interrupt, fuse) ends the run; a setup
 error (no agent, a model the template cannot take, a prompt too large) would fail the same way.
@@ -50,11 +52,13 @@ def attempt_stem(*, stem: str, attempt: int) -> str:
 
 
 def is_retryable(*, result: CheckResult) -> bool:
-    """An infrastructure error of the agent process; never a verdict, a stop or a setup problem."""
+    """A transient infrastructure error of the agent process; never a verdict, a stop, a setup
+    problem or a cause a retry cannot cure (a missing CLI, refused credentials)."""
     details = result.details
     return (
         result.status == "error"
         and details.get("error_class") == "infrastructure"
+        and details.get("error_transient") is not False
         and details.get("agent_failure") in RETRYABLE_FAILURES
     )
 

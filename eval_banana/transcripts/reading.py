@@ -1,21 +1,22 @@
-"""An output file's lines in bounded memory: each line's first LINE_CAP bytes and its size.
+"""An output stream cut into lines as it arrives, in bounded memory: each line's first LINE_CAP
+bytes and its size (and, of a longer line, its last bytes).
 
-A file up to WHOLE_BYTES is read to its end. A longer one is read from its start until the
-transcript's head is full (or HEAD_BYTES are read), then only its last TAIL_BYTES: the middle
-of a 50 MB stream is never read, so the time to record a transcript does not grow with it.
+The bytes come in whatever pieces the reader got (a pipe's or a growing file's chunks), so a
+line may arrive in many pieces; only its start and its end are kept, never a whole long line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 LINE_CAP = 1 << 20
+# A stream up to WHOLE_BYTES is parsed whole. Of a longer one only the start (until the
+# transcript's head is full, or HEAD_BYTES were read) and its last TAIL_BYTES are parsed.
 WHOLE_BYTES = 4 << 20
 HEAD_BYTES = 512 << 10
 TAIL_BYTES = 512 << 10
-_SKIP_BLOCK = 1 << 16
+# A long line's end is kept in blocks of this size: its last one or two blocks (64 to 128 KB).
+END_BLOCK = 1 << 16
 
 
 class Line(NamedTuple):
@@ -25,73 +26,94 @@ class Line(NamedTuple):
     end: str = ""  # for a cut line: its last bytes (a plain text's answer is at its end)
 
 
-def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace").rstrip("\r\n")
+class RawLine(NamedTuple):
+    """A line as bytes, decoded only when it is parsed (most lines of a long stream never are)."""
+
+    start: bytes  # the whole line, or its first LINE_CAP bytes
+    size: int
+    end: bytes | None = None  # of a line longer than LINE_CAP: its last bytes
+
+    def line(self) -> Line:
+        if self.end is None:
+            text = self.start.decode("utf-8", errors="replace").rstrip("\r\n")
+            return Line(text=text, size=self.size)
+        # A character cut in two at either edge is dropped, not shown as a replacement mark.
+        return Line(
+            text=self.start.decode("utf-8", errors="ignore"),
+            size=self.size,
+            cut=True,
+            end=self.end.decode("utf-8", errors="ignore").rstrip("\r\n"),
+        )
 
 
-def _read_line(handle: BinaryIO) -> Line:
-    """The next line's first LINE_CAP bytes and its full size (the rest is read, not kept)."""
-    raw = handle.readline(LINE_CAP)
-    size = len(raw)
-    if raw.endswith(b"\n") or len(raw) < LINE_CAP:
-        return Line(text=_decode(raw), size=size)
-    last = previous = b""
-    while rest := handle.readline(_SKIP_BLOCK):
-        size += len(rest)
-        previous, last = last, rest
-        if rest.endswith(b"\n"):
-            break
-    if size == len(raw):
-        return Line(text=_decode(raw), size=size)
-    # A character cut in two at either edge is dropped, not shown as a replacement mark.
-    return Line(
-        text=raw.decode("utf-8", errors="ignore"),
-        size=size,
-        cut=True,
-        end=(previous + last).decode("utf-8", errors="ignore").rstrip("\r\n"),
+def _end_from(rest: int) -> int:
+    """Where in a long line's rest (what follows its first LINE_CAP bytes, `rest` bytes long)
+    the kept end starts: the start of its last block but one."""
+    blocks = -(-rest // END_BLOCK)
+    return max(0, (blocks - 2) * END_BLOCK)
+
+
+def raw_line(data: bytes) -> RawLine:
+    """A whole line (its line break included) as the splitter would give it."""
+    size = len(data)
+    if size <= LINE_CAP:
+        return RawLine(start=data, size=size)
+    return RawLine(
+        start=data[:LINE_CAP], size=size, end=data[LINE_CAP + _end_from(size - LINE_CAP) :]
     )
 
 
-def forward(
-    *, handle: BinaryIO, stop: Callable[[], bool] | None, budget: int | None
-) -> Iterator[Line]:
-    """Lines from the handle's position until its end, `stop()` or `budget` bytes read."""
-    read = 0
-    while budget is None or read < budget:
-        if stop is not None and stop():
+class LineSplitter:
+    """Bytes in, whole lines out; the line not yet ended is held as its start and its end."""
+
+    def __init__(self) -> None:
+        self.start = bytearray()
+        self.size = 0
+        self.rest = bytearray()  # the end of what follows the start (of a long line)
+        self.rest_at = 0  # where in that rest `self.rest` begins
+
+    def feed(self, data: bytes) -> list[RawLine]:
+        lines: list[RawLine] = []
+        pos, length = 0, len(data)
+        while pos < length:
+            newline = data.find(b"\n", pos)
+            stop = length if newline < 0 else newline + 1
+            if newline >= 0 and not self.size and stop - pos <= LINE_CAP:
+                lines.append(RawLine(start=data[pos:stop], size=stop - pos))
+            else:
+                self._add(memoryview(data)[pos:stop])
+                if newline >= 0:
+                    lines.append(self._take())
+            pos = stop
+        return lines
+
+    def close(self) -> RawLine | None:
+        """The last line, when the stream did not end with a line break."""
+        return self._take() if self.size else None
+
+    def _add(self, piece: memoryview) -> None:
+        self.size += len(piece)
+        room = LINE_CAP - len(self.start)
+        if room > 0:
+            self.start += piece[:room]
+            piece = piece[room:]
+        if not len(piece):
             return
-        line = _read_line(handle)
-        if not line.size:
-            return
-        read += line.size
-        yield line
+        self.rest += piece
+        keep = _end_from(self.size - LINE_CAP)
+        if len(self.rest) > 4 * END_BLOCK and keep > self.rest_at:
+            del self.rest[: keep - self.rest_at]
+            self.rest_at = keep
 
-
-def _line_start(*, handle: BinaryIO, position: int, floor: int) -> int:
-    """Where the line holding `position` starts (not before `floor`), searched backwards."""
-    while position > floor:
-        step = min(_SKIP_BLOCK, position - floor)
-        handle.seek(position - step)
-        block = handle.read(step)
-        newline = block.rfind(b"\n")
-        if newline >= 0:
-            return position - step + newline + 1
-        position -= step
-    return floor
-
-
-def tail_start(*, handle: BinaryIO, size: int, floor: int) -> int:
-    """Where the last TAIL_BYTES of the file begin, moved back to the start of a line."""
-    start = max(floor, size - TAIL_BYTES)
-    if start == floor:
-        return start
-    return _line_start(handle=handle, position=start, floor=floor)
-
-
-def open_lines(path: Path | None) -> BinaryIO | None:
-    if path is None:
-        return None
-    try:
-        return path.open("rb")
-    except OSError:
-        return None
+    def _take(self) -> RawLine:
+        size = self.size
+        if size <= LINE_CAP:
+            line = RawLine(start=bytes(self.start), size=size)
+        else:
+            end = self.rest[_end_from(size - LINE_CAP) - self.rest_at :]
+            line = RawLine(start=bytes(self.start), size=size, end=bytes(end))
+        self.start = bytearray()
+        self.size = 0
+        self.rest = bytearray()
+        self.rest_at = 0
+        return line

@@ -7,6 +7,7 @@ its beginning and its end (where the answer is).
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,25 @@ class Sink:
         self.dropped = 0  # events pushed out of the tail
         self.skipped_bytes = 0  # output never read (the middle of a very long stream)
         self.skip_at: int | None = None  # where in the head the middle was left out
+
+    def fork(self) -> Sink:
+        """A copy that goes on independently (the same mask, its own events)."""
+        twin = Sink(max_chars=self.max_chars, mask=self.mask)
+        twin.head = copy.deepcopy(self.head)
+        twin.tail = copy.deepcopy(self.tail)
+        twin.dropped = self.dropped
+        twin.skipped_bytes = self.skipped_bytes
+        twin.skip_at = self.skip_at
+        return twin
+
+    def seen(self) -> list[Event]:
+        """The events kept so far, as they stand (nothing is flushed or marked); safe to call
+        from another thread than the one reading the output."""
+        while True:
+            try:
+                return [*self.head, *self.tail]
+            except RuntimeError:  # the tail moved while it was copied: copy it again
+                continue
 
     def clip(self, text: str, *, keep_end: bool = False) -> tuple[str, int]:
         """`text` masked and cut to max_chars (its end kept for answers), and how much was cut."""

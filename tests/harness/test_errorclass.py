@@ -108,25 +108,28 @@ def test_an_answer_without_a_verdict_is_a_verdict_error(agent: str, tmp_path: Pa
 
 def test_claude_http_statuses(tmp_path: Path) -> None:
     text = (FIXTURES / "claude_error_result.stdout").read_text(encoding="utf-8")
-    for status, error_class, cause in (
-        (429, "infrastructure", "HTTP 429"),
-        (401, "infrastructure", "authentication (HTTP 401)"),
-        (503, "infrastructure", "HTTP 503"),
+    # Refused credentials stay refused: the one cause here a retry cannot cure.
+    for status, cause, transient in (
+        (429, "HTTP 429", True),
+        (401, "authentication (HTTP 401)", False),
+        (403, "authentication (HTTP 403)", False),
+        (503, "HTTP 503", True),
     ):
         changed = text.replace('"api_error_status":500', f'"api_error_status":{status}')
         found = _classify(tmp_path=tmp_path, agent="claude", stdout=changed, stderr="", code=1)
-        assert found == ErrorCause(error_class, cause)  # type: ignore[arg-type]
+        assert found == ErrorCause("infrastructure", cause, transient)
 
 
 def test_a_signal_and_a_crash_are_infrastructure(tmp_path: Path) -> None:
-    for code, cause in (
-        (-int(signal.SIGKILL), "killed by SIGKILL"),
-        (128 + int(signal.SIGTERM), "killed by SIGTERM (exit 143)"),
-        (2, "the agent crashed (exit code 2)"),
-        (127, "agent CLI not found (exit 127)"),
+    for code, cause, transient in (
+        (-int(signal.SIGKILL), "killed by SIGKILL", True),
+        (128 + int(signal.SIGTERM), "killed by SIGTERM (exit 143)", True),
+        (2, "the agent crashed (exit code 2)", True),
+        (127, "agent CLI not found (exit 127)", False),
+        (126, "agent CLI could not start (exit 126)", False),
     ):
         found = _classify(tmp_path=tmp_path, agent="pi", stdout="", stderr="", code=code)
-        assert found == ErrorCause("infrastructure", cause)
+        assert found == ErrorCause("infrastructure", cause, transient)
 
 
 def test_a_verdict_with_a_non_zero_exit_is_infrastructure(tmp_path: Path) -> None:
@@ -137,20 +140,20 @@ def test_a_verdict_with_a_non_zero_exit_is_infrastructure(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("stderr", "cause"),
+    ("stderr", "cause", "transient"),
     [
-        ("Error: 429 Too Many Requests", "HTTP 429"),
-        ("request failed: connect ECONNREFUSED 127.0.0.1:9", "network"),
-        ("Error: invalid x-api-key", "authentication"),
-        ("You exceeded your current quota", "quota"),
+        ("Error: 429 Too Many Requests", "HTTP 429", True),
+        ("request failed: connect ECONNREFUSED 127.0.0.1:9", "network", True),
+        ("Error: invalid x-api-key", "authentication", False),
+        ("You exceeded your current quota", "quota", True),
     ],
 )
-def test_text_is_the_last_resort(stderr: str, cause: str, tmp_path: Path) -> None:
+def test_text_is_the_last_resort(stderr: str, cause: str, transient: bool, tmp_path: Path) -> None:
     found = _classify(tmp_path=tmp_path, agent="pi", stdout="", stderr=stderr, code=0)
-    assert found == ErrorCause("infrastructure", cause)
+    assert found == ErrorCause("infrastructure", cause, transient)
 
 
 def test_a_missing_binary() -> None:
     assert launch_cause(FileNotFoundError(2, "No such file")) == ErrorCause(
-        "infrastructure", "agent CLI not found"
+        "infrastructure", "agent CLI not found", transient=False
     )

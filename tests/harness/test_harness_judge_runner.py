@@ -301,6 +301,7 @@ def test_no_agent_defensive_path(rig: Rig) -> None:
         "timeout_seconds": 33,
         "error_class": "infrastructure",
         "error_cause": "agent setup",
+        "error_transient": False,  # it would fail the same way again: never retried
     }
 
 

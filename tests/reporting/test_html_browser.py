@@ -13,7 +13,7 @@ import copy
 import json
 import shutil
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -483,4 +483,27 @@ def test_an_expanded_judge_shows_its_transcript(browser: Any, transcript_run: Pa
     assert Path(raw.removeprefix("file://")).is_file()
     saved = detail.find_element(By.PARTIAL_LINK_TEXT, ".transcript.jsonl").get_attribute("href")
     assert Path(saved.removeprefix("file://")).is_file()
+    _no_errors_no_network(browser)
+
+
+def test_an_errored_judge_row_shows_its_error_class(
+    browser: Any, project: Callable[..., Path], eb: Callable[..., Any]
+) -> None:
+    """A real run: one judge's agent reports HTTP 429, another answers in prose."""
+    from selenium.webdriver.common.by import By
+
+    from tests.runners.test_retries import make, run_dir_of
+
+    root = make(project, {"limited": "e429", "prose": "noverdict"}, retries=None)
+    assert eb("run", "--cwd", str(root)).exit_code == 1
+    _open(browser, run_dir_of(root) / "report.html")
+    labels = {}
+    for row in browser.find_elements(By.CSS_SELECTOR, "tr.r"):
+        check_id = row.find_element(By.CSS_SELECTOR, "button.x").text
+        label = row.find_element(By.CSS_SELECTOR, ".ec")
+        assert label.is_displayed() and label.size["height"] > 0
+        labels[check_id] = label.text
+    assert labels == {"limited": "infrastructure: HTTP 429", "prose": "verdict: no valid verdict"}
+    facts = browser.find_element(By.CSS_SELECTOR, "dl.facts").text
+    assert "2 errors: 1 infrastructure (HTTP 429), 1 verdict" in facts
     _no_errors_no_network(browser)

@@ -5,8 +5,9 @@ instructions, a line `plan=<name>:<step>,<step>,...`, and counts its calls in
 `agent-state/calls-<name>.txt` beside the project (an agent that wrote into the project would
 be caught by judge isolation): call n performs step n (the last step repeats). Steps:
 `exit` (exit 3 with a message on stderr), `noverdict` (exit 0, prose only), `hang` (outlive
-the judge timeout), `pass` / `fail` (a verdict), each optionally `+tokens` (a result event
-reporting 30 tokens, for the token fuse).
+the judge timeout), `pass` / `fail` (a verdict), `e429` / `e401` (a failed result event with
+that `api_error_status`, as Claude Code prints when the model server refuses, then exit 1), each
+optionally `+tokens` (a result event reporting 30 tokens, for the token fuse).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ AGENT = textwrap.dedent(
                           "result": "thinking", "usage": {"input_tokens": 20, "output_tokens": 10}}))
     if step == "exit":
         sys.exit(3)
+    if step in ("e429", "e401"):
+        print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
+                          "api_error_status": int(step[1:]), "result": "API Error"}))
+        sys.exit(1)
     if step == "hang":
         time.sleep(30)
     if step in ("pass", "fail"):
@@ -291,3 +296,42 @@ def test_a_run_timeout_stop_is_not_retried(project: Project, eb: Eb) -> None:
     assert check["details"]["error_class"] == "budget"
     assert check["details"]["error_cause"] == "run timeout reached"
     assert "1 error: 1 budget" in result.stdout
+
+
+def test_an_error_event_of_a_rate_limit_is_retried(project: Project, eb: Eb) -> None:
+    root = make(project, {"j": "e429,pass"}, retries=2)
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert calls(root, "j") == 2
+    first, _ = checks_of(root)["j"]["details"]["attempts"]
+    assert first["error_class"] == "infrastructure"
+
+
+def test_refused_credentials_are_not_retried(project: Project, eb: Eb) -> None:
+    root = make(project, {"j": "e401,pass"}, retries=2)
+    assert eb("run", "--cwd", str(root)).exit_code == 1
+    assert calls(root, "j") == 1
+    details = checks_of(root)["j"]["details"]
+    assert details["error_class"] == "infrastructure"
+    assert details["error_cause"] == "authentication (HTTP 401)"
+    assert details["error_transient"] is False and len(details["attempts"]) == 1
+
+
+def _missing_cli_config(*, command: str) -> str:
+    return config(retries=2).replace(f'command = ["{PYTHON}", "agent.py"]', f"command = {command}")
+
+
+def test_a_missing_agent_cli_is_not_retried(project: Project, eb: Eb) -> None:
+    # A wrapper (as `npx` or a shell line would be) whose real CLI is missing: exit 127. It logs
+    # each start outside the project, so the test counts the attempts eb made.
+    starts = Path(str(project({}, config=None))).parent / "starts.log"
+    wrapper = json.dumps(["sh", "-c", f"echo start >> {starts}; exec no-such-agent-cli-4711"])
+    root = project(
+        {"eval_checks/j.yaml": judge("j", "pass")}, config=_missing_cli_config(command=wrapper)
+    )
+    assert eb("run", "--cwd", str(root)).exit_code == 1
+    assert starts.read_text().splitlines() == ["start"]
+    details = checks_of(root)["j"]["details"]
+    assert details["error_class"] == "infrastructure" and details["agent_failure"] == "exit_code"
+    assert details["error_cause"] == "agent CLI not found (exit 127)"
+    assert details["error_transient"] is False and len(details["attempts"]) == 1

@@ -1,0 +1,146 @@
+"""The transcript is built while the agent's output is read, not from its files afterwards."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+from eval_banana.runners.process import ProcessOutcome, run_process
+from eval_banana.transcripts.live import TranscriptBuilder
+from eval_banana.transcripts.reading import LINE_CAP, LineSplitter, RawLine
+from eval_banana.transcripts.record import transcript_events
+
+VERDICT = '{"score": 1, "reason": "the README says so"}'
+TOOL_USE = {
+    "type": "assistant",
+    "message": {
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "pip install"}}
+        ]
+    },
+}
+RESULT = {"type": "result", "subtype": "success", "is_error": False, "result": VERDICT}
+# A stand-in agent: one tool call, then it waits (up to a minute) for the go file, then answers.
+AGENT = f"""
+import json, os, sys, time
+print(json.dumps({TOOL_USE!r}), flush=True)
+print("thinking on stderr", file=sys.stderr, flush=True)
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+print(json.dumps({RESULT!r}), flush=True)
+"""
+
+
+# Past the transcript's head: 250 tool calls, then it waits for the go file.
+MANY = """
+import json, os, sys, time
+for index in range(250):
+    print(json.dumps({"type": "assistant", "message": {"content": [{"type": "tool_use",
+        "id": f"t{index}", "name": "Read", "input": {"file_path": f"f{index}.py"}}]}}))
+sys.stdout.flush()
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+"""
+
+
+def identity(text: str) -> str:
+    return text
+
+
+def _follow(
+    *, tmp_path: Path, code: str, go: Path, builder: TranscriptBuilder
+) -> tuple[threading.Thread, list[ProcessOutcome]]:
+    outcomes: list[ProcessOutcome] = []
+
+    def run() -> None:
+        outcomes.append(
+            run_process(
+                argv=[sys.executable, "-c", code, str(go)],
+                cwd=tmp_path,
+                env={"PATH": "/usr/bin:/bin"},
+                stdout_path=tmp_path / "out.txt",
+                stderr_path=tmp_path / "err.txt",
+                timeout_s=120,
+                cancel=threading.Event(),
+                follow=builder,
+            )
+        )
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcomes
+
+
+def test_the_tool_call_is_an_event_before_the_agent_exits(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
+    thread, outcomes = _follow(tmp_path=tmp_path, code=AGENT, go=go, builder=builder)
+    try:
+        deadline = time.monotonic() + 30
+        while not builder.seen() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        seen = builder.seen()
+        # The agent is still waiting for the go file: it has not exited, and yet the event is in.
+        assert thread.is_alive() and not outcomes
+        assert seen == [
+            {
+                "kind": "tool_call",
+                "tool": "Grep",
+                "call_id": "t1",
+                "arguments": '{"pattern": "pip install"}',
+            }
+        ]
+    finally:
+        go.touch()
+        thread.join(timeout=60)
+    (outcome,) = outcomes
+    assert outcome.exit_code == 0
+    events = builder.events()
+    assert [event["kind"] for event in events] == ["tool_call", "answer"]
+    assert events[1]["text"] == VERDICT
+    # The same events as reading the finished files.
+    assert events == transcript_events(
+        dialect="claude",
+        stdout_path=outcome.stdout_path,
+        stderr_path=outcome.stderr_path,
+        max_chars=2000,
+        mask=identity,
+    )
+
+
+def test_a_long_line_in_small_pieces_is_the_line_read_at_once() -> None:
+    line = b"{" + "é".encode() * (LINE_CAP // 2 + 70_001) + b"}\n"
+    at_once = LineSplitter().feed(line)
+    splitter = LineSplitter()
+    pieces: list[RawLine] = []
+    for start in range(0, len(line), 4099):
+        pieces += splitter.feed(line[start : start + 4099])
+    assert splitter.close() is None
+    assert pieces == at_once
+    (read,) = pieces
+    assert read.size == len(line) and read.end is not None
+    assert len(read.start) == LINE_CAP and 64 << 10 <= len(read.end) <= 128 << 10
+    assert line.endswith(read.end)
+    assert read.line().cut and read.line().end.endswith("é}")
+
+
+def test_events_past_the_head_are_parsed_while_the_agent_pauses(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
+    thread, outcomes = _follow(tmp_path=tmp_path, code=MANY, go=go, builder=builder)
+    try:
+        deadline = time.monotonic() + 30
+        while len(builder.seen()) < 250 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        seen = builder.seen()
+        assert thread.is_alive() and not outcomes
+        # The first 200 events and the last 50 so far (the end keeps up to 100).
+        assert len(seen) == 250 and seen[-1]["call_id"] == "t249"
+    finally:
+        go.touch()
+        thread.join(timeout=60)
+    assert len(builder.events()) == 250
