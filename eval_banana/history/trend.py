@@ -149,11 +149,19 @@ def _runs(*, records: Iterable[_Run], skip_run_id: str | None, last: int) -> lis
 
 
 def recent(
-    *, folder: Path, skip_run_id: str | None, last: int, warn: Warn | None = None
+    *,
+    folder: Path,
+    skip_run_id: str | None,
+    last: int,
+    warn: Warn | None = None,
+    before: str | None = None,
 ) -> dict[str, Recent]:
     """Check id -> its outcomes over the newest `last` runs recorded in `folder` (the run
-    `skip_run_id` left out: the run being reported, when its record is written already)."""
+    `skip_run_id` left out: the run being reported, when its record is written already;
+    `before`: only records whose file name sorts before it, the runs started earlier)."""
     paths = record_paths(folder=folder)
+    if before is not None:
+        paths = [path for path in paths if path.name < before]
     if not paths:
         return {}
     stream = newest_parsed(paths=paths, parse=lambda data: _lean_record(data=data), warn=warn)

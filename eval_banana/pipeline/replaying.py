@@ -19,13 +19,15 @@ from eval_banana.cache.replay_record import RunTaken, record_replay
 from eval_banana.cache.store import CacheStore
 from eval_banana.checks.inputs import CheckInputs
 from eval_banana.core import forked
+from eval_banana.core.errors import OutputDirError
+from eval_banana.core.files import write_bytes_atomic
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc
 from eval_banana.pipeline.request import RunRequest
 from eval_banana.reporting import ReportExtras, write_extra_reports
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.reporting.github import STEP_SUMMARY_ENV
 from eval_banana.reporting.html import REPORT_HTML
-from eval_banana.settings.folders import cache_dir
+from eval_banana.settings.folders import cache_dir, history_dir
 from eval_banana.stages.report import REPORT_JSON
 
 
@@ -84,6 +86,8 @@ def replay(
     )
     extras = request.extras if request.extras is not None else ReportExtras()
     html = run_dir / REPORT_HTML
+    if replayed.html:
+        _redraw_marks(config=config, page=html, console=console)
     if _reads_report(config=config, extras=extras):
         write_extra_reports(
             extras=extras,
@@ -103,6 +107,23 @@ def replay(
             html_path=html if html in extras.written else None,
         )
     return replayed
+
+
+def _redraw_marks(*, config: ConfigDoc, page: Path, console: Console) -> None:
+    """Give the replayed report.html the history marks of now: the kept run's page drew the
+    history of when it ran. Only its marks are redrawn (from the page's own history block),
+    never the whole page: a replay stays a matter of filling in and linking files."""
+    from eval_banana.reporting.marks import NoMarks, recent_history, redraw
+
+    folder = None if config.settings.history.mode == "off" else history_dir(config=config)
+    history = recent_history(run_id=config.run_id, history_dir=folder)
+    try:
+        text = page.read_bytes()
+        write_bytes_atomic(path=page, data=redraw(page=text, history=history))
+    except NoMarks as exc:
+        console.warn(f"Kept the replayed {page} as it was kept: {exc}")
+    except OSError as exc:
+        raise OutputDirError(f"Cannot write the HTML report to {page}: {exc}") from exc
 
 
 def _reads_report(*, config: ConfigDoc, extras: ReportExtras) -> bool:

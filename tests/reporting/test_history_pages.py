@@ -158,3 +158,33 @@ def test_report_html_of_a_first_run_claims_nothing(tmp_path: Path, eb: Eb) -> No
     eb("run", "--cwd", str(root))
     text = _latest_report(root)
     assert 'class="spark"' not in text and 'class="hb' not in text
+
+
+def _trend_block(text: str) -> dict[str, dict[str, object]]:
+    found = re.search(r'<script type="application/json" id="eb-trend">(.*?)</script>', text)
+    assert found is not None
+    return {str(item["id"]): item for item in json.loads(found.group(1))}
+
+
+def test_a_replayed_report_html_draws_the_history_as_of_the_replay(tmp_path: Path, eb: Eb) -> None:
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    (root / ".eval-banana" / "config.toml").write_text('[cache]\nmode = "on"\n')
+    eb("run", "--cwd", str(root))
+    eb("run", "--cwd", str(root))  # every verdict reused: kept as the replay
+    kept = _trend_block(_latest_report(root))
+    assert kept["flipper"]["trend"] == "pp" and "badges" not in kept["flipper"]
+    # Two runs that execute their checks (the counters live outside the project, so the
+    # kept replay still holds): flipper fails, then passes again.
+    for _ in range(2):
+        eb("run", "--cwd", str(root), "--cache", "off")
+    eb("run", "--cwd", str(root))
+    records = sorted((root / ".eval-banana" / "history").glob("*.json"))
+    assert json.loads(records[-1].read_text())["kind"] == "replay"
+    text = _latest_report(root)
+    marks = _trend_block(text)
+    assert marks["flipper"]["trend"] == "ppfpp"
+    assert marks["flipper"]["badges"] == ["flaky in history"]
+    assert marks["steady"]["trend"] == "ppppp" and "badges" not in marks["steady"]
+    flipper = _row_of(text, "flipper")
+    assert 'data-n="5"' in flipper and "flaky in history" in flipper
+    assert 'data-n="5"' in _row_of(text, "steady")
