@@ -114,20 +114,27 @@ def _lean_record(*, data: bytes) -> _Run:
     items = document.get("checks", [])
     if problem is not None or type(items) is not list:
         raise BadRecord(f"it is not an eb run record: {problem or 'checks is no list'}")
-    checks = []
+    checks: list[tuple[str, str, str, bool]] = []
+    append = checks.append
     for raw in items:
         if type(raw) is not dict:
             raise BadRecord("it is not an eb run record: a check is no object")
-        check_id, status, digest = raw.get("id"), raw.get("status"), raw.get("digest")
-        early = raw.get("early_error", False)
+        get = raw.get
+        check_id, status, digest, early = (
+            get("id"),
+            get("status"),
+            get("digest"),
+            get("early_error", False),
+        )
         if (
             type(check_id) is not str
+            or type(status) is not str
             or status not in _STATUSES
             or type(digest) is not str
             or type(early) is not bool
         ):
             raise BadRecord(f"it is not an eb run record: check {check_id!r} is malformed")
-        checks.append((check_id, str(status), digest, early))
+        append((check_id, status, digest, early))
     return _Run(
         run_id=document["run_id"], merged_from=list(document.get("merged_from", [])), checks=checks
     )

@@ -10,6 +10,7 @@ the replay runs.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -85,8 +86,10 @@ def sparkline(letters: str) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def trend_cells(trend: Trend | None) -> tuple[str, str]:
-    """(the sparkline under the id, the history badges beside the status)."""
+    """(the sparkline under the id, the history badges beside the status); most rows share
+    theirs (a suite that passes draws one strip a thousand times), so each is drawn once."""
     if trend is None:
         return "", ""
     badges = "".join(
@@ -140,10 +143,8 @@ def recent_history(
     )
 
 
-_BLOCK = re.compile(
-    rb'<script type="application/json" id="' + TREND_BLOCK_ID.encode() + rb'">(.*?)</script>\n',
-    re.DOTALL,
-)
+_BLOCK_START = b'<script type="application/json" id="' + TREND_BLOCK_ID.encode() + b'">'
+_BLOCK_END = b"</script>\n"
 # A row as `html._row` writes it: (its start up to the id's button) (its sparkline, if any)
 # (up to its status and flaky pill) (its history badges, if any).
 _ROW = re.compile(
@@ -155,6 +156,9 @@ _ROW = re.compile(
 )
 
 
+_ROWS_END = b'<div id="rows-end"></div>'
+
+
 class NoMarks(ValueError):
     """A page without a readable `eb-trend` block: its marks cannot be redrawn."""
 
@@ -162,11 +166,12 @@ class NoMarks(ValueError):
 def redraw(*, page: bytes, history: Mapping[str, Recent]) -> bytes:
     """`page` (report.html as `render_html` wrote it) with every row's marks and its
     `eb-trend` block drawn from `history` (empty: no marks); NoMarks when it has no block."""
-    found = _BLOCK.search(page)
-    if found is None:
+    start = page.rfind(_BLOCK_START)
+    stop = page.find(_BLOCK_END, start)
+    if start < 0 or stop < 0:
         raise NoMarks("the page has no history block")
     try:
-        items = json.loads(found.group(1))
+        items = json.loads(page[start + len(_BLOCK_START) : stop])
         rows = [
             MarkedRow(
                 check_id=str(item["id"]),
@@ -187,6 +192,9 @@ def redraw(*, page: bytes, history: Mapping[str, Recent]) -> bytes:
         spark, badges = cells[index] if index < len(cells) else ("", "")
         return match.group(1) + spark.encode() + match.group(3) + badges.encode()
 
-    marked = _ROW.sub(row_marks, page[: found.start()])
+    # The rows end before the table's end marker: the page data after it is not searched.
+    end = page.rfind(_ROWS_END, 0, start)
+    end = start if end < 0 else end
+    marked = _ROW.sub(row_marks, page[:end])
     block = trend_block(rows=rows).encode()
-    return marked + block + page[found.end() :]
+    return b"".join((marked, page[end:start], block, page[stop + len(_BLOCK_END) :]))
