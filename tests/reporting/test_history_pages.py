@@ -188,3 +188,28 @@ def test_a_replayed_report_html_draws_the_history_as_of_the_replay(tmp_path: Pat
     flipper = _row_of(text, "flipper")
     assert 'data-n="5"' in flipper and "flaky in history" in flipper
     assert 'data-n="5"' in _row_of(text, "steady")
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    runs = (root / ".eval-banana" / "results").iterdir()
+    return sorted(runs, key=lambda run: (run / "report.html").stat().st_mtime_ns)
+
+
+def test_eb_stage_report_draws_the_history_as_of_its_run(tmp_path: Path, eb: Eb) -> None:
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    for _ in range(4):
+        eb("run", "--cwd", str(root))
+    _, second, _, fourth = _run_dirs(root)
+    for run in (second, fourth):
+        (run / "report.html").unlink()
+        assert eb("stage", "report", "--run-dir", str(run)).exit_code in (0, 1)
+    # The second run's page counts the one run recorded before it, not the two after it.
+    older = _row_of((second / "report.html").read_text(encoding="utf-8"), "steady")
+    assert 'data-n="2"' in older
+    text = (fourth / "report.html").read_text(encoding="utf-8")
+    assert 'data-n="4"' in _row_of(text, "steady")
+    assert "new failure" in _row_of(text, "breaker")
+    assert "flaky in history" in _row_of(text, "flipper")
+    assert eb("stage", "report", "--run-dir", str(fourth), "--history", "off").exit_code == 1
+    text = (fourth / "report.html").read_text(encoding="utf-8")
+    assert 'class="spark"' not in text and 'class="hb' not in text
