@@ -188,6 +188,17 @@ def recent(
     return found
 
 
+def recent_bytes(*, folder: Path, last: int) -> int:
+    """The size of the newest `last` record files in `folder`: what `recent` will read."""
+    total = 0
+    for path in record_paths(folder=folder)[-last:]:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
 class Picture(NamedTuple):
     """What the history page draws: the view `eb history` prints, and each check's timeline."""
 

@@ -166,7 +166,14 @@ def _trend_block(text: str) -> dict[str, dict[str, object]]:
     return {str(item["id"]): item for item in json.loads(found.group(1))}
 
 
-def test_a_replayed_report_html_draws_the_history_as_of_the_replay(tmp_path: Path, eb: Eb) -> None:
+@pytest.mark.parametrize("fork_bytes", [0, None], ids=["read-in-a-forked-child", "in-place"])
+def test_a_replayed_report_html_draws_the_history_as_of_the_replay(
+    tmp_path: Path, eb: Eb, fork_bytes: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_banana.pipeline import replaying
+
+    if fork_bytes is not None:
+        monkeypatch.setattr(replaying, "MARKS_FORK_BYTES", fork_bytes)
     root = history_project(tmp_path / "p", counters=tmp_path / "counters")
     (root / ".eval-banana" / "config.toml").write_text('[cache]\nmode = "on"\n')
     eb("run", "--cwd", str(root))
