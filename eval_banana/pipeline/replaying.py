@@ -151,7 +151,9 @@ def _redraw_marks(*, history: dict[str, Recent], page: Path, console: Console) -
 
     try:
         text = page.read_bytes()
-        write_bytes_atomic(path=page, data=redraw(page=text, history=history))
+        redrawn = redraw(page=text, history=history)
+        if redrawn is not text:
+            write_bytes_atomic(path=page, data=redrawn)
     except NoMarks as exc:
         console.warn(f"Kept the replayed {page} as it was kept: {exc}")
     except OSError as exc:

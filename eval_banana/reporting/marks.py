@@ -165,7 +165,8 @@ class NoMarks(ValueError):
 
 def redraw(*, page: bytes, history: Mapping[str, Recent]) -> bytes:
     """`page` (report.html as `render_html` wrote it) with every row's marks and its
-    `eb-trend` block drawn from `history` (empty: no marks); NoMarks when it has no block."""
+    `eb-trend` block drawn from `history` (empty: no marks), or `page` itself when they are
+    drawn so already; NoMarks when it has no block."""
     start = page.rfind(_BLOCK_START)
     stop = page.find(_BLOCK_END, start)
     if start < 0 or stop < 0:
@@ -185,6 +186,9 @@ def redraw(*, page: bytes, history: Mapping[str, Recent]) -> bytes:
         ]
     except (ValueError, TypeError, KeyError) as exc:
         raise NoMarks(f"the page's history block is unreadable ({exc})") from None
+    block = trend_block(rows=rows).encode()
+    if page[start : stop + len(_BLOCK_END)] == block:
+        return page  # the marks drawn are those of now (a history that has not moved)
     cells = [trend_cells(row.trend) for row in rows]
 
     def row_marks(match: re.Match[bytes]) -> bytes:
@@ -196,5 +200,4 @@ def redraw(*, page: bytes, history: Mapping[str, Recent]) -> bytes:
     end = page.rfind(_ROWS_END, 0, start)
     end = start if end < 0 else end
     marked = _ROW.sub(row_marks, page[:end])
-    block = trend_block(rows=rows).encode()
     return b"".join((marked, page[end:start], block, page[stop + len(_BLOCK_END) :]))

@@ -78,3 +78,8 @@ def test_the_marks_change_where_the_history_did(tmp_path: Path) -> None:
 def test_a_page_without_a_history_block_is_refused() -> None:
     with pytest.raises(NoMarks):
         redraw(page=b"<html><body>no block</body></html>", history=AFTER)
+
+
+def test_a_page_whose_marks_are_those_of_now_is_left_as_it_is(tmp_path: Path) -> None:
+    page = render_html(report=REPORT, run_dir=tmp_path, history=AFTER).encode()
+    assert redraw(page=page, history=AFTER) is page
