@@ -88,7 +88,7 @@ _set = object.__setattr__
 def _entry(raw: Any) -> HistoryCheck:
     # The hot loop of `eb history` (500 records of 1,000 checks are half a million entries):
     # plain type tests, the optional fields only when present, and the entry built from the
-    # dict it has, past pydantic's own attribute handling.
+    # dict it has, without a call per field.
     if type(raw) is not dict:
         raise BadEntry
     try:
