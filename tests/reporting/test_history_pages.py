@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -166,14 +168,21 @@ def _trend_block(text: str) -> dict[str, dict[str, object]]:
     return {str(item["id"]): item for item in json.loads(found.group(1))}
 
 
-@pytest.mark.parametrize("fork_bytes", [0, None], ids=["read-in-a-forked-child", "in-place"])
-def test_a_replayed_report_html_draws_the_history_as_of_the_replay(
-    tmp_path: Path, eb: Eb, fork_bytes: int | None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from eval_banana.pipeline import replaying
+# The replay's last step as its own process (one thread: the records may be read in a forked
+# child), with every history worth a fork.
+FORKING_EB = (
+    "import sys\n"
+    "from eval_banana.pipeline import replaying\n"
+    "replaying.MARKS_FORK_BYTES = 0\n"
+    "from eval_banana.cli import main\n"
+    "raise SystemExit(main(sys.argv[1:]))\n"
+)
 
-    if fork_bytes is not None:
-        monkeypatch.setattr(replaying, "MARKS_FORK_BYTES", fork_bytes)
+
+@pytest.mark.parametrize("forked", [True, False], ids=["read-in-a-forked-child", "in-place"])
+def test_a_replayed_report_html_draws_the_history_as_of_the_replay(
+    tmp_path: Path, eb: Eb, forked: bool
+) -> None:
     root = history_project(tmp_path / "p", counters=tmp_path / "counters")
     (root / ".eval-banana" / "config.toml").write_text('[cache]\nmode = "on"\n')
     eb("run", "--cwd", str(root))
@@ -184,7 +193,11 @@ def test_a_replayed_report_html_draws_the_history_as_of_the_replay(
     # kept replay still holds): flipper fails, then passes again.
     for _ in range(2):
         eb("run", "--cwd", str(root), "--cache", "off")
-    eb("run", "--cwd", str(root))
+    if forked:
+        command = [sys.executable, "-c", FORKING_EB, "run", "--cwd", str(root)]
+        assert subprocess.run(command, capture_output=True, check=False).returncode == 1
+    else:
+        eb("run", "--cwd", str(root))
     records = sorted((root / ".eval-banana" / "history").glob("*.json"))
     assert json.loads(records[-1].read_text())["kind"] == "replay"
     text = _latest_report(root)
