@@ -81,35 +81,44 @@ _OPTIONAL: dict[str, Any] = {
 _REQUIRED_KEYS = frozenset(_REQUIRED)
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
 def _entry(raw: Any) -> HistoryCheck:
-    # The hot loop of `eb history`: plain type tests, the optional fields only when present.
+    # The hot loop of `eb history` (500 records of 1,000 checks are half a million entries):
+    # plain type tests, the optional fields only when present, and the entry built from the
+    # dict it has, without a call per field.
     if type(raw) is not dict:
         raise BadEntry
-    keys = raw.keys()
-    if not keys >= _REQUIRED_KEYS:
-        raise BadEntry
+    try:
+        check_id, kind, status = raw["id"], raw["type"], raw["status"]
+        digest, duration = raw["digest"], raw["duration_ms"]
+    except KeyError:
+        raise BadEntry from None
     if (
-        type(raw["id"]) is not str
-        or type(raw["type"]) is not str
-        or type(raw["digest"]) is not str
-        or raw["status"] not in _STATUSES
+        type(check_id) is not str
+        or type(kind) is not str
+        or type(digest) is not str
+        or type(status) is not str
+        or status not in _STATUSES
     ):
         raise BadEntry
     values = _DEFAULTS.copy()
     values.update(raw)
-    duration = raw["duration_ms"]
     if type(duration) is not int or duration < 0:
         values["duration_ms"] = _count(duration)
     if len(raw) > len(_REQUIRED):
-        for name in keys - _REQUIRED_KEYS:
-            check = _OPTIONAL.get(name)
-            if check is None:
-                raise BadEntry
-            values[name] = check(raw[name])
+        for name in raw:
+            if name not in _REQUIRED_KEYS:
+                check = _OPTIONAL.get(name)
+                if check is None:
+                    raise BadEntry
+                values[name] = check(raw[name])
     if "tags" not in raw:
         values["tags"] = []
-    entry = object.__new__(HistoryCheck)
-    entry.__dict__ = values
+    entry = _new(HistoryCheck)
+    _set(entry, "__dict__", values)
     return entry
 
 

@@ -26,8 +26,13 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 def record_file_name(*, record: HistoryRecord) -> str:
     """`<start time, digits only>-<run id>.json`: sortable, unique per run."""
-    moment = _NOT_TIME.sub("", record.started_at[:26])
-    return f"{moment}-{_UNSAFE.sub('_', record.run_id)}.json"
+    return record_name(started_at=record.started_at, run_id=record.run_id)
+
+
+def record_name(*, started_at: str, run_id: str) -> str:
+    """The file name of the record of the run `run_id` started at `started_at`."""
+    moment = _NOT_TIME.sub("", started_at[:26])
+    return f"{moment}-{_UNSAFE.sub('_', run_id)}.json"
 
 
 def record_bytes(*, record: HistoryRecord) -> bytes:

@@ -51,13 +51,14 @@ def _by_check(
     *, records: Sequence[HistoryRecord], keep: CheckFilter | None
 ) -> dict[str, list[Seen]]:
     found: dict[str, list[Seen]] = {}
+    make = tuple.__new__  # a Seen without a Python-level __new__: half a million are made
     for position, record in enumerate(records):
         for check in record.checks:
             if keep is None or keep(check):
                 seen = found.get(check.id)
                 if seen is None:
                     seen = found[check.id] = []
-                seen.append(Seen(record, check, position))
+                seen.append(make(Seen, (record, check, position)))
     return found
 
 
@@ -138,12 +139,17 @@ def check_row(
     """One check's row: `seen` are its runs in the window, `earlier` those before it that
     its failing streak needs (oldest first)."""
     marks = [ABSENT] * len(window)
-    for one in seen:
-        marks[one.position] = MARKS[one.check.status]
-    checks = [one.check for one in seen]
-    timed = [check.duration_ms for check in checks if not check.early_error]
+    checks: list[HistoryCheck] = []
+    timed: list[int] = []
+    passed = 0
+    for _, check, position in seen:  # one pass over the window's runs of the check
+        status = check.status
+        marks[position] = MARKS[status]
+        checks.append(check)
+        passed += status == "passed"
+        if not check.early_error:
+            timed.append(check.duration_ms)
     flips = _flips(checks)
-    passed = sum(check.status == "passed" for check in checks)
     latest = checks[-1]
     failing_since, last_passed = _streak([*earlier, *seen])
     return CheckRow(

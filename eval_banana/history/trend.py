@@ -114,20 +114,27 @@ def _lean_record(*, data: bytes) -> _Run:
     items = document.get("checks", [])
     if problem is not None or type(items) is not list:
         raise BadRecord(f"it is not an eb run record: {problem or 'checks is no list'}")
-    checks = []
+    checks: list[tuple[str, str, str, bool]] = []
+    append = checks.append
     for raw in items:
         if type(raw) is not dict:
             raise BadRecord("it is not an eb run record: a check is no object")
-        check_id, status, digest = raw.get("id"), raw.get("status"), raw.get("digest")
-        early = raw.get("early_error", False)
+        get = raw.get
+        check_id, status, digest, early = (
+            get("id"),
+            get("status"),
+            get("digest"),
+            get("early_error", False),
+        )
         if (
             type(check_id) is not str
+            or type(status) is not str
             or status not in _STATUSES
             or type(digest) is not str
             or type(early) is not bool
         ):
             raise BadRecord(f"it is not an eb run record: check {check_id!r} is malformed")
-        checks.append((check_id, str(status), digest, early))
+        append((check_id, status, digest, early))
     return _Run(
         run_id=document["run_id"], merged_from=list(document.get("merged_from", [])), checks=checks
     )
@@ -149,11 +156,19 @@ def _runs(*, records: Iterable[_Run], skip_run_id: str | None, last: int) -> lis
 
 
 def recent(
-    *, folder: Path, skip_run_id: str | None, last: int, warn: Warn | None = None
+    *,
+    folder: Path,
+    skip_run_id: str | None,
+    last: int,
+    warn: Warn | None = None,
+    before: str | None = None,
 ) -> dict[str, Recent]:
     """Check id -> its outcomes over the newest `last` runs recorded in `folder` (the run
-    `skip_run_id` left out: the run being reported, when its record is written already)."""
+    `skip_run_id` left out: the run being reported, when its record is written already;
+    `before`: only records whose file name sorts before it, the runs started earlier)."""
     paths = record_paths(folder=folder)
+    if before is not None:
+        paths = [path for path in paths if path.name < before]
     if not paths:
         return {}
     stream = newest_parsed(paths=paths, parse=lambda data: _lean_record(data=data), warn=warn)
@@ -171,6 +186,17 @@ def recent(
             one.digests.append(digest)
             one.early.append(early)
     return found
+
+
+def recent_bytes(*, folder: Path, last: int) -> int:
+    """The size of the newest `last` record files in `folder`: what `recent` will read."""
+    total = 0
+    for path in record_paths(folder=folder)[-last:]:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+    return total
 
 
 class Picture(NamedTuple):

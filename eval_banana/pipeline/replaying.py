@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval_banana.cache.replay import Replayed, replay_run
 from eval_banana.cache.replay_key import replay_key, watched_ids, watched_paths
@@ -19,14 +20,22 @@ from eval_banana.cache.replay_record import RunTaken, record_replay
 from eval_banana.cache.store import CacheStore
 from eval_banana.checks.inputs import CheckInputs
 from eval_banana.core import forked
+from eval_banana.core.errors import OutputDirError
+from eval_banana.core.files import write_bytes_atomic
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc
 from eval_banana.pipeline.request import RunRequest
 from eval_banana.reporting import ReportExtras, write_extra_reports
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.reporting.github import STEP_SUMMARY_ENV
 from eval_banana.reporting.html import REPORT_HTML
-from eval_banana.settings.folders import cache_dir
+from eval_banana.settings.folders import cache_dir, history_dir
 from eval_banana.stages.report import REPORT_JSON
+
+if TYPE_CHECKING:
+    from eval_banana.history.trend import Recent
+
+# From this many bytes of the records the marks read, they are read in a forked child.
+MARKS_FORK_BYTES = 1 << 20
 
 
 def key_for(*, config: ConfigDoc, discovered: DiscoverDoc, request: RunRequest) -> str | None:
@@ -61,19 +70,25 @@ def replay(
 ) -> Replayed | None:
     """The run replayed into `run_dir` and reported, or None: it goes the usual way.
     `contents`: the check files' bytes as discovery read them."""
-    attempt = replay_run(
-        config=config,
-        discovered=discovered,
-        run_dir=run_dir,
-        digests=digests,
-        key=key,
-        cancel=cancel,
-        contents=contents,
-    )
+    marks = _begin_marks(config=config, key=key)
+    try:
+        attempt = replay_run(
+            config=config,
+            discovered=discovered,
+            run_dir=run_dir,
+            digests=digests,
+            key=key,
+            cancel=cancel,
+            contents=contents,
+        )
+    except BaseException:
+        marks.abandon()
+        raise
     if attempt.warning is not None:
         console.warn(attempt.warning)
     replayed = attempt.replayed
     if replayed is None:
+        marks.abandon()
         return None
     ProgressReporter(console=console, total=len(replayed.progress)).replayed(
         lines=replayed.progress
@@ -84,6 +99,10 @@ def replay(
     )
     extras = request.extras if request.extras is not None else ReportExtras()
     html = run_dir / REPORT_HTML
+    if replayed.html:
+        _redraw_marks(history=marks.finish(), page=html, console=console)
+    else:
+        marks.abandon()
     if _reads_report(config=config, extras=extras):
         write_extra_reports(
             extras=extras,
@@ -103,6 +122,42 @@ def replay(
             html_path=html if html in extras.written else None,
         )
     return replayed
+
+
+def _begin_marks(*, config: ConfigDoc, key: str) -> forked.Pending[dict[str, Recent]]:
+    """Each check's recorded runs, as report.html's marks count them, read as the history is
+    when the replay starts: in a forked child beside the replay where the records are big
+    enough to pay (twenty records of 1,000 checks are most of a replay's time), and only
+    when a replay is kept under `key` (else the run goes the usual way, which reads them)."""
+    folder = None if config.settings.history.mode == "off" else history_dir(config=config)
+    kept = CacheStore(folder=cache_dir(config=config), max_bytes=0).replay_path(key=key)
+    if folder is None or not kept.is_file():
+        return forked.start(work=dict, fork=False)
+    from eval_banana.history.trend import recent_bytes
+    from eval_banana.reporting.marks import SPARK_RUNS, recent_history
+
+    size = recent_bytes(folder=folder, last=SPARK_RUNS)
+    return forked.start(
+        work=lambda: recent_history(run_id=config.run_id, history_dir=folder),
+        fork=forked.worth_forking(items=size, threshold=MARKS_FORK_BYTES),
+    )
+
+
+def _redraw_marks(*, history: dict[str, Recent], page: Path, console: Console) -> None:
+    """Give the replayed report.html the history marks of now: the kept run's page drew the
+    history of when it ran. Only its marks are redrawn (from the page's own history block),
+    never the whole page: a replay stays a matter of filling in and linking files."""
+    from eval_banana.reporting.marks import NoMarks, redraw
+
+    try:
+        text = page.read_bytes()
+        redrawn = redraw(page=text, history=history)
+        if redrawn is not text:
+            write_bytes_atomic(path=page, data=redrawn)
+    except NoMarks as exc:
+        console.warn(f"Kept the replayed {page} as it was kept: {exc}")
+    except OSError as exc:
+        raise OutputDirError(f"Cannot write the HTML report to {page}: {exc}") from exc
 
 
 def _reads_report(*, config: ConfigDoc, extras: ReportExtras) -> bool:

@@ -163,6 +163,7 @@ def rerun_report(request: StageRequest) -> int:
     if isinstance(junit_xml, str) and junit_xml:
         config = config.model_copy(deep=True)
         config.settings.core.junit_xml = junit_xml
+    config = _history_flags(config=config, cli_values=request.cli_values)
     publish_report(
         run_dir=request.run_dir,
         config=config,
@@ -173,6 +174,20 @@ def rerun_report(request: StageRequest) -> int:
         console=request.console,
     )
     return 0 if scored.run_passed else (3 if scored.aborted_by else 1)
+
+
+def _history_flags(*, config: ConfigDoc, cli_values: Mapping[str, object]) -> ConfigDoc:
+    """`--history` and `--history-dir` given to `eb stage report` override config.json's: the
+    history marks of report.html are drawn from that folder, or none when it is off."""
+    mode, folder = cli_values.get("history.mode"), cli_values.get("history.dir")
+    if mode not in ("on", "off") and not (isinstance(folder, str) and folder):
+        return config
+    config = config.model_copy(deep=True)
+    if mode == "on" or mode == "off":
+        config.settings.history.mode = mode
+    if isinstance(folder, str) and folder:
+        config.settings.history.dir = folder
+    return config
 
 
 RERUNS: dict[str, Callable[[StageRequest], int]] = {

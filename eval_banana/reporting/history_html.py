@@ -19,8 +19,9 @@ from eval_banana.core.files import write_bytes_atomic
 from eval_banana.history.render import story
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, RunRow
-from eval_banana.reporting.html import escape, script_json
+from eval_banana.reporting.html import escape
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS
+from eval_banana.reporting.marks import script_json
 
 CHART_WIDTH = 640
 CHART_HEIGHT = 150

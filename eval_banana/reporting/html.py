@@ -35,6 +35,15 @@ from eval_banana.reporting.html_assets import (
     FAMILY_JS,
     JS,
 )
+from eval_banana.reporting.marks import (
+    MarkedRow,
+    Trend,
+    recent_history,
+    script_json,
+    trend_block,
+    trend_cells,
+    trend_for,
+)
 from eval_banana.stages.report import errors_line
 
 if TYPE_CHECKING:
@@ -46,11 +55,6 @@ REPORT_HTML = "report.html"
 PROMPT_LIMIT_CHARS = 4000
 STDERR_LIMIT_CHARS = 2000
 ROW_REASON_LIMIT_CHARS = 300
-# A check's sparkline: its outcomes in the last runs, this one included (docs/history.md).
-SPARK_RUNS = 20
-# Flips on one definition, in those runs, that make a check "flaky in history" (as the default
-# of `eb history --flaky --min-flips`).
-HISTORY_FLAKY_FLIPS = 2
 # Rows per <tbody>: each group is laid out only when it nears the screen (CSS
 # content-visibility). Past LIVE_ROWS the groups are sent inside <template> elements, which the
 # browser parses without building the rows: building 10,000 live rows took seconds before the
@@ -141,14 +145,6 @@ def _files(*, present: frozenset[str], stem: str) -> str:
     return "".join(letter for letter, suffix in _FILE_LETTERS if stem + suffix in present)
 
 
-class Trend(NamedTuple):
-    """A check in the run history: its last outcomes (this run's last) as letters p, f, e,
-    and its badges ("new failure", "fixed", "flaky in history")."""
-
-    letters: str
-    badges: tuple[str, ...]
-
-
 class _Shown(NamedTuple):
     """A check as the page shows it, worked out once for both its row and its entry."""
 
@@ -157,36 +153,7 @@ class _Shown(NamedTuple):
     label: str
     flaky: bool
     trend: Trend | None = None
-
-
-_LETTER = {"passed": "p", "failed": "f", "error": "e"}
-
-
-def trend_of(*, group: str, check: Check, recent: Recent | None) -> Trend | None:
-    """A check's sparkline and badges from its recorded runs (None: the history has none).
-
-    "new failure": it fails or errors now and passed the last time it was recorded; "fixed":
-    it passes now and did not then; "flaky in history" (instead of those two): its verdict
-    flipped at least HISTORY_FLAKY_FLIPS times on its current definition over the recorded
-    runs shown.
-    """
-    if recent is None:
-        return None
-    now = _LETTER.get(group, "")
-    keep = SPARK_RUNS - len(now)
-    letters = "".join(_LETTER[status] for status in recent.statuses[-keep:]) + now
-    digest = check.get("check_definition_sha256")
-    flips = recent.most_flips(digest=digest if isinstance(digest, str) else None)
-    if flips >= HISTORY_FLAKY_FLIPS:
-        # A flaky check's latest flip is its flakiness, not news: no "new failure" or "fixed".
-        return Trend(letters=letters, badges=("flaky in history",))
-    previous = recent.previous()
-    badges: tuple[str, ...] = ()
-    if group in ("failed", "error") and previous == "passed":
-        badges = ("new failure",)
-    elif group == "passed" and previous in ("failed", "error"):
-        badges = ("fixed",)
-    return Trend(letters=letters, badges=badges)
+    digest: str | None = None
 
 
 def _shown(*, checks: list[Check], history: Mapping[str, Recent] | None = None) -> list[_Shown]:
@@ -195,10 +162,12 @@ def _shown(*, checks: list[Check], history: Mapping[str, Recent] | None = None) 
     shown = []
     for check in checks:
         group = _group(check=check)
+        found = check.get("check_definition_sha256")
+        digest = found if isinstance(found, str) else None
         trend = None
         if history:
-            found = history.get(str(check.get("check_id", "")))
-            trend = trend_of(group=group, check=check, recent=found)
+            recent = history.get(str(check.get("check_id", "")))
+            trend = trend_for(group=group, digest=digest, recent=recent)
         shown.append(
             _Shown(
                 check=check,
@@ -206,6 +175,7 @@ def _shown(*, checks: list[Check], history: Mapping[str, Recent] | None = None) 
                 label=status_label(check=check),
                 flaky=is_flaky(check.get("details")),
                 trend=trend,
+                digest=digest,
             )
         )
     shown.sort(key=lambda item: _GROUP_RANK[item.group])
@@ -290,10 +260,6 @@ def _entry(
         entry["observed"] = check.get("observed_status")
     if shown.flaky:
         entry["flaky"] = True
-    if shown.trend is not None:
-        entry["trend"] = shown.trend.letters
-        if shown.trend.badges:
-            entry["badges"] = list(shown.trend.badges)
     stderr, stderr_cut = tail(text=str(check.get("stderr") or ""), limit=STDERR_LIMIT_CHARS)
     if stderr_cut:
         stderr = f"[stderr cut to its last {STDERR_LIMIT_CHARS} characters]\n{stderr}"
@@ -347,12 +313,6 @@ def _transcripts(*, entries: list[dict[str, Any]], run_dir: Path) -> str:
     return "\n".join(blobs)
 
 
-def script_json(value: object) -> str:
-    """JSON safe inside <script>: no `<`, `>` or `&` can end the element or start markup."""
-    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def _duration(milliseconds: object) -> str:
     value = milliseconds if isinstance(milliseconds, int) else 0
     return f"{value} ms" if value < 10_000 else f"{value / 1000:.1f} s"
@@ -380,43 +340,12 @@ class _Repeated:
         return found
 
 
-_SPARK_WORDS = {"p": "\u2713", "f": "\u2717", "e": "E"}
-
-
-def sparkline(letters: str) -> str:
-    """A check's last outcomes as a small SVG, a bar per run (oldest left), one path per
-    colour so a row costs the page a handful of elements, not one per run."""
-    paths: dict[str, list[str]] = {}
-    for index, letter in enumerate(letters):
-        paths.setdefault(letter, []).append(f"M{index * 5} 0h4v12h-4z")
-    drawn = "".join(
-        f'<path class="s-{letter}" d="{"".join(parts)}"/>'
-        for letter, parts in sorted(paths.items())
-    )
-    words = "".join(_SPARK_WORDS[letter] for letter in letters)
-    return (
-        f'<svg class="spark" width="{len(letters) * 5}" height="12" data-n="{len(letters)}" '
-        f'role="img" aria-label="last outcomes {words}"><title>Last outcomes, oldest first: '
-        f"{words}</title>{drawn}</svg>"
-    )
-
-
-def _trend_cells(trend: Trend | None) -> tuple[str, str]:
-    """(the sparkline under the id, the history badges beside the status)."""
-    if trend is None:
-        return "", ""
-    badges = "".join(
-        f' <span class="hb hb-{badge.split()[0]}">{badge}</span>' for badge in trend.badges
-    )
-    return sparkline(trend.letters), badges
-
-
 def _row(*, index: int, shown: _Shown, repeated: _Repeated) -> str:
     check = shown.check
     tags = repeated.tags(tuple(str(tag) for tag in check.get("tags") or ()))
     reason = escape(row_reason(check=check))
     badge = ' <span class="flaky">flaky</span>' if shown.flaky else ""
-    spark, history_badges = _trend_cells(shown.trend)
+    spark, history_badges = trend_cells(shown.trend)
     badge += history_badges
     # The status word is the pill; its notes (control, attempts, samples, cached) wrap below
     # it inside the column, so no label, however long, is drawn over the reason.
@@ -676,25 +605,36 @@ class="c-tags"><col class="c-ms"></colgroup>
 </table>
 <div id="rows-end"></div>
 <script type="application/json" id="eb-data">{script_json(entries)}</script>
-{transcripts}
+{_marked_rows(shown=shown)}{transcripts}
 <script>{JS}</script>
 {families.data}{families.script}</body>
 </html>
 """
 
 
-def recent_history(*, report: dict[str, Any], history_dir: Path | None) -> dict[str, Recent]:
-    """Each check's last recorded runs before this one, read through the history package
-    (none when history is off: `history_dir` None)."""
-    if history_dir is None:
-        return {}
-    from eval_banana.history.trend import recent
+def _marked_rows(*, shown: list[_Shown]) -> str:
+    """The `eb-trend` block: what each row's history marks are drawn from (`marks.redraw`)."""
+    rows = [
+        MarkedRow(
+            check_id=str(item.check.get("check_id", "")),
+            group=item.group,
+            digest=item.digest,
+            trend=item.trend,
+        )
+        for item in shown
+    ]
+    return trend_block(rows=rows)
 
-    return recent(
-        folder=history_dir,
-        skip_run_id=str(report.get("run_id", "")) or None,
-        last=SPARK_RUNS - 1,
-    )
+
+def _record_name(*, report: dict[str, Any]) -> str | None:
+    """The name this run's history record has (or will have): the marks count only the runs
+    recorded before it, as when it ran (`eb stage report` may redraw an older run's page)."""
+    started, run_id = report.get("started_at"), report.get("run_id")
+    if not isinstance(started, str) or not isinstance(run_id, str) or not started:
+        return None
+    from eval_banana.history.store import record_name
+
+    return record_name(started_at=started, run_id=run_id)
 
 
 def write_html(
@@ -702,6 +642,10 @@ def write_html(
 ) -> None:
     """Write report.html for `report` at `path` (links are relative to `run_dir`); with
     `history_dir`, each check's sparkline and badges come from the records there."""
-    history = recent_history(report=report, history_dir=history_dir)
+    history = recent_history(
+        run_id=str(report.get("run_id", "")) or None,
+        history_dir=history_dir,
+        before=_record_name(report=report),
+    )
     text = render_html(report=report, run_dir=run_dir, history=history)
     write_bytes_atomic(path=path, data=text.encode("utf-8", errors="replace"))

@@ -33,6 +33,8 @@ VARIANTS: list[tuple[str, Any]] = [
     ("tags", None),
     ("status", "skipped"),
     ("status", None),
+    ("status", ["passed"]),  # unhashable: refused, not a crash of the reader
+    ("status", {"passed": 1}),
     ("id", 5),
     ("type", None),
     ("digest", ["x"]),

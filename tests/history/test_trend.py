@@ -3,6 +3,7 @@ read from real record files."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from eval_banana.history.read import load_records
@@ -36,3 +37,24 @@ def test_a_timeline_marks_the_run_a_definition_changed(tmp_path: Path) -> None:
     lines = timelines(window=load_records(folder=folder))
     assert lines["breaker"].strip == "ppppppfff" and lines["breaker"].changes == [6]
     assert lines["refunds[late]"].strip == "pppeepppp" and lines["refunds[late]"].changes == []
+
+
+def test_recent_skips_a_record_whose_check_status_is_no_word(tmp_path: Path) -> None:
+    folder = tmp_path / "history"
+    write_sample_history(folder=folder, runs=3)
+    newest = sorted(folder.glob("*.json"))[-1]
+    document = json.loads(newest.read_text())
+    document["checks"][0]["status"] = ["passed"]  # unhashable: no crash, a warning
+    newest.write_text(json.dumps(document))
+    warned: list[str] = []
+    found = recent(folder=folder, skip_run_id=None, last=5, warn=warned.append)
+    assert len(warned) == 1 and str(newest) in warned[0] and "malformed" in warned[0]
+    assert all(len(one.statuses) == 2 for one in found.values())
+
+
+def test_recent_counts_only_the_records_before_a_name(tmp_path: Path) -> None:
+    folder = tmp_path / "history"
+    write_sample_history(folder=folder, runs=6)
+    third = sorted(folder.glob("*.json"))[2]
+    found = recent(folder=folder, skip_run_id=None, last=19, before=third.name)
+    assert all(len(one.statuses) == 2 for one in found.values())

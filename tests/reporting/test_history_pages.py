@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -157,4 +159,77 @@ def test_report_html_of_a_first_run_claims_nothing(tmp_path: Path, eb: Eb) -> No
     root = history_project(tmp_path / "p", counters=tmp_path / "counters")
     eb("run", "--cwd", str(root))
     text = _latest_report(root)
+    assert 'class="spark"' not in text and 'class="hb' not in text
+
+
+def _trend_block(text: str) -> dict[str, dict[str, object]]:
+    found = re.search(r'<script type="application/json" id="eb-trend">(.*?)</script>', text)
+    assert found is not None
+    return {str(item["id"]): item for item in json.loads(found.group(1))}
+
+
+# The replay's last step as its own process (one thread: the records may be read in a forked
+# child), with every history worth a fork.
+FORKING_EB = (
+    "import sys\n"
+    "from eval_banana.pipeline import replaying\n"
+    "replaying.MARKS_FORK_BYTES = 0\n"
+    "from eval_banana.cli import main\n"
+    "raise SystemExit(main(sys.argv[1:]))\n"
+)
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["read-in-a-forked-child", "in-place"])
+def test_a_replayed_report_html_draws_the_history_as_of_the_replay(
+    tmp_path: Path, eb: Eb, forked: bool
+) -> None:
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    (root / ".eval-banana" / "config.toml").write_text('[cache]\nmode = "on"\n')
+    eb("run", "--cwd", str(root))
+    eb("run", "--cwd", str(root))  # every verdict reused: kept as the replay
+    kept = _trend_block(_latest_report(root))
+    assert kept["flipper"]["trend"] == "pp" and "badges" not in kept["flipper"]
+    # Two runs that execute their checks (the counters live outside the project, so the
+    # kept replay still holds): flipper fails, then passes again.
+    for _ in range(2):
+        eb("run", "--cwd", str(root), "--cache", "off")
+    if forked:
+        command = [sys.executable, "-c", FORKING_EB, "run", "--cwd", str(root)]
+        assert subprocess.run(command, capture_output=True, check=False).returncode == 1
+    else:
+        eb("run", "--cwd", str(root))
+    records = sorted((root / ".eval-banana" / "history").glob("*.json"))
+    assert json.loads(records[-1].read_text())["kind"] == "replay"
+    text = _latest_report(root)
+    marks = _trend_block(text)
+    assert marks["flipper"]["trend"] == "ppfpp"
+    assert marks["flipper"]["badges"] == ["flaky in history"]
+    assert marks["steady"]["trend"] == "ppppp" and "badges" not in marks["steady"]
+    flipper = _row_of(text, "flipper")
+    assert 'data-n="5"' in flipper and "flaky in history" in flipper
+    assert 'data-n="5"' in _row_of(text, "steady")
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    runs = (root / ".eval-banana" / "results").iterdir()
+    return sorted(runs, key=lambda run: (run / "report.html").stat().st_mtime_ns)
+
+
+def test_eb_stage_report_draws_the_history_as_of_its_run(tmp_path: Path, eb: Eb) -> None:
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    for _ in range(4):
+        eb("run", "--cwd", str(root))
+    _, second, _, fourth = _run_dirs(root)
+    for run in (second, fourth):
+        (run / "report.html").unlink()
+        assert eb("stage", "report", "--run-dir", str(run)).exit_code in (0, 1)
+    # The second run's page counts the one run recorded before it, not the two after it.
+    older = _row_of((second / "report.html").read_text(encoding="utf-8"), "steady")
+    assert 'data-n="2"' in older
+    text = (fourth / "report.html").read_text(encoding="utf-8")
+    assert 'data-n="4"' in _row_of(text, "steady")
+    assert "new failure" in _row_of(text, "breaker")
+    assert "flaky in history" in _row_of(text, "flipper")
+    assert eb("stage", "report", "--run-dir", str(fourth), "--history", "off").exit_code == 1
+    text = (fourth / "report.html").read_text(encoding="utf-8")
     assert 'class="spark"' not in text and 'class="hb' not in text
