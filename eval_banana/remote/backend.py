@@ -15,6 +15,7 @@ holds a whole blob in memory. `get` and `put` are for entries, small documents r
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from typing import BinaryIO, Literal, NamedTuple, Protocol
@@ -88,6 +89,24 @@ class RemoteBackend(Protocol):
     def delete(self, *, kind: Kind, name: str) -> bool:
         """Remove the object; whether it was there."""
         ...
+
+
+class WholeObjects:
+    """`get` and `put` of small objects (entries) through a backend's own streaming methods,
+    so each backend has one way to move bytes."""
+
+    def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
+        raise NotImplementedError
+
+    def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
+        raise NotImplementedError
+
+    def get(self, *, kind: Kind, name: str) -> bytes | None:
+        sink = io.BytesIO()
+        return None if self.get_into(kind=kind, name=name, sink=sink) is None else sink.getvalue()
+
+    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
+        self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
 
 
 def checked_name(name: str) -> str:

@@ -10,7 +10,6 @@ machine never sees half of one.
 from __future__ import annotations
 
 import contextlib
-import io
 import itertools
 import os
 import shutil
@@ -19,12 +18,20 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
-from eval_banana.remote.backend import CHUNK, Kind, RemoteError, RemoteItem, Sink, checked_name
+from eval_banana.remote.backend import (
+    CHUNK,
+    Kind,
+    RemoteError,
+    RemoteItem,
+    Sink,
+    WholeObjects,
+    checked_name,
+)
 
 _TEMP_NAMES = itertools.count()
 
 
-class FolderBackend:
+class FolderBackend(WholeObjects):
     """Objects as files below one folder."""
 
     def __init__(self, *, folder: Path) -> None:
@@ -43,13 +50,6 @@ class FolderBackend:
     def _path(self, *, kind: Kind, name: str) -> Path:
         checked_name(name)
         return self.folder / kind / name[:2] / name
-
-    def get(self, *, kind: Kind, name: str) -> bytes | None:
-        sink = io.BytesIO()
-        return None if self.get_into(kind=kind, name=name, sink=sink) is None else sink.getvalue()
-
-    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
-        self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
 
     def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
         try:

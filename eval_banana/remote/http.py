@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
-import io
 import time
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO, NamedTuple
@@ -28,6 +27,7 @@ from eval_banana.remote.backend import (
     RemoteError,
     RemoteItem,
     Sink,
+    WholeObjects,
     checked_name,
 )
 
@@ -36,7 +36,7 @@ _REDIRECTS = 3
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
 
-class HttpBackend:
+class HttpBackend(WholeObjects):
     """Objects below one HTTP(S) prefix."""
 
     def __init__(
@@ -81,13 +81,6 @@ class HttpBackend:
 
     def _target(self, *, kind: Kind, name: str) -> str:
         return f"{self.prefix}/{kind}/{checked_name(name)}"
-
-    def get(self, *, kind: Kind, name: str) -> bytes | None:
-        sink = io.BytesIO()
-        return None if self.get_into(kind=kind, name=name, sink=sink) is None else sink.getvalue()
-
-    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
-        self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
 
     def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
         path = self._target(kind=kind, name=name)

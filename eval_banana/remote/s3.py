@@ -12,7 +12,6 @@ timeout, and the run's circuit breaker decides when to stop asking.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -24,13 +23,14 @@ from eval_banana.remote.backend import (
     RemoteItem,
     Sink,
     SinkRefused,
+    WholeObjects,
     checked_name,
 )
 
 _ABSENT = frozenset({"404", "NoSuchKey", "NotFound"})
 
 
-class S3Backend:
+class S3Backend(WholeObjects):
     """Objects below one bucket prefix."""
 
     def __init__(self, *, client: Any, bucket: str, prefix: str, url: str) -> None:
@@ -71,13 +71,6 @@ class S3Backend:
     def _key(self, *, kind: Kind, name: str) -> str:
         checked_name(name)
         return f"{self.prefix}/{kind}/{name}" if self.prefix else f"{kind}/{name}"
-
-    def get(self, *, kind: Kind, name: str) -> bytes | None:
-        sink = io.BytesIO()
-        return None if self.get_into(kind=kind, name=name, sink=sink) is None else sink.getvalue()
-
-    def put(self, *, kind: Kind, name: str, data: bytes) -> None:
-        self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
 
     def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
         # One GET whose body is read in chunks (boto3's download_fileobj would split a large
