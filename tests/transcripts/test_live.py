@@ -11,6 +11,7 @@ from eval_banana.runners.process import ProcessOutcome, run_process
 from eval_banana.transcripts.live import TranscriptBuilder
 from eval_banana.transcripts.reading import LINE_CAP, LineSplitter, RawLine
 from eval_banana.transcripts.record import transcript_events
+from eval_banana.transcripts.sink import Event
 
 VERDICT = '{"score": 1, "reason": "the README says so"}'
 TOOL_USE = {
@@ -75,15 +76,20 @@ def _follow(
     return thread, outcomes
 
 
+def _seen_once(*, builder: TranscriptBuilder, count: int) -> list[Event]:
+    """The builder's events once it holds `count` of them (or after 30 s, whatever it holds)."""
+    deadline = time.monotonic() + 30
+    while len(builder.seen()) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return builder.seen()
+
+
 def test_the_tool_call_is_an_event_before_the_agent_exits(tmp_path: Path) -> None:
     go = tmp_path / "go"
     builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
     thread, outcomes = _follow(tmp_path=tmp_path, code=AGENT, go=go, builder=builder)
     try:
-        deadline = time.monotonic() + 30
-        while not builder.seen() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        seen = builder.seen()
+        seen = _seen_once(builder=builder, count=1)
         # The agent is still waiting for the go file: it has not exited, and yet the event is in.
         assert thread.is_alive() and not outcomes
         assert seen == [
@@ -133,10 +139,7 @@ def test_events_past_the_head_are_parsed_while_the_agent_pauses(tmp_path: Path) 
     builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
     thread, outcomes = _follow(tmp_path=tmp_path, code=MANY, go=go, builder=builder)
     try:
-        deadline = time.monotonic() + 30
-        while len(builder.seen()) < 250 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        seen = builder.seen()
+        seen = _seen_once(builder=builder, count=250)
         assert thread.is_alive() and not outcomes
         # The first 200 events and the last 50 so far (the end keeps up to 100).
         assert len(seen) == 250 and seen[-1]["call_id"] == "t249"
