@@ -601,8 +601,11 @@ class _Handler(BaseHTTPRequestHandler):
             payload, kind = _anthropic(script=script, model=answered, stream=stream)
         elif api == "responses":
             payload, kind = _responses(script=script, model=answered)
-        elif api == "chat" and script.tool_call and stream and _chat_offers_tool(
-            body=fields, name=script.tool_call
+        elif (
+            api == "chat"
+            and script.tool_call
+            and stream
+            and _chat_offers_tool(body=fields, name=script.tool_call)
         ):
             payload, kind = _chat_tool_call(script=script, model=answered, name=script.tool_call)
         elif api == "chat":

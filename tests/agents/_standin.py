@@ -258,12 +258,15 @@ def replay(
 ) -> NoReturn:
     """Print exactly what the real CLI printed for this scenario, then exit like it did.
 
-    STANDIN_MODE picks the recording: `error_result` the model's HTTP 500, otherwise the pass
+    STANDIN_MODE picks the recording: `error_result` the model's HTTP 500, `tool` a tool call
+    before the verdict (where recorded), otherwise the pass
     or fail recording by score, with the answer text swapped in (`no_verdict` answers prose).
     """
     scenario = mode()
     if scenario == "error_result":
         case, answer = "error", ""
+    elif scenario == "tool":  # the model called a tool first (recorded for opencode only)
+        case, answer = "tool", verdict()
     else:
         answer = "I could not decide." if scenario == "no_verdict" else verdict()
         case = "fail" if os.environ.get("STANDIN_SCORE", "1") == "0" else "pass"
