@@ -10,6 +10,9 @@ It speaks just enough of four model APIs for the agents eval_banana drives:
 
 Every answer is the text a test scripted (`server.script(text=...)`), or an HTTP error
 (`script(status=500)`), or no answer at all (`script(hang=True)`, held until the server stops).
+`script(tool_call=..., tool_arguments=...)` makes a Chat Completions answer call the agent's own
+tool first (streamed `choices[0].delta.tool_calls`) and answer `text` once the tool's result is
+back; `script(tool_answer=...)` does the like for Anthropic's schema tool.
 `server.script_when(marker, ...)` answers differently to the requests whose user prompt holds
 `marker`, so one `eb run` with several judges can get a different answer for each.
 Every request is recorded (path, API, model, the effort/reasoning fields, the user's prompt) so a
