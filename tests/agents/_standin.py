@@ -5,7 +5,8 @@ real one on a wrong or missing flag, and prints that CLI's real output format. E
 
 - STANDIN_SCORE (0|1, default 1), STANDIN_REASON: the verdict printed; STANDIN_VERDICT: raw
   verdict text instead.
-- STANDIN_MODE: ok (default), no_verdict, exit_nonzero, verdict_exit1, error_result, sleep,
+- STANDIN_MODE: ok (default), no_verdict, exit_nonzero, verdict_exit1, error_result, sleep, tool
+  (opencode: its recorded tool call before the verdict),
   big (STANDIN_BYTES of extra output, default 1 MB), stderr_big, plus per-agent variants.
 - STANDIN_RECORD: append {"agent", "argv", "env", "cwd", "stdin_is_devnull"} as one JSON line.
 - STANDIN_CHILD_PID: in sleep mode, the pid of the spawned `sleep` child is written here.
