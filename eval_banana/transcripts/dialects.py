@@ -386,6 +386,7 @@ class Text(Parser):
 
 
 # opencode's `run` output on stderr: its fixed styles (reset, dim, bold red) mark the lines.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _OC_RESET = "\x1b[0m"
 _OC_HEADER = re.compile(r"^> \S+ \u00b7 \S")
 _OC_TOOL = re.compile(r"^\x1b\[0m(\S{1,2}) \x1b\[0m(.*)$")
@@ -481,8 +482,6 @@ class OpenCode(Parser):
     def finish(self) -> None:
         self._flush()
 
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 PARSERS: dict[str, type[Parser]] = {
     "claude": Claude,
