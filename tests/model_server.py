@@ -10,6 +10,9 @@ It speaks just enough of four model APIs for the agents eval_banana drives:
 
 Every answer is the text a test scripted (`server.script(text=...)`), or an HTTP error
 (`script(status=500)`), or no answer at all (`script(hang=True)`, held until the server stops).
+`script(tool_call=..., tool_arguments=...)` makes a Chat Completions answer call the agent's own
+tool first (streamed `choices[0].delta.tool_calls`) and answer `text` once the tool's result is
+back; `script(tool_answer=...)` does the like for Anthropic's schema tool.
 `server.script_when(marker, ...)` answers differently to the requests whose user prompt holds
 `marker`, so one `eb run` with several judges can get a different answer for each.
 Every request is recorded (path, API, model, the effort/reasoning fields, the user's prompt) so a
@@ -50,6 +53,11 @@ class Script:
     # `StructuredOutput` under --json-schema) and holds no tool result yet, answer by calling
     # it with `text` (a JSON object) as its input, as a model constrained to a schema does.
     tool_answer: str | None = None
+    # Chat Completions only: when the request offers a tool of this name (an agent's own tool,
+    # such as opencode's `read`) and holds no tool result yet, first call it with
+    # `tool_arguments` (a JSON object); the request that brings its result back gets `text`.
+    tool_call: str | None = None
+    tool_arguments: str = "{}"
 
 
 @dataclass
@@ -171,6 +179,22 @@ def _offers_tool(*, body: dict[str, Any], name: str) -> bool:
         for message in body.get("messages") or []
         if isinstance(message, dict) and isinstance(message.get("content"), list)
         for part in message["content"]
+    )
+    return offered and not answered
+
+
+def _chat_offers_tool(*, body: dict[str, Any], name: str) -> bool:
+    """Whether a Chat Completions request offers tool `name` and holds no tool result yet."""
+    tools = body.get("tools") or []
+    offered = any(
+        isinstance(tool, dict)
+        and isinstance(tool.get("function"), dict)
+        and tool["function"].get("name") == name
+        for tool in tools
+    )
+    answered = any(
+        isinstance(message, dict) and message.get("role") == "tool"
+        for message in body.get("messages") or []
     )
     return offered and not answered
 
@@ -391,6 +415,40 @@ def _chat(*, script: Script, model: str, stream: bool) -> tuple[bytes, str]:
     return _sse(events), "text/event-stream"
 
 
+def _chat_tool_call(*, script: Script, model: str, name: str) -> tuple[bytes, str]:
+    """A streamed answer that calls tool `name` with the scripted arguments, in three deltas."""
+    base = {"id": "chatcmpl-model-server", "created": int(time.time()), "model": model}
+    chunk = {**base, "object": "chat.completion.chunk"}
+
+    def choice(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        return {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    call: dict[str, Any] = {
+        "index": 0,
+        "id": "call_model_server",
+        "type": "function",
+        "function": {"name": name, "arguments": ""},
+    }
+    events: list[tuple[str | None, dict[str, Any] | str]] = [
+        (None, choice({"role": "assistant", "content": None, "tool_calls": [call]}, None))
+    ]
+    events += [
+        (None, choice({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, None))
+        for piece in chunks(script.tool_arguments)
+    ]
+    usage = {
+        "prompt_tokens": script.input_tokens,
+        "completion_tokens": 10,
+        "total_tokens": script.input_tokens + 10,
+    }
+    events += [
+        (None, choice({}, "tool_calls")),
+        (None, {**chunk, "choices": [], "usage": usage}),
+        (None, "[DONE]"),
+    ]
+    return _sse(events), "text/event-stream"
+
+
 def _gemini(*, script: Script, model: str, stream: bool) -> tuple[bytes, str]:
     usage = {
         "promptTokenCount": script.input_tokens,
@@ -546,6 +604,13 @@ class _Handler(BaseHTTPRequestHandler):
             payload, kind = _anthropic(script=script, model=answered, stream=stream)
         elif api == "responses":
             payload, kind = _responses(script=script, model=answered)
+        elif (
+            api == "chat"
+            and script.tool_call
+            and stream
+            and _chat_offers_tool(body=fields, name=script.tool_call)
+        ):
+            payload, kind = _chat_tool_call(script=script, model=answered, name=script.tool_call)
         elif api == "chat":
             payload, kind = _chat(script=script, model=answered, stream=stream)
         else:

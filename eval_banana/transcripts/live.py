@@ -6,6 +6,9 @@ transcript once the agent is done. Nothing reads the output files again afterwar
 
 One stream is parsed line by line (stdout; codex's stderr, where its transcript is); of the other
 only its last bytes are kept (stderr's end for its error lines; codex's stdout, its answer).
+A text agent's stderr is also parsed line by line as opencode's until its first lines show it is
+not (`opencode run` prints its tool calls there, its text on stdout): if it is, its events come
+before stdout's, which still hold the answer, and they replace the error lines of stderr's end.
 
 What is parsed of a long stream does not depend on when it is read: a stream of up to
 WHOLE_BYTES is parsed whole; of a longer one, the lines until the transcript's head is full (or
@@ -26,7 +29,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 
-from eval_banana.transcripts.dialects import PARSERS, Codex, Parser
+from eval_banana.transcripts.dialects import PARSERS, Codex, OpenCode, Parser
 from eval_banana.transcripts.reading import (
     HEAD_BYTES,
     TAIL_BYTES,
@@ -150,9 +153,16 @@ class _Lines:
         self._trim()
 
     def live(self) -> Sink:
+        return self._reading().sink
+
+    def parser(self) -> Parser:
+        """The parser reading on (the whole reading's, or the head's)."""
+        return self._reading().parser
+
+    def _reading(self) -> _Reading:
         reading = self.whole if self.whole is not None else self.head
         assert reading is not None
-        return reading.sink
+        return reading
 
     def _line(self, raw: RawLine) -> None:
         at = self.size
@@ -286,6 +296,10 @@ class TranscriptBuilder:
         self.lines = _Lines(make=make, sink=Sink(max_chars=max_chars, mask=mask))
         # codex's stdout holds only its final message: its end is enough (4 bytes a character).
         self.tail = _Tail(keep=4 * max_chars + 4 if self.codex else _STDERR_TAIL)
+        # A text agent's stderr may be opencode's: read as such until it shows it is not.
+        self.side: _Lines | None = None
+        if dialect == "text":
+            self.side = _Lines(make=_opencode, sink=Sink(max_chars=max_chars, mask=mask))
         self.done: list[Event] | None = None
 
     def stdout(self, data: bytes) -> None:
@@ -293,13 +307,23 @@ class TranscriptBuilder:
 
     def stderr(self, data: bytes) -> None:
         (self.lines if self.codex else self.tail).feed(data)
+        side = self.side
+        if side is not None:
+            side.feed(data)
+            if _not_opencode(side):
+                self.side = None  # not opencode's output: stderr's end is read as before
 
     def idle(self) -> bool:
         """The output paused: parse some of what waits; whether there was anything."""
-        return self.lines.catch_up(budget=_IDLE_BYTES)
+        side = self.side
+        moved = side is not None and side.catch_up(budget=_IDLE_BYTES)
+        return self.lines.catch_up(budget=_IDLE_BYTES) or moved
 
     def seen(self) -> list[Event]:
         """The events parsed so far, while the output is still being read."""
+        side = self.side
+        if side is not None and _is_opencode(side):
+            return [*side.live().seen(), *self.lines.live().seen()]
         return self.lines.live().seen()
 
     def events(self) -> list[Event]:
@@ -307,6 +331,12 @@ class TranscriptBuilder:
         if self.done is not None:
             return self.done
         sink = self.lines.close()
+        side = self.side
+        if side is not None:
+            side_sink = side.close()  # flushes its parser, which may now know
+            if _is_opencode(side):
+                self.done = [*side_sink.events(), *sink.events()]
+                return self.done
         if self.tail.size:
             if self.codex:
                 _codex_answer(tail=self.tail, sink=sink)
@@ -314,3 +344,17 @@ class TranscriptBuilder:
                 _stderr_errors(tail=self.tail, sink=sink)
         self.done = sink.events()
         return self.done
+
+
+def _opencode(sink: Sink) -> Parser:
+    return OpenCode(sink=sink)
+
+
+def _is_opencode(lines: _Lines) -> bool:
+    parser = lines.parser()
+    return isinstance(parser, OpenCode) and parser.seen_header
+
+
+def _not_opencode(lines: _Lines) -> bool:
+    parser = lines.parser()
+    return isinstance(parser, OpenCode) and parser.rejected

@@ -5,7 +5,8 @@ real one on a wrong or missing flag, and prints that CLI's real output format. E
 
 - STANDIN_SCORE (0|1, default 1), STANDIN_REASON: the verdict printed; STANDIN_VERDICT: raw
   verdict text instead.
-- STANDIN_MODE: ok (default), no_verdict, exit_nonzero, verdict_exit1, error_result, sleep,
+- STANDIN_MODE: ok (default), no_verdict, exit_nonzero, verdict_exit1, error_result, sleep, tool
+  (opencode: its recorded tool call before the verdict),
   big (STANDIN_BYTES of extra output, default 1 MB), stderr_big, plus per-agent variants.
 - STANDIN_RECORD: append {"agent", "argv", "env", "cwd", "stdin_is_devnull"} as one JSON line.
 - STANDIN_CHILD_PID: in sleep mode, the pid of the spawned `sleep` child is written here.
@@ -258,12 +259,15 @@ def replay(
 ) -> NoReturn:
     """Print exactly what the real CLI printed for this scenario, then exit like it did.
 
-    STANDIN_MODE picks the recording: `error_result` the model's HTTP 500, otherwise the pass
+    STANDIN_MODE picks the recording: `error_result` the model's HTTP 500, `tool` a tool call
+    before the verdict (where recorded), otherwise the pass
     or fail recording by score, with the answer text swapped in (`no_verdict` answers prose).
     """
     scenario = mode()
     if scenario == "error_result":
         case, answer = "error", ""
+    elif scenario == "tool":  # the model called a tool first (recorded for opencode only)
+        case, answer = "tool", verdict()
     else:
         answer = "I could not decide." if scenario == "no_verdict" else verdict()
         case = "fail" if os.environ.get("STANDIN_SCORE", "1") == "0" else "pass"

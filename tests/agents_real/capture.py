@@ -3,7 +3,8 @@
     python tests/agents_real/capture.py        # after `invoke agents`
 
 Runs every built-in template's exact command line (as eval_banana builds it) against the model
-server for three cases (a passing verdict, a failing verdict, an HTTP 500 from the model) and
+server for three cases (a passing verdict, a failing verdict, an HTTP 500 from the model), plus a
+`tool` case where the model calls the agent's shell tool first (opencode, see TOOL_CASES), and
 writes `tests/agents/recordings/<agent>/<case>.json`: stdout, stderr and the exit code. What
 differs from run to run is replaced by placeholders the stand-ins fill in:
 `@@VERDICT@@` (raw) and `@@VERDICT_JSON@@` (escaped inside a JSON string), the three streamed
@@ -84,6 +85,15 @@ def write_fixtures() -> None:
 
 
 CASES = {"pass": {"text": PASS_TEXT}, "fail": {"text": FAIL_TEXT}, "error": {"status": 500}}
+# A fourth case for the agents whose tool calls the model server can script (Chat Completions):
+# the model first calls the agent's shell tool, then passes.
+TOOL_CASES: dict[str, dict[str, object]] = {
+    "opencode": {"text": PASS_TEXT, "tool_call": "bash", "tool_arguments": '{"command": "ls -a"}'}
+}
+
+
+def _script(*, agent: str, case: str) -> dict[str, object]:
+    return TOOL_CASES[agent] if case == "tool" else CASES[case]
 
 
 def _escaped(text: str) -> str:
@@ -135,7 +145,7 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text.replace("{url}", server.url))
     server.reset()
-    server.script(**CASES[case])
+    server.script(**_script(agent=agent, case=case))
     prompt = build_prompt(
         description=f"The recorded case {case}.",
         instructions="Decide whether the case holds.",
@@ -169,7 +179,7 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
     done = subprocess.run(
         argv, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=600
     )
-    verdict = str(CASES[case].get("text", ""))
+    verdict = str(_script(agent=agent, case=case).get("text", ""))
     written = sorted(
         str(path.relative_to(root))
         for path in root.rglob("*")
@@ -213,7 +223,7 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="eb-capture-") as folder:
             for agent in only:
-                for case in CASES:
+                for case in [*CASES, *(["tool"] if agent in TOOL_CASES else [])]:
                     recording = capture(agent=agent, case=case, server=server, base=Path(folder))
                     target = RECORDINGS / agent / f"{case}.json"
                     target.parent.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,8 @@ TOOL_CALLS = [
     ("gemini", "big", "read_file", "file_path"),
     ("openhands", "agent_message", "terminal", "cat README.md"),
     ("codex", "big", "exec", "cat README.md"),
+    # Replays real `opencode run` output: its shell tool's line and output on stderr.
+    ("opencode", "tool", "bash", "ls -a"),
 ]
 
 
