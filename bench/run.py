@@ -1382,7 +1382,9 @@ class _W17Row(Row):
 def _w17_row(*, case: Case, measure: Callable[[], Any]) -> _W17Row:
     row = _W17Row(case=case, load_start=os.getloadavg()[0])
     try:
-        floors, ebs, requests, rss_kb, server = measure()
+        measured = measure()
+        floors, ebs, requests = measured.floors, measured.ebs, measured.requests
+        rss_kb, server = measured.rss_kb, measured.server
     except Exception as exc:  # the bench breaking (moto missing, a run failing) voids the row
         row.problems.append(f"not measured: {type(exc).__name__}: {str(exc)[-300:]}")
     else:

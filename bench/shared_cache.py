@@ -241,9 +241,8 @@ def _entry_keys(*, client: Any, prefix: str) -> list[str]:
 
 
 def s3_row(*, work: Path, judges: int, latency_ms: float, runs: int) -> str:
-    floors, ebs, requests, _, _ = s3_measure(
-        work=work, judges=judges, latency_ms=latency_ms, runs=runs
-    )
+    measured = s3_measure(work=work, judges=judges, latency_ms=latency_ms, runs=runs)
+    floors, ebs, requests = measured.floors, measured.ebs, measured.requests
     floor, eb = statistics.median(floors), statistics.median(ebs)
     made = max(requests)
     bound = s3_bound(floor=floor, requests=made, latency_ms=latency_ms)
@@ -318,7 +317,8 @@ def s3_measure(*, work: Path, judges: int, latency_ms: float, runs: int) -> Meas
 
 
 def slow_row(*, work: Path, judges: int, runs: int) -> str:
-    floors, ebs, _, _ = slow_measure(work=work, judges=judges, runs=runs)
+    measured = slow_measure(work=work, judges=judges, runs=runs)
+    floors, ebs = measured.floors, measured.ebs
     floor, eb = statistics.median(floors), statistics.median(ebs)
     bound = floor + TIMEOUT_S + 1
     return (
