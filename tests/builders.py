@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,14 @@ def make_execute(
             "not_run": not_run or [],
         }
     )
+
+
+def newest_run_dir(folder: Path) -> Path:
+    """The run folder in `folder` of the newest run: by when its report says it started, since
+    two run ids of the same second sort by their random suffix, not by time."""
+
+    def started(run_dir: Path) -> str:
+        report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+        return str(report["started_at"])
+
+    return max(folder.iterdir(), key=started)

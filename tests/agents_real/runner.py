@@ -25,6 +25,7 @@ from typing import Any
 
 from eval_banana.core.version import DISTRIBUTION
 from tests.agents_real.install import bin_dir
+from tests.builders import newest_run_dir
 
 REPO = Path(__file__).resolve().parents[2]
 UNPRIVILEGED = "nobody"
@@ -169,12 +170,11 @@ class Project:
     tmp: Path
 
     def report(self) -> dict[str, Any]:
-        runs = sorted((self.root / "runs").iterdir())
-        report: dict[str, Any] = json.loads((runs[-1] / "report.json").read_text())
+        report: dict[str, Any] = json.loads((self.run_dir() / "report.json").read_text())
         return report
 
     def run_dir(self) -> Path:
-        return sorted((self.root / "runs").iterdir())[-1]
+        return newest_run_dir(self.root / "runs")
 
     def checks(self) -> dict[str, dict[str, Any]]:
         return {check["check_id"]: check for check in self.report()["checks"]}

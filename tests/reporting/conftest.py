@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.builders import newest_run_dir
+
 REPO = Path(__file__).resolve().parents[2]
 
 CONFIG = """\
@@ -152,8 +154,7 @@ def write_project(root: Path, *, checks: dict[str, str] | None = None) -> Path:
 
 
 def latest_run_dir(project: Path) -> Path:
-    runs = sorted((project / ".eval-banana" / "results").iterdir())
-    return runs[-1]
+    return newest_run_dir(project / ".eval-banana" / "results")
 
 
 def finish(project: Path, completed: subprocess.CompletedProcess[str]) -> Run:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.builders import newest_run_dir
+
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "sk-transcript-secret-0123456789"
 VERDICT = {"score": 1, "reason": "The README shows pip install banana."}
@@ -75,4 +77,4 @@ def run_eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def run_dir_of(root: Path) -> Path:
-    return sorted((root / ".eval-banana" / "results").iterdir())[-1]
+    return newest_run_dir(root / ".eval-banana" / "results")
