@@ -7,8 +7,13 @@ This is the one place where exceptions become messages and exit codes:
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
+
+
+class _TerminatedEarly(SystemExit):
+    """The exit a SIGTERM during start-up raises (its own type, so the hook below knows it)."""
 
 
 def _terminated_early(signum: int, frame: object) -> None:
@@ -16,7 +21,20 @@ def _terminated_early(signum: int, frame: object) -> None:
     # eb as an interrupt does: exit 3, no traceback. Raised here, so it unwinds through
     # whatever start-up is doing, cleanups included.
     print("Interrupted.", file=sys.stderr)
-    raise SystemExit(3)
+    raise _TerminatedEarly(3)
+
+
+def _leave_when_swallowed(unraisable: sys.UnraisableHookArgs) -> None:
+    """The signal can land in a weakref callback or a `__del__` (the import system's
+    module-lock callback is one); Python swallows what those raise and prints it as
+    "Exception ignored". Nothing there can unwind, so eb leaves at once, with the same exit.
+    """
+    if isinstance(unraisable.exc_value, _TerminatedEarly):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(3)
+    sys.__unraisablehook__(unraisable)
 
 
 def _stop_on_sigterm_from_start() -> None:
@@ -24,6 +42,7 @@ def _stop_on_sigterm_from_start() -> None:
     # Off the main thread (ValueError) this is not the command line's process.
     with contextlib.suppress(ValueError):
         signal.signal(signal.SIGTERM, _terminated_early)
+        sys.unraisablehook = _leave_when_swallowed
 
 
 _stop_on_sigterm_from_start()
@@ -32,7 +51,6 @@ import argparse  # noqa: E402 - after the handler, so SIGTERM during imports is 
 import errno  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
 from eval_banana.commands import COMMANDS, command_module  # noqa: E402

@@ -78,3 +78,36 @@ def test_sigterm_during_start_up_ends_eb_with_exit_3(
     if done.returncode == 0 and delay_s > 0:
         pytest.skip("eb finished before the signal was sent on this machine")
     assert done.returncode == 3, (done.returncode, done.stderr)
+
+
+_SIGTERM_IN_A_WEAKREF_CALLBACK = """
+import os, signal, weakref
+import eval_banana.cli
+
+class Anything:
+    pass
+
+def callback(_ref):
+    os.kill(os.getpid(), signal.SIGTERM)
+    sum(range(3))  # the handler runs here, inside the callback
+
+thing = Anything()
+ref = weakref.ref(thing, callback)
+del thing
+print("still running")
+"""
+
+
+def test_sigterm_landing_where_python_swallows_exceptions_still_ends_eb_with_exit_3() -> None:
+    # The import system's module-lock callback is such a place: a SIGTERM handled there used
+    # to print "Exception ignored ... SystemExit: 3" and let eb carry on.
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_IN_A_WEAKREF_CALLBACK],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, (done.returncode, done.stderr)
+    assert "still running" not in done.stdout
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stderr.strip() == "Interrupted."
