@@ -15,11 +15,17 @@ from tests.conftest import EbResult, check_yaml
 
 
 def _config(
-    root: Path, *, exclude: list[str] | None = None, check_dir: str | None = None
+    root: Path,
+    *,
+    exclude: list[str] | None = None,
+    check_dir: str | None = None,
+    output_dir: str | None = None,
 ) -> ConfigDoc:
     settings = Settings()
     if exclude is not None:
         settings.discovery.exclude_dirs = exclude
+    if output_dir is not None:
+        settings.core.output_dir = output_dir
     return ConfigDoc.model_validate(
         {
             "$schema": "x",
@@ -85,6 +91,40 @@ def test_hidden_folders_other_than_excluded_are_walked(tmp_path: Path) -> None:
     (tmp_path / ".github" / "eval_checks").mkdir(parents=True)
     (tmp_path / ".github" / "eval_checks" / "ci.yaml").write_text(check_yaml("ci"))
     assert _found(tmp_path) == [".github/eval_checks/ci.yaml"]
+
+
+def _plant(root: Path, relative: str) -> None:
+    (root / relative).parent.mkdir(parents=True, exist_ok=True)
+    (root / relative).write_text(check_yaml(Path(relative).stem))
+
+
+def test_eb_s_own_output_cache_and_history_folders_are_not_walked(tmp_path: Path) -> None:
+    # They hold only what eb wrote and grow with every run kept; a decoy check planted in
+    # each proves the walk never enters them, while the rest of `.eval-banana/` is walked.
+    for relative in [
+        ".eval-banana/results/20261204_000000_abcd/eval_checks/decoy_run.yaml",
+        ".eval-banana/cache/eval_checks/decoy_cache.yaml",
+        ".eval-banana/history/eval_checks/decoy_history.yaml",
+        "out/eval_checks/decoy_configured_output.yaml",
+        ".eval-banana/eval_checks/kept.yaml",
+        "eval_checks/real.yaml",
+    ]:
+        _plant(tmp_path, relative)
+    assert _found(tmp_path, output_dir="out") == [
+        ".eval-banana/eval_checks/kept.yaml",
+        "eval_checks/real.yaml",
+    ]
+
+
+def test_an_output_folder_that_is_the_project_root_does_not_hide_the_project(
+    tmp_path: Path,
+) -> None:
+    _plant(tmp_path, "eval_checks/real.yaml")
+    _plant(tmp_path, "sub/eval_checks/deeper.yaml")
+    assert _found(tmp_path, output_dir="") == [
+        "eval_checks/real.yaml",
+        "sub/eval_checks/deeper.yaml",
+    ]
 
 
 def test_symlinked_folders_are_never_followed(tmp_path: Path) -> None:
