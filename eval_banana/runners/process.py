@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -76,14 +77,25 @@ class _Follower:
 
     def wait(self, proc: subprocess.Popen[bytes]) -> int:
         """Read while the child runs; its exit code."""
-        while True:
-            moved = self.pump()
-            code = proc.poll()
-            if code is not None:
-                return code
-            if not moved and not self.reader.idle():
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    return proc.wait(timeout=_FOLLOW_SECONDS)
+        exited = _exit_descriptor(pid=proc.pid)
+        try:
+            while True:
+                moved = self.pump()
+                code = proc.poll()
+                if code is not None:
+                    return code
+                if moved or self.reader.idle():
+                    continue
+                if exited is None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        return proc.wait(timeout=_FOLLOW_SECONDS)
+                else:
+                    # Wakes the moment the child exits: Popen.wait(timeout=) polls with
+                    # sleeps of up to 8 ms within a 20 ms window, which every judge paid.
+                    select.select([exited], [], [], _FOLLOW_SECONDS)
+        finally:
+            if exited is not None:
+                os.close(exited)
 
     def drain(self) -> None:
         """Everything left (the child and whatever it left behind are gone by now)."""
@@ -94,6 +106,18 @@ class _Follower:
         for handle, _ in self.handles:
             handle.close()
         self.handles = []
+
+
+def _exit_descriptor(*, pid: int) -> int | None:
+    """A descriptor that becomes readable when the child exits (Linux's pidfd), or None where
+    the system has none; the child is not reaped yet, so its pid is still its own."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:
+        return None
 
 
 def _end_group(*, pgid: int, proc: subprocess.Popen[bytes]) -> None:

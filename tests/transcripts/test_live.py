@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from eval_banana.runners.process import ProcessOutcome, run_process
 from eval_banana.transcripts.live import TranscriptBuilder
 from eval_banana.transcripts.reading import LINE_CAP, LineSplitter, RawLine
@@ -147,3 +149,49 @@ def test_events_past_the_head_are_parsed_while_the_agent_pauses(tmp_path: Path) 
         go.touch()
         thread.join(timeout=60)
     assert len(builder.events()) == 250
+
+
+def test_the_exit_descriptor_wakes_when_the_child_exits_and_not_before(tmp_path: Path) -> None:
+    import os
+    import select
+    import subprocess
+
+    from eval_banana.runners.process import _exit_descriptor
+
+    go = tmp_path / "go"
+    waiting = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
+    child = subprocess.Popen([sys.executable, "-c", waiting, str(go)])
+    exited = _exit_descriptor(pid=child.pid)
+    if exited is None:  # no pidfd here: the follower polls Popen.wait, tested below
+        go.touch()
+        child.wait(timeout=60)
+        return
+    try:
+        assert select.select([exited], [], [], 0.2)[0] == []
+        go.touch()
+        # Readable once it exits, before anyone reaps it (the follower reaps it next).
+        assert select.select([exited], [], [], 30)[0] == [exited]
+        assert child.poll() == 0
+    finally:
+        os.close(exited)
+        child.wait(timeout=60)
+
+
+def test_the_follower_ends_with_the_child_exit_code_with_and_without_an_exit_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import eval_banana.runners.process as process
+
+    code = "import sys, time\nprint('partial', flush=True)\ntime.sleep(0.3)\nsys.exit(7)\n"
+    for found in (True, False):
+        if not found:
+            monkeypatch.setattr(process, "_exit_descriptor", lambda *, pid: None)
+        builder = TranscriptBuilder(dialect="text", max_chars=2000, mask=identity)
+        thread, outcomes = _follow(
+            tmp_path=tmp_path, code=code, go=tmp_path / "go", builder=builder
+        )
+        thread.join(timeout=60)
+        (outcome,) = outcomes
+        assert (outcome.exit_code, outcome.timed_out) == (7, False)
+        assert outcome.stdout_path is not None
+        assert outcome.stdout_path.read_text() == "partial\n"
