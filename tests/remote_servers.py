@@ -123,8 +123,10 @@ class Hostile:
         self.requests: list[tuple[str, str, str | None]] = []  # method, path, Authorization
         # ok, slow, error, truncated, redirect, wrong_blob; and for blobs (cas/) only:
         # cut_blob (half the body, the full Content-Length), flipped_blob (the same length, one
-        # byte changed), longer_blob (more bytes than the blob has).
+        # byte changed), longer_blob (more bytes than the blob has); for entries (ac/) only:
+        # huge_entry (an endless body announced as 256 MiB; `sent` counts what went out).
         self.mode = "ok"
+        self.sent = 0
         self.delay = 0.0
         self.redirect_to = ""
         self.url = ""
@@ -188,8 +190,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._answer(200, bytes([data[0] ^ 1]) + data[1:])
         elif state.mode == "longer_blob" and "/cas/" in self.path:
             self._answer(200, data + b"and then some more")
+        elif state.mode == "huge_entry" and "/ac/" in self.path:
+            self._endless(size=256 << 20)
         else:
             self._answer(200, data)
+
+    def _endless(self, *, size: int) -> None:
+        """`size` bytes of JSON-looking padding, made as they are sent (never held whole)."""
+        self.send_response(200)
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        chunk = b" " * (1 << 20)
+        self.close_connection = True
+        for _ in range(size // len(chunk)):
+            self.wfile.write(chunk)  # a client that stops reading ends this with an OSError
+            self.server.state.sent += len(chunk)
 
     def do_HEAD(self) -> None:  # noqa: N802
         if self._spoiled():

@@ -286,8 +286,16 @@ def test_verify_remote_rehashes_the_files_entries_carry_inline(
         assert sound["ok"] and sound["damaged"] == []
         assert (sound["remote_entries"], sound["remote_inline"]) == (3, inline_total)
 
-        # One inline file edited in place (the entry still reads as JSON), one entry cut short.
-        edited, cut, _ = sorted(entries)
+        # One inline file edited in place (the entry still reads as JSON), one entry cut short,
+        # one padded past the size any entry can have (it is not read to its end).
+        edited, cut, padded = sorted(entries)
+        _replace_remote(
+            url=url,
+            tmp_path=tmp_path,
+            kind="ac",
+            name=padded,
+            data=entries[padded] + b" " * (5 << 20),
+        )
         document = json.loads(entries[edited])
         digest = sorted(document["inline"])[0]
         document["inline"][digest] = base64.b64encode(b"not what the entry records").decode()
@@ -302,10 +310,12 @@ def test_verify_remote_rehashes_the_files_entries_carry_inline(
         assert {(d["tier"], d["name"], d["entry"]) for d in found["damaged"]} == {
             ("remote", digest.split(":", 1)[1], edited),
             ("remote", cut, cut),
+            ("remote", padded, padded),
         }
         problems = {d["entry"]: d["problem"] for d in found["damaged"]}
         assert "inline" in problems[edited] and "another digest" in problems[edited]
         assert "not valid JSON" in problems[cut]
+        assert "is larger than 4,194,304 bytes" in problems[padded]
         human = cache(first, "verify", "--remote", *flag, expect=1)
         assert f"damaged (remote) {digest.split(':', 1)[1]}: carried inline in entry" in (
             human.stdout

@@ -238,6 +238,21 @@ def test_a_blob_of_another_digest_is_a_miss_never_a_pass(
     assert any("another digest" in w for w in counts["warnings"])
 
 
+def test_an_entry_past_any_real_size_is_a_miss_and_is_not_read_to_its_end(
+    tmp_path: Path, eb: Callable[..., Any], hostile_server: Hostile
+) -> None:
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    run(first, hostile_server.url)
+    hostile_server.mode = "huge_entry"  # each entry answers with a 256 MiB body
+    counts, started = run(second, hostile_server.url)
+    assert started == 3
+    assert counts["remote_rejected"]["entry"] == 3 and counts["remote_hits"] == 0
+    assert any("is larger than 4,194,304 bytes" in w for w in counts["warnings"])
+    # eb stopped reading each at its cap: the server got rid of a few MiB per entry (what the
+    # sockets buffer), not the 768 MiB it offered.
+    assert hostile_server.sent < 3 * 32 << 20, hostile_server.sent
+
+
 def test_a_killed_server_makes_the_checks_run_and_the_report_names_the_error(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, s3: MotoS3
 ) -> None:

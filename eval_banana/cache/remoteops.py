@@ -29,6 +29,7 @@ from eval_banana.remote.backend import (
     RemoteBackend,
     RemoteError,
     RemoteItem,
+    SinkRefused,
 )
 from eval_banana.remote.guarded import GuardedRemote
 from eval_banana.remote.opening import open_backend
@@ -185,7 +186,7 @@ def _named(*, remote: GuardedRemote, name: str) -> list[str]:
     """The blob names (hex) a remote entry names; none when it cannot be read."""
     try:
         data = remote.get(kind="ac", name=name)
-    except RemoteError:
+    except (RemoteError, SinkRefused):
         return []
     if data is None:
         return []
@@ -286,6 +287,8 @@ def _inline_problems(*, remote: GuardedRemote, name: str) -> tuple[int, list[Dam
         data = remote.get(kind="ac", name=name)
     except RemoteError as exc:
         return 0, [damaged(f"entry ac/{name} could not be fetched ({exc})")]
+    except SinkRefused as exc:
+        return 0, [damaged(f"entry ac/{name} {exc}")]
     if data is None:
         return 0, []  # removed since it was listed
     try:

@@ -152,13 +152,20 @@ class RemoteTier:
 
     def _fetch(self, *, key: str, check_id: str) -> None:
         name = _hex(key)
+        where = f"{self.remote.url} ac/{name}"
         try:
             data = self.remote.get(kind="ac", name=name)
         except RemoteError:
             return  # counted; the check runs as on a miss
+        except SinkRefused as exc:
+            self._reject(
+                reason="entry",
+                message=f"Shared cache entry {where} for check '{check_id}' {exc}; "
+                "it counts as a miss",
+            )
+            return
         if data is None:
             return  # not stored remotely either: an ordinary miss
-        where = f"{self.remote.url} ac/{name}"
         found = self._entry(data=data, key=key, check_id=check_id, where=where)
         if found is None:
             return

@@ -10,7 +10,8 @@ A backend moves bytes and nothing else: it never reads an entry, and it checks n
 
 Blobs stream: a cached judge's raw output can be tens of megabytes, so `get_into` writes an
 object into a sink and `put_from` reads one from a file, `CHUNK` bytes at a time, and neither
-holds a whole blob in memory. `get` and `put` are for entries, small documents read whole.
+holds a whole blob in memory. `get` and `put` are for entries, small documents read whole, up
+to `ENTRY_MAX_BYTES`: a remote that sends more is refused there, not read into memory.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ KINDS: tuple[Kind, ...] = ("ac", "cas")
 NAME_RE = re.compile(r"[0-9a-f]{64}")
 # What one read or write of a streamed object moves at most.
 CHUNK = 1 << 20
+# No entry eb writes comes near it (its files travel inline only up to 16 KiB each).
+ENTRY_MAX_BYTES = 4 << 20
 
 
 class RemoteError(Exception):
@@ -102,11 +105,27 @@ class WholeObjects:
         raise NotImplementedError
 
     def get(self, *, kind: Kind, name: str) -> bytes | None:
-        sink = io.BytesIO()
-        return None if self.get_into(kind=kind, name=name, sink=sink) is None else sink.getvalue()
+        """The whole object, or None when absent; `SinkRefused` past `ENTRY_MAX_BYTES`."""
+        sink = _CappedBuffer(limit=ENTRY_MAX_BYTES)
+        if self.get_into(kind=kind, name=name, sink=sink) is None:
+            return None
+        return sink.getvalue()
 
     def put(self, *, kind: Kind, name: str, data: bytes) -> None:
         self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
+
+
+class _CappedBuffer(io.BytesIO):
+    """A memory sink that refuses to grow past `limit` bytes."""
+
+    def __init__(self, *, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def write(self, data: bytes, /) -> int:  # type: ignore[override]
+        if self.tell() + len(data) > self.limit:
+            raise SinkRefused(f"is larger than {self.limit:,} bytes, more than any entry eb writes")
+        return super().write(data)
 
 
 def checked_name(name: str) -> str:
