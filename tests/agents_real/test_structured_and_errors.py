@@ -147,8 +147,14 @@ def test_error_classes_from_the_model_server_and_retries_only_for_infrastructure
         details = checks[name]["details"]
         assert checks[name]["status"] == "error", context
         assert details["error_class"] == expected, f"{name}: {details.get('error_cause')}"
-        # Agent starts: an infrastructure error is tried again, a verdict error is not.
-        assert len(details["attempts"]) == (2 if expected == "infrastructure" else 1), name
+        # Agent starts: a transient infrastructure error is tried again; a verdict error and
+        # refused credentials (a retry would be refused the same way) are not.
+        transient = expected == "infrastructure" and details.get("error_transient") is not False
+        assert len(details["attempts"]) == (2 if transient else 1), name
+    # Claude Code relays the server's 401 as such: it is never retried.
+    if agent == "claude":
+        assert checks["http401"]["details"]["error_transient"] is False, checks["http401"]
+        assert len(checks["http401"]["details"]["attempts"]) == 1
     if agent in ("claude", "codex"):
         # Both relay the status or the rate limit; gemini words a 429 as a quota, opencode
         # says only the server's message.
