@@ -4,12 +4,14 @@
     <dir>/blobs/<2 hex>/<64 hex>          stored output files, named by their SHA-256
     <dir>/runs/<2 hex>/<64 hex>.json      a fully cached run, replayed whole (cache/replay.py)
     <dir>/secret.key                      the key of the MAC entries and runs carry (cache/mac.py)
+    <dir>/size.json                       the folder's size as last known (cache/ledger.py)
 
 Every file is written through a temporary sibling and a rename, so a reader never sees half a
 file and two runs storing the same entry at once leave one valid entry. A hit touches its
 entry's modification time; when the folder grows past its limit, the least recently used
-entries go first, then the blobs no remaining entry names. An entry or kept run is read only
-with a valid MAC: anything else is a miss, with the reason.
+entries go first, then the blobs no remaining entry names (the size ledger spares that walk
+while the folder is far below its limit). An entry or kept run is read only with a valid MAC:
+anything else is a miss, with the reason.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ import itertools
 import json
 import os
 import shutil
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
+from eval_banana.cache.ledger import is_ledger, known_size, remember_size, walk_needed
 from eval_banana.cache.mac import (
     SECRET_NAME,
     SecretUnusable,
@@ -79,6 +84,18 @@ class CacheStore:
         self.folder = folder
         self.max_bytes = max_bytes
         self._secret: bytes | str | None = None  # loaded once, when first needed
+        # Bytes this store wrote since its last eviction (check threads store concurrently).
+        self._added = 0
+        self._added_lock = threading.Lock()
+
+    def _grew(self, *, size: int) -> None:
+        with self._added_lock:
+            self._added += size
+
+    def _take_added(self) -> int:
+        with self._added_lock:
+            added, self._added = self._added, 0
+        return added
 
     def secret(self, *, create: bool) -> bytes | str:
         """The key of the MACs, or why there is none; `create`: make it when absent."""
@@ -136,6 +153,7 @@ class CacheStore:
     def _write_signed(self, *, path: Path, text: bytes) -> str:
         data = signed_text(key=self._key(), text=text)
         write_bytes_atomic(path=path, data=data)
+        self._grew(size=len(data))
         return sha256_bytes(data=data)
 
     def read_at(self, *, path: str) -> EntryRead:
@@ -223,6 +241,7 @@ class CacheStore:
             os.replace(temp, target)
         finally:
             temp.unlink(missing_ok=True)
+        self._grew(size=size)
         return blob
 
     def put_bytes(self, *, data: bytes) -> Blob:
@@ -231,6 +250,7 @@ class CacheStore:
         target = self.blob_path(sha256=blob.sha256)
         if not _has_size(target, blob.size):
             write_bytes_atomic(path=target, data=data)
+            self._grew(size=blob.size)
         return blob
 
     def receive(self, *, blob: Blob, fill: Callable[[BinaryIO], str | None]) -> str | None:
@@ -247,6 +267,7 @@ class CacheStore:
                     problem = fill(file)
                 if problem is None:
                     os.replace(temp, target)
+                    self._grew(size=blob.size)
             except OSError as exc:
                 raise WriteFault(path=str(target), cause=exc.strerror or str(exc)) from None
             return problem
@@ -307,12 +328,33 @@ class CacheStore:
     # -- eviction --------------------------------------------------------------------------
 
     def evict(self) -> int:
-        """Delete least recently used entries until the folder fits; return bytes freed."""
-        # The secret stays: without it every entry is a miss.
-        files = [item for item in _files(self.folder) if not _is_secret(item[0])]
+        """Delete least recently used entries until the folder fits; return bytes freed.
+        Far below the limit (by the size ledger) nothing is walked."""
+        now = time.time()
+        added = self._take_added()
+        known = known_size(folder=self.folder, now=now)
+        if known is not None and not walk_needed(
+            known=known, added=added, max_bytes=self.max_bytes
+        ):
+            remember_size(
+                folder=self.folder, size_bytes=known.size_bytes + added, walked_at=known.walked_at
+            )
+            return 0
+        freed, left = self._evict_walking()
+        remember_size(folder=self.folder, size_bytes=left, walked_at=now)
+        return freed
+
+    def _evict_walking(self) -> tuple[int, int]:
+        """Walk the whole folder and evict until it fits: (bytes freed, bytes left)."""
+        # The secret stays: without it every entry is a miss. The ledger is no stray file.
+        files = [
+            item
+            for item in _files(self.folder)
+            if not _is_secret(item[0]) and not is_ledger(item[0])
+        ]
         total = sum(size for _, size, _ in files)
         if total <= self.max_bytes:
-            return 0
+            return 0, total
         blobs_root = self.folder / "blobs"
         blobs = {str(path): size for path, size, _ in files if _within(path, blobs_root)}
         references: dict[str, int] = {}
@@ -343,7 +385,7 @@ class CacheStore:
                 references[blob] -= 1
                 if references[blob] == 0 and blob in blobs:
                     freed += _remove(Path(blob), blobs[blob])
-        return freed
+        return freed, total - freed
 
     def blobs_named(self, *, entry: Path) -> list[str]:
         """The blob paths an entry or kept run names (none when it cannot be read)."""

@@ -100,6 +100,7 @@ def _model_schema(model: type[Record], *, name: str) -> Callable[[], dict[str, A
 def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     """Schema name (as `eb schema NAME` takes it) -> builder."""
     from eval_banana.cache.entry import CacheEntry, RemoteCacheEntry
+    from eval_banana.cache.ledger import CacheSizeLedger
     from eval_banana.cache.replay_entry import ReplayEntry
     from eval_banana.history.record import HistoryRecord
     from eval_banana.history.view import HistoryView
@@ -133,6 +134,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["transcript-event"] = _model_schema(TranscriptEvent, name="transcript-event")
     builders["cache-stats"] = _model_schema(CacheStatsDoc, name="cache-stats")
     builders["cache-verify"] = _model_schema(CacheVerifyDoc, name="cache-verify")
+    builders["cache-size"] = _model_schema(CacheSizeLedger, name="cache-size")
     return builders
 
 
