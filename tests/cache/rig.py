@@ -209,3 +209,21 @@ def make_project(
     project.write({f"eval_checks/{name}.yaml": text for name, text in checks.items()})
     project.write(files)
     return project
+
+
+def noisy_project(
+    *, tmp_path: Path, eb: Callable[..., Any], checks: int, output_bytes: int, max_mb: int
+) -> Project:
+    """`checks` deterministic checks that each print `output_bytes` random bytes (as hex), in
+    a project whose cache may hold `max_mb` MiB: a run of it outgrows the cache."""
+    noisy = f"import os, sys\nsys.stdout.buffer.write(os.urandom({output_bytes}).hex().encode())\n"
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={f"n{i}": script_check(f"n{i}", script=noisy, inputs=[]) for i in range(checks)},
+        files={},
+        extra_config="",
+    )
+    config = project.root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('mode = "on"', f'mode = "on"\nmax_mb = {max_mb}'))
+    return project

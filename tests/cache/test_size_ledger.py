@@ -14,7 +14,7 @@ import pytest
 from eval_banana.cache.ledger import LEDGER_NAME, WALK_EVERY_SECONDS
 from eval_banana.cache.store import CacheStore
 from eval_banana.stagefiles.schemafiles import packaged_schema_problem
-from tests.cache.rig import make_project, script_check
+from tests.cache.rig import noisy_project
 
 MB = 1024 * 1024
 
@@ -127,16 +127,7 @@ def test_a_ledger_that_is_not_eb_s_or_from_the_future_is_not_trusted(
 def test_runs_keep_the_ledger_and_never_evict_it_as_a_stray_file(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:
-    noisy = "import os, sys\nsys.stdout.buffer.write(os.urandom(300_000).hex().encode())\n"
-    project = make_project(
-        tmp_path=tmp_path,
-        eb=eb,
-        checks={f"n{i}": script_check(f"n{i}", script=noisy, inputs=[]) for i in range(3)},
-        files={},
-        extra_config="",
-    )
-    config = project.root / ".eval-banana" / "config.toml"
-    config.write_text(config.read_text().replace('mode = "on"', 'mode = "on"\nmax_mb = 1'))
+    project = noisy_project(tmp_path=tmp_path, eb=eb, checks=3, output_bytes=300_000, max_mb=1)
     project.run("--max-parallel-checks", "1")
     ledger_file = project.cache_dir / LEDGER_NAME
     ledger = json.loads(ledger_file.read_text())

@@ -17,7 +17,15 @@ from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.session import REUSE_LAYOUT
 from eval_banana.cache.store import CacheStore
 from eval_banana.models.result import CheckResult
-from tests.cache.rig import Project, cache_of, judge, make_project, script_check, write_signed
+from tests.cache.rig import (
+    Project,
+    cache_of,
+    judge,
+    make_project,
+    noisy_project,
+    script_check,
+    write_signed,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -402,16 +410,7 @@ def test_an_entry_s_stored_result_text_is_kept_and_evicted_with_it(tmp_path: Pat
 def test_a_run_keeps_the_cache_folder_under_its_limit(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:
-    noisy = "import os, sys\nsys.stdout.buffer.write(os.urandom(400_000).hex().encode())\n"
-    project = make_project(
-        tmp_path=tmp_path,
-        eb=eb,
-        checks={f"n{i}": script_check(f"n{i}", script=noisy, inputs=[]) for i in range(4)},
-        files={},
-        extra_config="",
-    )
-    config = project.root / ".eval-banana" / "config.toml"
-    config.write_text(config.read_text().replace('mode = "on"', 'mode = "on"\nmax_mb = 2'))
+    project = noisy_project(tmp_path=tmp_path, eb=eb, checks=4, output_bytes=400_000, max_mb=2)
     project.run("--max-parallel-checks", "1")
     total = sum(p.stat().st_size for p in project.cache_dir.rglob("*") if p.is_file())
     assert 0 < total <= 2 * 1024 * 1024
