@@ -225,3 +225,25 @@ def test_eb_list_shows_the_split_eb_run_makes(tmp_path: Path, eb: Eb) -> None:
         assert listed == [check_id for check_id in SHARD_IDS if split[check_id] == index]
         by_hash = eb("list", "--cwd", str(root), "--shard", f"{index}/2")
         assert [line.split("\t")[0] for line in by_hash.stdout.splitlines()] != listed
+
+
+def test_parallel_runs_start_in_the_order_that_ends_the_workers_together(
+    tmp_path: Path, eb: Eb
+) -> None:
+    # Recorded 7, 5, 5, 4 and 3 s on two workers: longest first ends at 13 s, the planned
+    # order at 12 s (the bound). The checks sleep a tenth of their recorded time, so the starts
+    # after the first two are far enough apart to order.
+    seconds = {"a": 7.0, "b": 5.0, "c": 5.0, "d": 4.0, "e": 3.0}
+    root, log = _project(tmp_path / "p", ids=tuple(seconds))
+    for check_id, took in seconds.items():
+        script = f"{_stamp(log, check_id)}; time.sleep({took / 10})"
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(check_yaml(check_id, script=script))
+    digests = _digests(root, eb)
+    _started(log)
+    _history(root, seconds=seconds, digests=digests)
+    done = eb("run", "--cwd", str(root), "--history", "off", "--max-parallel-checks", "2")
+    assert done.exit_code == 0, done.stderr
+    started = _started(log)
+    # Lanes a+c and b+d+e, 12 s each; longest first would start c before d and end at 13 s.
+    assert set(started[:2]) == {"a", "b"}
+    assert started[2:] == ["d", "c", "e"]

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Generic, NoReturn, TypeVar
 
+from eval_banana.core.closer import finish_background_closes
 from eval_banana.core.errors import EvalBananaError
 
 # How the child ended, as its exit code: the work raised an OSError (a file it could not write;
@@ -129,13 +130,15 @@ class Pending(Generic[T]):
 
 def worth_forking(*, items: int, threshold: int) -> bool:
     """Whether a fork can run `items` worth of work beside the parent, safely and for a gain."""
-    return (
+    if not (
         items >= threshold
         and sys.platform == "linux"
         and hasattr(os, "fork")
         and len(os.sched_getaffinity(0)) > 1
-        and threading.active_count() == 1
-    )
+    ):
+        return False
+    finish_background_closes()  # a close still under way is the only thread eb leaves behind
+    return threading.active_count() == 1
 
 
 def start(*, work: Callable[[], T], fork: bool, background: bool = False) -> Pending[T]:

@@ -21,6 +21,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from eval_banana.core.closer import close_in_background
+
 _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = os.O_CLOEXEC
 _MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -154,5 +156,7 @@ class TreeWatcher:
         return None if lost else pending
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        # The kernel's teardown of the watches is slow: it overlaps what eb does next.
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            close_in_background(fd)

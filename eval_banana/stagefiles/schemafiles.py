@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 
 def packaged_schema(name: str) -> str:
     """A schema as shipped inside the package (importlib.resources)."""
+    # Imported here: most runs never read a schema, and importlib.resources costs them 3 ms.
+    from importlib import resources
+
     return (resources.files("eval_banana") / "schemas" / f"{name}.schema.json").read_text("utf-8")
 
 

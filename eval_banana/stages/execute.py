@@ -307,23 +307,24 @@ def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) ->
     return digests
 
 
-def _start_ranks(*, config: ConfigDoc, checks: list[PlannedCheck]) -> list[int]:
-    """Plan position -> its turn to start: longest expected first by the run history
-    (`[core] schedule = history`), else plan order. Only the start order changes: results,
-    stage files and reports stay in plan order."""
-    if config.settings.core.schedule == "plan" or len(checks) < 2:
-        return list(range(len(checks)))
+def _start_ranks(
+    *, config: ConfigDoc, checks: list[PlannedCheck], to_start: list[int], workers: int
+) -> dict[int, int]:
+    """Plan position (of those in `to_start`) -> its turn to start: longest expected first by
+    the run history (`[core] schedule = history`), balanced over `workers`, else plan order.
+    Only the start order changes: results, stage files and reports stay in plan order."""
+    if config.settings.core.schedule == "plan" or len(to_start) < 2:
+        return {position: turn for turn, position in enumerate(to_start)}
     from eval_banana.history.recent import start_order
 
+    starting = [checks[position] for position in to_start]
     order = start_order(
         folder=history_dir(config=config),
-        ids=[check.id for check in checks],
-        digests={check.id: check.check_definition_sha256 for check in checks},
+        ids=[check.id for check in starting],
+        digests={check.id: check.check_definition_sha256 for check in starting},
+        workers=workers,
     )
-    ranks = [0] * len(checks)
-    for turn, position in enumerate(order):
-        ranks[position] = turn
-    return ranks
+    return {to_start[index]: turn for turn, index in enumerate(order)}
 
 
 def _open_isolation(*, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> IsolationSession:
@@ -737,12 +738,19 @@ def execute(
             cache.settle(checks_dir=checks_dir)
     tampered = False
     if to_run:
-        # A check's samples stay next to each other: they share its turn.
-        ranks = _start_ranks(config=config, checks=checks)
+        workers = min(config.settings.core.max_parallel_checks, len(to_run))
+        to_start = sorted({items[index].position for index in to_run})
+        # A check's samples stay next to each other: they share its turn. A lane plan counts
+        # one worker per check, so checks with several samples get the plain longest-first turn.
+        ranks = _start_ranks(
+            config=config,
+            checks=checks,
+            to_start=to_start,
+            workers=workers if len(to_start) == len(to_run) else 1,
+        )
         to_run.sort(key=lambda index: (ranks[items[index].position], index))
         if cache is not None:
             cache.remember_state()  # what changes in the cache from here on, eb did not write
-        workers = min(config.settings.core.max_parallel_checks, len(to_run))
         # Other eb runs sharing the cache write nothing into it while these checks run.
         from eval_banana.isolation.state import checks_running
 
