@@ -24,10 +24,14 @@ def _close(fd: int) -> None:
 def close_in_background(fd: int) -> None:
     """Close `fd` on a daemon thread; the caller must not use the number again."""
     thread = threading.Thread(target=_close, args=(fd,), name="eb-close", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # no new threads (the interpreter is shutting down): close in place
+        _close(fd)
+        return
     with _lock:
         _closing[:] = [pending for pending in _closing if pending.is_alive()]
         _closing.append(thread)
-    thread.start()
 
 
 def finish_background_closes() -> None:

@@ -65,3 +65,15 @@ def test_a_fork_waits_for_the_closes_under_way(
     assert not _open(fd)
     assert threading.active_count() == before
     assert wanted == (before == 1)
+
+
+def test_with_no_thread_to_spare_the_descriptor_is_closed_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    fd = os.open(tmp_path, os.O_RDONLY)
+    close_in_background(fd)
+    assert not _open(fd)
