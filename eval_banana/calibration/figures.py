@@ -122,7 +122,10 @@ def _flag_problems(entry: JudgeCalibration) -> list[str]:
         if outcome.agreed != (bool(answers) and all(answers)):
             found.append(f"{where}.agreed does not follow from its samples")
         numbers = [sample.sample for sample in outcome.samples]
-        if numbers != list(range(1, entry.samples_per_case + 1)):
+        # Compared without building 1..samples_per_case: a forged count of 10**9 must cost
+        # nothing (it took all the memory of the machine).
+        in_order = all(number == place for place, number in enumerate(numbers, start=1))
+        if len(numbers) != entry.samples_per_case or not in_order:
             found.append(
                 f"{where} holds samples {numbers}, not 1 to samples_per_case "
                 f"({entry.samples_per_case})"

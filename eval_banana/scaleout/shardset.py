@@ -6,6 +6,7 @@ Every refusal is a `MergeError` (a setup error, exit 2) that names the folder an
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,6 +25,9 @@ from eval_banana.models.stages import (
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, StageRead, read_stage_file, stage_digest
 from eval_banana.stagefiles.text import file_element_texts
+
+# How many missing shards a refused merge names before it counts the rest.
+_NAMED_MISSING = 20
 
 # Settings every shard must share. The threshold decides the merged verdict; the environment
 # policy is stated in report.json; the agent, model and effort are whose verdicts the judges are.
@@ -290,9 +294,15 @@ def _check_each_shard_once(*, runs: Sequence[ShardRun]) -> None:
                 hint="Pass each shard's run folder once.",
             )
         seen[run.shard.index] = run
-    missing = [index for index in range(1, total + 1) if index not in seen]
-    if missing:
+    if len(seen) < total:
+        # N comes from the shards' own files: never count up to it (an edited N of 10**9
+        # would be a list of a billion numbers). The first few missing ones are named.
+        unseen = (index for index in range(1, total + 1) if index not in seen)
+        missing = list(itertools.islice(unseen, _NAMED_MISSING))
         names = ", ".join(str(index) for index in missing)
+        more = total - len(seen) - len(missing)
+        if more:
+            names += f" and {more} more"
         raise _refuse(
             f"missing shard {names} of {total} (got {', '.join(str(k) for k in sorted(seen))})",
             hint="Pass the run folder of every shard 1..N; a shard that received no check "

@@ -653,3 +653,30 @@ def test_a_judge_that_rewrites_a_case_file_is_an_error(
     measured = proj.eb("calibrate")
     assert measured.exit_code == 1
     assert "The judge changed its copy of the project: answer.txt" in measured.stdout
+
+
+def _address_space_limit() -> None:
+    """In the child: 1 GB of address space, so a runaway allocation fails there, not here."""
+    import resource
+
+    limit = 1 << 30
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def test_a_forged_sample_count_is_named_without_counting_to_it(
+    make_project: Callable[..., Project],
+) -> None:
+    # Found by the fuzz campaign: samples_per_case 10**9 made eb build the list 1..10**9 to
+    # compare the samples with it, and the test runner grew to 24 GB before the kernel killed it.
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    _edit_record(proj, lambda entry: entry.update(samples_per_case=10**9))
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "validate", "--cwd", str(proj.root),
+         "--require-calibration"],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+        preexec_fn=_address_space_limit,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "MemoryError" not in done.stderr
+    assert "not 1 to samples_per_case (1000000000)" in done.stderr

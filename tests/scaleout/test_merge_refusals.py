@@ -329,3 +329,36 @@ def test_a_shard_without_its_last_stage_files_is_refused(
     (cut / "stages" / stage_file).unlink()
     result = _merge(eb, tmp_path, cut, shards("s2", "2/2"))
     assert f"{cut}: Stage file missing: {cut / 'stages' / stage_file}" in result.stderr
+
+
+# The merge's count of missing shards, run in a child held to 1 GB of address space: N comes
+# from the shards' own files, and counting up to an edited N of 10**9 must not happen.
+_FORGED_N = """
+import resource, sys
+from types import SimpleNamespace
+from eval_banana.core.errors import MergeError
+from eval_banana.scaleout.shardset import _check_each_shard_once
+
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+runs = [
+    SimpleNamespace(shard=SimpleNamespace(index=index, total=10**9), run_dir=f"s{index}")
+    for index in (1, 2)
+]
+try:
+    _check_each_shard_once(runs=runs)
+except MergeError as exc:
+    print(exc.message)
+"""
+
+
+def test_a_forged_shard_count_is_refused_without_counting_to_it() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FORGED_N],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    named = ", ".join(str(index) for index in range(3, 23))
+    assert f"missing shard {named} and 999999978 more of 1000000000 (got 1, 2)" in done.stdout
