@@ -498,6 +498,7 @@ def test_parts_dealt_by_history_run_and_merge_as_the_plan_dealt_them(
     ("flags", "words"),
     [
         (("--shards", "0"), "--shards 0"),
+        (("--shards", "1000000000"), "N must lie between 1 and 10,000"),
         (("--shards", "2", "--shard", "1/2"), "cannot be combined"),
         (("-k", "and and"), "-k"),
     ],

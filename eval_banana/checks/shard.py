@@ -25,6 +25,9 @@ _GOLDEN_STEP = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
 _LAST_NUMBER = re.compile(r"[0-9]+(?=[^0-9]*$)")
 _SHARD_HINT = "Write --shard K/N with whole numbers 1 <= K <= N (e.g. --shard 2/4), or auto."
+# More slices than any CI matrix runs (GitHub allows 256 jobs, GitLab's parallel 200). A typo
+# of a larger N would cost memory and time in proportion before anything ran.
+MAX_SHARDS = 10_000
 
 
 def _whole(text: str, *, what: str, given: str) -> int:
@@ -40,6 +43,8 @@ def _checked(*, index: int, total: int, given: str) -> Shard:
             f"--shard {given!r}: K must lie between 1 and N, and N must be at least 1",
             hint=_SHARD_HINT,
         )
+    if total > MAX_SHARDS:
+        raise UsageError(f"--shard {given!r}: N can be at most {MAX_SHARDS:,}", hint=_SHARD_HINT)
     return Shard(index=index, total=total)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from eval_banana.checks.shard import MAX_SHARDS
 from eval_banana.core.errors import UsageError
 from eval_banana.models.config import Shard
 
@@ -86,8 +87,10 @@ def _whole(*, name: str, value: str) -> int:
 
 def _in_range(*, label: str, index: int, total: int, first: int, variables: list[str]) -> Shard:
     """Slice `index` of `total`, counted from `first`, as eb's 1-based K of N."""
-    if total < 1:
-        raise UsageError(f"--shard auto: {label}: the total must be at least 1", hint=_HINT)
+    if not 1 <= total <= MAX_SHARDS:
+        raise UsageError(
+            f"--shard auto: {label}: the total must lie between 1 and {MAX_SHARDS:,}", hint=_HINT
+        )
     if not first <= index < first + total:
         raise UsageError(
             f"--shard auto: {label}: the index must lie between {first} and "

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from eval_banana.checks.shard import MAX_SHARDS
 from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
 
@@ -46,8 +47,11 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from eval_banana.scaleout.plan import PlanRequest, build_plan
 
-    if args.shards is not None and args.shards < 1:
-        raise UsageError(f"--shards {args.shards}: N must be at least 1", hint="e.g. --shards 3")
+    if args.shards is not None and not 1 <= args.shards <= MAX_SHARDS:
+        raise UsageError(
+            f"--shards {args.shards}: N must lie between 1 and {MAX_SHARDS:,}",
+            hint="e.g. --shards 3",
+        )
     if args.shards is not None and args.shard is not None:
         raise UsageError(
             "--shards N and --shard K/N cannot be combined",

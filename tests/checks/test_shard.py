@@ -43,6 +43,12 @@ def test_parse_k_of_n(text: str, expected: Shard) -> None:
     assert parse_shard(text=text, environ={}) == expected
 
 
+def test_n_past_any_ci_matrix_is_a_usage_error_before_anything_is_sized_by_it() -> None:
+    assert parse_shard(text="10000/10000", environ={}) == Shard(index=10_000, total=10_000)
+    with pytest.raises(UsageError, match="N can be at most 10,000"):
+        parse_shard(text="1/1000000000", environ={})
+
+
 @pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "-1/4", "a/4", "2", "2/4/6", "", "1.5/4"])
 def test_k_outside_one_to_n_or_malformed_is_a_usage_error(text: str) -> None:
     with pytest.raises(UsageError, match="--shard"):

@@ -104,9 +104,13 @@ def test_half_an_engine_pair_is_a_usage_error(index_var: str, total_var: str, fi
         parse_shard(text="auto", environ={index_var: str(first), total_var: "two"})
 
 
-def test_zero_jobs_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="total must be at least 1"):
+def test_zero_jobs_or_more_than_any_matrix_runs_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="total must lie between 1 and 10,000"):
         parse_shard(text="auto", environ={"CIRCLE_NODE_INDEX": "0", "CIRCLE_NODE_TOTAL": "0"})
+    with pytest.raises(UsageError, match="total must lie between 1 and 10,000"):
+        parse_shard(
+            text="auto", environ={"CIRCLE_NODE_INDEX": "0", "CIRCLE_NODE_TOTAL": "1000000000"}
+        )
 
 
 def test_run_with_shard_auto_records_the_variables_in_config_json(
