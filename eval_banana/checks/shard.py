@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from eval_banana.core.errors import UsageError
-from eval_banana.models.config import Shard
+from eval_banana.models.config import MAX_SHARDS, Shard
 from eval_banana.models.stages import PlannedCheck
 
 AUTO = "auto"
@@ -25,9 +25,6 @@ _GOLDEN_STEP = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
 _LAST_NUMBER = re.compile(r"[0-9]+(?=[^0-9]*$)")
 _SHARD_HINT = "Write --shard K/N with whole numbers 1 <= K <= N (e.g. --shard 2/4), or auto."
-# More slices than any CI matrix runs (GitHub allows 256 jobs, GitLab's parallel 200). A typo
-# of a larger N would cost memory and time in proportion before anything ran.
-MAX_SHARDS = 10_000
 
 
 def _whole(text: str, *, what: str, given: str) -> int:

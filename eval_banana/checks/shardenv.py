@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eval_banana.checks.shard import MAX_SHARDS
 from eval_banana.core.errors import UsageError
-from eval_banana.models.config import Shard
+from eval_banana.models.config import MAX_SHARDS, Shard
 
 # eb's own variable, `K/N` as --shard takes it, for any engine the table does not know.
 OWN_VARIABLE = "EVAL_BANANA_SHARD"

@@ -7,9 +7,9 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from eval_banana.checks.shard import MAX_SHARDS
 from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
+from eval_banana.models.config import MAX_SHARDS
 
 if TYPE_CHECKING:
     from eval_banana.models.plan import PlanDocument

@@ -314,6 +314,12 @@ class Settings(_Section):
 SettingSource = Literal["cli", "env", "project", "default"]
 
 
+# The most slices `--shard K/N` and `eb plan --shards N` cut: more than any CI matrix runs
+# (GitHub allows 256 jobs, GitLab's parallel 200). A typo of a larger N would cost memory and
+# time in proportion before anything ran.
+MAX_SHARDS = 10_000
+
+
 class Shard(_Section):
     """Slice K of N of a selection: the checks whose id hashes to K (`eb run --shard K/N`)."""
 
