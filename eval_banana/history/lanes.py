@@ -85,8 +85,9 @@ def _best_step(
     for other, lane in enumerate(lanes):
         if other == busiest:
             continue
+        # A move (nothing comes back) or a swap with any of the other lane's movable checks.
+        candidates: list[int | None] = [None, *lane[1:]]
         for given in movable:
-            candidates: list[int | None] = [None, *lane[1:]]
             for taken in candidates:
                 shift = durations[given] - (0.0 if taken is None else durations[taken])
                 if shift <= _EPSILON:

@@ -20,6 +20,8 @@ import sys
 import threading
 from pathlib import Path
 
+from eval_banana.core.readback import read_regular
+
 TOKEN_VAR = "EVAL_BANANA_CHECK_TOKEN"
 _PR_SET_CHILD_SUBREAPER = 36
 _ROUNDS = 5  # a killed daemon's own orphans surface on the next scan
@@ -106,19 +108,11 @@ def _children() -> set[int]:
     except OSError:
         return pids
     for task in tasks:
-        try:
-            fd = os.open(f"/proc/self/task/{task}/children", os.O_RDONLY)
-        except OSError:
-            continue  # a thread that ended meanwhile
-        chunks: list[bytes] = []
-        try:
-            while chunk := os.read(fd, 1 << 16):
-                chunks.append(chunk)
-        except OSError:
-            pass  # the thread ended while being read: its children are read on the next scan
-        finally:
-            os.close(fd)
-        pids.update(int(word) for word in b"".join(chunks).split())
+        # A thread that ended meanwhile: its children are read on the next scan.
+        with contextlib.suppress(OSError):
+            pids.update(
+                int(word) for word in read_regular(f"/proc/self/task/{task}/children").split()
+            )
     return pids
 
 

@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import EbResult
 from tests.gitrepo import git, init_repo
+from tests.memlimit import limit_address_space
 from tests.sampling.test_repeats import scripted_config
 
 READS_ANSWER = "file=answer.txt contains=hello"
@@ -655,14 +656,6 @@ def test_a_judge_that_rewrites_a_case_file_is_an_error(
     assert "The judge changed its copy of the project: answer.txt" in measured.stdout
 
 
-def _address_space_limit() -> None:
-    """In the child: 1 GB of address space, so a runaway allocation fails there, not here."""
-    import resource
-
-    limit = 1 << 30
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
 def test_a_forged_sample_count_is_named_without_counting_to_it(
     make_project: Callable[..., Project],
 ) -> None:
@@ -675,7 +668,7 @@ def test_a_forged_sample_count_is_named_without_counting_to_it(
         [sys.executable, "-m", "eval_banana", "validate", "--cwd", str(proj.root),
          "--require-calibration"],
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
-        preexec_fn=_address_space_limit,
+        preexec_fn=limit_address_space,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "MemoryError" not in done.stderr

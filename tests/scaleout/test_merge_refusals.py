@@ -13,6 +13,7 @@ import pytest
 
 from eval_banana.core.files import sha256_bytes, stage_json_bytes
 from tests.conftest import EbResult, check_yaml
+from tests.memlimit import limit_address_space
 
 IDS = [f"check_{index}" for index in range(9)]
 
@@ -334,12 +335,10 @@ def test_a_shard_without_its_last_stage_files_is_refused(
 # The merge's count of missing shards, run in a child held to 1 GB of address space: N comes
 # from the shards' own files, and counting up to an edited N of 10**9 must not happen.
 _FORGED_N = """
-import resource, sys
 from types import SimpleNamespace
 from eval_banana.core.errors import MergeError
 from eval_banana.scaleout.shardset import _check_each_shard_once
 
-resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 runs = [
     SimpleNamespace(shard=SimpleNamespace(index=index, total=10**9), run_dir=f"s{index}")
     for index in (1, 2)
@@ -358,6 +357,7 @@ def test_a_forged_shard_count_is_refused_without_counting_to_it() -> None:
     done = subprocess.run(
         [sys.executable, "-c", _FORGED_N],
         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+        preexec_fn=limit_address_space,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     named = ", ".join(str(index) for index in range(3, 23))
