@@ -187,3 +187,52 @@ def test_exit_3_interrupted(project: Callable[..., Path], sig: signal.Signals) -
         "Stopped: interrupted",
         "Not run: interrupted",
     ]
+
+
+# The exit without the interpreter's teardown (cli._leave) ------------------------------------
+
+_LEAVE_SCRIPT = """
+import atexit, sys, threading, time
+from eval_banana.cli import _leave
+
+class Teardown:
+    def __del__(self):
+        print("torn down")
+
+kept = Teardown()
+atexit.register(lambda: print("exit handler ran"))
+sys.stdout.write("x" * 200_000 + "\\n")  # more than a pipe holds: still buffered at the exit
+if sys.argv[1] == "thread":
+    def late() -> None:
+        time.sleep(0.3)
+        print("thread finished")
+    threading.Thread(target=late).start()
+_leave(5)
+"""
+
+
+def _leave_run(mode: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _LEAVE_SCRIPT, mode],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_eb_leaves_without_teardown_but_with_its_exit_handlers_and_whole_output() -> None:
+    done = _leave_run("plain")
+    assert done.returncode == 5
+    lines = done.stdout.splitlines()
+    assert lines[0] == "x" * 200_000  # the buffered output arrives whole
+    assert lines[1:] == ["exit handler ran"]  # handlers run; objects are not torn down
+    assert "torn down" not in done.stdout
+
+
+def test_eb_waits_for_a_thread_python_would_wait_for() -> None:
+    done = _leave_run("thread")
+    assert done.returncode == 5
+    assert "thread finished" in done.stdout.splitlines()
+    assert "exit handler ran" in done.stdout

@@ -89,7 +89,10 @@ def run(*, args: Sequence[str], cwd: str, what: str) -> bytes:
 
 
 def find_repository(*, root: str) -> Repository:
-    """The work tree holding `root`; NotARepository when there is none."""
+    """The work tree holding `root`; NotARepository when there is none (without starting git
+    when no folder up from `root` holds a `.git`)."""
+    if not may_be_in_work_tree(root=root):
+        raise NotARepository(f"{root} is not inside a git work tree")
     process = start(
         args=["rev-parse", "--show-toplevel", "--show-prefix", "--show-object-format"], cwd=root
     )

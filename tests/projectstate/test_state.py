@@ -315,7 +315,7 @@ def test_a_prefetch_no_read_took_over_never_answers_a_later_read(
     assert dict(found.files)["README.md"] == hash_object(root, "README.md")
 
 
-def test_a_folder_outside_git_is_asked_about_once_and_walked(
+def test_a_folder_outside_git_is_walked_without_starting_git(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from eval_banana.projectstate.state import prefetched_state
@@ -323,11 +323,25 @@ def test_a_folder_outside_git_is_asked_about_once_and_walked(
     root = tmp_path / "plain"
     write(root, {"README.md": "# plain\n", "src/a.py": "a = 1\n"})
     started = _started_git_commands(monkeypatch)
+    # No `.git` from the folder up: neither the prefetch nor the read asks git anything.
     with prefetched_state(root=root):
-        assert started == ["rev-parse"]
+        assert started == []
         found = state(root)
-    assert started == ["rev-parse"]  # the read knew already: no second git command
+    assert started == []
     assert found.source == "walk" and sorted(dict(found.files)) == ["README.md", "src/a.py"]
+    assert state(root).source == "walk" and started == []
+
+
+def test_a_folder_with_git_pointed_elsewhere_still_asks_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIT_DIR can make a folder without `.git` part of a repository: git is asked then.
+    root = tmp_path / "plain"
+    write(root, {"README.md": "# plain\n"})
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "nowhere.git"))
+    started = _started_git_commands(monkeypatch)
+    assert state(root).source == "walk"
+    assert started == ["rev-parse"]
 
 
 def test_a_walk_hashes_contents_already_read_from_memory(tmp_path: Path) -> None:
