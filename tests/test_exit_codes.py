@@ -236,3 +236,19 @@ def test_eb_waits_for_a_thread_python_would_wait_for() -> None:
     assert done.returncode == 5
     assert "thread finished" in done.stdout.splitlines()
     assert "exit handler ran" in done.stdout
+
+
+def test_eb_under_a_profiler_exits_the_usual_way(tmp_path: Path) -> None:
+    # `python -m cProfile -m eval_banana ...` writes its figures at the usual exit.
+    out = tmp_path / "eb.prof"
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "eval_banana", "list"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr  # `eb list` returns from main: no SystemExit
+    assert out.stat().st_size > 0
