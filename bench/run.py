@@ -1363,6 +1363,15 @@ def w17_rows(*, sizes: Sizes, runs: int) -> list[Row]:
                 f"{server:.3f} s (median), {serving:.3f} s of it moto's own serving, which the "
                 f"bound above does not count. eb over its floor: {over:.3f} s."
             )
+        if s3_row.minimal_s:
+            minimal = statistics.median(s3_row.minimal_s)
+            verdict = "over" if minimal > bound - floor else "within"
+            s3_row.notes.append(
+                f"- W17 S3 rig floor: a minimal client (GETs signed by hand over one kept-alive "
+                f"connection per worker, no SDK) makes the same {made} GETs at concurrency "
+                f"{shared_cache.CONCURRENCY} through the same proxy in {minimal:.3f} s (median), "
+                f"{verdict} the allowance of {bound - floor:.3f} s by itself."
+            )
         if made > 2 * judges:
             s3_row.problems.append(f"{made} requests for {judges} cached judges: more than 2 each")
     if slow_row.eb and slow_row.notes_requests:
@@ -1377,6 +1386,7 @@ def w17_rows(*, sizes: Sizes, runs: int) -> list[Row]:
 class _W17Row(Row):
     notes_requests: list[int] = field(default_factory=list)
     server_s: list[float] = field(default_factory=list)
+    minimal_s: list[float] = field(default_factory=list)
 
 
 def _w17_row(*, case: Case, measure: Callable[[], Any]) -> _W17Row:
@@ -1384,7 +1394,7 @@ def _w17_row(*, case: Case, measure: Callable[[], Any]) -> _W17Row:
     try:
         measured = measure()
         floors, ebs, requests = measured.floors, measured.ebs, measured.requests
-        rss_kb, server = measured.rss_kb, measured.server
+        rss_kb, server, minimal = measured.rss_kb, measured.server, measured.minimal
     except Exception as exc:  # the bench breaking (moto missing, a run failing) voids the row
         row.problems.append(f"not measured: {type(exc).__name__}: {str(exc)[-300:]}")
     else:
@@ -1395,6 +1405,7 @@ def _w17_row(*, case: Case, measure: Callable[[], Any]) -> _W17Row:
         ]
         row.notes_requests = list(requests)
         row.server_s = list(server)
+        row.minimal_s = list(minimal)
     row.load_end = os.getloadavg()[0]
     return row
 

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
+import hmac
+import http.client
 import json
 import os
 import shutil
@@ -39,6 +42,7 @@ from typing import Any, NamedTuple
 BENCH = Path(__file__).resolve().parent
 AGENT = BENCH / "agents" / "count_agent.py"
 BUCKET = "eb-bench"
+REGION = "us-east-1"
 TIMEOUT_S = 2
 CONCURRENCY = 8
 
@@ -197,7 +201,7 @@ def _clean_env() -> dict[str, str]:
         "EVAL_BANANA_CACHE_REMOTE": "",
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": REGION,
     }
 
 
@@ -211,6 +215,8 @@ class Measured(NamedTuple):
     # The server's own floor: as many GETs of the stored entries as eb made, by a bare boto3
     # client at `remote_concurrency` through the same proxy (empty: not measured).
     server: tuple[float, ...] = ()
+    # The same GETs by a minimal client (`minimal_gets`): the rig's own floor.
+    minimal: tuple[float, ...] = ()
 
 
 def s3_bound(*, floor: float, requests: int, latency_ms: float) -> float:
@@ -226,6 +232,68 @@ def bare_gets(*, client: Any, keys: list[str]) -> float:
 
     def get(key: str) -> int:
         return len(client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        sum(pool.map(get, keys))
+    return time.perf_counter() - started
+
+
+def _signing_key(*, secret: str, day: str) -> bytes:
+    key = f"AWS4{secret}".encode()
+    for part in (day, REGION, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return key
+
+
+def _signed_get(*, connection: http.client.HTTPConnection, key: str) -> int:
+    """One path-style GET signed with AWS Signature Version 4 by hand (the bench's
+    credentials); the body's length."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = f"/{BUCKET}/{key}"
+    host = f"{connection.host}:{connection.port}"
+    empty = hashlib.sha256(b"").hexdigest()
+    signed = "host;x-amz-content-sha256;x-amz-date"
+    canonical = (
+        f"GET\n{path}\n\nhost:{host}\nx-amz-content-sha256:{empty}\nx-amz-date:{stamp}\n\n"
+        f"{signed}\n{empty}"
+    )
+    scope = f"{stamp[:8]}/{REGION}/s3/aws4_request"
+    hashed = hashlib.sha256(canonical.encode()).hexdigest()
+    to_sign = f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n{hashed}"
+    signature = hmac.new(
+        _signing_key(secret="bench", day=stamp[:8]), to_sign.encode(), hashlib.sha256
+    ).hexdigest()
+    connection.request(
+        "GET",
+        path,
+        headers={
+            "x-amz-date": stamp,
+            "x-amz-content-sha256": empty,
+            "Authorization": f"AWS4-HMAC-SHA256 Credential=bench/{scope}, "
+            f"SignedHeaders={signed}, Signature={signature}",
+        },
+    )
+    answer = connection.getresponse()
+    body = answer.read()
+    if answer.status != 200:
+        raise RuntimeError(f"GET {key}: HTTP {answer.status}")
+    return len(body)
+
+
+def minimal_gets(*, port: int, keys: list[str]) -> float:
+    """Seconds the least a client can do takes to GET `keys` at `remote_concurrency`: requests
+    signed by hand and sent over one kept-alive connection per worker, no SDK, nothing parsed
+    but the status. What is left is the server and the proxy: when this alone is over the
+    bound's allowance, no client meets the bound on this rig."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    local = threading.local()
+
+    def get(key: str) -> int:
+        if not hasattr(local, "connection"):
+            local.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        return _signed_get(connection=local.connection, key=key)
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
@@ -271,7 +339,7 @@ def s3_measure(*, work: Path, judges: int, latency_ms: float, runs: int) -> Meas
             endpoint_url=direct,
             aws_access_key_id="bench",
             aws_secret_access_key="bench",
-            region_name="us-east-1",
+            region_name=REGION,
         )
         client.create_bucket(Bucket=BUCKET)
         base = _clean_env()
@@ -280,14 +348,14 @@ def s3_measure(*, work: Path, judges: int, latency_ms: float, runs: int) -> Meas
         eb_run(root=warm, env={**base, **remote, "EVAL_BANANA_CACHE_REMOTE_ENDPOINT": direct})
         shutil.copytree(warm, cold, ignore=shutil.ignore_patterns("cache", "runs"))
         starts = log.read_text().count("started")
-        floors, ebs, requests, server = [], [], [], []
+        floors, ebs, requests, server, minimal = [], [], [], [], []
         rss_kb: list[int] = []
         proxied_client = boto3.client(
             "s3",
             endpoint_url=f"http://127.0.0.1:{proxied}",
             aws_access_key_id="bench",
             aws_secret_access_key="bench",
-            region_name="us-east-1",
+            region_name=REGION,
             config=botocore.config.Config(max_pool_connections=CONCURRENCY),
         )
         entries = _entry_keys(client=client, prefix="w17/ac/")
@@ -311,9 +379,17 @@ def s3_measure(*, work: Path, judges: int, latency_ms: float, runs: int) -> Meas
             requests.append(counts["remote_requests"])
             made = counts["remote_requests"]
             server.append(bare_gets(client=proxied_client, keys=(entries * 2)[:made]))
+            minimal.append(minimal_gets(port=proxied, keys=(entries * 2)[:made]))
         if log.read_text().count("started") != starts:
             raise RuntimeError("a measured run started an agent")
-    return Measured(floors=floors, ebs=ebs, requests=requests, rss_kb=rss_kb, server=tuple(server))
+    return Measured(
+        floors=floors,
+        ebs=ebs,
+        requests=requests,
+        rss_kb=rss_kb,
+        server=tuple(server),
+        minimal=tuple(minimal),
+    )
 
 
 def slow_row(*, work: Path, judges: int, runs: int) -> str:

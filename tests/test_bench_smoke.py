@@ -187,6 +187,12 @@ def test_w17_shared_cache_rows_run_at_quick_size_with_their_bounds() -> None:
     requests = f"{sizes.w17_judges} requests for {sizes.w17_judges} cached judges (1.00 per check"
     assert requests in done.stdout
     assert "- W17 timeouts:" in done.stdout
+    # The rig's own floor: the same GETs by a minimal client signing them by hand (moto
+    # answers them, so the signing is right), set against the allowance.
+    rig = re.search(
+        r"- W17 S3 rig floor: .* in (\d+\.\d+) s \(median\), (over|within) the", done.stdout
+    )
+    assert rig is not None and float(rig.group(1)) > 0, done.stdout
 
 
 @pytest.mark.bench
