@@ -223,8 +223,8 @@ def _leave(code: int) -> NoReturn:
     through atomic writes), so tearing down a few hundred modules and every object only
     frees memory the kernel frees anyway: that teardown is a tenth of a short run's end (about
     15 ms). The exit handlers still run (logging's flush, the removal of temporary folders),
-    then the two standard streams are flushed. A thread Python's exit would wait for, or a profiler or
-    tracer that reports at the exit, gets the usual exit instead.
+    then the two standard streams are flushed. A thread Python's exit would wait for, or a
+    profiler or tracer that reports at the exit, gets the usual exit instead.
     """
     if _others_running() or sys.getprofile() is not None or sys.gettrace() is not None:
         # A profiler or tracer (`python -m cProfile`, a debugger) reports at the usual exit.
