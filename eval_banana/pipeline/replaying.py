@@ -34,9 +34,6 @@ from eval_banana.stages.report import REPORT_JSON
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent
 
-# From this many bytes of the records the marks read, they are read in a forked child.
-MARKS_FORK_BYTES = 1 << 20
-
 
 def key_for(*, config: ConfigDoc, discovered: DiscoverDoc, request: RunRequest) -> str | None:
     """The replay key of this run, or None when it may neither use nor keep a replay."""
@@ -133,13 +130,13 @@ def _begin_marks(*, config: ConfigDoc, key: str) -> forked.Pending[dict[str, Rec
     kept = CacheStore(folder=cache_dir(config=config), max_bytes=0).replay_path(key=key)
     if folder is None or not kept.is_file():
         return forked.start(work=dict, fork=False)
-    from eval_banana.history.trend import recent_bytes
-    from eval_banana.reporting.marks import SPARK_RUNS, recent_history
+    from eval_banana.reporting.marks import begin_recent_history, recent_history
 
-    size = recent_bytes(folder=folder, last=SPARK_RUNS)
+    begun = begin_recent_history(run_id=config.run_id, history_dir=folder)
+    if begun is not None:
+        return begun
     return forked.start(
-        work=lambda: recent_history(run_id=config.run_id, history_dir=folder),
-        fork=forked.worth_forking(items=size, threshold=MARKS_FORK_BYTES),
+        work=lambda: recent_history(run_id=config.run_id, history_dir=folder), fork=False
     )
 
 

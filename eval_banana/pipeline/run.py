@@ -9,13 +9,19 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval_banana.checks.selection import selected_nothing
 from eval_banana.core import forked
-from eval_banana.core.errors import DefinitionError, PlanSelectError, RunAborted, WriteFault
+from eval_banana.core.errors import (
+    DefinitionError,
+    EvalBananaError,
+    PlanSelectError,
+    RunAborted,
+    WriteFault,
+)
 from eval_banana.history.gitstate import GitProbe
 from eval_banana.history.record import RunKind
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
@@ -30,6 +36,7 @@ from eval_banana.stages import discover as discover_stage
 from eval_banana.stages.config import outside_project_warning, write_config_stage
 
 if TYPE_CHECKING:
+    from eval_banana.history.trend import Recent
     from eval_banana.stages.report import ReportOutcome
 
 __all__ = [
@@ -93,17 +100,20 @@ def publish_report(
     extras: ReportExtras | None,
     console: Console,
     page: forked.Pending[None] | None = None,
+    history: Mapping[str, Recent] | None = None,
 ) -> ReportOutcome:
     """The report stage as users see it: the report files first, then the console summary.
 
     report.html, the biggest of them, is begun first so a big run can render it in parallel
-    (or was begun already: `page`, from `begin_html`).
+    (or was begun already: `page`, from `begin_html`); `history`: the records for its marks,
+    read already (`begin_marks`).
     """
     from eval_banana.stages import report as report_stage
 
     built = report_stage.build_report(run_dir=run_dir, config=config, execute=execute, score=score)
     extras = extras if extras is not None else ReportExtras()
     extras.history_dir = history_folder(config=config)
+    extras.history = history
     html_job = (
         page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)
     )
@@ -275,20 +285,29 @@ def _stages(
         else replaying.Recorder.begin(config=config, plan=plan, key=key, contents=contents)
     )
     faults = FaultLog()
-    with ProgressReporter(console=console, total=len(plan.checks)) as progress:
-        executed = execute_stage.execute(
-            config=config,
-            plan=plan,
-            guard=guarded,
-            run_dir=run_dir,
-            cancel=cancel,
-            inputs={k: digests[k] for k in ("config", "validate", "guard")},
-            on_start=progress.started,
-            on_result=progress.finished,
-            check_inputs=None if recorder is None else recorder.inputs,
-            faults=faults,
-        )
-    page = begin_html(run_dir=run_dir, config=config, executed=executed, extras=request.extras)
+    marks = begin_marks(config=config, extras=request.extras)
+    try:
+        with ProgressReporter(console=console, total=len(plan.checks)) as progress:
+            executed = execute_stage.execute(
+                config=config,
+                plan=plan,
+                guard=guarded,
+                run_dir=run_dir,
+                cancel=cancel,
+                inputs={k: digests[k] for k in ("config", "validate", "guard")},
+                on_start=progress.started,
+                on_result=progress.finished,
+                check_inputs=None if recorder is None else recorder.inputs,
+                faults=faults,
+            )
+    except BaseException:
+        if marks is not None:
+            marks.abandon()
+        raise
+    history = None if marks is None else _read_marks(marks)
+    page = begin_html(
+        run_dir=run_dir, config=config, executed=executed, extras=request.extras, history=history
+    )
     try:
         digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
         for warning in executed.warnings:
@@ -303,6 +322,7 @@ def _stages(
             console=console,
             page=page,
             probe=probe,
+            history=history,
         )
     except BaseException as exc:
         if page is not None:
@@ -375,13 +395,43 @@ def _note_nothing_launched(*, score: ScoreDoc, console: Console) -> None:
         )
 
 
+def begin_marks(
+    *, config: ConfigDoc, extras: ReportExtras | None
+) -> forked.Pending[dict[str, Recent]] | None:
+    """report.html's history marks, read in a forked child while the checks run when the
+    records are big enough to pay (twenty records of 1,000 checks take a tenth of a second to
+    read, which the end of the run would wait for); else None, and the page reads them when it
+    is rendered."""
+    folder = history_folder(config=config)
+    if folder is None or (extras is not None and not extras.html):
+        return None
+    from eval_banana.reporting.marks import begin_recent_history
+
+    return begin_recent_history(run_id=config.run_id, history_dir=folder)
+
+
+def _read_marks(marks: forked.Pending[dict[str, Recent]]) -> dict[str, Recent] | None:
+    """The marks read beside the run, or None when that went wrong: the page then reads them
+    itself, and says so the way it always did."""
+    try:
+        return marks.finish()
+    except (EvalBananaError, OSError):
+        return None
+
+
 def begin_html(
-    *, run_dir: Path, config: ConfigDoc, executed: ExecuteDoc, extras: ReportExtras | None
+    *,
+    run_dir: Path,
+    config: ConfigDoc,
+    executed: ExecuteDoc,
+    extras: ReportExtras | None,
+    history: Mapping[str, Recent] | None = None,
 ) -> forked.Pending[None] | None:
     """report.html begun in a forked child as soon as the results are known, when a fork pays;
     else None (the report stage renders it). The child scores and builds the report object
     itself, the same object the report stage builds (report.json holds no stage file digest),
     so the page is rendered while this process writes execute.json, score.json and the rest.
+    `history`: the records for the page's marks, read already (`begin_marks`).
     """
     if not forks_html(extras=extras, checks=len(executed.results)):
         return None
@@ -400,6 +450,7 @@ def begin_html(
             run_dir=run_dir,
             path=run_dir / REPORT_HTML,
             history_dir=history_folder(config=config),
+            history=history,
         )
 
     return forked.start(work=render, fork=True)
@@ -425,6 +476,7 @@ def finish_run(
     page: forked.Pending[None] | None = None,
     kind: RunKind = "run",
     probe: GitProbe | None = None,
+    history: Mapping[str, Recent] | None = None,
 ) -> RunOutcome:
     """The score and report stages over a written execute.json (`eb run`, `eb merge`); `page`:
     report.html when begun already (`begin_html`). The run's record goes into the history
@@ -452,6 +504,7 @@ def finish_run(
         extras=extras,
         console=console,
         page=page,
+        history=history,
     )
     exit_code = (
         RunAborted.exit_code if scored.aborted_by is not None else 0 if scored.run_passed else 1

@@ -44,6 +44,8 @@ class ReportExtras(Record):
     report_md: str | None = None
     # The history folder, for report.html's sparklines and badges (None: history is off).
     history_dir: Path | None = None
+    # Its records for those marks when read already (None: the page reads them).
+    history: Mapping[str, Any] | None = None
     written: list[Path] = Field(default_factory=list)
 
 
@@ -67,9 +69,14 @@ def start_html(
     checks = report.get("checks")
     count = len(checks) if isinstance(checks, list) else 0
     history_dir = extras.history_dir if extras is not None else None
+    history = extras.history if extras is not None else None
     return forked.start(
         work=lambda: write_html(
-            report=report, run_dir=run_dir, path=run_dir / REPORT_HTML, history_dir=history_dir
+            report=report,
+            run_dir=run_dir,
+            path=run_dir / REPORT_HTML,
+            history_dir=history_dir,
+            history=history,
         ),
         fork=forks_html(extras=extras, checks=count),
     )
@@ -77,17 +84,29 @@ def start_html(
 
 def _finish_html(
     *,
-    html: forked.Pending[None],
+    html: forked.Pending[None] | None,
     report: dict[str, Any],
     run_dir: Path,
     path: Path,
-    history_dir: Path | None,
+    extras: ReportExtras,
 ) -> None:
-    """Wait for the page begun by `start_html`; render it here if its child was ended by a
-    signal (Ctrl-C reaches the whole process group): an interrupted run keeps its page."""
-    html.finish_or_redo(
-        redo=lambda: write_html(report=report, run_dir=run_dir, path=path, history_dir=history_dir)
-    )
+    """Wait for the page begun by `start_html` (or render it here when none was begun); render
+    it here too if its child was ended by a signal (Ctrl-C reaches the whole process group):
+    an interrupted run keeps its page."""
+
+    def render() -> None:
+        write_html(
+            report=report,
+            run_dir=run_dir,
+            path=path,
+            history_dir=extras.history_dir,
+            history=extras.history,
+        )
+
+    if html is None:
+        render()
+    else:
+        html.finish_or_redo(redo=render)
 
 
 def junit_path(*, setting: str, project_root: Path) -> Path:
@@ -121,18 +140,8 @@ def write_extra_reports(
                 from eval_banana.reporting.junit import write_junit
 
                 write_junit(report=report, project_root=project_root, path=path)
-            elif html is not None:
-                _finish_html(
-                    html=html,
-                    report=report,
-                    run_dir=run_dir,
-                    path=path,
-                    history_dir=extras.history_dir,
-                )
             else:
-                write_html(
-                    report=report, run_dir=run_dir, path=path, history_dir=extras.history_dir
-                )
+                _finish_html(html=html, report=report, run_dir=run_dir, path=path, extras=extras)
         except OSError as exc:
             raise OutputDirError(f"Cannot write the {label} to {path}: {exc}") from exc
         extras.written.append(path)

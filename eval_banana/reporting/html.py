@@ -638,14 +638,21 @@ def _record_name(*, report: dict[str, Any]) -> str | None:
 
 
 def write_html(
-    *, report: dict[str, Any], run_dir: Path, path: Path, history_dir: Path | None = None
+    *,
+    report: dict[str, Any],
+    run_dir: Path,
+    path: Path,
+    history_dir: Path | None = None,
+    history: Mapping[str, Recent] | None = None,
 ) -> None:
     """Write report.html for `report` at `path` (links are relative to `run_dir`); with
-    `history_dir`, each check's sparkline and badges come from the records there."""
-    history = recent_history(
-        run_id=str(report.get("run_id", "")) or None,
-        history_dir=history_dir,
-        before=_record_name(report=report),
-    )
+    `history_dir`, each check's sparkline and badges come from the records there (`history`:
+    those records read already)."""
+    if history is None:
+        history = recent_history(
+            run_id=str(report.get("run_id", "")) or None,
+            history_dir=history_dir,
+            before=_record_name(report=report),
+        )
     text = render_html(report=report, run_dir=run_dir, history=history)
     write_bytes_atomic(path=path, data=text.encode("utf-8", errors="replace"))

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from eval_banana.core import forked
+
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent
 
@@ -140,6 +142,28 @@ def recent_history(
 
     return recent(
         folder=history_dir, skip_run_id=run_id or None, last=SPARK_RUNS - 1, before=before
+    )
+
+
+# Past this many bytes of records (twenty records of 1,000 checks are about 4 MB), reading them
+# in a forked child beside the run pays for the fork.
+MARKS_FORK_BYTES = 1 << 20
+
+
+def begin_recent_history(
+    *, run_id: str | None, history_dir: Path
+) -> forked.Pending[dict[str, Recent]] | None:
+    """`recent_history` begun now in a forked child, while the run goes on, when the records
+    are big enough to pay and a fork is safe; else None (read them when they are wanted).
+    Begun at a run's start, the marks count the history as it is then: a run that records
+    itself meanwhile (another process's) is not among them."""
+    from eval_banana.history.trend import recent_bytes
+
+    size = recent_bytes(folder=history_dir, last=SPARK_RUNS)
+    if not forked.worth_forking(items=size, threshold=MARKS_FORK_BYTES):
+        return None
+    return forked.start(
+        work=lambda: recent_history(run_id=run_id, history_dir=history_dir), fork=True
     )
 
 

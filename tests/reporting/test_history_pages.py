@@ -168,12 +168,12 @@ def _trend_block(text: str) -> dict[str, dict[str, object]]:
     return {str(item["id"]): item for item in json.loads(found.group(1))}
 
 
-# The replay's last step as its own process (one thread: the records may be read in a forked
+# `eb run` as its own process (one thread: the records may be read in a forked
 # child), with every history worth a fork.
 FORKING_EB = (
     "import sys\n"
-    "from eval_banana.pipeline import replaying\n"
-    "replaying.MARKS_FORK_BYTES = 0\n"
+    "from eval_banana.reporting import marks\n"
+    "marks.MARKS_FORK_BYTES = 0\n"
     "from eval_banana.cli import main\n"
     "raise SystemExit(main(sys.argv[1:]))\n"
 )
@@ -233,3 +233,38 @@ def test_eb_stage_report_draws_the_history_as_of_its_run(tmp_path: Path, eb: Eb)
     assert eb("stage", "report", "--run-dir", str(fourth), "--history", "off").exit_code == 1
     text = (fourth / "report.html").read_text(encoding="utf-8")
     assert 'class="spark"' not in text and 'class="hb' not in text
+
+
+# A check that records, while the run goes on, a run of another process: a copy of the newest
+# record under another run id, named to sort before the running run's own record.
+RECORDS_MEANWHILE = """\
+import json, pathlib
+folder = pathlib.Path({folder!r})
+newest = sorted(folder.glob("*.json"))[-1]
+document = json.loads(newest.read_text())
+stamp = newest.name.split("-")[0]
+document["run_id"] = document["run_id"][:-1] + ("0" if document["run_id"][-1] != "0" else "1")
+(folder / f"{{stamp}}-{{document['run_id']}}.json").write_text(json.dumps(document))
+"""
+
+def test_a_page_with_big_records_draws_the_history_as_of_the_runs_start(
+    tmp_path: Path, eb: Eb
+) -> None:
+    # Records big enough (here: any, FORKING_EB) are read for report.html's marks in a forked
+    # child while the checks run, not at the end: a run recorded meanwhile is not counted.
+    root = history_project(tmp_path / "p", counters=tmp_path / "counters")
+    for _ in range(3):
+        eb("run", "--cwd", str(root))
+    folder = root / ".eval-banana" / "history"
+    script = RECORDS_MEANWHILE.format(folder=str(folder))
+    (root / "eval_checks" / "meanwhile.yaml").write_text(check_yaml("meanwhile", script=script))
+    command = [sys.executable, "-c", FORKING_EB, "run", "--cwd", str(root)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr  # breaker fails from its fourth run on
+    assert len(list(folder.glob("*.json"))) == 5  # three runs, the one meanwhile, this one
+    text = _latest_report(root)
+    # steady: the three runs before this one and this one; the run recorded meanwhile is not
+    # among them (read at the end, it would be: five bars).
+    assert 'data-n="4"' in _row_of(text, "steady")
+    assert "new failure" in _row_of(text, "breaker")
+    assert _trend_block(text)["flipper"]["trend"] == "pfpf"
