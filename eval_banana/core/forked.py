@@ -54,6 +54,17 @@ class _Unset:
 
 _UNSET = _Unset()
 
+# Helpers that end a thread of theirs when it has nothing to do (the process runner's
+# watchdog): a fork needs eb's only thread, and an idle helper is no reason to refuse one.
+_IDLE_ENDERS: list[Callable[[], None]] = []
+
+
+def end_when_idle(ender: Callable[[], None]) -> None:
+    """Register `ender`: called before a fork, it ends its owner's thread if that thread has
+    nothing to do, and returns once it has ended (a busy thread is left running)."""
+    if ender not in _IDLE_ENDERS:
+        _IDLE_ENDERS.append(ender)
+
 
 class Pending(Generic[T]):
     """Work started by `start`: `finish` waits for it, returns what it returned and raises
@@ -137,8 +148,16 @@ def worth_forking(*, items: int, threshold: int) -> bool:
         and len(os.sched_getaffinity(0)) > 1
     ):
         return False
-    finish_background_closes()  # a close still under way is the only thread eb leaves behind
+    end_idle_helpers()
     return threading.active_count() == 1
+
+
+def end_idle_helpers() -> None:
+    """Wait for the closes under way (they end soon), and end the helper threads that have
+    nothing to do: what is left running is work a fork must not split."""
+    finish_background_closes()
+    for ender in _IDLE_ENDERS:
+        ender()
 
 
 def start(*, work: Callable[[], T], fork: bool, background: bool = False) -> Pending[T]:

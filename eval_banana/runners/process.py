@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Protocol
 
+from eval_banana.core import forked
 from eval_banana.core.errors import WriteFault
 from eval_banana.runners import orphans
 from eval_banana.runners.faults import capture_fault
@@ -169,33 +170,60 @@ class _Watchdog:
 
     Shared by every check of the process: a watcher thread per child cost more to start and
     stop than a trivial check costs to run. Ending a group (grace, then SIGKILL) happens on its
-    own thread, so one slow group never delays the others' deadlines.
+    own thread, so one slow group never delays the others' deadlines. The thread waits while
+    nothing is watched, and ends when eb is about to fork (`end_if_idle`): eb forks only
+    while it has no other thread, and an idle watchdog kept a run that started a check from
+    drawing its report.html in a forked child.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Condition()
         self._watches: set[_Watch] = set()
         self._thread: threading.Thread | None = None
+        self._ending = False
 
     def add(self, watch: _Watch) -> None:
         with self._lock:
+            idle = not self._watches
             self._watches.add(watch)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="eb-watchdog", daemon=True)
                 self._thread.start()
-            self._lock.notify()
+            elif idle:
+                # Only an idle thread (or a fork waiting for it to end) waits to be woken; a busy
+                # one sees the new child at its next poll.
+                self._lock.notify_all()
 
     def remove(self, watch: _Watch) -> None:
         with self._lock:
             self._watches.discard(watch)
 
+    def end_if_idle(self) -> None:
+        """End the thread when nothing is watched, and return once it has ended; a child
+        started meanwhile keeps it (the caller then sees a second thread alive)."""
+        with self._lock:
+            thread = self._thread
+            if thread is None or self._watches:
+                return
+            self._ending = True
+            self._lock.notify_all()
+            while self._thread is thread and not self._watches:
+                self._lock.wait()
+            self._ending = False
+        if self._thread is not thread:
+            thread.join()  # it has let go of the lock: only its last lines are left
+
     def _run(self) -> None:
-        while True:
-            with self._lock:
-                while not self._watches:
+        with self._lock:
+            while True:
+                if not self._watches:
+                    if self._ending:
+                        self._thread = None
+                        self._lock.notify_all()
+                        return
                     self._lock.wait()
-                due = [watch for watch in self._watches if self._is_due(watch)]
-                for watch in due:
+                    continue
+                for watch in [watch for watch in self._watches if self._is_due(watch)]:
                     self._watches.discard(watch)
                     watch.ender = threading.Thread(
                         target=_end_group,
@@ -204,7 +232,8 @@ class _Watchdog:
                         daemon=True,
                     )
                     watch.ender.start()
-            time.sleep(_POLL_SECONDS)
+                # Polls the deadlines.
+                self._lock.wait(timeout=_POLL_SECONDS)
 
     @staticmethod
     def _is_due(watch: _Watch) -> bool:
@@ -216,6 +245,7 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+forked.end_when_idle(_WATCHDOG.end_if_idle)
 
 
 def run_process(

@@ -56,6 +56,7 @@ def test_a_fork_waits_for_the_closes_under_way(
         os.close(fd)
 
     monkeypatch.setattr(closer, "_close", slow_close)
+    forked.end_idle_helpers()  # an earlier test's idle watchdog would end in the check below
     before = threading.active_count()  # a test runner may keep threads of its own
     fd = os.open(tmp_path, os.O_RDONLY)
     close_in_background(fd)

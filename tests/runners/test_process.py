@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -80,3 +83,50 @@ def test_a_quick_child_is_neither_timed_out_nor_cancelled(tmp_path: Path) -> Non
     outcome = _run(tmp_path, "quick", "print('hi')", timeout_s=5, cancel=threading.Event())
     assert (outcome.exit_code, outcome.timed_out, outcome.cancelled) == (0, False, False)
     assert outcome.stdout_path is not None and outcome.stdout_path.read_text() == "hi\n"
+
+
+# In a process of its own, so no thread another test left behind is counted.
+AFTER_A_CHECK = """\
+import json, sys, threading
+from pathlib import Path
+from eval_banana.core import forked
+from eval_banana.runners.process import run_process
+
+folder = Path(sys.argv[1])
+
+def start(code, timeout_s, name):
+    return run_process(
+        argv=[sys.executable, "-c", code], cwd=folder, env={"PATH": "/usr/bin:/bin"},
+        stdout_path=folder / f"{name}.out", stderr_path=folder / f"{name}.err",
+        timeout_s=timeout_s, cancel=threading.Event(),
+    )
+
+first = start("pass", 30, "first")
+before = sorted(thread.name for thread in threading.enumerate())
+forks = forked.worth_forking(items=1, threshold=1)
+after = sorted(thread.name for thread in threading.enumerate())
+second = start("import time; time.sleep(60)", 0.5, "second")
+print(json.dumps({"exit": first.exit_code, "before": before, "forks": forks, "after": after,
+                  "timed_out": second.timed_out}))
+"""
+
+
+def test_the_idle_watchdog_ends_for_a_fork_and_comes_back_for_the_next_check(
+    tmp_path: Path,
+) -> None:
+    # eb forks only while it is its own only thread: the watchdog a finished check left
+    # waiting must end when asked, or a run that started a check never forks its report.html.
+    done = subprocess.run(
+        [sys.executable, "-c", AFTER_A_CHECK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    assert seen["exit"] == 0
+    assert seen["before"] == ["MainThread", "eb-watchdog"]
+    assert seen["after"] == ["MainThread"]
+    assert seen["forks"] is (sys.platform == "linux" and len(os.sched_getaffinity(0)) > 1)
+    # A new watchdog ends the next child at its deadline.
+    assert seen["timed_out"] is True
