@@ -364,6 +364,31 @@ def test_validate_reports_every_bad_row_in_one_pass(
     assert {error["file"] for error in document["errors"]} == {"data/rows.jsonl"}
 
 
+def test_validate_reports_unreadable_lines_with_the_other_rows_problems(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # A line that is not JSON, or a ragged CSV row, does not hide what is wrong elsewhere.
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source='cases_from: "data/*"'),
+            "data/a.jsonl": '{"id": "x", "name": "a", "ok": "yes"}\n[1]\nnot json\n'
+            '{"id": "x", "name": "b", "ok": "yes"}\n',
+            "data/b.csv": "id,name,ok\ny,c,yes,extra\nz,d,yes\nz,e,no\n",
+        },
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    found = [(error["file"], error["line"]) for error in json.loads(validated.stdout)["errors"]]
+    assert found == [
+        ("data/a.jsonl", 2),  # not a mapping
+        ("data/a.jsonl", 3),  # not JSON
+        ("data/a.jsonl", 4),  # duplicate id x
+        ("data/b.csv", 2),  # ragged
+        ("data/b.csv", 4),  # duplicate id z
+    ]
+
+
 def test_more_cases_than_max_cases_is_refused(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -264,7 +264,9 @@ def expand_family(
     root = project_root.resolve()
     rows, files = _rows(definition=definition, root=root, check_file=check_file, problems=problems)
     own = _relative(path=Path(check_file).resolve(), root=root)
-    if problems:
+    # A file or line that could not be read is reported with what is wrong in the rows that
+    # could, so one `eb validate` names every bad row (the family expands to nothing either way).
+    if not rows and problems:
         return Expansion(cases=[], files=[own, *files], problems=problems)
     if not rows:
         where = (
@@ -422,4 +424,8 @@ def expand_family(
                 "sha256:" + digest.hexdigest(),
             )
         )
-    return Expansion(cases=cases if not problems else [], files=[own, *files], problems=problems)
+    if problems:
+        # Lines that could not be read were noted first: list each file's problems in order.
+        problems.sort(key=lambda problem: (problem.file or "", problem.line or 0))
+        return Expansion(cases=[], files=[own, *files], problems=problems)
+    return Expansion(cases=cases, files=[own, *files], problems=problems)
