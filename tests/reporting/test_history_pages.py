@@ -247,6 +247,7 @@ document["run_id"] = document["run_id"][:-1] + ("0" if document["run_id"][-1] !=
 (folder / f"{{stamp}}-{{document['run_id']}}.json").write_text(json.dumps(document))
 """
 
+
 def test_a_page_with_big_records_draws_the_history_as_of_the_runs_start(
     tmp_path: Path, eb: Eb
 ) -> None:
