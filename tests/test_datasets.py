@@ -108,6 +108,24 @@ def test_each_dataset_format_runs_one_check_per_case(
     assert [line.split("\t")[0] for line in cases.stdout.splitlines()] == list(EXPECTED)
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
+def test_a_byte_order_mark_and_windows_line_ends_change_nothing(
+    fmt: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # Spreadsheet programs save "CSV UTF-8" with a byte order mark and CRLF line ends: the
+    # first column must still be `id`, and a JSON file's first line must still parse.
+    name, text = _dataset(fmt)
+    root = project(
+        {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}")},
+        config=CONFIG,
+    )
+    (root / "data").mkdir()
+    (root / "data" / name).write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    code, report = _run(eb, root)
+    assert code == 1
+    assert _statuses(report) == EXPECTED
+
+
 def test_inline_cases_with_position_ids_and_case_tags_and_skip(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -34,8 +34,11 @@ def _problem(*, file: str, line: int | None, message: str, hint: str) -> Definit
 
 
 def _decode(*, data: bytes, file: str) -> str:
+    """The file's text, without the byte order mark spreadsheet programs put first in a UTF-8
+    CSV: left in, it would rename the first column (an `id` column no longer named the cases)
+    and make a JSON file's first line unreadable."""
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise _problem(
@@ -44,6 +47,7 @@ def _decode(*, data: bytes, file: str) -> str:
             message=f"Dataset {file} is not UTF-8 text (line {line}, byte {exc.start})",
             hint="save the file as UTF-8",
         ) from None
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 # json.loads without its per-call type checks: a .jsonl file calls it once per line.
