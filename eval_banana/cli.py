@@ -98,7 +98,7 @@ class _Parser(argparse.ArgumentParser):
         prefix = "unrecognized arguments: "
         if not message.startswith(prefix):
             return None
-        from difflib import get_close_matches  # only a mistyped command line pays for difflib
+        from eval_banana.core.suggest import closest
 
         options = self._options()
         hints: list[str] = []
@@ -108,8 +108,7 @@ class _Parser(argparse.ArgumentParser):
                 continue
             target = PYTEST_SPELLINGS.get(flag)
             if target is None or target not in options:
-                close = get_close_matches(flag, options, n=1, cutoff=0.75)
-                target = close[0] if close else None
+                target = closest(flag, options, cutoff=0.75)
             if target is not None:
                 hints.append(f"{flag}: did you mean {target}?")
         return "; ".join(hints) or None

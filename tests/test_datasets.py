@@ -407,6 +407,49 @@ def test_validate_reports_unreadable_lines_with_the_other_rows_problems(
     ]
 
 
+def test_a_typo_in_the_familys_text_is_one_error_not_one_per_row(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    rows = "".join(
+        json.dumps({"id": f"r{n}", "name": f"n{n}", "ok": "yes"}) + "\n" for n in range(50)
+    )
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
+        "case.name", "case.nmae"
+    )
+    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": rows}, config=CONFIG)
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    errors = json.loads(validated.stdout)["errors"]
+    assert len(errors) == 1, errors
+    message = errors[0]["message"]
+    assert "50 of 50 cases: the case has no field 'nmae' (did you mean 'name'?)" in message
+    assert "case 'r0' (data/rows.jsonl line 1)" in message
+    assert "case 'r49' (data/rows.jsonl line 50)" in message
+    assert errors[0]["file"].endswith("eval_checks/fam.yaml") and errors[0]["line"] is None
+    assert errors[0]["field_path"] == "case.nmae"
+    # The console says it once too.
+    assert eb("validate", "--cwd", str(root)).stderr.count("has no field") == 1
+
+
+def test_a_few_rows_missing_a_field_are_each_named_at_their_line(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    rows = '{"name": "a", "ok": "yes"}\n{"ok": "yes"}\n{"name": "c", "ok": "no"}\n{"ok": "no"}\n'
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl"),
+            "data/rows.jsonl": rows,
+        },
+        config=CONFIG,
+    )
+    errors = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert [(error["file"], error["line"]) for error in errors] == [
+        ("data/rows.jsonl", 2),
+        ("data/rows.jsonl", 4),
+    ]
+    assert all("the case has no field 'name'" in error["message"] for error in errors)
+
+
 def test_more_cases_than_max_cases_is_refused(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,8 +7,10 @@ and which position it points at; `eval_banana.checks.problems` locates and assem
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
+
+from eval_banana.core.suggest import closest
 
 Loc = tuple[str | int, ...]
 
@@ -75,13 +77,6 @@ def _kind(value: object) -> str:
     return _shown(value)
 
 
-def _suggest(word: str, choices: Sequence[str]) -> str | None:
-    from difflib import get_close_matches  # only a file with an error pays for difflib
-
-    match = get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return match[0] if match else None
-
-
 def _keys_of(model: Any) -> list[str]:
     return [field.alias or name for name, field in model.model_fields.items()]
 
@@ -126,7 +121,7 @@ def _unknown_key(*, loc: Loc) -> Explained:
             f"'{key}' belongs to {other} checks: delete it, or change the type to {other}.",
             "key",
         )
-    target = _suggest(key, allowed)
+    target = closest(key, allowed)
     if target is not None:
         return Explained(message, f"did you mean '{target}'? Otherwise delete it.", "key")
     return Explained(message, f"delete it; the keys here are {', '.join(allowed)}.", "key")
@@ -149,7 +144,7 @@ def _unknown_tag(*, ctx: Mapping[str, Any]) -> Explained:
     tag = str(ctx.get("tag", ""))
     what = "check type" if discriminator == "type" else "assertion op"
     listed = ", ".join(choices)
-    target = _suggest(tag, choices)
+    target = closest(tag, choices)
     hint = f"did you mean '{target}'? " if target else ""
     return Explained(f"unknown {what} '{tag}'", f"{hint}The {what}s are: {listed}.", "value")
 

@@ -112,6 +112,50 @@ def _relative(*, path: Path, root: Path) -> str:
         return path.as_posix()
 
 
+# Up to this many cases share one rendering problem, each is its own error; beyond, they are one
+# error with their count (a typo in a family's description is one mistake, not 10,000).
+RENDER_PROBLEMS_LISTED = 3
+_RENDER_HINT = "use {{ case.<field> }} with a text field every row has"
+
+
+def _render_problems(
+    *, failures: list[tuple[Row, str, RenderProblem]], check_file: str, rows: int
+) -> list[DefinitionError]:
+    """The errors for the cases that share one rendering problem (one kind, one field)."""
+    first_row, first_id, first = failures[0]
+    field_path = f"case.{first.field}" if first.field else "cases"
+    if len(failures) <= RENDER_PROBLEMS_LISTED:
+        return [
+            DefinitionError(
+                f"{check_file}: case '{case_id}' ({_where(row=row, check_file=check_file)}): "
+                f"{exc.message}",
+                # A few rows: most likely the rows lack what the family asks of every row.
+                file=row.file,
+                line=row.line,
+                field_path=field_path,
+                hint=_RENDER_HINT,
+            )
+            for row, case_id, exc in failures
+        ]
+    last_row, last_id, _ = failures[-1]
+    return [
+        DefinitionError(
+            f"{check_file}: {len(failures):,} of {rows:,} cases: {first.message}; the first is "
+            f"case '{first_id}' ({_where(row=first_row, check_file=check_file)}), the last "
+            f"case '{last_id}' ({_where(row=last_row, check_file=check_file)})",
+            # Many rows: most likely the family's text asks for what no row has.
+            file=check_file,
+            field_path=field_path,
+            hint=_RENDER_HINT,
+        )
+    ]
+
+
+def _where(*, row: Row, check_file: str) -> str:
+    """Where a row is, for a message that names the check file already."""
+    return row.where if row.file == check_file else f"{row.file} {row.where}"
+
+
 def _row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> DefinitionError:
     return DefinitionError(
         f"{row.file} {row.where}: {message}",
@@ -319,6 +363,8 @@ def expand_family(
             ],
         )
     fullmatch_id = _CASE_ID.fullmatch
+    # (kind, field) -> the cases a text of the family could not be rendered for, told at the end
+    unrendered: dict[tuple[str, str | None], list[tuple[Row, str, RenderProblem]]] = {}
     # The case's component header (_component) up to its length, built once.
     case_frame = struct.pack(">Q", len(b"case")) + b"case"
     for position, row in enumerate(rows, start=1):
@@ -399,15 +445,7 @@ def expand_family(
         try:
             rendered = renderer.render(case_id=case_id, row=value)
         except RenderProblem as exc:
-            problems.append(
-                DefinitionError(
-                    f"{check_file}: case '{case_id}' ({row.file} {row.where}): {exc.message}",
-                    file=check_file,
-                    line=row.line,
-                    field_path=f"case.{exc.field}" if exc.field else "cases",
-                    hint="use {{ case.<field> }} with a text field every row has",
-                )
-            )
+            unrendered.setdefault((exc.kind, exc.field), []).append((row, case_id, exc))
             continue
         if tags:
             rendered["tags"] = list(dict.fromkeys([*family_tags, *tags]))
@@ -424,6 +462,8 @@ def expand_family(
                 "sha256:" + digest.hexdigest(),
             )
         )
+    for failures in unrendered.values():
+        problems.extend(_render_problems(failures=failures, check_file=check_file, rows=len(rows)))
     if problems:
         # Lines that could not be read were noted first: list each file's problems in order.
         problems.sort(key=lambda problem: (problem.file or "", problem.line or 0))

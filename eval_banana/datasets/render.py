@@ -9,17 +9,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from eval_banana.core.suggest import closest
+
 _TOKEN = re.compile(r"\{\{\{\{|\{\{\s*case\.([^\s{}]+)\s*\}\}|\{\{")
 _WHOLE = re.compile(r"\{\{\s*case\.([^\s{}]+)\s*\}\}")
 
 
 class RenderProblem(Exception):
-    """Why a text could not be rendered: `field` names the case field (or None)."""
+    """Why a text could not be rendered: `field` names the case field (or None), `kind` is
+    `missing` (no such field), `not_text` (a value where text goes) or `token` (a stray `{{`),
+    so that the rows sharing one problem can be told as one."""
 
-    def __init__(self, message: str, *, field: str | None) -> None:
+    def __init__(self, message: str, *, field: str | None, kind: str) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        self.kind = kind
 
 
 def has_placeholder(text: str) -> bool:
@@ -29,7 +34,9 @@ def has_placeholder(text: str) -> bool:
 
 def _lookup(*, case: dict[str, Any], field: str) -> Any:
     if field not in case:
-        raise RenderProblem(f"the case has no field '{field}'", field=field)
+        near = closest(field, case)
+        said = f" (did you mean '{near}'?)" if near is not None else ""
+        raise RenderProblem(f"the case has no field '{field}'{said}", field=field, kind="missing")
     return case[field]
 
 
@@ -47,12 +54,14 @@ def render_text(*, text: str, case: dict[str, Any]) -> str:
             raise RenderProblem(
                 "'{{' starts no {{ case.<field> }} placeholder (write {{{{ for a literal {{)",
                 field=None,
+                kind="token",
             )
         value = _lookup(case=case, field=field)
         if not isinstance(value, str):
             raise RenderProblem(
                 f"field '{field}' is {type(value).__name__}, not text, where text goes",
                 field=field,
+                kind="not_text",
             )
         return value
 

@@ -122,13 +122,13 @@ def _is_str_list(value: object) -> bool:
 
 def _unknown_keys_hint(*, unknown: list[str]) -> str:
     """`comand: did you mean command?` for each near miss, then the allowed keys."""
-    from difflib import get_close_matches  # only a config with a typo pays for difflib
+    from eval_banana.core.suggest import closest
 
     hints = []
     for key in unknown:
-        close = get_close_matches(key, sorted(ALLOWED_KEYS), n=1, cutoff=0.6)
+        close = closest(key, sorted(ALLOWED_KEYS))
         if close:
-            hints.append(f"{key}: did you mean {close[0]}?")
+            hints.append(f"{key}: did you mean {close}?")
     allowed = f"allowed keys: {', '.join(sorted(ALLOWED_KEYS))}"
     return "; ".join([*hints, allowed])
 

@@ -105,7 +105,7 @@ def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
 
 def _suggest(*, key: str, section: str | None) -> str | None:
     """A "did you mean" target for an unknown key (dotted), or None."""
-    from difflib import get_close_matches  # only a config with a typo pays for difflib
+    from eval_banana.core.suggest import closest
 
     if section is None:
         # A setting written outside its table (`pass_threshold = 1` at top level).
@@ -113,10 +113,9 @@ def _suggest(*, key: str, section: str | None) -> str | None:
             if key in keys:
                 return f"{name}.{key}"
         dotted = [spec.name for spec in SETTINGS if spec.section != "agents"]
-        match = get_close_matches(key, [*SECTIONS, *dotted], n=1, cutoff=0.6)
-        return match[0] if match else None
-    match = get_close_matches(key, SECTION_KEYS[section], n=1, cutoff=0.6)
-    return f"{section}.{match[0]}" if match else None
+        return closest(key, [*SECTIONS, *dotted])
+    match = closest(key, SECTION_KEYS[section])
+    return f"{section}.{match}" if match else None
 
 
 def _unknown_keys_error(*, section: str | None, keys: list[str], path: Path) -> ConfigError:

@@ -1,0 +1,13 @@
+"""The "did you mean" of error messages: the one close spelling of a mistyped name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def closest(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The choice closest to `word`, when one is close enough to be what was meant."""
+    from difflib import get_close_matches  # only an input with a typo pays for difflib
+
+    match = get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return match[0] if match else None
