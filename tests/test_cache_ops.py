@@ -81,6 +81,18 @@ def test_push_refuses_a_read_only_remote(tmp_path: Path, eb: Callable[..., Any])
     assert not shared.exists()
 
 
+def test_push_without_the_key_refuses_when_signatures_are_required(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    first.run()
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REQUIRE_SIGNATURE", "true")
+    result = cache(first, "push", "--cache-remote", str(shared), expect=2)
+    assert "EVAL_BANANA_CACHE_SIGNING_KEY is not set" in result.stderr
+    assert not shared.exists()
+
+
 def test_prune_local_by_age_then_by_size_keeps_the_secret_and_the_lock(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:

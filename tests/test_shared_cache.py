@@ -311,6 +311,31 @@ def test_a_fork_without_the_key_cannot_make_a_signing_runner_accept_its_entries(
     assert counts["remote_rejected"]["signature"] == 3
 
 
+def test_a_runner_without_the_key_leaves_the_signed_entries_in_place(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With signatures required, a keyless run's unsigned entries could never be reused; had it
+    # written them over the signed ones, every runner with the key would run those checks again.
+    keyless, trusted = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REQUIRE_SIGNATURE", "true")
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    counts, _ = run(trusted, str(shared))
+    assert counts["remote_writes"] == 3
+    signed = {path: path.read_bytes() for path in _remote_files(shared, "ac")}
+    monkeypatch.delenv("EVAL_BANANA_CACHE_SIGNING_KEY")
+    counts, started = run(keyless, str(shared))
+    assert started == 3 and counts["remote_hits"] == 0 and counts["remote_writes"] == 0
+    assert any("reused or written" in w for w in counts["warnings"])
+    assert {path: path.read_bytes() for path in _remote_files(shared, "ac")} == signed
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    third = Project(root=tmp_path / "runner3", log=keyless.log, eb=eb)
+    shutil.copytree(keyless.root, third.root)
+    shutil.rmtree(third.root / ".eval-banana" / "cache")
+    counts, started = run(third, str(shared))
+    assert started == 0 and counts["remote_hits"] == 3
+
+
 def test_secrets_of_the_shared_cache_reach_no_file_and_no_judge(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, hostile_server: Hostile
 ) -> None:

@@ -74,8 +74,16 @@ def push(
             field_path="cache.remote_mode",
             hint='set remote_mode = "read-write" (on trusted runners only)',
         )
-    remote = open_remote(settings=settings, environ=environ, source=source)
     key_text = environ.get(SIGNING_KEY_VARIABLE, "")
+    if settings.require_signature and not key_text:
+        raise CacheOperationError(
+            f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: the "
+            "entries eb cache push would store are unsigned, and no runner would reuse them",
+            file=source,
+            field_path="cache.require_signature",
+            hint=f"set {SIGNING_KEY_VARIABLE} from your CI's secret store for this step",
+        )
+    remote = open_remote(settings=settings, environ=environ, source=source)
     tier = RemoteTier(
         remote=remote,
         store=store,

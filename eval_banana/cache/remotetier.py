@@ -116,10 +116,14 @@ class RemoteTier:
         except RemoteError as exc:
             warn(f"The shared cache {settings.remote} cannot be used: {exc}", None)
             return None
+        # Required signatures and no key: nothing this run would write could ever be reused,
+        # and its unsigned entries would take the place of signed ones (every runner with the
+        # key would then miss them, and run those checks again).
+        unsigned_only = settings.require_signature and not key_text
         return cls(
             remote=GuardedRemote(backend=backend, concurrency=settings.remote_concurrency),
             store=store,
-            writes=local_writes and settings.remote_mode == "read-write",
+            writes=local_writes and settings.remote_mode == "read-write" and not unsigned_only,
             signing_key=key_text.encode("utf-8") if key_text else None,
             require_signature=settings.require_signature,
             warn=warn,
@@ -136,7 +140,7 @@ class RemoteTier:
         if self._signing_key is None and self._require_signature:
             self._warn(
                 f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: no "
-                f"entry of the shared cache {self.remote.url} is reused in this run",
+                f"entry of the shared cache {self.remote.url} is reused or written in this run",
                 None,
             )
             return
