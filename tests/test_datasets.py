@@ -108,6 +108,35 @@ def test_each_dataset_format_runs_one_check_per_case(
     assert [line.split("\t")[0] for line in cases.stdout.splitlines()] == list(EXPECTED)
 
 
+def test_a_glob_does_not_look_in_ebs_own_folders_or_excluded_ones(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    rows = "".join(json.dumps(row) + "\n" for row in ROWS)
+    stray = json.dumps({"id": "stray", "name": "x", "ok": "no"}) + "\n"
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source='cases_from: "**/*.jsonl"'),
+            "data/rows.jsonl": rows,
+            "node_modules/pkg/rows.jsonl": stray,  # in [discovery] exclude_dirs by default
+        },
+        config="",
+    )
+    first, _ = _run(eb, root)
+    # A run's own files, and files in its history and cache folders, match the glob too.
+    for folder in (".eval-banana/results/old/checks", ".eval-banana/history", ".eval-banana/cache"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / folder / "t.jsonl").write_text(stray)
+    code, report = _run(eb, root)
+    assert code == 1 and _statuses(report) == EXPECTED
+    listed = eb("list", "--cwd", str(root), "--cases").stdout
+    assert "stray" not in listed and "fam[ship-1]" in listed
+    # A file named outright is read wherever it is.
+    (root / "eval_checks/fam.yaml").write_text(
+        SCRIPT_FAMILY.format(source="cases_from: node_modules/pkg/rows.jsonl")
+    )
+    assert "fam[stray]" in eb("list", "--cwd", str(root), "--cases").stdout
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
 def test_a_byte_order_mark_and_windows_line_ends_change_nothing(
     fmt: str, project: Callable[..., Path], eb: Callable[..., EbResult]

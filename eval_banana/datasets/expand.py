@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import struct
 from collections.abc import Callable
@@ -54,6 +55,16 @@ class Expansion(NamedTuple):
     problems: list[DefinitionError]
 
 
+class Skipped(NamedTuple):
+    """What a `cases_from` glob never matches in, as discovery never walks it: folders named
+    in `[discovery] exclude_dirs` anywhere, and eb's own output, cache and history folders
+    (a glob like `**/*.jsonl` would otherwise take the transcripts of earlier runs as cases,
+    and grow with every run). A path named without a glob is read wherever it is."""
+
+    names: frozenset[str] = frozenset()
+    folders: tuple[str, ...] = ()  # absolute, normalised
+
+
 def is_family(definition: dict[str, Any]) -> bool:
     """Whether a definition carries a dataset."""
     return definition.get("cases") is not None or definition.get("cases_from") is not None
@@ -82,7 +93,17 @@ def _family_hash(*, definition: dict[str, Any], script: bytes | None) -> Any:
     return digest
 
 
-def _dataset_paths(*, pattern: str, root: Path, check_file: str) -> list[Path]:
+def _matched(*, path: Path, root: Path, skipped: Skipped) -> bool:
+    """Whether a file a glob found is a dataset file, not one in a folder it never looks in."""
+    if not path.is_file():
+        return False
+    if skipped.names and not skipped.names.isdisjoint(path.relative_to(root).parts[:-1]):
+        return False
+    text = str(path)
+    return not any(text.startswith(folder + os.sep) for folder in skipped.folders)
+
+
+def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[Path]:
     problem = pattern_problem(pattern)
     if problem is not None or pattern.startswith("!"):
         raise DefinitionError(
@@ -93,7 +114,9 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str) -> list[Path]:
             hint="name a dataset file or glob relative to the project root",
         )
     if any(char in pattern for char in _GLOB):
-        return sorted(path for path in root.glob(pattern) if path.is_file())
+        return sorted(
+            path for path in root.glob(pattern) if _matched(path=path, root=root, skipped=skipped)
+        )
     path = root / pattern
     if not path.is_file():
         raise DefinitionError(
@@ -167,7 +190,12 @@ def _row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> 
 
 
 def _rows(
-    *, definition: dict[str, Any], root: Path, check_file: str, problems: list[DefinitionError]
+    *,
+    definition: dict[str, Any],
+    root: Path,
+    check_file: str,
+    skipped: Skipped,
+    problems: list[DefinitionError],
 ) -> tuple[list[Row], list[str]]:
     rows = [
         Row(value=value, file=check_file, where=f"cases item {index}", line=None)
@@ -177,7 +205,9 @@ def _rows(
     pattern = definition.get("cases_from")
     if pattern is not None:
         try:
-            paths = _dataset_paths(pattern=str(pattern), root=root, check_file=check_file)
+            paths = _dataset_paths(
+                pattern=str(pattern), root=root, check_file=check_file, skipped=skipped
+            )
         except DefinitionError as exc:
             problems.append(exc)
             return rows, files
@@ -300,13 +330,21 @@ def expand_family(
     check_file: str,
     project_root: Path,
     max_cases: int,
+    skipped: Skipped,
     script: bytes | None = None,
 ) -> Expansion:
-    """Every case of one family, or every problem of its dataset (all rows, one pass)."""
+    """Every case of one family, or every problem of its dataset (all rows, one pass).
+    `skipped`: where a `cases_from` glob never looks."""
     problems: list[DefinitionError] = []
     family = str(definition["id"])
     root = project_root.resolve()
-    rows, files = _rows(definition=definition, root=root, check_file=check_file, problems=problems)
+    rows, files = _rows(
+        definition=definition,
+        root=root,
+        check_file=check_file,
+        skipped=skipped,
+        problems=problems,
+    )
     own = _relative(path=Path(check_file).resolve(), root=root)
     # A file or line that could not be read is reported with what is wrong in the rows that
     # could, so one `eb validate` names every bad row (the family expands to nothing either way).

@@ -130,6 +130,7 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> dict[str, str]:
     from eval_banana.checks.definition import freeze_script, load_definition
     from eval_banana.core.errors import DefinitionError
     from eval_banana.datasets.expand import expand_family
+    from eval_banana.stages.validate import dataset_skipped
 
     source = Path(check.source_path)
     try:
@@ -144,6 +145,7 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> dict[str, str]:
         project_root=Path(config.project_root),
         max_cases=config.settings.core.max_cases,
         script=frozen.data if frozen is not None else None,
+        skipped=dataset_skipped(config=config),
     )
     return {case.case_id: case.digest for case in expansion.cases}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -29,7 +30,7 @@ from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
-from eval_banana.datasets.expand import ExpandedCase, expand_family, is_family
+from eval_banana.datasets.expand import ExpandedCase, Skipped, expand_family, is_family
 from eval_banana.models.config import Shard
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
@@ -40,6 +41,7 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
+from eval_banana.settings.folders import own_folders
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 SNAPSHOTS_DIR = "stages/snapshots"
@@ -449,6 +451,17 @@ def _plan_case(
     return planned
 
 
+def dataset_skipped(*, config: ConfigDoc) -> Skipped:
+    """Where the families' `cases_from` globs never look, as discovery never walks there:
+    `[discovery] exclude_dirs`, and eb's own folders inside the project."""
+    root = os.path.normpath(config.project_root) + os.sep
+    folders = (os.path.normpath(folder) for folder in own_folders(config=config))
+    return Skipped(
+        names=frozenset(config.settings.discovery.exclude_dirs),
+        folders=tuple(folder for folder in folders if folder.startswith(root)),
+    )
+
+
 def _expand(
     *, loaded: list[Loaded], config: ConfigDoc
 ) -> tuple[list[Unit], list[ProblemModel], dict[str, FrozenScript | None]]:
@@ -458,6 +471,7 @@ def _expand(
     frozen: dict[str, FrozenScript | None] = {}
     root = Path(config.project_root)
     max_cases = config.settings.core.max_cases
+    skipped = dataset_skipped(config=config)
     for item in loaded:
         if not is_family(item.definition):
             units.append(Unit(item=item))
@@ -469,6 +483,7 @@ def _expand(
             project_root=root,
             max_cases=max_cases,
             script=script.data if script is not None else None,
+            skipped=skipped,
         )
         found = [_problem(exc) for exc in expansion.problems]
         if not found and item.definition["type"] == "assertions":
