@@ -6,6 +6,7 @@ Each runner is a separate folder with its own local cache; both start the same c
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import time
@@ -334,6 +335,26 @@ def test_a_runner_without_the_key_leaves_the_signed_entries_in_place(
     shutil.rmtree(third.root / ".eval-banana" / "cache")
     counts, started = run(third, str(shared))
     assert started == 0 and counts["remote_hits"] == 3
+
+
+def test_a_password_in_the_remote_url_is_used_and_written_nowhere(
+    tmp_path: Path, eb: Callable[..., Any], hostile_server: Hostile
+) -> None:
+    # Basic auth in the URL (an nginx cache behind a password) and a query that may carry a
+    # signature are secrets: they reach the server, and no file or message of eb's.
+    password = "pw-" + "5" * 20
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    host = hostile_server.url.split("://", 1)[1]
+    url = f"http://builder:{password}@{host}?sig={password}"
+    counts, started = run(first, url)
+    assert started == 3 and counts["remote_writes"] == 3
+    basic = "Basic " + base64.b64encode(f"builder:{password}".encode()).decode()
+    assert {auth for _, _, auth in hostile_server.requests} == {basic}
+    assert password not in counts["remote"] and password not in json.dumps(counts)
+    written = [path for path in first.root.rglob("*") if path.is_file()]
+    assert not [path for path in written if password.encode() in path.read_bytes()]
+    config = next(first.root.rglob("stages/config.json")).read_text()
+    assert "builder:***@" in config and "?***" in config
 
 
 def test_secrets_of_the_shared_cache_reach_no_file_and_no_judge(

@@ -36,6 +36,7 @@ from eval_banana.models.config import CacheSettings
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.guarded import GuardedRemote, RemoteTally
 from eval_banana.remote.opening import open_backend
+from eval_banana.remote.shown import shown_url
 from eval_banana.remote.signing import (
     SIGNING_KEY_VARIABLE,
     opened,
@@ -114,7 +115,7 @@ class RemoteTier:
                 source=source,
             )
         except RemoteError as exc:
-            warn(f"The shared cache {settings.remote} cannot be used: {exc}", None)
+            warn(f"The shared cache {shown_url(settings.remote)} cannot be used: {exc}", None)
             return None
         # Required signatures and no key: nothing this run would write could ever be reused,
         # and its unsigned entries would take the place of signed ones (every runner with the

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from eval_banana.core.errors import ConfigError
 from eval_banana.remote.backend import RemoteBackend
+from eval_banana.remote.shown import shown_url
 
 
 def open_backend(
@@ -23,7 +24,7 @@ def open_backend(
             import boto3  # noqa: F401
         except ImportError:
             raise ConfigError(
-                f"[cache] remote {url!r} needs boto3, which is not installed",
+                f"[cache] remote {shown_url(url)!r} needs boto3, which is not installed",
                 file=source,
                 field_path="cache.remote",
                 hint="install the s3 extra: pip install 'eval-banana-staged[s3]'",
@@ -36,7 +37,7 @@ def open_backend(
 
         return HttpBackend.from_url(url=url, timeout=timeout, environ=environ)
     raise ConfigError(
-        f"[cache] remote {url!r} has a scheme eb does not know ({scheme}://)",
+        f"[cache] remote {shown_url(url)!r} has a scheme eb does not know ({scheme}://)",
         file=source,
         field_path="cache.remote",
         hint="use a folder path, file://, s3://bucket/prefix or http(s)://host/prefix",

@@ -363,5 +363,19 @@ def outside_project_warning(*, config: ConfigDoc) -> str | None:
 
 
 def write_config_stage(*, run_dir: Path, doc: ConfigDoc) -> str:
-    """Write `<run_dir>/stages/config.json`; return the sha256 digest of its bytes."""
-    return write_model(path=stage_path(run_dir=run_dir, stage="config"), model=doc)
+    """Write `<run_dir>/stages/config.json`; return the sha256 digest of its bytes. A shared
+    cache URL is written with its password and query masked (the run uses it as given)."""
+    return write_model(path=stage_path(run_dir=run_dir, stage="config"), model=_as_written(doc))
+
+
+def _as_written(doc: ConfigDoc) -> ConfigDoc:
+    cache = doc.settings.cache
+    if not cache.remote:
+        return doc
+    from eval_banana.remote.shown import shown_url
+
+    shown = shown_url(cache.remote)
+    if shown == cache.remote:
+        return doc
+    settings = doc.settings.model_copy(update={"cache": cache.model_copy(update={"remote": shown})})
+    return doc.model_copy(update={"settings": settings})

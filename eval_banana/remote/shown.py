@@ -1,0 +1,29 @@
+"""A shared cache's URL as eb writes or prints it: never with the secret a user put in it.
+
+`https://user:password@host/prefix` authenticates with HTTP basic auth, and a query string can
+carry a signature. Both are secrets: the password and the query are masked in every stage
+file, report and message; the run itself uses the URL as given.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+MASK = "***"
+
+
+def shown_url(url: str) -> str:
+    """`url` with the password of its user part and its query string masked."""
+    if "://" not in url or ("@" not in url and "?" not in url):
+        return url
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # a broken host part (`[::1`): refused where it is used, masked here
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://{MASK}@{rest.rsplit('@', 1)[1]}" if "@" in rest else url
+    netloc = parts.netloc
+    if password is not None:
+        netloc = f"{parts.username}:{MASK}@{netloc.rsplit('@', 1)[1]}"
+    query = MASK if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
