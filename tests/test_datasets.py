@@ -351,6 +351,11 @@ BAD_INPUTS = {
         "cases_from: data/rows.json",
         "duplicate case id 'a'",
     ),
+    "a folder": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+        "cases_from: data",
+        "is a folder, not a file",
+    ),
     "ragged csv": (
         {"data/rows.csv": "name,ok\na,yes\nb,yes,extra\n"},
         "cases_from: data/rows.csv",

@@ -118,6 +118,13 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             path for path in root.glob(pattern) if _matched(path=path, root=root, skipped=skipped)
         )
     path = root / pattern
+    if path.is_dir():
+        raise DefinitionError(
+            f"Dataset {pattern} named by cases_from in {check_file} is a folder, not a file",
+            file=check_file,
+            field_path="cases_from",
+            hint=f"name its files with a glob, such as {pattern.rstrip('/')}/*.jsonl",
+        )
     if not path.is_file():
         raise DefinitionError(
             f"Dataset {pattern} named by cases_from in {check_file} does not exist",
