@@ -356,6 +356,11 @@ BAD_INPUTS = {
         "cases_from: data",
         "is a folder, not a file",
     ),
+    "invalid case schema": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+        "cases_from: data/rows.jsonl\ncase_schema: {properties: {ok: {type: strin}}}",
+        "at properties.ok.type: 'strin' is not one of",
+    ),
     "ragged csv": (
         {"data/rows.csv": "name,ok\na,yes\nb,yes,extra\n"},
         "cases_from: data/rows.csv",

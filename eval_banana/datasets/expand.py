@@ -317,15 +317,21 @@ def _schema_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
     if schema is None:
         return None
     from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
+    from jsonschema.exceptions import SchemaError, best_match
 
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
+        # Where in the schema (`properties.n.type`), and of the alternatives the schema allows
+        # there the one that says most ("'strin' is not one of [...]").
+        where = ".".join(str(part) for part in exc.path)
+        said = best_match(exc.context).message if exc.context else exc.message
         raise DefinitionError(
-            f"Invalid case_schema in {check_file}: {exc.message}",
+            f"Invalid case_schema in {check_file}"
+            + (f" at {where}" if where else "")
+            + f": {said}",
             file=check_file,
-            field_path="case_schema",
+            field_path="case_schema" + (f".{where}" if where else ""),
             hint="case_schema is a JSON Schema (draft 2020-12) for one dataset row",
         ) from None
     return Draft202012Validator(schema)
