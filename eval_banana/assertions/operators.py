@@ -118,7 +118,23 @@ def op_exists(*, found: Any, value: Any) -> str | None:
 def op_equals(*, found: Any, value: Any) -> str | None:
     if json_equal(left=found, right=value):
         return None
-    return f"found {describe(value=found)}"
+    return f"found {describe(value=found)}{_text_for_number(found=found, value=value)}"
+
+
+def _text_for_number(*, found: Any, value: Any) -> str:
+    """Why "3" is not 3, when that is all that differs: the expected value is text (quoted, or
+    a CSV cell, which is always text) where the artifact holds a number."""
+    if (
+        isinstance(value, str)
+        and isinstance(found, int | float)
+        and not isinstance(found, bool)
+        and value.strip() == json.dumps(found)
+    ):
+        return (
+            "; the expected value is text, not a number: write it unquoted, or take it from a "
+            "JSON, JSONL or YAML dataset (every CSV cell is text)"
+        )
+    return ""
 
 
 def op_contains(*, found: Any, value: Any) -> str | None:

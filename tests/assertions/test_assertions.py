@@ -177,6 +177,10 @@ def test_equals_keeps_json_types_apart() -> None:
     assert "found the boolean true" in why("meta.ready", "equals", 1)
     assert "found the number 1" in why("meta.count", "equals", True)
     assert "found the number 1" in why("meta.count", "equals", "1")
+    # Only the text "1" against the number 1 gets the hint (a CSV cell is always text).
+    assert "the expected value is text, not a number" in why("meta.count", "equals", "1")
+    assert "the expected value is text" not in why("meta.count", "equals", "2")
+    assert "the expected value is text" not in why("meta.ready", "equals", "true")
     assert "found null" in why("meta.note", "equals", False)
     assert not holds("meta.count", "equals", 0, document={"meta": {"count": False}})
 
