@@ -8,6 +8,7 @@ reads the whole project."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from eval_banana.models.stages import ConfigDoc
@@ -49,6 +50,19 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
         if folder and root / folder not in folders:
             folders.append(root / folder)
     return folders
+
+
+def own_folders_below(*, config: ConfigDoc) -> frozenset[str]:
+    """eb's output, cache and history folders inside the project, normalised as walks spell
+    paths: what discovery never walks and a `cases_from` glob never looks in.
+
+    They hold only what eb wrote (a run folder per run, the cache's entries and blobs, one
+    record per run), so walking them finds no check and grows with every run kept: tens of
+    thousands of entries after a few runs of a big suite. A folder that is the root itself
+    (`output_dir = ""`) or holds it is never skipped."""
+    prefix = str(Path(config.project_root)) + os.sep
+    below = (os.path.normpath(folder) for folder in own_folders(config=config))
+    return frozenset(folder for folder in below if folder.startswith(prefix))
 
 
 LAST_FAILED_FILE = "lastfailed.json"

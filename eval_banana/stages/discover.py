@@ -10,7 +10,7 @@ from eval_banana.core.errors import UsageError
 from eval_banana.core.files import sha256_bytes, write_model
 from eval_banana.core.readback import read_regular
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
-from eval_banana.settings.folders import own_folders
+from eval_banana.settings.folders import own_folders_below
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 CHECK_DIR_NAME = "eval_checks"
@@ -127,23 +127,11 @@ def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[Can
     _walk_for_check_dirs(
         root=str(project_root),
         excluded=excluded,
-        skipped=_own_folders_below(config=config, root=project_root),
+        skipped=own_folders_below(config=config),
         check_dirs=check_dirs,
         found=found,
     )
     return [str(project_root)], sorted(check_dirs), found
-
-
-def _own_folders_below(*, config: ConfigDoc, root: Path) -> frozenset[str]:
-    """eb's output, cache and history folders inside the project, as the walk spells paths.
-
-    They hold only what eb wrote (a run folder per run, the cache's entries and blobs, one
-    record per run), so walking them finds no check and grows with every run kept: tens of
-    thousands of entries after a few runs of a big suite. A folder that is the root itself
-    (`output_dir = ""`) or holds it is never skipped."""
-    prefix = str(root) + os.sep
-    below = (os.path.normpath(folder) for folder in own_folders(config=config))
-    return frozenset(folder for folder in below if folder.startswith(prefix))
 
 
 def discover(

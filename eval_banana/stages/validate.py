@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -41,7 +40,7 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
-from eval_banana.settings.folders import own_folders
+from eval_banana.settings.folders import own_folders_below
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 SNAPSHOTS_DIR = "stages/snapshots"
@@ -454,11 +453,9 @@ def _plan_case(
 def dataset_skipped(*, config: ConfigDoc) -> Skipped:
     """Where the families' `cases_from` globs never look, as discovery never walks there:
     `[discovery] exclude_dirs`, and eb's own folders inside the project."""
-    root = os.path.normpath(config.project_root) + os.sep
-    folders = (os.path.normpath(folder) for folder in own_folders(config=config))
     return Skipped(
         names=frozenset(config.settings.discovery.exclude_dirs),
-        folders=tuple(folder for folder in folders if folder.startswith(root)),
+        folders=own_folders_below(config=config),
     )
 
 
