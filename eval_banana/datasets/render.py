@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from eval_banana.core.suggest import closest
-
 _TOKEN = re.compile(r"\{\{\{\{|\{\{\s*case\.([^\s{}]+)\s*\}\}|\{\{")
 _WHOLE = re.compile(r"\{\{\s*case\.([^\s{}]+)\s*\}\}")
 
@@ -34,9 +32,7 @@ def has_placeholder(text: str) -> bool:
 
 def _lookup(*, case: dict[str, Any], field: str) -> Any:
     if field not in case:
-        near = closest(field, case)
-        said = f" (did you mean '{near}'?)" if near is not None else ""
-        raise RenderProblem(f"the case has no field '{field}'{said}", field=field, kind="missing")
+        raise RenderProblem(f"the case has no field '{field}'", field=field, kind="missing")
     return case[field]
 
 
