@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import hmac
 import http.client
@@ -239,7 +240,9 @@ def bare_gets(*, client: Any, keys: list[str]) -> float:
     return time.perf_counter() - started
 
 
+@functools.lru_cache(maxsize=4)
 def _signing_key(*, secret: str, day: str) -> bytes:
+    """The day's SigV4 key: derived once a day, as any client keeps it, not per request."""
     key = f"AWS4{secret}".encode()
     for part in (day, REGION, "s3", "aws4_request"):
         key = hmac.new(key, part.encode(), hashlib.sha256).digest()
