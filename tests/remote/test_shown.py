@@ -24,3 +24,19 @@ from eval_banana.remote.shown import shown_url
 )
 def test_the_password_and_the_query_are_masked(url: str, shown: str) -> None:
     assert shown_url(url) == shown
+
+
+def test_an_unusable_remote_url_is_refused_without_its_password() -> None:
+    from eval_banana.core.errors import ConfigError
+    from eval_banana.remote.opening import open_backend
+
+    with pytest.raises(ConfigError) as refused:
+        open_backend(
+            url="ftp://ci:s3cr3t@cache.example/eb",
+            endpoint=None,
+            timeout=1.0,
+            environ={},
+            source="config.toml",
+        )
+    assert "ftp://ci:***@cache.example/eb" in refused.value.message
+    assert "s3cr3t" not in str(refused.value)
