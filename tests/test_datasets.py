@@ -461,7 +461,10 @@ def test_a_typo_in_the_familys_text_is_one_error_not_one_per_row(
     errors = json.loads(validated.stdout)["errors"]
     assert len(errors) == 1, errors
     message = errors[0]["message"]
-    assert "50 of 50 cases: the case has no field 'nmae' (did you mean 'name'?)" in message
+    assert (
+        "50 of 50 cases: description: the case has no field 'nmae' (did you mean 'name'?)"
+        in message
+    )
     assert "case 'r0' (data/rows.jsonl line 1)" in message
     assert "case 'r49' (data/rows.jsonl line 50)" in message
     assert errors[0]["file"].endswith("eval_checks/fam.yaml") and errors[0]["line"] is None
@@ -591,3 +594,49 @@ def test_eb_status_sees_a_family_as_current_until_a_row_changes(
     (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
     status = eb("status", "--cwd", str(root)).stdout
     assert "eval_checks/fam.yaml or its dataset changed" in status
+
+
+def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A number where text goes names the check file's field that holds the placeholder and
+    how to fix the row; each of several problems keeps its own hint under its own message."""
+    family = (
+        "schema_version: 1\nid: nums\ntype: assertions\n"
+        'description: "item {{ case.name }} has {{ case.n }}"\n'
+        "artifact: out.json\n"
+        "cases:\n  - {name: a, n: 1}\n  - {name: b, n: 2}\n"
+        "assert:\n"
+        '  - {path: n, op: equals, value: "{{ case.n }}"}\n'
+        '  - {path: name, op: equals, value: "x{{ case.nn }}"}\n'
+    )
+    root = project({"eval_checks/nums.yaml": family, "out.json": '{"n": 1}'}, config=CONFIG)
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    errors = json.loads(validated.stdout)["errors"]
+    said = [(error["message"].split(": ", 1)[1], error["hint"]) for error in errors]
+    not_text = (
+        "a placeholder inside text takes a text field: write n as text in the dataset "
+        '("1", not 1), or take {{ case.n }} out of description'
+    )
+    # The whole-placeholder value keeps the number (no error); the description cannot.
+    assert said == [
+        (
+            "case '1' (cases item 1): description: field 'n' is int, not text, where text goes",
+            not_text,
+        ),
+        (
+            "case '2' (cases item 2): description: field 'n' is int, not text, where text goes",
+            not_text,
+        ),
+    ]
+    only_typo = family.replace(' has {{ case.n }}"', '"')
+    (root / "eval_checks" / "nums.yaml").write_text(only_typo)
+    text = eb("validate", "--cwd", str(root)).stderr.splitlines()
+    typo = "assert[2].value: the case has no field 'nn' (did you mean 'n'?)"
+    hint = "  hint: use {{ case.<field> }} in assert[2].value with a field every row has"
+    assert [line.split(": ", 1)[1] for line in text[0:4:2]] == [
+        f"case '1' (cases item 1): {typo}",
+        f"case '2' (cases item 2): {typo}",
+    ]
+    assert text[1] == text[3] == hint and len(text) == 4, text

@@ -49,14 +49,14 @@ class EvalBananaError(Exception):
         self.column = column
 
     def render(self) -> str:
-        """The user-facing text: the message, every extra problem, and the hint."""
-        lines = [self.message]
-        lines.extend(
-            problem.render() for problem in self.problems if problem.message != self.message
-        )
-        if self.hint:
-            lines.append(f"hint: {self.hint}")
-        return "\n".join(lines)
+        """The user-facing text: the message and its hint, then every extra problem with its
+        own. Among several problems each hint sits under its own message: a hint after the
+        last one would read as that one's."""
+        others = [problem for problem in self.problems if problem.message != self.message]
+        if not others:
+            return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
+        first = Problem(message=self.message, hint=self.hint)
+        return "\n".join(problem.render() for problem in (first, *others))
 
     def as_json(self) -> dict[str, object]:
         return {

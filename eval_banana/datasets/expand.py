@@ -146,7 +146,17 @@ def _relative(*, path: Path, root: Path) -> str:
 # Up to this many cases share one rendering problem, each is its own error; beyond, they are one
 # error with their count (a typo in a family's description is one mistake, not 10,000).
 RENDER_PROBLEMS_LISTED = 3
-_RENDER_HINT = "use {{ case.<field> }} with a text field every row has"
+
+
+def _render_hint(problem: RenderProblem) -> str:
+    """The fix for a text the rows could not fill: what to change, and where."""
+    place = problem.place or "the family's text"
+    if problem.kind == "not_text":
+        return (
+            f"a placeholder inside text takes a text field: write {problem.field} as text in "
+            f'the dataset ("1", not 1), or take {{{{ case.{problem.field} }}}} out of {place}'
+        )
+    return f"use {{{{ case.<field> }}}} in {place} with a field every row has"
 
 
 def _render_problems(
@@ -164,7 +174,7 @@ def _render_problems(
                 file=row.file,
                 line=row.line,
                 field_path=field_path,
-                hint=_RENDER_HINT,
+                hint=_render_hint(exc),
             )
             for row, case_id, exc in failures
         ]
@@ -178,7 +188,7 @@ def _render_problems(
             # Many rows: most likely the family's text asks for what no row has.
             file=check_file,
             field_path=field_path,
-            hint=_RENDER_HINT,
+            hint=_render_hint(first),
         )
     ]
 
@@ -186,10 +196,11 @@ def _render_problems(
 def _told(*, problem: RenderProblem, row: Row) -> str:
     """The problem as an error says it: a missing field with the row's field it most likely
     meant (worked out per error told, not per failing row: 10,000 rows can share one)."""
+    told = f"{problem.place}: {problem.message}" if problem.place else problem.message
     if problem.kind != "missing" or problem.field is None or not isinstance(row.value, dict):
-        return problem.message
+        return told
     near = closest(problem.field, row.value)
-    return problem.message + (f" (did you mean '{near}'?)" if near is not None else "")
+    return told + (f" (did you mean '{near}'?)" if near is not None else "")
 
 
 def _where(*, row: Row, check_file: str) -> str:
@@ -297,22 +308,32 @@ class _Renderer:
 
     def render(self, *, case_id: str, row: dict[str, Any]) -> dict[str, Any]:
         rendered = self.base.copy()
-        if "{{" in self.description:
-            rendered["description"] = self.described(row)
-        if self.kind == "harness_judge":
-            if self.placed:
-                rendered["instructions"] = self.instructed(row)
-            else:
-                rendered["instructions"] = f"{self.fixed}\n\n{fenced(case_id=case_id, row=row)}"
-        elif self.kind == "assertions":
-            rendered["artifact"] = render_text(text=str(self.base["artifact"]), case=row)
-            rendered["assert"] = [
-                {
-                    key: render_value(value=item, case=row) if key == "value" else item
-                    for key, item in assertion.items()
-                }
-                for assertion in self.base.get("assert") or []
-            ]
+        place = "description"
+        try:
+            if "{{" in self.description:
+                rendered["description"] = self.described(row)
+            if self.kind == "harness_judge":
+                place = "instructions"
+                if self.placed:
+                    rendered["instructions"] = self.instructed(row)
+                else:
+                    rendered["instructions"] = f"{self.fixed}\n\n{fenced(case_id=case_id, row=row)}"
+            elif self.kind == "assertions":
+                place = "artifact"
+                rendered["artifact"] = render_text(text=str(self.base["artifact"]), case=row)
+                assertions = []
+                for index, assertion in enumerate(self.base.get("assert") or [], start=1):
+                    place = f"assert[{index}].value"
+                    assertions.append(
+                        {
+                            key: render_value(value=item, case=row) if key == "value" else item
+                            for key, item in assertion.items()
+                        }
+                    )
+                rendered["assert"] = assertions
+        except RenderProblem as exc:
+            exc.place = place  # which of the family's texts asked for the field
+            raise
         return rendered
 
 
@@ -426,7 +447,7 @@ def expand_family(
         )
     fullmatch_id = _CASE_ID.fullmatch
     # (kind, field) -> the cases a text of the family could not be rendered for, told at the end
-    unrendered: dict[tuple[str, str | None], list[tuple[Row, str, RenderProblem]]] = {}
+    unrendered: dict[tuple[str, str | None, str | None], list[tuple[Row, str, RenderProblem]]] = {}
     # The case's component header (_component) up to its length, built once.
     case_frame = struct.pack(">Q", len(b"case")) + b"case"
     for position, row in enumerate(rows, start=1):
@@ -507,7 +528,7 @@ def expand_family(
         try:
             rendered = renderer.render(case_id=case_id, row=value)
         except RenderProblem as exc:
-            unrendered.setdefault((exc.kind, exc.field), []).append((row, case_id, exc))
+            unrendered.setdefault((exc.kind, exc.field, exc.place), []).append((row, case_id, exc))
             continue
         if tags:
             rendered["tags"] = list(dict.fromkeys([*family_tags, *tags]))

@@ -16,13 +16,16 @@ _WHOLE = re.compile(r"\{\{\s*case\.([^\s{}]+)\s*\}\}")
 class RenderProblem(Exception):
     """Why a text could not be rendered: `field` names the case field (or None), `kind` is
     `missing` (no such field), `not_text` (a value where text goes) or `token` (a stray `{{`),
-    so that the rows sharing one problem can be told as one."""
+    so that the rows sharing one problem can be told as one. `place` is the check file's
+    field whose text was being rendered (`description`, `assert[2].value`), set by the caller
+    that knows it."""
 
     def __init__(self, message: str, *, field: str | None, kind: str) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
         self.kind = kind
+        self.place: str | None = None
 
 
 def has_placeholder(text: str) -> bool:
