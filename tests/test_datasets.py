@@ -104,6 +104,8 @@ def test_each_dataset_format_runs_one_check_per_case(
         "fam\tdeterministic\tdataset family: 3 cases (eb list --cases shows each)"
         "\teval_checks/fam.yaml"
     ]
+    # One row on stdout; the count says it stands for three checks.
+    assert listed.stderr.startswith("3 checks listed, 3 of them the cases of 1 dataset family ")
     cases = eb("list", "--cwd", str(root), "--cases")
     assert [line.split("\t")[0] for line in cases.stdout.splitlines()] == list(EXPECTED)
 

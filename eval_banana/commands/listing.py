@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.pipeline.request import load_config
     from eval_banana.settings.rundir import new_run_id
     from eval_banana.stages.discover import discover
-    from eval_banana.stages.validate import NO_CHECKS, validate
+    from eval_banana.stages.validate import validate
 
     config = load_config(request=common.request(args), run_id=new_run_id())
     contents: dict[str, bytes] = {}
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     plan = outcome.plan
     # An empty selection lists nothing and is not an error here, as in eval-banana
     # (docs/compatibility.md#validation-and-selection).
-    if not plan.ok and [problem.message for problem in plan.errors] != [NO_CHECKS]:
+    if not plan.ok and not plan.no_checks:
         outcome.raise_if_failed()
     details: dict[str, list[str]] = {}
     if args.inputs:
@@ -88,9 +88,7 @@ def run(args: argparse.Namespace) -> int:
         for detail in details.get(check_id, []):
             print(detail)
     sys.stdout.flush()
-    print(
-        _count_line(checks=len(plan.checks), skipped=len(plan.skipped), root=root), file=sys.stderr
-    )
+    print(_count_line(plan=plan, root=root), file=sys.stderr)
     return 0
 
 
@@ -138,10 +136,24 @@ def _shown(source: str, root: str) -> str:
         return source
 
 
-def _count_line(*, checks: int, skipped: int, root: str) -> str:
+def _count_line(*, plan: PlanDoc, root: str) -> str:
+    """How many checks were listed; with families, how many of them are their cases (a list
+    of four rows under "9 checks listed" would otherwise read as a miscount)."""
+    from eval_banana.core.caseid import family_of
+
+    checks, skipped = len(plan.checks), len(plan.skipped)
     noun = "check" if checks == 1 else "checks"
     extra = f" and {skipped} skipped" if skipped else ""
-    return f"{checks} {noun}{extra} listed (project root: {root})"
+    families: dict[str, int] = {}
+    for check_id in [check.id for check in plan.checks] + [item.check_id for item in plan.skipped]:
+        family = family_of(check_id)
+        if family is not None:
+            families[family] = families.get(family, 0) + 1
+    cases = ""
+    if families:
+        of = "dataset family" if len(families) == 1 else "dataset families"
+        cases = f", {sum(families.values()):,} of them the cases of {len(families):,} {of}"
+    return f"{checks:,} {noun}{extra} listed{cases} (project root: {root})"
 
 
 def _line(*fields: str) -> str:

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
     plan = outcome.plan
     problems = list(plan.errors)
-    if args.allow_empty and [p.message for p in problems] == [validate_stage.NO_CHECKS]:
+    if args.allow_empty and plan.no_checks:
         problems = []
     warnings = [
         *(
@@ -90,11 +90,16 @@ def run(args: argparse.Namespace) -> int:
         problems.extend(guarded.problems)
         warnings = [*guarded.warnings, *warnings]
     if args.json:
-        return _print_json(checks=len(plan.checks), problems=problems, warnings=warnings)
+        return _print_json(
+            checks=len(plan.checks),
+            problems=problems,
+            warnings=warnings,
+            no_checks=plan.no_checks,
+        )
     for warning in warnings:
         print(f"warning: {warning.message}", file=sys.stderr)
     if problems:
-        validate_stage.raise_problems(problems)
+        validate_stage.raise_problems(problems, no_checks=plan.no_checks)
     skipped = len(plan.skipped)
     if skipped:
         # Skipped checks were validated too; say how many of them will not run.
@@ -150,10 +155,16 @@ def _document(
     return document
 
 
-def _print_json(*, checks: int, problems: list[ProblemModel], warnings: list[ProblemModel]) -> int:
+def _print_json(
+    *,
+    checks: int,
+    problems: list[ProblemModel],
+    warnings: list[ProblemModel],
+    no_checks: bool,
+) -> int:
     from eval_banana.stages import validate as validate_stage
 
-    error = validate_stage.problems_error(problems) if problems else None
+    error = validate_stage.problems_error(problems, no_checks=no_checks) if problems else None
     kind = error.kind if error is not None else "definition_error"
     document = _document(
         checks=0 if problems else checks,

@@ -183,6 +183,11 @@ class PlanDoc(StageEnvelope):
         description="Why this plan may hold no check and still pass (a shard that received "
         "none); null: an empty selection is 'No checks found'.",
     )
+    no_checks: bool = Field(
+        default=False,
+        description="True when its only error is that discovery and the selection found no "
+        "check ('No checks found'), which `eb list` and `eb validate --allow-empty` accept.",
+    )
 
 
 class ResolvedHarness(Record):

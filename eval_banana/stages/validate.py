@@ -78,18 +78,19 @@ class ValidationOutcome(Record):
 
     def raise_if_failed(self) -> None:
         if not self.plan.ok:
-            raise_problems(self.plan.errors)
+            raise_problems(self.plan.errors, no_checks=self.plan.no_checks)
 
 
-def raise_problems(problems: list[ProblemModel]) -> None:
+def raise_problems(problems: list[ProblemModel], *, no_checks: bool) -> None:
     """Raise the first problem as a typed error, carrying all the others."""
-    raise problems_error(problems)
+    raise problems_error(problems, no_checks=no_checks)
 
 
-def problems_error(problems: list[ProblemModel]) -> DefinitionError:
-    """The typed error that stands for `problems`: the first, carrying all the others."""
+def problems_error(problems: list[ProblemModel], *, no_checks: bool) -> DefinitionError:
+    """The typed error that stands for `problems`: the first, carrying all the others.
+    `no_checks`: they say only that nothing was found (the plan's own flag)."""
     first = problems[0]
-    error_type = NoChecksError if first.message == NO_CHECKS else DefinitionError
+    error_type = NoChecksError if no_checks else DefinitionError
     return error_type(
         first.message,
         file=first.file,
@@ -584,7 +585,8 @@ def validate(
         kept = select_incremental(config=config, checks=[_incremental_view(u) for u in units])
         narrowed = not kept
         units = [units[position] for position in kept]
-    if not units and not errors and not narrowed:
+    no_checks = not units and not errors and not narrowed
+    if no_checks:
         errors.append(
             ProblemModel(
                 message=NO_CHECKS,
@@ -659,6 +661,7 @@ def validate(
             "selection_digest": digest,
             "selected_checks": selected,
             "allow_empty": allow_empty,
+            "no_checks": no_checks,
             "family_gates": family_gates,
         }
     )

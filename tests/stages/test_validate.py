@@ -339,6 +339,17 @@ def test_no_checks_found_fails_validate_unless_allowed(
     assert allowed.exit_code == 0 and "Validated 0 checks successfully." in allowed.stdout
     listed = eb("list", "--cwd", str(root))
     assert listed.exit_code == 0 and listed.stdout == ""
+    # The plan says so in a field of its own, which `eb list` and --allow-empty read (never
+    # the message's words), and a bad check file beside nothing else is no "nothing found".
+    eb("validate", "--cwd", str(root), "--run-dir", str(root / "out"))
+    plan = json.loads((root / "out" / "stages" / "plan.json").read_text())
+    assert plan["no_checks"] is True and not plan["ok"]
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "bad.yaml").write_text("schema_version: 1\nid: bad\n")
+    broken = eb("validate", "--cwd", str(root), "--allow-empty", "--run-dir", str(root / "out"))
+    assert broken.exit_code == 2
+    assert json.loads((root / "out" / "stages" / "plan.json").read_text())["no_checks"] is False
+    assert eb("list", "--cwd", str(root)).exit_code == 2
 
 
 def test_validate_success_message(
