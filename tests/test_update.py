@@ -351,3 +351,33 @@ def test_invoke_eval_update_reruns_what_is_stale(proj: Proj) -> None:
     )
     assert again.returncode == 0, again.stdout + again.stderr
     assert "Nothing to update: every stage up to score is ok." in again.stdout
+
+
+def test_a_check_file_broken_after_the_run_stops_every_update_at_validate(proj: Proj) -> None:
+    """A plan that failed validation is written (it says why), but nothing is built on it: a
+    second `eb update` neither guards nor runs an empty plan over the run's report, and once
+    the file is mended the update finishes the run."""
+    before = _run_once(proj)
+    report = (proj.run_dir / "stages" / "report.json").read_bytes()
+    good = (proj.root / "eval_checks" / "plain.yaml").read_text()
+    (proj.root / "eval_checks" / "plain.yaml").write_text(good + "surprise: 1\n")
+    for _ in range(2):
+        outcome = proj.eb("update")
+        assert outcome.exit_code == 2, outcome.stdout + outcome.stderr
+        assert "surprise" in outcome.stderr
+        assert _rerun_stages(outcome.stdout)[-1] == "validate"
+        assert (proj.run_dir / "stages" / "report.json").read_bytes() == report
+        status = proj.eb("status")
+        assert status.exit_code == 1
+        rows = _rows(status.stdout)
+        assert rows["validate"].split()[2] == "failed" and "plain.yaml" in rows["validate"]
+        assert rows["guard"].split()[2] == "stale" and "stages/plan.json" in rows["guard"]
+    # `eb stage guard` on the failed plan is refused the same way.
+    guarded = proj.eb("stage", "guard")
+    assert guarded.exit_code == 2 and "surprise" in guarded.stderr
+    (proj.root / "eval_checks" / "plain.yaml").write_text(good)
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert proj.ran() == Counter(proj.checks)  # the mended file is the file that ran
+    _kept(before, proj.results(), proj.checks)
+    _status_ok(proj)

@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stage": ("eval_banana.commands.stage", "Rerun one stage from the files in a run folder."),
     "status": (
         "eval_banana.commands.status",
-        "Show each stage file: ok, missing, invalid or stale.",
+        "Show each stage file: ok, missing, invalid, failed or stale.",
     ),
     "update": (
         "eval_banana.commands.update",

@@ -1,4 +1,4 @@
-"""`eb status`: each stage file of a run: ok, missing, invalid or stale (like `make -n`)."""
+"""`eb status`: each stage file of a run: ok, missing, invalid, failed or stale (like `make -n`)."""
 
 from __future__ import annotations
 

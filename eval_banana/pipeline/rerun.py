@@ -83,11 +83,9 @@ def rerun_validate(request: StageRequest) -> int:
 
 def rerun_guard(request: StageRequest) -> int:
     inputs = upstream_digests(run_dir=request.run_dir, stage="guard")
-    doc = guard_stage.guard(
-        config=_config(request),
-        plan=read_stage(run_dir=request.run_dir, stage="validate"),
-        inputs=inputs,
-    )
+    plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
+    validate_stage.raise_if_plan_failed(plan)
+    doc = guard_stage.guard(config=_config(request), plan=plan, inputs=inputs)
     guard_stage.write_guard_stage(run_dir=request.run_dir, doc=doc)
     guard_stage.raise_if_refused(doc)
     return 0
@@ -97,6 +95,7 @@ def rerun_execute(request: StageRequest) -> int:
     """Run the plan again; with a selection, only the selected checks (the others keep theirs)."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="execute")
     plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
+    validate_stage.raise_if_plan_failed(plan)
     guarded: GuardDoc = read_stage(run_dir=request.run_dir, stage="guard")
     guard_stage.raise_if_refused(guarded)
     previous = None

@@ -3,8 +3,10 @@
 A stage file is stale when a file it was built from changed since: an upstream stage file (by
 the digest recorded in its `inputs`), or what the stage read from the project itself (the config
 file, the check files, the referenced scripts, the calibration record, the files a check's
-`inputs:` match). Staleness follows the chain: everything built from a stale, missing or
-invalid stage file is stale too. `eb update` reruns what this finds, by the same reasons.
+`inputs:` match). Staleness follows the chain: everything built from a stale, missing, invalid
+or failed stage file is stale too. A stage file that is up to date but records a failure (a plan
+that failed validation, a guard that refused) is failed. `eb update` reruns what this finds, by
+the same reasons.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ _SHOWN_CHANGES = 3
 class StageState:
     stage: str
     path: Path
-    state: str  # ok | missing | invalid | stale
+    state: str  # ok | missing | invalid | failed | stale
     detail: str = ""
 
 
@@ -279,7 +281,24 @@ def stage_state(*, run_dir: Path, stage: str, upstream: dict[str, StageState]) -
         if state.state != "ok":
             relative = state.path.relative_to(run_dir)
             return stale(f"{relative} is {state.state}")
+    failure = _recorded_failure(doc=doc)
+    if failure is not None:
+        # Up to date, but what it records is a failure: nothing may be built on it, and
+        # `eb update` runs it again (so it fails again, with its own error and exit code).
+        return StageState(stage=stage, path=path, state="failed", detail=failure)
     return StageState(stage=stage, path=path, state="ok")
+
+
+def _recorded_failure(*, doc: object) -> str | None:
+    """The first problem of a plan that failed validation or a guard that refused the run."""
+    if isinstance(doc, PlanDoc | GuardDoc) and not doc.ok:
+        problems = doc.errors if isinstance(doc, PlanDoc) else doc.problems
+        if not problems:
+            return "it records a failure without a reason"
+        first = problems[0].message.splitlines()[0]  # one line per stage in the table
+        more = len(problems) - 1
+        return first + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+    return None
 
 
 def run_status(*, run_dir: Path) -> list[StageState]:

@@ -96,11 +96,13 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     """Run only the planned checks whose result is out of date; the others keep theirs."""
     from eval_banana.stages import execute as execute_stage
     from eval_banana.stages import guard as guard_stage
+    from eval_banana.stages import validate as validate_stage
 
     run_dir = request.run_dir
     inputs = upstream_digests(run_dir=run_dir, stage="execute")
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    validate_stage.raise_if_plan_failed(plan)
     guarded: GuardDoc = read_stage(run_dir=run_dir, stage="guard")
     guard_stage.raise_if_refused(guarded)
     previous = _previous_results(request=request)

@@ -77,8 +77,17 @@ class ValidationOutcome(Record):
     snapshots: dict[str, bytes] = Field(default_factory=dict)
 
     def raise_if_failed(self) -> None:
-        if not self.plan.ok:
-            raise_problems(self.plan.errors, no_checks=self.plan.no_checks)
+        raise_if_plan_failed(self.plan)
+
+
+def raise_if_plan_failed(plan: PlanDoc) -> None:
+    """Raise a failed plan's problems: nothing is guarded or run on it (a plan read back from
+    plan.json included, as `eb stage guard` and `eb update` read it)."""
+    if plan.ok:
+        return
+    if not plan.errors:  # only a damaged plan.json fails without a reason
+        raise DefinitionError("The plan failed validation without naming a problem")
+    raise_problems(plan.errors, no_checks=plan.no_checks)
 
 
 def raise_problems(problems: list[ProblemModel], *, no_checks: bool) -> None:
