@@ -204,6 +204,25 @@ def test_selection_matches_case_ids(
     assert _selected(eb, root, "-k", "not refund") == ["fam[ship-1]", "other"]
     code, report = _run(eb, root, "--check-id", "fam[refund-1]")
     assert code == 0 and _statuses(report) == {"fam[refund-1]": "passed"}
+    # A case selector that chooses nothing names the family and the case it most likely meant
+    # (not "No checks found" with a hint to add check files); so does an unknown check id.
+    typo = eb("run", "--cwd", str(root), "--check-id", "fam[refnd-1]")
+    assert typo.exit_code == 2
+    first, hint = typo.stderr.splitlines()[:2]
+    assert (
+        first.startswith("No case of family 'fam' (")
+        and "matches --check-id 'fam[refnd-1]'" in first
+    )
+    assert hint == "hint: did you mean 'fam[refund-1]'? `eb list --cases` shows every case id"
+    glob = eb("list", "--cwd", str(root), "--check-id", "fam[nothing*]")
+    assert glob.exit_code == 2 and "No case of family 'fam'" in glob.stderr
+    unknown = eb("run", "--cwd", str(root), "--check-id", "fma")
+    assert unknown.exit_code == 2
+    assert unknown.stderr.splitlines()[:2] == [
+        "No check found with id 'fma'",
+        "hint: did you mean 'fam'? `eb list` shows every check id (`eb list --cases` every case "
+        "of a dataset family)",
+    ]
 
 
 def test_junit_groups_a_familys_cases_under_its_id(

@@ -239,7 +239,11 @@ def _load_by_id(
         if found_id == needle:
             matches.append((path, data, document))
     if not matches:
-        raise DefinitionError(f"No check found with id '{check_id}'", field_path="check_id")
+        raise DefinitionError(
+            f"No check found with id '{check_id}'",
+            field_path="check_id",
+            hint=_id_hint(paths=paths, check_id=needle, read=read),
+        )
     if len(matches) > 1:
         joined = ", ".join(path for path, _, _ in matches)
         raise DefinitionError(
@@ -250,6 +254,54 @@ def _load_by_id(
     path, data, document = matches[0]
     definition = validate_mapping(document=document, path=path, data=data)
     return [Loaded(path=path, data=data, definition=definition)], warnings
+
+
+def _id_hint(*, paths: list[str], check_id: str, read: Reader) -> str:
+    """A did-you-mean among every check file's id (only an id that matched nothing pays for
+    reading them all), and where to see them."""
+    from eval_banana.core.suggest import closest
+
+    ids = [found for _, _, _, found in _id_holders(paths=paths, marker=b"", read=read, warnings=[])]
+    near = closest(check_id, ids)
+    listed = "`eb list` shows every check id (`eb list --cases` every case of a dataset family)"
+    return f"did you mean '{near}'? {listed}" if near is not None else listed
+
+
+def _unmatched_case_selectors(
+    *, check_ids: list[str], units: list[Unit], loaded: list[Loaded]
+) -> list[ProblemModel]:
+    """A `<family>[<case>]` selector whose family expanded but which chose none of its cases:
+    an error naming the family and the case it most likely meant, not 'No checks found'."""
+    from eval_banana.core.suggest import closest
+
+    families = {item.definition["id"]: item.path for item in loaded if is_family(item.definition)}
+    chosen = [unit.check_id for unit in units if unit.case is not None]
+    problems: list[ProblemModel] = []
+    for selector in check_ids:
+        text = selector.strip()
+        family = text[: text.index("[")] if "[" in text and text.endswith("]") else ""
+        if family not in families:
+            continue
+        if any(case_selected(check_id=check_id, selectors=[text]) for check_id in chosen):
+            continue
+        cases = [
+            unit.case.case_id
+            for unit in units
+            if unit.case is not None and unit.item.definition["id"] == family
+        ]
+        asked = text[len(family) + 1 : -1]
+        near = closest(asked, cases) if not is_id_pattern(asked) else None
+        meant = f"did you mean '{family}[{near}]'? " if near is not None else ""
+        problems.append(
+            ProblemModel(
+                message=f"No case of family '{family}' ({families[family]}) matches --check-id "
+                f"'{text}'",
+                file=families[family],
+                field_path="check_id",
+                hint=f"{meant}`eb list --cases` shows every case id",
+            )
+        )
+    return problems
 
 
 def _load_by_pattern(
@@ -575,12 +627,19 @@ def validate(
     units, expand_problems, frozen_by_path = _expand(loaded=loaded, config=config)
     errors.extend(expand_problems)
     if selection.check_ids:
+        every_case = units
         units = [
             unit
             for unit in units
             if unit.case is None
             or case_selected(check_id=unit.check_id, selectors=selection.check_ids)
         ]
+        if not expand_problems:
+            errors.extend(
+                _unmatched_case_selectors(
+                    check_ids=selection.check_ids, units=every_case, loaded=loaded
+                )
+            )
     if selector.keyword is not None or selector.tags:
         units = [
             unit
