@@ -187,9 +187,13 @@ def test_plan_refuses_what_run_refuses(repo: Path, eb: Eb) -> None:
 
 
 def test_plan_table_names_each_check_and_the_digest(repo: Path, eb: Eb) -> None:
+    # Case ids whose brackets read like style tags ([red], [bold], [link]) are shown whole.
+    family = recording("qa") + "\ncases:\n  - {id: red}\n  - {id: bold}\n  - {id: link}\n"
+    (repo / "eval_checks" / "qa.yaml").write_text(family)
     done = eb("plan", "--cwd", str(repo), "--shards", "2")
     assert done.exit_code == 0, done.stderr
     plan = _plan(eb, repo, "--shards", "2")
+    assert {"qa[red]", "qa[bold]", "qa[link]"} <= {entry["id"] for entry in plan["checks"]}
     for entry in plan["checks"]:
         assert entry["id"] in done.stdout
     assert f"plan digest: {plan['plan_digest']}" in done.stdout

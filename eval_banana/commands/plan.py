@@ -74,6 +74,7 @@ def _number(value: float | None, *, unit: str = "") -> str:
 def _print_table(*, document: PlanDocument) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"eb plan: {len(document.checks)} checks")
     # An id is never cut short (a reader copies it into --check-id); the other columns give way.
@@ -97,8 +98,9 @@ def _print_table(*, document: PlanDocument) -> None:
         ]
         if document.shards is not None:
             row.append(str(entry.shard))
-        table.add_row(*row)
-    console = Console(soft_wrap=True)
+        # Text, not markup: a case id's `[ship]` would otherwise be read as a style and dropped.
+        table.add_row(*(Text(cell) for cell in row))
+    console = Console(soft_wrap=True, markup=False)
     console.print(table)
     for total in document.shard_totals:
         console.print(

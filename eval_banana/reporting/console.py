@@ -273,7 +273,8 @@ class ProgressReporter:
                 BarColumn(),
                 TimeElapsedColumn(),
                 TextColumn("{task.fields[failures]}", style="bold red"),
-                TextColumn("{task.fields[current]}"),
+                # Check ids as written: a case id's `[ship]` is no markup tag to drop.
+                TextColumn("{task.fields[current]}", markup=False),
                 console=self.console.err,
                 transient=True,
             )

@@ -312,7 +312,9 @@ def test_progress_on_a_terminal_is_live_with_counts_and_current_ids() -> None:
     with open(secondary, "w") as tty:
         console = Console(stderr=tty, stdout=io.StringIO())
         first = planned_inline(id="first-check", script="pass", project_root=ROOT)
+        # A case id: its brackets read like a style tag, and must be shown as written.
         second = planned_inline(id="second-check", script="pass", project_root=ROOT)
+        second = second.model_copy(update={"id": "second-check[bold]"})
         with ProgressReporter(console=console, total=2) as progress:
             progress.started(first)
             progress.started(second)
@@ -323,7 +325,7 @@ def test_progress_on_a_terminal_is_live_with_counts_and_current_ids() -> None:
             chunks.append(_drain(primary))
     os.close(primary)
     text = b"".join(chunks).decode(errors="replace")
-    assert "0/2 checks" in text and "first-check, second-check" in text
+    assert "0/2 checks" in text and "first-check, second-check[bold]" in text
     assert "1/2 checks" in text
     assert "[1/2]" not in text  # the plain CI line is not used on a terminal
     assert "failed" not in text  # no failure yet, so none is shown
