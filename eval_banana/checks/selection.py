@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
 from typing import NamedTuple
 
+from eval_banana.core.caseid import split_case_check_id
 from eval_banana.core.errors import DefinitionError, NoChecksError, SelectionError
 
 Matcher = Callable[[str], bool]
@@ -218,6 +219,40 @@ def pattern_prefix(pattern: str) -> str:
 def id_matches_pattern(*, check_id: str, pattern: str) -> bool:
     """Shell-style, case-sensitive: ids are case-sensitive everywhere else too."""
     return fnmatchcase(check_id, pattern)
+
+
+def case_selected(*, check_id: str, selectors: Sequence[str]) -> bool:
+    """Whether a case check is chosen by --check-id: a `<family>[<case glob>]` selector, or
+    its family's id, or a glob matching its family's id or its own id."""
+    parts = split_case_check_id(check_id)
+    if parts is None:
+        return True
+    family, case_id = parts
+    for selector in selectors:
+        text = selector.strip()
+        if text in (family, check_id):
+            return True
+        if "[" in text and text.endswith("]") and text[: text.index("[")] == family:
+            if fnmatchcase(case_id, text[text.index("[") + 1 : -1]):
+                return True
+        elif is_id_pattern(text) and (
+            id_matches_pattern(check_id=family, pattern=text)
+            or id_matches_pattern(check_id=check_id, pattern=text)
+        ):
+            return True
+    return False
+
+
+def id_selected(*, check_id: str, selectors: Sequence[str]) -> bool:
+    """Whether `--check-id` values choose `check_id` as `eb run` chooses it: by its id or a
+    glob matching it, and a case also as `case_selected` says (so `eb history --check-id
+    'qa[*]'` shows the cases `eb run --check-id 'qa[*]'` runs)."""
+    if split_case_check_id(check_id) is not None:
+        return case_selected(check_id=check_id, selectors=selectors)
+    return any(
+        check_id == text or id_matches_pattern(check_id=check_id, pattern=text)
+        for text in (selector.strip() for selector in selectors)
+    )
 
 
 class Selector(NamedTuple):

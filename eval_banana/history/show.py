@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-from eval_banana.checks.selection import Selector, id_matches_pattern
+from eval_banana.checks.selection import Selector, id_selected
 from eval_banana.history.read import Focus
 from eval_banana.history.record import HistoryCheck, HistoryRecord
 from eval_banana.history.since import parse_moment
@@ -79,10 +79,7 @@ def check_filter(asked: Asked) -> CheckFilter | None:
         return None
 
     def keep(check: HistoryCheck) -> bool:
-        if patterns and not any(
-            check.id == pattern or id_matches_pattern(check_id=check.id, pattern=pattern)
-            for pattern in patterns
-        ):
+        if patterns and not id_selected(check_id=check.id, selectors=patterns):
             return False
         return asked.selector.selects(check_id=check.id, tags=check.tags)
 

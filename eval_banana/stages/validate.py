@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -17,13 +16,13 @@ from eval_banana.checks.definition import (
 )
 from eval_banana.checks.selectfile import apply_select
 from eval_banana.checks.selection import (
+    case_selected,
     compile_selector,
     id_matches_pattern,
     is_id_pattern,
     pattern_prefix,
 )
 from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
-from eval_banana.core.caseid import split_case_check_id
 from eval_banana.core.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.readback import read_regular
@@ -388,28 +387,6 @@ def _incremental_view(unit: Unit) -> tuple[str, dict[str, Any]]:
     if unit.case is not None and inputs is not None and unit.family_files:
         definition["inputs"] = [*inputs, *unit.family_files]
     return unit.item.path, definition
-
-
-def case_selected(*, check_id: str, selectors: list[str]) -> bool:
-    """Whether a case check is chosen by --check-id: a `<family>[<case glob>]` selector, or
-    its family's id, or a glob matching its family's id or its own id."""
-    parts = split_case_check_id(check_id)
-    if parts is None:
-        return True
-    family, case_id = parts
-    for selector in selectors:
-        text = selector.strip()
-        if text in (family, check_id):
-            return True
-        if "[" in text and text.endswith("]") and text[: text.index("[")] == family:
-            if fnmatchcase(case_id, text[text.index("[") + 1 : -1]):
-                return True
-        elif is_id_pattern(text) and (
-            id_matches_pattern(check_id=family, pattern=text)
-            or id_matches_pattern(check_id=check_id, pattern=text)
-        ):
-            return True
-    return False
 
 
 def _select_ids(

@@ -145,6 +145,25 @@ def test_window_last_since_and_filters() -> None:
     assert [r.id for r in _row(records, selector=keyword)] == ["judge_a"]
 
 
+def test_check_ids_choose_a_familys_cases_as_eb_run_does() -> None:
+    """`qa[*]`, `qa[re*]` and the family's own id choose its cases, as `eb run --check-id`."""
+    cases = ["qa[refund]", "qa[ship]", "qa[return]"]
+    records = [
+        record(index=i, checks=[check(check_id=case_id) for case_id in [*cases, "other"]])
+        for i in range(1, 3)
+    ]
+
+    def chosen(*check_ids: str) -> list[str]:
+        return sorted(row.id for row in _row(records, check_ids=list(check_ids)))
+
+    assert chosen("qa[*]") == sorted(cases)
+    assert chosen("qa") == sorted(cases)
+    assert chosen("qa[re*]") == ["qa[refund]", "qa[return]"]
+    assert chosen("qa[ship]", "other") == ["other", "qa[ship]"]
+    assert chosen("q*") == sorted(cases)  # a glob on the family's id
+    assert chosen("qa[nope]") == []
+
+
 def test_merged_shards_are_counted_once() -> None:
     shard_1 = record(index=1, checks=[check(check_id="a")])
     shard_2 = record(index=2, checks=[check(check_id="b")])
