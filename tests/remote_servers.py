@@ -88,16 +88,26 @@ def moto_s3() -> Iterator[MotoS3]:
 
 
 @contextlib.contextmanager
-def webdav(*, folder: Path) -> Iterator[str]:
-    """A WebDAV server over `folder`, anonymous read-write; its URL."""
+def webdav(*, folder: Path, users: dict[str, str] | None = None) -> Iterator[str]:
+    """A WebDAV server over `folder`, anonymous read-write, or with `users` (name -> password)
+    for basic auth only; its URL."""
     from cheroot import wsgi
     from wsgidav.wsgidav_app import WsgiDAVApp
 
     folder.mkdir(parents=True, exist_ok=True)
+    user_mapping: object = True
+    if users is not None:
+        user_mapping = {name: {"password": password} for name, password in users.items()}
     app = WsgiDAVApp(
         {
             "provider_mapping": {"/": str(folder)},
-            "simple_dc": {"user_mapping": {"*": True}},
+            "simple_dc": {"user_mapping": {"*": user_mapping}},
+            "http_authenticator": {
+                "accept_basic": True,
+                "accept_digest": False,
+                "default_to_digest": False,
+                "domain_controller": None,
+            },
             "verbose": 0,
             "logging": {"enable": False, "enable_loggers": []},
             "dir_browser": {"enable": False},
@@ -124,7 +134,8 @@ class Hostile:
         # ok, slow, error, truncated, redirect, wrong_blob; and for blobs (cas/) only:
         # cut_blob (half the body, the full Content-Length), flipped_blob (the same length, one
         # byte changed), longer_blob (more bytes than the blob has); for entries (ac/) only:
-        # huge_entry (an endless body announced as 256 MiB; `sent` counts what went out).
+        # huge_entry (an endless body announced as 256 MiB; `sent` counts what went out);
+        # read_only (every PUT answered 403, as a cache that lets this identity only read).
         self.mode = "ok"
         self.sent = 0
         self.delay = 0.0
@@ -216,6 +227,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
         if self._spoiled():
+            return
+        if self.server.state.mode == "read_only":
+            self._answer(403, b"forbidden")
             return
         self.server.state.objects[self.path] = body
         self._answer(201, b"")

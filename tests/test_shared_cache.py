@@ -357,6 +357,38 @@ def test_a_password_in_the_remote_url_is_used_and_written_nowhere(
     assert "builder:***@" in config and "?***" in config
 
 
+def test_a_refusing_http_cache_says_which_credential_to_fix(
+    tmp_path: Path, eb: Callable[..., Any], hostile_server: Hostile
+) -> None:
+    """HTTP 401 and 403 are told with what they mean here: no credentials, wrong ones, or an
+    identity that may only read (so the runner should be read-only)."""
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    with webdav(folder=tmp_path / "dav", users={"ci": "right-pass"}) as url:
+        host = url.split("://", 1)[1]
+        counts, started = run(first, f"http://ci:wrong-pass@{host}/eb")
+        assert started == 3 and counts["remote_hits"] == 0
+        assert (
+            "HTTP 401 (unauthorized: the server refused the user and password"
+            in (counts["first_remote_error"])
+        )
+        assert "wrong-pass" not in json.dumps(counts)
+        counts, _ = run(second, f"{url}/eb")
+        assert (
+            "HTTP 401 (unauthorized: eb sent no credentials; give them in the URL"
+            in (counts["first_remote_error"])
+        )
+    hostile_server.mode = "read_only"
+    third = Project(root=tmp_path / "runner3", log=first.log, eb=eb)
+    shutil.copytree(first.root, third.root)
+    shutil.rmtree(third.root / ".eval-banana" / "cache")
+    counts, _ = run(third, hostile_server.url)
+    assert counts["remote_writes"] == 0
+    assert (
+        "HTTP 403 (forbidden: these credentials may not write; a runner that should only "
+        'read sets [cache] remote_mode = "read-only")' in counts["first_remote_error"]
+    )
+
+
 def test_secrets_of_the_shared_cache_reach_no_file_and_no_judge(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, hostile_server: Hostile
 ) -> None:

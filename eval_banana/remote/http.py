@@ -88,7 +88,7 @@ class HttpBackend(WholeObjects):
         if status == 404:
             return None
         if status != 200:
-            raise RemoteError(f"GET {kind}/{name} answered HTTP {status}")
+            raise self._refused(method="GET", kind=kind, name=name, status=status)
         return moved or 0
 
     def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
@@ -100,14 +100,14 @@ class HttpBackend(WholeObjects):
             self._make_folders(kind=kind)
             status, _ = self._request(method="PUT", path=path, body=body)
         if status not in (200, 201, 204):
-            raise RemoteError(f"PUT {kind}/{name} answered HTTP {status}")
+            raise self._refused(method="PUT", kind=kind, name=name, status=status)
 
     def head(self, *, kind: Kind, name: str) -> int | None:
         status, length = self._request(method="HEAD", path=self._target(kind=kind, name=name))
         if status == 404:
             return None
         if status != 200:
-            raise RemoteError(f"HEAD {kind}/{name} answered HTTP {status}")
+            raise self._refused(method="HEAD", kind=kind, name=name, status=status)
         return length if length is not None else 0
 
     def list(self, *, kind: Kind) -> Iterator[RemoteItem]:
@@ -118,8 +118,31 @@ class HttpBackend(WholeObjects):
         if status == 404:
             return False
         if status not in (200, 202, 204):
-            raise RemoteError(f"DELETE {kind}/{name} answered HTTP {status}")
+            raise self._refused(method="DELETE", kind=kind, name=name, status=status)
         return True
+
+    def _refused(self, *, method: str, kind: Kind, name: str, status: int) -> RemoteError:
+        """The error of an answer that is not the one asked for; for 401 and 403, what it
+        most likely means, since the status alone does not say which setting to fix."""
+        meaning = ""
+        if status == 401 and self._authorization is None:
+            meaning = (
+                " (unauthorized: eb sent no credentials; give them in the URL, "
+                f"https://user:password@host/prefix, or a token in {TOKEN_VARIABLE})"
+            )
+        elif status == 401:
+            meaning = (
+                " (unauthorized: the server refused the user and password of the URL or the "
+                f"token in {TOKEN_VARIABLE})"
+            )
+        elif status == 403 and method == "PUT":
+            meaning = (
+                " (forbidden: these credentials may not write; a runner that should only read "
+                'sets [cache] remote_mode = "read-only")'
+            )
+        elif status == 403:
+            meaning = " (forbidden: these credentials may not read the cache)"
+        return RemoteError(f"{method} {kind}/{name} answered HTTP {status}{meaning}")
 
     def _make_folders(self, *, kind: Kind) -> None:
         path = ""
