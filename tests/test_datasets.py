@@ -387,6 +387,12 @@ BAD_INPUTS = {
         "cases_from: data/rows.csv",
         "data/rows.csv row at line 3 has 3 cells; the header has 2",
     ),
+    "semicolon csv": (
+        {"data/rows.csv": "name;ok\na;yes\nb;no\n"},
+        "cases_from: data/rows.csv",
+        "data/rows.csv is separated by semicolons, not commas: its header row is one column "
+        "named 'name;ok'",
+    ),
     "not utf-8": (
         {},
         "cases_from: data/rows.jsonl",

@@ -120,12 +120,35 @@ def _yaml(*, text: str, file: str) -> list[Row]:
     return _listed(value=value, file=file, kind="YAML", string_keys=False)
 
 
+_OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "bars"}
+
+
+def _other_delimiter(*, names: list[str]) -> str | None:
+    """What separates a header that holds one column with another delimiter in its name."""
+    if len(names) != 1:
+        return None
+    found = [word for char, word in _OTHER_DELIMITERS.items() if char in names[0]]
+    return found[0] if found else None
+
+
 def _csv(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if header is None:
         return []
     names = [name.strip() for name in header]
+    other = _other_delimiter(names=names)
+    if other is not None:
+        # A spreadsheet set to a European locale saves "CSV" with semicolons: read with commas,
+        # the whole header is one column and every row's field is missing.
+        raise _problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} is separated by {other}, not commas: its header row is "
+            f"one column named {names[0]!r}",
+            hint="save it as comma-separated CSV (in a spreadsheet: CSV UTF-8, comma "
+            "delimited), or convert it to JSONL",
+        )
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated or not all(names):
         raise _problem(
