@@ -8,7 +8,7 @@ judge (or a process one left behind), and the checks running at that moment are 
 it, whatever their isolation mode.
 
 What is watched:
-- the cache folder, every folder in it;
+- the cache folder and its folders down to where its files are (two levels);
 - each finished earlier run folder (holding `stages/` and `report.json`; the newest 500): its
   `report.json`, `stages/` and `checks/` (the files eb reads back; not the checks' own
   evidence folders, nor the pages written for people, which a run may still be finishing);
@@ -112,19 +112,27 @@ def _changed_at(folder: Path) -> int:
         return 0
 
 
-def _subfolders(top: str) -> list[str]:
-    """`top` and every folder below it (symlinks not followed); listing names only."""
+# The cache keeps its files two folders down (`entries/<2 hex>/<key>`, `blobs/<2 hex>/...`,
+# `runs/<2 hex>/...`): those are all the folders eb reads from. Listing the leaf folders to
+# look for folders in them would read every cached file's name (tens of thousands in a large
+# cache) for nothing eb ever reads; a folder a check creates in one is a change of that leaf.
+CACHE_DEPTH = 2
+
+
+def cache_folders(top: str) -> list[str]:
+    """`top` and the folders down to CACHE_DEPTH below it (symlinks not followed)."""
     found = [top]
-    stack = [top]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        found.append(entry.path)
-                        stack.append(entry.path)
-        except OSError:
-            continue
+    level = [top]
+    for _ in range(CACHE_DEPTH):
+        below: list[str] = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as entries:
+                    below.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+        found.extend(below)
+        level = below
     return found
 
 
@@ -139,7 +147,7 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
     folders: list[str] = []
     files = [str(record_path(config=config).absolute())]
     if cache.is_dir():
-        folders.extend(_subfolders(str(cache)))
+        folders.extend(cache_folders(str(cache)))
     else:
         files.append(str(cache))
     runs = _earlier_runs(bases=bases, run_dir=current, cache=cache)

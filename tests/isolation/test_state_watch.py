@@ -422,3 +422,34 @@ def test_only_what_eb_reads_back_from_an_earlier_run_folder_counts(tmp_path: Pat
         "runs/20260101_000000_aaaaaaaa/report.json",
         "runs/20260101_000000_aaaaaaaa/stages/score.json",
     ]
+
+
+def test_the_cache_is_watched_down_to_its_files_without_listing_them(tmp_path: Path) -> None:
+    """The cache's folders are found two levels down, where its files are, without reading
+    each leaf's names; a rewritten blob and a file added to a leaf are still seen."""
+    from eval_banana.isolation.state import StatePlaces, StateWatch, cache_folders
+
+    cache = tmp_path / "cache"
+    for part in ("entries", "blobs", "runs"):
+        for group in ("00", "ab"):
+            (cache / part / group).mkdir(parents=True)
+            for n in range(50):
+                (cache / part / group / f"{n:064x}").write_text("x")
+    (cache / "blobs" / "ab" / "deeper" / "still").mkdir(parents=True)  # not eb's layout
+    (cache / "secret.key").write_text("k")
+    found = cache_folders(str(cache))
+    expected = [str(cache)] + [
+        str(cache / part / group)
+        for part in ("entries", "blobs", "runs")
+        for group in ("", "00", "ab")
+    ]
+    assert sorted(found) == sorted(folder.rstrip("/") for folder in expected)
+    places = StatePlaces(folders=found, files=[], cache=str(cache))
+    watch = StateWatch(places=places, project_root=tmp_path)
+    watch.started(key="a")
+    (cache / "blobs" / "00" / f"{7:064x}").write_text("forged")
+    (cache / "entries" / "ab" / "planted.json").write_text("{}")
+    assert sorted(watch.ended(key="a")) == [
+        f"cache/blobs/00/{7:064x}",
+        "cache/entries/ab/planted.json",
+    ]
