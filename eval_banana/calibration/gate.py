@@ -8,6 +8,7 @@ reaches min_agreement. The guard refuses the others (and `eb validate` lists the
 
 from __future__ import annotations
 
+from eval_banana.calibration.family import judge_of
 from eval_banana.calibration.figures import (
     case_problems,
     cases_of,
@@ -32,22 +33,28 @@ def _rerun(check: PlannedCheck) -> str:
 
 
 def _judge_problem(
-    *, check: PlannedCheck, record: CalibrationDoc | None, harness: ResolvedHarness, floor: float
+    *,
+    check: PlannedCheck,
+    record: CalibrationDoc | None,
+    harness: ResolvedHarness,
+    floor: float,
+    label: str,
 ) -> ProblemModel | None:
     def problem(message: str, hint: str) -> ProblemModel:
         return ProblemModel(
-            message=f"Judge check '{check.id}' {message}",
+            message=f"{label} {message}",
             file=check.source_path,
             field_path="calibration",
             hint=hint,
         )
 
     if not check.definition.get("calibration"):
+        row = " (each with `case:`, the row it is judged with)" if check.family else ""
         return problem(
             "has no calibration cases, so nobody has measured that it tells good from bad",
             "Add `calibration:` with at least one known-good (expect: pass) and one known-bad "
-            f"(expect: fail) case (see docs/judges.md), then run `eb calibrate --check-id "
-            f"{check.id}`.",
+            f"(expect: fail) case{row} (see docs/judges.md), then run `eb calibrate "
+            f"--check-id {check.id}`.",
         )
     entry = record.checks.get(check.id) if record is not None else None
     if entry is None:
@@ -101,29 +108,26 @@ def calibration_problems(
             )
         ]
     floor = config.settings.harness.min_agreement
+    # A family's cases are one judge with one calibration, so they make one problem: a
+    # family of 10,000 cases is one line, not 10,000.
     families: dict[str, list[PlannedCheck]] = {}
-    found: list[ProblemModel] = []
+    judged: list[PlannedCheck] = []
     for check in judges:
-        if check.family is not None and not check.definition.get("calibration"):
+        if check.family is not None:
+            if check.family not in families:
+                judged.append(check)
             families.setdefault(check.family, []).append(check)
-            continue
-        problem = _judge_problem(check=check, record=record, harness=harness, floor=floor)
+        else:
+            judged.append(check)
+    found: list[ProblemModel] = []
+    for check in judged:
+        label = f"Judge check '{check.id}'"
+        if check.family is not None:
+            count = len(families[check.family])
+            label = f"Judge family '{check.family}' ({count:,} case{'' if count == 1 else 's'})"
+        problem = _judge_problem(
+            check=judge_of(check), record=record, harness=harness, floor=floor, label=label
+        )
         if problem is not None:
             found.append(problem)
-    # A family's cases share one reason, so they make one problem: a family of 10,000 cases
-    # is one line, not 10,000.
-    found.extend(_family_problem(family=family, cases=cases) for family, cases in families.items())
     return found
-
-
-def _family_problem(*, family: str, cases: list[PlannedCheck]) -> ProblemModel:
-    """Why no case of a judge family may gate a run: a family carries no calibration cases."""
-    count = len(cases)
-    return ProblemModel(
-        message=f"Judge family '{family}' ({count:,} case{'' if count == 1 else 's'}) has no "
-        "calibration cases, so nobody has measured that its judge tells good from bad",
-        file=cases[0].source_path,
-        field_path="calibration",
-        hint="A family cannot carry `calibration:` (each case renders its own prompt): "
-        "`min_pass_rate` gates it on its own results (docs/datasets.md).",
-    )

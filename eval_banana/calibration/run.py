@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from eval_banana.calibration.cases import CaseFileError, case_workspace
 from eval_banana.calibration.figures import AGREEING_STATUS, cases_of, figures_of
@@ -48,15 +48,26 @@ def case_stem(*, stem: str, case: int, sample: int) -> str:
     return f"{stem}.c{case + 1}.s{sample}"
 
 
-def plan_runs(*, checks: Sequence[PlannedCheck], default_repeats: int) -> list[CaseRun]:
-    """Every sample of every case, judge by judge, case by case."""
+def plan_runs(
+    *,
+    checks: Sequence[PlannedCheck],
+    default_repeats: int,
+    definitions: Mapping[str, Sequence[dict[str, Any]]] | None = None,
+) -> list[CaseRun]:
+    """Every sample of every case, judge by judge, case by case. `definitions`: judge id ->
+    its definition as rendered for each case, for a family judge (each case gives the row its
+    prompt is rendered with); a single judge's cases share its definition."""
     runs = []
     for check in checks:
         samples = sample_count(definition=check.definition, default=default_repeats)
+        rendered = (definitions or {}).get(check.id)
         for case in range(len(cases_of(check))):
+            judged = check
+            if rendered is not None:
+                judged = check.model_copy(update={"definition": rendered[case]})
             for sample in range(1, samples + 1):
                 stem = case_stem(stem=check.stem, case=case, sample=sample)
-                runs.append(CaseRun(check=check, case=case, sample=sample, stem=stem))
+                runs.append(CaseRun(check=judged, case=case, sample=sample, stem=stem))
     return runs
 
 
@@ -216,8 +227,10 @@ def calibrate(
     cancel: threading.Event,
     environ: Mapping[str, str] | None = None,
     on_sample: SampleDone | None = None,
+    definitions: Mapping[str, Sequence[dict[str, Any]]] | None = None,
 ) -> list[JudgeCalibration]:
-    """Run every sample of every case of `checks` on max_parallel_checks threads; the figures."""
+    """Run every sample of every case of `checks` on max_parallel_checks threads; the figures.
+    `definitions`: as `plan_runs` takes them."""
     (run_dir / "checks").mkdir(parents=True, exist_ok=True)
     calibrator = Calibrator(
         config=config,
@@ -228,7 +241,7 @@ def calibrate(
         cancel=cancel,
     )
     default_repeats = config.settings.core.repeats
-    runs = plan_runs(checks=checks, default_repeats=default_repeats)
+    runs = plan_runs(checks=checks, default_repeats=default_repeats, definitions=definitions)
     taken: dict[str, dict[int, list[CaseSample]]] = {check.id: {} for check in checks}
     lock = threading.Lock()
 

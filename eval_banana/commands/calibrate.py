@@ -35,6 +35,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eval_banana.calibration.family import case_definitions, judges_of
     from eval_banana.calibration.run import calibrate, plan_runs
     from eval_banana.calibration.show import summary_lines
     from eval_banana.calibration.store import write_record
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(request=common.request(args), run_id=new_run_id())
     plan = validated_plan(config=config)
-    judges = [check for check in plan.checks if check.type == "harness_judge"]
+    # A dataset family is one judge, calibrated once under its own id.
+    judges = judges_of([check for check in plan.checks if check.type == "harness_judge"])
     with_cases = [check for check in judges if check.definition.get("calibration")]
     if not with_cases:
         raise GuardError(
@@ -70,7 +72,18 @@ def run(args: argparse.Namespace) -> int:
     # Not a run folder (it has no stages/): `eb status` and --last-failed never take it for one.
     run_dir = output_base(config=config).resolve() / f"calibrate_{config.run_id}"
     cancel = threading.Event()
-    total = len(plan_runs(checks=with_cases, default_repeats=config.settings.core.repeats))
+    definitions = {
+        check.id: rendered
+        for check in with_cases
+        if (rendered := case_definitions(check)) is not None
+    }
+    total = len(
+        plan_runs(
+            checks=with_cases,
+            default_repeats=config.settings.core.repeats,
+            definitions=definitions,
+        )
+    )
     done = [0]
     lock = threading.Lock()
 
@@ -95,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 cancel=cancel,
                 environ=os.environ,
                 on_sample=progress,
+                definitions=definitions,
             )
     finally:
         watch.close()

@@ -49,11 +49,14 @@ class ExpandedCase(NamedTuple):
 
 
 class Expansion(NamedTuple):
-    """A family's cases, the project files that define it, and every problem found."""
+    """A family's cases, the project files that define it, and every problem found;
+    `family_digest`: the digest of the family's definition without its cases (what a judge
+    family's calibration is measured under: a row edited or added leaves it as it is)."""
 
     cases: list[ExpandedCase]
     files: list[str]
     problems: list[DefinitionError]
+    family_digest: str | None = None
 
 
 class Skipped(NamedTuple):
@@ -92,6 +95,12 @@ def _family_hash(*, definition: dict[str, Any], script: bytes | None) -> Any:
     if script is not None:
         digest.update(_component(name=b"referenced-script", content=script))
     return digest
+
+
+def family_digest(*, definition: dict[str, Any], script: bytes | None = None) -> str:
+    """`sha256:<hex>` of a family's definition without its rows (Expansion.family_digest)."""
+    hexdigest: str = _family_hash(definition=definition, script=script).hexdigest()
+    return "sha256:" + hexdigest
 
 
 def _matched(*, path: Path, root: Path, skipped: Skipped) -> bool:
@@ -337,6 +346,53 @@ class _Renderer:
         return rendered
 
 
+def calibration_case_id(*, row: dict[str, Any], position: int) -> str:
+    """The id a calibration row is shown to the judge under: its own `id`, or its 1-based
+    position, as a dataset row's (nothing in the prompt tells it from a real case)."""
+    given = row.get("id")
+    return str(given) if given is not None else str(position)
+
+
+def calibration_definitions(*, definition: dict[str, Any]) -> list[dict[str, Any]]:
+    """A judge family's definition rendered for each of its calibration cases, in order, as
+    one of its dataset rows would be (`eb calibrate` judges these). Raises RenderProblem for a
+    row that cannot fill the family's text (`eb validate` reports it first)."""
+    renderer = _Renderer(definition=definition)
+    return [
+        renderer.render(case_id=calibration_case_id(row=row, position=position), row=row)
+        for position, row in enumerate(_calibration_rows(definition), start=1)
+    ]
+
+
+def _calibration_rows(definition: dict[str, Any]) -> list[dict[str, Any]]:
+    cases = definition.get("calibration") or []
+    return [case.get("case") or {} for case in cases if isinstance(case, dict)]
+
+
+def _calibration_problems(*, renderer: _Renderer, check_file: str) -> list[DefinitionError]:
+    """A calibration case of a judge family whose row cannot fill the family's text."""
+    problems: list[DefinitionError] = []
+    cases = renderer.base.get("calibration") or []
+    for position, case in enumerate(cases, start=1):
+        if renderer.kind != "harness_judge" or not isinstance(case, dict):
+            continue
+        row = case.get("case") or {}
+        try:
+            renderer.render(case_id=calibration_case_id(row=row, position=position), row=row)
+        except RenderProblem as exc:
+            told = f"{exc.place}: {exc.message}" if exc.place else exc.message
+            problems.append(
+                DefinitionError(
+                    f"{check_file}: calibration case '{case.get('name')}': {told}",
+                    file=check_file,
+                    field_path=f"calibration.{position - 1}.case",
+                    hint="give the calibration row every field the family's text uses, as "
+                    "a dataset row has",
+                )
+            )
+    return problems
+
+
 def _template(text: str) -> Callable[[dict[str, Any]], str]:
     """How to render `text` for one case: prepared once when it can be."""
     compiled: Template | None = compile_text(text)
@@ -427,6 +483,7 @@ def expand_family(
     except DefinitionError as exc:
         return Expansion(cases=[], files=[own, *files], problems=[exc])
     base = _family_hash(definition=definition, script=script)
+    digest_of_family: str = "sha256:" + base.copy().hexdigest()
     width = len(str(len(rows)))
     seen: dict[str, str] = {}
     cases: list[ExpandedCase] = []
@@ -547,8 +604,11 @@ def expand_family(
         )
     for failures in unrendered.values():
         problems.extend(_render_problems(failures=failures, check_file=check_file, rows=len(rows)))
+    problems.extend(_calibration_problems(renderer=renderer, check_file=check_file))
     if problems:
         # Lines that could not be read were noted first: list each file's problems in order.
         problems.sort(key=lambda problem: (problem.file or "", problem.line or 0))
         return Expansion(cases=[], files=[own, *files], problems=problems)
-    return Expansion(cases=cases, files=[own, *files], problems=problems)
+    return Expansion(
+        cases=cases, files=[own, *files], problems=problems, family_digest=digest_of_family
+    )

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from pydantic_core import PydanticCustomError
 
 from eval_banana.models.casepaths import CASE_PATH_PATTERN, case_path_problem
@@ -38,10 +47,26 @@ class CalibrationCase(BaseModel):
         "known-good case, 'fail' for a known-bad one."
     )
     files: dict[CasePath, str | None] = Field(
+        default_factory=dict,
         description="Project-relative path -> the text this case puts in that file, or null "
-        "to delete it. Every other file is as in the project. {} means the project as it is.",
+        "to delete it. Every other file is as in the project. {} (or no `files`) means the "
+        "project as it is.",
         json_schema_extra={"propertyNames": {"pattern": CASE_PATH_PATTERN}},
     )
+    case: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="For a judge dataset family only, and required there: the row the "
+        "family's prompt is rendered with for this case, as a dataset row is (its fields fill "
+        "{{ case.<field> }}, or the fenced block after the instructions).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_case(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A single judge's case has no row: its dump stays as it was (and as the fast path's).
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("case") is None:
+            dumped.pop("case", None)
+        return dumped
 
     @field_validator("name", mode="before")
     @classmethod

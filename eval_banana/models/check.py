@@ -112,14 +112,28 @@ class HarnessJudgeCheck(CheckBase):
         return non_blank(value, field="instructions", strip=True)
 
     @model_validator(mode="after")
-    def _no_calibration_on_a_family(self) -> HarnessJudgeCheck:
-        # Each case renders its own prompt: one set of labelled cases cannot stand for them all.
-        if self.calibration is not None and (self.cases is not None or self.cases_from is not None):
-            raise PydanticCustomError(
-                "calibration_family",
-                "calibration is not available on a dataset family (cases / cases_from): each "
-                "case is its own prompt; delete calibration, or calibrate a single judge",
-            )
+    def _calibration_rows_on_a_family(self) -> HarnessJudgeCheck:
+        # A family's prompt is its instructions rendered with a row: each labelled case of a
+        # family says which row it is judged with; a single judge's case has no row to give.
+        if self.calibration is None:
+            return self
+        family = self.cases is not None or self.cases_from is not None
+        for case in self.calibration:
+            if family and case.case is None:
+                raise PydanticCustomError(
+                    "calibration_case_row",
+                    "calibration case '{name}' of a dataset family needs `case:`, the row the "
+                    "family's prompt is rendered with for it (such as {{question: ..., "
+                    "answer: ...}})",
+                    {"name": case.name},
+                )
+            if not family and case.case is not None:
+                raise PydanticCustomError(
+                    "calibration_case_row",
+                    "calibration case '{name}' has `case:`, which only a dataset family's "
+                    "cases take; delete it (the case's files are what the judge reads)",
+                    {"name": case.name},
+                )
         return self
 
     @field_validator("calibration", mode="after")

@@ -141,6 +141,13 @@ class PlannedCheck(Record):
         "shards lists the cases as one machine does; null for a check that is not a case.",
     )
     case: dict[str, Any] | None = Field(default=None, description="The case's row, as loaded.")
+    family_definition_sha256: str | None = Field(
+        default=None,
+        description="sha256:<hex> of the family's definition without its dataset rows, the "
+        "same for all its cases: a judge family's calibration is measured under it, so an "
+        "edited or added row leaves the calibration standing. Null for a check that is not a "
+        "case.",
+    )
     family_files: list[str] | None = Field(
         default=None,
         description="Project-relative files the family is defined by (its check file and "

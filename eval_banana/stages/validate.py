@@ -59,6 +59,7 @@ class Unit(NamedTuple):
     case: ExpandedCase | None = None
     family_files: list[str] | None = None
     case_index: int | None = None
+    family_digest: str | None = None
 
     @property
     def check_id(self) -> str:
@@ -456,6 +457,7 @@ def _plan_check(*, unit: Unit, frozen: FrozenScript | None) -> tuple[PlannedChec
         case_index=unit.case_index,
         case=case.row if case is not None else None,
         family_files=unit.family_files,
+        family_definition_sha256=unit.family_digest,
     )
     return planned, frozen.data if frozen else None
 
@@ -528,7 +530,13 @@ def _expand(
             problems.extend(found)
             continue
         units.extend(
-            Unit(item=item, case=case, family_files=expansion.files, case_index=index)
+            Unit(
+                item=item,
+                case=case,
+                family_files=expansion.files,
+                case_index=index,
+                family_digest=expansion.family_digest,
+            )
             for index, case in enumerate(expansion.cases)
         )
     return units, problems, frozen

@@ -673,3 +673,87 @@ def test_a_forged_sample_count_is_named_without_counting_to_it(
     assert done.returncode == 2, done.stderr
     assert "MemoryError" not in done.stderr
     assert "not 1 to samples_per_case (1000000000)" in done.stderr
+
+
+FAMILY_JUDGE = """schema_version: 1
+id: replies
+type: harness_judge
+description: "reply to {{ case.question }}"
+cases_from: data/replies.jsonl
+instructions: |
+  Is the reply below polite?
+  scripted: case_contains=thanks key=replies
+"""
+FAMILY_CALIBRATION = """calibration:
+  - name: polite
+    expect: pass
+    case: {question: "Where is it?", reply: "It ships today, thanks"}
+  - name: curt
+    expect: fail
+    case: {question: "Where is it?", reply: "Not my problem"}
+"""
+
+
+def test_a_judge_family_is_calibrated_once_on_rows_and_gates_its_cases(
+    make_project: Callable[..., Project], scripted_env: Path
+) -> None:
+    """A family's calibration cases give the row its prompt is rendered with; it is measured
+    once under the family's id, a row edited afterwards leaves it standing, and its
+    instructions edited do not."""
+    proj = make_project({"replies": FAMILY_JUDGE + FAMILY_CALIBRATION})
+    rows = [
+        {"id": "r1", "question": "Open today?", "reply": "Yes, thanks for asking"},
+        {"id": "r2", "question": "Refund?", "reply": "Yes, thanks"},
+    ]
+    (proj.root / "data").mkdir()
+    proj.write("data/replies.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    refused = proj.eb("run", "--require-calibration")
+    assert refused.exit_code == 2
+    assert "Judge family 'replies' (2 cases) has not been calibrated" in refused.stderr
+    calibrated = proj.eb("calibrate")
+    assert calibrated.exit_code == 0, calibrated.stdout + calibrated.stderr
+    assert "AGREED replies: 2/2 cases agreed" in calibrated.stdout
+    assert list(proj.record["checks"]) == ["replies"]  # one judge, not one per case
+    entry = proj.record["checks"]["replies"]
+    # Each calibration case's prompt shows its row as a dataset case is shown.
+    prompt = Path(entry["run_dir"]) / entry["outcomes"][1]["samples"][0]["evidence"]["prompt"]
+    assert '"reply": "Not my problem"' in prompt.read_text()
+    assert proj.eb("run", "--require-calibration").exit_code == 0
+    rows.append({"id": "r3", "question": "Hours?", "reply": "Nine to five, thanks"})
+    proj.write("data/replies.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    assert proj.eb("run", "--require-calibration").exit_code == 0  # a row is not the judge
+    proj.write(
+        "eval_checks/replies.yaml",
+        (FAMILY_JUDGE + FAMILY_CALIBRATION).replace("polite?", "polite and right?"),
+    )
+    changed = proj.eb("run", "--require-calibration")
+    assert changed.exit_code == 2
+    assert "Judge family 'replies' (3 cases) was calibrated under another key" in changed.stderr
+    assert "eb calibrate --check-id replies" in changed.stderr
+
+
+def test_a_judge_familys_calibration_cases_need_their_rows(
+    make_project: Callable[..., Project], scripted_env: Path
+) -> None:
+    no_row = FAMILY_CALIBRATION.replace(
+        '    case: {question: "Where is it?", reply: "Not my problem"}\n', ""
+    )
+    proj = make_project({"replies": FAMILY_JUDGE + no_row})
+    (proj.root / "data").mkdir()
+    proj.write("data/replies.jsonl", '{"question": "q", "reply": "r"}\n')
+    refused = proj.eb("validate")
+    assert refused.exit_code == 2
+    assert "calibration case 'curt' of a dataset family needs `case:`" in refused.stderr
+    missing = FAMILY_CALIBRATION.replace('question: "Where is it?", reply: "Not', 'reply: "Not')
+    proj.write("eval_checks/replies.yaml", FAMILY_JUDGE + missing)
+    refused = proj.eb("validate")
+    assert refused.exit_code == 2
+    assert (
+        "calibration case 'curt': description: the case has no field 'question'" in refused.stderr
+    )
+    # A single judge's case has no row to give.
+    single = judge("greets", script=READS_ANSWER, cases=[{**GOOD, "case": {"x": "y"}}, BAD])
+    proj.write("eval_checks/replies.yaml", single)
+    refused = proj.eb("validate")
+    assert refused.exit_code == 2
+    assert "only a dataset family's cases take" in refused.stderr

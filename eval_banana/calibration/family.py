@@ -1,0 +1,72 @@
+"""A judge dataset family is calibrated once, as one judge: its labelled cases each give the row
+its prompt is rendered with, and its record is kept under the family's id and measured under
+the family's definition without its rows (so an edited or added row leaves it standing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eval_banana.core.errors import DefinitionError
+from eval_banana.core.stem import artifact_stem
+from eval_banana.models.stages import PlannedCheck
+
+
+def judge_of(check: PlannedCheck) -> PlannedCheck:
+    """The judge `check`'s calibration belongs to: itself, or for a case of a family its
+    family (id, evidence stem and definition digest the family's own)."""
+    if check.family is None or check.family_definition_sha256 is None:
+        return check
+    return check.model_copy(
+        update={
+            "id": check.family,
+            "stem": artifact_stem(check_id=check.family),
+            "check_definition_sha256": check.family_definition_sha256,
+            "case_id": None,
+            "case_index": None,
+            "case": None,
+        }
+    )
+
+
+def judges_of(checks: Sequence[PlannedCheck]) -> list[PlannedCheck]:
+    """Each judge once, in plan order: a family's many cases are one judge."""
+    seen: set[str] = set()
+    judges: list[PlannedCheck] = []
+    for check in checks:
+        judge = judge_of(check)
+        if judge.id not in seen:
+            seen.add(judge.id)
+            judges.append(judge)
+    return judges
+
+
+def case_definitions(judge: PlannedCheck) -> list[dict[str, Any]] | None:
+    """For a family judge, its definition rendered for each calibration case's row, read
+    again from its check file (the plan holds each dataset row's rendering, not the family's
+    text); None for a single judge, whose every case shares its definition. A check file
+    changed since it was planned is refused: its cases would not be the ones measured."""
+    if judge.family is None:
+        return None
+    from eval_banana.checks.definition import load_definition
+    from eval_banana.datasets.expand import calibration_definitions, family_digest
+    from eval_banana.datasets.render import RenderProblem
+
+    path = Path(judge.source_path)
+    changed = DefinitionError(
+        f"{judge.source_path} changed while the judge family '{judge.id}' was being calibrated",
+        file=judge.source_path,
+        hint="run `eb calibrate` again",
+    )
+    try:
+        definition = load_definition(data=path.read_bytes(), path=path)
+    except (OSError, DefinitionError):
+        raise changed from None
+    if family_digest(definition=definition) != judge.check_definition_sha256:
+        raise changed
+    try:
+        return calibration_definitions(definition=definition)
+    except RenderProblem:
+        raise changed from None
