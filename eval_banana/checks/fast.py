@@ -222,7 +222,7 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     # calibration: absent or null leaves no key, as in the models.
     raw_calibration = document.get("calibration")
     if raw_calibration is not None and cases_from is not None:
-        return None  # not on a family: the models say why
+        return None  # a family's calibration rows: the models check them
     if raw_calibration is not None:
         calibration = _calibration(raw_calibration)
         if calibration is None:
