@@ -123,8 +123,7 @@ class HarnessJudgeCheck(CheckBase):
                 raise PydanticCustomError(
                     "calibration_case_row",
                     "calibration case '{name}' of a dataset family needs `case:`, the row the "
-                    "family's prompt is rendered with for it (such as {{question: ..., "
-                    "answer: ...}})",
+                    "family's prompt is rendered with for it, a mapping as a dataset row is",
                     {"name": case.name},
                 )
             if not family and case.case is not None:
