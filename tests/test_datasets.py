@@ -387,6 +387,22 @@ BAD_INPUTS = {
         "cases_from: data/rows.csv",
         "data/rows.csv row at line 3 has 3 cells; the header has 2",
     ),
+    "empty yaml": (
+        {"data/rows.yaml": "# the rows come later\n"},
+        "cases_from: data/rows.yaml",
+        "has no cases (cases_from 'data/rows.yaml' gives none)",
+    ),
+    "a mapping, not a list": (
+        {"data/rows.yaml": "name: a\nok: yes\n"},
+        "cases_from: data/rows.yaml",
+        "must hold a YAML list of cases, not a mapping",
+    ),
+    "boolean id": (
+        {"data/rows.yaml": "- {id: true, name: a, ok: 'yes'}\n"},
+        "cases_from: data/rows.yaml",
+        "case id true is a boolean; an id is text of letters, digits, '_', '-', '.' (or a whole "
+        'number from 0): quote it ("true") if that is what you meant',
+    ),
     "semicolon csv": (
         {"data/rows.csv": "name;ok\na;yes\nb;no\n"},
         "cases_from: data/rows.csv",

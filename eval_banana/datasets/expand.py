@@ -270,6 +270,19 @@ def _case_id(*, row: Row, value: dict[str, Any], position: int, width: int) -> s
     return None
 
 
+def _bad_id_message(given: object) -> str:
+    """Why a row's `id` names no case, in the dataset's own terms (YAML's `true`, not
+    Python's `True`)."""
+    if isinstance(given, str):
+        return f"case id {given!r} is not letters, digits, '_', '-', '.'"
+    shown = json.dumps(given, ensure_ascii=False)
+    rule = "an id is text of letters, digits, '_', '-', '.' (or a whole number from 0)"
+    if isinstance(given, bool | int | float):
+        what = "a boolean" if isinstance(given, bool) else "a number"
+        return f'case id {shown} is {what}; {rule}: quote it ("{shown}") if that is what you meant'
+    return f"case id {shown} is not text; {rule}"
+
+
 def _case_tags(*, value: dict[str, Any]) -> tuple[list[str], str | None] | str:
     """A case's own tags and skip reason, or what is wrong with them."""
     tags = value.get("tags", [])
@@ -541,7 +554,7 @@ def expand_family(
             problems.append(
                 _row_problem(
                     row=row,
-                    message=f"case id {value.get('id')!r} is not letters, digits, '_', '-', '.'",
+                    message=_bad_id_message(value.get("id")),
                     hint="give the case an id such as refund-01",
                     field="id",
                 )

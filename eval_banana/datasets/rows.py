@@ -76,12 +76,18 @@ def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row
     return rows
 
 
+_KINDS = {dict: "a mapping", str: "text", int: "a number", float: "a number", bool: "a boolean"}
+
+
 def _listed(*, value: object, file: str, kind: str, string_keys: bool) -> list[Row]:
+    if value is None:
+        return []  # an empty file (or only comments): the family says it has no cases
     if not isinstance(value, list):
+        found = _KINDS.get(type(value), type(value).__name__)
         raise _problem(
             file=file,
             line=None,
-            message=f"Dataset {file} must hold a {kind} list of cases, not {type(value).__name__}",
+            message=f"Dataset {file} must hold a {kind} list of cases, not {found}",
             hint="write the cases as a list of mappings",
         )
     return [
