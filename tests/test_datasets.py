@@ -365,7 +365,7 @@ BAD_INPUTS = {
     "row not a mapping": (
         {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n[1, 2]\n'},
         "cases_from: data/rows.jsonl",
-        "data/rows.jsonl line 2: a case must be a mapping",
+        "data/rows.jsonl line 2: a case must be a mapping of field names to values, not a list",
     ),
     "duplicate id": (
         {"data/rows.json": json.dumps([{"id": "a", "name": "x", "ok": "yes"}] * 2)},
@@ -665,11 +665,11 @@ def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     # The whole-placeholder value keeps the number (no error); the description cannot.
     assert said == [
         (
-            "case '1' (cases item 1): description: field 'n' is int, not text, where text goes",
+            "case '1' (cases item 1): description: field 'n' is a number, not text, where text goes",
             not_text,
         ),
         (
-            "case '2' (cases item 2): description: field 'n' is int, not text, where text goes",
+            "case '2' (cases item 2): description: field 'n' is a number, not text, where text goes",
             not_text,
         ),
     ]

@@ -25,6 +25,7 @@ from eval_banana.datasets.render import (
     Template,
     compile_text,
     has_placeholder,
+    json_kind,
     render_text,
     render_value,
 )
@@ -527,7 +528,7 @@ def expand_family(
                 _row_problem(
                     row=row,
                     message=f"a case must be a mapping of field names to values, not "
-                    f"{type(value).__name__}",
+                    f"{json_kind(value)}",
                     hint='write each case as an object / mapping such as {"id": "a", ...}',
                 )
             )

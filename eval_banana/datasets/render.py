@@ -28,6 +28,22 @@ class RenderProblem(Exception):
         self.place: str | None = None
 
 
+_KINDS: dict[type, str] = {
+    dict: "a mapping",
+    list: "a list",
+    str: "text",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def json_kind(value: object) -> str:
+    """What a dataset value is, in the words of JSON and YAML (not Python's type names)."""
+    return _KINDS.get(type(value), type(value).__name__)
+
+
 def has_placeholder(text: str) -> bool:
     """Whether `text` holds a `{{ case.<field> }}` placeholder."""
     return any(match.group(1) for match in _TOKEN.finditer(text))
@@ -58,7 +74,7 @@ def render_text(*, text: str, case: dict[str, Any]) -> str:
         value = _lookup(case=case, field=field)
         if not isinstance(value, str):
             raise RenderProblem(
-                f"field '{field}' is {type(value).__name__}, not text, where text goes",
+                f"field '{field}' is {json_kind(value)}, not text, where text goes",
                 field=field,
                 kind="not_text",
             )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
+from eval_banana.datasets.render import json_kind
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
 
@@ -76,14 +77,11 @@ def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row
     return rows
 
 
-_KINDS = {dict: "a mapping", str: "text", int: "a number", float: "a number", bool: "a boolean"}
-
-
 def _listed(*, value: object, file: str, kind: str, string_keys: bool) -> list[Row]:
     if value is None:
         return []  # an empty file (or only comments): the family says it has no cases
     if not isinstance(value, list):
-        found = _KINDS.get(type(value), type(value).__name__)
+        found = json_kind(value)
         raise _problem(
             file=file,
             line=None,

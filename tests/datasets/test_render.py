@@ -72,6 +72,6 @@ def test_a_prepared_text_says_why_a_case_cannot_fill_it() -> None:
     assert missing.value.field == "n" and "no field 'n'" in missing.value.message
     with pytest.raises(RenderProblem) as number:
         prepared.render({"n": 3})
-    assert "is int, not text" in number.value.message
+    assert "is a number, not text" in number.value.message
     # A stray `{{` cannot be prepared: each case then gets render_text's own error.
     assert compile_text("a {{ b") is None
