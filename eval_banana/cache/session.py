@@ -307,10 +307,11 @@ class CacheSession:
             problem = entry_problem(document)
         if problem is None and (document["key"] != key or document["check_id"] != check.id):
             problem = "belongs to another key (a foreign entry)"
+        text_read = False
         if problem is None:
-            problem = disagreement(check=check, document=document) or self._text_disagrees(
-                check=check, document=document
-            )
+            problem = disagreement(check=check, document=document)
+        if problem is None:
+            problem, text_read = self._text_disagrees(check=check, document=document)
         if problem is None:
             problem = self._restore_files(check=check, files=document.get("files", []))
         if problem is not None:
@@ -334,25 +335,30 @@ class CacheSession:
             self.store.touch(key=key)
         self._own.reused(path=self.store.entry_file(key=key), document=document)
         result = _restored(check=check, document=document, key=key, started=started)
-        placed = self._place_result(check=check, result=result, document=document)
+        placed = self._place_result(
+            check=check, result=result, document=document, text_read=text_read
+        )
         return Hit(result=result, result_file_placed=placed)
 
-    def _text_disagrees(self, *, check: PlannedCheck, document: dict[str, Any]) -> str | None:
-        """Whether the stored checks/<stem>.json says another verdict than the entry. A text
-        that cannot be brought is not a disagreement: the reuse writes its own."""
+    def _text_disagrees(
+        self, *, check: PlannedCheck, document: dict[str, Any]
+    ) -> tuple[str | None, bool]:
+        """Whether the stored checks/<stem>.json says another verdict than the entry, and
+        whether its blob was read whole and matched its digest. A text that cannot be brought
+        is not a disagreement: the reuse writes its own."""
         stored = document.get("result_file")
         if stored is None:
-            return None
+            return None, False
         data = self.store.read_blob(
             blob=Blob(sha256=stored["sha256"], size=int(stored["size"])),
             discard_damaged=self.mode == "on",
         )
         if isinstance(data, str):
-            return None
+            return None, False
         try:
             text = loads_json(data)
         except ValueError:
-            return "has a stored result text that is not JSON"
+            return "has a stored result text that is not JSON", True
         verdict = document["result"]
         said = {
             "check_id": check.id,
@@ -362,11 +368,11 @@ class CacheSession:
             "observed_status": verdict["observed_status"],
         }
         if type(text) is not dict or any(text.get(name) != value for name, value in said.items()):
-            return "has a stored result text that says another verdict"
-        return None
+            return "has a stored result text that says another verdict", True
+        return None, True
 
     def _place_result(
-        self, *, check: PlannedCheck, result: CheckResult, document: dict[str, Any]
+        self, *, check: PlannedCheck, result: CheckResult, document: dict[str, Any], text_read: bool
     ) -> bool:
         """Link checks/<stem>.json to the entry's copy of its text, if this reuse's text is
         that text; whether it did. Creating a file costs many times a link on some file
@@ -383,6 +389,8 @@ class CacheSession:
             blob=blob,
             target=f"{self._checks_dir}/{check.stem}.json",
             discard_damaged=self.mode == "on",
+            # Read whole and matched a moment ago (_text_disagrees): not hashed a second time.
+            checked=text_read,
         )
         return problem is None
 

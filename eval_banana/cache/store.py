@@ -293,8 +293,12 @@ class CacheStore:
             return _unreadable(blob=blob, exc=exc)
         return file
 
-    def restore(self, *, blob: Blob, target: str, discard_damaged: bool = False) -> str | None:
+    def restore(
+        self, *, blob: Blob, target: str, discard_damaged: bool = False, checked: bool = False
+    ) -> str | None:
         """Put a blob's content at `target` after checking its digest; the problem, or None.
+        `checked`: the caller has just read this blob whole and matched its digest, so only
+        its size is looked at again.
 
         `target`'s folder must exist. The file is a hard link to the blob where the file
         system allows it: creating a file costs many times a link, and a cached run restores
@@ -307,7 +311,10 @@ class CacheStore:
             return None
         source = self._blob_file(sha256=blob.sha256)
         try:
-            if sha256_and_size(path=source) != (blob.sha256, blob.size):
+            if checked:
+                if os.stat(source).st_size != blob.size:
+                    return _damaged(blob=blob, source=source, discard=discard_damaged)
+            elif sha256_and_size(path=source) != (blob.sha256, blob.size):
                 return _damaged(blob=blob, source=source, discard=discard_damaged)
             _replace_with(target=target, place=lambda: _link_or_copy(source=source, target=target))
         except OSError as exc:
