@@ -482,3 +482,19 @@ def test_the_reuse_layout_changes_with_how_a_reuse_is_built() -> None:
         f"_REUSE_TEXT_VERSION in eval_banana/cache/session.py; then pin {digest} for it here"
     )
     assert session.REUSE_LAYOUT.startswith(f"{session._REUSE_TEXT_VERSION}:")
+
+
+def test_a_blob_checked_by_its_reader_is_still_refused_when_its_size_moved(
+    tmp_path: Path,
+) -> None:
+    """`restore(checked=True)` skips the second hash of a blob its caller just read whole and
+    matched, but a blob whose size moved since is damaged all the same, and never linked."""
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=1 << 30)
+    blob = store.put_bytes(data=b'{"status": "passed"}')
+    target = tmp_path / "placed.json"
+    assert store.restore(blob=blob, target=str(target), checked=True) is None
+    assert target.read_bytes() == b'{"status": "passed"}'
+    store.blob_path(sha256=blob.sha256).write_bytes(b'{"status": "passed", "x": 1}')
+    again = tmp_path / "again.json"
+    problem = store.restore(blob=blob, target=str(again), checked=True)
+    assert problem == f"its stored file {blob.sha256} is damaged" and not again.exists()
