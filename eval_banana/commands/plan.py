@@ -100,7 +100,9 @@ def _print_table(*, document: PlanDocument) -> None:
             row.append(str(entry.shard))
         # Text, not markup: a case id's `[ship]` would otherwise be read as a style and dropped.
         table.add_row(*(Text(cell) for cell in row))
-    console = Console(soft_wrap=True, markup=False)
+    # Piped or in a CI log Rich would assume 80 columns and cut the type and family names
+    # short; the table is as wide as its cells need there (a terminal keeps its own width).
+    console = Console(soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 250)
     console.print(table)
     for total in document.shard_totals:
         console.print(
