@@ -636,7 +636,19 @@ def test_eb_status_sees_a_family_as_current_until_a_row_changes(
     assert "stale" not in eb("status", "--cwd", str(root)).stdout
     (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
     status = eb("status", "--cwd", str(root)).stdout
-    assert "eval_checks/fam.yaml or its dataset changed" in status
+    # The family's file is as it was: the reason is the case's own row, by name.
+    assert f"(fam[ship-1]: its row in data/{name} changed)" in status
+    updated = eb("update", "--cwd", str(root))
+    assert f"rerun fam[ship-1]: its row in data/{name} changed" in updated.stdout
+    assert "1 of 3 checks to run again" in updated.stdout
+    (root / "eval_checks" / "fam.yaml").write_text(
+        SCRIPT_FAMILY.format(source=f"cases_from: data/{name}") + "tags: [edited]\n"
+    )
+    status = eb("status", "--cwd", str(root)).stdout
+    assert (
+        "(fam[refund-1], fam[refund-2], fam[ship-1]: eval_checks/fam.yaml or its dataset changed)"
+        in status
+    )
 
 
 def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(

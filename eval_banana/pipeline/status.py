@@ -91,17 +91,15 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     changes: dict[str, str] = {}
-    families: dict[str, dict[str, str]] = {}
+    families: dict[str, tuple[dict[str, str], str | None]] = {}
     for check in doc.checks:
         if check.family is not None:
             # A case's digest is its family's definition plus its own row: expand it again.
             if check.source_path not in families:
                 families[check.source_path] = _case_digests(check=check, config=config)
-            if families[check.source_path].get(check.case_id or "") != (
-                check.check_definition_sha256
-            ):
-                shown = _relative(path=check.source_path, root=config.project_root)
-                changes[check.id] = f"{shown} or its dataset changed"
+            reason = _case_change(check=check, now=families[check.source_path], config=config)
+            if reason is not None:
+                changes[check.id] = reason
             continue
         source = Path(check.source_path)
         try:
@@ -126,9 +124,27 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
     return changes
 
 
-def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> dict[str, str]:
-    """Case id -> definition digest of the family `check` belongs to, as it expands now
-    (empty when it no longer loads or expands)."""
+def _case_change(
+    *, check: PlannedCheck, now: tuple[dict[str, str], str | None], config: ConfigDoc
+) -> str | None:
+    """Why a case's recorded digest is not its digest now: its row (the family's own
+    definition is as it was), the family's check file, or the row gone; None: unchanged."""
+    digests, family_now = now
+    current = digests.get(check.case_id or "")
+    if current == check.check_definition_sha256:
+        return None
+    shown = _relative(path=check.source_path, root=config.project_root)
+    datasets = ", ".join((check.family_files or [])[1:]) or "its dataset"
+    if family_now is None or family_now != check.family_definition_sha256:
+        return f"{shown} or its dataset changed"
+    if current is None:
+        return f"its row is no longer in {datasets}"
+    return f"its row in {datasets} changed"
+
+
+def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> tuple[dict[str, str], str | None]:
+    """(case id -> definition digest, the family's own digest) of the family `check` belongs
+    to, as it expands now (empty and None when it no longer loads or expands)."""
     from eval_banana.checks.definition import freeze_script, load_definition
     from eval_banana.core.errors import DefinitionError
     from eval_banana.datasets.expand import expand_family
@@ -138,7 +154,7 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> dict[str, str]:
     try:
         definition = load_definition(data=source.read_bytes(), path=source)
     except (OSError, DefinitionError):
-        return {}
+        return {}, None
     script_path = definition.get("script_path")
     frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
     expansion = expand_family(
@@ -149,12 +165,24 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> dict[str, str]:
         script=frozen.data if frozen is not None else None,
         skipped=dataset_skipped(config=config),
     )
-    return {case.case_id: case.digest for case in expansion.cases}
+    return {case.case_id: case.digest for case in expansion.cases}, expansion.family_digest
 
 
 def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
-    """A planned check's file or referenced script has another digest now."""
-    changes = list(definition_changes(doc=doc, run_dir=run_dir).values())
+    """A planned check's file or referenced script has another digest now. A reason shared
+    by several checks is said once: for cases, after the first of their ids (a family's file
+    is every case's reason); for plain checks (a shared script), with their count."""
+    from eval_banana.core.caseid import split_case_check_id
+
+    by_reason: dict[str, list[str]] = {}
+    for check_id, why in definition_changes(doc=doc, run_dir=run_dir).items():
+        by_reason.setdefault(why, []).append(check_id)
+    changes = []
+    for why, ids in by_reason.items():
+        if any(split_case_check_id(check_id) is not None for check_id in ids):
+            changes.append(f"{_describe_changes(ids)}: {why}")
+        else:
+            changes.append(why if len(ids) == 1 else f"{why} ({len(ids)} checks)")
     return _describe_changes(changes) if changes else None
 
 
