@@ -13,7 +13,14 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import RunFolderError
 from eval_banana.core.readback import loads_json, read_regular
-from eval_banana.models.diff import DiffEntry, DiffRun, Outcome, RunDiff
+from eval_banana.models.diff import (
+    DiffEntry,
+    DiffRun,
+    FamilyChange,
+    FamilySide,
+    Outcome,
+    RunDiff,
+)
 from eval_banana.models.result import ERROR_CLASSES, ErrorClass
 
 REPORT_JSON = "report.json"
@@ -31,10 +38,12 @@ class CheckOutcome(NamedTuple):
 
 
 class RunSummary(NamedTuple):
-    """What a comparison needs of one run: its totals and each check's outcome, in report order."""
+    """What a comparison needs of one run: its totals, each check's outcome in report order,
+    and its dataset families (none in a report from before families)."""
 
     run: DiffRun
     checks: dict[str, CheckOutcome]
+    families: dict[str, FamilySide] = {}
 
 
 def _bad(*, path: Path, where: str, problem: str) -> RunFolderError:
@@ -106,7 +115,49 @@ def summarize_report(*, report: Any, path: Path, run_dir: Path) -> RunSummary:
         pass_rate=round(earned / total, _RATE_DIGITS) if total else 0.0,
         run_passed=report.get("run_passed") is True,
     )
-    return RunSummary(run=run, checks=outcomes)
+    return RunSummary(run=run, checks=outcomes, families=_families(report=report, path=path))
+
+
+def _families(*, report: dict[str, Any], path: Path) -> dict[str, FamilySide]:
+    """report.json `families`, by id (absent in eval-banana's reports: no families)."""
+    listed = report.get("families")
+    if listed is None:
+        return {}
+    if not isinstance(listed, list):
+        raise _bad(path=path, where="$.families", problem="must be a list")
+    found: dict[str, FamilySide] = {}
+    for index, item in enumerate(listed):
+        where = f"$.families[{index}]"
+        if not isinstance(item, dict):
+            raise _bad(path=path, where=where, problem="must be a JSON object")
+        family = _field(document=item, key="id", kind=str, path=path, where=where)
+        cases = _field(document=item, key="cases", kind=int, path=path, where=where)
+        passed = _field(document=item, key="passed", kind=int, path=path, where=where)
+        gate = item.get("min_pass_rate")
+        if not isinstance(item.get("gate_held"), bool) or not (
+            gate is None or (isinstance(gate, int | float) and not isinstance(gate, bool))
+        ):
+            raise _bad(path=path, where=where, problem="has no gate_held / min_pass_rate")
+        found[family] = FamilySide(
+            cases=cases,
+            passed=passed,
+            pass_rate=round(passed / cases, _RATE_DIGITS) if cases else 0.0,
+            min_pass_rate=gate,
+            gate_held=item["gate_held"],
+        )
+    return found
+
+
+def _family_changes(*, base: RunSummary, head: RunSummary) -> list[FamilyChange]:
+    """The families that differ, head's order then base-only ones."""
+    changes: list[FamilyChange] = []
+    for family in [*head.families, *(f for f in base.families if f not in head.families)]:
+        before, now = base.families.get(family), head.families.get(family)
+        if before == now:
+            continue
+        broke = now is not None and not now.gate_held and (before is None or before.gate_held)
+        changes.append(FamilyChange(family=family, base=before, head=now, gate_broke=broke))
+    return changes
 
 
 def load_run(*, run_dir: Path) -> RunSummary:
@@ -184,6 +235,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
             fixes.append(entry)
         else:
             still_failing.append(entry)
+    families = _family_changes(base=base, head=head)
     removed = [
         _entry(check_id=check_id, base=before, head=None)
         for check_id, before in base.checks.items()
@@ -202,5 +254,6 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         unchanged_passing=unchanged,
         points_earned_delta=head.run.points_earned - base.run.points_earned,
         pass_rate_delta=round(head.run.pass_rate - base.run.pass_rate, _RATE_DIGITS),
-        regressed=bool(regressions),
+        families=families,
+        regressed=bool(regressions) or any(change.gate_broke for change in families),
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eval_banana.core.files import write_text_atomic
 from eval_banana.diffing.compare import DIFF_JSON
-from eval_banana.models.diff import DiffEntry, DiffRun, RunDiff
+from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
 from eval_banana.stages.report import md_cell
 
 FORMATS: tuple[str, ...] = ("text", "md", "json")
@@ -57,9 +57,33 @@ def _ratio(number: float, *, signed: bool = False) -> str:
 
 def headline(diff: RunDiff) -> str:
     count = len(diff.regressions)
-    if not count:
-        return "no regressions"
-    return f"{count} regression{'s' if count != 1 else ''}"
+    broke = sum(change.gate_broke for change in diff.families)
+    parts = [f"{count} regression{'s' if count != 1 else ''}"] if count else []
+    if broke:
+        parts.append(f"{broke} family gate{'s' if broke != 1 else ''} broken")
+    return ", ".join(parts) or "no regressions"
+
+
+def _family_side(side: FamilySide | None) -> str:
+    if side is None:
+        return "absent"
+    return f"{side.passed}/{side.cases} ({side.pass_rate * 100:.1f}%)"
+
+
+def _gate(side: FamilySide | None) -> str:
+    if side is None or side.min_pass_rate is None:
+        return "none"
+    return f"{'held' if side.gate_held else 'NOT held'}"
+
+
+def family_line(change: FamilyChange) -> str:
+    """`qa: 2/3 (66.7%) -> 1/3 (33.3%); min_pass_rate 0.6 held -> NOT held`."""
+    text = f"{change.family}: {_family_side(change.base)} -> {_family_side(change.head)}"
+    gates = [side.min_pass_rate for side in (change.base, change.head) if side is not None]
+    gate = next((value for value in gates if value is not None), None)
+    if gate is not None:
+        text += f"; min_pass_rate {gate:g} {_gate(change.base)} -> {_gate(change.head)}"
+    return text + (" (the run fails for it now)" if change.gate_broke else "")
 
 
 def _side(name: str, run: DiffRun) -> str:
@@ -88,6 +112,9 @@ def render_text(diff: RunDiff) -> str:
         for entry in entries:
             note = f" - {entry.summary}" if entry.summary else ""
             lines.append(f"  - {entry.check_id}: {_change(entry)}{note}")
+    if diff.families:
+        lines.append(f"Families changed ({len(diff.families)}):")
+        lines.extend(f"  - {family_line(change)}" for change in diff.families)
     lines.append(f"Unchanged passing: {diff.unchanged_passing}")
     lines.append(f"Diff: {headline(diff)}")
     return "\n".join(lines) + "\n"
@@ -132,6 +159,9 @@ def render_md(diff: RunDiff) -> str:
         else:
             lines += ["", f"<details><summary>{title}</summary>", "", *_md_table(entries)]
             lines += ["", "</details>"]
+    if diff.families:
+        lines += ["", f"#### Families changed ({len(diff.families)})", ""]
+        lines += [f"- {md_cell(family_line(change))}" for change in diff.families]
     lines += ["", f"{diff.unchanged_passing} checks pass in both runs."]
     return "\n".join(lines) + "\n"
 

@@ -50,6 +50,33 @@ class DiffEntry(Record):
     )
 
 
+class FamilySide(Record):
+    """A dataset family as one run reported it (report.json `families`)."""
+
+    model_config = {"extra": "forbid"}
+
+    cases: int = Field(ge=0, description="Its non-skipped cases in that run.")
+    passed: int = Field(ge=0)
+    pass_rate: float = Field(description="passed / cases, as a ratio from 0 to 1.")
+    min_pass_rate: float | None = Field(description="Its gate then; null: none.")
+    gate_held: bool
+
+
+class FamilyChange(Record):
+    """A family whose cases, pass rate or gate differ between the runs."""
+
+    model_config = {"extra": "forbid"}
+
+    family: str
+    base: FamilySide | None = Field(description="In the base run; null: not there.")
+    head: FamilySide | None = Field(description="In the head run; null: not there.")
+    gate_broke: bool = Field(
+        description="Its min_pass_rate holds in base (or it was not there) and not in head: "
+        "the run fails for it now. A regression, even when no case of it did (cases removed "
+        "can lower its rate)."
+    )
+
+
 class RunDiff(Record):
     """Every category of the comparison; a check may be in two (a regression whose definition
     changed, a new check that fails)."""
@@ -79,4 +106,10 @@ class RunDiff(Record):
     unchanged_passing: int = Field(ge=0, description="Passes in both runs.")
     points_earned_delta: int = Field(description="head.points_earned - base.points_earned.")
     pass_rate_delta: float = Field(description="head.pass_rate - base.pass_rate, as a ratio.")
-    regressed: bool = Field(description="Whether there is any regression (exit code 1).")
+    families: list[FamilyChange] = Field(
+        default_factory=list,
+        description="The dataset families whose case count, pass rate or gate changed.",
+    )
+    regressed: bool = Field(
+        description="Whether there is any regression, or a family gate broke (exit code 1)."
+    )

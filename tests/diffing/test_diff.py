@@ -384,3 +384,60 @@ def test_an_infrastructure_error_is_could_not_judge_not_a_regression(
     md_report = (runs["head"] / "report.md").read_text()
     assert "3 errors: 2 infrastructure (HTTP 429), 1 verdict" in md_report
     assert "- Error class: `infrastructure` (HTTP 429)" in md_report
+
+
+FAMILY = """schema_version: 1
+id: fam
+type: deterministic
+description: "row {{ case.id }}"
+min_pass_rate: 0.6
+cases_from: rows.jsonl
+script: |
+  import json, sys
+  ctx = json.loads(open(sys.argv[1]).read())
+  sys.exit(0 if ctx["case"]["ok"] == "yes" else 1)
+"""
+
+
+def test_a_family_gate_that_breaks_is_a_regression_even_when_no_case_regressed(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Removing passing rows lowers a family's pass rate below its gate: no case regressed,
+    but the run now fails for the family, and the diff says so (exit 1, in every format)."""
+    root = project({"eval_checks/fam.yaml": FAMILY}, config="[core]\npass_threshold = 0.0\n")
+
+    oks = {"r0": "yes", "r1": "yes", "r2": "yes", "r3": "no"}
+
+    def run(ids: list[str], name: str) -> Path:
+        rows = "".join(json.dumps({"id": row, "ok": oks[row]}) + "\n" for row in ids)
+        (root / "rows.jsonl").write_text(rows)
+        out = tmp_path / name
+        eb("run", "--cwd", str(root), "--output-dir", str(out), "--flat-output")
+        return out
+
+    base = run(["r0", "r1", "r2", "r3"], "base")  # 3/4 = 75%: the gate holds
+    head = run(["r2", "r3"], "head")  # two passing rows removed: 1/2 = 50%
+    diff = _json_diff(eb, base, head)
+    assert diff["regressions"] == [] and diff["_exit"] == 1 and diff["regressed"] is True
+    (change,) = diff["families"]
+    assert change["family"] == "fam" and change["gate_broke"] is True
+    assert (change["base"]["passed"], change["base"]["cases"]) == (3, 4)
+    assert (change["head"]["passed"], change["head"]["cases"], change["head"]["gate_held"]) == (
+        1,
+        2,
+        False,
+    )
+    del diff["_exit"]
+    jsonschema.validate(diff, json.loads(eb("schema", "diff").stdout))
+    text = eb("diff", str(base), str(head))
+    assert text.exit_code == 1
+    assert (
+        "  - fam: 3/4 (75.0%) -> 1/2 (50.0%); min_pass_rate 0.6 held -> NOT held (the run "
+        "fails for it now)" in text.stdout
+    )
+    assert "Diff: 1 family gate broken" in text.stdout
+    markdown = eb("diff", str(base), str(head), "--format", "md").stdout
+    assert markdown.startswith("### eval-banana diff: 1 family gate broken")
+    # Back above the gate: a change, not a regression.
+    again = _json_diff(eb, head, base)
+    assert again["_exit"] == 0 and again["families"][0]["gate_broke"] is False
