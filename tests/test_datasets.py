@@ -403,6 +403,11 @@ BAD_INPUTS = {
         "case id true is a boolean; an id is text of letters, digits, '_', '-', '.' (or a whole "
         'number from 0): quote it ("true") if that is what you meant',
     ),
+    "a url": (
+        {},
+        "cases_from: https://example.com/rows.jsonl",
+        "'https://example.com/rows.jsonl' is a URL; a dataset is read from the project",
+    ),
     "semicolon csv": (
         {"data/rows.csv": "name;ok\na;yes\nb;no\n"},
         "cases_from: data/rows.csv",

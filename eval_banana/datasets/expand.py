@@ -115,6 +115,14 @@ def _matched(*, path: Path, root: Path, skipped: Skipped) -> bool:
 
 
 def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[Path]:
+    if "://" in pattern:
+        raise DefinitionError(
+            f"Invalid cases_from in {check_file}: {pattern!r} is a URL; a dataset is read "
+            "from the project, so that a run and its cache keys never depend on the network",
+            file=check_file,
+            field_path="cases_from",
+            hint="download the file into the project (and commit it), then name its path",
+        )
     problem = pattern_problem(pattern)
     if problem is not None or pattern.startswith("!"):
         raise DefinitionError(
