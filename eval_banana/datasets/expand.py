@@ -13,7 +13,7 @@ import json
 import os
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,7 +30,12 @@ from eval_banana.datasets.render import (
     render_value,
 )
 from eval_banana.datasets.rows import Row, plain, read_rows
-from eval_banana.projectstate.patterns import pattern_problem
+from eval_banana.projectstate.patterns import (
+    file_pattern_regex,
+    literal_prefix,
+    normalize,
+    pattern_problem,
+)
 
 # Keys of a family that describe its dataset, not what each case checks.
 DATASET_KEYS = ("cases", "cases_from", "min_pass_rate", "case_schema")
@@ -114,6 +119,27 @@ def _matched(*, path: Path, root: Path, skipped: Skipped) -> bool:
     return not any(text.startswith(folder + os.sep) for folder in skipped.folders)
 
 
+def _glob_files(*, pattern: str, root: Path, skipped: Skipped) -> Iterator[Path]:
+    """The files below `root` a glob names, walking only below its literal start and never
+    into a folder it skips: a `**/*.jsonl` would otherwise list every file of node_modules
+    before dropping them (symlinked folders are not followed)."""
+    body = normalize(pattern)
+    regex = file_pattern_regex(body)
+    prefix = literal_prefix(body)
+    start = root / prefix if prefix else root
+    base = len(str(root)) + 1
+    for folder, folders, files in os.walk(start):
+        folders[:] = [
+            name
+            for name in folders
+            if name not in skipped.names and os.path.join(folder, name) not in skipped.folders
+        ]
+        for name in files:
+            path = os.path.join(folder, name)
+            if regex.fullmatch(path[base:].replace(os.sep, "/")):
+                yield Path(path)
+
+
 def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[Path]:
     if "://" in pattern:
         raise DefinitionError(
@@ -134,7 +160,9 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
         )
     if any(char in pattern for char in _GLOB):
         return sorted(
-            path for path in root.glob(pattern) if _matched(path=path, root=root, skipped=skipped)
+            path
+            for path in _glob_files(pattern=pattern, root=root, skipped=skipped)
+            if _matched(path=path, root=root, skipped=skipped)
         )
     path = root / pattern
     if path.is_dir():

@@ -116,9 +116,7 @@ def _segment_regex(segment: str) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=4096)
-def _pattern_regex(body: str) -> re.Pattern[str]:
-    # Cached: the same patterns are checked when a file is validated and again when matched.
+def _path_regex(body: str) -> str:
     segments = _segments(body)
     parts: list[str] = []
     for position, segment in enumerate(segments):
@@ -127,8 +125,26 @@ def _pattern_regex(body: str) -> re.Pattern[str]:
             parts.append(".*" if last else "(?:[^/]+/)*")
         else:
             parts.append(_segment_regex(segment) + ("" if last else "/"))
+    return "".join(parts)
+
+
+@lru_cache(maxsize=4096)
+def _pattern_regex(body: str) -> re.Pattern[str]:
+    # Cached: the same patterns are checked when a file is validated and again when matched.
     # Matching a folder matches what is inside it.
-    return re.compile("".join(parts) + "(?:/.*)?", re.DOTALL)
+    return re.compile(_path_regex(body) + "(?:/.*)?", re.DOTALL)
+
+
+@lru_cache(maxsize=256)
+def file_pattern_regex(body: str) -> re.Pattern[str]:
+    """`body` (normalized) as it names files: the file's own path must match, a folder does not
+    stand for its contents (a dataset glob, `data/**/*.jsonl`, names files)."""
+    return re.compile(_path_regex(body), re.DOTALL)
+
+
+def literal_prefix(body: str) -> str:
+    """The leading names without wildcards (`src/lib/*.py` -> `src/lib`); "" if none."""
+    return _literal_prefix(body)
 
 
 def _literal_prefix(body: str) -> str:

@@ -1,0 +1,57 @@
+"""A `cases_from` glob names files: which ones, and where it never looks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval_banana.datasets.expand import Skipped, _dataset_paths
+from eval_banana.projectstate.patterns import file_pattern_regex
+
+
+def _tree(root: Path, files: list[str]) -> None:
+    for relative in files:
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}\n")
+
+
+def _found(root: Path, pattern: str, skipped: Skipped) -> list[str]:
+    paths = _dataset_paths(pattern=pattern, root=root, check_file="c.yaml", skipped=skipped)
+    return [path.relative_to(root).as_posix() for path in paths]
+
+
+def test_a_glob_matches_files_by_their_own_path(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        [
+            "a.jsonl",
+            "data/b.jsonl",
+            "data/deep/c.jsonl",
+            "data/d.csv",
+            "data/e.jsonl/inner.txt",  # a folder named like a dataset holds no dataset
+            ".hidden/f.jsonl",
+            "node_modules/pkg/g.jsonl",
+            "out/runs/h.jsonl",
+        ],
+    )
+    skipped = Skipped(names=frozenset({"node_modules"}), folders=frozenset({str(tmp_path / "out")}))
+    assert _found(tmp_path, "**/*.jsonl", skipped) == [
+        ".hidden/f.jsonl",
+        "a.jsonl",
+        "data/b.jsonl",
+        "data/deep/c.jsonl",
+    ]
+    assert _found(tmp_path, "data/*.jsonl", skipped) == ["data/b.jsonl"]
+    assert _found(tmp_path, "data/**/*.jsonl", skipped) == ["data/b.jsonl", "data/deep/c.jsonl"]
+    assert _found(tmp_path, "data/[bd].*", skipped) == ["data/b.jsonl", "data/d.csv"]
+    assert _found(tmp_path, "nowhere/*.jsonl", skipped) == []
+    # Named under a skipped folder on purpose, a glob still does not read it.
+    assert _found(tmp_path, "node_modules/**/*.jsonl", skipped) == []
+
+
+def test_a_folder_does_not_stand_for_its_files_in_a_dataset_glob() -> None:
+    regex = file_pattern_regex("data/*.jsonl")
+    assert regex.fullmatch("data/x.jsonl")
+    assert not regex.fullmatch("data/x.jsonl/inner.txt")
+    assert not regex.fullmatch("data/sub/x.jsonl")
+    assert file_pattern_regex("**/*.jsonl").fullmatch("x.jsonl")
