@@ -2,8 +2,8 @@
 
 Each case's definition is the family's, minus the dataset keys, with its text rendered, its
 tags and skip added, and its id still the family's (the case check's id, `<family>[<case>]`,
-is the plan's). Its digest frames the family's normalized definition (without its cases) and
-the case's canonical JSON: editing one row changes one digest.
+is the plan's). Its digest frames the family's normalized definition (without its cases and
+calibration cases) and the case's canonical JSON: editing one row changes one digest.
 """
 
 from __future__ import annotations
@@ -93,9 +93,15 @@ def _component(*, name: bytes, content: bytes) -> bytes:
     return struct.pack(">Q", len(name)) + name + struct.pack(">Q", len(content)) + content
 
 
-def _family_hash(*, definition: dict[str, Any], script: bytes | None) -> Any:
-    """The digest state every case of the family starts from (its cases left out)."""
-    kept = {key: value for key, value in definition.items() if key not in DATASET_KEYS}
+def _family_hash(
+    *, definition: dict[str, Any], script: bytes | None, calibration: bool = False
+) -> Any:
+    """The digest state every case of the family starts from (its cases left out). A case's
+    digest leaves out the calibration cases too: they say how the judge was measured, not what
+    a case checks, so editing one re-runs no case. `calibration`: kept in (the family's own
+    digest, which its calibration is measured under)."""
+    left_out = DATASET_KEYS if calibration else (*DATASET_KEYS, "calibration")
+    kept = {key: value for key, value in definition.items() if key not in left_out}
     digest = hashlib.sha256(_DIGEST_PREFIX)
     digest.update(_component(name=b"family", content=_canonical(kept)))
     if script is not None:
@@ -105,7 +111,9 @@ def _family_hash(*, definition: dict[str, Any], script: bytes | None) -> Any:
 
 def family_digest(*, definition: dict[str, Any], script: bytes | None = None) -> str:
     """`sha256:<hex>` of a family's definition without its rows (Expansion.family_digest)."""
-    hexdigest: str = _family_hash(definition=definition, script=script).hexdigest()
+    hexdigest: str = _family_hash(
+        definition=definition, script=script, calibration=True
+    ).hexdigest()
     return "sha256:" + hexdigest
 
 
@@ -533,7 +541,7 @@ def expand_family(
     except DefinitionError as exc:
         return Expansion(cases=[], files=[own, *files], problems=[exc])
     base = _family_hash(definition=definition, script=script)
-    digest_of_family: str = "sha256:" + base.copy().hexdigest()
+    digest_of_family = family_digest(definition=definition, script=script)
     width = len(str(len(rows)))
     seen: dict[str, str] = {}
     cases: list[ExpandedCase] = []

@@ -700,7 +700,9 @@ def test_a_judge_family_is_calibrated_once_on_rows_and_gates_its_cases(
     """A family's calibration cases give the row its prompt is rendered with; it is measured
     once under the family's id, a row edited afterwards leaves it standing, and its
     instructions edited do not."""
-    proj = make_project({"replies": FAMILY_JUDGE + FAMILY_CALIBRATION})
+    proj = make_project(
+        {"replies": FAMILY_JUDGE + FAMILY_CALIBRATION}, config_extra='[cache]\nmode = "on"\n'
+    )
     rows = [
         {"id": "r1", "question": "Open today?", "reply": "Yes, thanks for asking"},
         {"id": "r2", "question": "Refund?", "reply": "Yes, thanks"},
@@ -719,6 +721,17 @@ def test_a_judge_family_is_calibrated_once_on_rows_and_gates_its_cases(
     prompt = Path(entry["run_dir"]) / entry["outcomes"][1]["samples"][0]["evidence"]["prompt"]
     assert '"reply": "Not my problem"' in prompt.read_text()
     assert proj.eb("run", "--require-calibration").exit_code == 0
+    # Editing a calibration case asks for a new calibration, but re-runs no case: the cases'
+    # digests leave the calibration out, so every verdict is reused.
+    starts = len(scripted_env.read_text().splitlines())
+    relabelled = FAMILY_CALIBRATION.replace("name: polite", "name: polite reply")
+    proj.write("eval_checks/replies.yaml", FAMILY_JUDGE + relabelled)
+    rerun = proj.eb("run")
+    assert rerun.exit_code == 0, rerun.stdout + rerun.stderr
+    assert len(scripted_env.read_text().splitlines()) == starts
+    stale = proj.eb("run", "--require-calibration")
+    assert stale.exit_code == 2 and "was calibrated under another key" in stale.stderr
+    proj.write("eval_checks/replies.yaml", FAMILY_JUDGE + FAMILY_CALIBRATION)
     rows.append({"id": "r3", "question": "Hours?", "reply": "Nine to five, thanks"})
     proj.write("data/replies.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
     assert proj.eb("run", "--require-calibration").exit_code == 0  # a row is not the judge
