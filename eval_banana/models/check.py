@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from eval_banana.models.assertions import AssertionsCheck
@@ -111,14 +118,17 @@ class HarnessJudgeCheck(CheckBase):
             return value
         return non_blank(value, field="instructions", strip=True)
 
-    @model_validator(mode="after")
-    def _calibration_rows_on_a_family(self) -> HarnessJudgeCheck:
-        # A family's prompt is its instructions rendered with a row: each labelled case of a
-        # family says which row it is judged with; a single judge's case has no row to give.
-        if self.calibration is None:
-            return self
-        family = self.cases is not None or self.cases_from is not None
-        for case in self.calibration:
+    @field_validator("calibration", mode="after")
+    @classmethod
+    def _calibration_rules(cls, value: list[CalibrationCase] | None, info: ValidationInfo) -> Any:
+        if value is None:
+            return value
+        # Validated after `cases` / `cases_from` (the base's fields come first), so the error
+        # is located at `calibration:`. A family's prompt is its instructions rendered with a
+        # row: each labelled case of a family says which row it is judged with; a single
+        # judge's case has no row to give.
+        family = info.data.get("cases") is not None or info.data.get("cases_from") is not None
+        for case in value:
             if family and case.case is None:
                 raise PydanticCustomError(
                     "calibration_case_row",
@@ -133,13 +143,6 @@ class HarnessJudgeCheck(CheckBase):
                     "cases take; delete it (the case's files are what the judge reads)",
                     {"name": case.name},
                 )
-        return self
-
-    @field_validator("calibration", mode="after")
-    @classmethod
-    def _calibration_rules(cls, value: list[CalibrationCase] | None) -> Any:
-        if value is None:
-            return value
         if not value:
             raise PydanticCustomError(
                 "calibration_empty",

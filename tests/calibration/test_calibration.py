@@ -757,6 +757,7 @@ def test_a_judge_familys_calibration_cases_need_their_rows(
     refused = proj.eb("validate")
     assert refused.exit_code == 2
     assert "calibration case 'curt' of a dataset family needs `case:`" in refused.stderr
+    assert "harness_judge.calibration (line 10, column 3)" in refused.stderr  # at the key
     missing = FAMILY_CALIBRATION.replace('question: "Where is it?", reply: "Not', 'reply: "Not')
     proj.write("eval_checks/replies.yaml", FAMILY_JUDGE + missing)
     refused = proj.eb("validate")
