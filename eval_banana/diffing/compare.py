@@ -8,6 +8,7 @@ nothing else of it is used here.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -90,16 +91,23 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str) -> CheckOutcome:
     )
 
 
+def _objects(*, items: list[Any], path: Path, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each item of one of the report's lists with where it is (`$.checks[3]`); an item that
+    is no JSON object is an error naming it."""
+    for index, item in enumerate(items):
+        at = f"{where}[{index}]"
+        if not isinstance(item, dict):
+            raise _bad(path=path, where=at, problem="must be a JSON object")
+        yield at, item
+
+
 def summarize_report(*, report: Any, path: Path, run_dir: Path) -> RunSummary:
     """The comparable part of a report.json object; `path` names it in errors."""
     if not isinstance(report, dict):
         raise _bad(path=path, where="$", problem="must be a JSON object")
     checks = _field(document=report, key="checks", kind=list, path=path, where="$")
     outcomes: dict[str, CheckOutcome] = {}
-    for index, check in enumerate(checks):
-        where = f"$.checks[{index}]"
-        if not isinstance(check, dict):
-            raise _bad(path=path, where=where, problem="must be a JSON object")
+    for where, check in _objects(items=checks, path=path, where="$.checks"):
         check_id = _field(document=check, key="check_id", kind=str, path=path, where=where)
         if check_id in outcomes:
             raise _bad(path=path, where=f"{where}.check_id", problem=f"repeats '{check_id}'")
@@ -126,10 +134,7 @@ def _families(*, report: dict[str, Any], path: Path) -> dict[str, FamilySide]:
     if not isinstance(listed, list):
         raise _bad(path=path, where="$.families", problem="must be a list")
     found: dict[str, FamilySide] = {}
-    for index, item in enumerate(listed):
-        where = f"$.families[{index}]"
-        if not isinstance(item, dict):
-            raise _bad(path=path, where=where, problem="must be a JSON object")
+    for where, item in _objects(items=listed, path=path, where="$.families"):
         family = _field(document=item, key="id", kind=str, path=path, where=where)
         cases = _field(document=item, key="cases", kind=int, path=path, where=where)
         passed = _field(document=item, key="passed", kind=int, path=path, where=where)
