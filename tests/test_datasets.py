@@ -367,6 +367,11 @@ BAD_INPUTS = {
         "cases_from: data/rows.jsonl",
         "data/rows.jsonl line 2: a case must be a mapping of field names to values, not a list",
     ),
+    "duplicate inline id": (
+        {},
+        "cases:\n  - {id: a, name: x, ok: 'yes'}\n  - {id: a, name: y, ok: 'yes'}",
+        "cases item 2: duplicate case id 'a' (first at",
+    ),
     "duplicate id": (
         {"data/rows.json": json.dumps([{"id": "a", "name": "x", "ok": "yes"}] * 2)},
         "cases_from: data/rows.json",
@@ -674,6 +679,11 @@ def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     validated = eb("validate", "--cwd", str(root), "--json")
     assert validated.exit_code == 2
     errors = json.loads(validated.stdout)["errors"]
+    # A row of the check file's own `cases:` is located there, at the field (line, column).
+    assert [(e["field_path"], e["line"], e["column"]) for e in errors] == [
+        ("cases.0.n", 7, 15),
+        ("cases.1.n", 8, 15),
+    ]
     said = [(error["message"].split(": ", 1)[1], error["hint"]) for error in errors]
     not_text = (
         "a placeholder inside text takes a text field: write n as text in the dataset "

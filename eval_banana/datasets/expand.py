@@ -227,7 +227,7 @@ def _render_problems(
                 # A few rows: most likely the rows lack what the family asks of every row.
                 file=row.file,
                 line=row.line,
-                field_path=field_path,
+                field_path=_row_field(row=row, field=field_path),
                 hint=_render_hint(exc),
             )
             for row, case_id, exc in failures
@@ -262,12 +262,22 @@ def _where(*, row: Row, check_file: str) -> str:
     return row.where if row.file == check_file else f"{row.file} {row.where}"
 
 
+def _row_field(*, row: Row, field: str) -> str:
+    """Where a row's problem lies, as a field path: in the check file's own `cases:`, the item
+    (`cases.2`, `cases.2.id`), which `eb validate` turns into a line; else the dataset's
+    field."""
+    if row.inline_index is None:
+        return field
+    inside = "" if field == "cases" else "." + field.removeprefix("case.")
+    return f"cases.{row.inline_index}{inside}"
+
+
 def _row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> DefinitionError:
     return DefinitionError(
         f"{row.file} {row.where}: {message}",
         file=row.file,
         line=row.line,
-        field_path=field,
+        field_path=_row_field(row=row, field=field),
         hint=hint,
     )
 
@@ -281,8 +291,14 @@ def _rows(
     problems: list[DefinitionError],
 ) -> tuple[list[Row], list[str]]:
     rows = [
-        Row(value=value, file=check_file, where=f"cases item {index}", line=None)
-        for index, value in enumerate(definition.get("cases") or [], start=1)
+        Row(
+            value=value,
+            file=check_file,
+            where=f"cases item {index + 1}",
+            line=None,
+            inline_index=index,
+        )
+        for index, value in enumerate(definition.get("cases") or [])
     ]
     files: list[str] = []
     pattern = definition.get("cases_from")

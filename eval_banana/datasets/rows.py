@@ -28,6 +28,10 @@ class Row(NamedTuple):
     # Read from JSON or CSV, where a mapping's keys are strings by construction (YAML's may
     # be numbers): the key test per row is skipped.
     string_keys: bool = False
+    # 0-based place in the check file's own `cases:` list; None for a row of a dataset file.
+    # Its errors' field paths name it (`cases.2.id`), and the check file's line is found from
+    # that only when there is an error.
+    inline_index: int | None = None
 
 
 def _problem(*, file: str, line: int | None, message: str, hint: str) -> DefinitionError:

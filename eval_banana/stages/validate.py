@@ -524,6 +524,7 @@ def _expand(
             skipped=skipped,
         )
         found = [_problem(exc) for exc in expansion.problems]
+        _locate_inline_cases(problems=found, item=item)
         if not found and item.definition["type"] == "assertions":
             found = _invalid_rendered(item=item, cases=expansion.cases)
         if found:
@@ -540,6 +541,33 @@ def _expand(
             for index, case in enumerate(expansion.cases)
         )
     return units, problems, frozen
+
+
+def _locate_inline_cases(*, problems: list[ProblemModel], item: Loaded) -> None:
+    """Give the problems of a check file's own `cases:` items (field path `cases.2.id`) the
+    line and column they are at: a second parse of the file, which only a family with such a
+    problem pays for."""
+    inline = [
+        problem
+        for problem in problems
+        if problem.file == item.path
+        and problem.line is None
+        and (problem.field_path or "").startswith("cases.")
+    ]
+    if not inline:
+        return
+    from eval_banana.checks.yamlpos import compose, locate
+
+    root = compose(text=item.data.decode("utf-8", errors="replace"))
+    if root is None:
+        return
+    for problem in inline:
+        _, index, *rest = (problem.field_path or "").split(".")
+        if not index.isdigit():
+            continue
+        located = locate(root=root, path=["cases", int(index), *rest])
+        position = (located.key or located.value) if located.found else located.parent
+        problem.line, problem.column = position.line, position.column
 
 
 def _invalid_rendered(*, item: Loaded, cases: list[ExpandedCase]) -> list[ProblemModel]:
