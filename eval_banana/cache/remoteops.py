@@ -113,7 +113,7 @@ def listing(*, remote: GuardedRemote, kind: Kind) -> list[RemoteItem]:
         return list(_items(backend=remote.backend, kind=kind))
     except ListingUnsupported as exc:
         raise CacheOperationError(
-            f"The shared cache cannot list what it holds: {exc}",
+            f"--remote cannot work on this shared cache: {exc}",
             field_path="cache.remote",
             hint="--remote works with a folder or S3 remote; an HTTP cache (bazel-remote, "
             "nginx) evicts by itself and is pruned by its own settings",
