@@ -221,6 +221,16 @@ def id_matches_pattern(*, check_id: str, pattern: str) -> bool:
     return fnmatchcase(check_id, pattern)
 
 
+def split_case_selector(text: str) -> tuple[str, str] | None:
+    """(family id, case glob) of a `--check-id` value written `<family>[<case glob>]`; None
+    for any other value."""
+    text = text.strip()
+    if "[" not in text or not text.endswith("]"):
+        return None
+    cut = text.index("[")
+    return text[:cut], text[cut + 1 : -1]
+
+
 def case_selected(*, check_id: str, selectors: Sequence[str]) -> bool:
     """Whether a case check is chosen by --check-id: a `<family>[<case glob>]` selector, or
     its family's id, or a glob matching its family's id or its own id."""
@@ -232,8 +242,9 @@ def case_selected(*, check_id: str, selectors: Sequence[str]) -> bool:
         text = selector.strip()
         if text in (family, check_id):
             return True
-        if "[" in text and text.endswith("]") and text[: text.index("[")] == family:
-            if fnmatchcase(case_id, text[text.index("[") + 1 : -1]):
+        written = split_case_selector(text)
+        if written is not None and written[0] == family:
+            if fnmatchcase(case_id, written[1]):
                 return True
         elif is_id_pattern(text) and (
             id_matches_pattern(check_id=family, pattern=text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -21,6 +22,7 @@ from eval_banana.checks.selection import (
     id_matches_pattern,
     is_id_pattern,
     pattern_prefix,
+    split_case_selector,
 )
 from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
 from eval_banana.core.errors import DefinitionError, NoChecksError, Problem
@@ -267,36 +269,33 @@ def _id_hint(*, paths: list[str], check_id: str, read: Reader) -> str:
     return f"did you mean '{near}'? {listed}" if near is not None else listed
 
 
-def _unmatched_case_selectors(
-    *, check_ids: list[str], units: list[Unit], loaded: list[Loaded]
-) -> list[ProblemModel]:
+def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> list[ProblemModel]:
     """A `<family>[<case>]` selector whose family expanded but which chose none of its cases:
     an error naming the family and the case it most likely meant, not 'No checks found'."""
     from eval_banana.core.suggest import closest
 
-    families = {item.definition["id"]: item.path for item in loaded if is_family(item.definition)}
-    chosen = [unit.check_id for unit in units if unit.case is not None]
+    cases: dict[str, list[str]] = {}  # family -> its case ids
+    files: dict[str, str] = {}
+    for unit in units:
+        if unit.case is not None:
+            family = unit.item.definition["id"]
+            cases.setdefault(family, []).append(unit.case.case_id)
+            files[family] = unit.item.path
     problems: list[ProblemModel] = []
     for selector in check_ids:
-        text = selector.strip()
-        family = text[: text.index("[")] if "[" in text and text.endswith("]") else ""
-        if family not in families:
+        written = split_case_selector(selector)
+        if written is None or written[0] not in cases:
             continue
-        if any(case_selected(check_id=check_id, selectors=[text]) for check_id in chosen):
+        family, asked = written
+        if any(fnmatchcase(case_id, asked) for case_id in cases[family]):
             continue
-        cases = [
-            unit.case.case_id
-            for unit in units
-            if unit.case is not None and unit.item.definition["id"] == family
-        ]
-        asked = text[len(family) + 1 : -1]
-        near = closest(asked, cases) if not is_id_pattern(asked) else None
+        near = closest(asked, cases[family]) if not is_id_pattern(asked) else None
         meant = f"did you mean '{family}[{near}]'? " if near is not None else ""
         problems.append(
             ProblemModel(
-                message=f"No case of family '{family}' ({families[family]}) matches --check-id "
-                f"'{text}'",
-                file=families[family],
+                message=f"No case of family '{family}' ({files[family]}) matches --check-id "
+                f"'{selector.strip()}'",
+                file=files[family],
                 field_path="check_id",
                 hint=f"{meant}`eb list --cases` shows every case id",
             )
@@ -366,10 +365,10 @@ def _load_by_pattern(
 
 def _case_selector_family(*, paths: list[str], selector: str, read: Reader) -> Loaded | None:
     """The family a `<family>[<case pattern>]` selector names, when that id is a family."""
-    text = selector.strip()
-    if not text.endswith("]") or "[" not in text:
+    written = split_case_selector(selector)
+    if written is None:
         return None
-    family = text[: text.index("[")]
+    family = written[0]
     if not family or is_id_pattern(family):
         return None
     try:
@@ -649,9 +648,7 @@ def validate(
         ]
         if not expand_problems:
             errors.extend(
-                _unmatched_case_selectors(
-                    check_ids=selection.check_ids, units=every_case, loaded=loaded
-                )
+                _unmatched_case_selectors(check_ids=selection.check_ids, units=every_case)
             )
     if selector.keyword is not None or selector.tags:
         units = [
