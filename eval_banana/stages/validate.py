@@ -228,6 +228,12 @@ def _id_holders(
             yield path, data, document, raw_id.strip()
 
 
+class _NoSuchId(DefinitionError):
+    """No check file has the id asked for. Its "did you mean" reads every file's id, so it is
+    worked out only where the error is told (a family loader that tries an id and moves on
+    never pays for it)."""
+
+
 def _load_by_id(
     *, paths: list[str], check_id: str, read: Reader
 ) -> tuple[list[Loaded], list[ProblemModel]]:
@@ -241,11 +247,7 @@ def _load_by_id(
         if found_id == needle:
             matches.append((path, data, document))
     if not matches:
-        raise DefinitionError(
-            f"No check found with id '{check_id}'",
-            field_path="check_id",
-            hint=_id_hint(paths=paths, check_id=needle, read=read),
-        )
+        raise _NoSuchId(f"No check found with id '{check_id}'", field_path="check_id")
     if len(matches) > 1:
         joined = ", ".join(path for path, _, _ in matches)
         raise DefinitionError(
@@ -406,6 +408,10 @@ def _select_ids(
                 loaded, found_warnings = _load_by_pattern(paths=paths, pattern=check_id, read=read)
             else:
                 loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id, read=read)
+        except _NoSuchId as exc:
+            exc.hint = _id_hint(paths=paths, check_id=check_id.strip(), read=read)
+            problems.append(_problem(exc))
+            continue
         except DefinitionError as exc:
             problems.append(_problem(exc))
             problems.extend(
