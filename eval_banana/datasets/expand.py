@@ -117,16 +117,6 @@ def family_digest(*, definition: dict[str, Any], script: bytes | None = None) ->
     return "sha256:" + hexdigest
 
 
-def _matched(*, path: Path, root: Path, skipped: Skipped) -> bool:
-    """Whether a file a glob found is a dataset file, not one in a folder it never looks in."""
-    if not path.is_file():
-        return False
-    if skipped.names and not skipped.names.isdisjoint(path.relative_to(root).parts[:-1]):
-        return False
-    text = str(path)
-    return not any(text.startswith(folder + os.sep) for folder in skipped.folders)
-
-
 def _glob_files(*, pattern: str, root: Path, skipped: Skipped) -> Iterator[Path]:
     """The files below `root` a glob names, walking only below its literal start and never
     into a folder it skips: a `**/*.jsonl` would otherwise list every file of node_modules
@@ -135,6 +125,12 @@ def _glob_files(*, pattern: str, root: Path, skipped: Skipped) -> Iterator[Path]
     regex = file_pattern_regex(body)
     prefix = literal_prefix(body)
     start = root / prefix if prefix else root
+    # A literal start inside a skipped folder (`node_modules/pkg/*.jsonl`) is skipped whole;
+    # below it, the walk never enters one.
+    if not skipped.names.isdisjoint(start.relative_to(root).parts) or any(
+        str(start) == folder or str(start).startswith(folder + os.sep) for folder in skipped.folders
+    ):
+        return
     base = len(str(root)) + 1
     for folder, folders, files in os.walk(start):
         folders[:] = [
@@ -144,7 +140,8 @@ def _glob_files(*, pattern: str, root: Path, skipped: Skipped) -> Iterator[Path]
         ]
         for name in files:
             path = os.path.join(folder, name)
-            if regex.fullmatch(path[base:].replace(os.sep, "/")):
+            # A regular file only: a FIFO that matches would block the read.
+            if regex.fullmatch(path[base:].replace(os.sep, "/")) and os.path.isfile(path):
                 yield Path(path)
 
 
@@ -167,11 +164,7 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             hint="name a dataset file or glob relative to the project root",
         )
     if any(char in pattern for char in _GLOB):
-        return sorted(
-            path
-            for path in _glob_files(pattern=pattern, root=root, skipped=skipped)
-            if _matched(path=path, root=root, skipped=skipped)
-        )
+        return sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
     path = root / pattern
     if path.is_dir():
         raise DefinitionError(
