@@ -243,11 +243,10 @@ def _render_problems(
 def _told(*, problem: RenderProblem, row: Row) -> str:
     """The problem as an error says it: a missing field with the row's field it most likely
     meant (worked out per error told, not per failing row: 10,000 rows can share one)."""
-    told = f"{problem.place}: {problem.message}" if problem.place else problem.message
     if problem.kind != "missing" or problem.field is None or not isinstance(row.value, dict):
-        return told
+        return problem.told
     near = closest(problem.field, row.value)
-    return told + (f" (did you mean '{near}'?)" if near is not None else "")
+    return problem.told + (f" (did you mean '{near}'?)" if near is not None else "")
 
 
 def _where(*, row: Row, check_file: str) -> str:
@@ -432,25 +431,22 @@ def calibration_definitions(*, definition: dict[str, Any]) -> list[dict[str, Any
 
 
 def _calibration_rows(definition: dict[str, Any]) -> list[dict[str, Any]]:
-    cases = definition.get("calibration") or []
-    return [case.get("case") or {} for case in cases if isinstance(case, dict)]
+    return [case.get("case") or {} for case in definition.get("calibration") or []]
 
 
 def _calibration_problems(*, renderer: _Renderer, check_file: str) -> list[DefinitionError]:
     """A calibration case of a judge family whose row cannot fill the family's text."""
     problems: list[DefinitionError] = []
-    cases = renderer.base.get("calibration") or []
-    for position, case in enumerate(cases, start=1):
-        if renderer.kind != "harness_judge" or not isinstance(case, dict):
-            continue
+    if renderer.kind != "harness_judge":
+        return problems
+    for position, case in enumerate(renderer.base.get("calibration") or [], start=1):
         row = case.get("case") or {}
         try:
             renderer.render(case_id=calibration_case_id(row=row, position=position), row=row)
         except RenderProblem as exc:
-            told = f"{exc.place}: {exc.message}" if exc.place else exc.message
             problems.append(
                 DefinitionError(
-                    f"{check_file}: calibration case '{case.get('name')}': {told}",
+                    f"{check_file}: calibration case '{case.get('name')}': {exc.told}",
                     file=check_file,
                     field_path=f"calibration.{position - 1}.case",
                     hint="give the calibration row every field the family's text uses, as "

@@ -27,6 +27,11 @@ class RenderProblem(Exception):
         self.kind = kind
         self.place: str | None = None
 
+    @property
+    def told(self) -> str:
+        """The message, after the check file's field that held the placeholder when known."""
+        return f"{self.place}: {self.message}" if self.place else self.message
+
 
 _KINDS: dict[type, str] = {
     dict: "a mapping",
