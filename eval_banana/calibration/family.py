@@ -55,18 +55,14 @@ def case_definitions(judge: PlannedCheck) -> list[dict[str, Any]] | None:
     from eval_banana.datasets.render import RenderProblem
 
     path = Path(judge.source_path)
-    changed = DefinitionError(
+    try:
+        definition = load_definition(data=path.read_bytes(), path=path)
+        if family_digest(definition=definition) == judge.check_definition_sha256:
+            return calibration_definitions(definition=definition)
+    except (OSError, DefinitionError, RenderProblem):
+        pass
+    raise DefinitionError(
         f"{judge.source_path} changed while the judge family '{judge.id}' was being calibrated",
         file=judge.source_path,
         hint="run `eb calibrate` again",
     )
-    try:
-        definition = load_definition(data=path.read_bytes(), path=path)
-    except (OSError, DefinitionError):
-        raise changed from None
-    if family_digest(definition=definition) != judge.check_definition_sha256:
-        raise changed
-    try:
-        return calibration_definitions(definition=definition)
-    except RenderProblem:
-        raise changed from None

@@ -8,7 +8,9 @@ reaches min_agreement. The guard refuses the others (and `eb validate` lists the
 
 from __future__ import annotations
 
-from eval_banana.calibration.family import judge_of
+from collections import Counter
+
+from eval_banana.calibration.family import judges_of
 from eval_banana.calibration.figures import (
     case_problems,
     cases_of,
@@ -110,23 +112,15 @@ def calibration_problems(
     floor = config.settings.harness.min_agreement
     # A family's cases are one judge with one calibration, so they make one problem: a
     # family of 10,000 cases is one line, not 10,000.
-    families: dict[str, list[PlannedCheck]] = {}
-    judged: list[PlannedCheck] = []
-    for check in judges:
-        if check.family is not None:
-            if check.family not in families:
-                judged.append(check)
-            families.setdefault(check.family, []).append(check)
-        else:
-            judged.append(check)
+    cases = Counter(check.family for check in judges if check.family is not None)
     found: list[ProblemModel] = []
-    for check in judged:
-        label = f"Judge check '{check.id}'"
-        if check.family is not None:
-            count = len(families[check.family])
-            label = f"Judge family '{check.family}' ({count:,} case{'' if count == 1 else 's'})"
+    for judge in judges_of(judges):
+        label = f"Judge check '{judge.id}'"
+        if judge.family is not None:
+            count = cases[judge.family]
+            label = f"Judge family '{judge.family}' ({count:,} case{'' if count == 1 else 's'})"
         problem = _judge_problem(
-            check=judge_of(check), record=record, harness=harness, floor=floor, label=label
+            check=judge, record=record, harness=harness, floor=floor, label=label
         )
         if problem is not None:
             found.append(problem)
