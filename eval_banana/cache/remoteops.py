@@ -33,7 +33,7 @@ from eval_banana.remote.backend import (
 )
 from eval_banana.remote.guarded import GuardedRemote
 from eval_banana.remote.opening import open_backend
-from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, opened
+from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, keyless_but_required, opened
 
 # A blob no entry names yet may be one another runner is storing right now (blobs go up
 # before their entry): prune leaves such young blobs alone.
@@ -75,7 +75,7 @@ def push(
             hint='set remote_mode = "read-write" (on trusted runners only)',
         )
     key_text = environ.get(SIGNING_KEY_VARIABLE, "")
-    if settings.require_signature and not key_text:
+    if keyless_but_required(require_signature=settings.require_signature, key=key_text):
         raise CacheOperationError(
             f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: the "
             "entries eb cache push would store are unsigned, and no runner would reuse them",

@@ -39,6 +39,7 @@ from eval_banana.remote.opening import open_backend
 from eval_banana.remote.shown import shown_url
 from eval_banana.remote.signing import (
     SIGNING_KEY_VARIABLE,
+    keyless_but_required,
     opened,
     sealed,
     signature_problem,
@@ -120,7 +121,9 @@ class RemoteTier:
         # Required signatures and no key: nothing this run would write could ever be reused,
         # and its unsigned entries would take the place of signed ones (every runner with the
         # key would then miss them, and run those checks again).
-        unsigned_only = settings.require_signature and not key_text
+        unsigned_only = keyless_but_required(
+            require_signature=settings.require_signature, key=key_text
+        )
         return cls(
             remote=GuardedRemote(backend=backend, concurrency=settings.remote_concurrency),
             store=store,
@@ -138,7 +141,7 @@ class RemoteTier:
     def prefetch(self, *, wanted: Mapping[str, str]) -> None:
         """Fetch, check and keep locally the remote entries of `wanted` (key -> check id)
         that the local folder lacks, `remote_concurrency` at once."""
-        if self._signing_key is None and self._require_signature:
+        if keyless_but_required(require_signature=self._require_signature, key=self._signing_key):
             self._warn(
                 f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: no "
                 f"entry of the shared cache {self.remote.url} is reused or written in this run",

@@ -32,6 +32,13 @@ class Opened(NamedTuple):
     signature: str | None
 
 
+def keyless_but_required(*, require_signature: bool, key: str | bytes | None) -> bool:
+    """Signatures are required and there is no key: such a runner may reuse no shared entry,
+    and may write none (its unsigned entries would never be reused, and would take the place
+    of signed ones)."""
+    return require_signature and not key
+
+
 def signature_of(*, key: bytes, text: bytes) -> str:
     """`hmac-sha256:<hex>` of an entry's text (a JSON object without a signature member)."""
     mac = hmac.new(key, _DOMAIN, sha256)
