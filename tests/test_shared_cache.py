@@ -67,9 +67,14 @@ def runners(
         files={"docs/guide.md": "How to install.\n"},
         replay=False,
     )
-    root = tmp_path / "runner2"
-    shutil.copytree(first.root, root)
-    return first, Project(root=root, log=first.log, eb=eb)
+    return first, fresh_runner(of=first, root=tmp_path / "runner2")
+
+
+def fresh_runner(*, of: Project, root: Path) -> Project:
+    """Another checkout of `of`'s project with an empty local cache, as a new CI runner has."""
+    shutil.copytree(of.root, root)
+    shutil.rmtree(root / ".eval-banana" / "cache", ignore_errors=True)
+    return Project(root=root, log=of.log, eb=of.eb)
 
 
 def run(project: Project, remote: str, *args: str) -> tuple[dict[str, Any], int]:
@@ -286,9 +291,7 @@ def test_read_only_never_writes(
     monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_MODE", "read-write")
     run(second, str(shared))
     monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_MODE", "read-only")
-    third = Project(root=tmp_path / "runner3", log=first.log, eb=eb)
-    shutil.copytree(first.root, third.root, ignore=shutil.ignore_patterns("cache"))
-    shutil.rmtree(third.root / ".eval-banana" / "cache", ignore_errors=True)
+    third = fresh_runner(of=first, root=tmp_path / "runner3")
     counts, started = run(third, str(shared))
     assert started == 0 and counts["remote_hits"] == 3 and counts["remote_writes"] == 0
 
@@ -330,9 +333,7 @@ def test_a_runner_without_the_key_leaves_the_signed_entries_in_place(
     assert any("reused or written" in w for w in counts["warnings"])
     assert {path: path.read_bytes() for path in _remote_files(shared, "ac")} == signed
     monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
-    third = Project(root=tmp_path / "runner3", log=keyless.log, eb=eb)
-    shutil.copytree(keyless.root, third.root)
-    shutil.rmtree(third.root / ".eval-banana" / "cache")
+    third = fresh_runner(of=keyless, root=tmp_path / "runner3")
     counts, started = run(third, str(shared))
     assert started == 0 and counts["remote_hits"] == 3
 
@@ -378,9 +379,7 @@ def test_a_refusing_http_cache_says_which_credential_to_fix(
             in (counts["first_remote_error"])
         )
     hostile_server.mode = "read_only"
-    third = Project(root=tmp_path / "runner3", log=first.log, eb=eb)
-    shutil.copytree(first.root, third.root)
-    shutil.rmtree(third.root / ".eval-banana" / "cache")
+    third = fresh_runner(of=first, root=tmp_path / "runner3")
     counts, _ = run(third, hostile_server.url)
     assert counts["remote_writes"] == 0
     assert (
@@ -449,9 +448,7 @@ def test_a_run_answered_by_the_shared_cache_is_not_kept_for_replay(
     first = make_project(
         tmp_path=tmp_path, eb=eb, checks={"j": judge("j")}, files={"docs/a.md": "a\n"}
     )
-    root = tmp_path / "runner2"
-    shutil.copytree(first.root, root)
-    second = Project(root=root, log=first.log, eb=eb)
+    second = fresh_runner(of=first, root=tmp_path / "runner2")
     shared = str(tmp_path / "shared")
     run(first, shared)
     counts, _ = run(second, shared)
