@@ -73,14 +73,14 @@ def _family_side(side: FamilySide | None) -> str:
 def _gate(side: FamilySide | None) -> str:
     if side is None or side.min_pass_rate is None:
         return "none"
-    return f"{'held' if side.gate_held else 'NOT held'}"
+    return "held" if side.gate_held else "NOT held"
 
 
 def family_line(change: FamilyChange) -> str:
     """`qa: 2/3 (66.7%) -> 1/3 (33.3%); min_pass_rate 0.6 held -> NOT held`."""
     text = f"{change.family}: {_family_side(change.base)} -> {_family_side(change.head)}"
-    gates = [side.min_pass_rate for side in (change.base, change.head) if side is not None]
-    gate = next((value for value in gates if value is not None), None)
+    sides = [side for side in (change.base, change.head) if side is not None]
+    gate = next((side.min_pass_rate for side in sides if side.min_pass_rate is not None), None)
     if gate is not None:
         text += f"; min_pass_rate {gate:g} {_gate(change.base)} -> {_gate(change.head)}"
     return text + (" (the run fails for it now)" if change.gate_broke else "")
