@@ -358,6 +358,53 @@ def test_assertions_family_over_a_csv(
     }
 
 
+PRICES_FAMILY = """\
+schema_version: 1
+id: prices
+type: assertions
+description: "price of {{ case.sku }}"
+cases_from: data/prices.json
+artifact: out/prices.json
+assert:
+  - path: "prices.{{ case.sku }}"
+    op: equals
+    value: "{{ case.price }}"
+"""
+
+
+def test_an_assertions_path_names_the_cases_key(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`path` takes placeholders too: each case reads its own key of one shared artifact, and
+    a row whose value makes no valid path is a definition error at that row."""
+    rows = [{"sku": "apple", "price": 1.2}, {"sku": "pear", "price": 0.8}]
+    root = project(
+        {
+            "eval_checks/prices.yaml": PRICES_FAMILY,
+            "data/prices.json": json.dumps(rows),
+            "out/prices.json": '{"prices": {"apple": 1.2, "pear": 0.9}}',
+        },
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert code == 1
+    assert _statuses(report) == {"prices[1]": "passed", "prices[2]": "failed"}
+    failed = next(c for c in report["checks"] if c["check_id"] == "prices[2]")
+    assert "prices.pear equals 0.8" in failed["reason"], failed["reason"]
+
+    rows.append({"sku": "fig[", "price": 2})
+    (root / "data/prices.json").write_text(json.dumps(rows))
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert error["message"] == (
+        "data/prices.json item 3: case '3': assert[1].path: invalid path 'prices.fig[': "
+        "unclosed bracket '[' at character 11"
+    )
+    assert error["file"] == "data/prices.json"
+    assert "fix the row, or change assert[1].path in the check file" in error["hint"]
+
+
 BAD_INPUTS = {
     "empty file": ({"data/rows.jsonl": ""}, "cases_from: data/rows.jsonl", "has no cases"),
     "glob matching nothing": ({}, "cases_from: 'data/*.jsonl'", "has no cases"),

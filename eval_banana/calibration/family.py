@@ -17,12 +17,13 @@ from eval_banana.models.stages import PlannedCheck
 def judge_of(check: PlannedCheck) -> PlannedCheck:
     """The judge `check`'s calibration belongs to: itself, or for a case of a family its
     family (id, evidence stem and definition digest the family's own)."""
-    if check.family is None or check.family_definition_sha256 is None:
+    family = _calibrated_family(check)
+    if family is None:
         return check
     return check.model_copy(
         update={
-            "id": check.family,
-            "stem": artifact_stem(check_id=check.family),
+            "id": family,
+            "stem": artifact_stem(check_id=family),
             "check_definition_sha256": check.family_definition_sha256,
             "case_id": None,
             "case_index": None,
@@ -31,15 +32,23 @@ def judge_of(check: PlannedCheck) -> PlannedCheck:
     )
 
 
+def _calibrated_family(check: PlannedCheck) -> str | None:
+    """The family `check` is calibrated as, or None when it is calibrated as itself."""
+    if check.family_definition_sha256 is None:
+        return None
+    return check.family
+
+
 def judges_of(checks: Sequence[PlannedCheck]) -> list[PlannedCheck]:
     """Each judge once, in plan order: a family's many cases are one judge."""
     seen: set[str] = set()
     judges: list[PlannedCheck] = []
     for check in checks:
-        judge = judge_of(check)
-        if judge.id not in seen:
-            seen.add(judge.id)
-            judges.append(judge)
+        # A family's id is known before its judge is copied: 10,000 cases make one copy.
+        judge_id = _calibrated_family(check) or check.id
+        if judge_id not in seen:
+            seen.add(judge_id)
+            judges.append(judge_of(check))
     return judges
 
 

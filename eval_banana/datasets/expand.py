@@ -52,6 +52,7 @@ class ExpandedCase(NamedTuple):
     row: dict[str, Any]
     definition: dict[str, Any]
     digest: str
+    origin: Row  # where the row is, for an error about what it filled in
 
 
 class Expansion(NamedTuple):
@@ -274,6 +275,30 @@ def _row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> 
     )
 
 
+def family_field(field_path: str) -> str:
+    """A check file's field as the family's text names it: `assertions.assert.0.equals.path`
+    is `assert[1].path`, as a rendering problem's place is told."""
+    parts = field_path.split(".")
+    if parts[0] in ("assertions", "deterministic", "harness_judge"):
+        parts = parts[1:]
+    if len(parts) >= 2 and parts[0] == "assert" and parts[1].isdigit():
+        return f"assert[{int(parts[1]) + 1}].{parts[-1]}"
+    return ".".join(parts)
+
+
+def filled_in_problem(*, case: ExpandedCase, place: str, message: str) -> DefinitionError:
+    """A case whose values, filled into the family's text, make a definition that is not
+    valid (a path that does not parse, a pattern RE2 refuses): told at the row, which the
+    family's text was valid without."""
+    row = case.origin
+    return _row_problem(
+        row=row,
+        message=f"case '{case.case_id}': {place}: {message}",
+        hint=f"the row's values, filled into {place}, must make a valid check: fix the row, "
+        f"or change {place} in the check file",
+    )
+
+
 def _rows(
     *,
     definition: dict[str, Any],
@@ -398,13 +423,15 @@ class _Renderer:
                 rendered["artifact"] = render_text(text=str(self.base["artifact"]), case=row)
                 assertions = []
                 for index, assertion in enumerate(self.base.get("assert") or [], start=1):
+                    filled = dict(assertion)
+                    # The path may name the case's key (`prices.{{ case.sku }}`), as text.
+                    place = f"assert[{index}].path"
+                    if isinstance(filled.get("path"), str):
+                        filled["path"] = render_text(text=filled["path"], case=row)
                     place = f"assert[{index}].value"
-                    assertions.append(
-                        {
-                            key: render_value(value=item, case=row) if key == "value" else item
-                            for key, item in assertion.items()
-                        }
-                    )
+                    if "value" in filled:
+                        filled["value"] = render_value(value=filled["value"], case=row)
+                    assertions.append(filled)
                 rendered["assert"] = assertions
         except RenderProblem as exc:
             exc.place = place  # which of the family's texts asked for the field
@@ -663,6 +690,7 @@ def expand_family(
                 value,
                 rendered,
                 "sha256:" + digest.hexdigest(),
+                row,
             )
         )
     for failures in unrendered.values():

@@ -30,7 +30,14 @@ from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
-from eval_banana.datasets.expand import ExpandedCase, Skipped, expand_family, is_family
+from eval_banana.datasets.expand import (
+    ExpandedCase,
+    Skipped,
+    expand_family,
+    family_field,
+    filled_in_problem,
+    is_family,
+)
 from eval_banana.models.config import Shard
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
@@ -529,9 +536,9 @@ def _expand(
             skipped=skipped,
         )
         found = [_problem(exc) for exc in expansion.problems]
-        _locate_inline_cases(problems=found, item=item)
         if not found and item.definition["type"] == "assertions":
             found = _invalid_rendered(item=item, cases=expansion.cases)
+        _locate_inline_cases(problems=found, item=item)
         if found:
             problems.extend(found)
             continue
@@ -582,9 +589,17 @@ def _invalid_rendered(*, item: Loaded, cases: list[ExpandedCase]) -> list[Proble
         try:
             validate_mapping(document=case.definition, path=item.path)
         except DefinitionError as exc:
-            found = _problem(exc)
-            found.message = f"case '{case.case_id}': {found.message}"
-            problems.append(found)
+            fields = exc.field_errors or (exc,)
+            problems.extend(
+                _problem(
+                    filled_in_problem(
+                        case=case,
+                        place=family_field(field.field_path or "the family's text"),
+                        message=field.message,
+                    )
+                )
+                for field in fields
+            )
     return problems
 
 
