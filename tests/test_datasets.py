@@ -264,6 +264,12 @@ def test_shards_split_a_family_by_case_and_merge_and_diff_see_cases(
         code, report = _run(eb, root, "--shard", f"{index}/2")
         assert code == 0
         assert [family["min_pass_rate"] for family in report["families"]] == [None]
+        # ...and says so, rather than reading as a family without a gate.
+        assert [family["gate_at_merge"] for family in report["families"]] == [0.85]
+        markdown = Path(report["output_dir"], "report.md").read_text(encoding="utf-8")
+        assert "min_pass_rate 0.85 judged by eb merge" in markdown
+        page = Path(report["output_dir"], "report.html").read_text(encoding="utf-8")
+        assert "judged by eb merge (min_pass_rate 0.85)" in page
         shards.append(report)
     split = [set(_statuses(report)) for report in shards]
     assert split[0] and split[1] and not split[0] & split[1]

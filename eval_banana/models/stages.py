@@ -382,6 +382,14 @@ class FamilyScore(Record):
     gate_held: bool = Field(
         description="Whether the pass rate reaches min_pass_rate (true without a gate)."
     )
+    gate_at_merge: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="In a shard run (`--shard K/N`), the family's min_pass_rate, which this "
+        "shard does not judge: it holds part of the family, and `eb merge` judges the gate on "
+        "all of it. Null outside a shard, or for a family without a gate.",
+    )
 
 
 class ErrorClassCount(Record):

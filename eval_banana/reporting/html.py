@@ -484,6 +484,8 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
 def _gate_text(*, family: dict[str, Any]) -> tuple[str, str]:
     """(row class, gate cell) of a dataset family."""
     gate = family.get("min_pass_rate")
+    if gate is None and family.get("gate_at_merge") is not None:
+        return "gate-none", f"judged by eb merge (min_pass_rate {family['gate_at_merge']!r})"
     if gate is None:
         return "gate-none", "no gate"
     if family.get("gate_held"):

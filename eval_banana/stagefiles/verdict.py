@@ -50,9 +50,15 @@ def gate_holds(*, passed: int, cases: int, min_pass_rate: float | None) -> bool:
 
 
 def family_scores(
-    *, results: Iterable[CheckResult], gates: Mapping[str, float]
+    *,
+    results: Iterable[CheckResult],
+    gates: Mapping[str, float],
+    gates_at_merge: Mapping[str, float] | None = None,
 ) -> list[FamilyScore]:
-    """Each dataset family's counts, by family id (a gated family with no result included)."""
+    """Each dataset family's counts, by family id (a gated family with no result included).
+    `gates_at_merge`: in a shard, the gates it leaves to `eb merge`, named in its report so
+    that nobody reads the family as ungated."""
+    at_merge = gates_at_merge or {}
     counts: dict[str, list[int]] = {family: [0, 0, 0] for family in gates}
     for result in results:
         if result.family is None:
@@ -79,6 +85,7 @@ def family_scores(
                 pass_rate=passed / cases if cases else 0.0,
                 min_pass_rate=rate,
                 gate_held=gate_holds(passed=passed, cases=cases, min_pass_rate=rate),
+                gate_at_merge=at_merge.get(family),
             )
         )
     return families

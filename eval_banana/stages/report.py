@@ -114,12 +114,16 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
         if gate is not None:
             held = "held" if family["gate_held"] else "NOT held: the run fails"
             text += f", min_pass_rate {gate!r} {held}"
+        elif family.get("gate_at_merge") is not None:
+            text += f", min_pass_rate {family['gate_at_merge']!r} judged by eb merge"
         lines.append(text)
     return lines
 
 
 def _gate_cell(*, family: dict[str, Any]) -> str:
     gate = family.get("min_pass_rate")
+    if gate is None and family.get("gate_at_merge") is not None:
+        return f"min_pass_rate {family['gate_at_merge']!r} judged by eb merge"
     if gate is None:
         return "none"
     if family["gate_held"]:

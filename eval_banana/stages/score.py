@@ -64,8 +64,12 @@ def score(
     # --fail-on-flaky: a check whose samples disagreed is not a result to ship on.
     # A shard holds part of each family: its gate is judged where the shards are merged, or
     # a CI matrix job would fail for the share of the failures it happened to receive.
-    gates = {} if config.selection.shard is not None else execute.family_gates
-    families = family_scores(results=results, gates=gates)
+    in_shard = config.selection.shard is not None
+    families = family_scores(
+        results=results,
+        gates={} if in_shard else execute.family_gates,
+        gates_at_merge=execute.family_gates if in_shard else None,
+    )
     passed = run_passes(
         gates_held=all(family.gate_held for family in families),
         met=met,
