@@ -290,6 +290,28 @@ def test_a_stale_run_that_fails_after_the_update_exits_1(proj: Proj) -> None:
     assert proj.results()["plain"]["status"] == "failed"
 
 
+def test_the_history_holds_the_updated_run_once_with_its_new_verdict(proj: Proj) -> None:
+    """`eb history` after `eb update` shows the run as its report now says: the rebuilt run's
+    record replaces the one its first pass wrote (one record per run id, the new verdict)."""
+    _run_once(proj)
+    history = proj.root / ".eval-banana" / "history"
+    (first,) = history.iterdir()
+    run_id = json.loads(first.read_text())["run_id"]
+    proj.write_check(
+        "plain",
+        "script: |\n  "
+        + _logging_script(log=proj.log, check_id="plain", fail=True).replace("\n", "\n  "),
+    )
+    assert proj.eb("update").exit_code == 1
+    (record,) = history.iterdir()
+    document = json.loads(record.read_text())
+    assert document["run_id"] == proj.run_dir.name == run_id
+    assert (document["passed"], document["exit_code"]) == (False, 1)
+    shown = proj.eb("history", "--format", "json")
+    (run,) = json.loads(shown.stdout)["runs"]
+    assert run["passed"] is False, run
+
+
 def test_update_stops_at_the_stage_asked_for(proj: Proj) -> None:
     _run_once(proj)
     proj.write_check("plain", "tags: [edited]\nscript: 'pass'")

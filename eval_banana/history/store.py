@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.history.entries import entry_document
-from eval_banana.history.read import BadRecord, read_record, record_paths
+from eval_banana.history.read import RECORD_SUFFIX, BadRecord, read_record, record_paths
 from eval_banana.history.record import HistoryRecord
 
 _NOT_TIME = re.compile(r"[^0-9]")
@@ -32,7 +32,7 @@ def record_file_name(*, record: HistoryRecord) -> str:
 def record_name(*, started_at: str, run_id: str) -> str:
     """The file name of the record of the run `run_id` started at `started_at`."""
     moment = _NOT_TIME.sub("", started_at[:26])
-    return f"{moment}-{_UNSAFE.sub('_', run_id)}.json"
+    return f"{moment}-{_UNSAFE.sub('_', run_id)}{RECORD_SUFFIX}"
 
 
 def record_bytes(*, record: HistoryRecord) -> bytes:
@@ -48,6 +48,22 @@ def write_record(*, folder: Path, record: HistoryRecord) -> Path:
     path = folder / record_file_name(record=record)
     write_bytes_atomic(path=path, data=record_bytes(record=record))
     return path
+
+
+def drop_other_records(*, folder: Path, run_id: str, kept: Path) -> list[Path]:
+    """Remove the records of `run_id` other than `kept`: a run rebuilt by `eb update` has one
+    record, its latest (its start time, and so its file name, may have moved)."""
+    # `<digits>-<run id>.json`: the start time holds no '-', so what follows the first is the id.
+    named = f"{_UNSAFE.sub('_', run_id)}{RECORD_SUFFIX}"
+    removed: list[Path] = []
+    for path in record_paths(folder=folder):
+        if path.name.partition("-")[2] == named and path != kept:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            removed.append(path)
+    return removed
 
 
 def prune(*, folder: Path, keep: int) -> list[Path]:

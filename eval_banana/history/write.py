@@ -14,7 +14,7 @@ from eval_banana.core.errors import EvalBananaError
 from eval_banana.history.build import build_record
 from eval_banana.history.gitstate import GitProbe, observe
 from eval_banana.history.record import RunKind
-from eval_banana.history.store import prune, write_record
+from eval_banana.history.store import drop_other_records, prune, write_record
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import history_dir
 
@@ -28,11 +28,13 @@ def record_run(
     warn: Callable[[str], None],
     replayed_from: str | None = None,
     git: GitProbe | None = None,
+    replacing: bool = False,
 ) -> Path | None:
     """Write the run's record and prune the oldest past `[history] keep`; return the file
     written (None: history is off, or the record could not be written, which `warn` says).
     `report`: the report.json object, or what loads it (a replay parses it only here);
-    `git`: the commit as observed when the run started (None: observed now)."""
+    `git`: the commit as observed when the run started (None: observed now);
+    `replacing`: the run was rebuilt (`eb update`), and its earlier record goes."""
     settings = config.settings.history
     if settings.mode == "off":
         if git is not None:
@@ -49,6 +51,8 @@ def record_run(
             replayed_from=replayed_from,
         )
         path = write_record(folder=folder, record=record)
+        if replacing:
+            drop_other_records(folder=folder, run_id=record.run_id, kept=path)
         prune(folder=folder, keep=settings.keep)
     except (OSError, EvalBananaError, ValueError, KeyError, TypeError) as exc:
         warn(f"could not record this run in the history folder {folder}: {exc}")

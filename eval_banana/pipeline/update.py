@@ -41,7 +41,27 @@ def update_run(*, request: StageRequest, target: str = "report", out: Out = prin
             code, _rerun(request=request, stage=state.stage, known=known, rerun=rerun, out=out)
         )
     verdict = _verdict(request=request, wanted=wanted, show=False)
+    if "report" in rerun and "report" in wanted:
+        _record_rebuilt_run(request=request, exit_code=verdict)
     return verdict if "score" in wanted else code
+
+
+def _record_rebuilt_run(*, request: StageRequest, exit_code: int) -> None:
+    """The rebuilt run's record replaces the one it left in the history folder: `eb history`
+    shows each run as its report now says, not as it was before the update."""
+    import json
+
+    from eval_banana.history.write import record_run
+
+    config: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
+    record_run(
+        config=config,
+        report=lambda: json.loads((request.run_dir / "report.json").read_bytes()),
+        kind="run",
+        exit_code=exit_code,
+        warn=request.console.warn,
+        replacing=True,
+    )
 
 
 def _stage_line(*, state: StageState) -> str:
