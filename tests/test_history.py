@@ -410,7 +410,8 @@ def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
         eb("history", "--cwd", str(root), "--tag", "fast", "--format", "json").stdout
     )
     assert [row["id"] for row in tagged["checks"]] == ["ok"]
-    keyword = json.loads(eb("history", "--cwd", str(root), "-k", "ba", "--format", "json").stdout)
+    # `--json`, as eb run and eb validate spell it, is `--format json`.
+    keyword = json.loads(eb("history", "--cwd", str(root), "-k", "ba", "--json").stdout)
     assert [row["id"] for row in keyword["checks"]] == ["bad"]
     last = json.loads(eb("history", "--cwd", str(root), "--last", "1", "--format", "json").stdout)
     assert len(last["runs"]) == 1 and last["checks"][0]["strip"] == "✗"

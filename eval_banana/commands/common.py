@@ -113,6 +113,18 @@ def add_setting_flags(parser: argparse.ArgumentParser, *, command: str) -> None:
         )
 
 
+def add_format(
+    parser: argparse.ArgumentParser, *, choices: tuple[str, ...], default: str, help: str
+) -> None:
+    """`--format`, and `--json` for `--format json`: `eb run`, `eb validate` and `eb merge` say
+    `--json`, and a user who learned it there types it here too."""
+    formats = parser.add_mutually_exclusive_group()
+    formats.add_argument("--format", choices=choices, default=default, help=help)
+    formats.add_argument(
+        "--json", dest="format", action="store_const", const="json", help="Same as --format json."
+    )
+
+
 def add_run_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run-dir",

@@ -31,9 +31,9 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
             help=f"Run folder of {side}, or '{LATEST}': the newest run under the output folder "
             "of the project found from --cwd.",
         )
-    parser.add_argument(
-        "--format",
-        choices=list(FORMATS),
+    common.add_format(
+        parser,
+        choices=tuple(FORMATS),
         default="text",
         help="text (default), md (for a pull-request comment) or json (eb schema diff).",
     )

@@ -71,9 +71,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-flips", type=_positive, default=2, metavar="N", help="For --flaky (default 2)."
     )
-    parser.add_argument(
-        "--format", choices=("text", "md", "json"), default="text", help="Default: text."
-    )
+    common.add_format(parser, choices=("text", "md", "json"), default="text", help="Default: text.")
     parser.add_argument(
         "--html",
         metavar="PATH",

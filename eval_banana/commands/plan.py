@@ -28,8 +28,8 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     # eb run's own setting flags: a scheduler passes the plan the flags its workers get, and
     # the ones that shape a cache key (--cache, --repeats, the agent) shape the plan's statuses.
     common.add_setting_flags(parser, command="run")
-    parser.add_argument(
-        "--format",
+    common.add_format(
+        parser,
         choices=("table", "json"),
         default="table",
         help="A table (default) or one JSON document (`eb schema plan`).",

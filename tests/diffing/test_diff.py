@@ -71,7 +71,7 @@ def _ids(entries: list[dict[str, Any]]) -> list[str]:
 
 
 def _json_diff(eb: Callable[..., EbResult], base: Path, head: Path, *extra: str) -> Any:
-    result = eb("diff", str(base), str(head), "--format", "json", *extra)
+    result = eb("diff", str(base), str(head), "--json", *extra)
     document = json.loads(result.stdout)
     document["_exit"] = result.exit_code
     return document
