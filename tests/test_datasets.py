@@ -95,6 +95,7 @@ def test_each_dataset_format_runs_one_check_per_case(
             "pass_rate": pytest.approx(2 / 3),
             "min_pass_rate": None,
             "gate_held": True,
+            "gate_at_merge": None,
         }
     ]
     validated = eb("validate", "--cwd", str(root))
@@ -175,6 +176,11 @@ tags: [ds]"""
     assert [item["check_id"] for item in report["skipped"]] == ["fam[2]"]
     code, report = _run(eb, root, "--tag", "slow")
     assert _statuses(report) == {"fam[1]": "passed"}
+    # The count line adds the skipped case to the checks, and says of how many the cases are.
+    listed = eb("list", "--cwd", str(root), "--cases")
+    assert listed.stderr.startswith(
+        "2 checks and 1 skipped listed, 3 of these 3 are the cases of 1 dataset family "
+    ), listed.stderr
 
 
 def _selected(eb: Callable[..., EbResult], root: Path, *args: str) -> list[str]:

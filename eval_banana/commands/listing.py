@@ -152,7 +152,9 @@ def _count_line(*, plan: PlanDoc, root: str) -> str:
     cases = ""
     if families:
         of = "dataset family" if len(families) == 1 else "dataset families"
-        cases = f", {sum(families.values()):,} of them the cases of {len(families):,} {of}"
+        # With skipped checks listed too, "of them" would read as "of the checks".
+        among = f"of these {checks + skipped:,} are" if skipped else "of them"
+        cases = f", {sum(families.values()):,} {among} the cases of {len(families):,} {of}"
     return f"{checks:,} {noun}{extra} listed{cases} (project root: {root})"
 
 
