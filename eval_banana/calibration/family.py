@@ -5,7 +5,7 @@ the family's definition without its rows (so an edited or added row leaves it st
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +14,12 @@ from eval_banana.core.stem import artifact_stem
 from eval_banana.models.stages import PlannedCheck
 
 
-def judge_of(check: PlannedCheck) -> PlannedCheck:
+def judge_of(
+    check: PlannedCheck, *, family_calibration: Mapping[str, list[dict[str, Any]]]
+) -> PlannedCheck:
     """The judge `check`'s calibration belongs to: itself, or for a case of a family its
-    family (id, evidence stem and definition digest the family's own)."""
+    family (id, evidence stem and definition digest the family's own, and its calibration
+    cases, which the plan holds once per family: `family_calibration`, PlanDoc's)."""
     family = _calibrated_family(check)
     if family is None:
         return check
@@ -24,6 +27,7 @@ def judge_of(check: PlannedCheck) -> PlannedCheck:
         update={
             "id": family,
             "stem": artifact_stem(check_id=family),
+            "definition": check.definition | {"calibration": family_calibration.get(family, [])},
             "check_definition_sha256": check.family_definition_sha256,
             "case_id": None,
             "case_index": None,
@@ -39,7 +43,9 @@ def _calibrated_family(check: PlannedCheck) -> str | None:
     return check.family
 
 
-def judges_of(checks: Sequence[PlannedCheck]) -> list[PlannedCheck]:
+def judges_of(
+    checks: Sequence[PlannedCheck], *, family_calibration: Mapping[str, list[dict[str, Any]]]
+) -> list[PlannedCheck]:
     """Each judge once, in plan order: a family's many cases are one judge."""
     seen: set[str] = set()
     judges: list[PlannedCheck] = []
@@ -48,7 +54,7 @@ def judges_of(checks: Sequence[PlannedCheck]) -> list[PlannedCheck]:
         judge_id = _calibrated_family(check) or check.id
         if judge_id not in seen:
             seen.add(judge_id)
-            judges.append(judge_of(check))
+            judges.append(judge_of(check, family_calibration=family_calibration))
     return judges
 
 

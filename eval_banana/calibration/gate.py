@@ -114,7 +114,7 @@ def calibration_problems(
     # family of 10,000 cases is one line, not 10,000.
     cases = Counter(check.family for check in judges if check.family is not None)
     found: list[ProblemModel] = []
-    for judge in judges_of(judges):
+    for judge in judges_of(judges, family_calibration=plan.family_calibration):
         label = f"Judge check '{judge.id}'"
         if judge.family is not None:
             count = cases[judge.family]

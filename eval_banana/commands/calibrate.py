@@ -51,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(request=common.request(args), run_id=new_run_id())
     plan = validated_plan(config=config)
     # A dataset family is one judge, calibrated once under its own id.
-    judges = judges_of([check for check in plan.checks if check.type == "harness_judge"])
+    judges = judges_of(
+        [check for check in plan.checks if check.type == "harness_judge"],
+        family_calibration=plan.family_calibration,
+    )
     with_cases = [check for check in judges if check.definition.get("calibration")]
     if not with_cases:
         raise GuardError(

@@ -388,7 +388,14 @@ class _Renderer:
     rendered (the YAML is never re-read, and 10,000 cases stay one linear pass)."""
 
     def __init__(self, *, definition: dict[str, Any]) -> None:
-        self.base = {key: value for key, value in definition.items() if key not in DATASET_KEYS}
+        # The calibration cases belong to the family, measured once (the plan holds them once),
+        # not to each case's definition.
+        self.base = {
+            key: value
+            for key, value in definition.items()
+            if key not in DATASET_KEYS and key != "calibration"
+        }
+        self.calibration: list[dict[str, Any]] = list(definition.get("calibration") or [])
         self.description = str(definition["description"])
         self.described = _template(self.description)
         self.kind = definition.get("type")
@@ -451,8 +458,10 @@ def calibration_definitions(*, definition: dict[str, Any]) -> list[dict[str, Any
     one of its dataset rows would be (`eb calibrate` judges these). Raises RenderProblem for a
     row that cannot fill the family's text (`eb validate` reports it first)."""
     renderer = _Renderer(definition=definition)
+    # Each keeps the calibration cases: the sample judged under it is told by its case.
     return [
         renderer.render(case_id=calibration_case_id(row=row, position=position), row=row)
+        | {"calibration": renderer.calibration}
         for position, row in enumerate(_calibration_rows(definition), start=1)
     ]
 
@@ -466,7 +475,7 @@ def _calibration_problems(*, renderer: _Renderer, check_file: str) -> list[Defin
     problems: list[DefinitionError] = []
     if renderer.kind != "harness_judge":
         return problems
-    for position, case in enumerate(renderer.base.get("calibration") or [], start=1):
+    for position, case in enumerate(renderer.calibration, start=1):
         row = case.get("case") or {}
         try:
             renderer.render(case_id=calibration_case_id(row=row, position=position), row=row)

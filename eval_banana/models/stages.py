@@ -185,6 +185,13 @@ class PlanDoc(StageEnvelope):
         description="Dataset family id -> its min_pass_rate, for the planned families that "
         "set one.",
     )
+    family_calibration: dict[str, list[dict[str, Any]]] = Field(
+        default_factory=dict,
+        description="Judge dataset family id -> its calibration cases, as its check file gives "
+        "them, for the planned families that have some. Held once here, not in each case's "
+        "definition: a family is calibrated as one judge (eval_banana.calibration.family), and "
+        "10,000 cases would otherwise copy the list 10,000 times.",
+    )
     allow_empty: str | None = Field(
         default=None,
         description="Why this plan may hold no check and still pass (a shard that received "

@@ -697,6 +697,7 @@ def validate(
     skipped: list[SkippedCheck] = []
     snapshots: dict[str, bytes] = {}
     family_gates: dict[str, float] = {}
+    family_calibration: dict[str, list[dict[str, Any]]] = {}
     if not errors:
         # sorted() is stable: a family's cases keep their dataset order.
         templates: dict[str, PlannedCheck] = {}
@@ -706,6 +707,9 @@ def validate(
                 rate = unit.item.definition.get("min_pass_rate")
                 if rate is not None:
                     family_gates[unit.item.definition["id"]] = float(rate)
+                calibration = unit.item.definition.get("calibration")
+                if calibration:
+                    family_calibration[unit.item.definition["id"]] = calibration
                 if case.definition.get("skip"):
                     skipped.append(_skipped(unit=unit))
                     continue
@@ -748,6 +752,10 @@ def validate(
         if not checks:
             # A CI matrix job must not fail for being empty: the other shards hold the checks.
             allow_empty = empty_reason(shard=selection.shard, selected=selected)
+    planned_families = {check.family for check in checks}
+    family_calibration = {
+        family: cases for family, cases in family_calibration.items() if family in planned_families
+    }
     plan = PlanDoc.model_validate(
         {
             **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
@@ -762,6 +770,7 @@ def validate(
             "allow_empty": allow_empty,
             "no_checks": no_checks,
             "family_gates": family_gates,
+            "family_calibration": family_calibration,
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots)

@@ -720,7 +720,14 @@ def test_a_judge_family_is_calibrated_once_on_rows_and_gates_its_cases(
     # Each calibration case's prompt shows its row as a dataset case is shown.
     prompt = Path(entry["run_dir"]) / entry["outcomes"][1]["samples"][0]["evidence"]["prompt"]
     assert '"reply": "Not my problem"' in prompt.read_text()
-    assert proj.eb("run", "--require-calibration").exit_code == 0
+    gated = proj.eb("run", "--require-calibration", "--json")
+    assert gated.exit_code == 0
+    # The plan holds the family's calibration cases once, not in each case's definition...
+    plan = json.loads(Path(json.loads(gated.stdout)["output_dir"], "stages/plan.json").read_text())
+    assert [len(cases) for cases in plan["family_calibration"].values()] == [2]
+    assert not [check["id"] for check in plan["checks"] if "calibration" in check["definition"]]
+    # ...so a selection of any one case still finds them.
+    assert proj.eb("run", "--require-calibration", "--check-id", "replies[r2]").exit_code == 0
     # Editing a calibration case asks for a new calibration, but re-runs no case: the cases'
     # digests leave the calibration out, so every verdict is reused.
     starts = len(scripted_env.read_text().splitlines())
