@@ -246,8 +246,8 @@ def flaky_line(*, report: dict[str, Any]) -> str | None:
     count = int(report.get("flaky_checks") or 0)
     if not count:
         return None
-    noun = "check was" if count == 1 else "checks were"
-    text = f"{count} {noun} flaky: their samples disagreed."
+    said = "check was flaky: its" if count == 1 else "checks were flaky: their"
+    text = f"{count} {said} samples disagreed."
     if report.get("fail_on_flaky"):
         text += " The run fails on flaky checks (--fail-on-flaky)."
     return text

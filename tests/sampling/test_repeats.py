@@ -146,7 +146,7 @@ def test_all_needs_every_sample_and_disagreement_is_flagged(
     # Counted and shown everywhere.
     assert run.report["flaky_checks"] == 1
     assert "- j: failed (flaky, 2/3 samples passed) - 2 of 3 samples passed" in run.outcome.stdout
-    assert "1 check was flaky: their samples disagreed." in (run.run_dir / "report.md").read_text()
+    assert "1 check was flaky: its samples disagreed." in (run.run_dir / "report.md").read_text()
     score = json.loads((run.run_dir / "stages" / "score.json").read_text())
     assert score["flaky_checks"] == 1
 
