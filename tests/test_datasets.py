@@ -467,6 +467,11 @@ BAD_INPUTS = {
         "case id true is a boolean; an id is text of letters, digits, '_', '-', '.' (or a whole "
         'number from 0): quote it ("true") if that is what you meant',
     ),
+    "a glob matching a file that is no dataset": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n', "data/README.md": "# rows\n"},
+        "cases_from: 'data/*'",
+        "cases_from 'data/*' matches data/README.md, which is not a dataset",
+    ),
     "a url": (
         {},
         "cases_from: https://example.com/rows.jsonl",

@@ -29,7 +29,7 @@ from eval_banana.datasets.render import (
     render_text,
     render_value,
 )
-from eval_banana.datasets.rows import Row, plain, read_rows
+from eval_banana.datasets.rows import SUFFIXES, Row, plain, read_rows
 from eval_banana.projectstate.patterns import (
     file_pattern_regex,
     literal_prefix,
@@ -327,14 +327,45 @@ def _rows(
         except DefinitionError as exc:
             problems.append(exc)
             return rows, files
+        globbed = any(char in str(pattern) for char in _GLOB)
         for path in paths:
             file = _relative(path=path, root=root)
             files.append(file)
+            if globbed and path.suffix.lower() not in SUFFIXES:
+                problems.append(_not_a_dataset(pattern=str(pattern), file=file, paths=paths))
+                continue
             try:
                 rows.extend(read_rows(path=path, file=file, problems=problems))
             except DefinitionError as exc:
                 problems.append(exc)
     return rows, files
+
+
+def _not_a_dataset(*, pattern: str, file: str, paths: list[Path]) -> DefinitionError:
+    """A file a `cases_from` glob matched that is no dataset (a README beside the rows): the
+    glob is what to fix, so the error says so, with the glob narrowed to the datasets' kind."""
+    kinds = [path.suffix.lower() for path in paths if path.suffix.lower() in SUFFIXES]
+    kind = max(set(kinds), key=kinds.count) if kinds else ".jsonl"
+    return DefinitionError(
+        f"cases_from {pattern!r} matches {file}, which is not a dataset (.jsonl, .json, .yaml, "
+        ".yml or .csv)",
+        file=file,
+        field_path="cases_from",
+        hint="narrow the glob to the dataset files, e.g. cases_from: "
+        f"{_narrowed(pattern=pattern, kind=kind)!r}",
+    )
+
+
+def _narrowed(*, pattern: str, kind: str) -> str:
+    """`pattern` matching only files of `kind`: its last part ends in `*<kind>`."""
+    folder, _, last = pattern.rstrip("/").rpartition("/")
+    if last == "**":
+        last = f"**/*{kind}"
+    elif last.endswith("*") and "." not in last:
+        last += kind  # `q*` -> `q*.jsonl`
+    else:
+        last = f"*{kind}"  # `*.*` -> `*.jsonl`
+    return f"{folder}/{last}" if folder else last
 
 
 def _case_id(*, row: Row, value: dict[str, Any], position: int, width: int) -> str | None:

@@ -55,3 +55,37 @@ def test_a_folder_does_not_stand_for_its_files_in_a_dataset_glob() -> None:
     assert not regex.fullmatch("data/x.jsonl/inner.txt")
     assert not regex.fullmatch("data/sub/x.jsonl")
     assert file_pattern_regex("**/*.jsonl").fullmatch("x.jsonl")
+
+
+def test_a_file_a_glob_matches_that_is_no_dataset_names_the_glob_narrowed(tmp_path: Path) -> None:
+    """The error is about the glob: its hint narrows it to the kind of the datasets it found."""
+    from eval_banana.datasets.expand import expand_family
+
+    _tree(tmp_path, ["data/a.csv", "data/b.csv", "data/c.jsonl", "data/notes.txt"])
+    (tmp_path / "data/a.csv").write_text("name\nx\n")
+    (tmp_path / "data/b.csv").write_text("name\ny\n")
+    found = {}
+    for pattern in ("data/*", "data/*.*", "data/**"):
+        expansion = expand_family(
+            definition={
+                "id": "f",
+                "type": "deterministic",
+                "description": "d",
+                "cases_from": pattern,
+            },
+            check_file="c.yaml",
+            project_root=tmp_path,
+            max_cases=10,
+            skipped=Skipped(names=frozenset(), folders=frozenset()),
+        )
+        (problem,) = [p for p in expansion.problems if p.file == "data/notes.txt"]
+        assert problem.message.startswith(f"cases_from '{pattern}' matches data/notes.txt")
+        found[pattern] = problem.hint
+    assert found == {
+        pattern: f"narrow the glob to the dataset files, e.g. cases_from: '{narrowed}'"
+        for pattern, narrowed in (
+            ("data/*", "data/*.csv"),
+            ("data/*.*", "data/*.csv"),
+            ("data/**", "data/**/*.csv"),
+        )
+    }
