@@ -33,7 +33,11 @@ from eval_banana.runners.faults import FaultLog
 from eval_banana.runners.results import STOP_REASON_TEXT, plural
 from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir
 from eval_banana.stages import discover as discover_stage
-from eval_banana.stages.config import outside_project_warning, write_config_stage
+from eval_banana.stages.config import (
+    config_warning_lines,
+    outside_project_warning,
+    write_config_stage,
+)
 
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent
@@ -146,8 +150,9 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     """Run every stage; setup errors raise (exit 2) after writing the stage files so far."""
     config = load_config(request=request, run_id=new_run_id())
     outside = outside_project_warning(config=config)
-    if outside is not None:
-        console.warn(outside)
+    for message in [*config_warning_lines(config=config), outside]:
+        if message is not None:
+            console.warn(message)
     folder = open_run_dir(config=config, flat_output=request.flat_output)
     run_dir = folder.path
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}

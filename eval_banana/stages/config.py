@@ -331,6 +331,7 @@ def resolve_config(
     sources["agents"] = "project" if path is not None and table.get("agents") else "default"
     # Every value was checked against its SettingSpec above.
     settings = Settings.model_validate({**sections, "agents": agents})
+    warnings.extend(_unused_remote(settings=settings, sources=sources, path=path))
     head = envelope(stage="config", run_id=run_id, inputs={})
     return ConfigDoc.model_validate(
         {
@@ -347,6 +348,43 @@ def resolve_config(
             "warnings": warnings,
         }
     )
+
+
+_SOURCE_WORDS: dict[str, str] = {
+    "cli": "--cache-remote",
+    "env": "EVAL_BANANA_CACHE_REMOTE",
+    "project": "[cache] remote",
+}
+
+
+def _unused_remote(
+    *, settings: Settings, sources: dict[str, SettingSource], path: Path | None
+) -> list[ProblemModel]:
+    """A shared cache named while the verdict cache is off is never asked: said, not ignored
+    (a CI job that sets the remote expects its runners to share verdicts)."""
+    cache = settings.cache
+    if not cache.remote or cache.mode != "off" or cache.remote_mode == "off":
+        return []
+    given = _SOURCE_WORDS.get(sources.get("cache.remote", ""), "[cache] remote")
+    mode_source = sources.get("cache.mode")
+    why = "the default" if mode_source == "default" else f"from {mode_source}"
+    return [
+        ProblemModel(
+            message=f"The shared cache {cache.remote} ({given}) is not used: the verdict cache "
+            f'is off ([cache] mode = "off", {why})',
+            file=str(path) if path is not None else None,
+            field_path="cache.mode",
+            hint='set [cache] mode = "on" in the config file (or pass --cache on) to use it',
+        )
+    ]
+
+
+def config_warning_lines(*, config: ConfigDoc) -> list[str]:
+    """config.json's warnings as the console shows them: each with its fix."""
+    return [
+        f"{warning.message}; {warning.hint}" if warning.hint else warning.message
+        for warning in config.warnings
+    ]
 
 
 def outside_project_warning(*, config: ConfigDoc) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from eval_banana.settings.table import (
 )
 from eval_banana.stagefiles.read import read_stage
 from eval_banana.stages.config import find_config_file, resolve_config, write_config_stage
+from tests.conftest import EbResult
 
 # --- helpers -----------------------------------------------------------------------------------
 
@@ -577,6 +579,38 @@ def test_legacy_core_keys_are_accepted_with_one_warning(tmp_path: Path) -> None:
         assert f"core.{key}" in warning.message
     assert warning.file == str(path)
     assert resolve(tmp_path, no_project_config=True).warnings == []
+
+
+def test_a_shared_cache_named_while_the_cache_is_off_is_a_warning(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """The remote would never be asked: the warning names where it was set and the fix, and
+    `eb run` and `eb validate` show it (config.json's warnings reach the console)."""
+    write_config(tmp_path, '[cache]\nremote = "s3://team/cache"\n')
+    (warning,) = resolve(tmp_path).warnings
+    assert warning.message == (
+        "The shared cache s3://team/cache ([cache] remote) is not used: the verdict cache is "
+        'off ([cache] mode = "off", the default)'
+    )
+    assert warning.hint is not None and '[cache] mode = "on"' in warning.hint
+    from_flag = resolve(
+        tmp_path, cli={"cache.remote": "/shared"}, env={"EVAL_BANANA_CACHE_MODE": "off"}
+    )
+    assert "/shared (--cache-remote)" in from_flag.warnings[0].message
+    assert "from env" in from_flag.warnings[0].message
+    # Not said when the cache is on, or the remote is switched off.
+    assert resolve(tmp_path, cli={"cache.mode": "on"}).warnings == []
+    assert resolve(tmp_path, cli={"cache.remote_mode": "off"}).warnings == []
+    (tmp_path / "eval_checks").mkdir()
+    (tmp_path / "eval_checks" / "ok.yaml").write_text(
+        "schema_version: 1\nid: ok\ntype: deterministic\ndescription: d\nscript: pass\n"
+    )
+    for command in ("run", "validate", "list"):
+        done = eb(command, "--cwd", str(tmp_path))
+        assert done.exit_code == 0, done.stderr
+        assert "warning: The shared cache s3://team/cache ([cache] remote) is not used" in (
+            done.stderr
+        ), command
 
 
 # --- errors: wrong types in the file ------------------------------------------------------------
