@@ -158,6 +158,57 @@ def test_a_byte_order_mark_and_windows_line_ends_change_nothing(
     assert _statuses(report) == EXPECTED
 
 
+def test_a_spreadsheets_other_encodings_are_named_with_the_fix(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A "Unicode text" export is UTF-16 (said as such, not as a bad byte at 0), a Latin-1
+    file names its byte; both say how to save it."""
+    root = project(
+        {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: 'data/*.csv'")},
+        config=CONFIG,
+    )
+    (root / "data").mkdir()
+    (root / "data/a.csv").write_bytes("name,ok\nrefund,yes\n".encode("utf-16"))
+    (root / "data/b.csv").write_bytes("name,ok\ncaf\xe9,yes\n".encode("latin-1"))
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    said = {(e["message"], e["line"], e["hint"]) for e in json.loads(validated.stdout)["errors"]}
+    fix = "save the file as UTF-8 (in a spreadsheet: CSV UTF-8)"
+    assert said == {
+        (
+            "Dataset data/a.csv is UTF-16 text, not UTF-8 (it starts with a UTF-16 byte order "
+            "mark)",
+            1,
+            fix,
+        ),
+        ("Dataset data/b.csv is not UTF-8 text (line 2, byte 11: 0xE9)", 2, fix),
+    }
+
+
+def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.csv"),
+            "data/rows.csv": 'name,ok\n"two\nlines",yes\n\nthree,yes,extra\n',
+        },
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    (error,) = json.loads(validated.stdout)["errors"]
+    # The ragged row is on line 5: the quoted cell spans lines 2 and 3, line 4 is blank.
+    assert error["line"] == 5, error
+    assert error["message"].startswith("Dataset data/rows.csv row at line 5 has 3 cells")
+    (root / "data/rows.csv").write_text('name,ok\n"two\nlines",yes\nthree,no\n')
+    # eb list keeps one TSV line per case: the cell's line break is a space there.
+    listed = eb("list", "--cwd", str(root), "--cases")
+    assert [line.split("\t")[2] for line in listed.stdout.splitlines()] == [
+        "case two lines",
+        "case three",
+    ]
+
+
 def test_inline_cases_with_position_ids_and_case_tags_and_skip(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -7,6 +7,7 @@ relative to the project root; the count and the root go to stderr, so the TSV st
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import PurePath
 from typing import TYPE_CHECKING
@@ -76,8 +77,13 @@ def run(args: argparse.Namespace) -> int:
         (
             item.source_path,
             item.check_id,
-            _line(item.check_id, item.check_type, item.description, _shown(item.source_path, root))
-            + f"\tskipped: {_one_line(item.reason)}",
+            _line(
+                item.check_id,
+                item.check_type,
+                item.description,
+                _shown(item.source_path, root),
+                f"skipped: {item.reason}",
+            ),
         )
         for item in plan.skipped
     ]
@@ -158,10 +164,14 @@ def _count_line(*, plan: PlanDoc, root: str) -> str:
     return f"{checks:,} {noun}{extra} listed{cases} (project root: {root})"
 
 
+_BREAKS = re.compile(r"[\t\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
 def _line(*fields: str) -> str:
-    return "\t".join(fields)
+    """One TSV line: a field's own tabs and line breaks (a `description: |` block, a dataset
+    cell with a line break) become spaces, or they would cut the line."""
+    return "\t".join(_one_line(field) for field in fields)
 
 
-def _one_line(text: str) -> str:
-    """A skip reason in one TSV cell: tabs and line breaks become spaces."""
-    return " ".join(text.split())
+def _one_line(field: str) -> str:
+    return " ".join(field.split()) if _BREAKS.search(field) else field

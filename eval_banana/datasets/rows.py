@@ -38,6 +38,9 @@ def _problem(*, file: str, line: int | None, message: str, hint: str) -> Definit
     return DefinitionError(message, file=file, line=line, field_path="cases_from", hint=hint)
 
 
+_SAVE_AS_UTF8 = "save the file as UTF-8 (in a spreadsheet: CSV UTF-8)"
+
+
 def _decode(*, data: bytes, file: str) -> str:
     """The file's text, without the byte order mark spreadsheet programs put first in a UTF-8
     CSV: left in, it would rename the first column (an `id` column no longer named the cases)
@@ -45,12 +48,22 @@ def _decode(*, data: bytes, file: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        # A spreadsheet's "Unicode text" export is UTF-16, marked by its first two bytes.
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            raise _problem(
+                file=file,
+                line=1,
+                message=f"Dataset {file} is UTF-16 text, not UTF-8 (it starts with a UTF-16 "
+                "byte order mark)",
+                hint=_SAVE_AS_UTF8,
+            ) from None
         line = data[: exc.start].count(b"\n") + 1
         raise _problem(
             file=file,
             line=line,
-            message=f"Dataset {file} is not UTF-8 text (line {line}, byte {exc.start})",
-            hint="save the file as UTF-8",
+            message=f"Dataset {file} is not UTF-8 text (line {line}, byte {exc.start}: "
+            f"0x{data[exc.start]:02X})",
+            hint=_SAVE_AS_UTF8,
         ) from None
     return text[1:] if text.startswith("\ufeff") else text
 
@@ -167,8 +180,11 @@ def _csv(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
             hint="the first row names each column once",
         )
     rows: list[Row] = []
+    # A quoted cell may hold line breaks: a row is told at the line it starts on, one after
+    # the last line the previous row ended on.
+    ended = reader.line_num
     for cells in reader:
-        line = reader.line_num
+        line, ended = ended + 1, reader.line_num
         if not cells:
             continue
         if len(cells) != len(names):
