@@ -430,10 +430,10 @@ def test_import_copies_other_runners_records_and_skips_duplicates(tmp_path: Path
 
     done = eb("history", "--cwd", str(mine), "import", str(artifact))
     assert done.exit_code == 0, done.stderr
-    assert "Imported 2 run record(s)" in done.stdout and "1 refused" in done.stdout
+    assert "Imported 2 run records" in done.stdout and "1 refused" in done.stdout
     assert "junk.json" in done.stderr
     again = eb("history", "--cwd", str(mine), "import", str(artifact))
-    assert "Imported 0 run record(s)" in again.stdout and "2 already there" in again.stdout
+    assert "Imported 0 run records" in again.stdout and "2 already there" in again.stdout
     assert len(_records(mine / ".eval-banana" / "history")) == 3
     missing = eb("history", "--cwd", str(mine), "import", str(tmp_path / "nowhere"))
     assert missing.exit_code == 2 and "nowhere" in missing.stderr

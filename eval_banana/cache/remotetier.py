@@ -32,6 +32,7 @@ from eval_banana.cache.store import EMPTY_SHA256, Blob, CacheStore
 from eval_banana.core.files import sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.core.version import tool_version
+from eval_banana.core.words import plural
 from eval_banana.models.config import CacheSettings
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.guarded import GuardedRemote, RemoteTally
@@ -261,7 +262,8 @@ class RemoteTier:
         if tally.errors:
             stop = "; it was not asked again in this run" if tally.tripped else ""
             self._warn(
-                f"The shared cache {self.remote.url} failed {tally.errors} request(s){stop}; "
+                f"The shared cache {self.remote.url} failed "
+                f"{plural(count=tally.errors, noun='request')}{stop}; "
                 f"those checks ran as on a miss (first error: {tally.first_error})",
                 None,
             )

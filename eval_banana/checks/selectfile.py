@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from eval_banana.checks.shard import selection_digest
 from eval_banana.core.errors import PlanSelectError
+from eval_banana.core.words import plural
 from eval_banana.models.config import PlanSelection
 from eval_banana.models.stages import PlannedCheck
 
@@ -40,7 +41,8 @@ def apply_select(
     missing = [check_id for check_id in select.plan_ids if check_id not in by_id]
     if missing:
         raise PlanSelectError(
-            f"--select {_where(select)}: {len(missing)} id(s) not in the current selection: "
+            f"--select {_where(select)}: {plural(count=len(missing), noun='id')} not in the "
+            "current selection: "
             f"{_named(missing)}",
             file=select.file if select.file != "-" else None,
             field_path="select",

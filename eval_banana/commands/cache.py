@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import CacheOperationError
+from eval_banana.core.words import plural
 
 if TYPE_CHECKING:
     from eval_banana.models.cacheops import RemoteTierStats
@@ -141,7 +142,8 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote:
         print("Hit rate: no run recorded in the history folder yet.")
     else:
         print(
-            f"Hit rate of the last {rate.runs} run(s) (history records): {rate.cached} of "
+            f"Hit rate of the last {plural(count=rate.runs, noun='run')} (history records): "
+            f"{rate.cached} of "
             f"{rate.checks} checks reused ({rate.rate:.1%})."
         )
     return 0
@@ -215,7 +217,7 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
     print(
         f"Pruned {remote.url}: {found.pruned.entries} entries and {found.pruned.blobs} "
         f"blobs, {found.pruned.bytes_freed} bytes freed"
-        + (f"; {found.failed} deletion(s) failed." if found.failed else ".")
+        + (f"; {plural(count=found.failed, noun='deletion')} failed." if found.failed else ".")
     )
     return 1 if found.failed else 0
 
@@ -238,7 +240,8 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
     )
     if done.failed:
         print(
-            f"error: the shared cache failed {tally.errors} request(s) (first error: "
+            f"error: the shared cache failed {plural(count=tally.errors, noun='request')} (first "
+            "error: "
             f"{tally.first_error})",
             file=sys.stderr,
         )

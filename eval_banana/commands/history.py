@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
+from eval_banana.core.words import plural
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -102,7 +103,7 @@ def _import(*, folder: Path, sources: list[str]) -> int:
     for path, why in done.refused:
         print(f"warning: skipped {path}: {why}", file=sys.stderr)
     print(
-        f"Imported {len(done.copied)} run record(s) into {folder}; "
+        f"Imported {plural(count=len(done.copied), noun='run record')} into {folder}; "
         f"{len(done.duplicates)} already there, {len(done.refused)} refused."
     )
     return 0

@@ -22,6 +22,7 @@ from eval_banana.core.errors import (
     RunAborted,
     WriteFault,
 )
+from eval_banana.core.words import plural
 from eval_banana.history.gitstate import GitProbe
 from eval_banana.history.record import RunKind
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
@@ -30,7 +31,7 @@ from eval_banana.reporting import ReportExtras, forks_html, start_html, write_ex
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.runners.faults import FaultLog
-from eval_banana.runners.results import STOP_REASON_TEXT, plural
+from eval_banana.runners.results import STOP_REASON_TEXT
 from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages.config import (

@@ -14,11 +14,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
+from eval_banana.core.words import plural
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
 from eval_banana.reporting.common import is_not_run
 from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
-from eval_banana.runners.results import plural, progress_line
+from eval_banana.runners.results import progress_line
 from eval_banana.stages.report import (
     cache_line,
     errors_line,

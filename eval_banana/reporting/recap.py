@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from eval_banana.core.words import plural
 from eval_banana.reporting.common import Check, check_relpath, is_not_run, summary
-from eval_banana.runners.results import plural
 
 RECAP_TITLE = "Failed and errored checks:"
 # Ids named on the not-run line before `and N more`: a stopped run of thousands stays one line.

@@ -6,6 +6,7 @@ import threading
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from eval_banana.core.words import plural
 from eval_banana.harness.errorclass import ErrorCause
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import ERROR_CLASSES, CheckResult, Status
@@ -193,11 +194,6 @@ def not_run_result(*, check: PlannedCheck, cancel: threading.Event) -> CheckResu
         error_detail=f"Not run: {STOP_REASON_TEXT[stop_reason(cancel=cancel)]}",
         details={"not_run": True},
     )
-
-
-def plural(*, count: int, noun: str) -> str:
-    """`1 check`, `2 checks`: a count with its noun, as a sentence says it."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def maxfail_text(*, maxfail: int) -> str:

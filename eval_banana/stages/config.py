@@ -170,7 +170,8 @@ def _check_structure(*, table: dict[str, Any], path: Path) -> list[ProblemModel]
             names = ", ".join(f"core.{k}" for k in legacy)
             warnings.append(
                 ProblemModel(
-                    message=f"Ignored legacy key(s) {names} in {path}: they have no effect",
+                    message=f"Ignored legacy {'key' if len(legacy) == 1 else 'keys'} {names} in "
+                    f"{path}: {'it has' if len(legacy) == 1 else 'they have'} no effect",
                     file=str(path),
                     field_path=f"core.{legacy[0]}",
                     hint="delete them; deterministic checks are limited by "
@@ -308,7 +309,10 @@ def resolve_config(
         or SETTINGS_BY_NAME[name].kind in ("ignored", "agent_tables")
     )
     if unknown:
-        raise ConfigError(f"Unknown setting(s) given as flags: {', '.join(unknown)}")
+        raise ConfigError(
+            f"Unknown {'setting' if len(unknown) == 1 else 'settings'} given as flags: "
+            + ", ".join(unknown)
+        )
     path = None if no_project_config else find_config_file(start=start)
     data = _read_config_bytes(path=path) if path is not None else None
     table: dict[str, Any] = (

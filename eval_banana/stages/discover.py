@@ -9,6 +9,7 @@ from pathlib import Path
 from eval_banana.core.errors import UsageError
 from eval_banana.core.files import sha256_bytes, write_model
 from eval_banana.core.readback import read_regular
+from eval_banana.core.words import plural
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
 from eval_banana.settings.folders import own_folders_below
 from eval_banana.stagefiles.layout import envelope, stage_path
@@ -189,7 +190,8 @@ def nested_projects_warning(*, config: ConfigDoc, discovered: DiscoverDoc) -> st
     root = Path(config.project_root)
     names = ", ".join(f"{Path(folder).relative_to(root).as_posix()}/" for folder in nested)
     return (
-        f"checks of {len(nested)} nested project(s) are collected from {root}: {names} "
+        f"checks of {plural(count=len(nested), noun='nested project')} are collected from "
+        f"{root}: {names} "
         f"(each holds its own {CONFIG_FOLDER}/, whose settings these checks will not get); run "
         "eb inside each project (or --cwd it), or pass --check-dir to collect one of them"
     )

@@ -9,10 +9,11 @@ from typing import Any, NamedTuple
 
 from eval_banana.core import canonjson
 from eval_banana.core.files import write_model, write_text_atomic
+from eval_banana.core.words import plural
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
-from eval_banana.runners.results import elapsed_ms, maxfail_text, plural
+from eval_banana.runners.results import elapsed_ms, maxfail_text
 from eval_banana.runners.retries import attempt_count
 from eval_banana.stagefiles.layout import envelope, stage_path
 from eval_banana.stages.execute import document_digest

@@ -245,7 +245,7 @@ def test_checks_of_nested_projects_collected_from_a_parent_are_named(tmp_path: P
         (parent / name / "eval_checks").mkdir()
         (parent / name / "eval_checks" / f"{name}.yaml").write_text(check_yaml(name))
     warned = (
-        f"warning: checks of 2 nested project(s) are collected from {parent}: app/, lib/ "
+        f"warning: checks of 2 nested projects are collected from {parent}: app/, lib/ "
         "(each holds its own .eval-banana/"
     )
     for command in ("list", "validate", "run"):
