@@ -9,6 +9,7 @@ kept, the reasons it printed and its exit code are all checked.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -403,3 +404,46 @@ def test_a_check_file_broken_after_the_run_stops_every_update_at_validate(proj: 
     assert proj.ran() == Counter(proj.checks)  # the mended file is the file that ran
     _kept(before, proj.results(), proj.checks)
     _status_ok(proj)
+
+
+def test_an_updated_merged_run_stays_merged_and_keeps_what_its_shards_spent(
+    tmp_path: Path, eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eb update` of a merged run reruns only the edited check: the results it keeps came
+    from the shards, so the run still names them (merged_from), its cost still counts the
+    judges they ran, and its history record stays a merge that stands for the shards' records."""
+    from tests.conftest import STANDIN_AGENTS, judge_yaml
+
+    monkeypatch.setenv("PATH", f"{STANDIN_AGENTS}{os.pathsep}{os.environ['PATH']}")
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n\n[harness]\nagent = "claude"\ntimeout_seconds = 30\n'
+    )
+    (root / "eval_checks").mkdir()
+    for name in ("sky", "sea"):
+        (root / "eval_checks" / f"{name}.yaml").write_text(
+            judge_yaml(name, instructions="Is it blue?\nstandin: score=1 reason=blue")
+        )
+    plain = root / "eval_checks" / "plain.yaml"
+    plain.write_text(_check("plain", body="script: 'pass'"))
+    shards = []
+    for index in (1, 2):
+        done = eb("run", "--cwd", str(root), "--json", "--shard", f"{index}/2")
+        assert done.exit_code == 0, done.stderr
+        shards.append(json.loads(done.stdout)["output_dir"])
+    merged = eb("merge", "--cwd", str(root), "--json", *shards)
+    assert merged.exit_code == 0, merged.stderr
+    run_dir = Path(json.loads(merged.stdout)["output_dir"])
+    before = json.loads((run_dir / "stages" / "execute.json").read_text())
+    assert before["cost_usd"] > 0  # each judge's stand-in reports what it spent
+
+    plain.write_text(_check("plain", body="tags: [edited]\nscript: 'pass'"))
+    updated = eb("update", "--cwd", str(root), "--run-dir", str(run_dir))
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert "1 of 3 checks to run again" in updated.stdout
+    after = json.loads((run_dir / "stages" / "execute.json").read_text())
+    assert after["merged_from"] == before["merged_from"]
+    assert after["cost_usd"] == pytest.approx(before["cost_usd"])
+    shown = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
+    assert [(run["run_id"], run["kind"]) for run in shown["runs"]] == [(run_dir.name, "merge")]

@@ -54,10 +54,12 @@ def _record_rebuilt_run(*, request: StageRequest, exit_code: int) -> None:
     from eval_banana.history.write import record_run
 
     config: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
+    report = json.loads((request.run_dir / "report.json").read_bytes())
     record_run(
         config=config,
-        report=lambda: json.loads((request.run_dir / "report.json").read_bytes()),
-        kind="run",
+        report=report,
+        # A merged run stays one: its record names the shards, whose own records it stands for.
+        kind="merge" if report.get("merged_from") else "run",
         exit_code=exit_code,
         warn=request.console.warn,
         replacing=True,
