@@ -118,10 +118,16 @@ def _read_baseline(args: argparse.Namespace) -> RunSummary:
 def _show_diff(*, baseline: RunSummary, report: dict[str, Any], quiet: bool) -> None:
     """diff.json in the run folder; the text diff after the summary (not with --json)."""
     from eval_banana.diffing.compare import REPORT_JSON, compare, summarize_report
+    from eval_banana.diffing.narrowed import read_narrowed
     from eval_banana.diffing.render import render_text, write_diff
 
     run_dir = Path(str(report["output_dir"]))
-    head = summarize_report(report=report, path=run_dir / REPORT_JSON, run_dir=run_dir)
+    head = summarize_report(
+        report=report,
+        path=run_dir / REPORT_JSON,
+        run_dir=run_dir,
+        narrowed=read_narrowed(run_dir=run_dir),
+    )
     diff = compare(base=baseline, head=head)
     write_diff(run_dir=run_dir, diff=diff)
     if not quiet:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import RunFolderError
 from eval_banana.core.readback import loads_json, read_regular
+from eval_banana.diffing.narrowed import Narrowed, read_narrowed
 from eval_banana.models.diff import (
     DiffEntry,
     DiffRun,
@@ -36,6 +37,7 @@ class CheckOutcome(NamedTuple):
     digest: str
     summary: str
     error_class: ErrorClass | None = None
+    source: str = ""  # its check file, relative to the run's project root when it is inside
 
 
 class RunSummary(NamedTuple):
@@ -45,6 +47,7 @@ class RunSummary(NamedTuple):
     run: DiffRun
     checks: dict[str, CheckOutcome]
     families: dict[str, FamilySide] = {}
+    narrowed: Narrowed | None = None
 
 
 def _bad(*, path: Path, where: str, problem: str) -> RunFolderError:
@@ -75,7 +78,17 @@ def _summary(check: dict[str, Any]) -> str:
     return ""
 
 
-def _outcome(*, check: dict[str, Any], path: Path, where: str) -> CheckOutcome:
+def _source(*, check: dict[str, Any], root: str) -> str:
+    """The check's file relative to the project root (runs of one project on two machines name
+    it alike); as written when it is not under the root."""
+    source = check.get("source_path")
+    if not isinstance(source, str):
+        return ""
+    prefix = root.rstrip("/") + "/"
+    return source[len(prefix) :] if root and source.startswith(prefix) else source
+
+
+def _outcome(*, check: dict[str, Any], path: Path, where: str, root: str) -> CheckOutcome:
     status = check.get("status")
     if status not in _STATUSES:
         raise _bad(path=path, where=f"{where}.status", problem="must be passed, failed or error")
@@ -87,7 +100,11 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str) -> CheckOutcome:
     # Only an error carries a class; a report from before error classes has none.
     error_class = found if status == "error" and found in ERROR_CLASSES else None
     return CheckOutcome(
-        outcome=outcome, digest=digest, summary=_summary(check), error_class=error_class
+        outcome=outcome,
+        digest=digest,
+        summary=_summary(check),
+        error_class=error_class,
+        source=_source(check=check, root=root),
     )
 
 
@@ -101,17 +118,22 @@ def _objects(*, items: list[Any], path: Path, where: str) -> Iterator[tuple[str,
         yield at, item
 
 
-def summarize_report(*, report: Any, path: Path, run_dir: Path) -> RunSummary:
-    """The comparable part of a report.json object; `path` names it in errors."""
+def summarize_report(
+    *, report: Any, path: Path, run_dir: Path, narrowed: Narrowed | None = None
+) -> RunSummary:
+    """The comparable part of a report.json object; `path` names it in errors; `narrowed`:
+    how the run's selection was narrowed, when its folder says."""
     if not isinstance(report, dict):
         raise _bad(path=path, where="$", problem="must be a JSON object")
     checks = _field(document=report, key="checks", kind=list, path=path, where="$")
+    root = report.get("project_root")
+    root = root if isinstance(root, str) else ""
     outcomes: dict[str, CheckOutcome] = {}
     for where, check in _objects(items=checks, path=path, where="$.checks"):
         check_id = _field(document=check, key="check_id", kind=str, path=path, where=where)
         if check_id in outcomes:
             raise _bad(path=path, where=f"{where}.check_id", problem=f"repeats '{check_id}'")
-        outcomes[check_id] = _outcome(check=check, path=path, where=where)
+        outcomes[check_id] = _outcome(check=check, path=path, where=where, root=root)
     earned = _field(document=report, key="points_earned", kind=int, path=path, where="$")
     total = _field(document=report, key="total_points", kind=int, path=path, where="$")
     run = DiffRun(
@@ -122,8 +144,11 @@ def summarize_report(*, report: Any, path: Path, run_dir: Path) -> RunSummary:
         total_points=total,
         pass_rate=round(earned / total, _RATE_DIGITS) if total else 0.0,
         run_passed=report.get("run_passed") is True,
+        selection=narrowed.flags if narrowed is not None else None,
     )
-    return RunSummary(run=run, checks=outcomes, families=_families(report=report, path=path))
+    return RunSummary(
+        run=run, checks=outcomes, families=_families(report=report, path=path), narrowed=narrowed
+    )
 
 
 def _families(*, report: dict[str, Any], path: Path) -> dict[str, FamilySide]:
@@ -158,8 +183,8 @@ def _family_changes(*, base: RunSummary, head: RunSummary) -> list[FamilyChange]
     changes: list[FamilyChange] = []
     for family in [*head.families, *(f for f in base.families if f not in head.families)]:
         before, now = base.families.get(family), head.families.get(family)
-        if before == now:
-            continue
+        if before == now or (now is None and head.narrowed is not None):
+            continue  # unchanged, or none of its cases was selected in head
         broke = now is not None and not now.gate_held and (before is None or before.gate_held)
         changes.append(FamilyChange(family=family, base=before, head=now, gate_broke=broke))
     return changes
@@ -184,7 +209,9 @@ def load_run(*, run_dir: Path) -> RunSummary:
         report = loads_json(data)
     except ValueError as exc:
         raise _bad(path=path, where="$", problem=f"is not valid JSON ({exc})") from None
-    return summarize_report(report=report, path=path, run_dir=run_dir)
+    return summarize_report(
+        report=report, path=path, run_dir=run_dir, narrowed=read_narrowed(run_dir=run_dir)
+    )
 
 
 def _entry(*, check_id: str, base: CheckOutcome | None, head: CheckOutcome | None) -> DiffEntry:
@@ -198,6 +225,16 @@ def _entry(*, check_id: str, base: CheckOutcome | None, head: CheckOutcome | Non
         summary=shown.summary if shown is not None else "",
         error_class=shown.error_class if shown is not None else None,
     )
+
+
+def _left_out(*, check: CheckOutcome, head: RunSummary) -> bool:
+    """Whether a check head does not have was only left out by head's narrowed selection: its
+    file is still among the ones head found (or head's discovery was narrowed too). A case
+    whose row was deleted from a file head still has is counted here too: head cannot tell."""
+    narrowed = head.narrowed
+    if narrowed is None:
+        return False
+    return narrowed.files is None or check.source in narrowed.files
 
 
 def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
@@ -241,11 +278,12 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         else:
             still_failing.append(entry)
     families = _family_changes(base=base, head=head)
-    removed = [
-        _entry(check_id=check_id, base=before, head=None)
-        for check_id, before in base.checks.items()
-        if check_id not in head.checks
-    ]
+    removed: list[DiffEntry] = []
+    not_selected: list[DiffEntry] = []
+    for check_id, before in base.checks.items():
+        if check_id not in head.checks:
+            entry = _entry(check_id=check_id, base=before, head=None)
+            (not_selected if _left_out(check=before, head=head) else removed).append(entry)
     return RunDiff(
         base=base.run,
         head=head.run,
@@ -255,6 +293,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         still_failing=still_failing,
         new_checks=new_checks,
         removed_checks=removed,
+        not_selected=not_selected,
         changed_definitions=changed,
         unchanged_passing=unchanged,
         points_earned_delta=head.run.points_earned - base.run.points_earned,

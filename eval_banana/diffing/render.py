@@ -25,6 +25,7 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("still_failing", "Still failing"),
     ("new_checks", "New checks"),
     ("removed_checks", "Removed checks"),
+    ("not_selected", "Not selected in head"),
     ("changed_definitions", "Changed definitions"),
 )
 
@@ -87,9 +88,10 @@ def family_line(change: FamilyChange) -> str:
 
 
 def _side(name: str, run: DiffRun) -> str:
+    selected = f", selected with {run.selection}" if run.selection else ""
     return (
         f"{name}: {run.run_id} ({run.run_dir}): {run.points_earned}/{run.total_points} points, "
-        f"{_percent(run.pass_rate)}, {'passed' if run.run_passed else 'not passed'}"
+        f"{_percent(run.pass_rate)}, {'passed' if run.run_passed else 'not passed'}{selected}"
     )
 
 
@@ -133,6 +135,10 @@ def _md_table(entries: list[DiffEntry]) -> list[str]:
     return rows
 
 
+def _md_selection(flags: str | None) -> str:
+    return f"`{md_cell(flags)}`" if flags else "every check"
+
+
 def render_md(diff: RunDiff) -> str:
     """A pull-request comment: the verdict, the score table, regressions open, the rest folded."""
     base, head = diff.base, diff.head
@@ -149,6 +155,10 @@ def render_md(diff: RunDiff) -> str:
         f"| Run passed | {'yes' if base.run_passed else 'no'} | "
         f"{'yes' if head.run_passed else 'no'} | |",
     ]
+    if base.selection or head.selection:
+        lines.append(
+            f"| Selection | {_md_selection(base.selection)} | {_md_selection(head.selection)} | |"
+        )
     for attribute, heading in CATEGORIES:
         entries: list[DiffEntry] = getattr(diff, attribute)
         if not entries:

@@ -27,6 +27,12 @@ class DiffRun(Record):
     total_points: int = Field(ge=0)
     pass_rate: float = Field(description="points_earned / total_points (0.0 with no checks).")
     run_passed: bool
+    selection: str | None = Field(
+        default=None,
+        description="The flags that narrowed the run's selection (`--changed-since main`, "
+        "`-k refund`, `--shard 2/4`), from its stages/config.json; null: it selected every "
+        "check, or its folder does not say.",
+    )
 
 
 class DiffEntry(Record):
@@ -99,7 +105,15 @@ class RunDiff(Record):
     fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")
     new_checks: list[DiffEntry] = Field(description="In head only (whatever their outcome).")
-    removed_checks: list[DiffEntry] = Field(description="In base only.")
+    removed_checks: list[DiffEntry] = Field(
+        description="In base only, and not because head ran a narrowed selection."
+    )
+    not_selected: list[DiffEntry] = Field(
+        default_factory=list,
+        description="In base only while head ran a narrowed selection (head.selection) that "
+        "left them out, their check file still in head's project (or head narrowed discovery "
+        "itself, --check-dir): head says nothing of them. Never a regression.",
+    )
     changed_definitions: list[DiffEntry] = Field(
         description="In both runs with a different definition digest."
     )
@@ -108,7 +122,8 @@ class RunDiff(Record):
     pass_rate_delta: float = Field(description="head.pass_rate - base.pass_rate, as a ratio.")
     families: list[FamilyChange] = Field(
         default_factory=list,
-        description="The dataset families whose case count, pass rate or gate changed.",
+        description="The dataset families whose case count, pass rate or gate changed (a "
+        "family none of whose cases a narrowed head selected is left out).",
     )
     regressed: bool = Field(
         description="Whether there is any regression, or a family gate broke (exit code 1)."

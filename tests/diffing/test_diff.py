@@ -441,3 +441,47 @@ def test_a_family_gate_that_breaks_is_a_regression_even_when_no_case_regressed(
     # Back above the gate: a change, not a regression.
     again = _json_diff(eb, head, base)
     assert again["_exit"] == 0 and again["families"][0]["gate_broke"] is False
+
+
+def test_a_narrowed_head_leaves_out_what_it_did_not_select_not_removed(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A pull request's run of part of the project (`-k`, `--changed-since`) diffed against a
+    full run: the checks it did not select are "not selected", not removed, and a dataset family
+    none of whose cases it ran is no family change; a check file deleted is still removed."""
+    family = (
+        "schema_version: 1\nid: rows\ntype: deterministic\n"
+        'description: "row {{ case.id }}"\ncases: [{id: a}, {id: b}]\nscript: pass\n'
+    )
+    root = project({"eval_checks/rows.yaml": family}, config='[core]\noutput_dir = "runs"\n')
+    _write(root, {"kept_green": "pass", "refund_one": "pass", "is_removed": "pass"})
+    (root / "eval_checks/rows.yaml").write_text(family)
+    base = tmp_path / "base"
+    assert eb("run", "--cwd", str(root), "--output-dir", str(base), "--flat-output").exit_code == 0
+    (root / "eval_checks/is_removed.yaml").unlink()
+    head = tmp_path / "head"
+    narrowed = ("--output-dir", str(head), "--flat-output", "-k", "refund")
+    assert eb("run", "--cwd", str(root), *narrowed).exit_code == 0
+    document = _json_diff(eb, base, head)
+    assert document["_exit"] == 0
+    assert document["head"]["selection"] == "-k 'refund'"
+    assert document["base"]["selection"] is None
+    assert _ids(document["removed_checks"]) == ["is_removed"]
+    assert _ids(document["not_selected"]) == ["kept_green", "rows[a]", "rows[b]"]
+    assert document["families"] == []
+    text = eb("diff", str(base), str(head)).stdout
+    assert "selected with -k 'refund'" in text and "Not selected in head (3):" in text
+    markdown = eb("diff", str(base), str(head), "--format", "md").stdout
+    assert "| Selection | every check | `-k 'refund'` | |" in markdown
+    # `eb run --baseline` reads its own run's selection the same way.
+    again = tmp_path / "again"
+    flags = ("--output-dir", str(again), "--flat-output", "-k", "refund", "--baseline", str(base))
+    assert eb("run", "--cwd", str(root), *flags).exit_code == 0
+    written = json.loads((again / "diff.json").read_text())
+    assert _ids(written["not_selected"]) == ["kept_green", "rows[a]", "rows[b]"]
+    # The same head without its stage files (an eval-banana folder, say) says nothing of its
+    # selection: every check it lacks is removed, as before.
+    for name in ("config.json", "discover.json"):
+        (head / "stages" / name).unlink()
+    plain = _json_diff(eb, base, head)
+    assert plain["not_selected"] == [] and len(plain["removed_checks"]) == 4
