@@ -38,6 +38,7 @@ PAGE_CSS = """
 .chart polyline { fill:none; stroke:var(--accent); stroke-width:1.5; }
 .chart circle { fill:var(--accent); }
 .chart circle.bad { fill:var(--fail); }
+.chart p.none { color:var(--muted); font-size:12px; margin:24px 0; }
 col.h-id { width:24%; } col.h-strip { width:34%; } col.h-n { width:6.5em; }
 canvas.strip { width:100%; height:14px; display:block; image-rendering:pixelated; }
 tr.hide { display:none; }
@@ -172,6 +173,13 @@ def line_chart(
     titled with its run; the axis is labelled at its lowest and highest value."""
     values = [value(run) for run in runs]
     known = [v for v in values if v is not None]
+    if not known:
+        # An empty axis labelled $1 and $0 would read as "nothing was spent".
+        return (
+            f'<div class="chart"><h2>{escape(title)}</h2>'
+            f'<p class="none" data-points="0">No run in this window reported a '
+            f"{escape(title.lower())}.</p></div>"
+        )
     top = max(known, default=1.0) or 1.0
     low = 0.0 if floor_at_zero else min(known, default=0.0)
     span = (top - low) or 1.0

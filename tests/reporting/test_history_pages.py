@@ -67,6 +67,24 @@ def test_the_history_page_has_a_point_per_run_and_escapes_ids(tmp_path: Path, eb
     assert "Flaky only (2)" in text  # flipper, and refunds[late] (passed, error, passed)
 
 
+def test_a_chart_no_run_has_a_value_for_says_so(tmp_path: Path, eb: Eb) -> None:
+    """Runs of deterministic checks report no cost: the cost chart says none was reported,
+    rather than drawing an empty axis from $0 to $1."""
+    root = tmp_path / "p"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "ok.yaml").write_text(check_yaml("ok"))
+    for _ in range(2):
+        assert eb("run", "--cwd", str(root)).exit_code == 0
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    text = page.read_text(encoding="utf-8")
+    charts = re.findall(r'<svg viewBox[^>]*data-points="(\d+)">', text)
+    assert charts == ["2", "2"]  # pass rate and duration, a point per run
+    assert '<p class="none" data-points="0">No run in this window reported a cost.</p>' in text
+
+
 def test_the_history_page_keeps_the_window_asked_for(tmp_path: Path, eb: Eb) -> None:
     root = tmp_path / "p"
     run_ids = sample_project(root)
