@@ -130,6 +130,26 @@ def test_a_second_runner_starts_no_agent_for_an_unchanged_commit(
         assert (counts["remote_hits"], counts["local_hits"], counts["remote_requests"]) == (0, 3, 0)
 
 
+def test_a_shared_folder_inside_the_project_as_actions_cache_carries_it(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """docs/shared-cache.md's actions/cache set-up: the remote is a relative folder inside
+    the project, saved by one runner and restored into the next. It is the project root's
+    (not the folder eb was started from), and it is no project file: the verdicts it stores
+    change no check's key, so the same runner reuses them and the next runner too."""
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    counts, started = run(first, ".eb-shared")
+    assert started == 3 and counts["remote_writes"] == 3
+    assert (first.root / ".eb-shared" / "ac").is_dir()
+    assert not (Path.cwd() / ".eb-shared").exists()
+    counts, started = run(first, ".eb-shared")
+    assert started == 0 and counts["local_hits"] == 3
+    shutil.copytree(first.root / ".eb-shared", second.root / ".eb-shared")  # the restore
+    counts, started = run(second, ".eb-shared")
+    assert started == 0
+    assert (counts["remote_hits"], counts["misses"]) == (3, 0)
+
+
 class _remote:
     """The remote of a scheme, as a context manager giving its URL (and the S3 variables)."""
 

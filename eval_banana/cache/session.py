@@ -44,7 +44,7 @@ from eval_banana.models.stages import (
 )
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.runners.results import build_result, iso, judged_outcome, utc_now
-from eval_banana.settings.folders import cache_dir
+from eval_banana.settings.folders import cache_dir, cache_settings
 
 if TYPE_CHECKING:
     from eval_banana.cache.remotetier import RemoteTier
@@ -126,7 +126,7 @@ class CacheSession:
         self._hits = {"local": 0, "remote": 0, "miss": 0}
         self.remote_mode = settings.cache.remote_mode if settings.cache.remote else None
         self.remote = _open_remote(
-            settings=settings.cache,
+            settings=cache_settings(config=config),
             store=self.store,
             local_writes=self.writes,
             environ=environ,

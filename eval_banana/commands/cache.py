@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from eval_banana.commands import common
 from eval_banana.core.errors import CacheOperationError
 from eval_banana.core.words import plural
+from eval_banana.settings.folders import cache_settings
 
 if TYPE_CHECKING:
     from eval_banana.models.cacheops import RemoteTierStats
@@ -153,7 +154,7 @@ def _remote_stats(*, config: ConfigDoc) -> RemoteTierStats:
     from eval_banana.cache.remoteops import open_remote, remote_stats
 
     opened = open_remote(
-        settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
+        settings=cache_settings(config=config), environ=dict(os.environ), source=_source(config)
     )
     return remote_stats(remote=opened)
 
@@ -186,7 +187,7 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
         from eval_banana.cache.remoteops import open_remote, require_listing
 
         remote = open_remote(
-            settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
+            settings=cache_settings(config=config), environ=dict(os.environ), source=_source(config)
         )
         require_listing(remote=remote)
     moment = now()
@@ -227,7 +228,7 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
     from eval_banana.cache.store import CacheStore
 
     done, remote = push(
-        settings=config.settings.cache,
+        settings=cache_settings(config=config),
         store=CacheStore(folder=folder, max_bytes=0),
         environ=dict(os.environ),
         source=_source(config),
@@ -261,7 +262,7 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
         from eval_banana.cache.remoteops import open_remote, verify_remote
 
         opened = open_remote(
-            settings=config.settings.cache, environ=dict(os.environ), source=_source(config)
+            settings=cache_settings(config=config), environ=dict(os.environ), source=_source(config)
         )
         remote_url = opened.url
         found = verify_remote(remote=opened)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
+from eval_banana.models.config import CacheSettings
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.table import SETTINGS_BY_NAME
 
@@ -29,11 +31,38 @@ def history_dir(*, config: ConfigDoc) -> Path:
     return Path(config.project_root) / config.settings.history.dir
 
 
+def remote_folder(*, config: ConfigDoc) -> Path | None:
+    """The folder a `[cache] remote` names when it is a path or a file:// URL, joined to the
+    project root when relative (as every folder setting is); None for another kind of remote
+    (or a file URL of another host, which the remote refuses), or none."""
+    remote = config.settings.cache.remote
+    if not remote:
+        return None
+    if "://" in remote:
+        parts = urlsplit(remote)
+        if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
+            return None
+        return Path(unquote(parts.path))
+    return Path(config.project_root) / Path(remote).expanduser()
+
+
+def cache_settings(*, config: ConfigDoc) -> CacheSettings:
+    """The `[cache]` settings as the cache tiers use them: a shared cache folder given as a
+    relative path is the one below the project root, wherever eb was started from."""
+    settings = config.settings.cache
+    folder = remote_folder(config=config)
+    if folder is None or "://" in (settings.remote or ""):
+        return settings
+    return settings.model_copy(update={"remote": str(folder)})
+
+
 def own_folders(*, config: ConfigDoc) -> list[Path]:
-    """The output, cache and history folders (wherever they are configured), and the output
-    and history folders the project names or defaults to: a run sent elsewhere
-    (`--output-dir`, EVAL_BANANA_OUTPUT_DIR) must not count the run folders or run records
-    earlier runs left there as project files (reading each, and keying every check on them)."""
+    """The output, cache and history folders (wherever they are configured), a shared cache
+    that is a folder, and the output and history folders the project names or defaults to:
+    a run sent elsewhere (`--output-dir`, EVAL_BANANA_OUTPUT_DIR) must not count the run
+    folders or run records earlier runs left there as project files (reading each, and keying
+    every check on them). A shared cache folder inside the project (what `actions/cache`
+    carries) changes with every verdict stored: counted, it would make every check a miss."""
     root = Path(config.project_root)
     output = config.settings.core.output_dir
     folders = [
@@ -41,6 +70,9 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
         cache_dir(config=config),
         history_dir(config=config),
     ]
+    shared = remote_folder(config=config)
+    if shared is not None:
+        folders.append(shared)
     usual = [
         config.project_output_dir,
         str(SETTINGS_BY_NAME["core.output_dir"].default),
