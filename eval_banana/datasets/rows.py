@@ -94,6 +94,18 @@ def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row
     return rows
 
 
+def _list_hint(*, value: object) -> str:
+    """The fix; for an export that wraps its rows (`{"examples": [...]}`), where they are."""
+    if isinstance(value, dict):
+        wrapped = [key for key, item in value.items() if isinstance(item, list)]
+        if len(wrapped) == 1:
+            return (
+                f"its key {str(wrapped[0])!r} holds a list of {len(value[wrapped[0]])}: make that "
+                "list the whole file (or write one case per line in a .jsonl file)"
+            )
+    return "write the cases as a list of mappings"
+
+
 def _listed(*, value: object, file: str, kind: str, string_keys: bool) -> list[Row]:
     if value is None:
         return []  # an empty file (or only comments): the family says it has no cases
@@ -103,7 +115,7 @@ def _listed(*, value: object, file: str, kind: str, string_keys: bool) -> list[R
             file=file,
             line=None,
             message=f"Dataset {file} must hold a {kind} list of cases, not {found}",
-            hint="write the cases as a list of mappings",
+            hint=_list_hint(value=value),
         )
     return [
         Row(value=item, file=file, where=f"item {index}", line=None, string_keys=string_keys)
