@@ -60,3 +60,24 @@ def test_reference_shows_yaml_types_not_python_types() -> None:
 )
 def test_yaml_type_names(schema: dict[str, object], shown: str) -> None:
     assert yaml_type(schema) == shown
+
+
+def test_the_skill_names_every_setting() -> None:
+    """The skill's settings table (what a coding agent reads to configure eb) lists every
+    setting of the settings table, with its variable and flag: a new setting is not forgotten."""
+    from eval_banana.settings.table import SETTINGS
+
+    table = (REPO / "skills/eval-banana/references/configuration.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0].strip("| `"): line for line in table.splitlines()}
+    missing = []
+    for spec in SETTINGS:
+        if spec.kind in ("ignored", "agent_tables"):
+            continue
+        row = rows.get(f"[{spec.section}] {spec.key}") or rows.get(f"[{spec.section}.{spec.key}]")
+        if (
+            row is None
+            or (spec.env and spec.env not in row)
+            or (spec.flag and spec.flag not in row)
+        ):
+            missing.append(spec.name)
+    assert missing == []
