@@ -725,6 +725,10 @@ def test_eb_schema_prints_a_familys_row_schema(
     (root / "eval_checks/fam.yaml").write_text(SCRIPT_FAMILY.format(source="cases: [{name: a}]"))
     refused = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"))
     assert refused.exit_code == 2 and "declares no case_schema" in refused.stderr
+    by_id = eb("schema", "--case-schema", "fam")  # the family's id, not its file
+    assert by_id.exit_code == 2
+    assert "Cannot read check file fam: No such file or directory" in by_id.stderr
+    assert "pass the family's check file" in by_id.stderr
 
 
 def test_changed_since_selects_a_family_whose_dataset_changed(

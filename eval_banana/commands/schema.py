@@ -48,7 +48,11 @@ def _case_schema(*, path: str) -> str:
     try:
         data = read_regular(path)
     except OSError as exc:
-        raise UsageError(f"Cannot read check file {path}: {exc}") from None
+        raise UsageError(
+            f"Cannot read check file {path}: {exc.strerror or exc}",
+            hint="pass the family's check file, a path such as eval_checks/qa.yaml (`eb list` "
+            "names each family's file)",
+        ) from None
     definition = load_definition(data=data, path=path)
     schema = definition.get("case_schema")
     if schema is None:
