@@ -552,6 +552,39 @@ BAD_INPUTS = {
 }
 
 
+@pytest.mark.parametrize(
+    ("files", "written", "hint"),
+    [
+        (
+            {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+            "data/rows.json",
+            "did you mean data/rows.jsonl? (cases_from is relative to the project root)",
+        ),
+        (
+            {"eval_checks/data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+            "data/rows.jsonl",
+            "cases_from is relative to the project root, not to the check file: write "
+            "eval_checks/data/rows.jsonl",
+        ),
+        ({}, "data/rows.jsonl", "cases_from is relative to the project root; fix the path or"),
+    ],
+)
+def test_a_dataset_path_that_names_no_file_says_which_one_was_meant(
+    files: dict[str, str],
+    written: str,
+    hint: str,
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+) -> None:
+    source = f"cases_from: {written}"
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source), **files})
+    validated = eb("validate", "--cwd", str(root), "--json")
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert error["message"].startswith(f"Dataset {written} named by cases_from in ")
+    assert error["message"].endswith(" does not exist")
+    assert error["hint"].startswith(hint), error
+
+
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
 def test_bad_datasets_are_definition_errors(
     case: str, project: Callable[..., Path], eb: Callable[..., EbResult]

@@ -179,9 +179,28 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             f"Dataset {pattern} named by cases_from in {check_file} does not exist",
             file=check_file,
             field_path="cases_from",
-            hint="cases_from is relative to the project root; fix the path or create the file",
+            hint=_missing_hint(pattern=pattern, root=root, check_file=check_file),
         )
     return [path]
+
+
+def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
+    """The fix for a dataset path that names no file: the file it was most likely written
+    for (a path relative to the check file's folder, a typo in a name beside it)."""
+    beside_check = Path(check_file).resolve().parent / pattern
+    if beside_check.is_file():
+        meant = _relative(path=beside_check, root=root)
+        return f"cases_from is relative to the project root, not to the check file: write {meant}"
+    path = root / pattern
+    try:
+        names = [entry.name for entry in os.scandir(path.parent) if entry.is_file()]
+    except OSError:
+        names = []
+    near = closest(path.name, [name for name in names if Path(name).suffix.lower() in SUFFIXES])
+    if near is not None:
+        shown = (Path(pattern).parent / near).as_posix()
+        return f"did you mean {shown}? (cases_from is relative to the project root)"
+    return "cases_from is relative to the project root; fix the path or create the file"
 
 
 def _relative(*, path: Path, root: Path) -> str:
