@@ -11,14 +11,44 @@ project state is read once, and only as much of it as the checks at hand need.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.projectstate.patterns import InputPatterns, outermost
+from eval_banana.core.suggest import closest
+from eval_banana.projectstate.patterns import InputPatterns, literal_prefix, normalize, outermost
 from eval_banana.projectstate.state import ProjectState, read_project_state
 from eval_banana.settings.folders import own_files, own_folders
+
+
+def pattern_meant(*, pattern: str, root: str | Path) -> str | None:
+    """What a pattern that matches nothing was most likely written for: its first folder that
+    does not exist replaced by the folder beside it most like it (`srcc/**` -> `src/**`), or,
+    for a plain file path, the file beside it most like it; None when nothing is close."""
+    body = normalize(pattern)
+    prefix = literal_prefix(body)
+    names = prefix.split("/") if prefix else []
+    plain_file = prefix == body
+    here = Path(root)
+    for index, name in enumerate(names):
+        last = index == len(names) - 1
+        if (here / name).is_dir() and not (plain_file and last):
+            here = here / name
+            continue
+        if (here / name).exists():
+            return None
+        try:
+            entries = [e.name for e in os.scandir(here) if e.is_dir() != (plain_file and last)]
+        except OSError:
+            return None
+        near = closest(name, entries)
+        if near is None:
+            return None
+        written = "/".join(names[: index + 1])
+        return "/".join([*names[:index], near]) + body[len(written) :]
+    return None
 
 
 def declared_inputs(definition: dict[str, Any]) -> tuple[str, ...] | None:
@@ -87,6 +117,28 @@ class CheckInputs:
                 [path for path in matched if path not in own] if own else matched
             )
         return self._matched[inputs]
+
+    @property
+    def root(self) -> str:
+        """The project root the patterns are relative to."""
+        return self._config.project_root
+
+    def unmatched(self, *, inputs: tuple[str, ...]) -> list[str]:
+        """The plain (not `!`) patterns of `inputs` that match no file now: a typo there keys
+        the check on nothing, and its verdict would be reused whatever changes."""
+        if self.files(inputs=inputs) and len(inputs) == 1:
+            return []
+        own = self._own()
+        return [
+            pattern
+            for pattern in inputs
+            if not pattern.startswith("!")
+            and not [
+                path
+                for path in self.state.select(patterns=InputPatterns([pattern]))
+                if path not in own
+            ]
+        ]
 
     def _own(self) -> frozenset[str]:
         """eb's own files inside the project (relative): no state a verdict is keyed on holds

@@ -298,6 +298,30 @@ def test_list_inputs_shows_what_each_pattern_matches(
     assert blocks["everything"] == ["inputs: not declared (the whole project counts)"]
 
 
+def test_an_inputs_pattern_that_matches_nothing_is_a_warning_with_the_folder_meant(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """A typo in `inputs:` keys the check on nothing: the run says so (with the folder it was
+    most likely written for), once per check file, and the report keeps the warning."""
+    root = repo(tmp_path)
+    write(
+        root, {"eval_checks/typo.yaml": script_check("typo", script="pass\n", inputs=["srcc/**"])}
+    )
+    done = eb("run", "--cwd", str(root), "--json")
+    assert done.exit_code == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "inputs pattern" in line]
+    assert said == [
+        "warning: Check 'artifact': inputs pattern 'out/result.json' matches no file, so no "
+        "change there reruns it",
+        "warning: Check 'scripted': inputs pattern 'nothing/**' matches no file, so no change "
+        "there reruns it",
+        "warning: Check 'typo': inputs pattern 'srcc/**' matches no file, so no change there "
+        "reruns it (did you mean 'src/**'?)",
+    ]
+    (warning,) = [w for w in json.loads(done.stdout)["warnings"] if "'typo'" in w["message"]]
+    assert warning["field_path"] == "inputs" and warning["file"].endswith("typo.yaml")
+
+
 def test_the_record_of_failures_is_no_project_file_for_the_verdict_cache(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
