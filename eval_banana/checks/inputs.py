@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_banana.models.stages import ConfigDoc
 from eval_banana.core.suggest import closest
+from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.patterns import InputPatterns, literal_prefix, normalize, outermost
 from eval_banana.projectstate.state import ProjectState, read_project_state
 from eval_banana.settings.folders import own_files, own_folders
