@@ -234,6 +234,19 @@ tags: [ds]"""
     ), listed.stderr
 
 
+def test_list_inputs_shows_a_familys_inputs_under_its_row(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    source = "cases: [{name: a, ok: 'yes'}, {name: b, ok: 'yes'}]\ninputs: [src/**]"
+    root = project(
+        {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source), "src/app.py": "1\n"},
+        config=CONFIG,
+    )
+    listed = eb("list", "--cwd", str(root), "--inputs")
+    assert listed.stdout.splitlines()[1:] == ["  inputs: src/** (1 file)", "    src/app.py"]
+    assert listed.stdout.startswith("fam\tdeterministic\tdataset family: 2 cases")
+
+
 def _selected(eb: Callable[..., EbResult], root: Path, *args: str) -> list[str]:
     listed = eb("list", "--cwd", str(root), "--cases", *args)
     assert listed.exit_code == 0, listed.stderr

@@ -89,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
     ]
     if not args.cases:
         rows = _families_folded(rows=rows, plan=plan, root=root)
+        # A folded family shows its inputs once: every case declares the family's patterns.
+        for check in plan.checks:
+            if check.family is not None and check.id in details:
+                details.setdefault(check.family, details[check.id])
     for _, check_id, line in sorted(rows, key=lambda row: row[0]):
         print(line)
         for detail in details.get(check_id, []):
