@@ -812,9 +812,9 @@ def test_eb_status_sees_a_family_as_current_until_a_row_changes(
     (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
     status = eb("status", "--cwd", str(root)).stdout
     # The family's file is as it was: the reason is the case's own row, by name.
-    assert f"(fam[ship-1]: its row in data/{name} changed)" in status
+    assert f"(fam[ship-1]: row changed in data/{name})" in status
     updated = eb("update", "--cwd", str(root))
-    assert f"rerun fam[ship-1]: its row in data/{name} changed" in updated.stdout
+    assert f"rerun fam[ship-1]: row changed in data/{name}" in updated.stdout
     assert "1 of 3 checks to run again" in updated.stdout
     (root / "eval_checks" / "fam.yaml").write_text(
         SCRIPT_FAMILY.format(source=f"cases_from: data/{name}") + "tags: [edited]\n"

@@ -137,9 +137,10 @@ def _case_change(
     datasets = ", ".join((check.family_files or [])[1:]) or "its dataset"
     if family_now is None or family_now != check.family_definition_sha256:
         return f"{shown} or its dataset changed"
+    # Worded for one case or several alike: `a[1], a[4]: row changed in data/a.jsonl`.
     if current is None:
-        return f"its row is no longer in {datasets}"
-    return f"its row in {datasets} changed"
+        return f"row gone from {datasets}"
+    return f"row changed in {datasets}"
 
 
 def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> tuple[dict[str, str], str | None]:
