@@ -14,6 +14,7 @@ from eval_banana.stages.report import md_cell
 FORMATS: tuple[str, ...] = ("text", "md", "json")
 # A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.
 MD_ROWS_PER_CATEGORY = 50
+TEXT_NOT_SELECTED_ROWS = 20
 
 _LABELS = {"passed": "passed", "failed": "failed", "error": "error", "not_run": "not run"}
 
@@ -111,9 +112,15 @@ def render_text(diff: RunDiff) -> str:
         if not entries:
             continue
         lines.append(f"{heading} ({len(entries)}):")
-        for entry in entries:
+        # What a narrowed head left out says nothing of the change: a few, not thousands.
+        shown = entries[:TEXT_NOT_SELECTED_ROWS] if attribute == "not_selected" else entries
+        for entry in shown:
             note = f" - {entry.summary}" if entry.summary else ""
             lines.append(f"  - {entry.check_id}: {_change(entry)}{note}")
+        if len(shown) < len(entries):
+            lines.append(
+                f"  ... and {len(entries) - len(shown)} more (`eb diff --json` lists them)"
+            )
     if diff.families:
         lines.append(f"Families changed ({len(diff.families)}):")
         lines.extend(f"  - {family_line(change)}" for change in diff.families)
