@@ -11,6 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from eval_banana.diffing.render import render_text
+from eval_banana.models.diff import RunDiff
 from tests.conftest import EbResult, check_yaml
 
 FAIL = "raise SystemExit(1)"
@@ -471,9 +473,6 @@ def test_a_narrowed_head_leaves_out_what_it_did_not_select_not_removed(
     assert document["families"] == []
     text = eb("diff", str(base), str(head)).stdout
     assert "selected with -k 'refund'" in text and "Not selected in head (3):" in text
-    from eval_banana.diffing.render import render_text
-    from eval_banana.models.diff import RunDiff
-
     # Thousands left out are a count after the first few, not thousands of lines.
     fields = {key: value for key, value in document.items() if key != "_exit"}
     many = RunDiff.model_validate(fields | {"not_selected": document["not_selected"] * 10})
