@@ -103,7 +103,7 @@ def test_prune_local_by_age_then_by_size_keeps_the_secret_and_the_lock(
     assert len(entries) == 3
     os.utime(entries[0], (OLD, OLD))
     done = cache(first, "prune", "--older-than", "7")
-    assert "1 entries" in done.stdout
+    assert "1 entry and 2 blobs" in done.stdout
     assert files(folder, "entries") == entries[1:]
 
     blobs_before = files(folder, "blobs")
@@ -142,7 +142,7 @@ def test_prune_remote_by_age_and_size(
             for entry in files(tmp_path / "shared", "ac")[:1]:
                 os.utime(entry, (OLD, OLD))
             aged = cache(first, "prune", "--remote", "--older-than", "7", *flag)
-            assert f"Pruned {url}: 1 entries" in aged.stdout
+            assert f"Pruned {url}: 1 entry and" in aged.stdout
             assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 2
         sized = cache(first, "prune", "--remote", "--max-mb", "0", *flag)
         assert f"Pruned {url}:" in sized.stdout
@@ -370,11 +370,13 @@ def test_stats_remote_counts_what_the_shared_cache_holds(
         }
         human = cache(first, "stats", "--remote", *flag)
         assert (
-            f"Shared cache {url}: 3 entries ({entry_bytes} bytes), 1 blobs ({blob_bytes} bytes)"
+            f"Shared cache {url}: 3 entries ({entry_bytes} bytes), 1 blob ({blob_bytes} bytes)"
             in human.stdout
         )
-        # Without --remote the shared cache is not asked.
+        # Without --remote the shared cache is not asked, and the text says how to count it.
         assert json.loads(cache(first, "stats", "--json", *flag).stdout)["remote"] is None
+        told = cache(first, "stats", *flag).stdout
+        assert "not asked (`eb cache stats --remote` counts it)." in told
 
 
 def test_stats_remote_on_an_http_cache_says_it_cannot_list_and_exits_0(

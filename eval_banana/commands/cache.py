@@ -133,12 +133,21 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote:
         return 0
     local, rate = doc.local, doc.hit_rate
     print(
-        f"Cache {local.folder}: {local.entries} entries ({local.entry_bytes} bytes), "
-        f"{local.blobs} blobs ({local.blob_bytes} bytes), {local.kept_runs} kept runs "
+        f"Cache {local.folder}: {_entries(local.entries)} ({local.entry_bytes} bytes), "
+        f"{plural(count=local.blobs, noun='blob')} ({local.blob_bytes} bytes), "
+        f"{plural(count=local.kept_runs, noun='kept run')} "
         f"({local.kept_run_bytes} bytes); {local.total_bytes} bytes in all."
     )
     if doc.remote is not None:
         print(_remote_line(stats=doc.remote))
+    elif config.settings.cache.remote:
+        from eval_banana.remote.shown import shown_url
+
+        # Asking a remote costs requests; say it is there and how to count it.
+        print(
+            f"Shared cache {shown_url(config.settings.cache.remote)}: not asked "
+            "(`eb cache stats --remote` counts it)."
+        )
     if rate.rate is None:
         print("Hit rate: no run recorded in the history folder yet.")
     else:
@@ -166,8 +175,9 @@ def _remote_line(*, stats: RemoteTierStats) -> str:
             "cache, which evicts by its own settings)."
         )
     return (
-        f"Shared cache {stats.url}: {stats.entries} entries ({stats.entry_bytes} bytes), "
-        f"{stats.blobs} blobs ({stats.blob_bytes} bytes); {stats.total_bytes} bytes in all."
+        f"Shared cache {stats.url}: {_entries(stats.entries or 0)} ({stats.entry_bytes} "
+        f"bytes), {plural(count=stats.blobs or 0, noun='blob')} ({stats.blob_bytes} bytes); "
+        f"{stats.total_bytes} bytes in all."
     )
 
 
@@ -205,7 +215,7 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
             now=moment,
         )
     print(
-        f"Pruned {folder}: {done.entries} entries and {done.blobs} blobs, "
+        f"Pruned {folder}: {_entries(done.entries)} and {plural(count=done.blobs, noun='blob')}, "
         f"{done.bytes_freed} bytes freed."
     )
     if remote is None:
@@ -216,8 +226,8 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
         remote=remote, older_than_days=args.older_than, max_bytes=max_bytes, now=moment
     )
     print(
-        f"Pruned {remote.url}: {found.pruned.entries} entries and {found.pruned.blobs} "
-        f"blobs, {found.pruned.bytes_freed} bytes freed"
+        f"Pruned {remote.url}: {_entries(found.pruned.entries)} and "
+        f"{plural(count=found.pruned.blobs, noun='blob')}, {found.pruned.bytes_freed} bytes freed"
         + (f"; {plural(count=found.failed, noun='deletion')} failed." if found.failed else ".")
     )
     return 1 if found.failed else 0
@@ -235,7 +245,7 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
     )
     tally = remote.tally()
     print(
-        f"Pushed to {remote.url}: {done.stored} entries stored, {done.present} already "
+        f"Pushed to {remote.url}: {_entries(done.stored)} stored, {done.present} already "
         f"there, {done.unusable} not shared (their local MAC, schema or files did not hold), "
         f"{done.failed} failed; {tally.bytes_up} bytes uploaded."
     )
@@ -283,12 +293,20 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
         sys.stdout.write(canonjson.dumps(doc) + "\n")
     else:
         where = (
-            f" and {found.blobs} blobs and {found.inline} inline files of {found.entries} "
-            f"entries in {remote_url}"
+            f" and {plural(count=found.blobs, noun='blob')} and "
+            f"{plural(count=found.inline, noun='inline file')} of {_entries(found.entries)} "
+            f"in {remote_url}"
             if remote_url
             else ""
         )
-        print(f"Verified {local_count} blobs in {folder}{where}: {len(damaged)} damaged.")
+        print(
+            f"Verified {plural(count=local_count, noun='blob')} in {folder}{where}: "
+            f"{len(damaged)} damaged."
+        )
         for item in damaged:
             print(f"  damaged ({item.tier}) {item.name}: {item.problem}")
     return 0 if doc.ok else 1
+
+
+def _entries(count: int) -> str:
+    return plural(count=count, noun="entry", nouns="entries")
