@@ -343,7 +343,7 @@ def test_a_changed_calibration_record_reruns_the_guard_but_not_the_judge(
     assert updated.exit_code == 0, updated.stdout + updated.stderr
     assert _rerun_stages(updated.stdout) == ["guard", "execute", "score", "report"]
     assert "calibration.json changed" in _rows(updated.stdout)["guard"]
-    assert "0 of 1 checks to run again; 1 keep their results" in updated.stdout
+    assert "0 of 1 check to run again; 1 keeps its result" in updated.stdout
     assert scripted_env.read_text().count("\n") == calibrated  # the judge was not started
     assert proj.eb("status").exit_code == 0
 

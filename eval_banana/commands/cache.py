@@ -153,8 +153,7 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote:
     else:
         print(
             f"Hit rate of the last {plural(count=rate.runs, noun='run')} (history records): "
-            f"{rate.cached} of "
-            f"{rate.checks} checks reused ({rate.rate:.1%})."
+            f"{rate.cached} of {plural(count=rate.checks, noun='check')} reused ({rate.rate:.1%})."
         )
     return 0
 

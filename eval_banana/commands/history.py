@@ -138,7 +138,8 @@ def _page(
         write_history_html(picture=picture, min_flips=asked.min_flips, path=path)
     except OSError as exc:
         raise OutputDirError(f"Cannot write the history page to {path}: {exc}") from exc
-    print(f"Wrote {path}: {len(picture.view.runs)} runs, {len(picture.view.checks)} checks.")
+    runs, checks = len(picture.view.runs), len(picture.view.checks)
+    print(f"Wrote {path}: {plural(count=runs, noun='run')}, {plural(count=checks, noun='check')}.")
     return 0
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
+from eval_banana.core.words import plural
 from eval_banana.models.config import MAX_SHARDS
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def _print_table(*, document: PlanDocument) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"eb plan: {len(document.checks)} checks")
+    table = Table(title=f"eb plan: {plural(count=len(document.checks), noun='check')}")
     # An id is never cut short (a reader copies it into --check-id); the other columns give way.
     longest = max((len(entry.id) for entry in document.checks), default=2)
     table.add_column("#")
@@ -106,7 +107,8 @@ def _print_table(*, document: PlanDocument) -> None:
     console.print(table)
     for total in document.shard_totals:
         console.print(
-            f"shard {total.index}/{document.shards}: {total.checks} checks, expected "
+            f"shard {total.index}/{document.shards}: {plural(count=total.checks, noun='check')}, "
+            "expected "
             f"{_number(total.expected_seconds, unit='s')}, cost "
             f"{_number(total.expected_cost_usd)}",
             highlight=False,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eval_banana.core.files import write_text_atomic
+from eval_banana.core.words import plural
 from eval_banana.diffing.compare import DIFF_JSON
 from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
 from eval_banana.stages.report import md_cell
@@ -179,7 +180,11 @@ def render_md(diff: RunDiff) -> str:
     if diff.families:
         lines += ["", f"#### Families changed ({len(diff.families)})", ""]
         lines += [f"- {md_cell(family_line(change))}" for change in diff.families]
-    lines += ["", f"{diff.unchanged_passing} checks pass in both runs."]
+    passing = diff.unchanged_passing
+    lines += [
+        "",
+        f"{plural(count=passing, noun='check')} pass{'es' if passing == 1 else ''} in both runs.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable
 
 from eval_banana.core.errors import StageFileError
+from eval_banana.core.words import plural
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 from eval_banana.pipeline.rerun import RERUNS, StageRequest
 from eval_banana.pipeline.status import StageState, definition_changes, outdated_results, run_status
@@ -133,7 +134,8 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
         if why == "its definition changed" and check_id in known:
             reasons[check_id] = known[check_id]
     kept = len(plan.checks) - len(reasons)
-    out(f"  {len(reasons)} of {len(plan.checks)} checks to run again; {kept} keep their results")
+    keeps = f"{kept} keeps its result" if kept == 1 else f"{kept} keep their results"
+    out(f"  {len(reasons)} of {plural(count=len(plan.checks), noun='check')} to run again; {keeps}")
     for check_id, why in reasons.items():
         out(f"  rerun {check_id}: {why}")
     narrowed = plan.model_copy(update={"checks": [c for c in plan.checks if c.id in reasons]})

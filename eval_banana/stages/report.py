@@ -284,12 +284,16 @@ def cache_line(*, report: dict[str, Any]) -> str | None:
     rejected = counts.get("remote_rejected") or {}
     refused = sum(int(value) for value in rejected.values())
     moved = int(counts.get("bytes_downloaded") or 0) + int(counts.get("bytes_uploaded") or 0)
+
+    def said(key: str, noun: str, nouns: str | None = None) -> str:
+        return plural(count=int(counts.get(key) or 0), noun=noun, nouns=nouns)
+
     text = (
-        f"Cache: {counts.get('local_hits', 0)} local hits, {counts.get('remote_hits', 0)} "
-        f"remote hits, {counts.get('misses', 0)} misses; shared cache "
+        f"Cache: {said('local_hits', 'local hit')}, {said('remote_hits', 'remote hit')}, "
+        f"{said('misses', 'miss', 'misses')}; shared cache "
         f"{counts['remote']} ({counts.get('remote_mode')}): "
-        f"{counts.get('remote_writes', 0)} writes, {counts.get('remote_errors', 0)} errors, "
-        f"{refused} entries refused, {moved} bytes moved"
+        f"{said('remote_writes', 'write')}, {said('remote_errors', 'error')}, "
+        f"{plural(count=refused, noun='entry', nouns='entries')} refused, {moved} bytes moved"
     )
     if counts.get("remote_stopped"):
         text += "; not asked again after repeated failures"
