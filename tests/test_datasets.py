@@ -481,6 +481,36 @@ def test_an_assertions_path_names_the_cases_key(
     assert "fix the row, or change assert[1].path in the check file" in error["hint"]
 
 
+def test_an_index_and_a_length_can_come_from_the_row(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A placeholder may stand for an index in a path (a whole number from the row) and for the
+    number `lengthAtLeast` compares with: the family is checked with stand-ins, each case as
+    filled in, so a row's text where a number goes is an error at that row."""
+    family = (
+        "schema_version: 1\nid: lens\ntype: assertions\n"
+        "description: tag counts\nartifact: out.json\n"
+        "cases:\n  - {i: 0, least: 1}\n  - {i: 1, least: 3}\n"
+        "assert:\n"
+        '  - {path: "items[{{ case.i }}].tags", op: lengthAtLeast, value: "{{ case.least }}"}\n'
+    )
+    artifact = '{"items": [{"tags": ["a"]}, {"tags": ["b", "c"]}]}'
+    root = project({"eval_checks/lens.yaml": family, "out.json": artifact}, config=CONFIG)
+    code, report = _run(eb, root)
+    assert code == 1
+    assert _statuses(report) == {"lens[1]": "passed", "lens[2]": "failed"}
+    failed = next(c for c in report["checks"] if c["check_id"] == "lens[2]")
+    assert "items[1].tags lengthAtLeast 3: length is 2" in failed["reason"], failed["reason"]
+
+    (root / "eval_checks/lens.yaml").write_text(family.replace("least: 3", "least: '3'"))
+    validated = eb("validate", "--cwd", str(root), "--json")
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert error["message"].endswith(
+        "cases item 2: case '2': assert[1].value: value must be a whole number, not the text '3'"
+    )
+    assert (error["field_path"], error["line"]) == ("cases.1", 8)
+
+
 BAD_INPUTS = {
     "empty file": ({"data/rows.jsonl": ""}, "cases_from: data/rows.jsonl", "has no cases"),
     "glob matching nothing": ({}, "cases_from: 'data/*.jsonl'", "has no cases"),

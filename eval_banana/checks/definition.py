@@ -273,10 +273,30 @@ def validate_mapping(
     """
     if document.get("type") == "llm_judge":
         _refuse_llm_judge(path=path, data=data)
-    fast = fast_normalize(document=document)
-    if fast is not None:
-        return fast
-    return _validate_with_models(document=document, path=path, data=data)
+    stand_ins = _family_stand_ins(document=document)
+    checked = document if stand_ins is None else {**document, "assert": stand_ins}
+    definition = fast_normalize(document=checked)
+    if definition is None:
+        definition = _validate_with_models(document=checked, path=path, data=data)
+    if stand_ins is not None:
+        # The family keeps its placeholders: each case is filled in, then checked again.
+        definition["assert"] = [
+            {**item, **{key: written[key] for key in ("path", "value") if key in written}}
+            for item, written in zip(definition["assert"], document["assert"], strict=True)
+        ]
+    return definition
+
+
+def _family_stand_ins(*, document: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """An assertions family's assertions with values standing in for their placeholders, as
+    its definition is checked before a row fills them; None for any other check."""
+    if document.get("type") != "assertions" or (
+        document.get("cases") is None and document.get("cases_from") is None
+    ):
+        return None
+    from eval_banana.datasets.render import placeholder_stand_ins
+
+    return placeholder_stand_ins(document.get("assert"))
 
 
 def _refuse_llm_judge(*, path: Path | str, data: bytes | None) -> None:

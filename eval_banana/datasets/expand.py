@@ -484,7 +484,9 @@ class _Renderer:
                     # The path may name the case's key (`prices.{{ case.sku }}`), as text.
                     place = f"assert[{index}].path"
                     if isinstance(filled.get("path"), str):
-                        filled["path"] = render_text(text=filled["path"], case=row)
+                        filled["path"] = render_text(
+                            text=filled["path"], case=row, whole_numbers=True
+                        )
                     place = f"assert[{index}].value"
                     if "value" in filled:
                         filled["value"] = render_value(value=filled["value"], case=row)

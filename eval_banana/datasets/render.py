@@ -60,8 +60,9 @@ def _lookup(*, case: dict[str, Any], field: str) -> Any:
     return case[field]
 
 
-def render_text(*, text: str, case: dict[str, Any]) -> str:
-    """`text` with each placeholder replaced by its case field, which must be text."""
+def render_text(*, text: str, case: dict[str, Any], whole_numbers: bool = False) -> str:
+    """`text` with each placeholder replaced by its case field, which must be text (or, with
+    `whole_numbers`, a whole number: an assertion path's index, `items[{{ case.i }}]`)."""
     if "{{" not in text:
         return text
 
@@ -77,6 +78,8 @@ def render_text(*, text: str, case: dict[str, Any]) -> str:
                 kind="token",
             )
         value = _lookup(case=case, field=field)
+        if whole_numbers and type(value) is int:
+            return str(value)
         if not isinstance(value, str):
             raise RenderProblem(
                 f"field '{field}' is {json_kind(value)}, not text, where text goes",
@@ -150,3 +153,37 @@ def render_value(*, value: Any, case: dict[str, Any]) -> Any:
     if isinstance(value, dict):
         return {key: render_value(value=item, case=case) for key, item in value.items()}
     return value
+
+
+# Operators whose value is a number: a whole placeholder there stands for one.
+_NUMBER_OPERATORS = frozenset({"lengthAtLeast", "lengthAtMost"})
+
+
+def placeholder_stand_ins(assertions: object) -> list[dict[str, Any]] | None:
+    """A family's assertions as its own definition is checked, before any row fills them: a
+    placeholder in a `path` stands as `0` (a key or an index: `items[{{ case.i }}]`), and a
+    whole-placeholder `value` of an operator that takes a number as 0. Each case is checked
+    again once its row filled them in. None when nothing stands in (the definition is checked
+    as written)."""
+    if not isinstance(assertions, list):
+        return None
+    changed = False
+    checked: list[dict[str, Any]] = []
+    for assertion in assertions:
+        if not isinstance(assertion, dict):
+            return None
+        item = dict(assertion)
+        path = item.get("path")
+        if isinstance(path, str) and has_placeholder(path):
+            item["path"] = _WHOLE.sub("0", path)
+            changed = True
+        value = item.get("value")
+        if (
+            item.get("op") in _NUMBER_OPERATORS
+            and isinstance(value, str)
+            and _WHOLE.fullmatch(value.strip())
+        ):
+            item["value"] = 0
+            changed = True
+        checked.append(item)
+    return checked if changed else None
