@@ -290,13 +290,12 @@ def validate_mapping(
 def _family_stand_ins(*, document: dict[str, Any]) -> list[dict[str, Any]] | None:
     """An assertions family's assertions with values standing in for their placeholders, as
     its definition is checked before a row fills them; None for any other check."""
-    if document.get("type") != "assertions" or (
-        document.get("cases") is None and document.get("cases_from") is None
-    ):
+    if document.get("type") != "assertions":
         return None
+    from eval_banana.datasets.expand import is_family
     from eval_banana.datasets.render import placeholder_stand_ins
 
-    return placeholder_stand_ins(document.get("assert"))
+    return placeholder_stand_ins(document.get("assert")) if is_family(document) else None
 
 
 def _refuse_llm_judge(*, path: Path | str, data: bytes | None) -> None:

@@ -512,14 +512,16 @@ def calibration_definitions(*, definition: dict[str, Any]) -> list[dict[str, Any
     renderer = _Renderer(definition=definition)
     # Each keeps the calibration cases: the sample judged under it is told by its case.
     return [
-        renderer.render(case_id=calibration_case_id(row=row, position=position), row=row)
-        | {"calibration": renderer.calibration}
-        for position, row in enumerate(_calibration_rows(definition), start=1)
+        renderer.render(case_id=case_id, row=row) | {"calibration": renderer.calibration}
+        for _, case_id, row in _calibration_rows(renderer)
     ]
 
 
-def _calibration_rows(definition: dict[str, Any]) -> list[dict[str, Any]]:
-    return [case.get("case") or {} for case in definition.get("calibration") or []]
+def _calibration_rows(renderer: _Renderer) -> Iterator[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(calibration case, the id its row is shown under, its row), in order."""
+    for position, case in enumerate(renderer.calibration, start=1):
+        row = case.get("case") or {}
+        yield case, calibration_case_id(row=row, position=position), row
 
 
 def _calibration_problems(*, renderer: _Renderer, check_file: str) -> list[DefinitionError]:
@@ -527,10 +529,9 @@ def _calibration_problems(*, renderer: _Renderer, check_file: str) -> list[Defin
     problems: list[DefinitionError] = []
     if renderer.kind != "harness_judge":
         return problems
-    for position, case in enumerate(renderer.calibration, start=1):
-        row = case.get("case") or {}
+    for position, (case, case_id, row) in enumerate(_calibration_rows(renderer), start=1):
         try:
-            renderer.render(case_id=calibration_case_id(row=row, position=position), row=row)
+            renderer.render(case_id=case_id, row=row)
         except RenderProblem as exc:
             problems.append(
                 DefinitionError(

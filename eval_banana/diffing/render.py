@@ -61,9 +61,9 @@ def _ratio(number: float, *, signed: bool = False) -> str:
 def headline(diff: RunDiff) -> str:
     count = len(diff.regressions)
     broke = sum(change.gate_broke for change in diff.families)
-    parts = [f"{count} regression{'s' if count != 1 else ''}"] if count else []
+    parts = [plural(count=count, noun="regression")] if count else []
     if broke:
-        parts.append(f"{broke} family gate{'s' if broke != 1 else ''} broken")
+        parts.append(f"{plural(count=broke, noun='family gate')} broken")
     return ", ".join(parts) or "no regressions"
 
 

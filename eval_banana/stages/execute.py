@@ -23,7 +23,7 @@ from eval_banana.core.files import (
 )
 from eval_banana.core.log import Logger
 from eval_banana.core.record import Record
-from eval_banana.harness.usage import usage_cost, usage_tokens
+from eval_banana.harness.usage import usage_tokens, usage_totals
 from eval_banana.models.repeats import rule_of
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
@@ -906,14 +906,9 @@ def _reported_tokens(results: list[CheckResult]) -> int | None:
     return sum(numbers) if numbers else None
 
 
-def _reported_cost(results: list[CheckResult]) -> float | None:
-    costs = [
-        cost
-        for result in results
-        if isinstance(result.details.get("usage"), dict)
-        and (cost := usage_cost(result.details["usage"])) is not None
-    ]
-    return round(sum(costs), 6) if costs else None
+def _reported_cost_usd(results: list[CheckResult]) -> float | None:
+    totals = usage_totals([result.details.get("usage") for result in results])
+    return None if totals is None else totals["cost_usd"]
 
 
 def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | None) -> ExecuteDoc:
@@ -934,7 +929,7 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
             "results": results,
             "not_run": [r.check_id for r in results if r.details.get("not_run") is True],
             "tokens_used": _reported_tokens(results),
-            "cost_usd": _reported_cost(results),
+            "cost_usd": _reported_cost_usd(results),
             "merged_from": previous.merged_from if previous is not None else fresh.merged_from,
             "input_digests": _merged_input_digests(
                 plan=plan, results=results, fresh=fresh.input_digests, kept=kept
