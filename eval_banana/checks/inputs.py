@@ -133,11 +133,7 @@ class CheckInputs:
             pattern
             for pattern in inputs
             if not pattern.startswith("!")
-            and not [
-                path
-                for path in self.state.select(patterns=InputPatterns([pattern]))
-                if path not in own
-            ]
+            and all(path in own for path in self.state.select(patterns=InputPatterns([pattern])))
         ]
 
     def _own(self) -> frozenset[str]:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import struct
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -164,7 +165,7 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             field_path="cases_from",
             hint="name a dataset file or glob relative to the project root",
         )
-    if any(char in pattern for char in _GLOB):
+    if _is_glob(pattern):
         return sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
     path = root / pattern
     if path.is_dir():
@@ -182,6 +183,10 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             hint=_missing_hint(pattern=pattern, root=root, check_file=check_file),
         )
     return [path]
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(char in pattern for char in _GLOB)
 
 
 def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
@@ -346,12 +351,14 @@ def _rows(
         except DefinitionError as exc:
             problems.append(exc)
             return rows, files
-        globbed = any(char in str(pattern) for char in _GLOB)
+        # The suffix a glob should have named, worked out once: a glob over a folder of
+        # thousands of other files must not rescan them all for each.
+        narrowed = _narrowed(pattern=str(pattern), paths=paths) if _is_glob(str(pattern)) else None
         for path in paths:
             file = _relative(path=path, root=root)
             files.append(file)
-            if globbed and path.suffix.lower() not in SUFFIXES:
-                problems.append(_not_a_dataset(pattern=str(pattern), file=file, paths=paths))
+            if narrowed is not None and path.suffix.lower() not in SUFFIXES:
+                problems.append(_not_a_dataset(pattern=str(pattern), file=file, narrowed=narrowed))
                 continue
             try:
                 rows.extend(read_rows(path=path, file=file, problems=problems))
@@ -360,23 +367,23 @@ def _rows(
     return rows, files
 
 
-def _not_a_dataset(*, pattern: str, file: str, paths: list[Path]) -> DefinitionError:
+def _not_a_dataset(*, pattern: str, file: str, narrowed: str) -> DefinitionError:
     """A file a `cases_from` glob matched that is no dataset (a README beside the rows): the
     glob is what to fix, so the error says so, with the glob narrowed to the datasets' kind."""
-    kinds = [path.suffix.lower() for path in paths if path.suffix.lower() in SUFFIXES]
-    kind = max(set(kinds), key=kinds.count) if kinds else ".jsonl"
     return DefinitionError(
         f"cases_from {pattern!r} matches {file}, which is not a dataset (.jsonl, .json, .yaml, "
         ".yml or .csv)",
         file=file,
         field_path="cases_from",
-        hint="narrow the glob to the dataset files, e.g. cases_from: "
-        f"{_narrowed(pattern=pattern, kind=kind)!r}",
+        hint=f"narrow the glob to the dataset files, e.g. cases_from: {narrowed!r}",
     )
 
 
-def _narrowed(*, pattern: str, kind: str) -> str:
-    """`pattern` matching only files of `kind`: its last part ends in `*<kind>`."""
+def _narrowed(*, pattern: str, paths: list[Path]) -> str:
+    """`pattern` matching only files of the kind most of the datasets it matched are (JSONL
+    when none is): its last part ends in `*<suffix>`."""
+    kinds = Counter(path.suffix.lower() for path in paths if path.suffix.lower() in SUFFIXES)
+    kind = kinds.most_common(1)[0][0] if kinds else ".jsonl"
     folder, _, last = pattern.rstrip("/").rpartition("/")
     if last == "**":
         last = f"**/*{kind}"
