@@ -162,6 +162,9 @@ def test_plan_entries_name_family_type_digest_and_the_plan_digest(repo: Path, eb
     # The digest: the same checks give the same digest; an edited one another.
     again = _plan(eb, repo)
     assert again["plan_digest"] == plan["plan_digest"]
+    # `--json`, as eb run spells it, is `--format json`.
+    spelled = json.loads(eb("plan", "--cwd", str(repo), "--json").stdout)
+    assert spelled["plan_digest"] == plan["plan_digest"]
     path = repo / "eval_checks/b/beta_login.yaml"
     path.write_text(path.read_text() + "# edited\n")
     assert _plan(eb, repo)["plan_digest"] != plan["plan_digest"]
