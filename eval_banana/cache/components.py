@@ -23,6 +23,7 @@ from pathlib import Path
 from eval_banana.cache.key import Component
 from eval_banana.checks.inputs import CheckInputs, declared_inputs
 from eval_banana.core.version import tool_version
+from eval_banana.harness.prompt import judge_prompt
 from eval_banana.models.config import Settings
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
@@ -79,15 +80,6 @@ def interpreter_version() -> str:
     """The Python that runs deterministic checks, e.g. `cpython 3.11.7 final`."""
     info = sys.version_info
     return f"{sys.implementation.name} {info.major}.{info.minor}.{info.micro} {info.releaselevel}"
-
-
-def judge_prompt(*, check: PlannedCheck) -> str:
-    """The exact prompt the judge runner sends for `check`."""
-    from eval_banana.harness.prompt import build_prompt
-
-    definition = check.definition
-    description = str(definition.get("description") or check.description)
-    return build_prompt(description=description, instructions=str(definition["instructions"]))
 
 
 def _agent_components(

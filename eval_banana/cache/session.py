@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from eval_banana.cache.components import KeyContext, check_components, judge_prompt
+from eval_banana.cache.components import KeyContext, check_components
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
@@ -31,6 +31,7 @@ from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFau
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.core.version import tool_version
+from eval_banana.harness.prompt import judge_prompt
 from eval_banana.models.config import CacheSettings
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+from eval_banana.models.stages import PlannedCheck
+
 # Bump whenever the wording below changes, so every result shows which prompt judged it.
 PROMPT_VERSION = "eb-judge-1"
 
@@ -29,3 +33,28 @@ def build_prompt(*, description: str, instructions: str) -> str:
         instructions.strip(),
     ]
     return "\n".join(lines).strip()
+
+
+# An `@` that starts a word: claude, gemini and grok read `@name` in a prompt given on the
+# command line as a file to attach (gemini also after a letter or a bracket, and it searches the
+# project for `*name*` when no such file exists). A word joiner after the `@` keeps the text
+# as it reads while none of them sees a mention (tried on each CLI: docs/agents.md).
+_MENTION = re.compile(r"@(?=[^\s\u2060])")
+WORD_JOINER = "\u2060"
+
+
+def inert_mentions(text: str) -> str:
+    """`text` with every `@` that could start a file mention followed by a word joiner."""
+    return _MENTION.sub("@" + WORD_JOINER, text) if "@" in text else text
+
+
+def judge_prompt(*, check: PlannedCheck) -> str:
+    """The exact prompt a judge is sent for `check`. A dataset family's cases are sent with
+    their `@` made inert: a row is data, and its text must not make the agent attach a file
+    (a row's `support@example.com` had gemini search the project for `*example.com*`)."""
+    definition = check.definition
+    description = str(definition.get("description") or check.description)
+    instructions = str(definition["instructions"])
+    if check.family is not None:
+        description, instructions = inert_mentions(description), inert_mentions(instructions)
+    return build_prompt(description=description, instructions=instructions)

@@ -22,7 +22,7 @@ from eval_banana.harness.command import (
 )
 from eval_banana.harness.effort import effort_outcome
 from eval_banana.harness.errorclass import ErrorCause, classify_judge_error, launch_cause
-from eval_banana.harness.prompt import PROMPT_VERSION, build_prompt
+from eval_banana.harness.prompt import PROMPT_VERSION, judge_prompt
 from eval_banana.harness.resolve import effective_model, injection_problem
 from eval_banana.harness.structured import (
     SCHEMA_FILE_NAME,
@@ -323,8 +323,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         details = _classed(details=_details(harness=harness, model=None, effort=None), found=_SETUP)
         return error_result(check=ctx.check, started=started, error_detail=problem, details=details)
     details = _details(harness=harness, model=model, effort=effort)
-    description = str(definition.get("description") or ctx.check.description)
-    prompt = build_prompt(description=description, instructions=str(definition["instructions"]))
+    prompt = judge_prompt(check=ctx.check)
     prompt_path = ctx.evidence_path(".prompt.txt")
     try:
         _write_prompt(path=prompt_path, prompt=prompt)

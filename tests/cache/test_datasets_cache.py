@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.cache.rig import Project, make_project
+from tests.cache.rig import Project, judge, make_project
 
 FAMILY = """\
 schema_version: 1
@@ -87,6 +87,44 @@ def test_placeholders_replace_the_fenced_block(tmp_path: Path, eb: Callable[...,
     prompt = json.loads(project.log.read_text().splitlines()[-1])[-1]
     assert "Is a0 right for q0? {{ stays" in prompt
     assert "```json" not in prompt
+
+
+def test_a_rows_at_sign_never_names_a_file_for_the_agent(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # claude, gemini and grok attach `@name` in a prompt as a file (tests/agents_real shows it
+    # on each CLI): a row's text is data, so its `@` reaches the agent made inert, while a
+    # check author's own `@` outside a family is sent as written.
+    project = _family(tmp_path, eb, count=0)
+    rows = [{"id": "mail", "question": "Mail support@example.com", "answer": "see @README.md"}]
+    _write_rows(project, rows)
+    project.write(
+        {
+            "eval_checks/plain.yaml": judge("plain", instructions="Read @README.md first."),
+            "eval_checks/placed.yaml": FAMILY.replace("id: qa_judge", "id: placed").replace(
+                "Judge whether the answer below is right.", "'Is {{ case.answer }} right?'"
+            ),
+        }
+    )
+    project.run()
+    prompts = [json.loads(line)[-1] for line in project.log.read_text().splitlines()]
+    fenced = next(prompt for prompt in prompts if "```json" in prompt)
+    placed = next(prompt for prompt in prompts if "right?" in prompt)
+    plain = next(prompt for prompt in prompts if "Judge plain." in prompt)
+    joined = "@\u2060"
+    assert f"Mail support{joined}example.com" in fenced
+    assert f'"see {joined}README.md"' in fenced
+    assert f"Is see {joined}README.md right?" in placed
+    assert f"Answer to Mail support{joined}example.com" in placed
+    assert "Read @README.md first." in plain and joined not in plain
+    # What the run folder says was sent is what was sent.
+    run_dir = max((project.root / ".eval-banana" / "results").iterdir())
+    sent = [path.read_text() for path in (run_dir / "checks").glob("placed_*.prompt.txt")]
+    assert sent == [placed]
+    # The report shows the row as it is: only the prompt differs.
+    report = json.loads((run_dir / "report.json").read_text())
+    described = {check["check_id"]: check["description"] for check in report["checks"]}
+    assert described["placed[mail]"] == "Answer to Mail support@example.com"
 
 
 def test_an_uncalibrated_judge_family_is_one_warning_naming_its_case_count(
