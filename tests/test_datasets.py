@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from tests.conftest import EbResult
+from tests.conftest import REPO, EbResult
 from tests.gitrepo import init_repo
 
 CONFIG = """\
@@ -509,6 +509,27 @@ def test_an_index_and_a_length_can_come_from_the_row(
         "cases item 2: case '2': assert[1].value: value must be a whole number, not the text '3'"
     )
     assert (error["field_path"], error["line"]) == ("cases.1", 8)
+
+
+def test_the_published_schema_takes_a_familys_index_and_length_placeholders() -> None:
+    """An editor validating check files against schemas/check.schema.json must not mark the
+    family above; what the schema cannot know (is this file a family?) `eb validate` judges."""
+    import jsonschema
+    import yaml
+
+    schema = json.loads((REPO / "schemas" / "check.schema.json").read_text())
+    family = yaml.safe_load(
+        "schema_version: 1\nid: lens\ntype: assertions\ndescription: d\nartifact: out.json\n"
+        "cases: [{i: 0, least: 1}]\n"
+        "assert:\n"
+        '  - {path: "items[{{ case.i }}].tags", op: lengthAtLeast, value: "{{ case.least }}"}\n'
+        '  - {path: "prices.{{ case.sku }}", op: lengthAtMost, value: 3}\n'
+    )
+    jsonschema.validate(family, schema)
+    for path, value in (("items[x].tags", 1), ("items[0]", "three"), ("items[0]", -1)):
+        family["assert"][0] |= {"path": path, "value": value}
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(family, schema)
 
 
 BAD_INPUTS = {

@@ -40,7 +40,7 @@ def test_reference_shows_yaml_types_not_python_types() -> None:
         "| `expect` | one of `pass`, `fail` | no (default `pass`) |",
         "| `script` | string | no |",
         "| `assert` | list of assertions (see below), at least 1 | yes |",
-        "| `lengthAtLeast` | integer ≥ 0 |",
+        "| `lengthAtLeast` | integer ≥ 0 or a `{{ case.<field> }}` placeholder (in a dataset family) |",
         "| `equals` | any JSON value |",
         "| `exists` | (none) |",
     ):

@@ -5,10 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-# `parse_path`'s grammar as a regex for editors (check.schema.json); a test keeps them equal.
+# `parse_path`'s grammar as a regex; a test keeps them equal.
 _BRACKET = r"\[(?:[0-9]+|\*)\]"
 _KEY = r"[^.\[\]]+"
-PATH_PATTERN = rf"^(?:{_KEY}(?:{_BRACKET})*|(?:{_BRACKET})+)(?:\.{_KEY}(?:{_BRACKET})*)*$"
+
+
+def _path_pattern(bracket: str) -> str:
+    return rf"^(?:{_KEY}(?:{bracket})*|(?:{bracket})+)(?:\.{_KEY}(?:{bracket})*)*$"
+
+
+PATH_PATTERN = _path_pattern(_BRACKET)
+# A dataset family's `{{ case.<field> }}` placeholder, as the published check schema allows it
+# where the family fills a value in (an index, a length): the schema cannot see whether the
+# file is a family, so it accepts the placeholder and `eb validate` refuses it elsewhere.
+CASE_PLACEHOLDER = r"\{\{\s*case\.[^\s{}]+\s*\}\}"
+# A value that is one placeholder and nothing else (a length the row gives).
+WHOLE_PLACEHOLDER_PATTERN = rf"^\s*{CASE_PLACEHOLDER}\s*$"
+# PATH_PATTERN for editors (check.schema.json): an index may also be a placeholder.
+EDITOR_PATH_PATTERN = _path_pattern(rf"\[(?:[0-9]+|\*|{CASE_PLACEHOLDER})\]")
 
 _MAX_PATH_CHARS = 1000
 

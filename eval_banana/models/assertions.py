@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictInt,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from eval_banana.assertions.operators import MAX_PATTERN_CHARS, PatternError, compile_pattern
 from eval_banana.assertions.paths import (
-    PATH_PATTERN,
+    EDITOR_PATH_PATTERN,
+    WHOLE_PLACEHOLDER_PATTERN,
     ArtifactPathError,
     PathSyntaxError,
     check_artifact_path,
@@ -20,7 +29,8 @@ from eval_banana.models.checkbase import CheckBase, type_description
 ARTIFACT_PATTERN = r"^(?![/\\]|[A-Za-z]:)(?=.*\S)"
 _PATH_DESCRIPTION = (
     "Where to look in the artifact: dot-separated keys, with [n] (element n) or [*] (any "
-    "element) after a key or at the start, e.g. steps[*].test or [0].name."
+    "element) after a key or at the start, e.g. steps[*].test or [0].name. In a dataset "
+    "family a key or an index may be a {{ case.<field> }} placeholder."
 )
 
 
@@ -29,7 +39,9 @@ class _AssertionBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    path: str = Field(description=_PATH_DESCRIPTION, json_schema_extra={"pattern": PATH_PATTERN})
+    path: str = Field(
+        description=_PATH_DESCRIPTION, json_schema_extra={"pattern": EDITOR_PATH_PATTERN}
+    )
 
     @field_validator("path", mode="after")
     @classmethod
@@ -96,7 +108,22 @@ class MatchesAssertion(_AssertionBase):
         return value
 
 
-_Length = Annotated[StrictInt, Field(ge=0, description="A non-negative integer.")]
+# Validation takes a whole number; the published schema also a family's placeholder for one
+# (`value: "{{ case.least }}"`), which `eb validate` fills in per case or refuses outside one.
+_Length = Annotated[
+    StrictInt,
+    Field(ge=0),
+    WithJsonSchema(
+        {
+            "description": "A non-negative integer; in a dataset family, also a "
+            "{{ case.<field> }} placeholder whose field is one.",
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": WHOLE_PLACEHOLDER_PATTERN},
+            ],
+        }
+    ),
+]
 
 
 class LengthAtLeastAssertion(_AssertionBase):

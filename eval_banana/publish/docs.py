@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from eval_banana.assertions.paths import WHOLE_PLACEHOLDER_PATTERN
 from eval_banana.stagefiles.layout import STAGE_FILES, STAGE_NAMES, stage_path
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ def yaml_type(schema: dict[str, Any]) -> str:
             if all("$ref" in part for part in members) and len(members) > 1:
                 return "assertion"
             return " or ".join(yaml_type(part) for part in members)
+    if schema.get("pattern") == WHOLE_PLACEHOLDER_PATTERN:
+        return "a `{{ case.<field> }}` placeholder (in a dataset family)"
     kind = _SCALARS.get(str(schema.get("type")), "any value")
     if schema.get("type") == "array":
         item = yaml_type(schema.get("items", {}))

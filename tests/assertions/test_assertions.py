@@ -31,7 +31,7 @@ from eval_banana.assertions import (
     render_path,
     summarize,
 )
-from eval_banana.assertions.paths import Each, Index, Key
+from eval_banana.assertions.paths import EDITOR_PATH_PATTERN, Each, Index, Key
 from eval_banana.models.assertions import ARTIFACT_PATTERN, AssertionsCheck
 from eval_banana.models.check import DeterministicCheck
 
@@ -663,14 +663,15 @@ def test_json_schema_describes_each_operator() -> None:
     assert set(by_op) == set(OPERATORS)
     assert "value" not in by_op["exists"]["properties"]
     for op in ("lengthAtLeast", "lengthAtMost"):
-        assert by_op[op]["properties"]["value"]["type"] == "integer"
-        assert by_op[op]["properties"]["value"]["minimum"] == 0
+        number, placeholder = by_op[op]["properties"]["value"]["anyOf"]
+        assert number == {"type": "integer", "minimum": 0}
+        assert placeholder["type"] == "string" and "case" in placeholder["pattern"]
         assert "value" in by_op[op]["required"]
     assert by_op["matches"]["properties"]["value"]["type"] == "string"
     assert by_op["matches"]["properties"]["value"]["maxLength"] == 200
     for op, definition in by_op.items():
         assert definition["additionalProperties"] is False, op
-        assert definition["properties"]["path"]["pattern"] == PATH_PATTERN, op
+        assert definition["properties"]["path"]["pattern"] == EDITOR_PATH_PATTERN, op
 
 
 @pytest.mark.parametrize(
