@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.suggest import closest
-from eval_banana.models.stages import ConfigDoc
+from eval_banana.models.stages import ConfigDoc, PlannedCheck, ProblemModel
 from eval_banana.projectstate.patterns import InputPatterns, literal_prefix, normalize, outermost
 from eval_banana.projectstate.state import ProjectState, read_project_state
 from eval_banana.settings.folders import own_files, own_folders
@@ -209,3 +210,47 @@ def input_lines(*, config: ConfigDoc, definitions: Sequence[dict[str, Any]]) -> 
         header = f"  inputs: {', '.join(inputs) or '(none)'} ({len(matched)} {noun})"
         out.append([header, *(f"    {path}" for path in matched)])
     return out
+
+
+def declared_reader(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> CheckInputs | None:
+    """A reader of the files the checks' `inputs:` name (none of the whole project), or None
+    when no check declares any."""
+    definitions = [c.definition for c in checks if declared_inputs(c.definition) is not None]
+    return CheckInputs(config=config, definitions=definitions) if definitions else None
+
+
+def unmatched_inputs(
+    *, checks: Sequence[PlannedCheck], reader: CheckInputs | None
+) -> list[ProblemModel]:
+    """A warning for each `inputs:` pattern that matches no file now (once per check file:
+    a family's cases share theirs). Such a check is keyed on nothing there, so a typo
+    (`srcc/**`) would let its verdict be reused whatever changes in `src/`."""
+    from eval_banana.projectstate.git import NotARepository
+
+    if reader is None:
+        return []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    found: list[ProblemModel] = []
+    try:
+        for check in checks:
+            declared = declared_inputs(check.definition)
+            if not declared or (check.source_path, declared) in seen:
+                continue
+            seen.add((check.source_path, declared))
+            for pattern in reader.unmatched(inputs=declared):
+                meant = pattern_meant(pattern=pattern, root=reader.root)
+                # Said in the message: the console shows a warning's message alone.
+                guess = f" (did you mean {meant!r}?)" if meant is not None else ""
+                found.append(
+                    ProblemModel(
+                        message=f"Check '{check.family or check.id}': inputs pattern "
+                        f"{pattern!r} matches no file, so no change there reruns it{guess}",
+                        file=check.source_path,
+                        field_path="inputs",
+                        hint="fix the pattern (`eb list --inputs` shows what each matches), or "
+                        "drop it if what it named is gone",
+                    )
+                )
+    except (ProjectStateError, NotARepository, OSError):
+        return []  # the run's input digests say why, once
+    return found

@@ -12,7 +12,7 @@ from eval_banana.commands import common
 
 if TYPE_CHECKING:
     from eval_banana.core.errors import EvalBananaError, Problem
-    from eval_banana.models.stages import FieldProblem, ProblemModel
+    from eval_banana.models.stages import ConfigDoc, FieldProblem, PlanDoc, ProblemModel
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         if run_dir is not None:
             guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
         problems.extend(guarded.problems)
-        warnings = [*guarded.warnings, *warnings]
+        warnings = [*guarded.warnings, *warnings, *_unmatched_inputs(config=config, plan=plan)]
     if args.json:
         return _print_json(
             checks=len(plan.checks),
@@ -108,6 +108,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"Validated {len(plan.checks)} checks successfully.")
     return 0
+
+
+def _unmatched_inputs(*, config: ConfigDoc, plan: PlanDoc) -> list[ProblemModel]:
+    """The `inputs:` patterns that match no file now, as `eb run` warns of them: found here,
+    before any verdict is keyed on nothing."""
+    from eval_banana.checks.inputs import declared_reader, unmatched_inputs
+
+    reader = declared_reader(config=config, checks=plan.checks)
+    return unmatched_inputs(checks=plan.checks, reader=reader)
 
 
 # --- --json ------------------------------------------------------------------------------------

@@ -307,45 +307,6 @@ def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) ->
     return digests
 
 
-def _unmatched_inputs(
-    *, checks: list[PlannedCheck], reader: CheckInputs | None
-) -> list[ProblemModel]:
-    """A warning for each `inputs:` pattern that matches no file now (once per check file:
-    a family's cases share theirs). Such a check is keyed on nothing there, so a typo
-    (`srcc/**`) would let its verdict be reused whatever changes in `src/`."""
-    from eval_banana.checks.inputs import declared_inputs, pattern_meant
-    from eval_banana.core.errors import ProjectStateError
-    from eval_banana.projectstate.git import NotARepository
-
-    if reader is None:
-        return []
-    seen: set[tuple[str, tuple[str, ...]]] = set()
-    found: list[ProblemModel] = []
-    try:
-        for check in checks:
-            declared = declared_inputs(check.definition)
-            if not declared or (check.source_path, declared) in seen:
-                continue
-            seen.add((check.source_path, declared))
-            for pattern in reader.unmatched(inputs=declared):
-                meant = pattern_meant(pattern=pattern, root=reader.root)
-                # Said in the message: the console shows a warning's message alone.
-                guess = f" (did you mean {meant!r}?)" if meant is not None else ""
-                found.append(
-                    ProblemModel(
-                        message=f"Check '{check.family or check.id}': inputs pattern "
-                        f"{pattern!r} matches no file, so no change there reruns it{guess}",
-                        file=check.source_path,
-                        field_path="inputs",
-                        hint="fix the pattern (`eb list --inputs` shows what each matches), or "
-                        "drop it if what it named is gone",
-                    )
-                )
-    except (ProjectStateError, NotARepository, OSError):
-        return []  # the digests said so already
-    return found
-
-
 def _start_ranks(
     *, config: ConfigDoc, checks: list[PlannedCheck], to_start: list[int], workers: int
 ) -> dict[int, int]:
@@ -579,7 +540,9 @@ def execute(
     check_inputs = _input_reader(config=config, checks=checks, given=check_inputs)
     # Taken before any check runs: the state each verdict is judged on (eb status compares it).
     input_digests = _input_digests(checks=checks, reader=check_inputs)
-    unmatched = _unmatched_inputs(checks=checks, reader=check_inputs)
+    from eval_banana.checks.inputs import unmatched_inputs
+
+    unmatched = unmatched_inputs(checks=checks, reader=check_inputs)
     cache = _open_cache(
         config=config,
         plan=plan,

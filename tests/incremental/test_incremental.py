@@ -321,6 +321,14 @@ def test_an_inputs_pattern_that_matches_nothing_is_a_warning_with_the_folder_mea
     (warning,) = [w for w in json.loads(done.stdout)["warnings"] if "'typo'" in w["message"]]
     assert warning["field_path"] == "inputs" and warning["file"].endswith("typo.yaml")
 
+    # eb validate finds them before any verdict is keyed on nothing (as a pre-commit hook).
+    validated = eb("validate", "--cwd", str(root))
+    assert validated.exit_code == 0, validated.stderr
+    assert [line for line in validated.stderr.splitlines() if "inputs pattern" in line] == said
+    listed = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["warnings"]
+    (typo,) = [w for w in listed if "'typo'" in w["message"]]
+    assert (typo["field_path"], typo["hint"]) == ("inputs", warning["hint"])
+
 
 def test_the_record_of_failures_is_no_project_file_for_the_verdict_cache(
     tmp_path: Path, eb: Callable[..., EbResult]
