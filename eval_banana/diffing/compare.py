@@ -227,11 +227,11 @@ def _entry(*, check_id: str, base: CheckOutcome | None, head: CheckOutcome | Non
     )
 
 
-def _left_out(*, check: CheckOutcome, head: RunSummary) -> bool:
-    """Whether a check head does not have was only left out by head's narrowed selection: its
-    file is still among the ones head found (or head's discovery was narrowed too). A case
-    whose row was deleted from a file head still has is counted here too: head cannot tell."""
-    narrowed = head.narrowed
+def _left_out(*, check: CheckOutcome, by: RunSummary) -> bool:
+    """Whether a check the run `by` does not have was only left out by its narrowed selection:
+    its file is among the ones `by` found (or `by` narrowed discovery too). A case whose row
+    was deleted from a file `by` still has is counted here too: `by` cannot tell."""
+    narrowed = by.narrowed
     if narrowed is None:
         return False
     return narrowed.files is None or check.source in narrowed.files
@@ -244,23 +244,24 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
     could_not_judge: list[DiffEntry] = []
     still_failing: list[DiffEntry] = []
     new_checks: list[DiffEntry] = []
+    unselected_in_base: list[DiffEntry] = []
     changed: list[DiffEntry] = []
     unchanged = 0
     for check_id, now in head.checks.items():
         before = base.checks.get(check_id)
         entry = _entry(check_id=check_id, base=before, head=now)
         passes = now.outcome == "passed"
+        if before is None:
+            # Not new when a narrowed base only left it out; either way base says nothing of it.
+            (unselected_in_base if _left_out(check=now, by=base) else new_checks).append(entry)
         if now.error_class == "infrastructure":
             # The provider or the agent failed: the check was not judged, so it neither
             # regressed nor still fails; it is listed apart (a retry or a rerun decides).
             could_not_judge.append(entry)
-            if before is None:
-                new_checks.append(entry)
-            elif entry.definition_changed:
+            if before is not None and entry.definition_changed:
                 changed.append(entry)
             continue
         if before is None:
-            new_checks.append(entry)
             if not passes:
                 # A new check that does not pass is a new failure: the gate is "nothing that
                 # passed before, or was not there, fails now".
@@ -283,7 +284,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
     for check_id, before in base.checks.items():
         if check_id not in head.checks:
             entry = _entry(check_id=check_id, base=before, head=None)
-            (not_selected if _left_out(check=before, head=head) else removed).append(entry)
+            (not_selected if _left_out(check=before, by=head) else removed).append(entry)
     return RunDiff(
         base=base.run,
         head=head.run,
@@ -294,6 +295,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         new_checks=new_checks,
         removed_checks=removed,
         not_selected=not_selected,
+        not_selected_in_base=unselected_in_base,
         changed_definitions=changed,
         unchanged_passing=unchanged,
         points_earned_delta=head.run.points_earned - base.run.points_earned,

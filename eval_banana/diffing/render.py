@@ -28,20 +28,31 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("new_checks", "New checks"),
     ("removed_checks", "Removed checks"),
     ("not_selected", "Not selected in head"),
+    ("not_selected_in_base", "Not selected in base"),
     ("changed_definitions", "Changed definitions"),
 )
+
+
+# What a narrowed run left out says nothing of the change: a few of them, not thousands.
+_UNSELECTED = frozenset({"not_selected", "not_selected_in_base"})
 
 
 def _label(outcome: str | None) -> str:
     return "absent" if outcome is None else _LABELS[outcome]
 
 
-def _change(entry: DiffEntry) -> str:
+def _change(entry: DiffEntry, *, unselected: frozenset[str]) -> str:
+    """`unselected`: the checks a narrowed base left out, which are not new."""
     if entry.base is None:
-        return f"new, {_label(entry.head)}"
+        shown = "not selected in base" if entry.check_id in unselected else "new"
+        return f"{shown}, {_label(entry.head)}"
     if entry.head is None:
         return f"was {_label(entry.base)}"
     return f"{_label(entry.base)} -> {_label(entry.head)}"
+
+
+def _unselected(diff: RunDiff) -> frozenset[str]:
+    return frozenset(entry.check_id for entry in diff.not_selected_in_base)
 
 
 def _percent(ratio: float) -> str:
@@ -108,16 +119,17 @@ def render_text(diff: RunDiff) -> str:
         f"({_ratio(diff.pass_rate_delta, signed=True)}; "
         f"{_percent(diff.base.pass_rate)} -> {_percent(diff.head.pass_rate)})",
     ]
+    unselected = _unselected(diff)
     for attribute, heading in CATEGORIES:
         entries: list[DiffEntry] = getattr(diff, attribute)
         if not entries:
             continue
         lines.append(f"{heading} ({len(entries)}):")
-        # What a narrowed head left out says nothing of the change: a few, not thousands.
-        shown = entries[:TEXT_NOT_SELECTED_ROWS] if attribute == "not_selected" else entries
+        shown = entries[:TEXT_NOT_SELECTED_ROWS] if attribute in _UNSELECTED else entries
         for entry in shown:
             note = f" - {entry.summary}" if entry.summary else ""
-            lines.append(f"  - {entry.check_id}: {_change(entry)}{note}")
+            change = _change(entry, unselected=unselected)
+            lines.append(f"  - {entry.check_id}: {change}{note}")
         if len(shown) < len(entries):
             lines.append(
                 f"  ... and {len(entries) - len(shown)} more (`eb diff --json` lists them)"
@@ -130,11 +142,12 @@ def render_text(diff: RunDiff) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_table(entries: list[DiffEntry]) -> list[str]:
+def _md_table(entries: list[DiffEntry], *, unselected: frozenset[str]) -> list[str]:
     rows = ["| Check | Change | Definition | Note |", "| --- | --- | --- | --- |"]
     for entry in entries[:MD_ROWS_PER_CATEGORY]:
+        change = _change(entry, unselected=unselected)
         rows.append(
-            f"| `{md_cell(entry.check_id)}` | {md_cell(_change(entry))} | "
+            f"| `{md_cell(entry.check_id)}` | {md_cell(change)} | "
             f"{'changed' if entry.definition_changed else ''} | {md_cell(entry.summary)} |"
         )
     left = len(entries) - MD_ROWS_PER_CATEGORY
@@ -167,15 +180,17 @@ def render_md(diff: RunDiff) -> str:
         lines.append(
             f"| Selection | {_md_selection(base.selection)} | {_md_selection(head.selection)} | |"
         )
+    unselected = _unselected(diff)
     for attribute, heading in CATEGORIES:
         entries: list[DiffEntry] = getattr(diff, attribute)
         if not entries:
             continue
         title = f"{heading} ({len(entries)})"
+        table = _md_table(entries, unselected=unselected)
         if attribute == "regressions":
-            lines += ["", f"#### {title}", "", *_md_table(entries)]
+            lines += ["", f"#### {title}", "", *table]
         else:
-            lines += ["", f"<details><summary>{title}</summary>", "", *_md_table(entries)]
+            lines += ["", f"<details><summary>{title}</summary>", "", *table]
             lines += ["", "</details>"]
     if diff.families:
         lines += ["", f"#### Families changed ({len(diff.families)})", ""]

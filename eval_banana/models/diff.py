@@ -104,7 +104,10 @@ class RunDiff(Record):
     )
     fixes: list[DiffEntry] = Field(description="Did not pass in base, passes in head.")
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")
-    new_checks: list[DiffEntry] = Field(description="In head only (whatever their outcome).")
+    new_checks: list[DiffEntry] = Field(
+        description="In head only (whatever their outcome), and not because base ran a "
+        "narrowed selection."
+    )
     removed_checks: list[DiffEntry] = Field(
         description="In base only, and not because head ran a narrowed selection."
     )
@@ -113,6 +116,13 @@ class RunDiff(Record):
         description="In base only while head ran a narrowed selection (head.selection) that "
         "left them out, their check file still in head's project (or head narrowed discovery "
         "itself, --check-dir): head says nothing of them. Never a regression.",
+    )
+    not_selected_in_base: list[DiffEntry] = Field(
+        default_factory=list,
+        description="In head only while base ran a narrowed selection (base.selection) that "
+        "left them out, their check file among the ones base found: base says nothing of "
+        "them, so they are not new. One that does not pass in head is a regression all the "
+        "same (nobody can say it passed before).",
     )
     changed_definitions: list[DiffEntry] = Field(
         description="In both runs with a different definition digest."

@@ -493,3 +493,33 @@ def test_a_narrowed_head_leaves_out_what_it_did_not_select_not_removed(
         (head / "stages" / name).unlink()
     plain = _json_diff(eb, base, head)
     assert plain["not_selected"] == [] and len(plain["removed_checks"]) == 4
+
+
+def test_a_narrowed_base_left_out_what_head_has_not_new(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """main's own run narrowed (`--changed-since`, `-k`) diffed with a full head: a check base
+    did not select is "not selected in base", not new; one that fails in head is a regression
+    all the same (nobody can say it passed before); a check file added since is new."""
+    root = project({}, config='[core]\noutput_dir = "runs"\n')
+    checks = {"refund_one": "pass", "kept_green": "pass", "kept_red": "raise SystemExit(1)"}
+    _write(root, checks)
+    base = tmp_path / "base"
+    narrowed = ("--output-dir", str(base), "--flat-output", "-k", "refund")
+    assert eb("run", "--cwd", str(root), *narrowed).exit_code == 0
+    _write(root, checks | {"added": "pass"})
+    head = tmp_path / "head"
+    assert eb("run", "--cwd", str(root), "--output-dir", str(head), "--flat-output").exit_code == 1
+    document = _json_diff(eb, base, head)
+    assert document["base"]["selection"] == "-k 'refund'"
+    assert _ids(document["new_checks"]) == ["added"]
+    assert _ids(document["not_selected_in_base"]) == ["kept_green", "kept_red"]
+    assert _ids(document["regressions"]) == ["kept_red"] and document["_exit"] == 1
+    del document["_exit"]
+    jsonschema.validate(document, json.loads(eb("schema", "diff").stdout))
+    text = eb("diff", str(base), str(head)).stdout
+    assert "Not selected in base (2):" in text
+    assert "  - kept_red: not selected in base, failed" in text
+    assert "  - added: new, passed" in text
+    markdown = eb("diff", str(base), str(head), "--format", "md").stdout
+    assert "| `kept_red` | not selected in base, failed |" in markdown
