@@ -313,6 +313,37 @@ def test_the_history_holds_the_updated_run_once_with_its_new_verdict(proj: Proj)
     assert run["passed"] is False, run
 
 
+def test_an_updated_replay_stays_a_replay_until_a_check_runs_again(proj: Proj) -> None:
+    """A run replayed whole whose report is rebuilt keeps its record's kind and the run it
+    replayed; once `eb update` executes its checks again, it is a run of its own."""
+    proj.config.write_text('[core]\noutput_dir = "runs"\n\n[cache]\nmode = "on"\n')
+    _run_once(proj)
+    # The second run reuses every verdict and is kept as a replay; the third is replayed.
+    for _ in range(2):
+        assert proj.eb("run").exit_code == 0
+    assert proj.ran() == Counter(proj.checks)
+    history = proj.root / ".eval-banana" / "history"
+
+    def records() -> dict[str, dict[str, Any]]:
+        documents = [json.loads(path.read_text()) for path in history.iterdir()]
+        return {document["run_id"]: document for document in documents}
+
+    _, kept, replay = sorted(records().values(), key=lambda document: document["started_at"])
+    assert (replay["kind"], replay["replayed_from"]) == ("replay", kept["run_id"])
+    replay_dir = proj.root / "runs" / replay["run_id"]
+    (replay_dir / "stages" / "score.json").unlink()
+    assert proj.eb("update", "--run-dir", str(replay_dir)).exit_code == 0
+    updated = records()[replay["run_id"]]
+    assert (updated["kind"], updated["replayed_from"]) == ("replay", kept["run_id"])
+    assert len(records()) == 3
+
+    # Executed again (each verdict from the cache, as the second run's were): a run now.
+    (replay_dir / "stages" / "execute.json").unlink()
+    assert proj.eb("update", "--run-dir", str(replay_dir)).exit_code == 0
+    rebuilt = records()[replay["run_id"]]
+    assert (rebuilt["kind"], rebuilt["replayed_from"]) == ("run", None)
+
+
 def test_update_stops_at_the_stage_asked_for(proj: Proj) -> None:
     _run_once(proj)
     proj.write_check("plain", "tags: [edited]\nscript: 'pass'")

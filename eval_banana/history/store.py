@@ -66,6 +66,21 @@ def drop_other_records(*, folder: Path, run_id: str, kept: Path) -> list[Path]:
     return removed
 
 
+def replayed_from(*, folder: Path, run_id: str) -> str | None:
+    """The run whose verdicts the run `run_id` replayed, as its record says; None when its
+    record is no replay (or there is none, or it cannot be read)."""
+    named = f"{_UNSAFE.sub('_', run_id)}{RECORD_SUFFIX}"
+    for path in record_paths(folder=folder):
+        if path.name.partition("-")[2] != named:
+            continue
+        try:
+            record = read_record(path=path)
+        except (OSError, BadRecord):
+            return None
+        return record.replayed_from if record.kind == "replay" else None
+    return None
+
+
 def prune(*, folder: Path, keep: int) -> list[Path]:
     """Remove the oldest records past the newest `keep`; return what was removed."""
     paths = record_paths(folder=folder)

@@ -43,26 +43,37 @@ def update_run(*, request: StageRequest, target: str = "report", out: Out = prin
         )
     verdict = _verdict(request=request, wanted=wanted, show=False)
     if "report" in rerun and "report" in wanted:
-        _record_rebuilt_run(request=request, exit_code=verdict)
+        _record_rebuilt_run(request=request, exit_code=verdict, executed="execute" in rerun)
     return verdict if "score" in wanted else code
 
 
-def _record_rebuilt_run(*, request: StageRequest, exit_code: int) -> None:
+def _record_rebuilt_run(*, request: StageRequest, exit_code: int, executed: bool) -> None:
     """The rebuilt run's record replaces the one it left in the history folder: `eb history`
-    shows each run as its report now says, not as it was before the update."""
+    shows each run as its report now says, not as it was before the update. `executed`: the
+    update ran checks again, so a replayed run is a replay no more."""
     import json
 
+    from eval_banana.history.record import RunKind
+    from eval_banana.history.store import replayed_from
     from eval_banana.history.write import record_run
+    from eval_banana.settings.folders import history_dir
 
     config: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
     report = json.loads((request.run_dir / "report.json").read_bytes())
+    # A merged run stays one: its record names the shards, whose own records it stands for.
+    kind: RunKind = "merge" if report.get("merged_from") else "run"
+    replayed = None
+    if kind == "run" and not executed and config.settings.history.mode != "off":
+        # No check ran again: its verdicts are still the ones it replayed, and `eb history`
+        # keeps showing it as the replay of that run.
+        replayed = replayed_from(folder=history_dir(config=config), run_id=config.run_id)
     record_run(
         config=config,
         report=report,
-        # A merged run stays one: its record names the shards, whose own records it stands for.
-        kind="merge" if report.get("merged_from") else "run",
+        kind="replay" if replayed is not None else kind,
         exit_code=exit_code,
         warn=request.console.warn,
+        replayed_from=replayed,
         replacing=True,
     )
 
