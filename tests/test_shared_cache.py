@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from eval_banana.cache.remotetier import REJECTIONS_NAMED
 from tests.cache.rig import Project, judge, make_project
 from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
 
@@ -233,6 +234,27 @@ def test_an_entry_signed_with_another_key_is_a_miss(
     assert started == 3
     assert counts["remote_hits"] == 0
     assert counts["remote_rejected"]["signature"] == 3
+
+
+def test_many_refused_entries_are_a_few_warnings_and_a_count(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Requiring signatures of a cache written without them refuses every entry: the first few
+    # are named, the rest are one line, and the report's counter holds them all.
+    checks = {f"j{n}": judge(f"j{n}", instructions=f"Judge {n}.") for n in range(7)}
+    first, second = runners(tmp_path=tmp_path, eb=eb, checks=checks)
+    shared = str(tmp_path / "shared")
+    run(first, shared)
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    counts, started = run(second, shared)
+    assert started == 7 and counts["remote_rejected"]["signature"] == 7
+    refused = [w for w in counts["warnings"] if "has no signature" in w]
+    assert len(refused) == REJECTIONS_NAMED == 3
+    assert refused == sorted(refused)
+    (rest,) = [w for w in counts["warnings"] if w.startswith("... and")]
+    assert rest.startswith("... and 4 more entries of the shared cache ")
+    assert "refused for a missing or bad signature; they count as misses" in rest
+    assert "counts them all" in second.last.stderr
 
 
 def test_a_missing_blob_is_a_miss_counted_as_a_bad_blob(

@@ -66,6 +66,14 @@ class Pushed(NamedTuple):
 
 
 Warn = Callable[[str, str | None], None]
+# Refused entries named one by one, per reason; the rest are one line with their count (a cache
+# written before signing was required refuses every entry: a thousand lines would say nothing).
+REJECTIONS_NAMED = 3
+_REASON_WORDS: dict[Rejection, str] = {
+    "signature": "a missing or bad signature",
+    "entry": "an entry that is not valid or not this check's",
+    "blob": "a file missing or damaged",
+}
 
 
 class RemoteTier:
@@ -90,6 +98,7 @@ class RemoteTier:
         self._lock = threading.Lock()
         self.fetched: set[str] = set()  # keys whose entry came from the remote in this run
         self.rejected: dict[Rejection, int] = {"signature": 0, "entry": 0, "blob": 0}
+        self._refusals: list[tuple[Rejection, str]] = []  # told when the prefetch ends
         self.writes_done = 0
         self._queued: list[tuple[str, dict[str, Any]]] = []
 
@@ -157,6 +166,7 @@ class RemoteTier:
         self.remote.each(
             work=lambda item: self._fetch(key=item[0], check_id=item[1]), items=missing
         )
+        self._say_refusals()
         self._say_errors()
 
     def _fetch(self, *, key: str, check_id: str) -> None:
@@ -255,7 +265,24 @@ class RemoteTier:
     def _reject(self, *, reason: Rejection, message: str) -> None:
         with self._lock:
             self.rejected[reason] += 1
-        self._warn(message, None)
+            self._refusals.append((reason, message))
+
+    def _say_refusals(self) -> None:
+        """Each refused entry for the first few of a reason (in a steady order: the lookups
+        finish in any), then one line for the rest of that reason."""
+        for reason, words in _REASON_WORDS.items():
+            messages = sorted(message for why, message in self._refusals if why == reason)
+            for message in messages[:REJECTIONS_NAMED]:
+                self._warn(message, None)
+            left = len(messages) - REJECTIONS_NAMED
+            if left > 0:
+                self._warn(
+                    f"... and {plural(count=left, noun='more entry', nouns='more entries')}"
+                    f" of the shared cache {self.remote.url} refused for {words}; they count "
+                    "as misses (report.json cache.remote_rejected counts them all)",
+                    None,
+                )
+        self._refusals = []
 
     def _say_errors(self) -> None:
         tally = self.remote.tally()
