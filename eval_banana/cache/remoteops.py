@@ -116,7 +116,8 @@ def listing(*, remote: GuardedRemote, kind: Kind) -> list[RemoteItem]:
             f"--remote cannot work on this shared cache: {exc}",
             field_path="cache.remote",
             hint="--remote works with a folder or S3 remote; an HTTP cache (bazel-remote, "
-            "nginx) evicts by itself and is pruned by its own settings",
+            "nginx) has no listing, and evicts by its own size settings. Without --remote the "
+            "command works on the local folder",
         ) from None
     except RemoteError as exc:
         raise CacheOperationError(
