@@ -381,7 +381,10 @@ def test_a_runner_without_the_key_leaves_the_signed_entries_in_place(
 
 
 def test_a_password_in_the_remote_url_is_used_and_written_nowhere(
-    tmp_path: Path, eb: Callable[..., Any], hostile_server: Hostile
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    hostile_server: Hostile,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Basic auth in the URL (an nginx cache behind a password) and a query that may carry a
     # signature are secrets: they reach the server, and no file or message of eb's.
@@ -398,6 +401,24 @@ def test_a_password_in_the_remote_url_is_used_and_written_nowhere(
     assert not [path for path in written if password.encode() in path.read_bytes()]
     config = next(first.root.rglob("stages/config.json")).read_text()
     assert "builder:***@" in config and "?***" in config
+
+    # `eb update` reruns a stage from that config.json: the password is not there, so the
+    # remote is asked only with the URL the environment gives now, never with `***`.
+    first.write({"eval_checks/j.yaml": judge("j", instructions="Judge it anew.")})
+    hostile_server.requests.clear()
+    updated = first.eb("update", "--cwd", str(first.root))
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert hostile_server.requests == []
+    assert "is not asked: stages/config.json records its URL with the password masked" in (
+        updated.stderr
+    )
+    assert "EVAL_BANANA_CACHE_REMOTE" in updated.stderr and password not in updated.stderr
+    first.write({"eval_checks/j.yaml": judge("j", instructions="Judge it once more.")})
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE", url)
+    again = first.eb("update", "--cwd", str(first.root))
+    assert again.exit_code == 0, again.stdout + again.stderr
+    assert {auth for _, _, auth in hostile_server.requests} == {basic}
+    assert "masked" not in again.stderr
 
 
 def test_a_refusing_http_cache_says_which_credential_to_fix(

@@ -37,7 +37,7 @@ from eval_banana.models.config import CacheSettings
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.guarded import GuardedRemote, RemoteTally
 from eval_banana.remote.opening import open_backend
-from eval_banana.remote.shown import shown_url
+from eval_banana.remote.shown import shown_url, unmasked
 from eval_banana.remote.signing import (
     SIGNING_KEY_VARIABLE,
     keyless_but_required,
@@ -45,6 +45,7 @@ from eval_banana.remote.signing import (
     sealed,
     signature_problem,
 )
+from eval_banana.settings.table import variable_of
 from eval_banana.stagefiles.layout import SCHEMA_BASE
 
 REMOTE_ENTRY_KIND = "eval-banana/remote-cache-entry"
@@ -66,6 +67,7 @@ class Pushed(NamedTuple):
 
 
 Warn = Callable[[str, str | None], None]
+_REMOTE_VARIABLE = variable_of("cache.remote")
 # Refused entries named one by one, per reason; the rest are one line with their count (a cache
 # written before signing was required refuses every entry: a thousand lines would say nothing).
 REJECTIONS_NAMED = 3
@@ -116,10 +118,20 @@ class RemoteTier:
         """The run's remote tier, or None when none is set or `remote_mode` is off."""
         if not settings.remote or settings.remote_mode == "off":
             return None
+        url = unmasked(url=settings.remote, candidates=[environ.get(_REMOTE_VARIABLE)])
+        if url is None:
+            # A stage rerun (`eb update`) from a config.json, which never holds the password.
+            warn(
+                f"The shared cache {settings.remote} is not asked: stages/config.json records "
+                f"its URL with the password masked. Set {_REMOTE_VARIABLE} to the URL with its "
+                "password (or use EVAL_BANANA_CACHE_TOKEN, which is never written) to use it",
+                None,
+            )
+            return None
         key_text = environ.get(SIGNING_KEY_VARIABLE, "")
         try:
             backend = open_backend(
-                url=settings.remote,
+                url=url,
                 endpoint=settings.remote_endpoint,
                 timeout=float(settings.remote_timeout_seconds),
                 environ=environ,

@@ -46,6 +46,7 @@ from eval_banana.models.stages import (
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.runners.results import build_result, iso, judged_outcome, utc_now
 from eval_banana.settings.folders import cache_dir, cache_settings
+from eval_banana.settings.table import variable_of
 
 if TYPE_CHECKING:
     from eval_banana.cache.remotetier import RemoteTier
@@ -131,7 +132,7 @@ class CacheSession:
             store=self.store,
             local_writes=self.writes,
             environ=environ,
-            source=config.config_file or "EVAL_BANANA_CACHE_REMOTE",
+            source=config.config_file or variable_of("cache.remote"),
             warn=lambda message, file: self._warn(message=message, file=file, hint=_REMOTE_HINT),
         )
         try:

@@ -162,6 +162,8 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
             on_result=progress.finished,
             environ=request.environ,
         )
+    for warning in fresh.warnings:  # as `eb run` shows them: the cache's, unmatched inputs
+        request.console.warn(warning.message)
     doc = execute_stage.merge_results(plan=plan, fresh=fresh, previous=previous)
     execute_stage.write_execute_stage(run_dir=run_dir, doc=doc)
     return 3 if doc.aborted_by else 0

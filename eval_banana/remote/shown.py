@@ -7,6 +7,7 @@ file, report and message; the run itself uses the URL as given.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
@@ -27,3 +28,12 @@ def shown_url(url: str) -> str:
         netloc = f"{parts.username}:{MASK}@{netloc.rsplit('@', 1)[1]}"
     query = MASK if parts.query else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def unmasked(*, url: str, candidates: Iterable[str | None]) -> str | None:
+    """The URL to use for `url` as a stage file recorded it: itself when nothing of it was
+    masked, else the first of `candidates` (the URLs the environment gives now) that masks to
+    it; None when none does (its secret is nowhere to be had)."""
+    if MASK not in url or shown_url(url) != url:
+        return url
+    return next((given for given in candidates if given and shown_url(given) == url), None)

@@ -673,6 +673,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
 
 SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
 
+
+def variable_of(name: str) -> str:
+    """The environment variable of the setting `name` (one that has a variable)."""
+    variable = SETTINGS_BY_NAME[name].env
+    if variable is None:
+        raise KeyError(f"the setting {name} has no environment variable")
+    return variable
+
+
 # The TOML tables the file may contain, and the keys each allows.
 SECTIONS: tuple[str, ...] = (
     "core",
