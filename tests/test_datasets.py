@@ -209,6 +209,40 @@ def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(
     ]
 
 
+def test_a_bad_row_of_a_yaml_or_json_list_is_told_at_its_line(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A list file's rows carry no line when loaded; one with a problem is found at its line
+    (an editor jumps there), and a list written on one line is told by its item alone."""
+    schema = "case_schema: {type: object, required: [name, ok]}\n"
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.yaml") + schema
+    rows = "# people\n- {id: a, name: one, ok: 'yes'}\n- id: b\n  ok: 'no'\n- {id: c, name: x}\n"
+    root = project({"eval_checks/fam.yaml": family, "data/rows.yaml": rows}, config=CONFIG)
+    validated = eb("validate", "--cwd", str(root), "--json")
+    told = [(e["line"], e["message"]) for e in json.loads(validated.stdout)["errors"]]
+    assert told == [
+        (
+            3,
+            "data/rows.yaml item 2 (line 3): case 'b' does not match case_schema: 'name' is "
+            "a required property",
+        ),
+        (
+            5,
+            "data/rows.yaml item 3 (line 5): case 'c' does not match case_schema: 'ok' is a "
+            "required property",
+        ),
+    ]
+    (root / "eval_checks/fam.yaml").write_text(family.replace("rows.yaml", "rows.json"))
+    (root / "data/rows.json").write_text(
+        '[\n  {"id": "a", "name": "one", "ok": "yes"},\n  {"id": "b"}\n]'
+    )
+    (error,) = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert error["line"] == 3 and error["message"].startswith("data/rows.json item 2 (line 3):")
+    (root / "data/rows.json").write_text('[{"id": "a", "name": "one", "ok": "yes"}, {"id": "b"}]')
+    (error,) = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert error["line"] == 1 and error["message"].startswith("data/rows.json item 2: case 'b'")
+
+
 def test_inline_cases_with_position_ids_and_case_tags_and_skip(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -30,7 +30,7 @@ from eval_banana.datasets.render import (
     render_text,
     render_value,
 )
-from eval_banana.datasets.rows import SUFFIXES, Row, plain, read_rows
+from eval_banana.datasets.rows import SUFFIXES, Row, plain, read_rows, row_line, row_where
 from eval_banana.projectstate.patterns import (
     file_pattern_regex,
     literal_prefix,
@@ -244,7 +244,7 @@ def _render_problems(
                 f"{_told(problem=exc, row=row)}",
                 # A few rows: most likely the rows lack what the family asks of every row.
                 file=row.file,
-                line=row.line,
+                line=row_line(row),
                 field_path=_row_field(row=row, field=field_path),
                 hint=_render_hint(exc),
             )
@@ -276,7 +276,8 @@ def _told(*, problem: RenderProblem, row: Row) -> str:
 
 def _where(*, row: Row, check_file: str) -> str:
     """Where a row is, for a message that names the check file already."""
-    return row.where if row.file == check_file else f"{row.file} {row.where}"
+    where = row_where(row)
+    return where if row.file == check_file else f"{row.file} {where}"
 
 
 def _row_field(*, row: Row, field: str) -> str:
@@ -291,9 +292,9 @@ def _row_field(*, row: Row, field: str) -> str:
 
 def _row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> DefinitionError:
     return DefinitionError(
-        f"{row.file} {row.where}: {message}",
+        f"{row.file} {row_where(row)}: {message}",
         file=row.file,
-        line=row.line,
+        line=row_line(row),
         field_path=_row_field(row=row, field=field),
         hint=hint,
     )
@@ -720,12 +721,13 @@ def expand_family(
         if validator is not None:
             error = next(iter(validator.iter_errors(value)), None)
             if error is not None:
-                where = "/".join(str(part) for part in error.absolute_path) or "(row)"
+                at = "/".join(str(part) for part in error.absolute_path)
                 problems.append(
                     _row_problem(
                         row=row,
-                        message=f"case '{case_id}' does not match case_schema at {where}: "
-                        f"{error.message}",
+                        message=f"case '{case_id}' does not match case_schema"
+                        + (f" at {at}" if at else "")
+                        + f": {error.message}",
                         hint="fix the row or the family's case_schema",
                         field="case_schema",
                     )

@@ -18,6 +18,44 @@ from eval_banana.datasets.render import json_kind
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
 
 
+class ItemLines:
+    """Where each item of a JSON or YAML list starts in its file, worked out only when a row of
+    it has a problem (a node tree with positions costs many times the plain load)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts: list[int] | None = None
+
+    def line_of(self, index: int) -> int | None:
+        """The 1-based line the `index`th (1-based) item starts on, or None when unknown."""
+        if self._starts is None:
+            self._starts = _item_starts(self._text)
+        return self._starts[index - 1] if 0 < index <= len(self._starts) else None
+
+    def shared(self, index: int) -> bool:
+        """Whether another item starts on the line of the `index`th (a list on one line)."""
+        line = self.line_of(index)
+        starts = self._starts or []
+        return line is not None and (
+            (index > 1 and starts[index - 2] == line)
+            or (index < len(starts) and starts[index] == line)
+        )
+
+
+def _item_starts(text: str) -> list[int]:
+    """The line each item of the top-level list starts on (JSON read as the YAML it is)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        node = yaml.compose(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError:
+        return []  # a JSON text YAML does not read (a tab in it, say): no lines, as before
+    if not isinstance(node, yaml.SequenceNode):
+        return []
+    return [item.start_mark.line + 1 for item in node.value]
+
+
 class Row(NamedTuple):
     """One dataset row as read, and where it is: `file` project-relative, `where` a phrase."""
 
@@ -32,6 +70,26 @@ class Row(NamedTuple):
     # Its errors' field paths name it (`cases.2.id`), and the check file's line is found from
     # that only when there is an error.
     inline_index: int | None = None
+    # A row of a JSON or YAML list file: its 1-based place there, and where its items start.
+    item_index: int = 0
+    item_lines: ItemLines | None = None
+
+
+def row_line(row: Row) -> int | None:
+    """The line of the row's file it starts on, when known (found now for a list file)."""
+    if row.line is not None or row.item_lines is None:
+        return row.line
+    return row.item_lines.line_of(row.item_index)
+
+
+def row_where(row: Row) -> str:
+    """Where the row is, as a message says it: `line 4`, `item 2 (line 5)`, `item 2`."""
+    if row.line is not None or row.item_lines is None:
+        return row.where
+    line = row_line(row)
+    if line is None or row.item_lines.shared(row.item_index):
+        return row.where  # a list written on one line: its line would tell nothing
+    return f"{row.where} (line {line})"
 
 
 def _problem(*, file: str, line: int | None, message: str, hint: str) -> DefinitionError:
@@ -106,7 +164,7 @@ def _list_hint(*, value: object) -> str:
     return "write the cases as a list of mappings"
 
 
-def _listed(*, value: object, file: str, kind: str, string_keys: bool) -> list[Row]:
+def _listed(*, value: object, file: str, kind: str, string_keys: bool, text: str) -> list[Row]:
     if value is None:
         return []  # an empty file (or only comments): the family says it has no cases
     if not isinstance(value, list):
@@ -117,8 +175,17 @@ def _listed(*, value: object, file: str, kind: str, string_keys: bool) -> list[R
             message=f"Dataset {file} must hold a {kind} list of cases, not {found}",
             hint=_list_hint(value=value),
         )
+    lines = ItemLines(text)
     return [
-        Row(value=item, file=file, where=f"item {index}", line=None, string_keys=string_keys)
+        Row(
+            value=item,
+            file=file,
+            where=f"item {index}",
+            line=None,
+            string_keys=string_keys,
+            item_index=index,
+            item_lines=lines,
+        )
         for index, item in enumerate(value, start=1)
     ]
 
@@ -133,7 +200,7 @@ def _json(*, text: str, file: str) -> list[Row]:
             message=f"Dataset {file} is not JSON: {exc}",
             hint="a .json dataset is one list of objects",
         ) from None
-    return _listed(value=value, file=file, kind="JSON", string_keys=True)
+    return _listed(value=value, file=file, kind="JSON", string_keys=True, text=text)
 
 
 def _yaml(*, text: str, file: str) -> list[Row]:
@@ -150,7 +217,7 @@ def _yaml(*, text: str, file: str) -> list[Row]:
             message=f"Dataset {file} is not valid YAML: {exc}",
             hint="a YAML dataset is one list of mappings",
         ) from None
-    return _listed(value=value, file=file, kind="YAML", string_keys=False)
+    return _listed(value=value, file=file, kind="YAML", string_keys=False, text=text)
 
 
 _OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "bars"}
