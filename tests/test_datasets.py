@@ -862,6 +862,39 @@ def test_eb_schema_prints_a_familys_row_schema(
     assert "pass the family's check file" in by_id.stderr
 
 
+def test_eb_schema_as_list_checks_a_whole_dataset_file(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """An editor validates a .yaml or .json dataset file as a whole: a list of rows, with the
+    row schema's own definitions still where its references point."""
+    import jsonschema
+    import yaml
+
+    source = (
+        "cases_from: data/rows.yaml\n"
+        "case_schema:\n"
+        "  $defs: {flag: {enum: ['yes', 'no']}}\n"
+        "  required: [name, ok]\n"
+        "  properties: {ok: {$ref: '#/$defs/flag'}}"
+    )
+    rows = "- {name: a, ok: 'yes'}\n- {name: b, ok: 'no'}\n"
+    root = project(
+        {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source), "data/rows.yaml": rows},
+        config=CONFIG,
+    )
+    printed = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"), "--as-list")
+    assert printed.exit_code == 0, printed.stderr
+    schema = json.loads(printed.stdout)
+    assert schema["type"] == "array" and "$defs" in schema and "$defs" not in schema["items"]
+    jsonschema.Draft202012Validator(schema).validate(yaml.safe_load(rows))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate([{"name": "c", "ok": "maybe"}])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate({"name": "a", "ok": "yes"})
+    alone = eb("schema", "--as-list")
+    assert alone.exit_code == 2 and "--as-list needs --case-schema" in alone.stderr
+
+
 def test_changed_since_selects_a_family_whose_dataset_changed(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:

@@ -15,7 +15,13 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         "--case-schema",
         metavar="CHECK_FILE",
         help="Print the JSON Schema of one dataset row of this family's check file (its "
-        "`case_schema:`), for an editor to validate the dataset with.",
+        "`case_schema:`).",
+    )
+    parser.add_argument(
+        "--as-list",
+        action="store_true",
+        help="With --case-schema: the schema of a whole .json or .yaml dataset file (a list of "
+        "such rows), for an editor to validate that file with.",
     )
 
 
@@ -23,8 +29,12 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.publish.schemas import schema_names
     from eval_banana.stagefiles.schemafiles import packaged_schema
 
+    if args.as_list and not args.case_schema:
+        raise UsageError(
+            "--as-list needs --case-schema CHECK_FILE", hint="eb schema --case-schema F --as-list"
+        )
     if args.case_schema:
-        sys.stdout.write(_case_schema(path=args.case_schema))
+        sys.stdout.write(_case_schema(path=args.case_schema, as_list=args.as_list))
         return 0
     names = schema_names()
     if args.list or not args.name:
@@ -37,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _case_schema(*, path: str) -> str:
-    """A family's `case_schema:` as a JSON Schema document (draft 2020-12 unless it says)."""
+def _case_schema(*, path: str, as_list: bool) -> str:
+    """A family's `case_schema:` as a JSON Schema document (draft 2020-12 unless it says);
+    `as_list`: the schema of a list of such rows, a .json or .yaml dataset file."""
     import json
 
     from eval_banana.checks.definition import load_definition
@@ -63,4 +74,17 @@ def _case_schema(*, path: str) -> str:
             hint="add `case_schema:` (a JSON Schema for one dataset row) to the family",
         )
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    if as_list:
+        document = _listed(row=document)
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _listed(*, row: dict[str, object]) -> dict[str, object]:
+    """A schema of a list of `row`s. Its definitions stay at the top, where its references
+    (`#/$defs/...`) point."""
+    items = dict(row)
+    top: dict[str, object] = {"$schema": items.pop("$schema")}
+    for key in ("$defs", "definitions"):
+        if key in items:
+            top[key] = items.pop(key)
+    return {**top, "type": "array", "items": items}
