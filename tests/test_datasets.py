@@ -96,6 +96,7 @@ def test_each_dataset_format_runs_one_check_per_case(
             "min_pass_rate": None,
             "gate_held": True,
             "gate_at_merge": None,
+            "of_cases": None,
         }
     ]
     validated = eb("validate", "--cwd", str(root))
@@ -426,10 +427,40 @@ def test_family_gate_fails_a_run_the_threshold_alone_passes(
     assert report["families"][0]["gate_held"] is False
     run_dir = Path(report["output_dir"])
     assert "min_pass_rate 0.95 NOT held" in (run_dir / "report.md").read_text()
+    assert report["families"][0]["of_cases"] is None  # every case ran
     # The same family at a gate it reaches passes.
     (root / "eval_checks/fam.yaml").write_text(family + "min_pass_rate: 0.9\n")
     code, report = _run(eb, root)
     assert code == 0 and report["families"][0]["gate_held"] is True
+
+
+def test_a_family_the_selection_ran_part_of_says_how_much(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`--last-failed`, `--check-id` or `-k` run part of a family: its pass rate and gate are
+    those of the cases that ran, and every report says how many of the family's cases those
+    were, so a gate 'NOT held' over the one failing case is not read as the family's."""
+    rows = "".join(
+        json.dumps({"name": f"n{n}", "ok": "no" if n == 0 else "yes"}) + "\n" for n in range(10)
+    )
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl") + "min_pass_rate: 0.8\n"
+    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": rows}, config=CONFIG)
+    code, report = _run(eb, root)
+    assert code == 1 and report["families"][0]["of_cases"] is None
+    done = eb("run", "--cwd", str(root), "--last-failed")
+    assert done.exit_code == 1
+    line = "Family fam: 0/1 cases passed (0.0%; 1 of its 10 cases selected), min_pass_rate 0.8"
+    assert line in done.stdout
+    picked = [flag for n in (2, 3, 4) for flag in ("--check-id", f"fam[{n:02d}]")]
+    code, report = _run(eb, root, *picked)
+    (family_score,) = report["families"]
+    assert (family_score["cases"], family_score["of_cases"]) == (3, 10)
+    assert family_score["gate_held"] is True
+    run_dir = Path(report["output_dir"])
+    assert "| `fam` | 3 of 10 (selected) | 3 |" in (run_dir / "report.md").read_text()
+    assert '<td class="num">3 of 10</td>' in (run_dir / "report.html").read_text()
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    assert plan["family_sizes"] == {"fam": 10}
 
 
 ASSERTIONS_FAMILY = """\

@@ -185,6 +185,13 @@ class PlanDoc(StageEnvelope):
         description="Dataset family id -> its min_pass_rate, for the planned families that "
         "set one.",
     )
+    family_sizes: dict[str, int] = Field(
+        default_factory=dict,
+        description="Dataset family id -> its cases that are not skipped, before the selection "
+        "narrowed them (--check-id, -k, --tag, --changed-since, --last-failed, --select, "
+        "--shard), for the planned families: a family that ran fewer is reported with how "
+        "many of these it ran.",
+    )
     family_calibration: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict,
         description="Judge dataset family id -> its calibration cases, as its check file gives "
@@ -276,6 +283,10 @@ class ExecuteDoc(StageEnvelope):
         default_factory=dict,
         description="Dataset family id -> its min_pass_rate, for the families that set one "
         "(copied from the plan for the score stage).",
+    )
+    family_sizes: dict[str, int] = Field(
+        default_factory=dict,
+        description="The plan's family_sizes, copied for the score stage.",
     )
     allow_empty: str | None = Field(
         default=None,
@@ -396,6 +407,13 @@ class FamilyScore(Record):
         description="In a shard run (`--shard K/N`), the family's min_pass_rate, which this "
         "shard does not judge: it holds part of the family, and `eb merge` judges the gate on "
         "all of it. Null outside a shard, or for a family without a gate.",
+    )
+    of_cases: int | None = Field(
+        default=None,
+        ge=0,
+        description="When the selection ran only some of the family's cases (--check-id, -k, "
+        "--last-failed, a shard): how many it has (not skipped). `cases`, the pass rate and "
+        "the gate are then those of the cases that ran. Null when every case ran.",
     )
 
 

@@ -496,9 +496,13 @@ def _gate_text(*, family: dict[str, Any]) -> tuple[str, str]:
 def _family_row(*, index: int, family: dict[str, Any]) -> str:
     css_class, gate = _gate_text(family=family)
     rate = float(family.get("pass_rate") or 0.0) * 100
-    counts = "".join(
+    cases = int(family.get("cases") or 0)
+    size = family.get("of_cases")
+    # Only part of the family ran: its rate and gate are those of that part.
+    ran = f"{cases} of {size}" if isinstance(size, int) else str(cases)
+    counts = f'<td class="num">{ran}</td>' + "".join(
         f'<td class="num">{int(family.get(key) or 0)}</td>'
-        for key in ("cases", "passed", "failed", "errored")
+        for key in ("passed", "failed", "errored")
     )
     return (
         f'<tr class="fam {css_class}" data-f="{index}">'

@@ -264,6 +264,9 @@ def _merged_execute(
             "family_gates": {
                 family: rate for run in runs for family, rate in run.plan.family_gates.items()
             },
+            "family_sizes": {
+                family: size for run in runs for family, size in run.plan.family_sizes.items()
+            },
             "halted_by": halted,
             "tokens_used": _tokens(runs),
             "cost_usd": _cost(runs),

@@ -54,11 +54,14 @@ def family_scores(
     results: Iterable[CheckResult],
     gates: Mapping[str, float],
     gates_at_merge: Mapping[str, float] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> list[FamilyScore]:
     """Each dataset family's counts, by family id (a gated family with no result included).
     `gates_at_merge`: in a shard, the gates it leaves to `eb merge`, named in its report so
-    that nobody reads the family as ungated."""
+    that nobody reads the family as ungated; `sizes`: each family's cases before the
+    selection narrowed them, told beside a family that ran fewer."""
     at_merge = gates_at_merge or {}
+    planned = sizes or {}
     counts: dict[str, list[int]] = {family: [0, 0, 0] for family in gates}
     for result in results:
         if result.family is None:
@@ -86,9 +89,15 @@ def family_scores(
                 min_pass_rate=rate,
                 gate_held=gate_holds(passed=passed, cases=cases, min_pass_rate=rate),
                 gate_at_merge=at_merge.get(family),
+                of_cases=_of_cases(ran=cases, size=planned.get(family)),
             )
         )
     return families
+
+
+def _of_cases(*, ran: int, size: int | None) -> int | None:
+    """The family's size when fewer of its cases ran (a narrowed selection), else None."""
+    return size if size is not None and ran < size else None
 
 
 def replayed_verdict(*, score: ScoreDoc, threshold: float, fail_on_flaky: bool) -> bool | str:

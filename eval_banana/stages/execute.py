@@ -831,6 +831,7 @@ def execute(
         halted_by="maxfail" if halt.held_back(results=final) else None,
         allow_empty=plan.allow_empty,
         family_gates=plan.family_gates,
+        family_sizes=plan.family_sizes,
         input_digests=input_digests,
         cache=cache.counts() if cache is not None else None,
     )

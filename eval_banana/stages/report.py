@@ -109,7 +109,7 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
     for family in report.get("families") or []:
         text = (
             f"Family {family['id']}: {family['passed']}/{family['cases']} cases passed "
-            f"({family['pass_rate'] * 100:.1f}%)"
+            f"({family['pass_rate'] * 100:.1f}%{selected_part(family=family)})"
         )
         gate = family.get("min_pass_rate")
         if gate is not None:
@@ -121,6 +121,13 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def selected_part(*, family: dict[str, Any]) -> str:
+    """`; 1 of its 6 cases selected` for a family the selection ran only part of (its pass
+    rate and gate are then those of that part), else nothing."""
+    size = family.get("of_cases")
+    return "" if size is None else f"; {family['cases']} of its {size} cases selected"
+
+
 def _gate_cell(*, family: dict[str, Any]) -> str:
     gate = family.get("min_pass_rate")
     if gate is None and family.get("gate_at_merge") is not None:
@@ -130,6 +137,11 @@ def _gate_cell(*, family: dict[str, Any]) -> str:
     if family["gate_held"]:
         return f"min_pass_rate {gate!r} held"
     return f"**min_pass_rate {gate!r} NOT held**: the run fails"
+
+
+def _cases_cell(*, family: dict[str, Any]) -> str:
+    size = family.get("of_cases")
+    return str(family["cases"]) if size is None else f"{family['cases']} of {size} (selected)"
 
 
 def family_table(*, report: dict[str, Any]) -> list[str]:
@@ -145,7 +157,7 @@ def family_table(*, report: dict[str, Any]) -> list[str]:
     ]
     for family in families:
         lines.append(
-            f"| `{md_cell(str(family['id']))}` | {family['cases']} | {family['passed']} "
+            f"| `{md_cell(str(family['id']))}` | {_cases_cell(family=family)} | {family['passed']} "
             f"| {family['failed']} | {family['errored']} | {family['pass_rate'] * 100:.1f}% "
             f"| {_gate_cell(family=family)} |"
         )

@@ -69,6 +69,7 @@ def score(
         results=results,
         gates={} if in_shard else execute.family_gates,
         gates_at_merge=execute.family_gates if in_shard else None,
+        sizes=execute.family_sizes,
     )
     passed = run_passes(
         gates_held=all(family.gate_held for family in families),

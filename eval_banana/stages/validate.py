@@ -659,6 +659,7 @@ def validate(
     errors.extend(problems)
     units, expand_problems, frozen_by_path = _expand(loaded=loaded, config=config)
     errors.extend(expand_problems)
+    family_sizes = _family_sizes(units=units)
     if selection.check_ids:
         every_case = units
         units = [
@@ -756,6 +757,9 @@ def validate(
     family_calibration = {
         family: cases for family, cases in family_calibration.items() if family in planned_families
     }
+    family_sizes = {
+        family: size for family, size in family_sizes.items() if family in planned_families
+    }
     plan = PlanDoc.model_validate(
         {
             **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
@@ -770,10 +774,23 @@ def validate(
             "allow_empty": allow_empty,
             "no_checks": no_checks,
             "family_gates": family_gates,
+            "family_sizes": family_sizes,
             "family_calibration": family_calibration,
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots)
+
+
+def _family_sizes(*, units: list[Unit]) -> dict[str, int]:
+    """Each family's cases that are not skipped, before any selection (in one pass: a
+    family of 10,000 cases is 10,000 units)."""
+    sizes: dict[str, int] = {}
+    for unit in units:
+        case = unit.case
+        if case is not None and not case.definition.get("skip"):
+            family = unit.item.definition["id"]
+            sizes[family] = sizes.get(family, 0) + 1
+    return sizes
 
 
 def _shard_of_plan(
