@@ -133,23 +133,68 @@ _DECODE = json.JSONDecoder().decode
 def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
     rows: list[Row] = []
     append = rows.append
+    bad: list[DefinitionError] = []
+    first: str | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        if first is None:
+            first = line.strip()
         try:
             value = _DECODE(line)
         except ValueError as exc:
-            problems.append(
-                _problem(
-                    file=file,
-                    line=number,
-                    message=f"Dataset {file} line {number} is not JSON: {exc}",
-                    hint="each line of a .jsonl file is one JSON object",
-                )
-            )
+            bad.append(_jsonl_problem(file=file, number=number, line=line, exc=exc))
             continue
         append(Row(value, file, f"line {number}", number, True))  # positional: per line
+    if bad and first in ("{", "["):
+        # Pretty-printed JSON saved as .jsonl: every line of it fails; one error says why.
+        bad = [
+            _problem(
+                file=file,
+                line=1,
+                message=f"Dataset {file} holds JSON written over several lines (its first line "
+                f"is {first!r}): a .jsonl file has one whole JSON object per line",
+                hint="write each case on one line (`jq -c '.[]' cases.json > cases.jsonl`), or "
+                "name the file .json if it is one list of cases",
+            )
+        ]
+    problems.extend(bad)
     return rows
+
+
+def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> DefinitionError:
+    """A line that is not JSON, with what it most likely is: a comment, a comma after the
+    object (as between the items of a JSON list), or the decoder's own words."""
+    where = f"Dataset {file} line {number}"
+    stripped = line.strip()
+    if stripped.startswith(("//", "#")):
+        return _problem(
+            file=file,
+            line=number,
+            message=f"{where} is a comment, which JSON does not have",
+            hint="remove the line (a case's notes can be a field of its own)",
+        )
+    if isinstance(exc, json.JSONDecodeError):
+        rest = line[exc.pos :].strip()
+        if exc.msg == "Extra data" and rest == ",":
+            return _problem(
+                file=file,
+                line=number,
+                message=f"{where} ends with a comma after its object",
+                hint="remove it: the lines of a .jsonl file are not separated by commas",
+            )
+        return _problem(
+            file=file,
+            line=number,
+            message=f"{where} is not JSON: {exc.msg} at column {exc.colno}",
+            hint="each line of a .jsonl file is one JSON object",
+        )
+    return _problem(
+        file=file,
+        line=number,
+        message=f"{where} is not JSON: {exc}",
+        hint="each line of a .jsonl file is one JSON object",
+    )
 
 
 def _list_hint(*, value: object) -> str:

@@ -32,3 +32,47 @@ def test_a_mapping_instead_of_a_list_says_where_the_rows_are(
         read_rows(path=path, file=name, problems=[])
     assert "list of cases, not a mapping" in raised.value.message
     assert raised.value.hint is not None and raised.value.hint.startswith(hint)
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        (
+            '{"q": "a"}\n// a note\n',
+            ("line 2 is a comment, which JSON does not have", "remove the line"),
+        ),
+        (
+            '{"q": "a"},\n{"q": "b"}\n',
+            ("line 1 ends with a comma after its object", "not separated by commas"),
+        ),
+        (
+            '{"q": "a"}\n{"q": "b"\n',
+            ("line 2 is not JSON: Expecting ',' delimiter at column 10", "one JSON object"),
+        ),
+    ],
+)
+def test_a_jsonl_line_that_is_not_json_says_what_it_looks_like(
+    tmp_path: Path, text: str, told: tuple[str, str]
+) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text(text)
+    problems: list[DefinitionError] = []
+    rows = read_rows(path=path, file="rows.jsonl", problems=problems)
+    assert len(rows) == 1  # the other line is read, and its problem told with the rest
+    (problem,) = problems
+    assert problem.message == f"Dataset rows.jsonl {told[0]}"
+    assert problem.hint is not None and told[1] in problem.hint
+
+
+def test_pretty_printed_json_saved_as_jsonl_is_one_error_not_one_per_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text('[\n  {\n    "q": "a"\n  },\n  {\n    "q": "b"\n  }\n]\n')
+    problems: list[DefinitionError] = []
+    assert read_rows(path=path, file="rows.jsonl", problems=problems) == []
+    (problem,) = problems
+    assert problem.message.startswith(
+        "Dataset rows.jsonl holds JSON written over several lines (its first line is '[')"
+    )
+    assert problem.line == 1 and problem.hint is not None and "jq -c" in problem.hint
