@@ -25,6 +25,7 @@ from typing import Any
 
 from eval_banana.core.version import DISTRIBUTION
 from tests.agents_real.install import bin_dir
+from tests.agents_real.setups import Setup
 from tests.builders import newest_run_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,6 +230,31 @@ def make_project(
     # A real Git repository, as most projects are (codex and others look for one).
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     return Project(root=root, home=home, tmp=tmp)
+
+
+def project_for(
+    *,
+    base: Path,
+    setup: Setup,
+    server_url: str,
+    cases: dict[str, str],
+    model: str | None,
+    timeout_seconds: int,
+    extra_config: str = "",
+) -> Project:
+    """make_project for one agent's setup, its settings pointed at the model server."""
+    return make_project(
+        base=base,
+        agent=setup.agent,
+        harness_env={key: value.replace("{url}", server_url) for key, value in setup.env.items()},
+        home_files={
+            path: text.replace("{url}", server_url) for path, text in setup.home_files.items()
+        },
+        model=model,
+        cases=cases,
+        timeout_seconds=timeout_seconds,
+        extra_config=extra_config,
+    )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents_real.runner import Project, Runtime, User, eb_run, make_project
+from tests.agents_real.runner import Project, Runtime, User, eb_run, project_for
 from tests.agents_real.setups import SETUPS, Setup
 from tests.model_server import (
     FAIL_TEXT,
@@ -75,14 +75,12 @@ def _project(
     model: str | None,
     extra_config: str = "",
 ) -> Project:
-    url = server.url
-    return make_project(
+    return project_for(
         base=base,
-        agent=setup.agent,
-        harness_env={key: value.replace("{url}", url) for key, value in setup.env.items()},
-        home_files={path: text.replace("{url}", url) for path, text in setup.home_files.items()},
-        model=model,
+        setup=setup,
+        server_url=server.url,
         cases=cases,
+        model=model,
         timeout_seconds=TIMEOUT_S,
         extra_config=extra_config,
     )

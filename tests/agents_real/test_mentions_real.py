@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents_real.runner import Runtime, User, eb_run, make_project
+from tests.agents_real.runner import Runtime, User, eb_run, project_for
 from tests.agents_real.setups import SETUPS
 from tests.model_server import PASS_TEXT, ModelServer
 
@@ -51,12 +51,10 @@ def test_a_rows_mention_attaches_no_file_while_the_authors_does(
     setup = SETUPS[agent]
     user, runtime = runtimes["root"]
     model_server.script(text=PASS_TEXT)
-    url = model_server.url
-    project = make_project(
+    project = project_for(
         base=scratch,
-        agent=agent,
-        harness_env={key: value.replace("{url}", url) for key, value in setup.env.items()},
-        home_files={path: text.replace("{url}", url) for path, text in setup.home_files.items()},
+        setup=setup,
+        server_url=model_server.url,
         model=setup.model,
         cases={"control_case": "case-author-mention"},
         timeout_seconds=TIMEOUT_S,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from eval_banana.harness.structured import VERDICT_SCHEMA
-from tests.agents_real.runner import Project, Runtime, User, eb_run, make_project
+from tests.agents_real.runner import Project, Runtime, User, eb_run, project_for
 from tests.agents_real.setups import SETUPS, Setup
 from tests.model_server import NO_VERDICT_TEXT, PASS_TEXT, ModelServer
 
@@ -35,14 +35,12 @@ TIMEOUT_S = 240
 def _project(
     *, base: Path, setup: Setup, server: ModelServer, cases: dict[str, str], extra: str = ""
 ) -> Project:
-    url = server.url
-    return make_project(
+    return project_for(
         base=base,
-        agent=setup.agent,
-        harness_env={key: value.replace("{url}", url) for key, value in setup.env.items()},
-        home_files={path: text.replace("{url}", url) for path, text in setup.home_files.items()},
-        model=setup.model,
+        setup=setup,
+        server_url=server.url,
         cases=cases,
+        model=setup.model,
         timeout_seconds=TIMEOUT_S,
         extra_config=extra,
     )

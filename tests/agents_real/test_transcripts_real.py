@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents_real.runner import Runtime, User, eb_run, make_project
+from tests.agents_real.runner import Runtime, User, eb_run, project_for
 from tests.agents_real.setups import SETUPS
 from tests.model_server import PASS_TEXT, ModelServer
 
@@ -43,12 +43,10 @@ def test_the_real_agents_tool_call_is_in_its_transcript(
     model_server.script_when(
         "case-tool", text=PASS_TEXT, tool_call=tool, tool_arguments=json.dumps(arguments)
     )
-    url = model_server.url
-    project = make_project(
+    project = project_for(
         base=scratch,
-        agent=agent,
-        harness_env={key: value.replace("{url}", url) for key, value in setup.env.items()},
-        home_files={path: text.replace("{url}", url) for path, text in setup.home_files.items()},
+        setup=setup,
+        server_url=model_server.url,
         model=setup.model,
         cases={"tool_case": "case-tool"},
         timeout_seconds=TIMEOUT_S,
