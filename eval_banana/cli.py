@@ -77,6 +77,8 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        # A flag the command being run lacks -> where that flag's job is done instead.
+        self.elsewhere: dict[str, str] = {}
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(
@@ -105,6 +107,9 @@ class _Parser(argparse.ArgumentParser):
         for given in message[len(prefix) :].split():
             flag = given.split("=", 1)[0]
             if not flag.startswith("-"):
+                continue
+            if flag in self.elsewhere:
+                hints.append(f"{flag}: {self.elsewhere[flag]}")
                 continue
             target = PYTEST_SPELLINGS.get(flag)
             if target is None or target not in options:
@@ -142,6 +147,7 @@ def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.configure(parser=sub)
+        parser.elsewhere = dict(getattr(module, "ELSEWHERE", {}))
     return parser
 
 

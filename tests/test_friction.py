@@ -139,3 +139,12 @@ def test_verbose_shows_what_debugging_a_judge_needs(
     assert "debug: judge j: verdict found in checks/j-" in err
     assert ".stdout.txt (stdout: the newest `result` event, else the right-most JSON verdict" in err
     assert "score 0, reason 'the README has no install section'" in err
+
+
+def test_eb_list_asked_for_json_points_at_eb_plan(project: Project, eb: Eb) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    done = eb("list", "--cwd", str(root), "--json")
+    assert done.exit_code == 2
+    assert "hint: --json: eb list prints tab-separated lines; `eb plan --json`" in done.stderr
+    planned = eb("plan", "--cwd", str(root), "--json")
+    assert planned.exit_code == 0 and '"id": "a"' in planned.stdout

@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from eval_banana.models.stages import PlanDoc
 
 
+# The flags of other commands' machine-readable output: eb list's is its TSV lines.
+_AS_JSON = (
+    "eb list prints tab-separated lines; `eb plan --json` prints the same selection as JSON "
+    "(each check's id, family, type, file and digest)"
+)
+ELSEWHERE = {"--json": _AS_JSON, "--format": _AS_JSON}
+
+
 def configure(*, parser: argparse.ArgumentParser) -> None:
     common.add_common(parser)
     common.add_incremental(parser)
