@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -143,8 +144,11 @@ def test_verbose_shows_what_debugging_a_judge_needs(
 
 def test_eb_list_asked_for_json_points_at_eb_plan(project: Project, eb: Eb) -> None:
     root = project({"eval_checks/a.yaml": check_yaml("a")})
-    done = eb("list", "--cwd", str(root), "--json")
+    done = eb("list", "--cwd", str(root), "--format", "json")
     assert done.exit_code == 2
-    assert "hint: --json: eb list prints tab-separated lines; `eb plan --json`" in done.stderr
+    assert "hint: --format: eb list prints tab-separated lines; `eb plan --json`" in done.stderr
+    # With --json the error itself is JSON (what the caller asked for), with the same hint.
+    asked = json.loads(eb("list", "--cwd", str(root), "--json").stdout)
+    assert asked["error"]["hint"].startswith("--json: eb list prints tab-separated lines")
     planned = eb("plan", "--cwd", str(root), "--json")
     assert planned.exit_code == 0 and '"id": "a"' in planned.stdout
