@@ -168,12 +168,14 @@ def _families(*, report: dict[str, Any], path: Path) -> dict[str, FamilySide]:
             gate is None or (isinstance(gate, int | float) and not isinstance(gate, bool))
         ):
             raise _bad(path=path, where=where, problem="has no gate_held / min_pass_rate")
+        size = item.get("of_cases")
         found[family] = FamilySide(
             cases=cases,
             passed=passed,
             pass_rate=round(passed / cases, _RATE_DIGITS) if cases else 0.0,
             min_pass_rate=gate,
             gate_held=item["gate_held"],
+            of_cases=size if type(size) is int and size >= 0 else None,
         )
     return found
 
@@ -185,7 +187,13 @@ def _family_changes(*, base: RunSummary, head: RunSummary) -> list[FamilyChange]
         before, now = base.families.get(family), head.families.get(family)
         if before == now or (now is None and head.narrowed is not None):
             continue  # unchanged, or none of its cases was selected in head
-        broke = now is not None and not now.gate_held and (before is None or before.gate_held)
+        # A head that ran part of the family (--last-failed, -k) judged its gate on that part.
+        broke = (
+            now is not None
+            and now.of_cases is None
+            and not now.gate_held
+            and (before is None or before.gate_held)
+        )
         changes.append(FamilyChange(family=family, base=before, head=now, gate_broke=broke))
     return changes
 

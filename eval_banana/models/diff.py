@@ -66,6 +66,12 @@ class FamilySide(Record):
     pass_rate: float = Field(description="passed / cases, as a ratio from 0 to 1.")
     min_pass_rate: float | None = Field(description="Its gate then; null: none.")
     gate_held: bool
+    of_cases: int | None = Field(
+        default=None,
+        ge=0,
+        description="When that run's selection ran only part of the family: how many cases "
+        "the family has (its rate and gate are those of the part); null: every case ran.",
+    )
 
 
 class FamilyChange(Record):
@@ -79,7 +85,8 @@ class FamilyChange(Record):
     gate_broke: bool = Field(
         description="Its min_pass_rate holds in base (or it was not there) and not in head: "
         "the run fails for it now. A regression, even when no case of it did (cases removed "
-        "can lower its rate)."
+        "can lower its rate). Never for a head that ran only part of the family (head.of_cases): "
+        "a gate over a part says nothing of the family."
     )
 
 

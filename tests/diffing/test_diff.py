@@ -445,6 +445,31 @@ def test_a_family_gate_that_breaks_is_a_regression_even_when_no_case_regressed(
     assert again["_exit"] == 0 and again["families"][0]["gate_broke"] is False
 
 
+def test_a_head_that_ran_part_of_a_family_breaks_no_gate(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """`eb run --last-failed` after a full run: the family's one failing case alone is 0%,
+    under the gate, but that speaks of the part that ran, not of the family: no gate broke,
+    and the family's sides say how much of it each run ran."""
+    root = project({"eval_checks/fam.yaml": FAMILY}, config="[core]\npass_threshold = 0.0\n")
+    rows = [("r0", "yes"), ("r1", "yes"), ("r2", "yes"), ("r3", "no")]
+    (root / "rows.jsonl").write_text(
+        "".join(json.dumps({"id": i, "ok": ok}) + "\n" for i, ok in rows)
+    )
+    base, head = tmp_path / "base", tmp_path / "head"
+    flags = ("--cwd", str(root), "--flat-output", "--output-dir")
+    assert eb("run", *flags, str(base)).exit_code == 0  # 3/4 = 75%: the gate holds
+    assert eb("run", *flags, str(head), "--last-failed").exit_code == 1  # 0/1 over fam[r3]
+    diff = _json_diff(eb, base, head)
+    (change,) = diff["families"]
+    assert change["gate_broke"] is False and diff["regressed"] is False
+    assert (change["head"]["cases"], change["head"]["of_cases"]) == (1, 4)
+    assert diff["_exit"] == 0
+    text = eb("diff", str(base), str(head)).stdout
+    assert "  - fam: 3/4 (75.0%) -> 0/1 (0.0%, 1 of its 4 cases); min_pass_rate 0.6" in text
+    assert "Diff: no regressions" in text
+
+
 def test_a_narrowed_head_leaves_out_what_it_did_not_select_not_removed(
     eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
 ) -> None:
