@@ -437,3 +437,54 @@ def test_import_copies_other_runners_records_and_skips_duplicates(tmp_path: Path
     assert len(_records(mine / ".eval-banana" / "history")) == 3
     missing = eb("history", "--cwd", str(mine), "import", str(tmp_path / "nowhere"))
     assert missing.exit_code == 2 and "nowhere" in missing.stderr
+
+
+FAMILY_OF_FOUR = """\
+schema_version: 1
+id: fam
+type: deterministic
+description: "row {{ case.id }}"
+cases_from: rows.jsonl
+script: |
+  import json, sys
+  ctx = json.loads(open(sys.argv[1]).read())
+  sys.exit(0 if ctx["case"]["ok"] == "yes" else 1)
+"""
+
+
+def test_a_family_is_one_row_over_the_runs_and_a_partial_run_is_told_apart(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """A family's pass rate run by run, as one row: a run of all of it in eight heights, a run
+    of part of it (--last-failed) marked ◦ rather than read as a dip to 0%."""
+    root = _project(tmp_path / "proj", {"eval_checks/fam.yaml": FAMILY_OF_FOUR})
+
+    def rows(*oks: str) -> None:
+        lines = [json.dumps({"id": f"r{n}", "ok": ok}) for n, ok in enumerate(oks)]
+        (root / "rows.jsonl").write_text("\n".join(lines) + "\n")
+
+    rows("yes", "yes", "yes", "yes")
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    rows("yes", "yes", "yes", "no")
+    assert eb("run", "--cwd", str(root)).exit_code == 1
+    assert eb("run", "--cwd", str(root), "--last-failed").exit_code == 1
+    shown = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
+    jsonschema.validate(shown, json.loads(packaged_schema("history")))
+    (family,) = shown["families"]
+    assert (family["id"], family["cases"], family["strip"]) == ("fam", 4, "█▅◦")
+    assert family["runs"] == [
+        {"cases": 4, "passed": 4},
+        {"cases": 4, "passed": 3},
+        {"cases": 1, "passed": 0},
+    ]
+    assert (family["latest_rate"], family["lowest_rate"]) == (0.75, 0.75)
+    text = eb("history", "--cwd", str(root)).stdout
+    assert "Dataset families (1; ▁ to █ the pass rate of a run of every case" in text
+    assert any(line.split() == ["fam", "4", "█▅◦", "75%", "75%"] for line in text.splitlines())
+    markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
+    assert "| fam | 4 | █▅◦ | 75% | 75% |" in markdown
+    # A filter that keeps no case of it leaves the family out; the flaky listing has none.
+    assert (
+        json.loads(eb("history", "--cwd", str(root), "-k", "nothing", "--json").stdout)["families"]
+        == []
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eval_banana.history.view import CheckRow, HistoryView, RunRef, RunRow
+from eval_banana.history.view import CheckRow, FamilyRow, HistoryView, RunRef, RunRow
 
 
 def _seconds(ms: float | None) -> str:
@@ -51,6 +51,8 @@ def _run_cells(run: RunRow) -> list[str]:
 
 
 _RUN_HEAD = ["run", "kind", "commit", "passed", "rate", "duration", "cost"]
+# How to read a family's strip, said once above its table.
+_FAMILY_KEY = "▁ to █ the pass rate of a run of every case, ◦ part of them, · not run"
 _CHECK_HEAD = ["check", "outcomes", "rate", "flips", "median", "p90", "cost", "note"]
 
 
@@ -65,6 +67,13 @@ def _check_cells(row: CheckRow) -> list[str]:
         _cost(row.cost_usd),
         story(row),
     ]
+
+
+_FAMILY_HEAD = ["family", "cases", "pass rate by run", "latest", "lowest"]
+
+
+def _family_cells(row: FamilyRow) -> list[str]:
+    return [row.id, str(row.cases), row.strip, _rate(row.latest_rate), _rate(row.lowest_rate)]
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -85,6 +94,9 @@ def to_text(view: HistoryView) -> str:
         return f"No run recorded in {view.folder} (in the window asked for).\n"
     lines = [f"Runs ({len(view.runs)} of {view.records} recorded, oldest first):"]
     lines += _table(_RUN_HEAD, [_run_cells(run) for run in view.runs])
+    if view.families:
+        lines += ["", f"Dataset families ({len(view.families)}; {_FAMILY_KEY}):"]
+        lines += _table(_FAMILY_HEAD, [_family_cells(row) for row in view.families])
     lines += ["", f"{_title(view).capitalize()} ({len(view.checks)}):"]
     if view.checks:
         lines += _table(_CHECK_HEAD, [_check_cells(row) for row in view.checks])
@@ -111,6 +123,9 @@ def to_markdown(view: HistoryView) -> str:
         return "\n".join([*lines, f"No run recorded in `{view.folder}`.", ""])
     lines += [f"## Runs ({len(view.runs)} of {view.records} recorded, oldest first)", ""]
     lines += _md_table(_RUN_HEAD, [_run_cells(run) for run in view.runs])
+    if view.families:
+        lines += ["", f"## Dataset families ({len(view.families)})", "", f"{_FAMILY_KEY}.", ""]
+        lines += _md_table(_FAMILY_HEAD, [_family_cells(row) for row in view.families])
     lines += ["", f"## {_title(view).capitalize()} ({len(view.checks)})", ""]
     if view.checks:
         rows = [

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Literal, NamedTuple
 
 from eval_banana.checks.selection import Selector, id_selected
+from eval_banana.history.families import family_rows
 from eval_banana.history.read import Focus
 from eval_banana.history.record import HistoryCheck, HistoryRecord
 from eval_banana.history.since import parse_moment
@@ -118,4 +119,5 @@ def view_of(
         listing=asked.listing,
         runs=[run_row(record=record) for record in window.runs],
         checks=listed(rows=rows, listing=asked.listing, min_flips=asked.min_flips),
+        families=family_rows(runs=window.runs, keep=keep) if asked.listing == "all" else [],
     )

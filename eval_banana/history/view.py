@@ -79,6 +79,39 @@ class CheckRow(Record):
     )
 
 
+class FamilyRun(Record):
+    """A dataset family in one run: its cases there, and how many passed."""
+
+    model_config = {"extra": "forbid"}
+
+    cases: int = Field(ge=1)
+    passed: int = Field(ge=0)
+
+
+class FamilyRow(Record):
+    """One dataset family over the window."""
+
+    model_config = {"extra": "forbid"}
+
+    id: str
+    cases: int = Field(ge=1, description="The most cases it had in one run of the window.")
+    strip: str = Field(
+        description="One mark per run of the window, oldest first: the pass rate of a run of "
+        "all its cases in eight heights (█ 100%, ▇ 90% or more, ▆ 80%, ▅ 70%, ▄ 60%, ▃ 50%, "
+        "▂ 25%, ▁ less), ◦ a run of part of them (--last-failed, -k, a shard), · not in that "
+        "run."
+    )
+    runs: list[FamilyRun | None] = Field(
+        description="Per run of the window, oldest first: its counts; null: not in that run."
+    )
+    latest_rate: float | None = Field(
+        description="The pass rate of the latest run of all its cases, 0 to 1; null: none."
+    )
+    lowest_rate: float | None = Field(
+        description="The lowest pass rate of a run of all its cases in the window; null: none."
+    )
+
+
 class HistoryView(Record):
     """`eb history`: the runs of the window and each check over them."""
 
@@ -91,3 +124,6 @@ class HistoryView(Record):
     listing: Literal["all", "flaky", "slowest", "costliest"] = "all"
     runs: list[RunRow] = Field(default_factory=list, description="The window, oldest first.")
     checks: list[CheckRow] = Field(default_factory=list)
+    families: list[FamilyRow] = Field(
+        default_factory=list, description="Each dataset family of the window's checks, by id."
+    )

@@ -1,0 +1,77 @@
+"""Each dataset family over the window of `eb history`: its pass rate run by run.
+
+A family of 500 cases is 500 rows of the check table; how the family as a whole moved is one
+row here. A run that ran only part of it (`--last-failed`, `-k`, one shard) says little of the
+family, so its mark tells it apart instead of showing a dip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from eval_banana.history.record import HistoryCheck, HistoryRecord
+from eval_banana.history.view import FamilyRow, FamilyRun
+
+# A run's pass rate in eight heights, highest first: the lowest pass rate each stands for. An
+# evaluation's rates live near the top, so the top heights are 10 points apart and only a
+# run of every case passing is full. A run of part of the family, and one it was not in, have
+# marks of their own.
+LEVELS = (
+    (1.0, "█"),
+    (0.9, "▇"),
+    (0.8, "▆"),
+    (0.7, "▅"),
+    (0.6, "▄"),
+    (0.5, "▃"),
+    (0.25, "▂"),
+    (0.0, "▁"),
+)
+PART = "◦"
+ABSENT = "·"
+
+
+def _mark(*, run: FamilyRun | None, cases: int) -> str:
+    if run is None:
+        return ABSENT
+    if run.cases < cases:
+        return PART
+    rate = run.passed / run.cases
+    return next(mark for lowest, mark in LEVELS if rate >= lowest)
+
+
+def _counts(
+    *, record: HistoryRecord, keep: Callable[[HistoryCheck], bool] | None
+) -> dict[str, FamilyRun]:
+    counted: dict[str, list[int]] = {}
+    for check in record.checks:
+        if check.family is None or (keep is not None and not keep(check)):
+            continue
+        found = counted.setdefault(check.family, [0, 0])
+        found[0] += 1
+        found[1] += check.status == "passed"
+    return {family: FamilyRun(cases=c, passed=p) for family, (c, p) in counted.items()}
+
+
+def family_rows(
+    *, runs: Sequence[HistoryRecord], keep: Callable[[HistoryCheck], bool] | None
+) -> list[FamilyRow]:
+    """A row per family with a case in the window (`runs`, oldest first), by id; `keep`: the
+    checks the view keeps (a family is counted over its kept cases)."""
+    per_run = [_counts(record=record, keep=keep) for record in runs]
+    families = sorted({family for counts in per_run for family in counts})
+    rows = []
+    for family in families:
+        seen = [counts.get(family) for counts in per_run]
+        cases = max(run.cases for run in seen if run is not None)
+        whole = [run.passed / run.cases for run in seen if run is not None and run.cases == cases]
+        rows.append(
+            FamilyRow(
+                id=family,
+                cases=cases,
+                strip="".join(_mark(run=run, cases=cases) for run in seen),
+                runs=seen,
+                latest_rate=whole[-1] if whole else None,
+                lowest_rate=min(whole) if whole else None,
+            )
+        )
+    return rows
