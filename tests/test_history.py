@@ -483,6 +483,10 @@ def test_a_family_is_one_row_over_the_runs_and_a_partial_run_is_told_apart(
     assert any(line.split() == ["fam", "4", "█▅◦", "75%", "75%"] for line in text.splitlines())
     markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
     assert "| fam | 4 | █▅◦ | 75% | 75% |" in markdown
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    html = page.read_text()
+    assert '<table id="families">' in html and '<td class="marks">█▅◦</td>' in html
     # A filter that keeps no case of it leaves the family out; the flaky listing has none.
     assert (
         json.loads(eb("history", "--cwd", str(root), "-k", "nothing", "--json").stdout)["families"]

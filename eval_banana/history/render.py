@@ -52,7 +52,7 @@ def _run_cells(run: RunRow) -> list[str]:
 
 _RUN_HEAD = ["run", "kind", "commit", "passed", "rate", "duration", "cost"]
 # How to read a family's strip, said once above its table.
-_FAMILY_KEY = "▁ to █ the pass rate of a run of every case, ◦ part of them, · not run"
+FAMILY_KEY = "▁ to █ the pass rate of a run of every case, ◦ part of them, · not run"
 _CHECK_HEAD = ["check", "outcomes", "rate", "flips", "median", "p90", "cost", "note"]
 
 
@@ -69,10 +69,10 @@ def _check_cells(row: CheckRow) -> list[str]:
     ]
 
 
-_FAMILY_HEAD = ["family", "cases", "pass rate by run", "latest", "lowest"]
+FAMILY_HEAD = ["family", "cases", "pass rate by run", "latest", "lowest"]
 
 
-def _family_cells(row: FamilyRow) -> list[str]:
+def family_cells(row: FamilyRow) -> list[str]:
     return [row.id, str(row.cases), row.strip, _rate(row.latest_rate), _rate(row.lowest_rate)]
 
 
@@ -95,8 +95,8 @@ def to_text(view: HistoryView) -> str:
     lines = [f"Runs ({len(view.runs)} of {view.records} recorded, oldest first):"]
     lines += _table(_RUN_HEAD, [_run_cells(run) for run in view.runs])
     if view.families:
-        lines += ["", f"Dataset families ({len(view.families)}; {_FAMILY_KEY}):"]
-        lines += _table(_FAMILY_HEAD, [_family_cells(row) for row in view.families])
+        lines += ["", f"Dataset families ({len(view.families)}; {FAMILY_KEY}):"]
+        lines += _table(FAMILY_HEAD, [family_cells(row) for row in view.families])
     lines += ["", f"{_title(view).capitalize()} ({len(view.checks)}):"]
     if view.checks:
         lines += _table(_CHECK_HEAD, [_check_cells(row) for row in view.checks])
@@ -124,8 +124,8 @@ def to_markdown(view: HistoryView) -> str:
     lines += [f"## Runs ({len(view.runs)} of {view.records} recorded, oldest first)", ""]
     lines += _md_table(_RUN_HEAD, [_run_cells(run) for run in view.runs])
     if view.families:
-        lines += ["", f"## Dataset families ({len(view.families)})", "", f"{_FAMILY_KEY}.", ""]
-        lines += _md_table(_FAMILY_HEAD, [_family_cells(row) for row in view.families])
+        lines += ["", f"## Dataset families ({len(view.families)})", "", f"{FAMILY_KEY}.", ""]
+        lines += _md_table(FAMILY_HEAD, [family_cells(row) for row in view.families])
     lines += ["", f"## {_title(view).capitalize()} ({len(view.checks)})", ""]
     if view.checks:
         rows = [

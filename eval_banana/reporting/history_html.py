@@ -16,9 +16,9 @@ from typing import Any
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.files import write_bytes_atomic
-from eval_banana.history.render import story
+from eval_banana.history.render import FAMILY_HEAD, FAMILY_KEY, family_cells, story
 from eval_banana.history.trend import Picture, Timeline
-from eval_banana.history.view import CheckRow, RunRow
+from eval_banana.history.view import CheckRow, FamilyRow, RunRow
 from eval_banana.reporting.html import escape
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS
 from eval_banana.reporting.marks import script_json
@@ -48,6 +48,9 @@ td.id { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; }
 .legend .k-p { background:var(--pass); } .legend .k-f { background:var(--fail); }
 .legend .k-e { background:var(--err); } .legend .k-a { background:var(--nr-bg); }
 .legend .k-d { background:var(--fg); width:2px; }
+table#families { width:auto; min-width:50%; }
+table#families td.marks { font-family:ui-monospace, SFMono-Regular, Menlo, monospace;
+  letter-spacing:1px; white-space:nowrap; }
 """
 
 PAGE_JS = r"""
@@ -279,6 +282,29 @@ def _filters(*, rows: Sequence[CheckRow], min_flips: int) -> str:
     )
 
 
+def _families_table(rows: Sequence[FamilyRow]) -> str:
+    """Each dataset family over the runs, as `eb history` prints it: plain HTML, no script."""
+    if not rows:
+        return ""
+    numeric = {1, 3, 4}  # cases, latest, lowest: right-aligned as their cells are
+    head = "".join(
+        f'<th class="num">{escape(name)}</th>' if place in numeric else f"<th>{escape(name)}</th>"
+        for place, name in enumerate(FAMILY_HEAD)
+    )
+    body = "".join(
+        f'<tr><td class="id">{escape(cells[0])}</td><td class="num">{escape(cells[1])}</td>'
+        f'<td class="marks">{escape(cells[2])}</td>'
+        + "".join(f'<td class="num">{escape(cell)}</td>' for cell in cells[3:])
+        + "</tr>"
+        for cells in map(family_cells, rows)
+    )
+    return (
+        f"<h2>Dataset families ({len(rows)})</h2>"
+        f'<div class="note">{escape(FAMILY_KEY)}.</div>'
+        f'<table id="families"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
+
+
 def _row(*, index: int, row: CheckRow, strip: str) -> str:
     tags = "".join(f'<span class="tag">{escape(tag)}</span>' for tag in row.tags)
     note = story(row)
@@ -348,6 +374,7 @@ def render_history_html(*, picture: Picture, min_flips: int) -> str:
     }</dl></div>
 {empty}
 <div class="charts">{_charts(runs)}</div>
+{_families_table(view.families)}
 {_filters(rows=view.checks, min_flips=min_flips)}
 <noscript><p>The heat strips and filters need JavaScript.</p></noscript>
 <div class="note legend">Each strip: one column per run, oldest left.<span class="k-p"></span>passed
