@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eval_banana.reporting.console import FAMILY_CASES_LISTED
 from eval_banana.reporting.github import append_step_summary
 from tests.conftest import EbResult
 
@@ -173,3 +174,36 @@ def test_the_demo_project_shows_a_family_and_passes(
     )
     for case in ("ada", "grace", "linus"):
         assert f"- greeting_cases[{case}]: passed" in result.stdout.splitlines()
+
+
+def test_the_console_folds_a_large_familys_passing_cases_into_one_line(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A family of more cases than the console lists one by one shows its failures each on
+    their line and its passing cases as one; a small family and plain checks are listed as
+    eval-banana lists every check."""
+    big = "".join(
+        json.dumps({"id": f"b{n:02d}", "ok": "no" if n in (3, 17) else "yes"}) + "\n"
+        for n in range(FAMILY_CASES_LISTED + 5)
+    )
+    root = project(
+        {
+            "eval_checks/big.yaml": FAMILY.format(id="big", extra=""),
+            "data/big.jsonl": big,
+            "eval_checks/small.yaml": FAMILY.format(id="small", extra=""),
+            "data/small.jsonl": _rows(failing=set()),
+            "eval_checks/plain.yaml": PLAIN.format(id="plain"),
+        },
+        config=CONFIG,
+    )
+    done = eb("run", "--cwd", str(root))
+    listed = [line for line in done.stdout.splitlines() if line.startswith("- ")]
+    assert [line for line in listed if line.startswith("- big")] == [
+        "- big: 23 cases passed (each is listed in report.md and report.json)",
+        "- big[b03]: failed - exit code 1",
+        "- big[b17]: failed - exit code 1",
+    ]
+    assert sum(line.startswith("- small[") for line in listed) == len(CASE_IDS)
+    assert "- plain: passed" in listed
+    report = json.loads(next(root.rglob("report.json")).read_text())
+    assert sum(check["check_id"].startswith("big[") for check in report["checks"]) == 25
