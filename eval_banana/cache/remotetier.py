@@ -121,10 +121,12 @@ class RemoteTier:
         url = unmasked(url=settings.remote, candidates=[environ.get(_REMOTE_VARIABLE)])
         if url is None:
             # A stage rerun (`eb update`) from a config.json, which never holds the password.
+            from eval_banana.remote.http import TOKEN_VARIABLE
+
             warn(
                 f"The shared cache {settings.remote} is not asked: stages/config.json records "
                 f"its URL with the password masked. Set {_REMOTE_VARIABLE} to the URL with its "
-                "password (or use EVAL_BANANA_CACHE_TOKEN, which is never written) to use it",
+                f"password (or use {TOKEN_VARIABLE}, which is never written) to use it",
                 None,
             )
             return None

@@ -15,10 +15,12 @@ from eval_banana.commands import common
 from eval_banana.core.errors import CacheOperationError
 from eval_banana.core.words import plural
 from eval_banana.settings.folders import cache_settings
+from eval_banana.settings.table import variable_of
 
 if TYPE_CHECKING:
     from eval_banana.models.cacheops import RemoteTierStats
     from eval_banana.models.stages import ConfigDoc
+    from eval_banana.remote.guarded import GuardedRemote
 
 _MIB = 1024 * 1024
 _ACTIONS = {
@@ -83,7 +85,16 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def _source(config: ConfigDoc) -> str:
-    return config.config_file or "EVAL_BANANA_CACHE_REMOTE"
+    return config.config_file or variable_of("cache.remote")
+
+
+def _opened(config: ConfigDoc) -> GuardedRemote:
+    """The configured shared cache, for an operation (an error when none is set)."""
+    from eval_banana.cache.remoteops import open_remote
+
+    return open_remote(
+        settings=cache_settings(config=config), environ=dict(os.environ), source=_source(config)
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,12 +170,9 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote:
 
 
 def _remote_stats(*, config: ConfigDoc) -> RemoteTierStats:
-    from eval_banana.cache.remoteops import open_remote, remote_stats
+    from eval_banana.cache.remoteops import remote_stats
 
-    opened = open_remote(
-        settings=cache_settings(config=config), environ=dict(os.environ), source=_source(config)
-    )
-    return remote_stats(remote=opened)
+    return remote_stats(remote=_opened(config))
 
 
 def _remote_line(*, stats: RemoteTierStats) -> str:
@@ -193,11 +201,9 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
     max_bytes = None if args.max_mb is None else int(args.max_mb * _MIB)
     remote = None
     if args.remote:  # a remote that cannot be pruned stops the command before any deletion
-        from eval_banana.cache.remoteops import open_remote, require_listing
+        from eval_banana.cache.remoteops import require_listing
 
-        remote = open_remote(
-            settings=cache_settings(config=config), environ=dict(os.environ), source=_source(config)
-        )
+        remote = _opened(config)
         require_listing(remote=remote)
     moment = now()
     with cache_writes(cache=folder) as alone:
@@ -268,11 +274,9 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
     remote_url: str | None = None
     found = RemoteVerified(blobs=0, entries=0, inline=0, damaged=[])
     if remote:
-        from eval_banana.cache.remoteops import open_remote, verify_remote
+        from eval_banana.cache.remoteops import verify_remote
 
-        opened = open_remote(
-            settings=cache_settings(config=config), environ=dict(os.environ), source=_source(config)
-        )
+        opened = _opened(config)
         remote_url = opened.url
         found = verify_remote(remote=opened)
         damaged = [*damaged, *found.damaged]

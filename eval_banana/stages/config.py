@@ -354,13 +354,6 @@ def resolve_config(
     )
 
 
-_SOURCE_WORDS: dict[str, str] = {
-    "cli": "--cache-remote",
-    "env": "EVAL_BANANA_CACHE_REMOTE",
-    "project": "[cache] remote",
-}
-
-
 def _unused_remote(
     *, settings: Settings, sources: dict[str, SettingSource], path: Path | None
 ) -> list[ProblemModel]:
@@ -369,7 +362,11 @@ def _unused_remote(
     cache = settings.cache
     if not cache.remote or cache.mode != "off" or cache.remote_mode == "off":
         return []
-    given = _SOURCE_WORDS.get(sources.get("cache.remote", ""), "[cache] remote")
+    spec = SETTINGS_BY_NAME["cache.remote"]
+    # Where the remote was named, in the words of that place.
+    given = {"cli": spec.flag, "env": spec.env}.get(sources.get("cache.remote", "")) or (
+        "[cache] remote"
+    )
     mode_source = sources.get("cache.mode")
     why = "the default" if mode_source == "default" else f"from {mode_source}"
     return [
