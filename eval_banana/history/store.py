@@ -74,7 +74,8 @@ def replayed_from(*, folder: Path, run_id: str) -> str | None:
         if path.name.partition("-")[2] != named:
             continue
         try:
-            record = read_record(path=path)
+            # The run's own fields are all it takes: none of its checks are parsed.
+            record = read_record(path=path, only=frozenset())
         except (OSError, BadRecord):
             return None
         return record.replayed_from if record.kind == "replay" else None

@@ -59,11 +59,13 @@ def _record_rebuilt_run(*, request: StageRequest, exit_code: int, executed: bool
     from eval_banana.settings.folders import history_dir
 
     config: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
+    if config.settings.history.mode == "off":
+        return  # no record to replace, and report.json (thousands of checks) is not parsed
     report = json.loads((request.run_dir / "report.json").read_bytes())
     # A merged run stays one: its record names the shards, whose own records it stands for.
     kind: RunKind = "merge" if report.get("merged_from") else "run"
     replayed = None
-    if kind == "run" and not executed and config.settings.history.mode != "off":
+    if kind == "run" and not executed:
         # No check ran again: its verdicts are still the ones it replayed, and `eb history`
         # keeps showing it as the replay of that run.
         replayed = replayed_from(folder=history_dir(config=config), run_id=config.run_id)
