@@ -35,8 +35,8 @@ def build_prompt(*, description: str, instructions: str) -> str:
     return "\n".join(lines).strip()
 
 
-# An `@` that starts a word: claude, gemini and grok read `@name` in a prompt given on the
-# command line as a file to attach (gemini also after a letter or a bracket, and it searches the
+# An `@` before anything but a space: claude, gemini and grok read `@name` in a prompt given on
+# the command line as a file to attach (gemini also after a letter or a bracket, and it searches the
 # project for `*name*` when no such file exists). A word joiner after the `@` keeps the text
 # as it reads while none of them sees a mention (tried on each CLI: docs/agents.md).
 _MENTION = re.compile(r"@(?=[^\s\u2060])")
