@@ -75,8 +75,9 @@ class StateReport(NamedTuple):
     unattributed: list[str]
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
+def _inside(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or below it (both resolved, so plain text compares)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[Path]:
@@ -84,21 +85,24 @@ def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[
     other than the current one and the cache; a run still writing its folder (another `eb run`
     at the same time) is not finished."""
     found: list[Path] = []
+    current, cache_text = str(run_dir), str(cache)
     for base in bases:
         try:
             entries = list(os.scandir(base))
         except OSError:
             continue
         for entry in entries:
-            folder = Path(entry.path)
-            if _inside(run_dir, folder) or _inside(folder, run_dir) or _inside(cache, folder):
+            # The directory test first: it costs no system call, and a history folder holds
+            # a thousand records that are files.
+            if not entry.is_dir(follow_symlinks=False):
                 continue
-            if (
-                entry.is_dir(follow_symlinks=False)
-                and os.path.isdir(folder / "stages")
-                and os.path.isfile(folder / "report.json")
+            folder = entry.path
+            if _inside(current, folder) or _inside(folder, current) or _inside(cache_text, folder):
+                continue
+            if os.path.isdir(os.path.join(folder, "stages")) and os.path.isfile(
+                os.path.join(folder, "report.json")
             ):
-                found.append(folder)
+                found.append(Path(folder))
     if len(found) > EARLIER_RUNS:
         found.sort(key=_changed_at, reverse=True)
         del found[EARLIER_RUNS:]
