@@ -57,6 +57,7 @@ class Replayed(NamedTuple):
     exit_code: int
     digests: dict[str, str]
     progress: list[str]
+    folded: list[int]
     html: bool
     from_run_id: str
 
@@ -243,6 +244,7 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
         exit_code=exit_code,
         digests=run.digests,
         progress=list(entry.progress),
+        folded=list(entry.folded),
         html=any(template.name == "report.html" for template in entry.templates),
         from_run_id=entry.from_run_id,
     )

@@ -129,6 +129,12 @@ class ReplayEntry(Record):
         default_factory=list,
         description="The run's progress lines (`<check id>: <status> ...`), printed again.",
     )
+    folded: list[int] = Field(
+        default_factory=list,
+        description="Positions in `progress` of the lines a log folds into a count: the "
+        "plainly passing cases of a dataset family of more than 20 cases.",
+        json_schema_extra={"items": {"type": "integer", "minimum": 0}},
+    )
 
 
 # ---- the published schema's rules, checked with the standard library ----
@@ -146,6 +152,10 @@ def _text(value: object) -> bool:
 
 def _count(value: object, *, least: int) -> bool:
     return type(value) is int and value >= least
+
+
+def _position(value: object) -> bool:
+    return _count(value, least=0)
 
 
 def _digest(value: object) -> bool:
@@ -242,11 +252,16 @@ def head_problem(document: object) -> str | None:
         ),
         "folders": _relative_path,
         "progress": _text,
+        "folded": _position,
     }
     for name, valid in lists.items():
         items = document.get(name, [])
         if type(items) is not list or not all(valid(item) for item in items):
             return f"{name} is not a list of valid items"
+    folded, lines = document.get("folded", []), len(document.get("progress", []))
+    rising = all(a < b for a, b in zip(folded, folded[1:], strict=False))
+    if folded and (not rising or folded[-1] >= lines):
+        return "folded is not a rising list of positions in progress"
     return _items_problem(name="templates", items=document.get("templates", []), template=True)
 
 

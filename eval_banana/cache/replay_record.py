@@ -24,6 +24,7 @@ from eval_banana.cache.slots import Needle, find_slots, slots_are_sound
 from eval_banana.cache.store import CacheStore
 from eval_banana.checks.inputs import CheckInputs
 from eval_banana.core.version import tool_version
+from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     ConfigDoc,
     DiscoverDoc,
@@ -32,7 +33,13 @@ from eval_banana.models.stages import (
     PlanDoc,
     ScoreDoc,
 )
-from eval_banana.runners.results import iso, progress_line, utc_now
+from eval_banana.runners.results import (
+    folded_in_log,
+    iso,
+    progress_line,
+    selected_family_sizes,
+    utc_now,
+)
 from eval_banana.stagefiles.layout import STAGE_FILES
 
 # The files a replay writes with their slots filled, in the order it fills them: a stage file's
@@ -200,6 +207,18 @@ def _templates(*, run: RunTaken, store: CacheStore) -> list[dict[str, Any]] | No
     return templates
 
 
+def _folded(*, plan: PlanDoc, results: Sequence[CheckResult]) -> list[int]:
+    """The positions of the progress lines the run's log folded into counts: a replay folds
+    the same ones."""
+    sizes = selected_family_sizes(checks=plan.checks)
+    family = {check.id: check.family for check in plan.checks}
+    return [
+        position
+        for position, result in enumerate(results)
+        if folded_in_log(result=result, family_size=sizes.get(family.get(result.check_id) or "", 0))
+    ]
+
+
 def record_replay(
     *,
     run: RunTaken,
@@ -261,6 +280,7 @@ def record_replay(
             progress_line(check_id=result.check_id, result=result)
             for result in run.executed.results
         ],
+        "folded": _folded(plan=run.plan, results=run.executed.results),
     }
     store.write_replay(key=key, document=document)
     return True

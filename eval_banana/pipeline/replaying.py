@@ -88,7 +88,7 @@ def replay(
         marks.abandon()
         return None
     ProgressReporter(console=console, total=len(replayed.progress)).replayed(
-        lines=replayed.progress
+        lines=replayed.progress, folded=replayed.folded
     )
     console.notice(
         f"Replayed run {replayed.from_run_id}: every verdict is cached and nothing it read "

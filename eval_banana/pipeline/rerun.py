@@ -106,7 +106,7 @@ def rerun_execute(request: StageRequest) -> int:
             selection=request.selection,
             project_root=Path(_config(request).project_root),
         )
-    with ProgressReporter(console=request.console, total=len(plan.checks)) as progress:
+    with ProgressReporter.over(checks=plan.checks, console=request.console) as progress:
         doc = execute_stage.execute(
             config=_config(request),
             plan=plan,

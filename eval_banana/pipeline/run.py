@@ -293,7 +293,7 @@ def _stages(
     faults = FaultLog()
     marks = begin_marks(config=config, extras=request.extras)
     try:
-        with ProgressReporter(console=console, total=len(plan.checks)) as progress:
+        with ProgressReporter.over(checks=plan.checks, console=console) as progress:
             executed = execute_stage.execute(
                 config=config,
                 plan=plan,

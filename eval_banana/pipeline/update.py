@@ -152,7 +152,7 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     for check_id, why in reasons.items():
         out(f"  rerun {check_id}: {why}")
     narrowed = plan.model_copy(update={"checks": [c for c in plan.checks if c.id in reasons]})
-    with ProgressReporter(console=request.console, total=len(narrowed.checks)) as progress:
+    with ProgressReporter.over(checks=narrowed.checks, console=request.console) as progress:
         fresh = execute_stage.execute(
             config=config,
             plan=narrowed,

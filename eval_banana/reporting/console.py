@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -19,7 +20,12 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
 from eval_banana.reporting.common import is_not_run
 from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
-from eval_banana.runners.results import progress_line
+from eval_banana.runners.results import (
+    FAMILY_CASES_LISTED,
+    folded_in_log,
+    progress_line,
+    selected_family_sizes,
+)
 from eval_banana.stages.report import (
     cache_line,
     errors_line,
@@ -39,8 +45,14 @@ if TYPE_CHECKING:
 STATUS_STYLES = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "cyan"}
 _RECAP_STYLES = {"FAILED": "bold red", "ERROR": "bold yellow"}
 _MAX_CURRENT_IDS = 4
-# A dataset family with more cases than this shows its plainly passing ones as one line.
-FAMILY_CASES_LISTED = 20
+# In a log, the cases a large family folds are told as a count at most this often (and when
+# the checks end), with the checks running then: a log that has not moved for minutes says
+# which checks it waits on.
+LOG_COUNT_SECONDS = 10.0
+FOLD_REASON = (
+    f"a dataset family of more than {FAMILY_CASES_LISTED} cases logs only the cases that did "
+    "not pass; report.md lists every case"
+)
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -281,19 +293,44 @@ class Console:
 
 
 class ProgressReporter:
-    """Checks done / total and the running ids: live on a terminal, one line per check in logs."""
+    """Checks done / total and the running ids: live on a terminal, one line per check in logs.
 
-    def __init__(self, *, total: int, console: Console | None = None) -> None:
+    In a log, the plainly passing cases of a dataset family of more than FAMILY_CASES_LISTED
+    cases get no line each (`folded_in_log`): they are counted, and the count is told at most
+    every LOG_COUNT_SECONDS and when the checks end. Every other check keeps its line, as
+    eval-banana prints it.
+    """
+
+    def __init__(
+        self,
+        *,
+        total: int,
+        console: Console | None = None,
+        family_sizes: Mapping[str, int] | None = None,
+        count_every_s: float = LOG_COUNT_SECONDS,
+    ) -> None:
         self.console = console if console is not None else Console()
         self.total = total
         self.done = 0
         self.failed = 0
         self.errored = 0
         self.running: list[str] = []
+        self.family_sizes = family_sizes or {}
+        self.count_every_s = count_every_s
         self._lock = threading.Lock()
         self._live = not self.console.quiet and self.console.stderr_is_terminal
         self._progress: Progress | None = None
         self._task: Any = None
+        self._counted = 0  # folded cases not yet told
+        self._told_at = time.monotonic()
+        self._told_a_count = False
+
+    @classmethod
+    def over(cls, *, checks: Sequence[PlannedCheck], console: Console) -> ProgressReporter:
+        """The progress of running `checks`, folding the large families among them."""
+        return cls(
+            total=len(checks), console=console, family_sizes=selected_family_sizes(checks=checks)
+        )
 
     def __enter__(self) -> ProgressReporter:
         if self._live and self.total:
@@ -331,6 +368,9 @@ class ProgressReporter:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+        with self._lock:
+            if self._counted:
+                self._write(self._count_line(running=False))
 
     def _current(self) -> str:
         shown = self.running[:_MAX_CURRENT_IDS]
@@ -365,16 +405,46 @@ class ProgressReporter:
                     failures=self.failures(),
                 )
             elif not self.console.quiet:
-                line = progress_line(check_id=check.id, result=result)
-                self.console.stderr.write(f"[{self.done}/{self.total}] {line}\n")
-                self.console.stderr.flush()
+                size = self.family_sizes.get(check.family, 0) if check.family else 0
+                if not folded_in_log(result=result, family_size=size):
+                    line = progress_line(check_id=check.id, result=result)
+                    self._write(f"[{self.done}/{self.total}] {line}")
+                    return
+                self._counted += 1
+                if time.monotonic() - self._told_at >= self.count_every_s:
+                    self._write(self._count_line(running=True))
 
-    def replayed(self, *, lines: list[str]) -> None:
-        """The lines of a replayed run's checks (`progress_line`), as its run printed them."""
+    def _count_line(self, *, running: bool) -> str:
+        """`[n/total] k cases passed`, the folded cases since the last count; the first count
+        of a run says why, and a count told while checks run names them."""
+        line = f"[{self.done}/{self.total}] {plural(count=self._counted, noun='case')} passed"
+        if not self._told_a_count:
+            line += f" ({FOLD_REASON})"
+        if running and self.running:
+            line += f"; running: {self._current()}"
+        self._counted = 0
+        self._told_at = time.monotonic()
+        self._told_a_count = True
+        return line
+
+    def _write(self, line: str) -> None:
+        self.console.stderr.write(line + "\n")
+        self.console.stderr.flush()
+
+    def replayed(self, *, lines: Sequence[str], folded: Collection[int] = ()) -> None:
+        """The lines of a replayed run's checks (`progress_line`), as its run printed them, but
+        the lines at the positions in `folded` (the cases a log counts) told as one count."""
         if self._live or self.console.quiet:
             return  # a terminal's bar is gone once a run ends: a replay shows none
         total = len(lines)
-        self.console.stderr.write(
-            "".join(f"[{done}/{total}] {line}\n" for done, line in enumerate(lines, start=1))
-        )
+        skipped = frozenset(folded)
+        kept = [
+            f"[{done}/{total}] {line}\n"
+            for done, line in enumerate(lines, start=1)
+            if done - 1 not in skipped
+        ]
+        if folded:
+            count = plural(count=len(folded), noun="case")
+            kept.append(f"[{total}/{total}] {count} passed ({FOLD_REASON})\n")
+        self.console.stderr.write("".join(kept))
         self.console.stderr.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -250,3 +251,29 @@ def progress_line(*, check_id: str, result: CheckResult) -> str:
         notes.append("flaky")
     notes.append(f"{result.duration_ms} ms")
     return f"{check_id}: {result.status} ({', '.join(notes)})"
+
+
+# A dataset family of more cases than this shows its plainly passing cases folded: as one line
+# in the run's summary, as counts in a log's progress. Listed one by one, a family of 10,000
+# cases would bury its few failures under 10,000 lines of a CI log.
+FAMILY_CASES_LISTED = 20
+
+
+def selected_family_sizes(*, checks: Iterable[PlannedCheck]) -> dict[str, int]:
+    """How many cases of each dataset family `checks` hold (a selection may hold part)."""
+    sizes: dict[str, int] = {}
+    for check in checks:
+        if check.family is not None:
+            sizes[check.family] = sizes.get(check.family, 0) + 1
+    return sizes
+
+
+def folded_in_log(*, result: CheckResult, family_size: int) -> bool:
+    """Whether a log counts a finished check instead of giving it a line of its own: a case
+    that passed with nothing to note but the cache, in a family of more than
+    FAMILY_CASES_LISTED cases. A failure, an error, a skip or a flaky pass keeps its line."""
+    return (
+        family_size > FAMILY_CASES_LISTED
+        and result.status == "passed"
+        and not is_flaky(result.details)
+    )

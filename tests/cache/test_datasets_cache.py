@@ -7,6 +7,7 @@ case's input state (their content is in the case's definition digest) keeps the 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -143,3 +144,30 @@ def test_an_uncalibrated_judge_family_is_one_warning_naming_its_case_count(
     assert refused.exit_code == 2
     assert refused.stderr.count("Judge family 'qa_judge' (30 cases)") == 1
     assert "Judge check 'qa_judge[" not in refused.stderr
+
+
+def test_a_large_familys_log_lists_what_did_not_pass_and_its_replay_the_same(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """In a CI log (stderr not a terminal) a family of 25 cases gives its two failures a line
+    each and its 23 passes one count; a cached run and a replayed one log the same."""
+    project = _family(tmp_path, eb, count=25)
+    rows = _rows(25)
+    for failing in (4, 19):
+        rows[failing]["answer"] = "SCORE_ZERO"
+    _write_rows(project, rows)
+
+    def logged(stderr: str) -> list[str]:
+        lines = [line for line in stderr.splitlines() if line.startswith("[")]
+        assert lines[-1].startswith("[25/25] 23 cases passed (")
+        # A failure's position and time vary from run to run; its id and status do not.
+        return sorted(re.sub(r"^\[\d+/25\] |\(.*\)$", "", line) for line in lines)
+
+    # No --json: progress is logged. Judged, then every verdict cached (the run is kept),
+    # then replayed whole.
+    judged, cached, replayed = (project.eb("run", "--cwd", str(project.root)) for _ in range(3))
+    assert {judged.exit_code, cached.exit_code, replayed.exit_code} == {1}
+    assert project.agent_starts() == 25
+    assert "Replayed run" in replayed.stderr and "Replayed run" not in cached.stderr
+    expected = ["23 cases passed ", "qa_judge[q04]: failed ", "qa_judge[q19]: failed "]
+    assert logged(judged.stderr) == logged(cached.stderr) == logged(replayed.stderr) == expected

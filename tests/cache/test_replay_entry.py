@@ -80,6 +80,8 @@ MUTATIONS = [
     mutated(["watched"], [{"path": "a"}]),
     mutated(["declared"], [{"patterns": "docs/**", "digest": "sha256:" + "0" * 64}]),
     mutated(["progress"], [1]),
+    mutated(["folded"], [-1]),
+    mutated(["folded"], ["0"]),
     mutated(["templates"], {}),
     mutated(["mac"], DELETE),
     mutated(["mac"], "hmac-sha256:" + "A" * 64),
@@ -93,6 +95,16 @@ def test_what_the_schema_refuses_the_check_refuses(
     changed = mutate(entry)
     assert not schema_valid(changed)
     assert replay_problem(changed) is not None
+
+
+@pytest.mark.parametrize("folded", [[1, 0], [0, 0], [2]])
+def test_folded_lines_must_rise_within_the_progress_lines(
+    entry: dict[str, Any], folded: list[int]
+) -> None:
+    """Beyond what a schema can say: each folded line is one of the two progress lines, once."""
+    assert len(entry["progress"]) == 2 and entry["folded"] == []
+    assert replay_problem(mutated(["folded"], [0, 1])(entry)) is None
+    assert replay_problem(mutated(["folded"], folded)(entry)) is not None
 
 
 def test_a_document_that_is_no_object_is_refused() -> None:

@@ -16,7 +16,7 @@ import jsonschema
 from eval_banana.models.report import ReportJson
 from eval_banana.models.result import CheckResult
 from eval_banana.reporting.console import Console, ProgressReporter, print_summary, summary_lines
-from eval_banana.runners.results import build_result, error_result
+from eval_banana.runners.results import FAMILY_CASES_LISTED, build_result, error_result
 from eval_banana.stagefiles.read import read_stage
 from eval_banana.stages.report import write_reports
 from eval_banana.stages.score import score
@@ -295,6 +295,72 @@ def test_progress_prints_one_line_per_finished_check_off_terminal() -> None:
         progress.finished(check, _result("failed"))
         progress.finished(check, _result("passed"))
     assert err.getvalue() == "[1/10] c1: failed (1234 ms)\n[2/10] c1: passed (1234 ms)\n"
+
+
+def _case(family: str, number: int) -> Any:
+    check = planned_inline(id=family, script="pass", project_root=ROOT)
+    return check.model_copy(update={"id": f"{family}[c{number:02d}]", "family": family})
+
+
+def test_progress_in_a_log_counts_a_large_familys_passing_cases() -> None:
+    """A family of more cases than a log lists: its failures, errors and flaky passes keep
+    their lines, its other passes are counted (told at the end, said why once); a family of
+    FAMILY_CASES_LISTED cases and a plain check keep a line each, as eval-banana prints them."""
+    err = io.StringIO()
+    big = [_case("big", n) for n in range(FAMILY_CASES_LISTED + 1)]
+    small = [_case("small", n) for n in range(FAMILY_CASES_LISTED)]
+    plain = planned_inline(id="plain", script="pass", project_root=ROOT)
+    checks = [*big, *small, plain]
+    flaky = _result("passed").model_copy(update={"details": {"flaky": True}})
+    outcome = {"big[c03]": _result("failed"), "big[c05]": _result("error"), "big[c07]": flaky}
+    with ProgressReporter.over(checks=checks, console=Console(stderr=err)) as progress:
+        for check in checks:
+            progress.started(check)
+            progress.finished(check, outcome.get(check.id, _result("passed")))
+    lines = err.getvalue().splitlines()
+    assert lines[:3] == [
+        "[4/42] big[c03]: failed (1234 ms)",
+        "[6/42] big[c05]: error (1234 ms)",
+        "[8/42] big[c07]: passed (flaky, 1234 ms)",
+    ]
+    assert [line for line in lines if line.startswith("[") and "small[" in line] == [
+        f"[{22 + n}/42] small[c{n:02d}]: passed (1234 ms)" for n in range(FAMILY_CASES_LISTED)
+    ]
+    assert lines[-2:] == [
+        "[42/42] plain: passed (1234 ms)",
+        "[42/42] 18 cases passed (a dataset family of more than 20 cases logs only the cases "
+        "that did not pass; report.md lists every case)",
+    ]
+    assert len(lines) == 3 + FAMILY_CASES_LISTED + 2
+
+
+def test_progress_in_a_log_tells_the_count_as_it_goes_with_the_checks_running() -> None:
+    """Told at most every `count_every_s` while checks run (here: at once), each count is of
+    the cases since the last and names the checks still running; the reason is said once."""
+    err = io.StringIO()
+    cases = [_case("big", n) for n in range(FAMILY_CASES_LISTED + 5)]
+    with ProgressReporter.over(checks=cases, console=Console(stderr=err)) as progress:
+        progress.count_every_s = 0
+        for check in cases:
+            progress.started(check)
+        progress.finished(cases[0], _result("passed"))
+        progress.finished(cases[1], _result("passed"))
+    lines = err.getvalue().splitlines()
+    assert lines[0].startswith("[1/25] 1 case passed (a dataset family of more than 20 ")
+    assert lines[0].endswith("; running: big[c01], big[c02], big[c03], big[c04] (+20)")
+    assert lines[1] == "[2/25] 1 case passed; running: big[c02], big[c03], big[c04], big[c05] (+19)"
+    assert len(lines) == 2  # nothing left uncounted at the end
+
+
+def test_a_replayed_run_folds_the_lines_its_run_folded() -> None:
+    err = io.StringIO()
+    lines = [f"big[c{n}]: passed (cached, 3 ms)" for n in range(4)]
+    ProgressReporter(console=Console(stderr=err), total=4).replayed(lines=lines, folded=[0, 2, 3])
+    assert err.getvalue().splitlines() == [
+        "[2/4] big[c1]: passed (cached, 3 ms)",
+        "[4/4] 3 cases passed (a dataset family of more than 20 cases logs only the cases that "
+        "did not pass; report.md lists every case)",
+    ]
 
 
 def test_progress_quiet_prints_nothing() -> None:
