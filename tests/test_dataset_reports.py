@@ -207,3 +207,35 @@ def test_the_console_folds_a_large_familys_passing_cases_into_one_line(
     assert "- plain: passed" in listed
     report = json.loads(next(root.rglob("report.json")).read_text())
     assert sum(check["check_id"].startswith("big[") for check in report["checks"]) == 25
+
+
+def test_the_console_folds_a_large_familys_skipped_cases_into_one_line(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A family skipped by its own `skip:` prints one line for its cases, not one each; a
+    small family and a plain check skipped keep a line each, as eval-banana prints them."""
+    big = "".join(json.dumps({"id": f"b{n:02d}", "ok": "yes"}) + "\n" for n in range(25))
+    root = project(
+        {
+            "eval_checks/big.yaml": FAMILY.format(id="big", extra="skip: not ready yet"),
+            "data/big.jsonl": big,
+            "eval_checks/small.yaml": FAMILY.format(id="small", extra="skip: later"),
+            "data/small.jsonl": _rows(failing=set()),
+            "eval_checks/plain.yaml": PLAIN.format(id="plain"),
+            "eval_checks/later.yaml": PLAIN.format(id="parked") + "skip: broken\n",
+        },
+        config=CONFIG,
+    )
+    done = eb("run", "--cwd", str(root))
+    skipped = [line for line in done.stdout.splitlines() if " skipped - " in line]
+    assert skipped, done.stdout + done.stderr
+    assert sorted(skipped) == sorted(
+        [
+            "- big: 25 cases skipped - not ready yet",
+            "- parked: skipped - broken",
+            *(f"- small[{case}]: skipped - later" for case in CASE_IDS),
+        ]
+    )
+    assert done.stdout.splitlines()[-1].startswith("0 failed, 1 passed, 0 errored, 36 skipped")
+    report = json.loads(next(root.rglob("report.json")).read_text())
+    assert len(report["skipped"]) == 36  # the report keeps each one

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
+from eval_banana.core.caseid import family_of
 from eval_banana.core.words import plural
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
@@ -108,8 +109,7 @@ def summary_lines(
     if held_back is not None:
         lines.append(held_back)
     # Skipped checks come last: they were selected but never ran (`skip:` in their file).
-    for item in report.get("skipped") or []:
-        lines.append(f"- {item['check_id']}: skipped - {item['reason']}")
+    lines.extend(_skipped_lines(skipped=report.get("skipped") or []))
     # The screen ends on what matters: what failed, then the counts (as pytest ends).
     recap = recap_lines(report=report)
     if recap:
@@ -145,6 +145,30 @@ def _check_lines(*, checks: Sequence[dict[str, Any]]) -> list[str]:
                 f"- {family}: {plural(count=passing[family], noun='case')} passed (each is "
                 "listed in report.md and report.json)"
             )
+    return lines
+
+
+def _skipped_lines(*, skipped: Sequence[dict[str, Any]]) -> list[str]:
+    """`- <id>: skipped - <reason>` per skipped check, as eval-banana prints them; but more than
+    FAMILY_CASES_LISTED cases of one family skipped for one reason (a family's own `skip:`)
+    are one line, where the first of them was."""
+    groups: dict[tuple[str, str], int] = {}
+    for item in skipped:
+        family = family_of(str(item["check_id"]))
+        if family is not None:
+            group = (family, str(item["reason"]))
+            groups[group] = groups.get(group, 0) + 1
+    lines: list[str] = []
+    said: set[tuple[str, str]] = set()
+    for item in skipped:
+        family = family_of(str(item["check_id"]))
+        group = (family or "", str(item["reason"]))
+        if family is None or groups[group] <= FAMILY_CASES_LISTED:
+            lines.append(f"- {item['check_id']}: skipped - {item['reason']}")
+        elif group not in said:
+            said.add(group)
+            count = plural(count=groups[group], noun="case")
+            lines.append(f"- {family}: {count} skipped - {item['reason']}")
     return lines
 
 
