@@ -176,26 +176,40 @@ def test_the_demo_project_shows_a_family_and_passes(
         assert f"- greeting_cases[{case}]: passed" in result.stdout.splitlines()
 
 
+def _big_small_plain(
+    project: Callable[..., Path],
+    *,
+    failing: frozenset[int] = frozenset(),
+    big_extra: str = "",
+    small_extra: str = "",
+    files: dict[str, str] | None = None,
+) -> Path:
+    """A family of FAMILY_CASES_LISTED + 5 cases (`failing`: the positions that fail), one of
+    len(CASE_IDS) cases, and a plain check."""
+    big = "".join(
+        json.dumps({"id": f"b{n:02d}", "ok": "no" if n in failing else "yes"}) + "\n"
+        for n in range(FAMILY_CASES_LISTED + 5)
+    )
+    return project(
+        {
+            "eval_checks/big.yaml": FAMILY.format(id="big", extra=big_extra),
+            "data/big.jsonl": big,
+            "eval_checks/small.yaml": FAMILY.format(id="small", extra=small_extra),
+            "data/small.jsonl": _rows(failing=set()),
+            "eval_checks/plain.yaml": PLAIN.format(id="plain"),
+            **(files or {}),
+        },
+        config=CONFIG,
+    )
+
+
 def test_the_console_folds_a_large_familys_passing_cases_into_one_line(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
     """A family of more cases than the console lists one by one shows its failures each on
     their line and its passing cases as one; a small family and plain checks are listed as
     eval-banana lists every check."""
-    big = "".join(
-        json.dumps({"id": f"b{n:02d}", "ok": "no" if n in (3, 17) else "yes"}) + "\n"
-        for n in range(FAMILY_CASES_LISTED + 5)
-    )
-    root = project(
-        {
-            "eval_checks/big.yaml": FAMILY.format(id="big", extra=""),
-            "data/big.jsonl": big,
-            "eval_checks/small.yaml": FAMILY.format(id="small", extra=""),
-            "data/small.jsonl": _rows(failing=set()),
-            "eval_checks/plain.yaml": PLAIN.format(id="plain"),
-        },
-        config=CONFIG,
-    )
+    root = _big_small_plain(project, failing=frozenset({3, 17}))
     done = eb("run", "--cwd", str(root))
     listed = [line for line in done.stdout.splitlines() if line.startswith("- ")]
     assert [line for line in listed if line.startswith("- big")] == [
@@ -214,17 +228,11 @@ def test_the_console_folds_a_large_familys_skipped_cases_into_one_line(
 ) -> None:
     """A family skipped by its own `skip:` prints one line for its cases, not one each; a
     small family and a plain check skipped keep a line each, as eval-banana prints them."""
-    big = "".join(json.dumps({"id": f"b{n:02d}", "ok": "yes"}) + "\n" for n in range(25))
-    root = project(
-        {
-            "eval_checks/big.yaml": FAMILY.format(id="big", extra="skip: not ready yet"),
-            "data/big.jsonl": big,
-            "eval_checks/small.yaml": FAMILY.format(id="small", extra="skip: later"),
-            "data/small.jsonl": _rows(failing=set()),
-            "eval_checks/plain.yaml": PLAIN.format(id="plain"),
-            "eval_checks/later.yaml": PLAIN.format(id="parked") + "skip: broken\n",
-        },
-        config=CONFIG,
+    root = _big_small_plain(
+        project,
+        big_extra="skip: not ready yet",
+        small_extra="skip: later",
+        files={"eval_checks/later.yaml": PLAIN.format(id="parked") + "skip: broken\n"},
     )
     done = eb("run", "--cwd", str(root))
     skipped = [line for line in done.stdout.splitlines() if " skipped - " in line]
