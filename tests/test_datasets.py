@@ -244,6 +244,51 @@ def test_a_bad_row_of_a_yaml_or_json_list_is_told_at_its_line(
     assert error["line"] == 1 and error["message"].startswith("data/rows.json item 2: case 'b'")
 
 
+def test_a_value_json_cannot_say_is_told_at_its_row_and_field(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Python's json reads NaN and Infinity and YAML reads dates, sets and binary data; none
+    is JSON, so none may reach plan.json or a script's context file. Each is told at its row
+    and field, whatever the format; a quoted value is text and passes."""
+    family = SCRIPT_FAMILY.format(source='cases_from: "data/*"')
+    rows_jsonl = '{"id": "a", "ok": "yes", "name": "n", "score": NaN}\n{"id": "b", "ok": "yes", "name": "n", "at": [1, -Infinity]}\n'
+    rows_yaml = (
+        "- {id: c, ok: 'yes', name: n, when: 2024-01-01}\n"
+        "- id: d\n  ok: 'yes'\n  name: n\n  meta: {ratio: .inf}\n"
+        "- {id: e, ok: 'yes', name: n, seen: !!set {x}}\n"
+        "- {id: f, ok: 'yes', name: n, blob: !!binary aGk=}\n"
+        "- {id: g, ok: 'yes', name: n, when: '2024-01-01', ratio: '.nan'}\n"
+    )
+    root = project(
+        {"eval_checks/fam.yaml": family, "data/a.jsonl": rows_jsonl, "data/b.yaml": rows_yaml},
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    told = [
+        (e["file"], e["line"], e["field_path"], e["message"])
+        for e in json.loads(validated.stdout)["errors"]
+    ]
+    expected = [
+        ("data/a.jsonl", "line 1", 1, "score", "NaN"),
+        ("data/a.jsonl", "line 2", 2, "at.1", "Infinity"),
+        ("data/b.yaml", "item 1 (line 1)", 1, "when", "a date"),
+        ("data/b.yaml", "item 2 (line 2)", 2, "meta.ratio", "Infinity"),
+        ("data/b.yaml", "item 3 (line 6)", 6, "seen", "a set"),
+        ("data/b.yaml", "item 4 (line 7)", 7, "blob", "binary data"),
+    ]
+    assert told == [
+        (file, line, field, f"{file} {where}: field {field} holds {what}, which JSON cannot say")
+        for file, where, line, field, what in expected
+    ]
+    ran = eb("run", "--cwd", str(root))
+    assert ran.exit_code == 2 and "field score holds NaN" in ran.stderr
+    # The failed validate stage's file is still written, and is strict JSON.
+    (plan,) = root.rglob("plan.json")
+    strict = json.loads(plan.read_text(), parse_constant=lambda name: pytest.fail(name))
+    assert strict["errors"] and not strict["checks"]
+
+
 def test_inline_cases_with_position_ids_and_case_tags_and_skip(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

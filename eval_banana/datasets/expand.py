@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.jsonvalues import unsayable
 from eval_banana.core.suggest import closest
 from eval_banana.datasets.render import (
     RenderProblem,
@@ -83,7 +84,11 @@ def is_family(definition: dict[str, Any]) -> bool:
 
 
 # Built once: json.dumps with options builds an encoder per call, and this runs per case.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+# NaN and Infinity are refused: Python's json reads and writes them, but they are not JSON, and
+# a script in another language would fail to read its case, or plan.json, over them.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
 _ONE_LINE = json.JSONEncoder(ensure_ascii=False).encode
 
 
@@ -683,11 +688,14 @@ def expand_family(
         try:
             canonical = _CANONICAL(value).encode()  # _canonical, inline: once per case
         except (TypeError, ValueError):
+            field, what = unsayable(value) or ("", "a value")
             problems.append(
                 _row_problem(
                     row=row,
-                    message="a case holds a value JSON cannot say (a date, a set, binary data)",
+                    message=f"{f'field {field}' if field else 'the case'} holds {what}, which "
+                    "JSON cannot say",
                     hint="quote the value to make it a string",
+                    field=field or "cases",
                 )
             )
             continue

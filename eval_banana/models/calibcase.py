@@ -20,6 +20,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from eval_banana.core.jsonvalues import unsayable
 from eval_banana.models.casepaths import CASE_PATH_PATTERN, case_path_problem
 
 
@@ -67,6 +68,20 @@ class CalibrationCase(BaseModel):
         if dumped.get("case") is None:
             dumped.pop("case", None)
         return dumped
+
+    @field_validator("case")
+    @classmethod
+    def _json_only(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
+        # As a dataset row: NaN and Infinity pass as floats, but they are not JSON.
+        found = None if value is None else unsayable(value)
+        if found is not None:
+            field, what = found
+            raise PydanticCustomError(
+                "not_json",
+                "case field {field} holds {what}, which JSON cannot say: quote it",
+                {"field": field, "what": what},
+            )
+        return value
 
     @field_validator("name", mode="before")
     @classmethod

@@ -772,6 +772,13 @@ def test_a_judge_familys_calibration_cases_need_their_rows(
     assert (
         "calibration case 'curt': description: the case has no field 'question'" in refused.stderr
     )
+    # A row's values must be JSON, as a dataset's are: NaN is not.
+    not_json = FAMILY_CALIBRATION.replace('reply: "Not my problem"', 'reply: "No", rating: .nan')
+    proj.write("eval_checks/replies.yaml", FAMILY_JUDGE + not_json)
+    refused = proj.eb("validate")
+    assert refused.exit_code == 2
+    assert "harness_judge.calibration.1.case (line 15, column 11)" in refused.stderr
+    assert "case field rating holds NaN, which JSON cannot say: quote it" in refused.stderr
     # A single judge's case has no row to give.
     single = judge("greets", script=READS_ANSWER, cases=[{**GOOD, "case": {"x": "y"}}, BAD])
     proj.write("eval_checks/replies.yaml", single)
