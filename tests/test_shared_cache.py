@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -480,6 +481,41 @@ def test_secrets_of_the_shared_cache_reach_no_file_and_no_judge(
     )
     seen = json.loads(stdout.read_text())
     assert "EVAL_BANANA_CACHE_TOKEN" not in seen and "EVAL_BANANA_CACHE_SIGNING_KEY" not in seen
+
+
+def test_a_password_in_the_remote_url_reaches_no_check_and_no_file(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, hostile_server: Hostile
+) -> None:
+    """The URL in EVAL_BANANA_CACHE_REMOTE may hold a password, which lets whoever holds it
+    write the shared cache: no check receives the variable, and a password a check finds some
+    other way (the config file, a decoded copy) is masked in every file eb writes."""
+    password = "pw-" + "3" * 12 + "!x"
+    host = hostile_server.url.split("://", 1)[1]
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE", f"http://builder:{quote(password)}@{host}")
+    from tests.cache.rig import script_check
+
+    leaks = (
+        "import os, json; print(json.dumps(dict(os.environ))); print(open('found.txt').read())\n"
+    )
+    first, _ = runners(
+        tmp_path=tmp_path, eb=eb, checks={"env": script_check("env", script=leaks), "j": judge("j")}
+    )
+    # Found some other way: the project holds it (as a config file with the URL would).
+    first.write({"found.txt": f"{quote(password)} {password}"})
+    report = first.run()
+    assert report["cache"]["remote_writes"] == 2 and report["cache"]["remote_errors"] == 0
+    basic = "Basic " + base64.b64encode(f"builder:{password}".encode()).decode()
+    assert {auth for _, _, auth in hostile_server.requests} == {basic}
+    (stdout,) = first.root.rglob("env-*.stdout.txt")
+    seen, printed = stdout.read_text().splitlines()
+    assert "EVAL_BANANA_CACHE_REMOTE" not in json.loads(seen)
+    assert printed == "*** ***"
+    secrets = (password.encode(), quote(password).encode())
+    for path in first.root.rglob("*"):
+        if path.is_file() and path.name != "found.txt":
+            assert not any(secret in path.read_bytes() for secret in secrets), path
+    for body in hostile_server.objects.values():
+        assert not any(secret in body for secret in secrets)
 
 
 def test_a_remote_that_times_out_adds_about_one_timeout_not_one_per_check(

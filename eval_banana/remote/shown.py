@@ -8,7 +8,7 @@ file, report and message; the run itself uses the URL as given.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 
@@ -28,6 +28,21 @@ def shown_url(url: str) -> str:
         netloc = f"{parts.username}:{MASK}@{netloc.rsplit('@', 1)[1]}"
     query = MASK if parts.query else ""
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """What `shown_url` masks in `url`, as a check could print it: the password (as written and
+    percent-decoded) and the query string."""
+    if "://" not in url or ("@" not in url and "?" not in url):
+        return []
+    try:
+        parts = urlsplit(url)
+        password, query = parts.password, parts.query
+    except ValueError:
+        userinfo = url.split("://", 1)[1].rsplit("@", 1)[0] if "@" in url else ""
+        password, query = userinfo.partition(":")[2] or userinfo or None, ""
+    found = [password, unquote(password)] if password else []
+    return [*found, query] if query else found
 
 
 def unmasked(*, url: str, candidates: Iterable[str | None]) -> str | None:

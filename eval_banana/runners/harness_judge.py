@@ -157,7 +157,9 @@ def _transcript_builder(
         return None
     # Masked before each text is cut, so a cut never leaves part of a secret; the whole file is
     # masked again with the run's other files afterwards (eval_banana.runners.redact).
-    redactor = redactor_for(environ=env, names=settings.execution.redact)
+    redactor = redactor_for(
+        environ=env, names=settings.execution.redact, remotes=(settings.cache.remote,)
+    )
     return TranscriptBuilder(
         dialect=str(details["output_dialect"]),
         max_chars=settings.harness.transcript_max_chars,

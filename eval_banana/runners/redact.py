@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.models.result import CheckResult
+from eval_banana.remote.shown import url_secrets
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES
-from eval_banana.settings.envpolicy import WITHHELD_NAMES
+from eval_banana.settings.envpolicy import SECRET_NAMES
 
 CREDENTIAL_SUFFIXES: tuple[str, ...] = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
 MIN_CHARS = 6
@@ -33,7 +34,7 @@ def is_credential_name(*, name: str, extra: Iterable[str] = ()) -> bool:
     """Whether a variable's value is redacted: a credential-like name, or one listed."""
     if any(fnmatchcase(name, pattern) for pattern in extra):
         return True
-    if name in WITHHELD_NAMES:
+    if name in SECRET_NAMES:
         return True  # the shared cache's token and signing key
     if name.startswith(_OWN_PREFIX):
         return False
@@ -140,8 +141,11 @@ def redactor_for(
     environ: Mapping[str, str],
     names: Iterable[str],
     extra_env: Mapping[str, str] | None = None,
+    remotes: Iterable[str | None] = (),
 ) -> Redactor:
-    """The redactor of a run: credential-like variables of its environment and [harness.env]."""
+    """The redactor of a run: credential-like variables of its environment and [harness.env],
+    and the password and query of each shared cache URL in `remotes` (none is withheld from a
+    check that reads the config file, or that was given the URL some other way)."""
     listed = tuple(names)
     secrets = [
         value
@@ -149,6 +153,7 @@ def redactor_for(
         for name, value in source.items()
         if is_credential_name(name=name, extra=listed)
     ]
+    secrets.extend(secret for url in remotes if url for secret in url_secrets(url))
     return Redactor(secrets=secrets)
 
 

@@ -38,9 +38,13 @@ BASE_PREFIXES: tuple[str, ...] = ("LC_",)
 # The shared cache's credentials are eb's alone: no check or judge receives them (a judge
 # holding the signing key could sign a verdict of its choosing), and they are masked wherever
 # they would appear (runners/redact.py).
-WITHHELD_NAMES: frozenset[str] = frozenset(
+SECRET_NAMES: frozenset[str] = frozenset(
     {"EVAL_BANANA_CACHE_TOKEN", "EVAL_BANANA_CACHE_SIGNING_KEY"}
 )
+# Nor the shared cache's URL, which may hold a password (`https://user:password@host/...`): a
+# judge holding it could write the shared cache. Only its password and query are secrets
+# (remote.shown.url_secrets), so eb's messages still name the remote.
+WITHHELD_NAMES: frozenset[str] = SECRET_NAMES | {"EVAL_BANANA_CACHE_REMOTE"}
 
 
 def allowed(*, name: str, settings: ExecutionSettings) -> bool:

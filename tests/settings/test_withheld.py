@@ -31,3 +31,21 @@ def test_they_are_masked_though_eb_s_other_settings_are_not() -> None:
     redactor = redactor_for(environ=ENV, names=())
     assert redactor.text("a-bearer-token-1234 a-signing-key-5678") == "*** ***"
     assert set(redactor.secrets) == {"a-bearer-token-1234", "a-signing-key-5678"}
+
+
+def test_the_remote_url_reaches_no_check_and_only_its_secrets_are_masked() -> None:
+    """The shared cache's URL may hold a password: it is withheld like the token, but only its
+    password (as written and decoded) and query are masked, so messages still name the host."""
+    from eval_banana.settings.envpolicy import WITHHELD_NAMES
+    from eval_banana.settings.table import variable_of
+
+    assert variable_of("cache.remote") in WITHHELD_NAMES
+    url = "https://ci:pa%21ss-word@cache.example/eb?sig=abc123def"
+    environ = {**ENV, "EVAL_BANANA_CACHE_REMOTE": url}
+    for policy in ("inherit", "allowlist"):
+        settings = ExecutionSettings(env=policy, env_allow_prefixes=["EVAL_BANANA_"])
+        env = build_base_env(settings=settings, environ=environ)
+        assert "EVAL_BANANA_CACHE_REMOTE" not in env and env["EVAL_BANANA_CACHE_MODE"] == "on"
+    redactor = redactor_for(environ=environ, names=(), remotes=(url, None))
+    assert redactor.text(f"{url} pa!ss-word") == "https://ci:***@cache.example/eb?*** ***"
+    assert redactor_for(environ={}, names=(), remotes=("s3://bucket/eb",)).secrets == ()
