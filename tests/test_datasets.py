@@ -695,7 +695,7 @@ BAD_INPUTS = {
     "a glob matching a file that is no dataset": (
         {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n', "data/README.md": "# rows\n"},
         "cases_from: 'data/*'",
-        "cases_from 'data/*' matches data/README.md, which is not a dataset",
+        "eval_checks/fam.yaml matches data/README.md, which is not a dataset",
     ),
     "a url": (
         {},
@@ -777,6 +777,34 @@ def test_bad_datasets_are_definition_errors(
     ran = eb("run", "--cwd", str(root))
     assert ran.exit_code == 2 and expected in ran.stderr
     assert not list((root / ".eval-banana").glob("results/*/report.json"))
+
+
+@pytest.mark.parametrize(
+    ("source", "told"),
+    [
+        ("'data/*'", "matches data/README.md, which is not a dataset"),
+        ("data/missing.jsonl", "does not exist"),
+    ],
+)
+def test_a_cases_from_problem_is_told_at_its_line_in_the_check_file(
+    source: str, told: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """The glob or path in the check file is what to fix: the error names that file, and
+    its line and column, for an editor to jump to."""
+    family = "# Rows of the support tickets.\n" + SCRIPT_FAMILY.format(
+        source=f"cases_from: {source}"
+    )
+    root = project(
+        {
+            "eval_checks/fam.yaml": family,
+            "data/rows.jsonl": '{"name": "a", "ok": "yes"}\n',
+            "data/README.md": "# rows\n",
+        },
+        config=CONFIG,
+    )
+    (error,) = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert told in error["message"] and error["file"].endswith("eval_checks/fam.yaml")
+    assert (error["field_path"], error["line"], error["column"]) == ("cases_from", 6, 1)
 
 
 def test_validate_reports_every_bad_row_in_one_pass(

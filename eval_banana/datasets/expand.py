@@ -364,7 +364,11 @@ def _rows(
             file = _relative(path=path, root=root)
             files.append(file)
             if narrowed is not None and path.suffix.lower() not in SUFFIXES:
-                problems.append(_not_a_dataset(pattern=str(pattern), file=file, narrowed=narrowed))
+                problems.append(
+                    _not_a_dataset(
+                        pattern=str(pattern), file=file, narrowed=narrowed, check_file=check_file
+                    )
+                )
                 continue
             try:
                 rows.extend(read_rows(path=path, file=file, problems=problems))
@@ -373,13 +377,16 @@ def _rows(
     return rows, files
 
 
-def _not_a_dataset(*, pattern: str, file: str, narrowed: str) -> DefinitionError:
+def _not_a_dataset(
+    *, pattern: str, file: str, narrowed: str, check_file: str
+) -> DefinitionError:
     """A file a `cases_from` glob matched that is no dataset (a README beside the rows): the
-    glob is what to fix, so the error says so, with the glob narrowed to the datasets' kind."""
+    glob in the check file is what to fix, so the error is told there, with the glob narrowed
+    to the datasets' kind."""
     return DefinitionError(
-        f"cases_from {pattern!r} matches {file}, which is not a dataset (.jsonl, .json, .yaml, "
-        ".yml or .csv)",
-        file=file,
+        f"cases_from {pattern!r} in {check_file} matches {file}, which is not a dataset "
+        "(.jsonl, .json, .yaml, .yml or .csv)",
+        file=check_file,
         field_path="cases_from",
         hint=f"narrow the glob to the dataset files, e.g. cases_from: {narrowed!r}",
     )

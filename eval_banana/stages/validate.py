@@ -538,7 +538,7 @@ def _expand(
         found = [_problem(exc) for exc in expansion.problems]
         if not found and item.definition["type"] == "assertions":
             found = _invalid_rendered(item=item, cases=expansion.cases)
-        _locate_inline_cases(problems=found, item=item)
+        _locate_in_check_file(problems=found, item=item)
         if found:
             problems.extend(found)
             continue
@@ -555,30 +555,31 @@ def _expand(
     return units, problems, frozen
 
 
-def _locate_inline_cases(*, problems: list[ProblemModel], item: Loaded) -> None:
-    """Give the problems of a check file's own `cases:` items (field path `cases.2.id`) the
-    line and column they are at: a second parse of the file, which only a family with such a
-    problem pays for."""
-    inline = [
+def _locate_in_check_file(*, problems: list[ProblemModel], item: Loaded) -> None:
+    """Give the family's problems told at a field of its check file (`cases_from`, its own
+    `cases:` items such as `cases.2.id`) the line and column they are at: a second parse of
+    the file, which only a family with such a problem pays for."""
+    unplaced = [
         problem
         for problem in problems
-        if problem.file == item.path
-        and problem.line is None
-        and (problem.field_path or "").startswith("cases.")
+        if problem.file == item.path and problem.line is None and problem.field_path
     ]
-    if not inline:
+    if not unplaced:
         return
     from eval_banana.checks.yamlpos import compose, locate
 
     root = compose(text=item.data.decode("utf-8", errors="replace"))
     if root is None:
         return
-    for problem in inline:
-        _, index, *rest = (problem.field_path or "").split(".")
-        if not index.isdigit():
-            continue
-        located = locate(root=root, path=["cases", int(index), *rest])
-        position = (located.key or located.value) if located.found else located.parent
+    for problem in unplaced:
+        parts = (problem.field_path or "").split(".")
+        located = locate(root=root, path=[int(p) if p.isdigit() else p for p in parts])
+        if located.found:
+            position = located.key or located.value
+        elif parts[0] == "cases":  # an item's missing field: the item
+            position = located.parent
+        else:
+            continue  # no field of the file (`case.<field>`, a row's field): no line to give
         problem.line, problem.column = position.line, position.column
 
 
