@@ -461,11 +461,11 @@ class ProgressReporter:
         if self._live or self.console.quiet:
             return  # a terminal's bar is gone once a run ends: a replay shows none
         total = len(lines)
-        skipped = frozenset(folded)
+        counted = frozenset(folded)
         kept = [
             f"[{done}/{total}] {line}\n"
             for done, line in enumerate(lines, start=1)
-            if done - 1 not in skipped
+            if done - 1 not in counted
         ]
         if folded:
             count = plural(count=len(folded), noun="case")
