@@ -421,6 +421,21 @@ def test_a_password_in_the_remote_url_is_used_and_written_nowhere(
     assert {auth for _, _, auth in hostile_server.requests} == {basic}
     assert "masked" not in again.stderr
 
+    # Or the URL given again on the command line, as the run was made: the same one only.
+    monkeypatch.delenv("EVAL_BANANA_CACHE_REMOTE")
+    first.write({"eval_checks/j.yaml": judge("j", instructions="Judge it a third time.")})
+    hostile_server.requests.clear()
+    given = first.eb("update", "--cwd", str(first.root), "--cache-remote", url)
+    assert given.exit_code == 0, given.stdout + given.stderr
+    assert {auth for _, _, auth in hostile_server.requests} == {basic}
+    assert "masked" not in given.stderr
+    other = url.replace("builder:", "someone:")
+    refused = first.eb("update", "--cwd", str(first.root), "--cache-remote", other)
+    assert refused.exit_code == 2 and password not in refused.stderr
+    assert "is not the URL this run was made with: its shared cache is http://builder:***@" in (
+        refused.stderr
+    )
+
 
 def test_a_refusing_http_cache_says_which_credential_to_fix(
     tmp_path: Path, eb: Callable[..., Any], hostile_server: Hostile

@@ -45,7 +45,7 @@ from eval_banana.remote.signing import (
     sealed,
     signature_problem,
 )
-from eval_banana.settings.table import variable_of
+from eval_banana.settings.table import SETTINGS_BY_NAME, variable_of
 from eval_banana.stagefiles.layout import SCHEMA_BASE
 
 REMOTE_ENTRY_KIND = "eval-banana/remote-cache-entry"
@@ -68,6 +68,7 @@ class Pushed(NamedTuple):
 
 Warn = Callable[[str, str | None], None]
 _REMOTE_VARIABLE = variable_of("cache.remote")
+_REMOTE_FLAG = SETTINGS_BY_NAME["cache.remote"].flag
 # Refused entries named one by one, per reason; the rest are one line with their count (a cache
 # written before signing was required refuses every entry: a thousand lines would say nothing).
 REJECTIONS_NAMED = 3
@@ -126,7 +127,8 @@ class RemoteTier:
             warn(
                 f"The shared cache {settings.remote} is not asked: stages/config.json records "
                 f"its URL with the password masked. Set {_REMOTE_VARIABLE} to the URL with its "
-                f"password (or use {TOKEN_VARIABLE}, which is never written) to use it",
+                f"password (`eb update` also takes it as {_REMOTE_FLAG}), or use "
+                f"{TOKEN_VARIABLE}, which is never written, to use it",
                 None,
             )
             return None

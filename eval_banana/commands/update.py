@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import threading
+from pathlib import Path
 
 from eval_banana.commands import common
+from eval_banana.settings.table import SETTINGS_BY_NAME
 from eval_banana.stagefiles.layout import STAGE_NAMES
+
+# `--cache-remote` here gives back the secret of the run's own shared cache URL, which
+# stages/config.json records masked; it is no setting to change (an update keeps the run's).
+_REMOTE = SETTINGS_BY_NAME["cache.remote"]
 
 DESCRIPTION = (
     "Rerun, in pipeline order, exactly the stages of --run-dir that `eb status` finds stale, "
@@ -29,6 +35,13 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         help="The last stage to bring up to date (default: report).",
     )
     common.add_run_dir(parser)
+    parser.add_argument(
+        str(_REMOTE.flag),
+        dest="cache_remote",
+        metavar=_REMOTE.metavar,
+        help="The run's shared cache URL with its password, which stages/config.json records "
+        f"masked (as {_REMOTE.env} gives it; the URL must be the one the run was made with).",
+    )
     common.add_common(parser, selection=False)
 
 
@@ -38,9 +51,13 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.reporting.console import Console
 
     cancel = threading.Event()
+    run_dir = common.resolve_run_dir(args)
+    environ = dict(os.environ)
+    if args.cache_remote:
+        environ[str(_REMOTE.env)] = _own_remote(run_dir=run_dir, given=args.cache_remote)
     request = StageRequest(
-        run_dir=common.resolve_run_dir(args),
-        environ=dict(os.environ),
+        run_dir=run_dir,
+        environ=environ,
         no_project_config=args.no_project_config,
         verbose=args.verbose,
         console=Console(),
@@ -48,3 +65,23 @@ def run(args: argparse.Namespace) -> int:
     )
     with common.stop_on_signals(cancel):
         return update_run(request=request, target=args.stage)
+
+
+def _own_remote(*, run_dir: Path, given: str) -> str:
+    """`given`, when it is the URL the run recorded (masked the same way); else a usage error:
+    an update reruns the run as it was configured, and another remote is another setting."""
+    from eval_banana.core.errors import UsageError
+    from eval_banana.models.stages import ConfigDoc
+    from eval_banana.remote.shown import shown_url
+    from eval_banana.stagefiles.read import read_stage
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    recorded = config.settings.cache.remote
+    if recorded is not None and shown_url(given) == recorded:
+        return given
+    what = f"its shared cache is {recorded}" if recorded else "it used no shared cache"
+    raise UsageError(
+        f"{_REMOTE.flag} {shown_url(given)} is not the URL this run was made with: {what}",
+        hint=f"give {_REMOTE.flag} the run's own URL with its password; to use another "
+        "remote, run `eb run` with it",
+    )

@@ -377,9 +377,7 @@ def _rows(
     return rows, files
 
 
-def _not_a_dataset(
-    *, pattern: str, file: str, narrowed: str, check_file: str
-) -> DefinitionError:
+def _not_a_dataset(*, pattern: str, file: str, narrowed: str, check_file: str) -> DefinitionError:
     """A file a `cases_from` glob matched that is no dataset (a README beside the rows): the
     glob in the check file is what to fix, so the error is told there, with the glob narrowed
     to the datasets' kind."""
