@@ -135,7 +135,9 @@ def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row
     append = rows.append
     bad: list[DefinitionError] = []
     first: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" (or "\r\n") alone: `str.splitlines` also breaks at U+2028, U+2029
+    # and U+0085, which a JSON string may hold as they are (text pasted from a web page).
+    for number, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         if first is None:
@@ -162,6 +164,13 @@ def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row
     return rows
 
 
+def _lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the newline that ends the last line starts no line of its own
+    return [line[:-1] if line.endswith("\r") else line for line in lines] if "\r" in text else lines
+
+
 def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> DefinitionError:
     """A line that is not JSON, with what it most likely is: a comment, a comma after the
     object (as between the items of a JSON list), or the decoder's own words."""
@@ -186,7 +195,8 @@ def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> Def
         return _problem(
             file=file,
             line=number,
-            message=f"{where} is not JSON: {exc.msg} at column {exc.colno}",
+            # "Unterminated string starting at" names where the string starts: that column.
+            message=f"{where} is not JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}",
             hint="each line of a .jsonl file is one JSON object",
         )
     return _problem(

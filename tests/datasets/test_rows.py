@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,10 @@ def test_a_mapping_instead_of_a_list_says_where_the_rows_are(
             '{"q": "a"}\n{"q": "b"\n',
             ("line 2 is not JSON: Expecting ',' delimiter at column 10", "one JSON object"),
         ),
+        (
+            '{"q": "a"}\n{"q": "an open string}\n',
+            ("line 2 is not JSON: Unterminated string starting at column 7", "one JSON object"),
+        ),
     ],
 )
 def test_a_jsonl_line_that_is_not_json_says_what_it_looks_like(
@@ -76,3 +81,20 @@ def test_pretty_printed_json_saved_as_jsonl_is_one_error_not_one_per_line(
         "Dataset rows.jsonl holds JSON written over several lines (its first line is '[')"
     )
     assert problem.line == 1 and problem.hint is not None and "jq -c" in problem.hint
+
+
+def test_a_jsonl_line_ends_at_a_newline_only(tmp_path: Path) -> None:
+    """A JSON string may hold U+2028, U+2029 and U+0085 as they are (text pasted from a web
+    page, or decoded from Windows-1252): they end no line of a .jsonl file, nor shift the
+    line numbers after them; CRLF line ends are read as LF ones."""
+    texts = ["a\u2028b", "c\u2029d", "e\u0085f"]
+    lines = [
+        json.dumps({"id": str(n), "text": text}, ensure_ascii=False) for n, text in enumerate(texts)
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(("\r\n".join(lines) + "\r\n\r\n" + '{"id": "3", "text": "g"}').encode())
+    problems: list[DefinitionError] = []
+    rows = read_rows(path=path, file="rows.jsonl", problems=problems)
+    assert problems == []
+    assert [row.value["text"] for row in rows] == [*texts, "g"]
+    assert [row.line for row in rows] == [1, 2, 3, 5]
