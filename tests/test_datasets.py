@@ -7,6 +7,7 @@ Every case is a check of its own (`<family>[<case id>]`), run by a real subproce
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -911,6 +912,40 @@ def test_more_cases_than_max_cases_is_refused(
     validated = eb("validate", "--cwd", str(root))
     assert validated.exit_code == 2
     assert "has 5 cases, more than [core] max_cases (4)" in validated.stderr
+
+
+def test_a_dataset_past_max_cases_is_counted_not_read(
+    project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the limit a .jsonl or .csv file's lines are counted, not turned into cases (ten
+    million rows would take gigabytes before being refused): what is wrong in them is not told,
+    and a glob's later files are not read, so the count is a floor."""
+    good = "".join(json.dumps({"name": f"n{n}", "ok": "yes"}) + "\n" for n in range(3))
+    rows = good + "not json\n\n" + '{"name": "n9", "ok": "yes"}\n'
+    cells = "name,ok\n" + "".join(f"n{n},yes\n" for n in range(3)) + "ragged\n" + "n9,yes\n"
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl"),
+            "eval_checks/tab.yaml": SCRIPT_FAMILY.format(
+                source="cases_from: data/rows.csv"
+            ).replace("id: fam", "id: tab"),
+            "eval_checks/both.yaml": SCRIPT_FAMILY.format(source="cases_from: 'data/*'").replace(
+                "id: fam", "id: both"
+            ),
+            "data/rows.jsonl": rows,
+            "data/rows.csv": cells,
+        },
+        config=CONFIG,
+    )
+    monkeypatch.setenv("EVAL_BANANA_MAX_CASES", "2")
+    validated = eb("validate", "--cwd", str(root), "--json")
+    told = sorted(error["message"] for error in json.loads(validated.stdout)["errors"])
+    assert [re.sub(r" in \S+ has ", " has ", message) for message in told] == [
+        "Family 'both' has at least 5 cases, more than [core] max_cases (2)",
+        "Family 'fam' has 5 cases, more than [core] max_cases (2)",
+        "Family 'tab' has 5 cases, more than [core] max_cases (2)",
+    ], told
+    assert not any("not JSON" in message or "cells" in message for message in told)
 
 
 def test_position_ids_are_zero_padded_to_sort(

@@ -31,7 +31,15 @@ from eval_banana.datasets.render import (
     render_text,
     render_value,
 )
-from eval_banana.datasets.rows import SUFFIXES, Row, plain, read_rows, row_line, row_where
+from eval_banana.datasets.rows import (
+    SUFFIXES,
+    Row,
+    TooManyRows,
+    plain,
+    read_rows,
+    row_line,
+    row_where,
+)
 from eval_banana.projectstate.patterns import (
     file_pattern_regex,
     literal_prefix,
@@ -336,6 +344,7 @@ def _rows(
     check_file: str,
     skipped: Skipped,
     problems: list[DefinitionError],
+    max_cases: int,
 ) -> tuple[list[Row], list[str]]:
     rows = [
         Row(
@@ -371,10 +380,38 @@ def _rows(
                 )
                 continue
             try:
-                rows.extend(read_rows(path=path, file=file, problems=problems))
+                rows.extend(
+                    read_rows(path=path, file=file, problems=problems, limit=max_cases - len(rows))
+                )
             except DefinitionError as exc:
                 problems.append(exc)
+            except TooManyRows as exc:
+                # Past the limit no more rows are made, nor files read: the family is refused.
+                problems.append(
+                    _too_many(
+                        family=str(definition["id"]),
+                        check_file=check_file,
+                        count=len(rows) + exc.counted,
+                        max_cases=max_cases,
+                        at_least=len(paths) > len(files),
+                    )
+                )
+                return [], files
     return rows, files
+
+
+def _too_many(
+    *, family: str, check_file: str, count: int, max_cases: int, at_least: bool = False
+) -> DefinitionError:
+    """A family of more cases than `[core] max_cases`; `at_least`: the datasets were not all
+    counted (reading stopped at the one that went past the limit)."""
+    return DefinitionError(
+        f"Family '{family}' in {check_file} has {'at least ' if at_least else ''}{count:,} "
+        f"cases, more than [core] max_cases ({max_cases:,})",
+        file=check_file,
+        field_path="cases_from",
+        hint="split the dataset, narrow cases_from, or raise [core] max_cases",
+    )
 
 
 def _not_a_dataset(*, pattern: str, file: str, narrowed: str, check_file: str) -> DefinitionError:
@@ -615,6 +652,7 @@ def expand_family(
         check_file=check_file,
         skipped=skipped,
         problems=problems,
+        max_cases=max_cases,
     )
     own = _relative(path=Path(check_file).resolve(), root=root)
     # A file or line that could not be read is reported with what is wrong in the rows that
@@ -639,13 +677,7 @@ def expand_family(
         return Expansion(cases=[], files=[own, *files], problems=problems)
     if len(rows) > max_cases:
         problems.append(
-            DefinitionError(
-                f"Family '{family}' in {check_file} has {len(rows):,} cases, more than "
-                f"[core] max_cases ({max_cases:,})",
-                file=check_file,
-                field_path="cases_from",
-                hint="split the dataset, narrow cases_from, or raise [core] max_cases",
-            )
+            _too_many(family=family, check_file=check_file, count=len(rows), max_cases=max_cases)
         )
         return Expansion(cases=[], files=[own, *files], problems=problems)
     try:

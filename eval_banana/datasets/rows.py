@@ -18,6 +18,16 @@ from eval_banana.datasets.render import json_kind
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
 
 
+class TooManyRows(Exception):
+    """A .jsonl or .csv file holds more rows than the family may: reading stopped turning lines
+    into rows past the limit (a file of ten million rows would otherwise take gigabytes before
+    being refused) and only counted them. Caught by the family, which tells the size."""
+
+    def __init__(self, *, counted: int) -> None:
+        super().__init__(counted)
+        self.counted = counted
+
+
 class ItemLines:
     """Where each item of a JSON or YAML list starts in its file, worked out only when a row of
     it has a problem (a node tree with positions costs many times the plain load)."""
@@ -130,16 +140,22 @@ def _decode(*, data: bytes, file: str) -> str:
 _DECODE = json.JSONDecoder().decode
 
 
-def _jsonl(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
+def _jsonl(
+    *, text: str, file: str, problems: list[DefinitionError], limit: int | None
+) -> list[Row]:
     rows: list[Row] = []
     append = rows.append
     bad: list[DefinitionError] = []
     first: str | None = None
     # Lines end at "\n" (or "\r\n") alone: `str.splitlines` also breaks at U+2028, U+2029
     # and U+0085, which a JSON string may hold as they are (text pasted from a web page).
-    for number, line in enumerate(_lines(text), start=1):
+    lines = _lines(text)
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        if limit is not None and len(rows) + len(bad) >= limit:
+            rest = sum(1 for later in lines[number - 1 :] if later.strip())
+            raise TooManyRows(counted=len(rows) + len(bad) + rest)
         if first is None:
             first = line.strip()
         try:
@@ -286,7 +302,7 @@ def _other_delimiter(*, names: list[str]) -> str | None:
     return found[0] if found else None
 
 
-def _csv(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
+def _csv(*, text: str, file: str, problems: list[DefinitionError], limit: int | None) -> list[Row]:
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if header is None:
@@ -317,10 +333,14 @@ def _csv(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
     # A quoted cell may hold line breaks: a row is told at the line it starts on, one after
     # the last line the previous row ended on.
     ended = reader.line_num
+    seen = 0
     for cells in reader:
         line, ended = ended + 1, reader.line_num
         if not cells:
             continue
+        if limit is not None and seen >= limit:
+            raise TooManyRows(counted=seen + 1 + sum(1 for more in reader if more))
+        seen += 1
         if len(cells) != len(names):
             problems.append(
                 _problem(
@@ -344,8 +364,11 @@ def _csv(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
     return rows
 
 
-def read_rows(*, path: Path, file: str, problems: list[DefinitionError]) -> list[Row]:
-    """The rows of one dataset file; row problems go to `problems`, a file-wide one is raised."""
+def read_rows(
+    *, path: Path, file: str, problems: list[DefinitionError], limit: int | None = None
+) -> list[Row]:
+    """The rows of one dataset file; row problems go to `problems`, a file-wide one is raised.
+    `limit`: a .jsonl or .csv file of more rows raises TooManyRows with their count."""
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise _problem(
@@ -365,9 +388,9 @@ def read_rows(*, path: Path, file: str, problems: list[DefinitionError]) -> list
         ) from None
     text = _decode(data=data, file=file)
     if suffix == ".jsonl":
-        return _jsonl(text=text, file=file, problems=problems)
+        return _jsonl(text=text, file=file, problems=problems, limit=limit)
     if suffix == ".csv":
-        return _csv(text=text, file=file, problems=problems)
+        return _csv(text=text, file=file, problems=problems, limit=limit)
     if suffix == ".json":
         return _json(text=text, file=file)
     return _yaml(text=text, file=file)
