@@ -31,13 +31,13 @@ from eval_banana.cache.entry import DIGEST_RE, entry_problem
 from eval_banana.cache.store import EMPTY_SHA256, Blob, CacheStore
 from eval_banana.core.files import sha256_bytes
 from eval_banana.core.readback import loads_json
+from eval_banana.core.secreturl import shown_url, unmasked
 from eval_banana.core.version import tool_version
 from eval_banana.core.words import plural
 from eval_banana.models.config import CacheSettings
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.guarded import GuardedRemote, RemoteTally
 from eval_banana.remote.opening import open_backend
-from eval_banana.remote.shown import shown_url, unmasked
 from eval_banana.remote.signing import (
     SIGNING_KEY_VARIABLE,
     keyless_but_required,

@@ -152,7 +152,7 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote:
     if doc.remote is not None:
         print(_remote_line(stats=doc.remote))
     elif config.settings.cache.remote:
-        from eval_banana.remote.shown import shown_url
+        from eval_banana.core.secreturl import shown_url
 
         # Asking a remote costs requests; say it is there and how to count it.
         print(

@@ -71,8 +71,8 @@ def _own_remote(*, run_dir: Path, given: str) -> str:
     """`given`, when it is the URL the run recorded (masked the same way); else a usage error:
     an update reruns the run as it was configured, and another remote is another setting."""
     from eval_banana.core.errors import UsageError
+    from eval_banana.core.secreturl import shown_url
     from eval_banana.models.stages import ConfigDoc
-    from eval_banana.remote.shown import shown_url
     from eval_banana.stagefiles.read import read_stage
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from eval_banana.core.errors import ConfigError
+from eval_banana.core.secreturl import shown_url
 from eval_banana.remote.backend import RemoteBackend
-from eval_banana.remote.shown import shown_url
 
 
 def open_backend(

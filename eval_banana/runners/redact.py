@@ -17,8 +17,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from eval_banana.core.secreturl import url_secrets
 from eval_banana.models.result import CheckResult
-from eval_banana.remote.shown import url_secrets
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES
 from eval_banana.settings.envpolicy import SECRET_NAMES
 

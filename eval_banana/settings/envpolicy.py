@@ -43,7 +43,7 @@ SECRET_NAMES: frozenset[str] = frozenset(
 )
 # Nor the shared cache's URL, which may hold a password (`https://user:password@host/...`): a
 # judge holding it could write the shared cache. Only its password and query are secrets
-# (remote.shown.url_secrets), so eb's messages still name the remote.
+# (core.secreturl.url_secrets), so eb's messages still name the remote.
 WITHHELD_NAMES: frozenset[str] = SECRET_NAMES | {"EVAL_BANANA_CACHE_REMOTE"}
 
 

@@ -411,7 +411,7 @@ def _as_written(doc: ConfigDoc) -> ConfigDoc:
     cache = doc.settings.cache
     if not cache.remote:
         return doc
-    from eval_banana.remote.shown import shown_url
+    from eval_banana.core.secreturl import shown_url
 
     shown = shown_url(cache.remote)
     if shown == cache.remote:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval_banana.remote.shown import shown_url
+from eval_banana.core.secreturl import shown_url
 
 
 @pytest.mark.parametrize(
