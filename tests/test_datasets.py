@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.conftest import REPO, EbResult
-from tests.gitrepo import init_repo
+from tests.gitrepo import commit_all, git, init_repo
 
 CONFIG = """\
 [discovery]
@@ -1034,11 +1034,15 @@ def test_eb_schema_as_list_checks_a_whole_dataset_file(
     assert alone.exit_code == 2 and "--as-list needs --case-schema" in alone.stderr
 
 
-def test_changed_since_selects_a_family_whose_dataset_changed(
-    tmp_path: Path, eb: Callable[..., EbResult]
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_changed_since_selects_the_cases_whose_row_changed(
+    fmt: str, tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
-    name, text = _dataset("jsonl")
-    family = SCRIPT_FAMILY.format(source=f"cases_from: data/{name}") + "inputs: [src/**]\n"
+    """A case reads its dataset through its own row, as its cache key does: an edited or added
+    row selects its case alone, even where `inputs:` match the dataset; the family's check file
+    changed, or a dataset file added beside it (ids by position may move), selects them all."""
+    name, text = _dataset(fmt)
+    family = SCRIPT_FAMILY.format(source="cases_from: 'data/*'") + "inputs: [src/**, data/**]\n"
     root = init_repo(
         tmp_path / "repo",
         {
@@ -1050,7 +1054,35 @@ def test_changed_since_selects_a_family_whose_dataset_changed(
     )
     assert _selected(eb, root, "--changed-since", "HEAD") == []
     (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
-    assert _selected(eb, root, "--changed-since", "HEAD") == list(EXPECTED)
+    assert _selected(eb, root, "--changed-since", "HEAD") == ["fam[ship-1]"]
+    added = {"id": "refund-3", "name": "refund three", "ok": "yes"}
+    grown = _dataset_with(fmt=fmt, text=text, row=added)
+    (root / "data" / name).write_text(grown)
+    assert _selected(eb, root, "--changed-since", "HEAD") == ["fam[refund-3]"]
+    (root / "src/app.py").write_text("print(2)\n")  # an input of every case
+    assert _selected(eb, root, "--changed-since", "HEAD") == [*EXPECTED, "fam[refund-3]"]
+    commit_all(root)
+    (root / "eval_checks/fam.yaml").write_text(family + "# edited\n")
+    assert _selected(eb, root, "--changed-since", "HEAD") == [*EXPECTED, "fam[refund-3]"]
+    commit_all(root)
+    (root / "data" / f"more.{fmt}").write_text(
+        _dataset_with(fmt=fmt, text="", row={"id": "x", "name": "x", "ok": "yes"})
+    )
+    assert len(_selected(eb, root, "--changed-since", "HEAD")) == len(EXPECTED) + 2
+    # A dataset git ignores: git cannot say whether a row changed, so every case is selected.
+    (root / "data" / f"more.{fmt}").unlink()
+    (root / ".gitignore").write_text(f"data/{name}\n")
+    git(root, "rm", "-q", "--cached", f"data/{name}")
+    (root / "eval_checks/fam.yaml").write_text(family.replace(", data/**", ""))
+    commit_all(root)
+    assert _selected(eb, root, "--changed-since", "HEAD") == [*EXPECTED, "fam[refund-3]"]
+
+
+def _dataset_with(*, fmt: str, text: str, row: dict[str, str]) -> str:
+    """`text` of a .jsonl or .csv dataset with `row` appended (a header first, if it had none)."""
+    if fmt == "jsonl":
+        return text + json.dumps(row) + "\n"
+    return (text or "id,name,ok\n") + f"{row['id']},{row['name']},{row['ok']}\n"
 
 
 def test_eb_status_sees_a_family_as_current_until_a_row_changes(

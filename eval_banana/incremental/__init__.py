@@ -12,17 +12,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from eval_banana.incremental.changed import changed_checks
+from eval_banana.incremental.changed import CaseRows, changed_checks
 from eval_banana.incremental.lastfailed import resolve_last_failed
 from eval_banana.models.stages import ConfigDoc
 
-__all__ = ["resolve_last_failed", "select_incremental"]
+__all__ = ["CaseRows", "resolve_last_failed", "select_incremental"]
 
 
 def select_incremental(
-    *, config: ConfigDoc, checks: Sequence[tuple[str, dict[str, Any]]]
+    *,
+    config: ConfigDoc,
+    checks: Sequence[tuple[str, dict[str, Any]]],
+    cases: Sequence[CaseRows | None] = (),
 ) -> list[int]:
-    """Positions of the (check file, definition) pairs the incremental selection keeps."""
+    """Positions of the (check file, definition) pairs the incremental selection keeps;
+    `cases`, beside `checks`: the dataset cases among them, read by their row."""
     selection = config.selection
     kept = list(range(len(checks)))
     if selection.last_failed:
@@ -36,6 +40,7 @@ def select_incremental(
             config=config,
             revision=selection.changed_since,
             checks=[checks[i] for i in kept],
+            cases=[cases[i] for i in kept] if cases else (),
         )
         kept = [kept[i] for i in chosen]
     return kept

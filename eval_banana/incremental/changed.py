@@ -4,13 +4,17 @@ differ between the git revision REF and the work tree.
 A check without `inputs:` is always selected: nothing says what it reads. So is a check whose
 files lie outside the project root, or whose inputs match files git ignores: git cannot say
 whether those changed since REF.
+
+A dataset case whose family declares `inputs:` reads its dataset files only through its own
+row (as its cache key does): a changed dataset selects the cases whose row changed since REF,
+found by expanding the family again from the files as they were there (`CaseRows.past`).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,8 +22,20 @@ from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
-from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision
+from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision, file_at
 from eval_banana.settings.folders import own_folders
+
+
+class CaseRows(NamedTuple):
+    """A dataset case as --changed-since reads it: affected by its dataset files only when its
+    own row differs from what it was at REF (or was not there)."""
+
+    family: str  # the family's check file: one expansion at REF per family
+    files: tuple[str, ...]  # its dataset files, root-relative
+    digest: str  # the case's definition digest now
+    # The family's cases at REF from its dataset files' contents there: check id -> digest, or
+    # None when the family cannot be expanded from them (then every case counts as changed).
+    past: Callable[[Mapping[str, bytes]], Mapping[str, str] | None]
 
 
 class _CheckFiles(NamedTuple):
@@ -28,6 +44,7 @@ class _CheckFiles(NamedTuple):
     own: tuple[str, ...]  # the check file and its referenced script, root-relative
     patterns: InputPatterns | None  # None: no inputs declared
     outside: bool  # a file of the check lies outside the project root
+    rows: tuple[str, ...] = ()  # a dataset case's dataset files: read through its row alone
 
 
 def _relative(*, path: Path, root: str) -> str | None:
@@ -61,6 +78,7 @@ def _prefixes(*, checks: Sequence[_CheckFiles]) -> list[str] | None:
             return None
         found.update(prefixes)
         found.update(check.own)
+        found.update(check.rows)
     return outermost(found)
 
 
@@ -137,11 +155,20 @@ def _compare(
 
 
 def changed_checks(
-    *, config: ConfigDoc, revision: str, checks: Sequence[tuple[str, dict[str, Any]]]
+    *,
+    config: ConfigDoc,
+    revision: str,
+    checks: Sequence[tuple[str, dict[str, Any]]],
+    cases: Sequence[CaseRows | None] = (),
 ) -> list[int]:
-    """Positions of the checks affected by what changed since `revision`."""
+    """Positions of the checks affected by what changed since `revision`; `cases`, beside
+    `checks`: which of them are dataset cases, read by their row (None for the others)."""
     root = config.project_root
     files = [_check_files(source=source, definition=d, root=root) for source, d in checks]
+    rows = [*cases, *([None] * (len(files) - len(cases)))]
+    for position, case in enumerate(rows):
+        if case is not None:
+            files[position] = files[position]._replace(rows=case.files)
     compared = [f for f in files if f.patterns is not None and not f.outside]
     try:
         # Called even when no check needs a comparison: an unknown REF is always an error.
@@ -155,11 +182,35 @@ def changed_checks(
         raise _setup_error(exc=exc, revision=revision, root=root) from None
     paths = found.diff.paths
     changed = sorted(paths)
-    return [
-        position
-        for position, check in enumerate(files)
-        if _affected(check=check, paths=paths, changed=changed, ignored=found.ignored)
+    affected = [
+        _affected(check=check, paths=paths, changed=changed, ignored=found.ignored)
+        for check in files
     ]
+    pasts: dict[str, Mapping[str, str] | None] = {}
+    for position, case in enumerate(rows):
+        if affected[position] or case is None or paths.isdisjoint(case.files):
+            continue
+        if case.family not in pasts:
+            pasts[case.family] = _past_cases(case=case, found=found, root=root)
+        past = pasts[case.family]
+        affected[position] = past is None or past.get(checks[position][1]["id"]) != case.digest
+    return [position for position, hit in enumerate(affected) if hit]
+
+
+def _past_cases(*, case: CaseRows, found: Changes, root: str) -> Mapping[str, str] | None:
+    """The family's cases at REF (check id -> digest), expanded from its dataset files as they
+    were there; None when a file was added or removed since (ids by position may have moved:
+    every case counts as changed) or git cannot give one."""
+    if not set(case.files).isdisjoint((*found.diff.added, *found.diff.removed)):
+        return None
+    from eval_banana.projectstate.git import find_repository
+
+    try:
+        repo = find_repository(root=os.path.realpath(root))
+        contents = {file: file_at(repo=repo, commit=found.commit, path=file) for file in case.files}
+    except (NotARepository, ProjectStateError):
+        return None
+    return case.past(contents)
 
 
 def _affected(
@@ -169,4 +220,9 @@ def _affected(
         return True  # nothing says what it reads, or git cannot see all of it
     if not paths.isdisjoint(check.own):
         return True
+    if check.rows and not set(check.rows).isdisjoint(ignored):
+        return True  # a dataset git ignores: git cannot say whether its row changed
+    if check.rows and not paths.isdisjoint(check.rows):
+        # Its dataset files are read through its row alone, even where `inputs:` match them.
+        changed = [path for path in changed if path not in check.rows]
     return bool(check.patterns.select(changed) or check.patterns.select(ignored))

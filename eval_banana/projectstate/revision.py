@@ -298,3 +298,13 @@ def _against_revision(
         elif at_revision:
             removed.add(path)
     return added, removed, changed
+
+
+def file_at(*, repo: git.Repository, commit: str, path: str) -> bytes:
+    """The content of the project file `path` (root-relative) in `commit`, as git stores it;
+    ProjectStateError when the commit has no such file."""
+    return git.run(
+        args=["cat-file", "blob", f"{commit}:{repo.prefix}{path}"],
+        cwd=repo.top,
+        what=f"cat-file of {path} in {commit[:12]}",
+    )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.checks.definition import (
     FrozenScript,
@@ -50,6 +51,9 @@ from eval_banana.models.stages import (
 )
 from eval_banana.settings.folders import own_folders_below
 from eval_banana.stagefiles.layout import envelope, stage_path
+
+if TYPE_CHECKING:
+    from eval_banana.incremental import CaseRows
 
 SNAPSHOTS_DIR = "stages/snapshots"
 NO_CHECKS = "No checks found"
@@ -389,13 +393,65 @@ def _case_selector_family(*, paths: list[str], selector: str, read: Reader) -> L
 
 def _incremental_view(unit: Unit) -> tuple[str, dict[str, Any]]:
     """(check file, definition) as --changed-since / --last-failed read them: a case by its own
-    id, and, when its family declares `inputs:`, reading its dataset files too (a changed row
-    selects the family's cases; over-selecting is safe)."""
-    definition = {**unit.definition, "id": unit.check_id}
-    inputs = definition.get("inputs")
-    if unit.case is not None and inputs is not None and unit.family_files:
-        definition["inputs"] = [*inputs, *unit.family_files]
-    return unit.item.path, definition
+    id (its dataset files are told apart, by `_case_rows`)."""
+    return unit.item.path, {**unit.definition, "id": unit.check_id}
+
+
+def _case_rows(
+    *, units: list[Unit], config: ConfigDoc, frozen: Mapping[str, FrozenScript | None]
+) -> list[CaseRows | None]:
+    """Beside each unit, for --changed-since: a case's dataset files and digest, read through
+    its row (its family expanded again from the files as they were at REF, once per family)."""
+    from eval_banana.incremental import CaseRows
+
+    pasts: dict[str, Callable[[Mapping[str, bytes]], Mapping[str, str] | None]] = {}
+    found: list[CaseRows | None] = []
+    for unit in units:
+        if unit.case is None or not unit.family_files:
+            found.append(None)
+            continue
+        item = unit.item
+        if item.path not in pasts:
+            script = frozen.get(item.path)
+            pasts[item.path] = _past_expansion(
+                item=item, config=config, script=script.data if script is not None else None
+            )
+        found.append(
+            CaseRows(
+                family=item.path,
+                files=tuple(unit.family_files),
+                digest=unit.case.digest,
+                past=pasts[item.path],
+            )
+        )
+    return found
+
+
+def _past_expansion(
+    *, item: Loaded, config: ConfigDoc, script: bytes | None
+) -> Callable[[Mapping[str, bytes]], Mapping[str, str] | None]:
+    """The family's cases (check id -> digest) from its dataset files' contents at another
+    revision, laid out in a folder of their own; None when they do not make a valid family."""
+
+    def expand_at(contents: Mapping[str, bytes]) -> Mapping[str, str] | None:
+        with tempfile.TemporaryDirectory(prefix="eb-past-") as folder:
+            for name, data in contents.items():
+                path = Path(folder, name)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+            expansion = expand_family(
+                definition=item.definition,
+                check_file=item.path,
+                project_root=Path(folder),
+                max_cases=config.settings.core.max_cases,
+                script=script,
+                skipped=Skipped(names=frozenset(), folders=frozenset()),
+            )
+        if expansion.problems:
+            return None
+        return {case.check_id: case.digest for case in expansion.cases}
+
+    return expand_at
 
 
 def _select_ids(
@@ -683,7 +739,11 @@ def validate(
     if units and not errors and (selection.changed_since is not None or selection.last_failed):
         from eval_banana.incremental import select_incremental
 
-        kept = select_incremental(config=config, checks=[_incremental_view(u) for u in units])
+        kept = select_incremental(
+            config=config,
+            checks=[_incremental_view(u) for u in units],
+            cases=_case_rows(units=units, config=config, frozen=frozen_by_path),
+        )
         narrowed = not kept
         units = [units[position] for position in kept]
     no_checks = not units and not errors and not narrowed
