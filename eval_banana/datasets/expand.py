@@ -13,8 +13,9 @@ import json
 import os
 import re
 import struct
+import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -819,3 +820,32 @@ def expand_family(
     return Expansion(
         cases=cases, files=[own, *files], problems=problems, family_digest=digest_of_family
     )
+
+
+def case_digests_from(
+    contents: Mapping[str, bytes],
+    *,
+    definition: dict[str, Any],
+    check_file: str,
+    max_cases: int,
+    script: bytes | None,
+) -> dict[str, str] | None:
+    """A family's cases (check id -> definition digest) had its dataset files held `contents`
+    (root-relative name -> bytes), as at another git revision: laid out in a folder of their
+    own and expanded as the project's are. None when they do not make a valid family."""
+    with tempfile.TemporaryDirectory(prefix="eb-dataset-") as folder:
+        for name, data in contents.items():
+            path = Path(folder, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        expansion = expand_family(
+            definition=definition,
+            check_file=check_file,
+            project_root=Path(folder),
+            max_cases=max_cases,
+            script=script,
+            skipped=Skipped(names=frozenset(), folders=frozenset()),
+        )
+    if expansion.problems:
+        return None
+    return {case.check_id: case.digest for case in expansion.cases}

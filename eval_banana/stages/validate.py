@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -34,6 +34,7 @@ from eval_banana.core.stem import artifact_stem, case_artifact_stem
 from eval_banana.datasets.expand import (
     ExpandedCase,
     Skipped,
+    case_digests_from,
     expand_family,
     family_field,
     filled_in_problem,
@@ -430,28 +431,14 @@ def _case_rows(
 def _past_expansion(
     *, item: Loaded, config: ConfigDoc, script: bytes | None
 ) -> Callable[[Mapping[str, bytes]], Mapping[str, str] | None]:
-    """The family's cases (check id -> digest) from its dataset files' contents at another
-    revision, laid out in a folder of their own; None when they do not make a valid family."""
-
-    def expand_at(contents: Mapping[str, bytes]) -> Mapping[str, str] | None:
-        with tempfile.TemporaryDirectory(prefix="eb-past-") as folder:
-            for name, data in contents.items():
-                path = Path(folder, name)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(data)
-            expansion = expand_family(
-                definition=item.definition,
-                check_file=item.path,
-                project_root=Path(folder),
-                max_cases=config.settings.core.max_cases,
-                script=script,
-                skipped=Skipped(names=frozenset(), folders=frozenset()),
-            )
-        if expansion.problems:
-            return None
-        return {case.check_id: case.digest for case in expansion.cases}
-
-    return expand_at
+    """The family's case digests from its dataset files' contents at another revision."""
+    return functools.partial(
+        case_digests_from,
+        definition=item.definition,
+        check_file=item.path,
+        max_cases=config.settings.core.max_cases,
+        script=script,
+    )
 
 
 def _select_ids(
