@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.datasets.render import json_kind
@@ -116,24 +118,81 @@ def _decode(*, data: bytes, file: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # A spreadsheet's "Unicode text" export is UTF-16, marked by its first two bytes.
-        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            raise _problem(
-                file=file,
-                line=1,
-                message=f"Dataset {file} is UTF-16 text, not UTF-8 (it starts with a UTF-16 "
-                "byte order mark)",
-                hint=_SAVE_AS_UTF8,
-            ) from None
         line = data[: exc.start].count(b"\n") + 1
-        raise _problem(
-            file=file,
-            line=line,
-            message=f"Dataset {file} is not UTF-8 text (line {line}, byte {exc.start}: "
-            f"0x{data[exc.start]:02X})",
-            hint=_SAVE_AS_UTF8,
+        raise _not_utf8(
+            file=file, head=data[:2], line=line, at=exc.start, byte=data[exc.start]
         ) from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _not_utf8(*, file: str, head: bytes, line: int, at: int, byte: int) -> DefinitionError:
+    """A file that is not UTF-8: a spreadsheet's "Unicode text" export is UTF-16, marked by its
+    first two bytes; anything else is told by its first bad byte."""
+    if head in (b"\xff\xfe", b"\xfe\xff"):
+        return _problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} is UTF-16 text, not UTF-8 (it starts with a UTF-16 byte "
+            "order mark)",
+            hint=_SAVE_AS_UTF8,
+        )
+    return _problem(
+        file=file,
+        line=line,
+        message=f"Dataset {file} is not UTF-8 text (line {line}, byte {at}: 0x{byte:02X})",
+        hint=_SAVE_AS_UTF8,
+    )
+
+
+# A .jsonl file is read this much at a time: its lines are decoded and split a block at once
+# (as fast as reading it whole), and a file of a million rows is never held whole.
+_BLOCK = 8 << 20
+
+
+def _jsonl_lines(*, handle: BinaryIO, file: str) -> Iterator[str]:
+    """A .jsonl file's lines as text, without their line ends. Lines end at "\n" (or "\r\n")
+    alone: `str.splitlines` would also break at U+2028, U+2029 and U+0085, which a JSON string
+    may hold as they are (text pasted from a web page)."""
+    return itertools.chain.from_iterable(_line_blocks(handle=handle, file=file))
+
+
+def _line_blocks(*, handle: BinaryIO, file: str) -> Iterator[list[str]]:
+    """The file's lines, a block of them at a time (cut after a newline, so no character of
+    several bytes is split); a line longer than a block is gathered whole first."""
+    pieces: list[bytes] = []
+    offset = number = 0  # the bytes and lines before the pending text
+    while True:
+        block = handle.read(_BLOCK)
+        cut = block.rfind(b"\n") + 1
+        if block and not cut:
+            pieces.append(block)
+            continue
+        data = b"".join([*pieces, block[:cut] if block else b""])
+        pieces = [block[cut:]] if block else []
+        if data:
+            lines = _decoded_lines(data=data, file=file, offset=offset, number=number)
+            offset, number = offset + len(data), number + len(lines)
+            yield lines
+        if not block:
+            return
+
+
+def _decoded_lines(*, data: bytes, file: str, offset: int, number: int) -> list[str]:
+    """`data` (whole lines, the file's last perhaps unended) as lines of text; `offset` and
+    `number`: the bytes and lines of the file before it, for where a bad byte is."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = number + data[: exc.start].count(b"\n") + 1
+        head = data[:2] if offset == 0 else b""
+        at = offset + exc.start
+        raise _not_utf8(file=file, head=head, line=line, at=at, byte=data[exc.start]) from None
+    if offset == 0 and text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()  # the newline that ends the last line starts no line of its own
+    return [line.removesuffix("\r") for line in lines] if "\r" in text else lines
 
 
 # json.loads without its per-call type checks: a .jsonl file calls it once per line.
@@ -141,21 +200,18 @@ _DECODE = json.JSONDecoder().decode
 
 
 def _jsonl(
-    *, text: str, file: str, problems: list[DefinitionError], limit: int | None
+    *, lines: Iterator[str], file: str, problems: list[DefinitionError], limit: int | None
 ) -> list[Row]:
     rows: list[Row] = []
     append = rows.append
     bad: list[DefinitionError] = []
     first: str | None = None
-    # Lines end at "\n" (or "\r\n") alone: `str.splitlines` also breaks at U+2028, U+2029
-    # and U+0085, which a JSON string may hold as they are (text pasted from a web page).
-    lines = _lines(text)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         if limit is not None and len(rows) + len(bad) >= limit:
-            rest = sum(1 for later in lines[number - 1 :] if later.strip())
-            raise TooManyRows(counted=len(rows) + len(bad) + rest)
+            rest = sum(1 for later in lines if later.strip())
+            raise TooManyRows(counted=len(rows) + len(bad) + 1 + rest)
         if first is None:
             first = line.strip()
         try:
@@ -178,13 +234,6 @@ def _jsonl(
         ]
     problems.extend(bad)
     return rows
-
-
-def _lines(text: str) -> list[str]:
-    lines = text.split("\n")
-    if lines and not lines[-1]:
-        lines.pop()  # the newline that ends the last line starts no line of its own
-    return [line[:-1] if line.endswith("\r") else line for line in lines] if "\r" in text else lines
 
 
 def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> DefinitionError:
@@ -378,6 +427,10 @@ def read_rows(
             hint="use a .jsonl, .json, .yaml, .yml or .csv file",
         )
     try:
+        if suffix == ".jsonl":
+            with path.open("rb") as handle:
+                lines = _jsonl_lines(handle=handle, file=file)
+                return _jsonl(lines=lines, file=file, problems=problems, limit=limit)
         data = path.read_bytes()
     except OSError as exc:
         raise _problem(
@@ -387,8 +440,6 @@ def read_rows(
             hint="fix cases_from",
         ) from None
     text = _decode(data=data, file=file)
-    if suffix == ".jsonl":
-        return _jsonl(text=text, file=file, problems=problems, limit=limit)
     if suffix == ".csv":
         return _csv(text=text, file=file, problems=problems, limit=limit)
     if suffix == ".json":

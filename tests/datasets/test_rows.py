@@ -98,3 +98,34 @@ def test_a_jsonl_line_ends_at_a_newline_only(tmp_path: Path) -> None:
     assert problems == []
     assert [row.value["text"] for row in rows] == [*texts, "g"]
     assert [row.line for row in rows] == [1, 2, 3, 5]
+
+
+def test_a_jsonl_file_read_in_blocks_gives_the_same_rows_and_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A .jsonl file is read a block at a time: lines across blocks, a line longer than a
+    block, a character of several bytes at a block's end, a BOM and CRLF ends read as one
+    whole-file read does; a bad byte in a later block is told at its line and byte."""
+    from eval_banana.datasets import rows as module
+
+    texts = ["short", "é" * 40, "x", "mid€dle"]
+    lines = [json.dumps({"id": str(n), "t": t}, ensure_ascii=False) for n, t in enumerate(texts)]
+    data = ("\ufeff" + "\r\n".join(lines[:2]) + "\r\n\r\n" + "\n".join(lines[2:])).encode()
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(data)
+    expected: list[tuple[str, int | None]] = [
+        (t, n) for t, n in zip(texts, [1, 2, 4, 5], strict=True)
+    ]
+    for block in (7, 16, 1 << 20):
+        monkeypatch.setattr(module, "_BLOCK", block)
+        problems: list[DefinitionError] = []
+        rows = read_rows(path=path, file="rows.jsonl", problems=problems)
+        assert problems == [] and [(r.value["t"], r.line) for r in rows] == expected, block
+    path.write_bytes(b'{"id": "a"}\n{"id": "b", "t": "caf\xe9"}\n')
+    for block in (5, 1 << 20):
+        monkeypatch.setattr(module, "_BLOCK", block)
+        with pytest.raises(DefinitionError) as raised:
+            read_rows(path=path, file="rows.jsonl", problems=[])
+        assert (
+            raised.value.message == "Dataset rows.jsonl is not UTF-8 text (line 2, byte 33: 0xE9)"
+        )
