@@ -111,18 +111,19 @@ def _problem(*, file: str, line: int | None, message: str, hint: str) -> Definit
 _SAVE_AS_UTF8 = "save the file as UTF-8 (in a spreadsheet: CSV UTF-8)"
 
 
-def _decode(*, data: bytes, file: str) -> str:
-    """The file's text, without the byte order mark spreadsheet programs put first in a UTF-8
+def _decode(*, data: bytes, file: str, offset: int = 0, number: int = 0) -> str:
+    """`data` as text, without the byte order mark spreadsheet programs put first in a UTF-8
     CSV: left in, it would rename the first column (an `id` column no longer named the cases)
-    and make a JSON file's first line unreadable."""
+    and make a JSON file's first line unreadable. `offset` and `number`: the bytes and lines
+    of the file before `data` (a block of a .jsonl file), for where a bad byte is."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise _not_utf8(
-            file=file, head=data[:2], line=line, at=exc.start, byte=data[exc.start]
-        ) from None
-    return text[1:] if text.startswith("\ufeff") else text
+        line = number + data[: exc.start].count(b"\n") + 1
+        head = data[:2] if offset == 0 else b""
+        at, byte = offset + exc.start, data[exc.start]
+        raise _not_utf8(file=file, head=head, line=line, at=at, byte=byte) from None
+    return text[1:] if offset == 0 and text.startswith("\ufeff") else text
 
 
 def _not_utf8(*, file: str, head: bytes, line: int, at: int, byte: int) -> DefinitionError:
@@ -180,15 +181,7 @@ def _line_blocks(*, handle: BinaryIO, file: str) -> Iterator[list[str]]:
 def _decoded_lines(*, data: bytes, file: str, offset: int, number: int) -> list[str]:
     """`data` (whole lines, the file's last perhaps unended) as lines of text; `offset` and
     `number`: the bytes and lines of the file before it, for where a bad byte is."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = number + data[: exc.start].count(b"\n") + 1
-        head = data[:2] if offset == 0 else b""
-        at = offset + exc.start
-        raise _not_utf8(file=file, head=head, line=line, at=at, byte=data[exc.start]) from None
-    if offset == 0 and text.startswith("\ufeff"):
-        text = text[1:]
+    text = _decode(data=data, file=file, offset=offset, number=number)
     lines = text.split("\n")
     if not lines[-1]:
         lines.pop()  # the newline that ends the last line starts no line of its own
