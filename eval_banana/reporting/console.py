@@ -10,10 +10,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.words import plural
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
     from rich.text import Text
 
+Item = TypeVar("Item")
+Key = TypeVar("Key", bound=Hashable)
 STATUS_STYLES = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "cyan"}
 _RECAP_STYLES = {"FAILED": "bold red", "ERROR": "bold yellow"}
 _MAX_CURRENT_IDS = 4
@@ -123,52 +126,60 @@ def _check_lines(*, checks: Sequence[dict[str, Any]]) -> list[str]:
     FAMILY_CASES_LISTED cases (a new kind of check, which no eval-banana output holds) shows
     its plainly passing cases as one line, where the first of them was: a family of 10,000
     cases would otherwise bury its failures in 10,000 lines of a CI log."""
-    # One pass: each family's cases and its plainly passing ones (a run may hold hundreds of
-    # families; counting per family over every check would be quadratic).
-    plain = [_plain(check) for check in checks]
-    sizes: dict[str, int] = {}
-    passing: dict[str, int] = {}
-    for check, quiet in zip(checks, plain, strict=True):
-        family = check.get("family")
-        if family is not None:
-            sizes[family] = sizes.get(family, 0) + 1
-            passing[family] = passing.get(family, 0) + quiet
-    lines: list[str] = []
-    said: set[str] = set()
-    for check, quiet in zip(checks, plain, strict=True):
-        family = check.get("family")
-        if family is None or sizes[family] <= FAMILY_CASES_LISTED or not quiet:
-            lines.append(_check_line(check=check))
-        elif family not in said:
-            said.add(family)
-            lines.append(
-                f"- {family}: {plural(count=passing[family], noun='case')} passed (each is "
-                "listed in report.md and report.json)"
-            )
-    return lines
+    sizes = Counter(check.get("family") for check in checks)
+    return _folded_lines(
+        items=checks,
+        group=lambda check: check.get("family") if _plain(check) else None,
+        large=lambda family, _: sizes[family] > FAMILY_CASES_LISTED,
+        line=lambda check: _check_line(check=check),
+        group_line=lambda family, count: (
+            f"- {family}: {plural(count=count, noun='case')} "
+            "passed (each is listed in report.md and report.json)"
+        ),
+    )
 
 
 def _skipped_lines(*, skipped: Sequence[dict[str, Any]]) -> list[str]:
     """`- <id>: skipped - <reason>` per skipped check, as eval-banana prints them; but more than
     FAMILY_CASES_LISTED cases of one family skipped for one reason (a family's own `skip:`)
     are one line, where the first of them was."""
-    groups: dict[tuple[str, str], int] = {}
-    for item in skipped:
+
+    def group(item: dict[str, Any]) -> tuple[str, str] | None:
         family = family_of(str(item["check_id"]))
-        if family is not None:
-            group = (family, str(item["reason"]))
-            groups[group] = groups.get(group, 0) + 1
+        return None if family is None else (family, str(item["reason"]))
+
+    return _folded_lines(
+        items=skipped,
+        group=group,
+        large=lambda _, count: count > FAMILY_CASES_LISTED,
+        line=lambda item: f"- {item['check_id']}: skipped - {item['reason']}",
+        group_line=lambda key, count: (
+            f"- {key[0]}: {plural(count=count, noun='case')} skipped - {key[1]}"
+        ),
+    )
+
+
+def _folded_lines(
+    *,
+    items: Sequence[Item],
+    group: Callable[[Item], Key | None],
+    large: Callable[[Key, int], bool],
+    line: Callable[[Item], str],
+    group_line: Callable[[Key, int], str],
+) -> list[str]:
+    """A line per item, but the items of a large group (`large`, given the group and how many
+    of the items are in it) as one `group_line`, where the first of them was. Each item's
+    group is asked once, and a run of hundreds of families is not scanned once per family."""
+    keys = [group(item) for item in items]
+    counts = Counter(key for key in keys if key is not None)
     lines: list[str] = []
-    said: set[tuple[str, str]] = set()
-    for item in skipped:
-        family = family_of(str(item["check_id"]))
-        group = (family or "", str(item["reason"]))
-        if family is None or groups[group] <= FAMILY_CASES_LISTED:
-            lines.append(f"- {item['check_id']}: skipped - {item['reason']}")
-        elif group not in said:
-            said.add(group)
-            count = plural(count=groups[group], noun="case")
-            lines.append(f"- {family}: {count} skipped - {item['reason']}")
+    said: set[Key] = set()
+    for item, key in zip(items, keys, strict=True):
+        if key is None or not large(key, counts[key]):
+            lines.append(line(item))
+        elif key not in said:
+            said.add(key)
+            lines.append(group_line(key, counts[key]))
     return lines
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -261,11 +262,7 @@ FAMILY_CASES_LISTED = 20
 
 def selected_family_sizes(*, checks: Iterable[PlannedCheck]) -> dict[str, int]:
     """How many cases of each dataset family `checks` hold (a selection may hold part)."""
-    sizes: dict[str, int] = {}
-    for check in checks:
-        if check.family is not None:
-            sizes[check.family] = sizes.get(check.family, 0) + 1
-    return sizes
+    return dict(Counter(check.family for check in checks if check.family is not None))
 
 
 def folded_in_log(*, result: CheckResult, family_size: int) -> bool:
