@@ -165,7 +165,7 @@ def changed_checks(
     `checks`: which of them are dataset cases, read by their row (None for the others)."""
     root = config.project_root
     files = [_check_files(source=source, definition=d, root=root) for source, d in checks]
-    rows = [*cases, *([None] * (len(files) - len(cases)))]
+    rows: list[CaseRows | None] = list(cases) if cases else [None] * len(files)
     for position, case in enumerate(rows):
         if case is not None:
             files[position] = files[position]._replace(rows=case.files)
@@ -182,8 +182,11 @@ def changed_checks(
         raise _setup_error(exc=exc, revision=revision, root=root) from None
     paths = found.diff.paths
     changed = sorted(paths)
+    ignored = frozenset(found.ignored)  # asked of every case: a set, not a list walked each time
     affected = [
-        _affected(check=check, paths=paths, changed=changed, ignored=found.ignored)
+        _affected(
+            check=check, paths=paths, changed=changed, ignored=found.ignored, ignored_set=ignored
+        )
         for check in files
     ]
     pasts: dict[str, Mapping[str, str] | None] = {}
@@ -191,36 +194,40 @@ def changed_checks(
         if affected[position] or case is None or paths.isdisjoint(case.files):
             continue
         if case.family not in pasts:
-            pasts[case.family] = _past_cases(case=case, found=found, root=root)
+            pasts[case.family] = _past_cases(case=case, found=found)
         past = pasts[case.family]
         affected[position] = past is None or past.get(checks[position][1]["id"]) != case.digest
     return [position for position, hit in enumerate(affected) if hit]
 
 
-def _past_cases(*, case: CaseRows, found: Changes, root: str) -> Mapping[str, str] | None:
+def _past_cases(*, case: CaseRows, found: Changes) -> Mapping[str, str] | None:
     """The family's cases at REF (check id -> digest), expanded from its dataset files as they
     were there; None when a file was added or removed since (ids by position may have moved:
     every case counts as changed) or git cannot give one."""
     if not set(case.files).isdisjoint((*found.diff.added, *found.diff.removed)):
         return None
-    from eval_banana.projectstate.git import find_repository
-
     try:
-        repo = find_repository(root=os.path.realpath(root))
-        contents = {file: file_at(repo=repo, commit=found.commit, path=file) for file in case.files}
+        contents = {
+            file: file_at(repo=found.repo, commit=found.commit, path=file) for file in case.files
+        }
     except (NotARepository, ProjectStateError):
         return None
     return case.past(contents)
 
 
 def _affected(
-    *, check: _CheckFiles, paths: frozenset[str], changed: list[str], ignored: list[str]
+    *,
+    check: _CheckFiles,
+    paths: frozenset[str],
+    changed: list[str],
+    ignored: list[str],
+    ignored_set: frozenset[str],
 ) -> bool:
     if check.patterns is None or check.outside:
         return True  # nothing says what it reads, or git cannot see all of it
     if not paths.isdisjoint(check.own):
         return True
-    if check.rows and not set(check.rows).isdisjoint(ignored):
+    if not ignored_set.isdisjoint(check.rows):
         return True  # a dataset git ignores: git cannot say whether its row changed
     if check.rows and not paths.isdisjoint(check.rows):
         # Its dataset files are read through its row alone, even where `inputs:` match them.

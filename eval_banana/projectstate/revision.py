@@ -43,6 +43,7 @@ def resolve_revision(*, repo: git.Repository, revision: str) -> str:
 
 
 class Changes(NamedTuple):
+    repo: git.Repository  # the work tree compared, for reading a file as the commit holds it
     commit: str  # the commit the revision named
     diff: StateDiff  # what the work tree adds, removes and changes relative to it
     ignored: list[str]  # files git ignores (which it cannot compare), when asked for
@@ -186,7 +187,10 @@ class Comparison:
         commit = resolve_revision(repo=repo, revision=self.revision)
         if prefixes is not None and not prefixes:
             return Changes(
-                commit=commit, diff=StateDiff(added=(), removed=(), changed=()), ignored=[]
+                repo=repo,
+                commit=commit,
+                diff=StateDiff(added=(), removed=(), changed=()),
+                ignored=[],
             )
         assert self.with_ignored or not with_ignored, "ignored files were not asked of git"
         skip = relative_folders(root=top, folders=skip_folders)
@@ -217,7 +221,7 @@ class Comparison:
             removed=tuple(sorted(p for p in removed if not skipped(p, skip))),
             changed=tuple(sorted(p for p in changed if not skipped(p, skip))),
         )
-        return Changes(commit=commit, diff=diff, ignored=ignored)
+        return Changes(repo=repo, commit=commit, diff=diff, ignored=ignored)
 
 
 def _name_status(*, output: bytes, repo: git.Repository) -> dict[str, str]:
