@@ -152,3 +152,43 @@ def test_eb_list_asked_for_json_points_at_eb_plan(project: Project, eb: Eb) -> N
     assert asked["error"]["hint"].startswith("--json: eb list prints tab-separated lines")
     planned = eb("plan", "--cwd", str(root), "--json")
     assert planned.exit_code == 0 and '"id": "a"' in planned.stdout
+
+
+def test_a_folder_holding_a_run_is_named_not_taken_for_a_run(project: Project, eb: Eb) -> None:
+    """`eb run --output-dir DIR` makes its run folder under DIR, so passing DIR (a shard job's
+    artifact) where a run folder goes is the commonest slip: each command that takes a run
+    folder says which one DIR holds, and a folder that does not exist is not listed as a run
+    whose every stage is missing."""
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    for shard in ("1/2", "2/2"):
+        out = root / f"shard-{shard[0]}"
+        done = eb("run", "--cwd", str(root), "--shard", shard, "--output-dir", str(out))
+        assert done.exit_code == 0, done.stderr
+    parent = root / "shard-1"
+    (run,) = (p for p in parent.iterdir())
+    held = f"hint: {parent} holds one run folder: pass {run}"
+    for command in (
+        ("status", "--run-dir", str(parent)),
+        ("update", "--run-dir", str(parent)),
+        ("stage", "score", "--run-dir", str(parent)),
+        ("diff", str(parent), str(run)),
+        ("merge", str(parent), str(root / "shard-2"), "--output-dir", str(root / "m")),
+    ):
+        done = eb(*command, "--cwd", str(root)) if command[0] != "diff" else eb(*command)
+        assert done.exit_code == 2, (command, done.stdout, done.stderr)
+        assert held in done.stderr, (command, done.stderr)
+        assert "missing" not in done.stdout, command
+    assert not (root / "m").exists()
+    # Two runs in one folder: the newest is named.
+    eb("run", "--cwd", str(root), "--shard", "1/2", "--output-dir", str(parent))
+    newest = max(
+        parent.iterdir(),
+        key=lambda p: json.loads((p / "stages" / "config.json").read_text())["run_created_at"],
+    )
+    done = eb("status", "--cwd", str(root), "--run-dir", str(parent))
+    assert f"{parent} holds 2 run folders; the newest is {newest}" in done.stderr
+    absent = root / "no-such-run"
+    done = eb("status", "--cwd", str(root), "--run-dir", str(absent))
+    assert done.exit_code == 2
+    assert done.stderr.startswith(f"--run-dir {absent} does not exist")
+    assert "stages/config.json" not in done.stdout

@@ -218,10 +218,27 @@ def resolve_run_dir(args: argparse.Namespace) -> Path:
     """--run-dir, else the newest run under the configured output folder."""
     from eval_banana.core.errors import StageFileError
     from eval_banana.pipeline.request import load_config
-    from eval_banana.settings.rundir import new_run_id, newest_run_dir
+    from eval_banana.settings.rundir import (
+        new_run_id,
+        newest_run_dir,
+        not_a_run_folder,
+        runs_held,
+    )
 
     if args.run_dir:
-        return Path(args.run_dir).resolve()
+        given = Path(args.run_dir).resolve()
+        problem = not_a_run_folder(folder=given)
+        if problem is not None:
+            held = runs_held(folder=given) if given.is_dir() else None
+            raise StageFileError(
+                f"--run-dir {problem}",
+                file=str(given),
+                hint=f"{held}."
+                if held
+                else "Pass a folder `eb run` wrote, or leave out "
+                "--run-dir for the newest run under the configured output folder.",
+            )
+        return given
     config = load_config(request=request(args), run_id=new_run_id())
     newest = newest_run_dir(config=config)
     if newest is None:

@@ -163,3 +163,28 @@ def newest_run_dir(*, config: ConfigDoc) -> Path | None:
         return base
     runs = runs_by_creation(base=base)
     return runs[-1] if runs else None
+
+
+def runs_held(*, folder: Path) -> str | None:
+    """What to pass instead of `folder` when it is not a run folder but holds runs.
+
+    `eb run --output-dir DIR` makes a run folder of its own under DIR (unless --flat-output), so
+    a shard job's artifact is DIR/<run id>, and passing DIR itself is the commonest slip.
+    """
+    runs = runs_by_creation(base=folder)
+    if not runs:
+        return None
+    if len(runs) == 1:
+        return f"{folder} holds one run folder: pass {runs[0]}"
+    return f"{folder} holds {len(runs)} run folders; the newest is {runs[-1]}"
+
+
+def not_a_run_folder(*, folder: Path) -> str | None:
+    """Why `folder` cannot be a run folder (None when it has the run's stages/ folder)."""
+    if not folder.exists():
+        return f"{folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if (folder / "stages").is_dir():
+        return None
+    return f"{folder} is not a run folder (it has no stages/ folder)"
