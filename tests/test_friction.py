@@ -192,3 +192,28 @@ def test_a_folder_holding_a_run_is_named_not_taken_for_a_run(project: Project, e
     assert done.exit_code == 2
     assert done.stderr.startswith(f"--run-dir {absent} does not exist")
     assert "stages/config.json" not in done.stdout
+
+
+def test_a_run_folder_without_its_config_stage_is_told_to_start_anew(
+    project: Project, eb: Eb
+) -> None:
+    """Every stage of a run folder is rebuilt from the request stages/config.json records, so a
+    folder without a readable one cannot be rebuilt: no command sends the user round to
+    `eb stage config` or `eb update`, which would only fail the same way."""
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    run = root / "broken-run"
+    (run / "stages").mkdir(parents=True)
+    status = eb("status", "--cwd", str(root), "--run-dir", str(run))
+    assert status.exit_code == 1
+    assert "config    stages/config.json     missing" in status.stdout
+    assert "nothing here can be rebuilt: start a new run with eb run" in status.stdout
+    assert "eb update" not in status.stdout
+    (run / "stages" / "config.json").write_text("{}")
+    for command in (("stage", "config"), ("stage", "discover"), ("update",)):
+        done = eb(*command, "--cwd", str(root), "--run-dir", str(run))
+        assert done.exit_code == 2, command
+        assert "start a new run with eb run" in done.stderr, (command, done.stderr)
+        assert "eb stage config" not in done.stderr, command
+    (run / "stages" / "config.json").unlink()
+    done = eb("stage", "score", "--cwd", str(root), "--run-dir", str(run))
+    assert "hint: Start a new run with eb run" in done.stderr

@@ -24,6 +24,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{state.stage:<9} {str(relative):<22} {state.state}{detail}")
     if all(state.state == "ok" for state in states):
         return 0
+    if states[0].state in ("missing", "invalid"):
+        # config.json is what every rebuild starts from (the request the run was made with).
+        print(
+            f"stages/config.json is {states[0].state}, so nothing here can be rebuilt: start "
+            "a new run with eb run"
+        )
+        return 1
     rerun = "eb update" + (f" --run-dir {args.run_dir}" if args.run_dir else "")
     print(f"To rerun exactly what is not ok: {rerun}")
     return 1

@@ -67,6 +67,19 @@ def _json_path(parts: Any) -> str:
     return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
 
 
+def _remake(stage: str, *, first: bool = False) -> str:
+    """How to make a stage file again. The config stage is remade from the request its own file
+    records, so a run folder without a readable one has nothing to remake it from."""
+    if stage == "config":
+        advice = (
+            "start a new run with eb run (stages/config.json records how this run was made, "
+            "and every stage of the folder is rebuilt from it)"
+        )
+    else:
+        advice = f"rerun the {stage} stage: eb stage {stage}"
+    return advice[0].upper() + advice[1:] if first else advice
+
+
 def _refuse_schema_errors(*, path: Path, stage: str, document: Any) -> None:
     """jsonschema's account of why `document` is not a valid stage file (none: it is one)."""
     from jsonschema.exceptions import best_match
@@ -78,7 +91,7 @@ def _refuse_schema_errors(*, path: Path, stage: str, document: Any) -> None:
             f"Stage file {path} is invalid at {where}: {error.message}",
             file=str(path),
             field_path=where,
-            hint=f"Expected a {stage} stage file of schema_version 1; rerun: eb stage {stage}.",
+            hint=f"Expected a {stage} stage file of schema_version 1; {_remake(stage)}.",
         )
 
 
@@ -119,21 +132,21 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
         raise StageFileError(
             f"Stage file missing: {path}",
             file=str(path),
-            hint=f"Run the pipeline first (eb run), or rerun this stage: eb stage {stage}.",
+            hint=f"{_remake(stage, first=True)}.",
         ) from None
     except (NotRegularFile, TooDeep) as exc:
         what = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
         raise StageFileError(
             f"Stage file {path} is {what}",
             file=str(path),
-            hint=f"Remove it and rerun: eb stage {stage}.",
+            hint=f"Remove it and {_remake(stage)}.",
         ) from None
     except (OSError, ValueError) as exc:
         raise StageFileError(
             f"Stage file {path} is not valid JSON: {exc}",
             file=str(path),
             field_path="$",
-            hint=f"The file is truncated or was edited by hand; rerun: eb stage {stage}.",
+            hint=f"The file is truncated or was edited by hand; {_remake(stage)}.",
         ) from None
     if vouched is not None and digest == vouched and _written_by_this_eb(document=document):
         return StageRead(doc=STAGE_MODELS[stage].model_validate(document), data=data, digest=digest)
@@ -149,7 +162,7 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
             f"Stage file {path} is inconsistent at {where}: {problem}",
             file=str(path),
             field_path=where,
-            hint=f"The file was edited by hand or damaged; rerun: eb stage {stage}.",
+            hint=f"The file was edited by hand or damaged; {_remake(stage)}.",
         )
     return StageRead(doc=doc, data=data, digest=digest)
 
@@ -169,7 +182,7 @@ def stage_digest(*, run_dir: Path, stage: str) -> str | None:
         raise StageFileError(
             f"Stage file {path} is {exc.strerror}",
             file=str(path),
-            hint=f"Remove it and rerun: eb stage {stage}.",
+            hint=f"Remove it and {_remake(stage)}.",
         ) from None
 
 
@@ -183,7 +196,7 @@ def upstream_digests(*, run_dir: Path, stage: str) -> dict[str, str]:
             raise StageFileError(
                 f"Stage file missing: {path}",
                 file=str(path),
-                hint=f"Rerun the {upstream} stage first: eb stage {upstream}.",
+                hint=f"{_remake(upstream, first=True)}.",
             )
         digests[upstream] = digest
     return digests
