@@ -211,6 +211,32 @@ def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(
     ]
 
 
+def test_a_case_schema_problem_is_told_at_the_rows_own_field(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A row that breaks the family's case_schema at one of its fields is told at that field:
+    in the check file's own `cases:`, the line and column of the value (where an editor should
+    jump); a row missing a required field, at the row."""
+    inline = (
+        "cases:\n"
+        "  - {id: a, name: one, ok: 'yes'}\n"
+        "  - {id: b, name: two, ok: 'maybe'}\n"
+        "  - {id: c, name: three}\n"
+        "case_schema:\n"
+        "  type: object\n"
+        "  required: [name, ok]\n"
+        "  properties: {ok: {enum: ['yes', 'no']}}\n"
+    )
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=inline)}, config=CONFIG)
+    validated = eb("validate", "--cwd", str(root), "--json")
+    told = [
+        (e["field_path"], e["line"], e["column"]) for e in json.loads(validated.stdout)["errors"]
+    ]
+    # Line 7 is case b (after the family's four header lines, `cases:` and case a); its `ok`
+    # key is at column 24.
+    assert told == [("cases.1.ok", 7, 24), ("cases.2", 8, 5)], told
+
+
 def test_a_bad_row_of_a_yaml_or_json_list_is_told_at_its_line(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

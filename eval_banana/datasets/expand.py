@@ -768,6 +768,9 @@ def expand_family(
             error = next(iter(validator.iter_errors(value)), None)
             if error is not None:
                 at = "/".join(str(part) for part in error.absolute_path)
+                # Told at the row's own field when the schema names one (`cases.1.age` in the
+                # check file's own cases, which validate turns into a line), else at the row.
+                dotted = ".".join(str(part) for part in error.absolute_path)
                 problems.append(
                     _row_problem(
                         row=row,
@@ -775,7 +778,7 @@ def expand_family(
                         + (f" at {at}" if at else "")
                         + f": {error.message}",
                         hint="fix the row or the family's case_schema",
-                        field="case_schema",
+                        field=f"case.{dotted}" if dotted else "cases",
                     )
                 )
                 continue
