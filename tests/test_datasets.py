@@ -1141,6 +1141,46 @@ def test_eb_status_sees_a_family_as_current_until_a_row_changes(
     )
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_row_added_to_a_dataset_makes_the_plan_stale_and_eb_update_runs_it(
+    fmt: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Each planned case is compared with its row, so a row only added is found by the family's
+    size, which the plan records before any selection: `eb status` names the new cases,
+    `eb update` plans and runs them alone, and a plan narrowed to some cases is stale by the
+    count (then current again once rebuilt under its selection)."""
+    name, text = _dataset(fmt)
+    family = SCRIPT_FAMILY.format(source=f"cases_from: data/{name}")
+    root = project({"eval_checks/fam.yaml": family, f"data/{name}": text}, config=CONFIG)
+    _run(eb, root)
+    dataset = root / "data" / name
+    grown = _dataset_with(fmt=fmt, text=text, row={"id": "new-1", "name": "n1", "ok": "yes"})
+    dataset.write_text(
+        _dataset_with(fmt=fmt, text=grown, row={"id": "new-2", "name": "n2", "ok": "no"})
+    )
+    status = eb("status", "--cwd", str(root))
+    assert status.exit_code == 1
+    assert f"stale  (fam[new-1], fam[new-2]: row added to data/{name})" in status.stdout
+    updated = eb("update", "--cwd", str(root))
+    assert "2 of 5 checks to run again; 3 keep their results" in updated.stdout
+    assert "rerun fam[new-2]: no result recorded" in updated.stdout
+    assert "Score: 3/5" in updated.stdout
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+    # A run of one case: the family's other rows are outside its selection, not new.
+    _run(eb, root, "--check-id", "fam[ship-1]")
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+    dataset.write_text(
+        _dataset_with(
+            fmt=fmt, text=dataset.read_text(), row={"id": "new-3", "name": "n3", "ok": "yes"}
+        )
+    )
+    status = eb("status", "--cwd", str(root))
+    assert f"stale  (fam: 1 row added to data/{name})" in status.stdout
+    updated = eb("update", "--cwd", str(root))
+    assert "0 of 1 check to run again" in updated.stdout, updated.stdout
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+
+
 def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

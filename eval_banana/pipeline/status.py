@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, StageFileError
 from eval_banana.core.files import sha256_file
@@ -91,7 +92,7 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     changes: dict[str, str] = {}
-    families: dict[str, tuple[dict[str, str], str | None]] = {}
+    families: dict[str, _FamilyNow] = {}
     for check in doc.checks:
         if check.family is not None:
             # A case's digest is its family's definition plus its own row: expand it again.
@@ -121,16 +122,54 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
         ):
             changed = check.script_path
         changes[check.id] = f"{_relative(path=changed, root=config.project_root)} changed"
+    changes.update(_rows_added(doc=doc, families=families))
     return changes
 
 
-def _case_change(
-    *, check: PlannedCheck, now: tuple[dict[str, str], str | None], config: ConfigDoc
-) -> str | None:
+def _rows_added(*, doc: PlanDoc, families: dict[str, _FamilyNow]) -> dict[str, str]:
+    """Cases a family has now that its plan never held: rows added to its dataset. Each
+    planned case is compared with its row, so rows only added would otherwise go unseen. The
+    plan records each family's size before the selection narrowed it, so a row outside the
+    selection counts too, and once the plan is rebuilt (under the same selection) it is not
+    told again."""
+    added: dict[str, str] = {}
+    planned: dict[str, set[str]] = {}
+    first: dict[str, PlannedCheck] = {}
+    for check in doc.checks:
+        if check.family is not None:
+            planned.setdefault(check.family, set()).add(check.case_id or "")
+            first.setdefault(check.family, check)
+    for family, check in first.items():
+        now = families[check.source_path]
+        size = doc.family_sizes.get(family)
+        if now.family_digest is None or size is None or now.unskipped <= size:
+            continue
+        datasets = ", ".join((check.family_files or [])[1:]) or "its dataset"
+        if len(planned[family]) == size:
+            # The whole family was planned: the new cases are exactly those not in it.
+            for case_id in now.digests:
+                if case_id not in planned[family]:
+                    added[f"{family}[{case_id}]"] = f"row added to {datasets}"
+        else:
+            count = now.unskipped - size
+            added[family] = f"{family}: {count} row{'s' if count > 1 else ''} added to {datasets}"
+    return added
+
+
+class _FamilyNow(NamedTuple):
+    """A family as it expands now: case id -> definition digest, its own digest (None when it
+    no longer loads or expands), and how many of its cases are not skipped."""
+
+    digests: dict[str, str]
+    family_digest: str | None
+    unskipped: int
+
+
+def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> str | None:
     """Why a case's recorded digest is not its digest now: its row (the family's own
     definition is as it was), the family's check file, or the row gone; None: unchanged."""
-    digests, family_now = now
-    current = digests.get(check.case_id or "")
+    family_now = now.family_digest
+    current = now.digests.get(check.case_id or "")
     if current == check.check_definition_sha256:
         return None
     shown = _relative(path=check.source_path, root=config.project_root)
@@ -143,9 +182,8 @@ def _case_change(
     return f"row changed in {datasets}"
 
 
-def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> tuple[dict[str, str], str | None]:
-    """(case id -> definition digest, the family's own digest) of the family `check` belongs
-    to, as it expands now (empty and None when it no longer loads or expands)."""
+def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
+    """The family `check` belongs to, as it expands now."""
     from eval_banana.checks.definition import freeze_script, load_definition
     from eval_banana.core.errors import DefinitionError
     from eval_banana.datasets.expand import expand_family
@@ -155,7 +193,7 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> tuple[dict[str, 
     try:
         definition = load_definition(data=source.read_bytes(), path=source)
     except (OSError, DefinitionError):
-        return {}, None
+        return _FamilyNow(digests={}, family_digest=None, unskipped=0)
     script_path = definition.get("script_path")
     frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
     expansion = expand_family(
@@ -166,7 +204,11 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> tuple[dict[str, 
         script=frozen.data if frozen is not None else None,
         skipped=dataset_skipped(config=config),
     )
-    return {case.case_id: case.digest for case in expansion.cases}, expansion.family_digest
+    return _FamilyNow(
+        digests={case.case_id: case.digest for case in expansion.cases},
+        family_digest=expansion.family_digest,
+        unskipped=sum(1 for case in expansion.cases if not case.definition.get("skip")),
+    )
 
 
 def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
