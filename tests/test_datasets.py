@@ -1181,6 +1181,44 @@ def test_a_row_added_to_a_dataset_makes_the_plan_stale_and_eb_update_runs_it(
     assert eb("status", "--cwd", str(root)).exit_code == 0
 
 
+def test_eb_update_after_one_row_edit_runs_that_case_alone_without_the_cache(
+    project: Callable[..., Path], eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """A family with `inputs:` that match its own dataset: the dataset is in each case's
+    definition digest (its row), not in its inputs, so editing one row leaves the other cases
+    current for `eb status` and `eb update` too, not only for the verdict cache: with the cache
+    off, the update runs one case, not the family."""
+    name, text = _dataset("jsonl")
+    log = tmp_path / "starts.log"
+    family = (
+        "schema_version: 1\nid: fam\ntype: deterministic\n"
+        'description: "case {{ case.name }}"\n'
+        f"cases_from: data/{name}\ninputs: [data/**, notes.txt]\n"
+        "script: |\n"
+        "  import json, sys\n"
+        "  ctx = json.load(open(sys.argv[1]))\n"
+        f"  open({str(log)!r}, 'a').write(ctx['case_id'] + '\\n')\n"
+    )
+    root = project(
+        {"eval_checks/fam.yaml": family, f"data/{name}": text, "notes.txt": "v1\n"},
+        config=CONFIG + '[cache]\nmode = "off"\n',
+    )
+    _run(eb, root)
+    assert sorted(log.read_text().split()) == ["refund-1", "refund-2", "ship-1"]
+    log.unlink()
+    (root / "data" / name).write_text(text.replace("shipping", "shipping soon"))
+    status = eb("status", "--cwd", str(root)).stdout
+    assert f"(fam[ship-1]: row changed in data/{name})" in status
+    assert "inputs" not in status
+    updated = eb("update", "--cwd", str(root))
+    assert "1 of 3 checks to run again; 2 keep their results" in updated.stdout
+    assert log.read_text().split() == ["ship-1"]
+    # A file the inputs match that is no dataset of the family: every case reads it.
+    (root / "notes.txt").write_text("v2\n")
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "fam[refund-1]: inputs data/**, notes.txt changed" in status
+
+
 def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

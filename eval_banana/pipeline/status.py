@@ -260,7 +260,7 @@ def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> 
 
     recorded = executed.input_digests
     declared = {
-        check.id: patterns
+        check.id: (patterns, tuple(check.family_files or ()))
         for check in plan.checks
         if check.id in recorded and (patterns := declared_inputs(check.definition)) is not None
     }
@@ -269,10 +269,12 @@ def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> 
     reader = CheckInputs(
         config=config, definitions=[c.definition for c in plan.checks if c.id in declared]
     )
+    # A case's own row is its definition's (validate's staleness), not an input's: its family
+    # files are left out here as execute left them out when it recorded the digest.
     return {
         check_id: f"inputs {', '.join(patterns) or '(none)'} changed"
-        for check_id, patterns in declared.items()
-        if reader.digest(inputs=patterns) != recorded[check_id]
+        for check_id, (patterns, family_files) in declared.items()
+        if reader.digest(inputs=patterns, excluding=family_files) != recorded[check_id]
     }
 
 

@@ -301,7 +301,11 @@ def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) ->
         for check in checks:
             declared = declared_inputs(check.definition)
             if declared is not None:
-                digests[check.id] = reader.digest(inputs=declared)
+                # A case's family files are in its definition digest, as in its cache key:
+                # editing one row leaves the other cases' inputs as they were.
+                digests[check.id] = reader.digest(
+                    inputs=declared, excluding=tuple(check.family_files or ())
+                )
     except (ProjectStateError, NotARepository, OSError):
         logger.warning("Could not read the checks' input files", exc_info=True)
         return {}
