@@ -1219,6 +1219,34 @@ def test_eb_update_after_one_row_edit_runs_that_case_alone_without_the_cache(
     assert "fam[refund-1]: inputs data/**, notes.txt changed" in status
 
 
+def test_eb_status_sees_a_failed_plans_problem_fixed_or_changed(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A plan that failed validation holds no checks to compare, only its problems: `eb
+    status` validates again, so a bad row fixed (or made bad another way) is stale, not shown
+    as the old failure until `eb update`; the same problems keep it failed."""
+    name, text = _dataset("jsonl")
+    family = SCRIPT_FAMILY.format(source=f"cases_from: data/{name}")
+    root = project({"eval_checks/fam.yaml": family, f"data/{name}": text}, config=CONFIG)
+    dataset = root / "data" / name
+    dataset.write_text(text + '{"id": "bad id", "name": "x", "ok": "yes"}\n')
+    assert eb("run", "--cwd", str(root)).exit_code == 2
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "failed  (data/rows.jsonl line 4: case id 'bad id' is not" in status
+    dataset.write_text(text + '{"id": "worse id", "name": "x", "ok": "yes"}\n')
+    status = eb("status", "--cwd", str(root)).stdout
+    assert (
+        "stale  (the problems it recorded changed; the first now: data/rows.jsonl line 4: "
+        "case id 'worse id' is not" in status
+    )
+    dataset.write_text(text)
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "stale  (the problems it recorded are gone: the checks validate now)" in status
+    updated = eb("update", "--cwd", str(root))
+    assert updated.exit_code == 1 and "Score: 2/3" in updated.stdout  # refund-2 fails by design
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+
+
 def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -217,6 +217,8 @@ def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
     is every case's reason); for plain checks (a shared script), with their count."""
     from eval_banana.core.caseid import split_case_check_id
 
+    if not doc.ok:
+        return _failure_changed(doc=doc, run_dir=run_dir)
     by_reason: dict[str, list[str]] = {}
     for check_id, why in definition_changes(doc=doc, run_dir=run_dir).items():
         by_reason.setdefault(why, []).append(check_id)
@@ -227,6 +229,31 @@ def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
         else:
             changes.append(why if len(ids) == 1 else f"{why} ({len(ids)} checks)")
     return _describe_changes(changes) if changes else None
+
+
+def _failure_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
+    """A failed plan holds no checks to compare, only its problems: validate again (under the
+    selection it applied) and say whether they are gone or are others now, so a fixed row or
+    check file is seen before `eb update`. The same problems keep the plan `failed`."""
+    from eval_banana.stages.validate import validate
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    discovered: DiscoverDoc = read_stage(run_dir=run_dir, stage="discover")
+    try:
+        now = validate(
+            config=config.model_copy(update={"selection": doc.selection}),
+            discovered=discovered,
+            inputs={},
+        ).plan
+    except EvalBananaError:
+        return None  # it cannot be planned now either: the failure stands
+    if now.ok:
+        return "the problems it recorded are gone: the checks validate now"
+
+    if now.errors == doc.errors:  # the same problem records: the failure is up to date
+        return None
+    first = now.errors[0].message.splitlines()[0] if now.errors else "none"
+    return f"the problems it recorded changed; the first now: {first}"
 
 
 def _script_changed(*, check: PlannedCheck, run_dir: Path) -> bool:
