@@ -94,10 +94,19 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
         raise _too_deep(path=path) from None
     _refuse_unbounded(value=document, path=path)
     if not isinstance(document, dict):
+        hint = "A check file is one mapping: schema_version, id, type, description, ..."
+        if isinstance(document, list):
+            # A list of mappings next to the checks is most likely a family's dataset.
+            hint = (
+                "A check file is one mapping (schema_version, id, type, ...); a list is a "
+                "dataset's shape. Every .yaml file in an eval_checks/ folder is read as a check, "
+                "so keep datasets outside it (data/rows.yaml, named by the family's cases_from) "
+                "or write them as .jsonl, .json or .csv."
+            )
         raise DefinitionError(
             f"Invalid check definition in {path}: top-level YAML must be a mapping",
             file=str(path),
-            hint="A check file is one mapping: schema_version, id, type, description, ...",
+            hint=hint,
         )
     _refuse_tagged_values(value=document, path=path, text=text)
     return document

@@ -257,6 +257,27 @@ def test_llm_judge_rename_takes_precedence(
     assert "Update the 'type' field in your YAML to 'harness_judge'." in result.stderr
 
 
+def test_a_dataset_left_in_eval_checks_is_told_as_one(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Every .yaml file in eval_checks/ is read as a check, so a family's YAML dataset kept
+    beside it fails as a check: the hint says where datasets go, which the mapping-only hint of
+    any other non-check YAML (a bare text) does not."""
+    root = project({})
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "rows.yaml").write_text("- {id: a, q: x}\n- {id: b, q: y}\n")
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert "a list is a dataset's shape" in result.stderr
+    assert "keep datasets outside it (data/rows.yaml, named by the family's cases_from)" in (
+        result.stderr
+    )
+    (root / "eval_checks" / "rows.yaml").write_text("just text\n")
+    result = eb("validate", "--cwd", str(root))
+    assert "top-level YAML must be a mapping" in result.stderr
+    assert "a dataset's shape" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
