@@ -181,6 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 3
+    except BrokenPipeError:
+        # Before OSError, of which it is one. The reader of stdout went away (`eb list | head`):
+        # the reports are already on disk, and a closed stdout must not turn into a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except OSError as exc:
         # A write no helper turned into a WriteFault: the same one line and exit 3.
         if exc.errno not in _WRITE_FAULT_ERRNOS or "--verbose" in raw:
@@ -188,11 +194,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         fault = WriteFault.of(path=exc.filename or "a file", exc=exc)
         _report_error(fault, as_json=as_json, command=command)
         return fault.exit_code
-    except BrokenPipeError:
-        # The reports are already on disk; a closed stdout must not turn into a traceback.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
 
 
 # Objects between collections of the youngest generation (Python's default is 700). A run

@@ -252,3 +252,26 @@ def test_eb_under_a_profiler_exits_the_usual_way(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr  # `eb list` returns from main: no SystemExit
     assert out.stat().st_size > 0
+
+
+def test_a_reader_that_closes_stdout_early_gets_no_traceback(tmp_path: Path) -> None:
+    """`eb list --cases | head -1`: the reader goes away while eb still prints (a family of
+    thousands of cases is far more than a pipe holds). eb stops quietly with exit 1, as a
+    Python program whose stdout closed does; a traceback would be eb's own failure."""
+    root = tmp_path / "proj"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text(CONFIG)
+    rows = "".join(f"  - {{id: c{n}}}\n" for n in range(5000))
+    (root / "eval_checks" / "fam.yaml").write_text(
+        'schema_version: 1\nid: fam\ntype: deterministic\ndescription: "a case"\n'
+        f"cases:\n{rows}script: pass\n"
+    )
+    process = eb_process("list", "--cases", cwd=root)
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith("fam[c0]\t")
+    process.stdout.close()
+    stderr = process.stderr.read()
+    process.stderr.close()
+    assert process.wait(timeout=60) == 1
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
