@@ -478,3 +478,31 @@ def test_an_updated_merged_run_stays_merged_and_keeps_what_its_shards_spent(
     assert after["cost_usd"] == pytest.approx(before["cost_usd"])
     shown = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
     assert [(run["run_id"], run["kind"]) for run in shown["runs"]] == [(run_dir.name, "merge")]
+
+
+def test_a_refused_run_is_stale_once_its_agent_is_installed(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """A guard that refused the run (its agent CLI not found) is decided again by `eb status`:
+    once the agent is there, guard.json is stale, not still `failed` with a reason that no
+    longer holds, and `eb update` runs the judge."""
+    root = tmp_path / "proj"
+    agent = tmp_path / "bin" / "judge"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        f'[harness]\nagent = "mine"\n[agents.mine]\ncommand = ["{agent}"]\nmodel_flag = ""\n'
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "j.yaml").write_text(
+        "schema_version: 1\nid: j\ntype: harness_judge\ndescription: d\ninstructions: Score 1.\n"
+    )
+    assert eb("run", "--cwd", str(root)).exit_code == 2
+    status = eb("status", "--cwd", str(root)).stdout
+    assert f"failed  (Harness agent 'mine' needs the command '{agent}'" in status
+    agent.parent.mkdir()
+    agent.write_text('#!/bin/sh\necho \'{"score": 1, "reason": "ok"}\'\n')
+    agent.chmod(0o755)
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "stale  (the problems it recorded are gone: the run would not be refused now)" in status
+    updated = eb("update", "--cwd", str(root))
+    assert updated.exit_code == 0 and "- j: passed - ok" in updated.stdout

@@ -25,6 +25,7 @@ from eval_banana.models.stages import (
     GuardDoc,
     PlanDoc,
     PlannedCheck,
+    ProblemModel,
 )
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
@@ -247,12 +248,34 @@ def _failure_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
         ).plan
     except EvalBananaError:
         return None  # it cannot be planned now either: the failure stands
-    if now.ok:
-        return "the problems it recorded are gone: the checks validate now"
+    return _problems_now(recorded=doc.errors, now=now.errors, gone="the checks validate now")
 
-    if now.errors == doc.errors:  # the same problem records: the failure is up to date
+
+def _refusal_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:
+    """A guard that refused the run, decided again: an agent CLI installed since, a judge
+    calibrated, a setting that now resolves. Else the calibration record it read."""
+    if doc.ok:
+        return _calibration_record_changed(doc=doc, run_dir=run_dir)
+    from eval_banana.stages.guard import guard
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    now = guard(config=config, plan=plan, inputs={})
+    return _problems_now(
+        recorded=doc.problems, now=now.problems, gone="the run would not be refused now"
+    )
+
+
+def _problems_now(
+    *, recorded: list[ProblemModel], now: list[ProblemModel], gone: str
+) -> str | None:
+    """Why a stage file that records a failure is stale: its problems are gone, or others now
+    (None: the same problem records, so the failure is up to date)."""
+    if not now:
+        return f"the problems it recorded are gone: {gone}"
+    if now == recorded:
         return None
-    first = now.errors[0].message.splitlines()[0] if now.errors else "none"
+    first = now[0].message.splitlines()[0]
     return f"the problems it recorded changed; the first now: {first}"
 
 
@@ -342,7 +365,7 @@ SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
     "config": _config_source_changed,
     "discover": _check_files_changed,
     "validate": _definitions_changed,
-    "guard": _calibration_record_changed,
+    "guard": _refusal_changed,
     "execute": _results_outdated,
 }
 
