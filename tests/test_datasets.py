@@ -1181,6 +1181,24 @@ def test_a_row_added_to_a_dataset_makes_the_plan_stale_and_eb_update_runs_it(
     assert eb("status", "--cwd", str(root)).exit_code == 0
 
 
+def test_a_skipped_row_is_not_taken_for_an_added_one(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A case skipped by its own row is never planned: when a row is added, only the new case
+    is named, not the skipped one the plan never held."""
+    name, text = _dataset("jsonl")
+    skipped = text + json.dumps({"id": "later", "name": "l", "ok": "yes", "skip": "not yet"})
+    family = SCRIPT_FAMILY.format(source=f"cases_from: data/{name}")
+    root = project({"eval_checks/fam.yaml": family, f"data/{name}": skipped + "\n"}, config=CONFIG)
+    _run(eb, root)
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+    (root / "data" / name).write_text(
+        skipped + "\n" + json.dumps({"id": "new", "name": "n", "ok": "yes"}) + "\n"
+    )
+    status = eb("status", "--cwd", str(root)).stdout
+    assert f"stale  (fam[new]: row added to data/{name})" in status, status
+
+
 def test_eb_update_after_one_row_edit_runs_that_case_alone_without_the_cache(
     project: Callable[..., Path], eb: Callable[..., EbResult], tmp_path: Path
 ) -> None:

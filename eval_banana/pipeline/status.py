@@ -143,27 +143,28 @@ def _rows_added(*, doc: PlanDoc, families: dict[str, _FamilyNow]) -> dict[str, s
     for family, check in first.items():
         now = families[check.source_path]
         size = doc.family_sizes.get(family)
-        if now.family_digest is None or size is None or now.unskipped <= size:
+        if now.family_digest is None or size is None or len(now.unskipped) <= size:
             continue
         datasets = ", ".join((check.family_files or [])[1:]) or "its dataset"
         if len(planned[family]) == size:
             # The whole family was planned: the new cases are exactly those not in it.
-            for case_id in now.digests:
+            for case_id in now.unskipped:
                 if case_id not in planned[family]:
                     added[f"{family}[{case_id}]"] = f"row added to {datasets}"
         else:
-            count = now.unskipped - size
+            count = len(now.unskipped) - size
             added[family] = f"{family}: {count} row{'s' if count > 1 else ''} added to {datasets}"
     return added
 
 
 class _FamilyNow(NamedTuple):
     """A family as it expands now: case id -> definition digest, its own digest (None when it
-    no longer loads or expands), and how many of its cases are not skipped."""
+    no longer loads or expands), and the ids of its cases that are not skipped, in order (a
+    skipped case is never planned, so it is never a planned case gone missing or a new one)."""
 
     digests: dict[str, str]
     family_digest: str | None
-    unskipped: int
+    unskipped: tuple[str, ...]
 
 
 def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> str | None:
@@ -194,7 +195,7 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
     try:
         definition = load_definition(data=source.read_bytes(), path=source)
     except (OSError, DefinitionError):
-        return _FamilyNow(digests={}, family_digest=None, unskipped=0)
+        return _FamilyNow(digests={}, family_digest=None, unskipped=())
     script_path = definition.get("script_path")
     frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
     expansion = expand_family(
@@ -208,7 +209,9 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
     return _FamilyNow(
         digests={case.case_id: case.digest for case in expansion.cases},
         family_digest=expansion.family_digest,
-        unskipped=sum(1 for case in expansion.cases if not case.definition.get("skip")),
+        unskipped=tuple(
+            case.case_id for case in expansion.cases if not case.definition.get("skip")
+        ),
     )
 
 
