@@ -132,7 +132,9 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
         raise StageFileError(
             f"Stage file missing: {path}",
             file=str(path),
-            hint=f"{_remake(stage, first=True)}.",
+            hint=f"{_remake(stage, first=True)}."
+            if stage == "config"
+            else f"Run the pipeline first (eb run), or {_remake(stage)}.",
         ) from None
     except (NotRegularFile, TooDeep) as exc:
         what = exc.strerror if isinstance(exc, NotRegularFile) else str(exc)
