@@ -506,3 +506,25 @@ def test_a_refused_run_is_stale_once_its_agent_is_installed(
     assert "stale  (the problems it recorded are gone: the run would not be refused now)" in status
     updated = eb("update", "--cwd", str(root))
     assert updated.exit_code == 0 and "- j: passed - ok" in updated.stdout
+
+
+def test_a_failed_plan_is_decided_again_from_the_check_files_of_now(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """The broken check file that failed the plan is deleted: `eb status` validates the
+    project as it is now (not the discover.json that still lists the file, which is stale
+    itself), so the plan's problems are gone rather than 'cannot read' the deleted file."""
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "ok.yaml").write_text(
+        "schema_version: 1\nid: ok\ntype: deterministic\ndescription: d\nscript: pass\n"
+    )
+    (root / "eval_checks" / "broken.yaml").write_text("schema_version: 1\nid: broken\n")
+    assert eb("run", "--cwd", str(root)).exit_code == 2
+    (root / "eval_checks" / "broken.yaml").unlink()
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "stale  (eval_checks/broken.yaml removed)" in status
+    assert "stale  (the problems it recorded are gone: the checks validate now)" in status
+    assert eb("update", "--cwd", str(root)).exit_code == 0

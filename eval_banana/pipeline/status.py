@@ -239,11 +239,14 @@ def _failure_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
     """A failed plan holds no checks to compare, only its problems: validate again (under the
     selection it applied) and say whether they are gone or are others now, so a fixed row or
     check file is seen before `eb update`. The same problems keep the plan `failed`."""
+    from eval_banana.stages.discover import discover
     from eval_banana.stages.validate import validate
 
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
-    discovered: DiscoverDoc = read_stage(run_dir=run_dir, stage="discover")
     try:
+        # The check files as they are now (as `eb update` would find them), not as a
+        # discover.json that may itself be stale lists them.
+        discovered = discover(config=config, inputs={})
         now = validate(
             config=config.model_copy(update={"selection": doc.selection}),
             discovered=discovered,
