@@ -528,3 +528,47 @@ def test_a_failed_plan_is_decided_again_from_the_check_files_of_now(
     assert "stale  (eval_checks/broken.yaml removed)" in status
     assert "stale  (the problems it recorded are gone: the checks validate now)" in status
     assert eb("update", "--cwd", str(root)).exit_code == 0
+
+
+def test_an_assertions_checks_artifact_is_what_makes_its_result_stale(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """An assertions check grades its artifact, `inputs:` or not, so `eb status` compares the
+    artifact with the one its result graded (as the verdict cache's key does): an edited,
+    deleted or new artifact makes that check's result stale, and `eb update` grades it again
+    alone."""
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[cache]\nmode = "off"\n')
+    (root / "eval_checks").mkdir()
+    (root / "out").mkdir()
+    (root / "eval_checks" / "answer.yaml").write_text(
+        "schema_version: 1\nid: answer\ntype: assertions\ndescription: d\n"
+        "artifact: out/answer.json\nassert:\n  - {path: answer, op: equals, value: Paris}\n"
+    )
+    (root / "eval_checks" / "other.yaml").write_text(
+        "schema_version: 1\nid: other\ntype: assertions\ndescription: d\n"
+        "artifact: out/other.json\nassert:\n  - {path: ok, op: equals, value: true}\n"
+    )
+    (root / "out" / "answer.json").write_text('{"answer": "Lyon"}')
+    (root / "out" / "other.json").write_text('{"ok": true}')
+    assert eb("run", "--cwd", str(root)).exit_code == 1
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+    (root / "out" / "answer.json").write_text('{"answer": "Paris"}')
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "stale  (answer: artifact out/answer.json changed)" in status
+    updated = eb("update", "--cwd", str(root))
+    assert "1 of 2 checks to run again; 1 keeps its result" in updated.stdout
+    assert updated.exit_code == 0 and "Score: 2/2" in updated.stdout
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+    (root / "out" / "other.json").unlink()
+    assert (
+        "stale  (other: artifact out/other.json is gone)" in eb("status", "--cwd", str(root)).stdout
+    )
+    updated = eb("update", "--cwd", str(root))
+    assert updated.exit_code == 1 and "Score: 1/2" in updated.stdout
+    (root / "out" / "other.json").write_text('{"ok": true}')
+    assert (
+        "stale  (other: artifact out/other.json appeared)"
+        in eb("status", "--cwd", str(root)).stdout
+    )

@@ -126,13 +126,11 @@ def _deterministic(*, check: PlannedCheck, context: KeyContext) -> list[Componen
 
 
 def _assertions(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
-    artifact = str(check.definition.get("artifact") or "")
-    from eval_banana.projectstate.blobs import file_blob_id
+    from eval_banana.checks.inputs import artifact_id
 
-    found = file_blob_id(path=str(context.project_root / artifact))
-    # The artifact is what the check grades: it always counts, declared or not, ignored or not.
+    artifact = str(check.definition.get("artifact") or "")
     return [
-        ("artifact", f"{artifact}\0{found or 'absent'}"),
+        ("artifact", f"{artifact}\0{artifact_id(check=check, project_root=context.project_root)}"),
         ("evaluator", f"eval_banana {tool_version()}"),
     ]
 

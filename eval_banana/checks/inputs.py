@@ -254,3 +254,15 @@ def unmatched_inputs(
     except (ProjectStateError, NotARepository, OSError):
         return []  # the run's input digests say why, once
     return found
+
+
+def artifact_id(*, check: PlannedCheck, project_root: Path) -> str | None:
+    """The git blob id of the artifact an assertions check grades, or `absent`; None for other
+    checks. The artifact always counts, whether `inputs:` name it or git ignores it: it is
+    what the verdict is about (the cache key holds it the same way)."""
+    if check.type != "assertions":
+        return None
+    from eval_banana.projectstate.blobs import file_blob_id
+
+    artifact = str(check.definition.get("artifact") or "")
+    return file_blob_id(path=str(project_root / artifact)) or "absent"

@@ -306,6 +306,12 @@ class ExecuteDoc(StageEnvelope):
         "its result was recorded (only checks that declare `inputs:`); eb status and eb update "
         "compare it with the files on disk.",
     )
+    artifact_ids: dict[str, str] = Field(
+        default_factory=dict,
+        description="Assertions check id -> the git blob id of the artifact its result graded "
+        "('absent' when there was none); eb status and eb update compare it with the artifact "
+        "on disk, as the verdict cache's key holds it.",
+    )
 
 
 class RemoteRejections(Record):

@@ -310,8 +310,44 @@ def _calibration_record_changed(*, doc: GuardDoc, run_dir: Path) -> str | None:
 
 
 def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
-    """Check id -> why the files its `inputs:` match differ from those its result was judged on
-    (checks with no recorded input digest cannot be compared, as checks without `inputs:`)."""
+    """Check id -> why the files its `inputs:` match, or the artifact an assertions check
+    grades, differ from those its result was judged on (checks with no recorded input digest
+    cannot be compared, as checks without `inputs:`)."""
+    changes = _artifact_changes(plan=plan, executed=executed, config=config)
+    changes.update(
+        (check_id, why)
+        for check_id, why in _declared_input_changes(
+            plan=plan, executed=executed, config=config
+        ).items()
+        if check_id not in changes
+    )
+    return changes
+
+
+def _artifact_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
+    """Assertions check id -> 'artifact <path> changed' (or appeared, or is gone) since its
+    result graded it: the artifact is what its verdict is about, `inputs:` or not."""
+    from eval_banana.checks.inputs import artifact_id
+
+    recorded = executed.artifact_ids
+    root = Path(config.project_root)
+    changes: dict[str, str] = {}
+    for check in plan.checks:
+        before = recorded.get(check.id)
+        if before is None:
+            continue
+        now = artifact_id(check=check, project_root=root)
+        if now == before:
+            continue
+        artifact = check.definition.get("artifact")
+        what = "is gone" if now == "absent" else "appeared" if before == "absent" else "changed"
+        changes[check.id] = f"artifact {artifact} {what}"
+    return changes
+
+
+def _declared_input_changes(
+    *, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc
+) -> dict[str, str]:
     from eval_banana.checks.inputs import CheckInputs, declared_inputs
 
     recorded = executed.input_digests
@@ -355,7 +391,8 @@ def outdated_results(
 
 
 def _results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
-    """A checked `inputs:` file changed since the result that read it was recorded."""
+    """A checked `inputs:` file, or an assertions check's artifact, changed since the result
+    that read it was recorded."""
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
     try:

@@ -286,6 +286,11 @@ def _merged_execute(
                 for run in runs
                 for check_id, digest in run.execute.input_digests.items()
             },
+            "artifact_ids": {
+                check_id: found
+                for run in runs
+                for check_id, found in run.execute.artifact_ids.items()
+            },
         }
     )
 

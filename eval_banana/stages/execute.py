@@ -547,7 +547,13 @@ def execute(
     check_inputs = _input_reader(config=config, checks=checks, given=check_inputs)
     # Taken before any check runs: the state each verdict is judged on (eb status compares it).
     input_digests = _input_digests(checks=checks, reader=check_inputs)
-    from eval_banana.checks.inputs import unmatched_inputs
+    from eval_banana.checks.inputs import artifact_id, unmatched_inputs
+
+    artifact_ids = {
+        check.id: found
+        for check in checks
+        if (found := artifact_id(check=check, project_root=project_root)) is not None
+    }
 
     unmatched = unmatched_inputs(checks=checks, reader=check_inputs)
     cache = _open_cache(
@@ -840,6 +846,7 @@ def execute(
         family_gates=plan.family_gates,
         family_sizes=plan.family_sizes,
         input_digests=input_digests,
+        artifact_ids=artifact_ids,
         cache=cache.counts() if cache is not None else None,
     )
     return ExecuteDoc.model_validate(document)
@@ -894,7 +901,6 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
     results = [
         by_id.get(check.id) or _kept_result(check=check, previous=previous) for check in plan.checks
     ]
-    kept = previous.input_digests if previous is not None else {}
     return fresh.model_copy(
         update={
             "results": results,
@@ -902,17 +908,27 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
             "tokens_used": _reported_tokens(results),
             "cost_usd": _reported_cost_usd(results),
             "merged_from": previous.merged_from if previous is not None else fresh.merged_from,
-            "input_digests": _merged_input_digests(
-                plan=plan, results=results, fresh=fresh.input_digests, kept=kept
+            "input_digests": _merged_by_check(
+                plan=plan,
+                results=results,
+                fresh=fresh.input_digests,
+                kept=previous.input_digests if previous is not None else {},
+            ),
+            "artifact_ids": _merged_by_check(
+                plan=plan,
+                results=results,
+                fresh=fresh.artifact_ids,
+                kept=previous.artifact_ids if previous is not None else {},
             ),
         }
     )
 
 
-def _merged_input_digests(
+def _merged_by_check(
     *, plan: PlanDoc, results: list[CheckResult], fresh: dict[str, str], kept: dict[str, str]
 ) -> dict[str, str]:
-    """A fresh result's input digest, else the one recorded with the kept result."""
+    """A fresh result's input digest (or artifact id), else the one recorded with the kept
+    result."""
     digests: dict[str, str] = {}
     for check, result in zip(plan.checks, results, strict=True):
         if check.id in fresh:

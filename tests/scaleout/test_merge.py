@@ -301,6 +301,11 @@ def test_merged_folder_is_a_complete_run(scale_out: dict[str, Path]) -> None:
     score = json.loads((merged / "stages" / "score.json").read_text())
     assert (score["total_checks"], score["run_passed"]) == (40, False)
     assert score["skipped_checks"] == 1
+    # What eb status compares each assertions check's artifact with came from its shard.
+    executed = json.loads((merged / "stages" / "execute.json").read_text())
+    alone = json.loads((scale_out["one"] / "stages" / "execute.json").read_text())
+    assert executed["artifact_ids"] == alone["artifact_ids"]
+    assert sorted(alone["artifact_ids"]) == ["plan_has_owner", "plan_has_title"]
 
 
 def test_merged_stage_files_are_the_bytes_a_fresh_dump_writes(scale_out: dict[str, Path]) -> None:
