@@ -481,20 +481,19 @@ def test_an_updated_merged_run_stays_merged_and_keeps_what_its_shards_spent(
 
 
 def test_a_refused_run_is_stale_once_its_agent_is_installed(
-    tmp_path: Path, eb: Callable[..., EbResult]
+    tmp_path: Path, project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
     """A guard that refused the run (its agent CLI not found) is decided again by `eb status`:
     once the agent is there, guard.json is stale, not still `failed` with a reason that no
     longer holds, and `eb update` runs the judge."""
-    root = tmp_path / "proj"
     agent = tmp_path / "bin" / "judge"
-    (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text(
-        f'[harness]\nagent = "mine"\n[agents.mine]\ncommand = ["{agent}"]\nmodel_flag = ""\n'
-    )
-    (root / "eval_checks").mkdir()
-    (root / "eval_checks" / "j.yaml").write_text(
-        "schema_version: 1\nid: j\ntype: harness_judge\ndescription: d\ninstructions: Score 1.\n"
+    root = project(
+        {
+            "eval_checks/j.yaml": "schema_version: 1\nid: j\ntype: harness_judge\n"
+            "description: d\ninstructions: Score 1.\n"
+        },
+        config=f'[harness]\nagent = "mine"\n[agents.mine]\ncommand = ["{agent}"]\n'
+        'model_flag = ""\n',
     )
     assert eb("run", "--cwd", str(root)).exit_code == 2
     status = eb("status", "--cwd", str(root)).stdout
@@ -509,19 +508,18 @@ def test_a_refused_run_is_stale_once_its_agent_is_installed(
 
 
 def test_a_failed_plan_is_decided_again_from_the_check_files_of_now(
-    tmp_path: Path, eb: Callable[..., EbResult]
+    project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
     """The broken check file that failed the plan is deleted: `eb status` validates the
     project as it is now (not the discover.json that still lists the file, which is stale
     itself), so the plan's problems are gone rather than 'cannot read' the deleted file."""
-    root = tmp_path / "proj"
-    (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text("")
-    (root / "eval_checks").mkdir()
-    (root / "eval_checks" / "ok.yaml").write_text(
-        "schema_version: 1\nid: ok\ntype: deterministic\ndescription: d\nscript: pass\n"
+    root = project(
+        {
+            "eval_checks/ok.yaml": "schema_version: 1\nid: ok\ntype: deterministic\n"
+            "description: d\nscript: pass\n",
+            "eval_checks/broken.yaml": "schema_version: 1\nid: broken\n",
+        }
     )
-    (root / "eval_checks" / "broken.yaml").write_text("schema_version: 1\nid: broken\n")
     assert eb("run", "--cwd", str(root)).exit_code == 2
     (root / "eval_checks" / "broken.yaml").unlink()
     status = eb("status", "--cwd", str(root)).stdout
@@ -531,27 +529,24 @@ def test_a_failed_plan_is_decided_again_from_the_check_files_of_now(
 
 
 def test_an_assertions_checks_artifact_is_what_makes_its_result_stale(
-    tmp_path: Path, eb: Callable[..., EbResult]
+    project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
     """An assertions check grades its artifact, `inputs:` or not, so `eb status` compares the
     artifact with the one its result graded (as the verdict cache's key does): an edited,
     deleted or new artifact makes that check's result stale, and `eb update` grades it again
     alone."""
-    root = tmp_path / "proj"
-    (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text('[cache]\nmode = "off"\n')
-    (root / "eval_checks").mkdir()
-    (root / "out").mkdir()
-    (root / "eval_checks" / "answer.yaml").write_text(
-        "schema_version: 1\nid: answer\ntype: assertions\ndescription: d\n"
-        "artifact: out/answer.json\nassert:\n  - {path: answer, op: equals, value: Paris}\n"
+    head = "schema_version: 1\ntype: assertions\ndescription: d\n"
+    root = project(
+        {
+            "eval_checks/answer.yaml": f"{head}id: answer\nartifact: out/answer.json\n"
+            "assert:\n  - {path: answer, op: equals, value: Paris}\n",
+            "eval_checks/other.yaml": f"{head}id: other\nartifact: out/other.json\n"
+            "assert:\n  - {path: ok, op: equals, value: true}\n",
+            "out/answer.json": '{"answer": "Lyon"}',
+            "out/other.json": '{"ok": true}',
+        },
+        config='[cache]\nmode = "off"\n',
     )
-    (root / "eval_checks" / "other.yaml").write_text(
-        "schema_version: 1\nid: other\ntype: assertions\ndescription: d\n"
-        "artifact: out/other.json\nassert:\n  - {path: ok, op: equals, value: true}\n"
-    )
-    (root / "out" / "answer.json").write_text('{"answer": "Lyon"}')
-    (root / "out" / "other.json").write_text('{"ok": true}')
     assert eb("run", "--cwd", str(root)).exit_code == 1
     assert eb("status", "--cwd", str(root)).exit_code == 0
     (root / "out" / "answer.json").write_text('{"answer": "Paris"}')
