@@ -1,5 +1,5 @@
-"""--changed-since REF: the checks whose definition file, referenced script or declared inputs
-differ between the git revision REF and the work tree.
+"""--changed-since REF: the checks whose definition file, referenced script, declared inputs or
+(an assertions check) artifact differ between the git revision REF and the work tree.
 
 A check without `inputs:` is always selected: nothing says what it reads. So is a check whose
 files lie outside the project root, or whose inputs match files git ignores: git cannot say
@@ -41,7 +41,7 @@ class CaseRows(NamedTuple):
 class _CheckFiles(NamedTuple):
     """What decides whether one check is affected: its own files and its input patterns."""
 
-    own: tuple[str, ...]  # the check file and its referenced script, root-relative
+    own: tuple[str, ...]  # the check file, its referenced script, its artifact: root-relative
     patterns: InputPatterns | None  # None: no inputs declared
     outside: bool  # a file of the check lies outside the project root
     rows: tuple[str, ...] = ()  # a dataset case's dataset files: read through its row alone
@@ -59,6 +59,10 @@ def _check_files(*, source: str, definition: dict[str, Any], root: str) -> _Chec
     script_path = definition.get("script_path")
     if script_path:
         files.append((Path(source).parent / str(script_path)).resolve())
+    if definition.get("type") == "assertions" and definition.get("artifact"):
+        # What an assertions check grades counts whether `inputs:` name it or not, as in its
+        # cache key: a changed artifact selects the check.
+        files.append(Path(root) / str(definition["artifact"]))
     own = [_relative(path=path, root=root) for path in files]
     inputs = definition.get("inputs")
     return _CheckFiles(
@@ -227,6 +231,8 @@ def _affected(
         return True  # nothing says what it reads, or git cannot see all of it
     if not paths.isdisjoint(check.own):
         return True
+    if not ignored_set.isdisjoint(check.own):
+        return True  # a file of its own git ignores (a generated artifact): git cannot tell
     if not ignored_set.isdisjoint(check.rows):
         return True  # a dataset git ignores: git cannot say whether its row changed
     if check.rows and not paths.isdisjoint(check.rows):

@@ -371,3 +371,34 @@ def test_the_record_of_failures_costs_no_heavy_import(project: Callable[..., Pat
         )
         assert "HEAVY [] 1" in done.stdout, done.stdout + done.stderr
     assert (root / ".eval-banana" / "lastfailed.json").is_file()
+
+
+def test_an_assertions_checks_artifact_selects_it_inputs_or_not(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """An assertions check grades its artifact whether `inputs:` name it or not (its cache key
+    counts it always): a tracked artifact changed since REF selects the check, an unchanged one
+    does not, and one git ignores (generated output) selects it always, since git cannot say
+    whether it changed."""
+    grades = (
+        "schema_version: 1\ntype: assertions\ndescription: d\ninputs: [src/**]\n"
+        "assert:\n  - {path: ok, op: equals, value: true}\n"
+    )
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": "gen/\n.eval-banana/results/\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/tracked.yaml": f"{grades}id: tracked\nartifact: expected/out.json\n",
+            "eval_checks/generated.yaml": f"{grades}id: generated\nartifact: gen/out.json\n",
+            "src/app.py": "print(1)\n",
+            "expected/out.json": '{"ok": true}',
+        },
+    )
+    write(root, {"gen/out.json": '{"ok": true}'})
+    assert listed(eb, root, "--changed-since", "HEAD") == ["generated"]
+    write(root, {"expected/out.json": '{"ok": false}'})
+    assert listed(eb, root, "--changed-since", "HEAD") == ["generated", "tracked"]
+    commit_all(root)
+    assert listed(eb, root, "--changed-since", "HEAD") == ["generated"]
+    assert listed(eb, root, "--changed-since", "HEAD~1") == ["generated", "tracked"]
