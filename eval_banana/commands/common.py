@@ -83,9 +83,9 @@ def add_incremental(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--changed-since",
         metavar="REF",
-        help="Only the checks whose definition, script or declared inputs differ between the "
-        "git revision REF and the work tree (committed, staged, unstaged and untracked "
-        "changes count); a check without `inputs:` is always selected.",
+        help="Only the checks whose definition, script, declared inputs or (assertions) "
+        "artifact differ between the git revision REF and the work tree (committed, staged, "
+        "unstaged and untracked changes count); a check without `inputs:` is always selected.",
     )
     parser.add_argument(
         "--last-failed",
