@@ -137,7 +137,8 @@ class CheckBase(BaseModel):
         default=None,
         description="Files the check reads: glob patterns relative to the project root "
         "('**' any depth, '!pattern' excludes). The verdict cache and --changed-since then "
-        "look only at these files; without `inputs`, the whole project counts.",
+        "look only at these files (an assertions check's artifact always counts too); "
+        "without `inputs`, the whole project counts.",
         json_schema_extra={"items": {"type": "string", "pattern": INPUT_PATTERN}},
     )
 
