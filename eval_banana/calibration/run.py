@@ -110,6 +110,7 @@ class Calibrator:
             environ=environ,
             names=config.settings.execution.redact,
             extra_env=config.settings.harness.env,
+            remotes=(config.settings.cache.remote,),
         )
 
     def sample(self, run: CaseRun) -> CaseSample:

@@ -21,7 +21,9 @@ from eval_banana.core.secreturl import url_secrets
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES
 from eval_banana.settings.envpolicy import SECRET_NAMES
+from eval_banana.settings.table import variable_of
 
+REMOTE_VARIABLE = variable_of("cache.remote")
 CREDENTIAL_SUFFIXES: tuple[str, ...] = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
 MIN_CHARS = 6
 MASK = "***"
@@ -144,8 +146,9 @@ def redactor_for(
     remotes: Iterable[str | None] = (),
 ) -> Redactor:
     """The redactor of a run: credential-like variables of its environment and [harness.env],
-    and the password and query of each shared cache URL in `remotes` (none is withheld from a
-    check that reads the config file, or that was given the URL some other way)."""
+    and the password and query of the shared cache's URL: the one `environ` gives and each in
+    `remotes` (the configured one, which a stage file may hold masked while the variable holds
+    it whole). The URL is withheld from checks, but one may read it from the config file."""
     listed = tuple(names)
     secrets = [
         value
@@ -153,7 +156,8 @@ def redactor_for(
         for name, value in source.items()
         if is_credential_name(name=name, extra=listed)
     ]
-    secrets.extend(secret for url in remotes if url for secret in url_secrets(url))
+    urls = (environ.get(REMOTE_VARIABLE), *remotes)
+    secrets.extend(secret for url in urls if url for secret in url_secrets(url))
     return Redactor(secrets=secrets)
 
 

@@ -56,7 +56,6 @@ from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sam
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
 from eval_banana.settings.envpolicy import build_base_env
 from eval_banana.settings.folders import cache_dir, history_dir
-from eval_banana.settings.table import variable_of
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
@@ -529,7 +528,7 @@ def execute(
         environ=source,
         names=config.settings.execution.redact,
         extra_env=config.settings.harness.env,
-        remotes=(config.settings.cache.remote, source.get(variable_of("cache.remote"))),
+        remotes=(config.settings.cache.remote,),
     )
     project_root = Path(config.project_root)
     results: list[CheckResult | None] = [None] * len(checks)

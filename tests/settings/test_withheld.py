@@ -49,3 +49,11 @@ def test_the_remote_url_reaches_no_check_and_only_its_secrets_are_masked() -> No
     redactor = redactor_for(environ=environ, names=(), remotes=(url, None))
     assert redactor.text(f"{url} pa!ss-word") == "https://ci:***@cache.example/eb?*** ***"
     assert redactor_for(environ={}, names=(), remotes=("s3://bucket/eb",)).secrets == ()
+
+
+def test_every_redactor_masks_the_remote_url_its_environment_gives() -> None:
+    """The run's redactor, a judge's transcript and a calibration run all build theirs from an
+    environment: the URL's secrets come from it without each caller passing the URL again."""
+    url = "https://ci:pa%21ss-word@cache.example/eb"
+    redactor = redactor_for(environ={"EVAL_BANANA_CACHE_REMOTE": url}, names=())
+    assert redactor.text("pa!ss-word pa%21ss-word") == "*** ***"
