@@ -41,11 +41,14 @@ class KeyContext:
         harness: ResolvedHarness | None,
         inputs: CheckInputs,
         environ: Mapping[str, str],
+        artifacts: Mapping[str, str],
     ) -> None:
+        """`artifacts`: each assertions check's artifact id (checks.inputs.artifact_ids)."""
         self.settings = settings
         self.project_root = project_root
         self.harness = harness
         self.inputs = inputs
+        self.artifacts = artifacts
         self.env_names = "\0".join(variable_names(settings=settings, environ=environ))
         # (model, effort) -> the judge components every check asking for them shares.
         self._agent_parts: dict[tuple[str | None, str | None], list[Component]] = {}
@@ -126,11 +129,10 @@ def _deterministic(*, check: PlannedCheck, context: KeyContext) -> list[Componen
 
 
 def _assertions(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
-    from eval_banana.checks.inputs import artifact_id
-
     artifact = str(check.definition.get("artifact") or "")
+    # The artifact is what the check grades: it always counts, declared or not, ignored or not.
     return [
-        ("artifact", f"{artifact}\0{artifact_id(check=check, project_root=context.project_root)}"),
+        ("artifact", f"{artifact}\0{context.artifacts[check.id]}"),
         ("evaluator", f"eval_banana {tool_version()}"),
     ]
 

@@ -25,7 +25,7 @@ from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.store import Blob, CacheStore
-from eval_banana.checks.inputs import CheckInputs
+from eval_banana.checks.inputs import CheckInputs, artifact_ids
 from eval_banana.core import forked
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFault
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
@@ -98,9 +98,11 @@ class CacheSession:
         run_dir: Path,
         environ: Mapping[str, str],
         inputs: CheckInputs | None = None,
+        artifacts: Mapping[str, str] | None = None,
     ) -> None:
         """`inputs`: the reader of the checks' input states, when the caller keeps it (a run
-        kept as a replay records the states its keys were computed from)."""
+        kept as a replay records the states its keys were computed from); `artifacts`: the
+        assertions checks' artifact ids, when the caller has them (execute records them)."""
         settings = config.settings
         self.mode = settings.cache.mode
         self.run_id = plan.run_id
@@ -144,6 +146,9 @@ class CacheSession:
                 if inputs is not None
                 else CheckInputs(config=config, definitions=[c.definition for c in plan.checks]),
                 environ=environ,
+                artifacts=artifacts
+                if artifacts is not None
+                else artifact_ids(checks=plan.checks, project_root=Path(config.project_root)),
             )
             self.keys = _keys(checks=plan.checks, context=context)
             self._context = context
@@ -434,7 +439,7 @@ class CacheSession:
             and self.writes
             and _storable(result=result)
             and not self._discarded
-            and self._still_keyed(check=check, key=key)
+            and self._still_keyed(check=check)
         ):
             try:
                 stored = self._store(check=check, result=result, key=key)
@@ -452,13 +457,14 @@ class CacheSession:
         details = {**result.details, "cache": {"hit": False, "key": key, "stored": stored}}
         return result.model_copy(update={"details": details})
 
-    def _still_keyed(self, *, check: PlannedCheck, key: str) -> bool:
-        """Whether the files a check's key read on their own are still as the key took them:
-        an assertions artifact another check wrote meanwhile was graded, not the one keyed."""
+    def _still_keyed(self, *, check: PlannedCheck) -> bool:
+        """Whether the file a check's key read on its own is still as the key took it: an
+        assertions artifact another check wrote meanwhile was graded, not the one keyed (the
+        rest of a key is read from the run's input state, which checks do not change)."""
         if check.type != "assertions" or self._context is None:
             return True
-        components = check_components(check=check, context=self._context)
-        return components is not None and verdict_key(components=components) == key
+        now = artifact_ids(checks=[check], project_root=self._context.project_root)
+        return now[check.id] == self._context.artifacts[check.id]
 
     def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> bool:
         """Store a verdict; whether it was kept (never once the run was found compromised)."""

@@ -256,13 +256,20 @@ def unmatched_inputs(
     return found
 
 
-def artifact_id(*, check: PlannedCheck, project_root: Path) -> str | None:
-    """The git blob id of the artifact an assertions check grades, or `absent`; None for other
-    checks. The artifact always counts, whether `inputs:` name it or git ignores it: it is
-    what the verdict is about (the cache key holds it the same way)."""
-    if check.type != "assertions":
-        return None
+def artifact_ids(*, checks: Iterable[PlannedCheck], project_root: Path) -> dict[str, str]:
+    """Assertions check id -> the git blob id of the artifact it grades, or `absent`. The
+    artifact always counts, whether `inputs:` name it or git ignores it: it is what the verdict
+    is about. Each path is read once (a family's cases often grade one file); a run computes
+    them once, for its cache keys and for execute.json, which `eb status` compares."""
     from eval_banana.projectstate.blobs import file_blob_id
 
-    artifact = str(check.definition.get("artifact") or "")
-    return file_blob_id(path=str(project_root / artifact)) or "absent"
+    by_path: dict[str, str] = {}
+    found: dict[str, str] = {}
+    for check in checks:
+        if check.type != "assertions":
+            continue
+        artifact = str(check.definition.get("artifact") or "")
+        if artifact not in by_path:
+            by_path[artifact] = file_blob_id(path=str(project_root / artifact)) or "absent"
+        found[check.id] = by_path[artifact]
+    return found

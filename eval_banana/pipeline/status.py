@@ -327,16 +327,14 @@ def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> 
 def _artifact_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
     """Assertions check id -> 'artifact <path> changed' (or appeared, or is gone) since its
     result graded it: the artifact is what its verdict is about, `inputs:` or not."""
-    from eval_banana.checks.inputs import artifact_id
+    from eval_banana.checks.inputs import artifact_ids
 
     recorded = executed.artifact_ids
-    root = Path(config.project_root)
+    compared = [check for check in plan.checks if check.id in recorded]
+    current = artifact_ids(checks=compared, project_root=Path(config.project_root))
     changes: dict[str, str] = {}
-    for check in plan.checks:
-        before = recorded.get(check.id)
-        if before is None:
-            continue
-        now = artifact_id(check=check, project_root=root)
+    for check in compared:
+        before, now = recorded[check.id], current.get(check.id)
         if now == before:
             continue
         artifact = check.definition.get("artifact")

@@ -208,7 +208,7 @@ def _keys(
     this run (then it is off for the run too)."""
     from eval_banana.cache.components import KeyContext, check_components
     from eval_banana.cache.key import verdict_key
-    from eval_banana.checks.inputs import CheckInputs
+    from eval_banana.checks.inputs import CheckInputs, artifact_ids
     from eval_banana.core.errors import ProjectStateError
     from eval_banana.projectstate.git import NotARepository
 
@@ -219,6 +219,7 @@ def _keys(
             harness=harness,
             inputs=CheckInputs(config=config, definitions=[c.definition for c in plan.checks]),
             environ=environ,
+            artifacts=artifact_ids(checks=plan.checks, project_root=Path(config.project_root)),
         )
         keys: dict[str, str] = {}
         for check in plan.checks:

@@ -252,6 +252,7 @@ def _open_cache(
     run_dir: Path,
     environ: Mapping[str, str] | None,
     check_inputs: CheckInputs | None,
+    artifacts: Mapping[str, str],
 ) -> CacheSession | None:
     """The verdict cache for this run, when `[cache] mode` is not off and there are checks."""
     if config.settings.cache.mode == "off" or not plan.checks:
@@ -265,6 +266,7 @@ def _open_cache(
         run_dir=run_dir,
         environ=os.environ if environ is None else environ,
         inputs=check_inputs,
+        artifacts=artifacts,
     )
 
 
@@ -546,13 +548,10 @@ def execute(
     check_inputs = _input_reader(config=config, checks=checks, given=check_inputs)
     # Taken before any check runs: the state each verdict is judged on (eb status compares it).
     input_digests = _input_digests(checks=checks, reader=check_inputs)
-    from eval_banana.checks.inputs import artifact_id, unmatched_inputs
+    from eval_banana.checks.inputs import artifact_ids, unmatched_inputs
 
-    artifact_ids = {
-        check.id: found
-        for check in checks
-        if (found := artifact_id(check=check, project_root=project_root)) is not None
-    }
+    # Taken before any check runs too, once for the keys and for execute.json.
+    artifacts = artifact_ids(checks=checks, project_root=project_root)
 
     unmatched = unmatched_inputs(checks=checks, reader=check_inputs)
     cache = _open_cache(
@@ -562,6 +561,7 @@ def execute(
         run_dir=run_dir,
         environ=environ,
         check_inputs=check_inputs,
+        artifacts=artifacts,
     )
     # Opened only when some check is left to run: a fully cached run starts no judge.
     isolation: IsolationSession | None = None
@@ -845,7 +845,7 @@ def execute(
         family_gates=plan.family_gates,
         family_sizes=plan.family_sizes,
         input_digests=input_digests,
-        artifact_ids=artifact_ids,
+        artifact_ids=artifacts,
         cache=cache.counts() if cache is not None else None,
     )
     return ExecuteDoc.model_validate(document)
