@@ -229,7 +229,7 @@ def resolve_run_dir(args: argparse.Namespace) -> Path:
         given = Path(args.run_dir).resolve()
         problem = not_a_run_folder(folder=given)
         if problem is not None:
-            held = runs_held(folder=given) if given.is_dir() else None
+            held = runs_held(folder=given)
             raise StageFileError(
                 f"--run-dir {problem}",
                 file=str(given),

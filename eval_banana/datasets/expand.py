@@ -767,10 +767,11 @@ def expand_family(
         if validator is not None:
             error = next(iter(validator.iter_errors(value)), None)
             if error is not None:
-                at = "/".join(str(part) for part in error.absolute_path)
+                parts = [str(part) for part in error.absolute_path]
+                at = "/".join(parts)
                 # Told at the row's own field when the schema names one (`cases.1.age` in the
                 # check file's own cases, which validate turns into a line), else at the row.
-                dotted = ".".join(str(part) for part in error.absolute_path)
+                dotted = ".".join(parts)
                 problems.append(
                     _row_problem(
                         row=row,

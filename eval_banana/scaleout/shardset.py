@@ -143,7 +143,7 @@ def _file_digest(*, run_dir: Path, stage: str) -> str:
 def read_shard(*, run_dir: Path) -> ShardRun:
     """Read and check one shard folder: a finished run of `eb run --shard K/N`."""
     if not stage_path(run_dir=run_dir, stage="config").is_file():
-        held = runs_held(folder=run_dir) if run_dir.is_dir() else None
+        held = runs_held(folder=run_dir)
         raise _refuse(
             f"{run_dir} is not a run folder (it has no stages/config.json)",
             run_dir=run_dir,

@@ -170,6 +170,7 @@ def runs_held(*, folder: Path) -> str | None:
 
     `eb run --output-dir DIR` makes a run folder of its own under DIR (unless --flat-output), so
     a shard job's artifact is DIR/<run id>, and passing DIR itself is the commonest slip.
+    None also when `folder` is no folder at all.
     """
     runs = runs_by_creation(base=folder)
     if not runs:
