@@ -222,21 +222,21 @@ def resolve_run_dir(args: argparse.Namespace) -> Path:
         new_run_id,
         newest_run_dir,
         not_a_run_folder,
-        runs_held,
+        run_folder_hint,
     )
 
     if args.run_dir:
         given = Path(args.run_dir).resolve()
         problem = not_a_run_folder(folder=given)
         if problem is not None:
-            held = runs_held(folder=given)
             raise StageFileError(
                 f"--run-dir {problem}",
                 file=str(given),
-                hint=f"{held}."
-                if held
-                else "Pass a folder `eb run` wrote, or leave out "
-                "--run-dir for the newest run under the configured output folder.",
+                hint=run_folder_hint(
+                    folder=given,
+                    otherwise="Pass a folder `eb run` wrote, or leave out --run-dir for the "
+                    "newest run under the configured output folder.",
+                ),
             )
         return given
     config = load_config(request=request(args), run_id=new_run_id())

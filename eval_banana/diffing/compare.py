@@ -24,7 +24,7 @@ from eval_banana.models.diff import (
     RunDiff,
 )
 from eval_banana.models.result import ERROR_CLASSES, ErrorClass
-from eval_banana.settings.rundir import runs_held
+from eval_banana.settings.rundir import run_folder_hint
 
 REPORT_JSON = "report.json"
 DIFF_JSON = "diff.json"
@@ -207,13 +207,13 @@ def load_run(*, run_dir: Path) -> RunSummary:
     try:
         data = read_regular(path)
     except FileNotFoundError:
-        held = runs_held(folder=run_dir)
         raise RunFolderError(
             f"Not a run folder: {run_dir} has no {REPORT_JSON}",
             file=str(run_dir),
-            hint=f"{held}."
-            if held
-            else "Pass a folder that `eb run` or `eb merge` wrote, or `latest`.",
+            hint=run_folder_hint(
+                folder=run_dir,
+                otherwise="Pass a folder that `eb run` or `eb merge` wrote, or `latest`.",
+            ),
         ) from None
     except OSError as exc:
         raise RunFolderError(f"Cannot read {path}: {exc}", file=str(path)) from None

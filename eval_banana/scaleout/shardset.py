@@ -22,7 +22,7 @@ from eval_banana.models.stages import (
     ReportDoc,
     ScoreDoc,
 )
-from eval_banana.settings.rundir import runs_held
+from eval_banana.settings.rundir import run_folder_hint
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, StageRead, read_stage_file, stage_digest
 from eval_banana.stagefiles.text import file_element_texts
@@ -143,14 +143,16 @@ def _file_digest(*, run_dir: Path, stage: str) -> str:
 def read_shard(*, run_dir: Path) -> ShardRun:
     """Read and check one shard folder: a finished run of `eb run --shard K/N`."""
     if not stage_path(run_dir=run_dir, stage="config").is_file():
-        held = runs_held(folder=run_dir)
         raise _refuse(
             f"{run_dir} is not a run folder (it has no stages/config.json)",
             run_dir=run_dir,
-            hint=f"{held}: `eb run --output-dir DIR` makes its run folder under DIR, so pass "
-            "DIR/* for each shard (or run the shards with --flat-output)."
-            if held
-            else "Pass the folders `eb run --shard K/N` wrote (the ones holding report.json).",
+            hint=run_folder_hint(
+                folder=run_dir,
+                after=": `eb run --output-dir DIR` makes its run folder under DIR, so pass DIR/* "
+                "for each shard (or run the shards with --flat-output).",
+                otherwise="Pass the folders `eb run --shard K/N` wrote (the ones holding "
+                "report.json).",
+            ),
         )
     # Read from the last stage back: each file is vouched for by the digest the next one
     # recorded, so the large ones (plan.json, execute.json) need no second check while they

@@ -165,6 +165,13 @@ def newest_run_dir(*, config: ConfigDoc) -> Path | None:
     return runs[-1] if runs else None
 
 
+def run_folder_hint(*, folder: Path, otherwise: str, after: str = ".") -> str:
+    """The hint for `folder` given where a run folder goes: the run it holds (then `after`), or
+    `otherwise` when it holds none."""
+    held = runs_held(folder=folder)
+    return f"{held}{after}" if held else otherwise
+
+
 def runs_held(*, folder: Path) -> str | None:
     """What to pass instead of `folder` when it is not a run folder but holds runs.
 
