@@ -73,6 +73,8 @@ class Sizes:
     w18_cases: int
     w20_cases: int
     w21_cases: int
+    w24_cases: int
+    w24_artifact_bytes: int
     w17_judges: int = 1_000  # W17: judges cached on S3 only
     w17_slow_judges: int = 100  # W17: judges against a remote that never answers
 
@@ -107,6 +109,8 @@ FULL = Sizes(
     w18_cases=10_000,
     w20_cases=10_000,
     w21_cases=1_000,
+    w24_cases=1_000,
+    w24_artifact_bytes=5 * MB,
 )
 
 QUICK = Sizes(
@@ -141,6 +145,8 @@ QUICK = Sizes(
     w17_slow_judges=10,
     w20_cases=40,
     w21_cases=20,
+    w24_cases=40,
+    w24_artifact_bytes=256 * KB,
 )
 
 
@@ -1028,6 +1034,49 @@ def edit_one_row(*, root: Path, run: int) -> str:
     return f"q{index:05d}"
 
 
+# W24 -----------------------------------------------------------------------------------------
+
+W24_FAMILY = """\
+schema_version: 1
+id: prices
+type: assertions
+description: "the price of {{ case.sku }}"
+cases_from: data/prices.jsonl
+artifact: out/prices.json
+assert:
+  - path: "prices.{{ case.sku }}"
+    op: equals
+    value: "{{ case.price }}"
+"""
+
+
+def _w24_project(*, project: Path, cases: int, padding: int) -> None:
+    write_config(project=project)
+    _write(project / "eval_checks" / "prices.yaml", W24_FAMILY)
+    rows = "".join(
+        json.dumps({"id": f"p{index:05d}", "sku": f"sku{index}", "price": index / 4}) + "\n"
+        for index in range(cases)
+    )
+    _write(project / "data" / "prices.jsonl", rows)
+    prices = {f"sku{index}": index / 4 for index in range(cases)}
+    # The rest of the model's output (its reasoning, say), which no assertion reads.
+    notes = ["a note the grader never reads " * 2] * (padding // 64)
+    _write(project / "out" / "prices.json", json.dumps({"prices": prices, "notes": notes}))
+
+
+def build_w24(*, sizes: Sizes) -> Callable[[Path], None]:
+    """An assertions family whose `w24_cases` cases all grade one artifact of about
+    `w24_artifact_bytes`; the floor project is the same family over the prices alone."""
+
+    def build(root: Path) -> None:
+        _w24_project(
+            project=root / "project", cases=sizes.w24_cases, padding=sizes.w24_artifact_bytes
+        )
+        _w24_project(project=root / "floor-project", cases=sizes.w24_cases, padding=0)
+
+    return build
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -1065,6 +1114,7 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W21": lambda sizes: build_w21(sizes=sizes),
     # The history page (`eb history --html`) over the same history folder as W19.
     "W23": lambda sizes: build_w19(sizes=sizes),
+    "W24": lambda sizes: build_w24(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs, W22 (one edited row) on W21's family.

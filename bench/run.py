@@ -132,7 +132,9 @@ DOC_BLOCKS = (
     DocBlock(name="schedule-figures", keys=frozenset({"W15", "W16"}), paths=(DOC, SCHEDULE_DOC)),
     DocBlock(name="shared-cache-figures", keys=frozenset({"W17"}), paths=(DOC,)),
     DocBlock(
-        name="bench-table-datasets", keys=frozenset({"W18", "W20", "W21", "W22"}), paths=(DOC,)
+        name="bench-table-datasets",
+        keys=frozenset({"W18", "W20", "W21", "W22", "W24"}),
+        paths=(DOC,),
     ),
 )
 
@@ -1151,6 +1153,31 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
         ]
     if key in ("W21", "W22"):
         return _w21_cases(key=key, root=root, sizes=sizes, n=n)
+    if key == "W24":
+        run = ["run", "--cache", "off", "--max-parallel-checks", "4"]
+        return [
+            Case(
+                key="W24",
+                name=f"eb run, one assertions family of {sizes.w24_cases} cases grading one "
+                f"{generate._human(sizes.w24_artifact_bytes)} artifact",
+                eb_args=[*run, "--cwd", str(root / "project")],
+                floor=[
+                    sys.executable,
+                    "-m",
+                    "eval_banana",
+                    *run,
+                    "--cwd",
+                    str(root / "floor-project"),
+                    "--output-dir",
+                    str(root / "floor-out"),
+                ],
+                floor_label="eb run, same family, an artifact of the prices alone",
+                floor_cwd=REPO,
+                target=1.25,
+                output_dir=True,
+                runs=n(5),
+            )
+        ]
     if key == "W14":
         return [
             Case(

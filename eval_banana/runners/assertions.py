@@ -29,7 +29,10 @@ def run_assertions(ctx: RunContext) -> CheckResult:
         return error_result(
             check=ctx.check, started=started, error_detail=_definition_problem(exc=exc)
         )
-    loaded = load_artifact(project_root=ctx.project_root, artifact=check.artifact)
+    if ctx.artifacts is not None:
+        loaded = ctx.artifacts.load(artifact=check.artifact)
+    else:
+        loaded = load_artifact(project_root=ctx.project_root, artifact=check.artifact)
     if loaded.problem is not None:
         outcomes = fail_all(assertions=check.assertions, problem=loaded.problem)
     else:

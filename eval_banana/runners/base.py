@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+from eval_banana.assertions.shared import SharedArtifacts
 from eval_banana.core.record import Field, Record
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
@@ -42,6 +43,8 @@ class RunContext(Record):
     report_cost: object | None = None
     # Set when the check runs in a disposable copy of the project instead of the project.
     view: ProjectView | None = None
+    # The run's artifacts that several assertions checks grade, parsed once between them.
+    artifacts: SharedArtifacts | None = None
 
     @property
     def seen_root(self) -> Path:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eval_banana.assertions.shared import SharedArtifacts
 from eval_banana.core import canonjson, log
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import (
@@ -286,6 +287,18 @@ def _input_reader(
         if caching or declared_inputs(check.definition) is not None
     ]
     return CheckInputs(config=config, definitions=definitions) if definitions else None
+
+
+def _shared_artifacts(*, project_root: Path, checks: list[PlannedCheck]) -> SharedArtifacts:
+    """The run's assertions artifacts, each parsed once however many of `checks` grade it."""
+    return SharedArtifacts(
+        project_root=project_root,
+        readers=(
+            str(check.definition.get("artifact") or "")
+            for check in checks
+            if check.type == "assertions"
+        ),
+    )
 
 
 def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) -> dict[str, str]:
@@ -569,6 +582,8 @@ def execute(
     # cache stores once every check has ended.
     owners: dict[str, int] = {}
     to_store: list[int] = []
+    # Set once the checks left to run are known (after the cache has answered the rest).
+    shared_artifacts: SharedArtifacts | None = None
     positions = {check.stem: position for position, check in enumerate(checks)}
 
     def attempt(check: PlannedCheck, *, stem: str) -> CheckResult:
@@ -585,6 +600,7 @@ def execute(
             report_tokens=fuses.report_tokens,
             report_cost=fuses.report_cost,
             evidence_stem=None if stem == check.stem else stem,
+            artifacts=shared_artifacts,
         )
 
         def run_in(view: ProjectView | None) -> CheckResult:
@@ -764,6 +780,9 @@ def execute(
             workers=workers if len(to_start) == len(to_run) else 1,
         )
         to_run.sort(key=lambda index: (ranks[items[index].position], index))
+        shared_artifacts = _shared_artifacts(
+            project_root=project_root, checks=[checks[items[index].position] for index in to_run]
+        )
         if cache is not None:
             cache.remember_state()  # what changes in the cache from here on, eb did not write
         # Other eb runs sharing the cache write nothing into it while these checks run.
