@@ -50,13 +50,18 @@ class EvalBananaError(Exception):
 
     def render(self) -> str:
         """The user-facing text: the message and its hint, then every extra problem with its
-        own. Among several problems each hint sits under its own message: a hint after the
-        last one would read as that one's."""
+        own. Among several problems each hint sits under its own message (a hint after the
+        last one would read as that one's), except that problems in a row with the same hint
+        (2,000 rows with one bad id pattern) get it once, after the last of them; many
+        problems end with their count by file, which is what a terminal shows last."""
         others = [problem for problem in self.problems if problem.message != self.message]
         if not others:
             return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
-        first = Problem(message=self.message, hint=self.hint)
-        return "\n".join(problem.render() for problem in (first, *others))
+        every = (Problem(message=self.message, hint=self.hint, file=self.file), *others)
+        lines = [*_messages_with_hints(problems=every)]
+        if len(every) >= _COUNTED_FROM:
+            lines.append(_count_by_file(problems=every))
+        return "\n".join(lines)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -66,6 +71,38 @@ class EvalBananaError(Exception):
             "field_path": self.field_path,
             "hint": self.hint,
         }
+
+
+# From this many problems on, the text ends with how many there are in each file.
+_COUNTED_FROM = 5
+
+
+def _messages_with_hints(*, problems: tuple[Problem, ...]) -> list[str]:
+    lines: list[str] = []
+    sharing = 0  # problems so far in the current run of one hint
+    for index, problem in enumerate(problems):
+        lines.append(problem.message)
+        sharing += 1
+        following = problems[index + 1] if index + 1 < len(problems) else None
+        if following is not None and following.hint == problem.hint:
+            continue
+        if problem.hint:
+            scope = "" if sharing == 1 else f" (the {sharing:,} problems above)"
+            lines.append(f"  hint{scope}: {problem.hint}")
+        sharing = 0
+    return lines
+
+
+def _count_by_file(*, problems: tuple[Problem, ...]) -> str:
+    counts: dict[str, int] = {}
+    for problem in problems:
+        name = problem.file or "(no file)"
+        counts[name] = counts.get(name, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    shown = ", ".join(f"{count:,} in {name}" for name, count in ranked[:3])
+    rest = len(ranked) - 3
+    more = f", and more in {rest:,} other file{'s' if rest > 1 else ''}" if rest > 0 else ""
+    return f"{len(problems):,} problems: {shown}{more}"
 
 
 class UsageError(EvalBananaError):

@@ -25,3 +25,50 @@ def test_each_of_several_problems_has_its_hint_under_it() -> None:
         "  hint: fix b",
         "c.yaml: odd",
     ]
+
+
+def test_problems_in_a_row_that_share_a_hint_get_it_once_after_the_last() -> None:
+    rows = tuple(
+        Problem(
+            message=f"data/rows.jsonl line {line}: case id 'bad id' is not letters",
+            file="data/rows.jsonl",
+            hint="give the case an id such as refund-01",
+        )
+        for line in range(2, 2001)
+    )
+    error = DefinitionError(
+        "data/rows.jsonl line 1: case id 'bad id' is not letters",
+        file="data/rows.jsonl",
+        hint="give the case an id such as refund-01",
+        problems=(
+            *rows,
+            Problem(message="eval_checks/x.yaml: no description", file="eval_checks/x.yaml"),
+            Problem(message="eval_checks/y.yaml: bad", file="eval_checks/y.yaml", hint="fix y"),
+        ),
+    )
+    lines = error.render().splitlines()
+    # Every problem is still told, each on its own line.
+    assert len([line for line in lines if line.startswith("data/rows.jsonl line ")]) == 2000
+    assert lines[2000:] == [
+        "  hint (the 2,000 problems above): give the case an id such as refund-01",
+        "eval_checks/x.yaml: no description",
+        "eval_checks/y.yaml: bad",
+        "  hint: fix y",
+        # What a terminal shows last: how many, and where.
+        "2,002 problems: 2,000 in data/rows.jsonl, 1 in eval_checks/x.yaml, "
+        "1 in eval_checks/y.yaml",
+    ]
+
+
+def test_the_count_names_the_three_files_with_most_problems() -> None:
+    problems = tuple(
+        Problem(message=f"{name}: bad {index}", file=name)
+        for name, count in (("a.yaml", 1), ("b.yaml", 3), ("c.yaml", 2), ("d.yaml", 2))
+        for index in range(count)
+    )
+    error = DefinitionError(problems[0].message, file="a.yaml", problems=problems[1:])
+    assert error.render().splitlines()[-1] == (
+        "8 problems: 3 in b.yaml, 2 in c.yaml, 2 in d.yaml, and more in 1 other file"
+    )
+    few = DefinitionError("a.yaml: bad", problems=problems[1:3])
+    assert "problems:" not in few.render()  # three problems need no count
