@@ -643,7 +643,8 @@ def test_an_index_and_a_length_can_come_from_the_row(
     validated = eb("validate", "--cwd", str(root), "--json")
     (error,) = json.loads(validated.stdout)["errors"]
     assert error["message"].endswith(
-        "cases item 2: case '2': assert[1].value: value must be a whole number, not the text '3'"
+        "cases item 2 (line 8): case '2': assert[1].value: value must be a whole number, not "
+        "the text '3'"
     )
     assert (error["field_path"], error["line"]) == ("cases.1", 8)
 
@@ -681,7 +682,7 @@ BAD_INPUTS = {
     "duplicate inline id": (
         {},
         "cases:\n  - {id: a, name: x, ok: 'yes'}\n  - {id: a, name: y, ok: 'yes'}",
-        "cases item 2: duplicate case id 'a' (first at",
+        "cases item 2 (line 7): duplicate case id 'a' (first at",
     ),
     "duplicate id": (
         {"data/rows.json": json.dumps([{"id": "a", "name": "x", "ok": "yes"}] * 2)},
@@ -1296,11 +1297,13 @@ def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     # The whole-placeholder value keeps the number (no error); the description cannot.
     assert said == [
         (
-            "case '1' (cases item 1): description: field 'n' is a number, not text, where text goes",
+            "case '1' (cases item 1, line 7): description: field 'n' is a number, not text, "
+            "where text goes",
             not_text,
         ),
         (
-            "case '2' (cases item 2): description: field 'n' is a number, not text, where text goes",
+            "case '2' (cases item 2, line 8): description: field 'n' is a number, not text, "
+            "where text goes",
             not_text,
         ),
     ]
@@ -1310,8 +1313,8 @@ def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     typo = "assert[2].value: the case has no field 'nn' (did you mean 'n'?)"
     hint = "use {{ case.<field> }} in assert[2].value with a field every row has"
     assert [line.split(": ", 1)[1] for line in text[0:2]] == [
-        f"case '1' (cases item 1): {typo}",
-        f"case '2' (cases item 2): {typo}",
+        f"case '1' (cases item 1, line 7): {typo}",
+        f"case '2' (cases item 2, line 8): {typo}",
     ]
     # One hint for both: they share it.
     assert text[2:] == [f"  hint (the 2 problems above): {hint}"], text

@@ -34,6 +34,7 @@ from eval_banana.datasets.render import (
 )
 from eval_banana.datasets.rows import (
     SUFFIXES,
+    ItemLines,
     Row,
     TooManyRows,
     plain,
@@ -289,8 +290,8 @@ def _told(*, problem: RenderProblem, row: Row) -> str:
 
 
 def _where(*, row: Row, check_file: str) -> str:
-    """Where a row is, for a message that names the check file already."""
-    where = row_where(row)
+    """Where a row is, for a message that names the check file already (in parentheses)."""
+    where = row_where(row, in_parentheses=True)
     return where if row.file == check_file else f"{row.file} {where}"
 
 
@@ -346,7 +347,11 @@ def _rows(
     skipped: Skipped,
     problems: list[DefinitionError],
     max_cases: int,
+    check_text: str | None,
 ) -> tuple[list[Row], list[str]]:
+    inline = definition.get("cases") or []
+    # The check file's own items, found in its text only when one of them has a problem.
+    lines = ItemLines(check_text, under="cases") if check_text and inline else None
     rows = [
         Row(
             value=value,
@@ -354,8 +359,10 @@ def _rows(
             where=f"cases item {index + 1}",
             line=None,
             inline_index=index,
+            item_index=index + 1,
+            item_lines=lines,
         )
-        for index, value in enumerate(definition.get("cases") or [])
+        for index, value in enumerate(inline)
     ]
     files: list[str] = []
     pattern = definition.get("cases_from")
@@ -641,9 +648,11 @@ def expand_family(
     max_cases: int,
     skipped: Skipped,
     script: bytes | None = None,
+    check_text: str | None = None,
 ) -> Expansion:
     """Every case of one family, or every problem of its dataset (all rows, one pass).
-    `skipped`: where a `cases_from` glob never looks."""
+    `skipped`: where a `cases_from` glob never looks; `check_text`: the check file's text, to
+    tell the line of a problem in its own `cases:`."""
     problems: list[DefinitionError] = []
     family = str(definition["id"])
     root = project_root.resolve()
@@ -654,6 +663,7 @@ def expand_family(
         skipped=skipped,
         problems=problems,
         max_cases=max_cases,
+        check_text=check_text,
     )
     own = _relative(path=Path(check_file).resolve(), root=root)
     # A file or line that could not be read is reported with what is wrong in the rows that

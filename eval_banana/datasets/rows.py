@@ -32,16 +32,18 @@ class TooManyRows(Exception):
 
 class ItemLines:
     """Where each item of a JSON or YAML list starts in its file, worked out only when a row of
-    it has a problem (a node tree with positions costs many times the plain load)."""
+    it has a problem (a node tree with positions costs many times the plain load). `under`: the
+    list is the value of this key of the file's top-level mapping (a check file's `cases:`)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, under: str | None = None) -> None:
         self._text = text
+        self._under = under
         self._starts: list[int] | None = None
 
     def line_of(self, index: int) -> int | None:
         """The 1-based line the `index`th (1-based) item starts on, or None when unknown."""
         if self._starts is None:
-            self._starts = _item_starts(self._text)
+            self._starts = _item_starts(self._text, under=self._under)
         return self._starts[index - 1] if 0 < index <= len(self._starts) else None
 
     def shared(self, index: int) -> bool:
@@ -54,8 +56,9 @@ class ItemLines:
         )
 
 
-def _item_starts(text: str) -> list[int]:
-    """The line each item of the top-level list starts on (JSON read as the YAML it is)."""
+def _item_starts(text: str, *, under: str | None) -> list[int]:
+    """The line each item of the top-level list (or of the list at key `under` of the
+    top-level mapping) starts on (JSON read as the YAML it is)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -63,6 +66,8 @@ def _item_starts(text: str) -> list[int]:
         node = yaml.compose(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError:
         return []  # a JSON text YAML does not read (a tab in it, say): no lines, as before
+    if under is not None and isinstance(node, yaml.MappingNode):
+        node = next((value for key, value in node.value if key.value == under), None)
     if not isinstance(node, yaml.SequenceNode):
         return []
     return [item.start_mark.line + 1 for item in node.value]
@@ -94,14 +99,15 @@ def row_line(row: Row) -> int | None:
     return row.item_lines.line_of(row.item_index)
 
 
-def row_where(row: Row) -> str:
-    """Where the row is, as a message says it: `line 4`, `item 2 (line 5)`, `item 2`."""
+def row_where(row: Row, *, in_parentheses: bool = False) -> str:
+    """Where the row is, as a message says it: `line 4`, `item 2 (line 5)`, `item 2`; with
+    `in_parentheses`, for a message that puts it in some, `item 2, line 5`."""
     if row.line is not None or row.item_lines is None:
         return row.where
     line = row_line(row)
     if line is None or row.item_lines.shared(row.item_index):
         return row.where  # a list written on one line: its line would tell nothing
-    return f"{row.where} (line {line})"
+    return f"{row.where}, line {line}" if in_parentheses else f"{row.where} (line {line})"
 
 
 def _problem(*, file: str, line: int | None, message: str, hint: str) -> DefinitionError:

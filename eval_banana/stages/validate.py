@@ -577,6 +577,7 @@ def _expand(
             max_cases=max_cases,
             script=script.data if script is not None else None,
             skipped=skipped,
+            check_text=item.data.decode("utf-8", errors="replace"),
         )
         found = [_problem(exc) for exc in expansion.problems]
         if not found and item.definition["type"] == "assertions":
@@ -601,11 +602,14 @@ def _expand(
 def _locate_in_check_file(*, problems: list[ProblemModel], item: Loaded) -> None:
     """Give the family's problems told at a field of its check file (`cases_from`, its own
     `cases:` items such as `cases.2.id`) the line and column they are at: a second parse of
-    the file, which only a family with such a problem pays for."""
+    the file, which only a family with such a problem pays for. A problem in an item of its
+    own `cases:` has the item's line already (its message names it); here it gets its field's."""
     unplaced = [
         problem
         for problem in problems
-        if problem.file == item.path and problem.line is None and problem.field_path
+        if problem.file == item.path
+        and problem.field_path
+        and (problem.line is None or problem.field_path.startswith("cases."))
     ]
     if not unplaced:
         return
