@@ -25,7 +25,13 @@ from typing import Any, NamedTuple
 
 from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_problem
 from eval_banana.cache.replay_key import scope_reader, watched_ids
-from eval_banana.cache.replay_record import JSON_LINE, REAL_STAGES, TEMPLATE_NAMES, plain_path
+from eval_banana.cache.replay_record import (
+    JSON_LINE,
+    REAL_STAGES,
+    SHOWN_START,
+    TEMPLATE_NAMES,
+    plain_path,
+)
 from eval_banana.cache.slots import Slot, fill
 from eval_banana.cache.store import Blob, CacheStore
 from eval_banana.core import forked
@@ -34,7 +40,7 @@ from eval_banana.core.files import sha256_bytes, write_bytes_atomic
 from eval_banana.core.readback import loads_json
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ScoreDoc
 from eval_banana.projectstate.git import NotARepository
-from eval_banana.runners.results import elapsed_ms, iso, utc_now
+from eval_banana.runners.results import elapsed_ms, iso, shown_time, utc_now
 from eval_banana.stagefiles.layout import STAGE_FILES, created_now
 from eval_banana.stagefiles.verdict import replayed_verdict
 
@@ -341,6 +347,7 @@ def _run_values(*, run: _Run, opened: str, started: datetime) -> dict[str, bytes
         "created_at:validate": opened,
         "created_at:guard": opened,
         "started_at": iso(started),
+        SHOWN_START: shown_time(iso(started)),
         "completed_at": iso(completed),
         "duration_ms": str(elapsed_ms(started=started, completed=completed)),
     }

@@ -23,9 +23,10 @@ from eval_banana.stagefiles.layout import SCHEMA_BASE
 
 REPLAY_KIND = "eval-banana/run-replay"
 REPLAY_SCHEMA = f"{SCHEMA_BASE}run-replay.schema.json"
-# The run's own values a replay fills in: its id and folder, its times, upstream digests.
+# The run's own values a replay fills in: its id and folder, its times (the start also as
+# report.html shows it), upstream digests.
 SLOT_PATTERN = (
-    r"^(run_id|run_dir|duration_ms|started_at|completed_at"
+    r"^(run_id|run_dir|duration_ms|started_at|started_at:shown|completed_at"
     r"|digest:(config|discover|validate|guard|execute|score)"
     r"|created_at:(run|config|discover|validate|guard|execute|score|report))$"
 )

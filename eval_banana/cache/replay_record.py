@@ -38,6 +38,7 @@ from eval_banana.runners.results import (
     iso,
     progress_line,
     selected_family_sizes,
+    shown_time,
     utc_now,
 )
 from eval_banana.stagefiles.layout import STAGE_FILES
@@ -54,6 +55,8 @@ TEMPLATE_NAMES = (
     "report.html",
     JSON_LINE,
 )
+# The slot of the run's start as report.html shows it (runners.results.shown_time).
+SHOWN_START = "started_at:shown"
 # What else a run folder may hold for its run to be kept: the stage files every run, a replay
 # too, writes for real, and the per-check files.
 REAL_STAGES = ("config", "discover")
@@ -157,6 +160,10 @@ def _needles(*, run: RunTaken, times: dict[str, str]) -> list[Needle]:
         if value not in seen:
             seen.add(value)
             needles.append(Needle(value=value.encode(), name=name))
+    # report.html shows the start to the second, not as stored.
+    shown = shown_time(run.executed.started_at)
+    if shown != run.executed.started_at:
+        needles.append(Needle(value=shown.encode(), name=SHOWN_START, prefix=b"<dd>"))
     duration = str(run.report.get("duration_ms", "")).encode()
     completed = run.executed.completed_at.encode()
     for prefix, suffix in (
@@ -175,6 +182,7 @@ def _forbidden(*, run: RunTaken, times: dict[str, str]) -> list[bytes]:
     run_id = run.config.run_id
     traces = [run_id, run_id.rsplit("_", 1)[-1]]
     traces += [value.removesuffix("Z").removesuffix("+00:00") for value in times.values()]
+    traces.append(shown_time(run.executed.started_at).removesuffix(" UTC"))
     traces += [digest.removeprefix("sha256:") for digest in run.digests.values()]
     return [trace.encode() for trace in traces if trace]
 

@@ -44,6 +44,7 @@ from eval_banana.reporting.marks import (
     trend_cells,
     trend_for,
 )
+from eval_banana.runners.results import shown_time
 from eval_banana.stages.report import errors_line
 
 if TYPE_CHECKING:
@@ -441,7 +442,8 @@ def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
         ),
         *([("Errors", errors)] if (errors := errors_line(report=report)) else []),
         ("Run ID", str(report.get("run_id", ""))),
-        ("Started", str(report.get("started_at", ""))),
+        # To the second: report.json keeps the exact time.
+        ("Started", shown_time(str(report.get("started_at") or ""))),
         ("Duration", _duration(report.get("duration_ms"))),
         ("Project", str(report.get("project_root", ""))),
     ]

@@ -54,6 +54,19 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+def shown_time(text: str) -> str:
+    """A stored time as a page shows it to a reader, to the second (`2026-12-05 02:48:39 UTC`);
+    text that is not an ISO time is shown as it is."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    offset = moment.utcoffset()
+    if offset is None:
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return moment.strftime("%Y-%m-%d %H:%M:%S " + ("UTC" if not offset else "%z"))
+
+
 def elapsed_ms(*, started: datetime, completed: datetime) -> int:
     """Whole milliseconds between two moments, truncated, never negative."""
     delta = completed - started

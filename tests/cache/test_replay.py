@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from eval_banana.cache.replay_entry import replay_problem
+from eval_banana.runners.results import shown_time
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 
 # A deterministic check that leaves evidence in a nested folder of its output folder.
@@ -94,6 +96,8 @@ def normalized(run_dir: Path) -> dict[str, bytes]:
                 data = data.replace(value, b"<run>")
             for moment in (report["started_at"], report["completed_at"]):
                 data = data.replace(moment.encode(), b"<time>")
+            # report.html's start, to the second.
+            data = data.replace(shown_time(report["started_at"]).encode(), b"<time>")
             data = re.sub(rb'(\n  "(run_)?created_at": ")[^"]+', rb"\1<time>", data)
             data = re.sub(rb'(\n  "duration_ms": )\d+', rb"\1<ms>", data)
             data = re.sub(rb"(<dt>Duration</dt><dd>)\d+", rb"\1<ms>", data)
@@ -124,6 +128,16 @@ def test_a_kept_run_is_replayed_to_the_folder_the_usual_way_writes(
     assert replayed == json.loads((replayed_dir / "report.json").read_text())
     assert replayed["run_id"] == replayed_dir.name
     assert replayed["output_dir"] == str(replayed_dir)
+
+
+def test_a_replayed_page_shows_its_own_start_not_the_kept_runs(
+    kept: Project, replays: list[bool]
+) -> None:
+    time.sleep(1.1)  # the kept run started at least a second before this one
+    replayed = kept.run()
+    assert replays[-1] is True
+    page = (Path(replayed["output_dir"]) / "report.html").read_text()
+    assert f"<dt>Started</dt><dd>{shown_time(replayed['started_at'])}</dd>" in page
 
 
 def test_a_replayed_run_chains_its_own_stage_files(kept: Project, replays: list[bool]) -> None:

@@ -287,3 +287,15 @@ def test_a_page_whose_forked_child_was_stopped_is_rendered_in_place(
     page = tmp_path / REPORT_HTML
     assert page in extras.written
     assert page.read_text() == render_html(report=finished_run.report, run_dir=tmp_path)
+
+
+def test_the_start_is_told_to_the_second_in_utc(finished_run: Run) -> None:
+    report = {**finished_run.report, "started_at": "2026-12-05T02:48:39.377428+00:00"}
+    text, _ = _page(finished_run, report)
+    assert "<dt>Started</dt><dd>2026-12-05 02:48:39 UTC</dd>" in text
+    assert "02:48:39.377428" not in text
+    elsewhere = {**finished_run.report, "started_at": "2026-12-05T03:48:39.5+01:00"}
+    assert "<dd>2026-12-05 03:48:39 +0100</dd>" in _page(finished_run, elsewhere)[0]
+    # Not a time (a hand-edited report): shown as it is, not an error.
+    odd = {**finished_run.report, "started_at": "yesterday"}
+    assert "<dt>Started</dt><dd>yesterday</dd>" in _page(finished_run, odd)[0]
