@@ -5,12 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from eval_banana.assertions.shared import SharedArtifacts
 from eval_banana.core.record import Field, Record
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
+
+if TYPE_CHECKING:
+    # Only assertions checks use it, and only their runner imports what it needs.
+    from eval_banana.assertions.shared import SharedArtifacts
 
 
 class ProjectView(NamedTuple):

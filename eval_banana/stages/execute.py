@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_banana.assertions.shared import SharedArtifacts
 from eval_banana.core import canonjson, log
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import (
@@ -60,6 +59,7 @@ from eval_banana.settings.folders import cache_dir, history_dir
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
+    from eval_banana.assertions.shared import SharedArtifacts
     from eval_banana.cache.session import CacheSession
     from eval_banana.checks.inputs import CheckInputs
     from eval_banana.isolation.session import IsolationSession
@@ -289,8 +289,13 @@ def _input_reader(
     return CheckInputs(config=config, definitions=definitions) if definitions else None
 
 
-def _shared_artifacts(*, project_root: Path, checks: list[PlannedCheck]) -> SharedArtifacts:
-    """The run's assertions artifacts, each parsed once however many of `checks` grade it."""
+def _shared_artifacts(*, project_root: Path, checks: list[PlannedCheck]) -> SharedArtifacts | None:
+    """The run's assertions artifacts, each parsed once however many of `checks` grade it;
+    None when no assertions check is to run (their module is then never imported)."""
+    if not any(check.type == "assertions" for check in checks):
+        return None
+    from eval_banana.assertions.shared import SharedArtifacts
+
     return SharedArtifacts(
         project_root=project_root,
         readers=(
