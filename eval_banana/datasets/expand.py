@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import struct
 import tempfile
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -22,7 +20,7 @@ from typing import Any, NamedTuple
 from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import unsayable
-from eval_banana.core.suggest import closest
+from eval_banana.datasets.problems import render_problems, row_problem
 from eval_banana.datasets.render import (
     RenderProblem,
     Template,
@@ -33,27 +31,15 @@ from eval_banana.datasets.render import (
     render_value,
 )
 from eval_banana.datasets.rows import (
-    SUFFIXES,
-    ItemLines,
     Row,
-    TooManyRows,
     plain,
-    read_rows,
-    row_line,
-    row_where,
 )
-from eval_banana.projectstate.patterns import (
-    file_pattern_regex,
-    literal_prefix,
-    normalize,
-    pattern_problem,
-)
+from eval_banana.datasets.sources import Skipped, dataset_rows, relative, too_many
 
 # Keys of a family that describe its dataset, not what each case checks.
 DATASET_KEYS = ("cases", "cases_from", "min_pass_rate", "case_schema")
 _CASE_ID = re.compile(CASE_ID_PATTERN)
 _DIGEST_PREFIX = b"eval-banana/case-definition-sha256/v1\x00"
-_GLOB = "*?["
 
 
 class ExpandedCase(NamedTuple):
@@ -76,16 +62,6 @@ class Expansion(NamedTuple):
     files: list[str]
     problems: list[DefinitionError]
     family_digest: str | None = None
-
-
-class Skipped(NamedTuple):
-    """What a `cases_from` glob never matches in, as discovery never walks it: folders named
-    in `[discovery] exclude_dirs` anywhere, and eb's own output, cache and history folders
-    (a glob like `**/*.jsonl` would otherwise take the transcripts of earlier runs as cases,
-    and grow with every run). A path named without a glob is read wherever it is."""
-
-    names: frozenset[str]
-    folders: frozenset[str]  # absolute, normalised
 
 
 def is_family(definition: dict[str, Any]) -> bool:
@@ -132,322 +108,6 @@ def family_digest(*, definition: dict[str, Any], script: bytes | None = None) ->
         definition=definition, script=script, calibration=True
     ).hexdigest()
     return "sha256:" + hexdigest
-
-
-def _glob_files(*, pattern: str, root: Path, skipped: Skipped) -> Iterator[Path]:
-    """The files below `root` a glob names, walking only below its literal start and never
-    into a folder it skips: a `**/*.jsonl` would otherwise list every file of node_modules
-    before dropping them (symlinked folders are not followed)."""
-    body = normalize(pattern)
-    regex = file_pattern_regex(body)
-    prefix = literal_prefix(body)
-    start = root / prefix if prefix else root
-    # A literal start inside a skipped folder (`node_modules/pkg/*.jsonl`) is skipped whole;
-    # below it, the walk never enters one.
-    if not skipped.names.isdisjoint(start.relative_to(root).parts) or any(
-        str(start) == folder or str(start).startswith(folder + os.sep) for folder in skipped.folders
-    ):
-        return
-    base = len(str(root)) + 1
-    for folder, folders, files in os.walk(start):
-        folders[:] = [
-            name
-            for name in folders
-            if name not in skipped.names and os.path.join(folder, name) not in skipped.folders
-        ]
-        for name in files:
-            path = os.path.join(folder, name)
-            # A regular file only: a FIFO that matches would block the read.
-            if regex.fullmatch(path[base:].replace(os.sep, "/")) and os.path.isfile(path):
-                yield Path(path)
-
-
-def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[Path]:
-    if "://" in pattern:
-        raise DefinitionError(
-            f"Invalid cases_from in {check_file}: {pattern!r} is a URL; a dataset is read "
-            "from the project, so that a run and its cache keys never depend on the network",
-            file=check_file,
-            field_path="cases_from",
-            hint="download the file into the project (and commit it), then name its path",
-        )
-    problem = pattern_problem(pattern)
-    if problem is not None or pattern.startswith("!"):
-        raise DefinitionError(
-            f"Invalid cases_from in {check_file}: {pattern!r} "
-            f"{problem or 'must name files, not exclude them'}",
-            file=check_file,
-            field_path="cases_from",
-            hint="name a dataset file or glob relative to the project root",
-        )
-    if _is_glob(pattern):
-        return sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
-    path = root / pattern
-    if path.is_dir():
-        raise DefinitionError(
-            f"Dataset {pattern} named by cases_from in {check_file} is a folder, not a file",
-            file=check_file,
-            field_path="cases_from",
-            hint=f"name its files with a glob, such as {pattern.rstrip('/')}/*.jsonl",
-        )
-    if not path.is_file():
-        raise DefinitionError(
-            f"Dataset {pattern} named by cases_from in {check_file} does not exist",
-            file=check_file,
-            field_path="cases_from",
-            hint=_missing_hint(pattern=pattern, root=root, check_file=check_file),
-        )
-    return [path]
-
-
-def _is_glob(pattern: str) -> bool:
-    return any(char in pattern for char in _GLOB)
-
-
-def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
-    """The fix for a dataset path that names no file: the file it was most likely written
-    for (a path relative to the check file's folder, a typo in a name beside it)."""
-    beside_check = Path(check_file).resolve().parent / pattern
-    if beside_check.is_file():
-        meant = _relative(path=beside_check, root=root)
-        return f"cases_from is relative to the project root, not to the check file: write {meant}"
-    path = root / pattern
-    try:
-        names = [entry.name for entry in os.scandir(path.parent) if entry.is_file()]
-    except OSError:
-        names = []
-    near = closest(path.name, [name for name in names if Path(name).suffix.lower() in SUFFIXES])
-    if near is not None:
-        shown = (Path(pattern).parent / near).as_posix()
-        return f"did you mean {shown}? (cases_from is relative to the project root)"
-    return "cases_from is relative to the project root; fix the path or create the file"
-
-
-def _relative(*, path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-# Up to this many cases share one rendering problem, each is its own error; beyond, they are one
-# error with their count (a typo in a family's description is one mistake, not 10,000).
-RENDER_PROBLEMS_LISTED = 3
-
-
-def _render_hint(problem: RenderProblem) -> str:
-    """The fix for a text the rows could not fill: what to change, and where."""
-    place = problem.place or "the family's text"
-    if problem.kind == "not_text":
-        return (
-            f"a placeholder inside text takes a text field: write {problem.field} as text in "
-            f'the dataset ("1", not 1), or take {{{{ case.{problem.field} }}}} out of {place}'
-        )
-    return f"use {{{{ case.<field> }}}} in {place} with a field every row has"
-
-
-def _render_problems(
-    *, failures: list[tuple[Row, str, RenderProblem]], check_file: str, rows: int
-) -> list[DefinitionError]:
-    """The errors for the cases that share one rendering problem (one kind, one field)."""
-    first_row, first_id, first = failures[0]
-    field_path = f"case.{first.field}" if first.field else "cases"
-    if len(failures) <= RENDER_PROBLEMS_LISTED:
-        return [
-            DefinitionError(
-                f"{check_file}: case '{case_id}' ({_where(row=row, check_file=check_file)}): "
-                f"{_told(problem=exc, row=row)}",
-                # A few rows: most likely the rows lack what the family asks of every row.
-                file=row.file,
-                line=row_line(row),
-                field_path=_row_field(row=row, field=field_path),
-                hint=_render_hint(exc),
-            )
-            for row, case_id, exc in failures
-        ]
-    last_row, last_id, _ = failures[-1]
-    return [
-        DefinitionError(
-            f"{check_file}: {len(failures):,} of {rows:,} cases: "
-            f"{_told(problem=first, row=first_row)}; the first is "
-            f"case '{first_id}' ({_where(row=first_row, check_file=check_file)}), the last "
-            f"case '{last_id}' ({_where(row=last_row, check_file=check_file)})",
-            # Many rows: most likely the family's text asks for what no row has.
-            file=check_file,
-            field_path=field_path,
-            hint=_render_hint(first),
-        )
-    ]
-
-
-def _told(*, problem: RenderProblem, row: Row) -> str:
-    """The problem as an error says it: a missing field with the row's field it most likely
-    meant (worked out per error told, not per failing row: 10,000 rows can share one)."""
-    if problem.kind != "missing" or problem.field is None or not isinstance(row.value, dict):
-        return problem.told
-    near = closest(problem.field, row.value)
-    return problem.told + (f" (did you mean '{near}'?)" if near is not None else "")
-
-
-def _where(*, row: Row, check_file: str) -> str:
-    """Where a row is, for a message that names the check file already (in parentheses)."""
-    where = row_where(row, in_parentheses=True)
-    return where if row.file == check_file else f"{row.file} {where}"
-
-
-def _row_field(*, row: Row, field: str) -> str:
-    """Where a row's problem lies, as a field path: in the check file's own `cases:`, the item
-    (`cases.2`, `cases.2.id`), which `eb validate` turns into a line; else the dataset's
-    field."""
-    if row.inline_index is None:
-        return field
-    inside = "" if field == "cases" else "." + field.removeprefix("case.")
-    return f"cases.{row.inline_index}{inside}"
-
-
-def _row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> DefinitionError:
-    return DefinitionError(
-        f"{row.file} {row_where(row)}: {message}",
-        file=row.file,
-        line=row_line(row),
-        field_path=_row_field(row=row, field=field),
-        hint=hint,
-    )
-
-
-def family_field(field_path: str) -> str:
-    """A check file's field as the family's text names it: `assertions.assert.0.equals.path`
-    is `assert[1].path`, as a rendering problem's place is told."""
-    parts = field_path.split(".")
-    if parts[0] in ("assertions", "deterministic", "harness_judge"):
-        parts = parts[1:]
-    if len(parts) >= 2 and parts[0] == "assert" and parts[1].isdigit():
-        return f"assert[{int(parts[1]) + 1}].{parts[-1]}"
-    return ".".join(parts)
-
-
-def filled_in_problem(*, case: ExpandedCase, place: str, message: str) -> DefinitionError:
-    """A case whose values, filled into the family's text, make a definition that is not
-    valid (a path that does not parse, a pattern RE2 refuses): told at the row, which the
-    family's text was valid without."""
-    row = case.origin
-    return _row_problem(
-        row=row,
-        message=f"case '{case.case_id}': {place}: {message}",
-        hint=f"the row's values, filled into {place}, must make a valid check: fix the row, "
-        f"or change {place} in the check file",
-    )
-
-
-def _rows(
-    *,
-    definition: dict[str, Any],
-    root: Path,
-    check_file: str,
-    skipped: Skipped,
-    problems: list[DefinitionError],
-    max_cases: int,
-    check_text: str | None,
-) -> tuple[list[Row], list[str]]:
-    inline = definition.get("cases") or []
-    # The check file's own items, found in its text only when one of them has a problem.
-    lines = ItemLines(check_text, under="cases") if check_text and inline else None
-    rows = [
-        Row(
-            value=value,
-            file=check_file,
-            where=f"cases item {index + 1}",
-            line=None,
-            inline_index=index,
-            item_index=index + 1,
-            item_lines=lines,
-        )
-        for index, value in enumerate(inline)
-    ]
-    files: list[str] = []
-    pattern = definition.get("cases_from")
-    if pattern is not None:
-        try:
-            paths = _dataset_paths(
-                pattern=str(pattern), root=root, check_file=check_file, skipped=skipped
-            )
-        except DefinitionError as exc:
-            problems.append(exc)
-            return rows, files
-        # The suffix a glob should have named, worked out once: a glob over a folder of
-        # thousands of other files must not rescan them all for each.
-        narrowed = _narrowed(pattern=str(pattern), paths=paths) if _is_glob(str(pattern)) else None
-        for path in paths:
-            file = _relative(path=path, root=root)
-            files.append(file)
-            if narrowed is not None and path.suffix.lower() not in SUFFIXES:
-                problems.append(
-                    _not_a_dataset(
-                        pattern=str(pattern), file=file, narrowed=narrowed, check_file=check_file
-                    )
-                )
-                continue
-            try:
-                rows.extend(
-                    read_rows(path=path, file=file, problems=problems, limit=max_cases - len(rows))
-                )
-            except DefinitionError as exc:
-                problems.append(exc)
-            except TooManyRows as exc:
-                # Past the limit no more rows are made, nor files read: the family is refused.
-                problems.append(
-                    _too_many(
-                        family=str(definition["id"]),
-                        check_file=check_file,
-                        count=len(rows) + exc.counted,
-                        max_cases=max_cases,
-                        at_least=len(paths) > len(files),
-                    )
-                )
-                return [], files
-    return rows, files
-
-
-def _too_many(
-    *, family: str, check_file: str, count: int, max_cases: int, at_least: bool = False
-) -> DefinitionError:
-    """A family of more cases than `[core] max_cases`; `at_least`: the datasets were not all
-    counted (reading stopped at the one that went past the limit)."""
-    return DefinitionError(
-        f"Family '{family}' in {check_file} has {'at least ' if at_least else ''}{count:,} "
-        f"cases, more than [core] max_cases ({max_cases:,})",
-        file=check_file,
-        field_path="cases_from",
-        hint="split the dataset, narrow cases_from, or raise [core] max_cases",
-    )
-
-
-def _not_a_dataset(*, pattern: str, file: str, narrowed: str, check_file: str) -> DefinitionError:
-    """A file a `cases_from` glob matched that is no dataset (a README beside the rows): the
-    glob in the check file is what to fix, so the error is told there, with the glob narrowed
-    to the datasets' kind."""
-    return DefinitionError(
-        f"cases_from {pattern!r} in {check_file} matches {file}, which is not a dataset "
-        "(.jsonl, .json, .yaml, .yml or .csv)",
-        file=check_file,
-        field_path="cases_from",
-        hint=f"narrow the glob to the dataset files, e.g. cases_from: {narrowed!r}",
-    )
-
-
-def _narrowed(*, pattern: str, paths: list[Path]) -> str:
-    """`pattern` matching only files of the kind most of the datasets it matched are (JSONL
-    when none is): its last part ends in `*<suffix>`."""
-    kinds = Counter(path.suffix.lower() for path in paths if path.suffix.lower() in SUFFIXES)
-    kind = kinds.most_common(1)[0][0] if kinds else ".jsonl"
-    folder, _, last = pattern.rstrip("/").rpartition("/")
-    if last == "**":
-        last = f"**/*{kind}"
-    elif last.endswith("*") and "." not in last:
-        last += kind  # `q*` -> `q*.jsonl`
-    else:
-        last = f"*{kind}"  # `*.*` -> `*.jsonl`
-    return f"{folder}/{last}" if folder else last
 
 
 def _case_id(*, row: Row, value: dict[str, Any], position: int, width: int) -> str | None:
@@ -656,7 +316,7 @@ def expand_family(
     problems: list[DefinitionError] = []
     family = str(definition["id"])
     root = project_root.resolve()
-    rows, files = _rows(
+    rows, files = dataset_rows(
         definition=definition,
         root=root,
         check_file=check_file,
@@ -665,7 +325,7 @@ def expand_family(
         max_cases=max_cases,
         check_text=check_text,
     )
-    own = _relative(path=Path(check_file).resolve(), root=root)
+    own = relative(path=Path(check_file).resolve(), root=root)
     # A file or line that could not be read is reported with what is wrong in the rows that
     # could, so one `eb validate` names every bad row (the family expands to nothing either way).
     if not rows and problems:
@@ -688,7 +348,7 @@ def expand_family(
         return Expansion(cases=[], files=[own, *files], problems=problems)
     if len(rows) > max_cases:
         problems.append(
-            _too_many(family=family, check_file=check_file, count=len(rows), max_cases=max_cases)
+            too_many(family=family, check_file=check_file, count=len(rows), max_cases=max_cases)
         )
         return Expansion(cases=[], files=[own, *files], problems=problems)
     try:
@@ -724,7 +384,7 @@ def expand_family(
         value = row.value
         if type(value) is not dict or not (row.string_keys or plain(value)):
             problems.append(
-                _row_problem(
+                row_problem(
                     row=row,
                     message=f"a case must be a mapping of field names to values, not "
                     f"{json_kind(value)}",
@@ -738,7 +398,7 @@ def expand_family(
         except (TypeError, ValueError):
             field, what = unsayable(value) or ("", "a value")
             problems.append(
-                _row_problem(
+                row_problem(
                     row=row,
                     message=f"{f'field {field}' if field else 'the case'} holds {what}, which "
                     "JSON cannot say",
@@ -755,7 +415,7 @@ def expand_family(
             case_id = _case_id(row=row, value=value, position=position, width=width)
         if case_id is None:
             problems.append(
-                _row_problem(
+                row_problem(
                     row=row,
                     message=_bad_id_message(value.get("id")),
                     hint="give the case an id such as refund-01",
@@ -765,7 +425,7 @@ def expand_family(
             continue
         if case_id in seen:
             problems.append(
-                _row_problem(
+                row_problem(
                     row=row,
                     message=f"duplicate case id '{case_id}' (first at {seen[case_id]})",
                     hint="case ids must be unique within the family; rename one",
@@ -783,7 +443,7 @@ def expand_family(
                 # check file's own cases, which validate turns into a line), else at the row.
                 dotted = ".".join(parts)
                 problems.append(
-                    _row_problem(
+                    row_problem(
                         row=row,
                         message=f"case '{case_id}' does not match case_schema"
                         + (f" at {at}" if at else "")
@@ -799,7 +459,7 @@ def expand_family(
             extra = _case_tags(value=value)
             if isinstance(extra, str):
                 problems.append(
-                    _row_problem(row=row, message=f"case '{case_id}': {extra}", hint="fix the row")
+                    row_problem(row=row, message=f"case '{case_id}': {extra}", hint="fix the row")
                 )
                 continue
             tags, skip = extra
@@ -825,7 +485,7 @@ def expand_family(
             )
         )
     for failures in unrendered.values():
-        problems.extend(_render_problems(failures=failures, check_file=check_file, rows=len(rows)))
+        problems.extend(render_problems(failures=failures, check_file=check_file, rows=len(rows)))
     problems.extend(_calibration_problems(renderer=renderer, check_file=check_file))
     if problems:
         # Lines that could not be read were noted first: list each file's problems in order.

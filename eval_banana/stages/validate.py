@@ -31,15 +31,9 @@ from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
-from eval_banana.datasets.expand import (
-    ExpandedCase,
-    Skipped,
-    case_digests_from,
-    expand_family,
-    family_field,
-    filled_in_problem,
-    is_family,
-)
+from eval_banana.datasets.expand import ExpandedCase, case_digests_from, expand_family, is_family
+from eval_banana.datasets.problems import family_field, filled_in_problem
+from eval_banana.datasets.sources import Skipped
 from eval_banana.models.config import Shard
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
@@ -641,7 +635,8 @@ def _invalid_rendered(*, item: Loaded, cases: list[ExpandedCase]) -> list[Proble
             problems.extend(
                 _problem(
                     filled_in_problem(
-                        case=case,
+                        row=case.origin,
+                        case_id=case.case_id,
                         place=family_field(field.field_path or "the family's text"),
                         message=field.message,
                     )

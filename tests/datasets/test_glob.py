@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_banana.datasets.expand import Skipped, _dataset_paths
+from eval_banana.datasets.sources import Skipped, _dataset_paths
 from eval_banana.projectstate.patterns import file_pattern_regex
 
 

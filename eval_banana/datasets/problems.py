@@ -1,0 +1,116 @@
+"""How a family's problems with its rows are told: at the row (its file and line, or its item
+of the check file's own `cases:`), and a text no row can fill as one error, not one per row."""
+
+from __future__ import annotations
+
+from eval_banana.core.errors import DefinitionError
+from eval_banana.core.suggest import closest
+from eval_banana.datasets.render import RenderProblem
+from eval_banana.datasets.rows import Row, row_line, row_where
+
+# Up to this many cases share one rendering problem, each is its own error; beyond, they are one
+# error with their count (a typo in a family's description is one mistake, not 10,000).
+RENDER_PROBLEMS_LISTED = 3
+
+
+def _render_hint(problem: RenderProblem) -> str:
+    """The fix for a text the rows could not fill: what to change, and where."""
+    place = problem.place or "the family's text"
+    if problem.kind == "not_text":
+        return (
+            f"a placeholder inside text takes a text field: write {problem.field} as text in "
+            f'the dataset ("1", not 1), or take {{{{ case.{problem.field} }}}} out of {place}'
+        )
+    return f"use {{{{ case.<field> }}}} in {place} with a field every row has"
+
+
+def render_problems(
+    *, failures: list[tuple[Row, str, RenderProblem]], check_file: str, rows: int
+) -> list[DefinitionError]:
+    """The errors for the cases that share one rendering problem (one kind, one field)."""
+    first_row, first_id, first = failures[0]
+    field_path = f"case.{first.field}" if first.field else "cases"
+    if len(failures) <= RENDER_PROBLEMS_LISTED:
+        return [
+            DefinitionError(
+                f"{check_file}: case '{case_id}' ({_where(row=row, check_file=check_file)}): "
+                f"{_told(problem=exc, row=row)}",
+                # A few rows: most likely the rows lack what the family asks of every row.
+                file=row.file,
+                line=row_line(row),
+                field_path=row_field(row=row, field=field_path),
+                hint=_render_hint(exc),
+            )
+            for row, case_id, exc in failures
+        ]
+    last_row, last_id, _ = failures[-1]
+    return [
+        DefinitionError(
+            f"{check_file}: {len(failures):,} of {rows:,} cases: "
+            f"{_told(problem=first, row=first_row)}; the first is "
+            f"case '{first_id}' ({_where(row=first_row, check_file=check_file)}), the last "
+            f"case '{last_id}' ({_where(row=last_row, check_file=check_file)})",
+            # Many rows: most likely the family's text asks for what no row has.
+            file=check_file,
+            field_path=field_path,
+            hint=_render_hint(first),
+        )
+    ]
+
+
+def _told(*, problem: RenderProblem, row: Row) -> str:
+    """The problem as an error says it: a missing field with the row's field it most likely
+    meant (worked out per error told, not per failing row: 10,000 rows can share one)."""
+    if problem.kind != "missing" or problem.field is None or not isinstance(row.value, dict):
+        return problem.told
+    near = closest(problem.field, row.value)
+    return problem.told + (f" (did you mean '{near}'?)" if near is not None else "")
+
+
+def _where(*, row: Row, check_file: str) -> str:
+    """Where a row is, for a message that names the check file already (in parentheses)."""
+    where = row_where(row, in_parentheses=True)
+    return where if row.file == check_file else f"{row.file} {where}"
+
+
+def row_field(*, row: Row, field: str) -> str:
+    """Where a row's problem lies, as a field path: in the check file's own `cases:`, the item
+    (`cases.2`, `cases.2.id`), which `eb validate` turns into a line; else the dataset's
+    field."""
+    if row.inline_index is None:
+        return field
+    inside = "" if field == "cases" else "." + field.removeprefix("case.")
+    return f"cases.{row.inline_index}{inside}"
+
+
+def row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> DefinitionError:
+    return DefinitionError(
+        f"{row.file} {row_where(row)}: {message}",
+        file=row.file,
+        line=row_line(row),
+        field_path=row_field(row=row, field=field),
+        hint=hint,
+    )
+
+
+def family_field(field_path: str) -> str:
+    """A check file's field as the family's text names it: `assertions.assert.0.equals.path`
+    is `assert[1].path`, as a rendering problem's place is told."""
+    parts = field_path.split(".")
+    if parts[0] in ("assertions", "deterministic", "harness_judge"):
+        parts = parts[1:]
+    if len(parts) >= 2 and parts[0] == "assert" and parts[1].isdigit():
+        return f"assert[{int(parts[1]) + 1}].{parts[-1]}"
+    return ".".join(parts)
+
+
+def filled_in_problem(*, row: Row, case_id: str, place: str, message: str) -> DefinitionError:
+    """A case whose values, filled into the family's text, make a definition that is not
+    valid (a path that does not parse, a pattern RE2 refuses): told at the row, which the
+    family's text was valid without."""
+    return row_problem(
+        row=row,
+        message=f"case '{case_id}': {place}: {message}",
+        hint=f"the row's values, filled into {place}, must make a valid check: fix the row, "
+        f"or change {place} in the check file",
+    )

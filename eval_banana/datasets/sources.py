@@ -1,0 +1,239 @@
+"""Where a family's rows come from: its own `cases:` list and the files `cases_from` names (a
+path, or a glob that looks where discovery looks), each row kept with where it is."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.core.errors import DefinitionError
+from eval_banana.core.suggest import closest
+from eval_banana.datasets.rows import SUFFIXES, ItemLines, Row, TooManyRows, read_rows
+from eval_banana.projectstate.patterns import (
+    file_pattern_regex,
+    literal_prefix,
+    normalize,
+    pattern_problem,
+)
+
+_GLOB = "*?["
+
+
+class Skipped(NamedTuple):
+    """What a `cases_from` glob never matches in, as discovery never walks it: folders named
+    in `[discovery] exclude_dirs` anywhere, and eb's own output, cache and history folders
+    (a glob like `**/*.jsonl` would otherwise take the transcripts of earlier runs as cases,
+    and grow with every run). A path named without a glob is read wherever it is."""
+
+    names: frozenset[str]
+    folders: frozenset[str]  # absolute, normalised
+
+
+def _glob_files(*, pattern: str, root: Path, skipped: Skipped) -> Iterator[Path]:
+    """The files below `root` a glob names, walking only below its literal start and never
+    into a folder it skips: a `**/*.jsonl` would otherwise list every file of node_modules
+    before dropping them (symlinked folders are not followed)."""
+    body = normalize(pattern)
+    regex = file_pattern_regex(body)
+    prefix = literal_prefix(body)
+    start = root / prefix if prefix else root
+    # A literal start inside a skipped folder (`node_modules/pkg/*.jsonl`) is skipped whole;
+    # below it, the walk never enters one.
+    if not skipped.names.isdisjoint(start.relative_to(root).parts) or any(
+        str(start) == folder or str(start).startswith(folder + os.sep) for folder in skipped.folders
+    ):
+        return
+    base = len(str(root)) + 1
+    for folder, folders, files in os.walk(start):
+        folders[:] = [
+            name
+            for name in folders
+            if name not in skipped.names and os.path.join(folder, name) not in skipped.folders
+        ]
+        for name in files:
+            path = os.path.join(folder, name)
+            # A regular file only: a FIFO that matches would block the read.
+            if regex.fullmatch(path[base:].replace(os.sep, "/")) and os.path.isfile(path):
+                yield Path(path)
+
+
+def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[Path]:
+    if "://" in pattern:
+        raise DefinitionError(
+            f"Invalid cases_from in {check_file}: {pattern!r} is a URL; a dataset is read "
+            "from the project, so that a run and its cache keys never depend on the network",
+            file=check_file,
+            field_path="cases_from",
+            hint="download the file into the project (and commit it), then name its path",
+        )
+    problem = pattern_problem(pattern)
+    if problem is not None or pattern.startswith("!"):
+        raise DefinitionError(
+            f"Invalid cases_from in {check_file}: {pattern!r} "
+            f"{problem or 'must name files, not exclude them'}",
+            file=check_file,
+            field_path="cases_from",
+            hint="name a dataset file or glob relative to the project root",
+        )
+    if _is_glob(pattern):
+        return sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
+    path = root / pattern
+    if path.is_dir():
+        raise DefinitionError(
+            f"Dataset {pattern} named by cases_from in {check_file} is a folder, not a file",
+            file=check_file,
+            field_path="cases_from",
+            hint=f"name its files with a glob, such as {pattern.rstrip('/')}/*.jsonl",
+        )
+    if not path.is_file():
+        raise DefinitionError(
+            f"Dataset {pattern} named by cases_from in {check_file} does not exist",
+            file=check_file,
+            field_path="cases_from",
+            hint=_missing_hint(pattern=pattern, root=root, check_file=check_file),
+        )
+    return [path]
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(char in pattern for char in _GLOB)
+
+
+def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
+    """The fix for a dataset path that names no file: the file it was most likely written
+    for (a path relative to the check file's folder, a typo in a name beside it)."""
+    beside_check = Path(check_file).resolve().parent / pattern
+    if beside_check.is_file():
+        meant = relative(path=beside_check, root=root)
+        return f"cases_from is relative to the project root, not to the check file: write {meant}"
+    path = root / pattern
+    try:
+        names = [entry.name for entry in os.scandir(path.parent) if entry.is_file()]
+    except OSError:
+        names = []
+    near = closest(path.name, [name for name in names if Path(name).suffix.lower() in SUFFIXES])
+    if near is not None:
+        shown = (Path(pattern).parent / near).as_posix()
+        return f"did you mean {shown}? (cases_from is relative to the project root)"
+    return "cases_from is relative to the project root; fix the path or create the file"
+
+
+def relative(*, path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def dataset_rows(
+    *,
+    definition: dict[str, Any],
+    root: Path,
+    check_file: str,
+    skipped: Skipped,
+    problems: list[DefinitionError],
+    max_cases: int,
+    check_text: str | None,
+) -> tuple[list[Row], list[str]]:
+    inline = definition.get("cases") or []
+    # The check file's own items, found in its text only when one of them has a problem.
+    lines = ItemLines(check_text, under="cases") if check_text and inline else None
+    rows = [
+        Row(
+            value=value,
+            file=check_file,
+            where=f"cases item {index + 1}",
+            line=None,
+            inline_index=index,
+            item_index=index + 1,
+            item_lines=lines,
+        )
+        for index, value in enumerate(inline)
+    ]
+    files: list[str] = []
+    pattern = definition.get("cases_from")
+    if pattern is not None:
+        try:
+            paths = _dataset_paths(
+                pattern=str(pattern), root=root, check_file=check_file, skipped=skipped
+            )
+        except DefinitionError as exc:
+            problems.append(exc)
+            return rows, files
+        # The suffix a glob should have named, worked out once: a glob over a folder of
+        # thousands of other files must not rescan them all for each.
+        narrowed = _narrowed(pattern=str(pattern), paths=paths) if _is_glob(str(pattern)) else None
+        for path in paths:
+            file = relative(path=path, root=root)
+            files.append(file)
+            if narrowed is not None and path.suffix.lower() not in SUFFIXES:
+                problems.append(
+                    _not_a_dataset(
+                        pattern=str(pattern), file=file, narrowed=narrowed, check_file=check_file
+                    )
+                )
+                continue
+            try:
+                rows.extend(
+                    read_rows(path=path, file=file, problems=problems, limit=max_cases - len(rows))
+                )
+            except DefinitionError as exc:
+                problems.append(exc)
+            except TooManyRows as exc:
+                # Past the limit no more rows are made, nor files read: the family is refused.
+                problems.append(
+                    too_many(
+                        family=str(definition["id"]),
+                        check_file=check_file,
+                        count=len(rows) + exc.counted,
+                        max_cases=max_cases,
+                        at_least=len(paths) > len(files),
+                    )
+                )
+                return [], files
+    return rows, files
+
+
+def too_many(
+    *, family: str, check_file: str, count: int, max_cases: int, at_least: bool = False
+) -> DefinitionError:
+    """A family of more cases than `[core] max_cases`; `at_least`: the datasets were not all
+    counted (reading stopped at the one that went past the limit)."""
+    return DefinitionError(
+        f"Family '{family}' in {check_file} has {'at least ' if at_least else ''}{count:,} "
+        f"cases, more than [core] max_cases ({max_cases:,})",
+        file=check_file,
+        field_path="cases_from",
+        hint="split the dataset, narrow cases_from, or raise [core] max_cases",
+    )
+
+
+def _not_a_dataset(*, pattern: str, file: str, narrowed: str, check_file: str) -> DefinitionError:
+    """A file a `cases_from` glob matched that is no dataset (a README beside the rows): the
+    glob in the check file is what to fix, so the error is told there, with the glob narrowed
+    to the datasets' kind."""
+    return DefinitionError(
+        f"cases_from {pattern!r} in {check_file} matches {file}, which is not a dataset "
+        "(.jsonl, .json, .yaml, .yml or .csv)",
+        file=check_file,
+        field_path="cases_from",
+        hint=f"narrow the glob to the dataset files, e.g. cases_from: {narrowed!r}",
+    )
+
+
+def _narrowed(*, pattern: str, paths: list[Path]) -> str:
+    """`pattern` matching only files of the kind most of the datasets it matched are (JSONL
+    when none is): its last part ends in `*<suffix>`."""
+    kinds = Counter(path.suffix.lower() for path in paths if path.suffix.lower() in SUFFIXES)
+    kind = kinds.most_common(1)[0][0] if kinds else ".jsonl"
+    folder, _, last = pattern.rstrip("/").rpartition("/")
+    if last == "**":
+        last = f"**/*{kind}"
+    elif last.endswith("*") and "." not in last:
+        last += kind  # `q*` -> `q*.jsonl`
+    else:
+        last = f"*{kind}"  # `*.*` -> `*.jsonl`
+    return f"{folder}/{last}" if folder else last
