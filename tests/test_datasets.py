@@ -1026,6 +1026,10 @@ def test_eb_schema_prints_a_familys_row_schema(
     assert by_id.exit_code == 2
     assert "Cannot read check file fam: No such file or directory" in by_id.stderr
     assert "pass the family's check file" in by_id.stderr
+    # The family's id given as a schema's name points at the flag that prints its rows' schema.
+    as_name = eb("schema", "fam")
+    assert as_name.exit_code == 2 and "Unknown schema 'fam'" in as_name.stderr
+    assert "eb schema --case-schema eval_checks/fam.yaml" in as_name.stderr
 
 
 def test_eb_schema_as_list_checks_a_whole_dataset_file(

@@ -42,9 +42,21 @@ def run(args: argparse.Namespace) -> int:
         return 0
     name = args.name if args.name in names else f"stages/{args.name}"
     if name not in names:
-        raise UsageError(f"Unknown schema '{args.name}'. Known schemas: {', '.join(names)}")
+        raise UsageError(
+            f"Unknown schema '{args.name}'. Known schemas: {', '.join(names)}",
+            hint="the schema of a dataset family's rows is printed from its check file: "
+            f"eb schema --case-schema {_check_file_for(args.name)}",
+        )
     sys.stdout.write(packaged_schema(name))
     return 0
+
+
+def _check_file_for(name: str) -> str:
+    """What `--case-schema` takes for `name`: the name itself when it is a check file, else a
+    check file named after it (a family's id usually names its file)."""
+    if name.endswith((".yaml", ".yml")):
+        return name
+    return f"eval_checks/{name}.yaml"
 
 
 def _case_schema(*, path: str, as_list: bool) -> str:
