@@ -9,6 +9,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from eval_banana.assertions.shared import SharedArtifacts
 
@@ -104,3 +107,69 @@ def test_readers_on_several_threads_get_one_document(tmp_path: Path) -> None:
     # Those who came while the first parsed waited for its document instead of parsing too.
     assert len({id(document) for document in documents}) == 1
     assert shared.kept == 0
+
+
+FAMILY = """\
+schema_version: 1
+id: prices
+type: assertions
+description: "the price of {{ case.sku }}"
+cases:
+  - {sku: apple, price: 1.2}
+  - {sku: pear, price: 0.8}
+  - {sku: plum, price: 0.5}
+  - {sku: fig, price: 9.9}
+artifact: out/prices.json
+assert:
+  - path: "prices.{{ case.sku }}"
+    op: equals
+    value: "{{ case.price }}"
+"""
+
+
+def test_a_run_parses_the_artifact_its_cases_share_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_banana.assertions import shared
+    from eval_banana.stages.discover import discover
+    from eval_banana.stages.execute import execute
+    from eval_banana.stages.validate import validate
+    from tests.builders import make_config, make_guard
+
+    root = tmp_path / "project"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / "eval_checks" / "prices.yaml").write_text(FAMILY, encoding="utf-8")
+    _write(root / "out" / "prices.json", {"prices": {"apple": 1.2, "pear": 0.8, "plum": 0.5}})
+    config = make_config(project_root=root, max_parallel_checks=4)
+    contents: dict[str, bytes] = {}
+    discovered = discover(config=config, inputs={}, contents=contents)
+    plan = validate(config=config, discovered=discovered, inputs={}, contents=contents).plan
+    assert [check.id for check in plan.checks] == [
+        "prices[1]",
+        "prices[2]",
+        "prices[3]",
+        "prices[4]",
+    ]
+    parsed: list[str] = []
+    reading = shared.load_artifact
+
+    def counted(**kwargs: Any) -> Any:
+        parsed.append(kwargs["artifact"])
+        return reading(**kwargs)
+
+    monkeypatch.setattr(shared, "load_artifact", counted)
+    done = execute(
+        config=config,
+        plan=plan,
+        guard=make_guard(),
+        run_dir=tmp_path / "run",
+        cancel=threading.Event(),
+    )
+    statuses = {result.check_id: result.status for result in done.results}
+    assert statuses == {
+        "prices[1]": "passed",
+        "prices[2]": "passed",
+        "prices[3]": "passed",
+        "prices[4]": "failed",  # no price for fig
+    }
+    assert parsed == ["out/prices.json"]  # four cases, one parse
