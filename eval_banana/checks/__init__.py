@@ -1,6 +1,7 @@
 """One check file from bytes to a validated definition and its digest: the loader, the
-fast path, the error wording, YAML positions, selection (-k, --tag, --check-id, --shard,
---select) and the files a check reads (inputs).
+fast path, the error wording, YAML positions, loading the files a plan is made of (all of them,
+or those an id or pattern names), selection (-k, --tag, --check-id, --shard, --select) and the
+files a check reads (inputs).
 
-May import core, models, projectstate, assertions and settings.
+May import core, models, projectstate, assertions, settings and datasets.
 """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -12,23 +12,25 @@ from eval_banana.checks.definition import (
     FrozenScript,
     definition_digest,
     freeze_script,
-    load_definition,
-    parse_yaml_mapping,
     validate_mapping,
+)
+from eval_banana.checks.loading import (
+    Loaded,
+    load_strict,
+    problem_model,
+    reader_over,
+    select_ids,
 )
 from eval_banana.checks.selectfile import apply_select
 from eval_banana.checks.selection import (
     case_selected,
     compile_selector,
-    id_matches_pattern,
     is_id_pattern,
-    pattern_prefix,
     split_case_selector,
 )
 from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
 from eval_banana.core.errors import DefinitionError, NoChecksError, Problem
 from eval_banana.core.files import write_bytes_atomic, write_model
-from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
 from eval_banana.datasets.expand import ExpandedCase, case_digests_from, expand_family, is_family
@@ -39,7 +41,6 @@ from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
     ConfigDoc,
     DiscoverDoc,
-    FieldProblem,
     PlanDoc,
     PlannedCheck,
     ProblemModel,
@@ -52,12 +53,6 @@ if TYPE_CHECKING:
 
 SNAPSHOTS_DIR = "stages/snapshots"
 NO_CHECKS = "No checks found"
-
-
-class Loaded(Record):
-    path: str  # a plain string: thousands of Path objects cost real start-up time
-    data: bytes
-    definition: dict[str, Any]  # normalized, as the check models dump it
 
 
 class Unit(NamedTuple):
@@ -129,154 +124,6 @@ def problems_error(problems: list[ProblemModel], *, no_checks: bool) -> Definiti
     )
 
 
-def _problem(exc: DefinitionError) -> ProblemModel:
-    return ProblemModel(
-        message=exc.message,
-        file=exc.file,
-        field_path=exc.field_path,
-        hint=exc.hint,
-        line=exc.line,
-        column=exc.column,
-        fields=[
-            FieldProblem(
-                field_path=field.field_path,
-                line=field.line,
-                column=field.column,
-                message=field.message,
-                hint=field.hint,
-            )
-            for field in exc.field_errors
-        ],
-    )
-
-
-Reader = Callable[[str], bytes]
-
-
-def _reader(contents: Mapping[str, bytes] | None) -> Reader:
-    """Read a check file, from the bytes discover already read when it ran in this process."""
-    cache = contents or {}
-
-    def read(path: str) -> bytes:
-        data = cache.get(path)
-        return data if data is not None else read_regular(path)
-
-    return read
-
-
-def _read(path: str, read: Reader) -> bytes:
-    try:
-        return read(path)
-    except OSError as exc:
-        raise DefinitionError(f"Cannot read check file {path}: {exc}", file=path) from None
-
-
-def _duplicate_id(*, check_id: str, first: str, path: str, data: bytes) -> ProblemModel:
-    from eval_banana.checks.problems import value_position  # only a project with a duplicate pays
-
-    position = value_position(text=data.decode("utf-8", errors="replace"), key="id")
-    where = f"\nid (line {position.line}, column {position.column})" if position else ""
-    return ProblemModel(
-        message=f"Duplicate check id '{check_id}' found in {first} and {path}{where}",
-        file=path,
-        field_path="id",
-        hint="Ids must be unique across the project; rename one of them.",
-        line=position.line if position else None,
-        column=position.column if position else None,
-    )
-
-
-def _load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[ProblemModel]]:
-    """Load every file; collect every problem, then every duplicate id."""
-    loaded: list[Loaded] = []
-    problems: list[ProblemModel] = []
-    first_by_id: dict[str, str] = {}
-    for path in paths:
-        try:
-            data = _read(path, read)
-            definition = load_definition(data=data, path=path)
-        except DefinitionError as exc:
-            problems.append(_problem(exc))
-            continue
-        check_id = definition["id"]
-        if check_id in first_by_id:
-            problems.append(
-                _duplicate_id(check_id=check_id, first=first_by_id[check_id], path=path, data=data)
-            )
-            continue
-        first_by_id[check_id] = path
-        loaded.append(Loaded(path=path, data=data, definition=definition))
-    return loaded, problems
-
-
-def _id_holders(
-    *, paths: list[str], marker: bytes, read: Reader, warnings: list[ProblemModel]
-) -> Iterator[tuple[str, bytes, dict[str, object], str]]:
-    """The files whose bytes hold `marker`, parsed: (path, bytes, document, stripped id).
-
-    A file without the marker cannot declare a matching id and is not parsed; one that cannot
-    be parsed might have, so it becomes a warning.
-    """
-    for path in paths:
-        try:
-            data = read(path)
-        except OSError:
-            continue
-        if marker not in data:
-            continue
-        try:
-            document = parse_yaml_mapping(data=data, path=path)
-        except DefinitionError as exc:
-            warnings.append(_problem(exc))
-            continue
-        raw_id = document.get("id")
-        if isinstance(raw_id, str):
-            yield path, data, document, raw_id.strip()
-
-
-class _NoSuchId(DefinitionError):
-    """No check file has the id asked for. Its "did you mean" reads every file's id, so it is
-    worked out only where the error is told (a family loader that tries an id and moves on
-    never pays for it)."""
-
-
-def _load_by_id(
-    *, paths: list[str], check_id: str, read: Reader
-) -> tuple[list[Loaded], list[ProblemModel]]:
-    """Relaxed mode: only the file whose stripped id matches is loaded strictly."""
-    needle = check_id.strip()
-    matches: list[tuple[str, bytes, dict[str, object]]] = []
-    warnings: list[ProblemModel] = []
-    for path, data, document, found_id in _id_holders(
-        paths=paths, marker=needle.encode(), read=read, warnings=warnings
-    ):
-        if found_id == needle:
-            matches.append((path, data, document))
-    if not matches:
-        raise _NoSuchId(f"No check found with id '{check_id}'", field_path="check_id")
-    if len(matches) > 1:
-        joined = ", ".join(path for path, _, _ in matches)
-        raise DefinitionError(
-            f"Duplicate check id '{check_id}' found in: {joined}",
-            file=matches[1][0],
-            field_path="id",
-        )
-    path, data, document = matches[0]
-    definition = validate_mapping(document=document, path=path, data=data)
-    return [Loaded(path=path, data=data, definition=definition)], warnings
-
-
-def _id_hint(*, paths: list[str], check_id: str, read: Reader) -> str:
-    """A did-you-mean among every check file's id (only an id that matched nothing pays for
-    reading them all), and where to see them."""
-    from eval_banana.core.suggest import closest
-
-    ids = [found for _, _, _, found in _id_holders(paths=paths, marker=b"", read=read, warnings=[])]
-    near = closest(check_id, ids)
-    listed = "`eb list` shows every check id (`eb list --cases` every case of a dataset family)"
-    return f"did you mean '{near}'? {listed}" if near is not None else listed
-
-
 def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> list[ProblemModel]:
     """A `<family>[<case>]` selector whose family expanded but which chose none of its cases:
     an error naming the family and the case it most likely meant, not 'No checks found'."""
@@ -309,81 +156,6 @@ def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> lis
             )
         )
     return problems
-
-
-def _load_by_pattern(
-    *, paths: list[str], pattern: str, read: Reader
-) -> tuple[list[Loaded], list[ProblemModel]]:
-    """Relaxed mode for a glob: every file whose stripped id matches is loaded strictly.
-
-    As for an exact id, other files are not validated; a file that cannot be parsed is a
-    warning when it might have matched (its bytes hold the pattern's literal prefix). Every
-    problem of the matching files is raised at once (the first, carrying the others).
-    """
-    needle = pattern.strip()
-    prefix = pattern_prefix(needle).encode()
-    by_id: dict[str, list[tuple[str, bytes, dict[str, object]]]] = {}
-    warnings: list[ProblemModel] = []
-    for path, data, document, found_id in _id_holders(
-        paths=paths, marker=prefix, read=read, warnings=warnings
-    ):
-        if id_matches_pattern(check_id=found_id, pattern=needle):
-            by_id.setdefault(found_id, []).append((path, data, document))
-    if not by_id:
-        raise DefinitionError(
-            f"No check id matches --check-id pattern '{pattern}'",
-            field_path="check_id",
-            hint="Patterns are shell-style and case-sensitive: * any text, ? one character, "
-            "[abc] one of a, b, c. `eb list` shows every id.",
-        )
-    loaded: list[Loaded] = []
-    problems: list[DefinitionError] = []
-    for check_id, matches in by_id.items():
-        if len(matches) > 1:
-            joined = ", ".join(path for path, _, _ in matches)
-            problems.append(
-                DefinitionError(
-                    f"Duplicate check id '{check_id}' found in: {joined}",
-                    file=matches[1][0],
-                    field_path="id",
-                )
-            )
-            continue
-        path, data, document = matches[0]
-        try:
-            definition = validate_mapping(document=document, path=path)
-        except DefinitionError as exc:
-            problems.append(exc)
-            continue
-        loaded.append(Loaded(path=path, data=data, definition=definition))
-    if problems:
-        first = problems[0]
-        raise DefinitionError(
-            first.message,
-            file=first.file,
-            field_path=first.field_path,
-            hint=first.hint,
-            problems=tuple(
-                Problem(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
-                for p in problems[1:]
-            ),
-        )
-    return loaded, warnings
-
-
-def _case_selector_family(*, paths: list[str], selector: str, read: Reader) -> Loaded | None:
-    """The family a `<family>[<case pattern>]` selector names, when that id is a family."""
-    written = split_case_selector(selector)
-    if written is None:
-        return None
-    family = written[0]
-    if not family or is_id_pattern(family):
-        return None
-    try:
-        loaded, _ = _load_by_id(paths=paths, check_id=family, read=read)
-    except DefinitionError:
-        return None
-    return loaded[0] if is_family(loaded[0].definition) else None
 
 
 def _incremental_view(unit: Unit) -> tuple[str, dict[str, Any]]:
@@ -433,43 +205,6 @@ def _past_expansion(
         max_cases=config.settings.core.max_cases,
         script=script,
     )
-
-
-def _select_ids(
-    *, paths: list[str], check_ids: list[str], read: Reader
-) -> tuple[list[Loaded], list[ProblemModel], list[ProblemModel]]:
-    """Relaxed selection by id or glob: (checks, problems, warnings); a problem selects nothing."""
-    selected: dict[str, Loaded] = {}
-    warnings: list[ProblemModel] = []
-    problems: list[ProblemModel] = []
-    for check_id in check_ids:
-        family = _case_selector_family(paths=paths, selector=check_id, read=read)
-        if family is not None:
-            selected[family.path] = family
-            continue
-        try:
-            if is_id_pattern(check_id):
-                loaded, found_warnings = _load_by_pattern(paths=paths, pattern=check_id, read=read)
-            else:
-                loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id, read=read)
-        except _NoSuchId as exc:
-            exc.hint = _id_hint(paths=paths, check_id=check_id.strip(), read=read)
-            problems.append(_problem(exc))
-            continue
-        except DefinitionError as exc:
-            problems.append(_problem(exc))
-            problems.extend(
-                ProblemModel(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
-                for p in exc.problems
-            )
-            continue
-        warnings.extend(found_warnings)
-        for item in loaded:
-            selected[item.path] = item
-    unique_warnings = list({(w.file, w.message): w for w in warnings}.values())
-    if problems:
-        return [], problems, unique_warnings
-    return [selected[path] for path in sorted(selected)], [], unique_warnings
 
 
 def _freeze(*, item: Loaded) -> FrozenScript | None:
@@ -573,7 +308,7 @@ def _expand(
             skipped=skipped,
             check_text=item.data.decode("utf-8", errors="replace"),
         )
-        found = [_problem(exc) for exc in expansion.problems]
+        found = [problem_model(exc) for exc in expansion.problems]
         if not found and item.definition["type"] == "assertions":
             found = _invalid_rendered(item=item, cases=expansion.cases)
         _locate_in_check_file(problems=found, item=item)
@@ -633,7 +368,7 @@ def _invalid_rendered(*, item: Loaded, cases: list[ExpandedCase]) -> list[Proble
         except DefinitionError as exc:
             fields = exc.field_errors or (exc,)
             problems.extend(
-                _problem(
+                problem_model(
                     filled_in_problem(
                         row=case.origin,
                         case_id=case.case_id,
@@ -694,11 +429,11 @@ def validate(
     errors = list(discovered.problems)
     warnings: list[ProblemModel] = []
     if selection.check_ids:
-        loaded, problems, warnings = _select_ids(
-            paths=paths, check_ids=selection.check_ids, read=_reader(contents)
+        loaded, problems, warnings = select_ids(
+            paths=paths, check_ids=selection.check_ids, read=reader_over(contents)
         )
     else:
-        loaded, problems = _load_strict(paths=paths, read=_reader(contents))
+        loaded, problems = load_strict(paths=paths, read=reader_over(contents))
     errors.extend(problems)
     units, expand_problems, frozen_by_path = _expand(loaded=loaded, config=config)
     errors.extend(expand_problems)

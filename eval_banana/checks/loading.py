@@ -1,0 +1,287 @@
+"""The check files a plan is made of, loaded: every discovered file (each problem collected, then
+every duplicate id), or only those an id, a glob of ids or a `<family>[<case>]` selector names
+(the others are not validated, so `--check-id` never pays for a whole project's problems)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from eval_banana.checks.definition import load_definition, parse_yaml_mapping, validate_mapping
+from eval_banana.checks.selection import (
+    id_matches_pattern,
+    is_id_pattern,
+    pattern_prefix,
+    split_case_selector,
+)
+from eval_banana.core.errors import DefinitionError, Problem
+from eval_banana.core.readback import read_regular
+from eval_banana.core.record import Record
+from eval_banana.datasets.expand import is_family
+from eval_banana.models.stages import FieldProblem, ProblemModel
+
+
+class Loaded(Record):
+    path: str  # a plain string: thousands of Path objects cost real start-up time
+    data: bytes
+    definition: dict[str, Any]  # normalized, as the check models dump it
+
+
+def problem_model(exc: DefinitionError) -> ProblemModel:
+    return ProblemModel(
+        message=exc.message,
+        file=exc.file,
+        field_path=exc.field_path,
+        hint=exc.hint,
+        line=exc.line,
+        column=exc.column,
+        fields=[
+            FieldProblem(
+                field_path=field.field_path,
+                line=field.line,
+                column=field.column,
+                message=field.message,
+                hint=field.hint,
+            )
+            for field in exc.field_errors
+        ],
+    )
+
+
+Reader = Callable[[str], bytes]
+
+
+def reader_over(contents: Mapping[str, bytes] | None) -> Reader:
+    """Read a check file, from the bytes discover already read when it ran in this process."""
+    cache = contents or {}
+
+    def read(path: str) -> bytes:
+        data = cache.get(path)
+        return data if data is not None else read_regular(path)
+
+    return read
+
+
+def _read(path: str, read: Reader) -> bytes:
+    try:
+        return read(path)
+    except OSError as exc:
+        raise DefinitionError(f"Cannot read check file {path}: {exc}", file=path) from None
+
+
+def _duplicate_id(*, check_id: str, first: str, path: str, data: bytes) -> ProblemModel:
+    from eval_banana.checks.problems import value_position  # only a project with a duplicate pays
+
+    position = value_position(text=data.decode("utf-8", errors="replace"), key="id")
+    where = f"\nid (line {position.line}, column {position.column})" if position else ""
+    return ProblemModel(
+        message=f"Duplicate check id '{check_id}' found in {first} and {path}{where}",
+        file=path,
+        field_path="id",
+        hint="Ids must be unique across the project; rename one of them.",
+        line=position.line if position else None,
+        column=position.column if position else None,
+    )
+
+
+def load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[ProblemModel]]:
+    """Load every file; collect every problem, then every duplicate id."""
+    loaded: list[Loaded] = []
+    problems: list[ProblemModel] = []
+    first_by_id: dict[str, str] = {}
+    for path in paths:
+        try:
+            data = _read(path, read)
+            definition = load_definition(data=data, path=path)
+        except DefinitionError as exc:
+            problems.append(problem_model(exc))
+            continue
+        check_id = definition["id"]
+        if check_id in first_by_id:
+            problems.append(
+                _duplicate_id(check_id=check_id, first=first_by_id[check_id], path=path, data=data)
+            )
+            continue
+        first_by_id[check_id] = path
+        loaded.append(Loaded(path=path, data=data, definition=definition))
+    return loaded, problems
+
+
+def _id_holders(
+    *, paths: list[str], marker: bytes, read: Reader, warnings: list[ProblemModel]
+) -> Iterator[tuple[str, bytes, dict[str, object], str]]:
+    """The files whose bytes hold `marker`, parsed: (path, bytes, document, stripped id).
+
+    A file without the marker cannot declare a matching id and is not parsed; one that cannot
+    be parsed might have, so it becomes a warning.
+    """
+    for path in paths:
+        try:
+            data = read(path)
+        except OSError:
+            continue
+        if marker not in data:
+            continue
+        try:
+            document = parse_yaml_mapping(data=data, path=path)
+        except DefinitionError as exc:
+            warnings.append(problem_model(exc))
+            continue
+        raw_id = document.get("id")
+        if isinstance(raw_id, str):
+            yield path, data, document, raw_id.strip()
+
+
+class _NoSuchId(DefinitionError):
+    """No check file has the id asked for. Its "did you mean" reads every file's id, so it is
+    worked out only where the error is told (a family loader that tries an id and moves on
+    never pays for it)."""
+
+
+def _load_by_id(
+    *, paths: list[str], check_id: str, read: Reader
+) -> tuple[list[Loaded], list[ProblemModel]]:
+    """Relaxed mode: only the file whose stripped id matches is loaded strictly."""
+    needle = check_id.strip()
+    matches: list[tuple[str, bytes, dict[str, object]]] = []
+    warnings: list[ProblemModel] = []
+    for path, data, document, found_id in _id_holders(
+        paths=paths, marker=needle.encode(), read=read, warnings=warnings
+    ):
+        if found_id == needle:
+            matches.append((path, data, document))
+    if not matches:
+        raise _NoSuchId(f"No check found with id '{check_id}'", field_path="check_id")
+    if len(matches) > 1:
+        joined = ", ".join(path for path, _, _ in matches)
+        raise DefinitionError(
+            f"Duplicate check id '{check_id}' found in: {joined}",
+            file=matches[1][0],
+            field_path="id",
+        )
+    path, data, document = matches[0]
+    definition = validate_mapping(document=document, path=path, data=data)
+    return [Loaded(path=path, data=data, definition=definition)], warnings
+
+
+def _id_hint(*, paths: list[str], check_id: str, read: Reader) -> str:
+    """A did-you-mean among every check file's id (only an id that matched nothing pays for
+    reading them all), and where to see them."""
+    from eval_banana.core.suggest import closest
+
+    ids = [found for _, _, _, found in _id_holders(paths=paths, marker=b"", read=read, warnings=[])]
+    near = closest(check_id, ids)
+    listed = "`eb list` shows every check id (`eb list --cases` every case of a dataset family)"
+    return f"did you mean '{near}'? {listed}" if near is not None else listed
+
+
+def _load_by_pattern(
+    *, paths: list[str], pattern: str, read: Reader
+) -> tuple[list[Loaded], list[ProblemModel]]:
+    """Relaxed mode for a glob: every file whose stripped id matches is loaded strictly.
+
+    As for an exact id, other files are not validated; a file that cannot be parsed is a
+    warning when it might have matched (its bytes hold the pattern's literal prefix). Every
+    problem of the matching files is raised at once (the first, carrying the others).
+    """
+    needle = pattern.strip()
+    prefix = pattern_prefix(needle).encode()
+    by_id: dict[str, list[tuple[str, bytes, dict[str, object]]]] = {}
+    warnings: list[ProblemModel] = []
+    for path, data, document, found_id in _id_holders(
+        paths=paths, marker=prefix, read=read, warnings=warnings
+    ):
+        if id_matches_pattern(check_id=found_id, pattern=needle):
+            by_id.setdefault(found_id, []).append((path, data, document))
+    if not by_id:
+        raise DefinitionError(
+            f"No check id matches --check-id pattern '{pattern}'",
+            field_path="check_id",
+            hint="Patterns are shell-style and case-sensitive: * any text, ? one character, "
+            "[abc] one of a, b, c. `eb list` shows every id.",
+        )
+    loaded: list[Loaded] = []
+    problems: list[DefinitionError] = []
+    for check_id, matches in by_id.items():
+        if len(matches) > 1:
+            joined = ", ".join(path for path, _, _ in matches)
+            problems.append(
+                DefinitionError(
+                    f"Duplicate check id '{check_id}' found in: {joined}",
+                    file=matches[1][0],
+                    field_path="id",
+                )
+            )
+            continue
+        path, data, document = matches[0]
+        try:
+            definition = validate_mapping(document=document, path=path)
+        except DefinitionError as exc:
+            problems.append(exc)
+            continue
+        loaded.append(Loaded(path=path, data=data, definition=definition))
+    if problems:
+        first = problems[0]
+        raise DefinitionError(
+            first.message,
+            file=first.file,
+            field_path=first.field_path,
+            hint=first.hint,
+            problems=tuple(
+                Problem(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+                for p in problems[1:]
+            ),
+        )
+    return loaded, warnings
+
+
+def _case_selector_family(*, paths: list[str], selector: str, read: Reader) -> Loaded | None:
+    """The family a `<family>[<case pattern>]` selector names, when that id is a family."""
+    written = split_case_selector(selector)
+    if written is None:
+        return None
+    family = written[0]
+    if not family or is_id_pattern(family):
+        return None
+    try:
+        loaded, _ = _load_by_id(paths=paths, check_id=family, read=read)
+    except DefinitionError:
+        return None
+    return loaded[0] if is_family(loaded[0].definition) else None
+
+
+def select_ids(
+    *, paths: list[str], check_ids: list[str], read: Reader
+) -> tuple[list[Loaded], list[ProblemModel], list[ProblemModel]]:
+    """Relaxed selection by id or glob: (checks, problems, warnings); a problem selects nothing."""
+    selected: dict[str, Loaded] = {}
+    warnings: list[ProblemModel] = []
+    problems: list[ProblemModel] = []
+    for check_id in check_ids:
+        family = _case_selector_family(paths=paths, selector=check_id, read=read)
+        if family is not None:
+            selected[family.path] = family
+            continue
+        try:
+            if is_id_pattern(check_id):
+                loaded, found_warnings = _load_by_pattern(paths=paths, pattern=check_id, read=read)
+            else:
+                loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id, read=read)
+        except _NoSuchId as exc:
+            exc.hint = _id_hint(paths=paths, check_id=check_id.strip(), read=read)
+            problems.append(problem_model(exc))
+            continue
+        except DefinitionError as exc:
+            problems.append(problem_model(exc))
+            problems.extend(
+                ProblemModel(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
+                for p in exc.problems
+            )
+            continue
+        warnings.extend(found_warnings)
+        for item in loaded:
+            selected[item.path] = item
+    unique_warnings = list({(w.file, w.message): w for w in warnings}.values())
+    if problems:
+        return [], problems, unique_warnings
+    return [selected[path] for path in sorted(selected)], [], unique_warnings
