@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from eval_banana.cache.key import Component
-from eval_banana.checks.inputs import CheckInputs, declared_inputs
+from eval_banana.checks.inputs import CheckInputs, artifact_of, declared_inputs
 from eval_banana.core.version import tool_version
 from eval_banana.harness.prompt import judge_prompt
 from eval_banana.models.config import Settings
@@ -129,7 +129,7 @@ def _deterministic(*, check: PlannedCheck, context: KeyContext) -> list[Componen
 
 
 def _assertions(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
-    artifact = str(check.definition.get("artifact") or "")
+    artifact = artifact_of(check)
     # The artifact is what the check grades: it always counts, declared or not, ignored or not.
     return [
         ("artifact", f"{artifact}\0{context.artifacts[check.id]}"),

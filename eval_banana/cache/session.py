@@ -25,7 +25,7 @@ from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.store import Blob, CacheStore
-from eval_banana.checks.inputs import CheckInputs, artifact_ids
+from eval_banana.checks.inputs import CheckInputs, artifact_id, artifact_ids, artifact_of
 from eval_banana.core import forked
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFault
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
@@ -117,6 +117,8 @@ class CacheSession:
         self._replaced = False
         self.keys: dict[str, str] = {}
         self._context: KeyContext | None = None
+        # Artifact path -> its id when verdicts are stored (see _still_keyed).
+        self._artifacts_now: dict[str, str] = {}
         # Checks a forked child is answering (look_ahead), and its answers once taken (None:
         # lost with the child, so they are looked up here).
         self._ahead: forked.Pending[_Answers] | None = None
@@ -463,8 +465,14 @@ class CacheSession:
         rest of a key is read from the run's input state, which checks do not change)."""
         if check.type != "assertions" or self._context is None:
             return True
-        now = artifact_ids(checks=[check], project_root=self._context.project_root)
-        return now[check.id] == self._context.artifacts[check.id]
+        artifact = artifact_of(check)
+        now = self._artifacts_now.get(artifact)
+        if now is None:
+            # Verdicts are stored once every check has ended, when nothing rewrites an
+            # artifact any more: each is read once for all the cases that grade it.
+            now = artifact_id(artifact=artifact, project_root=self._context.project_root)
+            self._artifacts_now[artifact] = now
+        return now == self._context.artifacts[check.id]
 
     def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> bool:
         """Store a verdict; whether it was kept (never once the run was found compromised)."""

@@ -261,15 +261,25 @@ def artifact_ids(*, checks: Iterable[PlannedCheck], project_root: Path) -> dict[
     artifact always counts, whether `inputs:` name it or git ignores it: it is what the verdict
     is about. Each path is read once (a family's cases often grade one file); a run computes
     them once, for its cache keys and for execute.json, which `eb status` compares."""
-    from eval_banana.projectstate.blobs import file_blob_id
-
     by_path: dict[str, str] = {}
     found: dict[str, str] = {}
     for check in checks:
         if check.type != "assertions":
             continue
-        artifact = str(check.definition.get("artifact") or "")
+        artifact = artifact_of(check)
         if artifact not in by_path:
-            by_path[artifact] = file_blob_id(path=str(project_root / artifact)) or "absent"
+            by_path[artifact] = artifact_id(artifact=artifact, project_root=project_root)
         found[check.id] = by_path[artifact]
     return found
+
+
+def artifact_of(check: PlannedCheck) -> str:
+    """The project-relative path an assertions check grades, as its plan holds it."""
+    return str(check.definition.get("artifact") or "")
+
+
+def artifact_id(*, artifact: str, project_root: Path) -> str:
+    """The git blob id of the artifact at `artifact` now, or `absent`."""
+    from eval_banana.projectstate.blobs import file_blob_id
+
+    return file_blob_id(path=str(project_root / artifact)) or "absent"

@@ -327,7 +327,7 @@ def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> 
 def _artifact_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
     """Assertions check id -> 'artifact <path> changed' (or appeared, or is gone) since its
     result graded it: the artifact is what its verdict is about, `inputs:` or not."""
-    from eval_banana.checks.inputs import artifact_ids
+    from eval_banana.checks.inputs import artifact_ids, artifact_of
 
     recorded = executed.artifact_ids
     compared = [check for check in plan.checks if check.id in recorded]
@@ -337,7 +337,7 @@ def _artifact_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc)
         before, now = recorded[check.id], current.get(check.id)
         if now == before:
             continue
-        artifact = check.definition.get("artifact")
+        artifact = artifact_of(check)
         what = "is gone" if now == "absent" else "appeared" if before == "absent" else "changed"
         changes[check.id] = f"artifact {artifact} {what}"
     return changes

@@ -295,14 +295,11 @@ def _shared_artifacts(*, project_root: Path, checks: list[PlannedCheck]) -> Shar
     if not any(check.type == "assertions" for check in checks):
         return None
     from eval_banana.assertions.shared import SharedArtifacts
+    from eval_banana.checks.inputs import artifact_of
 
     return SharedArtifacts(
         project_root=project_root,
-        readers=(
-            str(check.definition.get("artifact") or "")
-            for check in checks
-            if check.type == "assertions"
-        ),
+        readers=(artifact_of(check) for check in checks if check.type == "assertions"),
     )
 
 
