@@ -14,7 +14,7 @@ from eval_banana.checks.selection import (
     pattern_prefix,
     split_case_selector,
 )
-from eval_banana.core.errors import DefinitionError, Problem
+from eval_banana.core.errors import DefinitionError, Problem, problem_of
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Record
 from eval_banana.datasets.expand import is_family
@@ -29,12 +29,7 @@ class Loaded(Record):
 
 def problem_model(exc: DefinitionError) -> ProblemModel:
     return ProblemModel(
-        message=exc.message,
-        file=exc.file,
-        field_path=exc.field_path,
-        hint=exc.hint,
-        line=exc.line,
-        column=exc.column,
+        **problem_of(exc)._asdict(),
         fields=[
             FieldProblem(
                 field_path=field.field_path,
@@ -273,10 +268,7 @@ def select_ids(
             continue
         except DefinitionError as exc:
             problems.append(problem_model(exc))
-            problems.extend(
-                ProblemModel(message=p.message, file=p.file, field_path=p.field_path, hint=p.hint)
-                for p in exc.problems
-            )
+            problems.extend(ProblemModel(**p._asdict()) for p in exc.problems)
             continue
         warnings.extend(found_warnings)
         for item in loaded:

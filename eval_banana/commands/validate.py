@@ -187,18 +187,10 @@ def _print_json(
 
 def json_error(exc: EvalBananaError) -> dict[str, Any]:
     """`eb validate --json` for a failure raised before any check was validated (bad config)."""
-    from eval_banana.core.errors import Problem
+    from eval_banana.core.errors import problem_of
 
-    first = Problem(
-        message=exc.message,
-        file=exc.file,
-        field_path=exc.field_path,
-        hint=exc.hint,
-        line=exc.line,
-        column=exc.column,
-    )
     errors = [
         _entry(kind=exc.kind, located=problem, file=problem.file)
-        for problem in (first, *exc.problems)
+        for problem in (problem_of(exc), *exc.problems)
     ]
     return _document(checks=0, errors=errors, warnings=[], error=exc)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import Counter
+from typing import NamedTuple, Protocol
 
 
 class Problem(NamedTuple):
@@ -20,6 +21,35 @@ class Problem(NamedTuple):
         if self.hint:
             text += f"\n  hint: {self.hint}"
         return text
+
+
+class Located(Protocol):
+    """Anything that tells one problem: an error, or a problem as a stage file records it."""
+
+    @property
+    def message(self) -> str: ...
+    @property
+    def file(self) -> str | None: ...
+    @property
+    def field_path(self) -> str | None: ...
+    @property
+    def hint(self) -> str | None: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def column(self) -> int | None: ...
+
+
+def problem_of(located: Located) -> Problem:
+    """The one problem `located` tells (an error's own, without the others it carries)."""
+    return Problem(
+        message=located.message,
+        file=located.file,
+        field_path=located.field_path,
+        hint=located.hint,
+        line=located.line,
+        column=located.column,
+    )
 
 
 class EvalBananaError(Exception):
@@ -57,8 +87,8 @@ class EvalBananaError(Exception):
         others = [problem for problem in self.problems if problem.message != self.message]
         if not others:
             return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
-        every = (Problem(message=self.message, hint=self.hint, file=self.file), *others)
-        lines = [*_messages_with_hints(problems=every)]
+        every = (problem_of(self), *others)
+        lines = _messages_with_hints(problems=every)
         if len(every) >= _COUNTED_FROM:
             lines.append(_count_by_file(problems=every))
         return "\n".join(lines)
@@ -94,13 +124,9 @@ def _messages_with_hints(*, problems: tuple[Problem, ...]) -> list[str]:
 
 
 def _count_by_file(*, problems: tuple[Problem, ...]) -> str:
-    counts: dict[str, int] = {}
-    for problem in problems:
-        name = problem.file or "(no file)"
-        counts[name] = counts.get(name, 0) + 1
-    ranked = sorted(counts.items(), key=lambda item: -item[1])
-    shown = ", ".join(f"{count:,} in {name}" for name, count in ranked[:3])
-    rest = len(ranked) - 3
+    counts = Counter(problem.file or "(no file)" for problem in problems)
+    shown = ", ".join(f"{count:,} in {name}" for name, count in counts.most_common(3))
+    rest = len(counts) - 3
     more = f", and more in {rest:,} other file{'s' if rest > 1 else ''}" if rest > 0 else ""
     return f"{len(problems):,} problems: {shown}{more}"
 

@@ -29,7 +29,7 @@ from eval_banana.checks.selection import (
     split_case_selector,
 )
 from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
-from eval_banana.core.errors import DefinitionError, NoChecksError, Problem
+from eval_banana.core.errors import DefinitionError, NoChecksError, problem_of
 from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
@@ -101,8 +101,8 @@ def raise_problems(problems: list[ProblemModel], *, no_checks: bool) -> None:
 def problems_error(problems: list[ProblemModel], *, no_checks: bool) -> DefinitionError:
     """The typed error that stands for `problems`: the first, carrying all the others.
     `no_checks`: they say only that nothing was found (the plan's own flag)."""
-    first = problems[0]
     error_type = NoChecksError if no_checks else DefinitionError
+    first = problem_of(problems[0])
     return error_type(
         first.message,
         file=first.file,
@@ -110,17 +110,7 @@ def problems_error(problems: list[ProblemModel], *, no_checks: bool) -> Definiti
         hint=first.hint,
         line=first.line,
         column=first.column,
-        problems=tuple(
-            Problem(
-                message=p.message,
-                file=p.file,
-                field_path=p.field_path,
-                hint=p.hint,
-                line=p.line,
-                column=p.column,
-            )
-            for p in problems[1:]
-        ),
+        problems=tuple(problem_of(problem) for problem in problems[1:]),
     )
 
 
