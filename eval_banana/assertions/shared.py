@@ -60,12 +60,8 @@ class SharedArtifacts:
         self._left = Counter(readers)
         self._shared = frozenset(text for text, count in self._left.items() if count > 1)
         self._kept: dict[str, _Kept] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
-
-    def _lock_for(self, artifact: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(artifact, threading.Lock())
+        # One lock per shared artifact, all made here: the set is known before any reader.
+        self._locks = {text: threading.Lock() for text in self._shared}
 
     def _read(self, *, artifact: str) -> LoadedArtifact:
         return load_artifact(
@@ -78,7 +74,7 @@ class SharedArtifacts:
             # Its only reader: nothing to share.
             return self._read(artifact=artifact)
         # One reader parses while the others of the same artifact wait for its document.
-        with self._lock_for(artifact):
+        with self._locks[artifact]:
             left = self._left[artifact]
             self._left[artifact] = max(left - 1, 0)
             try:
