@@ -66,8 +66,7 @@ def validated_plan(*, config: ConfigDoc) -> PlanDoc:
 def _outputs(*, config: ConfigDoc, request: RunRequest) -> list[str]:
     """The files this run writes outside its run folder, absolute: they are eb's own, and a
     later run must not see them as a change of the project."""
-    from eval_banana.reporting.github import STEP_SUMMARY_ENV
-    from eval_banana.settings.folders import junit_file
+    from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
 
     junit = config.settings.core.junit_xml
     found = [junit_file(setting=junit, project_root=Path(config.project_root))] if junit else []

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.reporting.common import check_relpath, is_control, status_label, summary
+from eval_banana.settings.folders import STEP_SUMMARY_ENV
 
-STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 # GitHub rejects a step summary over 1 MiB (the whole step, not one write); stay well below.
 SUMMARY_LIMIT_BYTES = 900 * 1024
 

@@ -17,6 +17,9 @@ from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.table import SETTINGS_BY_NAME
 
 CALIBRATION_FILE = "calibration.json"
+# The variable GitHub Actions sets to the file a step appends its job summary to: a file eb
+# writes outside the run folder, so never one of the project's.
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 _CONFIG_FOLDER = ".eval-banana"
 
 

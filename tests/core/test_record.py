@@ -217,6 +217,22 @@ def test_everyday_commands_never_import_what_their_start_up_cannot_afford(
     assert "HEAVY [] 0" in done.stdout, done.stdout + done.stderr
 
 
+def test_eb_validate_and_eb_list_import_none_of_what_only_a_run_needs(tmp_path: Path) -> None:
+    # Reading the step summary's variable name once pulled in the reporting package, and with
+    # it execute, the runners and report.html's assets: 10 ms of every `eb validate`.
+    root = _judge_project(tmp_path / "proj", checks={"det": check_yaml("det")})
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"codes = [main(['validate', '--cwd', {str(root)!r}]), main(['list', '--cwd', {str(root)!r}])]\n"
+        "run_only = ('eval_banana.reporting', 'eval_banana.stages.execute', "
+        "'eval_banana.stages.report', 'eval_banana.runners', 'eval_banana.history')\n"
+        "print('RUN-ONLY', sorted(m for m in run_only if m in sys.modules), codes)\n"
+    )
+    done = _python("-c", probe)
+    assert "RUN-ONLY [] [0, 0]" in done.stdout, done.stdout + done.stderr
+
+
 def test_runner_warnings_reach_stderr_in_the_cli_format_without_loading_logging_before(
     tmp_path: Path,
 ) -> None:
