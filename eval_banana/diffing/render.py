@@ -121,6 +121,7 @@ def render_text(diff: RunDiff) -> str:
         f"{_percent(diff.base.pass_rate)} -> {_percent(diff.head.pass_rate)})",
     ]
     unselected = _unselected(diff)
+    listed: dict[str, str] = {}  # check id -> the heading it was first listed under
     for attribute, heading in CATEGORIES:
         entries: list[DiffEntry] = getattr(diff, attribute)
         if not entries:
@@ -128,9 +129,14 @@ def render_text(diff: RunDiff) -> str:
         lines.append(f"{heading} ({len(entries)}):")
         shown = entries[:TEXT_NOT_SELECTED_ROWS] if attribute in _UNSELECTED else entries
         for entry in shown:
-            note = f" - {entry.summary}" if entry.summary else ""
-            change = _change(entry, unselected=unselected)
-            lines.append(f"  - {entry.check_id}: {change}{note}")
+            told = _text_entry(
+                entry,
+                unselected=unselected,
+                listed=listed,
+                mark=attribute != "changed_definitions",
+            )
+            lines.append(f"  - {told}")
+            listed.setdefault(entry.check_id, heading)
         if len(shown) < len(entries):
             lines.append(
                 f"  ... and {len(entries) - len(shown)} more (`eb diff --json` lists them)"
@@ -141,6 +147,21 @@ def render_text(diff: RunDiff) -> str:
     lines.append(f"Unchanged passing: {diff.unchanged_passing}")
     lines.append(f"Diff: {headline(diff)}")
     return "\n".join(lines) + "\n"
+
+
+def _text_entry(
+    entry: DiffEntry, *, unselected: frozenset[str], listed: dict[str, str], mark: bool
+) -> str:
+    """One check's line. A check whose definition changed says so (`mark`) where its verdict
+    is told; under Changed definitions, one told above points there instead of repeating it."""
+    change = _change(entry, unselected=unselected)
+    earlier = listed.get(entry.check_id)
+    if earlier is not None:
+        return f"{entry.check_id}: {change} (under {earlier} above)"
+    if mark and entry.definition_changed:
+        change += ", definition changed"
+    note = f" - {entry.summary}" if entry.summary else ""
+    return f"{entry.check_id}: {change}{note}"
 
 
 def _md_table(entries: list[DiffEntry], *, unselected: frozenset[str]) -> list[str]:

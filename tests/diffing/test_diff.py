@@ -134,7 +134,15 @@ def test_text_and_markdown(eb: Callable[..., EbResult], runs: tuple[Path, Path, 
     text = eb("diff", str(base), str(head))
     assert text.exit_code == 1
     assert "Regressions (2):\n  - new_red: new, failed - exit code 1\n" in text.stdout
-    assert "  - regresses: passed -> failed - exit code 1\n" in text.stdout
+    # Its definition changed too: said where its verdict is, and only pointed to below.
+    assert "  - regresses: passed -> failed, definition changed - exit code 1\n" in text.stdout
+    assert (
+        "Changed definitions (3):\n  - gets_fixed: failed -> passed (under Fixes above)\n"
+        "  - is_edited: passed -> passed\n"
+        "  - regresses: passed -> failed (under Regressions above)\n" in text.stdout
+    )
+    assert "  - new_red: new, failed (under Regressions above)\n" in text.stdout
+    assert text.stdout.count("exit code 1") == 3  # new_red's, regresses' and stays_red's
     assert "Removed checks (1):\n  - is_removed: was passed\n" in text.stdout
     assert "Points earned: 4 -> 4 (+0)" in text.stdout
     assert "Pass rate: 0.666667 -> 0.571429 (-0.095238; 66.67% -> 57.14%)" in text.stdout
