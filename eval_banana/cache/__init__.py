@@ -6,7 +6,8 @@ depends on changed.
 - `store`: the folder on disk (entries, content-addressed blobs, LRU eviction).
 - `mac`: the MAC every entry and kept run carries, keyed by the cache's own secret.
 - `ownwrites`: a run's record of what it wrote, and what changed in the cache without it.
-- `session`: one run's use of it, driven by the execute stage.
+- `session`: one run's use of it, driven by the execute stage; `storing`: the session the
+  execute stage opens, and the verdicts it stores once every check has ended.
 
 Nothing is imported here: the execute stage loads `session` only when the cache is on.
 

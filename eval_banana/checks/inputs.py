@@ -14,14 +14,20 @@ import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval_banana.core.errors import ProjectStateError
+from eval_banana.core.log import Logger
 from eval_banana.core.suggest import closest
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ProblemModel
 from eval_banana.projectstate.patterns import InputPatterns, literal_prefix, normalize, outermost
 from eval_banana.projectstate.state import ProjectState, read_project_state
 from eval_banana.settings.folders import own_files, own_folders
+
+if TYPE_CHECKING:
+    from eval_banana.assertions.shared import SharedArtifacts
+
+logger = Logger("eval_banana.checks.inputs")
 
 
 def pattern_meant(*, pattern: str, root: str | Path) -> str | None:
@@ -283,3 +289,58 @@ def artifact_id(*, artifact: str, project_root: Path) -> str:
     from eval_banana.projectstate.blobs import file_blob_id
 
     return file_blob_id(path=str(project_root / artifact)) or "absent"
+
+
+# --- a run's use of them (the execute stage) ---------------------------------------------------
+
+
+def run_inputs(
+    *, config: ConfigDoc, checks: list[PlannedCheck], given: CheckInputs | None
+) -> CheckInputs | None:
+    """The one reader of input states for this run: the caller's, else one over the checks
+    the cache keys (every check) or, with the cache off, only those that declare `inputs:`."""
+    if given is not None:
+        return given
+    caching = config.settings.cache.mode != "off"
+    definitions = [
+        check.definition
+        for check in checks
+        if caching or declared_inputs(check.definition) is not None
+    ]
+    return CheckInputs(config=config, definitions=definitions) if definitions else None
+
+
+def shared_artifacts(*, project_root: Path, checks: list[PlannedCheck]) -> SharedArtifacts | None:
+    """The run's assertions artifacts, each parsed once however many of `checks` grade it;
+    None when no assertions check is to run (their module is then never imported)."""
+    if not any(check.type == "assertions" for check in checks):
+        return None
+    from eval_banana.assertions.shared import SharedArtifacts
+
+    return SharedArtifacts(
+        project_root=project_root,
+        readers=(artifact_of(check) for check in checks if check.type == "assertions"),
+    )
+
+
+def input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) -> dict[str, str]:
+    """Check id -> digest of what its `inputs:` match now; empty when the state is unreadable
+    (eb status then cannot see input changes, as for a check without `inputs:`)."""
+    from eval_banana.projectstate.git import NotARepository
+
+    digests: dict[str, str] = {}
+    if reader is None:
+        return digests
+    try:
+        for check in checks:
+            declared = declared_inputs(check.definition)
+            if declared is not None:
+                # A case's family files are in its definition digest, as in its cache key:
+                # editing one row leaves the other cases' inputs as they were.
+                digests[check.id] = reader.digest(
+                    inputs=declared, excluding=tuple(check.family_files or ())
+                )
+    except (ProjectStateError, NotARepository, OSError):
+        logger.warning("Could not read the checks' input files", exc_info=True)
+        return {}
+    return digests

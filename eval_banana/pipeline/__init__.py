@@ -1,6 +1,6 @@
 """The stages chained: a whole run (`eb run`), a replay of a kept run, a rerun of one
-stage (`eb stage`), what is stale in a run folder (`eb status`) and rebuilding exactly
-that (`eb update`).
+stage (`eb stage`) with its results merged over the earlier ones, what is stale in a run
+folder (`eb status`) and rebuilding exactly that (`eb update`).
 
 The top of the house beside commands: may import every package but scaleout and commands.
 """

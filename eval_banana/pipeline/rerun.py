@@ -10,6 +10,7 @@ from pathlib import Path
 from eval_banana.checks.planselect import narrow_plan
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
+from eval_banana.pipeline.partial import merge_results
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stagefiles.read import read_stage, upstream_digests
@@ -120,7 +121,7 @@ def rerun_execute(request: StageRequest) -> int:
         )
     if request.selection is not None:
         full_plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
-        doc = execute_stage.merge_results(plan=full_plan, fresh=doc, previous=previous)
+        doc = merge_results(plan=full_plan, fresh=doc, previous=previous)
     execute_stage.write_execute_stage(run_dir=request.run_dir, doc=doc)
     return 3 if doc.aborted_by else 0
 

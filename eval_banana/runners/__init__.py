@@ -1,6 +1,6 @@
 """Check-type runners: `RUNNERS[check.type](ctx) -> CheckResult`, and what every runner shares:
 building results, the subprocess a check runs in, retries of failed agent processes, run-level
-fuses and the redaction of secrets.
+fuses, the redaction of secrets, and the pool of threads the execute stage runs checks on.
 
 May import harness, assertions, models and core.
 """

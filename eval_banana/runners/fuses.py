@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 from types import TracebackType
 
-from eval_banana.models.stages import AbortReason
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import AbortReason, ProblemModel
 from eval_banana.runners.results import StopSignal
 
 
@@ -104,3 +105,25 @@ class RunFuses:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
+    """Judges whose agent ran but reported no token usage, which the token fuse cannot see."""
+    warnings = []
+    for result in results:
+        details = result.details
+        if result.check_type != "harness_judge" or details.get("raw_response_path") is None:
+            continue  # no agent process ran for this check
+        if (details.get("cache") or {}).get("hit"):
+            continue  # a reused verdict: no agent ran in this run
+        if details.get("usage") is None:
+            warnings.append(
+                ProblemModel(
+                    message=f"Judge check '{result.check_id}' reported no token usage; "
+                    "the token fuse could not count it",
+                    file=result.source_path,
+                    hint="Use an agent whose output reports usage (claude, gemini, codex), "
+                    "or rely on [core] run_timeout_seconds as the budget.",
+                )
+            )
+    return warnings

@@ -6,12 +6,14 @@ import threading
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
+from eval_banana.core.files import write_text_atomic
 from eval_banana.core.words import plural
 from eval_banana.harness.errorclass import ErrorCause
 from eval_banana.models.repeats import is_flaky
-from eval_banana.models.result import ERROR_CLASSES, CheckResult, Status
+from eval_banana.models.result import ERROR_CLASSES, CheckResult, Status, result_json_text
 from eval_banana.models.stages import AbortReason, ErrorClassCount, PlannedCheck
 
 # How each abort reason reads after `Stopped: ` / `Not run: `.
@@ -287,3 +289,10 @@ def folded_in_log(*, result: CheckResult, family_size: int) -> bool:
         and result.status == "passed"
         and not is_flaky(result.details)
     )
+
+
+def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> Path:
+    """Write checks/<stem>.json atomically (as soon as the check finishes)."""
+    path = checks_dir / f"{stem}.json"
+    write_text_atomic(path=path, text=result_json_text(result=result))
+    return path

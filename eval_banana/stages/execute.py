@@ -5,13 +5,13 @@ Also the one place where controls are judged and where the run fuses live.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eval_banana.cache.storing import open_cache, store_all
 from eval_banana.core import canonjson, log
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import (
@@ -19,28 +19,33 @@ from eval_banana.core.files import (
     sha256_bytes,
     stage_json_bytes,
     write_model,
-    write_text_atomic,
 )
 from eval_banana.core.log import Logger
 from eval_banana.core.record import Record
-from eval_banana.harness.usage import usage_tokens, usage_totals
+from eval_banana.isolation.charges import settle_state
 from eval_banana.models.repeats import rule_of
-from eval_banana.models.result import CheckResult, result_json_text
+from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     ConfigDoc,
     ExecuteDoc,
     GuardDoc,
     PlanDoc,
     PlannedCheck,
-    ProblemModel,
 )
 from eval_banana.runners import orphans, runner_for
 from eval_banana.runners.base import ProjectView, RunContext
 from eval_banana.runners.faults import FaultLog, fault_result
-from eval_banana.runners.fuses import RunFuses
+from eval_banana.runners.fuses import RunFuses, unseen_usage_warnings
+from eval_banana.runners.pool import (
+    MaxfailGate,
+    follow,
+    notify,
+    run_pool,
+    stop_signal,
+    unanswered,
+)
 from eval_banana.runners.redact import redact_check, redactor_for
 from eval_banana.runners.results import (
-    StopSignal,
     error_result,
     exception_result,
     held_back_result,
@@ -50,6 +55,7 @@ from eval_banana.runners.results import (
     stop_reason,
     utc_now,
     with_error_class,
+    write_check_result,
 )
 from eval_banana.runners.retries import run_attempts
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
@@ -60,29 +66,18 @@ from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
     from eval_banana.assertions.shared import SharedArtifacts
-    from eval_banana.cache.session import CacheSession
     from eval_banana.checks.inputs import CheckInputs
     from eval_banana.isolation.session import IsolationSession
-    from eval_banana.isolation.state import StateReport
 
 logger = Logger("eval_banana.stages.execute")
 
 StartCallback = Callable[[PlannedCheck], None]
 ResultCallback = Callable[[PlannedCheck, CheckResult], None]
 
-_WAIT_SLICE_S = 0.2  # the main thread wakes this often, so signal handlers run promptly
-
 
 def document_digest(*, doc: Record) -> str:
     """`sha256:<hex>` of the exact bytes `write_model` writes for `doc` (the envelope's inputs)."""
     return sha256_bytes(data=stage_json_bytes(document=doc))
-
-
-def write_check_result(*, checks_dir: Path, stem: str, result: CheckResult) -> Path:
-    """Write checks/<stem>.json atomically (as soon as the check finishes)."""
-    path = checks_dir / f"{stem}.json"
-    write_text_atomic(path=path, text=result_json_text(result=result))
-    return path
 
 
 def _run_one(*, ctx: RunContext) -> CheckResult:
@@ -114,220 +109,6 @@ def _observe(*, ctx: RunContext) -> CheckResult:
     return result.model_copy(update={"expect": check.definition.get("expect") or "pass"})
 
 
-class _MaxfailGate:
-    """Counts failed and errored checks; once `maxfail` (> 0) is reached no check starts."""
-
-    def __init__(self, *, maxfail: int) -> None:
-        self.maxfail = maxfail
-        self._failures = 0
-        self._lock = threading.Lock()
-        self.reached = False
-
-    def count(self, *, result: CheckResult) -> None:
-        if self.maxfail <= 0 or result.status == "passed":
-            return
-        with self._lock:
-            self._failures += 1
-            if self._failures >= self.maxfail:
-                self.reached = True
-
-    @staticmethod
-    def held_back(*, results: list[CheckResult]) -> bool:
-        """Whether any check was left unstarted because maxfail was reached."""
-        return any(result.details.get("not_run_reason") == "maxfail" for result in results)
-
-
-def _notify(callback: Callable[..., None] | None, *args: object) -> None:
-    """Progress callbacks are display only: a failing one is logged, never fatal to the run."""
-    if callback is None:
-        return
-    try:
-        callback(*args)
-    except Exception:  # noqa: BLE001
-        logger.warning("Progress callback failed", exc_info=True)
-
-
-def _stop_signal(*, cancel: threading.Event) -> StopSignal:
-    """The signal runners watch: `cancel` itself, or a StopSignal that follows a plain Event."""
-    if isinstance(cancel, StopSignal):
-        return cancel
-    stop = StopSignal()
-    _follow(cancel=cancel, stop=stop)
-    return stop
-
-
-def _follow(*, cancel: threading.Event, stop: StopSignal) -> None:
-    # A plain Event (e.g. set by a signal handler) can only mean an interrupt.
-    if cancel.is_set() and not stop.is_set():
-        stop.stop(reason="interrupt")
-
-
-def _run_pool(
-    *,
-    count: int,
-    workers: int,
-    task: Callable[[int], None],
-    cancel: threading.Event,
-    stop: StopSignal,
-) -> None:
-    """Run task(0..count-1) on `workers` threads, started in order; return when all are done.
-
-    A few threads over a shared counter instead of concurrent.futures, which would also import
-    `logging` on every start-up. The main thread waits in short slices, so signal handlers run
-    promptly, and a KeyboardInterrupt while waiting stops the run instead of escaping. The first
-    exception a task raised (failing to write evidence) is re-raised once every thread is done.
-    """
-    positions = iter(range(count))
-    take = threading.Lock()
-    failures: list[BaseException] = []
-
-    def work() -> None:
-        while True:
-            with take:
-                position = next(positions, None)
-            if position is None:
-                return
-            try:
-                task(position)
-            except BaseException as exc:  # noqa: BLE001 - surfaced by the main thread below
-                failures.append(exc)
-
-    threads = [threading.Thread(target=work, name=f"eb-check-{n}") for n in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            try:
-                thread.join(_WAIT_SLICE_S)
-            except KeyboardInterrupt:
-                stop.stop(reason="interrupt")
-            _follow(cancel=cancel, stop=stop)
-    if failures:
-        raise failures[0]
-
-
-def _unanswered(*, count: int, answered: Callable[[int], bool], stop: StopSignal) -> list[int]:
-    """The positions 0..count-1 that `answered` did not answer, in order.
-
-    An interrupt while answering stops the run as one while checks run does; the positions not
-    yet tried are left for the pool, which records them as not run.
-    """
-    left: list[int] = []
-    for index in range(count):
-        try:
-            if answered(index):
-                continue
-        except KeyboardInterrupt:
-            stop.stop(reason="interrupt")
-        left.append(index)
-    return left
-
-
-def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
-    """Judges whose agent ran but reported no token usage, which the token fuse cannot see."""
-    warnings = []
-    for result in results:
-        details = result.details
-        if result.check_type != "harness_judge" or details.get("raw_response_path") is None:
-            continue  # no agent process ran for this check
-        if (details.get("cache") or {}).get("hit"):
-            continue  # a reused verdict: no agent ran in this run
-        if details.get("usage") is None:
-            warnings.append(
-                ProblemModel(
-                    message=f"Judge check '{result.check_id}' reported no token usage; "
-                    "the token fuse could not count it",
-                    file=result.source_path,
-                    hint="Use an agent whose output reports usage (claude, gemini, codex), "
-                    "or rely on [core] run_timeout_seconds as the budget.",
-                )
-            )
-    return warnings
-
-
-def _open_cache(
-    *,
-    config: ConfigDoc,
-    plan: PlanDoc,
-    guard: GuardDoc,
-    run_dir: Path,
-    environ: Mapping[str, str] | None,
-    check_inputs: CheckInputs | None,
-    artifacts: Mapping[str, str],
-) -> CacheSession | None:
-    """The verdict cache for this run, when `[cache] mode` is not off and there are checks."""
-    if config.settings.cache.mode == "off" or not plan.checks:
-        return None
-    from eval_banana.cache.session import CacheSession
-
-    return CacheSession(
-        config=config,
-        plan=plan,
-        harness=guard.harness,
-        run_dir=run_dir,
-        environ=os.environ if environ is None else environ,
-        inputs=check_inputs,
-        artifacts=artifacts,
-    )
-
-
-def _input_reader(
-    *, config: ConfigDoc, checks: list[PlannedCheck], given: CheckInputs | None
-) -> CheckInputs | None:
-    """The one reader of input states for this run: the caller's, else one over the checks
-    the cache keys (every check) or, with the cache off, only those that declare `inputs:`."""
-    if given is not None:
-        return given
-    from eval_banana.checks.inputs import CheckInputs, declared_inputs
-
-    caching = config.settings.cache.mode != "off"
-    definitions = [
-        check.definition
-        for check in checks
-        if caching or declared_inputs(check.definition) is not None
-    ]
-    return CheckInputs(config=config, definitions=definitions) if definitions else None
-
-
-def _shared_artifacts(*, project_root: Path, checks: list[PlannedCheck]) -> SharedArtifacts | None:
-    """The run's assertions artifacts, each parsed once however many of `checks` grade it;
-    None when no assertions check is to run (their module is then never imported)."""
-    if not any(check.type == "assertions" for check in checks):
-        return None
-    from eval_banana.assertions.shared import SharedArtifacts
-    from eval_banana.checks.inputs import artifact_of
-
-    return SharedArtifacts(
-        project_root=project_root,
-        readers=(artifact_of(check) for check in checks if check.type == "assertions"),
-    )
-
-
-def _input_digests(*, checks: list[PlannedCheck], reader: CheckInputs | None) -> dict[str, str]:
-    """Check id -> digest of what its `inputs:` match now; empty when the state is unreadable
-    (eb status then cannot see input changes, as for a check without `inputs:`)."""
-    from eval_banana.checks.inputs import declared_inputs
-    from eval_banana.core.errors import ProjectStateError
-    from eval_banana.projectstate.git import NotARepository
-
-    digests: dict[str, str] = {}
-    if reader is None:
-        return digests
-    try:
-        for check in checks:
-            declared = declared_inputs(check.definition)
-            if declared is not None:
-                # A case's family files are in its definition digest, as in its cache key:
-                # editing one row leaves the other cases' inputs as they were.
-                digests[check.id] = reader.digest(
-                    inputs=declared, excluding=tuple(check.family_files or ())
-                )
-    except (ProjectStateError, NotARepository, OSError):
-        logger.warning("Could not read the checks' input files", exc_info=True)
-        return {}
-    return digests
-
-
 def _start_ranks(
     *, config: ConfigDoc, checks: list[PlannedCheck], to_start: list[int], workers: int
 ) -> dict[int, int]:
@@ -354,153 +135,6 @@ def _open_isolation(*, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> Isola
     from eval_banana.isolation.session import IsolationSession
 
     return IsolationSession.open(config=config, plan=plan, run_dir=run_dir)
-
-
-def _settle_state(
-    *,
-    report: StateReport,
-    session: IsolationSession,
-    config: ConfigDoc,
-    checks: list[PlannedCheck],
-    results: list[CheckResult | None],
-    owners: Mapping[str, int],
-    checks_dir: Path,
-) -> bool:
-    """After the checks: charge what the looks while they ran could not, and remove whatever
-    changed in the cache; whether eb's state changed at all (then no verdict is stored)."""
-    if not report.changed:
-        return False
-    _charge_state_changes(
-        report=report,
-        config=config,
-        checks=checks,
-        results=results,
-        owners=owners,
-        checks_dir=checks_dir,
-    )
-    removed = session.state.drop_cache_changes()
-    logger.warning(
-        "eb's own files changed while checks ran (%s); no verdict of this run is stored, "
-        "and %d changed files in the cache were removed",
-        ", ".join(report.changed[:5]),
-        len(removed),
-    )
-    return True
-
-
-def _charge_state_changes(
-    *,
-    report: StateReport,
-    config: ConfigDoc,
-    checks: list[PlannedCheck],
-    results: list[CheckResult | None],
-    owners: Mapping[str, int],
-    checks_dir: Path,
-) -> None:
-    """Make the checks charged after they ran with a change to eb's state an `error`: those
-    that started before a change seen while no check ran, and every check that ran when the
-    change came before any (what a look at a check's start or end could not charge)."""
-    from eval_banana.isolation.modes import check_mode
-    from eval_banana.isolation.session import with_state_change
-
-    charges: dict[int, list[tuple[list[str], str]]] = {}
-    for key, paths in report.late.items():
-        when = "after this check started, while no check was running"
-        charges.setdefault(owners[key], []).append((paths, when))
-    if report.unattributed:
-        # Assertions checks run in eb's own process: none of them started a process to blame.
-        ran = {p for p in owners.values() if checks[p].type != "assertions"}
-        for position in sorted(ran):
-            when = "during this run before any check started"
-            charges.setdefault(position, []).append((report.unattributed, when))
-    for position, found in charges.items():
-        result = results[position]
-        if result is None:
-            continue
-        check = checks[position]
-        for paths, when in found:
-            result = with_state_change(
-                result=result,
-                check=check,
-                mode=check_mode(config=config, check=check),
-                paths=paths,
-                when=when,
-            )
-        results[position] = result
-        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
-
-
-def _store_all(
-    *,
-    cache: CacheSession,
-    folder: Path,
-    ran: list[int],
-    checks: list[PlannedCheck],
-    results: list[CheckResult | None],
-    keep: bool,
-    checks_dir: Path,
-    faults: FaultLog,
-    stop: StopSignal,
-) -> None:
-    """Store the verdicts of the checks that ran and keep the cache within its size, when no
-    other run's checks are executing with the same cache (its watch would blame them)."""
-    if not ran:
-        return  # nothing ran: nothing to store, and nothing stored to evict for
-    from eval_banana.isolation.state import cache_writes
-
-    # A read-only cache stores nothing, and needs no turn at the lock to store it.
-    turn = cache_writes(cache=folder) if cache.writes else contextlib.nullcontext(False)
-    with turn as ours:
-        if cache.writes and not ours:
-            logger.warning(
-                "Another eb run is executing checks with this cache: the verdicts of this run "
-                "are not stored"
-            )
-        _store_verdicts(
-            cache=cache,
-            ran=ran,
-            checks=checks,
-            results=results,
-            keep=ours and keep,
-            checks_dir=checks_dir,
-            faults=faults,
-            stop=stop,
-        )
-        if ours and not stop.is_set():
-            cache.finish()
-
-
-def _store_verdicts(
-    *,
-    cache: CacheSession,
-    ran: list[int],
-    checks: list[PlannedCheck],
-    results: list[CheckResult | None],
-    keep: bool,
-    checks_dir: Path,
-    faults: FaultLog,
-    stop: StopSignal,
-) -> None:
-    """Store the verdicts of the checks that ran (`keep` False: none, eb's state was
-    written meanwhile), once every check has ended: while checks run eb writes nothing of its
-    own state, so a change seen there is never its own. A cache that cannot be written aborts
-    the run: the check whose verdict failed to store is an error, and nothing more is stored."""
-    for position in sorted(ran):
-        result = results[position]
-        if result is None:
-            continue
-        check = checks[position]
-        try:
-            stored = cache.record(check=check, result=result, store=keep and not stop.is_set())
-        except WriteFault as fault:
-            faults.add(fault=fault, stop=stop)
-            stored = fault_result(check=check, fault=fault)
-        if stored is not result:
-            results[position] = stored
-            try:
-                write_check_result(checks_dir=checks_dir, stem=check.stem, result=stored)
-            except WriteFault as fault:
-                faults.add(fault=fault, stop=stop)
 
 
 def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
@@ -550,8 +184,8 @@ def execute(
     project_root = Path(config.project_root)
     results: list[CheckResult | None] = [None] * len(checks)
     not_run: list[bool] = [False] * len(checks)
-    stop = _stop_signal(cancel=cancel)
-    halt = _MaxfailGate(maxfail=config.settings.core.maxfail)
+    stop = stop_signal(cancel=cancel)
+    halt = MaxfailGate(maxfail=config.settings.core.maxfail)
     retries = config.settings.harness.retries
     fuses = RunFuses(
         stop=stop,
@@ -560,16 +194,22 @@ def execute(
         cost_budget_usd=config.settings.harness.cost_fuse_usd,
     )
 
-    check_inputs = _input_reader(config=config, checks=checks, given=check_inputs)
-    # Taken before any check runs: the state each verdict is judged on (eb status compares it).
-    input_digests = _input_digests(checks=checks, reader=check_inputs)
-    from eval_banana.checks.inputs import artifact_ids, unmatched_inputs
+    from eval_banana.checks.inputs import (
+        artifact_ids,
+        input_digests,
+        run_inputs,
+        shared_artifacts,
+        unmatched_inputs,
+    )
 
+    check_inputs = run_inputs(config=config, checks=checks, given=check_inputs)
+    # Taken before any check runs: the state each verdict is judged on (eb status compares it).
+    inputs_now = input_digests(checks=checks, reader=check_inputs)
     # Taken before any check runs too, once for the keys and for execute.json.
     artifacts = artifact_ids(checks=checks, project_root=project_root)
 
     unmatched = unmatched_inputs(checks=checks, reader=check_inputs)
-    cache = _open_cache(
+    cache = open_cache(
         config=config,
         plan=plan,
         guard=guard,
@@ -585,7 +225,7 @@ def execute(
     owners: dict[str, int] = {}
     to_store: list[int] = []
     # Set once the checks left to run are known (after the cache has answered the rest).
-    shared_artifacts: SharedArtifacts | None = None
+    shared: SharedArtifacts | None = None
     positions = {check.stem: position for position, check in enumerate(checks)}
 
     def attempt(check: PlannedCheck, *, stem: str) -> CheckResult:
@@ -602,7 +242,7 @@ def execute(
             report_tokens=fuses.report_tokens,
             report_cost=fuses.report_cost,
             evidence_stem=None if stem == check.stem else stem,
-            artifacts=shared_artifacts,
+            artifacts=shared,
         )
 
         def run_in(view: ProjectView | None) -> CheckResult:
@@ -636,7 +276,7 @@ def execute(
         held = unstarted(check)
         if held is not None:
             return held, True
-        _notify(on_start, check)
+        notify(on_start, check)
         result = attempt(check, stem=check.stem)
         halt.count(result=result)
         if cache is not None:
@@ -659,10 +299,10 @@ def execute(
                 result = result if never_started else fault_result(check=check, fault=fault)
         results[position] = result
         if not never_started:
-            _notify(on_result, check, result)
+            notify(on_result, check, result)
 
     def task(position: int) -> None:
-        _follow(cancel=cancel, stop=stop)
+        follow(cancel=cancel, stop=stop)
         result, never_started = run_check(checks[position])
         finish(position, result, never_started)
 
@@ -683,14 +323,14 @@ def execute(
 
     def reuse(item: Item) -> bool:
         """Answer an unsampled check with its stored verdict; whether the cache had one."""
-        _follow(cancel=cancel, stop=stop)
+        follow(cancel=cancel, stop=stop)
         if cache is None or item.sample is not None or stop.is_set():
             return False
         check = checks[item.position]
         hit = cache.lookup(check=check)
         if hit is None:
             return False
-        _notify(on_start, check)
+        notify(on_start, check)
         halt.count(result=hit.result)
         finish(item.position, hit.result, False, written=hit.result_file_placed)
         return True
@@ -703,13 +343,13 @@ def execute(
         check = checks[item.position]
         assert item.sample is not None
         samples = sample_sets[item.position]
-        _follow(cancel=cancel, stop=stop)
+        follow(cancel=cancel, stop=stop)
 
         def decide() -> Gate:
             held = unstarted(check)
             if held is not None:
                 return "stopped" if stop.is_set() else "held"
-            _notify(on_start, check)
+            notify(on_start, check)
             # A check run again in this run folder leaves no unsampled output behind.
             _clear_outputs(checks_dir=checks_dir, stem=check.stem)
             return "run"
@@ -759,7 +399,7 @@ def execute(
     if cache is not None:
         cache.look_ahead(checks=checks)
     try:
-        to_run = _unanswered(
+        to_run = unanswered(
             count=len(items),
             answered=lambda index: bool(
                 faulted(items[index].position, lambda: reuse(items[index]))
@@ -782,7 +422,7 @@ def execute(
             workers=workers if len(to_start) == len(to_run) else 1,
         )
         to_run.sort(key=lambda index: (ranks[items[index].position], index))
-        shared_artifacts = _shared_artifacts(
+        shared = shared_artifacts(
             project_root=project_root, checks=[checks[items[index].position] for index in to_run]
         )
         if cache is not None:
@@ -799,7 +439,7 @@ def execute(
                 # A runner's warning quotes what an agent printed: masked like the files are.
                 with fuses, log.masked(redactor.text):
                     # Taken in turn order, so checks start in that order.
-                    _run_pool(
+                    run_pool(
                         count=len(to_run),
                         workers=workers,
                         task=lambda index: item_task(to_run[index]),
@@ -810,7 +450,7 @@ def execute(
                 orphans.end_run()
                 # The last look at eb's state, once no process a check started is left.
                 state = session.finish()
-        tampered = _settle_state(
+        tampered = settle_state(
             report=state,
             session=session,
             config=config,
@@ -819,13 +459,13 @@ def execute(
             owners=owners,
             checks_dir=checks_dir,
         )
-    _follow(cancel=cancel, stop=stop)
+    follow(cancel=cancel, stop=stop)
     if cache is not None:
         # A run that aborted (an interrupt, a fuse, a file it could not write) keeps nothing:
         # a verdict whose output was cut short by a full disk must not be reused once there is
         # room again.
         aborted = stop.is_set()
-        _store_all(
+        store_all(
             cache=cache,
             folder=cache_dir(config=config),
             ran=to_store,
@@ -865,97 +505,11 @@ def execute(
         allow_empty=plan.allow_empty,
         family_gates=plan.family_gates,
         family_sizes=plan.family_sizes,
-        input_digests=input_digests,
+        input_digests=inputs_now,
         artifact_ids=artifacts,
         cache=cache.counts() if cache is not None else None,
     )
     return ExecuteDoc.model_validate(document)
-
-
-def _kept_result(*, check: PlannedCheck, previous: ExecuteDoc | None) -> CheckResult:
-    """The earlier result of a check a selective rerun left out, if it is for this definition."""
-    if previous is not None:
-        for result in previous.results:
-            if (
-                result.check_id == check.id
-                and result.check_definition_sha256 == check.check_definition_sha256
-            ):
-                return result
-    moment = utc_now()
-    return judge_expectation(
-        result=error_result(
-            check=check,
-            started=moment,
-            completed=moment,
-            error_detail="Not run: outside the rerun's selection, and no earlier result "
-            "for this definition",
-            details={"not_run": True},
-        )
-    )
-
-
-def _reported_tokens(results: list[CheckResult]) -> int | None:
-    counted = [
-        usage_tokens(result.details.get("usage"))
-        for result in results
-        if isinstance(result.details.get("usage"), dict)
-    ]
-    numbers = [tokens for tokens in counted if tokens is not None]
-    return sum(numbers) if numbers else None
-
-
-def _reported_cost_usd(results: list[CheckResult]) -> float | None:
-    totals = usage_totals([result.details.get("usage") for result in results])
-    return None if totals is None else totals["cost_usd"]
-
-
-def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | None) -> ExecuteDoc:
-    """A selective rerun's results over the earlier ones: one result per planned check again.
-
-    Checks the rerun did not select keep their earlier result when it was for the same
-    definition; otherwise they are recorded as not run, so the run cannot pass on them. The
-    totals (tokens, cost) count every result kept, and a merged run stays merged from its
-    shards: the results it keeps came from them.
-    """
-    by_id = {result.check_id: result for result in fresh.results}
-    results = [
-        by_id.get(check.id) or _kept_result(check=check, previous=previous) for check in plan.checks
-    ]
-    return fresh.model_copy(
-        update={
-            "results": results,
-            "not_run": [r.check_id for r in results if r.details.get("not_run") is True],
-            "tokens_used": _reported_tokens(results),
-            "cost_usd": _reported_cost_usd(results),
-            "merged_from": previous.merged_from if previous is not None else fresh.merged_from,
-            "input_digests": _merged_by_check(
-                plan=plan,
-                results=results,
-                fresh=fresh.input_digests,
-                kept=previous.input_digests if previous is not None else {},
-            ),
-            "artifact_ids": _merged_by_check(
-                plan=plan,
-                results=results,
-                fresh=fresh.artifact_ids,
-                kept=previous.artifact_ids if previous is not None else {},
-            ),
-        }
-    )
-
-
-def _merged_by_check(
-    *, plan: PlanDoc, results: list[CheckResult], fresh: dict[str, str], kept: dict[str, str]
-) -> dict[str, str]:
-    """A fresh result's input digest (or artifact id), else the one recorded with the kept
-    result."""
-    digests: dict[str, str] = {}
-    for check, result in zip(plan.checks, results, strict=True):
-        if check.id in fresh:
-            digests[check.id] = fresh[check.id]
-        elif check.id in kept and result.details.get("not_run") is not True:
-            digests[check.id] = kept[check.id]
-    return digests
 
 
 def write_execute_stage(

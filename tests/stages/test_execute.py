@@ -15,7 +15,7 @@ import pytest
 
 from eval_banana.core.files import sha256_file
 from eval_banana.models.config import ExecutionSettings
-from eval_banana.models.result import CheckResult
+from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import ExecuteDoc, PlannedCheck
 from eval_banana.runners import RUNNERS
 from eval_banana.runners.base import RunContext
@@ -25,7 +25,6 @@ from eval_banana.stagefiles.read import read_stage
 from eval_banana.stages.execute import (
     document_digest,
     execute,
-    result_json_text,
     write_execute_stage,
 )
 from tests.builders import make_config, make_guard, make_plan, planned_inline
@@ -309,7 +308,7 @@ def test_a_result_that_cannot_be_written_is_an_error_and_stops_the_run(
 def test_an_interrupt_while_stored_verdicts_are_restored_stops_the_run() -> None:
     # Restores run on the main thread before the pool; Ctrl-C there must stop the run like
     # one during checks, leaving every position not yet answered for the pool (not run).
-    from eval_banana.stages.execute import _unanswered
+    from eval_banana.runners.pool import unanswered as _unanswered
 
     stop = StopSignal()
 

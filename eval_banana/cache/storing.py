@@ -1,0 +1,122 @@
+"""The verdict cache's part in the execute stage: the session a run opens, and the verdicts it
+stores once every check has ended."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_banana.core.errors import WriteFault
+from eval_banana.core.log import Logger
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, PlannedCheck
+from eval_banana.runners.faults import FaultLog, fault_result
+from eval_banana.runners.results import StopSignal, write_check_result
+
+if TYPE_CHECKING:
+    from eval_banana.cache.session import CacheSession
+    from eval_banana.checks.inputs import CheckInputs
+
+logger = Logger("eval_banana.cache.storing")
+
+
+def open_cache(
+    *,
+    config: ConfigDoc,
+    plan: PlanDoc,
+    guard: GuardDoc,
+    run_dir: Path,
+    environ: Mapping[str, str] | None,
+    check_inputs: CheckInputs | None,
+    artifacts: Mapping[str, str],
+) -> CacheSession | None:
+    """The verdict cache for this run, when `[cache] mode` is not off and there are checks."""
+    if config.settings.cache.mode == "off" or not plan.checks:
+        return None
+    from eval_banana.cache.session import CacheSession
+
+    return CacheSession(
+        config=config,
+        plan=plan,
+        harness=guard.harness,
+        run_dir=run_dir,
+        environ=os.environ if environ is None else environ,
+        inputs=check_inputs,
+        artifacts=artifacts,
+    )
+
+
+def store_all(
+    *,
+    cache: CacheSession,
+    folder: Path,
+    ran: list[int],
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    keep: bool,
+    checks_dir: Path,
+    faults: FaultLog,
+    stop: StopSignal,
+) -> None:
+    """Store the verdicts of the checks that ran and keep the cache within its size, when no
+    other run's checks are executing with the same cache (its watch would blame them)."""
+    if not ran:
+        return  # nothing ran: nothing to store, and nothing stored to evict for
+    from eval_banana.isolation.state import cache_writes
+
+    # A read-only cache stores nothing, and needs no turn at the lock to store it.
+    turn = cache_writes(cache=folder) if cache.writes else contextlib.nullcontext(False)
+    with turn as ours:
+        if cache.writes and not ours:
+            logger.warning(
+                "Another eb run is executing checks with this cache: the verdicts of this run "
+                "are not stored"
+            )
+        store_verdicts(
+            cache=cache,
+            ran=ran,
+            checks=checks,
+            results=results,
+            keep=ours and keep,
+            checks_dir=checks_dir,
+            faults=faults,
+            stop=stop,
+        )
+        if ours and not stop.is_set():
+            cache.finish()
+
+
+def store_verdicts(
+    *,
+    cache: CacheSession,
+    ran: list[int],
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    keep: bool,
+    checks_dir: Path,
+    faults: FaultLog,
+    stop: StopSignal,
+) -> None:
+    """Store the verdicts of the checks that ran (`keep` False: none, eb's state was
+    written meanwhile), once every check has ended: while checks run eb writes nothing of its
+    own state, so a change seen there is never its own. A cache that cannot be written aborts
+    the run: the check whose verdict failed to store is an error, and nothing more is stored."""
+    for position in sorted(ran):
+        result = results[position]
+        if result is None:
+            continue
+        check = checks[position]
+        try:
+            stored = cache.record(check=check, result=result, store=keep and not stop.is_set())
+        except WriteFault as fault:
+            faults.add(fault=fault, stop=stop)
+            stored = fault_result(check=check, fault=fault)
+        if stored is not result:
+            results[position] = stored
+            try:
+                write_check_result(checks_dir=checks_dir, stem=check.stem, result=stored)
+            except WriteFault as fault:
+                faults.add(fault=fault, stop=stop)

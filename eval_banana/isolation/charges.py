@@ -1,0 +1,93 @@
+"""Checks charged after they ran with a change to eb's own state (the verdict cache, the run
+folders): what the isolation session's looks at a check's start and end could not tell."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_banana.core.log import Logger
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ConfigDoc, PlannedCheck
+from eval_banana.runners.results import write_check_result
+
+if TYPE_CHECKING:
+    from eval_banana.isolation.session import IsolationSession
+    from eval_banana.isolation.state import StateReport
+
+logger = Logger("eval_banana.isolation.charges")
+
+
+def settle_state(
+    *,
+    report: StateReport,
+    session: IsolationSession,
+    config: ConfigDoc,
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    owners: Mapping[str, int],
+    checks_dir: Path,
+) -> bool:
+    """After the checks: charge what the looks while they ran could not, and remove whatever
+    changed in the cache; whether eb's state changed at all (then no verdict is stored)."""
+    if not report.changed:
+        return False
+    charge_state_changes(
+        report=report,
+        config=config,
+        checks=checks,
+        results=results,
+        owners=owners,
+        checks_dir=checks_dir,
+    )
+    removed = session.state.drop_cache_changes()
+    logger.warning(
+        "eb's own files changed while checks ran (%s); no verdict of this run is stored, "
+        "and %d changed files in the cache were removed",
+        ", ".join(report.changed[:5]),
+        len(removed),
+    )
+    return True
+
+
+def charge_state_changes(
+    *,
+    report: StateReport,
+    config: ConfigDoc,
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    owners: Mapping[str, int],
+    checks_dir: Path,
+) -> None:
+    """Make the checks charged after they ran with a change to eb's state an `error`: those
+    that started before a change seen while no check ran, and every check that ran when the
+    change came before any (what a look at a check's start or end could not charge)."""
+    from eval_banana.isolation.modes import check_mode
+    from eval_banana.isolation.session import with_state_change
+
+    charges: dict[int, list[tuple[list[str], str]]] = {}
+    for key, paths in report.late.items():
+        when = "after this check started, while no check was running"
+        charges.setdefault(owners[key], []).append((paths, when))
+    if report.unattributed:
+        # Assertions checks run in eb's own process: none of them started a process to blame.
+        ran = {p for p in owners.values() if checks[p].type != "assertions"}
+        for position in sorted(ran):
+            when = "during this run before any check started"
+            charges.setdefault(position, []).append((report.unattributed, when))
+    for position, found in charges.items():
+        result = results[position]
+        if result is None:
+            continue
+        check = checks[position]
+        for paths, when in found:
+            result = with_state_change(
+                result=result,
+                check=check,
+                mode=check_mode(config=config, check=check),
+                paths=paths,
+                when=when,
+            )
+        results[position] = result
+        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)

@@ -1,0 +1,95 @@
+"""A rerun of part of a run's checks (`eb stage execute --check-id`, `eb update`): its fresh
+results merged over the earlier execute stage, one result per planned check again."""
+
+from __future__ import annotations
+
+from eval_banana.harness.usage import usage_tokens, usage_totals
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ExecuteDoc, PlanDoc, PlannedCheck
+from eval_banana.runners.results import error_result, judge_expectation, utc_now
+
+
+def _kept_result(*, check: PlannedCheck, previous: ExecuteDoc | None) -> CheckResult:
+    """The earlier result of a check a selective rerun left out, if it is for this definition."""
+    if previous is not None:
+        for result in previous.results:
+            if (
+                result.check_id == check.id
+                and result.check_definition_sha256 == check.check_definition_sha256
+            ):
+                return result
+    moment = utc_now()
+    return judge_expectation(
+        result=error_result(
+            check=check,
+            started=moment,
+            completed=moment,
+            error_detail="Not run: outside the rerun's selection, and no earlier result "
+            "for this definition",
+            details={"not_run": True},
+        )
+    )
+
+
+def _reported_tokens(results: list[CheckResult]) -> int | None:
+    counted = [
+        usage_tokens(result.details.get("usage"))
+        for result in results
+        if isinstance(result.details.get("usage"), dict)
+    ]
+    numbers = [tokens for tokens in counted if tokens is not None]
+    return sum(numbers) if numbers else None
+
+
+def _reported_cost_usd(results: list[CheckResult]) -> float | None:
+    totals = usage_totals([result.details.get("usage") for result in results])
+    return None if totals is None else totals["cost_usd"]
+
+
+def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | None) -> ExecuteDoc:
+    """A selective rerun's results over the earlier ones: one result per planned check again.
+
+    Checks the rerun did not select keep their earlier result when it was for the same
+    definition; otherwise they are recorded as not run, so the run cannot pass on them. The
+    totals (tokens, cost) count every result kept, and a merged run stays merged from its
+    shards: the results it keeps came from them.
+    """
+    by_id = {result.check_id: result for result in fresh.results}
+    results = [
+        by_id.get(check.id) or _kept_result(check=check, previous=previous) for check in plan.checks
+    ]
+    return fresh.model_copy(
+        update={
+            "results": results,
+            "not_run": [r.check_id for r in results if r.details.get("not_run") is True],
+            "tokens_used": _reported_tokens(results),
+            "cost_usd": _reported_cost_usd(results),
+            "merged_from": previous.merged_from if previous is not None else fresh.merged_from,
+            "input_digests": _merged_by_check(
+                plan=plan,
+                results=results,
+                fresh=fresh.input_digests,
+                kept=previous.input_digests if previous is not None else {},
+            ),
+            "artifact_ids": _merged_by_check(
+                plan=plan,
+                results=results,
+                fresh=fresh.artifact_ids,
+                kept=previous.artifact_ids if previous is not None else {},
+            ),
+        }
+    )
+
+
+def _merged_by_check(
+    *, plan: PlanDoc, results: list[CheckResult], fresh: dict[str, str], kept: dict[str, str]
+) -> dict[str, str]:
+    """A fresh result's input digest (or artifact id), else the one recorded with the kept
+    result."""
+    digests: dict[str, str] = {}
+    for check, result in zip(plan.checks, results, strict=True):
+        if check.id in fresh:
+            digests[check.id] = fresh[check.id]
+        elif check.id in kept and result.details.get("not_run") is not True:
+            digests[check.id] = kept[check.id]
+    return digests
