@@ -9,10 +9,10 @@ agent) are no outcome of the check and are skipped when flips and durations are 
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
+from eval_banana.history.recent import median
 from eval_banana.history.record import HistoryCheck, HistoryRecord
 from eval_banana.history.view import CheckRow, RunRef, RunRow
 
@@ -82,6 +82,10 @@ def _p90(values: Sequence[float]) -> float | None:
         return None
     if len(values) == 1:
         return float(values[0])
+    # Imported here: statistics (with fractions and decimal) costs 3 ms, and a run that only
+    # marks its report from the history (trend) never asks for a percentile.
+    import statistics
+
     return float(statistics.quantiles(values, n=10, method="inclusive")[-1])
 
 
@@ -163,7 +167,7 @@ def check_row(
         flips=sum(flips.values()),
         most_flips_on_one_definition=max(flips.values(), default=0),
         definitions=len({check.digest for check in checks}),
-        median_ms=float(statistics.median(timed)) if timed else None,
+        median_ms=float(median(timed)) if timed else None,
         p90_ms=_p90(timed),
         cost_usd=_total_cost(checks),
         status=latest.status,

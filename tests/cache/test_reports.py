@@ -89,11 +89,17 @@ def test_cached_runs_and_incremental_listing_import_nothing_heavy(standard: Proj
         "         main(['list', '--cwd', root, '--changed-since', 'HEAD', '--inputs'])]\n"
         "heavy = ('pydantic', 'jsonschema', 'rich', 'logging', 'concurrent.futures')\n"
         "print('HEAVY', sorted(m for m in heavy if m in sys.modules), codes)\n"
+        # Lighter, but paid by every replay for one call each: the history record's schema read
+        # through importlib.resources, a path checked with html.escape, statistics for the
+        # percentiles only `eb history` shows.
+        "light = ('importlib.resources', 'html', 'statistics')\n"
+        "print('UNNEEDED', sorted(m for m in light if m in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
     )
     assert "HEAVY [] [0, 0, 0]" in done.stdout, done.stdout + done.stderr
+    assert "UNNEEDED []" in done.stdout, done.stdout
     assert done.stdout.count("(cached)") == 3
 
 
