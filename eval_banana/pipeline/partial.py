@@ -6,7 +6,7 @@ from __future__ import annotations
 from eval_banana.harness.usage import usage_tokens, usage_totals
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ExecuteDoc, PlanDoc, PlannedCheck
-from eval_banana.runners.results import error_result, judge_expectation, utc_now
+from eval_banana.runners.results import instant_error, judge_expectation
 
 
 def _kept_result(*, check: PlannedCheck, previous: ExecuteDoc | None) -> CheckResult:
@@ -18,12 +18,9 @@ def _kept_result(*, check: PlannedCheck, previous: ExecuteDoc | None) -> CheckRe
                 and result.check_definition_sha256 == check.check_definition_sha256
             ):
                 return result
-    moment = utc_now()
     return judge_expectation(
-        result=error_result(
+        result=instant_error(
             check=check,
-            started=moment,
-            completed=moment,
             error_detail="Not run: outside the rerun's selection, and no earlier result "
             "for this definition",
             details={"not_run": True},

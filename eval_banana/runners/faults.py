@@ -14,7 +14,7 @@ from pathlib import Path
 from eval_banana.core.errors import WriteFault
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
-from eval_banana.runners.results import StopSignal, error_result, judge_expectation, utc_now
+from eval_banana.runners.results import StopSignal, instant_error, judge_expectation
 
 
 def capture_fault(*, path: Path) -> WriteFault | None:
@@ -38,12 +38,9 @@ def capture_fault(*, path: Path) -> WriteFault | None:
 
 def fault_result(*, check: PlannedCheck, fault: WriteFault) -> CheckResult:
     """A check whose output could not be written: an error, whatever the check decided."""
-    moment = utc_now()
     return judge_expectation(
-        result=error_result(
+        result=instant_error(
             check=check,
-            started=moment,
-            completed=moment,
             error_detail=f"Output could not be written: {fault.path}: {fault.cause}",
             details={"write_fault": {"path": fault.path, "cause": fault.cause}},
         )

@@ -146,6 +146,17 @@ def error_result(
     )
 
 
+def instant_error(
+    *, check: PlannedCheck, error_detail: str, details: dict[str, Any]
+) -> CheckResult:
+    """An `error` no time was spent on (a check not run, held back, or whose output could not
+    be written): it starts and completes now."""
+    moment = utc_now()
+    return error_result(
+        check=check, started=moment, completed=moment, error_detail=error_detail, details=details
+    )
+
+
 # Stops that are a budget running out (a fuse); an interrupt or a write fault is not.
 BUDGET_STOPS = frozenset({"run_timeout", "token_fuse", "cost_fuse"})
 
@@ -203,11 +214,8 @@ def stopped_detail(*, cancel: threading.Event) -> str:
 
 def not_run_result(*, check: PlannedCheck, cancel: threading.Event) -> CheckResult:
     """A check the stopped run never started: error, `Not run: <reason>`, details.not_run."""
-    moment = utc_now()
-    return error_result(
+    return instant_error(
         check=check,
-        started=moment,
-        completed=moment,
         error_detail=f"Not run: {STOP_REASON_TEXT[stop_reason(cancel=cancel)]}",
         details={"not_run": True},
     )
@@ -221,11 +229,8 @@ def maxfail_text(*, maxfail: int) -> str:
 
 def held_back_result(*, check: PlannedCheck, maxfail: int) -> CheckResult:
     """A check not launched once maxfail was reached: like a stop's not-run result, with why."""
-    moment = utc_now()
-    return error_result(
+    return instant_error(
         check=check,
-        started=moment,
-        completed=moment,
         error_detail=f"Not run: {maxfail_text(maxfail=maxfail)}",
         details={"not_run": True, "not_run_reason": "maxfail"},
     )
