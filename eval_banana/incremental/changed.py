@@ -122,7 +122,9 @@ def prefetch(*, config: ConfigDoc) -> None:
     if revision is None or key in _STARTED:
         return
     try:
-        _STARTED[key] = Comparison.start(root=config.project_root, revision=revision)
+        _STARTED[key] = Comparison.start(
+            root=config.project_root, revision=revision, skip_folders=own_folders(config=config)
+        )
     except (NotARepository, ProjectStateError, OSError):
         return
     if len(_STARTED) == 1:
@@ -144,13 +146,18 @@ def _compare(
 ) -> Changes:
     """What changed since `revision`: the prefetched comparison, or one started now."""
     root = config.project_root
+    skip = own_folders(config=config)
     comparison = _STARTED.pop((root, revision), None) or Comparison.start(
-        root=root, revision=revision, prefixes=prefixes, with_ignored=with_ignored
+        root=root,
+        revision=revision,
+        prefixes=prefixes,
+        with_ignored=with_ignored,
+        skip_folders=skip,
     )
     try:
         return comparison.finish(
             prefixes=prefixes,
-            skip_folders=own_folders(config=config),
+            skip_folders=skip,
             with_ignored=with_ignored,
             excluded_names=config.settings.discovery.exclude_dirs,
         )

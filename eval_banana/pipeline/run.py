@@ -200,8 +200,9 @@ def _state_read_ahead(*, config: ConfigDoc) -> contextlib.AbstractContextManager
     if config.settings.cache.mode == "off":
         return contextlib.nullcontext()
     from eval_banana.projectstate.state import prefetched_state
+    from eval_banana.settings.folders import own_folders
 
-    return prefetched_state(root=config.project_root)
+    return prefetched_state(root=config.project_root, skip_folders=own_folders(config=config))
 
 
 def _stages(

@@ -115,15 +115,21 @@ def narrows(prefixes: Sequence[str] | None) -> bool:
     return prefixes is not None and len(prefixes) <= MAX_PATHSPECS
 
 
-def pathspecs(*, repo: Repository, prefixes: Sequence[str] | None) -> list[str]:
-    """`-- <pathspec>...` limiting a command to the project root, or to paths below it.
+def pathspecs(
+    *, repo: Repository, prefixes: Sequence[str] | None, leave_out: Sequence[str] = ()
+) -> list[str]:
+    """`-- <pathspec>...` limiting a command to the project root, or to paths below it, and
+    never into the folders `leave_out` (project-relative, ending in `/`).
 
-    More than MAX_PATHSPECS prefixes give the whole root: see `narrows`.
+    More than MAX_PATHSPECS prefixes give the whole root: see `narrows`. A folder left out is
+    one git does not walk at all: eb's run folders, which nobody need ignore, hold thousands of
+    files after a few runs, and listing the untracked ones would walk every one of them.
     """
+    left_out = [f":(exclude,literal){repo.prefix}{folder.rstrip('/')}" for folder in leave_out]
     if not narrows(prefixes):
-        return ["--", f":(literal){repo.prefix}"] if repo.prefix else ["--"]
+        return ["--", *([f":(literal){repo.prefix}"] if repo.prefix else []), *left_out]
     assert prefixes is not None
-    return ["--", *(f":(literal){repo.prefix}{prefix}" for prefix in prefixes)]
+    return ["--", *(f":(literal){repo.prefix}{prefix}" for prefix in prefixes), *left_out]
 
 
 def prefix_length(*, repo: Repository) -> int:

@@ -65,7 +65,11 @@ def changes_since(
     ignored files there (outside folders named in `excluded_names`), which git cannot compare.
     """
     comparison = Comparison.start(
-        root=root, revision=revision, prefixes=prefixes, with_ignored=with_ignored
+        root=root,
+        revision=revision,
+        prefixes=prefixes,
+        with_ignored=with_ignored,
+        skip_folders=skip_folders,
     )
     try:
         return comparison.finish(
@@ -115,8 +119,10 @@ class Comparison:
         revision: str,
         prefixes: Sequence[str] | None = None,
         with_ignored: bool = True,
+        skip_folders: Sequence[str | Path] = (),
     ) -> Comparison:
-        """Start git's commands; git.NotARepository outside a work tree."""
+        """Start git's commands; git.NotARepository outside a work tree. `skip_folders`: never
+        walked (their files never count: `finish` drops them whatever git says)."""
         top = os.path.realpath(root)
         repo = git.find_repository(root=top)
         processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -130,7 +136,9 @@ class Comparison:
         )
         if prefixes is not None and not prefixes:
             return comparison  # nothing to compare (finish still checks the revision)
-        spec = git.pathspecs(repo=repo, prefixes=prefixes)
+        spec = git.pathspecs(
+            repo=repo, prefixes=prefixes, leave_out=relative_folders(root=top, folders=skip_folders)
+        )
         try:
             # `status` refreshes stat information in memory, so a file that was only touched
             # does not count as changed (and no optional lock: .git/index is not written).

@@ -238,16 +238,21 @@ class _Walks(NamedTuple):
     repo: git.Repository
     dirty: subprocess.Popen[bytes]
     untracked: subprocess.Popen[bytes]
+    skip: tuple[str, ...]  # the folders left out of both walks
 
     @classmethod
-    def start(cls, *, repo: git.Repository, spec: Sequence[str]) -> _Walks:
+    def start(
+        cls, *, repo: git.Repository, prefixes: Sequence[str] | None, skip: tuple[str, ...]
+    ) -> _Walks:
         top = repo.top
+        spec = git.pathspecs(repo=repo, prefixes=prefixes, leave_out=skip)
         return cls(
             repo=repo,
             dirty=git.start(args=["diff-files", "--name-only", "-z", *spec], cwd=top),
             untracked=git.start(
                 args=["ls-files", "-o", "--exclude-standard", "-z", *spec], cwd=top
             ),
+            skip=skip,
         )
 
     def close(self) -> None:
@@ -262,10 +267,13 @@ _PREFETCHED: dict[str, _Walks | None] = {}
 
 
 @contextlib.contextmanager
-def prefetched_state(*, root: str | Path) -> Iterator[None]:
+def prefetched_state(
+    *, root: str | Path, skip_folders: Iterable[str | Path] = ()
+) -> Iterator[None]:
     """Start git's slow commands for the whole state of the project at `root` now, for the
     first `read_project_state` of that root inside the block that reads the whole project
-    (or paths git is not told about); they are ended at the block's end if none did.
+    (or paths git is not told about) and skips the same `skip_folders`; they are ended at the
+    block's end if none did.
 
     `eb run` with the verdict cache begins this before it looks for check files, so git walks
     the tree on the other core meanwhile. What git reports is the tree as it was when they
@@ -276,7 +284,8 @@ def prefetched_state(*, root: str | Path) -> Iterator[None]:
     drop_prefetched(root=top)
     try:
         repo = git.find_repository(root=top)
-        _PREFETCHED[top] = _Walks.start(repo=repo, spec=git.pathspecs(repo=repo, prefixes=None))
+        skip = relative_folders(root=top, folders=skip_folders)
+        _PREFETCHED[top] = _Walks.start(repo=repo, prefixes=None, skip=skip)
     except git.NotARepository:
         _PREFETCHED[top] = None  # the read walks the folder without asking git again
     except OSError:
@@ -295,15 +304,19 @@ def drop_prefetched(*, root: str) -> None:
 
 
 def _walks(
-    *, repo: git.Repository, prefixes: Sequence[str] | None, prefetched: _Walks | None
+    *,
+    repo: git.Repository,
+    prefixes: Sequence[str] | None,
+    skip: tuple[str, ...],
+    prefetched: _Walks | None,
 ) -> _Walks:
     """The prefetched commands when they cover what this read asks git for, else the same
     commands started now."""
-    if prefetched is not None and not git.narrows(prefixes):
+    if prefetched is not None and not git.narrows(prefixes) and prefetched.skip == skip:
         return prefetched
     if prefetched is not None:
         prefetched.close()
-    return _Walks.start(repo=repo, spec=git.pathspecs(repo=repo, prefixes=prefixes))
+    return _Walks.start(repo=repo, prefixes=prefixes, skip=skip)
 
 
 def _git_state(
@@ -316,11 +329,12 @@ def _git_state(
     include_ignored: bool,
     prefetched: _Walks | None = None,
 ) -> ProjectState | None:
-    spec = git.pathspecs(repo=repo, prefixes=prefixes)
+    # eb's own folders are left out of every listing: their files never count.
+    spec = git.pathspecs(repo=repo, prefixes=prefixes, leave_out=skip)
     top = repo.top
     # Started together (or before the check files were read): git lstat()s the index and
     # walks for untracked (and ignored) files in parallel.
-    walks = _walks(repo=repo, prefixes=prefixes, prefetched=prefetched)
+    walks = _walks(repo=repo, prefixes=prefixes, skip=skip, prefetched=prefetched)
     ignored_process: subprocess.Popen[bytes] | None = None
     try:
         if include_ignored:

@@ -358,3 +358,88 @@ def test_a_walk_hashes_contents_already_read_from_memory(tmp_path: Path) -> None
     told = read_project_state(root=root, known={check: b"id: told\n"})
     assert told.files["eval_checks/a.yaml"] == blob_id(data=b"id: told\n")
     assert told.files["src/b.py"] == plain.files["src/b.py"]
+
+
+# --- eb's own folders are never walked ------------------------------------------------------
+
+
+def _git_counted(trace: Path, *, category: str, key: str) -> int:
+    """What git's own trace2 counted under `category`/`key`, over every command traced."""
+    import json
+
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    counts = [
+        int(event["value"])
+        for event in events
+        if event.get("category") == category and event.get("key") == key
+    ]
+    assert counts, f"git reported no {category}/{key} (GIT_TRACE2_EVENT needs git 2.30 or later)"
+    return sum(counts)
+
+
+def _paths_git_visited(trace: Path) -> int:
+    """Every path git's walks for untracked files (`ls-files -o`) visited."""
+    return _git_counted(trace, category="read_directory", key="paths-visited")
+
+
+def _runs_folder(count: int) -> dict[str, str | bytes]:
+    """A results folder as a few runs leave it: many small files nobody ignores."""
+    return {f".eval-banana/results/run{n // 50}/checks/c{n}.json": "{}\n" for n in range(count)}
+
+
+def test_git_never_walks_the_folders_eb_skips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run folders pile up run after run, and a project need not ignore them: listing the
+    # untracked files used to walk every one of them, only for eb to drop them afterwards.
+    from eval_banana.projectstate.state import prefetched_state
+
+    root = init_repo(tmp_path / "repo", FILES)
+    write(root, {"new.txt": "untracked\n", **_runs_folder(600)})
+    trace = tmp_path / "trace2.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    skip = [".eval-banana/results", ".eval-banana/cache"]
+    found = state(root, skip_folders=skip, include_ignored=True)
+    assert "new.txt" in dict(found.files)
+    assert not any(path.startswith(".eval-banana/") for path in dict(found.files))
+    assert _paths_git_visited(trace) < 100  # the project's dozen paths, not the 600 files
+    trace.unlink()
+    started = _started_git_commands(monkeypatch)
+    with prefetched_state(root=root, skip_folders=skip):
+        started.clear()
+        taken = state(root, skip_folders=skip)  # the same folders skipped: taken over
+        assert started == ["ls-files"]
+    assert dict(taken.files) == dict(state(root, skip_folders=skip).files)
+    assert _paths_git_visited(trace) < 100
+
+
+def test_a_prefetch_that_skips_other_folders_never_answers_a_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_banana.projectstate.state import prefetched_state
+
+    root = init_repo(tmp_path / "repo", FILES)
+    write(root, {"out2/kept.txt": "x\n"})
+    started = _started_git_commands(monkeypatch)
+    with prefetched_state(root=root, skip_folders=["out2"]):
+        started.clear()
+        found = state(root)  # skips nothing: out2/ counts, so the read walks again
+        assert "diff-files" in started
+    assert "out2/kept.txt" in dict(found.files)
+
+
+def test_changed_since_never_walks_the_folders_eb_skips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval_banana.projectstate.revision import changes_since
+
+    root = init_repo(tmp_path / "repo", FILES)
+    write(root, {"new.txt": "untracked\n", **_runs_folder(600)})
+    trace = tmp_path / "trace2.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    changes = changes_since(
+        root=str(root), revision="HEAD", skip_folders=[".eval-banana/results"], with_ignored=True
+    )
+    assert changes.diff.added == ("new.txt",)
+    # What `git status` found untracked before eb looked: new.txt, not the 600 files.
+    assert _git_counted(trace, category="status", key="count/untracked") < 10
