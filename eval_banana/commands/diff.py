@@ -1,4 +1,5 @@
-"""`eb diff BASE HEAD`: two runs compared check by check; exit 1 when something regressed."""
+"""`eb diff [BASE [HEAD]]`: two runs compared check by check (by default the project's last
+two); exit 1 when something regressed."""
 
 from __future__ import annotations
 
@@ -19,18 +20,29 @@ EPILOG = """exit codes:
   2  setup or usage error: a folder is not a run, or its report cannot be read
 """
 LATEST = "latest"
+PREVIOUS = "previous"  # the run before the newest
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     from eval_banana.diffing.render import FORMATS
 
-    for name, side in (("base", "the earlier run"), ("head", "the run to judge")):
-        parser.add_argument(
-            name,
-            metavar=name.upper(),
-            help=f"Run folder of {side}, or '{LATEST}': the newest run under the output folder "
-            "of the project found from --cwd.",
-        )
+    parser.add_argument(
+        "base",
+        metavar="BASE",
+        nargs="?",
+        default=PREVIOUS,
+        help=f"Run folder of the earlier run, '{LATEST}' or '{PREVIOUS}' (default): the run "
+        "before the newest under the output folder of the project found from --cwd.",
+    )
+    parser.add_argument(
+        "head",
+        metavar="HEAD",
+        nargs="?",
+        default=LATEST,
+        help=f"Run folder of the run to judge, or '{LATEST}' (default): the newest run under "
+        "the output folder of the project found from --cwd. `eb diff` alone compares the last "
+        "two runs.",
+    )
     common.add_format(
         parser,
         choices=tuple(FORMATS),
@@ -41,22 +53,27 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_run(args: argparse.Namespace, *, given: str) -> Path:
-    """A run folder as given, or the newest run of the project found from --cwd."""
-    if given != LATEST:
+    """A run folder as given, or one of the project's newest two (found from --cwd)."""
+    if given not in (LATEST, PREVIOUS):
         return Path(given).resolve()
     from eval_banana.core.errors import RunFolderError
     from eval_banana.pipeline.request import load_config
-    from eval_banana.settings.rundir import new_run_id, newest_run_dir
+    from eval_banana.settings.rundir import new_run_id, newest_run_dirs
 
     config = load_config(request=common.request(args), run_id=new_run_id())
-    newest = newest_run_dir(config=config)
-    if newest is None:
+    wanted = 1 if given == LATEST else 2
+    runs = newest_run_dirs(config=config, count=wanted)
+    if len(runs) < wanted:
+        found = "no run folder found" if not runs else "only one run folder found"
         raise RunFolderError(
-            f"'{LATEST}': no run folder found under {config.settings.core.output_dir} "
+            f"'{given}': {found} under {config.settings.core.output_dir} "
             f"(project {config.project_root})",
-            hint="Run `eb run` first, or pass a run folder.",
+            hint="Run `eb run` first, or pass a run folder."
+            if not runs
+            else "Run `eb run` again to have two runs to compare, or pass the earlier run's "
+            "folder as BASE.",
         )
-    return newest
+    return runs[0]
 
 
 def run(args: argparse.Namespace) -> int:

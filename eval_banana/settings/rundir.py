@@ -156,12 +156,18 @@ def runs_by_creation(*, base: Path) -> list[Path]:
     return [Path(path) for _, path in sorted(dated)]
 
 
-def newest_run_dir(*, config: ConfigDoc) -> Path | None:
-    """The most recently created run under the output folder (a flat-output folder itself)."""
+def newest_run_dirs(*, config: ConfigDoc, count: int) -> list[Path]:
+    """The `count` most recently created runs under the output folder, oldest first (fewer
+    when there are fewer; a flat-output folder is one run, itself)."""
     base = output_base(config=config).resolve()
     if (base / "stages" / "config.json").is_file():
-        return base
-    runs = runs_by_creation(base=base)
+        return [base]
+    return runs_by_creation(base=base)[-count:]
+
+
+def newest_run_dir(*, config: ConfigDoc) -> Path | None:
+    """The most recently created run under the output folder (a flat-output folder itself)."""
+    runs = newest_run_dirs(config=config, count=1)
     return runs[-1] if runs else None
 
 

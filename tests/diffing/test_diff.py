@@ -68,6 +68,11 @@ def runs(
     return root, tmp_path / "base", tmp_path / "head"
 
 
+def _run_dir_of(result: EbResult) -> Path:
+    """The run folder `eb run` reported."""
+    return Path(result.stdout.split("Report: ", 1)[1].splitlines()[0].split(" (HTML: ")[0]).parent
+
+
 def _ids(entries: list[dict[str, Any]]) -> list[str]:
     return [entry["check_id"] for entry in entries]
 
@@ -164,6 +169,36 @@ def test_latest_is_the_newest_run_of_the_project(
     (newest,) = (root / "runs").iterdir()
     assert diff["head"]["run_dir"] == str(newest)
     assert _ids(diff["regressions"]) == ["new_red", "regresses"]
+
+
+def test_eb_diff_alone_compares_the_last_two_runs_of_the_project(
+    eb: Callable[..., EbResult], project: Callable[..., Path]
+) -> None:
+    root = project({}, config='[core]\noutput_dir = "runs"\npass_threshold = 0.5\n')
+    _write(root, BASE)
+    none = eb("diff", "--cwd", str(root))
+    assert none.exit_code == 2
+    assert "'previous': no run folder found under runs" in none.stderr
+    first = eb("run", "--cwd", str(root))
+    assert first.exit_code == 0
+    one = eb("diff", "--cwd", str(root))
+    assert one.exit_code == 2
+    assert "'previous': only one run folder found under runs" in one.stderr
+    assert "Run `eb run` again to have two runs to compare" in one.stderr
+    _write(root, HEAD)
+    second = eb("run", "--cwd", str(root))
+    assert second.exit_code == 0
+    older, newer = (_run_dir_of(run) for run in (first, second))
+    both = eb("diff", "--cwd", str(root), "--json")
+    assert both.exit_code == 1
+    document = json.loads(both.stdout)
+    assert (document["base"]["run_dir"], document["head"]["run_dir"]) == (str(older), str(newer))
+    assert _ids(document["regressions"]) == ["new_red", "regresses"]
+    # BASE alone is judged against the newest run; 'previous' can be named too.
+    named = _json_diff(eb, Path("previous"), Path("latest"), "--cwd", str(root))
+    assert named["base"]["run_dir"] == str(older) and named["head"]["run_dir"] == str(newer)
+    against = json.loads(eb("diff", str(older), "--cwd", str(root), "--json").stdout)
+    assert against["head"]["run_dir"] == str(newer)
 
 
 def test_a_not_run_check_is_a_regression(
