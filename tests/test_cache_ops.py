@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from eval_banana.core.words import size_text
 from eval_banana.isolation.state import checks_running
 from tests.cache.rig import Project
 from tests.test_shared_cache import KEY, LONG, _isolated, _remote, run, runners
@@ -253,6 +254,13 @@ def test_stats_count_what_was_written_and_the_hit_rate(
     }
     human = cache(first, "stats")
     assert "3 entries" in human.stdout and "3 of 6 checks reused (50.0%)" in human.stdout
+    # Sizes for people, and the limit they are kept under.
+    total = local["total_bytes"]
+    assert 1024 < total < 1 << 20  # a few KiB: told in KiB, not as a count of bytes
+    assert f"{total / 1024:.1f} KiB in all (`[cache] max_mb` keeps at most 256 MiB)." in (
+        human.stdout
+    )
+    assert f"{total} bytes" not in human.stdout
 
 
 def _remote_objects(*, url: str, tmp_path: Path, kind: str) -> dict[str, bytes]:
@@ -370,7 +378,8 @@ def test_stats_remote_counts_what_the_shared_cache_holds(
         }
         human = cache(first, "stats", "--remote", *flag)
         assert (
-            f"Shared cache {url}: 3 entries ({entry_bytes} bytes), 1 blob ({blob_bytes} bytes)"
+            f"Shared cache {url}: 3 entries ({size_text(entry_bytes)}), "
+            f"1 blob ({size_text(blob_bytes)}); {size_text(entry_bytes + blob_bytes)} in all."
             in human.stdout
         )
         # Without --remote the shared cache is not asked, and the text says how to count it.

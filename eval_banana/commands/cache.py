@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import CacheOperationError
-from eval_banana.core.words import plural
+from eval_banana.core.words import plural, size_text
 from eval_banana.settings.folders import cache_settings
 from eval_banana.settings.table import variable_of
 
@@ -144,10 +144,11 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote:
         return 0
     local, rate = doc.local, doc.hit_rate
     print(
-        f"Cache {local.folder}: {_entries(local.entries)} ({local.entry_bytes} bytes), "
-        f"{plural(count=local.blobs, noun='blob')} ({local.blob_bytes} bytes), "
+        f"Cache {local.folder}: {_entries(local.entries)} ({size_text(local.entry_bytes)}), "
+        f"{plural(count=local.blobs, noun='blob')} ({size_text(local.blob_bytes)}), "
         f"{plural(count=local.kept_runs, noun='kept run')} "
-        f"({local.kept_run_bytes} bytes); {local.total_bytes} bytes in all."
+        f"({size_text(local.kept_run_bytes)}); {size_text(local.total_bytes)} in all "
+        f"(`[cache] max_mb` keeps at most {config.settings.cache.max_mb} MiB)."
     )
     if doc.remote is not None:
         print(_remote_line(stats=doc.remote))
@@ -182,9 +183,9 @@ def _remote_line(*, stats: RemoteTierStats) -> str:
             "cache, which evicts by its own settings)."
         )
     return (
-        f"Shared cache {stats.url}: {_entries(stats.entries or 0)} ({stats.entry_bytes} "
-        f"bytes), {plural(count=stats.blobs or 0, noun='blob')} ({stats.blob_bytes} bytes); "
-        f"{stats.total_bytes} bytes in all."
+        f"Shared cache {stats.url}: {_entries(stats.entries or 0)} "
+        f"({size_text(stats.entry_bytes or 0)}), {plural(count=stats.blobs or 0, noun='blob')} "
+        f"({size_text(stats.blob_bytes or 0)}); {size_text(stats.total_bytes or 0)} in all."
     )
 
 
@@ -221,7 +222,7 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
         )
     print(
         f"Pruned {folder}: {_entries(done.entries)} and {plural(count=done.blobs, noun='blob')}, "
-        f"{done.bytes_freed} bytes freed."
+        f"{size_text(done.bytes_freed)} freed."
     )
     if remote is None:
         return 0
@@ -232,7 +233,8 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
     )
     print(
         f"Pruned {remote.url}: {_entries(found.pruned.entries)} and "
-        f"{plural(count=found.pruned.blobs, noun='blob')}, {found.pruned.bytes_freed} bytes freed"
+        f"{plural(count=found.pruned.blobs, noun='blob')}, {size_text(found.pruned.bytes_freed)} "
+        "freed"
         + (f"; {plural(count=found.failed, noun='deletion')} failed." if found.failed else ".")
     )
     return 1 if found.failed else 0
@@ -252,7 +254,7 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
     print(
         f"Pushed to {remote.url}: {_entries(done.stored)} stored, {done.present} already "
         f"there, {done.unusable} not shared (their local MAC, schema or files did not hold), "
-        f"{done.failed} failed; {tally.bytes_up} bytes uploaded."
+        f"{done.failed} failed; {size_text(tally.bytes_up)} uploaded."
     )
     if done.failed:
         print(

@@ -1,4 +1,5 @@
-"""Counts as a sentence says them: `1 check`, `2 checks`, never `2 check(s)`."""
+"""Counts as a sentence says them: `1 check`, `2 checks`, never `2 check(s)`; sizes as a person
+reads them: `82.3 MiB`, not `86276486 bytes`."""
 
 from __future__ import annotations
 
@@ -9,3 +10,16 @@ def plural(*, count: int, noun: str, nouns: str | None = None) -> str:
     if count == 1:
         return f"{count} {noun}"
     return f"{count} {nouns if nouns is not None else noun + 's'}"
+
+
+_UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+
+
+def size_text(size: int) -> str:
+    """A size in bytes for people, in the binary units `[cache] max_mb` counts in: `512 bytes`,
+    `3.4 KiB`, `82.3 MiB`, `1.25 GiB`."""
+    for unit, name in _UNITS:
+        if size >= unit:
+            digits = 2 if name == "GiB" else 1
+            return f"{size / unit:.{digits}f} {name}"
+    return plural(count=size, noun="byte")
