@@ -18,6 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from eval_banana.cache.remotetier import REJECTIONS_NAMED
+from eval_banana.core.words import size_text
 from tests.cache.rig import Project, judge, make_project
 from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
 
@@ -124,6 +125,10 @@ def test_a_second_runner_starts_no_agent_for_an_unchanged_commit(
 
         # report.md says it, and the console's summary does.
         assert "Cache: 0 local hits, 3 remote hits, 0 misses; shared cache" in _markdown(second)
+        # What moved, told for people (the bytes are in report.json).
+        moved = counts["bytes_downloaded"] + counts["bytes_uploaded"]
+        assert f"0 entries refused, {size_text(moved)} moved" in _markdown(second)
+        assert f"{moved} bytes" not in _markdown(second)
         human = second.eb("run", "--cwd", str(second.root), "--cache-remote", url)
         assert "Cache: 3 local hits, 0 remote hits, 0 misses; shared cache" in human.stdout
         # What came from the remote was kept locally: the next run asks it nothing.

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core import canonjson
 from eval_banana.core.files import write_model, write_text_atomic
-from eval_banana.core.words import plural
+from eval_banana.core.words import plural, size_text
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
@@ -289,7 +289,7 @@ def errors_line(*, report: dict[str, Any]) -> str | None:
 
 def cache_line(*, report: dict[str, Any]) -> str | None:
     """What the two tiers of the verdict cache did, when the run used a shared cache (other
-    runs keep their text as it was): hits by tier, misses, writes, errors, bytes moved."""
+    runs keep their text as it was): hits by tier, misses, writes, errors, what moved."""
     counts = report.get("cache")
     if not isinstance(counts, dict) or not counts.get("remote"):
         return None
@@ -305,7 +305,7 @@ def cache_line(*, report: dict[str, Any]) -> str | None:
         f"{said('misses', 'miss', 'misses')}; shared cache "
         f"{counts['remote']} ({counts.get('remote_mode')}): "
         f"{said('remote_writes', 'write')}, {said('remote_errors', 'error')}, "
-        f"{plural(count=refused, noun='entry', nouns='entries')} refused, {moved} bytes moved"
+        f"{plural(count=refused, noun='entry', nouns='entries')} refused, {size_text(moved)} moved"
     )
     if counts.get("remote_stopped"):
         text += "; not asked again after repeated failures"
