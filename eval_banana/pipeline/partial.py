@@ -8,16 +8,25 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ExecuteDoc, PlanDoc, PlannedCheck
 from eval_banana.runners.results import instant_error, judge_expectation
 
+# (check id, definition digest) -> the earlier result of that check under that definition.
+Earlier = dict[tuple[str, str], CheckResult]
 
-def _kept_result(*, check: PlannedCheck, previous: ExecuteDoc | None) -> CheckResult:
+
+def _earlier(previous: ExecuteDoc | None) -> Earlier:
+    """The earlier results by check and definition, read once: a rerun of one row of a
+    10,000-case family keeps 9,999 of them, and a scan of the list for each would be
+    quadratic. The first result of a check under a definition is the one kept."""
+    found: Earlier = {}
+    for result in previous.results if previous is not None else ():
+        found.setdefault((result.check_id, result.check_definition_sha256), result)
+    return found
+
+
+def _kept_result(*, check: PlannedCheck, earlier: Earlier) -> CheckResult:
     """The earlier result of a check a selective rerun left out, if it is for this definition."""
-    if previous is not None:
-        for result in previous.results:
-            if (
-                result.check_id == check.id
-                and result.check_definition_sha256 == check.check_definition_sha256
-            ):
-                return result
+    kept = earlier.get((check.id, check.check_definition_sha256))
+    if kept is not None:
+        return kept
     return judge_expectation(
         result=instant_error(
             check=check,
@@ -52,8 +61,9 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
     shards: the results it keeps came from them.
     """
     by_id = {result.check_id: result for result in fresh.results}
+    earlier = _earlier(previous)
     results = [
-        by_id.get(check.id) or _kept_result(check=check, previous=previous) for check in plan.checks
+        by_id.get(check.id) or _kept_result(check=check, earlier=earlier) for check in plan.checks
     ]
     return fresh.model_copy(
         update={
