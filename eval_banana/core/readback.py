@@ -61,14 +61,33 @@ def open_regular(path: str | os.PathLike[str]) -> int:
 
 def read_regular(path: str | os.PathLike[str]) -> bytes:
     """The whole content of a regular file (see `open_regular`)."""
+    return read_regular_stamped(path)[0]
+
+
+# What identifies a file's content without reading it: device, inode, size, and modification
+# and change times in nanoseconds (what git's index trusts).
+Stamp = tuple[int, int, int, int, int]
+
+
+def _stamp(fd: int) -> Stamp:
+    found = os.fstat(fd)
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def read_regular_stamped(path: str | os.PathLike[str]) -> tuple[bytes, Stamp | None]:
+    """`read_regular`, with the stamp of the file read: None when the file changed while it
+    was read (the bytes may then be no version of it that ever was whole)."""
     fd = open_regular(path)
     try:
+        before = _stamp(fd)
         chunks = []
         while chunk := os.read(fd, _BLOCK):
             chunks.append(chunk)
+        after = _stamp(fd)
     finally:
         os.close(fd)
-    return b"".join(chunks)
+    data = b"".join(chunks)
+    return data, after if before == after and after[2] == len(data) else None
 
 
 _INNERMOST = re.compile(rb"\{\}|\[\]")

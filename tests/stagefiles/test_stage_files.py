@@ -284,3 +284,41 @@ def test_a_file_is_trusted_only_with_the_digest_a_later_stage_recorded_and_our_v
         read_stage_file(
             run_dir=run_dir, stage="execute", vouched=sha256_bytes(data=path.read_bytes())
         )
+
+
+def test_a_stage_file_read_again_unchanged_is_checked_once_and_an_edit_is_checked_again(
+    counted_project: Path, eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `eb update` and `eb status` read plan.json up to six times in one process: a 10,000-check
+    # plan was schema- and consistency-checked each time.
+    import os
+
+    from eval_banana.core.errors import StageFileError
+    from eval_banana.stagefiles import read as read_module
+
+    eb("run", "--cwd", str(counted_project))
+    run_dir = _run_dir(counted_project)
+    monkeypatch.setattr(read_module, "_CHECKED", set())
+    checked: list[str] = []
+    real = read_module.inconsistency
+
+    def counted(*, stage: str, doc: object) -> object:
+        checked.append(stage)
+        return real(stage=stage, doc=doc)
+
+    monkeypatch.setattr(read_module, "inconsistency", counted)
+    first = read_module.read_stage(run_dir=run_dir, stage="execute")
+    again = read_module.read_stage(run_dir=run_dir, stage="execute")
+    assert checked == ["execute"]
+    assert first.model_dump(mode="json") == again.model_dump(mode="json")
+    # Edited in place, to the same size, its modification time put back: still checked again.
+    path = run_dir / "stages" / "execute.json"
+    before = path.stat()
+    data = path.read_bytes()
+    assert b'"status": "passed"' in data
+    with open(path, "r+b") as handle:
+        handle.write(data.replace(b'"status": "passed"', b'"status": "passee"', 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_ino == before.st_ino
+    with pytest.raises(StageFileError, match="status"):
+        read_module.read_stage(run_dir=run_dir, stage="execute")
