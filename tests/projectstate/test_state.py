@@ -382,9 +382,15 @@ def _paths_git_visited(trace: Path) -> int:
     return _git_counted(trace, category="read_directory", key="paths-visited")
 
 
-def _runs_folder(count: int) -> dict[str, str | bytes]:
-    """A results folder as a few runs leave it: many small files nobody ignores."""
-    return {f".eval-banana/results/run{n // 50}/checks/c{n}.json": "{}\n" for n in range(count)}
+def _repo_with_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A repository with one untracked file and, beside it, a results folder as a few runs
+    leave it (600 small files nobody ignores); git traced to the second path returned."""
+    root = init_repo(tmp_path / "repo", FILES)
+    runs = {f".eval-banana/results/run{n // 50}/checks/c{n}.json": "{}\n" for n in range(600)}
+    write(root, {"new.txt": "untracked\n", **runs})
+    trace = tmp_path / "trace2.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    return root, trace
 
 
 def test_git_never_walks_the_folders_eb_skips(
@@ -394,10 +400,7 @@ def test_git_never_walks_the_folders_eb_skips(
     # untracked files used to walk every one of them, only for eb to drop them afterwards.
     from eval_banana.projectstate.state import prefetched_state
 
-    root = init_repo(tmp_path / "repo", FILES)
-    write(root, {"new.txt": "untracked\n", **_runs_folder(600)})
-    trace = tmp_path / "trace2.json"
-    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    root, trace = _repo_with_runs(tmp_path, monkeypatch)
     skip = [".eval-banana/results", ".eval-banana/cache"]
     found = state(root, skip_folders=skip, include_ignored=True)
     assert "new.txt" in dict(found.files)
@@ -433,10 +436,7 @@ def test_changed_since_never_walks_the_folders_eb_skips(
 ) -> None:
     from eval_banana.projectstate.revision import changes_since
 
-    root = init_repo(tmp_path / "repo", FILES)
-    write(root, {"new.txt": "untracked\n", **_runs_folder(600)})
-    trace = tmp_path / "trace2.json"
-    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    root, trace = _repo_with_runs(tmp_path, monkeypatch)
     changes = changes_since(
         root=str(root), revision="HEAD", skip_folders=[".eval-banana/results"], with_ignored=True
     )
