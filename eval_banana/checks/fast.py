@@ -10,6 +10,12 @@ from __future__ import annotations
 import re
 from typing import Any, TypeGuard
 
+from eval_banana.assertions.paths import (
+    ArtifactPathError,
+    PathSyntaxError,
+    check_artifact_path,
+    parse_path,
+)
 from eval_banana.models.casepaths import case_path_problem
 from eval_banana.models.repeats import RULES, valid_repeats
 from eval_banana.projectstate.patterns import pattern_problem
@@ -36,7 +42,12 @@ _BASE_KEYS = frozenset(
 _KEYS_BY_TYPE = {
     "deterministic": _BASE_KEYS | {"script", "script_path"},
     "harness_judge": _BASE_KEYS | {"instructions", "model", "calibration"},
+    "assertions": _BASE_KEYS | {"artifact", "assert"},
 }
+# Assertion operators the fast path knows: `matches` goes to the models (its pattern rules
+# need the RE2 engine).
+_VALUE_OPS = frozenset({"equals", "contains", "lengthAtLeast", "lengthAtMost"})
+_LENGTH_OPS = frozenset({"lengthAtLeast", "lengthAtMost"})
 
 
 def _plain_str(value: object) -> TypeGuard[str]:
@@ -105,12 +116,77 @@ def _calibration(value: object) -> list[dict[str, Any]] | None:
     return [case for case in cases if case is not None]
 
 
+def _json_value(value: object) -> tuple[bool, Any]:
+    """(ok, a copy of `value`) for a plain JSON value: None, a bool, an int, a finite float, a
+    plain string, or lists and string-keyed objects of those, as the models dump them."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int:
+        return True, value
+    if kind is float:
+        return value == value and value not in (float("inf"), float("-inf")), value
+    if kind is str:
+        return _plain_str(value), value
+    if kind is list and isinstance(value, list):
+        items = [_json_value(item) for item in value]
+        return all(ok for ok, _ in items), [item for _, item in items]
+    if kind is dict and isinstance(value, dict):
+        pairs = [(key, _json_value(item)) for key, item in value.items()]
+        ok = all(_plain_str(key) and good for key, (good, _) in pairs)
+        return ok, {key: item for key, (_, item) in pairs}
+    return False, None
+
+
+def _plain_assertion(item: object) -> dict[str, Any] | None:
+    """One assertion as the models dump it (path, op, value), or None when unsure."""
+    if type(item) is not dict:
+        return None
+    op = item.get("op")
+    if type(op) is not str or op not in _VALUE_OPS | {"exists"}:
+        return None
+    if item.keys() != ({"path", "op"} if op == "exists" else {"path", "op", "value"}):
+        return None
+    path = item["path"]
+    if not _plain_str(path):
+        return None
+    try:
+        parse_path(text=path)
+    except PathSyntaxError:
+        return None
+    if op == "exists":
+        return {"path": path, "op": op}
+    value = item["value"]
+    if op in _LENGTH_OPS:
+        if type(value) is not int or value < 0:
+            return None
+        return {"path": path, "op": op, "value": value}
+    ok, copied = _json_value(value)
+    return {"path": path, "op": op, "value": copied} if ok else None
+
+
+def _assertions_fields(document: dict[str, Any]) -> dict[str, Any] | None:
+    """The `artifact` and `assert` of an assertions check as the models dump them."""
+    artifact = document.get("artifact")
+    if not _plain_str(artifact):
+        return None
+    try:
+        check_artifact_path(text=artifact)
+    except ArtifactPathError:
+        return None
+    raw = document.get("assert")
+    if type(raw) is not list or not raw:
+        return None
+    assertions = [_plain_assertion(item) for item in raw]
+    if any(assertion is None for assertion in assertions):
+        return None
+    return {"artifact": artifact, "assert": assertions}
+
+
 def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     """Return the pydantic `model_dump(mode="json", by_alias=True)` of `document`, or None.
 
-    None means "not sure": unknown type (assertions, llm_judge, ...), extra or missing keys,
-    non-plain values, or anything invalid. A dict return equals pydantic's dump exactly,
-    key order included.
+    None means "not sure": unknown type (llm_judge, ...), a `matches` assertion, extra or
+    missing keys, non-plain values, or anything invalid. A dict return equals pydantic's dump
+    exactly, key order included.
     """
     if type(document) is not dict:
         return None
@@ -206,6 +282,13 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
             return None
         result["script"] = script
         result["script_path"] = script_path
+        return result
+
+    if check_type == "assertions":
+        fields = _assertions_fields(document)
+        if fields is None:
+            return None
+        result.update(fields)
         return result
 
     raw_instructions = document.get("instructions")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from eval_banana.checks.fast import fast_normalize
 from eval_banana.models.check import CHECK_ADAPTER
 
 REPO = Path(__file__).resolve().parents[2]
-FAST_TYPES = ("deterministic", "harness_judge")
+FAST_TYPES = ("deterministic", "harness_judge", "assertions")
 
 
 def _pydantic_dump(document: Any) -> dict[str, Any] | None:
@@ -48,6 +49,37 @@ def _is_plain(document: dict[str, Any]) -> bool:
         elif not (value is None or type(value) is int or _plain_str(value)):
             return False
     return True
+
+
+def _plain_json(value: Any) -> bool:
+    if value is None or type(value) in (bool, int):
+        return True
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(_plain_json(item) for item in value)
+    if type(value) is dict:
+        return all(_plain_str(key) and _plain_json(item) for key, item in value.items())
+    return _plain_str(value)
+
+
+def _is_plain_document(document: dict[str, Any]) -> bool:
+    """What the fast path must decide itself: plain values (and, for an assertions check,
+    assertions of plain JSON, none of them `matches`, which it leaves to the models)."""
+    if document.get("type") != "assertions":
+        return _is_plain(document)
+    raw = document.get("assert")
+    rest = {key: value for key, value in document.items() if key != "assert"}
+    return (
+        _is_plain(rest)
+        and type(raw) is list
+        and all(
+            type(item) is dict
+            and item.get("op") != "matches"
+            and all(_plain_str(key) and _plain_json(value) for key, value in item.items())
+            for item in raw
+        )
+    )
 
 
 def _shape(value: Any) -> Any:
@@ -142,10 +174,71 @@ _VALID: dict[str, st.SearchStrategy[Any]] = {
         unique_by=lambda case: case["name"].strip(),
     ),
 }
+_JSON_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=3),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    _CLEAN_TEXT,
+)
+_JSON = st.recursive(
+    _JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_WORD, inner, max_size=2),
+    max_leaves=4,
+)
+_PATHS = st.sampled_from(["a", "a.b", "steps[*].test", "[0].name", "a[1]", "x_y-z"])
+_ASSERTION = st.one_of(
+    st.fixed_dictionaries({"path": _PATHS, "op": st.just("exists")}),
+    st.fixed_dictionaries(
+        {"path": _PATHS, "op": st.sampled_from(["equals", "contains"]), "value": _JSON}
+    ),
+    st.fixed_dictionaries(
+        {
+            "path": _PATHS,
+            "op": st.sampled_from(["lengthAtLeast", "lengthAtMost"]),
+            "value": st.integers(min_value=0, max_value=5),
+        }
+    ),
+    st.fixed_dictionaries({"path": _PATHS, "op": st.just("matches"), "value": st.just("^a")}),
+)
+_VALID["artifact"] = st.sampled_from(["out/a.json", "a.yaml", "./x/y.yml", "a/../b.json"])
+_VALID["assert"] = st.lists(_ASSERTION, min_size=1, max_size=3)
 _CASE = {"name": "good", "expect": "pass", "files": {"a.txt": "x"}}
 # Near misses: values that look right but that pydantic rejects or might coerce.
 _NEAR: dict[str, st.SearchStrategy[Any]] = {
-    "type": st.sampled_from(["assertions", "llm_judge", "Deterministic", " harness_judge", ""]),
+    "type": st.sampled_from(["Assertions", "llm_judge", "Deterministic", " harness_judge", ""]),
+    # Paths that escape the root, are absolute or blank; assertions near a valid one.
+    "artifact": st.sampled_from(
+        ["", " ", "/abs.json", "../x.json", "a/../../x", ".", "C:/x", "a\x00b", 1, None]
+    ),
+    "assert": st.sampled_from(
+        [
+            [],
+            {},
+            None,
+            [{"path": "a", "op": "exists", "value": 1}],
+            [{"path": "a", "op": "equals"}],
+            [{"path": "", "op": "exists"}],
+            [{"path": "a..b", "op": "exists"}],
+            [{"path": "a[", "op": "exists"}],
+            [{"path": 1, "op": "exists"}],
+            [{"path": "a", "op": "Equals", "value": 1}],
+            [{"path": "a", "op": "lengthAtLeast", "value": -1}],
+            [{"path": "a", "op": "lengthAtLeast", "value": True}],
+            [{"path": "a", "op": "lengthAtMost", "value": 1.0}],
+            [{"path": "a", "op": "lengthAtMost", "value": "2"}],
+            [{"path": "a", "op": "equals", "value": float("nan")}],
+            [{"path": "a", "op": "equals", "value": float("inf")}],
+            [{"path": "a", "op": "equals", "value": ("a",)}],
+            [{"path": "a", "op": "equals", "value": {1: "a"}}],
+            [{"path": "a", "op": "equals", "value": b"a"}],
+            [{"path": "a", "op": "equals", "value": _StrSubclass("a")}],
+            [{"path": "a", "op": "contains", "value": "x\ud800"}],
+            [{"path": "a", "op": "matches", "value": "("}],
+            [{"path": "a", "op": "exists", "extra": 1}],
+            ["a"],
+        ]
+    ),
     "schema_version": st.sampled_from([True, 1.0, 2, 0, "1", None]),
     "id": st.sampled_from(["a b", "a.b", "", " ", "ab\x00", "\u0660", _StrSubclass("a")]),
     "description": _BLANK | st.sampled_from([None, _StrSubclass("d")]),
@@ -211,6 +304,7 @@ _NEAR: dict[str, st.SearchStrategy[Any]] = {
 _REQUIRED = {
     "deterministic": ["type", "schema_version", "id", "description"],
     "harness_judge": ["type", "schema_version", "id", "description", "instructions"],
+    "assertions": ["type", "schema_version", "id", "description", "artifact", "assert"],
 }
 _OPTIONAL = {
     "deterministic": ["tags", "expect", "skip", "inputs", "repeats", "aggregate"],
@@ -224,9 +318,10 @@ _OPTIONAL = {
         "aggregate",
         "calibration",
     ],
+    "assertions": ["tags", "expect", "skip", "inputs", "repeats", "aggregate"],
 }
 _ALL_KEYS = list(_NEAR)
-_EXTRA_KEYS = ["extra", "artifact", "assert", "Type", "ID", 1]
+_EXTRA_KEYS = ["extra", "Type", "ID", 1, "assertions"]
 
 
 @st.composite
@@ -263,7 +358,7 @@ def documents(draw: st.DrawFn) -> dict[Any, Any]:
 @given(documents())
 def test_fast_path_is_sound_and_complete(document: dict[Any, Any]) -> None:
     fast = _assert_agrees(document)
-    if fast is None and document.get("type") in FAST_TYPES and _is_plain(document):
+    if fast is None and document.get("type") in FAST_TYPES and _is_plain_document(document):
         assert _pydantic_dump(document) is None, f"fast path abstained on {document!r}"
 
 
@@ -281,6 +376,14 @@ _BASES: dict[str, dict[str, Any]] = {
         "id": "c",
         "description": "d",
         "instructions": "i",
+    },
+    "assertions": {
+        "type": "assertions",
+        "schema_version": 1,
+        "id": "c",
+        "description": "d",
+        "artifact": "out/a.json",
+        "assert": [{"path": "a", "op": "exists"}],
     },
 }
 _ABSENT = object()
@@ -356,7 +459,7 @@ def test_every_single_field_change(check_type: str, key: str) -> None:
         else:
             document[key] = value
         fast = _assert_agrees(document)
-        if fast is None and _is_plain(document) and document.get("type") in FAST_TYPES:
+        if fast is None and _is_plain_document(document) and document.get("type") in FAST_TYPES:
             assert _pydantic_dump(document) is None, f"fast path abstained on {document!r}"
 
 
@@ -380,9 +483,10 @@ def test_demo_checks(path: Path) -> None:
     fast = _assert_agrees(document)
     expected = _pydantic_dump(document)
     assert expected is not None
-    # A dataset family's cases are mappings, outside the fast path's plain values: it abstains
-    # and pydantic normalizes the file.
-    if document["type"] in FAST_TYPES and "cases" not in document:
+    # A dataset family's cases are mappings, outside the fast path's plain values, and a
+    # `matches` pattern needs the RE2 engine: it abstains and pydantic normalizes the file.
+    matches = any(item.get("op") == "matches" for item in document.get("assert") or [])
+    if document["type"] in FAST_TYPES and "cases" not in document and not matches:
         assert fast == expected
     else:
         assert fast is None
