@@ -206,6 +206,30 @@ def test_plan_table_names_each_check_and_the_digest(repo: Path, eb: Eb) -> None:
     assert "shard 2/2:" in done.stdout
 
 
+def test_plan_table_folds_a_large_family_into_one_row_unless_asked_for_its_cases(
+    repo: Path, eb: Eb
+) -> None:
+    # 10,000 rows took Rich seven seconds to draw; the run's console folds a family of more
+    # than 20 cases too. The JSON plan always lists every case.
+    rows = "".join(f"  - {{id: c{index:02d}}}\n" for index in range(25))
+    (repo / "eval_checks" / "qa.yaml").write_text(recording("qa") + "\ncases:\n" + rows)
+    plan = _plan(eb, repo, "--shards", "2")
+    assert sum(entry["family"] == "qa" for entry in plan["checks"]) == 25
+    done = eb("plan", "--cwd", str(repo), "--shards", "2")
+    assert done.exit_code == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if " qa[*] " in line]
+    assert "25 cases" in row and "25 off" in row, row  # the cache is off here
+    shards = sorted({entry["shard"] for entry in plan["checks"] if entry["family"] == "qa"})
+    assert ", ".join(map(str, shards)) in row
+    assert not any(f" qa[c{index:02d}] " in done.stdout for index in range(25))
+    assert "`eb plan --cases` gives each case its own" in done.stdout
+    # Plain checks keep their rows beside it.
+    assert " beta_login " in done.stdout
+    every = eb("plan", "--cwd", str(repo), "--cases")
+    assert all(f" qa[c{index:02d}] " in every.stdout for index in range(25))
+    assert " qa[*] " not in every.stdout and "--cases` gives" not in every.stdout
+
+
 def test_plan_shards_are_the_hash_split_of_run_shard(repo: Path, eb: Eb) -> None:
     plan = _plan(eb, repo, "--shards", "3", "--balance", "history")
     assert plan["balance"] == "hash"  # no history known: the hash split

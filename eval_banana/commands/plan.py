@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
 from eval_banana.core.words import plural
 from eval_banana.models.config import MAX_SHARDS
+from eval_banana.runners.results import FAMILY_CASES_LISTED
 
 if TYPE_CHECKING:
-    from eval_banana.models.plan import PlanDocument
+    from eval_banana.models.plan import PlanCheckEntry, PlanDocument
 
 DESCRIPTION = (
     "Print the checks `eb run` with the same selection flags would execute, in its order, each "
@@ -34,6 +36,12 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         choices=("table", "json"),
         default="table",
         help="A table (default) or one JSON document (`eb schema plan`).",
+    )
+    parser.add_argument(
+        "--cases",
+        action="store_true",
+        help="Give every case of a dataset family a row of its own (by default a family of "
+        f"more than {FAMILY_CASES_LISTED} cases is one row with their counts and totals).",
     )
     parser.add_argument(
         "--shards",
@@ -64,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(document.model_dump(by_alias=True), ensure_ascii=False))
         sys.stdout.write("\n")
     else:
-        _print_table(document=document)
+        _print_table(document=document, cases=args.cases)
     return 0
 
 
@@ -72,33 +80,91 @@ def _number(value: float | None, *, unit: str = "") -> str:
     return "-" if value is None else f"{value:.2f}{unit}"
 
 
-def _print_table(*, document: PlanDocument) -> None:
+def _check_row(*, position: int, entry: PlanCheckEntry, shards: bool) -> list[str]:
+    row = [
+        str(position),
+        entry.id,
+        entry.family or "-",
+        entry.type,
+        entry.definition_digest.removeprefix("sha256:")[:12],
+        entry.cache,
+        _number(entry.expected_seconds, unit="s"),
+        _number(entry.expected_cost_usd),
+    ]
+    return [*row, str(entry.shard)] if shards else row
+
+
+def _total(values: list[float | None]) -> float | None:
+    """A sum of expectations, unknown (None) when any of them is."""
+    return None if any(value is None for value in values) else sum(v or 0.0 for v in values)
+
+
+def _family_row(*, position: int, entries: list[PlanCheckEntry], shards: bool) -> list[str]:
+    """A large family as one row: `<family>[*]` (what --check-id takes for all its cases), its
+    cases' cache statuses counted, their expected time and cost summed."""
+    statuses = Counter(entry.cache for entry in entries)
+    cache = ", ".join(
+        f"{statuses[status]} {status}" for status in ("hit", "miss", "off") if statuses[status]
+    )
+    row = [
+        str(position),
+        f"{entries[0].family}[*]",
+        entries[0].family or "-",
+        ", ".join(sorted({entry.type for entry in entries})),
+        plural(count=len(entries), noun="case"),
+        cache,
+        _number(_total([entry.expected_seconds for entry in entries]), unit="s"),
+        _number(_total([entry.expected_cost_usd for entry in entries])),
+    ]
+    if not shards:
+        return row
+    return [*row, ", ".join(str(shard) for shard in sorted({e.shard or 0 for e in entries}))]
+
+
+def _table_rows(*, document: PlanDocument, cases: bool) -> tuple[list[list[str]], bool]:
+    """The table's rows in plan order, and whether a family was folded into one. A family of
+    more than FAMILY_CASES_LISTED cases is one row at its first case's place unless `cases`:
+    10,000 rows take Rich seconds to draw and no reader reads them."""
+    shards = document.shards is not None
+    sizes = Counter(entry.family for entry in document.checks if entry.family is not None)
+    folded = (
+        set() if cases else {name for name, size in sizes.items() if size > FAMILY_CASES_LISTED}
+    )
+    families: dict[str, tuple[int, list[PlanCheckEntry]]] = {}
+    order: list[tuple[int, PlanCheckEntry | str]] = []
+    for position, entry in enumerate(document.checks, start=1):
+        if entry.family is not None and entry.family in folded:
+            if entry.family not in families:
+                families[entry.family] = (position, [])
+                order.append((position, entry.family))
+            families[entry.family][1].append(entry)
+        else:
+            order.append((position, entry))
+    rows = [
+        _check_row(position=position, entry=item, shards=shards)
+        if not isinstance(item, str)
+        else _family_row(position=position, entries=families[item][1], shards=shards)
+        for position, item in order
+    ]
+    return rows, bool(folded)
+
+
+def _print_table(*, document: PlanDocument, cases: bool) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title=f"eb plan: {plural(count=len(document.checks), noun='check')}")
+    rows, folded = _table_rows(document=document, cases=cases)
     # An id is never cut short (a reader copies it into --check-id); the other columns give way.
-    longest = max((len(entry.id) for entry in document.checks), default=2)
+    longest = max((len(row[1]) for row in rows), default=2)
     table.add_column("#")
     table.add_column("id", no_wrap=True, min_width=longest)
     for column in ("family", "type", "definition", "cache", "expected", "cost"):
         table.add_column(column)
     if document.shards is not None:
         table.add_column("shard")
-    for position, entry in enumerate(document.checks, start=1):
-        row = [
-            str(position),
-            entry.id,
-            entry.family or "-",
-            entry.type,
-            entry.definition_digest.removeprefix("sha256:")[:12],
-            entry.cache,
-            _number(entry.expected_seconds, unit="s"),
-            _number(entry.expected_cost_usd),
-        ]
-        if document.shards is not None:
-            row.append(str(entry.shard))
+    for row in rows:
         # Text, not markup: a case id's `[ship]` would otherwise be read as a style and dropped.
         table.add_row(*(Text(cell) for cell in row))
     # Piped or in a CI log Rich would assume 80 columns and cut the type and family names
@@ -115,4 +181,10 @@ def _print_table(*, document: PlanDocument) -> None:
         )
     if document.skipped:
         console.print(f"skipped: {', '.join(item.id for item in document.skipped)}")
+    if folded:
+        console.print(
+            f"A dataset family of more than {FAMILY_CASES_LISTED} cases is one row (<family>[*]); "
+            "`eb plan --cases` gives each case its own, `--format json` lists them all.",
+            highlight=False,
+        )
     console.print(f"plan digest: {document.plan_digest}", highlight=False)
