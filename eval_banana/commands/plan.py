@@ -130,20 +130,19 @@ def _table_rows(*, document: PlanDocument, cases: bool) -> tuple[list[list[str]]
     folded = (
         set() if cases else {name for name, size in sizes.items() if size > FAMILY_CASES_LISTED}
     )
-    families: dict[str, tuple[int, list[PlanCheckEntry]]] = {}
-    order: list[tuple[int, PlanCheckEntry | str]] = []
+    families: dict[str, list[PlanCheckEntry]] = {}
+    order: list[tuple[int, PlanCheckEntry | str]] = []  # a check, or a folded family's name
     for position, entry in enumerate(document.checks, start=1):
         if entry.family is not None and entry.family in folded:
             if entry.family not in families:
-                families[entry.family] = (position, [])
                 order.append((position, entry.family))
-            families[entry.family][1].append(entry)
+            families.setdefault(entry.family, []).append(entry)
         else:
             order.append((position, entry))
     rows = [
-        _check_row(position=position, entry=item, shards=shards)
-        if not isinstance(item, str)
-        else _family_row(position=position, entries=families[item][1], shards=shards)
+        _family_row(position=position, entries=families[item], shards=shards)
+        if isinstance(item, str)
+        else _check_row(position=position, entry=item, shards=shards)
         for position, item in order
     ]
     return rows, bool(folded)
