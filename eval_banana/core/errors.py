@@ -16,12 +16,6 @@ class Problem(NamedTuple):
     line: int | None = None  # 1-based, in `file`
     column: int | None = None
 
-    def render(self) -> str:
-        text = self.message
-        if self.hint:
-            text += f"\n  hint: {self.hint}"
-        return text
-
 
 class Located(Protocol):
     """Anything that tells one problem: an error, or a problem as a stage file records it."""
