@@ -12,7 +12,6 @@ check that rewrites an artifact mid-run makes the next reader parse the new byte
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -21,28 +20,12 @@ from typing import NamedTuple
 
 from eval_banana.assertions.evaluate import MAX_ARTIFACT_BYTES, LoadedArtifact, load_artifact
 from eval_banana.assertions.paths import ArtifactPathError, resolve_artifact
-
-
-class _Stamp(NamedTuple):
-    device: int
-    inode: int
-    size: int
-    modified_ns: int
-    changed_ns: int
+from eval_banana.core.readback import Stamp, path_stamp
 
 
 class _Kept(NamedTuple):
-    stamp: _Stamp
+    stamp: Stamp
     loaded: LoadedArtifact
-
-
-def _stamp_of(*, path: Path) -> _Stamp | None:
-    """The file's identity and times, or None when it cannot be stat'ed (then nothing is kept)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return _Stamp(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class SharedArtifacts:
@@ -78,9 +61,8 @@ class SharedArtifacts:
             left = self._left[artifact]
             self._left[artifact] = max(left - 1, 0)
             try:
-                stamp = _stamp_of(
-                    path=resolve_artifact(project_root=self._project_root, text=artifact)
-                )
+                # None when it cannot be stat'ed: then nothing is kept.
+                stamp = path_stamp(resolve_artifact(project_root=self._project_root, text=artifact))
             except ArtifactPathError:
                 stamp = None
             kept = self._kept.get(artifact)

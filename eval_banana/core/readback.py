@@ -59,9 +59,20 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     return fd
 
 
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, _BLOCK):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def read_regular(path: str | os.PathLike[str]) -> bytes:
     """The whole content of a regular file (see `open_regular`)."""
-    return read_regular_stamped(path)[0]
+    fd = open_regular(path)
+    try:
+        return _read_all(fd)
+    finally:
+        os.close(fd)
 
 
 # What identifies a file's content without reading it: device, inode, size, and modification
@@ -69,9 +80,16 @@ def read_regular(path: str | os.PathLike[str]) -> bytes:
 Stamp = tuple[int, int, int, int, int]
 
 
-def _stamp(fd: int) -> Stamp:
-    found = os.fstat(fd)
+def _stamp_of(found: os.stat_result) -> Stamp:
     return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def path_stamp(path: str | os.PathLike[str]) -> Stamp | None:
+    """The stamp of the file at `path` now, or None when it cannot be stat'ed."""
+    try:
+        return _stamp_of(os.stat(path))
+    except OSError:
+        return None
 
 
 def read_regular_stamped(path: str | os.PathLike[str]) -> tuple[bytes, Stamp | None]:
@@ -79,14 +97,11 @@ def read_regular_stamped(path: str | os.PathLike[str]) -> tuple[bytes, Stamp | N
     was read (the bytes may then be no version of it that ever was whole)."""
     fd = open_regular(path)
     try:
-        before = _stamp(fd)
-        chunks = []
-        while chunk := os.read(fd, _BLOCK):
-            chunks.append(chunk)
-        after = _stamp(fd)
+        before = _stamp_of(os.fstat(fd))
+        data = _read_all(fd)
+        after = _stamp_of(os.fstat(fd))
     finally:
         os.close(fd)
-    data = b"".join(chunks)
     return data, after if before == after and after[2] == len(data) else None
 
 
