@@ -7,6 +7,7 @@ Keep it stdlib-only: importing pydantic here would defeat the point.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, TypeGuard
 
@@ -122,8 +123,8 @@ def _json_value(value: object) -> tuple[bool, Any]:
     kind = type(value)
     if value is None or kind is bool or kind is int:
         return True, value
-    if kind is float:
-        return value == value and value not in (float("inf"), float("-inf")), value
+    if kind is float and isinstance(value, float):
+        return math.isfinite(value), value
     if kind is str:
         return _plain_str(value), value
     if kind is list and isinstance(value, list):
