@@ -21,7 +21,7 @@ from typing import Any
 
 from eval_banana.cache.components import interpreter_version, variable_names
 from eval_banana.cache.key import Component, framed_key
-from eval_banana.checks.inputs import CheckInputs
+from eval_banana.checks.inputs import CheckInputs, artifact_of
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.version import tool_version
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlannedCheck
@@ -163,9 +163,9 @@ def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[
     for check in checks:
         if check.script_path:
             found.add(check.script_path)
-        artifact = check.definition.get("artifact") if check.type == "assertions" else None
+        artifact = artifact_of(check) if check.type == "assertions" else ""
         if artifact:
-            found.add(str(root / str(artifact)))
+            found.add(str(root / artifact))
     return sorted(found)
 
 
