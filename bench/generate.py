@@ -75,6 +75,7 @@ class Sizes:
     w21_cases: int
     w24_cases: int
     w24_artifact_bytes: int
+    w25_cases: int
     w17_judges: int = 1_000  # W17: judges cached on S3 only
     w17_slow_judges: int = 100  # W17: judges against a remote that never answers
 
@@ -111,6 +112,7 @@ FULL = Sizes(
     w21_cases=1_000,
     w24_cases=1_000,
     w24_artifact_bytes=5 * MB,
+    w25_cases=10_000,
 )
 
 QUICK = Sizes(
@@ -147,6 +149,7 @@ QUICK = Sizes(
     w21_cases=20,
     w24_cases=40,
     w24_artifact_bytes=256 * KB,
+    w25_cases=40,
 )
 
 
@@ -1077,6 +1080,16 @@ def build_w24(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+def build_w25(*, sizes: Sizes) -> Callable[[Path], None]:
+    """W24's family with `w25_cases` cases over the prices alone: checks that run in eb's
+    own process, measured on four workers against one."""
+
+    def build(root: Path) -> None:
+        _w24_project(project=root / "project", cases=sizes.w25_cases, padding=0)
+
+    return build
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -1115,6 +1128,7 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     # The history page (`eb history --html`) over the same history folder as W19.
     "W23": lambda sizes: build_w19(sizes=sizes),
     "W24": lambda sizes: build_w24(sizes=sizes),
+    "W25": lambda sizes: build_w25(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs, W22 (one edited row) on W21's family.

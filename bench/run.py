@@ -133,7 +133,7 @@ DOC_BLOCKS = (
     DocBlock(name="shared-cache-figures", keys=frozenset({"W17"}), paths=(DOC,)),
     DocBlock(
         name="bench-table-datasets",
-        keys=frozenset({"W18", "W20", "W21", "W22", "W24"}),
+        keys=frozenset({"W18", "W20", "W21", "W22", "W24", "W25"}),
         paths=(DOC,),
     ),
 )
@@ -1198,6 +1198,24 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 )
             )
         return cases
+    if key == "W25":
+        # Assertions run in eb's process: more workers must not make them slower.
+        project = str(root / "project")
+        run = [sys.executable, "-m", "eval_banana", "run", "--cache", "off", "--cwd", project]
+        return [
+            Case(
+                key="W25",
+                name=f"eb run, one assertions family of {sizes.w25_cases} cases, cache off, "
+                "max_parallel_checks 4",
+                eb_args=[*run[3:], "--max-parallel-checks", "4"],
+                floor=[*run, "--max-parallel-checks", "1", "--output-dir", "{scratch}/floor-out"],
+                floor_label="the same run, max_parallel_checks 1",
+                floor_cwd=REPO,
+                target=1.1,
+                output_dir=True,
+                runs=n(5),
+            )
+        ]
     if key == "W14":
         return [
             Case(

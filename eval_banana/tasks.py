@@ -39,7 +39,7 @@ _RUN_HELP = {
     "flat_output": "Write the run straight into --output-dir (absent or empty).",
     "pass_threshold": "Pass ratio the run needs (0.0-1.0).",
     "harness_agent": "Agent CLI for harness_judge checks.",
-    "max_parallel_checks": "Checks run at the same time.",
+    "max_parallel_checks": "Checks run at the same time (assertions checks one at a time).",
     "no_project_config": "Ignore .eval-banana/config.toml.",
     "args": "Any other `eb run` flags, as one string.",
 }

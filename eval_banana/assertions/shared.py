@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.assertions.evaluate import MAX_ARTIFACT_BYTES, LoadedArtifact, load_artifact
-from eval_banana.assertions.paths import ArtifactPathError, resolve_artifact
 from eval_banana.core.readback import Stamp, path_stamp
 
 
@@ -39,6 +38,7 @@ class SharedArtifacts:
         self, *, project_root: Path, readers: Iterable[str], max_bytes: int = MAX_ARTIFACT_BYTES
     ) -> None:
         self._project_root = project_root
+        self._root = str(project_root)
         self._max_bytes = max_bytes
         self._left = Counter(readers)
         self._shared = frozenset(text for text, count in self._left.items() if count > 1)
@@ -60,11 +60,11 @@ class SharedArtifacts:
         with self._locks[artifact]:
             left = self._left[artifact]
             self._left[artifact] = max(left - 1, 0)
-            try:
-                # None when it cannot be stat'ed: then nothing is kept.
-                stamp = path_stamp(resolve_artifact(project_root=self._project_root, text=artifact))
-            except ArtifactPathError:
-                stamp = None
+            # The file the path leads to now, symlinks followed; None when it cannot be
+            # stat'ed (then nothing is kept). Not resolved first: a kept document was parsed
+            # from a file the full check placed inside the project, and the same stamp is the
+            # same file with the same bytes, wherever a swapped link would lead.
+            stamp = path_stamp(f"{self._root}/{artifact}")
             kept = self._kept.get(artifact)
             if stamp is not None and kept is not None and kept.stamp == stamp:
                 loaded = kept.loaded

@@ -7,6 +7,7 @@ import errno
 import hashlib
 import itertools
 import os
+import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -32,7 +33,35 @@ def remove_check_outputs(
     a restored file is a link to the verdict cache's copy)."""
     for name in names:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(checks_dir / f"{stem}.{name}")
+            os.unlink(f"{checks_dir}/{stem}.{name}")
+
+
+class OutputClearer:
+    """Clears a check's output files before it runs, asking the file system only about those
+    that can be there: the files `checks/` held when it was listed, and every output of a stem
+    cleared before (an earlier attempt under it wrote them). A run of 10,000 in-process checks
+    otherwise spent 40,000 failing `unlink` calls on files that never existed.
+
+    List it once nothing but the checks themselves will write into `checks/`: after the
+    verdict cache has placed what it restores.
+    """
+
+    def __init__(self, *, checks_dir: Path) -> None:
+        self._checks_dir = checks_dir
+        with os.scandir(checks_dir) as entries:
+            self._listed = frozenset(entry.name for entry in entries)
+        self._cleared: set[str] = set()
+        self._lock = threading.Lock()
+
+    def clear(self, *, stem: str) -> None:
+        """Remove `checks/<stem>.<name>` for each output name that may be there."""
+        with self._lock:
+            again = stem in self._cleared
+            self._cleared.add(stem)
+        names: tuple[str, ...] = CHECK_OUTPUT_NAMES
+        if not again:
+            names = tuple(name for name in names if f"{stem}.{name}" in self._listed)
+        remove_check_outputs(checks_dir=self._checks_dir, stem=stem, names=names)
 
 
 def write_bytes_atomic(*, path: Path, data: bytes) -> None:

@@ -34,7 +34,12 @@ class CoreSettings(_Section):
     llm_max_input_chars: int = Field(
         default=0, description="Accepted for compatibility and ignored (it has no effect)."
     )
-    max_parallel_checks: int = Field(default=4, ge=1, description="Checks run at the same time.")
+    max_parallel_checks: int = Field(
+        default=4,
+        ge=1,
+        description="Checks run at the same time (assertions checks, which run inside eb, "
+        "one at a time).",
+    )
     check_timeout_seconds: int = Field(
         default=900, ge=0, description="Wall-clock limit per deterministic check; 0 means none."
     )

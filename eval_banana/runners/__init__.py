@@ -19,10 +19,12 @@ class LazyRunner:
     def __init__(self, *, module: str, function: str) -> None:
         self.module = module
         self.function = function
+        self._runner: Runner | None = None
 
     def __call__(self, ctx: RunContext) -> CheckResult:
-        runner: Runner = getattr(importlib.import_module(self.module), self.function)
-        return runner(ctx)
+        if self._runner is None:
+            self._runner = getattr(importlib.import_module(self.module), self.function)
+        return self._runner(ctx)
 
     def __repr__(self) -> str:
         return f"LazyRunner({self.module}.{self.function})"
@@ -37,6 +39,9 @@ RUNNERS: dict[str, Runner] = {
     ),
     "assertions": LazyRunner(module="eval_banana.runners.assertions", function="run_assertions"),
 }
+
+# The check types whose runner works in this process (no child process to wait on).
+IN_PROCESS = frozenset({"assertions"})
 
 
 def runner_for(*, check_type: str) -> Runner:

@@ -15,7 +15,7 @@ from eval_banana.cache.storing import open_cache, store_all
 from eval_banana.core import canonjson, log
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import (
-    remove_check_outputs,
+    OutputClearer,
     sha256_bytes,
     stage_json_bytes,
     write_model,
@@ -32,7 +32,7 @@ from eval_banana.models.stages import (
     PlanDoc,
     PlannedCheck,
 )
-from eval_banana.runners import orphans, runner_for
+from eval_banana.runners import IN_PROCESS, orphans, runner_for
 from eval_banana.runners.base import ProjectView, RunContext
 from eval_banana.runners.faults import FaultLog, fault_result
 from eval_banana.runners.fuses import RunFuses, unseen_usage_warnings
@@ -137,15 +137,6 @@ def _open_isolation(*, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> Isola
     return IsolationSession.open(config=config, plan=plan, run_dir=run_dir)
 
 
-def _clear_outputs(*, checks_dir: Path, stem: str) -> None:
-    """Remove a check's output files from an earlier execution in this run folder.
-
-    Runners open them for writing, which would write through a restored file into the verdict
-    cache it is linked to; a fresh file each time keeps the cache's copy intact.
-    """
-    remove_check_outputs(checks_dir=checks_dir, stem=stem)
-
-
 def execute(
     *,
     config: ConfigDoc,
@@ -226,11 +217,14 @@ def execute(
     to_store: list[int] = []
     # Set once the checks left to run are known (after the cache has answered the rest).
     shared: SharedArtifacts | None = None
+    outputs: OutputClearer
     positions = {check.stem: position for position, check in enumerate(checks)}
 
     def attempt(check: PlannedCheck, *, stem: str) -> CheckResult:
         """One run of a check under the evidence stem `stem`: its retries, then masking."""
-        _clear_outputs(checks_dir=checks_dir, stem=stem)
+        # Runners open their output files for writing, which would write through a file the
+        # cache restored into the cache's copy it is linked to: a fresh file each time.
+        outputs.clear(stem=stem)
         ctx = RunContext(
             check=check,
             config=config,
@@ -351,7 +345,7 @@ def execute(
                 return "stopped" if stop.is_set() else "held"
             notify(on_start, check)
             # A check run again in this run folder leaves no unsampled output behind.
-            _clear_outputs(checks_dir=checks_dir, stem=check.stem)
+            outputs.clear(stem=check.stem)
             return "run"
 
         gate = samples.open(decide=decide)
@@ -425,6 +419,8 @@ def execute(
         shared = shared_artifacts(
             project_root=project_root, checks=[checks[items[index].position] for index in to_run]
         )
+        # Listed once the cache has placed every file it restores.
+        outputs = OutputClearer(checks_dir=checks_dir)
         if cache is not None:
             cache.remember_state()  # what changes in the cache from here on, eb did not write
         # Other eb runs sharing the cache write nothing into it while these checks run.
@@ -445,6 +441,9 @@ def execute(
                         task=lambda index: item_task(to_run[index]),
                         cancel=cancel,
                         stop=stop,
+                        inline=lambda index: (
+                            checks[items[to_run[index]].position].type in IN_PROCESS
+                        ),
                     )
             finally:
                 orphans.end_run()

@@ -74,6 +74,23 @@ def test_an_artifact_rewritten_between_readers_is_parsed_again(tmp_path: Path) -
     assert shared.kept == 0
 
 
+def test_a_folder_swapped_for_a_link_out_of_the_project_is_never_graded(tmp_path: Path) -> None:
+    # A kept document is reused while the file the path leads to keeps its stamp; a check that
+    # swaps the artifact's folder for a link to a file elsewhere changes that file, and the
+    # next reader goes the full way, which refuses a path leading out of the project.
+    project = tmp_path / "project"
+    _write(project / "out" / "prices.json", {"prices": {"apple": 1.2}})
+    _write(tmp_path / "elsewhere" / "prices.json", {"prices": {"apple": 0}})
+    shared = SharedArtifacts(project_root=project, readers=["out/prices.json"] * 3)
+    assert shared.load(artifact="out/prices.json").document == {"prices": {"apple": 1.2}}
+    os.rename(project / "out", project / "out.old")
+    (project / "out").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    for _ in range(2):
+        swapped = shared.load(artifact="out/prices.json")
+        assert swapped.document is None
+        assert swapped.problem == "artifact out/prices.json resolves outside the project root"
+
+
 def test_a_problem_is_told_to_every_reader_alike(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "broken.json").write_text("{not json", encoding="utf-8")
