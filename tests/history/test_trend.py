@@ -58,3 +58,16 @@ def test_recent_counts_only_the_records_before_a_name(tmp_path: Path) -> None:
     third = sorted(folder.glob("*.json"))[2]
     found = recent(folder=folder, skip_run_id=None, last=19, before=third.name)
     assert all(len(one.statuses) == 2 for one in found.values())
+
+
+def test_recent_holds_one_copy_of_each_status_and_digest(tmp_path: Path) -> None:
+    # report.html's marks keep twenty runs of every check for the whole run: each record's own
+    # copy of the same digest was most of eb's memory at 10,000 checks.
+    folder = tmp_path / "history"
+    write_sample_history(folder=folder, runs=9)
+    found = recent(folder=folder, skip_run_id=None, last=9)
+    steady = found["steady"]
+    assert len(steady.digests) == 9
+    assert all(digest is steady.digests[0] for digest in steady.digests)
+    statuses = [status for one in found.values() for status in one.statuses]
+    assert len({id(status) for status in statuses}) == len(set(statuses))
