@@ -13,7 +13,7 @@ Anything unusual (a key that is not a string, a type JSON has no form for) falls
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -69,6 +69,56 @@ def dumps(value: Any, *, sort_keys: bool = False, rendered: Rendered | None = No
     Records alive while this runs.
     """
     parts: list[str] = []
+    if _render(value, parts=parts, sort_keys=sort_keys, rendered=rendered, flush=None):
+        return "".join(parts)
+    return _plain(value, sort_keys=sort_keys)
+
+
+def dump(
+    value: Any,
+    *,
+    emit: Callable[[str], None],
+    sort_keys: bool = False,
+    rendered: Rendered | None = None,
+) -> bool:
+    """`dumps`'s text handed to `emit` piece by piece, never held whole: the stage files of
+    10,000 checks are tens of megabytes of text, and the pieces of it several times that.
+
+    False when `value` holds something only `json.dumps` writes: `emit` may have had the
+    beginning of the text by then, so the caller starts again with `dumps`.
+    """
+    parts: list[str] = []
+
+    def flush() -> None:
+        emit("".join(parts))
+        parts.clear()
+
+    if not _render(value, parts=parts, sort_keys=sort_keys, rendered=rendered, flush=flush):
+        return False
+    flush()
+    return True
+
+
+def _plain(value: Any, *, sort_keys: bool) -> str:
+    plain = value.model_dump(mode="json", by_alias=True) if isinstance(value, Record) else value
+    return json.dumps(plain, indent=2, sort_keys=sort_keys, ensure_ascii=False)
+
+
+# A piece handed to `dump`'s `emit`: this many parts at least (a part is about one field, some
+# tens of characters: a piece is a few hundred kilobytes).
+_PIECE_PARTS = 1 << 12
+
+
+def _render(
+    value: Any,
+    *,
+    parts: list[str],
+    sort_keys: bool,
+    rendered: Rendered | None,
+    flush: Callable[[], None] | None,
+) -> bool:
+    """Append the text of `value` to `parts` (calling `flush` once they are many, which
+    empties them); False when it holds something only `json.dumps` writes."""
     append = parts.append
     keys: dict[str, str] = {}
     known = rendered or {}
@@ -105,6 +155,8 @@ def dumps(value: Any, *, sort_keys: bool = False, rendered: Rendered | None = No
                 member(opening + inner + text, item[key], inner)
                 opening = ",\n"
             append("\n" + pad + "}")
+            if flush is not None and len(parts) >= _PIECE_PARTS:
+                flush()
         elif kind is list or kind is tuple:
             if not item:
                 append("[]")
@@ -114,6 +166,8 @@ def dumps(value: Any, *, sort_keys: bool = False, rendered: Rendered | None = No
                 member(opening, element, inner)
                 opening = ",\n" + inner
             append("\n" + pad + "]")
+            if flush is not None and len(parts) >= _PIECE_PARTS:
+                flush()
         elif isinstance(item, Record):
             found = known.get(id(item)) if known else None
             if found is not None:
@@ -129,6 +183,8 @@ def dumps(value: Any, *, sort_keys: bool = False, rendered: Rendered | None = No
             for head, name in heads:
                 member(head, own[name], inner)
             append("\n" + pad + "}")
+            if flush is not None and len(parts) >= _PIECE_PARTS:
+                flush()
         elif isinstance(item, str):
             append(encode_basestring(item))
         elif item is None:
@@ -147,6 +203,5 @@ def dumps(value: Any, *, sort_keys: bool = False, rendered: Rendered | None = No
     try:
         write(value, "")
     except _Unusual:
-        plain = value.model_dump(mode="json", by_alias=True) if isinstance(value, Record) else value
-        return json.dumps(plain, indent=2, sort_keys=sort_keys, ensure_ascii=False)
-    return "".join(parts)
+        return False
+    return True

@@ -8,6 +8,7 @@ import hashlib
 import itertools
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -71,13 +72,18 @@ def write_bytes_atomic(*, path: Path, data: bytes) -> None:
     result file per check, and the buffered file object's extra system calls and a `mkdir` per
     file were most of what each write cost.
     """
+    _write_atomic(path=path, fill=lambda fd: _write_all(fd=fd, data=data))
+
+
+def _write_atomic(*, path: Path, fill: Callable[[int], None]) -> None:
+    """`write_bytes_atomic`, the bytes written by `fill` into the temporary file's descriptor."""
     try:
         fd, tmp_name = _create_temp_sibling(path=path)
     except OSError as exc:
         _raise_write_error(path=path, exc=exc)
     try:
         try:
-            _write_all(fd=fd, data=data)
+            fill(fd)
         finally:
             os.close(fd)
         os.replace(tmp_name, path)
@@ -172,7 +178,37 @@ def sha256_bytes(*, data: bytes) -> str:
 
 
 def write_model(*, path: Path, model: Record, rendered: canonjson.Rendered | None = None) -> str:
-    """Write a stage document atomically; return the digest of the bytes written."""
-    data = stage_json_bytes(document=model, rendered=rendered)
-    write_bytes_atomic(path=path, data=data)
-    return sha256_bytes(data=data)
+    """Write a stage document atomically, as `stage_json_bytes` gives it; return the digest of
+    the bytes written."""
+    return write_json_atomic(path=path, document=model, sort_keys=True, rendered=rendered)
+
+
+def write_json_atomic(
+    *,
+    path: Path,
+    document: Any,
+    sort_keys: bool = False,
+    rendered: canonjson.Rendered | None = None,
+    end: str = "\n",
+) -> str:
+    """Write `canonjson.dumps(document)` and `end` atomically, piece by piece (the text of
+    10,000 checks is never held whole); return the digest of the bytes written."""
+    digest = hashlib.sha256()
+
+    def fill(fd: int) -> None:
+        def emit(text: str) -> None:
+            data = text.encode()
+            digest.update(data)
+            _write_all(fd=fd, data=data)
+
+        if not canonjson.dump(document, emit=emit, sort_keys=sort_keys, rendered=rendered):
+            # Something in it only json.dumps writes: the file starts again with that text.
+            nonlocal digest
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            digest = hashlib.sha256()
+            emit(canonjson.dumps(document, sort_keys=sort_keys, rendered=rendered))
+        emit(end)
+
+    _write_atomic(path=path, fill=fill)
+    return f"sha256:{digest.hexdigest()}"

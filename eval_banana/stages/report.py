@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core import canonjson
-from eval_banana.core.files import write_model, write_text_atomic
+from eval_banana.core.files import write_json_atomic, write_model, write_text_atomic
 from eval_banana.core.words import plural, size_text
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
@@ -448,7 +448,8 @@ def write_reports(
         report["run_id"] = run_id
     json_path = run_dir / REPORT_JSON
     md_path = run_dir / REPORT_MD
-    write_text_atomic(path=json_path, text=report_json_text(report=report))
+    # As report_json_text gives it, written piece by piece.
+    write_json_atomic(path=json_path, document=report, end="")
     markdown = render_markdown(report=report)
     write_text_atomic(path=md_path, text=markdown)
     if inputs is None:

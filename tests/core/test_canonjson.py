@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eval_banana.core import canonjson
+from eval_banana.core.files import sha256_bytes, stage_json_bytes, write_model
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.results import build_result
 from tests.builders import make_execute, planned_inline
@@ -72,3 +73,50 @@ def test_records_match_their_dump() -> None:
 def test_keys_that_are_not_strings_fall_back_to_json() -> None:
     value = {1: "one", None: [True]}
     assert canonjson.dumps(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _many_results(count: int) -> list[CheckResult]:
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        build_result(
+            check=planned_inline(id=f"c{index}", script="pass", project_root=Path("/p")),
+            status="passed",
+            started=moment,
+            completed=moment,
+            details={"n": index},
+        )
+        for index in range(count)
+    ]
+
+
+def test_dump_hands_over_the_text_in_pieces_that_make_dumps_text() -> None:
+    doc = make_execute(results=_many_results(1200))
+    pieces: list[str] = []
+    assert canonjson.dump(doc, emit=pieces.append, sort_keys=True)
+    # Never the whole text at once: a stage file of 10,000 checks is tens of megabytes.
+    assert len(pieces) > 3
+    assert max(map(len, pieces)) < len("".join(pieces)) / 2
+    assert "".join(pieces) == canonjson.dumps(doc, sort_keys=True)
+
+
+def test_dump_says_when_only_json_dumps_can_write_the_value() -> None:
+    pieces: list[str] = []
+    assert not canonjson.dump({1: "one"}, emit=pieces.append)
+
+
+def test_a_stage_file_is_written_piece_by_piece_as_stage_json_bytes_gives_it(
+    tmp_path: Path,
+) -> None:
+    doc = make_execute(results=_many_results(400))
+    path = tmp_path / "stages" / "execute.json"
+    digest = write_model(path=path, model=doc)
+    assert path.read_bytes() == stage_json_bytes(document=doc)
+    assert digest == sha256_bytes(data=path.read_bytes())
+    # What only json.dumps writes starts the file again: still one whole document.
+    odd = make_execute(results=_many_results(400))
+    odd.results[-1].details.clear()
+    odd.results[-1].details[7] = "a key that is no string"  # type: ignore[index]
+    digest = write_model(path=path, model=odd)
+    assert path.read_bytes() == stage_json_bytes(document=odd)
+    assert digest == sha256_bytes(data=path.read_bytes())
+    assert list(path.parent.iterdir()) == [path]

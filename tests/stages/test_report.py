@@ -18,7 +18,7 @@ from eval_banana.models.result import CheckResult
 from eval_banana.reporting.console import Console, ProgressReporter, print_summary, summary_lines
 from eval_banana.runners.results import FAMILY_CASES_LISTED, build_result, error_result
 from eval_banana.stagefiles.read import read_stage
-from eval_banana.stages.report import write_reports
+from eval_banana.stages.report import report_json_text, write_reports
 from eval_banana.stages.score import score
 from tests.builders import RUN_ID, make_config, make_execute, planned_inline, planned_judge
 
@@ -133,6 +133,7 @@ def test_report_json_keys_order_and_format(tmp_path: Path) -> None:
     assert text.startswith('{\n  "schema_version": 1,\n  "run_id": ')
     data = json.loads(text)
     assert data == report
+    assert text == report_json_text(report=report)  # written piece by piece, the same text
     assert list(data) == REPORT_KEYS
     assert [list(check) for check in data["checks"]] == [CHECK_KEYS] * 5
     assert data["run_id"] == RUN_ID
