@@ -8,7 +8,7 @@ import hashlib
 import itertools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -73,6 +73,17 @@ def write_bytes_atomic(*, path: Path, data: bytes) -> None:
     file were most of what each write cost.
     """
     _write_atomic(path=path, fill=lambda fd: _write_all(fd=fd, data=data))
+
+
+def write_pieces_atomic(*, path: Path, pieces: Iterable[str]) -> None:
+    """Write the text `pieces` make, atomically, one piece encoded at a time (a character
+    UTF-8 cannot hold, a lone surrogate, is written as '?')."""
+
+    def fill(fd: int) -> None:
+        for piece in pieces:
+            _write_all(fd=fd, data=piece.encode("utf-8", errors="replace"))
+
+    _write_atomic(path=path, fill=fill)
 
 
 def _write_atomic(*, path: Path, fill: Callable[[int], None]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.core.caseid import family_of
-from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.files import write_pieces_atomic
 from eval_banana.core.stem import artifact_stem
 from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
@@ -569,6 +569,14 @@ def render_html(
 ) -> str:
     """The whole report.html page as text; `history`: each check's recorded runs before this
     one (`recent_history`), for its sparkline and badges."""
+    return "".join(html_pieces(report=report, run_dir=run_dir, history=history))
+
+
+def html_pieces(
+    *, report: dict[str, Any], run_dir: Path, history: Mapping[str, Recent] | None = None
+) -> list[str]:
+    """report.html as the pieces `render_html` joins: the page of 10,000 checks is some tens of
+    megabytes, written piece by piece instead of joined and encoded whole first."""
     skipped = [_skipped_row(item=item) for item in skipped_checks(report=report)]
     shown = _shown(checks=[*report.get("checks", []), *skipped], history=history)
     checks = [item.check for item in shown]
@@ -584,7 +592,7 @@ def render_html(
     rows = _row_groups(checks=shown)
     transcripts = _transcripts(entries=entries, run_dir=run_dir)
     families = _families(report=report, shown=shown)
-    return f"""<!DOCTYPE html>
+    head = f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -609,15 +617,17 @@ the check files are in <a href="checks/">checks/</a>.</p></noscript>
 class="c-tags"><col class="c-ms"></colgroup>
 <thead><tr><th>Check</th><th>Status</th><th>Reason</th><th>Type</th><th>Tags</th>
 <th class="num">Duration</th></tr></thead>
-{rows}
-</table>
-<div id="rows-end"></div>
-<script type="application/json" id="eb-data">{script_json(entries)}</script>
-{_marked_rows(shown=shown)}{transcripts}
-<script>{JS}</script>
-{families.data}{families.script}</body>
-</html>
 """
+    return [
+        head,
+        rows,
+        '\n</table>\n<div id="rows-end"></div>\n<script type="application/json" id="eb-data">',
+        script_json(entries),
+        "</script>\n",
+        _marked_rows(shown=shown),
+        transcripts,
+        f"\n<script>{JS}</script>\n{families.data}{families.script}</body>\n</html>\n",
+    ]
 
 
 def _marked_rows(*, shown: list[_Shown]) -> str:
@@ -662,5 +672,5 @@ def write_html(
             history_dir=history_dir,
             before=_record_name(report=report),
         )
-    text = render_html(report=report, run_dir=run_dir, history=history)
-    write_bytes_atomic(path=path, data=text.encode("utf-8", errors="replace"))
+    pieces = html_pieces(report=report, run_dir=run_dir, history=history)
+    write_pieces_atomic(path=path, pieces=pieces)

@@ -68,6 +68,19 @@ def test_recent_timings_are_the_newest_oldest_first(tmp_path: Path) -> None:
     assert [run.timings[0].seconds for run in found] == [6.0, 7.0]
 
 
+def test_recent_timings_hold_one_copy_of_each_id_and_digest(tmp_path: Path) -> None:
+    # Every run reads thirty records before its first check starts: at 10,000 checks, each
+    # record's own copies of the same ids and digests were 50 MB.
+    folder = tmp_path / "history"
+    runs = [record(index=i, checks=[check(check_id="x", duration_ms=10 * i)]) for i in range(5)]
+    write(folder=folder, records=runs)
+    found = recent_timings(folder=folder)
+    timings = [run.timings[0] for run in found]
+    assert len(timings) == 5
+    assert all(timing.check_id is timings[0].check_id for timing in timings)
+    assert all(timing.digest is timings[0].digest for timing in timings)
+
+
 def test_a_file_that_is_no_record_is_skipped_with_a_warning(tmp_path: Path) -> None:
     folder = tmp_path / "history"
     write(folder=folder, records=[record(index=1, checks=[check(check_id="x")])])
