@@ -76,6 +76,8 @@ class Sizes:
     w24_cases: int
     w24_artifact_bytes: int
     w25_cases: int
+    w26_cases: int
+    w26_runs: int
     w17_judges: int = 1_000  # W17: judges cached on S3 only
     w17_slow_judges: int = 100  # W17: judges against a remote that never answers
 
@@ -113,6 +115,8 @@ FULL = Sizes(
     w24_cases=1_000,
     w24_artifact_bytes=5 * MB,
     w25_cases=10_000,
+    w26_cases=500,
+    w26_runs=30,
 )
 
 QUICK = Sizes(
@@ -150,6 +154,8 @@ QUICK = Sizes(
     w24_cases=40,
     w24_artifact_bytes=256 * KB,
     w25_cases=40,
+    w26_cases=20,
+    w26_runs=3,
 )
 
 
@@ -1090,6 +1096,37 @@ def build_w25(*, sizes: Sizes) -> Callable[[Path], None]:
     return build
 
 
+def build_w26(*, sizes: Sizes) -> Callable[[Path], None]:
+    """Two git repositories of one deterministic family of `w26_cases` trivial cases, each
+    after `w26_runs` cached runs whose folders stay in the project: `unignored` never told git
+    to ignore them (a hand-written config has no .gitignore), `ignored` did, as `eb init`
+    does. A cached run reads the project's state from git in both."""
+
+    def build(root: Path) -> None:
+        for name in ("unignored", "ignored"):
+            project = root / name
+            write_config(project=project, cache=True)
+            _write(project / "eval_checks" / "trivial.yaml", W20_FAMILY)
+            rows = "".join(
+                json.dumps({"id": f"c{index:04d}", "n": index}) + "\n"
+                for index in range(sizes.w26_cases)
+            )
+            _write(project / "data" / "cases.jsonl", rows)
+            if name == "ignored":
+                _write(project / ".gitignore", ".eval-banana/\n")
+            _git(project, "init", "-q")
+            _git(project, "add", "-A")
+            _git(project, "commit", "-q", "-m", f"W26 {name}")
+            for _ in range(sizes.w26_runs):
+                subprocess.run(
+                    [sys.executable, "-m", "eval_banana", "run", "--cwd", str(project)],
+                    check=True,
+                    capture_output=True,
+                )
+
+    return build
+
+
 def _human(size: int) -> str:
     if size >= MB and size % MB == 0:
         return f"{size // MB} MB"
@@ -1129,6 +1166,7 @@ BUILDERS: dict[str, Callable[[Sizes], Callable[[Path], None]]] = {
     "W23": lambda sizes: build_w19(sizes=sizes),
     "W24": lambda sizes: build_w24(sizes=sizes),
     "W25": lambda sizes: build_w25(sizes=sizes),
+    "W26": lambda sizes: build_w26(sizes=sizes),
 }
 # Workloads measured on another's tree: W9 (--changed-since) runs on W8's repository, W11 (one
 # machine, report.html) on W10's projects and runs, W22 (one edited row) on W21's family.

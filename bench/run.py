@@ -131,6 +131,7 @@ DOC_BLOCKS = (
     DocBlock(name="bench-table-history", keys=frozenset({"W19", "W23"}), paths=(DOC,)),
     DocBlock(name="schedule-figures", keys=frozenset({"W15", "W16"}), paths=(DOC, SCHEDULE_DOC)),
     DocBlock(name="shared-cache-figures", keys=frozenset({"W17"}), paths=(DOC,)),
+    DocBlock(name="bench-table-kept-runs", keys=frozenset({"W26"}), paths=(DOC,)),
     DocBlock(
         name="bench-table-datasets",
         keys=frozenset({"W18", "W20", "W21", "W22", "W24", "W25"}),
@@ -1222,6 +1223,22 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 memory_target_mb=150,
                 settle=True,
                 output_dir=True,
+                runs=n(5),
+            )
+        ]
+    if key == "W26":
+        # The kept runs' folders cost a cached run nothing, whether git ignores them or not.
+        run = [sys.executable, "-m", "eval_banana", "run"]
+        return [
+            Case(
+                key="W26",
+                name=f"eb run of a git project, one family of {sizes.w26_cases} cases, all "
+                f"cached, {sizes.w26_runs} run folders kept and not ignored",
+                eb_args=["run", "--cwd", str(root / "unignored")],
+                floor=[*run, "--cwd", str(root / "ignored")],
+                floor_label="the same, its run folders ignored by .gitignore",
+                floor_cwd=REPO,
+                target=1.15,
                 runs=n(5),
             )
         ]
