@@ -315,6 +315,9 @@ def run_eb(*, case: Case, scratch: Path, index: int, timeout: float) -> Sample:
     return Sample(seconds=seconds, rc=rc, rss_kb=rss, timed_out=timed_out)
 
 
+FLOOR_OUT = "floor-out"
+
+
 def run_floor(*, case: Case, scratch: Path, timeout: float) -> Sample:
     # "{scratch}" in the floor's arguments: a folder deleted with the case's scratch space.
     seconds, rc, rss, timed_out = measure(
@@ -326,6 +329,11 @@ def run_floor(*, case: Case, scratch: Path, timeout: float) -> Sample:
         timeout=timeout,
     )
     (scratch / "floor.stdout").unlink(missing_ok=True)
+    # An eb floor's run folders (`--output-dir {scratch}/floor-out`) go after each run, as
+    # eb's own do: each side then writes into a new folder beside the other's, and neither
+    # pays for a folder the other left (on some disks a new folder's files cost ten times
+    # more in one place than in another).
+    shutil.rmtree(scratch / FLOOR_OUT, ignore_errors=True)
     return Sample(seconds=seconds, rc=rc, rss_kb=rss, timed_out=timed_out)
 
 
@@ -1195,7 +1203,7 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                         "--cwd",
                         str(root / "floor-project"),
                         "--output-dir",
-                        str(root / "floor-out"),
+                        f"{{scratch}}/{FLOOR_OUT}",
                     ],
                     floor_label="eb run, same family, an artifact of the prices alone",
                     floor_cwd=REPO,
@@ -1203,6 +1211,7 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                     output_dir=True,
                     runs=n(5),
                     before_eb=emptied,
+                    settle=True,
                 )
             )
         return cases
@@ -1216,7 +1225,13 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 name=f"eb run, one assertions family of {sizes.w25_cases} cases, cache off, "
                 "max_parallel_checks 4",
                 eb_args=[*run[3:], "--max-parallel-checks", "4"],
-                floor=[*run, "--max-parallel-checks", "1", "--output-dir", "{scratch}/floor-out"],
+                floor=[
+                    *run,
+                    "--max-parallel-checks",
+                    "1",
+                    "--output-dir",
+                    f"{{scratch}}/{FLOOR_OUT}",
+                ],
                 floor_label="the same run, max_parallel_checks 1",
                 floor_cwd=REPO,
                 target=1.1,

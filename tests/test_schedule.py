@@ -117,6 +117,35 @@ def test_schedule_plan_keeps_plan_order(tmp_path: Path, eb: Eb) -> None:
     assert _started(log) == ["charlie", "delta", "bravo", "alpha"]
 
 
+def test_assertions_checks_start_in_plan_order_without_reading_the_history(
+    tmp_path: Path, eb: Eb
+) -> None:
+    # One thread takes assertions checks one after another whatever their order, so eb does
+    # not read thirty records to order them: the history below would put charlie first.
+    root = tmp_path / "p"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\nmax_parallel_checks = 4\n[cache]\nmode = "off"\n'
+    )
+    (root / "out").mkdir()
+    (root / "out" / "answer.json").write_text('{"answer": 42}')
+    for check_id in IDS:
+        (root / "eval_checks").mkdir(exist_ok=True)
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(
+            f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: {check_id}\n"
+            "artifact: out/answer.json\nassert:\n  - {path: answer, op: equals, value: 42}\n"
+        )
+    digests = _digests(root, eb)
+    _history(
+        root, seconds={"alpha": 0.1, "bravo": 0.2, "charlie": 9.0, "delta": 5}, digests=digests
+    )
+    done = eb("run", "--cwd", str(root), "--history", "off")
+    assert done.exit_code == 0, done.stderr
+    (run_dir,) = (root / "runs").iterdir()
+    started = sorted((one["started_at"], one["check_id"]) for one in _report(run_dir)["checks"])
+    assert [check_id for _, check_id in started] == list(IDS)
+
+
 SHARD_IDS = tuple(f"judge_{index}" for index in range(8))
 SECONDS = {check_id: float(index + 1) for index, check_id in enumerate(SHARD_IDS)}
 
