@@ -187,9 +187,6 @@ class Case:
     # Called with the run's index before every eb run (the warm-up is -1), outside the timing:
     # W22 edits one dataset row there.
     before_eb: Callable[[int], object] | None = None
-    # Flush the disk's writes before each process (outside the timing): a run that writes
-    # tens of thousands of files leaves the kernel writing them back into the next one.
-    settle: bool = False
     # eb prints its report as JSON (`--json`): this many checks must have been reused.
     expect_cached: int | None = None
     # Also time writing this many small files atomically (a result file per check, as a run
@@ -440,15 +437,11 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
         for index in range(runs):
             if case.before_eb is not None:
                 case.before_eb(index)
-            if case.settle:
-                os.sync()
             floor = run_floor(case=case, scratch=scratch, timeout=timeout)
             if floor.rc != 0 or floor.timed_out:
                 row.problems.append(f"floor exit {floor.rc}")
             row.floor.append(floor)
             before = _lines(case.agent_log)
-            if case.settle:
-                os.sync()
             sample = run_eb(case=case, scratch=scratch, index=index, timeout=timeout)
             row.eb.append(sample)
             expected = case.agent_starts_per_run
@@ -1211,7 +1204,6 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                     output_dir=True,
                     runs=n(5),
                     before_eb=emptied,
-                    settle=True,
                 )
             )
         return cases
@@ -1236,7 +1228,6 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 floor_cwd=REPO,
                 target=1.1,
                 memory_target_mb=150,
-                settle=True,
                 output_dir=True,
                 runs=n(5),
             )
