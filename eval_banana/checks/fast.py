@@ -36,6 +36,7 @@ _BASE_KEYS = frozenset(
         "inputs",
         "repeats",
         "aggregate",
+        "cases",
         "cases_from",
         "min_pass_rate",
     }
@@ -135,6 +136,21 @@ def _json_value(value: object) -> tuple[bool, Any]:
         ok = all(_plain_str(key) and good for key, (good, _) in pairs)
         return ok, {key: item for key, (_, item) in pairs}
     return False, None
+
+
+def _inline_cases(value: object) -> list[dict[str, Any]] | None:
+    """An inline dataset as the models dump it: a list of string-keyed mappings of plain JSON
+    values (copied), or None when unsure. The rows' own rules (ids, duplicates, `tags` and
+    `skip`, an empty list) are the dataset's to check, as for a file of rows."""
+    if type(value) is not list:
+        return None
+    rows = []
+    for row in value:
+        ok, copied = _json_value(row)
+        if not ok or type(copied) is not dict:
+            return None
+        rows.append(copied)
+    return rows
 
 
 def _plain_assertion(item: object) -> dict[str, Any] | None:
@@ -242,13 +258,20 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     if aggregate is not None and (type(aggregate) is not str or aggregate not in RULES):
         return None
 
-    # A dataset file and the family's gate (inline `cases:` and `case_schema` go to the models).
+    # A dataset, inline or in a file, and the family's gate (`case_schema` goes to the models).
+    cases = None
+    if "cases" in document and document["cases"] is not None:
+        cases = _inline_cases(document["cases"])
+        if cases is None:
+            return None
     cases_from = document.get("cases_from")
     if cases_from is not None and not (_plain_str(cases_from) and cases_from.strip()):
         return None
     min_pass_rate = document.get("min_pass_rate")
     if min_pass_rate is not None and (
-        type(min_pass_rate) not in (int, float) or not 0 <= min_pass_rate <= 1 or cases_from is None
+        type(min_pass_rate) not in (int, float)
+        or not 0 <= min_pass_rate <= 1
+        or (cases is None and cases_from is None)
     ):
         return None
 
@@ -267,6 +290,8 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
         result["repeats"] = repeats
     if aggregate is not None:
         result["aggregate"] = aggregate
+    if cases is not None:
+        result["cases"] = cases
     if cases_from is not None:
         result["cases_from"] = cases_from
     if min_pass_rate is not None:
@@ -305,7 +330,7 @@ def fast_normalize(*, document: dict[str, Any]) -> dict[str, Any] | None:
     result["model"] = model
     # calibration: absent or null leaves no key, as in the models.
     raw_calibration = document.get("calibration")
-    if raw_calibration is not None and cases_from is not None:
+    if raw_calibration is not None and (cases is not None or cases_from is not None):
         return None  # a family's calibration rows: the models check them
     if raw_calibration is not None:
         calibration = _calibration(raw_calibration)

@@ -138,6 +138,18 @@ _JUNK = st.one_of(
     _TEXT.map(_StrSubclass),
 )
 
+# A dataset row's values: plain JSON, and now and then what JSON cannot say.
+_JSON_CASE_VALUE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-3, max_value=3)
+    | st.floats(width=32)
+    | _TEXT
+    | st.binary(max_size=2),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(_WORD, inner, max_size=2),
+    max_leaves=4,
+)
+
 _VALID: dict[str, st.SearchStrategy[Any]] = {
     "schema_version": st.just(1),
     "id": _ID,
@@ -156,6 +168,7 @@ _VALID: dict[str, st.SearchStrategy[Any]] = {
     ),
     "repeats": st.none() | st.integers(min_value=1, max_value=20),
     "aggregate": st.none() | st.sampled_from(["all", "majority", "any"]),
+    "cases": st.none() | st.lists(st.dictionaries(_WORD, _JSON_CASE_VALUE, max_size=3), max_size=3),
     "calibration": st.none()
     | st.lists(
         st.fixed_dictionaries(
@@ -307,7 +320,7 @@ _REQUIRED = {
     "assertions": ["type", "schema_version", "id", "description", "artifact", "assert"],
 }
 _OPTIONAL = {
-    "deterministic": ["tags", "expect", "skip", "inputs", "repeats", "aggregate"],
+    "deterministic": ["tags", "expect", "skip", "inputs", "repeats", "aggregate", "cases"],
     "harness_judge": [
         "tags",
         "expect",
@@ -317,8 +330,9 @@ _OPTIONAL = {
         "repeats",
         "aggregate",
         "calibration",
+        "cases",
     ],
-    "assertions": ["tags", "expect", "skip", "inputs", "repeats", "aggregate"],
+    "assertions": ["tags", "expect", "skip", "inputs", "repeats", "aggregate", "cases"],
 }
 _ALL_KEYS = list(_NEAR)
 _EXTRA_KEYS = ["extra", "Type", "ID", 1, "assertions"]
@@ -483,10 +497,13 @@ def test_demo_checks(path: Path) -> None:
     fast = _assert_agrees(document)
     expected = _pydantic_dump(document)
     assert expected is not None
-    # A dataset family's cases are mappings, outside the fast path's plain values, and a
-    # `matches` pattern needs the RE2 engine: it abstains and pydantic normalizes the file.
+    # A `matches` pattern needs the RE2 engine, and a judge family's calibration rows are the
+    # models' to check: the fast path abstains and pydantic normalizes the file.
     matches = any(item.get("op") == "matches" for item in document.get("assert") or [])
-    if document["type"] in FAST_TYPES and "cases" not in document and not matches:
+    family_calibration = "calibration" in document and (
+        "cases" in document or "cases_from" in document
+    )
+    if document["type"] in FAST_TYPES and not matches and not family_calibration:
         assert fast == expected
     else:
         assert fast is None
@@ -572,7 +589,28 @@ _BASE = {"schema_version": 1, "id": "c1", "description": "A check."}
             False,
         ),
         ({**_BASE, "type": "deterministic", "script": "x", "cases_from": " "}, False),
-        ({**_BASE, "type": "deterministic", "script": "x", "cases": [{"a": 1}]}, False),
+        # Inline cases of plain JSON are the fast path's too (the eb init example has them).
+        ({**_BASE, "type": "deterministic", "script": "x", "cases": [{"a": 1}]}, True),
+        (
+            {**_BASE, "type": "deterministic", "script": "x", "cases": [{"id": "r1", "n": 1.5}]}
+            | {"min_pass_rate": 0.5},
+            True,
+        ),
+        (
+            {**_BASE, "type": "deterministic", "script": "x", "cases": [{"a": [1, {"b": None}]}]},
+            True,
+        ),
+        ({**_BASE, "type": "deterministic", "script": "x", "cases": []}, True),
+        ({**_BASE, "type": "deterministic", "script": "x", "cases": [1]}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "cases": [{1: "a"}]}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "cases": [{"a": math.nan}]}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "cases": [{"a": b"x"}]}, False),
+        ({**_BASE, "type": "deterministic", "script": "x", "cases": ({"a": 1},)}, False),
+        (
+            {**_BASE, "type": "harness_judge", "instructions": "J", "cases": [{"a": 1}]}
+            | {"calibration": [_CASE]},
+            False,
+        ),
         (
             {**_BASE, "type": "harness_judge", "instructions": "J", "cases_from": "d.csv"}
             | {"calibration": [_CASE]},

@@ -203,6 +203,11 @@ def test_everyday_commands_never_import_what_their_start_up_cannot_afford(
         checks={
             "det": check_yaml("det"),
             "judge": judge_yaml("judge", instructions="Is it fine?\nstandin: score=1 reason=fine"),
+            # A family with inline cases, as `eb init`'s example has: read without the models.
+            "family": check_yaml("family", script="pass").replace(
+                "description: Check family.",
+                "description: 'case {{ case.name }}'\ncases: [{id: a, name: A}, {name: B}]",
+            ),
         },
     )
     probe = (
