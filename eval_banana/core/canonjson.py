@@ -137,6 +137,9 @@ def _render(
         else:
             append(head)
             write(item, inner)
+            # A nested value is done: a good place to hand a piece over.
+            if flush is not None and len(parts) >= _PIECE_PARTS:
+                flush()
 
     def write(item: Any, pad: str) -> None:
         kind = type(item)
@@ -155,8 +158,6 @@ def _render(
                 member(opening + inner + text, item[key], inner)
                 opening = ",\n"
             append("\n" + pad + "}")
-            if flush is not None and len(parts) >= _PIECE_PARTS:
-                flush()
         elif kind is list or kind is tuple:
             if not item:
                 append("[]")
@@ -166,8 +167,6 @@ def _render(
                 member(opening, element, inner)
                 opening = ",\n" + inner
             append("\n" + pad + "]")
-            if flush is not None and len(parts) >= _PIECE_PARTS:
-                flush()
         elif isinstance(item, Record):
             found = known.get(id(item)) if known else None
             if found is not None:
@@ -183,8 +182,6 @@ def _render(
             for head, name in heads:
                 member(head, own[name], inner)
             append("\n" + pad + "}")
-            if flush is not None and len(parts) >= _PIECE_PARTS:
-                flush()
         elif isinstance(item, str):
             append(encode_basestring(item))
         elif item is None:

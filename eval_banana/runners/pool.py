@@ -7,7 +7,8 @@ A few threads over a shared counter instead of concurrent.futures, which would a
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable
 
 from eval_banana.core.log import Logger
 from eval_banana.models.result import CheckResult
@@ -77,7 +78,7 @@ def run_pool(
 ) -> None:
     """Run task(0..count-1) on `workers` threads, started in order; return when all are done.
 
-    A few threads over a shared counter instead of concurrent.futures, which would also import
+    A few threads over shared queues instead of concurrent.futures, which would also import
     `logging` on every start-up. The main thread waits in short slices, so signal handlers run
     promptly, and a KeyboardInterrupt while waiting stops the run instead of escaping. The first
     exception a task raised (failing to write evidence) is re-raised once every thread is done.
@@ -88,12 +89,11 @@ def run_pool(
     1.8 times as long on four threads as on one). The first thread takes whichever of the two
     kinds comes next in order; the others take only the checks that run in a child process.
     """
-    in_process = [position for position in range(count) if inline is not None and inline(position)]
-    taken = set(in_process)
-    queues = _Queues(
-        inline=iter(in_process),
-        other=(position for position in range(count) if position not in taken),
-    )
+    in_process: deque[int] = deque()
+    others: deque[int] = deque()
+    for position in range(count):
+        (in_process if inline is not None and inline(position) else others).append(position)
+    queues = _Queues(inline=in_process, other=others)
     failures: list[BaseException] = []
 
     def work(*, first: bool) -> None:
@@ -127,25 +127,18 @@ class _Queues:
     """The pool's two queues of positions, each in order: checks run in this process (the
     first thread's alone) and the others (any thread's)."""
 
-    def __init__(self, *, inline: Iterator[int], other: Iterator[int]) -> None:
+    def __init__(self, *, inline: deque[int], other: deque[int]) -> None:
         self._lock = threading.Lock()
         self._inline = inline
         self._other = other
-        self._heads: dict[str, int | None] = {
-            "inline": next(inline, None),
-            "other": next(other, None),
-        }
 
     def take(self, *, first: bool) -> int | None:
         """The next position for a thread, or None when none is left for it."""
         with self._lock:
-            inline, other = self._heads["inline"], self._heads["other"]
-            if first and inline is not None and (other is None or inline < other):
-                self._heads["inline"] = next(self._inline, None)
-                return inline
-            if other is not None:
-                self._heads["other"] = next(self._other, None)
-            return other
+            inline, other = self._inline, self._other
+            if first and inline and (not other or inline[0] < other[0]):
+                return inline.popleft()
+            return other.popleft() if other else None
 
 
 def unanswered(*, count: int, answered: Callable[[int], bool], stop: StopSignal) -> list[int]:
