@@ -1,6 +1,6 @@
 """The execute stage's threads: a pool of workers over the checks, and the signals they share.
 
-A few threads over a shared counter instead of concurrent.futures, which would also import
+A few threads over shared queues instead of concurrent.futures, which would also import
 `logging` on every start-up.
 """
 
