@@ -213,13 +213,18 @@ def write_json_atomic(
             _write_all(fd=fd, data=data)
 
         if not canonjson.dump(document, emit=emit, sort_keys=sort_keys, rendered=rendered):
-            # Something in it only json.dumps writes: the file starts again with that text.
-            nonlocal digest
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-            digest = hashlib.sha256()
-            emit(canonjson.dumps(document, sort_keys=sort_keys, rendered=rendered))
+            raise _OnlyJsonDumps
         emit(end)
 
-    _write_atomic(path=path, fill=fill)
+    try:
+        _write_atomic(path=path, fill=fill)
+    except _OnlyJsonDumps:
+        # Something in it only json.dumps writes (the temporary file is gone): its whole text.
+        data = (canonjson.dumps(document, sort_keys=sort_keys, rendered=rendered) + end).encode()
+        write_bytes_atomic(path=path, data=data)
+        return sha256_bytes(data=data)
     return f"sha256:{digest.hexdigest()}"
+
+
+class _OnlyJsonDumps(Exception):
+    """A document the piecewise writer leaves to `json.dumps`."""
