@@ -133,7 +133,7 @@ def _table_rows(*, document: PlanDocument, cases: bool) -> tuple[list[list[str]]
     families: dict[str, list[PlanCheckEntry]] = {}
     order: list[tuple[int, PlanCheckEntry | str]] = []  # a check, or a folded family's name
     for position, entry in enumerate(document.checks, start=1):
-        if entry.family is not None and entry.family in folded:
+        if entry.family in folded:
             if entry.family not in families:
                 order.append((position, entry.family))
             families.setdefault(entry.family, []).append(entry)
