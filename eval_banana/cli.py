@@ -55,7 +55,7 @@ from collections.abc import Sequence  # noqa: E402
 from typing import NoReturn  # noqa: E402
 
 from eval_banana.commands import COMMANDS, command_module  # noqa: E402
-from eval_banana.commands.common import EXIT_HELP  # noqa: E402
+from eval_banana.commands.common import EXIT_HELP, annotate_problems  # noqa: E402
 from eval_banana.core import log  # noqa: E402
 from eval_banana.core.errors import EvalBananaError, UsageError, WriteFault  # noqa: E402
 from eval_banana.core.version import DISTRIBUTION, tool_version  # noqa: E402
@@ -167,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Known before parsing, so a bad flag next to --json still gets a JSON error.
     as_json = "--json" in raw
     command = next((arg for arg in raw if not arg.startswith("-")), None)
+    args: argparse.Namespace | None = None
     try:
         args = build_parser(command=command).parse_args(raw)
         as_json = bool(getattr(args, "json", False))
@@ -174,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = command_module(args.command).run(args)
         return result
     except EvalBananaError as exc:
+        if args is not None:
+            annotate_problems(args=args, problems=exc.every_problem(), kind=exc.kind)
         if as_json or "--verbose" not in raw:
             _report_error(exc, as_json=as_json, command=command)
             return exc.exit_code

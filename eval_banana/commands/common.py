@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from eval_banana.core.errors import Located
     from eval_banana.models.config import Selection
     from eval_banana.models.stages import ConfigDoc, DiscoverDoc
     from eval_banana.pipeline.request import RunRequest
@@ -275,3 +277,32 @@ def project_warnings(*, config: ConfigDoc, discovered: DiscoverDoc) -> list[str]
         nested_projects_warning(config=config, discovered=discovered),
     )
     return [*config_warning_lines(config=config), *(m for m in found if m is not None)]
+
+
+def annotate_problems(*, args: argparse.Namespace, problems: Sequence[Located], kind: str) -> None:
+    """`--annotations github`: the problems that stop the command, as workflow commands on
+    their files and lines (on stdout; on stderr with --json, whose stdout is one document)."""
+    if getattr(args, "annotations", None) != "github" or not problems:
+        return
+    from eval_banana.reporting.github import problem_annotations
+
+    lines = problem_annotations(
+        problems=problems,
+        title=f"eval_banana {kind.replace('_', ' ')}",
+        project_root=str(_project_root(args)),
+    )
+    print("\n".join(lines), file=sys.stderr if getattr(args, "json", False) else sys.stdout)
+
+
+def _project_root(args: argparse.Namespace) -> Path:
+    """The project root the command worked in, which annotation paths are relative to (the
+    command's own folder when the config cannot even be found)."""
+    from eval_banana.core.errors import EvalBananaError
+    from eval_banana.stages.config import project_root_of
+
+    cwd = Path(getattr(args, "cwd", "."))
+    ignore = bool(getattr(args, "no_project_config", False))
+    try:
+        return project_root_of(cwd=cwd, no_project_config=ignore)
+    except (EvalBananaError, OSError):
+        return cwd.absolute()

@@ -15,8 +15,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--annotations",
         choices=["github"],
-        help="Print one GitHub Actions ::error annotation per failed or errored check "
-        "(on stdout; on stderr with --json).",
+        help="Print one GitHub Actions ::error annotation per failed or errored check, or per "
+        "problem that stops the run before it starts (the first ten, on their files and "
+        "lines); on stdout, on stderr with --json.",
     )
     parser.add_argument(
         "--result-out",

@@ -37,6 +37,12 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         help="Print one JSON object: ok, checks, errors and warnings (each with file, "
         "field_path, line, column, message and hint).",
     )
+    parser.add_argument(
+        "--annotations",
+        choices=["github"],
+        help="Print one GitHub Actions ::error annotation per problem (the first ten), on its "
+        "file and line (on stdout; on stderr with --json).",
+    )
     parser.add_argument("files", nargs="*", help=argparse.SUPPRESS)
 
 
@@ -90,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         problems.extend(guarded.problems)
         warnings = [*guarded.warnings, *warnings, *_unmatched_inputs(config=config, plan=plan)]
     if args.json:
+        if problems:  # without --json, the error raised below is annotated where it is caught
+            kind = validate_stage.problems_error(problems, no_checks=plan.no_checks).kind
+            common.annotate_problems(args=args, problems=problems, kind=kind)
         return _print_json(
             checks=len(plan.checks),
             problems=problems,

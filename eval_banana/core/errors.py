@@ -78,14 +78,19 @@ class EvalBananaError(Exception):
         last one would read as that one's), except that problems in a row with the same hint
         (2,000 rows with one bad id pattern) get it once, after the last of them; many
         problems end with their count by file, which is what a terminal shows last."""
-        others = [problem for problem in self.problems if problem.message != self.message]
-        if not others:
+        every = self.every_problem()
+        if len(every) == 1:
             return f"{self.message}\nhint: {self.hint}" if self.hint else self.message
-        every = (problem_of(self), *others)
         lines = _messages_with_hints(problems=every)
         if len(every) >= _COUNTED_FROM:
             lines.append(_count_by_file(problems=every))
         return "\n".join(lines)
+
+    def every_problem(self) -> tuple[Problem, ...]:
+        """This error's own problem, then each other one it carries (a repeat of its own
+        message, which some carry in full, is left out)."""
+        others = (problem for problem in self.problems if problem.message != self.message)
+        return (problem_of(self), *others)
 
     def as_json(self) -> dict[str, object]:
         return {

@@ -17,15 +17,20 @@ _NOT_XML = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 
 def check_relpath(*, check: Check, project_root: str) -> str:
     """The check file's path relative to the project root, `/`-separated (absolute if outside)."""
-    source = str(check.get("source_path") or "")
+    return relpath(path=str(check.get("source_path") or ""), project_root=project_root)
+
+
+def relpath(*, path: str, project_root: str) -> str:
+    """`path` relative to the project root, `/`-separated (as given when outside it, or when
+    already relative: eb names a dataset file relative to the project root)."""
     prefix = project_root.rstrip("/") + "/"
-    if project_root and source.startswith(prefix) and "\\" not in source:
-        return source[len(prefix) :]  # the usual case, without PurePath's parsing per check
-    pure = PureWindowsPath if "\\" in source and "/" not in source else PurePosixPath
+    if project_root and path.startswith(prefix) and "\\" not in path:
+        return path[len(prefix) :]  # the usual case, without PurePath's parsing per check
+    pure = PureWindowsPath if "\\" in path and "/" not in path else PurePosixPath
     try:
-        return pure(source).relative_to(pure(project_root)).as_posix()
+        return pure(path).relative_to(pure(project_root)).as_posix()
     except ValueError:
-        return pure(source).as_posix()
+        return pure(path).as_posix()
 
 
 def is_not_run(*, check: Check) -> bool:

@@ -1,12 +1,17 @@
-"""GitHub Actions output: the job step summary and `::error` annotations for a finished run."""
+"""GitHub Actions output: the job step summary and `::error` annotations, for a finished run's
+failed checks and for the problems that stop a run before it starts."""
 
 # No `from __future__ import annotations`: it would clash with the public `annotations()`.
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_banana.reporting.common import check_relpath, is_control, status_label, summary
+from eval_banana.core.errors import Located
+from eval_banana.reporting.common import check_relpath, is_control, relpath, status_label, summary
 from eval_banana.settings.folders import STEP_SUMMARY_ENV
+
+# GitHub shows at most ten error annotations of one step; the log above them has every problem.
+ANNOTATED_PROBLEMS = 10
 
 # GitHub rejects a step summary over 1 MiB (the whole step, not one write); stay well below.
 SUMMARY_LIMIT_BYTES = 900 * 1024
@@ -68,3 +73,28 @@ def annotations(*, report: dict[str, Any]) -> list[str]:
         for check in report.get("checks", [])
         if check.get("status") in ("failed", "error")
     ]
+
+
+def problem_annotations(*, problems: Sequence[Located], title: str, project_root: str) -> list[str]:
+    """`::error` lines for the first problems that stop a run (a check file's bad field, a
+    dataset's bad row, a config key), each on its file and line so that GitHub shows it
+    in the pull request's diff; a problem without a file is still annotated, on the run."""
+    return [
+        problem_annotation(problem=problem, title=title, project_root=project_root)
+        for problem in problems[:ANNOTATED_PROBLEMS]
+    ]
+
+
+def problem_annotation(*, problem: Located, title: str, project_root: str) -> str:
+    properties = []
+    if problem.file:
+        properties.append(
+            f"file={escape_property(relpath(path=problem.file, project_root=project_root))}"
+        )
+        if problem.line is not None:
+            properties.append(f"line={problem.line}")
+            if problem.column is not None:
+                properties.append(f"col={problem.column}")
+    properties.append(f"title={escape_property(title)}")
+    text = f"{problem.message}\nhint: {problem.hint}" if problem.hint else problem.message
+    return f"::error {','.join(properties)}::{escape_data(text)}"

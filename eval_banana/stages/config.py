@@ -45,6 +45,13 @@ _SKIP_MESSAGE = (
 _MISSING = object()
 
 
+def project_root_of(*, cwd: Path, no_project_config: bool) -> Path:
+    """The project root a command started at `cwd` works in: the folder holding the nearest
+    `.eval-banana/config.toml`, else `cwd` itself (resolved)."""
+    found = None if no_project_config else find_config_file(start=cwd)
+    return found.parent.parent if found is not None else cwd.resolve()
+
+
 def find_config_file(*, start: Path) -> Path | None:
     """The nearest `.eval-banana/config.toml` regular file at or above `start`."""
     here = start.resolve()

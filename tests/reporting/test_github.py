@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from eval_banana.core.errors import Problem
 from eval_banana.reporting.github import (
+    ANNOTATED_PROBLEMS,
     annotation,
     annotations,
     append_step_summary,
     escape_data,
     escape_property,
+    problem_annotation,
+    problem_annotations,
 )
 from tests.reporting.conftest import Run, run_eb, write_project
 
@@ -98,3 +103,123 @@ type: deterministic
 description: Fails.
 script: raise SystemExit(3)
 """
+
+
+# -- problems that stop a run before it starts ------------------------------------------------
+
+
+def test_a_problem_is_annotated_on_its_file_line_and_column() -> None:
+    problem = Problem(
+        message="unknown op, 'equalz'",
+        file="/root/eval_checks/a,b.yaml",
+        hint="did you mean 'equals'?\nsee docs",
+        line=9,
+        column=7,
+    )
+    assert problem_annotation(
+        problem=problem, title="eval_banana definition error", project_root="/root"
+    ) == (
+        "::error file=eval_checks/a%2Cb.yaml,line=9,col=7,title=eval_banana definition error"
+        "::unknown op, 'equalz'%0Ahint: did you mean 'equals'?%0Asee docs"
+    )
+
+
+def test_a_dataset_problem_keeps_its_project_relative_file_and_a_file_less_one_has_none() -> None:
+    row = Problem(message="row 4 is ragged", file="data/qa.csv", line=4)
+    bare = Problem(message="No checks found")
+    lines = problem_annotations(problems=[row, bare], title="t", project_root="/root")
+    assert lines == [
+        "::error file=data/qa.csv,line=4,title=t::row 4 is ragged",
+        "::error title=t::No checks found",
+    ]
+
+
+def test_only_the_first_problems_github_shows_are_annotated() -> None:
+    problems = [Problem(message=f"row {n}", file="data/qa.jsonl", line=n) for n in range(1, 30)]
+    lines = problem_annotations(problems=problems, title="t", project_root="/root")
+    assert len(lines) == ANNOTATED_PROBLEMS == 10
+    assert lines[-1] == "::error file=data/qa.jsonl,line=10,title=t::row 10"
+
+
+_BAD_OP = """\
+schema_version: 1
+id: prices
+type: assertions
+description: Prices.
+artifact: out/p.json
+assert:
+  - path: total
+    op: equalz
+    value: 1
+"""
+
+_FAMILY = """\
+schema_version: 1
+id: qa
+type: deterministic
+description: "case {{ case.n }}"
+cases_from: data/qa.jsonl
+script: pass
+"""
+
+
+def _broken_project(root: Path) -> Path:
+    """A check with a bad field (line 8) and a family whose dataset's third row is a list."""
+    project = write_project(
+        root, checks={"eval_checks/prices.yaml": _BAD_OP, "eval_checks/qa.yaml": _FAMILY}
+    )
+    (project / "data").mkdir()
+    (project / "data" / "qa.jsonl").write_text('{"n": "1"}\n{"n": "2"}\n[1, 2]\n')
+    return project
+
+
+_EXPECTED = [
+    "::error file=eval_checks/prices.yaml,line=8,col=9,title=eval_banana definition error::"
+    "Invalid check definition in ",
+    "::error file=data/qa.jsonl,line=3,title=eval_banana definition error::data/qa.jsonl line 3: "
+    "a case must be a mapping of field names to values, not a list%0Ahint: ",
+]
+
+
+def _assert_annotated(text: str) -> None:
+    lines = [line for line in text.splitlines() if line.startswith("::error")]
+    assert len(lines) == 2, text
+    for line, start in zip(sorted(lines, reverse=True), _EXPECTED, strict=True):
+        assert line.startswith(start), line
+
+
+def test_eb_run_annotates_the_problems_that_stop_it_on_their_lines(tmp_path: Path) -> None:
+    project = _broken_project(tmp_path / "proj")
+    # Started from elsewhere: the files are still named relative to the project root.
+    completed = run_eb("run", "--cwd", str(project), "--annotations", "github", cwd=tmp_path)
+    assert completed.returncode == 2, completed.stderr
+    _assert_annotated(completed.stdout)
+    assert "a case must be a mapping" in completed.stderr  # the usual message is still there
+    plain = run_eb("run", "--cwd", str(project), cwd=tmp_path)
+    assert plain.returncode == 2 and "::error" not in plain.stdout + plain.stderr
+
+
+def test_eb_validate_annotates_with_and_without_json(tmp_path: Path) -> None:
+    project = _broken_project(tmp_path / "proj")
+    completed = run_eb("validate", "--cwd", str(project), "--annotations", "github")
+    assert completed.returncode == 2, completed.stderr
+    _assert_annotated(completed.stdout)
+    as_json = run_eb("validate", "--cwd", str(project), "--annotations", "github", "--json")
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout)["ok"] is False  # stdout stays one JSON document
+    _assert_annotated(as_json.stderr)
+
+
+def test_a_config_error_is_annotated_on_the_config_file(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "proj", checks={"eval_checks/fail.yaml": _FAIL})
+    config = project / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace("[core]\n", '[core]\nmax_parallel_checks = "x"\n'))
+    completed = run_eb("run", "--cwd", str(project), "--annotations", "github", "--json")
+    assert completed.returncode == 2
+    assert json.loads(completed.stdout)["error"]["kind"] == "config_error"
+    annotated = [line for line in completed.stderr.splitlines() if line.startswith("::error")]
+    assert len(annotated) == 1
+    assert annotated[0].startswith(
+        "::error file=.eval-banana/config.toml,title=eval_banana config error::[core] "
+        "max_parallel_checks must be a positive integer"
+    )
