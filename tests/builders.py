@@ -195,3 +195,12 @@ def newest_run_dir(folder: Path) -> Path:
         return str(report["started_at"])
 
     return max(folder.iterdir(), key=started)
+
+
+def lfs_pointer(data: bytes) -> bytes:
+    """The pointer file Git LFS commits for `data`, as a checkout without the LFS content
+    (actions/checkout's default) leaves it in the work tree."""
+    oid = hashlib.sha256(data).hexdigest()
+    return (
+        f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {len(data)}\n".encode()
+    )

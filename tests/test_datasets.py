@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from tests.builders import lfs_pointer
 from tests.conftest import REPO, EbResult
 from tests.gitrepo import commit_all, git, init_repo
 
@@ -185,6 +186,38 @@ def test_a_spreadsheets_other_encodings_are_named_with_the_fix(
         ),
         ("Dataset data/b.csv is not UTF-8 text (line 2, byte 11: 0xE9)", 2, fix),
     }
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
+def test_a_dataset_checked_out_without_its_lfs_content_says_so_with_the_fix(
+    fmt: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Read as a dataset, a pointer is three bad lines (as CSV: a header and two cases missing
+    every field the family uses); it is one error that names it and the fix."""
+    name, text = _dataset(fmt)
+    root = project(
+        {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}")},
+        config=CONFIG,
+    )
+    (root / "data").mkdir()
+    (root / "data" / name).write_bytes(lfs_pointer(text.encode()))
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    errors = json.loads(validated.stdout)["errors"]
+    assert [(e["message"], e["file"], e["line"], e["hint"]) for e in errors] == [
+        (
+            f"Dataset data/{name} is a Git LFS pointer to a file of {len(text.encode()):,} bytes, "
+            "not the dataset itself",
+            f"data/{name}",
+            1,
+            "fetch the files Git LFS tracks: `git lfs pull` (in GitHub Actions, "
+            "actions/checkout with `lfs: true`)",
+        )
+    ]
+    # The content fetched, the same family runs.
+    (root / "data" / name).write_text(text)
+    code, report = _run(eb, root)
+    assert code == 1 and _statuses(report) == EXPECTED
 
 
 def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(

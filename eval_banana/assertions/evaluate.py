@@ -23,6 +23,7 @@ from eval_banana.assertions.paths import (
     parse_path,
     resolve_artifact,
 )
+from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 
 # Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
@@ -168,6 +169,13 @@ def load_artifact(
     try:
         path = resolve_artifact(project_root=project_root, text=artifact)
         data = _read_bytes(path=path, max_bytes=max_bytes)
+        lfs_size = pointer_size(data)
+        if lfs_size is not None:
+            # Parsed, a pointer is a YAML string or broken JSON: the check would fail on
+            # every assertion for a reason that is not the artifact's.
+            raise _ArtifactUnusable(
+                f"is {pointer_words(size=lfs_size)}, not the file itself: {FETCH_HINT}"
+            )
         try:
             # utf-8-sig: a leading byte-order mark is tolerated, as for check files.
             text = data.decode("utf-8-sig")

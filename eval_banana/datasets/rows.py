@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.datasets.render import json_kind
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
@@ -122,6 +123,8 @@ def _decode(*, data: bytes, file: str, offset: int = 0, number: int = 0) -> str:
     CSV: left in, it would rename the first column (an `id` column no longer named the cases)
     and make a JSON file's first line unreadable. `offset` and `number`: the bytes and lines
     of the file before `data` (a block of a .jsonl file), for where a bad byte is."""
+    if offset == 0:
+        _refuse_lfs_pointer(data=data, file=file)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -130,6 +133,19 @@ def _decode(*, data: bytes, file: str, offset: int = 0, number: int = 0) -> str:
         at, byte = offset + exc.start, data[exc.start]
         raise _not_utf8(file=file, head=head, line=line, at=at, byte=byte) from None
     return text[1:] if offset == 0 and text.startswith("\ufeff") else text
+
+
+def _refuse_lfs_pointer(*, data: bytes, file: str) -> None:
+    """A dataset checked out without its Git LFS content: its pointer file would read as
+    three bad rows (a CSV header and two cases missing every field)."""
+    size = pointer_size(data)
+    if size is not None:
+        raise _problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} is {pointer_words(size=size)}, not the dataset itself",
+            hint=FETCH_HINT,
+        )
 
 
 def _not_utf8(*, file: str, head: bytes, line: int, at: int, byte: int) -> DefinitionError:

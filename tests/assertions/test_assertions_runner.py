@@ -16,7 +16,7 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
 from eval_banana.runners.assertions import run_assertions
 from eval_banana.runners.base import RunContext
-from tests.builders import fake_digest, make_config
+from tests.builders import fake_digest, lfs_pointer, make_config
 
 CANARIES = Path(__file__).parent.parent / "fixtures" / "canaries" / "assertions"
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$")
@@ -142,6 +142,33 @@ def test_unparsable_artifact_fails_every_assertion(tmp_path: Path) -> None:
         for item in result.details["assertions"]
     )
     assert len(result.details["assertions"]) == 3
+
+
+@pytest.mark.parametrize("name", ["out/plan.json", "out/plan.yaml"])
+def test_an_artifact_checked_out_without_its_lfs_content_names_the_pointer_and_the_fix(
+    tmp_path: Path, name: str
+) -> None:
+    """Parsed, a pointer is broken JSON or a YAML string, whose assertions would fail for
+    reasons that are not the artifact's ('steps' not found); each says what the file is."""
+    content = json.dumps(GOOD_PLAN).encode()
+    (tmp_path / "out").mkdir()
+    (tmp_path / name).write_bytes(lfs_pointer(content))
+    result = run(
+        project_root=tmp_path, run_dir=tmp_path / "run", document=definition(artifact=name)
+    )
+    assert result.status == "failed"
+    told = (
+        f"artifact {name} is a Git LFS pointer to a file of {len(content):,} bytes, not the "
+        "file itself: fetch the files Git LFS tracks: `git lfs pull` (in GitHub Actions, "
+        "actions/checkout with `lfs: true`)"
+    )
+    messages = [item["message"] for item in result.details["assertions"]]
+    assert len(messages) == 3 and all(message.endswith(f": {told}") for message in messages)
+    (tmp_path / name).write_bytes(content)  # fetched: the same check passes
+    again = run(
+        project_root=tmp_path, run_dir=tmp_path / "run2", document=definition(artifact=name)
+    )
+    assert again.status == "passed", again.reason
 
 
 def test_yaml_artifact(tmp_path: Path) -> None:
