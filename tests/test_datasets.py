@@ -651,6 +651,61 @@ def test_an_assertions_path_names_the_cases_key(
     assert "fix the row, or change assert[1].path in the check file" in error["hint"]
 
 
+TYPED_PRICES = PRICES_FAMILY.replace("data/prices.json", "data/prices.csv") + (
+    "case_schema:\n"
+    "  type: object\n"
+    "  properties:\n"
+    "    price: {type: number}\n"
+    "    stock: {type: [integer, 'null']}\n"
+    "    sale: {type: boolean}\n"
+)
+
+
+def test_a_csv_familys_cells_take_the_types_its_case_schema_gives_their_fields(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A spreadsheet's prices are text in its CSV, and text never equals the artifact's
+    number; typed in case_schema, they are read as numbers (integers, booleans, null)."""
+    csv_text = "sku,price,stock,sale\napple,1.2,3,TRUE\npear,0.8,,false\nfig,2,7,no\n"
+    root = project(
+        {
+            "eval_checks/prices.yaml": TYPED_PRICES,
+            "data/prices.csv": csv_text,
+            "out/prices.json": '{"prices": {"apple": 1.2, "pear": 0.9, "fig": 2}}',
+        },
+        config=CONFIG,
+    )
+    # `no` is no boolean: the schema tells that row, at its line and field.
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert error["message"] == (
+        "data/prices.csv line 4: case '3' does not match case_schema at sale: 'no' is not of "
+        "type 'boolean'"
+    )
+    (root / "data/prices.csv").write_text(csv_text.replace(",no\n", ",false\n"))
+    code, report = _run(eb, root)
+    assert code == 1
+    assert _statuses(report) == {
+        "prices[1]": "passed",
+        "prices[2]": "failed",
+        "prices[3]": "passed",
+    }
+    failed = next(c for c in report["checks"] if c["check_id"] == "prices[2]")
+    assert failed["reason"].endswith("prices.pear equals 0.8: found the number 0.9")
+    plan = json.loads(next(root.glob(".eval-banana/results/*/stages/plan.json")).read_text())
+    cases = {check["id"]: check["case"] for check in plan["checks"]}
+    assert cases["prices[1]"] == {"sku": "apple", "price": 1.2, "stock": 3, "sale": True}
+    assert cases["prices[2]"] == {"sku": "pear", "price": 0.8, "stock": None, "sale": False}
+
+    # Without the schema the same cells are text, and the reason says how to type them.
+    (root / "eval_checks/prices.yaml").write_text(TYPED_PRICES.split("case_schema:")[0])
+    code, report = _run(eb, root)
+    assert code == 1 and set(_statuses(report).values()) == {"failed"}
+    apple = next(c for c in report["checks"] if c["check_id"] == "prices[1]")
+    assert "give the field a number type in the family's case_schema" in apple["reason"]
+
+
 def test_an_assertions_familys_cases_run_one_after_another_whatever_the_parallelism(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

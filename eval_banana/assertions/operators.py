@@ -131,8 +131,8 @@ def _text_for_number(*, found: Any, value: Any) -> str:
         and value.strip() == json.dumps(found)
     ):
         return (
-            "; the expected value is text, not a number: write it unquoted, or take it from a "
-            "JSON, JSONL or YAML dataset (every CSV cell is text)"
+            "; the expected value is text, not a number: write it unquoted; from a CSV dataset "
+            "(whose cells are text), give the field a number type in the family's case_schema"
         )
     return ""
 

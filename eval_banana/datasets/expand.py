@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import unsayable
+from eval_banana.datasets.celltypes import cell_readers, typed_row
 from eval_banana.datasets.problems import render_problems, row_problem
 from eval_banana.datasets.render import (
     RenderProblem,
@@ -355,6 +356,7 @@ def expand_family(
         validator = _schema_validator(schema=definition.get("case_schema"), check_file=check_file)
     except DefinitionError as exc:
         return Expansion(cases=[], files=[own, *files], problems=[exc])
+    readers = cell_readers(definition.get("case_schema")) if validator is not None else {}
     base = _family_hash(definition=definition, script=script)
     digest_of_family = family_digest(definition=definition, script=script)
     width = len(str(len(rows)))
@@ -393,6 +395,8 @@ def expand_family(
             )
             continue
         assert isinstance(value, dict)
+        if readers and row.cells_are_text:
+            value = typed_row(row=value, readers=readers)
         try:
             canonical = _CANONICAL(value).encode()  # _canonical, inline: once per case
         except (TypeError, ValueError):

@@ -91,6 +91,8 @@ class Row(NamedTuple):
     # A row of a JSON or YAML list file: its 1-based place there, and where its items start.
     item_index: int = 0
     item_lines: ItemLines | None = None
+    # A CSV row: every value is text, read as the family's case_schema types it (celltypes).
+    cells_are_text: bool = False
 
 
 def row_line(row: Row) -> int | None:
@@ -423,6 +425,7 @@ def _csv(*, text: str, file: str, problems: list[DefinitionError], limit: int | 
                 where=f"line {line}",
                 line=line,
                 string_keys=True,
+                cells_are_text=True,
             )
         )
     return rows

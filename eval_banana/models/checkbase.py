@@ -174,7 +174,8 @@ class CheckBase(BaseModel):
     )
     case_schema: dict[str, JsonValue] | None = Field(
         default=None,
-        description="A JSON Schema every case row must satisfy (checked by eb validate).",
+        description="A JSON Schema every case row must satisfy (checked by eb validate). A "
+        "CSV cell is read as the number, integer, boolean or null type its field is given here.",
     )
 
     @model_serializer(mode="wrap")

@@ -1,0 +1,64 @@
+"""CSV cells read as the types a family's `case_schema` gives their fields.
+
+Every CSV cell is text, while a spreadsheet holds prices, counts and yes/no columns. A field
+whose type in `case_schema` admits no text (`number`, `integer`, `boolean`, `null`, or a list of
+them) has its cells read as that type, as JSON says it: `1.5`, `-3`, `true`/`false` (spreadsheets
+write `TRUE`), and an empty cell as null where null is allowed. A cell that is not such a value
+stays text, so the schema tells it at its row. Fields a schema gives no type, or a type text
+fits, are left as they are: only what the author declared changes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# JSON's number grammar: no leading `+`, no `.5`, no `NaN` (which Python's float would take).
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_BOOLEANS = {"true": True, "false": False}
+_BOOLEAN_WORDS = frozenset(_BOOLEANS)
+_TYPED = frozenset({"number", "integer", "boolean", "null"})
+
+Reader = Callable[[str], Any]
+
+
+def cell_readers(schema: object) -> dict[str, Reader]:
+    """For each top-level field of `schema` whose declared type admits no text, how to read a
+    cell of it; empty when the schema types none (or is no object schema)."""
+    if not isinstance(schema, Mapping):
+        return {}
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    readers: dict[str, Reader] = {}
+    for field, spec in properties.items():
+        declared = spec.get("type") if isinstance(spec, Mapping) else None
+        types = {declared} if isinstance(declared, str) else set(declared or ())
+        if types and types <= _TYPED:
+            readers[str(field)] = _reader(types=frozenset(types))
+    return readers
+
+
+def typed_row(*, row: dict[str, Any], readers: Mapping[str, Reader]) -> dict[str, Any]:
+    """`row` (a CSV row: every value text) with the typed fields read as their types."""
+    return {
+        name: readers[name](cell) if name in readers and isinstance(cell, str) else cell
+        for name, cell in row.items()
+    }
+
+
+def _reader(*, types: frozenset[str]) -> Reader:
+    def read(cell: str) -> Any:
+        if cell == "" and "null" in types:
+            return None
+        if "integer" in types and _INTEGER.fullmatch(cell):
+            return int(cell)
+        if "number" in types and _NUMBER.fullmatch(cell):
+            return int(cell) if _INTEGER.fullmatch(cell) else float(cell)
+        if "boolean" in types and cell.lower() in _BOOLEAN_WORDS:
+            return _BOOLEANS[cell.lower()]
+        return cell  # not of its type: the schema names the row and the field
+
+    return read
