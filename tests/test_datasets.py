@@ -63,6 +63,14 @@ def _run(eb: Callable[..., EbResult], root: Path, *args: str) -> tuple[int, dict
     return result.exit_code, json.loads(result.stdout)
 
 
+def _the_validate_error(eb: Callable[..., EbResult], root: Path) -> dict[str, Any]:
+    """The one problem `eb validate --json` finds in the project (it exits 2 for it)."""
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2, validated.stdout
+    (error,) = json.loads(validated.stdout)["errors"]
+    return dict(error)
+
+
 def _statuses(report: dict[str, Any]) -> dict[str, str]:
     return {check["check_id"]: check["status"] for check in report["checks"]}
 
@@ -230,8 +238,7 @@ def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(
         },
         config=CONFIG,
     )
-    validated = eb("validate", "--cwd", str(root), "--json")
-    (error,) = json.loads(validated.stdout)["errors"]
+    error = _the_validate_error(eb, root)
     # The ragged row is on line 5: the quoted cell spans lines 2 and 3, line 4 is blank.
     assert error["line"] == 5, error
     assert error["message"].startswith("Dataset data/rows.csv row at line 5 has 3 cells")
@@ -640,9 +647,7 @@ def test_an_assertions_path_names_the_cases_key(
 
     rows.append({"sku": "fig[", "price": 2})
     (root / "data/prices.json").write_text(json.dumps(rows))
-    validated = eb("validate", "--cwd", str(root), "--json")
-    assert validated.exit_code == 2
-    (error,) = json.loads(validated.stdout)["errors"]
+    error = _the_validate_error(eb, root)
     assert error["message"] == (
         "data/prices.json item 3: case '3': assert[1].path: invalid path 'prices.fig[': "
         "unclosed bracket '[' at character 11"
@@ -676,9 +681,7 @@ def test_a_csv_familys_cells_take_the_types_its_case_schema_gives_their_fields(
         config=CONFIG,
     )
     # `no` is no boolean: the schema tells that row, at its line and field.
-    validated = eb("validate", "--cwd", str(root), "--json")
-    assert validated.exit_code == 2
-    (error,) = json.loads(validated.stdout)["errors"]
+    error = _the_validate_error(eb, root)
     assert error["message"] == (
         "data/prices.csv line 4: case '3' does not match case_schema at sale: 'no' is not of "
         "type 'boolean'"
@@ -756,8 +759,7 @@ def test_an_index_and_a_length_can_come_from_the_row(
     assert "items[1].tags lengthAtLeast 3: length is 2" in failed["reason"], failed["reason"]
 
     (root / "eval_checks/lens.yaml").write_text(family.replace("least: 3", "least: '3'"))
-    validated = eb("validate", "--cwd", str(root), "--json")
-    (error,) = json.loads(validated.stdout)["errors"]
+    error = _the_validate_error(eb, root)
     assert error["message"].endswith(
         "cases item 2 (line 8): case '2': assert[1].value: value must be a whole number, not "
         "the text '3'"
@@ -896,8 +898,7 @@ def test_a_dataset_path_that_names_no_file_says_which_one_was_meant(
 ) -> None:
     source = f"cases_from: {written}"
     root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source), **files})
-    validated = eb("validate", "--cwd", str(root), "--json")
-    (error,) = json.loads(validated.stdout)["errors"]
+    error = _the_validate_error(eb, root)
     assert error["message"].startswith(f"Dataset {written} named by cases_from in ")
     assert error["message"].endswith(" does not exist")
     assert error["hint"].startswith(hint), error
