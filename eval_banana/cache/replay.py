@@ -51,13 +51,16 @@ _RESERVED = frozenset(TEMPLATE_NAMES) | frozenset(_STAGE_OF)
 _SCORE = f"stages/{STAGE_FILES['score']}"
 # The texts a replayed run reports from, kept past their writing (the rest are let go at once).
 _KEPT = frozenset({"report.json", "report.md", JSON_LINE, _SCORE})
+# Read and filled only for a run that prints it (`--json`): otherwise it would be 15 % of the
+# bytes a replay checks and fills, for nothing.
+_ONLY_PRINTED = frozenset({JSON_LINE})
 
 
 class Replayed(NamedTuple):
     """A replayed run, as `eb run` reports it (report.json is parsed only when asked for)."""
 
     load_report: Callable[[], dict[str, Any]]
-    json_line: str
+    json_line: str | None  # None: not asked for (the run prints no JSON line)
     report_md: str
     score: ScoreDoc
     exit_code: int
@@ -90,6 +93,7 @@ class _Run(NamedTuple):
     store: CacheStore
     writes: bool  # cache mode `on`: mark what is used, drop what is damaged
     contents: Mapping[str, bytes]
+    json_line: bool  # the run prints its report as one JSON line: fill the kept one
 
 
 def replay_run(
@@ -101,9 +105,11 @@ def replay_run(
     key: str,
     cancel: threading.Event,
     contents: Mapping[str, bytes] | None = None,
+    json_line: bool = False,
 ) -> Attempt:
     """Replay the run kept under `key` into `run_dir` (config.json and discover.json written);
-    `contents`: the check files' bytes as discovery read them."""
+    `contents`: the check files' bytes as discovery read them; `json_line`: the run prints its
+    report as one JSON line (the kept one is brought too)."""
     from eval_banana.settings.folders import cache_dir
 
     if not plain_path(str(run_dir)):
@@ -130,6 +136,7 @@ def replay_run(
         store=store,
         writes=config.settings.cache.mode == "on",
         contents=contents or {},
+        json_line=json_line,
     )
     return _replay(run=run, entry=entry, bulk=bulk, key=key, cancel=cancel)
 
@@ -234,7 +241,7 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
     exit_code = _exit_code(run=run, entry=entry, score=score)
     if isinstance(exit_code, str):
         return exit_code
-    for name in ("report.json", JSON_LINE):
+    for name in ("report.json", JSON_LINE) if JSON_LINE in kept else ("report.json",):
         if _run_passed_text(text=kept[name]) != (b"false", b"true")[exit_code == 0]:
             return f"has a {name} whose run_passed disagrees with its score"
 
@@ -244,7 +251,7 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
 
     return Replayed(
         load_report=load_report,
-        json_line=kept[JSON_LINE].decode("utf-8"),
+        json_line=kept[JSON_LINE].decode("utf-8") if JSON_LINE in kept else None,
         report_md=kept["report.md"].decode("utf-8"),
         score=score,
         exit_code=exit_code,
@@ -295,6 +302,8 @@ def _write_filled(
     encoded = _run_values(run=run, opened=opened, started=started)
     kept: dict[str, bytes] = {}
     for template in entry.templates:
+        if template.name in _ONLY_PRINTED and not run.json_line:
+            continue
         stage = _STAGE_OF.get(template.name)
         if stage in ("execute", "score", "report"):
             encoded[f"created_at:{stage}"] = created_now().encode()

@@ -213,6 +213,7 @@ def request(
         flat_output=flat_output,
         extras=extras,
         outputs=outputs,
+        json_line=bool(getattr(args, "json", False)),
     )
 
 

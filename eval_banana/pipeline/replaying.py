@@ -76,6 +76,7 @@ def replay(
             key=key,
             cancel=cancel,
             contents=contents,
+            json_line=request.json_line,
         )
     except BaseException:
         marks.abandon()

@@ -26,6 +26,7 @@ class RunRequest(NamedTuple):
     flat_output: bool = False
     extras: ReportExtras | None = None  # report.html, JUnit, GitHub output (eval_banana.reporting)
     outputs: tuple[Path, ...] = ()  # files written beside the run folder: --result-out
+    json_line: bool = False  # the report is printed as one JSON line (`eb run --json`)
 
 
 def load_config(*, request: RunRequest, run_id: str) -> ConfigDoc:

@@ -312,17 +312,35 @@ def test_eb_s_history_folder_is_no_project_file(
     assert replays[-1] is True
 
 
-@pytest.mark.parametrize("name", ["report.json", "report.json-line"])
+def _passed(data: bytes) -> bytes:
+    return data.replace(b'"run_passed": false', b'"run_passed": true ')
+
+
 def test_a_report_whose_verdict_disagrees_with_the_score_is_no_replay(
-    failing: Project, replays: list[bool], name: str
+    failing: Project, replays: list[bool]
 ) -> None:
-    path = _forge(
-        failing, name, lambda data: data.replace(b'"run_passed": false', b'"run_passed": true ')
-    )
+    path = _forge(failing, "report.json", _passed)
     outcome = failing.eb("run", "--cwd", str(failing.root))
     assert outcome.exit_code == 1 and "Passed: no" in outcome.stdout
     assert replays[-1] is False
-    assert f"Run replay {path} has a {name} whose run_passed disagrees" in outcome.stderr
+    assert f"Run replay {path} has a report.json whose run_passed disagrees" in outcome.stderr
+
+
+def test_a_kept_json_line_is_checked_by_the_run_that_prints_it_and_read_by_no_other(
+    failing: Project, replays: list[bool]
+) -> None:
+    """The report as one JSON line is kept for `eb run --json`: only such a run brings it
+    (and checks its verdict against the score); a run that prints none never reads it."""
+    path = _forge(failing, "report.json-line", _passed)
+    plain = failing.eb("run", "--cwd", str(failing.root))
+    assert plain.exit_code == 1 and "Passed: no" in plain.stdout
+    assert replays[-1] is True  # the forged line was never read
+    printed = failing.eb("run", "--cwd", str(failing.root), "--json")
+    assert printed.exit_code == 1 and json.loads(printed.stdout)["run_passed"] is False
+    assert replays[-1] is False
+    assert f"Run replay {path} has a report.json-line whose run_passed disagrees" in (
+        printed.stderr
+    )
 
 
 def test_an_artifact_a_check_regenerates_during_the_run_is_never_keyed_as_it_was_before(
