@@ -7,9 +7,9 @@ environment other than eb's own EVAL_BANANA_* settings reaches the document.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from eval_banana.checks.selection import compile_selector
 from eval_banana.core.errors import ConfigError
@@ -325,24 +325,28 @@ def resolve_config(
     table: dict[str, Any] = (
         _load_toml(path=path, data=data) if path is not None and data is not None else {}
     )
-    warnings = _check_structure(table=table, path=path) if path is not None else []
-
-    sections: dict[str, dict[str, object]] = {}
-    sources: dict[str, SettingSource] = {}
-    for spec in SETTINGS:
-        if spec.kind in ("ignored", "agent_tables"):
-            continue
-        value, source = _layer(
-            spec=spec, table=table, path=path, cli_values=cli_values, environ=environ
-        )
-        sections.setdefault(spec.section, {})[spec.key] = value
-        sources[spec.name] = source
-    named_output = _file_value(spec=SETTINGS_BY_NAME["core.output_dir"], table=table, path=path)
-    agents = _agents(table=table, path=path)
+    try:
+        warnings = _check_structure(table=table, path=path) if path is not None else []
+        sections: dict[str, dict[str, object]] = {}
+        sources: dict[str, SettingSource] = {}
+        for spec in SETTINGS:
+            if spec.kind in ("ignored", "agent_tables"):
+                continue
+            value, source = _layer(
+                spec=spec, table=table, path=path, cli_values=cli_values, environ=environ
+            )
+            sections.setdefault(spec.section, {})[spec.key] = value
+            sources[spec.name] = source
+        named_output = _file_value(spec=SETTINGS_BY_NAME["core.output_dir"], table=table, path=path)
+        agents = _agents(table=table, path=path)
+    except ConfigError as exc:
+        _place_in_file(problems=[exc], path=path, data=data)
+        raise
     sources["agents"] = "project" if path is not None and table.get("agents") else "default"
     # Every value was checked against its SettingSpec above.
     settings = Settings.model_validate({**sections, "agents": agents})
     warnings.extend(_unused_remote(settings=settings, sources=sources, path=path))
+    _place_in_file(problems=warnings, path=path, data=data)
     head = envelope(stage="config", run_id=run_id, inputs={})
     return ConfigDoc.model_validate(
         {
@@ -359,6 +363,27 @@ def resolve_config(
             "warnings": warnings,
         }
     )
+
+
+class _Placeable(Protocol):
+    file: str | None
+    field_path: str | None
+    line: int | None
+
+
+def _place_in_file(
+    *, problems: Sequence[_Placeable], path: Path | None, data: bytes | None
+) -> None:
+    """Give the problems told about a setting of the config file the line it stands on (for
+    `--json` and the annotations on a pull request): the TOML reader keeps no positions."""
+    if path is None or data is None:
+        return
+    from eval_banana.settings.tomllines import setting_line
+
+    text = data.decode("utf-8", errors="replace")
+    for problem in problems:
+        if problem.file == str(path) and problem.field_path and problem.line is None:
+            problem.line = setting_line(text=text, field_path=problem.field_path)
 
 
 def _unused_remote(

@@ -581,6 +581,34 @@ def test_legacy_core_keys_are_accepted_with_one_warning(tmp_path: Path) -> None:
     assert resolve(tmp_path, no_project_config=True).warnings == []
 
 
+def test_a_setting_the_file_gets_wrong_is_told_at_its_line(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """The TOML reader keeps no positions: the line is found in the file, for `--json` and the
+    annotations on a pull request (a bad value, an unknown key, a table that is no table, a
+    warning), and a setting not written in the file gets none."""
+    write_config(tmp_path, '# team\n\n[core]\npass_threshold = 1\nmax_parallel_checks = "x"\n')
+    assert config_error(tmp_path).line == 5
+    write_config(tmp_path, '[harness]\nagent = "x"\n\n[core]\nmax_paralel_checks = 2\n')
+    assert config_error(tmp_path).line == 5
+    write_config(tmp_path, '[cache]\nmode = "on"\ncore = 1\n[agents.mine]\nmodel_flag = ""\n')
+    assert config_error(tmp_path).line == 3
+    write_config(tmp_path, "harness = 5\n")
+    assert config_error(tmp_path).line == 1
+    write_config(tmp_path, "[core]\nmax_parallel_checks = 2\nllm_timeout_seconds = 3\n")
+    (warning,) = resolve(tmp_path).warnings
+    assert (warning.field_path, warning.line) == ("core.llm_timeout_seconds", 3)
+    write_config(tmp_path, "core.pass_threshold = 2\n")  # a dotted key at the top level
+    assert config_error(tmp_path).line == 1
+    # A value from a flag is no line of the file.
+    write_config(tmp_path, "[core]\npass_threshold = 1\n")
+    assert config_error(tmp_path, cli={"core.max_parallel_checks": 0}).line is None
+    write_config(tmp_path, '[core]\n\nmax_parallel_checks = "x"\n')
+    validated = eb("validate", "--cwd", str(tmp_path), "--json")
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert (error["field_path"], error["line"]) == ("core.max_parallel_checks", 3)
+
+
 def test_a_shared_cache_named_while_the_cache_is_off_is_a_warning(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
