@@ -51,9 +51,6 @@ _RESERVED = frozenset(TEMPLATE_NAMES) | frozenset(_STAGE_OF)
 _SCORE = f"stages/{STAGE_FILES['score']}"
 # The texts a replayed run reports from, kept past their writing (the rest are let go at once).
 _KEPT = frozenset({"report.json", "report.md", JSON_LINE, _SCORE})
-# Read and filled only for a run that prints it (`--json`): otherwise it would be 15 % of the
-# bytes a replay checks and fills, for nothing.
-_ONLY_PRINTED = frozenset({JSON_LINE})
 
 
 class Replayed(NamedTuple):
@@ -302,8 +299,8 @@ def _write_filled(
     encoded = _run_values(run=run, opened=opened, started=started)
     kept: dict[str, bytes] = {}
     for template in entry.templates:
-        if template.name in _ONLY_PRINTED and not run.json_line:
-            continue
+        if template.name == JSON_LINE and not run.json_line:
+            continue  # printed only by --json: 15 % of the bytes to check and fill, for nothing
         stage = _STAGE_OF.get(template.name)
         if stage in ("execute", "score", "report"):
             encoded[f"created_at:{stage}"] = created_now().encode()

@@ -18,7 +18,6 @@ from typing import Any
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _BOOLEANS = {"true": True, "false": False}
-_BOOLEAN_WORDS = frozenset(_BOOLEANS)
 _TYPED = frozenset({"number", "integer", "boolean", "null"})
 
 Reader = Callable[[str], Any]
@@ -57,7 +56,7 @@ def _reader(*, types: frozenset[str]) -> Reader:
             return int(cell)
         if "number" in types and _NUMBER.fullmatch(cell):
             return int(cell) if _INTEGER.fullmatch(cell) else float(cell)
-        if "boolean" in types and cell.lower() in _BOOLEAN_WORDS:
+        if "boolean" in types and cell.lower() in _BOOLEANS:
             return _BOOLEANS[cell.lower()]
         return cell  # not of its type: the schema names the row and the field
 

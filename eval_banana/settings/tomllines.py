@@ -37,8 +37,8 @@ def setting_line(*, text: str, field_path: str) -> int | None:
         assigned = _ASSIGNED.match(line)
         if assigned is None or table is None:
             continue
-        full = table + _parts(assigned.group(1))
-        if full == wanted or full[: len(wanted)] == wanted:
+        # The key itself, or a dotted key inside it (`remote.url` stands for `remote`).
+        if (table + _parts(assigned.group(1)))[: len(wanted)] == wanted:
             return number
     return None
 
