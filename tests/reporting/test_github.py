@@ -210,7 +210,7 @@ def test_eb_validate_annotates_with_and_without_json(tmp_path: Path) -> None:
     _assert_annotated(as_json.stderr)
 
 
-def test_a_config_error_is_annotated_on_the_config_file(tmp_path: Path) -> None:
+def test_a_config_error_is_annotated_on_its_line_of_the_config_file(tmp_path: Path) -> None:
     project = write_project(tmp_path / "proj", checks={"eval_checks/fail.yaml": _FAIL})
     config = project / ".eval-banana" / "config.toml"
     config.write_text(config.read_text().replace("[core]\n", '[core]\nmax_parallel_checks = "x"\n'))
@@ -220,6 +220,6 @@ def test_a_config_error_is_annotated_on_the_config_file(tmp_path: Path) -> None:
     annotated = [line for line in completed.stderr.splitlines() if line.startswith("::error")]
     assert len(annotated) == 1
     assert annotated[0].startswith(
-        "::error file=.eval-banana/config.toml,title=eval_banana config error::[core] "
+        "::error file=.eval-banana/config.toml,line=2,title=eval_banana config error::[core] "
         "max_parallel_checks must be a positive integer"
     )
