@@ -207,11 +207,14 @@ def test_a_tampered_signed_entry_is_a_miss_and_the_check_runs_again(
         tampered.read_bytes().replace(b"judged by the counting agent", b"trust me")
     )
 
-    counts, started = run(second, str(shared))
+    counts, started = run(second, str(shared), "--annotations", "github")
     assert started == 1
     assert counts["remote_hits"] == 2 and counts["misses"] == 1
     assert counts["remote_rejected"] == {"signature": 1, "entry": 0, "blob": 0}
     assert any("for check 'j'" in w and "signature" in w for w in counts["warnings"])
+    # Loud in CI too: the refusal is a warning annotation on the run's page (stderr: --json).
+    warned = [line for line in second.last.stderr.splitlines() if line.startswith("::warning")]
+    assert any("for check 'j'" in line and "signature" in line for line in warned), warned
 
 
 def test_a_damaged_unsigned_entry_is_a_miss_counted_as_a_bad_entry(

@@ -280,9 +280,12 @@ def project_warnings(*, config: ConfigDoc, discovered: DiscoverDoc) -> list[str]
     return [*config_warning_lines(config=config), *(m for m in found if m is not None)]
 
 
-def annotate_problems(*, args: argparse.Namespace, problems: Sequence[Located], kind: str) -> None:
-    """`--annotations github`: the problems that stop the command, as workflow commands on
-    their files and lines (on stdout; on stderr with --json, whose stdout is one document)."""
+def annotate_problems(
+    *, args: argparse.Namespace, problems: Sequence[Located], kind: str, warn: bool = False
+) -> None:
+    """`--annotations github`: the problems that stop the command (`warn`: what it warns of),
+    as workflow commands on their files and lines (on stdout; on stderr with --json, whose
+    stdout is one document)."""
     if getattr(args, "annotations", None) != "github" or not problems:
         return
     from eval_banana.reporting.github import problem_annotations
@@ -291,6 +294,7 @@ def annotate_problems(*, args: argparse.Namespace, problems: Sequence[Located], 
         problems=problems,
         title=f"eval_banana {kind.replace('_', ' ')}",
         project_root=str(_project_root(args)),
+        level="warning" if warn else "error",
     )
     print("\n".join(lines), file=sys.stderr if getattr(args, "json", False) else sys.stdout)
 

@@ -17,7 +17,8 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["github"],
         help="Print one GitHub Actions ::error annotation per failed or errored check, or per "
         "problem that stops the run before it starts (the first ten, on their files and "
-        "lines); on stdout, on stderr with --json.",
+        "lines), and a ::warning per warning of the run (the first ten); on stdout, on stderr "
+        "with --json.",
     )
     parser.add_argument(
         "--result-out",

@@ -40,8 +40,9 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--annotations",
         choices=["github"],
-        help="Print one GitHub Actions ::error annotation per problem (the first ten), on its "
-        "file and line (on stdout; on stderr with --json).",
+        help="Print one GitHub Actions ::error annotation per problem and ::warning per "
+        "warning (the first ten of each), on its file and line (on stdout; on stderr with "
+        "--json).",
     )
     parser.add_argument("files", nargs="*", help=argparse.SUPPRESS)
 
@@ -95,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
             guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
         problems.extend(guarded.problems)
         warnings = [*guarded.warnings, *warnings, *_unmatched_inputs(config=config, plan=plan)]
+    common.annotate_problems(args=args, problems=warnings, kind="warning", warn=True)
     if args.json:
         if problems:  # without --json, the error raised below is annotated where it is caught
             kind = validate_stage.problems_error(problems, no_checks=plan.no_checks).kind

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from eval_banana.core import forked
 from eval_banana.core.errors import OutputDirError
 from eval_banana.core.record import Field, Record
-from eval_banana.reporting.github import annotations, append_step_summary
+from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
 from eval_banana.reporting.html import REPORT_HTML, write_html
 from eval_banana.settings.folders import junit_file
 
@@ -147,7 +147,7 @@ def write_extra_reports(
         extras.written.append(path)
     if extras.annotations == "github":
         stream = extras.annotation_stream if extras.annotation_stream is not None else sys.stdout
-        for line in annotations(report=report):
+        for line in [*annotations(report=report), *warning_annotations(report=report)]:
             print(line, file=stream)
         stream.flush()
     try:

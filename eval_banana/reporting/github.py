@@ -4,14 +4,17 @@ failed checks and for the problems that stop a run before it starts."""
 # No `from __future__ import annotations`: it would clash with the public `annotations()`.
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from eval_banana.core.errors import Located
+from eval_banana.core.errors import Located, Problem
 from eval_banana.reporting.common import check_relpath, is_control, relpath, status_label, summary
 from eval_banana.settings.folders import STEP_SUMMARY_ENV
 
-# GitHub shows at most ten error annotations of one step; the log above them has every problem.
+# GitHub shows at most ten error (and ten warning) annotations of one step; the log above
+# them has every problem.
 ANNOTATED_PROBLEMS = 10
+
+Level = Literal["error", "warning"]
 
 # GitHub rejects a step summary over 1 MiB (the whole step, not one write); stay well below.
 SUMMARY_LIMIT_BYTES = 900 * 1024
@@ -75,17 +78,45 @@ def annotations(*, report: dict[str, Any]) -> list[str]:
     ]
 
 
-def problem_annotations(*, problems: Sequence[Located], title: str, project_root: str) -> list[str]:
+def problem_annotations(
+    *, problems: Sequence[Located], title: str, project_root: str, level: Level = "error"
+) -> list[str]:
     """`::error` lines for the first problems that stop a run (a check file's bad field, a
     dataset's bad row, a config key), each on its file and line so that GitHub shows it
-    in the pull request's diff; a problem without a file is still annotated, on the run."""
+    in the pull request's diff; a problem without a file is still annotated, on the run.
+    `level` "warning": `::warning` lines, for what the run warned of."""
     return [
-        problem_annotation(problem=problem, title=title, project_root=project_root)
+        problem_annotation(problem=problem, title=title, project_root=project_root, level=level)
         for problem in problems[:ANNOTATED_PROBLEMS]
     ]
 
 
-def problem_annotation(*, problem: Located, title: str, project_root: str) -> str:
+def warning_annotations(*, report: dict[str, Any]) -> list[str]:
+    """`::warning` lines for the first warnings of a finished run (the shared cache failing or
+    refusing entries, a config key with no effect), so that they show on the run's page and
+    not only in its log."""
+    warnings = [
+        Problem(
+            message=str(item["message"]),
+            file=item.get("file"),
+            hint=item.get("hint"),
+            line=item.get("line"),
+            column=item.get("column"),
+        )
+        for item in report.get("warnings") or []
+        if isinstance(item, dict) and item.get("message")
+    ]
+    return problem_annotations(
+        problems=warnings,
+        title="eval_banana warning",
+        project_root=str(report.get("project_root", "")),
+        level="warning",
+    )
+
+
+def problem_annotation(
+    *, problem: Located, title: str, project_root: str, level: Level = "error"
+) -> str:
     properties = []
     if problem.file:
         properties.append(
@@ -97,4 +128,4 @@ def problem_annotation(*, problem: Located, title: str, project_root: str) -> st
                 properties.append(f"col={problem.column}")
     properties.append(f"title={escape_property(title)}")
     text = f"{problem.message}\nhint: {problem.hint}" if problem.hint else problem.message
-    return f"::error {','.join(properties)}::{escape_data(text)}"
+    return f"::{level} {','.join(properties)}::{escape_data(text)}"

@@ -15,6 +15,7 @@ from eval_banana.reporting.github import (
     escape_property,
     problem_annotation,
     problem_annotations,
+    warning_annotations,
 )
 from tests.reporting.conftest import Run, run_eb, write_project
 
@@ -223,3 +224,34 @@ def test_a_config_error_is_annotated_on_its_line_of_the_config_file(tmp_path: Pa
         "::error file=.eval-banana/config.toml,line=2,title=eval_banana config error::[core] "
         "max_parallel_checks must be a positive integer"
     )
+
+
+def test_eb_validate_annotates_its_warnings_as_warnings(tmp_path: Path) -> None:
+    """Two judges without calibration cases: a warning each, on its check file, and the
+    project still validates."""
+    project = write_project(tmp_path / "proj")
+    completed = run_eb("validate", "--cwd", str(project), "--annotations", "github")
+    assert completed.returncode == 0, completed.stderr
+    warned = sorted(line for line in completed.stdout.splitlines() if line.startswith("::"))
+    assert [line.split("::")[1] for line in warned] == [
+        f"warning file=eval_checks/judges/{name}.yaml,title=eval_banana warning"
+        for name in ("kind", "polite")
+    ]
+    assert all("has no calibration cases" in line for line in warned)
+
+
+def test_a_runs_warnings_are_annotated_as_warnings() -> None:
+    report = {
+        "project_root": "/repo",
+        "checks": [],
+        "warnings": [
+            {"message": "The shared cache s3://team/eb failed: timed out; checks ran as on a miss"},
+            {"message": "inputs: 'docs/*.md' matches no file", "file": "/repo/eval_checks/a.yaml"},
+        ],
+    }
+    assert warning_annotations(report=report) == [
+        "::warning title=eval_banana warning::The shared cache s3://team/eb failed: timed out; "
+        "checks ran as on a miss",
+        "::warning file=eval_checks/a.yaml,title=eval_banana warning::inputs: 'docs/*.md' "
+        "matches no file",
+    ]
