@@ -238,8 +238,9 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
     exit_code = _exit_code(run=run, entry=entry, score=score)
     if isinstance(exit_code, str):
         return exit_code
-    for name in ("report.json", JSON_LINE) if JSON_LINE in kept else ("report.json",):
-        if _run_passed_text(text=kept[name]) != (b"false", b"true")[exit_code == 0]:
+    passed = (b"false", b"true")[exit_code == 0]
+    for name in ("report.json", JSON_LINE):  # the JSON line is kept only for a run printing it
+        if name in kept and _run_passed_text(text=kept[name]) != passed:
             return f"has a {name} whose run_passed disagrees with its score"
 
     @functools.cache

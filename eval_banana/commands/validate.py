@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from eval_banana.commands import common
 
 if TYPE_CHECKING:
-    from eval_banana.core.errors import EvalBananaError, Problem
+    from eval_banana.core.errors import DefinitionError, EvalBananaError, Problem
     from eval_banana.models.stages import ConfigDoc, FieldProblem, PlanDoc, ProblemModel
 
 
@@ -98,14 +98,13 @@ def run(args: argparse.Namespace) -> int:
         warnings = [*guarded.warnings, *warnings, *_unmatched_inputs(config=config, plan=plan)]
     common.annotate_problems(args=args, problems=warnings, kind="warning", warn=True)
     if args.json:
-        if problems:  # without --json, the error raised below is annotated where it is caught
-            kind = validate_stage.problems_error(problems, no_checks=plan.no_checks).kind
-            common.annotate_problems(args=args, problems=problems, kind=kind)
+        error = (
+            validate_stage.problems_error(problems, no_checks=plan.no_checks) if problems else None
+        )
+        if error is not None:  # without --json, the error raised below is annotated where caught
+            common.annotate_problems(args=args, problems=problems, kind=error.kind)
         return _print_json(
-            checks=len(plan.checks),
-            problems=problems,
-            warnings=warnings,
-            no_checks=plan.no_checks,
+            checks=len(plan.checks), problems=problems, warnings=warnings, error=error
         )
     for warning in warnings:
         print(f"warning: {warning.message}", file=sys.stderr)
@@ -180,11 +179,9 @@ def _print_json(
     checks: int,
     problems: list[ProblemModel],
     warnings: list[ProblemModel],
-    no_checks: bool,
+    error: DefinitionError | None,
 ) -> int:
-    from eval_banana.stages import validate as validate_stage
-
-    error = validate_stage.problems_error(problems, no_checks=no_checks) if problems else None
+    """The one JSON object of `eb validate --json`; `error`: the one `problems` stand for."""
     kind = error.kind if error is not None else "definition_error"
     document = _document(
         checks=0 if problems else checks,

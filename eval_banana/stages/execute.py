@@ -119,8 +119,11 @@ def _start_ranks(
     Checks that all run in this process (assertions) keep plan order: one thread takes them one
     after another whatever their order, their times are milliseconds, and reading thirty
     records of 10,000 checks to order them cost such a run 0.8 s."""
-    in_process = all(checks[position].type in IN_PROCESS for position in to_start)
-    if config.settings.core.schedule == "plan" or len(to_start) < 2 or in_process:
+    if (
+        config.settings.core.schedule == "plan"
+        or len(to_start) < 2
+        or all(checks[position].type in IN_PROCESS for position in to_start)
+    ):
         return {position: turn for turn, position in enumerate(to_start)}
     from eval_banana.history.recent import start_order
 
