@@ -600,8 +600,8 @@ def test_a_setting_the_file_gets_wrong_is_told_at_its_line(
     assert (warning.field_path, warning.line) == ("core.llm_timeout_seconds", 3)
     write_config(tmp_path, "core.pass_threshold = 2\n")  # a dotted key at the top level
     assert config_error(tmp_path).line == 1
-    # A value from a flag is no line of the file.
-    write_config(tmp_path, "[core]\npass_threshold = 1\n")
+    # A value from a flag is no line of the file, even where the file sets the same key.
+    write_config(tmp_path, "[core]\nmax_parallel_checks = 2\n")
     assert config_error(tmp_path, cli={"core.max_parallel_checks": 0}).line is None
     write_config(tmp_path, '[core]\n\nmax_parallel_checks = "x"\n')
     validated = eb("validate", "--cwd", str(tmp_path), "--json")
