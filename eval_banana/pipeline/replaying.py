@@ -95,6 +95,7 @@ def replay(
         "has changed (docs/incremental.md#replaying-a-whole-run)."
     )
     extras = request.extras if request.extras is not None else ReportExtras()
+    extras.config = config
     html = run_dir / REPORT_HTML
     if replayed.html:
         _redraw_marks(history=marks.finish(), page=html, console=console)

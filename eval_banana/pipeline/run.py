@@ -118,6 +118,7 @@ def publish_report(
     built = report_stage.build_report(run_dir=run_dir, config=config, execute=execute, score=score)
     extras = extras if extras is not None else ReportExtras()
     extras.history_dir = history_folder(config=config)
+    extras.config = config
     extras.history = history
     html_job = (
         page if page is not None else start_html(extras=extras, report=built, run_dir=run_dir)

@@ -186,26 +186,11 @@ def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> 
 
 def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
     """The family `check` belongs to, as it expands now."""
-    from eval_banana.checks.definition import freeze_script, load_definition
-    from eval_banana.core.errors import DefinitionError
-    from eval_banana.datasets.expand import expand_family
-    from eval_banana.stages.validate import dataset_skipped
+    from eval_banana.stages.validate import family_now
 
-    source = Path(check.source_path)
-    try:
-        definition = load_definition(data=source.read_bytes(), path=source)
-    except (OSError, DefinitionError):
+    expansion = family_now(source_path=check.source_path, config=config)
+    if expansion is None:
         return _FamilyNow(digests={}, family_digest=None, unskipped=())
-    script_path = definition.get("script_path")
-    frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
-    expansion = expand_family(
-        definition=definition,
-        check_file=check.source_path,
-        project_root=Path(config.project_root),
-        max_cases=config.settings.core.max_cases,
-        script=frozen.data if frozen is not None else None,
-        skipped=dataset_skipped(config=config),
-    )
     return _FamilyNow(
         digests={case.case_id: case.digest for case in expansion.cases},
         family_digest=expansion.family_digest,

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from eval_banana.core import forked
-from eval_banana.core.errors import OutputDirError
+from eval_banana.core.errors import OutputDirError, Problem
 from eval_banana.core.record import Field, Record
+from eval_banana.models.stages import ConfigDoc
 from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
 from eval_banana.reporting.html import REPORT_HTML, write_html
 from eval_banana.settings.folders import junit_file
@@ -47,6 +48,9 @@ class ReportExtras(Record):
     # Its records for those marks when read already (None: the page reads them).
     history: Mapping[str, Any] | None = None
     written: list[Path] = Field(default_factory=list)
+    # The run's settings, to find the failed cases' dataset rows for annotations (None: the
+    # cases are annotated on their check files).
+    config: ConfigDoc | None = None
 
 
 # Below this many checks report.html renders in a few hundredths of a second: not worth a fork.
@@ -109,6 +113,18 @@ def _finish_html(
         html.finish_or_redo(redo=render)
 
 
+def _case_places(*, report: dict[str, Any], extras: ReportExtras) -> dict[str, Problem]:
+    """Where the failed cases' rows are, when the run's settings are known and a case failed."""
+    checks = report.get("checks") or []
+    if extras.config is None or not any(
+        check.get("family") and check.get("status") in ("failed", "error") for check in checks
+    ):
+        return {}
+    from eval_banana.reporting.caseplaces import case_places
+
+    return case_places(checks=checks, config=extras.config)
+
+
 def junit_path(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
     return junit_file(setting=setting, project_root=project_root)
@@ -147,7 +163,11 @@ def write_extra_reports(
         extras.written.append(path)
     if extras.annotations == "github":
         stream = extras.annotation_stream if extras.annotation_stream is not None else sys.stdout
-        for line in [*annotations(report=report), *warning_annotations(report=report)]:
+        places = _case_places(report=report, extras=extras)
+        for line in [
+            *annotations(report=report, places=places),
+            *warning_annotations(report=report),
+        ]:
             print(line, file=stream)
         stream.flush()
     try:

@@ -61,18 +61,34 @@ def _message(*, check: dict[str, Any]) -> str:
     return text or f"check {check.get('status')}"
 
 
-def annotation(*, check: dict[str, Any], project_root: str) -> str:
-    """One `::error` workflow command for a failed or errored check."""
-    file = escape_property(check_relpath(check=check, project_root=project_root))
+def annotation(*, check: dict[str, Any], project_root: str, place: Located | None = None) -> str:
+    """One `::error` workflow command for a failed or errored check: on its check file, or on
+    `place` (a case's dataset row) when given."""
+    properties = []
+    if place is not None and place.file:
+        properties.append(
+            f"file={escape_property(relpath(path=place.file, project_root=project_root))}"
+        )
+        if place.line is not None:
+            properties.append(f"line={place.line}")
+    else:
+        properties.append(
+            f"file={escape_property(check_relpath(check=check, project_root=project_root))}"
+        )
     title = escape_property(f"{check.get('check_id', '')} {status_label(check=check)}")
-    return f"::error file={file},title={title}::{escape_data(_message(check=check))}"
+    properties.append(f"title={title}")
+    return f"::error {','.join(properties)}::{escape_data(_message(check=check))}"
 
 
-def annotations(*, report: dict[str, Any]) -> list[str]:
-    """`::error` lines for every failed or errored check, in report order."""
+def annotations(
+    *, report: dict[str, Any], places: Mapping[str, Located] | None = None
+) -> list[str]:
+    """`::error` lines for every failed or errored check, in report order; `places`: check id
+    -> where a case's row is (`caseplaces`), to annotate the row rather than the family's file."""
     root = str(report.get("project_root", ""))
+    places = places or {}
     return [
-        annotation(check=check, project_root=root)
+        annotation(check=check, project_root=root, place=places.get(str(check.get("check_id"))))
         for check in report.get("checks", [])
         if check.get("status") in ("failed", "error")
     ]

@@ -12,6 +12,7 @@ from eval_banana.checks.definition import (
     FrozenScript,
     definition_digest,
     freeze_script,
+    load_definition,
     validate_mapping,
 )
 from eval_banana.checks.loading import (
@@ -33,7 +34,13 @@ from eval_banana.core.errors import DefinitionError, NoChecksError, problem_of
 from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
-from eval_banana.datasets.expand import ExpandedCase, case_digests_from, expand_family, is_family
+from eval_banana.datasets.expand import (
+    ExpandedCase,
+    Expansion,
+    case_digests_from,
+    expand_family,
+    is_family,
+)
 from eval_banana.datasets.problems import family_field, filled_in_problem
 from eval_banana.datasets.sources import Skipped
 from eval_banana.models.config import Shard
@@ -271,6 +278,26 @@ def dataset_skipped(*, config: ConfigDoc) -> Skipped:
     return Skipped(
         names=frozenset(config.settings.discovery.exclude_dirs),
         folders=own_folders_below(config=config),
+    )
+
+
+def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
+    """The family defined in `source_path` as it expands now (its file, script and dataset as
+    they are on disk), or None when the file cannot be read or is no valid check file."""
+    source = Path(source_path)
+    try:
+        definition = load_definition(data=source.read_bytes(), path=source)
+    except (OSError, DefinitionError):
+        return None
+    script_path = definition.get("script_path")
+    frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
+    return expand_family(
+        definition=definition,
+        check_file=source_path,
+        project_root=Path(config.project_root),
+        max_cases=config.settings.core.max_cases,
+        script=frozen.data if frozen is not None else None,
+        skipped=dataset_skipped(config=config),
     )
 
 

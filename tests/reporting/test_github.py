@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from eval_banana.core.errors import Problem
@@ -254,4 +255,108 @@ def test_a_runs_warnings_are_annotated_as_warnings() -> None:
         "checks ran as on a miss",
         "::warning file=eval_checks/a.yaml,title=eval_banana warning::inputs: 'docs/*.md' "
         "matches no file",
+    ]
+
+
+# -- a failed case is annotated on its dataset row ----------------------------------------------
+
+_GRADED_FAMILY = """\
+schema_version: 1
+id: qa
+type: deterministic
+description: "case {{ case.id }}"
+cases_from: data/qa.jsonl
+script: |
+  import json, sys
+  ctx = json.load(open(sys.argv[1]))
+  sys.exit(0 if ctx["case"]["ok"] == "yes" else 1)
+"""
+
+_INLINE_FAMILY = """\
+schema_version: 1
+id: inline
+type: deterministic
+description: "case {{ case.id }}"
+cases:
+  - {id: fine, ok: "yes"}
+  - id: broken
+    ok: "no"
+script: |
+  import json, sys
+  ctx = json.load(open(sys.argv[1]))
+  sys.exit(0 if ctx["case"]["ok"] == "yes" else 1)
+"""
+
+
+def _row(case_id: str, ok: str) -> str:
+    return json.dumps({"id": case_id, "ok": ok}) + "\n"
+
+
+def _case_annotations(completed: subprocess.CompletedProcess[str]) -> list[str]:
+    # With --json the annotations go to stderr.
+    lines = (completed.stdout + "\n" + completed.stderr).splitlines()
+    return sorted(line for line in lines if line.startswith("::error"))
+
+
+def test_a_failed_case_is_annotated_on_its_dataset_row_even_after_rows_move(
+    tmp_path: Path,
+) -> None:
+    project = write_project(
+        tmp_path / "proj",
+        checks={"eval_checks/qa.yaml": _GRADED_FAMILY, "eval_checks/inline.yaml": _INLINE_FAMILY},
+    )
+    with (project / ".eval-banana" / "config.toml").open("a") as config:
+        config.write('\n[cache]\nmode = "on"\n')
+    (project / "data").mkdir()
+    dataset = project / "data" / "qa.jsonl"
+    dataset.write_text(_row("a", "yes") + _row("b", "no") + _row("c", "yes") + _row("d", "no"))
+    first = run_eb("run", "--cwd", str(project), "--annotations", "github", cwd=tmp_path)
+    assert first.returncode == 1, first.stderr
+    assert _case_annotations(first) == [
+        "::error file=data/qa.jsonl,line=2,title=qa[b] failed::exit code 1",
+        "::error file=data/qa.jsonl,line=4,title=qa[d] failed::exit code 1",
+        "::error file=eval_checks/inline.yaml,line=7,title=inline[broken] failed::exit code 1",
+    ]
+    # The same commit again: from the verdict cache, then as a whole-run replay; the
+    # annotations stay on the rows.
+    cached = run_eb("run", "--cwd", str(project), "--annotations", "github", cwd=tmp_path)
+    assert _case_annotations(cached) == [
+        line.replace(" failed::", " failed (cached)::") for line in _case_annotations(first)
+    ]
+    again = run_eb("run", "--cwd", str(project), "--annotations", "github", cwd=tmp_path)
+    assert "Replayed run" in again.stdout + again.stderr
+    assert _case_annotations(again) == _case_annotations(cached)
+    # Two rows added above: every verdict is reused, and the annotations follow the rows.
+    dataset.write_text(_row("new1", "yes") + _row("new2", "yes") + dataset.read_text())
+    moved = run_eb("run", "--cwd", str(project), "--annotations", "github", "--json", cwd=tmp_path)
+    assert moved.returncode == 1, moved.stderr
+    hits = {
+        check["check_id"]
+        for check in json.loads(moved.stdout)["checks"]
+        if check["details"]["cache"]["hit"]
+    }
+    # (The inline family reads the whole project, which the dataset is part of.)
+    assert hits == {"qa[a]", "qa[b]", "qa[c]", "qa[d]"}
+    assert [line.split(",title")[0] for line in _case_annotations(moved)] == [
+        "::error file=data/qa.jsonl,line=4",
+        "::error file=data/qa.jsonl,line=6",
+        "::error file=eval_checks/inline.yaml,line=7",
+    ]
+
+
+def test_a_case_whose_row_changed_since_it_ran_is_annotated_on_its_check_file() -> None:
+    report = {
+        "project_root": "/p",
+        "checks": [
+            {
+                "check_id": "qa[b]",
+                "family": "qa",
+                "source_path": "/p/eval_checks/qa.yaml",
+                "status": "failed",
+                "reason": "wrong",
+            }
+        ],
+    }
+    assert annotations(report=report, places={}) == [
+        "::error file=eval_checks/qa.yaml,title=qa[b] failed::wrong"
     ]
