@@ -994,6 +994,38 @@ def test_validate_reports_unreadable_lines_with_the_other_rows_problems(
     ]
 
 
+def test_a_bad_check_file_does_not_hide_its_datasets_bad_rows(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # The file's own problem and every bad row in one pass: fixing the file must not reveal a
+    # second list. A valid family over the same dataset does not make its rows told twice.
+    broken = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
+        "id: fam\n", "id: fam\ntimeout_seconds: 5\n"
+    )
+    sibling = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
+        "id: fam\n", "id: twin\n"
+    )
+    rows = '{"id": "a", "name": "a", "ok": "yes"}\n[1]\nnot json\n{"id": "a", "name": "b"}\n'
+    root = project({"eval_checks/fam.yaml": broken, "data/rows.jsonl": rows}, config=CONFIG)
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    errors = json.loads(validated.stdout)["errors"]
+    assert [(Path(e["file"]).name, e["line"]) for e in errors] == [
+        ("fam.yaml", 3),  # timeout_seconds: no key of a check
+        ("rows.jsonl", 2),  # not a mapping
+        ("rows.jsonl", 3),  # not JSON
+        ("rows.jsonl", 4),  # duplicate id a
+    ]
+    (root / "eval_checks" / "twin.yaml").write_text(sibling)
+    twice = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert [(Path(e["file"]).name, e["line"]) for e in twice] == [
+        ("fam.yaml", 3),
+        ("rows.jsonl", 2),
+        ("rows.jsonl", 3),
+        ("rows.jsonl", 4),
+    ]
+
+
 def test_a_typo_in_the_familys_text_is_one_error_not_one_per_row(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

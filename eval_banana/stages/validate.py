@@ -13,6 +13,7 @@ from eval_banana.checks.definition import (
     definition_digest,
     freeze_script,
     load_definition,
+    parse_yaml_mapping,
     validate_mapping,
 )
 from eval_banana.checks.loading import (
@@ -301,6 +302,50 @@ def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
     )
 
 
+def _rows_of_broken_families(
+    *,
+    problems: list[ProblemModel],
+    loaded: list[Loaded],
+    config: ConfigDoc,
+    read: Callable[[str], bytes],
+) -> list[ProblemModel]:
+    """The bad rows of the `cases_from` datasets of check files that have problems of their
+    own: one `eb validate` lists them together, so fixing the file does not reveal a second
+    list. Only what a row is can be told without a valid family (a line that is not JSON, a
+    row that is no mapping, a bad or duplicate id, `case_schema`), not what the family's text
+    would make of it."""
+    good = {item.path for item in loaded}
+    broken = list(dict.fromkeys(p.file for p in problems if p.file and p.file not in good))
+    found: list[ProblemModel] = []
+    for path in broken:
+        try:
+            document = parse_yaml_mapping(data=read(path), path=path)
+        except (OSError, DefinitionError):
+            continue
+        pattern = document.get("cases_from")
+        if not isinstance(pattern, str) or not pattern.strip():
+            continue
+        given = document.get("id")
+        schema = document.get("case_schema")
+        rows_only: dict[str, Any] = {
+            "id": given if isinstance(given, str) and given.strip() else Path(path).stem,
+            "type": "deterministic",
+            "description": "",
+            "cases_from": pattern,
+        }
+        if isinstance(schema, dict):
+            rows_only["case_schema"] = schema
+        expansion = expand_family(
+            definition=rows_only,
+            check_file=path,
+            project_root=Path(config.project_root),
+            max_cases=config.settings.core.max_cases,
+            skipped=dataset_skipped(config=config),
+        )
+        found.extend(problem_model(problem) for problem in expansion.problems)
+    return found
+
+
 def _expand(
     *, loaded: list[Loaded], config: ConfigDoc
 ) -> tuple[list[Unit], list[ProblemModel], dict[str, FrozenScript | None]]:
@@ -454,6 +499,15 @@ def validate(
     errors.extend(problems)
     units, expand_problems, frozen_by_path = _expand(loaded=loaded, config=config)
     errors.extend(expand_problems)
+    if not selection.check_ids:
+        told = {(p.file, p.line, p.message) for p in expand_problems}
+        errors.extend(
+            problem
+            for problem in _rows_of_broken_families(
+                problems=problems, loaded=loaded, config=config, read=reader_over(contents)
+            )
+            if (problem.file, problem.line, problem.message) not in told  # a dataset two share
+        )
     family_sizes = _family_sizes(units=units)
     if selection.check_ids:
         every_case = units
