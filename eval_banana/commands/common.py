@@ -270,14 +270,24 @@ def stop_on_signals(cancel: threading.Event) -> Iterator[None]:
 def project_warnings(*, config: ConfigDoc, discovered: DiscoverDoc) -> list[str]:
     """`eb list` / `validate` / `run`: no project found above the folder, nested projects, and
     what the config stage found (a legacy key, a shared cache that is never asked)."""
-    from eval_banana.stages.config import config_warning_lines, outside_project_warning
+    from eval_banana.stages.config import config_warning_lines
+
+    return [
+        *config_warning_lines(config=config),
+        *place_warnings(config=config, discovered=discovered),
+    ]
+
+
+def place_warnings(*, config: ConfigDoc, discovered: DiscoverDoc) -> list[str]:
+    """Where the project was found: no config file above the folder, projects nested in it."""
+    from eval_banana.stages.config import outside_project_warning
     from eval_banana.stages.discover import nested_projects_warning
 
     found = (
         outside_project_warning(config=config),
         nested_projects_warning(config=config, discovered=discovered),
     )
-    return [*config_warning_lines(config=config), *(m for m in found if m is not None)]
+    return [message for message in found if message is not None]
 
 
 def annotate_problems(

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.stages import discover as discover_stage
     from eval_banana.stages import guard as guard_stage
     from eval_banana.stages import validate as validate_stage
-    from eval_banana.stages.config import write_config_stage
+    from eval_banana.stages.config import config_warning_lines, write_config_stage
 
     config = load_config(request=common.request(args), run_id=new_run_id())
     run_dir = Path(args.run_dir).resolve() if args.run_dir else None
@@ -75,10 +75,14 @@ def run(args: argparse.Namespace) -> int:
     problems = list(plan.errors)
     if args.allow_empty and plan.no_checks:
         problems = []
-    warnings = [
+    # The config file's warnings as the console says them (message and fix in one line); the
+    # annotations take them as they are, on their file and line.
+    shown_config = [ProblemModel(message=line) for line in config_warning_lines(config=config)]
+    guarded_warnings: list[ProblemModel] = []
+    rest = [
         *(
             ProblemModel(message=message)
-            for message in common.project_warnings(config=config, discovered=discovered)
+            for message in common.place_warnings(config=config, discovered=discovered)
         ),
         *plan.warnings,
     ]
@@ -95,8 +99,12 @@ def run(args: argparse.Namespace) -> int:
         if run_dir is not None:
             guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
         problems.extend(guarded.problems)
-        warnings = [*guarded.warnings, *warnings, *_unmatched_inputs(config=config, plan=plan)]
-    common.annotate_problems(args=args, problems=warnings, kind="warning", warn=True)
+        guarded_warnings = list(guarded.warnings)
+        rest.extend(_unmatched_inputs(config=config, plan=plan))
+    warnings = [*guarded_warnings, *shown_config, *rest]
+    common.annotate_problems(
+        args=args, problems=[*guarded_warnings, *config.warnings, *rest], kind="warning", warn=True
+    )
     if args.json:
         error = (
             validate_stage.problems_error(problems, no_checks=plan.no_checks) if problems else None

@@ -166,7 +166,10 @@ def write_extra_reports(
         places = _case_places(report=report, extras=extras)
         for line in [
             *annotations(report=report, places=places),
-            *warning_annotations(report=report),
+            *warning_annotations(
+                report=report,
+                before=extras.config.warnings if extras.config is not None else (),
+            ),
         ]:
             print(line, file=stream)
         stream.flush()

@@ -107,11 +107,13 @@ def problem_annotations(
     ]
 
 
-def warning_annotations(*, report: dict[str, Any]) -> list[str]:
+def warning_annotations(*, report: dict[str, Any], before: Sequence[Located] = ()) -> list[str]:
     """`::warning` lines for the first warnings of a finished run (the shared cache failing or
-    refusing entries, a config key with no effect), so that they show on the run's page and
-    not only in its log."""
-    warnings = [
+    refusing entries, an `inputs:` pattern matching nothing), so that they show on the run's
+    page and not only in its log; `before`: warnings told ahead of them (the config file's, a
+    key with no effect, which report.json does not list)."""
+    warnings: list[Located] = list(before)
+    warnings.extend(
         Problem(
             message=str(item["message"]),
             file=item.get("file"),
@@ -121,7 +123,7 @@ def warning_annotations(*, report: dict[str, Any]) -> list[str]:
         )
         for item in report.get("warnings") or []
         if isinstance(item, dict) and item.get("message")
-    ]
+    )
     return problem_annotations(
         problems=warnings,
         title="eval_banana warning",

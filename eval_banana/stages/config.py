@@ -181,7 +181,8 @@ def _check_structure(*, table: dict[str, Any], path: Path) -> list[ProblemModel]
                     f"{path}: {'it has' if len(legacy) == 1 else 'they have'} no effect",
                     file=str(path),
                     field_path=f"core.{legacy[0]}",
-                    hint="delete them; deterministic checks are limited by "
+                    hint=f"delete {'it' if len(legacy) == 1 else 'them'}; deterministic checks "
+                    "are limited by "
                     "core.check_timeout_seconds, judges by harness.timeout_seconds",
                 )
             )

@@ -241,6 +241,22 @@ def test_eb_validate_annotates_its_warnings_as_warnings(tmp_path: Path) -> None:
     assert all("has no calibration cases" in line for line in warned)
 
 
+def test_a_config_keys_warning_is_annotated_on_its_line_by_validate_and_run(
+    tmp_path: Path,
+) -> None:
+    project = write_project(tmp_path / "proj", checks={"eval_checks/fail.yaml": _FAIL})
+    config = project / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace("[core]\n", "[core]\nllm_timeout_seconds = 5\n"))
+    expected = "::warning file=.eval-banana/config.toml,line=2,title=eval_banana warning::Ignored"
+    for command in ("validate", "run"):
+        completed = run_eb(command, "--cwd", str(project), "--annotations", "github")
+        warned = [line for line in completed.stdout.splitlines() if line.startswith("::warning")]
+        assert [line[: len(expected)] for line in warned] == [expected], completed.stdout
+        assert "hint: delete it;" in warned[0]
+        # The console still says it in one line, with its fix.
+        assert "Ignored legacy key core.llm_timeout_seconds" in completed.stderr
+
+
 def test_a_runs_warnings_are_annotated_as_warnings() -> None:
     report = {
         "project_root": "/repo",
