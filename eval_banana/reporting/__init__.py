@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from eval_banana.core import forked
-from eval_banana.core.errors import OutputDirError, Problem
+from eval_banana.core.errors import EvalBananaError, OutputDirError, Problem
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
@@ -122,7 +122,10 @@ def _case_places(*, report: dict[str, Any], extras: ReportExtras) -> dict[str, P
         return {}
     from eval_banana.reporting.caseplaces import case_places
 
-    return case_places(checks=checks, config=extras.config)
+    try:
+        return case_places(checks=checks, config=extras.config)
+    except (OSError, EvalBananaError):
+        return {}  # a dataset that cannot be read again: the cases go on their check files
 
 
 def junit_path(*, setting: str, project_root: Path) -> Path:
