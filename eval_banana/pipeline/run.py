@@ -144,6 +144,7 @@ def publish_report(
         report=report.report,
         report_path=report.report_json,
         html_path=html if html in written else None,
+        places=extras.places,
     )
     return report
 

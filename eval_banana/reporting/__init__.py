@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from eval_banana.core import forked
-from eval_banana.core.errors import EvalBananaError, OutputDirError, Problem
+from eval_banana.core.errors import OutputDirError, Problem
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
@@ -51,6 +51,8 @@ class ReportExtras(Record):
     # The run's settings, to find the failed cases' dataset rows for annotations (None: the
     # cases are annotated on their check files).
     config: ConfigDoc | None = None
+    # Filled in by write_extra_reports: check id -> where a failed case's row is.
+    places: dict[str, Problem] | None = None
 
 
 # Below this many checks report.html renders in a few hundredths of a second: not worth a fork.
@@ -113,21 +115,6 @@ def _finish_html(
         html.finish_or_redo(redo=render)
 
 
-def _case_places(*, report: dict[str, Any], extras: ReportExtras) -> dict[str, Problem]:
-    """Where the failed cases' rows are, when the run's settings are known and a case failed."""
-    checks = report.get("checks") or []
-    if extras.config is None or not any(
-        check.get("family") and check.get("status") in ("failed", "error") for check in checks
-    ):
-        return {}
-    from eval_banana.reporting.caseplaces import case_places
-
-    try:
-        return case_places(checks=checks, config=extras.config)
-    except (OSError, EvalBananaError):
-        return {}  # a dataset that cannot be read again: the cases go on their check files
-
-
 def junit_path(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
     return junit_file(setting=setting, project_root=project_root)
@@ -146,6 +133,10 @@ def write_extra_reports(
     GitHub outputs asked for; return `extras`."""
     extras = extras if extras is not None else ReportExtras()
     extras.report, extras.report_md = report, report_md
+    if extras.config is not None and extras.places is None:
+        from eval_banana.reporting.caseplaces import failed_case_places
+
+        extras.places = failed_case_places(report=report, config=extras.config)
     project_root = Path(str(report.get("project_root") or run_dir))
     targets: list[tuple[str, Path]] = []
     if extras.html:
@@ -166,9 +157,8 @@ def write_extra_reports(
         extras.written.append(path)
     if extras.annotations == "github":
         stream = extras.annotation_stream if extras.annotation_stream is not None else sys.stdout
-        places = _case_places(report=report, extras=extras)
         for line in [
-            *annotations(report=report, places=places),
+            *annotations(report=report, places=extras.places),
             *warning_annotations(
                 report=report,
                 before=extras.config.warnings if extras.config is not None else (),

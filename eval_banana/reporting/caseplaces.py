@@ -15,16 +15,30 @@ from typing import Any
 import yaml
 
 from eval_banana.checks.yamlpos import compose, locate
-from eval_banana.core.errors import Problem
+from eval_banana.core.errors import EvalBananaError, Problem
 from eval_banana.datasets.rows import Row, row_line
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.stages.validate import family_now
 
 _MARKED = ("failed", "error")
 
 
+def failed_case_places(*, report: Mapping[str, Any], config: ConfigDoc) -> dict[str, Problem]:
+    """Where the failed and errored cases' rows are ({} when no case failed): the console's
+    recap and the annotations point at them. A dataset that cannot be read again leaves its
+    cases on their check files."""
+    checks = report.get("checks") or []
+    if not any(check.get("family") and check.get("status") in _MARKED for check in checks):
+        return {}
+    try:
+        return case_places(checks=checks, config=config)
+    except (OSError, EvalBananaError):
+        return {}
+
+
 def case_places(*, checks: Iterable[Mapping[str, Any]], config: ConfigDoc) -> dict[str, Problem]:
     """Check id -> the file and line of the row each failed or errored case was judged on."""
+    from eval_banana.stages.validate import family_now  # what a replayed run does not load
+
     wanted: dict[str, dict[str, object]] = {}  # check file -> {case check id: its digest}
     for check in checks:
         if check.get("family") and check.get("status") in _MARKED:

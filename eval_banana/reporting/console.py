@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from eval_banana.core.caseid import family_of
+from eval_banana.core.errors import Located
 from eval_banana.core.words import plural
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
@@ -73,12 +74,16 @@ def _rich(stream: TextIO) -> RichConsole:
 
 
 def summary_lines(
-    *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
+    *,
+    report: dict[str, Any],
+    report_path: Path,
+    html_path: Path | None = None,
+    places: Mapping[str, Located] | None = None,
 ) -> list[str]:
     """The summary eval-banana prints: four labels, `Report:` (our addition), one line per check.
 
     The `Report:` line starts with report.json's path and names report.html when one was
-    written, the page a person opens.
+    written, the page a person opens. `places`: where failed cases' rows are, for the recap.
     """
     html = f" (HTML: {html_path})" if html_path is not None else ""
     lines = [
@@ -114,7 +119,7 @@ def summary_lines(
     # Skipped checks come last: they were selected but never ran (`skip:` in their file).
     lines.extend(_skipped_lines(skipped=report.get("skipped") or []))
     # The screen ends on what matters: what failed, then the counts (as pytest ends).
-    recap = recap_lines(report=report)
+    recap = recap_lines(report=report, places=places)
     if recap:
         lines.extend(["", *recap])
     lines.append(closing_line(report=report))
@@ -232,9 +237,12 @@ def print_summary(
     report_path: Path,
     stream: TextIO | None = None,
     html_path: Path | None = None,
+    places: Mapping[str, Located] | None = None,
 ) -> None:
     """Print the summary on stdout; plain text when stdout is not a terminal."""
-    lines = summary_lines(report=report, report_path=report_path, html_path=html_path)
+    lines = summary_lines(
+        report=report, report_path=report_path, html_path=html_path, places=places
+    )
     _write_lines(lines=lines, stream=stream)
 
 
@@ -319,11 +327,20 @@ class Console:
             self.stderr.flush()
 
     def summary(
-        self, *, report: dict[str, Any], report_path: Path, html_path: Path | None = None
+        self,
+        *,
+        report: dict[str, Any],
+        report_path: Path,
+        html_path: Path | None = None,
+        places: Mapping[str, Located] | None = None,
     ) -> None:
         if not self.quiet:
             print_summary(
-                report=report, report_path=report_path, stream=self.stdout, html_path=html_path
+                report=report,
+                report_path=report_path,
+                stream=self.stdout,
+                html_path=html_path,
+                places=places,
             )
 
 

@@ -4,10 +4,12 @@ as one line, a recap of the failed and errored checks, and one closing line of c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from eval_banana.core.errors import Located
 from eval_banana.core.words import plural
-from eval_banana.reporting.common import Check, check_relpath, is_not_run, summary
+from eval_banana.reporting.common import Check, check_relpath, is_not_run, relpath, summary
 
 RECAP_TITLE = "Failed and errored checks:"
 # Ids named on the not-run line before `and N more`: a stopped run of thousands stays one line.
@@ -62,9 +64,14 @@ def not_run_line(*, report: dict[str, Any]) -> str | None:
     return f"- not run: {plural(count=len(ids), noun='check')} ({shown}) - {why}"
 
 
-def recap_lines(*, report: dict[str, Any]) -> list[str]:
-    """`FAILED <id> - <reason> (<check file>)` per failed check, then `ERROR ...`; [] if none."""
+def recap_lines(
+    *, report: dict[str, Any], places: Mapping[str, Located] | None = None
+) -> list[str]:
+    """`FAILED <id> - <reason> (<check file>)` per failed check, then `ERROR ...`; [] if none.
+    A case found in `places` names its row instead: `(data/qa.jsonl:31)`, as an editor or a
+    terminal opens it."""
     root = str(report.get("project_root") or "")
+    places = places or {}
     lines: list[str] = []
     for status, word in (("failed", "FAILED"), ("error", "ERROR")):
         for check in report["checks"]:
@@ -73,7 +80,11 @@ def recap_lines(*, report: dict[str, Any]) -> list[str]:
             text = summary(check=check)
             reason = f" - {' '.join(text.split())}" if text else ""
             source = ""
-            if check.get("source_path"):
+            place = places.get(str(check["check_id"]))
+            if place is not None and place.file:
+                where = relpath(path=place.file, project_root=root)
+                source = f" ({where}:{place.line})" if place.line is not None else f" ({where})"
+            elif check.get("source_path"):
                 source = f" ({check_relpath(check=check, project_root=root)})"
             lines.append(f"{word} {check['check_id']}{reason}{source}")
     return [RECAP_TITLE, *lines] if lines else []

@@ -333,6 +333,9 @@ def test_a_failed_case_is_annotated_on_its_dataset_row_even_after_rows_move(
         "::error file=data/qa.jsonl,line=4,title=qa[d] failed::exit code 1",
         "::error file=eval_checks/inline.yaml,line=7,title=inline[broken] failed::exit code 1",
     ]
+    # The console's recap names the rows too, as an editor opens them.
+    assert "FAILED qa[b] - exit code 1 (data/qa.jsonl:2)" in first.stdout
+    assert "FAILED inline[broken] - exit code 1 (eval_checks/inline.yaml:7)" in first.stdout
     # The same commit again: from the verdict cache, then as a whole-run replay; the
     # annotations stay on the rows.
     cached = run_eb("run", "--cwd", str(project), "--annotations", "github", cwd=tmp_path)
@@ -342,6 +345,7 @@ def test_a_failed_case_is_annotated_on_its_dataset_row_even_after_rows_move(
     again = run_eb("run", "--cwd", str(project), "--annotations", "github", cwd=tmp_path)
     assert "Replayed run" in again.stdout + again.stderr
     assert _case_annotations(again) == _case_annotations(cached)
+    assert "FAILED qa[d] - exit code 1 (data/qa.jsonl:4)" in again.stdout
     # Two rows added above: every verdict is reused, and the annotations follow the rows.
     dataset.write_text(_row("new1", "yes") + _row("new2", "yes") + dataset.read_text())
     moved = run_eb("run", "--cwd", str(project), "--annotations", "github", "--json", cwd=tmp_path)
