@@ -329,6 +329,21 @@ def test_a_killed_server_makes_the_checks_run_and_the_report_names_the_error(
     assert any("failed" in w and "ran as on a miss" in w for w in counts["warnings"])
 
 
+def test_a_remote_that_refuses_every_write_says_the_verdicts_stay_local(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # A "folder" that is a file, under --cache refresh (nothing is looked up): every write fails.
+    (first, _) = runners(tmp_path=tmp_path, eb=eb)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    counts, started = run(first, str(blocked), "--cache", "refresh")
+    assert started == 3 and counts["remote_writes"] == 0 and counts["remote_errors"] >= 1
+    (warning,) = [w for w in counts["warnings"] if "failed" in w]
+    assert "those verdicts are stored in the local cache only" in warning
+    assert "ran as on a miss" not in warning
+    assert first.root.joinpath(".eval-banana", "cache", "entries").is_dir()
+
+
 def test_read_only_never_writes(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -300,14 +300,22 @@ class RemoteTier:
                 )
         self._refusals = []
 
-    def _say_errors(self) -> None:
+    def _say_errors(self, *, since: int = 0, storing: bool = False) -> None:
+        """The requests that failed after the `since`th failure, and what that cost: checks
+        that ran as on a miss (looking up), or verdicts kept in the local tier only (storing)."""
         tally = self.remote.tally()
-        if tally.errors:
+        failed = tally.errors - since
+        if failed > 0:
             stop = "; it was not asked again in this run" if tally.tripped else ""
+            cost = (
+                "those verdicts are stored in the local cache only"
+                if storing
+                else "those checks ran as on a miss"
+            )
             self._warn(
                 f"The shared cache {self.remote.url} failed "
-                f"{plural(count=tally.errors, noun='request')}{stop}; "
-                f"those checks ran as on a miss (first error: {tally.first_error})",
+                f"{plural(count=failed, noun='request')}{stop}; "
+                f"{cost} (first error: {tally.first_error})",
                 None,
             )
 
@@ -327,8 +335,7 @@ class RemoteTier:
         chosen = [(key, document) for key, document in queued if keep(key)]
         errors_before = self.remote.tally().errors
         self.remote.each(work=lambda item: self._put(key=item[0], document=item[1]), items=chosen)
-        if self.remote.tally().errors > errors_before:
-            self._say_errors()
+        self._say_errors(since=errors_before, storing=True)
 
     def _put(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
         """Store one verdict remotely: "stored", "unusable" (a local file of it went), or
