@@ -34,9 +34,11 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 # Config fields that differ from run to run without changing any other file of the run.
 # `outputs` too: where the run writes its JUnit file or result document beside the folder.
 _RUN_OWN_FIELDS = ("run_id", "created_at", "run_created_at", "inputs", "outputs")
-# The history settings too: the history folder is no input of any run (docs/history.md).
+# The history settings too: the history folder is no input of any run (docs/history.md); and
+# how many earlier run folders are kept, which changes no file of this one.
 _UNSHOWN_SETTINGS = (
     "core.output_dir",
+    "core.keep_runs",
     "cache.mode",
     "history.mode",
     "history.dir",

@@ -55,6 +55,13 @@ class CoreSettings(_Section):
         description="Stop launching checks once this many have failed or errored; the rest "
         "are recorded as not run and the run does not pass. 0 means never stop.",
     )
+    keep_runs: int = Field(
+        default=0,
+        ge=0,
+        description="How many run folders to keep under output_dir: after a run or merge, the "
+        "oldest finished ones beyond this many are deleted (the new one is always kept, and a "
+        "folder without report.json, a run still going, is never touched). 0 keeps every one.",
+    )
     max_cases: int = Field(
         default=100_000,
         ge=1,

@@ -32,7 +32,7 @@ from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.runners.faults import FaultLog
 from eval_banana.runners.results import STOP_REASON_TEXT
-from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir
+from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir, prune_runs
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages.config import (
     config_warning_lines,
@@ -166,7 +166,7 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     probe = _git_probe(config=config)
     try:
         with _state_read_ahead(config=config):
-            return _stages(
+            outcome = _stages(
                 config=config,
                 run_dir=run_dir,
                 digests=digests,
@@ -185,6 +185,9 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     finally:
         if probe is not None:
             probe.close()
+    for problem in prune_runs(config=config, current=run_dir):
+        console.warn(problem)
+    return outcome
 
 
 def _git_probe(*, config: ConfigDoc) -> GitProbe | None:

@@ -37,7 +37,7 @@ from eval_banana.pipeline.run import RunOutcome, finish_run
 from eval_banana.reporting import ReportExtras
 from eval_banana.reporting.console import Console
 from eval_banana.scaleout.shardset import ShardRun, check_chain, read_shard_set
-from eval_banana.settings.rundir import new_run_id, prepare_run_dir
+from eval_banana.settings.rundir import new_run_id, prepare_run_dir, prune_runs
 from eval_banana.stagefiles.layout import envelope, stage_path
 from eval_banana.stagefiles.read import read_stage_file
 from eval_banana.stagefiles.text import file_element_texts
@@ -49,10 +49,12 @@ LINK_FORK_FILES = 2_000
 
 # Settings that shape this merge's own outputs: taken from the merge's command line and config,
 # not from the shards (every other setting is the shards').
-# The merge's own, not the shards': where it writes, and where its run history lives (the
-# merging machine's history, which `eb merge --history` and [history] name).
+# The merge's own, not the shards': where it writes (and how many earlier runs it keeps there),
+# and where its run history lives (the merging machine's history, which `eb merge --history`
+# and [history] name).
 OUTPUT_SETTINGS: tuple[str, ...] = (
     "core.output_dir",
+    "core.keep_runs",
     "core.junit_xml",
     "history.mode",
     "history.dir",
@@ -94,6 +96,7 @@ def merged_config(*, local: ConfigDoc, first: ShardRun) -> ConfigDoc:
     the merge's own output folder, JUnit target and run history; no shard."""
     settings = first.config.settings.model_copy(deep=True)
     settings.core.output_dir = local.settings.core.output_dir
+    settings.core.keep_runs = local.settings.core.keep_runs
     settings.core.junit_xml = local.settings.core.junit_xml
     settings.history = local.settings.history.model_copy(deep=True)
     sources = dict(first.config.sources)
@@ -523,6 +526,8 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
         _settle(folders, error=exc)
         raise
     folders.finish_or_redo(redo=bring_folders)
+    for problem in prune_runs(config=config, current=run_dir):
+        console.warn(problem)
     return outcome
 
 

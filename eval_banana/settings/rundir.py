@@ -171,6 +171,35 @@ def newest_run_dir(*, config: ConfigDoc) -> Path | None:
     return runs[-1] if runs else None
 
 
+def prune_runs(*, config: ConfigDoc, current: Path) -> list[str]:
+    """Delete the oldest finished run folders under the output folder beyond `[core]
+    keep_runs`, `current` (the run just finished) counted and always kept; return what could
+    not be deleted, as warnings. A folder without report.json (a run still going, or one killed
+    before its report) is neither counted nor touched, nor is a symlink or any folder that is
+    not a run's. The cache's blobs the deleted files were links to stay where they are."""
+    keep = config.settings.core.keep_runs
+    base = output_base(config=config).resolve()
+    if keep <= 0 or (base / "stages" / "config.json").is_file():
+        return []  # every run is kept, or the output folder is a --flat-output run itself
+    this_run = current.resolve()
+    finished = [
+        run
+        for run in runs_by_creation(base=base)
+        if not run.is_symlink() and run.resolve() != this_run and (run / "report.json").is_file()
+    ]
+    problems: list[str] = []
+    for run in finished[: max(0, len(finished) - (keep - 1))]:
+        try:
+            shutil.rmtree(run)
+        except FileNotFoundError:
+            continue  # another run finishing at the same time deleted it first
+        except OSError as exc:
+            problems.append(
+                f"Could not delete the old run folder {run} ([core] keep_runs = {keep}): {exc}"
+            )
+    return problems
+
+
 def run_folder_hint(*, folder: Path, otherwise: str, after: str = ".") -> str:
     """The hint for `folder` given where a run folder goes: the run it holds (then `after`), or
     `otherwise` when it holds none."""

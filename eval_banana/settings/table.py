@@ -221,6 +221,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help("core", "maxfail", "-x is --maxfail 1."),
     ),
     SettingSpec(
+        name="core.keep_runs",
+        section="core",
+        key="keep_runs",
+        kind="non_negative_integer",
+        env="EVAL_BANANA_KEEP_RUNS",
+        flag="--keep-runs",
+        commands=_RUN_MERGE,
+        metavar="N",
+        help=_help("core", "keep_runs"),
+    ),
+    SettingSpec(
         name="core.max_cases",
         section="core",
         key="max_cases",

@@ -91,6 +91,13 @@ def test_all_shards_once_merges(
     result = eb("merge", *map(str, run_dirs), "--output-dir", str(tmp_path / "m"), "--flat-output")
     assert result.exit_code == 0, result.stderr
     assert json.loads((tmp_path / "m" / "report.json").read_text())["total_checks"] == len(IDS)
+    # Merged again into a folder of runs with --keep-runs 1: the new merge is the one left.
+    merged = tmp_path / "merges"
+    for _ in range(2):
+        again = eb("merge", *map(str, run_dirs), "--output-dir", str(merged), "--keep-runs", "1")
+        assert again.exit_code == 0, again.stderr
+    (left,) = list(merged.iterdir())
+    assert json.loads((left / "report.json").read_text())["total_checks"] == len(IDS)
 
 
 def test_missing_shard(

@@ -104,6 +104,7 @@ PRECEDENCE = [
     ("core.check_timeout_seconds", "10", 10, "0", 0, ["--check-timeout-seconds", "30"], 30),
     ("core.run_timeout_seconds", "60", 60, "120", 120, ["--run-timeout-seconds", "7"], 7),
     ("core.maxfail", "3", 3, "2", 2, ["--maxfail", "5"], 5),
+    ("core.keep_runs", "3", 3, "2", 2, ["--keep-runs", "5"], 5),
     (
         "core.junit_xml",
         '"file.xml"',

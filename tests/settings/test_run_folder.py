@@ -253,3 +253,65 @@ def test_checks_of_nested_projects_collected_from_a_parent_are_named(tmp_path: P
     # Inside one of them there is nothing to warn about.
     inside = _eb_process("validate", cwd=parent / "app")
     assert inside.returncode == 0 and "warning" not in inside.stderr
+
+
+# -- [core] keep_runs ----------------------------------------------------------------------------
+
+
+def _runs(folder: Path) -> list[str]:
+    return sorted(entry.name for entry in folder.iterdir())
+
+
+def _report_run_id(completed: EbResult) -> str:
+    return str(json.loads(completed.stdout)["run_id"])
+
+
+def test_keep_runs_deletes_the_oldest_finished_runs_and_nothing_else(
+    one_check: Path, eb: Callable[..., EbResult]
+) -> None:
+    out = one_check / "out"
+    first = eb("run", "--cwd", str(one_check), "--json")
+    assert first.exit_code == 0
+    # What pruning must never touch: a run still going (no report.json yet), a folder that is
+    # no run, and a link to a finished run.
+    going = out / "20000101_000000_0000aaaa"
+    (going / "stages").mkdir(parents=True)
+    (going / "stages" / "config.json").write_text(
+        json.dumps({"run_created_at": "2000-01-01T00:00:00Z"})
+    )
+    (out / "notes").mkdir()
+    (out / "notes" / "keep.txt").write_text("mine\n")
+    (out / "linked").symlink_to(out / _report_run_id(first), target_is_directory=True)
+    ids = [_report_run_id(first)]
+    for _ in range(3):
+        completed = eb("run", "--cwd", str(one_check), "--json", "--keep-runs", "2")
+        assert completed.exit_code == 0, completed.stderr
+        ids.append(_report_run_id(completed))
+    # The two newest finished runs are left, the last one among them; the rest as they were.
+    assert _runs(out) == sorted([*ids[-2:], going.name, "notes", "linked"])
+    assert (out / "notes" / "keep.txt").read_text() == "mine\n"
+    # Without the setting (0, the default) every run is kept.
+    eb("run", "--cwd", str(one_check))
+    assert len(_runs(out)) == 6
+
+
+def test_keep_runs_of_one_keeps_the_new_run_and_leaves_a_flat_output_folder_alone(
+    one_check: Path, eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    for _ in range(2):
+        assert eb("run", "--cwd", str(one_check), "--keep-runs", "1").exit_code == 0
+    (kept,) = list((one_check / "out").iterdir())
+    assert (kept / "report.json").is_file()
+    flat = tmp_path / "flat"
+    completed = eb(
+        "run",
+        "--cwd",
+        str(one_check),
+        "--output-dir",
+        str(flat),
+        "--flat-output",
+        "--keep-runs",
+        "1",
+    )
+    assert completed.exit_code == 0
+    assert (flat / "report.json").is_file()
