@@ -1,5 +1,6 @@
-"""Where a failed case's row is (its dataset file and line), so that an annotation lands on the
-row in the pull request's diff rather than on the family's check file.
+"""Where a failed case's row is (its dataset file and line), so that the console's recap names
+the row and an annotation lands on it in the pull request's diff, rather than on the family's
+check file.
 
 No stage file keeps a row's line: a row added above it moves it without changing what the case
 checks (nor its cached verdict). The rows are found again when asked, and a place is only given
