@@ -149,7 +149,9 @@ def write_extra_reports(
                 # xml.etree is loaded only by runs that ask for JUnit.
                 from eval_banana.reporting.junit import write_junit
 
-                write_junit(report=report, project_root=project_root, path=path)
+                write_junit(
+                    report=report, project_root=project_root, path=path, places=extras.places
+                )
             else:
                 _finish_html(html=html, report=report, run_dir=run_dir, path=path, extras=extras)
         except OSError as exc:

@@ -9,10 +9,12 @@ writer would add a dependency for no gain.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from eval_banana.core.caseid import family_of
+from eval_banana.core.errors import Located
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
@@ -21,6 +23,7 @@ from eval_banana.reporting.common import (
     error_class_of,
     is_control,
     is_not_run,
+    relpath,
     skipped_checks,
     status_label,
     summary,
@@ -99,14 +102,21 @@ def _failure_body(*, check: Check, text: str) -> str:
     return "\n".join(lines)
 
 
-def _testcase(suite: ET.Element, *, check: Check, project_root: str) -> None:
+def _testcase(suite: ET.Element, *, check: Check, project_root: str, place: Located | None) -> None:
+    """One check's testcase; `place`: a failed case's dataset row, named by `file` and `line`
+    (as pytest names a test's), which reporters that annotate from JUnit put the failure on."""
+    where: dict[str, str] = {"file": check_relpath(check=check, project_root=project_root)}
+    if place is not None and place.file:
+        where = {"file": relpath(path=place.file, project_root=project_root)}
+        if place.line is not None:
+            where["line"] = str(place.line)
     case = _sub(
         suite,
         "testcase",
         classname=classname(check=check, project_root=project_root),
         name=str(check.get("check_id", "")),
         time=_seconds(check.get("duration_ms")),
-        file=check_relpath(check=check, project_root=project_root),
+        **where,
     )
     pairs = [
         ("check_type", str(check.get("check_type", ""))),
@@ -175,8 +185,12 @@ def _skipped_testcase(suite: ET.Element, *, item: Check, project_root: str) -> N
     _sub(case, "skipped", message=str(item.get("reason", "")))
 
 
-def junit_tree(*, report: dict[str, Any], project_root: Path) -> ET.Element:
-    """`<testsuites>` holding the one `eval-banana` suite, one testcase per check."""
+def junit_tree(
+    *, report: dict[str, Any], project_root: Path, places: Mapping[str, Located] | None = None
+) -> ET.Element:
+    """`<testsuites>` holding the one `eval-banana` suite, one testcase per check; `places`:
+    where failed cases' rows are (`caseplaces`)."""
+    places = places or {}
     checks: list[Check] = list(report.get("checks", []))
     skipped = skipped_checks(report=report)
     root_text = str(project_root)
@@ -212,15 +226,22 @@ def junit_tree(*, report: dict[str, Any], project_root: Path) -> ET.Element:
         ],
     )
     for check in checks:
-        _testcase(suite, check=check, project_root=root_text)
+        place = places.get(str(check.get("check_id", "")))
+        _testcase(suite, check=check, project_root=root_text, place=place)
     for item in skipped:
         _skipped_testcase(suite, item=item, project_root=root_text)
     return root
 
 
-def write_junit(*, report: dict[str, Any], project_root: Path, path: Path) -> None:
+def write_junit(
+    *,
+    report: dict[str, Any],
+    project_root: Path,
+    path: Path,
+    places: Mapping[str, Located] | None = None,
+) -> None:
     """Write the JUnit XML file for `report` atomically at `path` (parents created)."""
-    root = junit_tree(report=report, project_root=project_root)
+    root = junit_tree(report=report, project_root=project_root, places=places)
     ET.indent(root)
     data = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
     write_bytes_atomic(path=path, data=data)

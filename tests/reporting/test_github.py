@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from xml.etree import ElementTree
 
 from eval_banana.core.errors import Problem
 from eval_banana.reporting.github import (
@@ -326,8 +327,23 @@ def test_a_failed_case_is_annotated_on_its_dataset_row_even_after_rows_move(
     (project / "data").mkdir()
     dataset = project / "data" / "qa.jsonl"
     dataset.write_text(_row("a", "yes") + _row("b", "no") + _row("c", "yes") + _row("d", "no"))
-    first = run_eb("run", "--cwd", str(project), "--annotations", "github", cwd=tmp_path)
+    junit = tmp_path / "junit.xml"
+    first = run_eb(
+        "run",
+        "--cwd",
+        str(project),
+        "--annotations",
+        "github",
+        "--junit-xml",
+        str(junit),
+        cwd=tmp_path,
+    )
     assert first.returncode == 1, first.stderr
+    # JUnit names a failed case's row by file and line too (reporters annotate from them); a
+    # case that passed keeps its check file.
+    cases = {case.get("name"): case.attrib for case in ElementTree.parse(junit).iter("testcase")}
+    assert (cases["qa[b]"]["file"], cases["qa[b]"]["line"]) == ("data/qa.jsonl", "2")
+    assert cases["qa[a]"]["file"] == "eval_checks/qa.yaml" and "line" not in cases["qa[a]"]
     assert _case_annotations(first) == [
         "::error file=data/qa.jsonl,line=2,title=qa[b] failed::exit code 1",
         "::error file=data/qa.jsonl,line=4,title=qa[d] failed::exit code 1",
