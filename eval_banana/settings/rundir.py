@@ -176,11 +176,14 @@ def prune_runs(*, config: ConfigDoc, current: Path) -> list[str]:
     keep_runs`, `current` (the run just finished) counted and always kept; return what could
     not be deleted, as warnings. A folder without report.json (a run still going, or one killed
     before its report) is neither counted nor touched, nor is a symlink or any folder that is
-    not a run's. The cache's blobs the deleted files were links to stay where they are."""
+    not a run's; a shard's run (`--shard`) deletes nothing. The cache's blobs the deleted files
+    were links to stay where they are."""
     keep = config.settings.core.keep_runs
     base = output_base(config=config).resolve()
     if keep <= 0 or (base / "stages" / "config.json").is_file():
         return []  # every run is kept, or the output folder is a --flat-output run itself
+    if config.selection.shard is not None:
+        return []  # a shard's siblings may be waiting in the same folder to be merged
     this_run = current.resolve()
     finished = [
         run

@@ -315,3 +315,8 @@ def test_keep_runs_of_one_keeps_the_new_run_and_leaves_a_flat_output_folder_alon
     )
     assert completed.exit_code == 0
     assert (flat / "report.json").is_file()
+    # Shards run into one folder wait there to be merged: a shard's run deletes none of them.
+    for shard in ("1/2", "2/2"):
+        ran = eb("run", "--cwd", str(one_check), "--shard", shard, "--keep-runs", "1")
+        assert ran.exit_code == 0, ran.stderr
+    assert len(list((one_check / "out").iterdir())) == 3
