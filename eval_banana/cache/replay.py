@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_problem
-from eval_banana.cache.replay_key import scope_reader, watched_ids
+from eval_banana.cache.replay_key import datasets_hold, scope_reader, watched_ids
 from eval_banana.cache.replay_record import (
     JSON_LINE,
     REAL_STAGES,
@@ -144,8 +144,8 @@ def _warning(*, store: CacheStore, key: str, problem: str) -> str:
 
 
 def _state_holds(*, run: _Run, entry: ReplayEntry) -> bool:
-    """Whether the project's files are as they were for the kept run: its input states and the
-    files its plan read."""
+    """Whether the project's files are as they were for the kept run: its input states, the
+    files its plan read, and the files its families' `cases_from` name."""
     reader = scope_reader(
         config=run.config,
         whole=entry.whole_project is not None,
@@ -161,7 +161,9 @@ def _state_holds(*, run: _Run, entry: ReplayEntry) -> bool:
     except (ProjectStateError, NotARepository, OSError):
         return False  # the ordinary way says why, once, as it does for the verdict keys
     now = watched_ids(paths=[item.path for item in entry.watched])
-    return now == [(item.path, item.blob) for item in entry.watched]
+    if now != [(item.path, item.blob) for item in entry.watched]:
+        return False
+    return datasets_hold(config=run.config, datasets=entry.datasets)
 
 
 def _replay(

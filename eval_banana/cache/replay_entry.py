@@ -86,6 +86,18 @@ class WatchedFile(Record):
     blob: str | None = Field(description="Its git blob id then, or null: it was absent.")
 
 
+class WatchedDataset(Record):
+    """A family's `cases_from` and the files it named when the run ran: a row is no input
+    state of its own cases (it is in their definition digests), so the replay watches the
+    dataset itself, the files a glob matches among it (a file added is new cases)."""
+
+    model_config = {"extra": "forbid"}
+
+    check_file: str = Field(description="The family's check file, as the plan names it.")
+    pattern: str = Field(description="Its `cases_from`.")
+    files: list[str] = Field(description="The project-relative files it named, in order.")
+
+
 class ReplayEntry(Record):
     """A fully cached run as a later run with the same key and state rebuilds it."""
 
@@ -114,6 +126,11 @@ class ReplayEntry(Record):
     )
     declared: list[DeclaredState] = Field(default_factory=list)
     watched: list[WatchedFile] = Field(default_factory=list)
+    datasets: list[WatchedDataset] = Field(
+        default_factory=list,
+        description="Every planned family's `cases_from` and the files it named; their "
+        "contents are among `watched`.",
+    )
     verdict_keys: list[str] = Field(
         default_factory=list,
         description="The verdict entries the run reused: a replay needs each still stored.",
@@ -250,6 +267,14 @@ def head_problem(document: object) -> str | None:
             and w.keys() == {"path", "blob"}
             and _text(w["path"])
             and (w["blob"] is None or _text(w["blob"]))
+        ),
+        "datasets": lambda d: (
+            type(d) is dict
+            and d.keys() == {"check_file", "pattern", "files"}
+            and _text(d["check_file"])
+            and _text(d["pattern"])
+            and type(d["files"]) is list
+            and all(_text(f) for f in d["files"])
         ),
         "folders": _relative_path,
         "progress": _text,

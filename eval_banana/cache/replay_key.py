@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval_banana.cache.components import interpreter_version, variable_names
 from eval_banana.cache.key import Component, framed_key
@@ -27,8 +27,12 @@ from eval_banana.core.version import tool_version
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlannedCheck
 from eval_banana.projectstate.blobs import file_blob_id
 
-# Bump when what goes into the key, or what a replay entry holds, changes.
-REPLAY_KEY_VERSION = 1
+if TYPE_CHECKING:
+    from eval_banana.cache.replay_entry import WatchedDataset
+
+# Bump when what goes into the key, or what a replay entry holds, changes. 2: entries watch the
+# families' datasets (those kept before could replay a family whose rows had changed).
+REPLAY_KEY_VERSION = 2
 _PREFIX = b"eval-banana/run-replay-key/v%d\0" % REPLAY_KEY_VERSION
 _PACKAGE = Path(__file__).resolve().parent.parent
 # Config fields that differ from run to run without changing any other file of the run.
@@ -157,7 +161,7 @@ def scope_reader(
 
 def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[str]:
     """Files the plan and keys read beside the input states: referenced scripts, assertions
-    artifacts and the calibration record the guard consulted."""
+    artifacts, the families' dataset files and the calibration record the guard consulted."""
     from eval_banana.settings.folders import record_path
 
     root = Path(config.project_root)
@@ -165,6 +169,8 @@ def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[
     for check in checks:
         if check.script_path:
             found.add(check.script_path)
+        # A case's own files: its check file (in the key) and its dataset files (here).
+        found.update(str(root / name) for name in (check.family_files or [])[1:])
         artifact = artifact_of(check) if check.type == "assertions" else ""
         if artifact:
             found.add(str(root / artifact))
@@ -173,3 +179,44 @@ def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[
 
 def watched_ids(*, paths: Sequence[str]) -> list[tuple[str, str | None]]:
     return [(path, file_blob_id(path=path)) for path in paths]
+
+
+def watched_datasets(
+    *, config: ConfigDoc, checks: Sequence[PlannedCheck], contents: Mapping[str, bytes]
+) -> list[dict[str, Any]]:
+    """Each planned family's `cases_from` and the files it names now (`contents`: the check
+    files' bytes as discovery read them)."""
+    from eval_banana.checks.definition import parse_yaml_mapping
+    from eval_banana.core.errors import DefinitionError
+    from eval_banana.datasets.sources import dataset_skipped, matched_files
+
+    root = Path(config.project_root)
+    skipped = dataset_skipped(config=config)
+    found: list[dict[str, Any]] = []
+    for source in dict.fromkeys(check.source_path for check in checks if check.family_files):
+        try:
+            data = contents.get(source)
+            document = parse_yaml_mapping(
+                data=data if data is not None else Path(source).read_bytes(), path=source
+            )
+        except (OSError, DefinitionError):
+            continue  # it was planned from these bytes a moment ago; a replay keeps its key
+        pattern = document.get("cases_from")
+        if isinstance(pattern, str):
+            files = matched_files(pattern=pattern, root=root, check_file=source, skipped=skipped)
+            found.append({"check_file": source, "pattern": pattern, "files": files})
+    return found
+
+
+def datasets_hold(*, config: ConfigDoc, datasets: Sequence[WatchedDataset]) -> bool:
+    """Whether every family's `cases_from` names the files it named when the run ran (their
+    contents are watched apart)."""
+    from eval_banana.datasets.sources import dataset_skipped, matched_files
+
+    root = Path(config.project_root)
+    skipped = dataset_skipped(config=config)
+    return all(
+        matched_files(pattern=item.pattern, root=root, check_file=item.check_file, skipped=skipped)
+        == item.files
+        for item in datasets
+    )

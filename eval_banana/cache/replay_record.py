@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -236,11 +236,13 @@ def record_replay(
     store: CacheStore,
     inputs: CheckInputs,
     watched: Sequence[tuple[str, str | None]],
+    datasets: Sequence[Mapping[str, Any]] = (),
 ) -> bool:
     """Keep `run` as the replay of `key`, when it can be; whether it was kept.
 
     `inputs` is the reader the verdict keys were computed with (its digests are the state the
-    verdicts are valid for); `watched`, the files the plan read, as they were before it ran.
+    verdicts are valid for); `watched`, the files the plan read, as they were before it ran;
+    `datasets`, the families' `cases_from` and the files each named then.
     """
     if not fully_cached(run=run):
         return False
@@ -282,6 +284,7 @@ def record_replay(
             for patterns in sorted(declared)
         ],
         "watched": [{"path": path, "blob": blob} for path, blob in watched],
+        "datasets": [dict(item) for item in datasets],
         "verdict_keys": [result.details["cache"]["key"] for result in run.executed.results],
         "folders": [name for name in folders if name not in ("stages", "checks")],
         "files": files,

@@ -12,12 +12,14 @@ from typing import Any, NamedTuple
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.suggest import closest
 from eval_banana.datasets.rows import SUFFIXES, ItemLines, Row, TooManyRows, read_rows
+from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.patterns import (
     file_pattern_regex,
     literal_prefix,
     normalize,
     pattern_problem,
 )
+from eval_banana.settings.folders import own_folders_below
 
 _GLOB = "*?["
 
@@ -96,6 +98,25 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             hint=_missing_hint(pattern=pattern, root=root, check_file=check_file),
         )
     return [path]
+
+
+def matched_files(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[str]:
+    """The project-relative files a `cases_from` pattern names now, in order; [] when it names
+    none or is no valid pattern (the family would not expand as it did)."""
+    try:
+        paths = _dataset_paths(pattern=pattern, root=root, check_file=check_file, skipped=skipped)
+    except DefinitionError:
+        return []
+    return [relative(path=path, root=root) for path in paths]
+
+
+def dataset_skipped(*, config: ConfigDoc) -> Skipped:
+    """Where the families' `cases_from` globs never look, as discovery never walks there:
+    `[discovery] exclude_dirs`, and eb's own folders inside the project."""
+    return Skipped(
+        names=frozenset(config.settings.discovery.exclude_dirs),
+        folders=own_folders_below(config=config),
+    )
 
 
 def _is_glob(pattern: str) -> bool:

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.cache.replay import Replayed, replay_run
-from eval_banana.cache.replay_key import replay_key, watched_ids, watched_paths
+from eval_banana.cache.replay_key import (
+    replay_key,
+    watched_datasets,
+    watched_ids,
+    watched_paths,
+)
 from eval_banana.cache.replay_record import RunTaken, record_replay
 from eval_banana.cache.store import CacheStore
 from eval_banana.checks.inputs import CheckInputs
@@ -184,6 +189,7 @@ class Recorder:
             config=config, definitions=[c.definition for c in plan.checks], known=contents
         )
         self.watched = watched_ids(paths=watched_paths(config=config, checks=plan.checks))
+        self.datasets = watched_datasets(config=config, checks=plan.checks, contents=contents)
 
     @classmethod
     def begin(
@@ -205,7 +211,12 @@ class Recorder:
             with cache_writes(cache=store.folder) as ours:
                 # Not while another run's checks execute: its watch would blame them.
                 if ours and record_replay(
-                    run=run, key=self.key, store=store, inputs=self.inputs, watched=self.watched
+                    run=run,
+                    key=self.key,
+                    store=store,
+                    inputs=self.inputs,
+                    watched=self.watched,
+                    datasets=self.datasets,
                 ):
                     store.evict()
         except OSError as exc:

@@ -43,7 +43,7 @@ from eval_banana.datasets.expand import (
     is_family,
 )
 from eval_banana.datasets.problems import family_field, filled_in_problem
-from eval_banana.datasets.sources import Skipped
+from eval_banana.datasets.sources import dataset_skipped
 from eval_banana.models.config import Shard
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
@@ -53,7 +53,6 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
-from eval_banana.settings.folders import own_folders_below
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
@@ -271,15 +270,6 @@ def _plan_case(
     values["case"] = case.row
     values["case_index"] = case_index  # its place in the dataset: merges keep dataset order
     return planned
-
-
-def dataset_skipped(*, config: ConfigDoc) -> Skipped:
-    """Where the families' `cases_from` globs never look, as discovery never walks there:
-    `[discovery] exclude_dirs`, and eb's own folders inside the project."""
-    return Skipped(
-        names=frozenset(config.settings.discovery.exclude_dirs),
-        folders=own_folders_below(config=config),
-    )
 
 
 def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:

@@ -171,3 +171,49 @@ def test_a_large_familys_log_lists_what_did_not_pass_and_its_replay_the_same(
     assert "Replayed run" in replayed.stderr and "Replayed run" not in cached.stderr
     expected = ["23 cases passed ", "qa_judge[q04]: failed ", "qa_judge[q19]: failed "]
     assert logged(judged.stderr) == logged(cached.stderr) == logged(replayed.stderr) == expected
+
+
+# -- a whole-run replay watches the datasets ------------------------------------------------------
+
+# A family that declares its inputs: its dataset is in none of them (a row is in its case's
+# definition digest), so the replay has to watch the dataset itself.
+DECLARED = FAMILY.replace("cases_from: data/qa.jsonl", "cases_from: {source}\ninputs: [README.md]")
+
+
+def _kept_replay(project: Project, replays: list[bool], *, checks: int) -> None:
+    """Runs until the last is a replay of the family's `checks` cases."""
+    project.run()
+    project.run()  # fully cached: kept
+    assert project.run()["total_checks"] == checks
+    assert replays[-1] is True
+
+
+def test_a_replay_is_not_taken_once_a_row_of_a_declared_inputs_family_changes(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    project = _family(tmp_path, eb, count=5)
+    project.write({"eval_checks/qa.yaml": DECLARED.format(source="data/qa.jsonl")})
+    _kept_replay(project, replays, checks=5)
+    starts = project.agent_starts()
+    rows = _rows(5)
+    rows[3]["answer"] = "a different answer"
+    _write_rows(project, rows)
+    assert project.misses() == {"qa_judge[q03]"}  # the edited row is judged again
+    assert replays[-1] is False and project.agent_starts() == starts + 1
+
+
+def test_a_file_a_cases_from_glob_gains_or_loses_is_no_replay_of_the_old_family(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    project = _family(tmp_path, eb, count=3)
+    project.write({"eval_checks/qa.yaml": DECLARED.format(source='"data/*.jsonl"')})
+    _kept_replay(project, replays, checks=3)
+    more = [{"id": "m1", "question": "m", "answer": "n"}]
+    project.write({"data/more.jsonl": "".join(json.dumps(row) + "\n" for row in more)})
+    report = project.run()
+    assert replays[-1] is False and report["total_checks"] == 4
+    assert project.misses() == set()
+    (project.root / "data" / "more.jsonl").unlink()
+    # The replay kept last (one per key) is the four cases': it does not hold for three.
+    assert project.run()["total_checks"] == 3 and replays[-1] is False
+    assert project.run()["total_checks"] == 3 and replays[-1] is True
