@@ -166,14 +166,22 @@ def watched_paths(*, config: ConfigDoc, checks: Sequence[PlannedCheck]) -> list[
 
     root = Path(config.project_root)
     found = {str(record_path(config=config))}
+    read: set[str] = set()  # the dataset files and artifacts, read through any symlink
     for check in checks:
         if check.script_path:
             found.add(check.script_path)
         # A case's own files: its check file (in the key) and its dataset files (here).
-        found.update(str(root / name) for name in (check.family_files or [])[1:])
+        read.update(str(root / name) for name in (check.family_files or [])[1:])
         artifact = artifact_of(check) if check.type == "assertions" else ""
         if artifact:
-            found.add(str(root / artifact))
+            read.add(str(root / artifact))
+    for path in read:
+        found.add(path)
+        # A symlink's id is where it points (as git has it): its target's content is watched
+        # too, which an edit through the link changes.
+        target = os.path.realpath(path)
+        if target != path:
+            found.add(target)
     return sorted(found)
 
 

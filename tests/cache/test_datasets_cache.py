@@ -217,3 +217,23 @@ def test_a_file_a_cases_from_glob_gains_or_loses_is_no_replay_of_the_old_family(
     # The replay kept last (one per key) is the four cases': it does not hold for three.
     assert project.run()["total_checks"] == 3 and replays[-1] is False
     assert project.run()["total_checks"] == 3 and replays[-1] is True
+
+
+def test_a_dataset_edited_through_a_symlink_is_no_replay(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    # The dataset lives outside the project, linked in: its link never changes, its rows do.
+    outside = tmp_path / "shared" / "qa.jsonl"
+    outside.parent.mkdir()
+    outside.write_text("".join(json.dumps(row) + "\n" for row in _rows(3)))
+    project = _family(tmp_path, eb, count=3)
+    project.write({"eval_checks/qa.yaml": DECLARED.format(source="data/qa.jsonl")})
+    (project.root / "data" / "qa.jsonl").unlink()
+    (project.root / "data" / "qa.jsonl").symlink_to(outside)
+    _kept_replay(project, replays, checks=3)
+    starts = project.agent_starts()
+    rows = _rows(3)
+    rows[1]["answer"] = "another answer"
+    outside.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert project.misses() == {"qa_judge[q01]"}
+    assert replays[-1] is False and project.agent_starts() == starts + 1
