@@ -7,8 +7,8 @@ and their digests, whether report.html is wanted, the agent as resolved on PATH,
 the variables the environment policy counts, the interpreter, and the wording eb puts around a
 judge's prompt.
 The project's files are checked apart, after the replay is found: the input states the run's
-verdict keys were computed from (`scope_reader`), and the files its plan read beside them
-(`watched_paths`).
+verdict keys were computed from (`scope_reader`), the files its plan read beside them
+(`watched_paths`), and the files its families' `cases_from` name (`watched_datasets`).
 """
 
 from __future__ import annotations
@@ -191,9 +191,10 @@ def watched_ids(*, paths: Sequence[str]) -> list[tuple[str, str | None]]:
 
 def watched_datasets(
     *, config: ConfigDoc, checks: Sequence[PlannedCheck], contents: Mapping[str, bytes]
-) -> list[dict[str, Any]]:
+) -> list[dict[str, Any]] | None:
     """Each planned family's `cases_from` and the files it names now (`contents`: the check
-    files' bytes as discovery read them)."""
+    files' bytes as discovery read them); None when a family's check file cannot be read
+    again, so that no replay is kept that could not tell its dataset changed."""
     from eval_banana.checks.definition import parse_yaml_mapping
     from eval_banana.core.errors import DefinitionError
     from eval_banana.datasets.sources import dataset_skipped, matched_files
@@ -208,7 +209,7 @@ def watched_datasets(
                 data=data if data is not None else Path(source).read_bytes(), path=source
             )
         except (OSError, DefinitionError):
-            continue  # it was planned from these bytes a moment ago; a replay keeps its key
+            return None
         pattern = document.get("cases_from")
         if isinstance(pattern, str):
             files = matched_files(pattern=pattern, root=root, check_file=source, skipped=skipped)

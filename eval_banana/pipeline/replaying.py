@@ -210,13 +210,17 @@ class Recorder:
         try:
             with cache_writes(cache=store.folder) as ours:
                 # Not while another run's checks execute: its watch would blame them.
-                if ours and record_replay(
-                    run=run,
-                    key=self.key,
-                    store=store,
-                    inputs=self.inputs,
-                    watched=self.watched,
-                    datasets=self.datasets,
+                if (
+                    ours
+                    and self.datasets is not None
+                    and record_replay(
+                        run=run,
+                        key=self.key,
+                        store=store,
+                        inputs=self.inputs,
+                        watched=self.watched,
+                        datasets=self.datasets,
+                    )
                 ):
                     store.evict()
         except OSError as exc:
