@@ -344,6 +344,36 @@ def test_a_remote_that_refuses_every_write_says_the_verdicts_stay_local(
     assert first.root.joinpath(".eval-banana", "cache", "entries").is_dir()
 
 
+def test_a_second_runner_of_a_dataset_family_judges_only_the_row_it_changed(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # Case keys do not depend on where the checkout is: another runner's clone at another path
+    # reuses every case, and a row it edits is the one judge it starts.
+    family = (
+        "schema_version: 1\nid: qa\ntype: harness_judge\n"
+        'description: "Answer to {{ case.q }}"\ninstructions: Judge the answer.\n'
+        "cases_from: data/qa.jsonl\n"
+    )
+    rows = [{"id": f"r{n}", "q": f"question {n}"} for n in range(5)]
+    first = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"qa": family},
+        files={"data/qa.jsonl": "".join(json.dumps(row) + "\n" for row in rows)},
+        replay=False,
+    )
+    second = fresh_runner(of=first, root=tmp_path / "runner2")
+    remote = str(tmp_path / "shared")
+    counts, started = run(first, remote)
+    assert started == 5 and counts["remote_writes"] == 5
+    counts, started = run(second, remote)
+    assert started == 0 and counts["remote_hits"] == 5
+    rows[2]["q"] = "an edited question"
+    second.write({"data/qa.jsonl": "".join(json.dumps(row) + "\n" for row in rows)})
+    counts, started = run(second, remote)
+    assert started == 1 and counts["local_hits"] == 4 and counts["misses"] == 1
+
+
 def test_read_only_never_writes(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
