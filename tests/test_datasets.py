@@ -1335,6 +1335,25 @@ def test_a_row_added_to_a_dataset_makes_the_plan_stale_and_eb_update_runs_it(
     assert eb("status", "--cwd", str(root)).exit_code == 0
 
 
+def test_eb_status_names_the_file_a_globs_new_or_changed_row_is_in(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    family = SCRIPT_FAMILY.format(source='cases_from: "data/*.jsonl"')
+    row = {"id": "a-1", "name": "a", "ok": "yes"}
+    root = project(
+        {"eval_checks/fam.yaml": family, "data/a.jsonl": json.dumps(row) + "\n"}, config=CONFIG
+    )
+    _run(eb, root)
+    more = root / "data" / "more.jsonl"
+    more.write_text(json.dumps({"id": "m-1", "name": "m", "ok": "yes"}) + "\n")
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "stale  (fam[m-1]: row added to data/more.jsonl)" in status, status
+    _run(eb, root)
+    more.write_text(json.dumps({"id": "m-1", "name": "m", "ok": "no"}) + "\n")
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "stale  (fam[m-1]: row changed in data/more.jsonl)" in status, status
+
+
 def test_a_skipped_row_is_not_taken_for_an_added_one(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

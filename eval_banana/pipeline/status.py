@@ -145,12 +145,13 @@ def _rows_added(*, doc: PlanDoc, families: dict[str, _FamilyNow]) -> dict[str, s
         size = doc.family_sizes.get(family)
         if now.family_digest is None or size is None or len(now.unskipped) <= size:
             continue
-        datasets = ", ".join((check.family_files or [])[1:]) or "its dataset"
+        # Named as they are now: a glob's new file holds the new rows, not the old files.
+        datasets = ", ".join(now.files) or "its dataset"
         if len(planned[family]) == size:
             # The whole family was planned: the new cases are exactly those not in it.
             for case_id in now.unskipped:
                 if case_id not in planned[family]:
-                    added[f"{family}[{case_id}]"] = f"row added to {datasets}"
+                    added[f"{family}[{case_id}]"] = f"row added to {now.rows[case_id]}"
         else:
             count = len(now.unskipped) - size
             added[family] = f"{family}: {count} row{'s' if count > 1 else ''} added to {datasets}"
@@ -165,6 +166,8 @@ class _FamilyNow(NamedTuple):
     digests: dict[str, str]
     family_digest: str | None
     unskipped: tuple[str, ...]
+    rows: dict[str, str] = {}  # case id -> the file its row is in now, project-relative
+    files: tuple[str, ...] = ()  # the family's dataset files now
 
 
 def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> str | None:
@@ -181,7 +184,7 @@ def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> 
     # Worded for one case or several alike: `a[1], a[4]: row changed in data/a.jsonl`.
     if current is None:
         return f"row gone from {datasets}"
-    return f"row changed in {datasets}"
+    return f"row changed in {now.rows.get(check.case_id or '', datasets)}"
 
 
 def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
@@ -197,6 +200,11 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
         unskipped=tuple(
             case.case_id for case in expansion.cases if not case.definition.get("skip")
         ),
+        rows={
+            case.case_id: _relative(path=case.origin.file, root=config.project_root)
+            for case in expansion.cases
+        },
+        files=tuple(expansion.files[1:]),
     )
 
 
