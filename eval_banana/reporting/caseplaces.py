@@ -10,12 +10,8 @@ for a case whose row still holds what was judged (its definition digest matches)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from eval_banana.checks.yamlpos import compose, locate
 from eval_banana.core.errors import EvalBananaError, Problem
 from eval_banana.datasets.rows import Row, row_line
 from eval_banana.models.stages import ConfigDoc
@@ -50,39 +46,15 @@ def case_places(*, checks: Iterable[Mapping[str, Any]], config: ConfigDoc) -> di
         expansion = family_now(source_path=source, config=config) if source else None
         if expansion is None:
             continue
-        inline = _InlineLines(check_file=source)
         for case in expansion.cases:
             if digests.get(case.check_id) == case.digest:
                 places[case.check_id] = Problem(
-                    message="", file=case.origin.file, line=_line(row=case.origin, inline=inline)
+                    message="", file=case.origin.file, line=_line(row=case.origin)
                 )
     return places
 
 
-def _line(*, row: Row, inline: _InlineLines) -> int | None:
-    if row.inline_index is not None:
-        return inline.line_of(row.inline_index)
+def _line(*, row: Row) -> int | None:
     if row.item_lines is not None and row.item_lines.shared(row.item_index):
         return None  # a list written on one line: its line would tell nothing
     return row_line(row)
-
-
-class _InlineLines:
-    """The lines of a check file's own `cases:` items, its YAML composed once when first
-    asked."""
-
-    def __init__(self, *, check_file: str) -> None:
-        self._check_file = check_file
-        self._root: yaml.Node | None | bool = False  # False: not composed yet
-
-    def line_of(self, index: int) -> int | None:
-        if self._root is False:
-            try:
-                text = Path(self._check_file).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
-            self._root = compose(text=text) if text else None
-        if not isinstance(self._root, yaml.Node):
-            return None
-        found = locate(root=self._root, path=["cases", index])
-        return found.value.line if found.found else None

@@ -274,10 +274,12 @@ def _plan_case(
 
 def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
     """The family defined in `source_path` as it expands now (its file, script and dataset as
-    they are on disk), or None when the file cannot be read or is no valid check file."""
+    they are on disk), or None when the file cannot be read or is no valid check file. Its
+    rows know their lines, the check file's own `cases:` items too."""
     source = Path(source_path)
     try:
-        definition = load_definition(data=source.read_bytes(), path=source)
+        data = source.read_bytes()
+        definition = load_definition(data=data, path=source)
     except (OSError, DefinitionError):
         return None
     script_path = definition.get("script_path")
@@ -289,6 +291,7 @@ def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
         max_cases=config.settings.core.max_cases,
         script=frozen.data if frozen is not None else None,
         skipped=dataset_skipped(config=config),
+        check_text=data.decode("utf-8", errors="replace"),
     )
 
 
