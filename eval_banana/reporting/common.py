@@ -6,6 +6,7 @@ import re
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
+from eval_banana.core.errors import Located
 from eval_banana.stages.report import result_summary, status_note
 
 Check = dict[str, Any]
@@ -18,6 +19,16 @@ _NOT_XML = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 def check_relpath(*, check: Check, project_root: str) -> str:
     """The check file's path relative to the project root, `/`-separated (absolute if outside)."""
     return relpath(path=str(check.get("source_path") or ""), project_root=project_root)
+
+
+def check_place(
+    *, check: Check, project_root: str, place: Located | None
+) -> tuple[str, int | None]:
+    """Where a report names `check`: its check file, or `place` (a failed case's dataset row,
+    `caseplaces`) when it has a file; the project-relative path and the line when known."""
+    if place is not None and place.file:
+        return relpath(path=place.file, project_root=project_root), place.line
+    return check_relpath(check=check, project_root=project_root), None
 
 
 def relpath(*, path: str, project_root: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eval_banana.core.errors import Located, Problem
-from eval_banana.reporting.common import check_relpath, is_control, relpath, status_label, summary
+from eval_banana.reporting.common import check_place, is_control, relpath, status_label, summary
 from eval_banana.settings.folders import STEP_SUMMARY_ENV
 
 # GitHub shows at most ten error (and ten warning) annotations of one step; the log above
@@ -64,17 +64,10 @@ def _message(*, check: dict[str, Any]) -> str:
 def annotation(*, check: dict[str, Any], project_root: str, place: Located | None = None) -> str:
     """One `::error` workflow command for a failed or errored check: on its check file, or on
     `place` (a case's dataset row) when given."""
-    properties = []
-    if place is not None and place.file:
-        properties.append(
-            f"file={escape_property(relpath(path=place.file, project_root=project_root))}"
-        )
-        if place.line is not None:
-            properties.append(f"line={place.line}")
-    else:
-        properties.append(
-            f"file={escape_property(check_relpath(check=check, project_root=project_root))}"
-        )
+    file, line = check_place(check=check, project_root=project_root, place=place)
+    properties = [f"file={escape_property(file)}"]
+    if line is not None:
+        properties.append(f"line={line}")
     title = escape_property(f"{check.get('check_id', '')} {status_label(check=check)}")
     properties.append(f"title={title}")
     return f"::error {','.join(properties)}::{escape_data(_message(check=check))}"

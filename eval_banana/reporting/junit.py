@@ -19,11 +19,11 @@ from eval_banana.core.files import write_bytes_atomic
 from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
+    check_place,
     check_relpath,
     error_class_of,
     is_control,
     is_not_run,
-    relpath,
     skipped_checks,
     status_label,
     summary,
@@ -105,11 +105,8 @@ def _failure_body(*, check: Check, text: str) -> str:
 def _testcase(suite: ET.Element, *, check: Check, project_root: str, place: Located | None) -> None:
     """One check's testcase; `place`: a failed case's dataset row, named by `file` and `line`
     (as pytest names a test's), which reporters that annotate from JUnit put the failure on."""
-    where: dict[str, str] = {"file": check_relpath(check=check, project_root=project_root)}
-    if place is not None and place.file:
-        where = {"file": relpath(path=place.file, project_root=project_root)}
-        if place.line is not None:
-            where["line"] = str(place.line)
+    file, line = check_place(check=check, project_root=project_root, place=place)
+    where = {"file": file} if line is None else {"file": file, "line": str(line)}
     case = _sub(
         suite,
         "testcase",

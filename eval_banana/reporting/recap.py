@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import Located
 from eval_banana.core.words import plural
-from eval_banana.reporting.common import Check, check_relpath, is_not_run, relpath, summary
+from eval_banana.reporting.common import Check, check_place, is_not_run, summary
 
 RECAP_TITLE = "Failed and errored checks:"
 # Ids named on the not-run line before `and N more`: a stopped run of thousands stays one line.
@@ -81,10 +81,8 @@ def recap_lines(
             reason = f" - {' '.join(text.split())}" if text else ""
             source = ""
             place = places.get(str(check["check_id"]))
-            if place is not None and place.file:
-                where = relpath(path=place.file, project_root=root)
-                source = f" ({where}:{place.line})" if place.line is not None else f" ({where})"
-            elif check.get("source_path"):
-                source = f" ({check_relpath(check=check, project_root=root)})"
+            if (place is not None and place.file) or check.get("source_path"):
+                file, line = check_place(check=check, project_root=root, place=place)
+                source = f" ({file})" if line is None else f" ({file}:{line})"
             lines.append(f"{word} {check['check_id']}{reason}{source}")
     return [RECAP_TITLE, *lines] if lines else []
