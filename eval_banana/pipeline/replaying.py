@@ -120,15 +120,11 @@ def replay(
         extras.written.append(html)
     if not console.quiet:
         report = replayed.load_report()
-        if extras.places is None:
-            from eval_banana.reporting.caseplaces import failed_case_places
-
-            extras.places = failed_case_places(report=report, config=config)
         console.summary(
             report=report,
             report_path=run_dir / REPORT_JSON,
             html_path=html if html in extras.written else None,
-            places=extras.places,
+            places=extras.case_places(report=report),
         )
     return replayed
 

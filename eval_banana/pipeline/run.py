@@ -144,7 +144,7 @@ def publish_report(
         report=report.report,
         report_path=report.report_json,
         html_path=html if html in written else None,
-        places=extras.places,
+        places=None if console.quiet else extras.case_places(report=report.report),
     )
     return report
 

@@ -48,11 +48,22 @@ class ReportExtras(Record):
     # Its records for those marks when read already (None: the page reads them).
     history: Mapping[str, Any] | None = None
     written: list[Path] = Field(default_factory=list)
-    # The run's settings, to find the failed cases' dataset rows for annotations (None: the
-    # cases are annotated on their check files).
+    # The run's settings, to find the failed cases' dataset rows (None: the cases are named
+    # by their check files).
     config: ConfigDoc | None = None
-    # Filled in by write_extra_reports: check id -> where a failed case's row is.
+    # Check id -> where a failed case's row is, once found (`case_places`).
     places: dict[str, Problem] | None = None
+
+    def case_places(self, *, report: Mapping[str, Any]) -> dict[str, Problem]:
+        """Where the failed cases' rows are, found when first asked: a run whose outputs
+        name no failed case (a plain `--json` run) never reads its datasets again."""
+        if self.places is None:
+            if self.config is None:
+                return {}
+            from eval_banana.reporting.caseplaces import failed_case_places
+
+            self.places = failed_case_places(report=report, config=self.config)
+        return self.places
 
 
 # Below this many checks report.html renders in a few hundredths of a second: not worth a fork.
@@ -133,10 +144,6 @@ def write_extra_reports(
     GitHub outputs asked for; return `extras`."""
     extras = extras if extras is not None else ReportExtras()
     extras.report, extras.report_md = report, report_md
-    if extras.config is not None and extras.places is None:
-        from eval_banana.reporting.caseplaces import failed_case_places
-
-        extras.places = failed_case_places(report=report, config=extras.config)
     project_root = Path(str(report.get("project_root") or run_dir))
     targets: list[tuple[str, Path]] = []
     if extras.html:
@@ -150,7 +157,10 @@ def write_extra_reports(
                 from eval_banana.reporting.junit import write_junit
 
                 write_junit(
-                    report=report, project_root=project_root, path=path, places=extras.places
+                    report=report,
+                    project_root=project_root,
+                    path=path,
+                    places=extras.case_places(report=report),
                 )
             else:
                 _finish_html(html=html, report=report, run_dir=run_dir, path=path, extras=extras)
@@ -160,7 +170,7 @@ def write_extra_reports(
     if extras.annotations == "github":
         stream = extras.annotation_stream if extras.annotation_stream is not None else sys.stdout
         for line in [
-            *annotations(report=report, places=extras.places),
+            *annotations(report=report, places=extras.case_places(report=report)),
             *warning_annotations(
                 report=report,
                 before=extras.config.warnings if extras.config is not None else (),
