@@ -95,10 +95,9 @@ def merged_config(*, local: ConfigDoc, first: ShardRun) -> ConfigDoc:
     """The shards' settings (they agree on the ones that matter), in the merge's project, with
     the merge's own output folder, JUnit target and run history; no shard."""
     settings = first.config.settings.model_copy(deep=True)
-    settings.core.output_dir = local.settings.core.output_dir
-    settings.core.keep_runs = local.settings.core.keep_runs
-    settings.core.junit_xml = local.settings.core.junit_xml
-    settings.history = local.settings.history.model_copy(deep=True)
+    for name in OUTPUT_SETTINGS:  # one list says which, for the values and their sources
+        table, _, key = name.partition(".")
+        setattr(getattr(settings, table), key, getattr(getattr(local.settings, table), key))
     sources = dict(first.config.sources)
     sources.update({name: local.sources[name] for name in OUTPUT_SETTINGS})
     selection: Selection = first.plan.selection.model_copy(update={"shard": None})
