@@ -196,18 +196,17 @@ def watched_datasets(
     files' bytes as discovery read them); None when a family's check file cannot be read
     again, so that no replay is kept that could not tell its dataset changed."""
     from eval_banana.checks.definition import parse_yaml_mapping
+    from eval_banana.checks.loading import reader_over
     from eval_banana.core.errors import DefinitionError
     from eval_banana.datasets.sources import dataset_skipped, matched_files
 
     root = Path(config.project_root)
     skipped = dataset_skipped(config=config)
+    read = reader_over(contents)
     found: list[dict[str, Any]] = []
     for source in dict.fromkeys(check.source_path for check in checks if check.family_files):
         try:
-            data = contents.get(source)
-            document = parse_yaml_mapping(
-                data=data if data is not None else Path(source).read_bytes(), path=source
-            )
+            document = parse_yaml_mapping(data=read(source), path=source)
         except (OSError, DefinitionError):
             return None
         pattern = document.get("cases_from")
