@@ -19,7 +19,7 @@ from eval_banana.reporting.github import (
     problem_annotations,
     warning_annotations,
 )
-from tests.reporting.conftest import Run, run_eb, write_project
+from tests.reporting.conftest import Run, latest_run_dir, run_eb, write_project
 
 
 def test_step_summary_appends_when_set(finished_run: Run, tmp_path: Path) -> None:
@@ -380,7 +380,7 @@ def test_a_failed_case_is_annotated_on_its_dataset_row_even_after_rows_move(
     ]
 
 
-def test_a_case_whose_row_changed_since_it_ran_is_annotated_on_its_check_file() -> None:
+def test_a_case_without_a_place_is_annotated_on_its_check_file() -> None:
     report = {
         "project_root": "/p",
         "checks": [
@@ -396,3 +396,30 @@ def test_a_case_whose_row_changed_since_it_ran_is_annotated_on_its_check_file() 
     assert annotations(report=report, places={}) == [
         "::error file=eval_checks/qa.yaml,title=qa[b] failed::wrong"
     ]
+
+
+def test_a_case_whose_row_changed_since_it_ran_gets_no_place(tmp_path: Path) -> None:
+    """The rows are read again when a run ends: a failed case whose row no longer holds what
+    was judged (here edited after the run) gets no place, so it stays on its check file; the
+    other failed case keeps its row."""
+    from eval_banana.models.stages import ConfigDoc
+    from eval_banana.reporting.caseplaces import failed_case_places
+
+    project = write_project(tmp_path / "proj", checks={"eval_checks/qa.yaml": _GRADED_FAMILY})
+    (project / "data").mkdir()
+    dataset = project / "data" / "qa.jsonl"
+    dataset.write_text(_row("a", "yes") + _row("b", "no") + _row("c", "yes") + _row("d", "no"))
+    assert run_eb("run", "--cwd", str(project), cwd=tmp_path).returncode == 1
+    run_dir = latest_run_dir(project)
+    report = json.loads((run_dir / "report.json").read_text())
+    config = ConfigDoc.model_validate(json.loads((run_dir / "stages" / "config.json").read_text()))
+    places = failed_case_places(report=report, config=config)
+    assert {check_id: (p.file, p.line) for check_id, p in places.items()} == {
+        "qa[b]": ("data/qa.jsonl", 2),
+        "qa[d]": ("data/qa.jsonl", 4),
+    }
+    dataset.write_text(
+        _row("a", "yes") + _row("b", "still no") + _row("c", "yes") + _row("d", "no")
+    )
+    places = failed_case_places(report=report, config=config)
+    assert {check_id: p.line for check_id, p in places.items()} == {"qa[d]": 4}
