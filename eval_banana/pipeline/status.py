@@ -166,8 +166,8 @@ class _FamilyNow(NamedTuple):
     digests: dict[str, str]
     family_digest: str | None
     unskipped: tuple[str, ...]
-    rows: dict[str, str] = {}  # case id -> the file its row is in now, project-relative
-    files: tuple[str, ...] = ()  # the family's dataset files now
+    rows: dict[str, str]  # case id -> the file its row is in now, project-relative
+    files: tuple[str, ...]  # the family's dataset files now
 
 
 def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> str | None:
@@ -193,7 +193,10 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
 
     expansion = family_now(source_path=check.source_path, config=config)
     if expansion is None:
-        return _FamilyNow(digests={}, family_digest=None, unskipped=())
+        return _FamilyNow(digests={}, family_digest=None, unskipped=(), rows={}, files=())
+    # A dataset row names its file relative to the project already; an item of the check
+    # file's own `cases:` names the check file, made relative once.
+    own = _relative(path=check.source_path, root=config.project_root)
     return _FamilyNow(
         digests={case.case_id: case.digest for case in expansion.cases},
         family_digest=expansion.family_digest,
@@ -201,7 +204,7 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
             case.case_id for case in expansion.cases if not case.definition.get("skip")
         ),
         rows={
-            case.case_id: _relative(path=case.origin.file, root=config.project_root)
+            case.case_id: own if case.origin.inline_index is not None else case.origin.file
             for case in expansion.cases
         },
         files=tuple(expansion.files[1:]),
