@@ -51,7 +51,7 @@ class ReportExtras(Record):
     # The run's settings, to find the failed cases' dataset rows (None: the cases are named
     # by their check files).
     config: ConfigDoc | None = None
-    # Check id -> where a failed case's row is, once found (`case_places`).
+    # Check id -> where a failed case's row is, once found (`ReportExtras.case_places`).
     places: dict[str, Problem] | None = None
 
     def case_places(self, *, report: Mapping[str, Any]) -> dict[str, Problem]:

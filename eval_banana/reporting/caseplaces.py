@@ -9,7 +9,7 @@ for a case whose row still holds what was judged (its definition digest matches)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from eval_banana.core.errors import EvalBananaError, Problem
@@ -20,27 +20,26 @@ _MARKED = ("failed", "error")
 
 
 def failed_case_places(*, report: Mapping[str, Any], config: ConfigDoc) -> dict[str, Problem]:
-    """Where the failed and errored cases' rows are ({} when no case failed): the console's
-    recap and the annotations point at them. A dataset that cannot be read again leaves its
-    cases on their check files."""
-    checks = report.get("checks") or []
-    if not any(check.get("family") and check.get("status") in _MARKED for check in checks):
+    """Check id -> the file and line of the row each failed or errored case was judged on
+    ({} when no case failed): the console's recap, the annotations and JUnit point at them. A
+    dataset that cannot be read again leaves its cases on their check files."""
+    wanted: dict[str, dict[str, object]] = {}  # check file -> {case check id: its digest}
+    for check in report.get("checks") or []:
+        if check.get("family") and check.get("status") in _MARKED:
+            digests = wanted.setdefault(str(check.get("source_path") or ""), {})
+            digests[str(check.get("check_id"))] = check.get("check_definition_sha256")
+    if not wanted:
         return {}
     try:
-        return case_places(checks=checks, config=config)
+        return _places(wanted=wanted, config=config)
     except (OSError, EvalBananaError):
         return {}
 
 
-def case_places(*, checks: Iterable[Mapping[str, Any]], config: ConfigDoc) -> dict[str, Problem]:
-    """Check id -> the file and line of the row each failed or errored case was judged on."""
+def _places(*, wanted: Mapping[str, Mapping[str, object]], config: ConfigDoc) -> dict[str, Problem]:
+    """The rows of the cases `wanted` names (by check file) that still hold what was judged."""
     from eval_banana.stages.validate import family_now  # what a replayed run does not load
 
-    wanted: dict[str, dict[str, object]] = {}  # check file -> {case check id: its digest}
-    for check in checks:
-        if check.get("family") and check.get("status") in _MARKED:
-            digests = wanted.setdefault(str(check.get("source_path") or ""), {})
-            digests[str(check.get("check_id"))] = check.get("check_definition_sha256")
     places: dict[str, Problem] = {}
     for source, digests in wanted.items():
         expansion = family_now(source_path=source, config=config) if source else None
