@@ -29,7 +29,7 @@ def _rows(count: int) -> list[dict[str, Any]]:
 
 
 def _write_rows(project: Project, rows: list[dict[str, Any]]) -> None:
-    project.write({"data/qa.jsonl": "".join(json.dumps(row) + "\n" for row in rows)})
+    project.write({"data/qa.jsonl": _jsonl(rows)})
 
 
 def _family(tmp_path: Path, eb: Callable[..., Any], *, count: int) -> Project:
@@ -180,6 +180,17 @@ def test_a_large_familys_log_lists_what_did_not_pass_and_its_replay_the_same(
 DECLARED = FAMILY.replace("cases_from: data/qa.jsonl", "cases_from: {source}\ninputs: [README.md]")
 
 
+def _declared(tmp_path: Path, eb: Callable[..., Any], *, source: str, count: int) -> Project:
+    """The family of `count` rows, declaring its inputs, its cases from `source`."""
+    project = _family(tmp_path, eb, count=count)
+    project.write({"eval_checks/qa.yaml": DECLARED.format(source=source)})
+    return project
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
 def _kept_replay(project: Project, replays: list[bool], *, checks: int) -> None:
     """Runs until the last is a replay of the family's `checks` cases."""
     project.run()
@@ -191,8 +202,7 @@ def _kept_replay(project: Project, replays: list[bool], *, checks: int) -> None:
 def test_a_replay_is_not_taken_once_a_row_of_a_declared_inputs_family_changes(
     tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
 ) -> None:
-    project = _family(tmp_path, eb, count=5)
-    project.write({"eval_checks/qa.yaml": DECLARED.format(source="data/qa.jsonl")})
+    project = _declared(tmp_path, eb, source="data/qa.jsonl", count=5)
     _kept_replay(project, replays, checks=5)
     starts = project.agent_starts()
     rows = _rows(5)
@@ -205,11 +215,10 @@ def test_a_replay_is_not_taken_once_a_row_of_a_declared_inputs_family_changes(
 def test_a_file_a_cases_from_glob_gains_or_loses_is_no_replay_of_the_old_family(
     tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
 ) -> None:
-    project = _family(tmp_path, eb, count=3)
-    project.write({"eval_checks/qa.yaml": DECLARED.format(source='"data/*.jsonl"')})
+    project = _declared(tmp_path, eb, source='"data/*.jsonl"', count=3)
     _kept_replay(project, replays, checks=3)
     more = [{"id": "m1", "question": "m", "answer": "n"}]
-    project.write({"data/more.jsonl": "".join(json.dumps(row) + "\n" for row in more)})
+    project.write({"data/more.jsonl": _jsonl(more)})
     report = project.run()
     assert replays[-1] is False and report["total_checks"] == 4
     assert project.misses() == set()
@@ -225,15 +234,14 @@ def test_a_dataset_edited_through_a_symlink_is_no_replay(
     # The dataset lives outside the project, linked in: its link never changes, its rows do.
     outside = tmp_path / "shared" / "qa.jsonl"
     outside.parent.mkdir()
-    outside.write_text("".join(json.dumps(row) + "\n" for row in _rows(3)))
-    project = _family(tmp_path, eb, count=3)
-    project.write({"eval_checks/qa.yaml": DECLARED.format(source="data/qa.jsonl")})
+    outside.write_text(_jsonl(_rows(3)))
+    project = _declared(tmp_path, eb, source="data/qa.jsonl", count=3)
     (project.root / "data" / "qa.jsonl").unlink()
     (project.root / "data" / "qa.jsonl").symlink_to(outside)
     _kept_replay(project, replays, checks=3)
     starts = project.agent_starts()
     rows = _rows(3)
     rows[1]["answer"] = "another answer"
-    outside.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    outside.write_text(_jsonl(rows))
     assert project.misses() == {"qa_judge[q01]"}
     assert replays[-1] is False and project.agent_starts() == starts + 1
