@@ -75,6 +75,16 @@ def _statuses(report: dict[str, Any]) -> dict[str, str]:
     return {check["check_id"]: check["status"] for check in report["checks"]}
 
 
+# JSON nested 5,000 deep: past any bound, and past what Python's parser can take.
+DEEP = "[" * 5000 + "]" * 5000
+# Rows each holding ten of the row before: some 1.4 million values once expanded, in six lines
+# (small enough that eb without the bound still finishes, and the test fails rather than hangs).
+ALIAS_BOMB_ROWS = "- &r0 {name: a, ok: 'yes', v: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}\n" + "".join(
+    f"- &r{n} {{name: a{n}, ok: 'yes', v: [{', '.join([f'*r{n - 1}'] * 10)}]}}\n"
+    for n in range(1, 6)
+)
+
+
 EXPECTED = {"fam[refund-1]": "passed", "fam[refund-2]": "failed", "fam[ship-1]": "passed"}
 
 
@@ -226,6 +236,23 @@ def test_a_dataset_checked_out_without_its_lfs_content_says_so_with_the_fix(
     (root / "data" / name).write_text(text)
     code, report = _run(eb, root)
     assert code == 1 and _statuses(report) == EXPECTED
+
+
+def test_a_csv_cell_longer_than_the_csv_modules_limit_reaches_the_case_whole(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # A whole article in a cell: Python's csv module refuses cells over 128 KiB by default,
+    # which was a traceback; the case must get every character.
+    article = "word " * 60_000
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.csv").replace(
+        'ctx["case"]["ok"] == "yes"', f'len(ctx["case"]["name"]) == {len(article)}'
+    )
+    root = project(
+        {"eval_checks/fam.yaml": family, "data/rows.csv": f'id,name,ok\nlong,"{article}",yes\n'},
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert code == 0 and _statuses(report) == {"fam[long]": "passed"}, report
 
 
 def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(
@@ -868,6 +895,40 @@ BAD_INPUTS = {
         {"data/rows.jsonl": '{"name": "a", "ok": "maybe"}\n'},
         "cases_from: data/rows.jsonl\ncase_schema: {properties: {ok: {enum: ['yes', 'no']}}}",
         "does not match case_schema at ok",
+    ),
+    # Nesting a parser, an encoder or eb's own read-back would run out of stack on (a
+    # RecursionError traceback, or a run folder eb then refuses to read), told at its line.
+    "a jsonl line nested too deep": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n{"name": "b", "ok": ' + DEEP + "}\n"},
+        "cases_from: data/rows.jsonl",
+        "Dataset data/rows.jsonl line 2 is nested deeper than 200 levels",
+    ),
+    "a json list nested too deep": (
+        {"data/rows.json": "[" + DEEP + "]"},
+        "cases_from: data/rows.json",
+        "Dataset data/rows.json is nested deeper than 200 levels",
+    ),
+    "a yaml list nested too deep": (
+        {"data/rows.yaml": "- name: a\n  ok: " + "[" * 300 + "]" * 300 + "\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml is nested deeper than 200 levels",
+    ),
+    # A few lines of YAML aliases that stand for millions of values (a bomb), or for a value
+    # that holds itself: refused before anything walks them, as in a check file.
+    "a yaml alias bomb": (
+        {"data/rows.yaml": ALIAS_BOMB_ROWS},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml: its YAML aliases (*name) expand to more than",
+    ),
+    "a yaml row that holds itself": (
+        {"data/rows.yaml": "- &row {name: a, ok: 'yes', again: [*row]}\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml: its YAML aliases (*name) make a value contain itself",
+    ),
+    "a yaml row with a key twice": (
+        {"data/rows.yaml": "- {name: a, ok: 'yes'}\n- name: b\n  ok: 'yes'\n  ok: 'no'\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml has a row with a duplicate key 'ok' (line 4)",
     ),
 }
 

@@ -102,7 +102,8 @@ def test_a_stage_file_deep_or_a_fifo_is_a_stage_file_error_naming_it(
     done = _eb("stage", "score", "--run-dir", str(run), cwd=root)
     assert done.returncode == 2, done.stdout + done.stderr
     assert str(execute) in done.stderr, done.stderr
-    said = {"deep": "nested deeper than 200 levels", "fifo": "not a regular file (a FIFO)"}
+    # eb's own files are read with a margin over the 200 levels a user's file may nest.
+    said = {"deep": "nested deeper than 232 levels", "fifo": "not a regular file (a FIFO)"}
     assert said[damage] in done.stderr, done.stderr
     _no_traceback(done)
 
@@ -196,6 +197,45 @@ def test_a_check_file_that_is_a_fifo_is_named(tmp_path: Path, linked: bool) -> N
     _no_traceback(done)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "piped.yaml" in done.stderr and "FIFO" in done.stderr, done.stderr
+
+
+def test_a_case_and_a_check_at_the_depth_bound_leave_a_run_folder_eb_reads_back(
+    tmp_path: Path,
+) -> None:
+    # eb accepts what a user writes up to 200 levels deep; its own files hold that a few
+    # levels further down (plan.json: its checks, a check, the definition or case), and
+    # reading them back must not refuse what was accepted (`eb status` called the plan
+    # "nested deeper than 200 levels", and nothing could be rerun).
+    root = _project(tmp_path / "proj", cache="on", replay=True)
+    value = "[" * 197 + "]" * 197  # the check file's mapping, assert, its item, then this
+    (root / "eval_checks" / "deep.yaml").write_text(
+        "schema_version: 1\nid: deep\ntype: assertions\ndescription: Deep.\n"
+        f"artifact: out.json\nassert:\n  - {{path: a, op: equals, value: {value}}}\n"
+    )
+    (root / "out.json").write_text(json.dumps({"a": json.loads(value)}))
+    row = '{"id": "deep", "v": ' + "[" * 199 + "]" * 199 + "}"  # the row's mapping is level 1
+    (root / "data").mkdir()
+    (root / "data" / "rows.jsonl").write_text(row + "\n")
+    (root / "eval_checks" / "fam.yaml").write_text(
+        "schema_version: 1\nid: fam\ntype: deterministic\ndescription: 'row {{ case.id }}'\n"
+        "cases_from: data/rows.jsonl\nscript: print('fine')\n"
+    )
+    assert _eb("run", cwd=root).returncode == 0
+    run = _only_run(root)
+    status = _eb("status", "--run-dir", str(run), cwd=root)
+    _no_traceback(status)
+    assert status.returncode == 0, status.stdout + status.stderr
+    stages = [line.split()[:3] for line in status.stdout.splitlines()[1:8]]
+    assert [state for _, _, state in stages] == ["ok"] * 7, status.stdout
+    rerun = _eb("stage", "execute", "--run-dir", str(run), cwd=root)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    # One level more is refused up front, at the row's line: never a run folder eb cannot read.
+    (root / "data" / "rows.jsonl").write_text(
+        '{"id": "ok"}\n{"id": "deeper", "v": ' + "[" * 200 + "]" * 200 + "}\n"
+    )
+    refused = _eb("validate", cwd=root)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "data/rows.jsonl line 2 is nested deeper than 200 levels" in refused.stderr
 
 
 def _alias_bomb(levels: int) -> str:
@@ -313,6 +353,6 @@ def test_the_depth_scan_counts_only_nesting_outside_strings(text: str, deep: boo
     assert MAX_DEPTH == 200
     if deep:
         with pytest.raises(TooDeep):
-            loads_json(text.encode())
+            loads_json(text.encode(), limit=MAX_DEPTH)
     else:
-        assert loads_json(text.encode()) == json.loads(text)
+        assert loads_json(text.encode(), limit=MAX_DEPTH) == json.loads(text)

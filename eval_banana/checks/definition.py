@@ -18,53 +18,9 @@ import yaml
 from eval_banana.checks.fast import fast_normalize
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.readback import MAX_DEPTH, read_regular
-
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from eval_banana.core.yamlsafe import DuplicateKeyError, StrictLoader, Unbounded, refuse_unbounded
 
 _DIGEST_PREFIX = b"eval-banana/check-definition-sha256/v1\x00"
-
-
-class _StrictLoader(_Loader):  # type: ignore[misc,valid-type]
-    """Safe loader that refuses repeated mapping keys (eval-banana kept the last value silently)."""
-
-
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _construct_mapping_no_duplicates(
-    loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
-) -> dict[Any, Any]:
-    # Fast path: build the mapping once; as many entries as key nodes means no key repeated.
-    if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
-        key_count = len(node.value)
-        mapping = loader.construct_mapping(node, deep=deep)
-        if len(mapping) == key_count:
-            return mapping
-    _refuse_duplicate_keys(loader=loader, node=node, deep=deep)
-    return loader.construct_mapping(node, deep=deep)
-
-
-def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool) -> None:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            duplicate = key in seen
-        except TypeError:
-            continue
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"duplicate key '{key}' (line {key_node.start_mark.line + 1})",
-                key_node.start_mark,
-            )
-        seen.add(key)
-
-
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
-)
 
 
 def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
@@ -76,23 +32,24 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
             f"Failed to decode YAML in {path} as UTF-8: {exc}", file=str(path)
         ) from None
     try:
-        document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader subclass
-    except yaml.constructor.ConstructorError as exc:
+        document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass
+    except DuplicateKeyError as exc:
         line, column = _mark(exc)
-        if exc.problem and exc.problem.startswith("duplicate key"):
-            raise DefinitionError(
-                f"Invalid check definition in {path}: {exc.problem}",
-                file=str(path),
-                hint="Each key may appear once; delete the repeated one.",
-                line=line,
-                column=column,
-            ) from None
-        raise _syntax_error(exc=exc, path=path) from None
+        raise DefinitionError(
+            f"Invalid check definition in {path}: {exc.problem}",
+            file=str(path),
+            hint="Each key may appear once; delete the repeated one.",
+            line=line,
+            column=column,
+        ) from None
     except yaml.YAMLError as exc:
         raise _syntax_error(exc=exc, path=path) from None
     except RecursionError:  # the pure-Python loader builds nested values recursively
         raise _too_deep(path=path) from None
-    _refuse_unbounded(value=document, path=path)
+    try:
+        refuse_unbounded(value=document, max_depth=MAX_DEPTH, max_values=MAX_EXPANDED_VALUES)
+    except Unbounded as exc:
+        raise (_too_deep(path=path) if exc.too_deep else _bomb(path=path, what=exc.what)) from None
     if not isinstance(document, dict):
         hint = "A check file is one mapping: schema_version, id, type, description, ..."
         if isinstance(document, list):
@@ -112,9 +69,8 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     return document
 
 
-# A YAML alias names a value already built, so `yaml.load` is linear in the text; but whatever
-# walks the result as a tree (validation, dumping) sees every alias expanded. A check file is a
-# few hundred values: these bounds refuse only bombs.
+# How many values a check file's aliases may expand to (core/yamlsafe.py says why there is a
+# bound): a check file is a few hundred values, so this refuses only bombs.
 MAX_EXPANDED_VALUES = 1_000_000
 
 
@@ -124,54 +80,6 @@ def _too_deep(*, path: Path | str) -> DefinitionError:
         file=str(path),
         hint="flatten the lists and mappings; a check file needs only a few levels",
     )
-
-
-def _refuse_unbounded(*, value: object, path: Path | str) -> None:
-    """Refuse a document nested deeper than MAX_DEPTH, one whose aliases expand beyond
-    MAX_EXPANDED_VALUES values, or one that contains itself; each list and mapping is
-    measured once, by identity, so this is linear in the document's nodes."""
-    measured: dict[int, tuple[int, int]] = {}  # id -> (depth, expanded size)
-    open_ids: set[int] = set()
-    stack: list[tuple[object, bool]] = [(value, False)]
-    while stack:
-        item, done = stack.pop()
-        key = id(item)
-        children = _children(item)
-        if done:
-            open_ids.discard(key)
-            depth, size = 1, 1
-            for child in children:
-                inner = measured.get(id(child))
-                if inner is None:
-                    size += 1  # a scalar
-                    continue
-                depth = max(depth, inner[0] + 1)
-                size += inner[1]
-            if depth > MAX_DEPTH:
-                raise _too_deep(path=path)
-            if size > MAX_EXPANDED_VALUES:
-                raise _bomb(path=path, what=f"expand to more than {MAX_EXPANDED_VALUES:,} values")
-            measured[key] = (depth, size)
-            continue
-        if key in measured:
-            continue
-        open_ids.add(key)
-        stack.append((item, True))
-        for child in children:
-            if id(child) in open_ids:
-                raise _bomb(path=path, what="make a value contain itself")
-            if type(child) in (dict, list) and id(child) not in measured:
-                stack.append((child, False))
-
-
-def _children(item: object) -> list[object]:
-    kind = type(item)
-    if kind is dict:
-        pairs = cast(dict[object, object], item)
-        return [*pairs.keys(), *pairs.values()]
-    if kind is list:
-        return cast(list[object], item)
-    return []
 
 
 def _bomb(*, path: Path | str, what: str) -> DefinitionError:

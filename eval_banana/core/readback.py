@@ -3,7 +3,7 @@
 Every file eb reads again (stage files, cache entries, kept runs, calibration records, check
 files, the config) goes through `read_regular`: a FIFO in place of one would block the open
 or the read forever, and a device or socket is no file eb wrote. `loads_json` refuses JSON
-nested deeper than `MAX_DEPTH` before parsing it, in linear time, instead of letting the
+nested deeper than `OWN_FILES_DEPTH` before parsing it, in linear time, instead of letting the
 parser run out of stack (a `RecursionError`). Both failures subclass the exceptions their
 callers already turn into errors naming the file (OSError, ValueError).
 """
@@ -17,7 +17,11 @@ import re
 import stat
 from typing import Any
 
+# How deep what a user writes may nest: a check file, a dataset file, one line of a .jsonl file.
 MAX_DEPTH = 200
+# eb's own files hold those values a few levels down (plan.json: its checks, a check, the
+# check's definition or case), so reading them back allows a margin over what was accepted.
+OWN_FILES_DEPTH = MAX_DEPTH + 32
 _BLOCK = 1 << 20
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -35,7 +39,7 @@ class NotRegularFile(OSError):
 
 
 class TooDeep(ValueError):
-    """A JSON or YAML document is nested deeper than MAX_DEPTH."""
+    """A JSON document is nested deeper than the bound it is read with."""
 
 
 def _kind(mode: int) -> str:
@@ -140,15 +144,15 @@ def json_depth_exceeds(data: bytes, *, limit: int = MAX_DEPTH) -> bool:
     return bool(brackets)
 
 
-def loads_json(data: bytes | str) -> Any:
-    """`json.loads`, refusing (TooDeep, a ValueError) a document nested beyond MAX_DEPTH."""
+def loads_json(data: bytes | str, *, limit: int = OWN_FILES_DEPTH) -> Any:
+    """`json.loads`, refusing (TooDeep, a ValueError) a document nested beyond `limit`."""
     raw = data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data
-    if json_depth_exceeds(raw):
-        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
+    if json_depth_exceeds(raw, limit=limit):
+        raise TooDeep(f"nested deeper than {limit} levels")
     try:
         return json.loads(data)
     except RecursionError:
-        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
+        raise TooDeep(f"nested deeper than {limit} levels") from None
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

@@ -16,9 +16,14 @@ from typing import Any, BinaryIO, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
+from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
 from eval_banana.datasets.render import json_kind
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
+# What the aliases of a YAML dataset may add to the values its text writes out (a text without
+# aliases never holds more values than characters): a shared rubric is fine, a bomb is not.
+ALIASED_VALUES = 1_000_000
+_FLATTEN = "flatten the rows: a case needs only a few levels of lists and mappings"
 
 
 class TooManyRows(Exception):
@@ -231,6 +236,12 @@ def _jsonl(
             raise TooManyRows(counted=len(rows) + len(bad) + 1 + rest)
         if first is None:
             first = line.strip()
+        # Too few brackets to nest that deep: the common, cheap answer (two counts per line).
+        if line.count("[") + line.count("{") > MAX_DEPTH and json_depth_exceeds(
+            line.encode("utf-8", errors="surrogatepass")
+        ):
+            bad.append(_too_deep(file=file, line=number, what=f"Dataset {file} line {number}"))
+            continue
         try:
             value = _DECODE(line)
         except ValueError as exc:
@@ -327,7 +338,20 @@ def _listed(*, value: object, file: str, kind: str, string_keys: bool, text: str
     ]
 
 
+def _too_deep(*, file: str, line: int | None, what: str) -> DefinitionError:
+    # Checked before anything walks the rows: eb's own files hold each case a few levels down,
+    # and a parser or encoder would otherwise run out of stack.
+    return _problem(
+        file=file,
+        line=line,
+        message=f"{what} is nested deeper than {MAX_DEPTH} levels",
+        hint=_FLATTEN,
+    )
+
+
 def _json(*, text: str, file: str) -> list[Row]:
+    if json_depth_exceeds(text.encode("utf-8", errors="surrogatepass")):
+        raise _too_deep(file=file, line=None, what=f"Dataset {file}")
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -343,9 +367,22 @@ def _json(*, text: str, file: str) -> list[Row]:
 def _yaml(*, text: str, file: str) -> list[Row]:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from eval_banana.core.yamlsafe import (
+        DuplicateKeyError,
+        StrictLoader,
+        Unbounded,
+        refuse_unbounded,
+    )
+
     try:
-        value = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+        value = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass
+    except DuplicateKeyError as exc:
+        raise _problem(
+            file=file,
+            line=exc.problem_mark.line + 1 if exc.problem_mark is not None else None,
+            message=f"Dataset {file} has a row with a {exc.problem}",
+            hint="each key may appear once in a row; delete the repeated one",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise _problem(
@@ -353,6 +390,19 @@ def _yaml(*, text: str, file: str) -> list[Row]:
             line=mark.line + 1 if mark is not None else None,
             message=f"Dataset {file} is not valid YAML: {exc}",
             hint="a YAML dataset is one list of mappings",
+        ) from None
+    except RecursionError:  # the loader builds nested values recursively
+        raise _too_deep(file=file, line=None, what=f"Dataset {file}") from None
+    try:
+        refuse_unbounded(value=value, max_depth=MAX_DEPTH, max_values=len(text) + ALIASED_VALUES)
+    except Unbounded as exc:
+        if exc.too_deep:
+            raise _too_deep(file=file, line=None, what=f"Dataset {file}") from None
+        raise _problem(
+            file=file,
+            line=None,
+            message=f"Dataset {file}: its YAML aliases (*name) {exc.what}",
+            hint="write the values out, or use fewer, shallower aliases",
         ) from None
     return _listed(value=value, file=file, kind="YAML", string_keys=False, text=text)
 
@@ -369,6 +419,25 @@ def _other_delimiter(*, names: list[str]) -> str | None:
 
 
 def _csv(*, text: str, file: str, problems: list[DefinitionError], limit: int | None) -> list[Row]:
+    try:
+        return _csv_rows(text=text, file=file, problems=problems, limit=limit)
+    except csv.Error as exc:
+        raise _problem(
+            file=file,
+            line=None,
+            message=f"Dataset {file} is not CSV that can be read: {exc}",
+            hint="save it as comma-separated CSV (in a spreadsheet: CSV UTF-8, comma "
+            "delimited), or convert it to JSONL",
+        ) from None
+
+
+def _csv_rows(
+    *, text: str, file: str, problems: list[DefinitionError], limit: int | None
+) -> list[Row]:
+    # A cell may be as long as the file (a whole article to judge): the csv module's default
+    # limit, 128 KiB, would refuse it. The limit is the process's, and only ever raised here.
+    if len(text) >= csv.field_size_limit():
+        csv.field_size_limit(len(text) + 1)
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if header is None:

@@ -1,0 +1,118 @@
+"""YAML as eb reads it, for check files and datasets alike: a safe loader that refuses a
+repeated key, and bounds on what the loaded value may become when something walks it.
+
+A YAML alias names a value already built, so loading is linear in the text; but whatever walks
+the result as a tree (validation, JSON dumping, digests) sees every alias expanded. A few lines
+of aliases can stand for billions of values (an alias bomb), or for a value that holds itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import yaml
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping repeats a key (YAML forbids it; PyYAML kept the last value silently)."""
+
+
+class StrictLoader(_Loader):  # type: ignore[misc,valid-type]
+    """Safe loader that refuses repeated mapping keys (DuplicateKeyError)."""
+
+
+def _construct_mapping_no_duplicates(
+    loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    # Fast path: build the mapping once; as many entries as key nodes means no key repeated.
+    if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
+        key_count = len(node.value)
+        mapping = loader.construct_mapping(node, deep=deep)
+        if len(mapping) == key_count:
+            return mapping
+    _refuse_duplicate_keys(loader=loader, node=node, deep=deep)
+    return loader.construct_mapping(node, deep=deep)
+
+
+def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool) -> None:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            continue
+        if duplicate:
+            raise DuplicateKeyError(
+                None,
+                None,
+                f"duplicate key '{key}' (line {key_node.start_mark.line + 1})",
+                key_node.start_mark,
+            )
+        seen.add(key)
+
+
+StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
+)
+
+
+class Unbounded(ValueError):
+    """A loaded value nests too deep, expands to too many values, or holds itself.
+    `too_deep` tells the first apart from the two an alias causes."""
+
+    def __init__(self, what: str, *, too_deep: bool = False) -> None:
+        super().__init__(what)
+        self.what = what
+        self.too_deep = too_deep
+
+
+def refuse_unbounded(*, value: object, max_depth: int, max_values: int) -> None:
+    """Raise Unbounded for a value nested deeper than `max_depth` (the top list or mapping is
+    level 1), one whose aliases expand beyond `max_values` values, or one that contains itself.
+    Each list and mapping is measured once, by identity, so this is linear in the nodes built."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (depth, expanded size)
+    open_ids: set[int] = set()
+    stack: list[tuple[object, bool]] = [(value, False)]
+    while stack:
+        item, done = stack.pop()
+        key = id(item)
+        children = _children(item)
+        if done:
+            open_ids.discard(key)
+            depth, size = 1, 1
+            for child in children:
+                inner = measured.get(id(child))
+                if inner is None:
+                    size += 1  # a scalar
+                    continue
+                depth = max(depth, inner[0] + 1)
+                size += inner[1]
+            if depth > max_depth:
+                raise Unbounded(f"nested deeper than {max_depth} levels", too_deep=True)
+            if size > max_values:
+                raise Unbounded(f"expand to more than {max_values:,} values")
+            measured[key] = (depth, size)
+            continue
+        if key in measured:
+            continue
+        open_ids.add(key)
+        stack.append((item, True))
+        for child in children:
+            if id(child) in open_ids:
+                raise Unbounded("make a value contain itself")
+            if type(child) in (dict, list) and id(child) not in measured:
+                stack.append((child, False))
+
+
+def _children(item: object) -> list[object]:
+    kind = type(item)
+    if kind is dict:
+        pairs = cast(dict[object, object], item)
+        return [*pairs.keys(), *pairs.values()]
+    if kind is list:
+        return cast(list[object], item)
+    return []
