@@ -7,6 +7,7 @@ Every case is a check of its own (`<family>[<case id>]`), run by a real subproce
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -983,6 +984,24 @@ def test_bad_datasets_are_definition_errors(
     ran = eb("run", "--cwd", str(root))
     assert ran.exit_code == 2 and expected in ran.stderr
     assert not list((root / ".eval-banana").glob("results/*/report.json"))
+
+
+def test_a_dataset_path_that_names_a_fifo_says_what_it_is(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # It exists, so "does not exist" sent the user looking for a typo.
+    root = project(
+        {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl")},
+        config=CONFIG,
+    )
+    (root / "data").mkdir()
+    os.mkfifo(root / "data" / "rows.jsonl")
+    error = _the_validate_error(eb, root)
+    assert error["message"].endswith(
+        "data/rows.jsonl named by cases_from in "
+        + str(root / "eval_checks" / "fam.yaml")
+        + " is not a regular file (a FIFO)"
+    ), error
 
 
 @pytest.mark.parametrize(

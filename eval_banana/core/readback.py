@@ -42,7 +42,8 @@ class TooDeep(ValueError):
     """A JSON document is nested deeper than the bound it is read with."""
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is ("a FIFO", "a folder", ...)."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
@@ -56,7 +57,7 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegularFile(errno.EINVAL, f"not a regular file ({_kind(mode)})", str(path))
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({file_kind(mode)})", str(path))
     except BaseException:
         os.close(fd)
         raise

@@ -10,13 +10,14 @@ import csv
 import io
 import itertools
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
-from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
+from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds, open_regular, read_regular
 from eval_banana.datasets.render import json_kind
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
@@ -514,11 +515,13 @@ def read_rows(
             hint="use a .jsonl, .json, .yaml, .yml or .csv file",
         )
     try:
+        # Regular files only, checked on the open descriptor: a FIFO put in a dataset's place
+        # after it was found would block the read forever.
         if suffix == ".jsonl":
-            with path.open("rb") as handle:
+            with os.fdopen(open_regular(path), "rb") as handle:
                 lines = _jsonl_lines(handle=handle, file=file)
                 return _jsonl(lines=lines, file=file, problems=problems, limit=limit)
-        data = path.read_bytes()
+        data = read_regular(path)
     except OSError as exc:
         raise _problem(
             file=file,

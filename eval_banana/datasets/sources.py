@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.readback import file_kind
 from eval_banana.core.suggest import closest
 from eval_banana.datasets.rows import SUFFIXES, ItemLines, Row, TooManyRows, read_rows
 from eval_banana.models.stages import ConfigDoc
@@ -89,6 +90,15 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             file=check_file,
             field_path="cases_from",
             hint=f"name its files with a glob, such as {pattern.rstrip('/')}/*.jsonl",
+        )
+    if path.exists() and not path.is_file():
+        # A FIFO would block the read, a device is no dataset: not "missing" either.
+        raise DefinitionError(
+            f"Dataset {pattern} named by cases_from in {check_file} is not a regular file "
+            f"({file_kind(path.stat().st_mode)})",
+            file=check_file,
+            field_path="cases_from",
+            hint="name a regular file; copy a generated dataset into the project first",
         )
     if not path.is_file():
         raise DefinitionError(

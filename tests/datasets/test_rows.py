@@ -129,3 +129,36 @@ def test_a_jsonl_file_read_in_blocks_gives_the_same_rows_and_lines(
         assert (
             raised.value.message == "Dataset rows.jsonl is not UTF-8 text (line 2, byte 33: 0xE9)"
         )
+
+
+@pytest.mark.parametrize("name", ["rows.jsonl", "rows.csv"])
+def test_a_fifo_in_a_datasets_place_is_refused_without_blocking(tmp_path: Path, name: str) -> None:
+    # A FIFO put where a dataset was found (after discovery looked) would block the read
+    # forever with no writer: it is opened without blocking and refused as no regular file.
+    # In a child with a timeout, so a read that blocks fails the test instead of hanging it.
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / name
+    os.mkfifo(path)
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from eval_banana.core.errors import DefinitionError\n"
+        "from eval_banana.datasets.rows import read_rows\n"
+        "try:\n"
+        f"    read_rows(path=Path(sys.argv[1]), file={name!r}, problems=[])\n"
+        "except DefinitionError as exc:\n"
+        "    print(exc.message)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert f"Cannot read dataset {name}: " in done.stdout, done.stdout + done.stderr
+    assert "not a regular file (a FIFO)" in done.stdout, done.stdout
