@@ -1152,6 +1152,29 @@ def test_a_few_rows_missing_a_field_are_each_named_at_their_line(
     assert all("the case has no field 'name'" in error["message"] for error in errors)
 
 
+def test_a_placeholder_reaching_into_a_rows_value_says_it_cannot(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # `{{ case.who.name }}` over rows whose `who` is a mapping: "no field 'who.name'" alone
+    # reads like a typo; the fix is a field of its own.
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
+        "case.name", "case.who.name"
+    )
+    root = project(
+        {
+            "eval_checks/fam.yaml": family,
+            "data/rows.jsonl": '{"id": "a", "who": {"name": "Ada"}, "ok": "yes"}\n',
+        },
+        config=CONFIG,
+    )
+    error = _the_validate_error(eb, root)
+    assert error["message"].endswith(
+        "description: the case has no field 'who.name' ('who' is a mapping: a placeholder "
+        "names one field of the row and cannot reach inside its value; give the row a field "
+        "of its own for it)"
+    ), error
+
+
 def test_more_cases_than_max_cases_is_refused(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.suggest import closest
-from eval_banana.datasets.render import RenderProblem
+from eval_banana.datasets.render import RenderProblem, json_kind
 from eval_banana.datasets.rows import Row, row_line, row_where
 
 # Up to this many cases share one rendering problem, each is its own error; beyond, they are one
@@ -63,6 +63,14 @@ def _told(*, problem: RenderProblem, row: Row) -> str:
     meant (worked out per error told, not per failing row: 10,000 rows can share one)."""
     if problem.kind != "missing" or problem.field is None or not isinstance(row.value, dict):
         return problem.told
+    outer = problem.field.split(".", 1)[0]
+    if outer != problem.field and isinstance(row.value.get(outer), dict | list):
+        # `{{ case.answer.text }}`: placeholders have no paths into a value, by design.
+        return (
+            f"{problem.told} ('{outer}' is {json_kind(row.value[outer])}: a placeholder names "
+            "one field of the row and cannot reach inside its value; give the row a field of "
+            "its own for it)"
+        )
     near = closest(problem.field, row.value)
     return problem.told + (f" (did you mean '{near}'?)" if near is not None else "")
 
