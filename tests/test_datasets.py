@@ -863,8 +863,19 @@ BAD_INPUTS = {
     "boolean id": (
         {"data/rows.yaml": "- {id: true, name: a, ok: 'yes'}\n"},
         "cases_from: data/rows.yaml",
-        "case id true is a boolean; an id is text of letters, digits, '_', '-', '.' (or a whole "
-        'number from 0): quote it ("true") if that is what you meant',
+        "case id true is a boolean; an id is text of ASCII letters, digits, '_', '-', '.' (or a "
+        'whole number from 0): quote it ("true") if that is what you meant',
+    ),
+    # "is not letters" about 'café' was untrue: which character, and that letters are ASCII.
+    "an id with a letter outside ASCII": (
+        {"data/rows.jsonl": '{"id": "caf\u00e9", "name": "a", "ok": "yes"}\n'},
+        "cases_from: data/rows.jsonl",
+        "case id 'café' holds 'é'; an id is text of ASCII letters, digits, '_', '-', '.'",
+    ),
+    "an id with a space": (
+        {"data/rows.jsonl": '{"id": "refund 1", "name": "a", "ok": "yes"}\n'},
+        "cases_from: data/rows.jsonl",
+        "case id 'refund 1' holds a space; an id is text of ASCII letters",
     ),
     "a glob matching a file that is no dataset": (
         {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n', "data/README.md": "# rows\n"},

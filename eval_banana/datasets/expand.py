@@ -125,10 +125,15 @@ def _case_id(*, row: Row, value: dict[str, Any], position: int, width: int) -> s
 def _bad_id_message(given: object) -> str:
     """Why a row's `id` names no case, in the dataset's own terms (YAML's `true`, not
     Python's `True`)."""
+    rule = "an id is text of ASCII letters, digits, '_', '-', '.' (or a whole number from 0)"
     if isinstance(given, str):
-        return f"case id {given!r} is not letters, digits, '_', '-', '.'"
+        if not given:
+            return f"case id '' is empty; {rule}"
+        # The first character that is not allowed: 'café' has letters, but not ASCII ones.
+        bad = next(char for char in given if not _CASE_ID.fullmatch(char))
+        what = "a space" if bad == " " else repr(bad)
+        return f"case id {given!r} holds {what}; {rule}"
     shown = json.dumps(given, ensure_ascii=False)
-    rule = "an id is text of letters, digits, '_', '-', '.' (or a whole number from 0)"
     if isinstance(given, bool | int | float):
         what = "a boolean" if isinstance(given, bool) else "a number"
         return f'case id {shown} is {what}; {rule}: quote it ("{shown}") if that is what you meant'
