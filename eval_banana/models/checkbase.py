@@ -154,9 +154,9 @@ class CheckBase(BaseModel):
     cases: list[dict[str, JsonValue]] | None = Field(
         default=None,
         description="Inline dataset: each mapping is one case, run as its own check "
-        "`<id>[<case id>]`. A case's `id` names it (letters, digits, '_', '-', '.'), else its "
-        "1-based position does; `tags` and `skip` in a case add to the family's. Text fields "
-        "may use {{ case.<field> }}.",
+        "`<id>[<case id>]`. A case's `id` names it (ASCII letters, digits, '_', '-', '.'), "
+        "else its 1-based position does; `tags` and `skip` in a case add to the family's. "
+        "Text fields may use {{ case.<field> }}.",
         json_schema_extra={"minItems": 1},
     )
     cases_from: str | None = Field(
