@@ -908,6 +908,19 @@ BAD_INPUTS = {
         "cases_from: data/rows.jsonl\ncase_schema: {properties: {ok: {enum: ['yes', 'no']}}}",
         "does not match case_schema at ok",
     ),
+    # A $ref the schema cannot resolve on its own was a traceback from jsonschema; eb never
+    # fetches one from the network or another file.
+    "a case schema referring outside itself": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+        "cases_from: data/rows.jsonl\n"
+        "case_schema: {properties: {ok: {$ref: 'https://example.com/ok.json'}}}",
+        "at properties.ok.$ref: 'https://example.com/ok.json' refers outside the schema",
+    ),
+    "a case schema referring to nothing": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+        "cases_from: data/rows.jsonl\ncase_schema: {properties: {ok: {$ref: '#/$defs/no'}}}",
+        "fam.yaml: '#/$defs/no' points to nothing in the schema",
+    ),
     # Nesting a parser, an encoder or eb's own read-back would run out of stack on (a
     # RecursionError traceback, or a run folder eb then refuses to read), told at its line.
     "a jsonl line nested too deep": (

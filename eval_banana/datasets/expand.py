@@ -303,7 +303,54 @@ def _schema_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
             field_path="case_schema" + (f".{where}" if where else ""),
             hint="case_schema is a JSON Schema (draft 2020-12) for one dataset row",
         ) from None
+    outside = _outside_reference(schema)
+    if outside is not None:
+        where, reference = outside
+        raise DefinitionError(
+            f"Invalid case_schema in {check_file} at {where}: {reference!r} refers outside "
+            "the schema",
+            file=check_file,
+            field_path=f"case_schema.{where}",
+            hint="eb reads case_schema on its own, never from the network or another file: "
+            "put what it refers to under $defs and refer to it as #/$defs/<name>",
+        )
     return Draft202012Validator(schema)
+
+
+def _unresolvable(*, exc: Exception, check_file: str) -> DefinitionError:
+    reference = getattr(exc, "ref", None)
+    if isinstance(reference, str) and reference.startswith("/"):
+        reference = "#" + reference  # a JSON pointer, as the $ref wrote it
+    said = f"{reference!r} points to nothing in the schema" if reference else str(exc)
+    return DefinitionError(
+        f"Invalid case_schema in {check_file}: {said}",
+        file=check_file,
+        field_path="case_schema",
+        hint="name a place the schema has, such as #/$defs/<name>",
+    )
+
+
+def _outside_reference(schema: object) -> tuple[str, str] | None:
+    """The first `$ref` (or `$dynamicRef`) that names something other than a place in the
+    schema itself, as (its dotted path, the reference); None when every one is local."""
+    stack: list[tuple[object, str]] = [(schema, "")]
+    while stack:
+        value, path = stack.pop()
+        items = (
+            value.items()
+            if isinstance(value, dict)
+            else enumerate(value)
+            if isinstance(value, list)
+            else ()
+        )
+        for key, item in items:
+            where = f"{path}.{key}" if path else str(key)
+            if key in ("$ref", "$dynamicRef") and isinstance(item, str):
+                if not item.startswith("#"):
+                    return where, item
+            else:
+                stack.append((item, where))
+    return None
 
 
 def expand_family(
@@ -362,6 +409,8 @@ def expand_family(
     except DefinitionError as exc:
         return Expansion(cases=[], files=[own, *files], problems=[exc])
     readers = cell_readers(definition.get("case_schema")) if validator is not None else {}
+    if validator is not None:
+        from referencing.exceptions import Unresolvable
     base = _family_hash(definition=definition, script=script)
     digest_of_family = family_digest(definition=definition, script=script)
     width = len(str(len(rows)))
@@ -444,7 +493,15 @@ def expand_family(
             continue
         seen[case_id] = f"{row.file} {row.where}"
         if validator is not None:
-            error = next(iter(validator.iter_errors(value)), None)
+            try:
+                error = next(iter(validator.iter_errors(value)), None)
+            except Unresolvable as exc:
+                # The schema's fault, not the row's: one error for the family.
+                return Expansion(
+                    cases=[],
+                    files=[own, *files],
+                    problems=[_unresolvable(exc=exc, check_file=check_file)],
+                )
             if error is not None:
                 parts = [str(part) for part in error.absolute_path]
                 at = "/".join(parts)
