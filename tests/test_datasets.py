@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -303,6 +305,31 @@ def test_a_case_schema_problem_is_told_at_the_rows_own_field(
     # Line 7 is case b (after the family's four header lines, `cases:` and case a); its `ok`
     # key is at column 24.
     assert told == [("cases.1.ok", 7, 24), ("cases.2", 8, 5)], told
+
+
+def test_a_backtracking_case_schema_pattern_cannot_hang_eb_validate(
+    project: Callable[..., Path],
+) -> None:
+    # `^(a+)+$` against forty a's and a '!': hours for Python's `re`, at once for RE2. In a
+    # subprocess with a timeout, so that a match that backtracks fails instead of hanging.
+    rows = '{"name": "a", "ok": "yes"}\n' + json.dumps({"name": "a" * 40 + "!", "ok": "no"})
+    source = "cases_from: data/rows.jsonl\ncase_schema: {properties: {name: {pattern: '^(a+)+$'}}}"
+    root = project(
+        {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source), "data/rows.jsonl": rows},
+        config=CONFIG,
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "validate", "--cwd", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    (error,) = json.loads(done.stdout)["errors"]
+    assert (error["file"], error["line"]) == ("data/rows.jsonl", 2), error
+    assert error["message"].endswith("does not match '^(a+)+$'"), error
 
 
 def test_a_bad_row_of_a_yaml_or_json_list_is_told_at_its_line(

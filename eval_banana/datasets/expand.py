@@ -35,6 +35,7 @@ from eval_banana.datasets.rows import (
     Row,
     plain,
 )
+from eval_banana.datasets.rowschema import first_error, row_validator
 from eval_banana.datasets.sources import Skipped, dataset_rows, relative, too_many
 
 # Keys of a family that describe its dataset, not what each case checks.
@@ -282,77 +283,6 @@ def _template(text: str) -> Callable[[dict[str, Any]], str]:
     return lambda row: render_text(text=text, case=row)
 
 
-def _schema_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
-    if schema is None:
-        return None
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError, best_match
-
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        # Where in the schema (`properties.n.type`), and of the alternatives the schema allows
-        # there the one that says most ("'strin' is not one of [...]").
-        where = ".".join(str(part) for part in exc.path)
-        said = best_match(exc.context).message if exc.context else exc.message
-        raise DefinitionError(
-            f"Invalid case_schema in {check_file}"
-            + (f" at {where}" if where else "")
-            + f": {said}",
-            file=check_file,
-            field_path="case_schema" + (f".{where}" if where else ""),
-            hint="case_schema is a JSON Schema (draft 2020-12) for one dataset row",
-        ) from None
-    outside = _outside_reference(schema)
-    if outside is not None:
-        where, reference = outside
-        raise DefinitionError(
-            f"Invalid case_schema in {check_file} at {where}: {reference!r} refers outside "
-            "the schema",
-            file=check_file,
-            field_path=f"case_schema.{where}",
-            hint="eb reads case_schema on its own, never from the network or another file: "
-            "put what it refers to under $defs and refer to it as #/$defs/<name>",
-        )
-    return Draft202012Validator(schema)
-
-
-def _unresolvable(*, exc: Exception, check_file: str) -> DefinitionError:
-    reference = getattr(exc, "ref", None)
-    if isinstance(reference, str) and reference.startswith("/"):
-        reference = "#" + reference  # a JSON pointer, as the $ref wrote it
-    said = f"{reference!r} points to nothing in the schema" if reference else str(exc)
-    return DefinitionError(
-        f"Invalid case_schema in {check_file}: {said}",
-        file=check_file,
-        field_path="case_schema",
-        hint="name a place the schema has, such as #/$defs/<name>",
-    )
-
-
-def _outside_reference(schema: object) -> tuple[str, str] | None:
-    """The first `$ref` (or `$dynamicRef`) that names something other than a place in the
-    schema itself, as (its dotted path, the reference); None when every one is local."""
-    stack: list[tuple[object, str]] = [(schema, "")]
-    while stack:
-        value, path = stack.pop()
-        items = (
-            value.items()
-            if isinstance(value, dict)
-            else enumerate(value)
-            if isinstance(value, list)
-            else ()
-        )
-        for key, item in items:
-            where = f"{path}.{key}" if path else str(key)
-            if key in ("$ref", "$dynamicRef") and isinstance(item, str):
-                if not item.startswith("#"):
-                    return where, item
-            else:
-                stack.append((item, where))
-    return None
-
-
 def expand_family(
     *,
     definition: dict[str, Any],
@@ -405,12 +335,10 @@ def expand_family(
         )
         return Expansion(cases=[], files=[own, *files], problems=problems)
     try:
-        validator = _schema_validator(schema=definition.get("case_schema"), check_file=check_file)
+        validator = row_validator(schema=definition.get("case_schema"), check_file=check_file)
     except DefinitionError as exc:
         return Expansion(cases=[], files=[own, *files], problems=[exc])
     readers = cell_readers(definition.get("case_schema")) if validator is not None else {}
-    if validator is not None:
-        from referencing.exceptions import Unresolvable
     base = _family_hash(definition=definition, script=script)
     digest_of_family = family_digest(definition=definition, script=script)
     width = len(str(len(rows)))
@@ -494,14 +422,9 @@ def expand_family(
         seen[case_id] = f"{row.file} {row.where}"
         if validator is not None:
             try:
-                error = next(iter(validator.iter_errors(value)), None)
-            except Unresolvable as exc:
-                # The schema's fault, not the row's: one error for the family.
-                return Expansion(
-                    cases=[],
-                    files=[own, *files],
-                    problems=[_unresolvable(exc=exc, check_file=check_file)],
-                )
+                error = first_error(validator=validator, row=value, check_file=check_file)
+            except DefinitionError as exc:  # the schema's fault, not the row's: one error
+                return Expansion(cases=[], files=[own, *files], problems=[exc])
             if error is not None:
                 parts = [str(part) for part in error.absolute_path]
                 at = "/".join(parts)

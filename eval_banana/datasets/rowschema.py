@@ -1,0 +1,194 @@
+"""A family's `case_schema` as eb reads it: JSON Schema draft 2020-12, offline, with every
+regular expression matched in linear time.
+
+jsonschema matches `pattern` and `patternProperties` with Python's backtracking `re`: a pattern
+such as `^(a+)+$` against a row's thirty-character value runs for hours, so one row could hang
+`eb validate`. Here those keywords (and `additionalProperties`, which consults the patterns)
+match with RE2, as an assertions check's `matches` does, and a pattern RE2 cannot take is a
+definition error at its place. A `$ref` names a place in the schema itself: nothing is fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from eval_banana.assertions.operators import PatternError, compile_pattern
+from eval_banana.core.errors import DefinitionError
+
+_REFERENCE_KEYS = ("$ref", "$dynamicRef")
+
+
+def row_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
+    """A validator of one dataset row against `schema`, or None without one. Raises
+    DefinitionError for a schema that is invalid, refers outside itself or holds a pattern
+    RE2 cannot take."""
+    if schema is None:
+        return None
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError, best_match
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        # Where in the schema (`properties.n.type`), and of the alternatives the schema allows
+        # there the one that says most ("'strin' is not one of [...]").
+        where = ".".join(str(part) for part in exc.path)
+        said = best_match(exc.context).message if exc.context else exc.message
+        raise _schema_problem(check_file=check_file, where=where, said=said) from None
+    members = list(_walk(schema))
+    keys = {key for _, key, _ in members}
+    if "unevaluatedProperties" in keys and "patternProperties" in keys:
+        # jsonschema would match the patterns with `re` there; refused, not left to hang.
+        raise _schema_problem(
+            check_file=check_file,
+            where="",
+            said="unevaluatedProperties beside patternProperties is not supported",
+            hint="use additionalProperties beside patternProperties",
+        )
+    for where, key, value in members:
+        if key in _REFERENCE_KEYS and isinstance(value, str) and not value.startswith("#"):
+            raise _schema_problem(
+                check_file=check_file,
+                where=where,
+                said=f"{value!r} refers outside the schema",
+                hint="eb reads case_schema on its own, never from the network or another "
+                "file: put what it refers to under $defs and refer to it as #/$defs/<name>",
+            )
+        for pattern in _patterns(key=key, value=value):
+            try:
+                compile_pattern(pattern)
+            except PatternError as exc:
+                raise _schema_problem(
+                    check_file=check_file,
+                    where=where,
+                    said=f"{pattern!r}: {exc}",
+                    hint="eb matches case_schema's patterns with RE2 (linear time, so no row "
+                    "can hang a run): write it without look-arounds or back-references",
+                ) from None
+    return _linear_time_validator()(schema)
+
+
+def first_error(*, validator: Any, row: dict[str, Any], check_file: str) -> Any:
+    """The first way `row` fails the schema (a jsonschema ValidationError), or None. Raises
+    DefinitionError when the schema's own `$ref` names a place it does not have: the family's
+    fault, not the row's."""
+    from referencing.exceptions import Unresolvable
+
+    try:
+        return next(iter(validator.iter_errors(row)), None)
+    except Unresolvable as exc:
+        reference = getattr(exc, "ref", None)
+        if isinstance(reference, str) and reference.startswith("/"):
+            reference = "#" + reference  # a JSON pointer, as the $ref wrote it
+        said = f"{reference!r} points to nothing in the schema" if reference else str(exc)
+        raise _schema_problem(
+            check_file=check_file,
+            where="",
+            said=said,
+            hint="name a place the schema has, such as #/$defs/<name>",
+        ) from None
+
+
+def _schema_problem(
+    *,
+    check_file: str,
+    where: str,
+    said: str,
+    hint: str = "case_schema is a JSON Schema (draft 2020-12) for one dataset row",
+) -> DefinitionError:
+    return DefinitionError(
+        f"Invalid case_schema in {check_file}" + (f" at {where}" if where else "") + f": {said}",
+        file=check_file,
+        field_path="case_schema" + (f".{where}" if where else ""),
+        hint=hint,
+    )
+
+
+def _walk(schema: object) -> Iterator[tuple[str, object, object]]:
+    """(dotted path, key, value) of every member and item of `schema`, depth first."""
+    stack: list[tuple[object, str]] = [(schema, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            items: Any = value.items()
+        elif isinstance(value, list):
+            items = enumerate(value)
+        else:
+            continue
+        for key, item in items:
+            where = f"{path}.{key}" if path else str(key)
+            yield where, key, item
+            stack.append((item, where))
+
+
+def _patterns(*, key: object, value: object) -> list[str]:
+    """The regular expressions a schema member holds: a `pattern`'s value, the keys of a
+    `patternProperties` mapping."""
+    if key == "pattern" and isinstance(value, str):
+        return [value]
+    if key == "patternProperties" and isinstance(value, dict):
+        return [name for name in value if isinstance(name, str)]
+    return []
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        return compile_pattern(pattern).search(text) is not None
+    except UnicodeEncodeError:
+        return False  # lone surrogates cannot reach RE2: no match, so the row fails closed
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for name, item in instance.items():
+            if _search(pattern, name):
+                yield from validator.descend(item, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Any
+) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    named = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = [
+        name
+        for name in instance
+        if name not in named and not any(_search(pattern, name) for pattern in patterns)
+    ]
+    if validator.is_type(additional, "object"):
+        for name in extras:
+            yield from validator.descend(instance[name], additional, path=name)
+    elif additional is False and extras:
+        listed = ", ".join(repr(name) for name in sorted(extras))
+        yield ValidationError(f"fields not allowed here: {listed}")
+
+
+def _linear_time_validator() -> Any:
+    import jsonschema
+    from jsonschema import Draft202012Validator
+
+    extend: Any = jsonschema.validators.extend  # untyped in jsonschema's stubs
+    return extend(
+        Draft202012Validator,
+        {
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+        },
+    )
