@@ -1577,12 +1577,12 @@ def test_eb_status_sees_a_failed_plans_problem_fixed_or_changed(
     dataset.write_text(text + '{"id": "bad id", "name": "x", "ok": "yes"}\n')
     assert eb("run", "--cwd", str(root)).exit_code == 2
     status = eb("status", "--cwd", str(root)).stdout
-    assert "failed  (data/rows.jsonl line 4: case id 'bad id' is not" in status
+    assert "failed  (data/rows.jsonl line 4: case id 'bad id' holds a space" in status
     dataset.write_text(text + '{"id": "worse id", "name": "x", "ok": "yes"}\n')
     status = eb("status", "--cwd", str(root)).stdout
     assert (
         "stale  (the problems it recorded changed; the first now: data/rows.jsonl line 4: "
-        "case id 'worse id' is not" in status
+        "case id 'worse id' holds a space" in status
     )
     dataset.write_text(text)
     status = eb("status", "--cwd", str(root)).stdout

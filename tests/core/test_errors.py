@@ -30,14 +30,14 @@ def test_each_of_several_problems_has_its_hint_under_it() -> None:
 def test_problems_in_a_row_that_share_a_hint_get_it_once_after_the_last() -> None:
     rows = tuple(
         Problem(
-            message=f"data/rows.jsonl line {line}: case id 'bad id' is not letters",
+            message=f"data/rows.jsonl line {line}: case id 'bad id' holds a space",
             file="data/rows.jsonl",
             hint="give the case an id such as refund-01",
         )
         for line in range(2, 2001)
     )
     error = DefinitionError(
-        "data/rows.jsonl line 1: case id 'bad id' is not letters",
+        "data/rows.jsonl line 1: case id 'bad id' holds a space",
         file="data/rows.jsonl",
         hint="give the case an id such as refund-01",
         problems=(
