@@ -935,6 +935,23 @@ BAD_INPUTS = {
         "cases_from: data/rows.jsonl\ncase_schema: {properties: {ok: {enum: ['yes', 'no']}}}",
         "does not match case_schema at ok",
     ),
+    # What a spreadsheet or an old editor leaves in a file, told as what it is (it was "a
+    # header row with an empty column name" and "not JSON: Extra data").
+    "excel's delimiter line": (
+        {"data/rows.csv": "sep=,\nname,ok\na,yes\n"},
+        "cases_from: data/rows.csv",
+        "data/rows.csv starts with Excel's delimiter line 'sep=,', not a header row naming",
+    ),
+    "a header that ends with a comma": (
+        {"data/rows.csv": "name,ok,\na,yes,\n"},
+        "cases_from: data/rows.csv",
+        "data/rows.csv has a header row whose column 3 has no name (the header ends with a comma)",
+    ),
+    "jsonl lines ended by a carriage return alone": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\r{"name": "b", "ok": "yes"}\r'},
+        "cases_from: data/rows.jsonl",
+        "data/rows.jsonl line 1 holds several lines ended by a carriage return alone",
+    ),
     # A $ref the schema cannot resolve on its own was a traceback from jsonschema; eb never
     # fetches one from the network or another file.
     "a case schema referring outside itself": (

@@ -277,6 +277,15 @@ def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> Def
             message=f"{where} is a comment, which JSON does not have",
             hint="remove the line (a case's notes can be a field of its own)",
         )
+    if "\r" in line.removesuffix("\r"):
+        # Lines ended by a carriage return alone (as classic Mac OS saved text) run together.
+        return _problem(
+            file=file,
+            line=number,
+            message=f"{where} holds several lines ended by a carriage return alone (\\r), "
+            "which a .jsonl file does not use",
+            hint="save the file with LF (or CRLF) line ends",
+        )
     if isinstance(exc, json.JSONDecodeError):
         rest = line[exc.pos :].strip()
         if exc.msg == "Extra data" and rest == ",":
@@ -444,6 +453,17 @@ def _csv_rows(
     if header is None:
         return []
     names = [name.strip() for name in header]
+    if len(names) <= 2 and names[0].lower().startswith("sep=") and not any(names[1:]):
+        # Excel's "sep=," line names the delimiter for Excel alone; read as the header, it is
+        # one column and an empty one.
+        first_line = text.split("\n", 1)[0].rstrip("\r")
+        raise _problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} starts with Excel's delimiter line {first_line!r}, not a "
+            "header row naming the fields",
+            hint="delete that first line, so that the header row comes first",
+        )
     other = _other_delimiter(names=names)
     if other is not None:
         # A spreadsheet set to a European locale saves "CSV" with semicolons: read with commas,
@@ -456,14 +476,32 @@ def _csv_rows(
             hint="save it as comma-separated CSV (in a spreadsheet: CSV UTF-8, comma "
             "delimited), or convert it to JSONL",
         )
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated or not all(names):
+    repeated = sorted({name for name in names if name and names.count(name) > 1})
+    if repeated:
         raise _problem(
             file=file,
             line=1,
-            message=f"Dataset {file} has a header row with "
-            + (f"repeated columns {', '.join(repeated)}" if repeated else "an empty column name"),
+            message=f"Dataset {file} has a header row with repeated columns " + ", ".join(repeated),
             hint="the first row names each column once",
+        )
+    unnamed = [str(number) for number, name in enumerate(names, start=1) if not name]
+    if unnamed:
+        last = unnamed == [str(len(names))]
+        raise _problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} has a header row whose "
+            + (
+                f"column {unnamed[0]} has"
+                if len(unnamed) == 1
+                else f"columns {', '.join(unnamed)} have"
+            )
+            + " no name"
+            + (" (the header ends with a comma)" if last else ""),
+            hint="name every column in the first row"
+            + (
+                "; or delete the comma that ends it, and the one that ends each row" if last else ""
+            ),
         )
     rows: list[Row] = []
     # A quoted cell may hold line breaks: a row is told at the line it starts on, one after
