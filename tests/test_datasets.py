@@ -947,6 +947,11 @@ BAD_INPUTS = {
         "cases_from: data/rows.csv",
         "data/rows.csv has a header row whose column 3 has no name (the header ends with a comma)",
     ),
+    "yaml rows written as documents": (
+        {"data/rows.yaml": "---\nname: a\nok: 'yes'\n---\nname: b\nok: 'no'\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml holds 2 YAML documents (separated by ---), not one list of cases",
+    ),
     "jsonl lines ended by a carriage return alone": (
         {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\r{"name": "b", "ok": "yes"}\r'},
         "cases_from: data/rows.jsonl",

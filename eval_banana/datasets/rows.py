@@ -394,6 +394,17 @@ def _yaml(*, text: str, file: str) -> list[Row]:
             hint="each key may appear once in a row; delete the repeated one",
         ) from None
     except yaml.YAMLError as exc:
+        documents = _document_count(text)
+        if documents > 1:
+            # Rows written as documents (`---` between them) instead of items of one list.
+            raise _problem(
+                file=file,
+                line=None,
+                message=f"Dataset {file} holds {documents} YAML documents (separated by ---), "
+                "not one list of cases",
+                hint="write the rows as one list: start each with '- ' and delete the --- "
+                "lines (or write one JSON object per line in a .jsonl file)",
+            ) from None
         mark = getattr(exc, "problem_mark", None)
         raise _problem(
             file=file,
@@ -415,6 +426,18 @@ def _yaml(*, text: str, file: str) -> list[Row]:
             hint="write the values out, or use fewer, shallower aliases",
         ) from None
     return _listed(value=value, file=file, kind="YAML", string_keys=False, text=text)
+
+
+def _document_count(text: str) -> int:
+    """How many YAML documents `text` holds, when it is a valid stream of them (else 0);
+    counted on the parser's events, nothing built."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return sum(isinstance(event, yaml.DocumentStartEvent) for event in yaml.parse(text, loader))
+    except yaml.YAMLError:
+        return 0
 
 
 _OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "bars"}
