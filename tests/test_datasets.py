@@ -883,7 +883,7 @@ BAD_INPUTS = {
         "has no cases (cases_from 'data/rows.yaml' gives none)",
     ),
     "a mapping, not a list": (
-        {"data/rows.yaml": "name: a\nok: yes\n"},
+        {"data/rows.yaml": "name: a\nok: 'yes'\n"},
         "cases_from: data/rows.yaml",
         "must hold a YAML list of cases, not a mapping",
     ),
@@ -946,6 +946,24 @@ BAD_INPUTS = {
         {"data/rows.csv": "name,ok,\na,yes,\n"},
         "cases_from: data/rows.csv",
         "data/rows.csv has a header row whose column 3 has no name (the header ends with a comma)",
+    ),
+    # YAML 1.1 reads these plain words and numbers as other values than YAML 1.2 (and every
+    # editor) does: a zero-padded id became the octal number 8, Norway's code the boolean false.
+    "a yaml id read as an octal number": (
+        {"data/rows.yaml": "- {name: a, ok: 'yes'}\n- {id: 010, name: b, ok: 'yes'}\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml line 2: '010' reads as the octal number 8 in YAML 1.1",
+    ),
+    "a yaml word read as a boolean": (
+        {"data/rows.yaml": "- name: a\n  ok: 'yes'\n  country: NO\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml line 3: 'NO' reads as the boolean false in YAML 1.1, which eb's "
+        "YAML reader follows: write false, or quote it ('NO') to keep the text",
+    ),
+    "a yaml time read as a base-60 number": (
+        {"data/rows.yaml": "- {name: a, ok: 'yes', wait: 1:30}\n"},
+        "cases_from: data/rows.yaml",
+        "'1:30' reads as the base-60 number 90 in YAML 1.1",
     ),
     "yaml rows written as documents": (
         {"data/rows.yaml": "---\nname: a\nok: 'yes'\n---\nname: b\nok: 'no'\n"},

@@ -377,15 +377,20 @@ def _json(*, text: str, file: str) -> list[Row]:
 def _yaml(*, text: str, file: str) -> list[Row]:
     import yaml
 
-    from eval_banana.core.yamlsafe import (
-        DuplicateKeyError,
-        StrictLoader,
-        Unbounded,
-        refuse_unbounded,
-    )
+    from eval_banana.core.yamlsafe import DuplicateKeyError, Unbounded, refuse_unbounded
+    from eval_banana.datasets.yamlrows import AmbiguousScalar, DatasetLoader
 
     try:
-        value = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass
+        value = yaml.load(text, Loader=DatasetLoader)  # noqa: S506 - a safe loader subclass
+    except AmbiguousScalar as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+        raise _problem(
+            file=file,
+            line=line,
+            message=f"Dataset {file} line {line}: {exc.problem}",
+            hint="YAML 1.1 reads some plain words and numbers as other values; quote a value "
+            "to keep it as text",
+        ) from None
     except DuplicateKeyError as exc:
         raise _problem(
             file=file,
