@@ -24,6 +24,7 @@ from eval_banana.assertions.paths import (
     resolve_artifact,
 )
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
+from eval_banana.core.yamlsafe import StrictLoader
 
 # Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
@@ -82,7 +83,7 @@ def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-class _ArtifactYamlLoader(yaml.SafeLoader):
+class _ArtifactYamlLoader(StrictLoader):
     """Safe loader reading YAML as JSON data: timestamps stay strings, repeated keys fail."""
 
 
@@ -90,31 +91,7 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
-def _mapping_without_duplicates(
-    loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
-) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    # Explicit keys only: a key that overrides one merged in through `<<` is not a repeat.
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            repeated = key in seen
-        except TypeError:
-            continue
-        if repeated:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
 _ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
-_ArtifactYamlLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
-)
 
 
 def _first_line(*, text: str) -> str:

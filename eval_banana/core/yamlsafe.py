@@ -30,7 +30,12 @@ def _construct_mapping_no_duplicates(
     # Fast path: build the mapping once; as many entries as key nodes means no key repeated.
     if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
         key_count = len(node.value)
-        mapping = loader.construct_mapping(node, deep=deep)
+        try:
+            mapping = loader.construct_mapping(node, deep=deep)
+        except yaml.constructor.ConstructorError:
+            # A key that cannot be a key (a list): a repeat beside it is told first.
+            _refuse_duplicate_keys(loader=loader, node=node, deep=deep)
+            raise
         if len(mapping) == key_count:
             return mapping
     _refuse_duplicate_keys(loader=loader, node=node, deep=deep)
@@ -40,6 +45,10 @@ def _construct_mapping_no_duplicates(
 def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool) -> None:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            # `<<: *base` merges another mapping in; a key written beside it overrides the
+            # merged one (YAML's rule), and is no repeat.
+            continue
         key = loader.construct_object(key_node, deep=deep)
         try:
             duplicate = key in seen

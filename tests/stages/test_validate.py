@@ -300,6 +300,27 @@ def test_file_level_errors(
     assert str(root / "eval_checks" / "c.yaml") in result.stderr
 
 
+def test_yaml_merge_keys_read_as_eval_banana_reads_them_and_a_real_repeat_still_fails(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # `<<: *base` (a YAML merge key) made the duplicate-key check ask PyYAML to build the
+    # merge tag itself: "could not determine a constructor", for a file eval-banana reads.
+    check = (
+        "schema_version: 1\nid: merged\ntype: assertions\ndescription: d\n"
+        "artifact: out.json\nassert:\n"
+        "  - &base {path: a, op: equals, value: 1}\n"
+        "  - <<: *base\n    path: b\n"
+    )
+    root = project({"eval_checks/c.yaml": check, "out.json": '{"a": 1, "b": 1}'})
+    ran = eb("run", "--cwd", str(root))
+    assert ran.exit_code == 0, ran.stderr
+    assert "all 2 assertions hold" in ran.stdout, ran.stdout
+    # A key written twice beside the merge is still a repeat.
+    (root / "eval_checks" / "c.yaml").write_text(check + "    path: c\n")
+    refused = eb("validate", "--cwd", str(root))
+    assert refused.exit_code == 2 and "duplicate key 'path' (line 10)" in refused.stderr
+
+
 def test_several_errors_in_one_file_and_every_bad_file_are_reported_in_one_pass(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
