@@ -960,6 +960,11 @@ BAD_INPUTS = {
         "Dataset data/rows.yaml line 3: 'NO' reads as the boolean false in YAML 1.1, which eb's "
         "YAML reader follows: write false, or quote it ('NO') to keep the text",
     ),
+    "an inline case's id read as an octal number": (
+        {},
+        "cases:\n  - {id: a, name: x, ok: 'yes'}\n  - {id: 010, name: y, ok: 'yes'}",
+        "fam.yaml cases (line 7): '010' reads as the octal number 8 in YAML 1.1",
+    ),
     "a yaml time read as a base-60 number": (
         {"data/rows.yaml": "- {name: a, ok: 'yes', wait: 1:30}\n"},
         "cases_from: data/rows.yaml",

@@ -172,6 +172,8 @@ def dataset_rows(
     inline = definition.get("cases") or []
     # The check file's own items, found in its text only when one of them has a problem.
     lines = ItemLines(check_text, under="cases") if check_text and inline else None
+    if check_text and inline:
+        _refuse_ambiguous_scalars(text=check_text, check_file=check_file, problems=problems)
     rows = [
         Row(
             value=value,
@@ -226,6 +228,29 @@ def dataset_rows(
                 )
                 return [], files
     return rows, files
+
+
+def _refuse_ambiguous_scalars(
+    *, text: str, check_file: str, problems: list[DefinitionError]
+) -> None:
+    """The check file's own `cases:` are rows like a dataset file's: a plain word or number
+    YAML 1.1 reads otherwise than YAML 1.2 is told there too (datasets/yamlrows.py)."""
+    from eval_banana.datasets.yamlrows import ambiguous_scalar_under
+
+    found = ambiguous_scalar_under(text, key="cases")
+    if found is None:
+        return
+    line = found.problem_mark.line + 1 if found.problem_mark is not None else None
+    problems.append(
+        DefinitionError(
+            f"{check_file} cases (line {line}): {found.problem}",
+            file=check_file,
+            line=line,
+            field_path="cases",
+            hint="YAML 1.1 reads some plain words and numbers as other values; quote a value "
+            "to keep it as text",
+        )
+    )
 
 
 def too_many(

@@ -81,3 +81,29 @@ def _real(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
 DatasetLoader.add_constructor("tag:yaml.org,2002:bool", _boolean)
 DatasetLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 DatasetLoader.add_constructor("tag:yaml.org,2002:float", _real)
+
+
+def ambiguous_scalar_under(text: str, *, key: str) -> AmbiguousScalar | None:
+    """The first ambiguous scalar in the value of `key` of the YAML mapping `text` (a check
+    file's own `cases:`, read as a dataset file is while the rest of the file is read as
+    eval-banana reads it), or None."""
+    loader_type: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        root = yaml.compose(text, Loader=loader_type)  # noqa: S506 - nodes only, nothing built
+    except yaml.YAMLError:
+        return None  # the check file's own reading tells it
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    found = [value for name, value in root.value if getattr(name, "value", None) == key]
+    if not found:
+        return None
+    loader = DatasetLoader("")
+    try:
+        loader.construct_document(found[-1])
+    except AmbiguousScalar as exc:
+        return exc
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    return None
