@@ -1,4 +1,6 @@
-"""Dataset rows from files: .jsonl, .json (a list), .yaml/.yml (a list) and .csv (a header row).
+"""A dataset row and where it came from, what the format readers share (a problem told at a
+file's line, UTF-8 decoding, the nesting bound), and the .jsonl and .json readers (`csvrows`
+and `yamlrows` read the others; `reading` picks one by suffix).
 
 Every bad row is collected, not only the first, so `eb validate` names them all in one pass.
 Each row keeps where it came from (the file and its line or row) for the messages.
@@ -6,24 +8,17 @@ Each row keeps where it came from (the file and its line or row) for the message
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import json
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
-from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds, open_regular, read_regular
+from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
 from eval_banana.datasets.render import json_kind
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
-# What the aliases of a YAML dataset may add to the values its text writes out (a text without
-# aliases never holds more values than characters): a shared rubric is fine, a bomb is not.
-ALIASED_VALUES = 1_000_000
 _FLATTEN = "flatten the rows: a case needs only a few levels of lists and mappings"
 
 
@@ -119,14 +114,15 @@ def row_where(row: Row, *, in_parentheses: bool = False) -> str:
     return f"{row.where}, line {line}" if in_parentheses else f"{row.where} (line {line})"
 
 
-def _problem(*, file: str, line: int | None, message: str, hint: str) -> DefinitionError:
+def dataset_problem(*, file: str, line: int | None, message: str, hint: str) -> DefinitionError:
+    """A problem of a dataset file, told at its line when known (field `cases_from`)."""
     return DefinitionError(message, file=file, line=line, field_path="cases_from", hint=hint)
 
 
 _SAVE_AS_UTF8 = "save the file as UTF-8 (in a spreadsheet: CSV UTF-8)"
 
 
-def _decode(*, data: bytes, file: str, offset: int = 0, number: int = 0) -> str:
+def decode_dataset(*, data: bytes, file: str, offset: int = 0, number: int = 0) -> str:
     """`data` as text, without the byte order mark spreadsheet programs put first in a UTF-8
     CSV: left in, it would rename the first column (an `id` column no longer named the cases)
     and make a JSON file's first line unreadable. `offset` and `number`: the bytes and lines
@@ -148,7 +144,7 @@ def _refuse_lfs_pointer(*, data: bytes, file: str) -> None:
     three bad rows (a CSV header and two cases missing every field)."""
     size = pointer_size(data)
     if size is not None:
-        raise _problem(
+        raise dataset_problem(
             file=file,
             line=1,
             message=f"Dataset {file} is {pointer_words(size=size)}, not the dataset itself",
@@ -160,14 +156,14 @@ def _not_utf8(*, file: str, head: bytes, line: int, at: int, byte: int) -> Defin
     """A file that is not UTF-8: a spreadsheet's "Unicode text" export is UTF-16, marked by its
     first two bytes; anything else is told by its first bad byte."""
     if head in (b"\xff\xfe", b"\xfe\xff"):
-        return _problem(
+        return dataset_problem(
             file=file,
             line=1,
             message=f"Dataset {file} is UTF-16 text, not UTF-8 (it starts with a UTF-16 byte "
             "order mark)",
             hint=_SAVE_AS_UTF8,
         )
-    return _problem(
+    return dataset_problem(
         file=file,
         line=line,
         message=f"Dataset {file} is not UTF-8 text (line {line}, byte {at}: 0x{byte:02X})",
@@ -211,7 +207,7 @@ def _line_blocks(*, handle: BinaryIO, file: str) -> Iterator[list[str]]:
 def _decoded_lines(*, data: bytes, file: str, offset: int, number: int) -> list[str]:
     """`data` (whole lines, the file's last perhaps unended) as lines of text; `offset` and
     `number`: the bytes and lines of the file before it, for where a bad byte is."""
-    text = _decode(data=data, file=file, offset=offset, number=number)
+    text = decode_dataset(data=data, file=file, offset=offset, number=number)
     lines = text.split("\n")
     if not lines[-1]:
         lines.pop()  # the newline that ends the last line starts no line of its own
@@ -220,6 +216,16 @@ def _decoded_lines(*, data: bytes, file: str, offset: int, number: int) -> list[
 
 # json.loads without its per-call type checks: a .jsonl file calls it once per line.
 _DECODE = json.JSONDecoder().decode
+
+
+def jsonl_rows(
+    *, handle: BinaryIO, file: str, problems: list[DefinitionError], limit: int | None
+) -> list[Row]:
+    """The rows of a .jsonl file read from `handle`, a block at a time (bad lines go to
+    `problems`); past `limit` rows, TooManyRows with their count."""
+    return _jsonl(
+        lines=_jsonl_lines(handle=handle, file=file), file=file, problems=problems, limit=limit
+    )
 
 
 def _jsonl(
@@ -241,7 +247,7 @@ def _jsonl(
         if line.count("[") + line.count("{") > MAX_DEPTH and json_depth_exceeds(
             line.encode("utf-8", errors="surrogatepass")
         ):
-            bad.append(_too_deep(file=file, line=number, what=f"Dataset {file} line {number}"))
+            bad.append(too_deep(file=file, line=number, what=f"Dataset {file} line {number}"))
             continue
         try:
             value = _DECODE(line)
@@ -252,7 +258,7 @@ def _jsonl(
     if bad and first in ("{", "["):
         # Pretty-printed JSON saved as .jsonl: every line of it fails; one error says why.
         bad = [
-            _problem(
+            dataset_problem(
                 file=file,
                 line=1,
                 message=f"Dataset {file} holds JSON written over several lines (its first line "
@@ -271,7 +277,7 @@ def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> Def
     where = f"Dataset {file} line {number}"
     stripped = line.strip()
     if stripped.startswith(("//", "#")):
-        return _problem(
+        return dataset_problem(
             file=file,
             line=number,
             message=f"{where} is a comment, which JSON does not have",
@@ -279,7 +285,7 @@ def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> Def
         )
     if "\r" in line.removesuffix("\r"):
         # Lines ended by a carriage return alone (as classic Mac OS saved text) run together.
-        return _problem(
+        return dataset_problem(
             file=file,
             line=number,
             message=f"{where} holds several lines ended by a carriage return alone (\\r), "
@@ -289,20 +295,20 @@ def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> Def
     if isinstance(exc, json.JSONDecodeError):
         rest = line[exc.pos :].strip()
         if exc.msg == "Extra data" and rest == ",":
-            return _problem(
+            return dataset_problem(
                 file=file,
                 line=number,
                 message=f"{where} ends with a comma after its object",
                 hint="remove it: the lines of a .jsonl file are not separated by commas",
             )
-        return _problem(
+        return dataset_problem(
             file=file,
             line=number,
             # "Unterminated string starting at" names where the string starts: that column.
             message=f"{where} is not JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}",
             hint="each line of a .jsonl file is one JSON object",
         )
-    return _problem(
+    return dataset_problem(
         file=file,
         line=number,
         message=f"{where} is not JSON: {exc}",
@@ -322,12 +328,12 @@ def _list_hint(*, value: object) -> str:
     return "write the cases as a list of mappings"
 
 
-def _listed(*, value: object, file: str, kind: str, string_keys: bool, text: str) -> list[Row]:
+def listed_rows(*, value: object, file: str, kind: str, string_keys: bool, text: str) -> list[Row]:
     if value is None:
         return []  # an empty file (or only comments): the family says it has no cases
     if not isinstance(value, list):
         found = json_kind(value)
-        raise _problem(
+        raise dataset_problem(
             file=file,
             line=None,
             message=f"Dataset {file} must hold a {kind} list of cases, not {found}",
@@ -348,10 +354,10 @@ def _listed(*, value: object, file: str, kind: str, string_keys: bool, text: str
     ]
 
 
-def _too_deep(*, file: str, line: int | None, what: str) -> DefinitionError:
+def too_deep(*, file: str, line: int | None, what: str) -> DefinitionError:
     # Checked before anything walks the rows: eb's own files hold each case a few levels down,
     # and a parser or encoder would otherwise run out of stack.
-    return _problem(
+    return dataset_problem(
         file=file,
         line=line,
         message=f"{what} is nested deeper than {MAX_DEPTH} levels",
@@ -359,248 +365,20 @@ def _too_deep(*, file: str, line: int | None, what: str) -> DefinitionError:
     )
 
 
-def _json(*, text: str, file: str) -> list[Row]:
+def json_rows(*, text: str, file: str) -> list[Row]:
+    """The rows of a .json dataset: one list of objects."""
     if json_depth_exceeds(text.encode("utf-8", errors="surrogatepass")):
-        raise _too_deep(file=file, line=None, what=f"Dataset {file}")
+        raise too_deep(file=file, line=None, what=f"Dataset {file}")
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise _problem(
+        raise dataset_problem(
             file=file,
             line=getattr(exc, "lineno", None),
             message=f"Dataset {file} is not JSON: {exc}",
             hint="a .json dataset is one list of objects",
         ) from None
-    return _listed(value=value, file=file, kind="JSON", string_keys=True, text=text)
-
-
-def _yaml(*, text: str, file: str) -> list[Row]:
-    import yaml
-
-    from eval_banana.core.yamlsafe import DuplicateKeyError, Unbounded, refuse_unbounded
-    from eval_banana.datasets.yamlrows import AmbiguousScalar, DatasetLoader
-
-    try:
-        value = yaml.load(text, Loader=DatasetLoader)  # noqa: S506 - a safe loader subclass
-    except AmbiguousScalar as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
-        raise _problem(
-            file=file,
-            line=line,
-            message=f"Dataset {file} line {line}: {exc.problem}",
-            hint="YAML 1.1 reads some plain words and numbers as other values; quote a value "
-            "to keep it as text",
-        ) from None
-    except DuplicateKeyError as exc:
-        raise _problem(
-            file=file,
-            line=exc.problem_mark.line + 1 if exc.problem_mark is not None else None,
-            message=f"Dataset {file} has a row with a {exc.problem}",
-            hint="each key may appear once in a row; delete the repeated one",
-        ) from None
-    except yaml.YAMLError as exc:
-        documents = _document_count(text)
-        if documents > 1:
-            # Rows written as documents (`---` between them) instead of items of one list.
-            raise _problem(
-                file=file,
-                line=None,
-                message=f"Dataset {file} holds {documents} YAML documents (separated by ---), "
-                "not one list of cases",
-                hint="write the rows as one list: start each with '- ' and delete the --- "
-                "lines (or write one JSON object per line in a .jsonl file)",
-            ) from None
-        mark = getattr(exc, "problem_mark", None)
-        raise _problem(
-            file=file,
-            line=mark.line + 1 if mark is not None else None,
-            message=f"Dataset {file} is not valid YAML: {exc}",
-            hint="a YAML dataset is one list of mappings",
-        ) from None
-    except RecursionError:  # the loader builds nested values recursively
-        raise _too_deep(file=file, line=None, what=f"Dataset {file}") from None
-    try:
-        refuse_unbounded(value=value, max_depth=MAX_DEPTH, max_values=len(text) + ALIASED_VALUES)
-    except Unbounded as exc:
-        if exc.too_deep:
-            raise _too_deep(file=file, line=None, what=f"Dataset {file}") from None
-        raise _problem(
-            file=file,
-            line=None,
-            message=f"Dataset {file}: its YAML aliases (*name) {exc.what}",
-            hint="write the values out, or use fewer, shallower aliases",
-        ) from None
-    return _listed(value=value, file=file, kind="YAML", string_keys=False, text=text)
-
-
-def _document_count(text: str) -> int:
-    """How many YAML documents `text` holds, when it is a valid stream of them (else 0);
-    counted on the parser's events, nothing built."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return sum(isinstance(event, yaml.DocumentStartEvent) for event in yaml.parse(text, loader))
-    except yaml.YAMLError:
-        return 0
-
-
-_OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "bars"}
-
-
-def _other_delimiter(*, names: list[str]) -> str | None:
-    """What separates a header that holds one column with another delimiter in its name."""
-    if len(names) != 1:
-        return None
-    found = [word for char, word in _OTHER_DELIMITERS.items() if char in names[0]]
-    return found[0] if found else None
-
-
-def _csv(*, text: str, file: str, problems: list[DefinitionError], limit: int | None) -> list[Row]:
-    try:
-        return _csv_rows(text=text, file=file, problems=problems, limit=limit)
-    except csv.Error as exc:
-        raise _problem(
-            file=file,
-            line=None,
-            message=f"Dataset {file} is not CSV that can be read: {exc}",
-            hint="save it as comma-separated CSV (in a spreadsheet: CSV UTF-8, comma "
-            "delimited), or convert it to JSONL",
-        ) from None
-
-
-def _csv_rows(
-    *, text: str, file: str, problems: list[DefinitionError], limit: int | None
-) -> list[Row]:
-    # A cell may be as long as the file (a whole article to judge): the csv module's default
-    # limit, 128 KiB, would refuse it. The limit is the process's, and only ever raised here.
-    if len(text) >= csv.field_size_limit():
-        csv.field_size_limit(len(text) + 1)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, None)
-    if header is None:
-        return []
-    names = [name.strip() for name in header]
-    if len(names) <= 2 and names[0].lower().startswith("sep=") and not any(names[1:]):
-        # Excel's "sep=," line names the delimiter for Excel alone; read as the header, it is
-        # one column and an empty one.
-        first_line = text.split("\n", 1)[0].rstrip("\r")
-        raise _problem(
-            file=file,
-            line=1,
-            message=f"Dataset {file} starts with Excel's delimiter line {first_line!r}, not a "
-            "header row naming the fields",
-            hint="delete that first line, so that the header row comes first",
-        )
-    other = _other_delimiter(names=names)
-    if other is not None:
-        # A spreadsheet set to a European locale saves "CSV" with semicolons: read with commas,
-        # the whole header is one column and every row's field is missing.
-        raise _problem(
-            file=file,
-            line=1,
-            message=f"Dataset {file} is separated by {other}, not commas: its header row is "
-            f"one column named {names[0]!r}",
-            hint="save it as comma-separated CSV (in a spreadsheet: CSV UTF-8, comma "
-            "delimited), or convert it to JSONL",
-        )
-    repeated = sorted({name for name in names if name and names.count(name) > 1})
-    if repeated:
-        raise _problem(
-            file=file,
-            line=1,
-            message=f"Dataset {file} has a header row with repeated columns " + ", ".join(repeated),
-            hint="the first row names each column once",
-        )
-    unnamed = [str(number) for number, name in enumerate(names, start=1) if not name]
-    if unnamed:
-        last = unnamed == [str(len(names))]
-        raise _problem(
-            file=file,
-            line=1,
-            message=f"Dataset {file} has a header row whose "
-            + (
-                f"column {unnamed[0]} has"
-                if len(unnamed) == 1
-                else f"columns {', '.join(unnamed)} have"
-            )
-            + " no name"
-            + (" (the header ends with a comma)" if last else ""),
-            hint="name every column in the first row"
-            + (
-                "; or delete the comma that ends it, and the one that ends each row" if last else ""
-            ),
-        )
-    rows: list[Row] = []
-    # A quoted cell may hold line breaks: a row is told at the line it starts on, one after
-    # the last line the previous row ended on.
-    ended = reader.line_num
-    seen = 0
-    for cells in reader:
-        line, ended = ended + 1, reader.line_num
-        if not cells:
-            continue
-        if limit is not None and seen >= limit:
-            raise TooManyRows(counted=seen + 1 + sum(1 for more in reader if more))
-        seen += 1
-        if len(cells) != len(names):
-            problems.append(
-                _problem(
-                    file=file,
-                    line=line,
-                    message=f"Dataset {file} row at line {line} has {len(cells)} cells; the "
-                    f"header has {len(names)}",
-                    hint="give every row one cell per header column (quote cells holding commas)",
-                )
-            )
-            continue
-        rows.append(
-            Row(
-                value=dict(zip(names, cells, strict=True)),
-                file=file,
-                where=f"line {line}",
-                line=line,
-                string_keys=True,
-                cells_are_text=True,
-            )
-        )
-    return rows
-
-
-def read_rows(
-    *, path: Path, file: str, problems: list[DefinitionError], limit: int | None = None
-) -> list[Row]:
-    """The rows of one dataset file; row problems go to `problems`, a file-wide one is raised.
-    `limit`: a .jsonl or .csv file of more rows raises TooManyRows with their count."""
-    suffix = path.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise _problem(
-            file=file,
-            line=None,
-            message=f"Dataset {file} has an unknown format '{suffix or '(no suffix)'}'",
-            hint="use a .jsonl, .json, .yaml, .yml or .csv file",
-        )
-    try:
-        # Regular files only, checked on the open descriptor: a FIFO put in a dataset's place
-        # after it was found would block the read forever.
-        if suffix == ".jsonl":
-            with os.fdopen(open_regular(path), "rb") as handle:
-                lines = _jsonl_lines(handle=handle, file=file)
-                return _jsonl(lines=lines, file=file, problems=problems, limit=limit)
-        data = read_regular(path)
-    except OSError as exc:
-        raise _problem(
-            file=file,
-            line=None,
-            message=f"Cannot read dataset {file}: {exc}",
-            hint="fix cases_from",
-        ) from None
-    text = _decode(data=data, file=file)
-    if suffix == ".csv":
-        return _csv(text=text, file=file, problems=problems, limit=limit)
-    if suffix == ".json":
-        return _json(text=text, file=file)
-    return _yaml(text=text, file=file)
+    return listed_rows(value=value, file=file, kind="JSON", string_keys=True, text=text)
 
 
 def plain(value: Any) -> bool:

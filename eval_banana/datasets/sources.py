@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.readback import file_kind
 from eval_banana.core.suggest import closest
-from eval_banana.datasets.rows import SUFFIXES, ItemLines, Row, TooManyRows, read_rows
+from eval_banana.datasets.reading import read_rows
+from eval_banana.datasets.rows import SUFFIXES, ItemLines, Row, TooManyRows
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.patterns import (
     file_pattern_regex,

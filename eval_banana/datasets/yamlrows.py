@@ -1,5 +1,5 @@
-"""How a YAML dataset file is read: as a check file is (safe, no repeated key), and without
-YAML 1.1's silent readings of plain words and numbers.
+"""YAML datasets: read as a check file is (safe, no repeated key, bounded nesting and
+aliases), and without YAML 1.1's silent readings of plain words and numbers.
 
 PyYAML follows YAML 1.1, where `no` is the boolean false (a row for Norway, `country: NO`),
 `010` the octal number 8 (a zero-padded id), `1:30` the number 90 and `1_000` the number 1000.
@@ -15,7 +15,9 @@ from typing import Any
 
 import yaml
 
-from eval_banana.core.yamlsafe import StrictLoader
+from eval_banana.core.readback import MAX_DEPTH
+from eval_banana.core.yamlsafe import DuplicateKeyError, StrictLoader, Unbounded, refuse_unbounded
+from eval_banana.datasets.rows import Row, dataset_problem, listed_rows, too_deep
 
 _BOOLEAN_WORDS = frozenset({"true", "false"})
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
@@ -107,3 +109,74 @@ def ambiguous_scalar_under(text: str, *, key: str) -> AmbiguousScalar | None:
     finally:
         loader.dispose()
     return None
+
+
+# What the aliases of a YAML dataset may add to the values its text writes out (a text without
+# aliases never holds more values than characters): a shared rubric is fine, a bomb is not.
+ALIASED_VALUES = 1_000_000
+
+
+def yaml_rows(*, text: str, file: str) -> list[Row]:
+    """The rows of a .yaml or .yml dataset: one list of mappings, read by DatasetLoader and
+    bounded as a check file is (nesting, aliases)."""
+    try:
+        value = yaml.load(text, Loader=DatasetLoader)  # noqa: S506 - a safe loader subclass
+    except AmbiguousScalar as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+        raise dataset_problem(
+            file=file,
+            line=line,
+            message=f"Dataset {file} line {line}: {exc.problem}",
+            hint="YAML 1.1 reads some plain words and numbers as other values; quote a value "
+            "to keep it as text",
+        ) from None
+    except DuplicateKeyError as exc:
+        raise dataset_problem(
+            file=file,
+            line=exc.problem_mark.line + 1 if exc.problem_mark is not None else None,
+            message=f"Dataset {file} has a row with a {exc.problem}",
+            hint="each key may appear once in a row; delete the repeated one",
+        ) from None
+    except yaml.YAMLError as exc:
+        documents = _document_count(text)
+        if documents > 1:
+            # Rows written as documents (`---` between them) instead of items of one list.
+            raise dataset_problem(
+                file=file,
+                line=None,
+                message=f"Dataset {file} holds {documents} YAML documents (separated by ---), "
+                "not one list of cases",
+                hint="write the rows as one list: start each with '- ' and delete the --- "
+                "lines (or write one JSON object per line in a .jsonl file)",
+            ) from None
+        mark = getattr(exc, "problem_mark", None)
+        raise dataset_problem(
+            file=file,
+            line=mark.line + 1 if mark is not None else None,
+            message=f"Dataset {file} is not valid YAML: {exc}",
+            hint="a YAML dataset is one list of mappings",
+        ) from None
+    except RecursionError:  # the loader builds nested values recursively
+        raise too_deep(file=file, line=None, what=f"Dataset {file}") from None
+    try:
+        refuse_unbounded(value=value, max_depth=MAX_DEPTH, max_values=len(text) + ALIASED_VALUES)
+    except Unbounded as exc:
+        if exc.too_deep:
+            raise too_deep(file=file, line=None, what=f"Dataset {file}") from None
+        raise dataset_problem(
+            file=file,
+            line=None,
+            message=f"Dataset {file}: its YAML aliases (*name) {exc.what}",
+            hint="write the values out, or use fewer, shallower aliases",
+        ) from None
+    return listed_rows(value=value, file=file, kind="YAML", string_keys=False, text=text)
+
+
+def _document_count(text: str) -> int:
+    """How many YAML documents `text` holds, when it is a valid stream of them (else 0);
+    counted on the parser's events, nothing built."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return sum(isinstance(event, yaml.DocumentStartEvent) for event in yaml.parse(text, loader))
+    except yaml.YAMLError:
+        return 0

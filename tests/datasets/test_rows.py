@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eval_banana.core.errors import DefinitionError
-from eval_banana.datasets.rows import read_rows
+from eval_banana.datasets.reading import read_rows
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_a_fifo_in_a_datasets_place_is_refused_without_blocking(tmp_path: Path, 
         "import sys\n"
         "from pathlib import Path\n"
         "from eval_banana.core.errors import DefinitionError\n"
-        "from eval_banana.datasets.rows import read_rows\n"
+        "from eval_banana.datasets.reading import read_rows\n"
         "try:\n"
         f"    read_rows(path=Path(sys.argv[1]), file={name!r}, problems=[])\n"
         "except DefinitionError as exc:\n"

@@ -1,0 +1,138 @@
+"""CSV datasets: a header row naming the fields, then one row per case, every cell text.
+
+What a spreadsheet leaves in a file is told as what it is: another delimiter, Excel's `sep=`
+line, a header column without a name, a row with more or fewer cells than the header.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from eval_banana.core.errors import DefinitionError
+from eval_banana.datasets.rows import Row, TooManyRows, dataset_problem
+
+_OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "bars"}
+
+
+def _other_delimiter(*, names: list[str]) -> str | None:
+    """What separates a header that holds one column with another delimiter in its name."""
+    if len(names) != 1:
+        return None
+    found = [word for char, word in _OTHER_DELIMITERS.items() if char in names[0]]
+    return found[0] if found else None
+
+
+def csv_rows(
+    *, text: str, file: str, problems: list[DefinitionError], limit: int | None
+) -> list[Row]:
+    """The rows of a .csv dataset (a header row naming the fields; every cell text): ragged
+    rows go to `problems`, a file-wide problem is raised; past `limit` rows, TooManyRows."""
+    try:
+        return _csv_rows(text=text, file=file, problems=problems, limit=limit)
+    except csv.Error as exc:
+        raise dataset_problem(
+            file=file,
+            line=None,
+            message=f"Dataset {file} is not CSV that can be read: {exc}",
+            hint="save it as comma-separated CSV (in a spreadsheet: CSV UTF-8, comma "
+            "delimited), or convert it to JSONL",
+        ) from None
+
+
+def _csv_rows(
+    *, text: str, file: str, problems: list[DefinitionError], limit: int | None
+) -> list[Row]:
+    # A cell may be as long as the file (a whole article to judge): the csv module's default
+    # limit, 128 KiB, would refuse it. The limit is the process's, and only ever raised here.
+    if len(text) >= csv.field_size_limit():
+        csv.field_size_limit(len(text) + 1)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        return []
+    names = [name.strip() for name in header]
+    if len(names) <= 2 and names[0].lower().startswith("sep=") and not any(names[1:]):
+        # Excel's "sep=," line names the delimiter for Excel alone; read as the header, it is
+        # one column and an empty one.
+        first_line = text.split("\n", 1)[0].rstrip("\r")
+        raise dataset_problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} starts with Excel's delimiter line {first_line!r}, not a "
+            "header row naming the fields",
+            hint="delete that first line, so that the header row comes first",
+        )
+    other = _other_delimiter(names=names)
+    if other is not None:
+        # A spreadsheet set to a European locale saves "CSV" with semicolons: read with commas,
+        # the whole header is one column and every row's field is missing.
+        raise dataset_problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} is separated by {other}, not commas: its header row is "
+            f"one column named {names[0]!r}",
+            hint="save it as comma-separated CSV (in a spreadsheet: CSV UTF-8, comma "
+            "delimited), or convert it to JSONL",
+        )
+    repeated = sorted({name for name in names if name and names.count(name) > 1})
+    if repeated:
+        raise dataset_problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} has a header row with repeated columns " + ", ".join(repeated),
+            hint="the first row names each column once",
+        )
+    unnamed = [str(number) for number, name in enumerate(names, start=1) if not name]
+    if unnamed:
+        last = unnamed == [str(len(names))]
+        raise dataset_problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} has a header row whose "
+            + (
+                f"column {unnamed[0]} has"
+                if len(unnamed) == 1
+                else f"columns {', '.join(unnamed)} have"
+            )
+            + " no name"
+            + (" (the header ends with a comma)" if last else ""),
+            hint="name every column in the first row"
+            + (
+                "; or delete the comma that ends it, and the one that ends each row" if last else ""
+            ),
+        )
+    rows: list[Row] = []
+    # A quoted cell may hold line breaks: a row is told at the line it starts on, one after
+    # the last line the previous row ended on.
+    ended = reader.line_num
+    seen = 0
+    for cells in reader:
+        line, ended = ended + 1, reader.line_num
+        if not cells:
+            continue
+        if limit is not None and seen >= limit:
+            raise TooManyRows(counted=seen + 1 + sum(1 for more in reader if more))
+        seen += 1
+        if len(cells) != len(names):
+            problems.append(
+                dataset_problem(
+                    file=file,
+                    line=line,
+                    message=f"Dataset {file} row at line {line} has {len(cells)} cells; the "
+                    f"header has {len(names)}",
+                    hint="give every row one cell per header column (quote cells holding commas)",
+                )
+            )
+            continue
+        rows.append(
+            Row(
+                value=dict(zip(names, cells, strict=True)),
+                file=file,
+                where=f"line {line}",
+                line=line,
+                string_keys=True,
+                cells_are_text=True,
+            )
+        )
+    return rows
