@@ -236,7 +236,7 @@ def _refuse_ambiguous_scalars(
 ) -> None:
     """The check file's own `cases:` are rows like a dataset file's: a plain word or number
     YAML 1.1 reads otherwise than YAML 1.2 is told there too (datasets/yamlrows.py)."""
-    from eval_banana.datasets.yamlrows import ambiguous_scalar_under
+    from eval_banana.datasets.yamlrows import AMBIGUOUS_HINT, ambiguous_scalar_under
 
     found = ambiguous_scalar_under(text, key="cases")
     if found is None:
@@ -248,8 +248,7 @@ def _refuse_ambiguous_scalars(
             file=check_file,
             line=line,
             field_path="cases",
-            hint="YAML 1.1 reads some plain words and numbers as other values; quote a value "
-            "to keep it as text",
+            hint=AMBIGUOUS_HINT,
         )
     )
 

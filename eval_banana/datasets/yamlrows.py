@@ -23,6 +23,12 @@ _BOOLEAN_WORDS = frozenset({"true", "false"})
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
 
 
+# The fix for any of them, beside the message that names the value and what it became.
+AMBIGUOUS_HINT = (
+    "YAML 1.1 reads some plain words and numbers as other values; quote a value to keep it as text"
+)
+
+
 class AmbiguousScalar(yaml.constructor.ConstructorError):
     """A plain scalar YAML 1.1 reads as something YAML 1.2 would not."""
 
@@ -127,8 +133,7 @@ def yaml_rows(*, text: str, file: str) -> list[Row]:
             file=file,
             line=line,
             message=f"Dataset {file} line {line}: {exc.problem}",
-            hint="YAML 1.1 reads some plain words and numbers as other values; quote a value "
-            "to keep it as text",
+            hint=AMBIGUOUS_HINT,
         ) from None
     except DuplicateKeyError as exc:
         raise dataset_problem(
