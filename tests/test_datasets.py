@@ -970,6 +970,28 @@ BAD_INPUTS = {
         "cases_from: data/rows.yaml",
         "'1:30' reads as the base-60 number 90 in YAML 1.1",
     ),
+    # A whole number longer than Python reads (int() refuses it): a traceback before.
+    "a yaml number longer than python reads": (
+        {"data/rows.yaml": "- name: a\n  ok: 'yes'\n  n: " + "9" * 5000 + "\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml line 3: a whole number longer than 4,300 digits, which eb does "
+        "not read",
+    ),
+    "a json number longer than python reads": (
+        {"data/rows.json": '[{"name": "a", "ok": "yes",\n  "n": ' + "9" * 5000 + "}]"},
+        "cases_from: data/rows.json",
+        "Dataset data/rows.json line 2: a whole number longer than 4,300 digits",
+    ),
+    "a jsonl number longer than python reads": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n{"name": "b", "n": ' + "9" * 5000 + "}\n"},
+        "cases_from: data/rows.jsonl",
+        "Dataset data/rows.jsonl line 2: a whole number longer than 4,300 digits",
+    ),
+    "a typed csv cell longer than python reads": (
+        {"data/rows.csv": "name,ok,n\na,yes," + "9" * 5000 + "\n"},
+        "cases_from: data/rows.csv\ncase_schema: {properties: {n: {type: integer}}}",
+        "does not match case_schema at n: '999",
+    ),
     "yaml rows written as documents": (
         {"data/rows.yaml": "---\nname: a\nok: 'yes'\n---\nname: b\nok: 'no'\n"},
         "cases_from: data/rows.yaml",

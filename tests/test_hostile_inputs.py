@@ -27,6 +27,41 @@ def test_a_deeply_nested_config_value_is_a_config_error(
         _no_traceback(result)
 
 
+# A whole number longer than Python reads: int() refuses it with a ValueError that no parser
+# turns into its own error, so it was a traceback from the config, a check file or a dataset.
+HUGE = "9" * 5000
+
+
+def test_a_number_longer_than_python_reads_is_told_at_its_line_in_the_config(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")}, config=f"[core]\nmaxfail = {HUGE}\n")
+    config = root / ".eval-banana" / "config.toml"
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        f"Invalid TOML in {config}: line 2: a whole number longer than 4,300 digits, which eb "
+        "does not read"
+    ), result.stderr
+    _no_traceback(result)
+
+
+def test_a_number_longer_than_python_reads_is_told_at_its_line_in_a_check_file(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a") + f"timeout_seconds: {HUGE}\n"})
+    result = eb("validate", "--cwd", str(root), "--json")
+    assert result.exit_code == 2
+    (error,) = json.loads(result.stdout)["errors"]
+    assert error["message"].endswith(
+        "a.yaml: line 6: a whole number longer than 4,300 digits, which eb does not read"
+    ), error
+    assert (error["line"], error["hint"]) == (
+        6,
+        "quote it to keep it as text, or write a smaller number",
+    )
+
+
 def test_an_empty_output_dir_in_the_config_file_is_refused_like_the_environment_one(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

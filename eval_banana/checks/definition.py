@@ -17,8 +17,15 @@ import yaml
 
 from eval_banana.checks.fast import fast_normalize
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH, read_regular
-from eval_banana.core.yamlsafe import DuplicateKeyError, StrictLoader, Unbounded, refuse_unbounded
+from eval_banana.core.yamlsafe import (
+    DuplicateKeyError,
+    NumberTooLong,
+    StrictLoader,
+    Unbounded,
+    refuse_unbounded,
+)
 
 _DIGEST_PREFIX = b"eval-banana/check-definition-sha256/v1\x00"
 
@@ -33,6 +40,15 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
         ) from None
     try:
         document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass
+    except NumberTooLong as exc:
+        line, column = _mark(exc)
+        raise DefinitionError(
+            f"Invalid check definition in {path}: {too_long_number(line=line)}",
+            file=str(path),
+            hint="quote it to keep it as text, or write a smaller number",
+            line=line,
+            column=column,
+        ) from None
     except DuplicateKeyError as exc:
         line, column = _mark(exc)
         raise DefinitionError(

@@ -12,6 +12,8 @@ from typing import Any, cast
 
 import yaml
 
+from eval_banana.core.jsonvalues import too_long_number
+
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -64,9 +66,22 @@ def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, d
         seen.add(key)
 
 
+class NumberTooLong(yaml.constructor.ConstructorError):
+    """A whole number longer than Python reads (int() refuses it, a plain ValueError)."""
+
+
+def construct_whole_number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    """A YAML integer, or NumberTooLong at its place instead of a traceback."""
+    try:
+        return int(loader.construct_yaml_int(node))
+    except ValueError:
+        raise NumberTooLong(None, None, too_long_number(line=None), node.start_mark) from None
+
+
 StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
 )
+StrictLoader.add_constructor("tag:yaml.org,2002:int", construct_whole_number)
 
 
 class Unbounded(ValueError):

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from eval_banana.core.jsonvalues import longest_whole_number
+
 # JSON's number grammar: no leading `+`, no `.5`, no `NaN` (which Python's float would take).
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -49,13 +51,22 @@ def typed_row(*, row: dict[str, Any], readers: Mapping[str, Reader]) -> dict[str
 
 
 def _reader(*, types: frozenset[str]) -> Reader:
+    # A whole number longer than Python reads stays text, and the schema tells it at its row.
+    longest = longest_whole_number() or None
+
     def read(cell: str) -> Any:
         if cell == "" and "null" in types:
             return None
-        if "integer" in types and _INTEGER.fullmatch(cell):
+        whole = _INTEGER.fullmatch(cell) is not None and (
+            longest is None or len(cell.lstrip("-")) <= longest
+        )
+        if "integer" in types and whole:
             return int(cell)
         if "number" in types and _NUMBER.fullmatch(cell):
-            return int(cell) if _INTEGER.fullmatch(cell) else float(cell)
+            if whole:
+                return int(cell)
+            if not _INTEGER.fullmatch(cell):
+                return float(cell)
         if "boolean" in types and cell.lower() in _BOOLEANS:
             return _BOOLEANS[cell.lower()]
         return cell  # not of its type: the schema names the row and the field

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
 from eval_banana.datasets.render import json_kind
@@ -308,12 +309,8 @@ def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> Def
             message=f"{where} is not JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}",
             hint="each line of a .jsonl file is one JSON object",
         )
-    return dataset_problem(
-        file=file,
-        line=number,
-        message=f"{where} is not JSON: {exc}",
-        hint="each line of a .jsonl file is one JSON object",
-    )
+    # Not a JSONDecodeError: int() refused a whole number longer than Python reads.
+    return _number_too_long(file=file, line=number)
 
 
 def _list_hint(*, value: object) -> str:
@@ -365,6 +362,15 @@ def too_deep(*, file: str, line: int | None, what: str) -> DefinitionError:
     )
 
 
+def _number_too_long(*, file: str, line: int | None) -> DefinitionError:
+    return dataset_problem(
+        file=file,
+        line=line,
+        message=f"Dataset {file} {too_long_number(line=line)}",
+        hint="quote it to keep it as text",
+    )
+
+
 def json_rows(*, text: str, file: str) -> list[Row]:
     """The rows of a .json dataset: one list of objects."""
     if json_depth_exceeds(text.encode("utf-8", errors="surrogatepass")):
@@ -372,9 +378,12 @@ def json_rows(*, text: str, file: str) -> list[Row]:
     try:
         value = json.loads(text)
     except ValueError as exc:
+        if not isinstance(exc, json.JSONDecodeError):
+            # int() refused a whole number longer than Python reads.
+            raise _number_too_long(file=file, line=too_long_number_line(text)) from None
         raise dataset_problem(
             file=file,
-            line=getattr(exc, "lineno", None),
+            line=exc.lineno,
             message=f"Dataset {file} is not JSON: {exc}",
             hint="a .json dataset is one list of objects",
         ) from None

@@ -15,8 +15,16 @@ from typing import Any
 
 import yaml
 
+from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH
-from eval_banana.core.yamlsafe import DuplicateKeyError, StrictLoader, Unbounded, refuse_unbounded
+from eval_banana.core.yamlsafe import (
+    DuplicateKeyError,
+    NumberTooLong,
+    StrictLoader,
+    Unbounded,
+    construct_whole_number,
+    refuse_unbounded,
+)
 from eval_banana.datasets.rows import Row, dataset_problem, listed_rows, too_deep
 
 _BOOLEAN_WORDS = frozenset({"true", "false"})
@@ -61,7 +69,7 @@ def _boolean(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
 
 def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     text = str(loader.construct_scalar(node))
-    value = int(loader.construct_yaml_int(node))
+    value = construct_whole_number(loader, node)
     if _OCTAL.fullmatch(text):
         raise _refuse(
             node=node,
@@ -134,6 +142,14 @@ def yaml_rows(*, text: str, file: str) -> list[Row]:
             line=line,
             message=f"Dataset {file} line {line}: {exc.problem}",
             hint=AMBIGUOUS_HINT,
+        ) from None
+    except NumberTooLong as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+        raise dataset_problem(
+            file=file,
+            line=line,
+            message=f"Dataset {file} {too_long_number(line=line)}",
+            hint="quote it to keep it as text",
         ) from None
     except DuplicateKeyError as exc:
         raise dataset_problem(

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from eval_banana.checks.selection import compile_selector
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.files import sha256_bytes, write_model
+from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
 from eval_banana.core.readback import read_regular
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
@@ -98,6 +99,15 @@ def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Invalid TOML in {path}: {exc}", file=str(path)) from None
+    except ValueError:
+        # Not a TOMLDecodeError: int() refused a whole number longer than Python reads.
+        line = too_long_number_line(text)
+        raise ConfigError(
+            f"Invalid TOML in {path}: {too_long_number(line=line)}",
+            file=str(path),
+            hint="no setting takes such a number; write a smaller one",
+            line=line,
+        ) from None
     except RecursionError:
         # tomllib parses nested arrays and inline tables recursively.
         raise ConfigError(
