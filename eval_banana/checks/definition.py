@@ -40,21 +40,16 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
         ) from None
     try:
         document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass
-    except NumberTooLong as exc:
+    except (NumberTooLong, DuplicateKeyError) as exc:
         line, column = _mark(exc)
+        too_long = isinstance(exc, NumberTooLong)
         raise DefinitionError(
-            f"Invalid check definition in {path}: {too_long_number(line=line)}",
+            f"Invalid check definition in {path}: "
+            + (too_long_number(line=line) if too_long else str(exc.problem)),
             file=str(path),
-            hint="quote it to keep it as text, or write a smaller number",
-            line=line,
-            column=column,
-        ) from None
-    except DuplicateKeyError as exc:
-        line, column = _mark(exc)
-        raise DefinitionError(
-            f"Invalid check definition in {path}: {exc.problem}",
-            file=str(path),
-            hint="Each key may appear once; delete the repeated one.",
+            hint="quote it to keep it as text, or write a smaller number"
+            if too_long
+            else "Each key may appear once; delete the repeated one.",
             line=line,
             column=column,
         ) from None

@@ -135,28 +135,11 @@ def yaml_rows(*, text: str, file: str) -> list[Row]:
     bounded as a check file is (nesting, aliases)."""
     try:
         value = yaml.load(text, Loader=DatasetLoader)  # noqa: S506 - a safe loader subclass
-    except AmbiguousScalar as exc:
+    except (AmbiguousScalar, NumberTooLong, DuplicateKeyError) as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+        message, hint = _refused_value(exc=exc, line=line)
         raise dataset_problem(
-            file=file,
-            line=line,
-            message=f"Dataset {file} line {line}: {exc.problem}",
-            hint=AMBIGUOUS_HINT,
-        ) from None
-    except NumberTooLong as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
-        raise dataset_problem(
-            file=file,
-            line=line,
-            message=f"Dataset {file} {too_long_number(line=line)}",
-            hint="quote it to keep it as text",
-        ) from None
-    except DuplicateKeyError as exc:
-        raise dataset_problem(
-            file=file,
-            line=exc.problem_mark.line + 1 if exc.problem_mark is not None else None,
-            message=f"Dataset {file} has a row with a {exc.problem}",
-            hint="each key may appear once in a row; delete the repeated one",
+            file=file, line=line, message=f"Dataset {file} {message}", hint=hint
         ) from None
     except yaml.YAMLError as exc:
         documents = _document_count(text)
@@ -191,6 +174,18 @@ def yaml_rows(*, text: str, file: str) -> list[Row]:
             hint="write the values out, or use fewer, shallower aliases",
         ) from None
     return listed_rows(value=value, file=file, kind="YAML", string_keys=False, text=text)
+
+
+def _refused_value(*, exc: yaml.constructor.ConstructorError, line: int | None) -> tuple[str, str]:
+    """(what is wrong, after the file's name; the fix) for a value the loader refused."""
+    if isinstance(exc, AmbiguousScalar):
+        return f"line {line}: {exc.problem}", AMBIGUOUS_HINT
+    if isinstance(exc, NumberTooLong):
+        return too_long_number(line=line), "quote it to keep it as text"
+    return (
+        f"has a row with a {exc.problem}",
+        "each key may appear once in a row; delete the repeated one",
+    )
 
 
 def _document_count(text: str) -> int:
