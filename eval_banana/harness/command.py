@@ -108,8 +108,15 @@ def build_env(
     return env
 
 
-def prompt_size_problem(*, prompt: str) -> str | None:
-    """The prompt cannot travel as one argument; the text to report, or None."""
+def prompt_argument_problem(*, prompt: str) -> str | None:
+    """Why the prompt cannot travel as one argument of the agent's command line (too long, or
+    holding a NUL character, which ends a C string), or None."""
+    if "\0" in prompt:
+        # A row's field placed in the instructions can hold one (JSON's "\u0000").
+        return (
+            "Harness judge prompt holds a NUL character (U+0000), which no command line can "
+            "carry: remove it from the instructions or the case's field they place"
+        )
     size = len(prompt.encode("utf-8"))
     if sys.platform.startswith("linux") and size + 1 > ARG_STRLEN_LIMIT:
         return (

@@ -18,7 +18,7 @@ from eval_banana.harness.command import (
     build_argv,
     build_env,
     display_argv,
-    prompt_size_problem,
+    prompt_argument_problem,
 )
 from eval_banana.harness.effort import effort_outcome
 from eval_banana.harness.errorclass import ErrorCause, classify_judge_error, launch_cause
@@ -336,10 +336,12 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         template=template, prompt=prompt, model=model, effort=effort, schema_path=schema_path
     )
     details["effective_command"] = display_argv(argv=argv, prompt=prompt, schema_path=schema_path)
-    too_big = prompt_size_problem(prompt=prompt)
-    if too_big is not None:
+    unsendable = prompt_argument_problem(prompt=prompt)
+    if unsendable is not None:
         _classed(details=details, found=_SETUP)
-        return error_result(check=ctx.check, started=started, error_detail=too_big, details=details)
+        return error_result(
+            check=ctx.check, started=started, error_detail=unsendable, details=details
+        )
     env = build_env(
         template=template,
         base_env=ctx.base_env,

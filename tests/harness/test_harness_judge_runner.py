@@ -305,6 +305,19 @@ def test_no_agent_defensive_path(rig: Rig) -> None:
     }
 
 
+def test_a_prompt_holding_a_nul_character_is_a_setup_error_not_a_python_one(rig: Rig) -> None:
+    # A case's field placed in the instructions can hold U+0000; exec refused it with
+    # "ValueError: embedded null byte".
+    check = judge_check(id="judge", project_root=rig.root, instructions="Judge a\0b.")
+    result = rig.run(agent="pi", check=check)
+    assert result.status == "error"
+    assert result.error_detail == (
+        "Harness judge prompt holds a NUL character (U+0000), which no command line can carry: "
+        "remove it from the instructions or the case's field they place"
+    )
+    assert rig.received() == []
+
+
 def test_prompt_too_large_for_one_argument(rig: Rig) -> None:
     check = judge_check(id="judge", project_root=rig.root, instructions="x" * 200_000)
     result = rig.run(agent="pi", check=check)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eval_banana.core.errors import ConfigError
-from eval_banana.harness.command import build_argv, display_argv, prompt_size_problem
+from eval_banana.harness.command import build_argv, display_argv, prompt_argument_problem
 from eval_banana.harness.prompt import FORMAT_LINE, PROMPT_VERSION, build_prompt
 from eval_banana.harness.resolve import (
     effective_model,
@@ -379,8 +379,8 @@ def test_prompt_structure() -> None:
 
 
 def test_prompt_size_limit() -> None:
-    assert prompt_size_problem(prompt="x" * 1000) is None
+    assert prompt_argument_problem(prompt="x" * 1000) is None
     big = "é" * 70_000  # 140,000 bytes in UTF-8
-    assert prompt_size_problem(prompt=big) == (
+    assert prompt_argument_problem(prompt=big) == (
         "Harness judge prompt is 140000 bytes, above the per-argument limit of the operating system"
     )
