@@ -3,6 +3,8 @@ reads them: `82.3 MiB`, not `86276486 bytes`."""
 
 from __future__ import annotations
 
+import re
+
 
 def plural(*, count: int, noun: str, nouns: str | None = None) -> str:
     """`count` with its noun, plural unless the count is one; `nouns` for a plural that is not
@@ -23,3 +25,17 @@ def size_text(size: int) -> str:
             digits = 2 if name == "GiB" else 1
             return f"{size / unit:.{digits}f} {name}"
     return plural(count=size, noun="byte")
+
+
+# Control characters other than whitespace: C0, DEL and C1 (ESC starts a terminal's escape
+# sequences, BEL rings, NUL and the rest have no business in a log).
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    """`text` as one line a log shows safely: each run of whitespace (line breaks included) as
+    one space, any other control character as `\\xNN`. A check's or a judge's words can then
+    neither start a line of their own (which GitHub Actions would run as a `::` workflow
+    command) nor move a terminal's cursor over what eb printed."""
+    flat = " ".join(text.split())
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", flat) if flat else flat

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import RunFolderError
 from eval_banana.core.readback import loads_json, read_regular
+from eval_banana.core.words import one_line
 from eval_banana.diffing.narrowed import Narrowed, read_narrowed
 from eval_banana.models.diff import (
     DiffEntry,
@@ -71,8 +72,9 @@ def _field(*, document: dict[str, Any], key: str, kind: type, path: Path, where:
 def _summary(check: dict[str, Any]) -> str:
     for key in ("reason", "error_detail"):
         text = check.get(key)
-        if isinstance(text, str) and text:
-            return text.splitlines()[0]
+        if isinstance(text, str) and text.strip():
+            # The first line, made safe for a log (a reason is a check's or a judge's words).
+            return one_line(text.strip().splitlines()[0])
     exit_code = check.get("exit_code")
     if check.get("status") == "failed" and isinstance(exit_code, int):
         return f"exit code {exit_code}"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import Located
-from eval_banana.core.words import plural
+from eval_banana.core.words import one_line, plural
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ScoreDoc
 from eval_banana.reporting.common import is_not_run
@@ -157,9 +157,9 @@ def _skipped_lines(*, skipped: Sequence[dict[str, Any]]) -> list[str]:
         items=skipped,
         group=group,
         large=lambda _, count: count > FAMILY_CASES_LISTED,
-        line=lambda item: f"- {item['check_id']}: skipped - {item['reason']}",
+        line=lambda item: f"- {item['check_id']}: skipped - {one_line(str(item['reason']))}",
         group_line=lambda key, count: (
-            f"- {key[0]}: {plural(count=count, noun='case')} skipped - {key[1]}"
+            f"- {key[0]}: {plural(count=count, noun='case')} skipped - {one_line(key[1])}"
         ),
     )
 
@@ -198,7 +198,8 @@ def _check_line(*, check: dict[str, Any]) -> str:
     notes = status_notes(check=check)
     if notes:
         status = f"{status} ({', '.join(notes)})"
-    summary = result_summary(result=check)
+    # A reason is the check's or the judge's words: one line, no control characters.
+    summary = one_line(result_summary(result=check))
     return f"- {check['check_id']}: {status}" + (f" - {summary}" if summary else "")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from eval_banana.core.errors import Located
-from eval_banana.core.words import plural
+from eval_banana.core.words import one_line, plural
 from eval_banana.reporting.common import Check, check_place, is_not_run, summary
 
 RECAP_TITLE = "Failed and errored checks:"
@@ -78,7 +78,7 @@ def recap_lines(
             if check.get("status") != status or is_not_run(check=check):
                 continue
             text = summary(check=check)
-            reason = f" - {' '.join(text.split())}" if text else ""
+            reason = f" - {one_line(text)}" if text else ""
             source = ""
             place = places.get(str(check["check_id"]))
             if (place is not None and place.file) or check.get("source_path"):

@@ -160,6 +160,21 @@ def test_text_and_markdown(eb: Callable[..., EbResult], runs: tuple[Path, Path, 
     assert "| `regresses` | passed -> failed | changed | exit code 1 |" in md.stdout
 
 
+def test_a_regressions_reason_is_one_safe_line_of_the_diff(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    # A script's message (or a judge's reason) with an escape sequence: printed as it came, it
+    # could erase the diff's own words on a terminal or in a CI log.
+    root = project({}, config='[core]\noutput_dir = "runs"\n')
+    _write(root, {"turns": "pass"})
+    eb("run", "--cwd", str(root), "--output-dir", str(tmp_path / "base"), "--flat-output")
+    _write(root, {"turns": "raise SystemExit('\\x1b[2Kall good\\x07')"})
+    eb("run", "--cwd", str(root), "--output-dir", str(tmp_path / "head"), "--flat-output")
+    result = eb("diff", str(tmp_path / "base"), str(tmp_path / "head"))
+    assert "turns: passed -> failed, definition changed - \\x1b[2Kall good\\x07" in result.stdout
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+
+
 def test_latest_is_the_newest_run_of_the_project(
     eb: Callable[..., EbResult], runs: tuple[Path, Path, Path]
 ) -> None:

@@ -206,8 +206,9 @@ def test_summary_lines_exact(tmp_path: Path) -> None:
         f"Report: {run_dir / 'report.json'}\n"
         "- ok: passed\n"
         "- bad: failed - exit code 4\n"
-        "- broken: error - one | two\nthree\n"
-        "- judge: failed - multi\r\nline | reason\n"
+        # A reason stays on its check's line (eval-banana printed its line breaks).
+        "- broken: error - one | two three\n"
+        "- judge: failed - multi line | reason\n"
         "- ctl: passed (control: defect caught)\n"
         # The screen ends as pytest's does: the failed and errored checks, then the counts.
         "\n"
@@ -240,6 +241,44 @@ def test_summary_passed_yes_and_long_lines_unwrapped() -> None:
     quiet = io.StringIO()
     Console(quiet=True, stdout=quiet).summary(report=report, report_path=Path("/r/report.json"))
     assert quiet.getvalue() == ""
+
+
+def test_a_reason_can_neither_start_a_line_nor_move_the_cursor() -> None:
+    # A judge's reason (an LLM's words about untrusted output) or a script's last stderr line:
+    # printed as it was, a line break followed by `::warning::` became a GitHub Actions
+    # workflow command, and an escape sequence could erase what eb printed before it.
+    reason = "bad\n::warning::injected\n\x1b[2Kfake PASSED\x07"
+    report = {
+        "run_id": "r",
+        "points_earned": 0,
+        "total_points": 2,
+        "percentage": 0.0,
+        "run_passed": False,
+        "checks": [
+            {
+                "check_id": "judge",
+                "check_type": "harness_judge",
+                "status": "failed",
+                "reason": reason,
+            },
+            {
+                "check_id": "tool",
+                "check_type": "deterministic",
+                "status": "error",
+                "error_detail": reason,
+            },
+        ],
+        "skipped": [{"check_id": "later", "reason": "waits\n::error::x"}],
+    }
+    out = io.StringIO()
+    Console(stdout=out).summary(report=report, report_path=Path("/r/report.json"))
+    printed = out.getvalue()
+    shown = "bad ::warning::injected \\x1b[2Kfake PASSED\\x07"
+    assert f"- judge: failed - {shown}\n" in printed
+    assert f"FAILED judge - {shown}\n" in printed and f"ERROR tool - {shown}\n" in printed
+    assert "- later: skipped - waits ::error::x\n" in printed
+    assert not [line for line in printed.splitlines() if line.startswith("::")]
+    assert "\x1b" not in printed and "\x07" not in printed
 
 
 def _drain(fd: int) -> bytes:
