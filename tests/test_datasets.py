@@ -935,6 +935,13 @@ BAD_INPUTS = {
         "cases_from: data/rows.jsonl\ncase_schema: {properties: {ok: {enum: ['yes', 'no']}}}",
         "does not match case_schema at ok",
     ),
+    # A name with a line break (a pull request can add one) started lines of its own in every
+    # message about its rows: in a GitHub Actions log, a workflow command.
+    "a dataset file whose name holds a line break": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n', "data/x\n::warning::y.jsonl": "{}\n"},
+        "cases_from: 'data/*.jsonl'",
+        "matches data/x\\x0a::warning::y.jsonl, whose name has a control character",
+    ),
     # What a spreadsheet or an old editor leaves in a file, told as what it is (it was "a
     # header row with an empty column name" and "not JSON: Extra data").
     "excel's delimiter line": (

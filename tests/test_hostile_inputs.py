@@ -62,6 +62,24 @@ def test_a_number_longer_than_python_reads_is_told_at_its_line_in_a_check_file(
     )
 
 
+def test_a_check_file_whose_name_holds_a_line_break_is_refused_and_shown_escaped(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # A pull request can add `eval_checks/x<newline>::warning::...yaml`: named as it is, the
+    # file's every message started a line of its own, which GitHub Actions runs as a command.
+    name = "x\n::warning::injected\x1b[2K.yaml"
+    root = project({"eval_checks/a.yaml": check_yaml("a"), f"eval_checks/{name}": check_yaml("b")})
+    shown = str(root / "eval_checks" / "x\\x0a::warning::injected\\x1b[2K.yaml")
+    for command in ("validate", "run", "list"):
+        result = eb(command, "--cwd", str(root))
+        assert result.exit_code == 2, (command, result.stderr)
+        assert f"Check file {shown} has a control character in its name" in result.stderr
+        printed = result.stdout + result.stderr
+        assert not [line for line in printed.splitlines() if line.startswith("::")], printed
+        assert "\x1b" not in printed
+        _no_traceback(result)
+
+
 def test_an_empty_output_dir_in_the_config_file_is_refused_like_the_environment_one(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,20 @@ def size_text(size: int) -> str:
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
 
+_ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def control_free(text: str) -> bool:
+    """Whether `text` holds no control character at all (a name eb can print as it is)."""
+    return _ANY_CONTROL.search(text) is None
+
+
+def visible(text: str) -> str:
+    """`text` with every control character, line breaks and tabs too, written as `\\xNN`: a
+    file name as it can be shown without starting a line or moving the cursor."""
+    return _ANY_CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
 def one_line(text: str) -> str:
     """`text` as one line a log shows safely: each run of whitespace (line breaks included) as
     one space, any other control character as `\\xNN`. A check's or a judge's words can then

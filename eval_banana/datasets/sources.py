@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.readback import file_kind
 from eval_banana.core.suggest import closest
+from eval_banana.core.words import control_free, visible
 from eval_banana.datasets.reading import read_rows
 from eval_banana.datasets.rows import SUFFIXES, ItemLines, Row, TooManyRows
 from eval_banana.models.stages import ConfigDoc
@@ -83,7 +84,19 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             hint="name a dataset file or glob relative to the project root",
         )
     if _is_glob(pattern):
-        return sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
+        paths = sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
+        unprintable = [path for path in paths if not control_free(str(path))]
+        if unprintable:
+            # Named in every message about its rows, such a name would start lines of its own.
+            raise DefinitionError(
+                f"cases_from {pattern!r} in {check_file} matches "
+                f"{visible(relative(path=unprintable[0], root=root))}, whose name has a control "
+                "character (shown as \\xNN), which eb does not print in a log",
+                file=check_file,
+                field_path="cases_from",
+                hint="rename the file: a dataset's name needs only letters, digits, '.', '_', '-'",
+            )
+        return paths
     path = root / pattern
     if path.is_dir():
         raise DefinitionError(
