@@ -80,6 +80,36 @@ def test_a_check_file_whose_name_holds_a_line_break_is_refused_and_shown_escaped
         _no_traceback(result)
 
 
+@pytest.mark.parametrize(
+    ("files", "config"),
+    [
+        # A value the error quotes back: an unknown check type.
+        (
+            {
+                "eval_checks/b.yaml": check_yaml("b").replace(
+                    "deterministic", '"x\\n::warning::inj"'
+                )
+            },
+            "",
+        ),
+        # A key the error names: unknown in a check file, unknown in the config.
+        ({"eval_checks/b.yaml": check_yaml("b") + '"x\\n::warning::inj": 1\n'}, ""),
+        ({"eval_checks/b.yaml": check_yaml("b")}, '[core]\n"x\\n::warning::inj" = 1\n'),
+    ],
+)
+def test_an_error_quoting_a_files_text_never_starts_a_line_with_it(
+    files: dict[str, str], config: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # Check files and the config come with a pull request: a line break in a key or value the
+    # error quotes started a line of eb's output, which GitHub Actions runs as a command.
+    root = project(files, config=config)
+    result = eb("validate", "--cwd", str(root))
+    assert result.exit_code == 2, result.stderr
+    assert "x\\x0a::warning::inj" in result.stderr, result.stderr
+    printed = result.stdout + result.stderr
+    assert not [line for line in printed.splitlines() if line.startswith("::")], printed
+
+
 def test_an_empty_output_dir_in_the_config_file_is_refused_like_the_environment_one(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

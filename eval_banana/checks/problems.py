@@ -14,6 +14,7 @@ from typing import Any
 from eval_banana.checks.words import Loc, explain, tag_name
 from eval_banana.checks.yamlpos import Located, Position, compose, locate
 from eval_banana.core.errors import DefinitionError, Problem
+from eval_banana.core.words import visible
 
 
 def _position(*, root: Any, loc: Loc, anchor: str) -> Position | None:
@@ -53,12 +54,15 @@ def field_problems(
     for error in errors:
         explained = explain(error=error, document=document)
         position = _position(root=root, loc=_tag_loc(error=error), anchor=explained.anchor)
+        # Each part is one line of the error, and may echo the file's own text (an unknown
+        # key, a value): a line break or ESC in it is shown as `\xNN`, never printed, so a
+        # check file cannot start a line of eb's output (a GitHub Actions workflow command).
         problems.append(
             Problem(
-                message=explained.message,
+                message=visible(explained.message),
                 file=path,
-                field_path=_field_path(error=error),
-                hint=explained.hint,
+                field_path=visible(_field_path(error=error)),
+                hint=visible(explained.hint) if explained.hint is not None else None,
                 line=position.line if position else None,
                 column=position.column if position else None,
             )

@@ -10,6 +10,7 @@ import csv
 import io
 
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.words import visible
 from eval_banana.datasets.rows import Row, TooManyRows, dataset_problem
 
 _OTHER_DELIMITERS = {";": "semicolons", "\t": "tabs", "|": "bars"}
@@ -80,7 +81,8 @@ def _csv_rows(
         raise dataset_problem(
             file=file,
             line=1,
-            message=f"Dataset {file} has a header row with repeated columns " + ", ".join(repeated),
+            message=f"Dataset {file} has a header row with repeated columns "
+            + ", ".join(visible(name) for name in repeated),
             hint="the first row names each column once",
         )
     unnamed = [str(number) for number, name in enumerate(names, start=1) if not name]

@@ -16,6 +16,7 @@ from eval_banana.core.errors import ConfigError
 from eval_banana.core.files import sha256_bytes, write_model
 from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
 from eval_banana.core.readback import read_regular
+from eval_banana.core.words import visible
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
 from eval_banana.settings.table import (
@@ -136,6 +137,9 @@ def _suggest(*, key: str, section: str | None) -> str | None:
 
 
 def _unknown_keys_error(*, section: str | None, keys: list[str], path: Path) -> ConfigError:
+    # A quoted TOML key may hold a line break: shown as `\x0a`, it never starts a line of the
+    # error (in a GitHub Actions log, a workflow command).
+    keys = [visible(key) for key in keys]
     dotted = [f"{section}.{key}" if section else key for key in keys]
     hints = []
     for key, name in zip(keys, dotted, strict=True):
