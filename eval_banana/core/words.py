@@ -27,11 +27,8 @@ def size_text(size: int) -> str:
     return plural(count=size, noun="byte")
 
 
-# Control characters other than whitespace: C0, DEL and C1 (ESC starts a terminal's escape
-# sequences, BEL rings, NUL and the rest have no business in a log).
-_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
-
-
+# Every control character: C0 (line breaks and tabs too), DEL and C1. ESC starts a terminal's
+# escape sequences, a line break a line of its own; none belongs in a name or a log line.
 _ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
@@ -51,5 +48,5 @@ def one_line(text: str) -> str:
     one space, any other control character as `\\xNN`. A check's or a judge's words can then
     neither start a line of their own (which GitHub Actions would run as a `::` workflow
     command) nor move a terminal's cursor over what eb printed."""
-    flat = " ".join(text.split())
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", flat) if flat else flat
+    # Once whitespace runs are spaces, the control characters left are the ones to show.
+    return visible(" ".join(text.split()))

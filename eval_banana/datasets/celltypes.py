@@ -57,15 +57,14 @@ def _reader(*, types: frozenset[str]) -> Reader:
     def read(cell: str) -> Any:
         if cell == "" and "null" in types:
             return None
-        whole = _INTEGER.fullmatch(cell) is not None and (
-            longest is None or len(cell.lstrip("-")) <= longest
-        )
+        integer = _INTEGER.fullmatch(cell) is not None
+        whole = integer and (longest is None or len(cell.lstrip("-")) <= longest)
         if "integer" in types and whole:
             return int(cell)
         if "number" in types and _NUMBER.fullmatch(cell):
             if whole:
                 return int(cell)
-            if not _INTEGER.fullmatch(cell):
+            if not integer:
                 return float(cell)
         if "boolean" in types and cell.lower() in _BOOLEANS:
             return _BOOLEANS[cell.lower()]

@@ -371,9 +371,10 @@ def _number_too_long(*, file: str, line: int | None) -> DefinitionError:
     )
 
 
-def json_rows(*, text: str, file: str) -> list[Row]:
-    """The rows of a .json dataset: one list of objects."""
-    if json_depth_exceeds(text.encode("utf-8", errors="surrogatepass")):
+def json_rows(*, text: str, data: bytes, file: str) -> list[Row]:
+    """The rows of a .json dataset: one list of objects (`data`: the file's bytes, `text` as
+    decoded; the nesting is measured on the bytes, not on the text encoded again)."""
+    if json_depth_exceeds(data):
         raise too_deep(file=file, line=None, what=f"Dataset {file}")
     try:
         value = json.loads(text)

@@ -186,7 +186,9 @@ def dataset_rows(
     inline = definition.get("cases") or []
     # The check file's own items, found in its text only when one of them has a problem.
     lines = ItemLines(check_text, under="cases") if check_text and inline else None
-    if check_text and inline:
+    # Every value YAML 1.1 reads otherwise is a boolean or a number once loaded: cases of
+    # text alone need no second reading of the check file.
+    if check_text and _holds_a_boolean_or_number(inline):
         _refuse_ambiguous_scalars(text=check_text, check_file=check_file, problems=problems)
     rows = [
         Row(
@@ -242,6 +244,19 @@ def dataset_rows(
                 )
                 return [], files
     return rows, files
+
+
+def _holds_a_boolean_or_number(value: object) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) in (bool, int, float):
+            return True
+        if type(item) is dict:
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return False
 
 
 def _refuse_ambiguous_scalars(
