@@ -110,3 +110,15 @@ def test_a_ref_to_a_place_the_schema_has_validates_and_one_it_lacks_is_the_schem
     )
     with pytest.raises(DefinitionError, match="'#/\\$defs/nothing' points to nothing"):
         first_error(validator=dangling, row={"a": 1}, check_file="fam.yaml")
+
+
+def test_a_value_with_a_lone_surrogate_fails_a_pattern_rather_than_crashing() -> None:
+    # A JSON row may hold "\ud800", which RE2 (UTF-8 only) cannot be given: the row does not
+    # match, and the schema says so at its field.
+    validator = row_validator(
+        schema={"properties": {"s": {"pattern": "^a"}}}, check_file="fam.yaml"
+    )
+    row = json.loads('{"s": "a\\ud800"}')
+    error = first_error(validator=validator, row=row, check_file="fam.yaml")
+    assert error is not None and error.message == "'a\\ud800' does not match '^a'"
+    assert first_error(validator=validator, row={"s": "ab"}, check_file="fam.yaml") is None
