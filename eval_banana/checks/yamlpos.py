@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import yaml
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from eval_banana.core.yamlsafe import FastSafeLoader
 
 # A tagged union's error location names the tag after the mapping it selected (the check
 # `type`, an assertion's `op`); the text has no such key, so the walk steps over it.
@@ -66,7 +66,7 @@ def _entry(node: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.Node] | No
 def compose(*, text: str) -> yaml.Node | None:
     """The document's node tree, or None when the text does not parse."""
     try:
-        return yaml.compose(text, Loader=_Loader)
+        return yaml.compose(text, Loader=FastSafeLoader)
     except yaml.YAMLError:
         return None
 

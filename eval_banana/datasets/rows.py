@@ -64,7 +64,9 @@ def _item_starts(text: str, *, under: str | None) -> list[int]:
     top-level mapping) starts on (JSON read as the YAML it is)."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from eval_banana.core.yamlsafe import FastSafeLoader
+
+    loader = FastSafeLoader
     try:
         node = yaml.compose(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError:

@@ -19,6 +19,7 @@ from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH
 from eval_banana.core.yamlsafe import (
     DuplicateKeyError,
+    FastSafeLoader,
     NumberTooLong,
     StrictLoader,
     Unbounded,
@@ -77,21 +78,23 @@ def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
             reading=f"the octal number {value}",
             fix="write the number without its leading zeros",
         )
-    if ":" in text:
-        raise _refuse(node=node, text=text, reading=f"the base-60 number {value}")
-    if "_" in text:
-        raise _refuse(node=node, text=text, reading=f"the number {value}", fix=f"write {value}")
+    _refuse_base_60_or_underscores(node=node, text=text, value=value)
     return value
 
 
 def _real(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
     text = str(loader.construct_scalar(node))
     value = loader.construct_yaml_float(node)
+    _refuse_base_60_or_underscores(node=node, text=text, value=value)
+    return value
+
+
+def _refuse_base_60_or_underscores(*, node: yaml.ScalarNode, text: str, value: object) -> None:
+    """A number written as YAML 1.1 alone reads it: `1:30` (base 60), `1_000` (underscores)."""
     if ":" in text:
         raise _refuse(node=node, text=text, reading=f"the base-60 number {value}")
     if "_" in text:
         raise _refuse(node=node, text=text, reading=f"the number {value}", fix=f"write {value}")
-    return value
 
 
 DatasetLoader.add_constructor("tag:yaml.org,2002:bool", _boolean)
@@ -103,9 +106,8 @@ def ambiguous_scalar_under(text: str, *, key: str) -> AmbiguousScalar | None:
     """The first ambiguous scalar in the value of `key` of the YAML mapping `text` (a check
     file's own `cases:`, read as a dataset file is while the rest of the file is read as
     eval-banana reads it), or None."""
-    loader_type: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        root = yaml.compose(text, Loader=loader_type)  # noqa: S506 - nodes only, nothing built
+        root = yaml.compose(text, Loader=FastSafeLoader)  # noqa: S506 - nodes only, nothing built
     except yaml.YAMLError:
         return None  # the check file's own reading tells it
     if not isinstance(root, yaml.MappingNode):
@@ -191,8 +193,9 @@ def _refused_value(*, exc: yaml.constructor.ConstructorError, line: int | None) 
 def _document_count(text: str) -> int:
     """How many YAML documents `text` holds, when it is a valid stream of them (else 0);
     counted on the parser's events, nothing built."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return sum(isinstance(event, yaml.DocumentStartEvent) for event in yaml.parse(text, loader))
+        return sum(
+            isinstance(event, yaml.DocumentStartEvent) for event in yaml.parse(text, FastSafeLoader)
+        )
     except yaml.YAMLError:
         return 0
