@@ -10,7 +10,7 @@ from eval_banana.core.files import write_text_atomic
 from eval_banana.core.words import plural
 from eval_banana.diffing.compare import DIFF_JSON
 from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
-from eval_banana.stages.report import md_cell
+from eval_banana.stages.report import md_cell, md_text
 
 FORMATS: tuple[str, ...] = ("text", "md", "json")
 # A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.
@@ -170,7 +170,7 @@ def _md_table(entries: list[DiffEntry], *, unselected: frozenset[str]) -> list[s
         change = _change(entry, unselected=unselected)
         rows.append(
             f"| `{md_cell(entry.check_id)}` | {md_cell(change)} | "
-            f"{'changed' if entry.definition_changed else ''} | {md_cell(entry.summary)} |"
+            f"{'changed' if entry.definition_changed else ''} | {md_text(entry.summary)} |"
         )
     left = len(entries) - MD_ROWS_PER_CATEGORY
     if left > 0:

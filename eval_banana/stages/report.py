@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core import canonjson
 from eval_banana.core.files import write_json_atomic, write_model, write_text_atomic
-from eval_banana.core.words import plural, size_text
+from eval_banana.core.words import one_line, plural, size_text
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
@@ -207,6 +207,20 @@ def md_cell(text: str) -> str:
     return _NEWLINES.sub(" ", text).replace("|", "\\|")
 
 
+# What Markdown (GitHub's step summary and pull-request comments included) would read as
+# something other than words: a link or an image (`[`, `]`), raw HTML or a comment that hides
+# everything after it (`<`, `>`), an entity (`&`), a code span (a backtick), a table's next cell
+# (`|`), and the backslash that would undo any of these escapes.
+_MARKUP = re.compile(r"[\\`\[\]<>|&]")
+
+
+def md_text(text: str) -> str:
+    """Words eb did not write (a judge's reason, an agent's error, a skip reason) as one line
+    of Markdown that shows exactly those words: each markup character is escaped, so a judge
+    cannot put a link, an image or hidden text into a report or a pull-request comment."""
+    return _MARKUP.sub(lambda found: "\\" + found.group(), one_line(text))
+
+
 def control_note(*, check: dict[str, Any]) -> str | None:
     """A control check (expect: fail) is shown as a caught or a missed defect."""
     if check.get("expect") != "fail":
@@ -375,14 +389,14 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             "| `skipped` | - | - |"
         )
     if report.get("allow_empty"):
-        lines += ["", f"No checks ran: {md_cell(str(report['allow_empty']))}."]
+        lines += ["", f"No checks ran: {md_text(str(report['allow_empty']))}."]
     usage = usage_summary(usage=report.get("judge_usage"))
     if usage is not None:
         # Only when judges reported usage; other runs keep eval-banana's exact text.
         lines += ["", f"Judge usage: {md_cell(usage)}."]
     cached = cache_line(report=report)
     if cached is not None:
-        lines += ["", md_cell(cached) + "."]
+        lines += ["", md_text(cached) + "."]
     if report.get("selection_note"):
         lines += ["", md_cell(str(report["selection_note"]))]
     if report.get("aborted_by"):
@@ -399,20 +413,20 @@ def render_markdown(*, report: dict[str, Any]) -> str:
         lines += ["", flaky]
     errors = errors_line(report=report)
     if errors is not None:
-        lines += ["", md_cell(errors)]
+        lines += ["", md_text(errors)]
     for check in checks:
         reason, error = check.get("reason"), check.get("error_detail")
         if not reason and not error:
             continue
         lines += ["", f"## {md_cell(check['check_id'])}", "", f"- Status: `{check['status']}`"]
         if reason:
-            lines.append(f"- Reason: {md_cell(reason)}")
+            lines.append(f"- Reason: {md_text(reason)}")
         if error:
-            lines.append(f"- Error: {md_cell(error)}")
+            lines.append(f"- Error: {md_text(error)}")
         error_class = (check.get("details") or {}).get("error_class")
         if error and isinstance(error_class, str):
             cause = check["details"].get("error_cause")
-            note = f" ({md_cell(str(cause))})" if cause else ""
+            note = f" ({md_text(str(cause))})" if cause else ""
             lines.append(f"- Error class: `{md_cell(error_class)}`{note}")
     for item in skipped:
         lines += [
@@ -420,7 +434,7 @@ def render_markdown(*, report: dict[str, Any]) -> str:
             f"## {md_cell(item['check_id'])}",
             "",
             "- Status: `skipped`",
-            f"- Reason: {md_cell(item['reason'])}",
+            f"- Reason: {md_text(item['reason'])}",
         ]
     return "\n".join(lines) + "\n"
 
