@@ -1129,6 +1129,60 @@ def test_a_dataset_path_that_names_a_fifo_says_what_it_is(
     ), error
 
 
+def test_every_ambiguous_yaml_value_of_a_file_is_told_in_one_pass(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # A team exporting ids and country codes meets the first `NO` and the next only after
+    # fixing it: each is told at its line, and a whole column of them as one error.
+    few = "- {id: 010, name: a, ok: 'yes'}\n- {name: b, ok: 'yes', country: NO}\n"
+    many = "".join(f"- {{name: n{i}, ok: 'yes', country: no}}\n" for i in range(12))
+    inline = "cases:\n  - {id: 07, name: x, ok: 'yes'}\n  - {name: y, ok: 'yes', wait: 1:30}"
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/few.yaml"),
+            "eval_checks/many.yaml": SCRIPT_FAMILY.format(
+                source="cases_from: data/many.yaml"
+            ).replace("id: fam", "id: many"),
+            "eval_checks/own.yaml": SCRIPT_FAMILY.format(source=inline).replace(
+                "id: fam", "id: own"
+            ),
+            "data/few.yaml": few,
+            "data/many.yaml": many,
+        },
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    told = [
+        (error["file"], error["line"], error["message"])
+        for error in json.loads(validated.stdout)["errors"]
+    ]
+    few_told = [(line, message) for file, line, message in told if file.endswith("few.yaml")]
+    assert few_told == [
+        (
+            1,
+            "Dataset data/few.yaml line 1: '010' reads as the octal number 8 in YAML 1.1, "
+            "which eb's YAML reader follows: write the number without its leading zeros, or quote "
+            "it ('010') to keep the text",
+        ),
+        (
+            2,
+            "Dataset data/few.yaml line 2: 'NO' reads as the boolean false in YAML 1.1, which "
+            "eb's YAML reader follows: write false, or quote it ('NO') to keep the text",
+        ),
+    ]
+    many_told = [(line, message) for file, line, message in told if file.endswith("many.yaml")]
+    assert len(many_told) == 1 and many_told[0][0] == 1, many_told
+    assert (
+        "and 11 more plain values YAML 1.1 reads otherwise, the last at line 12: 'no'"
+        in (many_told[0][1])
+    )
+    own_told = [(line, message) for file, line, message in told if file.endswith("own.yaml")]
+    assert [line for line, _ in own_told] == [6, 7], own_told
+    assert "'07' reads as the octal number 7" in own_told[0][1]
+    assert "'1:30' reads as the base-60 number 90" in own_told[1][1]
+
+
 @pytest.mark.parametrize(
     ("source", "told"),
     [

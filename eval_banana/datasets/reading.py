@@ -59,4 +59,4 @@ def read_rows(
         return json_rows(text=text, data=data, file=file)
     from eval_banana.datasets.yamlrows import yaml_rows
 
-    return yaml_rows(text=text, file=file)
+    return yaml_rows(text=text, file=file, problems=problems)

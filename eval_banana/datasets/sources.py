@@ -264,19 +264,15 @@ def _refuse_ambiguous_scalars(
 ) -> None:
     """The check file's own `cases:` are rows like a dataset file's: a plain word or number
     YAML 1.1 reads otherwise than YAML 1.2 is told there too (datasets/yamlrows.py)."""
-    from eval_banana.datasets.yamlrows import AMBIGUOUS_HINT, ambiguous_scalar_under
+    from eval_banana.datasets.yamlrows import ambiguous_problems, ambiguous_scalars_under
 
-    found = ambiguous_scalar_under(text, key="cases")
-    if found is None:
-        return
-    line = found.problem_mark.line + 1 if found.problem_mark is not None else None
-    problems.append(
-        DefinitionError(
-            f"{check_file} cases (line {line}): {found.problem}",
+    found = ambiguous_scalars_under(text, key="cases")
+    problems.extend(
+        ambiguous_problems(
+            found=found,
             file=check_file,
-            line=line,
+            at=lambda line: f"{check_file} cases (line {line})",
             field_path="cases",
-            hint=AMBIGUOUS_HINT,
         )
     )
 

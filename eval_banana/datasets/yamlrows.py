@@ -11,10 +11,12 @@ write what was meant.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
+from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH
 from eval_banana.core.yamlsafe import (
@@ -43,7 +45,19 @@ class AmbiguousScalar(yaml.constructor.ConstructorError):
 
 
 class DatasetLoader(StrictLoader):
-    """StrictLoader that refuses YAML 1.1's ambiguous booleans and numbers (AmbiguousScalar)."""
+    """StrictLoader that finds YAML 1.1's ambiguous booleans and numbers: each is kept in
+    `ambiguous` (the value built as YAML 1.1 reads it), so one reading tells every one."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.ambiguous: list[AmbiguousScalar] = []
+
+
+def _ambiguous(loader: yaml.SafeLoader) -> list[AmbiguousScalar]:
+    """Where `loader` keeps what it found: a DatasetLoader's list (the constructors below are
+    registered on DatasetLoader alone)."""
+    assert isinstance(loader, DatasetLoader)
+    return loader.ambiguous
 
 
 def _refuse(
@@ -64,7 +78,9 @@ def _boolean(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
     value = bool(loader.construct_yaml_bool(node))
     if text.lower() not in _BOOLEAN_WORDS:
         shown = str(value).lower()
-        raise _refuse(node=node, text=text, reading=f"the boolean {shown}", fix=f"write {shown}")
+        _ambiguous(loader).append(
+            _refuse(node=node, text=text, reading=f"the boolean {shown}", fix=f"write {shown}")
+        )
     return value
 
 
@@ -72,29 +88,38 @@ def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     text = str(loader.construct_scalar(node))
     value = construct_whole_number(loader, node)
     if _OCTAL.fullmatch(text):
-        raise _refuse(
-            node=node,
-            text=text,
-            reading=f"the octal number {value}",
-            fix="write the number without its leading zeros",
+        _ambiguous(loader).append(
+            _refuse(
+                node=node,
+                text=text,
+                reading=f"the octal number {value}",
+                fix="write the number without its leading zeros",
+            )
         )
-    _refuse_base_60_or_underscores(node=node, text=text, value=value)
+    else:
+        _base_60_or_underscores(loader=loader, node=node, text=text, value=value)
     return value
 
 
 def _real(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
     text = str(loader.construct_scalar(node))
     value = loader.construct_yaml_float(node)
-    _refuse_base_60_or_underscores(node=node, text=text, value=value)
+    _base_60_or_underscores(loader=loader, node=node, text=text, value=value)
     return value
 
 
-def _refuse_base_60_or_underscores(*, node: yaml.ScalarNode, text: str, value: object) -> None:
+def _base_60_or_underscores(
+    *, loader: yaml.SafeLoader, node: yaml.ScalarNode, text: str, value: object
+) -> None:
     """A number written as YAML 1.1 alone reads it: `1:30` (base 60), `1_000` (underscores)."""
     if ":" in text:
-        raise _refuse(node=node, text=text, reading=f"the base-60 number {value}")
-    if "_" in text:
-        raise _refuse(node=node, text=text, reading=f"the number {value}", fix=f"write {value}")
+        _ambiguous(loader).append(
+            _refuse(node=node, text=text, reading=f"the base-60 number {value}")
+        )
+    elif "_" in text:
+        _ambiguous(loader).append(
+            _refuse(node=node, text=text, reading=f"the number {value}", fix=f"write {value}")
+        )
 
 
 DatasetLoader.add_constructor("tag:yaml.org,2002:bool", _boolean)
@@ -102,29 +127,65 @@ DatasetLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 DatasetLoader.add_constructor("tag:yaml.org,2002:float", _real)
 
 
-def ambiguous_scalar_under(text: str, *, key: str) -> AmbiguousScalar | None:
-    """The first ambiguous scalar in the value of `key` of the YAML mapping `text` (a check
-    file's own `cases:`, read as a dataset file is while the rest of the file is read as
-    eval-banana reads it), or None."""
+def ambiguous_scalars_under(text: str, *, key: str) -> list[AmbiguousScalar]:
+    """Every ambiguous scalar in the value of `key` of the YAML mapping `text` (a check file's
+    own `cases:`, read as a dataset file is while the rest of the file is read as eval-banana
+    reads it), in the order of the text."""
     try:
         root = yaml.compose(text, Loader=FastSafeLoader)  # noqa: S506 - nodes only, nothing built
     except yaml.YAMLError:
-        return None  # the check file's own reading tells it
+        return []  # the check file's own reading tells it
     if not isinstance(root, yaml.MappingNode):
-        return None
+        return []
     found = [value for name, value in root.value if getattr(name, "value", None) == key]
     if not found:
-        return None
+        return []
     loader = DatasetLoader("")
     try:
         loader.construct_document(found[-1])
-    except AmbiguousScalar as exc:
-        return exc
     except yaml.YAMLError:
-        return None
+        return []  # the check file's own reading tells it
     finally:
         loader.dispose()
-    return None
+    return loader.ambiguous
+
+
+# Up to this many ambiguous values of one file are each an error at its line; beyond, they are
+# one error with their count, the first and the last (a column of 10,000 `no` is one mistake).
+AMBIGUOUS_LISTED = 3
+
+
+def ambiguous_problems(
+    *, found: list[AmbiguousScalar], file: str, at: Callable[[int | None], str], field_path: str
+) -> list[DefinitionError]:
+    """The errors for the ambiguous values `found` in `file`; `at` names a line of it as a
+    message does (`Dataset data/rows.yaml line 3`, `fam.yaml cases (line 7)`)."""
+    if len(found) <= AMBIGUOUS_LISTED:
+        return [
+            DefinitionError(
+                f"{at(_line(value))}: {value.problem}",
+                file=file,
+                line=_line(value),
+                field_path=field_path,
+                hint=AMBIGUOUS_HINT,
+            )
+            for value in found
+        ]
+    first, last = found[0], found[-1]
+    return [
+        DefinitionError(
+            f"{at(_line(first))}: {first.problem}; and {len(found) - 1:,} more plain values YAML "
+            f"1.1 reads otherwise, the last at line {_line(last)}: {last.problem}",
+            file=file,
+            line=_line(first),
+            field_path=field_path,
+            hint=AMBIGUOUS_HINT,
+        )
+    ]
+
+
+def _line(value: AmbiguousScalar) -> int | None:
+    return value.problem_mark.line + 1 if value.problem_mark is not None else None
 
 
 # What the aliases of a YAML dataset may add to the values its text writes out (a text without
@@ -132,12 +193,14 @@ def ambiguous_scalar_under(text: str, *, key: str) -> AmbiguousScalar | None:
 ALIASED_VALUES = 1_000_000
 
 
-def yaml_rows(*, text: str, file: str) -> list[Row]:
+def yaml_rows(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
     """The rows of a .yaml or .yml dataset: one list of mappings, read by DatasetLoader and
-    bounded as a check file is (nesting, aliases)."""
+    bounded as a check file is (nesting, aliases). Its ambiguous values go to `problems`, each
+    one (the file then gives no rows); any other problem is raised."""
+    loader = DatasetLoader(text)
     try:
-        value = yaml.load(text, Loader=DatasetLoader)  # noqa: S506 - a safe loader subclass
-    except (AmbiguousScalar, NumberTooLong, DuplicateKeyError) as exc:
+        value = loader.get_single_data()
+    except (NumberTooLong, DuplicateKeyError) as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
         message, hint = _refused_value(exc=exc, line=line)
         raise dataset_problem(
@@ -164,6 +227,8 @@ def yaml_rows(*, text: str, file: str) -> list[Row]:
         ) from None
     except RecursionError:  # the loader builds nested values recursively
         raise too_deep(file=file, line=None, what=f"Dataset {file}") from None
+    finally:
+        loader.dispose()
     try:
         refuse_unbounded(value=value, max_depth=MAX_DEPTH, max_values=len(text) + ALIASED_VALUES)
     except Unbounded as exc:
@@ -175,13 +240,21 @@ def yaml_rows(*, text: str, file: str) -> list[Row]:
             message=f"Dataset {file}: its YAML aliases (*name) {exc.what}",
             hint="write the values out, or use fewer, shallower aliases",
         ) from None
+    if loader.ambiguous:
+        problems.extend(
+            ambiguous_problems(
+                found=loader.ambiguous,
+                file=file,
+                at=lambda line: f"Dataset {file} line {line}",
+                field_path="cases_from",
+            )
+        )
+        return []
     return listed_rows(value=value, file=file, kind="YAML", string_keys=False, text=text)
 
 
 def _refused_value(*, exc: yaml.constructor.ConstructorError, line: int | None) -> tuple[str, str]:
     """(what is wrong, after the file's name; the fix) for a value the loader refused."""
-    if isinstance(exc, AmbiguousScalar):
-        return f"line {line}: {exc.problem}", AMBIGUOUS_HINT
     if isinstance(exc, NumberTooLong):
         return too_long_number(line=line), "quote it to keep it as text"
     return (
