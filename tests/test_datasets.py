@@ -1129,6 +1129,32 @@ def test_a_dataset_path_that_names_a_fifo_says_what_it_is(
     ), error
 
 
+@pytest.mark.parametrize("kind", ["a FIFO", "a symbolic link to nothing"])
+def test_a_glob_that_matches_what_is_not_a_regular_file_says_so(
+    kind: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # It was left out without a word: the family ran with fewer cases than its files hold.
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: 'data/*.jsonl'"),
+            "data/a.jsonl": '{"name": "a", "ok": "yes"}\n',
+        },
+        config=CONFIG,
+    )
+    odd = root / "data" / "b.jsonl"
+    if kind == "a FIFO":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to(root / "data" / "gone.jsonl")
+    error = _the_validate_error(eb, root)
+    assert error["message"].endswith(
+        f"matches data/b.jsonl, which is not a regular file ({kind})"
+    ), error
+    assert error["field_path"] == "cases_from"
+    ran = eb("run", "--cwd", str(root))
+    assert ran.exit_code == 2 and "data/b.jsonl, which is not a regular file" in ran.stderr
+
+
 def test_every_ambiguous_yaml_value_of_a_file_is_told_in_one_pass(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -60,8 +60,9 @@ def _glob_files(*, pattern: str, root: Path, skipped: Skipped) -> Iterator[Path]
         ]
         for name in files:
             path = os.path.join(folder, name)
-            # A regular file only: a FIFO that matches would block the read.
-            if regex.fullmatch(path[base:].replace(os.sep, "/")) and os.path.isfile(path):
+            # Whatever matches, a FIFO or a dangling link too: left out quietly, it would take
+            # its rows out of the family without a word (_dataset_paths refuses it).
+            if regex.fullmatch(path[base:].replace(os.sep, "/")):
                 yield Path(path)
 
 
@@ -96,6 +97,15 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
                 field_path="cases_from",
                 hint="rename the file: a dataset's name needs only letters, digits, '.', '_', '-'",
             )
+        odd = next((path for path in paths if not path.is_file()), None)
+        if odd is not None:
+            raise DefinitionError(
+                f"cases_from {pattern!r} in {check_file} matches "
+                f"{relative(path=odd, root=root)}, which is not a regular file ({_kind(odd)})",
+                file=check_file,
+                field_path="cases_from",
+                hint="delete or move it, or narrow cases_from to the dataset files",
+            )
         return paths
     path = root / pattern
     if path.is_dir():
@@ -122,6 +132,14 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             hint=_missing_hint(pattern=pattern, root=root, check_file=check_file),
         )
     return [path]
+
+
+def _kind(path: Path) -> str:
+    """What a path that is no regular file is: a FIFO, a socket, a link to nothing."""
+    try:
+        return file_kind(path.stat().st_mode)
+    except OSError:
+        return "a symbolic link to nothing"
 
 
 def matched_files(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[str]:
