@@ -997,7 +997,9 @@ BAD_INPUTS = {
     "a typed csv cell longer than python reads": (
         {"data/rows.csv": "name,ok,n\na,yes," + "9" * 5000 + "\n"},
         "cases_from: data/rows.csv\ncase_schema: {properties: {n: {type: integer}}}",
-        "does not match case_schema at n: '999",
+        # Quoted by its start and length, not in full.
+        "does not match case_schema at n: '999999999999999999999999999999999999999999999999999999"
+        "99999… (5,000 characters) is not of type 'integer'",
     ),
     "yaml rows written as documents": (
         {"data/rows.yaml": "---\nname: a\nok: 'yes'\n---\nname: b\nok: 'no'\n"},

@@ -35,7 +35,7 @@ from eval_banana.datasets.rows import (
     Row,
     plain,
 )
-from eval_banana.datasets.rowschema import first_error, row_validator
+from eval_banana.datasets.rowschema import error_message, first_error, row_validator
 from eval_banana.datasets.sources import Skipped, dataset_rows, relative, too_many
 
 # Keys of a family that describe its dataset, not what each case checks.
@@ -436,7 +436,7 @@ def expand_family(
                         row=row,
                         message=f"case '{case_id}' does not match case_schema"
                         + (f" at {at}" if at else "")
-                        + f": {error.message}",
+                        + f": {error_message(error)}",
                         hint="fix the row or the family's case_schema",
                         field=f"case.{dotted}" if dotted else "cases",
                     )

@@ -90,6 +90,23 @@ def first_error(*, validator: Any, row: dict[str, Any], check_file: str) -> Any:
         ) from None
 
 
+# How much of a row's value an error quotes: jsonschema's message starts with the whole value
+# (a 5,000-digit number, an article to judge), which would bury the one thing that is wrong.
+SHOWN_VALUE_CHARS = 60
+
+
+def error_message(error: Any) -> str:
+    """A jsonschema error's message, with the value it quotes cut to its first characters and
+    its length when it is long (`'Lorem ipsum …' (128,000 characters) is too long`)."""
+    message = str(error.message)
+    quoted = repr(error.instance)
+    if len(quoted) <= SHOWN_VALUE_CHARS or quoted not in message:
+        return message
+    size = len(error.instance) if isinstance(error.instance, str) else len(quoted)
+    shown = f"{quoted[:SHOWN_VALUE_CHARS]}… ({size:,} characters)"
+    return message.replace(quoted, shown, 1)
+
+
 def _schema_problem(
     *,
     check_file: str,

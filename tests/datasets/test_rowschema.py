@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from eval_banana.core.errors import DefinitionError
-from eval_banana.datasets.rowschema import first_error, row_validator
+from eval_banana.datasets.rowschema import error_message, first_error, row_validator
 
 # Python's `re` needs some 2 ** 40 steps to find that this does not match `^(a+)+$`.
 BACKTRACKER = "a" * 40 + "!"
@@ -122,3 +122,37 @@ def test_a_value_with_a_lone_surrogate_fails_a_pattern_rather_than_crashing() ->
     error = first_error(validator=validator, row=row, check_file="fam.yaml")
     assert error is not None and error.message == "'a\\ud800' does not match '^a'"
     assert first_error(validator=validator, row={"s": "ab"}, check_file="fam.yaml") is None
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "told"),
+    [
+        # An article to judge, longer than the schema allows: its start and its length.
+        (
+            {"type": "string", "maxLength": 1000},
+            "Lorem ipsum " * 20_000,
+            "'Lorem ipsum Lorem ipsum Lorem ipsum Lorem ipsum Lorem ipsum… (240,000 characters) "
+            "is too long",
+        ),
+        # A 5,000-digit cell a CSV keeps as text, typed as an integer.
+        (
+            {"type": "integer"},
+            "9" * 5000,
+            "'" + "9" * 59 + "… (5,000 characters) is not of type 'integer'",
+        ),
+        (
+            {"type": "string"},
+            {"deep": ["x" * 200]},
+            "{'deep': ['" + "x" * 49 + "… (214 characters) is not of type 'string'",
+        ),
+        # A short value is quoted whole, as jsonschema says it.
+        ({"type": "integer"}, "abc", "'abc' is not of type 'integer'"),
+    ],
+)
+def test_an_error_quotes_a_long_value_by_its_start_and_length(
+    schema: dict[str, Any], value: Any, told: str
+) -> None:
+    validator = row_validator(schema={"properties": {"field": schema}}, check_file="fam.yaml")
+    error = first_error(validator=validator, row={"field": value}, check_file="fam.yaml")
+    assert error is not None
+    assert error_message(error) == told
