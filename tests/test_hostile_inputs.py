@@ -80,6 +80,92 @@ def test_a_check_file_whose_name_holds_a_line_break_is_refused_and_shown_escaped
         _no_traceback(result)
 
 
+def _judge_yaml() -> str:
+    return (
+        "schema_version: 1\nid: j\ntype: harness_judge\ndescription: d\ninstructions: Score it.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("files", "config", "shown"),
+    [
+        # Paths a check file names, quoted back when they name nothing.
+        (
+            {
+                "eval_checks/b.yaml": check_yaml("b").replace(
+                    "script: ", 'script_path: "x\\n::warning::inj.py"\n# '
+                )
+            },
+            "",
+            "(script_path: x\\x0a::warning::inj.py in ",
+        ),
+        (
+            {"eval_checks/b.yaml": check_yaml("b") + 'cases_from: "x\\n::warning::inj.jsonl"\n'},
+            "",
+            "Dataset x\\x0a::warning::inj.jsonl named by cases_from in ",
+        ),
+        (
+            {
+                "eval_checks/b.yaml": check_yaml("b") + 'cases_from: "x\\n::warning::inj"\n',
+                "x\n::warning::inj/rows.jsonl": "{}\n",
+            },
+            "",
+            "such as x\\x0a::warning::inj/*.jsonl",
+        ),
+        # The agent's program, when it is not on PATH.
+        (
+            {"eval_checks/j.yaml": _judge_yaml()},
+            '[harness]\nagent = "mine"\n[agents.mine]\ncommand = ["x\\n::warning::inj"]\n',
+            "needs the command 'x\\x0a::warning::inj', which was not found on PATH",
+        ),
+        # Settings that name a path, an agent or a store: refused, shown as TOML writes them.
+        *(
+            (
+                {"eval_checks/b.yaml": check_yaml("b")},
+                f'[{section}]\n{key} = "x\\n::warning::inj"\n',
+                # `core.output_dir must ...`, `harness.agent: must ...` (eval-banana's phrase)
+                "must not hold a control character (a line break, a tab, ESC), got "
+                '"x\\n::warning::inj"',
+            )
+            for section, key in (
+                ("core", "output_dir"),
+                ("harness", "agent"),
+                ("harness", "model"),
+                ("cache", "remote"),
+            )
+        ),
+        (
+            {"eval_checks/b.yaml": check_yaml("b")},
+            '[discovery]\nexclude_dirs = ["x\\n::warning::inj"]\n',
+            "must not hold a control character",
+        ),
+    ],
+)
+def test_a_path_or_name_with_a_line_break_never_starts_a_line_of_eb_output(
+    files: dict[str, str],
+    config: str,
+    shown: str,
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+) -> None:
+    # They were printed as written: a config's output_dir made every run's `Report:` line end
+    # in a `::warning::` line of its own, a missing script or dataset path likewise its error.
+    root = project(files, config=config)
+
+    def odd_names() -> set[Path]:
+        return {path for path in root.rglob("*") if "\n" in path.name}
+
+    written = odd_names()
+    for command in ("validate", "run"):
+        result = eb(command, "--cwd", str(root))
+        assert result.exit_code == 2, (command, result.stderr)
+        assert shown in result.stderr, result.stderr
+        printed = result.stdout + result.stderr
+        assert not [line for line in printed.splitlines() if line.startswith("::")], printed
+        _no_traceback(result)
+    assert odd_names() == written  # no run folder named with a line break
+
+
 @pytest.mark.parametrize(
     ("files", "config"),
     [

@@ -19,6 +19,7 @@ from eval_banana.checks.fast import fast_normalize
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH, read_regular
+from eval_banana.core.words import visible
 from eval_banana.core.yamlsafe import (
     DuplicateKeyError,
     NumberTooLong,
@@ -306,7 +307,12 @@ def missing_script_message(
     line = _script_path_line(data=data)
     if line is not None:
         where += f":{line}"
-    return f"Deterministic script not found: {resolved} (script_path: {script_path} in {where})"
+    # The path comes from the check file: shown with any control character escaped, so a
+    # line break in it cannot start a line of eb's output.
+    return (
+        f"Deterministic script not found: {visible(str(resolved))} "
+        f"(script_path: {visible(script_path)} in {where})"
+    )
 
 
 def _script_path_line(*, data: bytes | None) -> int | None:

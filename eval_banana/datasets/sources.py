@@ -108,17 +108,18 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             )
         return paths
     path = root / pattern
+    shown = visible(pattern)  # as the check file wrote it, a line break in it escaped
     if path.is_dir():
         raise DefinitionError(
-            f"Dataset {pattern} named by cases_from in {check_file} is a folder, not a file",
+            f"Dataset {shown} named by cases_from in {check_file} is a folder, not a file",
             file=check_file,
             field_path="cases_from",
-            hint=f"name its files with a glob, such as {pattern.rstrip('/')}/*.jsonl",
+            hint=f"name its files with a glob, such as {shown.rstrip('/')}/*.jsonl",
         )
     if path.exists() and not path.is_file():
         # A FIFO would block the read, a device is no dataset: not "missing" either.
         raise DefinitionError(
-            f"Dataset {pattern} named by cases_from in {check_file} is not a regular file "
+            f"Dataset {shown} named by cases_from in {check_file} is not a regular file "
             f"({file_kind(path.stat().st_mode)})",
             file=check_file,
             field_path="cases_from",
@@ -126,7 +127,7 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
         )
     if not path.is_file():
         raise DefinitionError(
-            f"Dataset {pattern} named by cases_from in {check_file} does not exist",
+            f"Dataset {shown} named by cases_from in {check_file} does not exist",
             file=check_file,
             field_path="cases_from",
             hint=_missing_hint(pattern=pattern, root=root, check_file=check_file),
@@ -170,7 +171,7 @@ def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
     for (a path relative to the check file's folder, a typo in a name beside it)."""
     beside_check = Path(check_file).resolve().parent / pattern
     if beside_check.is_file():
-        meant = relative(path=beside_check, root=root)
+        meant = visible(relative(path=beside_check, root=root))
         return f"cases_from is relative to the project root, not to the check file: write {meant}"
     path = root / pattern
     try:
@@ -180,7 +181,7 @@ def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
     near = closest(path.name, [name for name in names if Path(name).suffix.lower() in SUFFIXES])
     if near is not None:
         shown = (Path(pattern).parent / near).as_posix()
-        return f"did you mean {shown}? (cases_from is relative to the project root)"
+        return f"did you mean {visible(shown)}? (cases_from is relative to the project root)"
     return "cases_from is relative to the project root; fix the path or create the file"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+from eval_banana.core.words import visible
 from eval_banana.harness.templates import resolve_template
 from eval_banana.models.config import AgentTemplate, Settings
 from eval_banana.models.stages import ResolvedHarness
@@ -72,6 +73,6 @@ def missing_executable_message(*, harness: ResolvedHarness) -> str | None:
         return None
     looked_for = harness.template.command[0] if harness.template.command else "<empty command>"
     return (
-        f"Harness agent '{harness.agent}' needs the command '{looked_for}', "
+        f"Harness agent '{harness.agent}' needs the command '{visible(looked_for)}', "
         "which was not found on PATH"
     )

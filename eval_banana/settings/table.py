@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from eval_banana.core.record import Record
+from eval_banana.core.words import control_free
 from eval_banana.models.config import (
     CacheSettings,
     CoreSettings,
@@ -762,8 +763,26 @@ def quoted_choices(choices: tuple[str, ...]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
+# The kinds whose text names something: a path, an agent, a model, a URL, a folder name, a
+# pattern. A control character in one is never meant, and a line break, shown back in a message
+# or a report line, would start a line of its own (which GitHub Actions runs as a `::` workflow
+# command). `[harness.env]` values are set verbatim for the agent and may hold anything.
+_NAMING_KINDS = frozenset(
+    {"path", "optional_path", "optional_string", "string_list", "name_list", "glob_list"}
+)
+
+
 def coerce_typed(*, spec: SettingSpec, value: object) -> object:
     """Check a typed value (from TOML or a Python caller); return it normalized."""
+    checked = _coerce_typed(spec=spec, value=value)
+    if spec.kind in _NAMING_KINDS:
+        texts = checked if isinstance(checked, list) else [checked]
+        if not all(control_free(text) for text in texts if isinstance(text, str)):
+            raise SettingValueError("must not hold a control character (a line break, a tab, ESC)")
+    return checked
+
+
+def _coerce_typed(*, spec: SettingSpec, value: object) -> object:
     kind = spec.kind
     if kind in ("path", "optional_path"):
         if not isinstance(value, str):
