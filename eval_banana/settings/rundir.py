@@ -193,7 +193,7 @@ def prune_runs(*, config: ConfigDoc, current: Path) -> list[str]:
     problems: list[str] = []
     for run in finished[: max(0, len(finished) - (keep - 1))]:
         try:
-            shutil.rmtree(run)
+            _delete_run(run)
         except FileNotFoundError:
             continue  # another run finishing at the same time deleted it first
         except OSError as exc:
@@ -201,6 +201,40 @@ def prune_runs(*, config: ConfigDoc, current: Path) -> list[str]:
                 f"Could not delete the old run folder {run} ([core] keep_runs = {keep}): {exc}"
             )
     return problems
+
+
+# What makes a folder a finished run to prune_runs: deleted last, so that a deletion that fails
+# part-way (a file a check made immutable, a folder without write permission) leaves a finished
+# run, which the next prune tries again and warns about again. Deleted first, they left a folder
+# that no listing counts as a run and nothing ever deletes, after a single warning.
+_MARKS = ("stages", "report.json")
+
+
+def _delete_run(run: Path) -> None:
+    """Delete the run folder `run`: its files and folders, then its stage files, then its
+    report.json and its config stage, then the folders."""
+    for entry in os.scandir(run):
+        if entry.name not in _MARKS:
+            _delete_entry(entry)
+    stages = run / "stages"
+    if stages.is_dir() and not stages.is_symlink():
+        for entry in os.scandir(stages):
+            if entry.name != "config.json":
+                _delete_entry(entry)
+    (run / "report.json").unlink(missing_ok=True)
+    if stages.is_symlink():
+        stages.unlink()
+    elif stages.is_dir():
+        (stages / "config.json").unlink(missing_ok=True)
+        stages.rmdir()
+    run.rmdir()
+
+
+def _delete_entry(entry: os.DirEntry[str]) -> None:
+    if entry.is_dir(follow_symlinks=False):
+        shutil.rmtree(entry.path)
+    else:
+        os.unlink(entry.path)
 
 
 def run_folder_hint(*, folder: Path, otherwise: str, after: str = ".") -> str:

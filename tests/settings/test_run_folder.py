@@ -295,30 +295,42 @@ def test_keep_runs_deletes_the_oldest_finished_runs_and_nothing_else(
     assert len(_runs(out)) == 6
 
 
-def test_an_old_run_folder_that_cannot_be_deleted_is_a_warning_not_a_failed_run(
+def test_an_old_run_folder_that_cannot_be_deleted_is_a_warning_and_is_tried_again(
     one_check: Path, eb: Callable[..., EbResult]
 ) -> None:
     first = eb("run", "--cwd", str(one_check), "--json")
     old = one_check / "out" / _report_run_id(first)
-    stuck = old / "report.json"
-    # Deletion refused for real: an immutable file stops even root (chattr), a folder without
-    # write permission stops anyone else.
+    checks = old / "checks"
+    stuck = next(path for path in checks.iterdir() if path.is_file())
+    # Deletion refused for real, part-way through the folder: an immutable file stops even root
+    # (chattr), a folder without write permission stops anyone else.
     as_root = os.geteuid() == 0
-    if as_root:
-        subprocess.run(["chattr", "+i", str(stuck)], check=True)
-    else:
-        old.chmod(0o500)
-    try:
-        completed = eb("run", "--cwd", str(one_check), "--keep-runs", "1")
-    finally:
+
+    def refuse(refused: bool) -> None:
         if as_root:
-            subprocess.run(["chattr", "-i", str(stuck)], check=True)
+            subprocess.run(["chattr", "+i" if refused else "-i", str(stuck)], check=True)
         else:
-            old.chmod(0o700)
-    # The run's own verdict stands; the folder it could not delete is named, with the setting.
-    assert completed.exit_code == 0, completed.stderr
-    assert f"Could not delete the old run folder {old} ([core] keep_runs = 1)" in completed.stderr
-    assert stuck.is_file()
+            checks.chmod(0o500 if refused else 0o700)
+
+    warned = f"Could not delete the old run folder {old} ([core] keep_runs = 1)"
+    refuse(True)
+    try:
+        for _ in range(2):
+            completed = eb("run", "--cwd", str(one_check), "--keep-runs", "1")
+            # The run's own verdict stands; the folder it could not delete is named, with the
+            # setting, and it is still a finished run: the next run tries it again (it was
+            # left without its report and its stage files, which no later run counted).
+            assert completed.exit_code == 0, completed.stderr
+            assert warned in completed.stderr
+            assert (old / "report.json").is_file()
+            assert (old / "stages" / "config.json").is_file()
+            assert stuck.is_file()
+    finally:
+        refuse(False)
+    completed = eb("run", "--cwd", str(one_check), "--keep-runs", "1")
+    assert completed.exit_code == 0 and warned not in completed.stderr, completed.stderr
+    assert not old.exists()
+    assert len(_runs(one_check / "out")) == 1
 
 
 def test_keep_runs_of_one_keeps_the_new_run_and_leaves_a_flat_output_folder_alone(
