@@ -231,6 +231,25 @@ def test_a_damaged_unsigned_entry_is_a_miss_counted_as_a_bad_entry(
     assert counts["remote_rejected"] == {"signature": 0, "entry": 1, "blob": 0}
 
 
+def test_an_unsigned_entry_holding_half_a_surrogate_pair_is_a_miss_never_a_crash(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # JSON can escape half a surrogate pair, which no UTF-8 report can hold: served by a
+    # remote, the reason that carried it failed the run when its report was written.
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    run(first, str(shared))
+    entry = next(p for p in _remote_files(shared, "ac") if b'"check_id": "k"' in p.read_bytes())
+    assert b'"reason": "' in entry.read_bytes()
+    entry.write_bytes(entry.read_bytes().replace(b'"reason": "', b'"reason": "\\ud800'))
+
+    counts, started = run(second, str(shared))
+    assert started == 1
+    assert counts["remote_hits"] == 2
+    assert counts["remote_rejected"] == {"signature": 0, "entry": 1, "blob": 0}
+    assert "Traceback" not in second.last.stderr
+
+
 def test_an_entry_signed_with_another_key_is_a_miss(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

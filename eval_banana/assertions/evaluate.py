@@ -23,6 +23,7 @@ from eval_banana.assertions.paths import (
     parse_path,
     resolve_artifact,
 )
+from eval_banana.core.jsonvalues import may_hold_lone_surrogate, unsayable
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.yamlsafe import StrictLoader
 
@@ -101,16 +102,14 @@ def _first_line(*, text: str) -> str:
 def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
     """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable."""
     try:
-        return (
-            json.loads(
-                text,
-                object_pairs_hook=_object_without_duplicates,
-                parse_constant=_reject_constant,
-            ),
-            "json",
+        document = json.loads(
+            text, object_pairs_hook=_object_without_duplicates, parse_constant=_reject_constant
         )
     except (ValueError, RecursionError) as exc:
         json_problem = _first_line(text=str(exc) or type(exc).__name__)
+    else:
+        _refuse_lone_surrogates(text=text, document=document)
+        return document, "json"
     if suffix not in _YAML_SUFFIXES:
         raise _ArtifactUnusable(f"is not valid JSON: {json_problem}")
     try:
@@ -118,6 +117,17 @@ def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
         raise _ArtifactUnusable(f"is not valid YAML: {_first_line(text=str(exc))}") from None
     return document, "yaml"
+
+
+def _refuse_lone_surrogates(*, text: str, document: Any) -> None:
+    """JSON can escape half a surrogate pair (`\\ud800`), which is no character: graded, it
+    would be quoted in a reason no report can be written with."""
+    if not may_hold_lone_surrogate(text):
+        return
+    found = unsayable(document)
+    if found is not None:
+        where = f"at {found.field}, " if found.field else ""
+        raise _ArtifactUnusable(f"is not Unicode text: {where}{found.what}; {found.fix}")
 
 
 def _read_bytes(*, path: Path, max_bytes: int) -> bytes:

@@ -6,15 +6,80 @@ from __future__ import annotations
 import math
 import re
 import sys
+from typing import Any, NamedTuple
 
 
-def unsayable(value: object, *, path: str = "") -> tuple[str, str] | None:
-    """The first place in a case that JSON cannot say, as (field path, what is there): a date,
-    a set, binary data, NaN, Infinity or a key that is not text. None when there is none."""
+class Unsayable(NamedTuple):
+    """Where a value JSON cannot say is (a field path), what it is, and how to write it."""
+
+    field: str
+    what: str
+    fix: str
+
+
+_QUOTE_IT = "quote the value to make it a string"
+_WRITE_THE_CHARACTER = (
+    "write the character itself, or both halves of its escape pair (\\ud83d\\ude00 for one "
+    "beyond U+FFFF)"
+)
+
+# Half of a UTF-16 surrogate pair: JSON's `\ud800` escape names one, but alone it is no
+# character, and no UTF-8 file (every file eb writes) can hold it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate in `text`, as the JSON escape that wrote it, or None."""
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    return None if found is None else f"\\u{ord(found.group()):04x}"
+
+
+# A JSON escape of a surrogate (`\ud800`): the only way a JSON text decoded from UTF-8 can
+# hold one. Texts without it need no walk of what they decode to.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def may_hold_lone_surrogate(text: str | bytes) -> bool:
+    """Whether the JSON text `text` may decode to a lone surrogate (it escapes a surrogate)."""
+    if isinstance(text, bytes):
+        return b"\\u" in text and _SURROGATE_ESCAPE_BYTES.search(text) is not None
+    return "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD, the replacement character, as a decoder
+    writes a byte that is no character: an agent's words cut inside an emoji stay words."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def lone_surrogates_replaced(value: Any) -> Any:
+    """`value` (decoded JSON) with each lone surrogate of its texts and keys as U+FFFD."""
+    if isinstance(value, str):
+        return without_lone_surrogates(value)
+    if isinstance(value, dict):
+        return {
+            lone_surrogates_replaced(key): lone_surrogates_replaced(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [lone_surrogates_replaced(item) for item in value]
+    return value
+
+
+def unsayable(value: object, *, path: str = "") -> Unsayable | None:
+    """The first place in a case that JSON cannot say: a date, a set, binary data, NaN,
+    Infinity, a key that is not text, or text with a lone surrogate escape. None when there is
+    none."""
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return path, f"the key {key!r} (not text)"
+                return Unsayable(path, f"the key {key!r} (not text)", _QUOTE_IT)
+            escape = lone_surrogate(key)
+            if escape is not None:
+                return Unsayable(path, _half(escape=escape, where="a key"), _WRITE_THE_CHARACTER)
             found = unsayable(item, path=f"{path}.{key}" if path else key)
             if found is not None:
                 return found
@@ -25,12 +90,22 @@ def unsayable(value: object, *, path: str = "") -> tuple[str, str] | None:
             if found is not None:
                 return found
         return None
+    if isinstance(value, str):
+        escape = lone_surrogate(value)
+        if escape is None:
+            return None
+        return Unsayable(path, _half(escape=escape, where="text"), _WRITE_THE_CHARACTER)
     if isinstance(value, float) and not math.isfinite(value):
-        return path, "NaN" if math.isnan(value) else "Infinity"
-    if value is None or isinstance(value, str | int | float):
+        return Unsayable(path, "NaN" if math.isnan(value) else "Infinity", _QUOTE_IT)
+    if value is None or isinstance(value, int | float):
         return None
     kinds = {"date": "a date", "datetime": "a date", "set": "a set", "bytes": "binary data"}
-    return path, kinds.get(type(value).__name__, f"a {type(value).__name__}")
+    return Unsayable(path, kinds.get(type(value).__name__, f"a {type(value).__name__}"), _QUOTE_IT)
+
+
+def _half(*, escape: str, where: str) -> str:
+    said = f"the escape {escape} (half of a UTF-16 surrogate pair, alone)"
+    return said if where == "text" else f"{where} with {said}"
 
 
 def longest_whole_number() -> int:

@@ -17,6 +17,8 @@ import re
 import stat
 from typing import Any
 
+from eval_banana.core.jsonvalues import may_hold_lone_surrogate, unsayable
+
 # How deep what a user writes may nest: a check file, a dataset file, one line of a .jsonl file.
 MAX_DEPTH = 200
 # eb's own files hold those values a few levels down (plan.json: its checks, a check, the
@@ -145,15 +147,26 @@ def json_depth_exceeds(data: bytes, *, limit: int = MAX_DEPTH) -> bool:
     return bool(brackets)
 
 
+class ForeignValue(ValueError):
+    """A JSON document holding what eb never writes: half a surrogate pair alone (`\\ud800`,
+    which no UTF-8 file can hold, so the first file eb wrote with it would fail), or NaN."""
+
+
 def loads_json(data: bytes | str, *, limit: int = OWN_FILES_DEPTH) -> Any:
-    """`json.loads`, refusing (TooDeep, a ValueError) a document nested beyond `limit`."""
+    """`json.loads`, refusing a document nested beyond `limit` (TooDeep) or holding half a
+    surrogate pair alone (ForeignValue); both are ValueErrors, as text that is not JSON is."""
     raw = data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data
     if json_depth_exceeds(raw, limit=limit):
         raise TooDeep(f"nested deeper than {limit} levels")
     try:
-        return json.loads(data)
+        document = json.loads(data)
     except RecursionError:
         raise TooDeep(f"nested deeper than {limit} levels") from None
+    if may_hold_lone_surrogate(raw):
+        found = unsayable(document)
+        if found is not None:
+            raise ForeignValue(f"holds {found.what}")
+    return document
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

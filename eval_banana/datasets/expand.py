@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
 from eval_banana.core.errors import DefinitionError
-from eval_banana.core.jsonvalues import unsayable
+from eval_banana.core.jsonvalues import Unsayable, unsayable
 from eval_banana.datasets.celltypes import cell_readers, typed_row
 from eval_banana.datasets.problems import render_problems, row_problem
 from eval_banana.datasets.render import (
@@ -382,13 +382,14 @@ def expand_family(
         try:
             canonical = _CANONICAL(value).encode()  # _canonical, inline: once per case
         except (TypeError, ValueError):
-            field, what = unsayable(value) or ("", "a value")
+            found = unsayable(value) or Unsayable("", "a value", "quote the value")
+            field = found.field
             problems.append(
                 row_problem(
                     row=row,
-                    message=f"{f'field {field}' if field else 'the case'} holds {what}, which "
-                    "JSON cannot say",
-                    hint="quote the value to make it a string",
+                    message=f"{f'field {field}' if field else 'the case'} holds {found.what}, "
+                    "which JSON cannot say",
+                    hint=found.fix,
                     field=field or "cases",
                 )
             )

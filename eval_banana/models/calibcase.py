@@ -75,11 +75,10 @@ class CalibrationCase(BaseModel):
         # As a dataset row: NaN and Infinity pass as floats, but they are not JSON.
         found = None if value is None else unsayable(value)
         if found is not None:
-            field, what = found
             raise PydanticCustomError(
                 "not_json",
-                "case field {field} holds {what}, which JSON cannot say: quote it",
-                {"field": field, "what": what},
+                "case field {field} holds {what}, which JSON cannot say: {fix}",
+                {"field": found.field, "what": found.what, "fix": found.fix},
             )
         return value
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import write_text_atomic
+from eval_banana.core.jsonvalues import lone_surrogates_replaced
 from eval_banana.core.log import Logger
 from eval_banana.harness.cause import agent_error
 from eval_banana.harness.command import (
@@ -364,9 +365,21 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         )
     except OSError as exc:
         return _launch_error(ctx=ctx, started=started, exc=exc, details=details)
-    result = _judged(ctx=ctx, started=started, outcome=outcome, details=details, builder=builder)
+    result = _words_only(
+        _judged(ctx=ctx, started=started, outcome=outcome, details=details, builder=builder)
+    )
     _trace(ctx=ctx, argv=details["effective_command"], outcome=outcome, result=result)
     return result
+
+
+def _words_only(result: CheckResult) -> CheckResult:
+    """`result` with each lone surrogate in its texts as U+FFFD. An agent's JSON can escape half
+    a surrogate pair (`\\ud83d`: text cut inside an emoji, as JavaScript's slice cuts it) in a
+    reason, an error, a model name; no UTF-8 file can hold one, so the first report written
+    with it failed the whole run."""
+    dumped = result.model_dump()
+    cleaned = lone_surrogates_replaced(dumped)
+    return result if cleaned == dumped else CheckResult.model_validate(cleaned)
 
 
 # Where each output dialect's verdict is read from (docs/compatibility.md#verdict-reading).

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.jsonvalues import without_lone_surrogates
 from eval_banana.transcripts.live import TranscriptBuilder
 from eval_banana.transcripts.sink import Event
 
@@ -50,7 +51,9 @@ def write_transcript(*, events: list[Event], target: Path) -> int:
     data = "".join(
         json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n" for event in events
     )
-    write_bytes_atomic(path=target, data=data.encode("utf-8", errors="replace"))
+    # Half a surrogate pair an agent escaped (text cut inside an emoji) is U+FFFD, as in the
+    # check's result: no UTF-8 file can hold it.
+    write_bytes_atomic(path=target, data=without_lone_surrogates(data).encode("utf-8"))
     return len(events)
 
 

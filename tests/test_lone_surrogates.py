@@ -1,0 +1,128 @@
+"""Half a surrogate pair: JSON can escape one (`\\ud800`), JavaScript writes one when it cuts a
+string inside an emoji, and no UTF-8 file can hold one. From a judge's answer, an artifact or a
+dataset it reached the first report eb wrote, and the run ended in a traceback without one."""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from eval_banana.core.jsonvalues import lone_surrogate
+from tests.reporting.conftest import latest_run_dir, run_eb
+
+HALF = "\\ud83d"  # the JSON escape of an emoji's first half, as a cut leaves it
+
+TEXT_AGENT = f"""\
+import sys
+print(r'{{"score": 0, "reason": "The answer ends in a cut emoji {HALF}"}}')
+"""
+
+# claude's stream-json: the model's name, its text and its error each hold half a pair.
+CLAUDE_AGENT = f"""\
+import sys
+print(r'{{"type": "system", "subtype": "init", "model": "m{HALF}"}}')
+print(r'{{"type": "assistant", "message": {{"content": [{{"type": "text", "text": "hm {HALF}"}}]}}}}')
+print(r'{{"type": "result", "subtype": "error_during_execution", "is_error": true, '
+      r'"result": "boom {HALF} here", "usage": {{"input_tokens": 1, "output_tokens": 2}}}}')
+sys.exit(1)
+"""
+
+
+def _project(root: Path, *, agent: str, dialect: str) -> Path:
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        f'[harness]\nagent = "cutter"\nisolation = "off"\n\n[agents.cutter]\n'
+        f'command = [{json.dumps(sys.executable)}, "agent.py"]\noutput_dialect = "{dialect}"\n',
+        encoding="utf-8",
+    )
+    (root / "agent.py").write_text(agent, encoding="utf-8")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "j.yaml").write_text(
+        "schema_version: 1\nid: j\ntype: harness_judge\ndescription: d\ninstructions: Grade.\n",
+        encoding="utf-8",
+    )
+    return root
+
+
+@pytest.mark.parametrize(
+    ("agent", "dialect", "field", "said"),
+    [
+        (TEXT_AGENT, "text", "reason", "The answer ends in a cut emoji \ufffd"),
+        (CLAUDE_AGENT, "claude", "error_detail", "The agent reported: boom \ufffd here"),
+    ],
+)
+def test_a_judges_half_surrogate_is_a_replacement_character_in_every_report(
+    tmp_path: Path, agent: str, dialect: str, field: str, said: str
+) -> None:
+    project = _project(tmp_path / "proj", agent=agent, dialect=dialect)
+    junit = tmp_path / "junit.xml"
+    ran = run_eb("run", "--cwd", str(project), "--junit-xml", str(junit))
+    assert ran.returncode == 1, ran.stderr
+    assert "Traceback" not in ran.stderr
+    run_dir = latest_run_dir(project)
+    check = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))["checks"][0]
+    assert said in check[field]
+    assert said in (run_dir / "report.md").read_text(encoding="utf-8")
+    assert said in ran.stdout
+    assert (run_dir / "report.html").is_file()
+    told = [e.get("message", "") for e in ET.parse(junit).iter() if e.tag in ("failure", "error")]
+    assert len(told) == 1 and said in told[0], told
+    # The transcript too (it wrote `?` for the half, where the result has U+FFFD).
+    (transcript,) = (run_dir / "checks").glob("*.transcript.jsonl")
+    texts = [json.loads(line).get("text", "") for line in transcript.read_text().splitlines()]
+    assert not [text for text in texts if "?" in text or lone_surrogate(text) is not None]
+
+
+def test_an_artifact_holding_half_a_surrogate_pair_fails_its_check_saying_where(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "proj"
+    (project / "eval_checks").mkdir(parents=True)
+    (project / ".eval-banana").mkdir()
+    (project / ".eval-banana" / "config.toml").write_text("")
+    (project / "out.json").write_text('{"title": "Launch ' + HALF + '"}', encoding="utf-8")
+    (project / "eval_checks" / "a.yaml").write_text(
+        "schema_version: 1\nid: a\ntype: assertions\ndescription: d\nartifact: out.json\n"
+        "assert:\n  - {path: title, op: equals, value: Launch}\n",
+        encoding="utf-8",
+    )
+    ran = run_eb("run", "--cwd", str(project))
+    assert ran.returncode == 1, ran.stderr
+    assert "Traceback" not in ran.stderr
+    reason = json.loads((latest_run_dir(project) / "report.json").read_text())["checks"][0][
+        "reason"
+    ]
+    assert (
+        "artifact out.json is not Unicode text: at title, the escape \\ud83d (half of a UTF-16 "
+        "surrogate pair, alone); write the character itself, or both halves of its escape pair"
+    ) in reason
+
+
+def test_a_dataset_row_holding_half_a_surrogate_pair_is_told_with_the_fix(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "proj"
+    (project / "eval_checks").mkdir(parents=True)
+    (project / "data").mkdir()
+    (project / ".eval-banana").mkdir()
+    (project / ".eval-banana" / "config.toml").write_text("")
+    (project / "data" / "rows.jsonl").write_text(
+        '{"id": "a", "text": "fine"}\n{"id": "b", "text": "cut ' + HALF + '"}\n', encoding="utf-8"
+    )
+    (project / "eval_checks" / "f.yaml").write_text(
+        "schema_version: 1\nid: f\ntype: deterministic\ndescription: 'row {{ case.text }}'\n"
+        "cases_from: data/rows.jsonl\nscript: pass\n",
+        encoding="utf-8",
+    )
+    validated = run_eb("validate", "--cwd", str(project), "--json")
+    assert validated.returncode == 2, validated.stderr
+    (error,) = json.loads(validated.stdout)["errors"]
+    assert error["message"] == (
+        "data/rows.jsonl line 2: field text holds the escape \\ud83d (half of a UTF-16 "
+        "surrogate pair, alone), which JSON cannot say"
+    )
+    assert error["hint"].startswith("write the character itself, or both halves of its escape")
