@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.builders import newest_run_dir
 from tests.conftest import EbResult, check_yaml
+from tests.reporting.conftest import run_eb
 
 
 def _no_traceback(result: EbResult) -> None:
@@ -124,8 +127,7 @@ def _judge_yaml() -> str:
                 {"eval_checks/b.yaml": check_yaml("b")},
                 f'[{section}]\n{key} = "x\\n::warning::inj"\n',
                 # `core.output_dir must ...`, `harness.agent: must ...` (eval-banana's phrase)
-                "must not hold a control character (a line break, a tab, ESC), got "
-                '"x\\n::warning::inj"',
+                'must not hold a control character, got "x\\n::warning::inj"',
             )
             for section, key in (
                 ("core", "output_dir"),
@@ -313,3 +315,83 @@ def test_a_stage_file_whose_fields_disagree_is_refused_naming_the_field(
     _no_traceback(result)
     status = eb("status", "--run-dir", str(_run_dir(root)))
     assert f"{stage}" in status.stdout and "invalid" in status.stdout
+
+
+# -- Names that are not UTF-8 ---------------------------------------------------------------------
+# Linux lets a file's name be any bytes; Python names a byte that is not UTF-8 with a surrogate,
+# which no report can be written with. Each of these ended a run in a traceback, with no report.
+
+
+def _write_bytes_name(folder: Path, name: bytes, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(os.path.join(os.fsencode(folder), name), "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+@pytest.mark.parametrize("which", ["check file", "dataset file"])
+def test_a_file_whose_name_is_not_utf8_is_refused_and_shown_escaped(
+    which: str, project: Callable[..., Path]
+) -> None:
+    family = (
+        "schema_version: 1\nid: fam\ntype: deterministic\ndescription: 'row {{ case.n }}'\n"
+        "cases_from: 'data/*.jsonl'\nscript: pass\n"
+    )
+    root = project({"eval_checks/a.yaml": check_yaml("a"), "eval_checks/fam.yaml": family})
+    _write_bytes_name(root / "data", b"ok.jsonl", '{"n": "1"}\n')
+    if which == "check file":
+        _write_bytes_name(root / "eval_checks", b"b\xff.yaml", check_yaml("b"))
+        told = f"Check file {root}/eval_checks/b\\xff.yaml has a byte that is not UTF-8 in its name"
+    else:
+        _write_bytes_name(root / "data", b"x\xfe.jsonl", '{"n": "2"}\n')
+        told = "matches data/x\\xfe.jsonl, whose name has a byte that is not UTF-8"
+    for command in ("validate", "run", "list"):
+        result = run_eb(command, "--cwd", str(root))
+        assert result.returncode == 2, (command, result.stderr)
+        assert told in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_project_folder_whose_path_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    root = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"proj\xff")))
+    _write_bytes_name(root / "eval_checks", b"a.yaml", check_yaml("a"))
+    for command in ("validate", "run", "list", "status"):
+        result = run_eb(command, "--cwd", str(root))
+        assert result.returncode == 2, (command, result.stderr)
+        assert (
+            f"The project folder {tmp_path}/proj\\xff has a byte that is not UTF-8 in its path"
+        ) in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (root / ".eval-banana").exists()  # nothing written
+
+
+def test_a_file_a_check_makes_is_named_escaped_when_isolation_catches_it(
+    project: Callable[..., Path],
+) -> None:
+    # A check (or a judge talked into it) that makes a file whose name holds a line break and a
+    # byte that is not UTF-8: its error named the file as it is, which no result could hold.
+    script = "open(b'made-\\xfe\\n::warning::x.txt', 'w').write('x')"
+    root = project({"eval_checks/w.yaml": check_yaml("w", script=script)})
+    result = run_eb("run", "--cwd", str(root), "--execution-isolation", "detect")
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    printed = result.stdout + result.stderr
+    assert not [line for line in printed.splitlines() if line.startswith("::")], printed
+    report = json.loads(
+        (newest_run_dir(root / ".eval-banana" / "results") / "report.json").read_text()
+    )
+    (check,) = report["checks"]
+    assert (
+        "The project changed while this check ran: made-\\xfe\\x0a::warning::x.txt"
+        in (check["error_detail"])
+    )
+    assert check["details"]["isolation"]["changed"] == ["made-\\xfe\\x0a::warning::x.txt"]
+
+
+def test_a_setting_from_the_environment_that_is_not_utf8_is_refused(
+    project: Callable[..., Path],
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    env = {"EVAL_BANANA_OUTPUT_DIR": os.fsdecode(b"out\xff")}
+    result = run_eb("run", "--cwd", str(root), **env)
+    assert result.returncode == 2, result.stderr
+    assert "EVAL_BANANA_OUTPUT_DIR must not hold a byte that is not UTF-8" in result.stderr

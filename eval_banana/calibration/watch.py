@@ -14,7 +14,7 @@ from typing import Any
 
 from eval_banana.calibration.cases import judge_edits
 from eval_banana.isolation.detect import ChangeMonitor
-from eval_banana.isolation.modes import SHOWN_PATHS, isolation_error, shown_paths
+from eval_banana.isolation.modes import isolation_error, listed_paths, shown_paths
 from eval_banana.isolation.workspace import Workspace
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
@@ -71,11 +71,11 @@ class SampleWatch:
         record: dict[str, Any] = {
             "mode": self.mode,
             "method": workspace.method,
-            "changed": edits[:SHOWN_PATHS],
+            "changed": listed_paths(edits),
             "changed_count": len(edits),
         }
         if outside:
-            record["project_changed"] = outside[:SHOWN_PATHS]
+            record["project_changed"] = listed_paths(outside)
             problem = (
                 f"The project changed while this judge ran in its copy: {shown_paths(outside)}"
             )

@@ -30,17 +30,39 @@ def size_text(size: int) -> str:
 # Every control character: C0 (line breaks and tabs too), DEL and C1. ESC starts a terminal's
 # escape sequences, a line break a line of its own; none belongs in a name or a log line.
 _ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# A surrogate: no UTF-8 text (no file eb writes, no terminal) can hold one. Python names each
+# byte of a file name that is not UTF-8 with one (U+DC80 to U+DCFF: 0xDC00 plus the byte).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def unprintable(text: str) -> str | None:
+    """What in `text` eb cannot print as it is: "a control character", "a byte that is not
+    UTF-8" (of a file name), or None for a name eb can print."""
+    if _ANY_CONTROL.search(text) is not None:
+        return "a control character"
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        return "a byte that is not UTF-8"
+    return None
 
 
 def control_free(text: str) -> bool:
-    """Whether `text` holds no control character at all (a name eb can print as it is)."""
-    return _ANY_CONTROL.search(text) is None
+    """Whether `text` holds nothing `unprintable` names (a name eb can print as it is)."""
+    return unprintable(text) is None
+
+
+def _shown(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"  # the byte of a name that is not UTF-8
+    return f"\\u{code:04x}" if code >= 0xD800 else f"\\x{code:02x}"
 
 
 def visible(text: str) -> str:
-    """`text` with every control character, line breaks and tabs too, written as `\\xNN`: a
-    file name as it can be shown without starting a line or moving the cursor."""
-    return _ANY_CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    """`text` with every control character, line breaks and tabs too, written as `\\xNN`, and
+    each byte of a name that is not UTF-8 as `\\xNN` too: a file name as it can be shown
+    without starting a line, moving the cursor or failing to be written."""
+    return _UNSHOWABLE.sub(_shown, text)
 
 
 def one_line(text: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.readback import file_kind
 from eval_banana.core.suggest import closest
-from eval_banana.core.words import control_free, visible
+from eval_banana.core.words import unprintable, visible
 from eval_banana.datasets.reading import read_rows
 from eval_banana.datasets.rows import SUFFIXES, ItemLines, Row, TooManyRows
 from eval_banana.models.stages import ConfigDoc
@@ -86,13 +86,14 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
         )
     if _is_glob(pattern):
         paths = sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
-        unprintable = [path for path in paths if not control_free(str(path))]
-        if unprintable:
-            # Named in every message about its rows, such a name would start lines of its own.
+        odd_name = next((path for path in paths if unprintable(str(path)) is not None), None)
+        if odd_name is not None:
+            # Named in every message about its rows, such a name would start lines of its own
+            # (a control character) or fail every report that names it (a byte not UTF-8).
             raise DefinitionError(
                 f"cases_from {pattern!r} in {check_file} matches "
-                f"{visible(relative(path=unprintable[0], root=root))}, whose name has a control "
-                "character (shown as \\xNN), which eb does not print in a log",
+                f"{visible(relative(path=odd_name, root=root))}, whose name has "
+                f"{unprintable(str(odd_name))} (shown as \\xNN), which eb does not print in a log",
                 file=check_file,
                 field_path="cases_from",
                 hint="rename the file: a dataset's name needs only letters, digits, '.', '_', '-'",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from eval_banana.core.words import visible
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 
@@ -28,8 +29,16 @@ def isolates_any(*, config: ConfigDoc, plan: PlanDoc) -> bool:
 
 def shown_paths(paths: list[str]) -> str:
     """The first few changed paths, as an error message names them."""
-    listed = ", ".join(paths[:5])
+    listed = ", ".join(visible(path) for path in paths[:5])
     return listed + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def listed_paths(paths: list[str]) -> list[str]:
+    """The changed paths a result lists (the first SHOWN_PATHS). A check or a judge names the
+    files it makes, so each is shown with control characters and bytes that are not UTF-8 as
+    `\\xNN`: a name with a line break would start a line of eb's output, and one that is not
+    UTF-8 could not be written into the check's result at all."""
+    return [visible(path) for path in paths[:SHOWN_PATHS]]
 
 
 def isolation_error(*, result: CheckResult, record: dict[str, Any], problem: str) -> CheckResult:

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval_banana.isolation.modes import (
-    SHOWN_PATHS,
     Mode,
     check_mode,
     isolates_any,
     isolation_error,
+    listed_paths,
     shown_paths,
 )
 from eval_banana.isolation.state import (
@@ -58,7 +58,7 @@ def _record(*, mode: Mode, paths: list[str], method: str | None) -> dict[str, An
     record: dict[str, Any] = {"mode": mode}
     if method is not None:
         record["method"] = method
-    record["changed"] = paths[:SHOWN_PATHS]
+    record["changed"] = listed_paths(paths)
     record["changed_count"] = len(paths)
     return record
 
@@ -80,7 +80,7 @@ def with_state_change(
     before = result.details.get("isolation")
     record: dict[str, Any] = dict(before) if isinstance(before, dict) else {"mode": mode}
     shown = sorted({*record.get("state_changed", []), *paths})
-    record["state_changed"] = shown[:SHOWN_PATHS]
+    record["state_changed"] = listed_paths(shown)
     record["state_changed_count"] = len(shown)
     problem = f"eb's own files changed {when}: {shown_paths(paths)}. {_STATE_RULE}"
     if result.status == "error" and result.error_detail and isinstance(before, dict):
@@ -188,7 +188,7 @@ class IsolationSession:
             )
         record = _record(mode="copy", paths=edits, method=workspace.method)
         if outside:
-            record["project_changed"] = outside[:SHOWN_PATHS]
+            record["project_changed"] = listed_paths(outside)
         return _with_isolation(result=result, record=record, problem=problem)
 
     def finish(self) -> StateReport:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from eval_banana.core.record import Record
-from eval_banana.core.words import control_free
+from eval_banana.core.words import unprintable
 from eval_banana.models.config import (
     CacheSettings,
     CoreSettings,
@@ -777,8 +777,12 @@ def coerce_typed(*, spec: SettingSpec, value: object) -> object:
     checked = _coerce_typed(spec=spec, value=value)
     if spec.kind in _NAMING_KINDS:
         texts = checked if isinstance(checked, list) else [checked]
-        if not all(control_free(text) for text in texts if isinstance(text, str)):
-            raise SettingValueError("must not hold a control character (a line break, a tab, ESC)")
+        for text in texts:
+            found = unprintable(text) if isinstance(text, str) else None
+            if found is not None:
+                # Named in a message or a report, it would start a line of its own or fail to
+                # be written (a path that is not UTF-8 comes only from the environment).
+                raise SettingValueError(f"must not hold {found}")
     return checked
 
 

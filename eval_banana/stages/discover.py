@@ -9,7 +9,7 @@ from pathlib import Path
 from eval_banana.core.errors import UsageError
 from eval_banana.core.files import sha256_bytes, write_model
 from eval_banana.core.readback import read_regular
-from eval_banana.core.words import control_free, plural, visible
+from eval_banana.core.words import plural, unprintable, visible
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
 from eval_banana.settings.folders import own_folders_below
 from eval_banana.stagefiles.layout import envelope, stage_path
@@ -107,12 +107,13 @@ def _describe(
     )
 
 
-def _unprintable_name(*, path: str) -> ProblemModel:
+def _unprintable_name(*, path: str, what: str) -> ProblemModel:
     # A name with a line break (which a pull request can add) would start a line of its own in
-    # every message naming the file: in a GitHub Actions log, a `::` workflow command.
+    # every message naming the file: in a GitHub Actions log, a `::` workflow command. One with
+    # a byte that is not UTF-8 cannot be written into a report at all.
     shown = visible(path)
     return ProblemModel(
-        message=f"Check file {shown} has a control character in its name (shown as \\xNN), "
+        message=f"Check file {shown} has {what} in its name (shown as \\xNN), "
         "which eb does not print in a log",
         file=shown,
         hint="Rename the file: a check file's name needs only letters, digits, '.', '_' and '-'.",
@@ -161,8 +162,9 @@ def discover(
     problems: list[ProblemModel] = []
     kept: dict[str, bytes] = contents if contents is not None else {}
     for path, is_link in candidates:
-        if not control_free(path):
-            problems.append(_unprintable_name(path=path))
+        what = unprintable(path)
+        if what is not None:
+            problems.append(_unprintable_name(path=path, what=what))
             continue
         described = _describe(path=path, is_link=is_link, root_prefix=root_prefix, contents=kept)
         if isinstance(described, ProblemModel):
