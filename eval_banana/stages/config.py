@@ -96,6 +96,9 @@ def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
             f"Invalid TOML in {path}: not valid UTF-8 ({exc.reason} at byte {exc.start})",
             file=str(path),
         ) from None
+    # The byte order mark Windows tools put first in UTF-8 (Notepad before 2019, Windows
+    # PowerShell's `Out-File -Encoding utf8`): tomllib reads it as an invalid statement.
+    text = text.removeprefix("\ufeff")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

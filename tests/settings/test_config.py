@@ -481,6 +481,16 @@ def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
     assert error.file == str(path)
 
 
+def test_a_config_saved_by_windows_tools_is_read(tmp_path: Path) -> None:
+    # A byte order mark first (Notepad before 2019, Windows PowerShell's Out-File) and CRLF
+    # line ends: tomllib read the mark as "Invalid statement (at line 1, column 1)".
+    path = write_config(tmp_path, "")
+    path.write_bytes(b"\xef\xbb\xbf[core]\r\npass_threshold = 0.5\r\nmaxfail = 3\r\n")
+    doc = resolve(tmp_path)
+    assert (doc.settings.core.pass_threshold, doc.settings.core.maxfail) == (0.5, 3)
+    assert doc.sources["core.pass_threshold"] == "project"
+
+
 def test_non_utf8_file_is_invalid_toml(tmp_path: Path) -> None:
     path = write_config(tmp_path, "")
     path.write_bytes(b'[core]\noutput_dir = "\xff"\n')
