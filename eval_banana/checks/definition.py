@@ -19,6 +19,7 @@ from eval_banana.checks.fast import fast_normalize
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH, read_regular
+from eval_banana.core.textfiles import UTF16_SAID, utf16_marked
 from eval_banana.core.words import visible
 from eval_banana.core.yamlsafe import (
     DuplicateKeyError,
@@ -36,8 +37,11 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        said = f"the file {UTF16_SAID}" if utf16_marked(data) else str(exc)
         raise DefinitionError(
-            f"Failed to decode YAML in {path} as UTF-8: {exc}", file=str(path)
+            f"Failed to decode YAML in {path} as UTF-8: {said}",
+            file=str(path),
+            hint="save the file as UTF-8 (in PowerShell: Set-Content -Encoding utf8)",
         ) from None
     try:
         document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass

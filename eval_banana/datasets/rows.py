@@ -17,6 +17,7 @@ from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
+from eval_banana.core.textfiles import UTF16_SAID, utf16_marked
 from eval_banana.datasets.render import json_kind
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
@@ -158,13 +159,9 @@ def _refuse_lfs_pointer(*, data: bytes, file: str) -> None:
 def _not_utf8(*, file: str, head: bytes, line: int, at: int, byte: int) -> DefinitionError:
     """A file that is not UTF-8: a spreadsheet's "Unicode text" export is UTF-16, marked by its
     first two bytes; anything else is told by its first bad byte."""
-    if head in (b"\xff\xfe", b"\xfe\xff"):
+    if utf16_marked(head):
         return dataset_problem(
-            file=file,
-            line=1,
-            message=f"Dataset {file} is UTF-16 text, not UTF-8 (it starts with a UTF-16 byte "
-            "order mark)",
-            hint=_SAVE_AS_UTF8,
+            file=file, line=1, message=f"Dataset {file} {UTF16_SAID}", hint=_SAVE_AS_UTF8
         )
     return dataset_problem(
         file=file,

@@ -16,6 +16,7 @@ from eval_banana.core.errors import ConfigError
 from eval_banana.core.files import sha256_bytes, write_model
 from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
 from eval_banana.core.readback import read_regular
+from eval_banana.core.textfiles import UTF16_SAID, utf16_marked
 from eval_banana.core.words import unprintable, visible
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
@@ -92,9 +93,15 @@ def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        said = (
+            f"the file {UTF16_SAID}"
+            if utf16_marked(data)
+            else f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        )
         raise ConfigError(
-            f"Invalid TOML in {path}: not valid UTF-8 ({exc.reason} at byte {exc.start})",
+            f"Invalid TOML in {path}: {said}",
             file=str(path),
+            hint="save the file as UTF-8 (in PowerShell: Set-Content -Encoding utf8)",
         ) from None
     # The byte order mark Windows tools put first in UTF-8 (Notepad before 2019, Windows
     # PowerShell's `Out-File -Encoding utf8`): tomllib reads it as an invalid statement.

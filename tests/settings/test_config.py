@@ -491,6 +491,17 @@ def test_a_config_saved_by_windows_tools_is_read(tmp_path: Path) -> None:
     assert doc.sources["core.pass_threshold"] == "project"
 
 
+def test_a_utf16_config_is_told_as_utf16(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "")
+    path.write_bytes("[core]\nmaxfail = 3\n".encode("utf-16"))
+    error = config_error(tmp_path)
+    assert error.message == (
+        f"Invalid TOML in {path}: the file is UTF-16 text, not UTF-8 (it starts with a UTF-16 "
+        "byte order mark)"
+    )
+    assert error.hint is not None and error.hint.startswith("save the file as UTF-8")
+
+
 def test_non_utf8_file_is_invalid_toml(tmp_path: Path) -> None:
     path = write_config(tmp_path, "")
     path.write_bytes(b'[core]\noutput_dir = "\xff"\n')

@@ -285,6 +285,12 @@ def test_a_dataset_left_in_eval_checks_is_told_as_one(
         (b"", "top-level YAML must be a mapping"),
         (b"id: [unclosed\n", "Failed to parse YAML in "),
         (b"id: \xff\xfe\n", "Failed to decode YAML in "),
+        # Windows PowerShell's `>` writes UTF-16: said so, not "invalid start byte".
+        (
+            "schema_version: 1\nid: a\n".encode("utf-16"),
+            "as UTF-8: the file is UTF-16 text, not UTF-8 (it starts with a UTF-16 byte order "
+            "mark)\nhint: save the file as UTF-8",
+        ),
         (b"schema_version: 1\nid: a\nid: b\n", "duplicate key 'id' (line 3)"),
     ],
 )
