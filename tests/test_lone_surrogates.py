@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -78,24 +79,19 @@ def test_a_judges_half_surrogate_is_a_replacement_character_in_every_report(
 
 
 def test_an_artifact_holding_half_a_surrogate_pair_fails_its_check_saying_where(
-    tmp_path: Path,
+    project: Callable[..., Path],
 ) -> None:
-    project = tmp_path / "proj"
-    (project / "eval_checks").mkdir(parents=True)
-    (project / ".eval-banana").mkdir()
-    (project / ".eval-banana" / "config.toml").write_text("")
-    (project / "out.json").write_text('{"title": "Launch ' + HALF + '"}', encoding="utf-8")
-    (project / "eval_checks" / "a.yaml").write_text(
-        "schema_version: 1\nid: a\ntype: assertions\ndescription: d\nartifact: out.json\n"
-        "assert:\n  - {path: title, op: equals, value: Launch}\n",
-        encoding="utf-8",
+    root = project(
+        {
+            "out.json": '{"title": "Launch ' + HALF + '"}',
+            "eval_checks/a.yaml": "schema_version: 1\nid: a\ntype: assertions\ndescription: d\n"
+            "artifact: out.json\nassert:\n  - {path: title, op: equals, value: Launch}\n",
+        }
     )
-    ran = run_eb("run", "--cwd", str(project))
+    ran = run_eb("run", "--cwd", str(root))
     assert ran.returncode == 1, ran.stderr
     assert "Traceback" not in ran.stderr
-    reason = json.loads((latest_run_dir(project) / "report.json").read_text())["checks"][0][
-        "reason"
-    ]
+    reason = json.loads((latest_run_dir(root) / "report.json").read_text())["checks"][0]["reason"]
     assert (
         "artifact out.json is not Unicode text: at title, the escape \\ud83d (half of a UTF-16 "
         "surrogate pair, alone); write the character itself, or both halves of its escape pair"
@@ -103,22 +99,18 @@ def test_an_artifact_holding_half_a_surrogate_pair_fails_its_check_saying_where(
 
 
 def test_a_dataset_row_holding_half_a_surrogate_pair_is_told_with_the_fix(
-    tmp_path: Path,
+    project: Callable[..., Path],
 ) -> None:
-    project = tmp_path / "proj"
-    (project / "eval_checks").mkdir(parents=True)
-    (project / "data").mkdir()
-    (project / ".eval-banana").mkdir()
-    (project / ".eval-banana" / "config.toml").write_text("")
-    (project / "data" / "rows.jsonl").write_text(
-        '{"id": "a", "text": "fine"}\n{"id": "b", "text": "cut ' + HALF + '"}\n', encoding="utf-8"
+    root = project(
+        {
+            "data/rows.jsonl": '{"id": "a", "text": "fine"}\n{"id": "b", "text": "cut '
+            + HALF
+            + '"}\n',
+            "eval_checks/f.yaml": "schema_version: 1\nid: f\ntype: deterministic\n"
+            "description: 'row {{ case.text }}'\ncases_from: data/rows.jsonl\nscript: pass\n",
+        }
     )
-    (project / "eval_checks" / "f.yaml").write_text(
-        "schema_version: 1\nid: f\ntype: deterministic\ndescription: 'row {{ case.text }}'\n"
-        "cases_from: data/rows.jsonl\nscript: pass\n",
-        encoding="utf-8",
-    )
-    validated = run_eb("validate", "--cwd", str(project), "--json")
+    validated = run_eb("validate", "--cwd", str(root), "--json")
     assert validated.returncode == 2, validated.stderr
     (error,) = json.loads(validated.stdout)["errors"]
     assert error["message"] == (
