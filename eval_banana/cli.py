@@ -248,6 +248,18 @@ def _leave(code: int) -> NoReturn:
     os._exit(code)
 
 
+def _never_fail_to_print() -> None:
+    """A stream that cannot encode a character (stdout redirected on Windows is cp1252, a
+    locale of ISO-8859-1, PYTHONIOENCODING=ascii) writes it as `\\U0001f6ab` instead of ending
+    the run in a traceback: a judge's reason can hold any character. UTF-8 streams write as
+    before."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and stream.errors == "strict":
+            reconfigure(errors="backslashreplace")
+
+
 def entry() -> None:
     _tune_collector()
+    _never_fail_to_print()
     _leave(main())

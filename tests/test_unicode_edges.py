@@ -1,6 +1,10 @@
-"""Half a surrogate pair: JSON can escape one (`\\ud800`), JavaScript writes one when it cuts a
-string inside an emoji, and no UTF-8 file can hold one. From a judge's answer, an artifact or a
-dataset it reached the first report eb wrote, and the run ended in a traceback without one."""
+"""Text at the edges of Unicode, each of which ended a run in a traceback.
+
+Half a surrogate pair: JSON can escape one (`\\ud800`), JavaScript writes one when it cuts a
+string inside an emoji, and no UTF-8 file can hold one; from a judge's answer, an artifact or a
+dataset it reached the first report eb wrote. A console that cannot encode a character (stdout
+redirected on Windows is cp1252) met it in a judge's reason.
+"""
 
 from __future__ import annotations
 
@@ -118,3 +122,22 @@ def test_a_dataset_row_holding_half_a_surrogate_pair_is_told_with_the_fix(
         "surrogate pair, alone), which JSON cannot say"
     )
     assert error["hint"].startswith("write the character itself, or both halves of its escape")
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1", "cp1252"])
+def test_a_stream_that_cannot_encode_a_reason_writes_it_escaped(
+    tmp_path: Path, encoding: str
+) -> None:
+    # stdout redirected on Windows is cp1252; a judge's reason can hold any character. It
+    # ended the run in a traceback after the report was written, and `eb history` likewise.
+    agent = 'print(\'{"score": 0, "reason": "Nope \\\\ud83d\\\\udeab \\\\u2713"}\')\n'
+    project = _project(tmp_path / "proj", agent=agent, dialect="text")
+    ran = run_eb("run", "--cwd", str(project), PYTHONIOENCODING=encoding)
+    assert ran.returncode == 1, ran.stderr
+    assert "Traceback" not in ran.stdout + ran.stderr
+    assert "FAILED j - Nope \\U0001f6ab \\u2713 (" in ran.stdout
+    history = run_eb("history", "--cwd", str(project), PYTHONIOENCODING=encoding)
+    assert history.returncode == 0 and "Traceback" not in history.stderr, history.stderr
+    # A UTF-8 stream is written as it was.
+    plain = run_eb("run", "--cwd", str(project))
+    assert "FAILED j - Nope \U0001f6ab \u2713 (" in plain.stdout
