@@ -16,7 +16,7 @@ from typing import NamedTuple
 from eval_banana.cache.mac import SECRET_NAME
 from eval_banana.cache.store import CacheStore, _stats
 from eval_banana.core.files import sha256_and_size
-from eval_banana.isolation.state import LOCK_NAME
+from eval_banana.core.turns import LOCK_NAME
 from eval_banana.models.cacheops import DamagedBlob, HitRate, LocalTierStats
 
 DAY_SECONDS = 86_400.0

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.core.turns import LOCK_NAME, alone, sharing, sharing_folder
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.models.stages import ConfigDoc
 
@@ -189,85 +190,25 @@ def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -
     return ReadOnly(paths=paths, writable=[current] if inside else [])
 
 
-LOCK_NAME = ".lock"
-
-
-def _open_lock(*, cache: Path, create: bool) -> int | None:
-    """The cache's lock file, opened for reading (so holding it never looks like a write);
-    None without a cache folder (and `create` False) or where it cannot be opened."""
-    path = cache / LOCK_NAME
-    try:
-        if create:
-            cache.mkdir(parents=True, exist_ok=True)
-            if not path.exists():
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
-        return os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-
-
-def _flock(*, cache: Path, create: bool, exclusive: bool) -> int | None:
-    """The lock taken: shared (waiting for a writer) or exclusive (never waiting), on the lock
-    file as it stands once taken (eviction may have removed the one opened); None if not."""
-    try:
-        import fcntl
-    except ImportError:  # no flock on this system: runs do not take turns
-        return None
-    for _ in range(5):
-        fd = _open_lock(cache=cache, create=create)
-        if fd is None:
-            return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
-            if os.fstat(fd).st_ino == os.stat(cache / LOCK_NAME).st_ino:
-                return fd
-        except OSError:
-            pass
-        os.close(fd)
-        if exclusive:
-            return None
-    return None
-
-
-def _can_flock() -> bool:
-    try:
-        import fcntl  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @contextlib.contextmanager
-def checks_running(*, cache: Path, create: bool) -> Iterator[None]:
-    """Held (shared) while a run's checks execute: no other eb run writes into the cache
-    meanwhile, which this run's watch would otherwise take for a check's write. `create`: make
-    the cache folder and its lock file when missing (a run that may store)."""
-    fd = _flock(cache=cache, create=create, exclusive=False)
-    try:
-        yield
-    finally:
-        if fd is not None:
-            os.close(fd)
+def checks_running(*, cache: Path, create: bool, runs: Path | None) -> Iterator[None]:
+    """Held (shared) while a run's checks execute: no other eb run writes into the cache, nor
+    deletes old run folders from the output folder `runs`, meanwhile, which this run's watch
+    would otherwise take for a check's write. `create`: make the cache folder and its lock
+    file when missing (a run that may store)."""
+    with sharing(folder=cache, create=create):
+        if runs is None:
+            yield
+            return
+        with sharing_folder(folder=runs):
+            yield
 
 
-@contextlib.contextmanager
-def cache_writes(*, cache: Path) -> Iterator[bool]:
-    """Held (exclusive) while eb writes into the cache once its checks have ended; yields False,
+def cache_writes(*, cache: Path) -> contextlib.AbstractContextManager[bool]:
+    """Held (exclusive) while eb writes into the cache once its checks have ended; False,
     never waiting, while another run's checks execute (then nothing is written: runs sharing a
     cache store only while none of them runs checks)."""
-    fd = _open_lock(cache=cache, create=True)
-    if fd is None or not _can_flock():
-        if fd is not None:
-            os.close(fd)
-        yield True  # no lock to take: the writes say themselves why they fail, if they do
-        return
-    os.close(fd)
-    fd = _flock(cache=cache, create=True, exclusive=True)
-    try:
-        yield fd is not None
-    finally:
-        if fd is not None:
-            os.close(fd)
+    return alone(folder=cache)
 
 
 def _identity(path: str) -> _Identity:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.errors import OutputDirError
+from eval_banana.core.turns import alone_in_folder
 from eval_banana.models.stages import ConfigDoc
 
 
@@ -184,6 +185,17 @@ def prune_runs(*, config: ConfigDoc, current: Path) -> list[str]:
         return []  # every run is kept, or the output folder is a --flat-output run itself
     if config.selection.shard is not None:
         return []  # a shard's siblings may be waiting in the same folder to be merged
+    with alone_in_folder(folder=base) as ours:
+        if not ours:
+            # Deleted now, they would look like a check's doing to that run's watch.
+            return [
+                f"Kept the old run folders in {base} this time ([core] keep_runs = {keep}): "
+                "another eb run is executing checks there; a later run deletes them"
+            ]
+        return _prune(base=base, keep=keep, current=current)
+
+
+def _prune(*, base: Path, keep: int, current: Path) -> list[str]:
     this_run = current.resolve()
     finished = [
         run

@@ -62,6 +62,7 @@ from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sam
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
 from eval_banana.settings.envpolicy import build_base_env
 from eval_banana.settings.folders import cache_dir, history_dir
+from eval_banana.settings.rundir import output_base
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
@@ -135,6 +136,14 @@ def _start_ranks(
         workers=workers,
     )
     return {to_start[index]: turn for turn, index in enumerate(order)}
+
+
+def _runs_beside(*, config: ConfigDoc, run_dir: Path) -> Path | None:
+    """The output folder that holds this run folder beside earlier ones, where no other run
+    deletes old runs while these checks execute (None with --flat-output: the run is the
+    folder)."""
+    base = output_base(config=config).resolve()
+    return None if base == run_dir.resolve() else base
 
 
 def _open_isolation(*, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> IsolationSession:
@@ -435,7 +444,11 @@ def execute(
         from eval_banana.isolation.state import checks_running
 
         stores = cache is not None and cache.writes
-        with checks_running(cache=cache_dir(config=config), create=stores):
+        with checks_running(
+            cache=cache_dir(config=config),
+            create=stores,
+            runs=_runs_beside(config=config, run_dir=run_dir),
+        ):
             session = isolation = _open_isolation(config=config, plan=plan, run_dir=run_dir)
             # Orphaned daemons of a check become eb's children, so they can be ended with it.
             orphans.enable_subreaper()

@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.builders import newest_run_dir
 from tests.conftest import EbResult, check_yaml
 
 
@@ -331,6 +333,63 @@ def test_an_old_run_folder_that_cannot_be_deleted_is_a_warning_and_is_tried_agai
     assert completed.exit_code == 0 and warned not in completed.stderr, completed.stderr
     assert not old.exists()
     assert len(_runs(one_check / "out")) == 1
+
+
+def test_a_run_beside_another_runs_checks_keeps_the_old_folders_that_run_watches(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    # Two runs in one project (two terminals, `make -j`): the first to end deleted the old run
+    # folders the other's watch looks after, and every check of that other run was an error
+    # ("eb's own files changed while this check ran").
+    started, release = tmp_path / "started.txt", tmp_path / "release.txt"
+    waits = (
+        "import pathlib, time\n"
+        f"pathlib.Path({str(started)!r}).write_text('yes')\n"
+        f"while not pathlib.Path({str(release)!r}).exists():\n"
+        "    time.sleep(0.05)\n"
+    )
+    root = project(
+        {
+            "eval_checks/quick.yaml": check_yaml("quick"),
+            "eval_checks/waits.yaml": check_yaml("waits", script=waits),
+        },
+        config='[core]\noutput_dir = "out"\n',
+    )
+    old = _eb_process("run", "-k", "quick", cwd=root)
+    assert old.returncode == 0, old.stderr
+    (old_run,) = [path for path in (root / "out").iterdir() if path.is_dir()]
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", "-k", "waits"],
+        cwd=root,
+        env={k: v for k, v in os.environ.items() if not k.startswith("EVAL_BANANA_")},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert time.monotonic() < deadline and waiting.poll() is None
+            time.sleep(0.05)
+        beside = _eb_process("run", "-k", "quick", "--keep-runs", "1", cwd=root)
+        assert beside.returncode == 0, beside.stderr
+        assert (
+            f"Kept the old run folders in {root / 'out'} this time ([core] keep_runs = 1): "
+            "another eb run is executing checks there"
+        ) in beside.stderr
+        assert old_run.is_dir()
+    finally:
+        release.write_text("go")
+        out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, out + err
+    assert "eb's own files changed" not in out + err
+    # Once no run's checks execute there, the next run deletes what was kept.
+    later = _eb_process("run", "-k", "quick", "--keep-runs", "1", cwd=root)
+    assert later.returncode == 0 and "Kept the old" not in later.stderr, later.stderr
+    assert [path.name for path in (root / "out").iterdir() if path.is_dir()] == [
+        json.loads((newest_run_dir(root / "out") / "report.json").read_text())["run_id"]
+    ]
 
 
 def test_keep_runs_of_one_keeps_the_new_run_and_leaves_a_flat_output_folder_alone(

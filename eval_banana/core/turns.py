@@ -1,0 +1,140 @@
+"""How eb runs sharing a folder take turns: a lock (the cache's `<cache>/.lock` file, an
+output folder's own descriptor) that a run holds shared while its checks execute, and that a
+run wanting to change the folder takes alone, never waiting.
+
+A run's watch takes any change to eb's own files while its checks execute for a check's doing
+(docs/fail-closed.md). Another eb run's writes would look the same: the verdicts it stores in a
+shared cache, the old run folders `[core] keep_runs` deletes from a shared output folder. So
+those are made only while no run's checks execute there, and otherwise left to a later run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+LOCK_NAME = ".lock"
+
+
+def _open_lock(*, folder: Path, create: bool) -> int | None:
+    """The folder's lock file, opened for reading (so holding it never looks like a write);
+    None without the folder (and `create` False) or where it cannot be opened."""
+    path = folder / LOCK_NAME
+    try:
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _flock(*, folder: Path, create: bool, exclusive: bool) -> int | None:
+    """The lock taken: shared (waiting for a writer) or exclusive (never waiting), on the lock
+    file as it stands once taken (eviction may have removed the one opened); None if not."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this system: runs do not take turns
+        return None
+    for _ in range(5):
+        fd = _open_lock(folder=folder, create=create)
+        if fd is None:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+            if os.fstat(fd).st_ino == os.stat(folder / LOCK_NAME).st_ino:
+                return fd
+        except OSError:
+            pass
+        os.close(fd)
+        if exclusive:
+            return None
+    return None
+
+
+def _can_flock() -> bool:
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _lock_folder(*, folder: Path, exclusive: bool) -> int | None:
+    """A lock on `folder` itself (flock on its descriptor: no file is added to it), shared
+    (waiting for a writer) or exclusive (never waiting); None if not taken."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this system: runs do not take turns
+        return None
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+@contextlib.contextmanager
+def sharing_folder(*, folder: Path) -> Iterator[None]:
+    """Held (shared) on `folder` itself while a run's checks execute beside its contents; an
+    output folder holds run folders only, so its lock is the folder, not a file in it."""
+    fd = _lock_folder(folder=folder, exclusive=False)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def alone_in_folder(*, folder: Path) -> Iterator[bool]:
+    """Held (exclusive) on `folder` itself while eb changes its contents outside any run's
+    checks; yields False, never waiting, while another run's checks execute beside them."""
+    if not _can_flock():
+        yield True
+        return
+    fd = _lock_folder(folder=folder, exclusive=True)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def sharing(*, folder: Path, create: bool) -> Iterator[None]:
+    """Held (shared) while a run's checks execute beside `folder`'s contents; `create`: make
+    the folder and its lock file when missing."""
+    fd = _flock(folder=folder, create=create, exclusive=False)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def alone(*, folder: Path) -> Iterator[bool]:
+    """Held (exclusive) while eb changes `folder` outside any run's checks; yields False, never
+    waiting, while another run's checks execute (then the change is left to a later run)."""
+    fd = _open_lock(folder=folder, create=True)
+    if fd is None or not _can_flock():
+        if fd is not None:
+            os.close(fd)
+        yield True  # no lock to take: the changes say themselves why they fail, if they do
+        return
+    os.close(fd)
+    fd = _flock(folder=folder, create=True, exclusive=True)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            os.close(fd)
