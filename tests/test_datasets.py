@@ -949,6 +949,17 @@ BAD_INPUTS = {
         "cases_from: data/rows.csv",
         "data/rows.csv starts with Excel's delimiter line 'sep=,', not a header row naming",
     ),
+    # A blank first line: the header check read the first cell of a row of none (IndexError).
+    "a csv that starts with a blank line": (
+        {"data/rows.csv": "\n\nname,ok\na,yes\n"},
+        "cases_from: data/rows.csv",
+        "Dataset data/rows.csv starts with a blank line, not a header row naming the fields",
+    ),
+    "a csv of blank lines alone": (
+        {"data/rows.csv": "\n\n"},
+        "cases_from: data/rows.csv",
+        "has no cases (cases_from 'data/rows.csv' gives none)",
+    ),
     "a header that ends with a comma": (
         {"data/rows.csv": "name,ok,\na,yes,\n"},
         "cases_from: data/rows.csv",

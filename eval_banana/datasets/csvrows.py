@@ -50,8 +50,16 @@ def _csv_rows(
         csv.field_size_limit(len(text) + 1)
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
-    if header is None:
-        return []
+    if header is None or not text.strip():
+        return []  # empty, or blank lines alone: the family says it has no cases
+    if header == []:
+        # The csv module reads a blank line as a row of no cells: the header would be that.
+        raise dataset_problem(
+            file=file,
+            line=reader.line_num,
+            message=f"Dataset {file} starts with a blank line, not a header row naming the fields",
+            hint="delete the blank lines before the header row",
+        )
     names = [name.strip() for name in header]
     if len(names) <= 2 and names[0].lower().startswith("sep=") and not any(names[1:]):
         # Excel's "sep=," line names the delimiter for Excel alone; read as the header, it is
