@@ -176,6 +176,108 @@ def test_a_mutated_check_file_is_valid_or_a_setup_error_and_never_passes_when_in
             assert ran in (0, 1, 2)
 
 
+# A dataset family and the rows it reads: every format, bad rows and odd cells among them.
+FAMILY_ROWS = st.lists(
+    st.sampled_from(
+        [
+            {"id": "a", "q": "1"},
+            {"id": "b", "q": "2", "tags": ["t"]},
+            {"q": "3", "skip": "later"},
+            {"id": "a", "q": "repeated id"},
+            {"id": 7, "q": "7"},
+            {"id": "x y", "q": "8"},
+            {"q": None},
+            {"q": {"deep": [1, {"x": 2}]}},
+            {"tags": "not a list"},
+            "not a mapping",
+            [1, 2],
+            None,
+        ]
+    ),
+    max_size=5,
+)
+ROW_TEXT_EDITS = st.sampled_from(
+    ["", "\n", "\n\n", "\ufeff", "{", "- ", "sep=,\n", "a;b\n", ",\n", "---\n", "\r", "no\n"]
+)
+FAMILY_FIELDS = {
+    "cases": st.just("ROWS"),
+    "cases_from": st.sampled_from(
+        ["data/rows.jsonl", "data/rows.csv", "data/rows.yaml", "data/rows.json", "data/*", "x/*"]
+    ),
+    "case_schema": st.sampled_from(
+        [{"properties": {"q": {"type": "integer"}}}, {"$ref": "#/nowhere"}, {"pattern": "(a"}]
+    ),
+    "min_pass_rate": st.sampled_from([0.5, 1, 0, 2, "0.9", None, True]),
+    "description": st.sampled_from(["{{ case.q }}", "{{ case.missing }}", "{{", "{{{{ x"]),
+    "skip": st.sampled_from(["why", 3, ""]),
+}
+
+
+def _row_file_text(fmt: str, rows: list[Any]) -> str:
+    if fmt == "jsonl":
+        return "".join(json.dumps(row) + "\n" for row in rows)
+    if fmt == "json":
+        return json.dumps(rows)
+    if fmt == "yaml":
+        return yaml.safe_dump(rows)
+    names = sorted({key for row in rows if isinstance(row, dict) for key in row}) or ["q"]
+    return (
+        ",".join(names)
+        + "\n"
+        + "".join(
+            ",".join(str(row.get(name, "")) if isinstance(row, dict) else "" for name in names)
+            + "\n"
+            for row in rows
+        )
+    )
+
+
+@st.composite
+def family_projects(draw: st.DrawFn) -> tuple[str, dict[str, str]]:
+    """A family's check file (of any type) and its dataset files, each maybe edited raw."""
+    document = dict(BASE_CHECKS[draw(st.sampled_from(sorted(BASE_CHECKS)))])
+    document["description"] = "case {{ case.q }}"
+    for key in draw(st.lists(st.sampled_from(sorted(FAMILY_FIELDS)), min_size=1, max_size=4)):
+        value = draw(FAMILY_FIELDS[key])
+        document[key] = draw(FAMILY_ROWS) if value == "ROWS" else value
+    files: dict[str, str] = {}
+    for fmt in draw(
+        st.lists(st.sampled_from(["csv", "jsonl", "yaml", "json"]), min_size=1, max_size=2)
+    ):
+        text = _row_file_text(fmt, draw(FAMILY_ROWS))
+        # Edits at the file's start and end most of all, where readers look first and last.
+        position = draw(
+            st.sampled_from([0, len(text)]) | st.integers(min_value=0, max_value=len(text))
+        )
+        files[f"data/rows.{fmt}"] = text[:position] + draw(ROW_TEXT_EDITS) + text[position:]
+    if "cases_from" not in document or draw(st.booleans()):
+        document["cases_from"] = draw(st.sampled_from([*sorted(files), "data/*"]))
+    return yaml.safe_dump(document, allow_unicode=True, sort_keys=False), files
+
+
+@FUZZ
+@given(project=family_projects())
+def test_a_mutated_dataset_family_is_valid_or_a_setup_error_and_never_passes_when_invalid(
+    project: tuple[str, dict[str, str]],
+) -> None:
+    check_text, files = project
+    with _scratch() as root:
+        _write_project(root, check_text=check_text, config="[core]\ncheck_timeout_seconds = 10\n")
+        for relative, text in files.items():
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_text(text, encoding="utf-8")
+        validated, _, _ = _eb("validate", "--cwd", str(root), "--json")
+        assert validated in (0, 2)
+        listed, _, _ = _eb("list", "--cases", "--cwd", str(root))
+        assert listed in (0, 2)
+        ran, _, _ = _eb("run", "--cwd", str(root), "--no-html")
+        if validated == 2:
+            assert ran == 2  # an invalid family never runs, so none of its cases can pass
+            assert not list((root / ".eval-banana" / "results").glob("*/report.json"))
+        else:
+            assert ran in (0, 1, 2)
+
+
 CONFIG_KEYS = [
     ("core", "output_dir"),
     ("core", "pass_threshold"),
