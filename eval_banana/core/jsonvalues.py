@@ -8,6 +8,8 @@ import re
 import sys
 from typing import Any, NamedTuple
 
+from eval_banana.core.words import SURROGATES
+
 
 class Unsayable(NamedTuple):
     """Where a value JSON cannot say is (a field path), what it is, and how to write it."""
@@ -23,16 +25,14 @@ _WRITE_THE_CHARACTER = (
     "beyond U+FFFF)"
 )
 
-# Half of a UTF-16 surrogate pair: JSON's `\ud800` escape names one, but alone it is no
-# character, and no UTF-8 file (every file eb writes) can hold it.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 def lone_surrogate(text: str) -> str | None:
-    """The first lone surrogate in `text`, as the JSON escape that wrote it, or None."""
+    """The first lone surrogate in `text`, as the JSON escape that wrote it, or None. JSON's
+    `\\ud800` names half of a UTF-16 pair; alone it is no character, and no UTF-8 file (every
+    file eb writes) can hold it."""
     if text.isascii():
         return None
-    found = _SURROGATE.search(text)
+    found = SURROGATES.search(text)
     return None if found is None else f"\\u{ord(found.group()):04x}"
 
 
@@ -52,7 +52,7 @@ def may_hold_lone_surrogate(text: str | bytes) -> bool:
 def without_lone_surrogates(text: str) -> str:
     """`text` with each lone surrogate as U+FFFD, the replacement character, as a decoder
     writes a byte that is no character: an agent's words cut inside an emoji stay words."""
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else SURROGATES.sub("\ufffd", text)
 
 
 def lone_surrogates_replaced(value: Any) -> Any:
@@ -79,7 +79,7 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
                 return Unsayable(path, f"the key {key!r} (not text)", _QUOTE_IT)
             escape = lone_surrogate(key)
             if escape is not None:
-                return Unsayable(path, _half(escape=escape, where="a key"), _WRITE_THE_CHARACTER)
+                return Unsayable(path, f"a key with {_half(escape)}", _WRITE_THE_CHARACTER)
             found = unsayable(item, path=f"{path}.{key}" if path else key)
             if found is not None:
                 return found
@@ -94,7 +94,7 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
         escape = lone_surrogate(value)
         if escape is None:
             return None
-        return Unsayable(path, _half(escape=escape, where="text"), _WRITE_THE_CHARACTER)
+        return Unsayable(path, _half(escape), _WRITE_THE_CHARACTER)
     if isinstance(value, float) and not math.isfinite(value):
         return Unsayable(path, "NaN" if math.isnan(value) else "Infinity", _QUOTE_IT)
     if value is None or isinstance(value, int | float):
@@ -103,9 +103,8 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
     return Unsayable(path, kinds.get(type(value).__name__, f"a {type(value).__name__}"), _QUOTE_IT)
 
 
-def _half(*, escape: str, where: str) -> str:
-    said = f"the escape {escape} (half of a UTF-16 surrogate pair, alone)"
-    return said if where == "text" else f"{where} with {said}"
+def _half(escape: str) -> str:
+    return f"the escape {escape} (half of a UTF-16 surrogate pair, alone)"
 
 
 def longest_whole_number() -> int:

@@ -32,7 +32,7 @@ def size_text(size: int) -> str:
 _ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # A surrogate: no UTF-8 text (no file eb writes, no terminal) can hold one. Python names each
 # byte of a file name that is not UTF-8 with one (U+DC80 to U+DCFF: 0xDC00 plus the byte).
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATES = re.compile("[\ud800-\udfff]")
 _UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -41,14 +41,9 @@ def unprintable(text: str) -> str | None:
     UTF-8" (of a file name), or None for a name eb can print."""
     if _ANY_CONTROL.search(text) is not None:
         return "a control character"
-    if not text.isascii() and _SURROGATE.search(text) is not None:
+    if not text.isascii() and SURROGATES.search(text) is not None:
         return "a byte that is not UTF-8"
     return None
-
-
-def control_free(text: str) -> bool:
-    """Whether `text` holds nothing `unprintable` names (a name eb can print as it is)."""
-    return unprintable(text) is None
 
 
 def _shown(found: re.Match[str]) -> str:
