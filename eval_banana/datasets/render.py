@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from eval_banana.core.words import visible
+
 _TOKEN = re.compile(r"\{\{\{\{|\{\{\s*case\.([^\s{}]+)\s*\}\}|\{\{")
 _WHOLE = re.compile(r"\{\{\s*case\.([^\s{}]+)\s*\}\}")
 
@@ -72,11 +74,7 @@ def render_text(*, text: str, case: dict[str, Any], whole_numbers: bool = False)
             return "{{"
         field = match.group(1)
         if field is None:
-            raise RenderProblem(
-                "'{{' starts no {{ case.<field> }} placeholder (write {{{{ for a literal {{)",
-                field=None,
-                kind="token",
-            )
+            raise _stray(text=text, at=match.start(), case=case)
         value = _lookup(case=case, field=field)
         if whole_numbers and type(value) is int:
             return str(value)
@@ -89,6 +87,53 @@ def render_text(*, text: str, case: dict[str, Any], whole_numbers: bool = False)
         return value
 
     return _TOKEN.sub(replace, text)
+
+
+# How far a stray `{{` is quoted, up to its `}}`: a placeholder, not the text after it.
+_QUOTED = 60
+# What other template languages write inside `{{ }}` (promptfoo's Nunjucks `{{ question }}`,
+# Jinja's filters): the name a case field would have, and what follows it.
+_NAMED = re.compile(
+    r"(?P<case>(?i:case)\s*(?:\.|\[\s*['\"]))?"  # `case.` or `case['`, in any letter case
+    r"\s*(?P<field>[A-Za-z_][\w.-]*)\s*(?:['\"]\s*\])?"  # a field's name, and `']`
+    r"\s*(?P<filter>\|.*)?"  # a filter
+)
+
+
+def _stray(*, text: str, at: int, case: dict[str, Any]) -> RenderProblem:
+    """The problem of a `{{` that starts no placeholder: what was written, and the
+    placeholder it most likely meant."""
+    end = text.find("}}", at + 2, at + _QUOTED)
+    if end >= 0:
+        written = text[at : end + 2]
+        inner = written[2:-2]
+    else:  # not closed (`{{ case.name }`): quoted to the end of its line
+        line_end = text.find("\n", at)
+        written = text[at : min(at + _QUOTED, line_end if line_end >= 0 else len(text))].rstrip()
+        inner = written[2:].rstrip("}")
+    meant = _meant(inner=inner.strip(), case=case)
+    return RenderProblem(
+        f"{visible(written)!r} is no {{{{ case.<field> }}}} placeholder"
+        + (f": {meant}" if meant else "")
+        + " (no filters, loops or code; write {{{{ for a literal {{)",
+        field=None,
+        kind="token",
+    )
+
+
+def _meant(*, inner: str, case: dict[str, Any]) -> str | None:
+    """`write {{ case.question }}` for what names a field the way another template language
+    does (`question`, `CASE.question`, `case['question']`, `case.question | upper`)."""
+    if inner.lower() == "case":
+        return "a placeholder names one field of the case, {{ case.<field> }}"
+    named = _NAMED.fullmatch(inner)
+    if named is None:
+        return None
+    field = named.group("field")
+    if named.group("case") is None and field not in case:
+        return None  # a bare name that is no field of this case: not a placeholder meant
+    filtered = " without the filter" if named.group("filter") else ""
+    return f"write {{{{ case.{field} }}}}{filtered}"
 
 
 class Template:

@@ -27,6 +27,56 @@ def test_missing_fields_non_text_and_other_templates_are_refused(
     assert raised.value.field == field
 
 
+_OTHERWISE = " (no filters, loops or code; write {{{{ for a literal {{)"
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        # promptfoo's Nunjucks and Jinja write the field's name alone, in any letter case, with
+        # brackets or a filter: the placeholder meant is named.
+        (
+            "Hi {{ name }}!",
+            "'{{ name }}' is no {{ case.<field> }} placeholder: write {{ case.name }}",
+        ),
+        (
+            "{{ CASE.name }}",
+            "'{{ CASE.name }}' is no {{ case.<field> }} placeholder: write {{ case.name }}",
+        ),
+        (
+            "{{ case['name'] }}",
+            "\"{{ case['name'] }}\" is no {{ case.<field> }} placeholder: write {{ case.name }}",
+        ),
+        (
+            "{{ case.name | upper }}",
+            "'{{ case.name | upper }}' is no {{ case.<field> }} "
+            "placeholder: write {{ case.name }} without the filter",
+        ),
+        (
+            "{{ case }}",
+            "'{{ case }}' is no {{ case.<field> }} placeholder: a placeholder names "
+            "one field of the case, {{ case.<field> }}",
+        ),
+        (
+            "x {{ case.name }\nnext",
+            "'{{ case.name }' is no {{ case.<field> }} placeholder: write {{ case.name }}",
+        ),
+        # Nothing a case field is named: no guess.
+        ("{{ 5 + 3 }}", "'{{ 5 + 3 }}' is no {{ case.<field> }} placeholder"),
+        ("{{ question }}", "'{{ question }}' is no {{ case.<field> }} placeholder"),
+        ("{{", "'{{' is no {{ case.<field> }} placeholder"),
+    ],
+)
+def test_a_stray_template_says_what_was_written_and_the_placeholder_meant(
+    text: str, told: str
+) -> None:
+    # It said "'{{' starts no {{ case.<field> }} placeholder" whatever was written.
+    with pytest.raises(RenderProblem) as raised:
+        render_text(text=text, case=CASE)
+    assert raised.value.kind == "token" and raised.value.field is None
+    assert raised.value.message == told + _OTHERWISE
+
+
 def test_a_whole_placeholder_value_keeps_its_json_type() -> None:
     assert render_value(value="{{ case.n }}", case=CASE) == 3
     assert render_value(value=["{{ case.tags }}", "is {{ case.name }}"], case=CASE) == [
