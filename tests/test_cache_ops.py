@@ -118,7 +118,7 @@ def test_prune_stops_while_a_run_holds_the_cache(tmp_path: Path, eb: Callable[..
     first, _ = runners(tmp_path=tmp_path, eb=eb)
     first.run()
     folder = first.cache_dir
-    with checks_running(cache=folder, create=True):
+    with checks_running(cache=folder, create=True, runs=None):
         result = cache(first, "prune", "--max-mb", "0", expect=2)
     assert "in use by a run" in result.stderr
     assert len(files(folder, "entries")) == 3
