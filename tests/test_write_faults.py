@@ -146,3 +146,88 @@ def test_a_full_cache_folder_aborts_the_run(tmp_path: Path) -> None:
     statuses = {check["check_id"]: check["status"] for check in report["checks"]}  # type: ignore[attr-defined]
     assert "error" in statuses.values(), statuses
     assert "passed" not in statuses.values() or statuses["a_big"] == "passed", statuses
+
+
+@contextlib.contextmanager
+def _read_only(folder: Path) -> Iterator[None]:
+    """`folder` read-only for eb: a read-only bind mount of itself (root, whom permissions do
+    not stop), else no write permission on it and below."""
+    if os.geteuid() != 0:
+        folders = [folder, *(path for path in folder.rglob("*") if path.is_dir())]
+        for path in folders:
+            path.chmod(0o555)
+        try:
+            yield
+        finally:
+            for path in folders:
+                path.chmod(0o755)
+        return
+    for command in (
+        ["mount", "--bind", str(folder), str(folder)],
+        ["mount", "-o", "remount,bind,ro", str(folder)],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], check=False)
+            pytest.skip(f"cannot mount {folder} read-only here: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_read_only_checkout_keeps_the_verdict_and_its_report(tmp_path: Path) -> None:
+    # The project is read-only (a CI sandbox), the run folders go elsewhere. The --last-failed
+    # record could not be written: that cost the whole run (exit 3, "the run is aborted") and
+    # its report, where it is meant to cost only itself, as the history record does.
+    root = tmp_path / "proj"
+    (root / ".eval-banana" / "history").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "ok.yaml").write_text(_check("ok", size=10))
+    (root / "eval_checks" / "bad.yaml").write_text(
+        "schema_version: 1\nid: bad\ntype: deterministic\ndescription: Fails.\n"
+        "script: raise SystemExit(1)\n"
+    )
+    runs = tmp_path / "runs"
+    with _read_only(root):
+        done = subprocess.run(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)]
+            + ["--output-dir", str(runs), "--cache", "off"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 1, done.stdout + done.stderr  # a check failed: the CI verdict
+    assert "Traceback" not in done.stderr and "the run is aborted" not in done.stderr
+    for record in ("lastfailed.json", "history"):
+        assert "warning: could not record" in done.stderr and record in done.stderr, record
+    (run,) = runs.iterdir()
+    report = json.loads((run / "report.json").read_text())
+    assert report["run_passed"] is False and report["aborted_by"] is None
+    assert {check["check_id"]: check["status"] for check in report["checks"]} == {
+        "ok": "passed",
+        "bad": "failed",
+    }
+
+
+def test_eb_init_in_a_read_only_folder_is_a_setup_error_not_an_aborted_run(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    with _read_only(folder):
+        done = subprocess.run(
+            [sys.executable, "-m", "eval_banana", "init"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"Cannot write {folder}/.eval-banana/config.toml: "), done.stderr
+    assert "the run is aborted" not in done.stderr

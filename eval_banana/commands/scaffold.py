@@ -7,7 +7,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from eval_banana.core.errors import ConfigError
+from eval_banana.core.errors import ConfigError, WriteFault
 from eval_banana.core.files import write_text_atomic
 
 CONFIG_PATH = Path(".eval-banana") / "config.toml"
@@ -114,11 +114,19 @@ def ignore_results(*, root: Path) -> Path | None:
     text = _gitignore_text(current=current)
     if text is None:
         return None
+    _write(path=path, text=text)
+    return path
+
+
+def _write(*, path: Path, text: str) -> None:
+    """Write one file `eb init` makes; a folder it cannot write in is a setup error (exit 2):
+    there is no run to abort."""
     try:
         write_text_atomic(path=path, text=text)
+    except WriteFault as fault:
+        raise ConfigError(fault.said, file=str(path)) from None
     except OSError as exc:
         raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}", file=str(path)) from None
-    return path
 
 
 def run_init(*, cwd: Path, force: bool) -> list[Path]:
@@ -147,12 +155,7 @@ def run_init(*, cwd: Path, force: bool) -> list[Path]:
     )
     written: list[Path] = []
     for path, text in contents:
-        try:
-            write_text_atomic(path=path, text=text)
-        except OSError as exc:
-            raise ConfigError(
-                f"Cannot write {path}: {exc.strerror or exc}", file=str(path)
-            ) from None
+        _write(path=path, text=text)
         written.append(path)
     ignored = ignore_results(root=root)
     if ignored is not None:

@@ -239,13 +239,15 @@ class WriteFault(EvalBananaError):
     kind = "write_fault"
 
     def __init__(self, *, path: str, cause: str) -> None:
-        super().__init__(
-            f"Cannot write {path}: {cause}; the run is aborted",
-            file=path,
-            hint=None,
-        )
+        super().__init__(f"Cannot write {path}: {cause}; the run is aborted", file=path, hint=None)
         self.path = path
         self.cause = cause
+
+    @property
+    def said(self) -> str:
+        """What failed, without what it does to a run: for a write whose failure costs only
+        itself (a warning), or a command that is no run (`eb init`)."""
+        return f"Cannot write {self.path}: {self.cause}"
 
     @classmethod
     def of(cls, *, path: object, exc: OSError) -> WriteFault:

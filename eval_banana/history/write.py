@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from eval_banana.core.errors import EvalBananaError
+from eval_banana.core.errors import EvalBananaError, WriteFault
 from eval_banana.history.build import build_record
 from eval_banana.history.gitstate import GitProbe, observe
 from eval_banana.history.record import RunKind
@@ -54,6 +54,9 @@ def record_run(
         if replacing:
             drop_other_records(folder=folder, run_id=record.run_id, kept=path)
         prune(folder=folder, keep=settings.keep)
+    except WriteFault as fault:
+        warn(f"could not record this run in the history folder {folder}: {fault.said}")
+        return None
     except (OSError, EvalBananaError, ValueError, KeyError, TypeError) as exc:
         warn(f"could not record this run in the history folder {folder}: {exc}")
         return None

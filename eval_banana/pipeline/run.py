@@ -370,6 +370,9 @@ def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Cons
 
     try:
         remember_results(config=config, results=executed.results)
+    except WriteFault as fault:
+        # A read-only checkout: the run's own verdict and report stand.
+        console.warn(f"could not record the failed checks for --last-failed: {fault.said}")
     except OSError as exc:
         console.warn(f"could not record the failed checks for --last-failed: {exc}")
 
