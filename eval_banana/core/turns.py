@@ -63,62 +63,65 @@ def _can_flock() -> bool:
     return True
 
 
-def _lock_folder(*, folder: Path, exclusive: bool) -> int | None:
-    """A lock on `folder` itself (flock on its descriptor: no file is added to it), shared
-    (waiting for a writer) or exclusive (never waiting); None if not taken."""
+def _folder_descriptor(folder: Path) -> int | None:
+    """`folder` opened to be locked itself (no file is added to it), or None."""
     try:
-        import fcntl
-    except ImportError:  # no flock on this system: runs do not take turns
-        return None
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 @contextlib.contextmanager
-def sharing_folder(*, folder: Path) -> Iterator[None]:
-    """Held (shared) on `folder` itself while a run's checks execute beside its contents; an
-    output folder holds run folders only, so its lock is the folder, not a file in it."""
-    fd = _lock_folder(folder=folder, exclusive=False)
+def _closing(fd: int | None) -> Iterator[None]:
     try:
         yield
     finally:
         if fd is not None:
             os.close(fd)
+
+
+def sharing_folder(*, folder: Path) -> contextlib.AbstractContextManager[None]:
+    """Held (shared) on `folder` itself while a run's checks execute beside its contents
+    (waiting while another run changes them); an output folder holds run folders only, so its
+    lock is the folder, not a file in it."""
+    fd = _folder_descriptor(folder) if _can_flock() else None
+    if fd is not None:
+        import fcntl
+
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:
+            os.close(fd)
+            fd = None
+    return _closing(fd)
 
 
 @contextlib.contextmanager
 def alone_in_folder(*, folder: Path) -> Iterator[bool]:
     """Held (exclusive) on `folder` itself while eb changes its contents outside any run's
-    checks; yields False, never waiting, while another run's checks execute beside them."""
-    if not _can_flock():
+    checks; yields False, never waiting, while another run's checks execute beside them (and
+    True where there is no lock to take: the changes say themselves why they fail)."""
+    fd = _folder_descriptor(folder) if _can_flock() else None
+    if fd is None:
         yield True
         return
-    fd = _lock_folder(folder=folder, exclusive=True)
+    import fcntl
+
+    busy = False
     try:
-        yield fd is not None
-    finally:
-        if fd is not None:
-            os.close(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        busy = isinstance(exc, BlockingIOError)  # held by another run; else no lock to take
+        os.close(fd)
+        fd = None
+    with _closing(fd):
+        yield not busy
 
 
-@contextlib.contextmanager
-def sharing(*, folder: Path, create: bool) -> Iterator[None]:
+def sharing(*, folder: Path, create: bool) -> contextlib.AbstractContextManager[None]:
     """Held (shared) while a run's checks execute beside `folder`'s contents; `create`: make
     the folder and its lock file when missing."""
-    fd = _flock(folder=folder, create=create, exclusive=False)
-    try:
-        yield
-    finally:
-        if fd is not None:
-            os.close(fd)
+    return _closing(_flock(folder=folder, create=create, exclusive=False))
 
 
 @contextlib.contextmanager
