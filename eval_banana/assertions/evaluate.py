@@ -23,7 +23,7 @@ from eval_banana.assertions.paths import (
     parse_path,
     resolve_artifact,
 )
-from eval_banana.core.jsonvalues import may_hold_lone_surrogate, unsayable
+from eval_banana.core.jsonvalues import lone_surrogate_in
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.yamlsafe import StrictLoader
 
@@ -122,9 +122,7 @@ def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
 def _refuse_lone_surrogates(*, text: str, document: Any) -> None:
     """JSON can escape half a surrogate pair (`\\ud800`), which is no character: graded, it
     would be quoted in a reason no report can be written with."""
-    if not may_hold_lone_surrogate(text):
-        return
-    found = unsayable(document)
+    found = lone_surrogate_in(text=text, document=document)
     if found is not None:
         where = f"at {found.field}, " if found.field else ""
         raise _ArtifactUnusable(f"is not Unicode text: {where}{found.what}; {found.fix}")

@@ -42,11 +42,18 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-def may_hold_lone_surrogate(text: str | bytes) -> bool:
+def _may_hold_lone_surrogate(text: str | bytes) -> bool:
     """Whether the JSON text `text` may decode to a lone surrogate (it escapes a surrogate)."""
     if isinstance(text, bytes):
         return b"\\u" in text and _SURROGATE_ESCAPE_BYTES.search(text) is not None
     return "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+
+
+def lone_surrogate_in(*, text: str | bytes, document: Any) -> Unsayable | None:
+    """Where `document`, decoded from the JSON `text`, holds what JSON cannot say (a lone
+    surrogate first of all); walked only when the text escapes a surrogate, the one way a
+    JSON text decoded from UTF-8 can hold one."""
+    return unsayable(document) if _may_hold_lone_surrogate(text) else None
 
 
 def without_lone_surrogates(text: str) -> str:

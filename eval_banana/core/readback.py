@@ -17,7 +17,7 @@ import re
 import stat
 from typing import Any
 
-from eval_banana.core.jsonvalues import may_hold_lone_surrogate, unsayable
+from eval_banana.core.jsonvalues import lone_surrogate_in
 
 # How deep what a user writes may nest: a check file, a dataset file, one line of a .jsonl file.
 MAX_DEPTH = 200
@@ -162,10 +162,9 @@ def loads_json(data: bytes | str, *, limit: int = OWN_FILES_DEPTH) -> Any:
         document = json.loads(data)
     except RecursionError:
         raise TooDeep(f"nested deeper than {limit} levels") from None
-    if may_hold_lone_surrogate(raw):
-        found = unsayable(document)
-        if found is not None:
-            raise ForeignValue(f"holds {found.what}")
+    found = lone_surrogate_in(text=raw, document=document)
+    if found is not None:
+        raise ForeignValue(f"holds {found.what}")
     return document
 
 

@@ -15,6 +15,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # no flock on this system: runs do not take turns
+    fcntl = None  # type: ignore[assignment]
+
 LOCK_NAME = ".lock"
 
 
@@ -35,9 +40,7 @@ def _open_lock(*, folder: Path, create: bool) -> int | None:
 def _flock(*, folder: Path, create: bool, exclusive: bool) -> int | None:
     """The lock taken: shared (waiting for a writer) or exclusive (never waiting), on the lock
     file as it stands once taken (eviction may have removed the one opened); None if not."""
-    try:
-        import fcntl
-    except ImportError:  # no flock on this system: runs do not take turns
+    if fcntl is None:
         return None
     for _ in range(5):
         fd = _open_lock(folder=folder, create=create)
@@ -55,20 +58,22 @@ def _flock(*, folder: Path, create: bool, exclusive: bool) -> int | None:
     return None
 
 
-def _can_flock() -> bool:
+def _lock_folder(*, folder: Path, exclusive: bool) -> tuple[int | None, bool]:
+    """A lock on `folder` itself (flock on its descriptor: no file is added to it), shared
+    (waiting for a writer) or exclusive (never waiting): (the descriptor holding it, or None;
+    whether another run holds it)."""
+    if fcntl is None:
+        return None, False
     try:
-        import fcntl  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _folder_descriptor(folder: Path) -> int | None:
-    """`folder` opened to be locked itself (no file is added to it), or None."""
-    try:
-        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
-        return None
+        return None, False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+    except OSError as exc:
+        os.close(fd)
+        return None, isinstance(exc, BlockingIOError)
+    return fd, False
 
 
 @contextlib.contextmanager
@@ -84,15 +89,7 @@ def sharing_folder(*, folder: Path) -> contextlib.AbstractContextManager[None]:
     """Held (shared) on `folder` itself while a run's checks execute beside its contents
     (waiting while another run changes them); an output folder holds run folders only, so its
     lock is the folder, not a file in it."""
-    fd = _folder_descriptor(folder) if _can_flock() else None
-    if fd is not None:
-        import fcntl
-
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        except OSError:
-            os.close(fd)
-            fd = None
+    fd, _ = _lock_folder(folder=folder, exclusive=False)
     return _closing(fd)
 
 
@@ -101,19 +98,7 @@ def alone_in_folder(*, folder: Path) -> Iterator[bool]:
     """Held (exclusive) on `folder` itself while eb changes its contents outside any run's
     checks; yields False, never waiting, while another run's checks execute beside them (and
     True where there is no lock to take: the changes say themselves why they fail)."""
-    fd = _folder_descriptor(folder) if _can_flock() else None
-    if fd is None:
-        yield True
-        return
-    import fcntl
-
-    busy = False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        busy = isinstance(exc, BlockingIOError)  # held by another run; else no lock to take
-        os.close(fd)
-        fd = None
+    fd, busy = _lock_folder(folder=folder, exclusive=True)
     with _closing(fd):
         yield not busy
 
@@ -129,15 +114,12 @@ def alone(*, folder: Path) -> Iterator[bool]:
     """Held (exclusive) while eb changes `folder` outside any run's checks; yields False, never
     waiting, while another run's checks execute (then the change is left to a later run)."""
     fd = _open_lock(folder=folder, create=True)
-    if fd is None or not _can_flock():
+    if fd is None or fcntl is None:
         if fd is not None:
             os.close(fd)
         yield True  # no lock to take: the changes say themselves why they fail, if they do
         return
     os.close(fd)
     fd = _flock(folder=folder, create=True, exclusive=True)
-    try:
+    with _closing(fd):
         yield fd is not None
-    finally:
-        if fd is not None:
-            os.close(fd)

@@ -67,9 +67,8 @@ def _item_starts(text: str, *, under: str | None) -> list[int]:
 
     from eval_banana.core.yamlsafe import FastSafeLoader
 
-    loader = FastSafeLoader
     try:
-        node = yaml.compose(text, Loader=loader)  # noqa: S506 - a safe loader
+        node = yaml.compose(text, Loader=FastSafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError:
         return []  # a JSON text YAML does not read (a tab in it, say): no lines, as before
     if under is not None and isinstance(node, yaml.MappingNode):

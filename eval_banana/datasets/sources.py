@@ -86,14 +86,16 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
         )
     if _is_glob(pattern):
         paths = sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
-        odd_name = next((path for path in paths if unprintable(str(path)) is not None), None)
+        odd_name = next(
+            ((path, what) for path in paths if (what := unprintable(str(path))) is not None), None
+        )
         if odd_name is not None:
             # Named in every message about its rows, such a name would start lines of its own
             # (a control character) or fail every report that names it (a byte not UTF-8).
             raise DefinitionError(
                 f"cases_from {pattern!r} in {check_file} matches "
-                f"{visible(relative(path=odd_name, root=root))}, whose name has "
-                f"{unprintable(str(odd_name))} (shown as \\xNN), which eb does not print in a log",
+                f"{visible(relative(path=odd_name[0], root=root))}, whose name has "
+                f"{odd_name[1]} (shown as \\xNN), which eb does not print in a log",
                 file=check_file,
                 field_path="cases_from",
                 hint="rename the file: a dataset's name needs only letters, digits, '.', '_', '-'",
@@ -121,7 +123,7 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
         # A FIFO would block the read, a device is no dataset: not "missing" either.
         raise DefinitionError(
             f"Dataset {shown} named by cases_from in {check_file} is not a regular file "
-            f"({file_kind(path.stat().st_mode)})",
+            f"({_kind(path)})",
             file=check_file,
             field_path="cases_from",
             hint="name a regular file; copy a generated dataset into the project first",

@@ -53,13 +53,6 @@ class DatasetLoader(StrictLoader):
         self.ambiguous: list[AmbiguousScalar] = []
 
 
-def _ambiguous(loader: yaml.SafeLoader) -> list[AmbiguousScalar]:
-    """Where `loader` keeps what it found: a DatasetLoader's list (the constructors below are
-    registered on DatasetLoader alone)."""
-    assert isinstance(loader, DatasetLoader)
-    return loader.ambiguous
-
-
 def _refuse(
     *, node: yaml.ScalarNode, text: str, reading: str, fix: str | None = None
 ) -> AmbiguousScalar:
@@ -73,22 +66,22 @@ def _refuse(
     )
 
 
-def _boolean(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
+def _boolean(loader: DatasetLoader, node: yaml.ScalarNode) -> bool:
     text = str(loader.construct_scalar(node))
     value = bool(loader.construct_yaml_bool(node))
     if text.lower() not in _BOOLEAN_WORDS:
         shown = str(value).lower()
-        _ambiguous(loader).append(
+        loader.ambiguous.append(
             _refuse(node=node, text=text, reading=f"the boolean {shown}", fix=f"write {shown}")
         )
     return value
 
 
-def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+def _integer(loader: DatasetLoader, node: yaml.ScalarNode) -> int:
     text = str(loader.construct_scalar(node))
     value = construct_whole_number(loader, node)
     if _OCTAL.fullmatch(text):
-        _ambiguous(loader).append(
+        loader.ambiguous.append(
             _refuse(
                 node=node,
                 text=text,
@@ -101,7 +94,7 @@ def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     return value
 
 
-def _real(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+def _real(loader: DatasetLoader, node: yaml.ScalarNode) -> Any:
     text = str(loader.construct_scalar(node))
     value = loader.construct_yaml_float(node)
     _base_60_or_underscores(loader=loader, node=node, text=text, value=value)
@@ -109,15 +102,15 @@ def _real(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
 
 
 def _base_60_or_underscores(
-    *, loader: yaml.SafeLoader, node: yaml.ScalarNode, text: str, value: object
+    *, loader: DatasetLoader, node: yaml.ScalarNode, text: str, value: object
 ) -> None:
     """A number written as YAML 1.1 alone reads it: `1:30` (base 60), `1_000` (underscores)."""
     if ":" in text:
-        _ambiguous(loader).append(
+        loader.ambiguous.append(
             _refuse(node=node, text=text, reading=f"the base-60 number {value}")
         )
     elif "_" in text:
-        _ambiguous(loader).append(
+        loader.ambiguous.append(
             _refuse(node=node, text=text, reading=f"the number {value}", fix=f"write {value}")
         )
 

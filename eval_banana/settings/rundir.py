@@ -229,16 +229,17 @@ def _delete_run(run: Path) -> None:
         if entry.name not in _MARKS:
             _delete_entry(entry)
     stages = run / "stages"
-    if stages.is_dir() and not stages.is_symlink():
+    folder = stages.is_dir() and not stages.is_symlink()
+    if folder:
         for entry in os.scandir(stages):
             if entry.name != "config.json":
                 _delete_entry(entry)
     (run / "report.json").unlink(missing_ok=True)
-    if stages.is_symlink():
-        stages.unlink()
-    elif stages.is_dir():
+    if folder:
         (stages / "config.json").unlink(missing_ok=True)
         stages.rmdir()
+    else:
+        stages.unlink(missing_ok=True)  # a link, or nothing
     run.rmdir()
 
 
