@@ -1811,3 +1811,74 @@ def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     ]
     # One hint for both: they share it.
     assert text[2:] == [f"  hint (the 2 problems above): {hint}"], text
+
+
+_LOGIC_TOLD = (
+    "is template logic, which eb does not run: give each row the text it needs in a field and "
+    "write {{ case.<field> }} (a field's text is never read as a template)"
+)
+
+
+@pytest.mark.parametrize(
+    ("family", "told_at", "field_path", "line"),
+    [
+        (
+            SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
+                "case {{ case.name }}", "case {{ case.name }}{% if case.ok %} (ok){% endif %}"
+            ),
+            "description: '{% if case.ok %}'",
+            "description",
+            4,
+        ),
+        (
+            "schema_version: 1\nid: fam\ntype: harness_judge\ndescription: d\n"
+            "cases_from: data/rows.jsonl\ninstructions: |\n"
+            "  Judge.\n  {%- for word in case['name'] %}{{ word }}{% endfor %}\n",
+            "instructions: \"{%- for word in case['name'] %}\"",
+            "instructions",
+            6,
+        ),
+        (
+            "schema_version: 1\nid: fam\ntype: assertions\ndescription: d\n"
+            "cases_from: data/rows.jsonl\nartifact: out.json\nassert:\n"
+            "  - path: name\n    op: equals\n"
+            "    value: ['{{ case.name }}', '{% if case.ok %}x{% endif %}']\n",
+            "assert[1].value: '{% if case.ok %}'",
+            "assert.0.value",
+            10,
+        ),
+    ],
+    ids=["description", "judge instructions", "assertion value"],
+)
+def test_template_logic_over_the_case_is_one_definition_error_at_its_family(
+    family: str,
+    told_at: str,
+    field_path: str,
+    line: int,
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+) -> None:
+    # `{% if case.urgent %}` reached the judge (or the assertion) as written, in every case.
+    rows = "".join(json.dumps(row) + "\n" for row in ROWS)
+    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": rows}, config=CONFIG)
+    # One error at the check file's own field, not one per row: no row can fix it.
+    error = _the_validate_error(eb, root)
+    check_file = str(root / "eval_checks" / "fam.yaml")
+    assert error["message"] == f"{check_file}: {told_at} {_LOGIC_TOLD}", error
+    assert (error["file"], error["field_path"], error["line"]) == (check_file, field_path, line)
+    assert "no loops, conditions or filters" in error["hint"]
+    ran = eb("run", "--cwd", str(root))
+    assert ran.exit_code == 2 and _LOGIC_TOLD in ran.stderr
+    assert not list((root / ".eval-banana").glob("results/*/report.json"))
+
+
+def test_a_tag_over_no_case_stays_text_in_a_family(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
+        "case {{ case.name }}", "case {{ case.name }}{% raw %}"
+    )
+    rows = "".join(json.dumps(row) + "\n" for row in ROWS)
+    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": rows}, config=CONFIG)
+    listed = eb("list", "--cwd", str(root), "--cases")
+    assert listed.exit_code == 0 and "case refund one{% raw %}" in listed.stdout

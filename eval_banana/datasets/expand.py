@@ -28,6 +28,7 @@ from eval_banana.datasets.render import (
     compile_text,
     has_placeholder,
     json_kind,
+    logic_in,
     render_text,
     render_value,
 )
@@ -42,6 +43,7 @@ from eval_banana.datasets.sources import Skipped, dataset_rows, relative, too_ma
 DATASET_KEYS = ("cases", "cases_from", "min_pass_rate", "case_schema")
 _CASE_ID = re.compile(CASE_ID_PATTERN)
 _DIGEST_PREFIX = b"eval-banana/case-definition-sha256/v1\x00"
+_LOGIC_HINT = "eb fills {{ case.<field> }} placeholders and runs no loops, conditions or filters"
 
 
 class ExpandedCase(NamedTuple):
@@ -186,18 +188,40 @@ class _Renderer:
         # Without placeholders the instructions are the same text for every case (`{{{{`
         # written as `{{`), the case's block after them.
         self.fixed = ""
-        self.problem: RenderProblem | None = None
-        if not self.placed and self.kind == "harness_judge":
+        # What no row can fix is one error for the family, at its field, not one per case.
+        self.problem, self.problem_at = self._logic()
+        if self.problem is None and not self.placed and self.kind == "harness_judge":
             try:
                 self.fixed = render_text(text=instructions, case={})
             except RenderProblem as exc:
-                self.problem = exc  # one error for the family, not one per case
+                exc.place, self.problem, self.problem_at = "instructions", exc, "instructions"
+
+    def _logic(self) -> tuple[RenderProblem | None, str]:
+        """The first tag over the case in a text of the family (`{% if case.x %}`), with the
+        place it is told at and its field's path in the check file."""
+        texts: list[tuple[str, str, Any]] = [("description", "description", self.description)]
+        if self.kind == "harness_judge":
+            texts.append(("instructions", "instructions", self.instructions))
+        elif self.kind == "assertions":
+            texts.append(("artifact", "artifact", self.base.get("artifact")))
+            for index, assertion in enumerate(self.base.get("assert") or []):
+                if isinstance(assertion, dict):
+                    for key in ("path", "value"):
+                        place = f"assert[{index + 1}].{key}"
+                        texts.append((place, f"assert.{index}.{key}", assertion.get(key)))
+        for place, field_path, value in texts:
+            for text in _strings_in(value):
+                found = logic_in(text)
+                if found is not None:
+                    found.place = place
+                    return found, field_path
+        return None, ""
 
     def render(self, *, case_id: str, row: dict[str, Any]) -> dict[str, Any]:
         rendered = self.base.copy()
         place = "description"
         try:
-            if "{{" in self.description:
+            if "{{" in self.description or "{%" in self.description:
                 rendered["description"] = self.described(row)
             if self.kind == "harness_judge":
                 place = "instructions"
@@ -273,6 +297,19 @@ def _calibration_problems(*, renderer: _Renderer, check_file: str) -> list[Defin
                 )
             )
     return problems
+
+
+def _strings_in(value: Any) -> Iterator[str]:
+    """The strings of a text field or an expected value (lists and mappings walked)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
 
 
 def _template(text: str) -> Callable[[dict[str, Any]], str]:
@@ -352,10 +389,12 @@ def expand_family(
             files=[own, *files],
             problems=[
                 DefinitionError(
-                    f"{check_file}: instructions: {renderer.problem.message}",
+                    f"{check_file}: {renderer.problem.told}",
                     file=check_file,
-                    field_path="instructions",
-                    hint="use {{ case.<field> }}, or write {{{{ for a literal {{",
+                    field_path=renderer.problem_at,
+                    hint=_LOGIC_HINT
+                    if renderer.problem.kind == "logic"
+                    else "use {{ case.<field> }}, or write {{{{ for a literal {{",
                 )
             ],
         )

@@ -1,7 +1,9 @@
 """`{{ case.<field> }}` placeholders, and nothing else: no loops, filters or code.
 
 `{{{{` writes a literal `{{`. Any other `{{` is refused, so a typo never reaches a judge as
-text. A missing field, or a value that is not text where text goes, is a definition error.
+text; so is a Jinja/Nunjucks tag over the case (`{% if case.urgent %}`), which would otherwise
+reach it as written. A missing field, or a value that is not text where text goes, is a
+definition error.
 """
 
 from __future__ import annotations
@@ -11,16 +13,21 @@ from typing import Any
 
 from eval_banana.core.words import visible
 
-_TOKEN = re.compile(r"\{\{\{\{|\{\{\s*case\.([^\s{}]+)\s*\}\}|\{\{")
+# `{{{{`, a placeholder (group 1), a tag of another template language (group 2: `{% ... %}`,
+# its inside read once, possessively, so no text makes the scan quadratic), or any other `{{`.
+_TOKEN = re.compile(r"\{\{\{\{|\{\{\s*case\.([^\s{}]+)\s*\}\}|(\{%[^%]*+%\})|\{\{")
+# A tag that reads the case (`{% if case.x %}`, `{%- for row in case["rows"] -%}`) is refused;
+# one that names no case stays text: a prompt may well talk about Jinja itself (`{% raw %}`).
+_READS_CASE = re.compile(r"\bcase\s*[.\[]")
 _WHOLE = re.compile(r"\{\{\s*case\.([^\s{}]+)\s*\}\}")
 
 
 class RenderProblem(Exception):
     """Why a text could not be rendered: `field` names the case field (or None), `kind` is
-    `missing` (no such field), `not_text` (a value where text goes) or `token` (a stray `{{`),
-    so that the rows sharing one problem can be told as one. `place` is the check file's
-    field whose text was being rendered (`description`, `assert[2].value`), set by the caller
-    that knows it."""
+    `missing` (no such field), `not_text` (a value where text goes), `token` (a stray `{{`) or
+    `logic` (a tag over the case, `{% if case.x %}`), so that the rows sharing one problem can
+    be told as one. `place` is the check file's field whose text was being rendered
+    (`description`, `assert[2].value`), set by the caller that knows it."""
 
     def __init__(self, message: str, *, field: str | None, kind: str) -> None:
         super().__init__(message)
@@ -65,13 +72,18 @@ def _lookup(*, case: dict[str, Any], field: str) -> Any:
 def render_text(*, text: str, case: dict[str, Any], whole_numbers: bool = False) -> str:
     """`text` with each placeholder replaced by its case field, which must be text (or, with
     `whole_numbers`, a whole number: an assertion path's index, `items[{{ case.i }}]`)."""
-    if "{{" not in text:
+    if "{{" not in text and "{%" not in text:
         return text
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
         if token == "{{{{":
             return "{{"
+        tag = match.group(2)
+        if tag is not None:
+            if _READS_CASE.search(tag) is None:
+                return tag
+            raise _logic(tag=tag)
         field = match.group(1)
         if field is None:
             raise _stray(text=text, at=match.start(), case=case)
@@ -111,13 +123,38 @@ def _stray(*, text: str, at: int, case: dict[str, Any]) -> RenderProblem:
         line_end = text.find("\n", at)
         written = text[at : min(at + _QUOTED, line_end if line_end >= 0 else len(text))].rstrip()
         inner = written[2:].rstrip("}")
-    meant = _meant(inner=inner.strip(), case=case)
+    # Whitespace control (`{{- name -}}`, Jinja and Nunjucks) trims text, not the name.
+    meant = _meant(inner=inner.strip().removeprefix("-").removesuffix("-").strip(), case=case)
     return RenderProblem(
         f"{visible(written)!r} is no {{{{ case.<field> }}}} placeholder"
         + (f": {meant}" if meant else "")
         + " (no filters, loops or code; write {{{{ for a literal {{)",
         field=None,
         kind="token",
+    )
+
+
+def logic_in(text: str) -> RenderProblem | None:
+    """The problem of the first tag over the case in `text` (which no row can fix), or None."""
+    if "{%" not in text:
+        return None
+    for match in _TOKEN.finditer(text):
+        tag = match.group(2)
+        if tag is not None and _READS_CASE.search(tag) is not None:
+            return _logic(tag=tag)
+    return None
+
+
+def _logic(*, tag: str) -> RenderProblem:
+    """The problem of a loop or condition over the case: eb runs no template code, and left
+    as text the tag would reach the judge (or the assertion) as written."""
+    quoted = tag if len(tag) <= _QUOTED else tag[: _QUOTED - 1] + "…"
+    return RenderProblem(
+        f"{visible(quoted)!r} is template logic, which eb does not run: give each row the "
+        "text it needs in a field and write {{ case.<field> }} (a field's text is never read "
+        "as a template)",
+        field=None,
+        kind="logic",
     )
 
 
@@ -174,9 +211,12 @@ def compile_text(text: str) -> Template | None:
     for match in _TOKEN.finditer(text):
         literals[-1] += text[position : match.start()]
         position = match.end()
+        tag = match.group(2)
         if match.group(0) == "{{{{":
             literals[-1] += "{{"
-        elif match.group(1) is None:
+        elif tag is not None and _READS_CASE.search(tag) is None:
+            literals[-1] += tag
+        elif match.group(1) is None:  # a stray `{{` or a tag over the case: render_text says
             return None
         else:
             fields.append(match.group(1))

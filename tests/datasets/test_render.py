@@ -61,6 +61,11 @@ _OTHERWISE = " (no filters, loops or code; write {{{{ for a literal {{)"
             "x {{ case.name }\nnext",
             "'{{ case.name }' is no {{ case.<field> }} placeholder: write {{ case.name }}",
         ),
+        (
+            "{{- case.name -}}",
+            "'{{- case.name -}}' is no {{ case.<field> }} placeholder: write {{ case.name }}",
+        ),
+        ("{{-name}}", "'{{-name}}' is no {{ case.<field> }} placeholder: write {{ case.name }}"),
         # Nothing a case field is named: no guess.
         ("{{ 5 + 3 }}", "'{{ 5 + 3 }}' is no {{ case.<field> }} placeholder"),
         ("{{ question }}", "'{{ question }}' is no {{ case.<field> }} placeholder"),
@@ -125,3 +130,46 @@ def test_a_prepared_text_says_why_a_case_cannot_fill_it() -> None:
     assert "is a number, not text" in number.value.message
     # A stray `{{` cannot be prepared: each case then gets render_text's own error.
     assert compile_text("a {{ b") is None
+
+
+_LOGIC = (
+    " is template logic, which eb does not run: give each row the text it needs in a field and "
+    "write {{ case.<field> }} (a field's text is never read as a template)"
+)
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "{% if case.name %}",
+        "{%- for tag in case['tags'] -%}",
+        "{% set who = case.name %}",
+        "{%if case .name%}",
+    ],
+)
+def test_a_tag_over_the_case_is_refused_where_it_would_reach_the_judge_as_written(
+    tag: str,
+) -> None:
+    # Nunjucks and Jinja users write conditions and loops; they went to the judge as text.
+    from eval_banana.datasets.render import compile_text
+
+    for text in (f"Hi {tag}x{{% endif %}}", f"{{{{ case.name }}}} {tag}"):
+        with pytest.raises(RenderProblem) as raised:
+            render_text(text=text, case=CASE)
+        assert raised.value.kind == "logic" and raised.value.field is None
+        assert raised.value.message == repr(tag) + _LOGIC
+        assert compile_text(text) is None  # each case gets render_text's error
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Keep {% raw %} blocks.", "{% if user %}{{ case.name }}{% endif %}", "100 {%", "50%} {%x%}"],
+)
+def test_a_tag_that_reads_no_case_stays_text(text: str) -> None:
+    # A prompt may talk about templates itself; only a tag over the case is refused.
+    from eval_banana.datasets.render import compile_text
+
+    expected = text.replace("{{ case.name }}", "Ada")
+    assert render_text(text=text, case=CASE) == expected
+    prepared = compile_text(text)
+    assert prepared is not None and prepared.render(CASE) == expected
