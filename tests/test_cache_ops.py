@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from eval_banana.cache.store import CacheStore
 from eval_banana.core.words import size_text
 from eval_banana.isolation.state import checks_running
 from tests.cache.rig import Project
@@ -109,8 +110,14 @@ def test_prune_local_by_age_then_by_size_keeps_the_secret_and_the_lock(
 
     blobs_before = files(folder, "blobs")
     assert blobs_before
-    cache(first, "prune", "--max-mb", "0")
+    # A kept run (a replay's record) beside the entries, as a project with replay on holds.
+    key = f"sha256:{7:064x}"
+    CacheStore(folder=folder, max_bytes=0).write_replay(key=key, document={"key": key})
+    assert len(files(folder, "runs")) == 1
+    emptied = cache(first, "prune", "--max-mb", "0")
+    assert "2 entries, 1 kept run and " in emptied.stdout
     assert files(folder, "entries") == [] and files(folder, "blobs") == []
+    assert files(folder, "runs") == []
     assert (folder / "secret.key").is_file() and (folder / ".lock").is_file()
 
 

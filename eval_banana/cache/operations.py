@@ -30,11 +30,12 @@ class StoredFile(NamedTuple):
 
 
 class Pruned(NamedTuple):
-    """What a prune removed."""
+    """What a prune removed (a remote holds no kept runs)."""
 
     entries: int
     blobs: int
     bytes_freed: int
+    kept_runs: int = 0
 
 
 def stored_files(*, folder: Path, part: str) -> list[StoredFile]:
@@ -81,10 +82,9 @@ def prune_local(
     """Remove entries and kept runs unused for `older_than_days`, then the least recently used
     until the folder holds at most `max_bytes`; blobs go once nothing left names them. The
     caller holds the cache lock exclusively."""
-    documents = [
-        *stored_files(folder=store.folder, part="entries"),
-        *stored_files(folder=store.folder, part="runs"),
-    ]
+    entry_files = stored_files(folder=store.folder, part="entries")
+    documents = [*entry_files, *stored_files(folder=store.folder, part="runs")]
+    is_entry = {str(item.path) for item in entry_files}
     blobs = {str(item.path): item for item in stored_files(folder=store.folder, part="blobs")}
     names = {str(item.path): store.blobs_named(entry=item.path) for item in documents}
     doomed: set[str] = set()
@@ -98,16 +98,19 @@ def prune_local(
             )
         )
     kept_names = {blob for path, named in names.items() if path not in doomed for blob in named}
-    freed = entries = removed_blobs = 0
+    freed = entries = kept_runs = removed_blobs = 0
     for item in documents:
         if str(item.path) in doomed and _unlink(item.path):
-            entries += 1
+            if str(item.path) in is_entry:
+                entries += 1
+            else:
+                kept_runs += 1
             freed += item.size
     for path, item in blobs.items():
         if path not in kept_names and _unlink(item.path):
             removed_blobs += 1
             freed += item.size
-    return Pruned(entries=entries, blobs=removed_blobs, bytes_freed=freed)
+    return Pruned(entries=entries, blobs=removed_blobs, bytes_freed=freed, kept_runs=kept_runs)
 
 
 def _over_size(

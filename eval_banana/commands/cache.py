@@ -220,9 +220,10 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
             max_bytes=max_bytes,
             now=moment,
         )
+    runs = f", {plural(count=done.kept_runs, noun='kept run')}" if done.kept_runs else ""
     print(
-        f"Pruned {folder}: {_entries(done.entries)} and {plural(count=done.blobs, noun='blob')}, "
-        f"{size_text(done.bytes_freed)} freed."
+        f"Pruned {folder}: {_entries(done.entries)}{runs} and "
+        f"{plural(count=done.blobs, noun='blob')}, {size_text(done.bytes_freed)} freed."
     )
     if remote is None:
         return 0

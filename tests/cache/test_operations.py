@@ -59,3 +59,19 @@ def test_prune_by_age_and_verify_of_a_damaged_blob(tmp_path: Path) -> None:
     checked, damaged = verify_local(folder=store.folder)
     assert checked == 1 and [item.name for item in damaged] == [blob.name]
     assert "another digest" in damaged[0].problem
+
+
+def test_prune_counts_kept_runs_apart_from_entries(tmp_path: Path) -> None:
+    # `eb cache stats` said "58 entries, 1 kept run" and prune then "59 entries".
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=0)
+    _entry(store, number=1, blobs=["a" * 100], age_days=40)
+    _entry(store, number=2, blobs=["b" * 100], age_days=40)
+    key = f"sha256:{3:064x}"
+    store.write_replay(key=key, document={"key": key, "files": []})
+    kept_run = store.replay_path(key=key)
+    moment = NOW - 40 * 86_400
+    os.utime(kept_run, (moment, moment))
+    assert local_stats(folder=store.folder).kept_runs == 1
+    done = prune_local(store=store, older_than_days=30, max_bytes=None, now=NOW)
+    assert (done.entries, done.kept_runs, done.blobs) == (2, 1, 2)
+    assert not kept_run.exists()
