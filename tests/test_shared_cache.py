@@ -245,6 +245,79 @@ def test_a_damaged_unsigned_entry_is_a_miss_counted_as_a_bad_entry(
     assert "Traceback" not in second.last.stderr
 
 
+def _forge(document: dict[str, Any], how: str, *, other: dict[str, Any]) -> Any:
+    """An unsigned remote entry of check 'k' made into something else: what a runner must read
+    as a miss, never as a verdict (or a traceback)."""
+    entry = document["entry"]
+    if how == "not an object":
+        return [document]
+    if how == "an unknown field":
+        return {**document, "verdict": "passed"}
+    if how == "another kind":
+        return {**document, "kind": "eval-banana/verdict-cache-entry"}
+    if how == "another key version":
+        return {**document, "key_version": 2}
+    if how == "another check's entry under this key":
+        return {**other, "key": document["key"]}
+    if how == "the entry names another check":
+        return {**document, "entry": {**entry, "check_id": "j"}}
+    if how == "the entry carries a local mac":
+        return {**document, "entry": {**entry, "mac": "hmac-sha256:" + "0" * 64}}
+    if how == "the entry is not valid":
+        return {**document, "entry": {**entry, "result": {**entry["result"], "score": "1"}}}
+    if how == "inline files not an object":
+        return {**document, "inline": ["a"]}
+    if how == "an inline file not named by its digest":
+        return {**document, "inline": {"prompt.txt": "YQ=="}}
+    assert how == "an inline file not base64"
+    (digest,) = list(document["inline"])[:1]
+    return {**document, "inline": {digest: "not base64!"}}
+
+
+@pytest.mark.parametrize(
+    ("how", "told"),
+    [
+        ("not an object", "is not a shared cache entry"),
+        ("an unknown field", "is not a shared cache entry"),
+        ("another kind", "is not a shared cache entry of this version"),
+        ("another key version", "belongs to another key (a foreign entry)"),
+        ("another check's entry under this key", "belongs to another key (a foreign entry)"),
+        ("the entry names another check", "belongs to another key (a foreign entry)"),
+        ("the entry carries a local mac", "holds no entry"),
+        ("the entry is not valid", "holds an entry that is not valid ("),
+        ("inline files not an object", "has inline files that are not an object"),
+        ("an inline file not named by its digest", "has an inline file that is not named by"),
+        ("an inline file not base64", "has an inline file that is not base64"),
+    ],
+)
+def test_a_forged_unsigned_entry_is_a_miss_that_says_what_is_wrong(
+    tmp_path: Path, eb: Callable[..., Any], how: str, told: str
+) -> None:
+    # Without a signing key anyone who can write the remote can write entries; each shape a
+    # forger (or a foreign tool) leaves is refused as a miss, and the check runs again.
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    run(first, str(shared))
+    documents = {
+        json.loads(path.read_bytes())["entry"]["check_id"]: path
+        for path in _remote_files(shared, "ac")
+    }
+    target = documents["k"]
+    document = json.loads(target.read_bytes())
+    other = json.loads(documents["j"].read_bytes())
+    target.write_text(json.dumps(_forge(document, how, other=other)))
+
+    counts, started = run(second, str(shared))
+    assert started == 1  # 'k' ran again; the other two came from the remote
+    assert counts["remote_hits"] == 2
+    assert counts["remote_rejected"] == {"signature": 0, "entry": 1, "blob": 0}
+    assert any("for check 'k'" in w and told in w for w in counts["warnings"]), counts
+    assert "Traceback" not in second.last.stderr
+    # What 'k' has now is its own fresh verdict, not the forged one.
+    (result,) = second.root.glob(".eval-banana/results/*/checks/k-*.json")
+    assert json.loads(result.read_text())["details"]["cache"]["hit"] is False
+
+
 def test_an_entry_signed_with_another_key_is_a_miss(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
