@@ -318,6 +318,33 @@ def test_a_forged_unsigned_entry_is_a_miss_that_says_what_is_wrong(
     assert json.loads(result.read_text())["details"]["cache"]["hit"] is False
 
 
+def test_a_folder_where_a_fetched_file_goes_locally_is_a_warning_and_a_miss(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # The second runner's own folder is damaged, not the remote: the fetched entry cannot be
+    # kept, so its check runs; the run is not aborted ("Is a directory", exit 3, as it was).
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    run(first, str(shared))
+    inline = {
+        json.loads(path.read_bytes())["entry"]["check_id"]: set(
+            json.loads(path.read_bytes())["inline"]
+        )
+        for path in _remote_files(shared, "ac")
+    }
+    # A file of k's alone (its result text names k): the other two keep theirs.
+    digest = sorted(inline["k"] - inline["j"] - inline["big"])[0].split(":", 1)[1]
+    in_the_way = second.root / ".eval-banana" / "cache" / "blobs" / digest[:2] / digest
+    in_the_way.mkdir(parents=True)
+
+    counts, started = run(second, str(shared))
+    assert started == 1 and counts["remote_hits"] == 2, "\n".join(counts["warnings"])
+    told = [w for w in counts["warnings"] if "cannot be kept" in w]
+    assert len(told) == 1 and "for check 'k'" in told[0], counts["warnings"]
+    assert f"{in_the_way} is a folder where the cache keeps its own file; remove it" in told[0]
+    assert in_the_way.is_dir()
+
+
 def test_an_entry_signed_with_another_key_is_a_miss(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

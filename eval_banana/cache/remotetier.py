@@ -28,7 +28,7 @@ from functools import partial
 from typing import Any, BinaryIO, Literal, NamedTuple
 
 from eval_banana.cache.entry import DIGEST_RE, entry_problem
-from eval_banana.cache.store import EMPTY_SHA256, Blob, CacheStore
+from eval_banana.cache.store import EMPTY_SHA256, Blob, CacheStore, SlotTaken
 from eval_banana.core.files import sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.core.secreturl import shown_url, unmasked
@@ -205,7 +205,17 @@ class RemoteTier:
         if found is None:
             return
         entry, inline = found
-        problem = self._keep_files(entry=entry, inline=inline)
+        try:
+            problem = self._keep_files(entry=entry, inline=inline)
+            if problem is None:
+                self.store.write(key=key, document=entry)
+        except SlotTaken as exc:
+            # The local folder, not the remote, is damaged: the check runs as on a miss.
+            self._warn(
+                f"Shared cache entry {where} for check '{check_id}' cannot be kept: {exc}",
+                str(exc.path),
+            )
+            return
         if problem is not None:
             self._reject(
                 reason="blob",
@@ -213,7 +223,6 @@ class RemoteTier:
                 "it counts as a miss",
             )
             return
-        self.store.write(key=key, document=entry)
         with self._lock:
             self.fetched.add(key)
 

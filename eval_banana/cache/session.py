@@ -24,7 +24,7 @@ from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
-from eval_banana.cache.store import Blob, CacheStore
+from eval_banana.cache.store import Blob, CacheStore, SlotTaken
 from eval_banana.checks.inputs import CheckInputs, artifact_id, artifact_ids, artifact_of
 from eval_banana.core import forked
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFault
@@ -451,6 +451,14 @@ class CacheSession:
                 self._warn(
                     message=f"Cannot store the verdict of check '{check.id}' in the cache: {exc}",
                     file=str(self.store.folder),
+                )
+            except SlotTaken as exc:
+                # A folder where an entry or blob goes: damaged content, this verdict unstored.
+                self._warn(
+                    message=f"Cannot store the verdict of check '{check.id}' in the cache: {exc}",
+                    file=str(exc.path),
+                    hint="eb deletes nothing in the cache it did not write: until that is "
+                    "removed, the check runs every time",
                 )
             except OSError as exc:
                 # A cache folder eb cannot write is a fault like any other: the run aborts.

@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,30 @@ from eval_banana.core.readback import TooDeep, loads_json, open_regular, read_js
 _TEMP_NAMES = itertools.count()
 _BLOCK = 1 << 20
 EMPTY_SHA256 = "sha256:" + hashlib.sha256(b"").hexdigest()
+
+
+class SlotTaken(OSError):
+    """Something that is not the cache's own file holds the place of one: a folder where an
+    entry or a blob goes, a file where a group folder goes. Damaged content, not a machine
+    that cannot write: the verdict is not stored and the run goes on (the caller warns). eb
+    deletes nothing it did not write, so the warning names the path to remove."""
+
+    def __init__(self, *, path: Path) -> None:
+        found = "a folder" if path.is_dir() else "something other than a file"
+        for folder in path.parents:
+            if folder.exists() and not folder.is_dir():
+                path, found = folder, "a file"
+                break
+        self.path = path  # what is in the way
+        super().__init__(
+            f"{path} is {found} where the cache keeps its own "
+            f"{'folder' if found == 'a file' else 'file'}; remove it"
+        )
+
+
+# What writing into a place another kind of file holds raises (a folder in the way, a file
+# where a folder should be, a parent folder that cannot be made for a file in its place).
+_TAKEN = (IsADirectoryError, NotADirectoryError, FileExistsError)
 
 
 class Blob(NamedTuple):
@@ -152,7 +177,7 @@ class CacheStore:
 
     def _write_signed(self, *, path: Path, text: bytes) -> str:
         data = signed_text(key=self._key(), text=text)
-        write_bytes_atomic(path=path, data=data)
+        _write_into(path=path, data=data)
         self._grew(size=len(data))
         return sha256_bytes(data=data)
 
@@ -231,16 +256,19 @@ class CacheStore:
         target = self.blob_path(sha256=blob.sha256)
         if size == 0 or _has_size(target, size):
             return blob
-        target.parent.mkdir(parents=True, exist_ok=True)
         temp = _temp_sibling(target)
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             if link:
                 _link_or_copy(source=source, target=temp)
             else:
                 shutil.copyfile(source, temp)
             os.replace(temp, target)
+        except _TAKEN:
+            raise SlotTaken(path=target) from None
         finally:
-            temp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
         self._grew(size=size)
         return blob
 
@@ -249,7 +277,7 @@ class CacheStore:
         blob = Blob(sha256=sha256_bytes(data=data), size=len(data))
         target = self.blob_path(sha256=blob.sha256)
         if not _has_size(target, blob.size):
-            write_bytes_atomic(path=target, data=data)
+            _write_into(path=target, data=data)
             self._grew(size=blob.size)
         return blob
 
@@ -268,6 +296,8 @@ class CacheStore:
                 if problem is None:
                     os.replace(temp, target)
                     self._grew(size=blob.size)
+            except _TAKEN:
+                raise SlotTaken(path=target) from None
             except OSError as exc:
                 raise WriteFault(path=str(target), cause=exc.strerror or str(exc)) from None
             return problem
@@ -467,10 +497,20 @@ def _stats(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
 
 
 def _has_size(path: Path, size: int) -> bool:
+    """Whether a file of `size` bytes is stored at `path` (a folder of that size is not)."""
     try:
-        return path.stat().st_size == size
+        info = path.stat()
     except OSError:
         return False
+    return stat.S_ISREG(info.st_mode) and info.st_size == size
+
+
+def _write_into(*, path: Path, data: bytes) -> None:
+    """`write_bytes_atomic` into the cache: SlotTaken when another kind of file is in the way."""
+    try:
+        write_bytes_atomic(path=path, data=data)
+    except _TAKEN:
+        raise SlotTaken(path=path) from None
 
 
 def _replace_with(*, target: str, place: Callable[[], None]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -267,7 +268,14 @@ DAMAGE = {
     "foreign": lambda entry, store: _signed(entry, {"key": "sha256:" + "0" * 64}),
     "blob missing": lambda entry, store: _blob(entry, store).unlink(),
     "blob damaged": lambda entry, store: _blob(entry, store).write_bytes(b"tampered output\n"),
+    # No regular file where the blob was: reading it must neither hang nor abort the run.
+    "blob a fifo": lambda entry, store: _in_place_of(_blob(entry, store), make=os.mkfifo),
 }
+
+
+def _in_place_of(path: Path, *, make: Callable[[Path], None]) -> None:
+    path.unlink()
+    make(path)
 
 
 def _blob(entry: Path, store: CacheStore) -> Path:
@@ -293,6 +301,52 @@ def test_a_damaged_entry_is_a_miss_with_one_warning(standard: Project, damage: s
     # The check ran again and its fresh verdict replaced the damaged entry.
     assert entry_problem(json.loads(entry.read_text())) is None
     assert standard.misses() == set()
+
+
+@pytest.mark.parametrize("taken", ["entry", "blob", "group"])
+def test_a_folder_in_the_place_of_a_cache_file_is_a_warning_never_an_aborted_run(
+    standard: Project, taken: str
+) -> None:
+    # A folder where the stdout blob (or the entry) goes was read as a miss, then storing the
+    # fresh verdict failed on it: "Cannot write ...: Is a directory; the run is aborted" (3).
+    standard.run()
+    entry = entry_for(standard, "d")
+    store = CacheStore(folder=standard.cache_dir, max_bytes=1 << 30)
+    blob = _blob(entry, store)
+    if taken == "entry":
+        in_the_way = entry
+        _in_place_of(entry, make=os.mkdir)
+    elif taken == "blob":
+        in_the_way = blob
+        _in_place_of(blob, make=os.mkdir)
+    else:  # the blob's group folder is a file, the blob gone with it
+        in_the_way = blob.parent
+        shutil.rmtree(blob.parent)
+        blob.parent.write_text("not a folder")
+    if in_the_way.is_dir():
+        (in_the_way / "keep.txt").mkdir()  # what someone keeps there is never deleted
+    for _ in range(2):  # every run until it is removed: nothing of it is deleted
+        report = standard.run()
+        check = next(c for c in report["checks"] if c["check_id"] == "d")
+        assert check["status"] == "passed" and cache_of(check) == {
+            "hit": False,
+            "key": cache_of(check)["key"],
+            "stored": False,
+        }
+        found = "a file" if taken == "group" else "a folder"
+        told = [w for w in report["warnings"] if w["message"].startswith("Cannot store")]
+        assert [w["message"] for w in told] == [
+            f"Cannot store the verdict of check 'd' in the cache: {in_the_way} is {found} where "
+            f"the cache keeps its own {'folder' if taken == 'group' else 'file'}; remove it"
+        ], report["warnings"]
+        assert told[0]["file"] == str(in_the_way)
+        assert in_the_way.exists() and (taken == "group" or (in_the_way / "keep.txt").is_dir())
+    if in_the_way.is_dir():
+        shutil.rmtree(in_the_way)
+    else:
+        in_the_way.unlink()
+    assert "d" in standard.misses()  # stored again ...
+    assert standard.misses() == set()  # ... and reused
 
 
 def test_read_only_reuses_and_never_writes(standard: Project) -> None:
