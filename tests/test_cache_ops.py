@@ -415,3 +415,54 @@ def test_stats_remote_on_an_http_cache_says_it_cannot_list_and_exits_0(
         assert stats["local"]["entries"] == 3
         human = cache(first, "stats", "--remote", "--cache-remote", url)
         assert f"Shared cache {url}: no counts, it cannot list what it holds" in human.stdout
+
+
+def _forged_inline(document: dict[str, Any], how: str) -> Any:
+    """An entry of the shared cache whose inline files do not hold in one way."""
+    inline = document["inline"]
+    digest = sorted(inline)[0]
+    if how == "not an entry":
+        return [document]
+    if how == "a name that is no digest":
+        return {**document, "inline": {"prompt.txt": inline[digest]}}
+    if how == "not base64":
+        return {**document, "inline": {**inline, digest: "%%% not base64 %%%"}}
+    assert how == "another size than recorded"
+    files = [{**item, "size": item["size"] + 1} for item in document["entry"]["files"]]
+    result_file = document["entry"]["result_file"]
+    result_file = {**result_file, "size": result_file["size"] + 1}
+    return {**document, "entry": {**document["entry"], "files": files, "result_file": result_file}}
+
+
+@pytest.mark.parametrize(
+    ("how", "told"),
+    [
+        ("not an entry", "is not a shared cache entry"),
+        ("a name that is no digest", "carried inline in entry ac/{entry}: it is not named by"),
+        ("not base64", "carried inline in entry ac/{entry}: it is not base64"),
+        ("another size than recorded", "bytes where the entry records"),
+    ],
+)
+def test_verify_remote_says_how_an_entry_s_inline_files_do_not_hold(
+    tmp_path: Path, eb: Callable[..., Any], how: str, told: str
+) -> None:
+    # Every refusal a runner makes of an entry's inline files, `eb cache verify --remote`
+    # reports too: a forged or foreign entry is found before a runner meets it.
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    url = str(shared)
+    run(first, url)
+    entries = _remote_objects(url=url, tmp_path=tmp_path, kind="ac")
+    name = sorted(entries)[0]
+    forged = _forged_inline(json.loads(entries[name]), how)
+    _replace_remote(
+        url=url, tmp_path=tmp_path, kind="ac", name=name, data=json.dumps(forged).encode()
+    )
+    found = json.loads(
+        cache(first, "verify", "--remote", "--json", "--cache-remote", url, expect=1).stdout
+    )
+    valid(found, "cache-verify")
+    assert not found["ok"]
+    problems = [d["problem"] for d in found["damaged"] if d["entry"] == name]
+    assert problems and all(told.format(entry=name) in p for p in problems), found["damaged"]
+    assert [d for d in found["damaged"] if d["entry"] != name] == []
