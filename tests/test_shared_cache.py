@@ -265,6 +265,11 @@ def _forge(document: dict[str, Any], how: str, *, other: dict[str, Any]) -> Any:
         return {**document, "entry": {**entry, "mac": "hmac-sha256:" + "0" * 64}}
     if how == "the entry is not valid":
         return {**document, "entry": {**entry, "result": {**entry["result"], "score": "1"}}}
+    if how == "a file named out of its folder":
+        digest = sorted(document["inline"])[0]
+        size = len(base64.b64decode(document["inline"][digest]))
+        escape = {"name": "evidence/../../../../escaped.txt", "sha256": digest, "size": size}
+        return {**document, "entry": {**entry, "files": [*entry["files"], escape]}}
     if how == "inline files not an object":
         return {**document, "inline": ["a"]}
     if how == "an inline file not named by its digest":
@@ -285,6 +290,7 @@ def _forge(document: dict[str, Any], how: str, *, other: dict[str, Any]) -> Any:
         ("the entry names another check", "belongs to another key (a foreign entry)"),
         ("the entry carries a local mac", "holds no entry"),
         ("the entry is not valid", "holds an entry that is not valid ("),
+        ("a file named out of its folder", "not valid (a files item has a bad name)"),
         ("inline files not an object", "has inline files that are not an object"),
         ("an inline file not named by its digest", "has an inline file that is not named by"),
         ("an inline file not base64", "has an inline file that is not base64"),
@@ -311,8 +317,9 @@ def test_a_forged_unsigned_entry_is_a_miss_that_says_what_is_wrong(
     assert started == 1  # 'k' ran again; the other two came from the remote
     assert counts["remote_hits"] == 2
     assert counts["remote_rejected"] == {"signature": 0, "entry": 1, "blob": 0}
-    assert any("for check 'k'" in w and told in w for w in counts["warnings"]), counts
+    assert any("for check 'k'" in w and told in w for w in counts["warnings"]), counts["warnings"]
     assert "Traceback" not in second.last.stderr
+    assert not list(tmp_path.rglob("escaped.txt"))
     # What 'k' has now is its own fresh verdict, not the forged one.
     (result,) = second.root.glob(".eval-banana/results/*/checks/k-*.json")
     assert json.loads(result.read_text())["details"]["cache"]["hit"] is False
