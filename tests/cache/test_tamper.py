@@ -280,6 +280,48 @@ def test_a_secret_others_may_read_is_not_used(tmp_path: Path, eb: Callable[..., 
     assert "owner-only" in project.last.stderr
 
 
+def _secret_damaged(secret: Path, how: str) -> None:
+    secret.unlink()
+    if how == "a folder":
+        secret.mkdir()
+    elif how == "a link to a file":
+        (secret.parent / "elsewhere.key").write_text("a" * 64)
+        (secret.parent / "elsewhere.key").chmod(0o600)
+        secret.symlink_to(secret.parent / "elsewhere.key")
+    else:
+        secret.write_text("not sixty-four hex digits")
+        secret.chmod(0o600)
+
+
+@pytest.mark.parametrize(
+    ("how", "told"),
+    [
+        ("a folder", "is not a regular file"),
+        ("a link to a file", "cannot be read"),
+        ("not hex", "is not 64 hex digits (damaged; remove the cache folder to start over)"),
+    ],
+)
+def test_a_damaged_secret_turns_reuse_off_with_a_warning_and_is_never_replaced(
+    tmp_path: Path, eb: Callable[..., Any], how: str, told: str
+) -> None:
+    # The key of every MAC, damaged: no entry can be trusted or signed. eb says so and runs
+    # every check; it does not make a new secret over what is there (a link could point it
+    # at a key someone else knows).
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    secret = project.cache_dir / SECRET_NAME
+    _secret_damaged(secret, how)
+    for _ in range(2):
+        report = project.run(expect_exit=1)
+        assert all(not cache_of(c)["hit"] for c in report["checks"])
+        assert _status(report, "a_fails") == "failed"
+        assert f"{secret} {told}" in project.last.stderr, project.last.stderr
+        assert "Traceback" not in project.last.stderr
+    # What was there is still there: the user decides what to remove.
+    kinds = {"a folder": secret.is_dir(), "a link to a file": secret.is_symlink()}
+    assert kinds.get(how, secret.is_file())
+
+
 SPY = """\
 import json, os, sys
 from pathlib import Path
