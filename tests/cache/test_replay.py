@@ -262,6 +262,33 @@ def test_a_damaged_stored_file_takes_the_replay_back(kept: Project, replays: lis
     assert replays[-1] is True
 
 
+def test_a_damaged_check_file_takes_the_replay_back_and_only_its_check_runs(
+    kept: Project, replays: list[bool]
+) -> None:
+    # One of the files a replay links into checks/ (a judge's prompt), damaged in the cache:
+    # the replay is taken back whole, and the usual way runs the one check it belongs to.
+    (path,) = replay_files(kept)
+    files = json.loads(path.read_text())["files"]
+    prompt = next(item for item in files if item["name"].endswith(".prompt.txt"))
+    blob = kept.cache_dir / "blobs" / prompt["sha256"][7:9] / prompt["sha256"][7:]
+    data = bytearray(blob.read_bytes())
+    data[-1] ^= 1  # same size, other content
+    blob.write_bytes(bytes(data))
+    starts = kept.agent_starts()
+    report = kept.run()
+    assert replays[-1] is False
+    assert f"cannot bring {prompt['name']}: its stored file" in kept.last.stderr
+    assert kept.agent_starts() == starts + 1  # the check whose prompt it was, alone
+    assert report["cached_checks"] == len(report["checks"]) - 1
+    run_dir = Path(report["output_dir"])
+    # What the run folder holds for it is this run's prompt, not the damaged bytes.
+    assert (run_dir / prompt["name"]).read_bytes() != bytes(data)
+    kept.run()  # every verdict reused again: kept as the replay anew
+    assert replays[-1] is False
+    kept.run()
+    assert replays[-1] is True
+
+
 def test_a_verdict_the_cache_let_go_is_no_replay(kept: Project, replays: list[bool]) -> None:
     from tests.cache.test_store import entry_for
 
