@@ -758,3 +758,53 @@ def test_a_remote_of_an_unknown_scheme_is_a_setup_error(
     assert done.exit_code == 2, done.stdout + done.stderr
     assert "[cache] remote 'gopher://cache.example/eb'" in done.stderr
     assert first.agent_starts() == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "told"),
+    [
+        ("gopher://cache.example/eb", "has a scheme eb does not know (gopher://)"),
+        ("file://fileserver/share/eb", "names another host, which a file:// URL cannot reach"),
+    ],
+)
+def test_a_remote_eb_cannot_use_is_a_setup_error_even_when_the_run_would_replay(
+    tmp_path: Path, eb: Callable[..., Any], url: str, told: str
+) -> None:
+    # A replayed run never opens the remote: the same typo exited 0 on a runner whose cache
+    # held a replay and 2 on a fresh one (and file://host was a warning on every runner).
+    project = make_project(
+        tmp_path=tmp_path, eb=eb, checks={"j": judge("j")}, files={"README.md": "x\n"}
+    )
+    project.run()
+    project.run()  # every verdict reused: kept as a replay
+    starts = project.agent_starts()
+    done = eb("run", "--cwd", str(project.root), "--cache-remote", url)
+    assert done.exit_code == 2, done.stdout + done.stderr
+    assert f"[cache] remote '{url}' {told}" in done.stderr
+    assert project.agent_starts() == starts
+    # Written in the config file, `eb validate` says so at the setting's line.
+    config = project.root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace("[cache]\n", f'[cache]\nremote = "{url}"\n'))
+    validated = eb("validate", "--cwd", str(project.root), "--json")
+    assert validated.exit_code == 2
+    error = json.loads(validated.stdout)["error"]
+    assert (error["kind"], error["file"], error["field_path"]) == (
+        "config_error",
+        str(config),
+        "cache.remote",
+    )
+    assert told in error["message"]
+
+
+def test_an_s3_remote_without_boto3_is_a_setup_error_that_names_the_extra(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "boto3", None)  # as where the s3 extra is not installed
+    project = make_project(tmp_path=tmp_path, eb=eb, checks={"j": judge("j")}, files={})
+    done = eb("run", "--cwd", str(project.root), "--cache-remote", "s3://ci/eb")
+    assert done.exit_code == 2
+    assert "[cache] remote 's3://ci/eb' needs boto3, which is not installed" in done.stderr
+    assert "pip install 'eval-banana-staged[s3]'" in done.stderr
+    assert project.agent_starts() == 0

@@ -1,34 +1,62 @@
-"""The one place that picks a remote backend by its URL."""
+"""The one place that picks a remote backend by its URL, and says which URLs it cannot use."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.secreturl import shown_url
 from eval_banana.remote.backend import RemoteBackend
 
 
+def _scheme(url: str) -> str:
+    return url.split("://", 1)[0].lower() if "://" in url else ""
+
+
+def url_problem(*, url: str, source: str | None) -> ConfigError | None:
+    """Why eb cannot use a `[cache] remote` URL as written (an unknown scheme, a file:// URL
+    of another host, an s3:// URL without its optional package), or None. Told when the
+    config is read, before anything runs: a replayed run never opens the remote, and a setup
+    error must not come and go with what the cache holds."""
+    scheme = _scheme(url)
+    shown = shown_url(url)
+    if scheme == "file" and urlsplit(url).netloc.lower() not in ("", "localhost"):
+        return ConfigError(
+            f"[cache] remote {shown!r} names another host, which a file:// URL cannot reach",
+            file=source,
+            field_path="cache.remote",
+            hint="write a folder of this machine (file:///path or a plain path; mount a "
+            "shared folder first), or use s3://bucket/prefix or http(s)://host/prefix",
+        )
+    if scheme == "s3" and importlib.util.find_spec("boto3") is None:
+        return ConfigError(
+            f"[cache] remote {shown!r} needs boto3, which is not installed",
+            file=source,
+            field_path="cache.remote",
+            hint="install the s3 extra: pip install 'eval-banana-staged[s3]'",
+        )
+    if scheme not in ("", "file", "s3", "http", "https"):
+        return ConfigError(
+            f"[cache] remote {shown!r} has a scheme eb does not know ({scheme}://)",
+            file=source,
+            field_path="cache.remote",
+            hint="use a folder path, file://, s3://bucket/prefix or http(s)://host/prefix",
+        )
+    return None
+
+
 def open_backend(
     *, url: str, endpoint: str | None, timeout: float, environ: Mapping[str, str], source: str
 ) -> RemoteBackend:
     """The backend a `[cache] remote` URL names. `source`: where the setting came from, for
-    the error of a URL eb cannot use (an unknown scheme, a missing optional package)."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme in ("", "file"):
-        from eval_banana.remote.folder import FolderBackend
-
-        return FolderBackend.from_url(url=url)
+    the error of a URL eb cannot use (`url_problem`)."""
+    problem = url_problem(url=url, source=source)
+    if problem is not None:
+        raise problem
+    scheme = _scheme(url)
     if scheme == "s3":
-        try:
-            import boto3  # noqa: F401
-        except ImportError:
-            raise ConfigError(
-                f"[cache] remote {shown_url(url)!r} needs boto3, which is not installed",
-                file=source,
-                field_path="cache.remote",
-                hint="install the s3 extra: pip install 'eval-banana-staged[s3]'",
-            ) from None
         from eval_banana.remote.s3 import S3Backend
 
         return S3Backend.from_url(url=url, endpoint=endpoint, timeout=timeout, environ=environ)
@@ -36,9 +64,6 @@ def open_backend(
         from eval_banana.remote.http import HttpBackend
 
         return HttpBackend.from_url(url=url, timeout=timeout, environ=environ)
-    raise ConfigError(
-        f"[cache] remote {shown_url(url)!r} has a scheme eb does not know ({scheme}://)",
-        file=source,
-        field_path="cache.remote",
-        hint="use a folder path, file://, s3://bucket/prefix or http(s)://host/prefix",
-    )
+    from eval_banana.remote.folder import FolderBackend
+
+    return FolderBackend.from_url(url=url)

@@ -386,6 +386,10 @@ def resolve_config(
     settings = Settings.model_validate({**sections, "agents": agents})
     warnings.extend(_unused_remote(settings=settings, sources=sources, path=path))
     _place_in_file(problems=warnings, path=path, data=data)
+    unusable = _unusable_remote(settings=settings, sources=sources, path=path)
+    if unusable is not None:
+        _place_in_file(problems=[unusable], path=path, data=data)
+        raise unusable
     head = envelope(stage="config", run_id=run_id, inputs={})
     return ConfigDoc.model_validate(
         {
@@ -449,6 +453,24 @@ def _unused_remote(
             hint='set [cache] mode = "on" in the config file (or pass --cache on) to use it',
         )
     ]
+
+
+def _unusable_remote(
+    *, settings: Settings, sources: dict[str, SettingSource], path: Path | None
+) -> ConfigError | None:
+    """A shared cache URL eb could never use, as the setup error it is, whatever the cache
+    holds (a run answered by a replay would otherwise never say it)."""
+    cache = settings.cache
+    if not cache.remote or cache.mode == "off" or cache.remote_mode == "off":
+        return None  # never asked (the unused remote is a warning of its own)
+    from eval_banana.remote.opening import url_problem
+
+    spec = SETTINGS_BY_NAME["cache.remote"]
+    given = sources.get("cache.remote")
+    source = {"cli": spec.flag, "env": spec.env}.get(given or "") or (
+        str(path) if path is not None else None
+    )
+    return url_problem(url=cache.remote, source=source)
 
 
 def config_warning_lines(*, config: ConfigDoc) -> list[str]:
