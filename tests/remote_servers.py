@@ -135,7 +135,10 @@ class Hostile:
         # cut_blob (half the body, the full Content-Length), flipped_blob (the same length, one
         # byte changed), longer_blob (more bytes than the blob has); for entries (ac/) only:
         # huge_entry (an endless body announced as 256 MiB; `sent` counts what went out);
-        # read_only (every PUT answered 403, as a cache that lets this identity only read).
+        # read_only (every PUT answered 403, as a cache that lets this identity only read);
+        # trickle_body, trickle_headers (a byte every 0.1 s, never a pause a socket read's own
+        # timeout would notice); redirect_loop (302 to the same path, always); no_location (302
+        # without a Location).
         self.mode = "ok"
         self.sent = 0
         self.delay = 0.0
@@ -164,6 +167,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(30)
         if state.mode == "error":
             self._answer(500, b"broken")
+            return True
+        if state.mode == "trickle_headers":
+            self._trickle(b"HTTP/1.1 200 OK\r\n" + b"X-Padding: " + b"." * 200 + b"\r\n\r\n")
+            self.close_connection = True
+            return True
+        if state.mode in ("redirect_loop", "no_location"):
+            self.send_response(302)
+            if state.mode == "redirect_loop":
+                self.send_header("Location", self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return True
         if state.mode in ("redirect", "redirect_once"):
             if state.mode == "redirect_once":
@@ -203,8 +217,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._answer(200, data + b"and then some more")
         elif state.mode == "huge_entry" and "/ac/" in self.path:
             self._endless(size=256 << 20)
+        elif state.mode == "trickle_body":
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data) + 200))
+            self.end_headers()
+            self._trickle(data + b" " * 200)
+            self.close_connection = True
         else:
             self._answer(200, data)
+
+    def _trickle(self, data: bytes) -> None:
+        """`data` a byte at a time, 0.1 s apart, until the client hangs up."""
+        for byte in data:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(0.1)
 
     def _endless(self, *, size: int) -> None:
         """`size` bytes of JSON-looking padding, made as they are sent (never held whole)."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
+import socket
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO, NamedTuple
@@ -196,6 +198,34 @@ class HttpBackend(WholeObjects):
         )
         # The body goes out CHUNK bytes at a time, read from its file (never whole in memory).
         connection = connection_type(self.host, self.port, timeout=left, blocksize=CHUNK)
+        watchdog = _Watchdog(connection=connection, seconds=left)
+        try:
+            return self._exchange(
+                connection=connection,
+                method=method,
+                path=path,
+                body=body,
+                sink=sink,
+                deadline=deadline,
+            )
+        except RemoteError:
+            if watchdog.fired:  # what the cut connection looked like is not the cause
+                raise RemoteError(f"{method} {path}: timed out") from None
+            raise
+        finally:
+            watchdog.cancel()
+            connection.close()
+
+    def _exchange(
+        self,
+        *,
+        connection: http.client.HTTPConnection,
+        method: str,
+        path: str,
+        body: _Body | None,
+        sink: Sink | None,
+        deadline: float,
+    ) -> tuple[int, int | None, str | None]:
         headers = {"User-Agent": "eval-banana"}
         if self._authorization:
             headers["Authorization"] = self._authorization
@@ -222,8 +252,29 @@ class HttpBackend(WholeObjects):
             raise
         except (OSError, http.client.HTTPException, ValueError) as exc:
             raise RemoteError(f"{method} {path}: {_cause(exc)}") from None
-        finally:
-            connection.close()
+
+
+class _Watchdog:
+    """Cuts a request's connection when its time is up, whatever a server holds it in:
+    each socket read has a timeout of its own, which a server sending a byte at a time (in
+    its headers or its body) never reaches, so only this bounds the request as a whole."""
+
+    def __init__(self, *, connection: http.client.HTTPConnection, seconds: float) -> None:
+        self.fired = False
+        self._connection = connection
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        sock = self._connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once
+
+    def cancel(self) -> None:
+        self._timer.cancel()
 
 
 class _Body(NamedTuple):

@@ -158,6 +158,35 @@ def test_a_hostile_server_is_an_error_never_data(
         backend.get(kind="ac", name=NAME)
 
 
+@pytest.mark.parametrize("mode", ["trickle_body", "trickle_headers"])
+def test_a_server_that_trickles_its_answer_times_out_at_the_request_s_limit(
+    hostile_server: Hostile, mode: str
+) -> None:
+    # A byte every 0.1 s never trips a socket read's own timeout: the request took as long
+    # as the server liked (16 s for a 160-byte entry behind a 1 s limit), and so did the run.
+    backend = _open(hostile_server.url, timeout=0.5)
+    backend.put(kind="ac", name=NAME, data=b"an entry of some length")
+    hostile_server.mode = mode
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match="timed out"):
+        backend.get(kind="ac", name=NAME)
+    assert time.monotonic() - started < 0.5 + 0.5
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [("redirect_loop", "more than 3 redirects"), ("no_location", "a redirect without a Location")],
+)
+def test_a_redirect_that_leads_nowhere_is_an_error(
+    hostile_server: Hostile, mode: str, words: str
+) -> None:
+    backend = _open(hostile_server.url)
+    hostile_server.mode = mode
+    with pytest.raises(RemoteError, match=words):
+        backend.get(kind="ac", name=NAME)
+    assert len(hostile_server.requests) <= 4  # the first request and three redirects at most
+
+
 def test_a_redirect_on_the_same_host_is_followed(hostile_server: Hostile) -> None:
     backend = _open(hostile_server.url)
     hostile_server.objects["/elsewhere/ac/" + NAME] = b"moved"
