@@ -199,33 +199,6 @@ class HttpBackend(WholeObjects):
         # The body goes out CHUNK bytes at a time, read from its file (never whole in memory).
         connection = connection_type(self.host, self.port, timeout=left, blocksize=CHUNK)
         watchdog = _Watchdog(connection=connection, seconds=left)
-        try:
-            return self._exchange(
-                connection=connection,
-                method=method,
-                path=path,
-                body=body,
-                sink=sink,
-                deadline=deadline,
-            )
-        except RemoteError:
-            if watchdog.fired:  # what the cut connection looked like is not the cause
-                raise RemoteError(f"{method} {path}: timed out") from None
-            raise
-        finally:
-            watchdog.cancel()
-            connection.close()
-
-    def _exchange(
-        self,
-        *,
-        connection: http.client.HTTPConnection,
-        method: str,
-        path: str,
-        body: _Body | None,
-        sink: Sink | None,
-        deadline: float,
-    ) -> tuple[int, int | None, str | None]:
         headers = {"User-Agent": "eval-banana"}
         if self._authorization:
             headers["Authorization"] = self._authorization
@@ -248,10 +221,15 @@ class HttpBackend(WholeObjects):
                     raise RemoteError(f"{method} {path}: the body was cut short")
                 length = moved
             return response.status, length, location
-        except RemoteError:
-            raise
-        except (OSError, http.client.HTTPException, ValueError) as exc:
+        except (RemoteError, OSError, http.client.HTTPException, ValueError) as exc:
+            if watchdog.fired:  # how the cut connection looked is not the cause
+                raise RemoteError(f"{method} {path}: timed out") from None
+            if isinstance(exc, RemoteError):
+                raise
             raise RemoteError(f"{method} {path}: {_cause(exc)}") from None
+        finally:
+            watchdog.cancel()
+            connection.close()
 
 
 class _Watchdog:
