@@ -16,9 +16,11 @@ to `ENTRY_MAX_BYTES`: a remote that sends more is refused there, not read into m
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, Literal, NamedTuple, Protocol
 
 Kind = Literal["ac", "cas"]
@@ -28,6 +30,27 @@ NAME_RE = re.compile(r"[0-9a-f]{64}")
 CHUNK = 1 << 20
 # No entry eb writes comes near it (its files travel inline only up to 16 KiB each).
 ENTRY_MAX_BYTES = 4 << 20
+
+
+class Watchdog:
+    """Calls `stop` once `seconds` have passed, unless cancelled first: what bounds a request
+    as a whole. Each socket read has a timeout of its own, which a server sending a byte at a
+    time never reaches; `stop` cuts the connection, so a read blocked on it returns at once."""
+
+    def __init__(self, *, seconds: float, stop: Callable[[], None]) -> None:
+        self.fired = False
+        self._stop = stop
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        with contextlib.suppress(Exception):  # a connection already closed, say
+            self._stop()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
 
 
 class RemoteError(Exception):

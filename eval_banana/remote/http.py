@@ -16,7 +16,6 @@ import base64
 import contextlib
 import http.client
 import socket
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO, NamedTuple
@@ -29,6 +28,7 @@ from eval_banana.remote.backend import (
     RemoteError,
     RemoteItem,
     Sink,
+    Watchdog,
     WholeObjects,
     checked_name,
 )
@@ -198,7 +198,7 @@ class HttpBackend(WholeObjects):
         )
         # The body goes out CHUNK bytes at a time, read from its file (never whole in memory).
         connection = connection_type(self.host, self.port, timeout=left, blocksize=CHUNK)
-        watchdog = _Watchdog(connection=connection, seconds=left)
+        watchdog = Watchdog(seconds=left, stop=lambda: _cut(connection))
         headers = {"User-Agent": "eval-banana"}
         if self._authorization:
             headers["Authorization"] = self._authorization
@@ -232,27 +232,10 @@ class HttpBackend(WholeObjects):
             connection.close()
 
 
-class _Watchdog:
-    """Cuts a request's connection when its time is up, whatever a server holds it in:
-    each socket read has a timeout of its own, which a server sending a byte at a time (in
-    its headers or its body) never reaches, so only this bounds the request as a whole."""
-
-    def __init__(self, *, connection: http.client.HTTPConnection, seconds: float) -> None:
-        self.fired = False
-        self._connection = connection
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        self.fired = True
-        sock = self._connection.sock
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once
-
-    def cancel(self) -> None:
-        self._timer.cancel()
+def _cut(connection: http.client.HTTPConnection) -> None:
+    sock = connection.sock
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class _Body(NamedTuple):

@@ -12,6 +12,7 @@ timeout, and the run's circuit breaker decides when to stop asking.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -23,6 +24,7 @@ from eval_banana.remote.backend import (
     RemoteItem,
     Sink,
     SinkRefused,
+    Watchdog,
     WholeObjects,
     checked_name,
 )
@@ -33,11 +35,14 @@ _ABSENT = frozenset({"404", "NoSuchKey", "NotFound"})
 class S3Backend(WholeObjects):
     """Objects below one bucket prefix."""
 
-    def __init__(self, *, client: Any, bucket: str, prefix: str, url: str) -> None:
+    def __init__(
+        self, *, client: Any, bucket: str, prefix: str, url: str, timeout: float = 10.0
+    ) -> None:
         self._client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.url = url
+        self.timeout = timeout
 
     @classmethod
     def from_url(
@@ -66,7 +71,7 @@ class S3Backend(WholeObjects):
             profile_name=environ.get("AWS_PROFILE") or None,
         )
         client = session.client("s3", endpoint_url=endpoint or None, config=config)
-        return cls(client=client, bucket=parts.netloc, prefix=parts.path, url=url)
+        return cls(client=client, bucket=parts.netloc, prefix=parts.path, url=url, timeout=timeout)
 
     def _key(self, *, kind: Kind, name: str) -> str:
         checked_name(name)
@@ -77,21 +82,30 @@ class S3Backend(WholeObjects):
         # object into parallel ranged requests, each held in memory).
         key = self._key(kind=kind, name=name)
         moved = 0
+        deadline = time.monotonic() + self.timeout
+        watchdog = None
         try:
             answer = self._client.get_object(Bucket=self.bucket, Key=key)
             body = answer["Body"]
+            # boto3 bounds each read by the timeout; the body as a whole is bounded here.
+            watchdog = Watchdog(seconds=deadline - time.monotonic(), stop=lambda: _cut(body))
             try:
                 for chunk in body.iter_chunks(CHUNK):
                     sink.write(chunk)
                     moved += len(chunk)
             finally:
+                watchdog.cancel()
                 body.close()
         except SinkRefused:
             raise
         except Exception as exc:  # botocore's errors and the socket's, all alike here
+            if watchdog is not None and watchdog.fired:
+                raise RemoteError(f"GET {kind}/{name}: timed out") from None
             if _absent(exc):
                 return None
             raise RemoteError(f"GET {kind}/{name}: {_cause(exc)}") from None
+        if watchdog is not None and watchdog.fired:
+            raise RemoteError(f"GET {kind}/{name}: timed out")
         length = answer.get("ContentLength")
         if isinstance(length, int) and length != moved:
             raise RemoteError(f"GET {kind}/{name}: the body was cut short")
@@ -143,6 +157,15 @@ class S3Backend(WholeObjects):
         except Exception as exc:
             raise RemoteError(f"DELETE {kind}/{name}: {_cause(exc)}") from None
         return True
+
+
+def _cut(body: Any) -> None:
+    """Shut the socket an answer's body is read from (urllib3's own way to end a read that
+    another thread is blocked in); a body without one is left to boto3's read timeout."""
+    raw = getattr(body, "_raw_stream", None)
+    shutdown = getattr(raw, "shutdown", None)
+    if callable(shutdown):
+        shutdown()
 
 
 def _absent(exc: Exception) -> bool:

@@ -158,14 +158,29 @@ def test_a_hostile_server_is_an_error_never_data(
         backend.get(kind="ac", name=NAME)
 
 
-@pytest.mark.parametrize("mode", ["trickle_body", "trickle_headers"])
+@pytest.mark.parametrize(
+    ("scheme", "mode"),
+    [("http", "trickle_body"), ("http", "trickle_headers"), ("s3", "trickle_body")],
+)
 def test_a_server_that_trickles_its_answer_times_out_at_the_request_s_limit(
-    hostile_server: Hostile, mode: str
+    hostile_server: Hostile, scheme: str, mode: str
 ) -> None:
     # A byte every 0.1 s never trips a socket read's own timeout: the request took as long
     # as the server liked (16 s for a 160-byte entry behind a 1 s limit), and so did the run.
-    backend = _open(hostile_server.url, timeout=0.5)
-    backend.put(kind="ac", name=NAME, data=b"an entry of some length")
+    if scheme == "http":
+        backend = _open(hostile_server.url, timeout=0.5)
+    else:  # the hostile server answers as an S3 endpoint would, path-style
+        endpoint = hostile_server.url.rsplit("/cache", 1)[0]
+        environ = {
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL_S3": endpoint,
+        }
+        backend = _open(f"s3://{BUCKET}/p", environ=environ, timeout=0.5)
+        hostile_server.objects[f"/{BUCKET}/p/ac/{NAME}"] = b"an entry of some length"
+    if scheme == "http":
+        backend.put(kind="ac", name=NAME, data=b"an entry of some length")
     hostile_server.mode = mode
     started = time.monotonic()
     with pytest.raises(RemoteError, match="timed out"):
