@@ -14,7 +14,7 @@ from pathlib import Path
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.lastfailed import FailedCheck, LastFailedDoc
 from eval_banana.models.result import CheckResult
-from eval_banana.models.stages import ConfigDoc
+from eval_banana.models.stages import ConfigDoc, ProblemModel
 from eval_banana.settings.folders import last_failed_path
 from eval_banana.stagefiles.schemafiles import packaged_schema_problem
 
@@ -53,15 +53,31 @@ def remembered(*, config: ConfigDoc) -> dict[str, FailedCheck]:
 
 def resolve_last_failed(*, config: ConfigDoc) -> ConfigDoc:
     """`config` with the remembered failures (and the newest run that failed one of them)
-    recorded in its selection; null ids when no check is remembered as failed."""
-    failed = remembered(config=config)
+    recorded in its selection; null ids when no check is remembered as failed. A record that
+    cannot be read remembers nothing, and says so: --last-failed then selects as when no
+    check failed, which is every check by default."""
+    path = last_failed_path(config=config)
+    warnings = list(config.warnings)
+    try:
+        memory = read_memory(path=path)
+    except UnreadableMemory as exc:
+        memory = None
+        chosen = "every check" if config.settings.core.last_failed_none == "all" else "none"
+        warnings.append(
+            ProblemModel(
+                message=f"--last-failed remembers no failed check, so it selects {chosen}: {exc}",
+                file=str(path),
+                hint="remove or repair the record; a run that can write it writes it anew",
+            )
+        )
+    failed = dict(memory.failed) if memory is not None else {}
     selection = config.selection.model_copy(
         update={
             "last_failed_run_id": max((e.run_id for e in failed.values()), default=None),
             "last_failed_ids": sorted(failed) or None,
         }
     )
-    return config.model_copy(update={"selection": selection})
+    return config.model_copy(update={"selection": selection, "warnings": warnings})
 
 
 def updated_failures(

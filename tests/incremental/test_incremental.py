@@ -213,6 +213,51 @@ def test_last_failed_with_gone_checks_runs_every_check(
     assert ran(run_later(eb, root, "--last-failed")) == ["ok"]
 
 
+@pytest.mark.parametrize(
+    ("damage", "told"),
+    [
+        ("a folder", "cannot read {path}: not a regular file (a folder)"),
+        ("not json", "{path} is not JSON"),
+        ("another document", "{path} is not eb's record of failed checks"),
+    ],
+)
+def test_an_unreadable_failure_record_is_said_before_every_check_runs(
+    eb: Callable[..., EbResult], project: Callable[..., Path], damage: str, told: str
+) -> None:
+    # `--last-failed` ran every check with no word on why, as if none had failed.
+    root = failing_project(project)
+    run_later(eb, root)
+    record = root / ".eval-banana/lastfailed.json"
+
+    def spoil() -> None:
+        if record.is_dir():
+            return  # a folder stays: no run can write the record over it
+        record.unlink()
+        if damage == "a folder":
+            record.mkdir()
+        else:
+            record.write_text("{" if damage == "not json" else '{"failed": 3}')
+
+    spoil()
+    result = run_later(eb, root, "--last-failed", "--json")
+    assert sorted(c["check_id"] for c in json.loads(result.stdout)["checks"]) == [
+        "bad",
+        "broken",
+        "ok",
+    ]
+    assert "--last-failed remembers no failed check" in result.stderr
+    (warning,) = [w for w in newest_config(root)["warnings"] if "remembers" in w["message"]]
+    assert warning["message"].startswith(
+        "--last-failed remembers no failed check, so it selects every check: "
+        + told.format(path=record)
+    ), warning
+    assert warning["file"] == str(record)
+    spoil()  # the run wrote it anew (a file) or could not (a folder)
+    skipped = run_later(eb, root, "--last-failed", "--last-failed-none", "skip")
+    assert skipped.exit_code == 0 and "No check was selected" in skipped.stdout
+    assert "--last-failed remembers no failed check, so it selects none" in skipped.stderr
+
+
 def _memory(root: Path) -> dict[str, Any]:
     document: dict[str, Any] = json.loads((root / ".eval-banana/lastfailed.json").read_text())
     return document
