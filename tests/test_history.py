@@ -120,6 +120,10 @@ def test_a_record_that_cannot_be_written_is_a_warning_and_the_run_stands(
     assert done.exit_code == 0, done.stderr
     assert "could not record this run in the history folder" in done.stderr
     assert "blocked/history" in done.stderr
+    # Its cause, in words, of the folder: not an errno and a temporary file's name.
+    folder = root / "blocked" / "history"
+    said = next(line for line in done.stderr.splitlines() if "could not record" in line)
+    assert said.endswith(f"{folder}: Cannot write {folder}: Not a directory"), said
 
 
 def test_a_merge_leaves_a_record_naming_its_shards(tmp_path: Path, eb: Eb) -> None:

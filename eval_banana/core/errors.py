@@ -250,6 +250,17 @@ class WriteFault(EvalBananaError):
         return f"Cannot write {self.path}: {self.cause}"
 
     @classmethod
+    def told(cls, *, path: object, exc: Exception) -> str:
+        """`said` of a write of `path` that failed with `exc`, whatever raised it: a fault
+        as it says itself; a plain OSError by its cause at `path` (not the temporary file
+        the rename came from); anything else in its own words."""
+        if isinstance(exc, WriteFault):
+            return exc.said
+        if isinstance(exc, OSError):
+            return cls(path=str(path), cause=exc.strerror or str(exc)).said
+        return str(exc)
+
+    @classmethod
     def of(cls, *, path: object, exc: OSError) -> WriteFault:
         """The fault of an OSError raised while writing `path` (the error's own file first)."""
         where = exc.filename if exc.filename is not None else path

@@ -54,10 +54,8 @@ def record_run(
         if replacing:
             drop_other_records(folder=folder, run_id=record.run_id, kept=path)
         prune(folder=folder, keep=settings.keep)
-    except WriteFault as fault:
-        warn(f"could not record this run in the history folder {folder}: {fault.said}")
-        return None
-    except (OSError, EvalBananaError, ValueError, KeyError, TypeError) as exc:
-        warn(f"could not record this run in the history folder {folder}: {exc}")
+    except (WriteFault, OSError, EvalBananaError, ValueError, KeyError, TypeError) as exc:
+        said = WriteFault.told(path=folder, exc=exc)
+        warn(f"could not record this run in the history folder {folder}: {said}")
         return None
     return path

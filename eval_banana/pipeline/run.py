@@ -367,14 +367,14 @@ def _stages(
 def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Console) -> None:
     """What --last-failed will rerun; a record that cannot be written costs only that."""
     from eval_banana.incremental.lastfailed import remember_results
+    from eval_banana.settings.folders import last_failed_path
 
     try:
         remember_results(config=config, results=executed.results)
-    except WriteFault as fault:
-        # A read-only checkout: the run's own verdict and report stand.
-        console.warn(f"could not record the failed checks for --last-failed: {fault.said}")
-    except OSError as exc:
-        console.warn(f"could not record the failed checks for --last-failed: {exc}")
+    except (WriteFault, OSError) as exc:
+        # A read-only checkout, a folder in the record's place: the run's verdict stands.
+        said = WriteFault.told(path=last_failed_path(config=config), exc=exc)
+        console.warn(f"could not record the failed checks for --last-failed: {said}")
 
 
 def _record_history(

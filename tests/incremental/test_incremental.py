@@ -246,6 +246,11 @@ def test_an_unreadable_failure_record_is_said_before_every_check_runs(
         "ok",
     ]
     assert "--last-failed remembers no failed check" in result.stderr
+    if damage == "a folder":  # nor can the run write it: said of the record, not a temp file
+        assert (
+            "warning: could not record the failed checks for --last-failed: Cannot write "
+            f"{record}: Is a directory\n"
+        ) in result.stderr
     (warning,) = [w for w in newest_config(root)["warnings"] if "remembers" in w["message"]]
     assert warning["message"].startswith(
         "--last-failed remembers no failed check, so it selects every check: "
