@@ -123,10 +123,8 @@ def _write(*, path: Path, text: str) -> None:
     there is no run to abort."""
     try:
         write_text_atomic(path=path, text=text)
-    except WriteFault as fault:
-        raise ConfigError(fault.said, file=str(path)) from None
-    except OSError as exc:
-        raise ConfigError(f"Cannot write {path}: {exc.strerror or exc}", file=str(path)) from None
+    except (WriteFault, OSError) as exc:
+        raise ConfigError(WriteFault.told(path=path, exc=exc), file=str(path)) from None
 
 
 def run_init(*, cwd: Path, force: bool) -> list[Path]:

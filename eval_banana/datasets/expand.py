@@ -221,7 +221,8 @@ class _Renderer:
         rendered = self.base.copy()
         place = "description"
         try:
-            if "{{" in self.description or "{%" in self.description:
+            # A tag over the case was refused before any row; any other tag is text.
+            if "{{" in self.description:
                 rendered["description"] = self.described(row)
             if self.kind == "harness_judge":
                 place = "instructions"

@@ -81,7 +81,7 @@ def render_text(*, text: str, case: dict[str, Any], whole_numbers: bool = False)
             return "{{"
         tag = match.group(2)
         if tag is not None:
-            if _READS_CASE.search(tag) is None:
+            if not _reads_case(tag):
                 return tag
             raise _logic(tag=tag)
         field = match.group(1)
@@ -140,9 +140,14 @@ def logic_in(text: str) -> RenderProblem | None:
         return None
     for match in _TOKEN.finditer(text):
         tag = match.group(2)
-        if tag is not None and _READS_CASE.search(tag) is not None:
+        if tag is not None and _reads_case(tag):
             return _logic(tag=tag)
     return None
+
+
+def _reads_case(tag: str) -> bool:
+    """Whether a `{% ... %}` tag reads the case (refused), rather than being text."""
+    return _READS_CASE.search(tag) is not None
 
 
 def _logic(*, tag: str) -> RenderProblem:
@@ -214,7 +219,7 @@ def compile_text(text: str) -> Template | None:
         tag = match.group(2)
         if match.group(0) == "{{{{":
             literals[-1] += "{{"
-        elif tag is not None and _READS_CASE.search(tag) is None:
+        elif tag is not None and not _reads_case(tag):
             literals[-1] += tag
         elif match.group(1) is None:  # a stray `{{` or a tag over the case: render_text says
             return None

@@ -54,7 +54,7 @@ def record_run(
         if replacing:
             drop_other_records(folder=folder, run_id=record.run_id, kept=path)
         prune(folder=folder, keep=settings.keep)
-    except (WriteFault, OSError, EvalBananaError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, EvalBananaError, ValueError, KeyError, TypeError) as exc:  # a WriteFault too
         said = WriteFault.told(path=folder, exc=exc)
         warn(f"could not record this run in the history folder {folder}: {said}")
         return None
