@@ -99,6 +99,15 @@ def _remote_files(folder: Path, kind: str) -> list[Path]:
     return sorted((folder / kind).glob("*/*"))
 
 
+def _unsigned_entries(folder: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Check id -> (file, document) of each unsigned entry of a shared folder, read once."""
+    found = {}
+    for path in _remote_files(folder, "ac"):
+        document = json.loads(path.read_bytes())
+        found[document["entry"]["check_id"]] = (path, document)
+    return found
+
+
 @pytest.mark.parametrize("scheme", ["folder", "s3", "webdav"])
 def test_a_second_runner_starts_no_agent_for_an_unchanged_commit(
     tmp_path: Path,
@@ -304,14 +313,9 @@ def test_a_forged_unsigned_entry_is_a_miss_that_says_what_is_wrong(
     first, second = runners(tmp_path=tmp_path, eb=eb)
     shared = tmp_path / "shared"
     run(first, str(shared))
-    documents = {
-        json.loads(path.read_bytes())["entry"]["check_id"]: path
-        for path in _remote_files(shared, "ac")
-    }
-    target = documents["k"]
-    document = json.loads(target.read_bytes())
-    other = json.loads(documents["j"].read_bytes())
-    target.write_text(json.dumps(_forge(document, how, other=other)))
+    entries = _unsigned_entries(shared)
+    target, document = entries["k"]
+    target.write_text(json.dumps(_forge(document, how, other=entries["j"][1])))
 
     counts, started = run(second, str(shared))
     assert started == 1  # 'k' ran again; the other two came from the remote
@@ -334,10 +338,8 @@ def test_a_folder_where_a_fetched_file_goes_locally_is_a_warning_and_a_miss(
     shared = tmp_path / "shared"
     run(first, str(shared))
     inline = {
-        json.loads(path.read_bytes())["entry"]["check_id"]: set(
-            json.loads(path.read_bytes())["inline"]
-        )
-        for path in _remote_files(shared, "ac")
+        check_id: set(document["inline"])
+        for check_id, (_, document) in _unsigned_entries(shared).items()
     }
     # A file of k's alone (its result text names k): the other two keep theirs.
     digest = sorted(inline["k"] - inline["j"] - inline["big"])[0].split(":", 1)[1]
