@@ -1069,6 +1069,20 @@ BAD_INPUTS = {
         "cases_from: data/rows.yaml",
         "Dataset data/rows.yaml has a row with a duplicate key 'ok' (line 4)",
     ),
+    # json keeps a repeated key's last value silently: the case would be judged on one of two
+    # values its author wrote, so JSON rows are held to YAML's rule (at any depth).
+    "a jsonl row with a key twice": (
+        {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n{"name": "b", "ok": "yes", "ok": "no"}\n'},
+        "cases_from: data/rows.jsonl",
+        "Dataset data/rows.jsonl line 2 has a row with a duplicate key 'ok'",
+    ),
+    "a json row with a nested key twice": (
+        {
+            "data/rows.json": '[{"name": "a", "ok": "yes"},\n {"name": "b", "ok": "yes",\n  "meta": {"k": 1,\n   "k": 2}}]'
+        },
+        "cases_from: data/rows.json",
+        "Dataset data/rows.json has a row with a duplicate key 'k' (line 4)",
+    ),
 }
 
 

@@ -213,8 +213,28 @@ def _decoded_lines(*, data: bytes, file: str, offset: int, number: int) -> list[
     return [line.removesuffix("\r") for line in lines] if "\r" in text else lines
 
 
-# json.loads without its per-call type checks: a .jsonl file calls it once per line.
-_DECODE = json.JSONDecoder().decode
+class RepeatedKey(ValueError):
+    """An object of a JSON row names a key twice. json keeps the last value silently, so the
+    case would be judged on one of two values its author wrote: refused, as in YAML rows."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        raise RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return value
+
+
+_REPEATED_HINT = "each key may appear once in a row; delete the repeated one"
+
+# json.loads without its per-call type checks: a .jsonl file calls it once per line. The
+# hook costs about 0.2 µs per object.
+_DECODE = json.JSONDecoder(object_pairs_hook=_once_each).decode
 
 
 def jsonl_rows(
@@ -250,6 +270,17 @@ def _jsonl(
             continue
         try:
             value = _DECODE(line)
+        except RepeatedKey as exc:
+            bad.append(
+                dataset_problem(
+                    file=file,
+                    line=number,
+                    message=f"Dataset {file} line {number} has a row with a duplicate key "
+                    f"'{exc.key}'",
+                    hint=_REPEATED_HINT,
+                )
+            )
+            continue
         except ValueError as exc:
             bad.append(_jsonl_problem(file=file, number=number, line=line, exc=exc))
             continue
@@ -375,7 +406,16 @@ def json_rows(*, text: str, data: bytes, file: str) -> list[Row]:
     if json_depth_exceeds(data):
         raise too_deep(file=file, line=None, what=f"Dataset {file}")
     try:
-        value = json.loads(text)
+        value = _DECODE(text)
+    except RepeatedKey as exc:
+        line = _repeated_key_line(text)
+        raise dataset_problem(
+            file=file,
+            line=line,
+            message=f"Dataset {file} has a row with a duplicate key '{exc.key}'"
+            + (f" (line {line})" if line is not None else ""),
+            hint=_REPEATED_HINT,
+        ) from None
     except ValueError as exc:
         if not isinstance(exc, json.JSONDecodeError):
             # int() refused a whole number longer than Python reads.
@@ -387,6 +427,22 @@ def json_rows(*, text: str, data: bytes, file: str) -> list[Row]:
             hint="a .json dataset is one list of objects",
         ) from None
     return listed_rows(value=value, file=file, kind="JSON", string_keys=True, text=text)
+
+
+def _repeated_key_line(text: str) -> int | None:
+    """The line of the first repeated key in a JSON text, read as the YAML it is (json tells
+    no place); None when YAML does not read it."""
+    import yaml
+
+    from eval_banana.core.yamlsafe import DuplicateKeyError, StrictLoader
+
+    try:
+        yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader
+    except DuplicateKeyError as exc:
+        return exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+    except yaml.YAMLError:
+        return None
+    return None
 
 
 def plain(value: Any) -> bool:
