@@ -226,7 +226,10 @@ def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) != len(pairs):
         seen: set[str] = set()
-        raise RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKey(key)
+            seen.add(key)
     return value
 
 
