@@ -1886,6 +1886,51 @@ def test_template_logic_over_the_case_is_one_definition_error_at_its_family(
     assert not list((root / ".eval-banana").glob("results/*/report.json"))
 
 
+@pytest.mark.parametrize(
+    ("family", "told_at", "field_path", "line"),
+    [
+        (
+            SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
+                "case {{ case.name }}", "case {{ name }}"
+            ),
+            "description: '{{ name }}' is no {{ case.<field> }} placeholder: write {{ case.name }}",
+            "description",
+            4,
+        ),
+        (
+            "schema_version: 1\nid: fam\ntype: assertions\ndescription: d\n"
+            "cases_from: data/rows.jsonl\nartifact: out.json\nassert:\n"
+            "  - path: 'names.{{- case.id -}}'\n    op: equals\n    value: x\n",
+            "assert[1].path: '{{- case.id -}}' is no {{ case.<field> }} placeholder: write "
+            "{{ case.id }}",
+            "assert.0.path",
+            8,
+        ),
+    ],
+    ids=["description", "assertion path"],
+)
+def test_a_stray_placeholder_is_one_definition_error_at_its_family(
+    family: str,
+    told_at: str,
+    field_path: str,
+    line: int,
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+) -> None:
+    # The family's typo, not the rows': it was told once per row, at the dataset's lines,
+    # with the hint to give every row the field.
+    rows = "".join(json.dumps(row) + "\n" for row in ROWS)
+    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": rows}, config=CONFIG)
+    error = _the_validate_error(eb, root)
+    check_file = str(root / "eval_checks" / "fam.yaml")
+    assert error["message"].startswith(f"{check_file}: {told_at} (no filters"), error
+    assert (error["file"], error["field_path"], error["line"]) == (check_file, field_path, line)
+    assert error["hint"] == "use {{ case.<field> }}, or write {{{{ for a literal {{"
+    ran = eb("run", "--cwd", str(root))
+    assert ran.exit_code == 2 and told_at in ran.stderr
+    assert not list((root / ".eval-banana").glob("results/*/report.json"))
+
+
 def test_a_tag_over_no_case_stays_text_in_a_family(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

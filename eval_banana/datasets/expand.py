@@ -28,9 +28,9 @@ from eval_banana.datasets.render import (
     compile_text,
     has_placeholder,
     json_kind,
-    logic_in,
     render_text,
     render_value,
+    unfixable_in,
 )
 from eval_banana.datasets.rows import (
     Row,
@@ -169,7 +169,7 @@ class _Renderer:
     """A family's text fields, prepared once: per case only what holds a placeholder is
     rendered (the YAML is never re-read, and 10,000 cases stay one linear pass)."""
 
-    def __init__(self, *, definition: dict[str, Any]) -> None:
+    def __init__(self, *, definition: dict[str, Any], sample: dict[str, Any]) -> None:
         # The calibration cases belong to the family, measured once (the plan holds them once),
         # not to each case's definition.
         self.base = {
@@ -189,16 +189,17 @@ class _Renderer:
         # written as `{{`), the case's block after them.
         self.fixed = ""
         # What no row can fix is one error for the family, at its field, not one per case.
-        self.problem, self.problem_at = self._logic()
+        # `sample` (a row) only words the placeholder a stray `{{` most likely meant.
+        self.problem, self.problem_at = self._unfixable(sample=sample)
         if self.problem is None and not self.placed and self.kind == "harness_judge":
             try:
                 self.fixed = render_text(text=instructions, case={})
             except RenderProblem as exc:
                 exc.place, self.problem, self.problem_at = "instructions", exc, "instructions"
 
-    def _logic(self) -> tuple[RenderProblem | None, str]:
-        """The first tag over the case in a text of the family (`{% if case.x %}`), with the
-        place it is told at and its field's path in the check file."""
+    def _unfixable(self, *, sample: dict[str, Any]) -> tuple[RenderProblem | None, str]:
+        """The first token of the family's texts that no row can fix (`{% if case.x %}`, a
+        stray `{{`), with the place it is told at and its field's path in the check file."""
         texts: list[tuple[str, str, Any]] = [("description", "description", self.description)]
         if self.kind == "harness_judge":
             texts.append(("instructions", "instructions", self.instructions))
@@ -211,7 +212,7 @@ class _Renderer:
                         texts.append((place, f"assert.{index}.{key}", assertion.get(key)))
         for place, field_path, value in texts:
             for text in _strings_in(value):
-                found = logic_in(text)
+                found = unfixable_in(text, case=sample)
                 if found is not None:
                     found.place = place
                     return found, field_path
@@ -264,7 +265,10 @@ def calibration_definitions(*, definition: dict[str, Any]) -> list[dict[str, Any
     """A judge family's definition rendered for each of its calibration cases, in order, as
     one of its dataset rows would be (`eb calibrate` judges these). Raises RenderProblem for a
     row that cannot fill the family's text (`eb validate` reports it first)."""
-    renderer = _Renderer(definition=definition)
+    calibration = list(definition.get("calibration") or [])
+    rows = [case.get("case") for case in calibration if isinstance(case, dict)]
+    sample = next((row for row in rows if isinstance(row, dict)), {})
+    renderer = _Renderer(definition=definition, sample=sample)
     # Each keeps the calibration cases: the sample judged under it is told by its case.
     return [
         renderer.render(case_id=case_id, row=row) | {"calibration": renderer.calibration}
@@ -383,7 +387,8 @@ def expand_family(
     seen: dict[str, str] = {}
     cases: list[ExpandedCase] = []
     family_tags = list(definition.get("tags") or [])
-    renderer = _Renderer(definition=definition)
+    sample = next((row.value for row in rows if type(row.value) is dict), {})
+    renderer = _Renderer(definition=definition, sample=sample)
     if renderer.problem is not None:
         return Expansion(
             cases=[],

@@ -2,8 +2,8 @@
 
 `{{{{` writes a literal `{{`. Any other `{{` is refused, so a typo never reaches a judge as
 text; so is a Jinja/Nunjucks tag over the case (`{% if case.urgent %}`), which would otherwise
-reach it as written. A missing field, or a value that is not text where text goes, is a
-definition error.
+reach it as written. Both are the family's mistake, told once at its field, not once per
+row. A missing field, or a value that is not text where text goes, is a definition error.
 """
 
 from __future__ import annotations
@@ -134,14 +134,18 @@ def _stray(*, text: str, at: int, case: dict[str, Any]) -> RenderProblem:
     )
 
 
-def logic_in(text: str) -> RenderProblem | None:
-    """The problem of the first tag over the case in `text` (which no row can fix), or None."""
-    if "{%" not in text:
+def unfixable_in(text: str, *, case: dict[str, Any]) -> RenderProblem | None:
+    """The problem of the first token in `text` that no row can fix, or None: a tag over the
+    case, or a `{{` that starts no placeholder (`case`: a row, for the placeholder meant)."""
+    if "{{" not in text and "{%" not in text:
         return None
     for match in _TOKEN.finditer(text):
         tag = match.group(2)
-        if tag is not None and _reads_case(tag):
-            return _logic(tag=tag)
+        if tag is not None:
+            if _reads_case(tag):
+                return _logic(tag=tag)
+        elif match.group(1) is None and match.group(0) != "{{{{":
+            return _stray(text=text, at=match.start(), case=case)
     return None
 
 
