@@ -61,8 +61,24 @@ def classify(obj: dict[str, Any]) -> Verdict | str:
     return Verdict(score=score, reason=reason)
 
 
-def rejection(obj: dict[str, Any]) -> str:
+# The keys a verdict is read from: an object that names one twice is no verdict (json would
+# keep the last, so `{"score": 0, ..., "score": 1}` passed on a score the judge also denied).
+_VERDICT_KEYS = ("score", "reason")
+
+
+def _repeated_verdict_key(pairs: list[tuple[str, Any]]) -> str | None:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen and key in _VERDICT_KEYS:
+            return key
+        seen.add(key)
+    return None
+
+
+def rejection(obj: dict[str, Any], *, repeated: str | None = None) -> str:
     """Why an object with a `score` key is not a verdict (worded only when it is reported)."""
+    if repeated is not None:
+        return f'"{repeated}" was given twice, so which one the judge meant is unknown'
     score = obj["score"]
     if type(score) is not int or score not in (0, 1):
         return f'"score" was {json.dumps(score)[:40]}, not the JSON integer 0 or 1'
@@ -79,21 +95,25 @@ class _Harvest:
 
     def __init__(self) -> None:
         self.verdict: Verdict | None = None
-        # The newest object with a score that is not a verdict; why, only if it is reported.
+        # The newest object with a score that is not a verdict; why, only if it is reported
+        # (`repeated`: the verdict key it names twice).
         self.rejected: dict[str, Any] | None = None
+        self.repeated: str | None = None
         self.cursor = 0
         self.verdict_at = -1
         self.rejected_at = -1
 
-    def hook(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
         if "score" in obj:
-            outcome = classify(obj)
+            repeated = None if len(obj) == len(pairs) else _repeated_verdict_key(pairs)
+            outcome = classify(obj) if repeated is None else _NOT_A_VERDICT
             if isinstance(outcome, Verdict):
                 self.verdict = outcome
                 self.verdict_at = self.cursor
                 self.rejected = None
             else:
-                self.rejected = obj
+                self.rejected, self.repeated = obj, repeated
                 self.rejected_at = self.cursor
         return obj
 
@@ -102,7 +122,7 @@ class _Harvest:
 
         The outcome itself is already known; objects completed before an error were seen.
         """
-        decoder = json.JSONDecoder(object_hook=self.hook)
+        decoder = json.JSONDecoder(object_pairs_hook=self.hook)
         try:
             decoder.raw_decode(text, start)
         except json.JSONDecodeError:
@@ -254,7 +274,7 @@ def _result(harvest: _Harvest) -> ScanResult:
     if harvest.verdict is not None:
         return ScanResult(verdict=harvest.verdict, problem=None)
     if harvest.rejected is not None:
-        why = rejection(harvest.rejected)
+        why = rejection(harvest.rejected, repeated=harvest.repeated)
         return ScanResult(verdict=None, problem=f"the last object with a score was rejected: {why}")
     return ScanResult(verdict=None, problem='no JSON object with a "score" key was found')
 
@@ -313,6 +333,7 @@ class StreamScanner:
             best.verdict, best.verdict_at = window.verdict, window.verdict_at
         if window.rejected is not None and window.rejected_at >= best.rejected_at:
             best.rejected, best.rejected_at = window.rejected, window.rejected_at
+            best.repeated = window.repeated
 
     def finish(self) -> ScanResult:
         """The right-most valid verdict of everything fed (or why there is none)."""

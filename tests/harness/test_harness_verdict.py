@@ -60,6 +60,26 @@ def test_scores_other_than_json_integers_are_rejected(score: str) -> None:
     assert found.problem is not None and "not the JSON integer 0 or 1" in found.problem
 
 
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('{"score": 0, "reason": "wrong total", "score": 1}', "score"),
+        ('{"score": 1, "reason": "fine", "reason": "the total is wrong"}', "reason"),
+        ('{"result": {"score": 0, "score": 1}}', "score"),
+    ],
+)
+def test_a_verdict_that_names_a_key_twice_is_no_verdict(text: str, key: str) -> None:
+    # json keeps the last value: `"score": 0, ..., "score": 1` passed on the judge's own denial.
+    found = extract_from_text(f"My verdict: {text}")
+    assert found.verdict is None
+    assert found.problem == (
+        f'the last object with a score was rejected: "{key}" was given twice, so which one the '
+        "judge meant is unknown"
+    )
+    # Another key twice is the judge's own business: the verdict stands.
+    assert verdict_of('{"score": 1, "reason": "ok", "notes": 1, "notes": 2}') == Verdict(1, "ok")
+
+
 def test_reason_rules() -> None:
     assert verdict_of('{"score": 1}') == Verdict(1, None)
     assert verdict_of('{"score": 0, "reason": null, "extra": [1]}') == Verdict(0, None)

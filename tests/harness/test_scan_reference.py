@@ -22,18 +22,37 @@ NOTHING = 'no JSON object with a "score" key was found'
 
 
 def reference(text: str) -> ScanResult:
-    """Decode at every `{`; the valid verdict that closes last wins, else the last rejected."""
-    decoder = json.JSONDecoder()
+    """Decode at every `{`; the valid verdict that closes last wins, else the last rejected.
+    An object naming `score` or `reason` twice is rejected."""
+    # id of a decoded object -> the verdict key it names twice (the objects stay alive).
+    repeats: dict[int, str] = {}
+
+    def pairs_hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        obj = dict(pairs)
+        keys = [key for key, _ in pairs]
+        for index, key in enumerate(keys):
+            if key in ("score", "reason") and key in keys[:index]:
+                repeats[id(obj)] = key
+                break
+        return obj
+
+    decoder = json.JSONDecoder(object_pairs_hook=pairs_hook)
     best: tuple[int, Verdict] | None = None
     rejected: tuple[int, str] | None = None
     for start, char in enumerate(text):
         if char != "{":
             continue
+        repeats.clear()
         try:
             value, end = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
             continue
         if not isinstance(value, dict) or "score" not in value:
+            continue
+        repeated = repeats.get(id(value))
+        if repeated is not None:
+            if rejected is None or end > rejected[0]:
+                rejected = (end, rejection(value, repeated=repeated))
             continue
         outcome = classify(value)
         if isinstance(outcome, Verdict):
@@ -57,6 +76,7 @@ SHALLOW = st.sampled_from(
         '{"score": true}', '{"score": 2}', '{"a": {"score": 1}}', "\\u0073", '{"reason": "x"}',
         "{ x", "{}", '"a": ', '{"a": "', '\\"', '{"score": 1, "reason": 5}',
         "\\\\", '"\\\\"', '{"n": "{', '"}', '{"score": 1, "reason": "q\\"{"}',
+        '{"score": 0, "score": 1}', '"score": 1, ', '{"reason": "a", "reason": "b", "score": 1}',
     ]
 )  # fmt: skip
 
