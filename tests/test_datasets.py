@@ -1069,6 +1069,19 @@ BAD_INPUTS = {
         "cases_from: data/rows.yaml",
         "Dataset data/rows.yaml has a row with a duplicate key 'ok' (line 4)",
     ),
+    # The csv module reads a quote that is never closed as a cell running to the end of the
+    # file: the rows after it were gone, and that row had the header's two cells.
+    "a csv quote never closed": (
+        {"data/rows.csv": 'name,ok\na,yes\nb,"yes\nc,no\nd,no\n'},
+        "cases_from: data/rows.csv",
+        "Dataset data/rows.csv row at line 3 opens a quoted cell that is never closed: the 3 "
+        "lines from there to the end of the file would be read as that one cell",
+    ),
+    "a csv quote never closed on the last line": (
+        {"data/rows.csv": 'name,ok\na,yes\n"b,yes'},
+        "cases_from: data/rows.csv",
+        "Dataset data/rows.csv row at line 3 opens a quoted cell that is never closed",
+    ),
     # json keeps a repeated key's last value silently: the case would be judged on one of two
     # values its author wrote, so JSON rows are held to YAML's rule (at any depth).
     "a jsonl row with a key twice": (

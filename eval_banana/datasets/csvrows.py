@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.words import visible
@@ -22,6 +23,31 @@ def _other_delimiter(*, names: list[str]) -> str | None:
         return None
     found = [word for char, word in _OTHER_DELIMITERS.items() if char in names[0]]
     return found[0] if found else None
+
+
+# A quote that opens a cell: at the start of the text, or after a comma or a line end (a quote
+# anywhere else in a cell is text, as the csv module reads it).
+_CELL_QUOTE = re.compile(r'(?:^|(?<=[,\r\n]))"')
+
+
+def _unclosed_quote(rest: str) -> bool:
+    """Whether `rest` (the last row's text, to the end of the file) opens a quoted cell it
+    never closes. The csv module then reads the rest of the file as that one cell, silently:
+    the rows after it are gone, and the row may even have the header's count of cells."""
+    position = 0
+    while True:
+        opening = _CELL_QUOTE.search(rest, position)
+        if opening is None:
+            return False
+        position = opening.end()
+        while True:  # inside the cell: `""` is a quote, a lone `"` closes it
+            close = rest.find('"', position)
+            if close < 0:
+                return True
+            if not rest.startswith('"', close + 1):
+                position = close + 1
+                break
+            position = close + 2
 
 
 def csv_rows(
@@ -48,7 +74,8 @@ def _csv_rows(
     # limit, 128 KiB, would refuse it. The limit is the process's, and only ever raised here.
     if len(text) >= csv.field_size_limit():
         csv.field_size_limit(len(text) + 1)
-    reader = csv.reader(io.StringIO(text, newline=""))
+    handle = io.StringIO(text, newline="")
+    reader = csv.reader(handle)
     header = next(reader, None)
     if header is None or not text.strip():
         return []  # empty, or blank lines alone: the family says it has no cases
@@ -117,14 +144,23 @@ def _csv_rows(
     # the last line the previous row ended on.
     ended = reader.line_num
     seen = 0
-    for cells in reader:
+    # Where the last row starts (its line and its place in the text), and whether it was
+    # ragged: a quote it never closes is told instead.
+    last_line = last_start = 0
+    last_ragged = False
+    while True:
+        start = handle.tell()
+        cells = next(reader, None)
+        if cells is None:
+            break
         line, ended = ended + 1, reader.line_num
         if not cells:
             continue
         if limit is not None and seen >= limit:
             raise TooManyRows(counted=seen + 1 + sum(1 for more in reader if more))
         seen += 1
-        if len(cells) != len(names):
+        last_line, last_start, last_ragged = line, start, len(cells) != len(names)
+        if last_ragged:
             problems.append(
                 dataset_problem(
                     file=file,
@@ -143,6 +179,28 @@ def _csv_rows(
                 line=line,
                 string_keys=True,
                 cells_are_text=True,
+            )
+        )
+    rest = text[last_start:] if last_line else ""
+    if '"' in rest and _unclosed_quote(rest):
+        if last_ragged:
+            problems.pop()
+        elif rows:
+            rows.pop()
+        swallowed = ended - last_line + 1
+        problems.append(
+            dataset_problem(
+                file=file,
+                line=last_line,
+                message=f"Dataset {file} row at line {last_line} opens a quoted cell that is "
+                "never closed"
+                + (
+                    f": the {swallowed:,} lines from there to the end of the file would be "
+                    "read as that one cell"
+                    if swallowed > 1
+                    else ""
+                ),
+                hint='close the quote; a quote inside a quoted cell is written twice ("")',
             )
         )
     return rows

@@ -162,3 +162,35 @@ def test_a_fifo_in_a_datasets_place_is_refused_without_blocking(tmp_path: Path, 
     )
     assert f"Cannot read dataset {name}: " in done.stdout, done.stdout + done.stderr
     assert "not a regular file (a FIFO)" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "last"),
+    [
+        # Quotes that close: doubled inside a cell, a cell over several lines at the end, a
+        # quote inside an unquoted cell (text, as the csv module reads it), and one after a
+        # closed quote.
+        ('id,x\na,"say ""hi"""\n', 'say "hi"'),
+        ('id,x\na,b\nc,"two\nlines"', "two\nlines"),
+        ('id,x\na,he said "hi\n', 'he said "hi'),
+        ('id,x\na,"q"uoted"\n', 'quoted"'),
+        ('id,x\na,""\n', ""),
+    ],
+)
+def test_a_csv_whose_quotes_close_is_read_whole(tmp_path: Path, text: str, last: str) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text(text)
+    problems: list[DefinitionError] = []
+    rows = read_rows(path=path, file="rows.csv", problems=problems)
+    assert problems == []
+    assert isinstance(rows[-1].value, dict) and rows[-1].value["x"] == last
+
+
+def test_a_csv_quote_never_closed_keeps_the_rows_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text('id,x\na,1\nb,2\nc,"3\nd,4\n')
+    problems: list[DefinitionError] = []
+    rows = read_rows(path=path, file="rows.csv", problems=problems)
+    assert [row.value for row in rows] == [{"id": "a", "x": "1"}, {"id": "b", "x": "2"}]
+    (problem,) = problems
+    assert problem.line == 4 and "opens a quoted cell that is never closed" in problem.message
