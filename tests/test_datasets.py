@@ -1077,6 +1077,12 @@ BAD_INPUTS = {
         "Dataset data/rows.csv row at line 3 opens a quoted cell that is never closed: the 3 "
         "lines from there to the end of the file would be read as that one cell",
     ),
+    "a csv quote closed rows later": (
+        {"data/rows.csv": 'name,ok\na,"yes\nb,no\nc,"no"\nd,yes\n'},
+        "cases_from: data/rows.csv",
+        "Dataset data/rows.csv row at line 2 has text after the closing quote of a quoted "
+        "cell: line 4 is 'c,\"no\"'",
+    ),
     "a csv quote never closed on the last line": (
         {"data/rows.csv": 'name,ok\na,yes\n"b,yes'},
         "cases_from: data/rows.csv",

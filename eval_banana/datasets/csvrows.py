@@ -27,13 +27,13 @@ def _other_delimiter(*, names: list[str]) -> str | None:
 
 # A quote that opens a cell: at the start of the text, or after a comma or a line end (a quote
 # anywhere else in a cell is text, as the csv module reads it).
+# How much of a refused row its error quotes.
+_SHOWN = 60
 _CELL_QUOTE = re.compile(r'(?:^|(?<=[,\r\n]))"')
 
 
 def _unclosed_quote(rest: str) -> bool:
-    """Whether `rest` (the last row's text, to the end of the file) opens a quoted cell it
-    never closes. The csv module then reads the rest of the file as that one cell, silently:
-    the rows after it are gone, and the row may even have the header's count of cells."""
+    """Whether `rest` (a row's text) opens a quoted cell it never closes."""
     position = 0
     while True:
         opening = _CELL_QUOTE.search(rest, position)
@@ -75,7 +75,10 @@ def _csv_rows(
     if len(text) >= csv.field_size_limit():
         csv.field_size_limit(len(text) + 1)
     handle = io.StringIO(text, newline="")
-    reader = csv.reader(handle)
+    # Strict: the lenient reader takes a quote left open as a cell running to the next quote,
+    # or to the end of the file, and text after a closing quote as part of the cell
+    # (`"5" screen"`): rows silently lost or mangled. Each is told at its row instead.
+    reader = csv.reader(handle, strict=True)
     header = next(reader, None)
     if header is None or not text.strip():
         return []  # empty, or blank lines alone: the family says it has no cases
@@ -144,13 +147,17 @@ def _csv_rows(
     # the last line the previous row ended on.
     ended = reader.line_num
     seen = 0
-    # Where the last row starts (its line and its place in the text), and whether it was
-    # ragged: a quote it never closes is told instead.
-    last_line = last_start = 0
-    last_ragged = False
     while True:
         start = handle.tell()
-        cells = next(reader, None)
+        try:
+            cells = next(reader, None)
+        except csv.Error:
+            # The reader goes on at the next line: every bad row is told in one pass.
+            line, ended = ended + 1, reader.line_num
+            problems.append(
+                _bad_quote(file=file, line=line, row=text[start : handle.tell()], lines=ended)
+            )
+            continue
         if cells is None:
             break
         line, ended = ended + 1, reader.line_num
@@ -159,8 +166,7 @@ def _csv_rows(
         if limit is not None and seen >= limit:
             raise TooManyRows(counted=seen + 1 + sum(1 for more in reader if more))
         seen += 1
-        last_line, last_start, last_ragged = line, start, len(cells) != len(names)
-        if last_ragged:
+        if len(cells) != len(names):
             problems.append(
                 dataset_problem(
                     file=file,
@@ -181,26 +187,35 @@ def _csv_rows(
                 cells_are_text=True,
             )
         )
-    rest = text[last_start:] if last_line else ""
-    if '"' in rest and _unclosed_quote(rest):
-        if last_ragged:
-            problems.pop()
-        elif rows:
-            rows.pop()
-        swallowed = ended - last_line + 1
-        problems.append(
-            dataset_problem(
-                file=file,
-                line=last_line,
-                message=f"Dataset {file} row at line {last_line} opens a quoted cell that is "
-                "never closed"
-                + (
-                    f": the {swallowed:,} lines from there to the end of the file would be "
-                    "read as that one cell"
-                    if swallowed > 1
-                    else ""
-                ),
-                hint='close the quote; a quote inside a quoted cell is written twice ("")',
-            )
-        )
     return rows
+
+
+def _bad_quote(*, file: str, line: int, row: str, lines: int) -> DefinitionError:
+    """The problem of a row the strict reader refused (`row`: its text, to where the reader
+    stopped; `lines`: the line it stopped on): a quoted cell never closed, or text after a
+    closing quote."""
+    if _unclosed_quote(row):
+        rest = lines - line + 1
+        return dataset_problem(
+            file=file,
+            line=line,
+            message=f"Dataset {file} row at line {line} opens a quoted cell that is never closed"
+            + (
+                f": the {rest:,} lines from there to the end of the file would be read as that "
+                "one cell"
+                if rest > 1
+                else ""
+            ),
+            hint='close the quote; a quote inside a quoted cell is written twice ("")',
+        )
+    # The line the reader stopped on holds the closing quote and the text after it.
+    last = row.rstrip("\r\n").rsplit("\n", 1)[-1].rstrip("\r")
+    shown = last if len(last) <= _SHOWN else last[: _SHOWN - 1] + "…"
+    return dataset_problem(
+        file=file,
+        line=line,
+        message=f"Dataset {file} row at line {line} has text after the closing quote of a "
+        "quoted cell: " + (f"line {lines} is " if lines != line else "") + repr(visible(shown)),
+        hint='a quote inside a quoted cell is written twice ("5"" screen"); a cell that does '
+        'not start with a quote holds quotes as they are (5" screen)',
+    )

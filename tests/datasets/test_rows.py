@@ -168,13 +168,11 @@ def test_a_fifo_in_a_datasets_place_is_refused_without_blocking(tmp_path: Path, 
     ("text", "last"),
     [
         # Quotes that close: doubled inside a cell, a cell over several lines at the end, a
-        # quote inside an unquoted cell (text, as the csv module reads it), and one after a
-        # closed quote.
+        # quote inside an unquoted cell (text, as the csv module reads it), CRLF line ends.
         ('id,x\na,"say ""hi"""\n', 'say "hi"'),
         ('id,x\na,b\nc,"two\nlines"', "two\nlines"),
         ('id,x\na,he said "hi\n', 'he said "hi'),
-        ('id,x\na,"q"uoted"\n', 'quoted"'),
-        ('id,x\na,""\n', ""),
+        ('id,x\r\na,"x"\r\nb,""\r\n', ""),
     ],
 )
 def test_a_csv_whose_quotes_close_is_read_whole(tmp_path: Path, text: str, last: str) -> None:
@@ -186,11 +184,30 @@ def test_a_csv_whose_quotes_close_is_read_whole(tmp_path: Path, text: str, last:
     assert isinstance(rows[-1].value, dict) and rows[-1].value["x"] == last
 
 
-def test_a_csv_quote_never_closed_keeps_the_rows_before_it(tmp_path: Path) -> None:
+def test_every_bad_quote_of_a_csv_is_told_at_its_row_and_the_others_are_read(
+    tmp_path: Path,
+) -> None:
+    # Read leniently, row a's cell ran on to row c's quote and took rows b and c with it (it
+    # still had the header's two cells), "5" screen" lost a quote, and e's took the rest.
     path = tmp_path / "rows.csv"
-    path.write_text('id,x\na,1\nb,2\nc,"3\nd,4\n')
+    path.write_text('id,x\na,"open\nb,2\nc,"3"\nd,4\nk,"5" screen"\ne,"6\nf,7\n')
     problems: list[DefinitionError] = []
     rows = read_rows(path=path, file="rows.csv", problems=problems)
-    assert [row.value for row in rows] == [{"id": "a", "x": "1"}, {"id": "b", "x": "2"}]
-    (problem,) = problems
-    assert problem.line == 4 and "opens a quoted cell that is never closed" in problem.message
+    assert [row.value for row in rows] == [{"id": "d", "x": "4"}]
+    assert [(problem.line, problem.message) for problem in problems] == [
+        (
+            2,
+            "Dataset rows.csv row at line 2 has text after the closing quote of a quoted cell: "
+            "line 4 is 'c,\"3\"'",
+        ),
+        (
+            6,
+            "Dataset rows.csv row at line 6 has text after the closing quote of a quoted cell: "
+            '\'k,"5" screen"\'',
+        ),
+        (
+            7,
+            "Dataset rows.csv row at line 7 opens a quoted cell that is never closed: the 2 "
+            "lines from there to the end of the file would be read as that one cell",
+        ),
+    ]
