@@ -204,3 +204,50 @@ def test_only_files_that_fail_pay_for_positions_and_suggestions(
     assert _modules_loaded(root) == [
         "LOADED ['difflib', 'eval_banana.checks.problems', 'eval_banana.checks.words', 'eval_banana.checks.yamlpos'] 2"
     ]
+
+
+_MATCHES_CHECK = """\
+schema_version: 1
+id: m
+type: assertions
+description: d
+artifact: out.json
+assert:
+  - {path: name, op: matches, value: "^a+$"}
+"""
+
+
+def _re2_loaded(root: Path) -> tuple[bool, int]:
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"code = main(['validate', '--cwd', {str(root)!r}])\n"
+        "print('RE2', 're2' in sys.modules, code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    line = next(line for line in done.stdout.splitlines() if line.startswith("RE2"))
+    _, loaded, code = line.split()
+    return loaded == "True", int(code)
+
+
+def test_only_a_project_with_a_pattern_pays_for_re2(project: Callable[..., Path]) -> None:
+    # RE2's import is some 4 to 7 ms of every start-up; only a `matches` pattern needs it.
+    plain = project(
+        {
+            "eval_checks/a.yaml": "schema_version: 1\nid: a\ntype: deterministic\n"
+            "description: d\nscript: pass\n"
+        }
+    )
+    assert _re2_loaded(plain) == (False, 0)
+    patterned = project({"eval_checks/m.yaml": _MATCHES_CHECK})
+    assert _re2_loaded(patterned) == (True, 0)
+    bad = project({"eval_checks/m.yaml": _MATCHES_CHECK.replace("^a+$", "(?=a)")})
+    assert _re2_loaded(bad) == (True, 2)  # RE2 still refuses what it cannot run
