@@ -90,6 +90,14 @@ def _csv_rows(
             message=f"Dataset {file} starts with a blank line, not a header row naming the fields",
             hint="delete the blank lines before the header row",
         )
+    header_quote = _spaced_quote(header)
+    if header_quote is not None:
+        raise dataset_problem(
+            file=file,
+            line=1,
+            message=f"Dataset {file} header row {_SPACED_SAID} ({header_quote}): {_SPACED_WHY}",
+            hint=_SPACED_HINT,
+        )
     names = [name.strip() for name in header]
     if len(names) <= 2 and names[0].lower().startswith("sep=") and not any(names[1:]):
         # Excel's "sep=," line names the delimiter for Excel alone; read as the header, it is
@@ -147,6 +155,8 @@ def _csv_rows(
     # the last line the previous row ended on.
     ended = reader.line_num
     seen = 0
+    # Rows are looked at for a space before a cell's quote only in a file that has one.
+    spaced = ' "' in text or '\t"' in text
     while True:
         start = handle.tell()
         try:
@@ -166,6 +176,18 @@ def _csv_rows(
         if limit is not None and seen >= limit:
             raise TooManyRows(counted=seen + 1 + sum(1 for more in reader if more))
         seen += 1
+        spaced_quote = _spaced_quote(cells) if spaced else None
+        if spaced_quote is not None:
+            problems.append(
+                dataset_problem(
+                    file=file,
+                    line=line,
+                    message=f"Dataset {file} row at line {line} {_SPACED_SAID} "
+                    f"({spaced_quote}): {_SPACED_WHY}",
+                    hint=_SPACED_HINT,
+                )
+            )
+            continue
         if len(cells) != len(names):
             problems.append(
                 dataset_problem(
@@ -188,6 +210,21 @@ def _csv_rows(
             )
         )
     return rows
+
+
+_SPACED_SAID = "has a space before a quote meant to open a cell"
+_SPACED_WHY = "a CSV reader takes that quote as text, and a comma inside it splits the cell"
+_SPACED_HINT = "remove the space after the comma: a quoted cell starts with its quote"
+
+
+def _spaced_quote(cells: list[str]) -> str | None:
+    """The first cell (quoted for a message) that starts with spaces and then a quote: written
+    `a, "b, c"` by hand, the quote is text to a CSV reader and the comma inside splits it."""
+    for cell in cells:
+        if cell[:1] in (" ", "\t") and cell.lstrip(" \t")[:1] == '"':
+            shown = cell if len(cell) <= _SHOWN else cell[: _SHOWN - 1] + "…"
+            return f"'{visible(shown)}'"
+    return None
 
 
 def _bad_quote(*, file: str, line: int, row: str, lines: int) -> DefinitionError:
@@ -215,7 +252,7 @@ def _bad_quote(*, file: str, line: int, row: str, lines: int) -> DefinitionError
         file=file,
         line=line,
         message=f"Dataset {file} row at line {line} has text after the closing quote of a "
-        "quoted cell: " + (f"line {lines} is " if lines != line else "") + repr(visible(shown)),
+        "quoted cell: " + (f"line {lines} is " if lines != line else "") + f"'{visible(shown)}'",
         hint='a quote inside a quoted cell is written twice ("5"" screen"); a cell that does '
         'not start with a quote holds quotes as they are (5" screen)',
     )

@@ -211,3 +211,40 @@ def test_every_bad_quote_of_a_csv_is_told_at_its_row_and_the_others_are_read(
             "lines from there to the end of the file would be read as that one cell",
         ),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "cell"),
+    [
+        # Written by hand with a space after each comma: the quote was text, so the comma in
+        # "yes, sir" split the row into three cells (told as a row of the wrong length, with
+        # the hint to quote the cell the user had quoted).
+        ('id,answer\na, "yes, sir"\nb,no\n', 2, "' \"yes'"),
+        ('id,answer\na,yes\nb,\t"no"\n', 3, "'\\x09\"no\"'"),
+        ('id, "answer"\na,yes\n', 1, "' \"answer\"'"),
+    ],
+)
+def test_a_space_before_a_cell_s_quote_is_told(
+    tmp_path: Path, text: str, line: int, cell: str
+) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text(text)
+    problems: list[DefinitionError] = []
+    try:
+        read_rows(path=path, file="rows.csv", problems=problems)
+    except DefinitionError as exc:  # the header: the file cannot be read at all
+        problems.append(exc)
+    (problem,) = problems
+    assert problem.line == line
+    assert f"has a space before a quote meant to open a cell ({cell})" in problem.message
+    assert problem.hint == "remove the space after the comma: a quoted cell starts with its quote"
+
+
+def test_a_space_before_text_is_kept_and_a_quote_inside_a_cell_is_text(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text('id,answer\na, yes\nb,he said "hi"\n')
+    rows = read_rows(path=path, file="rows.csv", problems=[])
+    assert [row.value for row in rows] == [
+        {"id": "a", "answer": " yes"},
+        {"id": "b", "answer": 'he said "hi"'},
+    ]
