@@ -1852,42 +1852,79 @@ _LOGIC_TOLD = (
 )
 
 
+_STRAY_TOLD = "(no filters, loops or code; write {{{{ for a literal {{)"
+_STRAY_HINT = "use {{ case.<field> }}, or write {{{{ for a literal {{"
+_LOGIC_HINT = "eb fills {{ case.<field> }} placeholders and runs no loops, conditions or filters"
+
+
 @pytest.mark.parametrize(
-    ("family", "told_at", "field_path", "line"),
+    ("family", "told", "field_path", "line", "hint"),
     [
         (
             SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
                 "case {{ case.name }}", "case {{ case.name }}{% if case.ok %} (ok){% endif %}"
             ),
-            "description: '{% if case.ok %}'",
+            f"description: '{{% if case.ok %}}' {_LOGIC_TOLD}",
             "description",
             4,
+            _LOGIC_HINT,
         ),
         (
             "schema_version: 1\nid: fam\ntype: harness_judge\ndescription: d\n"
             "cases_from: data/rows.jsonl\ninstructions: |\n"
             "  Judge.\n  {%- for word in case['name'] %}{{ word }}{% endfor %}\n",
-            "instructions: \"{%- for word in case['name'] %}\"",
+            f"instructions: \"{{%- for word in case['name'] %}}\" {_LOGIC_TOLD}",
             "instructions",
             6,
+            _LOGIC_HINT,
         ),
         (
             "schema_version: 1\nid: fam\ntype: assertions\ndescription: d\n"
             "cases_from: data/rows.jsonl\nartifact: out.json\nassert:\n"
             "  - path: name\n    op: equals\n"
             "    value: ['{{ case.name }}', '{% if case.ok %}x{% endif %}']\n",
-            "assert[1].value: '{% if case.ok %}'",
+            f"assert[1].value: '{{% if case.ok %}}' {_LOGIC_TOLD}",
             "assert.0.value",
             10,
+            _LOGIC_HINT,
+        ),
+        # A stray `{{` is the family's typo too: it was told once per row, at the dataset's
+        # lines, with the hint to give every row the field.
+        (
+            SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
+                "case {{ case.name }}", "case {{ name }}"
+            ),
+            "description: '{{ name }}' is no {{ case.<field> }} placeholder: write "
+            f"{{{{ case.name }}}} {_STRAY_TOLD}",
+            "description",
+            4,
+            _STRAY_HINT,
+        ),
+        (
+            "schema_version: 1\nid: fam\ntype: assertions\ndescription: d\n"
+            "cases_from: data/rows.jsonl\nartifact: out.json\nassert:\n"
+            "  - path: 'names.{{- case.id -}}'\n    op: equals\n    value: x\n",
+            "assert[1].path: '{{- case.id -}}' is no {{ case.<field> }} placeholder: write "
+            f"{{{{ case.id }}}} {_STRAY_TOLD}",
+            "assert.0.path",
+            8,
+            _STRAY_HINT,
         ),
     ],
-    ids=["description", "judge instructions", "assertion value"],
+    ids=[
+        "logic in description",
+        "logic in judge instructions",
+        "logic in assertion value",
+        "stray in description",
+        "stray in assertion path",
+    ],
 )
-def test_template_logic_over_the_case_is_one_definition_error_at_its_family(
+def test_what_no_row_can_fix_is_one_definition_error_at_its_family(
     family: str,
-    told_at: str,
+    told: str,
     field_path: str,
     line: int,
+    hint: str,
     project: Callable[..., Path],
     eb: Callable[..., EbResult],
 ) -> None:
@@ -1897,56 +1934,11 @@ def test_template_logic_over_the_case_is_one_definition_error_at_its_family(
     # One error at the check file's own field, not one per row: no row can fix it.
     error = _the_validate_error(eb, root)
     check_file = str(root / "eval_checks" / "fam.yaml")
-    assert error["message"] == f"{check_file}: {told_at} {_LOGIC_TOLD}", error
+    assert error["message"] == f"{check_file}: {told}", error
     assert (error["file"], error["field_path"], error["line"]) == (check_file, field_path, line)
-    assert "no loops, conditions or filters" in error["hint"]
+    assert error["hint"] == hint
     ran = eb("run", "--cwd", str(root))
-    assert ran.exit_code == 2 and _LOGIC_TOLD in ran.stderr
-    assert not list((root / ".eval-banana").glob("results/*/report.json"))
-
-
-@pytest.mark.parametrize(
-    ("family", "told_at", "field_path", "line"),
-    [
-        (
-            SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl").replace(
-                "case {{ case.name }}", "case {{ name }}"
-            ),
-            "description: '{{ name }}' is no {{ case.<field> }} placeholder: write {{ case.name }}",
-            "description",
-            4,
-        ),
-        (
-            "schema_version: 1\nid: fam\ntype: assertions\ndescription: d\n"
-            "cases_from: data/rows.jsonl\nartifact: out.json\nassert:\n"
-            "  - path: 'names.{{- case.id -}}'\n    op: equals\n    value: x\n",
-            "assert[1].path: '{{- case.id -}}' is no {{ case.<field> }} placeholder: write "
-            "{{ case.id }}",
-            "assert.0.path",
-            8,
-        ),
-    ],
-    ids=["description", "assertion path"],
-)
-def test_a_stray_placeholder_is_one_definition_error_at_its_family(
-    family: str,
-    told_at: str,
-    field_path: str,
-    line: int,
-    project: Callable[..., Path],
-    eb: Callable[..., EbResult],
-) -> None:
-    # The family's typo, not the rows': it was told once per row, at the dataset's lines,
-    # with the hint to give every row the field.
-    rows = "".join(json.dumps(row) + "\n" for row in ROWS)
-    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": rows}, config=CONFIG)
-    error = _the_validate_error(eb, root)
-    check_file = str(root / "eval_checks" / "fam.yaml")
-    assert error["message"].startswith(f"{check_file}: {told_at} (no filters"), error
-    assert (error["file"], error["field_path"], error["line"]) == (check_file, field_path, line)
-    assert error["hint"] == "use {{ case.<field> }}, or write {{{{ for a literal {{"
-    ran = eb("run", "--cwd", str(root))
-    assert ran.exit_code == 2 and told_at in ran.stderr
+    assert ran.exit_code == 2 and told in ran.stderr
     assert not list((root / ".eval-banana").glob("results/*/report.json"))
 
 

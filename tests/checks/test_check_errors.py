@@ -174,13 +174,14 @@ def test_eb_run_reports_the_same_located_words(
     assert list(as_json["error"]) == ERROR_KEYS  # unchanged for `eb run --json`
 
 
-def _modules_loaded(root: Path) -> list[str]:
+def _modules_loaded(root: Path, *, names: tuple[str, ...]) -> tuple[list[str], int]:
+    """Which of `names` `eb validate` of `root` imports, and its exit code."""
     probe = (
-        "import sys\n"
+        "import json, sys\n"
         "from eval_banana.cli import main\n"
         f"code = main(['validate', '--cwd', {str(root)!r}])\n"
-        "names = ('eval_banana.checks.problems', 'eval_banana.checks.words', 'eval_banana.checks.yamlpos', 'difflib')\n"
-        "print('LOADED', sorted(n for n in names if n in sys.modules), code)\n"
+        f"loaded = sorted(n for n in {names!r} if n in sys.modules)\n"
+        "print('LOADED', json.dumps([loaded, code]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],
@@ -192,18 +193,25 @@ def _modules_loaded(root: Path) -> list[str]:
         check=False,
     )
     line = next(line for line in done.stdout.splitlines() if line.startswith("LOADED"))
-    return [line]
+    loaded, code = json.loads(line.removeprefix("LOADED"))
+    return loaded, code
+
+
+_POSITIONS = (
+    "eval_banana.checks.problems",
+    "eval_banana.checks.words",
+    "eval_banana.checks.yamlpos",
+    "difflib",
+)
 
 
 def test_only_files_that_fail_pay_for_positions_and_suggestions(
     project: Callable[..., Path],
 ) -> None:
     root = project({f"eval_checks/c{i}.yaml": check_yaml(f"c{i}") for i in range(20)})
-    assert _modules_loaded(root) == ["LOADED [] 0"]
+    assert _modules_loaded(root, names=_POSITIONS) == ([], 0)
     (root / "eval_checks" / "c7.yaml").write_text(TWO_ERRORS)
-    assert _modules_loaded(root) == [
-        "LOADED ['difflib', 'eval_banana.checks.problems', 'eval_banana.checks.words', 'eval_banana.checks.yamlpos'] 2"
-    ]
+    assert _modules_loaded(root, names=_POSITIONS) == (sorted(_POSITIONS), 2)
 
 
 _MATCHES_CHECK = """\
@@ -217,27 +225,6 @@ assert:
 """
 
 
-def _re2_loaded(root: Path) -> tuple[bool, int]:
-    probe = (
-        "import sys\n"
-        "from eval_banana.cli import main\n"
-        f"code = main(['validate', '--cwd', {str(root)!r}])\n"
-        "print('RE2', 're2' in sys.modules, code)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
-    line = next(line for line in done.stdout.splitlines() if line.startswith("RE2"))
-    _, loaded, code = line.split()
-    return loaded == "True", int(code)
-
-
 def test_only_a_project_with_a_pattern_pays_for_re2(project: Callable[..., Path]) -> None:
     # RE2's import is some 4 to 7 ms of every start-up; only a `matches` pattern needs it.
     plain = project(
@@ -246,8 +233,9 @@ def test_only_a_project_with_a_pattern_pays_for_re2(project: Callable[..., Path]
             "description: d\nscript: pass\n"
         }
     )
-    assert _re2_loaded(plain) == (False, 0)
+    assert _modules_loaded(plain, names=("re2",)) == ([], 0)
     patterned = project({"eval_checks/m.yaml": _MATCHES_CHECK})
-    assert _re2_loaded(patterned) == (True, 0)
+    assert _modules_loaded(patterned, names=("re2",)) == (["re2"], 0)
     bad = project({"eval_checks/m.yaml": _MATCHES_CHECK.replace("^a+$", "(?=a)")})
-    assert _re2_loaded(bad) == (True, 2)  # RE2 still refuses what it cannot run
+    # RE2 still refuses what it cannot run.
+    assert _modules_loaded(bad, names=("re2",)) == (["re2"], 2)
