@@ -1403,6 +1403,38 @@ def test_a_few_rows_missing_a_field_are_each_named_at_their_line(
     assert all("the case has no field 'name'" in error["message"] for error in errors)
 
 
+@pytest.mark.parametrize(
+    ("placeholder", "told"),
+    [
+        # Written as the column is named: no placeholder can name it.
+        (
+            "{{ case.first name }}",
+            "'{{ case.first name }}' is no {{ case.<field> }} placeholder: a placeholder cannot "
+            "name the field 'first name', which holds a space: rename it in the dataset, for "
+            "example to first_name",
+        ),
+        # Written as a placeholder can: "did you mean 'first name'?" led back to the above.
+        (
+            "{{ case.first_name }}",
+            "the case has no field 'first_name' (a placeholder cannot name the field 'first "
+            "name', which holds a space: rename it in the dataset, for example to first_name)",
+        ),
+    ],
+)
+def test_a_column_whose_name_holds_a_space_is_told_to_be_renamed(
+    placeholder: str, told: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.csv").replace(
+        "{{ case.name }}", placeholder
+    )
+    root = project(
+        {"eval_checks/fam.yaml": family, "data/rows.csv": "id,first name,ok\na,Ada,yes\n"},
+        config=CONFIG,
+    )
+    (error,) = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert told in error["message"], error
+
+
 def test_a_placeholder_reaching_into_a_rows_value_says_it_cannot(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

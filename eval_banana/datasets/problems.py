@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.suggest import closest
-from eval_banana.datasets.render import RenderProblem, json_kind
+from eval_banana.datasets.render import RenderProblem, json_kind, unplaceable
 from eval_banana.datasets.rows import Row, row_line, row_where
 
 # Up to this many cases share one rendering problem, each is its own error; beyond, they are one
@@ -72,7 +72,10 @@ def _told(*, problem: RenderProblem, row: Row) -> str:
             "its own for it)"
         )
     near = closest(problem.field, row.value)
-    return problem.told + (f" (did you mean '{near}'?)" if near is not None else "")
+    if near is None:
+        return problem.told
+    # The row's field a placeholder cannot name (`first name`): suggesting it led nowhere.
+    return problem.told + f" ({unplaceable(near) or f'did you mean {near!r}?'})"
 
 
 def _where(*, row: Row, check_file: str) -> str:

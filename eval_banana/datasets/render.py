@@ -167,11 +167,30 @@ def _logic(*, tag: str) -> RenderProblem:
     )
 
 
+_PLACEABLE = re.compile(r"[^\s{}]+")
+
+
+def unplaceable(field: str) -> str | None:
+    """For a field no placeholder can name (it holds a space or a brace: a CSV column
+    `first name`), the fix: rename it in the dataset; None for a field a placeholder names."""
+    if _PLACEABLE.fullmatch(field):
+        return None
+    name = re.sub(r"[\s{}]+", "_", field.strip()).strip("_") or "field"
+    what = "a space" if re.search(r"\s", field) else "a brace"
+    return (
+        f"a placeholder cannot name the field {visible(field)!r}, which holds {what}: rename "
+        f"it in the dataset, for example to {name}"
+    )
+
+
 def _meant(*, inner: str, case: dict[str, Any]) -> str | None:
     """`write {{ case.question }}` for what names a field the way another template language
     does (`question`, `CASE.question`, `case['question']`, `case.question | upper`)."""
     if inner.lower() == "case":
         return "a placeholder names one field of the case, {{ case.<field> }}"
+    spaced = inner[5:].strip() if inner[:5].lower() == "case." else None
+    if spaced is not None and spaced in case:
+        return unplaceable(spaced)  # `{{ case.first name }}` over a column `first name`
     named = _NAMED.fullmatch(inner)
     if named is None:
         return None
