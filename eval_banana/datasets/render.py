@@ -188,9 +188,10 @@ def _meant(*, inner: str, case: dict[str, Any]) -> str | None:
     does (`question`, `CASE.question`, `case['question']`, `case.question | upper`)."""
     if inner.lower() == "case":
         return "a placeholder names one field of the case, {{ case.<field> }}"
-    spaced = inner[5:].strip() if inner[:5].lower() == "case." else None
-    if spaced is not None and spaced in case:
-        return unplaceable(spaced)  # `{{ case.first name }}` over a column `first name`
+    spaced = inner[5:].strip() if inner[:5].lower() == "case." else ""
+    unnamed = unplaceable(spaced) if spaced in case else None
+    if unnamed is not None:
+        return unnamed  # `{{ case.first name }}` over a column `first name`
     named = _NAMED.fullmatch(inner)
     if named is None:
         return None
