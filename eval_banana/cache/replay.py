@@ -283,6 +283,7 @@ def _place(*, run: _Run, files: list[Any], verdict_keys: list[Any]) -> str | Non
             blob=Blob(sha256=item["sha256"], size=item["size"]),
             target=f"{base}/{name}",
             discard_damaged=run.writes,
+            renew=run.writes,  # a replay runs no check
         )
         if problem is not None:
             return f"cannot bring {name}: {problem}"

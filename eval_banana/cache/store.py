@@ -17,6 +17,7 @@ anything else is a miss, with the reason.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import itertools
 import json
@@ -41,6 +42,7 @@ from eval_banana.cache.mac import (
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import read_bytes, sha256_and_size, sha256_bytes, write_bytes_atomic
 from eval_banana.core.readback import TooDeep, loads_json, open_regular, read_json
+from eval_banana.core.turns import alone
 
 _TEMP_NAMES = itertools.count()
 _BLOCK = 1 << 20
@@ -324,11 +326,18 @@ class CacheStore:
         return file
 
     def restore(
-        self, *, blob: Blob, target: str, discard_damaged: bool = False, checked: bool = False
+        self,
+        *,
+        blob: Blob,
+        target: str,
+        discard_damaged: bool = False,
+        checked: bool = False,
+        renew: bool = False,
     ) -> str | None:
         """Put a blob's content at `target` after checking its digest; the problem, or None.
         `checked`: the caller has just read this blob whole and matched its digest, so only
-        its size is looked at again.
+        its size is looked at again. `renew`: no check runs meanwhile, so a blob linked as
+        often as the file system allows may be stored again (`_link_renewing`).
 
         `target`'s folder must exist. The file is a hard link to the blob where the file
         system allows it: creating a file costs many times a link, and a cached run restores
@@ -346,10 +355,35 @@ class CacheStore:
                     return _damaged(blob=blob, source=source, discard=discard_damaged)
             elif sha256_and_size(path=source) != (blob.sha256, blob.size):
                 return _damaged(blob=blob, source=source, discard=discard_damaged)
-            _replace_with(target=target, place=lambda: _link_or_copy(source=source, target=target))
+            _replace_with(
+                target=target,
+                place=lambda: self._link_renewing(source=source, target=target, renew=renew),
+            )
         except OSError as exc:
             return _unreadable(blob=blob, exc=exc)
         return None
+
+    def _link_renewing(self, *, source: str, target: str, renew: bool) -> None:
+        """`_link_or_copy`, except for a blob at the file system's link limit (ext4: 65,000).
+        A family's cases that print the same output share one blob, and every kept run folder
+        holds a link to it, so the limit is reached in a few dozen runs; from then on each of
+        those files was copied, run after run. With `renew`, the blob is stored again as a
+        file of its own (run folders keep the old one), and links work for as long again."""
+        try:
+            os.link(source, target)
+            return
+        except FileExistsError:
+            raise  # never copy onto a file that is there: it may be a link into the cache
+        except OSError as exc:
+            at_limit = exc.errno == errno.EMLINK
+        if at_limit and renew:
+            # A change in the cache: made only while no eb run's checks execute beside it.
+            with alone(folder=self.folder) as mine, contextlib.suppress(OSError):
+                if mine:
+                    _store_again(path=source)
+                    os.link(source, target)
+                    return
+        shutil.copyfile(source, target)
 
     def read_blob(self, *, blob: Blob, discard_damaged: bool = False) -> bytes | str:
         """A blob's content after checking its digest, or the problem (as `restore` says it)."""
@@ -521,6 +555,17 @@ def _replace_with(*, target: str, place: Callable[[], None]) -> None:
     except FileExistsError:
         os.unlink(target)
         place()
+
+
+def _store_again(*, path: str) -> None:
+    """`path` as a new file with the same content (under the same name, atomically)."""
+    temp = _temp_sibling(Path(path))
+    try:
+        shutil.copyfile(path, temp)
+        os.replace(temp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
 
 
 def _link_or_copy(*, source: str | Path, target: str | Path) -> None:

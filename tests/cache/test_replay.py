@@ -570,3 +570,36 @@ def test_a_kept_run_s_own_files_are_copied_into_the_cache_never_linked(
     (entry,) = replay_files(project)
     names = {item["name"] for item in json.loads(entry.read_text())["files"]}
     assert f"stages/snapshots/{snapshot.name}" in names
+
+
+def test_a_replay_links_again_a_blob_at_the_file_system_s_link_limit(
+    kept: Project, replays: list[bool], tmp_path: Path
+) -> None:
+    # Kept run folders hold links to the blobs: a family whose cases print the same output
+    # reaches the limit (ext4: 65,000) in a few dozen runs, and each replay then copied every
+    # such file. The replay stores the blob again and links to it.
+    run_dir = Path(kept.run()["output_dir"])
+    assert replays[-1] is True
+    placed = next(
+        path
+        for path in sorted((run_dir / "checks").iterdir())
+        if path.name.endswith(".stdout.txt") and path.stat().st_size
+    )
+    digest = hashlib.sha256(placed.read_bytes()).hexdigest()
+    stored = kept.cache_dir / "blobs" / digest[:2] / digest
+    assert os.path.samefile(placed, stored)
+    limit = os.pathconf(stored, "PC_LINK_MAX")
+    if limit > 70_000:
+        pytest.skip(f"this file system allows {limit:,} links to a file, more than a test makes")
+    (tmp_path / "kept-runs").mkdir()
+    for number in range(limit - stored.stat().st_nlink):
+        os.link(stored, tmp_path / "kept-runs" / str(number))
+    again = Path(kept.run()["output_dir"])
+    assert replays[-1] is True
+    assert os.path.samefile(again / "checks" / placed.name, stored)
+    # A file of its own again: the cache's name and this run's links to it (two judges print
+    # the same output), not the 65,000 the kept folders hold.
+    assert stored.stat().st_nlink == 1 + sum(
+        os.path.samefile(path, stored) for path in (again / "checks").iterdir()
+    )
+    assert placed.read_bytes() == stored.read_bytes()

@@ -552,3 +552,39 @@ def test_a_blob_checked_by_its_reader_is_still_refused_when_its_size_moved(
     again = tmp_path / "again.json"
     problem = store.restore(blob=blob, target=str(again), checked=True)
     assert problem == f"its stored file {blob.sha256} is damaged" and not again.exists()
+
+
+def _links_to_the_limit(path: Path, *, folder: Path) -> None:
+    """Give `path` as many hard links as its file system allows (ext4: 65,000), as the kept
+    run folders of a family whose cases print the same output do after a few dozen runs."""
+    limit = os.pathconf(path, "PC_LINK_MAX")
+    if limit > 70_000:
+        pytest.skip(f"this file system allows {limit:,} links to a file, more than a test makes")
+    folder.mkdir()
+    for number in range(limit - os.stat(path).st_nlink):
+        os.link(path, folder / str(number))
+
+
+def test_a_blob_at_the_link_limit_is_stored_again_when_no_check_runs(tmp_path: Path) -> None:
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=1 << 30)
+    blob = store.put_bytes(data=b"ok\n")
+    stored = store.blob_path(sha256=blob.sha256)
+    _links_to_the_limit(stored, folder=tmp_path / "kept-runs")
+    old = os.stat(stored).st_ino
+    run = tmp_path / "run"
+    run.mkdir()
+    # During a run's checks (the usual path) the cache is not changed: a copy.
+    assert store.restore(blob=blob, target=str(run / "a.txt")) is None
+    assert (run / "a.txt").read_bytes() == b"ok\n" and os.stat(run / "a.txt").st_nlink == 1
+    assert os.stat(stored).st_ino == old
+    # A replay (no check runs) stores the blob again, and links to the new one from then on:
+    # each file was a copy, run after run, before.
+    for name in ("b.txt", "c.txt"):
+        assert store.restore(blob=blob, target=str(run / name), renew=True) is None
+    renewed = os.stat(stored)
+    assert renewed.st_ino != old and renewed.st_nlink == 3
+    assert {os.stat(run / name).st_ino for name in ("b.txt", "c.txt")} == {renewed.st_ino}
+    assert stored.read_bytes() == b"ok\n"
+    # The kept run folders keep the old file, unchanged.
+    assert os.stat(tmp_path / "kept-runs" / "0").st_ino == old
+    assert (tmp_path / "kept-runs" / "0").read_bytes() == b"ok\n"
