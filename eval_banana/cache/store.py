@@ -114,6 +114,8 @@ class CacheStore:
         # Bytes this store wrote since its last eviction (check threads store concurrently).
         self._added = 0
         self._added_lock = threading.Lock()
+        # Blobs a restore found at the link limit while checks ran: stored again later.
+        self._crowded: set[str] = set()
 
     def _grew(self, *, size: int) -> None:
         with self._added_lock:
@@ -337,7 +339,8 @@ class CacheStore:
         """Put a blob's content at `target` after checking its digest; the problem, or None.
         `checked`: the caller has just read this blob whole and matched its digest, so only
         its size is looked at again. `renew`: no check runs meanwhile, so a blob linked as
-        often as the file system allows may be stored again (`_link_renewing`).
+        often as the file system allows may be stored again now (`_link_renewing`); else it is
+        copied, and stored again by `renew_crowded` once the checks have ended.
 
         `target`'s folder must exist. The file is a hard link to the blob where the file
         system allows it: creating a file costs many times a link, and a cached run restores
@@ -367,8 +370,9 @@ class CacheStore:
         """`_link_or_copy`, except for a blob at the file system's link limit (ext4: 65,000).
         A family's cases that print the same output share one blob, and every kept run folder
         holds a link to it, so the limit is reached in a few dozen runs; from then on each of
-        those files was copied, run after run. With `renew`, the blob is stored again as a
-        file of its own (run folders keep the old one), and links work for as long again."""
+        those files was copied, run after run. The blob is stored again as a file of its own
+        (run folders keep the old one), and links work for as long again: now with `renew`,
+        else by `renew_crowded`."""
         try:
             os.link(source, target)
             return
@@ -383,7 +387,25 @@ class CacheStore:
                     _store_again(path=source)
                     os.link(source, target)
                     return
+        elif at_limit:
+            with self._added_lock:
+                self._crowded.add(source)
         shutil.copyfile(source, target)
+
+    @property
+    def crowded(self) -> bool:
+        """Whether a restore found a blob at the link limit while checks ran."""
+        return bool(self._crowded)
+
+    def renew_crowded(self) -> None:
+        """Store again each blob a restore found at the link limit while checks ran, that
+        still holds its digest. The caller holds the cache's turn (no run's checks execute)."""
+        with self._added_lock:
+            crowded, self._crowded = sorted(self._crowded), set()
+        for path in crowded:
+            with contextlib.suppress(OSError):
+                if sha256_and_size(path=path)[0] == "sha256:" + os.path.basename(path):
+                    _store_again(path=path)
 
     def read_blob(self, *, blob: Blob, discard_damaged: bool = False) -> bytes | str:
         """A blob's content after checking its digest, or the problem (as `restore` says it)."""

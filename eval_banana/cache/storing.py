@@ -63,8 +63,10 @@ def store_all(
 ) -> None:
     """Store the verdicts of the checks that ran and keep the cache within its size, when no
     other run's checks are executing with the same cache (its watch would blame them)."""
-    if not ran:
-        return  # nothing ran: nothing to store, and nothing stored to evict for
+    if not ran:  # nothing ran: nothing to store, and nothing stored to evict for
+        if cache.writes and cache.store.crowded and not stop.is_set():
+            _renew_crowded(cache=cache, folder=folder)
+        return
     from eval_banana.isolation.state import cache_writes
 
     # A read-only cache stores nothing, and needs no turn at the lock to store it.
@@ -86,7 +88,17 @@ def store_all(
             stop=stop,
         )
         if ours and not stop.is_set():
+            cache.store.renew_crowded()
             cache.finish()
+
+
+def _renew_crowded(*, cache: CacheSession, folder: Path) -> None:
+    """Store again the blobs this run found at the link limit, in the cache's turn."""
+    from eval_banana.isolation.state import cache_writes
+
+    with cache_writes(cache=folder) as ours:
+        if ours:
+            cache.store.renew_crowded()
 
 
 def store_verdicts(

@@ -572,6 +572,30 @@ def test_a_kept_run_s_own_files_are_copied_into_the_cache_never_linked(
     assert f"stages/snapshots/{snapshot.name}" in names
 
 
+def _crowd_an_output(*, project: Project, run_dir: Path, folder: Path) -> tuple[str, Path]:
+    """Give the cache's copy of a judge's output in `run_dir` as many links as the file system
+    allows, as kept run folders do; (its name in a run folder's checks/, the cache's copy)."""
+    placed = next(
+        path
+        for path in sorted((run_dir / "checks").iterdir())
+        if path.name.endswith(".stdout.txt") and path.stat().st_size
+    )
+    digest = hashlib.sha256(placed.read_bytes()).hexdigest()
+    stored = project.cache_dir / "blobs" / digest[:2] / digest
+    assert os.path.samefile(placed, stored)
+    limit = os.pathconf(stored, "PC_LINK_MAX")
+    if limit > 70_000:
+        pytest.skip(f"this file system allows {limit:,} links to a file, more than a test makes")
+    folder.mkdir()
+    for number in range(limit - stored.stat().st_nlink):
+        os.link(stored, folder / str(number))
+    return placed.name, stored
+
+
+def _links_from(run_dir: Path, stored: Path) -> int:
+    return sum(os.path.samefile(path, stored) for path in (run_dir / "checks").iterdir())
+
+
 def test_a_replay_links_again_a_blob_at_the_file_system_s_link_limit(
     kept: Project, replays: list[bool], tmp_path: Path
 ) -> None:
@@ -580,26 +604,28 @@ def test_a_replay_links_again_a_blob_at_the_file_system_s_link_limit(
     # such file. The replay stores the blob again and links to it.
     run_dir = Path(kept.run()["output_dir"])
     assert replays[-1] is True
-    placed = next(
-        path
-        for path in sorted((run_dir / "checks").iterdir())
-        if path.name.endswith(".stdout.txt") and path.stat().st_size
-    )
-    digest = hashlib.sha256(placed.read_bytes()).hexdigest()
-    stored = kept.cache_dir / "blobs" / digest[:2] / digest
-    assert os.path.samefile(placed, stored)
-    limit = os.pathconf(stored, "PC_LINK_MAX")
-    if limit > 70_000:
-        pytest.skip(f"this file system allows {limit:,} links to a file, more than a test makes")
-    (tmp_path / "kept-runs").mkdir()
-    for number in range(limit - stored.stat().st_nlink):
-        os.link(stored, tmp_path / "kept-runs" / str(number))
+    name, stored = _crowd_an_output(project=kept, run_dir=run_dir, folder=tmp_path / "kept")
     again = Path(kept.run()["output_dir"])
     assert replays[-1] is True
-    assert os.path.samefile(again / "checks" / placed.name, stored)
+    assert os.path.samefile(again / "checks" / name, stored)
     # A file of its own again: the cache's name and this run's links to it (two judges print
     # the same output), not the 65,000 the kept folders hold.
-    assert stored.stat().st_nlink == 1 + sum(
-        os.path.samefile(path, stored) for path in (again / "checks").iterdir()
-    )
-    assert placed.read_bytes() == stored.read_bytes()
+    assert stored.stat().st_nlink == 1 + _links_from(again, stored)
+    assert (run_dir / "checks" / name).read_bytes() == stored.read_bytes()
+
+
+def test_the_usual_way_stores_a_crowded_blob_again_once_its_checks_have_ended(
+    kept: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While checks run, a change in the cache would be taken for a check's: the run copies the
+    # file, and stores the blob again once no check runs, so the next run links it.
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")
+    run_dir = Path(kept.run()["output_dir"])
+    name, stored = _crowd_an_output(project=kept, run_dir=run_dir, folder=tmp_path / "kept")
+    crowded = Path(kept.run()["output_dir"])
+    assert not os.path.samefile(crowded / "checks" / name, stored)
+    assert stored.stat().st_nlink == 1  # stored again after the run: nothing links to it yet
+    later = Path(kept.run()["output_dir"])
+    assert os.path.samefile(later / "checks" / name, stored)
+    assert stored.stat().st_nlink == 1 + _links_from(later, stored)
+    assert kept.run()["cached_checks"] == 3  # every verdict still reused
