@@ -25,10 +25,10 @@ def _other_delimiter(*, names: list[str]) -> str | None:
     return found[0] if found else None
 
 
-# A quote that opens a cell: at the start of the text, or after a comma or a line end (a quote
-# anywhere else in a cell is text, as the csv module reads it).
 # How much of a refused row its error quotes.
 _SHOWN = 60
+# A quote that opens a cell: at the start of the text, or after a comma or a line end (a quote
+# anywhere else in a cell is text, as the csv module reads it).
 _CELL_QUOTE = re.compile(r'(?:^|(?<=[,\r\n]))"')
 
 
