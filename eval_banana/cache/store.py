@@ -369,7 +369,7 @@ class CacheStore:
     def _link_renewing(self, *, source: str, target: str, renew: bool) -> None:
         """`_link_or_copy`, except for a blob at the file system's link limit (ext4: 65,000).
         A family's cases that print the same output share one blob, and every kept run folder
-        holds a link to it, so the limit is reached in a few dozen runs; from then on each of
+        holds a link to it: 65 runs of a 1,000-case family reach the limit. From then on each of
         those files was copied, run after run. The blob is stored again as a file of its own
         (run folders keep the old one), and links work for as long again: now with `renew`,
         else by `renew_crowded`."""

@@ -556,7 +556,7 @@ def test_a_blob_checked_by_its_reader_is_still_refused_when_its_size_moved(
 
 def _links_to_the_limit(path: Path, *, folder: Path) -> None:
     """Give `path` as many hard links as its file system allows (ext4: 65,000), as the kept
-    run folders of a family whose cases print the same output do after a few dozen runs."""
+    run folders of a family whose cases print the same output do (65 runs of 1,000 cases)."""
     limit = os.pathconf(path, "PC_LINK_MAX")
     if limit > 70_000:
         pytest.skip(f"this file system allows {limit:,} links to a file, more than a test makes")
@@ -567,7 +567,7 @@ def _links_to_the_limit(path: Path, *, folder: Path) -> None:
 
 def test_a_blob_at_the_link_limit_is_stored_again_when_no_check_runs(tmp_path: Path) -> None:
     # A family whose cases print the same output shares one blob; every kept run folder links
-    # to it, so ext4's 65,000 links are reached in a few dozen runs.
+    # to it, so ext4's 65,000 links are reached in 65 runs of 1,000 cases.
     store = CacheStore(folder=tmp_path / "cache", max_bytes=1 << 30)
     blob = store.put_bytes(data=b"ok\n")
     stored = store.blob_path(sha256=blob.sha256)
