@@ -23,7 +23,7 @@ from eval_banana.assertions.paths import (
     parse_path,
     resolve_artifact,
 )
-from eval_banana.core.jsonvalues import lone_surrogate_in
+from eval_banana.core.jsonvalues import lone_surrogate_in, once_each
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.yamlsafe import StrictLoader
 
@@ -74,16 +74,6 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            # A repeated key would make "the value at this key" ambiguous: fail closed.
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
 class _ArtifactYamlLoader(StrictLoader):
     """Safe loader reading YAML as JSON data: timestamps stay strings, repeated keys fail."""
 
@@ -102,9 +92,7 @@ def _first_line(*, text: str) -> str:
 def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
     """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable."""
     try:
-        document = json.loads(
-            text, object_pairs_hook=_object_without_duplicates, parse_constant=_reject_constant
-        )
+        document = json.loads(text, object_pairs_hook=once_each, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         json_problem = _first_line(text=str(exc) or type(exc).__name__)
     else:

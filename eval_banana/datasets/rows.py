@@ -14,7 +14,12 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
-from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
+from eval_banana.core.jsonvalues import (
+    RepeatedKey,
+    once_each,
+    too_long_number,
+    too_long_number_line,
+)
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
 from eval_banana.core.textfiles import UTF16_SAID, utf16_marked
@@ -213,31 +218,12 @@ def _decoded_lines(*, data: bytes, file: str, offset: int, number: int) -> list[
     return [line.removesuffix("\r") for line in lines] if "\r" in text else lines
 
 
-class RepeatedKey(ValueError):
-    """An object of a JSON row names a key twice. json keeps the last value silently, so the
-    case would be judged on one of two values its author wrote: refused, as in YAML rows."""
+# The fix for a row that names a key twice, in any format (yamlrows says it too).
+REPEATED_KEY_HINT = "each key may appear once in a row; delete the repeated one"
 
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise RepeatedKey(key)
-            seen.add(key)
-    return value
-
-
-_REPEATED_HINT = "each key may appear once in a row; delete the repeated one"
-
-# json.loads without its per-call type checks: a .jsonl file calls it once per line. The
-# hook costs about 0.2 µs per object.
-_DECODE = json.JSONDecoder(object_pairs_hook=_once_each).decode
+# json.loads without its per-call type checks: a .jsonl file calls it once per line. A row
+# that names a key twice is refused (RepeatedKey), as in YAML rows.
+_DECODE = json.JSONDecoder(object_pairs_hook=once_each).decode
 
 
 def jsonl_rows(
@@ -280,7 +266,7 @@ def _jsonl(
                     line=number,
                     message=f"Dataset {file} line {number} has a row with a duplicate key "
                     f"'{exc.key}'",
-                    hint=_REPEATED_HINT,
+                    hint=REPEATED_KEY_HINT,
                 )
             )
             continue
@@ -417,7 +403,7 @@ def json_rows(*, text: str, data: bytes, file: str) -> list[Row]:
             line=line,
             message=f"Dataset {file} has a row with a duplicate key '{exc.key}'"
             + (f" (line {line})" if line is not None else ""),
-            hint=_REPEATED_HINT,
+            hint=REPEATED_KEY_HINT,
         ) from None
     except ValueError as exc:
         if not isinstance(exc, json.JSONDecodeError):

@@ -28,7 +28,13 @@ from eval_banana.core.yamlsafe import (
     construct_whole_number,
     refuse_unbounded,
 )
-from eval_banana.datasets.rows import Row, dataset_problem, listed_rows, too_deep
+from eval_banana.datasets.rows import (
+    REPEATED_KEY_HINT,
+    Row,
+    dataset_problem,
+    listed_rows,
+    too_deep,
+)
 
 _BOOLEAN_WORDS = frozenset({"true", "false"})
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
@@ -252,7 +258,7 @@ def _refused_value(*, exc: yaml.constructor.ConstructorError, line: int | None) 
         return too_long_number(line=line), "quote it to keep it as text"
     return (
         f"has a row with a {exc.problem}",
-        "each key may appear once in a row; delete the repeated one",
+        REPEATED_KEY_HINT,
     )
 
 
