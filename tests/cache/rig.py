@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from eval_banana.cache.mac import signed_text
 from eval_banana.cache.store import CacheStore
@@ -227,3 +230,14 @@ def noisy_project(
     config = project.root / ".eval-banana" / "config.toml"
     config.write_text(config.read_text().replace('mode = "on"', f'mode = "on"\nmax_mb = {max_mb}'))
     return project
+
+
+def links_to_the_limit(path: Path, *, folder: Path) -> None:
+    """Give `path` as many hard links as its file system allows (ext4: 65,000), as the kept
+    run folders of a family whose cases print the same output do (65 runs of 1,000 cases)."""
+    limit = os.pathconf(path, "PC_LINK_MAX")
+    if limit > 70_000:
+        pytest.skip(f"this file system allows {limit:,} links to a file, more than a test makes")
+    folder.mkdir()
+    for number in range(limit - os.stat(path).st_nlink):
+        os.link(path, folder / str(number))

@@ -20,7 +20,14 @@ import pytest
 
 from eval_banana.cache.replay_entry import replay_problem
 from eval_banana.runners.results import shown_time
-from tests.cache.rig import Project, cache_of, judge, make_project, script_check
+from tests.cache.rig import (
+    Project,
+    cache_of,
+    judge,
+    links_to_the_limit,
+    make_project,
+    script_check,
+)
 
 # A deterministic check that leaves evidence in a nested folder of its output folder.
 SCRIPT = """\
@@ -583,12 +590,7 @@ def _crowd_an_output(*, project: Project, run_dir: Path, folder: Path) -> tuple[
     digest = hashlib.sha256(placed.read_bytes()).hexdigest()
     stored = project.cache_dir / "blobs" / digest[:2] / digest
     assert os.path.samefile(placed, stored)
-    limit = os.pathconf(stored, "PC_LINK_MAX")
-    if limit > 70_000:
-        pytest.skip(f"this file system allows {limit:,} links to a file, more than a test makes")
-    folder.mkdir()
-    for number in range(limit - stored.stat().st_nlink):
-        os.link(stored, folder / str(number))
+    links_to_the_limit(stored, folder=folder)
     return placed.name, stored
 
 

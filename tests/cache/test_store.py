@@ -22,6 +22,7 @@ from tests.cache.rig import (
     Project,
     cache_of,
     judge,
+    links_to_the_limit,
     make_project,
     noisy_project,
     script_check,
@@ -554,24 +555,13 @@ def test_a_blob_checked_by_its_reader_is_still_refused_when_its_size_moved(
     assert problem == f"its stored file {blob.sha256} is damaged" and not again.exists()
 
 
-def _links_to_the_limit(path: Path, *, folder: Path) -> None:
-    """Give `path` as many hard links as its file system allows (ext4: 65,000), as the kept
-    run folders of a family whose cases print the same output do (65 runs of 1,000 cases)."""
-    limit = os.pathconf(path, "PC_LINK_MAX")
-    if limit > 70_000:
-        pytest.skip(f"this file system allows {limit:,} links to a file, more than a test makes")
-    folder.mkdir()
-    for number in range(limit - os.stat(path).st_nlink):
-        os.link(path, folder / str(number))
-
-
 def test_a_blob_at_the_link_limit_is_stored_again_when_no_check_runs(tmp_path: Path) -> None:
     # A family whose cases print the same output shares one blob; every kept run folder links
     # to it, so ext4's 65,000 links are reached in 65 runs of 1,000 cases.
     store = CacheStore(folder=tmp_path / "cache", max_bytes=1 << 30)
     blob = store.put_bytes(data=b"ok\n")
     stored = store.blob_path(sha256=blob.sha256)
-    _links_to_the_limit(stored, folder=tmp_path / "kept-runs")
+    links_to_the_limit(stored, folder=tmp_path / "kept-runs")
     old = os.stat(stored).st_ino
     run = tmp_path / "run"
     run.mkdir()
@@ -589,7 +579,7 @@ def test_a_blob_at_the_link_limit_is_stored_again_when_no_check_runs(tmp_path: P
     assert os.path.samefile(run / "b.txt", stored)
     # A replay (no check runs) stores it again at once, and links to the new file: each such
     # file was a copy, run after run, before.
-    _links_to_the_limit(stored, folder=tmp_path / "more-kept-runs")
+    links_to_the_limit(stored, folder=tmp_path / "more-kept-runs")
     again = os.stat(stored).st_ino
     assert store.restore(blob=blob, target=str(run / "c.txt"), renew=True) is None
     assert os.stat(stored).st_ino not in (old, again) and os.path.samefile(run / "c.txt", stored)
