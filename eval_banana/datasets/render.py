@@ -13,13 +13,15 @@ from typing import Any
 
 from eval_banana.core.words import visible
 
+# What a placeholder's field may be: no space and no brace (`unplaceable` tells the rest).
+_FIELD = r"[^\s{}]+"
 # `{{{{`, a placeholder (group 1), a tag of another template language (group 2: `{% ... %}`,
 # its inside read once, possessively, so no text makes the scan quadratic), or any other `{{`.
-_TOKEN = re.compile(r"\{\{\{\{|\{\{\s*case\.([^\s{}]+)\s*\}\}|(\{%[^%]*+%\})|\{\{")
+_TOKEN = re.compile(r"\{\{\{\{|\{\{\s*case\.(" + _FIELD + r")\s*\}\}|(\{%[^%]*+%\})|\{\{")
 # A tag that reads the case (`{% if case.x %}`, `{%- for row in case["rows"] -%}`) is refused;
 # one that names no case stays text: a prompt may well talk about Jinja itself (`{% raw %}`).
 _READS_CASE = re.compile(r"\bcase\s*[.\[]")
-_WHOLE = re.compile(r"\{\{\s*case\.([^\s{}]+)\s*\}\}")
+_WHOLE = re.compile(r"\{\{\s*case\.(" + _FIELD + r")\s*\}\}")
 
 
 class RenderProblem(Exception):
@@ -167,7 +169,7 @@ def _logic(*, tag: str) -> RenderProblem:
     )
 
 
-_PLACEABLE = re.compile(r"[^\s{}]+")
+_PLACEABLE = re.compile(_FIELD)
 
 
 def unplaceable(field: str) -> str | None:
