@@ -37,6 +37,23 @@ Project = Callable[..., Path]
             "[ list is not closed",
         ),
         ("schema_version: 1\nid: y\n\ttype: x\n", "line 3, column 1", "tab character", "tabs"),
+        # A placeholder written as a plain value: YAML reads `{{` as a mapping in a mapping.
+        (
+            "schema_version: 1\nid: y\ntype: deterministic\ndescription: {{ case.w }} is long\n"
+            "cases: [{w: a}]\nscript: pass\n",
+            "line 4, column 27",
+            "did not find expected key",
+            'must be quoted, or YAML reads the braces as a mapping: write description: "{{ case.w '
+            '}} is long"',
+        ),
+        (
+            "schema_version: 1\nid: y\ntype: assertions\ndescription: d\ncases: [{p: 1}]\n"
+            "artifact: out.json\nassert:\n  - path: p\n    op: equals\n"
+            "    value: {{ case.p }}  # the price\n",
+            "line 10, column 13",
+            "found unhashable key",
+            'must be quoted, or YAML reads the braces as a mapping: write value: "{{ case.p }}"',
+        ),
     ],
 )
 def test_yaml_syntax_errors_name_file_line_column_problem_and_hint(

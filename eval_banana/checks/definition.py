@@ -59,7 +59,7 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
             column=column,
         ) from None
     except yaml.YAMLError as exc:
-        raise _syntax_error(exc=exc, path=path) from None
+        raise _syntax_error(exc=exc, path=path, source=text) from None
     except RecursionError:  # the pure-Python loader builds nested values recursively
         raise _too_deep(path=path) from None
     try:
@@ -106,12 +106,12 @@ def _bomb(*, path: Path | str, what: str) -> DefinitionError:
     )
 
 
-def _syntax_error(*, exc: yaml.YAMLError, path: Path | str) -> DefinitionError:
+def _syntax_error(*, exc: yaml.YAMLError, path: Path | str, source: str) -> DefinitionError:
     """`Failed to parse YAML in <file>: line L, column C: <what> (<context>)`, with a hint."""
     from eval_banana.checks.yamlpos import describe_syntax_error
 
     line, column = _mark(exc)
-    what, hint = describe_syntax_error(exc=exc)
+    what, hint = describe_syntax_error(exc=exc, source=source)
     return DefinitionError(
         f"Failed to parse YAML in {path}: {what}",
         file=str(path),

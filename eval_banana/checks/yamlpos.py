@@ -6,6 +6,8 @@ nodes (`yaml.compose`), which keep their positions; valid files never come here.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -149,9 +151,15 @@ def _at(mark: object) -> str:
     return f"line {line + 1}, column {column + 1}"
 
 
-def describe_syntax_error(*, exc: yaml.YAMLError) -> tuple[str, str]:
+# A plain value that opens with `{{`: YAML reads the braces as a mapping inside a mapping.
+# A comment after it (` # ...`) is left out of the quoted fix.
+_UNQUOTED_PLACEHOLDER = re.compile(r"^(\s*(?:-\s+)?[\w.-]+:\s+|\s*-\s+)(\{\{.*?)(?:\s+#.*)?\s*$")
+
+
+def describe_syntax_error(*, exc: yaml.YAMLError, source: str | None = None) -> tuple[str, str]:
     """(what is wrong, with where, and a hint) for a YAML syntax error, in our words: PyYAML's
-    own text names the parsed string `"<unicode string>"`, not the file."""
+    own text names the parsed string `"<unicode string>"`, not the file. `source`: the file's
+    text, to word the fix for the line the error is on."""
     problem = str(getattr(exc, "problem", None) or "the file is not valid YAML")
     where = _at(getattr(exc, "problem_mark", None))
     text = f"{where}: {problem}" if where else problem
@@ -159,5 +167,30 @@ def describe_syntax_error(*, exc: yaml.YAMLError) -> tuple[str, str]:
     if context:
         opened = _at(getattr(exc, "context_mark", None))
         text += f" ({context}{' at ' + opened if opened else ''})"
-    hint = next((h for key, h in _SYNTAX_HINTS if key in problem), _DEFAULT_SYNTAX_HINT)
+    hint = _placeholder_hint(exc=exc, source=source) or next(
+        (h for key, h in _SYNTAX_HINTS if key in problem), _DEFAULT_SYNTAX_HINT
+    )
     return text, hint
+
+
+def _placeholder_hint(*, exc: yaml.YAMLError, source: str | None) -> str | None:
+    """The fix for a value written as `key: {{ case.x }}` on the error's line or the line that
+    opened its context: quote it. PyYAML's own words ("found unhashable key", "did not find
+    expected key") point nowhere near that."""
+    if source is None:
+        return None
+    lines = source.splitlines()
+    for mark in (getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)):
+        index = getattr(mark, "line", None)
+        if index is None or not 0 <= index < len(lines):
+            continue
+        found = _UNQUOTED_PLACEHOLDER.match(lines[index])
+        if found is None:
+            continue
+        lead, value = found.group(1).strip(), found.group(2)
+        quoted = json.dumps(value, ensure_ascii=False)
+        return (
+            f"a value that starts with {{{{ must be quoted, or YAML reads the braces as a "
+            f"mapping: write {lead} {quoted}"
+        )
+    return None
