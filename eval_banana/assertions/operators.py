@@ -129,8 +129,9 @@ def _text_for_number(*, found: Any, value: Any) -> str:
         and value.strip() == json.dumps(found)
     ):
         return (
-            "; the expected value is text, not a number: write it unquoted; from a CSV dataset "
-            "(whose cells are text), give the field a number type in the family's case_schema"
+            "; the expected value is text, not a number: written in the check file, unquote it; "
+            "from a CSV dataset (whose cells are text), give the field a number type in the "
+            "family's case_schema"
         )
     return ""
 
