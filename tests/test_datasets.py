@@ -1102,6 +1102,18 @@ BAD_INPUTS = {
         "cases_from: data/rows.json",
         "Dataset data/rows.json has a row with a duplicate key 'k' (line 4)",
     ),
+    # JSON Lines in a file named .json: "Extra data" said nothing of the fix (rename it).
+    "json lines in a .json file": (
+        {"data/rows.json": '{"name": "a", "ok": "yes"}\n\n{"name": "b", "ok": "yes"}\n'},
+        "cases_from: data/rows.json",
+        "Dataset data/rows.json holds one JSON object per line (JSON Lines), not one list",
+    ),
+    # One object and a stray bracket is no JSON Lines: the parser's own words stand.
+    "a .json file that opens with one object": (
+        {"data/rows.json": '{"name": "a", "ok": "yes"}\n]\n'},
+        "cases_from: data/rows.json",
+        "Dataset data/rows.json is not JSON: Extra data: line 2 column 1",
+    ),
 }
 
 

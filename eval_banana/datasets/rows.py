@@ -409,6 +409,14 @@ def json_rows(*, text: str, data: bytes, file: str) -> list[Row]:
         if not isinstance(exc, json.JSONDecodeError):
             # int() refused a whole number longer than Python reads.
             raise _number_too_long(file=file, line=too_long_number_line(text)) from None
+        if _json_lines(text):
+            raise dataset_problem(
+                file=file,
+                line=exc.lineno,
+                message=f"Dataset {file} holds one JSON object per line (JSON Lines), not one "
+                "list of objects",
+                hint="name the file .jsonl, or make it one list: [ {...}, {...} ]",
+            ) from None
         raise dataset_problem(
             file=file,
             line=exc.lineno,
@@ -416,6 +424,17 @@ def json_rows(*, text: str, data: bytes, file: str) -> list[Row]:
             hint="a .json dataset is one list of objects",
         ) from None
     return listed_rows(value=value, file=file, kind="JSON", string_keys=True, text=text)
+
+
+def _json_lines(text: str) -> bool:
+    """Whether a .json file that is no JSON document opens with two lines that are each a
+    whole object: rows written as JSON Lines, in a file named .json."""
+    lines = (line for line in text.splitlines() if line.strip())
+    opening = list(itertools.islice(lines, 2))
+    try:
+        return len(opening) == 2 and all(type(json.loads(line)) is dict for line in opening)
+    except ValueError:
+        return False
 
 
 def _repeated_key_line(text: str) -> int | None:
