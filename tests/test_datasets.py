@@ -1108,6 +1108,13 @@ BAD_INPUTS = {
         "cases_from: data/rows.json",
         "Dataset data/rows.json holds one JSON object per line (JSON Lines), not one list",
     ),
+    # PyYAML's own words placed this at `"<unicode string>", line 1, column 1`.
+    "a yaml row indented out of line": (
+        {"data/rows.yaml": "- name: a\n  ok: 'yes'\n- name: b\n ok: 'yes'\n"},
+        "cases_from: data/rows.yaml",
+        "Dataset data/rows.yaml is not valid YAML: line 4, column 2: did not find expected '-' "
+        "indicator (while parsing a block collection at line 1, column 1)",
+    ),
     # One object and a stray bracket is no JSON Lines: the parser's own words stand.
     "a .json file that opens with one object": (
         {"data/rows.json": '{"name": "a", "ok": "yes"}\n]\n'},

@@ -25,6 +25,7 @@ from eval_banana.assertions.paths import (
 )
 from eval_banana.core.jsonvalues import lone_surrogate_in, once_each
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
+from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import StrictLoader
 
 # Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
@@ -103,7 +104,9 @@ def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
     try:
         document = yaml.load(text, Loader=_ArtifactYamlLoader)  # noqa: S506 - safe subclass
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
-        raise _ArtifactUnusable(f"is not valid YAML: {_first_line(text=str(exc))}") from None
+        # PyYAML's own text places the problem in "<unicode string>": ours says line and column.
+        what = describe_syntax_error(exc=exc)[0] if isinstance(exc, yaml.YAMLError) else str(exc)
+        raise _ArtifactUnusable(f"is not valid YAML: {_first_line(text=what)}") from None
     return document, "yaml"
 
 

@@ -108,7 +108,7 @@ def _bomb(*, path: Path | str, what: str) -> DefinitionError:
 
 def _syntax_error(*, exc: yaml.YAMLError, path: Path | str, source: str) -> DefinitionError:
     """`Failed to parse YAML in <file>: line L, column C: <what> (<context>)`, with a hint."""
-    from eval_banana.checks.yamlpos import describe_syntax_error
+    from eval_banana.core.yamlerrors import describe_syntax_error
 
     line, column = _mark(exc)
     what, hint = describe_syntax_error(exc=exc, source=source)

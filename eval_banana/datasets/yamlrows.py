@@ -19,6 +19,7 @@ import yaml
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH
+from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import (
     DuplicateKeyError,
     FastSafeLoader,
@@ -218,11 +219,12 @@ def yaml_rows(*, text: str, file: str, problems: list[DefinitionError]) -> list[
                 "lines (or write one JSON object per line in a .jsonl file)",
             ) from None
         mark = getattr(exc, "problem_mark", None)
+        what, hint = describe_syntax_error(exc=exc)
         raise dataset_problem(
             file=file,
             line=mark.line + 1 if mark is not None else None,
-            message=f"Dataset {file} is not valid YAML: {exc}",
-            hint="a YAML dataset is one list of mappings",
+            message=f"Dataset {file} is not valid YAML: {what}",
+            hint=hint,
         ) from None
     except RecursionError:  # the loader builds nested values recursively
         raise too_deep(file=file, line=None, what=f"Dataset {file}") from None

@@ -239,3 +239,13 @@ def test_long_parse_errors_are_cut_to_300_characters(tmp_path: Path) -> None:
     prefix = "artifact long.yaml is not valid YAML: "
     assert problem is not None and problem.startswith(prefix)
     assert len(problem) - len(prefix) == 300
+
+
+def test_a_yaml_artifact_that_does_not_parse_is_told_at_its_line(tmp_path: Path) -> None:
+    # PyYAML's own text placed it at `"<unicode string>", line 1`: where its block opened.
+    (tmp_path / "plan.yaml").write_text("- step: a\n  done: true\n- step: b\n done: false\n")
+    problem = problem_of(tmp_path, "plan.yaml")
+    assert problem == (
+        "artifact plan.yaml is not valid YAML: line 4, column 2: did not find expected '-' "
+        "indicator (while parsing a block collection at line 1, column 1)"
+    )
