@@ -340,6 +340,14 @@ def _list_hint(*, value: object) -> str:
                 f"its key {str(wrapped[0])!r} holds a list of {len(value[wrapped[0]])}: make that "
                 "list the whole file (or write one case per line in a .jsonl file)"
             )
+        if value and all(isinstance(item, dict) for item in value.values()):
+            # Cases keyed by their ids (`A1: {sku: A1}`), as a lookup table is written.
+            keys = ", ".join(repr(str(key)) for key in itertools.islice(value, 3))
+            more = ", ..." if len(value) > 3 else ""
+            return (
+                f"its keys ({keys}{more}) each hold a case: write the cases as a list, each "
+                "key moved into its case as the field id"
+            )
     return "write the cases as a list of mappings"
 
 

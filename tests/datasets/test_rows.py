@@ -22,6 +22,14 @@ from eval_banana.datasets.reading import read_rows
         ),
         ("rows.yaml", "cases:\n  - {q: a}\n", "its key 'cases' holds a list of 1: make"),
         ("one.json", '{"q": "a"}', "write the cases as a list of mappings"),
+        # Cases keyed by their ids, as a lookup table is written.
+        (
+            "keyed.yaml",
+            "a1: {q: a}\nb2: {q: b}\nc3: {q: c}\nd4: {q: d}\n",
+            "its keys ('a1', 'b2', 'c3', ...) each hold a case: write the cases as a list, each "
+            "key moved into its case as the field id",
+        ),
+        ("keyed.json", '{"a1": {"q": "a"}}', "its keys ('a1') each hold a case"),
     ],
 )
 def test_a_mapping_instead_of_a_list_says_where_the_rows_are(
