@@ -756,6 +756,21 @@ def test_a_csv_familys_cells_take_the_types_its_case_schema_gives_their_fields(
     assert cases["prices[1]"] == {"sku": "apple", "price": 1.2, "stock": 3, "sale": True}
     assert cases["prices[2]"] == {"sku": "pear", "price": 0.8, "stock": None, "sale": False}
 
+    # A typed cell is a number in text too: the fix is not "write it as text", which the CSV
+    # already does and the schema was added to undo.
+    described = TYPED_PRICES.replace(
+        '"price of {{ case.sku }}"', '"{{ case.sku }} at {{ case.price }}"'
+    )
+    (root / "eval_checks/prices.yaml").write_text(described)
+    told = eb("validate", "--cwd", str(root), "--json")
+    assert told.exit_code == 2
+    hints = {error["hint"] for error in json.loads(told.stdout)["errors"]}
+    assert hints == {
+        "case_schema types price, so its cells are read as values, not text, and a placeholder "
+        "inside text takes a text field: take {{ case.price }} out of description, or give the "
+        "rows a text column of their own for it"
+    }, hints
+
     # Without the schema the same cells are text, and the reason says how to type them.
     (root / "eval_checks/prices.yaml").write_text(TYPED_PRICES.split("case_schema:")[0])
     code, report = _run(eb, root)

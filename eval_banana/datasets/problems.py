@@ -13,9 +13,17 @@ from eval_banana.datasets.rows import Row, row_line, row_where
 RENDER_PROBLEMS_LISTED = 3
 
 
-def _render_hint(problem: RenderProblem) -> str:
+def _render_hint(problem: RenderProblem, *, row: Row) -> str:
     """The fix for a text the rows could not fill: what to change, and where."""
     place = problem.place or "the family's text"
+    if problem.kind == "not_text" and row.cells_are_text:
+        # A CSV cell is text: only the family's case_schema made it another type, which the
+        # family wants (to grade it as a number, say). "Write it as text" would undo that.
+        return (
+            f"case_schema types {problem.field}, so its cells are read as values, not text, "
+            f"and a placeholder inside text takes a text field: take {{{{ case.{problem.field} "
+            f"}}}} out of {place}, or give the rows a text column of their own for it"
+        )
     if problem.kind == "not_text":
         return (
             f"a placeholder inside text takes a text field: write {problem.field} as text in "
@@ -39,7 +47,7 @@ def render_problems(
                 file=row.file,
                 line=row_line(row),
                 field_path=row_field(row=row, field=field_path),
-                hint=_render_hint(exc),
+                hint=_render_hint(exc, row=row),
             )
             for row, case_id, exc in failures
         ]
@@ -53,7 +61,7 @@ def render_problems(
             # Many rows: most likely the family's text asks for what no row has.
             file=check_file,
             field_path=field_path,
-            hint=_render_hint(first),
+            hint=_render_hint(first, row=first_row),
         )
     ]
 
