@@ -281,6 +281,38 @@ def test_a_csv_row_with_a_line_break_in_a_cell_is_told_at_its_first_line(
     ]
 
 
+def test_a_csv_skip_and_tags_column_is_empty_for_the_cases_it_does_not_mark(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A spreadsheet's `skip` column is empty for the cases that run, and its `tags` column
+    holds words in one cell: an empty cell is no skip (it was "skip must be a non-empty
+    reason" for every such row) and no tags."""
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.csv"),
+            "data/rows.csv": "id,name,ok,skip,tags\n"
+            "a,first,yes,,\n"
+            'b,second,no,flaky upstream,"slow, net"\n'
+            "c,third,yes, ,smoke slow\n",
+        },
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert code == 0, report
+    assert _statuses(report) == {"fam[a]": "passed", "fam[c]": "passed"}
+    assert [(c["check_id"], c["reason"], c["tags"]) for c in report["skipped"]] == [
+        ("fam[b]", "flaky upstream", ["slow", "net"])
+    ]
+    code, report = _run(eb, root, "--tag", "slow and not net")
+    assert (code, _statuses(report)) == (0, {"fam[c]": "passed"})
+    # A JSON row's empty skip is still a mistake: it writes null, or leaves the field out.
+    (root / "eval_checks/fam.yaml").write_text(
+        SCRIPT_FAMILY.format(source='cases: [{name: a, ok: "yes", skip: ""}]')
+    )
+    error = _the_validate_error(eb, root)
+    assert error["message"].endswith("case '1': skip must be a non-empty reason"), error
+
+
 def test_a_case_schema_problem_is_told_at_the_rows_own_field(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -143,14 +143,23 @@ def _bad_id_message(given: object) -> str:
     return f"case id {shown} is not text; {rule}"
 
 
-def _case_tags(*, value: dict[str, Any]) -> tuple[list[str], str | None] | str:
-    """A case's own tags and skip reason, or what is wrong with them."""
+# A CSV `tags` cell holds its tags as one text: `smoke, slow` or `smoke slow`.
+_CELL_TAGS = re.compile(r"[\s,]+")
+
+
+def _case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | None] | str:
+    """A case's own tags and skip reason, or what is wrong with them. `cells`: a CSV row, whose
+    every column has a cell in every row: an empty `skip` or `tags` cell says none, as a row
+    without the field does (a spreadsheet's `skip` column is empty for the cases that run)."""
     tags = value.get("tags", [])
+    skip = value.get("skip")
+    if cells:
+        tags = [tag for tag in _CELL_TAGS.split(tags) if tag] if isinstance(tags, str) else tags
+        skip = skip if skip is None or not isinstance(skip, str) or skip.strip() else None
     if isinstance(tags, str):
         tags = [tags]
     if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
         return "tags must be a list of strings"
-    skip = value.get("skip")
     if skip is not None and (not isinstance(skip, str) or not skip.strip()):
         return "skip must be a non-empty reason"
     return tags, skip.strip() if isinstance(skip, str) else None
@@ -491,10 +500,15 @@ def expand_family(
         tags: list[str] = []
         skip: str | None = None
         if "tags" in value or "skip" in value:
-            extra = _case_tags(value=value)
+            extra = _case_tags(value=value, cells=row.cells_are_text)
             if isinstance(extra, str):
                 problems.append(
-                    row_problem(row=row, message=f"case '{case_id}': {extra}", hint="fix the row")
+                    row_problem(
+                        row=row,
+                        message=f"case '{case_id}': {extra}",
+                        hint="give skip the reason the case is skipped (or leave the field out), "
+                        "and tags a list of words",
+                    )
                 )
                 continue
             tags, skip = extra
