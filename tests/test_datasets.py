@@ -313,6 +313,31 @@ def test_a_csv_skip_and_tags_column_is_empty_for_the_cases_it_does_not_mark(
     assert error["message"].endswith("case '1': skip must be a non-empty reason"), error
 
 
+@pytest.mark.parametrize(
+    ("source", "files", "hint"),
+    [
+        ("cases: []", {}, "add cases to its cases: list, or delete cases: to make it one check"),
+        (
+            "cases_from: data/rows.jsonl",
+            {"data/rows.jsonl": ""},
+            "add rows to the dataset or fix cases_from",
+        ),
+    ],
+)
+def test_an_empty_family_is_told_the_fix_for_where_its_cases_come_from(
+    source: str,
+    files: dict[str, str],
+    hint: str,
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+) -> None:
+    # An inline `cases: []` was told to "fix cases_from", which it does not have.
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source), **files})
+    error = _the_validate_error(eb, root)
+    assert "has no cases" in error["message"]
+    assert error["hint"].startswith(hint), error
+
+
 def test_a_case_schema_problem_is_told_at_the_rows_own_field(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

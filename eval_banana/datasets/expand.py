@@ -376,7 +376,10 @@ def expand_family(
                 file=check_file,
                 field_path="cases_from" if definition.get("cases_from") else "cases",
                 hint="add rows to the dataset or fix cases_from: an empty family would pass "
-                "without checking anything",
+                "without checking anything"
+                if files or definition.get("cases_from")
+                else "add cases to its cases: list, or delete cases: to make it one check: an "
+                "empty family would pass without checking anything",
             )
         )
         return Expansion(cases=[], files=[own, *files], problems=problems)
