@@ -153,9 +153,10 @@ def _case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | 
     without the field does (a spreadsheet's `skip` column is empty for the cases that run)."""
     tags = value.get("tags", [])
     skip = value.get("skip")
-    if cells:
-        tags = [tag for tag in _CELL_TAGS.split(tags) if tag] if isinstance(tags, str) else tags
-        skip = skip if skip is None or not isinstance(skip, str) or skip.strip() else None
+    if cells and isinstance(tags, str):
+        tags = [tag for tag in _CELL_TAGS.split(tags) if tag]
+    if cells and isinstance(skip, str) and not skip.strip():
+        skip = None  # an empty cell: the case runs
     if isinstance(tags, str):
         tags = [tags]
     if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
