@@ -10,13 +10,23 @@ May import stagefiles, settings, projectstate, models and core; the validate sta
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.incremental.changed import CaseRows, changed_checks
 from eval_banana.incremental.lastfailed import resolve_last_failed
-from eval_banana.models.stages import ConfigDoc
+from eval_banana.models.stages import ConfigDoc, ProblemModel
 
-__all__ = ["CaseRows", "resolve_last_failed", "select_incremental"]
+__all__ = ["CaseRows", "Incremental", "resolve_last_failed", "select_incremental"]
+
+# At most this many remembered ids are named in the notice that none of them is selected.
+_NAMED_IDS = 3
+
+
+class Incremental(NamedTuple):
+    """What the incremental selection keeps, and what the user should know about it."""
+
+    kept: list[int]  # positions of the (check file, definition) pairs kept
+    warnings: list[ProblemModel]
 
 
 def select_incremental(
@@ -24,17 +34,20 @@ def select_incremental(
     config: ConfigDoc,
     checks: Sequence[tuple[str, dict[str, Any]]],
     cases: Sequence[CaseRows | None] = (),
-) -> list[int]:
-    """Positions of the (check file, definition) pairs the incremental selection keeps;
-    `cases`, beside `checks`: the dataset cases among them, read by their row."""
+) -> Incremental:
+    """The (check file, definition) pairs the incremental selection keeps; `cases`, beside
+    `checks`: the dataset cases among them, read by their row."""
     selection = config.selection
     kept = list(range(len(checks)))
+    warnings: list[ProblemModel] = []
     if selection.last_failed:
         wanted = set(selection.last_failed_ids or ())
         failed = [i for i in kept if checks[i][1]["id"] in wanted]
         # None of the selected checks failed last time: pytest's --last-failed-no-failures.
         if failed or config.settings.core.last_failed_none == "skip":
             kept = failed
+        elif wanted:
+            warnings.append(_every_check_runs(remembered=sorted(wanted), count=len(kept)))
     if selection.changed_since is not None and kept:
         chosen = changed_checks(
             config=config,
@@ -43,4 +56,22 @@ def select_incremental(
             cases=[cases[i] for i in kept] if cases else (),
         )
         kept = [kept[i] for i in chosen]
-    return kept
+    return Incremental(kept=kept, warnings=warnings)
+
+
+def _every_check_runs(*, remembered: list[str], count: int) -> ProblemModel:
+    """Said when --last-failed selects every check although failures are remembered: a run of
+    judges asked for its failures should not cost the whole suite without a word. (With none
+    remembered, every check is what --last-failed means, as in pytest; an unreadable record
+    is warned about where it is read.)"""
+    named = ", ".join(remembered[:_NAMED_IDS]) + (", ..." if len(remembered) > _NAMED_IDS else "")
+    who = (
+        f"the check remembered as failed ({named}) is"
+        if len(remembered) == 1
+        else f"the {len(remembered)} checks remembered as failed ({named}) are"
+    )
+    return ProblemModel(
+        message=f"--last-failed: {who} not among the selected checks (gone, renamed or filtered "
+        f"out), so all {count} selected checks run, as pytest's --lf does",
+        hint="--last-failed-none skip runs none instead",
+    )

@@ -311,9 +311,10 @@ class Console:
     def stderr_is_terminal(self) -> bool:
         return _is_terminal(self.stderr)
 
-    def warn(self, message: str) -> None:
-        """A warning on stderr (also in quiet mode: it is not part of any stdout format)."""
-        self.stderr.write(f"warning: {message}\n")
+    def warn(self, message: str, *, hint: str | None = None) -> None:
+        """A warning on stderr (also in quiet mode: it is not part of any stdout format), with
+        its fix on the next line when it has one."""
+        self.stderr.write(f"warning: {message}\n" + (f"  hint: {hint}\n" if hint else ""))
         self.stderr.flush()
 
     def verdict(self, *, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> None:

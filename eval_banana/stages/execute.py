@@ -517,7 +517,10 @@ def execute(
         env_policy=config.settings.execution.env,
         tokens_used=fuses.tokens_used,
         cost_usd=fuses.cost_usd,
-        warnings=unmatched
+        # The plan's own (a --last-failed that selects every check, a file --check-id could
+        # not read) reach the console and the report with the rest.
+        warnings=list(plan.warnings)
+        + unmatched
         + (unseen_usage_warnings(results=final) if config.settings.harness.token_fuse > 0 else [])
         + (cache.warnings if cache is not None else []),
         skipped=plan.skipped,

@@ -524,13 +524,14 @@ def validate(
     if units and not errors and (selection.changed_since is not None or selection.last_failed):
         from eval_banana.incremental import select_incremental
 
-        kept = select_incremental(
+        incremental = select_incremental(
             config=config,
             checks=[_incremental_view(u) for u in units],
             cases=_case_rows(units=units, config=config, frozen=frozen_by_path),
         )
-        narrowed = not kept
-        units = [units[position] for position in kept]
+        warnings = [*warnings, *incremental.warnings]
+        narrowed = not incremental.kept
+        units = [units[position] for position in incremental.kept]
     no_checks = not units and not errors and not narrowed
     if no_checks:
         errors.append(

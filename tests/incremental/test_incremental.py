@@ -210,7 +210,18 @@ def test_last_failed_with_gone_checks_runs_every_check(
     assert listed(eb, root, "--last-failed", "--last-failed-none", "skip") == []
     result = run_later(eb, root, "--last-failed", "--last-failed-none", "skip")
     assert result.exit_code == 0 and "No check was selected" in result.stdout
-    assert ran(run_later(eb, root, "--last-failed")) == ["ok"]
+    every = run_later(eb, root, "--last-failed")
+    assert ran(every) == ["ok"]
+    # It says why it runs every check, rather than one that failed (with judges, that costs).
+    said = (
+        "warning: --last-failed: the 2 checks remembered as failed (bad, broken) are not among "
+        "the selected checks (gone, renamed or filtered out), so all 1 selected checks run, as "
+        "pytest's --lf does\n  hint: --last-failed-none skip runs none instead\n"
+    )
+    assert said in every.stderr, every.stderr
+    run_dir = root / ".eval-banana" / "results" / newest_config(root)["run_id"]
+    report = json.loads((run_dir / "report.json").read_text())
+    assert [w["hint"] for w in report["warnings"]] == ["--last-failed-none skip runs none instead"]
 
 
 @pytest.mark.parametrize(
