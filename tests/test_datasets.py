@@ -162,6 +162,24 @@ def test_a_glob_does_not_look_in_ebs_own_folders_or_excluded_ones(
         SCRIPT_FAMILY.format(source="cases_from: node_modules/pkg/rows.jsonl")
     )
     assert "fam[stray]" in eb("list", "--cwd", str(root), "--cases").stdout
+    # A glob that starts in an excluded folder is told why it matches nothing there: "add
+    # rows" pointed at a file that has them.
+    (root / "eval_checks/fam.yaml").write_text(
+        SCRIPT_FAMILY.format(source='cases_from: "node_modules/**/*.jsonl"')
+    )
+    error = _the_validate_error(eb, root)
+    assert error["message"].endswith(
+        "looks in node_modules/, where no glob looks (node_modules is named in [discovery] "
+        "exclude_dirs), so it matches none of the files there, such as node_modules/pkg/rows.jsonl"
+    ), error
+    assert error["hint"].startswith(
+        "name the file itself (cases_from: node_modules/pkg/rows.jsonl)"
+    )
+    # With nothing there to match, the family is just empty.
+    (root / "eval_checks/fam.yaml").write_text(
+        SCRIPT_FAMILY.format(source='cases_from: "node_modules/**/*.csv"')
+    )
+    assert "has no cases" in _the_validate_error(eb, root)["message"]
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])

@@ -37,26 +37,39 @@ class Skipped(NamedTuple):
     folders: frozenset[str]  # absolute, normalised
 
 
-def _glob_files(*, pattern: str, root: Path, skipped: Skipped) -> Iterator[Path]:
+def _glob_start(*, pattern: str, root: Path) -> Path:
+    """The folder a glob's literal start names (`data/qa` for `data/qa/*.jsonl`)."""
+    prefix = literal_prefix(normalize(pattern))
+    return root / prefix if prefix else root
+
+
+def _in_skipped(*, start: Path, root: Path, skipped: Skipped) -> bool:
+    return not skipped.names.isdisjoint(start.relative_to(root).parts) or any(
+        str(start) == folder or str(start).startswith(folder + os.sep) for folder in skipped.folders
+    )
+
+
+def _glob_files(
+    *, pattern: str, root: Path, skipped: Skipped, walk_skipped: bool = False
+) -> Iterator[Path]:
     """The files below `root` a glob names, walking only below its literal start and never
     into a folder it skips: a `**/*.jsonl` would otherwise list every file of node_modules
-    before dropping them (symlinked folders are not followed)."""
-    body = normalize(pattern)
-    regex = file_pattern_regex(body)
-    prefix = literal_prefix(body)
-    start = root / prefix if prefix else root
+    before dropping them (symlinked folders are not followed). `walk_skipped`: below a start
+    that lies in a skipped folder, walk anyway (to say what the glob left out)."""
+    regex = file_pattern_regex(normalize(pattern))
+    start = _glob_start(pattern=pattern, root=root)
     # A literal start inside a skipped folder (`node_modules/pkg/*.jsonl`) is skipped whole;
     # below it, the walk never enters one.
-    if not skipped.names.isdisjoint(start.relative_to(root).parts) or any(
-        str(start) == folder or str(start).startswith(folder + os.sep) for folder in skipped.folders
-    ):
+    inside = _in_skipped(start=start, root=root, skipped=skipped)
+    if inside and not walk_skipped:
         return
     base = len(str(root)) + 1
     for folder, folders, files in os.walk(start):
         folders[:] = [
             name
             for name in folders
-            if name not in skipped.names and os.path.join(folder, name) not in skipped.folders
+            if inside
+            or (name not in skipped.names and os.path.join(folder, name) not in skipped.folders)
         ]
         for name in files:
             path = os.path.join(folder, name)
@@ -86,6 +99,10 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
         )
     if _is_glob(pattern):
         paths = sorted(_glob_files(pattern=pattern, root=root, skipped=skipped))
+        if not paths:
+            _refuse_skipped_start(
+                pattern=pattern, root=root, check_file=check_file, skipped=skipped
+            )
         odd_name = next(
             ((path, what) for path in paths if (what := unprintable(str(path))) is not None), None
         )
@@ -136,6 +153,34 @@ def _dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skippe
             hint=_missing_hint(pattern=pattern, root=root, check_file=check_file),
         )
     return [path]
+
+
+def _refuse_skipped_start(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> None:
+    """A glob that starts in a folder discovery leaves out (`build/*.jsonl` with `build` in
+    `[discovery] exclude_dirs`) matches nothing there by design; when files there match, say
+    why the family is empty instead of "add rows", with the way to read them."""
+    start = _glob_start(pattern=pattern, root=root)
+    if not _in_skipped(start=start, root=root, skipped=skipped):
+        return
+    found = next(_glob_files(pattern=pattern, root=root, skipped=skipped, walk_skipped=True), None)
+    if found is None:
+        return
+    shown = relative(path=found, root=root)
+    named = sorted(skipped.names.intersection(start.relative_to(root).parts))
+    why = (
+        f"{named[0]} is named in [discovery] exclude_dirs"
+        if named
+        else "it is eb's own (runs, cache or history)"
+    )
+    raise DefinitionError(
+        f"cases_from {visible(pattern)!r} in {check_file} looks in "
+        f"{relative(path=start, root=root)}/, where no glob looks ({why}), so it matches none "
+        f"of the files there, such as {shown}",
+        file=check_file,
+        field_path="cases_from",
+        hint=f"name the file itself (cases_from: {shown}), which is read wherever it is, or "
+        "move the dataset to a folder eb reads",
+    )
 
 
 def _kind(path: Path) -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from eval_banana.core.errors import DefinitionError
 from eval_banana.datasets.sources import Skipped, _dataset_paths
 from eval_banana.projectstate.patterns import file_pattern_regex
 
@@ -45,8 +48,13 @@ def test_a_glob_matches_files_by_their_own_path(tmp_path: Path) -> None:
     assert _found(tmp_path, "data/**/*.jsonl", skipped) == ["data/b.jsonl", "data/deep/c.jsonl"]
     assert _found(tmp_path, "data/[bd].*", skipped) == ["data/b.jsonl", "data/d.csv"]
     assert _found(tmp_path, "nowhere/*.jsonl", skipped) == []
-    # Named under a skipped folder on purpose, a glob still does not read it.
-    assert _found(tmp_path, "node_modules/**/*.jsonl", skipped) == []
+    # Named under a skipped folder on purpose, a glob still does not read it: it says why it
+    # matches nothing there (and, with nothing there to match, is just empty).
+    with pytest.raises(DefinitionError, match="looks in node_modules/, where no glob looks"):
+        _found(tmp_path, "node_modules/**/*.jsonl", skipped)
+    assert _found(tmp_path, "node_modules/**/*.csv", skipped) == []
+    with pytest.raises(DefinitionError, match=r"looks in out/runs/, where no glob looks \(it is"):
+        _found(tmp_path, "out/runs/*.jsonl", skipped)
 
 
 def test_a_folder_does_not_stand_for_its_files_in_a_dataset_glob() -> None:
