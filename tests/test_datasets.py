@@ -1246,6 +1246,44 @@ def test_a_dataset_path_that_names_no_file_says_which_one_was_meant(
     assert error["hint"].startswith(hint), error
 
 
+@pytest.mark.parametrize(
+    ("files", "written", "hint"),
+    [
+        (
+            {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+            "dta/*.jsonl",
+            "dta/ does not exist: did you mean data/*.jsonl? (cases_from is relative to the",
+        ),
+        (
+            {"eval_checks/data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+            "data/*.jsonl",
+            "cases_from is relative to the project root, not to the check file: write "
+            "eval_checks/data/*.jsonl",
+        ),
+        (
+            {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
+            "data/*.jsnl",
+            ".jsnl is no dataset suffix: did you mean data/*.jsonl?",
+        ),
+        ({"data/rows.jsonl": ""}, "data/*.jsonl", "add rows to the dataset or fix cases_from"),
+    ],
+)
+def test_a_dataset_glob_that_matches_nothing_says_what_was_meant(
+    files: dict[str, str],
+    written: str,
+    hint: str,
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+) -> None:
+    # A glob matching no file was always "add rows to the dataset or fix cases_from", where
+    # a path naming no file got the one it was most likely written for.
+    source = f'cases_from: "{written}"'
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source), **files})
+    error = _the_validate_error(eb, root)
+    assert "has no cases" in error["message"]
+    assert error["hint"].startswith(hint), error
+
+
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
 def test_bad_datasets_are_definition_errors(
     case: str, project: Callable[..., Path], eb: Callable[..., EbResult]

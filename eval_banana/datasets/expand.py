@@ -37,7 +37,13 @@ from eval_banana.datasets.rows import (
     plain,
 )
 from eval_banana.datasets.rowschema import error_message, first_error, row_validator
-from eval_banana.datasets.sources import Skipped, dataset_rows, relative, too_many
+from eval_banana.datasets.sources import (
+    Skipped,
+    dataset_rows,
+    empty_glob_hint,
+    relative,
+    too_many,
+)
 
 # Keys of a family that describe its dataset, not what each case checks.
 DATASET_KEYS = ("cases", "cases_from", "min_pass_rate", "case_schema")
@@ -264,6 +270,21 @@ class _Renderer:
         return rendered
 
 
+def _empty_family_hint(*, definition: dict[str, Any], root: Path, check_file: str) -> str:
+    """The fix for a family without cases, by where its cases were to come from."""
+    source = definition.get("cases_from")
+    if not source:
+        return (
+            "add cases to its cases: list, or delete cases: to make it one check: an empty "
+            "family would pass without checking anything"
+        )
+    likely = empty_glob_hint(pattern=str(source), root=root, check_file=check_file)
+    return likely or (
+        "add rows to the dataset or fix cases_from: an empty family would pass without "
+        "checking anything"
+    )
+
+
 def calibration_case_id(*, row: dict[str, Any], position: int) -> str:
     """The id a calibration row is shown to the judge under: its own `id`, or its 1-based
     position, as a dataset row's (nothing in the prompt tells it from a real case)."""
@@ -376,11 +397,7 @@ def expand_family(
                 f"Family '{family}' in {check_file} has no cases ({where} gives none)",
                 file=check_file,
                 field_path="cases_from" if definition.get("cases_from") else "cases",
-                hint="add rows to the dataset or fix cases_from: an empty family would pass "
-                "without checking anything"
-                if files or definition.get("cases_from")
-                else "add cases to its cases: list, or delete cases: to make it one check: an "
-                "empty family would pass without checking anything",
+                hint=_empty_family_hint(definition=definition, root=root, check_file=check_file),
             )
         )
         return Expansion(cases=[], files=[own, *files], problems=problems)

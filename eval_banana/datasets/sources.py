@@ -233,6 +233,48 @@ def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
     return "cases_from is relative to the project root; fix the path or create the file"
 
 
+def empty_glob_hint(*, pattern: str, root: Path, check_file: str) -> str | None:
+    """The fix for a `cases_from` glob that matches no file, when its likely cause shows: a
+    folder that does not exist (written relative to the check file, or misspelt), or a suffix
+    no dataset has (`*.jsnl`). None: nothing points anywhere."""
+    if not _is_glob(pattern):
+        return None
+    body = normalize(pattern)
+    prefix = literal_prefix(body)
+    rest = body[len(prefix) :].lstrip("/")
+    start = root / prefix if prefix else root
+    if not start.is_dir():
+        beside_check = Path(check_file).resolve().parent / prefix
+        if beside_check.is_dir():
+            meant = relative(path=beside_check, root=root)
+            return (
+                "cases_from is relative to the project root, not to the check file: write "
+                f"{visible(meant)}/{visible(rest)}"
+            )
+        parent, name = start.parent, start.name
+        try:
+            folders = [entry.name for entry in os.scandir(parent) if entry.is_dir()]
+        except OSError:
+            folders = []
+        near = closest(name, folders)
+        if near is not None:
+            meant = relative(path=parent / near, root=root)
+            return (
+                f"{visible(prefix)}/ does not exist: did you mean "
+                f"{visible(meant)}/{visible(rest)}? (cases_from is relative to the project root)"
+            )
+        return f"{visible(prefix)}/ does not exist (cases_from is relative to the project root)"
+    suffix = Path(rest).suffix.lower()
+    if suffix and suffix not in SUFFIXES and not _is_glob(suffix):
+        near = closest(suffix, SUFFIXES)
+        if near is not None:
+            return (
+                f"{suffix} is no dataset suffix: did you mean "
+                f"{visible(body[: len(body) - len(suffix)] + near)}?"
+            )
+    return None
+
+
 def relative(*, path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
