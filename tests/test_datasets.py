@@ -19,7 +19,7 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.builders import lfs_pointer
-from tests.conftest import REPO, EbResult
+from tests.conftest import REPO, EbResult, check_yaml
 from tests.gitrepo import commit_all, git, init_repo
 
 CONFIG = """\
@@ -674,6 +674,41 @@ def test_family_gate_fails_a_run_the_threshold_alone_passes(
     (root / "eval_checks/fam.yaml").write_text(family + "min_pass_rate: 0.9\n")
     code, report = _run(eb, root)
     assert code == 0 and report["families"][0]["gate_held"] is True
+
+
+def test_a_family_gate_over_only_skipped_cases_is_not_measured(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # Every case skipped: 0 of 0 passed was told as "0.0%, min_pass_rate 0.9 held".
+    rows = "".join(
+        json.dumps({"name": f"n{n}", "ok": "yes", "skip": "upstream is down"}) + "\n"
+        for n in range(2)
+    )
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl") + "min_pass_rate: 0.9\n"
+    root = project(
+        {
+            "eval_checks/fam.yaml": family,
+            "eval_checks/ok.yaml": check_yaml("ok"),
+            "data/rows.jsonl": rows,
+        },
+        config=CONFIG,
+    )
+    done = eb("run", "--cwd", str(root))
+    assert done.exit_code == 0, done.stdout  # skipping is the user's call: the run stands
+    said = (
+        "Family fam: no case ran (every one selected was skipped), min_pass_rate 0.9 not measured"
+    )
+    assert said in done.stdout
+    run_dir = next(root.glob(".eval-banana/results/*"))
+    assert "| min_pass_rate 0.9 not measured: no case ran |" in (run_dir / "report.md").read_text()
+    page = (run_dir / "report.html").read_text()
+    assert "not measured: no case ran (min_pass_rate 0.9)" in page and "held (min" not in page
+    # Against a run where the cases ran, the diff says the gate went unmeasured.
+    (root / "data/rows.jsonl").write_text(rows.replace(', "skip": "upstream is down"', ""))
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    head = max(root.glob(".eval-banana/results/*"), key=lambda run: run.stat().st_mtime)
+    diffed = eb("diff", str(head), str(run_dir))
+    assert "min_pass_rate 0.9 held -> not measured" in diffed.stdout, diffed.stdout
 
 
 def test_a_family_the_selection_ran_part_of_says_how_much(

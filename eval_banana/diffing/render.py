@@ -88,6 +88,8 @@ def _family_side(side: FamilySide | None) -> str:
 def _gate(side: FamilySide | None) -> str:
     if side is None or side.min_pass_rate is None:
         return "none"
+    if not side.cases:
+        return "not measured"  # every case skipped: 0/0 holds nothing
     return "held" if side.gate_held else "NOT held"
 
 

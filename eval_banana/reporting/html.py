@@ -45,7 +45,7 @@ from eval_banana.reporting.marks import (
     trend_for,
 )
 from eval_banana.runners.results import shown_time
-from eval_banana.stages.report import errors_line
+from eval_banana.stages.report import errors_line, gate_state
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -485,12 +485,14 @@ def _filters(*, checks: list[Check], groups: Counter[str]) -> str:
 
 def _gate_text(*, family: dict[str, Any]) -> tuple[str, str]:
     """(row class, gate cell) of a dataset family."""
-    gate = family.get("min_pass_rate")
-    if gate is None and family.get("gate_at_merge") is not None:
+    gate, state = family.get("min_pass_rate"), gate_state(family=family)
+    if state == "at_merge":
         return "gate-none", f"judged by eb merge (min_pass_rate {family['gate_at_merge']!r})"
-    if gate is None:
+    if state == "none":
         return "gate-none", "no gate"
-    if family.get("gate_held"):
+    if state == "unmeasured":
+        return "gate-none", f"not measured: no case ran (min_pass_rate {gate!r})"
+    if state == "held":
         return "gate-held", f"held (min_pass_rate {gate!r})"
     return "gate-broken", f"NOT held (min_pass_rate {gate!r}): the run fails"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from eval_banana.core import canonjson
 from eval_banana.core.files import write_json_atomic, write_model, write_text_atomic
@@ -103,6 +103,19 @@ def build_report(
     return report
 
 
+GateState = Literal["none", "at_merge", "unmeasured", "held", "broken"]
+
+
+def gate_state(*, family: dict[str, Any]) -> GateState:
+    """What a family's own gate says: none set, judged by `eb merge` (a shard), not measured
+    (no case of it ran: every one skipped, so a rate of 0/0 holds nothing), held or broken."""
+    if family.get("min_pass_rate") is None:
+        return "none" if family.get("gate_at_merge") is None else "at_merge"
+    if not family.get("cases"):
+        return "unmeasured"
+    return "held" if family["gate_held"] else "broken"
+
+
 def family_lines(*, report: dict[str, Any]) -> list[str]:
     """One line per dataset family: its pass rate, and its gate when it sets one."""
     lines = []
@@ -110,13 +123,21 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
         text = (
             f"Family {family['id']}: {family['passed']}/{family['cases']} cases passed "
             f"({family['pass_rate'] * 100:.1f}%{selected_part(family=family)})"
+            if family["cases"]
+            else f"Family {family['id']}: no case ran (every one selected was skipped)"
         )
-        gate = family.get("min_pass_rate")
-        if gate is not None:
-            held = "held" if family["gate_held"] else "NOT held: the run fails"
-            text += f", min_pass_rate {gate!r} {held}"
-        elif family.get("gate_at_merge") is not None:
+        gate, state = family.get("min_pass_rate"), gate_state(family=family)
+        if state == "at_merge":
             text += f", min_pass_rate {family['gate_at_merge']!r} judged by eb merge"
+        elif state != "none":
+            text += (
+                f", min_pass_rate {gate!r} "
+                + {
+                    "unmeasured": "not measured",
+                    "held": "held",
+                    "broken": "NOT held: the run fails",
+                }[state]
+            )
         lines.append(text)
     return lines
 
@@ -129,12 +150,14 @@ def selected_part(*, family: dict[str, Any]) -> str:
 
 
 def _gate_cell(*, family: dict[str, Any]) -> str:
-    gate = family.get("min_pass_rate")
-    if gate is None and family.get("gate_at_merge") is not None:
+    gate, state = family.get("min_pass_rate"), gate_state(family=family)
+    if state == "at_merge":
         return f"min_pass_rate {family['gate_at_merge']!r} judged by eb merge"
-    if gate is None:
+    if state == "none":
         return "none"
-    if family["gate_held"]:
+    if state == "unmeasured":
+        return f"min_pass_rate {gate!r} not measured: no case ran"
+    if state == "held":
         return f"min_pass_rate {gate!r} held"
     return f"**min_pass_rate {gate!r} NOT held**: the run fails"
 
