@@ -10,7 +10,7 @@ from eval_banana.core.files import write_text_atomic
 from eval_banana.core.words import plural
 from eval_banana.diffing.compare import DIFF_JSON
 from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
-from eval_banana.stages.report import md_cell, md_text
+from eval_banana.stages.report import gate_of, md_cell, md_text
 
 FORMATS: tuple[str, ...] = ("text", "md", "json")
 # A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.
@@ -85,12 +85,26 @@ def _family_side(side: FamilySide | None) -> str:
     return f"{side.passed}/{side.cases} ({side.pass_rate * 100:.1f}%{part})"
 
 
+# A side's gate in a diff line, by `gate_of` (a shard's gate is no side of a diff: none).
+_GATE_WORDS = {
+    "none": "none",
+    "at_merge": "none",
+    "unmeasured": "not measured",
+    "held": "held",
+    "broken": "NOT held",
+}
+
+
 def _gate(side: FamilySide | None) -> str:
-    if side is None or side.min_pass_rate is None:
+    if side is None:
         return "none"
-    if not side.cases:
-        return "not measured"  # every case skipped: 0/0 holds nothing
-    return "held" if side.gate_held else "NOT held"
+    state = gate_of(
+        min_pass_rate=side.min_pass_rate,
+        gate_at_merge=None,
+        cases=side.cases,
+        gate_held=side.gate_held,
+    )
+    return _GATE_WORDS[state]
 
 
 def family_line(change: FamilyChange) -> str:

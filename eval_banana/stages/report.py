@@ -107,13 +107,25 @@ GateState = Literal["none", "at_merge", "unmeasured", "held", "broken"]
 
 
 def gate_state(*, family: dict[str, Any]) -> GateState:
+    """What a family's own gate says (a report's family, as `gate_of` reads it)."""
+    return gate_of(
+        min_pass_rate=family.get("min_pass_rate"),
+        gate_at_merge=family.get("gate_at_merge"),
+        cases=int(family.get("cases") or 0),
+        gate_held=bool(family.get("gate_held")),
+    )
+
+
+def gate_of(
+    *, min_pass_rate: float | None, gate_at_merge: float | None, cases: int, gate_held: bool
+) -> GateState:
     """What a family's own gate says: none set, judged by `eb merge` (a shard), not measured
     (no case of it ran: every one skipped, so a rate of 0/0 holds nothing), held or broken."""
-    if family.get("min_pass_rate") is None:
-        return "none" if family.get("gate_at_merge") is None else "at_merge"
-    if not family.get("cases"):
+    if min_pass_rate is None:
+        return "none" if gate_at_merge is None else "at_merge"
+    if not cases:
         return "unmeasured"
-    return "held" if family["gate_held"] else "broken"
+    return "held" if gate_held else "broken"
 
 
 def family_lines(*, report: dict[str, Any]) -> list[str]:
