@@ -66,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
     guard_stage.raise_if_refused(guarded)
     assert guarded.harness is not None  # judges were planned and the guard let them through
     console = Console()
-    for warning in guarded.warnings:
-        console.warn(warning.message, hint=warning.hint)
+    console.warn_each(guarded.warnings)
     for check in judges:
         if check not in with_cases:
             console.warn(f"Judge check '{check.id}' has no calibration cases; not calibrated")

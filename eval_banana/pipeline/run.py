@@ -288,8 +288,7 @@ def _stages(
     )
     digests["guard"] = guard_stage.write_guard_stage(run_dir=run_dir, doc=guarded)
     guard_stage.raise_if_refused(guarded)
-    for warning in guarded.warnings:
-        console.warn(warning.message, hint=warning.hint)
+    console.warn_each(guarded.warnings)
 
     recorder = (
         None
@@ -322,8 +321,7 @@ def _stages(
     )
     try:
         digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
-        for warning in executed.warnings:
-            console.warn(warning.message, hint=warning.hint)
+        console.warn_each(executed.warnings)
         _remember_failures(config=config, executed=executed, console=console)
         finished = finish_run(
             run_dir=run_dir,

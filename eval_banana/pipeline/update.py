@@ -165,8 +165,7 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
             on_result=progress.finished,
             environ=request.environ,
         )
-    for warning in fresh.warnings:  # as `eb run` shows them: the cache's, unmatched inputs
-        request.console.warn(warning.message, hint=warning.hint)
+    request.console.warn_each(fresh.warnings)  # as `eb run` shows them
     doc = merge_results(plan=plan, fresh=fresh, previous=previous)
     execute_stage.write_execute_stage(run_dir=run_dir, doc=doc)
     return 3 if doc.aborted_by else 0

@@ -20,7 +20,7 @@ from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import Located
 from eval_banana.core.words import one_line, plural
 from eval_banana.models.result import CheckResult
-from eval_banana.models.stages import PlannedCheck, ScoreDoc
+from eval_banana.models.stages import PlannedCheck, ProblemModel, ScoreDoc
 from eval_banana.reporting.common import is_not_run
 from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
 from eval_banana.runners.results import (
@@ -316,6 +316,11 @@ class Console:
         its fix on the next line when it has one."""
         self.stderr.write(f"warning: {message}\n" + (f"  hint: {hint}\n" if hint else ""))
         self.stderr.flush()
+
+    def warn_each(self, problems: Sequence[ProblemModel]) -> None:
+        """A stage's warnings, each with its fix."""
+        for problem in problems:
+            self.warn(problem.message, hint=problem.hint)
 
     def verdict(self, *, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> None:
         """The score stage's verdict on stdout (each check's line too when `results` are given)."""
