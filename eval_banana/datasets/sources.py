@@ -219,8 +219,7 @@ def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
     for (a path relative to the check file's folder, a typo in a name beside it)."""
     beside_check = Path(check_file).resolve().parent / pattern
     if beside_check.is_file():
-        meant = visible(relative(path=beside_check, root=root))
-        return f"cases_from is relative to the project root, not to the check file: write {meant}"
+        return _from_the_check_file(meant=visible(relative(path=beside_check, root=root)))
     path = root / pattern
     try:
         names = [entry.name for entry in os.scandir(path.parent) if entry.is_file()]
@@ -240,17 +239,14 @@ def empty_glob_hint(*, pattern: str, root: Path, check_file: str) -> str | None:
     if not _is_glob(pattern):
         return None
     body = normalize(pattern)
-    prefix = literal_prefix(body)
+    start = _glob_start(pattern=pattern, root=root)
+    prefix = relative(path=start, root=root) if start != root else ""
     rest = body[len(prefix) :].lstrip("/")
-    start = root / prefix if prefix else root
     if not start.is_dir():
         beside_check = Path(check_file).resolve().parent / prefix
         if beside_check.is_dir():
             meant = relative(path=beside_check, root=root)
-            return (
-                "cases_from is relative to the project root, not to the check file: write "
-                f"{visible(meant)}/{visible(rest)}"
-            )
+            return _from_the_check_file(meant=f"{visible(meant)}/{visible(rest)}")
         parent, name = start.parent, start.name
         try:
             folders = [entry.name for entry in os.scandir(parent) if entry.is_dir()]
@@ -273,6 +269,11 @@ def empty_glob_hint(*, pattern: str, root: Path, check_file: str) -> str | None:
                 f"{visible(body[: len(body) - len(suffix)] + near)}?"
             )
     return None
+
+
+def _from_the_check_file(*, meant: str) -> str:
+    """The fix for a `cases_from` written relative to its check file's folder."""
+    return f"cases_from is relative to the project root, not to the check file: write {meant}"
 
 
 def relative(*, path: Path, root: Path) -> str:
