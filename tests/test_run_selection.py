@@ -126,6 +126,7 @@ def test_the_selection_is_recorded_in_config_json(five: Path, eb: Eb) -> None:
         "tags": ["judge or lint"],
         "keyword": "login",
         "shard": None,
+        "subset": None,
         "changed_since": None,
         "last_failed": False,
         "last_failed_run_id": None,

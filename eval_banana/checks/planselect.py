@@ -11,6 +11,7 @@ from eval_banana.checks.selection import (
     is_id_pattern,
 )
 from eval_banana.checks.shard import in_shard
+from eval_banana.checks.subset import Member, subset_positions
 from eval_banana.core.errors import UsageError
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import PlanDoc, PlannedCheck
@@ -40,8 +41,6 @@ def _selected(
     tags = [str(tag) for tag in check.definition.get("tags") or []]
     if not selector.selects(check_id=check.id, tags=tags):
         return False
-    if selection.shard is not None and not in_shard(check_id=check.id, shard=selection.shard):
-        return False
     return folder is None or _in_folder(check=check, folder=folder)
 
 
@@ -54,6 +53,14 @@ def narrow_plan(*, plan: PlanDoc, selection: Selection, project_root: Path) -> P
         for check in plan.checks
         if _selected(check=check, selection=selection, selector=selector, folder=folder)
     ]
+    if selection.subset is not None:
+        # Before the shard's slice, as `eb run` takes them: a family's subset is one whole.
+        members = [Member(family=check.family, check_id=check.id) for check in checks]
+        kept = subset_positions(members=members, subset=selection.subset)
+        checks = [checks[position] for position in kept]
+    if selection.shard is not None:
+        shard = selection.shard
+        checks = [check for check in checks if in_shard(check_id=check.id, shard=shard)]
     if not checks:
         raise UsageError(
             "No check of the plan matches the selection "

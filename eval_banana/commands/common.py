@@ -78,6 +78,19 @@ def add_common(parser: argparse.ArgumentParser, *, selection: bool = True) -> No
             "Buildkite, CircleCI, Kubernetes Indexed Jobs, Azure Pipelines) or "
             "EVAL_BANANA_SHARD=K/N.",
         )
+        parser.add_argument(
+            "--subset",
+            metavar="N|P%",
+            help="Keep only N (or P percent, rounded up) of each dataset family's selected "
+            "cases: the same ones every run, spread over the dataset by a hash of each case id, "
+            "so a larger N keeps them and adds more (see docs/datasets.md). Checks that are no "
+            "case are all kept.",
+        )
+        parser.add_argument(
+            "--subset-seed",
+            metavar="S",
+            help="A whole number that draws another subset for --subset (default 0).",
+        )
 
 
 def add_incremental(parser: argparse.ArgumentParser) -> None:
@@ -143,6 +156,13 @@ def selection(args: argparse.Namespace) -> Selection:
         from eval_banana.checks.shard import parse_shard
 
         shard = parse_shard(text=shard_text, environ=os.environ)
+    subset = None
+    subset_text = getattr(args, "subset", None)
+    seed_text = getattr(args, "subset_seed", None)
+    if subset_text is not None or seed_text is not None:
+        from eval_banana.checks.subset import parse_subset
+
+        subset = parse_subset(text=subset_text, seed_text=seed_text)
     select = None
     select_text = getattr(args, "select", None)
     if select_text is not None:
@@ -161,6 +181,7 @@ def selection(args: argparse.Namespace) -> Selection:
         tags=list(getattr(args, "tag", []) or []),
         keyword=getattr(args, "keyword", None),
         shard=shard,
+        subset=subset,
         changed_since=getattr(args, "changed_since", None),
         last_failed=bool(getattr(args, "last_failed", False)),
     )
@@ -168,7 +189,7 @@ def selection(args: argparse.Namespace) -> Selection:
 
 def selection_given(args: argparse.Namespace) -> bool:
     """Whether any selection flag was given (a stage rerun then replaces the recorded one)."""
-    names = ("check_id", "check_dir", "tag", "keyword", "shard")
+    names = ("check_id", "check_dir", "tag", "keyword", "shard", "subset")
     return any(getattr(args, name, None) for name in names)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.checks.subset import subset_flag
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.config import Selection
 
@@ -46,6 +47,8 @@ def selection_flags(selection: Selection) -> str | None:
         flags.append("--last-failed")
     if selection.select is not None:
         flags.append("--select")
+    if selection.subset is not None:
+        flags.append(subset_flag(selection.subset))
     if selection.shard is not None:
         flags.append(f"--shard {selection.shard.index}/{selection.shard.total}")
     return " ".join(flags) or None

@@ -355,6 +355,33 @@ class Shard(_Section):
     )
 
 
+# How many cases `--subset N` may ask for: as many as one family may have (`[core] max_cases`
+# caps a family below this anyway), so a typo of a huge N is told, not planned.
+MAX_SUBSET_CASES = 1_000_000
+
+
+class CaseSubset(_Section):
+    """`--subset N` or `--subset P%`: the same part of each dataset family's cases every run, by
+    a seeded hash of each case's id (checks/subset.py)."""
+
+    count: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_SUBSET_CASES,
+        description="At most this many cases of each family (null when given as a percentage).",
+    )
+    percent: float | None = Field(
+        default=None,
+        le=100,
+        json_schema_extra={"exclusiveMinimum": 0},
+        description="This share of each family's cases, rounded up to a whole case (null when "
+        "given as a count).",
+    )
+    seed: int = Field(
+        default=0, ge=0, description="--subset-seed: another seed picks another subset."
+    )
+
+
 class PlanSelection(_Section):
     """`eb run --select FILE`: the ids a plan (or a list) names, and the ones this run runs."""
 
@@ -406,6 +433,11 @@ class Selection(_Section):
         default=None,
         description="Keep only this slice of the selected checks (applied after the other "
         "filters); null: every selected check.",
+    )
+    subset: CaseSubset | None = Field(
+        default=None,
+        description="--subset: keep only this part of each dataset family's selected cases "
+        "(applied after the other filters and before the shard's); null: every case.",
     )
     changed_since: str | None = Field(
         default=None,

@@ -38,6 +38,7 @@ _HANDLED = frozenset(
         "pattern",
         "minimum",
         "maximum",
+        "exclusiveMinimum",
         "$ref",
         "format",  # jsonschema checks formats only when given a format checker; we give none
     }
@@ -183,6 +184,7 @@ class _Compiler:
             self._enum(schema),
             self._pattern(schema.get("pattern")),
             self._bounds(schema.get("minimum"), schema.get("maximum")),
+            self._above(schema.get("exclusiveMinimum")),
             self.ref(schema["$ref"]) if "$ref" in schema else None,
         ]
 
@@ -278,6 +280,11 @@ class _Compiler:
             return (low is None or value >= low) and (high is None or value <= high)
 
         return check
+
+    def _above(self, low: Any) -> Check | None:
+        if low is None:
+            return None
+        return lambda value: not _is_number(value) or value > low
 
 
 def ecma_pattern(pattern: str) -> re.Pattern[str]:

@@ -31,6 +31,7 @@ from eval_banana.checks.selection import (
     split_case_selector,
 )
 from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
+from eval_banana.checks.subset import Member, subset_positions
 from eval_banana.core.errors import DefinitionError, NoChecksError, problem_of
 from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.record import Field, Record
@@ -44,7 +45,7 @@ from eval_banana.datasets.expand import (
 )
 from eval_banana.datasets.problems import family_field, filled_in_problem
 from eval_banana.datasets.sources import dataset_skipped
-from eval_banana.models.config import Shard
+from eval_banana.models.config import CaseSubset, Shard
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -532,6 +533,8 @@ def validate(
         warnings = [*warnings, *incremental.warnings]
         narrowed = not incremental.kept
         units = [units[position] for position in incremental.kept]
+    if selection.subset is not None and units:
+        units = _subset_of(units=units, subset=selection.subset)
     no_checks = not units and not errors and not narrowed
     if no_checks:
         errors.append(
@@ -626,6 +629,19 @@ def validate(
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots)
+
+
+def _subset_of(*, units: list[Unit], subset: CaseSubset) -> list[Unit]:
+    """`--subset`: the same part of each family's selected cases (checks/subset.py)."""
+    members = [
+        Member(
+            family=unit.item.definition["id"] if unit.case is not None else None,
+            check_id=unit.check_id,
+            skipped=unit.case is not None and bool(unit.case.definition.get("skip")),
+        )
+        for unit in units
+    ]
+    return [units[position] for position in subset_positions(members=members, subset=subset)]
 
 
 def _family_sizes(*, units: list[Unit]) -> dict[str, int]:

@@ -413,6 +413,7 @@ def test_envelope_and_selection(tmp_path: Path) -> None:
         "tags": ["t"],
         "keyword": "x",
         "shard": None,
+        "subset": None,
         "changed_since": None,
         "last_failed": False,
         "last_failed_run_id": None,

@@ -1,0 +1,213 @@
+"""`--subset N|P%`: the same part of each dataset family, through `eb list`, `eb run`, the
+verdict cache, shards with `eb merge`, `eb diff` and `eb stage execute`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EbResult
+
+CONFIG = """\
+[discovery]
+exclude_dirs = [".eval-banana", ".git"]
+"""
+
+# Each case logs its id when it runs (so a test counts what ran, not what was reported) and
+# fails when its row says so.
+FAMILY = """\
+schema_version: 1
+id: {family}
+type: deterministic
+description: "case {{{{ case.id }}}}"
+cases_from: data/{family}.jsonl
+script: |
+  import json, sys
+  ctx = json.load(open(sys.argv[1]))
+  open({log!r}, "a").write(ctx["check_id"] + "\\n")
+  sys.exit(0 if ctx["case"]["ok"] else 1)
+"""
+
+PLAIN = "schema_version: 1\nid: plain\ntype: deterministic\ndescription: p\nscript: pass\n"
+
+
+def _rows(*, count: int, failing: frozenset[int] = frozenset(), skipped: int | None = None) -> str:
+    rows = []
+    for n in range(count):
+        row: dict[str, Any] = {"id": f"c{n:02d}", "ok": n not in failing}
+        if n == skipped:
+            row["skip"] = "not ready"
+        rows.append(json.dumps(row) + "\n")
+    return "".join(rows)
+
+
+@pytest.fixture
+def families(project: Callable[..., Path], tmp_path: Path) -> Path:
+    """`big` (40 cases, c05 and c31 fail, c07 skipped), `small` (3 cases) and a plain check."""
+    log = str(tmp_path / "ran.log")
+    return project(
+        {
+            "eval_checks/big.yaml": FAMILY.format(family="big", log=log),
+            "eval_checks/small.yaml": FAMILY.format(family="small", log=log),
+            "eval_checks/plain.yaml": PLAIN,
+            "data/big.jsonl": _rows(count=40, failing=frozenset({5, 31}), skipped=7),
+            "data/small.jsonl": _rows(count=3),
+        },
+        config=CONFIG + '[core]\npass_threshold = 0.5\n[cache]\nmode = "on"\n',
+    )
+
+
+def _listed(eb: Callable[..., EbResult], root: Path, *args: str) -> list[str]:
+    listed = eb("list", "--cwd", str(root), "--cases", *args)
+    assert listed.exit_code == 0, listed.stderr
+    return [line.split("\t")[0] for line in listed.stdout.splitlines()]
+
+
+def _of(family: str, ids: list[str]) -> list[str]:
+    return [check_id for check_id in ids if check_id.startswith(f"{family}[")]
+
+
+def _ran(tmp_path: Path) -> list[str]:
+    log = tmp_path / "ran.log"
+    ran = sorted(log.read_text().split()) if log.exists() else []
+    log.unlink(missing_ok=True)
+    return ran
+
+
+def _run(eb: Callable[..., EbResult], root: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    result = eb("run", "--cwd", str(root), "--json", *args)
+    assert result.exit_code in (0, 1), result.stderr
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_a_subset_is_the_same_spread_part_of_each_family_and_grows_by_adding(
+    families: Path, eb: Callable[..., EbResult]
+) -> None:
+    every = _listed(eb, families)
+    ten = _listed(eb, families, "--subset", "10")
+    # Ten of each family's running cases (the skipped c07 takes no place), every case of a
+    # family smaller than that, and every check that is no case.
+    assert len(_of("big", ten)) == 10 and "big[c07]" not in ten
+    assert _of("small", ten) == ["small[c00]", "small[c01]", "small[c02]"]
+    assert "plain" in ten
+    # In dataset order, spread over the rows rather than the first ten of them.
+    assert _of("big", ten) == [check_id for check_id in _of("big", every) if check_id in ten]
+    assert _of("big", ten) != _of("big", every)[:10]
+    assert max(int(check_id[5:7]) for check_id in _of("big", ten)) >= 20
+    # The same cases every time, and a larger subset keeps them and adds to them.
+    assert _listed(eb, families, "--subset", "10") == ten
+    fifteen = _listed(eb, families, "--subset", "15")
+    assert len(_of("big", fifteen)) == 15 and set(ten) <= set(fifteen)
+    # A share is of each family's running cases, rounded up: 25% of 39 is 10, of 3 is 1.
+    quarter = _listed(eb, families, "--subset", "25%")
+    assert len(_of("big", quarter)) == 10 and len(_of("small", quarter)) == 1
+    assert _of("big", quarter) == _of("big", ten)
+    # Another seed, another subset of the same size.
+    seeded = _listed(eb, families, "--subset", "10", "--subset-seed", "1")
+    assert len(_of("big", seeded)) == 10 and _of("big", seeded) != _of("big", ten)
+    # The subset is taken of what the other filters selected.
+    narrowed = _listed(eb, families, "-k", "big and not c0", "--subset", "5")
+    assert len(narrowed) == 5 and not [c for c in narrowed if c.startswith("big[c0")]
+    # `eb list` without --cases counts the cases the subset kept.
+    families_listed = eb("list", "--cwd", str(families), "--subset", "10").stdout
+    assert "big\tdeterministic\tdataset family: 10 cases" in families_listed
+
+
+def test_a_run_of_a_subset_runs_only_its_cases_and_a_larger_one_reuses_their_verdicts(
+    families: Path, eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    wanted = _of("big", _listed(eb, families, "--subset", "4", "-k", "big"))
+    code, report = _run(eb, families, "--subset", "4", "-k", "big")
+    assert _ran(tmp_path) == wanted
+    assert sorted(check["check_id"] for check in report["checks"]) == wanted
+    (family,) = report["families"]
+    assert (family["id"], family["cases"], family["of_cases"]) == ("big", 4, 39)
+    # Growing the subset pays only for the cases it adds: the first four come from the cache.
+    more = _of("big", _listed(eb, families, "--subset", "9", "-k", "big"))
+    _, report = _run(eb, families, "--subset", "9", "-k", "big")
+    assert _ran(tmp_path) == sorted(set(more) - set(wanted))
+    cached = [
+        check["check_id"]
+        for check in report["checks"]
+        if check["details"].get("cache", {}).get("hit") is True
+    ]
+    assert sorted(cached) == wanted
+
+
+def test_shards_of_a_subset_merge_into_that_subset_and_diff_says_it_was_narrowed(
+    families: Path, eb: Callable[..., EbResult]
+) -> None:
+    wanted = _listed(eb, families, "--subset", "8")
+    shards = []
+    for index in (1, 2):
+        _, report = _run(eb, families, "--subset", "8", "--shard", f"{index}/2")
+        shards.append(report["output_dir"])
+    merged = eb("merge", "--cwd", str(families), "--json", *shards)
+    assert merged.exit_code in (0, 1), merged.stderr
+    merged_report = json.loads(merged.stdout)
+    assert sorted(check["check_id"] for check in merged_report["checks"]) == sorted(wanted)
+    # A shard of another subset is a shard of another plan.
+    _, other = _run(eb, families, "--subset", "9", "--shard", "2/2")
+    refused = eb("merge", "--cwd", str(families), shards[0], other["output_dir"])
+    assert refused.exit_code == 2 and "is a shard of another plan" in refused.stderr
+    # Against a run of every case, the cases a subset left out are not selected, not removed.
+    _, full = _run(eb, families)
+    diff = eb(
+        "diff", "--cwd", str(families), "--json", full["output_dir"], merged_report["output_dir"]
+    )
+    found = json.loads(diff.stdout)
+    assert found["removed_checks"] == []
+    assert len(found["not_selected"]) == 39 + 3 + 1 - len(wanted)
+    text = eb("diff", "--cwd", str(families), full["output_dir"], merged_report["output_dir"])
+    assert "selected with --subset 8" in text.stdout
+
+
+def test_eb_stage_execute_runs_a_subset_of_the_plan(
+    families: Path, eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    _run(eb, families, "--cache", "off")
+    _ran(tmp_path)
+    run_dir = sorted((families / ".eval-banana" / "results").iterdir())[-1]
+    wanted = _listed(eb, families, "--subset", "3", "-k", "big")
+    stage = eb(
+        "stage",
+        "execute",
+        "--cwd",
+        str(families),
+        "--run-dir",
+        str(run_dir),
+        "--subset",
+        "3",
+        "-k",
+        "big",
+        "--cache",
+        "off",
+    )
+    assert stage.exit_code == 0, stage.stderr
+    assert _ran(tmp_path) == sorted(wanted)
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "hint"),
+    [
+        (["--subset", "0"], "--subset '0' is neither a number of cases", "--subset N"),
+        (["--subset", "ten"], "--subset 'ten' is neither a number of cases", "--subset N"),
+        (["--subset", "0%"], "--subset '0%': the share must lie above 0%", "--subset P%"),
+        (["--subset", "150%"], "--subset '150%': the share must lie above 0%", "--subset P%"),
+        (["--subset", "nan%"], "--subset 'nan%': the share must lie above 0%", "--subset P%"),
+        (["--subset-seed", "2"], "--subset-seed draws a subset, and no --subset", "--subset N"),
+        (["--subset", "5", "--subset-seed", "-1"], "--subset-seed '-1' is not a whole", "S >= 0"),
+    ],
+)
+def test_a_subset_that_cannot_be_taken_is_a_usage_error_with_the_form_to_write(
+    families: Path, eb: Callable[..., EbResult], args: list[str], message: str, hint: str
+) -> None:
+    for command in ("list", "run"):
+        result = eb(command, "--cwd", str(families), *args)
+        assert result.exit_code == 2
+        first, told = result.stderr.splitlines()[:2]
+        assert first.startswith(message) and told.startswith("hint:") and hint in told
