@@ -211,3 +211,24 @@ def test_a_subset_that_cannot_be_taken_is_a_usage_error_with_the_form_to_write(
         assert result.exit_code == 2
         first, told = result.stderr.splitlines()[:2]
         assert first.startswith(message) and told.startswith("hint:") and hint in told
+
+
+def test_an_engine_plans_a_subset_and_runs_its_parts_with_select(
+    families: Path, eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    wanted = _listed(eb, families, "--subset", "6", "-k", "big")
+    planned = eb("plan", "--cwd", str(families), "--subset", "6", "-k", "big", "--json")
+    assert planned.exit_code == 0, planned.stderr
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(planned.stdout)
+    assert [check["id"] for check in json.loads(planned.stdout)["checks"]] == wanted
+    _, report = _run(eb, families, "--select", str(plan_file))
+    assert sorted(check["check_id"] for check in report["checks"]) == sorted(wanted)
+    # A plan of every case, run with a subset: the ids the subset left out are named, and the
+    # hint says the subset is one of the options the plan must be made with.
+    whole = tmp_path / "whole.json"
+    whole.write_text(eb("plan", "--cwd", str(families), "-k", "big", "--json").stdout)
+    refused = eb("run", "--cwd", str(families), "--select", str(whole), "--subset", "6")
+    assert refused.exit_code == 2
+    assert "33 ids not in the current selection" in refused.stderr
+    assert "--subset" in refused.stderr.splitlines()[1]

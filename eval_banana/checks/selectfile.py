@@ -47,7 +47,8 @@ def apply_select(
             file=select.file if select.file != "-" else None,
             field_path="select",
             hint="Every id must name a check this run selects (not skipped, within --check-id, "
-            "-k, --tag and --check-dir); make the plan again with `eb plan`, or fix the list.",
+            "-k, --tag, --check-dir and --subset); make the plan again with `eb plan` (with the "
+            "same options), or fix the list.",
         )
     named = [by_id[check_id] for check_id in select.plan_ids]
     digest = selection_digest(checks=named, project_root=project_root)
