@@ -199,8 +199,11 @@ def test_eb_stage_execute_runs_a_subset_of_the_plan(
         (["--subset", "0%"], "--subset '0%': the share must lie above 0%", "--subset P%"),
         (["--subset", "150%"], "--subset '150%': the share must lie above 0%", "--subset P%"),
         (["--subset", "nan%"], "--subset 'nan%': the share must lie above 0%", "--subset P%"),
+        (["--subset", "²"], "--subset '²' is neither a number of cases", "--subset N"),
+        (["--subset", "9" * 5000], "--subset '999", "--subset N"),
         (["--subset-seed", "2"], "--subset-seed draws a subset, and no --subset", "--subset N"),
         (["--subset", "5", "--subset-seed", "-1"], "--subset-seed '-1' is not a whole", "S >= 0"),
+        (["--subset", "5", "--subset-seed", "²"], "--subset-seed '²' is not a whole", "S >= 0"),
     ],
 )
 def test_a_subset_that_cannot_be_taken_is_a_usage_error_with_the_form_to_write(
@@ -211,6 +214,7 @@ def test_a_subset_that_cannot_be_taken_is_a_usage_error_with_the_form_to_write(
         assert result.exit_code == 2
         first, told = result.stderr.splitlines()[:2]
         assert first.startswith(message) and told.startswith("hint:") and hint in told
+        assert len(first) < 200  # a pasted value of 5,000 digits is cut, not echoed
 
 
 def test_an_engine_plans_a_subset_and_runs_its_parts_with_select(
