@@ -13,7 +13,9 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from eval_banana.core.digits import ascii_whole
 from eval_banana.core.errors import UsageError
+from eval_banana.core.words import given_value
 from eval_banana.models.config import MAX_SHARDS, Shard
 from eval_banana.models.stages import PlannedCheck
 
@@ -29,19 +31,26 @@ _SHARD_HINT = "Write --shard K/N with whole numbers 1 <= K <= N (e.g. --shard 2/
 
 def _whole(text: str, *, what: str, given: str) -> int:
     stripped = text.strip()
-    if not stripped.isdigit():
-        raise UsageError(f"--shard {given!r}: {what} is not a whole number", hint=_SHARD_HINT)
-    return int(stripped)
+    number = ascii_whole(stripped)
+    if number is None and stripped.isascii() and stripped.isdigit():
+        return MAX_SHARDS + 1  # too many digits to read: past any K or N eb takes
+    if number is None:
+        raise UsageError(
+            f"--shard {given_value(given)}: {what} is not a whole number", hint=_SHARD_HINT
+        )
+    return number
 
 
 def _checked(*, index: int, total: int, given: str) -> Shard:
     if total < 1 or not 1 <= index <= total:
         raise UsageError(
-            f"--shard {given!r}: K must lie between 1 and N, and N must be at least 1",
+            f"--shard {given_value(given)}: K must lie between 1 and N, and N must be at least 1",
             hint=_SHARD_HINT,
         )
     if total > MAX_SHARDS:
-        raise UsageError(f"--shard {given!r}: N can be at most {MAX_SHARDS:,}", hint=_SHARD_HINT)
+        raise UsageError(
+            f"--shard {given_value(given)}: N can be at most {MAX_SHARDS:,}", hint=_SHARD_HINT
+        )
     return Shard(index=index, total=total)
 
 
@@ -53,7 +62,7 @@ def parse_shard(*, text: str, environ: Mapping[str, str]) -> Shard:
         return shard_from_environment(environ=environ)
     head, slash, tail = text.partition("/")
     if not slash:
-        raise UsageError(f"--shard {text!r} is not of the form K/N", hint=_SHARD_HINT)
+        raise UsageError(f"--shard {given_value(text)} is not of the form K/N", hint=_SHARD_HINT)
     index = _whole(head, what="K", given=text)
     total = _whole(tail, what="N", given=text)
     return _checked(index=index, total=total, given=text)

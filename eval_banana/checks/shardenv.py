@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from eval_banana.core.digits import ascii_whole
 from eval_banana.core.errors import UsageError
+from eval_banana.core.words import given_value
 from eval_banana.models.config import MAX_SHARDS, Shard
 
 # eb's own variable, `K/N` as --shard takes it, for any engine the table does not know.
@@ -76,12 +78,13 @@ def _looked_for() -> str:
 
 
 def _whole(*, name: str, value: str) -> int:
-    if not value.isdigit():
+    number = ascii_whole(value)
+    if number is None:
         raise UsageError(
-            f"--shard auto: {name}={value!r} is not a whole number",
+            f"--shard auto: {name}={given_value(value)} is not a whole number",
             hint=f"Fix or unset {name}. {_HINT}",
         )
-    return int(value)
+    return number
 
 
 def _in_range(*, label: str, index: int, total: int, first: int, variables: list[str]) -> Shard:

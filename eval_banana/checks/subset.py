@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from eval_banana.core.digits import ascii_whole
 from eval_banana.core.errors import UsageError
+from eval_banana.core.words import given_value
 from eval_banana.models.config import MAX_SUBSET_CASES, CaseSubset
 
 _RANK_PREFIX = "eval-banana subset v1\n"
-# ASCII digits only (str.isdigit takes '²', which int() refuses), and few enough of them that
-# int() never meets Python's limit on long numbers.
-_WHOLE = re.compile(r"[0-9]{1,18}")
 _SUBSET_HINT = (
     "Write --subset N with a whole number N >= 1 (the most cases of each family to run), or "
     "--subset P% with 0 < P <= 100 (that share of each family, rounded up), e.g. --subset 20."
@@ -56,32 +54,29 @@ def parse_subset(*, text: str | None, seed_text: str | None) -> CaseSubset:
             percent = math.nan
         if not math.isfinite(percent) or not 0 < percent <= 100:
             raise UsageError(
-                f"--subset {_shown(text)}: the share must lie above 0% and at most 100%",
+                f"--subset {given_value(text)}: the share must lie above 0% and at most 100%",
                 hint=_SUBSET_HINT,
             )
         return CaseSubset(percent=percent, seed=seed)
-    if _WHOLE.fullmatch(given) is None or not 1 <= int(given) <= MAX_SUBSET_CASES:
+    count = ascii_whole(given)
+    if count is None or not 1 <= count <= MAX_SUBSET_CASES:
         raise UsageError(
-            f"--subset {_shown(text)} is neither a number of cases from 1 to {MAX_SUBSET_CASES:,} "
-            "nor a percentage",
+            f"--subset {given_value(text)} is neither a number of cases from 1 to "
+            f"{MAX_SUBSET_CASES:,} nor a percentage",
             hint=_SUBSET_HINT,
         )
-    return CaseSubset(count=int(given), seed=seed)
-
-
-def _shown(text: str) -> str:
-    """The value as given, quoted, and cut when it is long (a pasted number of 5,000 digits)."""
-    return repr(text) if len(text) <= 40 else f"{text[:40]!r}..."
+    return CaseSubset(count=count, seed=seed)
 
 
 def _seed(*, seed_text: str | None) -> int:
     if seed_text is None:
         return 0
-    if _WHOLE.fullmatch(seed_text.strip()) is None:
+    seed = ascii_whole(seed_text.strip())
+    if seed is None:
         raise UsageError(
-            f"--subset-seed {_shown(seed_text)} is not a whole number", hint=_SEED_HINT
+            f"--subset-seed {given_value(seed_text)} is not a whole number", hint=_SEED_HINT
         )
-    return int(seed_text.strip())
+    return seed
 
 
 def subset_flag(subset: CaseSubset) -> str:

@@ -67,3 +67,9 @@ def one_line(text: str) -> str:
     command) nor move a terminal's cursor over what eb printed."""
     # Once whitespace runs are spaces, the control characters left are the ones to show.
     return visible(" ".join(text.split()))
+
+
+def given_value(text: str, *, limit: int = 40) -> str:
+    """A value the user gave (a flag's, a variable's), quoted for a message and cut after
+    `limit` characters: a pasted number of 5,000 digits is named, not echoed."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}..."

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from eval_banana.core.digits import ascii_whole
+
 # codex prints `tokens used` and then the blended total, e.g. `12,480` (older builds: same line).
 _CODEX_LABEL = re.compile(r"^tokens used\b\W*(.*)$", re.IGNORECASE)
 
@@ -63,16 +65,16 @@ def _codex(stderr_path: Path | None) -> dict[str, Any] | None:
             text = line.strip()
             if pending and text:
                 pending = False
-                digits = re.sub(r"[,_.\s]", "", text)
-                if digits.isdigit():
-                    total = int(digits)
+                told = ascii_whole(re.sub(r"[,_.\s]", "", text))
+                if told is not None:
+                    total = told
                     continue
             match = _CODEX_LABEL.match(text)
             if match is None:
                 continue
-            digits = re.sub(r"[,_.\s]", "", match.group(1))
-            if digits.isdigit():
-                total = int(digits)
+            told = ascii_whole(re.sub(r"[,_.\s]", "", match.group(1)))
+            if told is not None:
+                total = told
             else:
                 pending = True  # the number is on the next non-empty line
     return None if total is None else {"total_tokens": total}

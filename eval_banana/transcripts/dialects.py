@@ -24,6 +24,7 @@ import json
 import re
 from typing import Any
 
+from eval_banana.core.digits import ascii_whole
 from eval_banana.transcripts.jsonline import load, texts
 from eval_banana.transcripts.reading import Line
 from eval_banana.transcripts.sink import Sink
@@ -317,9 +318,9 @@ class Codex(Parser):
             self.text.add(stripped + "\n")
             return
         if self.section == "tokens used":
-            digits = re.sub(r"[,_.\s]", "", stripped)
-            if digits.isdigit():
-                self.sink.add("usage", usage={"total_tokens": int(digits)}, stream="stderr")
+            told = ascii_whole(re.sub(r"[,_.\s]", "", stripped))
+            if told is not None:
+                self.sink.add("usage", usage={"total_tokens": told}, stream="stderr")
             self.section = None
             return
         if self.section is not None:

@@ -47,6 +47,19 @@ def test_n_past_any_ci_matrix_is_a_usage_error_before_anything_is_sized_by_it() 
     assert parse_shard(text="10000/10000", environ={}) == Shard(index=10_000, total=10_000)
     with pytest.raises(UsageError, match="N can be at most 10,000"):
         parse_shard(text="1/1000000000", environ={})
+    # More digits than Python's int() reads: still told as too large, and the value is cut.
+    with pytest.raises(UsageError, match="N can be at most 10,000") as caught:
+        parse_shard(text="1/" + "9" * 5000, environ={})
+    assert len(caught.value.message) < 200
+
+
+@pytest.mark.parametrize("text", ["\u00b2/4", "1/\u0663", "1/4\u00b2"])
+def test_digits_that_are_not_ascii_are_no_whole_number(text: str) -> None:
+    """'²' and other scripts' digits pass str.isdigit(), and int() refused or read them."""
+    with pytest.raises(UsageError, match="is not a whole number"):
+        parse_shard(text=text, environ={})
+    with pytest.raises(UsageError, match="CI_NODE_INDEX='\u00b2' is not a whole number"):
+        parse_shard(text="auto", environ={"CI_NODE_INDEX": "\u00b2", "CI_NODE_TOTAL": "4"})
 
 
 @pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "-1/4", "a/4", "2", "2/4/6", "", "1.5/4"])

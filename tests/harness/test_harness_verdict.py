@@ -281,6 +281,16 @@ def test_codex_total_on_the_same_line(tmp_path: Path) -> None:
     }
 
 
+def test_codex_digits_that_are_no_count_of_tokens_are_passed_over(tmp_path: Path) -> None:
+    """'²' passes str.isdigit() and int() refuses it; so does a run of 5,000 digits."""
+    stderr = tmp_path / "err"
+    stderr.write_text(f"tokens used: 42\ntokens used: \u00b2\ntokens used\n{'9' * 5000}\n")
+    assert read_usage(dialect="codex", usage_event=None, stderr_path=stderr) == {
+        "dialect": "codex",
+        "total_tokens": 42,
+    }
+
+
 # --- linear time: these inputs took eval-banana tens of seconds -----------------------------------
 
 
