@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 from eval_banana.core.record import Record
-from eval_banana.core.words import unprintable
+from eval_banana.core.words import given_value, unprintable
 from eval_banana.models.config import (
     CacheSettings,
     CoreSettings,
@@ -911,7 +911,7 @@ def _argparse_type(spec: SettingSpec) -> Callable[[str], object]:
         try:
             return coerce_text(spec=spec, text=text)
         except SettingValueError as exc:
-            raise argparse.ArgumentTypeError(f"{exc.reason}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"{exc.reason}, got {given_value(text)}") from None
 
     convert.__name__ = spec.kind  # argparse names the type in some messages
     return convert

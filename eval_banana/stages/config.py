@@ -17,7 +17,7 @@ from eval_banana.core.files import sha256_bytes, write_model
 from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
 from eval_banana.core.readback import read_regular
 from eval_banana.core.textfiles import UTF16_SAID, utf16_marked
-from eval_banana.core.words import unprintable, visible
+from eval_banana.core.words import given_value, unprintable, visible
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
 from eval_banana.settings.table import (
@@ -273,7 +273,9 @@ def _env_value(*, spec: SettingSpec, raw: str) -> object:
         return coerce_text(spec=spec, text=raw)
     except SettingValueError as exc:
         # The variable's name and a phrase, never Python's own message.
-        raise ConfigError(f"{spec.env} {exc.reason}, got {raw!r}", field_path=spec.name) from None
+        raise ConfigError(
+            f"{spec.env} {exc.reason}, got {given_value(raw)}", field_path=spec.name
+        ) from None
 
 
 def _cli_value(*, spec: SettingSpec, value: object) -> object:

@@ -909,6 +909,12 @@ def test_env_errors_name_the_variable(tmp_path: Path, var: str, raw: str, messag
     assert "invalid literal" not in error.message
 
 
+def test_a_long_bad_env_value_is_cut_in_the_message(tmp_path: Path) -> None:
+    error = config_error(tmp_path, env={"EVAL_BANANA_MAX_CASES": "9" * 5000})
+    assert error.message.startswith("EVAL_BANANA_MAX_CASES must be a positive integer, got '999")
+    assert len(error.message) < 200
+
+
 def test_positive_integer_env_uses_int_syntax(tmp_path: Path) -> None:
     doc = resolve(tmp_path, env={"EVAL_BANANA_MAX_PARALLEL_CHECKS": " +1_0 "})
     assert doc.settings.core.max_parallel_checks == 10
