@@ -245,6 +245,55 @@ def test_yaml_tags_that_build_other_types_are_definition_errors(
     assert listed.exit_code == 2 and "hello" not in listed.stdout
 
 
+ASSERTS = """\
+schema_version: 1
+id: a
+type: assertions
+description: d
+artifact: out/x.json
+assert:
+  - path: a[0]
+    op: equals
+    value: {value}
+"""
+
+INLINE_CASES = """\
+schema_version: 1
+id: a
+type: deterministic
+description: d
+script: pass
+cases:
+  - {{id: x, v: {value}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "location", "kind"),
+    [
+        # The models dumped each as null: an assertion graded `equals null`, a case's field
+        # reached its script as None, and a dataset file's .nan was refused all along.
+        (ASSERTS.format(value=".nan"), "assert.0.value", "NaN"),
+        (ASSERTS.format(value="-.inf"), "assert.0.value", "infinity"),
+        (INLINE_CASES.format(value=".inf"), "cases.0.v", "infinity"),
+        (INLINE_CASES.format(value="[1, .NaN]"), "cases.0.v.1", "NaN"),
+    ],
+)
+def test_yaml_nan_and_infinity_in_a_check_file_are_definition_errors(
+    project: Callable[..., Path], eb: Callable[..., EbResult], text: str, location: str, kind: str
+) -> None:
+    root = project({"eval_checks/a.yaml": text, "out/x.json": '{"a": [1]}'})
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 2
+    assert f"{location}: the value is {kind} (YAML's .nan or .inf), which JSON cannot say" in (
+        result.stderr
+    )
+    assert "hint: write a finite number, or quote the value" in result.stderr
+    finite = text.replace(".nan", "1.5").replace(".inf", "1.5").replace(".NaN", "1.5")
+    (root / "eval_checks" / "a.yaml").write_text(finite)
+    assert eb("validate", "--cwd", str(root)).exit_code == 0
+
+
 def _run_dir(root: Path) -> Path:
     (run_dir,) = list((root / ".eval-banana" / "results").iterdir())
     return run_dir

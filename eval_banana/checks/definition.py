@@ -9,6 +9,7 @@ which stay the single source of the rules and of the error texts.
 from __future__ import annotations
 
 import hashlib
+import math
 import struct
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -132,7 +133,8 @@ def _mark(exc: yaml.YAMLError) -> tuple[int | None, int | None]:
 # What a check file may hold: what JSON can say. YAML tags such as !!binary, !!set or
 # !!timestamp build other Python types, which validation would otherwise coerce silently
 # (`id: !!binary aGVsbG8=` became the id `hello`).
-_PLAIN_SET: frozenset[type] = frozenset((str, int, float, bool, type(None)))
+# A float is plain only when finite, which a type test cannot tell (see below).
+_PLAIN_SET: frozenset[type] = frozenset((str, int, bool, type(None)))
 _TYPE_NAMES = {
     "bytes": "binary data (a !!binary tag)",
     "date": "a date",
@@ -143,12 +145,15 @@ _TYPE_NAMES = {
 
 
 def _refuse_tagged_values(*, value: object, path: Path | str, text: str) -> None:
-    """Every value must be a string, number, boolean, null, list or mapping (string keys)."""
+    """Every value must be a string, finite number, boolean, null, list or mapping."""
     # Exact type tests in a set: this runs for every check file (a few microseconds each).
     # Each list and mapping is visited once, by identity: YAML aliases make one object appear
     # many times, and walking them as a tree took exponential time (an alias bomb of nine
     # levels is 9**9 paths over a few dozen nodes).
+    # A float passes only when finite: YAML's .nan and .inf are no JSON, and the models would
+    # turn them into null without a word.
     plain = _PLAIN_SET
+    finite = math.isfinite
     seen: set[int] = set()
     stack: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
     while stack:
@@ -160,15 +165,15 @@ def _refuse_tagged_values(*, value: object, path: Path | str, text: str) -> None
             seen.add(id(item))
         if kind is dict:
             for key, child in cast(dict[object, object], item).items():
-                if type(key) not in plain:
+                if type(key) not in plain and not (type(key) is float and finite(key)):
                     _tagged_error(item=key, path=path, where=where, what="a key", text=text)
-                if type(child) not in plain:
+                if type(child) not in plain and not (type(child) is float and finite(child)):
                     stack.append((child, (*where, str(key))))
         elif kind is list:
             for index, child in enumerate(cast(list[object], item)):
-                if type(child) not in plain:
+                if type(child) not in plain and not (type(child) is float and finite(child)):
                     stack.append((child, (*where, index)))
-        elif kind not in plain:
+        elif kind not in plain and not (kind is float and finite(cast(float, item))):
             _tagged_error(item=item, path=path, where=where, what="the value", text=text)
 
 
@@ -177,17 +182,27 @@ def _tagged_error(
 ) -> None:
     from eval_banana.checks.yamlpos import compose, locate  # only a refused file pays for positions
 
-    kind = _TYPE_NAMES.get(type(item).__name__, f"a {type(item).__name__}")
     location = ".".join(str(part) for part in where) or "(top level)"
     root = compose(text=text)
     found = locate(root=root, path=where) if root is not None and where else None
     position = found.value if found is not None else None
+    if isinstance(item, float):
+        kind = "NaN" if math.isnan(item) else "infinity"
+        message = f"{what} is {kind} (YAML's .nan or .inf), which JSON cannot say"
+        hint = "write a finite number, or quote the value to make it a string"
+    else:
+        kind = _TYPE_NAMES.get(type(item).__name__, f"a {type(item).__name__}")
+        message = (
+            f"{what} is {kind}; a check file holds only strings, numbers, booleans, null, "
+            "lists and mappings"
+        )
+        hint = "quote the value to make it a string, or remove the YAML tag"
+    at = f" (line {position.line}, column {position.column})" if position else ""
     raise DefinitionError(
-        f"Invalid check definition in {path}: {location}: {what} is {kind}; a check file "
-        "holds only strings, numbers, booleans, null, lists and mappings",
+        f"Invalid check definition in {path}: {location}: {message}{at}",
         file=str(path),
         field_path=location,
-        hint="quote the value to make it a string, or remove the YAML tag",
+        hint=hint,
         line=position.line if position else None,
         column=position.column if position else None,
     )

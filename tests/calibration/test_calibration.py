@@ -777,10 +777,9 @@ def test_a_judge_familys_calibration_cases_need_their_rows(
     proj.write("eval_checks/replies.yaml", FAMILY_JUDGE + not_json)
     refused = proj.eb("validate")
     assert refused.exit_code == 2
-    assert "harness_judge.calibration.1.case (line 15, column 11)" in refused.stderr
     assert (
-        "case field rating holds NaN, which JSON cannot say: quote the value to make it a string"
-        in refused.stderr
+        "calibration.1.case.rating: the value is NaN (YAML's .nan or .inf), which JSON cannot "
+        "say (line 15, column 59)" in refused.stderr
     )
     # A single judge's case has no row to give.
     single = judge("greets", script=READS_ANSWER, cases=[{**GOOD, "case": {"x": "y"}}, BAD])
