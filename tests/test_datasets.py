@@ -1380,7 +1380,12 @@ def test_every_ambiguous_yaml_value_of_a_file_is_told_in_one_pass(
 ) -> None:
     # A team exporting ids and country codes meets the first `NO` and the next only after
     # fixing it: each is told at its line, and a whole column of them as one error.
-    few = "- {id: 010, name: a, ok: 'yes'}\n- {name: b, ok: 'yes', country: NO}\n"
+    few = (
+        "- {id: 010, name: a, ok: 'yes'}\n- {name: b, ok: 'yes', country: NO}\n"
+        # YAML 1.2 and JSON read a number here, YAML 1.1 (PyYAML) the text '1e3'; the quoted
+        # one and 1.1's own spelling are no problem.
+        "- {name: c, ok: 'yes', price: 1e3, code: '2e5', size: 1.0e+3}\n"
+    )
     many = "".join(f"- {{name: n{i}, ok: 'yes', country: no}}\n" for i in range(12))
     inline = "cases:\n  - {id: 07, name: x, ok: 'yes'}\n  - {name: y, ok: 'yes', wait: 1:30}"
     root = project(
@@ -1415,6 +1420,12 @@ def test_every_ambiguous_yaml_value_of_a_file_is_told_in_one_pass(
             2,
             "Dataset data/few.yaml line 2: 'NO' reads as the boolean false in YAML 1.1, which "
             "eb's YAML reader follows: write false, or quote it ('NO') to keep the text",
+        ),
+        (
+            3,
+            "Dataset data/few.yaml line 3: '1e3' reads as text in YAML 1.1, which eb's YAML "
+            "reader follows, where YAML 1.2 and JSON read a number: write 1000.0 for the number, "
+            "or quote it ('1e3') to keep the text",
         ),
     ]
     many_told = [(line, message) for file, line, message in told if file.endswith("many.yaml")]

@@ -2,14 +2,16 @@
 aliases), and without YAML 1.1's silent readings of plain words and numbers.
 
 PyYAML follows YAML 1.1, where `no` is the boolean false (a row for Norway, `country: NO`),
-`010` the octal number 8 (a zero-padded id), `1:30` the number 90 and `1_000` the number 1000.
-YAML 1.2, which editors and most other tools follow, reads them otherwise. In a dataset that
+`010` the octal number 8 (a zero-padded id), `1:30` the number 90, `1_000` the number 1000,
+and `1e3` the text '1e3' (a float wants a dot and a signed exponent there). YAML 1.2, which
+editors and most other tools follow, reads them otherwise. In a dataset that
 silently changes an id or an expected answer, so each is refused at its line with the way to
 write what was meant.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +41,9 @@ from eval_banana.datasets.rows import (
 
 _BOOLEAN_WORDS = frozenset({"true", "false"})
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
+# A number with an exponent as YAML 1.2 and JSON write it (`1e3`, `2.5E-4`, `1.0e3`). YAML 1.1
+# wants a dot and a signed exponent (`1.0e+3`), so PyYAML reads these as text.
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 
 # The fix for any of them, beside the message that names the value and what it became.
@@ -122,6 +127,34 @@ def _base_60_or_underscores(
         )
 
 
+def _text(loader: DatasetLoader, node: yaml.ScalarNode) -> str:
+    text = str(loader.construct_scalar(node))
+    if not node.style and _EXPONENT_NUMBER.fullmatch(text):  # plain: None, or "" from libyaml
+        number = float(text)
+        finite = math.isfinite(number)
+        fix = f"write {as_yaml11_float(number)} for the number, or " if finite else ""
+        loader.ambiguous.append(
+            AmbiguousScalar(
+                None,
+                None,
+                f"{text!r} reads as text in YAML 1.1, which eb's YAML reader follows, where YAML "
+                f"1.2 and JSON read a number: {fix}quote it ('{text}') to keep the text",
+                node.start_mark,
+            )
+        )
+    return text
+
+
+def as_yaml11_float(number: float) -> str:
+    """`number` as YAML 1.1 reads a float: with a dot, and a sign on any exponent."""
+    shown = repr(number)  # 1000.0, 0.001, 1e+300, 1e-05
+    mantissa, marker, exponent = shown.partition("e")
+    if marker and "." not in mantissa:
+        return f"{mantissa}.0e{exponent}"
+    return shown
+
+
+DatasetLoader.add_constructor("tag:yaml.org,2002:str", _text)
 DatasetLoader.add_constructor("tag:yaml.org,2002:bool", _boolean)
 DatasetLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 DatasetLoader.add_constructor("tag:yaml.org,2002:float", _real)

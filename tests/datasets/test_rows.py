@@ -256,3 +256,14 @@ def test_a_space_before_text_is_kept_and_a_quote_inside_a_cell_is_text(tmp_path:
         {"id": "a", "answer": " yes"},
         {"id": "b", "answer": 'he said "hi"'},
     ]
+
+
+@pytest.mark.parametrize("text", ["1e3", "2.5E-4", "-1.0e3", ".5e2", "1e300", "1e-05", "7e22"])
+def test_the_number_a_yaml_1_2_exponent_means_is_offered_as_yaml_1_1_reads_it(text: str) -> None:
+    """The fix eb offers for `1e3` must itself be read as that number, not as text again."""
+    import yaml
+
+    from eval_banana.datasets.yamlrows import as_yaml11_float
+
+    offered = as_yaml11_float(float(text))
+    assert yaml.safe_load(offered) == float(text), offered
