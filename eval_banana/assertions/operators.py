@@ -7,6 +7,8 @@ import json
 import math
 from typing import Any, Protocol
 
+from eval_banana.core.yamlsafe import YAML12_EXPONENT_NUMBER
+
 MAX_PATTERN_CHARS = 200
 MAX_MATCH_INPUT_BYTES = 100 * 1024
 _PREVIEW_CHARS = 60
@@ -122,16 +124,21 @@ def op_equals(*, found: Any, value: Any) -> str | None:
 def _text_for_number(*, found: Any, value: Any) -> str:
     """Why "3" is not 3, when that is all that differs: the expected value is text (quoted, or
     a CSV cell, which is always text) where the artifact holds a number."""
-    if (
-        isinstance(value, str)
-        and isinstance(found, int | float)
-        and not isinstance(found, bool)
-        and value.strip() == json.dumps(found)
-    ):
+    if not isinstance(value, str) or not isinstance(found, int | float) or isinstance(found, bool):
+        return ""
+    if value.strip() == json.dumps(found):
         return (
             "; the expected value is text, not a number: written in the check file, unquote it; "
             "from a CSV dataset (whose cells are text), give the field a number type in the "
             "family's case_schema"
+        )
+    if YAML12_EXPONENT_NUMBER.fullmatch(value) and float(value) == found:
+        # `value: 1e3` unquoted: YAML 1.1 wants a dot and a signed exponent for a number.
+        return (
+            f"; the expected value is the text {value!r}, not a number: YAML 1.1, which eb's "
+            f"reader follows, reads a plain {value} in a check file as text, so write "
+            f"{json.dumps(found)} there; from a CSV dataset, give the field a number type in "
+            "the family's case_schema"
         )
     return ""
 

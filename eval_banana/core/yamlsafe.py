@@ -8,6 +8,7 @@ of aliases can stand for billions of values (an alias bomb), or for a value that
 
 from __future__ import annotations
 
+import re
 from typing import Any, cast
 
 import yaml
@@ -17,6 +18,9 @@ from eval_banana.core.jsonvalues import too_long_number
 # PyYAML's safe loader, on libyaml's C parser where PyYAML was built with it (many times faster).
 FastSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+# A number with an exponent as JSON and YAML 1.2 write it (`1e3`, `2.5E-4`, `1.0e3`). YAML 1.1,
+# which PyYAML follows, wants a dot and a signed exponent (`1.0e+3`), so it reads these as text.
+YAML12_EXPONENT_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):

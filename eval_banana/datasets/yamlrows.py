@@ -23,6 +23,7 @@ from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH
 from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import (
+    YAML12_EXPONENT_NUMBER,
     DuplicateKeyError,
     FastSafeLoader,
     NumberTooLong,
@@ -41,9 +42,6 @@ from eval_banana.datasets.rows import (
 
 _BOOLEAN_WORDS = frozenset({"true", "false"})
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
-# A number with an exponent as YAML 1.2 and JSON write it (`1e3`, `2.5E-4`, `1.0e3`). YAML 1.1
-# wants a dot and a signed exponent (`1.0e+3`), so PyYAML reads these as text.
-_EXPONENT_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 
 # The fix for any of them, beside the message that names the value and what it became.
@@ -129,7 +127,7 @@ def _base_60_or_underscores(
 
 def _text(loader: DatasetLoader, node: yaml.ScalarNode) -> str:
     text = str(loader.construct_scalar(node))
-    if not node.style and _EXPONENT_NUMBER.fullmatch(text):  # plain: None, or "" from libyaml
+    if not node.style and YAML12_EXPONENT_NUMBER.fullmatch(text):  # plain: None, or "" from libyaml
         number = float(text)
         finite = math.isfinite(number)
         fix = f"write {as_yaml11_float(number)} for the number, or " if finite else ""

@@ -181,6 +181,11 @@ def test_equals_keeps_json_types_apart() -> None:
     assert "the expected value is text, not a number" in why("meta.count", "equals", "1")
     assert "the expected value is text" not in why("meta.count", "equals", "2")
     assert "the expected value is text" not in why("meta.ready", "equals", "true")
+    # `value: 1e3` unquoted is the text '1e3' to YAML 1.1: the hint says so, with the number.
+    told = why("meta.count", "equals", "1e0")
+    assert "the expected value is the text '1e0', not a number" in told
+    assert "reads a plain 1e0 in a check file as text, so write 1 there" in told
+    assert "the expected value is the text" not in why("meta.count", "equals", "2e0")
     assert "found null" in why("meta.note", "equals", False)
     assert not holds("meta.count", "equals", 0, document={"meta": {"count": False}})
 
