@@ -159,12 +159,17 @@ def _missing_tag(*, ctx: Mapping[str, Any]) -> Explained:
     )
 
 
+# What a message calls a value that has no key (a list item).
+_NO_KEY = "this value"
+
+
 def _wrong_text(*, key: str, value: object) -> Explained:
     message = f"{key} must be text, not {_kind(value)}"
     if isinstance(value, bool):
         hint = "YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value."
     elif isinstance(value, int | float):
-        hint = f"quote it: {key}: '{value}'."
+        # A list item has no key of its own to write before it (`this value: '5'`).
+        hint = f"quote it: {key}: '{value}'." if key != _NO_KEY else f"quote it: '{value}'."
     elif value is None:
         hint = "write the value after the colon, or delete the key."
     else:
@@ -318,7 +323,7 @@ def explain(*, error: Mapping[str, Any], document: Mapping[str, Any]) -> Explain
     read = _Error(
         kind=str(error.get("type", "")),
         loc=loc,
-        key=str(loc[-1]) if loc and isinstance(loc[-1], str) else "this value",
+        key=str(loc[-1]) if loc and isinstance(loc[-1], str) else _NO_KEY,
         value=error.get("input"),
         ctx=error.get("ctx") or {},
         msg=str(error.get("msg", "")),

@@ -73,6 +73,12 @@ D = "schema_version: 1\nid: a\ntype: deterministic\ndescription: d\n"
             "quote it: id: '123'",
         ),
         (
+            D + "script: pass\ntags: [web, 5]\n",
+            "deterministic.tags.1 (line 6, column 13)",
+            "this value must be text, not the number 5",
+            "hint: quote it: '5'.",  # a list item has no key to write before it
+        ),
+        (
             "schema_version: 1\nid: yes\ntype: deterministic\ndescription: d\nscript: pass\n",
             "deterministic.id (line 2, column 5)",
             "id must be text, not the boolean true",
