@@ -236,3 +236,18 @@ def test_an_engine_plans_a_subset_and_runs_its_parts_with_select(
     assert refused.exit_code == 2
     assert "33 ids not in the current selection" in refused.stderr
     assert "--subset" in refused.stderr.splitlines()[1]
+
+
+def test_a_subset_of_a_family_whose_every_selected_case_is_skipped_says_why_it_is_empty(
+    families: Path, eb: Callable[..., EbResult]
+) -> None:
+    # big[c07] is skipped: selected alone, a subset (which takes only cases that run) is empty.
+    alone = eb("run", "--cwd", str(families), "--check-id", "big[c07]", "--subset", "3")
+    assert alone.exit_code == 2
+    assert alone.stderr.splitlines()[:2] == [
+        "No checks found",
+        "hint: Every selected case is skipped, and --subset takes only cases that run: leave "
+        "out --subset to list them as skipped, or select other checks.",
+    ]
+    # Without --subset the skipped case is listed as skipped, as before.
+    assert eb("list", "--cwd", str(families), "--check-id", "big[c07]").exit_code == 0

@@ -533,14 +533,19 @@ def validate(
         warnings = [*warnings, *incremental.warnings]
         narrowed = not incremental.kept
         units = [units[position] for position in incremental.kept]
+    only_skipped = False  # --subset left out every selected case, each one skipped
     if selection.subset is not None and units:
         units = _subset_of(units=units, subset=selection.subset)
+        only_skipped = not units
     no_checks = not units and not errors and not narrowed
     if no_checks:
         errors.append(
             ProblemModel(
                 message=NO_CHECKS,
-                hint="Add YAML checks under an eval_checks/ folder, or widen "
+                hint="Every selected case is skipped, and --subset takes only cases that run: "
+                "leave out --subset to list them as skipped, or select other checks."
+                if only_skipped
+                else "Add YAML checks under an eval_checks/ folder, or widen "
                 "--check-dir, --check-id, -k or --tag.",
             )
         )
