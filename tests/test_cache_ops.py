@@ -466,3 +466,22 @@ def test_verify_remote_says_how_an_entry_s_inline_files_do_not_hold(
     problems = [d["problem"] for d in found["damaged"] if d["entry"] == name]
     assert problems and all(told.format(entry=name) in p for p in problems), found["damaged"]
     assert [d for d in found["damaged"] if d["entry"] != name] == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "told"),
+    [
+        # float() takes both: 'inf' ended in an OverflowError, 'nan' pruned nothing, silently.
+        ("--max-mb", "inf", "argument --max-mb: 'inf' is not a finite number"),
+        ("--older-than", "nan", "argument --older-than: 'nan' is not a finite number"),
+        ("--older-than", "-1", "argument --older-than: '-1' must be 0 or more"),
+        ("--max-mb", "9" * 5000, "argument --max-mb: '9999999999999999999999999999999999999999'"),
+    ],
+)
+def test_prune_limits_are_finite_numbers_told_in_a_line(
+    eb: Callable[..., Any], tmp_path: Path, flag: str, value: str, told: str
+) -> None:
+    result = eb("cache", "prune", flag, value, "--cwd", str(tmp_path))
+    assert result.exit_code == 2
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(told) and len(first) < 200, first

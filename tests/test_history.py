@@ -496,3 +496,20 @@ def test_a_family_is_one_row_over_the_runs_and_a_partial_run_is_told_apart(
         json.loads(eb("history", "--cwd", str(root), "-k", "nothing", "--json").stdout)["families"]
         == []
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "told"),
+    [
+        ("0", "argument --last: '0' must be 1 or more"),
+        ("ten", "argument --last: 'ten' is not a whole number"),
+        ("9" * 5000, "argument --last: '9999999999999999999999999999999999999999'..."),
+    ],
+)
+def test_a_bad_window_is_told_in_one_short_line(
+    tmp_path: Path, eb: Eb, value: str, told: str
+) -> None:
+    result = eb("history", "--last", value, "--cwd", str(tmp_path))
+    assert result.exit_code == 2
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(told) and len(first) < 200, first

@@ -6,6 +6,7 @@ Reads the configuration as `eb run` does; runs no check.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import CacheOperationError
-from eval_banana.core.words import plural, size_text
+from eval_banana.core.words import given_value, plural, size_text
 from eval_banana.settings.folders import cache_settings
 from eval_banana.settings.table import variable_of
 
@@ -39,9 +40,12 @@ def _non_negative(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{given_value(text)} is not a number") from None
+    if not math.isfinite(value):
+        # float() takes 'nan' and 'inf': a limit of neither prunes nothing or fails to size.
+        raise argparse.ArgumentTypeError(f"{given_value(text)} is not a finite number")
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+        raise argparse.ArgumentTypeError(f"{given_value(text)} must be 0 or more")
     return value
 
 

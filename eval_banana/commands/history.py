@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
-from eval_banana.core.words import plural
+from eval_banana.core.words import given_value, plural
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -26,9 +26,9 @@ def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{given_value(text)} is not a whole number") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
+        raise argparse.ArgumentTypeError(f"{given_value(text)} must be 1 or more")
     return value
 
 
