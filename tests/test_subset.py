@@ -112,9 +112,14 @@ def test_a_subset_is_the_same_spread_part_of_each_family_and_grows_by_adding(
     # The subset is taken of what the other filters selected.
     narrowed = _listed(eb, families, "-k", "big and not c0", "--subset", "5")
     assert len(narrowed) == 5 and not [c for c in narrowed if c.startswith("big[c0")]
-    # `eb list` without --cases counts the cases the subset kept.
+    # `eb list` without --cases counts the cases the subset kept, of the family's running ones
+    # (a selection's count must not read as the family's size).
     families_listed = eb("list", "--cwd", str(families), "--subset", "10").stdout
-    assert "big\tdeterministic\tdataset family: 10 cases" in families_listed
+    assert "big\tdeterministic\tdataset family: 10 of its 39 cases selected (" in families_listed
+    assert "small\tdeterministic\tdataset family: 3 cases (" in families_listed
+    narrowed_listed = eb("list", "--cwd", str(families), "-k", "big and c0").stdout
+    assert "dataset family: 9 of its 39 cases selected, 1 skipped (" in narrowed_listed
+    assert "dataset family: 40 cases, 1 skipped (" in eb("list", "--cwd", str(families)).stdout
 
 
 def test_a_run_of_a_subset_runs_only_its_cases_and_a_larger_one_reuses_their_verdicts(
@@ -251,3 +256,21 @@ def test_a_subset_of_a_family_whose_every_selected_case_is_skipped_says_why_it_i
     ]
     # Without --subset the skipped case is listed as skipped, as before.
     assert eb("list", "--cwd", str(families), "--check-id", "big[c07]").exit_code == 0
+
+
+def test_the_part_of_a_large_family_is_counted_with_thousands_separators(
+    project: Callable[..., Path], eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    log = str(tmp_path / "ran.log")
+    root = project(
+        {
+            "eval_checks/huge.yaml": FAMILY.format(family="huge", log=log),
+            "data/huge.jsonl": _rows(count=1200),
+        },
+        config=CONFIG,
+    )
+    listed = eb("list", "--cwd", str(root), "--subset", "2").stdout
+    assert "huge\tdeterministic\tdataset family: 2 of its 1,200 cases selected (" in listed
+    ran = eb("run", "--cwd", str(root), "--subset", "2")
+    assert ran.exit_code == 0, ran.stderr
+    assert "Family huge: 2/2 cases passed (100.0%; 2 of its 1,200 cases selected)" in ran.stdout

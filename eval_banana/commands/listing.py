@@ -137,9 +137,16 @@ def _families_folded(
             continue
         shown.add(family)
         count = len(planned[family])
-        noun = "case" if count == 1 else "cases"
         extra = f", {skipped[family]} skipped" if family in skipped else ""
-        text = f"dataset family: {count} {noun}{extra} (eb list --cases shows each)"
+        running = count - skipped.get(family, 0)
+        size = plan.family_sizes.get(family, running)
+        if size > running:
+            # A selection took part of the family (-k, --check-id, --subset, --shard): say so,
+            # as a run's family line does, rather than read as the family's size.
+            told = f"{running:,} of its {size:,} cases selected"
+        else:
+            told = f"{count} {'case' if count == 1 else 'cases'}"
+        text = f"dataset family: {told}{extra} (eb list --cases shows each)"
         folded.append(
             (source, family, _line(family, planned[family][0], text, _shown(source, root)))
         )

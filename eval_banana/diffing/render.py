@@ -81,7 +81,7 @@ def headline(diff: RunDiff) -> str:
 def _family_side(side: FamilySide | None) -> str:
     if side is None:
         return "absent"
-    part = "" if side.of_cases is None else f", {side.cases} of its {side.of_cases} cases"
+    part = "" if side.of_cases is None else f", {side.cases:,} of its {side.of_cases:,} cases"
     return f"{side.passed}/{side.cases} ({side.pass_rate * 100:.1f}%{part})"
 
 

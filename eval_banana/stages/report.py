@@ -133,7 +133,7 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
     lines = []
     for family in report.get("families") or []:
         text = (
-            f"Family {family['id']}: {family['passed']}/{family['cases']} cases passed "
+            f"Family {family['id']}: {family['passed']:,}/{family['cases']:,} cases passed "
             f"({family['pass_rate'] * 100:.1f}%{selected_part(family=family)})"
             if family["cases"]
             else f"Family {family['id']}: no case ran (every one selected was skipped)"
@@ -158,7 +158,7 @@ def selected_part(*, family: dict[str, Any]) -> str:
     """`; 1 of its 6 cases selected` for a family the selection ran only part of (its pass
     rate and gate are then those of that part), else nothing."""
     size = family.get("of_cases")
-    return "" if size is None else f"; {family['cases']} of its {size} cases selected"
+    return "" if size is None else f"; {family['cases']:,} of its {size:,} cases selected"
 
 
 def _gate_cell(*, family: dict[str, Any]) -> str:
