@@ -491,6 +491,9 @@ def test_a_family_is_one_row_over_the_runs_and_a_partial_run_is_told_apart(
     assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
     html = page.read_text()
     assert '<table id="families">' in html and '<td class="marks">█▅◦</td>' in html
+    # The record of the --last-failed run says it took 1 of the family's 4 cases.
+    newest = max(_records(root / ".eval-banana" / "history"), key=lambda r: r["finished_at"])
+    assert newest["partial_families"] == {"fam": 4}
     # A filter that keeps no case of it leaves the family out; the flaky listing has none.
     assert (
         json.loads(eb("history", "--cwd", str(root), "-k", "nothing", "--json").stdout)["families"]
@@ -513,3 +516,26 @@ def test_a_bad_window_is_told_in_one_short_line(
     assert result.exit_code == 2
     first = result.stderr.splitlines()[0]
     assert first.startswith(told) and len(first) < 200, first
+
+
+def test_a_window_of_subset_runs_alone_is_not_read_as_the_whole_family(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """Runs of `--subset 2` each hold the same 2 of the family's 4 cases: the most cases a run
+    held is not the family's size, so the row says 4 and marks each run as part of it, and
+    no rate stands for the family until a run of all of it."""
+    root = _project(tmp_path / "proj", {"eval_checks/fam.yaml": FAMILY_OF_FOUR})
+    lines = [json.dumps({"id": f"r{n}", "ok": "yes"}) for n in range(4)]
+    (root / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    for _ in range(2):
+        assert eb("run", "--cwd", str(root), "--subset", "2", "--cache", "off").exit_code == 0
+    (family,) = json.loads(eb("history", "--cwd", str(root), "--json").stdout)["families"]
+    assert (family["cases"], family["strip"], family["latest_rate"]) == (4, "◦◦", None)
+    assert eb("run", "--cwd", str(root), "--cache", "off").exit_code == 0
+    (family,) = json.loads(eb("history", "--cwd", str(root), "--json").stdout)["families"]
+    assert (family["cases"], family["strip"], family["latest_rate"]) == (4, "◦◦█", 1.0)
+    # A view of some checks only is judged on what it keeps, as before.
+    (kept,) = json.loads(eb("history", "--cwd", str(root), "-k", "fam", "--json").stdout)[
+        "families"
+    ]
+    assert kept["strip"] == "◦◦█"

@@ -112,4 +112,9 @@ def build_record(
         cost_usd=cost,
         tokens=tokens,
         checks=checks,
+        partial_families={
+            str(family["id"]): int(family["of_cases"])
+            for family in report.get("families") or ()
+            if family.get("of_cases") is not None
+        },
     )

@@ -30,10 +30,10 @@ PART = "◦"
 ABSENT = "·"
 
 
-def _mark(*, run: FamilyRun | None, cases: int) -> str:
+def _mark(*, run: FamilyRun | None, cases: int, part: bool) -> str:
     if run is None:
         return ABSENT
-    if run.cases < cases:
+    if part or run.cases < cases:
         return PART
     rate = run.passed / run.cases
     return next(mark for lowest, mark in LEVELS if rate >= lowest)
@@ -63,12 +63,28 @@ def family_rows(
     for family in families:
         seen = [counts.get(family) for counts in per_run]
         cases = max(run.cases for run in seen if run is not None)
-        whole = [run.passed / run.cases for run in seen if run is not None and run.cases == cases]
+        # A run's record says when its selection took part of the family (`--subset 20`): in
+        # a window of such runs alone, the most cases seen is not the family's size. A view
+        # that keeps some checks only (`-k`) is judged on what it keeps, as before.
+        parts = [keep is None and family in record.partial_families for record in runs]
+        sizes = [
+            record.partial_families[family] for record in runs if family in record.partial_families
+        ]
+        if keep is None and sizes:
+            cases = max(cases, sizes[-1])
+        whole = [
+            run.passed / run.cases
+            for run, part in zip(seen, parts, strict=True)
+            if run is not None and not part and run.cases == cases
+        ]
         rows.append(
             FamilyRow(
                 id=family,
                 cases=cases,
-                strip="".join(_mark(run=run, cases=cases) for run in seen),
+                strip="".join(
+                    _mark(run=run, cases=cases, part=part)
+                    for run, part in zip(seen, parts, strict=True)
+                ),
                 runs=seen,
                 latest_rate=whole[-1] if whole else None,
                 lowest_rate=min(whole) if whole else None,

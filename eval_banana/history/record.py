@@ -105,3 +105,10 @@ class HistoryRecord(Record):
     cost_usd: float | None = Field(default=None, ge=0, description="Dollars spent in this run.")
     tokens: int | None = Field(default=None, ge=0, description="Tokens spent in this run.")
     checks: list[HistoryCheck] = Field(default_factory=list)
+    partial_families: dict[str, int] = Field(
+        default_factory=dict,
+        description="Each dataset family this run's selection took only part of (`-k`, "
+        "`--subset`, `--last-failed`, a shard): how many cases the family has, not skipped "
+        "(report.json's `of_cases`). A family run whole is not listed; nor is any family in a "
+        "record written before eb kept this.",
+    )
