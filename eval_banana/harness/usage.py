@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from eval_banana.core.digits import ascii_whole
+from eval_banana.core.digits import grouped_whole
 
 # codex prints `tokens used` and then the blended total, e.g. `12,480` (older builds: same line).
 _CODEX_LABEL = re.compile(r"^tokens used\b\W*(.*)$", re.IGNORECASE)
@@ -65,14 +65,14 @@ def _codex(stderr_path: Path | None) -> dict[str, Any] | None:
             text = line.strip()
             if pending and text:
                 pending = False
-                told = ascii_whole(re.sub(r"[,_.\s]", "", text))
+                told = grouped_whole(text)
                 if told is not None:
                     total = told
                     continue
             match = _CODEX_LABEL.match(text)
             if match is None:
                 continue
-            told = ascii_whole(re.sub(r"[,_.\s]", "", match.group(1)))
+            told = grouped_whole(match.group(1))
             if told is not None:
                 total = told
             else:

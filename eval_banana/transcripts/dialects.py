@@ -24,7 +24,7 @@ import json
 import re
 from typing import Any
 
-from eval_banana.core.digits import ascii_whole
+from eval_banana.core.digits import grouped_whole
 from eval_banana.transcripts.jsonline import load, texts
 from eval_banana.transcripts.reading import Line
 from eval_banana.transcripts.sink import Sink
@@ -318,7 +318,7 @@ class Codex(Parser):
             self.text.add(stripped + "\n")
             return
         if self.section == "tokens used":
-            told = ascii_whole(re.sub(r"[,_.\s]", "", stripped))
+            told = grouped_whole(stripped)
             if told is not None:
                 self.sink.add("usage", usage={"total_tokens": told}, stream="stderr")
             self.section = None
