@@ -133,8 +133,16 @@ def _mark(exc: yaml.YAMLError) -> tuple[int | None, int | None]:
 # What a check file may hold: what JSON can say. YAML tags such as !!binary, !!set or
 # !!timestamp build other Python types, which validation would otherwise coerce silently
 # (`id: !!binary aGVsbG8=` became the id `hello`).
-# A float is plain only when finite, which a type test cannot tell (see below).
 _PLAIN_SET: frozenset[type] = frozenset((str, int, bool, type(None)))
+
+
+def _not_plain(value: object) -> bool:
+    """Whether `value` is no JSON scalar: a type JSON has not, or a float that is not finite
+    (YAML's .nan and .inf, which the models would turn into null without a word)."""
+    kind = type(value)
+    return kind not in _PLAIN_SET and not (kind is float and math.isfinite(cast(float, value)))
+
+
 _TYPE_NAMES = {
     "bytes": "binary data (a !!binary tag)",
     "date": "a date",
@@ -150,10 +158,7 @@ def _refuse_tagged_values(*, value: object, path: Path | str, text: str) -> None
     # Each list and mapping is visited once, by identity: YAML aliases make one object appear
     # many times, and walking them as a tree took exponential time (an alias bomb of nine
     # levels is 9**9 paths over a few dozen nodes).
-    # A float passes only when finite: YAML's .nan and .inf are no JSON, and the models would
-    # turn them into null without a word.
-    plain = _PLAIN_SET
-    finite = math.isfinite
+    not_plain = _not_plain
     seen: set[int] = set()
     stack: list[tuple[object, tuple[str | int, ...]]] = [(value, ())]
     while stack:
@@ -165,15 +170,15 @@ def _refuse_tagged_values(*, value: object, path: Path | str, text: str) -> None
             seen.add(id(item))
         if kind is dict:
             for key, child in cast(dict[object, object], item).items():
-                if type(key) not in plain and not (type(key) is float and finite(key)):
+                if not_plain(key):
                     _tagged_error(item=key, path=path, where=where, what="a key", text=text)
-                if type(child) not in plain and not (type(child) is float and finite(child)):
+                if not_plain(child):
                     stack.append((child, (*where, str(key))))
         elif kind is list:
             for index, child in enumerate(cast(list[object], item)):
-                if type(child) not in plain and not (type(child) is float and finite(child)):
+                if not_plain(child):
                     stack.append((child, (*where, index)))
-        elif kind not in plain and not (kind is float and finite(cast(float, item))):
+        elif not_plain(item):
             _tagged_error(item=item, path=path, where=where, what="the value", text=text)
 
 
