@@ -121,6 +121,10 @@ def op_equals(*, found: Any, value: Any) -> str | None:
     return f"found {describe(value=found)}{_text_for_number(found=found, value=value)}"
 
 
+# The fix for an expected number that came from a CSV cell, which is always text.
+_TYPE_THE_FIELD = "give the field a number type in the family's case_schema"
+
+
 def _text_for_number(*, found: Any, value: Any) -> str:
     """Why "3" is not 3, when that is all that differs: the expected value is text (quoted, or
     a CSV cell, which is always text) where the artifact holds a number."""
@@ -129,16 +133,14 @@ def _text_for_number(*, found: Any, value: Any) -> str:
     if value.strip() == json.dumps(found):
         return (
             "; the expected value is text, not a number: written in the check file, unquote it; "
-            "from a CSV dataset (whose cells are text), give the field a number type in the "
-            "family's case_schema"
+            f"from a CSV dataset (whose cells are text), {_TYPE_THE_FIELD}"
         )
     if YAML12_EXPONENT_NUMBER.fullmatch(value) and float(value) == found:
         # `value: 1e3` unquoted: YAML 1.1 wants a dot and a signed exponent for a number.
         return (
             f"; the expected value is the text {value!r}, not a number: YAML 1.1, which eb's "
             f"reader follows, reads a plain {value} in a check file as text, so write "
-            f"{json.dumps(found)} there; from a CSV dataset, give the field a number type in "
-            "the family's case_schema"
+            f"{json.dumps(found)} there; from a CSV dataset, {_TYPE_THE_FIELD}"
         )
     return ""
 

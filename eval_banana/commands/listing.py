@@ -115,6 +115,7 @@ def _families_folded(
 ) -> list[tuple[str, str, str]]:
     """Each dataset family's case rows as one row: its id, type, case count and file."""
     from eval_banana.core.caseid import family_of
+    from eval_banana.core.words import plural
 
     planned: dict[str, list[str]] = {}
     skipped: dict[str, int] = {}
@@ -145,7 +146,7 @@ def _families_folded(
             # as a run's family line does, rather than read as the family's size.
             told = f"{running:,} of its {size:,} cases selected"
         else:
-            told = f"{count} {'case' if count == 1 else 'cases'}"
+            told = plural(count=count, noun="case")
         text = f"dataset family: {told}{extra} (eb list --cases shows each)"
         folded.append(
             (source, family, _line(family, planned[family][0], text, _shown(source, root)))

@@ -68,9 +68,11 @@ def family_rows(
         # that keeps some checks only (`-k`) is judged on what it keeps, as before.
         parts = [keep is None and family in record.partial_families for record in runs]
         sizes = [
-            record.partial_families[family] for record in runs if family in record.partial_families
+            record.partial_families[family]
+            for record, part in zip(runs, parts, strict=True)
+            if part
         ]
-        if keep is None and sizes:
+        if sizes:
             cases = max(cases, sizes[-1])
         whole = [
             run.passed / run.cases
