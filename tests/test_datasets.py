@@ -1728,6 +1728,62 @@ def test_editing_one_row_changes_one_definition_digest(
     assert [key for key in digests[0] if digests[0][key] != digests[1][key]] == ["fam[r2]"]
 
 
+# A deterministic family over a CSV without an id column: its cases are named by their place,
+# and each one writes its id to a log outside the project (the project is its input state).
+POSITIONAL_FAMILY = """\
+schema_version: 1
+id: pos
+type: deterministic
+description: "row {{{{ case.q }}}}"
+cases_from: data/rows.csv
+script: |
+  import json, sys
+  ctx = json.load(open(sys.argv[1]))
+  with open({log!r}, "a") as log:
+      log.write(ctx["case_id"] + "\\n")
+  print("checked case", ctx["case_id"])
+"""
+
+
+def test_rows_named_by_their_place_keep_verdicts_of_their_own(
+    project: Callable[..., Path], eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    # Two equal rows without ids are two cases, and a row that moved is another case: its
+    # script reads its id. Each used to take the other's cache entry for a foreign one, with a
+    # warning to delete the cache, and ran again on every run.
+    log = tmp_path / "starts.log"
+    root = project(
+        {
+            "eval_checks/pos.yaml": POSITIONAL_FAMILY.format(log=str(log)),
+            "data/rows.csv": "q\nsame\nsame\nother\n",
+        },
+        config=CONFIG,
+    )
+
+    def starts() -> list[str]:
+        result = eb("run", "--cwd", str(root), "--cache", "on")
+        assert result.exit_code == 0, result.stderr
+        assert "foreign" not in result.stderr and "warning: Cache" not in result.stderr
+        ran = sorted(log.read_text().split()) if log.exists() else []
+        log.unlink(missing_ok=True)
+        return ran
+
+    assert starts() == ["1", "2", "3"]
+    assert starts() == []
+    assert starts() == []
+    # A row inserted first: the rows after it are named anew and run under their new names;
+    # the row still at its place with the same text keeps its verdict.
+    (root / "data/rows.csv").write_text("q\nnew\nsame\nsame\nother\n")
+    assert starts() == ["1", "3", "4"]
+    run_dir = max((root / ".eval-banana" / "results").iterdir())
+    said = {stem.name: stem.read_text() for stem in (run_dir / "checks").glob("*.stdout.txt")}
+    assert said and all(
+        text.strip() == f"checked case {name.split('_')[1].split('-')[0]}"
+        for name, text in said.items()
+    ), said
+    assert starts() == []
+
+
 def test_eb_schema_prints_a_familys_row_schema(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -3,7 +3,8 @@
 Each case's definition is the family's, minus the dataset keys, with its text rendered, its
 tags and skip added, and its id still the family's (the case check's id, `<family>[<case>]`,
 is the plan's). Its digest frames the family's normalized definition (without its cases and
-calibration cases) and the case's canonical JSON: editing one row changes one digest.
+calibration cases), the case's canonical JSON and, for a row without an `id`, the place that
+names it: editing one row changes one digest.
 """
 
 from __future__ import annotations
@@ -439,6 +440,7 @@ def expand_family(
     unrendered: dict[tuple[str, str | None, str | None], list[tuple[Row, str, RenderProblem]]] = {}
     # The case's component header (_component) up to its length, built once.
     case_frame = struct.pack(">Q", len(b"case")) + b"case"
+    position_frame = struct.pack(">Q", len(b"position")) + b"position"
     for position, row in enumerate(rows, start=1):
         value = row.value
         if type(value) is not dict or not (row.string_keys or plain(value)):
@@ -544,6 +546,11 @@ def expand_family(
             rendered["skip"] = skip
         digest = base.copy()
         digest.update(case_frame + struct.pack(">Q", len(canonical)) + canonical)
+        if given is None:
+            # A row without an id is named by its place, which its script and its judge see:
+            # two equal rows, or a row that moved, are different cases with their own verdicts.
+            place = case_id.encode()
+            digest.update(position_frame + struct.pack(">Q", len(place)) + place)
         cases.append(
             ExpandedCase(
                 case_check_id(family=family, case_id=case_id),
