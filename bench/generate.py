@@ -936,6 +936,11 @@ instructions: |
 """
 
 
+def w18_case_id(index: int) -> str:
+    """The id of W18's row `index`."""
+    return f"q{index:05d}"
+
+
 def build_w18(*, sizes: Sizes) -> Callable[[Path], None]:
     """One judge family over a JSONL dataset of `w18_cases` rows."""
 
@@ -946,7 +951,7 @@ def build_w18(*, sizes: Sizes) -> Callable[[Path], None]:
         rows = (
             json.dumps(
                 {
-                    "id": f"q{index:05d}",
+                    "id": w18_case_id(index),
                     "question": f"Can I return item {index} after {index % 60} days?",
                     "answer": f"Yes, item {index} can be returned within 60 days.",
                 }

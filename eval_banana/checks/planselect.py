@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_banana.checks.selection import (
-    Selector,
-    compile_selector,
-    id_matches_pattern,
-    is_id_pattern,
-)
+from eval_banana.checks.selection import IdSelectors, Selector, compile_selector
 from eval_banana.checks.shard import in_shard
 from eval_banana.checks.subset import Member, subset_positions
 from eval_banana.core.errors import UsageError
@@ -21,22 +16,14 @@ def _in_folder(*, check: PlannedCheck, folder: Path) -> bool:
     return Path(check.source_path).resolve().is_relative_to(folder)
 
 
-def _id_selected(*, check_id: str, wanted: list[str]) -> bool:
-    """--check-id as `eb run` reads it: a stripped id, or a shell-style glob."""
-    if not wanted:
-        return True
-    return any(
-        id_matches_pattern(check_id=check_id, pattern=item)
-        if is_id_pattern(item)
-        else check_id == item.strip()
-        for item in wanted
-    )
-
-
 def _selected(
-    *, check: PlannedCheck, selection: Selection, selector: Selector, folder: Path | None
+    *,
+    check: PlannedCheck,
+    chosen: IdSelectors | None,
+    selector: Selector,
+    folder: Path | None,
 ) -> bool:
-    if not _id_selected(check_id=check.id, wanted=selection.check_ids):
+    if chosen is not None and not chosen.selects(check.id):
         return False
     tags = [str(tag) for tag in check.definition.get("tags") or []]
     if not selector.selects(check_id=check.id, tags=tags):
@@ -48,10 +35,12 @@ def narrow_plan(*, plan: PlanDoc, selection: Selection, project_root: Path) -> P
     """The plan with only the checks `selection` picks; none picked is a usage error."""
     folder = (project_root / selection.check_dir).resolve() if selection.check_dir else None
     selector = compile_selector(keyword=selection.keyword, tags=selection.tags)
+    # --check-id as `eb run` reads it: a case by its id, its family's or a glob of either.
+    chosen = IdSelectors(selection.check_ids) if selection.check_ids else None
     checks = [
         check
         for check in plan.checks
-        if _selected(check=check, selection=selection, selector=selector, folder=folder)
+        if _selected(check=check, chosen=chosen, selector=selector, folder=folder)
     ]
     if selection.subset is not None:
         # Before the shard's slice, as `eb run` takes them: a family's subset is one whole.

@@ -231,39 +231,69 @@ def split_case_selector(text: str) -> tuple[str, str] | None:
     return text[:cut], text[cut + 1 : -1]
 
 
-def case_selected(*, check_id: str, selectors: Sequence[str]) -> bool:
-    """Whether a case check is chosen by --check-id: a `<family>[<case glob>]` selector, or
-    its family's id, or a glob matching its family's id or its own id."""
-    parts = split_case_check_id(check_id)
-    if parts is None:
-        return True
-    family, case_id = parts
-    for selector in selectors:
-        text = selector.strip()
-        if text in (family, check_id):
-            return True
-        written = split_case_selector(text)
-        if written is not None and written[0] == family:
-            if fnmatchcase(case_id, written[1]):
-                return True
-        elif is_id_pattern(text) and (
-            id_matches_pattern(check_id=family, pattern=text)
-            or id_matches_pattern(check_id=check_id, pattern=text)
-        ):
-            return True
-    return False
+class IdSelectors:
+    """`--check-id` values, read once for choosing among many checks (`eb run`, `eb stage
+    execute`, `eb history`): a plain check is chosen by its id or a glob matching it; a case
+    also by a `<family>[<case glob>]` value of its family, its family's id, or a glob matching
+    either id. A thousand ids asked of a 10,000-case family cost a lookup per case, not a
+    thousand matches (each value written once, ids kept in sets, globs tried only where their
+    literal start can match)."""
 
+    def __init__(self, selectors: Sequence[str]) -> None:
+        texts = list(dict.fromkeys(selector.strip() for selector in selectors))
+        self.whole = frozenset(texts)
+        # family -> its case ids written whole, and its case globs
+        self._case_ids: dict[str, set[str]] = {}
+        self._case_globs: dict[str, list[str]] = {}
+        # (glob, the family a `<family>[...]` value names or None, its literal start)
+        self._globs: list[tuple[str, str | None, str]] = []
+        self._globs_for: dict[str, list[str]] = {}  # family -> the globs that may match
+        for text in texts:
+            written = split_case_selector(text)
+            if written is not None:
+                family, asked = written
+                if is_id_pattern(asked):
+                    self._case_globs.setdefault(family, []).append(asked)
+                else:
+                    self._case_ids.setdefault(family, set()).add(asked)
+            if is_id_pattern(text):
+                family_named = written[0] if written is not None else None
+                self._globs.append((text, family_named, pattern_prefix(text)))
 
-def id_selected(*, check_id: str, selectors: Sequence[str]) -> bool:
-    """Whether `--check-id` values choose `check_id` as `eb run` chooses it: by its id or a
-    glob matching it, and a case also as `case_selected` says (so `eb history --check-id
-    'qa[*]'` shows the cases `eb run --check-id 'qa[*]'` runs)."""
-    if split_case_check_id(check_id) is not None:
-        return case_selected(check_id=check_id, selectors=selectors)
-    return any(
-        check_id == text or id_matches_pattern(check_id=check_id, pattern=text)
-        for text in (selector.strip() for selector in selectors)
-    )
+    def selects(self, check_id: str) -> bool:
+        """Whether these values choose `check_id` (a plain check's or a case's)."""
+        if check_id in self.whole:
+            return True
+        parts = split_case_check_id(check_id)
+        if parts is None:
+            return any(
+                fnmatchcase(check_id, glob)
+                for glob, _, start in self._globs
+                if check_id.startswith(start)
+            )
+        family, case_id = parts
+        if family in self.whole or case_id in self._case_ids.get(family, ()):
+            return True
+        if any(fnmatchcase(case_id, glob) for glob in self._case_globs.get(family, ())):
+            return True
+        return any(
+            fnmatchcase(family, glob) or fnmatchcase(check_id, glob)
+            for glob in self._globs_of(family)
+        )
+
+    def _globs_of(self, family: str) -> list[str]:
+        """The id globs that may match `family` or one of its cases: not its own
+        `<family>[...]` values (their case glob decides), and only those whose literal start
+        the family's ids can have."""
+        found = self._globs_for.get(family)
+        if found is None:
+            opening = family + "["  # every case id of the family starts so
+            found = self._globs_for[family] = [
+                glob
+                for glob, named, start in self._globs
+                if named != family and (opening.startswith(start) or start.startswith(opening))
+            ]
+        return found
 
 
 class Selector(NamedTuple):

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-from eval_banana.checks.selection import Selector, id_selected
+from eval_banana.checks.selection import IdSelectors, Selector
 from eval_banana.history.families import family_rows
 from eval_banana.history.read import Focus
 from eval_banana.history.record import HistoryCheck, HistoryRecord
@@ -78,9 +78,10 @@ def check_filter(asked: Asked) -> CheckFilter | None:
     patterns = list(asked.check_ids)
     if not patterns and asked.selector.keyword is None and not asked.selector.tags:
         return None
+    chosen = IdSelectors(patterns) if patterns else None
 
     def keep(check: HistoryCheck) -> bool:
-        if patterns and not id_selected(check_id=check.id, selectors=patterns):
+        if chosen is not None and not chosen.selects(check.id):
             return False
         return asked.selector.selects(check_id=check.id, tags=check.tags)
 

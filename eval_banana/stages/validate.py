@@ -25,7 +25,7 @@ from eval_banana.checks.loading import (
 )
 from eval_banana.checks.selectfile import apply_select
 from eval_banana.checks.selection import (
-    case_selected,
+    IdSelectors,
     compile_selector,
     is_id_pattern,
     split_case_selector,
@@ -127,12 +127,12 @@ def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> lis
     an error naming the family and the case it most likely meant, not 'No checks found'."""
     from eval_banana.core.suggest import closest
 
-    cases: dict[str, list[str]] = {}  # family -> its case ids
+    cases: dict[str, dict[str, None]] = {}  # family -> its case ids, in order (and a set)
     files: dict[str, str] = {}
     for unit in units:
         if unit.case is not None:
             family = unit.item.definition["id"]
-            cases.setdefault(family, []).append(unit.case.case_id)
+            cases.setdefault(family, {})[unit.case.case_id] = None
             files[family] = unit.item.path
     problems: list[ProblemModel] = []
     for selector in check_ids:
@@ -140,7 +140,9 @@ def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> lis
         if written is None or written[0] not in cases:
             continue
         family, asked = written
-        if any(fnmatchcase(case_id, asked) for case_id in cases[family]):
+        if asked in cases[family] or (
+            is_id_pattern(asked) and any(fnmatchcase(case_id, asked) for case_id in cases[family])
+        ):
             continue
         near = closest(asked, cases[family]) if not is_id_pattern(asked) else None
         meant = f"did you mean '{family}[{near}]'? " if near is not None else ""
@@ -505,12 +507,8 @@ def validate(
     family_sizes = _family_sizes(units=units)
     if selection.check_ids:
         every_case = units
-        units = [
-            unit
-            for unit in units
-            if unit.case is None
-            or case_selected(check_id=unit.check_id, selectors=selection.check_ids)
-        ]
+        chosen = IdSelectors(selection.check_ids)
+        units = [unit for unit in units if unit.case is None or chosen.selects(unit.check_id)]
         if not expand_problems:
             errors.extend(
                 _unmatched_case_selectors(check_ids=selection.check_ids, units=every_case)

@@ -8,6 +8,7 @@ import pytest
 
 from eval_banana.checks.selection import (
     MAX_DEPTH,
+    IdSelectors,
     compile_selector,
     id_matches_pattern,
     is_id_pattern,
@@ -218,3 +219,38 @@ def test_glob_detection_prefix_and_matching() -> None:
     assert id_matches_pattern(check_id="Judge_tone", pattern="judge_*") is False
     assert id_matches_pattern(check_id="b_2", pattern="[ab]_?") is True
     assert id_matches_pattern(check_id="c_2", pattern="[!ab]_?") is True
+
+
+# Each --check-id value, the ids it must choose, and ids it must leave.
+ID_SELECTIONS = [
+    ("lint", ["lint"], ["lint2", "qa[lint]"]),
+    ("judge_*", ["judge_tone", "judge_x[1]"], ["Judge_tone", "lint"]),
+    ("qa", ["qa[a]", "qa[b.2]"], ["qa2[a]", "qa_x"]),  # a family's id chooses its cases
+    ("qa[a]", ["qa[a]"], ["qa[ab]", "qa2[a]", "qa"]),
+    ("qa[a*]", ["qa[a]", "qa[ab]"], ["qa[ba]", "qb[a]"]),
+    ("qa[?]", ["qa[a]", "qa[7]"], ["qa[ab]"]),
+    ("q*", ["qa[a]", "qb[zz]", "q"], ["aq[a]"]),  # a glob over the family's id
+    # Not a family's own: a glob over ids, where `[a]` is a set of characters ('qa' ends so).
+    ("*[a]", ["qa[a]", "qa[b]", "a"], ["x[a]", "x[b]", "qb[a]"]),
+    ("qa[[ab]]", ["qa[a]", "qa[b]"], ["qa[c]"]),
+    ("  qa[b]  ", ["qa[b]"], ["qa[a]"]),  # written with spaces around it
+]
+
+
+@pytest.mark.parametrize(("value", "chosen", "left"), ID_SELECTIONS)
+def test_check_id_values_choose_checks_and_cases(
+    value: str, chosen: list[str], left: list[str]
+) -> None:
+    selectors = IdSelectors([value])
+    assert [selectors.selects(check_id) for check_id in chosen] == [True] * len(chosen)
+    assert [selectors.selects(check_id) for check_id in left] == [False] * len(left)
+
+
+def test_many_check_id_values_choose_what_any_one_of_them_chooses() -> None:
+    values = [value for value, _, _ in ID_SELECTIONS]
+    every = IdSelectors(values)
+    ids = sorted({check_id for _, chosen, left in ID_SELECTIONS for check_id in chosen + left})
+    alone = [IdSelectors([value]) for value in values]
+    assert [every.selects(one) for one in ids] == [
+        any(selectors.selects(one) for selectors in alone) for one in ids
+    ]

@@ -212,6 +212,36 @@ def test_stage_execute_with_a_selection_runs_only_it_and_keeps_the_other_results
     assert missing.exit_code == 2 and "No check of the plan matches" in missing.stderr
 
 
+def test_stage_execute_selects_a_familys_cases_as_eb_run_does(tmp_path: Path, eb: Any) -> None:
+    # `eb stage execute --check-id` read every value as a glob over whole ids, so a case's own
+    # id (`fam[b]`, whose brackets a glob reads as a set of characters), its family's id or a
+    # case glob chose nothing, where `eb run` chooses them.
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    (root / "eval_checks").mkdir()
+    script = (
+        "import json, sys\n"
+        "case_id = json.load(open(sys.argv[1]))['case_id']\n"
+        "open(f'counter-{case_id}.txt', 'a').write('ran\\n')\n"
+    )
+    (root / "eval_checks" / "fam.yaml").write_text(
+        "schema_version: 1\nid: fam\ntype: deterministic\ndescription: case.\n"
+        "cases: [{id: a}, {id: b}, {id: b2}]\n"
+        f"script: {json.dumps(script)}\n"
+    )
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    run_dir = _only_run(root)
+    for value, ran in (("fam[b]", ["b"]), ("fam[b*]", ["b", "b2"]), ("fam", ["a", "b", "b2"])):
+        before = {name: _runs(root, name) for name in ("a", "b", "b2")}
+        done = eb("stage", "execute", "--run-dir", str(run_dir), "--check-id", value)
+        assert done.exit_code == 0, done.stderr
+        after = {name: _runs(root, name) for name in ("a", "b", "b2")}
+        assert sorted(name for name in after if after[name] > before[name]) == ran, value
+    missing = eb("stage", "execute", "--run-dir", str(run_dir), "--check-id", "fam[c]")
+    assert missing.exit_code == 2 and "No check of the plan matches" in missing.stderr
+
+
 def test_stage_validate_with_a_selection_plans_only_it(tmp_path: Path, eb: Any) -> None:
     root = _counted_project(tmp_path / "proj")
     assert eb("run", "--cwd", str(root)).exit_code == 0
