@@ -102,14 +102,29 @@ def load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[P
     return loaded, problems
 
 
+Holder = tuple[str, bytes, dict[str, object], str]  # (path, bytes, document, stripped id)
+
+
 def _id_holders(
     *, paths: list[str], marker: bytes, read: Reader, warnings: list[ProblemModel]
-) -> Iterator[tuple[str, bytes, dict[str, object], str]]:
+) -> Iterator[Holder]:
     """The files whose bytes hold `marker`, parsed: (path, bytes, document, stripped id).
 
     A file without the marker cannot declare a matching id and is not parsed; one that cannot
     be parsed might have, so it becomes a warning.
     """
+    for holder, _, problem in _parse_each(paths=paths, marker=marker, read=read):
+        if problem is not None:
+            warnings.append(problem)
+        elif holder is not None:
+            yield holder
+
+
+def _parse_each(
+    *, paths: list[str], marker: bytes, read: Reader
+) -> Iterator[tuple[Holder | None, bytes, ProblemModel | None]]:
+    """Each readable file whose bytes hold `marker`: its holder (None when its id is no
+    string), its bytes, and why it cannot be parsed (else None)."""
     for path in paths:
         try:
             data = read(path)
@@ -120,11 +135,63 @@ def _id_holders(
         try:
             document = parse_yaml_mapping(data=data, path=path)
         except DefinitionError as exc:
-            warnings.append(problem_model(exc))
+            yield None, data, problem_model(exc)
             continue
         raw_id = document.get("id")
-        if isinstance(raw_id, str):
-            yield path, data, document, raw_id.strip()
+        yield (
+            (path, data, document, raw_id.strip()) if isinstance(raw_id, str) else None,
+            data,
+            None,
+        )
+
+
+# From this many --check-id values on, every file's id is read once and each value looked up:
+# scanning every file's bytes for each value costs values x files (1,000 ids over 2,000 files
+# took a second), where a few values are cheaper scanned (a file without the value is never
+# parsed at all).
+_INDEX_FROM = 8
+
+
+class _Files:
+    """The check files a selection looks among: scanned for each value, or indexed by id."""
+
+    def __init__(self, *, paths: list[str], read: Reader, indexed: bool) -> None:
+        self.paths = paths
+        self.read = read
+        self._parsed: list[Holder] | None = None
+        self._by_id: dict[str, list[Holder]] = {}
+        self._unparsed: list[tuple[bytes, ProblemModel]] = []
+        if indexed:
+            self._parsed = []
+            for holder, data, problem in _parse_each(paths=paths, marker=b"", read=read):
+                if problem is not None:
+                    # Told only where a value it holds might have been its id.
+                    self._unparsed.append((data, problem))
+                elif holder is not None:
+                    self._parsed.append(holder)
+                    self._by_id.setdefault(holder[3], []).append(holder)
+
+    def holders(self, *, marker: bytes, warnings: list[ProblemModel]) -> Iterator[Holder]:
+        """The files whose bytes hold `marker`, parsed (those that cannot be are warnings)."""
+        if self._parsed is None:
+            yield from _id_holders(
+                paths=self.paths, marker=marker, read=self.read, warnings=warnings
+            )
+            return
+        warnings.extend(problem for data, problem in self._unparsed if marker in data)
+        yield from (holder for holder in self._parsed if marker in holder[1])
+
+    def with_id(self, *, check_id: str, warnings: list[ProblemModel]) -> list[Holder]:
+        """The files whose stripped id is `check_id` (in path order)."""
+        if self._parsed is None:
+            return [
+                holder
+                for holder in self.holders(marker=check_id.encode(), warnings=warnings)
+                if holder[3] == check_id
+            ]
+        marker = check_id.encode()
+        warnings.extend(problem for data, problem in self._unparsed if marker in data)
+        return [holder for holder in self._by_id.get(check_id, []) if marker in holder[1]]
 
 
 class _NoSuchId(DefinitionError):
@@ -133,18 +200,15 @@ class _NoSuchId(DefinitionError):
     never pays for it)."""
 
 
-def _load_by_id(
-    *, paths: list[str], check_id: str, read: Reader
-) -> tuple[list[Loaded], list[ProblemModel]]:
-    """Relaxed mode: only the file whose stripped id matches is loaded strictly."""
+def _load_by_id(*, files: _Files, check_id: str, warnings: list[ProblemModel]) -> list[Loaded]:
+    """Relaxed mode: only the file whose stripped id matches is loaded strictly. A file that
+    cannot be parsed but holds the id is added to `warnings`, also when no file has the id
+    (it may be why)."""
     needle = check_id.strip()
-    matches: list[tuple[str, bytes, dict[str, object]]] = []
-    warnings: list[ProblemModel] = []
-    for path, data, document, found_id in _id_holders(
-        paths=paths, marker=needle.encode(), read=read, warnings=warnings
-    ):
-        if found_id == needle:
-            matches.append((path, data, document))
+    matches = [
+        (path, data, document)
+        for path, data, document, _ in files.with_id(check_id=needle, warnings=warnings)
+    ]
     if not matches:
         raise _NoSuchId(f"No check found with id '{check_id}'", field_path="check_id")
     if len(matches) > 1:
@@ -156,7 +220,7 @@ def _load_by_id(
         )
     path, data, document = matches[0]
     definition = validate_mapping(document=document, path=path, data=data)
-    return [Loaded(path=path, data=data, definition=definition)], warnings
+    return [Loaded(path=path, data=data, definition=definition)]
 
 
 def _id_hint(*, paths: list[str], check_id: str, read: Reader) -> str:
@@ -170,9 +234,15 @@ def _id_hint(*, paths: list[str], check_id: str, read: Reader) -> str:
     return f"did you mean '{near}'? {listed}" if near is not None else listed
 
 
-def _load_by_pattern(
-    *, paths: list[str], pattern: str, read: Reader
-) -> tuple[list[Loaded], list[ProblemModel]]:
+def _unreadable_hint(*, value: str, unreadable: list[ProblemModel]) -> str:
+    """Where a value that names no check may be declared: in files that cannot be parsed."""
+    names = ", ".join(dict.fromkeys(problem.file or "?" for problem in unreadable))
+    what = f"an id matching '{value}'" if is_id_pattern(value) else f"the id '{value}'"
+    may = "it may" if len(unreadable) == 1 else "they may"
+    return f"{names} cannot be parsed, and {may} declare {what}: fix the problem told below"
+
+
+def _load_by_pattern(*, files: _Files, pattern: str, warnings: list[ProblemModel]) -> list[Loaded]:
     """Relaxed mode for a glob: every file whose stripped id matches is loaded strictly.
 
     As for an exact id, other files are not validated; a file that cannot be parsed is a
@@ -182,14 +252,11 @@ def _load_by_pattern(
     needle = pattern.strip()
     prefix = pattern_prefix(needle).encode()
     by_id: dict[str, list[tuple[str, bytes, dict[str, object]]]] = {}
-    warnings: list[ProblemModel] = []
-    for path, data, document, found_id in _id_holders(
-        paths=paths, marker=prefix, read=read, warnings=warnings
-    ):
+    for path, data, document, found_id in files.holders(marker=prefix, warnings=warnings):
         if id_matches_pattern(check_id=found_id, pattern=needle):
             by_id.setdefault(found_id, []).append((path, data, document))
     if not by_id:
-        raise DefinitionError(
+        raise _NoSuchId(
             f"No check id matches --check-id pattern '{pattern}'",
             field_path="check_id",
             hint="Patterns are shell-style and case-sensitive: * any text, ? one character, "
@@ -227,10 +294,10 @@ def _load_by_pattern(
                 for p in problems[1:]
             ),
         )
-    return loaded, warnings
+    return loaded
 
 
-def _case_selector_family(*, paths: list[str], selector: str, read: Reader) -> Loaded | None:
+def _case_selector_family(*, files: _Files, selector: str) -> Loaded | None:
     """The family a `<family>[<case pattern>]` selector names, when that id is a family."""
     written = split_case_selector(selector)
     if written is None:
@@ -239,7 +306,7 @@ def _case_selector_family(*, paths: list[str], selector: str, read: Reader) -> L
     if not family or is_id_pattern(family):
         return None
     try:
-        loaded, _ = _load_by_id(paths=paths, check_id=family, read=read)
+        loaded = _load_by_id(files=files, check_id=family, warnings=[])
     except DefinitionError:
         return None
     return loaded[0] if is_family(loaded[0].definition) else None
@@ -252,28 +319,42 @@ def select_ids(
     selected: dict[str, Loaded] = {}
     warnings: list[ProblemModel] = []
     problems: list[ProblemModel] = []
+    files = _Files(paths=paths, read=read, indexed=len(check_ids) >= _INDEX_FROM)
+    families: dict[str, Loaded | None] = {}  # `<family>[...]` values: each family loaded once
     for check_id in check_ids:
-        family = _case_selector_family(paths=paths, selector=check_id, read=read)
+        written = split_case_selector(check_id)
+        named = written[0] if written is not None else None
+        if named is not None and named not in families:
+            families[named] = _case_selector_family(files=files, selector=check_id)
+        family = families.get(named) if named is not None else None
         if family is not None:
             selected[family.path] = family
             continue
+        unreadable: list[ProblemModel] = []  # files that hold the value but cannot be parsed
         try:
             if is_id_pattern(check_id):
-                loaded, found_warnings = _load_by_pattern(paths=paths, pattern=check_id, read=read)
+                loaded = _load_by_pattern(files=files, pattern=check_id, warnings=unreadable)
             else:
-                loaded, found_warnings = _load_by_id(paths=paths, check_id=check_id, read=read)
+                loaded = _load_by_id(files=files, check_id=check_id, warnings=unreadable)
         except _NoSuchId as exc:
-            exc.hint = _id_hint(paths=paths, check_id=check_id.strip(), read=read)
+            if unreadable:
+                # The id is most likely in a file whose YAML is broken: say so, not only that
+                # no check has it (a broken edit of a check read as a missing check).
+                exc.hint = _unreadable_hint(value=check_id.strip(), unreadable=unreadable)
+            elif not is_id_pattern(check_id):
+                exc.hint = _id_hint(paths=paths, check_id=check_id.strip(), read=read)
             problems.append(problem_model(exc))
+            problems.extend(unreadable)
             continue
         except DefinitionError as exc:
             problems.append(problem_model(exc))
             problems.extend(ProblemModel(**p._asdict()) for p in exc.problems)
             continue
-        warnings.extend(found_warnings)
+        warnings.extend(unreadable)
         for item in loaded:
             selected[item.path] = item
     unique_warnings = list({(w.file, w.message): w for w in warnings}.values())
     if problems:
-        return [], problems, unique_warnings
+        unique = list({(p.file, p.message): p for p in problems}.values())
+        return [], unique, unique_warnings
     return [selected[path] for path in sorted(selected)], [], unique_warnings

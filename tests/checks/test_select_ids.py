@@ -1,0 +1,113 @@
+"""`--check-id` loading over many values: every file's id read once and each value looked up
+must choose, refuse and warn exactly as scanning the files for each value does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eval_banana.checks import loading
+from eval_banana.checks.loading import reader_over, select_ids
+from tests.conftest import EbResult, check_yaml
+
+FAMILY = """\
+schema_version: 1
+id: fam
+type: deterministic
+description: "case {{ case.n }}"
+cases: [{id: x, n: '1'}, {id: y, n: '2'}]
+script: pass
+"""
+
+FILES = {
+    "a.yaml": check_yaml("abc").replace("id: abc", "id: ' abc '"),
+    "broken.yaml": "id: abd\nschema_version: [\n",  # unparsable; holds the text 'abd'
+    "dup1.yaml": check_yaml("dup"),
+    "dup2.yaml": check_yaml("dup"),
+    "fam.yaml": FAMILY,
+    "bad.yaml": "schema_version: 1\nid: bad\ntype: deterministic\n",  # no description
+    **{f"c{n}.yaml": check_yaml(f"c{n}") for n in range(10)},
+}
+
+SELECTIONS = [
+    ["abc"],
+    ["abd"],  # only the unparsable file might have it: a warning and no such id
+    ["dup"],
+    ["bad"],
+    ["zzz"],
+    ["c*"],
+    ["ab*"],
+    ["fam[x]"],
+    ["fam[*]", "fam[y]", "fam"],
+    ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "abc", "fam[x]"],
+    ["c1", "nope", "dup", "c[0-3]", "fam[z]", "bad", "abd", "abc"],
+]
+
+
+def _outcome(
+    root: Path, values: list[str]
+) -> tuple[list[str], list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+    paths = sorted(str(path) for path in root.iterdir())
+    loaded, problems, warnings = select_ids(paths=paths, check_ids=values, read=reader_over(None))
+    return (
+        [item.path for item in loaded],
+        [(problem.message, problem.hint) for problem in problems],
+        [(warning.message, warning.file) for warning in warnings],
+    )
+
+
+@pytest.mark.parametrize("values", SELECTIONS, ids=lambda values: " ".join(values))
+def test_an_index_of_ids_selects_as_scanning_every_file_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, values: list[str]
+) -> None:
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(loading, "_INDEX_FROM", 10**9)
+    scanned = _outcome(tmp_path, values)
+    monkeypatch.setattr(loading, "_INDEX_FROM", 0)
+    indexed = _outcome(tmp_path, values)
+    assert indexed == scanned
+    assert any(scanned)  # each selection chooses, refuses or warns about something
+
+
+def test_many_values_choose_their_files_and_tell_the_unparsable_one(tmp_path: Path) -> None:
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text)
+    values = [f"c{n}" for n in range(10)] + ["abc", "fam[y]"]
+    assert len(values) >= loading._INDEX_FROM
+    chosen, problems, warnings = _outcome(tmp_path, values)
+    assert [Path(path).name for path in chosen] == sorted(
+        [f"c{n}.yaml" for n in range(10)] + ["a.yaml", "fam.yaml"]
+    )
+    assert problems == [] and warnings == []
+    # A value only an unparsable file holds: that file is most likely why no check has it.
+    _, problems, warnings = _outcome(tmp_path, [*values, "abd"])
+    (missing, hint), (broken, _) = problems
+    assert missing == "No check found with id 'abd'"
+    assert (
+        hint
+        == f"{tmp_path / 'broken.yaml'} cannot be parsed, and it may declare the id 'abd': fix the problem told below"
+    )
+    assert broken.startswith(f"Failed to parse YAML in {tmp_path / 'broken.yaml'}")
+    assert warnings == []
+
+
+def test_a_broken_check_file_is_told_where_its_id_was_asked_for(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # An edit that breaks a check's YAML made `eb run --check-id <its id>` say only that no
+    # check has that id; the file and its problem went untold.
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "lint.yaml").write_text(check_yaml("lint_docs") + "  bad: [\n")
+    (root / "eval_checks" / "other.yaml").write_text(check_yaml("other"))
+    for value, what in (("lint_docs", "the id 'lint_docs'"), ("lint*", "an id matching 'lint*'")):
+        result = eb("run", "--cwd", str(root), "--check-id", value)
+        assert result.exit_code == 2
+        lint = root / "eval_checks" / "lint.yaml"
+        assert f"hint: {lint} cannot be parsed, and it may declare {what}" in result.stderr
+        assert f"Failed to parse YAML in {lint}: line 6" in result.stderr
