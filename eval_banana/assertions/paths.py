@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 # `parse_path`'s grammar as a regex; a test keeps them equal.
 _BRACKET = r"\[(?:[0-9]+|\*)\]"
@@ -27,22 +27,21 @@ EDITOR_PATH_PATTERN = _path_pattern(rf"\[(?:[0-9]+|\*|{CASE_PLACEHOLDER})\]")
 _MAX_PATH_CHARS = 1000
 
 
-@dataclass(frozen=True)
-class Key:
+# Named tuples, not dataclasses: every check file's validation parses paths, and importing
+# dataclasses (with inspect) cost it more than the parsing.
+class Key(NamedTuple):
     """Look up an own key of an object, matched exactly."""
 
     name: str
 
 
-@dataclass(frozen=True)
-class Index:
+class Index(NamedTuple):
     """Take element `position` of an array."""
 
     position: int
 
 
-@dataclass(frozen=True)
-class Each:
+class Each(NamedTuple):
     """`[*]`: any element of an array may satisfy the rest of the path."""
 
 

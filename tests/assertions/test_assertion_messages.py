@@ -15,8 +15,13 @@ from typing import Any
 
 import pytest
 
-from eval_banana.assertions import evaluate_assertion, fail_all, load_artifact, summarize
-from eval_banana.assertions.evaluate import AssertionOutcome
+from eval_banana.assertions.evaluate import (
+    AssertionOutcome,
+    evaluate_assertion,
+    fail_all,
+    load_artifact,
+    summarize,
+)
 from eval_banana.assertions.operators import (
     describe,
     json_equal,

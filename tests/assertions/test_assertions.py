@@ -15,23 +15,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field, TypeAdapter, ValidationError
 
-from eval_banana.assertions import (
-    MAX_MATCH_INPUT_BYTES,
-    OPERATORS,
-    PATH_PATTERN,
-    ArtifactPathError,
-    PathSyntaxError,
-    check_artifact_path,
+from eval_banana.assertions.evaluate import (
     evaluate_all,
     evaluate_assertion,
     fail_all,
-    json_equal,
     load_artifact,
-    parse_path,
-    render_path,
     summarize,
 )
-from eval_banana.assertions.paths import EDITOR_PATH_PATTERN, Each, Index, Key
+from eval_banana.assertions.operators import MAX_MATCH_INPUT_BYTES, OPERATORS, json_equal
+from eval_banana.assertions.paths import (
+    EDITOR_PATH_PATTERN,
+    PATH_PATTERN,
+    ArtifactPathError,
+    Each,
+    Index,
+    Key,
+    PathSyntaxError,
+    check_artifact_path,
+    parse_path,
+    render_path,
+)
 from eval_banana.models.assertions import ARTIFACT_PATTERN, AssertionsCheck
 from eval_banana.models.check import DeterministicCheck
 

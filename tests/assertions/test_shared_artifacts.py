@@ -147,7 +147,7 @@ assert:
 def test_a_run_parses_the_artifact_its_cases_share_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eval_banana.assertions import shared
+    import eval_banana.assertions.shared as shared
     from eval_banana.stages.discover import discover
     from eval_banana.stages.execute import execute
     from eval_banana.stages.validate import validate
