@@ -27,6 +27,7 @@ from eval_banana.core.yamlsafe import (
     NumberTooLong,
     StrictLoader,
     Unbounded,
+    may_be_unbounded,
     refuse_unbounded,
 )
 
@@ -64,7 +65,8 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     except RecursionError:  # the pure-Python loader builds nested values recursively
         raise _too_deep(path=path) from None
     try:
-        refuse_unbounded(value=document, max_depth=MAX_DEPTH, max_values=MAX_EXPANDED_VALUES)
+        if may_be_unbounded(text=text, max_depth=MAX_DEPTH, max_values=MAX_EXPANDED_VALUES):
+            refuse_unbounded(value=document, max_depth=MAX_DEPTH, max_values=MAX_EXPANDED_VALUES)
     except Unbounded as exc:
         raise (_too_deep(path=path) if exc.too_deep else _bomb(path=path, what=exc.what)) from None
     if not isinstance(document, dict):
@@ -82,8 +84,30 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
             file=str(path),
             hint=hint,
         )
-    _refuse_tagged_values(value=document, path=path, text=text)
+    if _may_not_be_plain(text):
+        _refuse_tagged_values(value=document, path=path, text=text)
     return document
+
+
+def _may_not_be_plain(text: str) -> bool:
+    """Whether YAML `text` may build a value JSON has not: it needs a tag (`!!binary`,
+    `!!set`, any `!`), a date (`2026-12-06`, which PyYAML reads as one unless quoted: four
+    digits, a dash, a digit) or `.nan` / `.inf`. A file without any holds only plain values
+    and skips the walk. Substring searches, not one regular expression: this runs for every
+    check file, and a pattern with alternatives tries each at every character (10 us a file)."""
+    if "!" in text:
+        return True
+    # YAML's words for the floats JSON cannot say (its float rule reads no other spelling).
+    if ".inf" in text or ".Inf" in text or ".INF" in text:
+        return True
+    if ".nan" in text or ".NaN" in text or ".NAN" in text:
+        return True
+    dash = text.find("-", 4)
+    while dash != -1:
+        if text[dash - 4 : dash].isdigit() and text[dash + 1 : dash + 2].isdigit():
+            return True
+        dash = text.find("-", dash + 1)
+    return False
 
 
 # How many values a check file's aliases may expand to (core/yamlsafe.py says why there is a
@@ -245,7 +269,7 @@ def _family_stand_ins(*, document: dict[str, Any]) -> list[dict[str, Any]] | Non
     its definition is checked before a row fills them; None for any other check."""
     if document.get("type") != "assertions":
         return None
-    from eval_banana.datasets.expand import is_family
+    from eval_banana.datasets.keys import is_family
     from eval_banana.datasets.render import placeholder_stand_ins
 
     return placeholder_stand_ins(document.get("assert")) if is_family(document) else None

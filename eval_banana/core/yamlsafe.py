@@ -99,6 +99,19 @@ class Unbounded(ValueError):
         self.too_deep = too_deep
 
 
+def may_be_unbounded(*, text: str, max_depth: int, max_values: int) -> bool:
+    """Whether YAML `text` could load as a value `refuse_unbounded` refuses; False only when it
+    cannot, which a few scans of the text tell (most check files are known bounded so, and
+    skip the walk). Without an alias (`*name`) no value repeats or holds itself, and each
+    value is at least one character of the text; and every list or mapping, and so every level
+    of nesting, is opened by a character of its own: `[`, `{`, a block entry's `-`, a key's
+    `:` or an explicit key's `?`."""
+    if "*" in text or len(text) + 1 >= max_values:
+        return True
+    openers = sum(text.count(char) for char in "[{-:?")
+    return openers + 1 > max_depth
+
+
 def refuse_unbounded(*, value: object, max_depth: int, max_values: int) -> None:
     """Raise Unbounded for a value nested deeper than `max_depth` (the top list or mapping is
     level 1), one whose aliases expand beyond `max_values` values, or one that contains itself.
