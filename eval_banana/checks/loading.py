@@ -17,7 +17,7 @@ from eval_banana.checks.selection import (
 from eval_banana.core.errors import DefinitionError, Problem, problem_of
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Record
-from eval_banana.datasets.expand import is_family
+from eval_banana.datasets.keys import is_family
 from eval_banana.models.stages import FieldProblem, ProblemModel
 
 

@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
 def _unmatched_inputs(*, config: ConfigDoc, plan: PlanDoc) -> list[ProblemModel]:
     """The `inputs:` patterns that match no file now, as `eb run` warns of them: found here,
     before any verdict is keyed on nothing."""
+    if not any(check.definition.get("inputs") for check in plan.checks):
+        return []  # no pattern to match: the project's state is not read at all
     from eval_banana.checks.inputs import declared_reader, unmatched_inputs
 
     reader = declared_reader(config=config, checks=plan.checks)

@@ -13,7 +13,6 @@ import hashlib
 import json
 import re
 import struct
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -22,6 +21,7 @@ from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import Unsayable, unsayable
 from eval_banana.datasets.celltypes import cell_readers, typed_row
+from eval_banana.datasets.keys import DATASET_KEYS
 from eval_banana.datasets.problems import render_problems, row_problem
 from eval_banana.datasets.render import (
     RenderProblem,
@@ -46,8 +46,6 @@ from eval_banana.datasets.sources import (
     too_many,
 )
 
-# Keys of a family that describe its dataset, not what each case checks.
-DATASET_KEYS = ("cases", "cases_from", "min_pass_rate", "case_schema")
 _CASE_ID = re.compile(CASE_ID_PATTERN)
 _DIGEST_PREFIX = b"eval-banana/case-definition-sha256/v1\x00"
 _LOGIC_HINT = "eb fills {{ case.<field> }} placeholders and runs no loops, conditions or filters"
@@ -73,11 +71,6 @@ class Expansion(NamedTuple):
     files: list[str]
     problems: list[DefinitionError]
     family_digest: str | None = None
-
-
-def is_family(definition: dict[str, Any]) -> bool:
-    """Whether a definition carries a dataset."""
-    return definition.get("cases") is not None or definition.get("cases_from") is not None
 
 
 # Built once: json.dumps with options builds an encoder per call, and this runs per case.
@@ -584,6 +577,8 @@ def case_digests_from(
     """A family's cases (check id -> definition digest) had its dataset files held `contents`
     (root-relative name -> bytes), as at another git revision: laid out in a folder of their
     own and expanded as the project's are. None when they do not make a valid family."""
+    import tempfile  # only --changed-since over a family pays for it
+
     with tempfile.TemporaryDirectory(prefix="eb-dataset-") as folder:
         for name, data in contents.items():
             path = Path(folder, name)

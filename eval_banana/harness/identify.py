@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 from pathlib import Path
 
 from eval_banana.models.stages import ResolvedHarness
@@ -30,6 +29,8 @@ _PROBE_LIMIT = 64 * 1024
 
 def _probe(*, executable: str, flag: str) -> str:
     """The program's output for one flag (stdout, then stderr), or "" when it cannot tell."""
+    import subprocess  # only a grok agent is probed: every other run leaves it unloaded
+
     try:
         process = subprocess.Popen(
             [executable, flag],

@@ -10,11 +10,13 @@ for a case whose row still holds what was judged (its definition digest matches)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval_banana.core.errors import EvalBananaError, Problem
-from eval_banana.datasets.rows import Row, row_line
 from eval_banana.models.stages import ConfigDoc
+
+if TYPE_CHECKING:
+    from eval_banana.datasets.rows import Row
 
 _MARKED = ("failed", "error")
 
@@ -54,6 +56,8 @@ def _places(*, wanted: Mapping[str, Mapping[str, object]], config: ConfigDoc) ->
 
 
 def _line(*, row: Row) -> int | None:
+    from eval_banana.datasets.rows import row_line
+
     if row.item_lines is not None and row.item_lines.shared(row.item_index):
         return None  # a list written on one line: its line would tell nothing
     return row_line(row)

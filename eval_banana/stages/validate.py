@@ -36,15 +36,7 @@ from eval_banana.core.errors import DefinitionError, NoChecksError, problem_of
 from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.record import Field, Record
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
-from eval_banana.datasets.expand import (
-    ExpandedCase,
-    Expansion,
-    case_digests_from,
-    expand_family,
-    is_family,
-)
-from eval_banana.datasets.problems import family_field, filled_in_problem
-from eval_banana.datasets.sources import dataset_skipped
+from eval_banana.datasets.keys import is_family
 from eval_banana.models.config import CaseSubset, Shard
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
@@ -57,6 +49,8 @@ from eval_banana.models.stages import (
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
+    from eval_banana.datasets.expand import ExpandedCase, Expansion
+    from eval_banana.datasets.sources import Skipped
     from eval_banana.incremental import CaseRows
 
 SNAPSHOTS_DIR = "stages/snapshots"
@@ -198,6 +192,8 @@ def _past_expansion(
     *, item: Loaded, config: ConfigDoc, script: bytes | None
 ) -> Callable[[Mapping[str, bytes]], Mapping[str, str] | None]:
     """The family's case digests from its dataset files' contents at another revision."""
+    from eval_banana.datasets.expand import case_digests_from
+
     return functools.partial(
         case_digests_from,
         definition=item.definition,
@@ -287,6 +283,9 @@ def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
         return None
     script_path = definition.get("script_path")
     frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
+    from eval_banana.datasets.expand import expand_family
+    from eval_banana.datasets.sources import dataset_skipped
+
     return expand_family(
         definition=definition,
         check_file=source_path,
@@ -331,6 +330,9 @@ def _rows_of_broken_families(
         }
         if isinstance(schema, dict):
             rows_only["case_schema"] = schema
+        from eval_banana.datasets.expand import expand_family
+        from eval_banana.datasets.sources import dataset_skipped
+
         expansion = expand_family(
             definition=rows_only,
             check_file=path,
@@ -351,11 +353,17 @@ def _expand(
     frozen: dict[str, FrozenScript | None] = {}
     root = Path(config.project_root)
     max_cases = config.settings.core.max_cases
-    skipped = dataset_skipped(config=config)
+    skipped: Skipped | None = None
     for item in loaded:
         if not is_family(item.definition):
             units.append(Unit(item=item))
             continue
+        # Imported here: a project without families never loads the expansion.
+        from eval_banana.datasets.expand import expand_family
+        from eval_banana.datasets.sources import dataset_skipped
+
+        if skipped is None:
+            skipped = dataset_skipped(config=config)
         script = frozen[item.path] = _freeze(item=item)
         expansion = expand_family(
             definition=item.definition,
@@ -419,6 +427,8 @@ def _locate_in_check_file(*, problems: list[ProblemModel], item: Loaded) -> None
 
 def _invalid_rendered(*, item: Loaded, cases: list[ExpandedCase]) -> list[ProblemModel]:
     """An assertions case whose filled-in values no longer make a valid check."""
+    from eval_banana.datasets.problems import family_field, filled_in_problem
+
     problems: list[ProblemModel] = []
     for case in cases:
         try:
