@@ -810,6 +810,7 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
         selected = (root / "selected-id.txt").read_text().strip()
         floor = [py, "-c", WALK_LOAD_FLOOR, str(project), excluded]
         label = f"walk + CSafeLoader x {sizes.w3_checks}"
+        missing = [f"--check-id=gone_{index:05d}" for index in range(min(300, sizes.w3_checks))]
         return [
             Case(
                 key="W3",
@@ -828,6 +829,19 @@ def cases_for(*, key: str, sizes: Sizes, runs: int | None) -> list[Case]:
                 floor_label=label,
                 target=1.5,
                 output_dir=True,
+                runs=n(5),
+            ),
+            # Ids of another commit, none of them here: each is told (exit 2), and every file's
+            # id is read once for all of them, not once per id (300 took 30 s).
+            Case(
+                key="W3",
+                name=f"eb validate --check-id, {len(missing)} ids that name no check",
+                eb_args=["validate", "--cwd", str(project), *missing],
+                floor=[py, "-m", "eval_banana", "validate", "--cwd", str(project)],
+                floor_label="eb validate, every file",
+                floor_cwd=REPO,
+                target=1.5,
+                expect_rc=2,
                 runs=n(5),
             ),
         ]

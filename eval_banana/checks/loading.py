@@ -17,6 +17,7 @@ from eval_banana.checks.selection import (
 from eval_banana.core.errors import DefinitionError, Problem, problem_of
 from eval_banana.core.readback import read_regular
 from eval_banana.core.record import Record
+from eval_banana.core.suggest import SUGGESTED_AT_MOST, closest
 from eval_banana.datasets.keys import is_family
 from eval_banana.models.stages import FieldProblem, ProblemModel
 
@@ -162,6 +163,7 @@ class _Files:
         self._parsed: list[Holder] | None = None
         self._by_id: dict[str, list[Holder]] = {}
         self._unparsed: list[tuple[bytes, ProblemModel]] = []
+        self._ids: list[str] | None = None
         if indexed:
             self._parsed = []
             for holder, data, problem in _parse_each(paths=paths, marker=b"", read=read):
@@ -181,6 +183,17 @@ class _Files:
             return
         warnings.extend(problem for data, problem in self._unparsed if marker in data)
         yield from (holder for holder in self._parsed if marker in holder[1])
+
+    def ids(self) -> list[str]:
+        """Every file's stripped id, read once however many values name no check."""
+        if self._ids is None:
+            holders = self._parsed
+            if holders is None:
+                holders = list(
+                    _id_holders(paths=self.paths, marker=b"", read=self.read, warnings=[])
+                )
+            self._ids = [holder[3] for holder in holders]
+        return self._ids
 
     def with_id(self, *, check_id: str, warnings: list[ProblemModel]) -> list[Holder]:
         """The files whose stripped id is `check_id` (in path order)."""
@@ -224,13 +237,10 @@ def _load_by_id(*, files: _Files, check_id: str, warnings: list[ProblemModel]) -
     return [Loaded(path=path, data=data, definition=definition)]
 
 
-def _id_hint(*, paths: list[str], check_id: str, read: Reader) -> str:
+def _id_hint(*, files: _Files, check_id: str, suggest: bool) -> str:
     """A did-you-mean among every check file's id (only an id that matched nothing pays for
-    reading them all), and where to see them."""
-    from eval_banana.core.suggest import closest
-
-    ids = [found for _, _, _, found in _id_holders(paths=paths, marker=b"", read=read, warnings=[])]
-    near = closest(check_id, ids)
+    reading them all, once), and where to see them."""
+    near = closest(check_id, files.ids()) if suggest else None
     listed = "`eb list` shows every check id (`eb list --cases` every case of a dataset family)"
     return f"did you mean '{near}'? {listed}" if near is not None else listed
 
@@ -322,6 +332,7 @@ def select_ids(
     problems: list[ProblemModel] = []
     files = _Files(paths=paths, read=read, indexed=len(check_ids) >= _INDEX_FROM)
     families: dict[str, Loaded | None] = {}  # `<family>[...]` values: each family loaded once
+    missing = 0  # exact ids that name no check
     for check_id in check_ids:
         written = split_case_selector(check_id)
         named = written[0] if written is not None else None
@@ -343,7 +354,10 @@ def select_ids(
                 # no check has it (a broken edit of a check read as a missing check).
                 exc.hint = _unreadable_hint(value=check_id.strip(), unreadable=unreadable)
             elif not is_id_pattern(check_id):
-                exc.hint = _id_hint(paths=paths, check_id=check_id.strip(), read=read)
+                missing += 1
+                exc.hint = _id_hint(
+                    files=files, check_id=check_id.strip(), suggest=missing <= SUGGESTED_AT_MOST
+                )
             problems.append(problem_model(exc))
             problems.extend(unreadable)
             continue

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+# A "did you mean" is looked for for at most this many mistyped values of one command; the
+# others are told without one. Each looks through every name (every check id, every case of a
+# family), so ids of another commit by the hundred would cost seconds apiece.
+SUGGESTED_AT_MOST = 5
+
 
 def closest(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
     """The choice closest to `word`, when one is close enough to be what was meant."""

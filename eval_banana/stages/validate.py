@@ -119,7 +119,7 @@ def problems_error(problems: list[ProblemModel], *, no_checks: bool) -> Definiti
 def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> list[ProblemModel]:
     """A `<family>[<case>]` selector whose family expanded but which chose none of its cases:
     an error naming the family and the case it most likely meant, not 'No checks found'."""
-    from eval_banana.core.suggest import closest
+    from eval_banana.core.suggest import SUGGESTED_AT_MOST, closest
 
     cases: dict[str, dict[str, None]] = {}  # family -> its case ids, in order (and a set)
     files: dict[str, str] = {}
@@ -138,7 +138,8 @@ def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> lis
             is_id_pattern(asked) and any(fnmatchcase(case_id, asked) for case_id in cases[family])
         ):
             continue
-        near = closest(asked, cases[family]) if not is_id_pattern(asked) else None
+        suggest = not is_id_pattern(asked) and len(problems) < SUGGESTED_AT_MOST
+        near = closest(asked, cases[family]) if suggest else None
         meant = f"did you mean '{family}[{near}]'? " if near is not None else ""
         problems.append(
             ProblemModel(
