@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from eval_banana.checks.shard import selection_digest
 from eval_banana.core.errors import PlanSelectError
-from eval_banana.core.words import plural
+from eval_banana.core.words import first_and_count, plural
 from eval_banana.models.config import PlanSelection
 from eval_banana.models.stages import PlannedCheck
 
@@ -20,9 +20,7 @@ _NAMED = 10  # ids named in one refusal; the rest are counted
 
 
 def _named(ids: Sequence[str]) -> str:
-    shown = ", ".join(f"'{check_id}'" for check_id in ids[:_NAMED])
-    more = len(ids) - _NAMED
-    return shown + (f" and {more} more" if more > 0 else "")
+    return first_and_count([f"'{check_id}'" for check_id in ids], shown=_NAMED)
 
 
 def _where(select: PlanSelection) -> str:

@@ -4,6 +4,7 @@ reads them: `82.3 MiB`, not `86276486 bytes`."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 
 def plural(*, count: int, noun: str, nouns: str | None = None) -> str:
@@ -15,6 +16,13 @@ def plural(*, count: int, noun: str, nouns: str | None = None) -> str:
 
 
 _UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+
+
+def first_and_count(items: Sequence[str], *, shown: int) -> str:
+    """The first `shown` items joined by commas, and how many more (`a, b and 1,234 more`): a
+    message names a few and counts the rest, however many there are."""
+    more = len(items) - shown
+    return ", ".join(items[:shown]) + (f" and {more:,} more" if more > 0 else "")
 
 
 def size_text(size: int) -> str:

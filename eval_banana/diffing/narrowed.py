@@ -37,7 +37,7 @@ def selection_flags(selection: Selection) -> str | None:
     shown = selection.check_ids[:_SHOWN_IDS]
     flags += [f"--check-id {check_id}" for check_id in shown]
     if len(selection.check_ids) > len(shown):
-        flags.append(f"(and {len(selection.check_ids) - len(shown)} more --check-id)")
+        flags.append(f"(and {len(selection.check_ids) - len(shown):,} more --check-id)")
     flags += [f"--tag {tag}" for tag in selection.tags]
     if selection.keyword is not None:
         flags.append(f"-k {selection.keyword!r}")

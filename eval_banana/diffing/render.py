@@ -155,7 +155,7 @@ def render_text(diff: RunDiff) -> str:
             listed.setdefault(entry.check_id, heading)
         if len(shown) < len(entries):
             lines.append(
-                f"  ... and {len(entries) - len(shown)} more (`eb diff --json` lists them)"
+                f"  ... and {len(entries) - len(shown):,} more (`eb diff --json` lists them)"
             )
     if diff.families:
         lines.append(f"Families changed ({len(diff.families)}):")
@@ -190,7 +190,7 @@ def _md_table(entries: list[DiffEntry], *, unselected: frozenset[str]) -> list[s
         )
     left = len(entries) - MD_ROWS_PER_CATEGORY
     if left > 0:
-        rows += ["", f"... and {left} more (see diff.json or `eb diff --format json`)."]
+        rows += ["", f"... and {left:,} more (see diff.json or `eb diff --format json`)."]
     return rows
 
 

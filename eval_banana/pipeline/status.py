@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, StageFileError
 from eval_banana.core.files import sha256_file
+from eval_banana.core.words import first_and_count
 from eval_banana.models.stages import (
     ConfigDoc,
     DiscoverDoc,
@@ -49,9 +50,7 @@ def _relative(*, path: str, root: str) -> str:
 
 
 def _describe_changes(changes: list[str]) -> str:
-    shown = ", ".join(changes[:_SHOWN_CHANGES])
-    more = len(changes) - _SHOWN_CHANGES
-    return shown + (f" and {more} more" if more > 0 else "")
+    return first_and_count(changes, shown=_SHOWN_CHANGES)
 
 
 def _config_source_changed(*, doc: ConfigDoc, run_dir: Path) -> str | None:

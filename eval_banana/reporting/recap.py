@@ -58,7 +58,7 @@ def not_run_line(*, report: dict[str, Any]) -> str | None:
     ids = [str(check["check_id"]) for check in held_back]
     shown = ", ".join(ids[:_NOT_RUN_IDS_SHOWN])
     if len(ids) > _NOT_RUN_IDS_SHOWN:
-        shown += f" and {len(ids) - _NOT_RUN_IDS_SHOWN} more"
+        shown += f" and {len(ids) - _NOT_RUN_IDS_SHOWN:,} more"
     # Every check held back by one run shares one reason (`Not run: <why>`).
     why = str(held_back[0].get("error_detail") or "Not run").removeprefix("Not run: ")
     return f"- not run: {plural(count=len(ids), noun='check')} ({shown}) - {why}"

@@ -107,7 +107,7 @@ def _grouped(warnings: list[ProblemModel]) -> list[ProblemModel]:
         return warnings
     rest = len(warnings) - SHOWN_GATE_WARNINGS
     summary = ProblemModel(
-        message=f"...and {rest} more judge checks the calibration gate would refuse",
+        message=f"...and {rest:,} more judge checks the calibration gate would refuse",
         field_path="calibration",
         hint="`eb validate --require-calibration` names every one of them.",
     )
