@@ -72,6 +72,29 @@ def _check_files(*, source: str, definition: dict[str, Any], root: str) -> _Chec
     )
 
 
+def _check_files_key(*, source: str, definition: dict[str, Any]) -> tuple[Any, ...]:
+    """What `_check_files` reads of a check: equal keys give equal files and patterns."""
+    inputs = definition.get("inputs")
+    return (
+        source,
+        definition.get("script_path"),
+        definition.get("type"),
+        definition.get("artifact"),
+        tuple(inputs) if inputs is not None else None,
+    )
+
+
+def _shared(
+    *, made: dict[tuple[Any, ...], _CheckFiles], source: str, definition: dict[str, Any], root: str
+) -> _CheckFiles:
+    """The check's files, made once per key (one patterns object the answers can be keyed by)."""
+    key = _check_files_key(source=source, definition=definition)
+    found = made.get(key)
+    if found is None:
+        found = made[key] = _check_files(source=source, definition=definition, root=root)
+    return found
+
+
 def _prefixes(*, checks: Sequence[_CheckFiles]) -> list[str] | None:
     """The paths git must compare for these checks; None when one pattern may match anywhere."""
     found: set[str] = set()
@@ -175,7 +198,11 @@ def changed_checks(
     """Positions of the checks affected by what changed since `revision`; `cases`, beside
     `checks`: which of them are dataset cases, read by their row (None for the others)."""
     root = config.project_root
-    files = [_check_files(source=source, definition=d, root=root) for source, d in checks]
+    # The cases of a family share their files and patterns: each is worked out once, and
+    # below each distinct one is matched once against what changed (10,000 cases against
+    # 3,000 changed files took 10 s when every case matched them again).
+    made: dict[tuple[Any, ...], _CheckFiles] = {}
+    files = [_shared(made=made, source=source, definition=d, root=root) for source, d in checks]
     rows: list[CaseRows | None] = list(cases) if cases else [None] * len(files)
     for position, case in enumerate(rows):
         if case is not None:
@@ -194,12 +221,19 @@ def changed_checks(
     paths = found.diff.paths
     changed = sorted(paths)
     ignored = frozenset(found.ignored)  # asked of every case: a set, not a list walked each time
-    affected = [
-        _affected(
-            check=check, paths=paths, changed=changed, ignored=found.ignored, ignored_set=ignored
-        )
-        for check in files
-    ]
+    answers: dict[_CheckFiles, bool] = {}
+    affected: list[bool] = []
+    for check in files:
+        answer = answers.get(check)
+        if answer is None:
+            answer = answers[check] = _affected(
+                check=check,
+                paths=paths,
+                changed=changed,
+                ignored=found.ignored,
+                ignored_set=ignored,
+            )
+        affected.append(answer)
     pasts: dict[str, Mapping[str, str] | None] = {}
     for position, case in enumerate(rows):
         if affected[position] or case is None or paths.isdisjoint(case.files):

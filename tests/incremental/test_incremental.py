@@ -463,3 +463,40 @@ def test_an_assertions_checks_artifact_selects_it_inputs_or_not(
     commit_all(root)
     assert listed(eb, root, "--changed-since", "HEAD") == ["generated"]
     assert listed(eb, root, "--changed-since", "HEAD~1") == ["generated", "tracked"]
+
+
+def test_a_familys_cases_are_matched_against_the_changes_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Every case of a family reads the same files: matching each one against every changed
+    # path again made 10,000 cases against 3,000 changed files take 10 s.
+    from eval_banana import cli
+    from eval_banana.projectstate.patterns import InputPatterns
+
+    rows = "".join(json.dumps({"id": f"r{n}", "q": f"q{n}"}) + "\n" for n in range(300))
+    family = script_check("fam", script="pass\n", inputs=["src/**"]) + (
+        "cases_from: data/rows.jsonl\n"
+    )
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/results/\n",
+            ".eval-banana/config.toml": "",
+            "eval_checks/fam.yaml": family,
+            "data/rows.jsonl": rows,
+            **{f"src/f{n}.txt": "x\n" for n in range(50)},
+        },
+    )
+    write(root, {f"src/f{n}.txt": "y\n" for n in range(50)})
+    commit_all(root)
+    matched: list[int] = []
+    select = InputPatterns.select
+
+    def counted(self: InputPatterns, paths: Any) -> list[str]:
+        matched.append(len(paths))
+        return select(self, paths)
+
+    monkeypatch.setattr(InputPatterns, "select", counted)
+    assert cli.main(["list", "--cwd", str(root), "--changed-since", "HEAD~1"]) == 0
+    assert "300 checks listed" in capsys.readouterr().err
+    assert len(matched) <= 2  # the changed paths, and git's ignored ones: once for the family
