@@ -15,10 +15,10 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--annotations",
         choices=["github"],
-        help="Print one GitHub Actions ::error annotation per failed or errored check, or per "
-        "problem that stops the run before it starts (the first ten, on their files and "
-        "lines), and a ::warning per warning of the run (the first ten); on stdout, on stderr "
-        "with --json.",
+        help="Print a GitHub Actions ::error annotation per failed or errored check (the "
+        "first ten, and a ::notice counting the others), or per problem that stops the run "
+        "before it starts (the first ten, on their files and lines), and a ::warning per "
+        "warning of the run (the first ten); on stdout, on stderr with --json.",
     )
     parser.add_argument(
         "--result-out",

@@ -76,15 +76,28 @@ def annotation(*, check: dict[str, Any], project_root: str, place: Located | Non
 def annotations(
     *, report: dict[str, Any], places: Mapping[str, Located] | None = None
 ) -> list[str]:
-    """`::error` lines for every failed or errored check, in report order; `places`: check id
-    -> where a case's row is (`caseplaces`), to annotate the row rather than the family's file."""
+    """`::error` lines for the first failed or errored checks, in report order, and a
+    `::notice` counting the others (GitHub shows ten of a step; a family of 5,000 failing
+    cases printed 5,000 commands, each a copy of a line the log already has); `places`: check
+    id -> where a case's row is (`caseplaces`), to annotate the row rather than the family's
+    file."""
     root = str(report.get("project_root", ""))
     places = places or {}
-    return [
-        annotation(check=check, project_root=root, place=places.get(str(check.get("check_id"))))
-        for check in report.get("checks", [])
-        if check.get("status") in ("failed", "error")
+    marked = [
+        check for check in report.get("checks", []) if check.get("status") in ("failed", "error")
     ]
+    lines = [
+        annotation(check=check, project_root=root, place=places.get(str(check.get("check_id"))))
+        for check in marked[:ANNOTATED_PROBLEMS]
+    ]
+    rest = len(marked) - ANNOTATED_PROBLEMS
+    if rest > 0:
+        more = f"{rest:,} more {'check' if rest == 1 else 'checks'} failed or errored"
+        lines.append(
+            f"::notice title=eval_banana::{escape_data(more)} than GitHub annotates for one "
+            "step: the log above, report.md and report.html list every one"
+        )
+    return lines
 
 
 def problem_annotations(

@@ -398,6 +398,29 @@ def test_a_case_without_a_place_is_annotated_on_its_check_file() -> None:
     ]
 
 
+def test_past_what_github_shows_of_a_step_the_other_failures_are_counted_in_a_notice() -> None:
+    # A family of 5,000 failing cases printed 5,000 workflow commands; GitHub annotates ten.
+    checks = [
+        {
+            "check_id": f"qa[{n}]",
+            "family": "qa",
+            "source_path": "/p/eval_checks/qa.yaml",
+            "status": "error" if n == 3 else ("passed" if n == 5 else "failed"),
+            "reason": f"wrong {n}",
+        }
+        for n in range(13)
+    ]
+    lines = annotations(report={"project_root": "/p", "checks": checks}, places={})
+    shown = [n for n in range(13) if n != 5][:10]
+    assert [line.split("::")[-1] for line in lines[:10]] == [f"wrong {n}" for n in shown]
+    assert all(line.startswith("::error ") for line in lines[:10])
+    assert lines[10:] == [
+        "::notice title=eval_banana::2 more checks failed or errored than GitHub annotates for "
+        "one step: the log above, report.md and report.html list every one"
+    ]
+    assert len(annotations(report={"project_root": "/p", "checks": checks[:11]}, places={})) == 10
+
+
 def test_a_case_whose_row_changed_since_it_ran_gets_no_place(tmp_path: Path) -> None:
     """The rows are read again when a run ends: a failed case whose row no longer holds what
     was judged (here edited after the run) gets no place, so it stays on its check file; the
