@@ -1922,6 +1922,31 @@ def test_eb_status_sees_a_family_as_current_until_a_row_changes(
     )
 
 
+def test_eb_status_tells_a_digest_made_anew_from_a_changed_row(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # A run folder of an eb that framed a case's digest otherwise (rows without ids leave out
+    # their place there) holds other digests for rows that are as they were: status must not
+    # say the rows changed. The plan's recorded digests stand in for that older eb's.
+    root = project(
+        {
+            "eval_checks/pos.yaml": POSITIONAL_FAMILY.format(log="/dev/null"),
+            "data/rows.csv": "q\nsame\nother\n",
+        },
+        config=CONFIG,
+    )
+    _run(eb, root)
+    run_dir = max((root / ".eval-banana" / "results").iterdir())
+    plan_path = run_dir / "stages" / "plan.json"
+    plan = json.loads(plan_path.read_text())
+    plan["checks"][0]["check_definition_sha256"] = "sha256:" + "0" * 64
+    plan_path.write_text(json.dumps(plan, indent=2))
+    (root / "data" / "rows.csv").write_text("q\nsame\nchanged\n")
+    status = eb("status", "--run-dir", str(run_dir)).stdout
+    assert "(pos[1]: digest made anew by this eb version (the row is as it was)" in status
+    assert "pos[2]: row changed in data/rows.csv" in status
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_a_row_added_to_a_dataset_makes_the_plan_stale_and_eb_update_runs_it(
     fmt: str, project: Callable[..., Path], eb: Callable[..., EbResult]
