@@ -8,6 +8,7 @@ from eval_banana.checks.selection import IdSelectors, Selector, compile_selector
 from eval_banana.checks.shard import in_shard
 from eval_banana.checks.subset import Member, subset_positions
 from eval_banana.core.errors import UsageError
+from eval_banana.core.words import first_and_count
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import PlanDoc, PlannedCheck
 
@@ -51,11 +52,17 @@ def narrow_plan(*, plan: PlanDoc, selection: Selection, project_root: Path) -> P
         shard = selection.shard
         checks = [check for check in checks if in_shard(check_id=check.id, shard=shard)]
     if not checks:
+        skipped = [
+            f"{check.check_id} is skipped: {check.reason}"
+            for check in plan.skipped
+            if chosen is not None and chosen.selects(check.check_id)
+        ]
         raise UsageError(
             "No check of the plan matches the selection "
             f"(check ids {selection.check_ids or 'any'}, -k {selection.keyword or 'any'}, "
-            f"tags {selection.tags or 'any'}, folder {selection.check_dir or 'any'})",
-            hint="`eb stage execute` selects among the checks in stages/plan.json; "
-            "rerun `eb stage validate` with the selection to plan other checks.",
+            f"tags {selection.tags or 'any'}, folder {selection.check_dir or 'any'})"
+            + (f"; {first_and_count(skipped, shown=3)}" if skipped else ""),
+            hint="`eb stage execute` selects among the checks in stages/plan.json (a skipped "
+            "check never runs); rerun `eb stage validate` with the selection to plan other checks.",
         )
     return plan.model_copy(update={"checks": checks})

@@ -227,7 +227,7 @@ def test_stage_execute_selects_a_familys_cases_as_eb_run_does(tmp_path: Path, eb
     )
     (root / "eval_checks" / "fam.yaml").write_text(
         "schema_version: 1\nid: fam\ntype: deterministic\ndescription: case.\n"
-        "cases: [{id: a}, {id: b}, {id: b2}]\n"
+        "cases: [{id: a}, {id: b}, {id: b2}, {id: z, skip: waiting for a fix}]\n"
         f"script: {json.dumps(script)}\n"
     )
     assert eb("run", "--cwd", str(root)).exit_code == 0
@@ -240,6 +240,10 @@ def test_stage_execute_selects_a_familys_cases_as_eb_run_does(tmp_path: Path, eb
         assert sorted(name for name in after if after[name] > before[name]) == ran, value
     missing = eb("stage", "execute", "--run-dir", str(run_dir), "--check-id", "fam[c]")
     assert missing.exit_code == 2 and "No check of the plan matches" in missing.stderr
+    # A skipped case is in the plan, but never runs: the refusal says so.
+    skipped = eb("stage", "execute", "--run-dir", str(run_dir), "--check-id", "fam[z]")
+    assert skipped.exit_code == 2
+    assert "; fam[z] is skipped: waiting for a fix" in skipped.stderr
 
 
 def test_stage_validate_with_a_selection_plans_only_it(tmp_path: Path, eb: Any) -> None:
