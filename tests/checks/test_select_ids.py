@@ -97,15 +97,21 @@ def test_many_values_choose_their_files_and_tell_the_unparsable_one(
     assert warnings == []
 
 
+def _project(tmp_path: Path) -> Path:
+    """An empty project: its config file and an eval_checks/ folder."""
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    return root
+
+
 def test_a_broken_check_file_is_told_where_its_id_was_asked_for(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
     # An edit that breaks a check's YAML made `eb run --check-id <its id>` say only that no
     # check has that id; the file and its problem went untold.
-    root = tmp_path / "proj"
-    (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text("")
-    (root / "eval_checks").mkdir()
+    root = _project(tmp_path)
     (root / "eval_checks" / "lint.yaml").write_text(check_yaml("lint_docs") + "  bad: [\n")
     (root / "eval_checks" / "other.yaml").write_text(check_yaml("other"))
     for value, what in (("lint_docs", "the id 'lint_docs'"), ("lint*", "an id matching 'lint*'")):
@@ -121,10 +127,7 @@ def test_ids_that_name_no_check_are_each_told_and_only_the_first_few_guessed(
 ) -> None:
     # Ids of another commit by the hundred: every file's id was read again, and every id
     # looked through, for each one (300 over 2,000 files took 30 s). Each is still told.
-    root = tmp_path / "proj"
-    (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text("")
-    (root / "eval_checks").mkdir()
+    root = _project(tmp_path)
     family = FAMILY.replace("cases: [{id: x, n: '1'}, {id: y, n: '2'}]", "cases_from: rows.jsonl")
     (root / "eval_checks" / "fam.yaml").write_text(family)
     (root / "rows.jsonl").write_text("".join(f'{{"id": "row{n}", "n": "{n}"}}\n' for n in range(9)))
