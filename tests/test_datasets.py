@@ -1588,6 +1588,24 @@ def test_a_few_rows_missing_a_field_are_each_named_at_their_line(
     assert all("the case has no field 'name'" in error["message"] for error in errors)
 
 
+def test_a_placeholder_for_the_id_of_rows_named_by_their_place_says_why_it_is_empty(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # A CSV without an id column: each case is named by its place, which its script reads as
+    # case_id, but `{{ case.id }}` reads the row's own field, which it has not.
+    family = POSITIONAL_FAMILY.format(log="/dev/null").replace(
+        'description: "row {{ case.q }}"', 'description: "row {{ case.id }}"'
+    )
+    root = project({"eval_checks/pos.yaml": family, "data/rows.csv": "q\na\nb\n"}, config=CONFIG)
+    errors = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert [error["line"] for error in errors] == [2, 3]
+    assert {error["hint"] for error in errors} == {
+        "a row without an id field is named by its place (1, 2, ...), and a placeholder fills "
+        "only the row's own fields: give the rows an id column, or take {{ case.id }} out of "
+        "description"
+    }
+
+
 @pytest.mark.parametrize(
     ("placeholder", "told"),
     [

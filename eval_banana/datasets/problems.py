@@ -29,6 +29,14 @@ def _render_hint(problem: RenderProblem, *, row: Row) -> str:
             f"a placeholder inside text takes a text field: write {problem.field} as text in "
             f'the dataset ("1", not 1), or take {{{{ case.{problem.field} }}}} out of {place}'
         )
+    if problem.field == "id":
+        # A row without an id is still named, by its place, which its script reads as
+        # `case_id`: a placeholder fills only a field the row has.
+        return (
+            f"a row without an id field is named by its place (1, 2, ...), and a placeholder "
+            f"fills only the row's own fields: give the rows an id column, or take "
+            f"{{{{ case.id }}}} out of {place}"
+        )
     return f"use {{{{ case.<field> }}}} in {place} with a field every row has"
 
 
