@@ -163,13 +163,13 @@ def _missing_tag(*, ctx: Mapping[str, Any]) -> Explained:
 _NO_KEY = "this value"
 
 
-def _wrong_text(*, key: str, value: object) -> Explained:
+def _wrong_text(*, key: str, value: object, keyed: bool) -> Explained:
     message = f"{key} must be text, not {_kind(value)}"
     if isinstance(value, bool):
         hint = "YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value."
     elif isinstance(value, int | float):
         # A list item has no key of its own to write before it (`this value: '5'`).
-        hint = f"quote it: {key}: '{value}'." if key != _NO_KEY else f"quote it: '{value}'."
+        hint = f"quote it: {key}: '{value}'." if keyed else f"quote it: '{value}'."
     elif value is None:
         hint = "write the value after the colon, or delete the key."
     else:
@@ -203,6 +203,15 @@ class _Error(NamedTuple):
     ctx: Mapping[str, Any]
     msg: str
     document: Mapping[str, Any]
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the value has a key of its own (a list item has an index instead)."""
+        return _keyed(self.loc)
+
+
+def _keyed(loc: Loc) -> bool:
+    return bool(loc) and isinstance(loc[-1], str)
 
 
 def _missing(error: _Error) -> Explained:
@@ -301,7 +310,7 @@ _EXPLAINERS: dict[str, Callable[[_Error], Explained]] = {
     "union_tag_not_found": lambda error: _missing_tag(ctx=error.ctx),
     "schema_version": _bad_schema_version,
     "literal_error": _not_allowed_value,
-    "string_type": lambda error: _wrong_text(key=error.key, value=error.value),
+    "string_type": lambda error: _wrong_text(key=error.key, value=error.value, keyed=error.keyed),
     "list_type": _not_a_list,
     "int_type": _not_a_whole_number,
     "int_from_float": _not_a_whole_number,
@@ -323,7 +332,7 @@ def explain(*, error: Mapping[str, Any], document: Mapping[str, Any]) -> Explain
     read = _Error(
         kind=str(error.get("type", "")),
         loc=loc,
-        key=str(loc[-1]) if loc and isinstance(loc[-1], str) else _NO_KEY,
+        key=str(loc[-1]) if _keyed(loc) else _NO_KEY,
         value=error.get("input"),
         ctx=error.get("ctx") or {},
         msg=str(error.get("msg", "")),
