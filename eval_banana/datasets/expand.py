@@ -433,7 +433,6 @@ def expand_family(
     unrendered: dict[tuple[str, str | None, str | None], list[tuple[Row, str, RenderProblem]]] = {}
     # The case's component header (_component) up to its length, built once.
     case_frame = struct.pack(">Q", len(b"case")) + b"case"
-    position_frame = struct.pack(">Q", len(b"position")) + b"position"
     for position, row in enumerate(rows, start=1):
         value = row.value
         if type(value) is not dict or not (row.string_keys or plain(value)):
@@ -542,8 +541,7 @@ def expand_family(
         if given is None:
             # A row without an id is named by its place, which its script and its judge see:
             # two equal rows, or a row that moved, are different cases with their own verdicts.
-            place = case_id.encode()
-            digest.update(position_frame + struct.pack(">Q", len(place)) + place)
+            digest.update(_component(name=b"position", content=case_id.encode()))
         cases.append(
             ExpandedCase(
                 case_check_id(family=family, case_id=case_id),
