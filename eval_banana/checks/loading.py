@@ -5,7 +5,7 @@ every duplicate id), or only those an id, a glob of ids or a `<family>[<case>]` 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.checks.definition import load_definition, parse_yaml_mapping, validate_mapping
 from eval_banana.checks.selection import (
@@ -103,7 +103,13 @@ def load_strict(*, paths: list[str], read: Reader) -> tuple[list[Loaded], list[P
     return loaded, problems
 
 
-Holder = tuple[str, bytes, dict[str, object], str]  # (path, bytes, document, stripped id)
+class Holder(NamedTuple):
+    """A check file parsed to read its id."""
+
+    path: str
+    data: bytes
+    document: dict[str, object]
+    check_id: str  # its `id`, stripped
 
 
 def _id_holders(
@@ -139,11 +145,8 @@ def _parse_each(
             yield None, data, problem_model(exc)
             continue
         raw_id = document.get("id")
-        yield (
-            (path, data, document, raw_id.strip()) if isinstance(raw_id, str) else None,
-            data,
-            None,
-        )
+        holder = Holder(path, data, document, raw_id.strip()) if isinstance(raw_id, str) else None
+        yield holder, data, None
 
 
 # From this many --check-id values on, every file's id is read once and each value looked up:
@@ -172,7 +175,7 @@ class _Files:
                     self._unparsed.append((data, problem))
                 elif holder is not None:
                     self._parsed.append(holder)
-                    self._by_id.setdefault(holder[3], []).append(holder)
+                    self._by_id.setdefault(holder.check_id, []).append(holder)
 
     def holders(self, *, marker: bytes, warnings: list[ProblemModel]) -> Iterator[Holder]:
         """The files whose bytes hold `marker`, parsed (those that cannot be are warnings)."""
@@ -181,8 +184,12 @@ class _Files:
                 paths=self.paths, marker=marker, read=self.read, warnings=warnings
             )
             return
+        self._unparsed_holding(marker=marker, warnings=warnings)
+        yield from (holder for holder in self._parsed if marker in holder.data)
+
+    def _unparsed_holding(self, *, marker: bytes, warnings: list[ProblemModel]) -> None:
+        """Add to `warnings` the unparsable files whose bytes hold `marker`."""
         warnings.extend(problem for data, problem in self._unparsed if marker in data)
-        yield from (holder for holder in self._parsed if marker in holder[1])
 
     def ids(self) -> list[str]:
         """Every file's stripped id, read once however many values name no check."""
@@ -192,20 +199,20 @@ class _Files:
                 holders = list(
                     _id_holders(paths=self.paths, marker=b"", read=self.read, warnings=[])
                 )
-            self._ids = [holder[3] for holder in holders]
+            self._ids = [holder.check_id for holder in holders]
         return self._ids
 
     def with_id(self, *, check_id: str, warnings: list[ProblemModel]) -> list[Holder]:
         """The files whose stripped id is `check_id` (in path order)."""
+        marker = check_id.encode()
         if self._parsed is None:
             return [
                 holder
-                for holder in self.holders(marker=check_id.encode(), warnings=warnings)
-                if holder[3] == check_id
+                for holder in self.holders(marker=marker, warnings=warnings)
+                if holder.check_id == check_id
             ]
-        marker = check_id.encode()
-        warnings.extend(problem for data, problem in self._unparsed if marker in data)
-        return [holder for holder in self._by_id.get(check_id, []) if marker in holder[1]]
+        self._unparsed_holding(marker=marker, warnings=warnings)
+        return [holder for holder in self._by_id.get(check_id, []) if marker in holder.data]
 
 
 class _NoSuchId(DefinitionError):
