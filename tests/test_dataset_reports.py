@@ -247,3 +247,68 @@ def test_the_console_folds_a_large_familys_skipped_cases_into_one_line(
     assert done.stdout.splitlines()[-1].startswith("0 failed, 1 passed, 0 errored, 36 skipped")
     report = json.loads(next(root.rglob("report.json")).read_text())
     assert len(report["skipped"]) == 36  # the report keeps each one
+
+
+# 2,001 cases that each grade their own key of one artifact: one wrong expectation makes a pass
+# rate of 99.95 %, which one decimal would round to 100.0 %.
+PRICES = """\
+schema_version: 1
+id: prices
+type: assertions
+description: "the price of {{ case.sku }}"
+cases_from: data/prices.jsonl
+min_pass_rate: 0.9999
+artifact: out/prices.json
+assert:
+  - path: "prices.{{ case.sku }}"
+    op: equals
+    value: "{{ case.price }}"
+"""
+PRICE_CASES = 2_001
+
+
+def _prices(*, wrong: int | None) -> str:
+    return "".join(
+        json.dumps({"id": f"p{n:04d}", "sku": f"s{n}", "price": -1 if n == wrong else n}) + "\n"
+        for n in range(PRICE_CASES)
+    )
+
+
+def test_a_rate_short_of_all_or_of_the_gate_never_reads_as_it(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """One failure in 2,001 cases is 99.95 %: every place that shows the family's rate (the
+    console, report.md, report.html, `eb history`, `eb diff`) and report.html's percentage say
+    so, never 100.0 % beside a gate that did not hold."""
+    root = project(
+        {
+            "eval_checks/prices.yaml": PRICES,
+            "data/prices.jsonl": _prices(wrong=7),
+            "out/prices.json": json.dumps({"prices": {f"s{n}": n for n in range(PRICE_CASES)}}),
+        },
+        config="[core]\npass_threshold = 0.5\n",
+    )
+    failing = eb("run", "--cwd", str(root), "--cache", "off")
+    assert failing.exit_code == 1, failing.stderr
+    line = "Family prices: 2,000/2,001 cases passed (99.95%), min_pass_rate 0.9999 NOT held"
+    assert line in failing.stdout
+    assert "100.0%" not in failing.stdout.split("Family prices:", 1)[1].splitlines()[0]
+    base = Path(next(root.rglob("report.json")).parent)
+    markdown = (base / "report.md").read_text(encoding="utf-8")
+    assert "| `prices` | 2001 | 2000 | 1 | 0 | 99.95% | **min_pass_rate 0.9999 NOT held**" in (
+        markdown
+    )
+    page = (base / "report.html").read_text(encoding="utf-8")
+    assert '<td class="num">99.95%</td><td class="num">2001</td>' in page  # the family's row
+    assert "<dt>Percentage</dt><dd>99.95%</dd>" in page  # report.json's percentage says 100.0
+    assert json.loads((base / "report.json").read_text())["percentage"] == 100.0
+    history = eb("history", "--cwd", str(root))
+    assert history.exit_code == 0, history.stderr
+    family_row = next(line for line in history.stdout.splitlines() if line.startswith("prices "))
+    assert family_row.split()[-2:] == ["99.95%", "99.95%"], family_row  # latest and lowest
+    (root / "data/prices.jsonl").write_text(_prices(wrong=None), encoding="utf-8")
+    fixed = eb("run", "--cwd", str(root), "--cache", "off", "--json")
+    assert fixed.exit_code == 0, fixed.stderr
+    head = json.loads(fixed.stdout)["output_dir"]
+    diff = eb("diff", str(base), head)
+    assert "prices: 2000/2001 (99.95%) -> 2001/2001 (100.0%)" in diff.stdout, diff.stdout

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import CacheOperationError
-from eval_banana.core.words import given_value, plural, size_text
+from eval_banana.core.words import given_value, percent_text, plural, size_text
 from eval_banana.settings.folders import cache_settings
 from eval_banana.settings.table import variable_of
 
@@ -169,7 +169,8 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote:
     else:
         print(
             f"Hit rate of the last {plural(count=rate.runs, noun='run')} (history records): "
-            f"{rate.cached} of {plural(count=rate.checks, noun='check')} reused ({rate.rate:.1%})."
+            f"{rate.cached} of {plural(count=rate.checks, noun='check')} reused "
+            f"({percent_text(rate.rate)})."
         )
     return 0
 

@@ -16,6 +16,30 @@ def plural(*, count: int, noun: str, nouns: str | None = None) -> str:
 
 
 _UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+# Enough places to tell any rate of a family within `[core] max_cases` from its neighbours.
+_MOST_PLACES = 6
+
+
+def percent_text(ratio: float, *, places: int = 1, bounds: Sequence[float] = ()) -> str:
+    """`ratio` (0 to 1) as a percentage with `places` decimals, or with as many more as it takes
+    to read as what it is: above 0 % when it is, below 100 % when it is, and below each of
+    `bounds` (a gate, which holds at or above it) when it is. 9,999 passed of 10,000 reads
+    `99.99%`, never `100.0%` beside a failure; 8,999 under a 0.9 gate reads `89.99%`, never
+    `90.0%` beside "NOT held"."""
+    text = ""
+    for shown_places in range(places, _MOST_PLACES + 1):
+        text = f"{ratio * 100:.{shown_places}f}"
+        if _reads_alike(shown=float(text) / 100, ratio=ratio, bounds=bounds):
+            break
+    return f"{text}%"
+
+
+def _reads_alike(*, shown: float, ratio: float, bounds: Sequence[float]) -> bool:
+    return (
+        (shown > 0) == (ratio > 0)
+        and (shown >= 1) == (ratio >= 1)
+        and all((shown >= bound) == (ratio >= bound) for bound in bounds)
+    )
 
 
 def first_and_count(items: Sequence[str], *, shown: int) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eval_banana.core.files import write_text_atomic
-from eval_banana.core.words import plural
+from eval_banana.core.words import percent_text, plural
 from eval_banana.diffing.compare import DIFF_JSON
 from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
 from eval_banana.stages.report import gate_of, md_cell, md_text
@@ -56,7 +56,7 @@ def _unselected(diff: RunDiff) -> frozenset[str]:
 
 
 def _percent(ratio: float) -> str:
-    return f"{ratio * 100:.2f}%"
+    return percent_text(ratio, places=2)
 
 
 def _signed(number: float, *, digits: int = 0) -> str:
@@ -82,7 +82,8 @@ def _family_side(side: FamilySide | None) -> str:
     if side is None:
         return "absent"
     part = "" if side.of_cases is None else f", {side.cases:,} of its {side.of_cases:,} cases"
-    return f"{side.passed}/{side.cases} ({side.pass_rate * 100:.1f}%{part})"
+    gate = () if side.min_pass_rate is None else (side.min_pass_rate,)
+    return f"{side.passed}/{side.cases} ({percent_text(side.pass_rate, bounds=gate)}{part})"
 
 
 # A side's gate in a diff line, by `gate_of` (a shard's gate is no side of a diff: none).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from eval_banana.core.words import percent_text
 from eval_banana.history.view import CheckRow, FamilyRow, HistoryView, RunRef, RunRow
 
 
@@ -12,7 +13,7 @@ def _seconds(ms: float | None) -> str:
 
 
 def _rate(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate * 100:.0f}%"
+    return "-" if rate is None else percent_text(rate, places=0)
 
 
 def _cost(cost: float | None) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.words import percent_text
 from eval_banana.history.render import FAMILY_HEAD, FAMILY_KEY, family_cells, story
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, FamilyRow, RunRow
@@ -157,7 +158,7 @@ def _seconds(ms: float | None) -> str:
 
 
 def _rate(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate * 100:.0f}%"
+    return "-" if rate is None else percent_text(rate, places=0)
 
 
 def _number(value: float) -> str:
@@ -226,7 +227,7 @@ def _charts(runs: Sequence[RunRow]) -> str:
                 title="Pass rate",
                 runs=runs,
                 value=lambda run: run.pass_rate * 100,
-                label=lambda v: f"{v:.0f}%",
+                label=lambda v: percent_text(v / 100, places=0),
             ),
             line_chart(
                 title="Duration",

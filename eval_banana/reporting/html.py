@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from eval_banana.core.caseid import family_of
 from eval_banana.core.files import write_pieces_atomic
 from eval_banana.core.stem import artifact_stem
+from eval_banana.core.words import percent_text
 from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
@@ -45,7 +46,7 @@ from eval_banana.reporting.marks import (
     trend_for,
 )
 from eval_banana.runners.results import shown_time
-from eval_banana.stages.report import errors_line, gate_state
+from eval_banana.stages.report import errors_line, family_rate, gate_state
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -427,10 +428,20 @@ def _gates_note(*, report: dict[str, Any]) -> str:
     return f"; the gate of family {', '.join(broken)} did not hold"
 
 
+def _percentage(*, report: dict[str, Any]) -> str:
+    """The run's points as a percentage beside its verdict. report.json's `percentage` is
+    rounded to one decimal as eval-banana's is, so 9,999 points of 10,000 read 100.0 there; the
+    page says 99.99 %, which neither reads as every check passing nor as the threshold met."""
+    total = int(report.get("total_points") or 0)
+    earned = int(report.get("points_earned") or 0)
+    threshold = float(report.get("pass_threshold", 1.0))
+    return percent_text(earned / total if total else 0.0, bounds=(threshold,))
+
+
 def _facts(*, report: dict[str, Any], groups: Counter[str]) -> str:
     pairs = [
         ("Score", f"{report.get('points_earned')}/{report.get('total_points')}"),
-        ("Percentage", f"{float(report.get('percentage', 0.0)):.1f}%"),
+        ("Percentage", _percentage(report=report)),
         ("Pass threshold", repr(report.get("pass_threshold"))),
         (
             # Every row of the table, as the "All (N)" filter counts them: skipped ones too.
@@ -499,7 +510,6 @@ def _gate_text(*, family: dict[str, Any]) -> tuple[str, str]:
 
 def _family_row(*, index: int, family: dict[str, Any]) -> str:
     css_class, gate = _gate_text(family=family)
-    rate = float(family.get("pass_rate") or 0.0) * 100
     cases = int(family.get("cases") or 0)
     size = family.get("of_cases")
     # Only part of the family ran: its rate and gate are those of that part.
@@ -512,7 +522,7 @@ def _family_row(*, index: int, family: dict[str, Any]) -> str:
         f'<tr class="fam {css_class}" data-f="{index}">'
         f'<td><button class="x" type="button" aria-expanded="false">'
         f"{escape(str(family.get('id', '')))}</button></td>"
-        f'<td class="num">{rate:.1f}%</td>{counts}'
+        f'<td class="num">{family_rate(family=family)}</td>{counts}'
         f'<td class="gate">{escape(gate)}</td></tr>'
     )
 

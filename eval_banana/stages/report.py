@@ -9,7 +9,7 @@ from typing import Any, Literal, NamedTuple
 
 from eval_banana.core import canonjson
 from eval_banana.core.files import write_json_atomic, write_model, write_text_atomic
-from eval_banana.core.words import one_line, plural, size_text
+from eval_banana.core.words import one_line, percent_text, plural, size_text
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
@@ -134,7 +134,7 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
     for family in report.get("families") or []:
         text = (
             f"Family {family['id']}: {family['passed']:,}/{family['cases']:,} cases passed "
-            f"({family['pass_rate'] * 100:.1f}%{selected_part(family=family)})"
+            f"({family_rate(family=family)}{selected_part(family=family)})"
             if family["cases"]
             else f"Family {family['id']}: no case ran (every one selected was skipped)"
         )
@@ -152,6 +152,15 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
             )
         lines.append(text)
     return lines
+
+
+def family_rate(*, family: dict[str, Any]) -> str:
+    """A family's pass rate as a percentage that never reads as its gate or as 100 % when it
+    is not (`percent_text`)."""
+    gate = family.get("min_pass_rate")
+    return percent_text(
+        float(family.get("pass_rate") or 0.0), bounds=() if gate is None else (float(gate),)
+    )
 
 
 def selected_part(*, family: dict[str, Any]) -> str:
@@ -193,7 +202,7 @@ def family_table(*, report: dict[str, Any]) -> list[str]:
     for family in families:
         lines.append(
             f"| `{md_cell(str(family['id']))}` | {_cases_cell(family=family)} | {family['passed']} "
-            f"| {family['failed']} | {family['errored']} | {family['pass_rate'] * 100:.1f}% "
+            f"| {family['failed']} | {family['errored']} | {family_rate(family=family)} "
             f"| {_gate_cell(family=family)} |"
         )
     return lines

@@ -30,3 +30,28 @@ def test_a_long_list_is_named_in_part_and_the_rest_counted_with_separators() -> 
     assert first_and_count(ids, shown=2) == "qa[0], qa[1] and 9,998 more"
     assert first_and_count(ids[:2], shown=2) == "qa[0], qa[1]"
     assert first_and_count([], shown=3) == ""
+
+
+@pytest.mark.parametrize(
+    ("ratio", "places", "bounds", "told"),
+    [
+        (0.75, 1, (), "75.0%"),
+        (1.0, 1, (), "100.0%"),
+        (0.0, 1, (), "0.0%"),
+        (9_999 / 10_000, 1, (), "99.99%"),  # one failure is not 100.0 %
+        (99_999 / 100_000, 1, (), "99.999%"),
+        (1 / 100_000, 1, (), "0.001%"),  # one pass is not 0.0 %
+        (200 / 201, 0, (), "99.5%"),  # `eb history`'s whole percents
+        (0.5, 0, (), "50%"),
+        (8_999 / 10_000, 1, (0.9,), "89.99%"),  # under the gate: never the gate's 90.0 %
+        (0.9, 1, (0.9,), "90.0%"),  # on the gate, which holds there
+        (2 / 3, 1, (0.667,), "66.67%"),
+        (0.95, 1, (0.9,), "95.0%"),
+    ],
+)
+def test_a_rate_reads_on_the_side_of_0_100_and_its_gate_that_it_is(
+    ratio: float, places: int, bounds: tuple[float, ...], told: str
+) -> None:
+    from eval_banana.core.words import percent_text
+
+    assert percent_text(ratio, places=places, bounds=bounds) == told
