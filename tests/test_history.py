@@ -539,3 +539,60 @@ def test_a_window_of_subset_runs_alone_is_not_read_as_the_whole_family(
         "families"
     ]
     assert kept["strip"] == "◦◦█"
+
+
+def _write_family(root: Path, *oks: str | None) -> None:
+    """The family's rows.jsonl: a row per item of `oks`, "yes" or "no", or None: a skipped row."""
+    rows = [
+        {"id": f"r{n}", "ok": "yes"} | ({"skip": "flaky upstream"} if ok is None else {"ok": ok})
+        for n, ok in enumerate(oks)
+    ]
+    (root / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def _family_of(eb: Eb, root: Path, *options: str) -> tuple[int, str, float | None, float | None]:
+    """`eb history --json`'s one family row: its cases, strip, latest and lowest rates."""
+    shown = json.loads(eb("history", "--cwd", str(root), "--json", *options).stdout)
+    (family,) = shown["families"]
+    return family["cases"], family["strip"], family["latest_rate"], family["lowest_rate"]
+
+
+def test_a_family_run_whole_at_fewer_cases_is_read_at_its_own_size(tmp_path: Path, eb: Eb) -> None:
+    """Rows removed, or a row skipped, leave a smaller family run whole: its record says so (no
+    partial family), so its rate is the latest one and its size the family's, not a part of the
+    largest run the window holds."""
+    root = _project(tmp_path / "proj", {"eval_checks/fam.yaml": FAMILY_OF_FOUR})
+    _write_family(root, "yes", "yes", "yes", "yes")
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    _write_family(root, "yes", "no")
+    for _ in range(2):
+        assert eb("run", "--cwd", str(root)).exit_code == 1
+    assert _family_of(eb, root) == (2, "█▃▃", 0.5, 0.5)
+    text = eb("history", "--cwd", str(root)).stdout
+    assert any(line.split() == ["fam", "2", "█▃▃", "50%", "50%"] for line in text.splitlines())
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    assert '<td class="marks">█▃▃</td>' in page.read_text()
+    # One row of three skipped: the two cases left are the whole family.
+    _write_family(root, "yes", None, "yes")
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    assert _family_of(eb, root) == (2, "█▃▃█", 1.0, 0.5)
+
+
+def test_records_written_before_partial_families_are_judged_by_the_most_cases(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """A record without `partial_families` cannot say whether its run was whole: it is still
+    read, and a run that held fewer cases than the most a run held is read as part."""
+    root = _project(tmp_path / "proj", {"eval_checks/fam.yaml": FAMILY_OF_FOUR})
+    _write_family(root, "yes", "yes", "yes", "yes")
+    assert eb("run", "--cwd", str(root), "--subset", "2").exit_code == 0
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    for path in (root / ".eval-banana" / "history").glob("*.json"):
+        document = json.loads(path.read_text())
+        del document["partial_families"]
+        path.write_text(json.dumps(document))
+    shown = eb("history", "--cwd", str(root), "--json")
+    assert shown.stderr == ""
+    (family,) = json.loads(shown.stdout)["families"]
+    assert (family["cases"], family["strip"], family["latest_rate"]) == (4, "◦█", 1.0)

@@ -30,10 +30,10 @@ PART = "◦"
 ABSENT = "·"
 
 
-def _mark(*, run: FamilyRun | None, cases: int, part: bool) -> str:
+def _mark(*, run: FamilyRun | None, part: bool) -> str:
     if run is None:
         return ABSENT
-    if part or run.cases < cases:
+    if part:
         return PART
     rate = run.passed / run.cases
     return next(mark for lowest, mark in LEVELS if rate >= lowest)
@@ -52,6 +52,55 @@ def _counts(
     return {family: FamilyRun(cases=c, passed=p) for family, (c, p) in counted.items()}
 
 
+def _parts(
+    *,
+    family: str,
+    runs: Sequence[HistoryRecord],
+    seen: Sequence[FamilyRun | None],
+    filtered: bool,
+) -> list[bool]:
+    """Per run: whether its selection took only part of the family. A record says so itself
+    (`partial_families`): a run whole at fewer cases than before (rows removed or skipped) is
+    whole. A record written before eb kept this, and a view that keeps some checks only, are
+    judged by the most cases a run in the window held."""
+    most = max(run.cases for run in seen if run is not None)
+    return [
+        run is not None
+        and (
+            run.cases < most
+            if filtered or record.partial_families is None
+            else family in record.partial_families
+        )
+        for record, run in zip(runs, seen, strict=True)
+    ]
+
+
+def _size(
+    *,
+    family: str,
+    runs: Sequence[HistoryRecord],
+    seen: Sequence[FamilyRun | None],
+    parts: Sequence[bool],
+    filtered: bool,
+) -> int:
+    """The family's size: the cases of its latest run of all of them; with none in the window,
+    what the latest record of a partial run says it has (a window of `--subset 20` runs is not
+    a family of 20), else the most cases a run held."""
+    whole = [run.cases for run, part in zip(seen, parts, strict=True) if run and not part]
+    if whole:
+        return whole[-1]
+    told = [
+        record.partial_families[family]
+        for record in runs
+        if record.partial_families is not None and family in record.partial_families
+    ]
+    if filtered:
+        told = []
+    if told:
+        return told[-1]
+    return max(run.cases for run in seen if run is not None)
+
+
 def family_rows(
     *, runs: Sequence[HistoryRecord], keep: Callable[[HistoryCheck], bool] | None
 ) -> list[FamilyRow]:
@@ -62,30 +111,20 @@ def family_rows(
     rows = []
     for family in families:
         seen = [counts.get(family) for counts in per_run]
-        cases = max(run.cases for run in seen if run is not None)
-        # A run's record says when its selection took part of the family (`--subset 20`): in
-        # a window of such runs alone, the most cases seen is not the family's size. A view
-        # that keeps some checks only (`-k`) is judged on what it keeps, as before.
-        parts = [keep is None and family in record.partial_families for record in runs]
-        sizes = [
-            record.partial_families[family]
-            for record, part in zip(runs, parts, strict=True)
-            if part
-        ]
-        if sizes:
-            cases = max(cases, sizes[-1])
+        parts = _parts(family=family, runs=runs, seen=seen, filtered=keep is not None)
         whole = [
             run.passed / run.cases
             for run, part in zip(seen, parts, strict=True)
-            if run is not None and not part and run.cases == cases
+            if run is not None and not part
         ]
         rows.append(
             FamilyRow(
                 id=family,
-                cases=cases,
+                cases=_size(
+                    family=family, runs=runs, seen=seen, parts=parts, filtered=keep is not None
+                ),
                 strip="".join(
-                    _mark(run=run, cases=cases, part=part)
-                    for run, part in zip(seen, parts, strict=True)
+                    _mark(run=run, part=part) for run, part in zip(seen, parts, strict=True)
                 ),
                 runs=seen,
                 latest_rate=whole[-1] if whole else None,

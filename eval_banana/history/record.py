@@ -105,10 +105,11 @@ class HistoryRecord(Record):
     cost_usd: float | None = Field(default=None, ge=0, description="Dollars spent in this run.")
     tokens: int | None = Field(default=None, ge=0, description="Tokens spent in this run.")
     checks: list[HistoryCheck] = Field(default_factory=list)
-    partial_families: dict[str, int] = Field(
-        default_factory=dict,
+    partial_families: dict[str, int] | None = Field(
+        default=None,
         description="Each dataset family this run's selection took only part of (`-k`, "
         "`--subset`, `--last-failed`, a shard): how many cases the family has, not skipped "
-        "(report.json's `of_cases`). A family run whole is not listed; nor is any family in a "
-        "record written before eb kept this.",
+        "(report.json's `of_cases`). A family run whole is not listed, whatever its size; "
+        "null or absent: a record written before eb kept this, which cannot tell a whole run "
+        "from a part.",
     )

@@ -94,7 +94,11 @@ class FamilyRow(Record):
     model_config = {"extra": "forbid"}
 
     id: str
-    cases: int = Field(ge=1, description="The most cases it had in one run of the window.")
+    cases: int = Field(
+        ge=1,
+        description="Its cases in its latest run of all of them in the window (those the "
+        "view keeps); with none, the size the latest run of part of it recorded.",
+    )
     strip: str = Field(
         description="One mark per run of the window, oldest first: the pass rate of a run of "
         "all its cases in eight heights (█ 100%, ▇ 90% or more, ▆ 80%, ▅ 70%, ▄ 60%, ▃ 50%, "
