@@ -579,6 +579,20 @@ def test_a_family_run_whole_at_fewer_cases_is_read_at_its_own_size(tmp_path: Pat
     assert _family_of(eb, root) == (2, "█▃▃█", 1.0, 0.5)
 
 
+def test_a_filter_on_the_family_still_reads_subset_runs_as_part_of_it(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """`--check-id fam` and `'fam[*]'` pick the family's rows; they do not turn `--subset` runs
+    into whole runs of the few cases each held."""
+    root = _project(tmp_path / "proj", {"eval_checks/fam.yaml": FAMILY_OF_FOUR})
+    _write_family(root, "yes", "yes", "yes", "yes")
+    for seed in ("1", "2"):
+        done = eb("run", "--cwd", str(root), "--subset", "2", "--subset-seed", seed)
+        assert done.exit_code == 0
+    for chosen in ((), ("--check-id", "fam"), ("--check-id", "fam[*]"), ("-k", "fam")):
+        assert _family_of(eb, root, *chosen) == (4, "◦◦", None, None), chosen
+
+
 def test_records_written_before_partial_families_are_judged_by_the_most_cases(
     tmp_path: Path, eb: Eb
 ) -> None:

@@ -53,22 +53,18 @@ def _counts(
 
 
 def _parts(
-    *,
-    family: str,
-    runs: Sequence[HistoryRecord],
-    seen: Sequence[FamilyRun | None],
-    filtered: bool,
+    *, family: str, runs: Sequence[HistoryRecord], seen: Sequence[FamilyRun | None]
 ) -> list[bool]:
     """Per run: whether its selection took only part of the family. A record says so itself
-    (`partial_families`): a run whole at fewer cases than before (rows removed or skipped) is
-    whole. A record written before eb kept this, and a view that keeps some checks only, are
-    judged by the most cases a run in the window held."""
+    (`partial_families`), whatever the view keeps: a run whole at fewer cases than before (rows
+    removed or skipped) is whole. A record written before eb kept this is judged by the most
+    cases a run in the window held."""
     most = max(run.cases for run in seen if run is not None)
     return [
         run is not None
         and (
             run.cases < most
-            if filtered or record.partial_families is None
+            if record.partial_families is None
             else family in record.partial_families
         )
         for record, run in zip(runs, seen, strict=True)
@@ -81,7 +77,6 @@ def _size(
     runs: Sequence[HistoryRecord],
     seen: Sequence[FamilyRun | None],
     parts: Sequence[bool],
-    filtered: bool,
 ) -> int:
     """The family's size: the cases of its latest run of all of them; with none in the window,
     what the latest record of a partial run says it has (a window of `--subset 20` runs is not
@@ -94,8 +89,6 @@ def _size(
         for record in runs
         if record.partial_families is not None and family in record.partial_families
     ]
-    if filtered:
-        told = []
     if told:
         return told[-1]
     return max(run.cases for run in seen if run is not None)
@@ -105,13 +98,14 @@ def family_rows(
     *, runs: Sequence[HistoryRecord], keep: Callable[[HistoryCheck], bool] | None
 ) -> list[FamilyRow]:
     """A row per family with a case in the window (`runs`, oldest first), by id; `keep`: the
-    checks the view keeps (a family is counted over its kept cases)."""
+    checks the view keeps (a family is counted over its kept cases; which runs took part of
+    it is read from the records all the same)."""
     per_run = [_counts(record=record, keep=keep) for record in runs]
     families = sorted({family for counts in per_run for family in counts})
     rows = []
     for family in families:
         seen = [counts.get(family) for counts in per_run]
-        parts = _parts(family=family, runs=runs, seen=seen, filtered=keep is not None)
+        parts = _parts(family=family, runs=runs, seen=seen)
         whole = [
             run.passed / run.cases
             for run, part in zip(seen, parts, strict=True)
@@ -120,9 +114,7 @@ def family_rows(
         rows.append(
             FamilyRow(
                 id=family,
-                cases=_size(
-                    family=family, runs=runs, seen=seen, parts=parts, filtered=keep is not None
-                ),
+                cases=_size(family=family, runs=runs, seen=seen, parts=parts),
                 strip="".join(
                     _mark(run=run, part=part) for run, part in zip(seen, parts, strict=True)
                 ),
