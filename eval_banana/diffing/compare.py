@@ -44,12 +44,14 @@ class CheckOutcome(NamedTuple):
 
 class RunSummary(NamedTuple):
     """What a comparison needs of one run: its totals, each check's outcome in report order,
-    and its dataset families (none in a report from before families)."""
+    its dataset families (none in a report from before families) and the checks it skipped,
+    with their reasons (none in a report that does not list them)."""
 
     run: DiffRun
     checks: dict[str, CheckOutcome]
     families: dict[str, FamilySide] = {}
     narrowed: Narrowed | None = None
+    skipped: dict[str, str] = {}
 
 
 def _bad(*, path: Path, where: str, problem: str) -> RunFolderError:
@@ -69,12 +71,18 @@ def _field(*, document: dict[str, Any], key: str, kind: type, path: Path, where:
     return value
 
 
+def _first_line(text: object) -> str:
+    """A reason's first line, made safe for a log (a reason is a check's or a judge's words);
+    "" when there is none."""
+    if isinstance(text, str) and text.strip():
+        return one_line(text.strip().splitlines()[0])
+    return ""
+
+
 def _summary(check: dict[str, Any]) -> str:
     for key in ("reason", "error_detail"):
-        text = check.get(key)
-        if isinstance(text, str) and text.strip():
-            # The first line, made safe for a log (a reason is a check's or a judge's words).
-            return one_line(text.strip().splitlines()[0])
+        if line := _first_line(check.get(key)):
+            return line
     exit_code = check.get("exit_code")
     if check.get("status") == "failed" and isinstance(exit_code, int):
         return f"exit code {exit_code}"
@@ -150,8 +158,28 @@ def summarize_report(
         selection=narrowed.flags if narrowed is not None else None,
     )
     return RunSummary(
-        run=run, checks=outcomes, families=_families(report=report, path=path), narrowed=narrowed
+        run=run,
+        checks=outcomes,
+        families=_families(report=report, path=path),
+        narrowed=narrowed,
+        skipped=_skipped(report=report, path=path),
     )
+
+
+def _skipped(*, report: dict[str, Any], path: Path) -> dict[str, str]:
+    """report.json `skipped`: each skipped check's id and reason (absent in a report that
+    does not list them: none)."""
+    listed = report.get("skipped")
+    if listed is None:
+        return {}
+    if not isinstance(listed, list):
+        raise _bad(path=path, where="$.skipped", problem="must be a list")
+    return {
+        _field(document=item, key="check_id", kind=str, path=path, where=where): _first_line(
+            item.get("reason")
+        )
+        for where, item in _objects(items=listed, path=path, where="$.skipped")
+    }
 
 
 def _families(*, report: dict[str, Any], path: Path) -> dict[str, FamilySide]:
@@ -228,7 +256,13 @@ def load_run(*, run_dir: Path) -> RunSummary:
     )
 
 
-def _entry(*, check_id: str, base: CheckOutcome | None, head: CheckOutcome | None) -> DiffEntry:
+def _entry(
+    *,
+    check_id: str,
+    base: CheckOutcome | None,
+    head: CheckOutcome | None,
+    skip_reason: str | None = None,
+) -> DiffEntry:
     changed = base is not None and head is not None and base.digest != head.digest
     shown = head if head is not None else base
     return DiffEntry(
@@ -238,6 +272,7 @@ def _entry(*, check_id: str, base: CheckOutcome | None, head: CheckOutcome | Non
         definition_changed=changed,
         summary=shown.summary if shown is not None else "",
         error_class=shown.error_class if shown is not None else None,
+        skip_reason=skip_reason,
     )
 
 
@@ -258,16 +293,25 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
     could_not_judge: list[DiffEntry] = []
     still_failing: list[DiffEntry] = []
     new_checks: list[DiffEntry] = []
+    unskipped: list[DiffEntry] = []
     unselected_in_base: list[DiffEntry] = []
     changed: list[DiffEntry] = []
     unchanged = 0
     for check_id, now in head.checks.items():
         before = base.checks.get(check_id)
-        entry = _entry(check_id=check_id, base=before, head=now)
+        entry = _entry(
+            check_id=check_id, base=before, head=now, skip_reason=base.skipped.get(check_id)
+        )
         passes = now.outcome == "passed"
         if before is None:
-            # Not new when a narrowed base only left it out; either way base says nothing of it.
-            (unselected_in_base if _left_out(check=now, by=base) else new_checks).append(entry)
+            # Not new when base skipped it or a narrowed base only left it out; either way
+            # base says nothing of its verdict.
+            if check_id in base.skipped:
+                unskipped.append(entry)
+            elif _left_out(check=now, by=base):
+                unselected_in_base.append(entry)
+            else:
+                new_checks.append(entry)
         if now.error_class == "infrastructure":
             # The provider or the agent failed: the check was not judged, so it neither
             # regressed nor still fails; it is listed apart (a retry or a rerun decides).
@@ -294,11 +338,19 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
             still_failing.append(entry)
     families = _family_changes(base=base, head=head)
     removed: list[DiffEntry] = []
+    skipped_now: list[DiffEntry] = []
     not_selected: list[DiffEntry] = []
     for check_id, before in base.checks.items():
-        if check_id not in head.checks:
-            entry = _entry(check_id=check_id, base=before, head=None)
-            (not_selected if _left_out(check=before, by=head) else removed).append(entry)
+        if check_id in head.checks:
+            continue
+        reason = head.skipped.get(check_id)
+        entry = _entry(check_id=check_id, base=before, head=None, skip_reason=reason)
+        if reason is not None:
+            skipped_now.append(entry)  # still in head's project: not removed
+        elif _left_out(check=before, by=head):
+            not_selected.append(entry)
+        else:
+            removed.append(entry)
     return RunDiff(
         base=base.run,
         head=head.run,
@@ -308,6 +360,8 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         still_failing=still_failing,
         new_checks=new_checks,
         removed_checks=removed,
+        skipped_now=skipped_now,
+        no_longer_skipped=unskipped,
         not_selected=not_selected,
         not_selected_in_base=unselected_in_base,
         changed_definitions=changed,

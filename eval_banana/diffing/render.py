@@ -27,6 +27,8 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
     ("still_failing", "Still failing"),
     ("new_checks", "New checks"),
     ("removed_checks", "Removed checks"),
+    ("skipped_now", "Skipped now"),
+    ("no_longer_skipped", "No longer skipped"),
     ("not_selected", "Not selected in head"),
     ("not_selected_in_base", "Not selected in base"),
     ("changed_definitions", "Changed definitions"),
@@ -41,8 +43,17 @@ def _label(outcome: str | None) -> str:
     return "absent" if outcome is None else _LABELS[outcome]
 
 
+def _skipped(reason: str) -> str:
+    return f"skipped ({reason})" if reason else "skipped"
+
+
 def _change(entry: DiffEntry, *, unselected: frozenset[str]) -> str:
     """`unselected`: the checks a narrowed base left out, which are not new."""
+    if entry.skip_reason is not None:
+        # Skipped on one side: `passed -> skipped (flaky upstream)`, or the other way round.
+        base = _skipped(entry.skip_reason) if entry.base is None else _label(entry.base)
+        head = _skipped(entry.skip_reason) if entry.head is None else _label(entry.head)
+        return f"{base} -> {head}"
     if entry.base is None:
         shown = "not selected in base" if entry.check_id in unselected else "new"
         return f"{shown}, {_label(entry.head)}"

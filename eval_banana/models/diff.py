@@ -54,6 +54,11 @@ class DiffEntry(Record):
         description="The head run's details.error_class when it errored (the base run's if "
         "removed); null: no class recorded.",
     )
+    skip_reason: str | None = Field(
+        default=None,
+        description="In skipped_now or no_longer_skipped: why the run that skipped it did (its "
+        "`skip:`); that run's outcome (head or base) is null, as it did not run there.",
+    )
 
 
 class FamilySide(Record):
@@ -100,9 +105,9 @@ class RunDiff(Record):
     base: DiffRun
     head: DiffRun
     regressions: list[DiffEntry] = Field(
-        description="Passed in base and not in head (failed, error or not run), and new checks "
-        "that do not pass: what got worse (an infrastructure error is in could_not_judge "
-        "instead). Any entry makes `eb diff` exit 1."
+        description="Passed in base and not in head (failed, error or not run), and new (or "
+        "no longer skipped) checks that do not pass: what got worse (an infrastructure "
+        "error is in could_not_judge instead). Any entry makes `eb diff` exit 1."
     )
     could_not_judge: list[DiffEntry] = Field(
         default_factory=list,
@@ -113,10 +118,22 @@ class RunDiff(Record):
     still_failing: list[DiffEntry] = Field(description="Does not pass in either run.")
     new_checks: list[DiffEntry] = Field(
         description="In head only (whatever their outcome), and not because base ran a "
-        "narrowed selection."
+        "narrowed selection or skipped them."
     )
     removed_checks: list[DiffEntry] = Field(
-        description="In base only, and not because head ran a narrowed selection."
+        description="In base only, and not because head ran a narrowed selection or skipped them."
+    )
+    skipped_now: list[DiffEntry] = Field(
+        default_factory=list,
+        description="Run in base, skipped in head (in head's report.json `skipped`: its check "
+        "or row is still there, with `skip:`), so not removed; skip_reason says why. Never a "
+        "regression itself; a family gate the skip breaks is one (families).",
+    )
+    no_longer_skipped: list[DiffEntry] = Field(
+        default_factory=list,
+        description="Skipped in base (in base's report.json `skipped`), run in head, so not "
+        "new; skip_reason says why base skipped it. One that does not pass in head is a "
+        "regression all the same, as a new check is (nobody can say it passed before).",
     )
     not_selected: list[DiffEntry] = Field(
         default_factory=list,

@@ -606,3 +606,63 @@ def test_a_narrowed_base_left_out_what_head_has_not_new(
     assert "  - added: new, passed" in text
     markdown = eb("diff", str(base), str(head), "--format", "md").stdout
     assert "| `kept_red` | not selected in base, failed |" in markdown
+
+
+def test_a_case_skipped_on_one_side_is_skipped_not_removed_or_new(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A row given `skip:` is still in the project: the diff lists it as skipped now, with the
+    reason, not as removed (its family gate may break, and is told), and a row no longer
+    skipped is not new, though one that fails now is a regression (nobody can say it passed)."""
+    root = project({"eval_checks/fam.yaml": FAMILY}, config="[core]\npass_threshold = 0.0\n")
+
+    def run(name: str, rows: list[tuple[str, str, str | None]]) -> Path:
+        lines = [
+            json.dumps({"id": row, "ok": ok} | ({"skip": skip} if skip else {}))
+            for row, ok, skip in rows
+        ]
+        (root / "rows.jsonl").write_text("\n".join(lines) + "\n")
+        out = tmp_path / name
+        eb("run", "--cwd", str(root), "--output-dir", str(out), "--flat-output")
+        return out
+
+    flaky = "flaky upstream"
+    base = run(  # 3/3: the gate holds
+        "base", [("r0", "yes", None), ("r1", "yes", None), ("r2", "yes", None), ("r3", "no", "x")]
+    )
+    head = run(  # 1/2: the gate breaks
+        "head",
+        [("r0", "yes", flaky), ("r1", "yes", flaky), ("r2", "yes", None), ("r3", "no", None)],
+    )
+    diff = _json_diff(eb, base, head)
+    assert diff["removed_checks"] == [] and diff["new_checks"] == []
+    assert _ids(diff["skipped_now"]) == ["fam[r0]", "fam[r1]"]
+    skipped = diff["skipped_now"][0]
+    assert (skipped["base"], skipped["head"], skipped["skip_reason"]) == ("passed", None, flaky)
+    (unskipped,) = diff["no_longer_skipped"]
+    assert (unskipped["check_id"], unskipped["base"], unskipped["head"]) == (
+        "fam[r3]",
+        None,
+        "failed",
+    )
+    assert unskipped["skip_reason"] == "x"
+    assert _ids(diff["regressions"]) == ["fam[r3]"] and diff["families"][0]["gate_broke"] is True
+    assert diff["_exit"] == 1
+    del diff["_exit"]
+    jsonschema.validate(diff, json.loads(eb("schema", "diff").stdout))
+    text = eb("diff", str(base), str(head)).stdout
+    assert "Removed checks" not in text and "New checks" not in text
+    assert "Regressions (1):\n  - fam[r3]: skipped (x) -> failed - exit code 1\n" in text
+    assert (
+        "Skipped now (2):\n  - fam[r0]: passed -> skipped (flaky upstream)\n"
+        "  - fam[r1]: passed -> skipped (flaky upstream)\n"
+        "No longer skipped (1):\n  - fam[r3]: skipped (x) -> failed (under Regressions above)\n"
+    ) in text
+    markdown = eb("diff", str(base), str(head), "--format", "md").stdout
+    assert "<details><summary>Skipped now (2)</summary>" in markdown
+    assert "| `fam[r0]` | passed -> skipped (flaky upstream) |  |  |" in markdown
+    # The other way round: what head skipped is no longer skipped, and passes; r3 is skipped.
+    back = _json_diff(eb, head, base)
+    assert _ids(back["no_longer_skipped"]) == ["fam[r0]", "fam[r1]"]
+    assert _ids(back["skipped_now"]) == ["fam[r3]"] and back["skipped_now"][0]["base"] == "failed"
+    assert back["regressions"] == [] and back["removed_checks"] == [] and back["_exit"] == 0
