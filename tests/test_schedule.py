@@ -256,6 +256,39 @@ def test_eb_list_shows_the_split_eb_run_makes(tmp_path: Path, eb: Eb) -> None:
         assert [line.split("\t")[0] for line in by_hash.stdout.splitlines()] != listed
 
 
+def test_eb_stage_validate_and_execute_split_by_history_as_eb_run(tmp_path: Path, eb: Eb) -> None:
+    """A shard cut by `eb stage` in a run folder of the whole selection follows the recorded
+    durations, as `eb run --shard K/N --balance history` does, and plan.json says so."""
+    root, log = _project(tmp_path / "p", ids=SHARD_IDS)
+    _history(root, seconds=SECONDS, digests=_digests(root, eb))
+    full = tmp_path / "full"
+    done = eb("run", "--cwd", str(root), "--history", "off", "--output-dir", str(full))
+    assert done.exit_code == 0, done.stderr
+    (run_dir,) = full.iterdir()
+    _started(log)
+    split = balance_shards(ids=list(SHARD_IDS), expected=SECONDS, total=2)
+
+    def stage(name: str, *flags: str) -> EbResult:
+        return eb("stage", name, "--cwd", str(root), "--run-dir", str(run_dir), *flags)
+
+    done = stage("validate", "--shard", "1/2", "--balance", "history")
+    assert done.exit_code == 0, done.stderr
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    assert [one["id"] for one in plan["checks"]] == [i for i in SHARD_IDS if split[i] == 1]
+    assert plan["selection"]["shard"]["balance"] == "history"
+    assert plan["selection"]["shard"]["history_digest"] == durations_digest(durations=SECONDS)
+
+    assert stage("validate").exit_code == 0  # the whole selection again
+    done = stage("execute", "--shard", "2/2", "--balance", "history")
+    assert done.exit_code == 0, done.stderr
+    assert sorted(_started(log)) == [i for i in SHARD_IDS if split[i] == 2]
+    # `eb stage config` with a shard records the split as `eb run` does.
+    assert stage("config", "--shard", "1/2", "--balance", "history").exit_code == 0
+    config = json.loads((run_dir / "stages" / "config.json").read_text())
+    assert config["selection"]["shard"]["balance"] == "history"
+    assert config["shard_durations"] == SECONDS
+
+
 def test_parallel_runs_start_in_the_order_that_ends_the_workers_together(
     tmp_path: Path, eb: Eb
 ) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from eval_banana.checks.selection import IdSelectors, Selector, compile_selector
-from eval_banana.checks.shard import in_shard
 from eval_banana.checks.subset import Member, subset_positions
 from eval_banana.core.errors import UsageError
 from eval_banana.core.words import first_and_count
@@ -32,26 +32,34 @@ def _selected(
     return folder is None or _in_folder(check=check, folder=folder)
 
 
-def narrow_plan(*, plan: PlanDoc, selection: Selection, project_root: Path) -> PlanDoc:
-    """The plan with only the checks `selection` picks; none picked is a usage error."""
+def picked_checks(
+    *, checks: Sequence[PlannedCheck], selection: Selection, project_root: Path
+) -> list[PlannedCheck]:
+    """The checks of `checks` that `selection`'s filters and subset keep, in their order; its
+    shard is cut by the caller, from what this returns (as `eb run` cuts it last)."""
     folder = (project_root / selection.check_dir).resolve() if selection.check_dir else None
     selector = compile_selector(keyword=selection.keyword, tags=selection.tags)
     # --check-id as `eb run` reads it: a case by its id, its family's or a glob of either.
     chosen = IdSelectors(selection.check_ids) if selection.check_ids else None
-    checks = [
+    picked = [
         check
-        for check in plan.checks
+        for check in checks
         if _selected(check=check, chosen=chosen, selector=selector, folder=folder)
     ]
-    if selection.subset is not None:
-        # Before the shard's slice, as `eb run` takes them: a family's subset is one whole.
-        members = [Member(family=check.family, check_id=check.id) for check in checks]
-        kept = subset_positions(members=members, subset=selection.subset)
-        checks = [checks[position] for position in kept]
-    if selection.shard is not None:
-        shard = selection.shard
-        checks = [check for check in checks if in_shard(check_id=check.id, shard=shard)]
+    if selection.subset is None:
+        return picked
+    # Before the shard's slice, as `eb run` takes them: a family's subset is one whole.
+    members = [Member(family=check.family, check_id=check.id) for check in picked]
+    kept = subset_positions(members=members, subset=selection.subset)
+    return [picked[position] for position in kept]
+
+
+def narrow_plan(*, plan: PlanDoc, keep: Collection[str], selection: Selection) -> PlanDoc:
+    """The plan with only its checks whose id is in `keep` (picked by `selection`), in plan
+    order; none of them is a usage error."""
+    checks = [check for check in plan.checks if check.id in keep]
     if not checks:
+        chosen = IdSelectors(selection.check_ids) if selection.check_ids else None
         skipped = [
             f"{check.check_id} is skipped: {check.reason}"
             for check in plan.skipped

@@ -7,10 +7,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval_banana.checks.planselect import narrow_plan
+from eval_banana.history.balance import resolve_balance
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.pipeline.partial import merge_results
+from eval_banana.pipeline.stageselect import narrowed_plan, selecting
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stagefiles.read import read_stage, upstream_digests
@@ -55,6 +56,10 @@ def rerun_config(request: StageRequest) -> int:
     if request.selection is None:
         # The same selection splits by the same durations: the history may have grown since.
         doc = doc.model_copy(update={"shard_durations": previous.shard_durations})
+    else:
+        # A new shard splits as `eb run` would split it: under --balance history, by the
+        # history as it is now.
+        doc = resolve_balance(config=doc)
     write_config_stage(run_dir=request.run_dir, doc=doc)
     return 0
 
@@ -67,11 +72,13 @@ def rerun_discover(request: StageRequest) -> int:
 
 
 def rerun_validate(request: StageRequest) -> int:
-    """Plan again; a selection given here (--check-id, --tag, --check-dir) replaces config's."""
+    """Plan again; a selection given here (--check-id, --tag, --shard, ...) replaces config's."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="validate")
     config = _config(request)
     if request.selection is not None:
-        config = config.model_copy(update={"selection": request.selection})
+        config = selecting(
+            config=config, selection=request.selection, cli_values=request.cli_values
+        )
     outcome = validate_stage.validate(
         config=config,
         discovered=read_stage(run_dir=request.run_dir, stage="discover"),
@@ -102,10 +109,11 @@ def rerun_execute(request: StageRequest) -> int:
     previous = None
     if request.selection is not None:
         previous = _previous_execute(run_dir=request.run_dir)
-        plan = narrow_plan(
+        plan = narrowed_plan(
             plan=plan,
-            selection=request.selection,
-            project_root=Path(_config(request).project_root),
+            config=selecting(
+                config=_config(request), selection=request.selection, cli_values=request.cli_values
+            ),
         )
     with ProgressReporter.over(checks=plan.checks, console=request.console) as progress:
         doc = execute_stage.execute(

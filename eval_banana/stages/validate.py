@@ -611,7 +611,7 @@ def validate(
         if not checks and selection.shard is not None:
             allow_empty = empty_reason(shard=selection.shard, selected=selected)
     elif selection.shard is not None and not errors:
-        checks = _shard_of_plan(checks=checks, shard=selection.shard, config=config)
+        checks = shard_of_plan(checks=checks, shard=selection.shard, config=config)
         frozen = {check.snapshot for check in checks}
         snapshots = {name: data for name, data in snapshots.items() if name in frozen}
         if not checks:
@@ -670,7 +670,7 @@ def _family_sizes(*, units: list[Unit]) -> dict[str, int]:
     return sizes
 
 
-def _shard_of_plan(
+def shard_of_plan(
     *, checks: list[PlannedCheck], shard: Shard, config: ConfigDoc
 ) -> list[PlannedCheck]:
     """The checks of `shard`, in plan order: by the id hash, or by the durations table the
