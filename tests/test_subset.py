@@ -196,6 +196,40 @@ def test_eb_stage_execute_runs_a_subset_of_the_plan(
     assert _ran(tmp_path) == sorted(wanted)
 
 
+def test_eb_stage_execute_in_a_shards_folder_takes_the_subset_before_the_shard(
+    families: Path, eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """A shard's plan holds half of each family; the subset is still taken of the whole
+    family, as `eb run --subset 8 --shard 1/2` takes it, and the shard's part of it runs."""
+    run_dir = tmp_path / "shard1"
+    _run(eb, families, "--cache", "off", "--shard", "1/2", "--output-dir", str(run_dir))
+    run_dir = _run_folder(run_dir)
+    _ran(tmp_path)
+    wanted = _listed(eb, families, "--subset", "8", "--shard", "1/2")
+    stage = eb(
+        "stage",
+        "execute",
+        "--cwd",
+        str(families),
+        "--run-dir",
+        str(run_dir),
+        "--subset",
+        "8",
+        "--shard",
+        "1/2",
+        "--cache",
+        "off",
+    )
+    assert stage.exit_code == 0, stage.stderr
+    assert _ran(tmp_path) == sorted(wanted)
+    assert len(_of("big", wanted)) < 8  # the shard holds part of the family's eight
+
+
+def _run_folder(output_dir: Path) -> Path:
+    (run_dir,) = output_dir.iterdir()
+    return run_dir
+
+
 @pytest.mark.parametrize(
     ("args", "message", "hint"),
     [

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from eval_banana.checks.planselect import narrow_plan, picked_checks
 from eval_banana.history.balance import durations_digest, resolve_balance
-from eval_banana.models.config import Selection
-from eval_banana.models.stages import ConfigDoc, PlanDoc
+from eval_banana.models.config import PlanSelection, Selection
+from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 from eval_banana.stages.validate import shard_of_plan
 
 
@@ -44,11 +44,37 @@ def selecting(
 
 def narrowed_plan(*, plan: PlanDoc, config: ConfigDoc) -> PlanDoc:
     """The checks of `plan` that `config.selection` picks, as `eb run` picks them: the filters
-    and the subset, then the shard's slice of what they kept."""
+    and the subset over the whole selection, then the shard's slice of what they kept."""
     selection = config.selection
     picked = picked_checks(
-        checks=plan.checks, selection=selection, project_root=Path(config.project_root)
+        checks=_before_the_shard(plan=plan, config=config),
+        selection=selection,
+        project_root=Path(config.project_root),
     )
     if selection.shard is not None:
         picked = shard_of_plan(checks=picked, shard=selection.shard, config=config)
     return narrow_plan(plan=plan, keep={check.id for check in picked}, selection=selection)
+
+
+def _before_the_shard(*, plan: PlanDoc, config: ConfigDoc) -> list[PlannedCheck]:
+    """The checks the selection is taken from: the plan's own, unless the plan holds one
+    shard of its selection and what is picked depends on the other shards' checks too (a
+    family's subset, a split by durations): then its whole selection, planned again in memory
+    from the project as it is now."""
+    selection = config.selection
+    by_history = selection.shard is not None and selection.shard.balance == "history"
+    if plan.selection.shard is None or (selection.subset is None and not by_history):
+        return plan.checks
+    from eval_banana.pipeline.request import validated_plan
+
+    whole = plan.selection.model_copy(
+        update={"shard": None, "select": _every_part(plan.selection.select)}
+    )
+    return validated_plan(config=config.model_copy(update={"selection": whole})).checks
+
+
+def _every_part(select: PlanSelection | None) -> PlanSelection | None:
+    """A `--select` file with every id it names (a shard's run executed only its part)."""
+    if select is None:
+        return None
+    return select.model_copy(update={"ids": list(select.plan_ids)})
