@@ -358,6 +358,29 @@ def test_select_records_the_file_and_plan_digest(repo: Path, eb: Eb, tmp_path: P
     assert validate["selection_digest"] == plan["plan_digest"]
 
 
+def test_plan_records_the_selection_digest_of_the_run_of_its_flags(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    """`selection_digest` is what a run of the same flags records, before --shard cuts the
+    selection (the same in every shard); `plan_digest` covers the checks the plan lists, which
+    is what `eb run --select` holds the project to."""
+    whole = _plan(eb, repo)
+    assert whole["selection_digest"] == whole["plan_digest"]
+    for index in (1, 2):
+        plan = _plan(eb, repo, "--shard", f"{index}/2")
+        out = tmp_path / f"shard{index}"
+        assert _run(eb, repo, out, "--shard", f"{index}/2").exit_code in (0, 1)
+        recorded = json.loads((out / "stages" / "plan.json").read_text())["selection_digest"]
+        assert plan["selection_digest"] == recorded == whole["plan_digest"]
+        assert plan["plan_digest"] != plan["selection_digest"]
+        path = tmp_path / f"plan{index}.json"
+        path.write_text(json.dumps(plan))
+        selected = tmp_path / f"selected{index}"
+        assert _run(eb, repo, selected, "--select", str(path)).exit_code in (0, 1)
+        recorded = json.loads((selected / "stages" / "plan.json").read_text())["selection_digest"]
+        assert recorded == plan["plan_digest"]
+
+
 def test_select_refuses_ids_outside_the_selection_naming_them(
     repo: Path, eb: Eb, tmp_path: Path
 ) -> None:

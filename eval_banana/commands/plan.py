@@ -187,3 +187,8 @@ def _print_table(*, document: PlanDocument, cases: bool) -> None:
             highlight=False,
         )
     console.print(f"plan digest: {document.plan_digest}", highlight=False)
+    if document.selection_digest not in (None, document.plan_digest):
+        # --shard K/N: the digest every shard's run records lies over the whole selection.
+        console.print(
+            f"selection digest: {document.selection_digest} (before --shard)", highlight=False
+        )

@@ -85,8 +85,14 @@ class PlanDocument(Record):
     project_root: str = Field(description="Where the plan was made (a worker may differ).")
     plan_digest: str = Field(
         description="sha256:<hex> over every planned check's (source, id, definition_digest), "
-        "sorted: the same digest as plan.json's selection_digest of a run of this selection. "
-        "`eb run --select` refuses the plan when the project's checks no longer give it."
+        "sorted: the checks listed here (with --shard K/N, the shard's). `eb run --select` "
+        "refuses the plan when the project's checks no longer give it."
+    )
+    selection_digest: str | None = Field(
+        default=None,
+        description="plan.json's selection_digest of `eb run` with the same flags: the digest "
+        "of the whole selection, before --shard K/N cuts it (every shard's is the same); "
+        "equal to plan_digest without --shard. Null in a plan written before eb recorded it.",
     )
     selection: Selection = Field(description="The selection flags the plan applied.")
     cache_mode: str = Field(description="[cache] mode the cache statuses were read under.")

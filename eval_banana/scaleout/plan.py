@@ -122,6 +122,8 @@ def build_plan(*, request: PlanRequest) -> PlanDocument:
             "plan_digest": plan_digest(
                 rows=[(entry.source, entry.id, entry.definition_digest) for entry in entries]
             ),
+            # Before the shard cut, as the run's plan.json digests it: what every job shares.
+            "selection_digest": plan.selection_digest,
             "selection": config.selection,
             "cache_mode": config.settings.cache.mode,
             "shards": request.shards,
