@@ -2005,6 +2005,31 @@ def test_a_row_added_to_a_dataset_makes_the_plan_stale_and_eb_update_runs_it(
     assert eb("status", "--cwd", str(root)).exit_code == 0
 
 
+def test_eb_update_keeps_the_selection_eb_stage_validate_planned(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`eb stage validate --check-id X` records its selection in plan.json, not config.json:
+    once a row is added, `eb update` plans again under it, and runs no other case."""
+    name, text = _dataset("jsonl")
+    family = SCRIPT_FAMILY.format(source=f"cases_from: data/{name}")
+    root = project({"eval_checks/fam.yaml": family, f"data/{name}": text}, config=CONFIG)
+    _run(eb, root)
+    for stage in (("validate", "--check-id", "fam[ship-1]"), ("guard",), ("execute",)):
+        assert eb("stage", *stage, "--cwd", str(root)).exit_code == 0
+    dataset = root / "data" / name
+    grown = _dataset_with(fmt="jsonl", text=text, row={"id": "new", "name": "n", "ok": "yes"})
+    dataset.write_text(grown)
+    assert "stale  (fam: 1 row added to" in eb("status", "--cwd", str(root)).stdout
+    updated = eb("update", "--cwd", str(root))
+    assert "0 of 1 check to run again; 1 keeps its result" in updated.stdout, updated.stdout
+    assert "Score: 1/1" in updated.stdout
+    run_dir = max((root / ".eval-banana" / "results").iterdir())
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    assert [check["id"] for check in plan["checks"]] == ["fam[ship-1]"]
+    assert plan["selection"]["check_ids"] == ["fam[ship-1]"]
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+
+
 def test_eb_status_names_the_file_a_globs_new_or_changed_row_is_in(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -91,6 +91,8 @@ def _rerun(
 ) -> int:
     if stage == "config":
         return RERUNS["config"](_with_recorded_flags(request=request))
+    if stage == "validate":
+        return RERUNS["validate"](_with_planned_selection(request=request))
     if stage == "execute":
         return _update_execute(request=request, known=known, out=out)
     if stage == "score" and "report" in rerun:
@@ -108,6 +110,23 @@ def _with_recorded_flags(*, request: StageRequest) -> StageRequest:
         if source == "cli" and key:
             values[name] = getattr(getattr(previous.settings, section), key)
     return dataclasses.replace(request, cli_values=values)
+
+
+def _with_planned_selection(*, request: StageRequest) -> StageRequest:
+    """The validate stage rebuilt under the selection plan.json recorded: `eb stage validate
+    --check-id X` plans another selection than config.json's, and an update keeps it."""
+    try:
+        plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
+        config: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
+    except StageFileError:
+        return request  # no readable plan: config.json's selection is all there is
+    if plan.selection == config.selection:
+        return request
+    values = dict(request.cli_values)
+    if plan.selection.shard is not None:
+        # Its shard is split as it was (config.json's durations when the run recorded them).
+        values["core.shard_balance"] = plan.selection.shard.balance
+    return dataclasses.replace(request, selection=plan.selection, cli_values=values)
 
 
 def _definition_reasons(*, request: StageRequest) -> dict[str, str]:
