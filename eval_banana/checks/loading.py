@@ -11,6 +11,7 @@ from eval_banana.checks.definition import load_definition, parse_yaml_mapping, v
 from eval_banana.checks.selection import (
     id_matches_pattern,
     is_id_pattern,
+    may_match_cases_of,
     pattern_prefix,
     split_case_selector,
 )
@@ -260,26 +261,44 @@ def _unreadable_hint(*, value: str, unreadable: list[ProblemModel]) -> str:
     return f"{names} cannot be parsed, and {may} declare {what}: fix the problem told below"
 
 
-def _load_by_pattern(*, files: _Files, pattern: str, warnings: list[ProblemModel]) -> list[Loaded]:
-    """Relaxed mode for a glob: every file whose stripped id matches is loaded strictly.
+def _no_glob_match(pattern: str) -> _NoSuchId:
+    return _NoSuchId(
+        f"No check id matches --check-id pattern '{pattern}'",
+        field_path="check_id",
+        hint="Patterns are shell-style and case-sensitive: * any text, ? one character, "
+        "[abc] one of a, b, c. `eb list` shows every id (`eb list --cases` every case's).",
+    )
+
+
+class _GlobLoad(NamedTuple):
+    """What one glob loads: the files whose id it matches, and the families it may match
+    cases of (which cases they have is known once they expand)."""
+
+    chosen: list[Loaded]
+    case_bound: list[Loaded]
+    left_out: list[ProblemModel]  # families it may match cases of that cannot be loaded
+
+
+def _load_by_pattern(*, files: _Files, pattern: str, warnings: list[ProblemModel]) -> _GlobLoad:
+    """Relaxed mode for a glob: every file whose stripped id matches is loaded strictly, and
+    every family whose case ids (`<family>[<case id>]`) it may match by its literal start.
 
     As for an exact id, other files are not validated; a file that cannot be parsed is a
     warning when it might have matched (its bytes hold the pattern's literal prefix). Every
     problem of the matching files is raised at once (the first, carrying the others).
     """
     needle = pattern.strip()
-    prefix = pattern_prefix(needle).encode()
+    start = pattern_prefix(needle)
     by_id: dict[str, list[tuple[str, bytes, dict[str, object]]]] = {}
-    for path, data, document, found_id in files.holders(marker=prefix, warnings=warnings):
+    families: dict[str, list[Holder]] = {}
+    for holder in files.holders(marker=start.encode(), warnings=warnings):
+        path, data, document, found_id = holder
         if id_matches_pattern(check_id=found_id, pattern=needle):
             by_id.setdefault(found_id, []).append((path, data, document))
-    if not by_id:
-        raise _NoSuchId(
-            f"No check id matches --check-id pattern '{pattern}'",
-            field_path="check_id",
-            hint="Patterns are shell-style and case-sensitive: * any text, ? one character, "
-            "[abc] one of a, b, c. `eb list` shows every id.",
-        )
+        elif is_family(document) and may_match_cases_of(start=start, family=found_id):
+            families.setdefault(found_id, []).append(holder)
+    if not by_id and not families:
+        raise _no_glob_match(pattern)
     loaded: list[Loaded] = []
     problems: list[DefinitionError] = []
     for check_id, matches in by_id.items():
@@ -312,6 +331,48 @@ def _load_by_pattern(*, files: _Files, pattern: str, warnings: list[ProblemModel
                 for p in problems[1:]
             ),
         )
+    left_out: list[ProblemModel] = []
+    case_bound = _load_case_bound(families=families, left_out=left_out)
+    return _GlobLoad(chosen=loaded, case_bound=case_bound, left_out=left_out)
+
+
+def family_left_out(*, family: str, path: str) -> ProblemModel:
+    """The warning before the problems of a family a glob may match cases of: which cases it
+    has cannot be known, so none of them is selected (as a file that cannot be parsed but may
+    hold an id is told, not fatal)."""
+    return ProblemModel(
+        message=f"Family '{family}' ({path}) cannot be loaded, so no --check-id glob looked "
+        "among its cases",
+        file=path,
+        hint=f"fix the problem told below (`eb validate --check-id {family}` tells it as an error)",
+    )
+
+
+def _load_case_bound(
+    *, families: Mapping[str, list[Holder]], left_out: list[ProblemModel]
+) -> list[Loaded]:
+    """The families a glob may match cases of, each validated; one that is not valid, or
+    whose id two files declare, is added to `left_out` instead."""
+    loaded: list[Loaded] = []
+    for family, holders in families.items():
+        path = holders[0].path
+        try:
+            if len(holders) > 1:
+                joined = ", ".join(holder.path for holder in holders)
+                raise DefinitionError(
+                    f"Duplicate check id '{family}' found in: {joined}",
+                    file=holders[1].path,
+                    field_path="id",
+                )
+            definition = validate_mapping(
+                document=holders[0].document, path=path, data=holders[0].data
+            )
+        except DefinitionError as exc:
+            left_out.append(family_left_out(family=family, path=path))
+            left_out.append(problem_model(exc))
+            left_out.extend(ProblemModel(**p._asdict()) for p in exc.problems)
+            continue
+        loaded.append(Loaded(path=path, data=holders[0].data, definition=definition))
     return loaded
 
 
@@ -330,11 +391,34 @@ def _case_selector_family(*, files: _Files, selector: str) -> Loaded | None:
     return loaded[0] if is_family(loaded[0].definition) else None
 
 
-def select_ids(
-    *, paths: list[str], check_ids: list[str], read: Reader
-) -> tuple[list[Loaded], list[ProblemModel], list[ProblemModel]]:
-    """Relaxed selection by id or glob: (checks, problems, warnings); a problem selects nothing."""
+class UnmatchedGlob(NamedTuple):
+    """A glob that matched no check id, but may match a case of a family it loaded: its
+    problem is told when none of their cases matches, with the files that cannot be parsed
+    or the families that cannot be loaded, which might have held a match (warnings when one
+    does)."""
+
+    glob: str
+    problem: ProblemModel
+    might_match: list[ProblemModel]  # files (and families) that could not be read for it
+
+
+class IdSelection(NamedTuple):
+    """What `--check-id` values load; a problem selects nothing."""
+
+    checks: list[Loaded]
+    problems: list[ProblemModel]
+    warnings: list[ProblemModel]
+    # The families loaded only because a glob may match some of their case ids: a problem
+    # found when they expand is a warning, as it is for them here.
+    case_bound: frozenset[str] = frozenset()
+    unmatched: tuple[UnmatchedGlob, ...] = ()
+
+
+def select_ids(*, paths: list[str], check_ids: list[str], read: Reader) -> IdSelection:
+    """Relaxed selection by id or glob: the checks, and the families a glob may match cases of."""
     selected: dict[str, Loaded] = {}
+    case_bound: dict[str, Loaded] = {}
+    unmatched: list[UnmatchedGlob] = []
     warnings: list[ProblemModel] = []
     problems: list[ProblemModel] = []
     files = _Files(paths=paths, read=read, indexed=len(check_ids) >= _INDEX_FROM)
@@ -352,15 +436,31 @@ def select_ids(
         unreadable: list[ProblemModel] = []  # files that hold the value but cannot be parsed
         try:
             if is_id_pattern(check_id):
-                loaded = _load_by_pattern(files=files, pattern=check_id, warnings=unreadable)
+                found = _load_by_pattern(files=files, pattern=check_id, warnings=unreadable)
+                loaded = found.chosen
+                case_bound.update((item.path, item) for item in found.case_bound)
+                if not loaded:
+                    # Only a case of those families can match it: told once they expand.
+                    unmatched.append(
+                        UnmatchedGlob(
+                            glob=check_id.strip(),
+                            problem=problem_model(
+                                _told_no_such_id(
+                                    error=_no_glob_match(check_id),
+                                    value=check_id,
+                                    unreadable=unreadable,
+                                )
+                            ),
+                            might_match=[*unreadable, *found.left_out],
+                        )
+                    )
+                    continue
+                warnings.extend(found.left_out)
             else:
                 loaded = _load_by_id(files=files, check_id=check_id, warnings=unreadable)
         except _NoSuchId as exc:
-            if unreadable:
-                # The id is most likely in a file whose YAML is broken: say so, not only that
-                # no check has it (a broken edit of a check read as a missing check).
-                exc.hint = _unreadable_hint(value=check_id.strip(), unreadable=unreadable)
-            elif not is_id_pattern(check_id):
+            _told_no_such_id(error=exc, value=check_id, unreadable=unreadable)
+            if not unreadable and not is_id_pattern(check_id):
                 missing += 1
                 exc.hint = _id_hint(
                     files=files, check_id=check_id.strip(), suggest=missing <= SUGGESTED_AT_MOST
@@ -378,5 +478,22 @@ def select_ids(
     unique_warnings = list({(w.file, w.message): w for w in warnings}.values())
     if problems:
         unique = list({(p.file, p.message): p for p in problems}.values())
-        return [], unique, unique_warnings
-    return [selected[path] for path in sorted(selected)], [], unique_warnings
+        return IdSelection(checks=[], problems=unique, warnings=unique_warnings)
+    bound_only = frozenset(case_bound) - frozenset(selected)
+    selected.update((path, case_bound[path]) for path in bound_only)
+    return IdSelection(
+        checks=[selected[path] for path in sorted(selected)],
+        problems=[],
+        warnings=unique_warnings,
+        case_bound=bound_only,
+        unmatched=tuple(unmatched),
+    )
+
+
+def _told_no_such_id(*, error: _NoSuchId, value: str, unreadable: list[ProblemModel]) -> _NoSuchId:
+    """`error`, hinting at the files that cannot be parsed and hold the value, when there are
+    any: the id is most likely in a file whose YAML is broken, so say so, not only that no
+    check has it (a broken edit of a check read as a missing check)."""
+    if unreadable:
+        error.hint = _unreadable_hint(value=value.strip(), unreadable=unreadable)
+    return error

@@ -221,6 +221,13 @@ def id_matches_pattern(*, check_id: str, pattern: str) -> bool:
     return fnmatchcase(check_id, pattern)
 
 
+def may_match_cases_of(*, start: str, family: str) -> bool:
+    """Whether a glob whose literal start is `start` can match a case id of `family` (each one
+    starts `<family>[`): a glob that cannot never costs the family an expansion or a match."""
+    opening = family + "["
+    return opening.startswith(start) or start.startswith(opening)
+
+
 def split_case_selector(text: str) -> tuple[str, str] | None:
     """(family id, case glob) of a `--check-id` value written `<family>[<case glob>]`; None
     for any other value."""
@@ -287,11 +294,10 @@ class IdSelectors:
         the family's ids can have."""
         found = self._globs_for.get(family)
         if found is None:
-            opening = family + "["  # every case id of the family starts so
             found = self._globs_for[family] = [
                 glob
                 for glob, named, start in self._globs
-                if named != family and (opening.startswith(start) or start.startswith(opening))
+                if named != family and may_match_cases_of(start=start, family=family)
             ]
         return found
 

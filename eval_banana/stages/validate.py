@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -17,7 +17,10 @@ from eval_banana.checks.definition import (
     validate_mapping,
 )
 from eval_banana.checks.loading import (
+    IdSelection,
     Loaded,
+    UnmatchedGlob,
+    family_left_out,
     load_strict,
     problem_model,
     reader_over,
@@ -345,10 +348,36 @@ def _rows_of_broken_families(
     return found
 
 
+def _tell_unmatched_globs(
+    *,
+    unmatched: Sequence[UnmatchedGlob],
+    units: list[Unit],
+    errors: list[ProblemModel],
+    warnings: list[ProblemModel],
+) -> None:
+    """A glob that matched no check id and none of the selected cases is an error (a typo
+    should fail loudly, not run nothing); the files that might have matched it are told with
+    it, or as warnings when a case matched."""
+    for glob in unmatched:
+        one = IdSelectors([glob.glob])
+        if any(unit.case is not None and one.selects(unit.check_id) for unit in units):
+            warnings.extend(w for w in glob.might_match if w not in warnings)
+        else:
+            errors.extend([glob.problem, *glob.might_match])
+
+
 def _expand(
-    *, loaded: list[Loaded], config: ConfigDoc
+    *,
+    loaded: list[Loaded],
+    config: ConfigDoc,
+    case_bound: Collection[str],
+    warnings: list[ProblemModel],
 ) -> tuple[list[Unit], list[ProblemModel], dict[str, FrozenScript | None]]:
-    """Every family's cases as units (plain checks as they are), and every dataset problem."""
+    """Every family's cases as units (plain checks as they are), and every dataset problem.
+
+    A family in `case_bound` (loaded only because a `--check-id` glob may match some of its
+    cases) that cannot expand adds its problems to `warnings` instead: which cases it has
+    cannot be known, so none is selected."""
     units: list[Unit] = []
     problems: list[ProblemModel] = []
     frozen: dict[str, FrozenScript | None] = {}
@@ -379,6 +408,10 @@ def _expand(
         if not found and item.definition["type"] == "assertions":
             found = _invalid_rendered(item=item, cases=expansion.cases)
         _locate_in_check_file(problems=found, item=item)
+        if found and item.path in case_bound:
+            left_out = family_left_out(family=item.definition["id"], path=item.path)
+            warnings.extend(w for w in (left_out, *found) if w not in warnings)
+            continue
         if found:
             problems.extend(found)
             continue
@@ -497,14 +530,16 @@ def validate(
     paths = [item.path for item in discovered.files]
     errors = list(discovered.problems)
     warnings: list[ProblemModel] = []
+    by_id = IdSelection(checks=[], problems=[], warnings=[])
     if selection.check_ids:
-        loaded, problems, warnings = select_ids(
-            paths=paths, check_ids=selection.check_ids, read=reader_over(contents)
-        )
+        by_id = select_ids(paths=paths, check_ids=selection.check_ids, read=reader_over(contents))
+        loaded, problems, warnings = by_id.checks, by_id.problems, by_id.warnings
     else:
         loaded, problems = load_strict(paths=paths, read=reader_over(contents))
     errors.extend(problems)
-    units, expand_problems, frozen_by_path = _expand(loaded=loaded, config=config)
+    units, expand_problems, frozen_by_path = _expand(
+        loaded=loaded, config=config, case_bound=by_id.case_bound, warnings=warnings
+    )
     errors.extend(expand_problems)
     if not selection.check_ids:
         told = {(p.file, p.line, p.message) for p in expand_problems}
@@ -524,6 +559,9 @@ def validate(
             errors.extend(
                 _unmatched_case_selectors(check_ids=selection.check_ids, units=every_case)
             )
+        _tell_unmatched_globs(
+            unmatched=by_id.unmatched, units=units, errors=errors, warnings=warnings
+        )
     if selector.keyword is not None or selector.tags:
         units = [
             unit

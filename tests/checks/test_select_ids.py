@@ -44,18 +44,25 @@ SELECTIONS = [
     ["fam[*]", "fam[y]", "fam"],
     ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "abc", "fam[x]"],
     ["c1", "nope", "dup", "c[0-3]", "fam[z]", "bad", "abd", "abc"],
+    ["*y]"],  # only a case of `fam` can match it: the family is loaded for its cases
+    ["f*", "*x]", "c1"],
 ]
 
 
-def _outcome(
-    root: Path, values: list[str]
-) -> tuple[list[str], list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+Outcome = tuple[
+    list[str], list[tuple[str, str | None]], list[tuple[str, str | None]], list[str], list[str]
+]
+
+
+def _outcome(root: Path, values: list[str]) -> Outcome:
     paths = sorted(str(path) for path in root.iterdir())
-    loaded, problems, warnings = select_ids(paths=paths, check_ids=values, read=reader_over(None))
+    found = select_ids(paths=paths, check_ids=values, read=reader_over(None))
     return (
-        [item.path for item in loaded],
-        [(problem.message, problem.hint) for problem in problems],
-        [(warning.message, warning.file) for warning in warnings],
+        [item.path for item in found.checks],
+        [(problem.message, problem.hint) for problem in found.problems],
+        [(warning.message, warning.file) for warning in found.warnings],
+        sorted(found.case_bound),
+        [glob.glob for glob in found.unmatched],
     )
 
 
@@ -80,13 +87,13 @@ def test_many_values_choose_their_files_and_tell_the_unparsable_one(
         (tmp_path / name).write_text(text)
     values = [f"c{n}" for n in range(10)] + ["abc", "fam[y]"]
     monkeypatch.setattr(loading, "_INDEX_FROM", len(values))  # as hundreds of values are read
-    chosen, problems, warnings = _outcome(tmp_path, values)
+    chosen, problems, warnings, _, _ = _outcome(tmp_path, values)
     assert [Path(path).name for path in chosen] == sorted(
         [f"c{n}.yaml" for n in range(10)] + ["a.yaml", "fam.yaml"]
     )
     assert problems == [] and warnings == []
     # A value only an unparsable file holds: that file is most likely why no check has it.
-    _, problems, warnings = _outcome(tmp_path, [*values, "abd"])
+    _, problems, warnings, _, _ = _outcome(tmp_path, [*values, "abd"])
     (missing, hint), (broken, _) = problems
     assert missing == "No check found with id 'abd'"
     assert (

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from eval_banana.checks.selection import IdSelectors
 from eval_banana.core.errors import SelectionError
 from eval_banana.models.config import Selection
 from eval_banana.stages.config import resolve_config
@@ -118,6 +120,92 @@ def test_a_glob_over_a_duplicate_id_names_both_files(project: Project, eb: Eb) -
     result = eb("list", "--cwd", str(root), "--check-id", "dup_*")
     assert result.exit_code == 2
     assert "Duplicate check id 'dup_x' found in: " in result.stderr
+
+
+CASES_PROJECT = {
+    "eval_checks/smoke.yaml": check_yaml("smoke_login"),
+    "eval_checks/lint.yaml": check_yaml("lint"),
+    "eval_checks/qa.yaml": """\
+        schema_version: 1
+        id: qa
+        type: deterministic
+        description: "case {{ case.id }}"
+        cases: [{id: smoke-1}, {id: smoke-2}, {id: deep-1}]
+        script: pass
+        """,
+    "eval_checks/sx.yaml": """\
+        schema_version: 1
+        id: sx
+        type: deterministic
+        description: "case {{ case.id }}"
+        cases_from: data/sx.jsonl
+        script: pass
+        """,
+    "data/sx.jsonl": '{"id": "a"}\n{"id": "smoke-3"}\n',
+}
+
+
+@pytest.mark.parametrize(
+    "glob", ["*smoke*", "*-1]", "s*", "s?[[]a]", "q?[d*", "*[a]", "*]", "?x*", "*login"]
+)
+def test_a_glob_chooses_every_check_and_case_whose_id_it_matches(
+    project: Project, eb: Eb, glob: str
+) -> None:
+    # A glob was matched against family ids only: `--check-id '*smoke*'` left out qa[smoke-1]
+    # and qa[smoke-2], which `eb stage execute --check-id '*smoke*'` ran.
+    root = project(CASES_PROJECT)
+    every = ids(eb("list", "--cases", "--cwd", str(root)))
+    chosen = IdSelectors([glob])  # what `eb stage execute` and `eb history` choose by
+    result = eb("list", "--cases", "--cwd", str(root), "--check-id", glob)
+    assert result.exit_code == 0, result.stderr
+    assert sorted(ids(result)) == sorted(one for one in every if chosen.selects(one))
+
+
+def test_a_run_by_a_glob_runs_the_cases_it_matches(project: Project, eb: Eb) -> None:
+    root = project(CASES_PROJECT)
+    result = eb("run", "--cwd", str(root), "--cache", "off", "--check-id", "*smoke*")
+    assert result.exit_code == 0, result.stderr
+    ran = re.findall(r"^- (\S+): passed", result.stdout, flags=re.MULTILINE)
+    assert sorted(ran) == ["qa[smoke-1]", "qa[smoke-2]", "smoke_login", "sx[smoke-3]"]
+
+
+def test_a_glob_no_case_matches_either_is_still_an_error(project: Project, eb: Eb) -> None:
+    root = project(CASES_PROJECT)
+    result = eb("list", "--cases", "--cwd", str(root), "--check-id", "*nothing*")
+    assert result.exit_code == 2
+    assert "No check id matches --check-id pattern '*nothing*'" in result.stderr
+    assert "eb list --cases" in result.stderr
+
+
+def test_a_family_a_glob_may_match_cases_of_is_a_warning_when_it_cannot_load(
+    project: Project, eb: Eb
+) -> None:
+    # Which cases a broken family has cannot be known: as for a file that cannot be parsed
+    # but may hold the id, it is told, and the checks that do match still run.
+    root = project(
+        {
+            **CASES_PROJECT,
+            "eval_checks/broken.yaml": "schema_version: 1\nid: bq\ntype: deterministic\n"
+            "cases: [{id: smoke-9}]\n",  # no description, no script
+            "data/sx.jsonl": '{"id": "a"}\nnot json\n',  # sx cannot expand
+        }
+    )
+    listed = eb("list", "--cases", "--cwd", str(root), "--check-id", "*smoke*")
+    assert sorted(ids(listed)) == ["qa[smoke-1]", "qa[smoke-2]", "smoke_login"]
+    result = eb("validate", "--cwd", str(root), "--check-id", "*smoke*")
+    assert result.exit_code == 0, result.stderr
+    assert "Validated 3 checks successfully." in result.stdout
+    for family, name in (("bq", "broken.yaml"), ("sx", "sx.yaml")):
+        path = root / "eval_checks" / name
+        assert (
+            f"warning: Family '{family}' ({path}) cannot be loaded, so no --check-id glob looked "
+            "among its cases" in result.stderr
+        )
+    # Matching nothing else, the glob is an error that tells them.
+    alone = eb("list", "--cases", "--cwd", str(root), "--check-id", "b*[smoke-9]")
+    assert alone.exit_code == 2
+    assert "No check id matches --check-id pattern 'b*[smoke-9]'" in alone.stderr
+    assert f"Family 'bq' ({root / 'eval_checks' / 'broken.yaml'}) cannot be loaded" in alone.stderr
 
 
 # --- -k and --tag ----------------------------------------------------------------------------
