@@ -1903,6 +1903,44 @@ def test_changed_since_selects_the_cases_whose_row_changed(
     assert _selected(eb, root, "--changed-since", "HEAD") == [*EXPECTED, "fam[refund-3]"]
 
 
+def test_changed_since_selects_every_case_when_a_dataset_file_of_a_glob_was_removed(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # Removing a file the glob matched moves the ids by position (fam[04] becomes fam[1] ...),
+    # yet it was in no list of the family's files now: --changed-since selected no case.
+    family = SCRIPT_FAMILY.format(source="cases_from: 'data/*.jsonl'") + "inputs: [src/**]\n"
+    rows = {
+        "data/a.jsonl": '{"name": "a", "ok": "yes"}\n{"name": "b", "ok": "yes"}\n',
+        "data/b.jsonl": '{"name": "c", "ok": "yes"}\n',
+    }
+    root = init_repo(
+        tmp_path / "repo",
+        {
+            ".eval-banana/config.toml": CONFIG,
+            "eval_checks/fam.yaml": family,
+            "src/app.py": "print(1)\n",
+            "data/notes.txt": "not a dataset the glob names\n",
+            "other/c.jsonl": '{"name": "z", "ok": "yes"}\n',
+            **rows,
+        },
+    )
+    assert _selected(eb, root, "--changed-since", "HEAD") == []
+    # Files the glob never named, removed: no case is affected.
+    git(root, "rm", "-q", "data/notes.txt", "other/c.jsonl")
+    assert _selected(eb, root, "--changed-since", "HEAD") == []
+    git(root, "rm", "-q", "data/b.jsonl")
+    assert _selected(eb, root, "--changed-since", "HEAD") == ["fam[1]", "fam[2]"]
+    run = eb("run", "--cwd", str(root), "--cache", "off", "--changed-since", "HEAD")
+    assert run.exit_code == 0 and "Score: 2/2" in run.stdout, run.stdout + run.stderr
+    # Deleted from the work tree only (not staged) counts the same.
+    commit_all(root)
+    (root / "data" / "a.jsonl").write_text('{"name": "a", "ok": "yes"}\n')
+    (root / "data" / "c.jsonl").write_text('{"name": "d", "ok": "yes"}\n')
+    commit_all(root)
+    (root / "data" / "c.jsonl").unlink()
+    assert _selected(eb, root, "--changed-since", "HEAD") == ["fam[1]"]
+
+
 def _dataset_with(*, fmt: str, text: str, row: dict[str, str]) -> str:
     """`text` of a .jsonl or .csv dataset with `row` appended (a header first, if it had none)."""
     if fmt == "jsonl":

@@ -201,6 +201,24 @@ def matched_files(*, pattern: str, root: Path, check_file: str, skipped: Skipped
     return [relative(path=path, root=root) for path in paths]
 
 
+def dataset_scope(pattern: str) -> str:
+    """The root-relative folder a `cases_from` glob looks in ("" for the whole project), or the
+    file a path names: where a dataset file it names can be added or removed."""
+    body = normalize(pattern)
+    return literal_prefix(body) if _is_glob(pattern) else body
+
+
+def names_path(*, pattern: str, path: str, root: Path, skipped: Skipped) -> bool:
+    """Whether `cases_from` `pattern` names the root-relative `path`, a file there now or not
+    (one removed since a revision): the path itself, or a match of the glob outside the
+    folders it never looks in."""
+    if not _is_glob(pattern):
+        return normalize(pattern) == path
+    if not file_pattern_regex(normalize(pattern)).fullmatch(path):
+        return False
+    return not _in_skipped(start=(root / path).parent, root=root, skipped=skipped)
+
+
 def dataset_skipped(*, config: ConfigDoc) -> Skipped:
     """Where the families' `cases_from` globs never look, as discovery never walks there:
     `[discovery] exclude_dirs`, and eb's own folders inside the project."""

@@ -23,6 +23,7 @@ from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision, file_at
+from eval_banana.projectstate.state import StateDiff
 from eval_banana.settings.folders import own_folders
 
 
@@ -36,6 +37,11 @@ class CaseRows(NamedTuple):
     # The family's cases at REF from its dataset files' contents there: check id -> digest, or
     # None when the family cannot be expanded from them (then every case counts as changed).
     past: Callable[[Mapping[str, bytes]], Mapping[str, str] | None]
+    # Where its `cases_from` looks (a folder, "" the whole project, or one file; None without
+    # one), and whether it names a root-relative path: a dataset file removed since REF is in
+    # no list of its files now, yet ids by position may have moved.
+    scope: str | None
+    names: Callable[[str], bool]
 
 
 class _CheckFiles(NamedTuple):
@@ -45,6 +51,7 @@ class _CheckFiles(NamedTuple):
     patterns: InputPatterns | None  # None: no inputs declared
     outside: bool  # a file of the check lies outside the project root
     rows: tuple[str, ...] = ()  # a dataset case's dataset files: read through its row alone
+    rows_scope: str | None = None  # where its `cases_from` looks ("" the whole project)
 
 
 def _relative(*, path: Path, root: str) -> str | None:
@@ -106,6 +113,10 @@ def _prefixes(*, checks: Sequence[_CheckFiles]) -> list[str] | None:
         found.update(prefixes)
         found.update(check.own)
         found.update(check.rows)
+        if check.rows_scope is not None:
+            if not check.rows_scope:
+                return None  # a dataset glob over the whole project
+            found.add(check.rows_scope)  # where a dataset file may have been removed
     return outermost(found)
 
 
@@ -206,7 +217,7 @@ def changed_checks(
     rows: list[CaseRows | None] = list(cases) if cases else [None] * len(files)
     for position, case in enumerate(rows):
         if case is not None:
-            files[position] = files[position]._replace(rows=case.files)
+            files[position] = files[position]._replace(rows=case.files, rows_scope=case.scope)
     compared = [f for f in files if f.patterns is not None and not f.outside]
     try:
         # Called even when no check needs a comparison: an unknown REF is always an error.
@@ -235,8 +246,16 @@ def changed_checks(
             )
         affected.append(answer)
     pasts: dict[str, Mapping[str, str] | None] = {}
+    moved: dict[str, bool] = {}  # family -> a dataset file of it was added or removed
     for position, case in enumerate(rows):
-        if affected[position] or case is None or paths.isdisjoint(case.files):
+        if affected[position] or case is None:
+            continue
+        if case.family not in moved:
+            moved[case.family] = _files_moved(case=case, diff=found.diff)
+        if moved[case.family]:
+            affected[position] = True
+            continue
+        if paths.isdisjoint(case.files):
             continue
         if case.family not in pasts:
             pasts[case.family] = _past_cases(case=case, found=found)
@@ -245,12 +264,18 @@ def changed_checks(
     return [position for position, hit in enumerate(affected) if hit]
 
 
+def _files_moved(*, case: CaseRows, diff: StateDiff) -> bool:
+    """Whether a dataset file of the family was added or removed since REF (ids by position
+    may have moved: every case counts as changed): one it reads now, or a removed one its
+    `cases_from` named."""
+    if not set(case.files).isdisjoint((*diff.added, *diff.removed)):
+        return True
+    return any(case.names(path) for path in diff.removed)
+
+
 def _past_cases(*, case: CaseRows, found: Changes) -> Mapping[str, str] | None:
     """The family's cases at REF (check id -> digest), expanded from its dataset files as they
-    were there; None when a file was added or removed since (ids by position may have moved:
-    every case counts as changed) or git cannot give one."""
-    if not set(case.files).isdisjoint((*found.diff.added, *found.diff.removed)):
-        return None
+    were there (none added or removed since); None when git cannot give one."""
     try:
         contents = {
             file: file_at(repo=found.repo, commit=found.commit, path=file) for file in case.files

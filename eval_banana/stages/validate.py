@@ -170,6 +170,7 @@ def _case_rows(
     from eval_banana.incremental import CaseRows
 
     pasts: dict[str, Callable[[Mapping[str, bytes]], Mapping[str, str] | None]] = {}
+    sources: dict[str, DatasetSource] = {}
     found: list[CaseRows | None] = []
     for unit in units:
         if unit.case is None or not unit.family_files:
@@ -181,15 +182,40 @@ def _case_rows(
             pasts[item.path] = _past_expansion(
                 item=item, config=config, script=script.data if script is not None else None
             )
+            sources[item.path] = _dataset_source(item=item, config=config)
+        source = sources[item.path]
         found.append(
             CaseRows(
                 family=item.path,
                 files=tuple(unit.family_files),
                 digest=unit.case.digest,
                 past=pasts[item.path],
+                scope=source.scope,
+                names=source.names,
             )
         )
     return found
+
+
+class DatasetSource(NamedTuple):
+    """Where a family's `cases_from` looks, and which paths it names (a removed one too)."""
+
+    scope: str | None  # its folder ("" the whole project), or its file; None without one
+    names: Callable[[str], bool]
+
+
+def _dataset_source(*, item: Loaded, config: ConfigDoc) -> DatasetSource:
+    pattern = item.definition.get("cases_from")
+    if not isinstance(pattern, str):
+        return DatasetSource(scope=None, names=lambda path: False)
+    from eval_banana.datasets.sources import dataset_scope, dataset_skipped, names_path
+
+    root = Path(config.project_root)
+    skipped = dataset_skipped(config=config)
+    return DatasetSource(
+        scope=dataset_scope(pattern),
+        names=lambda path: names_path(pattern=pattern, path=path, root=root, skipped=skipped),
+    )
 
 
 def _past_expansion(

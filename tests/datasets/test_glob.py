@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eval_banana.core.errors import DefinitionError
-from eval_banana.datasets.sources import Skipped, _dataset_paths
+from eval_banana.datasets.sources import Skipped, _dataset_paths, dataset_scope, names_path
 from eval_banana.projectstate.patterns import file_pattern_regex
 
 
@@ -55,6 +55,36 @@ def test_a_glob_matches_files_by_their_own_path(tmp_path: Path) -> None:
     assert _found(tmp_path, "node_modules/**/*.csv", skipped) == []
     with pytest.raises(DefinitionError, match=r"looks in out/runs/, where no glob looks \(it is"):
         _found(tmp_path, "out/runs/*.jsonl", skipped)
+
+
+def test_a_glob_names_a_path_as_it_would_find_the_file_there(tmp_path: Path) -> None:
+    # --changed-since asks of files removed since REF: named exactly when, were the file
+    # there, the glob would find it.
+    files = [
+        "a.jsonl",
+        "data/b.jsonl",
+        "data/deep/c.jsonl",
+        "data/d.csv",
+        ".hidden/f.jsonl",
+        "node_modules/pkg/g.jsonl",
+        "out/runs/h.jsonl",
+    ]
+    _tree(tmp_path, files)
+    skipped = Skipped(names=frozenset({"node_modules"}), folders=frozenset({str(tmp_path / "out")}))
+    for pattern in ("**/*.jsonl", "data/*.jsonl", "data/**/*.jsonl", "data/[bd].*", "./data/*"):
+        found = _found(tmp_path, pattern, skipped)
+        named = [
+            path
+            for path in files
+            if names_path(pattern=pattern, path=path, root=tmp_path, skipped=skipped)
+        ]
+        assert named == sorted(found, key=files.index), pattern
+    assert names_path(pattern="./data/b.jsonl", path="data/b.jsonl", root=tmp_path, skipped=skipped)
+    assert [dataset_scope(p) for p in ("**/*.jsonl", "data/**/x*.csv", "./data/b.jsonl")] == [
+        "",
+        "data",
+        "data/b.jsonl",
+    ]
 
 
 def test_a_folder_does_not_stand_for_its_files_in_a_dataset_glob() -> None:
