@@ -62,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
         config=config, discovered=discovered, inputs={}, contents=contents, require_scripts=False
     )
     plan = outcome.plan
+    if plan.warnings:  # what the selection warns of, as `eb run` says it before it starts
+        from eval_banana.reporting.console import Console
+
+        Console().warn_each(plan.warnings)
     # An empty selection lists nothing and is not an error here, as in eval-banana
     # (docs/compatibility.md#validation-and-selection).
     if not plan.ok and not plan.no_checks:

@@ -67,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
             hint="Plan the whole selection with --shards N; a worker runs part K with "
             "`eb run --select PLAN --shard K/N`.",
         )
-    document = build_plan(request=PlanRequest(run=common.request(args), shards=args.shards))
+    built = build_plan(request=PlanRequest(run=common.request(args), shards=args.shards))
+    if built.warnings:
+        from eval_banana.reporting.console import Console
+
+        Console().warn_each(built.warnings)
+    document = built.document
     if args.format == "json":
         sys.stdout.write(json.dumps(document.model_dump(by_alias=True), ensure_ascii=False))
         sys.stdout.write("\n")

@@ -280,6 +280,8 @@ def _stages(
     digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
     outcome.raise_if_failed()
     plan = outcome.plan
+    # Before any check starts: a --last-failed that runs every check says so before it pays.
+    console.warn_each(plan.warnings)
 
     guarded = guard_stage.guard(
         config=config,
@@ -321,7 +323,8 @@ def _stages(
     )
     try:
         digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
-        console.warn_each(executed.warnings)
+        # The plan's own are in the report with the rest, and were told before the run.
+        console.warn_each([w for w in executed.warnings if w not in plan.warnings])
         _remember_failures(config=config, executed=executed, console=console)
         finished = finish_run(
             run_dir=run_dir,

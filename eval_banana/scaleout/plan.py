@@ -32,7 +32,13 @@ from eval_banana.models.plan import (
     PlanShardTotal,
     PlanSkippedEntry,
 )
-from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck, ResolvedHarness
+from eval_banana.models.stages import (
+    ConfigDoc,
+    PlanDoc,
+    PlannedCheck,
+    ProblemModel,
+    ResolvedHarness,
+)
 from eval_banana.pipeline.request import RunRequest, load_config, validated_plan
 from eval_banana.settings.folders import history_dir
 from eval_banana.settings.rundir import new_run_id
@@ -90,7 +96,12 @@ def plan_digest(*, rows: Sequence[tuple[str, str, str]]) -> str:
     return rows_digest(rows=rows)
 
 
-def build_plan(*, request: PlanRequest) -> PlanDocument:
+class BuiltPlan(NamedTuple):
+    document: PlanDocument
+    warnings: list[ProblemModel]  # what the selection warns of, as `eb run` says it first
+
+
+def build_plan(*, request: PlanRequest) -> BuiltPlan:
     """The plan of the run `request` describes; setup errors raise as `eb run` raises them."""
     config = load_config(request=request.run, run_id=new_run_id())
     plan, harness = _validated(config=config)
@@ -114,7 +125,7 @@ def build_plan(*, request: PlanRequest) -> PlanDocument:
         for entry in entries:
             entry.shard = assigned[entry.id]
         shard_totals = _shard_totals(entries=entries, total=request.shards)
-    return PlanDocument.model_validate(
+    document = PlanDocument.model_validate(
         {
             "$schema": PLAN_SCHEMA,
             "tool_version": tool_version(),
@@ -137,6 +148,7 @@ def build_plan(*, request: PlanRequest) -> PlanDocument:
             "expected_cost_usd": _sum(entry.expected_cost_usd for entry in entries),
         }
     )
+    return BuiltPlan(document=document, warnings=list(plan.warnings))
 
 
 def _validated(*, config: ConfigDoc) -> tuple[PlanDoc, ResolvedHarness | None]:

@@ -500,3 +500,46 @@ def test_a_familys_cases_are_matched_against_the_changes_once(
     assert cli.main(["list", "--cwd", str(root), "--changed-since", "HEAD~1"]) == 0
     assert "300 checks listed" in capsys.readouterr().err
     assert len(matched) <= 2  # the changed paths, and git's ignored ones: once for the family
+
+
+FAMILY = """\
+schema_version: 1
+id: qa
+type: deterministic
+description: "row {{ case.id }}"
+cases: [{id: bad, ok: false}, {id: slow-1, ok: true}, {id: slow-2, ok: true}]
+script: |
+  import json, sys
+  sys.exit(0 if json.load(open(sys.argv[1]))["case"]["ok"] else 1)
+"""
+
+
+def _eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def test_last_failed_says_it_runs_every_check_before_the_first_one_starts(
+    project: Callable[..., Path],
+) -> None:
+    # The warning travelled with the execute stage's and was printed once every check had
+    # run; `eb plan` and `eb list`, which select the same way, did not print it at all.
+    root = project({"eval_checks/qa.yaml": FAMILY})
+    assert _eb(root, "run", "--cache", "off").returncode == 1  # qa[bad] fails
+    said = "warning: --last-failed: the check remembered as failed (qa[bad]) is not among"
+    done = _eb(
+        root, "run", "--cache", "off", "--max-parallel-checks", "1", "--last-failed", "-k", "slow"
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    (warned,) = [n for n, line in enumerate(lines) if line.startswith(said)]
+    first = next(n for n, line in enumerate(lines) if line.startswith("[1/2] "))
+    assert warned < first, done.stderr
+    for command in ("plan", "list"):
+        shown = _eb(root, command, "--last-failed", "-k", "slow")
+        assert shown.returncode == 0 and said in shown.stderr, (command, shown.stderr)
