@@ -43,11 +43,20 @@ def select_incremental(
     if selection.last_failed:
         wanted = set(selection.last_failed_ids or ())
         failed = [i for i in kept if checks[i][1]["id"] in wanted]
-        # None of the selected checks failed last time: pytest's --last-failed-no-failures.
-        if failed or config.settings.core.last_failed_none == "skip":
+        # A failure whose check says `skip:` now cannot run: listed as skipped beside the
+        # failures that run, but alone it selects as no failure at all.
+        runnable = [i for i in kept if not checks[i][1].get("skip")]
+        if any(not checks[i][1].get("skip") for i in failed):
             kept = failed
-        elif wanted:
-            warnings.append(_every_check_runs(remembered=sorted(wanted), count=len(kept)))
+        elif config.settings.core.last_failed_none == "skip":
+            # None of the selected checks that can run failed last time: pytest's
+            # --last-failed-no-failures none.
+            kept = []
+        elif wanted and runnable:  # (with none that can run, the run lists them skipped)
+            skipped = sorted(checks[i][1]["id"] for i in failed)
+            warnings.append(
+                _every_check_runs(remembered=sorted(wanted), skipped=skipped, count=len(runnable))
+            )
     if selection.changed_since is not None and kept:
         chosen = changed_checks(
             config=config,
@@ -59,19 +68,29 @@ def select_incremental(
     return Incremental(kept=kept, warnings=warnings)
 
 
-def _every_check_runs(*, remembered: list[str], count: int) -> ProblemModel:
+def _every_check_runs(*, remembered: list[str], skipped: list[str], count: int) -> ProblemModel:
     """Said when --last-failed selects every check although failures are remembered: a run of
     judges asked for its failures should not cost the whole suite without a word. (With none
     remembered, every check is what --last-failed means, as in pytest; an unreadable record
-    is warned about where it is read.)"""
+    is warned about where it is read.) `skipped`: the remembered ones that are selected but
+    say `skip:` now."""
     named = ", ".join(remembered[:_NAMED_IDS]) + (", ..." if len(remembered) > _NAMED_IDS else "")
+    one = len(remembered) == 1
     who = (
         f"the check remembered as failed ({named}) is"
-        if len(remembered) == 1
+        if one
         else f"the {len(remembered)} checks remembered as failed ({named}) are"
     )
+    gone = "not among the selected checks (gone, renamed or filtered out)"
+    if len(skipped) == len(remembered):
+        why = f"skipped now (skip: in {'its check file' if one else 'their check files'})"
+    elif skipped:
+        shown = ", ".join(skipped[:_NAMED_IDS]) + (", ..." if len(skipped) > _NAMED_IDS else "")
+        why = f"skipped now ({shown}) or {gone}"
+    else:
+        why = gone
     return ProblemModel(
-        message=f"--last-failed: {who} not among the selected checks (gone, renamed or filtered "
-        f"out), so all {count} selected checks run, as pytest's --lf does",
+        message=f"--last-failed: {who} {why}, so all {count} selected checks run, as "
+        "pytest's --lf does",
         hint="--last-failed-none skip runs none instead",
     )

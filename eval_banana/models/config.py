@@ -84,8 +84,9 @@ class CoreSettings(_Section):
     last_failed_none: Literal["all", "skip"] = Field(
         default="all",
         description="What --last-failed selects when none of the selected checks failed the "
-        "last time it ran: every check (`all`) or none, a run that passes empty (`skip`), as "
-        "pytest's --last-failed-no-failures.",
+        "last time it ran (a failed check that says `skip:` now does not count): every check "
+        "(`all`) or none, a run that passes empty (`skip`), as pytest's "
+        "--last-failed-no-failures.",
     )
     schedule: Literal["history", "plan"] = Field(
         default="history",

@@ -215,10 +215,10 @@ def selection_note(*, config: ConfigDoc, total: int) -> str | None:
         return None
     if selection.changed_since is not None:
         return f"No check was selected: no check's files changed since {selection.changed_since}."
-    if selection.last_failed:
+    if selection.last_failed and config.settings.core.last_failed_none == "skip":
         return (
-            "No check was selected: none of the selected checks failed the last time it ran "
-            "(--last-failed-none skip)."
+            "No check was selected: none of the selected checks failed the last time it ran, "
+            "or those that did are skipped now (--last-failed-none skip)."
         )
     return None
 

@@ -23,9 +23,14 @@ def percentage(*, earned: int, total: int) -> float:
 
 
 def incremental_selection(*, config: ConfigDoc) -> bool:
-    """Whether an incremental selection (--changed-since, --last-failed) was asked for."""
+    """Whether an incremental selection that can select nothing was asked for: --changed-since,
+    or --last-failed with --last-failed-none skip. (By default --last-failed runs every selected
+    check when none that can run failed, so a run of it without results is one whose every
+    selected check is skipped, and such a run does not pass.)"""
     selection = config.selection
-    return selection.changed_since is not None or selection.last_failed
+    return selection.changed_since is not None or (
+        selection.last_failed and config.settings.core.last_failed_none == "skip"
+    )
 
 
 def is_cached(*, result: CheckResult) -> bool:

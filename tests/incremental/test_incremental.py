@@ -543,3 +543,35 @@ def test_last_failed_says_it_runs_every_check_before_the_first_one_starts(
     for command in ("plan", "list"):
         shown = _eb(root, command, "--last-failed", "-k", "slow")
         assert shown.returncode == 0 and said in shown.stderr, (command, shown.stderr)
+
+
+def test_a_remembered_failure_skipped_now_selects_as_none(
+    eb: Callable[..., EbResult], project: Callable[..., Path]
+) -> None:
+    # It selected the skipped case alone: no check ran, the run passed 0/0 and named
+    # --last-failed-none skip, which nobody had set.
+    root = project({"eval_checks/qa.yaml": FAMILY})
+    assert run_later(eb, root, "--cache", "off").exit_code == 1
+    (root / "eval_checks/qa.yaml").write_text(
+        FAMILY.replace("{id: bad, ok: false}", "{id: bad, ok: false, skip: flaky}")
+    )
+    every = run_later(eb, root, "--cache", "off", "--last-failed")
+    assert every.exit_code == 0, every.stdout + every.stderr
+    assert ran(every) == ["qa[bad]", "qa[slow-1]", "qa[slow-2]"]  # bad: listed as skipped
+    assert "Score: 2/2" in every.stdout and "- qa[bad]: skipped - flaky" in every.stdout
+    assert "--last-failed-none" not in every.stdout
+    assert (
+        "warning: --last-failed: the check remembered as failed (qa[bad]) is skipped now (skip: "
+        "in its check file), so all 2 selected checks run, as pytest's --lf does\n"
+    ) in every.stderr
+    # Asked for, --last-failed-none skip runs none, and says why truly.
+    none = run_later(eb, root, "--cache", "off", "--last-failed", "--last-failed-none", "skip")
+    assert none.exit_code == 0 and "Score: 0/0" in none.stdout
+    assert (
+        "No check was selected: none of the selected checks failed the last time it ran, or "
+        "those that did are skipped now (--last-failed-none skip)."
+    ) in none.stdout
+    # Every selected check skipped: judged nothing, so not a pass, and no setting named.
+    alone = run_later(eb, root, "--cache", "off", "--last-failed", "-k", "bad")
+    assert alone.exit_code == 1 and "Score: 0/0" in alone.stdout
+    assert "No check was selected" not in alone.stdout and "--last-failed" not in alone.stderr

@@ -69,16 +69,24 @@ def test_no_checks_is_zero_and_never_meets() -> None:
 
 
 @pytest.mark.parametrize(
-    ("changed_since", "last_failed", "passes"),
-    [("HEAD", False, True), (None, True, True), ("main", True, True), (None, False, False)],
+    ("changed_since", "last_failed", "none", "passes"),
+    [
+        ("HEAD", False, "all", True),
+        (None, True, "skip", True),
+        ("main", True, "all", True),
+        (None, False, "skip", False),
+        # By default --last-failed runs every selected check when none that can run failed:
+        # no result means every selected check is skipped, which is no pass.
+        (None, True, "all", False),
+    ],
 )
 def test_an_incremental_selection_of_nothing_passes(
-    changed_since: str | None, last_failed: bool, passes: bool
+    changed_since: str | None, last_failed: bool, none: str, passes: bool
 ) -> None:
     # --changed-since or --last-failed selecting nothing: nothing that could break was touched.
     from eval_banana.models.config import Selection
 
-    config = make_config(project_root=ROOT)
+    config = make_config(project_root=ROOT, last_failed_none=none)
     selection = Selection(changed_since=changed_since, last_failed=last_failed)
     config = config.model_copy(update={"selection": selection})
     doc = score(config=config, execute=make_execute(results=[]))
