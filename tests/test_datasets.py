@@ -331,6 +331,52 @@ def test_a_csv_skip_and_tags_column_is_empty_for_the_cases_it_does_not_mark(
     assert error["message"].endswith("case '1': skip must be a non-empty reason"), error
 
 
+def test_a_csv_skip_cell_a_checkbox_column_wrote_is_refused_not_taken_as_a_reason(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A spreadsheet's checkbox column exports TRUE/FALSE, a flag column 0/1: read as reasons,
+    `FALSE` skipped the very cases it meant to run, and a gate of 1.0 passed without them."""
+    cells = ["FALSE", "no", "0", "True", "1.0", "-"]
+    rows = "".join(f"c{n},case {n},no,{cell}\n" for n, cell in enumerate(cells))
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.csv\nmin_pass_rate: 1.0")
+    root = project(
+        {"eval_checks/fam.yaml": family, "data/rows.csv": "id,name,ok,skip\n" + rows},
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    errors = json.loads(validated.stdout)["errors"]
+    assert [(e["line"], e["field_path"], e["message"]) for e in errors] == [
+        (
+            n + 2,
+            "case.skip",
+            f"data/rows.csv line {n + 2}: case 'c{n}': skip '{cell}' is a yes/no, a number or a "
+            "mark, not the reason the case is skipped",
+        )
+        for n, cell in enumerate(cells)
+    ]
+    assert {e["hint"] for e in errors} == {
+        "leave the skip cell empty for the case to run; write the reason to skip it (such as "
+        "'flaky upstream')"
+    }
+    ran = eb("run", "--cwd", str(root))
+    assert ran.exit_code == 2, ran.stdout
+    # Typing the column as a checkbox is refused at the schema, once, with the same fix.
+    (root / "eval_checks/fam.yaml").write_text(
+        family + "case_schema: {properties: {skip: {type: boolean}}}\n"
+    )
+    error = _the_validate_error(eb, root)
+    assert (error["field_path"], error["message"].split(": ", 1)[1]) == (
+        "case_schema.properties.skip.type",
+        "skip holds the reason a case is skipped, text, not boolean",
+    ), error
+    # A reason is still a reason, and an empty cell runs its case.
+    (root / "eval_checks/fam.yaml").write_text(family)
+    (root / "data/rows.csv").write_text("id,name,ok,skip\na,first,yes,\nb,second,no,no API key\n")
+    code, report = _run(eb, root)
+    assert code == 0 and [c["reason"] for c in report["skipped"]] == ["no API key"], report
+
+
 @pytest.mark.parametrize(
     ("source", "files", "hint"),
     [

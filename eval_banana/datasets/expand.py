@@ -145,9 +145,22 @@ def _bad_id_message(given: object) -> str:
 
 # A CSV `tags` cell holds its tags as one text: `smoke, slow` or `smoke slow`.
 _CELL_TAGS = re.compile(r"[\s,]+")
+# A `skip` that reads as a yes/no or a number (a spreadsheet's checkbox column exports TRUE and
+# FALSE, a flag column 0 and 1), or holds no letter or digit (`-`, a check mark): no reason. Taken
+# as one, `FALSE` would skip the very case it means to run.
+_NO_REASON = re.compile(r"(?i:true|false|yes|no|y|n|on|off)|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)|\W*")
+_TAGS_HINT = "give tags a list of words (in a CSV cell: words separated by commas or spaces)"
 
 
-def _case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | None] | str:
+class _Refused(NamedTuple):
+    """What is wrong with a row's tags or skip, the fix, and the row's field it is told at."""
+
+    said: str
+    hint: str
+    field: str = "cases"
+
+
+def _case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | None] | _Refused:
     """A case's own tags and skip reason, or what is wrong with them. `cells`: a CSV row, whose
     every column has a cell in every row: an empty `skip` or `tags` cell says none, as a row
     without the field does (a spreadsheet's `skip` column is empty for the cases that run)."""
@@ -160,10 +173,20 @@ def _case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | 
     if isinstance(tags, str):
         tags = [tags]
     if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-        return "tags must be a list of strings"
-    if skip is not None and (not isinstance(skip, str) or not skip.strip()):
-        return "skip must be a non-empty reason"
-    return tags, skip.strip() if isinstance(skip, str) else None
+        return _Refused("tags must be a list of strings", _TAGS_HINT, "case.tags")
+    if skip is None:
+        return tags, None
+    reason = skip.strip() if isinstance(skip, str) else ""
+    if not reason or _NO_REASON.fullmatch(reason):
+        runs = "leave the skip cell empty" if cells else "leave skip out (or write null)"
+        return _Refused(
+            f"skip {reason!r} is a yes/no, a number or a mark, not the reason the case is skipped"
+            if reason
+            else "skip must be a non-empty reason",
+            f"{runs} for the case to run; write the reason to skip it (such as 'flaky upstream')",
+            "case.skip",
+        )
+    return tags, reason
 
 
 def fenced(*, case_id: str, row: dict[str, Any]) -> str:
@@ -516,13 +539,13 @@ def expand_family(
         skip: str | None = None
         if "tags" in value or "skip" in value:
             extra = _case_tags(value=value, cells=row.cells_are_text)
-            if isinstance(extra, str):
+            if isinstance(extra, _Refused):
                 problems.append(
                     row_problem(
                         row=row,
-                        message=f"case '{case_id}': {extra}",
-                        hint="give skip the reason the case is skipped (or leave the field out), "
-                        "and tags a list of words",
+                        message=f"case '{case_id}': {extra.said}",
+                        hint=extra.hint,
+                        field=extra.field,
                     )
                 )
                 continue

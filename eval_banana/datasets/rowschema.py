@@ -36,6 +36,7 @@ def row_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
         where = ".".join(str(part) for part in exc.path)
         said = best_match(exc.context).message if exc.context else exc.message
         raise _schema_problem(check_file=check_file, where=where, said=said) from None
+    _refuse_typed_skip(schema=schema, check_file=check_file)
     members = list(_walk(schema))
     keys = {key for _, key, _ in members}
     if "unevaluatedProperties" in keys and "patternProperties" in keys:
@@ -67,6 +68,25 @@ def row_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
                     "can hang a run): write it without look-arounds or back-references",
                 ) from None
     return _linear_time_validator()(schema)
+
+
+def _refuse_typed_skip(*, schema: dict[str, Any], check_file: str) -> None:
+    """A row's `skip` is the reason its case is skipped, text: a schema that types it so that
+    no text fits (`boolean`, as a spreadsheet's checkbox column is) describes a column eb
+    cannot read as a reason, and would read its empty cells (the cases that run) as wrong."""
+    properties = schema.get("properties")
+    spec = properties.get("skip") if isinstance(properties, dict) else None
+    declared = spec.get("type") if isinstance(spec, dict) else None
+    types = [declared] if isinstance(declared, str) else declared
+    if not isinstance(types, list) or "string" in types:
+        return
+    raise _schema_problem(
+        check_file=check_file,
+        where="properties.skip.type",
+        said=f"skip holds the reason a case is skipped, text, not {' or '.join(map(str, types))}",
+        hint="take the type off skip (or type it string); a row's skip is empty (or left "
+        "out) for the case to run, and holds the reason to skip it",
+    )
 
 
 def first_error(*, validator: Any, row: dict[str, Any], check_file: str) -> Any:
