@@ -1434,6 +1434,8 @@ def test_every_ambiguous_yaml_value_of_a_file_is_told_in_one_pass(
     )
     many = "".join(f"- {{name: n{i}, ok: 'yes', country: no}}\n" for i in range(12))
     inline = "cases:\n  - {id: 07, name: x, ok: 'yes'}\n  - {name: y, ok: 'yes', wait: 1:30}"
+    # Text to YAML 1.1 (no boolean or number in the loaded rows), 493 to YAML 1.2.
+    text_only = "cases:\n  - {name: z, ok: 'yes', mode: 0o755}"
     root = project(
         {
             "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/few.yaml"),
@@ -1442,6 +1444,9 @@ def test_every_ambiguous_yaml_value_of_a_file_is_told_in_one_pass(
             ).replace("id: fam", "id: many"),
             "eval_checks/own.yaml": SCRIPT_FAMILY.format(source=inline).replace(
                 "id: fam", "id: own"
+            ),
+            "eval_checks/text.yaml": SCRIPT_FAMILY.format(source=text_only).replace(
+                "id: fam", "id: text"
             ),
             "data/few.yaml": few,
             "data/many.yaml": many,
@@ -1470,7 +1475,7 @@ def test_every_ambiguous_yaml_value_of_a_file_is_told_in_one_pass(
         (
             3,
             "Dataset data/few.yaml line 3: '1e3' reads as text in YAML 1.1, which eb's YAML "
-            "reader follows, where YAML 1.2 and JSON read a number: write 1000.0 for the number, "
+            "reader follows, where YAML 1.2 reads a number: write 1000.0 for the number, "
             "or quote it ('1e3') to keep the text",
         ),
     ]
@@ -1484,6 +1489,15 @@ def test_every_ambiguous_yaml_value_of_a_file_is_told_in_one_pass(
     assert [line for line, _ in own_told] == [6, 7], own_told
     assert "'07' reads as the octal number 7" in own_told[0][1]
     assert "'1:30' reads as the base-60 number 90" in own_told[1][1]
+    assert [
+        (line, message.split(": ", 1)[1]) for file, line, message in told if "text" in file
+    ] == [
+        (
+            6,
+            "'0o755' reads as text in YAML 1.1, which eb's YAML reader follows, where YAML 1.2 "
+            "reads a number: write 493 for the number, or quote it ('0o755') to keep the text",
+        )
+    ]
 
 
 @pytest.mark.parametrize(

@@ -314,9 +314,9 @@ def dataset_rows(
     inline = definition.get("cases") or []
     # The check file's own items, found in its text only when one of them has a problem.
     lines = ItemLines(check_text, under="cases") if check_text and inline else None
-    # Every value YAML 1.1 reads otherwise is a boolean or a number once loaded: cases of
-    # text alone need no second reading of the check file.
-    if check_text and _holds_a_boolean_or_number(inline):
+    # Every value YAML 1.1 reads otherwise is a boolean or a number once loaded, or text YAML
+    # 1.2 reads as a number: other cases need no second reading of the check file.
+    if check_text and _may_read_otherwise(inline):
         _refuse_ambiguous_scalars(text=check_text, check_file=check_file, problems=problems)
     rows = [
         Row(
@@ -374,11 +374,17 @@ def dataset_rows(
     return rows, files
 
 
-def _holds_a_boolean_or_number(value: object) -> bool:
+def _may_read_otherwise(value: object) -> bool:
+    """Whether loaded YAML `value` holds what YAML 1.1 may have read otherwise than YAML 1.2:
+    a boolean, a number, or text YAML 1.2 reads as a number (`1e3`, `0o755`)."""
+    from eval_banana.datasets.yamlrows import yaml12_number
+
     stack = [value]
     while stack:
         item = stack.pop()
         if type(item) in (bool, int, float):
+            return True
+        if type(item) is str and yaml12_number(item) is not None:
             return True
         if type(item) is dict:
             stack.extend(item.values())

@@ -3,10 +3,12 @@ aliases), and without YAML 1.1's silent readings of plain words and numbers.
 
 PyYAML follows YAML 1.1, where `no` is the boolean false (a row for Norway, `country: NO`),
 `010` the octal number 8 (a zero-padded id), `1:30` the number 90, `1_000` the number 1000,
-and `1e3` the text '1e3' (a float wants a dot and a signed exponent there). YAML 1.2, which
-editors and most other tools follow, reads them otherwise. In a dataset that
-silently changes an id or an expected answer, so each is refused at its line with the way to
-write what was meant.
+`0b1010` the number 10, and `1e3`, `-.5` and `0o755` text (a float wants a dot and a signed
+exponent there, and a leading digit after a sign). YAML 1.2, which editors and most other tools
+follow, reads them otherwise (its core schema: true/false, decimal, 0o octal and 0x hex numbers,
+floats). In a dataset that silently changes an id or an expected answer, so each is refused at
+its line with the way to write what was meant. So is a plain `=` or `<<` where a value goes,
+which YAML 1.1 reads as a key of its own (no constructor builds it) and YAML 1.2 as text.
 """
 
 from __future__ import annotations
@@ -42,6 +44,19 @@ from eval_banana.datasets.rows import (
 
 _BOOLEAN_WORDS = frozenset({"true", "false"})
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
+# Whole numbers YAML 1.1 reads and YAML 1.2 reads as text: binary, and a hexadecimal number
+# with a sign (1.2 writes hexadecimal without one).
+_BINARY = re.compile(r"[-+]?0b[01_]+")
+_SIGNED_HEX = re.compile(r"[-+]0x[0-9a-fA-F_]+")
+# Numbers YAML 1.2 reads that YAML 1.1 reads as text, besides an exponent without a dot or a
+# sign (YAML12_EXPONENT_NUMBER): a signed fraction without a leading digit, an octal number
+# written 0o, and a zero-padded whole number holding an 8 or a 9 (no octal number to 1.1).
+_SIGNED_FRACTION = re.compile(r"[-+]\.[0-9]+")
+_OCTAL_0O = re.compile(r"0o[0-7]+")
+_ZERO_PADDED_DECIMAL = re.compile(r"[-+]?0[0-9]*[89][0-9]*")
+# Plain words YAML 1.1 reads as keys of its own, which YAML 1.2 reads as text: `=` (its
+# default-value key) and `<<` (its merge key, where it is no key of a mapping).
+_OWN_KEYS = {"tag:yaml.org,2002:value": "default-value key", "tag:yaml.org,2002:merge": "merge key"}
 
 
 # The fix for any of them, beside the message that names the value and what it became.
@@ -99,6 +114,13 @@ def _integer(loader: DatasetLoader, node: yaml.ScalarNode) -> int:
                 fix="write the number without its leading zeros",
             )
         )
+    elif _BINARY.fullmatch(text) or _SIGNED_HEX.fullmatch(text):
+        base = "binary" if "b" in text else "hexadecimal"
+        loader.ambiguous.append(
+            _refuse(
+                node=node, text=text, reading=f"the {base} number {value}", fix=f"write {value}"
+            )
+        )
     else:
         _base_60_or_underscores(loader=loader, node=node, text=text, value=value)
     return value
@@ -127,19 +149,53 @@ def _base_60_or_underscores(
 
 def _text(loader: DatasetLoader, node: yaml.ScalarNode) -> str:
     text = str(loader.construct_scalar(node))
-    if not node.style and YAML12_EXPONENT_NUMBER.fullmatch(text):  # plain: None, or "" from libyaml
-        number = float(text)
+    if node.style:  # quoted or a block: text everywhere (plain is None, or "" from libyaml)
+        return text
+    number = yaml12_number(text)
+    if number is not None:
         finite = math.isfinite(number)
-        fix = f"write {as_yaml11_float(number)} for the number, or " if finite else ""
+        fix = f"write {_as_yaml11_number(number)} for the number, or " if finite else ""
         loader.ambiguous.append(
             AmbiguousScalar(
                 None,
                 None,
                 f"{text!r} reads as text in YAML 1.1, which eb's YAML reader follows, where YAML "
-                f"1.2 and JSON read a number: {fix}quote it ('{text}') to keep the text",
+                f"1.2 reads a number: {fix}quote it ('{text}') to keep the text",
                 node.start_mark,
             )
         )
+    return text
+
+
+def yaml12_number(text: str) -> int | float | None:
+    """The number YAML 1.2 reads the plain scalar `text` as, where YAML 1.1 reads text; else
+    None."""
+    if _OCTAL_0O.fullmatch(text):
+        return int(text[2:], 8)
+    if _ZERO_PADDED_DECIMAL.fullmatch(text):
+        return int(text)
+    if YAML12_EXPONENT_NUMBER.fullmatch(text) or _SIGNED_FRACTION.fullmatch(text):
+        return float(text)
+    return None
+
+
+def _as_yaml11_number(number: int | float) -> str:
+    return as_yaml11_float(number) if isinstance(number, float) else str(number)
+
+
+def _own_key(loader: DatasetLoader, node: yaml.ScalarNode) -> str:
+    """A plain `=` or `<<` where a value goes: YAML 1.1 reads it as a key of its own (which no
+    constructor builds), YAML 1.2 as text."""
+    text = str(loader.construct_scalar(node))
+    loader.ambiguous.append(
+        AmbiguousScalar(
+            None,
+            None,
+            f"{text!r} reads as YAML 1.1's {_OWN_KEYS[node.tag]} in eb's YAML reader, which "
+            f"follows YAML 1.1, where YAML 1.2 reads text: quote it ('{text}') to keep the text",
+            node.start_mark,
+        )
+    )
     return text
 
 
@@ -156,6 +212,8 @@ DatasetLoader.add_constructor("tag:yaml.org,2002:str", _text)
 DatasetLoader.add_constructor("tag:yaml.org,2002:bool", _boolean)
 DatasetLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 DatasetLoader.add_constructor("tag:yaml.org,2002:float", _real)
+for _tag in _OWN_KEYS:
+    DatasetLoader.add_constructor(_tag, _own_key)
 
 
 def ambiguous_scalars_under(text: str, *, key: str) -> list[AmbiguousScalar]:

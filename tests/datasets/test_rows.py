@@ -267,3 +267,60 @@ def test_the_number_a_yaml_1_2_exponent_means_is_offered_as_yaml_1_1_reads_it(te
 
     offered = as_yaml11_float(float(text))
     assert yaml.safe_load(offered) == float(text), offered
+
+
+@pytest.mark.parametrize(
+    ("plain", "told", "offered", "meant"),
+    [
+        # Text to YAML 1.1, a number to YAML 1.2.
+        ("-.5", "reads as text in YAML 1.1", "-0.5", -0.5),
+        ("+.25", "reads as text in YAML 1.1", "0.25", 0.25),
+        ("0o755", "reads as text in YAML 1.1", "493", 493),
+        ("089", "reads as text in YAML 1.1", "89", 89),
+        ("-0099", "reads as text in YAML 1.1", "-99", -99),
+        # A number to YAML 1.1, text to YAML 1.2.
+        ("0b1010", "reads as the binary number 10", "10", 10),
+        ("-0b11", "reads as the binary number -3", "-3", -3),
+        ("+0x1F", "reads as the hexadecimal number 31", "31", 31),
+        ("-0x1f", "reads as the hexadecimal number -31", "-31", -31),
+        # Keys of YAML 1.1's own, which no constructor builds, where a value goes.
+        ("=", "reads as YAML 1.1's default-value key", None, None),
+        ("<<", "reads as YAML 1.1's merge key", None, None),
+    ],
+)
+def test_a_plain_value_yaml_1_1_and_1_2_read_differently_is_told_with_the_fix(
+    tmp_path: Path, plain: str, told: str, offered: str | None, meant: object
+) -> None:
+    """Each form is told at its line with what to write for the number YAML 1.2 means, or to
+    quote it; the number offered reads as that number to eb's YAML reader itself."""
+    import yaml
+
+    path = tmp_path / "rows.yaml"
+    path.write_text(f"- {{id: a, v: '{plain}'}}\n- {{id: b, v: {plain}}}\n")
+    problems: list[DefinitionError] = []
+    assert read_rows(path=path, file="rows.yaml", problems=problems) == []
+    (problem,) = problems
+    assert problem.line == 2
+    assert problem.message.startswith(f"Dataset rows.yaml line 2: '{plain}' {told}"), problem
+    fix = (
+        f"write {offered} for the number, or " if "as text in" in told else f"write {offered}, or "
+    )
+    quote = f"quote it ('{plain}') to keep the text"
+    assert problem.message.endswith((fix if offered else "") + quote), problem.message
+    if offered is not None:
+        assert yaml.safe_load(offered) == meant
+
+
+@pytest.mark.parametrize("plain", ["0x1F", ".5", "-0", "+12", "1.", "0o8", "0b2", "x=y", "0"])
+def test_a_plain_value_yaml_1_1_and_1_2_read_alike_is_read(tmp_path: Path, plain: str) -> None:
+    import yaml
+
+    path = tmp_path / "rows.yaml"
+    path.write_text(f"- {{id: a, v: {plain}}}\n- {{<<: {{w: 1}}, id: b}}\n")
+    problems: list[DefinitionError] = []
+    rows = read_rows(path=path, file="rows.yaml", problems=problems)
+    assert problems == []
+    assert [row.value for row in rows] == [
+        {"id": "a", "v": yaml.safe_load(plain)},
+        {"w": 1, "id": "b"},
+    ]
