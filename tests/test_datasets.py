@@ -1890,7 +1890,7 @@ def test_eb_schema_as_list_checks_a_whole_dataset_file(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
     """An editor validates a .yaml or .json dataset file as a whole: a list of rows, with the
-    row schema's own definitions still where its references point."""
+    row schema's own definitions where its references point."""
     import jsonschema
     import yaml
 
@@ -1909,7 +1909,7 @@ def test_eb_schema_as_list_checks_a_whole_dataset_file(
     printed = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"), "--as-list")
     assert printed.exit_code == 0, printed.stderr
     schema = json.loads(printed.stdout)
-    assert schema["type"] == "array" and "$defs" in schema and "$defs" not in schema["items"]
+    assert schema["type"] == "array" and "$defs" in schema["items"]
     jsonschema.Draft202012Validator(schema).validate(yaml.safe_load(rows))
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(schema).validate([{"name": "c", "ok": "maybe"}])
@@ -1917,6 +1917,53 @@ def test_eb_schema_as_list_checks_a_whole_dataset_file(
         jsonschema.Draft202012Validator(schema).validate({"name": "a", "ok": "yes"})
     alone = eb("schema", "--as-list")
     assert alone.exit_code == 2 and "--as-list needs --case-schema" in alone.stderr
+
+
+@pytest.mark.parametrize(
+    "case_schema",
+    [
+        # A reference to another place of the row, and the row's own definitions.
+        "{required: [answer], properties: {answer: {type: string, minLength: 1}, "
+        "alt: {$ref: '#/properties/answer'}, kind: {$ref: '#/$defs/kind'}}, "
+        "$defs: {kind: {enum: [a, b]}}}",
+        # A recursive row: its parts are rows too.
+        "{required: [answer], properties: {answer: {type: string, minLength: 1}, "
+        "alt: {type: string, minLength: 1}, kind: {enum: [a, b]}, "
+        "parts: {type: array, items: {$ref: '#'}}}}",
+        # A row with an $id: a resource of its own, its references resolved against it.
+        "{$id: 'https://example.invalid/row', required: [answer], properties: {answer: "
+        "{$ref: '#/$defs/text'}, alt: {$ref: '#/$defs/text'}, kind: {enum: [a, b]}}, "
+        "$defs: {text: {type: string, minLength: 1}}}",
+    ],
+)
+def test_eb_schema_as_list_validates_each_row_as_eb_validate_does(
+    case_schema: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """The list schema wraps the row schema under `items`: a reference to the row's own places
+    (`#/properties/answer`, `#`, `#/$defs/...` beside an `$id`) still names them there."""
+    import jsonschema
+
+    rows = [
+        {"id": "good", "answer": "x", "alt": "y", "kind": "a", "parts": [{"answer": "p"}]},
+        {"id": "empty-alt", "answer": "x", "alt": ""},
+        {"id": "bad-kind", "answer": "x", "kind": "c"},
+        {"id": "bad-part", "answer": "x", "parts": [{"answer": ""}]},
+    ]
+    if "parts" not in case_schema:
+        rows[3]["answer"] = ""  # fails the row schema without a recursive part
+    rows = [{**row, "name": "n", "ok": "yes"} for row in rows]
+    family = SCRIPT_FAMILY.format(source=f"cases_from: data/rows.json\ncase_schema: {case_schema}")
+    root = project(
+        {"eval_checks/fam.yaml": family, "data/rows.json": json.dumps(rows)}, config=CONFIG
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    refused = {error["message"].split("'")[1] for error in json.loads(validated.stdout)["errors"]}
+    assert refused == {"empty-alt", "bad-kind", "bad-part"}, validated.stdout
+    printed = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"), "--as-list")
+    assert printed.exit_code == 0, printed.stderr
+    validator = jsonschema.Draft202012Validator(json.loads(printed.stdout))
+    failing = {rows[error.absolute_path[0]]["id"] for error in validator.iter_errors(rows)}
+    assert failing == refused
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])

@@ -92,11 +92,60 @@ def _case_schema(*, path: str, as_list: bool) -> str:
 
 
 def _listed(*, row: dict[str, object]) -> dict[str, object]:
-    """A schema of a list of `row`s. Its definitions stay at the top, where its references
-    (`#/$defs/...`) point."""
+    """A schema of a list of `row`s: the row whole under `items`, its references to places of
+    its own (`#`, `#/properties/answer`, `#/$defs/name`) pointed at it there, so that each item
+    is validated as `eb validate` validates a row."""
     items = dict(row)
-    top: dict[str, object] = {"$schema": items.pop("$schema")}
-    for key in ("$defs", "definitions"):
-        if key in items:
-            top[key] = items.pop(key)
-    return {**top, "type": "array", "items": items}
+    dialect = items.pop("$schema")
+    return {"$schema": dialect, "type": "array", "items": _placed_under_items(items)}
+
+
+# Keywords whose value is a schema, a list of schemas, or a mapping of names to schemas
+# (draft 2020-12's, and the older spellings a case_schema may carry).
+_ONE_SCHEMA = frozenset(
+    {
+        "additionalItems",
+        "additionalProperties",
+        "contains",
+        "contentSchema",
+        "else",
+        "if",
+        "items",
+        "not",
+        "propertyNames",
+        "then",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_NAMED_SCHEMAS = frozenset(
+    {"$defs", "definitions", "dependencies", "dependentSchemas", "patternProperties", "properties"}
+)
+
+
+def _placed_under_items(schema: object) -> object:
+    """`schema` (a row schema or a part of it) with each reference to a place of the row's own
+    (`#`, `#/...`) pointed under `/items`. A part with an `$id` is a resource of its own, where
+    its references point already: left as it is (the row itself, when it has one)."""
+    if not isinstance(schema, dict) or "$id" in schema:
+        return schema
+    placed: dict[str, object] = {}
+    for key, value in schema.items():
+        if key in ("$ref", "$dynamicRef") and isinstance(value, str) and _own_place(value):
+            placed[key] = "#/items" + value[1:]
+        elif key in _NAMED_SCHEMAS and isinstance(value, dict):
+            placed[key] = {name: _placed_under_items(part) for name, part in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            placed[key] = [_placed_under_items(part) for part in value]
+        elif key in _ONE_SCHEMA:
+            placed[key] = _placed_under_items(value)
+        else:
+            placed[key] = value  # a value, not a schema (enum, const, default, examples)
+    return placed
+
+
+def _own_place(reference: str) -> bool:
+    """Whether `reference` names a place of the schema it is in by a JSON pointer (an anchor,
+    `#name`, names its place wherever that is)."""
+    return reference == "#" or reference.startswith("#/")
