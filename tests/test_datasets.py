@@ -532,6 +532,50 @@ def test_a_value_json_cannot_say_is_told_at_its_row_and_field(
     assert strict["errors"] and not strict["checks"]
 
 
+def test_a_yaml_key_that_is_not_text_is_told_at_its_row_and_field(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """YAML reads `{1: bad}` with a number for a key, which JSON has not: it was written as the
+    text '1' without a word, unless the mapping also had a text key. Each is told at its row and
+    field with the fix, at any depth (a check file's own cases are refused by its model)."""
+    rows = (
+        "- {id: a, ok: 'yes', name: n, scores: {1: bad, 5: great}}\n"
+        "- {id: b, ok: 'yes', name: n, m: {x: {true: y}}}\n"
+        "- {id: c, ok: 'yes', name: n, m: {null: y}}\n"
+        "- {id: d, ok: 'yes', name: n, m: [{2.5: z}]}\n"
+        "- {id: e, ok: 'yes', name: n, scores: {1: bad, x: great}}\n"
+        "- {id: f, ok: 'yes', name: n, 1: first}\n"
+        "- {id: g, ok: 'yes', name: n, scores: {'1': bad}}\n"
+    )
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.yaml")
+    root = project({"eval_checks/fam.yaml": family, "data/rows.yaml": rows}, config=CONFIG)
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    told = [
+        (e["file"], e["line"], e["field_path"], e["message"].split(": ", 1)[1], e["hint"])
+        for e in json.loads(validated.stdout)["errors"]
+    ]
+    expected = [
+        ("data/rows.yaml", 1, "scores", "1"),
+        ("data/rows.yaml", 2, "m.x", "true"),
+        ("data/rows.yaml", 3, "m", "null"),
+        ("data/rows.yaml", 4, "m.0", "2.5"),
+        ("data/rows.yaml", 5, "scores", "1"),
+        ("data/rows.yaml", 6, "cases", "1"),
+    ]
+    assert sorted(told) == sorted(
+        (
+            file,
+            line,
+            field,
+            f"{'the case' if field == 'cases' else 'field ' + field} "
+            f"holds the key {key} (not text), which JSON cannot say",
+            f"quote the key ('{key}') to make it text",
+        )
+        for file, line, field, key in expected
+    ), told
+
+
 def test_inline_cases_with_position_ids_and_case_tags_and_skip(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -83,7 +83,12 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return Unsayable(path, f"the key {key!r} (not text)", _QUOTE_IT)
+                shown = _key_shown(key)
+                return Unsayable(
+                    path,
+                    f"the key {shown} (not text)",
+                    f"quote the key ('{shown}') to make it text",
+                )
             escape = lone_surrogate(key)
             if escape is not None:
                 return Unsayable(path, f"a key with {_half(escape)}", _WRITE_THE_CHARACTER)
@@ -108,6 +113,13 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
         return None
     kinds = {"date": "a date", "datetime": "a date", "set": "a set", "bytes": "binary data"}
     return Unsayable(path, kinds.get(type(value).__name__, f"a {type(value).__name__}"), _QUOTE_IT)
+
+
+def _key_shown(key: object) -> str:
+    """A key that is not text as YAML (where such keys come from) writes it: `true`, `null`."""
+    if isinstance(key, bool) or key is None:
+        return "null" if key is None else str(key).lower()
+    return str(key)
 
 
 def _half(escape: str) -> str:

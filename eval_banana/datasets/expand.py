@@ -33,10 +33,7 @@ from eval_banana.datasets.render import (
     render_value,
     unfixable_in,
 )
-from eval_banana.datasets.rows import (
-    Row,
-    plain,
-)
+from eval_banana.datasets.rows import Row
 from eval_banana.datasets.rowschema import error_message, first_error, row_validator
 from eval_banana.datasets.sources import (
     Skipped,
@@ -458,7 +455,7 @@ def expand_family(
     case_frame = struct.pack(">Q", len(b"case")) + b"case"
     for position, row in enumerate(rows, start=1):
         value = row.value
-        if type(value) is not dict or not (row.string_keys or plain(value)):
+        if type(value) is not dict:
             problems.append(
                 row_problem(
                     row=row,
@@ -468,13 +465,17 @@ def expand_family(
                 )
             )
             continue
-        assert isinstance(value, dict)
         if readers and row.cells_are_text:
             value = typed_row(row=value, readers=readers)
-        try:
-            canonical = _CANONICAL(value).encode()  # _canonical, inline: once per case
-        except (TypeError, ValueError):
-            found = unsayable(value) or Unsayable("", "a value", "quote the value")
+        # A key that is not text (YAML's `{1: bad}`) the encoder would write as text without a
+        # word: a row that may hold one (not JSON's nor CSV's) is walked for it first.
+        found = None if row.string_keys else unsayable(value)
+        if found is None:
+            try:
+                canonical = _CANONICAL(value).encode()  # _canonical, inline: once per case
+            except (TypeError, ValueError):
+                found = unsayable(value) or Unsayable("", "a value", "quote the value")
+        if found is not None:
             field = found.field
             problems.append(
                 row_problem(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
-from typing import Any, BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import (
@@ -90,8 +90,9 @@ class Row(NamedTuple):
     file: str
     where: str
     line: int | None
-    # Read from JSON or CSV, where a mapping's keys are strings by construction (YAML's may
-    # be numbers): the key test per row is skipped.
+    # Every key of the row is text: read from JSON or CSV, where it is by construction, or
+    # from a YAML file none of whose mappings has another key (`{1: bad}`). Other rows are
+    # walked for such a key.
     string_keys: bool = False
     # 0-based place in the check file's own `cases:` list; None for a row of a dataset file.
     # Its errors' field paths name it (`cases.2.id`), and the check file's line is found from
@@ -459,8 +460,3 @@ def _repeated_key_line(text: str) -> int | None:
     except yaml.YAMLError:
         return None
     return None
-
-
-def plain(value: Any) -> bool:
-    """Whether a row is a mapping of string keys (its values are JSON by construction)."""
-    return isinstance(value, dict) and all(isinstance(key, str) for key in value)

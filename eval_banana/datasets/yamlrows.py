@@ -76,6 +76,15 @@ class DatasetLoader(StrictLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.ambiguous: list[AmbiguousScalar] = []
+        # Whether a mapping has a key that is not text (`{1: bad}`): only then are the rows
+        # walked for it (JSON would turn it into text without a word).
+        self.keys_not_text = False
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        if not self.keys_not_text:
+            self.keys_not_text = any(type(key) is not str for key in mapping)
+        return mapping
 
 
 def _refuse(
@@ -340,7 +349,9 @@ def yaml_rows(*, text: str, file: str, problems: list[DefinitionError]) -> list[
             )
         )
         return []
-    return listed_rows(value=value, file=file, kind="YAML", string_keys=False, text=text)
+    return listed_rows(
+        value=value, file=file, kind="YAML", string_keys=not loader.keys_not_text, text=text
+    )
 
 
 def _refused_value(*, exc: yaml.constructor.ConstructorError, line: int | None) -> tuple[str, str]:
