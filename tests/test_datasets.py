@@ -182,19 +182,21 @@ def test_a_glob_does_not_look_in_ebs_own_folders_or_excluded_ones(
     assert "has no cases" in _the_validate_error(eb, root)["message"]
 
 
+@pytest.mark.parametrize("boms", [1, 2])
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
 def test_a_byte_order_mark_and_windows_line_ends_change_nothing(
-    fmt: str, project: Callable[..., Path], eb: Callable[..., EbResult]
+    fmt: str, boms: int, project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
     # Spreadsheet programs save "CSV UTF-8" with a byte order mark and CRLF line ends: the
-    # first column must still be `id`, and a JSON file's first line must still parse.
+    # first column must still be `id`, and a JSON file's first line must still parse. A file
+    # saved twice by such a tool has two marks (the second named the column `\ufeffid`).
     name, text = _dataset(fmt)
     root = project(
         {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/{name}")},
         config=CONFIG,
     )
     (root / "data").mkdir()
-    (root / "data" / name).write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    (root / "data" / name).write_bytes(b"\xef\xbb\xbf" * boms + text.replace("\n", "\r\n").encode())
     code, report = _run(eb, root)
     assert code == 1
     assert _statuses(report) == EXPECTED
@@ -203,8 +205,9 @@ def test_a_byte_order_mark_and_windows_line_ends_change_nothing(
 def test_a_spreadsheets_other_encodings_are_named_with_the_fix(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
-    """A "Unicode text" export is UTF-16 (said as such, not as a bad byte at 0), a Latin-1
-    file names its byte; both say how to save it."""
+    """A "Unicode text" export is UTF-16 (said as such, not as a bad byte at 0, with or without
+    its byte order mark), as UTF-32 is; a Latin-1 file names its byte; each says how to save
+    it."""
     root = project(
         {"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: 'data/*.csv'")},
         config=CONFIG,
@@ -212,6 +215,11 @@ def test_a_spreadsheets_other_encodings_are_named_with_the_fix(
     (root / "data").mkdir()
     (root / "data/a.csv").write_bytes("name,ok\nrefund,yes\n".encode("utf-16"))
     (root / "data/b.csv").write_bytes("name,ok\ncaf\xe9,yes\n".encode("latin-1"))
+    # Without a byte order mark, UTF-16 of ASCII letters is valid UTF-8 (a NUL after each
+    # letter): it was told as ragged rows, with a hint to quote cells holding commas.
+    (root / "data/c.csv").write_bytes("name,ok\r\nrefund,yes\r\n".encode("utf-16-le"))
+    (root / "data/d.csv").write_bytes("name,ok\nrefund,yes\n".encode("utf-32"))  # was UTF-16
+    (root / "data/e.csv").write_bytes("name,ok\nrefund,yes\n".encode("utf-32-be"))
     validated = eb("validate", "--cwd", str(root), "--json")
     assert validated.exit_code == 2
     said = {(e["message"], e["line"], e["hint"]) for e in json.loads(validated.stdout)["errors"]}
@@ -224,6 +232,24 @@ def test_a_spreadsheets_other_encodings_are_named_with_the_fix(
             fix,
         ),
         ("Dataset data/b.csv is not UTF-8 text (line 2, byte 11: 0xE9)", 2, fix),
+        (
+            "Dataset data/c.csv is UTF-16 text without a byte order mark, not UTF-8 (every "
+            "other byte is NUL, as UTF-16 writes text)",
+            1,
+            fix,
+        ),
+        (
+            "Dataset data/d.csv is UTF-32 text, not UTF-8 (it starts with a UTF-32 byte order "
+            "mark)",
+            1,
+            fix,
+        ),
+        (
+            "Dataset data/e.csv is UTF-32 text, not UTF-8 (two of every four bytes are NUL, as "
+            "UTF-32 writes text)",
+            1,
+            fix,
+        ),
     }
 
 

@@ -22,7 +22,7 @@ from eval_banana.core.jsonvalues import (
 )
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
-from eval_banana.core.textfiles import UTF16_SAID, utf16_marked
+from eval_banana.core.textfiles import HEAD_BYTES, other_unicode
 from eval_banana.datasets.render import json_kind
 
 SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
@@ -136,16 +136,26 @@ def decode_dataset(*, data: bytes, file: str, offset: int = 0, number: int = 0) 
     CSV: left in, it would rename the first column (an `id` column no longer named the cases)
     and make a JSON file's first line unreadable. `offset` and `number`: the bytes and lines
     of the file before `data` (a block of a .jsonl file), for where a bad byte is."""
+    head = data[:HEAD_BYTES] if offset == 0 else b""
     if offset == 0:
         _refuse_lfs_pointer(data=data, file=file)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = number + data[: exc.start].count(b"\n") + 1
-        head = data[:2] if offset == 0 else b""
         at, byte = offset + exc.start, data[exc.start]
         raise _not_utf8(file=file, head=head, line=line, at=at, byte=byte) from None
-    return text[1:] if offset == 0 and text.startswith("\ufeff") else text
+    if b"\x00" in head:
+        # UTF-16 of ASCII letters, without a byte order mark, is valid UTF-8 (a NUL after each
+        # letter): read as such, each line would be one cell of a ragged row.
+        said = other_unicode(head)
+        if said is not None:
+            raise dataset_problem(
+                file=file, line=1, message=f"Dataset {file} {said}", hint=_SAVE_AS_UTF8
+            )
+    # A file saved twice by a tool that adds one may start with two: each would rename the
+    # first column (`\ufeffid`), and the ids would be lost.
+    return text.lstrip("\ufeff") if offset == 0 and text.startswith("\ufeff") else text
 
 
 def _refuse_lfs_pointer(*, data: bytes, file: str) -> None:
@@ -162,11 +172,12 @@ def _refuse_lfs_pointer(*, data: bytes, file: str) -> None:
 
 
 def _not_utf8(*, file: str, head: bytes, line: int, at: int, byte: int) -> DefinitionError:
-    """A file that is not UTF-8: a spreadsheet's "Unicode text" export is UTF-16, marked by its
-    first two bytes; anything else is told by its first bad byte."""
-    if utf16_marked(head):
+    """A file that is not UTF-8: a spreadsheet's "Unicode text" export is UTF-16, told by its
+    first bytes (as UTF-32 is); anything else is told by its first bad byte."""
+    said = other_unicode(head)
+    if said is not None:
         return dataset_problem(
-            file=file, line=1, message=f"Dataset {file} {UTF16_SAID}", hint=_SAVE_AS_UTF8
+            file=file, line=1, message=f"Dataset {file} {said}", hint=_SAVE_AS_UTF8
         )
     return dataset_problem(
         file=file,
