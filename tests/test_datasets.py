@@ -540,7 +540,7 @@ def test_a_value_json_cannot_say_is_told_at_its_row_and_field(
     ]
     expected = [
         ("data/a.jsonl", "line 1", 1, "score", "NaN"),
-        ("data/a.jsonl", "line 2", 2, "at.1", "Infinity"),
+        ("data/a.jsonl", "line 2", 2, "at.1", "-Infinity"),
         ("data/b.yaml", "item 1 (line 1)", 1, "when", "a date"),
         ("data/b.yaml", "item 2 (line 2)", 2, "meta.ratio", "Infinity"),
         ("data/b.yaml", "item 3 (line 6)", 6, "seen", "a set"),
@@ -1003,6 +1003,35 @@ def test_a_csv_familys_cells_take_the_types_its_case_schema_gives_their_fields(
     assert code == 1 and set(_statuses(report).values()) == {"failed"}
     apple = next(c for c in report["checks"] if c["check_id"] == "prices[1]")
     assert "give the field a number type in the family's case_schema" in apple["reason"]
+
+
+def test_a_typed_csv_number_too_large_to_read_is_told_with_a_fix_a_csv_can_take(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`1e400` read as a number is Infinity: "quote the value" cannot help in a CSV, where a
+    quote is syntax and the quoted cell reads the same."""
+    csv_text = 'sku,price,stock,sale\napple,1e400,3,TRUE\npear,"-1e400",,false\n'
+    root = project(
+        {"eval_checks/prices.yaml": TYPED_PRICES, "data/prices.csv": csv_text}, config=CONFIG
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    told = [
+        (e["line"], e["field_path"], e["message"], e["hint"])
+        for e in json.loads(validated.stdout)["errors"]
+    ]
+    assert told == [
+        (
+            line,
+            "price",
+            f"data/prices.csv line {line}: field price holds the number {cell}, beyond the "
+            "largest number a program reads from JSON (about 1.8e308): read, it would be "
+            f"{infinity}, which JSON cannot say",
+            "write a smaller number, or type price as string in case_schema to keep the cell as "
+            "text",
+        )
+        for line, cell, infinity in ((2, "1e400", "Infinity"), (3, "-1e400", "-Infinity"))
+    ]
 
 
 def test_an_assertions_familys_cases_run_one_after_another_whatever_the_parallelism(

@@ -108,7 +108,8 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
             return None
         return Unsayable(path, _half(escape), _WRITE_THE_CHARACTER)
     if isinstance(value, float) and not math.isfinite(value):
-        return Unsayable(path, "NaN" if math.isnan(value) else "Infinity", _QUOTE_IT)
+        infinity = "-Infinity" if value < 0 else "Infinity"
+        return Unsayable(path, "NaN" if math.isnan(value) else infinity, _QUOTE_IT)
     if value is None or isinstance(value, int | float):
         return None
     kinds = {"date": "a date", "datetime": "a date", "set": "a set", "bytes": "binary data"}

@@ -10,6 +10,7 @@ fits, are left as they are: only what the author declared changes.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,6 +26,17 @@ _TYPED = frozenset({"number", "integer", "boolean", "null"})
 Reader = Callable[[str], Any]
 
 
+class NumberOutOfRange(ValueError):
+    """A number cell beyond the largest number a program reads from JSON (about 1.8e308, as
+    `1e400`): read, it would be Infinity, which JSON cannot say. A CSV cell cannot be quoted
+    to keep it as text, as a JSON or YAML value can: the fix is another number, or the type."""
+
+    def __init__(self, *, field: str, cell: str) -> None:
+        super().__init__(cell)
+        self.field = field
+        self.cell = cell
+
+
 def cell_readers(schema: object) -> dict[str, Reader]:
     """For each top-level field of `schema` whose declared type admits no text, how to read a
     cell of it; empty when the schema types none (or is no object schema)."""
@@ -38,19 +50,20 @@ def cell_readers(schema: object) -> dict[str, Reader]:
         declared = spec.get("type") if isinstance(spec, Mapping) else None
         types = {declared} if isinstance(declared, str) else set(declared or ())
         if types and types <= _TYPED:
-            readers[str(field)] = _reader(types=frozenset(types))
+            readers[str(field)] = _reader(field=str(field), types=frozenset(types))
     return readers
 
 
 def typed_row(*, row: dict[str, Any], readers: Mapping[str, Reader]) -> dict[str, Any]:
-    """`row` (a CSV row: every value text) with the typed fields read as their types."""
+    """`row` (a CSV row: every value text) with the typed fields read as their types; raises
+    NumberOutOfRange for a number cell too large to read."""
     return {
         name: readers[name](cell) if name in readers and isinstance(cell, str) else cell
         for name, cell in row.items()
     }
 
 
-def _reader(*, types: frozenset[str]) -> Reader:
+def _reader(*, field: str, types: frozenset[str]) -> Reader:
     # A whole number longer than Python reads stays text, and the schema tells it at its row.
     longest = longest_whole_number() or None
 
@@ -65,7 +78,10 @@ def _reader(*, types: frozenset[str]) -> Reader:
             if whole:
                 return int(cell)
             if not integer:
-                return float(cell)
+                number = float(cell)
+                if not math.isfinite(number):
+                    raise NumberOutOfRange(field=field, cell=cell)
+                return number
         if "boolean" in types and cell.lower() in _BOOLEANS:
             return _BOOLEANS[cell.lower()]
         return cell  # not of its type: the schema names the row and the field

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import Unsayable, unsayable
-from eval_banana.datasets.celltypes import cell_readers, typed_row
+from eval_banana.datasets.celltypes import NumberOutOfRange, cell_readers, typed_row
 from eval_banana.datasets.keys import DATASET_KEYS
 from eval_banana.datasets.problems import render_problems, row_problem
 from eval_banana.datasets.render import (
@@ -184,6 +184,20 @@ def _case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | 
             "case.skip",
         )
     return tags, reason
+
+
+def _out_of_range(*, row: Row, exc: NumberOutOfRange) -> DefinitionError:
+    """A CSV cell typed a number that is too large to read; quoting it is no fix in a CSV."""
+    infinity = "-Infinity" if exc.cell.startswith("-") else "Infinity"
+    return row_problem(
+        row=row,
+        message=f"field {exc.field} holds the number {exc.cell}, beyond the largest number a "
+        f"program reads from JSON (about 1.8e308): read, it would be {infinity}, which JSON "
+        "cannot say",
+        hint=f"write a smaller number, or type {exc.field} as string in case_schema to keep "
+        "the cell as text",
+        field=exc.field,
+    )
 
 
 def fenced(*, case_id: str, row: dict[str, Any]) -> str:
@@ -466,7 +480,11 @@ def expand_family(
             )
             continue
         if readers and row.cells_are_text:
-            value = typed_row(row=value, readers=readers)
+            try:
+                value = typed_row(row=value, readers=readers)
+            except NumberOutOfRange as exc:
+                problems.append(_out_of_range(row=row, exc=exc))
+                continue
         # A key that is not text (YAML's `{1: bad}`) the encoder would write as text without a
         # word: a row that may hold one (not JSON's nor CSV's) is walked for it first.
         found = None if row.string_keys else unsayable(value)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from eval_banana.datasets.celltypes import cell_readers, typed_row
+import pytest
+
+from eval_banana.datasets.celltypes import NumberOutOfRange, cell_readers, typed_row
 
 
 def _typed(schema: Any, row: dict[str, str]) -> dict[str, Any]:
@@ -54,3 +56,13 @@ def test_fields_text_may_fill_and_schemas_of_another_shape_change_nothing() -> N
         None,
     ):
         assert _typed(schema, row) == row
+
+
+@pytest.mark.parametrize("cell", ["1e400", "-1.5e309"])
+def test_a_number_cell_too_large_to_read_is_refused_with_its_field(cell: str) -> None:
+    """Read, it would be Infinity, which JSON cannot say; the row is told with the field."""
+    schema = {"properties": {"n": {"type": "number"}}}
+    with pytest.raises(NumberOutOfRange) as raised:
+        _typed(schema, {"n": cell, "m": "x"})
+    assert (raised.value.field, raised.value.cell) == ("n", cell)
+    assert _typed(schema, {"n": "1e308"}) == {"n": 1e308}
