@@ -542,10 +542,11 @@ FAMILY_JS = r"""
   table.addEventListener("click", function (event) {
     var show = event.target.closest("button.fc");
     if (show) {
-      // The case's own row: the id filter narrows the checks table to it.
+      // The case's own row: the id filter narrows the checks table to it, and (the event
+      // bubbling up to the filter bar, as a typed id does) the open case lists too.
       var input = document.getElementById("id-filter");
       input.value = show.textContent;
-      input.dispatchEvent(new Event("input"));
+      input.dispatchEvent(new Event("input", { bubbles: true }));
       document.getElementById("checks").scrollIntoView();
       return;
     }

@@ -70,6 +70,14 @@ def test_a_family_row_opens_into_its_cases_failures_first(
     _click(browser, '#status-filter button[data-g="all"]')
     detail.find_elements(By.CSS_SELECTOR, "button.fc")[1].click()
     assert browser.execute_script(VISIBLE_ROWS) == ["qa[q5]"]
+    # The id it sets narrows the open case list as typing it into the id filter does.
+    assert "1 of 6 cases shown" in detail.text
+    shown = [
+        row.find_element(By.CSS_SELECTOR, "button.fc").text
+        for row in detail.find_elements(By.CSS_SELECTOR, "tr.fcase")
+        if row.is_displayed()
+    ]
+    assert shown == ["qa[q5]"]
 
     # Closing the family row removes its cases again.
     _click(browser, '#families tr.fam[data-f="0"] button.x')
