@@ -209,3 +209,37 @@ def test_first_project_step_3_init_prints_what_the_page_shows(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     printed = done.stdout.replace(str(root.resolve()), "/home/me/wordcount")
     assert printed.splitlines() == claimed
+
+
+def test_ci_md_names_the_junit_classname_and_failure_message_eb_writes(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    root = tmp_path / "p"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("", encoding="utf-8")
+    (root / "eval_checks" / "judges").mkdir(parents=True)
+    (root / "eval_checks" / "judges" / "polite.yaml").write_text(
+        "schema_version: 1\nid: polite\ntype: deterministic\ndescription: polite.\n"
+        "script: exit(1)\n",
+        encoding="utf-8",
+    )
+    (root / "eval_checks" / "qa.yaml").write_text(
+        "schema_version: 1\nid: qa_judge\ntype: deterministic\ndescription: case.\n"
+        "cases:\n  - {id: refund-07}\nscript: |\n  import sys\n  sys.exit('no refund')\n",
+        encoding="utf-8",
+    )
+    eb("run", "--cwd", str(root), "--junit-xml", str(tmp_path / "j.xml"), cwd=tmp_path)
+    written = {
+        str(case.get("name")): (case.get("classname"), failure.get("message"))
+        for case in ET.parse(tmp_path / "j.xml").iter("testcase")
+        for failure in case.iter("failure")
+    }
+    assert written == {
+        "polite": ("eval_checks.judges.polite", "failed: exit code 1"),
+        "qa_judge[refund-07]": ("qa_judge", "failed: no refund"),
+    }
+    # The page's examples are these: a file's path, a case's family, the status then the reason.
+    ci = " ".join(section(page="ci.md", title="What a run can write").split())
+    assert "`eval_checks/judges/polite.yaml` → `eval_checks.judges.polite`" in ci
+    assert "`qa_judge` for `qa_judge[refund-07]`" in ci
+    assert "`failed: exit code 1`" in ci and "`failed: <reason>`" in ci
