@@ -816,15 +816,19 @@ def test_a_family_gate_over_only_skipped_cases_is_not_measured(
     )
     assert said in done.stdout
     run_dir = next(root.glob(".eval-banana/results/*"))
-    assert "| min_pass_rate 0.9 not measured: no case ran |" in (run_dir / "report.md").read_text()
+    # No rate was measured either: a 0.0% would read as every case failing.
+    said = "| `fam` | 0 | 0 | 0 | 0 | - | min_pass_rate 0.9 not measured: no case ran |"
+    assert said in (run_dir / "report.md").read_text()
     page = (run_dir / "report.html").read_text()
     assert "not measured: no case ran (min_pass_rate 0.9)" in page and "held (min" not in page
+    assert re.search(r">fam</button></td><td class=\"num\">-</td>", page)
     # Against a run where the cases ran, the diff says the gate went unmeasured.
     (root / "data/rows.jsonl").write_text(rows.replace(', "skip": "upstream is down"', ""))
     assert eb("run", "--cwd", str(root)).exit_code == 0
     head = max(root.glob(".eval-banana/results/*"), key=lambda run: run.stat().st_mtime)
     diffed = eb("diff", str(head), str(run_dir))
     assert "min_pass_rate 0.9 held -> not measured" in diffed.stdout, diffed.stdout
+    assert "(100.0%) -> 0/0 (-)" in diffed.stdout, diffed.stdout
 
 
 def test_a_family_the_selection_ran_part_of_says_how_much(

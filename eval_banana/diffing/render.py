@@ -10,7 +10,7 @@ from eval_banana.core.files import write_text_atomic
 from eval_banana.core.words import percent_text, plural
 from eval_banana.diffing.compare import DIFF_JSON
 from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
-from eval_banana.stages.report import gate_of, md_cell, md_text
+from eval_banana.stages.report import NO_RATE, gate_of, md_cell, md_text
 
 FORMATS: tuple[str, ...] = ("text", "md", "json")
 # A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.
@@ -94,7 +94,8 @@ def _family_side(side: FamilySide | None) -> str:
         return "absent"
     part = "" if side.of_cases is None else f", {side.cases:,} of its {side.of_cases:,} cases"
     gate = () if side.min_pass_rate is None else (side.min_pass_rate,)
-    return f"{side.passed}/{side.cases} ({percent_text(side.pass_rate, bounds=gate)}{part})"
+    rate = percent_text(side.pass_rate, bounds=gate) if side.cases else NO_RATE
+    return f"{side.passed}/{side.cases} ({rate}{part})"
 
 
 # A side's gate in a diff line, by `gate_of` (a shard's gate is no side of a diff: none).

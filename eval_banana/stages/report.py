@@ -154,9 +154,16 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
     return lines
 
 
+# The rate of a family none of whose cases ran: none was measured, and "0.0%" would read as
+# every case failing.
+NO_RATE = "-"
+
+
 def family_rate(*, family: dict[str, Any]) -> str:
     """A family's pass rate as a percentage that never reads as its gate or as 100 % when it
-    is not (`percent_text`)."""
+    is not (`percent_text`); NO_RATE when no case of it ran."""
+    if not family.get("cases"):
+        return NO_RATE
     gate = family.get("min_pass_rate")
     return percent_text(
         float(family.get("pass_rate") or 0.0), bounds=() if gate is None else (float(gate),)
