@@ -120,6 +120,7 @@ def test_each_dataset_format_runs_one_check_per_case(
             "gate_held": True,
             "gate_at_merge": None,
             "of_cases": None,
+            "not_run": 0,
         }
     ]
     validated = eb("validate", "--cwd", str(root))
@@ -858,6 +859,44 @@ def test_a_family_the_selection_ran_part_of_says_how_much(
     assert '<td class="num">3 of 10</td>' in (run_dir / "report.html").read_text()
     plan = json.loads((run_dir / "stages" / "plan.json").read_text())
     assert plan["family_sizes"] == {"fam": 10}
+
+
+def test_a_family_a_stopped_run_ran_part_of_counts_only_the_cases_that_ran(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`-x` stops after the first failed case: the nine never started were counted as errored
+    in the family, its pass rate and its gate, while the run's summary said 0 errored."""
+    rows = "".join(
+        json.dumps({"name": f"n{n}", "ok": "no" if n == 0 else "yes"}) + "\n" for n in range(10)
+    )
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl") + "min_pass_rate: 0.8\n"
+    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": rows}, config=CONFIG)
+    done = eb("run", "--cwd", str(root), "-x", "--max-parallel-checks", "1")
+    assert done.exit_code == 1, done.stderr
+    line = "Family fam: 0/1 cases passed (0.0%; 1 of its 10 cases ran), min_pass_rate 0.8 NOT held"
+    assert line in done.stdout
+    run_dir = next(root.glob(".eval-banana/results/*"))
+    report = json.loads((run_dir / "report.json").read_text())
+    (family_score,) = report["families"]
+    counted = {key: family_score[key] for key in ("cases", "failed", "errored", "not_run")}
+    assert counted == {"cases": 1, "failed": 1, "errored": 0, "not_run": 9}
+    assert family_score["of_cases"] == 10 and family_score["gate_held"] is False
+    assert (
+        "| `fam` | 1 of 10 (9 not run) | 0 | 1 | 0 | 0.0% |" in (run_dir / "report.md").read_text()
+    )
+    # The score stage counts the cases never started as the run's summary does.
+    scored = eb("stage", "score", "--run-dir", str(run_dir))
+    assert "Checks: 0 passed, 1 failed, 0 errored, 9 not run" in scored.stdout, scored.stdout
+    # A run that stopped before any case of the family: no case ran, and nothing was measured.
+    (root / "eval_checks/a.yaml").write_text(
+        check_yaml("a_first", script="import sys; sys.exit(1)")
+    )
+    done = eb("run", "--cwd", str(root), "-x", "--max-parallel-checks", "1")
+    said = (
+        "Family fam: no case ran (the run stopped before any of its 10 cases), "
+        "min_pass_rate 0.8 not measured"
+    )
+    assert said in done.stdout, done.stdout
 
 
 ASSERTIONS_FAMILY = """\

@@ -107,9 +107,9 @@ class HistoryRecord(Record):
     checks: list[HistoryCheck] = Field(default_factory=list)
     partial_families: dict[str, int] | None = Field(
         default=None,
-        description="Each dataset family this run's selection took only part of (`-k`, "
-        "`--subset`, `--last-failed`, a shard): how many cases the family has, not skipped "
-        "(report.json's `of_cases`). A family run whole is not listed, whatever its size; "
-        "null or absent: a record written before eb kept this, which cannot tell a whole run "
-        "from a part.",
+        description="Each dataset family this run ran only part of (its selection took part: "
+        "`-k`, `--subset`, `--last-failed`, a shard; or it stopped before the rest: maxfail, a "
+        "fuse, an interrupt): how many cases the family has, not skipped (report.json's "
+        "`of_cases`). A family run whole is not listed, whatever its size; null or absent: a "
+        "record written before eb kept this, which cannot tell a whole run from a part.",
     )

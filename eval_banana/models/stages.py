@@ -395,7 +395,10 @@ class FamilyScore(Record):
     model_config = {"extra": "forbid"}
 
     id: str = Field(description="The family's check id.")
-    cases: int = Field(ge=0, description="Its cases that ran (skipped cases are not counted).")
+    cases: int = Field(
+        ge=0,
+        description="Its cases that ran (skipped cases and cases never started are not counted).",
+    )
     passed: int = Field(ge=0)
     failed: int = Field(ge=0)
     errored: int = Field(ge=0)
@@ -417,9 +420,17 @@ class FamilyScore(Record):
     of_cases: int | None = Field(
         default=None,
         ge=0,
-        description="When the selection ran only some of the family's cases (--check-id, -k, "
-        "--last-failed, a shard): how many it has (not skipped). `cases`, the pass rate and "
-        "the gate are then those of the cases that ran. Null when every case ran.",
+        description="When only some of the family's cases ran (the selection took part of it: "
+        "--check-id, -k, --last-failed, a shard; or the run stopped before the rest: maxfail, "
+        "a fuse, an interrupt): how many it has (not skipped). `cases`, the pass rate and the "
+        "gate are then those of the cases that ran. Null when every case ran.",
+    )
+    not_run: int = Field(
+        default=0,
+        ge=0,
+        description="Its selected cases the run never started because it stopped (maxfail, a "
+        "fuse, an interrupt): counted in none of cases, passed, failed and errored, nor in the "
+        "pass rate and the gate.",
     )
 
 

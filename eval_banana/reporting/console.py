@@ -272,8 +272,10 @@ def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> li
         f"Percentage: {score.percentage:.1f}%",
         f"Pass threshold: {score.pass_threshold!r} "
         f"({'met' if score.meets_threshold else 'not met'})",
+        # As the run's closing line counts them: a check never started did not error.
         f"Checks: {score.passed_checks} passed, {score.failed_checks} failed, "
-        f"{score.errored_checks} errored",
+        f"{score.errored_checks - score.not_run_checks} errored, "
+        f"{score.not_run_checks} not run",
         f"Passed: {'yes' if score.run_passed else 'no'}",
     ]
     if score.aborted_by is not None:

@@ -59,45 +59,59 @@ def family_scores(
     """Each dataset family's counts, by family id (a gated family with no result included).
     `gates_at_merge`: in a shard, the gates it leaves to `eb merge`, named in its report so
     that nobody reads the family as ungated; `sizes`: each family's cases before the
-    selection narrowed them, told beside a family that ran fewer."""
+    selection narrowed them, told beside a family that ran fewer. A case a stopped run never
+    started is counted apart: it neither passed nor failed, so the gate is judged on the cases
+    that ran (the run fails for having stopped anyway)."""
     at_merge = gates_at_merge or {}
     planned = sizes or {}
-    counts: dict[str, list[int]] = {family: [0, 0, 0] for family in gates}
+    counts: dict[str, _FamilyCounts] = {family: _FamilyCounts() for family in gates}
     for result in results:
-        if result.family is None:
-            continue
-        found = counts.setdefault(result.family, [0, 0, 0])
-        if result.status == "passed":
-            found[0] += 1
-        elif result.status == "failed":
-            found[1] += 1
-        else:
-            found[2] += 1
+        if result.family is not None:
+            counts.setdefault(result.family, _FamilyCounts()).add(result=result)
     families = []
     for family in sorted(counts):
-        passed, failed, errored = counts[family]
-        cases = passed + failed + errored
+        found = counts[family]
+        cases = found.passed + found.failed + found.errored
         rate = gates.get(family)
         families.append(
             FamilyScore(
                 id=family,
                 cases=cases,
-                passed=passed,
-                failed=failed,
-                errored=errored,
-                pass_rate=passed / cases if cases else 0.0,
+                passed=found.passed,
+                failed=found.failed,
+                errored=found.errored,
+                pass_rate=found.passed / cases if cases else 0.0,
                 min_pass_rate=rate,
-                gate_held=gate_holds(passed=passed, cases=cases, min_pass_rate=rate),
+                gate_held=gate_holds(passed=found.passed, cases=cases, min_pass_rate=rate),
                 gate_at_merge=at_merge.get(family),
-                of_cases=_of_cases(ran=cases, size=planned.get(family)),
+                of_cases=_of_cases(ran=cases, size=planned.get(family, cases + found.not_run)),
+                not_run=found.not_run,
             )
         )
     return families
 
 
-def _of_cases(*, ran: int, size: int | None) -> int | None:
-    """The family's size when fewer of its cases ran (a narrowed selection), else None."""
-    return size if size is not None and ran < size else None
+class _FamilyCounts:
+    """One family's results by outcome, as `family_scores` counts them."""
+
+    def __init__(self) -> None:
+        self.passed = self.failed = self.errored = self.not_run = 0
+
+    def add(self, *, result: CheckResult) -> None:
+        if result.details.get("not_run") is True:
+            self.not_run += 1
+        elif result.status == "passed":
+            self.passed += 1
+        elif result.status == "failed":
+            self.failed += 1
+        else:
+            self.errored += 1
+
+
+def _of_cases(*, ran: int, size: int) -> int | None:
+    """The family's size when fewer of its cases ran (a narrowed selection, a stopped run),
+    else None."""
+    return size if ran < size else None
 
 
 def replayed_verdict(*, score: ScoreDoc, threshold: float, fail_on_flaky: bool) -> bool | str:

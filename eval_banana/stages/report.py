@@ -136,7 +136,7 @@ def family_lines(*, report: dict[str, Any]) -> list[str]:
             f"Family {family['id']}: {family['passed']:,}/{family['cases']:,} cases passed "
             f"({family_rate(family=family)}{selected_part(family=family)})"
             if family["cases"]
-            else f"Family {family['id']}: no case ran (every one selected was skipped)"
+            else f"Family {family['id']}: no case ran ({_why_none_ran(family=family)})"
         )
         gate, state = family.get("min_pass_rate"), gate_state(family=family)
         if state == "at_merge":
@@ -171,10 +171,26 @@ def family_rate(*, family: dict[str, Any]) -> str:
 
 
 def selected_part(*, family: dict[str, Any]) -> str:
-    """`; 1 of its 6 cases selected` for a family the selection ran only part of (its pass
-    rate and gate are then those of that part), else nothing."""
+    """`; 1 of its 6 cases selected` for a family the selection ran only part of, `; 1 of its
+    5 cases ran` for one a stopped run did (`; 1 of its 50 cases ran, 5 selected` for both):
+    its pass rate and gate are then those of that part. Nothing for a family run whole."""
     size = family.get("of_cases")
-    return "" if size is None else f"; {family['cases']:,} of its {size:,} cases selected"
+    if size is None:
+        return ""
+    cases, not_run = int(family["cases"]), int(family.get("not_run") or 0)
+    if not not_run:
+        return f"; {cases:,} of its {size:,} cases selected"
+    selected = cases + not_run
+    return f"; {cases:,} of its {size:,} cases ran" + (
+        f", {selected:,} selected" if selected < size else ""
+    )
+
+
+def _why_none_ran(*, family: dict[str, Any]) -> str:
+    if family.get("not_run"):
+        size = family.get("of_cases") or family["not_run"]
+        return f"the run stopped before any of its {size:,} cases"
+    return "every one selected was skipped"
 
 
 def _gate_cell(*, family: dict[str, Any]) -> str:
@@ -191,8 +207,16 @@ def _gate_cell(*, family: dict[str, Any]) -> str:
 
 
 def _cases_cell(*, family: dict[str, Any]) -> str:
+    """`5`; `1 of 50 (selected)` when the selection took part of the family; `1 of 5 (4 not
+    run)` when the run stopped before the rest (`1 of 50 (5 selected, 4 not run)` for both)."""
     size = family.get("of_cases")
-    return str(family["cases"]) if size is None else f"{family['cases']} of {size} (selected)"
+    if size is None:
+        return str(family["cases"])
+    cases, not_run = int(family["cases"]), int(family.get("not_run") or 0)
+    if not not_run:
+        return f"{cases} of {size} (selected)"
+    selected = f"{cases + not_run} selected, " if cases + not_run < size else ""
+    return f"{cases} of {size} ({selected}{not_run} not run)"
 
 
 def family_table(*, report: dict[str, Any]) -> list[str]:
