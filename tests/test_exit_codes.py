@@ -93,6 +93,18 @@ def test_exit_1_for_a_check_in_error(project: Callable[..., Path]) -> None:
     assert only_report(root)["errored_checks"] == 1
 
 
+def test_help_names_every_reason_a_run_does_not_pass(tmp_path: Path) -> None:
+    # It said "a check failed or errored, or the threshold was not met": a family's gate and
+    # --fail-on-flaky fail a run too, and so does a --maxfail stop.
+    for command in ((), ("run",)):
+        process = eb_process(*command, "--help", cwd=tmp_path)
+        stdout, _ = process.communicate(timeout=60)
+        assert process.returncode == 0
+        meaning = " ".join(stdout.partition("\n  1  ")[2].partition("\n  2  ")[0].split())
+        for reason in ("threshold", "errored", "--maxfail", "min_pass_rate", "--fail-on-flaky"):
+            assert reason in meaning, (command, meaning)
+
+
 def test_exit_2_bad_flag_nothing_ran(project: Callable[..., Path]) -> None:
     root = project({"eval_checks/ok.yaml": check_yaml("ok")}, config=CONFIG)
     completed = eb_run("--no-such-flag", cwd=root)

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 EXIT_HELP = """exit codes:
   0  the run passed (or the command succeeded)
-  1  the run did not pass (a check failed or errored, or the threshold was not met)
+  1  the run did not pass: the pass threshold was not met (at the default 1.0, a check
+     failed), a check errored, --maxfail stopped it, a dataset family's min_pass_rate gate
+     did not hold, or a check was flaky under --fail-on-flaky
   2  setup or usage error: bad flags, config or check definitions; nothing ran
   3  the run was aborted (interrupt or fuse); the report marks the checks that did not run
 """

@@ -24,8 +24,10 @@ EXIT_CODES = (
     (0, "the run passed, or the command succeeded"),
     (
         1,
-        "the run did not pass (`eb run`, `eb update`, `eb stage score/report`); a stage file "
-        "is not ok (`eb status`)",
+        "the run did not pass (`eb run`, `eb update`, `eb stage score/report`): the "
+        "threshold was not met, a check errored, `--maxfail` stopped it, a dataset family's "
+        "`min_pass_rate` did not hold, or a check was flaky under `--fail-on-flaky`; a stage "
+        "file is not ok (`eb status`)",
     ),
     (
         2,

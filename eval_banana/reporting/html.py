@@ -45,6 +45,7 @@ from eval_banana.reporting.marks import (
     trend_cells,
     trend_for,
 )
+from eval_banana.reporting.reasons import failure_reasons
 from eval_banana.runners.results import shown_time
 from eval_banana.stages.report import errors_line, family_rate, gate_state
 
@@ -411,21 +412,9 @@ def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
         return "v-passed", "PASSED", str(report["selection_note"])
     if report.get("run_passed"):
         return "v-passed", "PASSED", f"meets the {threshold}"
-    if not report.get("meets_threshold", False):
-        return "v-failed", "FAILED", f"below the {threshold}"
-    return "v-failed", "FAILED", "a check failed or errored"
-
-
-def _gates_note(*, report: dict[str, Any]) -> str:
-    """Which dataset families' own gates failed the run, for the verdict's explanation."""
-    broken = [
-        str(family.get("id"))
-        for family in report.get("families") or []
-        if isinstance(family, dict) and family.get("gate_held") is False
-    ]
-    if not broken:
-        return ""
-    return f"; the gate of family {', '.join(broken)} did not hold"
+    # Each reason the run failed: a failed check is none of its own (it counts against the
+    # threshold), and a family's gate or --fail-on-flaky fails a run whose threshold is met.
+    return "v-failed", "FAILED", "; ".join(failure_reasons(report=report))
 
 
 def _percentage(*, report: dict[str, Any]) -> str:
@@ -595,8 +584,6 @@ def html_pieces(
     root = str(report.get("project_root", ""))
     groups: Counter[str] = Counter(item.group for item in shown)
     css_class, headline, explanation = _verdict(report=report)
-    if headline == "FAILED":
-        explanation += _gates_note(report=report)
     present = evidence_names(run_dir=run_dir)
     entries = [
         _entry(shown=item, run_dir=run_dir, project_root=root, present=present) for item in shown

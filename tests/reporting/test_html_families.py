@@ -88,3 +88,17 @@ def test_a_row_per_family_with_rate_counts_and_gate(family_run: Run, finished_ru
     # A run without families keeps its page as it was: no table, no data, no script.
     plain = render_html(report=finished_run.report, run_dir=finished_run.run_dir)
     assert 'id="families"' not in plain and "eb-families" not in plain
+
+
+def test_a_gate_that_fails_a_run_whose_threshold_is_met_is_the_only_reason_told(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """qa at 4/6 misses its 0.9 gate while 9 of 11 checks meet a 0.5 threshold and nothing
+    errored: the verdict said "a check failed or errored", which failed nothing here."""
+    project = write_project(tmp_path_factory.mktemp("gate-only") / "proj", checks=CHECKS)
+    completed = run_eb("run", "--cwd", str(project), "--pass-threshold", "0.5")
+    assert completed.returncode == 1, completed.stderr
+    run = finish(project, completed)
+    assert run.report["meets_threshold"] is True and run.report["errored_checks"] == 0
+    page = (run.run_dir / "report.html").read_text()
+    assert "<small>the gate of family qa did not hold</small>" in page

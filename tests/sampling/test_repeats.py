@@ -238,6 +238,8 @@ def test_fail_on_flaky_fails_a_run_whose_rule_passed(run_project: Callable[..., 
     html = (run.run_dir / "report.html").read_text()
     assert '<span class="flaky">flaky</span>' in html
     assert 'id="flaky-filter"' in html and "Flaky only (1)" in html
+    # Every check passed: the verdict names the flaky one, not a check that failed or errored.
+    assert 'id="verdict">FAILED<small>1 check was flaky (--fail-on-flaky)</small>' in html
     # The same run without the switch passes: the switch is what failed it.
     again = run_project(checks, config_extra="fail_on_flaky = false\n")
     assert again.outcome.exit_code == 0

@@ -1,0 +1,76 @@
+"""Why a run did not pass, in words: each reason the verdict rule (`stagefiles.verdict`) has.
+
+Read from a report.json object (a score.json one has the same keys), for report.html's
+verdict. A failed check is no reason of its own: it fails a run only through the threshold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eval_banana.core.words import first_and_count, plural
+
+# When nothing below explains a failed run (a document that does not say why).
+NO_REASON = "the run did not pass"
+# Families named before `and N more`: a run of hundreds of broken gates keeps a short verdict.
+_FAMILIES_NAMED = 10
+
+
+def failure_reasons(*, report: dict[str, Any]) -> list[str]:
+    """Each reason the run did not pass; [] for a run that passed. An aborted run (a fuse, an
+    interrupt) is told by its stop, not by these."""
+    if report.get("run_passed"):
+        return []
+    reasons = [
+        _below_threshold(report=report),
+        _errored(report=report),
+        _halted(report=report),
+        _flaky(report=report),
+        _gates(report=report),
+    ]
+    found = [reason for reason in reasons if reason is not None]
+    return found or [NO_REASON]
+
+
+def _not_run(*, report: dict[str, Any]) -> int:
+    return int(report.get("not_run_checks") or 0)
+
+
+def _below_threshold(*, report: dict[str, Any]) -> str | None:
+    if report.get("meets_threshold", False):
+        return None
+    return f"below the threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
+
+
+def _errored(*, report: dict[str, Any]) -> str | None:
+    # A check a stopped run never started is recorded as an error, but it did not error.
+    errored = int(report.get("errored_checks") or 0) - _not_run(report=report)
+    return f"{plural(count=errored, noun='check')} errored" if errored > 0 else None
+
+
+def _halted(*, report: dict[str, Any]) -> str | None:
+    if report.get("halted_by") != "maxfail":
+        return None
+    return f"maxfail stopped it ({plural(count=_not_run(report=report), noun='check')} not run)"
+
+
+def _flaky(*, report: dict[str, Any]) -> str | None:
+    flaky = int(report.get("flaky_checks") or 0)
+    if not flaky or not report.get("fail_on_flaky"):
+        return None
+    said = "check was" if flaky == 1 else "checks were"
+    return f"{flaky:,} {said} flaky (--fail-on-flaky)"
+
+
+def _gates(*, report: dict[str, Any]) -> str | None:
+    broken = [
+        str(family.get("id"))
+        for family in report.get("families") or []
+        if isinstance(family, dict) and family.get("gate_held") is False
+    ]
+    if not broken:
+        return None
+    if len(broken) == 1:
+        return f"the gate of family {broken[0]} did not hold"
+    named = first_and_count(broken, shown=_FAMILIES_NAMED)
+    return f"the gates of families {named} did not hold"
