@@ -787,6 +787,12 @@ def test_family_gate_fails_a_run_the_threshold_alone_passes(
     run_dir = Path(report["output_dir"])
     assert "min_pass_rate 0.95 NOT held" in (run_dir / "report.md").read_text()
     assert report["families"][0]["of_cases"] is None  # every case ran
+    # `eb stage score` says why too: "(met)" and "Passed: no" alone told nothing of the gate.
+    scored = eb("stage", "score", "--cwd", str(root), "--run-dir", str(run_dir))
+    assert scored.exit_code == 1
+    assert "Pass threshold: 0.8 (met)" in scored.stdout
+    said = "Family fam: 9/10 cases passed (90.0%), min_pass_rate 0.95 NOT held: the run fails"
+    assert said in scored.stdout.splitlines(), scored.stdout
     # The same family at a gate it reaches passes.
     (root / "eval_checks/fam.yaml").write_text(family + "min_pass_rate: 0.9\n")
     code, report = _run(eb, root)

@@ -281,12 +281,16 @@ def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> li
     if score.aborted_by is not None:
         not_run = plural(count=score.not_run_checks, noun="check")
         lines.append(f"Aborted by: {score.aborted_by} ({not_run} did not run)")
-    errors = errors_line(report=score.model_dump(mode="json"))
+    document = score.model_dump(mode="json")  # the keys report.json's helpers read
+    errors = errors_line(report=document)
     if errors is not None:
         lines.append(errors)
     if score.flaky_checks:
         failing = " (--fail-on-flaky: the run fails)" if score.fail_on_flaky else ""
         lines.append(f"Flaky checks: {score.flaky_checks}{failing}")
+    # A family's own gate fails a run whatever the threshold says: each family is told, as
+    # the run's summary tells it.
+    lines.extend(family_lines(report=document))
     lines.extend(_check_line(check=result.model_dump(mode="json")) for result in results)
     return lines
 
