@@ -428,10 +428,11 @@ class CacheSession:
     # -- storing ---------------------------------------------------------------------------
 
     def record(
-        self, *, check: PlannedCheck, result: CheckResult, store: bool = True
+        self, *, check: PlannedCheck, result: CheckResult, store: bool = True, turn: bool = True
     ) -> CheckResult:
         """Store a verdict that ran (passed or failed only; `store` False: none, as when eb's
-        state changed during the run); return it with `details.cache`."""
+        state changed during the run); return it with `details.cache`. `turn`: whether this
+        run holds the cache's turn to change it (no other run's checks execute with it)."""
         key = self.keys.get(check.stem)
         if key is None:
             return result
@@ -464,6 +465,8 @@ class CacheSession:
                 # A cache folder eb cannot write is a fault like any other: the run aborts.
                 cause = exc.strerror or str(exc)
                 raise WriteFault(path=str(self.store.folder), cause=cause) from None
+        if not stored and self.mode == "refresh" and turn:
+            self._forget(key=key)
         details = {**result.details, "cache": {"hit": False, "key": key, "stored": stored}}
         return result.model_copy(update={"details": details})
 
@@ -547,6 +550,15 @@ class CacheSession:
         if self.remote is not None:
             self.remote.queue(key=key, document=document)
         return True
+
+    def _forget(self, *, key: str) -> None:
+        """`--cache refresh` ran a check again and stored no verdict for it (an error, a stop,
+        eb's state written meanwhile): the verdict from before the refresh goes, and with it
+        every kept run (a replay would bring it back), so the next run judges the check."""
+        if not self.store.mark_used(key=key, touch=False):
+            return
+        self._replacing()
+        self.store.drop(path=self.store.entry_path(key=key))
 
     def _replacing(self) -> None:
         """A verdict is stored over another (--cache refresh, an entry that was damaged): the

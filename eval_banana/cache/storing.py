@@ -76,6 +76,12 @@ def store_all(
             logger.warning(
                 "Another eb run is executing checks with this cache: the verdicts of this run "
                 "are not stored"
+                + (
+                    ", and the checks it ran keep the verdicts stored before it (run "
+                    "--cache refresh again)"
+                    if cache.mode == "refresh"
+                    else ""
+                )
             )
         store_verdicts(
             cache=cache,
@@ -83,6 +89,7 @@ def store_all(
             checks=checks,
             results=results,
             keep=ours and keep,
+            turn=ours,
             checks_dir=checks_dir,
             faults=faults,
             stop=stop,
@@ -111,18 +118,22 @@ def store_verdicts(
     checks_dir: Path,
     faults: FaultLog,
     stop: StopSignal,
+    turn: bool = True,
 ) -> None:
     """Store the verdicts of the checks that ran (`keep` False: none, eb's state was
     written meanwhile), once every check has ended: while checks run eb writes nothing of its
     own state, so a change seen there is never its own. A cache that cannot be written aborts
-    the run: the check whose verdict failed to store is an error, and nothing more is stored."""
+    the run: the check whose verdict failed to store is an error, and nothing more is stored.
+    `turn`: whether this run may change the cache at all (no other run's checks execute)."""
     for position in sorted(ran):
         result = results[position]
         if result is None:
             continue
         check = checks[position]
         try:
-            stored = cache.record(check=check, result=result, store=keep and not stop.is_set())
+            stored = cache.record(
+                check=check, result=result, store=keep and not stop.is_set(), turn=turn
+            )
         except WriteFault as fault:
             faults.add(fault=fault, stop=stop)
             stored = fault_result(check=check, fault=fault)

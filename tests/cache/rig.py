@@ -21,11 +21,13 @@ from eval_banana.cache.mac import signed_text
 from eval_banana.cache.store import CacheStore
 
 AGENT = """\
-import json, sys
+import json, os, sys
 with open({log!r}, "a", encoding="utf-8") as handle:
     handle.write(json.dumps(sys.argv[1:]) + "\\n")
 prompt = sys.argv[-1]
-if "NO_VERDICT" in prompt:
+# An "upgraded" agent that answers without a verdict, keyed as before (no part of a key says so).
+upgraded_and_broken = os.path.exists({log!r} + ".broken")
+if "NO_VERDICT" in prompt or upgraded_and_broken:
     print("I could not decide.")
 else:
     print("thinking out loud on stderr", file=sys.stderr)

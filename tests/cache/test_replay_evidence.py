@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.cache.rig import Project, cache_of, make_project, script_check
+from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 from tests.gitrepo import commit_all, git
 
 FAILING = "import sys\nsys.exit(1)\n"
@@ -212,6 +212,58 @@ def test_refresh_judges_every_check_again_although_a_replay_is_kept(
     after = project.run(expect_exit=1)
     assert [c["status"] for c in after["checks"]] == ["failed", "passed"]
     assert {cache_of(c)["from_run_id"] for c in after["checks"]} == {refreshed["run_id"]}
+
+
+def _two_judges_kept(tmp_path: Path, eb: Callable[..., Any], replays: list[bool]) -> Project:
+    """Two judges that pass, stored and kept as a replay."""
+    checks = {"a": judge("a", inputs=[]), "b": judge("b", inputs=[])}
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={})
+    project.run()
+    project.run()
+    project.run()
+    assert replays == [False, False, True]
+    return project
+
+
+def _upgrade_and_break_the_agent(project: Project) -> None:
+    # It now answers without a verdict; nothing any key holds says that it changed.
+    project.log.with_name(project.log.name + ".broken").write_text("")
+
+
+def test_a_refresh_that_errors_leaves_no_verdict_from_before_it(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    project = _two_judges_kept(tmp_path, eb, replays)
+    _upgrade_and_break_the_agent(project)
+    refreshed = project.run("--cache", "refresh", expect_exit=1)
+    assert [c["status"] for c in refreshed["checks"]] == ["error", "error"]
+    assert project.entries() == []
+    assert not list((project.cache_dir / "runs").rglob("*.json"))
+    started = project.agent_starts()
+    # The next plain run neither replays the run from before nor reuses its passes.
+    after = project.run(expect_exit=1)
+    assert replays[-1] is False
+    assert [c["status"] for c in after["checks"]] == ["error", "error"]
+    assert project.agent_starts() == started + 2
+
+
+def test_a_refresh_of_one_check_that_errors_takes_the_whole_run_replay_with_it(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    project = _two_judges_kept(tmp_path, eb, replays)
+    _upgrade_and_break_the_agent(project)
+    project.run("--cache", "refresh", "--check-id", "a", expect_exit=1)
+    after = project.run(expect_exit=1)
+    assert replays[-1] is False
+    # b's verdict was not refreshed and stands; a's went with the refresh that could not judge it.
+    assert [(c["check_id"], c["status"], hits_of(c)) for c in after["checks"]] == [
+        ("a", "error", False),
+        ("b", "passed", True),
+    ]
+
+
+def hits_of(check: dict[str, Any]) -> bool:
+    return cache_of(check).get("hit") is True
 
 
 # --- a kept replay goes when a declared input changed -------------------------------------------
