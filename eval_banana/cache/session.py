@@ -32,6 +32,7 @@ from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha
 from eval_banana.core.readback import loads_json
 from eval_banana.core.version import tool_version
 from eval_banana.harness.prompt import judge_prompt
+from eval_banana.isolation.modes import WATCHED_MODES, Mode, check_mode
 from eval_banana.models.config import CacheSettings
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
@@ -104,6 +105,7 @@ class CacheSession:
         kept as a replay records the states its keys were computed from); `artifacts`: the
         assertions checks' artifact ids, when the caller has them (execute records them)."""
         settings = config.settings
+        self._config = config
         self.mode = settings.cache.mode
         self.run_id = plan.run_id
         self.run_dir = run_dir
@@ -316,6 +318,10 @@ class CacheSession:
             problem = entry_problem(document)
         if problem is None and (document["key"] != key or document["check_id"] != check.id):
             problem = "belongs to another key (a foreign entry)"
+        if problem is None and _judged_unwatched(
+            document=document, wanted=check_mode(config=self._config, check=check)
+        ):
+            return None  # this run would have refused what that run let through: judge it
         text_read = False
         if problem is None:
             problem = disagreement(check=check, document=document)
@@ -653,6 +659,17 @@ def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | N
             f"{stored['observed_status']} under expect '{expect}' is {status} with score {score}"
         )
     return None
+
+
+def _judged_unwatched(*, document: Mapping[str, Any], wanted: Mode) -> bool:
+    """Whether an entry's verdict was judged with isolation `off` (its result has no
+    `details.isolation` of a watched mode) while this run watches the check: a check that wrote
+    into the project passed there and is an isolation error here. The mode is not in the key,
+    so that the keys of the default mode stay as they were; a watched verdict serves `off`."""
+    if wanted == "off":
+        return False
+    record = (document["result"].get("details") or {}).get("isolation")
+    return not (isinstance(record, dict) and record.get("mode") in WATCHED_MODES)
 
 
 def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, str]:

@@ -9,6 +9,8 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 
 Mode = Literal["off", "detect", "copy"]
+# The modes under which a check that changed the project is an error (details.isolation.mode).
+WATCHED_MODES: tuple[Mode, ...] = ("detect", "copy")
 # How many changed paths a result lists (details.isolation); the count says how many there were.
 SHOWN_PATHS = 100
 

@@ -379,6 +379,44 @@ def test_refresh_runs_everything_and_stores_it(standard: Project) -> None:
     assert {cache_of(c)["from_run_id"] for c in reused["checks"]} == {refreshed["run_id"]}
 
 
+WRITER = "from pathlib import Path\nPath('notes.txt').open('a').write('was here\\n')\n"
+
+
+def test_a_verdict_judged_unwatched_is_never_reused_where_isolation_would_refuse_it(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # A check that writes into the project it checks: an isolation error when watched.
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"w": script_check("w", script=WRITER, inputs=["src/**"])},
+        files={"src/a.txt": "a\n"},
+        replay=False,
+    )
+    unwatched = project.run("--execution-isolation", "off")
+    assert cache_of(unwatched["checks"][0])["stored"] is True
+    for mode in ("detect", "copy"):
+        watched = project.run("--execution-isolation", mode, expect_exit=1)
+        (check,) = watched["checks"]
+        assert (check["status"], cache_of(check)["hit"]) == ("error", False), mode
+        assert check["details"]["isolation"]["mode"] == mode
+    # Unwatched, the verdict stored unwatched still serves.
+    assert cache_of(project.run("--execution-isolation", "off")["checks"][0])["hit"] is True
+
+
+def test_a_verdict_judged_watched_serves_every_mode(tmp_path: Path, eb: Callable[..., Any]) -> None:
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"r": script_check("r", script="print('reads only')\n", inputs=["src/**"])},
+        files={"src/a.txt": "a\n"},
+        replay=False,
+    )
+    project.run("--execution-isolation", "detect")
+    for mode in ("copy", "detect", "off"):
+        assert cache_of(project.run("--execution-isolation", mode)["checks"][0])["hit"] is True
+
+
 def test_the_mode_comes_from_the_environment_too(
     standard: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
