@@ -368,6 +368,54 @@ def test_an_entry_signed_with_another_key_is_a_miss(
     assert counts["remote_rejected"]["signature"] == 3
 
 
+@pytest.mark.parametrize(
+    ("other_key", "mode"),
+    [("another-key", "on"), ("another-key", "refresh"), (None, "refresh")],
+)
+def test_a_runner_that_cannot_verify_the_signed_entries_never_writes_over_them(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    other_key: str | None,
+    mode: str,
+) -> None:
+    team, other = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    assert run(team, str(shared))[0]["remote_writes"] == 3
+    signed = {path: path.read_bytes() for path in _remote_files(shared, "ac")}
+    if other_key is None:
+        monkeypatch.delenv("EVAL_BANANA_CACHE_SIGNING_KEY")
+    else:
+        monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", other_key)
+    counts, started = run(other, str(shared), "--cache", mode)
+    assert started == 3 and counts["remote_writes"] == 0
+    (said,) = [w for w in counts["warnings"] if "never writes over one" in w]
+    assert said.startswith("3 verdicts of this run were stored in the local cache only")
+    assert {path: path.read_bytes() for path in _remote_files(shared, "ac")} == signed
+    # Its verdicts are still its own locally; and the team's runners still reuse theirs.
+    assert run(other, str(shared))[1] == 0
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    counts, started = run(fresh_runner(of=team, root=tmp_path / "runner3"), str(shared))
+    assert started == 0 and counts["remote_hits"] == 3
+
+
+def test_a_signing_runner_writes_over_unsigned_and_damaged_signed_entries(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    run(first, str(shared))  # unsigned
+    entries = _remote_files(shared, "ac")
+    # One entry signed by someone, over a text no runner could reuse (cut short).
+    cut = entries[0].read_bytes()[:-40]
+    entries[0].write_bytes(b'{"signature": "hmac-sha256:' + b"0" * 64 + b'", ' + cut[1:])
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    counts, started = run(second, str(shared))
+    assert started == 3 and counts["remote_writes"] == 3
+    assert all(path.read_bytes().startswith(b'{"signature": ') for path in entries)
+
+
 def test_many_refused_entries_are_a_few_warnings_and_a_count(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,6 +40,7 @@ from eval_banana.remote.guarded import GuardedRemote, RemoteTally
 from eval_banana.remote.opening import open_backend
 from eval_banana.remote.signing import (
     SIGNING_KEY_VARIABLE,
+    Opened,
     keyless_but_required,
     opened,
     sealed,
@@ -54,7 +55,7 @@ REMOTE_ENTRY_SCHEMA = f"{SCHEMA_BASE}remote-cache-entry.schema.json"
 INLINE_MAX = 16 * 1024
 _PLACEHOLDER_MAC = "hmac-sha256:" + "0" * 64
 Rejection = Literal["signature", "entry", "blob"]
-PushOutcome = Literal["stored", "present", "unusable", "failed"]
+PushOutcome = Literal["stored", "present", "unusable", "failed", "guarded"]
 
 
 class Pushed(NamedTuple):
@@ -104,6 +105,11 @@ class RemoteTier:
         self._refusals: list[tuple[Rejection, str]] = []  # told when the prefetch ends
         self.writes_done = 0
         self._queued: list[tuple[str, dict[str, Any]]] = []
+        # Keys whose remote entry this run has looked at, and those among them that hold a sound
+        # entry sealed with a signature this run cannot verify (another signing key's, or any
+        # signature when the run has no key): it never writes over those.
+        self._examined: set[str] = set()
+        self._guarded: set[str] = set()
 
     @classmethod
     def open(
@@ -193,12 +199,18 @@ class RemoteTier:
         except RemoteError:
             return  # counted; the check runs as on a miss
         except SinkRefused as exc:
+            self._examined_now(key=key, guarded=False)  # too large to be any runner's entry
             self._reject(
                 reason="entry",
                 message=f"Shared cache entry {where} for check '{check_id}' {exc}; "
                 "it counts as a miss",
             )
             return
+        self._examined_now(
+            key=key,
+            guarded=data is not None
+            and self._sealed_by_another(data=data, key=key, check_id=check_id),
+        )
         if data is None:
             return  # not stored remotely either: an ordinary miss
         found = self._entry(data=data, key=key, check_id=check_id, where=where)
@@ -249,6 +261,29 @@ class RemoteTier:
             )
             return None
         return entry, inline
+
+    def _examined_now(self, *, key: str, guarded: bool) -> None:
+        with self._lock:
+            self._examined.add(key)
+            if guarded:
+                self._guarded.add(key)
+
+    def _sealed_by_another(self, *, data: bytes, key: str, check_id: str) -> bool:
+        """Whether a remote entry carries a signature this run cannot verify over an entry that
+        is otherwise sound: most likely the verdict of runners that hold another signing key,
+        which they would miss were it written over. An unsigned entry, one whose signature
+        holds, and one whose text is damaged beyond its signature (no runner could reuse it)
+        may be replaced."""
+        found: Opened = opened(data)
+        if found.signature is None:
+            return False
+        if (
+            self._signing_key is not None
+            and signature_problem(key=self._signing_key, found=found) is None
+        ):
+            return False
+        problem, _, _ = _parsed(text=found.text, key=key, check_id=check_id)
+        return problem is None
 
     def _keep_files(self, *, entry: Mapping[str, Any], inline: Mapping[str, bytes]) -> str | None:
         """Every file the entry names, checked against its digest and kept locally; the
@@ -343,8 +378,42 @@ class RemoteTier:
             queued, self._queued = self._queued, []
         chosen = [(key, document) for key, document in queued if keep(key)]
         errors_before = self.remote.tally().errors
-        self.remote.each(work=lambda item: self._put(key=item[0], document=item[1]), items=chosen)
+        outcomes = self.remote.each(
+            work=lambda item: self._put_unless_guarded(key=item[0], document=item[1]),
+            items=chosen,
+        )
         self._say_errors(since=errors_before, storing=True)
+        guarded = outcomes.count("guarded")
+        if guarded:
+            self._warn(
+                f"{plural(count=guarded, noun='verdict')} of this run "
+                f"{'was' if guarded == 1 else 'were'} stored in the local cache only: the "
+                f"shared cache {self.remote.url} holds an entry under each key signed with a "
+                "key this run cannot verify (another "
+                f"{SIGNING_KEY_VARIABLE}, or none set here), and a run never writes over one "
+                "(the runners holding that key still reuse it; docs/shared-cache.md)",
+                None,
+            )
+
+    def _put_unless_guarded(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
+        """Store one verdict of this run, unless the remote holds an entry under its key
+        sealed with a signature this run cannot verify. An entry the lookups did not look at
+        (`--cache refresh` looks nothing up) is fetched first."""
+        if key not in self._examined:
+            try:
+                data = self.remote.get(kind="ac", name=_hex(key))
+            except RemoteError:
+                return "failed"  # counted; nothing is written blind
+            except SinkRefused:
+                data = None  # larger than any entry: damaged, no runner's verdict
+            self._examined_now(
+                key=key,
+                guarded=data is not None
+                and self._sealed_by_another(data=data, key=key, check_id=document["check_id"]),
+            )
+        if key in self._guarded:
+            return "guarded"
+        return self._put(key=key, document=document)
 
     def _put(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
         """Store one verdict remotely: "stored", "unusable" (a local file of it went), or
