@@ -103,8 +103,16 @@ class IsolationSession:
         self.mounts = ReadOnly(paths=[], writable=[])
 
     @classmethod
-    def open(cls, *, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> IsolationSession:
-        """Watch eb's state; read the project's state too when some planned check is isolated."""
+    def open(
+        cls,
+        *,
+        config: ConfigDoc,
+        plan: PlanDoc,
+        run_dir: Path,
+        running: frozenset[str] = frozenset(),
+    ) -> IsolationSession:
+        """Watch eb's state; read the project's state too when some planned check is isolated.
+        `running`: the stems of the checks about to run, whose files eb itself replaces."""
         monitor = None
         if isolates_any(config=config, plan=plan):
             from eval_banana.isolation.detect import ChangeMonitor
@@ -117,7 +125,7 @@ class IsolationSession:
                 ignore=config.settings.harness.isolation_ignore,
             )
         places = state_places(config=config, run_dir=run_dir)
-        state = StateWatch(places=places, project_root=Path(config.project_root))
+        state = StateWatch(places=places, project_root=Path(config.project_root), running=running)
         session = cls(config=config, monitor=monitor, state=state)
         session.mounts = read_only_places(config=config, places=places, run_dir=run_dir)
         return session

@@ -12,7 +12,12 @@ What is watched:
 - each finished earlier run folder (holding `stages/` and `report.json`; the newest 500): its
   `report.json`, `stages/` and `checks/` (the files eb reads back; not the checks' own
   evidence folders, nor the pages written for people, which a run may still be finishing);
-- the calibration record, and the cache folder if it does not exist yet (one `lstat` a look).
+- the calibration record, and the cache folder if it does not exist yet (one `lstat` a look);
+- the files of the current run folder's `checks/` that share their inode with another name (the
+  outputs a cache reuse linked from the cache's copies, which earlier run folders link too): a
+  write into one of them is a write into the cache, though inotify reports it only on the path
+  written. They are compared by identity once, after the last check, and a change is charged to
+  every check that ran (a run whose every verdict was reused starts no watch, and pays nothing).
 
 A look happens when a watched check starts or ends: on Linux inotify says what was touched (a
 few system calls); elsewhere, or where the kernel refuses more watches, the listings of the
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import stat
 import threading
@@ -42,6 +48,8 @@ FOLDER_BUDGET = 8192
 # results folder that kept thousands of runs costs no more than this many.
 EARLIER_RUNS = 500
 _Identity = tuple[int, int, int, int] | None
+# A check's stem at the start of a name in checks/ (core/stem.py: `<safe id>-<sha256 hex>`).
+_STEM = re.compile(r".*?-[0-9a-f]{64}(?![0-9a-f])")
 
 
 # What eb reads back from the top of an earlier run folder (replay, merge, diff, status); the
@@ -59,6 +67,8 @@ class StatePlaces(NamedTuple):
     files: list[str]
     cache: str
     run_folders: frozenset[str] = frozenset()
+    # The current run's checks/ folder, whose linked files are compared after the last check.
+    current_checks: str | None = None
 
 
 class StateReport(NamedTuple):
@@ -159,7 +169,11 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
     for run in runs:
         folders.extend(str(folder) for folder in (run, run / "stages", run / "checks"))
     return StatePlaces(
-        folders=folders, files=files, cache=str(cache), run_folders=frozenset(map(str, runs))
+        folders=folders,
+        files=files,
+        cache=str(cache),
+        run_folders=frozenset(map(str, runs)),
+        current_checks=str(current / "checks"),
     )
 
 
@@ -224,6 +238,40 @@ def _identity(path: str) -> _Identity:
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+def linked_files(folder: str, *, running: frozenset[str] = frozenset()) -> dict[str, _Identity]:
+    """Every regular file below `folder` that has another name too (a hard link), by identity,
+    but those of the stems in `running` (`<stem>.*`, `<stem>/`): eb replaces a running check's
+    files itself (a stage rerun runs checks again in a folder that reused them before)."""
+    found: dict[str, _Identity] = {}
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(current) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        if current == folder and running:
+            listed = [entry for entry in listed if _stem_of(entry.name) not in running]
+        for entry in listed:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(entry.path)
+            elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                found[entry.path] = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return found
+
+
+def _stem_of(name: str) -> str:
+    """The check stem a name of `checks/` belongs to: `<stem>.<output>`, `<stem>.s<k>.<output>`
+    (a sample) or the folder `<stem>`; a stem ends in `-<sha256 hex of the id>`."""
+    found = _STEM.match(name)
+    return found.group(0) if found else name
+
+
 def _listing(*, folders: Iterable[str], files: Iterable[str]) -> dict[str, _Identity]:
     """Every entry of the folders and every file, by identity (the fallback's snapshot)."""
     found: dict[str, _Identity] = {path: _identity(path) for path in files}
@@ -242,7 +290,9 @@ def _listing(*, folders: Iterable[str], files: Iterable[str]) -> dict[str, _Iden
 class StateWatch:
     """Which check was running whenever eb's state changed during a run's checks."""
 
-    def __init__(self, *, places: StatePlaces, project_root: Path) -> None:
+    def __init__(
+        self, *, places: StatePlaces, project_root: Path, running: frozenset[str] = frozenset()
+    ) -> None:
         self.places = places
         self._project = str(project_root.resolve())
         self._lock = threading.Lock()
@@ -266,6 +316,12 @@ class StateWatch:
             )
         if self._watcher is None and folders:
             self._before = _listing(folders=folders, files=())
+        # Taken once the cache has restored every reused verdict, before any check starts.
+        self._linked = (
+            linked_files(places.current_checks, running=running)
+            if places.current_checks is not None
+            else {}
+        )
 
     @classmethod
     def open(cls, *, config: ConfigDoc, run_dir: Path) -> StateWatch:
@@ -303,6 +359,12 @@ class StateWatch:
                 path
                 for path in self._before.keys() | after.keys()
                 if self._before.get(path) != after.get(path)
+            )
+        if last:
+            # Written in place (or removed), a linked file is the cache's copy changed too; its
+            # name and times change with any write (a status-change time cannot be set back).
+            changed.update(
+                path for path, before in self._linked.items() if _identity(path) != before
             )
         return changed
 

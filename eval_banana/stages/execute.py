@@ -146,12 +146,14 @@ def _runs_beside(*, config: ConfigDoc, run_dir: Path) -> Path | None:
     return None if base == run_dir.resolve() else base
 
 
-def _open_isolation(*, config: ConfigDoc, plan: PlanDoc, run_dir: Path) -> IsolationSession:
+def _open_isolation(
+    *, config: ConfigDoc, plan: PlanDoc, run_dir: Path, running: frozenset[str]
+) -> IsolationSession:
     """The watch on eb's own state while checks run, with the judges' isolation (and checks',
-    if asked) when some planned check has it."""
+    if asked) when some planned check has it; `running`: the stems of the checks to run."""
     from eval_banana.isolation.session import IsolationSession
 
-    return IsolationSession.open(config=config, plan=plan, run_dir=run_dir)
+    return IsolationSession.open(config=config, plan=plan, run_dir=run_dir, running=running)
 
 
 def execute(
@@ -449,7 +451,12 @@ def execute(
             create=stores,
             runs=_runs_beside(config=config, run_dir=run_dir),
         ):
-            session = isolation = _open_isolation(config=config, plan=plan, run_dir=run_dir)
+            session = isolation = _open_isolation(
+                config=config,
+                plan=plan,
+                run_dir=run_dir,
+                running=frozenset(checks[position].stem for position in to_start),
+            )
             # Orphaned daemons of a check become eb's children, so they can be ended with it.
             orphans.enable_subreaper()
             try:

@@ -150,6 +150,46 @@ def test_a_check_that_copies_a_passing_entry_over_a_failing_one_is_undone(
     assert _status(second, "a_fails") == "failed"
 
 
+# Rewrites, in place, the current run's restored checks/a_fails.json: that file is a hard link
+# to the cache's copy and to the earlier run folder's, so no new file appears anywhere watched.
+THROUGH_A_LINK = """\
+import json, os, sys
+from pathlib import Path
+checks = Path(json.loads(Path(sys.argv[1]).read_text())["output_dir"]).parent
+for path in checks.glob("a_fails*.json"):
+    if os.stat(path).st_nlink > 1:
+        data = path.read_bytes()
+        with open(path, "r+b") as handle:
+            handle.write(data.replace(b'"status": "failed"', b'"status": "passed"'))
+        print("wrote through", path.name)
+"""
+
+
+def test_a_check_that_writes_through_a_restored_link_is_caught(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    checks = {
+        # Keyed on no file: reused while the writer's own check file is edited.
+        "a_fails": script_check("a_fails", script="raise SystemExit(1)\n", inputs=[]),
+        "z_poisoner": script_check("z_poisoner", script=THROUGH_A_LINK),
+    }
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={}, replay=False)
+    report = _run_the_inside_job(project, "z_poisoner")
+    assert cache_of(next(c for c in report["checks"] if c["check_id"] == "a_fails"))["hit"]
+    writer = next(c for c in report["checks"] if c["check_id"] == "z_poisoner")
+    assert "wrote through a_fails" in writer["stdout"]
+    assert writer["status"] == "error", writer
+    (changed,) = writer["details"]["isolation"]["state_changed"]
+    assert changed.endswith(".json") and "/checks/a_fails" in changed
+    # The cache's copy of the text was damaged with it; the signed entry was not, so the next
+    # run still reuses a failure, and writes its own text in place of the damaged copy.
+    later = project.run(expect_exit=1)
+    assert _status(later, "a_fails") == "failed"
+    run_dir = Path(later["output_dir"])
+    (text,) = (run_dir / "checks").glob("a_fails*.json")
+    assert json.loads(text.read_text())["status"] == "failed"
+
+
 def test_the_copied_entry_left_behind_is_still_no_pass(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:
