@@ -16,8 +16,11 @@ What is watched:
 - the files of the current run folder's `checks/` that share their inode with another name (the
   outputs a cache reuse linked from the cache's copies, which earlier run folders link too): a
   write into one of them is a write into the cache, though inotify reports it only on the path
-  written. They are compared by identity once, after the last check, and a change is charged to
-  every check that ran (a run whose every verdict was reused starts no watch, and pays nothing).
+  written. They are compared once, after the last check, by inode, size and modification time
+  (not the status-change time: another run linking the same cached copy, or eb removing a file
+  it is about to write again, changes that of every name of the inode), and a change is charged
+  to every check that ran (a run whose every verdict was reused starts no watch, and pays
+  nothing).
 
 A look happens when a watched check starts or ends: on Linux inotify says what was touched (a
 few system calls); elsewhere, or where the kernel refuses more watches, the listings of the
@@ -48,6 +51,8 @@ FOLDER_BUDGET = 8192
 # results folder that kept thousands of runs costs no more than this many.
 EARLIER_RUNS = 500
 _Identity = tuple[int, int, int, int] | None
+# A linked file's content identity: inode, size and modification time.
+_Content = tuple[int, int, int] | None
 # A check's stem at the start of a name in checks/ (core/stem.py: `<safe id>-<sha256 hex>`).
 _STEM = re.compile(r".*?-[0-9a-f]{64}(?![0-9a-f])")
 
@@ -238,11 +243,11 @@ def _identity(path: str) -> _Identity:
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def linked_files(folder: str, *, running: frozenset[str] = frozenset()) -> dict[str, _Identity]:
+def linked_files(folder: str, *, running: frozenset[str] = frozenset()) -> dict[str, _Content]:
     """Every regular file below `folder` that has another name too (a hard link), by identity,
     but those of the stems in `running` (`<stem>.*`, `<stem>/`): eb replaces a running check's
     files itself (a stage rerun runs checks again in a folder that reused them before)."""
-    found: dict[str, _Identity] = {}
+    found: dict[str, _Content] = {}
     stack = [folder]
     while stack:
         current = stack.pop()
@@ -261,8 +266,17 @@ def linked_files(folder: str, *, running: frozenset[str] = frozenset()) -> dict[
             if stat.S_ISDIR(info.st_mode):
                 stack.append(entry.path)
             elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                found[entry.path] = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                found[entry.path] = (info.st_ino, info.st_size, info.st_mtime_ns)
     return found
+
+
+def _content(path: str) -> _Content:
+    """A linked file's inode, size and modification time; None when it is gone."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _stem_of(name: str) -> str:
@@ -361,10 +375,11 @@ class StateWatch:
                 if self._before.get(path) != after.get(path)
             )
         if last:
-            # Written in place (or removed), a linked file is the cache's copy changed too; its
-            # name and times change with any write (a status-change time cannot be set back).
+            # Written in place (or removed), a linked file is the cache's copy changed too; a
+            # write changes its size or modification time. A check that sets the time back after
+            # writing is not told here, but the cache checks a copy's digest before any reuse.
             changed.update(
-                path for path, before in self._linked.items() if _identity(path) != before
+                path for path, before in self._linked.items() if _content(path) != before
             )
         return changed
 

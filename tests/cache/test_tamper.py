@@ -190,6 +190,42 @@ def test_a_check_that_writes_through_a_restored_link_is_caught(
     assert json.loads(text.read_text())["status"] == "failed"
 
 
+# Links the current run's restored checks/a_fails.json from outside the project and unlinks it
+# again, as another eb run restoring the same cached copy does while this run's checks execute:
+# the inode's status-change time moves, its content does not.
+LINKED_BESIDE = """\
+import json, os, sys, tempfile
+from pathlib import Path
+checks = Path(json.loads(Path(sys.argv[1]).read_text())["output_dir"]).parent
+for path in checks.glob("a_fails*.json"):
+    if os.stat(path).st_nlink > 1:
+        beside = Path(tempfile.mkdtemp()) / "restored-by-another-run.json"
+        os.link(path, beside)
+        os.unlink(beside)
+        print("linked beside", path.name)
+"""
+
+
+def test_another_link_to_a_restored_file_is_no_write(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """Another run restoring the same cached copy links its inode meanwhile: that changes no
+    file's content, so the checks that ran keep their verdicts and the run stores them."""
+    checks = {
+        "a_fails": script_check("a_fails", script="raise SystemExit(1)\n", inputs=[]),
+        "z_linker": script_check("z_linker", script=LINKED_BESIDE),
+    }
+    project = make_project(tmp_path=tmp_path, eb=eb, checks=checks, files={}, replay=False)
+    report = _run_the_inside_job(project, "z_linker")
+    linker = next(c for c in report["checks"] if c["check_id"] == "z_linker")
+    assert "linked beside a_fails" in linker["stdout"]
+    assert linker["status"] == "passed", linker
+    assert _status(report, "a_fails") == "failed"
+    assert not any(
+        check["details"].get("isolation", {}).get("state_changed") for check in report["checks"]
+    )
+
+
 def test_the_copied_entry_left_behind_is_still_no_pass(
     tmp_path: Path, eb: Callable[..., Any]
 ) -> None:
