@@ -178,21 +178,7 @@ def test_eb_stage_execute_runs_a_subset_of_the_plan(
     _ran(tmp_path)
     run_dir = sorted((families / ".eval-banana" / "results").iterdir())[-1]
     wanted = _listed(eb, families, "--subset", "3", "-k", "big")
-    stage = eb(
-        "stage",
-        "execute",
-        "--cwd",
-        str(families),
-        "--run-dir",
-        str(run_dir),
-        "--subset",
-        "3",
-        "-k",
-        "big",
-        "--cache",
-        "off",
-    )
-    assert stage.exit_code == 0, stage.stderr
+    _stage_execute(eb, families, run_dir, "--subset", "3", "-k", "big")
     assert _ran(tmp_path) == sorted(wanted)
 
 
@@ -206,23 +192,20 @@ def test_eb_stage_execute_in_a_shards_folder_takes_the_subset_before_the_shard(
     run_dir = _run_folder(run_dir)
     _ran(tmp_path)
     wanted = _listed(eb, families, "--subset", "8", "--shard", "1/2")
-    stage = eb(
-        "stage",
-        "execute",
-        "--cwd",
-        str(families),
-        "--run-dir",
-        str(run_dir),
-        "--subset",
-        "8",
-        "--shard",
-        "1/2",
-        "--cache",
-        "off",
-    )
-    assert stage.exit_code == 0, stage.stderr
+    _stage_execute(eb, families, run_dir, "--subset", "8", "--shard", "1/2")
     assert _ran(tmp_path) == sorted(wanted)
     assert len(_of("big", wanted)) < 8  # the shard holds part of the family's eight
+
+
+def _stage_execute(
+    eb: Callable[..., EbResult], families: Path, run_dir: Path, *selection: str
+) -> None:
+    """`eb stage execute` of `run_dir` with the `selection` flags, the cache off."""
+    stage = eb(
+        "stage", "execute", "--cwd", str(families), "--run-dir", str(run_dir), *selection,
+        "--cache", "off",
+    )  # fmt: skip
+    assert stage.exit_code == 0, stage.stderr
 
 
 def _run_folder(output_dir: Path) -> Path:
