@@ -25,6 +25,7 @@ from eval_banana.core.words import visible
 from eval_banana.core.yamlsafe import (
     DuplicateKeyError,
     NumberTooLong,
+    OwnKeyWord,
     StrictLoader,
     Unbounded,
     may_be_unbounded,
@@ -47,19 +48,8 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
         ) from None
     try:
         document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass
-    except (NumberTooLong, DuplicateKeyError) as exc:
-        line, column = _mark(exc)
-        too_long = isinstance(exc, NumberTooLong)
-        raise DefinitionError(
-            f"Invalid check definition in {path}: "
-            + (too_long_number(line=line) if too_long else str(exc.problem)),
-            file=str(path),
-            hint="quote it to keep it as text, or write a smaller number"
-            if too_long
-            else "Each key may appear once; delete the repeated one.",
-            line=line,
-            column=column,
-        ) from None
+    except (NumberTooLong, DuplicateKeyError, OwnKeyWord) as exc:
+        raise _refused_value(exc=exc, path=path) from None
     except yaml.YAMLError as exc:
         raise _syntax_error(exc=exc, path=path, source=text) from None
     except RecursionError:  # the pure-Python loader builds nested values recursively
@@ -87,6 +77,29 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     if _may_not_be_plain(text):
         _refuse_tagged_values(value=document, path=path, text=text)
     return document
+
+
+def _refused_value(
+    *, exc: NumberTooLong | DuplicateKeyError | OwnKeyWord, path: Path | str
+) -> DefinitionError:
+    """The error for a value the loader refused, at its line, with the fix."""
+    line, column = _mark(exc)
+    if isinstance(exc, NumberTooLong):
+        what = too_long_number(line=line)
+        hint = "quote it to keep it as text, or write a smaller number"
+    elif isinstance(exc, OwnKeyWord):
+        what = f"line {line}: {exc.problem}" if line is not None else str(exc.problem)
+        hint = "quote the value to keep it as text"
+    else:
+        what = str(exc.problem)
+        hint = "Each key may appear once; delete the repeated one."
+    return DefinitionError(
+        f"Invalid check definition in {path}: {what}",
+        file=str(path),
+        hint=hint,
+        line=line,
+        column=column,
+    )
 
 
 def _may_not_be_plain(text: str) -> bool:

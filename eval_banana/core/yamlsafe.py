@@ -83,10 +83,45 @@ def construct_whole_number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> in
         raise NumberTooLong(None, None, too_long_number(line=None), node.start_mark) from None
 
 
+# Plain words YAML 1.1 reads as keys of its own, which YAML 1.2 reads as text: `=` (its
+# default-value key) and `<<` (its merge key, where it is no key of a mapping). PyYAML builds
+# neither, and its "could not determine a constructor" says nothing of the quotes that fix it.
+OWN_KEY_TAGS = {
+    "tag:yaml.org,2002:value": "default-value key",
+    "tag:yaml.org,2002:merge": "merge key",
+}
+
+
+class AmbiguousScalar(yaml.constructor.ConstructorError):
+    """A plain scalar YAML 1.1 reads as something YAML 1.2 would not."""
+
+
+class OwnKeyWord(AmbiguousScalar):
+    """A plain `=` or `<<` where a value goes (OWN_KEY_TAGS)."""
+
+
+def own_key_word(*, loader: yaml.SafeLoader, node: yaml.ScalarNode) -> OwnKeyWord:
+    """What is wrong with a plain `=` or `<<` where a value goes, and the fix: quote it."""
+    text = str(loader.construct_scalar(node))
+    return OwnKeyWord(
+        None,
+        None,
+        f"{text!r} reads as YAML 1.1's {OWN_KEY_TAGS[node.tag]} in eb's YAML reader, which "
+        f"follows YAML 1.1, where YAML 1.2 reads text: quote it ('{text}') to keep the text",
+        node.start_mark,
+    )
+
+
+def _refuse_own_key(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    raise own_key_word(loader=loader, node=node)
+
+
 StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
 )
 StrictLoader.add_constructor("tag:yaml.org,2002:int", construct_whole_number)
+for _tag in OWN_KEY_TAGS:
+    StrictLoader.add_constructor(_tag, _refuse_own_key)
 
 
 class Unbounded(ValueError):

@@ -25,13 +25,16 @@ from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH
 from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import (
+    OWN_KEY_TAGS,
     YAML12_EXPONENT_NUMBER,
+    AmbiguousScalar,
     DuplicateKeyError,
     FastSafeLoader,
     NumberTooLong,
     StrictLoader,
     Unbounded,
     construct_whole_number,
+    own_key_word,
     refuse_unbounded,
 )
 from eval_banana.datasets.rows import (
@@ -54,19 +57,12 @@ _SIGNED_HEX = re.compile(r"[-+]0x[0-9a-fA-F_]+")
 _SIGNED_FRACTION = re.compile(r"[-+]\.[0-9]+")
 _OCTAL_0O = re.compile(r"0o[0-7]+")
 _ZERO_PADDED_DECIMAL = re.compile(r"[-+]?0[0-9]*[89][0-9]*")
-# Plain words YAML 1.1 reads as keys of its own, which YAML 1.2 reads as text: `=` (its
-# default-value key) and `<<` (its merge key, where it is no key of a mapping).
-_OWN_KEYS = {"tag:yaml.org,2002:value": "default-value key", "tag:yaml.org,2002:merge": "merge key"}
 
 
 # The fix for any of them, beside the message that names the value and what it became.
 AMBIGUOUS_HINT = (
     "YAML 1.1 reads some plain words and numbers as other values; quote a value to keep it as text"
 )
-
-
-class AmbiguousScalar(yaml.constructor.ConstructorError):
-    """A plain scalar YAML 1.1 reads as something YAML 1.2 would not."""
 
 
 class DatasetLoader(StrictLoader):
@@ -193,19 +189,10 @@ def _as_yaml11_number(number: int | float) -> str:
 
 
 def _own_key(loader: DatasetLoader, node: yaml.ScalarNode) -> str:
-    """A plain `=` or `<<` where a value goes: YAML 1.1 reads it as a key of its own (which no
-    constructor builds), YAML 1.2 as text."""
-    text = str(loader.construct_scalar(node))
-    loader.ambiguous.append(
-        AmbiguousScalar(
-            None,
-            None,
-            f"{text!r} reads as YAML 1.1's {_OWN_KEYS[node.tag]} in eb's YAML reader, which "
-            f"follows YAML 1.1, where YAML 1.2 reads text: quote it ('{text}') to keep the text",
-            node.start_mark,
-        )
-    )
-    return text
+    """A plain `=` or `<<` where a value goes, told as a check file tells it; kept with the
+    other ambiguous values, so one reading tells every one."""
+    loader.ambiguous.append(own_key_word(loader=loader, node=node))
+    return str(loader.construct_scalar(node))
 
 
 def as_yaml11_float(number: float) -> str:
@@ -221,7 +208,7 @@ DatasetLoader.add_constructor("tag:yaml.org,2002:str", _text)
 DatasetLoader.add_constructor("tag:yaml.org,2002:bool", _boolean)
 DatasetLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 DatasetLoader.add_constructor("tag:yaml.org,2002:float", _real)
-for _tag in _OWN_KEYS:
+for _tag in OWN_KEY_TAGS:
     DatasetLoader.add_constructor(_tag, _own_key)
 
 

@@ -128,6 +128,34 @@ def test_validate_json_for_file_level_errors_and_readiness(
     assert entry["message"].startswith("Deterministic script not found: ")
 
 
+def test_a_plain_equals_sign_or_merge_key_as_a_value_is_told_at_its_line_with_the_quote(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # YAML 1.1 reads a plain `=` and `<<` as keys of its own, which PyYAML builds no value for:
+    # told as a dataset tells them, not as "could not determine a constructor" and indentation.
+    root = project(
+        {
+            "eval_checks/eq.yaml": check_yaml("eq").replace(
+                "description: Check eq.", "description: ="
+            ),
+            "eval_checks/merge.yaml": check_yaml("merge", tags=["a", "<<"]),
+        }
+    )
+    document = _json(eb("validate", "--cwd", str(root), "--json"))
+    by_file = {Path(entry["file"]).name: entry for entry in document["errors"]}
+    equals, merge = by_file["eq.yaml"], by_file["merge.yaml"]
+    assert (equals["line"], equals["column"]) == (4, 14)
+    assert "line 4: '=' reads as YAML 1.1's default-value key" in equals["message"]
+    assert "quote it ('=') to keep the text" in equals["message"]
+    assert equals["hint"] == "quote the value to keep it as text"
+    assert merge["line"] == 6 and "'<<' reads as YAML 1.1's merge key" in merge["message"]
+    assert "constructor" not in equals["message"] + merge["message"]
+
+    (root / "eval_checks" / "eq.yaml").write_text(check_yaml("eq").replace("Check eq.", "'='"))
+    (root / "eval_checks" / "merge.yaml").write_text(check_yaml("merge", tags=["a", "'<<'"]))
+    assert eb("validate", "--cwd", str(root)).exit_code == 0
+
+
 def test_validate_json_renders_config_errors_and_warnings_in_the_same_shape(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:
