@@ -25,6 +25,7 @@ from eval_banana.assertions.paths import (
 )
 from eval_banana.core.jsonvalues import lone_surrogate_in, once_each
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
+from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import StrictLoader
 
@@ -156,7 +157,8 @@ def load_artifact(
             # utf-8-sig: a leading byte-order mark is tolerated, as for check files.
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise _ArtifactUnusable(f"is not UTF-8 text: {exc.reason}") from None
+            said = unicode_said(data)
+            raise _ArtifactUnusable(said or f"is not UTF-8 text: {exc.reason}") from None
         if not text.strip():
             raise _ArtifactUnusable("is empty")
         document, kind = _parse(text=text, suffix=path.suffix.lower())

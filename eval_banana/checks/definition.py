@@ -20,7 +20,7 @@ from eval_banana.checks.fast import fast_normalize
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import too_long_number
 from eval_banana.core.readback import MAX_DEPTH, read_regular
-from eval_banana.core.textfiles import UTF16_SAID, utf16_marked
+from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.words import visible
 from eval_banana.core.yamlsafe import (
     DuplicateKeyError,
@@ -40,17 +40,17 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        said = f"the file {UTF16_SAID}" if utf16_marked(data) else str(exc)
-        raise DefinitionError(
-            f"Failed to decode YAML in {path} as UTF-8: {said}",
-            file=str(path),
-            hint="save the file as UTF-8 (in PowerShell: Set-Content -Encoding utf8)",
-        ) from None
+        raise _not_utf8(path=path, said=_said_of(data) or str(exc)) from None
     try:
         document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass
     except (NumberTooLong, DuplicateKeyError, OwnKeyWord) as exc:
         raise _refused_value(exc=exc, path=path) from None
     except yaml.YAMLError as exc:
+        # UTF-16 or UTF-32 of ASCII letters is valid UTF-8, NUL bytes between the letters,
+        # which YAML refuses: only a file that failed to parse pays for telling it.
+        said = _said_of(data) if "\x00" in text else None
+        if said is not None:
+            raise _not_utf8(path=path, said=said) from None
         raise _syntax_error(exc=exc, path=path, source=text) from None
     except RecursionError:  # the pure-Python loader builds nested values recursively
         raise _too_deep(path=path) from None
@@ -77,6 +77,19 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     if _may_not_be_plain(text):
         _refuse_tagged_values(value=document, path=path, text=text)
     return document
+
+
+def _said_of(data: bytes) -> str | None:
+    said = unicode_said(data)
+    return f"the file {said}" if said is not None else None
+
+
+def _not_utf8(*, path: Path | str, said: str) -> DefinitionError:
+    return DefinitionError(
+        f"Failed to decode YAML in {path} as UTF-8: {said}",
+        file=str(path),
+        hint="save the file as UTF-8 (in PowerShell: Set-Content -Encoding utf8)",
+    )
 
 
 def _refused_value(

@@ -1,8 +1,10 @@
-"""What a text file that is not UTF-8 most likely is, for the message that refuses it.
+"""What a text file that is not UTF-8 most likely is, for the message that refuses it: one
+rule for every file eb reads as text (a check file, the config, a dataset).
 
 Windows tools write UTF-16 when asked for "Unicode": Excel's "Unicode Text" export, Windows
 PowerShell's `>` redirection and `Out-File`. Such a file starts with a UTF-16 byte order mark,
-and its first bad byte (0xFF at byte 0) says nothing of that.
+and its first bad byte (0xFF at byte 0) says nothing of that. A UTF-32 file's mark starts with
+the UTF-16 one, so it is looked for first.
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ from __future__ import annotations
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 
-def utf16_marked(data: bytes) -> bool:
+def _utf16_marked(data: bytes) -> bool:
     """Whether `data` starts with a UTF-16 byte order mark (little- or big-endian)."""
     return data[:2] in _UTF16_MARKS
 
 
-UTF16_SAID = "is UTF-16 text, not UTF-8 (it starts with a UTF-16 byte order mark)"
+_UTF16_SAID = "is UTF-16 text, not UTF-8 (it starts with a UTF-16 byte order mark)"
 
 _UTF32_MARKS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 # How much of a file's start is looked at for the NUL bytes of UTF-16 or UTF-32 without a
@@ -30,8 +32,8 @@ def other_unicode(head: bytes) -> str | None:
     in UTF-16 (which UTF-8 text never has), and two or three in every four in UTF-32."""
     if head[:4] in _UTF32_MARKS:
         return "is UTF-32 text, not UTF-8 (it starts with a UTF-32 byte order mark)"
-    if utf16_marked(head):
-        return UTF16_SAID
+    if _utf16_marked(head):
+        return _UTF16_SAID
     if b"\x00" not in head:
         return None
     head = head[: len(head) // 4 * 4]
@@ -48,3 +50,8 @@ def other_unicode(head: bytes) -> str | None:
                 "as UTF-16 writes text)"
             )
     return None
+
+
+def unicode_said(data: bytes) -> str | None:
+    """`other_unicode` of a whole file's first bytes."""
+    return other_unicode(data[:HEAD_BYTES])

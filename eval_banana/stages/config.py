@@ -16,7 +16,7 @@ from eval_banana.core.errors import ConfigError
 from eval_banana.core.files import sha256_bytes, write_model
 from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
 from eval_banana.core.readback import read_regular
-from eval_banana.core.textfiles import UTF16_SAID, utf16_marked
+from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.words import given_value, unprintable, visible
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
@@ -89,19 +89,24 @@ def _read_config_bytes(*, path: Path) -> bytes:
         raise ConfigError(f"Cannot read {path}: {exc.strerror or exc}", file=str(path)) from None
 
 
+def _not_utf8(*, path: Path, said: str) -> ConfigError:
+    return ConfigError(
+        f"Invalid TOML in {path}: {said}",
+        file=str(path),
+        hint="save the file as UTF-8 (in PowerShell: Set-Content -Encoding utf8)",
+    )
+
+
 def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        said = (
-            f"the file {UTF16_SAID}"
-            if utf16_marked(data)
-            else f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
-        )
-        raise ConfigError(
-            f"Invalid TOML in {path}: {said}",
-            file=str(path),
-            hint="save the file as UTF-8 (in PowerShell: Set-Content -Encoding utf8)",
+        said = unicode_said(data)
+        raise _not_utf8(
+            path=path,
+            said=f"the file {said}"
+            if said is not None
+            else f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
         ) from None
     # The byte order mark Windows tools put first in UTF-8 (Notepad before 2019, Windows
     # PowerShell's `Out-File -Encoding utf8`): tomllib reads it as an invalid statement.
@@ -109,6 +114,11 @@ def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        # UTF-16 or UTF-32 of ASCII letters is valid UTF-8, NUL bytes between the letters,
+        # which TOML refuses.
+        said = unicode_said(data) if "\x00" in text else None
+        if said is not None:
+            raise _not_utf8(path=path, said=f"the file {said}") from None
         raise ConfigError(f"Invalid TOML in {path}: {exc}", file=str(path)) from None
     except ValueError:
         # Not a TOMLDecodeError: int() refused a whole number longer than Python reads.

@@ -434,6 +434,7 @@ def test_json_content_is_read_as_json_even_in_a_yaml_file(tmp_path: Path) -> Non
         ("plan.json", b"", "is empty"),
         ("plan.yaml", b"  \n", "is empty"),
         ("plan.json", b'{"a": "\xff"}', "is not UTF-8 text"),
+        ("plan.json", '{"a": 1}'.encode("utf-32"), "is UTF-32 text, not UTF-8"),
         ("plan.json", b"[" * 100_000 + b"]" * 100_000, "is not valid JSON"),
     ],
 )

@@ -503,6 +503,26 @@ def test_a_utf16_config_is_told_as_utf16(tmp_path: Path) -> None:
     assert error.hint is not None and error.hint.startswith("save the file as UTF-8")
 
 
+@pytest.mark.parametrize(
+    ("encoding", "said"),
+    [
+        ("utf-32", "is UTF-32 text, not UTF-8 (it starts with a UTF-32 byte order mark)"),
+        ("utf-32-le", "is UTF-32 text, not UTF-8 (two of every four bytes are NUL, as UTF-32"),
+        ("utf-16-le", "is UTF-16 text without a byte order mark, not UTF-8 (every other byte"),
+    ],
+)
+def test_a_utf32_or_unmarked_utf16_config_is_told_as_such(
+    tmp_path: Path, encoding: str, said: str
+) -> None:
+    # One rule for every file eb reads as text: the config's was UTF-16's mark alone, so a
+    # UTF-32 file (whose mark starts with UTF-16's) was called UTF-16.
+    path = write_config(tmp_path, "")
+    path.write_bytes("[core]\nmaxfail = 3\n".encode(encoding))
+    error = config_error(tmp_path)
+    assert error.message.startswith(f"Invalid TOML in {path}: the file {said}")
+    assert error.hint is not None and error.hint.startswith("save the file as UTF-8")
+
+
 def test_non_utf8_file_is_invalid_toml(tmp_path: Path) -> None:
     path = write_config(tmp_path, "")
     path.write_bytes(b'[core]\noutput_dir = "\xff"\n')

@@ -297,6 +297,17 @@ def test_a_dataset_left_in_eval_checks_is_told_as_one(
             "as UTF-8: the file is UTF-16 text, not UTF-8 (it starts with a UTF-16 byte order "
             "mark)\nhint: save the file as UTF-8",
         ),
+        # UTF-32's byte order mark starts with UTF-16's: told as UTF-32, as a dataset is.
+        (
+            "schema_version: 1\nid: a\n".encode("utf-32"),
+            "as UTF-8: the file is UTF-32 text, not UTF-8 (it starts with a UTF-32 byte order "
+            "mark)\nhint: save the file as UTF-8",
+        ),
+        # Without a mark, UTF-16 of ASCII letters decodes as UTF-8 (a NUL after each letter).
+        (
+            "schema_version: 1\nid: a\n".encode("utf-16-le"),
+            "as UTF-8: the file is UTF-16 text without a byte order mark, not UTF-8",
+        ),
         (b"schema_version: 1\nid: a\nid: b\n", "duplicate key 'id' (line 3)"),
     ],
 )
