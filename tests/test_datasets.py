@@ -1083,6 +1083,59 @@ def test_a_typed_csv_number_too_large_to_read_is_told_with_a_fix_a_csv_can_take(
     ]
 
 
+def test_a_number_too_close_to_zero_to_read_is_told_at_its_row_and_field_in_every_format(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`1e-400` read as a number is 0.0, which nobody wrote: a JSONL or JSON row, a YAML row
+    and a typed CSV cell are each a definition error at the row and field, with the fix; a
+    zero written with an exponent (`0e-999`) and a small number a program reads stay as
+    they are."""
+    root = project(
+        {
+            "eval_checks/prices.yaml": PRICES_FAMILY.replace(".json", ".jsonl", 1),
+            "eval_checks/p_json.yaml": PRICES_FAMILY.replace("id: prices", "id: p_json"),
+            "eval_checks/p_yaml.yaml": PRICES_FAMILY.replace("id: prices", "id: p_yaml").replace(
+                "prices.json", "prices.yaml", 1
+            ),
+            "eval_checks/p_csv.yaml": TYPED_PRICES.replace("id: prices", "id: p_csv"),
+            "data/prices.jsonl": '{"sku": "a", "price": 1e-400}\n'
+            '{"sku": "b", "price": 0e-999}\n{"sku": "c", "price": {"was": [-2.5E-330]}}\n'
+            '{"sku": "d", "price": 5e-324}\n',
+            "data/prices.json": '[{"sku": "a", "price": 1e-400}]',
+            "data/prices.yaml": "- {sku: a, price: 1.0e-400}\n",
+            "data/prices.csv": "sku,price,stock,sale\napple,1e-400,3,TRUE\n",
+        },
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2
+    told = {
+        (e["file"], e["line"], e["field_path"]): e for e in json.loads(validated.stdout)["errors"]
+    }
+    assert sorted(told) == [
+        ("data/prices.csv", 2, "price"),
+        ("data/prices.json", 1, "price"),
+        ("data/prices.jsonl", 1, "price"),
+        ("data/prices.jsonl", 3, "price.was.0"),
+        ("data/prices.yaml", 1, "price"),
+    ]
+    jsonl = told[("data/prices.jsonl", 1, "price")]
+    assert jsonl["message"] == (
+        "data/prices.jsonl line 1: field price holds the number 1e-400, below the smallest "
+        "number a program reads from JSON (about 5e-324): read, it would be 0"
+    )
+    assert jsonl["hint"] == "write 0 if zero is meant, or quote the number to keep it as text"
+    assert (
+        "holds the number -2.5E-330, below"
+        in told[("data/prices.jsonl", 3, "price.was.0")]["message"]
+    )
+    csv = told[("data/prices.csv", 2, "price")]
+    assert "field price holds the number 1e-400, below the smallest number" in csv["message"]
+    assert csv["hint"] == (
+        "write 0 if zero is meant, or type price as string in case_schema to keep the cell as text"
+    )
+
+
 def test_an_assertions_familys_cases_run_one_after_another_whatever_the_parallelism(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

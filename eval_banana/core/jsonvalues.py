@@ -12,11 +12,45 @@ from eval_banana.core.words import SURROGATES
 
 
 class Unsayable(NamedTuple):
-    """Where a value JSON cannot say is (a field path), what it is, and how to write it."""
+    """Where a value JSON cannot say is (a field path), what it is, and how to write it;
+    `why` follows `what` in a message."""
 
     field: str
     what: str
     fix: str
+    why: str = "which JSON cannot say"
+
+
+class TinyNumber:
+    """A JSON number too close to zero for a program to read as anything but 0 (`1e-400`),
+    though it is not zero: a dataset row keeps its text in this, so the row is told at its
+    field, where reading it as 0.0 would grade against a number nobody wrote."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def json_float(text: str) -> float | TinyNumber:
+    """A JSON number with a fraction or an exponent, as json's `parse_float` reads it; a
+    TinyNumber for one that reads as 0.0 but is not zero. Only a zero looks at its text."""
+    value = float(text)
+    return TinyNumber(text) if value == 0.0 and underflows(text) else value
+
+
+def underflows(text: str) -> bool:
+    """Whether the number `text`, which reads as 0.0, is not zero: its digits before any
+    exponent are not all 0 (`1e-400`, not `0.0e5`)."""
+    mantissa = text.lower().partition("e")[0]
+    return mantissa.strip("+-0.") != ""
+
+
+# What a TinyNumber is, after "holds the number ...", and its fix.
+TOO_SMALL = (
+    "below the smallest number a program reads from JSON (about 5e-324): read, it would be 0"
+)
+TOO_SMALL_FIX = "write 0 if zero is meant, or quote the number to keep it as text"
 
 
 _QUOTE_IT = "quote the value to make it a string"
@@ -112,6 +146,8 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
         return Unsayable(path, "NaN" if math.isnan(value) else infinity, _QUOTE_IT)
     if value is None or isinstance(value, int | float):
         return None
+    if type(value) is TinyNumber:
+        return Unsayable(path, f"the number {value.text}", TOO_SMALL_FIX, why=TOO_SMALL)
     kinds = {"date": "a date", "datetime": "a date", "set": "a set", "bytes": "binary data"}
     return Unsayable(path, kinds.get(type(value).__name__, f"a {type(value).__name__}"), _QUOTE_IT)
 

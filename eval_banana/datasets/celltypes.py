@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from eval_banana.core.jsonvalues import longest_whole_number
+from eval_banana.core.jsonvalues import longest_whole_number, underflows
 
 # JSON's number grammar: no leading `+`, no `.5`, no `NaN` (which Python's float would take).
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
@@ -28,8 +28,10 @@ Reader = Callable[[str], Any]
 
 class NumberOutOfRange(ValueError):
     """A number cell beyond the largest number a program reads from JSON (about 1.8e308, as
-    `1e400`): read, it would be Infinity, which JSON cannot say. A CSV cell cannot be quoted
-    to keep it as text, as a JSON or YAML value can: the fix is another number, or the type."""
+    `1e400`): read, it would be Infinity, which JSON cannot say; or one too close to zero
+    (`1e-400`), which would read as 0 though it is not zero (`cell` tells which). A CSV cell
+    cannot be quoted to keep it as text, as a JSON or YAML value can: the fix is another
+    number, or the type."""
 
     def __init__(self, *, field: str, cell: str) -> None:
         super().__init__(cell)
@@ -79,7 +81,7 @@ def _reader(*, field: str, types: frozenset[str]) -> Reader:
                 return int(cell)
             if not integer:
                 number = float(cell)
-                if not math.isfinite(number):
+                if not math.isfinite(number) or (number == 0.0 and underflows(cell)):
                     raise NumberOutOfRange(field=field, cell=cell)
                 return number
         if "boolean" in types and cell.lower() in _BOOLEANS:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
 from eval_banana.core.errors import DefinitionError
-from eval_banana.core.jsonvalues import Unsayable, unsayable
+from eval_banana.core.jsonvalues import TOO_SMALL, Unsayable, unsayable
 from eval_banana.datasets.celltypes import NumberOutOfRange, cell_readers, typed_row
 from eval_banana.datasets.keys import DATASET_KEYS
 from eval_banana.datasets.problems import render_problems, row_problem
@@ -187,15 +187,22 @@ def _case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | 
 
 
 def _out_of_range(*, row: Row, exc: NumberOutOfRange) -> DefinitionError:
-    """A CSV cell typed a number that is too large to read; quoting it is no fix in a CSV."""
-    infinity = "-Infinity" if exc.cell.startswith("-") else "Infinity"
+    """A CSV cell typed a number that is too large or too close to zero to read; quoting it
+    is no fix in a CSV."""
+    keep = f"type {exc.field} as string in case_schema to keep the cell as text"
+    if float(exc.cell) == 0.0:
+        what, fix = TOO_SMALL, f"write 0 if zero is meant, or {keep}"
+    else:
+        infinity = "-Infinity" if exc.cell.startswith("-") else "Infinity"
+        what = (
+            "beyond the largest number a program reads from JSON (about 1.8e308): read, it "
+            f"would be {infinity}, which JSON cannot say"
+        )
+        fix = f"write a smaller number, or {keep}"
     return row_problem(
         row=row,
-        message=f"field {exc.field} holds the number {exc.cell}, beyond the largest number a "
-        f"program reads from JSON (about 1.8e308): read, it would be {infinity}, which JSON "
-        "cannot say",
-        hint=f"write a smaller number, or type {exc.field} as string in case_schema to keep "
-        "the cell as text",
+        message=f"field {exc.field} holds the number {exc.cell}, {what}",
+        hint=fix,
         field=exc.field,
     )
 
@@ -499,7 +506,7 @@ def expand_family(
                 row_problem(
                     row=row,
                     message=f"{f'field {field}' if field else 'the case'} holds {found.what}, "
-                    "which JSON cannot say",
+                    f"{found.why}",
                     hint=found.fix,
                     field=field or "cases",
                 )

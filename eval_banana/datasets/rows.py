@@ -16,6 +16,7 @@ from typing import BinaryIO, NamedTuple
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import (
     RepeatedKey,
+    json_float,
     once_each,
     too_long_number,
     too_long_number_line,
@@ -234,8 +235,9 @@ def _decoded_lines(*, data: bytes, file: str, offset: int, number: int) -> list[
 REPEATED_KEY_HINT = "each key may appear once in a row; delete the repeated one"
 
 # json.loads without its per-call type checks: a .jsonl file calls it once per line. A row
-# that names a key twice is refused (RepeatedKey), as in YAML rows.
-_DECODE = json.JSONDecoder(object_pairs_hook=once_each).decode
+# that names a key twice is refused (RepeatedKey), as in YAML rows; a number that reads as 0
+# but is not zero (`1e-400`) is kept as a TinyNumber, which the row's expansion tells.
+_DECODE = json.JSONDecoder(object_pairs_hook=once_each, parse_float=json_float).decode
 
 
 def jsonl_rows(

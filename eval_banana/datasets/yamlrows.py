@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from eval_banana.core.errors import DefinitionError
-from eval_banana.core.jsonvalues import too_long_number
+from eval_banana.core.jsonvalues import TinyNumber, too_long_number, underflows
 from eval_banana.core.readback import MAX_DEPTH
 from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import (
@@ -135,6 +135,8 @@ def _real(loader: DatasetLoader, node: yaml.ScalarNode) -> Any:
     text = str(loader.construct_scalar(node))
     value = loader.construct_yaml_float(node)
     _base_60_or_underscores(loader=loader, node=node, text=text, value=value)
+    if value == 0.0 and underflows(text):
+        return TinyNumber(text)  # not zero, though it reads as 0: the row's expansion tells it
     return value
 
 
