@@ -455,6 +455,49 @@ def test_a_case_schema_problem_is_told_at_the_rows_own_field(
     assert told == [("cases.1.ok", 7, 24), ("cases.2", 8, 5)], told
 
 
+def test_a_case_schema_format_is_checked_or_refused_never_passed_over(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """JSON Schema makes `format` a note unless asked: a family that writes `format: date`
+    means a check. eb checks date, date-time, email, ipv4, ipv6 and uuid, and refuses any
+    other format at the schema; a `format` key inside a `const` value is data, not a keyword."""
+    schema = (
+        "case_schema:\n"
+        "  properties:\n"
+        "    day: {format: date}\n"
+        "    at: {format: date-time}\n"
+        "    mail: {format: email}\n"
+        "    host: {format: ipv4}\n"
+        "    tag: {const: {format: uri}}\n"
+    )
+    good = {
+        **{"name": "n", "ok": "yes", "day": "2026-12-06"},
+        **{"at": "2026-12-06T10:00:00.5+01:00", "mail": "a@b.c"},
+    }
+    rows = [
+        {"id": "good", **good, "host": "127.0.0.1", "tag": {"format": "uri"}},
+        {"id": "day", **good, "day": "2026-02-30"},
+        {"id": "at", **good, "at": "2026-12-06T10:00:00"},  # no time zone
+        {"id": "mail", **good, "mail": "nobody"},
+        {"id": "host", **good, "host": "300.1.1.1"},
+    ]
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl") + schema
+    lines = "".join(json.dumps(row) + "\n" for row in rows)
+    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": lines}, config=CONFIG)
+    validated = eb("validate", "--cwd", str(root), "--json")
+    told = {e["line"]: e["message"] for e in json.loads(validated.stdout)["errors"]}
+    assert sorted(told) == [2, 3, 4, 5], told
+    wrong = {2: ("day", "date"), 3: ("at", "date-time"), 4: ("mail", "email"), 5: ("host", "ipv4")}
+    for line, (field, kind) in wrong.items():
+        assert f"at {field}: " in told[line] and f"is not a '{kind}'" in told[line], told[line]
+    (root / "eval_checks/fam.yaml").write_text(family.replace("format: ipv4", "format: uri"))
+    refused = eb("validate", "--cwd", str(root), "--json")
+    (error,) = json.loads(refused.stdout)["errors"]
+    assert error["field_path"] == "case_schema.properties.host.format", error
+    assert "format 'uri' is not checked by eb" in error["message"], error
+    assert "write a pattern" in error["hint"], error
+
+
 def test_a_backtracking_case_schema_pattern_cannot_hang_eb_validate(
     project: Callable[..., Path],
 ) -> None:

@@ -10,7 +10,9 @@ definition error at its place. A `$ref` names a place in the schema itself: noth
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from eval_banana.assertions.operators import PatternError, compile_pattern
@@ -48,6 +50,8 @@ def row_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
             hint="use additionalProperties beside patternProperties",
         )
     for where, key, value in members:
+        if key == "format" and isinstance(value, str) and _in_schema(where):
+            _refuse_unchecked_format(name=value, where=where, check_file=check_file)
         if key in _REFERENCE_KEYS and isinstance(value, str) and not value.startswith("#"):
             raise _schema_problem(
                 check_file=check_file,
@@ -67,7 +71,64 @@ def row_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
                     hint="eb matches case_schema's patterns with RE2 (linear time, so no row "
                     "can hang a run): write it without look-arounds or back-references",
                 ) from None
-    return _linear_time_validator()(schema)
+    checker = _format_checker() if "format" in keys else None
+    return _linear_time_validator()(schema, format_checker=checker)
+
+
+# The formats a row's value is checked against. JSON Schema makes `format` a note by default;
+# a family that writes `format: date` means a check, so eb checks these (with the standard
+# library only, the same on every machine) and refuses the others rather than pass them.
+CHECKED_FORMATS = ("date", "date-time", "email", "ipv4", "ipv6", "uuid")
+# Members whose values are data, not schemas: a `format` key there is no keyword.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def _in_schema(where: str) -> bool:
+    """Whether the member at `where` is a schema keyword, not part of a `const` or `enum` value."""
+    return not _DATA_KEYWORDS.intersection(where.split(".")[:-1])
+
+
+def _refuse_unchecked_format(*, name: str, where: str, check_file: str) -> None:
+    if name in CHECKED_FORMATS:
+        return
+    raise _schema_problem(
+        check_file=check_file,
+        where=where,
+        said=f"format {name!r} is not checked by eb, so a row that breaks it would pass",
+        hint=f"eb checks format {', '.join(CHECKED_FORMATS)}; for another, write a pattern "
+        "the values must match, or take format off",
+    )
+
+
+def _format_checker() -> Any:
+    """A checker of `CHECKED_FORMATS`: jsonschema's own for those it checks with the standard
+    library, and an RFC 3339 date-time (jsonschema's needs a package eb does not require)."""
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    checker = FormatChecker(formats=())
+    known = Draft202012Validator.FORMAT_CHECKER.checkers
+    for name in ("date", "email", "ipv4", "ipv6", "uuid"):
+        checker.checkers[name] = known[name]
+    checker.checks("date-time")(_is_date_time)
+    return checker
+
+
+def _is_date_time(value: object) -> bool:
+    """RFC 3339's date-time (a time zone is required); text of another kind is no date-time
+    for `format` to judge (`type` does), as JSON Schema has it."""
+    if not isinstance(value, str):
+        return True
+    found = _DATE_TIME.fullmatch(value)
+    if found is None:
+        return False
+    # The fields are checked as a calendar has them; a fraction of any length is allowed.
+    zone = found.group(3).upper().replace("Z", "+00:00")
+    try:
+        datetime.fromisoformat(found.group(1).upper() + zone)
+    except ValueError:
+        return False
+    return True
 
 
 def _refuse_typed_skip(*, schema: dict[str, Any], check_file: str) -> None:
