@@ -67,7 +67,8 @@ class ReportJson(Record):
     )
     selection_note: str | None = Field(
         default=None,
-        description="Set when --changed-since or --last-failed selected no check: why.",
+        description="Set when --changed-since or --last-failed ran no check (it selected none, "
+        "or only skipped ones): why.",
     )
     flaky_checks: int = Field(
         default=0, ge=0, description="Checks whose samples disagreed (details.flaky)."

@@ -89,7 +89,9 @@ def build_report(
         else score.judge_usage.model_dump(mode="json"),
         # The verdict cache and incremental selection (docs/incremental.md).
         "cached_checks": score.cached_checks,
-        "selection_note": selection_note(config=config, total=score.total_checks),
+        "selection_note": selection_note(
+            config=config, total=score.total_checks, skipped=score.skipped_checks
+        ),
         # Sampled checks (docs/judges.md#repeats): how many disagreed with themselves.
         "flaky_checks": score.flaky_checks,
         "fail_on_flaky": score.fail_on_flaky,
@@ -239,19 +241,36 @@ def family_table(*, report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def selection_note(*, config: ConfigDoc, total: int) -> str | None:
-    """Why a run that passed has no checks: its incremental selection kept none."""
+def selection_note(*, config: ConfigDoc, total: int, skipped: int) -> str | None:
+    """Why a run that passed has no checks: its incremental selection kept none, or kept only
+    checks that are skipped (which cannot run, so they count as no change)."""
     selection = config.selection
     if total:
         return None
     if selection.changed_since is not None:
-        return f"No check was selected: no check's files changed since {selection.changed_since}."
+        return _changed_since_note(ref=selection.changed_since, skipped=skipped)
     if selection.last_failed and config.settings.core.last_failed_none == "skip":
         return (
             "No check was selected: none of the selected checks failed the last time it ran, "
             "or those that did are skipped now (--last-failed-none skip)."
         )
     return None
+
+
+def _changed_since_note(*, ref: str, skipped: int) -> str:
+    """What --changed-since kept when it ran nothing: no check, or only skipped ones."""
+    if not skipped:
+        return f"No check was selected: no check's files changed since {ref}."
+    if skipped == 1:
+        changed = (
+            f"the 1 check whose files changed since {ref} is skipped (skip: in its check file)"
+        )
+    else:
+        changed = (
+            f"all {skipped} checks whose files changed since {ref} are skipped "
+            "(skip: in their check files)"
+        )
+    return f"No check ran: {changed}, and no other check's files changed."
 
 
 def report_json_text(*, report: dict[str, Any]) -> str:

@@ -128,6 +128,36 @@ def test_a_run_with_nothing_affected_passes_with_zero_checks(
     assert config["selection"]["last_failed"] is False
 
 
+def test_a_change_only_skipped_checks_read_passes_and_says_they_are_skipped(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # It said "no check's files changed since HEAD", which was not true: they had, and the
+    # checks that read them were skipped.
+    root = repo(tmp_path)
+    (root / "eval_checks/everything.yaml").unlink()
+    for check_id in ("src", "docs"):
+        path = root / f"eval_checks/{check_id}.yaml"
+        path.write_text(path.read_text() + "skip: broken on CI\n")
+    commit_all(root)
+    (root / "src/app.py").write_text("print(2)\n")
+    one = eb("run", "--cwd", str(root), "--changed-since", "HEAD")
+    assert one.exit_code == 0 and "Score: 0/0" in one.stdout, one.stdout + one.stderr
+    assert "- src: skipped - broken on CI" in one.stdout
+    assert (
+        "No check ran: the 1 check whose files changed since HEAD is skipped (skip: in its "
+        "check file), and no other check's files changed."
+    ) in one.stdout
+    assert "no check's files changed" not in one.stdout
+    (root / "docs/guide.md").write_text("# Guide, edited\n")
+    both = eb("run", "--cwd", str(root), "--changed-since", "HEAD", "--json")
+    report = json.loads(both.stdout)
+    assert (report["run_passed"], report["skipped_checks"]) == (True, 2)
+    assert report["selection_note"] == (
+        "No check ran: all 2 checks whose files changed since HEAD are skipped (skip: in their "
+        "check files), and no other check's files changed."
+    )
+
+
 def test_an_ordinary_empty_selection_is_still_an_error(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
