@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,8 +113,10 @@ def run(args: argparse.Namespace) -> int:
         return _print_json(
             checks=len(plan.checks), problems=problems, warnings=warnings, error=error
         )
-    for warning in warnings:
-        print(f"warning: {warning.message}", file=sys.stderr)
+    if warnings:  # each with its fix, as `eb run` and `eb list` say it
+        from eval_banana.reporting.console import Console
+
+        Console().warn_each(warnings)
     if problems:
         validate_stage.raise_problems(problems, no_checks=plan.no_checks)
     skipped = len(plan.skipped)

@@ -208,6 +208,29 @@ def test_a_family_a_glob_may_match_cases_of_is_a_warning_when_it_cannot_load(
     assert f"Family 'bq' ({root / 'eval_checks' / 'broken.yaml'}) cannot be loaded" in alone.stderr
 
 
+def test_validate_says_a_selection_warning_with_its_hint_as_run_and_list_do(
+    project: Project, eb: Eb
+) -> None:
+    # `eb validate` printed the warning's message and dropped its hint (the fix).
+    root = project(
+        {
+            "eval_checks/ok.yaml": check_yaml("ok"),
+            "eval_checks/broken.yaml": "id: ok\n  bad: [yaml\n",  # may hold the id: told
+        }
+    )
+    said = {
+        command: eb(command, "--cwd", str(root), "--check-id", "ok").stderr
+        for command in ("validate", "list", "run")
+    }
+    (warning,) = [line for line in said["validate"].splitlines() if line.startswith("warning:")]
+    assert "Failed to parse YAML" in warning
+    hint = "  hint: a line is indented more than the key above it"
+    told = said["validate"].split(warning + "\n", 1)[1]
+    assert told.startswith(hint), said["validate"]
+    for command in ("list", "run"):
+        assert f"{warning}\n{hint}" in said[command], (command, said[command])
+
+
 # --- -k and --tag ----------------------------------------------------------------------------
 
 
