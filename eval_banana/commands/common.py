@@ -47,7 +47,8 @@ def add_common(parser: argparse.ArgumentParser, *, selection: bool = True) -> No
         parser.add_argument(
             "--check-dir",
             help="Only collect checks below this folder (relative paths are resolved against "
-            "the project root, not the current directory).",
+            "the project root, not the current directory; a folder outside the project root is "
+            "walked with a warning).",
         )
         parser.add_argument(
             "--check-id",
@@ -302,12 +303,14 @@ def project_warnings(*, config: ConfigDoc, discovered: DiscoverDoc) -> list[str]
 
 
 def place_warnings(*, config: ConfigDoc, discovered: DiscoverDoc) -> list[str]:
-    """Where the project was found: no config file above the folder, projects nested in it."""
+    """Where the project was found: no config file above the folder, a --check-dir outside
+    it, projects nested in it."""
     from eval_banana.stages.config import outside_project_warning
-    from eval_banana.stages.discover import nested_projects_warning
+    from eval_banana.stages.discover import check_dir_outside_warning, nested_projects_warning
 
     found = (
         outside_project_warning(config=config),
+        check_dir_outside_warning(config=config),
         nested_projects_warning(config=config, discovered=discovered),
     )
     return [message for message in found if message is not None]

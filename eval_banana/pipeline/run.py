@@ -153,7 +153,9 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     """Run every stage; setup errors raise (exit 2) after writing the stage files so far."""
     config = load_config(request=request, run_id=new_run_id())
     outside = outside_project_warning(config=config)
-    for message in [*config_warning_lines(config=config), outside]:
+    # Said before the walk: a --check-dir such as /tmp may take a while to walk.
+    far_checks = discover_stage.check_dir_outside_warning(config=config)
+    for message in [*config_warning_lines(config=config), outside, far_checks]:
         if message is not None:
             console.warn(message)
     folder = open_run_dir(config=config, flat_output=request.flat_output)

@@ -148,6 +148,25 @@ def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[Can
     return [str(project_root)], sorted(check_dirs), found
 
 
+def check_dir_outside_warning(*, config: ConfigDoc) -> str | None:
+    """What to tell a user whose --check-dir lies outside the project root, or None. eb walks
+    all of it, as eval-banana 0.5.0 did (docs/compatibility.md#discovery), so it is said
+    before the walk rather than refused."""
+    check_dir = config.selection.check_dir
+    if check_dir is None:
+        return None
+    project_root = Path(config.project_root).resolve()
+    folder = (project_root / check_dir).resolve()
+    if folder == project_root or project_root in folder.parents:
+        return None
+    given = check_dir if check_dir == str(folder) else f"{check_dir} ({folder})"
+    return (
+        f"--check-dir {given} is outside the project root {project_root}: eb walks all of it "
+        "for check files, and runs them under this project's settings; pass a folder inside "
+        "the project, or --cwd to the project that holds those checks"
+    )
+
+
 def discover(
     *, config: ConfigDoc, inputs: dict[str, str], contents: dict[str, bytes] | None = None
 ) -> DiscoverDoc:

@@ -174,6 +174,29 @@ def test_missing_check_dir_is_a_usage_error(
     assert "typo" in result.stderr and "not a directory" in result.stderr
 
 
+def test_a_check_dir_outside_the_project_is_walked_with_a_warning(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # It walked the folder without a word; eval-banana walked it too (scripts may rely on
+    # that), so eb says it, naming the folder and the project root, rather than refusing it.
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    far = root.parent / "shared"
+    far.mkdir()
+    (far / "far.yaml").write_text(check_yaml("far"))
+    told = (
+        f"warning: --check-dir {{given}} is outside the project root {root}: eb walks all of it "
+        "for check files, and runs them under this project's settings; pass a folder inside "
+        "the project, or --cwd to the project that holds those checks\n"
+    )
+    for command, given in (("list", str(far)), ("validate", "../shared"), ("run", str(far))):
+        result = eb(command, "--cwd", str(root), "--check-dir", given)
+        assert result.exit_code == 0, (command, result.stderr)
+        shown = given if given == str(far) else f"{given} ({far})"
+        assert told.format(given=shown) in result.stderr, (command, result.stderr)
+    inside = eb("list", "--cwd", str(root), "--check-dir", str(root / "eval_checks"))
+    assert inside.exit_code == 0 and "warning" not in inside.stderr, inside.stderr
+
+
 def test_dangling_yaml_symlink_is_a_named_error(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
