@@ -11,8 +11,16 @@ SUGGESTED_AT_MOST = 5
 
 
 def closest(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
-    """The choice closest to `word`, when one is close enough to be what was meant."""
+    """The choice closest to `word`, when one is close enough to be what was meant; first one
+    that differs from it only in letter case."""
+    listed = list(choices)
+    # difflib counts each letter of another case as a change, so `REFUND-01` is not close to
+    # `refund-01` there; the same letters are surely what was meant.
+    folded = word.casefold()
+    same_letters = next((choice for choice in listed if choice.casefold() == folded), None)
+    if same_letters is not None:
+        return same_letters
     from difflib import get_close_matches  # only an input with a typo pays for difflib
 
-    match = get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    match = get_close_matches(word, listed, n=1, cutoff=cutoff)
     return match[0] if match else None

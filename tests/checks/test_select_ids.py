@@ -149,3 +149,19 @@ def test_ids_that_name_no_check_are_each_told_and_only_the_first_few_guessed(
         told = [line for line in result.stderr.splitlines() if line.startswith("No ")]
         assert len(told) == len(typed)
         assert re.findall(r"did you mean '([^']+)'", result.stderr) == meant
+
+
+def test_an_id_in_another_letter_case_gets_a_did_you_mean(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # `fam[x]` asked as `fam[X]` got no guess (difflib counts each letter of another case as a
+    # change), while a misspelt case id did.
+    root = _project(tmp_path)
+    (root / "eval_checks" / "fam.yaml").write_text(
+        FAMILY.replace("{id: x, n: '1'}", "{id: refund-01, n: '1'}")
+    )
+    (root / "eval_checks" / "greeting.yaml").write_text(check_yaml("greeting_ok"))
+    for typed, meant in (("fam[REFUND-01]", "fam[refund-01]"), ("GREETING_OK", "greeting_ok")):
+        result = eb("list", "--cases", "--cwd", str(root), "--check-id", typed)
+        assert result.exit_code == 2, result.stdout
+        assert f"hint: did you mean '{meant}'?" in result.stderr, result.stderr
