@@ -195,10 +195,11 @@ def _families(*, report: dict[str, Any], path: Path) -> dict[str, FamilySide]:
         cases = _field(document=item, key="cases", kind=int, path=path, where=where)
         passed = _field(document=item, key="passed", kind=int, path=path, where=where)
         gate = item.get("min_pass_rate")
-        if not isinstance(item.get("gate_held"), bool) or not (
-            gate is None or (isinstance(gate, int | float) and not isinstance(gate, bool))
-        ):
+        if not isinstance(item.get("gate_held"), bool) or not _is_rate(gate):
             raise _bad(path=path, where=where, problem="has no gate_held / min_pass_rate")
+        deferred = item.get("gate_at_merge")
+        if not _is_rate(deferred):
+            raise _bad(path=path, where=where, problem="has a gate_at_merge that is no number")
         size = item.get("of_cases")
         found[family] = FamilySide(
             cases=cases,
@@ -207,8 +208,14 @@ def _families(*, report: dict[str, Any], path: Path) -> dict[str, FamilySide]:
             min_pass_rate=gate,
             gate_held=item["gate_held"],
             of_cases=size if type(size) is int and size >= 0 else None,
+            gate_at_merge=deferred,
         )
     return found
+
+
+def _is_rate(value: object) -> bool:
+    """A gate as report.json gives it: a number, or null for none."""
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 def _family_changes(*, base: RunSummary, head: RunSummary) -> list[FamilyChange]:

@@ -98,10 +98,11 @@ def _family_side(side: FamilySide | None) -> str:
     return f"{side.passed}/{side.cases} ({rate}{part})"
 
 
-# A side's gate in a diff line, by `gate_of` (a shard's gate is no side of a diff: none).
+# A side's gate in a diff line, by `gate_of`: a shard defers its gate to `eb merge`, which
+# is neither a gate held nor one that went away.
 _GATE_WORDS = {
     "none": "none",
-    "at_merge": "none",
+    "at_merge": "judged by eb merge",
     "unmeasured": "not measured",
     "held": "held",
     "broken": "NOT held",
@@ -113,7 +114,7 @@ def _gate(side: FamilySide | None) -> str:
         return "none"
     state = gate_of(
         min_pass_rate=side.min_pass_rate,
-        gate_at_merge=None,
+        gate_at_merge=side.gate_at_merge,
         cases=side.cases,
         gate_held=side.gate_held,
     )
@@ -124,7 +125,11 @@ def family_line(change: FamilyChange) -> str:
     """`qa: 2/3 (66.7%) -> 1/3 (33.3%); min_pass_rate 0.6 held -> NOT held`."""
     text = f"{change.family}: {_family_side(change.base)} -> {_family_side(change.head)}"
     sides = [side for side in (change.base, change.head) if side is not None]
-    gate = next((side.min_pass_rate for side in sides if side.min_pass_rate is not None), None)
+    gates = [
+        side.min_pass_rate if side.min_pass_rate is not None else side.gate_at_merge
+        for side in sides
+    ]
+    gate = next((rate for rate in gates if rate is not None), None)
     if gate is not None:
         text += f"; min_pass_rate {gate:g} {_gate(change.base)} -> {_gate(change.head)}"
     return text + (" (the run fails for it now)" if change.gate_broke else "")

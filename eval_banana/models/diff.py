@@ -77,6 +77,11 @@ class FamilySide(Record):
         description="When that run's selection ran only part of the family: how many cases "
         "the family has (its rate and gate are those of the part); null: every case ran.",
     )
+    gate_at_merge: float | None = Field(
+        default=None,
+        description="A shard run's gate, which that run does not judge (eb merge judges it on "
+        "the whole family); null: not a shard, or no gate.",
+    )
 
 
 class FamilyChange(Record):

@@ -528,6 +528,31 @@ def test_a_head_that_ran_part_of_a_family_breaks_no_gate(
     assert "Diff: no regressions" in text
 
 
+def test_a_shard_family_gate_reads_as_judged_by_eb_merge(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A shard leaves its families' gates to `eb merge`: its side of a diff said `none`, so a
+    whole run against it read `held -> none`, as if the gate had gone away."""
+    root = project({"eval_checks/fam.yaml": FAMILY}, config="[core]\npass_threshold = 0.0\n")
+    rows = [("r0", "yes"), ("r1", "yes"), ("r2", "yes"), ("r3", "no")]
+    (root / "rows.jsonl").write_text(
+        "".join(json.dumps({"id": i, "ok": ok}) + "\n" for i, ok in rows)
+    )
+    whole, shard = tmp_path / "whole", tmp_path / "shard"
+    flags = ("--cwd", str(root), "--flat-output", "--output-dir")
+    assert eb("run", *flags, str(whole)).exit_code == 0  # 3/4 = 75%: the gate holds
+    eb("run", *flags, str(shard), "--shard", "1/2")
+    text = eb("diff", str(whole), str(shard)).stdout
+    (line,) = [line for line in text.splitlines() if line.startswith("  - fam: ")]
+    assert line.endswith("; min_pass_rate 0.6 held -> judged by eb merge"), line
+    back = eb("diff", str(shard), str(whole)).stdout
+    assert "; min_pass_rate 0.6 judged by eb merge -> held" in back, back
+    diff = _json_diff(eb, whole, shard)
+    (change,) = diff["families"]
+    assert (change["head"]["min_pass_rate"], change["head"]["gate_at_merge"]) == (None, 0.6)
+    assert change["gate_broke"] is False
+
+
 def test_a_narrowed_head_leaves_out_what_it_did_not_select_not_removed(
     eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
 ) -> None:
