@@ -905,7 +905,7 @@ def test_a_family_the_selection_ran_part_of_says_how_much(
     assert family_score["gate_held"] is True
     run_dir = Path(report["output_dir"])
     assert "| `fam` | 3 of 10 (selected) | 3 |" in (run_dir / "report.md").read_text()
-    assert '<td class="num">3 of 10</td>' in (run_dir / "report.html").read_text()
+    assert '<td class="num">3 of 10 (selected)</td>' in (run_dir / "report.html").read_text()
     plan = json.loads((run_dir / "stages" / "plan.json").read_text())
     assert plan["family_sizes"] == {"fam": 10}
 
@@ -933,6 +933,8 @@ def test_a_family_a_stopped_run_ran_part_of_counts_only_the_cases_that_ran(
     assert (
         "| `fam` | 1 of 10 (9 not run) | 0 | 1 | 0 | 0.0% |" in (run_dir / "report.md").read_text()
     )
+    # report.html says it too: `1 of 10` alone read as a selection of one case.
+    assert '<td class="num">1 of 10 (9 not run)</td>' in (run_dir / "report.html").read_text()
     # The score stage counts the cases never started as the run's summary does.
     scored = eb("stage", "score", "--run-dir", str(run_dir))
     assert "Checks: 0 passed, 1 failed, 0 errored, 9 not run" in scored.stdout, scored.stdout

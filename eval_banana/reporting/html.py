@@ -47,7 +47,7 @@ from eval_banana.reporting.marks import (
 )
 from eval_banana.reporting.reasons import failure_reasons
 from eval_banana.runners.results import shown_time
-from eval_banana.stages.report import errors_line, family_rate, gate_state
+from eval_banana.stages.report import errors_line, family_cases_text, family_rate, gate_state
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -499,10 +499,9 @@ def _gate_text(*, family: dict[str, Any]) -> tuple[str, str]:
 
 def _family_row(*, index: int, family: dict[str, Any]) -> str:
     css_class, gate = _gate_text(family=family)
-    cases = int(family.get("cases") or 0)
-    size = family.get("of_cases")
-    # Only part of the family ran: its rate and gate are those of that part.
-    ran = f"{cases} of {size}" if isinstance(size, int) else str(cases)
+    # Only part of the family ran: its rate and gate are those of that part, and the cell says
+    # whether the selection took that part or the run stopped before the rest, as report.md's.
+    ran = escape(family_cases_text(family=family))
     counts = f'<td class="num">{ran}</td>' + "".join(
         f'<td class="num">{int(family.get(key) or 0)}</td>'
         for key in ("passed", "failed", "errored")

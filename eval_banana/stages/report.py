@@ -208,7 +208,7 @@ def _gate_cell(*, family: dict[str, Any]) -> str:
     return f"**min_pass_rate {gate!r} NOT held**: the run fails"
 
 
-def _cases_cell(*, family: dict[str, Any]) -> str:
+def family_cases_text(*, family: dict[str, Any]) -> str:
     """`5`; `1 of 50 (selected)` when the selection took part of the family; `1 of 5 (4 not
     run)` when the run stopped before the rest (`1 of 50 (5 selected, 4 not run)` for both)."""
     size = family.get("of_cases")
@@ -234,9 +234,9 @@ def family_table(*, report: dict[str, Any]) -> list[str]:
     ]
     for family in families:
         lines.append(
-            f"| `{md_cell(str(family['id']))}` | {_cases_cell(family=family)} | {family['passed']} "
-            f"| {family['failed']} | {family['errored']} | {family_rate(family=family)} "
-            f"| {_gate_cell(family=family)} |"
+            f"| `{md_cell(str(family['id']))}` | {family_cases_text(family=family)} "
+            f"| {family['passed']} | {family['failed']} | {family['errored']} "
+            f"| {family_rate(family=family)} | {_gate_cell(family=family)} |"
         )
     return lines
 
