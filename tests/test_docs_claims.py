@@ -243,3 +243,15 @@ def test_ci_md_names_the_junit_classname_and_failure_message_eb_writes(tmp_path:
     assert "`eval_checks/judges/polite.yaml` → `eval_checks.judges.polite`" in ci
     assert "`qa_judge` for `qa_judge[refund-07]`" in ci
     assert "`failed: exit code 1`" in ci and "`failed: <reason>`" in ci
+
+
+def test_judges_md_quotes_the_flaky_line_eb_run_prints() -> None:
+    from eval_banana.stages.report import flaky_line
+
+    page = " ".join(section(page="judges.md", title="Sampling a judge several times").split())
+    start = page.index("### Flaky verdicts")
+    said = page[start : page.index("With `--fail-on-flaky`", start)]
+    one, two = flaky_line(report={"flaky_checks": 1}), flaky_line(report={"flaky_checks": 2})
+    assert one is not None and two is not None
+    assert f"`{one}`" in said
+    assert f"`{two.replace('2 checks', 'N checks')}`" in said
