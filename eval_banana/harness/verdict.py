@@ -4,7 +4,7 @@ Every dialect reads the file in bounded memory, whatever the agent printed. `cla
 `codex` read it backwards from the end, since only the newest result event counts, and scan it
 forwards in windows (scan.StreamScanner) only when no result event was printed at all;
 `gemini` and `openhands` read it line by line (an event line longer than MAX_EVENT_LINE is
-skipped unread) and keep only what the assistant answered.
+skipped unread) and keep only the assistant's final answer.
 """
 
 from __future__ import annotations
@@ -97,8 +97,12 @@ def extract_from_text(text: str) -> Extraction:
 MAX_EVENT_LINE = 8 << 20
 
 
+# What _lines yields for a line longer than MAX_EVENT_LINE (no line read is empty).
+OVERLONG = ""
+
+
 def _lines(path: Path) -> Iterator[str]:
-    """The file's lines, except lines longer than MAX_EVENT_LINE characters."""
+    """The file's lines; a line longer than MAX_EVENT_LINE characters is OVERLONG."""
     with path.open(encoding="utf-8", errors="replace") as handle:
         while line := handle.readline(MAX_EVENT_LINE):
             if len(line) < MAX_EVENT_LINE or line.endswith("\n"):
@@ -106,6 +110,7 @@ def _lines(path: Path) -> Iterator[str]:
                 continue
             while (rest := handle.readline(MAX_EVENT_LINE)) and not rest.endswith("\n"):
                 pass  # the rest of the overlong line
+            yield OVERLONG
 
 
 _LINE_BREAK = re.compile(rb"[\r\n]")
@@ -166,24 +171,35 @@ def _claude(path: Path) -> Extraction:
     return Extraction(verdict=scanned.verdict, problem=scanned.problem)
 
 
+def _ends_a_message(line: str) -> bool:
+    """Whether a gemini line that is no assistant delta closes the assistant's message: any
+    event (a tool call, its result, an error, the result) and any line too long to read, as
+    the transcript splits the answer into one message per turn at the same lines."""
+    return line == OVERLONG or line.lstrip().startswith("{")
+
+
 def _gemini(path: Path) -> Extraction:
-    """gemini: join the assistant `message` deltas; an unsuccessful `result` is no verdict."""
-    # The answer can be long: its deltas go to a streaming scan, not into one string.
+    """gemini: the verdict is read from the assistant's last message (its deltas since the last
+    other event) only; an unsuccessful `result` is no verdict."""
+    # The answer can be long: its deltas go to a streaming scan, not into one string. A new
+    # message starts a new scan, so a verdict in an earlier turn is never read.
     answer = StreamScanner()
+    message_open = False
     result: dict[str, Any] | None = None
     for line in _lines(path):
-        if '"assistant"' not in line and '"result"' not in line:
-            continue
-        event = _loads_object(line)
-        if event is None:
-            continue
-        kind = event.get("type")
-        if kind == "message" and event.get("role") == "assistant":
+        event = _loads_object(line) if '"assistant"' in line or '"result"' in line else None
+        kind = None if event is None else event.get("type")
+        if event is not None and kind == "message" and event.get("role") == "assistant":
             content = event.get("content")
             if isinstance(content, str):
+                if not message_open:
+                    answer, message_open = StreamScanner(), True
                 answer.feed(content)
-        elif kind == "result":
+            continue
+        if kind == "result":
             result = event
+        if _ends_a_message(line):
+            message_open = False
     if result is not None and result.get("status") != "success":
         error = result.get("error")
         message = error.get("message") if isinstance(error, dict) else None
@@ -196,7 +212,7 @@ def _gemini(path: Path) -> Extraction:
     scanned = answer.finish()
     problem = scanned.problem
     if problem is not None:
-        problem = f"in the assistant's messages, {problem}"
+        problem = f"in the assistant's last message, {problem}"
         if result is None:
             problem += " (and no result event was printed)"
     return Extraction(verdict=scanned.verdict, problem=problem, usage_event=result)

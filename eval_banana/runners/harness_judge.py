@@ -384,7 +384,8 @@ def _words_only(result: CheckResult) -> CheckResult:
 
 # Where each output dialect's verdict is read from (docs/compatibility.md#verdict-reading).
 _VERDICT_PLACES = {
-    "gemini": "the assistant message chunks of its stream-json stdout, joined",
+    "gemini": "the assistant's last message (its chunks since the last other event) of its "
+    "stream-json stdout",
     "openhands": "the finish action's message (else the agent's last message) of its --json stdout",
 }
 _DEFAULT_VERDICT_PLACE = "stdout: the newest `result` event, else the right-most JSON verdict"

@@ -47,12 +47,12 @@ def test_gemini_problem_texts_with_and_without_a_result_event(tmp_path: Path) ->
     path = write_lines(tmp_path / "a", [said("I could not decide."), SUCCESS])
     found = read("gemini", path)
     assert found == Extraction(
-        verdict=None, problem=f"in the assistant's messages, {NO_SCORE}", usage_event=SUCCESS
+        verdict=None, problem=f"in the assistant's last message, {NO_SCORE}", usage_event=SUCCESS
     )
     path = write_lines(tmp_path / "b", [said("I could not decide.")])
     assert read("gemini", path) == Extraction(
         verdict=None,
-        problem=f"in the assistant's messages, {NO_SCORE} (and no result event was printed)",
+        problem=f"in the assistant's last message, {NO_SCORE} (and no result event was printed)",
     )
 
 
@@ -87,6 +87,34 @@ def test_gemini_reads_only_assistant_messages(tmp_path: Path) -> None:
     tool = {"type": "tool_use", "role": "assistant", "content": '{"score": 1, "reason": "tool"}'}
     path = write_lines(tmp_path / "out2", [said('{"score": 0, "reason": "no"}'), tool, SUCCESS])
     assert read("gemini", path).verdict == Verdict(0, "no")
+
+
+def test_gemini_reads_only_the_last_message_not_an_earlier_turn(tmp_path: Path) -> None:
+    # A draft verdict before a tool call is not the answer: the last message has none.
+    tool_use = {"type": "tool_use", "tool_name": "read_file", "tool_id": "r1", "parameters": {}}
+    tool_result = {"type": "tool_result", "tool_id": "r1", "status": "success", "output": "x"}
+    lines = [
+        said('Draft: {"score": 1, "reason": "draft"}'),
+        tool_use,
+        tool_result,
+        said("Having read it: the check does NOT hold (score 0)."),
+        SUCCESS,
+    ]
+    found = read("gemini", write_lines(tmp_path / "a", lines))
+    assert found == Extraction(
+        verdict=None, problem=f"in the assistant's last message, {NO_SCORE}", usage_event=SUCCESS
+    )
+    # The last message's deltas are still joined, whatever the turns before it said.
+    lines = [*lines[:3], said('{"score": 0, '), said('"reason": "split"}'), SUCCESS]
+    assert read("gemini", write_lines(tmp_path / "b", lines)).verdict == Verdict(0, "split")
+    # Any event between deltas ends the message, and so does a line too long to read.
+    from eval_banana.harness.verdict import MAX_EVENT_LINE
+
+    overlong = "x" * MAX_EVENT_LINE
+    lines = [said('{"score": 1, "reason": "early"}'), overlong, said("no verdict here")]
+    assert read("gemini", write_lines(tmp_path / "c", lines)).verdict is None
+    lines = [said('{"score": 1, "reason": "early"}'), {"type": "error"}, said("none")]
+    assert read("gemini", write_lines(tmp_path / "d", lines)).verdict is None
 
 
 def test_gemini_skips_plain_lines_that_mention_the_assistant(tmp_path: Path) -> None:
