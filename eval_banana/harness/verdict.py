@@ -221,14 +221,10 @@ def _gemini(path: Path) -> Extraction:
 def _openhands_answer(event: dict[str, Any]) -> str | None:
     """The final answer an openhands event carries, if it is a finish action or agent message."""
     kind = event.get("kind")
-    if kind == "ActionEvent":
-        action = event.get("action")
-        if isinstance(action, dict) and (
-            event.get("tool_name") == "finish" or action.get("kind") == "FinishAction"
-        ):
-            message = action.get("message")
-            return message if isinstance(message, str) else None
-    elif kind == "MessageEvent" and event.get("source") == "agent":
+    if _is_finish(event):
+        message = event["action"].get("message")
+        return message if isinstance(message, str) else None
+    if kind == "MessageEvent" and event.get("source") == "agent":
         llm_message = event.get("llm_message")
         content = llm_message.get("content") if isinstance(llm_message, dict) else None
         if isinstance(content, list):
@@ -245,33 +241,69 @@ def _openhands_answer(event: dict[str, Any]) -> str | None:
 _OPENHANDS_ERRORS = ("ConversationErrorEvent", "AgentErrorEvent")
 
 
+def _is_finish(event: dict[str, Any]) -> bool:
+    action = event.get("action")
+    return (
+        event.get("kind") == "ActionEvent"
+        and isinstance(action, dict)
+        and (event.get("tool_name") == "finish" or action.get("kind") == "FinishAction")
+    )
+
+
+class _OpenHandsEnd:
+    """Where an openhands conversation ended, read event by event: its last answer, and
+    whether an error event or an action of the agent came after it."""
+
+    def __init__(self) -> None:
+        self.answer: str | None = None
+        self.finished = False  # the answer is a finish action's message
+        self.error: dict[str, Any] | None = None
+        self.ended_in_error = False
+        self.acted_after = False  # the agent went on working after its message
+
+    def see(self, event: dict[str, Any]) -> None:
+        if event.get("kind") in _OPENHANDS_ERRORS:
+            self.error, self.ended_in_error = event, True
+            return
+        found = _openhands_answer(event)
+        if found is not None:
+            self.answer, self.finished = found, _is_finish(event)
+            self.ended_in_error = self.acted_after = False
+        elif event.get("kind") == "ActionEvent" and self.answer is not None:
+            # A message followed by a tool call was not the final answer; a finish action is.
+            self.acted_after = not self.finished
+
+    def problem(self) -> str | None:
+        """Why the conversation's end holds no answer to read, or None."""
+        if self.answer is None:
+            return "no finish action or agent message event was printed"
+        if self.ended_in_error:
+            kind = self.error.get("kind") if self.error is not None else None
+            # As a failed final result after a successful one: the conversation failed.
+            return f"the conversation ended in an error event ({kind}) after the agent's answer"
+        if self.acted_after:
+            return "the agent acted after its last message and printed no finish action"
+        return None
+
+
 def _openhands(path: Path) -> Extraction:
-    """openhands: JSON event lines among plain lines; the verdict is in the last finish message."""
-    answer: str | None = None
-    error: dict[str, Any] | None = None
+    """openhands: JSON event lines among plain lines; the verdict is in the last finish message
+    (or the agent's last message), and only when the conversation did not end in an error."""
+    end = _OpenHandsEnd()
     for line in _lines(path):
         if '"kind"' not in line:
             continue
         event = _loads_object(line)
-        if event is None:
-            continue
-        if event.get("kind") in _OPENHANDS_ERRORS:
-            error = event
-            continue
-        found = _openhands_answer(event)
-        if found is not None:
-            answer = found
-    if answer is None:
-        return Extraction(
-            verdict=None,
-            problem="no finish action or agent message event was printed",
-            error_event=error,
-        )
-    scanned = scan_text(answer)
+        if event is not None:
+            end.see(event)
+    problem = end.problem()
+    if problem is not None or end.answer is None:
+        return Extraction(verdict=None, problem=problem, error_event=end.error)
+    scanned = scan_text(end.answer)
     problem = (
         None if scanned.problem is None else f"in the agent's final message, {scanned.problem}"
     )
-    return Extraction(verdict=scanned.verdict, problem=problem, error_event=error)
+    return Extraction(verdict=scanned.verdict, problem=problem, error_event=end.error)
 
 
 def extract_verdict(*, dialect: str, stdout_path: Path | None) -> Extraction:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -456,3 +457,30 @@ def test_claude_as_root_needs_the_templates_sandbox_variable(rig: Rig) -> None:
     without = rig.run(agent="claude", agents={"claude": {"fixed_env": {}}})
     assert without.status == "error"
     assert "cannot be used with root/sudo privileges" in (without.error_detail or "")
+
+
+def test_openhands_rate_limited_after_a_plan_is_an_infrastructure_error(
+    rig: Rig, tmp_path: Path
+) -> None:
+    # OpenHands exits 0 after a failed model call: a verdict in the plan before it must not pass.
+    plan = {
+        "kind": "MessageEvent",
+        "source": "agent",
+        "llm_message": {"content": [{"type": "text", "text": 'Plan: {"score": 1, "reason": "x"}'}]},
+    }
+    error = {"kind": "ConversationErrorEvent", "code": "LLMRateLimitError", "detail": "HTTP 429"}
+    script = tmp_path / "agent.py"
+    script.write_text(
+        f"print({json.dumps(json.dumps(plan))})\nprint({json.dumps(json.dumps(error))})\n"
+    )
+    agent = {
+        "command": [sys.executable, str(script)],
+        "model_flag": "",
+        "output_dialect": "openhands",
+    }
+    result = rig.run(agent="mine", agents={"mine": agent})
+    assert result.status == "error"
+    assert result.details["error_class"] == "infrastructure"
+    assert result.details["verdict_problem"] == (
+        "the conversation ended in an error event (ConversationErrorEvent) after the agent's answer"
+    )

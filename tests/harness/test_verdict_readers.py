@@ -229,6 +229,38 @@ def test_openhands_keeps_the_newest_error_event_with_or_without_an_answer(
     )
 
 
+def test_openhands_a_conversation_ending_in_an_error_event_has_no_verdict(
+    tmp_path: Path,
+) -> None:
+    plan = agent_message({"type": "text", "text": 'Plan: I will answer {"score": 1}'})
+    limited = {"kind": "ConversationErrorEvent", "code": "LLMRateLimitError", "detail": "429"}
+    ended = (
+        "the conversation ended in an error event (ConversationErrorEvent) after the agent's answer"
+    )
+    path = write_lines(tmp_path / "a", ["Starting OpenHands...", plan, limited])
+    assert read("openhands", path) == Extraction(verdict=None, problem=ended, error_event=limited)
+    # After a finish action too: the failed end wins, as a failed final result does for claude.
+    finish = action(message='{"score": 1, "reason": "done"}')
+    path = write_lines(tmp_path / "b", [finish, limited])
+    assert read("openhands", path) == Extraction(verdict=None, problem=ended, error_event=limited)
+    # An answer after the error (the agent recovered) is read.
+    path = write_lines(tmp_path / "c", [plan, limited, finish])
+    assert read("openhands", path).verdict == Verdict(1, "done")
+
+
+def test_openhands_a_message_the_agent_acted_after_is_not_its_answer(tmp_path: Path) -> None:
+    plan = agent_message({"type": "text", "text": '{"score": 1, "reason": "early"}'})
+    tool = action(message=None, tool_name="terminal", kind="ExecuteBashAction")
+    path = write_lines(tmp_path / "a", [plan, tool, {"kind": "ObservationEvent"}])
+    assert read("openhands", path) == Extraction(
+        verdict=None, problem="the agent acted after its last message and printed no finish action"
+    )
+    # Its next message, or a finish action, is the answer again.
+    last = agent_message({"type": "text", "text": '{"score": 0, "reason": "last"}'})
+    path = write_lines(tmp_path / "b", [plan, tool, last])
+    assert read("openhands", path).verdict == Verdict(0, "last")
+
+
 def test_event_lines_at_the_length_limit_and_beyond(tmp_path: Path) -> None:
     """Lines up to MAX_EVENT_LINE characters are read; longer ones are skipped whole."""
     from eval_banana.harness.verdict import MAX_EVENT_LINE
