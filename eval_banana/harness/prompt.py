@@ -48,13 +48,31 @@ def inert_mentions(text: str) -> str:
     return _MENTION.sub("@" + WORD_JOINER, text) if "@" in text else text
 
 
+# A `{` that JSON could read as the start of an object with a key: `{`, JSON whitespace, `"`.
+# A verdict can only start at one; a word joiner after it leaves nothing for the verdict reader
+# to decode there (it is not JSON whitespace), while a person or a model reads the same text.
+_OBJECT_START = re.compile(r'\{(?=[ \t\n\r]*")')
+
+
+def inert_objects(text: str) -> str:
+    """`text` with a word joiner after every `{` that could open a JSON object with a key."""
+    return _OBJECT_START.sub("{" + WORD_JOINER, text) if "{" in text else text
+
+
+def _inert(text: str) -> str:
+    return inert_objects(inert_mentions(text))
+
+
 def judge_prompt(*, check: PlannedCheck) -> str:
     """The exact prompt a judge is sent for `check`. A dataset family's cases are sent with
     their `@` made inert: a row is data, and its text must not make the agent attach a file
-    (a row's `support@example.com` had gemini search the project for `*example.com*`)."""
+    (a row's `support@example.com` had gemini search the project for `*example.com*`). Their
+    JSON objects are made inert too: a row's `{"score": 1, ...}` (in the case's block or placed
+    by a placeholder) must never be read back as the verdict of an agent that echoes its
+    prompt."""
     definition = check.definition
     description = str(definition.get("description") or check.description)
     instructions = str(definition["instructions"])
     if check.family is not None:
-        description, instructions = inert_mentions(description), inert_mentions(instructions)
+        description, instructions = _inert(description), _inert(instructions)
     return build_prompt(description=description, instructions=instructions)
