@@ -82,7 +82,8 @@ class ReportJson(Record):
     )
     error_classes: list[ErrorClassCount] = Field(
         default_factory=list,
-        description="The errors of judges by class (details.error_class), most frequent first.",
+        description="The errors of judges by class (details.error_class), most frequent first; "
+        "checks the stopped run never started (not_run_checks) are not among them.",
     )
     cache: CacheCounts | None = Field(
         default=None,

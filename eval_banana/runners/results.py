@@ -187,11 +187,12 @@ def with_error_class(*, result: CheckResult, cancel: threading.Event) -> CheckRe
 
 def error_class_counts(results: list[CheckResult]) -> list[ErrorClassCount]:
     """The errors that carry `details.error_class`, counted per class and cause, the most
-    frequent class first (ties in the order of ERROR_CLASSES)."""
+    frequent class first (ties in the order of ERROR_CLASSES). A check the stopped run never
+    started is counted `not run`, not errored, so it is left out here too."""
     causes: dict[str, dict[str, int]] = {name: {} for name in ERROR_CLASSES}
     for result in results:
         found = result.details.get("error_class")
-        if result.status != "error" or found not in causes:
+        if result.status != "error" or found not in causes or result.details.get("not_run"):
             continue
         cause = str(result.details.get("error_cause") or found)
         causes[found][cause] = causes[found].get(cause, 0) + 1

@@ -376,7 +376,8 @@ def flaky_line(*, report: dict[str, Any]) -> str | None:
 
 def errors_line(*, report: dict[str, Any]) -> str | None:
     """`3 errors: 2 infrastructure (HTTP 429), 1 verdict`: the errors by why they happened
-    (None when no judge errored). Errors of checks that are not judges are counted as other."""
+    (None when no judge errored). Errors of checks that are not judges are counted as other;
+    checks never started are not run, not errors (as the closing line counts them)."""
     classes = report.get("error_classes") or []
     if not classes:
         return None
@@ -388,7 +389,8 @@ def errors_line(*, report: dict[str, Any]) -> str | None:
             text += f" ({', '.join(causes)})"
         parts.append(text)
     classed = sum(int(entry["count"]) for entry in classes)
-    other = int(report.get("errored_checks") or 0) - classed
+    errored = int(report.get("errored_checks") or 0) - int(report.get("not_run_checks") or 0)
+    other = errored - classed
     if other > 0:
         parts.append(f"{other} other")
     total = classed + max(other, 0)

@@ -234,6 +234,21 @@ def test_token_fuse_trips_stops_running_judges_and_skips_the_rest(
         assert checks[name]["status"] == "error"
         assert checks[name]["error_detail"] == "Not run: token fuse tripped"
     assert (report["failed_checks"], report["not_run_checks"]) == (1, 2)
+    # Only the judge the fuse stopped errored; the two never started are not run. report.json's
+    # errored_checks still counts every `error` status (eval-banana's field).
+    assert report["errored_checks"] == 3
+    assert report["error_classes"] == [
+        {"error_class": "budget", "count": 1, "causes": {"token fuse tripped": 1}}
+    ]
+    assert checks["c_never"]["details"]["error_class"] == "budget"
+    assert "1 error: 1 budget" in outcome.stdout.splitlines()
+    assert outcome.stdout.splitlines()[-1].startswith(
+        "1 failed, 0 passed, 1 errored, 0 skipped, 2 not run"
+    )
+    run_dir = next(root.glob("results/*/report.md")).parent
+    assert "\n1 error: 1 budget\n" in (run_dir / "report.md").read_text(encoding="utf-8")
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "<dt>Errors</dt><dd>1 error: 1 budget</dd>" in html
     execute_doc = json.loads(next(root.glob("results/*/stages/execute.json")).read_text())
     assert execute_doc["tokens_used"] == 150 and execute_doc["aborted_by"] == "token_fuse"
 
