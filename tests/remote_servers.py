@@ -4,6 +4,7 @@
   test can kill it as a crashed remote would go.
 - `webdav`: a WebDAV server (wsgidav on cheroot) over a folder.
 - `hostile`: a small HTTP cache written here that can be made slow, flaky or hostile.
+- `silent`: a listener that accepts connections and never answers (a hung remote).
 """
 
 from __future__ import annotations
@@ -277,6 +278,38 @@ def hostile() -> Iterator[Hostile]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+class Silent:
+    """A listener on 127.0.0.1 that accepts every connection and never answers."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.listener.settimeout(0.05)  # so the accepting thread sees `stopped` soon
+        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections: list[socket.socket] = []  # held open: a closed one would answer
+        self.stopped = threading.Event()
+
+    def accept_all(self) -> None:
+        while not self.stopped.is_set():
+            with contextlib.suppress(TimeoutError):
+                connection, _ = self.listener.accept()
+                self.connections.append(connection)
+
+
+@contextlib.contextmanager
+def silent() -> Iterator[Silent]:
+    server = Silent()
+    thread = threading.Thread(target=server.accept_all, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.stopped.set()
+        thread.join(timeout=10)
+        server.listener.close()
+        for connection in server.connections:
+            connection.close()
 
 
 def clean_environ() -> dict[str, str]:

@@ -58,7 +58,8 @@ class S3Backend(WholeObjects):
         config = Config(
             connect_timeout=timeout,
             read_timeout=timeout,
-            retries={"max_attempts": 1, "mode": "standard"},
+            # One attempt: botocore reads `max_attempts` as retries after the first.
+            retries={"total_max_attempts": 1, "mode": "standard"},
             max_pool_connections=32,
         )
         # The run's environment first (eb may be given another than its own), then boto3's

@@ -15,7 +15,7 @@ from eval_banana.core.errors import ConfigError
 from eval_banana.remote.backend import CHUNK, ListingUnsupported, RemoteBackend, RemoteError
 from eval_banana.remote.guarded import TRIP_AFTER, GuardedRemote
 from eval_banana.remote.opening import open_backend
-from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav
+from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, silent, webdav
 
 NAME = hashlib.sha256(b"an object").hexdigest()
 OTHER = hashlib.sha256(b"another").hexdigest()
@@ -239,3 +239,36 @@ def _try(guarded: GuardedRemote, number: int) -> str:
     except RemoteError:
         return "failed"
     return "answered"
+
+
+@pytest.mark.parametrize("scheme", ["s3", "http"])
+@pytest.mark.parametrize("method", ["get", "head", "put"])
+def test_a_remote_that_never_answers_costs_one_attempt_per_request(
+    scheme: str, method: str
+) -> None:
+    # botocore read retries={"max_attempts": 1} as one retry: every request to a hung S3
+    # endpoint was sent twice and waited two timeouts.
+    with silent() as hung:
+        if scheme == "s3":
+            environ = {
+                "AWS_ACCESS_KEY_ID": "test",
+                "AWS_SECRET_ACCESS_KEY": "test",
+                "AWS_REGION": "us-east-1",
+                "AWS_ENDPOINT_URL_S3": hung.endpoint,
+            }
+            backend = _open(f"s3://{BUCKET}/p", environ=environ, timeout=0.5)
+        else:
+            backend = _open(f"{hung.endpoint}/cache", timeout=0.5)
+        started = time.monotonic()
+        with pytest.raises(RemoteError, match="timed out|[Tt]imeout"):
+            if method == "get":
+                backend.get(kind="ac", name=NAME)
+            elif method == "head":
+                backend.head(kind="ac", name=NAME)
+            else:
+                backend.put(kind="ac", name=NAME, data=b"an entry")
+        elapsed = time.monotonic() - started
+        assert len(hung.connections) == 1
+    # botocore waits up to a second for "100 Continue" before it sends a PUT's body.
+    expect_continue = 1.0 if (scheme, method) == ("s3", "put") else 0.0
+    assert elapsed < 0.5 + expect_continue + 0.4
