@@ -605,6 +605,21 @@ def test_a_runner_without_the_key_leaves_the_signed_entries_in_place(
     assert started == 0 and counts["remote_hits"] == 3
 
 
+def test_a_refresh_without_the_key_says_once_that_it_writes_nothing(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--cache refresh` looks nothing up, so it never reached the lookups' warning: it wrote
+    # nothing to the shared cache and said nothing about it.
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REQUIRE_SIGNATURE", "true")
+    counts, started = run(first, str(shared), "--cache", "refresh")
+    assert started == 3 and counts["remote_writes"] == 0 and counts["remote_requests"] == 0
+    said = [w for w in counts["warnings"] if "require_signature" in w]
+    assert len(said) == 1 and "reused or written" in said[0]
+    assert not _remote_files(shared, "ac")
+
+
 def test_a_password_in_the_remote_url_is_used_and_written_nowhere(
     tmp_path: Path,
     eb: Callable[..., Any],

@@ -117,12 +117,14 @@ class RemoteTier:
         *,
         settings: CacheSettings,
         store: CacheStore,
+        reads: bool,
         local_writes: bool,
         environ: Mapping[str, str],
         source: str,
         warn: Warn,
     ) -> RemoteTier | None:
-        """The run's remote tier, or None when none is set or `remote_mode` is off."""
+        """The run's remote tier, or None when none is set or `remote_mode` is off. `reads`:
+        the run looks verdicts up; `local_writes`: it stores its own."""
         if not settings.remote or settings.remote_mode == "off":
             return None
         url = unmasked(url=settings.remote, candidates=[environ.get(_REMOTE_VARIABLE)])
@@ -156,10 +158,17 @@ class RemoteTier:
         unsigned_only = keyless_but_required(
             require_signature=settings.require_signature, key=key_text
         )
+        would_write = local_writes and settings.remote_mode == "read-write"
+        if unsigned_only and (reads or would_write):
+            warn(
+                f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: no "
+                f"entry of the shared cache {backend.url} is reused or written in this run",
+                None,
+            )
         return cls(
             remote=GuardedRemote(backend=backend, concurrency=settings.remote_concurrency),
             store=store,
-            writes=local_writes and settings.remote_mode == "read-write" and not unsigned_only,
+            writes=would_write and not unsigned_only,
             signing_key=key_text.encode("utf-8") if key_text else None,
             require_signature=settings.require_signature,
             warn=warn,
@@ -174,12 +183,7 @@ class RemoteTier:
         """Fetch, check and keep locally the remote entries of `wanted` (key -> check id)
         that the local folder lacks, `remote_concurrency` at once."""
         if keyless_but_required(require_signature=self._require_signature, key=self._signing_key):
-            self._warn(
-                f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: no "
-                f"entry of the shared cache {self.remote.url} is reused or written in this run",
-                None,
-            )
-            return
+            return  # said when the tier was opened
         missing = [
             (key, check_id)
             for key, check_id in sorted(wanted.items())

@@ -136,6 +136,7 @@ class CacheSession:
         self.remote = _open_remote(
             settings=cache_settings(config=config),
             store=self.store,
+            reads=self.reads,
             local_writes=self.writes,
             environ=environ,
             source=config.config_file or variable_of("cache.remote"),
@@ -624,6 +625,7 @@ def _open_remote(
     *,
     settings: CacheSettings,
     store: CacheStore,
+    reads: bool,
     local_writes: bool,
     environ: Mapping[str, str],
     source: str,
@@ -637,6 +639,7 @@ def _open_remote(
     return RemoteTier.open(
         settings=settings,
         store=store,
+        reads=reads,
         local_writes=local_writes,
         environ=environ,
         source=source,
