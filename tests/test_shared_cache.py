@@ -86,6 +86,7 @@ def run(project: Project, remote: str, *args: str) -> tuple[dict[str, Any], int]
     report = project.run("--cache-remote", remote, *args)
     counts: dict[str, Any] = report["cache"]
     counts["warnings"] = [w["message"] for w in report["warnings"]]
+    counts["hints"] = {w["message"]: w.get("hint") for w in report["warnings"]}
     return counts, project.agent_starts() - before
 
 
@@ -498,6 +499,8 @@ def test_a_killed_server_makes_the_checks_run_and_the_report_names_the_error(
     assert counts["remote_stopped"] is True
     assert counts["first_remote_error"]
     assert any("failed" in w and "ran as on a miss" in w for w in counts["warnings"])
+    (hint,) = [hint for w, hint in counts["hints"].items() if "failed" in w]
+    assert "ran as on a miss" in hint and "local cache only" not in hint
 
 
 def test_a_remote_that_refuses_every_write_says_the_verdicts_stay_local(
@@ -512,6 +515,9 @@ def test_a_remote_that_refuses_every_write_says_the_verdicts_stay_local(
     (warning,) = [w for w in counts["warnings"] if "failed" in w]
     assert "those verdicts are stored in the local cache only" in warning
     assert "ran as on a miss" not in warning
+    # Its hint says what the failure cost too (it said the check ran as on a miss).
+    assert "stored in the local cache only" in counts["hints"][warning]
+    assert "ran as on a miss" not in counts["hints"][warning]
     assert first.root.joinpath(".eval-banana", "cache", "entries").is_dir()
 
 

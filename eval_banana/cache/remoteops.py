@@ -90,7 +90,7 @@ def push(
         writes=True,
         signing_key=key_text.encode("utf-8") if key_text else None,
         require_signature=settings.require_signature,
-        warn=lambda message, file: None,  # push reports its own counts and first error
+        warn=lambda message, file, hint: None,  # push reports its own counts and first error
     )
     keys = [f"sha256:{name}" for name in _local_names(store=store)]
     return tier.push(keys=keys), remote

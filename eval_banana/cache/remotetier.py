@@ -67,7 +67,16 @@ class Pushed(NamedTuple):
     failed: int  # a request failed (counted in the tally)
 
 
-Warn = Callable[[str, str | None], None]
+# A warning of the shared tier: its message, the file it concerns, and its hint, which says
+# what the failure cost the run (one of the HINT_* below).
+Warn = Callable[[str, str | None, str], None]
+_COUNTED = "the run's report counts what the shared cache did (docs/shared-cache.md)"
+HINT_LOOKUPS = f"those checks ran as on a miss; {_COUNTED}"
+HINT_UPLOADS = f"those verdicts are stored in the local cache only; {_COUNTED}"
+HINT_BOTH = (
+    "the checks ran as on a miss, and their verdicts are stored in the local cache only; "
+    f"{_COUNTED}"
+)
 _REMOTE_VARIABLE = variable_of("cache.remote")
 _REMOTE_FLAG = SETTINGS_BY_NAME["cache.remote"].flag
 # Refused entries named one by one, per reason; the rest are one line with their count (a cache
@@ -127,6 +136,8 @@ class RemoteTier:
         the run looks verdicts up; `local_writes`: it stores its own."""
         if not settings.remote or settings.remote_mode == "off":
             return None
+        would_write = local_writes and settings.remote_mode == "read-write"
+        hint = _hint_of(lookups=reads, uploads=would_write)
         url = unmasked(url=settings.remote, candidates=[environ.get(_REMOTE_VARIABLE)])
         if url is None:
             # A stage rerun (`eb update`) from a config.json, which never holds the password.
@@ -138,6 +149,7 @@ class RemoteTier:
                 f"password (`eb update` also takes it as {_REMOTE_FLAG}), or use "
                 f"{TOKEN_VARIABLE}, which is never written, to use it",
                 None,
+                hint,
             )
             return None
         key_text = environ.get(SIGNING_KEY_VARIABLE, "")
@@ -150,7 +162,7 @@ class RemoteTier:
                 source=source,
             )
         except RemoteError as exc:
-            warn(f"The shared cache {shown_url(settings.remote)} cannot be used: {exc}", None)
+            warn(f"The shared cache {shown_url(settings.remote)} cannot be used: {exc}", None, hint)
             return None
         # Required signatures and no key: nothing this run would write could ever be reused,
         # and its unsigned entries would take the place of signed ones (every runner with the
@@ -158,12 +170,12 @@ class RemoteTier:
         unsigned_only = keyless_but_required(
             require_signature=settings.require_signature, key=key_text
         )
-        would_write = local_writes and settings.remote_mode == "read-write"
         if unsigned_only and (reads or would_write):
             warn(
                 f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: no "
                 f"entry of the shared cache {backend.url} is reused or written in this run",
                 None,
+                hint,
             )
         return cls(
             remote=GuardedRemote(backend=backend, concurrency=settings.remote_concurrency),
@@ -230,6 +242,7 @@ class RemoteTier:
             self._warn(
                 f"Shared cache entry {where} for check '{check_id}' cannot be kept: {exc}",
                 str(exc.path),
+                HINT_LOOKUPS,
             )
             return
         if problem is not None:
@@ -337,7 +350,7 @@ class RemoteTier:
         for reason, words in _REASON_WORDS.items():
             messages = sorted(message for why, message in self._refusals if why == reason)
             for message in messages[:REJECTIONS_NAMED]:
-                self._warn(message, None)
+                self._warn(message, None, HINT_LOOKUPS)
             left = len(messages) - REJECTIONS_NAMED
             if left > 0:
                 self._warn(
@@ -345,6 +358,7 @@ class RemoteTier:
                     f" of the shared cache {self.remote.url} refused for {words}; they count "
                     "as misses (report.json cache.remote_rejected counts them all)",
                     None,
+                    HINT_LOOKUPS,
                 )
         self._refusals = []
 
@@ -365,6 +379,7 @@ class RemoteTier:
                 f"{plural(count=failed, noun='request')}{stop}; "
                 f"{cost} (first error: {tally.first_error})",
                 None,
+                HINT_UPLOADS if storing else HINT_LOOKUPS,
             )
 
     # -- storing -----------------------------------------------------------------------------
@@ -397,6 +412,7 @@ class RemoteTier:
                 f"{SIGNING_KEY_VARIABLE}, or none set here), and a run never writes over one "
                 "(the runners holding that key still reuse it; docs/shared-cache.md)",
                 None,
+                HINT_UPLOADS,
             )
 
     def _put_unless_guarded(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
@@ -479,6 +495,14 @@ class RemoteTier:
         if type(document) is not dict or entry_problem(document) is not None:
             return "unusable"  # a local entry that fails its MAC or its schema is never shared
         return self._put(key=key, document=document)
+
+
+def _hint_of(*, lookups: bool, uploads: bool) -> str:
+    """The hint of a warning that the shared cache is not used at all: what the run would
+    have asked of it."""
+    if lookups and uploads:
+        return HINT_BOTH
+    return HINT_LOOKUPS if lookups else HINT_UPLOADS
 
 
 def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]) -> bytes:

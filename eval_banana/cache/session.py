@@ -140,7 +140,7 @@ class CacheSession:
             local_writes=self.writes,
             environ=environ,
             source=config.config_file or variable_of("cache.remote"),
-            warn=lambda message, file: self._warn(message=message, file=file, hint=_REMOTE_HINT),
+            warn=lambda message, file, hint: self._warn(message=message, file=file, hint=hint),
         )
         try:
             context = KeyContext(
@@ -629,7 +629,7 @@ def _open_remote(
     local_writes: bool,
     environ: Mapping[str, str],
     source: str,
-    warn: Callable[[str, str | None], None],
+    warn: Callable[[str, str | None, str], None],
 ) -> RemoteTier | None:
     """The shared tier, imported only when one is set: a cached run without one stays light."""
     if not settings.remote or settings.remote_mode == "off":

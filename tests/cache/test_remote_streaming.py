@@ -61,7 +61,7 @@ def tier(*, url: str, folder: Path, environ: dict[str, str], warnings: list[str]
         writes=True,
         signing_key=None,
         require_signature=False,
-        warn=lambda message, file: warnings.append(message),
+        warn=lambda message, file, hint: warnings.append(message),
     )
 
 
@@ -179,7 +179,7 @@ def tier(folder):
         remote=GuardedRemote(backend=backend, concurrency=1),
         store=CacheStore(folder=Path(folder), max_bytes=1 << 40),
         writes=True, signing_key=None, require_signature=False,
-        warn=lambda message, file: print(message, file=sys.stderr),
+        warn=lambda message, file, hint: print(message, file=sys.stderr),
     )
     made.remote.head(kind="ac", name="0" * 64)
     return made
