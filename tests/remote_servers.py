@@ -89,9 +89,11 @@ def moto_s3() -> Iterator[MotoS3]:
 
 
 @contextlib.contextmanager
-def webdav(*, folder: Path, users: dict[str, str] | None = None) -> Iterator[str]:
+def webdav(
+    *, folder: Path, users: dict[str, str] | None = None, seen: list[str] | None = None
+) -> Iterator[str]:
     """A WebDAV server over `folder`, anonymous read-write, or with `users` (name -> password)
-    for basic auth only; its URL."""
+    for basic auth only; its URL. `seen` gets the method of every request it receives."""
     from cheroot import wsgi
     from wsgidav.wsgidav_app import WsgiDAVApp
 
@@ -115,7 +117,13 @@ def webdav(*, folder: Path, users: dict[str, str] | None = None) -> Iterator[str
         }
     )
     port = free_port()
-    server = wsgi.Server(("127.0.0.1", port), app, numthreads=8)
+
+    def noted(environ: dict[str, Any], start_response: Any) -> Any:
+        if seen is not None:
+            seen.append(environ["REQUEST_METHOD"])
+        return app(environ, start_response)
+
+    server = wsgi.Server(("127.0.0.1", port), noted, numthreads=8)
     server.prepare()
     thread = threading.Thread(target=server.serve, daemon=True)
     thread.start()
@@ -137,6 +145,7 @@ class Hostile:
         # byte changed), longer_blob (more bytes than the blob has); for entries (ac/) only:
         # huge_entry (an endless body announced as 256 MiB; `sent` counts what went out);
         # read_only (every PUT answered 403, as a cache that lets this identity only read);
+        # no_folder (every PUT answered 409, as a WebDAV server whose folder is missing);
         # trickle_body, trickle_headers (a byte every 0.1 s, never a pause a socket read's own
         # timeout would notice); redirect_loop (302 to the same path, always); no_location (302
         # without a Location).
@@ -258,6 +267,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if self.server.state.mode == "read_only":
             self._answer(403, b"forbidden")
+            return
+        if self.server.state.mode == "no_folder":
+            self._answer(409, b"no such folder")
             return
         self.server.state.objects[self.path] = body
         self._answer(201, b"")

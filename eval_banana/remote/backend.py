@@ -53,6 +53,24 @@ class Watchdog:
         self._timer.cancel()
 
 
+class Meter:
+    """How many requests a backend has sent, retries, redirects and a write's folders included
+    (what report.json counts as `remote_requests`); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return self._count
+
+
 class RemoteError(Exception):
     """A request to the remote failed: unreachable, timed out, refused, or a bad answer."""
 
@@ -82,9 +100,11 @@ class RemoteItem(NamedTuple):
 
 
 class RemoteBackend(Protocol):
-    """Storage of entries (`ac`) and blobs (`cas`) by name; `url` is safe to show."""
+    """Storage of entries (`ac`) and blobs (`cas`) by name; `url` is safe to show; `sent`
+    counts every request it makes."""
 
     url: str
+    sent: Meter
 
     def get(self, *, kind: Kind, name: str) -> bytes | None:
         """The object's bytes, or None when it is absent."""

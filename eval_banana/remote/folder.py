@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 from eval_banana.remote.backend import (
     CHUNK,
     Kind,
+    Meter,
     RemoteError,
     RemoteItem,
     Sink,
@@ -37,6 +38,7 @@ class FolderBackend(WholeObjects):
     def __init__(self, *, folder: Path) -> None:
         self.folder = folder
         self.url = str(folder)
+        self.sent = Meter()  # each file operation is one request
 
     @classmethod
     def from_url(cls, *, url: str) -> FolderBackend:
@@ -52,6 +54,7 @@ class FolderBackend(WholeObjects):
         return self.folder / kind / name[:2] / name
 
     def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
+        self.sent.add()
         try:
             with self._path(kind=kind, name=name).open("rb") as source:
                 moved = 0
@@ -66,6 +69,7 @@ class FolderBackend(WholeObjects):
 
     def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
         path = self._path(kind=kind, name=name)
+        self.sent.add()
         temp = path.with_name(f".{name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,6 +83,7 @@ class FolderBackend(WholeObjects):
                 temp.unlink(missing_ok=True)
 
     def head(self, *, kind: Kind, name: str) -> int | None:
+        self.sent.add()
         try:
             return self._path(kind=kind, name=name).stat().st_size
         except FileNotFoundError:
@@ -88,6 +93,7 @@ class FolderBackend(WholeObjects):
 
     def list(self, *, kind: Kind) -> Iterator[RemoteItem]:
         root = self.folder / kind
+        self.sent.add()
         try:
             groups = sorted(root.iterdir())
         except FileNotFoundError:
@@ -103,6 +109,7 @@ class FolderBackend(WholeObjects):
                     yield RemoteItem(name=path.name, size=info.st_size, modified=info.st_mtime)
 
     def delete(self, *, kind: Kind, name: str) -> bool:
+        self.sent.add()
         try:
             self._path(kind=kind, name=name).unlink()
         except FileNotFoundError:

@@ -22,7 +22,7 @@ _Out = TypeVar("_Out")
 class RemoteTally(NamedTuple):
     """What one run's requests came to."""
 
-    requests: int
+    requests: int  # every request sent, however many one call took
     errors: int
     bytes_down: int
     bytes_up: int
@@ -40,7 +40,8 @@ class GuardedRemote:
         self._lock = threading.Lock()
         self._done = threading.Condition(self._lock)  # a request ended
         self._in_flight = 0
-        self._requests = 0
+        # What the backend had sent before this run used it: the rest are this run's.
+        self._sent_before = backend.sent.count
         self._errors = 0
         self._in_a_row = 0
         self._down = 0
@@ -55,7 +56,7 @@ class GuardedRemote:
     def tally(self) -> RemoteTally:
         with self._lock:
             return RemoteTally(
-                requests=self._requests,
+                requests=self.backend.sent.count - self._sent_before,
                 errors=self._errors,
                 bytes_down=self._down,
                 bytes_up=self._up,
@@ -107,7 +108,6 @@ class GuardedRemote:
                 self._done.wait()
             if self._tripped:
                 raise RemoteError("not asked: the remote failed too often in this run")
-            self._requests += 1
             self._in_flight += 1
         try:
             found = work()

@@ -25,6 +25,7 @@ from eval_banana.remote.backend import (
     CHUNK,
     Kind,
     ListingUnsupported,
+    Meter,
     RemoteError,
     RemoteItem,
     Sink,
@@ -57,6 +58,7 @@ class HttpBackend(WholeObjects):
         self.prefix = prefix.rstrip("/")
         self.timeout = timeout
         self._authorization = authorization
+        self.sent = Meter()  # each request on the wire: a redirect and a folder made count
         where = host if port is None else f"{host}:{port}"
         self.url = f"{scheme}://{where}{self.prefix}"
 
@@ -96,11 +98,13 @@ class HttpBackend(WholeObjects):
     def put_from(self, *, kind: Kind, name: str, source: BinaryIO, size: int) -> None:
         path = self._target(kind=kind, name=name)
         body = _Body(source=source, size=size)
-        status, _ = self._request(method="PUT", path=path, body=body)
+        # One limit for the write as a whole, however many requests it takes.
+        deadline = time.monotonic() + self.timeout
+        status, _ = self._request(method="PUT", path=path, body=body, deadline=deadline)
         if status in (404, 409):
             # A WebDAV server stores only into a folder that exists: make it, then once more.
-            self._make_folders(kind=kind)
-            status, _ = self._request(method="PUT", path=path, body=body)
+            self._make_folders(kind=kind, deadline=deadline)
+            status, _ = self._request(method="PUT", path=path, body=body, deadline=deadline)
         if status not in (200, 201, 204):
             raise self._refused(method="PUT", kind=kind, name=name, status=status)
 
@@ -146,19 +150,27 @@ class HttpBackend(WholeObjects):
             meaning = " (forbidden: these credentials may not read the cache)"
         return RemoteError(f"{method} {kind}/{name} answered HTTP {status}{meaning}")
 
-    def _make_folders(self, *, kind: Kind) -> None:
+    def _make_folders(self, *, kind: Kind, deadline: float) -> None:
         path = ""
         for part in [*self.prefix.strip("/").split("/"), kind]:
             if part:
                 path += f"/{part}"
-                self._request(method="MKCOL", path=path + "/")
+                self._request(method="MKCOL", path=path + "/", deadline=deadline)
 
     def _request(
-        self, *, method: str, path: str, body: _Body | None = None, sink: Sink | None = None
+        self,
+        *,
+        method: str,
+        path: str,
+        body: _Body | None = None,
+        sink: Sink | None = None,
+        deadline: float | None = None,
     ) -> tuple[int, int | None]:
-        """(status, length) of one request, redirects on the same host followed. The length
-        is the bytes a 200 answer wrote into `sink`, else the Content-Length (or None)."""
-        deadline = time.monotonic() + self.timeout
+        """(status, length) of one request, redirects on the same host followed, all before
+        `deadline` (by default the timeout from now). The length is the bytes a 200 answer
+        wrote into `sink`, else the Content-Length (or None)."""
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout
         for _ in range(_REDIRECTS + 1):
             status, length, location = self._once(
                 method=method, path=path, body=body, sink=sink, deadline=deadline
@@ -198,6 +210,7 @@ class HttpBackend(WholeObjects):
         )
         # The body goes out CHUNK bytes at a time, read from its file (never whole in memory).
         connection = connection_type(self.host, self.port, timeout=left, blocksize=CHUNK)
+        self.sent.add()
         watchdog = Watchdog(seconds=left, stop=lambda: _cut(connection))
         headers = {"User-Agent": "eval-banana"}
         if self._authorization:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from eval_banana.remote.backend import (
     CHUNK,
     Kind,
+    Meter,
     RemoteError,
     RemoteItem,
     Sink,
@@ -43,6 +44,9 @@ class S3Backend(WholeObjects):
         self.prefix = prefix.strip("/")
         self.url = url
         self.timeout = timeout
+        self.sent = Meter()
+        # Counted as botocore sends them: each page of a listing is one.
+        client.meta.events.register("before-send.s3", self._count_request)
 
     @classmethod
     def from_url(
@@ -73,6 +77,9 @@ class S3Backend(WholeObjects):
         )
         client = session.client("s3", endpoint_url=endpoint or None, config=config)
         return cls(client=client, bucket=parts.netloc, prefix=parts.path, url=url, timeout=timeout)
+
+    def _count_request(self, **_: Any) -> None:
+        self.sent.add()  # None: botocore sends the request as it is
 
     def _key(self, *, kind: Kind, name: str) -> str:
         checked_name(name)

@@ -272,3 +272,27 @@ def test_a_remote_that_never_answers_costs_one_attempt_per_request(
     # botocore waits up to a second for "100 Continue" before it sends a PUT's body.
     expect_continue = 1.0 if (scheme, method) == ("s3", "put") else 0.0
     assert elapsed < 0.5 + expect_continue + 0.4
+
+
+def test_every_request_of_a_first_write_into_webdav_is_counted(tmp_path: Path) -> None:
+    # Into an empty WebDAV cache a write is a PUT refused (409), a MKCOL per folder and the
+    # PUT again: only the call was counted, 1 request where the server received 5.
+    seen: list[str] = []
+    with webdav(folder=tmp_path / "dav", seen=seen) as url:
+        guarded = GuardedRemote(backend=_open(f"{url}/team/cache"), concurrency=1)
+        guarded.put(kind="ac", name=NAME, data=b"an entry")
+        assert guarded.get(kind="ac", name=NAME) == b"an entry"
+    assert seen == ["PUT", "MKCOL", "MKCOL", "MKCOL", "PUT", "GET"]
+    assert guarded.tally().requests == len(seen)
+
+
+def test_a_write_and_the_folders_it_makes_share_one_timeout(hostile_server: Hostile) -> None:
+    # Each request of a write had a limit of its own: two slow PUTs around the MKCOLs took
+    # twice the timeout.
+    hostile_server.mode = "no_folder"
+    hostile_server.delay = 0.4
+    backend = _open(hostile_server.url, timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match="timed out"):
+        backend.put(kind="ac", name=NAME, data=b"an entry")
+    assert time.monotonic() - started < 0.5 + 0.15
