@@ -212,6 +212,16 @@ def test_an_empty_output_dir_in_the_config_file_is_refused_like_the_environment_
     assert env.exit_code == 2 and "EVAL_BANANA_OUTPUT_DIR must not be empty" in env.stderr
 
 
+def test_empty_cache_and_history_flags_write_nothing_into_the_project_root(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")}, config="")
+    result = eb("run", "--cwd", str(root), "--cache", "on", "--cache-dir", "", "--history-dir", "")
+    assert result.exit_code == 2
+    assert "--cache-dir must not be empty" in result.stderr
+    assert sorted(path.name for path in root.iterdir()) == [".eval-banana", "eval_checks"]
+
+
 @pytest.mark.parametrize(
     ("field", "value", "kind"),
     [

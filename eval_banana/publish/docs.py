@@ -94,6 +94,20 @@ def _settings_table() -> list[str]:
     return rows
 
 
+def _empty_paths_rule() -> str:
+    """One sentence: which folder settings refuse an empty value, from each source alike."""
+    from eval_banana.settings.table import SETTINGS
+
+    folders = [spec for spec in SETTINGS if spec.kind == "path"]
+    names = ", ".join(f"`[{spec.section}] {spec.key}`" for spec in folders)
+    roots = " and ".join(f'`{spec.flag} ""`' for spec in folders if spec.empty_flag_is_root)
+    return (
+        f"{names} must not be empty, whether a flag, a variable or the file sets it (an empty "
+        f"folder would put its files straight into the project root); only {roots} is "
+        "allowed, and means the project root."
+    )
+
+
 _SCALARS = {
     "string": "string",
     "integer": "integer",
@@ -194,6 +208,7 @@ def reference_markdown() -> str:
         "## Configuration (`.eval-banana/config.toml`)",
         "",
         "Precedence, highest first: flag, `EVAL_BANANA_*` variable, project file, default.",
+        _empty_paths_rule(),
         "",
         *_settings_table(),
         "",

@@ -26,7 +26,7 @@ from eval_banana.models.config import (
 from eval_banana.projectstate.patterns import pattern_problem
 
 SettingKind = Literal[
-    "path",  # string; an empty env value is an error, empty CLI = project root
+    "path",  # string; empty is refused from every source (but see empty_flag_is_root)
     "optional_path",  # string; empty (env or CLI) means unset
     "threshold",  # number in [0.0, 1.0], booleans and NaN refused
     "integer",  # any integer (booleans refused)
@@ -97,6 +97,9 @@ class SettingSpec(NamedTuple):
     # The label used in file errors when eval-banana's exact text names it this way.
     toml_label: str | None = None
     choices: tuple[str, ...] = ()  # kind "choice": the values it takes, the default first
+    # Kind "path": an empty flag names the project root (documented for --output-dir only);
+    # for every other path an empty value is refused alike from the flag, variable and file.
+    empty_flag_is_root: bool = False
 
     @property
     def default(self) -> object:
@@ -143,6 +146,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_OUTPUT_COMMANDS,
         metavar="DIR",
         help=_help("core", "output_dir", "An empty --output-dir means the project root."),
+        empty_flag_is_root=True,
     ),
     SettingSpec(
         name="core.pass_threshold",

@@ -290,6 +290,14 @@ def _env_value(*, spec: SettingSpec, raw: str) -> object:
 
 def _cli_value(*, spec: SettingSpec, value: object) -> object:
     label = spec.flag or spec.name
+    if spec.kind == "path" and value == "" and not spec.empty_flag_is_root:
+        # As from the file and the variable: an empty folder name would scatter the cache (its
+        # secret key too) or the history records over the project root.
+        raise ConfigError(
+            f"{label} must not be empty",
+            field_path=spec.name,
+            hint=f"drop {label} to use {spec.env}, [{spec.section}] {spec.key} or the default",
+        )
     try:
         if isinstance(value, str) and spec.kind not in ("string_list", "string_table"):
             return coerce_text(spec=spec, text=value)
