@@ -485,6 +485,29 @@ def test_a_merge_of_three_select_parts_equals_the_one_machine_report(
     assert select["ids"] == select["plan_ids"]
 
 
+def test_select_lists_exactly_the_skipped_checks_its_plan_selected(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    def skipped(run_dir: Path) -> list[str]:
+        return [item["check_id"] for item in _report(run_dir)["skipped"]]
+
+    narrowed = tmp_path / "narrowed.json"
+    narrowed.write_text(json.dumps(_plan(eb, repo, "--check-id", "beta_*", "--shards", "2")))
+    folders = _parts(eb, repo, narrowed, tmp_path / "parts", 2)
+    assert [skipped(folder) for folder in folders] == [[], []]
+    assert _merge(eb, repo, tmp_path / "merged", folders).exit_code == 0
+    assert _run(eb, repo, tmp_path / "one", "--check-id", "beta_*").exit_code == 0
+    assert skipped(tmp_path / "merged") == skipped(tmp_path / "one") == []
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(_plan(eb, repo)))
+    _run(eb, repo, tmp_path / "whole", "--select", str(whole), "--shard", "1/2")
+    assert skipped(tmp_path / "whole") == ["waits_for_fix"]  # the plan selected it
+    listed = tmp_path / "ids.json"
+    listed.write_text(json.dumps(["beta_login"]))
+    assert _run(eb, repo, tmp_path / "list", "--select", str(listed)).exit_code == 0
+    assert skipped(tmp_path / "list") == []
+
+
 def test_merge_refuses_a_missing_or_repeated_part_and_mixed_plans(
     repo: Path, eb: Eb, tmp_path: Path
 ) -> None:

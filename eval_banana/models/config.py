@@ -407,6 +407,11 @@ class PlanSelection(_Section):
         description="The ids this run executes: every one of plan_ids, or its part under "
         "--shard K/N (the plan's own assignment when it was cut into N shards)."
     )
+    skipped_ids: list[str] = Field(
+        default_factory=list,
+        description="The plan document's `skipped` ids (empty for a list, which names only "
+        "checks that run): the skipped checks this run lists, on every part alike.",
+    )
     allow_stale_plan: bool = Field(
         default=False, description="--allow-stale-plan: run although the plan digest changed."
     )

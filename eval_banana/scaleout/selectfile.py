@@ -138,5 +138,6 @@ def read_select(
             {entry.id: entry.definition_digest for entry in plan.checks} if plan else {}
         ),
         ids=_part(plan=plan, ids=ids, shard=shard),
+        skipped_ids=[entry.id for entry in plan.skipped] if plan is not None else [],
         allow_stale_plan=allow_stale_plan,
     )
