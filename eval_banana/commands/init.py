@@ -7,14 +7,21 @@ from pathlib import Path
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--force", action="store_true", help="Overwrite an existing config file.")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="Overwrite an existing config file (a check file is never overwritten).",
+    )
     parser.add_argument("--verbose", action="store_true", help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
     from eval_banana.commands.scaffold import CACHE_NOTE, run_init
 
-    for path in run_init(cwd=Path.cwd(), force=args.force):
+    outcome = run_init(cwd=Path.cwd(), force=args.force)
+    for path in outcome.written:
         print(f"Wrote {path}")
+    for line in outcome.left:
+        print(line)
     print(CACHE_NOTE)
     return 0

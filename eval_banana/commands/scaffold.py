@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 from eval_banana.core.errors import ConfigError, WriteFault
 from eval_banana.core.files import write_text_atomic
@@ -127,30 +128,62 @@ def _write(*, path: Path, text: str) -> None:
         raise ConfigError(WriteFault.told(path=path, exc=exc), file=str(path)) from None
 
 
-def run_init(*, cwd: Path, force: bool) -> list[Path]:
+class InitOutcome(NamedTuple):
+    """What `eb init` did: the files it wrote, and a line for each example it did not write."""
+
+    written: list[Path]
+    left: list[str]
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def _holds_checks(*, folder: Path) -> bool:
+    """Whether the project's top `eval_checks/` already holds a YAML file: the user's checks."""
+    try:
+        return any(
+            entry.suffix in (".yaml", ".yml") and entry.name[:1] != "."
+            for entry in folder.iterdir()
+        )
+    except OSError:  # no folder yet (or not one): nothing to keep
+        return False
+
+
+def _examples(*, root: Path) -> tuple[list[tuple[Path, str]], list[str]]:
+    """The example checks to write, and a line for each one left as it is.
+
+    A check file is the user's: never overwritten, even with --force. The examples go only into
+    an `eval_checks/` that holds no check yet, so a project without checks gets them while one
+    the user deleted does not come back next to their own checks.
+    """
+    examples = ((root / EXAMPLE_PATH, example_check), (root / EXAMPLE_CASES_PATH, example_cases))
+    if not _holds_checks(folder=root / EXAMPLE_PATH.parent):
+        return [(path, make()) for path, make in examples], []
+    left = [
+        f"Kept {path} (exists)" if _exists(path) else f"Left out {path} (eval_checks/ holds checks)"
+        for path, _ in examples
+    ]
+    return [], left
+
+
+def run_init(*, cwd: Path, force: bool) -> InitOutcome:
     """Write the config, schema, example check, example family and results ignore under `cwd`.
 
-    Returns the paths written; an existing .gitignore that already ignores the results is kept
-    as it is and not listed.
+    An existing .gitignore that already ignores the results is kept as it is and not listed;
+    the examples are written only into an `eval_checks/` without checks (`_examples`).
     """
     root = cwd.resolve()
-    config, schema, example = root / CONFIG_PATH, root / SCHEMA_PATH, root / EXAMPLE_PATH
-    cases = root / EXAMPLE_CASES_PATH
-    if not force:
-        # The schema is ours and always refreshed; the others may hold the user's edits.
-        for path in (config, example, cases):
-            if path.exists() or path.is_symlink():
-                raise ConfigError(
-                    f"Refusing to overwrite existing file: {path}",
-                    file=str(path),
-                    hint="pass --force to overwrite it",
-                )
-    contents = (
-        (config, config_template()),
-        (schema, check_schema()),
-        (example, example_check()),
-        (cases, example_cases()),
-    )
+    config, schema = root / CONFIG_PATH, root / SCHEMA_PATH
+    # The schema is ours and always refreshed; the config may hold the user's edits.
+    if not force and _exists(config):
+        raise ConfigError(
+            f"Refusing to overwrite existing file: {config}",
+            file=str(config),
+            hint="pass --force to overwrite it (check files are never overwritten)",
+        )
+    examples, left = _examples(root=root)
+    contents = [(config, config_template()), (schema, check_schema()), *examples]
     written: list[Path] = []
     for path, text in contents:
         _write(path=path, text=text)
@@ -158,4 +191,4 @@ def run_init(*, cwd: Path, force: bool) -> list[Path]:
     ignored = ignore_results(root=root)
     if ignored is not None:
         written.append(ignored)
-    return written
+    return InitOutcome(written=written, left=left)

@@ -37,7 +37,7 @@ def resolve(cwd: Path) -> ConfigDoc:
 
 
 def test_init_writes_config_schema_and_example(tmp_path: Path) -> None:
-    written = run_init(cwd=tmp_path, force=False)
+    written = run_init(cwd=tmp_path, force=False).written
     root = tmp_path.resolve()
     assert written == [
         root / ".eval-banana" / "config.toml",
@@ -202,15 +202,23 @@ def test_init_refuses_to_overwrite_the_config(tmp_path: Path) -> None:
     assert not (tmp_path / "eval_checks").exists()  # nothing written at all
 
 
+@pytest.mark.parametrize("force", [False, True])
 @pytest.mark.parametrize("name", ["example_check.yaml", "example_cases.yaml"])
-def test_init_refuses_to_overwrite_the_example_check(tmp_path: Path, name: str) -> None:
+def test_init_never_overwrites_nor_adds_to_existing_checks(
+    tmp_path: Path, name: str, force: bool
+) -> None:
     example = tmp_path / "eval_checks" / name
     example.parent.mkdir()
     example.write_text("mine\n")
-    with pytest.raises(ConfigError) as info:
-        run_init(cwd=tmp_path, force=False)
-    assert str(example.resolve()) in info.value.message
-    assert not (tmp_path / ".eval-banana").exists()
+    outcome = run_init(cwd=tmp_path, force=force)
+    assert example.read_text() == "mine\n"
+    other = ({"example_check.yaml", "example_cases.yaml"} - {name}).pop()
+    assert not (tmp_path / "eval_checks" / other).exists()  # no example beside the user's checks
+    root = tmp_path.resolve() / "eval_checks"
+    assert sorted(outcome.left) == sorted(
+        [f"Kept {root / name} (exists)", f"Left out {root / other} (eval_checks/ holds checks)"]
+    )
+    assert (tmp_path / ".eval-banana" / "config.toml").is_file()
 
 
 def test_init_refuses_a_dangling_symlink(tmp_path: Path) -> None:
@@ -221,15 +229,22 @@ def test_init_refuses_a_dangling_symlink(tmp_path: Path) -> None:
         run_init(cwd=tmp_path, force=False)
 
 
-def test_force_overwrites(tmp_path: Path) -> None:
+def test_force_overwrites_the_config_and_never_a_check(tmp_path: Path) -> None:
     run_init(cwd=tmp_path, force=False)
     config = tmp_path / ".eval-banana" / "config.toml"
     example = tmp_path / "eval_checks" / "example_check.yaml"
     config.write_text("# edited\n")
     example.write_text("edited\n")
+    (tmp_path / "eval_checks" / "example_cases.yaml").unlink()
     run_init(cwd=tmp_path, force=True)
     assert config.read_text(encoding="utf-8") == config_template()
+    assert example.read_text(encoding="utf-8") == "edited\n"
+    assert not (tmp_path / "eval_checks" / "example_cases.yaml").exists()  # deleted stays so
+    # A project whose checks are all gone gets the examples again.
+    example.unlink()
+    run_init(cwd=tmp_path, force=True)
     assert example.read_text(encoding="utf-8").startswith("# yaml-language-server")
+    assert (tmp_path / "eval_checks" / "example_cases.yaml").is_file()
 
 
 def test_force_onto_a_directory_is_a_config_error(tmp_path: Path) -> None:
@@ -255,6 +270,13 @@ def test_cli_init_prints_each_path_and_refuses_with_exit_2(tmp_path: Path) -> No
     )
     assert second.returncode == 2
     assert f"Refusing to overwrite existing file: {config}" in second.stderr
+    forced = subprocess.run(
+        [*command, "--force"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert forced.returncode == 0, forced.stderr
+    example = tmp_path.resolve() / "eval_checks" / "example_check.yaml"
+    assert f"Kept {example} (exists)" in forced.stdout.splitlines()
+    assert f"Wrote {example}" not in forced.stdout
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -346,11 +368,11 @@ def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None
     ignore = tmp_path / ".eval-banana" / ".gitignore"
     ignore.parent.mkdir()
     ignore.write_text("# mine\nscratch/")  # no final newline
-    written = run_init(cwd=tmp_path, force=False)
+    written = run_init(cwd=tmp_path, force=False).written
     assert ignore.resolve() in written
     assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\n"
     # Again (with --force): nothing is added, and the file is not reported as written.
-    again = run_init(cwd=tmp_path, force=True)
+    again = run_init(cwd=tmp_path, force=True).written
     assert ignore.resolve() not in again
     assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\n"
 
@@ -365,7 +387,7 @@ def test_a_gitignore_that_already_ignores_results_is_left_alone(tmp_path: Path, 
     )
     ignore.write_text(text)
     before = ignore.stat().st_mtime_ns
-    assert ignore.resolve() not in run_init(cwd=tmp_path, force=False)
+    assert ignore.resolve() not in run_init(cwd=tmp_path, force=False).written
     assert ignore.read_text() == text and ignore.stat().st_mtime_ns == before
 
 
