@@ -28,6 +28,9 @@ _HEADER = (
     "# Written by `eb init`: eb's run folders, verdict cache, run history and record of failed "
     "checks are outputs, not sources.\n"
 )
+# The entries `eb init` has added to the file, each once: a line the user deletes later is their
+# choice and is not added back (the cache holds its secret.key, so it is added once at least).
+_ADDED_MARK = "# eb init added (and never adds again): "
 # Said after the files written: a second `eb run` reusing verdicts must not come as a surprise.
 CACHE_NOTE = (
     "The verdict cache is on ([cache] mode in .eval-banana/config.toml): a check whose "
@@ -83,29 +86,53 @@ def check_schema() -> str:
     return render(schema_builders()["check"]())
 
 
-def _gitignore_text(*, current: str | None) -> str | None:
-    """The .gitignore to write so that eb's folders are ignored, or None when they already are."""
-    lines = (current or "").splitlines()
-    missing = [
-        f"{folder}/\n" for folder in IGNORED_FOLDERS if not _ignores(folder=folder, lines=lines)
+def _entries_missing(*, lines: list[str]) -> list[str]:
+    """eb's entries the file does not ignore, in eb's order."""
+    folders = [
+        f"{folder}/" for folder in IGNORED_FOLDERS if not _ignores(folder=folder, lines=lines)
     ]
-    missing += [
-        f"{name}\n"
+    names = [
+        name
         for name in IGNORED_FILES
         if not any(line.strip() in (name, f"/{name}") for line in lines)
     ]
+    return folders + names
+
+
+def _added_before(*, lines: list[str]) -> list[str]:
+    """The entries the file's mark says `eb init` added on an earlier run."""
+    marks = [line.strip()[len(_ADDED_MARK) :] for line in lines if line.startswith(_ADDED_MARK)]
+    return [entry.strip() for mark in marks for entry in mark.split(",") if entry.strip()]
+
+
+def _gitignore_text(*, current: str | None) -> str | None:
+    """The .gitignore to write, or None to leave it as it is.
+
+    Each of eb's entries is added once: when it is missing and the file's mark does not say eb
+    added it before (then the user removed it on purpose).
+    """
+    lines = (current or "").splitlines()
+    added = _added_before(lines=lines)
+    missing = [entry for entry in _entries_missing(lines=lines) if entry not in added]
     if not missing:
         return None
+    mark = _ADDED_MARK + ", ".join([*added, *missing]) + "\n"
+    new_lines = "".join(f"{entry}\n" for entry in missing) + mark
     if current is None:
-        return _HEADER + "".join(missing)
-    separator = "" if current == "" or current.endswith("\n") else "\n"
-    return f"{current}{separator}{''.join(missing)}"
+        return _HEADER + new_lines
+    # The user's lines as they are; only eb's old mark gives way.
+    kept = "".join(
+        line for line in current.splitlines(keepends=True) if not line.startswith(_ADDED_MARK)
+    )
+    separator = "" if kept == "" or kept.endswith("\n") else "\n"
+    return f"{kept}{separator}{new_lines}"
 
 
 def ignore_results(*, root: Path) -> Path | None:
-    """Make `.eval-banana/.gitignore` ignore `results/` and `cache/`, keeping what it says.
+    """Make `.eval-banana/.gitignore` ignore eb's outputs, keeping what it says: each entry is
+    added once, never again after the user removed it.
 
-    Returns the file when it was written, None when it already ignored both.
+    Returns the file when it was written, None when it was left as it is.
     """
     path = root / GITIGNORE_PATH
     try:

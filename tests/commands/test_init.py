@@ -370,11 +370,37 @@ def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None
     ignore.write_text("# mine\nscratch/")  # no final newline
     written = run_init(cwd=tmp_path, force=False).written
     assert ignore.resolve() in written
-    assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\n"
+    extended = (
+        "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\n"
+        "# eb init added (and never adds again): results/, cache/, history/, lastfailed.json\n"
+    )
+    assert ignore.read_text() == extended
     # Again (with --force): nothing is added, and the file is not reported as written.
     again = run_init(cwd=tmp_path, force=True).written
     assert ignore.resolve() not in again
-    assert ignore.read_text() == "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\n"
+    assert ignore.read_text() == extended
+
+
+def test_an_entry_the_user_removed_is_never_added_back(tmp_path: Path) -> None:
+    ignore = tmp_path / ".eval-banana" / ".gitignore"
+    ignore.parent.mkdir()
+    ignore.write_text("# we commit the history\nresults/")  # no final newline
+    run_init(cwd=tmp_path, force=False)
+    mark = "# eb init added (and never adds again): cache/, history/, lastfailed.json\n"
+    assert ignore.read_text() == (
+        f"# we commit the history\nresults/\ncache/\nhistory/\nlastfailed.json\n{mark}"
+    )
+    ignore.write_text(f"# we commit the history\nresults/\ncache/\n{mark}")
+    before = ignore.stat().st_mtime_ns
+    assert ignore.resolve() not in run_init(cwd=tmp_path, force=True).written
+    assert ignore.stat().st_mtime_ns == before  # history/ and lastfailed.json stay out
+    # An entry eb never added is added once, and the mark grows by it alone.
+    ignore.write_text(f"history/\n{mark}")
+    run_init(cwd=tmp_path, force=True)
+    assert ignore.read_text() == (
+        "history/\nresults/\n# eb init added (and never adds again): cache/, history/, "
+        "lastfailed.json, results/\n"
+    )
 
 
 @pytest.mark.parametrize("line", ["results", "/results/", "results/*"])
