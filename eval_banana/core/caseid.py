@@ -9,7 +9,18 @@ from __future__ import annotations
 import re
 
 CASE_ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
+# A case's `skip` that reads as a yes/no or a number is no reason: a spreadsheet's checkbox column
+# exports TRUE and FALSE, a flag column 0 and 1 (the dataset rows and the editor schema agree).
+NO_REASON_WORDS = ("true", "false", "yes", "no", "y", "n", "on", "off")
+NUMBER_TEXT = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)"
 _CASE_CHECK = re.compile(r"^([A-Za-z0-9_-]+)\[([A-Za-z0-9_.-]+)\]$")
+
+
+def no_reason_editor_pattern() -> str:
+    """An ECMA-262 pattern (editors' regular expressions have no inline flags) of a `skip`
+    that is a yes/no or a number, with spaces around it."""
+    words = ["".join(f"[{char.upper()}{char}]" for char in word) for word in NO_REASON_WORDS]
+    return rf"^\s*(?:{'|'.join(words)}|{NUMBER_TEXT})\s*$"
 
 
 def case_check_id(*, family: str, case_id: str) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.core.caseid import CASE_ID_PATTERN, case_check_id
+from eval_banana.core.caseid import CASE_ID_PATTERN, NO_REASON_WORDS, NUMBER_TEXT, case_check_id
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import TOO_SMALL, Unsayable, unsayable
 from eval_banana.datasets.celltypes import NumberOutOfRange, cell_readers, typed_row
@@ -145,7 +145,7 @@ _CELL_TAGS = re.compile(r"[\s,]+")
 # A `skip` that reads as a yes/no or a number (a spreadsheet's checkbox column exports TRUE and
 # FALSE, a flag column 0 and 1), or holds no letter or digit (`-`, a check mark): no reason. Taken
 # as one, `FALSE` would skip the very case it means to run.
-_NO_REASON = re.compile(r"(?i:true|false|yes|no|y|n|on|off)|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)|\W*")
+_NO_REASON = re.compile(rf"(?i:{'|'.join(NO_REASON_WORDS)})|{NUMBER_TEXT}|\W*")
 _TAGS_HINT = "give tags a list of words (in a CSV cell: words separated by commas or spaces)"
 
 

@@ -17,6 +17,7 @@ from pydantic_core import PydanticCustomError
 from eval_banana.models.assertions import AssertionsCheck
 from eval_banana.models.calibcase import CalibrationCase, duplicate_case_names
 from eval_banana.models.checkbase import (
+    FAMILY_KEYS_SCHEMA,
     ID_PATTERN,
     NON_BLANK,
     CheckBase,
@@ -64,7 +65,8 @@ class DeterministicCheck(CheckBase):
     type: Literal["deterministic"] = Field(description=type_description("deterministic"))
     model_config = ConfigDict(
         json_schema_extra={
-            "oneOf": [_only("script", "script_path"), _only("script_path", "script")]
+            **FAMILY_KEYS_SCHEMA,
+            "oneOf": [_only("script", "script_path"), _only("script_path", "script")],
         }
     )
 

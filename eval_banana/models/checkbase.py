@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from eval_banana.core.caseid import CASE_ID_PATTERN, no_reason_editor_pattern
 from eval_banana.models.repeats import MAX_REPEATS, MIN_REPEATS, RULE_WORDS, Rule, valid_repeats
 from eval_banana.projectstate.patterns import pattern_problem
 
@@ -80,6 +81,52 @@ OMITTED_WHEN_UNSET = (
     "case_schema",
 )
 
+# For editors, the rules of one inline case that a schema can say (eb validate says why). An id
+# is a whole number from 0 or text of CASE_ID_PATTERN (null: its position names the case); tags a
+# word or a list of them; skip a reason, never blank, a yes/no or a number.
+CASE_ITEM_SCHEMA: dict[str, JsonValue] = {
+    "type": "object",
+    "properties": {
+        "id": {
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": CASE_ID_PATTERN},
+                {"type": "null"},
+            ]
+        },
+        "tags": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        "skip": {
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "string",
+                    "pattern": NON_BLANK,
+                    "not": {"pattern": no_reason_editor_pattern()},
+                },
+            ]
+        },
+    },
+}
+
+
+def _needs_rows(key: str, kind: str) -> dict[str, JsonValue]:
+    """For editors: `key`, when set, belongs to a dataset family (cases or cases_from)."""
+    return {
+        "if": {"required": [key], "properties": {key: {"type": kind}}},
+        "then": {
+            "anyOf": [
+                {"required": ["cases"], "properties": {"cases": {"type": "array"}}},
+                {"required": ["cases_from"], "properties": {"cases_from": {"type": "string"}}},
+            ]
+        },
+    }
+
+
+# Every check model's schema carries it (a model's own json_schema_extra adds to it).
+FAMILY_KEYS_SCHEMA: dict[str, JsonValue] = {
+    "allOf": [_needs_rows("min_pass_rate", "number"), _needs_rows("case_schema", "object")]
+}
+
 AGGREGATE_DESCRIPTION = (
     "How the samples of a check with repeats decide it: "
     + "; ".join(f"'{rule}' {words}" for rule, words in RULE_WORDS.items())
@@ -96,7 +143,9 @@ def non_blank(value: str, *, field: str, strip: bool) -> str:
 class CheckBase(BaseModel):
     """Fields every check type shares."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(
+        extra="forbid", str_strip_whitespace=False, json_schema_extra=FAMILY_KEYS_SCHEMA
+    )
 
     type: str = Field(description=TYPE_DESCRIPTION)
     schema_version: Annotated[
@@ -157,7 +206,7 @@ class CheckBase(BaseModel):
         "`<id>[<case id>]`. A case's `id` names it (ASCII letters, digits, '_', '-', '.'), "
         "else its 1-based position does; `tags` and `skip` in a case add to the family's. "
         "Text fields may use {{ case.<field> }}.",
-        json_schema_extra={"minItems": 1},
+        json_schema_extra={"minItems": 1, "items": CASE_ITEM_SCHEMA},
     )
     cases_from: str | None = Field(
         default=None,

@@ -110,6 +110,77 @@ def test_every_example_check_validates_in_both() -> None:
         assert _schema_accepts(text), path
 
 
+_FAMILY = "schema_version: 1\nid: fam\ntype: deterministic\ndescription: d\nscript: pass\n"
+# Dataset families: the rules of their cases and family keys, held by eb validate (which expands
+# the cases) and by the editor schema alike.
+BAD_FAMILIES = {
+    "min_pass_rate_without_cases": _FAMILY + "min_pass_rate: 0.5\n",
+    "case_schema_without_cases": _FAMILY + "case_schema: {type: object}\n",
+    "min_pass_rate_with_null_cases": _FAMILY + "cases: null\nmin_pass_rate: 0.5\n",
+    "judge_min_pass_rate_without_cases": "schema_version: 1\nid: fam\ntype: harness_judge\n"
+    "description: d\ninstructions: i\nmin_pass_rate: 0.5\n",
+    "case_id_with_a_space": _FAMILY + 'cases: [{id: "a b"}]\n',
+    "case_id_empty": _FAMILY + 'cases: [{id: ""}]\n',
+    "case_id_true": _FAMILY + "cases: [{id: true}]\n",
+    "case_id_fraction": _FAMILY + "cases: [{id: 1.5}]\n",
+    "case_id_negative": _FAMILY + "cases: [{id: -1}]\n",
+    "case_id_a_list": _FAMILY + "cases: [{id: [a]}]\n",
+    "case_skip_empty": _FAMILY + 'cases: [{id: a, skip: ""}]\n',
+    "case_skip_blank": _FAMILY + 'cases: [{id: a, skip: "  "}]\n',
+    "case_skip_a_boolean": _FAMILY + "cases: [{id: a, skip: true}]\n",
+    "case_skip_yes_no_text": _FAMILY + 'cases: [{id: a, skip: " FALSE "}]\n',
+    "case_skip_a_number_text": _FAMILY + 'cases: [{id: a, skip: "-1.5"}]\n',
+    "case_tags_not_text": _FAMILY + "cases: [{id: a, tags: [1]}]\n",
+    "no_cases": _FAMILY + "cases: []\n",
+}
+GOOD_FAMILIES = {
+    "cases": _FAMILY + "cases: [{id: a}, {id: b.2-x_y}, {id: 7}, {id: null}, {x: 1}]\n",
+    "gated": _FAMILY + "cases: [{id: a}]\nmin_pass_rate: 0.5\ncase_schema: {type: object}\n",
+    "gated_dataset": _FAMILY + "cases_from: rows.jsonl\nmin_pass_rate: 1\n",
+    "unset_family_keys": _FAMILY + "min_pass_rate: null\ncase_schema: null\n",
+    "case_skip_and_tags": _FAMILY + "cases: [{id: a, skip: flaky upstream, tags: slow}, "
+    "{id: b, skip: null, tags: [x, y]}, {id: c, skip: 'no: see issue 4'}, {id: d, skip: née}]\n",
+}
+
+
+def _eb_validate_accepts(*, text: str, root: Path) -> bool:
+    from eval_banana.models.config import Selection
+    from eval_banana.stages.config import resolve_config
+    from eval_banana.stages.discover import discover
+    from eval_banana.stages.validate import validate
+
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "fam.yaml").write_text(text)
+    (root / "rows.jsonl").write_text('{"id": "a"}\n')
+    config = resolve_config(
+        cwd=root,
+        cli_values={},
+        environ={},
+        no_project_config=False,
+        selection=Selection(),
+        run_id="r",
+    )
+    found = discover(config=config, inputs={})
+    outcome = validate(config=config, discovered=found, inputs={}, require_scripts=False)
+    return outcome.plan.ok
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FAMILIES))
+def test_editor_and_eb_refuse_the_same_bad_families(name: str, tmp_path: Path) -> None:
+    text = BAD_FAMILIES[name]
+    assert not _eb_validate_accepts(text=text, root=tmp_path)
+    assert not _schema_accepts(text)
+
+
+@pytest.mark.parametrize("name", sorted(GOOD_FAMILIES))
+def test_editor_and_eb_accept_the_same_good_families(name: str, tmp_path: Path) -> None:
+    text = GOOD_FAMILIES[name]
+    assert _eb_validate_accepts(text=text, root=tmp_path)
+    assert _schema_accepts(text)
+
+
 def _check_schema() -> dict[str, Any]:
     schema: dict[str, Any] = json.loads((REPO / "schemas" / "check.schema.json").read_text())
     return schema
