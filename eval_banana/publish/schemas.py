@@ -81,11 +81,46 @@ def _check_schema() -> dict[str, Any]:
     }
 
 
+# A name in a name list (a variable, a prefix, a redacted pattern): what the file accepts.
+_NAME_PATTERN = "^[^=]+$"
+
+
+def _section_properties(*, schema: dict[str, Any], section: str) -> dict[str, Any]:
+    """The `properties` of one [section]'s definition in the config schema."""
+    name = schema["properties"][section]["$ref"].removeprefix("#/definitions/")
+    properties: dict[str, Any] = schema["definitions"][name]["properties"]
+    return properties
+
+
+def _add_file_rules(schema: dict[str, Any]) -> None:
+    """The rules config.toml is held to beyond the resolved settings' types, from the settings
+    table and the built-in agents. They are the file's own: `--output-dir ""` names the project
+    root, so the schema of the resolved settings (stage files) cannot refuse an empty folder."""
+    from eval_banana.harness.templates import BUILTIN_TEMPLATES, OUTPUT_DIALECTS
+    from eval_banana.settings.table import SETTINGS
+
+    for spec in SETTINGS:
+        if spec.kind == "path":  # an empty folder would put eb's files into the project root
+            _section_properties(schema=schema, section=spec.section)[spec.key]["minLength"] = 1
+        elif spec.kind == "name_list":
+            field = _section_properties(schema=schema, section=spec.section)[spec.key]
+            field["items"] = {**field["items"], "minLength": 1, "pattern": _NAME_PATTERN}
+    template = {"$ref": "#/definitions/AgentTemplate"}
+    fields = schema["definitions"]["AgentTemplate"]["properties"]
+    fields["command"]["minItems"] = 1
+    fields["output_dialect"]["enum"] = list(OUTPUT_DIALECTS)
+    agents = schema["properties"]["agents"]
+    # A built-in's table changes only the keys it writes; another agent says how to launch it.
+    agents["properties"] = {name: template for name in BUILTIN_TEMPLATES}
+    agents["additionalProperties"] = {"allOf": [template, {"required": ["command"]}]}
+
+
 def _config_schema() -> dict[str, Any]:
     from eval_banana.models.config import Settings
 
     schema = _to_draft_07(to_pydantic(Settings).model_json_schema(by_alias=True))
     schema["title"] = "eval_banana .eval-banana/config.toml"
+    _add_file_rules(schema)
     return {"$schema": DRAFT_07, "$id": f"{SCHEMA_BASE}config.schema.json", **schema}
 
 

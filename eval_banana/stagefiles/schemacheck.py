@@ -33,12 +33,15 @@ _HANDLED = frozenset(
         "additionalProperties",
         "items",
         "anyOf",
+        "allOf",
         "enum",
         "const",
         "pattern",
         "minimum",
         "maximum",
         "exclusiveMinimum",
+        "minLength",  # the config file's folders: never empty
+        "minItems",  # an agent's command
         "$ref",
         "format",  # jsonschema checks formats only when given a format checker; we give none
     }
@@ -181,10 +184,12 @@ class _Compiler:
             self._object(schema),
             self._items(schema.get("items")),
             self._any_of(schema.get("anyOf")),
+            self._all_of(schema.get("allOf")),
             self._enum(schema),
             self._pattern(schema.get("pattern")),
             self._bounds(schema.get("minimum"), schema.get("maximum")),
             self._above(schema.get("exclusiveMinimum")),
+            self._min_length(schema.get("minLength"), schema.get("minItems")),
             self.ref(schema["$ref"]) if "$ref" in schema else None,
         ]
 
@@ -245,6 +250,25 @@ class _Compiler:
         if options is None:
             return None
         return _any_of([self.node(option) for option in options])
+
+    def _all_of(self, parts: Any) -> Check | None:
+        if parts is None:
+            return None
+        return _all_of([self.node(part) for part in parts])
+
+    def _min_length(self, text: Any, items: Any) -> Check | None:
+        # A string's length in code points, as jsonschema counts it; each applies to its type.
+        if text is None and items is None:
+            return None
+
+        def check(value: Any) -> bool:
+            if isinstance(value, str):
+                return text is None or len(value) >= text
+            if isinstance(value, list):
+                return items is None or len(value) >= items
+            return True
+
+        return check
 
     def _enum(self, schema: dict[str, Any]) -> Check | None:
         allowed: list[Any] = []

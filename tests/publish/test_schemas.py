@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,74 @@ def test_editor_and_eb_accept_the_same_good_families(name: str, tmp_path: Path) 
     text = GOOD_FAMILIES[name]
     assert _eb_validate_accepts(text=text, root=tmp_path)
     assert _schema_accepts(text)
+
+
+BAD_CONFIGS = {
+    "empty_output_dir": '[core]\noutput_dir = ""\n',
+    "empty_cache_dir": '[cache]\ndir = ""\n',
+    "empty_history_dir": '[history]\ndir = ""\n',
+    "env_allow_with_a_value": '[execution]\nenv_allow = ["A=B"]\n',
+    "empty_env_allow_prefix": '[execution]\nenv_allow_prefixes = [""]\n',
+    "empty_redact_name": '[execution]\nredact = [""]\n',
+    "custom_agent_without_command": '[agents.mine]\nprompt_flag = "-p"\n',
+    "custom_agent_with_empty_command": "[agents.mine]\ncommand = []\n",
+    "builtin_agent_with_empty_command": "[agents.claude]\ncommand = []\n",
+    "unknown_output_dialect": '[agents.claude]\noutput_dialect = "xml"\n',
+}
+GOOD_CONFIGS = {
+    "folders": '[core]\noutput_dir = "out"\n[cache]\ndir = "c"\n[history]\ndir = "h"\n',
+    "names": '[execution]\nenv_allow = ["A_B"]\nenv_allow_prefixes = ["CI_"]\nredact = ["*_PAT"]\n',
+    "builtin_agent_changed": '[agents.claude]\nmodel_flag = ""\noutput_dialect = "text"\n',
+    "custom_agent": '[agents.mine]\ncommand = ["my-agent", "--print"]\nprompt_flag = "-p"\n',
+}
+
+
+def _eb_accepts_config(*, text: str, root: Path) -> bool:
+    from eval_banana.core.errors import ConfigError
+    from eval_banana.models.config import Selection
+    from eval_banana.stages.config import resolve_config
+
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(text)
+    try:
+        resolve_config(
+            cwd=root,
+            cli_values={},
+            environ={},
+            no_project_config=False,
+            selection=Selection(),
+            run_id="r",
+        )
+    except ConfigError:
+        return False
+    return True
+
+
+def _config_schema_accepts(text: str) -> bool:
+    schema = json.loads((REPO / "schemas" / "config.schema.json").read_text())
+    return jsonschema.Draft7Validator(schema).is_valid(tomllib.loads(text))
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CONFIGS))
+def test_editor_and_eb_refuse_the_same_bad_configs(name: str, tmp_path: Path) -> None:
+    text = BAD_CONFIGS[name]
+    assert not _eb_accepts_config(text=text, root=tmp_path)
+    assert not _config_schema_accepts(text)
+
+
+@pytest.mark.parametrize("name", sorted(GOOD_CONFIGS))
+def test_editor_and_eb_accept_the_same_good_configs(name: str, tmp_path: Path) -> None:
+    text = GOOD_CONFIGS[name]
+    assert _eb_accepts_config(text=text, root=tmp_path)
+    assert _config_schema_accepts(text)
+
+
+def test_the_init_template_with_every_example_uncommented_fits_the_config_schema() -> None:
+    from eval_banana.commands.scaffold import config_template
+    from tests.commands.test_init import _uncomment_examples
+
+    for agent in ("claude", "codex"):
+        assert _config_schema_accepts(_uncomment_examples(config_template(), agent=agent))
 
 
 def _check_schema() -> dict[str, Any]:

@@ -189,8 +189,26 @@ def test_values_jsonschema_and_python_disagree_on() -> None:
     assert not json_equal([1], {"1": 1})
 
 
+def test_lengths_and_all_of_as_jsonschema_reads_them() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "dir": {"type": "string", "minLength": 1},
+            "command": {"type": "array", "minItems": 1},
+            "both": {"minLength": 2, "minItems": 2},
+            "agent": {"allOf": [{"type": "object"}, {"required": ["command"]}]},
+        },
+    }
+    quick, reference = _judges(schema)
+    values: list[Any] = ["", "a", "ab", "é", [], [1], [1, 2], 0, None, {}, {"command": []}]
+    for key in ("dir", "command", "both", "agent"):
+        for value in values:
+            document = {key: value}
+            assert quick(document) == reference.is_valid(document), (key, value)
+
+
 def test_a_keyword_it_does_not_evaluate_means_no_quick_check() -> None:
-    assert compile_schema({"type": "array", "minItems": 2}) is None
+    assert compile_schema({"type": "array", "maxItems": 2}) is None
     assert compile_schema({"$ref": "https://elsewhere.example/schema.json"}) is None
 
 
