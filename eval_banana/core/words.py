@@ -42,6 +42,12 @@ def _reads_alike(*, shown: float, ratio: float, bounds: Sequence[float]) -> bool
     )
 
 
+def warning_text(*, message: str, hint: str | None = None) -> str:
+    """A warning as every command prints it on stderr: `warning: <message>`, and its fix on the
+    next line when it has one."""
+    return f"warning: {message}\n" + (f"  hint: {hint}\n" if hint else "")
+
+
 def first_and_count(items: Sequence[str], *, shown: int) -> str:
     """The first `shown` items joined by commas, and how many more (`a, b and 1,234 more`): a
     message names a few and counts the rest, however many there are."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import Located
-from eval_banana.core.words import one_line, plural
+from eval_banana.core.words import one_line, plural, warning_text
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ProblemModel, ScoreDoc
 from eval_banana.reporting.common import is_not_run
@@ -320,7 +320,7 @@ class Console:
     def warn(self, message: str, *, hint: str | None = None) -> None:
         """A warning on stderr (also in quiet mode: it is not part of any stdout format), with
         its fix on the next line when it has one."""
-        self.stderr.write(f"warning: {message}\n" + (f"  hint: {hint}\n" if hint else ""))
+        self.stderr.write(warning_text(message=message, hint=hint))
         self.stderr.flush()
 
     def warn_each(self, problems: Sequence[ProblemModel]) -> None:
