@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from eval_banana.core.errors import UsageError
+from eval_banana.datasets.rowschema import NAMED_SCHEMAS, ONE_SCHEMA, SCHEMA_LISTS
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
@@ -102,28 +103,6 @@ def _listed(*, row: dict[str, object]) -> dict[str, object]:
 
 # Keywords whose value is a schema, a list of schemas, or a mapping of names to schemas
 # (draft 2020-12's, and the older spellings a case_schema may carry).
-_ONE_SCHEMA = frozenset(
-    {
-        "additionalItems",
-        "additionalProperties",
-        "contains",
-        "contentSchema",
-        "else",
-        "if",
-        "items",
-        "not",
-        "propertyNames",
-        "then",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-    }
-)
-_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
-_NAMED_SCHEMAS = frozenset(
-    {"$defs", "definitions", "dependencies", "dependentSchemas", "patternProperties", "properties"}
-)
-
-
 def _placed_under_items(schema: object) -> object:
     """`schema` (a row schema or a part of it) with each reference to a place of the row's own
     (`#`, `#/...`) pointed under `/items`. A part with an `$id` is a resource of its own, where
@@ -134,11 +113,11 @@ def _placed_under_items(schema: object) -> object:
     for key, value in schema.items():
         if key in ("$ref", "$dynamicRef") and isinstance(value, str) and _own_place(value):
             placed[key] = "#/items" + value[1:]
-        elif key in _NAMED_SCHEMAS and isinstance(value, dict):
+        elif key in NAMED_SCHEMAS and isinstance(value, dict):
             placed[key] = {name: _placed_under_items(part) for name, part in value.items()}
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
+        elif key in SCHEMA_LISTS and isinstance(value, list):
             placed[key] = [_placed_under_items(part) for part in value]
-        elif key in _ONE_SCHEMA:
+        elif key in ONE_SCHEMA:
             placed[key] = _placed_under_items(value)
         else:
             placed[key] = value  # a value, not a schema (enum, const, default, examples)

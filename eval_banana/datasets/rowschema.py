@@ -49,9 +49,10 @@ def row_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
             said="unevaluatedProperties beside patternProperties is not supported",
             hint="use additionalProperties beside patternProperties",
         )
+    for where, part in subschemas(schema):
+        if isinstance(part.get("format"), str):
+            _refuse_unchecked_format(name=part["format"], where=where, check_file=check_file)
     for where, key, value in members:
-        if key == "format" and isinstance(value, str) and _in_schema(where):
-            _refuse_unchecked_format(name=value, where=where, check_file=check_file)
         if key in _REFERENCE_KEYS and isinstance(value, str) and not value.startswith("#"):
             raise _schema_problem(
                 check_file=check_file,
@@ -79,14 +80,50 @@ def row_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
 # a family that writes `format: date` means a check, so eb checks these (with the standard
 # library only, the same on every machine) and refuses the others rather than pass them.
 CHECKED_FORMATS = ("date", "date-time", "email", "ipv4", "ipv6", "uuid")
-# Members whose values are data, not schemas: a `format` key there is no keyword.
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 _DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 
-def _in_schema(where: str) -> bool:
-    """Whether the member at `where` is a schema keyword, not part of a `const` or `enum` value."""
-    return not _DATA_KEYWORDS.intersection(where.split(".")[:-1])
+# The keywords whose values are schemas (draft 2020-12, with draft-07's names eb still reads):
+# one schema, a list of them, or a mapping of names to them. Any other member is a value
+# (`const`, `enum`, `default`, `examples`), whatever keys it holds.
+ONE_SCHEMA = frozenset(
+    {
+        "additionalItems",
+        "additionalProperties",
+        "contains",
+        "contentSchema",
+        "else",
+        "if",
+        "items",
+        "not",
+        "propertyNames",
+        "then",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+NAMED_SCHEMAS = frozenset(
+    {"$defs", "definitions", "dependencies", "dependentSchemas", "patternProperties", "properties"}
+)
+
+
+def subschemas(schema: object, where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(dotted path, schema) of `schema` and of every schema within it, by its keywords: a
+    property named `const` is a schema, a `const` value holding `format` is not."""
+    if not isinstance(schema, dict):
+        return
+    yield where, schema
+    for key, value in schema.items():
+        at = f"{where}.{key}" if where else str(key)
+        if key in NAMED_SCHEMAS and isinstance(value, dict):
+            for name, part in value.items():
+                yield from subschemas(part, f"{at}.{name}")
+        elif key in SCHEMA_LISTS and isinstance(value, list):
+            for index, part in enumerate(value):
+                yield from subschemas(part, f"{at}.{index}")
+        elif key in ONE_SCHEMA:
+            yield from subschemas(value, at)
 
 
 def _refuse_unchecked_format(*, name: str, where: str, check_file: str) -> None:
@@ -94,7 +131,7 @@ def _refuse_unchecked_format(*, name: str, where: str, check_file: str) -> None:
         return
     raise _schema_problem(
         check_file=check_file,
-        where=where,
+        where=f"{where}.format" if where else "format",
         said=f"format {name!r} is not checked by eb, so a row that breaks it would pass",
         hint=f"eb checks format {', '.join(CHECKED_FORMATS)}; for another, write a pattern "
         "the values must match, or take format off",
