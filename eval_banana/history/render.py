@@ -12,7 +12,8 @@ def _seconds(ms: float | None) -> str:
     return "-" if ms is None else f"{ms / 1000:.2f}s"
 
 
-def _rate(rate: float | None) -> str:
+def rate_text(rate: float | None) -> str:
+    """A rate in `eb history`'s whole percents, `-` where none was measured."""
     return "-" if rate is None else percent_text(rate, places=0)
 
 
@@ -45,7 +46,7 @@ def _run_cells(run: RunRow) -> list[str]:
         run.kind,
         _commit(run.commit, run.dirty),
         f"{run.passed_checks}/{run.checks}",
-        _rate(run.pass_rate),
+        rate_text(run.pass_rate),
         _seconds(run.duration_ms),
         _cost(run.cost_usd),
     ]
@@ -61,7 +62,7 @@ def _check_cells(row: CheckRow) -> list[str]:
     return [
         row.id,
         row.strip,
-        _rate(row.pass_rate),
+        rate_text(row.pass_rate),
         str(row.flips),
         _seconds(row.median_ms),
         _seconds(row.p90_ms),
@@ -74,7 +75,13 @@ FAMILY_HEAD = ["family", "cases", "pass rate by run", "latest", "lowest"]
 
 
 def family_cells(row: FamilyRow) -> list[str]:
-    return [row.id, str(row.cases), row.strip, _rate(row.latest_rate), _rate(row.lowest_rate)]
+    return [
+        row.id,
+        str(row.cases),
+        row.strip,
+        rate_text(row.latest_rate),
+        rate_text(row.lowest_rate),
+    ]
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

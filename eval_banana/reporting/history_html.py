@@ -17,7 +17,7 @@ from typing import Any
 from eval_banana.core.caseid import family_of
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.words import percent_text
-from eval_banana.history.render import FAMILY_HEAD, FAMILY_KEY, family_cells, story
+from eval_banana.history.render import FAMILY_HEAD, FAMILY_KEY, family_cells, rate_text, story
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, FamilyRow, RunRow
 from eval_banana.reporting.html import escape
@@ -155,10 +155,6 @@ PAGE_JS = r"""
 
 def _seconds(ms: float | None) -> str:
     return "-" if ms is None else f"{ms / 1000:.2f} s"
-
-
-def _rate(rate: float | None) -> str:
-    return "-" if rate is None else percent_text(rate, places=0)
 
 
 def _number(value: float) -> str:
@@ -313,7 +309,7 @@ def _row(*, index: int, row: CheckRow, strip: str) -> str:
         f'<tr class="r" data-i="{index}"><td class="id">{escape(row.id)} {tags}</td>'
         f'<td><canvas class="strip" data-i="{index}" role="img" '
         f'aria-label="{escape(strip)}"></canvas></td>'
-        f'<td class="num">{_rate(row.pass_rate)}</td><td class="num">{row.flips}</td>'
+        f'<td class="num">{rate_text(row.pass_rate)}</td><td class="num">{row.flips}</td>'
         f'<td class="num">{_seconds(row.median_ms)}</td>'
         f'<td class="why" title="{escape(note)}">{escape(note)}</td></tr>'
     )
