@@ -289,3 +289,27 @@ def test_the_eb_process_scans_its_long_lived_objects_less_often() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_eb_validate_warns_with_its_hint_and_still_imports_nothing_a_run_needs(
+    tmp_path: Path,
+) -> None:
+    # A judge family without calibration cases warns on every `eb validate`: printing that
+    # warning with its hint once pulled in the console, and with it the reporting package.
+    family = (
+        judge_yaml("qa")
+        .replace("description: Judge qa.", "description: 'answer {{ case.q }}'")
+        .replace("type: harness_judge", "type: harness_judge\ncases: [{id: a, q: one}]")
+    )
+    root = _judge_project(tmp_path / "proj", checks={"qa": family})
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        f"code = main(['validate', '--cwd', {str(root)!r}])\n"
+        "run_only = ('eval_banana.reporting', 'eval_banana.stages.execute', "
+        "'eval_banana.runners', 'rich')\n"
+        "print('RUN-ONLY', sorted(m for m in run_only if m in sys.modules), code)\n"
+    )
+    done = _python("-c", probe)
+    assert "RUN-ONLY [] 0" in done.stdout, done.stdout + done.stderr
+    assert "warning: Judge family 'qa'" in done.stderr and "\n  hint: " in done.stderr
