@@ -10,7 +10,7 @@ from eval_banana.core.files import write_text_atomic
 from eval_banana.core.words import percent_text, plural
 from eval_banana.diffing.compare import DIFF_JSON
 from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
-from eval_banana.stages.report import NO_RATE, gate_of, md_cell, md_text
+from eval_banana.stages.report import gate_of, md_cell, md_text, rate_of_family
 
 FORMATS: tuple[str, ...] = ("text", "md", "json")
 # A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.
@@ -93,8 +93,7 @@ def _family_side(side: FamilySide | None) -> str:
     if side is None:
         return "absent"
     part = "" if side.of_cases is None else f", {side.cases:,} of its {side.of_cases:,} cases"
-    gate = () if side.min_pass_rate is None else (side.min_pass_rate,)
-    rate = percent_text(side.pass_rate, bounds=gate) if side.cases else NO_RATE
+    rate = rate_of_family(pass_rate=side.pass_rate, cases=side.cases, gate=side.min_pass_rate)
     return f"{side.passed}/{side.cases} ({rate}{part})"
 
 

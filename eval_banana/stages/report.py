@@ -162,14 +162,21 @@ NO_RATE = "-"
 
 
 def family_rate(*, family: dict[str, Any]) -> str:
+    """A report's family's pass rate, as `rate_of_family` shows it."""
+    gate = family.get("min_pass_rate")
+    return rate_of_family(
+        pass_rate=float(family.get("pass_rate") or 0.0),
+        cases=int(family.get("cases") or 0),
+        gate=None if gate is None else float(gate),
+    )
+
+
+def rate_of_family(*, pass_rate: float, cases: int, gate: float | None) -> str:
     """A family's pass rate as a percentage that never reads as its gate or as 100 % when it
     is not (`percent_text`); NO_RATE when no case of it ran."""
-    if not family.get("cases"):
+    if not cases:
         return NO_RATE
-    gate = family.get("min_pass_rate")
-    return percent_text(
-        float(family.get("pass_rate") or 0.0), bounds=() if gate is None else (float(gate),)
-    )
+    return percent_text(pass_rate, bounds=() if gate is None else (gate,))
 
 
 def selected_part(*, family: dict[str, Any]) -> str:
