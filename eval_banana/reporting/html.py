@@ -45,7 +45,7 @@ from eval_banana.reporting.marks import (
     trend_cells,
     trend_for,
 )
-from eval_banana.reporting.reasons import failure_reasons
+from eval_banana.reporting.reasons import failure_reasons, threshold_text
 from eval_banana.runners.results import shown_time
 from eval_banana.stages.report import errors_line, family_cases_text, family_rate, gate_state
 
@@ -405,13 +405,12 @@ def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
             "ABORTED",
             f"stopped by {report['aborted_by']}; {report.get('not_run_checks', 0)} not run",
         )
-    threshold = f"threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
     if report.get("run_passed") and report.get("allow_empty"):
         return "v-passed", "PASSED", f"no checks ran: {report['allow_empty']}"
     if report.get("run_passed") and report.get("selection_note"):
         return "v-passed", "PASSED", str(report["selection_note"])
     if report.get("run_passed"):
-        return "v-passed", "PASSED", f"meets the {threshold}"
+        return "v-passed", "PASSED", f"meets the {threshold_text(report=report)}"
     # Each reason the run failed: a failed check is none of its own (it counts against the
     # threshold), and a family's gate or --fail-on-flaky fails a run whose threshold is met.
     return "v-failed", "FAILED", "; ".join(failure_reasons(report=report))

@@ -36,10 +36,15 @@ def _not_run(*, report: dict[str, Any]) -> int:
     return int(report.get("not_run_checks") or 0)
 
 
+def threshold_text(*, report: dict[str, Any]) -> str:
+    """`threshold 80%`: the run's pass threshold as its verdict names it."""
+    return f"threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
+
+
 def _below_threshold(*, report: dict[str, Any]) -> str | None:
     if report.get("meets_threshold", False):
         return None
-    return f"below the threshold {float(report.get('pass_threshold', 1.0)) * 100:g}%"
+    return f"below the {threshold_text(report=report)}"
 
 
 def _errored(*, report: dict[str, Any]) -> str | None:
