@@ -18,15 +18,15 @@ import yaml
 
 from eval_banana.checks.fast import fast_normalize
 from eval_banana.core.errors import DefinitionError
-from eval_banana.core.jsonvalues import too_long_number
+from eval_banana.core.jsonvalues import TOO_SMALL, TOO_SMALL_FIX, TinyNumber, too_long_number
 from eval_banana.core.readback import MAX_DEPTH, read_regular
 from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.words import visible
 from eval_banana.core.yamlsafe import (
+    CheckFileLoader,
     DuplicateKeyError,
     NumberTooLong,
     OwnKeyWord,
-    StrictLoader,
     Unbounded,
     may_be_unbounded,
     refuse_unbounded,
@@ -42,7 +42,7 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise _not_utf8(path=path, said=_said_of(data) or str(exc)) from None
     try:
-        document = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader subclass
+        document, tiny = _read_yaml(text)
     except (NumberTooLong, DuplicateKeyError, OwnKeyWord) as exc:
         raise _refused_value(exc=exc, path=path) from None
     except yaml.YAMLError as exc:
@@ -74,9 +74,18 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
             file=str(path),
             hint=hint,
         )
-    if _may_not_be_plain(text):
+    if tiny or _may_not_be_plain(text):
         _refuse_tagged_values(value=document, path=path, text=text)
     return document
+
+
+def _read_yaml(text: str) -> tuple[Any, bool]:
+    """The YAML document `text`, and whether it holds a number too close to zero to read."""
+    loader = CheckFileLoader(text)
+    try:
+        return loader.get_single_data(), loader.tiny
+    finally:
+        loader.dispose()
 
 
 def _said_of(data: bytes) -> str | None:
@@ -188,7 +197,8 @@ _PLAIN_SET: frozenset[type] = frozenset((str, int, bool, type(None)))
 
 def _not_plain(value: object) -> bool:
     """Whether `value` is no JSON scalar: a type JSON has not, or a float that is not finite
-    (YAML's .nan and .inf, which the models would turn into null without a word)."""
+    (YAML's .nan and .inf, which the models would turn into null without a word); a number
+    too close to zero to read is a TinyNumber."""
     kind = type(value)
     return kind not in _PLAIN_SET and not (kind is float and math.isfinite(cast(float, value)))
 
@@ -241,7 +251,10 @@ def _tagged_error(
     root = compose(text=text)
     found = locate(root=root, path=where) if root is not None and where else None
     position = found.value if found is not None else None
-    if isinstance(item, float):
+    if type(item) is TinyNumber:
+        message = f"{what} is the number {item.text}, {TOO_SMALL}"
+        hint = TOO_SMALL_FIX
+    elif isinstance(item, float):
         kind = "NaN" if math.isnan(item) else "infinity"
         message = f"{what} is {kind} (YAML's .nan or .inf), which JSON cannot say"
         hint = "write a finite number, or quote the value to make it a string"

@@ -41,9 +41,9 @@ def json_float(text: str) -> float | TinyNumber:
 
 def underflows(text: str) -> bool:
     """Whether the number `text`, which reads as 0.0, is not zero: its digits before any
-    exponent are not all 0 (`1e-400`, not `0.0e5`)."""
+    exponent are not all 0 (`1e-400`, not `0.0e5`; YAML and TOML may group them, `0_0.0`)."""
     mantissa = text.lower().partition("e")[0]
-    return mantissa.strip("+-0.") != ""
+    return mantissa.strip("+-0._") != ""
 
 
 # What a TinyNumber is, after "holds the number ...", and its fix.

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import yaml
 
-from eval_banana.core.jsonvalues import too_long_number
+from eval_banana.core.jsonvalues import TinyNumber, too_long_number, underflows
 
 # PyYAML's safe loader, on libyaml's C parser where PyYAML was built with it (many times faster).
 FastSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -122,6 +122,28 @@ StrictLoader.add_constructor(
 StrictLoader.add_constructor("tag:yaml.org,2002:int", construct_whole_number)
 for _tag in OWN_KEY_TAGS:
     StrictLoader.add_constructor(_tag, _refuse_own_key)
+
+
+class CheckFileLoader(StrictLoader):
+    """StrictLoader for a check file: a float that reads as 0.0 though it is not zero
+    (`1.0e-400`) is kept as a TinyNumber, which the file's walk for values JSON cannot say
+    tells at its field; `tiny` says one was read, so only such a file is walked for it."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.tiny = False
+
+
+def _construct_float(loader: CheckFileLoader, node: yaml.ScalarNode) -> float | TinyNumber:
+    value = float(loader.construct_yaml_float(node))
+    # Only a zero has its text looked at: a check file's other numbers cost nothing more.
+    if value == 0.0 and underflows(str(node.value)):
+        loader.tiny = True
+        return TinyNumber(str(node.value))
+    return value
+
+
+CheckFileLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
 class Unbounded(ValueError):

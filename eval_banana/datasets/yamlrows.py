@@ -160,18 +160,28 @@ def _text(loader: DatasetLoader, node: yaml.ScalarNode) -> str:
         return text
     number = yaml12_number(text)
     if number is not None:
-        finite = math.isfinite(number)
-        fix = f"write {_as_yaml11_number(number)} for the number, or " if finite else ""
         loader.ambiguous.append(
             AmbiguousScalar(
                 None,
                 None,
                 f"{text!r} reads as text in YAML 1.1, which eb's YAML reader follows, where YAML "
-                f"1.2 reads a number: {fix}quote it ('{text}') to keep the text",
+                f"1.2 reads {_yaml12_reading(text=text, number=number)}quote it ('{text}') to "
+                "keep the text",
                 node.start_mark,
             )
         )
     return text
+
+
+def _yaml12_reading(*, text: str, number: int | float) -> str:
+    """What YAML 1.2 reads the plain `text` as, and how to write that number for YAML 1.1,
+    up to the quotes that keep the text."""
+    if number == 0.0 and underflows(text):
+        # `1e-400` is no number a program reads: 0.0 is not what was written.
+        return "a number too close to zero to read (it would be 0): write 0 if zero is meant, or "
+    if not math.isfinite(number):
+        return "a number: "
+    return f"a number: write {_as_yaml11_number(number)} for the number, or "
 
 
 def yaml12_number(text: str) -> int | float | None:

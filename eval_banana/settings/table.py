@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
+from eval_banana.core.jsonvalues import underflows
 from eval_banana.core.record import Record
 from eval_banana.core.words import given_value, unprintable
 from eval_banana.models.config import (
@@ -748,6 +749,21 @@ def _parse_integer_text(text: str, reason: str) -> int:
         raise SettingValueError(reason) from None
 
 
+def _number_text(text: str, reason: str) -> float:
+    """float() of a variable's or a flag's text; SettingValueError with `reason` for text that
+    is no number, and for a number too close to zero to read (`1e-400`), which float() takes
+    as 0: a threshold or limit nobody wrote (0 is "no limit" for some)."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise SettingValueError(reason) from None
+    if number == 0.0 and underflows(text.strip()):
+        raise SettingValueError(
+            "must be 0 or a number a program reads (at least about 5e-324): read, it would be 0"
+        )
+    return number
+
+
 def _check_threshold(number: float) -> float:
     if math.isnan(number) or not 0.0 <= number <= 1.0:
         raise SettingValueError("must be between 0.0 and 1.0")
@@ -866,11 +882,7 @@ def coerce_text(*, spec: SettingSpec, text: str) -> object:
     """Parse a textual value (an env var, a CLI flag) and check it like a typed one."""
     kind = spec.kind
     if kind == "threshold":
-        try:
-            number = float(text)
-        except ValueError:
-            raise SettingValueError("must be a number") from None
-        return _check_threshold(number)
+        return _check_threshold(_number_text(text, "must be a number"))
     if kind == "integer":
         return _parse_integer_text(text, "must be an integer")
     if kind == "positive_integer":
@@ -885,10 +897,7 @@ def coerce_text(*, spec: SettingSpec, text: str) -> object:
             spec=spec, value=_parse_integer_text(text, "must be a non-negative integer")
         )
     if kind == "non_negative_number":
-        try:
-            number = float(text)
-        except ValueError:
-            raise SettingValueError("must be a non-negative number (0 means no limit)") from None
+        number = _number_text(text, "must be a non-negative number (0 means no limit)")
         return coerce_typed(spec=spec, value=number)
     if kind == "repeat_count":
         return coerce_typed(

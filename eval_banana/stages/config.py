@@ -7,14 +7,20 @@ environment other than eb's own EVAL_BANANA_* settings reaches the document.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from eval_banana.checks.selection import compile_selector
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.files import sha256_bytes, write_model
-from eval_banana.core.jsonvalues import too_long_number, too_long_number_line
+from eval_banana.core.jsonvalues import (
+    TOO_SMALL,
+    TinyNumber,
+    json_float,
+    too_long_number,
+    too_long_number_line,
+)
 from eval_banana.core.readback import read_regular
 from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.words import given_value, unprintable, visible
@@ -111,8 +117,9 @@ def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
     # The byte order mark Windows tools put first in UTF-8 (Notepad before 2019, Windows
     # PowerShell's `Out-File -Encoding utf8`): tomllib reads it as an invalid statement.
     text = text.removeprefix("\ufeff")
+    tiny: list[str] = []
     try:
-        return tomllib.loads(text)
+        table = tomllib.loads(text, parse_float=_float_reader(tiny=tiny))
     except tomllib.TOMLDecodeError as exc:
         # UTF-16 or UTF-32 of ASCII letters is valid UTF-8, NUL bytes between the letters,
         # which TOML refuses.
@@ -136,6 +143,54 @@ def _load_toml(*, path: Path, data: bytes) -> dict[str, Any]:
             file=str(path),
             hint="no setting takes nested lists; remove the nesting",
         ) from None
+    if tiny:
+        raise _too_small(table=table, path=path, text=text, number=tiny[0])
+    return table
+
+
+def _float_reader(*, tiny: list[str]) -> Callable[[str], float | TinyNumber]:
+    """tomllib's `parse_float`: a float that reads as 0.0 though it is not zero (`1e-400`) is
+    kept as a TinyNumber and its text added to `tiny`; only a zero has its text looked at."""
+
+    def read(text: str) -> float | TinyNumber:
+        number = json_float(text)
+        if type(number) is TinyNumber:
+            tiny.append(text)
+        return number
+
+    return read
+
+
+def _too_small(*, table: dict[str, Any], path: Path, text: str, number: str) -> ConfigError:
+    """The error for the first setting that holds a number too close to zero to read, `number`:
+    taken as 0, a threshold or a limit would be one nobody wrote (0 is "no limit" for some)."""
+    from eval_banana.settings.tomllines import setting_line
+
+    where = _first_tiny(value=table)
+    dotted = ".".join(where) if where else None
+    return ConfigError(
+        f"Invalid TOML in {path}: {dotted or 'a value'} holds the number {number}, {TOO_SMALL}",
+        file=str(path),
+        field_path=dotted,
+        hint="write 0 if zero is meant, or a number a program reads (at least about 5e-324)",
+        line=setting_line(text=text, field_path=dotted) if dotted else None,
+    )
+
+
+def _first_tiny(*, value: object) -> tuple[str, ...] | None:
+    """The keys (and list indexes) that lead to the first TinyNumber in loaded TOML `value`."""
+    items: list[tuple[str, object]] = []
+    if isinstance(value, dict):
+        items = [(str(key), item) for key, item in value.items()]
+    elif isinstance(value, list):
+        items = [(str(index), item) for index, item in enumerate(value)]
+    for key, item in items:
+        if type(item) is TinyNumber:
+            return (key,)
+        found = _first_tiny(value=item)
+        if found is not None:
+            return (key, *found)
+    return None
 
 
 # --- structure: legacy sections, unknown keys, tables ------------------------------------------

@@ -156,6 +156,75 @@ def test_a_plain_equals_sign_or_merge_key_as_a_value_is_told_at_its_line_with_th
     assert eb("validate", "--cwd", str(root)).exit_code == 0
 
 
+_TINY_EXPECTED = """\
+schema_version: 1
+id: tiny
+type: assertions
+description: d
+artifact: out.json
+assert:
+  - {path: small, op: equals, value: 5.0e-324}
+  - {path: zero, op: equals, value: 0.0e-5}
+  - {path: price, op: equals, value: 1.0e-400}
+"""
+
+_TINY_CASES = """\
+schema_version: 1
+id: rows
+type: assertions
+description: d
+artifact: out.json
+cases:
+  - id: one
+    price: {was: [-2.5E-330]}
+assert:
+  - {path: price, op: exists}
+"""
+
+
+def test_a_number_too_close_to_zero_to_read_is_told_at_its_field_with_the_fix(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """YAML reads `1.0e-400` as 0.0, which nobody wrote: an expected value and a check file's
+    own cases are told at their field and line, as a dataset row is; a zero written with an
+    exponent and a small number a program reads are fine, and `1e-400` (text in YAML 1.1) is
+    not told to be written as 0.0."""
+    root = project(
+        {
+            "eval_checks/tiny.yaml": _TINY_EXPECTED,
+            "eval_checks/rows.yaml": _TINY_CASES,
+            "eval_checks/text.yaml": _TINY_CASES.replace("id: rows", "id: text").replace(
+                "{was: [-2.5E-330]}", "1e-400"
+            ),
+        }
+    )
+    document = _json(eb("validate", "--cwd", str(root), "--json"))
+    by_file = {Path(entry["file"]).name: entry for entry in document["errors"]}
+    assert sorted(by_file) == ["rows.yaml", "text.yaml", "tiny.yaml"]
+    tiny = by_file["tiny.yaml"]
+    assert (tiny["field_path"], tiny["line"], tiny["column"]) == ("assert.2.value", 9, 38)
+    assert tiny["message"] == (
+        f"Invalid check definition in {root / 'eval_checks' / 'tiny.yaml'}: assert.2.value: the "
+        "value is the number 1.0e-400, below the smallest number a program reads from JSON "
+        "(about 5e-324): read, it would be 0 (line 9, column 38)"
+    )
+    assert tiny["hint"] == "write 0 if zero is meant, or quote the number to keep it as text"
+    rows = by_file["rows.yaml"]
+    assert (rows["field_path"], rows["line"]) == ("cases.0.price.was.0", 8)
+    assert "the number -2.5E-330, below the smallest number" in rows["message"]
+    text = by_file["text.yaml"]
+    assert text["line"] == 8 and "0.0" not in text["message"]
+    assert (
+        "reads a number too close to zero to read (it would be 0): write 0 if zero is meant, "
+        in (text["message"])
+    )
+
+    (root / "eval_checks" / "tiny.yaml").write_text(_TINY_EXPECTED.replace("1.0e-400", "0"))
+    (root / "eval_checks" / "rows.yaml").write_text(_TINY_CASES.replace("-2.5E-330", "'-2.5E-330'"))
+    (root / "eval_checks" / "text.yaml").unlink()
+    assert eb("validate", "--cwd", str(root)).exit_code == 0
+
+
 def test_validate_json_renders_config_errors_and_warnings_in_the_same_shape(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

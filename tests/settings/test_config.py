@@ -835,6 +835,44 @@ def test_threshold_from_the_cli(tmp_path: Path, raw: str, reason: str) -> None:
     assert error.message.startswith(f"--pass-threshold {reason}")
 
 
+def test_a_setting_too_close_to_zero_to_read_is_refused_at_its_line(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """TOML and float() read `1e-400` as 0.0, which nobody wrote: a pass threshold of 0, or a
+    cost fuse of 0 (no limit). The file, a variable and a flag each refuse it; a zero written
+    with an exponent is zero."""
+    write_config(tmp_path, "# costs\n[harness]\ncost_fuse_usd = 1e-400\n")
+    error = config_error(tmp_path)
+    assert (error.field_path, error.line) == ("harness.cost_fuse_usd", 3)
+    assert error.message == (
+        f"Invalid TOML in {tmp_path / '.eval-banana' / 'config.toml'}: harness.cost_fuse_usd "
+        "holds the number 1e-400, below the smallest number a program reads from JSON (about "
+        "5e-324): read, it would be 0"
+    )
+    assert (
+        error.hint
+        == "write 0 if zero is meant, or a number a program reads (at least about 5e-324)"
+    )
+    write_config(tmp_path, "[core]\npass_threshold = 1.0e-400\n")
+    validated = eb("validate", "--cwd", str(tmp_path), "--json")
+    assert validated.exit_code == 2
+    (entry,) = json.loads(validated.stdout)["errors"]
+    assert (entry["field_path"], entry["line"]) == ("core.pass_threshold", 2)
+
+    write_config(tmp_path, "[core]\npass_threshold = 0.0e-5\n")
+    assert resolve(tmp_path).settings.core.pass_threshold == 0.0
+    told = "must be 0 or a number a program reads (at least about 5e-324): read, it would be 0"
+    env = config_error(tmp_path, env={"EVAL_BANANA_PASS_THRESHOLD": " 1e-400 "})
+    assert env.message.startswith(f"EVAL_BANANA_PASS_THRESHOLD {told}, got")
+    with pytest.raises(argparse.ArgumentError) as info:
+        parser_for("run").parse_args(["--cost-fuse-usd=1e-400"])
+    assert str(info.value).startswith(f"argument --cost-fuse-usd: {told}")
+    assert (
+        resolve(tmp_path, env={"EVAL_BANANA_PASS_THRESHOLD": "0e-9"}).settings.core.pass_threshold
+        == 0.0
+    )
+
+
 def test_threshold_python_values_are_checked(tmp_path: Path) -> None:
     assert "must be a number" in config_error(tmp_path, cli={"core.pass_threshold": True}).message
     assert "between" in config_error(tmp_path, cli={"core.pass_threshold": 2.0}).message
