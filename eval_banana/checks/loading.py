@@ -4,11 +4,12 @@ every duplicate id), or only those an id, a glob of ids or a `<family>[<case>]` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from eval_banana.checks.definition import load_definition, parse_yaml_mapping, validate_mapping
 from eval_banana.checks.selection import (
+    case_part_matches,
     id_matches_pattern,
     is_id_pattern,
     may_match_cases_of,
@@ -253,6 +254,35 @@ def _id_hint(*, files: _Files, check_id: str, suggest: bool) -> str:
     return f"did you mean '{near}'? {listed}" if near is not None else listed
 
 
+# Where to see a family's case ids, after a did-you-mean that names one (or none).
+CASES_LISTED = "`eb list --cases` shows every case id"
+
+# A family's case ids, as it expands (the validate stage knows how).
+CaseIds = Callable[[Loaded], Collection[str]]
+
+
+def _family_hint(
+    *, files: _Files, written: tuple[str, str], case_ids: CaseIds | None, suggest: bool
+) -> str | None:
+    """A did-you-mean for a `<family>[<case glob>]` value whose family id names no check: its
+    family id compared with every check file's id as a plain id is, and its case part with the
+    cases of the family that names as a case selector's is (letter case first, then spelling).
+    None when no family is near; only a value that matched nothing pays for it."""
+    named, asked = written
+    near = closest(named, files.ids()) if suggest and not is_id_pattern(named) else None
+    family = _case_selector_family(files=files, selector=f"{near}[]") if near else None
+    if family is None:
+        return None
+    cases = case_ids(family) if case_ids is not None else ()
+    if case_part_matches(asked=asked, case_ids=cases):
+        meant: str | None = asked
+    else:
+        meant = closest(asked, cases) if not is_id_pattern(asked) else None
+    if meant is None:
+        return f"did you mean the family '{near}'? {CASES_LISTED}"
+    return f"did you mean '{near}[{meant}]'? {CASES_LISTED}"
+
+
 def _unreadable_hint(*, value: str, unreadable: list[ProblemModel]) -> str:
     """Where a value that names no check may be declared: in files that cannot be parsed."""
     names = ", ".join(dict.fromkeys(problem.file or "?" for problem in unreadable))
@@ -414,8 +444,12 @@ class IdSelection(NamedTuple):
     unmatched: tuple[UnmatchedGlob, ...] = ()
 
 
-def select_ids(*, paths: list[str], check_ids: list[str], read: Reader) -> IdSelection:
-    """Relaxed selection by id or glob: the checks, and the families a glob may match cases of."""
+def select_ids(
+    *, paths: list[str], check_ids: list[str], read: Reader, case_ids: CaseIds | None = None
+) -> IdSelection:
+    """Relaxed selection by id or glob: the checks, and the families a glob may match cases of.
+    `case_ids` gives a family's case ids, for the did-you-mean of a `<family>[<case>]` value
+    whose family id names no check (without it, that hint names the family alone)."""
     selected: dict[str, Loaded] = {}
     case_bound: dict[str, Loaded] = {}
     unmatched: list[UnmatchedGlob] = []
@@ -465,6 +499,17 @@ def select_ids(*, paths: list[str], check_ids: list[str], read: Reader) -> IdSel
                 exc.hint = _id_hint(
                     files=files, check_id=check_id.strip(), suggest=missing <= SUGGESTED_AT_MOST
                 )
+            elif not unreadable and written is not None:
+                # `QA[refund-01]` reads as a glob, a character class for its brackets: its
+                # family id is compared as a plain id is, then its case part.
+                missing += 1
+                hint = _family_hint(
+                    files=files,
+                    written=written,
+                    case_ids=case_ids,
+                    suggest=missing <= SUGGESTED_AT_MOST,
+                )
+                exc.hint = hint or exc.hint
             problems.append(problem_model(exc))
             problems.extend(unreadable)
             continue

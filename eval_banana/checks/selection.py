@@ -16,7 +16,7 @@ of the check id, for `--tag` one exact tag. Stdlib only: `eb list` and `eb run` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from fnmatch import fnmatchcase
 from typing import NamedTuple
 
@@ -236,6 +236,14 @@ def split_case_selector(text: str) -> tuple[str, str] | None:
         return None
     cut = text.index("[")
     return text[:cut], text[cut + 1 : -1]
+
+
+def case_part_matches(*, asked: str, case_ids: Collection[str]) -> bool:
+    """Whether the case part `asked` of a `<family>[<case glob>]` value names or matches one of
+    the family's `case_ids`."""
+    if asked in case_ids:
+        return True
+    return is_id_pattern(asked) and any(fnmatchcase(case_id, asked) for case_id in case_ids)
 
 
 class IdSelectors:

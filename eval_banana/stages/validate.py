@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -17,6 +16,8 @@ from eval_banana.checks.definition import (
     validate_mapping,
 )
 from eval_banana.checks.loading import (
+    CASES_LISTED,
+    CaseIds,
     IdSelection,
     Loaded,
     UnmatchedGlob,
@@ -29,6 +30,7 @@ from eval_banana.checks.loading import (
 from eval_banana.checks.selectfile import apply_select
 from eval_banana.checks.selection import (
     IdSelectors,
+    case_part_matches,
     compile_selector,
     is_id_pattern,
     split_case_selector,
@@ -137,9 +139,7 @@ def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> lis
         if written is None or written[0] not in cases:
             continue
         family, asked = written
-        if asked in cases[family] or (
-            is_id_pattern(asked) and any(fnmatchcase(case_id, asked) for case_id in cases[family])
-        ):
+        if case_part_matches(asked=asked, case_ids=cases[family]):
             continue
         suggest = not is_id_pattern(asked) and len(problems) < SUGGESTED_AT_MOST
         near = closest(asked, cases[family]) if suggest else None
@@ -150,7 +150,7 @@ def _unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> lis
                 f"'{selector.strip()}'",
                 file=files[family],
                 field_path="check_id",
-                hint=f"{meant}`eb list --cases` shows every case id",
+                hint=f"{meant}{CASES_LISTED}",
             )
         )
     return problems
@@ -407,29 +407,18 @@ def _expand(
     units: list[Unit] = []
     problems: list[ProblemModel] = []
     frozen: dict[str, FrozenScript | None] = {}
-    root = Path(config.project_root)
-    max_cases = config.settings.core.max_cases
     skipped: Skipped | None = None
     for item in loaded:
         if not is_family(item.definition):
             units.append(Unit(item=item))
             continue
         # Imported here: a project without families never loads the expansion.
-        from eval_banana.datasets.expand import expand_family
         from eval_banana.datasets.sources import dataset_skipped
 
         if skipped is None:
             skipped = dataset_skipped(config=config)
         script = frozen[item.path] = _freeze(item=item)
-        expansion = expand_family(
-            definition=item.definition,
-            check_file=item.path,
-            project_root=root,
-            max_cases=max_cases,
-            script=script.data if script is not None else None,
-            skipped=skipped,
-            check_text=item.data.decode("utf-8", errors="replace"),
-        )
+        expansion = _expansion(item=item, config=config, script=script, skipped=skipped)
         found = [problem_model(exc) for exc in expansion.problems]
         if not found and item.definition["type"] == "assertions":
             found = _invalid_rendered(item=item, cases=expansion.cases)
@@ -452,6 +441,41 @@ def _expand(
             for index, case in enumerate(expansion.cases)
         )
     return units, problems, frozen
+
+
+def _expansion(
+    *, item: Loaded, config: ConfigDoc, script: FrozenScript | None, skipped: Skipped
+) -> Expansion:
+    """The family `item` as it expands: its cases and problems."""
+    from eval_banana.datasets.expand import expand_family
+
+    return expand_family(
+        definition=item.definition,
+        check_file=item.path,
+        project_root=Path(config.project_root),
+        max_cases=config.settings.core.max_cases,
+        script=script.data if script is not None else None,
+        skipped=skipped,
+        check_text=item.data.decode("utf-8", errors="replace"),
+    )
+
+
+def _case_ids_of(*, config: ConfigDoc) -> CaseIds:
+    """A family's case ids, for the did-you-mean of a `--check-id` whose family id names no
+    check: the family expands as it would run (only such a value pays for it)."""
+
+    def case_ids(item: Loaded) -> list[str]:
+        from eval_banana.datasets.sources import dataset_skipped
+
+        expansion = _expansion(
+            item=item,
+            config=config,
+            script=_freeze(item=item),
+            skipped=dataset_skipped(config=config),
+        )
+        return [case.case_id for case in expansion.cases]
+
+    return case_ids
 
 
 def _locate_in_check_file(*, problems: list[ProblemModel], item: Loaded) -> None:
@@ -558,7 +582,12 @@ def validate(
     warnings: list[ProblemModel] = []
     by_id = IdSelection(checks=[], problems=[], warnings=[])
     if selection.check_ids:
-        by_id = select_ids(paths=paths, check_ids=selection.check_ids, read=reader_over(contents))
+        by_id = select_ids(
+            paths=paths,
+            check_ids=selection.check_ids,
+            read=reader_over(contents),
+            case_ids=_case_ids_of(config=config),
+        )
         loaded, problems, warnings = by_id.checks, by_id.problems, by_id.warnings
     else:
         loaded, problems = load_strict(paths=paths, read=reader_over(contents))

@@ -165,3 +165,37 @@ def test_an_id_in_another_letter_case_gets_a_did_you_mean(
         result = eb("list", "--cases", "--cwd", str(root), "--check-id", typed)
         assert result.exit_code == 2, result.stdout
         assert f"hint: did you mean '{meant}'?" in result.stderr, result.stderr
+
+
+def test_a_case_selector_whose_family_id_is_in_another_letter_case_gets_a_did_you_mean(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # `QA[refund-01]` reads as a glob (its brackets a character class) and matched nothing
+    # with no guess, while `QA` alone and `qa[REFUND-01]` each got one. Its family id is now
+    # compared as a plain id is, and its case part with that family's cases.
+    root = project(
+        {
+            "eval_checks/qa.yaml": FAMILY.replace("id: fam", "id: qa").replace(
+                "{id: x, n: '1'}", "{id: refund-01, n: '1'}"
+            ),
+            "eval_checks/plain.yaml": check_yaml("plain_one"),
+        }
+    )
+    for typed, meant in (
+        ("QA[refund-01]", "did you mean 'qa[refund-01]'?"),
+        ("QA[REFUND-01]", "did you mean 'qa[refund-01]'?"),
+        ("QA[refund-1]", "did you mean 'qa[refund-01]'?"),
+        ("QA[ref*]", "did you mean 'qa[ref*]'?"),
+        ("QA[zzz]", "did you mean the family 'qa'?"),
+    ):
+        for command in ("run", "list", "validate"):
+            result = eb(command, "--cwd", str(root), "--check-id", typed)
+            assert result.exit_code == 2, (command, typed, result.stdout)
+            assert f"hint: {meant} `eb list --cases` shows every case id" in result.stderr, (
+                command,
+                result.stderr,
+            )
+    # A plain check's id is no family: no case of it is guessed.
+    result = eb("validate", "--cwd", str(root), "--check-id", "PLAIN_ONE[x]")
+    assert result.exit_code == 2 and "did you mean" not in result.stderr
+    assert eb("run", "--cwd", str(root), "--check-id", "qa[refund-01]").exit_code == 0
