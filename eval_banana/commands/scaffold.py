@@ -116,16 +116,25 @@ def _gitignore_text(*, current: str | None) -> str | None:
     missing = [entry for entry in _entries_missing(lines=lines) if entry not in added]
     if not missing:
         return None
-    mark = _ADDED_MARK + ", ".join([*added, *missing]) + "\n"
-    new_lines = "".join(f"{entry}\n" for entry in missing) + mark
+    # eb's lines end as the file's own do: a CRLF file stays CRLF throughout.
+    newline = _line_ending(current or "")
+    mark = _ADDED_MARK + ", ".join([*added, *missing]) + newline
+    new_lines = "".join(f"{entry}{newline}" for entry in missing) + mark
     if current is None:
         return _HEADER + new_lines
     # The user's lines as they are; only eb's old mark gives way.
     kept = "".join(
         line for line in current.splitlines(keepends=True) if not line.startswith(_ADDED_MARK)
     )
-    separator = "" if kept == "" or kept.endswith("\n") else "\n"
+    separator = "" if kept == "" or kept.endswith(("\n", "\r")) else newline
     return f"{kept}{separator}{new_lines}"
+
+
+def _line_ending(text: str) -> str:
+    """The line ending `text` writes, as its first line ends: CRLF (a file saved on Windows,
+    or checked out there with git's autocrlf) or LF, the default for a file of one line."""
+    end = text.find("\n")
+    return "\r\n" if end > 0 and text[end - 1] == "\r" else "\n"
 
 
 def ignore_results(*, root: Path) -> Path | None:
@@ -136,7 +145,9 @@ def ignore_results(*, root: Path) -> Path | None:
     """
     path = root / GITIGNORE_PATH
     try:
-        current = path.read_text(encoding="utf-8") if path.exists() else None
+        # Bytes decoded as they are: reading as text would turn CRLF into LF, and the file
+        # would be written back with every line ending changed.
+        current = path.read_bytes().decode("utf-8") if path.exists() else None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"Cannot read {path}: {exc}", file=str(path)) from None
     text = _gitignore_text(current=current)

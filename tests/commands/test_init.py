@@ -381,6 +381,26 @@ def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None
     assert ignore.read_text() == extended
 
 
+@pytest.mark.parametrize("final", ["\r\n", ""])
+def test_a_crlf_gitignore_keeps_its_line_endings(tmp_path: Path, final: str) -> None:
+    # Read as text, CRLF became LF: the whole file was written back with LF line endings, a
+    # diff of every line on Windows. eb's own lines end as the file's do, and a file without
+    # a final newline gets one in its style.
+    ignore = tmp_path / ".eval-banana" / ".gitignore"
+    ignore.parent.mkdir()
+    ignore.write_bytes(f"# mine\r\nscratch/{final}".encode())
+    assert ignore.resolve() in run_init(cwd=tmp_path, force=False).written
+    assert ignore.read_bytes() == (
+        b"# mine\r\nscratch/\r\nresults/\r\ncache/\r\nhistory/\r\nlastfailed.json\r\n"
+        b"# eb init added (and never adds again): results/, cache/, history/, lastfailed.json\r\n"
+    )
+    # An entry the user removes later is not added back; the file is left as it is.
+    ignore.write_bytes(ignore.read_bytes().replace(b"cache/\r\n", b"", 1))
+    before = ignore.read_bytes()
+    assert ignore.resolve() not in run_init(cwd=tmp_path, force=True).written
+    assert ignore.read_bytes() == before
+
+
 def test_an_entry_the_user_removed_is_never_added_back(tmp_path: Path) -> None:
     ignore = tmp_path / ".eval-banana" / ".gitignore"
     ignore.parent.mkdir()
