@@ -335,12 +335,15 @@ class CacheStore:
         discard_damaged: bool = False,
         checked: bool = False,
         renew: bool = False,
+        keep_existing: bool = False,
     ) -> str | None:
         """Put a blob's content at `target` after checking its digest; the problem, or None.
         `checked`: the caller has just read this blob whole and matched its digest, so only
         its size is looked at again. `renew`: no check runs meanwhile, so a blob linked as
         often as the file system allows may be stored again now (`_link_renewing`); else it is
         copied, and stored again by `renew_crowded` once the checks have ended.
+        `keep_existing`: a file already at `target` is left as it is and FileExistsError
+        raised (two processes bringing one list from its two ends meet there).
 
         `target`'s folder must exist. The file is a hard link to the blob where the file
         system allows it: creating a file costs many times a link, and a cached run restores
@@ -348,8 +351,9 @@ class CacheStore:
         execute stage removes a check's output files before the check runs, so nothing ever
         writes through such a link into the cache.
         """
+        place_at = _create_only if keep_existing else _replace_with
         if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
-            _replace_with(target=target, place=lambda: open(target, "xb").close())
+            place_at(target=target, place=lambda: open(target, "xb").close())
             return None
         source = self._blob_file(sha256=blob.sha256)
         try:
@@ -358,11 +362,13 @@ class CacheStore:
                     return _damaged(blob=blob, source=source, discard=discard_damaged)
             elif sha256_and_size(path=source) != (blob.sha256, blob.size):
                 return _damaged(blob=blob, source=source, discard=discard_damaged)
-            _replace_with(
+            place_at(
                 target=target,
                 place=lambda: self._link_renewing(source=source, target=target, renew=renew),
             )
         except OSError as exc:
+            if keep_existing and isinstance(exc, FileExistsError):
+                raise
             return _unreadable(blob=blob, exc=exc)
         return None
 
@@ -577,6 +583,11 @@ def _replace_with(*, target: str, place: Callable[[], None]) -> None:
     except FileExistsError:
         os.unlink(target)
         place()
+
+
+def _create_only(*, target: str, place: Callable[[], None]) -> None:
+    """Create `target` by `place`; a file already there stays, and FileExistsError is raised."""
+    place()
 
 
 def _store_again(*, path: str) -> None:
