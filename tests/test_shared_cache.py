@@ -80,10 +80,12 @@ def fresh_runner(*, of: Project, root: Path) -> Project:
     return Project(root=root, log=of.log, eb=of.eb)
 
 
-def run(project: Project, remote: str, *args: str) -> tuple[dict[str, Any], int]:
+def run(
+    project: Project, remote: str, *args: str, expect_exit: int = 0
+) -> tuple[dict[str, Any], int]:
     """The run's report `cache` section, and how many agents it started."""
     before = project.agent_starts()
-    report = project.run("--cache-remote", remote, *args)
+    report = project.run("--cache-remote", remote, *args, expect_exit=expect_exit)
     counts: dict[str, Any] = report["cache"]
     counts["warnings"] = [w["message"] for w in report["warnings"]]
     counts["hints"] = {w["message"]: w.get("hint") for w in report["warnings"]}
@@ -145,6 +147,38 @@ def test_a_second_runner_starts_no_agent_for_an_unchanged_commit(
         counts, started = run(second, url)
         assert started == 0
         assert (counts["remote_hits"], counts["local_hits"], counts["remote_requests"]) == (0, 3, 0)
+
+
+def _upgrade_and_break_the_agent(project: Project) -> None:
+    # It now answers without a verdict; nothing any key holds says that it changed.
+    project.log.with_name(project.log.name + ".broken").write_text("")
+
+
+@pytest.mark.parametrize(("scheme", "requests"), [("folder", 2), ("s3", 3), ("webdav", 2)])
+def test_a_refresh_that_errors_removes_the_shared_verdict_from_before_it(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    scheme: str,
+    requests: int,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The refresh dropped the old pass from its local folder only: the next runner, starting
+    with an empty local cache, fetched it from the shared cache and reused it green."""
+    first, second = runners(tmp_path=tmp_path, eb=eb, checks={"j": judge("j")})
+    with _remote(scheme=scheme, tmp_path=tmp_path, monkeypatch=monkeypatch, request=request) as url:
+        counts, _ = run(first, url)
+        assert counts["remote_writes"] == 1
+        _upgrade_and_break_the_agent(first)
+        refreshed, started = run(first, url, "--cache", "refresh", expect_exit=1)
+        assert started == 1 and refreshed["remote_writes"] == 0
+        counts, started = run(second, url, expect_exit=1)
+        assert started == 1
+        assert (counts["remote_hits"], counts["misses"]) == (0, 1)
+        assert [c["status"] for c in json.loads(second.last.stdout)["checks"]] == ["error"]
+    # The entry read (its signature is checked first) and removed, each request counted: S3
+    # asks whether it is there (HEAD) before it deletes.
+    assert (refreshed["remote_requests"], refreshed["remote_errors"]) == (requests, 0)
 
 
 def test_a_shared_folder_inside_the_project_as_actions_cache_carries_it(
@@ -399,6 +433,61 @@ def test_a_runner_that_cannot_verify_the_signed_entries_never_writes_over_them(
     monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
     counts, started = run(fresh_runner(of=team, root=tmp_path / "runner3"), str(shared))
     assert started == 0 and counts["remote_hits"] == 3
+
+
+@pytest.mark.parametrize(
+    ("refresh_key", "removed"), [(KEY, True), ("another-key", False), (None, False)]
+)
+def test_a_refresh_that_errors_removes_only_shared_verdicts_it_can_verify(
+    tmp_path: Path,
+    eb: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    refresh_key: str | None,
+    removed: bool,
+) -> None:
+    # The rule of writes holds for removals: the team's signed verdicts stay for the runners
+    # that hold its key, said once; a runner with that key removes them.
+    team, other = runners(tmp_path=tmp_path, eb=eb, checks={"j": judge("j"), "k": judge("k")})
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    assert run(team, str(shared))[0]["remote_writes"] == 2
+    signed = {path: path.read_bytes() for path in _remote_files(shared, "ac")}
+    if refresh_key is None:
+        monkeypatch.delenv("EVAL_BANANA_CACHE_SIGNING_KEY")
+    else:
+        monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", refresh_key)
+    _upgrade_and_break_the_agent(other)
+    counts, started = run(other, str(shared), "--cache", "refresh", expect_exit=1)
+    assert started == 2 and counts["remote_errors"] == 0
+    left = [w for w in counts["warnings"] if "from before this refresh" in w]
+    if removed:
+        assert not _remote_files(shared, "ac") and not left
+        return
+    assert {path: path.read_bytes() for path in _remote_files(shared, "ac")} == signed
+    assert left == [
+        f"2 verdicts from before this refresh were left in the shared cache {shared}: it holds "
+        "each signed with a key this run cannot verify (another EVAL_BANANA_CACHE_SIGNING_KEY, "
+        "or none set here), and a run never removes one (docs/shared-cache.md)"
+    ]
+    assert "may still reuse" in counts["hints"][left[0]]
+
+
+def test_a_refresh_without_the_key_under_required_signatures_removes_nothing(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team, other = runners(tmp_path=tmp_path, eb=eb, checks={"j": judge("j")})
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REQUIRE_SIGNATURE", "true")
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    run(team, str(shared))
+    signed = {path: path.read_bytes() for path in _remote_files(shared, "ac")}
+    monkeypatch.delenv("EVAL_BANANA_CACHE_SIGNING_KEY")
+    _upgrade_and_break_the_agent(other)
+    counts, _ = run(other, str(shared), "--cache", "refresh", expect_exit=1)
+    assert counts["remote_requests"] == 0
+    assert {path: path.read_bytes() for path in _remote_files(shared, "ac")} == signed
+    said = [w for w in counts["warnings"] if "require_signature" in w]
+    assert len(said) == 1 and "reused or written" in said[0]
 
 
 def test_a_signing_runner_writes_over_unsigned_and_damaged_signed_entries(

@@ -56,6 +56,9 @@ INLINE_MAX = 16 * 1024
 _PLACEHOLDER_MAC = "hmac-sha256:" + "0" * 64
 Rejection = Literal["signature", "entry", "blob"]
 PushOutcome = Literal["stored", "present", "unusable", "failed", "guarded"]
+RemoveOutcome = Literal["removed", "absent", "guarded", "failed"]
+# What a run asked of the shared cache, for the warning that says what its failures cost.
+Asked = Literal["lookups", "uploads", "removals"]
 
 
 class Pushed(NamedTuple):
@@ -73,6 +76,10 @@ Warn = Callable[[str, str | None, str], None]
 _COUNTED = "the run's report counts what the shared cache did (docs/shared-cache.md)"
 HINT_LOOKUPS = f"those checks ran as on a miss; {_COUNTED}"
 HINT_UPLOADS = f"those verdicts are stored in the local cache only; {_COUNTED}"
+HINT_REMOVALS = (
+    "a runner whose local cache lacks those verdicts may still reuse the ones from before the "
+    f"refresh; {_COUNTED}"
+)
 HINT_BOTH = (
     "the checks ran as on a miss, and their verdicts are stored in the local cache only; "
     f"{_COUNTED}"
@@ -114,6 +121,8 @@ class RemoteTier:
         self._refusals: list[tuple[Rejection, str]] = []  # told when the prefetch ends
         self.writes_done = 0
         self._queued: list[tuple[str, dict[str, Any]]] = []
+        # Keys (-> check id) whose verdict from before a refresh went, to be removed remotely.
+        self._dropped: dict[str, str] = {}
         # Keys whose remote entry this run has looked at, and those among them that hold a sound
         # entry sealed with a signature this run cannot verify (another signing key's, or any
         # signature when the run has no key): it never writes over those.
@@ -205,7 +214,7 @@ class RemoteTier:
             work=lambda item: self._fetch(key=item[0], check_id=item[1]), items=missing
         )
         self._say_refusals()
-        self._say_errors()
+        self._say_errors(asked="lookups")
 
     def _fetch(self, *, key: str, check_id: str) -> None:
         name = _hex(key)
@@ -362,24 +371,21 @@ class RemoteTier:
                 )
         self._refusals = []
 
-    def _say_errors(self, *, since: int = 0, storing: bool = False) -> None:
+    def _say_errors(self, *, asked: Asked, since: int = 0) -> None:
         """The requests that failed after the `since`th failure, and what that cost: checks
-        that ran as on a miss (looking up), or verdicts kept in the local tier only (storing)."""
+        that ran as on a miss (lookups), verdicts kept in the local tier only (uploads), or
+        verdicts from before a refresh left on the remote (removals)."""
         tally = self.remote.tally()
         failed = tally.errors - since
         if failed > 0:
             stop = "; it was not asked again in this run" if tally.tripped else ""
-            cost = (
-                "those verdicts are stored in the local cache only"
-                if storing
-                else "those checks ran as on a miss"
-            )
+            cost, hint = _COSTS[asked]
             self._warn(
                 f"The shared cache {self.remote.url} failed "
                 f"{plural(count=failed, noun='request')}{stop}; "
                 f"{cost} (first error: {tally.first_error})",
                 None,
-                HINT_UPLOADS if storing else HINT_LOOKUPS,
+                hint,
             )
 
     # -- storing -----------------------------------------------------------------------------
@@ -401,7 +407,7 @@ class RemoteTier:
             work=lambda item: self._put_unless_guarded(key=item[0], document=item[1]),
             items=chosen,
         )
-        self._say_errors(since=errors_before, storing=True)
+        self._say_errors(asked="uploads", since=errors_before)
         guarded = outcomes.count("guarded")
         if guarded:
             self._warn(
@@ -473,6 +479,60 @@ class RemoteTier:
                 )
         return True
 
+    # -- removing --------------------------------------------------------------------------
+
+    def drop(self, *, key: str, check_id: str) -> None:
+        """A verdict from before a refresh went locally: its remote entry goes at
+        `remove_dropped`, or the next runner with an empty local cache would fetch it."""
+        if self.writes:
+            with self._lock:
+                self._dropped[key] = check_id
+
+    def remove_dropped(self) -> None:
+        """Remove the remote entries `drop` named, except those this run stores anew,
+        `remote_concurrency` at once; a failure is counted, never raised."""
+        with self._lock:
+            dropped, self._dropped = self._dropped, {}
+            storing = {key for key, _ in self._queued}
+        chosen = sorted(item for item in dropped.items() if item[0] not in storing)
+        errors_before = self.remote.tally().errors
+        outcomes = self.remote.each(
+            work=lambda item: self._remove_unless_guarded(key=item[0], check_id=item[1]),
+            items=chosen,
+        )
+        self._say_errors(asked="removals", since=errors_before)
+        guarded = outcomes.count("guarded")
+        if guarded:
+            self._warn(
+                f"{plural(count=guarded, noun='verdict')} from before this refresh "
+                f"{'was' if guarded == 1 else 'were'} left in the shared cache "
+                f"{self.remote.url}: it holds {'it' if guarded == 1 else 'each'} signed with a "
+                f"key this run cannot verify (another {SIGNING_KEY_VARIABLE}, or none set "
+                "here), and a run never removes one (docs/shared-cache.md)",
+                None,
+                HINT_REMOVALS,
+            )
+
+    def _remove_unless_guarded(self, *, key: str, check_id: str) -> RemoveOutcome:
+        """Remove one remote entry, read first: one sealed with a signature this run cannot
+        verify stays, as it would were this run writing over it."""
+        name = _hex(key)
+        try:
+            data = self.remote.get(kind="ac", name=name)
+        except RemoteError:
+            return "failed"  # counted; nothing is removed blind
+        except SinkRefused:
+            data = b""  # larger than any entry: damaged, no runner's verdict
+        if data is None:
+            return "absent"
+        if self._sealed_by_another(data=data, key=key, check_id=check_id):
+            return "guarded"
+        try:
+            self.remote.delete(kind="ac", name=name)
+        except RemoteError:
+            return "failed"  # counted
+        return "removed"
+
     def push(self, *, keys: Sequence[str]) -> Pushed:
         """Store the local entries of `keys` the remote lacks (`eb cache push`), checked by
         HEAD first, `remote_concurrency` at once. Only entries whose local MAC holds travel,
@@ -503,6 +563,16 @@ def _hint_of(*, lookups: bool, uploads: bool) -> str:
     if lookups and uploads:
         return HINT_BOTH
     return HINT_LOOKUPS if lookups else HINT_UPLOADS
+
+
+_COSTS: dict[Asked, tuple[str, str]] = {
+    "lookups": ("those checks ran as on a miss", HINT_LOOKUPS),
+    "uploads": ("those verdicts are stored in the local cache only", HINT_UPLOADS),
+    "removals": (
+        "the shared cache may still hold verdicts from before this refresh",
+        HINT_REMOVALS,
+    ),
+}
 
 
 def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]) -> bytes:

@@ -473,7 +473,7 @@ class CacheSession:
                 cause = exc.strerror or str(exc)
                 raise WriteFault(path=str(self.store.folder), cause=cause) from None
         if not stored and self.mode == "refresh" and turn:
-            self._forget(key=key)
+            self._forget(key=key, check_id=check.id)
         details = {**result.details, "cache": {"hit": False, "key": key, "stored": stored}}
         return result.model_copy(update={"details": details})
 
@@ -558,10 +558,14 @@ class CacheSession:
             self.remote.queue(key=key, document=document)
         return True
 
-    def _forget(self, *, key: str) -> None:
+    def _forget(self, *, key: str, check_id: str) -> None:
         """`--cache refresh` ran a check again and stored no verdict for it (an error, a stop,
         eb's state written meanwhile): the verdict from before the refresh goes, and with it
-        every kept run (a replay would bring it back), so the next run judges the check."""
+        every kept run (a replay would bring it back), so the next run judges the check. The
+        shared cache's entry goes too (at `finish`), whether or not this folder held one: a
+        runner starting empty would fetch it from there."""
+        if self.remote is not None:
+            self.remote.drop(key=key, check_id=check_id)
         if not self.store.mark_used(key=key, touch=False):
             return
         self._replacing()
@@ -609,9 +613,11 @@ class CacheSession:
         nothing it judged is reused (blobs go with the next eviction)."""
         if aborted:
             self.discard_written()
+            self._remove_dropped()
             return
         if not self._discarded:
             self._drop_changed()
+        self._remove_dropped()
         if self.remote is not None and not self._discarded:
             # Only what is still this run's own entry goes to the shared cache.
             self.remote.upload(
@@ -619,6 +625,13 @@ class CacheSession:
             )
         if self._stored and self.writes:
             self.store.evict()
+
+    def _remove_dropped(self) -> None:
+        """The shared entries of the verdicts a refresh dropped go, before this run's new ones
+        go up: removing only ever makes a runner judge again, so even a run that aborted or was
+        found compromised removes them."""
+        if self.remote is not None:
+            self.remote.remove_dropped()
 
 
 def _open_remote(

@@ -93,6 +93,10 @@ class GuardedRemote:
     def head(self, *, kind: Kind, name: str) -> int | None:
         return self._call(lambda: self.backend.head(kind=kind, name=name))
 
+    def delete(self, *, kind: Kind, name: str) -> bool:
+        """Remove the object; whether it was there."""
+        return self._call(lambda: self.backend.delete(kind=kind, name=name))
+
     def note_error(self, *, message: str) -> None:
         """Count a bad answer found above the transport (a blob of another digest, say)."""
         with self._lock:
