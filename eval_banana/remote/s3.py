@@ -47,6 +47,7 @@ class S3Backend(WholeObjects):
         self.sent = Meter()
         # Counted as botocore sends them: each page of a listing is one.
         client.meta.events.register("before-send.s3", self._count_request)
+        client.meta.events.register("before-send.s3.PutObject", _without_expect_continue)
 
     @classmethod
     def from_url(
@@ -165,6 +166,15 @@ class S3Backend(WholeObjects):
         except Exception as exc:
             raise RemoteError(f"DELETE {kind}/{name}: {_cause(exc)}") from None
         return True
+
+
+def _without_expect_continue(request: Any, **_: Any) -> None:
+    """Send a PUT's body right behind its headers. botocore asks for `Expect: 100-continue`
+    and waits up to a second for that answer before it sends the body anyway, so a hung
+    endpoint cost the timeout and that second. The header is not signed: dropping it changes
+    no signature. What it saved, a refused write's body unsent, is an entry or one stored file
+    here, sent within the request's timeout. None: botocore sends the request as it is."""
+    del request.headers["Expect"]  # no error when absent
 
 
 def _cut(body: Any) -> None:
