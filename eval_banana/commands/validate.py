@@ -49,6 +49,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eval_banana.checks.problemerrors import problems_error, raise_problems
     from eval_banana.models.stages import ProblemModel
     from eval_banana.pipeline.request import load_config
     from eval_banana.settings.rundir import new_run_id
@@ -107,9 +108,7 @@ def run(args: argparse.Namespace) -> int:
         args=args, problems=[*guarded_warnings, *config.warnings, *rest], kind="warning", warn=True
     )
     if args.json:
-        error = (
-            validate_stage.problems_error(problems, no_checks=plan.no_checks) if problems else None
-        )
+        error = problems_error(problems, no_checks=plan.no_checks) if problems else None
         if error is not None:  # without --json, the error raised below is annotated where caught
             common.annotate_problems(args=args, problems=problems, kind=error.kind)
         return _print_json(
@@ -120,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         sys.stderr.write(warning_text(message=warning.message, hint=warning.hint))
     if problems:
-        validate_stage.raise_problems(problems, no_checks=plan.no_checks)
+        raise_problems(problems, no_checks=plan.no_checks)
     skipped = len(plan.skipped)
     if skipped:
         # Skipped checks were validated too; say how many of them will not run.

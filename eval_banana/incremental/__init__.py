@@ -4,7 +4,10 @@
 `resolve_last_failed` runs before a new run folder exists, so "the newest earlier run" is
 never the run being started, and records what it found in the config document's selection.
 
-May import stagefiles, settings, projectstate, models and core; the validate stage calls it.
+`units` reads the validate stage's units for it: each by its own id, a case through its row.
+
+May import stagefiles, checks, datasets, settings, projectstate, models and core; the validate
+stage calls it.
 """
 
 from __future__ import annotations

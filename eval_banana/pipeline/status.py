@@ -193,7 +193,7 @@ def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> 
 
 def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
     """The family `check` belongs to, as it expands now."""
-    from eval_banana.stages.validate import family_now
+    from eval_banana.checks.units import family_now
 
     expansion = family_now(source_path=check.source_path, config=config)
     if expansion is None:

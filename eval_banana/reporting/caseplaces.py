@@ -40,7 +40,7 @@ def failed_case_places(*, report: Mapping[str, Any], config: ConfigDoc) -> dict[
 
 def _places(*, wanted: Mapping[str, Mapping[str, object]], config: ConfigDoc) -> dict[str, Problem]:
     """The rows of the cases `wanted` names (by check file) that still hold what was judged."""
-    from eval_banana.stages.validate import family_now  # what a replayed run does not load
+    from eval_banana.checks.units import family_now  # what a replayed run does not load
 
     places: dict[str, Problem] = {}
     for source, digests in wanted.items():

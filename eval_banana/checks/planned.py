@@ -1,0 +1,107 @@
+"""A unit as plan.json lists it: a plain check with its own digest and frozen script, a
+family's cases copied from one template, a check that says `skip:`, a script that is missing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from eval_banana.checks.definition import FrozenScript, definition_digest
+from eval_banana.checks.units import Unit
+from eval_banana.core.stem import artifact_stem, case_artifact_stem
+from eval_banana.models.result import SkippedCheck
+from eval_banana.models.stages import PlannedCheck, ProblemModel
+
+if TYPE_CHECKING:
+    from eval_banana.datasets.expand import ExpandedCase
+
+SNAPSHOTS_DIR = "stages/snapshots"
+
+
+def plan_check(*, unit: Unit, frozen: FrozenScript | None) -> tuple[PlannedCheck, bytes | None]:
+    """`unit`'s planned check, and the bytes of its frozen script (None without one)."""
+    item, case = unit.item, unit.case
+    definition = unit.definition
+    check_id = unit.check_id
+    stem = artifact_stem(check_id=check_id)
+    # The cases of a family share one frozen copy of its script.
+    snapshot_stem = artifact_stem(check_id=item.definition["id"]) if case is not None else stem
+    planned = PlannedCheck(
+        id=check_id,
+        type=definition["type"],
+        description=definition["description"],
+        source_path=item.path,
+        stem=stem,
+        check_definition_sha256=case.digest
+        if case is not None
+        else definition_digest(yaml_bytes=item.data, frozen=frozen),
+        definition=definition,
+        snapshot=f"{SNAPSHOTS_DIR}/{snapshot_stem}.py"
+        if frozen and frozen.data is not None
+        else None,
+        script_path=str(frozen.path) if frozen else None,
+        script_unavailable=frozen.unavailable if frozen else None,
+        family=item.definition["id"] if case is not None else None,
+        case_id=case.case_id if case is not None else None,
+        case_index=unit.case_index,
+        case=case.row if case is not None else None,
+        family_files=unit.family_files,
+        family_definition_sha256=unit.family_digest,
+    )
+    return planned, frozen.data if frozen else None
+
+
+def case_template(*, unit: Unit, frozen: FrozenScript | None) -> PlannedCheck:
+    """What every case of `unit`'s family plans alike (its file, type, script, family)."""
+    planned, _ = plan_check(unit=unit, frozen=frozen)
+    return planned
+
+
+def plan_case(
+    *, template: PlannedCheck, case: ExpandedCase, case_index: int | None
+) -> PlannedCheck:
+    """One case's planned check: its family's template with the case's own fields.
+
+    A copy of the template's values, not a new record built field by field: a family of
+    10,000 cases plans 10,000 checks that differ in seven fields.
+    """
+    definition = case.definition
+    planned: PlannedCheck = object.__new__(PlannedCheck)
+    values = planned.__dict__
+    values.update(template.__dict__)
+    values["id"] = case.check_id
+    values["description"] = definition["description"]
+    values["stem"] = case_artifact_stem(family=template.family or "", case_id=case.case_id)
+    values["check_definition_sha256"] = case.digest
+    values["definition"] = definition
+    values["case_id"] = case.case_id
+    values["case"] = case.row
+    values["case_index"] = case_index  # its place in the dataset: merges keep dataset order
+    return planned
+
+
+def skipped_check(*, unit: Unit) -> SkippedCheck:
+    """`unit`, whose check says `skip:`, as the plan lists it among the skipped."""
+    definition = unit.definition
+    return SkippedCheck(
+        check_id=unit.check_id,
+        check_type=definition["type"],
+        description=definition["description"],
+        source_path=unit.item.path,
+        tags=list(definition["tags"]),
+        reason=definition["skip"],
+    )
+
+
+def unavailable_scripts(*, checks: list[PlannedCheck]) -> list[ProblemModel]:
+    """Checks that validate but could never run: a referenced script that is not there."""
+    return [
+        ProblemModel(
+            message=check.script_unavailable,
+            file=check.source_path,
+            field_path=f"{check.type}.script_path",
+            hint="Fix script_path (it is relative to the check file's folder).",
+        )
+        for check in checks
+        if check.script_unavailable
+    ]

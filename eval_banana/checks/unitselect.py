@@ -1,0 +1,85 @@
+"""Selecting among the units of a plan: the `<family>[<case>]` selectors and `--check-id` globs
+that chose nothing, told with what was most likely meant, and `--subset`'s part of each family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from eval_banana.checks.loading import CASES_LISTED, UnmatchedGlob
+from eval_banana.checks.selection import (
+    IdSelectors,
+    case_part_matches,
+    is_id_pattern,
+    split_case_selector,
+)
+from eval_banana.checks.subset import Member, subset_positions
+from eval_banana.checks.units import Unit
+from eval_banana.models.config import CaseSubset
+from eval_banana.models.stages import ProblemModel
+
+
+def unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> list[ProblemModel]:
+    """A `<family>[<case>]` selector whose family expanded but which chose none of its cases:
+    an error naming the family and the case it most likely meant, not 'No checks found'."""
+    from eval_banana.core.suggest import SUGGESTED_AT_MOST, closest
+
+    cases: dict[str, dict[str, None]] = {}  # family -> its case ids, in order (and a set)
+    files: dict[str, str] = {}
+    for unit in units:
+        if unit.case is not None:
+            family = unit.item.definition["id"]
+            cases.setdefault(family, {})[unit.case.case_id] = None
+            files[family] = unit.item.path
+    problems: list[ProblemModel] = []
+    for selector in check_ids:
+        written = split_case_selector(selector)
+        if written is None or written[0] not in cases:
+            continue
+        family, asked = written
+        if case_part_matches(asked=asked, case_ids=cases[family]):
+            continue
+        suggest = not is_id_pattern(asked) and len(problems) < SUGGESTED_AT_MOST
+        near = closest(asked, cases[family]) if suggest else None
+        meant = f"did you mean '{family}[{near}]'? " if near is not None else ""
+        problems.append(
+            ProblemModel(
+                message=f"No case of family '{family}' ({files[family]}) matches --check-id "
+                f"'{selector.strip()}'",
+                file=files[family],
+                field_path="check_id",
+                hint=f"{meant}{CASES_LISTED}",
+            )
+        )
+    return problems
+
+
+def tell_unmatched_globs(
+    *,
+    unmatched: Sequence[UnmatchedGlob],
+    units: list[Unit],
+    errors: list[ProblemModel],
+    warnings: list[ProblemModel],
+) -> None:
+    """A glob that matched no check id and none of the selected cases is an error (a typo
+    should fail loudly, not run nothing); the files that might have matched it are told with
+    it, or as warnings when a case matched."""
+    for glob in unmatched:
+        one = IdSelectors([glob.glob])
+        if any(unit.case is not None and one.selects(unit.check_id) for unit in units):
+            warnings.extend(w for w in glob.might_match if w not in warnings)
+        else:
+            errors.extend([glob.problem, *glob.might_match])
+
+
+def subset_of(*, units: list[Unit], subset: CaseSubset) -> list[Unit]:
+    """`--subset`: the same part of each family's selected cases (checks/subset.py)."""
+    members = [
+        Member(
+            family=unit.item.definition["id"] if unit.case is not None else None,
+            check_id=unit.check_id,
+            skipped=unit.case is not None and bool(unit.case.definition.get("skip")),
+        )
+        for unit in units
+    ]
+    return [units[position] for position in subset_positions(members=members, subset=subset)]
