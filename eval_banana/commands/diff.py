@@ -77,8 +77,9 @@ def resolve_run(args: argparse.Namespace, *, given: str) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.diffing.compare import compare, load_run
+    from eval_banana.diffing.compare import compare
     from eval_banana.diffing.render import RENDERERS
+    from eval_banana.diffing.summary import load_run
 
     base = load_run(run_dir=resolve_run(args, given=args.base))
     head = load_run(run_dir=resolve_run(args, given=args.head))

@@ -14,7 +14,7 @@ from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from eval_banana.diffing.compare import RunSummary
+    from eval_banana.diffing.summary import RunSummary
 
 EPILOG = common.EXIT_HELP
 
@@ -110,16 +110,17 @@ def run(args: argparse.Namespace) -> int:
 def _read_baseline(args: argparse.Namespace) -> RunSummary:
     """The baseline run, read before anything runs: a wrong folder must not cost a whole run."""
     from eval_banana.commands.diff import resolve_run
-    from eval_banana.diffing.compare import load_run
+    from eval_banana.diffing.summary import load_run
 
     return load_run(run_dir=resolve_run(args, given=args.baseline))
 
 
 def _show_diff(*, baseline: RunSummary, report: dict[str, Any], quiet: bool) -> None:
     """diff.json in the run folder; the text diff after the summary (not with --json)."""
-    from eval_banana.diffing.compare import REPORT_JSON, compare, summarize_report
+    from eval_banana.diffing.compare import compare
     from eval_banana.diffing.narrowed import read_narrowed
     from eval_banana.diffing.render import render_text, write_diff
+    from eval_banana.diffing.summary import REPORT_JSON, summarize_report
 
     run_dir = Path(str(report["output_dir"]))
     head = summarize_report(

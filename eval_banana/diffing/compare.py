@@ -1,221 +1,16 @@
 """`eb diff BASE HEAD` and `eb run --baseline`: what changed between two runs, check by check.
 
-A run is read from its report.json, the one file every eb run folder has (eval-banana 0.5.0's
-included). Only the fields the comparison uses are checked, with errors that name the file and
-the field: checking every key of a 10,000-check report against its schema costs seconds, and
-nothing else of it is used here.
+Each check of either run lands in one category (regression, fix, still failing, new, removed,
+skipped, not selected...); the families whose results differ are listed beside them. A run is
+read into its summary by `diffing.summary`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, NamedTuple
+from eval_banana.diffing.summary import RATE_DIGITS, CheckOutcome, RunSummary
+from eval_banana.models.diff import DiffEntry, FamilyChange, RunDiff
 
-from eval_banana.core.errors import RunFolderError
-from eval_banana.core.readback import loads_json, read_regular
-from eval_banana.core.words import one_line
-from eval_banana.diffing.narrowed import Narrowed, read_narrowed
-from eval_banana.models.diff import (
-    DiffEntry,
-    DiffRun,
-    FamilyChange,
-    FamilySide,
-    Outcome,
-    RunDiff,
-)
-from eval_banana.models.result import ERROR_CLASSES, ErrorClass
-from eval_banana.settings.rundir import run_folder_hint
-
-REPORT_JSON = "report.json"
 DIFF_JSON = "diff.json"
-_STATUSES = frozenset({"passed", "failed", "error"})
-_KIND_NAMES = {str: "string", int: "whole number", list: "list"}
-_RATE_DIGITS = 6  # ratios in diff.json: enough to tell one check in a million apart
-
-
-class CheckOutcome(NamedTuple):
-    outcome: Outcome
-    digest: str
-    summary: str
-    error_class: ErrorClass | None = None
-    source: str = ""  # its check file, relative to the run's project root when it is inside
-
-
-class RunSummary(NamedTuple):
-    """What a comparison needs of one run: its totals, each check's outcome in report order,
-    its dataset families (none in a report from before families) and the checks it skipped,
-    with their reasons (none in a report that does not list them)."""
-
-    run: DiffRun
-    checks: dict[str, CheckOutcome]
-    families: dict[str, FamilySide] = {}
-    narrowed: Narrowed | None = None
-    skipped: dict[str, str] = {}
-
-
-def _bad(*, path: Path, where: str, problem: str) -> RunFolderError:
-    return RunFolderError(
-        f"{path} is not a report eb can compare: {where} {problem}",
-        file=str(path),
-        field_path=where,
-        hint="Pass a run folder that `eb run` or `eb merge` wrote (it holds report.json).",
-    )
-
-
-def _field(*, document: dict[str, Any], key: str, kind: type, path: Path, where: str) -> Any:
-    value = document.get(key)
-    # bool is an int in Python, but not a number in a report.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _bad(path=path, where=f"{where}.{key}", problem=f"must be a {_KIND_NAMES[kind]}")
-    return value
-
-
-def _first_line(text: object) -> str:
-    """A reason's first line, made safe for a log (a reason is a check's or a judge's words);
-    "" when there is none."""
-    if isinstance(text, str) and text.strip():
-        return one_line(text.strip().splitlines()[0])
-    return ""
-
-
-def _summary(check: dict[str, Any]) -> str:
-    for key in ("reason", "error_detail"):
-        if line := _first_line(check.get(key)):
-            return line
-    exit_code = check.get("exit_code")
-    if check.get("status") == "failed" and isinstance(exit_code, int):
-        return f"exit code {exit_code}"
-    return ""
-
-
-def _source(*, check: dict[str, Any], root: str) -> str:
-    """The check's file relative to the project root (runs of one project on two machines name
-    it alike); as written when it is not under the root."""
-    source = check.get("source_path")
-    if not isinstance(source, str):
-        return ""
-    prefix = root.rstrip("/") + "/"
-    return source[len(prefix) :] if root and source.startswith(prefix) else source
-
-
-def _outcome(*, check: dict[str, Any], path: Path, where: str, root: str) -> CheckOutcome:
-    status = check.get("status")
-    if status not in _STATUSES:
-        raise _bad(path=path, where=f"{where}.status", problem="must be passed, failed or error")
-    details = check.get("details")
-    not_run = isinstance(details, dict) and details.get("not_run") is True
-    digest = _field(document=check, key="check_definition_sha256", kind=str, path=path, where=where)
-    outcome: Outcome = "not_run" if not_run else status
-    found = details.get("error_class") if isinstance(details, dict) else None
-    # Only an error carries a class; a report from before error classes has none.
-    error_class = found if status == "error" and found in ERROR_CLASSES else None
-    return CheckOutcome(
-        outcome=outcome,
-        digest=digest,
-        summary=_summary(check),
-        error_class=error_class,
-        source=_source(check=check, root=root),
-    )
-
-
-def _objects(*, items: list[Any], path: Path, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Each item of one of the report's lists with where it is (`$.checks[3]`); an item that
-    is no JSON object is an error naming it."""
-    for index, item in enumerate(items):
-        at = f"{where}[{index}]"
-        if not isinstance(item, dict):
-            raise _bad(path=path, where=at, problem="must be a JSON object")
-        yield at, item
-
-
-def summarize_report(
-    *, report: Any, path: Path, run_dir: Path, narrowed: Narrowed | None = None
-) -> RunSummary:
-    """The comparable part of a report.json object; `path` names it in errors; `narrowed`:
-    how the run's selection was narrowed, when its folder says."""
-    if not isinstance(report, dict):
-        raise _bad(path=path, where="$", problem="must be a JSON object")
-    checks = _field(document=report, key="checks", kind=list, path=path, where="$")
-    root = report.get("project_root")
-    root = root if isinstance(root, str) else ""
-    outcomes: dict[str, CheckOutcome] = {}
-    for where, check in _objects(items=checks, path=path, where="$.checks"):
-        check_id = _field(document=check, key="check_id", kind=str, path=path, where=where)
-        if check_id in outcomes:
-            raise _bad(path=path, where=f"{where}.check_id", problem=f"repeats '{check_id}'")
-        outcomes[check_id] = _outcome(check=check, path=path, where=where, root=root)
-    earned = _field(document=report, key="points_earned", kind=int, path=path, where="$")
-    total = _field(document=report, key="total_points", kind=int, path=path, where="$")
-    run = DiffRun(
-        run_id=str(report.get("run_id", "")),
-        run_dir=str(run_dir),
-        total_checks=len(outcomes),
-        points_earned=earned,
-        total_points=total,
-        pass_rate=round(earned / total, _RATE_DIGITS) if total else 0.0,
-        run_passed=report.get("run_passed") is True,
-        selection=narrowed.flags if narrowed is not None else None,
-    )
-    return RunSummary(
-        run=run,
-        checks=outcomes,
-        families=_families(report=report, path=path),
-        narrowed=narrowed,
-        skipped=_skipped(report=report, path=path),
-    )
-
-
-def _skipped(*, report: dict[str, Any], path: Path) -> dict[str, str]:
-    """report.json `skipped`: each skipped check's id and reason (absent in a report that
-    does not list them: none)."""
-    listed = report.get("skipped")
-    if listed is None:
-        return {}
-    if not isinstance(listed, list):
-        raise _bad(path=path, where="$.skipped", problem="must be a list")
-    return {
-        _field(document=item, key="check_id", kind=str, path=path, where=where): _first_line(
-            item.get("reason")
-        )
-        for where, item in _objects(items=listed, path=path, where="$.skipped")
-    }
-
-
-def _families(*, report: dict[str, Any], path: Path) -> dict[str, FamilySide]:
-    """report.json `families`, by id (absent in eval-banana's reports: no families)."""
-    listed = report.get("families")
-    if listed is None:
-        return {}
-    if not isinstance(listed, list):
-        raise _bad(path=path, where="$.families", problem="must be a list")
-    found: dict[str, FamilySide] = {}
-    for where, item in _objects(items=listed, path=path, where="$.families"):
-        family = _field(document=item, key="id", kind=str, path=path, where=where)
-        cases = _field(document=item, key="cases", kind=int, path=path, where=where)
-        passed = _field(document=item, key="passed", kind=int, path=path, where=where)
-        gate = item.get("min_pass_rate")
-        if not isinstance(item.get("gate_held"), bool) or not _is_rate(gate):
-            raise _bad(path=path, where=where, problem="has no gate_held / min_pass_rate")
-        deferred = item.get("gate_at_merge")
-        if not _is_rate(deferred):
-            raise _bad(path=path, where=where, problem="has a gate_at_merge that is no number")
-        size = item.get("of_cases")
-        found[family] = FamilySide(
-            cases=cases,
-            passed=passed,
-            pass_rate=round(passed / cases, _RATE_DIGITS) if cases else 0.0,
-            min_pass_rate=gate,
-            gate_held=item["gate_held"],
-            of_cases=size if type(size) is int and size >= 0 else None,
-            gate_at_merge=deferred,
-        )
-    return found
-
-
-def _is_rate(value: object) -> bool:
-    """A gate as report.json gives it: a number, or null for none."""
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 def _family_changes(*, base: RunSummary, head: RunSummary) -> list[FamilyChange]:
@@ -234,33 +29,6 @@ def _family_changes(*, base: RunSummary, head: RunSummary) -> list[FamilyChange]
         )
         changes.append(FamilyChange(family=family, base=before, head=now, gate_broke=broke))
     return changes
-
-
-def load_run(*, run_dir: Path) -> RunSummary:
-    """Read a run folder's report.json (a setup error, exit 2, when it cannot be compared)."""
-    path = run_dir / REPORT_JSON
-    if not run_dir.is_dir():
-        raise RunFolderError(f"Not a run folder: {run_dir} does not exist", file=str(run_dir))
-    try:
-        data = read_regular(path)
-    except FileNotFoundError:
-        raise RunFolderError(
-            f"Not a run folder: {run_dir} has no {REPORT_JSON}",
-            file=str(run_dir),
-            hint=run_folder_hint(
-                folder=run_dir,
-                otherwise="Pass a folder that `eb run` or `eb merge` wrote, or `latest`.",
-            ),
-        ) from None
-    except OSError as exc:
-        raise RunFolderError(f"Cannot read {path}: {exc}", file=str(path)) from None
-    try:
-        report = loads_json(data)
-    except ValueError as exc:
-        raise _bad(path=path, where="$", problem=f"is not valid JSON ({exc})") from None
-    return summarize_report(
-        report=report, path=path, run_dir=run_dir, narrowed=read_narrowed(run_dir=run_dir)
-    )
 
 
 def _entry(
@@ -374,7 +142,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         changed_definitions=changed,
         unchanged_passing=unchanged,
         points_earned_delta=head.run.points_earned - base.run.points_earned,
-        pass_rate_delta=round(head.run.pass_rate - base.run.pass_rate, _RATE_DIGITS),
+        pass_rate_delta=round(head.run.pass_rate - base.run.pass_rate, RATE_DIGITS),
         families=families,
         regressed=bool(regressions) or any(change.gate_broke for change in families),
     )
