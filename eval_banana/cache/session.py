@@ -32,7 +32,7 @@ from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha
 from eval_banana.core.readback import loads_json
 from eval_banana.core.version import tool_version
 from eval_banana.harness.prompt import judge_prompt
-from eval_banana.isolation.modes import WATCHED_MODES, Mode, check_mode
+from eval_banana.isolation.modes import check_mode, judged_as_strictly
 from eval_banana.models.config import CacheSettings
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import (
@@ -319,9 +319,7 @@ class CacheSession:
             problem = entry_problem(document)
         if problem is None and (document["key"] != key or document["check_id"] != check.id):
             problem = "belongs to another key (a foreign entry)"
-        if problem is None and _judged_unwatched(
-            document=document, wanted=check_mode(config=self._config, check=check)
-        ):
+        if problem is None and not self._judged_as_strictly(check=check, document=document):
             return None  # this run would have refused what that run let through: judge it
         text_read = False
         if problem is None:
@@ -355,6 +353,17 @@ class CacheSession:
             check=check, result=result, document=document, text_read=text_read
         )
         return Hit(result=result, result_file_placed=placed)
+
+    def _judged_as_strictly(self, *, check: PlannedCheck, document: Mapping[str, Any]) -> bool:
+        """Whether an entry's verdict was judged under isolation at least as strict as this
+        run's for the check (its result's `details.isolation`). The mode and the ignored
+        patterns are not in the key, so that changing them does not turn every stored verdict
+        into a miss; a verdict judged watched, ignoring fewer patterns, serves the laxer runs."""
+        return judged_as_strictly(
+            record=(document["result"].get("details") or {}).get("isolation"),
+            wanted=check_mode(config=self._config, check=check),
+            ignore=self._config.settings.harness.isolation_ignore,
+        )
 
     def _text_disagrees(
         self, *, check: PlannedCheck, document: dict[str, Any]
@@ -675,17 +684,6 @@ def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | N
             f"{stored['observed_status']} under expect '{expect}' is {status} with score {score}"
         )
     return None
-
-
-def _judged_unwatched(*, document: Mapping[str, Any], wanted: Mode) -> bool:
-    """Whether an entry's verdict was judged with isolation `off` (its result has no
-    `details.isolation` of a watched mode) while this run watches the check: a check that wrote
-    into the project passed there and is an isolation error here. The mode is not in the key,
-    so that the keys of the default mode stay as they were; a watched verdict serves `off`."""
-    if wanted == "off":
-        return False
-    record = (document["result"].get("details") or {}).get("isolation")
-    return not (isinstance(record, dict) and record.get("mode") in WATCHED_MODES)
 
 
 def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from eval_banana.core.words import visible
@@ -23,6 +24,33 @@ def check_mode(*, config: ConfigDoc, check: PlannedCheck) -> Mode:
     if check.type == "deterministic":
         return config.settings.execution.isolation
     return "off"
+
+
+def ignore_list(*, config: ConfigDoc) -> list[str]:
+    """`[harness] isolation_ignore` as a watched result records it (`details.isolation.ignore`):
+    the patterns, sorted, each once."""
+    return sorted(set(config.settings.harness.isolation_ignore))
+
+
+def judged_as_strictly(*, record: object, wanted: Mode, ignore: Sequence[str]) -> bool:
+    """Whether a verdict judged under `record` (its `details.isolation`) is one a check
+    isolated `wanted`, ignoring the patterns `ignore`, would have let through as well.
+
+    `off` takes any verdict. A watched check takes only a watched verdict whose ignored
+    patterns are all among its own: a write a pattern let through there would count here.
+    A record without the patterns (stored before they were recorded) was almost always judged
+    with none, so it serves a check that ignores none; one that ignores some judges it again,
+    since that project may have let other writes through then (docs/incremental.md)."""
+    if wanted == "off":
+        return True
+    if not isinstance(record, dict) or record.get("mode") not in WATCHED_MODES:
+        return False  # judged unwatched: a write into the project passed there
+    judged_under = record.get("ignore")
+    if judged_under is None:
+        return not ignore
+    if not isinstance(judged_under, list) or not all(isinstance(p, str) for p in judged_under):
+        return False  # not a list of patterns: no run can tell what it let through
+    return set(judged_under) <= set(ignore)
 
 
 def isolates_any(*, config: ConfigDoc, plan: PlanDoc) -> bool:

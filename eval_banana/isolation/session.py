@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from eval_banana.isolation.modes import (
     Mode,
     check_mode,
+    ignore_list,
     isolates_any,
     isolation_error,
     listed_paths,
@@ -54,12 +55,17 @@ def _noun(check: PlannedCheck) -> str:
     return "judge" if check.type == "harness_judge" else "check"
 
 
-def _record(*, mode: Mode, paths: list[str], method: str | None) -> dict[str, Any]:
+def _record(
+    *, mode: Mode, paths: list[str], method: str | None, ignore: list[str]
+) -> dict[str, Any]:
+    """`ignore`: the patterns whose changes did not count, kept so that the verdict cache
+    reuses this verdict only where those changes would not count either."""
     record: dict[str, Any] = {"mode": mode}
     if method is not None:
         record["method"] = method
     record["changed"] = listed_paths(paths)
     record["changed_count"] = len(paths)
+    record["ignore"] = ignore
     return record
 
 
@@ -162,7 +168,9 @@ class IsolationSession:
                 "A judge must not change what it judges; run judges that need to write with "
                 '[harness] isolation = "copy" (or "off" for judges meant to write)'
             )
-        record = _record(mode="detect", paths=changed, method=None)
+        record = _record(
+            mode="detect", paths=changed, method=None, ignore=ignore_list(config=self.config)
+        )
         return _with_isolation(result=result, record=record, problem=problem)
 
     def _in_copy(
@@ -194,7 +202,12 @@ class IsolationSession:
                 "verdict may be about its own edits (the project is untouched). List paths it "
                 "may write in [harness] isolation_ignore"
             )
-        record = _record(mode="copy", paths=edits, method=workspace.method)
+        record = _record(
+            mode="copy",
+            paths=edits,
+            method=workspace.method,
+            ignore=ignore_list(config=self.config),
+        )
         if outside:
             record["project_changed"] = listed_paths(outside)
         return _with_isolation(result=result, record=record, problem=problem)

@@ -25,6 +25,11 @@ import json, os, sys
 with open({log!r}, "a", encoding="utf-8") as handle:
     handle.write(json.dumps(sys.argv[1:]) + "\\n")
 prompt = sys.argv[-1]
+if "WRITE_GENERATED" in prompt:
+    # A judge that leaves a file in the project it judges (its working folder), new text each time.
+    os.makedirs("generated", exist_ok=True)
+    with open(os.path.join("generated", "notes.txt"), "a", encoding="utf-8") as notes:
+        notes.write("was here\\n")
 # An "upgraded" agent that answers without a verdict, keyed as before (no part of a key says so).
 upgraded_and_broken = os.path.exists({log!r} + ".broken")
 if "NO_VERDICT" in prompt or upgraded_and_broken:

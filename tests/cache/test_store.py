@@ -417,6 +417,68 @@ def test_a_verdict_judged_watched_serves_every_mode(tmp_path: Path, eb: Callable
         assert cache_of(project.run("--execution-isolation", mode)["checks"][0])["hit"] is True
 
 
+def test_a_verdict_judged_while_isolation_ignore_let_a_write_through_serves_no_stricter_run(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool]
+) -> None:
+    # A judge that writes generated/notes.txt: a pass where that path is ignored, an isolation
+    # error where it is not. Its key reads docs/ only, so the write leaves the key as it was.
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"j": judge("j", instructions="WRITE_GENERATED then judge", inputs=["docs/**"])},
+        files={"docs/guide.md": "# Guide\n"},
+    )
+    config = project.root / ".eval-banana" / "config.toml"
+    lenient = config.read_text().replace(
+        'agent = "counter"', 'agent = "counter"\nisolation_ignore = ["generated/**"]'
+    )
+    strict = config.read_text()
+    config.write_text(lenient)
+    (allowed,) = project.run()["checks"]
+    assert allowed["status"] == "passed" and cache_of(allowed)["stored"] is True
+    # A run that ignores more (the same pattern among others) reuses it.
+    config.write_text(lenient.replace('["generated/**"]', '["build/**", "generated/**"]'))
+    assert cache_of(project.run()["checks"][0])["hit"] is True
+    # Without the pattern, neither the entry nor a kept run of the lenient runs serves.
+    config.write_text(strict)
+    (refused,) = project.run(expect_exit=1)["checks"]
+    assert (refused["status"], cache_of(refused)["hit"]) == ("error", False)
+    assert refused["details"]["error_class"] == "isolation"
+    assert replays[-1] is False
+    # The lenient entry is still there for the runs that ignore the path, and says so.
+    config.write_text(lenient)
+    (reused,) = project.run()["checks"]
+    assert cache_of(reused)["hit"] is True
+    assert reused["details"]["isolation"]["ignore"] == ["generated/**"]
+    assert refused["details"]["isolation"]["ignore"] == []
+
+
+def test_an_entry_stored_before_the_ignored_patterns_were_recorded_serves_only_runs_ignoring_none(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"j": judge("j", inputs=["docs/**"])},
+        files={"docs/guide.md": "# Guide\n"},
+        replay=False,
+    )
+    project.run()
+    (path,) = project.entries()
+    document = json.loads(path.read_text())
+    del document["result"]["details"]["isolation"]["ignore"]
+    project.rewrite(path, document)
+    assert cache_of(project.run()["checks"][0])["hit"] is True
+    config = project.root / ".eval-banana" / "config.toml"
+    config.write_text(
+        config.read_text().replace(
+            'agent = "counter"', 'agent = "counter"\nisolation_ignore = ["generated/**"]'
+        )
+    )
+    (judged,) = project.run()["checks"]
+    assert cache_of(judged) == {"hit": False, "key": cache_of(judged)["key"], "stored": True}
+
+
 def test_the_mode_comes_from_the_environment_too(
     standard: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
