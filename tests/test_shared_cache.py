@@ -490,6 +490,27 @@ def test_a_refresh_without_the_key_under_required_signatures_removes_nothing(
     assert len(said) == 1 and "reused or written" in said[0]
 
 
+def test_the_verdicts_kept_local_beside_entries_signed_with_another_key_are_counted(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A CI log tells how many verdicts were not shared and why, not only a warning saying so.
+    team, other = runners(tmp_path=tmp_path, eb=eb)
+    shared = str(tmp_path / "shared")
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", KEY)
+    counts, _ = run(team, shared)
+    assert (counts["remote_writes"], counts["remote_kept_local"]) == (3, 0)
+    assert "kept local" not in _markdown(team)
+    monkeypatch.setenv("EVAL_BANANA_CACHE_SIGNING_KEY", "another-key")
+    counts, started = run(other, shared)
+    assert started == 3
+    assert (counts["remote_writes"], counts["remote_kept_local"]) == (0, 3)
+    said = "0 writes (3 verdicts kept local: signed with a key this run cannot verify), 0 errors"
+    assert said in _markdown(other)
+    shutil.rmtree(other.root / ".eval-banana" / "cache")
+    human = other.eb("run", "--cwd", str(other.root), "--cache-remote", shared)
+    assert said in human.stdout
+
+
 def test_a_signing_runner_writes_over_unsigned_and_damaged_signed_entries(
     tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -120,6 +120,9 @@ class RemoteTier:
         self.rejected: dict[Rejection, int] = {"signature": 0, "entry": 0, "blob": 0}
         self._refusals: list[tuple[Rejection, str]] = []  # told when the prefetch ends
         self.writes_done = 0
+        # Verdicts stored locally only: the remote holds a sound entry under their key signed
+        # with a signature this run cannot verify, which it never writes over.
+        self.kept_local = 0
         self._queued: list[tuple[str, dict[str, Any]]] = []
         # Keys (-> check id) whose verdict from before a refresh went, to be removed remotely.
         self._dropped: dict[str, str] = {}
@@ -409,6 +412,8 @@ class RemoteTier:
         )
         self._say_errors(asked="uploads", since=errors_before)
         guarded = outcomes.count("guarded")
+        with self._lock:
+            self.kept_local += guarded
         if guarded:
             self._warn(
                 f"{plural(count=guarded, noun='verdict')} of this run "

@@ -226,6 +226,7 @@ class CacheSession:
             remote=self.remote.remote.url if self.remote is not None else None,
             remote_mode=self.remote_mode,
             remote_writes=self.remote.writes_done if self.remote is not None else 0,
+            remote_kept_local=self.remote.kept_local if self.remote is not None else 0,
             remote_requests=tally.requests if tally else 0,
             remote_errors=tally.errors if tally else 0,
             remote_rejected=RemoteRejections(**self.remote.rejected)

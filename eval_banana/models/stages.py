@@ -352,6 +352,13 @@ class CacheCounts(Record):
     remote_writes: int = Field(
         default=0, ge=0, description="Verdicts of this run stored in the shared cache."
     )
+    remote_kept_local: int = Field(
+        default=0,
+        ge=0,
+        description="Verdicts of this run stored in the local cache only because the shared "
+        "cache holds an entry under the same key signed with a key this run cannot verify "
+        "(another signing key, or none set), which a run never writes over.",
+    )
     remote_requests: int = Field(default=0, ge=0, description="Requests made to it.")
     remote_errors: int = Field(
         default=0,

@@ -417,11 +417,18 @@ def cache_line(*, report: dict[str, Any]) -> str | None:
     def said(key: str, noun: str, nouns: str | None = None) -> str:
         return plural(count=int(counts.get(key) or 0), noun=noun, nouns=nouns)
 
+    # Said only when it happened: most runs never meet an entry signed with another key.
+    kept_local = (
+        f" ({said('remote_kept_local', 'verdict')} kept local: signed with a key this run "
+        "cannot verify)"
+        if counts.get("remote_kept_local")
+        else ""
+    )
     text = (
         f"Cache: {said('local_hits', 'local hit')}, {said('remote_hits', 'remote hit')}, "
         f"{said('misses', 'miss', 'misses')}; shared cache "
         f"{counts['remote']} ({counts.get('remote_mode')}): "
-        f"{said('remote_writes', 'write')}, {said('remote_errors', 'error')}, "
+        f"{said('remote_writes', 'write')}{kept_local}, {said('remote_errors', 'error')}, "
         f"{plural(count=refused, noun='entry', nouns='entries')} refused, {size_text(moved)} moved"
     )
     if counts.get("remote_stopped"):
