@@ -183,6 +183,76 @@ def test_a_glob_does_not_look_in_ebs_own_folders_or_excluded_ones(
     assert "has no cases" in _the_validate_error(eb, root)["message"]
 
 
+# A family over every .jsonl file of the project whose cases each leave evidence in a .jsonl
+# file of their own: the glob matches that as well as the dataset, wherever the run went.
+EVIDENCE_FAMILY = """\
+schema_version: 1
+id: fam
+type: deterministic
+description: "case {{ case.name }}"
+cases_from: "**/*.jsonl"
+inputs: [src/**]
+script: |
+  import json, os, sys
+  ctx = json.load(open(sys.argv[1]))
+  row = {"id": "seen-" + ctx["case_id"], "name": "evidence", "ok": "yes"}
+  with open(os.path.join(ctx["output_dir"], "seen.jsonl"), "w") as out:
+      out.write(json.dumps(row) + "\\n")
+  sys.exit(0 if ctx["case"]["ok"] == "yes" else 1)
+"""
+
+
+def _eb_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`eb` as a process of its own, started in the project `root`."""
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_a_glob_never_takes_the_files_of_a_run_folder_written_anywhere_in_the_project(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """Run folders sent into the project (`--output-dir`, shards', `eb merge --flat-output`'s)
+    hold evidence that `**/*.jsonl` matches as well as the dataset: no later run, listing or
+    --changed-since takes it for rows, though no setting names those folders any more."""
+    root = init_repo(
+        tmp_path / "repo",
+        {
+            "eval_checks/fam.yaml": EVIDENCE_FAMILY,
+            "data/rows.jsonl": "".join(json.dumps(row) + "\n" for row in ROWS),
+            "src/app.py": "print(1)\n",
+        },
+    )
+    written = []
+    for args in (
+        ("--output-dir", "ci-out"),
+        *(("--shard", f"{k}/2", "--output-dir", f"shards/{k}") for k in (1, 2)),
+    ):
+        done = _eb_process(root, "run", "--json", *args)
+        assert done.returncode in (0, 1), done.stderr
+        report = json.loads(done.stdout)
+        assert set(_statuses(report)) <= set(EXPECTED), report["checks"]
+        written.append(report["output_dir"])
+    merged = _eb_process(root, "merge", "--output-dir", "merged", "--flat-output", *written[1:])
+    assert merged.returncode == 1, merged.stderr
+    for folder in ("ci-out", "shards/1", "shards/2", "merged"):
+        assert list((root / folder).glob("**/seen.jsonl")), (
+            f"no evidence the glob matches in {folder}"
+        )
+    done = _eb_process(root, "run", "--json")
+    assert done.returncode == 1, done.stderr
+    assert _statuses(json.loads(done.stdout)) == EXPECTED
+    assert _selected(eb, root) == list(EXPECTED)
+    # Untracked, the run folders' files are new since HEAD: none of them is a row of the family.
+    assert _selected(eb, root, "--changed-since", "HEAD") == []
+
+
 @pytest.mark.parametrize("boms", [1, 2])
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
 def test_a_byte_order_mark_and_windows_line_ends_change_nothing(

@@ -23,6 +23,7 @@ from eval_banana.projectstate.patterns import (
     pattern_problem,
 )
 from eval_banana.settings.folders import own_folders_below
+from eval_banana.settings.runmark import STAGES_FOLDER, in_run_folder, is_run_folder
 
 _GLOB = "*?["
 
@@ -31,7 +32,9 @@ class Skipped(NamedTuple):
     """What a `cases_from` glob never matches in, as discovery never walks it: folders named
     in `[discovery] exclude_dirs` anywhere, and eb's own output, cache and history folders
     (a glob like `**/*.jsonl` would otherwise take the transcripts of earlier runs as cases,
-    and grow with every run). A path named without a glob is read wherever it is."""
+    and grow with every run). Run folders are skipped wherever they lie too (one written with
+    `--output-dir`, a shard's), told by their mark (settings/runmark.py), not named here. A
+    path named without a glob is read wherever it is."""
 
     names: frozenset[str]
     folders: frozenset[str]  # absolute, normalised
@@ -44,8 +47,13 @@ def _glob_start(*, pattern: str, root: Path) -> Path:
 
 
 def _in_skipped(*, start: Path, root: Path, skipped: Skipped) -> bool:
-    return not skipped.names.isdisjoint(start.relative_to(root).parts) or any(
-        str(start) == folder or str(start).startswith(folder + os.sep) for folder in skipped.folders
+    return (
+        not skipped.names.isdisjoint(start.relative_to(root).parts)
+        or any(
+            str(start) == folder or str(start).startswith(folder + os.sep)
+            for folder in skipped.folders
+        )
+        or in_run_folder(path=start, root=root)
     )
 
 
@@ -63,8 +71,19 @@ def _glob_files(
     inside = _in_skipped(start=start, root=root, skipped=skipped)
     if inside and not walk_skipped:
         return
-    base = len(str(root)) + 1
+    top = str(root)
+    base = len(top) + 1
     for folder, folders, files in os.walk(start):
+        # A run folder below the root, wherever it was written, holds only eb's output: its
+        # transcripts and evidence match `**/*.jsonl` as well as the dataset does.
+        if (
+            not inside
+            and STAGES_FOLDER in folders
+            and folder != top
+            and is_run_folder(folder=folder)
+        ):
+            folders[:] = []
+            continue
         folders[:] = [
             name
             for name in folders

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from eval_banana.core.errors import DefinitionError
 from eval_banana.datasets.sources import Skipped, _dataset_paths, dataset_scope, names_path
 from eval_banana.projectstate.patterns import file_pattern_regex
+from eval_banana.stagefiles.layout import envelope
 
 
 def _tree(root: Path, files: list[str]) -> None:
@@ -129,3 +131,41 @@ def test_a_file_a_glob_matches_that_is_no_dataset_names_the_glob_narrowed(tmp_pa
             ("data/**", "data/**/*.csv"),
         )
     }
+
+
+def _run_folder(folder: Path) -> None:
+    """`folder` made a run folder as eb makes one: its config stage names eb's schema."""
+    schema = envelope(stage="config", run_id="r", inputs={})["$schema"]
+    (folder / "stages").mkdir(parents=True)
+    (folder / "stages" / "config.json").write_text(json.dumps({"$schema": schema}))
+
+
+def test_a_glob_never_looks_in_a_run_folder_wherever_it_lies(tmp_path: Path) -> None:
+    # No setting names these folders (written with --output-dir, as shards, copied in): each
+    # is told by its config stage, and the project root never is one.
+    _tree(
+        tmp_path,
+        [
+            "data/a.jsonl",
+            "ci-out/20261206_000000_abcd1234/checks/qa.transcript.jsonl",
+            "shards/1/20261206_000001_abcd1234/checks/case/seen.jsonl",
+            "merged/checks/qa.transcript.jsonl",
+            "pipeline/rows.jsonl",  # beside a stages/config.json that is not eb's
+        ],
+    )
+    for run in ("ci-out/20261206_000000_abcd1234", "shards/1/20261206_000001_abcd1234", "merged"):
+        _run_folder(tmp_path / run)
+    _tree(tmp_path, ["pipeline/stages/config.json"])
+    skipped = Skipped(names=frozenset(), folders=frozenset())
+    assert _found(tmp_path, "**/*.jsonl", skipped) == ["data/a.jsonl", "pipeline/rows.jsonl"]
+    named = [
+        path
+        for path in ("ci-out/20261206_000000_abcd1234/checks/x.jsonl", "merged/checks/x.jsonl")
+        if names_path(pattern="**/*.jsonl", path=path, root=tmp_path, skipped=skipped)
+    ]
+    assert named == []
+    with pytest.raises(DefinitionError, match=r"looks in merged/checks/, where no glob looks \(it"):
+        _found(tmp_path, "merged/checks/*.jsonl", skipped)
+    # The root itself is never taken for a run folder: nothing would be left to look in.
+    _run_folder(tmp_path)
+    assert _found(tmp_path, "**/*.jsonl", skipped) == ["data/a.jsonl", "pipeline/rows.jsonl"]
