@@ -12,6 +12,7 @@ from eval_banana.core.readback import read_regular
 from eval_banana.core.words import plural, unprintable, visible
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
 from eval_banana.settings.folders import own_folders_below
+from eval_banana.settings.runmark import STAGES_FOLDER, is_run_folder
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 CHECK_DIR_NAME = "eval_checks"
@@ -33,20 +34,30 @@ Candidate = tuple[str, bool]
 
 
 def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[Candidate]) -> None:
-    """Every *.yaml / *.yml below a check folder, pruning excluded and symlinked folders."""
+    """Every *.yaml / *.yml below a check folder, pruning excluded and symlinked folders, and
+    run folders below it (as `_walk_for_check_dirs` does; `folder` itself is read as asked)."""
     stack = [folder]
     while stack:
         current = stack.pop()
+        here: list[Candidate] = []
+        below: list[str] = []
+        stages = False
         for entry in _scan(folder=current):
             name = entry.name
+            if name == STAGES_FOLDER:
+                stages = True
             if name.endswith(CHECK_SUFFIXES):
                 is_link = entry.is_symlink()
                 # Not only regular files: a FIFO or device by a check file's name is named as
                 # unreadable when it is read, never skipped in silence.
                 if is_link or not entry.is_dir(follow_symlinks=False):
-                    found.append((entry.path, is_link))
+                    here.append((entry.path, is_link))
             elif name not in excluded and entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
+                below.append(entry.path)
+        if stages and current != folder and is_run_folder(folder=current):
+            continue
+        found.extend(here)
+        stack.extend(below)
 
 
 def _walk_for_check_dirs(
@@ -58,7 +69,11 @@ def _walk_for_check_dirs(
     found: list[Candidate],
 ) -> None:
     """Walk top-down; a folder named eval_checks is scanned whole and not walked again.
-    `skipped` are whole paths never entered (eb's own output, cache and history folders)."""
+    `skipped` are whole paths never entered (eb's own output, cache and history folders as
+    configured); a run folder below the root is never entered wherever it lies: a check's
+    evidence folder there may hold files that look like checks (one copied, or made by a check
+    of a project like this one). It is told by its listing naming `stages/`, then its config
+    stage (settings/runmark.py), so no other folder costs a file system call more."""
     if os.path.basename(root) == CHECK_DIR_NAME:
         check_dirs.append(root)
         _collect_yaml(folder=root, excluded=excluded, found=found)
@@ -66,17 +81,24 @@ def _walk_for_check_dirs(
     stack = [root]
     while stack:
         current = stack.pop()
+        below: list[tuple[str, bool]] = []  # (path, whether it is a check folder)
+        stages = False
         for entry in _scan(folder=current):
             name = entry.name
+            if name == STAGES_FOLDER:
+                stages = True
             if name in excluded or not entry.is_dir(follow_symlinks=False):
                 continue
-            if entry.path in skipped:
-                continue
-            if name == CHECK_DIR_NAME:
-                check_dirs.append(entry.path)
-                _collect_yaml(folder=entry.path, excluded=excluded, found=found)
+            if entry.path not in skipped:
+                below.append((entry.path, name == CHECK_DIR_NAME))
+        if stages and current != root and is_run_folder(folder=current):
+            continue
+        for path, is_check_dir in below:
+            if is_check_dir:
+                check_dirs.append(path)
+                _collect_yaml(folder=path, excluded=excluded, found=found)
             else:
-                stack.append(entry.path)
+                stack.append(path)
 
 
 def _describe(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +13,7 @@ import pytest
 
 from eval_banana.models.config import DEFAULT_EXCLUDE_DIRS, Selection, Settings
 from eval_banana.models.stages import ConfigDoc
+from eval_banana.stagefiles.layout import envelope
 from eval_banana.stages.discover import discover
 from tests.conftest import EbResult, check_yaml
 
@@ -114,6 +118,76 @@ def test_eb_s_own_output_cache_and_history_folders_are_not_walked(tmp_path: Path
         ".eval-banana/eval_checks/kept.yaml",
         "eval_checks/real.yaml",
     ]
+
+
+def _run_folder(folder: Path) -> None:
+    """`folder` made a run folder as eb makes one: its config stage names eb's schema."""
+    schema = envelope(stage="config", run_id="r", inputs={})["$schema"]
+    (folder / "stages").mkdir(parents=True)
+    (folder / "stages" / "config.json").write_text(json.dumps({"$schema": schema}))
+
+
+def test_a_run_folder_is_not_walked_wherever_it_lies(tmp_path: Path) -> None:
+    # Written with --output-dir, as a shard, or copied in: no setting names it, its config
+    # stage tells it. A check's evidence there may look like checks.
+    runs = ["ci-out/20261206_000000_abcd1234", "shards/1/20261206_000001_abcd1234", "merged"]
+    for run in runs:
+        _plant(tmp_path, f"{run}/checks/scaffold/eval_checks/decoy.yaml")
+        _run_folder(tmp_path / run)
+    # Inside a check folder too: every YAML file below one is otherwise a check.
+    _plant(tmp_path, "eval_checks/out/checks/scaffold/decoy.yaml")
+    _run_folder(tmp_path / "eval_checks/out")
+    # A stages/config.json that is not eb's marks nothing.
+    _plant(tmp_path, "pipeline/stages/config.json")
+    _plant(tmp_path, "pipeline/eval_checks/kept.yaml")
+    _plant(tmp_path, "eval_checks/real.yaml")
+    expected = ["eval_checks/real.yaml", "pipeline/eval_checks/kept.yaml"]
+    assert _found(tmp_path) == expected
+    # The project root is never taken for one, and a --check-dir is read as asked.
+    _run_folder(tmp_path)
+    assert _found(tmp_path) == expected
+    assert _found(tmp_path, check_dir="merged") == ["merged/checks/scaffold/eval_checks/decoy.yaml"]
+
+
+# A check that makes a project of its own in its evidence folder, as a check of eb's own
+# scaffolding would: its check file lies in the run folder, wherever the run was sent.
+SCAFFOLD = """\
+schema_version: 1
+id: scaffold
+type: deterministic
+description: makes a project
+script: |
+  import json, pathlib, sys
+  folder = pathlib.Path(json.load(open(sys.argv[1]))["output_dir"]) / "eval_checks"
+  folder.mkdir()
+  (folder / "made.yaml").write_text("schema_version: 1\\nid: made\\ntype: deterministic\\n"
+      "description: made\\nscript: raise SystemExit(1)\\n")
+"""
+
+
+def test_a_check_file_a_run_left_in_its_output_folder_is_not_found_later(
+    project: Callable[..., Path],
+) -> None:
+    root = project({"eval_checks/scaffold.yaml": SCAFFOLD})
+
+    def eb_process(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+
+    first = eb_process("run", "--output-dir", "ci-out")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert list(root.glob("ci-out/*/checks/*/eval_checks/made.yaml"))
+    listed = eb_process("list")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == ["scaffold"]
+    again = eb_process("run")
+    assert again.returncode == 0 and "Score: 1/1" in again.stdout, again.stdout + again.stderr
 
 
 def test_an_output_folder_that_is_the_project_root_does_not_hide_the_project(
