@@ -26,7 +26,7 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
 from eval_banana.runners import orphans, runner_for
 from eval_banana.runners.base import ProjectView, RunContext
-from eval_banana.runners.redact import Redactor, redact_check, redactor_for
+from eval_banana.runners.redact import Redactor, redact_check, run_redactor
 from eval_banana.runners.results import error_result, exception_result, iso, utc_now
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES, run_attempts
 from eval_banana.settings.envpolicy import build_base_env
@@ -106,12 +106,7 @@ class Calibrator:
         self.watch = watch
         self.cancel = cancel
         self.base_env = build_base_env(settings=config.settings.execution, environ=environ)
-        self.redactor: Redactor = redactor_for(
-            environ=environ,
-            names=config.settings.execution.redact,
-            extra_env=config.settings.harness.env,
-            remotes=(config.settings.cache.remote,),
-        )
+        self.redactor: Redactor = run_redactor(config=config, harness=harness, environ=environ)
 
     def sample(self, run: CaseRun) -> CaseSample:
         """Run one sample in a fresh copy with the case's files; the copy is removed after."""
@@ -139,6 +134,7 @@ class Calibrator:
                 cancel=self.cancel,
                 evidence_stem=run.stem,
                 view=ProjectView(path=workspace.path, cwd=workspace.cwd, wrap=workspace.wrap),
+                redactor=self.redactor,
             )
             result = self.watch.judged(
                 key=run.stem,

@@ -82,6 +82,26 @@ def _expand(*, value: str, base_env: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(replace, value)
 
 
+def placeholder_reads(*, template: AgentTemplate, environ: Mapping[str, str]) -> list[str]:
+    """The values `provider_env`'s `{env:NAME}` placeholders read from `environ` (set names only):
+    what eb hands the agent from its environment, which it must never write."""
+    return [
+        environ[name]
+        for value in template.provider_env.values()
+        for name in _PLACEHOLDER.findall(value)
+        if name in environ
+    ]
+
+
+def provider_values(*, template: AgentTemplate, environ: Mapping[str, str]) -> dict[str, str]:
+    """`provider_env` as the agent receives it from `environ`, placeholders filled (unset: empty,
+    without the warning `build_env` gives)."""
+    return {
+        key: _PLACEHOLDER.sub(lambda match: environ.get(match.group(1), ""), value)
+        for key, value in template.provider_env.items()
+    }
+
+
 def build_env(
     *,
     template: AgentTemplate,

@@ -14,6 +14,7 @@ from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
 if TYPE_CHECKING:
     # Only assertions checks use it, and only their runner imports what it needs.
     from eval_banana.assertions.shared import SharedArtifacts
+    from eval_banana.runners.redact import Redactor
 
 
 class ProjectView(NamedTuple):
@@ -48,6 +49,9 @@ class RunContext(Record):
     view: ProjectView | None = None
     # The run's artifacts that several assertions checks grade, parsed once between them.
     artifacts: SharedArtifacts | None = None
+    # The run's redactor (eval_banana.runners.redact.run_redactor), for what a runner masks while
+    # the check runs; None: a runner that needs one builds it from the check's own environment.
+    redactor: Redactor | None = None
 
     @property
     def seen_root(self) -> Path:

@@ -37,7 +37,7 @@ from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
-from eval_banana.runners.redact import redactor_for
+from eval_banana.runners.redact import run_redactor
 from eval_banana.runners.results import (
     build_result,
     error_result,
@@ -158,9 +158,9 @@ def _transcript_builder(
         return None
     # Masked before each text is cut, so a cut never leaves part of a secret; the whole file is
     # masked again with the run's other files afterwards (eval_banana.runners.redact).
-    redactor = redactor_for(
-        environ=env, names=settings.execution.redact, remotes=(settings.cache.remote,)
-    )
+    redactor = ctx.redactor
+    if redactor is None:
+        redactor = run_redactor(config=ctx.config, harness=ctx.harness, environ=env)
     return TranscriptBuilder(
         dialect=str(details["output_dialect"]),
         max_chars=settings.harness.transcript_max_chars,

@@ -3,7 +3,8 @@
 A check or a judge can print its environment; under the default `inherit` policy that puts API
 keys into stdout files, results, every report and the console. The values of variables whose
 names look like credentials (`*_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_CREDENTIALS`,
-and any named in `[execution] redact`) are replaced by `***` in each result before it is
+and any named in `[execution] redact`), and every value the agent's `provider_env` reads from
+the environment (`run_redactor`: one set per run) are replaced by `***` in each result before it is
 written, and in the check's output files after it ends (rewritten, streaming, only when they
 hold such a value). Values shorter than MIN_CHARS are left alone: short values such as `1` or
 `true` would turn up everywhere.
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.core.secreturl import url_secrets
+from eval_banana.harness.command import placeholder_reads, provider_values
 from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ConfigDoc, ResolvedHarness
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES
 from eval_banana.settings.envpolicy import SECRET_NAMES
 from eval_banana.settings.table import variable_of
@@ -144,21 +147,49 @@ def redactor_for(
     names: Iterable[str],
     extra_env: Mapping[str, str] | None = None,
     remotes: Iterable[str | None] = (),
+    also: Iterable[Mapping[str, str]] = (),
+    values: Iterable[str] = (),
 ) -> Redactor:
-    """The redactor of a run: credential-like variables of its environment and [harness.env],
-    and the password and query of the shared cache's URL: the one `environ` gives and each in
-    `remotes` (the configured one, which a stage file may hold masked while the variable holds
-    it whole). The URL is withheld from checks, but one may read it from the config file."""
+    """A redactor from credential-like variables of `environ`, `extra_env` and each of `also`,
+    the given `values`, and the password and query of the shared cache's URL: the one `environ`
+    gives and each in `remotes` (the configured one, which a stage file may hold masked while the
+    variable holds it whole). The URL is withheld from checks, but one may read it from the
+    config file."""
     listed = tuple(names)
     secrets = [
         value
-        for source in (environ, extra_env or {})
+        for source in (environ, extra_env or {}, *also)
         for name, value in source.items()
         if is_credential_name(name=name, extra=listed)
     ]
+    secrets.extend(values)
     urls = (environ.get(REMOTE_VARIABLE), *remotes)
     secrets.extend(secret for url in urls if url for secret in url_secrets(url))
     return Redactor(secrets=secrets)
+
+
+def run_redactor(
+    *, config: ConfigDoc, harness: ResolvedHarness | None, environ: Mapping[str, str]
+) -> Redactor:
+    """The redactor of a run, for every file, result and console line it writes: besides the
+    credential-like variables of `environ` and [harness.env], what its agent receives on top of
+    them: every value a `provider_env` placeholder reads from `environ`, whatever the name it is
+    given, and the credential-like variables of `provider_env` and `fixed_env`."""
+    settings = config.settings
+    layers: list[Mapping[str, str]] = []
+    read: list[str] = []
+    if harness is not None:
+        template = harness.template
+        layers = [provider_values(template=template, environ=environ), template.fixed_env]
+        read = placeholder_reads(template=template, environ=environ)
+    return redactor_for(
+        environ=environ,
+        names=settings.execution.redact,
+        extra_env=settings.harness.env,
+        remotes=(settings.cache.remote,),
+        also=layers,
+        values=read,
+    )
 
 
 def redact_check(

@@ -44,7 +44,7 @@ from eval_banana.runners.pool import (
     stop_signal,
     unanswered,
 )
-from eval_banana.runners.redact import redact_check, redactor_for
+from eval_banana.runners.redact import redact_check, run_redactor
 from eval_banana.runners.results import (
     error_result,
     exception_result,
@@ -185,12 +185,8 @@ def execute(
     checks_dir.mkdir(parents=True, exist_ok=True)
     base_env = build_base_env(settings=config.settings.execution, environ=environ)
     source = os.environ if environ is None else environ
-    redactor = redactor_for(
-        environ=source,
-        names=config.settings.execution.redact,
-        extra_env=config.settings.harness.env,
-        remotes=(config.settings.cache.remote,),
-    )
+    # One redactor for everything the run writes or prints, transcripts included.
+    redactor = run_redactor(config=config, harness=guard.harness, environ=source)
     project_root = Path(config.project_root)
     results: list[CheckResult | None] = [None] * len(checks)
     not_run: list[bool] = [False] * len(checks)
@@ -256,6 +252,7 @@ def execute(
             report_cost=fuses.report_cost,
             evidence_stem=None if stem == check.stem else stem,
             artifacts=shared,
+            redactor=redactor,
         )
 
         def run_in(view: ProjectView | None) -> CheckResult:

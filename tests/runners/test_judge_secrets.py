@@ -1,0 +1,114 @@
+"""No secret a judge receives lands in a file eb writes or on its console: real `eb run`s of
+a stand-in agent that prints what it was given, with the verdict cache and history on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from eval_banana.harness.resolve import resolve_harness
+from eval_banana.runners.redact import run_redactor
+from tests.gitrepo import init_repo
+from tests.harness.judge_rig import config_doc
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Prints the variable named on its command line on stdout and stderr, and gives it as its reason.
+PRINTING_AGENT = """\
+import json, os, sys
+text = "I used " + sys.argv[1] + "=" + os.environ.get(sys.argv[1], "")
+print(text)
+print(text, file=sys.stderr)
+print(json.dumps({"score": 0, "reason": text}))
+"""
+
+CHECK = """\
+schema_version: 1
+id: tone
+type: harness_judge
+description: Judged by the stand-in.
+instructions: Judge the tone.
+"""
+
+
+def _judged_project(root: Path, *, agent: Path, agent_table: str) -> Path:
+    """A git project whose one judge check runs `agent` as configured by `agent_table`."""
+    config = (
+        '[harness]\nagent = "bot"\n\n[cache]\nmode = "on"\n\n'
+        f"[agents.bot]\ncommand = {json.dumps([sys.executable, str(agent)])}\n{agent_table}"
+    )
+    files: dict[str, str | bytes] = {
+        ".eval-banana/config.toml": config,
+        "eval_checks/tone.yaml": CHECK,
+    }
+    return init_repo(root, files)
+
+
+def _eb_run(root: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVAL_BANANA_"))}
+    environ.update(PYTHONPATH=str(REPO), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *args],
+        env=environ, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def _holding(folder: Path, needles: list[str]) -> list[str]:
+    """Every file under `folder` that holds one of `needles`."""
+    return [
+        f"{path.relative_to(folder)}: {needle!r}"
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+        for needle in needles
+        if needle.encode() in path.read_bytes()
+    ]
+
+
+def test_a_provider_env_placeholder_value_is_masked_everywhere(tmp_path: Path) -> None:
+    # docs/judges.md's own form: a credential-like name filled from a variable that is not one.
+    secret = "rbt-secret-abcdef123456"
+    agent = tmp_path / "agent.py"
+    agent.write_text(PRINTING_AGENT)
+    table = (
+        'prompt_flag = "--prompt"\nmodel_flag = ""\n'
+        f"shared_flags = {json.dumps(['REVIEW_BOT_TOKEN'])}\n"
+        'prompt_position = "tail"\n'
+        'provider_env = { REVIEW_BOT_TOKEN = "{env:RBT_VALUE}" }\n'
+    )
+    root = _judged_project(tmp_path / "proj", agent=agent, agent_table=table)
+    junit = tmp_path / "junit.xml"
+    streams = ""
+    # The second run reuses the verdict the first stored, restoring its files from the cache.
+    for _ in range(2):
+        done = _eb_run(root, "--junit-xml", str(junit), env={"RBT_VALUE": secret})
+        assert done.returncode == 1, done.stderr
+        streams += done.stdout + done.stderr
+    assert "I used REVIEW_BOT_TOKEN=***" in streams
+    assert secret not in streams
+    state = root / ".eval-banana"
+    for folder in ("results", "cache", "history"):
+        assert any(path.is_file() for path in (state / folder).rglob("*")), folder
+    assert _holding(root, [secret]) == []
+    assert secret not in junit.read_text()
+
+
+def test_the_run_redactor_holds_what_the_agent_is_given(tmp_path: Path) -> None:
+    agents = {
+        "bot": {
+            "command": ["bot"],
+            "provider_env": {"GATEWAY": "https://{env:GATEWAY_HOST}/v1", "BOT_TOKEN": "x-{env:T}"},
+            "fixed_env": {"BOT_API_KEY": "fixed-key-value", "BOT_MODE": "quiet-mode"},
+        }
+    }
+    config = config_doc(project_root=tmp_path, harness={"agent": "bot"}, agents=agents)
+    environ = {"GATEWAY_HOST": "gw.internal.example", "T": "token-value-1", "HOME": "/home/me"}
+    redactor = run_redactor(
+        config=config, harness=resolve_harness(settings=config.settings), environ=environ
+    )
+    # Every value a placeholder reads, whatever its name; credential-like names of the layers.
+    assert set(redactor.secrets) == {
+        "gw.internal.example", "token-value-1", "x-token-value-1", "fixed-key-value"
+    }  # fmt: skip
