@@ -23,6 +23,7 @@ from eval_banana.harness.command import placeholder_reads, provider_values
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ResolvedHarness
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES
+from eval_banana.runners.secretforms import SecretForms
 from eval_banana.settings.envpolicy import SECRET_NAMES
 from eval_banana.settings.table import variable_of
 
@@ -47,22 +48,23 @@ def is_credential_name(*, name: str, extra: Iterable[str] = ()) -> bool:
 
 
 class Redactor:
-    """Replaces a fixed set of secret values in texts, JSON-like values and files."""
+    """Replaces a fixed set of secret values in texts, JSON-like values and files, each as it
+    is and in the JSON-escaped forms an agent prints it in (eval_banana.runners.secretforms)."""
 
     def __init__(self, *, secrets: Iterable[str]) -> None:
         # Longest first, so a secret that contains another is masked whole.
         unique = {value for value in secrets if len(value) >= MIN_CHARS}
         self.secrets: tuple[str, ...] = tuple(sorted(unique, key=lambda v: (-len(v), v)))
-        self._needles: tuple[bytes, ...] = tuple(value.encode() for value in self.secrets)
-        self._longest = max((len(needle) for needle in self._needles), default=0)
+        self._forms = tuple(SecretForms(value) for value in self.secrets)
+        # Each read block is searched with the previous one's last _longest - 1 bytes.
+        self._longest = max((forms.longest for forms in self._forms), default=0)
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
 
     def text(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
+        for forms in self._forms:
+            text = forms.masked(text, mask=MASK)
         return text
 
     def value(self, value: Any) -> Any:
@@ -81,7 +83,7 @@ class Redactor:
         with path.open("rb") as handle:
             while block := handle.read(_BLOCK):
                 window = carry + block
-                if any(needle in window for needle in self._needles):
+                if any(forms.occurs_in(window) for forms in self._forms):
                     return True
                 carry = window[-overlap:] if overlap else b""
         return False
@@ -89,11 +91,8 @@ class Redactor:
     def _occurrences(self, buffer: bytes) -> list[tuple[int, int]]:
         """Non-overlapping (start, end) of the secrets in `buffer`, in order."""
         found: list[tuple[int, int]] = []
-        for needle in self._needles:
-            start = buffer.find(needle)
-            while start >= 0:
-                found.append((start, start + len(needle)))
-                start = buffer.find(needle, start + len(needle))
+        for forms in self._forms:
+            found.extend(forms.spans(buffer))
         found.sort(key=lambda span: (span[0], -span[1]))
         kept: list[tuple[int, int]] = []
         for span in found:

@@ -112,3 +112,57 @@ def test_the_run_redactor_holds_what_the_agent_is_given(tmp_path: Path) -> None:
     assert set(redactor.secrets) == {
         "gw.internal.example", "token-value-1", "x-token-value-1", "fixed-key-value"
     }  # fmt: skip
+
+
+# claude's stream-json: the secrets quoted in a tool's result, once in JSON quoted in JSON; then
+# a passing verdict. stderr gets them as they are.
+STREAMING_AGENT = """\
+import json, os, sys
+secrets = [os.environ["MY_API_KEY"], os.environ["UNICODE_TOKEN"]]
+def out(event):
+    print(json.dumps(event))
+out({"type": "assistant", "message": {"content": [
+    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "env"}}]}})
+listing = "\\n".join("SECRET=" + value for value in secrets)
+nested = json.dumps({"env": secrets})
+out({"type": "user", "message": {"content": [
+    {"type": "tool_result", "tool_use_id": "t1", "content": listing + "\\n" + nested}]}})
+verdict = json.dumps({"score": 1, "reason": "ok"})
+out({"type": "result", "subtype": "success", "is_error": False, "result": verdict,
+     "usage": {"input_tokens": 5, "output_tokens": 5}})
+print(listing, file=sys.stderr)
+"""
+
+
+def _forms(secret: str) -> list[str]:
+    """The secret and the ways a JSON encoder can write it, once or quoted in JSON again."""
+    once = [json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]]
+    forms = [secret, *once, *(form.replace("/", "\\/") for form in once)]
+    forms += [json.dumps(form)[1:-1] for form in once]
+    return sorted(set(forms))
+
+
+def test_a_secret_an_agent_prints_json_escaped_is_masked_in_every_form(tmp_path: Path) -> None:
+    secrets = {"MY_API_KEY": 'Zq\\8d"k-Secret-123456', "UNICODE_TOKEN": "pässwörd/Ω-0123😀"}
+    agent = tmp_path / "agent.py"
+    agent.write_text(STREAMING_AGENT)
+    root = _judged_project(
+        tmp_path / "proj", agent=agent, agent_table='model_flag = ""\noutput_dialect = "claude"\n'
+    )
+    needles = [form for secret in secrets.values() for form in _forms(secret)]
+    assert len(needles) >= 8
+    streams = ""
+    for _ in range(2):
+        done = _eb_run(root, env=secrets)
+        assert done.returncode == 0, done.stderr
+        streams += done.stdout + done.stderr
+    assert [needle for needle in needles if needle in streams] == []
+    assert _holding(root, needles) == []
+    # The judged run's file, and the one the cached run restored.
+    outputs = list((root / ".eval-banana" / "results").glob("*/checks/tone-*.stdout.txt"))
+    assert len(outputs) == 2
+    for path in outputs:
+        tool_result = json.loads(path.read_text().splitlines()[1])["message"]["content"][0]
+        assert tool_result["content"].splitlines() == [
+            "SECRET=***", "SECRET=***", '{"env": ["***", "***"]}'
+        ]  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,48 @@ def test_a_warning_quoting_what_a_judge_printed_is_masked_on_the_console(tmp_pat
     assert SECRET not in done.stdout + done.stderr
     for path in _every_file(root / "runs"):
         assert SECRET.encode() not in path.read_bytes(), path
+
+
+ODD = 'a<b>&c"d\\e/f\tgé😀h'
+
+
+def _upper_hex(text: str) -> str:
+    return re.sub(r"\\u([0-9a-f]{4})", lambda match: "\\u" + match.group(1).upper(), text)
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        ODD,
+        json.dumps(ODD)[1:-1],  # Python: non-ASCII as \uXXXX
+        json.dumps(ODD, ensure_ascii=False)[1:-1],  # JavaScript, Rust
+        _upper_hex(json.dumps(ODD)[1:-1].replace("/", "\\/")),  # \/, hex in capitals
+        json.dumps(ODD, ensure_ascii=False)[1:-1]  # Go: <, > and & escaped too
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026"),
+        json.dumps(json.dumps(ODD)[1:-1])[1:-1],  # JSON quoted in JSON
+        'a\\u003Cb>&c\\"d\\\\e/f\\u0009g\\u00e9😀h',  # mixed
+    ],
+)
+def test_a_secret_is_masked_however_a_json_encoder_wrote_it(written: str, tmp_path: Path) -> None:
+    redactor = Redactor(secrets=[ODD])
+    assert redactor.text(f"key={written};") == f"key={MASK};"
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(f"key={written};".encode())
+    assert redactor.file(path) is True
+    assert path.read_bytes() == f"key={MASK};".encode()
+
+
+def test_an_escaped_secret_split_across_read_blocks_is_still_masked(tmp_path: Path) -> None:
+    escaped = json.dumps(ODD)[1:-1].encode()
+    block = 1 << 20
+    data = bytearray(b"x" * (3 * block))
+    for offset in (block - 3, 2 * block - len(escaped) + 2):
+        data[offset : offset + len(escaped)] = escaped
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(bytes(data))
+    assert Redactor(secrets=[ODD]).file(path) is True
+    text = path.read_bytes()
+    assert escaped not in text and text.count(MASK.encode()) == 2
+    assert len(text) == len(data) - 2 * (len(escaped) - len(MASK))
