@@ -3,7 +3,7 @@ judge that writes files (in its case's copy or in the project) gives an `error` 
 same judge would be an `error` in `eb run`; under `off` it may write, as in a run.
 
 Which writes count is decided as in a run: paths in `[harness] isolation_ignore`, Python's
-caches, eb's own folders and new files git ignores do not.
+caches, eb's own folders and the files it writes, and new files git ignores do not.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from eval_banana.isolation.modes import isolation_error, listed_paths, shown_pat
 from eval_banana.isolation.workspace import Workspace
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.projectstate.state import read_project_state
-from eval_banana.settings.folders import own_folders
+from eval_banana.projectstate.state import read_project_state, relative_files
+from eval_banana.settings.folders import own_folders, written_files
 
 
 class SampleWatch:
@@ -35,16 +35,19 @@ class SampleWatch:
         """Read the project's file set (what each case's copy holds); watched unless `off`."""
         root = Path(config.project_root)
         excluded = config.settings.discovery.exclude_dirs
+        own = written_files(config=config)
         if config.settings.harness.isolation == "off":
             state = read_project_state(
                 root=root, excluded_names=excluded, skip_folders=own_folders(config=config)
             )
-            return cls(config=config, monitor=None, paths=sorted(state.files))
+            mine = relative_files(root=state.root, files=own)
+            return cls(config=config, monitor=None, paths=sorted(set(state.files) - mine))
         monitor = ChangeMonitor.open(
             root=root,
             excluded_names=excluded,
             skip_folders=own_folders(config=config),
             ignore=config.settings.harness.isolation_ignore,
+            own_files=own,
         )
         return cls(config=config, monitor=monitor, paths=monitor.paths)
 

@@ -10,7 +10,6 @@ project state is read once, and only as much of it as the checks at hand need.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ from eval_banana.core.log import Logger
 from eval_banana.core.suggest import closest
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ProblemModel
 from eval_banana.projectstate.patterns import InputPatterns, literal_prefix, normalize, outermost
-from eval_banana.projectstate.state import ProjectState, read_project_state
+from eval_banana.projectstate.state import ProjectState, read_project_state, relative_files
 from eval_banana.settings.folders import own_files, own_folders
 
 if TYPE_CHECKING:
@@ -147,8 +146,8 @@ class CheckInputs:
         """eb's own files inside the project (relative): no state a verdict is keyed on holds
         them, declared or not."""
         if self._own_paths is None:
-            self._own_paths = frozenset(
-                _relative_paths(paths=own_files(config=self._config), root=self.state.root)
+            self._own_paths = relative_files(
+                root=self.state.root, files=own_files(config=self._config)
             )
         return self._own_paths
 
@@ -190,16 +189,6 @@ class CheckInputs:
                 kept = [path for path in state.paths if path not in own]
                 self._whole_digest = state.digest_of(paths=kept)
         return self._whole_digest
-
-
-def _relative_paths(*, paths: Iterable[Path], root: str) -> set[str]:
-    """The POSIX paths relative to `root` of those of `paths` inside it."""
-    base = Path(root).resolve()
-    found = set()
-    for path in paths:
-        with contextlib.suppress(ValueError):
-            found.add(path.resolve().relative_to(base).as_posix())
-    return found
 
 
 def input_lines(*, config: ConfigDoc, definitions: Sequence[dict[str, Any]]) -> list[list[str]]:

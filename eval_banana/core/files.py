@@ -119,10 +119,17 @@ def _raise_write_error(*, path: Path, exc: OSError) -> NoReturn:
     raise WriteFault(path=str(path), cause=exc.strerror or str(exc)) from None
 
 
+def is_temp_sibling(*, name: str, of: str) -> bool:
+    """Whether the file name `name` is a temporary file an atomic write of the file named `of`
+    makes beside it (`.<of>.<pid>.<n>.tmp`) before renaming it into place."""
+    return name.startswith(f".{of}.") and name.endswith(".tmp")
+
+
 def _create_temp_sibling(*, path: Path) -> tuple[int, str]:
     """A new, empty temporary file beside `path` (its folder made if missing): (fd, name)."""
     made_folder = False
     while True:
+        # Named as is_temp_sibling expects: watchers of the project tell it from a project file.
         tmp_name = f"{path.parent}/.{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp"
         # Created with 0666 so the umask applies, as for any file the user writes (mkstemp
         # would make it 0600 and need a chmod); O_EXCL, so a clash with another writer is

@@ -23,8 +23,8 @@ from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision, file_at
-from eval_banana.projectstate.state import StateDiff
-from eval_banana.settings.folders import own_folders
+from eval_banana.projectstate.state import StateDiff, relative_files
+from eval_banana.settings.folders import own_files, own_folders
 
 
 class CaseRows(NamedTuple):
@@ -229,9 +229,13 @@ def changed_checks(
         )
     except (NotARepository, ProjectStateError) as exc:
         raise _setup_error(exc=exc, revision=revision, root=root) from None
-    paths = found.diff.paths
+    # eb's own files (the failures every run remembers, its JUnit file...) are never what a
+    # check reads, as they are no part of its cache key.
+    own = relative_files(root=root, files=own_files(config=config))
+    paths = found.diff.paths - own
     changed = sorted(paths)
-    ignored = frozenset(found.ignored)  # asked of every case: a set, not a list walked each time
+    ignored_paths = [path for path in found.ignored if path not in own]
+    ignored = frozenset(ignored_paths)  # asked of every case: a set, not a list walked each time
     answers: dict[_CheckFiles, bool] = {}
     affected: list[bool] = []
     for check in files:
@@ -241,7 +245,7 @@ def changed_checks(
                 check=check,
                 paths=paths,
                 changed=changed,
-                ignored=found.ignored,
+                ignored=ignored_paths,
                 ignored_set=ignored,
             )
         affected.append(answer)

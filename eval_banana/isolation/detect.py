@@ -2,12 +2,12 @@
 
 Before the execute stage the project's state is read (every file git tracks plus untracked files
 it does not ignore, or the files outside the excluded folders where there is no git; eb's own
-folders never count). Whenever a watched check starts or ends, eb looks at what changed since the
-last look: every watched check running at that moment is charged with the change, so a judge that
-rewrote a file, and every judge that ran beside it while it happened, ends as an `error`. Which
-files were touched comes from inotify where Linux offers it (a look costs a few system calls),
-else from reading the state again; a touched file counts as changed only when its content (its
-git blob id) differs.
+folders, and the files it writes beside them, never count). Whenever a watched check starts or
+ends, eb looks at what changed since the last look: every watched check running at that moment
+is charged with the change, so a judge that rewrote a file, and every judge that ran beside it
+while it happened, ends as an `error`. Which files were touched comes from inotify where Linux
+offers it (a look costs a few system calls), else from reading the state again; a touched file
+counts as changed only when its content (its git blob id) differs.
 """
 
 from __future__ import annotations
@@ -16,13 +16,19 @@ import os
 import subprocess
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from eval_banana.core.files import is_temp_sibling
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.projectstate.blobs import file_blob_id
 from eval_banana.projectstate.patterns import InputPatterns
-from eval_banana.projectstate.state import ProjectState, read_project_state, relative_folders
+from eval_banana.projectstate.state import (
+    ProjectState,
+    read_project_state,
+    relative_files,
+    relative_folders,
+)
 
 # What running code leaves behind on its own, beside what `[harness] isolation_ignore` adds.
 DEFAULT_IGNORE: tuple[str, ...] = (
@@ -50,13 +56,16 @@ class ChangeMonitor:
         skip: tuple[str, ...],
         ignore: InputPatterns,
         read_state: Callable[[], ProjectState],
+        own: frozenset[str] = frozenset(),
     ) -> None:
         self.root = state.root
         self.source = state.source
         self.object_format = state.object_format
-        self._ids = dict(state.files)
         self._excluded = excluded
         self._skip = skip
+        self._own = own
+        self._own_names = {os.path.split(path) for path in own}
+        self._ids = self._without_own(state.files)
         self._ignore = ignore
         self._read_state = read_state
         self._lock = threading.Lock()
@@ -78,7 +87,10 @@ class ChangeMonitor:
         excluded_names: Iterable[str],
         skip_folders: Iterable[Path],
         ignore: Sequence[str],
+        own_files: Iterable[Path] = (),
     ) -> ChangeMonitor:
+        """`skip_folders` and `own_files`: eb's own folders and the files eb writes into the
+        project (settings/folders.py), which are never the project's."""
         excluded = tuple(excluded_names)
         skips = tuple(skip_folders)
 
@@ -92,6 +104,7 @@ class ChangeMonitor:
             skip=relative_folders(root=state.root, folders=skips),
             ignore=ignore_patterns(ignore),
             read_state=read,
+            own=relative_files(root=state.root, files=own_files),
         )
 
     @property
@@ -104,9 +117,24 @@ class ChangeMonitor:
     def inotify(self) -> bool:
         return self._watcher is not None
 
+    def _is_own(self, path: str) -> bool:
+        """One of eb's files, or a temporary file an atomic write of one leaves beside it:
+        another eb run writes those whenever it likes (its failures, its JUnit file)."""
+        if path in self._own:
+            return True
+        folder, name = os.path.split(path)
+        return any(
+            folder == own_folder and is_temp_sibling(name=name, of=own_name)
+            for own_folder, own_name in self._own_names
+        )
+
+    def _without_own(self, files: Mapping[str, str]) -> dict[str, str]:
+        return {path: ids for path, ids in files.items() if not self._is_own(path)}
+
     def _counts(self, path: str) -> bool:
-        """Whether a path can belong to the state at all (eb's folders, excluded names, ignore)."""
-        if any(path.startswith(folder) for folder in self._skip):
+        """Whether a path can belong to the state at all (eb's folders and files, excluded
+        names, ignore)."""
+        if any(path.startswith(folder) for folder in self._skip) or self._is_own(path):
             return False
         if any(part in self._excluded for part in path.split("/")[:-1]):
             return False
@@ -196,7 +224,7 @@ class ChangeMonitor:
             root=self.root, source=self.source, ids=self._ids, object_format=self.object_format
         )
         diff = before.diff(now)
-        self._ids = dict(now.files)
+        self._ids = self._without_own(now.files)
         return {path for path in diff.paths if self._counts(path)}
 
     def _charge_running(self) -> None:

@@ -122,13 +122,14 @@ class IsolationSession:
         monitor = None
         if isolates_any(config=config, plan=plan):
             from eval_banana.isolation.detect import ChangeMonitor
-            from eval_banana.settings.folders import own_folders
+            from eval_banana.settings.folders import own_folders, written_files
 
             monitor = ChangeMonitor.open(
                 root=Path(config.project_root),
                 excluded_names=config.settings.discovery.exclude_dirs,
                 skip_folders=own_folders(config=config),
                 ignore=config.settings.harness.isolation_ignore,
+                own_files=written_files(config=config),
             )
         places = state_places(config=config, run_dir=run_dir)
         state = StateWatch(places=places, project_root=Path(config.project_root), running=running)

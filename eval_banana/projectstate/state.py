@@ -147,6 +147,17 @@ def relative_folders(*, root: str, folders: Iterable[str | Path]) -> tuple[str, 
     return tuple(out)
 
 
+def relative_files(*, root: str | Path, files: Iterable[Path]) -> frozenset[str]:
+    """The files inside `root` (links resolved, as the root is) as root-relative POSIX
+    paths; those outside it left out."""
+    base = Path(root).resolve()
+    found = set()
+    for path in files:
+        with contextlib.suppress(ValueError):
+            found.add(path.resolve().relative_to(base).as_posix())
+    return frozenset(found)
+
+
 def read_project_state(
     *,
     root: str | Path,

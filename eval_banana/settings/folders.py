@@ -111,21 +111,30 @@ def last_failed_path(*, config: ConfigDoc) -> Path:
     return Path(config.project_root) / ".eval-banana" / LAST_FAILED_FILE
 
 
-def own_files(*, config: ConfigDoc) -> list[Path]:
-    """eb's config file in use, the calibration record `eb calibrate` writes beside it, and
+def written_files(*, config: ConfigDoc) -> list[Path]:
+    """The files eb itself writes outside its own folders: the calibration record `eb
+    calibrate` writes beside the config file, the failures every `eb run` remembers there, and
     the files the run writes beside its run folder (the JUnit file, --result-out, the GitHub
-    step summary) and the failures `eb run` remembers: rewritten by every run, they would
-    otherwise change the project's state each time."""
+    step summary). Another eb run may rewrite them at any moment, so a watch on the project
+    must never take them for a check's or judge's change."""
     found = [
         record_path(config=config),
         last_failed_path(config=config),
         *(Path(path) for path in config.outputs),
     ]
-    if config.config_file:
-        found.append(Path(config.config_file))
     junit = config.settings.core.junit_xml
     if junit:
         found.append(junit_file(setting=junit, project_root=Path(config.project_root)))
+    return found
+
+
+def own_files(*, config: ConfigDoc) -> list[Path]:
+    """The files eb writes (`written_files`) and the config file in use: rewritten by every
+    run, or (the config file) a part of every key setting by setting, they would otherwise
+    change the project's state each time."""
+    found = written_files(config=config)
+    if config.config_file:
+        found.append(Path(config.config_file))
     return found
 
 

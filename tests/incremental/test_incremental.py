@@ -446,6 +446,32 @@ def test_the_record_of_failures_is_no_project_file_for_the_verdict_cache(
     assert project.misses(expect_exit=1) == set()
 
 
+@pytest.mark.parametrize("ignored", [False, True], ids=["untracked", "git-ignored"])
+def test_the_record_of_failures_is_no_change_for_changed_since(
+    tmp_path: Path, ignored: bool
+) -> None:
+    # A check reading every JSON file of the project: the record a failing run leaves in
+    # .eval-banana/ is eb's, so it neither changed since HEAD nor is an ignored input.
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/lastfailed.json\n" if ignored else "",
+            ".eval-banana/config.toml": "",
+            "eval_checks/json.yaml": script_check(
+                "json", script="raise SystemExit(1)\n", inputs=["**/*.json"]
+            ),
+            "data/a.json": "{}\n",
+        },
+    )
+    assert _eb(root, "run").returncode == 1
+    assert (root / ".eval-banana" / "lastfailed.json").is_file()
+    done = _eb(root, "list", "--changed-since", "HEAD")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and "0 checks listed" in done.stderr, done.stdout
+    (root / "data" / "a.json").write_text("[]\n")
+    assert "json\t" in _eb(root, "list", "--changed-since", "HEAD").stdout
+
+
 def test_the_record_of_failures_costs_no_heavy_import(project: Callable[..., Path]) -> None:
     # Read and rewritten by every run: checked against its schema without jsonschema/pydantic.
     root = failing_project(project)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,11 @@ if "SCRATCH" in " ".join(sys.argv):
     Path("scratch/out.log").write_text(f"made while judging at {time.time()}\\n")
 if "SLOW" in " ".join(sys.argv):
     time.sleep(1.5)
+if "WAIT_FOR_GO" in " ".join(sys.argv):
+    Path(os.environ["STARTED_FILE"]).write_text("judging")
+    deadline = time.time() + 60
+    while not Path(os.environ["GO_FILE"]).exists() and time.time() < deadline:
+        time.sleep(0.02)
 print('{"score": 1, "reason": "looks fine"}')
 """
 
@@ -84,8 +91,6 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def _run(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-    import os
-
     done = subprocess.run(
         [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html", *args],
         capture_output=True,
@@ -249,3 +254,48 @@ def test_a_judge_is_not_charged_with_a_change_made_before_it_started(tmp_path: P
     assert checks["b_judge"]["status"] == "passed", checks["b_judge"]
     assert checks["b_judge"]["details"]["isolation"]["changed"] == []
     assert code == 0
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_another_run_writing_eb_s_own_files_is_no_change_of_the_project(
+    tmp_path: Path, mode: str
+) -> None:
+    # A config written by hand: nothing git-ignores .eval-banana/lastfailed.json. Run A ends
+    # (and remembers its failure there) while run B's judge runs: not the judge's doing.
+    root = _project(tmp_path / "proj", git=True, checks={"judge": "WAIT_FOR_GO"})
+    (root / "eval_checks" / "failing.yaml").write_text(
+        "schema_version: 1\nid: failing\ntype: deterministic\ndescription: f.\n"
+        "script: raise SystemExit(1)\n"
+    )
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "a failing check")
+    started, go = tmp_path / "started", tmp_path / "go"
+    command = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html"]
+    env = {**os.environ, "STARTED_FILE": str(started), "GO_FILE": str(go)}
+    run_b = subprocess.Popen(
+        [*command, "--check-id", "judge", "--isolation", mode],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and run_b.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists(), run_b.communicate()
+        run_a = subprocess.run(
+            [*command, "--check-id", "failing", "--output-dir", str(tmp_path / "out-a")],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run_a.returncode == 1, run_a.stderr
+        assert "failing" in (root / ".eval-banana" / "lastfailed.json").read_text()
+    finally:
+        go.write_text("go")
+        out, err = run_b.communicate(timeout=120)
+    assert run_b.returncode == 0, out + err
