@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
+
+if TYPE_CHECKING:
+    from eval_banana.models.stages import ConfigDoc
 
 DESCRIPTION = (
     "Compare two run folders check by check: regressions (passed before, failed, errored or "
@@ -31,17 +35,18 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
         metavar="BASE",
         nargs="?",
         default=PREVIOUS,
-        help=f"Run folder of the earlier run, '{LATEST}' or '{PREVIOUS}' (default): the run "
-        "before the newest under the output folder of the project found from --cwd.",
+        help=f"Run folder of the earlier run, '{LATEST}' or '{PREVIOUS}' (default): the "
+        "finished run before the newest under the output folder of the project found from "
+        "--cwd.",
     )
     parser.add_argument(
         "head",
         metavar="HEAD",
         nargs="?",
         default=LATEST,
-        help=f"Run folder of the run to judge, or '{LATEST}' (default): the newest run under "
-        "the output folder of the project found from --cwd. `eb diff` alone compares the last "
-        "two runs.",
+        help=f"Run folder of the run to judge, or '{LATEST}' (default): the newest finished run "
+        "(one with its report.json) under the output folder of the project found from --cwd. "
+        "`eb diff` alone compares the last two finished runs.",
     )
     common.add_format(
         parser,
@@ -53,27 +58,39 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_run(args: argparse.Namespace, *, given: str) -> Path:
-    """A run folder as given, or one of the project's newest two (found from --cwd)."""
+    """A run folder as given, or one of the project's newest two finished runs (found from
+    --cwd)."""
     if given not in (LATEST, PREVIOUS):
         return Path(given).resolve()
     from eval_banana.core.errors import RunFolderError
     from eval_banana.pipeline.request import load_config
-    from eval_banana.settings.rundir import new_run_id, newest_run_dirs
+    from eval_banana.settings.rundir import new_run_id, newest_finished_runs
 
     config = load_config(request=common.request(args), run_id=new_run_id())
     wanted = 1 if given == LATEST else 2
-    runs = newest_run_dirs(config=config, count=wanted)
+    runs = newest_finished_runs(config=config, count=wanted)
     if len(runs) < wanted:
-        found = "no run folder found" if not runs else "only one run folder found"
+        found = "no finished run found" if not runs else "only one finished run found"
         raise RunFolderError(
             f"'{given}': {found} under {config.settings.core.output_dir} "
-            f"(project {config.project_root})",
+            f"(project {config.project_root}){_unfinished(config=config)}",
             hint="Run `eb run` first, or pass a run folder."
             if not runs
             else "Run `eb run` again to have two runs to compare, or pass the earlier run's "
             "folder as BASE.",
         )
     return runs[0]
+
+
+def _unfinished(*, config: ConfigDoc) -> str:
+    """What the message adds about the run folders passed over for want of a report.json."""
+    from eval_banana.settings.rundir import is_finished_run, run_dirs
+
+    count = sum(not is_finished_run(folder=run) for run in run_dirs(config=config))
+    if not count:
+        return ""
+    folders = "1 run folder there has" if count == 1 else f"{count} run folders there have"
+    return f"; {folders} no report.json (still running, or stopped before its report)"
 
 
 def run(args: argparse.Namespace) -> int:

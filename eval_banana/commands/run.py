@@ -38,9 +38,9 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
         metavar="RUN_DIR",
-        help="An earlier run folder (or 'latest', read before this run starts): print the diff "
-        "against it after the summary and write diff.json into the run folder. The exit code "
-        "stays this run's verdict.",
+        help="An earlier run folder (or 'latest', the newest finished run, read before this "
+        "run starts): print the diff against it after the summary and write diff.json into "
+        "the run folder. The exit code stays this run's verdict.",
     )
 
 

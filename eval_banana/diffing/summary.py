@@ -19,6 +19,7 @@ from eval_banana.diffing.narrowed import Narrowed, read_narrowed
 from eval_banana.models.diff import DiffRun, FamilySide, Outcome
 from eval_banana.models.result import ERROR_CLASSES, ErrorClass
 from eval_banana.settings.rundir import run_folder_hint
+from eval_banana.settings.runmark import is_run_folder
 
 REPORT_JSON = "report.json"
 _STATUSES = frozenset({"passed", "failed", "error"})
@@ -210,6 +211,21 @@ def _is_rate(value: object) -> bool:
     return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
+def _no_report_hint(*, run_dir: Path) -> str:
+    """What to pass instead of a folder without report.json: a run that never finished is
+    told apart from a folder that holds runs or none."""
+    if is_run_folder(folder=str(run_dir)):
+        return (
+            "It is a run that has not finished: still running, or stopped before it wrote its "
+            f"report (killed). Pass a finished run's folder, or `latest` or `previous` (finished "
+            f"runs only); `eb update --run-dir {run_dir}` finishes a stopped run."
+        )
+    return run_folder_hint(
+        folder=run_dir,
+        otherwise="Pass a folder that `eb run` or `eb merge` wrote, or `latest`.",
+    )
+
+
 def load_run(*, run_dir: Path) -> RunSummary:
     """Read a run folder's report.json (a setup error, exit 2, when it cannot be compared)."""
     path = run_dir / REPORT_JSON
@@ -221,10 +237,7 @@ def load_run(*, run_dir: Path) -> RunSummary:
         raise RunFolderError(
             f"Not a run folder: {run_dir} has no {REPORT_JSON}",
             file=str(run_dir),
-            hint=run_folder_hint(
-                folder=run_dir,
-                otherwise="Pass a folder that `eb run` or `eb merge` wrote, or `latest`.",
-            ),
+            hint=_no_report_hint(run_dir=run_dir),
         ) from None
     except OSError as exc:
         raise RunFolderError(f"Cannot read {path}: {exc}", file=str(path)) from None

@@ -157,18 +157,36 @@ def runs_by_creation(*, base: Path) -> list[Path]:
     return [Path(path) for _, path in sorted(dated)]
 
 
-def newest_run_dirs(*, config: ConfigDoc, count: int) -> list[Path]:
-    """The `count` most recently created runs under the output folder, oldest first (fewer
-    when there are fewer; a flat-output folder is one run, itself)."""
+# Written last, once every check has ended: the mark of a finished run.
+FINISHED_MARK = "report.json"
+
+
+def is_finished_run(*, folder: Path) -> bool:
+    """Whether a run folder holds its report.json: a run still going, or one stopped before
+    its report (killed, out of memory), has none, and holds no verdict to compare with."""
+    return (folder / FINISHED_MARK).is_file()
+
+
+def run_dirs(*, config: ConfigDoc) -> list[Path]:
+    """Every run under the output folder, oldest first (a flat-output folder is one run,
+    itself)."""
     base = output_base(config=config).resolve()
     if (base / "stages" / "config.json").is_file():
         return [base]
-    return runs_by_creation(base=base)[-count:]
+    return runs_by_creation(base=base)
+
+
+def newest_finished_runs(*, config: ConfigDoc, count: int) -> list[Path]:
+    """The `count` most recently created finished runs under the output folder, oldest first:
+    what `latest` and `previous` name. A run still going in the same folder, or one killed
+    before its report, is passed over, never taken for the newest."""
+    return [run for run in run_dirs(config=config) if is_finished_run(folder=run)][-count:]
 
 
 def newest_run_dir(*, config: ConfigDoc) -> Path | None:
-    """The most recently created run under the output folder (a flat-output folder itself)."""
-    runs = newest_run_dirs(config=config, count=1)
+    """The most recently created run under the output folder (a flat-output folder itself),
+    finished or not: what `eb status`, `eb update` and `eb stage` look at."""
+    runs = run_dirs(config=config)
     return runs[-1] if runs else None
 
 
@@ -200,7 +218,7 @@ def _prune(*, base: Path, keep: int, current: Path) -> list[str]:
     finished = [
         run
         for run in runs_by_creation(base=base)
-        if not run.is_symlink() and run.resolve() != this_run and (run / "report.json").is_file()
+        if not run.is_symlink() and run.resolve() != this_run and is_finished_run(folder=run)
     ]
     problems: list[str] = []
     for run in finished[: max(0, len(finished) - (keep - 1))]:
@@ -219,7 +237,7 @@ def _prune(*, base: Path, keep: int, current: Path) -> list[str]:
 # part-way (a file a check made immutable, a folder without write permission) leaves a finished
 # run, which the next prune tries again and warns about again. Deleted first, they left a folder
 # that no listing counts as a run and nothing ever deletes, after a single warning.
-_MARKS = ("stages", "report.json")
+_MARKS = ("stages", FINISHED_MARK)
 
 
 def _delete_run(run: Path) -> None:
@@ -234,7 +252,7 @@ def _delete_run(run: Path) -> None:
         for entry in os.scandir(stages):
             if entry.name != "config.json":
                 _delete_entry(entry)
-    (run / "report.json").unlink(missing_ok=True)
+    (run / FINISHED_MARK).unlink(missing_ok=True)
     if folder:
         (stages / "config.json").unlink(missing_ok=True)
         stages.rmdir()

@@ -4,6 +4,11 @@ over real runs of a project that changes between them."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -193,12 +198,12 @@ def test_eb_diff_alone_compares_the_last_two_runs_of_the_project(
     _write(root, BASE)
     none = eb("diff", "--cwd", str(root))
     assert none.exit_code == 2
-    assert "'previous': no run folder found under runs" in none.stderr
+    assert "'previous': no finished run found under runs" in none.stderr
     first = eb("run", "--cwd", str(root))
     assert first.exit_code == 0
     one = eb("diff", "--cwd", str(root))
     assert one.exit_code == 2
-    assert "'previous': only one run folder found under runs" in one.stderr
+    assert "'previous': only one finished run found under runs" in one.stderr
     assert "Run `eb run` again to have two runs to compare" in one.stderr
     _write(root, HEAD)
     second = eb("run", "--cwd", str(root))
@@ -214,6 +219,75 @@ def test_eb_diff_alone_compares_the_last_two_runs_of_the_project(
     assert named["base"]["run_dir"] == str(older) and named["head"]["run_dir"] == str(newer)
     against = json.loads(eb("diff", str(older), "--cwd", str(root), "--json").stdout)
     assert against["head"]["run_dir"] == str(newer)
+
+
+def _eb_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def test_latest_and_previous_are_finished_runs_only(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    # A run still going, then killed (SIGKILL: the OOM killer, a cancelled CI job), has no
+    # report.json: `latest` and `previous` pass over it, while naming it is still an error.
+    hold, started = tmp_path / "hold", tmp_path / "started"
+    waiter = (
+        "import time\nfrom pathlib import Path\n"
+        f"if Path({str(hold)!r}).exists():\n"
+        f"    Path({str(started)!r}).write_text('running')\n"
+        f"    while Path({str(hold)!r}).exists():\n"
+        "        time.sleep(0.02)\n"
+    )
+    root = project(
+        {"eval_checks/waiter.yaml": check_yaml("waiter", script=waiter)},
+        config='[core]\noutput_dir = "runs"\n\n[cache]\nmode = "off"\n',
+    )
+    assert _eb_process(root, "run").returncode == 0
+    (older,) = (root / "runs").iterdir()
+    assert _eb_process(root, "run").returncode == 0
+    (newer,) = (run for run in (root / "runs").iterdir() if run != older)
+    hold.write_text("")
+    going = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started.exists()
+        while_going = _eb_process(root, "diff", "--json")
+        assert while_going.returncode == 0, while_going.stderr
+    finally:
+        os.killpg(going.pid, signal.SIGKILL)  # eb and its check, as the OOM killer would
+        going.wait(timeout=60)
+        hold.unlink()
+    (killed,) = (run for run in (root / "runs").iterdir() if run not in (older, newer))
+    assert not (killed / "report.json").exists()
+    for done in (while_going, _eb_process(root, "diff", "previous", "latest", "--json")):
+        document = json.loads(done.stdout)
+        assert (document["base"]["run_dir"], document["head"]["run_dir"]) == (
+            str(older),
+            str(newer),
+        )
+    gated = _eb_process(root, "run", "--baseline", "latest", "--json")
+    assert gated.returncode == 0, gated.stderr
+    written = json.loads((Path(json.loads(gated.stdout)["output_dir"]) / "diff.json").read_text())
+    assert written["base"]["run_dir"] == str(newer)
+    named = _eb_process(root, "diff", str(killed), "latest")
+    assert named.returncode == 2
+    assert f"Not a run folder: {killed} has no report.json" in named.stderr
+    assert "It is a run that has not finished" in named.stderr
+    assert f"eb update --run-dir {killed}" in named.stderr
 
 
 def test_a_not_run_check_is_a_regression(
@@ -263,7 +337,7 @@ def test_a_folder_that_is_not_a_run_is_a_setup_error(
     assert result.exit_code == 2
     assert "$.checks[0].status must be passed, failed or error" in result.stderr
     result = eb("diff", "latest", str(base), "--cwd", str(tmp_path / "empty"))
-    assert result.exit_code == 2 and "no run folder found" in result.stderr
+    assert result.exit_code == 2 and "no finished run found" in result.stderr
 
 
 def test_run_with_a_baseline_prints_and_writes_the_diff_and_keeps_its_verdict(
