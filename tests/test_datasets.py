@@ -253,6 +253,27 @@ def test_a_glob_never_takes_the_files_of_a_run_folder_written_anywhere_in_the_pr
     assert _selected(eb, root, "--changed-since", "HEAD") == []
 
 
+def test_a_glob_never_takes_the_files_eb_writes_beside_its_folders(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A run that fails writes `.eval-banana/lastfailed.json` for --last-failed, and `eb
+    calibrate` its record beside the config: `**/*.json` matches both as well as the dataset,
+    and the next run took the failures as a dataset (refused: not a list of cases)."""
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: '**/*.json'"),
+            "data/rows.json": json.dumps(ROWS),
+        }
+    )
+    for _ in range(2):
+        code, report = _run(eb, root)
+        assert code == 1
+        assert _statuses(report) == EXPECTED
+    assert (root / ".eval-banana" / "lastfailed.json").is_file()
+    (root / ".eval-banana" / "calibration.json").write_text("{}")
+    assert _selected(eb, root) == list(EXPECTED)
+
+
 @pytest.mark.parametrize("boms", [1, 2])
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
 def test_a_byte_order_mark_and_windows_line_ends_change_nothing(

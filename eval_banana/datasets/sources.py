@@ -22,7 +22,7 @@ from eval_banana.projectstate.patterns import (
     normalize,
     pattern_problem,
 )
-from eval_banana.settings.folders import own_folders_below
+from eval_banana.settings.folders import own_files, own_folders_below
 from eval_banana.settings.runmark import STAGES_FOLDER, in_run_folder, is_run_folder
 
 _GLOB = "*?["
@@ -33,11 +33,14 @@ class Skipped(NamedTuple):
     in `[discovery] exclude_dirs` anywhere, and eb's own output, cache and history folders
     (a glob like `**/*.jsonl` would otherwise take the transcripts of earlier runs as cases,
     and grow with every run). Run folders are skipped wherever they lie too (one written with
-    `--output-dir`, a shard's), told by their mark (settings/runmark.py), not named here. A
-    path named without a glob is read wherever it is."""
+    `--output-dir`, a shard's), told by their mark (settings/runmark.py), not named here. So
+    are the files eb writes beside its folders (`lastfailed.json`, the calibration record, a
+    JUnit file): a `**/*.json` glob would take the last run's failures as a dataset. A path
+    named without a glob is read wherever it is."""
 
     names: frozenset[str]
     folders: frozenset[str]  # absolute, normalised
+    files: frozenset[str] = frozenset()  # absolute, normalised
 
 
 def _glob_start(*, pattern: str, root: Path) -> Path:
@@ -94,7 +97,7 @@ def _glob_files(
             path = os.path.join(folder, name)
             # Whatever matches, a FIFO or a dangling link too: left out quietly, it would take
             # its rows out of the family without a word (_dataset_paths refuses it).
-            if regex.fullmatch(path[base:].replace(os.sep, "/")):
+            if regex.fullmatch(path[base:].replace(os.sep, "/")) and path not in skipped.files:
                 yield Path(path)
 
 
@@ -235,15 +238,18 @@ def names_path(*, pattern: str, path: str, root: Path, skipped: Skipped) -> bool
         return normalize(pattern) == path
     if not file_pattern_regex(normalize(pattern)).fullmatch(path):
         return False
+    if os.path.normpath(root / path) in skipped.files:
+        return False
     return not _in_skipped(start=(root / path).parent, root=root, skipped=skipped)
 
 
 def dataset_skipped(*, config: ConfigDoc) -> Skipped:
     """Where the families' `cases_from` globs never look, as discovery never walks there:
-    `[discovery] exclude_dirs`, and eb's own folders inside the project."""
+    `[discovery] exclude_dirs`, and eb's own folders and files inside the project."""
     return Skipped(
         names=frozenset(config.settings.discovery.exclude_dirs),
         folders=own_folders_below(config=config),
+        files=frozenset(os.path.normpath(path) for path in own_files(config=config)),
     )
 
 
