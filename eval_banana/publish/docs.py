@@ -108,6 +108,18 @@ def _empty_paths_rule() -> str:
     )
 
 
+def _shards_agree_rule() -> str:
+    """One sentence: which settings every shard `eb merge` joins must share."""
+    from eval_banana.settings.table import VERDICT_SETTINGS
+
+    names = [f"`[{spec.section}] {spec.key}`" for spec in VERDICT_SETTINGS]
+    return (
+        f"{', '.join(names[:-1])} and {names[-1]} shape the verdict or are stated in the report: "
+        "`eb merge` refuses shards that ran with different values of any of them "
+        "([scale-out](scale-out.md#merging-eb-merge-run_dir))."
+    )
+
+
 _SCALARS = {
     "string": "string",
     "integer": "integer",
@@ -209,6 +221,8 @@ def reference_markdown() -> str:
         "",
         "Precedence, highest first: flag, `EVAL_BANANA_*` variable, project file, default.",
         _empty_paths_rule(),
+        "",
+        _shards_agree_rule(),
         "",
         *_settings_table(),
         "",

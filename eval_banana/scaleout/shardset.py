@@ -23,6 +23,7 @@ from eval_banana.models.stages import (
     ScoreDoc,
 )
 from eval_banana.settings.rundir import run_folder_hint
+from eval_banana.settings.table import SETTINGS_BY_NAME, VERDICT_SETTINGS, show
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, StageRead, read_stage_file, stage_digest
 from eval_banana.stagefiles.text import file_element_texts
@@ -30,18 +31,10 @@ from eval_banana.stagefiles.text import file_element_texts
 # How many missing shards a refused merge names before it counts the rest.
 _NAMED_MISSING = 20
 
-# Settings every shard must share. The threshold decides the merged verdict; the environment
-# policy is stated in report.json; the agent, model and effort are whose verdicts the judges are.
+# Settings every shard must share: those the settings table marks as shaping the verdict (the
+# threshold, --fail-on-flaky, the environment policy, the judges' agent and model, ...).
 # Timeouts, parallelism and fuses are each job's own budget and may differ.
-MATCHING_SETTINGS: tuple[str, ...] = (
-    "core.pass_threshold",
-    "execution.env",
-    "execution.env_allow",
-    "execution.env_allow_prefixes",
-    "harness.agent",
-    "harness.model",
-    "harness.reasoning_effort",
-)
+MATCHING_SETTINGS: tuple[str, ...] = tuple(spec.name for spec in VERDICT_SETTINGS)
 
 
 class ShardRun(NamedTuple):
@@ -249,16 +242,45 @@ def _check_same_plan(*, runs: Sequence[ShardRun]) -> None:
                 run_dir=run.run_dir,
                 hint="Merge the --select runs of one `eb plan` document only.",
             )
-        for name in MATCHING_SETTINGS:
-            mine = setting_value(settings=run.config.settings, name=name)
-            theirs = setting_value(settings=first.config.settings, name=name)
-            if mine != theirs:
-                raise _refuse(
-                    f"{run.label} ran with {name} = {mine!r}, {first.label} with {theirs!r}",
-                    run_dir=run.run_dir,
-                    hint="Shards of one run must share the settings that shape the verdict "
-                    "(docs/scale-out.md lists them).",
-                )
+        _check_same_settings(run=run, first=first)
+
+
+def _check_same_settings(*, run: ShardRun, first: ShardRun) -> None:
+    """The shards must share every setting that shapes the verdict: the merged run takes the
+    first shard's, and would pass by its rules what another shard failed by its own."""
+    for name in MATCHING_SETTINGS:
+        mine = setting_value(settings=run.config.settings, name=name)
+        theirs = setting_value(settings=first.config.settings, name=name)
+        if mine != theirs:
+            raise _refuse(
+                f"{run.label} ran with {name} = {_stated(run=run, name=name, value=mine)}, "
+                f"{first.label} with {_stated(run=first, name=name, value=theirs)}",
+                run_dir=run.run_dir,
+                hint=f"Run every shard with the same {name} ({_ways_to_set(name=name)}), then "
+                "merge their folders: the shards must share each setting that shapes the "
+                "verdict (docs/scale-out.md lists them).",
+            )
+
+
+def _stated(*, run: ShardRun, name: str, value: object) -> str:
+    """A shard's value of a setting as a message shows it, with where it came from."""
+    spec = SETTINGS_BY_NAME[name]
+    origin = {
+        "cli": f"from {spec.flag}",
+        "env": f"from {spec.env}",
+        "project": f"from [{spec.section}] {spec.key} in its config file",
+        "default": "the default",
+    }.get(run.config.sources.get(name) or "")
+    shown = "unset" if value is None else show(value)
+    return f"{shown} ({origin})" if origin else shown
+
+
+def _ways_to_set(*, name: str) -> str:
+    """Where a setting is given: its flag, its variable and its config key."""
+    spec = SETTINGS_BY_NAME[name]
+    ways = [way for way in (spec.flag, spec.env) if way is not None]
+    ways.append(f"[{spec.section}] {spec.key} in .eval-banana/config.toml")
+    return ", ".join(ways[:-1]) + f" or {ways[-1]}" if len(ways) > 1 else ways[0]
 
 
 def _plan_digest(run: ShardRun) -> str | None:

@@ -101,6 +101,10 @@ class SettingSpec(NamedTuple):
     # Kind "path": an empty flag names the project root (documented for --output-dir only);
     # for every other path an empty value is refused alike from the flag, variable and file.
     empty_flag_is_root: bool = False
+    # The run's verdict depends on it, or report.json / score.json state it: every shard
+    # `eb merge` joins must share it, or the merged run would pass by one shard's rules
+    # (docs/scale-out.md, Settings). Budgets (timeouts, fuses) are each job's own.
+    shapes_verdict: bool = False
 
     @property
     def default(self) -> object:
@@ -159,6 +163,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="RATIO",
         help=_help("core", "pass_threshold"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="core.llm_max_input_chars",
@@ -225,6 +230,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="N",
         help=_help("core", "maxfail", "-x is --maxfail 1."),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="core.keep_runs",
@@ -257,6 +263,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN_CALIBRATE,
         metavar="N",
         help=_help("core", "repeats"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="core.fail_on_flaky",
@@ -267,6 +274,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag="--fail-on-flaky",
         commands=_RUN,
         help=_help("core", "fail_on_flaky"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="core.last_failed_none",
@@ -279,6 +287,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=("run", "list"),
         metavar="{all,skip}",
         help=_help("core", "last_failed_none"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="core.schedule",
@@ -324,6 +333,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_HARNESS_COMMANDS,
         metavar="NAME",
         help=_help("harness", "agent", 'An empty value ("") means no agent.'),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="harness.model",
@@ -335,6 +345,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_HARNESS_COMMANDS,
         metavar="MODEL",
         help=_help("harness", "model", 'An empty value ("") means the agent\'s default.'),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="harness.reasoning_effort",
@@ -348,6 +359,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help(
             "harness", "reasoning_effort", 'An empty value ("") means the agent\'s default.'
         ),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="harness.timeout_seconds",
@@ -383,6 +395,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="{detect,copy,off}",
         help=_help("harness", "isolation"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="harness.isolation_ignore",
@@ -425,6 +438,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag="--require-calibration",
         commands=_RUN_VALIDATE,
         help=_help("harness", "require_calibration"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="harness.min_agreement",
@@ -436,6 +450,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN_VALIDATE,
         metavar="RATIO",
         help=_help("harness", "min_agreement"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="harness.transcripts",
@@ -489,6 +504,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="{inherit,allowlist}",
         help=_help("execution", "env"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="execution.env_allow",
@@ -500,6 +516,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="NAME",
         help=_help("execution", "env_allow", "Repeatable; the env var is comma-separated."),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="execution.env_allow_prefixes",
@@ -513,6 +530,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         help=_help(
             "execution", "env_allow_prefixes", "Repeatable; the env var is comma-separated."
         ),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="execution.isolation",
@@ -525,6 +543,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="{off,detect,copy}",
         help=_help("execution", "isolation"),
+        shapes_verdict=True,
     ),
     SettingSpec(
         name="execution.redact",
@@ -689,6 +708,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
 )
 
 SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
+# The settings every shard of a merged run must share, in table order.
+VERDICT_SETTINGS: tuple[SettingSpec, ...] = tuple(spec for spec in SETTINGS if spec.shapes_verdict)
 
 
 def variable_of(name: str) -> str:

@@ -602,9 +602,10 @@ def test_a_stop_in_any_shard_stops_the_merged_run(tmp_path: Path) -> None:
         (root / "eval_checks" / f"{check_id}.yaml").write_text(
             check_yaml(check_id, script=script.get(check_id, "pass"))
         )
-    # Each shard's own budgets: a one-second run timer in shard 3, -x in shard 2.
+    # -x in every shard (the shards must share it: report.json states it), which only shard 2
+    # reaches; and each shard's own budget, a one-second run timer in shard 3.
     budgets = {
-        2: ("--maxfail", "1", "--max-parallel-checks", "1"),
+        2: ("--max-parallel-checks", "1"),
         3: ("--run-timeout-seconds", "1"),
     }
     expected = {1: 0, 2: 1, 3: 3, 4: 0}
@@ -613,7 +614,8 @@ def test_a_stop_in_any_shard_stops_the_merged_run(tmp_path: Path) -> None:
         run_dir = tmp_path / "shards" / f"shard-{k}"
         done = _eb(
             "run", "--cwd", str(root), "--shard", f"{k}/{SHARDS}",
-            "--output-dir", str(run_dir), "--flat-output", *budgets.get(k, ()),
+            "--output-dir", str(run_dir), "--flat-output", "--maxfail", "1",
+            *budgets.get(k, ()),
         )  # fmt: skip
         assert done.returncode == expected[k], done.stderr
         run_dirs.append(str(run_dir))
@@ -623,7 +625,7 @@ def test_a_stop_in_any_shard_stops_the_merged_run(tmp_path: Path) -> None:
     (run_dir,) = (tmp_path / "m").iterdir()
     report = _report(run_dir)
     assert (report["aborted_by"], report["run_passed"]) == ("run_timeout", False)
-    assert report["halted_by"] == "maxfail"
+    assert (report["halted_by"], report["maxfail"]) == ("maxfail", 1)
     score = json.loads((run_dir / "stages" / "score.json").read_text())
     assert score["status"] == "aborted"
     not_run = {c["check_id"] for c in report["checks"] if c["details"].get("not_run") is True}
