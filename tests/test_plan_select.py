@@ -587,3 +587,33 @@ def test_plan_refuses_bad_flags(repo: Path, eb: Eb, flags: tuple[str, ...], word
     done = eb("plan", "--cwd", str(repo), *flags)
     assert done.exit_code == 2
     assert words in done.stderr
+
+
+def test_a_select_plan_reports_only_the_families_it_selected(eb: Eb, tmp_path: Path) -> None:
+    """A gated family the plan's -k left out is no family of the --select run, of its parts
+    or of their merge, as it is none of the one-machine run of -k; one whose every selected
+    case is skipped stays (not measured), as it does there."""
+    rows = "\ncases:\n  - {id: a}\n  - {id: b}\n  - {id: c}\n"
+    skipped_rows = "\ncases:\n  - {id: a, skip: later}\n  - {id: b, skip: later}\n"
+    files: dict[str, str | bytes] = {".eval-banana/config.toml": CONFIG, ".gitignore": "ran/\n"}
+    for family, cases in (("alpha", rows), ("beta", rows), ("gamma", skipped_rows)):
+        files[f"eval_checks/{family}.yaml"] = recording(family) + "min_pass_rate: 0.5" + cases
+    root = init_repo(tmp_path / "proj", files)
+    selection = ("-k", "alpha or gamma")
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(_plan(eb, root, *selection, "--shards", "2")))
+    assert _run(eb, root, tmp_path / "one", *selection).exit_code == 0
+    assert _run(eb, root, tmp_path / "whole", "--select", str(plan_path)).exit_code == 0
+    folders = _parts(eb, root, plan_path, tmp_path / "parts", 2)
+    assert _merge(eb, root, tmp_path / "merged", folders).exit_code == 0
+
+    def families(run_dir: Path) -> list[tuple[str, int]]:
+        return [(family["id"], family["cases"]) for family in _report(run_dir)["families"]]
+
+    assert families(tmp_path / "one") == [("alpha", 3), ("gamma", 0)]
+    assert families(tmp_path / "whole") == families(tmp_path / "one")
+    assert families(tmp_path / "merged") == families(tmp_path / "one")
+    assert _report(tmp_path / "merged")["families"] == _report(tmp_path / "one")["families"]
+    diff = eb("diff", str(tmp_path / "one"), str(tmp_path / "merged"))
+    assert diff.exit_code == 0, diff.stdout + diff.stderr
+    assert "Families" not in diff.stdout

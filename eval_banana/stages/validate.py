@@ -163,6 +163,7 @@ def validate(
     snapshots: dict[str, bytes] = {}
     family_gates: dict[str, float] = {}
     family_calibration: dict[str, list[dict[str, Any]]] = {}
+    skipped_families: dict[str, str] = {}  # a skipped case's id -> its family's
     if not errors:
         # sorted() is stable: a family's cases keep their dataset order.
         templates: dict[str, PlannedCheck] = {}
@@ -177,6 +178,7 @@ def validate(
                     family_calibration[unit.item.definition["id"]] = calibration
                 if case.definition.get("skip"):
                     skipped.append(skipped_check(unit=unit))
+                    skipped_families[unit.check_id] = unit.item.definition["id"]
                     continue
                 script = frozen_by_path[unit.item.path]
                 template = templates.get(unit.item.path)
@@ -201,6 +203,8 @@ def validate(
     selected = len(checks)
     allow_empty = None
     if selection.select is not None and not errors:
+        named = set(selection.select.plan_ids)
+        plan_families = {check.family for check in checks if check.id in named}
         # --select: the file is the plan; its part under --shard K/N was decided when it was read.
         checks, digest = apply_select(
             checks=checks, select=selection.select, project_root=config.project_root
@@ -208,6 +212,12 @@ def validate(
         # The plan selected its skipped checks: one it left out is not listed, as on one machine.
         listed = set(selection.select.skipped_ids)
         skipped = [item for item in skipped if item.check_id in listed]
+        plan_families.update(skipped_families.get(item.check_id) for item in skipped)
+        # Nor is a gated family none of whose cases the plan named (-k, --check-id or --tag
+        # left it out): the one-machine run of the plan's selection never reports it.
+        family_gates = {
+            family: rate for family, rate in family_gates.items() if family in plan_families
+        }
         selected = len(selection.select.plan_ids)
         frozen = {check.snapshot for check in checks}
         snapshots = {name: data for name, data in snapshots.items() if name in frozen}
