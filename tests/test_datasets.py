@@ -2512,6 +2512,54 @@ def test_eb_update_keeps_the_selection_eb_stage_validate_planned(
     assert eb("status", "--cwd", str(root)).exit_code == 0
 
 
+def _jsonl_rows(verdicts: dict[str, str]) -> str:
+    """A .jsonl dataset for SCRIPT_FAMILY: case id -> its row's `ok` field, in this order."""
+    return "".join(
+        json.dumps({"id": case_id, "name": case_id, "ok": ok}) + "\n"
+        for case_id, ok in verdicts.items()
+    )
+
+
+@pytest.mark.parametrize(
+    ("selection", "planned", "replaced", "added"),
+    [
+        (("--check-id", "fam[ship-*]"), ["fam[ship-1]", "fam[ship-2]"], "refund-1", "ship-3"),
+        # The subset takes the ids that rank lowest: ship-0 ranks before ship-2 and refund-1.
+        (("--subset", "2"), ["fam[ship-2]", "fam[refund-1]"], "ship-1", "ship-0"),
+    ],
+)
+def test_a_row_replaced_outside_a_partial_plan_makes_it_stale(
+    selection: tuple[str, ...],
+    planned: list[str],
+    replaced: str,
+    added: str,
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+) -> None:
+    """A plan of part of a family records the ids of all its cases, not only their count: a
+    row the plan left out, replaced by a new row that the selection takes (as many rows as
+    before), makes the plan stale, and `eb update` plans again under the same selection and
+    runs the new case."""
+    kept = [case_id for case_id in ("ship-1", "ship-2", "refund-1") if case_id != replaced]
+    family = SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl")
+    dataset = _jsonl_rows({case_id: "yes" for case_id in (*kept, replaced)})
+    root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": dataset}, config=CONFIG)
+    code, report = _run(eb, root, *selection)
+    assert code == 0 and [check["check_id"] for check in report["checks"]] == planned, report
+    replacing = {**{case_id: "yes" for case_id in kept}, added: "no"}
+    (root / "data" / "rows.jsonl").write_text(_jsonl_rows(replacing))
+    status = eb("status", "--cwd", str(root))
+    assert status.exit_code == 1, status.stdout
+    assert (
+        "stale  (fam: rows replaced or renamed in data/rows.jsonl (the same count, other ids))"
+        in status.stdout
+    ), status.stdout
+    updated = eb("update", "--cwd", str(root))
+    assert f"rerun fam[{added}]: no result recorded" in updated.stdout, updated.stdout
+    assert f"- fam[{added}]: failed" in updated.stdout and updated.exit_code == 1
+    assert eb("status", "--cwd", str(root)).exit_code == 0
+
+
 def test_eb_status_names_the_file_a_globs_new_or_changed_row_is_in(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

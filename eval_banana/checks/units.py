@@ -268,13 +268,12 @@ def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
     )
 
 
-def family_sizes_of(*, units: list[Unit]) -> dict[str, int]:
-    """Each family's cases that are not skipped, before any selection (in one pass: a
-    family of 10,000 cases is 10,000 units)."""
-    sizes: dict[str, int] = {}
+def family_case_ids_of(*, units: list[Unit]) -> dict[str, list[str]]:
+    """Each family's ids of the cases that are not skipped, before any selection (in one
+    pass: a family of 10,000 cases is 10,000 units)."""
+    ids: dict[str, list[str]] = {}
     for unit in units:
         case = unit.case
         if case is not None and not case.definition.get("skip"):
-            family = unit.item.definition["id"]
-            sizes[family] = sizes.get(family, 0) + 1
-    return sizes
+            ids.setdefault(unit.item.definition["id"], []).append(case.case_id)
+    return ids

@@ -192,6 +192,13 @@ class PlanDoc(StageEnvelope):
         "--shard), for the planned families: a family that ran fewer is reported with how "
         "many of these it ran.",
     )
+    family_case_ids: dict[str, str] = Field(
+        default_factory=dict,
+        description="Dataset family id -> sha256:<hex> over the sorted ids of the cases "
+        "family_sizes counts, for the planned families: `eb status` tells by it a row added, "
+        "removed or renamed outside a selection that planned part of the family, where the "
+        "count alone misses a row replaced by another.",
+    )
     family_calibration: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict,
         description="Judge dataset family id -> its calibration cases, as its check file gives "

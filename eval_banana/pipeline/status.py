@@ -128,10 +128,11 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
 
 def _rows_added(*, doc: PlanDoc, families: dict[str, _FamilyNow]) -> dict[str, str]:
     """Cases a family has now that its plan never held: rows added to its dataset. Each
-    planned case is compared with its row, so rows only added would otherwise go unseen. The
-    plan records each family's size before the selection narrowed it, so a row outside the
-    selection counts too, and once the plan is rebuilt (under the same selection) it is not
-    told again."""
+    planned case is compared with its row, so rows only added would otherwise go unseen. A
+    family planned whole names its new cases; one planned in part is compared by the ids of
+    all its cases the plan recorded before the selection narrowed it, so a row outside the
+    selection counts too (a row replaced by another as well as one added), and once the plan
+    is rebuilt (under the same selection) it is not told again."""
     added: dict[str, str] = {}
     planned: dict[str, set[str]] = {}
     first: dict[str, PlannedCheck] = {}
@@ -142,19 +143,50 @@ def _rows_added(*, doc: PlanDoc, families: dict[str, _FamilyNow]) -> dict[str, s
     for family, check in first.items():
         now = families[check.source_path]
         size = doc.family_sizes.get(family)
-        if now.family_digest is None or size is None or len(now.unskipped) <= size:
+        if now.family_digest is None or size is None:
             continue
-        # Named as they are now: a glob's new file holds the new rows, not the old files.
-        datasets = ", ".join(now.files) or "its dataset"
         if len(planned[family]) == size:
             # The whole family was planned: the new cases are exactly those not in it.
             for case_id in now.unskipped:
                 if case_id not in planned[family]:
                     added[f"{family}[{case_id}]"] = f"row added to {now.rows[case_id]}"
-        else:
-            count = len(now.unskipped) - size
-            added[family] = f"{family}: {count} row{'s' if count > 1 else ''} added to {datasets}"
+            continue
+        reason = _family_ids_changed(
+            recorded=doc.family_case_ids.get(family),
+            size=size,
+            planned=planned[family],
+            now=now,
+        )
+        if reason is not None:
+            added[family] = f"{family}: {reason}"
     return added
+
+
+def _family_ids_changed(
+    *, recorded: str | None, size: int, planned: set[str], now: _FamilyNow
+) -> str | None:
+    """Why a family the plan holds in part has other cases now than it had (None: the same
+    ids, or a change its planned cases gone from it tell on their own)."""
+    from eval_banana.datasets.keys import case_ids_digest
+
+    count = len(now.unskipped) - size
+    # Named as they are now: a glob's new file holds the new rows, not the old files.
+    datasets = ", ".join(now.files) or "its dataset"
+    if recorded is None:
+        # A plan written before its family's ids were recorded: by the count alone.
+        return f"{count} row{'s' if count > 1 else ''} added to {datasets}" if count > 0 else None
+    if case_ids_digest(now.unskipped) == recorded:
+        return None
+    # A planned case gone is told as its own row gone: when the ids it took away are all that
+    # changed, the family has nothing more to say.
+    gone = planned.difference(now.unskipped)
+    if gone and case_ids_digest((*now.unskipped, *gone)) == recorded:
+        return None
+    if count > 0:
+        return f"{count} row{'s' if count > 1 else ''} added to {datasets}"
+    if count < 0:
+        return f"{-count} row{'s' if count < -1 else ''} removed from {datasets}"
+    return f"rows replaced or renamed in {datasets} (the same count, other ids)"
 
 
 class _FamilyNow(NamedTuple):

@@ -21,7 +21,7 @@ from eval_banana.checks.shard import empty_reason, selection_digest, shard_check
 from eval_banana.checks.units import (
     case_ids_of,
     expand,
-    family_sizes_of,
+    family_case_ids_of,
     freeze,
     rows_of_broken_families,
 )
@@ -33,6 +33,7 @@ from eval_banana.checks.unitselect import (
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.files import write_bytes_atomic, write_model
 from eval_banana.core.record import Field, Record
+from eval_banana.datasets.keys import case_ids_digest
 from eval_banana.models.config import Shard
 from eval_banana.models.result import SkippedCheck
 from eval_banana.models.stages import (
@@ -113,7 +114,7 @@ def validate(
             )
             if (problem.file, problem.line, problem.message) not in told  # a dataset two share
         )
-    family_sizes = family_sizes_of(units=units)
+    family_ids = family_case_ids_of(units=units)
     if selection.check_ids:
         every_case = units
         chosen = IdSelectors(selection.check_ids)
@@ -235,7 +236,12 @@ def validate(
         family: cases for family, cases in family_calibration.items() if family in planned_families
     }
     family_sizes = {
-        family: size for family, size in family_sizes.items() if family in planned_families
+        family: len(ids) for family, ids in family_ids.items() if family in planned_families
+    }
+    family_case_ids = {
+        family: case_ids_digest(ids)
+        for family, ids in family_ids.items()
+        if family in planned_families
     }
     plan = PlanDoc.model_validate(
         {
@@ -252,6 +258,7 @@ def validate(
             "no_checks": no_checks,
             "family_gates": family_gates,
             "family_sizes": family_sizes,
+            "family_case_ids": family_case_ids,
             "family_calibration": family_calibration,
         }
     )
