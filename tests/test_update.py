@@ -278,6 +278,56 @@ def test_a_deleted_execute_file_runs_every_check_again(proj: Proj) -> None:
     _status_ok(proj)
 
 
+def test_checks_a_stopped_run_never_started_have_no_result_yet(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """`eb run -x` stops after the first failure: the checks it never started are recorded as
+    not run, which is no result. `eb status` says so, and once the failing check is mended
+    `eb update` runs them with it, so the run can pass."""
+    proj = Proj(root=tmp_path / "proj", eb=eb, failing=True)
+    proj.config.write_text('[core]\noutput_dir = "runs"\nmax_parallel_checks = 1\n')
+    assert proj.eb("run", "-x").exit_code == 1
+    assert proj.ran() == Counter({"fails": 1})  # planned first (fails.yaml), then stopped
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout
+    never = "plain, reads_src, scripted: no result yet (recorded as not run)"
+    assert never in _rows(status.stdout)["execute"], status.stdout
+    proj.write_check(
+        "fails",
+        "script: |\n  " + _logging_script(log=proj.log, check_id="fails").rstrip("\n"),
+    )
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert "4 of 4 checks to run again; 0 keep their results" in outcome.stdout
+    assert "rerun plain: no result yet (recorded as not run)" in outcome.stdout
+    assert "0 skipped, 0 not run" in outcome.stdout
+    assert proj.ran() == Counter({"fails": 2, "plain": 1, "reads_src": 1, "scripted": 1})
+    _status_ok(proj)
+
+
+def test_a_check_eb_stage_execute_left_without_a_result_is_run_by_eb_update(proj: Proj) -> None:
+    """`eb stage execute --check-id X` runs X alone and records a planned check with no
+    earlier result as not run: the plan holds it, so it still has no result, and `eb update`
+    runs it (and no other)."""
+    before = _run_once(proj)
+    proj.write_check(
+        "later",
+        "script: |\n  " + _logging_script(log=proj.log, check_id="later").rstrip("\n"),
+    )
+    for stage in ("discover", "validate", "guard"):
+        assert proj.eb("stage", stage).exit_code == 0
+    assert proj.eb("stage", "execute", "--check-id", "plain").exit_code == 0
+    assert proj.results()["later"]["details"]["not_run"] is True
+    status = proj.eb("status")
+    assert "later: no result yet (recorded as not run)" in _rows(status.stdout)["execute"]
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert "1 of 4 checks to run again; 3 keep their results" in outcome.stdout
+    assert proj.ran() == Counter({"plain": 2, "scripted": 1, "reads_src": 1, "later": 1})
+    _kept(before, proj.results(), ["scripted", "reads_src"])
+    _status_ok(proj)
+
+
 def test_a_stale_run_that_fails_after_the_update_exits_1(proj: Proj) -> None:
     _run_once(proj)
     proj.write_check(

@@ -32,6 +32,8 @@ from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
 
 _SHOWN_CHANGES = 3
+# Why a check recorded as never run is run by `eb update`: it has no result yet.
+NOT_RUN = "no result yet (recorded as not run)"
 
 
 @dataclass(frozen=True)
@@ -414,6 +416,8 @@ def outdated_results(
             reasons[check.id] = "no result recorded"
         elif result.check_definition_sha256 != check.check_definition_sha256:
             reasons[check.id] = "its definition changed"
+        elif result.details.get("not_run") is True:
+            reasons[check.id] = NOT_RUN
     if executed is not None:
         changed = input_changes(plan=plan, executed=executed, config=config)
         reasons.update((key, why) for key, why in changed.items() if key not in reasons)
@@ -422,16 +426,32 @@ def outdated_results(
 
 
 def _results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
-    """A checked `inputs:` file, or an assertions check's artifact, changed since the result
-    that read it was recorded."""
+    """A planned check recorded as not run (a stopped run never started it), or a checked
+    `inputs:` file or an assertions check's artifact changed since the result that read it
+    was recorded."""
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    never_run = _not_run(plan=plan, executed=doc)
     try:
         changed = input_changes(plan=plan, executed=doc, config=config)
     except ProjectStateError as exc:
         return f"cannot read the checks' inputs: {exc.message}"
-    changes = [f"{check_id}: {why}" for check_id, why in changed.items()]
+    changes = [f"{_describe_changes(never_run)}: {NOT_RUN}"] if never_run else []
+    changes += [f"{check_id}: {why}" for check_id, why in changed.items()]
     return _describe_changes(changes) if changes else None
+
+
+def _not_run(*, plan: PlanDoc, executed: ExecuteDoc) -> list[str]:
+    """The planned checks whose result, for their planned definition, records that they never
+    ran: they have no result yet, whatever left them out (maxfail, an interrupt, a budget, or
+    `eb stage execute --check-id` over a check with no earlier result)."""
+    planned = {check.id: check.check_definition_sha256 for check in plan.checks}
+    return [
+        result.check_id
+        for result in executed.results
+        if result.details.get("not_run") is True
+        and planned.get(result.check_id) == result.check_definition_sha256
+    ]
 
 
 # What each stage read from outside the run folder, and how to tell that it changed.
