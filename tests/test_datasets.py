@@ -2422,6 +2422,33 @@ def test_eb_status_sees_a_family_as_current_until_a_row_changes(
     )
 
 
+def test_eb_status_blames_a_familys_edited_script_not_its_check_file(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A family whose `script_path` script alone was edited is stale for that script, as a
+    plain check is; its check file is named once it changes too."""
+    name, text = _dataset("jsonl")
+    script = 'import json, sys\nsys.exit(json.load(open(sys.argv[1]))["case"]["ok"] != "yes")\n'
+    family = (
+        "schema_version: 1\nid: fam\ntype: deterministic\ndescription: a family\n"
+        f"cases_from: data/{name}\nscript_path: ../scripts/fam.py\n"
+    )
+    root = project(
+        {"eval_checks/fam.yaml": family, f"data/{name}": text, "scripts/fam.py": script},
+        config=CONFIG,
+    )
+    _run(eb, root)
+    (root / "scripts" / "fam.py").write_text(script + "# edited\n")
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "(fam[refund-1], fam[refund-2], fam[ship-1]: scripts/fam.py changed)" in status, status
+    updated = eb("update", "--cwd", str(root))
+    assert "rerun fam[ship-1]: scripts/fam.py changed" in updated.stdout, updated.stdout
+    (root / "scripts" / "fam.py").write_text(script + "# edited again\n")
+    (root / "eval_checks" / "fam.yaml").write_text(family + "tags: [edited]\n")
+    status = eb("status", "--cwd", str(root)).stdout
+    assert "fam[ship-1]: eval_checks/fam.yaml or its dataset changed)" in status, status
+
+
 def test_eb_status_tells_a_digest_made_anew_from_a_changed_row(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -268,6 +268,20 @@ def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
     )
 
 
+def family_digest_over(*, source_path: str, script: bytes) -> str | None:
+    """The digest of the family defined in `source_path` as its file is now, but over `script`
+    as the script its `script_path` names (None when the file no longer loads): equal to the
+    digest a plan recorded, the script is all of the family that changed."""
+    from eval_banana.datasets.expand import family_digest
+
+    source = Path(source_path)
+    try:
+        definition = load_definition(data=source.read_bytes(), path=source)
+    except (OSError, DefinitionError):
+        return None
+    return family_digest(definition=definition, script=script)
+
+
 def family_case_ids_of(*, units: list[Unit]) -> dict[str, list[str]]:
     """Each family's ids of the cases that are not skipped, before any selection (in one
     pass: a family of 10,000 cases is 10,000 units)."""

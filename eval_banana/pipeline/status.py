@@ -99,7 +99,9 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
         if check.family is not None:
             # A case's digest is its family's definition plus its own row: expand it again.
             if check.source_path not in families:
-                families[check.source_path] = _case_digests(check=check, config=config)
+                families[check.source_path] = _case_digests(
+                    check=check, config=config, run_dir=run_dir
+                )
             reason = _case_change(check=check, now=families[check.source_path], config=config)
             if reason is not None:
                 changes[check.id] = reason
@@ -202,6 +204,7 @@ class _FamilyNow(NamedTuple):
     rows: dict[str, str]  # case id -> the file its row is in now, project-relative
     files: tuple[str, ...]  # the family's dataset files now
     values: dict[str, Any] | None = None  # case id -> its row now
+    script_alone: str | None = None  # its script, when all of the family that changed
 
 
 def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> str | None:
@@ -214,7 +217,7 @@ def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> 
     shown = _relative(path=check.source_path, root=config.project_root)
     datasets = ", ".join((check.family_files or [])[1:]) or "its dataset"
     if family_now is None or family_now != check.family_definition_sha256:
-        return f"{shown} or its dataset changed"
+        return f"{now.script_alone or shown + ' or its dataset'} changed"
     # Worded for one case or several alike: `a[1], a[4]: row changed in data/a.jsonl`.
     if current is None:
         return f"row gone from {datasets}"
@@ -225,7 +228,7 @@ def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> 
     return f"row changed in {now.rows.get(check.case_id or '', datasets)}"
 
 
-def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
+def _case_digests(*, check: PlannedCheck, config: ConfigDoc, run_dir: Path) -> _FamilyNow:
     """The family `check` belongs to, as it expands now."""
     from eval_banana.checks.units import family_now
 
@@ -247,7 +250,28 @@ def _case_digests(*, check: PlannedCheck, config: ConfigDoc) -> _FamilyNow:
         },
         files=tuple(expansion.files[1:]),
         values={case.case_id: case.row for case in expansion.cases},
+        script_alone=None
+        if expansion.family_digest in (None, check.family_definition_sha256)
+        else _family_script_alone(check=check, config=config, run_dir=run_dir),
     )
+
+
+def _family_script_alone(*, check: PlannedCheck, config: ConfigDoc, run_dir: Path) -> str | None:
+    """The family's `script_path` script (project-relative) when it is all of the family that
+    changed: its check file, over the script the plan froze, makes the digest the plan
+    recorded. None: the check file changed (or the family has no frozen script)."""
+    from eval_banana.checks.units import family_digest_over
+
+    if not check.script_path or not check.snapshot:
+        return None
+    try:
+        frozen = (run_dir / check.snapshot).read_bytes()
+    except OSError:
+        return None
+    then = family_digest_over(source_path=check.source_path, script=frozen)
+    if then is None or then != check.family_definition_sha256:
+        return None
+    return _relative(path=check.script_path, root=config.project_root)
 
 
 def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
