@@ -2606,6 +2606,31 @@ def test_eb_status_names_the_file_a_globs_new_or_changed_row_is_in(
     assert "stale  (fam[m-1]: row changed in data/more.jsonl)" in status, status
 
 
+def test_eb_status_names_the_file_a_gone_row_was_in(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A glob's rows gone are told against the file each was in when planned, not every file
+    the glob matches: one file deleted, one row taken out of another."""
+    family = SCRIPT_FAMILY.format(source='cases_from: "data/*.jsonl"')
+    root = project(
+        {
+            "eval_checks/fam.yaml": family,
+            "data/a.jsonl": _jsonl_rows({"a-1": "yes", "a-2": "yes"}),
+            "data/b.jsonl": _jsonl_rows({"b-1": "yes", "b-2": "yes"}),
+            "data/c.jsonl": _jsonl_rows({"c-1": "yes"}),
+        },
+        config=CONFIG,
+    )
+    _run(eb, root)
+    (root / "data" / "a.jsonl").unlink()
+    (root / "data" / "b.jsonl").write_text(_jsonl_rows({"b-1": "yes"}))
+    status = eb("status", "--cwd", str(root)).stdout
+    assert (
+        "stale  (fam[a-1], fam[a-2]: row gone from data/a.jsonl, "
+        "fam[b-2]: row gone from data/b.jsonl)"
+    ) in status, status
+
+
 def test_a_skipped_row_is_not_taken_for_an_added_one(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -192,6 +192,12 @@ class PlanDoc(StageEnvelope):
         "--shard), for the planned families: a family that ran fewer is reported with how "
         "many of these it ran.",
     )
+    family_file_rows: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description="Dataset family id -> how many of its rows (skipped ones too) each of its "
+        "family_files held, in that order (the check file's own `cases:` first), for the "
+        "planned families: with a case's case_index it names the file a row gone since was in.",
+    )
     family_case_ids: dict[str, str] = Field(
         default_factory=dict,
         description="Dataset family id -> sha256:<hex> over the sorted ids of the cases "

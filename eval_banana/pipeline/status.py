@@ -102,7 +102,12 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
                 families[check.source_path] = _case_digests(
                     check=check, config=config, run_dir=run_dir
                 )
-            reason = _case_change(check=check, now=families[check.source_path], config=config)
+            reason = _case_change(
+                check=check,
+                now=families[check.source_path],
+                config=config,
+                file_rows=doc.family_file_rows.get(check.family),
+            )
             if reason is not None:
                 changes[check.id] = reason
             continue
@@ -207,9 +212,12 @@ class _FamilyNow(NamedTuple):
     script_alone: str | None = None  # its script, when all of the family that changed
 
 
-def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> str | None:
+def _case_change(
+    *, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc, file_rows: list[int] | None
+) -> str | None:
     """Why a case's recorded digest is not its digest now: its row (the family's own
-    definition is as it was), the family's check file, or the row gone; None: unchanged."""
+    definition is as it was), the family's check file, or the row gone (from the file the
+    plan's `file_rows` place it in); None: unchanged."""
     family_now = now.family_digest
     current = now.digests.get(check.case_id or "")
     if current == check.check_definition_sha256:
@@ -220,12 +228,26 @@ def _case_change(*, check: PlannedCheck, now: _FamilyNow, config: ConfigDoc) -> 
         return f"{now.script_alone or shown + ' or its dataset'} changed"
     # Worded for one case or several alike: `a[1], a[4]: row changed in data/a.jsonl`.
     if current is None:
-        return f"row gone from {datasets}"
+        return f"row gone from {_file_of(check=check, file_rows=file_rows) or datasets}"
     if now.values is not None and now.values.get(check.case_id or "") == check.case:
         # The same row under another digest: the run was made by an eb that framed a case's
         # digest otherwise (a row without an id now frames its place too).
         return "digest made anew by this eb version (the row is as it was)"
     return f"row changed in {now.rows.get(check.case_id or '', datasets)}"
+
+
+def _file_of(*, check: PlannedCheck, file_rows: list[int] | None) -> str | None:
+    """The family file a case's row was in when planned, by its place in the family's rows
+    (None: a plan that did not record its files' rows)."""
+    files = check.family_files or []
+    if file_rows is None or check.case_index is None or len(file_rows) != len(files):
+        return None
+    end = 0
+    for name, rows in zip(files, file_rows, strict=True):
+        end += rows
+        if check.case_index < end:
+            return name
+    return None
 
 
 def _case_digests(*, check: PlannedCheck, config: ConfigDoc, run_dir: Path) -> _FamilyNow:

@@ -22,6 +22,7 @@ from eval_banana.checks.units import (
     case_ids_of,
     expand,
     family_case_ids_of,
+    family_file_rows_of,
     freeze,
     rows_of_broken_families,
 )
@@ -115,6 +116,7 @@ def validate(
             if (problem.file, problem.line, problem.message) not in told  # a dataset two share
         )
     family_ids = family_case_ids_of(units=units)
+    family_file_rows = family_file_rows_of(units=units)
     if selection.check_ids:
         every_case = units
         chosen = IdSelectors(selection.check_ids)
@@ -238,6 +240,9 @@ def validate(
     family_sizes = {
         family: len(ids) for family, ids in family_ids.items() if family in planned_families
     }
+    family_file_rows = {
+        family: rows for family, rows in family_file_rows.items() if family in planned_families
+    }
     family_case_ids = {
         family: case_ids_digest(ids)
         for family, ids in family_ids.items()
@@ -259,6 +264,7 @@ def validate(
             "family_gates": family_gates,
             "family_sizes": family_sizes,
             "family_case_ids": family_case_ids,
+            "family_file_rows": family_file_rows,
             "family_calibration": family_calibration,
         }
     )
