@@ -14,7 +14,7 @@ from eval_banana.pipeline.partial import merge_results
 from eval_banana.pipeline.stageselect import narrowed_plan, selecting
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.stagefiles.layout import stage_path
-from eval_banana.stagefiles.read import read_stage, upstream_digests
+from eval_banana.stagefiles.read import read_stage, refuse_stale_chain, upstream_digests
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages import execute as execute_stage
 from eval_banana.stages import guard as guard_stage
@@ -145,6 +145,7 @@ def _previous_execute(*, run_dir: Path) -> ExecuteDoc | None:
 def rerun_score(request: StageRequest) -> int:
     """Score again; `--pass-threshold` and `--fail-on-flaky` here override config.json's."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="score")
+    refuse_stale_chain(run_dir=request.run_dir, through="execute")
     config = _config(request)
     threshold = request.cli_values.get("core.pass_threshold")
     if isinstance(threshold, float | int):
@@ -165,6 +166,7 @@ def rerun_report(request: StageRequest) -> int:
     from eval_banana.pipeline.run import publish_report
 
     inputs = upstream_digests(run_dir=request.run_dir, stage="report")
+    refuse_stale_chain(run_dir=request.run_dir, through="score")
     scored = read_stage(run_dir=request.run_dir, stage="score")
     config = _config(request)
     junit_xml = request.cli_values.get("core.junit_xml")

@@ -27,6 +27,7 @@ __all__ = [
     "StageRead",
     "read_stage",
     "read_stage_file",
+    "refuse_stale_chain",
     "stage_digest",
     "upstream_digests",
 ]
@@ -218,3 +219,26 @@ def upstream_digests(*, run_dir: Path, stage: str) -> dict[str, str]:
             )
         digests[upstream] = digest
     return digests
+
+
+def refuse_stale_chain(*, run_dir: Path, through: str) -> None:
+    """Refuse a verdict over stage files that do not chain: each stage file from discover
+    through `through` must have been built from the upstream stage files the folder holds now.
+    A score over results of an earlier guard or plan (one rebuilt, or refused, since) would
+    state a pass that nothing in the folder supports."""
+    for stage in STAGE_NAMES[1 : STAGE_NAMES.index(through) + 1]:
+        doc = read_stage(run_dir=run_dir, stage=stage)
+        for upstream in STAGE_INPUTS[stage]:
+            if doc.inputs.get(upstream) != stage_digest(run_dir=run_dir, stage=upstream):
+                _refuse_stale(run_dir=run_dir, stage=stage, upstream=upstream)
+
+
+def _refuse_stale(*, run_dir: Path, stage: str, upstream: str) -> None:
+    path = stage_path(run_dir=run_dir, stage=stage)
+    relative = stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)
+    raise StageFileError(
+        f"Stage file {path} is stale: {relative} changed since it was built from it",
+        file=str(path),
+        hint="Run eb update to rebuild every stale stage file, or rerun the stages from "
+        f"{stage} on in order (eb stage {stage} first); eb status lists what is stale.",
+    )

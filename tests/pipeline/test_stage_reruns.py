@@ -305,3 +305,40 @@ def test_stage_score_prints_the_verdict(tmp_path: Path, eb: Any) -> None:
     )
     assert verbose.exit_code == 0 and "Passed: yes" in verbose.stdout
     assert "- gamma: failed - gamma is broken" in verbose.stdout
+
+
+def test_stage_score_and_report_refuse_results_the_guard_has_since_refused(
+    tmp_path: Path, eb: Any
+) -> None:
+    """Stage files chain the digests of their inputs: once `eb stage guard` refuses the run
+    (its agent is gone), execute.json was built on another guard.json, so `eb stage score`
+    and `eb stage report` refuse to state a verdict over it, naming the stale file and the
+    fix, until `eb update` has rebuilt the chain."""
+    agent = tmp_path / "judge"
+    agent.write_text(
+        f"#!{sys.executable}\nimport json\nprint(json.dumps({{'score': 1, 'reason': 'ok'}}))\n"
+    )
+    agent.chmod(0o755)
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n[harness]\nagent = "fake"\nisolation = "off"\n'
+        f'[agents.fake]\ncommand = ["{agent}"]\nprompt_flag = "--prompt"\nmodel_flag = ""\n'
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "judged.yaml").write_text(judge_yaml("judged"))
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    run_dir = _only_run(root)
+    agent.rename(tmp_path / "judge.gone")
+    assert eb("stage", "guard", "--run-dir", str(run_dir)).exit_code == 2
+    for stage in ("score", "report"):
+        refused = eb("stage", stage, "--run-dir", str(run_dir))
+        assert refused.exit_code == 2, refused.stdout
+        assert "Passed: yes" not in refused.stdout
+        assert "execute.json is stale: stages/guard.json changed since it was built" in (
+            refused.stderr
+        )
+        assert "Run eb update" in refused.stderr
+    (tmp_path / "judge.gone").rename(agent)
+    assert eb("update", "--run-dir", str(run_dir)).exit_code == 0
+    assert eb("stage", "score", "--run-dir", str(run_dir)).exit_code == 0
