@@ -113,6 +113,23 @@ def usage_tokens(usage: dict[str, Any] | None) -> int | None:
     return total if isinstance(total, int) else None
 
 
+def summed_usage(usages: list[object]) -> dict[str, Any] | None:
+    """One check's `details.usage` over several agent runs (its attempts, its samples): each
+    key added up over the runs that reported it, the dialect of the first; None: none did."""
+    reported: list[dict[str, Any]] = [usage for usage in usages if isinstance(usage, dict)]
+    if not reported:
+        return None
+    total: dict[str, Any] = {"dialect": reported[0].get("dialect")}
+    for key in ("input_tokens", "output_tokens", "total_tokens"):
+        values = [value for usage in reported if (value := _int(usage.get(key))) is not None]
+        if values:
+            total[key] = sum(values)
+    costs = [cost for usage in reported if (cost := usage_cost(usage)) is not None]
+    if costs:
+        total["cost_usd"] = round(sum(costs), 6)
+    return total
+
+
 def usage_totals(usages: list[object]) -> dict[str, Any] | None:
     """The run's totals over the judges' `details.usage` (None: no judge reported usage).
 

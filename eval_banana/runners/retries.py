@@ -13,7 +13,8 @@ Every attempt runs under the check's evidence stem, so `checks/<stem>.stdout.txt
 siblings always hold the latest attempt and every reader of one attempt keeps working. Before
 the next attempt starts, the finished one's files move to `checks/<stem>.attempt<n>.*`, its
 result to `checks/<stem>.attempt<n>.json`. The final result lists every attempt in
-`details.attempts`.
+`details.attempts`, and its `details.usage` is the sum of every attempt's (each attempt keeps its
+own in `details.attempts[].usage`): every attempt was paid for.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from eval_banana.harness.usage import summed_usage
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.results import elapsed_ms, iso
@@ -140,12 +142,16 @@ def run_attempts(
     evidence = _existing_evidence(checks_dir=ctx.checks_dir, stem=ctx.stem)
     evidence["result"] = ctx.evidence_name(".json")
     records.append(_record(attempt=attempt, result=result, evidence=evidence))
+    details = {**result.details, "attempts": records}
+    if len(records) > 1:
+        # Every attempt was paid for and counted by the fuses: the check's usage is all of them.
+        details["usage"] = summed_usage([record["usage"] for record in records])
     started = datetime.fromisoformat(first_started)
     completed = datetime.fromisoformat(result.completed_at)
     return result.model_copy(
         update={
             "started_at": iso(started),
             "duration_ms": elapsed_ms(started=started, completed=completed),
-            "details": {**result.details, "attempts": records},
+            "details": details,
         }
     )

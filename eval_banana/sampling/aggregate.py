@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from eval_banana.harness.usage import summed_usage
 from eval_banana.models.repeats import decide
 from eval_banana.models.result import CheckResult, Status
 from eval_banana.models.stages import PlannedCheck
@@ -61,27 +62,6 @@ def sample_record(
     }
 
 
-def combined_usage(usages: list[object]) -> dict[str, Any] | None:
-    """The samples' reported usage added up (each key over the samples that reported it)."""
-    reported = [usage for usage in usages if isinstance(usage, dict)]
-    if not reported:
-        return None
-    total: dict[str, Any] = {"dialect": reported[0].get("dialect")}
-    for key in ("input_tokens", "output_tokens", "total_tokens"):
-        values = [usage[key] for usage in reported if type(usage.get(key)) is int]
-        if values:
-            total[key] = sum(values)
-    costs = [
-        float(usage["cost_usd"])
-        for usage in reported
-        if isinstance(usage.get("cost_usd"), int | float)
-        and not isinstance(usage.get("cost_usd"), bool)
-    ]
-    if costs:
-        total["cost_usd"] = round(sum(costs), 6)
-    return total
-
-
 def _representative(*, samples: list[CheckResult], status: Status) -> int:
     """The first sample that reached the check's outcome: its words explain the verdict."""
     for index, result in enumerate(samples):
@@ -113,7 +93,7 @@ def aggregate_samples(
     picked = samples[chosen]
     details = {key: value for key, value in picked.details.items() if key not in _PER_RUN_KEYS}
     if any("usage" in result.details for result in samples):
-        details["usage"] = combined_usage([result.details.get("usage") for result in samples])
+        details["usage"] = summed_usage([result.details.get("usage") for result in samples])
     details.update(
         samples=records,
         aggregate=rule,

@@ -7,7 +7,7 @@ be caught by judge isolation): call n performs step n (the last step repeats). S
 `exit` (exit 3 with a message on stderr), `noverdict` (exit 0, prose only), `hang` (outlive
 the judge timeout), `pass` / `fail` (a verdict), `e429` / `e401` (a failed result event with
 that `api_error_status`, as Claude Code prints when the model server refuses, then exit 1), each
-optionally `+tokens` (a result event reporting 30 tokens, for the token fuse).
+optionally `+tokens` (a result event reporting 30 tokens and $0.01, for the fuses).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ AGENT = textwrap.dedent(
     print(f"stderr of attempt {call}", file=sys.stderr)
     if extra == "tokens":
         print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
-                          "result": "thinking", "usage": {"input_tokens": 20, "output_tokens": 10}}))
+                          "result": "thinking", "usage": {"input_tokens": 20, "output_tokens": 10},
+                          "total_cost_usd": 0.01}))
     if step == "exit":
         sys.exit(3)
     if step in ("e429", "e401"):
@@ -279,6 +280,74 @@ def test_retries_count_against_the_token_fuse_and_a_stop_is_never_retried(
     assert report["aborted_by"] == "token_fuse" and report["tokens_used"] == 60
     attempts = report["checks"][0]["details"]["attempts"]
     assert [a["usage"]["total_tokens"] for a in attempts] == [30, 30]
+
+
+def test_every_attempt_is_charged_in_the_usage_the_reports_and_the_history_show(
+    project: Project, eb: Eb
+) -> None:
+    # Three attempts of 30 tokens (20 in, 10 out) and $0.01 each: all three were paid for.
+    root = make(project, {"j": "exit+tokens"}, retries=2)
+    result = eb("run", "--cwd", str(root))
+    assert result.exit_code == 1, result.stderr + result.stdout
+    assert calls(root, "j") == 3
+    line = "Judge usage: 90 tokens (60 in, 30 out), $0.0300, as reported by 1 judge"
+    assert line in result.stdout
+    run_dir = run_dir_of(root)
+    assert line in (run_dir / "report.md").read_text()
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["tokens_used"] == 90
+    assert report["judge_usage"] == {
+        "judges": 1,
+        "total_tokens": 90,
+        "input_tokens": 60,
+        "output_tokens": 30,
+        "cost_usd": 0.03,
+    }
+    details = report["checks"][0]["details"]
+    assert details["usage"] == {
+        "dialect": "text",
+        "input_tokens": 60,
+        "output_tokens": 30,
+        "total_tokens": 90,
+        "cost_usd": 0.03,
+    }
+    assert [a["usage"]["total_tokens"] for a in details["attempts"]] == [30, 30, 30]
+    history = json.loads(eb("history", "--cwd", str(root), "--format", "json").stdout)
+    assert history["runs"][0]["cost_usd"] == 0.03
+    assert history["checks"][0]["cost_usd"] == 0.03
+
+
+def test_the_cost_fuse_and_the_reported_cost_count_the_same_attempts(
+    project: Project, eb: Eb
+) -> None:
+    # $0.01 an attempt against a $0.02 fuse: the second attempt trips it, and the run says
+    # it spent what tripped it, not the last attempt's cent.
+    root = make(project, {"j": "exit+tokens"}, retries=5)
+    result = eb("run", "--cwd", str(root), "--cost-fuse-usd", "0.02")
+    assert result.exit_code == 3, result.stderr + result.stdout
+    assert calls(root, "j") == 2
+    report = json.loads((run_dir_of(root) / "report.json").read_text())
+    assert report["aborted_by"] == "cost_fuse" and report["tokens_used"] == 60
+    assert report["judge_usage"]["cost_usd"] == 0.02
+    assert report["judge_usage"]["total_tokens"] == 60
+    assert "Judge usage: 60 tokens (40 in, 20 out), $0.0200" in result.stdout
+
+
+def test_the_samples_of_a_retried_judge_are_charged_for_every_attempt(
+    project: Project, eb: Eb
+) -> None:
+    # Two samples of two attempts each: four agent runs of 30 tokens and $0.01.
+    root = make(project, {"j": "exit+tokens"}, retries=1)
+    result = eb("run", "--cwd", str(root), "--repeats", "2")
+    assert result.exit_code == 1, result.stderr + result.stdout
+    assert calls(root, "j") == 4
+    report = json.loads((run_dir_of(root) / "report.json").read_text())
+    assert report["tokens_used"] == 120
+    assert report["judge_usage"]["total_tokens"] == 120
+    assert report["judge_usage"]["cost_usd"] == 0.04
+    details = report["checks"][0]["details"]
+    assert details["usage"]["total_tokens"] == 120
+    assert [sample["usage"]["total_tokens"] for sample in details["samples"]] == [60, 60]
 
 
 def test_a_run_timeout_stop_is_not_retried(project: Project, eb: Eb) -> None:
