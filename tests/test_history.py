@@ -231,6 +231,108 @@ def test_early_errors_are_marked_and_timeouts_are_not(tmp_path: Path, eb: Eb) ->
     assert checks["stuck"]["duration_ms"] >= 1000
 
 
+# A stand-in judge that alternates by a counter outside the project: a verdict of 1 on its
+# odd calls, prose without a verdict (a `verdict` error: it ran to its end) on its even ones,
+# and prose on every call from the fifth.
+WAVERING_AGENT = textwrap.dedent(
+    """\
+    import json, sys
+    from pathlib import Path
+    counter = Path(sys.argv[1])
+    call = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(call))
+    if call % 2 == 1 and call < 5:
+        print(json.dumps({"score": 1, "reason": "fine"}))
+    else:
+        print("I cannot decide.")
+    """
+)
+
+
+def test_a_judge_that_keeps_answering_without_a_verdict_is_no_early_error(
+    tmp_path: Path, eb: Eb
+) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(WAVERING_AGENT)
+    config = textwrap.dedent(
+        f"""\
+        [harness]
+        agent = "wavering"
+        isolation = "off"
+
+        [agents.wavering]
+        command = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}, \
+        {json.dumps(str(tmp_path / "calls.txt"))}]
+        model_flag = ""
+        """
+    )
+    judge = "schema_version: 1\nid: tone\ntype: harness_judge\ndescription: Tone.\n"
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/tone.yaml": judge + "instructions: Judge the tone.\n"},
+        config=config,
+    )
+    for expected in (0, 1, 0, 1, 1):  # pass, error, pass, error, error
+        done = eb("run", "--cwd", str(root))
+        assert done.exit_code == expected, done.stdout + done.stderr
+    records = _records(root / ".eval-banana" / "history")
+    tone = [_checks(record)["tone"] for record in records]
+    assert [check["status"] for check in tone] == ["passed", "error"] * 2 + ["error"]
+    assert not any(check.get("early_error", False) for check in tone)
+
+    view = json.loads(eb("history", "--cwd", str(root), "--format", "json").stdout)
+    (row,) = view["checks"]
+    assert (row["strip"], row["flips"]) == ("✓E✓EE", 3)
+    assert row["failing_since"]["run_id"] == records[3]["run_id"]
+    assert row["last_passed"]["run_id"] == records[2]["run_id"]
+    assert row["median_ms"] is not None
+    flaky = json.loads(eb("history", "--cwd", str(root), "--flaky", "--format", "json").stdout)
+    assert [row["id"] for row in flaky["checks"]] == ["tone"]
+    # report.html of the last run: it errored in the run before too, so it is no new failure.
+    latest = root / ".eval-banana" / "results" / records[-1]["run_id"]
+    page = (latest / "report.html").read_text()
+    assert '"badges":["flaky in history"]' in page
+
+
+def test_an_agent_that_cannot_start_is_an_early_error(tmp_path: Path, eb: Eb) -> None:
+    # The file is there (the guard accepts it) but cannot be executed.
+    broken = tmp_path / "broken-agent"
+    broken.write_text("#!/no/such/interpreter\n")
+    broken.chmod(0o755)
+    config = textwrap.dedent(
+        f"""\
+        [harness]
+        agent = "gone"
+        isolation = "off"
+
+        [agents.gone]
+        command = [{json.dumps(str(broken))}]
+        model_flag = ""
+        """
+    )
+    judge = "schema_version: 1\nid: tone\ntype: harness_judge\ndescription: Tone.\n"
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/tone.yaml": judge + "instructions: Judge the tone.\n"},
+        config=config,
+    )
+    done = eb("run", "--cwd", str(root))
+    (record,) = _records(root / ".eval-banana" / "history")
+    assert _checks(record)["tone"]["status"] == "error", done.stdout + done.stderr
+    assert _checks(record)["tone"]["early_error"] is True
+
+
+def test_a_check_the_run_stopped_part_way_is_an_early_error(tmp_path: Path, eb: Eb) -> None:
+    root = _project(
+        tmp_path / "p",
+        {"eval_checks/stuck.yaml": check_yaml("stuck", script="import time\ntime.sleep(30)\n")},
+    )
+    done = eb("run", "--cwd", str(root), "--run-timeout-seconds", "1")
+    assert done.exit_code == 3, done.stdout + done.stderr
+    (record,) = _records(root / ".eval-banana" / "history")
+    assert _checks(record)["stuck"]["early_error"] is True
+
+
 def test_concurrent_runs_each_leave_an_intact_record(tmp_path: Path) -> None:
     root = _project(
         tmp_path / "p",

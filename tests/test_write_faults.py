@@ -146,6 +146,13 @@ def test_a_full_cache_folder_aborts_the_run(tmp_path: Path) -> None:
     statuses = {check["check_id"]: check["status"] for check in report["checks"]}  # type: ignore[attr-defined]
     assert "error" in statuses.values(), statuses
     assert "passed" not in statuses.values() or statuses["a_big"] == "passed", statuses
+    # The check whose output was not stored says nothing of itself: the history leaves it out.
+    (record,) = (
+        json.loads(path.read_text()) for path in (root / ".eval-banana" / "history").iterdir()
+    )
+    faulted = [check["check_id"] for check in report["checks"] if "write_fault" in check["details"]]  # type: ignore[attr-defined]
+    early = [check["id"] for check in record["checks"] if check.get("early_error")]
+    assert faulted and set(faulted) <= set(early), (faulted, record["checks"])
 
 
 @contextlib.contextmanager

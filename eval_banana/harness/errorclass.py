@@ -45,15 +45,17 @@ _NETWORK = re.compile(
 class ErrorCause(NamedTuple):
     """A judge error's class and a short cause for people (`HTTP 429`, `killed by SIGKILL`),
     and, for the infrastructure's, whether the cause may go away by itself (only then is a
-    retry worth it)."""
+    retry worth it) and whether the agent started at all (a missing or unrunnable CLI, a setup
+    problem: nothing ran, so the error says nothing of how long the judge takes)."""
 
     error_class: ErrorClass
     cause: str
     transient: bool = True
+    started: bool = True
 
 
-def _infra(cause: str, *, transient: bool = True) -> ErrorCause:
-    return ErrorCause("infrastructure", cause, transient)
+def _infra(cause: str, *, transient: bool = True, started: bool = True) -> ErrorCause:
+    return ErrorCause("infrastructure", cause, transient, started)
 
 
 # OpenHands' error event codes (litellm's exception names) by the cause they name.
@@ -178,7 +180,9 @@ def classify_judge_error(
         return _infra(killed)
     if exit_code in _SHELL_NOT_RUN:
         # A wrapper script (npx, a shell line) could not find or run the real CLI.
-        return _infra(f"{_SHELL_NOT_RUN[exit_code]} (exit {exit_code})", transient=False)
+        return _infra(
+            f"{_SHELL_NOT_RUN[exit_code]} (exit {exit_code})", transient=False, started=False
+        )
     text = _from_text(_tail_text(stderr_path))
     if exit_code not in (0, None):
         return text or _infra(f"the agent crashed (exit code {exit_code})")
@@ -190,5 +194,7 @@ def classify_judge_error(
 def launch_cause(exc: BaseException) -> ErrorCause:
     """The agent could not be started: a missing binary or one eb may not run."""
     if isinstance(exc, FileNotFoundError):
-        return _infra("agent CLI not found", transient=False)
-    return _infra(f"agent CLI could not start ({type(exc).__name__})", transient=False)
+        return _infra("agent CLI not found", transient=False, started=False)
+    return _infra(
+        f"agent CLI could not start ({type(exc).__name__})", transient=False, started=False
+    )

@@ -21,6 +21,7 @@ from eval_banana.history.record import (
 )
 from eval_banana.models.config import Selection
 from eval_banana.models.repeats import is_flaky
+from eval_banana.models.result import NOT_RUN, NOT_STARTED, STOPPED, WRITE_FAULT
 
 
 def _usage(details: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -28,21 +29,17 @@ def _usage(details: Mapping[str, Any]) -> dict[str, Any] | None:
     return usage if isinstance(usage, dict) else None
 
 
-def _timed_out(*, result: Mapping[str, Any], details: Mapping[str, Any]) -> bool:
-    """A check stopped at its time limit: it took at least that long, a true lower bound."""
-    if details.get("agent_failure") == "timeout":
-        return True
-    limit = details.get("timeout_seconds")
-    return isinstance(limit, int | float) and 0 < limit * 1000 <= result["duration_ms"]
-
-
 def early_error(*, result: Mapping[str, Any]) -> bool:
-    """An error that says nothing of how long the check takes: not run, a missing agent, a
-    script that could not start, a check stopped part-way. A timeout is not one."""
+    """An error that says nothing of how the check behaves or how long it takes: never run, not
+    started (a missing agent, a setup problem, a script that does not compile), stopped
+    part-way by the run, or its output not written, as its runner flagged it. A timeout, a
+    verdict error, a crash or an isolation error is none: the check ran, and may keep doing so."""
     if result["status"] != "error":
         return False
     details = result.get("details") or {}
-    return not _timed_out(result=result, details=details)
+    if isinstance(details.get(WRITE_FAULT), dict):
+        return True
+    return any(details.get(flag) is True for flag in (NOT_RUN, NOT_STARTED, STOPPED))
 
 
 def history_check(*, result: Mapping[str, Any]) -> HistoryCheck:

@@ -69,8 +69,10 @@ class HistoryCheck(Record):
     flaky: bool = Field(default=False, description="Its repeated samples disagreed.")
     early_error: bool = Field(
         default=False,
-        description="An error that says nothing of how long the check takes (not run, a "
-        "missing agent, a setup failure, stopped): left out of expected durations and costs.",
+        description="An error that says nothing of how the check behaves or how long it "
+        "takes (not run, a missing agent, a setup failure, a script that does not compile, "
+        "stopped part-way by the run): left out of flips, streaks, expected durations and "
+        "costs. A timeout, a judge's answer without a verdict or a crash is none.",
     )
 
 

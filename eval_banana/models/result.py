@@ -11,6 +11,16 @@ Status = Literal["passed", "failed", "error"]
 # Why a judge ended in `error` (details.error_class; the rules are in docs/judges.md).
 ErrorClass = Literal["infrastructure", "verdict", "isolation", "budget"]
 ERROR_CLASSES: tuple[ErrorClass, ...] = ("infrastructure", "verdict", "isolation", "budget")
+# `details` flags (true when set) of an error that says nothing of how the check behaves or
+# how long it takes, the run history's early errors: the run never started it (`not_run`), eb
+# could not start it (a missing or unrunnable agent, a setup problem, a script that does not
+# compile), or the run stopped it part-way (an interrupt, a fuse).
+NOT_RUN = "not_run"
+NOT_STARTED = "not_started"
+STOPPED = "stopped"
+# `details.write_fault` (the path and the cause) of a check whose output eb could not write:
+# an early error too, its outcome and time lost.
+WRITE_FAULT = "write_fault"
 
 
 class CheckResult(Record):

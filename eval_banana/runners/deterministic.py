@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.core.log import Logger
-from eval_banana.models.result import CheckResult
+from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.explain import failure_reason
 from eval_banana.runners.launcher import launcher_argv
@@ -147,6 +147,7 @@ def _outcome_result(
         "details": details,
     }
     if outcome.cancelled:
+        details[STOPPED] = True
         return error_result(error_detail=stopped_detail(cancel=ctx.cancel), **common)
     if outcome.timed_out:
         limit = _timeout_seconds(ctx=ctx)
@@ -170,6 +171,7 @@ def run_deterministic(ctx: RunContext) -> CheckResult:
     except (OSError, _LaunchError) as exc:
         detail = _os_message(exc)
         logger.warning("Deterministic check %s failed to execute: %s", ctx.check.id, detail)
+        details[NOT_STARTED] = True  # it never ran: compiling or launching it failed
         return error_result(check=ctx.check, started=started, error_detail=detail, details=details)
     return _outcome_result(ctx=ctx, started=started, outcome=outcome, details=details)
 

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from eval_banana.core.errors import WriteFault
-from eval_banana.models.result import CheckResult
+from eval_banana.models.result import WRITE_FAULT, CheckResult
 from eval_banana.models.stages import PlannedCheck
 from eval_banana.runners.results import StopSignal, instant_error, judge_expectation
 
@@ -42,7 +42,7 @@ def fault_result(*, check: PlannedCheck, fault: WriteFault) -> CheckResult:
         result=instant_error(
             check=check,
             error_detail=f"Output could not be written: {fault.path}: {fault.cause}",
-            details={"write_fault": {"path": fault.path, "cause": fault.cause}},
+            details={WRITE_FAULT: {"path": fault.path, "cause": fault.cause}},
         )
     )
 

@@ -33,7 +33,7 @@ from eval_banana.harness.structured import (
 )
 from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
 from eval_banana.harness.verdict import Extraction, extract_verdict
-from eval_banana.models.result import CheckResult, Status
+from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
@@ -91,12 +91,14 @@ def _classed(*, details: dict[str, Any], found: ErrorCause) -> dict[str, Any]:
     details["error_cause"] = found.cause
     if found.error_class == "infrastructure":
         details["error_transient"] = found.transient
+    if not found.started:
+        details[NOT_STARTED] = True
     return details
 
 
 # A setup problem (no agent, a model the template cannot take, a prompt too large): nobody
 # judged, and the same run would fail the same way (never retried: no agent_failure).
-_SETUP = ErrorCause("infrastructure", "agent setup", transient=False)
+_SETUP = ErrorCause("infrastructure", "agent setup", transient=False, started=False)
 
 
 def _report_usage(*, ctx: RunContext, usage: dict[str, Any] | None) -> None:
@@ -211,6 +213,7 @@ def _judged(
     }
     if outcome.cancelled:
         _classed(details=details, found=stop_error_cause(cancel=ctx.cancel))
+        details[STOPPED] = True
         return error_result(error_detail=stopped_detail(cancel=ctx.cancel), **common)
     if outcome.timed_out:
         limit = details["timeout_seconds"]

@@ -121,15 +121,16 @@ def test_claude_http_statuses(tmp_path: Path) -> None:
 
 
 def test_a_signal_and_a_crash_are_infrastructure(tmp_path: Path) -> None:
-    for code, cause, transient in (
-        (-int(signal.SIGKILL), "killed by SIGKILL", True),
-        (128 + int(signal.SIGTERM), "killed by SIGTERM (exit 143)", True),
-        (2, "the agent crashed (exit code 2)", True),
-        (127, "agent CLI not found (exit 127)", False),
-        (126, "agent CLI could not start (exit 126)", False),
+    # A wrapper's exit 127 or 126: its real CLI never started.
+    for code, cause, transient, started in (
+        (-int(signal.SIGKILL), "killed by SIGKILL", True, True),
+        (128 + int(signal.SIGTERM), "killed by SIGTERM (exit 143)", True, True),
+        (2, "the agent crashed (exit code 2)", True, True),
+        (127, "agent CLI not found (exit 127)", False, False),
+        (126, "agent CLI could not start (exit 126)", False, False),
     ):
         found = _classify(tmp_path=tmp_path, agent="pi", stdout="", stderr="", code=code)
-        assert found == ErrorCause("infrastructure", cause, transient)
+        assert found == ErrorCause("infrastructure", cause, transient, started)
 
 
 def test_a_verdict_with_a_non_zero_exit_is_infrastructure(tmp_path: Path) -> None:
@@ -155,5 +156,5 @@ def test_text_is_the_last_resort(stderr: str, cause: str, transient: bool, tmp_p
 
 def test_a_missing_binary() -> None:
     assert launch_cause(FileNotFoundError(2, "No such file")) == ErrorCause(
-        "infrastructure", "agent CLI not found", transient=False
+        "infrastructure", "agent CLI not found", transient=False, started=False
     )

@@ -291,6 +291,7 @@ def test_missing_executable_is_a_launch_error(rig: Rig) -> None:
     )
     assert result.exit_code is None
     assert result.details["raw_response_path"] is None
+    assert result.details["not_started"] is True
     assert _prompt_path(rig).exists()
 
 
@@ -303,6 +304,7 @@ def test_no_agent_defensive_path(rig: Rig) -> None:
         "error_class": "infrastructure",
         "error_cause": "agent setup",
         "error_transient": False,  # it would fail the same way again: never retried
+        "not_started": True,  # nothing ran: the run history counts it as an early error
     }
 
 
