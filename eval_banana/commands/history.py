@@ -76,8 +76,9 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--html",
         metavar="PATH",
-        help="Also write a self-contained page of the same window: the suite's pass rate, "
-        "duration and cost per run as charts, a heat strip per check, filters.",
+        help="Write a self-contained page of the same window instead: the suite's pass "
+        "rate, duration and cost per run as charts, a heat strip per check, filters. Not with "
+        "--flaky, --slowest or --costliest (the page has its own filters).",
     )
     common.add_setting_flags(parser, command="history")
     actions = parser.add_subparsers(dest="action", metavar="{import}")
@@ -115,6 +116,22 @@ def _listing(args: argparse.Namespace) -> ListingName:
     if args.slowest:
         return "slowest"
     return "costliest" if args.costliest else "all"
+
+
+def _refuse_listing_on_page(*, args: argparse.Namespace) -> None:
+    """`--html` draws every check of the window; `--flaky`, `--slowest` and `--costliest` choose
+    a text list, and beside the page they would drop checks from it unasked (the page has its
+    own "Flaky only" filter), so the combination is refused."""
+    listing = _listing(args)
+    if args.html is None or listing == "all":
+        return
+    raise UsageError(
+        f"--{listing} and --html cannot be combined: the history page shows every check of "
+        "the window (--last, --since, --check-id, -k and --tag choose them)",
+        hint=f'Write the page without --{listing} and use its own filters ("Flaky only" '
+        f"keeps the checks that flipped --min-flips times); `eb history --{listing}` prints "
+        "the list.",
+    )
 
 
 def _page(
@@ -155,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
     folder = history_dir(config=config)
     if args.action == "import":
         return _import(folder=folder, sources=list(args.dirs))
+    _refuse_listing_on_page(args=args)
     asked = Asked(
         last=args.last,
         since=None

@@ -94,6 +94,19 @@ def test_the_history_page_keeps_the_window_asked_for(tmp_path: Path, eb: Eb) -> 
     assert [run["id"] for run in data["runs"]] == run_ids[-4:]  # type: ignore[index]
 
 
+@pytest.mark.parametrize("listing", ["--flaky", "--slowest", "--costliest"])
+def test_a_text_listing_beside_the_page_is_refused(tmp_path: Path, eb: Eb, listing: str) -> None:
+    # The page shows every check of the window (it has its own "Flaky only" filter): a list
+    # flag beside it would be dropped without a word, or empty the page.
+    root = tmp_path / "p"
+    sample_project(root)
+    page = tmp_path / "history.html"
+    done = eb("history", "--cwd", str(root), listing, "--html", str(page))
+    assert done.exit_code == 2, done.stdout + done.stderr
+    assert f"{listing} and --html cannot be combined" in done.stderr
+    assert "Flaky only" in done.stderr and not page.exists()
+
+
 RUN_COUNTER = """\
 from pathlib import Path
 counter = Path({counter!r})
