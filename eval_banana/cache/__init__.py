@@ -3,7 +3,9 @@ depends on changed.
 
 - `key`: the versioned, length-framed SHA-256 key; `components`: what goes into it per check.
 - `entry`: the stored document (schemas/cache-entry.schema.json) and its check.
-- `store`: the folder on disk (entries, content-addressed blobs, LRU eviction).
+- `store`: the folder on disk, its signed entries and kept runs; `blobs`: its content-addressed
+  files and putting them back as links; `places`: where a file goes in the folder and how it
+  gets there; `eviction`: least recently used entries out until the folder fits.
 - `mac`: the MAC every entry and kept run carries, keyed by the cache's own secret.
 - `ownwrites`: a run's record of what it wrote, and what changed in the cache without it.
 - `session`: one run's use of it, driven by the execute stage; `storing`: the session the

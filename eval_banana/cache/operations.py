@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.cache.eviction import blobs_named
 from eval_banana.cache.mac import SECRET_NAME
 from eval_banana.cache.store import CacheStore, _stats
 from eval_banana.core.files import sha256_and_size
@@ -86,7 +87,9 @@ def prune_local(
     documents = [*entry_files, *stored_files(folder=store.folder, part="runs")]
     is_entry = {str(item.path) for item in entry_files}
     blobs = {str(item.path): item for item in stored_files(folder=store.folder, part="blobs")}
-    names = {str(item.path): store.blobs_named(entry=item.path) for item in documents}
+    names = {
+        str(item.path): blobs_named(folder=store.folder, entry=item.path) for item in documents
+    }
     doomed: set[str] = set()
     if older_than_days is not None:
         cutoff = now - older_than_days * DAY_SECONDS

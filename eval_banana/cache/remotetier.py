@@ -27,8 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, BinaryIO, Literal, NamedTuple
 
+from eval_banana.cache.blobs import EMPTY_SHA256, Blob
 from eval_banana.cache.entry import DIGEST_RE, entry_problem
-from eval_banana.cache.store import EMPTY_SHA256, Blob, CacheStore, SlotTaken
+from eval_banana.cache.places import SlotTaken
+from eval_banana.cache.store import CacheStore
 from eval_banana.core.files import sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.core.secreturl import shown_url, unmasked

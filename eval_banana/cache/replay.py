@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.cache.blobs import Blob
 from eval_banana.cache.replay_entry import (
     ReplayEntry,
     bulk_shape_problem,
@@ -38,7 +39,7 @@ from eval_banana.cache.replay_record import (
     plain_path,
 )
 from eval_banana.cache.slots import Slot, fill
-from eval_banana.cache.store import Blob, CacheStore
+from eval_banana.cache.store import CacheStore
 from eval_banana.core import forked
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.files import sha256_bytes, write_bytes_atomic

@@ -19,12 +19,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from eval_banana.cache.blobs import Blob
 from eval_banana.cache.components import KeyContext, check_components
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
-from eval_banana.cache.store import Blob, CacheStore, SlotTaken
+from eval_banana.cache.places import SlotTaken
+from eval_banana.cache.store import CacheStore
 from eval_banana.checks.inputs import CheckInputs, artifact_id, artifact_ids, artifact_of
 from eval_banana.core import forked
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFault

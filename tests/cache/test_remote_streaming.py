@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from eval_banana.cache.blobs import Blob
 from eval_banana.cache.remotetier import RemoteTier
-from eval_banana.cache.store import Blob, CacheStore
+from eval_banana.cache.store import CacheStore
 from eval_banana.core.files import sha256_and_size
 from eval_banana.remote.backend import CHUNK
 from eval_banana.remote.guarded import GuardedRemote
