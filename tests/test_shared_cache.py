@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 
-from eval_banana.cache.remotetier import REJECTIONS_NAMED
+from eval_banana.cache.remotenotes import REJECTIONS_NAMED
 from eval_banana.core.words import size_text
 from tests.cache.rig import Project, judge, make_project
 from tests.remote_servers import BUCKET, Hostile, MotoS3, hostile, moto_s3, webdav

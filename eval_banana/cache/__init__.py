@@ -8,6 +8,10 @@ depends on changed.
   gets there; `eviction`: least recently used entries out until the folder fits.
 - `mac`: the MAC every entry and kept run carries, keyed by the cache's own secret.
 - `ownwrites`: a run's record of what it wrote, and what changed in the cache without it.
+- `remotetier`: the shared tier as one run uses it (fetch, store, remove, push);
+  `remoteopen`: opening it from the settings; `remotedoc`: an entry as it travels;
+  `remotefiles`: its files between the tiers; `remotenotes`: what the tier tells the run.
+  `remoteops`: `eb cache` on the shared tier.
 - `session`: one run's use of it, driven by the execute stage; `storing`: the session the
   execute stage opens, and the verdicts it stores once every check has ended.
 

@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 from eval_banana.cache.entry import DIGEST_RE
 from eval_banana.cache.operations import DAY_SECONDS, Pruned, blob_damage
-from eval_banana.cache.remotetier import Digesting, Pushed, RemoteTier, _blobs
+from eval_banana.cache.remotedoc import blobs
+from eval_banana.cache.remotetier import Pushed, RemoteTier
 from eval_banana.cache.store import CacheStore
 from eval_banana.core.errors import CacheOperationError
 from eval_banana.core.files import sha256_bytes
@@ -31,6 +32,7 @@ from eval_banana.remote.backend import (
     RemoteItem,
     SinkRefused,
 )
+from eval_banana.remote.digesting import Digesting
 from eval_banana.remote.guarded import GuardedRemote
 from eval_banana.remote.opening import open_backend
 from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, keyless_but_required, opened
@@ -202,7 +204,7 @@ def _named(*, remote: GuardedRemote, name: str) -> list[str]:
     try:
         document = json.loads(opened(data).text)
         entry = document["entry"]
-        return [blob.sha256.split(":", 1)[1] for blob in _blobs(entry=entry)]
+        return [blob.sha256.split(":", 1)[1] for blob in blobs(entry=entry)]
     except (ValueError, KeyError, TypeError, AttributeError, IndexError):
         return []
 
@@ -336,7 +338,7 @@ def _inline_problem(*, digest: object, encoded: object, sizes: Mapping[str, int]
 def _recorded_sizes(*, entry: object) -> dict[str, int]:
     """The size an entry records for each file it names (none when it names them oddly)."""
     try:
-        return {blob.sha256: blob.size for blob in _blobs(entry=entry)}  # type: ignore[arg-type]
+        return {blob.sha256: blob.size for blob in blobs(entry=entry)}  # type: ignore[arg-type]
     except (KeyError, TypeError, ValueError, AttributeError):
         return {}
 

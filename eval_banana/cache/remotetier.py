@@ -1,45 +1,40 @@
-"""The shared second tier of the verdict cache: fetching entries before checks start, and
-storing new verdicts once they end (docs/shared-cache.md).
+"""The shared second tier of the verdict cache as one run uses it: fetching entries before
+checks start, storing new verdicts once they end, and removing those a refresh dropped
+(docs/shared-cache.md).
 
-An entry travels as a remote document: the local entry without its MAC (that MAC is keyed by
-the local secret, which never leaves the machine), its small stored files inline, signed with
-EVAL_BANANA_CACHE_SIGNING_KEY when the run has it:
-
-    {"signature": "hmac-sha256:<hex>", "$schema": ..., "kind": "eval-banana/remote-cache-entry",
-     "key": ..., "key_version": 1, "tool_version": ..., "entry": {...}, "inline": {...}}
-
-Larger files are blobs named by their digest (cas/<sha256 hex>). A fetched entry is checked as
-a local one is (schema, key, check) plus its signature and every file's digest, and only then
+An entry travels as a remote document (cache/remotedoc.py). A fetched entry is checked as a
+local one is (schema, key, check) plus its signature and every file's digest, and only then
 kept in the local folder, signed with the local MAC; the lookups that follow read it there. A
 remote entry that fails any of these is a miss, with a warning and a counter saying why, never
-an error or a verdict.
+an error or a verdict. A run never writes over, nor removes, an entry signed with a key it
+cannot verify.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-import hashlib
-import json
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
-from typing import Any, BinaryIO, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from eval_banana.cache.blobs import EMPTY_SHA256, Blob
-from eval_banana.cache.entry import DIGEST_RE, entry_problem
-from eval_banana.cache.places import SlotTaken
+from eval_banana.cache.blobs import EMPTY_SHA256
+from eval_banana.cache.entry import entry_problem
+from eval_banana.cache.places import SlotTaken, hex_of
+from eval_banana.cache.remotedoc import INLINE_MAX, blobs, parsed, remote_text
+from eval_banana.cache.remotefiles import keep_files, upload_blob
+from eval_banana.cache.remotenotes import (
+    HINT_LOOKUPS,
+    HINT_REMOVALS,
+    HINT_UPLOADS,
+    Rejection,
+    Warn,
+    say_errors,
+    say_refusals,
+)
 from eval_banana.cache.store import CacheStore
-from eval_banana.core.files import sha256_bytes
-from eval_banana.core.readback import loads_json
-from eval_banana.core.secreturl import shown_url, unmasked
-from eval_banana.core.version import tool_version
 from eval_banana.core.words import plural
-from eval_banana.models.config import CacheSettings
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.guarded import GuardedRemote, RemoteTally
-from eval_banana.remote.opening import open_backend
 from eval_banana.remote.signing import (
     SIGNING_KEY_VARIABLE,
     Opened,
@@ -48,19 +43,9 @@ from eval_banana.remote.signing import (
     sealed,
     signature_problem,
 )
-from eval_banana.settings.table import SETTINGS_BY_NAME, variable_of
-from eval_banana.stagefiles.layout import SCHEMA_BASE
 
-REMOTE_ENTRY_KIND = "eval-banana/remote-cache-entry"
-REMOTE_ENTRY_SCHEMA = f"{SCHEMA_BASE}remote-cache-entry.schema.json"
-# Files up to this size travel inside their entry: a cached judge is then one request.
-INLINE_MAX = 16 * 1024
-_PLACEHOLDER_MAC = "hmac-sha256:" + "0" * 64
-Rejection = Literal["signature", "entry", "blob"]
 PushOutcome = Literal["stored", "present", "unusable", "failed", "guarded"]
 RemoveOutcome = Literal["removed", "absent", "guarded", "failed"]
-# What a run asked of the shared cache, for the warning that says what its failures cost.
-Asked = Literal["lookups", "uploads", "removals"]
 
 
 class Pushed(NamedTuple):
@@ -70,32 +55,6 @@ class Pushed(NamedTuple):
     present: int  # the remote held it already
     unusable: int  # its local MAC, schema or a file of it did not hold: not shared
     failed: int  # a request failed (counted in the tally)
-
-
-# A warning of the shared tier: its message, the file it concerns, and its hint, which says
-# what the failure cost the run (one of the HINT_* below).
-Warn = Callable[[str, str | None, str], None]
-_COUNTED = "the run's report counts what the shared cache did (docs/shared-cache.md)"
-HINT_LOOKUPS = f"those checks ran as on a miss; {_COUNTED}"
-HINT_UPLOADS = f"those verdicts are stored in the local cache only; {_COUNTED}"
-HINT_REMOVALS = (
-    "a runner whose local cache lacks those verdicts may still reuse the ones from before the "
-    f"refresh; {_COUNTED}"
-)
-HINT_BOTH = (
-    "the checks ran as on a miss, and their verdicts are stored in the local cache only; "
-    f"{_COUNTED}"
-)
-_REMOTE_VARIABLE = variable_of("cache.remote")
-_REMOTE_FLAG = SETTINGS_BY_NAME["cache.remote"].flag
-# Refused entries named one by one, per reason; the rest are one line with their count (a cache
-# written before signing was required refuses every entry: a thousand lines would say nothing).
-REJECTIONS_NAMED = 3
-_REASON_WORDS: dict[Rejection, str] = {
-    "signature": "a missing or bad signature",
-    "entry": "an entry that is not valid or not this check's",
-    "blob": "a file missing or damaged",
-}
 
 
 class RemoteTier:
@@ -134,72 +93,6 @@ class RemoteTier:
         self._examined: set[str] = set()
         self._guarded: set[str] = set()
 
-    @classmethod
-    def open(
-        cls,
-        *,
-        settings: CacheSettings,
-        store: CacheStore,
-        reads: bool,
-        local_writes: bool,
-        environ: Mapping[str, str],
-        source: str,
-        warn: Warn,
-    ) -> RemoteTier | None:
-        """The run's remote tier, or None when none is set or `remote_mode` is off. `reads`:
-        the run looks verdicts up; `local_writes`: it stores its own."""
-        if not settings.remote or settings.remote_mode == "off":
-            return None
-        would_write = local_writes and settings.remote_mode == "read-write"
-        hint = _hint_of(lookups=reads, uploads=would_write)
-        url = unmasked(url=settings.remote, candidates=[environ.get(_REMOTE_VARIABLE)])
-        if url is None:
-            # A stage rerun (`eb update`) from a config.json, which never holds the password.
-            from eval_banana.remote.http import TOKEN_VARIABLE
-
-            warn(
-                f"The shared cache {settings.remote} is not asked: stages/config.json records "
-                f"its URL with the password masked. Set {_REMOTE_VARIABLE} to the URL with its "
-                f"password (`eb update` also takes it as {_REMOTE_FLAG}), or use "
-                f"{TOKEN_VARIABLE}, which is never written, to use it",
-                None,
-                hint,
-            )
-            return None
-        key_text = environ.get(SIGNING_KEY_VARIABLE, "")
-        try:
-            backend = open_backend(
-                url=url,
-                endpoint=settings.remote_endpoint,
-                timeout=float(settings.remote_timeout_seconds),
-                environ=environ,
-                source=source,
-            )
-        except RemoteError as exc:
-            warn(f"The shared cache {shown_url(settings.remote)} cannot be used: {exc}", None, hint)
-            return None
-        # Required signatures and no key: nothing this run would write could ever be reused,
-        # and its unsigned entries would take the place of signed ones (every runner with the
-        # key would then miss them, and run those checks again).
-        unsigned_only = keyless_but_required(
-            require_signature=settings.require_signature, key=key_text
-        )
-        if unsigned_only and (reads or would_write):
-            warn(
-                f"[cache] require_signature is on but {SIGNING_KEY_VARIABLE} is not set: no "
-                f"entry of the shared cache {backend.url} is reused or written in this run",
-                None,
-                hint,
-            )
-        return cls(
-            remote=GuardedRemote(backend=backend, concurrency=settings.remote_concurrency),
-            store=store,
-            writes=would_write and not unsigned_only,
-            signing_key=key_text.encode("utf-8") if key_text else None,
-            require_signature=settings.require_signature,
-            warn=warn,
-        )
-
     def tally(self) -> RemoteTally:
         return self.remote.tally()
 
@@ -218,11 +111,12 @@ class RemoteTier:
         self.remote.each(
             work=lambda item: self._fetch(key=item[0], check_id=item[1]), items=missing
         )
-        self._say_refusals()
-        self._say_errors(asked="lookups")
+        say_refusals(refusals=self._refusals, url=self.remote.url, warn=self._warn)
+        self._refusals = []
+        say_errors(remote=self.remote, asked="lookups", warn=self._warn)
 
     def _fetch(self, *, key: str, check_id: str) -> None:
-        name = _hex(key)
+        name = hex_of(key)
         where = f"{self.remote.url} ac/{name}"
         try:
             data = self.remote.get(kind="ac", name=name)
@@ -248,7 +142,7 @@ class RemoteTier:
             return
         entry, inline = found
         try:
-            problem = self._keep_files(entry=entry, inline=inline)
+            problem = keep_files(store=self.store, remote=self.remote, entry=entry, inline=inline)
             if problem is None:
                 self.store.write(key=key, document=entry)
         except SlotTaken as exc:
@@ -283,7 +177,7 @@ class RemoteTier:
                     "it counts as a miss",
                 )
                 return None
-        problem, entry, inline = _parsed(text=found.text, key=key, check_id=check_id)
+        problem, entry, inline = parsed(text=found.text, key=key, check_id=check_id)
         if problem is not None:
             self._reject(
                 reason="entry",
@@ -313,85 +207,13 @@ class RemoteTier:
             and signature_problem(key=self._signing_key, found=found) is None
         ):
             return False
-        problem, _, _ = _parsed(text=found.text, key=key, check_id=check_id)
+        problem, _, _ = parsed(text=found.text, key=key, check_id=check_id)
         return problem is None
-
-    def _keep_files(self, *, entry: Mapping[str, Any], inline: Mapping[str, bytes]) -> str | None:
-        """Every file the entry names, checked against its digest and kept locally; the
-        problem of the first that is missing or does not match, or None."""
-        for blob in _blobs(entry=entry):
-            if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
-                continue
-            if _has_size(path=str(self.store.blob_path(sha256=blob.sha256)), size=blob.size):
-                continue
-            data = inline.get(blob.sha256)
-            if data is not None:
-                if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
-                    return f"names a file {blob.sha256} whose content has another digest (damaged)"
-                self.store.put_bytes(data=data)
-                continue
-            problem = self.store.receive(blob=blob, fill=partial(self._download, blob=blob))
-            if problem is not None:
-                return problem
-        return None
-
-    def _download(self, file: BinaryIO, /, *, blob: Blob) -> str | None:
-        """Stream a blob into `file`, hashing it as it comes; why it is not the blob the
-        entry names, or None."""
-        sink = Digesting(file=file, limit=blob.size)
-        try:
-            moved = self.remote.get_into(kind="cas", name=_hex(blob.sha256), sink=sink)
-        except RemoteError as exc:
-            return f"names a file {blob.sha256} that could not be fetched ({exc})"
-        except SinkRefused as exc:
-            if isinstance(exc.__cause__, OSError):
-                raise exc.__cause__ from None  # the local disk: a write fault, as any other
-            return f"names a file {blob.sha256} whose content has another digest (damaged)"
-        if moved is None:
-            return f"names a file {blob.sha256} the shared cache does not hold"
-        if sink.found() != (blob.sha256, blob.size):
-            return f"names a file {blob.sha256} whose content has another digest (damaged)"
-        return None
 
     def _reject(self, *, reason: Rejection, message: str) -> None:
         with self._lock:
             self.rejected[reason] += 1
             self._refusals.append((reason, message))
-
-    def _say_refusals(self) -> None:
-        """Each refused entry for the first few of a reason (in a steady order: the lookups
-        finish in any), then one line for the rest of that reason."""
-        for reason, words in _REASON_WORDS.items():
-            messages = sorted(message for why, message in self._refusals if why == reason)
-            for message in messages[:REJECTIONS_NAMED]:
-                self._warn(message, None, HINT_LOOKUPS)
-            left = len(messages) - REJECTIONS_NAMED
-            if left > 0:
-                self._warn(
-                    f"... and {plural(count=left, noun='more entry', nouns='more entries')}"
-                    f" of the shared cache {self.remote.url} refused for {words}; they count "
-                    "as misses (report.json cache.remote_rejected counts them all)",
-                    None,
-                    HINT_LOOKUPS,
-                )
-        self._refusals = []
-
-    def _say_errors(self, *, asked: Asked, since: int = 0) -> None:
-        """The requests that failed after the `since`th failure, and what that cost: checks
-        that ran as on a miss (lookups), verdicts kept in the local tier only (uploads), or
-        verdicts from before a refresh left on the remote (removals)."""
-        tally = self.remote.tally()
-        failed = tally.errors - since
-        if failed > 0:
-            stop = "; it was not asked again in this run" if tally.tripped else ""
-            cost, hint = _COSTS[asked]
-            self._warn(
-                f"The shared cache {self.remote.url} failed "
-                f"{plural(count=failed, noun='request')}{stop}; "
-                f"{cost} (first error: {tally.first_error})",
-                None,
-                hint,
-            )
 
     # -- storing -----------------------------------------------------------------------------
 
@@ -412,7 +234,7 @@ class RemoteTier:
             work=lambda item: self._put_unless_guarded(key=item[0], document=item[1]),
             items=chosen,
         )
-        self._say_errors(asked="uploads", since=errors_before)
+        say_errors(remote=self.remote, asked="uploads", warn=self._warn, since=errors_before)
         guarded = outcomes.count("guarded")
         with self._lock:
             self.kept_local += guarded
@@ -434,7 +256,7 @@ class RemoteTier:
         (`--cache refresh` looks nothing up) is fetched first."""
         if key not in self._examined:
             try:
-                data = self.remote.get(kind="ac", name=_hex(key))
+                data = self.remote.get(kind="ac", name=hex_of(key))
             except RemoteError:
                 return "failed"  # counted; nothing is written blind
             except SinkRefused:
@@ -453,7 +275,7 @@ class RemoteTier:
         "failed" (a request failed, counted)."""
         inline: dict[str, str] = {}
         try:
-            for blob in _blobs(entry=document):
+            for blob in blobs(entry=document):
                 if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
                     continue
                 if blob.size <= INLINE_MAX:
@@ -461,30 +283,17 @@ class RemoteTier:
                     if isinstance(data, str):
                         return "unusable"  # the local copy went meanwhile: nothing to share
                     inline[blob.sha256] = base64.b64encode(data).decode("ascii")
-                elif not self._upload(blob=blob):
+                elif not upload_blob(store=self.store, remote=self.remote, blob=blob):
                     return "unusable"
             text = remote_text(key=key, entry=document, inline=inline)
             self.remote.put(
-                kind="ac", name=_hex(key), data=sealed(key=self._signing_key, text=text)
+                kind="ac", name=hex_of(key), data=sealed(key=self._signing_key, text=text)
             )
         except RemoteError:
             return "failed"  # counted
         with self._lock:
             self.writes_done += 1
         return "stored"
-
-    def _upload(self, *, blob: Blob) -> bool:
-        """Stream a local blob to the remote unless it holds it already (by HEAD); False when
-        the local copy does not hold (its digest is checked first, from the same open file)."""
-        source = self.store.open_blob(blob=blob)
-        if isinstance(source, str):
-            return False
-        with source:
-            if self.remote.head(kind="cas", name=_hex(blob.sha256)) != blob.size:
-                self.remote.put_from(
-                    kind="cas", name=_hex(blob.sha256), source=source, size=blob.size
-                )
-        return True
 
     # -- removing --------------------------------------------------------------------------
 
@@ -507,7 +316,7 @@ class RemoteTier:
             work=lambda item: self._remove_unless_guarded(key=item[0], check_id=item[1]),
             items=chosen,
         )
-        self._say_errors(asked="removals", since=errors_before)
+        say_errors(remote=self.remote, asked="removals", warn=self._warn, since=errors_before)
         guarded = outcomes.count("guarded")
         if guarded:
             self._warn(
@@ -523,7 +332,7 @@ class RemoteTier:
     def _remove_unless_guarded(self, *, key: str, check_id: str) -> RemoveOutcome:
         """Remove one remote entry, read first: one sealed with a signature this run cannot
         verify stays, as it would were this run writing over it."""
-        name = _hex(key)
+        name = hex_of(key)
         try:
             data = self.remote.get(kind="ac", name=name)
         except RemoteError:
@@ -554,7 +363,7 @@ class RemoteTier:
 
     def _push_one(self, *, key: str) -> PushOutcome:
         try:
-            if self.remote.head(kind="ac", name=_hex(key)) is not None:
+            if self.remote.head(kind="ac", name=hex_of(key)) is not None:
                 return "present"
         except RemoteError:
             return "failed"
@@ -562,125 +371,3 @@ class RemoteTier:
         if type(document) is not dict or entry_problem(document) is not None:
             return "unusable"  # a local entry that fails its MAC or its schema is never shared
         return self._put(key=key, document=document)
-
-
-def _hint_of(*, lookups: bool, uploads: bool) -> str:
-    """The hint of a warning that the shared cache is not used at all: what the run would
-    have asked of it."""
-    if lookups and uploads:
-        return HINT_BOTH
-    return HINT_LOOKUPS if lookups else HINT_UPLOADS
-
-
-_COSTS: dict[Asked, tuple[str, str]] = {
-    "lookups": ("those checks ran as on a miss", HINT_LOOKUPS),
-    "uploads": ("those verdicts are stored in the local cache only", HINT_UPLOADS),
-    "removals": (
-        "the shared cache may still hold verdicts from before this refresh",
-        HINT_REMOVALS,
-    ),
-}
-
-
-def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]) -> bytes:
-    """A remote document's text, before it is sealed."""
-    body = {
-        "$schema": REMOTE_ENTRY_SCHEMA,
-        "schema_version": 1,
-        "kind": REMOTE_ENTRY_KIND,
-        "key": key,
-        "key_version": 1,
-        "tool_version": tool_version(),
-        "entry": {name: value for name, value in entry.items() if name != "mac"},
-        "inline": dict(inline),
-    }
-    return json.dumps(body, ensure_ascii=False).encode("utf-8") + b"\n"
-
-
-_TOP = frozenset(
-    {"$schema", "schema_version", "kind", "key", "key_version", "tool_version", "entry", "inline"}
-)
-
-
-def _parsed(
-    *, text: bytes, key: str, check_id: str
-) -> tuple[str | None, dict[str, Any], dict[str, bytes]]:
-    """(problem, entry, inline files) of a remote document's text."""
-    try:
-        document = loads_json(text)
-    except ValueError:
-        return "is not valid JSON (truncated or foreign)", {}, {}
-    if type(document) is not dict or not document.keys() <= _TOP:
-        return "is not a shared cache entry", {}, {}
-    if document.get("kind") != REMOTE_ENTRY_KIND or document.get("schema_version") != 1:
-        return "is not a shared cache entry of this version", {}, {}
-    if document.get("key_version") != 1 or document.get("key") != key:
-        return "belongs to another key (a foreign entry)", {}, {}
-    entry = document.get("entry")
-    if type(entry) is not dict or "mac" in entry:
-        return "holds no entry", {}, {}
-    problem = entry_problem({"mac": _PLACEHOLDER_MAC, **entry})
-    if problem is not None:
-        return f"holds an entry that is not valid ({problem})", {}, {}
-    if entry["key"] != key or entry["check_id"] != check_id:
-        return "belongs to another key (a foreign entry)", {}, {}
-    inline: dict[str, bytes] = {}
-    raw = document.get("inline", {})
-    if type(raw) is not dict:
-        return "has inline files that are not an object", {}, {}
-    for digest, encoded in raw.items():
-        if not DIGEST_RE.match(digest) or type(encoded) is not str:
-            return "has an inline file that is not named by its digest", {}, {}
-        try:
-            inline[digest] = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError):
-            return "has an inline file that is not base64", {}, {}
-    return None, entry, inline
-
-
-def _blobs(*, entry: Mapping[str, Any]) -> Sequence[Blob]:
-    items = [*entry.get("files", []), entry.get("result_file")]
-    return [
-        Blob(sha256=item["sha256"], size=int(item["size"]))
-        for item in items
-        if isinstance(item, dict)
-    ]
-
-
-class Digesting:
-    """A sink that hashes what it is given and passes it on to `file` (if any); past `limit`
-    bytes it refuses more, so a remote that sends too much fills no disk."""
-
-    def __init__(self, *, file: BinaryIO | None, limit: int | None) -> None:
-        self.file = file
-        self.limit = limit
-        self.size = 0
-        self._digest = hashlib.sha256()
-
-    def write(self, data: bytes, /) -> int:
-        self.size += len(data)
-        if self.limit is not None and self.size > self.limit:
-            raise SinkRefused(f"more than the {self.limit} bytes asked for")
-        self._digest.update(data)
-        if self.file is not None:
-            try:
-                self.file.write(data)
-            except OSError as exc:
-                raise SinkRefused(f"cannot be kept: {exc.strerror or exc}") from exc
-        return len(data)
-
-    def found(self) -> tuple[str, int]:
-        """`sha256:<hex>` and the size of what was written."""
-        return f"sha256:{self._digest.hexdigest()}", self.size
-
-
-def _hex(digest: str) -> str:
-    """The hex part of `sha256:<hex>`: an object's name on the remote."""
-    return digest.split(":", 1)[1]
-
-
-def _has_size(*, path: str, size: int) -> bool:
-    try:
-        return os.stat(path).st_size == size
-    except OSError:
-        return False

@@ -659,9 +659,9 @@ def _open_remote(
     """The shared tier, imported only when one is set: a cached run without one stays light."""
     if not settings.remote or settings.remote_mode == "off":
         return None
-    from eval_banana.cache.remotetier import RemoteTier
+    from eval_banana.cache.remoteopen import open_tier
 
-    return RemoteTier.open(
+    return open_tier(
         settings=settings,
         store=store,
         reads=reads,

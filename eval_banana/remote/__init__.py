@@ -6,6 +6,7 @@
   plain HTTP cache (bazel-remote, nginx or WebDAV: GET/PUT/HEAD of ac/<key> and cas/<sha256>).
 - `signing`: the HMAC-SHA-256 signature entries carry on the remote, keyed by
   EVAL_BANANA_CACHE_SIGNING_KEY (never by the local cache's secret).
+- `digesting`: a sink that hashes what a download streams into it, and refuses past a size.
 - `guarded`: requests with counters and a circuit breaker, so a remote that is down or slow
   costs a run at most about one timeout.
 

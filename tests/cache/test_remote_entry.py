@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from eval_banana.cache.remotetier import remote_text
+from eval_banana.cache.remotedoc import remote_text
 from eval_banana.remote.signing import opened, sealed, signature_problem
 
 SCHEMA = json.loads(
