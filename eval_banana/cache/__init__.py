@@ -12,8 +12,10 @@ depends on changed.
   `remoteopen`: opening it from the settings; `remotedoc`: an entry as it travels;
   `remotefiles`: its files between the tiers; `remotenotes`: what the tier tells the run.
   `remoteops`: `eb cache` on the shared tier.
-- `session`: one run's use of it, driven by the execute stage; `storing`: the session the
-  execute stage opens, and the verdicts it stores once every check has ended.
+- `session`: one run's use of it, driven by the execute stage; `reuse`: a stored verdict made
+  this run's result and put back in the run folder; `verdictentry`: a verdict that ran made
+  into an entry; `remotewiring`: the shared tier opened and counted for a session; `storing`:
+  the session the execute stage opens, and the verdicts it stores once every check has ended.
 
 Nothing is imported here: the execute stage loads `session` only when the cache is on.
 

@@ -10,69 +10,56 @@ else may have written it), then evict down to the size limit.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from eval_banana.cache.blobs import Blob
 from eval_banana.cache.components import KeyContext, check_components
-from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA, entry_problem
+from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.places import SlotTaken
-from eval_banana.cache.store import CacheStore
+from eval_banana.cache.remotewiring import cache_counts, open_remote
+from eval_banana.cache.reuse import (
+    disagreement,
+    place_result,
+    remove_outputs,
+    restore_files,
+    restored,
+    text_disagrees,
+)
+from eval_banana.cache.store import CacheStore, drop_kept_runs
+from eval_banana.cache.verdictentry import entry_document
 from eval_banana.checks.inputs import CheckInputs, artifact_id, artifact_ids, artifact_of
 from eval_banana.core import forked
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFault
-from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
-from eval_banana.core.readback import loads_json
-from eval_banana.core.version import tool_version
 from eval_banana.harness.prompt import judge_prompt
 from eval_banana.isolation.modes import check_mode, judged_as_strictly
-from eval_banana.models.config import CacheSettings
-from eval_banana.models.result import CheckResult, result_json_text
+from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     CacheCounts,
     ConfigDoc,
     PlanDoc,
     PlannedCheck,
     ProblemModel,
-    RemoteRejections,
     ResolvedHarness,
 )
 from eval_banana.projectstate.git import NotARepository
-from eval_banana.runners.results import build_result, iso, judged_outcome, utc_now
+from eval_banana.runners.results import utc_now
 from eval_banana.settings.folders import cache_dir, cache_settings
 from eval_banana.settings.table import variable_of
-
-if TYPE_CHECKING:
-    from eval_banana.cache.remotetier import RemoteTier
 
 _MIB = 1024 * 1024
 _REMOTE_HINT = (
     "the check ran as on a miss; the run's report counts what the shared cache did "
     "(docs/shared-cache.md)"
 )
-_TIMES = ("started_at", "completed_at", "duration_ms")
 # From this many keyed checks on, a forked child answers the back half of them while this
 # process answers the front half: a reuse is mostly small file operations, which a second
 # process overlaps and a thread would not (each waits for the interpreter lock).
 LOOK_AHEAD_FORK_CHECKS = 200
-# How a reuse's checks/<stem>.json is laid out: the result's fields in order, and how `_restored`
-# fills them (bump the number when it changes; a test pins the code it stands for, so a change
-# that forgets the bump fails). An entry's stored text names the layout and
-# the check file it was written for; a reuse that matches both links it without rendering its
-# own to compare (a third of a lookup's time).
-_REUSE_TEXT_VERSION = 2
-REUSE_LAYOUT = f"{_REUSE_TEXT_VERSION}:" + sha256_bytes(
-    data="\0".join(spec.alias or name for name, spec in CheckResult.model_fields.items()).encode()
-)
 
 
 class Hit(NamedTuple):
@@ -135,7 +122,7 @@ class CacheSession:
         # What the lookups found, by tier (counted where a lookup is answered, in this process).
         self._hits = {"local": 0, "remote": 0, "miss": 0}
         self.remote_mode = settings.cache.remote_mode if settings.cache.remote else None
-        self.remote = _open_remote(
+        self.remote = open_remote(
             settings=cache_settings(config=config),
             store=self.store,
             reads=self.reads,
@@ -220,25 +207,7 @@ class CacheSession:
 
     def counts(self) -> CacheCounts:
         """What the cache did in this run so far."""
-        tally = self.remote.tally() if self.remote is not None else None
-        return CacheCounts(
-            local_hits=self._hits["local"],
-            remote_hits=self._hits["remote"],
-            misses=self._hits["miss"],
-            remote=self.remote.remote.url if self.remote is not None else None,
-            remote_mode=self.remote_mode,
-            remote_writes=self.remote.writes_done if self.remote is not None else 0,
-            remote_kept_local=self.remote.kept_local if self.remote is not None else 0,
-            remote_requests=tally.requests if tally else 0,
-            remote_errors=tally.errors if tally else 0,
-            remote_rejected=RemoteRejections(**self.remote.rejected)
-            if self.remote is not None
-            else RemoteRejections(),
-            remote_stopped=tally.tripped if tally else False,
-            bytes_downloaded=tally.bytes_down if tally else 0,
-            bytes_uploaded=tally.bytes_up if tally else 0,
-            first_remote_error=tally.first_error if tally else None,
-        )
+        return cache_counts(hits=self._hits, remote=self.remote, remote_mode=self.remote_mode)
 
     def _count(self, *, check: PlannedCheck, hit: Hit | None) -> Hit | None:
         key = self.keys.get(check.stem)
@@ -282,7 +251,7 @@ class CacheSession:
             self._take_ahead()
         finally:
             for stem in self._ahead_stems:
-                _remove_outputs(checks_dir=checks_dir, stem=stem)
+                remove_outputs(checks_dir=checks_dir, stem=stem)
             self._ahead_stems = set()
             self._ahead_hits = {}
 
@@ -296,7 +265,7 @@ class CacheSession:
             try:
                 self._take_ahead()
             except BaseException:
-                _remove_outputs(checks_dir=self.run_dir / "checks", stem=check.stem)
+                remove_outputs(checks_dir=self.run_dir / "checks", stem=check.stem)
                 raise
             if self._ahead_hits is not None:
                 return self._ahead_hits.pop(check.stem, None)
@@ -328,9 +297,20 @@ class CacheSession:
         if problem is None:
             problem = disagreement(check=check, document=document)
         if problem is None:
-            problem, text_read = self._text_disagrees(check=check, document=document)
+            problem, text_read = text_disagrees(
+                store=self.store,
+                check=check,
+                document=document,
+                discard_damaged=self.mode == "on",
+            )
         if problem is None:
-            problem = self._restore_files(check=check, files=document.get("files", []))
+            problem = restore_files(
+                store=self.store,
+                checks_dir=self._checks_dir,
+                check=check,
+                files=document.get("files", []),
+                discard_damaged=self.mode == "on",
+            )
         if problem is not None:
             path = self.store.entry_path(key=key)
             self._warn(
@@ -351,9 +331,15 @@ class CacheSession:
         if self.mode == "on":
             self.store.touch(key=key)
         self._own.reused(path=self.store.entry_file(key=key), document=document)
-        result = _restored(check=check, document=document, key=key, started=started)
-        placed = self._place_result(
-            check=check, result=result, document=document, text_read=text_read
+        result = restored(check=check, document=document, key=key, started=started)
+        placed = place_result(
+            store=self.store,
+            checks_dir=self._checks_dir,
+            check=check,
+            result=result,
+            document=document,
+            text_read=text_read,
+            discard_damaged=self.mode == "on",
         )
         return Hit(result=result, result_file_placed=placed)
 
@@ -367,82 +353,6 @@ class CacheSession:
             wanted=check_mode(config=self._config, check=check),
             ignore=self._config.settings.harness.isolation_ignore,
         )
-
-    def _text_disagrees(
-        self, *, check: PlannedCheck, document: dict[str, Any]
-    ) -> tuple[str | None, bool]:
-        """Whether the stored checks/<stem>.json says another verdict than the entry, and
-        whether its blob was read whole and matched its digest. A text that cannot be brought
-        is not a disagreement: the reuse writes its own."""
-        stored = document.get("result_file")
-        if stored is None:
-            return None, False
-        data = self.store.read_blob(
-            blob=Blob(sha256=stored["sha256"], size=int(stored["size"])),
-            discard_damaged=self.mode == "on",
-        )
-        if isinstance(data, str):
-            return None, False
-        try:
-            text = loads_json(data)
-        except ValueError:
-            return "has a stored result text that is not JSON", True
-        verdict = document["result"]
-        said = {
-            "check_id": check.id,
-            "expect": document["expect"],
-            "status": verdict["status"],
-            "score": verdict["score"],
-            "observed_status": verdict["observed_status"],
-        }
-        if type(text) is not dict or any(text.get(name) != value for name, value in said.items()):
-            return "has a stored result text that says another verdict", True
-        return None, True
-
-    def _place_result(
-        self, *, check: PlannedCheck, result: CheckResult, document: dict[str, Any], text_read: bool
-    ) -> bool:
-        """Link checks/<stem>.json to the entry's copy of its text, if this reuse's text is
-        that text; whether it did. Creating a file costs many times a link on some file
-        systems (0.6 ms against 0.02 ms measured here), and a hit otherwise creates one."""
-        stored = document.get("result_file")
-        if stored is None:
-            return False
-        blob = Blob(sha256=stored["sha256"], size=int(stored["size"]))
-        if not _text_is_for(stored=stored, check=check, result=document["result"]):
-            data = result_json_text(result=result).encode("utf-8")
-            if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
-                return False  # the check moved or reads differently: its file is written afresh
-        problem = self.store.restore(
-            blob=blob,
-            target=f"{self._checks_dir}/{check.stem}.json",
-            discard_damaged=self.mode == "on",
-            # Read whole and matched a moment ago (_text_disagrees): not hashed a second time.
-            checked=text_read,
-        )
-        return problem is None
-
-    def _restore_files(self, *, check: PlannedCheck, files: Sequence[dict[str, Any]]) -> str | None:
-        checks_dir = self._checks_dir
-        for item in files:
-            name = str(item["name"])
-            if name.startswith("evidence/"):
-                evidence = Path(checks_dir, check.stem)
-                target = evidence / name[len("evidence/") :]
-                if evidence.resolve() not in target.resolve().parents:
-                    return f"names a file outside the check's folder ({name})"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                place = str(target)
-            else:
-                place = f"{checks_dir}/{check.stem}.{name}"
-            problem = self.store.restore(
-                blob=Blob(sha256=item["sha256"], size=int(item["size"])),
-                target=place,
-                discard_damaged=self.mode == "on",
-            )
-            if problem is not None:
-                return problem
-        return None
 
     # -- storing ---------------------------------------------------------------------------
 
@@ -506,56 +416,14 @@ class CacheSession:
 
     def _store(self, *, check: PlannedCheck, result: CheckResult, key: str) -> bool:
         """Store a verdict; whether it was kept (never once the run was found compromised)."""
-        files = []
-        checks_dir = self.run_dir / "checks"
-        for name in CHECK_OUTPUT_NAMES:  # the files of checks/ stored per check
-            source = checks_dir / f"{check.stem}.{name}"
-            if source.is_file():
-                blob = self.store.put(source=source)
-                files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
-        evidence = checks_dir / check.stem
-        for source in _evidence_files(folder=evidence):
-            blob = self.store.put(source=source)
-            name = "evidence/" + source.relative_to(evidence).as_posix()
-            files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
-        details = {k: v for k, v in result.details.items() if k != "cache"}
-        document = {
-            "$schema": ENTRY_SCHEMA,
-            "schema_version": 1,
-            "kind": ENTRY_KIND,
-            "key": key,
-            "key_version": 1,
-            "tool_version": tool_version(),
-            "check_id": check.id,
-            "check_type": check.type,
-            "check_definition_sha256": check.check_definition_sha256,
-            "expect": result.expect,
-            "from_run_id": self.run_id,
-            "stored_at": iso(utc_now()),
-            "result": {
-                "status": result.status,
-                "score": result.score,
-                "observed_status": result.observed_status or result.status,
-                "reason": result.reason,
-                "exit_code": result.exit_code,
-                "stdout": result.stdout,
-                "stderr": result.stderr,
-                "details": details,
-                "started_at": result.started_at,
-                "completed_at": result.completed_at,
-                "duration_ms": result.duration_ms,
-            },
-            "files": files,
-        }
-        # The text a reuse will write, kept so that the reuse can link it instead.
-        reused = _restored(check=check, document=document, key=key, started=utc_now())
-        blob = self.store.put_bytes(data=result_json_text(result=reused).encode("utf-8"))
-        document["result_file"] = {
-            "sha256": blob.sha256,
-            "size": blob.size,
-            "source_path": check.source_path,
-            "layout": REUSE_LAYOUT,
-        }
+        document = entry_document(
+            store=self.store,
+            check=check,
+            result=result,
+            key=key,
+            run_id=self.run_id,
+            checks_dir=self.run_dir / "checks",
+        )
         if self.store.mark_used(key=key, touch=False):
             self._replacing()
         path = str(self.store.entry_path(key=key))
@@ -590,7 +458,7 @@ class CacheSession:
             if self._replaced:
                 return
             self._replaced = True
-            _drop_kept_runs(folder=self.store.folder / "runs")
+            drop_kept_runs(folder=self.store.folder / "runs")
 
     # -- what changed without eb -------------------------------------------------------------
 
@@ -646,49 +514,6 @@ class CacheSession:
             self.remote.remove_dropped()
 
 
-def _open_remote(
-    *,
-    settings: CacheSettings,
-    store: CacheStore,
-    reads: bool,
-    local_writes: bool,
-    environ: Mapping[str, str],
-    source: str,
-    warn: Callable[[str, str | None, str], None],
-) -> RemoteTier | None:
-    """The shared tier, imported only when one is set: a cached run without one stays light."""
-    if not settings.remote or settings.remote_mode == "off":
-        return None
-    from eval_banana.cache.remoteopen import open_tier
-
-    return open_tier(
-        settings=settings,
-        store=store,
-        reads=reads,
-        local_writes=local_writes,
-        environ=environ,
-        source=source,
-        warn=warn,
-    )
-
-
-def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | None:
-    """Why an entry's verdict does not hold together, or None: its expectation is the
-    check's, and its status and score are what its observed status makes of that expectation
-    (the scoring's own rule, `judged_outcome`)."""
-    expect = "fail" if check.definition.get("expect") == "fail" else "pass"
-    if document["expect"] != expect:
-        return f"expects '{document['expect']}' where the check expects '{expect}'"
-    stored = document["result"]
-    status, score = judged_outcome(observed=stored["observed_status"], expect=expect)
-    if stored["status"] != status or stored["score"] != score:
-        return (
-            f"says {stored['status']} with score {stored['score']} where observed "
-            f"{stored['observed_status']} under expect '{expect}' is {status} with score {score}"
-        )
-    return None
-
-
 def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, str]:
     keys: dict[str, str] = {}
     for check in checks:
@@ -698,100 +523,7 @@ def _keys(*, checks: Sequence[PlannedCheck], context: KeyContext) -> dict[str, s
     return keys
 
 
-def _text_is_for(
-    *, stored: Mapping[str, Any], check: PlannedCheck, result: Mapping[str, Any]
-) -> bool:
-    """Whether an entry's stored text is this reuse's own, known without rendering it: written
-    in this layout for this check file, with the verdict's own times (a reuse without them
-    reports its own). The rest of the text comes from the entry (its check id already
-    compared) and from the check's definition, which the key names."""
-    return (
-        stored.get("layout") == REUSE_LAYOUT
-        and stored.get("source_path") == check.source_path
-        and all(result.get(name) is not None for name in _TIMES)
-    )
-
-
-def _drop_kept_runs(*, folder: Path) -> None:
-    """Remove every kept run (`<cache>/runs/<2 hex>/<key>.json`); their blobs go with eviction.
-    What cannot be removed raises: the verdict is then not stored over the other (a warning)."""
-    for shard in _listing(folder=str(folder)):
-        if shard.is_dir(follow_symlinks=False):
-            for entry in _listing(folder=shard.path):
-                if entry.name.endswith(".json"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(entry.path)
-
-
-def _listing(*, folder: str) -> list[os.DirEntry[str]]:
-    """A folder's entries; none when it is gone (another run removed it meanwhile)."""
-    try:
-        with os.scandir(folder) as entries:
-            return list(entries)
-    except FileNotFoundError:
-        return []
-
-
-def _remove_outputs(*, checks_dir: Path, stem: str) -> None:
-    """Remove what a reuse restored for a check: its files and its evidence folder."""
-    remove_check_outputs(checks_dir=checks_dir, stem=stem, names=(*CHECK_OUTPUT_NAMES, "json"))
-    shutil.rmtree(checks_dir / stem, ignore_errors=True)
-
-
 def _storable(*, result: CheckResult) -> bool:
     """Only verdicts: never an error, a stopped check or one that did not run."""
     observed = result.observed_status or result.status
     return result.status in ("passed", "failed") and observed in ("passed", "failed")
-
-
-def _evidence_files(*, folder: Path) -> list[Path]:
-    """Regular files a deterministic check left in its output folder (links are not kept)."""
-    found: list[Path] = []
-    stack = [folder]
-    while stack:
-        current = stack.pop()
-        try:
-            entries = list(os.scandir(current))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                found.append(Path(entry.path))
-    return sorted(found)
-
-
-def _restored(
-    *, check: PlannedCheck, document: dict[str, Any], key: str, started: datetime
-) -> CheckResult:
-    stored = document["result"]
-    details = dict(stored.get("details") or {})
-    if "usage" in details:
-        details["usage"] = None  # no tokens were spent on this verdict in this run
-    details["cache"] = {
-        "hit": True,
-        "key": key,
-        "from_run_id": document["from_run_id"],
-        "stored_at": document["stored_at"],
-    }
-    result = build_result(
-        check=check,
-        status=stored["status"],
-        started=started,
-        reason=stored.get("reason"),
-        stdout=stored.get("stdout", ""),
-        stderr=stored.get("stderr", ""),
-        exit_code=int(stored["exit_code"]) if stored.get("exit_code") is not None else None,
-        details=details,
-    )
-    update: dict[str, Any] = {
-        "score": int(stored["score"]),
-        "observed_status": stored["observed_status"],
-    }
-    if all(stored.get(name) is not None for name in _TIMES):
-        # The times of the run that produced the verdict, as a build tool reports a cached
-        # test with the time it took when it ran (details.cache says it was reused).
-        update.update({name: stored[name] for name in _TIMES})
-        update["duration_ms"] = int(stored["duration_ms"])
-    return result.model_copy(update=update)

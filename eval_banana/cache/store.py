@@ -202,3 +202,23 @@ def _stats(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
                         yield entry.path, info
         except OSError:
             continue
+
+
+def drop_kept_runs(*, folder: Path) -> None:
+    """Remove every kept run (`<cache>/runs/<2 hex>/<key>.json`); their blobs go with eviction.
+    What cannot be removed raises: the verdict is then not stored over the other (a warning)."""
+    for shard in _listing(folder=str(folder)):
+        if shard.is_dir(follow_symlinks=False):
+            for entry in _listing(folder=shard.path):
+                if entry.name.endswith(".json"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+
+
+def _listing(*, folder: str) -> list[os.DirEntry[str]]:
+    """A folder's entries; none when it is gone (another run removed it meanwhile)."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except FileNotFoundError:
+        return []

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from eval_banana.cache.entry import entry_problem
-from eval_banana.cache.session import REUSE_LAYOUT
+from eval_banana.cache.reuse import REUSE_LAYOUT
 from eval_banana.cache.store import CacheStore
 from eval_banana.models.result import CheckResult
 from tests.cache.rig import (
@@ -191,17 +191,20 @@ def test_a_reuse_of_its_own_layout_renders_no_result_to_compare(
 ) -> None:
     # The point of naming the check file and layout: a reuse that matches both links the text
     # without rendering its result (a third of a lookup); one of another layout renders it.
-    import eval_banana.cache.session as session
+    import eval_banana.cache.reuse as reuse
+    import eval_banana.cache.verdictentry as verdictentry
 
     monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")  # every run looks its verdicts up
     rendered: list[str] = []
-    real = session.result_json_text
+    real = reuse.result_json_text
 
     def counted(*, result: CheckResult) -> str:
         rendered.append(result.check_id)
         return real(result=result)
 
-    monkeypatch.setattr(session, "result_json_text", counted)
+    # Where a session renders a result: reusing a verdict, and storing one.
+    for module in (reuse, verdictentry):
+        monkeypatch.setattr(module, "result_json_text", counted)
     standard.run()
     rendered.clear()
     reused = standard.run()
@@ -620,23 +623,23 @@ def test_restoring_over_a_restored_file_replaces_it_and_leaves_the_cache_intact(
 # What the stored result texts of entries already in users' caches were built by. A change to
 # either function may change a reuse's text: if it can, bump _REUSE_TEXT_VERSION (so older
 # texts are rendered and compared, not linked unseen); either way, pin the new digest here.
-_REUSE_BUILT_BY = {1: "c429ce23c6feaa65", 2: "1794aac3b474f4b6"}
+_REUSE_BUILT_BY = {1: "c429ce23c6feaa65", 2: "da4ca131cda3fed1"}
 
 
 def test_the_reuse_layout_changes_with_how_a_reuse_is_built() -> None:
     import hashlib
     import inspect
 
-    from eval_banana.cache import session
+    from eval_banana.cache import reuse
     from eval_banana.runners import results
 
-    source = inspect.getsource(session._restored) + inspect.getsource(results.build_result)
+    source = inspect.getsource(reuse.restored) + inspect.getsource(results.build_result)
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    assert _REUSE_BUILT_BY.get(session._REUSE_TEXT_VERSION) == digest, (
+    assert _REUSE_BUILT_BY.get(reuse._REUSE_TEXT_VERSION) == digest, (
         "How a reuse builds its result changed: if the text it writes can differ, bump "
-        f"_REUSE_TEXT_VERSION in eval_banana/cache/session.py; then pin {digest} for it here"
+        f"_REUSE_TEXT_VERSION in eval_banana/cache/reuse.py; then pin {digest} for it here"
     )
-    assert session.REUSE_LAYOUT.startswith(f"{session._REUSE_TEXT_VERSION}:")
+    assert reuse.REUSE_LAYOUT.startswith(f"{reuse._REUSE_TEXT_VERSION}:")
 
 
 def test_a_blob_checked_by_its_reader_is_still_refused_when_its_size_moved(

@@ -1,0 +1,97 @@
+"""A verdict that ran, made into the entry the cache keeps: its output files and evidence
+stored as blobs, the result, and the text a reuse of it will write (cache/reuse.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from eval_banana.cache.blobs import BlobStore
+from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA
+from eval_banana.cache.reuse import REUSE_LAYOUT, restored
+from eval_banana.core.files import CHECK_OUTPUT_NAMES
+from eval_banana.core.version import tool_version
+from eval_banana.models.result import CheckResult, result_json_text
+from eval_banana.models.stages import PlannedCheck
+from eval_banana.runners.results import iso, utc_now
+
+
+def entry_document(
+    *,
+    store: BlobStore,
+    check: PlannedCheck,
+    result: CheckResult,
+    key: str,
+    run_id: str,
+    checks_dir: Path,
+) -> dict[str, Any]:
+    """The entry that keeps `result` under `key`; its files and its reuse text go into `store`."""
+    files = []
+    for name in CHECK_OUTPUT_NAMES:  # the files of checks/ stored per check
+        source = checks_dir / f"{check.stem}.{name}"
+        if source.is_file():
+            blob = store.put(source=source)
+            files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
+    evidence = checks_dir / check.stem
+    for source in _evidence_files(folder=evidence):
+        blob = store.put(source=source)
+        name = "evidence/" + source.relative_to(evidence).as_posix()
+        files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
+    details = {k: v for k, v in result.details.items() if k != "cache"}
+    document = {
+        "$schema": ENTRY_SCHEMA,
+        "schema_version": 1,
+        "kind": ENTRY_KIND,
+        "key": key,
+        "key_version": 1,
+        "tool_version": tool_version(),
+        "check_id": check.id,
+        "check_type": check.type,
+        "check_definition_sha256": check.check_definition_sha256,
+        "expect": result.expect,
+        "from_run_id": run_id,
+        "stored_at": iso(utc_now()),
+        "result": {
+            "status": result.status,
+            "score": result.score,
+            "observed_status": result.observed_status or result.status,
+            "reason": result.reason,
+            "exit_code": result.exit_code,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+            "details": details,
+            "started_at": result.started_at,
+            "completed_at": result.completed_at,
+            "duration_ms": result.duration_ms,
+        },
+        "files": files,
+    }
+    # The text a reuse will write, kept so that the reuse can link it instead.
+    reused = restored(check=check, document=document, key=key, started=utc_now())
+    blob = store.put_bytes(data=result_json_text(result=reused).encode("utf-8"))
+    document["result_file"] = {
+        "sha256": blob.sha256,
+        "size": blob.size,
+        "source_path": check.source_path,
+        "layout": REUSE_LAYOUT,
+    }
+    return document
+
+
+def _evidence_files(*, folder: Path) -> list[Path]:
+    """Regular files a deterministic check left in its output folder (links are not kept)."""
+    found: list[Path] = []
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+    return sorted(found)
