@@ -21,6 +21,7 @@ import pytest
 from tests.builders import lfs_pointer
 from tests.conftest import REPO, EbResult, check_yaml
 from tests.gitrepo import commit_all, git, init_repo
+from tests.processes import eb_process
 
 CONFIG = """\
 [discovery]
@@ -202,19 +203,6 @@ script: |
 """
 
 
-def _eb_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`eb` as a process of its own, started in the project `root`."""
-    return subprocess.run(
-        [sys.executable, "-m", "eval_banana", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def test_a_glob_never_takes_the_files_of_a_run_folder_written_anywhere_in_the_project(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
@@ -234,18 +222,18 @@ def test_a_glob_never_takes_the_files_of_a_run_folder_written_anywhere_in_the_pr
         ("--output-dir", "ci-out"),
         *(("--shard", f"{k}/2", "--output-dir", f"shards/{k}") for k in (1, 2)),
     ):
-        done = _eb_process(root, "run", "--json", *args)
+        done = eb_process(root, "run", "--json", *args)
         assert done.returncode in (0, 1), done.stderr
         report = json.loads(done.stdout)
         assert set(_statuses(report)) <= set(EXPECTED), report["checks"]
         written.append(report["output_dir"])
-    merged = _eb_process(root, "merge", "--output-dir", "merged", "--flat-output", *written[1:])
+    merged = eb_process(root, "merge", "--output-dir", "merged", "--flat-output", *written[1:])
     assert merged.returncode == 1, merged.stderr
     for folder in ("ci-out", "shards/1", "shards/2", "merged"):
         assert list((root / folder).glob("**/seen.jsonl")), (
             f"no evidence the glob matches in {folder}"
         )
-    done = _eb_process(root, "run", "--json")
+    done = eb_process(root, "run", "--json")
     assert done.returncode == 1, done.stderr
     assert _statuses(json.loads(done.stdout)) == EXPECTED
     assert _selected(eb, root) == list(EXPECTED)

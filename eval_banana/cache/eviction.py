@@ -8,7 +8,6 @@ walk while the folder is far below its limit (cache/ledger.py).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from eval_banana.cache.ledger import is_ledger, known_size, remember_size, walk_needed
 from eval_banana.cache.mac import SECRET_NAME
 from eval_banana.cache.places import blob_file
+from eval_banana.core.files import entries_below
 from eval_banana.core.readback import read_json
 
 
@@ -110,19 +110,9 @@ def _remove(path: Path, size: int) -> int:
 
 def _files(folder: Path) -> Iterator[tuple[Path, int, float]]:
     """Every file below `folder`: (path, size, last use)."""
-    stack = [folder]
-    while stack:
-        current = stack.pop()
+    for entry in entries_below(folder):
         try:
-            entries = list(os.scandir(current))
+            info = entry.stat(follow_symlinks=False)
         except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                else:
-                    info = entry.stat(follow_symlinks=False)
-                    yield Path(entry.path), info.st_size, info.st_mtime
-            except OSError:
-                continue
+            continue  # removed meanwhile (another run's eviction)
+        yield Path(entry.path), info.st_size, info.st_mtime

@@ -3,14 +3,13 @@ stored as blobs, the result, and the text a reuse of it will write (cache/reuse.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from eval_banana.cache.blobs import BlobStore
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA
 from eval_banana.cache.reuse import REUSE_LAYOUT, restored
-from eval_banana.core.files import CHECK_OUTPUT_NAMES
+from eval_banana.core.files import CHECK_OUTPUT_NAMES, entries_below
 from eval_banana.core.version import tool_version
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import PlannedCheck
@@ -81,17 +80,6 @@ def entry_document(
 
 def _evidence_files(*, folder: Path) -> list[Path]:
     """Regular files a deterministic check left in its output folder (links are not kept)."""
-    found: list[Path] = []
-    stack = [folder]
-    while stack:
-        current = stack.pop()
-        try:
-            entries = list(os.scandir(current))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                found.append(Path(entry.path))
-    return sorted(found)
+    return sorted(
+        Path(entry.path) for entry in entries_below(folder) if entry.is_file(follow_symlinks=False)
+    )

@@ -8,7 +8,7 @@ import hashlib
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -143,6 +143,22 @@ def _create_temp_sibling(*, path: Path) -> tuple[int, str]:
                 raise
             path.parent.mkdir(parents=True, exist_ok=True)
             made_folder = True
+
+
+def entries_below(folder: Path) -> Iterator[os.DirEntry[str]]:
+    """Every entry below `folder` that is no folder (files, links, FIFOs...), depth first;
+    links to folders are not followed, and a folder that cannot be listed is passed over."""
+    stack = [str(folder)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            else:
+                yield entry
 
 
 def _write_all(*, fd: int, data: bytes) -> None:

@@ -19,6 +19,7 @@ import pytest
 from eval_banana.diffing.render import render_text
 from eval_banana.models.diff import RunDiff
 from tests.conftest import EbResult, check_yaml
+from tests.processes import eb_process
 
 FAIL = "raise SystemExit(1)"
 BASE = {
@@ -221,16 +222,6 @@ def test_eb_diff_alone_compares_the_last_two_runs_of_the_project(
     assert against["head"]["run_dir"] == str(newer)
 
 
-def _eb_process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-
-
 def test_latest_and_previous_are_finished_runs_only(
     project: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -248,9 +239,9 @@ def test_latest_and_previous_are_finished_runs_only(
         {"eval_checks/waiter.yaml": check_yaml("waiter", script=waiter)},
         config='[core]\noutput_dir = "runs"\n\n[cache]\nmode = "off"\n',
     )
-    assert _eb_process(root, "run").returncode == 0
+    assert eb_process(root, "run").returncode == 0
     (older,) = (root / "runs").iterdir()
-    assert _eb_process(root, "run").returncode == 0
+    assert eb_process(root, "run").returncode == 0
     (newer,) = (run for run in (root / "runs").iterdir() if run != older)
     hold.write_text("")
     going = subprocess.Popen(
@@ -265,7 +256,7 @@ def test_latest_and_previous_are_finished_runs_only(
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert started.exists()
-        while_going = _eb_process(root, "diff", "--json")
+        while_going = eb_process(root, "diff", "--json")
         assert while_going.returncode == 0, while_going.stderr
     finally:
         os.killpg(going.pid, signal.SIGKILL)  # eb and its check, as the OOM killer would
@@ -273,17 +264,17 @@ def test_latest_and_previous_are_finished_runs_only(
         hold.unlink()
     (killed,) = (run for run in (root / "runs").iterdir() if run not in (older, newer))
     assert not (killed / "report.json").exists()
-    for done in (while_going, _eb_process(root, "diff", "previous", "latest", "--json")):
+    for done in (while_going, eb_process(root, "diff", "previous", "latest", "--json")):
         document = json.loads(done.stdout)
         assert (document["base"]["run_dir"], document["head"]["run_dir"]) == (
             str(older),
             str(newer),
         )
-    gated = _eb_process(root, "run", "--baseline", "latest", "--json")
+    gated = eb_process(root, "run", "--baseline", "latest", "--json")
     assert gated.returncode == 0, gated.stderr
     written = json.loads((Path(json.loads(gated.stdout)["output_dir"]) / "diff.json").read_text())
     assert written["base"]["run_dir"] == str(newer)
-    named = _eb_process(root, "diff", str(killed), "latest")
+    named = eb_process(root, "diff", str(killed), "latest")
     assert named.returncode == 2
     assert f"Not a run folder: {killed} has no report.json" in named.stderr
     assert "It is a run that has not finished" in named.stderr

@@ -14,6 +14,7 @@ import pytest
 from tests.cache.rig import script_check
 from tests.conftest import EbResult
 from tests.gitrepo import commit_all, git, init_repo, write
+from tests.processes import eb_process
 
 
 @pytest.fixture(autouse=True)
@@ -463,13 +464,13 @@ def test_the_record_of_failures_is_no_change_for_changed_since(
             "data/a.json": "{}\n",
         },
     )
-    assert _eb(root, "run").returncode == 1
+    assert eb_process(root, "run").returncode == 1
     assert (root / ".eval-banana" / "lastfailed.json").is_file()
-    done = _eb(root, "list", "--changed-since", "HEAD")
+    done = eb_process(root, "list", "--changed-since", "HEAD")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "0 checks listed" in done.stderr, done.stdout
     (root / "data" / "a.json").write_text("[]\n")
-    assert "json\t" in _eb(root, "list", "--changed-since", "HEAD").stdout
+    assert "json\t" in eb_process(root, "list", "--changed-since", "HEAD").stdout
 
 
 def test_the_record_of_failures_costs_no_heavy_import(project: Callable[..., Path]) -> None:
@@ -570,25 +571,15 @@ script: |
 """
 
 
-def _eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-
-
 def test_last_failed_says_it_runs_every_check_before_the_first_one_starts(
     project: Callable[..., Path],
 ) -> None:
     # The warning travelled with the execute stage's and was printed once every check had
     # run; `eb plan` and `eb list`, which select the same way, did not print it at all.
     root = project({"eval_checks/qa.yaml": FAMILY})
-    assert _eb(root, "run", "--cache", "off").returncode == 1  # qa[bad] fails
+    assert eb_process(root, "run", "--cache", "off").returncode == 1  # qa[bad] fails
     said = "warning: --last-failed: the check remembered as failed (qa[bad]) is not among"
-    done = _eb(
+    done = eb_process(
         root, "run", "--cache", "off", "--max-parallel-checks", "1", "--last-failed", "-k", "slow"
     )
     assert done.returncode == 0, done.stderr
@@ -597,7 +588,7 @@ def test_last_failed_says_it_runs_every_check_before_the_first_one_starts(
     first = next(n for n, line in enumerate(lines) if line.startswith("[1/2] "))
     assert warned < first, done.stderr
     for command in ("plan", "list"):
-        shown = _eb(root, command, "--last-failed", "-k", "slow")
+        shown = eb_process(root, command, "--last-failed", "-k", "slow")
         assert shown.returncode == 0 and said in shown.stderr, (command, shown.stderr)
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from eval_banana.models.stages import ConfigDoc
 from eval_banana.stagefiles.layout import envelope
 from eval_banana.stages.discover import discover
 from tests.conftest import EbResult, check_yaml
+from tests.processes import eb_process
 
 
 def _config(
@@ -170,23 +169,13 @@ def test_a_check_file_a_run_left_in_its_output_folder_is_not_found_later(
 ) -> None:
     root = project({"eval_checks/scaffold.yaml": SCAFFOLD})
 
-    def eb_process(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "eval_banana", *args, "--cwd", str(root)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-
-    first = eb_process("run", "--output-dir", "ci-out")
+    first = eb_process(root, "run", "--output-dir", "ci-out")
     assert first.returncode == 0, first.stdout + first.stderr
     assert list(root.glob("ci-out/*/checks/*/eval_checks/made.yaml"))
-    listed = eb_process("list")
+    listed = eb_process(root, "list")
     assert listed.returncode == 0, listed.stderr
     assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == ["scaffold"]
-    again = eb_process("run")
+    again = eb_process(root, "run")
     assert again.returncode == 0 and "Score: 1/1" in again.stdout, again.stdout + again.stderr
 
 

@@ -1,0 +1,21 @@
+"""`eb` started as a process of its own, as a user's shell or a CI step starts it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def eb_process(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`eb ARGS` run in the project `root`, its output captured and its stdin closed (a
+    command that asked for input would fail rather than wait)."""
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
