@@ -179,9 +179,9 @@ class BlobStore:
         try:
             if checked:
                 if os.stat(source).st_size != blob.size:
-                    return _damaged(blob=blob, source=source, discard=discard_damaged)
+                    return self._damaged(blob=blob, source=source, discard=discard_damaged)
             elif sha256_and_size(path=source) != (blob.sha256, blob.size):
-                return _damaged(blob=blob, source=source, discard=discard_damaged)
+                return self._damaged(blob=blob, source=source, discard=discard_damaged)
             place_at(
                 target=target,
                 place=lambda: self._link_renewing(source=source, target=target, renew=renew),
@@ -241,8 +241,19 @@ class BlobStore:
         except OSError as exc:
             return _unreadable(blob=blob, exc=exc)
         if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
-            return _damaged(blob=blob, source=source, discard=discard_damaged)
+            return self._damaged(blob=blob, source=source, discard=discard_damaged)
         return data
+
+    def _damaged(self, *, blob: Blob, source: str, discard: bool) -> str:
+        """Why a blob cannot be used; `discard`: remove it, so the next store writes a sound
+        copy, in the cache's turn only (another run's watch takes any removal meanwhile for
+        one of its checks', and a later reuse finds the damage again)."""
+        if discard:
+            with alone(folder=self.folder) as mine:
+                if mine:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(source)
+        return f"its stored file {blob.sha256} is damaged"
 
 
 def _digest_of(*, file: BinaryIO) -> tuple[str, int]:
@@ -253,13 +264,6 @@ def _digest_of(*, file: BinaryIO) -> tuple[str, int]:
         digest.update(block)
         size += len(block)
     return f"sha256:{digest.hexdigest()}", size
-
-
-def _damaged(*, blob: Blob, source: str, discard: bool) -> str:
-    if discard:  # so the next store writes a sound copy
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(source)
-    return f"its stored file {blob.sha256} is damaged"
 
 
 def _unreadable(*, blob: Blob, exc: OSError) -> str:

@@ -4,7 +4,8 @@ checks start, storing new verdicts once they end, and removing those a refresh d
 
 An entry travels as a remote document (cache/remotedoc.py). A fetched entry is checked as a
 local one is (schema, key, check) plus its signature and every file's digest, and only then
-kept in the local folder, signed with the local MAC; the lookups that follow read it there. A
+kept in the local folder, signed with the local MAC; the lookups that follow read it there
+(or, while another run's checks execute with that folder, from where it is held meanwhile). A
 remote entry that fails any of these is a miss, with a warning and a counter saying why, never
 an error or a verdict. A run never writes over, nor removes, an entry signed with a key it
 cannot verify.
@@ -22,6 +23,7 @@ from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.places import SlotTaken, hex_of
 from eval_banana.cache.remotedoc import INLINE_MAX, blobs, parsed, remote_text
 from eval_banana.cache.remotefiles import keep_files, upload_blob
+from eval_banana.cache.remoteheld import HeldFetches
 from eval_banana.cache.remotenotes import (
     HINT_LOOKUPS,
     HINT_REMOVALS,
@@ -32,6 +34,7 @@ from eval_banana.cache.remotenotes import (
     say_refusals,
 )
 from eval_banana.cache.store import CacheStore
+from eval_banana.core.turns import alone
 from eval_banana.core.words import plural
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.guarded import GuardedRemote, RemoteTally
@@ -78,6 +81,8 @@ class RemoteTier:
         self._warn = warn
         self._lock = threading.Lock()
         self.fetched: set[str] = set()  # keys whose entry came from the remote in this run
+        # Those fetched while another run's checks executed with the local folder.
+        self.held = HeldFetches()
         self.rejected: dict[Rejection, int] = {"signature": 0, "entry": 0, "blob": 0}
         self._refusals: list[tuple[Rejection, str]] = []  # told when the prefetch ends
         self.writes_done = 0
@@ -108,14 +113,20 @@ class RemoteTier:
             for key, check_id in sorted(wanted.items())
             if not self.store.mark_used(key=key, touch=False)
         ]
-        self.remote.each(
-            work=lambda item: self._fetch(key=item[0], check_id=item[1]), items=missing
-        )
+        if missing:
+            # Kept in the local folder in the cache's turn, as every write there: while
+            # another run's checks execute with it, held aside (cache/remoteheld.py).
+            with alone(folder=self.store.folder) as ours:
+                into = self.store if ours else self.held.store()
+                self.remote.each(
+                    work=lambda item: self._fetch(key=item[0], check_id=item[1], into=into),
+                    items=missing,
+                )
         say_refusals(refusals=self._refusals, url=self.remote.url, warn=self._warn)
         self._refusals = []
         say_errors(remote=self.remote, asked="lookups", warn=self._warn)
 
-    def _fetch(self, *, key: str, check_id: str) -> None:
+    def _fetch(self, *, key: str, check_id: str, into: CacheStore) -> None:
         name = hex_of(key)
         where = f"{self.remote.url} ac/{name}"
         try:
@@ -142,9 +153,9 @@ class RemoteTier:
             return
         entry, inline = found
         try:
-            problem = keep_files(store=self.store, remote=self.remote, entry=entry, inline=inline)
+            problem = keep_files(store=into, remote=self.remote, entry=entry, inline=inline)
             if problem is None:
-                self.store.write(key=key, document=entry)
+                into.write(key=key, document=entry)
         except SlotTaken as exc:
             # The local folder, not the remote, is damaged: the check runs as on a miss.
             self._warn(
@@ -162,6 +173,8 @@ class RemoteTier:
             return
         with self._lock:
             self.fetched.add(key)
+            if into is not self.store:
+                self.held.entries[key] = entry
 
     def _entry(
         self, *, data: bytes, key: str, check_id: str, where: str

@@ -276,14 +276,15 @@ class CacheSession:
         if key is None or not self.reads:
             return None
         started = utc_now()
-        found = self.store.read(key=key)
+        store = self._store_of(key=key)
+        found = store.read(key=key)
         problem = found.problem
         if problem is None and found.document is None:
             return None  # nothing stored yet: an ordinary miss
         if found.unverifiable:
             self._warn(
-                message=f"Cache entries in {self.store.folder} {problem}; they count as misses",
-                file=str(self.store.folder),
+                message=f"Cache entries in {store.folder} {problem}; they count as misses",
+                file=str(store.folder),
             )
             return None
         document = found.document
@@ -298,21 +299,21 @@ class CacheSession:
             problem = disagreement(check=check, document=document)
         if problem is None:
             problem, text_read = text_disagrees(
-                store=self.store,
+                store=store,
                 check=check,
                 document=document,
                 discard_damaged=self.mode == "on",
             )
         if problem is None:
             problem = restore_files(
-                store=self.store,
+                store=store,
                 checks_dir=self._checks_dir,
                 check=check,
                 files=document.get("files", []),
                 discard_damaged=self.mode == "on",
             )
         if problem is not None:
-            path = self.store.entry_path(key=key)
+            path = store.entry_path(key=key)
             self._warn(
                 message=f"Cache entry {path} for check '{check.id}' {problem}; it counts as a miss",
                 file=str(path),
@@ -328,12 +329,12 @@ class CacheSession:
                     handle.write(judge_prompt(check=check).encode("utf-8"))
             except OSError as exc:
                 raise WriteFault.of(path=prompt_path, exc=exc) from None
-        if self.mode == "on":
+        if self.mode == "on" and store is self.store:
             self.store.touch(key=key)
         self._own.reused(path=self.store.entry_file(key=key), document=document)
         result = restored(check=check, document=document, key=key, started=started)
         placed = place_result(
-            store=self.store,
+            store=store,
             checks_dir=self._checks_dir,
             check=check,
             result=result,
@@ -342,6 +343,49 @@ class CacheSession:
             discard_damaged=self.mode == "on",
         )
         return Hit(result=result, result_file_placed=placed)
+
+    def _store_of(self, *, key: str) -> CacheStore:
+        """Where the entry of `key` is read from: the local folder, or where this run holds
+        what it fetched while another run's checks executed with that folder."""
+        held = self.remote.held.store_of(key=key) if self.remote is not None else None
+        return held or self.store
+
+    @property
+    def holds_fetched(self) -> bool:
+        """Whether this run holds entries it fetched outside the local folder."""
+        return self.remote is not None and bool(self.remote.held.entries)
+
+    def keep_fetched(self) -> None:
+        """Keep in the local folder what this run fetched while another run's checks executed
+        with it; the caller holds the cache's turn. Each is this run's own write from here on
+        (`finish` keeps it, and nothing else may change it unseen)."""
+        if self.remote is None or not self.remote.held.entries:
+            return
+        try:
+            self.remote.held.keep(
+                into=self.store,
+                kept=lambda path, digest, document: self._own.wrote(
+                    path=path, digest=digest, document=document
+                ),
+            )
+        except OSError as exc:
+            # Only a copy went: this run reused them all the same, and a later run fetches
+            # them again.
+            self._warn(
+                message="Entries fetched from the shared cache could not be kept in "
+                f"{self.store.folder}: {exc.strerror or exc}",
+                file=str(self.store.folder),
+                hint="this run reused them; a later run fetches them again",
+            )
+
+    def release_fetched(self) -> int:
+        """Forget what this run holds of the shared cache without keeping it (it had no turn
+        at the local folder); how many entries that was."""
+        if self.remote is None:
+            return 0
+        count = len(self.remote.held.entries)
+        self.remote.held.release()
+        return count
 
     def _judged_as_strictly(self, *, check: PlannedCheck, document: Mapping[str, Any]) -> bool:
         """Whether an entry's verdict was judged under isolation at least as strict as this
@@ -492,6 +536,7 @@ class CacheSession:
         interrupt, a fuse, a file it could not write), so every entry it stored goes too and
         nothing it judged is reused (blobs go with the next eviction)."""
         if aborted:
+            self.release_fetched()
             self.discard_written()
             self._remove_dropped()
             return

@@ -63,6 +63,7 @@ def store_all(
 ) -> None:
     """Store the verdicts of the checks that ran and keep the cache within its size, when no
     other run's checks are executing with the same cache (its watch would blame them)."""
+    _keep_fetched(cache=cache, folder=folder, stop=stop)
     if not ran:  # nothing ran: nothing to store, and nothing stored to evict for
         if cache.writes and cache.store.crowded and not stop.is_set():
             _renew_crowded(cache=cache, folder=folder)
@@ -97,6 +98,29 @@ def store_all(
         if ours and not stop.is_set():
             cache.store.renew_crowded()
             cache.finish()
+
+
+def _keep_fetched(*, cache: CacheSession, folder: Path, stop: StopSignal) -> None:
+    """Keep in the local folder what this run fetched from the shared cache while another
+    run's checks executed with it, now in the cache's turn; without a turn, it is not kept."""
+    if not cache.holds_fetched:
+        return
+    from eval_banana.isolation.state import cache_writes
+
+    with cache_writes(cache=folder) as ours:
+        if ours and not stop.is_set():
+            cache.keep_fetched()
+            return
+    count = cache.release_fetched()
+    if not stop.is_set():
+        logger.warning(
+            "Another eb run is executing checks with this cache: the %d %s this run fetched "
+            "from the shared cache %s not kept in the local folder (a later run fetches "
+            "them again)",
+            count,
+            "verdict" if count == 1 else "verdicts",
+            "is" if count == 1 else "are",
+        )
 
 
 def _renew_crowded(*, cache: CacheSession, folder: Path) -> None:

@@ -1,0 +1,173 @@
+"""Two `eb run`s at once sharing one local cache folder (`--cache-dir`), as two checkouts on
+one machine do: what one run reuses, fetches or keeps never becomes the other's error or loss.
+Real `eb` processes; run A's check waits for a file, so run B happens while it executes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+_EB = [sys.executable, "-m", "eval_banana", "run", "--no-html", "--json"]
+
+
+def _check(check_id: str, script: str, *, inputs: str = "input.txt") -> str:
+    return (
+        f"schema_version: 1\nid: {check_id}\ntype: deterministic\ndescription: {check_id}.\n"
+        f"inputs: [{json.dumps(inputs)}]\nscript: {json.dumps(script)}\n"
+    )
+
+
+def _waiting(*, started: Path, release: Path, hold: Path | None = None) -> str:
+    """A check that says it started, then waits (at most a minute) for `release`; with
+    `hold`, only while that file exists (else it passes at once)."""
+    return (
+        "import os, sys, time\n"
+        + (f"if not os.path.exists({str(hold)!r}): sys.exit(0)\n" if hold else "")
+        + f"open({str(started)!r}, 'w').close()\n"
+        "deadline = time.time() + 60\n"
+        f"while not os.path.exists({str(release)!r}) and time.time() < deadline:\n"
+        "    time.sleep(0.02)\n"
+    )
+
+
+def _project(root: Path, checks: dict[str, str]) -> Path:
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\nmax_parallel_checks = 2\n\n[cache]\nmode = "on"\n'
+    )
+    (root / "input.txt").write_text("the input\n")
+    (root / "own.txt").write_text("the first\n")
+    for check_id, text in checks.items():
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(text)
+    return root
+
+
+def _quick(root: Path) -> Path:
+    """Checkout B: two quick checks that pass."""
+    return _project(root, {"q1": _check("q1", "pass"), "q2": _check("q2", "print('two')")})
+
+
+def _run(root: Path, *args: str) -> tuple[dict[str, Any], str]:
+    done = subprocess.run(
+        [*_EB, "--cwd", str(root), *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done.stderr
+
+
+def _hits(report: dict[str, Any]) -> dict[str, bool]:
+    return {check["check_id"]: check["details"]["cache"]["hit"] for check in report["checks"]}
+
+
+@contextmanager
+def _executing(root: Path, *args: str, started: Path, release: Path) -> Iterator[list[Any]]:
+    """Run A, held while its waiting check executes; yields a list that gets, once A is
+    released and ends, its report and its stderr."""
+    process = subprocess.Popen(
+        [*_EB, "--cwd", str(root), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    ended: list[Any] = []
+    try:
+        for _ in range(3000):
+            if started.exists() or process.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert started.exists(), process.communicate(timeout=60)[1]
+        yield ended
+        release.touch()
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        ended.extend([json.loads(out), err])
+    finally:
+        release.touch()
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=120)
+
+
+def test_verdicts_fetched_while_another_run_executes_checks_never_make_its_checks_errors(
+    tmp_path: Path,
+) -> None:
+    # B's verdicts are in the shared cache (stored from a private local folder). While A's
+    # check executes with the local folder B then uses, B fetches them: it reuses them, but
+    # keeps nothing in that folder (A's watch would charge its check), and says so.
+    shared, local = tmp_path / "shared", tmp_path / "local"
+    quick = _quick(tmp_path / "b")
+    _run(quick, "--cache-dir", str(tmp_path / "private"), "--cache-remote", str(shared))
+    started, release = tmp_path / "started", tmp_path / "release"
+    slow = _project(
+        tmp_path / "a", {"slow": _check("slow", _waiting(started=started, release=release))}
+    )
+    with _executing(slow, "--cache-dir", str(local), started=started, release=release) as a:
+        report, err = _run(quick, "--cache-dir", str(local), "--cache-remote", str(shared))
+        assert _hits(report) == {"q1": True, "q2": True}
+        assert report["cache"]["remote_hits"] == 2
+        assert "the 2 verdicts this run fetched from the shared cache are not kept" in err
+    report_a, err_a = a
+    assert [check["status"] for check in report_a["checks"]] == ["passed"], err_a
+    assert "eb's own files changed" not in err_a
+    # A later run, with the folder to itself, fetches them again and keeps them.
+    again, _ = _run(quick, "--cache-dir", str(local), "--cache-remote", str(shared))
+    assert again["cache"]["remote_hits"] == 2
+    local_only, _ = _run(quick, "--cache-dir", str(local))
+    assert _hits(local_only) == {"q1": True, "q2": True}
+
+
+def test_verdicts_fetched_while_another_run_executes_checks_are_kept_in_this_run_s_turn(
+    tmp_path: Path,
+) -> None:
+    # B fetches while A's check executes, and runs a check of its own that outlasts A's: once
+    # its own has ended (A is done by then), B stores its verdict and keeps what it fetched.
+    shared, local = tmp_path / "shared", tmp_path / "local"
+    b_started, b_release, hold = (tmp_path / name for name in ("b_started", "b_release", "hold"))
+    quick = _project(
+        tmp_path / "b",
+        {
+            "q1": _check("q1", "pass"),
+            "q2": _check("q2", "print('two')"),
+            "own": _check(
+                "own",
+                _waiting(started=b_started, release=b_release, hold=hold),
+                inputs="own.txt",
+            ),
+        },
+    )
+    _run(quick, "--cache-dir", str(tmp_path / "private"), "--cache-remote", str(shared))
+    (quick / "own.txt").write_text("the second\n")  # B's own check runs again, and now waits
+    hold.touch()
+    started, release = tmp_path / "started", tmp_path / "release"
+    slow = _project(
+        tmp_path / "a", {"slow": _check("slow", _waiting(started=started, release=release))}
+    )
+    b_args = ("--cache-dir", str(local), "--cache-remote", str(shared))
+    with (
+        _executing(slow, "--cache-dir", str(local), started=started, release=release) as a,
+        _executing(quick, *b_args, started=b_started, release=b_release) as b,
+    ):
+        release.touch()  # A ends first, while B's own check still executes
+        for _ in range(3000):
+            if list((tmp_path / "a" / "runs").glob("*/report.json")):
+                break
+            time.sleep(0.02)
+    report_a, err_a = a
+    assert [check["status"] for check in report_a["checks"]] == ["passed"], err_a
+    report_b, err_b = b
+    assert report_b["cache"]["remote_hits"] == 2, err_b
+    assert "not kept" not in err_b
+    local_only, _ = _run(quick, "--cache-dir", str(local))
+    assert _hits(local_only) == {"own": True, "q1": True, "q2": True}
