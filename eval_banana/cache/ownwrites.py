@@ -5,7 +5,9 @@ good as eb's. So while checks run, eb remembers the digest of every entry it wri
 end compares the cache with its state when the first check started: an entry or kept run that
 changed and is not what eb wrote there is not eb's (docs/fail-closed.md#the-caches-mac). Another
 eb run storing the same verdict at the same time is no reason to drop one: an entry this run
-reused or stored that now says the same verdict, soundly, stays.
+reused or stored that now says the same verdict, soundly, stays. Nor is another run reusing an
+entry, which marks it as used (its times change, nothing else), when the kernel told every
+write while the checks ran.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class OwnWrites:
         self._written: dict[str, str] = {}
         self._verdicts: dict[str, tuple[Any, ...]] = {}
         self._before: dict[str, FileState] | None = None  # None: no check has started
+        # Whether the kernel told every write into the cache while the checks ran: then a file
+        # whose times alone changed (the same inode and size) was marked as used, not written.
+        self._writes_told = False
 
     def remember_state(self, *, writes: bool) -> None:
         """Note every entry's and kept run's state now, as the first check starts, and the
@@ -36,6 +41,14 @@ class OwnWrites:
         if writes:
             self.store.secret(create=True)
         self._before = self.store.states()
+
+    def writes_told(self, *, told: bool) -> None:
+        """Whether the watch on eb's files while the checks ran saw every write (inotify).
+        Another eb run reusing a verdict of the cache meanwhile marks its entry as just used,
+        which changes its times only; with the kernel's word on every write, that is no
+        change. Without it, a time changed counts: a check writing in place and setting the
+        time back changes the status-change time still."""
+        self._writes_told = told
 
     def reused(self, *, path: str, document: Mapping[str, Any]) -> None:
         self._verdicts[path] = verdict_of(document)
@@ -65,7 +78,8 @@ class OwnWrites:
             return []
         changed = []
         for path, state in self.store.states().items():
-            if before.get(path) == state:
+            was = before.get(path)
+            if was == state or (self._writes_told and _times_only(was=was, now=state)):
                 continue
             written = self._written.get(path)
             if written is not None and _file_digest(path) == written:
@@ -96,6 +110,11 @@ def verdict_of(document: Mapping[str, Any]) -> tuple[Any, ...]:
         stored["score"],
         stored["observed_status"],
     )
+
+
+def _times_only(*, was: FileState | None, now: FileState) -> bool:
+    """Whether a stored file changed in its times alone: the same file, of the same size."""
+    return was is not None and was.inode == now.inode and was.size == now.size
 
 
 def _file_digest(path: str) -> str | None:

@@ -512,12 +512,19 @@ class CacheSession:
         if self.writes or self.reads:
             self._own.remember_state(writes=self.writes)
 
+    def checks_watched(self, *, writes_told: bool) -> None:
+        """What the watch on eb's files while the checks ran could tell: whether the kernel
+        told every write (then a file whose times alone changed was only marked as used, by
+        another eb run reusing it)."""
+        self._own.writes_told(told=writes_told)
+
     def _drop_changed(self) -> None:
         for path in self._own.changed():
             if self.store.drop(path=Path(path)):
                 self._warn(
-                    message=f"Cache file {path} changed during this run, not by eb (a check, "
-                    "a judge or another process wrote it); it was dropped",
+                    message=f"Cache file {path} changed during this run and is not what this "
+                    "run wrote there (a check, a judge, another eb run storing into this cache "
+                    "or another process wrote it); it was dropped",
                     file=path,
                 )
 

@@ -89,6 +89,9 @@ class StateReport(NamedTuple):
     charged: dict[str, list[str]]
     late: dict[str, list[str]]
     unattributed: list[str]
+    # Whether the kernel told every write into the folders watched while the checks ran
+    # (inotify, no event lost): a file whose times alone changed meanwhile was not written.
+    writes_told: bool = False
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -319,6 +322,7 @@ class StateWatch:
         self._watcher: TreeWatcher | None = None
         self._root = ""
         self._before: dict[str, _Identity] | None = None
+        self._lost = False  # inotify lost events once: what changed is no longer known
         folders = places.folders
         if folders and len(folders) <= FOLDER_BUDGET:
             self._root = os.path.commonpath(folders)
@@ -365,6 +369,7 @@ class StateWatch:
         if self._watcher is not None:
             touched = self._watcher.touched()
             if touched is None:  # events were lost: all that is watched may have changed
+                self._lost = True
                 return changed | set(self.places.folders)
             changed.update(os.path.join(self._root, path) for path in touched)
         elif last and self._before is not None:
@@ -418,6 +423,7 @@ class StateWatch:
         """The last look, once every check has ended; the watch is closed."""
         with self._lock:
             self._look(last=True)
+            told = self._watcher is not None and not self._lost
             self.close()
             late: dict[str, set[str]] = {}
             unattributed: set[str] = set()
@@ -433,6 +439,7 @@ class StateWatch:
                 },
                 late={key: sorted(map(self._shown, paths)) for key, paths in late.items()},
                 unattributed=sorted(map(self._shown, unattributed)),
+                writes_told=told,
             )
 
     def drop_cache_changes(self) -> list[str]:

@@ -474,6 +474,8 @@ def execute(
                 orphans.end_run()
                 # The last look at eb's state, once no process a check started is left.
                 state = session.finish()
+                if cache is not None:
+                    cache.checks_watched(writes_told=state.writes_told)
         tampered = settle_state(
             report=state,
             session=session,

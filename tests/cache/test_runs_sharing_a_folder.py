@@ -171,3 +171,53 @@ def test_verdicts_fetched_while_another_run_executes_checks_are_kept_in_this_run
     assert "not kept" not in err_b
     local_only, _ = _run(quick, "--cache-dir", str(local))
     assert _hits(local_only) == {"own": True, "q1": True, "q2": True}
+
+
+def test_verdicts_another_run_reuses_meanwhile_stay_in_the_cache(tmp_path: Path) -> None:
+    # B only reuses its verdicts from the folder A's check executes with. A reuse marks the
+    # entry as used (its times change, nothing else): A must not take that for a write.
+    local = tmp_path / "local"
+    quick = _quick(tmp_path / "b")
+    _run(quick, "--cache-dir", str(local))
+    started, release = tmp_path / "started", tmp_path / "release"
+    slow = _project(
+        tmp_path / "a", {"slow": _check("slow", _waiting(started=started, release=release))}
+    )
+    with _executing(slow, "--cache-dir", str(local), started=started, release=release) as a:
+        reused, _ = _run(quick, "--cache-dir", str(local))
+        assert _hits(reused) == {"q1": True, "q2": True}
+    report_a, err_a = a
+    assert [check["status"] for check in report_a["checks"]] == ["passed"], err_a
+    assert "changed during this run" not in err_a
+    again, _ = _run(quick, "--cache-dir", str(local))
+    assert _hits(again) == {"q1": True, "q2": True}
+
+
+def test_a_check_rewriting_an_entry_in_place_with_its_times_set_back_is_still_caught(
+    tmp_path: Path,
+) -> None:
+    # What a touch changes and what a rewrite keeping the size and the times changes look
+    # alike on the file; the watch on eb's files still sees the write.
+    local = tmp_path / "local"
+    quick = _quick(tmp_path / "b")
+    _run(quick, "--cache-dir", str(local))
+    entry = sorted(local.glob("entries/*/*.json"))[0]
+    rewrite = (
+        "import os\n"
+        f"path = {str(entry)!r}\n"
+        "info = os.stat(path)\n"
+        "data = open(path, 'rb').read()\n"
+        "open(path, 'r+b').write(data.replace(b'\"passed\"', b'\"passeD\"', 1))\n"
+        "os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))\n"
+    )
+    writer = _project(tmp_path / "a", {"writer": _check("writer", rewrite)})
+    done = subprocess.run(
+        [*_EB, "--cwd", str(writer), "--cache-dir", str(local)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["checks"][0]["status"] == "error"
+    assert not entry.exists()

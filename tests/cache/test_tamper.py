@@ -478,7 +478,10 @@ def test_the_runs_own_record_drops_a_signed_forgery_made_while_it_ran(
     project.rewrite(path, document)
     session.finish()
     assert not path.exists()
-    assert any("changed during this run, not by eb" in w.message for w in session.warnings)
+    assert any(
+        "changed during this run and is not what this run wrote there" in w.message
+        for w in session.warnings
+    )
 
 
 def test_an_entry_another_run_stores_with_the_same_verdict_is_kept(
