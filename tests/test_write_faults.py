@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import init_repo
+from tests.processes import eb_process
 
 # A check that writes `size` bytes to stdout and passes whatever the write did: a disk that
 # fills up cuts its output short while the check itself still says "passed".
@@ -244,3 +245,83 @@ def test_eb_init_in_a_read_only_folder_is_a_setup_error_not_an_aborted_run(
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"Cannot write {folder}/.eval-banana/config.toml: "), done.stderr
     assert "the run is aborted" not in done.stderr
+
+
+# -- the reports written beside the run folder ------------------------------------------------
+
+# A check that passes, and puts a folder where the run's JUnit file is to go: the path was
+# fine when the run started, and cannot be written once the checks have run.
+_BLOCKS_JUNIT = (
+    "schema_version: 1\nid: blocks\ntype: deterministic\ndescription: Passes.\n"
+    "script: |\n  import os\n  os.makedirs('reports/junit.xml', exist_ok=True)\n"
+)
+
+
+def _passing_project(root: Path, *, check: str | None = None) -> Path:
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "ok.yaml").write_text(check or _check("ok", size=10))
+    return root
+
+
+def test_a_junit_file_that_cannot_be_written_after_the_checks_aborts_with_the_verdict_shown(
+    tmp_path: Path,
+) -> None:
+    # It was exit 2 ("nothing ran") with no console report: the one line was all there was,
+    # though every check had run and report.json said the run passed.
+    root = _passing_project(tmp_path / "proj", check=_BLOCKS_JUNIT)
+    done = eb_process(root, "run", "--no-html", "--junit-xml", "reports/junit.xml")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "Passed: yes" in done.stdout and "- blocks: passed" in done.stdout, done.stdout
+    lines = [line for line in done.stderr.splitlines() if line.strip() and line[0] != "["]
+    assert lines == [
+        f"Cannot write {root / 'reports' / 'junit.xml'}: Is a directory; the run is aborted"
+    ], done.stderr
+
+
+def test_a_junit_path_that_cannot_be_a_file_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    root = _passing_project(tmp_path / "proj")
+    (tmp_path / "not_a_dir").write_text("")
+    runs = tmp_path / "runs"
+    junit = tmp_path / "not_a_dir" / "junit.xml"
+    done = eb_process(root, "run", "--output-dir", str(runs), "--junit-xml", str(junit))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(
+        f"Cannot write the JUnit XML to {junit}: {tmp_path / 'not_a_dir'} is not a folder\n"
+    ), done.stderr
+    assert "[1/1]" not in done.stderr and not runs.exists(), "a refused run ran its checks"
+    # Missing folders are made, as for --output-dir and --result-out.
+    deep = tmp_path / "new" / "deeper" / "junit.xml"
+    made = eb_process(root, "run", "--output-dir", str(runs), "--junit-xml", str(deep))
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert deep.read_text().startswith("<?xml")
+
+
+def test_a_step_summary_that_cannot_be_appended_is_a_warning_and_the_verdict_stands(
+    tmp_path: Path,
+) -> None:
+    # A container step that passes GITHUB_STEP_SUMMARY on without the runner's file: it was
+    # exit 2 for a run whose checks all passed, with no console report.
+    root = _passing_project(tmp_path / "proj")
+    (tmp_path / "not_a_dir").write_text("")
+    summary = tmp_path / "not_a_dir" / "summary.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--no-html"],
+        cwd=root,
+        env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Passed: yes" in done.stdout, done.stdout
+    assert (
+        f"warning: could not append the report to $GITHUB_STEP_SUMMARY ({summary}): "
+        "Not a directory; report.md in the run folder holds it"
+    ) in done.stderr, done.stderr

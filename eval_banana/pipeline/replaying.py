@@ -126,6 +126,7 @@ def replay(
             html_path=html if html in extras.written else None,
             places=extras.case_places(report=report),
         )
+    extras.tell_faults(warn=console.warn)
     return replayed
 
 

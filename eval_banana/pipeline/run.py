@@ -32,6 +32,7 @@ from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.runners.faults import FaultLog
 from eval_banana.runners.results import STOP_REASON_TEXT
+from eval_banana.settings.folders import refuse_junit_target
 from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir, prune_runs
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages.config import (
@@ -146,6 +147,8 @@ def publish_report(
         html_path=html if html in written else None,
         places=None if console.quiet else extras.case_places(report=report.report),
     )
+    # A report that could not be written ends the run (exit 3) after the verdict was shown.
+    extras.tell_faults(warn=console.warn)
     return report
 
 
@@ -158,6 +161,7 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     for message in [*config_warning_lines(config=config), outside, far_checks]:
         if message is not None:
             console.warn(message)
+    refuse_junit_target(config=config)  # before the run folder: nothing ran, nothing is left
     folder = open_run_dir(config=config, flat_output=request.flat_output)
     run_dir = folder.path
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}

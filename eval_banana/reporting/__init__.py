@@ -9,17 +9,17 @@ May import stages and everything below them; the pipeline and commands call it.
 
 # No `from __future__ import annotations`: it would clash with the re-exported `annotations()`.
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 from eval_banana.core import forked
-from eval_banana.core.errors import OutputDirError, Problem
+from eval_banana.core.errors import Problem, WriteFault
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
 from eval_banana.reporting.html import REPORT_HTML, write_html
-from eval_banana.settings.folders import junit_file
+from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
 
 __all__ = [
     "ReportExtras",
@@ -53,6 +53,19 @@ class ReportExtras(Record):
     config: ConfigDoc | None = None
     # Check id -> where a failed case's row is, once found (`ReportExtras.case_places`).
     places: dict[str, Problem] | None = None
+    # The first report the run could not write (report.html, the JUnit file): the run ends
+    # with it (exit 3) once the console has shown the verdict (`tell_faults`).
+    fault: WriteFault | None = None
+    # Outputs whose failure costs only themselves (the step summary): warnings to tell.
+    warnings: list[str] = Field(default_factory=list)
+
+    def tell_faults(self, *, warn: Callable[[str], None]) -> None:
+        """Warn of each output that could not be written, then raise the first report that
+        could not (exit 3): called after the console summary, so the verdict is still shown."""
+        for warning in self.warnings:
+            warn(warning)
+        if self.fault is not None:
+            raise self.fault
 
     def case_places(self, *, report: Mapping[str, Any]) -> dict[str, Problem]:
         """Where the failed cases' rows are, found when first asked: a run whose outputs
@@ -126,6 +139,14 @@ def _finish_html(
         html.finish_or_redo(redo=render)
 
 
+def _report_fault(*, path: Path, exc: OSError | WriteFault) -> WriteFault:
+    """The fault of a report that could not be written, named by the report's own path (not
+    the temporary file beside it)."""
+    if isinstance(exc, WriteFault):
+        return exc
+    return WriteFault(path=str(path), cause=exc.strerror or str(exc) or type(exc).__name__)
+
+
 def junit_path(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
     return junit_file(setting=setting, project_root=project_root)
@@ -141,7 +162,8 @@ def write_extra_reports(
     html: forked.Pending[None] | None = None,
 ) -> ReportExtras:
     """Write report.html (or finish `html`, begun by `start_html`), the JUnit file and the
-    GitHub outputs asked for; return `extras`."""
+    GitHub outputs asked for; return `extras`, holding what could not be written
+    (`ReportExtras.tell_faults` tells it after the console summary)."""
     extras = extras if extras is not None else ReportExtras()
     extras.report, extras.report_md = report, report_md
     project_root = Path(str(report.get("project_root") or run_dir))
@@ -164,8 +186,12 @@ def write_extra_reports(
                 )
             else:
                 _finish_html(html=html, report=report, run_dir=run_dir, path=path, extras=extras)
-        except OSError as exc:
-            raise OutputDirError(f"Cannot write the {label} to {path}: {exc}") from exc
+        except (OSError, WriteFault) as exc:
+            # A report CI reads is missing: a fault of the run (exit 3), never a setup error
+            # (the checks ran); the rest is still written and the verdict still shown.
+            if extras.fault is None:
+                extras.fault = _report_fault(path=path, exc=exc)
+            continue
         extras.written.append(path)
     if extras.annotations == "github":
         stream = extras.annotation_stream if extras.annotation_stream is not None else sys.stdout
@@ -181,5 +207,11 @@ def write_extra_reports(
     try:
         append_step_summary(report_md=report_md, environ=extras.environ)
     except OSError as exc:
-        raise OutputDirError(f"Cannot append to $GITHUB_STEP_SUMMARY: {exc}") from exc
+        # A copy of report.md for the job's page, not a report CI reads: a container step can
+        # pass the variable on without the runner's file, and that must not sink the verdict.
+        extras.warnings.append(
+            f"could not append the report to ${STEP_SUMMARY_ENV} "
+            f"({extras.environ.get(STEP_SUMMARY_ENV)}): {exc.strerror or exc}; "
+            "report.md in the run folder holds it"
+        )
     return extras

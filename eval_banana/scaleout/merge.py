@@ -37,6 +37,7 @@ from eval_banana.pipeline.run import RunOutcome, finish_run
 from eval_banana.reporting import ReportExtras
 from eval_banana.reporting.console import Console
 from eval_banana.scaleout.shardset import ShardRun, check_chain, read_shard_set
+from eval_banana.settings.folders import refuse_junit_target
 from eval_banana.settings.rundir import new_run_id, prepare_run_dir, prune_runs
 from eval_banana.stagefiles.layout import envelope, stage_path
 from eval_banana.stagefiles.read import read_stage_file
@@ -459,6 +460,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     )
     first = runs[0]
     config = merged_config(local=local, first=first)
+    refuse_junit_target(config=config)
     run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
     discovered = _merged_discover(first=first, config=config, inputs=dict(digests))

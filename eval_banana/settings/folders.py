@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from eval_banana.core.errors import OutputDirError
 from eval_banana.models.config import CacheSettings
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.table import SETTINGS_BY_NAME
@@ -142,6 +143,31 @@ def junit_file(*, setting: str, project_root: Path) -> Path:
     """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
     path = Path(setting).expanduser()
     return path if path.is_absolute() else project_root / path
+
+
+def refuse_junit_target(*, config: ConfigDoc) -> None:
+    """Refuse, before anything runs, a JUnit path that cannot become a file: a folder at the
+    path, or a file where one of its folders would be. Missing folders are made when the file
+    is written, as for `--output-dir` and `--result-out`; a typo must not cost a whole run."""
+    setting = config.settings.core.junit_xml
+    if not setting:
+        return
+    path = junit_file(setting=setting, project_root=Path(config.project_root))
+    fix = "give --junit-xml (or [core] junit_xml, EVAL_BANANA_JUNIT_XML) a file path"
+    if path.is_dir():
+        raise OutputDirError(
+            f"Cannot write the JUnit XML to {path}: it is a folder", file=str(path), hint=fix
+        )
+    # The nearest folder that exists must be a folder, or the missing ones cannot be made.
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputDirError(
+            f"Cannot write the JUnit XML to {path}: {parent} is not a folder",
+            file=str(path),
+            hint=fix,
+        )
 
 
 def record_path(*, config: ConfigDoc) -> Path:

@@ -238,11 +238,11 @@ def test_single_file_with_nothing_to_load(finished_run: Run) -> None:
     assert Path(path).stat().st_size < 200_000
 
 
-def test_a_forked_page_that_cannot_be_written_is_an_output_error(
+def test_a_forked_page_that_cannot_be_written_is_a_write_fault(
     finished_run: Run, tmp_path: Path
 ) -> None:
     from eval_banana.core import forked
-    from eval_banana.core.errors import OutputDirError
+    from eval_banana.core.errors import WriteFault
     from eval_banana.reporting import write_extra_reports
 
     (tmp_path / REPORT_HTML / "in-the-way").mkdir(parents=True)  # a folder where the page goes
@@ -252,16 +252,19 @@ def test_a_forked_page_that_cannot_be_written_is_an_output_error(
         ),
         fork=True,
     )
-    with pytest.raises(OutputDirError, match="Cannot write the HTML report to .*report.html"):
-        write_extra_reports(
-            extras=None,
-            run_dir=tmp_path,
-            report=finished_run.report,
-            report_md="",
-            junit_xml=None,
-            html=pending,
-        )
+    extras = write_extra_reports(
+        extras=None,
+        run_dir=tmp_path,
+        report=finished_run.report,
+        report_md="",
+        junit_xml=None,
+        html=pending,
+    )
     assert pending.pid is None  # waited for and reaped
+    assert extras.written == []
+    # Told once the console has shown the verdict: the run ends with exit 3, naming the page.
+    with pytest.raises(WriteFault, match="Cannot write .*report.html: "):
+        extras.tell_faults(warn=print)
 
 
 def _ended_by_ctrl_c() -> None:
