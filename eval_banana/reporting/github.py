@@ -16,8 +16,16 @@ ANNOTATED_PROBLEMS = 10
 
 Level = Literal["error", "warning"]
 
-# GitHub rejects a step summary over 1 MiB (the whole step, not one write); stay well below.
+# GitHub refuses a step's summary over 1 MiB: the whole file the step appends to, every tool's
+# writes and an earlier run's included. A report is cut to keep the file below this, well under.
 SUMMARY_LIMIT_BYTES = 900 * 1024
+GITHUB_SUMMARY_LIMIT_BYTES = 1024 * 1024
+_CUT_NOTE = "\n_eval-banana: summary cut to fit GitHub's size limit; see report.md._\n"
+# All a report gets when the step's summary has no room left for any of it.
+_NO_ROOM_NOTE = (
+    "_eval-banana: no room left in this step's summary (GitHub allows 1 MiB per step); "
+    "the report is in report.md in the run folder._\n"
+)
 
 
 def escape_data(text: str) -> str:
@@ -30,27 +38,46 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _bounded_markdown(*, report_md: str, limit: int) -> str:
-    data = report_md.encode("utf-8")
-    if len(data) <= limit:
-        return report_md
+def _bounded_markdown(*, report_md: str, room: int) -> str:
+    """The report, or as much of it as fits in `room` bytes with the cut note; "" when not even
+    its first line does (the caller then says there was no room)."""
+    text = report_md if report_md.endswith("\n") else report_md + "\n"
+    data = text.encode("utf-8")
+    if len(data) <= room:
+        return text
     # Cut at a line boundary so no table row or list item is left half written.
-    head = data[:limit].decode("utf-8", errors="ignore")
+    head = data[: max(room - len(_CUT_NOTE.encode("utf-8")), 0)].decode("utf-8", errors="ignore")
     head = head[: head.rfind("\n") + 1]
-    return head + "\n_eval-banana: summary cut to fit GitHub's size limit; see report.md._\n"
+    return head + _CUT_NOTE if head else ""
+
+
+def _summary_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def append_step_summary(
     *, report_md: str, environ: Mapping[str, str], limit_bytes: int = SUMMARY_LIMIT_BYTES
 ) -> bool:
-    """Append the Markdown report to `$GITHUB_STEP_SUMMARY` when it is set; True if written."""
+    """Append the Markdown report to `$GITHUB_STEP_SUMMARY` when it is set, cut so that the
+    whole file stays within `limit_bytes` (or, with no room for any of it, a line saying where
+    the report is, while GitHub's own limit has room for that); True if anything was written."""
     target = environ.get(STEP_SUMMARY_ENV, "")
     if not target:
         return False
-    text = _bounded_markdown(report_md=report_md, limit=limit_bytes)
+    path = Path(target)
+    size = _summary_size(path)
+    text = _bounded_markdown(report_md=report_md, room=limit_bytes - size)
+    if not text:
+        fits = size + len(_NO_ROOM_NOTE.encode("utf-8")) <= GITHUB_SUMMARY_LIMIT_BYTES
+        if not fits:
+            return False
+        text = _NO_ROOM_NOTE
     # Appending (not replacing) is the contract of this file: other steps' summaries stay.
-    with Path(target).open("a", encoding="utf-8") as handle:
-        handle.write(text if text.endswith("\n") else text + "\n")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)
     return True
 
 

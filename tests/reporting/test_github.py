@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 from eval_banana.core.errors import Problem
 from eval_banana.reporting.github import (
     ANNOTATED_PROBLEMS,
+    SUMMARY_LIMIT_BYTES,
     annotation,
     annotations,
     append_step_summary,
@@ -97,6 +98,52 @@ def test_eb_run_prints_annotations_and_appends_summary(tmp_path: Path) -> None:
     )
     assert summary.read_text(encoding="utf-8").startswith("# eval-banana report\n")
     assert "| `broken` | `deterministic` | `failed` |" in summary.read_text(encoding="utf-8")
+
+
+def _failing_checks(count: int) -> dict[str, str]:
+    """`count` checks that fail with a long reason: a report.md of some 20 KB."""
+    return {
+        f"eval_checks/f{i:03d}.yaml": (
+            f"schema_version: 1\nid: f{i:03d}\ntype: deterministic\ndescription: Fails.\n"
+            f"script: raise SystemExit('reason ' + 'x' * 400)\n"
+        )
+        for i in range(count)
+    }
+
+
+def test_the_step_summary_is_cut_to_the_room_the_step_has_left(tmp_path: Path) -> None:
+    # Each run cut its own report to 900 KiB and never looked at the file: two runs in one
+    # step (or one after another tool's summary) went over GitHub's 1 MiB, and GitHub then
+    # shows none of the step's summary.
+    project = write_project(tmp_path / "proj", checks=_failing_checks(40))
+    summary = tmp_path / "step-summary.md"
+    earlier = "## Unit tests\n" + "x" * 99 + "\n"
+    summary.write_text(earlier * (SUMMARY_LIMIT_BYTES // len(earlier) - 40), encoding="utf-8")
+    before = summary.stat().st_size
+    first = run_eb("run", "--cwd", str(project), "--no-html", GITHUB_STEP_SUMMARY=str(summary))
+    assert first.returncode == 1, first.stderr
+    report_md = (latest_run_dir(project) / "report.md").read_bytes()
+    assert len(report_md) > SUMMARY_LIMIT_BYTES - before, "the report must not fit"
+    text = summary.read_text(encoding="utf-8")
+    size = len(text.encode("utf-8"))
+    assert SUMMARY_LIMIT_BYTES - 200 < size <= SUMMARY_LIMIT_BYTES, size
+    added = text[len(earlier) * (before // len(earlier)) :]
+    assert added.startswith("# eval-banana report\n"), added[:200]
+    assert added.endswith(
+        "\n_eval-banana: summary cut to fit GitHub's size limit; see report.md._\n"
+    )
+    # Another tool fills the step's summary up to just below GitHub's limit: the next run says
+    # where its report is, and no more.
+    text += "y" * (1024 * 1024 - 1_000 - len(text.encode("utf-8"))) + "\n"
+    summary.write_text(text, encoding="utf-8")
+    second = run_eb("run", "--cwd", str(project), "--no-html", GITHUB_STEP_SUMMARY=str(summary))
+    assert second.returncode == 1, second.stderr
+    after = summary.read_text(encoding="utf-8")
+    assert after == text + (
+        "_eval-banana: no room left in this step's summary (GitHub allows 1 MiB per step); "
+        "the report is in report.md in the run folder._\n"
+    )
+    assert len(after.encode("utf-8")) <= 1024 * 1024
 
 
 _FAIL = """\
