@@ -65,11 +65,37 @@ def _properties(parent: ET.Element, pairs: list[tuple[str, str]]) -> None:
         _sub(properties, "property", name=name, value=value)
 
 
-def _outcome(case: ET.Element, *, check: Check) -> None:
-    """failed → <failure>, error → <error>, not run → <skipped>; passed adds nothing."""
+def fails_as_flaky(*, check: Check, report: dict[str, Any]) -> bool:
+    """A check that passed by its rule while its samples disagreed, in a run that
+    --fail-on-flaky fails for it: its testcase fails, so a JUnit reporter shows the run red."""
+    return (
+        bool(report.get("fail_on_flaky"))
+        and check.get("status") == "passed"
+        and is_flaky(check.get("details") or {})
+    )
+
+
+def _flaky_failure(case: ET.Element, *, check: Check) -> None:
+    details = check.get("details") or {}
+    samples = details.get("samples")
+    rate = details.get("pass_rate")
+    how = f"its {len(samples)} samples disagreed" if isinstance(samples, list) else "flaky"
+    if isinstance(rate, int | float):
+        how += f" (pass rate {float(rate):.0%})"
+    rule = details.get("aggregate")
+    passed_by = f"its rule ({rule})" if isinstance(rule, str) and rule else "its rule"
+    message = f"flaky under --fail-on-flaky: {how}; {passed_by} passed it"
+    _sub(case, "failure", summary(check=check), message=message, type="flaky")
+
+
+def _outcome(case: ET.Element, *, check: Check, report: dict[str, Any]) -> None:
+    """failed → <failure>, error → <error>, not run → <skipped>; passed adds nothing, unless
+    --fail-on-flaky fails the run for it (a <failure type="flaky">)."""
     status = check.get("status")
     text = summary(check=check)
-    if is_not_run(check=check):
+    if fails_as_flaky(check=check, report=report):
+        _flaky_failure(case, check=check)
+    elif is_not_run(check=check):
         detail = str(check.get("error_detail") or "Not run")
         _sub(
             case,
@@ -102,7 +128,14 @@ def _failure_body(*, check: Check, text: str) -> str:
     return "\n".join(lines)
 
 
-def _testcase(suite: ET.Element, *, check: Check, project_root: str, place: Located | None) -> None:
+def _testcase(
+    suite: ET.Element,
+    *,
+    check: Check,
+    report: dict[str, Any],
+    project_root: str,
+    place: Located | None,
+) -> None:
     """One check's testcase; `place`: a failed case's dataset row, named by `file` and `line`
     (as pytest names a test's), which reporters that annotate from JUnit put the failure on."""
     file, line = check_place(check=check, project_root=project_root, place=place)
@@ -136,7 +169,7 @@ def _testcase(suite: ET.Element, *, check: Check, project_root: str, place: Loca
         pairs += [("cached", "true"), ("cache_from_run_id", str(cache.get("from_run_id", "")))]
     pairs += _sample_properties(details=check.get("details") or {})
     _properties(case, pairs)
-    _outcome(case, check=check)
+    _outcome(case, check=check, report=report)
     if check.get("stdout"):
         _sub(case, "system-out", str(check["stdout"]))
     if check.get("stderr"):
@@ -163,6 +196,17 @@ def _sample_properties(*, details: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _sampled(*, checks: list[Check]) -> bool:
     return any(isinstance((check.get("details") or {}).get("samples"), list) for check in checks)
+
+
+def _gate_properties(*, report: dict[str, Any]) -> list[tuple[str, str]]:
+    """The dataset families whose min_pass_rate gate did not hold, when any did not: their
+    failed or errored cases are the testcases that fail, and this names the gate they broke."""
+    broken = [
+        str(family.get("id"))
+        for family in report.get("families") or []
+        if isinstance(family, dict) and family.get("gate_held") is False
+    ]
+    return [("gates_not_held", ",".join(broken))] if broken else []
 
 
 def _skipped_testcase(suite: ET.Element, *, item: Check, project_root: str) -> None:
@@ -195,7 +239,13 @@ def junit_tree(
     not_started = sum(1 for check in checks if is_not_run(check=check)) + len(skipped)
     counts = {
         "tests": str(len(checks) + len(skipped)),
-        "failures": str(sum(1 for check in checks if check.get("status") == "failed")),
+        "failures": str(
+            sum(
+                1
+                for check in checks
+                if check.get("status") == "failed" or fails_as_flaky(check=check, report=report)
+            )
+        ),
         "errors": str(
             sum(1 for c in checks if c.get("status") == "error" and not is_not_run(check=c))
         ),
@@ -220,11 +270,12 @@ def junit_tree(
                 if _sampled(checks=checks)
                 else []
             ),
+            *_gate_properties(report=report),
         ],
     )
     for check in checks:
         place = places.get(str(check.get("check_id", "")))
-        _testcase(suite, check=check, project_root=root_text, place=place)
+        _testcase(suite, check=check, report=report, project_root=root_text, place=place)
     for item in skipped:
         _skipped_testcase(suite, item=item, project_root=root_text)
     return root

@@ -145,3 +145,81 @@ type: deterministic
 description: Passes.
 script: print("ok")
 """
+
+
+def _wobbly(flag: Path) -> str:
+    """A check sampled three times whose first sample to start fails and the others pass:
+    flaky, and passed by its rule (any)."""
+    return (
+        "schema_version: 1\nid: wobbly\ntype: deterministic\ndescription: Disagrees.\n"
+        "repeats: 3\naggregate: any\nscript: |\n  import os, sys\n  try:\n"
+        f"      os.close(os.open({str(flag)!r}, os.O_CREAT | os.O_EXCL | os.O_WRONLY))\n"
+        "  except FileExistsError:\n      sys.exit(0)\n  sys.exit('the first sample fails')\n"
+    )
+
+
+def test_a_check_flaky_under_fail_on_flaky_is_a_failure_in_the_junit_file(tmp_path: Path) -> None:
+    # The run failed (exit 1) for its flaky check alone, while the JUnit file said
+    # failures="0" errors="0": a JUnit reporter showed a red run green.
+    from tests.reporting.conftest import run_eb, write_project
+
+    for fail_on_flaky in (True, False):
+        root = tmp_path / f"fail_on_flaky_{fail_on_flaky}"
+        project = write_project(
+            root / "proj",
+            checks={"eval_checks/pass.yaml": _PASS, "eval_checks/wobbly.yaml": _wobbly(root / "f")},
+        )
+        flags = ["--fail-on-flaky"] if fail_on_flaky else []
+        completed = run_eb("run", "--cwd", str(project), "--junit-xml", "j.xml", *flags)
+        assert completed.returncode == (1 if fail_on_flaky else 0), completed.stderr
+        suite = _suite(project / "j.xml")
+        assert (suite.tests, suite.failures, suite.errors) == (2, int(fail_on_flaky), 0)
+        cases = {case.name: _case_results(case) for case in suite}
+        assert cases["only_check"] == []
+        if not fail_on_flaky:
+            assert cases["wobbly"] == []
+            continue
+        (failure,) = cases["wobbly"]
+        assert isinstance(failure, Failure) and failure.type == "flaky"
+        assert failure.message == (
+            "flaky under --fail-on-flaky: its 3 samples disagreed (pass rate 67%); "
+            "its rule (any) passed it"
+        )
+
+
+_GATED_FAMILY = """\
+schema_version: 1
+id: fam
+type: deterministic
+description: "case {{ case.id }}"
+cases_from: data/rows.jsonl
+min_pass_rate: 0.85
+script: |
+  import json, sys
+  sys.exit(0 if json.load(open(sys.argv[1]))["case"]["ok"] == "yes" else 1)
+"""
+
+
+def test_a_family_gate_that_did_not_hold_is_named_beside_its_failed_cases(tmp_path: Path) -> None:
+    # The run meets its threshold (6 of 8) and fails for the family's gate (85%) alone: the
+    # two failed cases are the failures a reporter shows; the suite names the gate they broke.
+    from tests.reporting.conftest import run_eb, write_project
+
+    rows = "".join(
+        f'{{"id": "c{n}", "ok": "{"no" if n in (2, 5) else "yes"}"}}\n' for n in range(8)
+    )
+    project = write_project(
+        tmp_path / "proj",
+        checks={"eval_checks/fam.yaml": _GATED_FAMILY, "data/rows.jsonl": rows},
+    )
+    completed = run_eb(
+        "run", "--cwd", str(project), "--junit-xml", "j.xml", "--pass-threshold", "0.5"
+    )
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    suite = _suite(project / "j.xml")
+    assert (suite.tests, suite.failures, suite.errors) == (8, 2, 0)
+    properties = {prop.name: prop.value for prop in suite.properties()}
+    assert properties["run_passed"] == "false"
+    assert properties["gates_not_held"] == "fam"
+    failed = sorted(case.name for case in suite if _case_results(case))
+    assert failed == ["fam[c2]", "fam[c5]"]
