@@ -14,7 +14,14 @@ from typing import Any
 
 from eval_banana.calibration.cases import judge_edits
 from eval_banana.isolation.detect import ChangeMonitor
-from eval_banana.isolation.modes import isolation_error, listed_paths, shown_paths
+from eval_banana.isolation.modes import (
+    isolation_error,
+    listed_paths,
+    mode_setting,
+    setting_name,
+    shown_paths,
+    write_advice,
+)
 from eval_banana.isolation.workspace import Workspace
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
@@ -83,10 +90,12 @@ class SampleWatch:
                 f"The project changed while this judge ran in its copy: {shown_paths(outside)}"
             )
         else:
+            setting = setting_name(mode_setting("harness_judge"))
+            advice = write_advice("harness_judge", command="calibrate")
             problem = (
-                f"The judge changed its copy of the project: {shown_paths(edits)}; under [harness] "
-                f'isolation = "{self.mode}" `eb run` makes that an error too (its verdict may be '
-                "about its own edits). List paths it may write in [harness] isolation_ignore"
+                f"The judge changed its copy of the project: {shown_paths(edits)}; under "
+                f'{setting} = "{self.mode}" `eb run` makes that an error too (its verdict may be '
+                f"about its own edits). To let it write, {advice}"
             )
         return isolation_error(result=result, record=record, problem=problem)
 

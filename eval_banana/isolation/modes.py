@@ -8,6 +8,7 @@ from typing import Any, Literal
 from eval_banana.core.words import visible
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
+from eval_banana.settings.table import SETTINGS_BY_NAME, SettingSpec
 
 Mode = Literal["off", "detect", "copy"]
 # The modes under which a check that changed the project is an error (details.isolation.mode).
@@ -24,6 +25,41 @@ def check_mode(*, config: ConfigDoc, check: PlannedCheck) -> Mode:
     if check.type == "deterministic":
         return config.settings.execution.isolation
     return "off"
+
+
+def noun(check_type: str) -> str:
+    """What a message calls a check of this type."""
+    return "judge" if check_type == "harness_judge" else "check"
+
+
+def mode_setting(check_type: str) -> SettingSpec:
+    """The setting that isolates checks of this type, as `check_mode` reads it."""
+    if check_type == "harness_judge":
+        return SETTINGS_BY_NAME["harness.isolation"]
+    return SETTINGS_BY_NAME["execution.isolation"]
+
+
+def setting_name(setting: SettingSpec) -> str:
+    """A setting as the config file spells it: `[execution] isolation`."""
+    return f"[{setting.section}] {setting.key}"
+
+
+def named_with_ways(setting: SettingSpec, *, command: str) -> str:
+    """A setting as the config file names it, with the flag `eb <command>` takes and the
+    variable: the advice holds whichever way the run was configured."""
+    flag = setting.flag if command in setting.commands else None
+    ways = [way for way in (flag, setting.env) if way is not None]
+    return f"{setting_name(setting)} ({', '.join(ways)})" if ways else setting_name(setting)
+
+
+def write_advice(check_type: str, *, command: str = "run") -> str:
+    """What lets a check or judge that needs to write do so without an isolation error."""
+    ignore = setting_name(SETTINGS_BY_NAME["harness.isolation_ignore"])
+    mode = named_with_ways(mode_setting(check_type), command=command)
+    return (
+        f'list the paths it may write in {ignore}, or set {mode} to "off" for '
+        f"{noun(check_type)}s meant to write"
+    )
 
 
 def ignore_list(*, config: ConfigDoc) -> list[str]:

@@ -27,7 +27,9 @@ from eval_banana.isolation.modes import (
     isolates_any,
     isolation_error,
     listed_paths,
+    noun,
     shown_paths,
+    write_advice,
 )
 from eval_banana.isolation.state import (
     ReadOnly,
@@ -49,10 +51,6 @@ _STATE_RULE = (
     "Checks and judges must never write eb's verdict cache, run folders or calibration record: "
     "the run cannot pass, and it stores no verdict in the cache"
 )
-
-
-def _noun(check: PlannedCheck) -> str:
-    return "judge" if check.type == "harness_judge" else "check"
 
 
 def _record(
@@ -149,7 +147,7 @@ class IsolationSession:
             changed = self.state.ended(key=key)
         if not changed:
             return result
-        when = f"while this {_noun(check)} ran"
+        when = f"while this {noun(check.type)} ran"
         return with_state_change(result=result, check=check, mode=mode, paths=changed, when=when)
 
     def _in_mode(self, *, mode: Mode, check: PlannedCheck, key: str, run_in: RunIn) -> CheckResult:
@@ -165,9 +163,9 @@ class IsolationSession:
         problem = None
         if changed:
             problem = (
-                f"The project changed while this {_noun(check)} ran: {shown_paths(changed)}. "
-                "A judge must not change what it judges; run judges that need to write with "
-                '[harness] isolation = "copy" (or "off" for judges meant to write)'
+                f"The project changed while this {noun(check.type)} ran: "
+                f"{shown_paths(changed)}. A {noun(check.type)} must not change what it "
+                f"{noun(check.type)}s: {write_advice(check.type)}"
             )
         record = _record(
             mode="detect", paths=changed, method=None, ignore=ignore_list(config=self.config)
@@ -196,12 +194,12 @@ class IsolationSession:
         problem = None
         if outside:
             shown = shown_paths(outside)
-            problem = f"The project changed while this {_noun(check)} ran in its copy: {shown}"
+            problem = f"The project changed while this {noun(check.type)} ran in its copy: {shown}"
         elif edits:
             problem = (
-                f"The {_noun(check)} changed its copy of the project: {shown_paths(edits)}; its "
-                "verdict may be about its own edits (the project is untouched). List paths it "
-                "may write in [harness] isolation_ignore"
+                f"The {noun(check.type)} changed its copy of the project: {shown_paths(edits)}; "
+                "its verdict may be about its own edits (the project is untouched). To let it "
+                f"write, {write_advice(check.type)}"
             )
         record = _record(
             mode="copy",

@@ -116,6 +116,10 @@ def test_a_tampering_judge_is_an_error_under_detect(tmp_path: Path, git: bool) -
     judge = checks["tamper"]
     assert judge["status"] == "error" and judge["score"] == 0 and judge["reason"] is None
     assert judge["error_detail"].startswith("The project changed while this judge ran: ")
+    assert judge["error_detail"].endswith(
+        "list the paths it may write in [harness] isolation_ignore, or set [harness] isolation "
+        '(--isolation, EVAL_BANANA_HARNESS_ISOLATION) to "off" for judges meant to write'
+    )
     isolation = judge["details"]["isolation"]
     assert isolation["mode"] == "detect" and isolation["changed"] == TAMPERED
     assert isolation["changed_count"] == 3 and isolation["reason_before"] == "looks fine"

@@ -1,0 +1,72 @@
+"""Deterministic checks under `[execution] isolation`: what their errors say, and that
+following it works, through `eb run` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# A generator that rewrites the file it then checks.
+REGENERATES = 'from pathlib import Path\nPath("src/app.py").write_text("VALUE = 2\\n")\n'
+
+
+def _project(root: Path, *, script: str, config: str = "") -> Path:
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("VALUE = 1\n")
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\n[cache]\nmode = "off"\n[history]\nmode = "off"\n' + config
+    )
+    (root / "eval_checks" / "gen.yaml").write_text(
+        "schema_version: 1\nid: gen\ntype: deterministic\ndescription: g.\n"
+        f"script: {json.dumps(script)}\n"
+    )
+    return root
+
+
+def _run(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html", *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    run_dir = max((root / "runs").iterdir(), key=lambda path: path.stat().st_mtime_ns)
+    result: dict[str, Any] = json.loads((run_dir / "report.json").read_text())["checks"][0]
+    return result
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_a_check_s_isolation_error_names_the_setting_that_isolates_checks(
+    tmp_path: Path, mode: str
+) -> None:
+    isolated = f'[execution]\nisolation = "{mode}"\n'
+    root = _project(tmp_path / "proj", script=REGENERATES, config=isolated)
+    check = _run(root)
+    assert check["status"] == "error", check
+    detail = check["error_detail"]
+    assert "judge" not in detail and "[harness] isolation " not in detail
+    assert detail.endswith(
+        "list the paths it may write in [harness] isolation_ignore, or set [execution] isolation "
+        '(--execution-isolation, EVAL_BANANA_EXECUTION_ISOLATION) to "off" for checks meant to '
+        "write"
+    ), detail
+    # Either way out it names works.
+    (root / "src" / "app.py").write_text("VALUE = 1\n")
+    assert _run(root, env={"EVAL_BANANA_EXECUTION_ISOLATION": "off"})["status"] == "passed"
+    ignoring = _project(
+        tmp_path / "ignoring",
+        script=REGENERATES,
+        config=isolated + '[harness]\nisolation_ignore = ["src/app.py"]\n',
+    )
+    assert _run(ignoring)["status"] == "passed"
