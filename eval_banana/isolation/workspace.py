@@ -6,19 +6,21 @@ Two ways, the faster first:
   namespace alone; as any other user, a user namespace too, in which the user is root (Linux
   5.11 and later let such a namespace mount an overlay), so the judge sees itself as uid 0 while
   what it writes is the user's own outside. The copy costs no file copying; everything the judge
-  writes lands in an upper folder that is the exact list of its changes; the mount vanishes with
-  the judge's last process, even if eb is killed.
+  writes lands in an upper folder, so only those files are compared with the project; the mount
+  vanishes with the judge's last process, even if eb is killed.
 - **copy**: where no overlay can be mounted (no overlayfs, or user namespaces disabled), the
   project's files (the file set of its state) are copied into a temporary folder, cloned
   copy-on-write where the file system can (FICLONE), several files at a time; what the judge
   changed is found by comparing the copy with the project afterwards.
+
+Either way a file counts as changed only when its content differs (`same_content`, the rule
+watching the project in place applies): a file saved unchanged is no change.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import filecmp
 import os
 import shutil
 import stat
@@ -30,6 +32,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, NamedTuple
+
+from eval_banana.projectstate.blobs import same_content
 
 Method = Literal["overlay", "copy"]
 # How an overlay is entered: root needs a mount namespace only; any other user also a user
@@ -199,8 +203,12 @@ class Workspace:
                 if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:  # a whiteout: removed
                     yield Change(path=relative, kind="removed")
                 elif not stat.S_ISDIR(info.st_mode):
-                    exists = os.path.lexists(self.root / relative)
-                    yield Change(path=relative, kind="changed" if exists else "added")
+                    # Written, so copied up: a change only if its content differs.
+                    original = self.root / relative
+                    if not os.path.lexists(original):
+                        yield Change(path=relative, kind="added")
+                    elif not _same(original, Path(full)):
+                        yield Change(path=relative, kind="changed")
 
     def _copy_changes(self) -> Iterator[Change]:
         copy = self.path
@@ -224,11 +232,11 @@ class Workspace:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def _same(left: Path, right: Path) -> bool:
+def _same(original: Path, copy: Path) -> bool:
+    """Whether the copy of a file still holds the original's content, as watching the project
+    in place counts it: a file saved unchanged is no change."""
     try:
-        if os.path.islink(left) or os.path.islink(right):
-            return os.path.islink(left) and os.readlink(left) == os.readlink(right)
-        return filecmp.cmp(left, right, shallow=False)
+        return same_content(path=str(original), other=str(copy))
     except OSError:
         return False
 

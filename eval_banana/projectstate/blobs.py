@@ -64,3 +64,18 @@ def file_blob_id(*, path: str, object_format: ObjectFormat = "sha1") -> str | No
         return _regular_file_id(path=path, object_format=object_format)
     except (FileNotFoundError, NotADirectoryError):
         return None
+
+
+def same_content(*, path: str, other: str, object_format: ObjectFormat = "sha1") -> bool:
+    """Whether two files are the same content as the project's state counts it: the same blob
+    id, so a file saved unchanged is no change (watching the project in place compares the ids
+    it recorded the same way). Two regular files of different sizes differ unread."""
+    try:
+        mine, theirs = os.lstat(path), os.lstat(other)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    regular = stat.S_ISREG(mine.st_mode) and stat.S_ISREG(theirs.st_mode)
+    if regular and mine.st_size != theirs.st_size:
+        return False
+    found = file_blob_id(path=path, object_format=object_format)
+    return found is not None and found == file_blob_id(path=other, object_format=object_format)

@@ -70,3 +70,25 @@ def test_a_check_s_isolation_error_names_the_setting_that_isolates_checks(
         config=isolated + '[harness]\nisolation_ignore = ["src/app.py"]\n',
     )
     assert _run(ignoring)["status"] == "passed"
+
+
+# A formatter that found nothing to change: it saves every file with the bytes it read.
+SAVES_UNCHANGED = (
+    "from pathlib import Path\n"
+    'for path in (Path("src/app.py"), Path("eval_checks/gen.yaml")):\n'
+    "    path.write_bytes(path.read_bytes())\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_a_file_saved_unchanged_is_no_change_under_either_mode(tmp_path: Path, mode: str) -> None:
+    root = _project(tmp_path / "proj", script=SAVES_UNCHANGED)
+    check = _run(root, "--execution-isolation", mode)
+    assert check["status"] == "passed", check
+    assert check["details"]["isolation"]["changed"] == []
+    # One byte more is a change, under either mode.
+    script = SAVES_UNCHANGED.replace("path.read_bytes()", 'path.read_bytes() + b" "')
+    changed = _project(tmp_path / "changed", script=script)
+    check = _run(changed, "--execution-isolation", mode)
+    assert check["status"] == "error", check
+    assert check["details"]["isolation"]["changed"] == ["eval_checks/gen.yaml", "src/app.py"]

@@ -70,6 +70,26 @@ def test_a_judge_s_edits_stay_in_its_copy_and_are_listed(tmp_path: Path, method:
     assert not workspace.scratch.exists()
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_a_file_saved_unchanged_in_a_copy_is_no_change(tmp_path: Path, method: str) -> None:
+    root = tmp_path / "project"
+    paths = _project(root)
+    workspace = make_workspace(root=root, paths=paths, method=method)  # type: ignore[arg-type]
+    try:
+        # Saved with its own bytes, and deleted then made again alike; nothing else written.
+        resave = (
+            "cat README.md > r && cat r > README.md && rm r; rm src/a.py; echo 'a = 1' > src/a.py"
+        )
+        subprocess.run(workspace.wrap(["sh", "-c", resave]), cwd=workspace.cwd, check=True)
+        assert workspace.changes() == []
+        subprocess.run(
+            workspace.wrap(["sh", "-c", "echo b = 2 > src/a.py"]), cwd=workspace.cwd, check=True
+        )
+        assert workspace.changes() == [Change(path="src/a.py", kind="changed")]
+    finally:
+        workspace.remove()
+
+
 def test_a_copy_holds_only_the_listed_files(tmp_path: Path) -> None:
     root = tmp_path / "project"
     _project(root)
