@@ -141,3 +141,61 @@ def test_a_stream_that_cannot_encode_a_reason_writes_it_escaped(
     # A UTF-8 stream is written as it was.
     plain = run_eb("run", "--cwd", str(project))
     assert "FAILED j - Nope \U0001f6ab \u2713 (" in plain.stdout
+
+
+# What the artifact holds against what the check expects: each pair prints alike.
+ALIKE = {
+    "city": ("cafe\u0301", "café"),  # decomposed (as macOS file names are) against composed
+    "answer": ("Paris\u200b", "Paris"),  # a zero-width space
+    "name": ("a\u00a0b", "a b"),  # a no-break space
+    "word": ("\u1112\u1161\u11ab", "\ud55c"),  # a Hangul syllable as jamo: no mark to escape
+}
+
+
+def test_a_failed_assertion_shows_apart_texts_that_print_alike(
+    project: Callable[..., Path],
+) -> None:
+    artifact = {key: found for key, (found, _) in ALIKE.items()}
+    artifact |= {"cafe\u0301": 1, "tags": ["Paris\u200b"], "story": "Par\u200bis is far"}
+    equals = [{"path": key, "op": "equals", "value": wanted} for key, (_, wanted) in ALIKE.items()]
+    others = [
+        {"path": "café", "op": "exists"},
+        {"path": "tags", "op": "contains", "value": "Paris"},
+        {"path": "story", "op": "contains", "value": "Paris"},
+        {"path": "city", "op": "equals", "value": "tea"},  # prints otherwise: quoted as it is
+    ]
+    check = {
+        "schema_version": 1,
+        "id": "a",
+        "type": "assertions",
+        "description": "d",
+        "artifact": "out.json",
+        "assert": equals + others,
+    }
+    root = project(
+        {
+            "out.json": json.dumps(artifact),
+            "eval_checks/a.yaml": json.dumps(check, ensure_ascii=False),
+        }
+    )
+    ran = run_eb("run", "--cwd", str(root))
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    result = json.loads((latest_run_dir(root) / "report.json").read_text())["checks"][0]
+    said = [entry["message"] for entry in result["details"]["assertions"]]
+    hidden = (
+        "(they print alike: invisible characters, combining marks and non-ASCII spaces are escaped)"
+    )
+    assert said == [
+        f'city equals "café": found the string "cafe\\u0301", not "café" {hidden}',
+        f'answer equals "Paris": found the string "Paris\\u200b", not "Paris" {hidden}',
+        f'name equals "a b": found the string "a\\u00a0b", not "a b" {hidden}',
+        'word equals "\ud55c": found the string "\\u1112\\u1161\\u11ab", not "\\ud55c" '
+        "(they print alike: characters beyond ASCII are escaped)",
+        f"café exists: path not found: the top level has no key 'café' but has 'cafe\\u0301' {hidden}",
+        'tags contains "Paris": found an array of 1 element, none equal to "Paris": its element '
+        f'"Paris\\u200b" is not "Paris" {hidden}',
+        'story contains "Paris": found the string "Par\\u200bis is far", which does not hold '
+        f'"Paris" {hidden}',
+        'city equals "tea": found the string "cafe\u0301"',
+    ]
+    assert said[0] in ran.stdout  # the console's reason too

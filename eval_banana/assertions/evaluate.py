@@ -25,6 +25,7 @@ from eval_banana.assertions.paths import (
 )
 from eval_banana.core.jsonvalues import lone_surrogate_in, once_each
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
+from eval_banana.core.lookalike import alike_note, python_quoted, reveal_for
 from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import StrictLoader
@@ -176,6 +177,21 @@ def headline(*, path: str, op: str, value: Any) -> str:
     return f"{path} {op} {operand_text(value=value)}"
 
 
+def _missing_key(node: dict[Any, Any], name: str) -> str:
+    """A key a path names that the object lacks, quoted; and a key it has that prints alike,
+    both with the difference shown."""
+    for key in node:
+        if isinstance(key, str):
+            reveal = reveal_for(expected=name, found=key)
+            if reveal != "none":
+                shown, theirs = (
+                    python_quoted(name, reveal=reveal),
+                    python_quoted(key, reveal=reveal),
+                )
+                return f"{shown} but has {theirs} ({alike_note(reveal)})"
+    return repr(name)
+
+
 class _Walker:
     """Resolves one path against a document with any-element fan-out, failing closed."""
 
@@ -212,7 +228,7 @@ class _Walker:
                     f"so it has no key {segment.name!r}"
                 )
             if segment.name not in node:
-                return f"path not found: {where} has no key {segment.name!r}"
+                return f"path not found: {where} has no key {_missing_key(node, segment.name)}"
             return self.walk(
                 node=node[segment.name], index=index + 1, location=location + (segment,)
             )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import math
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
+from eval_banana.core.lookalike import Reveal, alike_note, json_quoted, reveal_for
 from eval_banana.core.yamlsafe import YAML12_EXPONENT_NUMBER
 
 MAX_PATTERN_CHARS = 200
@@ -45,12 +46,43 @@ def _plural(*, count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _short_string(*, text: str) -> str:
-    # json.dumps of a bounded slice: a huge artifact string never becomes a huge message.
+def _short_string(*, text: str, reveal: Reveal = "none") -> str:
+    # The quoted form of a bounded slice: a huge artifact string never becomes a huge message.
     if len(text) <= _PREVIEW_CHARS:
-        return json.dumps(text, ensure_ascii=False)
-    head = json.dumps(text[:_PREVIEW_CHARS], ensure_ascii=False)
+        return json_quoted(text, reveal=reveal)
+    head = json_quoted(text[:_PREVIEW_CHARS], reveal=reveal)
     return f'{head[:-1]}…" ({len(text)} characters)'
+
+
+class Apart(NamedTuple):
+    """Two texts that differ though they print alike, quoted so that the difference shows."""
+
+    found: str
+    expected: str
+    note: str  # why they look as they do
+
+
+def told_apart(*, expected: str, found: str, within: bool = False) -> Apart | None:
+    """`found` and `expected` quoted apart when `found` differs from `expected` (`within`:
+    does not hold it) though they print alike; None when the difference already shows."""
+    reveal = reveal_for(expected=expected, found=found, within=within)
+    if reveal == "none":
+        return None
+    return Apart(
+        found=_short_string(text=found, reveal=reveal),
+        expected=_short_string(text=expected, reveal=reveal),
+        note=alike_note(reveal),
+    )
+
+
+def _alike_among(*, items: Any, expected: str) -> Apart | None:
+    """`told_apart` for the first text among `items` that prints like `expected`."""
+    for item in items:
+        if isinstance(item, str):
+            apart = told_apart(expected=expected, found=item)
+            if apart is not None:
+                return apart
+    return None
 
 
 def describe(*, value: Any) -> str:
@@ -118,6 +150,10 @@ def op_exists(*, found: Any, value: Any) -> str | None:
 def op_equals(*, found: Any, value: Any) -> str | None:
     if json_equal(left=found, right=value):
         return None
+    if isinstance(found, str) and isinstance(value, str):
+        apart = told_apart(expected=value, found=found)
+        if apart is not None:
+            return f"found the string {apart.found}, not {apart.expected} ({apart.note})"
     return f"found {describe(value=found)}{_text_for_number(found=found, value=value)}"
 
 
@@ -150,18 +186,33 @@ def op_contains(*, found: Any, value: Any) -> str | None:
     if kind == "string":
         if not isinstance(value, str):
             return f"found {describe(value=found)}; a string can only contain a string"
-        return None if value in found else f"found {describe(value=found)}"
+        if value in found:
+            return None
+        apart = told_apart(expected=value, found=found, within=True)
+        if apart is None:
+            return f"found {describe(value=found)}"
+        return (
+            f"found the string {apart.found}, which does not hold {apart.expected} ({apart.note})"
+        )
     if kind == "array":
         if any(json_equal(left=element, right=value) for element in found):
             return None
-        return f"found {describe(value=found)}, none equal to {operand_text(value=value)}"
+        failure = f"found {describe(value=found)}, none equal to {operand_text(value=value)}"
+        apart = _alike_among(items=found, expected=value) if isinstance(value, str) else None
+        if apart is None:
+            return failure
+        return f"{failure}: its element {apart.found} is not {apart.expected} ({apart.note})"
     if kind == "object":
         if not isinstance(value, str):
             return f"found {describe(value=found)}; object keys are strings"
         # dict membership is own keys only: there is no inherited member to hit.
         if value in found:
             return None
-        return f"found {describe(value=found)}, which has no key {operand_text(value=value)}"
+        failure = f"found {describe(value=found)}, which has no key {operand_text(value=value)}"
+        apart = _alike_among(items=found, expected=value)
+        if apart is None:
+            return failure
+        return f"{failure}: its key {apart.found} is not {apart.expected} ({apart.note})"
     return f"contains needs a string, array or object, found {describe(value=found)}"
 
 
