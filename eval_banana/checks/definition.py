@@ -20,7 +20,7 @@ from eval_banana.checks.fast import fast_normalize
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import TOO_SMALL, TOO_SMALL_FIX, TinyNumber, too_long_number
 from eval_banana.core.readback import MAX_DEPTH, read_regular
-from eval_banana.core.textfiles import unicode_said
+from eval_banana.core.textfiles import blank_source, unicode_said
 from eval_banana.core.words import visible
 from eval_banana.core.yamlsafe import (
     CheckFileLoader,
@@ -358,7 +358,8 @@ def load_definition(*, data: bytes, path: Path | str) -> dict[str, Any]:
 
 
 class FrozenScript(NamedTuple):
-    """A referenced script as read once: its bytes, or why it is unavailable."""
+    """A referenced script as read once: its bytes (None when it could not be read), and why
+    it cannot run (None when it can: a blank script is read, yet cannot)."""
 
     path: Path
     data: bytes | None
@@ -369,7 +370,7 @@ def freeze_script(
     *, yaml_path: Path, script_path: str, yaml_data: bytes | None = None
 ) -> FrozenScript:
     """The script a check file names, read once; `yaml_data` (the check file's bytes) lets a
-    missing script's message give the line of `script_path`."""
+    missing or blank script's message give the line of `script_path`."""
     resolved = (yaml_path.parent / script_path).resolve()
     if not resolved.is_file():
         return FrozenScript(
@@ -380,9 +381,19 @@ def freeze_script(
             ),
         )
     try:
-        return FrozenScript(path=resolved, data=read_regular(resolved), unavailable=None)
+        data = read_regular(resolved)
     except OSError as exc:
         return FrozenScript(path=resolved, data=None, unavailable=str(exc))
+    # Kept as read (the digest covers these bytes), but unavailable: a blank script can never
+    # fail, as an inline one that is blank is refused.
+    blank = (
+        _blank_script_message(
+            resolved=resolved, yaml_path=yaml_path, script_path=script_path, data=yaml_data
+        )
+        if blank_source(data)
+        else None
+    )
+    return FrozenScript(path=resolved, data=data, unavailable=blank)
 
 
 def missing_script_message(
@@ -390,16 +401,30 @@ def missing_script_message(
 ) -> str:
     """The missing script, and the check file (and line) whose `script_path` names it: a moved
     script breaks a check file that the commit or the user may never have opened."""
+    named = _named_by(resolved=resolved, yaml_path=yaml_path, script_path=script_path, data=data)
+    return f"Deterministic script not found: {named}"
+
+
+def _blank_script_message(
+    *, resolved: Path, yaml_path: Path, script_path: str, data: bytes | None
+) -> str:
+    """The blank script, the check file (and line) that names it, and the fix."""
+    named = _named_by(resolved=resolved, yaml_path=yaml_path, script_path=script_path, data=data)
+    return (
+        f"Deterministic script is blank: {named}: a check with an empty script could never "
+        "fail; write the check's rule in it, or point script_path at the script that holds it"
+    )
+
+
+def _named_by(*, resolved: Path, yaml_path: Path, script_path: str, data: bytes | None) -> str:
+    """`<script> (script_path: <as written> in <check file>:<line>)`."""
     where = str(yaml_path)
     line = _script_path_line(data=data)
     if line is not None:
         where += f":{line}"
     # The path comes from the check file: shown with any control character escaped, so a
     # line break in it cannot start a line of eb's output.
-    return (
-        f"Deterministic script not found: {visible(str(resolved))} "
-        f"(script_path: {visible(script_path)} in {where})"
-    )
+    return f"{visible(str(resolved))} (script_path: {visible(script_path)} in {where})"
 
 
 def _script_path_line(*, data: bytes | None) -> int | None:

@@ -94,13 +94,15 @@ def skipped_check(*, unit: Unit) -> SkippedCheck:
 
 
 def unavailable_scripts(*, checks: list[PlannedCheck]) -> list[ProblemModel]:
-    """Checks that validate but could never run: a referenced script that is not there."""
+    """Checks that validate but could never run: a referenced script that is not there, or
+    is blank."""
     return [
         ProblemModel(
             message=check.script_unavailable,
             file=check.source_path,
             field_path=f"{check.type}.script_path",
-            hint="Fix script_path (it is relative to the check file's folder).",
+            hint="Fix script_path (it is relative to the check file's folder), or write the "
+            "check's rule in the script it names.",
         )
         for check in checks
         if check.script_unavailable

@@ -55,3 +55,14 @@ def other_unicode(head: bytes) -> str | None:
 def unicode_said(data: bytes) -> str | None:
     """`other_unicode` of a whole file's first bytes."""
     return other_unicode(data[:HEAD_BYTES])
+
+
+def blank_source(source: str | bytes) -> bool:
+    """Whether a script holds nothing but white space (a UTF-8 byte order mark included): it
+    would run and exit 0 whatever it was meant to check, so it can never fail."""
+    if isinstance(source, bytes):
+        try:
+            source = source.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return False  # not blank: refused when it is compiled, with its own message
+    return not source.lstrip("\ufeff").strip()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.core.log import Logger
+from eval_banana.core.textfiles import blank_source
 from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.explain import failure_reason
@@ -58,6 +59,7 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
     if script is not None:
         inline = tmp / INLINE_NAME
         inline.write_text(str(script), encoding="utf-8")
+        _refuse_blank(source=str(script), shown="the inline script")
         _refuse_uncompilable(source=str(script), logical=str(inline), shown="the inline script")
         return [sys.executable, str(inline), str(context_path)]
     if check.script_unavailable:
@@ -68,6 +70,7 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
     # The frozen bytes, never the live file: what runs is what the digest names.
     frozen = (ctx.run_dir / check.snapshot).read_bytes()
     referenced.write_bytes(frozen)
+    _refuse_blank(source=frozen, shown=check.script_path)
     _refuse_uncompilable(source=frozen, logical=check.script_path, shown=check.script_path)
     return launcher_argv(
         python=sys.executable,
@@ -75,6 +78,18 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
         snapshot_path=str(referenced),
         context_path=str(context_path),
     )
+
+
+def _refuse_blank(*, source: str | bytes, shown: str) -> None:
+    """A blank script exits 0 whatever it was meant to check: an error, never a pass.
+
+    Validation refuses one; this holds for a plan that recorded one all the same (a hand-made
+    plan, a snapshot emptied after it was frozen), so it cannot count as passed."""
+    if blank_source(source):
+        raise _LaunchError(
+            f"Deterministic script is blank: {shown}: a check with an empty script could never "
+            "fail; write the check's rule in it"
+        )
 
 
 def _refuse_uncompilable(*, source: str | bytes, logical: str, shown: str) -> None:

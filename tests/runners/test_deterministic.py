@@ -8,6 +8,7 @@ import signal
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from tests.builders import (
     planned_referenced,
     planned_unavailable,
 )
+from tests.processes import eb_process
 
 BANNER = (
     "[eval-banana: {stream} truncated to the last 2000 characters; "
@@ -379,3 +381,30 @@ def test_the_private_temp_dir_of_an_ordinary_check_is_removed(root: Path, run_di
     check = inline(root, "import os, sys\nprint(os.path.dirname(os.path.abspath(sys.argv[0])))\n")
     result = run(check=check, root=root, run_dir=run_dir)
     assert result.status == "passed" and not Path(result.stdout.strip()).exists()
+
+
+def test_a_frozen_script_emptied_before_execute_is_an_error_not_a_pass(
+    project: Callable[..., Path],
+) -> None:
+    # What runs is the copy frozen when the run was planned; one that is blank all the same
+    # (emptied under the run folder) is an error, as a script that cannot start.
+    root = project(
+        {
+            "eval_checks/a.yaml": "schema_version: 1\nid: c1\ndescription: A check.\n"
+            + "type: deterministic\nscript_path: rule.py\n",
+            "eval_checks/rule.py": "import sys\n",
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    assert eb_process(root, "run").returncode == 0
+    (run_dir,) = list((root / "runs").iterdir())
+    (snapshot,) = list((run_dir / "stages" / "snapshots").iterdir())
+    snapshot.write_bytes(b"")
+    assert eb_process(root, "stage", "execute", "--run-dir", str(run_dir)).returncode == 0
+    (result,) = json.loads((run_dir / "stages" / "execute.json").read_text())["results"]
+    assert result["status"] == "error"
+    assert result["error_detail"].startswith(
+        f"Deterministic script is blank: {root / 'eval_checks' / 'rule.py'}: "
+    )
+    scored = eb_process(root, "stage", "score", "--run-dir", str(run_dir))
+    assert scored.returncode == 1 and "Passed: no" in scored.stdout

@@ -15,6 +15,7 @@ import pytest
 
 from eval_banana.runner import compute_check_definition_sha256
 from tests.conftest import EbResult, check_yaml, judge_yaml
+from tests.processes import eb_process
 
 HEAD = "schema_version: 1\nid: c1\ndescription: A check.\n"
 
@@ -467,6 +468,38 @@ def test_run_refuses_a_missing_script_path_as_validate_does(
     assert message in eb("validate", "--cwd", str(root)).stderr
     listed = eb("list", "--cwd", str(root))  # listing still works: it runs nothing
     assert listed.exit_code == 0 and len(listed.stdout.splitlines()) == 2
+
+
+@pytest.mark.parametrize("content", ["", "\n   \n\t\n", "\ufeff\n"])
+def test_a_blank_script_path_file_is_refused_as_a_blank_inline_script_is(
+    project: Callable[..., Path], content: str
+) -> None:
+    # An emptied script would exit 0 whatever it was meant to check: a pass that proves
+    # nothing. It is refused when validated, and when a run plans it after validate was green.
+    root = project(
+        {
+            "eval_checks/a.yaml": HEAD + "type: deterministic\nscript_path: rule.py\n",
+            "eval_checks/rule.py": "raise SystemExit('the rule')\n",
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    assert eb_process(root, "validate").returncode == 0
+    (root / "eval_checks" / "rule.py").write_text(content, encoding="utf-8")
+    message = (
+        f"Deterministic script is blank: {root / 'eval_checks' / 'rule.py'} "
+        f"(script_path: rule.py in {root / 'eval_checks' / 'a.yaml'}:5): a check with an "
+        "empty script could never fail; write the check's rule in it, or point script_path "
+        "at the script that holds it"
+    )
+    validated = eb_process(root, "validate")
+    assert validated.returncode == 2
+    assert message in validated.stderr and "hint: Fix script_path" in validated.stderr
+    ran = eb_process(root, "run", "--json")
+    assert ran.returncode == 2 and json.loads(ran.stdout)["error"]["message"].startswith(
+        "Deterministic script is blank: "
+    )
+    (run_dir,) = list((root / "runs").iterdir())
+    assert not (run_dir / "report.json").exists()
 
 
 def test_validate_refuses_unknown_agent_and_uninjectable_effort(
