@@ -19,6 +19,15 @@ def _definition_problem(*, exc: ValidationError) -> str:
     return f"Invalid assertions definition in the plan: {problems}"
 
 
+def _graded_nothing(*, problem: str) -> str:
+    """Why a control whose artifact could not be used is an error, and the fix."""
+    return (
+        f"Control graded nothing, so it caught no defect: {problem}. Make `artifact` "
+        "(relative to the project root) name the seeded-defect file, a JSON or YAML document "
+        "its assertions can read"
+    )
+
+
 def run_assertions(ctx: RunContext) -> CheckResult:
     """Read the artifact under the project root and require every assertion to hold."""
     started = utc_now()
@@ -33,6 +42,15 @@ def run_assertions(ctx: RunContext) -> CheckResult:
         loaded = ctx.artifacts.load(artifact=check.artifact)
     else:
         loaded = load_artifact(project_root=ctx.project_root, artifact=check.artifact)
+    if loaded.problem is not None and check.expect == "fail":
+        # A control passes only on a defect its assertions caught; with no artifact to read
+        # they graded nothing, so its failing proves nothing (an ordinary check still fails).
+        return error_result(
+            check=ctx.check,
+            started=started,
+            error_detail=_graded_nothing(problem=loaded.problem),
+            details={"artifact": check.artifact},
+        )
     if loaded.problem is not None:
         outcomes = fail_all(assertions=check.assertions, problem=loaded.problem)
     else:

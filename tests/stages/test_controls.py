@@ -22,6 +22,7 @@ from eval_banana.stages.execute import execute
 from eval_banana.stages.score import score
 from tests.builders import make_config, make_guard, make_plan, planned_inline
 from tests.conftest import STANDIN_AGENTS
+from tests.processes import eb_process
 
 MOMENT = datetime(2026, 11, 30, tzinfo=UTC)
 ROOT = Path("/project")
@@ -252,3 +253,78 @@ def test_expect_is_validated(project: Callable[..., Path], eb: Callable[..., Any
     outcome = eb("validate", "--cwd", str(root))
     assert outcome.exit_code == 2
     assert "expect" in outcome.stderr + outcome.stdout
+
+
+PLAN_CONTROL = CONTROL_PROJECT["eval_checks/plan_control.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("artifact", "content", "problem"),
+    [
+        ("out/plan_defcet.json", None, "artifact out/plan_defcet.json does not exist"),
+        ("out/broken.json", "{", "artifact out/broken.json is not valid JSON: "),
+        ("out", None, "artifact out is a directory, not a file"),
+    ],
+)
+def test_an_assertions_control_that_graded_nothing_is_an_error(
+    project: Callable[..., Path], artifact: str, content: str | None, problem: str
+) -> None:
+    # A mistyped or unusable seeded-defect artifact fails every assertion without grading
+    # anything: as a control, that is no caught defect. An ordinary check on it still fails.
+    files = {
+        "out/plan.json": CONTROL_PROJECT["out/plan.json"],
+        "eval_checks/plan_control.yaml": PLAN_CONTROL.replace("out/plan.json", artifact),
+        "eval_checks/plain.yaml": PLAN_CONTROL.replace("out/plan.json", artifact)
+        .replace("id: plan_control", "id: plain")
+        .replace("        expect: fail\n", ""),
+    }
+    if content is not None:
+        files[artifact] = content
+    root = project(files, config='[core]\noutput_dir = "results"\n')
+    outcome = eb_process(root, "run", "--no-html")
+    assert outcome.returncode == 1
+    expected = f"- plan_control: error - Control graded nothing, so it caught no defect: {problem}"
+    assert expected in outcome.stdout
+    assert "Make `artifact` (relative to the project root) name the seeded-defect file" in (
+        outcome.stdout
+    )
+    report = json.loads(next(root.glob("results/*/report.json")).read_text())
+    checks = {check["check_id"]: check for check in report["checks"]}
+    control = checks["plan_control"]
+    assert (control["observed_status"], control["status"], control["score"]) == (
+        "error",
+        "error",
+        0,
+    )
+    assert control["details"] == {"artifact": artifact}
+    assert (checks["plain"]["status"], checks["plain"]["error_detail"]) == ("failed", None)
+    assert report["run_passed"] is False
+
+
+def test_deterministic_and_judge_controls_that_graded_nothing_are_errors(
+    project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same hole for the other kinds: a script that cannot start, a judge with no verdict.
+    monkeypatch.setenv("PATH", f"{STANDIN_AGENTS}{os.pathsep}{os.environ['PATH']}")
+    judge = CONTROL_PROJECT["eval_checks/judge_control.yaml"]
+    root = project(
+        {
+            "eval_checks/judge_control.yaml": judge.replace("score=0", "score=0 mode=no_verdict"),
+            "eval_checks/script_control.yaml": textwrap.dedent(
+                """\
+                schema_version: 1
+                id: script_control
+                type: deterministic
+                expect: fail
+                description: A script that does not compile graded nothing.
+                script: "def ("
+                """
+            ),
+        },
+        config='[core]\noutput_dir = "results"\n[harness]\nagent = "claude"\n',
+    )
+    outcome = eb_process(root, "run", "--no-html")
+    assert outcome.returncode == 1
+    report = json.loads(next(root.glob("results/*/report.json")).read_text())
+    seen = {c["check_id"]: (c["observed_status"], c["status"]) for c in report["checks"]}
+    assert seen == {"judge_control": ("error", "error"), "script_control": ("error", "error")}
