@@ -1079,6 +1079,54 @@ assert:
 """
 
 
+_THREE_ASSERTIONS = """\
+schema_version: 1
+id: {check_id}
+type: assertions
+description: d
+artifact: out.json
+{cases}assert:
+  - {{path: one, op: exists}}
+  - {{path: "{second}", op: exists}}
+  - {{path: one, op: equals, value: 1}}
+"""
+
+
+def test_a_single_check_and_a_family_number_an_assertion_alike(
+    project: Callable[..., Path],
+) -> None:
+    # The same bad second assertion: a single check's error and a family row's name it
+    # `assert.1`, counted from 0 as eb's field paths count (a family said `assert[2]`).
+    root = project(
+        {
+            "eval_checks/single.yaml": _THREE_ASSERTIONS.format(
+                check_id="single", cases="", second="fig["
+            ),
+            "eval_checks/fam.yaml": _THREE_ASSERTIONS.format(
+                check_id="fam", cases="cases_from: data/a.csv\n", second="{{ case.q }}"
+            ),
+            "data/a.csv": "id,q\nn1,fig[\n",
+            "out.json": '{"one": 1}',
+        },
+        config=CONFIG,
+    )
+    validated = eb_process(root, "validate", "--json")
+    assert validated.returncode == 2
+    errors = json.loads(validated.stdout)["errors"]
+    single = next(error for error in errors if error["file"].endswith("single.yaml"))
+    family = next(error for error in errors if error["file"] == "data/a.csv")
+    assert single["field_path"] == "assertions.assert.1.exists.path"
+    assert family["message"] == (
+        "data/a.csv line 2: case 'n1': assert.1.path: invalid path 'fig[': "
+        "unclosed bracket '[' at character 4"
+    )
+    assert "change assert.1.path in the check file" in family["hint"]
+    assert family["field_path"] == "cases"  # the row, where it is told
+    told = eb_process(root, "validate").stderr
+    assert "assertions.assert.1.exists.path (line 8, column 12)" in told
+    assert "case 'n1': assert.1.path: " in told and "assert[" not in told
+
+
 def test_an_assertions_path_names_the_cases_key(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
@@ -1103,11 +1151,11 @@ def test_an_assertions_path_names_the_cases_key(
     (root / "data/prices.json").write_text(json.dumps(rows))
     error = _the_validate_error(eb, root)
     assert error["message"] == (
-        "data/prices.json item 3: case '3': assert[1].path: invalid path 'prices.fig[': "
+        "data/prices.json item 3: case '3': assert.0.path: invalid path 'prices.fig[': "
         "unclosed bracket '[' at character 11"
     )
     assert error["file"] == "data/prices.json"
-    assert "fix the row, or change assert[1].path in the check file" in error["hint"]
+    assert "fix the row, or change assert.0.path in the check file" in error["hint"]
 
 
 TYPED_PRICES = PRICES_FAMILY.replace("data/prices.json", "data/prices.csv") + (
@@ -1312,7 +1360,7 @@ def test_an_index_and_a_length_can_come_from_the_row(
     (root / "eval_checks/lens.yaml").write_text(family.replace("least: 3", "least: '3'"))
     error = _the_validate_error(eb, root)
     assert error["message"].endswith(
-        "cases item 2 (line 8): case '2': assert[1].value: value must be a whole number, not "
+        "cases item 2 (line 8): case '2': assert.0.value: value must be a whole number, not "
         "the text '3'"
     )
     assert (error["field_path"], error["line"]) == ("cases.1", 8)
@@ -2747,8 +2795,8 @@ def test_a_field_that_is_not_text_is_told_with_the_text_that_asks_for_it(
     only_typo = family.replace(' has {{ case.n }}"', '"')
     (root / "eval_checks" / "nums.yaml").write_text(only_typo)
     text = eb("validate", "--cwd", str(root)).stderr.splitlines()
-    typo = "assert[2].value: the case has no field 'nn' (did you mean 'n'?)"
-    hint = "use {{ case.<field> }} in assert[2].value with a field every row has"
+    typo = "assert.1.value: the case has no field 'nn' (did you mean 'n'?)"
+    hint = "use {{ case.<field> }} in assert.1.value with a field every row has"
     assert [line.split(": ", 1)[1] for line in text[0:2]] == [
         f"case '1' (cases item 1, line 7): {typo}",
         f"case '2' (cases item 2, line 8): {typo}",
@@ -2794,7 +2842,7 @@ _LOGIC_HINT = "eb fills {{ case.<field> }} placeholders and runs no loops, condi
             "cases_from: data/rows.jsonl\nartifact: out.json\nassert:\n"
             "  - path: name\n    op: equals\n"
             "    value: ['{{ case.name }}', '{% if case.ok %}x{% endif %}']\n",
-            f"assert[1].value: '{{% if case.ok %}}' {_LOGIC_TOLD}",
+            f"assert.0.value: '{{% if case.ok %}}' {_LOGIC_TOLD}",
             "assert.0.value",
             10,
             _LOGIC_HINT,
@@ -2815,7 +2863,7 @@ _LOGIC_HINT = "eb fills {{ case.<field> }} placeholders and runs no loops, condi
             "schema_version: 1\nid: fam\ntype: assertions\ndescription: d\n"
             "cases_from: data/rows.jsonl\nartifact: out.json\nassert:\n"
             "  - path: 'names.{{- case.id -}}'\n    op: equals\n    value: x\n",
-            "assert[1].path: '{{- case.id -}}' is no {{ case.<field> }} placeholder: write "
+            "assert.0.path: '{{- case.id -}}' is no {{ case.<field> }} placeholder: write "
             f"{{{{ case.id }}}} {_STRAY_TOLD}",
             "assert.0.path",
             8,

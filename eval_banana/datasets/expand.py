@@ -22,7 +22,7 @@ from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import TOO_SMALL, Unsayable, unsayable
 from eval_banana.datasets.celltypes import NumberOutOfRange, cell_readers, typed_row
 from eval_banana.datasets.keys import DATASET_KEYS
-from eval_banana.datasets.problems import render_problems, row_problem
+from eval_banana.datasets.problems import assertion_place, render_problems, row_problem
 from eval_banana.datasets.render import (
     RenderProblem,
     Template,
@@ -259,8 +259,8 @@ class _Renderer:
             for index, assertion in enumerate(self.base.get("assert") or []):
                 if isinstance(assertion, dict):
                     for key in ("path", "value"):
-                        place = f"assert[{index + 1}].{key}"
-                        texts.append((place, f"assert.{index}.{key}", assertion.get(key)))
+                        place = assertion_place(index=index, key=key)
+                        texts.append((place, place, assertion.get(key)))
         for place, field_path, value in texts:
             for text in _strings_in(value):
                 found = unfixable_in(text, case=sample)
@@ -286,15 +286,15 @@ class _Renderer:
                 place = "artifact"
                 rendered["artifact"] = render_text(text=str(self.base["artifact"]), case=row)
                 assertions = []
-                for index, assertion in enumerate(self.base.get("assert") or [], start=1):
+                for index, assertion in enumerate(self.base.get("assert") or []):
                     filled = dict(assertion)
                     # The path may name the case's key (`prices.{{ case.sku }}`), as text.
-                    place = f"assert[{index}].path"
+                    place = assertion_place(index=index, key="path")
                     if isinstance(filled.get("path"), str):
                         filled["path"] = render_text(
                             text=filled["path"], case=row, whole_numbers=True
                         )
-                    place = f"assert[{index}].value"
+                    place = assertion_place(index=index, key="value")
                     if "value" in filled:
                         filled["value"] = render_value(value=filled["value"], case=row)
                     assertions.append(filled)

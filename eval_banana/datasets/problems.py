@@ -120,14 +120,22 @@ def row_problem(*, row: Row, message: str, hint: str, field: str = "cases") -> D
     )
 
 
+def assertion_place(*, index: int, key: str) -> str:
+    """A check file's assertion field as every message names it: `assert.0.path` is the first
+    assertion's path, counted from 0 as a field path counts (`cases.1.id`), and as
+    `eb validate --json` gives it in `field_path`."""
+    return f"assert.{index}.{key}"
+
+
 def family_field(field_path: str) -> str:
     """A check file's field as the family's text names it: `assertions.assert.0.equals.path`
-    is `assert[1].path`, as a rendering problem's place is told."""
+    (the models' path, with the check's type and the assertion's operator) is
+    `assert.0.path`, as a rendering problem's place is told."""
     parts = field_path.split(".")
     if parts[0] in ("assertions", "deterministic", "harness_judge"):
         parts = parts[1:]
     if len(parts) >= 2 and parts[0] == "assert" and parts[1].isdigit():
-        return f"assert[{int(parts[1]) + 1}].{parts[-1]}"
+        return assertion_place(index=int(parts[1]), key=parts[-1])
     return ".".join(parts)
 
 

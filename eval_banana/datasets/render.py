@@ -29,7 +29,7 @@ class RenderProblem(Exception):
     `missing` (no such field), `not_text` (a value where text goes), `token` (a stray `{{`) or
     `logic` (a tag over the case, `{% if case.x %}`), so that the rows sharing one problem can
     be told as one. `place` is the check file's field whose text was being rendered
-    (`description`, `assert[2].value`), set by the caller that knows it."""
+    (`description`, `assert.1.value`), set by the caller that knows it."""
 
     def __init__(self, message: str, *, field: str | None, kind: str) -> None:
         super().__init__(message)
