@@ -18,7 +18,15 @@ import yaml
 
 from eval_banana.checks.fast import fast_normalize
 from eval_banana.core.errors import DefinitionError
-from eval_banana.core.jsonvalues import TOO_SMALL, TOO_SMALL_FIX, TinyNumber, too_long_number
+from eval_banana.core.jsonvalues import (
+    TOO_LARGE_FIX,
+    TOO_SMALL,
+    TOO_SMALL_FIX,
+    HugeNumber,
+    TinyNumber,
+    too_large,
+    too_long_number,
+)
 from eval_banana.core.readback import MAX_DEPTH, read_regular
 from eval_banana.core.textfiles import blank_source, unicode_said
 from eval_banana.core.words import visible
@@ -42,7 +50,7 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise _not_utf8(path=path, said=_said_of(data) or str(exc)) from None
     try:
-        document, tiny = _read_yaml(text)
+        document, misread = _read_yaml(text)
     except (NumberTooLong, DuplicateKeyError, OwnKeyWord) as exc:
         raise _refused_value(exc=exc, path=path) from None
     except yaml.YAMLError as exc:
@@ -74,16 +82,17 @@ def parse_yaml_mapping(*, data: bytes, path: Path | str) -> dict[str, Any]:
             file=str(path),
             hint=hint,
         )
-    if tiny or _may_not_be_plain(text):
+    if misread or _may_not_be_plain(text):
         _refuse_tagged_values(value=document, path=path, text=text)
     return document
 
 
 def _read_yaml(text: str) -> tuple[Any, bool]:
-    """The YAML document `text`, and whether it holds a number too close to zero to read."""
+    """The YAML document `text`, and whether it holds a number too close to zero or too large
+    to read."""
     loader = CheckFileLoader(text)
     try:
-        return loader.get_single_data(), loader.tiny
+        return loader.get_single_data(), loader.misread
     finally:
         loader.dispose()
 
@@ -198,7 +207,7 @@ _PLAIN_SET: frozenset[type] = frozenset((str, int, bool, type(None)))
 def _not_plain(value: object) -> bool:
     """Whether `value` is no JSON scalar: a type JSON has not, or a float that is not finite
     (YAML's .nan and .inf, which the models would turn into null without a word); a number
-    too close to zero to read is a TinyNumber."""
+    too close to zero or too large to read is a TinyNumber or a HugeNumber."""
     kind = type(value)
     return kind not in _PLAIN_SET and not (kind is float and math.isfinite(cast(float, value)))
 
@@ -254,6 +263,9 @@ def _tagged_error(
     if type(item) is TinyNumber:
         message = f"{what} is the number {item.text}, {TOO_SMALL}"
         hint = TOO_SMALL_FIX
+    elif type(item) is HugeNumber:
+        message = f"{what} is the number {item.text}, {too_large(item.text)}"
+        hint = TOO_LARGE_FIX
     elif isinstance(item, float):
         kind = "NaN" if math.isnan(item) else "infinity"
         message = f"{what} is {kind} (YAML's .nan or .inf), which JSON cannot say"

@@ -32,6 +32,29 @@ class TinyNumber:
         self.text = text
 
 
+class HugeNumber:
+    """A number beyond the largest a program reads (about 1.8e308, `1.0e+999`): read, it would
+    be Infinity, which JSON cannot say, where YAML's own `.inf` says what it means. A check file
+    keeps its text in this, so it is told at its field as written, not as `null`."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def too_large(text: str) -> str:
+    """What a HugeNumber `text` is, after "holds the number ...": `-Infinity` for a negative."""
+    infinity = "-Infinity" if text.lstrip().startswith("-") else "Infinity"
+    return (
+        "beyond the largest number a program reads from JSON (about 1.8e308): read, it would be "
+        f"{infinity}, which JSON cannot say"
+    )
+
+
+TOO_LARGE_FIX = "write a smaller number, or quote the number to keep it as text"
+
+
 def json_float(text: str) -> float | TinyNumber:
     """A JSON number with a fraction or an exponent, as json's `parse_float` reads it; a
     TinyNumber for one that reads as 0.0 but is not zero. Only a zero looks at its text."""
@@ -148,6 +171,8 @@ def unsayable(value: object, *, path: str = "") -> Unsayable | None:
         return None
     if type(value) is TinyNumber:
         return Unsayable(path, f"the number {value.text}", TOO_SMALL_FIX, why=TOO_SMALL)
+    if type(value) is HugeNumber:
+        return Unsayable(path, f"the number {value.text}", TOO_LARGE_FIX, why=too_large(value.text))
     kinds = {"date": "a date", "datetime": "a date", "set": "a set", "bytes": "binary data"}
     return Unsayable(path, kinds.get(type(value).__name__, f"a {type(value).__name__}"), _QUOTE_IT)
 

@@ -8,12 +8,13 @@ of aliases can stand for billions of values (an alias bomb), or for a value that
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, cast
 
 import yaml
 
-from eval_banana.core.jsonvalues import TinyNumber, too_long_number, underflows
+from eval_banana.core.jsonvalues import HugeNumber, TinyNumber, too_long_number, underflows
 
 # PyYAML's safe loader, on libyaml's C parser where PyYAML was built with it (many times faster).
 FastSafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -126,21 +127,34 @@ for _tag in OWN_KEY_TAGS:
 
 class CheckFileLoader(StrictLoader):
     """StrictLoader for a check file: a float that reads as 0.0 though it is not zero
-    (`1.0e-400`) is kept as a TinyNumber, which the file's walk for values JSON cannot say
-    tells at its field; `tiny` says one was read, so only such a file is walked for it."""
+    (`1.0e-400`) is kept as a TinyNumber, and one that reads as infinity though it is written
+    as a number (`1.0e+999`, not `.inf`) as a HugeNumber, which the file's walk for values JSON
+    cannot say tells at its field; `misread` says one was read, so only such a file is walked
+    for it."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        self.tiny = False
+        self.misread = False
 
 
-def _construct_float(loader: CheckFileLoader, node: yaml.ScalarNode) -> float | TinyNumber:
+def _construct_float(
+    loader: CheckFileLoader, node: yaml.ScalarNode
+) -> float | TinyNumber | HugeNumber:
     value = float(loader.construct_yaml_float(node))
-    # Only a zero has its text looked at: a check file's other numbers cost nothing more.
+    # Only a zero or an infinity has its text looked at: other numbers cost nothing more.
     if value == 0.0 and underflows(str(node.value)):
-        loader.tiny = True
+        loader.misread = True
         return TinyNumber(str(node.value))
+    if math.isinf(value) and not is_yaml_infinity(str(node.value)):
+        loader.misread = True
+        return HugeNumber(str(node.value))
     return value
+
+
+def is_yaml_infinity(text: str) -> bool:
+    """Whether the YAML float `text` is YAML's own word for infinity (`.inf`, `-.Inf`), which
+    says what it means, rather than a number too large to read (`1.0e+999`)."""
+    return text.lower().lstrip("+-") == ".inf"
 
 
 CheckFileLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)

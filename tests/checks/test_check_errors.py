@@ -225,6 +225,50 @@ def test_a_number_too_close_to_zero_to_read_is_told_at_its_field_with_the_fix(
     assert eb("validate", "--cwd", str(root)).exit_code == 0
 
 
+_HUGE_EXPECTED = """\
+schema_version: 1
+id: huge
+type: assertions
+description: d
+artifact: out.json
+cases:
+  - id: one
+    big: {was: [1.5e+308]}
+assert:
+  - {path: x, op: equals, value: 1.0e+999}
+"""
+
+
+def test_a_number_too_large_to_read_is_told_at_its_field_not_graded_as_null(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """YAML reads `1.0e+999` as infinity, which JSON cannot say: the plan wrote it as null and
+    `equals` passed on a null artifact. It is told at its field and line, as `.inf` is, in an
+    expected value and a check file's own cases alike; a large number a program reads is fine."""
+    root = project({"eval_checks/huge.yaml": _HUGE_EXPECTED, "out.json": '{"x": null}'})
+    result = eb("run", "--cwd", str(root), "--no-html", "--json")
+    assert result.exit_code == 2
+    error = _json(result)["error"]
+    assert error["field_path"] == "assert.0.value"
+    assert error["message"] == (
+        f"Invalid check definition in {root / 'eval_checks' / 'huge.yaml'}: assert.0.value: the "
+        "value is the number 1.0e+999, beyond the largest number a program reads from JSON "
+        "(about 1.8e308): read, it would be Infinity, which JSON cannot say (line 10, column 34)"
+    )
+    assert error["hint"] == "write a smaller number, or quote the number to keep it as text"
+
+    huge = root / "eval_checks" / "huge.yaml"
+    huge.write_text(_HUGE_EXPECTED.replace("1.0e+999", "null").replace("1.5e+308", "-1.0e+999"))
+    document = _json(eb("validate", "--cwd", str(root), "--json"))
+    (entry,) = document["errors"]
+    assert (entry["field_path"], entry["line"]) == ("cases.0.big.was.0", 8)
+    assert "the number -1.0e+999, beyond the largest" in entry["message"]
+    assert "it would be -Infinity" in entry["message"]
+
+    huge.write_text(_HUGE_EXPECTED.replace("1.0e+999", "null"))
+    assert eb("run", "--cwd", str(root), "--no-html").exit_code == 0
+
+
 def test_validate_json_renders_config_errors_and_warnings_in_the_same_shape(
     project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:
