@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from eval_banana.assertions.artifactdata import NumberWatch, load_yaml, misread_number
 from eval_banana.assertions.operators import OPERATORS, describe, json_kind, operand_text
 from eval_banana.assertions.paths import (
     ArtifactPathError,
@@ -28,7 +29,6 @@ from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.lookalike import alike_note, python_quoted, reveal_for
 from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.yamlerrors import describe_syntax_error
-from eval_banana.core.yamlsafe import StrictLoader
 
 # Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
@@ -72,44 +72,46 @@ class _ArtifactUnusable(Exception):
     pass
 
 
-def _reject_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON; Python's parser would accept them.
-    raise ValueError(f"{name} is not a JSON value")
-
-
-class _ArtifactYamlLoader(StrictLoader):
-    """Safe loader reading YAML as JSON data: timestamps stay strings, repeated keys fail."""
-
-
-def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
-    return str(loader.construct_scalar(node))
-
-
-_ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
-
-
 def _first_line(*, text: str) -> str:
     return " ".join(str(text).split())[:300]
 
 
 def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
     """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable."""
+    numbers = NumberWatch()
     try:
-        document = json.loads(text, object_pairs_hook=once_each, parse_constant=_reject_constant)
+        document = json.loads(
+            text,
+            object_pairs_hook=once_each,
+            parse_float=numbers.parse_float,
+            parse_constant=numbers.parse_constant,
+        )
     except (ValueError, RecursionError) as exc:
         json_problem = _first_line(text=str(exc) or type(exc).__name__)
     else:
         _refuse_lone_surrogates(text=text, document=document)
+        if numbers.misread:
+            _refuse_misread_numbers(document=document)
         return document, "json"
     if suffix not in _YAML_SUFFIXES:
         raise _ArtifactUnusable(f"is not valid JSON: {json_problem}")
     try:
-        document = yaml.load(text, Loader=_ArtifactYamlLoader)  # noqa: S506 - safe subclass
+        document, misread = load_yaml(text)
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
         # PyYAML's own text places the problem in "<unicode string>": ours says line and column.
         what = describe_syntax_error(exc=exc)[0] if isinstance(exc, yaml.YAMLError) else str(exc)
         raise _ArtifactUnusable(f"is not valid YAML: {_first_line(text=what)}") from None
+    if misread:
+        _refuse_misread_numbers(document=document)
     return document, "yaml"
+
+
+def _refuse_misread_numbers(*, document: Any) -> None:
+    """NaN, an infinity, or a number too large or too close to zero to read: graded, it would
+    give an answer nobody wrote (`1e-400` equals 0)."""
+    found = misread_number(document)
+    if found is not None:
+        raise _ArtifactUnusable(f"is unusable: {found}")
 
 
 def _refuse_lone_surrogates(*, text: str, document: Any) -> None:

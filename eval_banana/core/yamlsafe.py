@@ -137,17 +137,26 @@ class CheckFileLoader(StrictLoader):
         self.misread = False
 
 
+def yaml_float(
+    *, loader: yaml.SafeLoader, node: yaml.ScalarNode
+) -> float | TinyNumber | HugeNumber:
+    """A YAML float as written: a TinyNumber for one that reads as 0.0 though it is not zero, a
+    HugeNumber for one that reads as infinity though it is written as a number. Only a zero or
+    an infinity has its text looked at: other numbers cost nothing more."""
+    value = float(loader.construct_yaml_float(node))
+    if value == 0.0 and underflows(str(node.value)):
+        return TinyNumber(str(node.value))
+    if math.isinf(value) and not is_yaml_infinity(str(node.value)):
+        return HugeNumber(str(node.value))
+    return value
+
+
 def _construct_float(
     loader: CheckFileLoader, node: yaml.ScalarNode
 ) -> float | TinyNumber | HugeNumber:
-    value = float(loader.construct_yaml_float(node))
-    # Only a zero or an infinity has its text looked at: other numbers cost nothing more.
-    if value == 0.0 and underflows(str(node.value)):
+    value = yaml_float(loader=loader, node=node)
+    if type(value) is not float:
         loader.misread = True
-        return TinyNumber(str(node.value))
-    if math.isinf(value) and not is_yaml_infinity(str(node.value)):
-        loader.misread = True
-        return HugeNumber(str(node.value))
     return value
 
 

@@ -429,7 +429,7 @@ def test_json_content_is_read_as_json_even_in_a_yaml_file(tmp_path: Path) -> Non
         ("plan.yaml", b"steps: [a\n", "is not valid YAML"),
         ("plan.yaml", b"a: 1\na: 2\n", "duplicate key 'a'"),
         ("plan.json", b'{"a": 1, "a": 2}', "duplicate key 'a'"),
-        ("plan.json", b'{"a": NaN}', "NaN is not a JSON value"),
+        ("plan.json", b'{"a": NaN}', "is unusable: a holds NaN"),
         ("plan.yaml", b"---\na: 1\n---\nb: 2\n", "is not valid YAML"),
         ("plan.json", b"", "is empty"),
         ("plan.yaml", b"  \n", "is empty"),

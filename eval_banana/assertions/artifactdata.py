@@ -1,0 +1,119 @@
+"""What an artifact's text may build for its assertions to be graded: JSON data, every number
+as written.
+
+Python's readers take NaN and infinity (JSON's `NaN`, YAML's `.nan` and `.inf`), read a number
+too large for a program (`1e400`) as infinity and one too close to zero (`1e-400`) as 0. Graded,
+each gives an answer nobody wrote (`1e-400` equals 0), so the artifact is unusable, at the
+value's path. The readers mark such a number as they build it, and only an artifact with one
+is walked to find where it is.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+
+import yaml
+
+from eval_banana.assertions.paths import Index, Key, Segment, describe_location
+from eval_banana.core.jsonvalues import HugeNumber, TinyNumber, underflows, unsayable
+from eval_banana.core.yamlsafe import StrictLoader, yaml_float
+
+
+class NumberWatch:
+    """json's `parse_float` and `parse_constant` for one artifact: a number that does not read
+    as written is kept as what it is (a TinyNumber, a HugeNumber, NaN or an infinity), and
+    `misread` says one was."""
+
+    def __init__(self) -> None:
+        self.misread = False
+
+    def parse_float(self, text: str) -> float | TinyNumber | HugeNumber:
+        value = float(text)
+        # Only a zero or an infinity has its text looked at: other numbers cost nothing more.
+        if value == 0.0 and underflows(text):
+            self.misread = True
+            return TinyNumber(text)
+        if math.isinf(value):
+            self.misread = True
+            return HugeNumber(text)
+        return value
+
+    def parse_constant(self, name: str) -> float:
+        # `NaN`, `Infinity` and `-Infinity`: no JSON, though Python's json reads them.
+        self.misread = True
+        return float(name)
+
+
+class ArtifactYamlLoader(StrictLoader):
+    """Safe loader reading YAML as JSON data: timestamps stay strings, repeated keys fail, and
+    `misread` says a number was read that does not read as written (see NumberWatch)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.misread = False
+
+
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+def _float_as_written(
+    loader: ArtifactYamlLoader, node: yaml.ScalarNode
+) -> float | TinyNumber | HugeNumber:
+    value = yaml_float(loader=loader, node=node)
+    if type(value) is not float or not math.isfinite(value):
+        loader.misread = True
+    return value
+
+
+ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+ArtifactYamlLoader.add_constructor("tag:yaml.org,2002:float", _float_as_written)
+
+
+def load_yaml(text: str) -> tuple[Any, bool]:
+    """The YAML document `text` as an artifact, and whether it holds a number that does not
+    read as written."""
+    loader = ArtifactYamlLoader(text)
+    try:
+        return loader.get_single_data(), loader.misread
+    finally:
+        loader.dispose()
+
+
+def _misread(value: object) -> bool:
+    kind = type(value)
+    if kind is float:
+        return not math.isfinite(cast(float, value))
+    return kind is TinyNumber or kind is HugeNumber
+
+
+def misread_number(document: Any) -> str | None:
+    """Where `document` first holds a number that does not read as written, and what it is
+    (`score holds NaN, which JSON cannot say`); None when it holds none. Each list and mapping
+    is walked once, however many YAML aliases share it."""
+    seen: set[int] = set()
+    stack: list[tuple[object, tuple[Segment, ...]]] = [(document, ())]
+    while stack:
+        item, where = stack.pop()
+        children: list[tuple[object, Segment]] = []
+        if type(item) is dict:
+            pairs = cast(dict[object, object], item)
+            children = [(child, Key(str(key))) for key, child in pairs.items()]
+        elif type(item) is list:
+            children = [
+                (child, Index(index)) for index, child in enumerate(cast(list[object], item))
+            ]
+        elif _misread(item):
+            found = unsayable(item)
+            if found is not None:
+                return f"{describe_location(segments=where)} holds {found.what}, {found.why}"
+            continue
+        else:
+            continue
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        # Reversed onto the stack, so the first value in the document is told first.
+        stack.extend((child, (*where, segment)) for child, segment in reversed(children))
+    return None

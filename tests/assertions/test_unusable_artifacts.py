@@ -1,0 +1,77 @@
+"""Artifacts no assertion can grade, through `eb run`: each fails every assertion of its check
+with a reason naming the artifact and what makes it unusable."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import EbResult
+
+
+def _check(check_id: str, *, artifact: str, assertions: str) -> str:
+    return (
+        f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n"
+        f"artifact: {artifact}\nassert:\n{assertions}"
+    )
+
+
+def _results(result: EbResult) -> dict[str, dict[str, Any]]:
+    report = json.loads(result.stdout)
+    return {check["check_id"]: check for check in report["checks"]}
+
+
+_OK_AND_SCORE = "  - {path: ok, op: equals, value: 1}\n  - {path: score, op: exists}\n"
+
+
+def test_nan_infinity_and_numbers_that_do_not_read_as_written_make_the_artifact_unusable(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Python's readers take YAML's .nan and .inf, JSON's NaN, read 1e400 as infinity and
+    1e-400 as 0: graded, `ok equals 1` passed beside them and `equals 0` passed on 1e-400.
+    Every assertion fails instead, naming the value's path."""
+    artifacts = {
+        "nan_yaml": ("out/a.yaml", "score: .nan\nok: 1\n", "score holds NaN"),
+        "inf_yaml": ("out/b.yaml", "ok: 1\nscore: [1, -.Inf]\n", "score[1] holds -Infinity"),
+        "huge_json": (
+            "out/c.json",
+            '{"score": 1e400, "ok": 1}',
+            "score holds the number 1e400, beyond the largest number a program reads from JSON "
+            "(about 1.8e308): read, it would be Infinity, which JSON cannot say",
+        ),
+        "huge_yaml": ("out/d.yaml", "ok: 1\nscore: -1.0e+999\n", "it would be -Infinity"),
+        "nan_json": ("out/e.json", '{"score": NaN, "ok": 1}', "score holds NaN"),
+        "tiny_json": (
+            "out/f.json",
+            '{"ok": 1, "score": {"at": [0.5, 1e-400]}}',
+            "score.at[1] holds the number 1e-400, below the smallest number a program reads "
+            "from JSON (about 5e-324): read, it would be 0",
+        ),
+        "tiny_yaml": ("out/g.yaml", "ok: 1\nscore: 1.0e-400\n", "score holds the number 1.0e-400"),
+    }
+    files = {"out/fine.json": '{"ok": 1, "score": [0.0e-5, 1.5e308, 5e-324]}'}
+    for check_id, (artifact, text, _) in artifacts.items():
+        files[artifact] = text
+        files[f"eval_checks/{check_id}.yaml"] = _check(
+            check_id, artifact=artifact, assertions=_OK_AND_SCORE
+        )
+    files["eval_checks/fine.yaml"] = _check(
+        "fine", artifact="out/fine.json", assertions=_OK_AND_SCORE
+    )
+    root = project(files)
+
+    result = eb("run", "--cwd", str(root), "--no-html", "--json")
+
+    assert result.exit_code == 1
+    checks = _results(result)
+    assert checks["fine"]["status"] == "passed"
+    for check_id, (artifact, _, said) in artifacts.items():
+        check = checks[check_id]
+        assert check["status"] == "failed", check_id
+        messages = [entry["message"] for entry in check["details"]["assertions"]]
+        assert len(messages) == 2 and all(
+            f"artifact {artifact} is unusable: " in m for m in messages
+        )
+        assert all(said in message for message in messages), (check_id, messages)
