@@ -142,6 +142,20 @@ def _read_bytes(*, path: Path, max_bytes: int) -> bytes:
     return data
 
 
+def _parse_unicode(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
+    """`_parse`, telling a UTF-16 or UTF-32 file without a byte order mark by its NUL bytes,
+    as a dataset is: such text of ASCII letters is valid UTF-8, which neither JSON nor YAML
+    reads, and its syntax error would say nothing of the encoding."""
+    try:
+        return _parse(text=text, suffix=suffix)
+    except _ArtifactUnusable:
+        # Only an artifact that failed to parse pays for the look.
+        said = unicode_said(data) if "\x00" in text else None
+        if said is None:
+            raise
+        raise _ArtifactUnusable(said) from None
+
+
 def load_artifact(
     *, project_root: Path, artifact: str, max_bytes: int = MAX_ARTIFACT_BYTES
 ) -> LoadedArtifact:
@@ -164,7 +178,7 @@ def load_artifact(
             raise _ArtifactUnusable(said or f"is not UTF-8 text: {exc.reason}") from None
         if not text.strip():
             raise _ArtifactUnusable("is empty")
-        document, kind = _parse(text=text, suffix=path.suffix.lower())
+        document, kind = _parse_unicode(data=data, text=text, suffix=path.suffix.lower())
     except ArtifactPathError as exc:
         return LoadedArtifact(relative_path=artifact, problem=str(exc))
     except _ArtifactUnusable as exc:

@@ -75,3 +75,39 @@ def test_nan_infinity_and_numbers_that_do_not_read_as_written_make_the_artifact_
             f"artifact {artifact} is unusable: " in m for m in messages
         )
         assert all(said in message for message in messages), (check_id, messages)
+
+
+def test_utf16_and_utf32_artifacts_without_a_byte_order_mark_are_named_so(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """UTF-16 of ASCII letters without a byte order mark is valid UTF-8 with a NUL in every
+    other byte: it was told as a JSON or YAML syntax error, where the same bytes as a dataset
+    are named UTF-16."""
+    plan = '{"title": "Release plan", "steps": [{"name": "build"}, {"name": "test"}]}\n'
+    encodings = {
+        "out/le.json": ("utf-16-le", "UTF-16 text without a byte order mark, not UTF-8"),
+        "out/be.yaml": ("utf-16-be", "UTF-16 text without a byte order mark, not UTF-8"),
+        "out/wide.json": ("utf-32-le", "UTF-32 text, not UTF-8 (two of every four bytes"),
+    }
+    files = {
+        f"eval_checks/check{index}.yaml": _check(
+            f"check{index}",
+            artifact=artifact,
+            assertions="  - {path: steps, op: lengthAtLeast, value: 2}\n",
+        )
+        for index, artifact in enumerate(encodings)
+    }
+    root = project(files)
+    for artifact, (encoding, _) in encodings.items():
+        (root / artifact).parent.mkdir(exist_ok=True)
+        (root / artifact).write_bytes(plan.encode(encoding))
+
+    result = eb("run", "--cwd", str(root), "--no-html", "--json")
+
+    assert result.exit_code == 1
+    checks = _results(result)
+    for index, (artifact, (_, said)) in enumerate(encodings.items()):
+        (assertion,) = checks[f"check{index}"]["details"]["assertions"]
+        assert assertion["message"].startswith(
+            f"steps lengthAtLeast 2: artifact {artifact} is {said}"
+        ), assertion["message"]
