@@ -5,19 +5,26 @@ Python's readers take NaN and infinity (JSON's `NaN`, YAML's `.nan` and `.inf`),
 too large for a program (`1e400`) as infinity and one too close to zero (`1e-400`) as 0. Graded,
 each gives an answer nobody wrote (`1e-400` equals 0), so the artifact is unusable, at the
 value's path. The readers mark such a number as they build it, and only an artifact with one
-is walked to find where it is.
+is walked to find where it is. An artifact nests no deeper than what a user writes may
+(`MAX_DEPTH`), whatever eb's stack would bear.
 """
 
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Iterable
 from typing import Any, cast
 
 import yaml
 
 from eval_banana.assertions.paths import Index, Key, Segment, describe_location
 from eval_banana.core.jsonvalues import HugeNumber, TinyNumber, underflows, unsayable
-from eval_banana.core.yamlsafe import StrictLoader, yaml_float
+from eval_banana.core.readback import MAX_DEPTH
+from eval_banana.core.yamlsafe import StrictLoader, may_be_unbounded, yaml_float
+
+# Said after the artifact's name.
+TOO_DEEP = f"is nested deeper than {MAX_DEPTH} levels, the most eb reads in a JSON or YAML file"
 
 
 class NumberWatch:
@@ -117,3 +124,47 @@ def misread_number(document: Any) -> str | None:
         # Reversed onto the stack, so the first value in the document is told first.
         stack.extend((child, (*where, segment)) for child, segment in reversed(children))
     return None
+
+
+def yaml_too_deep(*, text: str, document: Any) -> bool:
+    """Whether the YAML artifact `document`, loaded from `text`, nests lists and mappings
+    deeper than MAX_DEPTH (the top one is level 1). A value that holds itself through an alias
+    is measured once round (the walk of a path follows it as far as the path goes), and each
+    list and mapping once, however many aliases share it: linear in what was built."""
+    if not may_be_unbounded(text=text, max_depth=MAX_DEPTH, max_values=sys.maxsize):
+        return False  # too few openers in the text to nest that deep
+    depth_of: dict[int, int] = {}
+    open_ids: set[int] = set()  # the lists and mappings on the way down to the current one
+    stack: list[tuple[object, bool]] = [(document, False)]
+    while stack:
+        item, done = stack.pop()
+        key = id(item)
+        inner = _containers(item)
+        if done:
+            open_ids.discard(key)
+            # A child still open is an alias back up the way: it adds no level.
+            depth = 1 + max((depth_of.get(id(child), 0) for child in inner), default=0)
+            if depth > MAX_DEPTH:
+                return True
+            depth_of[key] = depth
+            continue
+        if key in depth_of or key in open_ids:
+            continue
+        open_ids.add(key)
+        stack.append((item, True))
+        stack.extend((child, False) for child in inner)
+    return False
+
+
+def _containers(item: object) -> list[object]:
+    """The lists and mappings directly inside `item` (a mapping's values: a key that is not
+    text cannot be addressed by a path)."""
+    kind = type(item)
+    values: Iterable[object]
+    if kind is dict:
+        values = cast(dict[object, object], item).values()
+    elif kind is list:
+        values = cast(list[object], item)
+    else:
+        return []
+    return [value for value in values if type(value) in (dict, list)]

@@ -11,7 +11,13 @@ from typing import Any, Protocol
 
 import yaml
 
-from eval_banana.assertions.artifactdata import NumberWatch, load_yaml, misread_number
+from eval_banana.assertions.artifactdata import (
+    TOO_DEEP,
+    NumberWatch,
+    load_yaml,
+    misread_number,
+    yaml_too_deep,
+)
 from eval_banana.assertions.operators import OPERATORS, describe, json_kind, operand_text
 from eval_banana.assertions.paths import (
     ArtifactPathError,
@@ -27,6 +33,7 @@ from eval_banana.assertions.paths import (
 from eval_banana.core.jsonvalues import lone_surrogate_in, once_each
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.lookalike import alike_note, python_quoted, reveal_for
+from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
 from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.yamlerrors import describe_syntax_error
 
@@ -76,31 +83,40 @@ def _first_line(*, text: str) -> str:
     return " ".join(str(text).split())[:300]
 
 
-def _parse(*, text: str, suffix: str) -> tuple[Any, str]:
-    """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable."""
-    numbers = NumberWatch()
-    try:
-        document = json.loads(
-            text,
-            object_pairs_hook=once_each,
-            parse_float=numbers.parse_float,
-            parse_constant=numbers.parse_constant,
-        )
-    except (ValueError, RecursionError) as exc:
-        json_problem = _first_line(text=str(exc) or type(exc).__name__)
-    else:
-        _refuse_lone_surrogates(text=text, document=document)
-        if numbers.misread:
-            _refuse_misread_numbers(document=document)
-        return document, "json"
+def _parse(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
+    """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable.
+    Either is read no deeper than MAX_DEPTH: JSON by a scan of `data` before parsing, YAML by
+    a walk of what it built."""
+    json_too_deep = json_depth_exceeds(data, limit=MAX_DEPTH)
+    json_problem = TOO_DEEP
+    if not json_too_deep:
+        numbers = NumberWatch()
+        try:
+            document = json.loads(
+                text,
+                object_pairs_hook=once_each,
+                parse_float=numbers.parse_float,
+                parse_constant=numbers.parse_constant,
+            )
+        except (ValueError, RecursionError) as exc:
+            json_problem = f"is not valid JSON: {_first_line(text=str(exc) or type(exc).__name__)}"
+        else:
+            _refuse_lone_surrogates(text=text, document=document)
+            if numbers.misread:
+                _refuse_misread_numbers(document=document)
+            return document, "json"
     if suffix not in _YAML_SUFFIXES:
-        raise _ArtifactUnusable(f"is not valid JSON: {json_problem}")
+        raise _ArtifactUnusable(json_problem)
     try:
         document, misread = load_yaml(text)
-    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+    except RecursionError:  # the pure-Python loader builds nested values recursively
+        raise _ArtifactUnusable(TOO_DEEP) from None
+    except (yaml.YAMLError, ValueError) as exc:
         # PyYAML's own text places the problem in "<unicode string>": ours says line and column.
         what = describe_syntax_error(exc=exc)[0] if isinstance(exc, yaml.YAMLError) else str(exc)
         raise _ArtifactUnusable(f"is not valid YAML: {_first_line(text=what)}") from None
+    if yaml_too_deep(text=text, document=document):
+        raise _ArtifactUnusable(TOO_DEEP)
     if misread:
         _refuse_misread_numbers(document=document)
     return document, "yaml"
@@ -147,7 +163,7 @@ def _parse_unicode(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
     as a dataset is: such text of ASCII letters is valid UTF-8, which neither JSON nor YAML
     reads, and its syntax error would say nothing of the encoding."""
     try:
-        return _parse(text=text, suffix=suffix)
+        return _parse(data=data, text=text, suffix=suffix)
     except _ArtifactUnusable:
         # Only an artifact that failed to parse pays for the look.
         said = unicode_said(data) if "\x00" in text else None

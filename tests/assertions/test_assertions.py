@@ -435,7 +435,7 @@ def test_json_content_is_read_as_json_even_in_a_yaml_file(tmp_path: Path) -> Non
         ("plan.yaml", b"  \n", "is empty"),
         ("plan.json", b'{"a": "\xff"}', "is not UTF-8 text"),
         ("plan.json", '{"a": 1}'.encode("utf-32"), "is UTF-32 text, not UTF-8"),
-        ("plan.json", b"[" * 100_000 + b"]" * 100_000, "is not valid JSON"),
+        ("plan.json", b"[" * 100_000 + b"]" * 100_000, "is nested deeper than 200 levels"),
     ],
 )
 def test_unusable_artifacts_name_the_artifact(
@@ -501,6 +501,27 @@ def test_yaml_alias_chains_do_not_explode(tmp_path: Path) -> None:
     assert holds(path, "equals", "x", document=loaded.document)
     assert not holds(path, "equals", "y", document=loaded.document)
     assert not holds(path + ".k", "exists", document=loaded.document)
+
+
+@pytest.mark.parametrize(("levels", "too_deep"), [(200, False), (201, True)])
+def test_yaml_aliases_count_the_levels_they_nest(
+    tmp_path: Path, levels: int, too_deep: bool
+) -> None:
+    # Each alias is one line, and the value it names one level deeper than the last.
+    lines = ["l1: &l1 [x]"]
+    lines += [f"l{level}: &l{level} [*l{level - 1}]" for level in range(2, levels)]
+    (tmp_path / "deep.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    loaded = load_artifact(project_root=tmp_path, artifact="deep.yaml")
+    if too_deep:
+        assert loaded.problem == (
+            "artifact deep.yaml is nested deeper than 200 levels, the most eb reads in a JSON or "
+            "YAML file"
+        )
+    else:
+        assert loaded.problem is None
+        assert holds(
+            f"l{levels - 1}" + "[0]" * (levels - 1), "equals", "x", document=loaded.document
+        )
 
 
 def test_self_referencing_yaml_terminates(tmp_path: Path) -> None:

@@ -111,3 +111,47 @@ def test_utf16_and_utf32_artifacts_without_a_byte_order_mark_are_named_so(
         assert assertion["message"].startswith(
             f"steps lengthAtLeast 2: artifact {artifact} is {said}"
         ), assertion["message"]
+
+
+def _nested(levels: int) -> str:
+    """A JSON object `levels` deep: `tree` holds arrays down to "leaf"."""
+    inner = levels - 1
+    return '{"tree": ' + "[" * inner + '"leaf"' + "]" * inner + "}"
+
+
+def test_an_artifact_is_read_to_the_depth_bound_and_refused_beyond_it(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A JSON artifact of 985 levels (which json.loads reads) was unusable with Python's
+    RecursionError text, while the same bytes as .yaml passed: the cut-off was eb's stack.
+    JSON and YAML alike are now read to 200 levels, and deeper is unusable, naming the bound."""
+    exists = '  - {path: "tree[0]", op: exists}\n'
+    artifacts = {
+        "json_at_bound": ("out/a.json", 200),
+        "yaml_at_bound": ("out/a.yaml", 200),
+        "json_beyond": ("out/b.json", 201),
+        "yaml_beyond": ("out/b.yaml", 201),
+        "json_far_beyond": ("out/c.json", 985),
+        "yaml_far_beyond": ("out/c.yaml", 985),
+    }
+    files: dict[str, str] = {}
+    for check_id, (artifact, levels) in artifacts.items():
+        files[artifact] = _nested(levels)
+        files[f"eval_checks/{check_id}.yaml"] = _check(
+            check_id, artifact=artifact, assertions=exists
+        )
+    root = project(files)
+
+    result = eb("run", "--cwd", str(root), "--no-html", "--json")
+
+    assert result.exit_code == 1
+    checks = _results(result)
+    for check_id, (artifact, levels) in artifacts.items():
+        (assertion,) = checks[check_id]["details"]["assertions"]
+        if levels <= 200:
+            assert assertion["ok"], (check_id, assertion["message"])
+            continue
+        assert assertion["message"] == (
+            f"tree[0] exists: artifact {artifact} is nested deeper than 200 levels, the most eb "
+            "reads in a JSON or YAML file"
+        ), check_id
