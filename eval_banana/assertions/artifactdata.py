@@ -1,5 +1,5 @@
-"""What an artifact's text may build for its assertions to be graded: JSON data, every number
-as written.
+"""An artifact's text read into what its assertions grade: JSON data, every number as written,
+no deeper than a fixed bound.
 
 Python's readers take NaN and infinity (JSON's `NaN`, YAML's `.nan` and `.inf`), read a number
 too large for a program (`1e400`) as infinity and one too close to zero (`1e-400`) as 0. Graded,
@@ -11,6 +11,7 @@ is walked to find where it is. An artifact nests no deeper than what a user writ
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Iterable
@@ -19,12 +20,26 @@ from typing import Any, cast
 import yaml
 
 from eval_banana.assertions.paths import Index, Key, Segment, describe_location
-from eval_banana.core.jsonvalues import HugeNumber, TinyNumber, underflows, unsayable
-from eval_banana.core.readback import MAX_DEPTH
+from eval_banana.core.jsonvalues import (
+    HugeNumber,
+    TinyNumber,
+    lone_surrogate_in,
+    once_each,
+    underflows,
+    unsayable,
+)
+from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
+from eval_banana.core.textfiles import unicode_said
+from eval_banana.core.yamlerrors import describe_syntax_error
 from eval_banana.core.yamlsafe import StrictLoader, may_be_unbounded, yaml_float
 
+_YAML_SUFFIXES = (".yaml", ".yml")
 # Said after the artifact's name.
 TOO_DEEP = f"is nested deeper than {MAX_DEPTH} levels, the most eb reads in a JSON or YAML file"
+
+
+class ArtifactUnusable(Exception):
+    """Why an artifact cannot be graded, said after its name (`is empty`)."""
 
 
 class NumberWatch:
@@ -168,3 +183,78 @@ def _containers(item: object) -> list[object]:
     else:
         return []
     return [value for value in values if type(value) in (dict, list)]
+
+
+def _first_line(*, text: str) -> str:
+    return " ".join(str(text).split())[:300]
+
+
+def _parse(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
+    """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable.
+    Either is read no deeper than MAX_DEPTH: JSON by a scan of `data` before parsing, YAML by
+    a walk of what it built."""
+    json_too_deep = json_depth_exceeds(data, limit=MAX_DEPTH)
+    json_problem = TOO_DEEP
+    if not json_too_deep:
+        numbers = NumberWatch()
+        try:
+            document = json.loads(
+                text,
+                object_pairs_hook=once_each,
+                parse_float=numbers.parse_float,
+                parse_constant=numbers.parse_constant,
+            )
+        except (ValueError, RecursionError) as exc:
+            json_problem = f"is not valid JSON: {_first_line(text=str(exc) or type(exc).__name__)}"
+        else:
+            _refuse_lone_surrogates(text=text, document=document)
+            if numbers.misread:
+                _refuse_misread_numbers(document=document)
+            return document, "json"
+    if suffix not in _YAML_SUFFIXES:
+        raise ArtifactUnusable(json_problem)
+    try:
+        document, misread = load_yaml(text)
+    except RecursionError:  # the pure-Python loader builds nested values recursively
+        raise ArtifactUnusable(TOO_DEEP) from None
+    except (yaml.YAMLError, ValueError) as exc:
+        # PyYAML's own text places the problem in "<unicode string>": ours says line and column.
+        what = describe_syntax_error(exc=exc)[0] if isinstance(exc, yaml.YAMLError) else str(exc)
+        raise ArtifactUnusable(f"is not valid YAML: {_first_line(text=what)}") from None
+    if yaml_too_deep(text=text, document=document):
+        raise ArtifactUnusable(TOO_DEEP)
+    if misread:
+        _refuse_misread_numbers(document=document)
+    return document, "yaml"
+
+
+def _refuse_misread_numbers(*, document: Any) -> None:
+    """NaN, an infinity, or a number too large or too close to zero to read: graded, it would
+    give an answer nobody wrote (`1e-400` equals 0)."""
+    found = misread_number(document)
+    if found is not None:
+        raise ArtifactUnusable(f"is unusable: {found}")
+
+
+def _refuse_lone_surrogates(*, text: str, document: Any) -> None:
+    """JSON can escape half a surrogate pair (`\\ud800`), which is no character: graded, it
+    would be quoted in a reason no report can be written with."""
+    found = lone_surrogate_in(text=text, document=document)
+    if found is not None:
+        where = f"at {found.field}, " if found.field else ""
+        raise ArtifactUnusable(f"is not Unicode text: {where}{found.what}; {found.fix}")
+
+
+def parse_artifact(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
+    """The artifact's document and its format ("json" or "yaml"), or ArtifactUnusable. A UTF-16
+    or UTF-32 file without a byte order mark is told by its NUL bytes, as a dataset is: such
+    text of ASCII letters is valid UTF-8, which neither JSON nor YAML reads, and its syntax
+    error would say nothing of the encoding."""
+    try:
+        return _parse(data=data, text=text, suffix=suffix)
+    except ArtifactUnusable:
+        # Only an artifact that failed to parse pays for the look.
+        said = unicode_said(data) if "\x00" in text else None
+        if said is None:
+            raise
+        raise ArtifactUnusable(said) from None

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
-from eval_banana.assertions.artifactdata import (
-    TOO_DEEP,
-    NumberWatch,
-    load_yaml,
-    misread_number,
-    yaml_too_deep,
-)
+from eval_banana.assertions.artifactdata import ArtifactUnusable, parse_artifact
 from eval_banana.assertions.operators import OPERATORS, describe, json_kind, operand_text
 from eval_banana.assertions.paths import (
     ArtifactPathError,
@@ -30,16 +21,12 @@ from eval_banana.assertions.paths import (
     parse_path,
     resolve_artifact,
 )
-from eval_banana.core.jsonvalues import lone_surrogate_in, once_each
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.lookalike import alike_note, python_quoted, reveal_for
-from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
 from eval_banana.core.textfiles import unicode_said
-from eval_banana.core.yamlerrors import describe_syntax_error
 
 # Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
-_YAML_SUFFIXES = (".yaml", ".yml")
 
 
 class AssertionLike(Protocol):
@@ -75,101 +62,23 @@ class LoadedArtifact:
     problem: str | None = None
 
 
-class _ArtifactUnusable(Exception):
-    pass
-
-
-def _first_line(*, text: str) -> str:
-    return " ".join(str(text).split())[:300]
-
-
-def _parse(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
-    """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable.
-    Either is read no deeper than MAX_DEPTH: JSON by a scan of `data` before parsing, YAML by
-    a walk of what it built."""
-    json_too_deep = json_depth_exceeds(data, limit=MAX_DEPTH)
-    json_problem = TOO_DEEP
-    if not json_too_deep:
-        numbers = NumberWatch()
-        try:
-            document = json.loads(
-                text,
-                object_pairs_hook=once_each,
-                parse_float=numbers.parse_float,
-                parse_constant=numbers.parse_constant,
-            )
-        except (ValueError, RecursionError) as exc:
-            json_problem = f"is not valid JSON: {_first_line(text=str(exc) or type(exc).__name__)}"
-        else:
-            _refuse_lone_surrogates(text=text, document=document)
-            if numbers.misread:
-                _refuse_misread_numbers(document=document)
-            return document, "json"
-    if suffix not in _YAML_SUFFIXES:
-        raise _ArtifactUnusable(json_problem)
-    try:
-        document, misread = load_yaml(text)
-    except RecursionError:  # the pure-Python loader builds nested values recursively
-        raise _ArtifactUnusable(TOO_DEEP) from None
-    except (yaml.YAMLError, ValueError) as exc:
-        # PyYAML's own text places the problem in "<unicode string>": ours says line and column.
-        what = describe_syntax_error(exc=exc)[0] if isinstance(exc, yaml.YAMLError) else str(exc)
-        raise _ArtifactUnusable(f"is not valid YAML: {_first_line(text=what)}") from None
-    if yaml_too_deep(text=text, document=document):
-        raise _ArtifactUnusable(TOO_DEEP)
-    if misread:
-        _refuse_misread_numbers(document=document)
-    return document, "yaml"
-
-
-def _refuse_misread_numbers(*, document: Any) -> None:
-    """NaN, an infinity, or a number too large or too close to zero to read: graded, it would
-    give an answer nobody wrote (`1e-400` equals 0)."""
-    found = misread_number(document)
-    if found is not None:
-        raise _ArtifactUnusable(f"is unusable: {found}")
-
-
-def _refuse_lone_surrogates(*, text: str, document: Any) -> None:
-    """JSON can escape half a surrogate pair (`\\ud800`), which is no character: graded, it
-    would be quoted in a reason no report can be written with."""
-    found = lone_surrogate_in(text=text, document=document)
-    if found is not None:
-        where = f"at {found.field}, " if found.field else ""
-        raise _ArtifactUnusable(f"is not Unicode text: {where}{found.what}; {found.fix}")
-
-
 def _read_bytes(*, path: Path, max_bytes: int) -> bytes:
     try:
         mode = path.stat().st_mode
         if stat.S_ISDIR(mode):
-            raise _ArtifactUnusable("is a directory, not a file")
+            raise ArtifactUnusable("is a directory, not a file")
         if not stat.S_ISREG(mode):
             # Opening a FIFO or a device could block the run forever.
-            raise _ArtifactUnusable("is not a regular file")
+            raise ArtifactUnusable("is not a regular file")
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
     except FileNotFoundError:
-        raise _ArtifactUnusable("does not exist") from None
+        raise ArtifactUnusable("does not exist") from None
     except OSError as exc:
-        raise _ArtifactUnusable(f"cannot be read: {exc.strerror or exc}") from None
+        raise ArtifactUnusable(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
-        raise _ArtifactUnusable(f"is larger than {max_bytes} bytes")
+        raise ArtifactUnusable(f"is larger than {max_bytes} bytes")
     return data
-
-
-def _parse_unicode(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
-    """`_parse`, telling a UTF-16 or UTF-32 file without a byte order mark by its NUL bytes,
-    as a dataset is: such text of ASCII letters is valid UTF-8, which neither JSON nor YAML
-    reads, and its syntax error would say nothing of the encoding."""
-    try:
-        return _parse(data=data, text=text, suffix=suffix)
-    except _ArtifactUnusable:
-        # Only an artifact that failed to parse pays for the look.
-        said = unicode_said(data) if "\x00" in text else None
-        if said is None:
-            raise
-        raise _ArtifactUnusable(said) from None
 
 
 def load_artifact(
@@ -183,7 +92,7 @@ def load_artifact(
         if lfs_size is not None:
             # Parsed, a pointer is a YAML string or broken JSON: the check would fail on
             # every assertion for a reason that is not the artifact's.
-            raise _ArtifactUnusable(
+            raise ArtifactUnusable(
                 f"is {pointer_words(size=lfs_size)}, not the file itself: {FETCH_HINT}"
             )
         try:
@@ -191,13 +100,13 @@ def load_artifact(
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             said = unicode_said(data)
-            raise _ArtifactUnusable(said or f"is not UTF-8 text: {exc.reason}") from None
+            raise ArtifactUnusable(said or f"is not UTF-8 text: {exc.reason}") from None
         if not text.strip():
-            raise _ArtifactUnusable("is empty")
-        document, kind = _parse_unicode(data=data, text=text, suffix=path.suffix.lower())
+            raise ArtifactUnusable("is empty")
+        document, kind = parse_artifact(data=data, text=text, suffix=path.suffix.lower())
     except ArtifactPathError as exc:
         return LoadedArtifact(relative_path=artifact, problem=str(exc))
-    except _ArtifactUnusable as exc:
+    except ArtifactUnusable as exc:
         return LoadedArtifact(relative_path=artifact, problem=f"artifact {artifact} {exc}")
     return LoadedArtifact(relative_path=artifact, document=document, format=kind)
 
