@@ -15,6 +15,10 @@ from typing import Any
 
 from ghenv import env, fail, pull_request_number, set_output, workdir
 
+# report.md's own escaping (the Action installs the eb it comments for), so a judge's words
+# show in the comment as words: no link, image, raw HTML or `<!--` (docs/compatibility.md).
+from eval_banana.stages.report import md_cell, md_text
+
 MARKER = "<!-- eval-banana:comment -->"
 # GitHub refuses comment bodies over 65,536 characters; leave room for the closing note.
 _LIMIT = 60_000
@@ -41,8 +45,10 @@ def summary(report: dict[str, Any]) -> str:
     if bad:
         lines += ["", "| check | status | reason |", "| --- | --- | --- |"]
         for check in bad[:_LISTED]:
-            reason = " ".join(str(check.get("reason") or "").split())[:200].replace("|", "\\|")
-            lines.append(f"| `{check.get('check_id')}` | {check.get('status')} | {reason} |")
+            # Cut before escaping, so that no escape is cut in half.
+            reason = md_text(" ".join(str(check.get("reason") or "").split())[:200])
+            check_id = md_cell(str(check.get("check_id")))
+            lines.append(f"| `{check_id}` | {check.get('status')} | {reason} |")
         if len(bad) > _LISTED:
             lines.append(f"\n... and {len(bad) - _LISTED} more (see the run's report).")
     return "\n".join(lines)

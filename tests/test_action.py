@@ -3,6 +3,7 @@ here with a fake GitHub Actions environment and a fake `gh` that records what it
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -17,9 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
+from markdown_it import MarkdownIt
 
 from eval_banana.checks.shardenv import AUTO_VARIABLES
-from tests.conftest import check_yaml
+from tests.conftest import check_yaml, judge_yaml
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "action"
@@ -366,6 +368,41 @@ def test_the_comment_is_posted_once_then_updated_with_the_summary_and_the_diff(
     assert comments[1]["body"].startswith(MARKER)
     assert "**passed**: 3/3 checks passed" in comments[1]["body"]
     assert "eval-banana diff: no regression" in comments[1]["body"]
+
+
+# A judge talked into writing markup: an image a reader's browser would fetch, a link hiding its
+# target, raw HTML and a `<!--` that would hide every row and line after it.
+_HOSTILE_REASON = (
+    "Looks fine ![t](https://evil.test/t.png) see [docs](https://evil.test/phish) "
+    "<b>ok</b> `code` a | b <!-- hide"
+)
+_HOSTILE_JUDGE = f"""\
+import json
+print(json.dumps({{"score": 0, "reason": {_HOSTILE_REASON!r}}}))
+"""
+
+
+def test_the_comment_shows_a_judge_s_reason_as_words(github: FakeGitHub) -> None:
+    (github.workspace / "judge.py").write_text(_HOSTILE_JUDGE)
+    (github.workspace / ".eval-banana" / "config.toml").write_text(
+        '[harness]\nagent = "fake"\nisolation = "off"\n\n[agents.fake]\n'
+        f'command = [{json.dumps(sys.executable)}, "judge.py"]\n'
+    )
+    for name in ("judge_a", "judge_b"):
+        (github.workspace / "eval_checks" / f"{name}.yaml").write_text(judge_yaml(name))
+    prepared = _prepare(github)
+    ran = _run(github, prepared)
+    assert ran["exit-code"] == "1"
+    _comment(github, prepared, ran)
+    body = github.comments()[0]["body"]
+    rendered = MarkdownIt("commonmark").enable("table").render(body)
+    # None of the judge's markup is rendered: no image, no link, no HTML, no comment...
+    for made in ("<img", 'evil.test/phish"', "<b>", "<code>code</code>", "<!-- hide"):
+        assert made not in rendered, (made, rendered)
+    # ...so the second judge's row and the link after them still show, with the words.
+    seen = html.unescape(re.sub(r"<[^>]+>", "", rendered))
+    assert seen.count("judge_b") == 1 and "The run's log and artifacts" in seen
+    assert seen.count(" ".join(_HOSTILE_REASON.split())) == 2, seen
 
 
 def test_no_pull_request_no_comment(github: FakeGitHub) -> None:
