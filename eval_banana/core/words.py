@@ -98,6 +98,16 @@ def visible(text: str) -> str:
     return _UNSHOWABLE.sub(_shown, text)
 
 
+# As _UNSHOWABLE, but tabs and line breaks stay, for text that keeps its lines.
+_UNSHOWABLE_IN_LINES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def visible_lines(text: str) -> str:
+    """`text` as `visible` shows it, but with its tabs and line breaks kept: a message of
+    several lines, for a writer that escapes line breaks its own way (GitHub's `%0A`)."""
+    return _UNSHOWABLE_IN_LINES.sub(_shown, text)
+
+
 def one_line(text: str) -> str:
     """`text` as one line a log shows safely: each run of whitespace (line breaks included) as
     one space, any other control character as `\\xNN`. A check's or a judge's words can then

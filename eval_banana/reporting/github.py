@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from eval_banana.core.errors import Located, Problem
+from eval_banana.core.words import visible_lines
 from eval_banana.reporting.common import check_place, is_control, relpath, status_label, summary
 from eval_banana.settings.folders import STEP_SUMMARY_ENV
 
@@ -29,8 +30,11 @@ _NO_ROOM_NOTE = (
 
 
 def escape_data(text: str) -> str:
-    """Workflow-command message escaping: `%`, CR and LF."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Workflow-command message escaping: `%`, CR and LF as GitHub reads them, and every other
+    control character as the console and JUnit write it (`\\x1b` for ESC), so a check's words
+    cannot rewrite the log line or the terminal that shows it."""
+    shown = visible_lines(text)
+    return shown.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

@@ -53,6 +53,8 @@ def test_step_summary_is_cut_at_a_line_below_the_limit(tmp_path: Path) -> None:
 def test_escaping_rules() -> None:
     assert escape_data("100% a\r\nb: c, d") == "100%25 a%0D%0Ab: c, d"
     assert escape_property("a,b:c%\n") == "a%2Cb%3Ac%25%0A"
+    assert escape_data("a\tb\x1b[2K\x00\udcff") == "a\tb\\x1b[2K\\x00\\xff"
+    assert escape_property("t\x07,") == "t\\x07%2C"
 
 
 def test_annotations_for_failed_and_errored_checks(finished_run: Run) -> None:
@@ -71,6 +73,30 @@ def test_annotations_for_failed_and_errored_checks(finished_run: Run) -> None:
         "::error file=eval_checks/slow.yaml,title=slow_thing error"
     )
     assert "greeting_ok" not in "".join(lines)
+
+
+_CONTROLS = """\
+schema_version: 1
+id: hostile
+type: deterministic
+description: A reason with control characters.
+script: |
+  import sys
+  sys.exit("totals differ \\x1b[2K\\x1b[1A\\x1b[31mALL GREEN\\x1b[0m \\x00 \\x08\\x08 50% end")
+"""
+
+
+def test_an_annotation_shows_control_characters_as_the_console_does(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "proj", checks={"eval_checks/c.yaml": _CONTROLS})
+    completed = run_eb("run", "--cwd", str(project), "--annotations", "github")
+    assert completed.returncode == 1, completed.stderr
+    shown = r"totals differ \x1b[2K\x1b[1A\x1b[31mALL GREEN\x1b[0m \x00 \x08\x08 50%"
+    assert f"- hostile: failed - {shown} end" in completed.stdout.splitlines()
+    # The same words in the annotation, its `%` as GitHub reads it.
+    assert f"::error file=eval_checks/c.yaml,title=hostile failed::{shown}25 end" in (
+        completed.stdout.splitlines()
+    )
+    assert not any(char in completed.stdout for char in "\x1b\x00\x08")
 
 
 def test_annotation_properties_are_escaped() -> None:
