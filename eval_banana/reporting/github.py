@@ -8,7 +8,15 @@ from typing import Any, Literal
 
 from eval_banana.core.errors import Located, Problem
 from eval_banana.core.words import visible_lines
-from eval_banana.reporting.common import check_place, is_control, relpath, status_label, summary
+from eval_banana.reporting.common import (
+    check_place,
+    is_control,
+    is_not_run,
+    relpath,
+    status_label,
+    summary,
+)
+from eval_banana.reporting.recap import not_run_text
 from eval_banana.settings.folders import STEP_SUMMARY_ENV
 
 # GitHub shows at most ten error (and ten warning) annotations of one step; the log above
@@ -107,15 +115,19 @@ def annotation(*, check: dict[str, Any], project_root: str, place: Located | Non
 def annotations(
     *, report: dict[str, Any], places: Mapping[str, Located] | None = None
 ) -> list[str]:
-    """`::error` lines for the first failed or errored checks, in report order, and a
-    `::notice` counting the others (GitHub shows ten of a step; a family of 5,000 failing
-    cases printed 5,000 commands, each a copy of a line the log already has); `places`: check
-    id -> where a case's row is (`caseplaces`), to annotate the row rather than the family's
-    file."""
+    """`::error` lines for the first checks that ran and failed or errored, in report order,
+    a `::notice` counting the others (GitHub shows ten of a step; a family of 5,000 failing
+    cases printed 5,000 commands, each a copy of a line the log already has) and one
+    `::notice` for the checks a stop kept from starting, as the console folds them (annotated
+    one by one, they took the ten places of the failure that stopped the run); `places`:
+    check id -> where a case's row is (`caseplaces`), to annotate the row rather than the
+    family's file."""
     root = str(report.get("project_root", ""))
     places = places or {}
     marked = [
-        check for check in report.get("checks", []) if check.get("status") in ("failed", "error")
+        check
+        for check in report.get("checks", [])
+        if check.get("status") in ("failed", "error") and not is_not_run(check=check)
     ]
     lines = [
         annotation(check=check, project_root=root, place=places.get(str(check.get("check_id"))))
@@ -128,6 +140,9 @@ def annotations(
             f"::notice title=eval_banana::{escape_data(more)} than GitHub annotates for one "
             "step: the log above, report.md and report.html list every one"
         )
+    held_back = not_run_text(report=report)
+    if held_back is not None:
+        lines.append(f"::notice title=eval_banana not run::{escape_data(held_back)}")
     return lines
 
 

@@ -50,8 +50,9 @@ def closing_line(*, report: dict[str, Any]) -> str:
     )
 
 
-def not_run_line(*, report: dict[str, Any]) -> str | None:
-    """The checks a stop or maxfail kept from starting, as one line (None when there are none)."""
+def not_run_text(*, report: dict[str, Any]) -> str | None:
+    """The checks a stop or maxfail kept from starting, in one text: `<n> checks (<first ids>)
+    - <why>` (None when there are none)."""
     held_back = [check for check in report["checks"] if is_not_run(check=check)]
     if not held_back:
         return None
@@ -61,7 +62,13 @@ def not_run_line(*, report: dict[str, Any]) -> str | None:
         shown += f" and {len(ids) - _NOT_RUN_IDS_SHOWN:,} more"
     # Every check held back by one run shares one reason (`Not run: <why>`).
     why = str(held_back[0].get("error_detail") or "Not run").removeprefix("Not run: ")
-    return f"- not run: {plural(count=len(ids), noun='check')} ({shown}) - {why}"
+    return f"{plural(count=len(ids), noun='check')} ({shown}) - {why}"
+
+
+def not_run_line(*, report: dict[str, Any]) -> str | None:
+    """The console's line for the checks that never started (None when there are none)."""
+    text = not_run_text(report=report)
+    return None if text is None else f"- not run: {text}"
 
 
 def recap_lines(

@@ -20,6 +20,7 @@ from eval_banana.reporting.github import (
     problem_annotations,
     warning_annotations,
 )
+from tests.conftest import check_yaml
 from tests.reporting.conftest import Run, latest_run_dir, run_eb, write_project
 
 
@@ -492,6 +493,29 @@ def test_past_what_github_shows_of_a_step_the_other_failures_are_counted_in_a_no
         "one step: the log above, report.md and report.html list every one"
     ]
     assert len(annotations(report={"project_root": "/p", "checks": checks[:11]}, places={})) == 10
+
+
+def test_after_x_the_failure_that_stopped_the_run_is_annotated_and_not_run_checks_are_one_line(
+    tmp_path: Path,
+) -> None:
+    """A check new to the history starts first (`schedule = history`); when it fails, -x keeps
+    the ten others from starting. Annotated one by one in report order, those ten took
+    GitHub's ten places and the failure got none."""
+    checks = {f"eval_checks/c{n:02}.yaml": check_yaml(f"c{n:02}") for n in range(10)}
+    project = write_project(tmp_path / "proj", checks=checks)
+    assert run_eb("run", "--cwd", str(project)).returncode == 0  # records every duration
+    (project / "eval_checks" / "z_new.yaml").write_text(
+        check_yaml("z_new", script="raise SystemExit('totals do not match')")
+    )
+    completed = run_eb(
+        "run", "--cwd", str(project), "-x", "--max-parallel-checks", "1", "--annotations", "github"
+    )
+    assert completed.returncode == 1, completed.stderr
+    assert [line for line in completed.stdout.splitlines() if line.startswith("::")] == [
+        "::error file=eval_checks/z_new.yaml,title=z_new failed::totals do not match",
+        "::notice title=eval_banana not run::10 checks (c00, c01, c02, c03, c04 and 5 more) - "
+        "stopped after 1 failed or errored check (maxfail 1)",
+    ]
 
 
 def test_a_case_whose_row_changed_since_it_ran_gets_no_place(tmp_path: Path) -> None:
