@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = command_module(args.command).run(args)
         return result
     except EvalBananaError as exc:
-        if args is not None:
+        if args is not None and not exc.annotated:
             annotate_problems(args=args, problems=exc.every_problem(), kind=exc.kind)
         if as_json or "--verbose" not in raw:
             _report_error(exc, as_json=as_json, command=command)

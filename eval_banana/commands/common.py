@@ -324,11 +324,11 @@ def annotate_problems(
     stdout is one document)."""
     if getattr(args, "annotations", None) != "github" or not problems:
         return
-    from eval_banana.reporting.github import problem_annotations
+    from eval_banana.reporting.github import problem_annotations, problem_title
 
     lines = problem_annotations(
         problems=problems,
-        title=f"eval_banana {kind.replace('_', ' ')}",
+        title=problem_title(kind=kind),
         project_root=str(_project_root(args)),
         level="warning" if warn else "error",
     )

@@ -51,6 +51,9 @@ class EvalBananaError(Exception):
 
     exit_code: int = 2
     kind: str = "setup_error"
+    # True when the reports printed its workflow command already (`--annotations github`):
+    # an aborted run's comes first among its checks', so the CLI does not print it again.
+    annotated: bool = False
 
     def __init__(
         self,
@@ -226,6 +229,10 @@ class RunAborted(EvalBananaError):
 
     exit_code = 3
     kind = "aborted"
+
+    def __init__(self, message: str, *, annotated: bool = False) -> None:
+        super().__init__(message)
+        self.annotated = annotated
 
 
 class WriteFault(EvalBananaError):

@@ -22,7 +22,6 @@ from eval_banana.core.errors import (
     RunAborted,
     WriteFault,
 )
-from eval_banana.core.words import plural
 from eval_banana.history.gitstate import GitProbe
 from eval_banana.history.record import RunKind
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
@@ -31,7 +30,7 @@ from eval_banana.reporting import ReportExtras, forks_html, start_html, write_ex
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.runners.faults import FaultLog
-from eval_banana.runners.results import STOP_REASON_TEXT
+from eval_banana.runners.results import aborted_text
 from eval_banana.settings.folders import refuse_junit_target
 from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir, prune_runs
 from eval_banana.stages import discover as discover_stage
@@ -541,9 +540,13 @@ def finish_run(
     )
     if scored.aborted_by is not None:
         raise RunAborted(
-            f"Run aborted ({scored.aborted_by}: {STOP_REASON_TEXT[scored.aborted_by]}); "
-            f"{plural(count=scored.not_run_checks, noun='check')} did not run. "
-            f"Report: {run_dir / 'report.json'}"
+            aborted_text(
+                aborted_by=scored.aborted_by,
+                not_run=scored.not_run_checks,
+                report_json=str(run_dir / "report.json"),
+            ),
+            # The reports' annotations begin with it, where GitHub still shows it.
+            annotated=extras is not None and extras.annotated,
         )
     halted = report_stage.halt_line(report=report.report)
     if halted is not None:

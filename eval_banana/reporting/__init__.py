@@ -48,6 +48,8 @@ class ReportExtras(Record):
     # Its records for those marks when read already (None: the page reads them).
     history: Mapping[str, Any] | None = None
     written: list[Path] = Field(default_factory=list)
+    # Whether the `--annotations github` lines were printed (an aborted run's abort among them).
+    annotated: bool = False
     # The run's settings, to find the failed cases' dataset rows (None: the cases are named
     # by their check files).
     config: ConfigDoc | None = None
@@ -204,6 +206,7 @@ def write_extra_reports(
         ]:
             print(line, file=stream)
         stream.flush()
+        extras.annotated = True
     try:
         append_step_summary(report_md=report_md, environ=extras.environ)
     except OSError as exc:

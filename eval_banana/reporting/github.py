@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from eval_banana.core.errors import Located, Problem
+from eval_banana.core.errors import Located, Problem, RunAborted
 from eval_banana.core.words import visible_lines
 from eval_banana.reporting.common import (
     check_place,
@@ -17,7 +17,9 @@ from eval_banana.reporting.common import (
     summary,
 )
 from eval_banana.reporting.recap import not_run_text
+from eval_banana.runners.results import aborted_text
 from eval_banana.settings.folders import STEP_SUMMARY_ENV
+from eval_banana.stages.report import REPORT_JSON
 
 # GitHub shows at most ten error (and ten warning) annotations of one step; the log above
 # them has every problem.
@@ -115,8 +117,9 @@ def annotation(*, check: dict[str, Any], project_root: str, place: Located | Non
 def annotations(
     *, report: dict[str, Any], places: Mapping[str, Located] | None = None
 ) -> list[str]:
-    """`::error` lines for the first checks that ran and failed or errored, in report order,
-    a `::notice` counting the others (GitHub shows ten of a step; a family of 5,000 failing
+    """For an aborted run first an `::error` saying why, then `::error` lines for the first
+    checks that ran and failed or errored, in report order, a `::notice` counting the others
+    (GitHub shows ten errors of a step: the abort counts among them; a family of 5,000 failing
     cases printed 5,000 commands, each a copy of a line the log already has) and one
     `::notice` for the checks a stop kept from starting, as the console folds them (annotated
     one by one, they took the ten places of the failure that stopped the run); `places`:
@@ -129,11 +132,13 @@ def annotations(
         for check in report.get("checks", [])
         if check.get("status") in ("failed", "error") and not is_not_run(check=check)
     ]
-    lines = [
+    lines = _abort_annotations(report=report)
+    room = ANNOTATED_PROBLEMS - len(lines)
+    lines += [
         annotation(check=check, project_root=root, place=places.get(str(check.get("check_id"))))
-        for check in marked[:ANNOTATED_PROBLEMS]
+        for check in marked[:room]
     ]
-    rest = len(marked) - ANNOTATED_PROBLEMS
+    rest = len(marked) - room
     if rest > 0:
         more = f"{rest:,} more {'check' if rest == 1 else 'checks'} failed or errored"
         lines.append(
@@ -144,6 +149,27 @@ def annotations(
     if held_back is not None:
         lines.append(f"::notice title=eval_banana not run::{escape_data(held_back)}")
     return lines
+
+
+def _abort_annotations(*, report: dict[str, Any]) -> list[str]:
+    """The `::error` of an aborted run, as the error it ends with says it ([] for a run that
+    was not aborted); the run's own, so it has no file."""
+    aborted_by = report.get("aborted_by")
+    if not aborted_by:
+        return []
+    text = aborted_text(
+        aborted_by=str(aborted_by),
+        not_run=int(report.get("not_run_checks") or 0),
+        report_json=str(Path(str(report.get("output_dir") or ".")) / REPORT_JSON),
+    )
+    title = problem_title(kind=RunAborted.kind)
+    return [problem_annotation(problem=Problem(message=text), title=title, project_root="")]
+
+
+def problem_title(*, kind: str) -> str:
+    """The title of the annotation of a problem of `kind` (an error's): `eval_banana config
+    error`, `eval_banana aborted`."""
+    return f"eval_banana {kind.replace('_', ' ')}"
 
 
 def problem_annotations(

@@ -26,6 +26,16 @@ STOP_REASON_TEXT: dict[str, str] = {
 }
 
 
+def aborted_text(*, aborted_by: str, not_run: int, report_json: str) -> str:
+    """What an aborted run says of itself, in its error and its annotation: why it stopped,
+    how many checks did not run and where its report is."""
+    why = STOP_REASON_TEXT.get(aborted_by, aborted_by)
+    return (
+        f"Run aborted ({aborted_by}: {why}); "
+        f"{plural(count=not_run, noun='check')} did not run. Report: {report_json}"
+    )
+
+
 class StopSignal(threading.Event):
     """A cancel event that also says why the run is stopping (interrupt or a fuse)."""
 

@@ -518,6 +518,35 @@ def test_after_x_the_failure_that_stopped_the_run_is_annotated_and_not_run_check
     ]
 
 
+def test_an_aborted_run_says_why_in_its_first_annotation(tmp_path: Path) -> None:
+    """Eleven checks fail, then the run timeout ends the slow one: the `::error` naming the
+    abort came after the checks' ten, where GitHub (ten errors a step) dropped it."""
+    checks = {
+        f"eval_checks/c{n:02}.yaml": check_yaml(f"c{n:02}", script="raise SystemExit(1)")
+        for n in range(11)
+    }
+    checks["eval_checks/z_slow.yaml"] = check_yaml("z_slow", script="import time; time.sleep(60)")
+    project = write_project(tmp_path / "proj", checks=checks)
+    completed = run_eb(
+        *("run", "--cwd", str(project), "--annotations", "github"),
+        *("--check-timeout-seconds", "0", "--run-timeout-seconds", "3"),
+    )
+    assert completed.returncode == 3, completed.stderr
+    errors = [line for line in completed.stdout.splitlines() if line.startswith("::error")]
+    report = json.loads((latest_run_dir(project) / "report.json").read_text())
+    assert report["aborted_by"] == "run_timeout" and report["failed_checks"] == 11
+    assert errors[0] == (
+        "::error title=eval_banana aborted::Run aborted (run_timeout: run timeout reached); "
+        f"0 checks did not run. Report: {report['output_dir']}/report.json"
+    )
+    assert len(errors) == ANNOTATED_PROBLEMS
+    assert [line.split(",title=")[0] for line in errors[1:]] == [
+        f"::error file=eval_checks/c{n:02}.yaml" for n in range(9)
+    ]
+    assert "::notice title=eval_banana::3 more checks failed or errored" in completed.stdout
+    assert "Run aborted (run_timeout" in completed.stderr  # the console still says it
+
+
 def test_a_case_whose_row_changed_since_it_ran_gets_no_place(tmp_path: Path) -> None:
     """The rows are read again when a run ends: a failed case whose row no longer holds what
     was judged (here edited after the run) gets no place, so it stays on its check file; the
