@@ -156,6 +156,8 @@ class Case:
     floor_label: str
     target: float | None  # ratio of eb's median to the floor's; None: no ratio bound
     expect_rc: int = 0
+    # The floor's own exit code: 0, but for an A/B row (the other revision's eb, run as eb is).
+    floor_rc: int = 0
     memory_target_mb: float | None = None
     # The target as seconds over the floor's median.
     target_over_s: float | None = None
@@ -438,7 +440,7 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
             if case.before_eb is not None:
                 case.before_eb(index)
             floor = run_floor(case=case, scratch=scratch, timeout=timeout)
-            if floor.rc != 0 or floor.timed_out:
+            if floor.rc != case.floor_rc or floor.timed_out:
                 row.problems.append(f"floor exit {floor.rc}")
             row.floor.append(floor)
             before = _lines(case.agent_log)
@@ -1742,6 +1744,7 @@ def against_case(*, case: Case, tree: Path, rev: str) -> Case:
         floor_cwd=tree,
         floor_stdin=None,
         floor_stdout_file=False,
+        floor_rc=case.expect_rc,
         target=1.05,
         target_over_s=None,
         seconds_target=None,
