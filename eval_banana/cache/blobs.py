@@ -23,7 +23,6 @@ from eval_banana.cache.places import (
     TAKEN,
     SlotTaken,
     blob_file,
-    create_only,
     has_size,
     link_or_copy,
     replace_with,
@@ -155,15 +154,12 @@ class BlobStore:
         discard_damaged: bool = False,
         checked: bool = False,
         renew: bool = False,
-        keep_existing: bool = False,
     ) -> str | None:
         """Put a blob's content at `target` after checking its digest; the problem, or None.
         `checked`: the caller has just read this blob whole and matched its digest, so only
         its size is looked at again. `renew`: no check runs meanwhile, so a blob linked as
         often as the file system allows may be stored again now (`_link_renewing`); else it is
         copied, and stored again by `renew_crowded` once the checks have ended.
-        `keep_existing`: a file already at `target` is left as it is and FileExistsError
-        raised (two processes bringing one list from its two ends meet there).
 
         `target`'s folder must exist. The file is a hard link to the blob where the file
         system allows it: creating a file costs many times a link, and a cached run restores
@@ -171,9 +167,8 @@ class BlobStore:
         execute stage removes a check's output files before the check runs, so nothing ever
         writes through such a link into the cache.
         """
-        place_at = create_only if keep_existing else replace_with
         if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
-            place_at(target=target, place=lambda: open(target, "xb").close())
+            replace_with(target=target, place=lambda: open(target, "xb").close())
             return None
         source = self._blob_file(sha256=blob.sha256)
         try:
@@ -182,13 +177,11 @@ class BlobStore:
                     return self._damaged(blob=blob, source=source, discard=discard_damaged)
             elif sha256_and_size(path=source) != (blob.sha256, blob.size):
                 return self._damaged(blob=blob, source=source, discard=discard_damaged)
-            place_at(
+            replace_with(
                 target=target,
                 place=lambda: self._link_renewing(source=source, target=target, renew=renew),
             )
         except OSError as exc:
-            if keep_existing and isinstance(exc, FileExistsError):
-                raise
             return _unreadable(blob=blob, exc=exc)
         return None
 

@@ -87,11 +87,6 @@ def replace_with(*, target: str, place: Callable[[], None]) -> None:
         place()
 
 
-def create_only(*, target: str, place: Callable[[], None]) -> None:
-    """Create `target` by `place`; a file already there stays, and FileExistsError is raised."""
-    place()
-
-
 def store_again(*, path: str) -> None:
     """`path` as a new file with the same content (under the same name, atomically)."""
     temp = temp_sibling(Path(path))

@@ -24,12 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.cache.blobs import Blob
-from eval_banana.cache.replay_entry import (
-    ReplayEntry,
-    bulk_shape_problem,
-    file_item_problem,
-    head_problem,
-)
+from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_problem
 from eval_banana.cache.replay_key import datasets_hold, scope_reader, watched_ids
 from eval_banana.cache.replay_record import (
     JSON_LINE,
@@ -52,16 +47,6 @@ from eval_banana.stagefiles.verdict import replayed_verdict
 
 # From this many files on, a forked child links them while this process fills the templates.
 PLACE_FORK_FILES = 200
-
-
-class _Placed(NamedTuple):
-    """How far one side got bringing the files from its end of the list, and what stopped it
-    short of meeting the other side (None: nothing did)."""
-
-    brought: int
-    problem: str | None
-
-
 _STAGE_OF = {f"stages/{STAGE_FILES[stage]}": stage for stage in STAGE_FILES}
 _RESERVED = frozenset(TEMPLATE_NAMES) | frozenset(_STAGE_OF)
 _SCORE = f"stages/{STAGE_FILES['score']}"
@@ -136,10 +121,6 @@ def replay_run(
         problem = head_problem(document)  # the per-check items: checked by whoever brings them
     if problem is None and document["key"] != key:
         problem = "belongs to another key (a foreign entry)"
-    if problem is None:
-        problem = bulk_shape_problem(
-            files=document.get("files", []), verdict_keys=document.get("verdict_keys", [])
-        )
     if problem is not None:
         return Attempt(replayed=None, warning=_warning(store=store, key=key, problem=problem))
     # The per-check files stay plain items: as records, 3,000 of them cost 6 ms.
@@ -197,12 +178,11 @@ def _replay(
     for folder in entry.folders:
         (run.run_dir / folder).mkdir(parents=True, exist_ok=True)
     files = bulk.files
-    # The child brings the files from the front and this process, once its templates are
-    # written, from the back, until they meet: the work splits itself, however busy each CPU
-    # is. Without a fork the same work runs in place after this process's share.
+    fork = forked.worth_forking(items=len(files), threshold=PLACE_FORK_FILES)
+    split = len(files) * 3 // 4 if fork else len(files)
     placing = forked.start(
-        work=lambda: _place(run=run, files=files, verdict_keys=bulk.verdict_keys),
-        fork=forked.worth_forking(items=len(files), threshold=PLACE_FORK_FILES),
+        work=lambda: _place(run=run, files=files[:split], verdict_keys=bulk.verdict_keys),
+        fork=fork,
     )
     try:
         if not _state_holds(run=run, entry=entry):
@@ -210,17 +190,11 @@ def _replay(
             _clear(run_dir=run.run_dir)
             return Attempt(replayed=None)
         kept = _write_filled(run=run, entry=entry, opened=opened, started=started)
-        mine = (
-            _Placed(brought=0, problem=kept)
-            if isinstance(kept, str)
-            else _place(run=run, files=files[::-1], verdict_keys=[])
+        problem = (
+            kept if isinstance(kept, str) else _place(run=run, files=files[split:], verdict_keys=[])
         )
-        problem = mine.problem
         try:
-            theirs = placing.finish()
-            problem = problem or theirs.problem
-            if problem is None and mine.brought + theirs.brought != len(files):
-                problem = "names a check file twice"
+            problem = placing.finish() or problem
         except forked.ForkedWorkStopped:
             problem = problem or "could not bring the check files (stopped)"
     except BaseException:
@@ -290,41 +264,31 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
     )
 
 
-def _place(*, run: _Run, files: list[Any], verdict_keys: list[Any]) -> _Placed:
-    """Mark `verdict_keys`, then check each of `files` and link it into the run folder from the
-    cache, in order, up to the first one already there (the other side brought it, and the
-    rest). Every
-    verdict entry the kept run reused must still be stored: a replay is never the only thing
-    left of a verdict the cache let go."""
+def _place(*, run: _Run, files: list[Any], verdict_keys: list[Any]) -> str | None:
+    """Check and mark `verdict_keys`, then link `files` into the run folder from the cache;
+    the problem, or None. Every verdict entry the kept run reused must still be stored: a
+    replay is never the only thing left of a verdict the cache let go."""
+    problem = bulk_problem(files=files, verdict_keys=verdict_keys)
+    if problem is not None:
+        return problem
     store = run.store
     for verdict in verdict_keys:
         if not store.mark_used(key=verdict, touch=run.writes):
-            return _Placed(
-                brought=0, problem=f"needs verdict entry {verdict}, which is no longer stored"
-            )
+            return f"needs verdict entry {verdict}, which is no longer stored"
     base = str(run.run_dir)
-    for count, item in enumerate(files):
-        problem = file_item_problem(item)
-        if problem is not None:
-            return _Placed(brought=count, problem=problem)
+    for item in files:
         name = item["name"]
         if name in _RESERVED:
-            return _Placed(
-                brought=count, problem=f"names a stage file or report as a plain file ({name})"
-            )
-        try:
-            problem = store.restore(
-                blob=Blob(sha256=item["sha256"], size=item["size"]),
-                target=f"{base}/{name}",
-                discard_damaged=run.writes,
-                renew=run.writes,  # a replay runs no check
-                keep_existing=True,
-            )
-        except FileExistsError:
-            return _Placed(brought=count, problem=None)
+            return f"names a stage file or report as a plain file ({name})"
+        problem = store.restore(
+            blob=Blob(sha256=item["sha256"], size=item["size"]),
+            target=f"{base}/{name}",
+            discard_damaged=run.writes,
+            renew=run.writes,  # a replay runs no check
+        )
         if problem is not None:
-            return _Placed(brought=count, problem=f"cannot bring {name}: {problem}")
-    return _Placed(brought=len(files), problem=None)
+            return f"cannot bring {name}: {problem}"
+    return None
 
 
 def _write_filled(

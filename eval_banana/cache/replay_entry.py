@@ -293,24 +293,9 @@ def head_problem(document: object) -> str | None:
 
 def bulk_problem(*, files: object, verdict_keys: object) -> str | None:
     """What is wrong with a replay's per-check files or verdict keys, or None."""
-    return bulk_shape_problem(files=files, verdict_keys=verdict_keys) or _items_problem(
-        name="files", items=files
-    )
-
-
-def bulk_shape_problem(*, files: object, verdict_keys: object) -> str | None:
-    """`bulk_problem` short of the `files` items, which whoever brings one checks first
-    (`file_item_problem`): a replay's two processes each check the items they bring."""
     if type(verdict_keys) is not list or not all(_digest(key) for key in verdict_keys):
         return "verdict_keys is not a list of valid items"
-    if type(files) is not list:
-        return "files is not a list"
-    return None
-
-
-def file_item_problem(item: object) -> str | None:
-    """What is wrong with one item of a replay's `files`, or None."""
-    return _file_problem(item, what="a files item", template=False)
+    return _items_problem(name="files", items=files)
 
 
 def replay_problem(document: object) -> str | None:

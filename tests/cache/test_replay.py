@@ -27,9 +27,7 @@ from tests.cache.rig import (
     links_to_the_limit,
     make_project,
     script_check,
-    write_signed,
 )
-from tests.forking import events_of
 
 # A deterministic check that leaves evidence in a nested folder of its output folder.
 SCRIPT = """\
@@ -382,6 +380,8 @@ def _scripted(setup: str, events: Path) -> Callable[..., Any]:
 
 
 def test_a_forked_replay_brings_the_same_folder(kept: Project, tmp_path: Path) -> None:
+    from tests.forking import events_of
+
     in_place = Path(kept.run()["output_dir"])
     events = tmp_path / "events"
     kept.eb = _scripted(
@@ -390,54 +390,6 @@ def test_a_forked_replay_brings_the_same_folder(kept: Project, tmp_path: Path) -
     forked = Path(kept.run()["output_dir"])
     assert events_of(events) == ["fork"]
     assert normalized(forked) == normalized(in_place)
-
-
-# The forked child brings its first file slowly: the parent, done with the stage files and
-# reports, brings the rest from the back and the two meet in the middle.
-_SLOW_CHILD = """\
-import eval_banana.cache.replay as replay
-import time
-replay.PLACE_FORK_FILES = 1
-parent = os.getpid()
-real_place = replay._place
-def place(**kwargs):
-    if os.getpid() != parent:
-        time.sleep(0.5)
-    placed = real_place(**kwargs)
-    note(f"{'child' if os.getpid() != parent else 'parent'}:{placed.brought}")
-    return placed
-replay._place = place
-"""
-
-
-def test_a_forked_replay_s_two_sides_meet_and_bring_every_file_once(
-    kept: Project, tmp_path: Path
-) -> None:
-    in_place = Path(kept.run()["output_dir"])
-    events = tmp_path / "events"
-    kept.eb = _scripted(_SLOW_CHILD, events)
-    forked = Path(kept.run()["output_dir"])
-    noted = events_of(events)
-    assert noted[0] == "fork"
-    brought = dict(line.split(":") for line in noted[1:])
-    files = len(json.loads(replay_files(kept)[0].read_text())["files"])
-    assert int(brought["parent"]) > 0 and int(brought["child"]) == files - int(brought["parent"])
-    assert normalized(forked) == normalized(in_place)
-
-
-def test_a_kept_run_naming_a_file_twice_goes_the_usual_way(
-    kept: Project, replays: list[bool]
-) -> None:
-    # Each side stops at the first file already there: a name given twice would end one side
-    # short of the other and leave a file unbrought, so the count of files must come out whole.
-    (path,) = replay_files(kept)
-    entry = json.loads(path.read_text())
-    entry["files"].append(entry["files"][0])
-    write_signed(cache_dir=kept.cache_dir, path=path, document=entry)
-    report = kept.run()
-    assert replays[-1] is False
-    assert "names a check file twice" in kept.last.stderr
-    assert report["cached_checks"] == len(report["checks"])
 
 
 def test_a_ctrl_c_during_a_replay_stops_the_run_the_usual_way(
