@@ -161,6 +161,18 @@ def _report_error(exc: EvalBananaError, *, as_json: bool, command: str | None) -
     print(json.dumps(document, ensure_ascii=False))
 
 
+def _debug_traceback(exc: BaseException) -> None:
+    """--verbose: where an error came from, as `debug:` lines on stderr.
+
+    Only added to the usual message and exit code: the exit code is a CI gate's verdict, so
+    --verbose must never turn a setup error (2) or a write fault (3) into a crash (1).
+    """
+    import traceback
+
+    for line in "".join(traceback.format_exception(exc)).splitlines():
+        print(f"debug: {line}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `eb` and `eval-banana`; returns the process exit code."""
     raw = list(argv if argv is not None else sys.argv[1:])
@@ -177,10 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalBananaError as exc:
         if args is not None and not exc.annotated:
             annotate_problems(args=args, problems=exc.every_problem(), kind=exc.kind)
-        if as_json or "--verbose" not in raw:
-            _report_error(exc, as_json=as_json, command=command)
-            return exc.exit_code
-        raise
+        if "--verbose" in raw:
+            _debug_traceback(exc)
+        _report_error(exc, as_json=as_json, command=command)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 3
@@ -192,8 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except OSError as exc:
         # A write no helper turned into a WriteFault: the same one line and exit 3.
-        if exc.errno not in _WRITE_FAULT_ERRNOS or "--verbose" in raw:
+        if exc.errno not in _WRITE_FAULT_ERRNOS:
             raise
+        if "--verbose" in raw:
+            _debug_traceback(exc)
         fault = WriteFault.of(path=exc.filename or "a file", exc=exc)
         _report_error(fault, as_json=as_json, command=command)
         return fault.exit_code

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -199,6 +200,63 @@ def test_exit_3_interrupted(project: Callable[..., Path], sig: signal.Signals) -
         "Stopped: interrupted",
         "Not run: interrupted",
     ]
+
+
+# --verbose adds a traceback to a failure, never a different exit code -------------------------
+
+_BAD_DEFINITION = {"eval_checks/bad.yaml": "schema_version: 1\nid: bad\ntype: deterministic\n"}
+# A passing check that leaves a folder where the JUnit file goes: the report write fails (exit 3).
+_BLOCKS_JUNIT = {
+    "eval_checks/blocks.yaml": check_yaml(
+        "blocks", script="import os\nos.makedirs('junit.xml', exist_ok=True)"
+    )
+}
+_FAILURES = {
+    "bad definition": (_BAD_DEFINITION, ["run"], 2),
+    "bad flag": ({"eval_checks/ok.yaml": check_yaml("ok")}, ["run", "--no-such-flag"], 2),
+    "no run folder": ({"eval_checks/ok.yaml": check_yaml("ok")}, ["status"], 2),
+    "write fault": (_BLOCKS_JUNIT, ["run", "--no-html", "--junit-xml", "junit.xml"], 3),
+}
+
+
+def _said(stderr: str) -> list[str]:
+    """stderr without the debug records and the progress lines (which carry timings)."""
+    return [line for line in stderr.splitlines() if not line.startswith(("debug:", "["))]
+
+
+@pytest.mark.parametrize("failure", list(_FAILURES))
+def test_verbose_keeps_the_exit_code_and_message_of_a_failure(
+    project: Callable[..., Path], failure: str
+) -> None:
+    files, command, code = _FAILURES[failure]
+    root = project(files, config=CONFIG)
+    plain = eb_process(*command, cwd=root).communicate(timeout=120)
+    shutil.rmtree(root / "junit.xml", ignore_errors=True)  # both runs start from the same tree
+    verbose = eb_process(*command, "--verbose", cwd=root)
+    stdout, stderr = verbose.communicate(timeout=120)
+    assert verbose.returncode == code, stderr
+    assert _said(stderr) == _said(plain[1]) and _said(stderr), stderr
+    # The traceback is there for whoever asked, marked as debug output.
+    assert "debug: Traceback (most recent call last):" in stderr
+    assert not any(line.startswith("Traceback") for line in stderr.splitlines()), stderr
+
+
+def test_verbose_through_invoke_keeps_the_exit_code_of_a_setup_error(
+    project: Callable[..., Path],
+) -> None:
+    root = project({**_BAD_DEFINITION, "tasks.py": "from eval_banana.tasks import ns\n"})
+    done = subprocess.run(
+        [sys.executable, "-m", "invoke", "eval", "--args", "--verbose"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Invalid check definition" in _said(done.stderr)[0], done.stderr
+    assert "debug: Traceback" in done.stderr and "\nTraceback" not in done.stderr, done.stderr
 
 
 # The exit without the interpreter's teardown (cli._leave) ------------------------------------

@@ -40,6 +40,10 @@ EXIT_CODES = (
         "`error` with `details.not_run: true`",
     ),
 )
+EXIT_CODES_AND_VERBOSE = (
+    "`--verbose` never changes the exit code: with it, a failure also prints its Python "
+    "traceback as `debug:` lines on stderr, followed by the same message as without it."
+)
 
 
 def _cell(value: object) -> str:
@@ -251,6 +255,7 @@ def reference_markdown() -> str:
         )
     lines += ["", "## Exit codes", "", "| code | meaning |", "|---|---|"]
     lines += [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES]
+    lines += ["", EXIT_CODES_AND_VERBOSE]
     return "\n".join(lines) + "\n"
 
 
