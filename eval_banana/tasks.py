@@ -55,10 +55,14 @@ def _eb(argv: list[str]) -> None:
 
 
 def _flags(**options: object) -> list[str]:
+    """`eb` flags for the options given; an option not given is None (its default).
+
+    An empty value is passed on: `--harness-agent ""` means "no agent", as with `eb run`.
+    """
     argv: list[str] = []
     for name, value in options.items():
         flag = "--" + name.replace("_", "-")
-        if value is None or value is False or value == "":
+        if value is None or value is False:
             continue
         if value is True:
             argv.append(flag)
@@ -78,21 +82,21 @@ def _flags(**options: object) -> list[str]:
 def run(
     c: Context,
     cwd: str = ".",
-    check_dir: str = "",
+    check_dir: str | None = None,
     check_id: Iterable[str] | None = None,
     tag: Iterable[str] | None = None,
-    output_dir: str = "",
+    output_dir: str | None = None,
     flat_output: bool = False,
-    pass_threshold: str = "",
-    harness_agent: str = "",
-    max_parallel_checks: str = "",
+    pass_threshold: str | None = None,
+    harness_agent: str | None = None,
+    max_parallel_checks: str | None = None,
     no_project_config: bool = False,
     args: str = "",
     # Added later: after `args`, so the short flags Invoke derived for the others stay put.
-    keyword: str = "",
+    keyword: str | None = None,
     exitfirst: bool = False,
-    maxfail: str = "",
-    retries: str = "",
+    maxfail: str | None = None,
+    retries: str | None = None,
 ) -> None:
     """Run the whole pipeline, the same as `eb run` (all seven stages)."""
     options = dict(locals())
@@ -110,7 +114,7 @@ def _stage_task(stage: str, summary: str) -> object:
             "args": "Other `eb stage` flags, as one string (e.g. '--pass-threshold 0.5').",
         },
     )
-    def stage_task(c: Context, run_dir: str = "", cwd: str = ".", args: str = "") -> None:
+    def stage_task(c: Context, run_dir: str | None = None, cwd: str = ".", args: str = "") -> None:
         _eb(["stage", stage, *_flags(run_dir=run_dir, cwd=cwd), *shlex.split(args)])
 
     stage_task.__doc__ = summary
@@ -130,7 +134,7 @@ _STAGE_SUMMARIES = {
 
 
 @task(help={"run_dir": "The run folder (default: the newest run).", "cwd": "Project folder."})
-def status(c: Context, run_dir: str = "", cwd: str = ".") -> None:
+def status(c: Context, run_dir: str | None = None, cwd: str = ".") -> None:
     """Show each stage file of a run: ok, missing, invalid or stale."""
     _eb(["status", *_flags(run_dir=run_dir, cwd=cwd)])
 
@@ -143,12 +147,14 @@ def status(c: Context, run_dir: str = "", cwd: str = ".") -> None:
         "args": "Other `eb update` flags, as one string (e.g. '--pass-threshold 0.5').",
     }
 )
-def update(c: Context, stage: str = "", run_dir: str = "", cwd: str = ".", args: str = "") -> None:
+def update(
+    c: Context, stage: str | None = None, run_dir: str | None = None, cwd: str = ".", args: str = ""
+) -> None:
     """Rerun exactly the stale stages of a run (only the changed checks), like `eb update`."""
     _eb(
         [
             "update",
-            *([stage] if stage else []),
+            *([stage] if stage is not None else []),
             *_flags(run_dir=run_dir, cwd=cwd),
             *shlex.split(args),
         ]

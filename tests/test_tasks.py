@@ -1,0 +1,47 @@
+"""The Invoke collection (`invoke eval ...`) run as a user runs it: `python -m invoke` in a
+project whose tasks.py imports it. Each task must mean what the same `eb` command means."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import REPO, check_yaml
+
+TASKS = "from eval_banana.tasks import ns\n"
+CONFIG = '[core]\noutput_dir = "results"\n\n[harness]\nagent = "claude"\n'
+
+
+def invoke(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "invoke", *args],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def newest_harness_settings(root: Path) -> dict[str, Any]:
+    run = max(root.glob("results/*/stages/config.json"), key=lambda path: path.stat().st_mtime)
+    settings: dict[str, Any] = json.loads(run.read_text())["settings"]["harness"]
+    return settings
+
+
+def test_an_empty_option_value_is_passed_on_not_dropped(project: Callable[..., Path]) -> None:
+    # docs/rerunning-stages.md: `invoke eval --harness-agent ""` is "no agent", as in eb run.
+    root = project({"eval_checks/ok.yaml": check_yaml("ok"), "tasks.py": TASKS}, config=CONFIG)
+    configured = invoke(root, "eval")
+    assert configured.returncode == 0, configured.stdout + configured.stderr
+    assert newest_harness_settings(root)["agent"] == "claude"  # not given: the config's agent
+    emptied = invoke(root, "eval", "--harness-agent", "")
+    assert emptied.returncode == 0, emptied.stdout + emptied.stderr
+    assert newest_harness_settings(root)["agent"] is None
