@@ -211,6 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         fault = WriteFault.of(path=exc.filename or "a file", exc=exc)
         _report_error(fault, as_json=as_json, command=command)
         return fault.exit_code
+    finally:
+        # eb may be one call of many in a process (Invoke, a script): its logging ends here.
+        log.restore()
 
 
 # Objects between collections of the youngest generation (Python's default is 700). A run

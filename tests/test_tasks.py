@@ -45,3 +45,12 @@ def test_an_empty_option_value_is_passed_on_not_dropped(project: Callable[..., P
     emptied = invoke(root, "eval", "--harness-agent", "")
     assert emptied.returncode == 0, emptied.stdout + emptied.stderr
     assert newest_harness_settings(root)["agent"] is None
+
+
+def test_verbose_in_one_task_leaves_the_next_task_quiet(project: Callable[..., Path]) -> None:
+    root = project({"eval_checks/ok.yaml": check_yaml("ok"), "tasks.py": TASKS}, config=CONFIG)
+    assert invoke(root, "eval").returncode == 0
+    done = invoke(root, "eval.report", "--args", "--verbose", "eval.status")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Invoke's own debug records of the second task: the root logger was left at DEBUG.
+    assert "debug: Executing <Call 'status'" not in done.stderr, done.stderr

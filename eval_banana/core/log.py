@@ -13,8 +13,14 @@ from typing import Any
 
 FORMAT = "%(message)s"  # after the level: `warning: <message>`
 _DEBUG, _WARNING = 10, 30  # logging.DEBUG, logging.WARNING
-# The level the CLI asked for, not yet handed to logging.basicConfig (None: nothing pending).
+# The logger every eb module logs below. The CLI configures this one, never the root logger:
+# eb runs inside Invoke or a host application, whose own logging it must leave alone.
+ROOT = "eval_banana"
+# The level the CLI asked for, not yet applied to the `eval_banana` logger (None: nothing pending).
 _pending_level: int | None = None
+# What `restore` puts back once the logger is configured: eb's handler to remove, and the
+# logger's own level and propagation before.
+_installed: tuple[Any, int, bool] | None = None
 # Whether --verbose asked for debug records: a debug call costs nothing otherwise.
 _verbose = False
 # While checks run: the run's redactor, applied to every warning before it is printed. A
@@ -36,20 +42,41 @@ def masked(mask: Callable[[str], str] | None) -> Iterator[None]:
 def configure(*, verbose: bool) -> None:
     """What `eb` sets up: `warning: message` on stderr, debug records only with --verbose."""
     global _pending_level, _verbose
+    restore()
     _pending_level = _DEBUG if verbose else _WARNING
     _verbose = verbose
     if verbose:
         _stdlib_logging()
 
 
+def restore() -> None:
+    """Undo `configure` when a command ends: the next one in the process starts afresh."""
+    global _pending_level, _verbose, _installed
+    _pending_level, _verbose = None, False
+    if _installed is None:
+        return
+    import logging
+
+    handler, level, propagate = _installed
+    logger = logging.getLogger(ROOT)
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = propagate
+    _installed = None
+
+
 def _stdlib_logging() -> Any:
-    global _pending_level
+    global _pending_level, _installed
     import logging
 
     if _pending_level is not None:
-        handler = logging.StreamHandler()
+        logger = logging.getLogger(ROOT)
+        handler = logging.StreamHandler()  # stderr as it is now, not as it was at import
         handler.setFormatter(_level_prefix_formatter(logging))
-        logging.basicConfig(level=_pending_level, handlers=[handler])
+        _installed = (handler, logger.level, logger.propagate)
+        logger.addHandler(handler)
+        logger.setLevel(_pending_level)
+        logger.propagate = False  # a host's root handlers would print every record twice
         _pending_level = None
     return logging
 
