@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections import Counter
@@ -22,7 +23,8 @@ import pytest
 from tests.calibration.test_calibration import GOOD, READS_ANSWER, Project, judge
 from tests.calibration.test_calibration import make_project as make_project  # noqa: F401 - fixture
 from tests.calibration.test_calibration import scripted_env as scripted_env  # noqa: F401 - fixture
-from tests.conftest import EbResult
+from tests.conftest import EbResult, check_yaml
+from tests.processes import eb_process
 
 STAGES = ("config", "discover", "validate", "guard", "execute", "score", "report")
 
@@ -617,3 +619,34 @@ def test_an_assertions_checks_artifact_is_what_makes_its_result_stale(
         "stale  (other: artifact out/other.json appeared)"
         in eb("status", "--cwd", str(root)).stdout
     )
+
+
+def test_the_status_hint_runs_as_printed_from_where_status_ran(tmp_path: Path) -> None:
+    """`eb status --cwd proj` suggested `eb update` without --cwd: run from the same folder,
+    the suggestion found no run folder (exit 2)."""
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    check = root / "eval_checks" / "ok.yaml"
+    check.write_text(check_yaml("ok"))
+    (tmp_path / "tasks.py").write_text("from eval_banana.tasks import ns\n")
+    assert eb_process(tmp_path, "run", "--cwd", "proj").returncode == 0
+    check.write_text(check_yaml("ok", script="print('edited')"))
+    invoked = subprocess.run(
+        [sys.executable, "-m", "invoke", "eval.status", "--cwd", "proj"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    status = eb_process(tmp_path, "status", "--cwd", "proj")
+    assert status.returncode == 1, status.stdout + status.stderr
+    hint = status.stdout.splitlines()[-1]
+    assert hint == "To rerun exactly what is not ok: eb update --cwd proj", status.stdout
+    assert invoked.stdout.splitlines()[-1] == hint, invoked.stdout + invoked.stderr
+    eb, *args = shlex.split(hint.partition(": ")[2])
+    assert eb == "eb"
+    updated = eb_process(tmp_path, *args)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "rerun ok: eval_checks/ok.yaml changed" in updated.stdout, updated.stdout

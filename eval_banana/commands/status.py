@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from eval_banana.commands import common
 
@@ -28,9 +29,21 @@ def run(args: argparse.Namespace) -> int:
         # config.json is what every rebuild starts from (the request the run was made with).
         print(
             f"stages/config.json is {states[0].state}, so nothing here can be rebuilt: start "
-            "a new run with eb run"
+            f"a new run with {_same_run('eb run', args=args)}"
         )
         return 1
-    rerun = "eb update" + (f" --run-dir {args.run_dir}" if args.run_dir else "")
+    rerun = _same_run("eb update", args=args)
+    if args.run_dir:
+        rerun += f" --run-dir {shlex.quote(args.run_dir)}"
     print(f"To rerun exactly what is not ok: {rerun}")
     return 1
+
+
+def _same_run(command: str, *, args: argparse.Namespace) -> str:
+    """`command` with the flags that made status find this project, so the hint runs as
+    printed from the same folder."""
+    if args.cwd != ".":
+        command += f" --cwd {shlex.quote(args.cwd)}"
+    if args.no_project_config:
+        command += " --no-project-config"
+    return command
