@@ -19,9 +19,11 @@ ENTRY_SCHEMA = f"{SCHEMA_BASE}cache-entry.schema.json"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 DIGEST_RE = re.compile(DIGEST_PATTERN)
 MAC_RE = re.compile(MAC_PATTERN)
-# Names of the stored files: the check's stdout, stderr, prompt and transcript, and its evidence.
+# Names of the stored files: the check's stdout, stderr, prompt and transcript, a retried
+# judge's earlier attempts' files and results, and a deterministic check's evidence.
 FILE_NAME_PATTERN = (
-    r"^(stdout\.txt|stderr\.txt|prompt\.txt|transcript\.jsonl|"
+    r"^((attempt[1-9][0-9]*\.)?(stdout\.txt|stderr\.txt|prompt\.txt|transcript\.jsonl)|"
+    r"attempt[1-9][0-9]*\.json|"
     r"evidence/(?!/)(?!\.\.?(/|$))(?!.*/\.\.?(/|$))[^\0\\]+)$"
 )
 _FILE_NAME_RE = re.compile(FILE_NAME_PATTERN)
@@ -31,7 +33,8 @@ class CachedFile(Record):
     model_config = {"extra": "forbid"}
 
     name: str = Field(
-        description="stdout.txt, stderr.txt, prompt.txt and transcript.jsonl (a judge's), or "
+        description="stdout.txt, stderr.txt, prompt.txt and transcript.jsonl (a judge's), "
+        "attempt<n>.<those> and attempt<n>.json (a retried judge's earlier attempts), or "
         "evidence/<path> (a deterministic check's output_dir).",
         # As schema text only: pydantic's regex engine has no look-ahead.
         json_schema_extra={"pattern": FILE_NAME_PATTERN},

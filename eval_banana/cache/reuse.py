@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.cache.blobs import Blob, BlobStore
+from eval_banana.cache.namedfiles import remove_attempt_files
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.models.result import CheckResult, result_json_text
@@ -187,6 +188,8 @@ def restore_files(
 
 
 def remove_outputs(*, checks_dir: Path, stem: str) -> None:
-    """Remove what a reuse restored for a check: its files and its evidence folder."""
+    """Remove what a reuse restored for a check: its files, its earlier attempts' and its
+    evidence folder."""
     remove_check_outputs(checks_dir=checks_dir, stem=stem, names=(*CHECK_OUTPUT_NAMES, "json"))
+    remove_attempt_files(checks_dir=str(checks_dir), stem=stem)
     shutil.rmtree(checks_dir / stem, ignore_errors=True)

@@ -19,6 +19,7 @@ from eval_banana.cache.components import KeyContext, check_components
 from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
+from eval_banana.cache.namedfiles import unheld_path
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.places import SlotTaken
 from eval_banana.cache.remotewiring import cache_counts, open_remote
@@ -305,6 +306,8 @@ class CacheSession:
                 discard_damaged=self.mode == "on",
             )
         if problem is None:
+            problem = _unheld_problem(check=check, document=document)
+        if problem is None:
             problem = restore_files(
                 store=store,
                 checks_dir=self._checks_dir,
@@ -579,3 +582,14 @@ def _storable(*, result: CheckResult) -> bool:
     """Only verdicts: never an error, a stopped check or one that did not run."""
     observed = result.observed_status or result.status
     return result.status in ("passed", "failed") and observed in ("passed", "failed")
+
+
+def _unheld_problem(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | None:
+    """Why an entry cannot leave the run folder as complete as a fresh run: its result names a
+    file it does not hold (an earlier attempt's, from an eb that kept only the last one)."""
+    path = unheld_path(
+        stem=check.stem,
+        details=document["result"].get("details") or {},
+        held=(item["name"] for item in document.get("files", [])),
+    )
+    return None if path is None else f"does not hold {path}, which its result names"

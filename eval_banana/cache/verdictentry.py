@@ -8,6 +8,7 @@ from typing import Any
 
 from eval_banana.cache.blobs import BlobStore
 from eval_banana.cache.entry import ENTRY_KIND, ENTRY_SCHEMA
+from eval_banana.cache.namedfiles import names_to_store
 from eval_banana.cache.reuse import REUSE_LAYOUT, restored
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, entries_below
 from eval_banana.core.version import tool_version
@@ -30,6 +31,13 @@ def entry_document(
     for name in CHECK_OUTPUT_NAMES:  # the files of checks/ stored per check
         source = checks_dir / f"{check.stem}.{name}"
         if source.is_file():
+            blob = store.put(source=source)
+            files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
+    held = {item["name"] for item in files}
+    for name in names_to_store(stem=check.stem, details=result.details):
+        # A retried judge's earlier attempts, which its result names as their evidence.
+        source = checks_dir / f"{check.stem}.{name}"
+        if name not in held and source.is_file():
             blob = store.put(source=source)
             files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
     evidence = checks_dir / check.stem
