@@ -30,7 +30,7 @@ from eval_banana.reporting.common import (
     tail,
     xml_safe,
 )
-from eval_banana.runners.retries import attempt_count
+from eval_banana.runners.retries import attempts_needed
 
 SUITE_NAME = "eval-banana"
 # report.json already bounds stdout to 2000 characters; stderr may be longer,
@@ -155,7 +155,7 @@ def _testcase(
     ]
     if is_control(check=check):
         pairs.append(("control", status_label(check=check)))
-    attempts = attempt_count(details=check.get("details") or {})
+    attempts = attempts_needed(details=check.get("details") or {})
     if attempts > 1:
         # A judge whose agent needed retries: users want to see it even when it passed.
         pairs.append(("attempts", str(attempts)))

@@ -71,6 +71,18 @@ def attempt_count(*, details: dict[str, Any]) -> int:
     return len(attempts) if isinstance(attempts, list) and attempts else 1
 
 
+def attempts_needed(*, details: dict[str, Any]) -> int:
+    """The most attempts one run of the check took: its own, or for a sampled check the most
+    any of its samples took (each sample is retried on its own). What a check is flagged with."""
+    most = attempt_count(details=details)
+    samples = details.get("samples")
+    for sample in samples if isinstance(samples, list) else []:
+        attempts = sample.get("attempts") if isinstance(sample, dict) else None
+        if type(attempts) is int and attempts > most:
+            most = attempts
+    return most
+
+
 def _existing_evidence(*, checks_dir: Path, stem: str) -> dict[str, str]:
     return {
         key: f"checks/{stem}{suffix}"

@@ -14,7 +14,7 @@ from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.runners.results import elapsed_ms, maxfail_text
-from eval_banana.runners.retries import attempt_count
+from eval_banana.runners.retries import attempts_needed
 from eval_banana.stagefiles.layout import envelope, stage_path
 from eval_banana.stages.execute import document_digest
 
@@ -335,7 +335,7 @@ def control_note(*, check: dict[str, Any]) -> str | None:
 
 def attempts_note(*, check: dict[str, Any]) -> str | None:
     """A judge that needed retries says so, also when it passed in the end."""
-    count = attempt_count(details=check.get("details") or {})
+    count = attempts_needed(details=check.get("details") or {})
     return f"after {count} attempts" if count > 1 else None
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from eval_banana.core.stem import artifact_stem
 from tests.conftest import STANDIN_AGENTS, EbResult
+from tests.processes import eb_process
 
 SCRIPTED = STANDIN_AGENTS / "scripted"
 
@@ -313,6 +314,29 @@ def test_retries_apply_to_each_sample(run_project: Callable[..., Run]) -> None:
     assert json.loads((run.run_dir / "checks" / f"{stem}.attempt1.json").read_text())["status"] == (
         "error"
     )
+
+
+def test_a_sample_that_needed_a_retry_flags_its_check_as_retried(
+    project: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Through a real `eb` process: the console line, report.md and JUnit each flag the check
+    # with the most attempts any of its samples took, as they flag a retried plain judge.
+    monkeypatch.setenv("SCRIPTED_STATE", str(tmp_path / "scripted-state"))
+    monkeypatch.setenv("SCRIPTED_LOG", str(tmp_path / "scripted.log"))
+    root = project(
+        {"eval_checks/j.yaml": judge("j", answers="error,pass,pass,pass", repeats=3)},
+        config=scripted_config(),
+    )
+    done = eb_process(root, "run", "--retries", "1", "--junit-xml", "junit.xml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "- j: passed (after 2 attempts, 3/3 samples passed)" in done.stdout
+    (run_dir,) = (root / "runs").iterdir()
+    assert "`passed` (after 2 attempts, 3/3 samples passed)" in (run_dir / "report.md").read_text()
+    assert "after 2 attempts, 3/3 samples passed" in (run_dir / "report.html").read_text()
+    case = ET.parse(root / "junit.xml").getroot().find(".//testcase")
+    assert case is not None
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert (properties.get("attempts"), properties.get("passed_on_retry")) == ("2", "true")
 
 
 def test_secrets_are_masked_in_every_sample(
