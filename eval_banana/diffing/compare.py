@@ -87,9 +87,10 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
                 unselected_in_base.append(entry)
             else:
                 new_checks.append(entry)
-        if now.error_class == "infrastructure":
+        if now.error_class == "infrastructure" and not now.failure_settled:
             # The provider or the agent failed: the check was not judged, so it neither
             # regressed nor still fails; it is listed apart (a retry or a rerun decides).
+            # A sampled judge whose other samples already fail it was judged all the same.
             could_not_judge.append(entry)
             if before is not None and entry.definition_changed:
                 changed.append(entry)

@@ -17,6 +17,7 @@ from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.core.words import one_line
 from eval_banana.diffing.narrowed import Narrowed, read_narrowed
 from eval_banana.models.diff import DiffRun, FamilySide, Outcome
+from eval_banana.models.repeats import RULES, fails_whatever_undecided
 from eval_banana.models.result import ERROR_CLASSES, ErrorClass
 from eval_banana.settings.rundir import run_folder_hint
 from eval_banana.settings.runmark import is_run_folder
@@ -33,6 +34,9 @@ class CheckOutcome(NamedTuple):
     summary: str
     error_class: ErrorClass | None = None
     source: str = ""  # its check file, relative to the run's project root when it is inside
+    # A sampled check whose judged samples already fail it under its rule, whatever its
+    # errored samples would have said: its error does not hide its verdict.
+    failure_settled: bool = False
 
 
 class RunSummary(NamedTuple):
@@ -109,6 +113,26 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str, root: str) -> Che
         summary=_summary(check),
         error_class=error_class,
         source=_source(check=check, root=root),
+        failure_settled=status == "error" and _failure_settled(details),
+    )
+
+
+def _failure_settled(details: object) -> bool:
+    """Whether a sampled check's judged samples fail it under its `aggregate` rule however its
+    errored ones would have come out (majority: half or more of all samples failed; all: any
+    failed; any: never, while a sample errored). False for a check without samples."""
+    if not isinstance(details, dict) or details.get("aggregate") not in RULES:
+        return False
+    samples = details.get("samples")
+    if not isinstance(samples, list) or not samples:
+        return False
+    statuses = [sample.get("status") if isinstance(sample, dict) else None for sample in samples]
+    passed, failed = statuses.count("passed"), statuses.count("failed")
+    return fails_whatever_undecided(
+        rule=details["aggregate"],
+        passed=passed,
+        undecided=len(samples) - passed - failed,
+        total=len(samples),
     )
 
 

@@ -55,6 +55,12 @@ def decide(*, rule: str, passed: int, total: int) -> bool:
     return passed == total
 
 
+def fails_whatever_undecided(*, rule: str, passed: int, undecided: int, total: int) -> bool:
+    """Whether the check fails under `rule` whatever its `undecided` samples (those that ended
+    in an error, judging nothing) would have said: it fails even were they all to pass."""
+    return not decide(rule=rule, passed=passed + undecided, total=total)
+
+
 def is_flaky(details: Mapping[str, Any] | None) -> bool:
     """Whether a result's samples disagreed (some passed, some failed)."""
     return isinstance(details, Mapping) and details.get("flaky") is True

@@ -756,3 +756,68 @@ def test_a_case_skipped_on_one_side_is_skipped_not_removed_or_new(
     assert _ids(back["no_longer_skipped"]) == ["fam[r0]", "fam[r1]"]
     assert _ids(back["skipped_now"]) == ["fam[r3]"] and back["skipped_now"][0]["base"] == "failed"
     assert back["regressions"] == [] and back["removed_checks"] == [] and back["_exit"] == 0
+
+
+# A judge agent whose samples answer in turn from the sequence a file beside the project gives
+# its check (`j:0e0`: failed, an outage, failed); each check keeps its own count, so the order
+# in which checks run does not matter.
+SAMPLED_AGENT = """\
+import fcntl, json, sys
+from pathlib import Path
+here = Path(sys.argv[0]).resolve().parent.parent
+check = next(l.split("=", 1)[1] for l in sys.argv[-1].splitlines() if l.startswith("id="))
+steps = dict(item.split(":") for item in (here / "mode.txt").read_text().split())[check]
+with open(here / f"count-{check}", "a+") as counter:
+    fcntl.flock(counter, fcntl.LOCK_EX)
+    counter.seek(0)
+    seen = int(counter.read() or 0)
+    counter.seek(0)
+    counter.truncate()
+    counter.write(str(seen + 1))
+step = steps[seen % len(steps)]
+if step == "e":
+    print("upstream connection reset", file=sys.stderr)
+    sys.exit(3)
+print(json.dumps({"score": int(step), "reason": "judged"}))
+"""
+
+# check id -> (aggregate rule, its head samples in turn, where eb diff files it)
+SAMPLED = {
+    "majority_two_failed": ("majority", "0e0", "regressions"),
+    "majority_split": ("majority", "0e1", "could_not_judge"),
+    "all_one_failed": ("all", "1e0", "regressions"),
+    "any_two_failed": ("any", "0e0", "could_not_judge"),
+}
+
+
+def test_a_sampled_judge_whose_judged_samples_settle_a_failure_is_a_regression(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    from tests.conftest import PYTHON
+
+    config = (
+        '[harness]\nagent = "stand_in"\n\n[agents.stand_in]\n'
+        f'command = ["{PYTHON}", "agent.py"]\nmodel_flag = ""\n'
+    )
+    files = {"agent.py": SAMPLED_AGENT}
+    for check_id, (rule, _, _) in SAMPLED.items():
+        files[f"eval_checks/{check_id}.yaml"] = (
+            f"schema_version: 1\nid: {check_id}\ntype: harness_judge\ndescription: d\n"
+            f"repeats: 3\naggregate: {rule}\ninstructions: |\n  id={check_id}\n"
+        )
+    root = project(files, config=config)
+    for name, steps in (("base", {c: "1" for c in SAMPLED}), ("head", None)):
+        for counter in root.parent.glob("count-*"):
+            counter.unlink()
+        chosen = steps or {check_id: seq for check_id, (_, seq, _) in SAMPLED.items()}
+        (root.parent / "mode.txt").write_text(" ".join(f"{c}:{s}" for c, s in chosen.items()))
+        eb_process(root, "run", "--output-dir", str(tmp_path / name), "--flat-output")
+    head = json.loads((tmp_path / "head" / "report.json").read_text())
+    # The run itself still reports each as an error: one sample errored.
+    assert {check["status"] for check in head["checks"]} == {"error"}
+    shown = eb_process(root, "diff", str(tmp_path / "base"), str(tmp_path / "head"), "--json")
+    diff = json.loads(shown.stdout)
+    for category in ("regressions", "could_not_judge"):
+        expected = [c for c, (_, _, where) in SAMPLED.items() if where == category]
+        assert sorted(_ids(diff[category])) == sorted(expected), category
+    assert shown.returncode == 1
