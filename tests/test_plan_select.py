@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import EbResult
 from tests.gitrepo import init_repo
+from tests.processes import eb_process
 from tests.test_run_selection import ran, recording
 
 Eb = Callable[..., EbResult]
@@ -617,3 +618,40 @@ def test_a_select_plan_reports_only_the_families_it_selected(eb: Eb, tmp_path: P
     diff = eb("diff", str(tmp_path / "one"), str(tmp_path / "merged"))
     assert diff.exit_code == 0, diff.stdout + diff.stderr
     assert "Families" not in diff.stdout
+
+
+@pytest.mark.parametrize(
+    ("stored_under", "planned_under"),
+    [
+        # Judged unwatched: a write into the project passed there, so a watching run judges again.
+        ({"isolation": "off", "ignore": []}, {"isolation": "detect", "ignore": []}),
+        # Judged while a pattern let writes through that the run no longer lets through.
+        ({"isolation": "detect", "ignore": ["ran/**"]}, {"isolation": "detect", "ignore": []}),
+    ],
+    ids=["off-then-detect", "pattern-dropped"],
+)
+def test_cache_status_is_miss_for_a_verdict_judged_under_laxer_isolation(
+    repo: Path, tmp_path: Path, stored_under: dict[str, Any], planned_under: dict[str, Any]
+) -> None:
+    def configure(isolation: dict[str, Any]) -> tuple[str, ...]:
+        ignore = json.dumps(isolation["ignore"])
+        (repo / ".eval-banana" / "config.toml").write_text(
+            CONFIG + f'\n[cache]\nmode = "on"\n\n[harness]\nisolation_ignore = {ignore}\n'
+        )
+        return ("--execution-isolation", isolation["isolation"])
+
+    def plan(*flags: str) -> dict[str, str]:
+        done = eb_process(repo, "plan", "--format", "json", *flags)
+        assert done.returncode == 0, done.stderr
+        return {entry["id"]: entry["cache"] for entry in json.loads(done.stdout)["checks"]}
+
+    stored = configure(stored_under)
+    assert eb_process(repo, "run", "--output-dir", str(tmp_path / "one"), *stored).returncode == 1
+    assert set(plan(*stored).values()) == {"hit"}
+    watched = configure(planned_under)
+    planned = plan(*watched)
+    _clear_ran(repo)
+    assert eb_process(repo, "run", "--output-dir", str(tmp_path / "two"), *watched).returncode == 1
+    # The plan says what the run then did: every check was run again, none reused.
+    assert set(planned.values()) == {"miss"}
+    assert ran(repo) == sorted(planned)

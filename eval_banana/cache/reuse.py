@@ -13,8 +13,9 @@ from eval_banana.cache.blobs import Blob, BlobStore
 from eval_banana.cache.namedfiles import remove_attempt_files
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.core.readback import loads_json
+from eval_banana.isolation.modes import check_mode, judged_as_strictly
 from eval_banana.models.result import CheckResult, result_json_text
-from eval_banana.models.stages import PlannedCheck
+from eval_banana.models.stages import ConfigDoc, PlannedCheck
 from eval_banana.runners.results import build_result, judged_outcome
 
 _TIMES = ("started_at", "completed_at", "duration_ms")
@@ -44,6 +45,21 @@ def disagreement(*, check: PlannedCheck, document: Mapping[str, Any]) -> str | N
             f"{stored['observed_status']} under expect '{expect}' is {status} with score {score}"
         )
     return None
+
+
+def isolated_as_strictly(
+    *, config: ConfigDoc, check: PlannedCheck, document: Mapping[str, Any]
+) -> bool:
+    """Whether an entry's verdict was judged under isolation at least as strict as a run
+    configured by `config` isolates the check (its result's `details.isolation`); a run reuses
+    it only then, and `eb plan` calls it a hit only then. The mode and the ignored patterns
+    are not in the key, so that changing them does not turn every stored verdict into a miss;
+    a verdict judged watched, ignoring fewer patterns, serves the laxer runs."""
+    return judged_as_strictly(
+        record=(document["result"].get("details") or {}).get("isolation"),
+        wanted=check_mode(config=config, check=check),
+        ignore=config.settings.harness.isolation_ignore,
+    )
 
 
 def restored(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from eval_banana.cache.components import KeyContext, check_components
 from eval_banana.cache.entry import entry_problem
@@ -25,6 +25,7 @@ from eval_banana.cache.places import SlotTaken
 from eval_banana.cache.remotewiring import cache_counts, open_remote
 from eval_banana.cache.reuse import (
     disagreement,
+    isolated_as_strictly,
     place_result,
     remove_outputs,
     restore_files,
@@ -37,7 +38,6 @@ from eval_banana.checks.inputs import CheckInputs, artifact_id, artifact_ids, ar
 from eval_banana.core import forked
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, WriteFault
 from eval_banana.harness.prompt import judge_prompt
-from eval_banana.isolation.modes import check_mode, judged_as_strictly
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     CacheCounts,
@@ -293,7 +293,9 @@ class CacheSession:
             problem = entry_problem(document)
         if problem is None and (document["key"] != key or document["check_id"] != check.id):
             problem = "belongs to another key (a foreign entry)"
-        if problem is None and not self._judged_as_strictly(check=check, document=document):
+        if problem is None and not isolated_as_strictly(
+            config=self._config, check=check, document=document
+        ):
             return None  # this run would have refused what that run let through: judge it
         text_read = False
         if problem is None:
@@ -389,17 +391,6 @@ class CacheSession:
         count = len(self.remote.held.entries)
         self.remote.held.release()
         return count
-
-    def _judged_as_strictly(self, *, check: PlannedCheck, document: Mapping[str, Any]) -> bool:
-        """Whether an entry's verdict was judged under isolation at least as strict as this
-        run's for the check (its result's `details.isolation`). The mode and the ignored
-        patterns are not in the key, so that changing them does not turn every stored verdict
-        into a miss; a verdict judged watched, ignoring fewer patterns, serves the laxer runs."""
-        return judged_as_strictly(
-            record=(document["result"].get("details") or {}).get("isolation"),
-            wanted=check_mode(config=self._config, check=check),
-            ignore=self._config.settings.harness.isolation_ignore,
-        )
 
     # -- storing ---------------------------------------------------------------------------
 

@@ -35,8 +35,9 @@ class PlanCheckEntry(Record):
         "script), as plan.json's check_definition_sha256."
     )
     cache: CacheStatus = Field(
-        description="'hit': the verdict cache holds an entry under this check's key now (the "
-        "run checks it again before reusing it); 'miss': it does not, or --cache refresh; "
+        description="'hit': the verdict cache holds an entry under this check's key now, judged "
+        "under isolation as strict as the run's (the run checks it again before reusing it); "
+        "'miss': it does not, or --cache refresh; "
         "'off': the cache is off, or the check is never cached (it samples)."
     )
     expected_seconds: float | None = Field(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from eval_banana.checks.shard import relative_source, rows_digest, shard_of
 from eval_banana.core.caseid import family_of
@@ -43,6 +43,9 @@ from eval_banana.pipeline.request import RunRequest, load_config, validated_plan
 from eval_banana.settings.folders import history_dir
 from eval_banana.settings.rundir import new_run_id
 from eval_banana.stagefiles.layout import SCHEMA_BASE
+
+if TYPE_CHECKING:
+    from eval_banana.cache.store import CacheStore
 
 PLAN_SCHEMA = f"{SCHEMA_BASE}plan.schema.json"
 
@@ -204,11 +207,29 @@ def cache_statuses(
         key = keys.get(check.stem)
         if key is None:
             statuses[check.id] = "off"
-        elif readable and os.path.isfile(store.entry_file(key=key)):
+        elif readable and _reusable(config=config, check=check, store=store, key=key):
             statuses[check.id] = "hit"
         else:
             statuses[check.id] = "miss"
     return statuses
+
+
+def _reusable(*, config: ConfigDoc, check: PlannedCheck, store: CacheStore, key: str) -> bool:
+    """Whether a run would reuse the entry under `key`: one is stored and, for an isolated
+    check, was judged under isolation as strict as the run's (the run's own rule). Only a
+    watched check's entry is read; a damaged one still shows as a hit (the run checks it)."""
+    from eval_banana.cache.entry import entry_problem
+    from eval_banana.cache.reuse import isolated_as_strictly
+    from eval_banana.isolation.modes import check_mode
+
+    if not os.path.isfile(store.entry_file(key=key)):
+        return False
+    if check_mode(config=config, check=check) == "off":
+        return True  # an unisolated check takes any verdict: no need to read it
+    document = store.read(key=key).document
+    if document is None or entry_problem(document) is not None:
+        return True
+    return isolated_as_strictly(config=config, check=check, document=document)
 
 
 def _keys(
