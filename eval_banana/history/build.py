@@ -42,11 +42,29 @@ def early_error(*, result: Mapping[str, Any]) -> bool:
     return any(details.get(flag) is True for flag in (NOT_RUN, NOT_STARTED, STOPPED))
 
 
+def _samples(details: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A sampled check's samples (details.samples); none for a check run once."""
+    found = details.get("samples")
+    if not isinstance(found, list):
+        return []
+    return [sample for sample in found if isinstance(sample, Mapping)]
+
+
+def _mean_sample_ms(samples: list[Mapping[str, Any]]) -> int | None:
+    """The mean duration of one sample of a sampled check; None for a check run once."""
+    durations = [sample.get("duration_ms") for sample in samples]
+    counted = [ms for ms in durations if type(ms) is int and ms >= 0]
+    if len(samples) < 2 or len(counted) != len(samples):
+        return None
+    return round(sum(counted) / len(counted))
+
+
 def history_check(*, result: Mapping[str, Any]) -> HistoryCheck:
     """One check's entry from its result in report.json."""
     details = result.get("details") or {}
     usage = _usage(details)
     cache = details.get("cache")
+    sampled = _samples(details)
     return HistoryCheck(
         id=result["check_id"],
         family=family_of(result["check_id"]),
@@ -58,6 +76,8 @@ def history_check(*, result: Mapping[str, Any]) -> HistoryCheck:
         cost_usd=usage_cost(usage),
         tokens=usage_tokens(usage),
         cached=isinstance(cache, dict) and cache.get("hit") is True,
+        samples=max(len(sampled), 1),
+        sample_ms=_mean_sample_ms(sampled),
         flaky=is_flaky(details),
         early_error=early_error(result=result),
     )

@@ -41,6 +41,13 @@ def _optional_count(value: Any) -> int | None:
     return None if value is None else _count(value)
 
 
+def _sample_count(value: Any) -> int:
+    """A JSON integer >= 1."""
+    if _count(value) < 1:
+        raise BadEntry
+    return int(value)
+
+
 def _money(value: Any) -> float | None:
     if value is None:
         return None
@@ -74,6 +81,8 @@ _OPTIONAL: dict[str, Any] = {
     "tags": _tags,
     "cost_usd": _money,
     "tokens": _optional_count,
+    "samples": _sample_count,
+    "sample_ms": _optional_count,
     "cached": _flag,
     "flaky": _flag,
     "early_error": _flag,

@@ -32,6 +32,21 @@ class Timing(NamedTuple):
     # Dollars when the run really ran it and its agent reported a cost (a reused verdict cost
     # nothing, so it says nothing of what the check costs).
     cost_usd: float | None = None
+    # How many samples it took, and the mean seconds of one (None: it took one, `seconds`).
+    samples: int = 1
+    sample_seconds: float | None = None
+
+
+def _one_sample_seconds(timing: Timing) -> float:
+    """How long one sample of the check took in that run."""
+    if timing.sample_seconds is not None:
+        return timing.sample_seconds
+    return timing.seconds / timing.samples
+
+
+def _one_sample_cost(timing: Timing) -> float | None:
+    """What one sample of the check cost in that run (its samples' costs are summed)."""
+    return None if timing.cost_usd is None else timing.cost_usd / timing.samples
 
 
 class RunTimings(NamedTuple):
@@ -54,6 +69,8 @@ def _timings_of(document: Any) -> RunTimings:
                 digest=_interned(check["digest"]),
                 seconds=check["duration_ms"] / 1000,
                 cost_usd=None if check.get("cached", False) else check.get("cost_usd"),
+                samples=_sample_count(check.get("samples", 1)),
+                sample_seconds=_sample_seconds(check.get("sample_ms")),
             )
             for check in document["checks"]
             if not check.get("early_error", False)
@@ -62,6 +79,20 @@ def _timings_of(document: Any) -> RunTimings:
     except (AttributeError, KeyError, TypeError) as exc:
         raise BadRecord(f"it is not an eb run record ({exc!r})") from None
     return RunTimings(sharded=sharded, timings=timings)
+
+
+def _sample_count(value: Any) -> int:
+    if type(value) is not int or value < 1:
+        raise BadRecord("it is not an eb run record (a check's samples is not a count)")
+    return value
+
+
+def _sample_seconds(value: Any) -> float | None:
+    if value is None:
+        return None
+    if type(value) is not int or value < 0:
+        raise BadRecord("it is not an eb run record (a check's sample_ms is not a duration)")
+    return value / 1000
 
 
 def _interned(value: Any) -> str:
@@ -101,6 +132,8 @@ def timings_of_record(record: HistoryRecord) -> RunTimings:
                 digest=check.digest,
                 seconds=check.duration_ms / 1000,
                 cost_usd=None if check.cached else check.cost_usd,
+                samples=check.samples,
+                sample_seconds=_sample_seconds(check.sample_ms),
             )
             for check in record.checks
             if not check.early_error
@@ -130,15 +163,35 @@ def median(values: Sequence[float]) -> float:
     return (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def expected_seconds(*, runs: Sequence[RunTimings], digests: Mapping[str, str]) -> dict[str, float]:
-    """Check id -> median seconds over its runs on the definition digest in `digests`."""
-    return _medians((timing for run in runs for timing in run.timings), digests)
-
-
-def expected_cost(*, runs: Sequence[RunTimings], digests: Mapping[str, str]) -> dict[str, float]:
-    """Check id -> median dollars over the runs that really ran it on the digest in `digests`."""
+def expected_seconds(
+    *,
+    runs: Sequence[RunTimings],
+    digests: Mapping[str, str],
+    samples: Mapping[str, int] | None = None,
+) -> dict[str, float]:
+    """Check id -> expected seconds on the definition digest in `digests`: the median seconds
+    of one sample over its runs, times the samples it takes now (`samples`, by id; 1 where
+    absent). A run that took four samples and one that took one thus say the same."""
     timings = (timing for run in runs for timing in run.timings)
-    return _medians(timings, digests, value=lambda timing: timing.cost_usd)
+    return _times(_medians(timings, digests, value=_one_sample_seconds), samples)
+
+
+def expected_cost(
+    *,
+    runs: Sequence[RunTimings],
+    digests: Mapping[str, str],
+    samples: Mapping[str, int] | None = None,
+) -> dict[str, float]:
+    """Check id -> expected dollars on the digest in `digests`: the median cost of one sample
+    over the runs that really ran it, times the samples it takes now (as `expected_seconds`)."""
+    timings = (timing for run in runs for timing in run.timings)
+    return _times(_medians(timings, digests, value=_one_sample_cost), samples)
+
+
+def _times(per_sample: dict[str, float], samples: Mapping[str, int] | None) -> dict[str, float]:
+    if not samples:
+        return per_sample
+    return {check_id: value * samples.get(check_id, 1) for check_id, value in per_sample.items()}
 
 
 def latest_seconds(*, runs: Sequence[RunTimings]) -> dict[str, float]:
@@ -169,13 +222,14 @@ def start_order(
     folder: Path,
     ids: Sequence[str],
     digests: Mapping[str, str],
+    samples: Mapping[str, int] | None = None,
     workers: int = 1,
     warn: Warn | None = None,
 ) -> list[int]:
-    """Positions into `ids` (checks whose definitions are `digests`, by id) in the order to
-    start them on `workers` workers by the history in `folder`: unknown checks first, then the
-    longest expected first, refined so the workers are expected to end together
-    (`history.lanes`); plan order when the history holds no run of them."""
+    """Positions into `ids` (checks whose definitions are `digests` and that take `samples`, by
+    id) in the order to start them on `workers` workers by the history in `folder`: unknown
+    checks first, then the longest expected first, refined so the workers are expected to end
+    together (`history.lanes`); plan order when the history holds no run of them."""
     try:
         runs = recent_timings(folder=folder, warn=warn)
     except OSError as exc:
@@ -187,7 +241,7 @@ def start_order(
         runs = []
     if not runs:
         return list(range(len(ids)))
-    expected = expected_seconds(runs=runs, digests=digests)
+    expected = expected_seconds(runs=runs, digests=digests, samples=samples)
     order = longest_first(ids=ids, expected=expected)
     unknown = sum(1 for check_id in ids if check_id not in expected)
     known = order[unknown:]

@@ -65,6 +65,18 @@ class HistoryCheck(Record):
         default=None, ge=0, description="Dollars its agent reported spending in this run."
     )
     tokens: int | None = Field(default=None, ge=0, description="Tokens it reported in this run.")
+    samples: int = Field(
+        default=1,
+        ge=1,
+        description="How many samples it took (its `repeats`); 1: run once, or a record written "
+        "before eb kept this.",
+    )
+    sample_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="A sampled check: the mean time one of its samples took (they may run side "
+        "by side, so duration_ms can be less than their sum); null: it took one sample.",
+    )
     cached: bool = Field(default=False, description="Its verdict was reused, not run.")
     flaky: bool = Field(default=False, description="Its repeated samples disagreed.")
     early_error: bool = Field(

@@ -32,6 +32,7 @@ from eval_banana.models.plan import (
     PlanShardTotal,
     PlanSkippedEntry,
 )
+from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import (
     ConfigDoc,
     PlanDoc,
@@ -69,8 +70,13 @@ def expected_from_history(
     if not runs:
         return None
     digests = {check.id: check.check_definition_sha256 for check in checks}
-    seconds = expected_seconds(runs=runs, digests=digests)
-    costs = expected_cost(runs=runs, digests=digests)
+    # What one sample took, times the samples the run will take (its `repeats`, or --repeats).
+    samples = {
+        check.id: sample_count(definition=check.definition, default=config.settings.core.repeats)
+        for check in checks
+    }
+    seconds = expected_seconds(runs=runs, digests=digests, samples=samples)
+    costs = expected_cost(runs=runs, digests=digests, samples=samples)
     return {
         check_id: Expected(seconds=seconds.get(check_id), cost_usd=costs.get(check_id))
         for check_id in digests

@@ -23,7 +23,7 @@ from eval_banana.core.files import (
 from eval_banana.core.log import Logger
 from eval_banana.core.record import Record
 from eval_banana.isolation.charges import settle_state
-from eval_banana.models.repeats import rule_of
+from eval_banana.models.repeats import rule_of, sample_count
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -133,6 +133,12 @@ def _start_ranks(
         folder=history_dir(config=config),
         ids=[check.id for check in starting],
         digests={check.id: check.check_definition_sha256 for check in starting},
+        samples={
+            check.id: sample_count(
+                definition=check.definition, default=config.settings.core.repeats
+            )
+            for check in starting
+        },
         workers=workers,
     )
     return {to_start[index]: turn for turn, index in enumerate(order)}

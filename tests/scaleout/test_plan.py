@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from eval_banana.checks.shard import shard_of
 from eval_banana.history.balance import balance_shards
 from eval_banana.scaleout.plan import Expected, assign_shards, plan_entry
 from tests.builders import make_config, planned_inline
+from tests.processes import eb_process
 
 IDS = [f"case_{index:03d}" for index in range(12)] + ["lint", "docs", "typing"]
 
@@ -47,3 +53,54 @@ def test_a_dataset_case_is_planned_under_its_family(tmp_path: Path) -> None:
     known = {"tone": Expected(seconds=2.5, cost_usd=0.01)}
     timed = plan_entry(check=plain, config=config, cache="off", expected=known)
     assert (timed.expected_seconds, timed.expected_cost_usd) == (2.5, 0.01)
+
+
+# A judge in the claude dialect that reports a cost of $0.50 for each answer.
+PRICED_JUDGE = """\
+import json, time
+time.sleep(0.05)
+verdict = json.dumps({"score": 1, "reason": "ok"})
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": verdict,
+                  "total_cost_usd": 0.5, "usage": {"input_tokens": 10, "output_tokens": 1}}))
+"""
+
+
+def _plan_figures(root: Path, *flags: str) -> tuple[float, float]:
+    done = eb_process(root, "plan", "--json", *flags)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(done.stdout)["checks"]
+    return entry["expected_seconds"], entry["expected_cost_usd"]
+
+
+def _recorded(root: Path) -> list[dict[str, Any]]:
+    """The judge's entry of each history record, oldest first."""
+    records = sorted((root / ".eval-banana" / "history").glob("*.json"))
+    return [json.loads(path.read_text())["checks"][0] for path in records]
+
+
+def test_plan_expects_each_sample_the_run_will_take(project: Callable[..., Path]) -> None:
+    from tests.conftest import PYTHON
+
+    root = project(
+        {
+            "judge.py": PRICED_JUDGE,
+            "eval_checks/j.yaml": "schema_version: 1\nid: j\ntype: harness_judge\n"
+            "description: d\ninstructions: i\n",
+        },
+        config='[harness]\nagent = "priced"\n\n[agents.priced]\n'
+        f'command = ["{PYTHON}", "judge.py"]\nmodel_flag = ""\noutput_dialect = "claude"\n',
+    )
+    assert eb_process(root, "run").returncode == 0
+    (once,) = _recorded(root)
+    assert "samples" not in once and "sample_ms" not in once  # one sample: the defaults
+    # Four samples take four times what one took, and cost four times as much.
+    seconds, cost = _plan_figures(root, "--repeats", "4")
+    assert seconds == pytest.approx(4 * once["duration_ms"] / 1000)
+    assert cost == pytest.approx(2.0)
+    assert eb_process(root, "run", "--repeats", "4").returncode == 0
+    sampled = _recorded(root)[1]
+    assert sampled["samples"] == 4 and sampled["cost_usd"] == pytest.approx(2.0)
+    # A one-sample plan reads the four-sample run as four samples, not as one.
+    seconds, cost = _plan_figures(root)
+    assert seconds == pytest.approx((once["duration_ms"] + sampled["sample_ms"]) / 2000)
+    assert cost == pytest.approx(0.5)
