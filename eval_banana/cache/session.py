@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from eval_banana.cache.components import KeyContext, check_components
 from eval_banana.cache.entry import entry_problem
