@@ -1,4 +1,4 @@
-"""A case's project: a disposable copy of the project's file set with the case's files laid over.
+"""A case's project: a disposable copy of the project folder with the case's files laid over.
 
 The copy is made by the isolation workspace (always a plain or copy-on-write file copy, since
 the case's files must be in place before the judge starts), in a temporary folder outside the

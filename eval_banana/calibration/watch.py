@@ -25,7 +25,7 @@ from eval_banana.isolation.modes import (
 from eval_banana.isolation.workspace import Workspace
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.projectstate.state import read_project_state, relative_files
+from eval_banana.projectstate.state import every_file
 from eval_banana.settings.folders import own_folders, written_files
 
 
@@ -39,24 +39,22 @@ class SampleWatch:
 
     @classmethod
     def open(cls, *, config: ConfigDoc) -> SampleWatch:
-        """Read the project's file set (what each case's copy holds); watched unless `off`."""
+        """List what each case's copy holds; the project's state is watched unless `off`."""
         root = Path(config.project_root)
-        excluded = config.settings.discovery.exclude_dirs
-        own = written_files(config=config)
+        skip = own_folders(config=config)
+        # A judge in a run sees the project folder itself (detect, or copy's overlay): git's
+        # folder and the files git ignores too, so every case's copy holds them as well.
+        paths = every_file(root=root, skip_folders=skip)
         if config.settings.harness.isolation == "off":
-            state = read_project_state(
-                root=root, excluded_names=excluded, skip_folders=own_folders(config=config)
-            )
-            mine = relative_files(root=state.root, files=own)
-            return cls(config=config, monitor=None, paths=sorted(set(state.files) - mine))
+            return cls(config=config, monitor=None, paths=paths)
         monitor = ChangeMonitor.open(
             root=root,
-            excluded_names=excluded,
-            skip_folders=own_folders(config=config),
+            excluded_names=config.settings.discovery.exclude_dirs,
+            skip_folders=skip,
             ignore=config.settings.harness.isolation_ignore,
-            own_files=own,
+            own_files=written_files(config=config),
         )
-        return cls(config=config, monitor=monitor, paths=monitor.paths)
+        return cls(config=config, monitor=monitor, paths=paths)
 
     def judged(
         self,

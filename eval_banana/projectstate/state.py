@@ -446,6 +446,14 @@ def _walk(
             ) from None
 
 
+def every_file(*, root: str | Path, skip_folders: Iterable[str | Path] = ()) -> list[str]:
+    """Every file (and link) below `root`, git's own folder and the ones git ignores included,
+    but none inside `skip_folders`: what a judge running in the project can see."""
+    top = os.path.realpath(root)
+    skip = relative_folders(root=top, folders=skip_folders)
+    return sorted(_walk(root=top, start="", excluded=frozenset(), skip=skip))
+
+
 def _walk_state(
     *,
     root: str,

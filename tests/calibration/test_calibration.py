@@ -787,3 +787,21 @@ def test_a_judge_familys_calibration_cases_need_their_rows(
     refused = proj.eb("validate")
     assert refused.exit_code == 2
     assert "only a dataset family's cases take" in refused.stderr
+
+
+def test_a_case_copy_holds_the_files_git_ignores_as_a_run_s_judge_sees_them(
+    make_project: Callable[..., Project],
+) -> None:
+    # Built docs are git-ignored, yet a judge in `eb run` sees them: so must its calibration.
+    script = "file=site/index.html contains=docs"
+    as_it_is = {"name": "project as it is", "expect": "pass"}
+    deleted = {"name": "index deleted", "expect": "fail", "files": {"site/index.html": None}}
+    proj = make_project({"built": judge("built", script=script, cases=[as_it_is, deleted])})
+    proj.write(".gitignore", "runs/\nsite/\n")
+    (proj.root / "site").mkdir()
+    proj.write("site/index.html", "<h1>docs</h1>\n")
+    ran = proj.eb("run")
+    assert ran.exit_code == 0, ran.stdout + ran.stderr
+    measured = proj.eb("calibrate")
+    assert measured.exit_code == 0, measured.stdout + measured.stderr
+    assert "AGREED built: 2/2 cases agreed" in measured.stdout
