@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.calibration.watch import SampleWatch
     from eval_banana.core.errors import GuardError, RunAborted
     from eval_banana.core.version import tool_version
+    from eval_banana.isolation.state import record_writes
     from eval_banana.pipeline.request import load_config, validated_plan
     from eval_banana.reporting.console import Console
     from eval_banana.settings.folders import record_path
@@ -117,7 +118,14 @@ def run(args: argparse.Namespace) -> int:
     if cancel.is_set():
         raise RunAborted(f"Calibration interrupted; nothing recorded. Evidence: {run_dir}")
     record = record_path(config=config)
-    write_record(path=record, measured=entries, tool_version=tool_version())
+    record.parent.mkdir(parents=True, exist_ok=True)
+
+    # A run's checks executing in this project would take the record's replacement for theirs.
+    def waits() -> None:
+        console.notice(f"Waiting for another eb run's checks to end before writing {record}")
+
+    with record_writes(record=record, waits=waits):
+        write_record(path=record, measured=entries, tool_version=tool_version())
     # The run folder keeps what this calibration measured, beside its evidence.
     write_record(path=run_dir / "calibration.json", measured=entries, tool_version=tool_version())
     for line in summary_lines(entries=entries, record=str(record), run_dir=str(run_dir)):

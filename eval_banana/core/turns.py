@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 try:
@@ -101,6 +102,24 @@ def alone_in_folder(*, folder: Path) -> Iterator[bool]:
     fd, busy = _lock_folder(folder=folder, exclusive=True)
     with _closing(fd):
         yield not busy
+
+
+@contextlib.contextmanager
+def waiting_alone_in_folder(*, folder: Path, waits: Callable[[], None]) -> Iterator[None]:
+    """Held (exclusive) on `folder` itself while eb changes a file in it that must not be left
+    unwritten (a calibration measured at a cost); while another run's checks execute beside it,
+    `waits` is called once and the turn is awaited (an interrupt ends the wait)."""
+    told = False
+    while True:
+        fd, busy = _lock_folder(folder=folder, exclusive=True)
+        if not busy:
+            break
+        if not told:
+            waits()
+            told = True
+        time.sleep(0.1)
+    with _closing(fd):
+        yield
 
 
 def sharing(*, folder: Path, create: bool) -> contextlib.AbstractContextManager[None]:

@@ -36,11 +36,17 @@ import re
 import shutil
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from eval_banana.core.turns import LOCK_NAME, alone, sharing, sharing_folder
+from eval_banana.core.turns import (
+    LOCK_NAME,
+    alone,
+    sharing,
+    sharing_folder,
+    waiting_alone_in_folder,
+)
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.models.stages import ConfigDoc
 
@@ -213,17 +219,28 @@ def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -
 
 
 @contextlib.contextmanager
-def checks_running(*, cache: Path, create: bool, runs: Path | None) -> Iterator[None]:
+def checks_running(
+    *, cache: Path, create: bool, runs: Path | None, record: Path | None = None
+) -> Iterator[None]:
     """Held (shared) while a run's checks execute: no other eb run writes into the cache, nor
-    deletes old run folders from the output folder `runs`, meanwhile, which this run's watch
-    would otherwise take for a check's write. `create`: make the cache folder and its lock
-    file when missing (a run that may store)."""
-    with sharing(folder=cache, create=create):
-        if runs is None:
-            yield
-            return
-        with sharing_folder(folder=runs):
-            yield
+    deletes old run folders from the output folder `runs`, nor `eb calibrate` replaces the
+    calibration record in the folder `record`, meanwhile, which this run's watch would otherwise
+    take for a check's write. `create`: make the cache folder and its lock file when missing (a
+    run that may store)."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(sharing(folder=cache, create=create))
+        for folder in (runs, record):
+            if folder is not None:
+                stack.enter_context(sharing_folder(folder=folder))
+        yield
+
+
+def record_writes(
+    *, record: Path, waits: Callable[[], None]
+) -> contextlib.AbstractContextManager[None]:
+    """Held (exclusive, on the record's folder itself) while `eb calibrate` replaces the
+    calibration record: it waits while any run's checks execute (`waits` says so once)."""
+    return waiting_alone_in_folder(folder=record.parent, waits=waits)
 
 
 def cache_writes(*, cache: Path) -> contextlib.AbstractContextManager[bool]:

@@ -61,7 +61,7 @@ from eval_banana.runners.retries import run_attempts
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
 from eval_banana.settings.envpolicy import build_base_env
-from eval_banana.settings.folders import cache_dir, history_dir
+from eval_banana.settings.folders import cache_dir, history_dir, record_path
 from eval_banana.settings.rundir import output_base
 from eval_banana.stagefiles.layout import envelope, stage_path
 
@@ -453,6 +453,7 @@ def execute(
             cache=cache_dir(config=config),
             create=stores,
             runs=_runs_beside(config=config, run_dir=run_dir),
+            record=record_path(config=config).parent,
         ):
             session = isolation = _open_isolation(
                 config=config,

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -805,3 +806,47 @@ def test_a_case_copy_holds_the_files_git_ignores_as_a_run_s_judge_sees_them(
     measured = proj.eb("calibrate")
     assert measured.exit_code == 0, measured.stdout + measured.stderr
     assert "AGREED built: 2/2 cases agreed" in measured.stdout
+
+
+def test_calibrating_beside_a_running_judge_never_makes_it_an_error(
+    make_project: Callable[..., Project], scripted_env: Path
+) -> None:
+    # The record is eb's own file, which a run watches while its judges run: `eb calibrate`
+    # replaces it only once no run's checks execute, and says that it waits.
+    proj = make_project(
+        {
+            "slow": judge("slow", script="answers=pass sleep=3", cases=None),
+            "other": judge("other", script=READS_ANSWER, cases=[GOOD, BAD]),
+        }
+    )
+    argv = [sys.executable, "-m", "eval_banana"]
+    running = subprocess.Popen(
+        [*argv, "run", "--cwd", str(proj.root), "--check-id", "slow", "--no-html"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        for _ in range(1500):  # until the run's judge has started
+            if scripted_env.exists() or running.poll() is not None:
+                break
+            time.sleep(0.02)
+        assert scripted_env.exists()
+        measured = subprocess.run(
+            [*argv, "calibrate", "--cwd", str(proj.root), "--check-id", "other"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+        out, err = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+    assert running.returncode == 0, out + err
+    assert "eb's own files changed" not in out
+    assert measured.returncode == 0, measured.stdout + measured.stderr
+    assert "Waiting for another eb run's checks to end before writing" in measured.stderr
+    assert set(proj.record["checks"]) == {"other"}
