@@ -32,12 +32,28 @@ def _safe_target(*, base: Path, relative: str) -> Path:
     return target / parts[-1]
 
 
+def _file_target(*, base: Path, relative: str) -> Path:
+    """`_safe_target`, refusing a path that is a folder in the project as well."""
+    target = _safe_target(base=base, relative=relative)
+    if target.is_dir() and not target.is_symlink():
+        raise CaseFileError(f"{relative}: is a folder in the project; a case sets files")
+    return target
+
+
+def case_file_problem(*, root: Path, relative: str) -> str | None:
+    """Why a case's file cannot be laid over the project at `root` (a folder there, a file or
+    a symlink on its way), or None: a definition problem, found before any judge runs."""
+    try:
+        _file_target(base=root, relative=relative)
+    except CaseFileError as exc:
+        return str(exc)
+    return None
+
+
 def lay_files(*, base: Path, files: Mapping[str, str | None]) -> None:
     """Write (or, for None, delete) each case file under `base`, the copy's project folder."""
     for relative, content in files.items():
-        target = _safe_target(base=base, relative=relative)
-        if target.is_dir() and not target.is_symlink():
-            raise CaseFileError(f"{relative}: is a folder in the project; a case sets files")
+        target = _file_target(base=base, relative=relative)
         if target.is_symlink() or content is None:
             # A symlink is replaced, never written through; deleting an absent file is a no-op.
             if os.path.lexists(target):

@@ -69,6 +69,35 @@ def _injection_problems(*, plan: PlanDoc, harness: ResolvedHarness) -> list[Prob
     return problems
 
 
+def _case_file_problems(*, config: ConfigDoc, plan: PlanDoc) -> list[ProblemModel]:
+    """Calibration cases whose files cannot be laid over this project (a folder at the path,
+    a file or symlink on its way): `eb calibrate` would record them as the judge's errors."""
+    from eval_banana.calibration.cases import case_file_problem
+
+    root = Path(config.project_root)
+    problems = []
+    for check in plan.checks:
+        cases = check.definition.get("calibration") if check.type == "harness_judge" else None
+        for position, case in enumerate(cases if isinstance(cases, list) else []):
+            files = case.get("files") if isinstance(case, dict) else None
+            for relative in files if isinstance(files, dict) else {}:
+                problem = case_file_problem(root=root, relative=relative)
+                if problem is None:
+                    continue
+                where = f"calibration.{position}.files"
+                problems.append(
+                    ProblemModel(
+                        message=f"{check.source_path}: {where}: calibration case "
+                        f"'{case.get('name')}': {problem}",
+                        file=check.source_path,
+                        field_path=where,
+                        hint="Name a file: a file inside the folder (docs/index.md), or each "
+                        "of its files with null to delete them.",
+                    )
+                )
+    return problems
+
+
 def _gate_consulted(*, config: ConfigDoc, mode: GuardMode) -> bool:
     """Whether the calibration gate reads the record for this guard: `eb run` with the gate
     on, and `eb validate` always (it reports what the gate would refuse)."""
@@ -152,8 +181,10 @@ def guard(
         if harness is not None:
             injection = _injection_problems(plan=plan, harness=harness)
             # eb validate refuses what eb run would turn into N identical errors;
-            # eb run keeps them as per-check results, listed here up front.
-            (problems if mode == "validate" else warnings).extend(injection)
+            # eb run keeps them as per-check results, listed here up front. eb calibrate
+            # refuses them too: samples that never reach the agent measure nothing, and would
+            # replace the judge's record with errors.
+            (warnings if mode == "run" else problems).extend(injection)
             strict = require_agent or mode != "validate"
             missing_text = missing_executable_message(harness=harness)
             if missing_text and judges:
@@ -175,6 +206,10 @@ def guard(
                 warnings.extend(gate_warnings)
                 if _gate_consulted(config=config, mode=mode):
                     gate_source = _gate_source(config=config)
+    if judges and mode != "run":
+        # A case that cannot be laid over the project is the definition's fault, not the
+        # judge's: refused before anything runs, never recorded as a disagreement.
+        problems.extend(_case_file_problems(config=config, plan=plan))
     return GuardDoc.model_validate(
         {
             **envelope(stage="guard", run_id=config.run_id, inputs=inputs),

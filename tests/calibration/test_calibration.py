@@ -850,3 +850,31 @@ def test_calibrating_beside_a_running_judge_never_makes_it_an_error(
     assert measured.returncode == 0, measured.stdout + measured.stderr
     assert "Waiting for another eb run's checks to end before writing" in measured.stderr
     assert set(proj.record["checks"]) == {"other"}
+
+
+def test_an_effort_the_agent_cannot_receive_is_a_setup_error_that_records_nothing(
+    make_project: Callable[..., Project],
+) -> None:
+    # The scripted agent takes no effort flag: eb validate refuses the setting, and so must
+    # eb calibrate, before any sample, keeping the judge's good record.
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 0
+    before = proj.record
+    refused = proj.eb("calibrate", "--harness-reasoning-effort", "high")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "cannot inject the selected reasoning effort 'high'" in refused.stderr
+    assert "DISAGREED" not in refused.stdout
+    assert proj.record == before
+
+
+def test_a_case_file_that_is_a_folder_of_the_project_is_a_definition_error(
+    make_project: Callable[..., Project],
+) -> None:
+    folder = {"name": "docs replaced", "expect": "fail", "files": {"docs": "not a folder"}}
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, folder])})
+    for command in ("validate", "calibrate"):
+        refused = proj.eb(command)
+        assert refused.exit_code == 2, refused.stdout + refused.stderr
+        assert "eval_checks/greets.yaml: calibration.1.files" in refused.stderr
+        assert "docs: is a folder in the project" in refused.stderr
+    assert not (proj.root / ".eval-banana" / "calibration.json").exists()
