@@ -45,6 +45,14 @@ def read_record(*, path: Path) -> CalibrationDoc | None:
     return CalibrationDoc.model_validate(document)
 
 
+def unwritable_record(*, path: Path) -> str | None:
+    """Why the record at `path` cannot be replaced by a new one (a folder stands there), or
+    None: checked before any sample runs, so nothing is paid for a record that cannot be kept."""
+    if path.is_dir() and not path.is_symlink():
+        return f"cannot write {path}: not a regular file (a folder)"
+    return None
+
+
 def write_record(*, path: Path, measured: list[JudgeCalibration], tool_version: str) -> None:
     """Add or replace the entries of the judges just measured; every other entry is kept."""
     from eval_banana.core.files import write_model

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.calibration.family import case_definitions, judges_of
     from eval_banana.calibration.run import calibrate, plan_runs
     from eval_banana.calibration.show import summary_lines
-    from eval_banana.calibration.store import write_record
+    from eval_banana.calibration.store import unwritable_record, write_record
     from eval_banana.calibration.watch import SampleWatch
     from eval_banana.core.errors import GuardError, RunAborted
     from eval_banana.core.version import tool_version
@@ -62,6 +62,14 @@ def run(args: argparse.Namespace) -> int:
             "No selected harness_judge check has calibration cases",
             hint="Add `calibration:` cases to a judge (see docs/judges.md), or select one with "
             "--check-id.",
+        )
+    record = record_path(config=config)
+    unwritable = unwritable_record(path=record)
+    if unwritable is not None:
+        raise GuardError(
+            f"The calibration record cannot be written: {unwritable}",
+            file=str(record),
+            hint="Remove or rename it; eb calibrate writes the record there.",
         )
     guarded = guard_stage.guard(config=config, plan=plan, inputs={}, mode="calibrate")
     guard_stage.raise_if_refused(guarded)
@@ -117,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
         watch.close()
     if cancel.is_set():
         raise RunAborted(f"Calibration interrupted; nothing recorded. Evidence: {run_dir}")
-    record = record_path(config=config)
     record.parent.mkdir(parents=True, exist_ok=True)
 
     # A run's checks executing in this project would take the record's replacement for theirs.

@@ -878,3 +878,14 @@ def test_a_case_file_that_is_a_folder_of_the_project_is_a_definition_error(
         assert "eval_checks/greets.yaml: calibration.1.files" in refused.stderr
         assert "docs: is a folder in the project" in refused.stderr
     assert not (proj.root / ".eval-banana" / "calibration.json").exists()
+
+
+def test_a_record_path_that_is_a_folder_is_a_setup_error_before_any_sample(
+    make_project: Callable[..., Project], scripted_env: Path
+) -> None:
+    proj = make_project({"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])})
+    (proj.root / ".eval-banana" / "calibration.json").mkdir()
+    refused = proj.eb("calibrate")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "calibration.json: not a regular file (a folder)" in refused.stderr
+    assert not scripted_env.exists()  # no judge was started
