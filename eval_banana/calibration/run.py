@@ -26,6 +26,7 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ResolvedHarness
 from eval_banana.runners import orphans, runner_for
 from eval_banana.runners.base import ProjectView, RunContext
+from eval_banana.runners.fuses import RunFuses
 from eval_banana.runners.redact import Redactor, redact_check, run_redactor
 from eval_banana.runners.results import error_result, exception_result, iso, utc_now
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES, run_attempts
@@ -98,8 +99,10 @@ class Calibrator:
         watch: SampleWatch,
         environ: Mapping[str, str],
         cancel: threading.Event,
+        fuses: RunFuses | None = None,
     ) -> None:
         self.config = config
+        self.fuses = fuses
         self.harness = harness
         self.run_dir = run_dir
         self.root = Path(config.project_root)
@@ -135,6 +138,9 @@ class Calibrator:
                 evidence_stem=run.stem,
                 view=ProjectView(path=workspace.path, cwd=workspace.cwd, wrap=workspace.wrap),
                 redactor=self.redactor,
+                # The judges' usage counts against [harness] token_fuse and cost_fuse_usd.
+                report_tokens=self.fuses.report_tokens if self.fuses is not None else None,
+                report_cost=self.fuses.report_cost if self.fuses is not None else None,
             )
             result = self.watch.judged(
                 key=run.stem,
@@ -225,9 +231,11 @@ def calibrate(
     environ: Mapping[str, str] | None = None,
     on_sample: SampleDone | None = None,
     definitions: Mapping[str, Sequence[dict[str, Any]]] | None = None,
+    fuses: RunFuses | None = None,
 ) -> list[JudgeCalibration]:
     """Run every sample of every case of `checks` on max_parallel_checks threads; the figures.
-    `definitions`: as `plan_runs` takes them."""
+    `definitions`: as `plan_runs` takes them; `fuses`: counts the judges' usage (a tripped
+    fuse sets `cancel`)."""
     (run_dir / "checks").mkdir(parents=True, exist_ok=True)
     calibrator = Calibrator(
         config=config,
@@ -236,6 +244,7 @@ def calibrate(
         watch=watch,
         environ=os.environ if environ is None else environ,
         cancel=cancel,
+        fuses=fuses,
     )
     default_repeats = config.settings.core.repeats
     runs = plan_runs(checks=checks, default_repeats=default_repeats, definitions=definitions)

@@ -13,6 +13,7 @@ from eval_banana.commands import common
 if TYPE_CHECKING:
     from eval_banana.models.calibration import CaseSample
     from eval_banana.models.stages import PlannedCheck
+    from eval_banana.runners.fuses import RunFuses
 
 DESCRIPTION = (
     "Run every calibration case of every selected harness_judge check, each in a disposable "
@@ -25,13 +26,30 @@ EPILOG = """exit codes:
   0  every case of every selected judge agreed with its label
   1  some sample disagreed with its label (or errored)
   2  setup or usage error: bad flags, config or definitions, no judge with cases selected
-  3  interrupted
+  3  interrupted, or stopped by [harness] token_fuse or cost_fuse_usd (nothing recorded)
 """
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
     common.add_common(parser)
     common.add_setting_flags(parser, command="calibrate")
+
+
+def usage_line(*, fuses: RunFuses) -> str | None:
+    """The judges' reported usage, as a run states it; None when no judge reported any."""
+    tokens, cost = fuses.tokens_used, fuses.cost_usd
+    if tokens is None and cost is None:
+        return None
+    parts = [f"{tokens} tokens"] if tokens is not None else []
+    parts += [f"${cost:.4f}"] if cost is not None else []
+    return f"Judge usage: {', '.join(parts)}"
+
+
+def fuse_text(*, fuses: RunFuses) -> str:
+    """Which fuse tripped, with its budget."""
+    if fuses.tripped == "token_fuse":
+        return f"the token fuse tripped ([harness] token_fuse = {fuses.token_budget})"
+    return f"the cost fuse tripped ([harness] cost_fuse_usd = {fuses.cost_budget_usd})"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.isolation.state import record_writes
     from eval_banana.pipeline.request import load_config, validated_plan
     from eval_banana.reporting.console import Console
+    from eval_banana.runners.fuses import RunFuses
+    from eval_banana.runners.results import StopSignal
     from eval_banana.settings.folders import record_path
     from eval_banana.settings.rundir import new_run_id, output_base
     from eval_banana.stages import guard as guard_stage
@@ -82,7 +102,15 @@ def run(args: argparse.Namespace) -> int:
 
     # Not a run folder (it has no stages/): `eb status` and --last-failed never take it for one.
     run_dir = output_base(config=config).resolve() / f"calibrate_{config.run_id}"
-    cancel = threading.Event()
+    # The judges' tokens and dollars count against the fuses, as in a run: a tripped fuse
+    # stops the calibration (no new sample starts, running ones end) and records nothing.
+    cancel = StopSignal()
+    fuses = RunFuses(
+        stop=cancel,
+        token_budget=config.settings.harness.token_fuse,
+        run_timeout_s=0.0,
+        cost_budget_usd=config.settings.harness.cost_fuse_usd,
+    )
     definitions = {
         check.id: rendered
         for check in with_cases
@@ -120,9 +148,17 @@ def run(args: argparse.Namespace) -> int:
                 environ=os.environ,
                 on_sample=progress,
                 definitions=definitions,
+                fuses=fuses,
             )
     finally:
         watch.close()
+    usage = usage_line(fuses=fuses)
+    if usage is not None:
+        console.notice(usage)
+    if fuses.tripped is not None:
+        raise RunAborted(
+            f"Calibration stopped: {fuse_text(fuses=fuses)}; nothing recorded. Evidence: {run_dir}"
+        )
     if cancel.is_set():
         raise RunAborted(f"Calibration interrupted; nothing recorded. Evidence: {run_dir}")
     record.parent.mkdir(parents=True, exist_ok=True)

@@ -889,3 +889,45 @@ def test_a_record_path_that_is_a_folder_is_a_setup_error_before_any_sample(
     assert refused.exit_code == 2, refused.stdout + refused.stderr
     assert "calibration.json: not a regular file (a folder)" in refused.stderr
     assert not scripted_env.exists()  # no judge was started
+
+
+def test_the_cost_and_token_fuses_bound_a_calibration_as_they_bound_a_run(
+    tmp_path: Path, eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each call of this judge reports 1,100 tokens and $0.50: a $1 fuse allows two of 16.
+    calls = tmp_path / "calls"
+    agent = tmp_path / "costly.py"
+    verdict = json.dumps({"score": 1, "reason": "ok"})
+    event = {"type": "result", "subtype": "success", "is_error": False, "result": verdict}
+    event.update(total_cost_usd=0.5, usage={"input_tokens": 1000, "output_tokens": 100})
+    agent.write_text(
+        f"open({str(calls)!r}, 'a').write('x\\n')\nprint({json.dumps(json.dumps(event))})\n"
+    )
+    command = json.dumps([sys.executable, str(agent)])
+    config = (
+        '[core]\noutput_dir = "runs"\nmax_parallel_checks = 1\n\n'
+        '[harness]\nagent = "costly"\ncost_fuse_usd = 1.0\n\n'
+        f'[agents.costly]\ncommand = {command}\noutput_dialect = "claude"\n'
+    )
+    cases = [{"name": "a", "expect": "pass"}, {"name": "b", "expect": "pass"}]
+    root = tmp_path / "proj"
+    init_repo(
+        root,
+        {
+            ".eval-banana/config.toml": config,
+            "eval_checks/c.yaml": judge("c", script="answers=pass", cases=cases),
+        },
+    )
+    stopped = eb("calibrate", "--cwd", str(root), "--repeats", "8")
+    assert stopped.exit_code == 3, stopped.stdout + stopped.stderr
+    assert "Judge usage: 2200 tokens, $1.0000" in stopped.stderr
+    assert "the cost fuse tripped ([harness] cost_fuse_usd = 1.0); nothing recorded" in (
+        stopped.stderr
+    )
+    assert len(calls.read_text().splitlines()) == 2
+    assert not (root / ".eval-banana" / "calibration.json").exists()
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_COST_FUSE_USD", "0")
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_TOKEN_FUSE", "2000")
+    stopped = eb("calibrate", "--cwd", str(root))
+    assert stopped.exit_code == 3, stopped.stdout + stopped.stderr
+    assert "the token fuse tripped ([harness] token_fuse = 2000)" in stopped.stderr
