@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eval_banana.isolation.workspace import Workspace, make_workspace
+if TYPE_CHECKING:
+    from eval_banana.isolation.workspace import Workspace
 
 
 class CaseFileError(Exception):
@@ -94,6 +96,10 @@ def case_workspace(
     *, root: Path, paths: Sequence[str], files: Mapping[str, str | None]
 ) -> Workspace:
     """A fresh copy of the project at `root` with `files` laid over it (the caller removes it)."""
+    # Imported here: `eb validate` checks a case's files with this module, and the workspace
+    # brings a thread pool and logging that its start-up cannot afford.
+    from eval_banana.isolation.workspace import make_workspace
+
     workspace = make_workspace(root=root, paths=paths, method="copy", prefix="eb-calibrate-")
     if workspace.scratch.resolve().is_relative_to(root.resolve()):
         workspace.remove()
