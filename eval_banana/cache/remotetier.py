@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from eval_banana.cache.blobs import EMPTY_SHA256
 from eval_banana.cache.entry import entry_problem
@@ -28,6 +28,7 @@ from eval_banana.cache.remotenotes import (
     HINT_LOOKUPS,
     HINT_REMOVALS,
     HINT_UPLOADS,
+    Asked,
     Rejection,
     Warn,
     say_errors,
@@ -49,6 +50,8 @@ from eval_banana.remote.signing import (
 
 PushOutcome = Literal["stored", "present", "unusable", "failed", "guarded"]
 RemoveOutcome = Literal["removed", "absent", "guarded", "failed"]
+
+_Item = TypeVar("_Item")
 
 
 class Pushed(NamedTuple):
@@ -242,13 +245,11 @@ class RemoteTier:
         with self._lock:
             queued, self._queued = self._queued, []
         chosen = [(key, document) for key, document in queued if keep(key)]
-        errors_before = self.remote.tally().errors
-        outcomes = self.remote.each(
+        guarded = self._each_guarded(
             work=lambda item: self._put_unless_guarded(key=item[0], document=item[1]),
             items=chosen,
+            asked="uploads",
         )
-        say_errors(remote=self.remote, asked="uploads", warn=self._warn, since=errors_before)
-        guarded = outcomes.count("guarded")
         with self._lock:
             self.kept_local += guarded
         if guarded:
@@ -262,6 +263,16 @@ class RemoteTier:
                 None,
                 HINT_UPLOADS,
             )
+
+    def _each_guarded(
+        self, *, work: Callable[[_Item], str], items: Sequence[_Item], asked: Asked
+    ) -> int:
+        """Do `work` on each item, `remote_concurrency` at once, say the requests that failed
+        (as `asked`), and return how many items an entry this run cannot verify guarded."""
+        errors_before = self.remote.tally().errors
+        outcomes = self.remote.each(work=work, items=items)
+        say_errors(remote=self.remote, asked=asked, warn=self._warn, since=errors_before)
+        return outcomes.count("guarded")
 
     def _put_unless_guarded(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
         """Store one verdict of this run, unless the remote holds an entry under its key
@@ -324,13 +335,11 @@ class RemoteTier:
             dropped, self._dropped = self._dropped, {}
             storing = {key for key, _ in self._queued}
         chosen = sorted(item for item in dropped.items() if item[0] not in storing)
-        errors_before = self.remote.tally().errors
-        outcomes = self.remote.each(
+        guarded = self._each_guarded(
             work=lambda item: self._remove_unless_guarded(key=item[0], check_id=item[1]),
             items=chosen,
+            asked="removals",
         )
-        say_errors(remote=self.remote, asked="removals", warn=self._warn, since=errors_before)
-        guarded = outcomes.count("guarded")
         if guarded:
             self._warn(
                 f"{plural(count=guarded, noun='verdict')} from before this refresh "
