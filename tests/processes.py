@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def eb_process(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -13,6 +16,23 @@ def eb_process(root: Path, *args: str, timeout: float = 120) -> subprocess.Compl
     return subprocess.run(
         [sys.executable, "-m", "eval_banana", *args],
         cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def python_process(
+    root: Path, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` run in `root` with this checkout importable (`-m invoke`, `-c SCRIPT`), its
+    output captured and its stdin closed."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=timeout,

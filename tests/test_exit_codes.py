@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import check_yaml
+from tests.processes import python_process
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = '[core]\noutput_dir = "results"\nmax_parallel_checks = 1\n'
@@ -245,15 +246,7 @@ def test_verbose_through_invoke_keeps_the_exit_code_of_a_setup_error(
     project: Callable[..., Path],
 ) -> None:
     root = project({**_BAD_DEFINITION, "tasks.py": "from eval_banana.tasks import ns\n"})
-    done = subprocess.run(
-        [sys.executable, "-m", "invoke", "eval", "--args", "--verbose"],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = python_process(root, "-m", "invoke", "eval", "--args", "--verbose")
     assert done.returncode == 2, done.stderr
     assert "Invalid check definition" in _said(done.stderr)[0], done.stderr
     assert "debug: Traceback" in done.stderr and "\nTraceback" not in done.stderr, done.stderr

@@ -4,30 +4,20 @@ project whose tasks.py imports it. Each task must mean what the same `eb` comman
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REPO, check_yaml
+from tests.conftest import check_yaml
+from tests.processes import python_process
 
 TASKS = "from eval_banana.tasks import ns\n"
 CONFIG = '[core]\noutput_dir = "results"\n\n[harness]\nagent = "claude"\n'
 
 
 def invoke(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "invoke", *args],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return python_process(root, "-m", "invoke", *args)
 
 
 def newest_harness_settings(root: Path) -> dict[str, Any]:

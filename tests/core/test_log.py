@@ -3,12 +3,9 @@ call and leaves the host's logging (root logger, other libraries) as it found it
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.processes import python_process
 
 HOST = """
 import contextlib, io, logging
@@ -25,15 +22,7 @@ logging.getLogger("myapp").debug("the host's debug record")
 
 
 def test_verbose_leaves_the_host_process_logging_as_it_found_it(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", HOST],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = python_process(tmp_path, "-c", HOST, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["root: 30 []", "eval_banana: []"], done.stdout
     assert "the host's debug record" not in done.stderr, done.stderr

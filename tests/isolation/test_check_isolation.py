@@ -4,13 +4,12 @@ following it works, through `eb run` processes."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.isolation.rig import run_checks
 
 # A generator that rewrites the file it then checks.
 REGENERATES = 'from pathlib import Path\nPath("src/app.py").write_text("VALUE = 2\\n")\n'
@@ -32,17 +31,8 @@ def _project(root: Path, *, script: str, config: str = "") -> Path:
 
 
 def _run(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html", *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    run_dir = max((root / "runs").iterdir(), key=lambda path: path.stat().st_mtime_ns)
-    result: dict[str, Any] = json.loads((run_dir / "report.json").read_text())["checks"][0]
+    """The one check's result."""
+    (result,) = run_checks(root, *args, env=env)[1].values()
     return result
 
 

@@ -9,9 +9,10 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.isolation.rig import run_checks
 
 # A judge that rewrites the file it judges and its own check file, deletes another check, and
 # then says all is well. TAMPER_WAIT makes it wait first (for the concurrency tests).
@@ -90,28 +91,13 @@ def _files(root: Path) -> dict[str, bytes]:
     }
 
 
-def _run(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html", *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    run_dir = max((root / "runs").iterdir(), key=lambda path: path.stat().st_mtime_ns)
-    report = json.loads((run_dir / "report.json").read_text())
-    return done.returncode, {check["check_id"]: check for check in report["checks"]}
-
-
 TAMPERED = ["eval_checks/other.yaml", "eval_checks/tamper.yaml", "target.txt"]
 
 
 @pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
 def test_a_tampering_judge_is_an_error_under_detect(tmp_path: Path, git: bool) -> None:
     root = _project(tmp_path / "proj", git=git, checks={"tamper": "TAMPER"})
-    code, checks = _run(root)
+    code, checks = run_checks(root)
     assert code == 1
     judge = checks["tamper"]
     assert judge["status"] == "error" and judge["score"] == 0 and judge["reason"] is None
@@ -133,7 +119,7 @@ def test_a_tampering_judge_is_harmless_under_copy_and_still_does_not_pass(
 ) -> None:
     root = _project(tmp_path / "proj", git=git, checks={"tamper": "TAMPER"})
     before = _files(root)
-    code, checks = _run(root, "--isolation", "copy")
+    code, checks = run_checks(root, "--isolation", "copy")
     assert code == 1
     assert _files(root) == before  # the project is untouched
     judge = checks["tamper"]
@@ -148,7 +134,7 @@ def test_a_tampering_judge_is_harmless_under_copy_and_still_does_not_pass(
 
 def test_off_keeps_the_public_tool_s_behaviour(tmp_path: Path) -> None:
     root = _project(tmp_path / "proj", git=True, checks={"tamper": "TAMPER"})
-    code, checks = _run(root, "--isolation", "off")
+    code, checks = run_checks(root, "--isolation", "off")
     assert code == 0 and checks["tamper"]["status"] == "passed"
     assert "isolation" not in checks["tamper"]["details"]
     assert (root / "target.txt").read_text() == "rewritten by the judge\n"
@@ -159,7 +145,7 @@ def test_a_judge_that_writes_nothing_passes_and_says_how_it_was_watched(
     tmp_path: Path, mode: str
 ) -> None:
     root = _project(tmp_path / "proj", git=True, checks={"calm": "just look"})
-    code, checks = _run(root, "--isolation", mode)
+    code, checks = run_checks(root, "--isolation", mode)
     assert code == 0, checks
     isolation = checks["calm"]["details"]["isolation"]
     assert isolation["mode"] == mode and isolation["changed"] == []
@@ -169,11 +155,11 @@ def test_a_judge_that_writes_nothing_passes_and_says_how_it_was_watched(
 def test_git_ignored_files_and_ignored_patterns_are_not_changes(tmp_path: Path) -> None:
     # scratch/ is git-ignored: writing there is no change under either mode.
     root = _project(tmp_path / "proj", git=True, checks={"scratch": "SCRATCH"})
-    assert _run(root)[0] == 0
-    assert _run(root, "--isolation", "copy")[0] == 0
+    assert run_checks(root)[0] == 0
+    assert run_checks(root, "--isolation", "copy")[0] == 0
     # Without git nothing says scratch/ is ignored: it is a change until isolation_ignore says.
     plain = _project(tmp_path / "plain", git=False, checks={"scratch": "SCRATCH"})
-    code, checks = _run(plain)
+    code, checks = run_checks(plain)
     assert code == 1 and checks["scratch"]["details"]["isolation"]["changed"] == ["scratch/out.log"]
     config = plain / ".eval-banana" / "config.toml"
     config.write_text(
@@ -181,9 +167,9 @@ def test_git_ignored_files_and_ignored_patterns_are_not_changes(tmp_path: Path) 
             'agent = "tamper"\n', 'agent = "tamper"\nisolation_ignore = ["scratch/**"]\n'
         )
     )
-    assert _run(plain)[0] == 0
+    assert run_checks(plain)[0] == 0
     config.write_text(config.read_text().replace('["scratch/**"]', '["elsewhere/**"]'))
-    assert _run(plain)[0] == 1
+    assert run_checks(plain)[0] == 1
 
 
 def test_every_judge_running_while_the_project_changed_is_charged(tmp_path: Path) -> None:
@@ -201,7 +187,7 @@ def test_every_judge_running_while_the_project_changed_is_charged(tmp_path: Path
     config.write_text(
         config.read_text().replace("max_parallel_checks = 4", "max_parallel_checks = 2")
     )
-    code, checks = _run(root, env={"TAMPER_WAIT": "0.3"})
+    code, checks = run_checks(root, env={"TAMPER_WAIT": "0.3"})
     assert code == 1
     assert checks["a_bystander"]["status"] == "error"
     assert checks["b_tamper"]["status"] == "error"
@@ -226,10 +212,10 @@ def test_deterministic_checks_are_isolated_only_when_asked(tmp_path: Path) -> No
         "schema_version: 1\nid: writer\ntype: deterministic\ndescription: w.\n"
         f"script: {json.dumps(script)}\n"
     )
-    assert _run(root)[0] == 0  # off by default: checks that write their outputs are common
+    assert run_checks(root)[0] == 0  # off by default: checks that write their outputs are common
     assert (root / "written.txt").exists()
     (root / "written.txt").unlink()
-    code, checks = _run(root, "--execution-isolation", "copy")
+    code, checks = run_checks(root, "--execution-isolation", "copy")
     assert code == 1 and not (root / "written.txt").exists()
     assert checks["writer"]["details"]["isolation"]["changed"] == ["written.txt"]
     assert checks["writer"]["error_detail"].startswith("The check changed its copy")
@@ -253,7 +239,7 @@ def test_a_judge_is_not_charged_with_a_change_made_before_it_started(tmp_path: P
     config.write_text(
         config.read_text().replace("max_parallel_checks = 4", "max_parallel_checks = 1")
     )
-    code, checks = _run(root)
+    code, checks = run_checks(root)
     assert (root / "target.txt").read_text() == "rewritten by a check\n"
     assert checks["b_judge"]["status"] == "passed", checks["b_judge"]
     assert checks["b_judge"]["details"]["isolation"]["changed"] == []
