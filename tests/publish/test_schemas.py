@@ -15,6 +15,7 @@ import yaml
 from eval_banana.checks.definition import load_definition
 from eval_banana.core.errors import DefinitionError
 from eval_banana.models.check import ONE_SCRIPT_MESSAGE
+from eval_banana.models.stages import ConfigDoc
 from eval_banana.publish.schemas import render, schema_builders
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,18 +145,14 @@ GOOD_FAMILIES = {
 }
 
 
-def _eb_validate_accepts(*, text: str, root: Path) -> bool:
+def _config_of(*, root: Path, text: str) -> ConfigDoc:
+    """The config eb resolves in `root` with `text` as its config file (ConfigError if bad)."""
     from eval_banana.models.config import Selection
     from eval_banana.stages.config import resolve_config
-    from eval_banana.stages.discover import discover
-    from eval_banana.stages.validate import validate
 
     (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text("")
-    (root / "eval_checks").mkdir()
-    (root / "eval_checks" / "fam.yaml").write_text(text)
-    (root / "rows.jsonl").write_text('{"id": "a"}\n')
-    config = resolve_config(
+    (root / ".eval-banana" / "config.toml").write_text(text)
+    return resolve_config(
         cwd=root,
         cli_values={},
         environ={},
@@ -163,6 +160,16 @@ def _eb_validate_accepts(*, text: str, root: Path) -> bool:
         selection=Selection(),
         run_id="r",
     )
+
+
+def _eb_validate_accepts(*, text: str, root: Path) -> bool:
+    from eval_banana.stages.discover import discover
+    from eval_banana.stages.validate import validate
+
+    (root / "eval_checks").mkdir(parents=True)
+    (root / "eval_checks" / "fam.yaml").write_text(text)
+    (root / "rows.jsonl").write_text('{"id": "a"}\n')
+    config = _config_of(root=root, text="")
     found = discover(config=config, inputs={})
     outcome = validate(config=config, discovered=found, inputs={}, require_scripts=False)
     return outcome.plan.ok
@@ -204,20 +211,9 @@ GOOD_CONFIGS = {
 
 def _eb_accepts_config(*, text: str, root: Path) -> bool:
     from eval_banana.core.errors import ConfigError
-    from eval_banana.models.config import Selection
-    from eval_banana.stages.config import resolve_config
 
-    (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text(text)
     try:
-        resolve_config(
-            cwd=root,
-            cli_values={},
-            environ={},
-            no_project_config=False,
-            selection=Selection(),
-            run_id="r",
-        )
+        _config_of(root=root, text=text)
     except ConfigError:
         return False
     return True
