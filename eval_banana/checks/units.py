@@ -282,31 +282,33 @@ def family_digest_over(*, source_path: str, script: bytes) -> str | None:
     return family_digest(definition=definition, script=script)
 
 
-def family_file_rows_of(*, units: list[Unit]) -> dict[str, list[int]]:
-    """Each family's rows per file, skipped ones too, in the order of its family_files (the
-    check file's own `cases:` first): its case_index then says which file a case's row is in."""
+class FamilyRows(NamedTuple):
+    """What `eb status` compares a family by, read from its units before any selection."""
+
+    case_ids: dict[str, list[str]]  # family -> ids of its cases that are not skipped
+    file_rows: dict[str, list[int]]  # family -> rows per file (skipped too), in family_files order
+
+
+def family_rows_of(*, units: list[Unit]) -> FamilyRows:
+    """Each family's case ids and rows per file, in one pass over the units (a family of
+    10,000 cases is 10,000 units): a case's case_index then says which file its row is in,
+    the check file's own `cases:` counted as its first file."""
+    ids: dict[str, list[str]] = {}
     counts: dict[str, dict[str, int]] = {}
     files: dict[str, list[str]] = {}
     for unit in units:
         case = unit.case
-        if case is None or not unit.family_files:
+        if case is None:
             continue
         family = unit.item.definition["id"]
-        files.setdefault(family, unit.family_files)
-        held = case.origin.file if case.origin.inline_index is None else unit.family_files[0]
-        per_file = counts.setdefault(family, {})
-        per_file[held] = per_file.get(held, 0) + 1
-    return {
+        if not case.definition.get("skip"):
+            ids.setdefault(family, []).append(case.case_id)
+        if unit.family_files:
+            files.setdefault(family, unit.family_files)
+            held = case.origin.file if case.origin.inline_index is None else unit.family_files[0]
+            per_file = counts.setdefault(family, {})
+            per_file[held] = per_file.get(held, 0) + 1
+    file_rows = {
         family: [counts[family].get(name, 0) for name in names] for family, names in files.items()
     }
-
-
-def family_case_ids_of(*, units: list[Unit]) -> dict[str, list[str]]:
-    """Each family's ids of the cases that are not skipped, before any selection (in one
-    pass: a family of 10,000 cases is 10,000 units)."""
-    ids: dict[str, list[str]] = {}
-    for unit in units:
-        case = unit.case
-        if case is not None and not case.definition.get("skip"):
-            ids.setdefault(unit.item.definition["id"], []).append(case.case_id)
-    return ids
+    return FamilyRows(case_ids=ids, file_rows=file_rows)

@@ -21,8 +21,7 @@ from eval_banana.checks.shard import empty_reason, selection_digest, shard_check
 from eval_banana.checks.units import (
     case_ids_of,
     expand,
-    family_case_ids_of,
-    family_file_rows_of,
+    family_rows_of,
     freeze,
     rows_of_broken_families,
 )
@@ -115,8 +114,7 @@ def validate(
             )
             if (problem.file, problem.line, problem.message) not in told  # a dataset two share
         )
-    family_ids = family_case_ids_of(units=units)
-    family_file_rows = family_file_rows_of(units=units)
+    family_ids, family_file_rows = family_rows_of(units=units)
     if selection.check_ids:
         every_case = units
         chosen = IdSelectors(selection.check_ids)
