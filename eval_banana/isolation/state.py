@@ -406,8 +406,13 @@ class StateWatch:
         return changed
 
     def _read_back(self, path: str) -> bool:
-        """Whether eb reads `path` back (every watched path but a run folder's other files)."""
+        """Whether eb reads `path` back: every watched path but a run folder's other files and
+        the temporary files of eb's atomic writes (`.<name>.<pid>.<n>.tmp`), which are renamed
+        or linked into place and never read; another run making the cache's secret beside
+        this one's running checks writes such a file, and only its final name counts."""
         folder, name = os.path.split(path)
+        if name.startswith(".") and name.endswith(".tmp"):
+            return False
         return folder not in self.places.run_folders or name in RUN_FOLDER_READ_BACK
 
     def _look(self, *, last: bool = False) -> None:

@@ -453,3 +453,22 @@ def test_the_cache_is_watched_down_to_its_files_without_listing_them(tmp_path: P
         f"cache/blobs/00/{7:064x}",
         "cache/entries/ab/planted.json",
     ]
+
+
+def test_the_temporary_file_of_another_run_making_the_secret_is_no_change(
+    tmp_path: Path,
+) -> None:
+    # Two runs starting at once on a new cache folder both make its secret: the second writes
+    # `.secret.key.<pid>.<n>.tmp` while the first one's checks run, then finds the secret made
+    # and removes its file. eb never reads such a file; only the secret itself would count.
+    root = _project(tmp_path / "proj", {"ok": _check("ok", "pass", inputs="input.txt")})
+    assert _run(root)[0] == 0  # the cache folder and its secret exist
+    cache = root / ".eval-banana" / "cache"
+    other_run = (
+        f"from pathlib import Path\ntemp = Path({str(cache)!r}) / '.secret.key.99999.0.tmp'\n"
+        "temp.write_text('0' * 64 + '\\n')\ntemp.unlink()\n"
+    )
+    (root / "eval_checks" / "other.yaml").write_text(_check("other", other_run, inputs="x"))
+    code, report = _run(root)
+    assert code == 0, report["by_id"]
+    assert report["by_id"]["ok"]["status"] == "passed"
