@@ -246,7 +246,7 @@ def test_ci_md_names_the_junit_classname_and_failure_message_eb_writes(tmp_path:
 
 
 def test_judges_md_quotes_the_flaky_line_eb_run_prints() -> None:
-    from eval_banana.stages.report import flaky_line
+    from eval_banana.reporttext.notes import flaky_line
 
     page = " ".join(section(page="judges.md", title="Sampling a judge several times").split())
     start = page.index("### Flaky verdicts")

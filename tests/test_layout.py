@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("checks", "harness"),
     ("transcripts",),
     ("stagefiles", "runners"),
-    ("sampling", "isolation", "history"),
+    ("sampling", "isolation", "history", "reporttext"),
     ("calibration", "remote"),
     ("cache", "incremental"),
     ("stages",),

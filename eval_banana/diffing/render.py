@@ -10,7 +10,8 @@ from eval_banana.core.files import write_text_atomic
 from eval_banana.core.words import percent_text, plural
 from eval_banana.diffing.compare import DIFF_JSON
 from eval_banana.models.diff import DiffEntry, DiffRun, FamilyChange, FamilySide, RunDiff
-from eval_banana.stages.report import gate_of, md_cell, md_text, rate_of_family
+from eval_banana.reporttext.families import gate_of, rate_of_family
+from eval_banana.reporttext.markdown import md_cell, md_text
 
 FORMATS: tuple[str, ...] = ("text", "md", "json")
 # A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.

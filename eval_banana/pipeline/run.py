@@ -506,7 +506,7 @@ def finish_run(
 
     An aborted run raises RunAborted (exit 3) once its reports and record are written.
     """
-    from eval_banana.stages import report as report_stage
+    from eval_banana.reporttext.notes import halt_line
     from eval_banana.stages import score as score_stage
 
     scored = score_stage.score(
@@ -548,7 +548,7 @@ def finish_run(
             # The reports' annotations begin with it, where GitHub still shows it.
             annotated=extras is not None and extras.annotated,
         )
-    halted = report_stage.halt_line(report=report.report)
+    halted = halt_line(report=report.report)
     if halted is not None:
         console.notice(halted)
     return RunOutcome(

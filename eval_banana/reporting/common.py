@@ -7,7 +7,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from eval_banana.core.errors import Located
-from eval_banana.stages.report import result_summary, status_note
+from eval_banana.reporttext.notes import result_summary, status_note
 
 Check = dict[str, Any]
 

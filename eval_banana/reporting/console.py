@@ -23,20 +23,20 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ProblemModel, ScoreDoc
 from eval_banana.reporting.common import is_not_run
 from eval_banana.reporting.recap import closing_line, not_run_line, recap_lines
+from eval_banana.reporttext.families import family_lines
+from eval_banana.reporttext.notes import (
+    cache_line,
+    errors_line,
+    flaky_line,
+    result_summary,
+    status_notes,
+    usage_summary,
+)
 from eval_banana.runners.results import (
     FAMILY_CASES_LISTED,
     folded_in_log,
     progress_line,
     selected_family_sizes,
-)
-from eval_banana.stages.report import (
-    cache_line,
-    errors_line,
-    family_lines,
-    flaky_line,
-    result_summary,
-    status_notes,
-    usage_summary,
 )
 
 if TYPE_CHECKING:

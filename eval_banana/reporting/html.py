@@ -46,8 +46,9 @@ from eval_banana.reporting.marks import (
     trend_for,
 )
 from eval_banana.reporting.reasons import failure_reasons, threshold_text
+from eval_banana.reporttext.families import family_cases_text, family_rate, gate_state
+from eval_banana.reporttext.notes import errors_line
 from eval_banana.runners.results import shown_time
-from eval_banana.stages.report import errors_line, family_cases_text, family_rate, gate_state
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

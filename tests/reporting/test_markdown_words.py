@@ -13,7 +13,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from eval_banana.core.words import one_line
-from eval_banana.stages.report import md_text
+from eval_banana.reporttext.markdown import md_text
 from tests.reporting.conftest import latest_run_dir, run_eb
 
 # What a prompt-injected judge (or a hostile test's output) would write into a reason.
