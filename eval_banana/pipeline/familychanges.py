@@ -1,0 +1,179 @@
+"""How a dataset family's cases changed since its plan was made (`eb status`, `eb update`): a
+row edited, gone, added or replaced outside a partial plan, or the family's own file or script,
+each told against the file it is in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
+
+
+def shown_path(*, path: str, root: str) -> str:
+    """`path` as `eb status` names it: relative to the project root, as given when outside."""
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+def rows_added(*, doc: PlanDoc, families: dict[str, FamilyNow]) -> dict[str, str]:
+    """Cases a family has now that its plan never held: rows added to its dataset. Each
+    planned case is compared with its row, so rows only added would otherwise go unseen. A
+    family planned whole names its new cases; one planned in part is compared by the ids of
+    all its cases the plan recorded before the selection narrowed it, so a row outside the
+    selection counts too (a row replaced by another as well as one added), and once the plan
+    is rebuilt (under the same selection) it is not told again."""
+    added: dict[str, str] = {}
+    planned: dict[str, set[str]] = {}
+    first: dict[str, PlannedCheck] = {}
+    for check in doc.checks:
+        if check.family is not None:
+            planned.setdefault(check.family, set()).add(check.case_id or "")
+            first.setdefault(check.family, check)
+    for family, check in first.items():
+        now = families[check.source_path]
+        size = doc.family_sizes.get(family)
+        if now.family_digest is None or size is None:
+            continue
+        if len(planned[family]) == size:
+            # The whole family was planned: the new cases are exactly those not in it.
+            for case_id in now.unskipped:
+                if case_id not in planned[family]:
+                    added[f"{family}[{case_id}]"] = f"row added to {now.rows[case_id]}"
+            continue
+        reason = _family_ids_changed(
+            recorded=doc.family_case_ids.get(family),
+            size=size,
+            planned=planned[family],
+            now=now,
+        )
+        if reason is not None:
+            added[family] = f"{family}: {reason}"
+    return added
+
+
+def _family_ids_changed(
+    *, recorded: str | None, size: int, planned: set[str], now: FamilyNow
+) -> str | None:
+    """Why a family the plan holds in part has other cases now than it had (None: the same
+    ids, or a change its planned cases gone from it tell on their own)."""
+    from eval_banana.datasets.keys import case_ids_digest
+
+    count = len(now.unskipped) - size
+    # Named as they are now: a glob's new file holds the new rows, not the old files.
+    datasets = ", ".join(now.files) or "its dataset"
+    if recorded is None:
+        # A plan written before its family's ids were recorded: by the count alone.
+        return f"{count} row{'s' if count > 1 else ''} added to {datasets}" if count > 0 else None
+    if case_ids_digest(now.unskipped) == recorded:
+        return None
+    # A planned case gone is told as its own row gone: when the ids it took away are all that
+    # changed, the family has nothing more to say.
+    gone = planned.difference(now.unskipped)
+    if gone and case_ids_digest((*now.unskipped, *gone)) == recorded:
+        return None
+    if count > 0:
+        return f"{count} row{'s' if count > 1 else ''} added to {datasets}"
+    if count < 0:
+        return f"{-count} row{'s' if count < -1 else ''} removed from {datasets}"
+    return f"rows replaced or renamed in {datasets} (the same count, other ids)"
+
+
+class FamilyNow(NamedTuple):
+    """A family as it expands now: case id -> definition digest, its own digest (None when it
+    no longer loads or expands), and the ids of its cases that are not skipped, in order (a
+    skipped case is never planned, so it is never a planned case gone missing or a new one)."""
+
+    digests: dict[str, str]
+    family_digest: str | None
+    unskipped: tuple[str, ...]
+    rows: dict[str, str]  # case id -> the file its row is in now, project-relative
+    files: tuple[str, ...]  # the family's dataset files now
+    values: dict[str, Any] | None = None  # case id -> its row now
+    script_alone: str | None = None  # its script, when all of the family that changed
+
+
+def case_change(
+    *, check: PlannedCheck, now: FamilyNow, config: ConfigDoc, file_rows: list[int] | None
+) -> str | None:
+    """Why a case's recorded digest is not its digest now: its row (the family's own
+    definition is as it was), the family's check file, or the row gone (from the file the
+    plan's `file_rows` place it in); None: unchanged."""
+    family_now = now.family_digest
+    current = now.digests.get(check.case_id or "")
+    if current == check.check_definition_sha256:
+        return None
+    shown = shown_path(path=check.source_path, root=config.project_root)
+    datasets = ", ".join((check.family_files or [])[1:]) or "its dataset"
+    if family_now is None or family_now != check.family_definition_sha256:
+        return f"{now.script_alone or shown + ' or its dataset'} changed"
+    # Worded for one case or several alike: `a[1], a[4]: row changed in data/a.jsonl`.
+    if current is None:
+        return f"row gone from {_file_of(check=check, file_rows=file_rows) or datasets}"
+    if now.values is not None and now.values.get(check.case_id or "") == check.case:
+        # The same row under another digest: the run was made by an eb that framed a case's
+        # digest otherwise (a row without an id now frames its place too).
+        return "digest made anew by this eb version (the row is as it was)"
+    return f"row changed in {now.rows.get(check.case_id or '', datasets)}"
+
+
+def _file_of(*, check: PlannedCheck, file_rows: list[int] | None) -> str | None:
+    """The family file a case's row was in when planned, by its place in the family's rows
+    (None: a plan that did not record its files' rows)."""
+    files = check.family_files or []
+    if file_rows is None or check.case_index is None or len(file_rows) != len(files):
+        return None
+    end = 0
+    for name, rows in zip(files, file_rows, strict=True):
+        end += rows
+        if check.case_index < end:
+            return name
+    return None
+
+
+def family_as_now(*, check: PlannedCheck, config: ConfigDoc, run_dir: Path) -> FamilyNow:
+    """The family `check` belongs to, as it expands now."""
+    from eval_banana.checks.units import family_now
+
+    expansion = family_now(source_path=check.source_path, config=config)
+    if expansion is None:
+        return FamilyNow(digests={}, family_digest=None, unskipped=(), rows={}, files=())
+    # A dataset row names its file relative to the project already; an item of the check
+    # file's own `cases:` names the check file, made relative once.
+    own = shown_path(path=check.source_path, root=config.project_root)
+    return FamilyNow(
+        digests={case.case_id: case.digest for case in expansion.cases},
+        family_digest=expansion.family_digest,
+        unskipped=tuple(
+            case.case_id for case in expansion.cases if not case.definition.get("skip")
+        ),
+        rows={
+            case.case_id: own if case.origin.inline_index is not None else case.origin.file
+            for case in expansion.cases
+        },
+        files=tuple(expansion.files[1:]),
+        values={case.case_id: case.row for case in expansion.cases},
+        script_alone=None
+        if expansion.family_digest in (None, check.family_definition_sha256)
+        else _family_script_alone(check=check, config=config, run_dir=run_dir),
+    )
+
+
+def _family_script_alone(*, check: PlannedCheck, config: ConfigDoc, run_dir: Path) -> str | None:
+    """The family's `script_path` script (project-relative) when it is all of the family that
+    changed: its check file, over the script the plan froze, makes the digest the plan
+    recorded. None: the check file changed (or the family has no frozen script)."""
+    from eval_banana.checks.units import family_digest_over
+
+    if not check.script_path or not check.snapshot:
+        return None
+    try:
+        frozen = (run_dir / check.snapshot).read_bytes()
+    except OSError:
+        return None
+    then = family_digest_over(source_path=check.source_path, script=frozen)
+    if then is None or then != check.family_definition_sha256:
+        return None
+    return shown_path(path=check.script_path, root=config.project_root)
