@@ -339,7 +339,7 @@ def _project_root(args: argparse.Namespace) -> Path:
     """The project root the command worked in, which annotation paths are relative to (the
     command's own folder when the config cannot even be found)."""
     from eval_banana.core.errors import EvalBananaError
-    from eval_banana.stages.config import project_root_of
+    from eval_banana.settings.configfile import project_root_of
 
     cwd = Path(getattr(args, "cwd", "."))
     ignore = bool(getattr(args, "no_project_config", False))

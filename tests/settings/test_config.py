@@ -23,6 +23,7 @@ from eval_banana.models.config import (
     Selection,
 )
 from eval_banana.models.stages import ConfigDoc
+from eval_banana.settings.configfile import find_config_file
 from eval_banana.settings.table import (
     SETTINGS,
     SETTINGS_BY_NAME,
@@ -30,7 +31,7 @@ from eval_banana.settings.table import (
     cli_values_from_namespace,
 )
 from eval_banana.stagefiles.read import read_stage
-from eval_banana.stages.config import find_config_file, resolve_config, write_config_stage
+from eval_banana.stages.config import resolve_config, write_config_stage
 from tests.conftest import EbResult
 
 # --- helpers -----------------------------------------------------------------------------------
