@@ -18,7 +18,8 @@ from eval_banana.checks.definition import (
     parse_yaml_mapping,
     validate_mapping,
 )
-from eval_banana.checks.loading import CaseIds, Loaded, family_left_out, problem_model
+from eval_banana.checks.idloading import CaseIds, family_left_out
+from eval_banana.checks.loading import Loaded, problem_model
 from eval_banana.core.errors import DefinitionError
 from eval_banana.datasets.keys import is_family
 from eval_banana.models.stages import ConfigDoc, ProblemModel

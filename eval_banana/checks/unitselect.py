@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eval_banana.checks.loading import CASES_LISTED, UnmatchedGlob
+from eval_banana.checks.idloading import CASES_LISTED, UnmatchedGlob
 from eval_banana.checks.selection import (
     IdSelectors,
     case_part_matches,

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval_banana.checks.loading import IdSelection, load_strict, reader_over, select_ids
+from eval_banana.checks.idloading import IdSelection, select_ids
+from eval_banana.checks.loading import load_strict, reader_over
 from eval_banana.checks.planned import (
     case_template,
     plan_case,

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from eval_banana.checks import loading
-from eval_banana.checks.loading import reader_over, select_ids
+from eval_banana.checks import idloading
+from eval_banana.checks.idloading import select_ids
+from eval_banana.checks.loading import reader_over
 from tests.conftest import EbResult, check_yaml
 
 FAMILY = """\
@@ -72,9 +73,9 @@ def test_an_index_of_ids_selects_as_scanning_every_file_does(
 ) -> None:
     for name, text in FILES.items():
         (tmp_path / name).write_text(text)
-    monkeypatch.setattr(loading, "_INDEX_FROM", 10**9)
+    monkeypatch.setattr(idloading, "_INDEX_FROM", 10**9)
     scanned = _outcome(tmp_path, values)
-    monkeypatch.setattr(loading, "_INDEX_FROM", 0)
+    monkeypatch.setattr(idloading, "_INDEX_FROM", 0)
     indexed = _outcome(tmp_path, values)
     assert indexed == scanned
     assert any(scanned)  # each selection chooses, refuses or warns about something
@@ -86,7 +87,7 @@ def test_many_values_choose_their_files_and_tell_the_unparsable_one(
     for name, text in FILES.items():
         (tmp_path / name).write_text(text)
     values = [f"c{n}" for n in range(10)] + ["abc", "fam[y]"]
-    monkeypatch.setattr(loading, "_INDEX_FROM", len(values))  # as hundreds of values are read
+    monkeypatch.setattr(idloading, "_INDEX_FROM", len(values))  # as hundreds of values are read
     chosen, problems, warnings, _, _ = _outcome(tmp_path, values)
     assert [Path(path).name for path in chosen] == sorted(
         [f"c{n}.yaml" for n in range(10)] + ["a.yaml", "fam.yaml"]
