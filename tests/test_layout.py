@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sampling", "isolation", "history", "reporttext"),
     ("calibration", "remote"),
     ("cache", "incremental"),
+    ("execution",),
     ("stages",),
     ("reporting", "diffing"),
     ("pipeline", "publish"),

@@ -231,6 +231,7 @@ def test_eb_validate_and_eb_list_import_none_of_what_only_a_run_needs(tmp_path: 
         "from eval_banana.cli import main\n"
         f"codes = [main(['validate', '--cwd', {str(root)!r}]), main(['list', '--cwd', {str(root)!r}])]\n"
         "run_only = ('eval_banana.reporting', 'eval_banana.stages.execute', "
+        "'eval_banana.execution', "
         "'eval_banana.stages.report', 'eval_banana.reporttext', 'eval_banana.runners', "
         "'eval_banana.history')\n"
         "print('RUN-ONLY', sorted(m for m in run_only if m in sys.modules), codes)\n"
