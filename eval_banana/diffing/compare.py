@@ -77,7 +77,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
         entry = _entry(
             check_id=check_id, base=before, head=now, skip_reason=base.skipped.get(check_id)
         )
-        passes = now.outcome == "passed"
+        passes = now.judged == "passed"
         if before is None:
             # Not new when base skipped it or a narrowed base only left it out; either way
             # base says nothing of its verdict.
@@ -87,10 +87,10 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
                 unselected_in_base.append(entry)
             else:
                 new_checks.append(entry)
-        if now.error_class == "infrastructure" and not now.failure_settled:
+        if now.error_class == "infrastructure" and now.settled is None:
             # The provider or the agent failed: the check was not judged, so it neither
             # regressed nor still fails; it is listed apart (a retry or a rerun decides).
-            # A sampled judge whose other samples already fail it was judged all the same.
+            # A sampled judge whose other samples already decide it was judged all the same.
             could_not_judge.append(entry)
             if before is not None and entry.definition_changed:
                 changed.append(entry)
@@ -103,7 +103,7 @@ def compare(*, base: RunSummary, head: RunSummary) -> RunDiff:
             continue
         if entry.definition_changed:
             changed.append(entry)
-        passed = before.outcome == "passed"
+        passed = before.judged == "passed"
         if passed and passes:
             unchanged += 1
         elif passed:

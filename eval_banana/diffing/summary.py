@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from eval_banana.core.errors import RunFolderError
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.core.words import one_line
 from eval_banana.diffing.narrowed import Narrowed, read_narrowed
 from eval_banana.models.diff import DiffRun, FamilySide, Outcome
-from eval_banana.models.repeats import RULES, fails_whatever_undecided
+from eval_banana.models.repeats import RULES, settled_whatever_undecided
 from eval_banana.models.result import ERROR_CLASSES, ErrorClass
+from eval_banana.runners.results import judged_outcome
 from eval_banana.settings.rundir import run_folder_hint
 from eval_banana.settings.runmark import is_run_folder
 
@@ -34,9 +35,15 @@ class CheckOutcome(NamedTuple):
     summary: str
     error_class: ErrorClass | None = None
     source: str = ""  # its check file, relative to the run's project root when it is inside
-    # A sampled check whose judged samples already fail it under its rule, whatever its
-    # errored samples would have said: its error does not hide its verdict.
-    failure_settled: bool = False
+    # A sampled check whose samples errored for want of a judge (an infrastructure error),
+    # while the ones that answered already decide it under its rule whatever the errored ones
+    # would have said: that verdict (its expectation applied); None for any other check.
+    settled: Literal["passed", "failed"] | None = None
+
+    @property
+    def judged(self) -> Outcome:
+        """Its outcome as a comparison judges it: a settled verdict stands for its error."""
+        return self.settled or self.outcome
 
 
 class RunSummary(NamedTuple):
@@ -107,33 +114,46 @@ def _outcome(*, check: dict[str, Any], path: Path, where: str, root: str) -> Che
     found = details.get("error_class") if isinstance(details, dict) else None
     # Only an error carries a class; a report from before error classes has none.
     error_class = found if status == "error" and found in ERROR_CLASSES else None
+    # Only samples that judged nothing leave a verdict to the others: a judge that changed
+    # the project or gave no valid verdict is an error whatever the others said.
+    judged_nothing = error_class == "infrastructure"
     return CheckOutcome(
         outcome=outcome,
         digest=digest,
         summary=_summary(check),
         error_class=error_class,
         source=_source(check=check, root=root),
-        failure_settled=status == "error" and _failure_settled(details),
+        settled=_settled(details=details, expect=check.get("expect")) if judged_nothing else None,
     )
 
 
-def _failure_settled(details: object) -> bool:
-    """Whether a sampled check's judged samples fail it under its `aggregate` rule however its
-    errored ones would have come out (majority: half or more of all samples failed; all: any
-    failed; any: never, while a sample errored). False for a check without samples."""
+def _settled(*, details: object, expect: object) -> Literal["passed", "failed"] | None:
+    """The verdict a sampled check's judged samples reach under its `aggregate` rule however
+    its errored ones would have come out, its expectation (a control's `expect: fail`) applied;
+    None when the errored samples could still turn it, or the check has no samples.
+
+    Under majority: more than half of all samples passed, or half or more failed; all: a
+    failed sample (never a pass while one errored); any: a passed sample (never a failure)."""
     if not isinstance(details, dict) or details.get("aggregate") not in RULES:
-        return False
+        return None
     samples = details.get("samples")
     if not isinstance(samples, list) or not samples:
-        return False
+        return None
     statuses = [sample.get("status") if isinstance(sample, dict) else None for sample in samples]
     passed, failed = statuses.count("passed"), statuses.count("failed")
-    return fails_whatever_undecided(
+    passes = settled_whatever_undecided(
         rule=details["aggregate"],
         passed=passed,
         undecided=len(samples) - passed - failed,
         total=len(samples),
     )
+    if passes is None:
+        return None
+    # The samples record what the check observed; a control passes on a settled failure.
+    judged, _ = judged_outcome(
+        observed="passed" if passes else "failed", expect="fail" if expect == "fail" else "pass"
+    )
+    return "passed" if judged == "passed" else "failed"
 
 
 def _objects(*, items: list[Any], path: Path, where: str) -> Iterator[tuple[str, dict[str, Any]]]:

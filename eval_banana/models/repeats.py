@@ -55,10 +55,17 @@ def decide(*, rule: str, passed: int, total: int) -> bool:
     return passed == total
 
 
-def fails_whatever_undecided(*, rule: str, passed: int, undecided: int, total: int) -> bool:
-    """Whether the check fails under `rule` whatever its `undecided` samples (those that ended
-    in an error, judging nothing) would have said: it fails even were they all to pass."""
-    return not decide(rule=rule, passed=passed + undecided, total=total)
+def settled_whatever_undecided(
+    *, rule: str, passed: int, undecided: int, total: int
+) -> bool | None:
+    """What the check comes to under `rule` whatever its `undecided` samples (those that ended
+    in an error, judging nothing) would have said: True, it passes even were they all to fail;
+    False, it fails even were they all to pass; None, they could still turn it."""
+    if decide(rule=rule, passed=passed, total=total):
+        return True
+    if not decide(rule=rule, passed=passed + undecided, total=total):
+        return False
+    return None
 
 
 def is_flaky(details: Mapping[str, Any] | None) -> bool:

@@ -781,16 +781,23 @@ if step == "e":
 print(json.dumps({"score": int(step), "reason": "judged"}))
 """
 
-# check id -> (aggregate rule, its head samples in turn, where eb diff files it)
+# check id -> (aggregate rule, its base samples in turn, its head samples, where eb diff files
+# it); a `control_` check expects to fail.
 SAMPLED = {
-    "majority_two_failed": ("majority", "0e0", "regressions"),
-    "majority_split": ("majority", "0e1", "could_not_judge"),
-    "all_one_failed": ("all", "1e0", "regressions"),
-    "any_two_failed": ("any", "0e0", "could_not_judge"),
+    "majority_two_failed": ("majority", "1", "0e0", "regressions"),
+    "majority_split": ("majority", "1", "0e1", "could_not_judge"),
+    "all_one_failed": ("all", "1", "1e0", "regressions"),
+    "any_two_failed": ("any", "1", "0e0", "could_not_judge"),
+    "majority_two_passed": ("majority", "0", "1e1", "fixes"),
+    "any_one_passed": ("any", "0", "0e1", "fixes"),
+    "all_two_passed": ("all", "0", "1e1", "could_not_judge"),
+    "majority_passes_still": ("majority", "1", "1e1", None),
+    "majority_passed_in_base": ("majority", "1e1", "0", "regressions"),
+    "control_two_failed": ("majority", "1", "0e0", "fixes"),
 }
 
 
-def test_a_sampled_judge_whose_judged_samples_settle_a_failure_is_a_regression(
+def test_a_sampled_judge_is_judged_by_the_samples_that_answered(
     project: Callable[..., Path], tmp_path: Path
 ) -> None:
     from tests.conftest import PYTHON
@@ -800,24 +807,30 @@ def test_a_sampled_judge_whose_judged_samples_settle_a_failure_is_a_regression(
         f'command = ["{PYTHON}", "agent.py"]\nmodel_flag = ""\n'
     )
     files = {"agent.py": SAMPLED_AGENT}
-    for check_id, (rule, _, _) in SAMPLED.items():
+    for check_id, (rule, _, _, _) in SAMPLED.items():
+        expect = "expect: fail\n" if check_id.startswith("control_") else ""
         files[f"eval_checks/{check_id}.yaml"] = (
             f"schema_version: 1\nid: {check_id}\ntype: harness_judge\ndescription: d\n"
-            f"repeats: 3\naggregate: {rule}\ninstructions: |\n  id={check_id}\n"
+            f"repeats: 3\naggregate: {rule}\n{expect}instructions: |\n  id={check_id}\n"
         )
     root = project(files, config=config)
-    for name, steps in (("base", {c: "1" for c in SAMPLED}), ("head", None)):
+    for name, side in (("base", 1), ("head", 2)):
         for counter in root.parent.glob("count-*"):
             counter.unlink()
-        chosen = steps or {check_id: seq for check_id, (_, seq, _) in SAMPLED.items()}
-        (root.parent / "mode.txt").write_text(" ".join(f"{c}:{s}" for c, s in chosen.items()))
+        steps = " ".join(f"{check_id}:{seqs[side]}" for check_id, seqs in SAMPLED.items())
+        (root.parent / "mode.txt").write_text(steps)
         eb_process(root, "run", "--output-dir", str(tmp_path / name), "--flat-output")
     head = json.loads((tmp_path / "head" / "report.json").read_text())
-    # The run itself still reports each as an error: one sample errored.
-    assert {check["status"] for check in head["checks"]} == {"error"}
+    # The run itself still reports each check with an errored sample as an error.
+    errored = {c for c, (_, _, seq, _) in SAMPLED.items() if "e" in seq}
+    assert {check["check_id"] for check in head["checks"] if check["status"] == "error"} == errored
     shown = eb_process(root, "diff", str(tmp_path / "base"), str(tmp_path / "head"), "--json")
     diff = json.loads(shown.stdout)
-    for category in ("regressions", "could_not_judge"):
-        expected = [c for c, (_, _, where) in SAMPLED.items() if where == category]
+    for category in ("fixes", "regressions", "could_not_judge", "still_failing"):
+        expected = [c for c, (_, _, _, where) in SAMPLED.items() if where == category]
         assert sorted(_ids(diff[category])) == sorted(expected), category
+    assert diff["unchanged_passing"] == 1
     assert shown.returncode == 1
+    # The entry still shows the run's error: the diff files it, the run's verdict stands.
+    text = eb_process(root, "diff", str(tmp_path / "base"), str(tmp_path / "head")).stdout
+    assert "  - majority_two_passed: failed -> error - 1 of 3 samples errored" in text
