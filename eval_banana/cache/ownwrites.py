@@ -20,6 +20,9 @@ from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.store import CacheStore, FileState
 from eval_banana.core.files import sha256_bytes
 
+# What an entry decides (verdict_of): its key, check, expectation, status, score and observed.
+Verdict = tuple[Any, ...]
+
 
 class OwnWrites:
     """One run's record: entry path -> digest of what it wrote, and the verdicts it knows."""
@@ -28,7 +31,7 @@ class OwnWrites:
         self.store = store
         self._lock = threading.Lock()
         self._written: dict[str, str] = {}
-        self._verdicts: dict[str, tuple[Any, ...]] = {}
+        self._verdicts: dict[str, Verdict] = {}
         self._before: dict[str, FileState] | None = None  # None: no check has started
         # Whether the kernel told every write into the cache while the checks ran: then a file
         # whose times alone changed (the same inode and size) was marked as used, not written.
@@ -52,6 +55,17 @@ class OwnWrites:
 
     def reused(self, *, path: str, document: Mapping[str, Any]) -> None:
         self._verdicts[path] = verdict_of(document)
+
+    def known_verdicts(self) -> dict[str, Verdict]:
+        """Entry path -> the verdict this run knows there (reused or stored)."""
+        with self._lock:
+            return dict(self._verdicts)
+
+    def reused_elsewhere(self, *, verdicts: Mapping[str, Verdict]) -> None:
+        """Entries a forked child of this run reused (its answers come back as data, and
+        what it recorded stayed in its own memory)."""
+        with self._lock:
+            self._verdicts.update(verdicts)
 
     def wrote(self, *, path: str, digest: str, document: Mapping[str, Any]) -> None:
         with self._lock:
@@ -99,7 +113,7 @@ class OwnWrites:
         )
 
 
-def verdict_of(document: Mapping[str, Any]) -> tuple[Any, ...]:
+def verdict_of(document: Mapping[str, Any]) -> Verdict:
     """What an entry decides: its key and check, its expectation and its verdict."""
     stored = document["result"]
     return (

@@ -20,7 +20,7 @@ from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.key import verdict_key
 from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.namedfiles import unheld_path
-from eval_banana.cache.ownwrites import OwnWrites
+from eval_banana.cache.ownwrites import OwnWrites, Verdict
 from eval_banana.cache.places import SlotTaken
 from eval_banana.cache.remotewiring import cache_counts, open_remote
 from eval_banana.cache.reuse import (
@@ -71,10 +71,13 @@ class Hit(NamedTuple):
 
 
 class _Answers(NamedTuple):
-    """What a forked child sends back: its lookups by check stem, and its warnings."""
+    """What a forked child sends back: its lookups by check stem, its warnings, and the
+    entries it reused (path -> verdict), which this run keeps however they are rewritten
+    meanwhile, as long as they say the same verdict."""
 
     hits: dict[str, Hit | None]
     warnings: list[ProblemModel]
+    reused: dict[str, Verdict]
 
 
 class CacheSession:
@@ -227,7 +230,9 @@ class CacheSession:
     def _answer(self, *, checks: Sequence[PlannedCheck]) -> _Answers:
         before = len(self.warnings)
         hits = {check.stem: self._look_up(check=check) for check in checks}
-        return _Answers(hits=hits, warnings=self.warnings[before:])
+        return _Answers(
+            hits=hits, warnings=self.warnings[before:], reused=self._own.known_verdicts()
+        )
 
     def _take_ahead(self) -> None:
         """The child's answers, waited for once. A child ended by a signal (Ctrl-C reaches
@@ -242,6 +247,7 @@ class CacheSession:
         except forked.ForkedWorkStopped:
             return
         self._ahead_hits = answers.hits
+        self._own.reused_elsewhere(verdicts=answers.reused)
         for warning in answers.warnings:
             self._warn(message=warning.message, file=warning.file)
 

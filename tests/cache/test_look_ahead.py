@@ -6,8 +6,11 @@ these small projects take the forked path that runs of hundreds of checks take.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -208,3 +211,58 @@ def test_the_checks_of_a_child_that_died_are_answered_in_place(
     report = json.loads(done.stdout)
     assert all(cache_of(check)["hit"] is True for check in report["checks"])
     assert project.agent_starts() == starts  # nothing paid for again
+
+
+# The look-ahead, and a note once the run has taken the cache's state its checks are judged
+# against (what changes there from then on, it did not write).
+STATE_NOTED_EB = eb_script(
+    setup=LOOK_AHEAD
+    + "remember_state = session.CacheSession.remember_state\n"
+    + "def noted(self):\n"
+    + "    remember_state(self)\n"
+    + "    note('state')\n"
+    + "session.CacheSession.remember_state = noted\n"
+)
+
+
+def test_entries_the_child_reused_stay_when_another_run_stores_the_same_verdicts(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    project = _project(tmp_path, eb)
+    project.run()  # every verdict stored
+    # c01 is judged again, so the next run takes the cache's state and waits for its turn.
+    project.write({"eval_checks/c01.yaml": judge("c01", instructions="Again.", inputs=["docs/**"])})
+    stored = [p for p in project.entries() if json.loads(p.read_text())["check_id"] != "c01"]
+    # Another eb run storing in its turn (the cache's lock held alone), as one storing the
+    # same verdicts does: each entry written anew, a new file saying the same verdict.
+    lock = os.open(project.cache_dir / ".lock", os.O_RDONLY | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    events = tmp_path / "events"
+    process = subprocess.Popen(
+        [sys.executable, "-c", STATE_NOTED_EB, "run", "--cwd", str(project.root), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "EB_EVENTS": str(events)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "state" not in events_of(events) and process.poll() is None:
+            assert time.monotonic() < deadline, "the run never took the cache's state"
+            time.sleep(0.02)
+        for path in stored:
+            fresh = path.with_name(path.name + ".new")
+            fresh.write_bytes(path.read_bytes())
+            os.replace(fresh, path)
+    finally:
+        os.close(lock)  # the turn ends: the run's checks start
+        out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert events_of(events) == ["fork", "state"]
+    report = json.loads(out)
+    assert [c["check_id"] for c in report["checks"] if not cache_of(c)["hit"]] == ["c01"]
+    # Every entry it reused says the same verdict still: none is dropped, in either half
+    # (the child answered c05 to c08).
+    assert report["warnings"] == [], err
+    assert project.misses() == set()
