@@ -256,6 +256,30 @@ def test_eb_list_shows_the_split_eb_run_makes(tmp_path: Path, eb: Eb) -> None:
         assert [line.split("\t")[0] for line in by_hash.stdout.splitlines()] != listed
 
 
+def test_a_sampled_check_weighs_as_all_its_samples_in_the_split(tmp_path: Path, eb: Eb) -> None:
+    # Six samples of `big` run side by side: its recorded duration is about one sample's, but a
+    # shard's workers spend six. Each of the four others takes as long as one sample.
+    root = tmp_path / "p"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\nmax_parallel_checks = 8\n[cache]\nmode = "off"\n'
+    )
+    sleep = "import time; time.sleep(0.3)"
+    for check_id in ("a", "b", "c", "d"):
+        (root / "eval_checks").mkdir(exist_ok=True)
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(check_yaml(check_id, script=sleep))
+    (root / "eval_checks" / "big.yaml").write_text(check_yaml("big", script=sleep) + "repeats: 6\n")
+    done = eb("run", "--cwd", str(root))  # recorded in the history
+    assert done.exit_code == 0, done.stderr
+    listed = {}
+    for index in (1, 2):
+        shard = eb("list", "--cwd", str(root), "--shard", f"{index}/2", "--balance", "history")
+        assert shard.exit_code == 0, shard.stderr
+        listed[index] = [line.split("\t")[0] for line in shard.stdout.splitlines()]
+    # Six samples' work alone on one shard; the four single checks on the other.
+    assert listed == {1: ["big"], 2: ["a", "b", "c", "d"]}
+
+
 def test_eb_stage_validate_and_execute_split_by_history_as_eb_run(tmp_path: Path, eb: Eb) -> None:
     """A shard cut by `eb stage` in a run folder of the whole selection follows the recorded
     durations, as `eb run --shard K/N --balance history` does, and plan.json says so."""

@@ -195,13 +195,21 @@ def _times(per_sample: dict[str, float], samples: Mapping[str, int] | None) -> d
 
 
 def latest_seconds(*, runs: Sequence[RunTimings]) -> dict[str, float]:
-    """Check id -> median seconds over its runs on the definition it last ran with.
+    """Check id -> the seconds of work it takes on the definition it last ran with: the
+    median seconds of one sample over its runs, times the samples its latest run took.
 
     What a shard split reads: it is decided before the check files are read, so the definition
     a check has now is not known yet; the one it last ran with is, and a check's time rarely
-    jumps with an edit."""
-    latest = {timing.check_id: timing.digest for run in runs for timing in run.timings}
-    return _medians((timing for run in runs for timing in run.timings), latest)
+    jumps with an edit. Its samples run side by side, so a sampled check's own duration is
+    about one sample's, while a shard's workers spend the time of them all."""
+    latest: dict[str, str] = {}
+    samples: dict[str, int] = {}
+    for run in runs:
+        for timing in run.timings:
+            latest[timing.check_id] = timing.digest
+            samples[timing.check_id] = timing.samples
+    timings = (timing for run in runs for timing in run.timings)
+    return _times(_medians(timings, latest, value=_one_sample_seconds), samples)
 
 
 def longest_first(*, ids: Sequence[str], expected: Mapping[str, float]) -> list[int]:

@@ -147,6 +147,17 @@ def test_latest_seconds_use_the_last_definition_and_skip_early_errors(tmp_path: 
     assert latest_seconds(runs=by_hand) == {"y": 5.0}
 
 
+def test_latest_seconds_count_every_sample_a_check_took_last() -> None:
+    # Four samples side by side took 1.2 s of wall time, 0.5 s each: 2 s of a shard's work.
+    # An earlier run took one sample of 0.7 s; the median sample (0.6 s) times the four.
+    runs = [
+        RunTimings(sharded=False, timings=[Timing("s", "d1", 0.7)]),
+        RunTimings(sharded=False, timings=[Timing("s", "d1", 1.2, samples=4, sample_seconds=0.5)]),
+    ]
+    assert latest_seconds(runs=runs) == {"s": 2.4}
+    assert latest_seconds(runs=runs[1:]) == {"s": 2.0}
+
+
 def test_equal_tables_give_equal_digests() -> None:
     one = durations_digest(durations={"a": 1.5, "b": 2.0})
     assert one == durations_digest(durations={"b": 2.0, "a": 1.5})
