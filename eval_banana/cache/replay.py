@@ -28,6 +28,7 @@ from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_probl
 from eval_banana.cache.replay_key import datasets_hold, scope_reader, watched_ids
 from eval_banana.cache.replay_record import (
     JSON_LINE,
+    PAGE,
     REAL_STAGES,
     SHOWN_START,
     TEMPLATE_NAMES,
@@ -65,7 +66,7 @@ class Replayed(NamedTuple):
     digests: dict[str, str]
     progress: list[str]
     folded: list[int]
-    html: bool
+    html: bool  # report.html was brought: asked for, and kept with the run
     from_run_id: str
 
 
@@ -92,6 +93,7 @@ class _Run(NamedTuple):
     writes: bool  # cache mode `on`: mark what is used, drop what is damaged
     contents: Mapping[str, bytes]
     json_line: bool  # the run prints its report as one JSON line: fill the kept one
+    html: bool  # the run asked for report.html: bring the kept one, if any
 
 
 def replay_run(
@@ -104,10 +106,12 @@ def replay_run(
     cancel: threading.Event,
     contents: Mapping[str, bytes] | None = None,
     json_line: bool = False,
+    html: bool = True,
 ) -> Attempt:
     """Replay the run kept under `key` into `run_dir` (config.json and discover.json written);
     `contents`: the check files' bytes as discovery read them; `json_line`: the run prints its
-    report as one JSON line (the kept one is brought too)."""
+    report as one JSON line (the kept one is brought too); `html`: the run asks for
+    report.html (the kept one is brought, when the kept run wrote one)."""
     from eval_banana.settings.folders import cache_dir
 
     if not plain_path(str(run_dir)):
@@ -135,6 +139,7 @@ def replay_run(
         writes=config.settings.cache.mode == "on",
         contents=contents or {},
         json_line=json_line,
+        html=html,
     )
     return _replay(run=run, entry=entry, bulk=bulk, key=key, cancel=cancel)
 
@@ -259,7 +264,7 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
         digests=run.digests,
         progress=list(entry.progress),
         folded=list(entry.folded),
-        html=any(template.name == "report.html" for template in entry.templates),
+        html=run.html and any(template.name == PAGE for template in entry.templates),
         from_run_id=entry.from_run_id,
     )
 
@@ -306,6 +311,8 @@ def _write_filled(
     for template in entry.templates:
         if template.name == JSON_LINE and not run.json_line:
             continue  # printed only by --json: 15 % of the bytes to check and fill, for nothing
+        if template.name == PAGE and not run.html:
+            continue  # --no-html: the page is shown by no one
         stage = _STAGE_OF.get(template.name)
         if stage in ("execute", "score", "report"):
             encoded[f"created_at:{stage}"] = created_now().encode()

@@ -1,11 +1,12 @@
 """What a run replay depends on: its key, and the project state it was valid for.
 
 The key names everything that decides a run's plan and the text of its files, short of the
-project's files: eb itself, the settings (less where the run folder goes, the cache mode and
-the history settings, which no file of the run but config.json shows), the check files found
-and their digests, whether report.html is wanted, the agent as resolved on PATH, the names of
+project's files: eb itself, the settings (less where the run folder goes, the cache mode, the
+history settings and where the JUnit file goes, which no file of the run but config.json
+shows), the check files found and their digests, the agent as resolved on PATH, the names of
 the variables the environment policy counts, the interpreter, and the wording eb puts around a
-judge's prompt.
+judge's prompt. What only shows the result (--json, --no-html, the JUnit file, annotations,
+the step summary) is no part of it: a replay shows its results whichever way is asked.
 The project's files are checked apart, after the replay is found: the input states the run's
 verdict keys were computed from (`scope_reader`), the files its plan read beside them
 (`watched_paths`), and the files its families' `cases_from` name (`watched_datasets`).
@@ -31,18 +32,21 @@ if TYPE_CHECKING:
     from eval_banana.cache.replay_entry import WatchedDataset
 
 # Bump when what goes into the key, or what a replay entry holds, changes. 2: entries watch the
-# families' datasets (those kept before could replay a family whose rows had changed).
-REPLAY_KEY_VERSION = 2
+# families' datasets (those kept before could replay a family whose rows had changed). 3: neither
+# report.html nor the JUnit path is part of the key.
+REPLAY_KEY_VERSION = 3
 _PREFIX = b"eval-banana/run-replay-key/v%d\0" % REPLAY_KEY_VERSION
 _PACKAGE = Path(__file__).resolve().parent.parent
 # Config fields that differ from run to run without changing any other file of the run.
 # `outputs` too: where the run writes its JUnit file or result document beside the folder.
 _RUN_OWN_FIELDS = ("run_id", "created_at", "run_created_at", "inputs", "outputs")
-# The history settings too: the history folder is no input of any run (docs/history.md); and
-# how many earlier run folders are kept, which changes no file of this one.
+# The history settings too: the history folder is no input of any run (docs/history.md); how
+# many earlier run folders are kept, which changes no file of this one; and where the JUnit file
+# goes, which a replay writes from the replayed report.
 _UNSHOWN_SETTINGS = (
     "core.output_dir",
     "core.keep_runs",
+    "core.junit_xml",
     "cache.mode",
     "history.mode",
     "history.dir",
@@ -103,15 +107,12 @@ def _harness_text(*, config: ConfigDoc) -> str:
     return json.dumps(harness.model_dump(), sort_keys=True, ensure_ascii=False)
 
 
-def replay_key(
-    *, config: ConfigDoc, discovered: DiscoverDoc, html: bool, environ: Mapping[str, str]
-) -> str:
+def replay_key(*, config: ConfigDoc, discovered: DiscoverDoc, environ: Mapping[str, str]) -> str:
     """`sha256:<hex>` naming the replay of a run with these settings and check files."""
     components: list[Component] = [
         ("tool", code_fingerprint()),
         ("config", _config_text(config=config)),
         ("discover", _discover_text(discovered=discovered)),
-        ("html", "yes" if html else "no"),
         ("harness", _harness_text(config=config)),
         ("variable_names", "\0".join(variable_names(settings=config.settings, environ=environ))),
         ("interpreter", interpreter_version()),

@@ -47,11 +47,13 @@ from eval_banana.stagefiles.layout import STAGE_FILES
 TEMPLATED_STAGES = ("validate", "guard", "execute", "score", "report")
 # The report as `eb run --json` prints it: kept beside the files, never written as one.
 JSON_LINE = "report.json-line"
+# report.html, left out by a replay under --no-html (the reporting package names it too).
+PAGE = "report.html"
 TEMPLATE_NAMES = (
     *(f"stages/{STAGE_FILES[stage]}" for stage in TEMPLATED_STAGES),
     "report.json",
     "report.md",
-    "report.html",
+    PAGE,
     JSON_LINE,
 )
 # The slot of the run's start as report.html shows it (runners.results.shown_time).

@@ -4,6 +4,8 @@ replayed, the replay itself as the console shows it, and keeping a finished run 
 A run may use a replay when the verdict cache is read (`on`, `read-only`) and may keep one when
 it is `on` (both unless `[cache] replay = false`); never with --flat-output (the folder's path is
 not the run's own) or --changed-since (the selection follows a git revision, which no key names).
+What only shows the result (--json, --no-html, the JUnit file, annotations, the step summary) is
+no part of the key: the replay shows its results the way this run asks.
 """
 
 from __future__ import annotations
@@ -48,13 +50,7 @@ def key_for(*, config: ConfigDoc, discovered: DiscoverDoc, request: RunRequest) 
         or config.selection.changed_since is not None
     ):
         return None
-    extras = request.extras
-    return replay_key(
-        config=config,
-        discovered=discovered,
-        html=extras is None or extras.html,
-        environ=os.environ,
-    )
+    return replay_key(config=config, discovered=discovered, environ=os.environ)
 
 
 def replay(
@@ -71,7 +67,8 @@ def replay(
 ) -> Replayed | None:
     """The run replayed into `run_dir` and reported, or None: it goes the usual way.
     `contents`: the check files' bytes as discovery read them."""
-    marks = _begin_marks(config=config, key=key)
+    extras = request.extras if request.extras is not None else ReportExtras()
+    marks = _begin_marks(config=config, key=key, html=extras.html)
     try:
         attempt = replay_run(
             config=config,
@@ -82,6 +79,7 @@ def replay(
             cancel=cancel,
             contents=contents,
             json_line=request.json_line,
+            html=extras.html,
         )
     except BaseException:
         marks.abandon()
@@ -99,14 +97,19 @@ def replay(
         f"Replayed run {replayed.from_run_id}: every verdict is cached and nothing it read "
         "has changed (docs/incremental.md#replaying-a-whole-run)."
     )
-    extras = request.extras if request.extras is not None else ReportExtras()
     extras.config = config
     html = run_dir / REPORT_HTML
+    # The kept run wrote no page (it ran with --no-html): render this run's from the replayed
+    # report, as the usual way would from the same report.
+    render_page = extras.html and not replayed.html
     if replayed.html:
         _redraw_marks(history=marks.finish(), page=html, console=console)
+    elif render_page:
+        extras.history_dir = _history_folder(config=config)
+        extras.history = marks.finish()
     else:
         marks.abandon()
-    if _reads_report(config=config, extras=extras):
+    if render_page or _reads_report(config=config, extras=extras):
         write_extra_reports(
             extras=extras,
             run_dir=run_dir,
@@ -130,14 +133,19 @@ def replay(
     return replayed
 
 
-def _begin_marks(*, config: ConfigDoc, key: str) -> forked.Pending[dict[str, Recent]]:
+def _history_folder(*, config: ConfigDoc) -> Path | None:
+    return None if config.settings.history.mode == "off" else history_dir(config=config)
+
+
+def _begin_marks(*, config: ConfigDoc, key: str, html: bool) -> forked.Pending[dict[str, Recent]]:
     """Each check's recorded runs, as report.html's marks count them, read as the history is
     when the replay starts: in a forked child beside the replay where the records are big
     enough to pay (twenty records of 1,000 checks are most of a replay's time), and only
-    when a replay is kept under `key` (else the run goes the usual way, which reads them)."""
-    folder = None if config.settings.history.mode == "off" else history_dir(config=config)
+    when the run asks for report.html and a replay is kept under `key` (else the run goes
+    the usual way, which reads them)."""
+    folder = _history_folder(config=config)
     kept = CacheStore(folder=cache_dir(config=config), max_bytes=0).replay_path(key=key)
-    if folder is None or not kept.is_file():
+    if folder is None or not html or not kept.is_file():
         return forked.start(work=dict, fork=False)
     from eval_banana.reporting.marks import begin_recent_history, recent_history
 

@@ -470,9 +470,9 @@ def test_a_replay_writes_the_junit_file_the_usual_run_writes(
     kept: Project, replays: list[bool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     replayed_xml, usual_xml = tmp_path / "replayed.xml", tmp_path / "usual.xml"
-    kept.run("--junit-xml", str(replayed_xml))  # another setting: kept under its own key
+    # Where the JUnit file goes is no part of the key: the run kept without one replays.
     replayed = kept.run("--junit-xml", str(replayed_xml))
-    assert replays[-2:] == [False, True]
+    assert replays[-1] is True
     monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")
     usual = kept.run("--junit-xml", str(usual_xml))
     times = re.compile(r'(timestamp|time)="[^"]*"')
@@ -480,6 +480,64 @@ def test_a_replay_writes_the_junit_file_the_usual_run_writes(
     usual_text = times.sub("", usual_xml.read_text()).replace(usual["run_id"], "<run>")
     assert replayed_text == usual_text
     assert replayed_text.count('name="cached" value="true"') == 3
+
+
+@pytest.mark.parametrize(
+    ("flags", "summary"),
+    [
+        (["--json"], False),
+        (["--no-html"], False),
+        (["--junit-xml", "{tmp}/junit.xml"], False),
+        (["--verbose"], False),
+        (["--annotations", "github"], False),
+        (["--result-out", "{tmp}/result.md"], False),
+        (["--baseline", "latest"], False),
+        ([], True),
+    ],
+    ids=["json", "no-html", "junit", "verbose", "annotations", "result-out", "baseline", "summary"],
+)
+def test_a_flag_that_only_shows_the_result_replays_the_kept_run(
+    kept: Project,
+    replays: list[bool],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
+    summary: bool,
+) -> None:
+    if summary:
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    shown = kept.eb("run", "--cwd", str(kept.root), *(f.format(tmp=tmp_path) for f in flags))
+    assert shown.exit_code == 0, shown.stdout + shown.stderr
+    assert replays[-1] is True
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    plain = kept.eb("run", "--cwd", str(kept.root))
+    assert plain.exit_code == 0, plain.stdout + plain.stderr
+    assert replays[-1] is True
+    assert len(replay_files(kept)) == 1  # the one kept run served both
+
+
+def test_a_replay_under_no_html_writes_no_page(kept: Project, replays: list[bool]) -> None:
+    replayed = kept.run("--no-html")
+    assert replays[-1] is True
+    assert not (Path(replayed["output_dir"]) / "report.html").exists()
+    assert "HTML report" not in kept.last.stdout + kept.last.stderr
+
+
+def test_a_run_kept_without_a_page_is_replayed_with_one_rendered_from_its_report(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVAL_BANANA_HISTORY_MODE", "off")
+    project = _project(tmp_path, eb)
+    project.run("--no-html")
+    project.run("--no-html")  # kept, without report.html
+    replayed = project.run()
+    assert replays == [False, False, True]
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")
+    usual = project.run()
+    mine = normalized(Path(replayed["output_dir"]))
+    theirs = normalized(Path(usual["output_dir"]))
+    assert "report.html" in mine
+    assert mine["report.html"] == theirs["report.html"]
 
 
 def test_a_referenced_script_outside_every_input_state_is_watched(
