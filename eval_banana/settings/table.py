@@ -380,7 +380,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="non_negative_integer",
         env="EVAL_BANANA_HARNESS_TOKEN_FUSE",
         flag="--token-fuse",
-        commands=_RUN,
+        commands=_RUN_CALIBRATE,  # a calibration spends judge tokens and dollars as a run does
         metavar="TOKENS",
         help=_help("harness", "token_fuse"),
     ),
@@ -425,7 +425,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         kind="non_negative_number",
         env="EVAL_BANANA_HARNESS_COST_FUSE_USD",
         flag="--cost-fuse-usd",
-        commands=_RUN,
+        commands=_RUN_CALIBRATE,  # a calibration spends judge tokens and dollars as a run does
         metavar="DOLLARS",
         help=_help("harness", "cost_fuse_usd"),
     ),

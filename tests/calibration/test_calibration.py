@@ -891,10 +891,9 @@ def test_a_record_path_that_is_a_folder_is_a_setup_error_before_any_sample(
     assert not scripted_env.exists()  # no judge was started
 
 
-def test_the_cost_and_token_fuses_bound_a_calibration_as_they_bound_a_run(
-    tmp_path: Path, eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Each call of this judge reports 1,100 tokens and $0.50: a $1 fuse allows two of 16.
+def _costly_project(tmp_path: Path, *, harness: str = "") -> tuple[Path, Path]:
+    """A project whose one judge (two cases) reports 1,100 tokens and $0.50 a call; its root
+    and the file that counts the calls. `harness`: more lines of its [harness] table."""
     calls = tmp_path / "calls"
     agent = tmp_path / "costly.py"
     verdict = json.dumps({"score": 1, "reason": "ok"})
@@ -906,7 +905,7 @@ def test_the_cost_and_token_fuses_bound_a_calibration_as_they_bound_a_run(
     command = json.dumps([sys.executable, str(agent)])
     config = (
         '[core]\noutput_dir = "runs"\nmax_parallel_checks = 1\n\n'
-        '[harness]\nagent = "costly"\ncost_fuse_usd = 1.0\n\n'
+        f'[harness]\nagent = "costly"\n{harness}\n'
         f'[agents.costly]\ncommand = {command}\noutput_dialect = "claude"\n'
     )
     cases = [{"name": "a", "expect": "pass"}, {"name": "b", "expect": "pass"}]
@@ -918,6 +917,14 @@ def test_the_cost_and_token_fuses_bound_a_calibration_as_they_bound_a_run(
             "eval_checks/c.yaml": judge("c", script="answers=pass", cases=cases),
         },
     )
+    return root, calls
+
+
+def test_the_cost_and_token_fuses_bound_a_calibration_as_they_bound_a_run(
+    tmp_path: Path, eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each call of this judge reports 1,100 tokens and $0.50: a $1 fuse allows two of 16.
+    root, calls = _costly_project(tmp_path, harness="cost_fuse_usd = 1.0\n")
     stopped = eb("calibrate", "--cwd", str(root), "--repeats", "8")
     assert stopped.exit_code == 3, stopped.stdout + stopped.stderr
     assert "Judge usage: 2200 tokens, $1.0000" in stopped.stderr
@@ -931,3 +938,22 @@ def test_the_cost_and_token_fuses_bound_a_calibration_as_they_bound_a_run(
     stopped = eb("calibrate", "--cwd", str(root))
     assert stopped.exit_code == 3, stopped.stdout + stopped.stderr
     assert "the token fuse tripped ([harness] token_fuse = 2000)" in stopped.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "tripped"),
+    [
+        (["--cost-fuse-usd", "1"], "the cost fuse tripped ([harness] cost_fuse_usd = 1.0)"),
+        (["--token-fuse", "2000"], "the token fuse tripped ([harness] token_fuse = 2000)"),
+    ],
+    ids=["cost", "tokens"],
+)
+def test_the_fuse_flags_stop_a_calibration_as_they_stop_a_run(
+    tmp_path: Path, eb: Callable[..., EbResult], flags: list[str], tripped: str
+) -> None:
+    root, calls = _costly_project(tmp_path)  # no fuse in the config file
+    stopped = eb("calibrate", "--cwd", str(root), "--repeats", "8", *flags)
+    assert stopped.exit_code == 3, stopped.stdout + stopped.stderr
+    assert f"{tripped}; nothing recorded" in stopped.stderr
+    assert len(calls.read_text().splitlines()) == 2  # of 16 samples
+    assert not (root / ".eval-banana" / "calibration.json").exists()
