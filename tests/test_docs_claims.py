@@ -7,6 +7,7 @@ of `eb validate` must be the benchmark's measured figure it names.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -154,8 +155,6 @@ def _deterministic(root: Path, *, check_id: str, script: str) -> None:
 
 
 def test_deterministic_reason_and_syntax_error_are_as_documented(tmp_path: Path) -> None:
-    import json
-
     page = (DOCS / "deterministic-checks.md").read_text(encoding="utf-8")
     assert "| the script does not compile (a `SyntaxError`) | `error`" in page
     assert "A failed deterministic check's `reason` is what its script said last" in page
@@ -255,3 +254,28 @@ def test_judges_md_quotes_the_flaky_line_eb_run_prints() -> None:
     assert one is not None and two is not None
     assert f"`{one}`" in said
     assert f"`{two.replace('2 checks', 'N checks')}`" in said
+
+
+def test_compatibility_md_shows_log_records_as_eb_prints_them(tmp_path: Path) -> None:
+    page = " ".join(section(page="compatibility.md", title="Console").split())
+    assert "`warning: <message>` (and, with `--verbose`, `debug: <message>`)" in page
+    assert "`<logger name>: <message>`" not in page
+    root = tmp_path / "p"
+    (root / ".eval-banana").mkdir(parents=True)
+    # A judge whose agent exits 3: the judge runner logs a warning record.
+    command = json.dumps([sys.executable, "-c", "import sys; sys.exit(3)"])
+    (root / ".eval-banana" / "config.toml").write_text(
+        f'[harness]\nagent = "broken"\n\n[agents.broken]\ncommand = {command}\n', encoding="utf-8"
+    )
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "j.yaml").write_text(
+        "schema_version: 1\nid: j\ntype: harness_judge\ndescription: j.\ninstructions: Judge.\n",
+        encoding="utf-8",
+    )
+    done = eb("run", "--cwd", str(root), "--verbose", "--cache", "off", cwd=tmp_path)
+    lines = done.stderr.splitlines()
+    assert any(line.startswith("warning: Harness judge check j failed: ") for line in lines), (
+        done.stderr
+    )
+    assert any(line.startswith("debug: judge j: ") for line in lines), done.stderr
+    assert not any(line.startswith("eval_banana.") for line in lines), done.stderr
