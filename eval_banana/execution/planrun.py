@@ -375,8 +375,6 @@ class PlanRun:
             checks=[checks[self.items[index].position] for index in to_run],
         )
         self.outputs = OutputClearer(checks_dir=self.checks_dir)
-        if cache is not None:
-            cache.remember_state()  # what changes in the cache from here on, eb did not write
         # Other eb runs sharing the cache write nothing into it while these checks run.
         with checks_running(
             cache=cache_dir(config=config),
@@ -384,6 +382,10 @@ class PlanRun:
             runs=runs_beside(config=config, run_dir=self.run_dir),
             record=record_path(config=config).parent,
         ):
+            if cache is not None:
+                # What changes in the cache from here on, eb did not write. Taken once the turn
+                # is ours: what another run stored while this one waited for it is that run's.
+                cache.remember_state()
             session = self.isolation = _open_isolation(
                 config=config,
                 plan=self.plan,

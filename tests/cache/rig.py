@@ -9,8 +9,10 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -248,3 +250,18 @@ def links_to_the_limit(path: Path, *, folder: Path) -> None:
     folder.mkdir()
     for number in range(limit - os.stat(path).st_nlink):
         os.link(path, folder / str(number))
+
+
+def waiting_for_lock(*, lock: Path, process: subprocess.Popen[str]) -> None:
+    """Until `process` waits for the lock on `lock` (Linux's /proc/locks lists a waiter with
+    `->`), as a run waits for the turn of a run storing into the cache."""
+    inode = f":{lock.stat().st_ino} "
+    for _ in range(3000):
+        waiting = [
+            line
+            for line in Path("/proc/locks").read_text().splitlines()
+            if "->" in line and inode in line
+        ]
+        if waiting or process.poll() is not None:
+            return
+        time.sleep(0.02)

@@ -20,7 +20,14 @@ from typing import Any
 import pytest
 
 from eval_banana.cache.store import CacheStore
-from tests.cache.rig import Project, cache_of, judge, make_project, script_check
+from tests.cache.rig import (
+    Project,
+    cache_of,
+    judge,
+    make_project,
+    script_check,
+    waiting_for_lock,
+)
 from tests.conftest import EbResult
 from tests.forking import eb_script, events_of, run_script
 
@@ -230,7 +237,7 @@ def test_entries_the_child_reused_stay_when_another_run_stores_the_same_verdicts
 ) -> None:
     project = _project(tmp_path, eb)
     project.run()  # every verdict stored
-    # c01 is judged again, so the next run takes the cache's state and waits for its turn.
+    # c01 is judged again, so the next run waits for its turn once the child has answered.
     project.write({"eval_checks/c01.yaml": judge("c01", instructions="Again.", inputs=["docs/**"])})
     stored = [p for p in project.entries() if json.loads(p.read_text())["check_id"] != "c01"]
     # Another eb run storing in its turn (the cache's lock held alone), as one storing the
@@ -247,10 +254,7 @@ def test_entries_the_child_reused_stay_when_another_run_stores_the_same_verdicts
         env={**os.environ, "EB_EVENTS": str(events)},
     )
     try:
-        deadline = time.monotonic() + 60
-        while "state" not in events_of(events) and process.poll() is None:
-            assert time.monotonic() < deadline, "the run never took the cache's state"
-            time.sleep(0.02)
+        waiting_for_lock(lock=project.cache_dir / ".lock", process=process)
         for path in stored:
             fresh = path.with_name(path.name + ".new")
             fresh.write_bytes(path.read_bytes())

@@ -4,7 +4,9 @@ Real `eb` processes; run A's check waits for a file, so run B happens while it e
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
 import time
@@ -12,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tests.cache.rig import waiting_for_lock
 
 _EB = [sys.executable, "-m", "eval_banana", "run", "--no-html", "--json"]
 
@@ -221,3 +225,41 @@ def test_a_check_rewriting_an_entry_in_place_with_its_times_set_back_is_still_ca
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["checks"][0]["status"] == "error"
     assert not entry.exists()
+
+
+def test_what_another_run_stores_while_this_one_waits_for_its_turn_is_kept(
+    tmp_path: Path,
+) -> None:
+    # B stores its verdicts in its turn (the cache's lock held alone) while A, about to run
+    # its check, waits for that turn: what B wrote before A's checks began is B's, not a
+    # change A's checks made, and A must not drop it.
+    local = tmp_path / "local"
+    quick = _quick(tmp_path / "b")
+    _run(quick, "--cache-dir", str(local))
+    entries = sorted((local / "entries").rglob("*.json"))
+    assert len(entries) == 2
+    slow = _project(tmp_path / "a", {"own": _check("own", "print('a')")})
+    lock_file = local / ".lock"
+    lock = os.open(lock_file, os.O_RDONLY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    process = subprocess.Popen(
+        [*_EB, "--cwd", str(slow), "--cache-dir", str(local)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        waiting_for_lock(lock=lock_file, process=process)
+        for entry in entries:  # each written anew, as a storing run replaces an entry
+            fresh = entry.with_name(entry.name + ".new")
+            fresh.write_bytes(entry.read_bytes())
+            os.replace(fresh, entry)
+    finally:
+        os.close(lock)
+        out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert [check["status"] for check in json.loads(out)["checks"]] == ["passed"], err
+    assert "changed during this run" not in err
+    again, _ = _run(quick, "--cache-dir", str(local))
+    assert _hits(again) == {"q1": True, "q2": True}
