@@ -154,13 +154,12 @@ def _upgrade_and_break_the_agent(project: Project) -> None:
     project.log.with_name(project.log.name + ".broken").write_text("")
 
 
-@pytest.mark.parametrize(("scheme", "requests"), [("folder", 2), ("s3", 3), ("webdav", 2)])
+@pytest.mark.parametrize("scheme", ["folder", "s3", "webdav"])
 def test_a_refresh_that_errors_removes_the_shared_verdict_from_before_it(
     tmp_path: Path,
     eb: Callable[..., Any],
     monkeypatch: pytest.MonkeyPatch,
     scheme: str,
-    requests: int,
     request: pytest.FixtureRequest,
 ) -> None:
     """The refresh dropped the old pass from its local folder only: the next runner, starting
@@ -176,9 +175,9 @@ def test_a_refresh_that_errors_removes_the_shared_verdict_from_before_it(
         assert started == 1
         assert (counts["remote_hits"], counts["misses"]) == (0, 1)
         assert [c["status"] for c in json.loads(second.last.stdout)["checks"]] == ["error"]
-    # The entry read (its signature is checked first) and removed, each request counted: S3
-    # asks whether it is there (HEAD) before it deletes.
-    assert (refreshed["remote_requests"], refreshed["remote_errors"]) == (requests, 0)
+    # The entry read (its signature is checked first) and removed, each request counted (S3
+    # asked whether it was there, a HEAD, before it deleted: a request more).
+    assert (refreshed["remote_requests"], refreshed["remote_errors"]) == (2, 0)
 
 
 def test_a_shared_folder_inside_the_project_as_actions_cache_carries_it(

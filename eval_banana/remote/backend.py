@@ -133,7 +133,7 @@ class RemoteBackend(Protocol):
         ...
 
     def delete(self, *, kind: Kind, name: str) -> bool:
-        """Remove the object; whether it was there."""
+        """Remove the object; whether it was there (True where the remote does not say)."""
         ...
 
 

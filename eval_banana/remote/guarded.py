@@ -94,7 +94,7 @@ class GuardedRemote:
         return self._call(lambda: self.backend.head(kind=kind, name=name))
 
     def delete(self, *, kind: Kind, name: str) -> bool:
-        """Remove the object; whether it was there."""
+        """Remove the object; whether it was there (see RemoteBackend.delete)."""
         return self._call(lambda: self.backend.delete(kind=kind, name=name))
 
     def note_error(self, *, message: str) -> None:
