@@ -5,11 +5,14 @@
 - `webdav`: a WebDAV server (wsgidav on cheroot) over a folder.
 - `hostile`: a small HTTP cache written here that can be made slow, flaky or hostile.
 - `silent`: a listener that accepts connections and never answers (a hung remote).
+- `gate`: a proxy in front of another of them that passes requests on, or holds or fails those
+  of the methods a test names (an endpoint that goes bad for some requests only).
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import http.server
 import os
 import signal
@@ -21,6 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 BUCKET = "eb-shared"
 
@@ -322,6 +326,85 @@ def silent() -> Iterator[Silent]:
         server.listener.close()
         for connection in server.connections:
             connection.close()
+
+
+class Gate:
+    """What `gate` passes on to `upstream`: every request, except those whose method is in
+    `hold` (accepted and never answered, as a hung endpoint) or in `fail` (answered 503 at
+    once), when their path holds `within`. `seen` logs the method of each request received."""
+
+    def __init__(self, *, upstream: str) -> None:
+        self.upstream = urlsplit(upstream)
+        self.hold: set[str] = set()
+        self.fail: set[str] = set()
+        self.within = "/"
+        self.seen: list[str] = []
+        self.stopped = threading.Event()
+        self.endpoint = ""
+
+
+class _GateHandler(http.server.BaseHTTPRequestHandler):
+    server: Any
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def handle(self) -> None:
+        with contextlib.suppress(OSError):  # a client that gave up on a held request
+            super().handle()
+
+    def _relay(self) -> None:
+        state: Gate = self.server.state
+        state.seen.append(self.command)
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        spoiled = state.within in self.path
+        if spoiled and self.command in state.hold:
+            state.stopped.wait()
+            self.close_connection = True
+            return
+        if spoiled and self.command in state.fail:
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        upstream = http.client.HTTPConnection(
+            state.upstream.hostname or "127.0.0.1", state.upstream.port, timeout=30
+        )
+        try:
+            upstream.request(self.command, self.path, body=body, headers=dict(self.headers))
+            answer = upstream.getresponse()
+            data = answer.read()
+        finally:
+            upstream.close()
+        self.send_response(answer.status)
+        for name, value in answer.getheaders():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _relay  # noqa: N815
+
+
+@contextlib.contextmanager
+def gate(*, upstream: str) -> Iterator[Gate]:
+    state = Gate(upstream=upstream)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), _GateHandler)
+    server.daemon_threads = True
+    server.state = state  # type: ignore[attr-defined]
+    state.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.stopped.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def clean_environ() -> dict[str, str]:

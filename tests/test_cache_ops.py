@@ -17,7 +17,8 @@ import pytest
 from eval_banana.cache.store import CacheStore
 from eval_banana.core.words import size_text
 from eval_banana.isolation.state import checks_running
-from tests.cache.rig import Project
+from tests.cache.rig import Project, judge
+from tests.remote_servers import BUCKET, gate, moto_s3
 from tests.test_shared_cache import KEY, LONG, _isolated, _remote, run, runners
 
 __all__ = ["_isolated"]  # the autouse fixture clearing the cache variables
@@ -156,6 +157,73 @@ def test_prune_remote_by_age_and_size(
         assert f"Pruned {url}:" in sized.stdout
         assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 0
         assert _remote_count(url=url, tmp_path=tmp_path, kind="cas") == 0
+
+
+@pytest.mark.parametrize("endpoint", ["hung", "failing"])
+def test_prune_remote_stops_asking_an_endpoint_that_fails_its_deletions(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, endpoint: str
+) -> None:
+    """prune deleted past the circuit breaker: an S3 endpoint that hung on (or refused) every
+    DELETE was sent one for each of the shared cache's objects, a timeout each."""
+    checks = {name: judge(name, instructions=f"Judge {name}.") for name in "abc"}
+    first, _ = runners(
+        tmp_path=tmp_path, eb=eb, checks={**checks, "big": judge("big", instructions=LONG)}
+    )
+    url = f"s3://{BUCKET}/team/eb"
+    with moto_s3() as server, gate(upstream=server.endpoint) as front:
+        for name, value in server.environ.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_ENDPOINT", front.endpoint)
+        monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_TIMEOUT_SECONDS", "1")
+        monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_CONCURRENCY", "3")
+        counts, _ = run(first, url)
+        assert counts["remote_writes"] == 4
+        (front.hold if endpoint == "hung" else front.fail).add("DELETE")
+        front.seen.clear()
+        started = time.monotonic()
+        result = cache(first, "prune", "--remote", "--max-mb", "0", "--cache-remote", url, expect=1)
+        elapsed = time.monotonic() - started
+        # The two listings and the four entries read, then one wave of deletions that all
+        # fail: the breaker trips, and nothing more is sent.
+        assert front.seen == ["GET"] * 6 + ["DELETE"] * 3
+        assert elapsed < 1 + 2
+        assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 4
+        assert f"Pruned {url}: 0 entries and 0 blobs, 0 bytes freed; " in (result.stdout)
+        assert "4 deletions failed." in result.stdout  # 3 sent and failed, 1 never sent
+        error = result.stderr.strip().splitlines()[-1]
+        assert error.startswith(f"error: the shared cache failed 3 requests (first error: {url}:")
+        assert error.endswith("; not asked again after repeated failures")
+
+
+def test_prune_remote_deletes_nothing_when_the_entries_cannot_be_read(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry prune failed to read named no blob as far as it knew: a prune that should
+    have deleted nothing deleted the stored file of an entry it kept."""
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    url = f"s3://{BUCKET}/team/eb"
+    with moto_s3() as server, gate(upstream=server.endpoint) as front:
+        for name, value in server.environ.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("EVAL_BANANA_CACHE_REMOTE_ENDPOINT", front.endpoint)
+        run(first, url)
+        assert _remote_count(url=url, tmp_path=tmp_path, kind="cas") == 1
+        front.fail.add("GET")
+        front.within = "/ac/"  # the listings answer, the reads of entries fail
+        front.seen.clear()
+        # Under the limit: nothing to prune, except what no entry names.
+        result = cache(
+            first, "prune", "--remote", "--max-mb", "100", "--cache-remote", url, expect=2
+        )
+        assert "DELETE" not in front.seen
+        assert _remote_count(url=url, tmp_path=tmp_path, kind="cas") == 1
+        assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 3
+        assert result.stdout == ""  # the local folder is not pruned either
+        assert result.stderr.splitlines()[0].startswith(
+            f"The shared cache {url} failed 3 reads of the entries it lists (first error: "
+            f"{url}: GET ac/"
+        )
+        assert result.stderr.splitlines()[0].endswith("(HTTP 503)); nothing was pruned")
 
 
 def _remote_count(*, url: str, tmp_path: Path, kind: str) -> int:

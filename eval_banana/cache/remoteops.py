@@ -1,5 +1,5 @@
-"""`eb cache push`, `prune --remote`, `verify --remote` and `stats --remote`: the shared
-tier as an operator tends it (docs/shared-cache.md, Operations).
+"""`eb cache push`, `verify --remote` and `stats --remote`: the shared tier as an operator
+tends it (docs/shared-cache.md, Operations); `prune --remote` is in remoteprune.py.
 
 Prune and verify list what the remote holds, which a folder and S3 can and a plain HTTP cache
 cannot: there they stop with an error saying so (such a cache evicts by itself). Stats says so
@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from eval_banana.cache.entry import DIGEST_RE
-from eval_banana.cache.operations import DAY_SECONDS, Pruned, blob_damage
+from eval_banana.cache.operations import blob_damage
 from eval_banana.cache.remotedoc import blobs
 from eval_banana.cache.remotetier import Pushed, RemoteTier
 from eval_banana.cache.store import CacheStore
@@ -36,10 +35,6 @@ from eval_banana.remote.digesting import Digesting
 from eval_banana.remote.guarded import GuardedRemote
 from eval_banana.remote.opening import open_backend
 from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, keyless_but_required, opened
-
-# A blob no entry names yet may be one another runner is storing right now (blobs go up
-# before their entry): prune leaves such young blobs alone.
-YOUNG_ORPHAN_SECONDS = 3_600.0
 
 
 def open_remote(
@@ -127,120 +122,8 @@ def listing(*, remote: GuardedRemote, kind: Kind) -> list[RemoteItem]:
         ) from None
 
 
-def require_listing(*, remote: GuardedRemote) -> None:
-    """Stop (with the error `listing` gives) before anything is changed, when the remote
-    cannot list what it holds."""
-    try:
-        next(iter(remote.backend.list(kind="ac")), None)
-    except RemoteError:
-        listing(remote=remote, kind="ac")  # raises the error that says why
-
-
 def _items(*, backend: RemoteBackend, kind: Kind) -> Iterator[RemoteItem]:
     yield from backend.list(kind=kind)
-
-
-class RemotePruned(NamedTuple):
-    pruned: Pruned
-    failed: int  # deletions that failed
-
-
-def prune_remote(
-    *, remote: GuardedRemote, older_than_days: float | None, max_bytes: int | None, now: float
-) -> RemotePruned:
-    """As `prune_local`, on the shared cache: entries unused for `older_than_days` (by when
-    they were stored), then the oldest until it holds at most `max_bytes`; then the blobs no
-    remaining entry names (except young ones, see YOUNG_ORPHAN_SECONDS)."""
-    entries = listing(remote=remote, kind="ac")
-    blobs = {item.name: item for item in listing(remote=remote, kind="cas")}
-    names = dict(
-        zip(
-            [item.name for item in entries],
-            remote.each(work=lambda item: _named(remote=remote, name=item.name), items=entries),
-            strict=True,
-        )
-    )
-    doomed: set[str] = set()
-    if older_than_days is not None:
-        cutoff = now - older_than_days * DAY_SECONDS
-        doomed.update(item.name for item in entries if item.modified < cutoff)
-    if max_bytes is not None:
-        doomed.update(
-            _over_size(entries=entries, blobs=blobs, names=names, doomed=doomed, limit=max_bytes)
-        )
-    kept = {blob for name, named in names.items() if name not in doomed for blob in named}
-    orphans = [
-        item
-        for name, item in blobs.items()
-        if name not in kept
-        and (item.modified < now - YOUNG_ORPHAN_SECONDS or max_bytes is not None)
-    ]
-    work: list[tuple[Kind, RemoteItem]] = [
-        *(("ac", item) for item in entries if item.name in doomed),
-        *(("cas", item) for item in orphans),
-    ]
-    done = remote.each(
-        work=lambda job: _delete(remote=remote, kind=job[0], name=job[1].name), items=work
-    )
-    gone = [job for job, ok in zip(work, done, strict=True) if ok]
-    return RemotePruned(
-        pruned=Pruned(
-            entries=sum(1 for kind, _ in gone if kind == "ac"),
-            blobs=sum(1 for kind, _ in gone if kind == "cas"),
-            bytes_freed=sum(item.size for _, item in gone),
-        ),
-        failed=done.count(False),
-    )
-
-
-def _named(*, remote: GuardedRemote, name: str) -> list[str]:
-    """The blob names (hex) a remote entry names; none when it cannot be read."""
-    try:
-        data = remote.get(kind="ac", name=name)
-    except (RemoteError, SinkRefused):
-        return []
-    if data is None:
-        return []
-    try:
-        document = json.loads(opened(data).text)
-        entry = document["entry"]
-        return [blob.sha256.split(":", 1)[1] for blob in blobs(entry=entry)]
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
-        return []
-
-
-def _over_size(
-    *,
-    entries: Sequence[RemoteItem],
-    blobs: Mapping[str, RemoteItem],
-    names: Mapping[str, list[str]],
-    doomed: set[str],
-    limit: int,
-) -> set[str]:
-    left = sorted((item for item in entries if item.name not in doomed), key=lambda i: i.modified)
-    users: dict[str, int] = {}
-    for item in left:
-        for blob in names[item.name]:
-            users[blob] = users.get(blob, 0) + 1
-    total = sum(item.size for item in left) + sum(blobs[b].size for b in users if b in blobs)
-    more: set[str] = set()
-    for item in left:
-        if total <= limit:
-            break
-        more.add(item.name)
-        total -= item.size
-        for blob in names[item.name]:
-            users[blob] -= 1
-            if users[blob] == 0 and blob in blobs:
-                total -= blobs[blob].size
-    return more
-
-
-def _delete(*, remote: GuardedRemote, kind: Kind, name: str) -> bool:
-    try:
-        return remote.backend.delete(kind=kind, name=name)
-    except RemoteError:
-        return False
 
 
 class RemoteVerified(NamedTuple):

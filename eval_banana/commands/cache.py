@@ -21,7 +21,7 @@ from eval_banana.settings.table import variable_of
 if TYPE_CHECKING:
     from eval_banana.models.cacheops import RemoteTierStats
     from eval_banana.models.stages import ConfigDoc
-    from eval_banana.remote.guarded import GuardedRemote
+    from eval_banana.remote.guarded import GuardedRemote, RemoteTally
 
 _MIB = 1024 * 1024
 _ACTIONS = {
@@ -205,13 +205,15 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
             hint="give --older-than DAYS, --max-mb N or both",
         )
     max_bytes = None if args.max_mb is None else int(args.max_mb * _MIB)
-    remote = None
-    if args.remote:  # a remote that cannot be pruned stops the command before any deletion
-        from eval_banana.cache.remoteops import require_listing
+    moment = now()
+    remote, plan = None, None
+    if args.remote:  # what the remote's prune will delete, found before any deletion
+        from eval_banana.cache.remoteprune import plan_prune
 
         remote = _opened(config)
-        require_listing(remote=remote)
-    moment = now()
+        plan = plan_prune(
+            remote=remote, older_than_days=args.older_than, max_bytes=max_bytes, now=moment
+        )
     with cache_writes(cache=folder) as alone:
         if not alone:
             raise CacheOperationError(
@@ -230,20 +232,31 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
         f"Pruned {folder}: {_entries(done.entries)}{runs} and "
         f"{plural(count=done.blobs, noun='blob')}, {size_text(done.bytes_freed)} freed."
     )
-    if remote is None:
+    if remote is None or plan is None:
         return 0
-    from eval_banana.cache.remoteops import prune_remote
+    from eval_banana.cache.remoteprune import prune_remote
 
-    found = prune_remote(
-        remote=remote, older_than_days=args.older_than, max_bytes=max_bytes, now=moment
-    )
+    found = prune_remote(remote=remote, plan=plan)
     print(
         f"Pruned {remote.url}: {_entries(found.pruned.entries)} and "
         f"{plural(count=found.pruned.blobs, noun='blob')}, {size_text(found.pruned.bytes_freed)} "
         "freed"
         + (f"; {plural(count=found.failed, noun='deletion')} failed." if found.failed else ".")
     )
-    return 1 if found.failed else 0
+    if found.failed:
+        _say_failures(tally=remote.tally())
+        return 1
+    return 0
+
+
+def _say_failures(*, tally: RemoteTally) -> None:
+    """The requests to the shared cache that failed, once, after the counts."""
+    stopped = "; not asked again after repeated failures" if tally.tripped else ""
+    print(
+        f"error: the shared cache failed {plural(count=tally.errors, noun='request')} (first "
+        f"error: {tally.first_error}){stopped}",
+        file=sys.stderr,
+    )
 
 
 def _push(*, config: ConfigDoc, folder: Path) -> int:
@@ -263,12 +276,7 @@ def _push(*, config: ConfigDoc, folder: Path) -> int:
         f"{done.failed} failed; {size_text(tally.bytes_up)} uploaded."
     )
     if done.failed:
-        print(
-            f"error: the shared cache failed {plural(count=tally.errors, noun='request')} (first "
-            "error: "
-            f"{tally.first_error})",
-            file=sys.stderr,
-        )
+        _say_failures(tally=tally)
         return 1
     return 0
 
