@@ -146,6 +146,8 @@ def test_prune_remote_by_age_and_size(
         flag = ("--cache-remote", url)
         kept = cache(first, "prune", "--remote", "--older-than", "1", *flag)
         assert kept.stdout.count("0 entries and 0 blobs") == 2
+        # Each listing and each entry read is one request, on S3 as on a folder.
+        assert f"Pruned {url}: 0 entries and 0 blobs, 0 bytes freed (5 requests)." in kept.stdout
         assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 3
         if scheme == "folder":
             for entry in files(tmp_path / "shared", "ac")[:1]:
@@ -154,7 +156,10 @@ def test_prune_remote_by_age_and_size(
             assert f"Pruned {url}: 1 entry and" in aged.stdout
             assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 2
         sized = cache(first, "prune", "--remote", "--max-mb", "0", *flag)
-        assert f"Pruned {url}:" in sized.stdout
+        # And each deletion one (on S3 it was two: a HEAD asked whether the object was there).
+        left = 2 if scheme == "folder" else 3
+        assert f"Pruned {url}: {left} entries and 1 blob" in sized.stdout
+        assert f"freed ({2 + left + left + 1} requests)." in sized.stdout
         assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 0
         assert _remote_count(url=url, tmp_path=tmp_path, kind="cas") == 0
 
@@ -188,7 +193,9 @@ def test_prune_remote_stops_asking_an_endpoint_that_fails_its_deletions(
         assert front.seen == ["GET"] * 6 + ["DELETE"] * 3
         assert elapsed < 1 + 2
         assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 4
-        assert f"Pruned {url}: 0 entries and 0 blobs, 0 bytes freed; " in (result.stdout)
+        assert f"Pruned {url}: 0 entries and 0 blobs, 0 bytes freed (9 requests); " in (
+            result.stdout
+        )
         assert "4 deletions failed." in result.stdout  # 3 sent and failed, 1 never sent
         error = result.stderr.strip().splitlines()[-1]
         assert error.startswith(f"error: the shared cache failed 3 requests (first error: {url}:")
@@ -385,6 +392,8 @@ def test_verify_remote_rehashes_the_files_entries_carry_inline(
         valid(sound, "cache-verify")
         assert sound["ok"] and sound["damaged"] == []
         assert (sound["remote_entries"], sound["remote_inline"]) == (3, inline_total)
+        # The two listings, the blob and the three entries fetched: a request each.
+        assert sound["remote_requests"] == 6
 
         # One inline file edited in place (the entry still reads as JSON), one entry cut short,
         # one padded past the size any entry can have (it is not read to its end).
@@ -420,7 +429,7 @@ def test_verify_remote_rehashes_the_files_entries_carry_inline(
         assert f"damaged (remote) {digest.split(':', 1)[1]}: carried inline in entry" in (
             human.stdout
         )
-        assert "inline files of 3 entries" in human.stdout
+        assert f"inline files of 3 entries in {url} (6 requests): 3 damaged." in human.stdout
 
 
 @pytest.mark.parametrize("scheme", ["folder", "s3"])

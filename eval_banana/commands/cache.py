@@ -237,14 +237,15 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
     from eval_banana.cache.remoteprune import prune_remote
 
     found = prune_remote(remote=remote, plan=plan)
+    tally = remote.tally()
     print(
         f"Pruned {remote.url}: {_entries(found.pruned.entries)} and "
         f"{plural(count=found.pruned.blobs, noun='blob')}, {size_text(found.pruned.bytes_freed)} "
-        "freed"
+        f"freed ({plural(count=tally.requests, noun='request')})"
         + (f"; {plural(count=found.failed, noun='deletion')} failed." if found.failed else ".")
     )
     if found.failed:
-        _say_failures(tally=remote.tally())
+        _say_failures(tally=tally)
         return 1
     return 0
 
@@ -289,12 +290,14 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
     local_count, damaged = verify_local(folder=folder)
     remote_url: str | None = None
     found = RemoteVerified(blobs=0, entries=0, inline=0, damaged=[])
+    requests = 0
     if remote:
         from eval_banana.cache.remoteops import verify_remote
 
         opened = _opened(config)
         remote_url = opened.url
         found = verify_remote(remote=opened)
+        requests = opened.tally().requests
         damaged = [*damaged, *found.damaged]
     doc = CacheVerifyDoc(
         local_folder=str(folder),
@@ -303,6 +306,7 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
         remote_blobs=found.blobs,
         remote_entries=found.entries,
         remote_inline=found.inline,
+        remote_requests=requests,
         damaged=damaged,
         ok=not damaged,
     )
@@ -314,7 +318,7 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
         where = (
             f" and {plural(count=found.blobs, noun='blob')} and "
             f"{plural(count=found.inline, noun='inline file')} of {_entries(found.entries)} "
-            f"in {remote_url}"
+            f"in {remote_url} ({plural(count=requests, noun='request')})"
             if remote_url
             else ""
         )

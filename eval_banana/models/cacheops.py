@@ -110,5 +110,10 @@ class CacheVerifyDoc(Record):
     remote_inline: int = Field(
         default=0, ge=0, description="Files carried inline in those entries, re-hashed."
     )
+    remote_requests: int = Field(
+        default=0,
+        ge=0,
+        description="Requests made to the shared cache (as a run's report counts them).",
+    )
     damaged: list[DamagedBlob] = Field(default_factory=list)
     ok: bool = Field(description="No file is damaged (eb exits 0 exactly then).")
