@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.harness.overlong import Followers, unread_problem
+
 _DECODER = json.JSONDecoder()
 _SIGNIFICANT = re.compile(r'["\\{}\[\]]')
 # More than this many open failed regions is pathological; dropping the oldest only means some
@@ -102,6 +104,8 @@ class _Harvest:
         self.cursor = 0
         self.verdict_at = -1
         self.rejected_at = -1
+        # Where candidates start whose decode ran into the end of the text, in order.
+        self.cut_short: list[int] = []
 
     def hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         obj = dict(pairs)
@@ -204,7 +208,8 @@ def _may_hold_score(*, text: str, start: int, end: int) -> bool:
 
 
 def _attempt(*, text: str, start: int) -> tuple[str, int, str]:
-    """Decode one object at `start`: ("ok", end) / ("fail", where) / ("deep", start), + window.
+    """Decode one object at `start`, + window: ("ok", end) / ("fail", where) / ("deep", start)
+    / ("cut", where): the text ended while the object was still being read.
 
     The decoder runs on a growing slice, because a decode error counts the lines before its
     position (linear in the position): on the whole text, many early failures would add up to
@@ -226,7 +231,8 @@ def _attempt(*, text: str, start: int) -> tuple[str, int, str]:
         except json.JSONDecodeError as err:
             truncated = err.pos >= len(window) - _EDGE or err.msg.startswith("Unterminated")
             if whole or not truncated:
-                return "fail", start + max(err.pos, 1), window
+                kind = "cut" if whole and truncated else "fail"
+                return kind, start + max(err.pos, 1), window
         except RecursionError:
             return "deep", start, window
         else:
@@ -251,6 +257,9 @@ def _scan_window(*, text: str, limit: int, harvest: _Harvest, offset: int) -> No
             if any(region.structural(start) for region in regions):
                 continue
         kind, end, window = _attempt(text=text, start=start)
+        if kind == "cut":
+            kind = "fail"
+            harvest.cut_short.append(offset + start)
         harvest.cursor = offset + end
         if kind != "deep" and _may_hold_score(text=window, start=0, end=end - start):
             # The hook adds a frame per object: a decode that only just fitted may not.
@@ -270,7 +279,21 @@ def _scan_window(*, text: str, limit: int, harvest: _Harvest, offset: int) -> No
             del regions[:-_MAX_REGIONS]
 
 
-def _result(harvest: _Harvest) -> ScanResult:
+def _unread_last(*, harvest: _Harvest, unread: Followers | None) -> str | None:
+    """Why no verdict counts when an object too long to read may be the one that ends last."""
+    last = None if unread is None else unread.last
+    if unread is None or last is None or last.end <= harvest.verdict_at:
+        return None
+    # With no verdict at all, a rejected object ending after it still says more.
+    if harvest.verdict is None and last.end <= harvest.rejected_at:
+        return None
+    return unread_problem(found=last, reach=unread.reach)
+
+
+def _result(harvest: _Harvest, *, unread: Followers | None = None) -> ScanResult:
+    problem = _unread_last(harvest=harvest, unread=unread)
+    if problem is not None:
+        return ScanResult(verdict=None, problem=problem)
     if harvest.verdict is not None:
         return ScanResult(verdict=harvest.verdict, problem=None)
     if harvest.rejected is not None:
@@ -287,8 +310,10 @@ def scan_text(text: str) -> ScanResult:
 
 
 # The streaming scan keeps STEP + REACH characters: every candidate is decoded with REACH
-# characters of what follows it, so a verdict object longer than REACH (2 Mi characters: far
-# beyond any real verdict) is not seen whole. Memory stays bounded whatever the agent printed.
+# characters of what follows it, so an object longer than REACH (2 Mi characters: far beyond any
+# real verdict) is not read whole. Memory stays bounded whatever the agent printed; such an
+# object is followed to its end (overlong.Followers), and if it may be a verdict and ends after
+# the last verdict read, the scan gives none.
 STREAM_STEP = 2 << 20
 STREAM_REACH = 2 << 20
 
@@ -309,6 +334,7 @@ class StreamScanner:
         self._buffer = ""
         self._base = 0
         self._best = _Harvest()
+        self._unread = Followers(reach=reach)
 
     def feed(self, text: str) -> None:
         self._pending.append(text)
@@ -316,7 +342,7 @@ class StreamScanner:
         if len(self._buffer) + self._pending_chars >= self.step + self.reach:
             self._absorb()
             while len(self._buffer) >= self.step + self.reach:
-                self._scan(limit=self.step)
+                self._scan(limit=self.step, final=False)
                 self._buffer = self._buffer[self.step :]
                 self._base += self.step
 
@@ -325,9 +351,12 @@ class StreamScanner:
         self._pending.clear()
         self._pending_chars = 0
 
-    def _scan(self, *, limit: int) -> None:
+    def _scan(self, *, limit: int, final: bool) -> None:
         window = _Harvest()
         _scan_window(text=self._buffer, limit=limit, harvest=window, offset=self._base)
+        if not final:  # at the end, an object cut short never closes, so it is no object
+            self._unread.start(text=self._buffer, base=self._base, positions=window.cut_short)
+        self._unread.advance(text=self._buffer, base=self._base, to=self._base + limit)
         best = self._best
         if window.verdict is not None and window.verdict_at >= best.verdict_at:
             best.verdict, best.verdict_at = window.verdict, window.verdict_at
@@ -338,8 +367,8 @@ class StreamScanner:
     def finish(self) -> ScanResult:
         """The right-most valid verdict of everything fed (or why there is none)."""
         self._absorb()
-        self._scan(limit=len(self._buffer))
-        return _result(self._best)
+        self._scan(limit=len(self._buffer), final=True)
+        return _result(self._best, unread=self._unread)
 
 
 _READ_BYTES = 1 << 20
