@@ -33,8 +33,17 @@ _FIRST_WINDOW = 1024
 _EDGE = 16
 # `{`, then JSON whitespace: what the decoder reads before it needs `"` or `}`.
 _OBJECT_OPENING = re.compile(r"\{[ \t\n\r]*")
+# A `{` the decoder can read past its first key: `}`, or a key (a string without raw control
+# characters or bad escapes), `:` and the first character of a value; or one whose text ends
+# on the way (a streaming window's end may cut an object anywhere). Any other `{` fails within
+# its first key, where no brace outside a string can be, so it is no candidate at all: output
+# dense with `{"` (logs, code) is skipped by the regular expression engine, not by Python.
+_MAY_OPEN_OBJECT = re.compile(
+    r'\{(?=[ \t\n\r]*+(?:"[^"\\\x00-\x1f]*+(?:\\["\\/bfnrtu][^"\\\x00-\x1f]*+)*+'
+    r'(?:"[ \t\n\r]*+(?::[ \t\n\r]*+(?:[-"{\[0-9tfnNI]|\Z)|\Z)|\\?\Z)|\}|\Z))'
+)
 # Answer for a `{` that cannot open an object without running the decoder (a test compares
-# the scan with and without this shortcut).
+# the scan with and without these shortcuts).
 SHORTCUT_NON_OBJECTS = True
 
 
@@ -240,6 +249,17 @@ def _attempt(*, text: str, start: int) -> tuple[str, int, str]:
         size *= 4
 
 
+def _next_candidate(*, text: str, pos: int, limit: int) -> int:
+    """The next `{` from `pos` that may open an object and starts before `limit`, or -1."""
+    brace = text.find("{", pos, limit)  # prose without braces is passed over at memchr speed
+    if brace < 0 or not SHORTCUT_NON_OBJECTS:
+        return brace
+    # Searched up to `limit` only: there the pattern sees the text end, so a `{` whose opening
+    # runs past it is still a candidate (the decoder then reads past `limit`).
+    found = _MAY_OPEN_OBJECT.search(text, brace, limit)
+    return -1 if found is None else found.start()
+
+
 def _scan_window(*, text: str, limit: int, harvest: _Harvest, offset: int) -> None:
     """Harvest every candidate `{` of `text` that starts before `limit`, in one linear pass.
 
@@ -248,7 +268,7 @@ def _scan_window(*, text: str, limit: int, harvest: _Harvest, offset: int) -> No
     regions: list[_Region] = []
     pos = 0
     while True:
-        start = text.find("{", pos, limit)
+        start = _next_candidate(text=text, pos=pos, limit=limit)
         if start < 0:
             break
         pos = start + 1

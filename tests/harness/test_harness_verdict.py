@@ -324,6 +324,31 @@ def test_failed_decodes_are_not_repeated(monkeypatch: pytest.MonkeyPatch) -> Non
     assert len(calls) <= 2 * 40_001
 
 
+@pytest.mark.parametrize(
+    "line",
+    ['{"k"', '{"k": x}', '{"k" {', '{"a\x01": 1}', '{"bad \\q escape": 1}', '{ "k"  ', '{"k": }'],
+)
+def test_braces_that_fail_within_their_first_key_are_never_decoded(
+    monkeypatch: pytest.MonkeyPatch, line: str
+) -> None:
+    """Counted work: log lines dense with `{"` are passed over without running the decoder, one
+    `{` at a time (50 MB of them took a minute)."""
+    calls: list[int] = []
+    original = scan._attempt
+
+    def counting(*, text: str, start: int) -> tuple[str, int, str]:
+        calls.append(start)
+        return original(text=text, start=start)
+
+    monkeypatch.setattr(scan, "_attempt", counting)
+    text = (line + "\n") * 20_000 + '{"score": 0, "reason": "end"}'
+    assert scan_text(text).verdict == Verdict(0, "end")
+    assert len(calls) <= 2
+    scanner = scan.StreamScanner(step=1000, reach=1000)
+    scanner.feed(text)
+    assert scanner.finish().verdict == Verdict(0, "end")
+
+
 def test_deeply_nested_input_does_not_crash() -> None:
     text = "[" * 100_000 + '{"score": 1, "reason": "x"}' + "]" * 100_000
     assert verdict_of(text) == Verdict(1, "x")
@@ -440,6 +465,14 @@ _PIECES = st.sampled_from(
         '{"reason": "x"}',
         "{ x",
         "{}",
+        '{"k"\n',
+        '{"k": x}',
+        '{"k": ',
+        "\x01",
+        '"\\q',
+        "\\u00",
+        "-1",
+        "NaN",
     ]
 )
 
