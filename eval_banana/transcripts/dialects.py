@@ -10,7 +10,8 @@ What each reads (docs/agents.md#transcripts):
 - codex: its human transcript on stderr (user, thinking, codex, exec, tool, ERROR lines and the
   `tokens used` total); its stdout is the answer;
 - text (grok, opencode, pi, custom agents): stdout's text is the answer; a line that is a
-  claude-shaped JSON event is read as claude's;
+  claude event (an assistant or user turn with its message, a result or a system event) is read
+  as claude's, any other line (JSON of other shapes included) as text;
 - opencode (`opencode run`, read beside text when a text agent's stderr opens with its
   `> agent · model` header): its stderr's tool lines (an icon, the tool's title such as
   `Read README.md` or `$ ls -a`), the output it prints under a block tool (shell, write, edit,
@@ -91,6 +92,15 @@ class Parser:
         key = str(call_id) if call_id is not None else None
         name = str(tool) if tool is not None else self.tools.get(key or "")
         self.sink.add("tool_result", text=text or "", tool=name, call_id=key, cut=cut)
+
+
+def is_claude_event(event: dict[str, Any]) -> bool:
+    """Whether `Claude.event` reads this object: a message turn, the result or a system event
+    (other JSON a text agent prints, such as its own `{"type": "progress"}` lines, is text)."""
+    kind = event.get("type")
+    if kind in ("assistant", "user"):
+        return isinstance(event.get("message"), dict)
+    return kind in ("result", "system")
 
 
 class Claude(Parser):
@@ -357,7 +367,7 @@ class Codex(Parser):
 
 
 class Text(Parser):
-    """Plain text; claude-shaped JSON event lines among it are read as claude's."""
+    """Plain text; claude's JSON event lines among it are read as claude's."""
 
     def __init__(self, *, sink: Sink) -> None:
         super().__init__(sink=sink)
@@ -367,7 +377,7 @@ class Text(Parser):
     def feed(self, line: Line) -> None:
         if line.text.lstrip().startswith("{"):
             event = load(line)
-            if event is not None and isinstance(event.get("type"), str):
+            if event is not None and is_claude_event(event):
                 self._flush()
                 self.claude.event(event)
                 return

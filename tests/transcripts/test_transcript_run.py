@@ -63,3 +63,25 @@ def test_a_cached_verdict_brings_its_transcript_back(tmp_path: Path) -> None:
     (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
     assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
     assert (second_dir / reused["details"]["transcript_path"]).read_bytes() == saved
+
+
+def test_a_text_agent_s_own_json_lines_are_its_answer(tmp_path: Path) -> None:
+    # JSON lines with a "type" key that are not claude's events are the text agent's text:
+    # they were dropped, leaving an empty transcript although the verdict was read from them.
+    root = write_project(tmp_path / "project")
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('"claude"', '"text"'))
+    progress = {"type": "progress", "message": "reading README.md"}
+    verdict = {"type": "verdict", "score": 0, "reason": "README has no install section"}
+    (root / "agent.py").write_text(
+        f"import json\nprint(json.dumps({progress!r}))\nprint(json.dumps({verdict!r}))\n"
+    )
+    completed = run_eb(root)
+    assert completed.returncode == 1, completed.stderr
+    run_dir = run_dir_of(root)
+    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    assert check["status"] == "failed"
+    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
+    (answer,) = [json.loads(line) for line in text.splitlines()]
+    assert answer["kind"] == "answer"
+    assert [json.loads(line) for line in answer["text"].splitlines()] == [progress, verdict]
