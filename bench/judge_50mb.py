@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from eval_banana.core.masking import NO_SECRETS  # noqa: E402
 from eval_banana.harness.verdict import extract_verdict  # noqa: E402
 from eval_banana.transcripts.record import transcript_events  # noqa: E402
 
@@ -93,7 +94,7 @@ def main() -> None:
                 stdout_path=with_result,
                 stderr_path=None,
                 max_chars=2000,
-                mask=str,
+                masker=NO_SECRETS,
             )
         ),
     )

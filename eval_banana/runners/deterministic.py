@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.core.log import Logger
+from eval_banana.core.masking import NO_SECRETS, Masker
 from eval_banana.core.textfiles import blank_source
 from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult
 from eval_banana.runners.base import RunContext
@@ -146,12 +147,20 @@ def _outcome_result(
     *, ctx: RunContext, started: datetime, outcome: ProcessOutcome, details: dict[str, Any]
 ) -> CheckResult:
     """Map a finished process to a result."""
+    # Its secrets masked before its output is cut (eval_banana.core.masking).
+    masker: Masker = ctx.redactor or NO_SECRETS
     stdout = bounded_tail(
-        path=outcome.stdout_path, stream="stdout", location=ctx.evidence_name(".stdout.txt")
+        path=outcome.stdout_path,
+        stream="stdout",
+        location=ctx.evidence_name(".stdout.txt"),
+        masker=masker,
     )
     # stderr is bounded like stdout (eval-banana stored it whole); the file keeps the full stream.
     stderr = bounded_tail(
-        path=outcome.stderr_path, stream="stderr", location=ctx.evidence_name(".stderr.txt")
+        path=outcome.stderr_path,
+        stream="stderr",
+        location=ctx.evidence_name(".stderr.txt"),
+        masker=masker,
     )
     common: dict[str, Any] = {
         "check": ctx.check,

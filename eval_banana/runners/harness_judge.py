@@ -14,6 +14,7 @@ from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import write_text_atomic
 from eval_banana.core.jsonvalues import lone_surrogates_replaced
 from eval_banana.core.log import Logger
+from eval_banana.core.masking import Masker
 from eval_banana.harness.cause import agent_error
 from eval_banana.harness.command import (
     build_argv,
@@ -140,33 +141,43 @@ def _with_cause(*, detail: str, cause: str | None) -> str:
     return detail if cause is None else f"{detail} The agent reported: {cause}"
 
 
-def _tails(*, ctx: RunContext, outcome: ProcessOutcome) -> tuple[str, str]:
+def _tails(*, ctx: RunContext, outcome: ProcessOutcome, masker: Masker) -> tuple[str, str]:
     stdout = bounded_tail(
-        path=outcome.stdout_path, stream="stdout", location=ctx.evidence_name(".stdout.txt")
+        path=outcome.stdout_path,
+        stream="stdout",
+        location=ctx.evidence_name(".stdout.txt"),
+        masker=masker,
     )
     # stderr is bounded too (eval-banana stored it whole); checks/<stem>.stderr.txt keeps all of it.
     stderr = bounded_tail(
-        path=outcome.stderr_path, stream="stderr", location=ctx.evidence_name(".stderr.txt")
+        path=outcome.stderr_path,
+        stream="stderr",
+        location=ctx.evidence_name(".stderr.txt"),
+        masker=masker,
     )
     return stdout, stderr
 
 
+def _masker(*, ctx: RunContext, env: dict[str, str]) -> Masker:
+    """The run's redactor, else one of the judge's own environment: every text eb cuts from
+    the agent's output is masked before the cut, so a cut never leaves part of a secret (the
+    whole files and the result are masked again afterwards, eval_banana.runners.redact)."""
+    if ctx.redactor is not None:
+        return ctx.redactor
+    return run_redactor(config=ctx.config, harness=ctx.harness, environ=env)
+
+
 def _transcript_builder(
-    *, ctx: RunContext, details: dict[str, Any], env: dict[str, str]
+    *, ctx: RunContext, details: dict[str, Any], masker: Masker
 ) -> TranscriptBuilder | None:
     """What reads the agent's output into transcript events while it runs (transcripts on)."""
     settings = ctx.config.settings
     if not settings.harness.transcripts:
         return None
-    # Masked before each text is cut, so a cut never leaves part of a secret; the whole file is
-    # masked again with the run's other files afterwards (eval_banana.runners.redact).
-    redactor = ctx.redactor
-    if redactor is None:
-        redactor = run_redactor(config=ctx.config, harness=ctx.harness, environ=env)
     return TranscriptBuilder(
         dialect=str(details["output_dialect"]),
         max_chars=settings.harness.transcript_max_chars,
-        mask=redactor.text,
+        masker=masker,
     )
 
 
@@ -198,9 +209,10 @@ def _judged(
     outcome: ProcessOutcome,
     details: dict[str, Any],
     builder: TranscriptBuilder | None,
+    masker: Masker,
 ) -> CheckResult:
     """The outcome for a process that ran: stop, timeout, exit code and verdict."""
-    stdout, stderr = _tails(ctx=ctx, outcome=outcome)
+    stdout, stderr = _tails(ctx=ctx, outcome=outcome, masker=masker)
     if outcome.stdout_path is not None:
         details["raw_response_path"] = ctx.evidence_name(".stdout.txt")
     _transcript(ctx=ctx, outcome=outcome, details=details, builder=builder)
@@ -247,6 +259,7 @@ def _judged(
             exited_nonzero=code != 0,
             error_event=found.error_event,
             stdout_path=outcome.stdout_path,
+            masker=masker,
         )
     if code != 0 or verdict is None:
         found_cause = classify_judge_error(
@@ -354,7 +367,8 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
         project_root=ctx.seen_root,
         agent=harness.agent,
     )
-    builder = _transcript_builder(ctx=ctx, details=details, env=dict(env))
+    masker = _masker(ctx=ctx, env=dict(env))
+    builder = _transcript_builder(ctx=ctx, details=details, masker=masker)
     try:
         outcome = run_process(
             argv=ctx.command(argv),
@@ -369,7 +383,14 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     except OSError as exc:
         return _launch_error(ctx=ctx, started=started, exc=exc, details=details)
     result = _words_only(
-        _judged(ctx=ctx, started=started, outcome=outcome, details=details, builder=builder)
+        _judged(
+            ctx=ctx,
+            started=started,
+            outcome=outcome,
+            details=details,
+            builder=builder,
+            masker=masker,
+        )
     )
     _trace(ctx=ctx, argv=details["effective_command"], outcome=outcome, result=result)
     return result

@@ -22,6 +22,7 @@ from typing import BinaryIO, NamedTuple, Protocol
 
 from eval_banana.core import forked
 from eval_banana.core.errors import WriteFault
+from eval_banana.core.masking import Masker, masked
 from eval_banana.runners import orphans
 from eval_banana.runners.faults import capture_fault
 
@@ -379,21 +380,28 @@ def _open_captures(*, stdout_path: Path, stderr_path: Path) -> tuple[BinaryIO, B
 TAIL_CHARS = 2000
 
 
-def bounded_tail(*, path: Path | None, stream: str, location: str) -> str:
-    """eval-banana's bounded tail: the whole text, or a banner and the last 2000 chars.
+def bounded_tail(*, path: Path | None, stream: str, location: str, masker: Masker) -> str:
+    """eval-banana's bounded tail: the whole text, or a banner and the last 2000 chars; the
+    run's secrets masked before the cut (eval_banana.core.masking).
 
     See docs/compatibility.md#report-json.
     """
     if path is None:
         return ""
     size = path.stat().st_size
-    # UTF-8 needs at most 4 bytes per character, so this window always holds 2000 characters.
-    window = 4 * TAIL_CHARS + 8
-    with path.open("rb") as handle:
-        if size > window:
-            handle.seek(size - window)
-        text = handle.read().decode("utf-8", errors="replace")
-    if size <= window and len(text) <= TAIL_CHARS:
+    # UTF-8 needs at most 4 bytes per character, so this window holds 2000 characters, and
+    # what a secret cut at its start reaches into it; a window whose masks leave fewer grows.
+    window = 4 * TAIL_CHARS + 8 + masker.reach
+    while True:
+        start = max(0, size - window)
+        with path.open("rb") as handle:
+            handle.seek(start)
+            text = handle.read(size - start).decode("utf-8", errors="replace")
+        text = masked(text, masker=masker, open_start=start > 0)
+        if start == 0 or len(text) > TAIL_CHARS:
+            break
+        window *= 2
+    if start == 0 and len(text) <= TAIL_CHARS:
         return text
     return (
         f"[eval-banana: {stream} truncated to the last {TAIL_CHARS} characters; "

@@ -18,6 +18,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from eval_banana.core.masking import MASK
 from eval_banana.core.secreturl import url_secrets
 from eval_banana.harness.command import placeholder_reads, provider_values
 from eval_banana.models.result import CheckResult
@@ -30,7 +31,6 @@ from eval_banana.settings.table import variable_of
 REMOTE_VARIABLE = variable_of("cache.remote")
 CREDENTIAL_SUFFIXES: tuple[str, ...] = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS")
 MIN_CHARS = 6
-MASK = "***"
 # eb's own settings and markers are not secrets (EVAL_BANANA_CHECK_TOKEN ends in _TOKEN).
 _OWN_PREFIX = "EVAL_BANANA_"
 _BLOCK = 1 << 20
@@ -61,6 +61,15 @@ class Redactor:
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
+
+    @property
+    def reach(self) -> int:
+        """How far past a cut a secret cut in two can reach (eval_banana.core.masking)."""
+        return max(0, self._longest - 1)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of every secret in `text`, in any form, in order (they may overlap)."""
+        return sorted(span for forms in self._forms for span in forms.text_spans(text))
 
     def text(self, text: str) -> str:
         for forms in self._forms:

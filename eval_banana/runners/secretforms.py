@@ -111,6 +111,12 @@ class SecretForms:
         """`text` with every form of the secret replaced by `mask`."""
         return self._text.sub(mask, text) if self._anchor in text else text
 
+    def text_spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of each form of the secret in `text`, in order, not overlapping."""
+        if self._anchor not in text:
+            return []
+        return [match.span() for match in self._text.finditer(text)]
+
     def occurs_in(self, buffer: bytes) -> bool:
         return self._anchor_bytes in buffer and self._bytes.search(buffer) is not None
 

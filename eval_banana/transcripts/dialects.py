@@ -35,7 +35,11 @@ _MAX_CALLS = 4096
 
 
 class _Text:
-    """A text that arrives in pieces (deltas, plain lines), kept bounded: its start and end."""
+    """A text that arrives in pieces (deltas, plain lines), kept bounded: its start and end.
+
+    Each is kept `limit` long (the sink's keep_chars) and masked by the sink before it is cut
+    to max_chars; the edge where it was cut from the rest is marked open, so a secret cut in
+    two there is left out (eval_banana.core.masking)."""
 
     def __init__(self, *, limit: int) -> None:
         self.limit = limit
@@ -58,11 +62,17 @@ class _Text:
         self.total += max(0, line.size - len(line.text) - len(line.end))
         self.add(line.end + "\n")
 
-    def whole(self) -> tuple[str, int]:
-        """The text if it was kept whole, else its end, with how much was left out."""
+    def whole(self) -> tuple[str, int, bool]:
+        """The text if it was kept whole, else its end, with how much was left out and whether
+        its start is open (cut from the rest)."""
         if self.total <= len(self.head):
-            return self.head, 0
-        return self.end, self.total - len(self.end)
+            return self.head, 0, False
+        return self.end, self.total - len(self.end), True
+
+    def start(self) -> tuple[str, int, bool]:
+        """Its start, with how much was left out and whether its end is open."""
+        left_out = max(0, self.total - len(self.head))
+        return self.head, left_out, left_out > 0
 
 
 class Parser:
@@ -87,11 +97,19 @@ class Parser:
         self.sink.add("tool_call", tool=tool, call_id=key, arguments=text, cut=cut)
 
     def result(
-        self, *, call_id: object, text: str | None, tool: object = None, cut: int = 0
+        self,
+        *,
+        call_id: object,
+        text: str | None,
+        tool: object = None,
+        cut: int = 0,
+        open_end: bool = False,
     ) -> None:
         key = str(call_id) if call_id is not None else None
         name = str(tool) if tool is not None else self.tools.get(key or "")
-        self.sink.add("tool_result", text=text or "", tool=name, call_id=key, cut=cut)
+        self.sink.add(
+            "tool_result", text=text or "", tool=name, call_id=key, cut=cut, open_end=open_end
+        )
 
 
 def is_claude_event(event: dict[str, Any]) -> bool:
@@ -183,8 +201,8 @@ class Gemini(Parser):
 
     def _flush(self) -> None:
         if self.answer is not None:
-            text, cut = self.answer.whole()
-            self.sink.add("message", role="assistant", text=text, cut=cut)
+            text, cut, open_start = self.answer.whole()
+            self.sink.add("message", role="assistant", text=text, cut=cut, open_start=open_start)
             self.answer = None
 
     def feed(self, line: Line) -> None:
@@ -196,7 +214,7 @@ class Gemini(Parser):
             content = event.get("content")
             if isinstance(content, str):
                 if self.answer is None:
-                    self.answer = _Text(limit=self.sink.max_chars)
+                    self.answer = _Text(limit=self.sink.keep_chars)
                 self.answer.add(content)
             return
         self._flush()
@@ -299,7 +317,7 @@ class Codex(Parser):
     def __init__(self, *, sink: Sink) -> None:
         super().__init__(sink=sink)
         self.section: str | None = None
-        self.text = _Text(limit=sink.max_chars)
+        self.text = _Text(limit=sink.keep_chars)
         self.rules = 0
         self.calls = 0
         self.command: str | None = None
@@ -344,12 +362,13 @@ class Codex(Parser):
 
     def _flush(self) -> None:
         section = self.section
-        text, cut = self.text.head.rstrip("\n"), max(0, self.text.total - len(self.text.head))
-        self.text = _Text(limit=self.sink.max_chars)
+        text, cut, open_end = self.text.start()
+        text = text.rstrip("\n")
+        self.text = _Text(limit=self.sink.keep_chars)
         if section == "exec" and self.command is not None:
             self._call()
         elif section == "exec-output":
-            self.result(call_id=f"exec-{self.calls}", text=text, cut=cut)
+            self.result(call_id=f"exec-{self.calls}", text=text, cut=cut, open_end=open_end)
         elif section == "tool" and text:
             name, _, rest = text.partition("(")
             self.calls += 1
@@ -360,7 +379,9 @@ class Codex(Parser):
             )
         elif section in ("user", "codex", "thinking") and text:
             role = {"user": "user", "codex": "assistant", "thinking": "thinking"}[section]
-            self.sink.add("message", role=role, text=text, cut=cut, stream="stderr")
+            self.sink.add(
+                "message", role=role, text=text, cut=cut, open_end=open_end, stream="stderr"
+            )
 
     def finish(self) -> None:
         self._flush()
@@ -382,14 +403,20 @@ class Text(Parser):
                 self.claude.event(event)
                 return
         if self.text is None:
-            self.text = _Text(limit=self.sink.max_chars)
+            self.text = _Text(limit=self.sink.keep_chars)
         self.text.add_line(line)
 
     def _flush(self) -> None:
         if self.text is not None:
-            text, cut = self.text.whole()
+            text, cut, open_start = self.text.whole()
             if text.strip():
-                self.sink.add("message", role="assistant", text=text.rstrip("\n"), cut=cut)
+                self.sink.add(
+                    "message",
+                    role="assistant",
+                    text=text.rstrip("\n"),
+                    cut=cut,
+                    open_start=open_start,
+                )
             self.text = None
 
     def finish(self) -> None:
@@ -436,7 +463,7 @@ class OpenCode(Parser):
                 return
             if not self.seen_header and (match := _OC_ERROR.match(raw)):
                 self._flush()
-                self.error = _Text(limit=self.sink.max_chars)
+                self.error = _Text(limit=self.sink.keep_chars)
                 self.error.add(match.group(1))
             return
         tool = _OC_TOOL.match(raw)
@@ -446,7 +473,7 @@ class OpenCode(Parser):
         if tool is not None:
             self._tool(icon=tool.group(1), rest=tool.group(2))
         elif error is not None:
-            text = _Text(limit=self.sink.max_chars)
+            text = _Text(limit=self.sink.keep_chars)
             text.add(("Error: " if self.failed else "") + error.group(1))
             if self.failed:
                 self.body = text
@@ -477,17 +504,22 @@ class OpenCode(Parser):
         shown: object = {"command": arguments} if name == "bash" else arguments
         self.call(name=name, call_id=f"opencode-{self.calls}", arguments=shown)
         # A block tool prints its output under its line; an inline one prints nothing more.
-        self.body = _Text(limit=self.sink.max_chars)
+        self.body = _Text(limit=self.sink.keep_chars)
 
     def _flush(self) -> None:
         if self.body is not None:
-            text, cut = self.body.head, max(0, self.body.total - len(self.body.head))
+            text, cut, open_end = self.body.start()
             if text.strip() or cut:
-                self.result(call_id=f"opencode-{self.calls}", text=text.strip("\n"), cut=cut)
+                self.result(
+                    call_id=f"opencode-{self.calls}",
+                    text=text.strip("\n"),
+                    cut=cut,
+                    open_end=open_end,
+                )
             self.body = None
         if self.error is not None:
-            text, cut = self.error.head, max(0, self.error.total - len(self.error.head))
-            self.sink.add("error", text=text.strip(), cut=cut, stream="stderr")
+            text, cut, open_end = self.error.start()
+            self.sink.add("error", text=text.strip(), cut=cut, open_end=open_end, stream="stderr")
             self.error = None
 
     def finish(self) -> None:

@@ -29,6 +29,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 
+from eval_banana.core.masking import Masker
 from eval_banana.transcripts.dialects import PARSERS, Codex, OpenCode, Parser
 from eval_banana.transcripts.reading import (
     HEAD_BYTES,
@@ -109,7 +110,7 @@ class _Lines:
         done = 0
         while self.backlog and (budget is None or done < budget):
             raw = self.backlog.popleft()
-            whole.parser.feed(raw.line())
+            whole.parser.feed(raw.line(masker=whole.sink.masker))
             done += raw.size
         return True
 
@@ -178,7 +179,7 @@ class _Lines:
         if self.whole is None:
             return
         if self.head is None:
-            self.whole.parser.feed(raw.line())  # the head: parsed at once
+            self.whole.parser.feed(raw.line(masker=self.whole.sink.masker))  # the head, at once
         elif self.size > WHOLE_BYTES:
             self.whole = None  # too long to be parsed whole: the head and the end will be
             self.backlog.clear()
@@ -229,7 +230,7 @@ class _Lines:
         parser = self.make(sink)  # the end is read afresh: the state of the middle is unknown
         for _, item in self.ring:
             raw = item if isinstance(item, RawLine) else raw_line(bytes(item))
-            parser.feed(raw.line())
+            parser.feed(raw.line(masker=sink.masker))
         parser.finish()
         self.ring.clear()
         return sink
@@ -268,7 +269,8 @@ def _stderr_errors(*, tail: _Tail, sink: Sink) -> None:
 def _codex_answer(*, tail: _Tail, sink: Sink) -> None:
     """codex's stdout is its final message: the answer, unless its stderr already ended on it."""
     text = tail.last().decode("utf-8", errors="ignore").strip()
-    clipped, cut = sink.clip(text, keep_end=True)
+    open_start = tail.size > tail.keep  # its start was cut from the rest of the stream
+    clipped, cut = sink.clip(text, keep_end=True, open_start=open_start)
     last = next(
         (
             event
@@ -280,26 +282,33 @@ def _codex_answer(*, tail: _Tail, sink: Sink) -> None:
     if last is not None and last.get("text") == clipped:
         last["kind"] = "answer"
         return
-    sink.add("answer", text=text, cut=max(0, tail.size - len(text.encode())) if cut else 0)
+    sink.add(
+        "answer",
+        text=text,
+        cut=max(0, tail.size - len(text.encode())) if cut else 0,
+        open_start=open_start,
+    )
 
 
 class TranscriptBuilder:
     """One run of an agent: its output in (`stdout`, `stderr`, any piece size), events out."""
 
-    def __init__(self, *, dialect: str, max_chars: int, mask: Callable[[str], str]) -> None:
+    def __init__(self, *, dialect: str, max_chars: int, masker: Masker) -> None:
         self.codex = dialect == "codex"
         kind = Codex if self.codex else PARSERS.get(dialect, PARSERS["text"])
 
         def make(sink: Sink) -> Parser:
             return kind(sink=sink)
 
-        self.lines = _Lines(make=make, sink=Sink(max_chars=max_chars, mask=mask))
-        # codex's stdout holds only its final message: its end is enough (4 bytes a character).
-        self.tail = _Tail(keep=4 * max_chars + 4 if self.codex else _STDERR_TAIL)
+        self.lines = _Lines(make=make, sink=Sink(max_chars=max_chars, masker=masker))
+        # codex's stdout holds only its final message: its end is enough (4 bytes a character,
+        # and what a secret cut at its start reaches into it).
+        keep = 4 * (max_chars + masker.reach) + 4
+        self.tail = _Tail(keep=keep if self.codex else _STDERR_TAIL)
         # A text agent's stderr may be opencode's: read as such until it shows it is not.
         self.side: _Lines | None = None
         if dialect == "text":
-            self.side = _Lines(make=_opencode, sink=Sink(max_chars=max_chars, mask=mask))
+            self.side = _Lines(make=_opencode, sink=Sink(max_chars=max_chars, masker=masker))
         self.done: list[Event] | None = None
 
     def stdout(self, data: bytes) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from eval_banana.core.masking import Masker, masked
+
 LINE_CAP = 1 << 20
 # A stream up to WHOLE_BYTES is parsed whole. Of a longer one only the start (until the
 # transcript's head is full, or HEAD_BYTES were read) and its last TAIL_BYTES are parsed.
@@ -33,16 +35,20 @@ class RawLine(NamedTuple):
     size: int
     end: bytes | None = None  # of a line longer than LINE_CAP: its last bytes
 
-    def line(self) -> Line:
+    def line(self, *, masker: Masker) -> Line:
+        """The line decoded, its secrets masked before any parser cuts it; of a long line, the
+        secrets its start and its end were cut in are left out (eval_banana.core.masking)."""
         if self.end is None:
             text = self.start.decode("utf-8", errors="replace").rstrip("\r\n")
-            return Line(text=text, size=self.size)
+            return Line(text=masked(text, masker=masker), size=self.size)
         # A character cut in two at either edge is dropped, not shown as a replacement mark.
+        start = self.start.decode("utf-8", errors="ignore")
+        end = self.end.decode("utf-8", errors="ignore").rstrip("\r\n")
         return Line(
-            text=self.start.decode("utf-8", errors="ignore"),
+            text=masked(start, masker=masker, open_end=True),
             size=self.size,
             cut=True,
-            end=self.end.decode("utf-8", errors="ignore").rstrip("\r\n"),
+            end=masked(end, masker=masker, open_start=True),
         )
 
 

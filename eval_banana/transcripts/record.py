@@ -12,6 +12,7 @@ from pathlib import Path
 
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.jsonvalues import without_lone_surrogates
+from eval_banana.core.masking import Masker
 from eval_banana.transcripts.live import TranscriptBuilder
 from eval_banana.transcripts.sink import Event
 
@@ -37,10 +38,10 @@ def transcript_events(
     stdout_path: Path | None,
     stderr_path: Path | None,
     max_chars: int,
-    mask: Callable[[str], str],
+    masker: Masker,
 ) -> list[Event]:
     """The transcript of one run of an agent, from its stdout and stderr files."""
-    builder = TranscriptBuilder(dialect=dialect, max_chars=max_chars, mask=mask)
+    builder = TranscriptBuilder(dialect=dialect, max_chars=max_chars, masker=masker)
     _feed(path=stdout_path, into=builder.stdout)
     _feed(path=stderr_path, into=builder.stderr)
     return builder.events()
@@ -64,7 +65,7 @@ def record_transcript(
     stderr_path: Path | None,
     target: Path,
     max_chars: int,
-    mask: Callable[[str], str],
+    masker: Masker,
 ) -> int:
     """Write `target` from output files; the number of events."""
     events = transcript_events(
@@ -72,6 +73,6 @@ def record_transcript(
         stdout_path=stdout_path,
         stderr_path=stderr_path,
         max_chars=max_chars,
-        mask=mask,
+        masker=masker,
     )
     return write_transcript(events=events, target=target)

@@ -1,4 +1,4 @@
-"""Where a dialect's parser puts its events: cut to size, masked, and bounded in number.
+"""Where a dialect's parser puts its events: masked, cut to size, and bounded in number.
 
 A transcript keeps the first HEAD_EVENTS events and the last TAIL_EVENTS; what lies between is
 counted, not kept, so a judge that printed a million events still has a small transcript with
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Callable
 from typing import Any
+
+from eval_banana.core.masking import Masker, cut
 
 HEAD_EVENTS = 200
 TAIL_EVENTS = 100
@@ -21,9 +22,12 @@ Event = dict[str, Any]
 class Sink:
     """The events of one transcript, in order, each text cut to `max_chars`."""
 
-    def __init__(self, *, max_chars: int, mask: Callable[[str], str]) -> None:
+    def __init__(self, *, max_chars: int, masker: Masker) -> None:
         self.max_chars = max_chars
-        self.mask = mask
+        self.masker = masker
+        # What a parser keeps of a long text: max_chars, and what a secret cut at its edge may
+        # reach into it (left out once it is masked, eval_banana.core.masking).
+        self.keep_chars = max_chars + masker.reach
         self.head: list[Event] = []
         self.tail: deque[Event] = deque(maxlen=TAIL_EVENTS)
         self.dropped = 0  # events pushed out of the tail
@@ -32,7 +36,7 @@ class Sink:
 
     def fork(self) -> Sink:
         """A copy that goes on independently (the same mask, its own events)."""
-        twin = Sink(max_chars=self.max_chars, mask=self.mask)
+        twin = Sink(max_chars=self.max_chars, masker=self.masker)
         twin.head = copy.deepcopy(self.head)
         twin.tail = copy.deepcopy(self.tail)
         twin.dropped = self.dropped
@@ -49,19 +53,42 @@ class Sink:
             except RuntimeError:  # the tail moved while it was copied: copy it again
                 continue
 
-    def clip(self, text: str, *, keep_end: bool = False) -> tuple[str, int]:
-        """`text` masked and cut to max_chars (its end kept for answers), and how much was cut."""
+    def clip(
+        self,
+        text: str,
+        *,
+        keep_end: bool = False,
+        open_start: bool = False,
+        open_end: bool = False,
+    ) -> tuple[str, int]:
+        """`text` masked and cut to max_chars (its end kept for answers), and how much was cut;
+        `open_start`/`open_end`: the text was itself cut there from a longer one."""
         # Masked before it is cut, so a cut cannot leave half a secret that no longer matches.
-        text = self.mask(text)
-        over = len(text) - self.max_chars
-        if over <= 0:
-            return text, 0
-        return (text[over:] if keep_end else text[: self.max_chars]), over
+        return cut(
+            text,
+            masker=self.masker,
+            limit=self.max_chars,
+            keep_end=keep_end,
+            open_start=open_start,
+            open_end=open_end,
+        )
 
-    def add(self, kind: str, *, text: str | None = None, cut: int = 0, **fields: Any) -> None:
+    def add(
+        self,
+        kind: str,
+        *,
+        text: str | None = None,
+        cut: int = 0,
+        open_start: bool = False,
+        open_end: bool = False,
+        **fields: Any,
+    ) -> None:
+        """One event; its `text` masked and cut (`open_start`/`open_end`: see `clip`)."""
         event: Event = {"kind": kind}
         if text is not None:
-            event["text"], more = self.clip(text, keep_end=kind == "answer")
+            event["text"], more = self.clip(
+                text, keep_end=kind == "answer", open_start=open_start, open_end=open_end
+            )
             cut += more
         for key, value in fields.items():
             if value is not None:

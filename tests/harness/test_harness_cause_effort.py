@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from eval_banana.core.masking import NO_SECRETS
 from eval_banana.harness.cause import agent_error
 from eval_banana.harness.effort import effort_outcome
 from eval_banana.harness.templates import BUILTIN_TEMPLATES
@@ -24,7 +25,11 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 def test_claude_error_result_names_the_http_status() -> None:
     found = extract_verdict(dialect="claude", stdout_path=FIXTURES / "claude_error_result.stdout")
     cause = agent_error(
-        dialect="claude", event=found.usage_event, stderr_path=None, exited_nonzero=True
+        masker=NO_SECRETS,
+        dialect="claude",
+        event=found.usage_event,
+        stderr_path=None,
+        exited_nonzero=True,
     )
     assert cause is not None
     assert cause.startswith("API Error: 500 scripted failure from the test model server")
@@ -34,7 +39,11 @@ def test_claude_error_result_names_the_http_status() -> None:
 def test_gemini_error_result_names_the_api_error() -> None:
     found = extract_verdict(dialect="gemini", stdout_path=FIXTURES / "gemini_error_result.stdout")
     cause = agent_error(
-        dialect="gemini", event=found.usage_event, stderr_path=None, exited_nonzero=True
+        masker=NO_SECRETS,
+        dialect="gemini",
+        event=found.usage_event,
+        stderr_path=None,
+        exited_nonzero=True,
     )
     assert cause is not None and '"code":500' in cause
 
@@ -47,6 +56,7 @@ def test_openhands_error_event_is_believed_even_after_exit_0(tmp_path: Path) -> 
     found = extract_verdict(dialect="openhands", stdout_path=stdout)
     assert found.verdict is None and found.error_event is not None
     cause = agent_error(
+        masker=NO_SECRETS,
         dialect="openhands",
         event=None,
         stderr_path=None,
@@ -67,10 +77,21 @@ def test_stderr_error_lines_win_over_noise(tmp_path: Path) -> None:
         "}\n"
         "some closing words\n",
     )
-    cause = agent_error(dialect="text", event=None, stderr_path=stderr, exited_nonzero=True)
+    cause = agent_error(
+        masker=NO_SECRETS, dialect="text", event=None, stderr_path=stderr, exited_nonzero=True
+    )
     assert cause == "Error: Unexpected error"
     # A successful agent's stderr holds warnings, not causes.
-    assert agent_error(dialect="text", event=None, stderr_path=stderr, exited_nonzero=False) is None
+    assert (
+        agent_error(
+            masker=NO_SECRETS,
+            dialect="text",
+            event=None,
+            stderr_path=stderr,
+            exited_nonzero=False,
+        )
+        is None
+    )
 
 
 def test_usage_text_alone_is_named_as_such(tmp_path: Path) -> None:
@@ -81,7 +102,9 @@ def test_usage_text_alone_is_named_as_such(tmp_path: Path) -> None:
         "opencode run [message..]\n\nrun opencode with a message\n\n"
         "      --auto   auto-approve permissions that are not explicitly denied (dangerous!)\n",
     )
-    cause = agent_error(dialect="text", event=None, stderr_path=stderr, exited_nonzero=True)
+    cause = agent_error(
+        masker=NO_SECRETS, dialect="text", event=None, stderr_path=stderr, exited_nonzero=True
+    )
     assert cause == (
         "it printed its usage text (opencode run [message..]): it did not accept its arguments"
     )
@@ -91,14 +114,21 @@ def test_stdout_is_read_when_stderr_is_silent(tmp_path: Path) -> None:
     stderr = _write(tmp_path, "err", "")
     stdout = _write(tmp_path, "out", "Error: Missing required environment variable(s): LLM_MODEL\n")
     cause = agent_error(
-        dialect="openhands", event=None, stderr_path=stderr, exited_nonzero=True, stdout_path=stdout
+        masker=NO_SECRETS,
+        dialect="openhands",
+        event=None,
+        stderr_path=stderr,
+        exited_nonzero=True,
+        stdout_path=stdout,
     )
     assert cause == "Error: Missing required environment variable(s): LLM_MODEL"
 
 
 def test_long_causes_are_cut(tmp_path: Path) -> None:
     stderr = _write(tmp_path, "err", "Error: " + "x" * 1000 + "\n")
-    cause = agent_error(dialect="text", event=None, stderr_path=stderr, exited_nonzero=True)
+    cause = agent_error(
+        masker=NO_SECRETS, dialect="text", event=None, stderr_path=stderr, exited_nonzero=True
+    )
     assert cause is not None and len(cause) == 300 and cause.endswith("…")
 
 
@@ -170,6 +200,8 @@ def test_an_error_that_opens_an_object_keeps_it(tmp_path: Path) -> None:
     # Grok Build prints `Error: Internal error: {` and the API's answer on the next lines.
     recorded = json.loads((RECORDINGS / "grok" / "error.json").read_text())
     stderr = _write(tmp_path, "err", recorded["stderr"])
-    cause = agent_error(dialect="text", event=None, stderr_path=stderr, exited_nonzero=True)
+    cause = agent_error(
+        masker=NO_SECRETS, dialect="text", event=None, stderr_path=stderr, exited_nonzero=True
+    )
     assert cause is not None and cause.startswith("Error: Internal error: {")
     assert '"http_status": 500 }' in cause

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from eval_banana.harness.resolve import resolve_harness
 from eval_banana.runners.redact import run_redactor
 from tests.gitrepo import init_repo
@@ -166,3 +168,58 @@ def test_a_secret_an_agent_prints_json_escaped_is_masked_in_every_form(tmp_path:
         assert tool_result["content"].splitlines() == [
             "SECRET=***", "SECRET=***", '{"env": ["***", "***"]}'
         ]  # fmt: skip
+
+
+# A secret placed where eb cuts what the agent printed. `tail`: the last 2000 characters of
+# stdout (and of stderr) start 20 characters into it, and so does the transcript's answer,
+# then a verdict; `error`: it crosses the 300th character of the error line eb quotes as the
+# agent's own account of its failure (exit 1, no verdict).
+CUT_AGENT = """\
+import json, os, sys
+secret = os.environ["MY_AGENT_KEY"]
+if sys.argv[1] == "tail":
+    verdict = json.dumps({"score": 0, "reason": "README lacks install steps"})
+    print("x" * 100 + secret + "Z" * (2000 - 20 - len(verdict) - 2) + "\\n" + verdict)
+    sys.stderr.write("x" * 100 + secret + "E" * (2000 - 20))
+else:
+    sys.stderr.write("Error: request refused: " + "." * 256 + " key=" + secret + "\\n")
+    sys.exit(1)
+"""
+
+
+def _pieces(secret: str, *, size: int = 8) -> list[str]:
+    """Every `size`-character piece of `secret`: its start, its end and all between."""
+    return [secret[at : at + size] for at in range(len(secret) - size + 1)]
+
+
+@pytest.mark.parametrize("where", ["tail", "error"])
+def test_a_secret_cut_where_eb_shortens_the_output_leaves_no_piece_behind(
+    tmp_path: Path, where: str
+) -> None:
+    # docs/judges.md: masked before each text is cut, so a cut never leaves part of a secret.
+    secret = "Sup3rSecretValue_abcdefghijklmnop0123456789"
+    agent = tmp_path / "agent.py"
+    agent.write_text(CUT_AGENT)
+    table = (
+        'prompt_flag = "--prompt"\nmodel_flag = ""\n'
+        f"shared_flags = {json.dumps([where])}\n"
+        'prompt_position = "tail"\n'
+        'provider_env = { MY_AGENT_KEY = "{env:MY_SECRET}" }\n'
+    )
+    root = _judged_project(tmp_path / "proj", agent=agent, agent_table=table)
+    junit = tmp_path / "junit.xml"
+    done = _eb_run(root, "--junit-xml", str(junit), env={"MY_SECRET": secret})
+    assert done.returncode == 1, done.stderr
+    streams = done.stdout + done.stderr
+    pieces = _pieces(secret)
+    assert [piece for piece in pieces if piece in streams] == []
+    assert _holding(root, pieces) == []
+    assert [piece for piece in pieces if piece in junit.read_text()] == []
+    report = json.loads(next((root / ".eval-banana" / "results").glob("*/report.json")).read_text())
+    (check,) = report["checks"]
+    if where == "tail":
+        assert check["stdout"].startswith("[eval-banana: stdout truncated to the last 2000")
+        assert "x***Z" in check["stdout"] and "x***E" in check["stderr"]
+    else:
+        quoted = "The agent reported: Error: request refused: " + "." * 256 + " key=***"
+        assert check["error_detail"].endswith(quoted)

@@ -6,6 +6,7 @@ import json
 import tracemalloc
 from pathlib import Path
 
+from eval_banana.core.masking import NO_SECRETS
 from eval_banana.transcripts.record import record_transcript, transcript_events
 from eval_banana.transcripts.repair import repair
 from eval_banana.transcripts.sink import HEAD_EVENTS, TAIL_EVENTS
@@ -59,10 +60,6 @@ def write_stream(path: Path, *, size: int) -> None:
         handle.write(final())
 
 
-def identity(text: str) -> str:
-    return text
-
-
 def test_a_50_mb_stream_gives_a_small_transcript_with_its_start_and_end(tmp_path: Path) -> None:
     stdout = tmp_path / "out.txt"
     write_stream(stdout, size=50 * MB)
@@ -74,7 +71,7 @@ def test_a_50_mb_stream_gives_a_small_transcript_with_its_start_and_end(tmp_path
         stderr_path=None,
         target=target,
         max_chars=2000,
-        mask=identity,
+        masker=NO_SECRETS,
     )
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -104,7 +101,7 @@ def test_a_50_mb_line_is_read_in_part(tmp_path: Path) -> None:
     stdout.write_bytes(tool_round(0)[: tool_round(0).index(b"\n") + 1] + line(huge) + final())
     tracemalloc.start()
     events = transcript_events(
-        dialect="claude", stdout_path=stdout, stderr_path=None, max_chars=500, mask=identity
+        dialect="claude", stdout_path=stdout, stderr_path=None, max_chars=500, masker=NO_SECRETS
     )
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -118,7 +115,7 @@ def test_a_plain_answer_on_one_long_line_keeps_its_end(tmp_path: Path) -> None:
     stdout = tmp_path / "out.txt"
     stdout.write_text("Looking at {the} files. " * 300_000 + VERDICT + "\n")
     events = transcript_events(
-        dialect="text", stdout_path=stdout, stderr_path=None, max_chars=200, mask=identity
+        dialect="text", stdout_path=stdout, stderr_path=None, max_chars=200, masker=NO_SECRETS
     )
     (answer,) = events
     assert answer["kind"] == "answer" and answer["text"].endswith(VERDICT)
@@ -130,7 +127,7 @@ def test_many_events_keep_the_first_and_the_last(tmp_path: Path) -> None:
     # 400 rounds of three events (text, call, result), then the answer: 1,201 events.
     stdout.write_bytes(b"".join(tool_round(index) for index in range(400)) + final())
     events = transcript_events(
-        dialect="claude", stdout_path=stdout, stderr_path=None, max_chars=100, mask=identity
+        dialect="claude", stdout_path=stdout, stderr_path=None, max_chars=100, masker=NO_SECRETS
     )
     assert len(events) == HEAD_EVENTS + TAIL_EVENTS + 1
     note = events[HEAD_EVENTS]

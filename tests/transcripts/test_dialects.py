@@ -141,12 +141,13 @@ def test_a_secret_is_masked_even_where_a_cut_falls_inside_it(rig: Rig) -> None:
 
 def test_codex_tokens_used_that_are_no_count_leave_no_usage_and_no_traceback() -> None:
     """'²' passes str.isdigit() and int() refuses it; so does a run of 5,000 digits."""
+    from eval_banana.core.masking import NO_SECRETS
     from eval_banana.transcripts.dialects import Codex
     from eval_banana.transcripts.reading import Line
     from eval_banana.transcripts.sink import Sink
 
     for told, usage in (("1,234", [{"total_tokens": 1234}]), ("\u00b2", []), ("9" * 5000, [])):
-        sink = Sink(max_chars=1000, mask=lambda text: text)
+        sink = Sink(max_chars=1000, masker=NO_SECRETS)
         parser = Codex(sink=sink)
         for text in ("--------", "header", "--------", "tokens used", told):
             parser.feed(Line(text=text, size=len(text)))

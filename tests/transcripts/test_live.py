@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from eval_banana.core.masking import NO_SECRETS
 from eval_banana.runners.process import ProcessOutcome, run_process
 from eval_banana.transcripts.live import TranscriptBuilder
 from eval_banana.transcripts.reading import LINE_CAP, LineSplitter, RawLine
@@ -50,10 +51,6 @@ while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
 """
 
 
-def identity(text: str) -> str:
-    return text
-
-
 def _follow(
     *, tmp_path: Path, code: str, go: Path, builder: TranscriptBuilder
 ) -> tuple[threading.Thread, list[ProcessOutcome]]:
@@ -88,7 +85,7 @@ def _seen_once(*, builder: TranscriptBuilder, count: int) -> list[Event]:
 
 def test_the_tool_call_is_an_event_before_the_agent_exits(tmp_path: Path) -> None:
     go = tmp_path / "go"
-    builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
+    builder = TranscriptBuilder(dialect="claude", max_chars=2000, masker=NO_SECRETS)
     thread, outcomes = _follow(tmp_path=tmp_path, code=AGENT, go=go, builder=builder)
     try:
         seen = _seen_once(builder=builder, count=1)
@@ -116,7 +113,7 @@ def test_the_tool_call_is_an_event_before_the_agent_exits(tmp_path: Path) -> Non
         stdout_path=outcome.stdout_path,
         stderr_path=outcome.stderr_path,
         max_chars=2000,
-        mask=identity,
+        masker=NO_SECRETS,
     )
 
 
@@ -133,12 +130,12 @@ def test_a_long_line_in_small_pieces_is_the_line_read_at_once() -> None:
     assert read.size == len(line) and read.end is not None
     assert len(read.start) == LINE_CAP and 64 << 10 <= len(read.end) <= 128 << 10
     assert line.endswith(read.end)
-    assert read.line().cut and read.line().end.endswith("é}")
+    assert read.line(masker=NO_SECRETS).cut and read.line(masker=NO_SECRETS).end.endswith("é}")
 
 
 def test_events_past_the_head_are_parsed_while_the_agent_pauses(tmp_path: Path) -> None:
     go = tmp_path / "go"
-    builder = TranscriptBuilder(dialect="claude", max_chars=2000, mask=identity)
+    builder = TranscriptBuilder(dialect="claude", max_chars=2000, masker=NO_SECRETS)
     thread, outcomes = _follow(tmp_path=tmp_path, code=MANY, go=go, builder=builder)
     try:
         seen = _seen_once(builder=builder, count=250)
@@ -186,7 +183,7 @@ def test_the_follower_ends_with_the_child_exit_code_with_and_without_an_exit_des
     for found in (True, False):
         if not found:
             monkeypatch.setattr(process, "_exit_descriptor", lambda *, pid: None)
-        builder = TranscriptBuilder(dialect="text", max_chars=2000, mask=identity)
+        builder = TranscriptBuilder(dialect="text", max_chars=2000, masker=NO_SECRETS)
         thread, outcomes = _follow(
             tmp_path=tmp_path, code=code, go=tmp_path / "go", builder=builder
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eval_banana.core.masking import NO_SECRETS
 from eval_banana.transcripts.live import TranscriptBuilder
 from eval_banana.transcripts.reading import WHOLE_BYTES
 
@@ -23,7 +24,7 @@ MODEL_ERROR = HEADER + "\x1b[91m\x1b[1mError: \x1b[0mscripted failure from the t
 
 
 def events(*, stderr: str, stdout: str = VERDICT + "\n", chunk: int = 7) -> list[dict[str, Any]]:
-    builder = TranscriptBuilder(dialect="text", max_chars=2000, mask=lambda text: text)
+    builder = TranscriptBuilder(dialect="text", max_chars=2000, masker=NO_SECRETS)
     data = stderr.encode()
     for start in range(0, len(data), chunk):  # in small pieces, as a pipe may give them
         builder.stderr(data[start : start + chunk])
