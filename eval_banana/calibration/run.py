@@ -30,7 +30,7 @@ from eval_banana.runners.fuses import RunFuses
 from eval_banana.runners.redact import Redactor, redact_check, run_redactor
 from eval_banana.runners.results import error_result, exception_result, iso, utc_now
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES, run_attempts
-from eval_banana.settings.envpolicy import build_base_env
+from eval_banana.settings.envpolicy import build_base_env, inherited_env
 
 SampleDone = Callable[[PlannedCheck, str, CaseSample], None]
 
@@ -109,6 +109,7 @@ class Calibrator:
         self.watch = watch
         self.cancel = cancel
         self.base_env = build_base_env(settings=config.settings.execution, environ=environ)
+        self.placeholder_env = inherited_env(environ=environ)
         self.redactor: Redactor = run_redactor(config=config, harness=harness, environ=environ)
 
     def sample(self, run: CaseRun) -> CaseSample:
@@ -134,6 +135,7 @@ class Calibrator:
                 run_dir=self.run_dir,
                 project_root=self.root,
                 base_env=self.base_env,
+                placeholder_env=self.placeholder_env,
                 cancel=self.cancel,
                 evidence_stem=run.stem,
                 view=ProjectView(path=workspace.path, cwd=workspace.cwd, wrap=workspace.wrap),

@@ -44,7 +44,7 @@ from eval_banana.runners.results import (
 from eval_banana.runners.retries import run_attempts
 from eval_banana.sampling.aggregate import aggregate_samples, sample_record, sample_stem
 from eval_banana.sampling.schedule import Gate, Item, plan_items, sample_sets_of
-from eval_banana.settings.envpolicy import build_base_env
+from eval_banana.settings.envpolicy import build_base_env, inherited_env
 from eval_banana.settings.folders import cache_dir, record_path
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class PlanRun:
         self.checks_dir = run_dir / "checks"
         self.checks_dir.mkdir(parents=True, exist_ok=True)
         self.base_env = build_base_env(settings=config.settings.execution, environ=environ)
+        self.placeholder_env = inherited_env(environ=environ)
         # One redactor for everything the run writes or prints, transcripts included.
         self.redactor = run_redactor(
             config=config, harness=guard.harness, environ=os.environ if environ is None else environ
@@ -155,6 +156,7 @@ class PlanRun:
             run_dir=self.run_dir,
             project_root=self.project_root,
             base_env=self.base_env,
+            placeholder_env=self.placeholder_env,
             cancel=self.stop,
             report_tokens=self.fuses.report_tokens,
             report_cost=self.fuses.report_cost,

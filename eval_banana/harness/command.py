@@ -64,11 +64,11 @@ def display_argv(*, argv: list[str], prompt: str, schema_path: Path | None = Non
     ]
 
 
-def _expand(*, value: str, base_env: Mapping[str, str]) -> str:
+def _expand(*, value: str, environ: Mapping[str, str]) -> str:
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name in base_env:
-            return base_env[name]
+        if name in environ:
+            return environ[name]
         with _warned_lock:
             first = name not in _warned_missing
             _warned_missing.add(name)
@@ -106,17 +106,22 @@ def build_env(
     *,
     template: AgentTemplate,
     base_env: Mapping[str, str],
+    placeholder_env: Mapping[str, str],
     harness_env: Mapping[str, str],
     model: str | None,
     project_root: Path,
     agent: str,
 ) -> dict[str, str]:
-    """eval-banana's layering; `fixed_env` (ours) sits right after the template's provider_env."""
+    """eval-banana's layering; `fixed_env` (ours) sits right after the template's provider_env.
+
+    `base_env` is what the env policy lets through; `provider_env`'s `{env:NAME}` placeholders
+    read `placeholder_env` (eb's own environment, eval_banana.settings.envpolicy.inherited_env),
+    so an allowlist keeps NAME itself from the agent, not the value it was configured to get."""
     env = dict(base_env)
     env["CI"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     for key, value in template.provider_env.items():
-        env[key] = _expand(value=value, base_env=base_env)
+        env[key] = _expand(value=value, environ=placeholder_env)
     env.update(template.fixed_env)
     env.update(harness_env)  # verbatim: no placeholder expansion
     if model:

@@ -35,6 +35,9 @@ class RunContext(Record):
     project_root: Path
     # The environment children start from (after the env policy); runners add their own keys.
     base_env: Mapping[str, str]
+    # eb's own environment but the names no child receives (envpolicy.inherited_env): what
+    # `provider_env`'s `{env:NAME}` placeholders read, whatever the env policy.
+    placeholder_env: Mapping[str, str]
     # Set when the run is stopping (interrupt, fuse): runners end their process group promptly.
     cancel: threading.Event = Field(default_factory=threading.Event)
     # Called with tokens a judge reported, for the token fuse.

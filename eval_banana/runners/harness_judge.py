@@ -362,6 +362,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
     env = build_env(
         template=template,
         base_env=ctx.base_env,
+        placeholder_env=ctx.placeholder_env,
         harness_env=ctx.config.settings.harness.env,
         model=model,
         project_root=ctx.seen_root,

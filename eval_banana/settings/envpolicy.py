@@ -57,11 +57,18 @@ def allowed(*, name: str, settings: ExecutionSettings) -> bool:
     return any(prefix and name.startswith(prefix) for prefix in prefixes)
 
 
+def inherited_env(*, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """eb's environment but the names no child receives: what the `inherit` policy passes on,
+    and what `provider_env`'s `{env:NAME}` placeholders read under either policy."""
+    source = os.environ if environ is None else environ
+    return {name: value for name, value in source.items() if name not in WITHHELD_NAMES}
+
+
 def build_base_env(
     *, settings: ExecutionSettings, environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment for checks and judges under the configured policy."""
     source = os.environ if environ is None else environ
     if settings.env == "inherit":
-        return {name: value for name, value in source.items() if name not in WITHHELD_NAMES}
+        return inherited_env(environ=source)
     return {name: value for name, value in source.items() if allowed(name=name, settings=settings)}

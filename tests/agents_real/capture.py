@@ -171,6 +171,7 @@ def capture(*, agent: str, case: str, server: ModelServer, base: Path) -> dict[s
     env = build_env(
         template=template,
         base_env=base_env,
+        placeholder_env=base_env,
         harness_env=harness_env,
         model=model,
         project_root=root,

@@ -102,6 +102,7 @@ class Rig:
             run_dir=self.run_dir,
             project_root=self.root,
             base_env=base_env,
+            placeholder_env=base_env,
             cancel=cancel or threading.Event(),
             report_tokens=self.tokens.append,
         )

@@ -57,6 +57,7 @@ def test_a_deterministic_check_uses_the_evidence_stem_for_files_and_output_dir(
         run_dir=run_dir,
         project_root=root,
         base_env=dict(os.environ),
+        placeholder_env=dict(os.environ),
         cancel=threading.Event(),
         evidence_stem=f"{check.stem}.s2",
     )

@@ -25,6 +25,7 @@ def test_layering_order_and_protected_values() -> None:
     env = build_env(
         template=template,
         base_env={"SECRET": "s3", "CI": "0", "HOME": "/h", "MODEL_A": "old"},
+        placeholder_env={"SECRET": "s3"},
         harness_env={
             "P2": "from-harness-env",
             "RAW": "{env:SECRET}",
@@ -39,7 +40,7 @@ def test_layering_order_and_protected_values() -> None:
     assert env["HOME"] == "/h"  # step 1: the base environment
     assert env["PYTHONUNBUFFERED"] == "1"
     assert env["CI"] == "from-provider"  # step 3 over step 2
-    assert env["P1"] == "s3-x"  # placeholder read from the base environment
+    assert env["P1"] == "s3-x"  # placeholder read from eb's environment
     assert env["P2"] == "from-harness-env"  # step 4 over step 3
     assert env["RAW"] == "{env:SECRET}"  # [harness.env] is verbatim
     assert env["FIXED"] == "no"  # [harness.env] may undo a template's fixed value
@@ -48,10 +49,26 @@ def test_layering_order_and_protected_values() -> None:
     assert env["EVAL_BANANA_HARNESS_AGENT"] == "mine"  # step 6 cannot be overridden
 
 
+def test_a_placeholder_reads_ebs_environment_not_what_the_policy_let_through() -> None:
+    # Under an allowlist, base_env lacks MY_SECRET; the agent still gets the value it is given.
+    env = build_env(
+        template=AgentTemplate(command=["a"], provider_env={"MY_AGENT_KEY": "{env:MY_SECRET}"}),
+        base_env={"PATH": "/bin"},
+        placeholder_env={"PATH": "/bin", "MY_SECRET": "sk-live-0123456789"},
+        harness_env={},
+        model=None,
+        project_root=ROOT,
+        agent="a",
+    )
+    assert env["MY_AGENT_KEY"] == "sk-live-0123456789"
+    assert "MY_SECRET" not in env
+
+
 def test_harness_env_can_override_ci() -> None:
     env = build_env(
         template=AgentTemplate(command=["a"]),
         base_env={},
+        placeholder_env={},
         harness_env={"CI": "false"},
         model=None,
         project_root=ROOT,
@@ -64,6 +81,7 @@ def test_no_model_means_model_vars_untouched() -> None:
     env = build_env(
         template=BUILTIN_TEMPLATES["claude"],
         base_env={"ANTHROPIC_MODEL": "user-choice"},
+        placeholder_env={},
         harness_env={},
         model=None,
         project_root=ROOT,
@@ -77,6 +95,7 @@ def test_gemini_trusts_the_workspace() -> None:
     env = build_env(
         template=BUILTIN_TEMPLATES["gemini"],
         base_env={},
+        placeholder_env={},
         harness_env={},
         model=None,
         project_root=ROOT,
@@ -97,6 +116,7 @@ def test_missing_placeholder_is_empty_and_warned_once(
             env = build_env(
                 template=template,
                 base_env={},
+                placeholder_env={},
                 harness_env={},
                 model=None,
                 project_root=ROOT,

@@ -64,6 +64,7 @@ def run(
         run_dir=run_dir,
         project_root=root,
         base_env=dict(os.environ) if env is None else env,
+        placeholder_env=dict(os.environ),
         cancel=cancel or threading.Event(),
     )
     return run_deterministic(ctx)

@@ -223,3 +223,37 @@ def test_a_secret_cut_where_eb_shortens_the_output_leaves_no_piece_behind(
     else:
         quoted = "The agent reported: Error: request refused: " + "." * 256 + " key=***"
         assert check["error_detail"].endswith(quoted)
+
+
+# Says whether it received the variable named on its command line, and how long it was.
+RECEIVING_AGENT = """\
+import json, os, sys
+value = os.environ.get(sys.argv[1])
+other = "MY_SECRET" in os.environ
+print(json.dumps({"score": 1 if value else 0,
+                  "reason": f"got {len(value or '')} characters; MY_SECRET given: {other}"}))
+"""
+
+
+@pytest.mark.parametrize("policy", ["inherit", "allowlist"])
+def test_a_provider_env_placeholder_reads_ebs_environment_under_either_policy(
+    tmp_path: Path, policy: str
+) -> None:
+    # docs/judges.md: replaced by the value of NAME in eb's environment (the allowlist keeps
+    # MY_SECRET itself from the agent, not the value it is configured to receive).
+    agent = tmp_path / "agent.py"
+    agent.write_text(RECEIVING_AGENT)
+    table = (
+        'prompt_flag = "--prompt"\nmodel_flag = ""\n'
+        f"shared_flags = {json.dumps(['MY_AGENT_KEY'])}\n"
+        'prompt_position = "tail"\n'
+        'provider_env = { MY_AGENT_KEY = "{env:MY_SECRET}" }\n'
+    )
+    root = _judged_project(tmp_path / "proj", agent=agent, agent_table=table)
+    done = _eb_run(
+        root, "--cache", "off", "--env-policy", policy, env={"MY_SECRET": "sk-live-0123456789"}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "missing environment variable" not in done.stderr
+    given = "True" if policy == "inherit" else "False"
+    assert f"- tone: passed - got 18 characters; MY_SECRET given: {given}" in done.stdout
