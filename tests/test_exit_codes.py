@@ -203,6 +203,43 @@ def test_exit_3_interrupted(project: Callable[..., Path], sig: signal.Signals) -
     ]
 
 
+def test_a_signal_to_eb_and_its_check_at_once_stops_the_check(
+    project: Callable[..., Path],
+) -> None:
+    """A CI runner that cancels a job signals the whole process tree: the check dies of the
+    SIGTERM before eb has noted it, and is stopped with the run, not failed."""
+    marker = project({}, config=None) / "pid"
+    script = f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)"
+    root = project({"eval_checks/a.yaml": check_yaml("a", script=script)}, config=CONFIG)
+    process = eb_process("run", cwd=root)
+    deadline = time.monotonic() + 30
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline and process.poll() is None, "the check never started"
+        time.sleep(0.02)
+    # The check first, so it is gone before eb's watchdog could end it.
+    os.kill(int(marker.read_text()), signal.SIGTERM)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 3, stderr
+    report = only_report(root)
+    (check,) = report["checks"]
+    assert (check["status"], check["error_detail"]) == ("error", "Stopped: interrupted")
+    assert check["details"]["stopped"] is True
+    assert (report["aborted_by"], report["failed_checks"]) == ("interrupt", 0)
+
+
+def test_a_check_that_kills_itself_with_sigterm_in_a_run_that_goes_on_fails(
+    project: Callable[..., Path],
+) -> None:
+    script = "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)"
+    root = project({"eval_checks/a.yaml": check_yaml("a", script=script)}, config=CONFIG)
+    completed = eb_run(cwd=root)
+    assert completed.returncode == 1, completed.stderr
+    (check,) = only_report(root)["checks"]
+    assert (check["status"], check["exit_code"]) == ("failed", -15)
+    assert check["reason"] == "exit code -15 (killed by SIGTERM)"
+
+
 # --verbose adds a traceback to a failure, never a different exit code -------------------------
 
 _BAD_DEFINITION = {"eval_checks/bad.yaml": "schema_version: 1\nid: bad\ntype: deterministic\n"}

@@ -27,6 +27,9 @@ from eval_banana.runners import orphans
 from eval_banana.runners.faults import capture_fault
 
 GRACE_SECONDS = 2.0
+# How long a check whose child died of a signal waits to learn whether the run is stopping: eb
+# notes a SIGTERM or Ctrl-C on its main thread, which passes it on to the checks every 0.2 s.
+STOP_NOTICE_SECONDS = 1.0
 _POLL_SECONDS = 0.05
 # How long a follower waits for the child when its files had nothing new, and how much of a
 # file it reads at once.
@@ -298,7 +301,7 @@ def run_process(
     return ProcessOutcome(
         exit_code=exit_code,
         timed_out=watch.timed_out,
-        cancelled=watch.cancelled,
+        cancelled=watch.cancelled or _died_with_the_run(exit_code=exit_code, watch=watch),
         stdout_path=_drop_if_empty(stdout_path),
         stderr_path=_drop_if_empty(stderr_path),
     )
@@ -354,6 +357,19 @@ def _run(
         # ...nor daemons that left the group with setsid and were reparented to eb.
         orphans.end_check(token=token)
     return exit_code, watch
+
+
+def _died_with_the_run(*, exit_code: int, watch: _Watch) -> bool:
+    """Whether a child killed by a signal was stopped with the run that signal stopped.
+
+    A CI runner that cancels a job (or systemd stopping a service) signals eb and the check's
+    process at once; the child may die before eb has noted the stop, let alone ended its group,
+    and its death is then no verdict on the subject. A child that killed itself with a signal
+    in a run that goes on is still failed: the run's stop does not come within the wait.
+    """
+    if exit_code >= 0 or watch.timed_out:
+        return False
+    return watch.cancel.wait(timeout=STOP_NOTICE_SECONDS)
 
 
 def _open_captures(*, stdout_path: Path, stderr_path: Path) -> tuple[BinaryIO, BinaryIO]:

@@ -85,6 +85,24 @@ def test_a_quick_child_is_neither_timed_out_nor_cancelled(tmp_path: Path) -> Non
     assert outcome.stdout_path is not None and outcome.stdout_path.read_text() == "hi\n"
 
 
+SELF_KILLED = "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n"
+
+
+def test_a_child_killed_by_the_signal_that_stops_the_run_is_cancelled(tmp_path: Path) -> None:
+    # The run notes the stop a moment after the child has died of the same SIGTERM.
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    outcome = _run(tmp_path, "tree", SELF_KILLED, timeout_s=30, cancel=cancel)
+    assert (outcome.exit_code, outcome.timed_out, outcome.cancelled) == (-15, False, True)
+
+
+def test_a_child_killed_by_a_signal_in_a_run_that_goes_on_is_not_cancelled(
+    tmp_path: Path,
+) -> None:
+    outcome = _run(tmp_path, "self", SELF_KILLED, timeout_s=30, cancel=threading.Event())
+    assert (outcome.exit_code, outcome.timed_out, outcome.cancelled) == (-15, False, False)
+
+
 # In a process of its own, so no thread another test left behind is counted.
 AFTER_A_CHECK = """\
 import json, sys, threading
