@@ -307,6 +307,34 @@ def test_checks_a_stopped_run_never_started_have_no_result_yet(
     _status_ok(proj)
 
 
+def test_a_check_the_run_stopped_while_it_ran_has_no_result_yet(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    """A check a stopping run ended (here the run timeout, a fuse) is `Stopped: ...`, no
+    verdict: `eb status` calls execute stale for it, and `eb update` runs it (and no other),
+    so the run can be finished."""
+    proj = Proj(root=tmp_path / "proj", eb=eb, failing=False)
+    proj.config.write_text('[core]\noutput_dir = "runs"\nrun_timeout_seconds = 1\n')
+    slow = tmp_path / "slow"  # outside the project: no check reads it
+    slow.touch()
+    wait = f"import os, time\nif os.path.exists({str(slow)!r}):\n  time.sleep(30)\n"
+    script = wait + _logging_script(log=proj.log, check_id="slow")
+    proj.write_check("slow", "script: |\n  " + script.rstrip("\n").replace("\n", "\n  "))
+    assert proj.eb("run").exit_code == 3
+    assert proj.results()["slow"]["details"]["stopped"] is True
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout
+    stopped = "slow: no result yet (stopped while it ran)"
+    assert stopped in _rows(status.stdout)["execute"], status.stdout
+    slow.unlink()
+    outcome = proj.eb("update")
+    assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+    assert "1 of 4 checks to run again; 3 keep their results" in outcome.stdout
+    assert f"rerun {stopped}" in outcome.stdout
+    assert proj.ran() == Counter({"plain": 1, "scripted": 1, "reads_src": 1, "slow": 1})
+    _status_ok(proj)
+
+
 def test_a_check_eb_stage_execute_left_without_a_result_is_run_by_eb_update(proj: Proj) -> None:
     """`eb stage execute --check-id X` runs X alone and records a planned check with no
     earlier result as not run: the plan holds it, so it still has no result, and `eb update`

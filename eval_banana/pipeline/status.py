@@ -18,6 +18,9 @@ from pathlib import Path
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, StageFileError
 from eval_banana.core.files import sha256_file
 from eval_banana.core.words import first_and_count
+from eval_banana.models.result import NOT_RUN as NOT_RUN_KEY
+from eval_banana.models.result import STOPPED as STOPPED_KEY
+from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import (
     ConfigDoc,
     DiscoverDoc,
@@ -38,8 +41,10 @@ from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
 
 _SHOWN_CHANGES = 3
-# Why a check recorded as never run is run by `eb update`: it has no result yet.
+# Why a check recorded as never run, or stopped while it ran, is run by `eb update`: it has no
+# result yet.
 NOT_RUN = "no result yet (recorded as not run)"
+STOPPED_WHILE_RUNNING = "no result yet (stopped while it ran)"
 
 
 @dataclass(frozen=True)
@@ -300,8 +305,8 @@ def outdated_results(
             reasons[check.id] = "no result recorded"
         elif result.check_definition_sha256 != check.check_definition_sha256:
             reasons[check.id] = "its definition changed"
-        elif result.details.get("not_run") is True:
-            reasons[check.id] = NOT_RUN
+        elif (why := _no_result_yet(result=result)) is not None:
+            reasons[check.id] = why
     if executed is not None:
         changed = input_changes(plan=plan, executed=executed, config=config)
         reasons.update((key, why) for key, why in changed.items() if key not in reasons)
@@ -310,32 +315,42 @@ def outdated_results(
 
 
 def _results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
-    """A planned check recorded as not run (a stopped run never started it), or a checked
-    `inputs:` file or an assertions check's artifact changed since the result that read it
-    was recorded."""
+    """A planned check with no result yet (a stopped run never started it, or ended it), or a
+    checked `inputs:` file or an assertions check's artifact changed since the result that
+    read it was recorded."""
     config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
     plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
-    never_run = _not_run(plan=plan, executed=doc)
+    without = _without_result(plan=plan, executed=doc)
     try:
         changed = input_changes(plan=plan, executed=doc, config=config)
     except ProjectStateError as exc:
         return f"cannot read the checks' inputs: {exc.message}"
-    changes = [f"{_describe_changes(never_run)}: {NOT_RUN}"] if never_run else []
+    changes = [f"{_describe_changes(ids)}: {why}" for why, ids in without.items()]
     changes += [f"{check_id}: {why}" for check_id, why in changed.items()]
     return _describe_changes(changes) if changes else None
 
 
-def _not_run(*, plan: PlanDoc, executed: ExecuteDoc) -> list[str]:
-    """The planned checks whose result, for their planned definition, records that they never
-    ran: they have no result yet, whatever left them out (maxfail, an interrupt, a budget, or
-    `eb stage execute --check-id` over a check with no earlier result)."""
+def _no_result_yet(*, result: CheckResult) -> str | None:
+    """Why a recorded result is no result: the check never ran (maxfail, an interrupt, a
+    budget, or `eb stage execute --check-id` over a check with no earlier result), or the run
+    stopped while it ran (an interrupt, a fuse, a file eb could not write), so it reached no
+    verdict. A check that timed out or could not start keeps its error."""
+    if result.details.get(NOT_RUN_KEY) is True:
+        return NOT_RUN
+    if result.details.get(STOPPED_KEY) is True:
+        return STOPPED_WHILE_RUNNING
+    return None
+
+
+def _without_result(*, plan: PlanDoc, executed: ExecuteDoc) -> dict[str, list[str]]:
+    """Why -> the planned checks whose result, for their planned definition, is no result."""
     planned = {check.id: check.check_definition_sha256 for check in plan.checks}
-    return [
-        result.check_id
-        for result in executed.results
-        if result.details.get("not_run") is True
-        and planned.get(result.check_id) == result.check_definition_sha256
-    ]
+    found: dict[str, list[str]] = {}
+    for result in executed.results:
+        why = _no_result_yet(result=result)
+        if why is not None and planned.get(result.check_id) == result.check_definition_sha256:
+            found.setdefault(why, []).append(result.check_id)
+    return found
 
 
 # What each stage read from outside the run folder, and how to tell that it changed.
