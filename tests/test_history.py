@@ -603,6 +603,41 @@ def test_a_family_is_one_row_over_the_runs_and_a_partial_run_is_told_apart(
     )
 
 
+def test_checks_a_stopped_run_did_not_run_are_no_runs_of_them(tmp_path: Path, eb: Eb) -> None:
+    """A run that stopped (here its run timeout, a fuse; an interrupt alike) ended one check
+    and never started the rest: none of them has an outcome in it, so `eb history` draws the
+    run as not run for each, leaves it out of their pass rates, and the family's row too."""
+    pause = tmp_path / "pause"  # outside the project: how long a_slow sleeps
+    slow = f"import time\ntime.sleep(float(open({str(pause)!r}).read() or 0))"
+    root = _project(
+        tmp_path / "proj",
+        {
+            "eval_checks/a_slow.yaml": check_yaml("a_slow", script=slow),
+            "eval_checks/fam.yaml": FAMILY_OF_FOUR,
+            "rows.jsonl": "".join(f'{{"id": "r{n}", "ok": "yes"}}\n' for n in range(4)),
+        },
+        config="[core]\nmax_parallel_checks = 1\n",
+    )
+    pause.write_text("0.5")  # the longest check, so the next run starts it first
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    pause.write_text("30")
+    stopped = eb("run", "--cwd", str(root), "--run-timeout-seconds", "1")
+    assert stopped.exit_code == 3, stopped.stderr
+    assert "4 checks did not run" in stopped.stderr
+    pause.write_text("")
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    shown = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
+    jsonschema.validate(shown, json.loads(packaged_schema("history")))
+    rows = {row["id"]: row for row in shown["checks"]}
+    for check_id in ("a_slow", "fam[r0]"):
+        row = rows[check_id]
+        assert (row["strip"], row["runs"], row["pass_rate"]) == ("✓·✓", 2, 1.0), row
+    (family,) = shown["families"]
+    assert (family["strip"], family["runs"][1]) == ("█·█", None)
+    text = eb("history", "--cwd", str(root)).stdout
+    assert any(line.split()[:3] == ["a_slow", "✓·✓", "100%"] for line in text.splitlines())
+
+
 @pytest.mark.parametrize(
     ("value", "told"),
     [

@@ -42,6 +42,16 @@ def early_error(*, result: Mapping[str, Any]) -> bool:
     return any(details.get(flag) is True for flag in (NOT_RUN, NOT_STARTED, STOPPED))
 
 
+def not_run(*, result: Mapping[str, Any]) -> bool:
+    """A check that reached no outcome because the run stopped: never started, or ended
+    part-way (`Stopped: ...`). Other early errors (a missing agent, a script that does not
+    compile, a write fault) are errors of the check's own run."""
+    details = result.get("details") or {}
+    return result["status"] == "error" and any(
+        details.get(flag) is True for flag in (NOT_RUN, STOPPED)
+    )
+
+
 def _samples(details: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A sampled check's samples (details.samples); none for a check run once."""
     found = details.get("samples")
@@ -80,6 +90,7 @@ def history_check(*, result: Mapping[str, Any]) -> HistoryCheck:
         sample_ms=_mean_sample_ms(sampled),
         flaky=is_flaky(details),
         early_error=early_error(result=result),
+        not_run=not_run(result=result),
     )
 
 

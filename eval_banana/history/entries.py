@@ -86,6 +86,7 @@ _OPTIONAL: dict[str, Any] = {
     "cached": _flag,
     "flaky": _flag,
     "early_error": _flag,
+    "not_run": _flag,
 }
 _REQUIRED_KEYS = frozenset(_REQUIRED)
 

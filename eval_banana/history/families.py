@@ -8,6 +8,7 @@ family, so its mark tells it apart instead of showing a dip.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from eval_banana.history.record import HistoryCheck, HistoryRecord
 from eval_banana.history.view import FamilyRow, FamilyRun
@@ -39,35 +40,51 @@ def _mark(*, run: FamilyRun | None, part: bool) -> str:
     return next(mark for lowest, mark in LEVELS if rate >= lowest)
 
 
-def _counts(
-    *, record: HistoryRecord, keep: Callable[[HistoryCheck], bool] | None
-) -> dict[str, FamilyRun]:
+class _InRun(NamedTuple):
+    """The families of one run: each one's cases that ran there and how many passed (None:
+    the run stopped before any had an outcome), and those with a case it did not run."""
+
+    counts: dict[str, FamilyRun | None]
+    cut_short: set[str]
+
+
+def _counts(*, record: HistoryRecord, keep: Callable[[HistoryCheck], bool] | None) -> _InRun:
     counted: dict[str, list[int]] = {}
+    cut_short: set[str] = set()
     for check in record.checks:
         if check.family is None or (keep is not None and not keep(check)):
             continue
         found = counted.setdefault(check.family, [0, 0])
+        if check.not_run:
+            # The run stopped before this case had an outcome (never started, or ended).
+            cut_short.add(check.family)
+            continue
         found[0] += 1
         found[1] += check.status == "passed"
-    return {family: FamilyRun(cases=c, passed=p) for family, (c, p) in counted.items()}
+    counts = {
+        family: FamilyRun(cases=c, passed=p) if c else None for family, (c, p) in counted.items()
+    }
+    return _InRun(counts=counts, cut_short=cut_short)
 
 
-def _parts(
-    *, family: str, runs: Sequence[HistoryRecord], seen: Sequence[FamilyRun | None]
-) -> list[bool]:
-    """Per run: whether its selection took only part of the family. A record says so itself
-    (`partial_families`), whatever the view keeps: a run whole at fewer cases than before (rows
-    removed or skipped) is whole. A record written before eb kept this is judged by the most
-    cases a run in the window held."""
-    most = max(run.cases for run in seen if run is not None)
+def _parts(*, family: str, runs: Sequence[HistoryRecord], per_run: Sequence[_InRun]) -> list[bool]:
+    """Per run: whether it ran only part of the family: its selection took part (a record says
+    so itself, `partial_families`, whatever the view keeps: a run whole at fewer cases than
+    before, rows removed or skipped, is whole), or it stopped before some case had an outcome.
+    A record written before eb kept this is judged by the most cases a run in the window held."""
+    seen = [one.counts.get(family) for one in per_run]
+    most = max((run.cases for run in seen if run is not None), default=0)
     return [
         run is not None
         and (
-            run.cases < most
-            if record.partial_families is None
-            else family in record.partial_families
+            family in one.cut_short
+            or (
+                run.cases < most
+                if record.partial_families is None
+                else family in record.partial_families
+            )
         )
-        for record, run in zip(runs, seen, strict=True)
+        for record, run, one in zip(runs, seen, per_run, strict=True)
     ]
 
 
@@ -91,7 +108,7 @@ def _size(
     ]
     if told:
         return told[-1]
-    return max(run.cases for run in seen if run is not None)
+    return max((run.cases for run in seen if run is not None), default=1)
 
 
 def family_rows(
@@ -101,11 +118,11 @@ def family_rows(
     checks the view keeps (a family is counted over its kept cases; which runs took part of
     it is read from the records all the same)."""
     per_run = [_counts(record=record, keep=keep) for record in runs]
-    families = sorted({family for counts in per_run for family in counts})
+    families = sorted({family for one in per_run for family in one.counts})
     rows = []
     for family in families:
-        seen = [counts.get(family) for counts in per_run]
-        parts = _parts(family=family, runs=runs, seen=seen)
+        seen = [one.counts.get(family) for one in per_run]
+        parts = _parts(family=family, runs=runs, per_run=per_run)
         whole = [
             run.passed / run.cases
             for run, part in zip(seen, parts, strict=True)

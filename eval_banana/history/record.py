@@ -86,6 +86,12 @@ class HistoryCheck(Record):
         "stopped part-way by the run): left out of flips, streaks, expected durations and "
         "costs. A timeout, a judge's answer without a verdict or a crash is none.",
     )
+    not_run: bool = Field(
+        default=False,
+        description="It reached no outcome: the run never started it (an interrupt, a fuse, "
+        "maxfail) or stopped it while it ran. `eb history` draws it as not in that run and "
+        "leaves it out of the pass rate; an early error too.",
+    )
 
 
 class HistoryRecord(Record):

@@ -4,7 +4,9 @@ Pure functions of the records: the command reads the folder and chooses the wind
 module counts. A flip is a change between passing and not passing from one run of a check to
 its next on the same definition digest: an edited check is expected to change its verdict, so
 a flip across a definition change is no sign of flakiness. Early errors (not run, a missing
-agent) are no outcome of the check and are skipped when flips and durations are counted.
+agent) are no outcome of the check and are skipped when flips and durations are counted; a run
+that never started the check, or stopped it while it ran, is no run of it at all: drawn as not
+in that run and left out of its pass rate.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ def _not_passed_since_the_start(seen: Sequence[Seen]) -> bool:
 def _streak(everything: Sequence[Seen]) -> tuple[RunRef | None, RunRef | None]:
     """(first run of the current not-passing streak, last run it passed) over `everything`
     (oldest first); (None, None) when its latest outcome is a pass."""
-    outcomes = [one for one in everything if not one.check.early_error] or list(everything)
+    ran = [one for one in everything if not one.check.not_run]
+    outcomes = [one for one in ran if not one.check.early_error] or ran
     if not outcomes or outcomes[-1].check.status == "passed":
         return None, None
     start = len(outcomes) - 1
@@ -145,32 +148,37 @@ def check_row(
     marks = [ABSENT] * len(window)
     checks: list[HistoryCheck] = []
     timed: list[int] = []
-    passed = 0
+    passed = ran = 0
     for _, check, position in seen:  # one pass over the window's runs of the check
+        checks.append(check)
+        if check.not_run:
+            continue  # the run stopped before the check had an outcome: no run of it
         status = check.status
         marks[position] = MARKS[status]
-        checks.append(check)
+        ran += 1
         passed += status == "passed"
         if not check.early_error:
             timed.append(check.duration_ms)
     flips = _flips(checks)
     latest = checks[-1]
+    # Its latest outcome: a run that stopped before the check had one says nothing of it.
+    outcome = next((check for check in reversed(checks) if not check.not_run), latest)
     failing_since, last_passed = _streak([*earlier, *seen])
     return CheckRow(
         id=latest.id,
         family=latest.family,
         tags=list(latest.tags),
         strip="".join(marks),
-        runs=len(seen),
+        runs=ran,
         passed=passed,
-        pass_rate=passed / len(seen) if seen else None,
+        pass_rate=passed / ran if ran else None,
         flips=sum(flips.values()),
         most_flips_on_one_definition=max(flips.values(), default=0),
         definitions=len({check.digest for check in checks}),
         median_ms=float(median(timed)) if timed else None,
         p90_ms=_p90(timed),
         cost_usd=_total_cost(checks),
-        status=latest.status,
+        status=outcome.status,
         failing_since=failing_since,
         last_passed=last_passed,
     )

@@ -25,7 +25,7 @@ from eval_banana.history.record import HistoryRecord
 from eval_banana.history.show import Asked, view_of, window_of
 from eval_banana.history.view import HistoryView
 
-# One letter per run in a strip: passed, failed, error, not in that run.
+# One letter per run in a strip: passed, failed, error, not in that run (or not run in it).
 LETTERS = {"passed": "p", "failed": "f", "error": "e"}
 ABSENT = "-"
 
@@ -50,7 +50,8 @@ def timelines(*, window: Sequence[HistoryRecord]) -> dict[str, Timeline]:
             if row is None:
                 row = letters[check.id] = [ABSENT] * size
                 changes[check.id] = []
-            row[index] = LETTERS[check.status]
+            # A check the run stopped before it had an outcome was not run in it.
+            row[index] = ABSENT if check.not_run else LETTERS[check.status]
             before = digests.get(check.id)
             if before is not None and before != check.digest:
                 changes[check.id].append(index)

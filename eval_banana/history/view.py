@@ -51,9 +51,11 @@ class CheckRow(Record):
     tags: list[str] = Field(default_factory=list)
     strip: str = Field(
         description="One mark per run of the window, oldest first: ✓ passed, ✗ failed, "
-        "E error, · not in that run."
+        "E error, · not in that run (or not run in it: the run stopped before or while it ran)."
     )
-    runs: int = Field(ge=0, description="Runs of the window the check was in.")
+    runs: int = Field(
+        ge=0, description="Runs of the window the check was in and ran in (not run left out)."
+    )
     passed: int = Field(ge=0)
     pass_rate: float | None = Field(description="Passed over runs, 0 to 1; null: no run.")
     flips: int = Field(
@@ -102,11 +104,12 @@ class FamilyRow(Record):
     strip: str = Field(
         description="One mark per run of the window, oldest first: the pass rate of a run of "
         "all its cases in eight heights (█ 100%, ▇ 90% or more, ▆ 80%, ▅ 70%, ▄ 60%, ▃ 50%, "
-        "▂ 25%, ▁ less), ◦ a run of part of them (--last-failed, -k, a shard), · not in that "
-        "run."
+        "▂ 25%, ▁ less), ◦ a run of part of them (--last-failed, -k, a shard, a run that "
+        "stopped before some of them), · not in that run or none of them ran in it."
     )
     runs: list[FamilyRun | None] = Field(
-        description="Per run of the window, oldest first: its counts; null: not in that run."
+        description="Per run of the window, oldest first: its counts (of the cases that ran); "
+        "null: not in that run, or the run stopped before any of its cases had an outcome."
     )
     latest_rate: float | None = Field(
         description="The pass rate of the latest run of all its cases, 0 to 1; null: none."

@@ -23,6 +23,7 @@ def check(
     cost_usd: float | None = None,
     cached: bool = False,
     early_error: bool = False,
+    not_run: bool = False,
     tags: list[str] | None = None,
 ) -> HistoryCheck:
     return HistoryCheck(
@@ -35,6 +36,7 @@ def check(
         cost_usd=cost_usd,
         cached=cached,
         early_error=early_error,
+        not_run=not_run,
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from eval_banana.checks.selection import compile_selector
 from eval_banana.core.errors import UsageError
+from eval_banana.history.families import family_rows
 from eval_banana.history.record import HistoryRecord
 from eval_banana.history.show import Asked, ListingName, build_view
 from eval_banana.history.since import since_moment
@@ -80,6 +81,40 @@ def test_early_errors_neither_flip_nor_time() -> None:
     (row,) = _row(records)
     assert (row.strip, row.flips) == ("✓E✓", 0)
     assert row.median_ms == 200.0  # 100 and 300; the early error's 1 ms is left out
+
+
+def test_a_run_that_stopped_before_the_check_had_an_outcome_is_no_run_of_it() -> None:
+    records = _series("PPPP")
+    # Run 2 stopped before c had an outcome; in run 3 c could not start (a real error).
+    records[1] = record(
+        index=2, checks=[check(check_id="c", outcome="E", early_error=True, not_run=True)]
+    )
+    records[2] = record(index=3, checks=[check(check_id="c", outcome="E", early_error=True)])
+    (row,) = _row(records)
+    assert (row.strip, row.runs, row.passed, row.flips) == ("✓·E✓", 3, 2, 0)
+    assert row.pass_rate == 2 / 3
+    # Its latest outcome is the pass before a run that did not run it.
+    (latest,) = _row(records[:2])
+    assert (latest.strip, latest.status, latest.failing_since) == ("✓·", "passed", None)
+
+
+def test_a_family_run_cut_short_by_a_stop_is_part_of_it_or_not_run() -> None:
+    """A run that stopped before some of a family's cases is a run of part of it; one that
+    stopped before all of them did not run it."""
+
+    def run(index: int, *, ran: int) -> HistoryRecord:
+        cases = [
+            check(check_id=f"fam[r{n}]", outcome="P" if n < ran else "E", not_run=n >= ran)
+            for n in range(4)
+        ]
+        for case in cases:
+            case.family = "fam"
+        return record(index=index, checks=cases)
+
+    families = family_rows(runs=[run(1, ran=4), run(2, ran=0), run(3, ran=2)], keep=None)
+    (family,) = families
+    assert (family.strip, family.cases, family.runs[1]) == ("█·◦", 4, None)
+    assert family.runs[2] is not None and family.runs[2].cases == 2
 
 
 def test_failing_since_and_last_passed() -> None:
