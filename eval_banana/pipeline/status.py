@@ -11,7 +11,7 @@ the same reasons.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -293,10 +293,16 @@ def _declared_input_changes(
 
 
 def outdated_results(
-    *, plan: PlanDoc, executed: ExecuteDoc | None, config: ConfigDoc
+    *,
+    plan: PlanDoc,
+    executed: ExecuteDoc | None,
+    config: ConfigDoc,
+    changed_files: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Planned check id -> why its recorded result is not one for the plan and files of now
-    (no result, another definition, changed inputs), in plan order; the others are current."""
+    (no result, another definition, changed inputs), in plan order; the others are current.
+    `changed_files`: check id -> which of its files changed since the plan before this one
+    (`definition_changes`), said instead of "its definition changed" where known."""
     recorded = {result.check_id: result for result in executed.results} if executed else {}
     reasons: dict[str, str] = {}
     for check in plan.checks:
@@ -304,7 +310,7 @@ def outdated_results(
         if result is None:
             reasons[check.id] = "no result recorded"
         elif result.check_definition_sha256 != check.check_definition_sha256:
-            reasons[check.id] = "its definition changed"
+            reasons[check.id] = (changed_files or {}).get(check.id, "its definition changed")
         elif (why := _no_result_yet(result=result)) is not None:
             reasons[check.id] = why
     if executed is not None:

@@ -162,10 +162,7 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     guarded: GuardDoc = read_stage(run_dir=run_dir, stage="guard")
     guard_stage.raise_if_refused(guarded)
     previous = _previous_results(request=request)
-    reasons = outdated_results(plan=plan, executed=previous, config=config)
-    for check_id, why in reasons.items():
-        if why == "its definition changed" and check_id in known:
-            reasons[check_id] = known[check_id]
+    reasons = outdated_results(plan=plan, executed=previous, config=config, changed_files=known)
     kept = len(plan.checks) - len(reasons)
     keeps = f"{kept} keeps its result" if kept == 1 else f"{kept} keep their results"
     out(f"  {len(reasons)} of {plural(count=len(plan.checks), noun='check')} to run again; {keeps}")
