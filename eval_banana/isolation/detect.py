@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from eval_banana.core.files import is_temp_sibling
+from eval_banana.core.streams import stream_files
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.projectstate.blobs import file_blob_id
 from eval_banana.projectstate.patterns import InputPatterns
@@ -90,7 +91,8 @@ class ChangeMonitor:
         own_files: Iterable[Path] = (),
     ) -> ChangeMonitor:
         """`skip_folders` and `own_files`: eb's own folders and the files eb writes into the
-        project (settings/folders.py), which are never the project's."""
+        project (settings/folders.py), which are never the project's. Nor is a file eb's own
+        stdout or stderr writes to (`eb run > eb.log`): eb's progress lines change it."""
         excluded = tuple(excluded_names)
         skips = tuple(skip_folders)
 
@@ -98,13 +100,15 @@ class ChangeMonitor:
             return read_project_state(root=root, excluded_names=excluded, skip_folders=skips)
 
         state = read()
+        # Where the system cannot name the file behind eb's output, it is one of these.
+        streams = stream_files(among=lambda: (Path(state.root) / path for path in state.files))
         return cls(
             state=state,
             excluded=frozenset(excluded) | {".git"},
             skip=relative_folders(root=state.root, folders=skips),
             ignore=ignore_patterns(ignore),
             read_state=read,
-            own=relative_files(root=state.root, files=own_files),
+            own=relative_files(root=state.root, files=[*own_files, *streams]),
         )
 
     @property

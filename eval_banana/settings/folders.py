@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from eval_banana.core.errors import OutputDirError
+from eval_banana.core.streams import stream_files
 from eval_banana.models.config import CacheSettings
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.table import SETTINGS_BY_NAME
@@ -116,12 +117,14 @@ def written_files(*, config: ConfigDoc) -> list[Path]:
     """The files eb itself writes outside its own folders: the calibration record `eb
     calibrate` writes beside the config file, the failures every `eb run` remembers there, and
     the files the run writes beside its run folder (the JUnit file, --result-out, the GitHub
-    step summary). Another eb run may rewrite them at any moment, so a watch on the project
-    must never take them for a check's or judge's change."""
+    step summary), and the file eb's own stdout or stderr is sent to (`eb run > eb.log`).
+    Another eb run may rewrite them at any moment, so a watch on the project must never take
+    them for a check's or judge's change."""
     found = [
         record_path(config=config),
         last_failed_path(config=config),
         *(Path(path) for path in config.outputs),
+        *stream_files(),
     ]
     junit = config.settings.core.junit_xml
     if junit:

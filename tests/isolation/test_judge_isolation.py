@@ -289,3 +289,25 @@ def test_another_run_writing_eb_s_own_files_is_no_change_of_the_project(
         go.write_text("go")
         out, err = run_b.communicate(timeout=120)
     assert run_b.returncode == 0, out + err
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_the_file_eb_s_own_output_goes_to_is_no_change_of_the_project(
+    tmp_path: Path, mode: str
+) -> None:
+    # `eb run > eb.log 2>&1` in the project: `quick` ends while `slow` still runs, and eb
+    # writes its progress line into eb.log. That is eb's doing, not the slow judge's.
+    root = _project(tmp_path / "proj", git=True, checks={"quick": "calm", "slow": "SLOW"})
+    log = root / "eb.log"
+    with log.open("w") as output:
+        done = subprocess.run(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html"]
+            + ["--isolation", mode],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+        )
+    text = log.read_text()
+    assert "quick: passed" in text and "Traceback" not in text
+    assert done.returncode == 0, text
