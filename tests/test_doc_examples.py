@@ -171,7 +171,7 @@ def check_toml(*, block: Block, tmp_path: Path) -> str:
         run_id="t",
     )
     # A documented agent must exist: built-in or defined in the same example.
-    resolve_harness(settings=doc.settings)
+    resolve_harness(settings=doc.settings, project_root=Path.cwd())
     return "config"
 
 

@@ -99,7 +99,7 @@ def _harness_text(*, config: ConfigDoc) -> str:
     from eval_banana.harness.resolve import resolve_harness
 
     try:
-        harness = resolve_harness(settings=config.settings)
+        harness = resolve_harness(settings=config.settings, project_root=Path(config.project_root))
     except ConfigError as exc:
         return f"error\0{exc.message}"
     if harness is None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+from pathlib import Path
 
 from eval_banana.core.words import visible
 from eval_banana.harness.templates import resolve_template
@@ -17,7 +19,21 @@ def _blank_to_none(value: object) -> str | None:
     return None
 
 
-def resolve_harness(*, settings: Settings) -> ResolvedHarness | None:
+def _is_path(command: str) -> bool:
+    """A command with a folder in it names a file; a bare name is looked up on PATH."""
+    return bool(os.path.dirname(command))
+
+
+def _find_executable(*, command: str, project_root: Path) -> str | None:
+    """Where the agent's command is: a bare name on PATH; a relative path from the project
+    root, where the agent runs (or its copy, which holds the same path), wherever eb was
+    started from."""
+    if _is_path(command) and not os.path.isabs(command):
+        return shutil.which(str(project_root / command))
+    return shutil.which(command)
+
+
+def resolve_harness(*, settings: Settings, project_root: Path) -> ResolvedHarness | None:
     """The configured agent with its template and effective values; None when no agent is set.
 
     Raises ConfigError `Unknown harness agent: <name>` for a name with no template.
@@ -29,7 +45,11 @@ def resolve_harness(*, settings: Settings) -> ResolvedHarness | None:
     template = resolve_template(name=agent, custom=settings.agents)
     model = _blank_to_none(settings.harness.model) or template.default_model
     effort = _blank_to_none(settings.harness.reasoning_effort) or template.reasoning_effort
-    executable = shutil.which(template.command[0]) if template.command else None
+    executable = (
+        _find_executable(command=template.command[0], project_root=project_root)
+        if template.command
+        else None
+    )
     return ResolvedHarness(
         agent=agent,
         template=template,
@@ -67,12 +87,30 @@ def injection_problem(
     )
 
 
-def missing_executable_message(*, harness: ResolvedHarness) -> str | None:
-    """The guard's text when the agent's command is not on PATH; None when it was found."""
+def missing_executable_message(*, harness: ResolvedHarness, project_root: Path) -> str | None:
+    """The guard's text when the agent's command was not found (on PATH, or as the file it
+    names); None when it was found."""
     if harness.executable is not None:
         return None
     looked_for = harness.template.command[0] if harness.template.command else "<empty command>"
+    needs = f"Harness agent '{harness.agent}' needs the command '{visible(looked_for)}'"
+    if not _is_path(looked_for):
+        return f"{needs}, which was not found on PATH"
+    if os.path.isabs(looked_for):
+        return f"{needs}, which is not an executable file"
+    where = visible(str(project_root / looked_for))
     return (
-        f"Harness agent '{harness.agent}' needs the command '{visible(looked_for)}', "
-        "which was not found on PATH"
+        f"{needs}, which is not an executable file at {where} "
+        "(a relative path is taken from the project root)"
     )
+
+
+def missing_executable_hint(*, harness: ResolvedHarness) -> str:
+    """What to do about a command `missing_executable_message` reports."""
+    looked_for = harness.template.command[0] if harness.template.command else ""
+    if _is_path(looked_for):
+        return (
+            "Fix the path in [agents.<name>] command (a relative path is taken from the "
+            "project root, where the agent runs), or make the file executable."
+        )
+    return "Install the agent CLI, put it on PATH, or set [agents.<name>] command."

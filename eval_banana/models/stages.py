@@ -232,7 +232,12 @@ class ResolvedHarness(Record):
     model: str | None
     reasoning_effort: str | None
     timeout_seconds: int
-    executable: str | None = Field(description="Where the agent's command was found on PATH.")
+    executable: str | None = Field(
+        description=(
+            "Where the agent's command was found: on PATH, or the file a path names (a "
+            "relative one taken from the project root)."
+        )
+    )
 
 
 class GuardDoc(StageEnvelope):

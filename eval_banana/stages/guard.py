@@ -10,6 +10,7 @@ from eval_banana.core.files import write_model
 from eval_banana.harness.identify import WRONG_GROK_HINT, wrong_program_message
 from eval_banana.harness.resolve import (
     injection_problem,
+    missing_executable_hint,
     missing_executable_message,
     resolve_harness,
 )
@@ -38,7 +39,7 @@ def _judges(plan: PlanDoc) -> list[str]:
 
 def _resolve(*, config: ConfigDoc) -> tuple[ResolvedHarness | None, list[ProblemModel]]:
     try:
-        return resolve_harness(settings=config.settings), []
+        return resolve_harness(settings=config.settings, project_root=Path(config.project_root)), []
     except ConfigError as exc:
         return None, [_problem(exc.message, hint=exc.hint, field_path="harness.agent")]
 
@@ -186,11 +187,13 @@ def guard(
             # replace the judge's record with errors.
             (warnings if mode == "run" else problems).extend(injection)
             strict = require_agent or mode != "validate"
-            missing_text = missing_executable_message(harness=harness)
+            missing_text = missing_executable_message(
+                harness=harness, project_root=Path(config.project_root)
+            )
             if missing_text and judges:
                 missing = _problem(
                     missing_text,
-                    hint="Install the agent CLI, put it on PATH, or set [agents.<name>] command.",
+                    hint=missing_executable_hint(harness=harness),
                     field_path="harness.agent",
                 )
                 (problems if strict else warnings).append(missing)

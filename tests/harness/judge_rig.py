@@ -98,7 +98,9 @@ class Rig:
         return RunContext(
             check=check or judge_check(id="judge", project_root=self.root),
             config=config,
-            harness=resolve_harness(settings=config.settings),
+            harness=resolve_harness(
+                settings=config.settings, project_root=Path(config.project_root)
+            ),
             run_dir=self.run_dir,
             project_root=self.root,
             base_env=base_env,

@@ -43,7 +43,7 @@ def test_parallel_judges_keep_plan_order(tmp_path: Path, monkeypatch: pytest.Mon
             finished.append(check.id)
 
     monkeypatch.setenv("PATH", environ["PATH"])  # resolve_harness looks the agent up on PATH
-    harness = resolve_harness(settings=config.settings)
+    harness = resolve_harness(settings=config.settings, project_root=Path(config.project_root))
     assert harness is not None and harness.executable == str(AGENTS_DIR / "claude")
     doc = execute(
         config=config,

@@ -297,30 +297,36 @@ def _settings(**harness: object) -> Settings:
 
 def test_resolve_harness_effective_values(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert resolve_harness(settings=_settings()) is None
-    codex = resolve_harness(settings=_settings(agent="codex", timeout_seconds=42))
+    assert resolve_harness(project_root=tmp_path, settings=_settings()) is None
+    codex = resolve_harness(
+        project_root=tmp_path, settings=_settings(agent="codex", timeout_seconds=42)
+    )
     assert codex is not None
     assert (codex.model, codex.reasoning_effort, codex.timeout_seconds) == (
         "gpt-5.6-sol", "high", 42,
     )  # fmt: skip
     assert codex.executable is None
-    assert missing_executable_message(harness=codex) == (
+    assert missing_executable_message(harness=codex, project_root=tmp_path) == (
         "Harness agent 'codex' needs the command 'codex', which was not found on PATH"
     )
-    chosen = resolve_harness(settings=_settings(agent="codex", model="m", reasoning_effort="low"))
+    chosen = resolve_harness(
+        project_root=tmp_path, settings=_settings(agent="codex", model="m", reasoning_effort="low")
+    )
     assert chosen is not None and (chosen.model, chosen.reasoning_effort) == ("m", "low")
     fake = tmp_path / "codex"
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
-    found = resolve_harness(settings=_settings(agent="codex"))
+    found = resolve_harness(project_root=tmp_path, settings=_settings(agent="codex"))
     assert found is not None and found.executable == str(fake)
-    assert missing_executable_message(harness=found) is None
+    assert missing_executable_message(harness=found, project_root=tmp_path) is None
     with pytest.raises(ConfigError, match="^Unknown harness agent: nope$"):
-        resolve_harness(settings=_settings(agent="nope"))
+        resolve_harness(project_root=tmp_path, settings=_settings(agent="nope"))
 
 
 def test_check_model_overrides_harness_model() -> None:
-    harness = resolve_harness(settings=_settings(agent="grok", model="g-1"))
+    harness = resolve_harness(
+        project_root=Path.cwd(), settings=_settings(agent="grok", model="g-1")
+    )
     assert harness is not None
     assert effective_model(harness=harness, check_model="g-2") == "g-2"
     assert effective_model(harness=harness, check_model="  ") == "g-1"
@@ -352,7 +358,8 @@ def test_template_default_effort_counts() -> None:
     # Clearing codex's effort flag without clearing its default effort breaks every judge.
     custom = parse_agent_tables(raw={"codex": {"reasoning_effort_flag": []}}, config_path="c")
     harness = resolve_harness(
-        settings=Settings(harness=HarnessSettings(agent="codex"), agents=custom)
+        settings=Settings(harness=HarnessSettings(agent="codex"), agents=custom),
+        project_root=Path.cwd(),
     )
     assert harness is not None and harness.reasoning_effort == "high"
     assert injection_problem(

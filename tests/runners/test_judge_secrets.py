@@ -108,7 +108,9 @@ def test_the_run_redactor_holds_what_the_agent_is_given(tmp_path: Path) -> None:
     config = config_doc(project_root=tmp_path, harness={"agent": "bot"}, agents=agents)
     environ = {"GATEWAY_HOST": "gw.internal.example", "T": "token-value-1", "HOME": "/home/me"}
     redactor = run_redactor(
-        config=config, harness=resolve_harness(settings=config.settings), environ=environ
+        config=config,
+        harness=resolve_harness(settings=config.settings, project_root=Path(config.project_root)),
+        environ=environ,
     )
     # Every value a placeholder reads, whatever its name; credential-like names of the layers.
     assert set(redactor.secrets) == {
