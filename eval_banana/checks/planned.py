@@ -93,17 +93,44 @@ def skipped_check(*, unit: Unit) -> SkippedCheck:
     )
 
 
+def _script_problem(*, message: str, source_path: str, check_type: str) -> ProblemModel:
+    return ProblemModel(
+        message=message,
+        file=source_path,
+        field_path=f"{check_type}.script_path",
+        hint="Fix script_path (it is relative to the check file's folder), or write the "
+        "check's rule in the script it names.",
+    )
+
+
 def unavailable_scripts(*, checks: list[PlannedCheck]) -> list[ProblemModel]:
     """Checks that validate but could never run: a referenced script that is not there, or
     is blank."""
     return [
-        ProblemModel(
-            message=check.script_unavailable,
-            file=check.source_path,
-            field_path=f"{check.type}.script_path",
-            hint="Fix script_path (it is relative to the check file's folder), or write the "
-            "check's rule in the script it names.",
+        _script_problem(
+            message=check.script_unavailable, source_path=check.source_path, check_type=check.type
         )
         for check in checks
         if check.script_unavailable
     ]
+
+
+def unavailable_skipped_scripts(
+    *, skipped: list[tuple[Unit, FrozenScript | None]], planned: list[PlannedCheck]
+) -> list[ProblemModel]:
+    """The same for the checks that say `skip:` (each file once, and not again for a family
+    some of whose cases run): a skipped check is still validated, so a `script_path` that was
+    moved or deleted is caught while the check waits to be run again."""
+    told = {check.source_path for check in planned if check.script_unavailable}
+    problems: list[ProblemModel] = []
+    for unit, frozen in skipped:
+        path = unit.item.path
+        if frozen is None or frozen.unavailable is None or path in told:
+            continue
+        told.add(path)
+        problems.append(
+            _script_problem(
+                message=frozen.unavailable, source_path=path, check_type=unit.definition["type"]
+            )
+        )
+    return problems

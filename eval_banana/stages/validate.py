@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval_banana.checks.definition import FrozenScript
 from eval_banana.checks.idloading import IdSelection, select_ids
 from eval_banana.checks.loading import load_strict, reader_over
 from eval_banana.checks.planned import (
@@ -14,12 +15,14 @@ from eval_banana.checks.planned import (
     plan_check,
     skipped_check,
     unavailable_scripts,
+    unavailable_skipped_scripts,
 )
 from eval_banana.checks.problemerrors import raise_problems
 from eval_banana.checks.selectfile import apply_select
 from eval_banana.checks.selection import IdSelectors, compile_selector
 from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
 from eval_banana.checks.units import (
+    Unit,
     case_ids_of,
     expand,
     family_rows_of,
@@ -166,6 +169,7 @@ def validate(
     family_gates: dict[str, float] = {}
     family_calibration: dict[str, list[dict[str, Any]]] = {}
     skipped_families: dict[str, str] = {}  # a skipped case's id -> its family's
+    skipped_scripts: list[tuple[Unit, FrozenScript | None]] = []  # validated, never run
     if not errors:
         # sorted() is stable: a family's cases keep their dataset order.
         templates: dict[str, PlannedCheck] = {}
@@ -181,6 +185,7 @@ def validate(
                 if case.definition.get("skip"):
                     skipped.append(skipped_check(unit=unit))
                     skipped_families[unit.check_id] = unit.item.definition["id"]
+                    skipped_scripts.append((unit, frozen_by_path[unit.item.path]))
                     continue
                 script = frozen_by_path[unit.item.path]
                 template = templates.get(unit.item.path)
@@ -192,6 +197,7 @@ def validate(
                 continue
             if unit.definition.get("skip"):
                 skipped.append(skipped_check(unit=unit))
+                skipped_scripts.append((unit, freeze(item=unit.item)))
                 continue
             script = freeze(item=unit.item)
             planned, frozen_bytes = plan_check(unit=unit, frozen=script)
@@ -200,6 +206,7 @@ def validate(
                 snapshots[planned.snapshot] = frozen_bytes
         if require_scripts:
             errors.extend(unavailable_scripts(checks=checks))
+            errors.extend(unavailable_skipped_scripts(skipped=skipped_scripts, planned=checks))
     # The shard filter comes last; the digest and the count describe the whole selection.
     digest = selection_digest(checks=checks, project_root=config.project_root)
     selected = len(checks)

@@ -398,6 +398,45 @@ def test_a_skipped_judge_needs_no_agent(project: Project, eb: Eb) -> None:
     assert result.exit_code == 0, result.stderr
 
 
+def _skipped_script_yaml(check_id: str, *, cases: str = "") -> str:
+    return (
+        f"schema_version: 1\nid: {check_id}\ntype: deterministic\ndescription: d.\n"
+        f'skip: "renderer crashes on CI"\nscript_path: scripts/{check_id}.py\n{cases}'
+    )
+
+
+@pytest.mark.parametrize("family", [False, True], ids=["check", "family"])
+def test_a_skipped_check_s_missing_script_is_refused(
+    project: Project, eb: Eb, family: bool
+) -> None:
+    # Still validated while skipped: a script_path that was moved or deleted is caught now,
+    # not when the skip is lifted. A family's cases name its script once.
+    cases = "cases:\n  - {id: one}\n  - {id: two}\n" if family else ""
+    root = project(
+        {
+            "eval_checks/a.yaml": check_yaml("a"),
+            "eval_checks/pdf.yaml": _skipped_script_yaml("pdf", cases=cases),
+        }
+    )
+    missing = root / "eval_checks" / "scripts" / "pdf.py"
+    for command in ("validate", "run"):
+        result = eb(command, "--cwd", str(root))
+        assert result.exit_code == 2, result.stdout
+        assert result.stderr.count(f"Deterministic script not found: {missing}") == 1
+        assert "(script_path: scripts/pdf.py in" in result.stderr
+    # eb list lists what is there, as it does for a check that runs.
+    assert eb("list", "--cwd", str(root)).exit_code == 0
+    missing.parent.mkdir()
+    missing.write_text("raise SystemExit(0)\n")
+    validated = eb("validate", "--cwd", str(root))
+    assert validated.exit_code == 0, validated.stderr
+    skipped = 2 if family else 1
+    assert (
+        validated.stdout.strip()
+        == f"Validated {skipped + 1} checks successfully ({skipped} skipped)."
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "phrase"),
     [
