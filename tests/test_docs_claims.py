@@ -279,3 +279,57 @@ def test_compatibility_md_shows_log_records_as_eb_prints_them(tmp_path: Path) ->
     )
     assert any(line.startswith("debug: judge j: ") for line in lines), done.stderr
     assert not any(line.startswith("eval_banana.") for line in lines), done.stderr
+
+
+def _help_commands(*args: str) -> list[str]:
+    """The subcommands `eb <args> --help` lists under its positional arguments."""
+    done = eb(*args, "--help", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split("positional arguments:", 1)[1].split("\noptions:", 1)[0]
+    return re.findall(r"^ {4}([a-z][a-z-]*)\b", listed, flags=re.M)
+
+
+def test_every_command_eb_help_lists_is_in_the_index_and_the_readme() -> None:
+    commands = _help_commands()
+    assert "run" in commands and "cache" in commands
+    table = section(page="index.md", title="Commands at a glance")
+    rows = re.findall(r"^\| `eb ([a-z-]+)[^|]*\|", table, flags=re.M)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for command in commands:
+        assert command in rows, f"docs/index.md's table has no row for eb {command}"
+        assert re.search(rf"\beb {command}\b", readme), f"README.md never names eb {command}"
+    (cache_row,) = [line for line in table.splitlines() if line.startswith("| `eb cache")]
+    cache_usage = eb("cache", "--help", cwd=ROOT).stdout
+    actions = re.search(r"\{([a-z,]+)\}", cache_usage)
+    assert actions is not None
+    for action in actions.group(1).split(","):
+        for page, text in (("docs/index.md", cache_row), ("README.md", readme)):
+            named = f"`{action}`" in text or f"`eb cache {action}`" in text
+            assert named, f"{page} never names eb cache {action}"
+
+
+def test_readme_shows_the_demo_family_it_reports_on() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (shown,) = [
+        block for block in fenced(text=readme, language="yaml") if "id: greeting_cases" in block
+    ]
+    demo = ROOT / "examples" / "demo" / "src" / "eval_checks" / "greeting_cases.yaml"
+    # The file as it stands, its leading comments (the editor modeline, a note) left out.
+    lines = demo.read_text(encoding="utf-8").splitlines(keepends=True)
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    assert shown == "".join(lines)
+    cases = len(re.findall(r"^  - \{id: ", shown, flags=re.M))
+    assert f"Family greeting_cases: {cases}/{cases} cases passed" in readme.replace("\n", " ")
+
+
+def test_first_project_leaves_the_run_folders_to_the_gitignore_eb_init_writes(
+    tmp_path: Path,
+) -> None:
+    done = eb("init", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ignored = (tmp_path / ".eval-banana" / ".gitignore").read_text(encoding="utf-8")
+    assert "results/" in ignored.splitlines()
+    step = section(page="first-project.md", title="6. Read the report")
+    assert "Add `.eval-banana/results/` to your `.gitignore`" not in step
+    assert "`.eval-banana/.gitignore` that `eb init` wrote already\nignores `results/`" in step
