@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.ownmark import MARK_NAMES, in_own_folder, listed_as_own
 from eval_banana.core.readback import file_kind
 from eval_banana.core.suggest import closest
 from eval_banana.core.words import unprintable, visible
@@ -23,7 +24,6 @@ from eval_banana.projectstate.patterns import (
     pattern_problem,
 )
 from eval_banana.settings.folders import own_files, own_folders_below
-from eval_banana.settings.runmark import STAGES_FOLDER, in_run_folder, is_run_folder
 
 _GLOB = "*?["
 
@@ -33,7 +33,7 @@ class Skipped(NamedTuple):
     in `[discovery] exclude_dirs` anywhere, and eb's own output, cache and history folders
     (a glob like `**/*.jsonl` would otherwise take the transcripts of earlier runs as cases,
     and grow with every run). Run folders are skipped wherever they lie too (one written with
-    `--output-dir`, a shard's), told by their mark (settings/runmark.py), not named here. So
+    `--output-dir`, a shard's), told by their mark (core/ownmark.py), not named here. So
     are the files eb writes beside its folders (`lastfailed.json`, the calibration record, a
     JUnit file): a `**/*.json` glob would take the last run's failures as a dataset. A path
     named without a glob is read wherever it is."""
@@ -56,7 +56,7 @@ def _in_skipped(*, start: Path, root: Path, skipped: Skipped) -> bool:
             str(start) == folder or str(start).startswith(folder + os.sep)
             for folder in skipped.folders
         )
-        or in_run_folder(path=start, root=root)
+        or in_own_folder(path=start, root=root)
     )
 
 
@@ -79,12 +79,8 @@ def _glob_files(
     for folder, folders, files in os.walk(start):
         # A run folder below the root, wherever it was written, holds only eb's output: its
         # transcripts and evidence match `**/*.jsonl` as well as the dataset does.
-        if (
-            not inside
-            and STAGES_FOLDER in folders
-            and folder != top
-            and is_run_folder(folder=folder)
-        ):
+        marks = MARK_NAMES.intersection(folders) | MARK_NAMES.intersection(files)
+        if not inside and marks and folder != top and listed_as_own(folder=folder, names=marks):
             folders[:] = []
             continue
         folders[:] = [

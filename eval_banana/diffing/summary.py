@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from eval_banana.core.errors import RunFolderError
+from eval_banana.core.ownmark import is_run_folder
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.core.words import one_line
 from eval_banana.diffing.narrowed import Narrowed, read_narrowed
@@ -21,7 +22,6 @@ from eval_banana.models.repeats import RULES, settled_whatever_undecided
 from eval_banana.models.result import ERROR_CLASSES, ErrorClass
 from eval_banana.runners.results import judged_outcome
 from eval_banana.settings.rundir import run_folder_hint
-from eval_banana.settings.runmark import is_run_folder
 
 REPORT_JSON = "report.json"
 _STATUSES = frozenset({"passed", "failed", "error"})

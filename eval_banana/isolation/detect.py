@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from eval_banana.core.files import is_temp_sibling
+from eval_banana.core.ownmark import OwnFolders
 from eval_banana.core.streams import stream_files
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.projectstate.blobs import file_blob_id
@@ -135,14 +136,16 @@ class ChangeMonitor:
     def _without_own(self, files: Mapping[str, str]) -> dict[str, str]:
         return {path: ids for path, ids in files.items() if not self._is_own(path)}
 
-    def _counts(self, path: str) -> bool:
+    def _counts(self, path: str, *, own: OwnFolders) -> bool:
         """Whether a path can belong to the state at all (eb's folders and files, excluded
-        names, ignore)."""
+        names, ignore). `own`: asks about the folders eb wrote that no setting names (another
+        run's `--output-dir`), once per batch of paths: a run folder is told by its config
+        stage, which a run writes first but which may not be there yet the first time."""
         if any(path.startswith(folder) for folder in self._skip) or self._is_own(path):
             return False
         if any(part in self._excluded for part in path.split("/")[:-1]):
             return False
-        return not self._ignore.matches(path)
+        return not self._ignore.matches(path) and not own(path)
 
     def _git_ignored(self, paths: list[str]) -> set[str]:
         """The new paths git ignores (so they are not part of the state)."""
@@ -164,7 +167,8 @@ class ChangeMonitor:
         """The paths that are (or would be) files of the project's state: not eb's folders, no
         excluded name, not ignored by isolation_ignore or, for new files, by git."""
         with self._lock:
-            kept = [path for path in paths if self._counts(path)]
+            own = OwnFolders(root=self.root)
+            kept = [path for path in paths if self._counts(path, own=own)]
             new = [path for path in kept if path not in self._ids]
         ignored = self._git_ignored(new)
         return [path for path in kept if path not in ignored]
@@ -190,8 +194,9 @@ class ChangeMonitor:
         """The candidates whose content differs from the state; the state is brought up to date."""
         changed: set[str] = set()
         new: list[str] = []
+        own = OwnFolders(root=self.root)
         for path in sorted(candidates):
-            if not self._counts(path):
+            if not self._counts(path, own=own):
                 continue
             full = os.path.join(self.root, path)
             current = file_blob_id(path=full, object_format=self.object_format)
@@ -229,7 +234,8 @@ class ChangeMonitor:
         )
         diff = before.diff(now)
         self._ids = self._without_own(now.files)
-        return {path for path in diff.paths if self._counts(path)}
+        own = OwnFolders(root=self.root)
+        return {path for path in diff.paths if self._counts(path, own=own)}
 
     def _charge_running(self) -> None:
         changed = self._changes()

@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.errors import ProjectStateError
+from eval_banana.core.ownmark import OwnFolders, own_folders_listed
 from eval_banana.projectstate import git
 from eval_banana.projectstate.state import (
     StateDiff,
@@ -224,11 +226,15 @@ class Comparison:
                 for group in (added, removed, changed)
             )
             ignored = [p for p in ignored if under_any(path=p, prefixes=prefixes)]
+        # Run folders no setting names (an old `--output-dir`) are eb's too.
+        skip = (*skip, *own_folders_listed(root=top, paths=chain(added, changed)))
+        in_own = OwnFolders(root=top)
         diff = StateDiff(
-            added=tuple(sorted(p for p in added if not skipped(p, skip))),
-            removed=tuple(sorted(p for p in removed if not skipped(p, skip))),
-            changed=tuple(sorted(p for p in changed if not skipped(p, skip))),
+            added=tuple(sorted(p for p in added if not skipped(p, skip) and not in_own(p))),
+            removed=tuple(sorted(p for p in removed if not skipped(p, skip) and not in_own(p))),
+            changed=tuple(sorted(p for p in changed if not skipped(p, skip) and not in_own(p))),
         )
+        ignored = [p for p in ignored if not skipped(p, skip) and not in_own(p)]
         return Changes(repo=repo, commit=commit, diff=diff, ignored=ignored)
 
 

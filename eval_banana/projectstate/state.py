@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from eval_banana.core.errors import ProjectStateError
+from eval_banana.core.ownmark import MARK_NAMES, in_own_folder, listed_as_own, own_folders_listed
 from eval_banana.projectstate import git
 from eval_banana.projectstate.blobs import ObjectFormat, blob_id, file_blob_id
 from eval_banana.projectstate.patterns import InputPatterns, paths_under
@@ -377,6 +378,13 @@ def _git_state(
         return None
     fmt = repo.object_format
     ids = index.ids
+    # Run folders no setting names (an old `--output-dir`, a shard's) are eb's too: known by
+    # the config stages git lists.
+    skip = (
+        *skip,
+        *own_folders_listed(root=root, paths=chain(ids, untracked)),
+        *_prefixes_in_own_folders(root=root, prefixes=prefixes),
+    )
     if skip:
         _drop_folders(ids=ids, folders=skip)
     if prefixes is not None and not git.narrows(prefixes):
@@ -420,22 +428,29 @@ def expand_ignored(
 def _walk(
     *, root: str, start: str, excluded: frozenset[str], skip: tuple[str, ...]
 ) -> Iterator[str]:
-    """Files (and links) below `root/start`, as root-relative paths; folders never followed."""
+    """Files (and links) below `root/start`, as root-relative paths; folders never followed,
+    nor eb's own folders below the root (core/ownmark.py), wherever they lie."""
     stack = [start]
     while stack:
         relative = stack.pop()
         folder = os.path.join(root, relative) if relative else root
+        files: list[str] = []
+        folders: list[str] = []
+        marks: list[str] = []
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
-                    path = f"{relative}/{entry.name}" if relative else entry.name
+                    name = entry.name
+                    if name in MARK_NAMES:
+                        marks.append(name)
+                    path = f"{relative}/{name}" if relative else name
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in excluded and not skipped(path, skip):
-                            stack.append(path)
+                        if name not in excluded and not skipped(path, skip):
+                            folders.append(path)
                     elif (
                         entry.is_file(follow_symlinks=False) or entry.is_symlink()
                     ) and not skipped(path, skip):
-                        yield path
+                        files.append(path)
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
@@ -444,6 +459,22 @@ def _walk(
                 file=folder,
                 hint="make the folder readable, or add its name to [discovery] exclude_dirs",
             ) from None
+        # Only a folder whose listing names a mark costs a read more.
+        if marks and relative and listed_as_own(folder=folder, names=marks):
+            continue
+        yield from files
+        stack.extend(folders)
+
+
+def _prefixes_in_own_folders(*, root: str, prefixes: Sequence[str] | None) -> list[str]:
+    """The prefixes (as folders, ending in `/`) that lie in a folder eb wrote: a walk or a
+    listing below one never sees the mark above it."""
+    top = Path(root)
+    return [
+        prefix + "/"
+        for prefix in prefixes or ()
+        if prefix and in_own_folder(path=top / prefix, root=top)
+    ]
 
 
 def every_file(*, root: str | Path, skip_folders: Iterable[str | Path] = ()) -> list[str]:
@@ -463,6 +494,7 @@ def _walk_state(
     known: Mapping[str, bytes] | None = None,
 ) -> ProjectState:
     paths: dict[str, None] = {}
+    skip = (*skip, *_prefixes_in_own_folders(root=root, prefixes=prefixes))
     for start in prefixes if prefixes is not None else [""]:
         full = os.path.join(root, start) if start else root
         if start and (os.path.islink(full) or not os.path.isdir(full)):

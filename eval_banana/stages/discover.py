@@ -8,11 +8,11 @@ from pathlib import Path
 
 from eval_banana.core.errors import UsageError
 from eval_banana.core.files import sha256_bytes, write_model
+from eval_banana.core.ownmark import MARK_NAMES, listed_as_own
 from eval_banana.core.readback import read_regular
 from eval_banana.core.words import plural, unprintable, visible
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
 from eval_banana.settings.folders import own_folders_below
-from eval_banana.settings.runmark import STAGES_FOLDER, is_run_folder
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 CHECK_DIR_NAME = "eval_checks"
@@ -35,17 +35,17 @@ Candidate = tuple[str, bool]
 
 def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[Candidate]) -> None:
     """Every *.yaml / *.yml below a check folder, pruning excluded and symlinked folders, and
-    run folders below it (as `_walk_for_check_dirs` does; `folder` itself is read as asked)."""
+    eb's own folders below it (as `_walk_for_check_dirs` does; `folder` itself is read as asked)."""
     stack = [folder]
     while stack:
         current = stack.pop()
         here: list[Candidate] = []
         below: list[str] = []
-        stages = False
+        marks: set[str] = set()
         for entry in _scan(folder=current):
             name = entry.name
-            if name == STAGES_FOLDER:
-                stages = True
+            if name in MARK_NAMES:
+                marks.add(name)
             if name.endswith(CHECK_SUFFIXES):
                 is_link = entry.is_symlink()
                 # Not only regular files: a FIFO or device by a check file's name is named as
@@ -54,7 +54,7 @@ def _collect_yaml(*, folder: str, excluded: frozenset[str], found: list[Candidat
                     here.append((entry.path, is_link))
             elif name not in excluded and entry.is_dir(follow_symlinks=False):
                 below.append(entry.path)
-        if stages and current != folder and is_run_folder(folder=current):
+        if marks and current != folder and listed_as_own(folder=current, names=marks):
             continue
         found.extend(here)
         stack.extend(below)
@@ -73,7 +73,7 @@ def _walk_for_check_dirs(
     configured); a run folder below the root is never entered wherever it lies: a check's
     evidence folder there may hold files that look like checks (one copied, or made by a check
     of a project like this one). It is told by its listing naming `stages/`, then its config
-    stage (settings/runmark.py), so no other folder costs a file system call more."""
+    stage (core/ownmark.py), so no other folder costs a file system call more."""
     if os.path.basename(root) == CHECK_DIR_NAME:
         check_dirs.append(root)
         _collect_yaml(folder=root, excluded=excluded, found=found)
@@ -82,16 +82,16 @@ def _walk_for_check_dirs(
     while stack:
         current = stack.pop()
         below: list[tuple[str, bool]] = []  # (path, whether it is a check folder)
-        stages = False
+        marks: set[str] = set()
         for entry in _scan(folder=current):
             name = entry.name
-            if name == STAGES_FOLDER:
-                stages = True
+            if name in MARK_NAMES:
+                marks.add(name)
             if name in excluded or not entry.is_dir(follow_symlinks=False):
                 continue
             if entry.path not in skipped:
                 below.append((entry.path, name == CHECK_DIR_NAME))
-        if stages and current != root and is_run_folder(folder=current):
+        if marks and current != root and listed_as_own(folder=current, names=marks):
             continue
         for path, is_check_dir in below:
             if is_check_dir:

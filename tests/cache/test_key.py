@@ -7,6 +7,7 @@ once more: exactly the checks whose verdict could depend on the change run again
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import types
@@ -18,6 +19,8 @@ import pytest
 
 from eval_banana.cache import components
 from tests.cache.rig import Project, cache_of, judge, make_project
+from tests.gitrepo import commit_all, init_repo
+from tests.processes import eb_process
 
 ALL = {"j", "d", "w"}
 Change = Callable[[Project, pytest.MonkeyPatch], list[str]]
@@ -253,6 +256,32 @@ def test_run_folders_in_the_output_folder_the_config_names_never_count_when_a_ru
         assert standard.misses() == set()
     else:
         assert standard.misses("--output-dir", elsewhere) == set()
+
+
+def _misses_of(root: Path, *args: str) -> set[str]:
+    """`eb run ARGS` as a process of its own: the ids of the checks that ran (not reused)."""
+    done = eb_process(root, "run", "--json", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    checks = json.loads(done.stdout)["checks"]
+    return {check["check_id"] for check in checks if not cache_of(check).get("hit")}
+
+
+@pytest.mark.parametrize("git_state", ["no repository", "untracked", "committed"])
+def test_a_run_folder_sent_anywhere_in_the_project_never_counts_for_a_later_run(
+    standard: Project, git_state: str
+) -> None:
+    # `--output-dir ci-out` inside the project leaves a run folder no setting names: eb knows
+    # it by its config stage, whether git tracks it, does not, or is not there at all.
+    root = standard.root
+    if git_state != "no repository":
+        init_repo(root, {})
+    assert _misses_of(root) == ALL
+    assert _misses_of(root, "--output-dir", "ci-out") == set()
+    if git_state == "committed":
+        commit_all(root)
+    assert _misses_of(root) == set()
+    assert _misses_of(root, "--output-dir", "ci-out") == set()
+    assert _misses_of(root) == set()
 
 
 def test_a_failure_known_from_the_cache_counts_for_maxfail_before_any_check_is_paid_for(

@@ -473,6 +473,28 @@ def test_the_record_of_failures_is_no_change_for_changed_since(
     assert "json\t" in eb_process(root, "list", "--changed-since", "HEAD").stdout
 
 
+@pytest.mark.parametrize("ignored", [False, True], ids=["untracked", "git-ignored"])
+def test_a_run_folder_sent_into_the_project_is_no_change_for_changed_since(
+    tmp_path: Path, ignored: bool
+) -> None:
+    # `--output-dir ci-out` leaves a run folder no setting names afterwards: its JSON files
+    # (report.json, the stage files) are eb's, neither changed since HEAD nor ignored inputs.
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": "ci-out/\n" if ignored else "",
+            ".eval-banana/config.toml": "",
+            "eval_checks/json.yaml": script_check("json", script="pass\n", inputs=["**/*.json"]),
+            "data/a.json": "{}\n",
+        },
+    )
+    assert eb_process(root, "run", "--output-dir", "ci-out").returncode == 0
+    assert list((root / "ci-out").glob("*/report.json"))
+    done = eb_process(root, "list", "--changed-since", "HEAD")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and "0 checks listed" in done.stderr, done.stdout
+
+
 def test_the_record_of_failures_costs_no_heavy_import(project: Callable[..., Path]) -> None:
     # Read and rewritten by every run: checked against its schema without jsonschema/pydantic.
     root = failing_project(project)

@@ -10,7 +10,7 @@ import pytest
 
 from eval_banana.projectstate.blobs import blob_id, file_blob_id
 from eval_banana.projectstate.patterns import InputPatterns
-from eval_banana.projectstate.state import ProjectState, read_project_state
+from eval_banana.projectstate.state import ProjectState, every_file, read_project_state
 from tests.gitrepo import GIT, commit_all, git, hash_object, init_repo, write
 
 
@@ -123,6 +123,39 @@ def test_eb_folders_and_a_subfolder_root(tmp_path: Path) -> None:
     write(root, {"proj/.eval-banana/results/r1/report.json": "{}", "proj/cache/x/e.json": "{}"})
     found = state(root / "proj", skip_folders=[".eval-banana/results", root / "proj" / "cache"])
     assert dict(found.files) == {"a.txt": hash_object(root, "proj/a.txt")}
+
+
+CONFIG_STAGE = '{"$schema": "https://eval-banana.dev/schemas/stages/config.schema.json"}'
+
+
+@pytest.mark.parametrize("where", ["no repository", "untracked", "committed", "ignored"])
+def test_a_folder_eb_wrote_never_counts_wherever_it_lies(tmp_path: Path, where: str) -> None:
+    # No setting names this: a run folder sent elsewhere.
+    eb_files: dict[str, str | bytes] = {
+        "ci-out/r1/stages/config.json": CONFIG_STAGE,
+        "ci-out/r1/checks/a.result.json": "{}",
+    }
+    # A look-alike stays the project's: another tool's stages/config.json.
+    own: dict[str, str | bytes] = {
+        "a.txt": "a\n",
+        "tool/stages/config.json": '{"$schema": "other"}',
+    }
+    root = tmp_path / "repo"
+    if where == "no repository":
+        write(root, {**own, **eb_files})
+    else:
+        ignore = {".gitignore": "ci-out/\n"} if where == "ignored" else {}
+        init_repo(root, {**own, **ignore, **(eb_files if where == "committed" else {})})
+        write(root, eb_files)
+    found = state(root, include_ignored=True)
+    expected = {*own, *([".gitignore"] if where == "ignored" else [])}
+    assert set(found.files) == expected
+    assert found.ignored == []
+    assert found.select(patterns=InputPatterns(["**/*.json"])) == ["tool/stages/config.json"]
+    # What a judge sees of the project (git's own folder aside).
+    assert {path for path in every_file(root=root) if not path.startswith(".git/")} == expected
+    # Narrowed to a path inside one, the state holds nothing.
+    assert not state(root, prefixes=["ci-out/r1/checks"])
 
 
 def test_a_submodule_counts_by_the_commit_it_records(tmp_path: Path) -> None:
