@@ -262,6 +262,32 @@ def test_a_glob_never_takes_the_files_eb_writes_beside_its_folders(
     assert _selected(eb, root) == list(EXPECTED)
 
 
+def test_a_glob_never_takes_the_entries_of_a_cache_or_history_folder_a_setting_left(
+    project: Callable[..., Path],
+) -> None:
+    """`[cache] dir` and `[history] dir` moved elsewhere leave their old folders in the
+    project, named by no setting: `**/*.json` matched their entries and records as well as
+    the dataset (refused: not a list of cases). eb marks each folder it keeps them in."""
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: '**/*.json'"),
+            "data/rows.json": json.dumps(ROWS),
+        },
+        config='[cache]\nmode = "on"\ndir = "ebcache"\n\n[history]\ndir = "ebhistory"\n',
+    )
+    config = root / ".eval-banana" / "config.toml"
+    for moved in (False, True):
+        if moved:
+            config.write_text(config.read_text().replace('"eb', '"moved/eb'))
+        done = eb_process(root, "run", "--json")
+        assert done.returncode == 1, done.stderr
+        assert _statuses(json.loads(done.stdout)) == EXPECTED
+    assert list((root / "ebcache" / "entries").glob("*/*.json"))
+    assert list((root / "ebhistory").glob("*.json"))
+    listed = eb_process(root, "list", "--cases")
+    assert [line.split("\t")[0] for line in listed.stdout.splitlines()] == list(EXPECTED)
+
+
 @pytest.mark.parametrize("boms", [1, 2])
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "yaml", "csv"])
 def test_a_byte_order_mark_and_windows_line_ends_change_nothing(

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from eval_banana.core.ownmark import MARK_FILE
 from eval_banana.stagefiles.schemafiles import packaged_schema
 from tests.conftest import EbResult, check_yaml
 from tests.gitrepo import commit_all, git, init_repo
@@ -359,7 +360,9 @@ def test_concurrent_runs_each_leave_an_intact_record(tmp_path: Path) -> None:
     records = _records(root / ".eval-banana" / "history")
     assert {r["run_id"] for r in records} == run_ids and len(run_ids) == 4
     assert all(len(r["checks"]) == 3 for r in records)
-    assert not [p for p in (root / ".eval-banana" / "history").iterdir() if p.name.startswith(".")]
+    # No temporary file is left behind; eb's mark is the one hidden file.
+    hidden = [p.name for p in (root / ".eval-banana" / "history").iterdir() if p.name[0] == "."]
+    assert hidden == [MARK_FILE]
 
 
 def test_the_history_folder_is_no_input_and_no_part_of_a_cache_key(tmp_path: Path, eb: Eb) -> None:

@@ -5,6 +5,7 @@
     <dir>/runs/<2 hex>/<64 hex>.json      a fully cached run, replayed whole (cache/replay.py)
     <dir>/secret.key                      the key of the MAC entries and runs carry (cache/mac.py)
     <dir>/size.json                       the folder's size as last known (cache/ledger.py)
+    <dir>/.eval-banana-folder             eb's mark: the folder is eb's wherever it lies
 
 Every file is written through a temporary sibling and a rename (cache/places.py), so a reader
 never sees half a file and two runs storing the same entry at once leave one valid entry. A hit
@@ -23,10 +24,20 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.cache.blobs import BlobStore
-from eval_banana.cache.mac import SecretUnusable, load_secret, mac_problem, secret_path, signed_text
+from eval_banana.cache.ledger import LEDGER_NAME
+from eval_banana.cache.mac import (
+    SECRET_NAME,
+    SecretUnusable,
+    load_secret,
+    mac_problem,
+    secret_path,
+    signed_text,
+)
 from eval_banana.cache.places import hex_of, write_into
 from eval_banana.core.files import read_bytes, sha256_bytes
+from eval_banana.core.ownmark import mark_folder
 from eval_banana.core.readback import TooDeep, loads_json
+from eval_banana.core.turns import LOCK_NAME
 
 
 class EntryRead(NamedTuple):
@@ -60,6 +71,10 @@ class CacheStore(BlobStore):
         if isinstance(self._secret, bytes):
             return self._secret
         if self._secret is None or (create and self._secret == "is missing"):
+            if create:
+                # Marked before its first entry: a cache folder a changed `[cache] dir` left
+                # inside the project is still eb's, never project files or dataset rows.
+                mark_folder(folder=self.folder, kind="cache", ours=_is_cache_name)
             self._secret = load_secret(folder=self.folder, create=create)
         return self._secret
 
@@ -180,6 +195,14 @@ class CacheStore(BlobStore):
         from eval_banana.cache.eviction import evict_to_fit
 
         return evict_to_fit(folder=self.folder, max_bytes=self.max_bytes, added=self._take_added())
+
+
+# What eb keeps at the top of a cache folder; a hidden name is a write in progress.
+_CACHE_NAMES = frozenset({"entries", "blobs", "runs", SECRET_NAME, LEDGER_NAME, LOCK_NAME})
+
+
+def _is_cache_name(name: str) -> bool:
+    return name in _CACHE_NAMES or name.startswith(".")
 
 
 def _state(info: os.stat_result) -> FileState:

@@ -33,7 +33,8 @@ class Skipped(NamedTuple):
     in `[discovery] exclude_dirs` anywhere, and eb's own output, cache and history folders
     (a glob like `**/*.jsonl` would otherwise take the transcripts of earlier runs as cases,
     and grow with every run). Run folders are skipped wherever they lie too (one written with
-    `--output-dir`, a shard's), told by their mark (core/ownmark.py), not named here. So
+    `--output-dir`, a shard's), and cache and history folders eb marked (one a changed setting
+    left behind), told by their mark (core/ownmark.py), not named here. So
     are the files eb writes beside its folders (`lastfailed.json`, the calibration record, a
     JUnit file): a `**/*.json` glob would take the last run's failures as a dataset. A path
     named without a glob is read wherever it is."""
@@ -78,7 +79,8 @@ def _glob_files(
     base = len(top) + 1
     for folder, folders, files in os.walk(start):
         # A run folder below the root, wherever it was written, holds only eb's output: its
-        # transcripts and evidence match `**/*.jsonl` as well as the dataset does.
+        # transcripts and evidence match `**/*.jsonl` as well as the dataset does. So does a
+        # cache or history folder eb marked (one a changed setting left behind).
         marks = MARK_NAMES.intersection(folders) | MARK_NAMES.intersection(files)
         if not inside and marks and folder != top and listed_as_own(folder=folder, names=marks):
             folders[:] = []

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.ownmark import mark_folder
 from eval_banana.history.entries import entry_document
 from eval_banana.history.read import RECORD_SUFFIX, BadRecord, read_record, record_paths
 from eval_banana.history.record import HistoryRecord
@@ -46,8 +47,18 @@ def record_bytes(*, record: HistoryRecord) -> bytes:
 def write_record(*, folder: Path, record: HistoryRecord) -> Path:
     """Write `record` into `folder` (made if missing) atomically; return its path."""
     path = folder / record_file_name(record=record)
+    # Marked first: a history folder a changed `[history] dir` left behind is still eb's.
+    mark_folder(folder=folder, kind="history", ours=_is_history_name)
     write_bytes_atomic(path=path, data=record_bytes(record=record))
     return path
+
+
+def _is_history_name(name: str) -> bool:
+    """A record's name (`<digits>-<run id>.json`), or a hidden one (a record being written)."""
+    moment, dash, _ = name.partition("-")
+    return name.startswith(".") or (
+        bool(dash) and moment.isdigit() and name.endswith(RECORD_SUFFIX)
+    )
 
 
 def drop_other_records(*, folder: Path, run_id: str, kept: Path) -> list[Path]:

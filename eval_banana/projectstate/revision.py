@@ -226,7 +226,7 @@ class Comparison:
                 for group in (added, removed, changed)
             )
             ignored = [p for p in ignored if under_any(path=p, prefixes=prefixes)]
-        # Run folders no setting names (an old `--output-dir`) are eb's too.
+        # Run folders and marked cache or history folders no setting names are eb's too.
         skip = (*skip, *own_folders_listed(root=top, paths=chain(added, changed)))
         in_own = OwnFolders(root=top)
         diff = StateDiff(

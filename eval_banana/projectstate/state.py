@@ -378,8 +378,8 @@ def _git_state(
         return None
     fmt = repo.object_format
     ids = index.ids
-    # Run folders no setting names (an old `--output-dir`, a shard's) are eb's too: known by
-    # the config stages git lists.
+    # Run folders and marked cache or history folders that no setting names (an old
+    # `--output-dir`, a moved `[cache] dir`) are eb's too: known by the mark files git lists.
     skip = (
         *skip,
         *own_folders_listed(root=root, paths=chain(ids, untracked)),

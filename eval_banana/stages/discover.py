@@ -70,10 +70,11 @@ def _walk_for_check_dirs(
 ) -> None:
     """Walk top-down; a folder named eval_checks is scanned whole and not walked again.
     `skipped` are whole paths never entered (eb's own output, cache and history folders as
-    configured); a run folder below the root is never entered wherever it lies: a check's
-    evidence folder there may hold files that look like checks (one copied, or made by a check
-    of a project like this one). It is told by its listing naming `stages/`, then its config
-    stage (core/ownmark.py), so no other folder costs a file system call more."""
+    configured); a run folder, or a cache or history folder eb marked, below the root is never
+    entered wherever it lies: a check's evidence folder there may hold files that look like
+    checks (one copied, or made by a check of a project like this one). It is told by its
+    listing naming `stages/` or eb's mark file, then that file (core/ownmark.py), so no other
+    folder costs a file system call more."""
     if os.path.basename(root) == CHECK_DIR_NAME:
         check_dirs.append(root)
         _collect_yaml(folder=root, excluded=excluded, found=found)

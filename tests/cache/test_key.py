@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from eval_banana.cache import components
+from eval_banana.core.ownmark import MARK_FILE
 from tests.cache.rig import Project, cache_of, judge, make_project
 from tests.gitrepo import commit_all, init_repo
 from tests.processes import eb_process
@@ -282,6 +283,43 @@ def test_a_run_folder_sent_anywhere_in_the_project_never_counts_for_a_later_run(
     assert _misses_of(root) == set()
     assert _misses_of(root, "--output-dir", "ci-out") == set()
     assert _misses_of(root) == set()
+
+
+@pytest.mark.parametrize("kind", ["cache", "history"])
+def test_a_folder_a_changed_setting_left_in_the_project_never_counts(
+    standard: Project, kind: str
+) -> None:
+    # The configured folder is eb's by the setting; one a run was sent to instead (CI's
+    # `--cache-dir`, an edited config) is eb's by the mark eb writes into it.
+    root = standard.root
+    config = root / ".eval-banana" / "config.toml"
+    text = config.read_text()
+    if f"[{kind}]\n" not in text:
+        text += f"\n[{kind}]\n"
+    config.write_text(text.replace(f"[{kind}]\n", f'[{kind}]\ndir = "{kind}/one"\n', 1))
+    assert _misses_of(root) == ALL
+    # Another cache folder is empty: every check runs once more there.
+    moved = _misses_of(root, f"--{kind}-dir", f"{kind}/two")
+    assert moved == (ALL if kind == "cache" else set())
+    assert (root / kind / "two" / MARK_FILE).is_file()
+    assert (root / kind / "one" / MARK_FILE).is_file()
+    assert _misses_of(root) == set()
+    assert _misses_of(root, f"--{kind}-dir", f"{kind}/two") == set()
+
+
+def test_a_folder_holding_the_projects_own_files_is_never_marked(standard: Project) -> None:
+    # History kept beside the docs: while configured the folder is eb's by the setting; once
+    # the setting goes, the docs must be the judge's inputs again, as in no folder eb marked.
+    config = standard.root / ".eval-banana" / "config.toml"
+    plain = config.read_text()
+    config.write_text(plain + '\n[history]\ndir = "docs"\n')
+    _misses_of(standard.root)
+    assert list((standard.root / "docs").glob("*-*.json"))
+    assert not (standard.root / "docs" / MARK_FILE).exists()
+    config.write_text(plain)
+    _misses_of(standard.root)
+    standard.write({"docs/guide.md": "# Guide, edited\n"})
+    assert "j" in _misses_of(standard.root)
 
 
 def test_a_failure_known_from_the_cache_counts_for_maxfail_before_any_check_is_paid_for(

@@ -126,25 +126,29 @@ def test_eb_folders_and_a_subfolder_root(tmp_path: Path) -> None:
 
 
 CONFIG_STAGE = '{"$schema": "https://eval-banana.dev/schemas/stages/config.schema.json"}'
+MARK = "eval-banana folder: cache\n"
 
 
 @pytest.mark.parametrize("where", ["no repository", "untracked", "committed", "ignored"])
 def test_a_folder_eb_wrote_never_counts_wherever_it_lies(tmp_path: Path, where: str) -> None:
-    # No setting names this: a run folder sent elsewhere.
+    # No setting names these: a run folder sent elsewhere, a cache folder a setting left.
     eb_files: dict[str, str | bytes] = {
         "ci-out/r1/stages/config.json": CONFIG_STAGE,
         "ci-out/r1/checks/a.result.json": "{}",
+        "deep/old-cache/.eval-banana-folder": MARK,
+        "deep/old-cache/entries/ab/e.json": "{}",
     }
-    # A look-alike stays the project's: another tool's stages/config.json.
+    # Look-alikes stay the project's: another tool's stages/config.json, a file by the name.
     own: dict[str, str | bytes] = {
         "a.txt": "a\n",
         "tool/stages/config.json": '{"$schema": "other"}',
+        "notes/.eval-banana-folder": "mine\n",
     }
     root = tmp_path / "repo"
     if where == "no repository":
         write(root, {**own, **eb_files})
     else:
-        ignore = {".gitignore": "ci-out/\n"} if where == "ignored" else {}
+        ignore = {".gitignore": "ci-out/\ndeep/\n"} if where == "ignored" else {}
         init_repo(root, {**own, **ignore, **(eb_files if where == "committed" else {})})
         write(root, eb_files)
     found = state(root, include_ignored=True)
