@@ -17,7 +17,7 @@ from ghenv import env, fail, pull_request_number, set_output, workdir
 
 # report.md's own escaping (the Action installs the eb it comments for), so a judge's words
 # show in the comment as words: no link, image, raw HTML or `<!--` (docs/compatibility.md).
-from eval_banana.stages.report import md_cell, md_text
+from eval_banana.reporttext.markdown import md_cell, md_text
 
 MARKER = "<!-- eval-banana:comment -->"
 # GitHub refuses comment bodies over 65,536 characters; leave room for the closing note.

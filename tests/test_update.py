@@ -376,7 +376,7 @@ def test_the_history_holds_the_updated_run_once_with_its_new_verdict(proj: Proj)
     record replaces the one its first pass wrote (one record per run id, the new verdict)."""
     _run_once(proj)
     history = proj.root / ".eval-banana" / "history"
-    (first,) = history.iterdir()
+    (first,) = history.glob("*.json")
     run_id = json.loads(first.read_text())["run_id"]
     proj.write_check(
         "plain",
@@ -384,7 +384,7 @@ def test_the_history_holds_the_updated_run_once_with_its_new_verdict(proj: Proj)
         + _logging_script(log=proj.log, check_id="plain", fail=True).replace("\n", "\n  "),
     )
     assert proj.eb("update").exit_code == 1
-    (record,) = history.iterdir()
+    (record,) = history.glob("*.json")
     document = json.loads(record.read_text())
     assert document["run_id"] == proj.run_dir.name == run_id
     assert (document["passed"], document["exit_code"]) == (False, 1)
@@ -405,7 +405,7 @@ def test_an_updated_replay_stays_a_replay_until_a_check_runs_again(proj: Proj) -
     history = proj.root / ".eval-banana" / "history"
 
     def records() -> dict[str, dict[str, Any]]:
-        documents = [json.loads(path.read_text()) for path in history.iterdir()]
+        documents = [json.loads(path.read_text()) for path in history.glob("*.json")]
         return {document["run_id"]: document for document in documents}
 
     _, kept, replay = sorted(records().values(), key=lambda document: document["started_at"])

@@ -149,7 +149,7 @@ def test_a_full_cache_folder_aborts_the_run(tmp_path: Path) -> None:
     assert "passed" not in statuses.values() or statuses["a_big"] == "passed", statuses
     # The check whose output was not stored says nothing of itself: the history leaves it out.
     (record,) = (
-        json.loads(path.read_text()) for path in (root / ".eval-banana" / "history").iterdir()
+        json.loads(path.read_text()) for path in (root / ".eval-banana" / "history").glob("*.json")
     )
     faulted = [check["check_id"] for check in report["checks"] if "write_fault" in check["details"]]  # type: ignore[attr-defined]
     early = [check["id"] for check in record["checks"] if check.get("early_error")]

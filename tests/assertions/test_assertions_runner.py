@@ -58,6 +58,7 @@ def run(*, project_root: Path, run_dir: Path, document: dict[str, Any]) -> Check
         run_dir=run_dir,
         project_root=project_root,
         base_env={},
+        placeholder_env={},
     )
     return run_assertions(ctx)
 
