@@ -14,7 +14,7 @@ from eval_banana.cache.remotedoc import blobs
 from eval_banana.core.files import sha256_bytes
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.digesting import Digesting
-from eval_banana.remote.guarded import GuardedRemote
+from eval_banana.remote.guarded import GuardedRemote, RemoteInterrupted
 
 
 def keep_files(
@@ -49,6 +49,8 @@ def _download(file: BinaryIO, /, *, remote: GuardedRemote, blob: Blob) -> str | 
     sink = Digesting(file=file, limit=blob.size)
     try:
         moved = remote.get_into(kind="cas", name=hex_of(blob.sha256), sink=sink)
+    except RemoteInterrupted:
+        raise  # no problem of the entry: the run is stopping
     except RemoteError as exc:
         return f"names a file {blob.sha256} that could not be fetched ({exc})"
     except SinkRefused as exc:

@@ -38,7 +38,7 @@ from eval_banana.cache.store import CacheStore
 from eval_banana.core.turns import alone
 from eval_banana.core.words import plural
 from eval_banana.remote.backend import RemoteError, SinkRefused
-from eval_banana.remote.guarded import GuardedRemote, RemoteTally
+from eval_banana.remote.guarded import GuardedRemote, RemoteInterrupted, RemoteTally
 from eval_banana.remote.signing import (
     SIGNING_KEY_VARIABLE,
     Opened,
@@ -106,9 +106,10 @@ class RemoteTier:
 
     # -- fetching ----------------------------------------------------------------------------
 
-    def prefetch(self, *, wanted: Mapping[str, str]) -> None:
+    def prefetch(self, *, wanted: Mapping[str, str], stop: threading.Event) -> None:
         """Fetch, check and keep locally the remote entries of `wanted` (key -> check id)
-        that the local folder lacks, `remote_concurrency` at once."""
+        that the local folder lacks, `remote_concurrency` at once, until `stop` is set (an
+        interrupt): then no request more is sent, and downloads under way are cut off."""
         if keyless_but_required(require_signature=self._require_signature, key=self._signing_key):
             return  # said when the tier was opened
         missing = [
@@ -121,10 +122,11 @@ class RemoteTier:
             # another run's checks execute with it, held aside (cache/remoteheld.py).
             with alone(folder=self.store.folder) as ours:
                 into = self.store if ours else self.held.store()
-                self.remote.each(
-                    work=lambda item: self._fetch(key=item[0], check_id=item[1], into=into),
-                    items=missing,
-                )
+                with self.remote.reads_stopped_by(stop):
+                    self.remote.each(
+                        work=lambda item: self._fetch(key=item[0], check_id=item[1], into=into),
+                        items=missing,
+                    )
         say_refusals(refusals=self._refusals, url=self.remote.url, warn=self._warn)
         self._refusals = []
         say_errors(remote=self.remote, asked="lookups", warn=self._warn)
@@ -159,6 +161,8 @@ class RemoteTier:
             problem = keep_files(store=into, remote=self.remote, entry=entry, inline=inline)
             if problem is None:
                 into.write(key=key, document=entry)
+        except RemoteInterrupted:
+            return  # the run is stopping: the entry is not kept, and no check reuses it
         except SlotTaken as exc:
             # The local folder, not the remote, is damaged: the check runs as on a miss.
             self._warn(

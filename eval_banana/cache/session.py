@@ -179,16 +179,17 @@ class CacheSession:
 
     # -- reuse -----------------------------------------------------------------------------
 
-    def look_ahead(self, *, checks: Sequence[PlannedCheck]) -> None:
+    def look_ahead(self, *, checks: Sequence[PlannedCheck], stop: threading.Event) -> None:
         """Have a forked child answer the back half of `checks` meanwhile, when that pays.
 
         `lookup` still answers every check in order: it takes the child's answer when it gets
-        to one. Call `settle` after the last lookup.
+        to one. Call `settle` after the last lookup. `stop` (an interrupt) ends the fetching
+        from a shared cache.
         """
         keyed = [check for check in checks if check.stem in self.keys]
         if self.remote is not None and self.reads:
             # Fetched before any lookup (and before the fork): the lookups read the folder.
-            self._prefetch(checks=keyed)
+            self._prefetch(checks=keyed, stop=stop)
         if not self.reads or not forked.worth_forking(
             items=len(keyed), threshold=LOOK_AHEAD_FORK_CHECKS
         ):
@@ -197,10 +198,12 @@ class CacheSession:
         self._ahead_stems = {check.stem for check in back}
         self._ahead = forked.start(work=lambda: self._answer(checks=back), fork=True)
 
-    def _prefetch(self, *, checks: Sequence[PlannedCheck]) -> None:
+    def _prefetch(self, *, checks: Sequence[PlannedCheck], stop: threading.Event) -> None:
         assert self.remote is not None
         try:
-            self.remote.prefetch(wanted={self.keys[check.stem]: check.id for check in checks})
+            self.remote.prefetch(
+                wanted={self.keys[check.stem]: check.id for check in checks}, stop=stop
+            )
         except (OSError, EvalBananaError) as exc:
             # The local folder could not take what was fetched: those checks run as on a miss.
             message = exc.message if isinstance(exc, EvalBananaError) else str(exc)

@@ -338,7 +338,7 @@ class PlanRun:
         # (CacheSession.look_ahead).
         cache = self.cache
         if cache is not None:
-            cache.look_ahead(checks=self.checks)
+            cache.look_ahead(checks=self.checks, stop=self.cancel)
         try:
             return unanswered(
                 count=len(self.items),

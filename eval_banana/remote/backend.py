@@ -149,7 +149,7 @@ class WholeObjects:
 
     def get(self, *, kind: Kind, name: str) -> bytes | None:
         """The whole object, or None when absent; `SinkRefused` past `ENTRY_MAX_BYTES`."""
-        sink = _CappedBuffer(limit=ENTRY_MAX_BYTES)
+        sink = EntryBuffer()
         if self.get_into(kind=kind, name=name, sink=sink) is None:
             return None
         return sink.getvalue()
@@ -158,10 +158,10 @@ class WholeObjects:
         self.put_from(kind=kind, name=name, source=io.BytesIO(data), size=len(data))
 
 
-class _CappedBuffer(io.BytesIO):
-    """A memory sink that refuses to grow past `limit` bytes."""
+class EntryBuffer(io.BytesIO):
+    """A memory sink for an entry, refusing to grow past `limit` bytes."""
 
-    def __init__(self, *, limit: int) -> None:
+    def __init__(self, *, limit: int = ENTRY_MAX_BYTES) -> None:
         super().__init__()
         self.limit = limit
 

@@ -9,14 +9,40 @@ waits about one timeout per wave of concurrent requests, not one per check.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import BinaryIO, NamedTuple, TypeVar
 
-from eval_banana.remote.backend import Kind, RemoteBackend, RemoteError, Sink, SinkRefused
+from eval_banana.remote.backend import (
+    EntryBuffer,
+    Kind,
+    RemoteBackend,
+    RemoteError,
+    Sink,
+    SinkRefused,
+)
 
 TRIP_AFTER = 3
 _Item = TypeVar("_Item")
 _Out = TypeVar("_Out")
+
+
+class RemoteInterrupted(RemoteError):
+    """The run was interrupted while reading: the request was not sent, or its answer was cut
+    off part-way. No failure of the remote: it is not counted, and trips nothing."""
+
+
+class _Stopping:
+    """A sink that refuses more once `stop` is set: a download ends at its next chunk."""
+
+    def __init__(self, *, sink: Sink, stop: threading.Event) -> None:
+        self._sink = sink
+        self._stop = stop
+
+    def write(self, data: bytes, /) -> int:
+        if self._stop.is_set():
+            raise SinkRefused("not read to the end: the run was interrupted")
+        return self._sink.write(data)
 
 
 class RemoteTally(NamedTuple):
@@ -48,6 +74,19 @@ class GuardedRemote:
         self._up = 0
         self._first_error: str | None = None
         self._tripped = False
+        self._stop: threading.Event | None = None  # set by `reads_stopped_by`
+
+    @contextmanager
+    def reads_stopped_by(self, stop: threading.Event) -> Iterator[None]:
+        """Within: once `stop` is set (an interrupt), no request is sent and a download under
+        way ends at its next chunk, each raising RemoteInterrupted; what a run fetches ahead
+        is not worth waiting for once it is stopping. Outside, requests go on regardless (an
+        interrupted refresh still removes the entries it dropped)."""
+        self._stop = stop
+        try:
+            yield
+        finally:
+            self._stop = None
 
     @property
     def tripped(self) -> bool:
@@ -65,11 +104,12 @@ class GuardedRemote:
             )
 
     def get(self, *, kind: Kind, name: str) -> bytes | None:
-        data = self._call(lambda: self.backend.get(kind=kind, name=name))
-        if data is not None:
-            with self._lock:
-                self._down += len(data)
-        return data
+        """The whole object (an entry), or None when absent; `SinkRefused` past
+        `ENTRY_MAX_BYTES`. Streamed like a blob, so an interrupt cuts it off too."""
+        buffer = EntryBuffer()
+        if self.get_into(kind=kind, name=name, sink=buffer) is None:
+            return None
+        return buffer.getvalue()
 
     def put(self, *, kind: Kind, name: str, data: bytes) -> None:
         self._call(lambda: self.backend.put(kind=kind, name=name, data=data))
@@ -79,7 +119,9 @@ class GuardedRemote:
     def get_into(self, *, kind: Kind, name: str, sink: Sink) -> int | None:
         """The object streamed into `sink` (see RemoteBackend.get_into); its bytes are
         counted once the request has answered."""
-        moved = self._call(lambda: self.backend.get_into(kind=kind, name=name, sink=sink))
+        stop = self._stop
+        into = sink if stop is None else _Stopping(sink=sink, stop=stop)
+        moved = self._call(lambda: self.backend.get_into(kind=kind, name=name, sink=into))
         if moved is not None:
             with self._lock:
                 self._down += moved
@@ -105,6 +147,9 @@ class GuardedRemote:
                 self._first_error = message
 
     def _call(self, work: Callable[[], _Out]) -> _Out:
+        stop = self._stop
+        if stop is not None and stop.is_set():
+            raise RemoteInterrupted("not asked: the run was interrupted")
         with self._done:
             # While failing, a new request waits for those in flight: a wave of requests that
             # all time out together trips the breaker before any of them is sent again.
@@ -117,6 +162,8 @@ class GuardedRemote:
             found = work()
         except SinkRefused:
             self._answered()  # the remote answered; what it sent was not wanted
+            if stop is not None and stop.is_set():
+                raise RemoteInterrupted("cut off: the run was interrupted") from None
             raise
         except RemoteError as exc:
             self._failed(message=f"{self.url}: {exc}")

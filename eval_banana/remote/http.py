@@ -275,9 +275,11 @@ def _send_body(
 
 def _stream(*, response: http.client.HTTPResponse, sink: Sink, deadline: float) -> int:
     """Write the body into `sink` in chunks, within the request's deadline (a server
-    trickling bytes is a timeout); the bytes written."""
+    trickling bytes is a timeout); the bytes written. Each chunk is what one read of the
+    socket brings (up to CHUNK): the sink sees the body as it comes, and may stop it (an
+    interrupt) without waiting for a whole CHUNK from a slow server."""
     moved = 0
-    while chunk := response.read(CHUNK):
+    while chunk := response.read1(CHUNK):
         sink.write(chunk)
         moved += len(chunk)
         if time.monotonic() > deadline:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -104,7 +105,7 @@ def test_a_large_output_goes_up_and_comes_back_through_each_backend(
 
     fresh = tmp_path / "runner2-cache"
     down = tier(url=remote.url, folder=fresh, environ=remote.environ, warnings=warnings)
-    down.prefetch(wanted={stored.key: "big"})
+    down.prefetch(wanted={stored.key: "big"}, stop=threading.Event())
     assert down.fetched == {stored.key}, warnings
     kept = down.store.blob_path(sha256=stored.blob.sha256)
     assert sha256_and_size(path=str(kept)) == (stored.blob.sha256, stored.blob.size)
@@ -147,7 +148,7 @@ def test_a_cut_changed_or_padded_blob_is_a_miss_and_leaves_no_file(
 
     fresh = tmp_path / "runner2-cache"
     down = tier(url=hostile_server.url, folder=fresh, environ={}, warnings=warnings)
-    down.prefetch(wanted={stored.key: "big"})
+    down.prefetch(wanted={stored.key: "big"}, stop=threading.Event())
     assert down.fetched == set()
     assert down.rejected == {"signature": 0, "entry": 0, "blob": 1}
     assert any("for check 'big'" in w and words in w for w in warnings), warnings
@@ -163,7 +164,7 @@ def test_a_cut_changed_or_padded_blob_is_a_miss_and_leaves_no_file(
 # while one tier pushes the verdict and another fetches it (each backend's client is made and
 # used once first, so loading it is not counted as the transfer's cost).
 DRIVER = """
-import json, sys, tracemalloc
+import json, sys, threading, tracemalloc
 from pathlib import Path
 from eval_banana.cache.remotetier import RemoteTier
 from eval_banana.cache.store import CacheStore
@@ -192,7 +193,7 @@ put_peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
 down = tier(args["fresh"])
 tracemalloc.start()
-down.prefetch(wanted={args["key"]: "big"})
+down.prefetch(wanted={args["key"]: "big"}, stop=threading.Event())
 get_peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
 print(json.dumps({

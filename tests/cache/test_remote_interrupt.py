@@ -1,0 +1,99 @@
+"""An interrupt while a run fetches from a slow shared cache: a real `eb run` in its own process,
+a real HTTP cache on 127.0.0.1 that trickles every answer, SIGTERM part-way. The run stops
+fetching at once and ends as any interrupted run does (exit 3, its report written)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cache.rig import make_project, script_check
+from tests.remote_servers import Hostile, hostile
+
+REPO = Path(__file__).resolve().parents[2]
+CHECKS = 6
+
+
+@pytest.fixture
+def server() -> Iterator[Hostile]:
+    with hostile() as state:
+        yield state
+
+
+def _environ(*, remote: str) -> dict[str, str]:
+    environ = {
+        name: value for name, value in os.environ.items() if not name.startswith("EVAL_BANANA_")
+    }
+    # A timeout the old code waited out in full: the test's bound is far below it.
+    environ.update(
+        PYTHONPATH=str(REPO),
+        EVAL_BANANA_CACHE_REMOTE=remote,
+        EVAL_BANANA_CACHE_REMOTE_TIMEOUT_SECONDS="60",
+    )
+    return environ
+
+
+@pytest.mark.parametrize("mode", ["trickle_body", "delay"])
+def test_sigterm_while_fetching_from_a_slow_shared_cache_stops_at_once_with_a_report(
+    tmp_path: Path, eb: Callable[..., Any], server: Hostile, mode: str
+) -> None:
+    # Each check's output is a blob of its own (larger than what travels inline).
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            f"c{n}": script_check(f"c{n}", script=f"print('{n}' * 40000)\n") for n in range(CHECKS)
+        },
+        files={},
+        replay=False,
+    )
+    project.run("--cache-remote", server.url)
+    assert len(server.objects) >= 2 * CHECKS  # every entry and its blob went up
+    shutil.rmtree(project.cache_dir)  # a fresh CI runner: the local cache is empty
+    # trickle_body: a byte every 0.1 s, one download never ends; delay: 1 s before each answer,
+    # so the requests after the interrupt are what would keep the run.
+    if mode == "trickle_body":
+        server.mode = "trickle_body"
+    else:
+        server.delay = 1.0
+    asked = len(server.requests)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(project.root), "--json"],
+        env={**_environ(remote=server.url), "EVAL_BANANA_CACHE_REMOTE_CONCURRENCY": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(server.requests) == asked and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(server.requests) > asked, "eb never asked the shared cache"
+        time.sleep(0.3)  # the fetching is under way
+        run.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        stdout, stderr = run.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 3, stderr.decode()
+    assert took < 4, f"eb went on for {took:.1f} s after SIGTERM"
+    assert json.loads(stdout)["exit_code"] == 3
+    [written] = sorted((project.root / ".eval-banana" / "results").glob("*/report.json"))[1:]
+    report = json.loads(written.read_text())
+    assert report["aborted_by"] == "interrupt"
+    assert report["not_run_checks"] == CHECKS
+    # No more than the requests under way when the signal came (one at a time here).
+    assert report["cache"]["remote_requests"] <= 3, report["cache"]
+    assert report["cache"]["remote_errors"] == 0  # an interrupt is no failure of the remote
