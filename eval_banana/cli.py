@@ -13,13 +13,14 @@ import sys
 
 
 class _TerminatedEarly(SystemExit):
-    """The exit a SIGTERM during start-up raises (its own type, so the hook below knows it)."""
+    """The exit a SIGTERM (or SIGHUP) during start-up raises (its own type, so the hook below
+    knows it)."""
 
 
 def _terminated_early(signum: int, frame: object) -> None:
-    # SIGTERM before the run installs its own handler (and after it restores this one) ends
-    # eb as an interrupt does: exit 3, no traceback. Raised here, so it unwinds through
-    # whatever start-up is doing, cleanups included.
+    # SIGTERM or SIGHUP before the run installs its own handler (and after it restores this
+    # one) ends eb as an interrupt does: exit 3, no traceback. Raised here, so it unwinds
+    # through whatever start-up is doing, cleanups included.
     print("Interrupted.", file=sys.stderr)
     raise _TerminatedEarly(3)
 
@@ -42,6 +43,10 @@ def _stop_on_sigterm_from_start() -> None:
     # Off the main thread (ValueError) this is not the command line's process.
     with contextlib.suppress(ValueError):
         signal.signal(signal.SIGTERM, _terminated_early)
+        # A closed terminal as SIGTERM, unless SIGHUP is ignored (`nohup eb ...`).
+        hangup = getattr(signal, "SIGHUP", None)
+        if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
+            signal.signal(hangup, _terminated_early)
         sys.unraisablehook = _leave_when_swallowed
 
 

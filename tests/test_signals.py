@@ -1,8 +1,9 @@
-"""Runs killed at random moments: every JSON file left behind parses, and (after SIGINT or
-SIGTERM, which eb handles) no process the run started survives it.
+"""Runs killed at random moments: every JSON file left behind parses, and no process the run
+started survives it.
 
-SIGKILL gives eb no chance to act: the files must still be whole (every write is atomic), but the
-checks' own processes may outlive it; nothing can end them from inside a killed process.
+SIGINT, SIGTERM and SIGHUP eb handles: it ends its checks and writes its reports. SIGKILL gives
+eb no chance to act: the files must still be whole (every write is atomic), and the guardian
+eb keeps while checks run ends the checks' processes a moment later (runners/guardian.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -94,7 +96,7 @@ def _described(pid: int) -> str:
     return f"{pid} state {fields[0]} parent {fields[1]}: {command[:200]}"
 
 
-SIGNALS = st.sampled_from([signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+SIGNALS = st.sampled_from([signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 
 
 @settings(
@@ -129,13 +131,11 @@ def test_a_run_killed_at_any_moment_leaves_whole_files_and_no_survivor(
         assert code in (0, 1, 3, -signum, 128 + signum, 2), f"exit {code}; eb said: {told}"
         for path in (root / "runs").rglob("*.json"):
             json.loads(path.read_text())  # whole, never half written
-        if signum != signal.SIGKILL:
-            time.sleep(0.2)  # let the last reaped processes disappear from /proc
-            survivors = [int(p.name) for p in pids.iterdir() if _alive(int(p.name))]
-            assert survivors == [], (
-                f"still running after {signum.name} (exit {code}): "
-                f"{[_described(pid) for pid in survivors]}; eb said: {told}"
-            )
+        survivors = _survivors(pids=pids, within=0.2 if signum != signal.SIGKILL else 5)
+        assert survivors == [], (
+            f"still running after {signum.name} (exit {code}): "
+            f"{[_described(pid) for pid in survivors]}; eb said: {told}"
+        )
     finally:
         if process.poll() is None:
             process.kill()
@@ -145,3 +145,71 @@ def test_a_run_killed_at_any_moment_leaves_whole_files_and_no_survivor(
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _survivors(*, pids: Path, within: float) -> list[int]:
+    """The processes that wrote their pid into `pids` and are still running after `within`
+    seconds (the last reaped ones leave /proc a moment after, a guardian acts a moment after)."""
+    deadline = time.monotonic() + within
+    while True:
+        alive = [int(p.name) for p in pids.iterdir() if _alive(int(p.name))]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+SPAWNER = """\
+import os, subprocess, time
+from pathlib import Path
+child = subprocess.Popen(["sleep", "120"])
+for pid in (os.getpid(), child.pid):
+    Path({pids!r}, str(pid)).write_text("")
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGHUP])
+def test_no_process_of_a_check_outlives_eb_killed_or_hung_up(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    checks = root / "eval_checks"
+    checks.mkdir()
+    scripts = {"spawner": SPAWNER.format(pids=str(pids)), "daemon": DAEMON.format(pids=str(pids))}
+    for name, script in scripts.items():
+        (checks / f"{name}.yaml").write_text(
+            f"schema_version: 1\nid: {name}\ntype: deterministic\ndescription: {name}.\n"
+            f"script: {json.dumps(script)}\n"
+        )
+    stderr = tmp_path / "eb.stderr"
+    with stderr.open("wb") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+    try:
+        # The spawner and its sleep, the daemon's first process and the daemon itself.
+        deadline = time.monotonic() + 30
+        while len(list(pids.iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(list(pids.iterdir())) == 4
+        process.send_signal(signum)
+        code = process.wait(timeout=30)
+        survivors = _survivors(pids=pids, within=5)
+        assert survivors == [], [_described(pid) for pid in survivors]
+        if signum == signal.SIGHUP:  # as SIGTERM: exit 3, the report written
+            assert code == 3, stderr.read_text()
+            assert list((root / "runs").glob("*/report.json"))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for entry in pids.iterdir():
+            if _alive(int(entry.name)):
+                os.kill(int(entry.name), signal.SIGKILL)

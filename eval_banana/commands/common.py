@@ -276,14 +276,24 @@ def resolve_run_dir(args: argparse.Namespace) -> Path:
     return newest
 
 
+def stopping_signals() -> tuple[signal.Signals, ...]:
+    """SIGINT, SIGTERM and SIGHUP (a closed terminal or SSH session), unless SIGHUP is ignored
+    (`nohup eb run`): a run started so goes on when its terminal closes."""
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is None or signal.getsignal(hangup) is signal.SIG_IGN:
+        return (signal.SIGINT, signal.SIGTERM)
+    return (signal.SIGINT, signal.SIGTERM, hangup)
+
+
 @contextmanager
 def stop_on_signals(cancel: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM stop the run gracefully: running checks end, the reports are written."""
+    """SIGINT/SIGTERM/SIGHUP stop the run gracefully: running checks end, the reports are
+    written."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         cancel.set()
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handler) for sig in stopping_signals()}
     try:
         yield
     finally:

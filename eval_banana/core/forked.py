@@ -198,6 +198,8 @@ def _outcome(*, work: Callable[[], object]) -> tuple[int, bytes]:
         # The parent handles Ctrl-C and termination; the child just stops with them.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
         gc.disable()  # it lives for one piece of work; collecting would only copy pages
         pickle = _pickle()
         value = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)

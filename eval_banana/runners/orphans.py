@@ -7,7 +7,8 @@ their environment; when a check ends, eb's orphaned children carrying that check
 killed (with their own process groups), and when the run ends, every process still carrying a
 token of this eb process is, wherever it is. Elsewhere only the process group is ended, as
 before. A daemon that clears its whole environment cannot be told apart from eb's other
-children; it is reparented to eb and dies with it at the latest.
+children; it is reparented to eb and dies with it at the latest. Should eb itself be killed
+(SIGKILL, which it cannot handle), its guardian ends what its checks left (runners/guardian.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import threading
 from pathlib import Path
 
 from eval_banana.core.readback import read_regular
+from eval_banana.runners import guardian
 
 TOKEN_VAR = "EVAL_BANANA_CHECK_TOKEN"
 _PR_SET_CHILD_SUBREAPER = 36
@@ -32,6 +34,7 @@ _launched: set[int] = set()  # check processes started by run_process and not ye
 _active: set[bytes] = set()  # tokens of checks that are still running
 _runs = 0  # runs in progress in this process; the subreaper role lasts while one is
 _subreaper = False  # whether this process is a child subreaper now
+_guardian: guardian.Guardian | None = None  # ends the checks should eb be killed, while runs are
 
 
 def _set_subreaper(*, on: bool) -> bool:
@@ -54,18 +57,22 @@ def enable_subreaper() -> bool:
     test runner that forks workers) must not keep collecting strangers' orphans once the run
     is over. Runs in one process at once share the role; the last to end gives it up.
     """
-    global _runs, _subreaper
+    global _runs, _subreaper, _guardian
     with _lock:
         _runs += 1
         if _runs == 1:
             _subreaper = _set_subreaper(on=True)
+            _guardian = guardian.start(token_prefix=_own_prefix().decode())
         return _subreaper
 
 
 def _release_subreaper() -> None:
-    global _runs, _subreaper
+    global _runs, _subreaper, _guardian
     with _lock:
         _runs = max(0, _runs - 1)
+        if _runs == 0 and _guardian is not None:
+            _guardian.close()
+            _guardian = None
         if _runs == 0 and _subreaper:
             _set_subreaper(on=False)
             _subreaper = False
@@ -88,8 +95,18 @@ def _own_prefix() -> bytes:
 
 
 def launched(pid: int) -> None:
+    """A check's process started, leading a process group of its own."""
     with _lock:
         _launched.add(pid)
+        if _guardian is not None:
+            _guardian.watch(pgid=pid)
+
+
+def group_ended(pgid: int) -> None:
+    """The process group of a check was ended: the guardian need not end it."""
+    with _lock:
+        if _guardian is not None:
+            _guardian.forget(pgid=pgid)
 
 
 def reaped(pid: int) -> None:

@@ -354,6 +354,7 @@ def _run(
         # Children the check left behind in its group must not outlive it
         # (start_new_session makes the child its own group leader)...
         _kill_group(pgid=proc.pid)
+        orphans.group_ended(proc.pid)
         # ...nor daemons that left the group with setsid and were reparented to eb.
         orphans.end_check(token=token)
     return exit_code, watch
