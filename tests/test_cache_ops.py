@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -146,8 +148,13 @@ def test_prune_remote_by_age_and_size(
         flag = ("--cache-remote", url)
         kept = cache(first, "prune", "--remote", "--older-than", "1", *flag)
         assert kept.stdout.count("0 entries and 0 blobs") == 2
-        # Each listing and each entry read is one request, on S3 as on a folder.
-        assert f"Pruned {url}: 0 entries and 0 blobs, 0 bytes freed (5 requests)." in kept.stdout
+        # Each listing and each entry read is one request, on S3 as on a folder; a folder is
+        # listed twice more, for the files of unfinished writes (S3 has none).
+        listings = 4 if scheme == "folder" else 2
+        assert (
+            f"Pruned {url}: 0 entries and 0 blobs, 0 bytes freed ({listings + 3} requests)."
+            in kept.stdout
+        )
         assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 3
         if scheme == "folder":
             for entry in files(tmp_path / "shared", "ac")[:1]:
@@ -159,7 +166,7 @@ def test_prune_remote_by_age_and_size(
         # And each deletion one (on S3 it was two: a HEAD asked whether the object was there).
         left = 2 if scheme == "folder" else 3
         assert f"Pruned {url}: {left} entries and 1 blob" in sized.stdout
-        assert f"freed ({2 + left + left + 1} requests)." in sized.stdout
+        assert f"freed ({listings + left + left + 1} requests)." in sized.stdout
         assert _remote_count(url=url, tmp_path=tmp_path, kind="ac") == 0
         assert _remote_count(url=url, tmp_path=tmp_path, kind="cas") == 0
 
@@ -458,6 +465,8 @@ def test_stats_remote_counts_what_the_shared_cache_holds(
             "entry_bytes": entry_bytes,
             "blobs": 1,
             "blob_bytes": blob_bytes,
+            "unfinished": 0,
+            "unfinished_bytes": 0,
             "total_bytes": entry_bytes + blob_bytes,
         }
         human = cache(first, "stats", "--remote", *flag)
@@ -562,3 +571,91 @@ def test_prune_limits_are_finite_numbers_told_in_a_line(
     assert result.exit_code == 2
     first = result.stderr.splitlines()[0]
     assert first.startswith(told) and len(first) < 200, first
+
+
+# Writes the real writers make, each stopped part-way in a process of its own: a blob going into
+# a shared folder (its source a pipe nobody writes), and one going into the local folder (its
+# download never ending). The test SIGKILLs each, or leaves it running: a write under way.
+WRITER = """
+import os, sys, threading, time
+from pathlib import Path
+from eval_banana.cache.blobs import Blob
+from eval_banana.cache.store import CacheStore
+from eval_banana.remote.folder import FolderBackend
+
+kind, folder, number = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+name = f"{number:02x}" * 32  # stored in the group folder <number>
+def stuck(file):
+    file.write(b"half of a file")
+    file.flush()
+    time.sleep(600)
+if kind == "shared":
+    reader, writer = os.pipe()
+    # More than one chunk goes in, then nothing more while the pipe stays open.
+    threading.Thread(target=os.write, args=(writer, b"x" * 1500000), daemon=True).start()
+    FolderBackend(folder=folder).put_from(
+        kind="cas", name=name, source=os.fdopen(reader, "rb"), size=1 << 20
+    )
+else:
+    CacheStore(folder=folder, max_bytes=1 << 30).receive(
+        blob=Blob(sha256=f"sha256:{name}", size=1 << 20), fill=stuck
+    )
+"""
+
+
+def _stopped_writer(*, kind: str, folder: Path, number: int) -> subprocess.Popen[bytes]:
+    """A real write into `folder`, started and left part-way: its temporary file exists."""
+    part = "cas" if kind == "shared" else "blobs"
+    before = set((folder / part).glob(f"{number:02x}/.*.tmp"))
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, kind, str(folder), str(number)])
+    deadline = time.monotonic() + 30
+    while set((folder / part).glob(f"{number:02x}/.*.tmp")) == before:
+        assert time.monotonic() < deadline and writer.poll() is None, "no write began"
+        time.sleep(0.02)
+    return writer
+
+
+def test_writes_killed_part_way_are_counted_and_pruned_once_stale_on_both_tiers(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    first, _ = runners(tmp_path=tmp_path, eb=eb)
+    shared = tmp_path / "shared"
+    run(first, str(shared))
+    local = first.cache_dir
+    writers = [
+        _stopped_writer(kind=kind, folder=folder, number=number)
+        for kind, folder in (("shared", shared), ("local", local))
+        for number in (1, 2)
+    ]
+    try:
+        for writer in writers[0::2]:  # the first of each tier killed, as the OOM killer does
+            writer.kill()
+            writer.wait()
+        killed = [*(shared / "cas" / "01").glob(".*.tmp"), *(local / "blobs" / "01").glob(".*")]
+        assert len(killed) == 2
+        flag = ("--cache-remote", str(shared))
+        stats = json.loads(cache(first, "stats", "--remote", "--json", *flag).stdout)
+        valid(stats, "cache-stats")
+        for tier in ("local", "remote"):
+            assert stats[tier]["unfinished"] == 2, stats[tier]
+            assert stats[tier]["unfinished_bytes"] > 0
+        told = cache(first, "stats", "--remote", *flag).stdout
+        assert told.count(", 2 unfinished writes (") == 2
+        # Killed an hour ago: not written to since. The writes under way stay, however long
+        # they take, and so do the ones just killed until an hour has passed.
+        young = cache(first, "prune", "--remote", "--older-than", "1000", *flag)
+        assert "unfinished" not in young.stdout
+        for path in killed:
+            os.utime(path, (time.time() - 3700, time.time() - 3700))
+        pruned = cache(first, "prune", "--remote", "--older-than", "1000", *flag)
+        assert pruned.stdout.count(", 1 unfinished write and 0 blobs") == 2, pruned.stdout
+        assert not any(path.exists() for path in killed)
+        assert len(list(shared.glob("cas/02/.*.tmp"))) == 1
+        assert len(list(local.glob("blobs/02/.*.tmp"))) == 1
+        assert all(writer.poll() is None for writer in writers[1::2])  # still writing
+        assert len(files(shared, "ac")) == 3 and len(files(local, "entries")) == 3
+    finally:
+        for writer in writers:
+            if writer.poll() is None:
+                writer.kill()
+                writer.wait()

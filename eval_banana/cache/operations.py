@@ -3,6 +3,10 @@
 Prune deletes while holding the cache's lock exclusively (the caller takes it): no run is
 executing checks or storing meanwhile, so an entry and the blobs it names go together and no
 run reads half of them. The secret and the lock are never candidates.
+
+A write killed part-way (SIGKILL, the OOM killer) leaves its temporary file, which nothing
+names and no run reuses: stats count these unfinished writes, and prune removes those not
+written to for long (`stale_before`), on either tier.
 """
 
 from __future__ import annotations
@@ -16,11 +20,15 @@ from typing import NamedTuple
 from eval_banana.cache.eviction import blobs_named
 from eval_banana.cache.mac import SECRET_NAME
 from eval_banana.cache.store import CacheStore, _stats
-from eval_banana.core.files import sha256_and_size
+from eval_banana.core.files import is_temp_file, sha256_and_size
 from eval_banana.core.turns import LOCK_NAME
 from eval_banana.models.cacheops import DamagedBlob, HitRate, LocalTierStats
 
 DAY_SECONDS = 86_400.0
+# A write under way writes its file every moment (a chunk at a time), and a download into one
+# is bounded by the shared cache's timeout: a temporary file not written to for an hour, and
+# for twice that timeout when it is longer, belongs to a writer that was killed.
+STALE_WRITE_SECONDS = 3_600.0
 _PARTS = ("entries", "blobs", "runs")
 
 
@@ -37,6 +45,13 @@ class Pruned(NamedTuple):
     blobs: int
     bytes_freed: int
     kept_runs: int = 0
+    unfinished: int = 0  # temporary files of writes killed part-way
+
+
+def stale_before(*, now: float, remote_timeout_seconds: float) -> float:
+    """The moment before which an unfinished write's file was last written to only if its
+    writer is gone (STALE_WRITE_SECONDS)."""
+    return now - max(STALE_WRITE_SECONDS, 2 * remote_timeout_seconds)
 
 
 def stored_files(*, folder: Path, part: str) -> list[StoredFile]:
@@ -48,10 +63,23 @@ def stored_files(*, folder: Path, part: str) -> list[StoredFile]:
     ]
 
 
+def unfinished_files(*, folder: Path) -> list[StoredFile]:
+    """The temporary files of writes in every part of the cache folder: under way, or left by
+    a writer killed part-way."""
+    return [
+        StoredFile(path=Path(path), size=info.st_size, modified=info.st_mtime)
+        for part in _PARTS
+        for path, info in _stats(folder / part)
+        if is_temp_file(os.path.basename(path))
+    ]
+
+
 def local_stats(*, folder: Path) -> LocalTierStats:
     """What the cache folder holds now."""
     found = {part: stored_files(folder=folder, part=part) for part in _PARTS}
     sizes = {part: sum(item.size for item in items) for part, items in found.items()}
+    unfinished = unfinished_files(folder=folder)
+    unfinished_bytes = sum(item.size for item in unfinished)
     return LocalTierStats(
         folder=str(folder),
         entries=len(found["entries"]),
@@ -60,7 +88,9 @@ def local_stats(*, folder: Path) -> LocalTierStats:
         blob_bytes=sizes["blobs"],
         kept_runs=len(found["runs"]),
         kept_run_bytes=sizes["runs"],
-        total_bytes=sum(sizes.values()),
+        unfinished=len(unfinished),
+        unfinished_bytes=unfinished_bytes,
+        total_bytes=sum(sizes.values()) + unfinished_bytes,
     )
 
 
@@ -78,11 +108,17 @@ def hit_rate(*, totals: Iterable[tuple[int, int]]) -> HitRate:
 
 
 def prune_local(
-    *, store: CacheStore, older_than_days: float | None, max_bytes: int | None, now: float
+    *,
+    store: CacheStore,
+    older_than_days: float | None,
+    max_bytes: int | None,
+    now: float,
+    stale_before: float,
 ) -> Pruned:
     """Remove entries and kept runs unused for `older_than_days`, then the least recently used
-    until the folder holds at most `max_bytes`; blobs go once nothing left names them. The
-    caller holds the cache lock exclusively."""
+    until the folder holds at most `max_bytes`; blobs go once nothing left names them, and the
+    files of unfinished writes last written to before `stale_before`. The caller holds the
+    cache lock exclusively."""
     entry_files = stored_files(folder=store.folder, part="entries")
     documents = [*entry_files, *stored_files(folder=store.folder, part="runs")]
     is_entry = {str(item.path) for item in entry_files}
@@ -113,7 +149,18 @@ def prune_local(
         if path not in kept_names and _unlink(item.path):
             removed_blobs += 1
             freed += item.size
-    return Pruned(entries=entries, blobs=removed_blobs, bytes_freed=freed, kept_runs=kept_runs)
+    unfinished = 0
+    for item in unfinished_files(folder=store.folder):
+        if item.modified < stale_before and _unlink(item.path):
+            unfinished += 1
+            freed += item.size
+    return Pruned(
+        entries=entries,
+        blobs=removed_blobs,
+        bytes_freed=freed,
+        kept_runs=kept_runs,
+        unfinished=unfinished,
+    )
 
 
 def _over_size(

@@ -24,6 +24,7 @@ from eval_banana.core.readback import loads_json
 from eval_banana.models.cacheops import DamagedBlob, RemoteTierStats
 from eval_banana.models.config import CacheSettings
 from eval_banana.remote.backend import (
+    KINDS,
     Kind,
     ListingUnsupported,
     RemoteBackend,
@@ -238,6 +239,7 @@ def remote_stats(*, remote: GuardedRemote) -> RemoteTierStats:
     try:
         entries = list(_items(backend=remote.backend, kind="ac"))
         blobs = list(_items(backend=remote.backend, kind="cas"))
+        unfinished = unfinished_writes(remote=remote)
     except ListingUnsupported:
         return RemoteTierStats(url=remote.url, listing="unsupported")
     except RemoteError as exc:
@@ -246,6 +248,7 @@ def remote_stats(*, remote: GuardedRemote) -> RemoteTierStats:
         ) from None
     entry_bytes = sum(item.size for item in entries)
     blob_bytes = sum(item.size for item in blobs)
+    unfinished_bytes = sum(item.size for _, item in unfinished)
     return RemoteTierStats(
         url=remote.url,
         listing="listed",
@@ -253,5 +256,13 @@ def remote_stats(*, remote: GuardedRemote) -> RemoteTierStats:
         entry_bytes=entry_bytes,
         blobs=len(blobs),
         blob_bytes=blob_bytes,
-        total_bytes=entry_bytes + blob_bytes,
+        unfinished=len(unfinished),
+        unfinished_bytes=unfinished_bytes,
+        total_bytes=entry_bytes + blob_bytes + unfinished_bytes,
     )
+
+
+def unfinished_writes(*, remote: GuardedRemote) -> list[tuple[Kind, RemoteItem]]:
+    """The files of writes to the remote that never finished, or are under way (a folder's
+    hidden temporary files), by kind."""
+    return [(kind, item) for kind in KINDS for item in remote.backend.unfinished(kind=kind)]

@@ -3,6 +3,7 @@ then the stored files no entry left names (docs/shared-cache.md, Operations).
 
 Which files an entry names takes reading it, so every listed entry is read before anything is
 deleted; the deletions go through the circuit breaker every request to the remote goes through.
+The files of writes killed part-way (a folder's) go too, once no longer written to.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Literal, NamedTuple
 
 from eval_banana.cache.operations import DAY_SECONDS, Pruned
 from eval_banana.cache.remotedoc import blobs
-from eval_banana.cache.remoteops import listing
+from eval_banana.cache.remoteops import listing, unfinished_writes
 from eval_banana.core.errors import CacheOperationError
 from eval_banana.core.words import plural
 from eval_banana.remote.backend import Kind, RemoteError, RemoteItem, SinkRefused
@@ -35,6 +36,7 @@ class PrunePlan(NamedTuple):
     names: dict[str, list[str]]  # every listed entry -> the blobs (hex) it names
     blobs: dict[str, RemoteItem]
     orphan_before: float  # a blob no entry names goes if stored before this
+    stale: list[tuple[Kind, RemoteItem]]  # files of unfinished writes no longer written to
 
 
 class RemotePruned(NamedTuple):
@@ -43,14 +45,26 @@ class RemotePruned(NamedTuple):
 
 
 def plan_prune(
-    *, remote: GuardedRemote, older_than_days: float | None, max_bytes: int | None, now: float
+    *,
+    remote: GuardedRemote,
+    older_than_days: float | None,
+    max_bytes: int | None,
+    now: float,
+    stale_before: float,
 ) -> PrunePlan:
     """As `prune_local` chooses, on the shared cache: entries unused for `older_than_days` (by
     when they were stored), then the oldest until it holds at most `max_bytes`; then the blobs
-    no remaining entry names (except young ones, see YOUNG_ORPHAN_SECONDS). An error when the
-    remote cannot list, or fails to answer a read of an entry."""
+    no remaining entry names (except young ones, see YOUNG_ORPHAN_SECONDS), and the files of
+    unfinished writes last written to before `stale_before`. An error when the remote cannot
+    list, or fails to answer a read of an entry."""
     entries = listing(remote=remote, kind="ac")
     blobs = {item.name: item for item in listing(remote=remote, kind="cas")}
+    try:
+        unfinished = unfinished_writes(remote=remote)
+    except RemoteError as exc:
+        raise CacheOperationError(
+            f"The shared cache {remote.url} cannot be listed: {exc}"
+        ) from None
     read = remote.each(work=lambda item: _named(remote=remote, name=item.name), items=entries)
     unread = read.count(None)
     if unread:
@@ -78,6 +92,7 @@ def plan_prune(
         names=names,
         blobs=blobs,
         orphan_before=math.inf if max_bytes is not None else now - YOUNG_ORPHAN_SECONDS,
+        stale=[(kind, item) for kind, item in unfinished if item.modified < stale_before],
     )
 
 
@@ -101,9 +116,16 @@ def prune_remote(*, remote: GuardedRemote, plan: PrunePlan) -> RemotePruned:
     done_blobs = remote.each(
         work=lambda item: _delete(remote=remote, kind="cas", name=item.name), items=orphans
     )
+    done_stale = remote.each(
+        work=lambda found: _delete_unfinished(remote=remote, kind=found[0], name=found[1].name),
+        items=plan.stale,
+    )
+    stale = [item for _, item in plan.stale]
     gone = [
         item
-        for item, outcome in zip([*plan.doomed, *orphans], [*done, *done_blobs], strict=True)
+        for item, outcome in zip(
+            [*plan.doomed, *orphans, *stale], [*done, *done_blobs, *done_stale], strict=True
+        )
         if outcome == "removed"
     ]
     return RemotePruned(
@@ -111,8 +133,9 @@ def prune_remote(*, remote: GuardedRemote, plan: PrunePlan) -> RemotePruned:
             entries=done.count("removed"),
             blobs=done_blobs.count("removed"),
             bytes_freed=sum(item.size for item in gone),
+            unfinished=done_stale.count("removed"),
         ),
-        failed=done.count("failed") + done_blobs.count("failed"),
+        failed=done.count("failed") + done_blobs.count("failed") + done_stale.count("failed"),
     )
 
 
@@ -165,6 +188,14 @@ def _over_size(
 def _delete(*, remote: GuardedRemote, kind: Kind, name: str) -> Deleted:
     try:
         there = remote.delete(kind=kind, name=name)
+    except RemoteError:
+        return "failed"  # counted by the remote, or not sent once its breaker tripped
+    return "removed" if there else "absent"  # absent: another prune was first
+
+
+def _delete_unfinished(*, remote: GuardedRemote, kind: Kind, name: str) -> Deleted:
+    try:
+        there = remote.delete_unfinished(kind=kind, name=name)
     except RemoteError:
         return "failed"  # counted by the remote, or not sent once its breaker tripped
     return "removed" if there else "absent"  # absent: another prune was first

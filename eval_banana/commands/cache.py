@@ -151,7 +151,9 @@ def _stats(*, config: ConfigDoc, folder: Path, last: int, as_json: bool, remote:
         f"Cache {local.folder}: {_entries(local.entries)} ({size_text(local.entry_bytes)}), "
         f"{plural(count=local.blobs, noun='blob')} ({size_text(local.blob_bytes)}), "
         f"{plural(count=local.kept_runs, noun='kept run')} "
-        f"({size_text(local.kept_run_bytes)}); {size_text(local.total_bytes)} in all "
+        f"({size_text(local.kept_run_bytes)})"
+        f"{_unfinished_sized(count=local.unfinished, size=local.unfinished_bytes)}; "
+        f"{size_text(local.total_bytes)} in all "
         f"(`[cache] max_mb` keeps at most {config.settings.cache.max_mb} MiB)."
     )
     if doc.remote is not None:
@@ -190,12 +192,20 @@ def _remote_line(*, stats: RemoteTierStats) -> str:
     return (
         f"Shared cache {stats.url}: {_entries(stats.entries or 0)} "
         f"({size_text(stats.entry_bytes or 0)}), {plural(count=stats.blobs or 0, noun='blob')} "
-        f"({size_text(stats.blob_bytes or 0)}); {size_text(stats.total_bytes or 0)} in all."
+        f"({size_text(stats.blob_bytes or 0)})"
+        f"{_unfinished_sized(count=stats.unfinished or 0, size=stats.unfinished_bytes or 0)}; "
+        f"{size_text(stats.total_bytes or 0)} in all."
     )
 
 
+def _unfinished_sized(*, count: int, size: int) -> str:
+    """`, 1 unfinished write (400.0 MiB)`, when there are any: files of writes under way, or
+    of writers killed part-way, which `eb cache prune` removes once no longer written to."""
+    return f"{_unfinished(count)} ({size_text(size)})" if count else ""
+
+
 def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
-    from eval_banana.cache.operations import now, prune_local
+    from eval_banana.cache.operations import now, prune_local, stale_before
     from eval_banana.cache.store import CacheStore
     from eval_banana.isolation.state import cache_writes
 
@@ -206,13 +216,20 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
         )
     max_bytes = None if args.max_mb is None else int(args.max_mb * _MIB)
     moment = now()
+    stale = stale_before(
+        now=moment, remote_timeout_seconds=config.settings.cache.remote_timeout_seconds
+    )
     remote, plan = None, None
     if args.remote:  # what the remote's prune will delete, found before any deletion
         from eval_banana.cache.remoteprune import plan_prune
 
         remote = _opened(config)
         plan = plan_prune(
-            remote=remote, older_than_days=args.older_than, max_bytes=max_bytes, now=moment
+            remote=remote,
+            older_than_days=args.older_than,
+            max_bytes=max_bytes,
+            now=moment,
+            stale_before=stale,
         )
     with cache_writes(cache=folder) as alone:
         if not alone:
@@ -226,10 +243,11 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
             older_than_days=args.older_than,
             max_bytes=max_bytes,
             now=moment,
+            stale_before=stale,
         )
     runs = f", {plural(count=done.kept_runs, noun='kept run')}" if done.kept_runs else ""
     print(
-        f"Pruned {folder}: {_entries(done.entries)}{runs} and "
+        f"Pruned {folder}: {_entries(done.entries)}{runs}{_unfinished(done.unfinished)} and "
         f"{plural(count=done.blobs, noun='blob')}, {size_text(done.bytes_freed)} freed."
     )
     if remote is None or plan is None:
@@ -239,7 +257,8 @@ def _prune(*, config: ConfigDoc, folder: Path, args: argparse.Namespace) -> int:
     found = prune_remote(remote=remote, plan=plan)
     tally = remote.tally()
     print(
-        f"Pruned {remote.url}: {_entries(found.pruned.entries)} and "
+        f"Pruned {remote.url}: {_entries(found.pruned.entries)}"
+        f"{_unfinished(found.pruned.unfinished)} and "
         f"{plural(count=found.pruned.blobs, noun='blob')}, {size_text(found.pruned.bytes_freed)} "
         f"freed ({plural(count=tally.requests, noun='request')})"
         + (f"; {plural(count=found.failed, noun='deletion')} failed." if found.failed else ".")
@@ -329,6 +348,11 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
         for item in damaged:
             print(f"  damaged ({item.tier}) {item.name}: {item.problem}")
     return 0 if doc.ok else 1
+
+
+def _unfinished(count: int) -> str:
+    """`, 2 unfinished writes` after a tier's entries, when there are any."""
+    return f", {plural(count=count, noun='unfinished write')}" if count else ""
 
 
 def _entries(count: int) -> str:

@@ -125,6 +125,11 @@ def is_temp_sibling(*, name: str, of: str) -> bool:
     return name.startswith(f".{of}.") and name.endswith(".tmp")
 
 
+def is_temp_file(name: str) -> bool:
+    """Whether the file name `name` is a temporary file of any of eb's atomic writes."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
 def _create_temp_sibling(*, path: Path) -> tuple[int, str]:
     """A new, empty temporary file beside `path` (its folder made if missing): (fd, name)."""
     made_folder = False

@@ -23,6 +23,13 @@ class LocalTierStats(Record):
     blob_bytes: int = Field(ge=0)
     kept_runs: int = Field(ge=0, description="Whole runs kept for replay (runs/).")
     kept_run_bytes: int = Field(ge=0)
+    unfinished: int = Field(
+        default=0,
+        ge=0,
+        description="Temporary files of writes under way, or left by a writer killed part-way "
+        "(`eb cache prune` removes those no longer written to).",
+    )
+    unfinished_bytes: int = Field(default=0, ge=0)
     total_bytes: int = Field(ge=0, description="Everything above (not the secret or the lock).")
 
 
@@ -41,7 +48,16 @@ class RemoteTierStats(Record):
     entry_bytes: int | None = Field(default=None, ge=0)
     blobs: int | None = Field(default=None, ge=0, description="Stored files (cas/).")
     blob_bytes: int | None = Field(default=None, ge=0)
-    total_bytes: int | None = Field(default=None, ge=0, description="Entries and blobs.")
+    unfinished: int | None = Field(
+        default=None,
+        ge=0,
+        description="Temporary files of writes under way, or left by a writer killed part-way "
+        "(a folder's; `eb cache prune --remote` removes those no longer written to).",
+    )
+    unfinished_bytes: int | None = Field(default=None, ge=0)
+    total_bytes: int | None = Field(
+        default=None, ge=0, description="Entries, blobs and unfinished writes."
+    )
 
 
 class HitRate(Record):

@@ -136,6 +136,26 @@ class RemoteBackend(Protocol):
         """Remove the object; whether it was there (True where the remote does not say)."""
         ...
 
+    def unfinished(self, *, kind: Kind) -> Iterator[RemoteItem]:
+        """The files of writes that never finished (a writer killed part-way), each named by
+        its own file name, where the remote keeps them beside its objects; nothing where a
+        write is whole or absent (S3, HTTP)."""
+        ...
+
+    def delete_unfinished(self, *, kind: Kind, name: str) -> bool:
+        """Remove the file of an unfinished write `unfinished` listed; whether it was there."""
+        ...
+
+
+class WholeWrites:
+    """`unfinished` and `delete_unfinished` of a remote whose writes are whole or absent."""
+
+    def unfinished(self, *, kind: Kind) -> Iterator[RemoteItem]:
+        return iter(())
+
+    def delete_unfinished(self, *, kind: Kind, name: str) -> bool:
+        return False
+
 
 class WholeObjects:
     """`get` and `put` of small objects (entries) through a backend's own streaming methods,

@@ -3,8 +3,9 @@
     <folder>/ac/<2 hex>/<64 hex>    entries
     <folder>/cas/<2 hex>/<64 hex>   blobs
 
-Each object is written beside its final name and renamed into place, so a reader on another
-machine never sees half of one.
+Each object is written beside its final name (`.<64 hex>.<pid>.<n>.tmp`) and renamed into
+place, so a reader on another machine never sees half of one. A writer killed part-way leaves
+that file: `unfinished` lists them, and `eb cache prune --remote` removes the stale ones.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
@@ -30,6 +32,7 @@ from eval_banana.remote.backend import (
 )
 
 _TEMP_NAMES = itertools.count()
+_UNFINISHED_RE = re.compile(r"\.([0-9a-f]{64})\.[0-9]+\.[0-9]+\.tmp")
 
 
 class FolderBackend(WholeObjects):
@@ -92,6 +95,13 @@ class FolderBackend(WholeObjects):
             raise RemoteError(f"cannot read {kind}/{name}: {exc.strerror or exc}") from None
 
     def list(self, *, kind: Kind) -> Iterator[RemoteItem]:
+        # A hidden file is a write under way, or one cut off (`unfinished`).
+        return self._listed(kind=kind, wanted=lambda name: not name.startswith("."))
+
+    def unfinished(self, *, kind: Kind) -> Iterator[RemoteItem]:
+        return self._listed(kind=kind, wanted=lambda name: bool(_UNFINISHED_RE.fullmatch(name)))
+
+    def _listed(self, *, kind: Kind, wanted: Callable[[str], bool]) -> Iterator[RemoteItem]:
         root = self.folder / kind
         self.sent.add()
         try:
@@ -103,10 +113,22 @@ class FolderBackend(WholeObjects):
         for group in groups:
             with contextlib.suppress(OSError):
                 for path in sorted(group.iterdir()):
-                    if path.name.startswith("."):
-                        continue  # a write under way
-                    info = path.stat()
-                    yield RemoteItem(name=path.name, size=info.st_size, modified=info.st_mtime)
+                    if wanted(path.name):
+                        info = path.stat()
+                        yield RemoteItem(name=path.name, size=info.st_size, modified=info.st_mtime)
+
+    def delete_unfinished(self, *, kind: Kind, name: str) -> bool:
+        found = _UNFINISHED_RE.fullmatch(name)
+        if found is None:
+            raise ValueError(f"not an unfinished write: {name!r}")
+        self.sent.add()
+        try:
+            (self.folder / kind / found.group(1)[:2] / name).unlink()
+        except FileNotFoundError:
+            return False  # finished and renamed meanwhile, or removed by another prune
+        except OSError as exc:
+            raise RemoteError(f"cannot delete {kind}/{name}: {exc.strerror or exc}") from None
+        return True
 
     def delete(self, *, kind: Kind, name: str) -> bool:
         self.sent.add()

@@ -139,6 +139,10 @@ class GuardedRemote:
         """Remove the object; whether it was there (see RemoteBackend.delete)."""
         return self._call(lambda: self.backend.delete(kind=kind, name=name))
 
+    def delete_unfinished(self, *, kind: Kind, name: str) -> bool:
+        """Remove the file of a write that never finished (see RemoteBackend.unfinished)."""
+        return self._call(lambda: self.backend.delete_unfinished(kind=kind, name=name))
+
     def note_error(self, *, message: str) -> None:
         """Count a bad answer found above the transport (a blob of another digest, say)."""
         with self._lock:

@@ -31,6 +31,7 @@ from eval_banana.remote.backend import (
     Sink,
     Watchdog,
     WholeObjects,
+    WholeWrites,
     checked_name,
 )
 
@@ -39,7 +40,7 @@ _REDIRECTS = 3
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
 
-class HttpBackend(WholeObjects):
+class HttpBackend(WholeObjects, WholeWrites):
     """Objects below one HTTP(S) prefix."""
 
     def __init__(

@@ -27,13 +27,14 @@ from eval_banana.remote.backend import (
     SinkRefused,
     Watchdog,
     WholeObjects,
+    WholeWrites,
     checked_name,
 )
 
 _ABSENT = frozenset({"404", "NoSuchKey", "NotFound"})
 
 
-class S3Backend(WholeObjects):
+class S3Backend(WholeObjects, WholeWrites):
     """Objects below one bucket prefix."""
 
     def __init__(

@@ -35,7 +35,9 @@ def test_prune_by_size_keeps_a_blob_a_newer_entry_still_names(tmp_path: Path) ->
 
     # Room for the newer entry and its blob only: the older one and its own blob go.
     limit = new.stat().st_size + len(shared.encode())
-    done = prune_local(store=store, older_than_days=None, max_bytes=limit, now=NOW)
+    done = prune_local(
+        store=store, older_than_days=None, max_bytes=limit, now=NOW, stale_before=NOW - 3600
+    )
     assert (done.entries, done.blobs) == (1, 1)
     assert not old.exists() and new.exists()
     after = local_stats(folder=store.folder)
@@ -47,7 +49,9 @@ def test_prune_by_age_and_verify_of_a_damaged_blob(tmp_path: Path) -> None:
     store = CacheStore(folder=tmp_path / "cache", max_bytes=0)
     _entry(store, number=1, blobs=["a" * 100], age_days=40)
     kept = _entry(store, number=2, blobs=["b" * 100], age_days=2)
-    done = prune_local(store=store, older_than_days=30, max_bytes=None, now=NOW)
+    done = prune_local(
+        store=store, older_than_days=30, max_bytes=None, now=NOW, stale_before=NOW - 3600
+    )
     assert (done.entries, done.blobs) == (1, 1)
     assert local_stats(folder=store.folder).entries == 1 and kept.exists()
 
@@ -72,6 +76,8 @@ def test_prune_counts_kept_runs_apart_from_entries(tmp_path: Path) -> None:
     moment = NOW - 40 * 86_400
     os.utime(kept_run, (moment, moment))
     assert local_stats(folder=store.folder).kept_runs == 1
-    done = prune_local(store=store, older_than_days=30, max_bytes=None, now=NOW)
+    done = prune_local(
+        store=store, older_than_days=30, max_bytes=None, now=NOW, stale_before=NOW - 3600
+    )
     assert (done.entries, done.kept_runs, done.blobs) == (2, 1, 2)
     assert not kept_run.exists()
