@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.words import visible
@@ -122,7 +123,8 @@ def _csv_rows(
             hint="save it as comma-separated CSV (in a spreadsheet: CSV UTF-8, comma "
             "delimited), or convert it to JSONL",
         )
-    repeated = sorted({name for name in names if name and names.count(name) > 1})
+    # Counted once: `names.count` per name was quadratic in the columns (40,000 took 14 s).
+    repeated = sorted(name for name, count in Counter(names).items() if name and count > 1)
     if repeated:
         raise dataset_problem(
             file=file,
