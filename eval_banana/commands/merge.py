@@ -38,7 +38,11 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from eval_banana.pipeline.request import load_config
     from eval_banana.reporting.console import Console
-    from eval_banana.reporting.runcli import prepare_report_options, stamp_result
+    from eval_banana.reporting.runcli import (
+        prepare_report_options,
+        remember_outputs,
+        stamp_result,
+    )
     from eval_banana.scaleout.merge import MergeRequest, merge_shards
     from eval_banana.settings.rundir import new_run_id
 
@@ -67,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
         outcome = merge_shards(request=request, console=console)
     except BaseException as exc:
         stamp(error=exc)  # --result-out is written for every failure after option parsing
+        remember_outputs(extras=extras, result_out=result_out)
         raise
     stamp(error=None)
+    remember_outputs(extras=extras, result_out=result_out)
     if args.json:
         print(outcome.json_line)
     return outcome.exit_code

@@ -65,7 +65,11 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.pipeline.request import load_config
     from eval_banana.pipeline.run import run_pipeline
     from eval_banana.reporting.console import Console
-    from eval_banana.reporting.runcli import prepare_report_options, stamp_result
+    from eval_banana.reporting.runcli import (
+        prepare_report_options,
+        remember_outputs,
+        stamp_result,
+    )
     from eval_banana.settings.rundir import new_run_id
 
     if args.flat_output and "core.output_dir" not in common.cli_values(args):
@@ -94,12 +98,14 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_pipeline(request=request, cancel=cancel, console=console)
     except BaseException as exc:
         stamp(error=exc)  # --result-out is written for every failure after option parsing
+        remember_outputs(extras=extras, result_out=result_out)
         if baseline is not None and extras.report is not None:
             _show_diff(baseline=baseline, report=extras.report, quiet=args.json)  # aborted run
         raise
     if result_out is not None and extras.report is None:
         extras.report = outcome.report  # a replayed run reads its report when asked for it
     stamp(error=None)
+    remember_outputs(extras=extras, result_out=result_out)
     if args.json:
         print(outcome.json_line)
     if baseline is not None:

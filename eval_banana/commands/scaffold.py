@@ -22,11 +22,12 @@ GITIGNORE_PATH = Path(".eval-banana") / ".gitignore"
 # eb's outputs: run folders, the verdict cache (`[cache] dir`'s default) and the run history
 # (`[history] dir`'s default; CI keeps it with a cache or artifacts, docs/history.md).
 IGNORED_FOLDERS: tuple[str, ...] = ("results", "cache", "history")
-# What eb remembers for `eb run --last-failed`: this machine's state, not a source.
-IGNORED_FILES: tuple[str, ...] = ("lastfailed.json",)
+# What eb remembers for `eb run --last-failed`, and the files runs wrote beside their run
+# folders (settings/written.py): this machine's state, not a source.
+IGNORED_FILES: tuple[str, ...] = ("lastfailed.json", "written.json")
 _HEADER = (
-    "# Written by `eb init`: eb's run folders, verdict cache, run history and record of failed "
-    "checks are outputs, not sources.\n"
+    "# Written by `eb init`: eb's run folders, verdict cache, run history and records of failed "
+    "checks and of the files runs wrote are outputs, not sources.\n"
 )
 # The entries `eb init` has added to the file, each once: a line the user deletes later is their
 # choice and is not added back (the cache holds its secret.key, so it is added once at least).

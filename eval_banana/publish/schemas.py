@@ -148,6 +148,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     from eval_banana.models.result import CheckResult
     from eval_banana.models.stages import STAGE_MODELS
     from eval_banana.models.transcript import TranscriptEvent
+    from eval_banana.models.written import WrittenFilesDoc
 
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "check": _check_schema,
@@ -163,6 +164,7 @@ def schema_builders() -> dict[str, Callable[[], dict[str, Any]]]:
     builders["run-replay"] = _model_schema(ReplayEntry, name="run-replay")
     builders["calibration"] = _model_schema(CalibrationDoc, name="calibration")
     builders["lastfailed"] = _model_schema(LastFailedDoc, name="lastfailed")
+    builders["written"] = _model_schema(WrittenFilesDoc, name="written")
     builders["plan"] = _model_schema(PlanDocument, name="plan")
     builders["history-record"] = _model_schema(HistoryRecord, name="history-record")
     builders["history"] = _model_schema(HistoryView, name="history")

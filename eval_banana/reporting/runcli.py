@@ -130,3 +130,25 @@ def stamp_result(
         document=document, report_md=extras.report_md if report else None, fmt=result_out.fmt
     )
     write_result(path=result_out.path, text=text, shown=result_out.shown)
+
+
+def remember_outputs(*, extras: ReportExtras, result_out: ResultOut | None) -> None:
+    """Note the files this run (or merge) wrote beside its run folder inside the project (the
+    JUnit file, --result-out, the step summary): a later run without those flags still counts
+    them as eb's own while they hold what this run wrote (settings/written.py)."""
+    config = extras.config
+    if config is None:
+        return
+    from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
+    from eval_banana.settings.written import remember_written
+
+    paths = [Path(path) for path in config.outputs]
+    junit = config.settings.core.junit_xml
+    if junit:
+        paths.append(junit_file(setting=junit, project_root=Path(config.project_root)))
+    if result_out is not None:
+        paths.append(result_out.path)
+    summary = extras.environ.get(STEP_SUMMARY_ENV)
+    if summary:
+        paths.append(Path(summary))
+    remember_written(config=config, paths=paths)

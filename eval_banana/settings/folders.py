@@ -17,6 +17,7 @@ from eval_banana.core.streams import stream_files
 from eval_banana.models.config import CacheSettings
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.table import SETTINGS_BY_NAME
+from eval_banana.settings.written import still_written, written_record_path
 
 CALIBRATION_FILE = "calibration.json"
 # The variable GitHub Actions sets to the file a step appends its job summary to: a file eb
@@ -117,13 +118,16 @@ def written_files(*, config: ConfigDoc) -> list[Path]:
     """The files eb itself writes outside its own folders: the calibration record `eb
     calibrate` writes beside the config file, the failures every `eb run` remembers there, and
     the files the run writes beside its run folder (the JUnit file, --result-out, the GitHub
-    step summary), and the file eb's own stdout or stderr is sent to (`eb run > eb.log`).
-    Another eb run may rewrite them at any moment, so a watch on the project must never take
-    them for a check's or judge's change."""
+    step summary), those an earlier run wrote there and noted that still hold what it wrote
+    (settings/written.py), and the file eb's own stdout or stderr is sent to (`eb run >
+    eb.log`). Another eb run may rewrite them at any moment, so a watch on the project must
+    never take them for a check's or judge's change."""
     found = [
         record_path(config=config),
         last_failed_path(config=config),
+        written_record_path(config=config),
         *(Path(path) for path in config.outputs),
+        *still_written(config=config),
         *stream_files(),
     ]
     junit = config.settings.core.junit_xml

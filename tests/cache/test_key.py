@@ -342,3 +342,44 @@ def test_a_failure_known_from_the_cache_counts_for_maxfail_before_any_check_is_p
     assert by_id["a_judge"]["status"] == "error"
     assert by_id["a_judge"]["details"].get("not_run") is True
     assert project.agent_starts() == starts
+
+
+@pytest.mark.parametrize("git_state", ["no repository", "untracked"])
+def test_the_reports_an_earlier_run_wrote_into_the_project_never_count_for_a_plain_run(
+    standard: Project, git_state: str
+) -> None:
+    # A CI-style run writes its JUnit file and result document into the project; the plain run
+    # after it names neither, yet knows them as eb's while they hold what eb wrote there.
+    root = standard.root
+    if git_state != "no repository":
+        init_repo(root, {})
+    reports = ("--junit-xml", "eval-junit.xml", "--result-out", "eval-result.md")
+    assert _misses_of(root, *reports) == ALL
+    assert _misses_of(root, *reports) == set()
+    assert _misses_of(root) == set()
+    # Edited by hand, the JUnit file is the project's again: the check reading it all reruns.
+    junit = root / "eval-junit.xml"
+    junit.write_text(junit.read_text() + "<!-- kept by hand -->\n")
+    assert _misses_of(root) == {"w"}
+    assert _misses_of(root) == set()
+    # Written anew by a run that asks for it (whose key never holds it), it is eb's again.
+    assert _misses_of(root, *reports) == set()
+    assert _misses_of(root) == set()
+
+
+def test_the_reports_eb_merge_wrote_into_the_project_never_count_for_a_plain_run(
+    standard: Project, tmp_path: Path
+) -> None:
+    # The merge of a sharded CI run writes the JUnit file and result document where the job
+    # reads them, in the project; the plain run after it knows them as eb's too.
+    root = standard.root
+    shards = [tmp_path / f"shard-{k}" for k in (1, 2)]
+    for k, folder in enumerate(shards, start=1):
+        _misses_of(root, "--shard", f"{k}/2", "--output-dir", str(folder), "--flat-output")
+    reports = ("--junit-xml", "merged.xml", "--result-out", "merged.md")
+    merged = eb_process(
+        root, "merge", *map(str, shards), "--output-dir", str(tmp_path / "merged"), *reports
+    )
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert (root / "merged.xml").is_file() and (root / "merged.md").is_file()
+    assert _misses_of(root) == set()

@@ -371,8 +371,9 @@ def test_an_existing_gitignore_is_kept_and_extended_once(tmp_path: Path) -> None
     written = run_init(cwd=tmp_path, force=False).written
     assert ignore.resolve() in written
     extended = (
-        "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\n"
-        "# eb init added (and never adds again): results/, cache/, history/, lastfailed.json\n"
+        "# mine\nscratch/\nresults/\ncache/\nhistory/\nlastfailed.json\nwritten.json\n"
+        "# eb init added (and never adds again): results/, cache/, history/, lastfailed.json, "
+        "written.json\n"
     )
     assert ignore.read_text() == extended
     # Again (with --force): nothing is added, and the file is not reported as written.
@@ -391,8 +392,9 @@ def test_a_crlf_gitignore_keeps_its_line_endings(tmp_path: Path, final: str) -> 
     ignore.write_bytes(f"# mine\r\nscratch/{final}".encode())
     assert ignore.resolve() in run_init(cwd=tmp_path, force=False).written
     assert ignore.read_bytes() == (
-        b"# mine\r\nscratch/\r\nresults/\r\ncache/\r\nhistory/\r\nlastfailed.json\r\n"
-        b"# eb init added (and never adds again): results/, cache/, history/, lastfailed.json\r\n"
+        b"# mine\r\nscratch/\r\nresults/\r\ncache/\r\nhistory/\r\nlastfailed.json\r\nwritten.json\r\n"
+        b"# eb init added (and never adds again): results/, cache/, history/, lastfailed.json, "
+        b"written.json\r\n"
     )
     # An entry the user removes later is not added back; the file is left as it is.
     ignore.write_bytes(ignore.read_bytes().replace(b"cache/\r\n", b"", 1))
@@ -406,9 +408,11 @@ def test_an_entry_the_user_removed_is_never_added_back(tmp_path: Path) -> None:
     ignore.parent.mkdir()
     ignore.write_text("# we commit the history\nresults/")  # no final newline
     run_init(cwd=tmp_path, force=False)
-    mark = "# eb init added (and never adds again): cache/, history/, lastfailed.json\n"
+    mark = (
+        "# eb init added (and never adds again): cache/, history/, lastfailed.json, written.json\n"
+    )
     assert ignore.read_text() == (
-        f"# we commit the history\nresults/\ncache/\nhistory/\nlastfailed.json\n{mark}"
+        f"# we commit the history\nresults/\ncache/\nhistory/\nlastfailed.json\nwritten.json\n{mark}"
     )
     ignore.write_text(f"# we commit the history\nresults/\ncache/\n{mark}")
     before = ignore.stat().st_mtime_ns
@@ -419,7 +423,7 @@ def test_an_entry_the_user_removed_is_never_added_back(tmp_path: Path) -> None:
     run_init(cwd=tmp_path, force=True)
     assert ignore.read_text() == (
         "history/\nresults/\n# eb init added (and never adds again): cache/, history/, "
-        "lastfailed.json, results/\n"
+        "lastfailed.json, written.json, results/\n"
     )
 
 
@@ -429,7 +433,7 @@ def test_a_gitignore_that_already_ignores_results_is_left_alone(tmp_path: Path, 
     ignore.parent.mkdir()
     text = (
         f"{line}\n{line.replace('results', 'cache')}\n{line.replace('results', 'history')}\n"
-        "lastfailed.json\n"
+        "lastfailed.json\nwritten.json\n"
     )
     ignore.write_text(text)
     before = ignore.stat().st_mtime_ns

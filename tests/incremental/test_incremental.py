@@ -473,6 +473,29 @@ def test_the_record_of_failures_is_no_change_for_changed_since(
     assert "json\t" in eb_process(root, "list", "--changed-since", "HEAD").stdout
 
 
+def test_reports_an_earlier_run_wrote_into_the_project_are_no_change_for_changed_since(
+    tmp_path: Path,
+) -> None:
+    # `eb run --junit-xml ... --result-out ...` leaves two files no later `eb list` names:
+    # while they hold what eb wrote, they are eb's, not a change since HEAD; edited, they are.
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".eval-banana/config.toml": "",
+            "eval_checks/docs.yaml": script_check("docs", script="pass\n", inputs=["**/*.md"]),
+            "eval_checks/xml.yaml": script_check("xml", script="pass\n", inputs=["**/*.xml"]),
+            "README.md": "# Project\n",
+        },
+    )
+    reports = ("--junit-xml", "eval-junit.xml", "--result-out", "eval-result.md")
+    assert eb_process(root, "run", *reports).returncode == 0
+    done = eb_process(root, "list", "--changed-since", "HEAD")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and "0 checks listed" in done.stderr, done.stdout
+    (root / "eval-result.md").write_text("# Notes of mine\n")
+    assert eb_process(root, "list", "--changed-since", "HEAD").stdout.startswith("docs\t")
+
+
 @pytest.mark.parametrize("ignored", [False, True], ids=["untracked", "git-ignored"])
 def test_a_run_folder_sent_into_the_project_is_no_change_for_changed_since(
     tmp_path: Path, ignored: bool
