@@ -1730,6 +1730,17 @@ _EMPTY = "has no cases"
             "cases_from is relative to the project root, not to the check file: write "
             "eval_checks/data/*.jsonl",
         ),
+        # A project-root data/ of the same name hid the slip behind "add rows".
+        (
+            {
+                "data/README.md": "# Other data\n",
+                "eval_checks/data/rows.jsonl": '{"name": "a", "ok": "yes"}\n',
+            },
+            "data/*.jsonl",
+            _EMPTY,
+            "cases_from is relative to the project root, not to the check file: write "
+            "eval_checks/data/*.jsonl (it matches eval_checks/data/rows.jsonl)",
+        ),
         (
             {"data/rows.jsonl": '{"name": "a", "ok": "yes"}\n'},
             "data/*.jsnl",

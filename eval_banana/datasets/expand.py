@@ -305,7 +305,9 @@ class _Renderer:
         return rendered
 
 
-def _empty_family_hint(*, definition: dict[str, Any], root: Path, check_file: str) -> str:
+def _empty_family_hint(
+    *, definition: dict[str, Any], root: Path, check_file: str, skipped: Skipped
+) -> str:
     """The fix for a family without cases, by where its cases were to come from."""
     source = definition.get("cases_from")
     if not source:
@@ -313,7 +315,7 @@ def _empty_family_hint(*, definition: dict[str, Any], root: Path, check_file: st
             "add cases to its cases: list, or delete cases: to make it one check: an empty "
             "family would pass without checking anything"
         )
-    likely = empty_glob_hint(pattern=str(source), root=root, check_file=check_file)
+    likely = empty_glob_hint(pattern=str(source), root=root, check_file=check_file, skipped=skipped)
     return likely or (
         "add rows to the dataset or fix cases_from: an empty family would pass without "
         "checking anything"
@@ -432,7 +434,9 @@ def expand_family(
                 f"Family '{family}' in {check_file} has no cases ({where} gives none)",
                 file=check_file,
                 field_path="cases_from" if definition.get("cases_from") else "cases",
-                hint=_empty_family_hint(definition=definition, root=root, check_file=check_file),
+                hint=_empty_family_hint(
+                    definition=definition, root=root, check_file=check_file, skipped=skipped
+                ),
             )
         )
         return Expansion(cases=[], files=[own, *files], problems=problems)

@@ -273,16 +273,24 @@ def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
     return "cases_from is relative to the project root; fix the path or create the file"
 
 
-def empty_glob_hint(*, pattern: str, root: Path, check_file: str) -> str | None:
-    """The fix for a `cases_from` glob that matches no file, when its likely cause shows: a
-    folder that does not exist (written relative to the check file, or misspelt), or a suffix
-    no dataset has (`*.jsnl`). None: nothing points anywhere."""
+def empty_glob_hint(
+    *, pattern: str, root: Path, check_file: str, skipped: Skipped | None = None
+) -> str | None:
+    """The fix for a `cases_from` glob that matches no file, when its likely cause shows: the
+    glob written relative to the check file (it matches files there, or names a folder only
+    there), a folder that does not exist (misspelt), or a suffix no dataset has (`*.jsnl`).
+    None: nothing points anywhere. `skipped`: where no glob looks (none: nowhere skipped)."""
     if not _is_glob(pattern):
         return None
     body = normalize(pattern)
     start = _glob_start(pattern=pattern, root=root)
     prefix = relative(path=start, root=root) if start != root else ""
     rest = body[len(prefix) :].lstrip("/")
+    # Checked first: a project-root folder of the same name (`data/` beside `eval_checks/`)
+    # hides the slip from every test below.
+    beside = _matched_beside_check(body=body, root=root, check_file=check_file, skipped=skipped)
+    if beside is not None:
+        return beside
     if not start.is_dir():
         beside_check = Path(check_file).resolve().parent / prefix
         if beside_check.is_dir():
@@ -310,6 +318,28 @@ def empty_glob_hint(*, pattern: str, root: Path, check_file: str) -> str | None:
                 f"{visible(body[: len(body) - len(suffix)] + near)}?"
             )
     return None
+
+
+def _matched_beside_check(
+    *, body: str, root: Path, check_file: str, skipped: Skipped | None
+) -> str | None:
+    """The fix for a glob that matches files when read from the check file's folder inside the
+    project (not the root): the glob to write, and the first file it names there."""
+    folder = Path(check_file).resolve().parent
+    if folder == root:
+        return None
+    try:
+        meant = f"{folder.relative_to(root).as_posix()}/{body}"
+    except ValueError:
+        return None
+    nowhere = Skipped(names=frozenset(), folders=frozenset())
+    found = next(_glob_files(pattern=meant, root=root, skipped=skipped or nowhere), None)
+    if found is None:
+        return None
+    return (
+        f"{_from_the_check_file(meant=visible(meant))} (it matches "
+        f"{visible(relative(path=found, root=root))})"
+    )
 
 
 def _from_the_check_file(*, meant: str) -> str:
