@@ -53,12 +53,18 @@ def select_incremental(
             kept = failed
         elif config.settings.core.last_failed_none == "skip":
             # None of the selected checks that can run failed last time: pytest's
-            # --last-failed-no-failures none.
+            # --last-failed-no-failures none. A failure remembered for a check gone since is
+            # said, or the empty run would read as "nothing failed".
             kept = []
+            if wanted:
+                skipped = sorted(checks[i][1]["id"] for i in failed)
+                warnings.append(
+                    _no_failure_runs(remembered=sorted(wanted), skipped=skipped, count=None)
+                )
         elif wanted and runnable:  # (with none that can run, the run lists them skipped)
             skipped = sorted(checks[i][1]["id"] for i in failed)
             warnings.append(
-                _every_check_runs(remembered=sorted(wanted), skipped=skipped, count=len(runnable))
+                _no_failure_runs(remembered=sorted(wanted), skipped=skipped, count=len(runnable))
             )
     if selection.changed_since is not None and kept:
         chosen = changed_checks(
@@ -71,12 +77,15 @@ def select_incremental(
     return Incremental(kept=kept, warnings=warnings)
 
 
-def _every_check_runs(*, remembered: list[str], skipped: list[str], count: int) -> ProblemModel:
-    """Said when --last-failed selects every check although failures are remembered: a run of
-    judges asked for its failures should not cost the whole suite without a word. (With none
-    remembered, every check is what --last-failed means, as in pytest; an unreadable record
-    is warned about where it is read.) `skipped`: the remembered ones that are selected but
-    say `skip:` now."""
+def _no_failure_runs(
+    *, remembered: list[str], skipped: list[str], count: int | None
+) -> ProblemModel:
+    """Said when failures are remembered but none of them can run, so --last-failed selects
+    every check (`count` of them: a run of judges asked for its failures should not cost the
+    whole suite without a word) or, under `--last-failed-none skip` (`count` None), none (an
+    empty run should not read as "nothing failed"). With none remembered, that is what
+    --last-failed means, as in pytest; an unreadable record is warned about where it is read.
+    `skipped`: the remembered ones that are selected but say `skip:` now."""
     named = ", ".join(remembered[:_NAMED_IDS]) + (", ..." if len(remembered) > _NAMED_IDS else "")
     one = len(remembered) == 1
     who = (
@@ -92,6 +101,12 @@ def _every_check_runs(*, remembered: list[str], skipped: list[str], count: int) 
         why = f"skipped now ({shown}) or {gone}"
     else:
         why = gone
+    if count is None:
+        return ProblemModel(
+            message=f"--last-failed: {who} {why}, so no check runs (--last-failed-none skip)",
+            hint="--last-failed-none all runs every selected check instead; a failure of a "
+            "check that is gone stays remembered until lastfailed.json is deleted",
+        )
     return ProblemModel(
         message=f"--last-failed: {who} {why}, so all {count} selected checks run, as "
         "pytest's --lf does",

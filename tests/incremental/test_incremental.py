@@ -241,6 +241,13 @@ def test_last_failed_with_gone_checks_runs_every_check(
     assert listed(eb, root, "--last-failed", "--last-failed-none", "skip") == []
     result = run_later(eb, root, "--last-failed", "--last-failed-none", "skip")
     assert result.exit_code == 0 and "No check was selected" in result.stdout
+    # Without a word, an empty run read as "nothing failed last time".
+    gone = (
+        "warning: --last-failed: the 2 checks remembered as failed (bad, broken) are not among "
+        "the selected checks (gone, renamed or filtered out), so no check runs "
+        "(--last-failed-none skip)\n"
+    )
+    assert gone in result.stderr, result.stderr
     every = run_later(eb, root, "--last-failed")
     assert ran(every) == ["ok"]
     # It says why it runs every check, rather than one that failed (with judges, that costs).
