@@ -4,7 +4,7 @@ A check with `inputs:` reads the files its patterns match (tracked, untracked or
 outside the excluded folders); a check without reads the whole project (every file git tracks
 plus untracked files it does not ignore, or every file outside the excluded folders). Neither
 holds eb's own files: its config file, the calibration record, and what runs write beside
-their run folders (the JUnit file, --result-out, the step summary; see ebfolders.py). The
+their run folders (the JUnit file, --result-out, the step summary; see settings/folders.py). The
 project state is read once, and only as much of it as the checks at hand need.
 """
 
