@@ -345,6 +345,9 @@ def test_a_stage_file_with_an_id_ending_in_a_newline_fails_its_schema() -> None:
         ('["\\\\\\"[[[", ' + "[" * 199 + "]" * 199 + "]", False),
         ("[" * 150 + json.dumps("]" * 400) + "]" * 150, False),
         ("[1, 2, " * 300 + "3" + "]" * 300, True),
+        # A long nest is told at once (a pass removes one pair of it), whatever else is there.
+        ('{"a": [' + "[" * 5000 + "]" * 5000 + "], " + '"b": [' + "[], " * 3000 + "[]]}", True),
+        ("[" * 150 + "[], " * 200 + "[]" + "]" * 150, False),
     ],
 )
 def test_the_depth_scan_counts_only_nesting_outside_strings(text: str, deep: bool) -> None:
@@ -356,3 +359,11 @@ def test_the_depth_scan_counts_only_nesting_outside_strings(text: str, deep: boo
             loads_json(text.encode(), limit=MAX_DEPTH)
     else:
         assert loads_json(text.encode(), limit=MAX_DEPTH) == json.loads(text)
+
+
+def test_a_long_run_of_openers_without_its_closers_is_left_to_the_parser() -> None:
+    # Cut short, a nest is no JSON at all: the parser says so, not the depth scan.
+    from eval_banana.core.readback import json_depth_exceeds
+
+    assert not json_depth_exceeds(b"[" * 300)
+    assert json_depth_exceeds(b"[" * 300 + b"]" * 300)

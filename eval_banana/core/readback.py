@@ -133,13 +133,20 @@ def json_depth_exceeds(data: bytes, *, limit: int = MAX_DEPTH) -> bool:
     Each pass removes the innermost empty pairs, one level of every branch at once; a text
     whose brackets are still there after `limit` passes is deeper than `limit`. A pass that
     changes nothing means unbalanced brackets: the parser will say the text is not JSON.
+    Balanced brackets holding a run of more than `limit` openers are that deep at once: a
+    long nest (`[[[[...`) loses one pair a pass, `limit` copies of the whole text otherwise.
     """
     if data.count(b"[") + data.count(b"{") <= limit:
         return False  # too few brackets to be that deep (the common, cheap answer)
     brackets = _outside_strings(data).translate(None, _NOT_BRACKETS)
+    # As many openers as closers (else the parser tells the text is not JSON, as before).
+    balanced = (brackets.count(b"[") + brackets.count(b"{")) * 2 == len(brackets)
+    opened_beyond = re.compile(rb"[\[{]{%d}" % (limit + 1)).search
     for _ in range(limit):
         if not brackets:
             return False
+        if balanced and opened_beyond(brackets):
+            return True
         shorter = _INNERMOST.sub(b"", brackets)
         if len(shorter) == len(brackets):
             return False
