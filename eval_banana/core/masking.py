@@ -52,20 +52,32 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def masked(text: str, *, masker: Masker, open_start: bool = False, open_end: bool = False) -> str:
     """`text` with every secret masked; at an open edge (where it was cut from a longer text),
     the `reach` characters next to it left out but for a whole secret's mask."""
+    return _masked_at_edges(text, masker=masker, open_start=open_start, open_end=open_end)[0]
+
+
+def _masked_at_edges(
+    text: str, *, masker: Masker, open_start: bool, open_end: bool
+) -> tuple[str, int]:
+    """`masked`, and how many characters of `text` its open edges left out (outside secrets:
+    a masked secret is shown, not left out)."""
     reach = masker.reach
     keep_from = reach if open_start else 0
-    keep_to = len(text) - reach if open_end else len(text)
+    keep_to = max(keep_from, len(text) - reach) if open_end else len(text)
     spans = _merged(masker.spans(text))
     if not spans and keep_from == 0 and keep_to == len(text):
-        return text
+        return text, 0
     parts: list[str] = []
+    kept = 0
     position = 0
     for start, end in [*spans, (len(text), len(text))]:
-        parts.append(text[max(position, keep_from) : min(start, keep_to)])
+        piece = text[max(position, keep_from) : min(start, keep_to)]
+        parts.append(piece)
+        kept += len(piece)
         if end > start:
             parts.append(MASK)
         position = end
-    return "".join(parts)
+    outside = len(text) - sum(end - start for start, end in spans)
+    return "".join(parts), outside - kept
 
 
 def cut(
@@ -78,9 +90,9 @@ def cut(
     open_end: bool = False,
 ) -> tuple[str, int]:
     """`text` masked, then cut to its first `limit` characters (its last, with `keep_end`), and
-    how many characters of the masked text the cut left out."""
-    text = masked(text, masker=masker, open_start=open_start, open_end=open_end)
+    how many characters of the masked text the cut and an open edge left out."""
+    text, dropped = _masked_at_edges(text, masker=masker, open_start=open_start, open_end=open_end)
     over = len(text) - limit
     if over <= 0:
-        return text, 0
-    return (text[over:] if keep_end else text[:limit]), over
+        return text, dropped
+    return (text[over:] if keep_end else text[:limit]), over + dropped

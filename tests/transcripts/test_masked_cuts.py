@@ -60,3 +60,25 @@ def test_no_piece_of_a_secret_survives_a_transcript_cut(tmp_path: Path, name: st
     written = json.dumps(events)
     assert [piece for piece in _pieces() if piece in written] == [], written[:400]
     assert any(event.get("cut") for event in events), events
+
+
+def test_cut_counts_what_the_open_edge_left_out_too(tmp_path: Path) -> None:
+    # A long answer with a secret near its end: its end is kept, masked, and the characters a
+    # split secret could reach into at the open start are left out too, and counted.
+    output = "a" * 3000 + SECRET + "\n" + "b" * 10 + "\n"
+    path = tmp_path / "out.txt"
+    path.write_text(output)
+    (answer,) = [
+        event
+        for event in transcript_events(
+            dialect="text",
+            stdout_path=path,
+            stderr_path=None,
+            max_chars=2000,
+            masker=Redactor(secrets=[SECRET]),
+        )
+        if event["kind"] == "answer"
+    ]
+    masked_whole = output.replace(SECRET, "***").rstrip("\n")
+    assert masked_whole.endswith(answer["text"])
+    assert answer["cut"] == len(masked_whole) - len(answer["text"])
