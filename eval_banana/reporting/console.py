@@ -314,8 +314,13 @@ class Console:
         return self._err
 
     @property
-    def stderr_is_terminal(self) -> bool:
-        return _is_terminal(self.stderr)
+    def stderr_redraws(self) -> bool:
+        """Whether stderr is a terminal rich redraws a live line on: rich draws nothing on a
+        dumb one (TERM=dumb, an Emacs shell), which gets the log's lines instead."""
+        if not _is_terminal(self.stderr):
+            return False  # checked first: a log never imports rich
+        err = self.err
+        return err.is_terminal and not err.is_dumb_terminal and not err.is_jupyter
 
     def warn(self, message: str, *, hint: str | None = None) -> None:
         """A warning on stderr (also in quiet mode: it is not part of any stdout format), with
@@ -383,7 +388,7 @@ class ProgressReporter:
         self.family_sizes = family_sizes or {}
         self.count_every_s = count_every_s
         self._lock = threading.Lock()
-        self._live = not self.console.quiet and self.console.stderr_is_terminal
+        self._live = not self.console.quiet and self.console.stderr_redraws
         self._progress: Progress | None = None
         self._task: Any = None
         self._counted = 0  # folded cases not yet told
