@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def eb_process(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def eb_process(
+    root: Path, *args: str, timeout: float = 120, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`eb ARGS` run in the project `root`, its output captured and its stdin closed (a
-    command that asked for input would fail rather than wait)."""
+    command that asked for input would fail rather than wait); `env` replaces the whole
+    environment."""
     return subprocess.run(
         [sys.executable, "-m", "eval_banana", *args],
         cwd=root,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -41,6 +41,11 @@ def since_moment(*, text: str, root: str) -> datetime:
             cwd=repo.top,
             what=f"log {text}",
         )
+    except (git.GitNotStarted, git.GitRefused) as exc:
+        raise UsageError(
+            f"--since {text!r} is no date (YYYY-MM-DD), and git cannot resolve it as a "
+            f"revision: {exc.message}"
+        ) from None
     except git.NotARepository:
         raise UsageError(
             f"--since {text!r} is no date (YYYY-MM-DD) and {root} is not in a git work tree "

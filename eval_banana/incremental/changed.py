@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.projectstate.git import NotARepository
+from eval_banana.projectstate.git import GitNotStarted, GitRefused, NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
 from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision, file_at
 from eval_banana.projectstate.state import StateDiff, relative_files
@@ -120,13 +120,32 @@ def _prefixes(*, checks: Sequence[_CheckFiles]) -> list[str] | None:
     return outermost(found)
 
 
+def _no_repository_error(*, exc: NotARepository, root: str) -> ChangeSelectionError:
+    """What stops --changed-since before any comparison: no git, git refusing the checkout
+    (saying what it said), or no checkout at all."""
+    hint = "run eb in a git checkout, or leave out --changed-since"
+    message = f"--changed-since needs a git repository: {root} is not inside one"
+    if isinstance(exc, GitNotStarted):
+        message = f"--changed-since needs git: {exc.message}"
+        hint = "install git, or put it on PATH, or leave out --changed-since"
+    elif isinstance(exc, GitRefused):
+        message = f"--changed-since needs a git repository: {exc.message}"
+        hint = (
+            "run eb in a checkout git reads (git status there says why not), or leave out "
+            "--changed-since"
+        )
+        if exc.other_owner is not None:
+            hint = (
+                "the checkout belongs to another user (as in a CI container), and git reads "
+                "such a checkout only once told to trust it: git config --global --add "
+                f"safe.directory {exc.other_owner}"
+            )
+    return ChangeSelectionError(message, field_path="changed_since", hint=hint)
+
+
 def _setup_error(*, exc: Exception, revision: str, root: str) -> ChangeSelectionError:
     if isinstance(exc, NotARepository):
-        return ChangeSelectionError(
-            f"--changed-since needs a git repository: {root} is not inside one",
-            field_path="changed_since",
-            hint="run eb in a git checkout, or leave out --changed-since",
-        )
+        return _no_repository_error(exc=exc, root=root)
     message = exc.message if isinstance(exc, ProjectStateError) else str(exc)
     hint = "check the state of the repository (git status)"
     if isinstance(exc, UnknownRevision):

@@ -25,7 +25,26 @@ class Repository(NamedTuple):
 
 
 class NotARepository(Exception):
-    """The folder is not inside a git work tree (or git is not installed)."""
+    """No work tree git can read holds the folder; `message` says so for a user."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class GitNotStarted(NotARepository):
+    """git could not be started at all (not installed, or not on PATH)."""
+
+
+class GitRefused(NotARepository):
+    """git ran and would not name a work tree for the folder: `said` is the first line it
+    printed; `other_owner`, the checkout's folder when another user owns it (git refuses such
+    a checkout unless `safe.directory` trusts it, as in a CI container)."""
+
+    def __init__(self, *, root: str, said: str, other_owner: str | None) -> None:
+        super().__init__(f"git rev-parse in {root} failed: {said}")
+        self.said = said
+        self.other_owner = other_owner
 
 
 def _environment() -> dict[str, str]:
@@ -63,7 +82,7 @@ def start(*, args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
             stderr=subprocess.PIPE,
         )
     except OSError as exc:
-        raise NotARepository(f"git cannot be started: {exc.strerror or exc}") from None
+        raise GitNotStarted(f"git cannot be started: {exc.strerror or exc}") from None
 
 
 def finish(*, process: subprocess.Popen[bytes], what: str) -> bytes:
@@ -96,12 +115,40 @@ def find_repository(*, root: str) -> Repository:
     process = start(
         args=["rev-parse", "--show-toplevel", "--show-prefix", "--show-object-format"], cwd=root
     )
-    out, _ = process.communicate()
+    out, err = process.communicate()
+    if process.returncode != 0:
+        said = next(iter(err.decode("utf-8", "replace").strip().splitlines()), "")
+        raise GitRefused(
+            root=root,
+            said=said.strip() or f"exit {process.returncode}",
+            other_owner=_owned_by_another_user(root=root),
+        )
     lines = out.decode("utf-8", "surrogateescape").splitlines()
-    if process.returncode != 0 or len(lines) < 2 or not lines[0]:
+    if len(lines) < 2 or not lines[0]:  # inside a .git folder or a bare repository
         raise NotARepository(f"{root} is not inside a git work tree")
     object_format: ObjectFormat = "sha256" if lines[2:3] == ["sha256"] else "sha1"
     return Repository(top=lines[0], prefix=lines[1], object_format=object_format)
+
+
+def _owned_by_another_user(*, root: str) -> str | None:
+    """The folder holding the `.git` nearest `root` when it, or that `.git`, belongs to
+    another user than eb's (root's own, or a sudo caller's, count as eb's, as for git)."""
+    if os.environ.get("GIT_DIR") or not hasattr(os, "geteuid"):
+        return None  # the repository is elsewhere, or owners are no user ids (Windows)
+    users = {os.geteuid()}
+    if os.geteuid() == 0 and os.environ.get("SUDO_UID", "").isdigit():
+        users.add(int(os.environ["SUDO_UID"]))
+    folder = os.path.abspath(root)
+    while not os.path.lexists(os.path.join(folder, ".git")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    try:
+        owners = {os.lstat(folder).st_uid, os.lstat(os.path.join(folder, ".git")).st_uid}
+    except OSError:
+        return None
+    return folder if owners - users else None
 
 
 # git matches every path against every pathspec: past a few dozen, comparing the whole tree

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +16,9 @@ from eval_banana.history.record import HistoryRecord
 from eval_banana.history.show import Asked, ListingName, build_view
 from eval_banana.history.since import since_moment
 from eval_banana.history.view import CheckRow
+from tests.gitrepo import init_repo
 from tests.history.synth import check, record
+from tests.processes import eb_process
 
 
 def _asked(**changes: object) -> Asked:
@@ -216,6 +220,16 @@ def test_since_takes_dates_and_refuses_what_is_neither(tmp_path: object) -> None
     assert since_moment(text="2026-03-01T12:00:00+02:00", root="/").hour == 12
     with pytest.raises(UsageError, match="not a valid date"):
         since_moment(text="2026-13-45", root="/")
+
+
+def test_since_a_revision_git_refuses_to_read_says_what_git_said(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "proj", {".eval-banana/config.toml": ""})
+    refusing = {**os.environ, "GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}  # git's own test switch
+    result = eb_process(root, "history", "--since", "HEAD", env=refusing)
+    assert result.returncode == 2
+    assert "git cannot resolve it as a revision: git rev-parse in " in result.stderr
+    assert "fatal: detected dubious ownership" in result.stderr
+    assert "not in a git work tree" not in result.stderr
 
 
 def test_older_records_are_read_only_for_the_checks_failing_in_the_window() -> None:

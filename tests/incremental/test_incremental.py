@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -180,6 +181,44 @@ def test_outside_git_and_unknown_revisions_are_setup_errors(
     assert "'no-such-ref' names no commit" in result.stderr and "hint: fetch" in result.stderr
     as_json = eb("run", "--cwd", str(root), "--changed-since", "no-such-ref", "--json")
     assert json.loads(as_json.stdout)["error"]["kind"] == "selection_error"
+
+
+def test_changed_since_without_git_on_path_says_git_cannot_start(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    no_git = tmp_path / "bin"
+    no_git.mkdir()
+    result = eb_process(
+        root, "list", "--changed-since", "HEAD", env={**os.environ, "PATH": str(no_git)}
+    )
+    assert result.returncode == 2
+    assert "--changed-since needs git: git cannot be started: " in result.stderr
+    assert "hint: install git, or put it on PATH" in result.stderr
+    assert "is not inside" not in result.stderr
+
+
+def test_changed_since_says_what_git_said_when_it_refuses_the_checkout(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    refusing = {**os.environ, "GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}  # git's own test switch
+    result = eb_process(root, "list", "--changed-since", "HEAD", env=refusing)
+    assert result.returncode == 2
+    assert (
+        f"--changed-since needs a git repository: git rev-parse in {root} failed: fatal: "
+        "detected dubious ownership in repository at" in result.stderr
+    )
+    assert "is not inside" not in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_a_checkout_another_user_owns_gets_the_safe_directory_hint(tmp_path: Path) -> None:
+    """As in a CI container, whose checkout the runner's user made."""
+    root = repo(tmp_path)
+    for folder, _, names in os.walk(root):
+        for name in [".", *names]:
+            os.lchown(os.path.join(folder, name), 4321, 4321)
+    result = eb_process(root, "list", "--changed-since", "HEAD")
+    assert result.returncode == 2
+    assert "fatal: detected dubious ownership" in result.stderr
+    assert f"git config --global --add safe.directory {root}\n" in result.stderr
 
 
 # --- --last-failed ---------------------------------------------------------------------------
