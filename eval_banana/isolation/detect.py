@@ -24,6 +24,7 @@ from eval_banana.core.ownmark import OwnFolders
 from eval_banana.core.streams import stream_files
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.projectstate.blobs import file_blob_id
+from eval_banana.projectstate.git import environment as git_environment
 from eval_banana.projectstate.patterns import InputPatterns
 from eval_banana.projectstate.state import (
     ProjectState,
@@ -156,7 +157,7 @@ class ChangeMonitor:
             cwd=self.root,
             input=b"\0".join(path.encode("utf-8", "surrogateescape") for path in paths) + b"\0",
             capture_output=True,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+            env=git_environment(),
             check=False,
         )
         return {

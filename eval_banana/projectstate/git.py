@@ -2,7 +2,8 @@
 
 Every command runs at the top of the work tree with `-z` output (no quoting), without optional
 locks (reading never rewrites `.git/index`, so eb never races the user's own git), and with
-git's own environment left alone (a pre-commit hook's GIT_INDEX_FILE is honoured).
+git's own environment honoured (a pre-commit hook's GIT_INDEX_FILE, a GIT_DIR/GIT_WORK_TREE
+pair, relative ones read from the folder eb was started in, as git started there reads them).
 """
 
 from __future__ import annotations
@@ -47,10 +48,22 @@ class GitRefused(NotARepository):
         self.other_owner = other_owner
 
 
-def _environment() -> dict[str, str]:
+# Paths git reads against the folder it is started in. eb starts git in the project root, so
+# a relative one, set for the folder eb was started in, is made absolute against that first.
+# (git reads a relative GIT_INDEX_FILE against the work tree's top wherever it starts: left.)
+_PATHS_FROM_CWD = ("GIT_DIR", "GIT_WORK_TREE")
+
+
+def environment() -> dict[str, str]:
+    """The environment eb runs git in: the user's, without optional locks, with git's
+    messages in one language (errors quote them) and relative GIT_DIR/GIT_WORK_TREE absolute."""
     env = dict(os.environ)
     env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["LC_ALL"] = "C"  # git's own messages, which errors quote, in one language
+    env["LC_ALL"] = "C"
+    for name in _PATHS_FROM_CWD:
+        value = env.get(name)
+        if value and not os.path.isabs(value):
+            env[name] = os.path.abspath(value)
     return env
 
 
@@ -76,7 +89,7 @@ def start(*, args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             ["git", *args],
             cwd=cwd,
-            env=_environment(),
+            env=environment(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

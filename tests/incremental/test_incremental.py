@@ -221,6 +221,23 @@ def test_a_checkout_another_user_owns_gets_the_safe_directory_hint(tmp_path: Pat
     assert f"git config --global --add safe.directory {root}\n" in result.stderr
 
 
+def test_relative_git_dir_and_work_tree_are_read_from_where_eb_started(tmp_path: Path) -> None:
+    """A bare repository and a work tree named by GIT_DIR/GIT_WORK_TREE (dotfiles style),
+    eb started in a subfolder: the relative paths name folders from there, as for git."""
+    source = repo(tmp_path)
+    git(tmp_path, "clone", "-q", "--bare", str(source), "repo.git")
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    absolute = {**os.environ, "GIT_DIR": str(tmp_path / "repo.git"), "GIT_WORK_TREE": str(tree)}
+    subprocess.run(["git", "checkout", "-q", "-f"], cwd=tree, env=absolute, check=True)
+    write(tree, {"src/app.py": "print(2)\n"})
+    relative = {**os.environ, "GIT_DIR": "../../repo.git", "GIT_WORK_TREE": ".."}
+    result = eb_process(tree / "sub", "list", "--changed-since", "HEAD", env=relative)
+    assert result.returncode == 0, result.stderr
+    ids = sorted(line.split("\t")[0] for line in result.stdout.splitlines() if "\t" in line)
+    assert ids == sorted([*ALWAYS, "src"])
+
+
 # --- --last-failed ---------------------------------------------------------------------------
 
 
