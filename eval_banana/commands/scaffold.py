@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from eval_banana.core.errors import ConfigError, WriteFault
 from eval_banana.core.files import write_text_atomic
+from eval_banana.settings.configfile import refuse_unprintable_root
 
 CONFIG_PATH = Path(".eval-banana") / "config.toml"
 SCHEMA_PATH = Path(".eval-banana") / "schemas" / "check.schema.json"
@@ -213,6 +214,9 @@ def run_init(*, cwd: Path, force: bool) -> InitOutcome:
     the examples are written only into an `eval_checks/` without checks (`_examples`).
     """
     root = cwd.resolve()
+    # Refused as `eb run` refuses it, before a file is written (or a path with a line break,
+    # which a CI log would read as a line of its own, is printed).
+    refuse_unprintable_root(root=root)
     config, schema = root / CONFIG_PATH, root / SCHEMA_PATH
     # The schema is ours and always refreshed; the config may hold the user's edits.
     if not force and _exists(config):

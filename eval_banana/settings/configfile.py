@@ -19,7 +19,7 @@ from eval_banana.core.jsonvalues import (
 )
 from eval_banana.core.readback import read_regular
 from eval_banana.core.textfiles import unicode_said
-from eval_banana.core.words import visible
+from eval_banana.core.words import unprintable, visible
 from eval_banana.models.stages import ProblemModel
 from eval_banana.settings.table import (
     LEGACY_CORE_KEYS,
@@ -30,6 +30,21 @@ from eval_banana.settings.table import (
 
 CONFIG_DIR = ".eval-banana"
 CONFIG_NAME = "config.toml"
+
+
+def refuse_unprintable_root(*, root: Path) -> None:
+    """Every result and report names paths under the project root, as UTF-8 text: a root
+    whose name holds a byte that is not UTF-8 (or a control character) is refused before eb
+    writes anything there (`eb init`) or runs a check, where it failed the first report eb
+    wrote (and a line break would start a line of its own in a CI log)."""
+    found = unprintable(str(root))
+    if found is not None:
+        raise ConfigError(
+            f"The project folder {visible(str(root))} has {found} in its path (shown as \\xNN), "
+            "which eb cannot write into its reports",
+            hint="rename the folder (or the one above it that has it), or move the project",
+        )
+
 
 _LLM_MESSAGE = (
     "Legacy [llm] section was removed from {path}. Delete the [llm] section and configure "

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from eval_banana.checks.selection import compile_selector
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.files import sha256_bytes, write_model
-from eval_banana.core.words import given_value, unprintable, visible
+from eval_banana.core.words import given_value
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
 from eval_banana.settings.configfile import (
@@ -23,6 +23,7 @@ from eval_banana.settings.configfile import (
     find_config_file,
     load_toml,
     read_config_bytes,
+    refuse_unprintable_root,
 )
 from eval_banana.settings.table import (
     SETTINGS,
@@ -144,19 +145,6 @@ def _layer(
     return spec.default, "default"
 
 
-def _refuse_unprintable_root(*, root: Path) -> None:
-    """Every result and report names paths under the project root, as UTF-8 text: a root
-    whose name holds a byte that is not UTF-8 (or a control character) is refused before any
-    check runs, where it failed the first report eb wrote."""
-    found = unprintable(str(root))
-    if found is not None:
-        raise ConfigError(
-            f"The project folder {visible(str(root))} has {found} in its path (shown as \\xNN), "
-            "which eb cannot write into its reports",
-            hint="rename the folder (or the one above it that has it), or move the project",
-        )
-
-
 def _agents(*, table: dict[str, Any], path: Path | None) -> dict[str, Any]:
     # Imported here: the harness package imports the models, not the stages.
     from eval_banana.harness.templates import parse_agent_tables
@@ -194,7 +182,7 @@ def resolve_config(
             + ", ".join(unknown)
         )
     path = None if no_project_config else find_config_file(start=start)
-    _refuse_unprintable_root(root=path.parent.parent if path is not None else start)
+    refuse_unprintable_root(root=path.parent.parent if path is not None else start)
     data = read_config_bytes(path=path) if path is not None else None
     table: dict[str, Any] = (
         load_toml(path=path, data=data) if path is not None and data is not None else {}

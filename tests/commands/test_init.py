@@ -23,6 +23,7 @@ from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.table import NO_EFFECT, SETTINGS
 from eval_banana.stages.config import resolve_config
 from eval_banana.stages.discover import discover
+from tests.processes import eb_process
 
 
 def resolve(cwd: Path) -> ConfigDoc:
@@ -277,6 +278,21 @@ def test_cli_init_prints_each_path_and_refuses_with_exit_2(tmp_path: Path) -> No
     example = tmp_path.resolve() / "eval_checks" / "example_check.yaml"
     assert f"Kept {example} (exists)" in forced.stdout.splitlines()
     assert f"Wrote {example}" not in forced.stdout
+
+
+def test_init_refuses_a_folder_with_a_line_break_in_its_path_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """As `eb run` refuses that folder; printed raw, the path's second line would be a line of
+    its own in a CI log (`::warning::...` a GitHub workflow command)."""
+    folder = tmp_path / "a\n::warning::x"
+    folder.mkdir()
+    done = eb_process(folder, "init")
+    assert done.returncode == 2
+    assert "a\\x0a::warning::x has a control character in its path" in done.stderr
+    assert done.stdout == "" and "\n::warning::" not in done.stderr
+    assert list(folder.iterdir()) == []
+    assert eb_process(folder, "run").stderr == done.stderr  # eb run says the same
 
 
 def _git(cwd: Path, *args: str) -> str:
