@@ -37,7 +37,7 @@ SettingKind = Literal[
     "non_negative_number",  # finite number >= 0, 0 meaning "no limit" (booleans refused)
     "optional_string",  # harness strings: empty means unset
     "string_list",  # TOML list of strings, replaced as a whole
-    "name_list",  # variable names or prefixes: CLI repeatable, env comma-separated
+    "name_list",  # variable names or prefixes: comma-separated in a flag and a variable alike
     "string_table",  # TOML table of string -> string
     "repeat_count",  # integer from 1 to 20 (samples of a check)
     "boolean",  # true / false; env 1/0/true/false/yes/no/on/off; the flag turns it on
@@ -131,6 +131,10 @@ def _help(section: str, key: str, extra: str = "") -> str:
         text = _SECTION_MODELS[section].model_fields[key].description or ""
     return f"{text} {extra}".strip()
 
+
+# The flag and the variable of a list of names read the same text: `--redact A,B` is
+# `EVAL_BANANA_REDACT=A,B`, never one name "A,B" that matches nothing (docs/fail-closed.md).
+_NAME_LIST_NOTE = "Comma-separated, in the flag (repeatable, each adding names) as in the env var."
 
 _RUN = ("run",)
 _RUN_CALIBRATE = ("run", "calibrate")
@@ -515,7 +519,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag="--env-allow",
         commands=_RUN,
         metavar="NAME",
-        help=_help("execution", "env_allow", "Repeatable; the env var is comma-separated."),
+        help=_help("execution", "env_allow", _NAME_LIST_NOTE),
         shapes_verdict=True,
     ),
     SettingSpec(
@@ -527,9 +531,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag="--env-allow-prefix",
         commands=_RUN,
         metavar="PREFIX",
-        help=_help(
-            "execution", "env_allow_prefixes", "Repeatable; the env var is comma-separated."
-        ),
+        help=_help("execution", "env_allow_prefixes", _NAME_LIST_NOTE),
         shapes_verdict=True,
     ),
     SettingSpec(
@@ -554,7 +556,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag="--redact",
         commands=_RUN,
         metavar="NAME",
-        help=_help("execution", "redact", "Repeatable; the env var is comma-separated."),
+        help=_help("execution", "redact", _NAME_LIST_NOTE),
     ),
     SettingSpec(
         name="cache.mode",
@@ -798,6 +800,12 @@ def _names(items: list[object]) -> list[str]:
     return [str(item) for item in items]
 
 
+def _split_names(text: str) -> list[object]:
+    """A variable's or a flag's list of names: comma-separated; blanks around items and empty
+    items are dropped."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
 def quoted_choices(choices: tuple[str, ...]) -> str:
     """`'a', 'b' or 'c'`: how messages name the values a choice takes."""
     quoted = [f"'{choice}'" for choice in choices]
@@ -932,8 +940,7 @@ def coerce_text(*, spec: SettingSpec, text: str) -> object:
             return False
         raise SettingValueError("must be true or false (1, 0, yes, no, on, off)")
     if kind == "name_list":
-        # Comma-separated; blanks around items and empty items are dropped.
-        return _names([item.strip() for item in text.split(",") if item.strip()])
+        return _names(_split_names(text))
     return coerce_typed(spec=spec, value=text)
 
 
@@ -951,13 +958,16 @@ def _argparse_type(spec: SettingSpec) -> Callable[[str], object]:
     return convert
 
 
-def _argparse_name(text: str) -> str:
+def _argparse_names(text: str) -> list[str]:
+    """One `--redact`-style flag's names: comma-separated, as its variable reads them."""
+    names = _split_names(text)
+    reason = "must be non-empty names without '=', comma-separated"
     try:
-        return _names([text])[0]
+        if not names:  # the variable's empty text clears the list; a flag only adds names
+            raise SettingValueError(reason)
+        return _names(names)
     except SettingValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a non-empty name without '=', got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"{reason}, got {text!r}") from None
 
 
 def add_setting_arguments(*, parser: argparse.ArgumentParser, command: str) -> None:
@@ -975,8 +985,8 @@ def add_setting_arguments(*, parser: argparse.ArgumentParser, command: str) -> N
         if spec.kind == "name_list":
             parser.add_argument(
                 spec.flag,
-                action="append",
-                type=_argparse_name,
+                action="extend",
+                type=_argparse_names,
                 **common,
             )
         elif spec.kind == "choice":

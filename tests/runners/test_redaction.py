@@ -82,6 +82,61 @@ def test_a_check_that_prints_its_environment_leaves_no_secret_anywhere(tmp_path:
     assert report["checks"][0]["reason"] == f"leaking {MASK}"
 
 
+PRINTS_TWO_DSNS = """\
+import os
+print("DSN_A=" + os.environ.get("DSN_A", "unset"))
+print("DSN_B=" + os.environ.get("DSN_B", "unset"))
+"""
+
+
+def _eb_run(*, root: Path, flags: list[str], environ: dict[str, str]) -> Path:
+    """Run `eb run` on `root` with `flags`; the run folder it wrote."""
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), *flags],
+        capture_output=True, text=True, env=environ, stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = list((root / "runs").iterdir())
+    return run_dir
+
+
+def test_a_comma_separated_redact_flag_masks_every_name_in_every_file(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "dsns.yaml").write_text(
+        "schema_version: 1\nid: dsns\ntype: deterministic\ndescription: Prints two DSNs.\n"
+        f"script: {json.dumps(PRINTS_TWO_DSNS)}\n"
+    )
+    first, second = "postgres://u:pw-aaaaaa@db", "postgres://u:pw-bbbbbb@db"
+    environ = {**os.environ, "DSN_A": first, "DSN_B": second}
+    run_dir = _eb_run(root=root, flags=["--redact", "DSN_A,DSN_B"], environ=environ)
+    for path in _every_file(run_dir):
+        data = path.read_bytes()
+        assert first.encode() not in data and second.encode() not in data, f"leaked into {path}"
+    stdout_file = next((run_dir / "checks").glob("dsns-*.stdout.txt")).read_text()
+    assert stdout_file == f"DSN_A={MASK}\nDSN_B={MASK}\n"
+    config = json.loads((run_dir / "stages" / "config.json").read_text())
+    assert config["settings"]["execution"]["redact"] == ["DSN_A", "DSN_B"]
+
+
+def test_a_comma_separated_env_allow_flag_lets_each_name_through(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "dsns.yaml").write_text(
+        "schema_version: 1\nid: dsns\ntype: deterministic\ndescription: Prints two DSNs.\n"
+        f"script: {json.dumps(PRINTS_TWO_DSNS)}\n"
+    )
+    environ = {**os.environ, "DSN_A": "first-value", "DSN_B": "second-value"}
+    flags = ["--env-policy", "allowlist", "--env-allow", "DSN_A,DSN_B", "--env-allow", "PATH"]
+    run_dir = _eb_run(root=root, flags=flags, environ=environ)
+    stdout_file = next((run_dir / "checks").glob("dsns-*.stdout.txt")).read_text()
+    assert stdout_file == "DSN_A=first-value\nDSN_B=second-value\n"
+
+
 @pytest.mark.parametrize(
     ("name", "redacted"),
     [

@@ -181,8 +181,8 @@ PRECEDENCE = [
         ["MY_DSN"],
         "A_*, B",
         ["A_*", "B"],
-        ["--redact", "C"],
-        ["C"],
+        ["--redact", "C, D_*", "--redact", "E"],
+        ["C", "D_*", "E"],
     ),
     ("cache.mode", '"on"', "on", "read-only", "read-only", ["--cache", "refresh"], "refresh"),
     ("harness.isolation", '"copy"', "copy", "off", "off", ["--isolation", "detect"], "detect"),
@@ -1086,8 +1086,10 @@ def test_an_empty_folder_flag_is_refused_like_the_file_and_the_variable(
         (["--retries", "-1"], "argument --retries: must be a non-negative integer, got '-1'"),
         (["--maxfail", "x"], "argument --maxfail: must be a non-negative integer"),
         (["--env-policy", "open"], "argument --env-policy: invalid choice"),
-        (["--env-allow", "A=B"], "argument --env-allow: must be a non-empty name without '='"),
-        (["--env-allow-prefix", ""], "argument --env-allow-prefix: must be a non-empty name"),
+        (["--env-allow", "A=B"], "argument --env-allow: must be non-empty names without '='"),
+        (["--redact", "A, ,B=1"], "argument --redact: must be non-empty names without '='"),
+        (["--env-allow-prefix", ""], "argument --env-allow-prefix: must be non-empty names"),
+        (["--env-allow-prefix", ","], "argument --env-allow-prefix: must be non-empty names"),
     ],
 )
 def test_bad_flag_values_are_usage_errors(argv: list[str], message: str) -> None:
