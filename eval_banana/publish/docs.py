@@ -112,6 +112,20 @@ def _empty_paths_rule() -> str:
     )
 
 
+def _home_paths_rule() -> str:
+    """One sentence: how every path setting reads a leading `~` and a relative path."""
+    from eval_banana.settings.table import SETTINGS
+
+    paths = [spec for spec in SETTINGS if spec.kind in ("path", "optional_path")]
+    names = ", ".join(f"`[{spec.section}] {spec.key}`" for spec in paths)
+    return (
+        f"{names} and a `[cache] remote` that is a folder read a leading `~` (or `~user`) as "
+        "that home folder, whether a flag, a variable or the file sets them (no shell expands "
+        "it in a TOML file or a CI `env:` block); a relative path is joined to the project "
+        "root."
+    )
+
+
 def _shards_agree_rule() -> str:
     """One sentence: which settings every shard `eb merge` joins must share."""
     from eval_banana.settings.table import VERDICT_SETTINGS
@@ -225,6 +239,8 @@ def reference_markdown() -> str:
         "",
         "Precedence, highest first: flag, `EVAL_BANANA_*` variable, project file, default.",
         _empty_paths_rule(),
+        "",
+        _home_paths_rule(),
         "",
         _shards_agree_rule(),
         "",

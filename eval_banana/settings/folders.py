@@ -26,15 +26,23 @@ STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 _CONFIG_FOLDER = ".eval-banana"
 
 
+def setting_path(*, value: str, project_root: Path | str) -> Path:
+    """Where a path setting points: a leading `~` (or `~user`) is that home folder, from the
+    file, a variable or a flag alike (no shell expands it in a TOML file or a CI `env:` block,
+    and a folder named `~` in the project is never meant), and a relative path is joined to
+    the project root."""
+    return Path(project_root) / Path(value).expanduser()
+
+
 def cache_dir(*, config: ConfigDoc) -> Path:
-    """The configured cache folder, joined to the project root when relative."""
-    return Path(config.project_root) / config.settings.cache.dir
+    """The configured cache folder (`setting_path`)."""
+    return setting_path(value=config.settings.cache.dir, project_root=config.project_root)
 
 
 def history_dir(*, config: ConfigDoc) -> Path:
-    """The configured history folder (`[history] dir`), joined to the project root when
-    relative: where every run leaves its record (never a project file, whatever writes it)."""
-    return Path(config.project_root) / config.settings.history.dir
+    """The configured history folder (`[history] dir`, `setting_path`): where every run
+    leaves its record (never a project file, whatever writes it)."""
+    return setting_path(value=config.settings.history.dir, project_root=config.project_root)
 
 
 def remote_folder(*, config: ConfigDoc) -> Path | None:
@@ -49,7 +57,7 @@ def remote_folder(*, config: ConfigDoc) -> Path | None:
         if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
             return None
         return Path(unquote(parts.path))
-    return Path(config.project_root) / Path(remote).expanduser()
+    return setting_path(value=remote, project_root=config.project_root)
 
 
 def cache_settings(*, config: ConfigDoc) -> CacheSettings:
@@ -70,9 +78,8 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     every check on them). A shared cache folder inside the project (what `actions/cache`
     carries) changes with every verdict stored: counted, it would make every check a miss."""
     root = Path(config.project_root)
-    output = config.settings.core.output_dir
     folders = [
-        root / output if output else root,
+        setting_path(value=config.settings.core.output_dir, project_root=root),
         cache_dir(config=config),
         history_dir(config=config),
     ]
@@ -85,8 +92,8 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
         str(SETTINGS_BY_NAME["history.dir"].default),
     ]
     for folder in usual:
-        if folder and root / folder not in folders:
-            folders.append(root / folder)
+        if folder and setting_path(value=folder, project_root=root) not in folders:
+            folders.append(setting_path(value=folder, project_root=root))
     return folders
 
 
@@ -147,9 +154,8 @@ def own_files(*, config: ConfigDoc) -> list[Path]:
 
 
 def junit_file(*, setting: str, project_root: Path) -> Path:
-    """`[core] junit_xml` / `--junit-xml`: a relative path is joined to the project root."""
-    path = Path(setting).expanduser()
-    return path if path.is_absolute() else project_root / path
+    """`[core] junit_xml` / `--junit-xml`, as every path setting (`setting_path`)."""
+    return setting_path(value=setting, project_root=project_root)
 
 
 def refuse_junit_target(*, config: ConfigDoc) -> None:

@@ -11,6 +11,7 @@ from typing import NamedTuple
 from eval_banana.core.errors import OutputDirError
 from eval_banana.core.turns import alone_in_folder
 from eval_banana.models.stages import ConfigDoc
+from eval_banana.settings.folders import setting_path
 
 
 def new_run_id() -> str:
@@ -21,9 +22,8 @@ def new_run_id() -> str:
 
 
 def output_base(*, config: ConfigDoc) -> Path:
-    """The configured output folder, joined to the project root when relative."""
-    configured = config.settings.core.output_dir
-    return Path(config.project_root) / configured if configured else Path(config.project_root)
+    """The configured output folder (`setting_path`); empty, the project root."""
+    return setting_path(value=config.settings.core.output_dir, project_root=config.project_root)
 
 
 def _has_entries(folder: Path) -> bool:

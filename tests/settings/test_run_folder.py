@@ -71,6 +71,39 @@ def test_relative_output_dir_flag_is_joined_to_the_project_root(
     assert list(elsewhere.iterdir()) == []
 
 
+def test_a_leading_tilde_is_the_home_folder_for_every_path_setting_from_every_source(
+    project: Callable[..., Path],
+    eb: Callable[..., EbResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A TOML file and a CI `env:` block have no shell to expand `~`: eb must, or it makes a
+    # folder named `~` in the project holding the cache and its key.
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    root = project(
+        {"eval_checks/a.yaml": check_yaml("a")},
+        config='[core]\noutput_dir = "~/eb-results"\n\n[cache]\nmode = "on"\ndir = "~/eb-cache"\n',
+    )
+    monkeypatch.setenv("EVAL_BANANA_HISTORY_DIR", "~/eb-history")
+    monkeypatch.setenv("EVAL_BANANA_JUNIT_XML", "~/eb-junit.xml")
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    assert sorted(path.name for path in home.iterdir()) == [
+        "eb-cache",
+        "eb-history",
+        "eb-junit.xml",
+        "eb-results",
+    ]
+    assert len(list((home / "eb-results").iterdir())) == 1
+    assert any((home / "eb-cache").iterdir()) and any((home / "eb-history").iterdir())
+    assert not (root / "~").exists()
+    monkeypatch.delenv("EVAL_BANANA_HISTORY_DIR")
+    assert eb("run", "--cwd", str(root), "--history-dir", "~/flag-history").exit_code == 0
+    assert any((home / "flag-history").iterdir())
+    assert not (root / "~").exists()
+
+
 def test_flat_output_writes_into_the_exact_folder(
     one_check: Path, eb: Callable[..., EbResult]
 ) -> None:
