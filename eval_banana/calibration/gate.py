@@ -28,6 +28,7 @@ from eval_banana.models.stages import (
     ResolvedHarness,
 )
 from eval_banana.settings.folders import record_path
+from eval_banana.settings.origin import SettingOrigin, origin_in
 
 
 def _rerun(check: PlannedCheck) -> str:
@@ -39,8 +40,9 @@ def _judge_problem(
     check: PlannedCheck,
     record: CalibrationDoc | None,
     harness: ResolvedHarness,
-    floor: float,
     label: str,
+    min_agreement: float,
+    min_agreement_origin: SettingOrigin,
 ) -> ProblemModel | None:
     def problem(message: str, hint: str) -> ProblemModel:
         return ProblemModel(
@@ -78,13 +80,14 @@ def _judge_problem(
             "The record was edited or damaged: " + _rerun(check),
         )
     measured = figures_of(entry.outcomes)
-    if measured.agreement < floor:
+    if measured.agreement < min_agreement:
+        # The floor is named where it was set: a variable's, a flag's or the file's.
         return problem(
             f"agreed with its calibration cases on {measured.agreement:.2f} of its samples, "
-            f"below [harness] min_agreement {floor:g} ({measured.cases_agreed} of "
-            f"{measured.cases} cases agreed)",
+            f"below min_agreement {min_agreement:g} ({measured.cases_agreed} of "
+            f"{measured.cases} cases agreed; {min_agreement_origin.given(min_agreement)})",
             "Improve the judge's instructions (or fix a mislabelled case), run `eb calibrate` "
-            "again, or lower [harness] min_agreement.",
+            f"again, or lower {min_agreement_origin.named}.",
         )
     return None
 
@@ -109,7 +112,8 @@ def calibration_problems(
                 hint="Run `eb calibrate` to write it again.",
             )
         ]
-    floor = config.settings.harness.min_agreement
+    min_agreement = config.settings.harness.min_agreement
+    min_agreement_origin = origin_in(config=config, name="harness.min_agreement")
     # A family's cases are one judge with one calibration, so they make one problem: a
     # family of 10,000 cases is one line, not 10,000.
     cases = Counter(check.family for check in judges if check.family is not None)
@@ -120,7 +124,12 @@ def calibration_problems(
             count = cases[judge.family]
             label = f"Judge family '{judge.family}' ({count:,} case{'' if count == 1 else 's'})"
         problem = _judge_problem(
-            check=judge, record=record, harness=harness, floor=floor, label=label
+            check=judge,
+            record=record,
+            harness=harness,
+            label=label,
+            min_agreement=min_agreement,
+            min_agreement_origin=min_agreement_origin,
         )
         if problem is not None:
             found.append(problem)

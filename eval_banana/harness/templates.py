@@ -258,7 +258,22 @@ def resolve_template(*, name: str, custom: Mapping[str, AgentTemplate]) -> Agent
     raise ConfigError(
         f"Unknown harness agent: {name}",
         field_path="harness.agent",
-        hint="use a built-in agent ("
-        + ", ".join(sorted(BUILTIN_TEMPLATES))
-        + f") or define it in an [agents.{name}] table",
+        hint=_unknown_agent_hint(name=name, custom=custom),
+    )
+
+
+def _unknown_agent_hint(*, name: str, custom: Mapping[str, AgentTemplate]) -> str:
+    """The agent meant, when one is spelled close, then every name that would do."""
+    from eval_banana.core.suggest import closest
+
+    # The project's own tables first: `mien` for the `[agents.mine]` it defines.
+    meant = closest(name, [*custom, *BUILTIN_TEMPLATES])
+    guess = ""
+    if meant is not None:
+        table = f" ([agents.{meant}])" if meant in custom else ""
+        guess = f"did you mean '{meant}'{table}? Otherwise "
+    defined = f"an [agents.*] table's name ({', '.join(sorted(custom))}), " if custom else ""
+    return (
+        f"{guess}use {defined}a built-in agent ({', '.join(sorted(BUILTIN_TEMPLATES))}) or "
+        f"define it in an [agents.{name}] table"
     )

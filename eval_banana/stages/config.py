@@ -25,6 +25,7 @@ from eval_banana.settings.configfile import (
     read_config_bytes,
     refuse_unprintable_root,
 )
+from eval_banana.settings.origin import setting_origin
 from eval_banana.settings.table import (
     SETTINGS,
     SETTINGS_BY_NAME,
@@ -265,15 +266,18 @@ def _unused_remote(
     given = {"cli": spec.flag, "env": spec.env}.get(sources.get("cache.remote", "")) or (
         "[cache] remote"
     )
-    mode_source = sources.get("cache.mode")
-    why = "the default" if mode_source == "default" else f"from {mode_source}"
+    # Where the cache was turned off: the fix is made there (the file may already say "on").
+    mode = setting_origin(
+        name="cache.mode", sources=sources, config_file=str(path) if path is not None else None
+    )
+    other = "" if mode.source == "cli" else " (or pass --cache on)"
     return [
         ProblemModel(
             message=f"The shared cache {cache.remote} ({given}) is not used: the verdict cache "
-            f'is off ([cache] mode = "off", {why})',
-            file=str(path) if path is not None else None,
+            f"is off ({mode.given(cache.mode)})",
+            file=mode.file if mode.source != "default" else mode.config_file,
             field_path="cache.mode",
-            hint='set [cache] mode = "on" in the config file (or pass --cache on) to use it',
+            hint=f"{mode.to_set('on')}{other} to use it",
         )
     ]
 

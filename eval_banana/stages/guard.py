@@ -15,6 +15,7 @@ from eval_banana.harness.resolve import (
     resolve_harness,
 )
 from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, ProblemModel, ResolvedHarness
+from eval_banana.settings.origin import origin_in
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 # `calibrate` guards `eb calibrate`: as `run`, without the calibration gate it would measure for.
@@ -41,7 +42,19 @@ def _resolve(*, config: ConfigDoc) -> tuple[ResolvedHarness | None, list[Problem
     try:
         return resolve_harness(settings=config.settings, project_root=Path(config.project_root)), []
     except ConfigError as exc:
-        return None, [_problem(exc.message, hint=exc.hint, field_path="harness.agent")]
+        # The agent named no template: say where it was named (the variable, the flag, or
+        # the file and its line), which the fix changes.
+        origin = origin_in(config=config, name="harness.agent")
+        given = origin.given(config.settings.harness.agent)
+        hint = f"{given} names it; {exc.hint}" if exc.hint else given
+        problem = ProblemModel(
+            message=exc.message,
+            hint=hint,
+            file=origin.file,
+            field_path="harness.agent",
+            line=origin.line,
+        )
+        return None, [problem]
 
 
 def _injection_problems(*, plan: PlanDoc, harness: ResolvedHarness) -> list[ProblemModel]:

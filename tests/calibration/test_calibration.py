@@ -603,6 +603,40 @@ def test_the_gate_uses_the_figures_of_the_samples(make_project: Callable[..., Pr
     assert proj.eb("run", "--require-calibration", "--min-agreement", "0.5").exit_code == 0
 
 
+def test_the_gate_names_where_min_agreement_was_set(
+    make_project: Callable[..., Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Agreement 0.5 against a floor of 0.6: the fix is to lower it where it was set, which
+    # is not the config file when a variable or a flag set it.
+    proj = make_project({"greets": judge("greets", script="answers=pass", cases=[GOOD, BAD])})
+    assert proj.eb("calibrate").exit_code == 1
+    config_file = proj.root / ".eval-banana" / "config.toml"
+    config_file.write_text(
+        config_file.read_text().replace("[harness]\n", "[harness]\nmin_agreement = 0.4\n")
+    )
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_MIN_AGREEMENT", "0.6")
+    by_variable = proj.eb("validate", "--require-calibration")
+    assert by_variable.exit_code == 2
+    assert (
+        "below min_agreement 0.6 (1 of 2 cases agreed; EVAL_BANANA_HARNESS_MIN_AGREEMENT=0.6)"
+        in by_variable.stderr
+    )
+    assert "or lower EVAL_BANANA_HARNESS_MIN_AGREEMENT." in by_variable.stderr
+    assert "[harness] min_agreement" not in by_variable.stderr
+    by_flag = proj.eb("validate", "--require-calibration", "--min-agreement", "0.7")
+    assert "cases agreed; --min-agreement 0.7)" in by_flag.stderr
+    assert "or lower --min-agreement." in by_flag.stderr
+    monkeypatch.delenv("EVAL_BANANA_HARNESS_MIN_AGREEMENT")
+    config_file.write_text(config_file.read_text().replace("= 0.4", "= 0.6"))
+    line = config_file.read_text().splitlines().index("min_agreement = 0.6") + 1
+    in_file = proj.eb("validate", "--require-calibration")
+    assert (
+        f"cases agreed; [harness] min_agreement = 0.6 in {config_file} (line {line}))"
+        in in_file.stderr
+    )
+    assert f"or lower [harness] min_agreement in {config_file}." in in_file.stderr
+
+
 WRITES = f"{READS_ANSWER} write=judge-notes.txt"
 
 

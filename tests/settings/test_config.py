@@ -662,14 +662,21 @@ def test_a_shared_cache_named_while_the_cache_is_off_is_a_warning(
     (warning,) = resolve(tmp_path).warnings
     assert warning.message == (
         "The shared cache s3://team/cache ([cache] remote) is not used: the verdict cache is "
-        'off ([cache] mode = "off", the default)'
+        'off ([cache] mode = "off" (the default))'
     )
-    assert warning.hint is not None and '[cache] mode = "on"' in warning.hint
+    config_file = str(tmp_path / ".eval-banana" / "config.toml")
+    assert warning.hint == (
+        f'set [cache] mode = "on" in {config_file} (or pass --cache on) to use it'
+    )
     from_flag = resolve(
         tmp_path, cli={"cache.remote": "/shared"}, env={"EVAL_BANANA_CACHE_MODE": "off"}
     )
     assert "/shared (--cache-remote)" in from_flag.warnings[0].message
-    assert "from env" in from_flag.warnings[0].message
+    assert from_flag.warnings[0].message.endswith("(EVAL_BANANA_CACHE_MODE=off)")
+    assert from_flag.warnings[0].hint == (
+        "set EVAL_BANANA_CACHE_MODE=on (or pass --cache on) to use it"
+    )
+    assert from_flag.warnings[0].file is None  # the variable turned it off, not the file
     # Not said when the cache is on, or the remote is switched off.
     assert resolve(tmp_path, cli={"cache.mode": "on"}).warnings == []
     assert resolve(tmp_path, cli={"cache.remote_mode": "off"}).warnings == []
@@ -683,6 +690,31 @@ def test_a_shared_cache_named_while_the_cache_is_off_is_a_warning(
         assert "warning: The shared cache s3://team/cache ([cache] remote) is not used" in (
             done.stderr
         ), command
+
+
+def test_the_unused_shared_cache_warning_names_where_the_cache_was_turned_off(
+    tmp_path: Path,
+) -> None:
+    """The fix is made where the value came from: the file says "on" while a variable or a
+    flag turned the cache off, so "set it in the config file" would change nothing."""
+    write_config(tmp_path, '[cache]\nremote = "/shared"\nmode = "on"\n')
+    config_file = str(tmp_path / ".eval-banana" / "config.toml")
+    (by_variable,) = resolve(tmp_path, env={"EVAL_BANANA_CACHE_MODE": "off"}).warnings
+    assert by_variable.message.endswith("the verdict cache is off (EVAL_BANANA_CACHE_MODE=off)")
+    assert by_variable.hint == "set EVAL_BANANA_CACHE_MODE=on (or pass --cache on) to use it"
+    assert (by_variable.file, by_variable.line) == (None, None)
+    (by_flag,) = resolve(tmp_path, cli={"cache.mode": "off"}).warnings
+    assert by_flag.message.endswith("the verdict cache is off (--cache off)")
+    assert by_flag.hint == "pass --cache on to use it"
+    write_config(tmp_path, '[cache]\nremote = "/shared"\n\nmode = "off"\n')
+    (in_file,) = resolve(tmp_path).warnings
+    assert in_file.message.endswith(
+        f'the verdict cache is off ([cache] mode = "off" in {config_file})'
+    )
+    assert (
+        in_file.hint == f'set [cache] mode = "on" in {config_file} (or pass --cache on) to use it'
+    )
+    assert (in_file.file, in_file.field_path, in_file.line) == (config_file, "cache.mode", 4)
 
 
 # --- errors: wrong types in the file ------------------------------------------------------------

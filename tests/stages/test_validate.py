@@ -517,6 +517,38 @@ def test_validate_refuses_unknown_agent_and_uninjectable_effort(
     assert "cannot inject the selected reasoning effort 'high'" in effort.stderr
 
 
+def test_an_unknown_agent_is_told_where_it_was_named_with_the_agent_meant(
+    project: Callable[..., Path], eb: Callable[..., EbResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = '[harness]\nagent = "mine"\n\n[agents.mine]\ncommand = ["tools/agent.py"]\n'
+    root = project({"eval_checks/j.yaml": judge_yaml("j")}, config=config)
+    config_file = str(root / ".eval-banana" / "config.toml")
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_AGENT", "mien")
+    by_variable = eb("validate", "--cwd", str(root), "--json")
+    assert by_variable.exit_code == 2
+    (error,) = json.loads(by_variable.stdout)["errors"]
+    assert error["message"] == "Unknown harness agent: mien"  # eval-banana's text, as it was
+    assert (error["file"], error["field_path"], error["line"]) == (None, "harness.agent", None)
+    assert error["hint"].startswith(
+        "EVAL_BANANA_HARNESS_AGENT=mien names it; did you mean 'mine' ([agents.mine])? "
+        "Otherwise use an [agents.*] table's name (mine), a built-in agent (claude, "
+    )
+    by_flag = eb("validate", "--cwd", str(root), "--harness-agent", "cladue")
+    assert "hint: --harness-agent cladue names it; did you mean 'claude'? " in by_flag.stderr
+    monkeypatch.delenv("EVAL_BANANA_HARNESS_AGENT")
+    (root / ".eval-banana" / "config.toml").write_text(config.replace('"mine"\n\n', '"mien"\n\n'))
+    in_file = eb("validate", "--cwd", str(root), "--json")
+    (error,) = json.loads(in_file.stdout)["errors"]
+    assert (error["file"], error["field_path"], error["line"]) == (
+        config_file,
+        "harness.agent",
+        2,
+    )
+    assert error["hint"].startswith(
+        f"[harness] agent = \"mien\" in {config_file} (line 2) names it; did you mean 'mine'"
+    )
+
+
 def test_guard_without_agent_names_first_offender(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:
