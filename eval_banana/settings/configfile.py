@@ -209,6 +209,12 @@ def _suggest(*, key: str, section: str | None) -> str | None:
                 return f"{name}.{key}"
         dotted = [spec.name for spec in SETTINGS if spec.section != "agents"]
         return closest(key, [*SECTIONS, *dotted])
+    # A setting written under the wrong table (`[core] exclude_dirs`): the one table that has
+    # it is surely what was meant, more than a near spelling of another key of this one. A key
+    # of two other tables (`[core] mode`) names neither.
+    elsewhere = [name for name, keys in SECTION_KEYS.items() if name != section and key in keys]
+    if len(elsewhere) == 1:
+        return f"{elsewhere[0]}.{key}"
     match = closest(key, SECTION_KEYS[section])
     return f"{section}.{match}" if match else None
 

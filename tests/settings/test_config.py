@@ -589,6 +589,11 @@ def test_skills_dir_is_accepted_and_ignored(tmp_path: Path) -> None:
         ('[execution]\nenv_alow = ["A"]\n', "execution.env_alow", "execution.env_allow"),
         ('[dicovery]\nexclude_dirs = ["a"]\n', "dicovery", "discovery"),
         ("pass_threshold = 0.5\n", "pass_threshold", "core.pass_threshold"),
+        # A setting written under the wrong table: the one table that has the key.
+        ('[core]\nexclude_dirs = ["generated"]\n', "core.exclude_dirs", "discovery.exclude_dirs"),
+        ('[core]\nagent = "claude"\n', "core.agent", "harness.agent"),
+        ("[cache]\nkeep = 10\n", "cache.keep", "history.keep"),
+        ('[history]\nremote = "/shared"\n', "history.remote", "cache.remote"),
     ],
 )
 def test_unknown_keys_name_the_key_file_and_a_hint(
@@ -600,6 +605,24 @@ def test_unknown_keys_name_the_key_file_and_a_hint(
     assert error.file == str(path)
     assert error.field_path == dotted
     assert error.hint == f"{dotted}: did you mean {suggestion}?"
+
+
+def test_a_key_of_another_table_is_suggested_under_harness_too(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "[harness]\nmax_parallel_checks = 2\n")
+    error = config_error(tmp_path)
+    assert error.message == (
+        "[harness] contains unknown keys: max_parallel_checks "
+        f"(harness.max_parallel_checks in {path})"
+    )
+    assert error.hint == "harness.max_parallel_checks: did you mean core.max_parallel_checks?"
+
+
+def test_a_key_of_two_other_tables_is_suggested_from_neither(tmp_path: Path) -> None:
+    # `mode` is [cache]'s and [history]'s: which one was meant is not known.
+    write_config(tmp_path, "[core]\nmode = 1\n")
+    error = config_error(tmp_path)
+    assert error.hint is not None
+    assert "cache.mode" not in error.hint and "history.mode" not in error.hint
 
 
 def test_unknown_key_without_a_close_match_lists_the_known_keys(tmp_path: Path) -> None:
