@@ -105,13 +105,25 @@ def run(
     _eb(["run", *_flags(**options), *extra])
 
 
+# An `--args` example each stage takes: a setting flag applies only to the stage that reads it.
+_STAGE_ARGS = {
+    "config": "--pass-threshold 0.5",
+    "discover": "--verbose",
+    "validate": "--check-id login",
+    "guard": "--harness-agent codex",
+    "execute": "--check-id login --check-timeout-seconds 60",
+    "score": "--pass-threshold 0.5",
+    "report": "--junit-xml junit.xml",
+}
+
+
 def _stage_task(stage: str, summary: str) -> object:
     @task(
         name=stage,
         help={
             "run_dir": "The run folder (default: the newest run under the output folder).",
             "cwd": "Where the search for .eval-banana/config.toml starts (default: .).",
-            "args": "Other `eb stage` flags, as one string (e.g. '--pass-threshold 0.5').",
+            "args": f"Other `eb stage {stage}` flags, as one string (e.g. '{_STAGE_ARGS[stage]}').",
         },
     )
     def stage_task(c: Context, run_dir: str | None = None, cwd: str = ".", args: str = "") -> None:

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         selection=given if common.selection_given(args) else None,
         no_project_config=args.no_project_config,
         verbose=args.verbose,
+        settings_now=True,
         console=Console(),
         cancel=cancel,
     )

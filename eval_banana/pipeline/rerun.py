@@ -12,6 +12,7 @@ from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.pipeline.partial import merge_results
 from eval_banana.pipeline.stageselect import narrowed_plan, selecting
+from eval_banana.pipeline.stagesettings import stage_settings
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stagefiles.read import read_stage, refuse_stale_chain, upstream_digests
@@ -31,6 +32,9 @@ class StageRequest:
     selection: Selection | None = None
     no_project_config: bool = False
     verbose: bool = False  # `eb stage score --verbose` also lists every check
+    # `eb stage`: the setting flags and EVAL_BANANA_* variables given now apply to the stage
+    # it reruns; `eb update` rebuilds a run under the settings config.json recorded.
+    settings_now: bool = False
     console: Console = field(default_factory=Console)
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -38,6 +42,16 @@ class StageRequest:
 def _config(request: StageRequest) -> ConfigDoc:
     doc: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
     return doc
+
+
+def _settings(request: StageRequest, *, stage: str) -> ConfigDoc:
+    """config.json's settings, with those given now laid over the ones `stage` reads."""
+    config = _config(request)
+    if not request.settings_now:
+        return config
+    return stage_settings(
+        stage=stage, config=config, cli_values=request.cli_values, environ=request.environ
+    )
 
 
 def rerun_config(request: StageRequest) -> int:
@@ -66,7 +80,7 @@ def rerun_config(request: StageRequest) -> int:
 
 def rerun_discover(request: StageRequest) -> int:
     inputs = upstream_digests(run_dir=request.run_dir, stage="discover")
-    doc = discover_stage.discover(config=_config(request), inputs=inputs)
+    doc = discover_stage.discover(config=_settings(request, stage="discover"), inputs=inputs)
     discover_stage.write_discover_stage(run_dir=request.run_dir, doc=doc)
     return 0
 
@@ -74,7 +88,7 @@ def rerun_discover(request: StageRequest) -> int:
 def rerun_validate(request: StageRequest) -> int:
     """Plan again; a selection given here (--check-id, --tag, --shard, ...) replaces config's."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="validate")
-    config = _config(request)
+    config = _settings(request, stage="validate")
     if request.selection is not None:
         config = selecting(
             config=config, selection=request.selection, cli_values=request.cli_values
@@ -93,7 +107,7 @@ def rerun_guard(request: StageRequest) -> int:
     inputs = upstream_digests(run_dir=request.run_dir, stage="guard")
     plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
     validate_stage.raise_if_plan_failed(plan)
-    doc = guard_stage.guard(config=_config(request), plan=plan, inputs=inputs)
+    doc = guard_stage.guard(config=_settings(request, stage="guard"), plan=plan, inputs=inputs)
     guard_stage.write_guard_stage(run_dir=request.run_dir, doc=doc)
     guard_stage.raise_if_refused(doc)
     return 0
@@ -106,18 +120,19 @@ def rerun_execute(request: StageRequest) -> int:
     validate_stage.raise_if_plan_failed(plan)
     guarded: GuardDoc = read_stage(run_dir=request.run_dir, stage="guard")
     guard_stage.raise_if_refused(guarded)
+    config = _settings(request, stage="execute")
     previous = None
     if request.selection is not None:
         previous = _previous_execute(run_dir=request.run_dir)
         plan = narrowed_plan(
             plan=plan,
             config=selecting(
-                config=_config(request), selection=request.selection, cli_values=request.cli_values
+                config=config, selection=request.selection, cli_values=request.cli_values
             ),
         )
     with ProgressReporter.over(checks=plan.checks, console=request.console) as progress:
         doc = execute_stage.execute(
-            config=_config(request),
+            config=config,
             plan=plan,
             guard=guarded,
             run_dir=request.run_dir,
@@ -143,17 +158,10 @@ def _previous_execute(*, run_dir: Path) -> ExecuteDoc | None:
 
 
 def rerun_score(request: StageRequest) -> int:
-    """Score again; `--pass-threshold` and `--fail-on-flaky` here override config.json's."""
+    """Score again; `--pass-threshold` and `--fail-on-flaky` given now override config.json's."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="score")
     refuse_stale_chain(run_dir=request.run_dir, through="execute")
-    config = _config(request)
-    threshold = request.cli_values.get("core.pass_threshold")
-    if isinstance(threshold, float | int):
-        config = config.model_copy(deep=True)
-        config.settings.core.pass_threshold = float(threshold)
-    if request.cli_values.get("core.fail_on_flaky") is True:
-        config = config.model_copy(deep=True)
-        config.settings.core.fail_on_flaky = True
+    config = _settings(request, stage="score")
     executed: ExecuteDoc = read_stage(run_dir=request.run_dir, stage="execute")
     doc = score_stage.score(config=config, execute=executed, inputs=inputs)
     score_stage.write_score_stage(run_dir=request.run_dir, doc=doc)
@@ -168,12 +176,9 @@ def rerun_report(request: StageRequest) -> int:
     inputs = upstream_digests(run_dir=request.run_dir, stage="report")
     refuse_stale_chain(run_dir=request.run_dir, through="score")
     scored = read_stage(run_dir=request.run_dir, stage="score")
-    config = _config(request)
-    junit_xml = request.cli_values.get("core.junit_xml")
-    if isinstance(junit_xml, str) and junit_xml:
-        config = config.model_copy(deep=True)
-        config.settings.core.junit_xml = junit_xml
-    config = _history_flags(config=config, cli_values=request.cli_values)
+    # `--junit-xml`, `--history` and `--history-dir` here override config.json's: the history
+    # marks of report.html are drawn from that folder, or none when it is off.
+    config = _settings(request, stage="report")
     publish_report(
         run_dir=request.run_dir,
         config=config,
@@ -184,20 +189,6 @@ def rerun_report(request: StageRequest) -> int:
         console=request.console,
     )
     return 0 if scored.run_passed else (3 if scored.aborted_by else 1)
-
-
-def _history_flags(*, config: ConfigDoc, cli_values: Mapping[str, object]) -> ConfigDoc:
-    """`--history` and `--history-dir` given to `eb stage report` override config.json's: the
-    history marks of report.html are drawn from that folder, or none when it is off."""
-    mode, folder = cli_values.get("history.mode"), cli_values.get("history.dir")
-    if mode not in ("on", "off") and not (isinstance(folder, str) and folder):
-        return config
-    config = config.model_copy(deep=True)
-    if mode == "on" or mode == "off":
-        config.settings.history.mode = mode
-    if isinstance(folder, str) and folder:
-        config.settings.history.dir = folder
-    return config
 
 
 RERUNS: dict[str, Callable[[StageRequest], int]] = {

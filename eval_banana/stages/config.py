@@ -232,6 +232,39 @@ def resolve_config(
     )
 
 
+def laid_over(
+    *,
+    config: ConfigDoc,
+    names: Sequence[str],
+    cli_values: Mapping[str, object],
+    environ: Mapping[str, str],
+) -> ConfigDoc:
+    """`config` with the settings `names` taken again as a stage rerun takes them: a flag given
+    now, else the run's own flag as recorded, else an EVAL_BANANA_* variable set now, else the
+    value recorded (the config file is not read again: its edits make config.json stale)."""
+    sections = config.settings.model_dump()
+    sources = dict(config.sources)
+    for name in names:
+        spec = SETTINGS_BY_NAME[name]
+        source: SettingSource
+        if name in cli_values:
+            value, source = _cli_value(spec=spec, value=cli_values[name]), "cli"
+        elif sources.get(name) != "cli" and spec.env is not None and spec.env in environ:
+            value, source = _env_value(spec=spec, raw=environ[spec.env]), "env"
+        else:
+            continue
+        sections[spec.section][spec.key] = value
+        sources[name] = source
+    if sources == config.sources and sections == config.settings.model_dump():
+        return config  # nothing given now: the recorded document, as it was read
+    settings = Settings.model_validate(sections)
+    path = Path(config.config_file) if config.config_file is not None else None
+    unusable = _unusable_remote(settings=settings, sources=sources, path=path)
+    if unusable is not None:
+        raise unusable
+    return config.model_copy(update={"settings": settings, "sources": sources})
+
+
 class _Placeable(Protocol):
     file: str | None
     field_path: str | None

@@ -1,0 +1,153 @@
+"""Setting flags and EVAL_BANANA_* variables given to `eb stage <name>`, each `eb` a process of
+its own: they apply to the stage that reads them, and a flag for another stage is refused by
+name (docs/rerunning-stages.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import judge_yaml
+
+# Sleeps past a one-second timeout, and says whether the variable reached it.
+SLOW_SECRET = """\
+schema_version: 1
+id: slow
+type: deterministic
+description: Sleeps, then says whether MY_SECRET_X reached it.
+script: |
+  import os, sys, time
+  time.sleep(float(os.environ.get("SLEEP", "0")))
+  print("secret seen:", "MY_SECRET_X" in os.environ)
+  sys.exit(1 if "MY_SECRET_X" in os.environ else 0)
+"""
+
+
+def _eb(root: Path, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        cwd=root,
+        env={**os.environ, **variables},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _run_dir(root: Path) -> Path:
+    (run_dir,) = (root / "runs").iterdir()
+    return run_dir
+
+
+def _result(root: Path, check_id: str) -> dict[str, Any]:
+    (path,) = (_run_dir(root) / "checks").glob(f"{check_id}-*.json")
+    found: dict[str, Any] = json.loads(path.read_text())
+    return found
+
+
+def _stage(root: Path, stage: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((_run_dir(root) / "stages" / f"{stage}.json").read_text())
+    return found
+
+
+def test_stage_execute_applies_its_flags_and_variables(project: Callable[..., Path]) -> None:
+    root = project(
+        {"eval_checks/slow.yaml": SLOW_SECRET},
+        config='[core]\noutput_dir = "runs"\n[cache]\nmode = "off"\n',
+    )
+    made = _eb(root, "run", MY_SECRET_X="hunter2")
+    assert made.returncode == 1, made.stderr  # the run inherits the variable
+    config_before = (_run_dir(root) / "stages" / "config.json").read_bytes()
+
+    withheld = _eb(root, "stage", "execute", "--env-policy", "allowlist", MY_SECRET_X="hunter2")
+    assert withheld.returncode == 0, withheld.stderr
+    assert _result(root, "slow")["status"] == "passed"
+    assert _stage(root, "execute")["env_policy"] == "allowlist"
+
+    by_variable = _eb(
+        root, "stage", "execute", MY_SECRET_X="hunter2", EVAL_BANANA_ENV_POLICY="allowlist"
+    )
+    assert by_variable.returncode == 0, by_variable.stderr
+    assert _result(root, "slow")["status"] == "passed"
+
+    timed = _eb(root, "stage", "execute", "--check-timeout-seconds", "1", SLEEP="3")
+    assert timed.returncode == 0, timed.stderr
+    result = _result(root, "slow")
+    assert (result["status"], result["details"]["timeout_seconds"]) == ("error", 1)
+    # The run's own settings stay as it was made: the stage's file says what it used.
+    assert (_run_dir(root) / "stages" / "config.json").read_bytes() == config_before
+
+
+def test_stage_score_takes_the_threshold_variable(project: Callable[..., Path]) -> None:
+    root = project(
+        {
+            "eval_checks/a.yaml": "schema_version: 1\nid: a\ntype: deterministic\n"
+            "description: a\nscript: pass\n",
+            "eval_checks/b.yaml": "schema_version: 1\nid: b\ntype: deterministic\n"
+            "description: b\nscript: raise SystemExit(1)\n",
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    assert _eb(root, "run").returncode == 1
+    by_variable = _eb(root, "stage", "score", EVAL_BANANA_PASS_THRESHOLD="0.5")
+    assert by_variable.returncode == 0, by_variable.stdout + by_variable.stderr
+    assert "Pass threshold: 0.5 (met)" in by_variable.stdout
+    assert _stage(root, "score")["pass_threshold"] == 0.5
+    # A flag the run was made with still wins over a variable, as in `eb run`.
+    assert _eb(root, "run", "--pass-threshold", "1.0", "--output-dir", "flagged").returncode == 1
+    (flagged,) = (root / "flagged").iterdir()
+    kept = _eb(root, "stage", "score", "--run-dir", str(flagged), EVAL_BANANA_PASS_THRESHOLD="0.5")
+    assert kept.returncode == 1 and "Pass threshold: 1.0 (not met)" in kept.stdout
+
+
+def test_a_flag_for_another_stage_is_refused_by_name(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        "print(json.dumps({'score': 1, 'reason': 'argv=' + ' '.join(sys.argv[1:-1])}))\n"
+    )
+    agent.chmod(0o755)
+    agents = "".join(
+        f'[agents.{name}]\ncommand = ["{agent}", "--{name}"]\n' for name in ("mine", "other")
+    )
+    root = project(
+        {"eval_checks/j.yaml": judge_yaml("j")},
+        config='[core]\noutput_dir = "runs"\n[cache]\nmode = "off"\n'
+        f'[harness]\nagent = "mine"\nmodel = "file-model"\nisolation = "off"\n{agents}',
+    )
+    assert _eb(root, "run").returncode == 0
+    refused = _eb(root, "stage", "execute", "--harness-agent", "other")
+    assert refused.returncode == 2
+    assert "--harness-agent is a setting of the guard stage" in refused.stderr
+    assert "`eb stage guard --harness-agent ...`, then `eb stage execute`" in refused.stderr
+    assert _result(root, "j")["reason"].startswith("argv=--mine")  # nothing ran
+
+    later = _eb(root, "stage", "execute", "--pass-threshold", "0.5")
+    assert later.returncode == 2 and "pass it to `eb stage score`" in later.stderr
+
+    guarded = _eb(root, "stage", "guard", "--harness-agent", "other", "--harness-model", "X")
+    assert guarded.returncode == 0, guarded.stderr
+    assert _stage(root, "guard")["harness"]["agent"] == "other"
+    assert _eb(root, "stage", "execute").returncode == 0
+    assert _result(root, "j")["reason"] == "argv=--other --model X"
+
+
+def test_every_setting_a_flag_or_variable_gives_has_its_stage() -> None:
+    """A setting missing from the table would be laid over no stage: its flag refused by every
+    stage but config, its variable never read by a rerun."""
+    from eval_banana.pipeline.stagesettings import FINDS_THE_RUN, READ_BY
+    from eval_banana.settings.table import SETTINGS
+    from eval_banana.stagefiles.layout import STAGE_NAMES
+
+    given = {spec.name for spec in SETTINGS if spec.flag is not None or spec.env is not None}
+    assert given - {FINDS_THE_RUN} <= set(READ_BY), given - set(READ_BY)
+    assert all(set(stages) <= set(STAGE_NAMES) for stages in READ_BY.values())
