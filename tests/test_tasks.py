@@ -44,3 +44,14 @@ def test_verbose_in_one_task_leaves_the_next_task_quiet(project: Callable[..., P
     assert done.returncode == 0, done.stdout + done.stderr
     # Invoke's own debug records of the second task: the root logger was left at DEBUG.
     assert "debug: Executing <Call 'status'" not in done.stderr, done.stderr
+
+
+def test_update_after_an_emptied_option_and_a_config_edit(project: Callable[..., Path]) -> None:
+    root = project({"eval_checks/ok.yaml": check_yaml("ok"), "tasks.py": TASKS}, config=CONFIG)
+    emptied = invoke(root, "eval", "--harness-agent", "")
+    assert emptied.returncode == 0, emptied.stdout + emptied.stderr
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text() + "# an edit\n")
+    updated = invoke(root, "eval.update")
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert newest_harness_settings(root)["agent"] is None

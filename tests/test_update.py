@@ -678,3 +678,21 @@ def test_the_status_hint_runs_as_printed_from_where_status_ran(tmp_path: Path) -
     updated = eb_process(tmp_path, *args)
     assert updated.returncode == 0, updated.stdout + updated.stderr
     assert "rerun ok: eval_checks/ok.yaml changed" in updated.stdout, updated.stdout
+
+
+def test_a_setting_flag_given_empty_is_replayed_empty(tmp_path: Path) -> None:
+    """`eb run --harness-agent ""` recorded the agent as null with source cli, and the update
+    after a config edit gave that null back as the flag's value: exit 2."""
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text('[harness]\nagent = "claude"\n')
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "ok.yaml").write_text(check_yaml("ok"))
+    for flag in ("--harness-agent=", "--harness-model=", "--junit-xml=", "--cache-remote="):
+        made = eb_process(root, "run", flag, "--output-dir", "runs")
+        assert made.returncode == 0, made.stderr
+        config.write_text(config.read_text() + "# an edit\n")
+        updated = eb_process(root, "update", "--run-dir", str(max((root / "runs").iterdir())))
+        assert updated.returncode == 0, f"{flag}: {updated.stderr}"
+        assert "config    stages/config.json     stale" in updated.stdout

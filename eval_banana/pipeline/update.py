@@ -108,7 +108,10 @@ def _with_recorded_flags(*, request: StageRequest) -> StageRequest:
     for name, source in previous.sources.items():
         section, _, key = name.partition(".")
         if source == "cli" and key:
-            values[name] = getattr(getattr(previous.settings, section), key)
+            value = getattr(getattr(previous.settings, section), key)
+            # A flag given empty (`--harness-agent ""`) left its setting unset: recorded as
+            # null, it is given empty again.
+            values[name] = "" if value is None else value
     return dataclasses.replace(request, cli_values=values)
 
 
