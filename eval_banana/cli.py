@@ -69,6 +69,9 @@ from eval_banana.core.version import DISTRIBUTION, tool_version  # noqa: E402
 _WRITE_FAULT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
 
 # pytest's spellings of flags eb names differently: a pytest user's fingers type them.
+# argparse's words for flags no action takes.
+_UNRECOGNIZED = "unrecognized arguments: "
+
 PYTEST_SPELLINGS = {"-v": "--verbose", "-vv": "--verbose", "--lf": "--last-failed"}
 
 
@@ -84,11 +87,34 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         # A flag the command being run lacks -> where that flag's job is done instead.
         self.elsewhere: dict[str, str] = {}
+        self._given: list[str] = []
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        misplaced = self._misplaced()
+        if misplaced and not message.startswith(_UNRECOGNIZED):
+            # Said before argparse's own complaint: the value of a flag the command lacks is
+            # taken for its positional argument (`eb update --maxfail 1`: "invalid choice: '1'").
+            message = _UNRECOGNIZED + " ".join(misplaced)
         raise UsageError(
             f"{message}\nTry '{self.prog} --help' for help.", hint=self._suggestion(message)
         )
+
+    def _misplaced(self) -> list[str]:
+        """The flags given that this command lacks and whose job another command does."""
+        found: list[str] = []
+        for given in self._given:
+            if given == "--":
+                break
+            flag = given.split("=", 1)[0]
+            if flag in self.elsewhere and flag not in found:
+                found.append(flag)
+        return found
 
     def _options(self) -> list[str]:
         """Every flag of this parser and of its configured subcommands."""
@@ -102,7 +128,7 @@ class _Parser(argparse.ArgumentParser):
 
     def _suggestion(self, message: str) -> str | None:
         """`did you mean --verbose?` for an unknown flag close to a real one."""
-        prefix = "unrecognized arguments: "
+        prefix = _UNRECOGNIZED
         if not message.startswith(prefix):
             return None
         from eval_banana.core.suggest import closest
@@ -153,6 +179,8 @@ def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
         )
         module.configure(parser=sub)
         parser.elsewhere = dict(getattr(module, "ELSEWHERE", {}))
+        if isinstance(sub, _Parser):
+            sub.elsewhere = parser.elsewhere  # its own errors (a positional's) name them too
     return parser
 
 

@@ -156,7 +156,9 @@ def status(c: Context, run_dir: str | None = None, cwd: str = ".") -> None:
         "stage": "The last stage to bring up to date (default: report).",
         "run_dir": "The run folder (default: the newest run).",
         "cwd": "Project folder.",
-        "args": "Other `eb update` flags, as one string (e.g. '--pass-threshold 0.5').",
+        "args": "Other `eb update` flags, as one string (e.g. '--verbose'); it takes no "
+        "setting flags (the run keeps its own: to rerun a stage with other settings, use "
+        "`invoke eval.<stage> --args ...`).",
     }
 )
 def update(

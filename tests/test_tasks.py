@@ -4,11 +4,14 @@ project whose tasks.py imports it. Each task must mean what the same `eb` comman
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eval_banana.stagefiles.layout import STAGE_NAMES
 from tests.conftest import check_yaml
 from tests.processes import python_process
 
@@ -55,3 +58,25 @@ def test_update_after_an_emptied_option_and_a_config_edit(project: Callable[...,
     updated = invoke(root, "eval.update")
     assert updated.returncode == 0, updated.stdout + updated.stderr
     assert newest_harness_settings(root)["agent"] is None
+
+
+def _help_example(task: str) -> list[str]:
+    """The words of the `--args` example `invoke --help eval.<task>` gives."""
+    from eval_banana.tasks import collection
+
+    found = re.search(r"e\.g\. '([^']*)'", collection.tasks[task].help["args"])
+    assert found is not None, collection.tasks[task].help
+    return shlex.split(found.group(1))
+
+
+def test_each_tasks_help_example_runs(project: Callable[..., Path]) -> None:
+    """`invoke --help eval.update` advertised `--args "--pass-threshold 0.5"`, which eb update
+    refuses; each stage task's example is one its stage reads."""
+    root = project(
+        {"eval_checks/login.yaml": check_yaml("login"), "tasks.py": TASKS}, config=CONFIG
+    )
+    assert invoke(root, "eval").returncode == 0
+    for task in [*STAGE_NAMES, "update"]:
+        args = _help_example(task)
+        done = invoke(root, f"eval.{task}", "--args", shlex.join(args))
+        assert done.returncode == 0, f"{task} --args {args}: {done.stdout}{done.stderr}"

@@ -696,3 +696,24 @@ def test_a_setting_flag_given_empty_is_replayed_empty(tmp_path: Path) -> None:
         updated = eb_process(root, "update", "--run-dir", str(max((root / "runs").iterdir())))
         assert updated.returncode == 0, f"{flag}: {updated.stderr}"
         assert "config    stages/config.json     stale" in updated.stdout
+
+
+def test_update_refuses_a_setting_flag_by_name(tmp_path: Path) -> None:
+    """`eb update --check-timeout-seconds 5` took 5 for STAGE: "invalid choice: '5'"."""
+    root = tmp_path / "proj"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks").mkdir()
+    (root / "eval_checks" / "ok.yaml").write_text(check_yaml("ok"))
+    assert eb_process(root, "run").returncode == 0
+    for flags, stage in (
+        (["--check-timeout-seconds", "5"], "execute"),
+        (["--pass-threshold", "0.8", "score"], "score"),
+        (["--harness-agent", "claude"], "guard"),
+        (["-x"], "execute"),
+    ):
+        refused = eb_process(root, "update", *flags)
+        assert refused.returncode == 2, refused.stdout
+        assert f"unrecognized arguments: {flags[0]}\n" in refused.stderr, refused.stderr
+        assert "eb update takes no setting flags" in refused.stderr
+        assert f"`eb stage {stage} {flags[0]}" in refused.stderr, refused.stderr

@@ -15,6 +15,35 @@ from eval_banana.stagefiles.layout import STAGE_NAMES
 # stages/config.json records masked; it is no setting to change (an update keeps the run's).
 _REMOTE = SETTINGS_BY_NAME["cache.remote"]
 
+
+def _setting_flag_hints() -> dict[str, str]:
+    """Each setting flag of `eb run` -> where it applies instead: an update reruns a run under
+    the settings it was made with (docs/rerunning-stages.md)."""
+    from eval_banana.pipeline.stagesettings import stage_reading
+    from eval_banana.settings.table import SETTINGS
+
+    flags = {
+        str(spec.flag): spec.name
+        for spec in SETTINGS
+        if spec.flag is not None and "run" in spec.commands and spec.flag != _REMOTE.flag
+    }
+    switches = {str(spec.flag) for spec in SETTINGS if spec.kind == "boolean"}
+    switches |= {"-x", "--exitfirst"}  # pytest's spelling of --maxfail 1
+    flags["-x"] = flags["--exitfirst"] = "core.maxfail"
+    hints: dict[str, str] = {}
+    for flag, name in flags.items():
+        given = flag if flag in switches else f"{flag} ..."
+        hints[flag] = (
+            "eb update takes no setting flags: it reruns the run with the settings it was made "
+            f"with. To rerun the stage that reads it: `eb stage {stage_reading(name=name)} "
+            f"{given}`; for a new run: `eb run {given}`"
+        )
+    return hints
+
+
+# A setting flag, refused by name (its value would be taken for STAGE).
+ELSEWHERE = _setting_flag_hints()
+
 DESCRIPTION = (
     "Rerun, in pipeline order, exactly the stages of --run-dir that `eb status` finds stale, "
     "missing or invalid, up to STAGE (default: report), and say why. Within execute only the "
