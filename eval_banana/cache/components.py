@@ -2,9 +2,9 @@
 
 Every check: its `check_definition_sha256` (the YAML and any referenced script), its input state
 (the files its `inputs:` match, or the whole project) and the names, never the values, of the
-environment variables the environment policy lets through. Then per type: a judge's agent,
-command line template, agent variable names, output dialect, model, reasoning effort, exact
-prompt and prompt version; a deterministic check's interpreter version; an assertions check's
+environment variables the environment policy lets through (and the policy, under the
+allowlist). Then per type: a judge's agent, command line template, agent variable names, output
+dialect, model, reasoning effort, exact prompt and prompt version; a deterministic check's interpreter version; an assertions check's
 artifact and the evaluator (eb's version). Nothing else: timestamps, paths of the project
 root, variable values and timeouts (a timeout is an error, and errors are never stored) are not
 in the key.
@@ -166,5 +166,8 @@ def check_components(*, check: PlannedCheck, context: KeyContext) -> list[Compon
             context.inputs.digest(inputs=inputs, excluding=tuple(check.family_files or ())),
         ),
         ("variable_names", context.env_names),
+        # Under the allowlist a check receives only what it lets through; a verdict judged with
+        # the whole environment (inherit, the default, whose keys stay as they were) is not its.
+        *([("env_policy", "allowlist")] if context.settings.execution.env == "allowlist" else []),
         *specific,
     ]

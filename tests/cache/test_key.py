@@ -107,6 +107,9 @@ MISSES: list[tuple[str, Change, set[str]]] = [
     ("a let-through variable name appears", env("FEATURE_FLAG", "1"), ALL),
     ("a base variable name appears", env("SSL_CERT_DIR", "/etc/ssl"), ALL),
     ("a file outside every inputs", edit("README.md", "# Project, edited\n"), {"w"}),
+    # Checks receive another environment: a verdict one judged with every variable is not the
+    # verdict of a check that only gets what the allowlist lets through.
+    ("the environment policy", flags("--env-policy", "allowlist"), ALL),
     # Nothing else: these reuse every verdict.
     ("a variable that is not let through", env("SOME_UNRELATED_VARIABLE", "x"), set()),
     ("modification times alone", touch_everything, set()),
