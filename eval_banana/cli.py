@@ -63,6 +63,12 @@ from eval_banana.commands import COMMANDS, command_module  # noqa: E402
 from eval_banana.commands.common import EXIT_HELP, annotate_problems  # noqa: E402
 from eval_banana.core import log  # noqa: E402
 from eval_banana.core.errors import EvalBananaError, UsageError, WriteFault  # noqa: E402
+from eval_banana.core.heldstreams import (  # noqa: E402
+    STDERR_LOST,
+    STDOUT_LOST,
+    held_streams,
+    settle,
+)
 from eval_banana.core.version import DISTRIBUTION, tool_version  # noqa: E402
 
 # Errors that only a write meets (a full disk or quota, an I/O error, a read-only file system).
@@ -209,6 +215,14 @@ def _debug_traceback(exc: BaseException) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `eb` and `eval-banana`; returns the process exit code."""
     raw = list(argv if argv is not None else sys.argv[1:])
+    # A line stderr cannot take (a full disk, a log pipe whose reader died) costs only that
+    # line: the files and the exit code are the command's own.
+    with held_streams():
+        return _main(raw)
+
+
+def _main(raw: list[str]) -> int:
+    """The command `raw` names, its errors turned into messages and exit codes."""
     # Known before parsing, so a bad flag next to --json still gets a JSON error.
     as_json = "--json" in raw
     command = next((arg for arg in raw if not arg.startswith("-")), None)
@@ -287,15 +301,19 @@ def _leave(code: int) -> NoReturn:
     """
     if _others_running() or sys.getprofile() is not None or sys.gettrace() is not None:
         # A profiler or tracer (`python -m cProfile`, a debugger) reports at the usual exit.
+        _settle_streams()  # the interpreter's own last flush then has nothing to fail on
         sys.exit(code)
     import atexit
 
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        # A reader that went away, or a stream a handler closed: nothing more to say.
-        with contextlib.suppress(BrokenPipeError, ValueError):
-            stream.flush()
+    _settle_streams()
     os._exit(code)
+
+
+def _settle_streams() -> None:
+    # A reader that went away, a stderr that cannot be written: nothing more to say.
+    settle(sys.stdout, lost=STDOUT_LOST)
+    settle(sys.stderr, lost=STDERR_LOST)
 
 
 def _never_fail_to_print() -> None:

@@ -13,13 +13,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import check_yaml
+from tests.gitrepo import git
 from tests.processes import python_process
 
 REPO = Path(__file__).resolve().parent.parent
@@ -375,3 +376,96 @@ def test_a_reader_that_closes_stdout_early_gets_no_traceback(tmp_path: Path) -> 
     process.stderr.close()
     assert process.wait(timeout=60) == 1
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+# The console is not the verdict ---------------------------------------------------------------
+
+
+def _eb_to(
+    *args: str, cwd: Path, stdout: int, stderr: int, env: dict[str, str] | None = None
+) -> int:
+    """`eb ARGS` with its stdout and stderr on the given descriptors; its exit code."""
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode
+
+
+def _gone_reader() -> int:
+    """The write end of a pipe whose reader has gone: every write to it fails (EPIPE)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    return write_end
+
+
+@pytest.fixture
+def full_disk() -> Iterator[int]:
+    """A descriptor on which every write fails for want of room (ENOSPC), as a log on a full
+    disk does."""
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    fd = os.open("/dev/full", os.O_WRONLY)
+    yield fd
+    os.close(fd)
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_stderr_that_cannot_be_written_costs_only_its_lines(
+    tmp_path: Path, full_disk: int, unbuffered: str
+) -> None:
+    # A project without a config file: eb warns before it runs. With stderr on a full disk that
+    # warning ended the command (exit 1 or 120): no run, nothing on stdout.
+    root = tmp_path / "proj"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / "eval_checks" / "ok.yaml").write_text(check_yaml("ok"))
+    out = tmp_path / "out.txt"
+    env = {"PYTHONUNBUFFERED": unbuffered}
+    with out.open("wb") as stdout:
+        code = _eb_to(
+            "run",
+            "--output-dir",
+            "runs",
+            cwd=root,
+            stdout=stdout.fileno(),
+            stderr=full_disk,
+            env=env,
+        )
+    assert code == 0
+    assert "Passed: yes" in out.read_text()
+    assert len(list(root.glob("runs/*/report.json"))) == 1
+    with out.open("wb") as stdout:
+        code = _eb_to("list", cwd=root, stdout=stdout.fileno(), stderr=full_disk, env=env)
+    assert code == 0 and out.read_text().startswith("ok\t")
+    # A stderr whose reader has gone (a log pipe that died) is the same.
+    gone = _gone_reader()
+    with out.open("wb") as stdout:
+        code = _eb_to(
+            "run", "--output-dir", "runs", cwd=root, stdout=stdout.fileno(), stderr=gone, env=env
+        )
+    os.close(gone)
+    assert code == 0 and "Passed: yes" in out.read_text()
+
+
+def test_the_notice_after_a_cached_runs_reports_keeps_its_verdict(
+    tmp_path: Path, full_disk: int
+) -> None:
+    # Every verdict from the cache: "Nothing was launched" is said after the reports; on a full
+    # disk it turned a passing run into exit 1 or 120.
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q")
+    assert _eb_to("init", cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+    assert _eb_to("run", cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+    said = eb_process("run", cwd=root).communicate(timeout=120)[1]
+    assert "Nothing was launched" in said
+    out = tmp_path / "out.txt"
+    with out.open("wb") as stdout:
+        code = _eb_to("run", cwd=root, stdout=stdout.fileno(), stderr=full_disk)
+    assert code == 0 and "Passed: yes" in out.read_text()

@@ -44,6 +44,13 @@ EXIT_CODES_AND_VERBOSE = (
     "`--verbose` never changes the exit code: with it, a failure also prints its Python "
     "traceback as `debug:` lines on stderr, followed by the same message as without it."
 )
+# A line the console loses is not the command's verdict.
+EXIT_CODES_AND_CONSOLE = (
+    "The console never changes the exit code either: a stderr that cannot be written (a log "
+    "on a full disk, a log pipe whose reader died) costs only the warnings, notices and "
+    "progress lines it loses; the command still writes every file it writes otherwise and "
+    "exits with its own code."
+)
 
 
 def _cell(value: object) -> str:
@@ -271,7 +278,7 @@ def reference_markdown() -> str:
         )
     lines += ["", "## Exit codes", "", "| code | meaning |", "|---|---|"]
     lines += [f"| {code} | {meaning} |" for code, meaning in EXIT_CODES]
-    lines += ["", EXIT_CODES_AND_VERBOSE]
+    lines += ["", EXIT_CODES_AND_VERBOSE, "", EXIT_CODES_AND_CONSOLE]
     return "\n".join(lines) + "\n"
 
 

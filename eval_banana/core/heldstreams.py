@@ -1,0 +1,91 @@
+"""eb's stderr held so that a line which cannot be written never decides a command.
+
+The exit code is a CI gate's verdict and the reports are files. A stderr that cannot be written
+(a log on a full disk, a log pipe whose reader died) costs only the lines it loses: the command
+goes on, writes its files and exits with its own code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO, cast
+
+# What each stream may lose without failing the command.
+STDOUT_LOST: tuple[type[OSError], ...] = (BrokenPipeError,)
+STDERR_LOST: tuple[type[OSError], ...] = (OSError,)
+
+
+def _to_nowhere(stream: TextIO) -> None:
+    """Point `stream`'s descriptor at /dev/null: what is still buffered for it, and what comes
+    later, then goes nowhere instead of failing again (at the exit's flush too)."""
+    with contextlib.suppress(OSError, ValueError):  # no descriptor (a test's capture), no room
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+
+
+class _Held:
+    """A text stream whose `write` and `flush` drop what `lost` refuses instead of raising.
+
+    Everything else (fileno, isatty, encoding...) is the wrapped stream's.
+    """
+
+    def __init__(self, stream: TextIO, *, lost: tuple[type[OSError], ...]) -> None:
+        self._stream = stream
+        self._lost = lost
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except self._lost as exc:
+            self._dropped(exc)
+            return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except self._lost as exc:
+            self._dropped(exc)
+
+    def _dropped(self, exc: OSError) -> None:
+        # A reader that went away never comes back; a full disk may have room again later,
+        # and then the lines still buffered are written after all.
+        if isinstance(exc, BrokenPipeError):
+            _to_nowhere(self._stream)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def held_streams() -> Iterator[None]:
+    """Inside: sys.stderr loses whatever it cannot write; it is put back on the way out."""
+    stderr = sys.stderr
+    sys.stderr = cast(TextIO, _Held(stderr, lost=STDERR_LOST))
+    try:
+        yield
+    finally:
+        sys.stderr = stderr
+
+
+def settle(stream: TextIO, *, lost: tuple[type[OSError], ...]) -> None:
+    """The last flush of `stream` before the process ends; what `lost` refuses is dropped, so
+    neither this flush nor the interpreter's own can fail the exit."""
+    try:
+        stream.flush()
+    except lost:
+        _to_nowhere(stream)
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    except ValueError:
+        pass  # a stream a handler closed: nothing more to say
