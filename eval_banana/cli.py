@@ -215,8 +215,8 @@ def _debug_traceback(exc: BaseException) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `eb` and `eval-banana`; returns the process exit code."""
     raw = list(argv if argv is not None else sys.argv[1:])
-    # A line stderr cannot take (a full disk, a log pipe whose reader died) costs only that
-    # line: the files and the exit code are the command's own.
+    # A console line that cannot be written (a reader of stdout that went away, a stderr on a
+    # full disk) costs only that line: the files and the exit code are the command's own.
     with held_streams():
         return _main(raw)
 
@@ -243,12 +243,6 @@ def _main(raw: list[str]) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 3
-    except BrokenPipeError:
-        # Before OSError, of which it is one. The reader of stdout went away (`eb list | head`):
-        # the reports are already on disk, and a closed stdout must not turn into a traceback.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
     except OSError as exc:
         # A write no helper turned into a WriteFault: the same one line and exit 3.
         if exc.errno not in _WRITE_FAULT_ERRNOS:

@@ -357,8 +357,9 @@ def test_eb_under_a_profiler_exits_the_usual_way(tmp_path: Path) -> None:
 
 def test_a_reader_that_closes_stdout_early_gets_no_traceback(tmp_path: Path) -> None:
     """`eb list --cases | head -1`: the reader goes away while eb still prints (a family of
-    thousands of cases is far more than a pipe holds). eb stops quietly with exit 1, as a
-    Python program whose stdout closed does; a traceback would be eb's own failure."""
+    thousands of cases is far more than a pipe holds). A closed stdout changes nothing: eb
+    ends quietly with the exit code it has without the reader (0); a traceback would be eb's
+    own failure."""
     root = tmp_path / "proj"
     (root / "eval_checks").mkdir(parents=True)
     (root / ".eval-banana").mkdir()
@@ -374,7 +375,7 @@ def test_a_reader_that_closes_stdout_early_gets_no_traceback(tmp_path: Path) -> 
     process.stdout.close()
     stderr = process.stderr.read()
     process.stderr.close()
-    assert process.wait(timeout=60) == 1
+    assert process.wait(timeout=60) == 0
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
 
 
@@ -469,3 +470,42 @@ def test_the_notice_after_a_cached_runs_reports_keeps_its_verdict(
     with out.open("wb") as stdout:
         code = _eb_to("run", cwd=root, stdout=stdout.fileno(), stderr=full_disk)
     assert code == 0 and "Passed: yes" in out.read_text()
+
+
+def test_a_closed_stdout_changes_no_file_and_no_exit_code(project: Callable[..., Path]) -> None:
+    # `eb run --json --baseline latest | head -c 100`: a passing run ended with exit 1, and its
+    # diff.json was never written.
+    root = project({"eval_checks/ok.yaml": check_yaml("ok")}, config=CONFIG)
+    assert eb_run("--cache", "off", cwd=root).returncode == 0
+    (baseline,) = root.glob("results/*/report.json")
+    gone = _gone_reader()
+    code = _eb_to(
+        "run",
+        "--cache",
+        "off",
+        "--json",
+        "--baseline",
+        "latest",
+        cwd=root,
+        stdout=gone,
+        stderr=subprocess.DEVNULL,
+    )
+    assert code == 0
+    (newest,) = (path.parent for path in root.glob("results/*/report.json") if path != baseline)
+    assert json.loads((newest / "report.json").read_text())["run_passed"] is True
+    assert (newest / "diff.json").is_file()
+    # A setup error with --json keeps its exit 2 (it ended in two tracebacks and exit 1).
+    (root / "eval_checks" / "bad.yaml").write_text("id: [\n")
+    errors = root / "err.txt"
+    with errors.open("wb") as stderr:
+        code = _eb_to(
+            "run",
+            "--json",
+            cwd=root,
+            stdout=gone,
+            stderr=stderr.fileno(),
+            env={"PYTHONUNBUFFERED": "1"},
+        )
+    os.close(gone)
+    assert code == 2
+    assert "Traceback" not in errors.read_text()

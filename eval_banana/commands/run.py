@@ -106,10 +106,11 @@ def run(args: argparse.Namespace) -> int:
         extras.report = outcome.report  # a replayed run reads its report when asked for it
     stamp(error=None)
     remember_outputs(extras=extras, result_out=result_out)
-    if args.json:
-        print(outcome.json_line)
     if baseline is not None:
         _show_diff(baseline=baseline, report=outcome.report, quiet=args.json)
+    if args.json:
+        # After diff.json: the files are written before anything is said on stdout.
+        print(outcome.json_line)
     return outcome.exit_code
 
 

@@ -1,8 +1,10 @@
-"""eb's stderr held so that a line which cannot be written never decides a command.
+"""eb's stdout and stderr held so that a line which cannot be written never decides a command.
 
-The exit code is a CI gate's verdict and the reports are files. A stderr that cannot be written
-(a log on a full disk, a log pipe whose reader died) costs only the lines it loses: the command
-goes on, writes its files and exits with its own code.
+The exit code is a CI gate's verdict and the reports are files. A stdout whose reader went away
+(`eb list | head -1`, `eb run --json | head -c 100`) and a stderr that cannot be written (a log
+on a full disk, a log pipe whose reader died) cost only the lines they lose: the command goes on,
+writes its files and exits with its own code. A stdout on a full disk still fails as any write
+eb makes does (exit 3): there the lost text is what the user asked for.
 """
 
 from __future__ import annotations
@@ -69,13 +71,15 @@ class _Held:
 
 @contextlib.contextmanager
 def held_streams() -> Iterator[None]:
-    """Inside: sys.stderr loses whatever it cannot write; it is put back on the way out."""
-    stderr = sys.stderr
+    """Inside: sys.stdout loses what a reader that went away refuses, sys.stderr whatever it
+    cannot write; both are put back as they were on the way out."""
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout = cast(TextIO, _Held(stdout, lost=STDOUT_LOST))
     sys.stderr = cast(TextIO, _Held(stderr, lost=STDERR_LOST))
     try:
         yield
     finally:
-        sys.stderr = stderr
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 def settle(stream: TextIO, *, lost: tuple[type[OSError], ...]) -> None:

@@ -46,10 +46,14 @@ EXIT_CODES_AND_VERBOSE = (
 )
 # A line the console loses is not the command's verdict.
 EXIT_CODES_AND_CONSOLE = (
-    "The console never changes the exit code either: a stderr that cannot be written (a log "
+    "The console never changes the exit code either. A stderr that cannot be written (a log "
     "on a full disk, a log pipe whose reader died) costs only the warnings, notices and "
-    "progress lines it loses; the command still writes every file it writes otherwise and "
-    "exits with its own code."
+    "progress lines it loses, and a stdout whose reader has gone (`eb list | head -1`, "
+    "`eb run --json | head -c 100`) only the output it loses: the command still writes every "
+    "file it writes otherwise (the reports, `diff.json`) and exits with its own code "
+    "(`eb list | head -1` exits 0). A stdout that cannot be written for another reason (a "
+    "full disk under `eb run > out.txt`) is a "
+    "[write fault](fail-closed.md#faults-are-infrastructure-never-verdicts) (exit 3)."
 )
 
 
