@@ -69,6 +69,7 @@ from eval_banana.core.heldstreams import (  # noqa: E402
     held_streams,
     settle,
 )
+from eval_banana.core.startfolder import gone_error, is_gone  # noqa: E402
 from eval_banana.core.version import DISTRIBUTION, tool_version  # noqa: E402
 
 # Errors that only a write meets (a full disk or quota, an I/O error, a read-only file system).
@@ -244,17 +245,28 @@ def _main(raw: list[str]) -> int:
         print("Interrupted.", file=sys.stderr)
         return 3
     except OSError as exc:
-        # A write no helper turned into a WriteFault: the same one line and exit 3.
-        if exc.errno not in _WRITE_FAULT_ERRNOS:
+        told = _told_os_error(exc)
+        if told is None:
             raise
         if "--verbose" in raw:
             _debug_traceback(exc)
-        fault = WriteFault.of(path=exc.filename or "a file", exc=exc)
-        _report_error(fault, as_json=as_json, command=command)
-        return fault.exit_code
+        _report_error(told, as_json=as_json, command=command)
+        return told.exit_code
     finally:
         # eb may be one call of many in a process (Invoke, a script): its logging ends here.
         log.restore()
+
+
+def _told_os_error(exc: OSError) -> EvalBananaError | None:
+    """The message and exit code of an OSError no helper turned into one; None for one that
+    is eb's own bug (its traceback is then the report)."""
+    if isinstance(exc, FileNotFoundError) and is_gone():
+        # A path relative to a folder deleted under eb (`eb init`, `--select FILE`...).
+        return gone_error(environ=os.environ)
+    if exc.errno in _WRITE_FAULT_ERRNOS:
+        # A write no helper turned into a WriteFault: the same one line and exit 3.
+        return WriteFault.of(path=exc.filename or "a file", exc=exc)
+    return None
 
 
 # Objects between collections of the youngest generation (Python's default is 700). A run

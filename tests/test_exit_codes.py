@@ -141,6 +141,32 @@ def test_exit_2_bad_definition(project: Callable[..., Path]) -> None:
     assert not list(root.glob("results/*/report.json"))
 
 
+@pytest.mark.parametrize("command", ["run", "list", "validate", "history", "init"])
+def test_exit_2_started_in_a_folder_deleted_since(tmp_path: Path, command: str) -> None:
+    # A shell left in a folder another terminal removed: every command ended in a
+    # FileNotFoundError traceback and exit 1.
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(
+        ["sh", "-c", 'rmdir "$PWD" && exec "$0" -m eval_banana "$1"', sys.executable, command],
+        cwd=gone,
+        env={**os.environ, "PYTHONPATH": str(REPO), "PWD": str(gone)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        f"The folder eb was started in no longer exists ({gone}): it was deleted after the "
+        "shell entered it",
+        "hint: cd to an existing folder (cd to the same path again if it was made anew), or "
+        "pass --cwd with the project's absolute path",
+    ]
+
+
 def test_exit_3_a_fuse_tripped(project: Callable[..., Path]) -> None:
     root = project(
         {

@@ -356,4 +356,8 @@ def _project_root(args: argparse.Namespace) -> Path:
     try:
         return project_root_of(cwd=cwd, no_project_config=ignore)
     except (EvalBananaError, OSError):
+        pass
+    try:
         return cwd.absolute()
+    except OSError:
+        return cwd  # started in a folder deleted since: there is no absolute path to give

@@ -1,8 +1,9 @@
 """The building blocks every other package stands on: errors, warnings, canonical JSON,
 atomic files and digests, records, forked work, stems, the version, what JSON can say
 (`jsonvalues`), eb's own stdout and stderr held against a reader that went away
-(`heldstreams`), a URL's secrets (`secreturl`: masked where shown, masked in what checks
-print) and texts that print alike, quoted apart (`lookalike`).
+(`heldstreams`), the folder eb was started in, deleted or not (`startfolder`), a URL's
+secrets (`secreturl`: masked where shown, masked in what checks print) and texts that print
+alike, quoted apart (`lookalike`).
 
 Imports nothing else of eval_banana.
 """

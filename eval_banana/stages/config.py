@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from eval_banana.checks.selection import compile_selector
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.files import sha256_bytes, write_model
+from eval_banana.core.startfolder import resolved
 from eval_banana.core.words import given_value
 from eval_banana.models.config import Selection, Settings, SettingSource
 from eval_banana.models.stages import ConfigDoc, ProblemModel
@@ -166,7 +167,7 @@ def resolve_config(
     """Layer CLI > EVAL_BANANA_* > project file > defaults into the config stage document."""
     # A bad -k / --tag expression is a usage error before any run folder exists.
     compile_selector(keyword=selection.keyword, tags=selection.tags)
-    start = cwd.resolve()
+    start = resolved(cwd, environ=environ)
     if not start.is_dir():
         raise ConfigError(
             f"--cwd is not a directory: {start}", hint="pass an existing project folder"
