@@ -322,14 +322,20 @@ def _settle_streams() -> None:
     settle(sys.stderr, lost=STDERR_LOST)
 
 
+# What Python does with a character a standard stream cannot encode: end in a traceback
+# ("strict", as PYTHONIOENCODING=ascii sets it), or the same for any character but a lone
+# surrogate ("surrogateescape", a C or POSIX locale with UTF-8 mode off).
+_FAILING_ERRORS = frozenset({"strict", "surrogateescape"})
+
+
 def _never_fail_to_print() -> None:
     """A stream that cannot encode a character (stdout redirected on Windows is cp1252, a
-    locale of ISO-8859-1, PYTHONIOENCODING=ascii) writes it as `\\U0001f6ab` instead of ending
-    the run in a traceback: a judge's reason can hold any character. UTF-8 streams write as
-    before."""
+    locale of ISO-8859-1 or C, PYTHONIOENCODING=ascii) writes it as `\\U0001f6ab` instead of
+    ending the run in a traceback: a judge's reason can hold any character. UTF-8 streams write
+    as before."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and stream.errors == "strict":
+        if reconfigure is not None and stream.errors in _FAILING_ERRORS:
             reconfigure(errors="backslashreplace")
 
 

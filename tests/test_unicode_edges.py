@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from eval_banana.core.jsonvalues import lone_surrogate
+from tests.conftest import check_yaml
 from tests.reporting.conftest import latest_run_dir, run_eb
 
 HALF = "\\ud83d"  # the JSON escape of an emoji's first half, as a cut leaves it
@@ -141,6 +142,23 @@ def test_a_stream_that_cannot_encode_a_reason_writes_it_escaped(
     # A UTF-8 stream is written as it was.
     plain = run_eb("run", "--cwd", str(project))
     assert "FAILED j - Nope \U0001f6ab \u2713 (" in plain.stdout
+
+
+def test_a_c_locale_without_utf8_mode_writes_what_it_cannot_encode_escaped(
+    project: Callable[..., Path],
+) -> None:
+    # LC_ALL=C with UTF-8 mode off: Python's streams are ASCII with errors=surrogateescape, not
+    # "strict", and `eb list` and `eb history` ended in a UnicodeEncodeError traceback.
+    check = check_yaml("cafe", script="raise SystemExit('\u00e9chec')")
+    root = project({"eval_checks/cafe.yaml": check.replace("Check cafe.", "V\u00e9rifie")})
+    ascii_console = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+    ran = run_eb("run", "--cwd", str(root), **ascii_console)
+    assert ran.returncode == 1 and "FAILED cafe - \\xe9chec" in ran.stdout, ran.stderr
+    listed = run_eb("list", "--cwd", str(root), **ascii_console)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("cafe\tdeterministic\tV\\xe9rifie\t")
+    history = run_eb("history", "--cwd", str(root), **ascii_console)
+    assert history.returncode == 0 and "Traceback" not in history.stderr, history.stderr
 
 
 # What the artifact holds against what the check expects: each pair prints alike.
