@@ -161,6 +161,25 @@ def test_a_c_locale_without_utf8_mode_writes_what_it_cannot_encode_escaped(
     assert history.returncode == 0 and "Traceback" not in history.stderr, history.stderr
 
 
+def test_a_utf8_check_file_name_read_as_ascii_is_told_with_the_locale_fix(
+    project: Callable[..., Path],
+) -> None:
+    # In a C locale with UTF-8 mode off, données/café.yaml was refused as having "a byte that
+    # is not UTF-8 in its name": its bytes are UTF-8, and the fix is the locale.
+    root = project({"eval_checks/donn\u00e9es/caf\u00e9.yaml": check_yaml("ok")})
+    ascii_names = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+    refused = run_eb("run", "--cwd", str(root), **ascii_names)
+    assert refused.returncode == 2
+    assert "is not UTF-8" not in refused.stderr
+    assert (
+        "donn\\xc3\\xa9es/caf\\xc3\\xa9.yaml has a UTF-8 name (shown as \\xNN) that "
+        in refused.stderr
+    )
+    assert "hint: Run eb with PYTHONUTF8=1 (or LC_ALL=C.UTF-8)" in refused.stderr
+    ran = run_eb("run", "--cwd", str(root), **{**ascii_names, "PYTHONUTF8": "1"})
+    assert ran.returncode == 0, ran.stderr
+
+
 # What the artifact holds against what the check expects: each pair prints alike.
 ALIKE = {
     "city": ("cafe\u0301", "café"),  # decomposed (as macOS file names are) against composed

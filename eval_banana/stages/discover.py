@@ -130,6 +130,31 @@ def _describe(
     )
 
 
+def _name_problem(*, path: str) -> ProblemModel | None:
+    """Why eb cannot take a check file's name, or None when it can."""
+    what = unprintable(path)
+    if what is None:
+        return None
+    # In a C or POSIX locale with UTF-8 mode off, Python reads file names as ASCII: each byte
+    # of a UTF-8 name past ASCII becomes a stand-in that no report can hold. The name's bytes
+    # tell that apart from a name that is not UTF-8 at all.
+    as_utf8 = os.fsencode(path).decode("utf-8", "surrogateescape")
+    if as_utf8 != path and unprintable(as_utf8) is None:
+        return _name_read_as_ascii(path=path)
+    return _unprintable_name(path=path, what=what)
+
+
+def _name_read_as_ascii(*, path: str) -> ProblemModel:
+    shown = visible(path)
+    return ProblemModel(
+        message=f"Check file {shown} has a UTF-8 name (shown as \\xNN) that Python reads as "
+        "ASCII here (a C or POSIX locale with UTF-8 mode off), so eb cannot print it in a log "
+        "or write it into a report",
+        file=shown,
+        hint="Run eb with PYTHONUTF8=1 (or LC_ALL=C.UTF-8), or give the file an ASCII name.",
+    )
+
+
 def _unprintable_name(*, path: str, what: str) -> ProblemModel:
     # A name with a line break (which a pull request can add) would start a line of its own in
     # every message naming the file: in a GitHub Actions log, a `::` workflow command. One with
@@ -204,9 +229,9 @@ def discover(
     problems: list[ProblemModel] = []
     kept: dict[str, bytes] = contents if contents is not None else {}
     for path, is_link in candidates:
-        what = unprintable(path)
-        if what is not None:
-            problems.append(_unprintable_name(path=path, what=what))
+        refused = _name_problem(path=path)
+        if refused is not None:
+            problems.append(refused)
             continue
         described = _describe(path=path, is_link=is_link, root_prefix=root_prefix, contents=kept)
         if isinstance(described, ProblemModel):
