@@ -4,10 +4,10 @@ Every check: its `check_definition_sha256` (the YAML and any referenced script),
 (the files its `inputs:` match, or the whole project) and the names, never the values, of the
 environment variables the environment policy lets through (and the policy, under the
 allowlist). Then per type: a judge's agent, command line template, agent variable names, output
-dialect, model, reasoning effort, exact prompt and prompt version; a deterministic check's interpreter version; an assertions check's
-artifact and the evaluator (eb's version). Nothing else: timestamps, paths of the project
-root, variable values and timeouts (a timeout is an error, and errors are never stored) are not
-in the key.
+dialect, model, reasoning effort, exact prompt and prompt version; a deterministic check's
+interpreter version; an assertions check's artifact and the evaluator (eb's version). Nothing
+else: timestamps, paths of the project root, variable values and timeouts (a timeout is an
+error, and errors are never stored) are not in the key.
 
 A check that runs several samples (`repeats`, `[core] repeats`, `--repeats`) has no key at all:
 sampling exists to measure how the check's verdict varies, which a stored verdict cannot tell.
