@@ -78,6 +78,17 @@ def _project(root: Path, pids: Path) -> Path:
     return root
 
 
+def _eb_run_started(*, root: Path, stderr: Path) -> subprocess.Popen[bytes]:
+    """`eb run` in `root` as a process of its own, its stderr kept in the file `stderr`."""
+    with stderr.open("wb") as errors:
+        return subprocess.Popen(
+            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+
+
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -115,13 +126,7 @@ def test_a_run_killed_at_any_moment_leaves_whole_files_and_no_survivor(
     pids.mkdir()
     root = _project(base / "proj", pids)
     stderr = base / "eb.stderr"
-    with stderr.open("wb") as errors:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-        )
+    process = _eb_run_started(root=root, stderr=stderr)
     try:
         time.sleep(delay)
         process.send_signal(signum)
@@ -186,13 +191,7 @@ def test_no_process_of_a_check_outlives_eb_killed_or_hung_up(
             f"script: {json.dumps(script)}\n"
         )
     stderr = tmp_path / "eb.stderr"
-    with stderr.open("wb") as errors:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-        )
+    process = _eb_run_started(root=root, stderr=stderr)
     try:
         # The spawner and its sleep, the daemon's first process and the daemon itself.
         deadline = time.monotonic() + 30

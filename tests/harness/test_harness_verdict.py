@@ -305,8 +305,8 @@ def test_prose_with_unbalanced_braces_and_quotes() -> None:
     assert verdict_of(text) == Verdict(0, "end")
 
 
-def test_failed_decodes_are_not_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Counted work: each failed region's nested starts are skipped, not decoded again."""
+def _decode_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Where the scan runs the JSON decoder from, as it does it (counted work, not time)."""
     calls: list[int] = []
     original = scan._attempt
 
@@ -315,6 +315,12 @@ def test_failed_decodes_are_not_repeated(monkeypatch: pytest.MonkeyPatch) -> Non
         return original(text=text, start=start)
 
     monkeypatch.setattr(scan, "_attempt", counting)
+    return calls
+
+
+def test_failed_decodes_are_not_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted work: each failed region's nested starts are skipped, not decoded again."""
+    calls = _decode_calls(monkeypatch)
     nested = '{"a": ' * 3000 + '{"score": 1, "reason": "deep"}'  # never closed
     assert scan_text(nested).verdict == Verdict(1, "deep")
     assert len(calls) < 100  # not one decode per '{' (3001 of them)
@@ -333,14 +339,7 @@ def test_braces_that_fail_within_their_first_key_are_never_decoded(
 ) -> None:
     """Counted work: log lines dense with `{"` are passed over without running the decoder, one
     `{` at a time (50 MB of them took a minute)."""
-    calls: list[int] = []
-    original = scan._attempt
-
-    def counting(*, text: str, start: int) -> tuple[str, int, str]:
-        calls.append(start)
-        return original(text=text, start=start)
-
-    monkeypatch.setattr(scan, "_attempt", counting)
+    calls = _decode_calls(monkeypatch)
     text = (line + "\n") * 20_000 + '{"score": 0, "reason": "end"}'
     assert scan_text(text).verdict == Verdict(0, "end")
     assert len(calls) <= 2

@@ -100,8 +100,8 @@ def _eb_run(*, root: Path, flags: list[str], environ: dict[str, str]) -> Path:
     return run_dir
 
 
-def test_a_comma_separated_redact_flag_masks_every_name_in_every_file(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
+def _dsn_project(root: Path) -> Path:
+    """A project whose one check prints the variables DSN_A and DSN_B (runs in `runs/`)."""
     (root / ".eval-banana").mkdir(parents=True)
     (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
     (root / "eval_checks").mkdir()
@@ -109,6 +109,11 @@ def test_a_comma_separated_redact_flag_masks_every_name_in_every_file(tmp_path: 
         "schema_version: 1\nid: dsns\ntype: deterministic\ndescription: Prints two DSNs.\n"
         f"script: {json.dumps(PRINTS_TWO_DSNS)}\n"
     )
+    return root
+
+
+def test_a_comma_separated_redact_flag_masks_every_name_in_every_file(tmp_path: Path) -> None:
+    root = _dsn_project(tmp_path / "proj")
     first, second = "postgres://u:pw-aaaaaa@db", "postgres://u:pw-bbbbbb@db"
     environ = {**os.environ, "DSN_A": first, "DSN_B": second}
     run_dir = _eb_run(root=root, flags=["--redact", "DSN_A,DSN_B"], environ=environ)
@@ -122,14 +127,7 @@ def test_a_comma_separated_redact_flag_masks_every_name_in_every_file(tmp_path: 
 
 
 def test_a_comma_separated_env_allow_flag_lets_each_name_through(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    (root / ".eval-banana").mkdir(parents=True)
-    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
-    (root / "eval_checks").mkdir()
-    (root / "eval_checks" / "dsns.yaml").write_text(
-        "schema_version: 1\nid: dsns\ntype: deterministic\ndescription: Prints two DSNs.\n"
-        f"script: {json.dumps(PRINTS_TWO_DSNS)}\n"
-    )
+    root = _dsn_project(tmp_path / "proj")
     environ = {**os.environ, "DSN_A": "first-value", "DSN_B": "second-value"}
     flags = ["--env-policy", "allowlist", "--env-allow", "DSN_A,DSN_B", "--env-allow", "PATH"]
     run_dir = _eb_run(root=root, flags=flags, environ=environ)
