@@ -9,67 +9,15 @@ from collections.abc import Mapping
 
 from eval_banana.core.errors import UsageError
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.settings.table import SETTINGS_BY_NAME
+from eval_banana.settings.table import SETTINGS, SETTINGS_BY_NAME
 from eval_banana.stagefiles.layout import STAGE_NAMES
 from eval_banana.stages.config import laid_over
 
-_EXECUTE = ("execute",)
-_GUARD = ("guard",)
-# Read while `eb run` makes or prunes its folders, or while the config stage selects checks:
-# only a rerun of config takes them again.
 _CONFIG = ("config",)
 
-READ_BY: dict[str, tuple[str, ...]] = {
-    "core.pass_threshold": ("score",),
-    "core.llm_max_input_chars": _EXECUTE,
-    "core.max_parallel_checks": _EXECUTE,
-    "core.check_timeout_seconds": _EXECUTE,
-    "core.run_timeout_seconds": _EXECUTE,
-    "core.junit_xml": ("report",),
-    "core.maxfail": _EXECUTE,
-    "core.keep_runs": _CONFIG,
-    "core.max_cases": ("validate",),
-    "core.repeats": _EXECUTE,
-    "core.fail_on_flaky": ("score",),
-    "core.last_failed_none": _CONFIG,
-    "core.schedule": _EXECUTE,
-    "core.shard_balance": ("validate", "execute"),
-    "discovery.exclude_dirs": ("discover",),
-    # guard.json records the harness it resolved, and execute runs the judges under that one.
-    "harness.agent": _GUARD,
-    "harness.model": _GUARD,
-    "harness.reasoning_effort": _GUARD,
-    "harness.timeout_seconds": _GUARD,
-    "harness.require_calibration": _GUARD,
-    "harness.min_agreement": _GUARD,
-    "harness.token_fuse": _EXECUTE,
-    "harness.isolation": _EXECUTE,
-    "harness.isolation_ignore": _EXECUTE,
-    "harness.retries": _EXECUTE,
-    "harness.cost_fuse_usd": _EXECUTE,
-    "harness.transcripts": _EXECUTE,
-    "harness.transcript_max_chars": _EXECUTE,
-    "harness.env": _EXECUTE,
-    "execution.env": _EXECUTE,
-    "execution.env_allow": _EXECUTE,
-    "execution.env_allow_prefixes": _EXECUTE,
-    "execution.isolation": _EXECUTE,
-    "execution.redact": _EXECUTE,
-    "cache.mode": _EXECUTE,
-    "cache.dir": _EXECUTE,
-    "cache.max_mb": _EXECUTE,
-    "cache.replay": _CONFIG,
-    "cache.remote": _EXECUTE,
-    "cache.remote_mode": _EXECUTE,
-    "cache.remote_endpoint": _EXECUTE,
-    "cache.require_signature": _EXECUTE,
-    "cache.remote_timeout_seconds": _EXECUTE,
-    "cache.remote_concurrency": _EXECUTE,
-    "history.mode": ("report",),
-    "history.dir": ("report",),
-    "history.keep": ("report",),
-}
-"""Setting -> the stages whose rerun reads it (the config stage reads every setting)."""
+# Setting -> the stages whose rerun reads it, as the settings table declares them (the config
+# stage reads every setting).
+READ_BY: dict[str, tuple[str, ...]] = {spec.name: spec.read_by for spec in SETTINGS}
 
 # Where the newest run folder is looked for: every stage takes it, none reads it.
 FINDS_THE_RUN = "core.output_dir"

@@ -105,6 +105,10 @@ class SettingSpec(NamedTuple):
     # `eb merge` joins must share it, or the merged run would pass by one shard's rules
     # (docs/scale-out.md, Settings). Budgets (timeouts, fuses) are each job's own.
     shapes_verdict: bool = False
+    # The stages whose rerun (`eb stage <stage>`) reads it, flags and variables given then laid
+    # over config.json (docs/rerunning-stages.md). The config stage reads every setting; one
+    # read only while `eb run` makes its folders or selects its checks is config's alone.
+    read_by: tuple[str, ...] = ("config",)
 
     @property
     def default(self) -> object:
@@ -137,6 +141,9 @@ def _help(section: str, key: str, extra: str = "") -> str:
 _NAME_LIST_NOTE = "Comma-separated, in the flag (repeatable, each adding names) as in the env var."
 
 _RUN = ("run",)
+# guard.json records the harness it resolved, and execute runs the judges under that one.
+_BY_GUARD = ("guard",)
+_BY_EXECUTE = ("execute",)
 _RUN_CALIBRATE = ("run", "calibrate")
 _RUN_MERGE = ("run", "merge")  # where a run folder and its reports are written
 _OUTPUT_COMMANDS = (*_RUN_MERGE, "calibrate")  # eb calibrate's evidence goes there too
@@ -168,6 +175,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="RATIO",
         help=_help("core", "pass_threshold"),
         shapes_verdict=True,
+        read_by=("score",),
     ),
     SettingSpec(
         name="core.llm_max_input_chars",
@@ -178,6 +186,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("core", "llm_max_input_chars"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="core.max_parallel_checks",
@@ -190,6 +199,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="N",
         help=_help("core", "max_parallel_checks"),
         toml_label="[core] max_parallel_checks",
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="core.check_timeout_seconds",
@@ -201,6 +211,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="SECONDS",
         help=_help("core", "check_timeout_seconds"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="core.run_timeout_seconds",
@@ -212,6 +223,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="SECONDS",
         help=_help("core", "run_timeout_seconds"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="core.junit_xml",
@@ -223,6 +235,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN_MERGE,
         metavar="PATH",
         help=_help("core", "junit_xml", "Relative paths are joined to the project root."),
+        read_by=("report",),
     ),
     SettingSpec(
         name="core.maxfail",
@@ -235,6 +248,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="N",
         help=_help("core", "maxfail", "-x is --maxfail 1."),
         shapes_verdict=True,
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="core.keep_runs",
@@ -256,6 +270,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("core", "max_cases"),
+        read_by=("validate",),
     ),
     SettingSpec(
         name="core.repeats",
@@ -268,6 +283,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="N",
         help=_help("core", "repeats"),
         shapes_verdict=True,
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="core.fail_on_flaky",
@@ -279,6 +295,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         help=_help("core", "fail_on_flaky"),
         shapes_verdict=True,
+        read_by=("score",),
     ),
     SettingSpec(
         name="core.last_failed_none",
@@ -304,6 +321,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="{history,plan}",
         help=_help("core", "schedule"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="core.shard_balance",
@@ -316,6 +334,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=("run", "list"),
         metavar="{hash,history}",
         help=_help("core", "shard_balance"),
+        read_by=("validate", "execute"),
     ),
     SettingSpec(
         name="discovery.exclude_dirs",
@@ -326,6 +345,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("discovery", "exclude_dirs"),
+        read_by=("discover",),
     ),
     SettingSpec(
         name="harness.agent",
@@ -338,6 +358,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="NAME",
         help=_help("harness", "agent", 'An empty value ("") means no agent.'),
         shapes_verdict=True,
+        read_by=_BY_GUARD,
     ),
     SettingSpec(
         name="harness.model",
@@ -350,6 +371,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="MODEL",
         help=_help("harness", "model", 'An empty value ("") means the agent\'s default.'),
         shapes_verdict=True,
+        read_by=_BY_GUARD,
     ),
     SettingSpec(
         name="harness.reasoning_effort",
@@ -364,6 +386,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
             "harness", "reasoning_effort", 'An empty value ("") means the agent\'s default.'
         ),
         shapes_verdict=True,
+        read_by=_BY_GUARD,
     ),
     SettingSpec(
         name="harness.timeout_seconds",
@@ -376,6 +399,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="SECONDS",
         help=_help("harness", "timeout_seconds"),
         toml_label="[harness] timeout_seconds",
+        read_by=_BY_GUARD,
     ),
     SettingSpec(
         name="harness.token_fuse",
@@ -387,6 +411,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN_CALIBRATE,  # a calibration spends judge tokens and dollars as a run does
         metavar="TOKENS",
         help=_help("harness", "token_fuse"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="harness.isolation",
@@ -400,6 +425,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="{detect,copy,off}",
         help=_help("harness", "isolation"),
         shapes_verdict=True,
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="harness.isolation_ignore",
@@ -410,6 +436,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("harness", "isolation_ignore"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="harness.retries",
@@ -421,6 +448,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="N",
         help=_help("harness", "retries"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="harness.cost_fuse_usd",
@@ -432,6 +460,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN_CALIBRATE,  # a calibration spends judge tokens and dollars as a run does
         metavar="DOLLARS",
         help=_help("harness", "cost_fuse_usd"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="harness.require_calibration",
@@ -443,6 +472,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN_VALIDATE,
         help=_help("harness", "require_calibration"),
         shapes_verdict=True,
+        read_by=_BY_GUARD,
     ),
     SettingSpec(
         name="harness.min_agreement",
@@ -455,6 +485,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="RATIO",
         help=_help("harness", "min_agreement"),
         shapes_verdict=True,
+        read_by=_BY_GUARD,
     ),
     SettingSpec(
         name="harness.transcripts",
@@ -465,6 +496,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("harness", "transcripts"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="harness.transcript_max_chars",
@@ -475,6 +507,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("harness", "transcript_max_chars"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="harness.env",
@@ -486,6 +519,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=(),
         help=_help("harness", "env"),
         toml_label="[harness.env]",
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="harness.skills_dir",
@@ -509,6 +543,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="{inherit,allowlist}",
         help=_help("execution", "env"),
         shapes_verdict=True,
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="execution.env_allow",
@@ -521,6 +556,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="NAME",
         help=_help("execution", "env_allow", _NAME_LIST_NOTE),
         shapes_verdict=True,
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="execution.env_allow_prefixes",
@@ -533,6 +569,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="PREFIX",
         help=_help("execution", "env_allow_prefixes", _NAME_LIST_NOTE),
         shapes_verdict=True,
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="execution.isolation",
@@ -546,6 +583,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         metavar="{off,detect,copy}",
         help=_help("execution", "isolation"),
         shapes_verdict=True,
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="execution.redact",
@@ -557,6 +595,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="NAME",
         help=_help("execution", "redact", _NAME_LIST_NOTE),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.mode",
@@ -569,6 +608,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN,
         metavar="{off,on,read-only,refresh}",
         help=_help("cache", "mode"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.dir",
@@ -580,6 +620,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=(*_RUN, "cache"),
         metavar="DIR",
         help=_help("cache", "dir"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.max_mb",
@@ -590,6 +631,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("cache", "max_mb"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.replay",
@@ -612,6 +654,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=_RUN_MERGE,
         metavar="{on,off}",
         help=_help("history", "mode"),
+        read_by=("report",),
     ),
     SettingSpec(
         name="history.dir",
@@ -623,6 +666,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=(*_RUN_MERGE, "history", "cache"),
         metavar="DIR",
         help=_help("history", "dir"),
+        read_by=("report",),
     ),
     SettingSpec(
         name="history.keep",
@@ -633,6 +677,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("history", "keep"),
+        read_by=("report",),
     ),
     SettingSpec(
         name="cache.remote",
@@ -644,6 +689,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=(*_RUN, "cache"),
         metavar="URL",
         help=_help("cache", "remote"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.remote_mode",
@@ -656,6 +702,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         commands=(*_RUN, "cache"),
         metavar="{read-write,read-only,off}",
         help=_help("cache", "remote_mode"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.remote_endpoint",
@@ -666,6 +713,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("cache", "remote_endpoint"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.require_signature",
@@ -676,6 +724,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("cache", "require_signature"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.remote_timeout_seconds",
@@ -686,6 +735,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("cache", "remote_timeout_seconds"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="cache.remote_concurrency",
@@ -696,6 +746,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         flag=None,
         commands=(),
         help=_help("cache", "remote_concurrency"),
+        read_by=_BY_EXECUTE,
     ),
     SettingSpec(
         name="agents",
