@@ -20,7 +20,7 @@ STDOUT_LOST: tuple[type[OSError], ...] = (BrokenPipeError,)
 STDERR_LOST: tuple[type[OSError], ...] = (OSError,)
 
 
-def _to_nowhere(stream: TextIO) -> None:
+def to_nowhere(stream: TextIO) -> None:
     """Point `stream`'s descriptor at /dev/null: what is still buffered for it, and what comes
     later, then goes nowhere instead of failing again (at the exit's flush too)."""
     with contextlib.suppress(OSError, ValueError):  # no descriptor (a test's capture), no room
@@ -63,7 +63,7 @@ class _Held:
         # A reader that went away never comes back; a full disk may have room again later,
         # and then the lines still buffered are written after all.
         if isinstance(exc, BrokenPipeError):
-            _to_nowhere(self._stream)
+            to_nowhere(self._stream)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -88,7 +88,7 @@ def settle(stream: TextIO, *, lost: tuple[type[OSError], ...]) -> None:
     try:
         stream.flush()
     except lost:
-        _to_nowhere(stream)
+        to_nowhere(stream)
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     except ValueError:

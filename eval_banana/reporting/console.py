@@ -6,7 +6,6 @@ wrapping) so CI logs and pipes get exactly eval-banana's text.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import Located
+from eval_banana.core.heldstreams import to_nowhere
 from eval_banana.core.words import one_line, plural, warning_text
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ProblemModel, ScoreDoc
@@ -222,16 +222,6 @@ def _styled(line: str) -> Text:
     return text
 
 
-def _silence_stdout() -> None:
-    """After a broken pipe, point stdout at /dev/null so the exit flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
-
-
 def print_summary(
     *,
     report: dict[str, Any],
@@ -261,7 +251,7 @@ def _write_lines(*, lines: list[str], stream: TextIO | None) -> None:
     except BrokenPipeError:
         # The reports were written before the summary; a closed stdout changes nothing.
         if stream is None:
-            _silence_stdout()
+            to_nowhere(sys.stdout)  # so the exit's flush cannot fail again
 
 
 def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> list[str]:
