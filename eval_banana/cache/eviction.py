@@ -9,7 +9,7 @@ walk while the folder is far below its limit (cache/ledger.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from eval_banana.cache.ledger import is_ledger, known_size, remember_size, walk_needed
@@ -116,3 +116,32 @@ def _files(folder: Path) -> Iterator[tuple[Path, int, float]]:
         except OSError:
             continue  # removed meanwhile (another run's eviction)
         yield Path(entry.path), info.st_size, info.st_mtime
+
+
+def least_recently_used_over(
+    *,
+    documents: Iterable[tuple[str, int, float]],
+    blob_sizes: Mapping[str, int],
+    names: Mapping[str, list[str]],
+    max_bytes: int,
+) -> set[str]:
+    """The least recently used documents (name, size, modified) to remove so that what is left,
+    with the blobs it names (a blob counted once, however many name it), fits in `max_bytes`.
+    `eb cache prune --max-mb` asks it of the local folder and of the shared cache alike."""
+    left = sorted(documents, key=lambda document: document[2])
+    users: dict[str, int] = {}
+    for name, _, _ in left:
+        for blob in names[name]:
+            users[blob] = users.get(blob, 0) + 1
+    total = sum(size for _, size, _ in left) + sum(blob_sizes.get(blob, 0) for blob in users)
+    more: set[str] = set()
+    for name, size, _ in left:
+        if total <= max_bytes:
+            break
+        more.add(name)
+        total -= size
+        for blob in names[name]:
+            users[blob] -= 1
+            if users[blob] == 0:
+                total -= blob_sizes.get(blob, 0)
+    return more

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from eval_banana.cache.eviction import blobs_named
+from eval_banana.cache.eviction import blobs_named, least_recently_used_over
 from eval_banana.cache.mac import SECRET_NAME
 from eval_banana.cache.store import CacheStore, _stats
 from eval_banana.core.files import is_temp_file, sha256_and_size
@@ -132,8 +132,15 @@ def prune_local(
         doomed.update(str(item.path) for item in documents if item.modified < cutoff)
     if max_bytes is not None:
         doomed.update(
-            _over_size(
-                documents=documents, blobs=blobs, names=names, doomed=doomed, max_bytes=max_bytes
+            least_recently_used_over(
+                documents=(
+                    (str(item.path), item.size, item.modified)
+                    for item in documents
+                    if str(item.path) not in doomed
+                ),
+                blob_sizes={name: item.size for name, item in blobs.items()},
+                names=names,
+                max_bytes=max_bytes,
             )
         )
     kept_names = {blob for path, named in names.items() if path not in doomed for blob in named}
@@ -161,39 +168,6 @@ def prune_local(
         kept_runs=kept_runs,
         unfinished=unfinished,
     )
-
-
-def _over_size(
-    *,
-    documents: list[StoredFile],
-    blobs: dict[str, StoredFile],
-    names: dict[str, list[str]],
-    doomed: set[str],
-    max_bytes: int,
-) -> set[str]:
-    """The least recently used documents to remove (beyond `doomed`) so that what is left,
-    with the blobs it names, fits in `max_bytes`."""
-    left = sorted(
-        (item for item in documents if str(item.path) not in doomed), key=lambda item: item.modified
-    )
-    users: dict[str, int] = {}
-    for item in left:
-        for blob in names[str(item.path)]:
-            users[blob] = users.get(blob, 0) + 1
-    total = sum(item.size for item in left) + sum(
-        blobs[blob].size for blob in users if blob in blobs
-    )
-    more: set[str] = set()
-    for item in left:
-        if total <= max_bytes:
-            break
-        more.add(str(item.path))
-        total -= item.size
-        for blob in names[str(item.path)]:
-            users[blob] -= 1
-            if users[blob] == 0 and blob in blobs:
-                total -= blobs[blob].size
-    return more
 
 
 def _unlink(path: Path) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
 from typing import Literal, NamedTuple
 
+from eval_banana.cache.eviction import least_recently_used_over
 from eval_banana.cache.operations import DAY_SECONDS, Pruned
 from eval_banana.cache.remotedoc import blobs
 from eval_banana.cache.remoteops import listing, unfinished_writes
@@ -85,7 +85,16 @@ def plan_prune(
         doomed.update(item.name for item in entries if item.modified < cutoff)
     if max_bytes is not None:
         doomed.update(
-            _over_size(entries=entries, blobs=blobs, names=names, doomed=doomed, limit=max_bytes)
+            least_recently_used_over(
+                documents=(
+                    (item.name, item.size, item.modified)
+                    for item in entries
+                    if item.name not in doomed
+                ),
+                blob_sizes={name: item.size for name, item in blobs.items()},
+                names=names,
+                max_bytes=max_bytes,
+            )
         )
     return PrunePlan(
         doomed=[item for item in entries if item.name in doomed],
@@ -117,7 +126,9 @@ def prune_remote(*, remote: GuardedRemote, plan: PrunePlan) -> RemotePruned:
         work=lambda item: _delete(remote=remote, kind="cas", name=item.name), items=orphans
     )
     done_stale = remote.each(
-        work=lambda found: _delete_unfinished(remote=remote, kind=found[0], name=found[1].name),
+        work=lambda found: _delete(
+            remote=remote, kind=found[0], name=found[1].name, unfinished=True
+        ),
         items=plan.stale,
     )
     stale = [item for _, item in plan.stale]
@@ -158,44 +169,11 @@ def _named(*, remote: GuardedRemote, name: str) -> list[str] | None:
         return []
 
 
-def _over_size(
-    *,
-    entries: Sequence[RemoteItem],
-    blobs: Mapping[str, RemoteItem],
-    names: Mapping[str, list[str]],
-    doomed: set[str],
-    limit: int,
-) -> set[str]:
-    left = sorted((item for item in entries if item.name not in doomed), key=lambda i: i.modified)
-    users: dict[str, int] = {}
-    for item in left:
-        for blob in names[item.name]:
-            users[blob] = users.get(blob, 0) + 1
-    total = sum(item.size for item in left) + sum(blobs[b].size for b in users if b in blobs)
-    more: set[str] = set()
-    for item in left:
-        if total <= limit:
-            break
-        more.add(item.name)
-        total -= item.size
-        for blob in names[item.name]:
-            users[blob] -= 1
-            if users[blob] == 0 and blob in blobs:
-                total -= blobs[blob].size
-    return more
-
-
-def _delete(*, remote: GuardedRemote, kind: Kind, name: str) -> Deleted:
+def _delete(*, remote: GuardedRemote, kind: Kind, name: str, unfinished: bool = False) -> Deleted:
+    """Delete one object (an unfinished write's file with `unfinished`): what became of it."""
+    delete = remote.delete_unfinished if unfinished else remote.delete
     try:
-        there = remote.delete(kind=kind, name=name)
-    except RemoteError:
-        return "failed"  # counted by the remote, or not sent once its breaker tripped
-    return "removed" if there else "absent"  # absent: another prune was first
-
-
-def _delete_unfinished(*, remote: GuardedRemote, kind: Kind, name: str) -> Deleted:
-    try:
-        there = remote.delete_unfinished(kind=kind, name=name)
+        there = delete(kind=kind, name=name)
     except RemoteError:
         return "failed"  # counted by the remote, or not sent once its breaker tripped
     return "removed" if there else "absent"  # absent: another prune was first
