@@ -81,3 +81,19 @@ def test_prune_counts_kept_runs_apart_from_entries(tmp_path: Path) -> None:
     )
     assert (done.entries, done.kept_runs, done.blobs) == (2, 1, 2)
     assert not kept_run.exists()
+
+
+def test_prune_by_size_takes_the_least_recently_used_first_and_counts_a_shared_blob_once() -> None:
+    # Three entries of 10 bytes; a and b share a 100-byte blob, c has its own 50 bytes.
+    # 180 bytes in all: to fit in 120, the oldest (a) goes, but its blob stays with b (170);
+    # then b (the next oldest) takes the shared blob with it (60).
+    from eval_banana.cache.eviction import least_recently_used_over
+
+    documents = [("b", 10, 2.0), ("a", 10, 1.0), ("c", 10, 3.0)]
+    names = {"a": ["shared"], "b": ["shared"], "c": ["own"]}
+    sizes = {"shared": 100, "own": 50}
+    over = least_recently_used_over
+    assert over(documents=documents, blob_sizes=sizes, names=names, max_bytes=180) == set()
+    assert over(documents=documents, blob_sizes=sizes, names=names, max_bytes=175) == {"a"}
+    assert over(documents=documents, blob_sizes=sizes, names=names, max_bytes=120) == {"a", "b"}
+    assert over(documents=documents, blob_sizes=sizes, names=names, max_bytes=0) == {"a", "b", "c"}
