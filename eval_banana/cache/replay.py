@@ -48,6 +48,10 @@ from eval_banana.stagefiles.verdict import replayed_verdict
 
 # From this many files on, a forked child links them while this process fills the templates.
 PLACE_FORK_FILES = 200
+# The child's share of the files (numerator, denominator): this process also checks the state
+# and writes the stage files and reports meanwhile, and a child's link costs it more (it copies
+# each page it touches).
+CHILD_SHARE = (3, 4)
 _STAGE_OF = {f"stages/{STAGE_FILES[stage]}": stage for stage in STAGE_FILES}
 _RESERVED = frozenset(TEMPLATE_NAMES) | frozenset(_STAGE_OF)
 _SCORE = f"stages/{STAGE_FILES['score']}"
@@ -150,8 +154,8 @@ def _warning(*, store: CacheStore, key: str, problem: str) -> str:
 
 
 def _state_holds(*, run: _Run, entry: ReplayEntry) -> bool:
-    """Whether the project's files are as they were for the kept run: its input states, the
-    files its plan read, and the files its families' `cases_from` name."""
+    """Whether the project's files are as they were for the kept run: its input states and
+    the files its families' `cases_from` name (the files its plan read: `_watched_hold`)."""
     reader = scope_reader(
         config=run.config,
         whole=entry.whole_project is not None,
@@ -166,10 +170,14 @@ def _state_holds(*, run: _Run, entry: ReplayEntry) -> bool:
                 return False
     except (ProjectStateError, NotARepository, OSError):
         return False  # the ordinary way says why, once, as it does for the verdict keys
-    now = watched_ids(paths=[item.path for item in entry.watched])
-    if now != [(item.path, item.blob) for item in entry.watched]:
-        return False
     return datasets_hold(config=run.config, datasets=entry.datasets)
+
+
+def _watched_hold(*, entry: ReplayEntry) -> bool:
+    """Whether the files the kept run's plan read (its check files, scripts and datasets)
+    read the same now."""
+    now = watched_ids(paths=[item.path for item in entry.watched])
+    return now == [(item.path, item.blob) for item in entry.watched]
 
 
 def _replay(
@@ -178,13 +186,17 @@ def _replay(
     """Bring the files (the most of them in a forked child, where that pays) while this process
     checks the state and writes the stage files and reports, then brings the rest; a state that
     no longer holds takes it all back."""
+    # The run after an edit (a dataset row, a script) is told by a few small files: known
+    # before any file is brought, such a replay costs no fork and leaves nothing to take back.
+    if not _watched_hold(entry=entry):
+        return Attempt(replayed=None)
     opened = created_now()
     started = utc_now()
     for folder in entry.folders:
         (run.run_dir / folder).mkdir(parents=True, exist_ok=True)
     files = bulk.files
     fork = forked.worth_forking(items=len(files), threshold=PLACE_FORK_FILES)
-    split = len(files) * 3 // 4 if fork else len(files)
+    split = len(files) * CHILD_SHARE[0] // CHILD_SHARE[1] if fork else len(files)
     placing = forked.start(
         work=lambda: _place(run=run, files=files[:split], verdict_keys=bulk.verdict_keys),
         fork=fork,

@@ -215,6 +215,21 @@ def test_an_edited_referenced_script_goes_the_usual_way(kept: Project, replays: 
     assert replays[-1] is False
 
 
+def test_a_replay_after_an_edit_to_a_file_the_plan_read_brings_nothing(
+    kept: Project, tmp_path: Path
+) -> None:
+    from tests.forking import events_of
+
+    # Every replay that brings files forks for them here: none may start for an edited script.
+    events = tmp_path / "events"
+    kept.eb = _scripted(
+        "import eval_banana.cache.replay as replay\nreplay.PLACE_FORK_FILES = 1\n", events
+    )
+    kept.write({"checks/ok.py": SCRIPT + "# edited\n"})
+    assert kept.misses() == {"script", "whole"}
+    assert events_of(events) == []
+
+
 def test_read_only_replays_and_writes_nothing(kept: Project, replays: list[bool]) -> None:
     from tests.cache.test_store import snapshot
 
