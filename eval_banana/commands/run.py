@@ -127,7 +127,8 @@ def _show_diff(*, baseline: RunSummary, report: dict[str, Any], quiet: bool) -> 
     from eval_banana.diffing.compare import compare
     from eval_banana.diffing.narrowed import read_narrowed
     from eval_banana.diffing.render import render_text, write_diff
-    from eval_banana.diffing.summary import REPORT_JSON, summarize_report
+    from eval_banana.diffing.summary import summarize_report
+    from eval_banana.stagefiles.layout import REPORT_JSON
 
     run_dir = Path(str(report["output_dir"]))
     head = summarize_report(

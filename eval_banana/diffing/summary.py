@@ -22,8 +22,8 @@ from eval_banana.models.repeats import RULES, settled_whatever_undecided
 from eval_banana.models.result import ERROR_CLASSES, ErrorClass
 from eval_banana.runners.results import judged_outcome
 from eval_banana.settings.rundir import run_folder_hint
+from eval_banana.stagefiles.layout import REPORT_JSON
 
-REPORT_JSON = "report.json"
 _STATUSES = frozenset({"passed", "failed", "error"})
 _KIND_NAMES = {str: "string", int: "whole number", list: "list"}
 RATE_DIGITS = 6  # ratios in diff.json: enough to tell one check in a million apart

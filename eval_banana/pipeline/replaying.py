@@ -35,7 +35,7 @@ from eval_banana.reporting import ReportExtras, write_extra_reports
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, cache_dir, history_dir
-from eval_banana.stages.report import REPORT_JSON
+from eval_banana.stagefiles.layout import REPORT_JSON
 
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent

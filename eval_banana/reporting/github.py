@@ -19,7 +19,7 @@ from eval_banana.reporting.common import (
 from eval_banana.reporting.recap import not_run_text
 from eval_banana.runners.results import aborted_text
 from eval_banana.settings.folders import STEP_SUMMARY_ENV
-from eval_banana.stages.report import REPORT_JSON
+from eval_banana.stagefiles.layout import REPORT_JSON
 
 # GitHub shows at most ten error (and ten warning) annotations of one step; the log above
 # them has every problem.

@@ -23,6 +23,10 @@ STAGE_NAMES: tuple[str, ...] = (
 # The validate stage writes plan.json; every other stage writes <stage>.json.
 STAGE_FILES: dict[str, str] = {name: f"{name}.json" for name in STAGE_NAMES}
 STAGE_FILES["validate"] = "plan.json"
+# The reports at the top of a run folder (named here, low: a reader of one, such as a replay or
+# `eb diff`, need not load the stage that writes it).
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
 
 
 def stage_path(*, run_dir: Path, stage: str) -> Path:

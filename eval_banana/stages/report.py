@@ -11,11 +11,9 @@ from eval_banana.core.files import write_json_atomic, write_model, write_text_at
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.reporttext.markdown import render_markdown
 from eval_banana.runners.results import elapsed_ms
-from eval_banana.stagefiles.layout import envelope, stage_path
+from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD, envelope, stage_path
 from eval_banana.stages.execute import document_digest
 
-REPORT_JSON = "report.json"
-REPORT_MD = "report.md"
 REPORT_SCHEMA_VERSION = 1
 
 
