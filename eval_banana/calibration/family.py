@@ -66,7 +66,8 @@ def case_definitions(judge: PlannedCheck) -> list[dict[str, Any]] | None:
     if judge.family is None:
         return None
     from eval_banana.checks.definition import load_definition
-    from eval_banana.datasets.expand import calibration_definitions, family_digest
+    from eval_banana.datasets.calibrationcases import calibration_definitions
+    from eval_banana.datasets.casedigest import family_digest
     from eval_banana.datasets.render import RenderProblem
 
     path = Path(judge.source_path)

@@ -273,7 +273,7 @@ def family_digest_over(*, source_path: str, script: bytes) -> str | None:
     """The digest of the family defined in `source_path` as its file is now, but over `script`
     as the script its `script_path` names (None when the file no longer loads): equal to the
     digest a plan recorded, the script is all of the family that changed."""
-    from eval_banana.datasets.expand import family_digest
+    from eval_banana.datasets.casedigest import family_digest
 
     source = Path(source_path)
     try:

@@ -4,7 +4,9 @@ of the check file's own `cases:`), and a text no row can fill as one error, not 
 from __future__ import annotations
 
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.jsonvalues import TOO_SMALL
 from eval_banana.core.suggest import closest
+from eval_banana.datasets.celltypes import NumberOutOfRange
 from eval_banana.datasets.render import RenderProblem, json_kind, unplaceable
 from eval_banana.datasets.rows import Row, row_line, row_where
 
@@ -148,4 +150,25 @@ def filled_in_problem(*, row: Row, case_id: str, place: str, message: str) -> De
         message=f"case '{case_id}': {place}: {message}",
         hint=f"the row's values, filled into {place}, must make a valid check: fix the row, "
         f"or change {place} in the check file",
+    )
+
+
+def out_of_range(*, row: Row, exc: NumberOutOfRange) -> DefinitionError:
+    """A CSV cell typed a number that is too large or too close to zero to read; quoting it
+    is no fix in a CSV."""
+    keep = f"type {exc.field} as string in case_schema to keep the cell as text"
+    if float(exc.cell) == 0.0:
+        what, fix = TOO_SMALL, f"write 0 if zero is meant, or {keep}"
+    else:
+        infinity = "-Infinity" if exc.cell.startswith("-") else "Infinity"
+        what = (
+            "beyond the largest number a program reads from JSON (about 1.8e308): read, it "
+            f"would be {infinity}, which JSON cannot say"
+        )
+        fix = f"write a smaller number, or {keep}"
+    return row_problem(
+        row=row,
+        message=f"field {exc.field} holds the number {exc.cell}, {what}",
+        hint=fix,
+        field=exc.field,
     )

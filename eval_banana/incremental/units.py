@@ -81,7 +81,7 @@ def _past_expansion(
     *, item: Loaded, config: ConfigDoc, script: bytes | None
 ) -> Callable[[Mapping[str, bytes]], Mapping[str, str] | None]:
     """The family's case digests from its dataset files' contents at another revision."""
-    from eval_banana.datasets.expand import case_digests_from
+    from eval_banana.datasets.revisiondigests import case_digests_from
 
     return functools.partial(
         case_digests_from,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval_banana.datasets.expand import fenced
+from eval_banana.datasets.familytext import fenced
 from eval_banana.datasets.render import RenderProblem, render_text, render_value
 
 CASE = {"name": "Ada", "n": 3, "tags": ["x"]}

@@ -1,0 +1,144 @@
+"""A family's text fields (description, instructions, an assertion's path and value) rendered
+for each case: prepared once per family, filled in per case, and a judge's case shown to it as a
+fenced JSON block when its instructions name no field."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from eval_banana.datasets.keys import DATASET_KEYS
+from eval_banana.datasets.problems import assertion_place
+from eval_banana.datasets.render import (
+    RenderProblem,
+    Template,
+    compile_text,
+    has_placeholder,
+    render_text,
+    render_value,
+    unfixable_in,
+)
+
+# Built once: json.dumps with options builds an encoder per call, and this runs per case.
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def fenced(*, case_id: str, row: dict[str, Any]) -> str:
+    """The case's fields as a fenced JSON block (a fence longer than any backtick run)."""
+    # One line of JSON: json's indenting encoder is pure Python, and this runs per case.
+    body = _ONE_LINE(row)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0) if "`" in body else 0
+    fence = "`" * max(3, longest + 1)
+    return f"Case {case_id}:\n{fence}json\n{body}\n{fence}"
+
+
+class FamilyRenderer:
+    """A family's text fields, prepared once: per case only what holds a placeholder is
+    rendered (the YAML is never re-read, and 10,000 cases stay one linear pass)."""
+
+    def __init__(self, *, definition: dict[str, Any], sample: dict[str, Any]) -> None:
+        # The calibration cases belong to the family, measured once (the plan holds them once),
+        # not to each case's definition.
+        self.base = {
+            key: value
+            for key, value in definition.items()
+            if key not in DATASET_KEYS and key != "calibration"
+        }
+        self.calibration: list[dict[str, Any]] = list(definition.get("calibration") or [])
+        self.description = str(definition["description"])
+        self.described = _template(self.description)
+        self.kind = definition.get("type")
+        instructions = str(definition.get("instructions") or "")
+        self.placed = has_placeholder(instructions)
+        self.instructions = instructions
+        self.instructed = _template(instructions)
+        # Without placeholders the instructions are the same text for every case (`{{{{`
+        # written as `{{`), the case's block after them.
+        self.fixed = ""
+        # What no row can fix is one error for the family, at its field, not one per case.
+        # `sample` (a row) only words the placeholder a stray `{{` most likely meant.
+        self.problem, self.problem_at = self._unfixable(sample=sample)
+        if self.problem is None and not self.placed and self.kind == "harness_judge":
+            try:
+                self.fixed = render_text(text=instructions, case={})
+            except RenderProblem as exc:
+                exc.place, self.problem, self.problem_at = "instructions", exc, "instructions"
+
+    def _unfixable(self, *, sample: dict[str, Any]) -> tuple[RenderProblem | None, str]:
+        """The first token of the family's texts that no row can fix (`{% if case.x %}`, a
+        stray `{{`), with the place it is told at and its field's path in the check file."""
+        texts: list[tuple[str, str, Any]] = [("description", "description", self.description)]
+        if self.kind == "harness_judge":
+            texts.append(("instructions", "instructions", self.instructions))
+        elif self.kind == "assertions":
+            texts.append(("artifact", "artifact", self.base.get("artifact")))
+            for index, assertion in enumerate(self.base.get("assert") or []):
+                if isinstance(assertion, dict):
+                    for key in ("path", "value"):
+                        place = assertion_place(index=index, key=key)
+                        texts.append((place, place, assertion.get(key)))
+        for place, field_path, value in texts:
+            for text in _strings_in(value):
+                found = unfixable_in(text, case=sample)
+                if found is not None:
+                    found.place = place
+                    return found, field_path
+        return None, ""
+
+    def render(self, *, case_id: str, row: dict[str, Any]) -> dict[str, Any]:
+        rendered = self.base.copy()
+        place = "description"
+        try:
+            # A tag over the case was refused before any row; any other tag is text.
+            if "{{" in self.description:
+                rendered["description"] = self.described(row)
+            if self.kind == "harness_judge":
+                place = "instructions"
+                if self.placed:
+                    rendered["instructions"] = self.instructed(row)
+                else:
+                    rendered["instructions"] = f"{self.fixed}\n\n{fenced(case_id=case_id, row=row)}"
+            elif self.kind == "assertions":
+                place = "artifact"
+                rendered["artifact"] = render_text(text=str(self.base["artifact"]), case=row)
+                assertions = []
+                for index, assertion in enumerate(self.base.get("assert") or []):
+                    filled = dict(assertion)
+                    # The path may name the case's key (`prices.{{ case.sku }}`), as text.
+                    place = assertion_place(index=index, key="path")
+                    if isinstance(filled.get("path"), str):
+                        filled["path"] = render_text(
+                            text=filled["path"], case=row, whole_numbers=True
+                        )
+                    place = assertion_place(index=index, key="value")
+                    if "value" in filled:
+                        filled["value"] = render_value(value=filled["value"], case=row)
+                    assertions.append(filled)
+                rendered["assert"] = assertions
+        except RenderProblem as exc:
+            exc.place = place  # which of the family's texts asked for the field
+            raise
+        return rendered
+
+
+def _strings_in(value: Any) -> Iterator[str]:
+    """The strings of a text field or an expected value (lists and mappings walked)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+
+
+def _template(text: str) -> Callable[[dict[str, Any]], str]:
+    """How to render `text` for one case: prepared once when it can be."""
+    compiled: Template | None = compile_text(text)
+    if compiled is not None:
+        return compiled.render
+    return lambda row: render_text(text=text, case=row)
