@@ -8,12 +8,13 @@ import re
 from typing import Any, NamedTuple
 
 from eval_banana.core.caseid import CASE_ID_PATTERN, NO_REASON_WORDS, NUMBER_TEXT
-from eval_banana.datasets.rows import Row
 
 CASE_ID = re.compile(CASE_ID_PATTERN)
 
 
-def row_case_id(*, row: Row, value: dict[str, Any], position: int, width: int) -> str | None:
+def row_case_id(*, value: dict[str, Any], position: int, width: int) -> str | None:
+    """The case id a row names (its `id`, or its 1-based `position` zero-padded to `width`
+    when it has none); None when its `id` names no case."""
     given = value.get("id")
     if given is None:
         return str(position).zfill(width)

@@ -205,7 +205,7 @@ def expand_family(
         if type(given) is str and fullmatch_id(given):
             case_id: str | None = given
         else:
-            case_id = row_case_id(row=row, value=value, position=position, width=width)
+            case_id = row_case_id(value=value, position=position, width=width)
         if case_id is None:
             problems.append(
                 row_problem(
