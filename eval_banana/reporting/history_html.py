@@ -20,8 +20,8 @@ from eval_banana.core.words import percent_text
 from eval_banana.history.render import FAMILY_HEAD, FAMILY_KEY, family_cells, rate_text, story
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, FamilyRow, RunRow
-from eval_banana.reporting.html import escape
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS
+from eval_banana.reporting.html_rows import escape
 from eval_banana.reporting.marks import script_json
 
 CHART_WIDTH = 640

@@ -154,7 +154,7 @@ JS = r"""
   var shown = document.getElementById("shown");
   var state = { g: "all", tag: "", q: "", flaky: false };
 
-  // A check's files by the letters the page data lists (eval_banana/reporting/html.py).
+  // A check's files by the letters the page data lists (eval_banana/reporting/html_evidence.py).
   var FILES = { o: ["stdout", ".stdout.txt"], e: ["stderr", ".stderr.txt"],
                 p: ["prompt", ".prompt.txt"], r: ["result", ".json"],
                 t: ["transcript", ".transcript.jsonl"] };

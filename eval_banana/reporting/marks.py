@@ -169,7 +169,7 @@ def begin_recent_history(
 
 _BLOCK_START = b'<script type="application/json" id="' + TREND_BLOCK_ID.encode() + b'">'
 _BLOCK_END = b"</script>\n"
-# A row as `html._row` writes it: (its start up to the id's button) (its sparkline, if any)
+# A row as `html_rows._row` writes it: (its start up to the id's button) (its sparkline, if any)
 # (up to its status and flaky pill) (its history badges, if any).
 _ROW = re.compile(
     rb'(<tr class="r g-[a-z]+" data-i="(\d+)"><td><button class="x" type="button" '

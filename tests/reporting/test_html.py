@@ -21,13 +21,8 @@ from typing import Any
 import pytest
 
 from eval_banana.reporting.common import summary
-from eval_banana.reporting.html import (
-    GROUPS,
-    REPORT_HTML,
-    ROW_REASON_LIMIT_CHARS,
-    render_html,
-    write_html,
-)
+from eval_banana.reporting.html import REPORT_HTML, render_html, write_html
+from eval_banana.reporting.html_rows import GROUPS, ROW_REASON_LIMIT_CHARS
 from tests.reporting.conftest import Run
 
 

@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from eval_banana.reporting.html import PROMPT_LIMIT_CHARS, sorted_checks, write_html
+from eval_banana.reporting.html import write_html
+from eval_banana.reporting.html_evidence import PROMPT_LIMIT_CHARS
+from eval_banana.reporting.html_rows import sorted_checks
 from tests.reporting.conftest import Run
 
 pytestmark = pytest.mark.browser
@@ -239,7 +241,7 @@ def test_rows_past_the_live_ones_are_filtered_and_attached(browser: Any, finishe
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from eval_banana.reporting.html import LIVE_ROWS
+    from eval_banana.reporting.html_rows import LIVE_ROWS
 
     report = copy.deepcopy(finished_run.report)
     templates = [c for c in report["checks"] if c["status"] == "passed"]
