@@ -28,7 +28,6 @@ from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_probl
 from eval_banana.cache.replay_key import datasets_hold, scope_reader, watched_ids
 from eval_banana.cache.replay_record import (
     JSON_LINE,
-    PAGE,
     REAL_STAGES,
     SHOWN_START,
     TEMPLATE_NAMES,
@@ -43,7 +42,13 @@ from eval_banana.core.readback import loads_json
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ScoreDoc
 from eval_banana.projectstate.git import NotARepository
 from eval_banana.runners.results import elapsed_ms, iso, shown_time, utc_now
-from eval_banana.stagefiles.layout import STAGE_FILES, created_now
+from eval_banana.stagefiles.layout import (
+    REPORT_HTML,
+    REPORT_JSON,
+    REPORT_MD,
+    STAGE_FILES,
+    created_now,
+)
 from eval_banana.stagefiles.verdict import replayed_verdict
 
 # From this many files on, a forked child links them while this process fills the templates.
@@ -56,7 +61,7 @@ _STAGE_OF = {f"stages/{STAGE_FILES[stage]}": stage for stage in STAGE_FILES}
 _RESERVED = frozenset(TEMPLATE_NAMES) | frozenset(_STAGE_OF)
 _SCORE = f"stages/{STAGE_FILES['score']}"
 # The texts a replayed run reports from, kept past their writing (the rest are let go at once).
-_KEPT = frozenset({"report.json", "report.md", JSON_LINE, _SCORE})
+_KEPT = frozenset({REPORT_JSON, REPORT_MD, JSON_LINE, _SCORE})
 
 
 class Replayed(NamedTuple):
@@ -249,7 +254,7 @@ def _exit_code(*, run: _Run, entry: ReplayEntry, score: ScoreDoc) -> int | str:
 
 def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replayed | str:
     """The replayed run as it is reported, or what in the kept texts disagrees."""
-    report_text = kept["report.json"]
+    report_text = kept[REPORT_JSON]
     try:
         # Bounded in depth, as every document read back (a forged blob can be any JSON).
         score = ScoreDoc.model_validate(loads_json(kept[_SCORE]))
@@ -259,7 +264,7 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
     if isinstance(exit_code, str):
         return exit_code
     passed = (b"false", b"true")[exit_code == 0]
-    for name in ("report.json", JSON_LINE):  # the JSON line is kept only for a run printing it
+    for name in (REPORT_JSON, JSON_LINE):  # the JSON line is kept only for a run printing it
         if name in kept and _run_passed_text(text=kept[name]) != passed:
             return f"has a {name} whose run_passed disagrees with its score"
 
@@ -270,13 +275,13 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
     return Replayed(
         load_report=load_report,
         json_line=kept[JSON_LINE].decode("utf-8") if JSON_LINE in kept else None,
-        report_md=kept["report.md"].decode("utf-8"),
+        report_md=kept[REPORT_MD].decode("utf-8"),
         score=score,
         exit_code=exit_code,
         digests=run.digests,
         progress=list(entry.progress),
         folded=list(entry.folded),
-        html=run.html and any(template.name == PAGE for template in entry.templates),
+        html=run.html and any(template.name == REPORT_HTML for template in entry.templates),
         from_run_id=entry.from_run_id,
     )
 
@@ -323,7 +328,7 @@ def _write_filled(
     for template in entry.templates:
         if template.name == JSON_LINE and not run.json_line:
             continue  # printed only by --json: 15 % of the bytes to check and fill, for nothing
-        if template.name == PAGE and not run.html:
+        if template.name == REPORT_HTML and not run.html:
             continue  # --no-html: the page is shown by no one
         stage = _STAGE_OF.get(template.name)
         if stage in ("execute", "score", "report"):

@@ -40,20 +40,18 @@ from eval_banana.runners.results import (
     shown_time,
     utc_now,
 )
-from eval_banana.stagefiles.layout import STAGE_FILES
+from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON, REPORT_MD, STAGE_FILES
 
 # The files a replay writes with their slots filled, in the order it fills them: a stage file's
 # digest is a slot of the files after it.
 TEMPLATED_STAGES = ("validate", "guard", "execute", "score", "report")
 # The report as `eb run --json` prints it: kept beside the files, never written as one.
 JSON_LINE = "report.json-line"
-# report.html, left out by a replay under --no-html (the reporting package names it too).
-PAGE = "report.html"
 TEMPLATE_NAMES = (
     *(f"stages/{STAGE_FILES[stage]}" for stage in TEMPLATED_STAGES),
-    "report.json",
-    "report.md",
-    PAGE,
+    REPORT_JSON,
+    REPORT_MD,
+    REPORT_HTML,
     JSON_LINE,
 )
 # The slot of the run's start as report.html shows it (runners.results.shown_time).

@@ -33,9 +33,8 @@ from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc
 from eval_banana.pipeline.request import RunRequest
 from eval_banana.reporting import ReportExtras, write_extra_reports
 from eval_banana.reporting.console import Console, ProgressReporter
-from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, cache_dir, history_dir
-from eval_banana.stagefiles.layout import REPORT_JSON
+from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON
 
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent

@@ -28,11 +28,11 @@ from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.pipeline.request import RunRequest, load_config
 from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
 from eval_banana.reporting.console import Console, ProgressReporter
-from eval_banana.reporting.html import REPORT_HTML
 from eval_banana.runners.faults import FaultLog
 from eval_banana.runners.results import aborted_text
 from eval_banana.settings.folders import refuse_junit_target
 from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir, prune_runs
+from eval_banana.stagefiles.layout import REPORT_HTML
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages.config import (
     config_warning_lines,

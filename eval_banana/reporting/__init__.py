@@ -18,8 +18,9 @@ from eval_banana.core.errors import Problem, WriteFault
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
-from eval_banana.reporting.html import REPORT_HTML, write_html
+from eval_banana.reporting.html import write_html
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
+from eval_banana.stagefiles.layout import REPORT_HTML
 
 __all__ = [
     "ReportExtras",

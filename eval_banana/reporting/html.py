@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
     from eval_banana.history.trend import Recent
 
-REPORT_HTML = "report.html"
-
 
 def _verdict(*, report: dict[str, Any]) -> tuple[str, str, str]:
     """(css class, headline, one-line explanation)."""

@@ -27,6 +27,7 @@ STAGE_FILES["validate"] = "plan.json"
 # `eb diff`, need not load the stage that writes it).
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
 
 
 def stage_path(*, run_dir: Path, stage: str) -> Path:

@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 
 from eval_banana.reporting.common import summary
-from eval_banana.reporting.html import REPORT_HTML, render_html, write_html
+from eval_banana.reporting.html import render_html, write_html
 from eval_banana.reporting.html_rows import GROUPS, ROW_REASON_LIMIT_CHARS
+from eval_banana.stagefiles.layout import REPORT_HTML
 from tests.reporting.conftest import Run
 
 
