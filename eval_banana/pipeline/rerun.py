@@ -55,11 +55,12 @@ def _settings(request: StageRequest, *, stage: str) -> ConfigDoc:
 
 
 def rerun_config(request: StageRequest) -> int:
-    """Resolve the configuration again for the same project, run id and selection."""
+    """Resolve the configuration again for the same project, run id and selection, under the
+    setting flags the run was made with; a flag given now replaces the run's for its setting."""
     previous = _config(request)
     doc = resolve_config(
         cwd=Path(previous.project_root),
-        cli_values=request.cli_values,
+        cli_values={**_recorded_flags(config=previous), **request.cli_values},
         environ=request.environ,
         no_project_config=request.no_project_config or previous.no_project_config,
         selection=request.selection or previous.selection,
@@ -76,6 +77,20 @@ def rerun_config(request: StageRequest) -> int:
         doc = resolve_balance(config=doc)
     write_config_stage(run_dir=request.run_dir, doc=doc)
     return 0
+
+
+def _recorded_flags(*, config: ConfigDoc) -> dict[str, object]:
+    """The setting flags the run was made with, as config.json recorded them (setting -> value):
+    its config stage, rerun to take in an edited config file, is still that run."""
+    values: dict[str, object] = {}
+    for name, source in config.sources.items():
+        section, _, key = name.partition(".")
+        if source == "cli" and key:
+            value = getattr(getattr(config.settings, section), key)
+            # A flag given empty (`--harness-agent ""`) left its setting unset: recorded as
+            # null, it is given empty again.
+            values[name] = "" if value is None else value
+    return values
 
 
 def rerun_discover(request: StageRequest) -> int:

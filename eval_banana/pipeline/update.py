@@ -89,8 +89,6 @@ def _stage_line(*, state: StageState) -> str:
 def _rerun(
     *, request: StageRequest, stage: str, known: dict[str, str], rerun: set[str], out: Out
 ) -> int:
-    if stage == "config":
-        return RERUNS["config"](_with_recorded_flags(request=request))
     if stage == "validate":
         return RERUNS["validate"](_with_planned_selection(request=request))
     if stage == "execute":
@@ -99,20 +97,6 @@ def _rerun(
         # The report stage prints the summary next; the score's verdict lines would repeat it.
         return RERUNS["score"](dataclasses.replace(request, console=Console(quiet=True)))
     return RERUNS[stage](request)
-
-
-def _with_recorded_flags(*, request: StageRequest) -> StageRequest:
-    """The config stage rebuilt with the setting flags the run was made with."""
-    previous: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
-    values: dict[str, object] = {}
-    for name, source in previous.sources.items():
-        section, _, key = name.partition(".")
-        if source == "cli" and key:
-            value = getattr(getattr(previous.settings, section), key)
-            # A flag given empty (`--harness-agent ""`) left its setting unset: recorded as
-            # null, it is given empty again.
-            values[name] = "" if value is None else value
-    return dataclasses.replace(request, cli_values=values)
 
 
 def _with_planned_selection(*, request: StageRequest) -> StageRequest:

@@ -141,6 +141,42 @@ def test_a_flag_for_another_stage_is_refused_by_name(
     assert _result(root, "j")["reason"] == "argv=--other --model X"
 
 
+def test_stage_config_keeps_the_flags_the_run_was_made_with(project: Callable[..., Path]) -> None:
+    """Rerun to take in an edited config file, the config stage dropped the run's own flags,
+    and the stages rebuilt after it judged another run than the one that was made."""
+    root = project(
+        {
+            "eval_checks/a.yaml": "schema_version: 1\nid: a\ntype: deterministic\n"
+            "description: a\nscript: pass\n",
+            "eval_checks/b.yaml": "schema_version: 1\nid: b\ntype: deterministic\n"
+            "description: b\nscript: raise SystemExit(1)\n",
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    made = _eb(root, "run", "--pass-threshold", "0.5", "--env-policy", "allowlist")
+    assert made.returncode == 0, made.stdout + made.stderr
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "runs"\nmax_parallel_checks = 2\n'
+    )
+    rerun = _eb(root, "stage", "config")
+    assert rerun.returncode == 0, rerun.stderr
+    config = _stage(root, "config")
+    assert config["settings"]["core"]["pass_threshold"] == 0.5
+    assert config["settings"]["execution"]["env"] == "allowlist"
+    assert config["settings"]["core"]["max_parallel_checks"] == 2  # the edit is taken in
+    assert config["sources"]["core.pass_threshold"] == "cli"
+    updated = _eb(root, "update")
+    assert updated.returncode == 0, updated.stdout + updated.stderr  # still judged at 0.5
+    assert _stage(root, "score")["pass_threshold"] == 0.5
+
+    # A flag given now replaces the run's for its own setting only.
+    replaced = _eb(root, "stage", "config", "--pass-threshold", "0.9")
+    assert replaced.returncode == 0, replaced.stderr
+    config = _stage(root, "config")
+    assert config["settings"]["core"]["pass_threshold"] == 0.9
+    assert config["settings"]["execution"]["env"] == "allowlist"
+
+
 def test_every_setting_names_the_stages_that_read_it() -> None:
     """The settings table says which stages' reruns read each setting (config when it says
     nothing): each names real stages."""
