@@ -297,6 +297,13 @@ class ExecuteDoc(StageEnvelope):
         description="Why no further check was launched although the run was not aborted "
         "(maxfail); the checks left are in not_run.",
     )
+    maxfail: int | None = Field(
+        default=None,
+        ge=0,
+        description="The maxfail the checks were launched under (0: no limit): config.json's, "
+        "or the one `eb stage execute --maxfail` gave; null in an execute.json written before "
+        "eb recorded it, whose run used config.json's.",
+    )
     family_gates: dict[str, float] = Field(
         default_factory=dict,
         description="Dataset family id -> its min_pass_rate, for the families that set one "

@@ -251,7 +251,8 @@ def _merged_execute(
     # Any shard's stop stops the merged run: a fuse tripped in shard 3 of 4 aborts it, and a
     # shard that stopped launching at maxfail halts it, as the same stop would on one machine.
     aborted = next((run.execute.aborted_by for run in runs if run.execute.aborted_by), None)
-    halted = next((run.execute.halted_by for run in runs if run.execute.halted_by), None)
+    # The maxfail the halting shard ran under is the one the merged run stopped at.
+    halting = next((run for run in runs if run.execute.halted_by), runs[0])
     return ExecuteDoc.model_validate(
         {
             **envelope(stage="execute", run_id=config.run_id, inputs=inputs),
@@ -270,7 +271,8 @@ def _merged_execute(
             "family_sizes": {
                 family: size for run in runs for family, size in run.plan.family_sizes.items()
             },
-            "halted_by": halted,
+            "halted_by": halting.execute.halted_by,
+            "maxfail": halting.execute.maxfail,
             "tokens_used": _tokens(runs),
             "cost_usd": _cost(runs),
             "warnings": _unique([w for run in runs for w in run.execute.warnings]),

@@ -117,6 +117,7 @@ def _execute_doc(
         + (cache.warnings if cache is not None else []),
         skipped=plan.skipped,
         halted_by="maxfail" if run.halt.held_back(results=final) else None,
+        maxfail=run.halt.maxfail,
         allow_empty=plan.allow_empty,
         family_gates=plan.family_gates,
         family_sizes=plan.family_sizes,

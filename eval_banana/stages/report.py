@@ -68,7 +68,9 @@ def build_report(
         "skipped_checks": score.skipped_checks,
         "skipped": [skipped.model_dump(mode="json") for skipped in execute.skipped],
         # maxfail: launching stopped after that many failures; the rest are not run.
-        "maxfail": config.settings.core.maxfail,
+        # The one the checks ran under: `eb stage execute --maxfail` may have overridden the
+        # run's own setting.
+        "maxfail": config.settings.core.maxfail if execute.maxfail is None else execute.maxfail,
         "halted_by": score.halted_by,
         # Scale-out (docs/scale-out.md): the shard of a shard run, why a run with no check
         # passed, and the shard runs a merged run was gathered from.

@@ -141,6 +141,27 @@ def test_a_flag_for_another_stage_is_refused_by_name(
     assert _result(root, "j")["reason"] == "argv=--other --model X"
 
 
+def test_the_report_states_the_maxfail_stage_execute_ran_under(
+    project: Callable[..., Path],
+) -> None:
+    """report.json said `maxfail: 0`, config.json's, for checks `eb stage execute --maxfail 1`
+    had stopped at one failure."""
+    failing = "type: deterministic\ndescription: fails\nscript: raise SystemExit(1)\n"
+    root = project(
+        {f"eval_checks/{name}.yaml": f"schema_version: 1\nid: {name}\n{failing}" for name in "abc"},
+        config='[core]\noutput_dir = "runs"\nmax_parallel_checks = 1\n',
+    )
+    assert _eb(root, "run").returncode == 1
+    assert _eb(root, "stage", "execute", "--maxfail", "1").returncode == 0
+    assert _eb(root, "stage", "score").returncode == 1
+    assert _eb(root, "stage", "report").returncode == 1
+    report = json.loads((_run_dir(root) / "report.json").read_text())
+    assert (report["halted_by"], report["maxfail"]) == ("maxfail", 1)
+    assert _stage(root, "execute")["maxfail"] == 1  # where the report stage reads it
+    markdown = (_run_dir(root) / "report.md").read_text()
+    assert "Run stopped after 1 failed or errored check (maxfail 1)" in markdown
+
+
 def test_stage_config_keeps_the_flags_the_run_was_made_with(project: Callable[..., Path]) -> None:
     """Rerun to take in an edited config file, the config stage dropped the run's own flags,
     and the stages rebuilt after it judged another run than the one that was made."""
