@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from eval_banana.assertions.artifactdata import ArtifactUnusable, parse_artifact
-from eval_banana.assertions.operators import OPERATORS, describe, json_kind, operand_text
+from eval_banana.assertions.operators import (
+    OPERATORS,
+    VERDICTS,
+    describe,
+    json_kind,
+    operand_text,
+)
 from eval_banana.assertions.paths import (
     ArtifactPathError,
     Each,
@@ -27,6 +33,9 @@ from eval_banana.core.textfiles import unicode_said
 
 # Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
+# The failing elements of a `[*]` a reason tells; the others are counted, not described (a
+# million-element array would otherwise cost a million messages nobody reads).
+TOLD_ELEMENTS = 3
 
 
 class AssertionLike(Protocol):
@@ -139,11 +148,13 @@ class _Walker:
     def __init__(self, *, segments: tuple[Segment, ...], op: str, value: Any) -> None:
         self._segments = segments
         self._operator = OPERATORS[op]
+        self._verdict = VERDICTS[op]
         self._value = value
         self._fans_out = any(isinstance(segment, Each) for segment in segments)
         # (id(container), segment index) -> outcome: YAML aliases can share one container among
         # many places, and without this a chain of aliases makes the walk exponential.
         self._memo: dict[tuple[int, int], str | None] = {}
+        self._held: dict[tuple[int, int], bool] = {}
 
     def walk(self, *, node: Any, index: int, location: tuple[Segment, ...]) -> str | None:
         """None when the rest of the path from `node` satisfies the operator, else why not."""
@@ -158,6 +169,30 @@ class _Walker:
         if key not in self._memo:
             self._memo[key] = self._step(node=node, index=index, location=location)
         return self._memo[key]
+
+    def holds(self, *, node: Any, index: int) -> bool:
+        """Whether `walk` from `node` returns None, found without saying why not."""
+        if index == len(self._segments):
+            return self._verdict(found=node, value=self._value)
+        if not isinstance(node, dict | list):
+            return False  # a scalar has no key or element for the rest of the path
+        key = (id(node), index)
+        if key not in self._held:
+            self._held[key] = self._step_holds(node=node, index=index)
+        return self._held[key]
+
+    def _step_holds(self, *, node: dict[Any, Any] | list[Any], index: int) -> bool:
+        segment = self._segments[index]
+        if isinstance(segment, Key):
+            if not isinstance(node, dict) or segment.name not in node:
+                return False
+            return self.holds(node=node[segment.name], index=index + 1)
+        if not isinstance(node, list):
+            return False
+        if isinstance(segment, Index):
+            inside = segment.position < len(node)
+            return inside and self.holds(node=node[segment.position], index=index + 1)
+        return any(self.holds(node=element, index=index + 1) for element in node)
 
     def _step(self, *, node: Any, index: int, location: tuple[Segment, ...]) -> str | None:
         segment = self._segments[index]
@@ -195,17 +230,23 @@ class _Walker:
     ) -> str | None:
         if not node:
             return f"path not found: {where} is an empty array, so no element can satisfy [*]"
-        first_failure: str | None = None
+        told: list[str] = []
         for position, element in enumerate(node):
-            failure = self.walk(
-                node=element, index=index + 1, location=location + (Index(position),)
-            )
-            if failure is None:
+            if len(told) < TOLD_ELEMENTS:
+                failure = self.walk(
+                    node=element, index=index + 1, location=location + (Index(position),)
+                )
+                if failure is None:
+                    return None
+                told.append(failure)
+            elif self.holds(node=element, index=index + 1):
                 return None
-            first_failure = first_failure or failure
         if len(node) == 1:
-            return f"the only element of {where} does not satisfy it: {first_failure}"
-        return f"none of the {len(node)} elements of {where} satisfies it, e.g. {first_failure}"
+            return f"the only element of {where} does not satisfy it: {told[0]}"
+        untold = len(node) - len(told)
+        more = [f"and {untold} more"] if untold else []
+        listed = " | ".join([*told, *more])
+        return f"none of the {len(node)} elements of {where} satisfies it: {listed}"
 
 
 def evaluate_assertion(*, document: Any, path: str, op: str, value: Any = None) -> AssertionOutcome:

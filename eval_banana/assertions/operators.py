@@ -1,4 +1,8 @@
-"""The six assertion operators on JSON data; each returns None or why it failed."""
+"""The six assertion operators on JSON data; each returns None or why it failed.
+
+Each operator's verdict alone is in VERDICTS: a `[*]` path over a large array tells only its
+first few failing elements, and judges the rest without writing down why each one fails.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,12 @@ class Operator(Protocol):
     """`found` is the value at the path; `value` the assertion's operand. None means it holds."""
 
     def __call__(self, *, found: Any, value: Any) -> str | None: ...
+
+
+class Verdict(Protocol):
+    """Whether an operator holds for `found`: exactly when the operator returns None."""
+
+    def __call__(self, *, found: Any, value: Any) -> bool: ...
 
 
 def json_kind(*, value: Any) -> str:
@@ -142,13 +152,21 @@ def json_equal(*, left: Any, right: Any) -> bool:
     return True
 
 
+def exists_holds(*, found: Any, value: Any) -> bool:
+    return True
+
+
 def op_exists(*, found: Any, value: Any) -> str | None:
     """Holds whenever the path resolved, even to JSON null."""
     return None
 
 
+def equals_holds(*, found: Any, value: Any) -> bool:
+    return json_equal(left=found, right=value)
+
+
 def op_equals(*, found: Any, value: Any) -> str | None:
-    if json_equal(left=found, right=value):
+    if equals_holds(found=found, value=value):
         return None
     if isinstance(found, str) and isinstance(value, str):
         apart = told_apart(expected=value, found=found)
@@ -181,13 +199,21 @@ def _text_for_number(*, found: Any, value: Any) -> str:
     return ""
 
 
+def contains_holds(*, found: Any, value: Any) -> bool:
+    kind = json_kind(value=found)
+    if kind == "array":
+        return any(json_equal(left=element, right=value) for element in found)
+    # A string holds text, an object keys (its own: dict membership has no inherited member).
+    return kind in ("string", "object") and isinstance(value, str) and value in found
+
+
 def op_contains(*, found: Any, value: Any) -> str | None:
+    if contains_holds(found=found, value=value):
+        return None
     kind = json_kind(value=found)
     if kind == "string":
         if not isinstance(value, str):
             return f"found {describe(value=found)}; a string can only contain a string"
-        if value in found:
-            return None
         apart = told_apart(expected=value, found=found, within=True)
         if apart is None:
             return f"found {describe(value=found)}"
@@ -195,8 +221,6 @@ def op_contains(*, found: Any, value: Any) -> str | None:
             f"found the string {apart.found}, which does not hold {apart.expected} ({apart.note})"
         )
     if kind == "array":
-        if any(json_equal(left=element, right=value) for element in found):
-            return None
         failure = f"found {describe(value=found)}, none equal to {operand_text(value=value)}"
         apart = _alike_among(items=found, expected=value) if isinstance(value, str) else None
         if apart is None:
@@ -205,9 +229,6 @@ def op_contains(*, found: Any, value: Any) -> str | None:
     if kind == "object":
         if not isinstance(value, str):
             return f"found {describe(value=found)}; object keys are strings"
-        # dict membership is own keys only: there is no inherited member to hit.
-        if value in found:
-            return None
         failure = f"found {describe(value=found)}, which has no key {operand_text(value=value)}"
         apart = _alike_among(items=found, expected=value)
         if apart is None:
@@ -222,18 +243,32 @@ def _length(*, found: Any) -> int | None:
     return None
 
 
+def length_at_least_holds(*, found: Any, value: Any) -> bool:
+    length = _length(found=found)
+    return length is not None and length >= value
+
+
+def length_at_most_holds(*, found: Any, value: Any) -> bool:
+    length = _length(found=found)
+    return length is not None and length <= value
+
+
 def op_length_at_least(*, found: Any, value: Any) -> str | None:
+    if length_at_least_holds(found=found, value=value):
+        return None
     length = _length(found=found)
     if length is None:
         return f"a length needs a string, array or object, found {describe(value=found)}"
-    return None if length >= value else f"length is {length} ({describe(value=found)})"
+    return f"length is {length} ({describe(value=found)})"
 
 
 def op_length_at_most(*, found: Any, value: Any) -> str | None:
+    if length_at_most_holds(found=found, value=value):
+        return None
     length = _length(found=found)
     if length is None:
         return f"a length needs a string, array or object, found {describe(value=found)}"
-    return None if length <= value else f"length is {length} ({describe(value=found)})"
+    return f"length is {length} ({describe(value=found)})"
 
 
 def _utf8_size_over(*, text: str, limit: int) -> int | None:
@@ -269,7 +304,20 @@ def compile_pattern(pattern: str) -> Any:
         raise PatternError(f"pattern is not supported by RE2: {detail}") from None
 
 
+def matches_holds(*, found: Any, value: Any) -> bool:
+    if not isinstance(found, str):
+        return False
+    if _utf8_size_over(text=found, limit=MAX_MATCH_INPUT_BYTES) is not None:
+        return False
+    try:
+        return compile_pattern(value).search(found) is not None
+    except (PatternError, UnicodeEncodeError):
+        return False
+
+
 def op_matches(*, found: Any, value: Any) -> str | None:
+    if matches_holds(found=found, value=value):
+        return None
     if not isinstance(found, str):
         return f"matches needs a string, found {describe(value=found)}"
     size = _utf8_size_over(text=found, limit=MAX_MATCH_INPUT_BYTES)
@@ -287,7 +335,7 @@ def op_matches(*, found: Any, value: Any) -> str | None:
     except UnicodeEncodeError:
         # Lone surrogates (possible from JSON escapes) cannot reach RE2; fail closed.
         return "the string holds characters that are not valid Unicode"
-    return None if hit is not None else f"found {describe(value=found)}"
+    return f"found {describe(value=found)}" if hit is None else None
 
 
 OPERATORS: dict[str, Operator] = {
@@ -297,4 +345,12 @@ OPERATORS: dict[str, Operator] = {
     "matches": op_matches,
     "lengthAtLeast": op_length_at_least,
     "lengthAtMost": op_length_at_most,
+}
+VERDICTS: dict[str, Verdict] = {
+    "exists": exists_holds,
+    "equals": equals_holds,
+    "contains": contains_holds,
+    "matches": matches_holds,
+    "lengthAtLeast": length_at_least_holds,
+    "lengthAtMost": length_at_most_holds,
 }

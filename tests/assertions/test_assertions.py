@@ -22,7 +22,12 @@ from eval_banana.assertions.evaluate import (
     load_artifact,
     summarize,
 )
-from eval_banana.assertions.operators import MAX_MATCH_INPUT_BYTES, OPERATORS, json_equal
+from eval_banana.assertions.operators import (
+    MAX_MATCH_INPUT_BYTES,
+    OPERATORS,
+    VERDICTS,
+    json_equal,
+)
 from eval_banana.assertions.paths import (
     EDITOR_PATH_PATTERN,
     PATH_PATTERN,
@@ -48,6 +53,20 @@ PLAN = {
     "owners": [],
     "meta": {"ready": True, "count": 1, "ratio": 1.0, "note": None, "label": "é-x"},
 }
+
+# JSON-like values, with texts short enough to hold one another and to print alike.
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet="ab\u200b", max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(alphabet="ab", max_size=2), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 CANARY_OPS = Path(__file__).parent.parent / "fixtures" / "canaries" / "assertion_ops.yaml"
 
@@ -291,8 +310,57 @@ def test_wildcard_any_element_semantics_and_reason() -> None:
     assert holds("steps[*].name", "equals", "verify")
     message = why("steps[*].missing", "exists")
     assert message == (
-        "steps[*].missing exists: none of the 2 elements of steps satisfies it, "
-        "e.g. path not found: steps[0] has no key 'missing'"
+        "steps[*].missing exists: none of the 2 elements of steps satisfies it: "
+        "path not found: steps[0] has no key 'missing' | "
+        "path not found: steps[1] has no key 'missing'"
+    )
+
+
+def test_a_wildcard_over_many_failing_elements_tells_the_first_few_and_counts_the_rest() -> None:
+    document = {"items": [{"score": n} for n in range(10)]}
+    message = why("items[*].score", "equals", 99, document=document)
+    assert message == (
+        "items[*].score equals 99: none of the 10 elements of items satisfies it: "
+        "at items[0].score: found the number 0 | at items[1].score: found the number 1 | "
+        "at items[2].score: found the number 2 | and 7 more"
+    )
+    # An element past the ones told still makes it hold, at any depth.
+    assert holds("items[*].score", "equals", 9, document=document)
+    nested = {"groups": [{"items": [{"v": 1}] * 5}] * 5 + [{"items": [{"v": 1}] * 4 + [{"v": 7}]}]}
+    assert holds("groups[*].items[*].v", "equals", 7, document=nested)
+
+
+def test_the_reason_of_a_wildcard_is_written_for_the_told_elements_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Asking an operator why an element fails builds a message; 10,000 failing elements must
+    # not cost 10,000 of them when the reason tells three.
+    explained: list[object] = []
+    equals = OPERATORS["equals"]
+
+    def counted(*, found: Any, value: Any) -> str | None:
+        explained.append(found)
+        return equals(found=found, value=value)
+
+    monkeypatch.setitem(OPERATORS, "equals", counted)
+    document = {"items": [{"score": n % 7} for n in range(10_000)]}
+    message = why("items[*].score", "equals", 9, document=document)
+    assert len(explained) == 3, f"an explanation was built for {len(explained)} elements"
+    assert message.endswith("| and 9997 more")
+
+
+@pytest.mark.parametrize("op", sorted(OPERATORS))
+@settings(max_examples=150, deadline=None)
+@given(found=_JSON_VALUES, value=_JSON_VALUES)
+def test_each_verdict_holds_exactly_when_its_operator_returns_none(
+    op: str, found: Any, value: Any
+) -> None:
+    if op in ("lengthAtLeast", "lengthAtMost") and not isinstance(value, int):
+        value = 2
+    if op == "matches" and not isinstance(value, str):
+        value = "a+"
+    assert VERDICTS[op](found=found, value=value) is (
+        OPERATORS[op](found=found, value=value) is None
     )
 
 
