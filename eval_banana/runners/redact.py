@@ -24,7 +24,7 @@ from eval_banana.harness.command import placeholder_reads, provider_values
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ResolvedHarness
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES
-from eval_banana.runners.secretforms import SecretForms
+from eval_banana.runners.secretforms import AnchorScan, SecretForms
 from eval_banana.settings.envpolicy import SECRET_NAMES
 from eval_banana.settings.table import variable_of
 
@@ -56,6 +56,9 @@ class Redactor:
         unique = {value for value in secrets if len(value) >= MIN_CHARS}
         self.secrets: tuple[str, ...] = tuple(sorted(unique, key=lambda v: (-len(v), v)))
         self._forms = tuple(SecretForms(value) for value in self.secrets)
+        # One pass over a text tells which secrets to search it for; each of those is then
+        # masked in turn, longest first, as when every secret was searched for.
+        self._scan = AnchorScan(self._forms)
         # Each read block is searched with the previous one's last _longest - 1 bytes.
         self._longest = max((forms.longest for forms in self._forms), default=0)
 
@@ -69,10 +72,13 @@ class Redactor:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) of every secret in `text`, in any form, in order (they may overlap)."""
-        return sorted(span for forms in self._forms for span in forms.text_spans(text))
+        found = self._scan.candidates(text)
+        return sorted(span for forms in found for span in forms.text_spans(text))
 
     def text(self, text: str) -> str:
-        for forms in self._forms:
+        if not text:
+            return text
+        for forms in self._scan.candidates(text):
             text = forms.masked(text, mask=MASK)
         return text
 
@@ -92,7 +98,7 @@ class Redactor:
         with path.open("rb") as handle:
             while block := handle.read(_BLOCK):
                 window = carry + block
-                if any(forms.occurs_in(window) for forms in self._forms):
+                if any(forms.occurs_in(window) for forms in self._scan.candidates(window)):
                     return True
                 carry = window[-overlap:] if overlap else b""
         return False
@@ -100,7 +106,7 @@ class Redactor:
     def _occurrences(self, buffer: bytes) -> list[tuple[int, int]]:
         """Non-overlapping (start, end) of the secrets in `buffer`, in order."""
         found: list[tuple[int, int]] = []
-        for forms in self._forms:
+        for forms in self._scan.candidates(buffer):
             found.extend(forms.spans(buffer))
         found.sort(key=lambda span: (span[0], -span[1]))
         kept: list[tuple[int, int]] = []

@@ -7,15 +7,20 @@ Python's default, `<`, `>` and `&` by Go's, also `'`, `+` and the backtick by .N
 ones as two surrogates); JSON quoted inside JSON escapes those backslashes again. Any of these
 decodes back to the secret, so each is masked.
 
-One pattern per secret takes each of its characters in any of those forms, mixed freely, so the
-masker still reads the output once per secret, in blocks, and a form split between two blocks is
-found whole (each block is searched with the end of the one before, as long as the longest form).
-The printable ASCII characters no encoder escapes stand for themselves.
+One pattern per secret takes each of its characters in any of those forms, mixed freely; a form
+split between two blocks of a file is found whole (each block is searched with the end of the one
+before, as long as the longest form). The printable ASCII characters no encoder escapes stand for
+themselves. Which secrets a text may hold is found in one pass for all of them (`AnchorScan`), so
+200 secrets cost one read of a large output, not 200; only those it may hold are searched for.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+from eval_banana.core.masking import MASK
+from eval_banana.core.patternset import pattern_set
 
 # JSON's two-character escapes.
 _SHORT: dict[str, str] = {
@@ -102,18 +107,18 @@ class SecretForms:
         source = "".join(_char_pattern(char) for char in secret)
         self._text = re.compile(source)
         self._bytes = re.compile(_raw_bytes(source))
-        self._anchor = _anchor(secret)
-        self._anchor_bytes = _raw_bytes(self._anchor)
+        self.anchor = _anchor(secret)
+        self._anchor_bytes = _raw_bytes(self.anchor)
         # The most bytes one match can take: how much of a block the next one must see again.
         self.longest = sum(_longest_char(char) for char in secret)
 
     def masked(self, text: str, *, mask: str) -> str:
         """`text` with every form of the secret replaced by `mask`."""
-        return self._text.sub(mask, text) if self._anchor in text else text
+        return self._text.sub(mask, text) if self.anchor in text else text
 
     def text_spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) of each form of the secret in `text`, in order, not overlapping."""
-        if self._anchor not in text:
+        if self.anchor not in text:
             return []
         return [match.span() for match in self._text.finditer(text)]
 
@@ -125,3 +130,29 @@ class SecretForms:
         if self._anchor_bytes not in buffer:
             return []
         return [match.span() for match in self._bytes.finditer(buffer)]
+
+
+class AnchorScan:
+    """Which of several secrets a text or a block may hold: those whose anchor it holds, found
+    in one pass for all of them (eval_banana.core.patternset) rather than a search for each."""
+
+    def __init__(self, forms: Sequence[SecretForms]) -> None:
+        self._forms = tuple(forms)
+        # An empty anchor is in every text, and one holding the mask's characters can appear
+        # where another secret was just masked: those secrets are always searched for.
+        self._always = frozenset(
+            position
+            for position, each in enumerate(self._forms)
+            if not each.anchor or set(MASK) & set(each.anchor)
+        )
+        # Anchors are printable ASCII: byte by byte, they match in any text, decodable or not.
+        patterns = ["".join(f"\\x{{{ord(char):x}}}" for char in each.anchor) for each in forms]
+        self._set = pattern_set(patterns=patterns, whole=False, bytewise=True)
+
+    def candidates(self, data: str | bytes) -> tuple[SecretForms, ...]:
+        """The secrets `data` may hold, in the order given (all, where RE2 could not hold them)."""
+        if self._set is None:
+            return self._forms
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        found = self._always.union(self._set.matching(raw))
+        return tuple(self._forms[position] for position in sorted(found))

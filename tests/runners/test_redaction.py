@@ -8,10 +8,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from eval_banana.core.masking import cut
 from eval_banana.runners.redact import MASK, Redactor, is_credential_name, redactor_for
+from eval_banana.runners.secretforms import SecretForms
 
 SECRET = "sk-live-0123456789abcdef"
 TOKEN = "ghp_tokenvalue123456"
@@ -270,3 +275,95 @@ def test_an_escaped_secret_split_across_read_blocks_is_still_masked(tmp_path: Pa
     text = path.read_bytes()
     assert escaped not in text and text.count(MASK.encode()) == 2
     assert len(text) == len(data) - 2 * (len(escaped) - len(MASK))
+
+
+# ------------------------------------------------------------ many secrets, one pass
+
+
+def _one_secret_at_a_time(text: str, *, secrets: list[str]) -> str:
+    """The masking every secret searched for in turn gives, longest first."""
+    for secret in sorted({s for s in secrets if len(s) >= 6}, key=lambda v: (-len(v), v)):
+        text = SecretForms(secret).masked(text, mask=MASK)
+    return text
+
+
+class _EverySecretSearched:
+    """A masker that searches the text for each secret in turn (what a Redactor must equal)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self._forms = [SecretForms(s) for s in sorted({s for s in secrets if len(s) >= 6})]
+        self.reach = max((forms.longest for forms in self._forms), default=1) - 1
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return sorted(span for forms in self._forms for span in forms.text_spans(text))
+
+
+TRICKY = {
+    # the shorter secret starts first and overlaps the longer one
+    "overlapping": (["zzzabc", "abcdefgh"], "..zzzabcdefgh..abcdefgh..zzzabc"),
+    # one inside another, and the inner one alone
+    "contained": (["sk-inner-1", "Bearer sk-inner-1!"], "Bearer sk-inner-1! and sk-inner-1"),
+    # a secret holding the mask's characters appears only once another is masked
+    "across a mask": (["ab***cd", "XXXXXXXX"], "abXXXXXXXXcd ab***cd"),
+    "escaped forms": (['q"uo\\te1', "uo\\te1zz"], 'x q\\"uo\\\\te1zz y'),
+    "self-overlapping": (["aaaaaa", "aaaaaab"], "aaaaaaaaab aaaaaaa"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_many_secrets_mask_as_searching_each_in_turn_does(name: str) -> None:
+    secrets, text = TRICKY[name]
+    redactor = Redactor(secrets=secrets)
+    assert redactor.text(text) == _one_secret_at_a_time(text, secrets=secrets)
+    alone = _EverySecretSearched(secrets)
+    assert redactor.spans(text) == alone.spans(text)
+    for limit in range(0, len(text) + 2, 3):
+        for edges in ({}, {"open_start": True}, {"open_end": True, "keep_end": True}):
+            assert cut(text, masker=redactor, limit=limit, **edges) == cut(
+                text, masker=alone, limit=limit, **edges
+            ), (limit, edges)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    secrets=st.lists(st.text(alphabet='ab*"\\\n', min_size=6, max_size=9), max_size=4),
+    pieces=st.lists(st.text(alphabet='ab*"\\\nn', max_size=12), max_size=6),
+)
+def test_any_secrets_mask_as_searching_each_in_turn_does(
+    secrets: list[str], pieces: list[str]
+) -> None:
+    text = "".join(
+        piece + (secrets[i % len(secrets)] if secrets else "") for i, piece in enumerate(pieces)
+    )
+    redactor = Redactor(secrets=secrets)
+    assert redactor.text(text) == _one_secret_at_a_time(text, secrets=secrets)
+    assert redactor.spans(text) == _EverySecretSearched(secrets).spans(text)
+
+
+def test_a_text_is_searched_only_for_the_secrets_it_may_hold(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # 200 secrets over an output that holds two: the output is read once to learn which, and
+    # searched for those two, not once per secret.
+    searched: list[SecretForms] = []
+    for method in ("masked", "text_spans", "occurs_in", "spans"):
+        original = getattr(SecretForms, method)
+
+        def counted(self: SecretForms, *args: Any, _original: Any = original, **kw: Any) -> Any:
+            searched.append(self)
+            return _original(self, *args, **kw)
+
+        monkeypatch.setattr(SecretForms, method, counted)
+    secrets = [f"sk-{n:04d}-0123456789abcdef" for n in range(200)]
+    redactor = Redactor(secrets=secrets)
+    output = "log line\n" * 1000 + secrets[7] + "\n" + "log line\n" * 1000 + secrets[150]
+    assert redactor.text(output).count(MASK) == 2
+    assert len(searched) == 2, f"{len(searched)} searches for 2 secrets"
+    searched.clear()
+    assert len(redactor.spans(output)) == 2 and len(searched) == 2
+    path = tmp_path / "out.txt"
+    path.write_text(output)
+    searched.clear()
+    assert redactor.file(path) is True
+    assert len(set(searched)) == 2, f"{len(set(searched))} secrets searched for, 2 there"
+    assert path.read_text() == redactor.text(output)
