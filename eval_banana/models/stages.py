@@ -276,7 +276,23 @@ class ExecuteDoc(StageEnvelope):
     results: list[CheckResult]
     aborted_by: AbortReason | None = None
     not_run: list[str] = Field(default_factory=list, description="Ids of checks that never ran.")
-    env_policy: str = "inherit"
+    env_policy: str = Field(
+        default="inherit",
+        description="The env policy the checks ran under: config.json's, or the one "
+        "`eb stage execute --env-policy` gave.",
+    )
+    env_allow: list[str] | None = Field(
+        default=None,
+        description="The env_allow names the checks ran under: config.json's, or the ones "
+        "`eb stage execute --env-allow` gave; null in an execute.json written before eb "
+        "recorded them, whose run used config.json's.",
+    )
+    env_allow_prefixes: list[str] | None = Field(
+        default=None,
+        description="The env_allow_prefixes the checks ran under: config.json's, or the ones "
+        "`eb stage execute --env-allow-prefix` gave; null in an execute.json written before "
+        "eb recorded them, whose run used config.json's.",
+    )
     tokens_used: int | None = Field(
         default=None,
         description="Judge tokens the agents reported (for the token fuse); null if none reported.",

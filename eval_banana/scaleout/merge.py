@@ -262,7 +262,11 @@ def _merged_execute(
             "results": ordered.results,
             "aborted_by": aborted,
             "not_run": [r.check_id for r in ordered.results if r.details.get("not_run") is True],
+            # The environment the checks ran under, as the first shard's execute.json records
+            # it, as maxfail is carried: the report states this, not config.json's.
             "env_policy": runs[0].execute.env_policy,
+            "env_allow": runs[0].execute.env_allow,
+            "env_allow_prefixes": runs[0].execute.env_allow_prefixes,
             "skipped": ordered.skipped,
             # Every shard's plan holds the gates of the whole selection; any shard may be empty.
             "family_gates": {

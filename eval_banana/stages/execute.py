@@ -106,7 +106,11 @@ def _execute_doc(
         not_run=[
             check.id for check, skipped in zip(run.checks, run.not_run, strict=True) if skipped
         ],
+        # What the checks ran under, flags given to `eb stage execute` included: the report
+        # states these, not config.json's.
         env_policy=config.settings.execution.env,
+        env_allow=config.settings.execution.env_allow,
+        env_allow_prefixes=config.settings.execution.env_allow_prefixes,
         tokens_used=run.fuses.tokens_used,
         cost_usd=run.fuses.cost_usd,
         # The plan's own (a --last-failed that selects every check, a file --check-id could

@@ -34,7 +34,6 @@ def build_report(
     """The report.json object: eval-banana's keys in its order, our additions after."""
     started = datetime.fromisoformat(execute.started_at)
     completed = datetime.fromisoformat(execute.completed_at)
-    execution = config.settings.execution
     shard = config.selection.shard
     report: dict[str, Any] = {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -58,9 +57,7 @@ def build_report(
         # Additive keys: readers of schema_version 1 ignore what they do not know.
         "not_run_checks": score.not_run_checks,
         "aborted_by": score.aborted_by,
-        "env_policy": execution.env,
-        "env_allow": list(execution.env_allow),
-        "env_allow_prefixes": list(execution.env_allow_prefixes),
+        **_ran_environment(config=config, execute=execute),
         # Token fuse: what judges reported, and what the fuse could not see.
         "tokens_used": execute.tokens_used,
         "warnings": [warning.model_dump(mode="json") for warning in execute.warnings],
@@ -97,6 +94,19 @@ def build_report(
         "cache": None if execute.cache is None else execute.cache.model_dump(mode="json"),
     }
     return report
+
+
+def _ran_environment(*, config: ConfigDoc, execute: ExecuteDoc) -> dict[str, Any]:
+    """report.json's env_policy, env_allow and env_allow_prefixes: those the checks ran under,
+    which `eb stage execute --env-policy` and its kin may have set over the run's own."""
+    execution = config.settings.execution
+    allow, prefixes = execute.env_allow, execute.env_allow_prefixes
+    # An execute.json written before eb recorded the lists ran under config.json's.
+    return {
+        "env_policy": execute.env_policy,
+        "env_allow": list(execution.env_allow if allow is None else allow),
+        "env_allow_prefixes": list(execution.env_allow_prefixes if prefixes is None else prefixes),
+    }
 
 
 def selection_note(*, config: ConfigDoc, total: int, skipped: int) -> str | None:

@@ -162,6 +162,32 @@ def test_the_report_states_the_maxfail_stage_execute_ran_under(
     assert "Run stopped after 1 failed or errored check (maxfail 1)" in markdown
 
 
+def test_the_report_states_the_environment_stage_execute_ran_under(
+    project: Callable[..., Path],
+) -> None:
+    """report.json said `env_policy: inherit` and empty allow lists, config.json's, for checks
+    `eb stage execute --env-policy allowlist --env-allow ...` had run under the allowlist."""
+    root = project(
+        {"eval_checks/slow.yaml": SLOW_SECRET},
+        config='[core]\noutput_dir = "runs"\n[cache]\nmode = "off"\n',
+    )
+    assert _eb(root, "run").returncode == 0
+    allowlist = (
+        "--env-policy", "allowlist", "--env-allow", "KEEP_ME", "--env-allow-prefix", "APP_",
+    )  # fmt: skip
+    rerun = _eb(root, "stage", "execute", *allowlist, MY_SECRET_X="hunter2")
+    assert rerun.returncode == 0, rerun.stderr
+    assert _result(root, "slow")["status"] == "passed"  # the allowlist withheld the secret
+    assert _eb(root, "stage", "score").returncode == 0
+    assert _eb(root, "stage", "report").returncode == 0
+    report = json.loads((_run_dir(root) / "report.json").read_text())
+    ran_under = ("allowlist", ["KEEP_ME"], ["APP_"])
+    assert (report["env_policy"], report["env_allow"], report["env_allow_prefixes"]) == ran_under
+    execute = _stage(root, "execute")  # where the report stage reads them
+    assert (execute["env_policy"], execute["env_allow"], execute["env_allow_prefixes"]) == ran_under
+    assert _stage(root, "config")["settings"]["execution"]["env"] == "inherit"
+
+
 def test_stage_config_keeps_the_flags_the_run_was_made_with(project: Callable[..., Path]) -> None:
     """Rerun to take in an edited config file, the config stage dropped the run's own flags,
     and the stages rebuilt after it judged another run than the one that was made."""

@@ -86,6 +86,33 @@ def test_a_shard_run_with_fail_on_flaky_is_not_merged_with_one_run_without(
     assert _run(eb, flaky_project, tmp_path / "one", "--fail-on-flaky").exit_code == 1
 
 
+def test_the_merged_report_states_the_environment_the_shards_checks_ran_under(
+    eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """Each shard's checks rerun under `eb stage execute --env-policy allowlist`: the merged
+    report stated config.json's policy and lists, not the ones the checks ran under."""
+    project = _write_project(tmp_path / "project")
+    allowlist = (
+        "--env-policy", "allowlist", "--env-allow", "KEEP_ME", "--env-allow-prefix", "APP_",
+    )  # fmt: skip
+    shards = [str(tmp_path / f"shard-{k}") for k in (1, 2)]
+    for k, shard in enumerate(shards, start=1):
+        assert _run(eb, project, Path(shard), "--shard", f"{k}/2").exit_code == 0
+        rerun = eb("stage", "execute", "--cwd", str(project), "--run-dir", shard, *allowlist)
+        assert rerun.exit_code == 0, rerun.stderr
+        for stage in ("score", "report"):  # the shard's folder as its rerun leaves it
+            assert eb("stage", stage, "--cwd", str(project), "--run-dir", shard).exit_code == 0
+    merged = tmp_path / "merged"
+    result = eb("merge", *shards, "--output-dir", str(merged), "--flat-output")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    report = json.loads((merged / "report.json").read_text())
+    assert (report["env_policy"], report["env_allow"], report["env_allow_prefixes"]) == (
+        "allowlist",
+        ["KEEP_ME"],
+        ["APP_"],
+    )
+
+
 def _other_value(spec: SettingSpec) -> object:
     """A valid value of the setting other than its default."""
     default = spec.default

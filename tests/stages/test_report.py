@@ -18,7 +18,7 @@ from eval_banana.models.result import CheckResult
 from eval_banana.reporting.console import Console, ProgressReporter, print_summary, summary_lines
 from eval_banana.runners.results import FAMILY_CASES_LISTED, build_result, error_result
 from eval_banana.stagefiles.read import read_stage
-from eval_banana.stages.report import report_json_text, write_reports
+from eval_banana.stages.report import build_report, report_json_text, write_reports
 from eval_banana.stages.score import score
 from tests.builders import RUN_ID, make_config, make_execute, planned_inline, planned_judge
 
@@ -146,6 +146,24 @@ def test_report_json_keys_order_and_format(tmp_path: Path) -> None:
     assert data["checks"][0]["started_at"] == "2026-11-30T00:24:31.189726+00:00"
     assert data["run_passed"] is False and data["aborted_by"] is None
     assert data["env_policy"] == "inherit"
+
+
+def test_an_execute_json_without_its_allow_lists_is_reported_with_config_jsons(
+    tmp_path: Path,
+) -> None:
+    # Written before eb recorded the lists, it ran under config.json's (and its own policy).
+    config = make_config(
+        project_root=ROOT, env="allowlist", env_allow=["KEEP_ME"], env_allow_prefixes=["APP_"]
+    )
+    older = make_execute(results=sample_results()).model_copy(update={"env_policy": "allowlist"})
+    assert older.env_allow is None and older.env_allow_prefixes is None
+    scored = score(config=config, execute=older)
+    report = build_report(run_dir=tmp_path, config=config, execute=older, score=scored)
+    assert (report["env_policy"], report["env_allow"], report["env_allow_prefixes"]) == (
+        "allowlist",
+        ["KEEP_ME"],
+        ["APP_"],
+    )
 
 
 def test_report_md_exact_text(tmp_path: Path) -> None:
