@@ -57,6 +57,19 @@ def _stage(root: Path, stage: str) -> dict[str, Any]:
     return found
 
 
+def _one_passing_one_failing(project: Callable[..., Path]) -> Path:
+    """A project of two deterministic checks, `a` passing and `b` failing (a run scores 50%)."""
+    return project(
+        {
+            "eval_checks/a.yaml": "schema_version: 1\nid: a\ntype: deterministic\n"
+            "description: a\nscript: pass\n",
+            "eval_checks/b.yaml": "schema_version: 1\nid: b\ntype: deterministic\n"
+            "description: b\nscript: raise SystemExit(1)\n",
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+
+
 def test_stage_execute_applies_its_flags_and_variables(project: Callable[..., Path]) -> None:
     root = project(
         {"eval_checks/slow.yaml": SLOW_SECRET},
@@ -86,15 +99,7 @@ def test_stage_execute_applies_its_flags_and_variables(project: Callable[..., Pa
 
 
 def test_stage_score_takes_the_threshold_variable(project: Callable[..., Path]) -> None:
-    root = project(
-        {
-            "eval_checks/a.yaml": "schema_version: 1\nid: a\ntype: deterministic\n"
-            "description: a\nscript: pass\n",
-            "eval_checks/b.yaml": "schema_version: 1\nid: b\ntype: deterministic\n"
-            "description: b\nscript: raise SystemExit(1)\n",
-        },
-        config='[core]\noutput_dir = "runs"\n',
-    )
+    root = _one_passing_one_failing(project)
     assert _eb(root, "run").returncode == 1
     by_variable = _eb(root, "stage", "score", EVAL_BANANA_PASS_THRESHOLD="0.5")
     assert by_variable.returncode == 0, by_variable.stdout + by_variable.stderr
@@ -191,15 +196,7 @@ def test_the_report_states_the_environment_stage_execute_ran_under(
 def test_stage_config_keeps_the_flags_the_run_was_made_with(project: Callable[..., Path]) -> None:
     """Rerun to take in an edited config file, the config stage dropped the run's own flags,
     and the stages rebuilt after it judged another run than the one that was made."""
-    root = project(
-        {
-            "eval_checks/a.yaml": "schema_version: 1\nid: a\ntype: deterministic\n"
-            "description: a\nscript: pass\n",
-            "eval_checks/b.yaml": "schema_version: 1\nid: b\ntype: deterministic\n"
-            "description: b\nscript: raise SystemExit(1)\n",
-        },
-        config='[core]\noutput_dir = "runs"\n',
-    )
+    root = _one_passing_one_failing(project)
     made = _eb(root, "run", "--pass-threshold", "0.5", "--env-policy", "allowlist")
     assert made.returncode == 0, made.stdout + made.stderr
     (root / ".eval-banana" / "config.toml").write_text(
