@@ -186,7 +186,7 @@ def read_shard(*, run_dir: Path) -> ShardRun:
     digests = {stage: read.sha256() for stage, read in reads.items()}
     # discover.json is not used here (the merge reads the first shard's): its digest is checked.
     digests["discover"] = _file_digest(run_dir=run_dir, stage="discover")
-    # discover.json's own link (to config.json) is checked where it is read (merge.py).
+    # discover.json's own link (to config.json) is checked where it is read (mergedstages.py).
     check_chain(
         run_dir=run_dir,
         docs={stage: read.doc for stage, read in reads.items()},

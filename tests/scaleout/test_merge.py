@@ -431,6 +431,7 @@ KILLED_LINKS_MERGE = eb_script(
     setup="""\
     import signal
     import eval_banana.scaleout.merge as merge
+    import eval_banana.scaleout.shardevidence as shardevidence
     import eval_banana.reporting as reporting
     merge.LINK_FORK_FILES = reporting.HTML_FORK_CHECKS = 1
     parent = os.getpid()
@@ -448,8 +449,8 @@ KILLED_LINKS_MERGE = eb_script(
 
         return wrapped
 
-    merge._link_folder = dies_at_second(merge._link_folder)
-    merge._link_tree = dies_at_second(merge._link_tree)
+    shardevidence._link_folder = dies_at_second(shardevidence._link_folder)
+    shardevidence._link_tree = dies_at_second(shardevidence._link_tree)
     """
 )
 
@@ -484,11 +485,13 @@ SLOW_LINKS_MERGE = eb_script(
     setup="""\
     import time
     import eval_banana.scaleout.merge as merge
+    import eval_banana.scaleout.mergedstages as mergedstages
+    import eval_banana.scaleout.shardevidence as shardevidence
     import eval_banana.reporting as reporting
     merge.LINK_FORK_FILES = reporting.HTML_FORK_CHECKS = 1
     parent = os.getpid()
-    real = merge._link_folder
-    real_stages = merge._write_merged_stages
+    real = shardevidence._link_folder
+    real_stages = mergedstages.write_merged_stages
 
     def slow(**kwargs):
         if os.getpid() != parent:
@@ -502,8 +505,8 @@ SLOW_LINKS_MERGE = eb_script(
             time.sleep(60)
         return real_stages(**kwargs)
 
-    merge._link_folder = slow
-    merge._write_merged_stages = slow_stages
+    shardevidence._link_folder = slow
+    mergedstages.write_merged_stages = slow_stages
     """
 )
 
@@ -565,7 +568,7 @@ def _group_gone(*, pgid: int, within_s: float) -> bool:
 
 
 def test_a_shard_output_folder_comes_whole_and_an_empty_one_not_at_all(tmp_path: Path) -> None:
-    from eval_banana.scaleout.merge import _link_tree
+    from eval_banana.scaleout.shardevidence import _link_tree
 
     source = tmp_path / "shard" / "checks" / "stem"
     (source / "deep" / "er").mkdir(parents=True)

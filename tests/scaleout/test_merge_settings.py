@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc
-from eval_banana.scaleout.merge import OUTPUT_SETTINGS
+from eval_banana.scaleout.mergedstages import OUTPUT_SETTINGS
 from eval_banana.scaleout.shardset import MATCHING_SETTINGS, setting_value
 from eval_banana.settings.table import SETTINGS, VERDICT_SETTINGS, SettingSpec
 from eval_banana.stagefiles.read import read_stage_file
