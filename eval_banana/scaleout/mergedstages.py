@@ -82,7 +82,7 @@ def merged_config(*, local: ConfigDoc, first: ShardRun) -> ConfigDoc:
 
 class _Discovered(NamedTuple):
     doc: DiscoverDoc
-    # `id()` of files left as the first shard listed them -> their text there (stagetext.py).
+    # `id()` of files left as the first shard listed them -> their text there (stagefiles/text.py).
     texts: dict[int, tuple[str, str]]
 
 
