@@ -16,12 +16,13 @@ of the check id, for `--tag` one exact tag. Stdlib only: `eb list` and `eb run` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
 from typing import NamedTuple
 
 from eval_banana.core.caseid import split_case_check_id
 from eval_banana.core.errors import DefinitionError, NoChecksError, SelectionError
+from eval_banana.core.globset import GlobSet
 
 Matcher = Callable[[str], bool]
 Predicate = Callable[[Matcher], bool]
@@ -246,67 +247,109 @@ def case_part_matches(*, asked: str, case_ids: Collection[str]) -> bool:
     return is_id_pattern(asked) and any(fnmatchcase(case_id, asked) for case_id in case_ids)
 
 
+def globs_matching_any(*, globs: Sequence[str], texts: Iterable[str]) -> set[str]:
+    """The `globs` that match at least one of `texts`, found in one pass over the texts."""
+    unique = list(dict.fromkeys(globs))
+    matcher = GlobSet(unique)
+    found: set[str] = set()
+    for text in texts:
+        found.update(unique[position] for position in matcher.matching(text))
+        if len(found) == len(unique):
+            break
+    return found
+
+
 class IdSelectors:
     """`--check-id` values, read once for choosing among many checks (`eb run`, `eb stage
     execute`, `eb history`): a plain check is chosen by its id or a glob matching it; a case
     also by a `<family>[<case glob>]` value of its family, its family's id, or a glob matching
-    either id. A thousand ids asked of a 10,000-case family cost a lookup per case, not a
-    thousand matches (each value written once, ids kept in sets, globs tried only where their
-    literal start can match)."""
+    either id. A thousand ids or globs asked of a 10,000-case family cost a lookup and one
+    match per case, not a thousand matches (ids kept in dicts, the globs matched together in
+    one pass, core/globset)."""
 
     def __init__(self, selectors: Sequence[str]) -> None:
-        texts = list(dict.fromkeys(selector.strip() for selector in selectors))
-        self.whole = frozenset(texts)
-        # family -> its case ids written whole, and its case globs
-        self._case_ids: dict[str, set[str]] = {}
-        self._case_globs: dict[str, list[str]] = {}
-        # (glob, the family a `<family>[...]` value names or None, its literal start)
-        self._globs: list[tuple[str, str | None, str]] = []
-        self._globs_for: dict[str, list[str]] = {}  # family -> the globs that may match
-        for text in texts:
+        self.texts = tuple(dict.fromkeys(selector.strip() for selector in selectors))
+        self._position = {text: position for position, text in enumerate(self.texts)}
+        # family -> its case ids written whole, and its case globs (each with its position)
+        self._case_ids: dict[str, dict[str, int]] = {}
+        self._case_globs: dict[str, list[tuple[str, int]]] = {}
+        self._case_glob_sets: dict[str, GlobSet] = {}
+        # the id globs: their positions, and the family a `<family>[...]` value names or None
+        self._globs: list[int] = []
+        self._named: list[str | None] = []
+        self._family_globs: dict[str, list[int]] = {}  # family -> the id globs matching it
+        for position, text in enumerate(self.texts):
             written = split_case_selector(text)
             if written is not None:
                 family, asked = written
                 if is_id_pattern(asked):
-                    self._case_globs.setdefault(family, []).append(asked)
+                    self._case_globs.setdefault(family, []).append((asked, position))
                 else:
-                    self._case_ids.setdefault(family, set()).add(asked)
+                    self._case_ids.setdefault(family, {})[asked] = position
             if is_id_pattern(text):
-                family_named = written[0] if written is not None else None
-                self._globs.append((text, family_named, pattern_prefix(text)))
+                self._globs.append(position)
+                self._named.append(written[0] if written is not None else None)
+        self._glob_set = GlobSet([self.texts[position] for position in self._globs])
 
     def selects(self, check_id: str) -> bool:
         """Whether these values choose `check_id` (a plain check's or a case's)."""
-        if check_id in self.whole:
-            return True
+        return next(self._choosers(check_id), None) is not None
+
+    def choosing(self, check_id: str) -> list[str]:
+        """The values (stripped, in the order given, each once) each of which alone chooses
+        `check_id`: which globs chose something, found in one pass over the checks."""
+        return [self.texts[position] for position in sorted(set(self._choosers(check_id)))]
+
+    def _choosers(self, check_id: str) -> Iterator[int]:
+        """The positions of the values that choose `check_id`, cheapest first, each kind
+        looked for only when asked for more (`selects` stops at the first)."""
+        whole = self._position.get(check_id)
+        if whole is not None:
+            yield whole
         parts = split_case_check_id(check_id)
         if parts is None:
-            return any(
-                fnmatchcase(check_id, glob)
-                for glob, _, start in self._globs
-                if check_id.startswith(start)
-            )
+            yield from self._id_globs_matching(text=check_id)
+            return
         family, case_id = parts
-        if family in self.whole or case_id in self._case_ids.get(family, ()):
-            return True
-        if any(fnmatchcase(case_id, glob) for glob in self._case_globs.get(family, ())):
-            return True
-        return any(
-            fnmatchcase(family, glob) or fnmatchcase(check_id, glob)
-            for glob in self._globs_of(family)
-        )
+        family_named = self._position.get(family)
+        if family_named is not None:
+            yield family_named
+        case_named = self._case_ids.get(family, {}).get(case_id)
+        if case_named is not None:
+            yield case_named
+        case_globs = self._case_globs.get(family)
+        if case_globs:
+            matching = self._case_glob_set(family).matching(case_id)
+            yield from (case_globs[member][1] for member in matching)
+        # Not the family's own `<family>[...]` values: their case glob decides.
+        yield from self._globs_of_family(family)
+        yield from self._id_globs_matching(text=check_id, unless_named=family)
 
-    def _globs_of(self, family: str) -> list[str]:
-        """The id globs that may match `family` or one of its cases: not its own
-        `<family>[...]` values (their case glob decides), and only those whose literal start
-        the family's ids can have."""
-        found = self._globs_for.get(family)
+    def _id_globs_matching(self, *, text: str, unless_named: str | None = None) -> Iterator[int]:
+        """The positions of the id globs that match `text`, but those of `<unless_named>[...]`
+        values."""
+        if not self._globs:
+            return
+        for member in self._glob_set.matching(text):
+            if unless_named is None or self._named[member] != unless_named:
+                yield self._globs[member]
+
+    def _globs_of_family(self, family: str) -> list[int]:
+        """The positions of the id globs that match `family`'s own id (worked out once for
+        all its cases)."""
+        found = self._family_globs.get(family)
         if found is None:
-            found = self._globs_for[family] = [
-                glob
-                for glob, named, start in self._globs
-                if named != family and may_match_cases_of(start=start, family=family)
-            ]
+            found = self._family_globs[family] = list(
+                self._id_globs_matching(text=family, unless_named=family)
+            )
+        return found
+
+    def _case_glob_set(self, family: str) -> GlobSet:
+        """The case globs of `family`'s own `<family>[...]` values, compiled on first use."""
+        found = self._case_glob_sets.get(family)
+        if found is None:
+            globs = [asked for asked, _ in self._case_globs[family]]
+            found = self._case_glob_sets[family] = GlobSet(globs)
         return found
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from eval_banana.checks.idloading import CASES_LISTED, UnmatchedGlob
 from eval_banana.checks.selection import (
     IdSelectors,
-    case_part_matches,
+    globs_matching_any,
     is_id_pattern,
     split_case_selector,
 )
@@ -31,13 +31,22 @@ def unmatched_case_selectors(*, check_ids: list[str], units: list[Unit]) -> list
             family = unit.item.definition["id"]
             cases.setdefault(family, {})[unit.case.case_id] = None
             files[family] = unit.item.path
+    asked_of: dict[str, list[str]] = {}  # family -> the case globs asked of it
+    for selector in check_ids:
+        written = split_case_selector(selector)
+        if written is not None and written[0] in cases and is_id_pattern(written[1]):
+            asked_of.setdefault(written[0], []).append(written[1])
+    matched = {
+        family: globs_matching_any(globs=globs, texts=cases[family])
+        for family, globs in asked_of.items()
+    }
     problems: list[ProblemModel] = []
     for selector in check_ids:
         written = split_case_selector(selector)
         if written is None or written[0] not in cases:
             continue
         family, asked = written
-        if case_part_matches(asked=asked, case_ids=cases[family]):
+        if asked in cases[family] or asked in matched.get(family, ()):
             continue
         suggest = not is_id_pattern(asked) and len(problems) < SUGGESTED_AT_MOST
         near = closest(asked, cases[family]) if suggest else None
@@ -64,12 +73,27 @@ def tell_unmatched_globs(
     """A glob that matched no check id and none of the selected cases is an error (a typo
     should fail loudly, not run nothing); the files that might have matched it are told with
     it, or as warnings when a case matched."""
+    chose_a_case = _values_choosing_a_case(values=[glob.glob for glob in unmatched], units=units)
     for glob in unmatched:
-        one = IdSelectors([glob.glob])
-        if any(unit.case is not None and one.selects(unit.check_id) for unit in units):
+        if glob.glob in chose_a_case:
             warnings.extend(w for w in glob.might_match if w not in warnings)
         else:
             errors.extend([glob.problem, *glob.might_match])
+
+
+def _values_choosing_a_case(*, values: list[str], units: list[Unit]) -> set[str]:
+    """Which of `values` (stripped) each alone choose one of the cases of `units`: one pass
+    over the units for all of them, not one for each."""
+    if not values:
+        return set()
+    every = IdSelectors(values)
+    chosen: set[str] = set()
+    for unit in units:
+        if unit.case is not None:
+            chosen.update(every.choosing(unit.check_id))
+            if len(chosen) == len(every.texts):
+                break
+    return chosen
 
 
 def subset_of(*, units: list[Unit], subset: CaseSubset) -> list[Unit]:

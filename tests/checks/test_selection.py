@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import itertools
+from fnmatch import fnmatchcase
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eval_banana.checks.selection import (
     MAX_DEPTH,
     IdSelectors,
     compile_selector,
+    globs_matching_any,
     id_matches_pattern,
     is_id_pattern,
     keyword_matches,
     parse_expression,
     pattern_prefix,
+    split_case_selector,
     tags_match,
     tokenize,
 )
+from eval_banana.core.caseid import split_case_check_id
 from eval_banana.core.errors import SelectionError, UsageError
 
 
@@ -254,3 +260,50 @@ def test_many_check_id_values_choose_what_any_one_of_them_chooses() -> None:
     assert [every.selects(one) for one in ids] == [
         any(selectors.selects(one) for selectors in alone) for one in ids
     ]
+
+
+def test_the_values_choosing_an_id_are_those_that_alone_choose_it() -> None:
+    values = [value for value, _, _ in ID_SELECTIONS]
+    every = IdSelectors(values)
+    ids = sorted({check_id for _, chosen, left in ID_SELECTIONS for check_id in chosen + left})
+    for one in ids:
+        alone = [value.strip() for value in values if IdSelectors([value]).selects(one)]
+        assert every.choosing(one) == alone
+
+
+def chooses(value: str, check_id: str) -> bool:
+    """What one --check-id value chooses, said with fnmatch as docs/selecting-checks.md does."""
+    value = value.strip()
+    if value == check_id:
+        return True
+    parts = split_case_check_id(check_id)
+    if parts is None:
+        return is_id_pattern(value) and fnmatchcase(check_id, value)
+    family, case_id = parts
+    if value == family:
+        return True
+    written = split_case_selector(value)
+    if written is not None and written[0] == family:  # its case part alone decides
+        asked = written[1]
+        return asked == case_id or (is_id_pattern(asked) and fnmatchcase(case_id, asked))
+    return is_id_pattern(value) and (fnmatchcase(family, value) or fnmatchcase(check_id, value))
+
+
+ID_PART = st.text(st.sampled_from("qa-_1"), min_size=1, max_size=4)
+CHECK_IDS = ID_PART | st.builds(lambda family, case: f"{family}[{case}]", ID_PART, ID_PART)
+VALUES = st.text(st.sampled_from("qa-_1[]*?! "), max_size=9) | CHECK_IDS
+
+
+@settings(max_examples=400, deadline=None)
+@given(values=st.lists(VALUES, min_size=1, max_size=8), check_ids=st.lists(CHECK_IDS, max_size=6))
+def test_check_id_values_choose_what_fnmatch_says(values: list[str], check_ids: list[str]) -> None:
+    every = IdSelectors(values)
+    for check_id in check_ids:
+        alone = list(dict.fromkeys(v.strip() for v in values if chooses(v, check_id)))
+        assert every.choosing(check_id) == alone
+        assert every.selects(check_id) is bool(alone)
+
+
+def test_the_globs_matching_any_text() -> None:
+    found = globs_matching_any(globs=["a*", "b?", "a*", "[!a]*", "z"], texts=["ab", "bc"])
+    assert found == {"a*", "b?", "[!a]*"}

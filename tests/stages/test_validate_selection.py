@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import sys
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
 from eval_banana.checks.selection import IdSelectors
 from eval_banana.core.errors import SelectionError
+from eval_banana.core.patternset import PatternSet
 from eval_banana.models.config import Selection
 from eval_banana.stages.config import resolve_config
 from eval_banana.stages.discover import discover
@@ -206,6 +211,54 @@ def test_a_family_a_glob_may_match_cases_of_is_a_warning_when_it_cannot_load(
     assert alone.exit_code == 2
     assert "No check id matches --check-id pattern 'b*[smoke-9]'" in alone.stderr
     assert f"Family 'bq' ({root / 'eval_checks' / 'broken.yaml'}) cannot be loaded" in alone.stderr
+
+
+def matcher_calls(run: Callable[[], EbResult]) -> tuple[EbResult, int]:
+    """`run()`, and how many times it matched an id against globs: a call of fnmatch's
+    `fnmatchcase` (one glob) or of a glob set's one pass (every glob at once)."""
+    matchers = {fnmatchcase.__code__, PatternSet.matching.__code__}
+    calls = 0
+
+    def count(frame: FrameType, event: str, _: object) -> None:
+        nonlocal calls
+        if event == "call" and frame.f_code in matchers:
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        result = run()
+    finally:
+        sys.setprofile(None)
+    return result, calls
+
+
+@pytest.mark.parametrize(
+    ("value", "told"),
+    [
+        ("fam_*[x{}]", "No check id matches --check-id pattern 'fam_*[x"),  # id globs
+        ("fam_0[y{}*]", "No case of family 'fam_0' ("),  # a family's case globs
+    ],
+)
+def test_many_globs_over_many_cases_match_each_case_once_not_once_per_glob(
+    project: Project, eb: Eb, value: str, told: str
+) -> None:
+    # 2,000 globs matching nothing over 20,000 cases took 212 s: each glob was tried on every
+    # case, once to choose the cases and again to tell which globs chose none.
+    cases = "".join(f"{{id: c{number:03d}}}, " for number in range(100))
+    family = "schema_version: 1\nid: {}\ntype: deterministic\ndescription: d\nscript: pass\n"
+    root = project(
+        {
+            f"eval_checks/fam_{n}.yaml": family.format(f"fam_{n}") + f"cases: [{cases}]\n"
+            for n in (0, 1)
+        }
+    )
+    globs = [value.format(a + b) for a, b in itertools.product("abcdefgh", repeat=2)]
+    args = [arg for glob in [*globs, "fam_*"] for arg in ("--check-id", glob)]
+    result, calls = matcher_calls(lambda: eb("list", "--cases", "--cwd", str(root), *args))
+    assert result.exit_code == 2
+    assert result.stderr.count(told) == len(globs), result.stderr
+    # On the order of globs + cases (200), not globs x cases (12,800).
+    assert calls <= 2 * (len(globs) + 200), calls
 
 
 def test_validate_says_a_selection_warning_with_its_hint_as_run_and_list_do(
