@@ -12,10 +12,14 @@ depends on changed.
   `remoteopen`: opening it from the settings; `remotedoc`: an entry as it travels;
   `remotefiles`: its files between the tiers; `remotenotes`: what the tier tells the run.
   `remoteops`: `eb cache` on the shared tier.
-- `session`: one run's use of it, driven by the execute stage; `reuse`: a stored verdict made
-  this run's result and put back in the run folder; `verdictentry`: a verdict that ran made
-  into an entry; `remotewiring`: the shared tier opened and counted for a session; `storing`:
-  the session the execute stage opens, and the verdicts it stores once every check has ended.
+- `session`: one run's use of it, driven by the execute stage; `lookup`: one check's stored
+  verdict looked up; `lookahead`: a forked child answering the back half of the lookups;
+  `reuse`: a stored verdict made this run's result and put back in the run folder;
+  `recording`: the verdicts that ran stored; `verdictentry`: a verdict that ran made into an
+  entry; `finishing`: what changed without eb dropped, and the run's end; `remotewiring`: the
+  shared tier opened, fetched from, kept and counted for a session; `warn`: how they warn;
+  `storing`: the session the execute stage opens, and the verdicts it stores once every check
+  has ended.
 
 Nothing is imported here: the execute stage loads `session` only when the cache is on.
 

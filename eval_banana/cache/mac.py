@@ -12,7 +12,7 @@ The MAC is HMAC-SHA256, keyed by the secret, over the document's text without th
 again to be compared, and checking a kept run of 1,000 checks is one pass over its file. An
 edit of any byte, by a tool or a person who cannot read the secret, or damage, makes the MAC
 wrong and the document a miss. A process that can read the secret can forge one: the run's
-own record of what it wrote (cache/session.py) and the watch on eb's state guard against
+own record of what it wrote (cache/ownwrites.py) and the watch on eb's state guard against
 those (docs/fail-closed.md#the-caches-mac).
 """
 

@@ -33,8 +33,9 @@ from tests.forking import eb_script, events_of, run_script
 
 # The look-ahead from two keyed checks on.
 LOOK_AHEAD = """\
+import eval_banana.cache.lookahead as lookahead
 import eval_banana.cache.session as session
-session.LOOK_AHEAD_FORK_CHECKS = 2
+lookahead.LOOK_AHEAD_FORK_CHECKS = 2
 """
 LOOKING_AHEAD_EB = eb_script(setup=LOOK_AHEAD)
 

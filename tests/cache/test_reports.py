@@ -135,11 +135,11 @@ def test_cached_runs_and_incremental_listing_import_nothing_heavy(standard: Proj
 # execute.json.
 PAGE_FORKING_EB = eb_script(
     setup="""\
-    import eval_banana.cache.session as session
+    import eval_banana.cache.lookahead as lookahead
     import eval_banana.reporting as reporting
     import eval_banana.stages.execute as execute_stage
     reporting.HTML_FORK_CHECKS = 1
-    session.LOOK_AHEAD_FORK_CHECKS = 10_000
+    lookahead.LOOK_AHEAD_FORK_CHECKS = 10_000
     write_execute_stage = execute_stage.write_execute_stage
     def noted_write_execute_stage(**kwargs):
         note("execute.json")
