@@ -223,6 +223,77 @@ def test_the_console_folds_a_large_familys_passing_cases_into_one_line(
     assert sum(check["check_id"].startswith("big[") for check in report["checks"]) == 25
 
 
+# A family whose every case is sampled twice; the case whose row names a `flip` file gets one
+# failing sample (the sample that creates the file) and one passing: flaky under `aggregate: any`.
+SAMPLED = """\
+schema_version: 1
+id: sampled
+type: deterministic
+description: "case {{ case.id }}"
+cases_from: data/sampled.jsonl
+repeats: 2
+aggregate: any
+script: |
+  import json, os, sys
+  flip = json.load(open(sys.argv[1]))["case"]["flip"]
+  if flip:
+      try:
+          os.close(os.open(flip, os.O_CREAT | os.O_EXCL))
+      except FileExistsError:
+          sys.exit(0)
+      sys.exit("the first sample fails")
+"""
+
+# A control family: every case's defect is caught (its script fails, as a control's should).
+CONTROL = """\
+schema_version: 1
+id: control
+type: deterministic
+description: "control {{ case.id }}"
+expect: fail
+cases_from: data/control.jsonl
+script: |
+  raise SystemExit("seeded defect caught")
+"""
+
+
+def test_the_console_folds_sampled_and_control_cases_that_passed_as_expected(
+    project: Callable[..., Path], eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """A large family's case whose samples all passed, or a control that caught its defect,
+    passed as expected: it folds into the family's line as a plain pass does, in the summary
+    as in the log. A flaky case keeps its line in both."""
+    size = FAMILY_CASES_LISTED + 5
+    flip = str(tmp_path / "flip")
+    root = project(
+        {
+            "eval_checks/sampled.yaml": SAMPLED,
+            "data/sampled.jsonl": "".join(
+                json.dumps({"id": f"s{n:02d}", "flip": flip if n == 3 else ""}) + "\n"
+                for n in range(size)
+            ),
+            "eval_checks/control.yaml": CONTROL,
+            "data/control.jsonl": "".join(
+                json.dumps({"id": f"c{n:02d}"}) + "\n" for n in range(size)
+            ),
+        },
+        config=CONFIG,
+    )
+    done = eb("run", "--cwd", str(root), "--cache", "off")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    listed = [line for line in done.stdout.splitlines() if line.startswith("- ")]
+    assert listed == [
+        "- control: 25 cases passed (each is listed in report.md and report.json)",
+        "- sampled: 24 cases passed (each is listed in report.md and report.json)",
+        "- sampled[s03]: passed (flaky, 1/2 samples passed) - 1 of 2 samples passed (any)",
+    ]
+    # The log counts what the summary folds: only the flaky case has a line of its own.
+    logged = [line.split("] ", 1)[1] for line in done.stderr.splitlines() if line.startswith("[")]
+    own = [line for line in logged if " cases passed" not in line]
+    assert len(own) == 1 and own[0].startswith("sampled[s03]: passed (flaky, "), done.stderr
+    assert done.stderr.splitlines()[-1].startswith("[50/50] ")
+
+
 def test_the_console_folds_a_large_familys_skipped_cases_into_one_line(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -19,6 +19,7 @@ from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import Located
 from eval_banana.core.heldstreams import to_nowhere
 from eval_banana.core.words import one_line, plural, warning_text
+from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck, ProblemModel, ScoreDoc
 from eval_banana.reporting.common import is_not_run
@@ -38,6 +39,7 @@ from eval_banana.runners.results import (
     progress_line,
     selected_family_sizes,
 )
+from eval_banana.runners.retries import attempts_needed
 
 if TYPE_CHECKING:
     # rich is imported only when a terminal will show it: CI logs never pay for it.
@@ -189,8 +191,16 @@ def _folded_lines(
 
 
 def _plain(check: dict[str, Any]) -> bool:
-    """A check that passed with nothing to note but, perhaps, a verdict from the cache."""
-    return check.get("status") == "passed" and set(status_notes(check=check)) <= {"cached"}
+    """A check that passed as expected with nothing more to tell: its notes may say that every
+    sample passed, that a control caught its defect or that the verdict came from the cache (a
+    large family of such cases is one line), never that samples disagreed or that it took
+    retries (those keep their line)."""
+    details = check.get("details") or {}
+    return (
+        check.get("status") == "passed"
+        and not is_flaky(details)
+        and attempts_needed(details=details) <= 1
+    )
 
 
 def _check_line(*, check: dict[str, Any]) -> str:

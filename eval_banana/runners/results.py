@@ -298,8 +298,9 @@ def selected_family_sizes(*, checks: Iterable[PlannedCheck]) -> dict[str, int]:
 
 def folded_in_log(*, result: CheckResult, family_size: int) -> bool:
     """Whether a log counts a finished check instead of giving it a line of its own: a case
-    that passed with nothing to note but the cache, in a family of more than
-    FAMILY_CASES_LISTED cases. A failure, an error, a skip or a flaky pass keeps its line."""
+    that passed (every sample, a control catching its defect, a verdict from the cache), in a
+    family of more than FAMILY_CASES_LISTED cases. A failure, an error, a skip or a flaky pass
+    keeps its line."""
     return (
         family_size > FAMILY_CASES_LISTED
         and result.status == "passed"
