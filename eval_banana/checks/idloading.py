@@ -24,6 +24,7 @@ from eval_banana.checks.selection import (
     is_id_pattern,
     may_match_cases_of,
     pattern_prefix,
+    plainly_named_family,
     split_case_selector,
 )
 from eval_banana.core.errors import DefinitionError, Problem
@@ -191,7 +192,10 @@ class _GlobLoad(NamedTuple):
 
 def _load_by_pattern(*, files: _Files, pattern: str, warnings: list[ProblemModel]) -> _GlobLoad:
     """Relaxed mode for a glob: every file whose stripped id matches is loaded strictly, and
-    every family whose case ids (`<family>[<case id>]`) it may match by its literal start.
+    every family whose case ids (`<family>[<case id>]`) it may match by its literal start. A
+    value that names a family outright (`plainly_named_family`) looks at no other family: its
+    brackets never stand for the last character of one's id (`qa_judg[refund-1]` is not all
+    of `qa_judge`), and it can match none of their cases.
 
     As for an exact id, other files are not validated; a file that cannot be parsed is a
     warning when it might have matched (its bytes hold the pattern's literal prefix). Every
@@ -199,10 +203,13 @@ def _load_by_pattern(*, files: _Files, pattern: str, warnings: list[ProblemModel
     """
     needle = pattern.strip()
     start = pattern_prefix(needle)
+    named = plainly_named_family(needle)
     by_id: dict[str, list[tuple[str, bytes, dict[str, object]]]] = {}
     families: dict[str, list[Holder]] = {}
     for holder in files.holders(marker=start.encode(), warnings=warnings):
         path, data, document, found_id = holder
+        if named is not None and found_id != named and is_family(document):
+            continue
         if id_matches_pattern(check_id=found_id, pattern=needle):
             by_id.setdefault(found_id, []).append((path, data, document))
         elif is_family(document) and may_match_cases_of(start=start, family=found_id):

@@ -16,6 +16,7 @@ of the check id, for `--tag` one exact tag. Stdlib only: `eb list` and `eb run` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
 from typing import NamedTuple
@@ -239,6 +240,20 @@ def split_case_selector(text: str) -> tuple[str, str] | None:
     return text[:cut], text[cut + 1 : -1]
 
 
+# `<family>[<case glob>]` with a family part that holds no glob character and one pair of brackets.
+_PLAIN_CASE_SELECTOR = re.compile(r"([^*?\[\]]+)\[[^\[\]]*\]")
+
+
+def plainly_named_family(text: str) -> str | None:
+    """The family id a `<family>[<case glob>]` value names outright (no glob character in its
+    family part, no bracket in its case part), else None. Such a value is a case selector: as
+    a glob it may still match a plain check's id (`judge_[ab]` picks `judge_a`), but its
+    brackets never stand for the last character of another family's id: `qa_judg[refund-1]`
+    is `qa_judge[refund-1]` misspelt (told with a did-you-mean), not all of `qa_judge`."""
+    matched = _PLAIN_CASE_SELECTOR.fullmatch(text.strip())
+    return matched.group(1) if matched else None
+
+
 def case_part_matches(*, asked: str, case_ids: Collection[str]) -> bool:
     """Whether the case part `asked` of a `<family>[<case glob>]` value names or matches one of
     the family's `case_ids`."""
@@ -277,6 +292,9 @@ class IdSelectors:
         # the id globs: their positions, and the family a `<family>[...]` value names or None
         self._globs: list[int] = []
         self._named: list[str | None] = []
+        # Whether each names its family outright: its case glob alone decides, and it chooses
+        # no other family's case nor any family whole (it may still match a plain check's id).
+        self._outright: list[bool] = []
         self._family_globs: dict[str, list[int]] = {}  # family -> the id globs matching it
         for position, text in enumerate(self.texts):
             written = split_case_selector(text)
@@ -289,6 +307,7 @@ class IdSelectors:
             if is_id_pattern(text):
                 self._globs.append(position)
                 self._named.append(written[0] if written is not None else None)
+                self._outright.append(plainly_named_family(text) is not None)
         self._glob_set = GlobSet([self.texts[position] for position in self._globs])
 
     def selects(self, check_id: str) -> bool:
@@ -326,12 +345,15 @@ class IdSelectors:
         yield from self._id_globs_matching(text=check_id, unless_named=family)
 
     def _id_globs_matching(self, *, text: str, unless_named: str | None = None) -> Iterator[int]:
-        """The positions of the id globs that match `text`, but those of `<unless_named>[...]`
-        values."""
+        """The positions of the id globs that match `text`; for a case (`unless_named`, its
+        family), but its family's own `<family>[...]` values and the values that name another
+        family outright."""
         if not self._globs:
             return
         for member in self._glob_set.matching(text):
-            if unless_named is None or self._named[member] != unless_named:
+            if unless_named is None or (
+                self._named[member] != unless_named and not self._outright[member]
+            ):
                 yield self._globs[member]
 
     def _globs_of_family(self, family: str) -> list[int]:

@@ -47,6 +47,10 @@ SELECTIONS = [
     ["c1", "nope", "dup", "c[0-3]", "fam[z]", "bad", "abd", "abc"],
     ["*y]"],  # only a case of `fam` can match it: the family is loaded for its cases
     ["f*", "*x]", "c1"],
+    ["fa[m]", "c[12]"],
+    [
+        "f*[y]"
+    ],  # a family glob and a case glob: the family is loaded for its cases  # a case selector of no family, its family misspelt: no class over `fam`
 ]
 
 
@@ -200,3 +204,41 @@ def test_a_case_selector_whose_family_id_is_in_another_letter_case_gets_a_did_yo
     result = eb("validate", "--cwd", str(root), "--check-id", "PLAIN_ONE[x]")
     assert result.exit_code == 2 and "did you mean" not in result.stderr
     assert eb("run", "--cwd", str(root), "--check-id", "qa[refund-01]").exit_code == 0
+
+
+def test_a_case_selector_whose_family_id_misses_a_letter_never_runs_the_whole_family(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # `qa_judg[refund-1]` read as a glob, its brackets a character class holding the `e` of
+    # `qa_judge`, so it ran every case of `qa_judge`; `qa_judg[ship-1]` matched nothing with no
+    # guess. A `<family>[<case>]` value whose family part is plain is a case selector: it is
+    # refused with the case it most likely meant.
+    root = project(
+        {
+            "eval_checks/qa_judge.yaml": FAMILY.replace("id: fam", "id: qa_judge")
+            .replace("{id: x, n: '1'}", "{id: refund-1, n: '1'}")
+            .replace("{id: y, n: '2'}", "{id: ship-1, n: '2'}"),
+            "eval_checks/judge_a.yaml": check_yaml("judge_a"),
+            "eval_checks/judge_b.yaml": check_yaml("judge_b"),
+        }
+    )
+    for typed in ("qa_judg[refund-1]", "qa_judg[ship-1]"):
+        for command in ("run", "list", "validate"):
+            result = eb(command, "--cwd", str(root), "--check-id", typed)
+            assert result.exit_code == 2, (command, typed, result.stdout)
+            meant = typed.replace("qa_judg[", "qa_judge[")
+            assert f"hint: did you mean '{meant}'? `eb list --cases`" in result.stderr, (
+                command,
+                result.stderr,
+            )
+    # Globs keep their meaning: over a family's cases, over families' ids, and a character
+    # class over plain checks' ids.
+    for chosen, listed in (
+        ("qa_judge[*]", ["qa_judge[refund-1]", "qa_judge[ship-1]"]),
+        ("qa_judge[ship-?]", ["qa_judge[ship-1]"]),
+        ("qa_judg?", ["qa_judge[refund-1]", "qa_judge[ship-1]"]),
+        ("judge_[ab]", ["judge_a", "judge_b"]),
+    ):
+        result = eb("list", "--cases", "--cwd", str(root), "--check-id", chosen)
+        assert result.exit_code == 0, (chosen, result.stderr)
+        assert [line.split("\t", 1)[0] for line in result.stdout.splitlines()] == listed
