@@ -319,18 +319,29 @@ def test_a_skipped_check_is_not_run_not_scored_and_listed_everywhere(
     assert not list((run_dir_of(root) / "checks").glob(f"{artifact_stem(check_id='b_off')}*"))
 
 
+@pytest.mark.parametrize("threshold", ["1.0", "0.0"])
 def test_a_run_where_every_selected_check_is_skipped_does_not_pass(
-    project: Project, eb: Eb
+    project: Project, eb: Eb, threshold: str
 ) -> None:
     root = project(
         {"eval_checks/a.yaml": recording("a") + "skip: later\n"},
-        config=CONFIG,
+        config=CONFIG + f"pass_threshold = {threshold}\n",
     )
     result = eb("run", "--cwd", str(root))
     # Nothing was judged, and a gate that judged nothing is not green.
     assert result.exit_code == 1, result.stderr
     assert "Score: 0/0" in result.stdout and "- a: skipped - later" in result.stdout
     assert ran(root) == []
+    # Every report that says why tells that reason, never "below the threshold": 0/0 is no
+    # ratio below 0% (report.html's verdict said so under pass_threshold = 0.0).
+    why = "No checks ran: every selected check was skipped, so nothing was judged"
+    assert why in result.stdout.splitlines()
+    assert f"\n{why}.\n" in (run_dir_of(root) / "report.md").read_text()
+    html = (run_dir_of(root) / "report.html").read_text()
+    assert 'id="verdict">FAILED<small>every selected check was skipped, so nothing was judged<' in (
+        html
+    )
+    assert "below the threshold" not in html
 
 
 # --- invoke eval -----------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from eval_banana.reporttext.notes import (
     cache_line,
     errors_line,
     flaky_line,
+    nothing_judged,
     result_summary,
     status_notes,
     usage_summary,
@@ -97,6 +98,9 @@ def summary_lines(
     ]
     if report.get("allow_empty"):
         lines.append(f"No checks ran: {report['allow_empty']}")
+    judged = nothing_judged(report=report)
+    if judged is not None:
+        lines.append(f"No checks ran: {judged}")
     usage = usage_summary(usage=report.get("judge_usage"))
     if usage is not None:
         lines.append(f"Judge usage: {usage}")
@@ -282,6 +286,9 @@ def verdict_lines(*, score: ScoreDoc, results: Sequence[CheckResult] = ()) -> li
         not_run = plural(count=score.not_run_checks, noun="check")
         lines.append(f"Aborted by: {score.aborted_by} ({not_run} did not run)")
     document = score.model_dump(mode="json")  # the keys report.json's helpers read
+    judged = nothing_judged(report=document)
+    if judged is not None:
+        lines.append(f"No checks ran: {judged}")
     errors = errors_line(report=document)
     if errors is not None:
         lines.append(errors)

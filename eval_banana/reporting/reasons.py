@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from eval_banana.core.words import first_and_count, plural
+from eval_banana.reporttext.notes import nothing_judged
 
 # When nothing below explains a failed run (a document that does not say why).
 NO_REASON = "the run did not pass"
@@ -22,6 +23,7 @@ def failure_reasons(*, report: dict[str, Any]) -> list[str]:
     if report.get("run_passed"):
         return []
     reasons = [
+        nothing_judged(report=report),
         _below_threshold(report=report),
         _errored(report=report),
         _halted(report=report),
@@ -42,7 +44,8 @@ def threshold_text(*, report: dict[str, Any]) -> str:
 
 
 def _below_threshold(*, report: dict[str, Any]) -> str | None:
-    if report.get("meets_threshold", False):
+    # With no check run the threshold is not met, but no ratio is below it: `nothing_judged`.
+    if report.get("meets_threshold", False) or report.get("total_checks") == 0:
         return None
     return f"below the {threshold_text(report=report)}"
 

@@ -15,6 +15,7 @@ from eval_banana.reporttext.notes import (
     errors_line,
     flaky_line,
     halt_line,
+    nothing_judged,
     status_note,
     usage_summary,
 )
@@ -116,6 +117,9 @@ def render_markdown(*, report: dict[str, Any]) -> str:
         )
     if report.get("allow_empty"):
         lines += ["", f"No checks ran: {md_text(str(report['allow_empty']))}."]
+    judged = nothing_judged(report=report)
+    if judged is not None:
+        lines += ["", f"No checks ran: {judged}."]
     usage = usage_summary(usage=report.get("judge_usage"))
     if usage is not None:
         # Only when judges reported usage; other runs keep eval-banana's exact text.

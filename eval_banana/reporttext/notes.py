@@ -1,6 +1,6 @@
 """The short texts every report adds to a run's figures and to a check's status: judge usage,
-the shared cache's counts, errors by class, flaky checks, a halt at maxfail, a check's notes
-(control, attempts, samples, cached) and its one-line summary."""
+the shared cache's counts, errors by class, flaky checks, a halt at maxfail, a run that judged
+nothing, a check's notes (control, attempts, samples, cached) and its one-line summary."""
 
 from __future__ import annotations
 
@@ -76,6 +76,17 @@ def status_notes(*, check: dict[str, Any]) -> list[str]:
     if isinstance(cache, dict) and cache.get("hit") is True:
         notes.append("cached")
     return notes
+
+
+def nothing_judged(*, report: dict[str, Any]) -> str | None:
+    """Why a run in which no check ran did not pass (its every selected check was skipped): a
+    ratio of no checks is below no threshold, so that is not the reason. None for any other
+    run, and for one that passes with no checks (`allow_empty`)."""
+    if report.get("run_passed") or report.get("total_checks") != 0:
+        return None
+    if int(report.get("skipped_checks") or 0) > 0:
+        return "every selected check was skipped, so nothing was judged"
+    return "no check ran, so nothing was judged"
 
 
 def flaky_line(*, report: dict[str, Any]) -> str | None:

@@ -60,3 +60,11 @@ def test_many_broken_gates_are_named_up_to_ten() -> None:
     families = [{"id": f"f{n:02d}", "gate_held": False} for n in range(25)]
     (said,) = failure_reasons(report=_report(families=families))
     assert said.startswith("the gates of families f00, f01,") and "f09 and 15 more" in said
+
+
+def test_a_run_that_judged_nothing_says_so_not_that_it_is_below_the_threshold() -> None:
+    # 0 of 0 is below no threshold, not even 0%: every selected check was skipped.
+    report = _report(meets_threshold=False, pass_threshold=0.0, total_checks=0, skipped_checks=2)
+    assert failure_reasons(report=report) == [
+        "every selected check was skipped, so nothing was judged"
+    ]
