@@ -19,6 +19,7 @@ from eval_banana.checks.selection import (
     keyword_matches,
     parse_expression,
     pattern_prefix,
+    plainly_named_family,
     split_case_selector,
     tags_match,
     tokenize,
@@ -286,6 +287,8 @@ def chooses(value: str, check_id: str) -> bool:
     if written is not None and written[0] == family:  # its case part alone decides
         asked = written[1]
         return asked == case_id or (is_id_pattern(asked) and fnmatchcase(case_id, asked))
+    if plainly_named_family(value) is not None:  # another family's case, misspelt or not
+        return False
     return is_id_pattern(value) and (fnmatchcase(family, value) or fnmatchcase(check_id, value))
 
 
