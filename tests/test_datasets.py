@@ -463,6 +463,31 @@ def test_a_csv_skip_and_tags_column_is_empty_for_the_cases_it_does_not_mark(
     assert error["message"].endswith("case '1': skip must be a non-empty reason"), error
 
 
+def test_tags_null_in_a_json_or_yaml_row_means_no_tags_of_its_own(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """The docs say to write `null` (or leave the field out) for a row without tags of its
+    own: it was "tags must be a list of strings" in every JSON and YAML form."""
+    source = "cases: [{id: i1, name: a, ok: 'yes', tags: null, skip: null}]\ncases_from: data/r.*"
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source) + "tags: [ds]\n",
+            "data/r.jsonl": '{"id": "j1", "name": "b", "ok": "yes", "tags": null, "skip": null}\n',
+            "data/r.json": '[{"id": "n1", "name": "c", "ok": "yes", "tags": null}]\n',
+            "data/r.yaml": "- {id: y1, name: d, ok: 'yes', tags: null}\n",
+        },
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert code == 0, report
+    assert {check["check_id"]: check["tags"] for check in report["checks"]} == {
+        "fam[i1]": ["ds"],
+        "fam[j1]": ["ds"],
+        "fam[n1]": ["ds"],
+        "fam[y1]": ["ds"],
+    }
+
+
 def test_a_csv_skip_cell_a_checkbox_column_wrote_is_refused_not_taken_as_a_reason(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

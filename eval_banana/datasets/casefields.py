@@ -64,8 +64,10 @@ def case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | N
     """A case's own tags and skip reason, or what is wrong with them. `cells`: a CSV row, whose
     every column has a cell in every row: an empty `skip` or `tags` cell says none, as a row
     without the field does (a spreadsheet's `skip` column is empty for the cases that run)."""
-    tags = value.get("tags", [])
+    tags = value.get("tags")
     skip = value.get("skip")
+    if tags is None:
+        tags = []  # left out, or null: no tags of its own
     if cells and isinstance(tags, str):
         tags = [tag for tag in _CELL_TAGS.split(tags) if tag]
     if cells and isinstance(skip, str) and not skip.strip():

@@ -83,7 +83,7 @@ OMITTED_WHEN_UNSET = (
 
 # For editors, the rules of one inline case that a schema can say (eb validate says why). An id
 # is a whole number from 0 or text of CASE_ID_PATTERN (null: its position names the case); tags a
-# word or a list of them; skip a reason, never blank, a yes/no or a number.
+# word or a list of them (null: none of its own); skip a reason, never blank, a yes/no or a number.
 CASE_ITEM_SCHEMA: dict[str, JsonValue] = {
     "type": "object",
     "properties": {
@@ -94,7 +94,13 @@ CASE_ITEM_SCHEMA: dict[str, JsonValue] = {
                 {"type": "null"},
             ]
         },
-        "tags": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        "tags": {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"type": "string"}},
+                {"type": "null"},
+            ]
+        },
         "skip": {
             "anyOf": [
                 {"type": "null"},

@@ -142,6 +142,7 @@ GOOD_FAMILIES = {
     "unset_family_keys": _FAMILY + "min_pass_rate: null\ncase_schema: null\n",
     "case_skip_and_tags": _FAMILY + "cases: [{id: a, skip: flaky upstream, tags: slow}, "
     "{id: b, skip: null, tags: [x, y]}, {id: c, skip: 'no: see issue 4'}, {id: d, skip: née}]\n",
+    "case_tags_null": _FAMILY + "cases: [{id: a, tags: null, skip: null}]\n",
 }
 
 
