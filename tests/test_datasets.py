@@ -488,6 +488,48 @@ def test_tags_null_in_a_json_or_yaml_row_means_no_tags_of_its_own(
     }
 
 
+def test_a_tags_text_of_several_words_is_refused_outside_a_csv_cell(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`tags: "smoke, slow"` gave two tags from a CSV cell but the one tag 'smoke, slow' from
+    a JSON or YAML row, which `--tag slow` silently left out: it is refused at its row, with
+    the list to write; one word is still one tag."""
+    source = "cases: [{id: i1, name: a, ok: 'yes', tags: 'smoke, slow'}]\ncases_from: data/r.*"
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source),
+            "data/r.csv": 'id,name,ok,tags\nc1,b,yes,"smoke, slow"\n',
+            "data/r.jsonl": '{"id": "j1", "name": "c", "ok": "yes", "tags": "smoke slow"}\n'
+            '{"id": "j2", "name": "d", "ok": "yes", "tags": "slow"}\n',
+            "data/r.yaml": "- {id: y1, name: e, ok: 'yes', tags: ''}\n",
+        },
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2, validated.stdout
+    told = [
+        (error["message"].split(": ", 1)[1], error["field_path"], error["hint"])
+        for error in json.loads(validated.stdout)["errors"]
+    ]
+    several = 'write the tags as a list (["smoke", "slow"]); a tag that holds a space'
+    assert [(said.split(":")[0], field) for said, field, _ in told] == [
+        ("case 'i1'", "cases.0.tags"),
+        ("case 'j1'", "case.tags"),
+        ("case 'y1'", "case.tags"),
+    ], told
+    assert told[0][0].startswith("case 'i1': tags 'smoke, slow' is one text holding a comma")
+    assert told[0][2].startswith(several) and told[1][2].startswith(several), told
+    assert told[2][0] == "case 'y1': tags '' names no tag", told
+    # Rows that say their tags as a list (or one word) are selected by each tag.
+    (root / "eval_checks/fam.yaml").write_text(
+        SCRIPT_FAMILY.format(source=source.replace("'smoke, slow'", "[smoke, slow]"))
+    )
+    (root / "data/r.jsonl").write_text('{"id": "j2", "name": "d", "ok": "yes", "tags": "slow"}\n')
+    (root / "data/r.yaml").unlink()
+    code, report = _run(eb, root, "--tag", "slow")
+    assert (code, sorted(_statuses(report))) == (0, ["fam[c1]", "fam[i1]", "fam[j2]"]), report
+
+
 def test_a_csv_skip_cell_a_checkbox_column_wrote_is_refused_not_taken_as_a_reason(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -45,6 +45,10 @@ def bad_id_message(given: object) -> str:
 
 # A CSV `tags` cell holds its tags as one text: `smoke, slow` or `smoke slow`.
 _CELL_TAGS = re.compile(r"[\s,]+")
+# Outside a CSV cell, a `tags` text is one tag: one word, no comma or space. `"smoke, slow"`
+# reads as two tags to its writer (as a CSV cell splits it), but taken as one tag no `--tag
+# slow` would select the case.
+_ONE_TAG = re.compile(r"[^\s,]+")
 # A `skip` that reads as a yes/no or a number (a spreadsheet's checkbox column exports TRUE and
 # FALSE, a flag column 0 and 1), or holds no letter or digit (`-`, a check mark): no reason. Taken
 # as one, `FALSE` would skip the very case it means to run.
@@ -73,6 +77,8 @@ def case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | N
     if cells and isinstance(skip, str) and not skip.strip():
         skip = None  # an empty cell: the case runs
     if isinstance(tags, str):
+        if not _ONE_TAG.fullmatch(tags):
+            return _tags_text_refused(tags)
         tags = [tags]
     if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
         return Refused("tags must be a list of strings", _TAGS_HINT, "case.tags")
@@ -89,3 +95,22 @@ def case_tags(*, value: dict[str, Any], cells: bool) -> tuple[list[str], str | N
             "case.skip",
         )
     return tags, reason
+
+
+def _tags_text_refused(tags: str) -> Refused:
+    """A JSON or YAML row's `tags` text that is no one tag: empty, or words a CSV cell would
+    split into several tags, which outside a cell would be one tag no `--tag` word selects."""
+    words = [word for word in _CELL_TAGS.split(tags) if word]
+    if not words:
+        return Refused(
+            f"tags {tags!r} names no tag",
+            "leave tags out (or write null) for no tags of its own",
+            "case.tags",
+        )
+    return Refused(
+        f"tags {tags!r} is one text holding a comma or a space: outside a CSV cell that is one "
+        f"tag, which --tag {words[-1]} does not select",
+        f"write the tags as a list ({json.dumps(words, ensure_ascii=False)}); a tag that holds "
+        'a space is one item of a list (["needs review"])',
+        "case.tags",
+    )

@@ -96,7 +96,8 @@ CASE_ITEM_SCHEMA: dict[str, JsonValue] = {
         },
         "tags": {
             "anyOf": [
-                {"type": "string"},
+                # One word: a text with a comma or a space would be one tag (eb refuses it).
+                {"type": "string", "minLength": 1, "not": {"pattern": r"[\s,]"}},
                 {"type": "array", "items": {"type": "string"}},
                 {"type": "null"},
             ]

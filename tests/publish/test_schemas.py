@@ -133,6 +133,10 @@ BAD_FAMILIES = {
     "case_skip_yes_no_text": _FAMILY + 'cases: [{id: a, skip: " FALSE "}]\n',
     "case_skip_a_number_text": _FAMILY + 'cases: [{id: a, skip: "-1.5"}]\n',
     "case_tags_not_text": _FAMILY + "cases: [{id: a, tags: [1]}]\n",
+    "case_tags_text_with_a_comma": _FAMILY + 'cases: [{id: a, tags: "smoke, slow"}]\n',
+    "case_tags_text_with_a_space": _FAMILY + 'cases: [{id: a, tags: "smoke slow"}]\n',
+    "case_tags_text_with_a_line_end": _FAMILY + 'cases: [{id: a, tags: "slow\\n"}]\n',
+    "case_tags_empty_text": _FAMILY + 'cases: [{id: a, tags: ""}]\n',
     "no_cases": _FAMILY + "cases: []\n",
 }
 GOOD_FAMILIES = {
@@ -143,6 +147,7 @@ GOOD_FAMILIES = {
     "case_skip_and_tags": _FAMILY + "cases: [{id: a, skip: flaky upstream, tags: slow}, "
     "{id: b, skip: null, tags: [x, y]}, {id: c, skip: 'no: see issue 4'}, {id: d, skip: née}]\n",
     "case_tags_null": _FAMILY + "cases: [{id: a, tags: null, skip: null}]\n",
+    "case_tag_with_a_space_in_a_list": _FAMILY + 'cases: [{id: a, tags: ["needs review"]}]\n',
 }
 
 
