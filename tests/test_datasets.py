@@ -1704,7 +1704,7 @@ BAD_INPUTS = {
     "a yaml row with a key twice": (
         {"data/rows.yaml": "- {name: a, ok: 'yes'}\n- name: b\n  ok: 'yes'\n  ok: 'no'\n"},
         "cases_from: data/rows.yaml",
-        "Dataset data/rows.yaml has a row with a duplicate key 'ok' (line 4)",
+        "Dataset data/rows.yaml item 2 (line 2) is a row with a duplicate key 'ok' at line 4",
     ),
     # The csv module reads a quote that is never closed as a cell running to the end of the
     # file: the rows after it were gone, and that row had the header's two cells.
@@ -1737,7 +1737,7 @@ BAD_INPUTS = {
             "data/rows.json": '[{"name": "a", "ok": "yes"},\n {"name": "b", "ok": "yes",\n  "meta": {"k": 1,\n   "k": 2}}]'
         },
         "cases_from: data/rows.json",
-        "Dataset data/rows.json has a row with a duplicate key 'k' (line 4)",
+        "Dataset data/rows.json item 2 (line 2) is a row with a duplicate key 'k'",
     ),
     # JSON Lines in a file named .json: "Extra data" said nothing of the fix (rename it).
     "json lines in a .json file": (
@@ -2020,6 +2020,42 @@ def test_validate_reports_every_bad_row_in_one_pass(
     lines = sorted(error["line"] for error in document["errors"])
     assert lines == [2, 4, 5]
     assert {error["file"] for error in document["errors"]} == {"data/rows.jsonl"}
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_a_row_that_repeats_a_key_does_not_hide_the_other_bad_rows_of_a_list_file(
+    project: Callable[..., Path], eb: Callable[..., EbResult], fmt: str
+) -> None:
+    """A repeated key in one row of a .json or .yaml file was the whole file's one error,
+    hiding every other bad row; it is a problem of its row, as a .jsonl line's is."""
+    rows = [
+        '{"id": "a b", "name": "a", "ok": "yes"}',
+        '{"id": "c", "name": "c", "ok": "yes"}',
+        '{"id": "c", "name": "d", "ok": "yes"}',
+        '{"id": "e", "name": "e", "ok": "yes", "ok": "no"}',
+        '{"id": "f", "name": "f", "ok": "yes", "meta": {"k": 1,\n  "k": 2}}',
+    ]
+    text = "[" + ",\n".join(rows) + "]\n" if fmt == "json" else "".join(f"- {r}\n" for r in rows)
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=f"cases_from: data/rows.{fmt}"),
+            f"data/rows.{fmt}": text,
+        },
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2, validated.stdout
+    errors = json.loads(validated.stdout)["errors"]
+    assert [(error["line"], error["message"].split(": ")[0]) for error in errors] == [
+        (1, f"data/rows.{fmt} item 1 (line 1)"),  # bad id
+        (3, f"data/rows.{fmt} item 3 (line 3)"),  # duplicate id c
+        (4, f"Dataset data/rows.{fmt} item 4 (line 4) is a row with a duplicate key 'ok'"),
+        (
+            5 if fmt == "json" else 6,
+            f"Dataset data/rows.{fmt} item 5 (line 5) is a row with a "
+            "duplicate key 'k'" + (" at line 6" if fmt == "yaml" else ""),
+        ),
+    ], errors
 
 
 def test_validate_reports_unreadable_lines_with_the_other_rows_problems(

@@ -25,16 +25,22 @@ YAML12_EXPONENT_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
-    """A mapping repeats a key (YAML forbids it; PyYAML kept the last value silently)."""
+    """A mapping repeats a key (YAML forbids it; PyYAML kept the last value silently): `key`,
+    at `problem_mark`."""
+
+    def __init__(self, *, key: object, mark: yaml.Mark) -> None:
+        super().__init__(None, None, f"duplicate key '{key}' (line {mark.line + 1})", mark)
+        self.key = key
 
 
 class StrictLoader(FastSafeLoader):  # type: ignore[misc,valid-type]
     """Safe loader that refuses repeated mapping keys (DuplicateKeyError)."""
 
 
-def _construct_mapping_no_duplicates(
+def construct_mapping_once_each(
     loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
 ) -> dict[Any, Any]:
+    """A mapping, or DuplicateKeyError at its first repeated key."""
     # Fast path: build the mapping once; as many entries as key nodes means no key repeated.
     if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
         key_count = len(node.value)
@@ -63,12 +69,7 @@ def _refuse_duplicate_keys(*, loader: yaml.SafeLoader, node: yaml.MappingNode, d
         except TypeError:
             continue
         if duplicate:
-            raise DuplicateKeyError(
-                None,
-                None,
-                f"duplicate key '{key}' (line {key_node.start_mark.line + 1})",
-                key_node.start_mark,
-            )
+            raise DuplicateKeyError(key=key, mark=key_node.start_mark)
         seen.add(key)
 
 
@@ -118,7 +119,7 @@ def _refuse_own_key(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
 
 
 StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping_once_each
 )
 StrictLoader.add_constructor("tag:yaml.org,2002:int", construct_whole_number)
 for _tag in OWN_KEY_TAGS:

@@ -56,7 +56,7 @@ def read_rows(
 
         return csv_rows(text=text, file=file, problems=problems, limit=limit)
     if suffix == ".json":
-        return json_rows(text=text, data=data, file=file)
+        return json_rows(text=text, data=data, file=file, problems=problems)
     from eval_banana.datasets.yamlrows import yaml_rows
 
     return yaml_rows(text=text, file=file, problems=problems)

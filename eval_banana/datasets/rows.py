@@ -8,8 +8,10 @@ Each row keeps where it came from (the file and its line or row) for the message
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from typing import BinaryIO, NamedTuple
 
@@ -48,27 +50,38 @@ class ItemLines:
     def __init__(self, text: str, *, under: str | None = None) -> None:
         self._text = text
         self._under = under
-        self._starts: list[int] | None = None
+        self._places: list[tuple[int, int]] | None = None  # (1-based line, 0-based column)
+
+    def _starts(self) -> list[tuple[int, int]]:
+        if self._places is None:
+            self._places = _item_starts(self._text, under=self._under)
+        return self._places
 
     def line_of(self, index: int) -> int | None:
         """The 1-based line the `index`th (1-based) item starts on, or None when unknown."""
-        if self._starts is None:
-            self._starts = _item_starts(self._text, under=self._under)
-        return self._starts[index - 1] if 0 < index <= len(self._starts) else None
+        starts = self._starts()
+        return starts[index - 1][0] if 0 < index <= len(starts) else None
+
+    def item_at(self, *, line: int, column: int) -> int | None:
+        """The 1-based index of the item whose text holds the place at `line` (1-based) and
+        `column` (0-based): the last to start at or before it; None when unknown."""
+        place = (line, column)
+        index = bisect.bisect_right(self._starts(), place)
+        return index or None
 
     def shared(self, index: int) -> bool:
         """Whether another item starts on the line of the `index`th (a list on one line)."""
         line = self.line_of(index)
-        starts = self._starts or []
+        starts = self._starts()
         return line is not None and (
-            (index > 1 and starts[index - 2] == line)
-            or (index < len(starts) and starts[index] == line)
+            (index > 1 and starts[index - 2][0] == line)
+            or (index < len(starts) and starts[index][0] == line)
         )
 
 
-def _item_starts(text: str, *, under: str | None) -> list[int]:
-    """The line each item of the top-level list (or of the list at key `under` of the
-    top-level mapping) starts on (JSON read as the YAML it is)."""
+def _item_starts(text: str, *, under: str | None) -> list[tuple[int, int]]:
+    """The line and column each item of the top-level list (or of the list at key `under` of
+    the top-level mapping) starts at (JSON read as the YAML it is)."""
     import yaml
 
     from eval_banana.core.yamlsafe import FastSafeLoader
@@ -81,7 +94,7 @@ def _item_starts(text: str, *, under: str | None) -> list[int]:
         node = next((value for key, value in node.value if key.value == under), None)
     if not isinstance(node, yaml.SequenceNode):
         return []
-    return [item.start_mark.line + 1 for item in node.value]
+    return [(item.start_mark.line + 1, item.start_mark.column) for item in node.value]
 
 
 class Row(NamedTuple):
@@ -411,41 +424,106 @@ def _number_too_long(*, file: str, line: int | None) -> DefinitionError:
     )
 
 
-def json_rows(*, text: str, data: bytes, file: str) -> list[Row]:
+def json_rows(*, text: str, data: bytes, file: str, problems: list[DefinitionError]) -> list[Row]:
     """The rows of a .json dataset: one list of objects (`data`: the file's bytes, `text` as
-    decoded; the nesting is measured on the bytes, not on the text encoded again)."""
+    decoded; the nesting is measured on the bytes, not on the text encoded again). A row that
+    names a key twice goes to `problems`, the other rows still read."""
     if json_depth_exceeds(data):
         raise too_deep(file=file, line=None, what=f"Dataset {file}")
     try:
         value = _DECODE(text)
-    except RepeatedKey as exc:
-        line = _repeated_key_line(text)
-        raise dataset_problem(
-            file=file,
-            line=line,
-            message=f"Dataset {file} has a row with a duplicate key '{exc.key}'"
-            + (f" (line {line})" if line is not None else ""),
-            hint=REPEATED_KEY_HINT,
-        ) from None
+    except RepeatedKey:
+        return _rows_without_repeated_keys(text=text, file=file, problems=problems)
     except ValueError as exc:
-        if not isinstance(exc, json.JSONDecodeError):
-            # int() refused a whole number longer than Python reads.
-            raise _number_too_long(file=file, line=too_long_number_line(text)) from None
-        if _json_lines(text):
-            raise dataset_problem(
-                file=file,
-                line=exc.lineno,
-                message=f"Dataset {file} holds one JSON object per line (JSON Lines), not one "
-                "list of objects",
-                hint="name the file .jsonl, or make it one list: [ {...}, {...} ]",
-            ) from None
-        raise dataset_problem(
+        raise _not_json(text=text, file=file, exc=exc) from None
+    return listed_rows(value=value, file=file, kind="JSON", string_keys=True, text=text)
+
+
+def repeated_key_problem(*, row: Row, key: str, line: int | None = None) -> DefinitionError:
+    """A row of a JSON or YAML list that names `key` twice (at `line`, when known): a problem
+    of that row alone, as a .jsonl line's is."""
+    at = f" at line {line}" if line is not None and line != row_line(row) else ""
+    return dataset_problem(
+        file=row.file,
+        line=row_line(row) if line is None else line,
+        message=f"Dataset {row.file} {row_where(row)} is a row with a duplicate key '{key}'{at}",
+        hint=REPEATED_KEY_HINT,
+    )
+
+
+# json.loads keeping the last value of a repeated key: where the items of a list that holds
+# one end, so each is decoded again on its own and only the rows that repeat a key are refused.
+_LENIENT = json.JSONDecoder(parse_float=json_float)
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _rows_without_repeated_keys(
+    *, text: str, file: str, problems: list[DefinitionError]
+) -> list[Row]:
+    """The rows of a .json list some of whose rows name a key twice: those go to `problems`."""
+    try:
+        value = _LENIENT.decode(text)
+    except ValueError as exc:
+        raise _not_json(text=text, file=file, exc=exc) from None
+    rows = listed_rows(value=value, file=file, kind="JSON", string_keys=True, text=text)
+    kept: list[Row] = []
+    for row, (start, end) in zip(rows, json_item_spans(text), strict=True):
+        try:
+            _DECODE(text[start:end])
+        except RepeatedKey as exc:
+            problems.append(repeated_key_problem(row=row, key=exc.key))
+            continue
+        kept.append(row)
+    return kept
+
+
+def json_item_spans(text: str) -> list[tuple[int, int]]:
+    """Where each item of the JSON list `text` starts and ends (character offsets); empty when
+    `text` is no JSON list."""
+    at = _past_space(text, 0)
+    if not text.startswith("[", at):
+        return []
+    at = _past_space(text, at + 1)
+    spans: list[tuple[int, int]] = []
+    while not text.startswith("]", at):
+        try:
+            _, end = _LENIENT.raw_decode(text, at)
+        except ValueError:
+            return []
+        spans.append((at, end))
+        at = _past_space(text, end)
+        if text.startswith(",", at):
+            at = _past_space(text, at + 1)
+        elif not text.startswith("]", at):
+            return []
+    return spans
+
+
+def _past_space(text: str, at: int) -> int:
+    """The offset past the JSON whitespace at `at` in `text`."""
+    found = _JSON_SPACE.match(text, at)
+    return found.end() if found else at
+
+
+def _not_json(*, text: str, file: str, exc: ValueError) -> DefinitionError:
+    """A .json dataset json does not read, told as what it most likely is."""
+    if not isinstance(exc, json.JSONDecodeError):
+        # int() refused a whole number longer than Python reads.
+        return _number_too_long(file=file, line=too_long_number_line(text))
+    if _json_lines(text):
+        return dataset_problem(
             file=file,
             line=exc.lineno,
-            message=f"Dataset {file} is not JSON: {exc}",
-            hint="a .json dataset is one list of objects",
-        ) from None
-    return listed_rows(value=value, file=file, kind="JSON", string_keys=True, text=text)
+            message=f"Dataset {file} holds one JSON object per line (JSON Lines), not one "
+            "list of objects",
+            hint="name the file .jsonl, or make it one list: [ {...}, {...} ]",
+        )
+    return dataset_problem(
+        file=file,
+        line=exc.lineno,
+        message=f"Dataset {file} is not JSON: {exc}",
+        hint="a .json dataset is one list of objects",
+    )
 
 
 def _json_lines(text: str) -> bool:
@@ -457,19 +535,3 @@ def _json_lines(text: str) -> bool:
         return len(opening) == 2 and all(type(json.loads(line)) is dict for line in opening)
     except ValueError:
         return False
-
-
-def _repeated_key_line(text: str) -> int | None:
-    """The line of the first repeated key in a JSON text, read as the YAML it is (json tells
-    no place); None when YAML does not read it."""
-    import yaml
-
-    from eval_banana.core.yamlsafe import DuplicateKeyError, StrictLoader
-
-    try:
-        yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a safe loader
-    except DuplicateKeyError as exc:
-        return exc.problem_mark.line + 1 if exc.problem_mark is not None else None
-    except yaml.YAMLError:
-        return None
-    return None

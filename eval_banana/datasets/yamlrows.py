@@ -33,6 +33,7 @@ from eval_banana.core.yamlsafe import (
     NumberTooLong,
     StrictLoader,
     Unbounded,
+    construct_mapping_once_each,
     construct_whole_number,
     own_key_word,
     refuse_unbounded,
@@ -42,6 +43,7 @@ from eval_banana.datasets.rows import (
     Row,
     dataset_problem,
     listed_rows,
+    repeated_key_problem,
     too_deep,
 )
 
@@ -75,12 +77,23 @@ class DatasetLoader(StrictLoader):
         # Whether a mapping has a key that is not text (`{1: bad}`): only then are the rows
         # walked for it (JSON would turn it into text without a word).
         self.keys_not_text = False
+        # Mappings that repeat a key, each built with its last value: the rows holding them
+        # are each a problem, the other rows still read (as a .jsonl file's lines are).
+        self.repeated: list[DuplicateKeyError] = []
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         if not self.keys_not_text:
             self.keys_not_text = any(type(key) is not str for key in mapping)
         return mapping
+
+
+def _mapping_noting_repeats(loader: DatasetLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    try:
+        return construct_mapping_once_each(loader, node)
+    except DuplicateKeyError as exc:
+        loader.repeated.append(exc)
+        return loader.construct_mapping(node)
 
 
 def _refuse(
@@ -216,6 +229,9 @@ def as_yaml11_float(number: float) -> str:
     return shown
 
 
+DatasetLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_noting_repeats
+)
 DatasetLoader.add_constructor("tag:yaml.org,2002:str", _text)
 DatasetLoader.add_constructor("tag:yaml.org,2002:bool", _boolean)
 DatasetLoader.add_constructor("tag:yaml.org,2002:int", _integer)
@@ -293,15 +309,18 @@ ALIASED_VALUES = 1_000_000
 def yaml_rows(*, text: str, file: str, problems: list[DefinitionError]) -> list[Row]:
     """The rows of a .yaml or .yml dataset: one list of mappings, read by DatasetLoader and
     bounded as a check file is (nesting, aliases). Its ambiguous values go to `problems`, each
-    one (the file then gives no rows); any other problem is raised."""
+    one (the file then gives no rows), and so does each row that repeats a key (the other rows
+    still read); any other problem is raised."""
     loader = DatasetLoader(text)
     try:
         value = loader.get_single_data()
-    except (NumberTooLong, DuplicateKeyError) as exc:
+    except NumberTooLong as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
-        message, hint = _refused_value(exc=exc, line=line)
         raise dataset_problem(
-            file=file, line=line, message=f"Dataset {file} {message}", hint=hint
+            file=file,
+            line=line,
+            message=f"Dataset {file} {too_long_number(line=line)}",
+            hint="quote it to keep it as text",
         ) from None
     except yaml.YAMLError as exc:
         documents = _document_count(text)
@@ -348,19 +367,48 @@ def yaml_rows(*, text: str, file: str, problems: list[DefinitionError]) -> list[
             )
         )
         return []
-    return listed_rows(
+    rows = listed_rows(
         value=value, file=file, kind="YAML", string_keys=not loader.keys_not_text, text=text
     )
+    if loader.repeated:
+        return _rows_without_repeated_keys(
+            rows=rows, repeated=loader.repeated, file=file, problems=problems
+        )
+    return rows
 
 
-def _refused_value(*, exc: yaml.constructor.ConstructorError, line: int | None) -> tuple[str, str]:
-    """(what is wrong, after the file's name; the fix) for a value the loader refused."""
-    if isinstance(exc, NumberTooLong):
-        return too_long_number(line=line), "quote it to keep it as text"
-    return (
-        f"has a row with a {exc.problem}",
-        REPEATED_KEY_HINT,
-    )
+def _rows_without_repeated_keys(
+    *,
+    rows: list[Row],
+    repeated: list[DuplicateKeyError],
+    file: str,
+    problems: list[DefinitionError],
+) -> list[Row]:
+    """`rows` but those holding a mapping that repeats a key: each is a problem, told at its
+    first repeated key (a mapping an alias shares belongs to the row that writes it out)."""
+    items = rows[0].item_lines if rows else None
+    told: dict[int, DuplicateKeyError] = {}
+    for exc in repeated:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        index = items.item_at(line=line, column=mark.column) if items and mark and line else None
+        if index is None:
+            # No row found for it (the file's items unplaced): still told, at its line.
+            problems.append(
+                dataset_problem(
+                    file=file,
+                    line=line,
+                    message=f"Dataset {file} line {line} has a row with a duplicate key "
+                    f"'{exc.key}'",
+                    hint=REPEATED_KEY_HINT,
+                )
+            )
+            return []
+        told.setdefault(index, exc)
+    for index, exc in sorted(told.items()):
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else None
+        problems.append(repeated_key_problem(row=rows[index - 1], key=str(exc.key), line=line))
+    return [row for row in rows if row.item_index not in told]
 
 
 def _document_count(text: str) -> int:
