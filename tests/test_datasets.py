@@ -2058,6 +2058,30 @@ def test_a_row_that_repeats_a_key_does_not_hide_the_other_bad_rows_of_a_list_fil
     ], errors
 
 
+def test_rows_of_a_json_file_holding_an_escaped_emoji_are_told_at_their_lines(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Python's json.dump writes an emoji as `\\ud83d\\ude00`, which YAML does not read: the
+    lines of a .json file's rows were found by reading it as YAML, so its row problems (a
+    repeated key, a bad id) named no line."""
+    rows = [{"id": f"r{n}", "name": "smile \U0001f600", "ok": "yes"} for n in range(4)]
+    rows[1]["id"] = "a b"
+    text = json.dumps(rows, indent=2).replace('"id": "r3"', '"id": "r3", "ok": "no"')
+    assert "\\ud83d\\ude00" in text
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.json"),
+            "data/rows.json": text,
+        },
+        config=CONFIG,
+    )
+    errors = json.loads(eb("validate", "--cwd", str(root), "--json").stdout)["errors"]
+    assert [(error["line"], error["message"].split(": ")[0]) for error in errors] == [
+        (7, "data/rows.json item 2 (line 7)"),
+        (17, "Dataset data/rows.json item 4 (line 17) is a row with a duplicate key 'ok'"),
+    ], errors
+
+
 def test_validate_reports_unreadable_lines_with_the_other_rows_problems(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -45,16 +45,23 @@ class TooManyRows(Exception):
 class ItemLines:
     """Where each item of a JSON or YAML list starts in its file, worked out only when a row of
     it has a problem (a node tree with positions costs many times the plain load). `under`: the
-    list is the value of this key of the file's top-level mapping (a check file's `cases:`)."""
+    list is the value of this key of the file's top-level mapping (a check file's `cases:`);
+    `as_json`: a .json file's text, whose items are found by JSON's own rules (YAML does not
+    read every JSON text: to it an escaped emoji, `\\ud83d\\ude00`, is no character)."""
 
-    def __init__(self, text: str, *, under: str | None = None) -> None:
+    def __init__(self, text: str, *, under: str | None = None, as_json: bool = False) -> None:
         self._text = text
         self._under = under
+        self._json = as_json
         self._places: list[tuple[int, int]] | None = None  # (1-based line, 0-based column)
 
     def _starts(self) -> list[tuple[int, int]]:
         if self._places is None:
-            self._places = _item_starts(self._text, under=self._under)
+            self._places = (
+                _json_item_starts(self._text)
+                if self._json
+                else _item_starts(self._text, under=self._under)
+            )
         return self._places
 
     def line_of(self, index: int) -> int | None:
@@ -80,8 +87,8 @@ class ItemLines:
 
 
 def _item_starts(text: str, *, under: str | None) -> list[tuple[int, int]]:
-    """The line and column each item of the top-level list (or of the list at key `under` of
-    the top-level mapping) starts at (JSON read as the YAML it is)."""
+    """The line and column each item of the top-level YAML list (or of the list at key `under`
+    of the top-level mapping) starts at."""
     import yaml
 
     from eval_banana.core.yamlsafe import FastSafeLoader
@@ -89,12 +96,26 @@ def _item_starts(text: str, *, under: str | None) -> list[tuple[int, int]]:
     try:
         node = yaml.compose(text, Loader=FastSafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError:
-        return []  # a JSON text YAML does not read (a tab in it, say): no lines, as before
+        return []  # not YAML: the file's own reading tells it
     if under is not None and isinstance(node, yaml.MappingNode):
         node = next((value for key, value in node.value if key.value == under), None)
     if not isinstance(node, yaml.SequenceNode):
         return []
     return [(item.start_mark.line + 1, item.start_mark.column) for item in node.value]
+
+
+def _json_item_starts(text: str) -> list[tuple[int, int]]:
+    """The line and column each item of the JSON list `text` starts at."""
+    places: list[tuple[int, int]] = []
+    line, line_start, counted = 1, 0, 0  # newlines counted up to `counted`
+    for start, _ in json_item_spans(text):
+        newlines = text.count("\n", counted, start)
+        if newlines:
+            line += newlines
+            line_start = text.rfind("\n", counted, start) + 1
+        counted = start
+        places.append((line, start - line_start))
+    return places
 
 
 class Row(NamedTuple):
@@ -389,7 +410,7 @@ def listed_rows(*, value: object, file: str, kind: str, string_keys: bool, text:
             message=f"Dataset {file} must hold a {kind} list of cases, not {found}",
             hint=_list_hint(value=value),
         )
-    lines = ItemLines(text)
+    lines = ItemLines(text, as_json=kind == "JSON")
     return [
         Row(
             value=item,
