@@ -2082,6 +2082,38 @@ def test_rows_of_a_json_file_holding_an_escaped_emoji_are_told_at_their_lines(
     ], errors
 
 
+def test_a_position_id_meeting_a_given_id_is_told_as_the_rows_position(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A row without an id is named by its position: when that is another row's given id, the
+    error said "duplicate case id '2' ... rename one" at a row with no id field to rename."""
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl"),
+            "data/rows.jsonl": '{"id": "2", "name": "a", "ok": "yes"}\n{"name": "b", "ok": "yes"}\n',
+        },
+        config=CONFIG,
+    )
+    error = _the_validate_error(eb, root)
+    assert error["message"] == (
+        "data/rows.jsonl line 2: case id '2' is this row's position (it has no id), which is "
+        "also the id of the row at data/rows.jsonl line 1"
+    )
+    assert (error["line"], error["field_path"]) == (2, "cases"), error
+    assert error["hint"] == "give this row an id (or the other row another one)"
+    # The other way round: the row with the id comes second.
+    (root / "data/rows.jsonl").write_text(
+        '{"name": "a", "ok": "yes"}\n{"id": "1", "name": "b", "ok": "yes"}\n'
+    )
+    error = _the_validate_error(eb, root)
+    assert error["message"] == (
+        "data/rows.jsonl line 2: duplicate case id '1': the row at data/rows.jsonl line 1 has no "
+        "id and is named by its position, which is this id"
+    )
+    assert (error["line"], error["field_path"]) == (2, "id"), error
+    assert error["hint"] == "give the row at data/rows.jsonl line 1 an id, or this row another one"
+
+
 def test_validate_reports_unreadable_lines_with_the_other_rows_problems(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

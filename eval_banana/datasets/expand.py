@@ -58,6 +58,38 @@ class Expansion(NamedTuple):
     family_digest: str | None = None
 
 
+class _FirstId(NamedTuple):
+    """Where a case id was first met, and whether it is that row's place (it has no `id`)."""
+
+    where: str
+    placed: bool
+
+
+def _duplicate_id(*, row: Row, case_id: str, first: _FirstId, placed: bool) -> DefinitionError:
+    """A row whose case id another row's already is. An id a row has by its place (it has no
+    `id` field) is told as such: renaming it means giving that row an id."""
+    if not placed and not first.placed:  # two positions never meet: one id is given
+        return row_problem(
+            row=row,
+            message=f"duplicate case id '{case_id}' (first at {first.where})",
+            hint="case ids must be unique within the family; rename one",
+            field="id",
+        )
+    if placed:
+        said = (
+            f"case id '{case_id}' is this row's position (it has no id), which is also the id "
+            f"of the row at {first.where}"
+        )
+        hint = "give this row an id (or the other row another one)"
+    else:
+        said = (
+            f"duplicate case id '{case_id}': the row at {first.where} has no id and is named "
+            "by its position, which is this id"
+        )
+        hint = f"give the row at {first.where} an id, or this row another one"
+    return row_problem(row=row, message=said, hint=hint, field="cases" if placed else "id")
+
+
 def _empty_family_hint(
     *, definition: dict[str, Any], root: Path, check_file: str, skipped: Skipped
 ) -> str:
@@ -135,7 +167,7 @@ def expand_family(
     base = family_hash(definition=definition, script=script)
     digest_of_family = family_digest(definition=definition, script=script)
     width = len(str(len(rows)))
-    seen: dict[str, str] = {}
+    seen: dict[str, _FirstId] = {}
     cases: list[ExpandedCase] = []
     family_tags = list(definition.get("tags") or [])
     sample = next((row.value for row in rows if type(row.value) is dict), {})
@@ -218,15 +250,10 @@ def expand_family(
             continue
         if case_id in seen:
             problems.append(
-                row_problem(
-                    row=row,
-                    message=f"duplicate case id '{case_id}' (first at {seen[case_id]})",
-                    hint="case ids must be unique within the family; rename one",
-                    field="id",
-                )
+                _duplicate_id(row=row, case_id=case_id, first=seen[case_id], placed=given is None)
             )
             continue
-        seen[case_id] = f"{row.file} {row.where}"
+        seen[case_id] = _FirstId(f"{row.file} {row.where}", placed=given is None)
         if validator is not None:
             try:
                 error = first_error(validator=validator, row=value, check_file=check_file)
