@@ -1752,6 +1752,13 @@ BAD_INPUTS = {
         "Dataset data/rows.yaml is not valid YAML: line 4, column 2: did not find expected '-' "
         "indicator (while parsing a block collection at line 1, column 1)",
     ),
+    # Invisible in a viewer: "Extra data: line 1 column 29" pointed at nothing to see.
+    "a .json file with a nul after its list": (
+        {"data/rows.json": '[{"name": "a", "ok": "yes"}]\x00\n'},
+        "cases_from: data/rows.json",
+        "Dataset data/rows.json is not JSON: it holds a NUL character (U+0000) at line 1 column "
+        "29, which a viewer does not show",
+    ),
     # One object and a stray bracket is no JSON Lines: the parser's own words stand.
     "a .json file that opens with one object": (
         {"data/rows.json": '{"name": "a", "ok": "yes"}\n]\n'},
@@ -2112,6 +2119,36 @@ def test_a_position_id_meeting_a_given_id_is_told_as_the_rows_position(
     )
     assert (error["line"], error["field_path"]) == (2, "id"), error
     assert error["hint"] == "give the row at data/rows.jsonl line 1 an id, or this row another one"
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        # Two .jsonl files saved with a byte order mark, joined: the second's is on line 3.
+        (
+            '\ufeff{"id": "a", "name": "a", "ok": "yes"}\n{"id": "b", "name": "b", "ok": "yes"}\n'
+            '\ufeff{"id": "c", "name": "c", "ok": "yes"}\n',
+            "line 3 is not JSON: it holds a byte order mark (U+FEFF) at column 1",
+        ),
+        (
+            '{"id": "a", "name": "a", "ok": "yes"}\x00\n',
+            "line 1 is not JSON: it holds a NUL character (U+0000) at column 38",
+        ),
+    ],
+)
+def test_an_invisible_character_that_stops_a_jsonl_line_is_named(
+    project: Callable[..., Path], eb: Callable[..., EbResult], text: str, told: str
+) -> None:
+    """A line that reads as JSON in any viewer was "not JSON: Expecting value at column 1"."""
+    root = project(
+        {
+            "eval_checks/fam.yaml": SCRIPT_FAMILY.format(source="cases_from: data/rows.jsonl"),
+            "data/rows.jsonl": text,
+        },
+        config=CONFIG,
+    )
+    error = _the_validate_error(eb, root)
+    assert error["message"] == f"Dataset data/rows.jsonl {told}, which a viewer does not show"
 
 
 def test_validate_reports_unreadable_lines_with_the_other_rows_problems(

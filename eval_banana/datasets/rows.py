@@ -12,6 +12,7 @@ import bisect
 import itertools
 import json
 import re
+import unicodedata
 from collections.abc import Iterator
 from typing import BinaryIO, NamedTuple
 
@@ -338,6 +339,22 @@ def _jsonl(
     return rows
 
 
+def _invisible(char: str) -> tuple[str, str] | None:
+    """What the character JSON stopped at is, and the fix, when a viewer shows it as nothing:
+    a byte order mark (a file joined from files saved with one keeps each, at the start of a
+    middle line), a NUL or another control or format character."""
+    if char == "\ufeff":
+        return (
+            "a byte order mark (U+FEFF)",
+            "delete it: files saved with a byte order mark keep it when joined (save each as "
+            "UTF-8 without one first)",
+        )
+    if not char or char in "\t\r\n" or unicodedata.category(char) not in ("Cc", "Cf"):
+        return None
+    name = "a NUL character" if char == "\x00" else "an invisible character"
+    return f"{name} (U+{ord(char):04X})", "delete the character"
+
+
 def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> DefinitionError:
     """A line that is not JSON, with what it most likely is: a comment, a comma after the
     object (as between the items of a JSON list), or the decoder's own words."""
@@ -360,6 +377,16 @@ def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> Def
             hint="save the file with LF (or CRLF) line ends",
         )
     if isinstance(exc, json.JSONDecodeError):
+        hidden = _invisible(line[exc.pos : exc.pos + 1])
+        if hidden is not None:
+            what, fix = hidden
+            return dataset_problem(
+                file=file,
+                line=number,
+                message=f"{where} is not JSON: it holds {what} at column {exc.colno}, which a "
+                "viewer does not show",
+                hint=fix,
+            )
         rest = line[exc.pos :].strip()
         if exc.msg == "Extra data" and rest == ",":
             return dataset_problem(
@@ -531,6 +558,16 @@ def _not_json(*, text: str, file: str, exc: ValueError) -> DefinitionError:
     if not isinstance(exc, json.JSONDecodeError):
         # int() refused a whole number longer than Python reads.
         return _number_too_long(file=file, line=too_long_number_line(text))
+    hidden = _invisible(text[exc.pos : exc.pos + 1])
+    if hidden is not None:
+        what, fix = hidden
+        return dataset_problem(
+            file=file,
+            line=exc.lineno,
+            message=f"Dataset {file} is not JSON: it holds {what} at line {exc.lineno} column "
+            f"{exc.colno}, which a viewer does not show",
+            hint=fix,
+        )
     if _json_lines(text):
         return dataset_problem(
             file=file,
