@@ -2492,6 +2492,27 @@ def test_eb_schema_prints_a_familys_row_schema(
     assert "eb schema --case-schema eval_checks/fam.yaml" in as_name.stderr
 
 
+def test_a_case_schema_naming_another_draft_is_refused_by_validate_and_eb_schema(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A draft-04 `$schema` was checked by 2020-12's rules by eb validate (`exclusiveMaximum:
+    5` refused n=5) while eb schema printed it with the draft-04 `$schema`, by whose rules an
+    editor accepted the row: both refuse it now."""
+    source = (
+        "cases: [{name: a, ok: 'yes', n: 5}]\ncase_schema:\n"
+        "  $schema: 'http://json-schema.org/draft-04/schema#'\n"
+        "  properties: {n: {type: number, maximum: 10, exclusiveMaximum: 5}}"
+    )
+    root = project({"eval_checks/fam.yaml": SCRIPT_FAMILY.format(source=source)}, config=CONFIG)
+    error = _the_validate_error(eb, root)
+    said = "at $schema: 'http://json-schema.org/draft-04/schema#' is not draft 2020-12"
+    assert said in error["message"], error
+    assert error["field_path"] == "case_schema.$schema", error
+    printed = eb("schema", "--case-schema", str(root / "eval_checks/fam.yaml"), "--as-list")
+    assert printed.exit_code == 2 and said in printed.stderr, printed
+    assert printed.stdout == ""
+
+
 def test_eb_schema_as_list_checks_a_whole_dataset_file(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -61,13 +61,14 @@ def _check_file_for(name: str) -> str:
 
 
 def _case_schema(*, path: str, as_list: bool) -> str:
-    """A family's `case_schema:` as a JSON Schema document (draft 2020-12 unless it says);
+    """A family's `case_schema:` as a JSON Schema document (draft 2020-12, the only one eb takes);
     `as_list`: the schema of a list of such rows, a .json or .yaml dataset file."""
     import json
 
     from eval_banana.checks.definition import load_definition
     from eval_banana.core.errors import DefinitionError
     from eval_banana.core.readback import read_regular
+    from eval_banana.datasets.rowschema import refuse_other_dialect
 
     try:
         data = read_regular(path)
@@ -86,6 +87,9 @@ def _case_schema(*, path: str, as_list: bool) -> str:
             field_path="case_schema",
             hint="add `case_schema:` (a JSON Schema for one dataset row) to the family",
         )
+    # eb checks rows by draft 2020-12 alone: a schema naming another is refused, as eb
+    # validate refuses it, not printed for an editor to read by other rules.
+    refuse_other_dialect(schema=schema, check_file=path)
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     if as_list:
         document = _listed(row=document)

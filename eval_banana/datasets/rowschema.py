@@ -30,6 +30,7 @@ def row_validator(*, schema: dict[str, Any] | None, check_file: str) -> Any:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError, best_match
 
+    refuse_other_dialect(schema=schema, check_file=check_file)
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -223,6 +224,24 @@ def error_message(error: Any) -> str:
     size = len(error.instance) if isinstance(error.instance, str) else len(quoted)
     shown = f"{quoted[:SHOWN_VALUE_CHARS]}… ({size:,} characters)"
     return message.replace(quoted, shown, 1)
+
+
+_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+def refuse_other_dialect(*, schema: dict[str, Any], check_file: str) -> None:
+    """Refuse a `$schema` naming another draft (`draft-04`): eb checks rows by 2020-12's rules,
+    while
+    an editor or another validator reading the schema (`eb schema --case-schema` prints it) would
+    follow the draft it names, and the two would judge rows differently (`exclusiveMaximum`)."""
+    named = schema.get("$schema")
+    if isinstance(named, str) and named.removesuffix("#") != _DRAFT_2020_12:
+        raise _schema_problem(
+            check_file=check_file,
+            where="$schema",
+            said=f"{named!r} is not draft 2020-12, the only JSON Schema dialect eb checks rows by",
+            hint=f"delete $schema, or write {_DRAFT_2020_12} (and the schema in its terms)",
+        )
 
 
 def _schema_problem(

@@ -85,6 +85,11 @@ def test_a_backtracking_pattern_property_or_an_extra_field_is_answered_at_once()
             {"properties": {"s": {"$ref": "https://example.com/s.json"}}},
             "at properties.s.$ref: 'https://example.com/s.json' refers outside the schema",
         ),
+        # Checked by 2020-12's rules, it judged rows otherwise than the draft it names does.
+        (
+            {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
+            "at $schema: 'http://json-schema.org/draft-04/schema#' is not draft 2020-12",
+        ),
     ],
 )
 def test_what_the_schema_cannot_do_in_linear_time_or_offline_is_told_at_its_place(
@@ -94,6 +99,14 @@ def test_what_the_schema_cannot_do_in_linear_time_or_offline_is_told_at_its_plac
         row_validator(schema=schema, check_file="fam.yaml")
     assert raised.value.message.startswith("Invalid case_schema in fam.yaml"), raised.value.message
     assert said in raised.value.message, raised.value.message
+
+
+def test_a_schema_naming_draft_2020_12_is_checked() -> None:
+    for named in (
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2020-12/schema#",
+    ):
+        assert row_validator(schema={"$schema": named}, check_file="fam.yaml") is not None
 
 
 def test_a_ref_to_a_place_the_schema_has_validates_and_one_it_lacks_is_the_schemas_fault() -> None:
