@@ -11,14 +11,9 @@ from pathlib import Path
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.readback import open_regular, read_regular
-from eval_banana.datasets.rows import (
-    SUFFIXES,
-    Row,
-    dataset_problem,
-    decode_dataset,
-    json_rows,
-    jsonl_rows,
-)
+from eval_banana.datasets.jsonlrows import jsonl_rows
+from eval_banana.datasets.jsonrows import json_rows
+from eval_banana.datasets.rows import SUFFIXES, Row, dataset_problem, decode_dataset
 
 
 def read_rows(

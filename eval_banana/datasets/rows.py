@@ -1,6 +1,7 @@
-"""A dataset row and where it came from, what the format readers share (a problem told at a
-file's line, UTF-8 decoding, the nesting bound), and the .jsonl and .json readers (`csvrows`
-and `yamlrows` read the others; `reading` picks one by suffix).
+"""A dataset row and where it came from, and what the format readers share: a problem told at a
+file's line, UTF-8 decoding, JSON decoding for the .jsonl and .json readers, a list file's rows
+and the nesting bound (`jsonlrows`, `jsonrows`, `csvrows` and `yamlrows` read the formats;
+`reading` picks one by suffix).
 
 Every bad row is collected, not only the first, so `eb validate` names them all in one pass.
 Each row keeps where it came from (the file and its line or row) for the messages.
@@ -13,19 +14,12 @@ import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Iterator
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 from eval_banana.core.errors import DefinitionError
-from eval_banana.core.jsonvalues import (
-    RepeatedKey,
-    json_float,
-    once_each,
-    too_long_number,
-    too_long_number_line,
-)
+from eval_banana.core.jsonvalues import json_float, once_each, too_long_number
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
-from eval_banana.core.readback import MAX_DEPTH, json_depth_exceeds
+from eval_banana.core.readback import MAX_DEPTH
 from eval_banana.core.textfiles import HEAD_BYTES, other_unicode
 from eval_banana.datasets.render import json_kind
 
@@ -223,123 +217,16 @@ def _not_utf8(*, file: str, head: bytes, line: int, at: int, byte: int) -> Defin
     )
 
 
-# A .jsonl file is read this much at a time: its lines are decoded and split a block at once
-# (as fast as reading it whole), and a file of a million rows is never held whole.
-_BLOCK = 8 << 20
-
-
-def _jsonl_lines(*, handle: BinaryIO, file: str) -> Iterator[str]:
-    """A .jsonl file's lines as text, without their line ends. Lines end at "\n" (or "\r\n")
-    alone: `str.splitlines` would also break at U+2028, U+2029 and U+0085, which a JSON string
-    may hold as they are (text pasted from a web page)."""
-    return itertools.chain.from_iterable(_line_blocks(handle=handle, file=file))
-
-
-def _line_blocks(*, handle: BinaryIO, file: str) -> Iterator[list[str]]:
-    """The file's lines, a block of them at a time (cut after a newline, so no character of
-    several bytes is split); a line longer than a block is gathered whole first."""
-    pieces: list[bytes] = []
-    offset = number = 0  # the bytes and lines before the pending text
-    while True:
-        block = handle.read(_BLOCK)
-        cut = block.rfind(b"\n") + 1
-        if block and not cut:
-            pieces.append(block)
-            continue
-        data = b"".join([*pieces, block[:cut] if block else b""])
-        pieces = [block[cut:]] if block else []
-        if data:
-            lines = _decoded_lines(data=data, file=file, offset=offset, number=number)
-            offset, number = offset + len(data), number + len(lines)
-            yield lines
-        if not block:
-            return
-
-
-def _decoded_lines(*, data: bytes, file: str, offset: int, number: int) -> list[str]:
-    """`data` (whole lines, the file's last perhaps unended) as lines of text; `offset` and
-    `number`: the bytes and lines of the file before it, for where a bad byte is."""
-    text = decode_dataset(data=data, file=file, offset=offset, number=number)
-    lines = text.split("\n")
-    if not lines[-1]:
-        lines.pop()  # the newline that ends the last line starts no line of its own
-    return [line.removesuffix("\r") for line in lines] if "\r" in text else lines
-
-
 # The fix for a row that names a key twice, in any format (yamlrows says it too).
 REPEATED_KEY_HINT = "each key may appear once in a row; delete the repeated one"
 
 # json.loads without its per-call type checks: a .jsonl file calls it once per line. A row
 # that names a key twice is refused (RepeatedKey), as in YAML rows; a number that reads as 0
 # but is not zero (`1e-400`) is kept as a TinyNumber, which the row's expansion tells.
-_DECODE = json.JSONDecoder(object_pairs_hook=once_each, parse_float=json_float).decode
+decode_json = json.JSONDecoder(object_pairs_hook=once_each, parse_float=json_float).decode
 
 
-def jsonl_rows(
-    *, handle: BinaryIO, file: str, problems: list[DefinitionError], limit: int | None
-) -> list[Row]:
-    """The rows of a .jsonl file read from `handle`, a block at a time (bad lines go to
-    `problems`); past `limit` rows, TooManyRows with their count."""
-    return _jsonl(
-        lines=_jsonl_lines(handle=handle, file=file), file=file, problems=problems, limit=limit
-    )
-
-
-def _jsonl(
-    *, lines: Iterator[str], file: str, problems: list[DefinitionError], limit: int | None
-) -> list[Row]:
-    rows: list[Row] = []
-    append = rows.append
-    bad: list[DefinitionError] = []
-    first: str | None = None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        if limit is not None and len(rows) + len(bad) >= limit:
-            rest = sum(1 for later in lines if later.strip())
-            raise TooManyRows(counted=len(rows) + len(bad) + 1 + rest)
-        if first is None:
-            first = line.strip()
-        # Too few brackets to nest that deep: the common, cheap answer (two counts per line).
-        if line.count("[") + line.count("{") > MAX_DEPTH and json_depth_exceeds(
-            line.encode("utf-8", errors="surrogatepass")
-        ):
-            bad.append(too_deep(file=file, line=number, what=f"Dataset {file} line {number}"))
-            continue
-        try:
-            value = _DECODE(line)
-        except RepeatedKey as exc:
-            bad.append(
-                dataset_problem(
-                    file=file,
-                    line=number,
-                    message=f"Dataset {file} line {number} has a row with a duplicate key "
-                    f"'{exc.key}'",
-                    hint=REPEATED_KEY_HINT,
-                )
-            )
-            continue
-        except ValueError as exc:
-            bad.append(_jsonl_problem(file=file, number=number, line=line, exc=exc))
-            continue
-        append(Row(value, file, f"line {number}", number, True))  # positional: per line
-    if bad and first in ("{", "["):
-        # Pretty-printed JSON saved as .jsonl: every line of it fails; one error says why.
-        bad = [
-            dataset_problem(
-                file=file,
-                line=1,
-                message=f"Dataset {file} holds JSON written over several lines (its first line "
-                f"is {first!r}): a .jsonl file has one whole JSON object per line",
-                hint="write each case on one line (`jq -c '.[]' cases.json > cases.jsonl`), or "
-                "name the file .json if it is one list of cases",
-            )
-        ]
-    problems.extend(bad)
-    return rows
-
-
-def _invisible(char: str) -> tuple[str, str] | None:
+def invisible(char: str) -> tuple[str, str] | None:
     """What the character JSON stopped at is, and the fix, when a viewer shows it as nothing:
     a byte order mark (a file joined from files saved with one keeps each, at the start of a
     middle line), a NUL or another control or format character."""
@@ -353,57 +240,6 @@ def _invisible(char: str) -> tuple[str, str] | None:
         return None
     name = "a NUL character" if char == "\x00" else "an invisible character"
     return f"{name} (U+{ord(char):04X})", "delete the character"
-
-
-def _jsonl_problem(*, file: str, number: int, line: str, exc: ValueError) -> DefinitionError:
-    """A line that is not JSON, with what it most likely is: a comment, a comma after the
-    object (as between the items of a JSON list), or the decoder's own words."""
-    where = f"Dataset {file} line {number}"
-    stripped = line.strip()
-    if stripped.startswith(("//", "#")):
-        return dataset_problem(
-            file=file,
-            line=number,
-            message=f"{where} is a comment, which JSON does not have",
-            hint="remove the line (a case's notes can be a field of its own)",
-        )
-    if "\r" in line.removesuffix("\r"):
-        # Lines ended by a carriage return alone (as classic Mac OS saved text) run together.
-        return dataset_problem(
-            file=file,
-            line=number,
-            message=f"{where} holds several lines ended by a carriage return alone (\\r), "
-            "which a .jsonl file does not use",
-            hint="save the file with LF (or CRLF) line ends",
-        )
-    if isinstance(exc, json.JSONDecodeError):
-        hidden = _invisible(line[exc.pos : exc.pos + 1])
-        if hidden is not None:
-            what, fix = hidden
-            return dataset_problem(
-                file=file,
-                line=number,
-                message=f"{where} is not JSON: it holds {what} at column {exc.colno}, which a "
-                "viewer does not show",
-                hint=fix,
-            )
-        rest = line[exc.pos :].strip()
-        if exc.msg == "Extra data" and rest == ",":
-            return dataset_problem(
-                file=file,
-                line=number,
-                message=f"{where} ends with a comma after its object",
-                hint="remove it: the lines of a .jsonl file are not separated by commas",
-            )
-        return dataset_problem(
-            file=file,
-            line=number,
-            # "Unterminated string starting at" names where the string starts: that column.
-            message=f"{where} is not JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}",
-            hint="each line of a .jsonl file is one JSON object",
-        )
-    # Not a JSONDecodeError: int() refused a whole number longer than Python reads.
-    return _number_too_long(file=file, line=number)
 
 
 def _list_hint(*, value: object) -> str:
@@ -463,28 +299,14 @@ def too_deep(*, file: str, line: int | None, what: str) -> DefinitionError:
     )
 
 
-def _number_too_long(*, file: str, line: int | None) -> DefinitionError:
+def number_too_long(*, file: str, line: int | None) -> DefinitionError:
+    """A whole number longer than Python reads, in a .jsonl line or a .json file."""
     return dataset_problem(
         file=file,
         line=line,
         message=f"Dataset {file} {too_long_number(line=line)}",
         hint="quote it to keep it as text",
     )
-
-
-def json_rows(*, text: str, data: bytes, file: str, problems: list[DefinitionError]) -> list[Row]:
-    """The rows of a .json dataset: one list of objects (`data`: the file's bytes, `text` as
-    decoded; the nesting is measured on the bytes, not on the text encoded again). A row that
-    names a key twice goes to `problems`, the other rows still read."""
-    if json_depth_exceeds(data):
-        raise too_deep(file=file, line=None, what=f"Dataset {file}")
-    try:
-        value = _DECODE(text)
-    except RepeatedKey:
-        return _rows_without_repeated_keys(text=text, file=file, problems=problems)
-    except ValueError as exc:
-        raise _not_json(text=text, file=file, exc=exc) from None
-    return listed_rows(value=value, file=file, kind="JSON", string_keys=True, text=text)
 
 
 def repeated_key_problem(*, row: Row, key: str, line: int | None = None) -> DefinitionError:
@@ -501,28 +323,8 @@ def repeated_key_problem(*, row: Row, key: str, line: int | None = None) -> Defi
 
 # json.loads keeping the last value of a repeated key: where the items of a list that holds
 # one end, so each is decoded again on its own and only the rows that repeat a key are refused.
-_LENIENT = json.JSONDecoder(parse_float=json_float)
+LENIENT_JSON = json.JSONDecoder(parse_float=json_float)
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _rows_without_repeated_keys(
-    *, text: str, file: str, problems: list[DefinitionError]
-) -> list[Row]:
-    """The rows of a .json list some of whose rows name a key twice: those go to `problems`."""
-    try:
-        value = _LENIENT.decode(text)
-    except ValueError as exc:
-        raise _not_json(text=text, file=file, exc=exc) from None
-    rows = listed_rows(value=value, file=file, kind="JSON", string_keys=True, text=text)
-    kept: list[Row] = []
-    for row, (start, end) in zip(rows, json_item_spans(text), strict=True):
-        try:
-            _DECODE(text[start:end])
-        except RepeatedKey as exc:
-            problems.append(repeated_key_problem(row=row, key=exc.key))
-            continue
-        kept.append(row)
-    return kept
 
 
 def json_item_spans(text: str) -> list[tuple[int, int]]:
@@ -535,7 +337,7 @@ def json_item_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     while not text.startswith("]", at):
         try:
-            _, end = _LENIENT.raw_decode(text, at)
+            _, end = LENIENT_JSON.raw_decode(text, at)
         except ValueError:
             return []
         spans.append((at, end))
@@ -551,45 +353,3 @@ def _past_space(text: str, at: int) -> int:
     """The offset past the JSON whitespace at `at` in `text`."""
     found = _JSON_SPACE.match(text, at)
     return found.end() if found else at
-
-
-def _not_json(*, text: str, file: str, exc: ValueError) -> DefinitionError:
-    """A .json dataset json does not read, told as what it most likely is."""
-    if not isinstance(exc, json.JSONDecodeError):
-        # int() refused a whole number longer than Python reads.
-        return _number_too_long(file=file, line=too_long_number_line(text))
-    hidden = _invisible(text[exc.pos : exc.pos + 1])
-    if hidden is not None:
-        what, fix = hidden
-        return dataset_problem(
-            file=file,
-            line=exc.lineno,
-            message=f"Dataset {file} is not JSON: it holds {what} at line {exc.lineno} column "
-            f"{exc.colno}, which a viewer does not show",
-            hint=fix,
-        )
-    if _json_lines(text):
-        return dataset_problem(
-            file=file,
-            line=exc.lineno,
-            message=f"Dataset {file} holds one JSON object per line (JSON Lines), not one "
-            "list of objects",
-            hint="name the file .jsonl, or make it one list: [ {...}, {...} ]",
-        )
-    return dataset_problem(
-        file=file,
-        line=exc.lineno,
-        message=f"Dataset {file} is not JSON: {exc}",
-        hint="a .json dataset is one list of objects",
-    )
-
-
-def _json_lines(text: str) -> bool:
-    """Whether a .json file that is no JSON document opens with two lines that are each a
-    whole object: rows written as JSON Lines, in a file named .json."""
-    lines = (line for line in text.splitlines() if line.strip())
-    opening = list(itertools.islice(lines, 2))
-    try:
-        return len(opening) == 2 and all(type(json.loads(line)) is dict for line in opening)
-    except ValueError:
-        return False

@@ -114,7 +114,7 @@ def test_a_jsonl_file_read_in_blocks_gives_the_same_rows_and_lines(
     """A .jsonl file is read a block at a time: lines across blocks, a line longer than a
     block, a character of several bytes at a block's end, a BOM and CRLF ends read as one
     whole-file read does; a bad byte in a later block is told at its line and byte."""
-    from eval_banana.datasets import rows as module
+    from eval_banana.datasets import jsonlrows as module
 
     texts = ["short", "é" * 40, "x", "mid€dle"]
     lines = [json.dumps({"id": str(n), "t": t}, ensure_ascii=False) for n, t in enumerate(texts)]
