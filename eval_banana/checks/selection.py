@@ -289,12 +289,13 @@ class IdSelectors:
         self._case_ids: dict[str, dict[str, int]] = {}
         self._case_globs: dict[str, list[tuple[str, int]]] = {}
         self._case_glob_sets: dict[str, GlobSet] = {}
-        # the id globs: their positions, and the family a `<family>[...]` value names or None
+        # The id globs by position: every one (a plain check's id may match any), and those
+        # that may choose a case, each with the family its `<family>[...]` value names or None.
+        # A value that names its family outright is not among the latter: its case glob alone
+        # decides, and it chooses no other family's case nor any family whole.
         self._globs: list[int] = []
-        self._named: list[str | None] = []
-        # Whether each names its family outright: its case glob alone decides, and it chooses
-        # no other family's case nor any family whole (it may still match a plain check's id).
-        self._outright: list[bool] = []
+        self._case_reaching: list[tuple[int, str | None]] = []
+        self._glob_sets: dict[bool, GlobSet] = {}  # of cases -> its globs, compiled on first use
         self._family_globs: dict[str, list[int]] = {}  # family -> the id globs matching it
         for position, text in enumerate(self.texts):
             written = split_case_selector(text)
@@ -306,9 +307,9 @@ class IdSelectors:
                     self._case_ids.setdefault(family, {})[asked] = position
             if is_id_pattern(text):
                 self._globs.append(position)
-                self._named.append(written[0] if written is not None else None)
-                self._outright.append(plainly_named_family(text) is not None)
-        self._glob_set = GlobSet([self.texts[position] for position in self._globs])
+                if plainly_named_family(text) is None:
+                    named = written[0] if written is not None else None
+                    self._case_reaching.append((position, named))
 
     def selects(self, check_id: str) -> bool:
         """Whether these values choose `check_id` (a plain check's or a case's)."""
@@ -346,15 +347,26 @@ class IdSelectors:
 
     def _id_globs_matching(self, *, text: str, unless_named: str | None = None) -> Iterator[int]:
         """The positions of the id globs that match `text`; for a case (`unless_named`, its
-        family), but its family's own `<family>[...]` values and the values that name another
-        family outright."""
-        if not self._globs:
+        family), only those that may choose a case, but its family's own `<family>[...]`
+        values."""
+        if unless_named is None:
+            if self._globs:
+                yield from (self._globs[m] for m in self._glob_set(cases=False).matching(text))
             return
-        for member in self._glob_set.matching(text):
-            if unless_named is None or (
-                self._named[member] != unless_named and not self._outright[member]
-            ):
-                yield self._globs[member]
+        if not self._case_reaching:
+            return  # a thousand `<family>[<case>]` values match no case id as globs
+        for member in self._glob_set(cases=True).matching(text):
+            position, named = self._case_reaching[member]
+            if named != unless_named:
+                yield position
+
+    def _glob_set(self, *, cases: bool) -> GlobSet:
+        """The id globs that may choose a case (`cases`) or every id glob, compiled once."""
+        found = self._glob_sets.get(cases)
+        if found is None:
+            positions = [p for p, _ in self._case_reaching] if cases else self._globs
+            found = self._glob_sets[cases] = GlobSet([self.texts[p] for p in positions])
+        return found
 
     def _globs_of_family(self, family: str) -> list[int]:
         """The positions of the id globs that match `family`'s own id (worked out once for
