@@ -19,11 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from eval_banana.core.caseid import split_case_check_id
 from eval_banana.core.errors import DefinitionError, NoChecksError, SelectionError
-from eval_banana.core.globset import GlobSet
+
+if TYPE_CHECKING:
+    from eval_banana.core.globset import GlobSet
 
 Matcher = Callable[[str], bool]
 Predicate = Callable[[Matcher], bool]
@@ -264,6 +266,8 @@ def case_part_matches(*, asked: str, case_ids: Collection[str]) -> bool:
 
 def globs_matching_any(*, globs: Sequence[str], texts: Iterable[str]) -> set[str]:
     """The `globs` that match at least one of `texts`, found in one pass over the texts."""
+    from eval_banana.core.globset import GlobSet
+
     unique = list(dict.fromkeys(globs))
     matcher = GlobSet(unique)
     found: set[str] = set()
@@ -364,6 +368,9 @@ class IdSelectors:
         """The id globs that may choose a case (`cases`) or every id glob, compiled once."""
         found = self._glob_sets.get(cases)
         if found is None:
+            # Loaded with the first glob: a selection of ids alone (or none) is spared it.
+            from eval_banana.core.globset import GlobSet
+
             positions = [p for p, _ in self._case_reaching] if cases else self._globs
             found = self._glob_sets[cases] = GlobSet([self.texts[p] for p in positions])
         return found
@@ -382,6 +389,8 @@ class IdSelectors:
         """The case globs of `family`'s own `<family>[...]` values, compiled on first use."""
         found = self._case_glob_sets.get(family)
         if found is None:
+            from eval_banana.core.globset import GlobSet
+
             globs = [asked for asked, _ in self._case_globs[family]]
             found = self._case_glob_sets[family] = GlobSet(globs)
         return found

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 from eval_banana.core.caseid import case_check_id
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import Unsayable, unsayable
-from eval_banana.datasets.calibrationcases import calibration_problems
 from eval_banana.datasets.casedigest import CANONICAL, component, family_digest, family_hash
 from eval_banana.datasets.casefields import CASE_ID, Refused, bad_id_message, case_tags, row_case_id
 from eval_banana.datasets.celltypes import NumberOutOfRange, cell_readers, typed_row
@@ -318,7 +317,10 @@ def expand_family(
         )
     for failures in unrendered.values():
         problems.extend(render_problems(failures=failures, check_file=check_file, rows=len(rows)))
-    problems.extend(calibration_problems(renderer=renderer, check_file=check_file))
+    if renderer.calibration:  # loaded only for a family that has calibration cases
+        from eval_banana.datasets.calibrationcases import calibration_problems
+
+        problems.extend(calibration_problems(renderer=renderer, check_file=check_file))
     if problems:
         # Lines that could not be read were noted first: list each file's problems in order.
         problems.sort(key=lambda problem: (problem.file or "", problem.line or 0))
