@@ -189,6 +189,9 @@ class Case:
     # Called with the run's index before every eb run (the warm-up is -1), outside the timing:
     # W22 edits one dataset row there.
     before_eb: Callable[[int], object] | None = None
+    # Call `before_eb` again between the floor and eb: an A/B floor is eb too, and would
+    # otherwise leave eb nothing of the edit to do (it stores the edited row's verdict).
+    again_before_eb: bool = False
     # eb prints its report as JSON (`--json`): this many checks must have been reused.
     expect_cached: int | None = None
     # Also time writing this many small files atomically (a result file per check, as a run
@@ -434,6 +437,8 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
             if case.before_eb is not None:
                 case.before_eb(-1)
             run_floor(case=case, scratch=scratch, timeout=timeout)
+            if case.before_eb is not None and case.again_before_eb:
+                case.before_eb(-1)
             run_eb(case=case, scratch=scratch, index=0, timeout=timeout)
         starts = _lines(case.agent_log)
         for index in range(runs):
@@ -443,6 +448,8 @@ def bench_case(*, case: Case, runs: int, warmup: bool, timeout: float) -> Row:
             if floor.rc != case.floor_rc or floor.timed_out:
                 row.problems.append(f"floor exit {floor.rc}")
             row.floor.append(floor)
+            if case.before_eb is not None and case.again_before_eb:
+                case.before_eb(index)
             before = _lines(case.agent_log)
             sample = run_eb(case=case, scratch=scratch, index=index, timeout=timeout)
             row.eb.append(sample)
@@ -1745,6 +1752,7 @@ def against_case(*, case: Case, tree: Path, rev: str) -> Case:
         floor_stdin=None,
         floor_stdout_file=False,
         floor_rc=case.expect_rc,
+        again_before_eb=case.before_eb is not None,
         target=1.05,
         target_over_s=None,
         seconds_target=None,
