@@ -10,15 +10,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import NamedTuple
 
 from eval_banana.checks.definition import validate_mapping
-from eval_banana.checks.loading import (
-    Holder,
-    Loaded,
-    Reader,
-    id_holders,
-    parse_each,
-    problem_model,
-)
-from eval_banana.checks.selection import (
+from eval_banana.checks.idselectors import (
     case_part_matches,
     id_matches_pattern,
     is_id_pattern,
@@ -26,6 +18,14 @@ from eval_banana.checks.selection import (
     pattern_prefix,
     plainly_named_family,
     split_case_selector,
+)
+from eval_banana.checks.loading import (
+    Holder,
+    Loaded,
+    Reader,
+    id_holders,
+    parse_each,
+    problem_model,
 )
 from eval_banana.core.errors import DefinitionError, Problem
 from eval_banana.core.suggest import SUGGESTED_AT_MOST, closest

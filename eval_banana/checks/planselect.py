@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from eval_banana.checks.selection import IdSelectors, Selector, compile_selector
+from eval_banana.checks.idselectors import IdSelectors
+from eval_banana.checks.keywords import Selector, compile_selector
 from eval_banana.checks.subset import Member, subset_positions
 from eval_banana.core.errors import UsageError
 from eval_banana.core.words import first_and_count

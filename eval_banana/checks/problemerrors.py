@@ -1,4 +1,5 @@
-"""Problems as the one typed error that stands for them: the first, carrying all the others."""
+"""Problems as the one typed error that stands for them: the first, carrying all the others; and
+whether such an error says only that the selection holds no check."""
 
 from __future__ import annotations
 
@@ -24,4 +25,15 @@ def problems_error(problems: list[ProblemModel], *, no_checks: bool) -> Definiti
         line=first.line,
         column=first.column,
         problems=tuple(problem_of(problem) for problem in problems[1:]),
+    )
+
+
+def selected_nothing(error: DefinitionError) -> bool:
+    """Whether a validation failure only says the selection holds no check (an empty project,
+    a `-k`/`--tag` that matches nothing, a `--check-id` that names no check): such a run can
+    start nothing, so it leaves no run folder behind."""
+    if isinstance(error, NoChecksError):
+        return True
+    return error.field_path == "check_id" and all(
+        problem.field_path == "check_id" for problem in error.problems
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eval_banana.checks.idloading import CASES_LISTED, UnmatchedGlob
-from eval_banana.checks.selection import (
+from eval_banana.checks.idselectors import (
     IdSelectors,
     globs_matching_any,
     is_id_pattern,

@@ -161,7 +161,7 @@ def _page(
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.checks.selection import compile_selector
+    from eval_banana.checks.keywords import compile_selector
     from eval_banana.history.read import Focus, newest_first, record_paths
     from eval_banana.history.render import to_markdown, to_text
     from eval_banana.history.show import Asked, build_view

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-from eval_banana.checks.selection import IdSelectors, Selector
+from eval_banana.checks.idselectors import IdSelectors
+from eval_banana.checks.keywords import Selector
 from eval_banana.history.families import family_rows
 from eval_banana.history.read import Focus
 from eval_banana.history.record import HistoryCheck, HistoryRecord

@@ -418,7 +418,8 @@ class PlanSelection(_Section):
 
 
 class Selection(_Section):
-    """What the command line selected; the validate stage applies it (checks/selection.py)."""
+    """What the command line selected; the validate stage applies it (checks/keywords.py,
+    checks/idselectors.py)."""
 
     check_ids: list[str] = Field(
         default_factory=list,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval_banana.checks.selection import selected_nothing
+from eval_banana.checks.problemerrors import selected_nothing
 from eval_banana.core import forked
 from eval_banana.core.errors import (
     DefinitionError,

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from eval_banana.checks.selection import compile_selector
+from eval_banana.checks.keywords import compile_selector
 from eval_banana.core.errors import ConfigError
 from eval_banana.core.files import sha256_bytes, write_model
 from eval_banana.core.startfolder import resolved

@@ -8,6 +8,8 @@ from typing import Any
 
 from eval_banana.checks.definition import FrozenScript
 from eval_banana.checks.idloading import IdSelection, select_ids
+from eval_banana.checks.idselectors import IdSelectors
+from eval_banana.checks.keywords import compile_selector
 from eval_banana.checks.loading import load_strict, reader_over
 from eval_banana.checks.planned import (
     case_template,
@@ -19,7 +21,6 @@ from eval_banana.checks.planned import (
 )
 from eval_banana.checks.problemerrors import raise_problems
 from eval_banana.checks.selectfile import apply_select
-from eval_banana.checks.selection import IdSelectors, compile_selector
 from eval_banana.checks.shard import empty_reason, selection_digest, shard_checks
 from eval_banana.checks.units import (
     Unit,

@@ -9,18 +9,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_banana.checks.selection import (
-    MAX_DEPTH,
+from eval_banana.checks.idselectors import (
     IdSelectors,
-    compile_selector,
     globs_matching_any,
     id_matches_pattern,
     is_id_pattern,
-    keyword_matches,
-    parse_expression,
     pattern_prefix,
     plainly_named_family,
     split_case_selector,
+)
+from eval_banana.checks.keywords import (
+    MAX_DEPTH,
+    compile_selector,
+    keyword_matches,
+    parse_expression,
     tags_match,
     tokenize,
 )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from eval_banana.checks.selection import compile_selector
+from eval_banana.checks.keywords import compile_selector
 from eval_banana.core.errors import UsageError
 from eval_banana.history.families import family_rows
 from eval_banana.history.record import HistoryRecord

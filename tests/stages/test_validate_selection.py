@@ -13,7 +13,7 @@ from types import FrameType
 
 import pytest
 
-from eval_banana.checks.selection import IdSelectors
+from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.core.errors import SelectionError
 from eval_banana.core.patternset import PatternSet
 from eval_banana.models.config import Selection
