@@ -94,6 +94,42 @@ def test_history_off_writes_nothing_and_keep_prunes_the_oldest(tmp_path: Path, e
     assert [r["run_id"] for r in _records(root / ".eval-banana" / "history")] == ids[-2:]
 
 
+def test_keep_prunes_only_records_in_a_folder_that_holds_project_files(
+    tmp_path: Path, eb: Eb
+) -> None:
+    config = '[history]\ndir = "docs"\nkeep = 2\n'
+    checks = {f"eval_checks/{name}.yaml": check_yaml(name) for name in ("a", "b")}
+    root = _project(tmp_path / "p", checks, config=config)
+    project_files = {"000_index.json": '{"title": "index"}', "api.json": '{"title": "api"}'}
+    (root / "docs").mkdir()
+    for name, text in project_files.items():
+        (root / "docs" / name).write_text(text)
+    for _ in range(3):
+        # Two at a time: the start order reads the history before the run.
+        done = eb("run", "--cwd", str(root), "--max-parallel-checks", "2")
+        assert done.exit_code == 0 and "warning" not in done.stderr, done.stderr
+
+    for name, text in project_files.items():
+        assert (root / "docs" / name).read_text() == text
+    assert len(list((root / "docs").glob("*-*.json"))) == 2
+    shown = eb("history", "--cwd", str(root))
+    assert "Runs (2 of 2 recorded" in shown.stdout and shown.stderr == ""
+
+
+def test_a_damaged_record_is_told_in_words(tmp_path: Path, eb: Eb) -> None:
+    checks = {f"eval_checks/{name}.yaml": check_yaml(name) for name in ("a", "b")}
+    root = _project(tmp_path / "p", checks)
+    folder = root / ".eval-banana" / "history"
+    folder.mkdir(parents=True)
+    (folder / "20990101000000000000-damaged.json").write_text('{"title": "x"}')
+
+    done = eb("run", "--cwd", str(root), "--max-parallel-checks", "2")
+
+    assert done.exit_code == 0
+    assert "20990101000000000000-damaged.json" in done.stderr and "it has no checks" in done.stderr
+    assert "KeyError" not in done.stderr
+
+
 def test_an_aborted_run_is_recorded_with_its_exit_code(tmp_path: Path, eb: Eb) -> None:
     root = _project(
         tmp_path / "p",

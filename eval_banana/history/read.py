@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +23,9 @@ LOG = Logger("eval_banana.history")
 # Far above any record eb writes (a 10,000-check run is a few MiB): a bigger file is no record.
 MAX_RECORD_BYTES = 64 << 20
 RECORD_SUFFIX = ".json"
+# `store.record_name`: the start time's digits, a dash, the run id with anything but these
+# characters made `_`.
+_RECORD_NAME = re.compile(r"[0-9]+-[A-Za-z0-9_.-]*\.json")
 
 Warn = Callable[[str], None]
 Parsed = TypeVar("Parsed")
@@ -31,18 +35,22 @@ class BadRecord(Exception):
     """A file in the history folder that is no run record; `str()` says why."""
 
 
+def is_record_name(name: str) -> bool:
+    """Whether `name` is a record's (`<start time digits>-<run id>.json`). Nothing else in the
+    history folder is read, counted or pruned as a record: the folder may be one the project
+    keeps its own files in too (`[history] dir = "docs"`), and those stay the project's."""
+    return _RECORD_NAME.fullmatch(name) is not None
+
+
 def record_paths(*, folder: Path) -> list[Path]:
     """The record files in `folder` by name (names begin with the run's start time); none when
-    the folder is missing. Hidden files (a write in progress) are not records."""
+    the folder is missing. Hidden files (a write in progress) and files not named as records
+    are none."""
     try:
         names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return [
-        folder / name
-        for name in sorted(names)
-        if name.endswith(RECORD_SUFFIX) and not name.startswith(".")
-    ]
+    return [folder / name for name in sorted(names) if is_record_name(name)]
 
 
 def read_bounded(*, path: Path) -> bytes:

@@ -76,9 +76,21 @@ def _timings_of(document: Any) -> RunTimings:
             if not check.get("early_error", False)
         ]
         sharded = selection.get("shard") is not None
-    except (AttributeError, KeyError, TypeError) as exc:
-        raise BadRecord(f"it is not an eb run record ({exc!r})") from None
+    except KeyError as exc:
+        raise BadRecord(f"it is not an eb run record ({_missing(exc.args[0])})") from None
+    except (AttributeError, TypeError):
+        raise BadRecord(
+            "it is not an eb run record (not an object whose checks are a list of objects)"
+        ) from None
     return RunTimings(sharded=sharded, timings=timings)
+
+
+def _missing(field: object) -> str:
+    """What a KeyError of `_timings_of` means, in words: the record's checks are only indexed
+    as a whole, the rest are fields of one check."""
+    if field == "checks":
+        return "it has no checks"
+    return f"a check has no {field}"
 
 
 def _sample_count(value: Any) -> int:

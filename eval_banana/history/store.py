@@ -18,7 +18,13 @@ from typing import NamedTuple
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.ownmark import mark_folder
 from eval_banana.history.entries import entry_document
-from eval_banana.history.read import RECORD_SUFFIX, BadRecord, read_record, record_paths
+from eval_banana.history.read import (
+    RECORD_SUFFIX,
+    BadRecord,
+    is_record_name,
+    read_record,
+    record_paths,
+)
 from eval_banana.history.record import HistoryRecord
 
 _NOT_TIME = re.compile(r"[^0-9]")
@@ -55,10 +61,7 @@ def write_record(*, folder: Path, record: HistoryRecord) -> Path:
 
 def _is_history_name(name: str) -> bool:
     """A record's name (`<digits>-<run id>.json`), or a hidden one (a record being written)."""
-    moment, dash, _ = name.partition("-")
-    return name.startswith(".") or (
-        bool(dash) and moment.isdigit() and name.endswith(RECORD_SUFFIX)
-    )
+    return name.startswith(".") or is_record_name(name)
 
 
 def drop_other_records(*, folder: Path, run_id: str, kept: Path) -> list[Path]:
@@ -94,7 +97,8 @@ def replayed_from(*, folder: Path, run_id: str) -> str | None:
 
 
 def prune(*, folder: Path, keep: int) -> list[Path]:
-    """Remove the oldest records past the newest `keep`; return what was removed."""
+    """Remove the oldest records past the newest `keep`; return what was removed. Only files
+    named as records count and go: any other file in the folder is the project's."""
     paths = record_paths(folder=folder)
     removed: list[Path] = []
     for path in paths[: max(0, len(paths) - keep)]:
@@ -119,12 +123,27 @@ def _known_run_ids(*, folder: Path) -> set[str]:
     return {path.stem.partition("-")[2] for path in record_paths(folder=folder)}
 
 
+def import_files(*, folder: Path) -> list[Path]:
+    """The files `eb history import` reads in `folder`: every `*.json` there but hidden ones,
+    whatever its name. What a file holds decides: a renamed record is imported (under its own
+    name), anything else is refused by name."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [
+        folder / name
+        for name in sorted(names)
+        if name.endswith(RECORD_SUFFIX) and not name.startswith(".")
+    ]
+
+
 def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
-    """Copy every valid record under `sources` into `folder`, skipping run ids already there."""
+    """Copy every valid record in `sources` into `folder`, skipping run ids already there."""
     known = _known_run_ids(folder=folder)
     done = Imported(copied=[], duplicates=[], refused=[])
     for source in sources:
-        for path in record_paths(folder=source):
+        for path in import_files(folder=source):
             try:
                 record = read_record(path=path)
             except BadRecord as exc:

@@ -16,7 +16,7 @@ def test_recent_reads_what_the_full_reader_reads_and_skips_a_damaged_record(
 ) -> None:
     folder = tmp_path / "history"
     run_ids = write_sample_history(folder=folder, runs=9)
-    damaged = folder / "20260101T009900Z-zz.json"
+    damaged = folder / "20990101000000000000-zz.json"
     damaged.write_text('{"run_id": "zz", "checks": [1]}')
     warned: list[str] = []
     found = recent(folder=folder, skip_run_id=run_ids[-1], last=5, warn=warned.append)
