@@ -584,6 +584,37 @@ def test_import_copies_other_runners_records_and_skips_duplicates(tmp_path: Path
     assert missing.exit_code == 2 and "nowhere" in missing.stderr
 
 
+def _foreign_record(project: Path, folder: Path, name: str, **fields: str) -> Path:
+    """A copy of `project`'s newest record in `folder`, as another runner's with `fields`."""
+    newest = sorted((project / ".eval-banana" / "history").glob("*.json"))[-1]
+    document = {**json.loads(newest.read_text()), **fields}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(document))
+    return folder / name
+
+
+def test_a_record_whose_times_are_no_iso_times_is_refused_and_skipped_when_read(
+    tmp_path: Path, eb: Eb
+) -> None:
+    mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
+    eb("run", "--cwd", str(mine))
+    history = mine / ".eval-banana" / "history"
+    local = {"run_id": "other_runner_1", "started_at": "06/12/2026 10:00"}
+    artifact = _foreign_record(mine, tmp_path / "artifact", "20261206100000-other.json", **local)
+
+    done = eb("history", "--cwd", str(mine), "import", str(artifact.parent))
+
+    assert done.exit_code == 0 and "Imported 0 run records" in done.stdout
+    assert "1 refused" in done.stdout and str(artifact) in done.stderr
+    assert "started_at '06/12/2026 10:00' is not an ISO-8601 time" in done.stderr
+    assert len(list(history.glob("*.json"))) == 1
+    # One an earlier eb imported, in the folder already (named to be read first).
+    _foreign_record(mine, history, "29990101000000000000-old_import.json", **local)
+    shown = eb("history", "--cwd", str(mine), "--since", "2000-01-01", "--format", "json")
+    assert shown.exit_code == 0 and len(json.loads(shown.stdout)["runs"]) == 1
+    assert "old_import.json" in shown.stderr and "not an ISO-8601 time" in shown.stderr
+
+
 FAMILY_OF_FOUR = """\
 schema_version: 1
 id: fam

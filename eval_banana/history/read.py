@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from eval_banana.core.log import Logger
 from eval_banana.core.readback import open_regular
 from eval_banana.history.entries import read_entries
+from eval_banana.history.moments import EXAMPLE, parse_moment
 from eval_banana.history.record import HistoryRecord
 
 LOG = Logger("eval_banana.history")
@@ -124,9 +125,17 @@ def parse_record(*, data: bytes, only: frozenset[str] | None = None) -> HistoryR
     equivalent loop of `entries` (the schema is asked only to word a refusal). `only`: keep
     just the checks with these ids (the record is then partial, for that reader alone).
     """
+    record = _validated(document=record_json(data), only=only)
+    problem = _times_problem(record)
+    if problem is not None:
+        raise BadRecord(f"it is not an eb run record: {problem}")
+    return record
+
+
+def _validated(*, document: Any, only: frozenset[str] | None) -> HistoryRecord:
+    """`parse_record`'s record as the schema has it, its times not read yet."""
     from eval_banana.history.check import record_problem
 
-    document = record_json(data)
     if type(document) is dict:
         items = document.get("checks", [])
         if only is not None and type(items) is list:
@@ -141,6 +150,19 @@ def parse_record(*, data: bytes, only: frozenset[str] | None = None) -> HistoryR
     if problem is not None:
         raise BadRecord(f"it is not an eb run record: {problem}")
     return HistoryRecord.model_validate(document)
+
+
+def _times_problem(record: HistoryRecord) -> str | None:
+    """Which of the record's times is not an ISO-8601 time, and the fix; None when both are.
+    The schema says only that they are text, and every reader orders and windows by them."""
+    for field, text in (("started_at", record.started_at), ("finished_at", record.finished_at)):
+        try:
+            parse_moment(text)
+        except ValueError:
+            return (
+                f"its {field} {text!r} is not an ISO-8601 time; write it as one, such as {EXAMPLE}"
+            )
+    return None
 
 
 def read_record(*, path: Path, only: frozenset[str] | None = None) -> HistoryRecord:

@@ -9,18 +9,13 @@ other runners (whose commits this clone may never have fetched) are placed all t
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 
 from eval_banana.core.errors import ProjectStateError, UsageError
+from eval_banana.history.moments import parse_moment as parse_moment
 from eval_banana.projectstate import git
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ].*)?$")
-
-
-def parse_moment(text: str) -> datetime:
-    """An ISO date or time as an aware datetime (UTC when no zone is given)."""
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def since_moment(*, text: str, root: str) -> datetime:
