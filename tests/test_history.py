@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -613,6 +614,29 @@ def test_a_record_whose_times_are_no_iso_times_is_refused_and_skipped_when_read(
     shown = eb("history", "--cwd", str(mine), "--since", "2000-01-01", "--format", "json")
     assert shown.exit_code == 0 and len(json.loads(shown.stdout)["runs"]) == 1
     assert "old_import.json" in shown.stderr and "not an ISO-8601 time" in shown.stderr
+
+
+def test_an_imported_record_with_a_zone_offset_is_ordered_by_its_utc_start(
+    tmp_path: Path, eb: Eb
+) -> None:
+    mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
+    own = [_run_id(eb, mine, 0) for _ in range(2)]
+    first = _records(mine / ".eval-banana" / "history")[0]["started_at"]
+    # Started an hour before our first run, written in Tokyo time (its digits read later).
+    tokyo = timezone(timedelta(hours=9))
+    started = (datetime.fromisoformat(first) - timedelta(hours=1)).astimezone(tokyo)
+    times = {"started_at": started.isoformat(), "finished_at": started.isoformat()}
+    artifact = tmp_path / "artifact"
+    _foreign_record(mine, artifact, "rec.json", run_id="tokyo_runner_1", **times)
+
+    done = eb("history", "--cwd", str(mine), "import", str(artifact))
+    assert "Imported 1 run record" in done.stdout
+
+    records = _records(mine / ".eval-banana" / "history")
+    assert [r["run_id"] for r in records] == ["tokyo_runner_1", *own]
+    assert records[0]["started_at"] == started.astimezone(UTC).isoformat(timespec="microseconds")
+    shown = eb("history", "--cwd", str(mine), "--since", first, "--format", "json")
+    assert [run["run_id"] for run in json.loads(shown.stdout)["runs"]] == own
 
 
 FAMILY_OF_FOUR = """\

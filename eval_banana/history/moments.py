@@ -1,7 +1,8 @@
 """The times a run record holds: ISO-8601, read as UTC when they name no zone.
 
-Every reader orders and windows records by them, so a record whose times are not ISO-8601 is
-no record.
+eb writes them in one form, UTC with microseconds and `+00:00`: a record's file name is made of
+its start time's digits, so records sort by name, by start time and in time alike only when
+every record's times are in that form (`eb history import` puts other runners' in it).
 """
 
 from __future__ import annotations
@@ -16,3 +17,9 @@ def parse_moment(text: str) -> datetime:
     """An ISO date or time as an aware datetime (UTC when no zone is given); ValueError else."""
     moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def utc_text(text: str) -> str:
+    """The ISO time `text` in eb's form (UTC, microseconds, `+00:00`); ValueError when it is
+    none."""
+    return parse_moment(text).astimezone(UTC).isoformat(timespec="microseconds")

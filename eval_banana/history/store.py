@@ -18,6 +18,7 @@ from typing import NamedTuple
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.ownmark import mark_folder
 from eval_banana.history.entries import entry_document
+from eval_banana.history.moments import utc_text
 from eval_banana.history.read import (
     RECORD_SUFFIX,
     BadRecord,
@@ -138,14 +139,27 @@ def import_files(*, folder: Path) -> list[Path]:
     ]
 
 
+def _in_utc(record: HistoryRecord) -> HistoryRecord:
+    """`record` with its times in eb's form, UTC: another runner's record written with a zone
+    offset is then named and ordered by when it started, as every record eb writes is."""
+    return record.model_copy(
+        update={
+            "started_at": utc_text(record.started_at),
+            "finished_at": utc_text(record.finished_at),
+        }
+    )
+
+
 def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
-    """Copy every valid record in `sources` into `folder`, skipping run ids already there."""
+    """Copy every valid record in `sources` into `folder` (its times made UTC), skipping run ids
+    already there."""
     known = _known_run_ids(folder=folder)
     done = Imported(copied=[], duplicates=[], refused=[])
     for source in sources:
         for path in import_files(folder=source):
             try:
-                record = read_record(path=path)
+                # Its times are ISO-8601 once it reads: `_in_utc` cannot fail.
+                record = _in_utc(read_record(path=path))
             except BadRecord as exc:
                 done.refused.append((path, str(exc)))
                 continue
