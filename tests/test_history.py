@@ -639,6 +639,30 @@ def test_an_imported_record_with_a_zone_offset_is_ordered_by_its_utc_start(
     assert [run["run_id"] for run in json.loads(shown.stdout)["runs"]] == own
 
 
+def test_import_of_a_folder_whose_records_are_in_subfolders_names_them(
+    tmp_path: Path, eb: Eb
+) -> None:
+    mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
+    other = _project(tmp_path / "other", {"eval_checks/ok.yaml": check_yaml("ok")})
+    eb("run", "--cwd", str(other))
+    artifacts = tmp_path / "artifacts"
+    for job in ("history-linux", "history-macos"):
+        _foreign_record(other, artifacts / job, f"20260101000000000000-{job}.json", run_id=job)
+    (artifacts / "empty").mkdir()
+
+    done = eb("history", "--cwd", str(mine), "import", str(artifacts))
+
+    assert done.exit_code == 2 and done.stdout == ""
+    assert "holds no run record itself" in done.stderr
+    assert str(artifacts / "history-linux") in done.stderr
+    assert str(artifacts / "history-macos") in done.stderr and "empty" not in done.stderr
+    assert not (mine / ".eval-banana" / "history").exists()
+    root = eb("history", "--cwd", str(mine), "import", str(other))
+    assert root.exit_code == 2 and str(other / ".eval-banana" / "history") in root.stderr
+    empty = eb("history", "--cwd", str(mine), "import", str(artifacts / "empty"))
+    assert empty.exit_code == 0 and "holds no run record" in empty.stderr
+
+
 FAMILY_OF_FOUR = """\
 schema_version: 1
 id: fam

@@ -6,6 +6,7 @@ Reads the history folder only (docs/history.md): no check is loaded, nothing is 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from eval_banana.history.read import Focus
     from eval_banana.history.record import HistoryRecord
     from eval_banana.history.show import Asked, ListingName
+
+# The most subfolders a refused import names (an artifacts download may hold dozens).
+_FOLDERS_NAMED = 8
 
 
 def _positive(text: str) -> int:
@@ -100,6 +104,7 @@ def _import(*, folder: Path, sources: list[str]) -> int:
                 f"eb history import: {path} is not a folder; give the history folders "
                 "(e.g. another runner's .eval-banana/history) to copy records from"
             )
+        _refuse_records_only_below(path=path)
     done = import_records(sources=paths, folder=folder)
     for path, why in done.refused:
         print(f"warning: skipped {path}: {why}", file=sys.stderr)
@@ -108,6 +113,29 @@ def _import(*, folder: Path, sources: list[str]) -> int:
         f"{len(done.duplicates)} already there, {len(done.refused)} refused."
     )
     return 0
+
+
+def _refuse_records_only_below(*, path: Path) -> None:
+    """Import reads the folders it is given, not what lies below them: a folder whose records
+    are all in subfolders (a CI artifacts download, one per job; another project's root) is
+    refused naming them, before anything is copied. One holding none at all is a warning."""
+    from eval_banana.history.store import folders_holding_records, import_files
+
+    if import_files(folder=path):
+        return
+    below = folders_holding_records(folder=path)
+    if not below:
+        print(f"warning: {path} holds no run record (no *.json file)", file=sys.stderr)
+        return
+    named = below[:_FOLDERS_NAMED]
+    more = " ..." if len(below) > len(named) else ""
+    raise UsageError(
+        f"eb history import: {path} holds no run record itself (no subfolder is read); the "
+        f"records are in {', '.join(map(str, named))}{more}",
+        hint="Give the folders that hold them: eb history import "
+        + " ".join(shlex.quote(str(one)) for one in named)
+        + more,
+    )
 
 
 def _listing(args: argparse.Namespace) -> ListingName:

@@ -139,6 +139,27 @@ def import_files(*, folder: Path) -> list[Path]:
     ]
 
 
+def folders_holding_records(*, folder: Path, depth: int = 2) -> list[Path]:
+    """The folders below `folder`, at most `depth` levels down, that hold record files: where
+    the records are when `folder` holds none itself (a CI artifacts download keeps each job's
+    in a subfolder of its own, a project in `.eval-banana/history`)."""
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(depth):
+        level = [below for parent in level for below in _subfolders(folder=parent)]
+        found.extend(below for below in level if record_paths(folder=below))
+    return sorted(found)
+
+
+def _subfolders(*, folder: Path) -> list[Path]:
+    """The folders in `folder` (a link to one is not followed: it may lead back up)."""
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(entry.path) for entry in entries if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
 def _in_utc(record: HistoryRecord) -> HistoryRecord:
     """`record` with its times in eb's form, UTC: another runner's record written with a zone
     offset is then named and ordered by when it started, as every record eb writes is."""
