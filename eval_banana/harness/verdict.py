@@ -3,22 +3,30 @@
 Every dialect reads the file in bounded memory, whatever the agent printed. `claude`, `text` and
 `codex` read it backwards from the end, since only the newest result event counts, and scan it
 forwards in windows (scan.StreamScanner) only when no result event was printed at all;
-`gemini` and `openhands` read it line by line (an event line longer than MAX_EVENT_LINE is
-skipped unread) and keep only the assistant's final answer.
+`gemini` and `openhands` read it line by line and keep only the assistant's final answer.
+
+An event line longer than MAX_EVENT_LINE is never held: only the words it holds are noted. One
+that may be the final result or answer leaves no verdict (an earlier one never stands in for it).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.harness.eventlines import MAX_EVENT_LINE, OverlongLine, lines, lines_from_end
 from eval_banana.harness.scan import ScanResult, StreamScanner, Verdict, scan_file, scan_text
 
-__all__ = ["Extraction", "Verdict", "extract_verdict", "extract_from_text"]
+__all__ = [
+    "MAX_EVENT_LINE",
+    "Extraction",
+    "OverlongLine",
+    "Verdict",
+    "extract_verdict",
+    "extract_from_text",
+    "lines_from_end",
+]
 
 
 class Extraction(NamedTuple):
@@ -93,113 +101,112 @@ def extract_from_text(text: str) -> Extraction:
     return Extraction(verdict=scanned.verdict, problem=scanned.problem)
 
 
-# No event worth reading is this long; a longer line is skipped, not held in memory.
-MAX_EVENT_LINE = 8 << 20
+_RESULT_KEY = '"result"'
 
 
-# What _lines yields for a line longer than MAX_EVENT_LINE (no line read is empty).
-OVERLONG = ""
+class _NewestResult(NamedTuple):
+    event: dict[str, Any] | None  # the newest result event that could be read
+    unread_after: bool  # a line after it, too long to read, may be a newer result event
 
 
-def _lines(path: Path) -> Iterator[str]:
-    """The file's lines; a line longer than MAX_EVENT_LINE characters is OVERLONG."""
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        while line := handle.readline(MAX_EVENT_LINE):
-            if len(line) < MAX_EVENT_LINE or line.endswith("\n"):
-                yield line
-                continue
-            while (rest := handle.readline(MAX_EVENT_LINE)) and not rest.endswith("\n"):
-                pass  # the rest of the overlong line
-            yield OVERLONG
-
-
-_LINE_BREAK = re.compile(rb"[\r\n]")
-_BLOCK = 1 << 16
-
-
-def lines_from_end(
-    *, path: Path, block: int = _BLOCK, max_line: int | None = None
-) -> Iterator[bytes]:
-    """The file's lines, newest first, read backwards in blocks.
-
-    Lines end at `\\n` or `\\r`, as text-mode reading splits them (JSON text holds neither raw).
-    A line longer than a block is gathered piece by piece and joined once, so the work stays
-    linear in the bytes read. With `max_line`, a longer line is dropped while it is gathered
-    (never held whole) and yielded as an empty line.
-    """
-    with path.open("rb") as handle:
-        position = handle.seek(0, os.SEEK_END)
-        pending: list[bytes] = []  # pieces of the line being gathered, newest piece first
-        gathered = 0
-        overlong = False
-        while position > 0:
-            step = min(block, position)
-            position -= step
-            handle.seek(position)
-            pieces = _LINE_BREAK.split(handle.read(step))
-            if len(pieces) == 1:
-                gathered += len(pieces[0])
-                if max_line is not None and gathered > max_line:
-                    overlong, pending = True, []
-                elif not overlong:
-                    pending.append(pieces[0])
-                continue
-            yield b"" if overlong else pieces[-1] + b"".join(reversed(pending))
-            yield from reversed(pieces[1:-1])
-            pending, gathered, overlong = [pieces[0]], len(pieces[0]), False
-        yield b"" if overlong else b"".join(reversed(pending))
-
-
-def _newest_result_event_in_file(path: Path) -> dict[str, Any] | None:
+def _newest_result_event_in_file(path: Path) -> _NewestResult:
     """The newest result event of a file: read from the end, so a result event on the last line (the
     normal case) is found without reading megabytes of transcript before it."""
-    for line in lines_from_end(path=path, max_line=MAX_EVENT_LINE):
+    unread_after = False
+    for line in lines_from_end(path=path, max_line=MAX_EVENT_LINE, words=(_RESULT_KEY,)):
+        if isinstance(line, OverlongLine):
+            unread_after = unread_after or bool(line.holds)
+            continue
         if b'"result"' in line:
             event = _loads_object(line.decode("utf-8", errors="replace"))
             if event is not None and event.get("type") == "result":
-                return event
-    return None
+                return _NewestResult(event=event, unread_after=unread_after)
+    return _NewestResult(event=None, unread_after=unread_after)
+
+
+def _too_long(*, holding: str, final: str) -> str:
+    """Why no verdict is given when a line too long to read may be the final event."""
+    return (
+        f"a line holding {holding} is longer than the {MAX_EVENT_LINE:,} characters an event "
+        f"line is read whole from: it may be the {final}, and no earlier one stands in for it; "
+        "ask the agent for a shorter final answer, with the verdict as a small JSON object at "
+        "its end"
+    )
 
 
 def _claude(path: Path) -> Extraction:
     """The newest result event; Step B over the whole stdout only if there is none."""
     newest = _newest_result_event_in_file(path)
-    if newest is not None:
-        return _from_result_event(newest)
+    if newest.event is not None and newest.unread_after:
+        # A result event may follow the one read: the older one is no verdict.
+        return Extraction(
+            verdict=None, problem=_too_long(holding=_RESULT_KEY, final="final result event")
+        )
+    if newest.event is not None:
+        return _from_result_event(newest.event)
     # No result event at all (the agent stopped early): Step B over stdout.
     scanned = scan_file(path)
     return Extraction(verdict=scanned.verdict, problem=scanned.problem)
 
 
-def _ends_a_message(line: str) -> bool:
+# Words that tell a gemini line too long to read may be the assistant's answer or the result.
+_GEMINI_WORDS = ('"assistant"', _RESULT_KEY)
+
+
+def _ends_a_message(line: str | OverlongLine) -> bool:
     """Whether a gemini line that is no assistant delta closes the assistant's message: any
     event (a tool call, its result, an error, the result) and any line too long to read, as
     the transcript splits the answer into one message per turn at the same lines."""
-    return line == OVERLONG or line.lstrip().startswith("{")
+    return isinstance(line, OverlongLine) or line.lstrip().startswith("{")
 
 
-def _gemini(path: Path) -> Extraction:
-    """gemini: the verdict is read from the assistant's last message (its deltas since the last
-    other event) only; an unsuccessful `result` is no verdict."""
-    # The answer can be long: its deltas go to a streaming scan, not into one string. A new
-    # message starts a new scan, so a verdict in an earlier turn is never read.
-    answer = StreamScanner()
-    message_open = False
-    result: dict[str, Any] | None = None
-    for line in _lines(path):
+class _GeminiEnd:
+    """Where a gemini stream ended: the assistant's last message (scanned as it streams), its
+    result event, and whether a line too long to read may have been either."""
+
+    def __init__(self) -> None:
+        # The answer can be long: its deltas go to a streaming scan, not into one string. A new
+        # message starts a new scan, so a verdict in an earlier turn is never read.
+        self.answer = StreamScanner()
+        self.message_open = False
+        self.answer_unread = False
+        self.result: dict[str, Any] | None = None
+        self.result_unread = False
+
+    def see(self, line: str | OverlongLine) -> None:
+        if isinstance(line, OverlongLine):
+            self.answer_unread = self.answer_unread or '"assistant"' in line.holds
+            self.result_unread = self.result_unread or _RESULT_KEY in line.holds
+            self.message_open = False
+            return
         event = _loads_object(line) if '"assistant"' in line or '"result"' in line else None
         kind = None if event is None else event.get("type")
         if event is not None and kind == "message" and event.get("role") == "assistant":
             content = event.get("content")
             if isinstance(content, str):
-                if not message_open:
-                    answer, message_open = StreamScanner(), True
-                answer.feed(content)
-            continue
+                if not self.message_open:
+                    self.answer, self.message_open = StreamScanner(), True
+                    self.answer_unread = False
+                self.answer.feed(content)
+            return
         if kind == "result":
-            result = event
+            self.result, self.result_unread = event, False
         if _ends_a_message(line):
-            message_open = False
+            self.message_open = False
+
+
+def _gemini(path: Path) -> Extraction:
+    """gemini: the verdict is read from the assistant's last message (its deltas since the last
+    other event) only; an unsuccessful `result` is no verdict."""
+    end = _GeminiEnd()
+    for line in lines(path, words=_GEMINI_WORDS):
+        end.see(line)
+    result = end.result
+    if end.result_unread and result is not None:
+        return Extraction(
+            verdict=None,
+            problem=_too_long(holding=_RESULT_KEY, final="final result event"),
+        )
     if result is not None and result.get("status") != "success":
         error = result.get("error")
         message = error.get("message") if isinstance(error, dict) else None
@@ -209,7 +216,13 @@ def _gemini(path: Path) -> Extraction:
             + (f": {message}" if isinstance(message, str) else ""),
             usage_event=result,
         )
-    scanned = answer.finish()
+    if end.answer_unread:
+        return Extraction(
+            verdict=None,
+            problem=_too_long(holding='"assistant"', final="assistant's last message"),
+            usage_event=result,
+        )
+    scanned = end.answer.finish()
     problem = scanned.problem
     if problem is not None:
         problem = f"in the assistant's last message, {problem}"
@@ -237,6 +250,9 @@ def _openhands_answer(event: dict[str, Any]) -> str | None:
     return None
 
 
+# Words that tell an openhands line too long to read may be an answer (a message or a finish).
+_OPENHANDS_ANSWER_WORDS = ('"MessageEvent"', '"FinishAction"', '"finish"')
+
 # Events in which OpenHands reports a failure (it still exits 0 after an LLM error).
 _OPENHANDS_ERRORS = ("ConversationErrorEvent", "AgentErrorEvent")
 
@@ -260,6 +276,13 @@ class _OpenHandsEnd:
         self.error: dict[str, Any] | None = None
         self.ended_in_error = False
         self.acted_after = False  # the agent went on working after its message
+        self.unread = False  # the last answer may be a line too long to read
+
+    def see_unread(self, line: OverlongLine) -> None:
+        """A line too long to read: if it may be an answer, no earlier one counts."""
+        if line.holds:
+            self.answer, self.finished, self.unread = None, False, True
+            self.ended_in_error = self.acted_after = False
 
     def see(self, event: dict[str, Any]) -> None:
         if event.get("kind") in _OPENHANDS_ERRORS:
@@ -268,13 +291,15 @@ class _OpenHandsEnd:
         found = _openhands_answer(event)
         if found is not None:
             self.answer, self.finished = found, _is_finish(event)
-            self.ended_in_error = self.acted_after = False
+            self.ended_in_error = self.acted_after = self.unread = False
         elif event.get("kind") == "ActionEvent" and self.answer is not None:
             # A message followed by a tool call was not the final answer; a finish action is.
             self.acted_after = not self.finished
 
     def problem(self) -> str | None:
         """Why the conversation's end holds no answer to read, or None."""
+        if self.unread:
+            return _too_long(holding='"MessageEvent" or "finish"', final="agent's final message")
         if self.answer is None:
             return "no finish action or agent message event was printed"
         if self.ended_in_error:
@@ -290,7 +315,10 @@ def _openhands(path: Path) -> Extraction:
     """openhands: JSON event lines among plain lines; the verdict is in the last finish message
     (or the agent's last message), and only when the conversation did not end in an error."""
     end = _OpenHandsEnd()
-    for line in _lines(path):
+    for line in lines(path, words=_OPENHANDS_ANSWER_WORDS):
+        if isinstance(line, OverlongLine):
+            end.see_unread(line)
+            continue
         if '"kind"' not in line:
             continue
         event = _loads_object(line)

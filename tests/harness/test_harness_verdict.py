@@ -16,7 +16,13 @@ from eval_banana.harness import scan
 from eval_banana.harness.prompt import build_prompt
 from eval_banana.harness.scan import Verdict, scan_text
 from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
-from eval_banana.harness.verdict import extract_from_text, extract_verdict, lines_from_end
+from eval_banana.harness.verdict import (
+    MAX_EVENT_LINE,
+    OverlongLine,
+    extract_from_text,
+    extract_verdict,
+    lines_from_end,
+)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -400,11 +406,59 @@ def test_lines_from_end_is_the_forward_split_reversed(
     assert list(lines_from_end(path=path, block=block)) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.sampled_from([b"ab", b'"result"', b'x"result"y', b"resu", b'lt"']), max_size=6
+    )
+    .map(b"".join)
+    .flatmap(lambda one: st.lists(st.just(one) | line_bytes, max_size=5)),
+    block=st.integers(min_value=1, max_value=7),
+    over_block=st.integers(min_value=0, max_value=6),
+)
+def test_lines_from_end_notes_the_words_a_line_too_long_to_hold_has(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], block: int, over_block: int
+) -> None:
+    # The limit is never below a block (a line within one block is always read).
+    max_line = block + over_block
+    path = tmp_path_factory.mktemp("lines") / "out"
+    path.write_bytes(b"\n".join(lines))
+    expected = [
+        OverlongLine(holds=frozenset({'"result"'} if b'"result"' in line else set()))
+        if len(line) > max_line
+        else line
+        for line in reversed(b"\n".join(lines).split(b"\n"))
+    ]
+    found = lines_from_end(path=path, block=block, max_line=max_line, words=('"result"',))
+    assert list(found) == expected
+
+
 def test_a_result_line_longer_than_many_blocks_is_read_whole(tmp_path: Path) -> None:
     path = tmp_path / "stream.jsonl"
     long_result = _event(result="x" * 300_000 + ' {"score": 1, "reason": "long"}')
     path.write_text('{"type": "system"}\n' + long_result + "\n" + '{"type": "user"}\n')
     assert extract_verdict(dialect="claude", stdout_path=path).verdict == Verdict(1, "long")
+
+
+def test_a_final_result_too_long_to_read_is_no_verdict_whatever_came_before(
+    tmp_path: Path,
+) -> None:
+    # A draft success, then the final result on a line longer than MAX_EVENT_LINE.
+    draft = _event(result='{"score": 1, "reason": "draft"}')
+    final = _event(result="x" * MAX_EVENT_LINE + ' {"score": 0, "reason": "final"}')
+    path = tmp_path / "stream.jsonl"
+    path.write_text(draft + "\n" + final + "\n")
+    found = extract_verdict(dialect="claude", stdout_path=path)
+    assert found.verdict is None
+    assert found.problem == (
+        'a line holding "result" is longer than the 8,388,608 characters an event line is read '
+        "whole from: it may be the final result event, and no earlier one stands in for it; "
+        "ask the agent for a shorter final answer, with the verdict as a small JSON object at "
+        "its end"
+    )
+    # A long line that cannot be a result event hides nothing.
+    path.write_text(draft + "\n" + "y" * MAX_EVENT_LINE + "\n")
+    assert extract_verdict(dialect="claude", stdout_path=path).verdict == Verdict(1, "draft")
 
 
 @pytest.mark.parametrize(

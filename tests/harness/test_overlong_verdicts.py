@@ -126,3 +126,35 @@ def test_eb_run_refuses_a_draft_verdict_before_a_final_report_too_long_to_read(
         'the object starting at character 45 may hold a "score" key but is longer'
     )
     assert "2,097,152 characters" in problem
+
+
+def test_eb_run_refuses_a_draft_result_before_a_final_result_too_long_to_read(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    # A claude-style judge prints a successful draft result, then its final result event with
+    # 9 MB of text before the score: the draft must not pass the check.
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import json\n"
+        'done = {"type": "result", "subtype": "success", "is_error": False}\n'
+        'print(json.dumps({**done, "result": \'{"score": 1, "reason": "draft"}\'}))\n'
+        'final = "x" * (9 << 20) + \' {"score": 0, "reason": "final"}\'\n'
+        'print(json.dumps({**done, "result": final}))\n'
+    )
+    config = (
+        '[harness]\nagent = "custom"\ntimeout_seconds = 60\n\n[agents.custom]\n'
+        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}]\n"
+        'model_flag = ""\noutput_dialect = "claude"\n'
+    )
+    check = (
+        "schema_version: 1\nid: judge\ntype: harness_judge\ndescription: README is fine\n"
+        "instructions: Read README.md and score it.\n"
+    )
+    root = project({"eval_checks/judge.yaml": check, "README.md": "# readme\n"}, config=config)
+    out = tmp_path / "out"
+    result = eb("run", "--cwd", str(root), "--output-dir", str(out), "--flat-output")
+    assert result.exit_code != 0
+    (found,) = json.loads((out / "report.json").read_text())["checks"]
+    assert found["status"] == "error", found
+    problem = found["details"]["verdict_problem"]
+    assert problem.startswith('a line holding "result" is longer than the 8,388,608 characters')

@@ -12,9 +12,18 @@ from typing import Any
 
 import pytest
 
-from eval_banana.harness.verdict import Extraction, Verdict, extract_from_text, extract_verdict
+from eval_banana.harness.verdict import (
+    MAX_EVENT_LINE,
+    Extraction,
+    Verdict,
+    extract_from_text,
+    extract_verdict,
+)
 
 NO_SCORE = 'no JSON object with a "score" key was found'
+# A text too long for an event line holding it to be read.
+HUGE = "x" * MAX_EVENT_LINE + " "
+TOO_LONG = "is longer than the 8,388,608 characters an event line is read whole from: it may be"
 
 
 def write_lines(path: Path, lines: list[Any]) -> Path:
@@ -117,6 +126,34 @@ def test_gemini_reads_only_the_last_message_not_an_earlier_turn(tmp_path: Path) 
     assert read("gemini", write_lines(tmp_path / "d", lines)).verdict is None
 
 
+def test_gemini_a_last_message_too_long_to_read_is_no_verdict(tmp_path: Path) -> None:
+    # A draft verdict, a tool call, then the final message on a line too long to read.
+    tool_use = {"type": "tool_use", "tool_name": "read_file", "tool_id": "r1"}
+    draft = said('{"score": 1, "reason": "draft"}')
+    final = said(HUGE + '{"score": 0, "reason": "final"}')
+    found = read("gemini", write_lines(tmp_path / "a", [draft, tool_use, final, SUCCESS]))
+    assert found.verdict is None
+    assert found.problem is not None
+    assert found.problem.startswith('a line holding "assistant" ' + TOO_LONG)
+    assert found.problem.endswith(
+        "it may be the assistant's last message, and no earlier one "
+        "stands in for it; ask the agent for a shorter final answer, with the verdict as a small "
+        "JSON object at its end"
+    )
+    # A message after it is read as before, and so is a long line that is no message.
+    after = said('{"score": 0, "reason": "after"}')
+    lines = [draft, final, after, SUCCESS]
+    assert read("gemini", write_lines(tmp_path / "b", lines)).verdict == Verdict(0, "after")
+    lines = [draft, {"type": "tool_result", "tool_id": "r1", "output": HUGE}, SUCCESS]
+    assert read("gemini", write_lines(tmp_path / "c", lines)).verdict == Verdict(1, "draft")
+    # A result event too long to read after a readable one: the older one is no result.
+    huge_result = {**SUCCESS, "note": HUGE}
+    found = read("gemini", write_lines(tmp_path / "d", [draft, SUCCESS, huge_result]))
+    assert found.verdict is None
+    assert found.problem is not None
+    assert found.problem.startswith('a line holding "result" ' + TOO_LONG + " the final result")
+
+
 def test_gemini_skips_plain_lines_that_mention_the_assistant(tmp_path: Path) -> None:
     lines = ['the "assistant" is warming up', said('{"score": 1, "reason": "after"}'), SUCCESS]
     assert read("gemini", write_lines(tmp_path / "out", lines)).verdict == Verdict(1, "after")
@@ -198,6 +235,23 @@ def test_openhands_joins_the_text_parts_of_a_message_with_newlines(tmp_path: Pat
 def test_openhands_skips_plain_lines_that_mention_kind(tmp_path: Path) -> None:
     lines = ['the "kind" of output we print', action(message='{"score": 1, "reason": "late"}')]
     assert read("openhands", write_lines(tmp_path / "out", lines)).verdict == Verdict(1, "late")
+
+
+def test_openhands_a_final_message_too_long_to_read_is_no_verdict(tmp_path: Path) -> None:
+    draft = agent_message({"type": "text", "text": '{"score": 1, "reason": "draft"}'})
+    for name, final in (
+        ("finish", action(message=HUGE + '{"score": 0, "reason": "final"}')),
+        ("message", agent_message({"type": "text", "text": HUGE + '{"score": 0}'})),
+    ):
+        found = read("openhands", write_lines(tmp_path / name, [draft, final]))
+        assert found.verdict is None, name
+        assert found.problem is not None
+        assert found.problem.startswith('a line holding "MessageEvent" or "finish" ' + TOO_LONG)
+    # An observation too long to read is no answer: the finish before it still counts.
+    finish = action(message='{"score": 1, "reason": "done"}')
+    observation = {"kind": "ObservationEvent", "observation": {"content": HUGE}}
+    path = write_lines(tmp_path / "observed", [finish, observation])
+    assert read("openhands", path).verdict == Verdict(1, "done")
 
 
 def test_openhands_problem_texts(tmp_path: Path) -> None:
