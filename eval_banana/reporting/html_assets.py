@@ -263,7 +263,14 @@ JS = r"""
   }
 
   function cutNote(ev) {
-    return ev.cut ? "\n[\u2026 " + ev.cut + " more characters in the raw output]" : "";
+    return ev.cut ? "[\u2026 " + ev.cut + " more characters in the raw output]" : "";
+  }
+
+  // The note sits where the text was cut: an answer keeps its end, everything else its start.
+  function withCutNote(ev, text) {
+    var note = cutNote(ev);
+    if (!note) { return text; }
+    return ev.kind === "answer" ? note + "\n" + text : text + "\n" + note;
   }
 
   // A judge's transcript, from its own JSON element, parsed only now that its row is open.
@@ -277,7 +284,7 @@ JS = r"""
     var verdict = c.g === "passed" ? "a-pass" : (c.g === "failed" ? "a-fail" : "a-other");
     for (var k = 0; k < events.length; k++) {
       var ev = events[k];
-      var text = (ev.text || "") + cutNote(ev);
+      var text = withCutNote(ev, ev.text || "");
       if (ev.kind === "tool_call") {
         var call = el("details", null, "tool");
         var summary = el("summary");
@@ -285,7 +292,7 @@ JS = r"""
         summary.appendChild(el("span", " " + (ev.arguments || "").slice(0, 160), "ta"));
         call.appendChild(summary);
         call.appendChild(el("div", "Arguments", "tl"));
-        call.appendChild(el("pre", (ev.arguments || "") + cutNote(ev)));
+        call.appendChild(el("pre", withCutNote(ev, ev.arguments || "")));
         box.appendChild(call);
         if (ev.call_id) { calls[ev.call_id] = call; }
       } else if (ev.kind === "tool_result") {

@@ -88,6 +88,11 @@ class Parser:
     def finish(self) -> None:
         return None
 
+    def cut_off(self) -> None:
+        """The stream goes on, unread by this parser: flush what is open as text that is not the
+        answer (the answer is in the stream's end), so it keeps its start."""
+        self.finish()
+
     def call(self, *, name: object, call_id: object, arguments: object) -> None:
         tool = str(name) if name is not None else None
         key = str(call_id) if call_id is not None else None
@@ -190,6 +195,27 @@ class Claude(Parser):
                 self.sink.add("usage", usage=found)
 
 
+def _add_message(*, sink: Sink, text: _Text, last: bool, strip: bool = False) -> None:
+    """The assistant's message: a long one keeps its end if it may be the answer (`last`), else
+    its start; `strip`: a blank text is no message and its final line break is dropped."""
+    if last:
+        kept, cut, open_start = text.whole()
+        open_end = False
+    else:
+        kept, cut, open_end = text.start()
+        open_start = False
+    if strip and not kept.strip():
+        return
+    sink.add(
+        "message",
+        role="assistant",
+        text=kept.rstrip("\n") if strip else kept,
+        cut=cut,
+        open_start=open_start,
+        open_end=open_end,
+    )
+
+
 def _numbers(source: dict[str, Any], keys: tuple[str, ...]) -> dict[str, int | float]:
     return {key: source[key] for key in keys if type(source.get(key)) is int}
 
@@ -199,10 +225,10 @@ class Gemini(Parser):
         super().__init__(sink=sink)
         self.answer: _Text | None = None
 
-    def _flush(self) -> None:
+    def _flush(self, *, last: bool = True) -> None:
+        """The message so far; `last`: it may be the answer, so a long one keeps its end."""
         if self.answer is not None:
-            text, cut, open_start = self.answer.whole()
-            self.sink.add("message", role="assistant", text=text, cut=cut, open_start=open_start)
+            _add_message(sink=self.sink, text=self.answer, last=last)
             self.answer = None
 
     def feed(self, line: Line) -> None:
@@ -252,6 +278,9 @@ class Gemini(Parser):
 
     def finish(self) -> None:
         self._flush()
+
+    def cut_off(self) -> None:
+        self._flush(last=False)
 
 
 _OPENHANDS_ERRORS = ("ConversationErrorEvent", "AgentErrorEvent")
@@ -406,21 +435,17 @@ class Text(Parser):
             self.text = _Text(limit=self.sink.keep_chars)
         self.text.add_line(line)
 
-    def _flush(self) -> None:
+    def _flush(self, *, last: bool = True) -> None:
+        """The text so far; `last`: it may be the answer, so a long one keeps its end."""
         if self.text is not None:
-            text, cut, open_start = self.text.whole()
-            if text.strip():
-                self.sink.add(
-                    "message",
-                    role="assistant",
-                    text=text.rstrip("\n"),
-                    cut=cut,
-                    open_start=open_start,
-                )
+            _add_message(sink=self.sink, text=self.text, last=last, strip=True)
             self.text = None
 
     def finish(self) -> None:
         self._flush()
+
+    def cut_off(self) -> None:
+        self._flush(last=False)
 
 
 # opencode's `run` output on stderr: its fixed styles (reset, dim, bold red) mark the lines.

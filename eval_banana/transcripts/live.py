@@ -173,7 +173,7 @@ class _Lines:
                 self.head, self.whole = self.whole, None
             else:
                 self.head = self.whole.fork()
-            self.head.parser.finish()
+            self.head.parser.cut_off()
         if self.head is not None:
             self._keep(raw)
         if self.whole is None:

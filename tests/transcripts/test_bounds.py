@@ -146,3 +146,20 @@ def test_repair_closes_what_a_cut_left_open() -> None:
     assert repair('{"a": [1, 2, {"b": tru') == {"a": [1, 2, {}]}
     assert repair('{"a": 1, "lon') == {"a": 1}
     assert repair("[1, 2") is None
+
+
+def test_a_long_gemini_message_cut_at_the_head_keeps_its_start(tmp_path: Path) -> None:
+    # One message of 6 MB in deltas, then the result: the message open where the head ends is
+    # not the answer (that is read from the end), so it keeps its start.
+    stdout = tmp_path / "out.txt"
+    deltas = b"".join(
+        line({"type": "message", "role": "assistant", "content": f"step {i:07d}\n", "delta": True})
+        for i in range(70_000)
+    )
+    stdout.write_bytes(deltas + line({"type": "result", "status": "success"}))
+    events = transcript_events(
+        dialect="gemini", stdout_path=stdout, stderr_path=None, max_chars=100, masker=NO_SECRETS
+    )
+    first = events[0]
+    assert first["kind"] == "message" and first["text"].startswith("step 0000000\nstep 0000001")
+    assert first["cut"] > 0

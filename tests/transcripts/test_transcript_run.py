@@ -85,3 +85,29 @@ def test_a_text_agent_s_own_json_lines_are_its_answer(tmp_path: Path) -> None:
     (answer,) = [json.loads(line) for line in text.splitlines()]
     assert answer["kind"] == "answer"
     assert [json.loads(line) for line in answer["text"].splitlines()] == [progress, verdict]
+
+
+def test_a_long_text_output_keeps_its_start_in_its_first_message(tmp_path: Path) -> None:
+    # 6 MB of reasoning, then the verdict: the first message is the output's start, cut at its
+    # end, and only the answer keeps its end.
+    root = write_project(tmp_path / "project")
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace('"claude"', '"text"'))
+    (root / "agent.py").write_text(
+        "import sys\n"
+        'sys.stdout.write("FIRST LINE OF OUTPUT\\n")\n'
+        'sys.stdout.write("".join(f"reasoning line {i:08d}\\n" for i in range(250_000)))\n'
+        'print(\'{"score": 1, "reason": "long but fine"}\')\n'
+    )
+    completed = run_eb(root)
+    assert completed.returncode == 0, completed.stderr
+    run_dir = run_dir_of(root)
+    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
+    first, skipped, answer = [json.loads(line) for line in text.splitlines()]
+    assert first["kind"] == "message"
+    assert first["text"].startswith("FIRST LINE OF OUTPUT\nreasoning line 00000000\n")
+    assert len(first["text"]) == 2000 and first["cut"] > 500_000
+    assert skipped["kind"] == "skipped"
+    assert answer["kind"] == "answer"
+    assert answer["text"].endswith('{"score": 1, "reason": "long but fine"}')
