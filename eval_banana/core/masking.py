@@ -55,6 +55,13 @@ def masked(text: str, *, masker: Masker, open_start: bool = False, open_end: boo
     return _masked_at_edges(text, masker=masker, open_start=open_start, open_end=open_end)[0]
 
 
+def masked_and_left_out(
+    text: str, *, masker: Masker, open_start: bool = False, open_end: bool = False
+) -> tuple[str, int]:
+    """`masked`, and how many characters of `text` its open edges left out."""
+    return _masked_at_edges(text, masker=masker, open_start=open_start, open_end=open_end)
+
+
 def _masked_at_edges(
     text: str, *, masker: Masker, open_start: bool, open_end: bool
 ) -> tuple[str, int]:

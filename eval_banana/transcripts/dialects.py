@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from eval_banana.core.digits import grouped_whole
-from eval_banana.transcripts.jsonline import load, texts
+from eval_banana.transcripts.jsonline import Loaded, Unread, load, texts
 from eval_banana.transcripts.reading import Line
 from eval_banana.transcripts.sink import Sink
 
@@ -81,6 +81,25 @@ class Parser:
     def __init__(self, *, sink: Sink) -> None:
         self.sink = sink
         self.tools: dict[str, str] = {}
+        # Of the line being read, if it was too long to hold: its string joined across the
+        # middle that was never read.
+        self.unread: Unread | None = None
+
+    def load(self, line: Line) -> dict[str, Any] | None:
+        """The object the line holds (jsonline.load), noting what of it was never read."""
+        loaded = load(line)
+        self.take(loaded)
+        return None if loaded is None else loaded.event
+
+    def take(self, loaded: Loaded | None) -> None:
+        self.unread = None if loaded is None else loaded.unread
+
+    def left_out(self, text: str | None) -> int:
+        """How many characters of `text` were never read (it holds the joined string)."""
+        unread = self.unread
+        if unread is None or text is None or unread.text not in text:
+            return 0
+        return unread.chars
 
     def feed(self, line: Line) -> None:
         raise NotImplementedError
@@ -128,7 +147,7 @@ def is_claude_event(event: dict[str, Any]) -> bool:
 
 class Claude(Parser):
     def feed(self, line: Line) -> None:
-        event = load(line)
+        event = self.load(line)
         if event is not None:
             self.event(event)
 
@@ -153,15 +172,18 @@ class Claude(Parser):
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                self.sink.add("message", role=role, text=block["text"])
+                text = block["text"]
+                self.sink.add("message", role=role, text=text, cut=self.left_out(text))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                self.sink.add("message", role="thinking", text=block["thinking"])
+                text = block["thinking"]
+                self.sink.add("message", role="thinking", text=text, cut=self.left_out(text))
             elif kind == "tool_use":
                 self.call(
                     name=block.get("name"), call_id=block.get("id"), arguments=block.get("input")
                 )
             elif kind == "tool_result":
-                self.result(call_id=block.get("tool_use_id"), text=texts(block.get("content")))
+                text = texts(block.get("content"))
+                self.result(call_id=block.get("tool_use_id"), text=text, cut=self.left_out(text))
 
     def _result(self, event: dict[str, Any]) -> None:
         text = event.get("result")
@@ -176,7 +198,7 @@ class Claude(Parser):
             subtype = event.get("subtype")
             self.sink.add("error", text=" ".join(parts) or f"result: {subtype}")
         elif isinstance(text, str):
-            self.sink.add("answer", text=text)
+            self.sink.add("answer", text=text, cut=self.left_out(text))
         usage = event.get("usage")
         if isinstance(usage, dict):
             found = _numbers(
@@ -232,7 +254,7 @@ class Gemini(Parser):
             self.answer = None
 
     def feed(self, line: Line) -> None:
-        event = load(line)
+        event = self.load(line)
         if event is None:
             return
         kind = event.get("type")
@@ -242,6 +264,7 @@ class Gemini(Parser):
                 if self.answer is None:
                     self.answer = _Text(limit=self.sink.keep_chars)
                 self.answer.add(content)
+                self.answer.total += self.left_out(content)
             return
         self._flush()
         if kind == "message" and isinstance(event.get("content"), str):
@@ -290,7 +313,7 @@ class OpenHands(Parser):
     def feed(self, line: Line) -> None:
         if '"kind"' not in line.text:
             return
-        event = load(line)
+        event = self.load(line)
         if event is None:
             return
         kind = event.get("kind")
@@ -299,16 +322,18 @@ class OpenHands(Parser):
             text = texts(llm.get("content")) if isinstance(llm, dict) else None
             role = "assistant" if event.get("source") == "agent" else "user"
             if text is not None:
-                self.sink.add("message", role=role, text=text)
+                self.sink.add("message", role=role, text=text, cut=self.left_out(text))
         elif kind == "ActionEvent":
             self._action(event)
         elif kind == "ObservationEvent":
             observation = event.get("observation")
             if isinstance(observation, dict) and observation.get("kind") != "FinishObservation":
+                text = texts(observation.get("content"))
                 self.result(
                     call_id=event.get("tool_call_id"),
                     tool=event.get("tool_name"),
-                    text=texts(observation.get("content")),
+                    text=text,
+                    cut=self.left_out(text),
                 )
         elif kind in _OPENHANDS_ERRORS:
             parts = [
@@ -327,7 +352,8 @@ class OpenHands(Parser):
             return
         if event.get("tool_name") == "finish" or action.get("kind") == "FinishAction":
             message = action.get("message")
-            self.sink.add("answer", text=message if isinstance(message, str) else "")
+            text = message if isinstance(message, str) else ""
+            self.sink.add("answer", text=text, cut=self.left_out(text))
             return
         arguments = {key: value for key, value in action.items() if key != "kind"}
         self.call(
@@ -426,10 +452,11 @@ class Text(Parser):
 
     def feed(self, line: Line) -> None:
         if line.text.lstrip().startswith("{"):
-            event = load(line)
-            if event is not None and is_claude_event(event):
+            loaded = load(line)
+            if loaded is not None and is_claude_event(loaded.event):
                 self._flush()
-                self.claude.event(event)
+                self.claude.take(loaded)
+                self.claude.event(loaded.event)
                 return
         if self.text is None:
             self.text = _Text(limit=self.sink.keep_chars)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from eval_banana.core.masking import Masker, masked
+from eval_banana.core.masking import Masker, masked, masked_and_left_out
 
 LINE_CAP = 1 << 20
 # A stream up to WHOLE_BYTES is parsed whole. Of a longer one only the start (until the
@@ -26,6 +26,8 @@ class Line(NamedTuple):
     size: int  # the line's whole length in bytes
     cut: bool = False  # only the line's start was read
     end: str = ""  # for a cut line: its last bytes (a plain text's answer is at its end)
+    gap: int = 0  # for a cut line: about how many characters between its start and end were
+    # never read (the middle's bytes, and what masking left out at its edges)
 
 
 class RawLine(NamedTuple):
@@ -42,14 +44,15 @@ class RawLine(NamedTuple):
             text = self.start.decode("utf-8", errors="replace").rstrip("\r\n")
             return Line(text=masked(text, masker=masker), size=self.size)
         # A character cut in two at either edge is dropped, not shown as a replacement mark.
-        start = self.start.decode("utf-8", errors="ignore")
-        end = self.end.decode("utf-8", errors="ignore").rstrip("\r\n")
-        return Line(
-            text=masked(start, masker=masker, open_end=True),
-            size=self.size,
-            cut=True,
-            end=masked(end, masker=masker, open_start=True),
+        start, start_left = masked_and_left_out(
+            self.start.decode("utf-8", errors="ignore"), masker=masker, open_end=True
         )
+        end, end_left = masked_and_left_out(
+            self.end.decode("utf-8", errors="ignore").rstrip("\r\n"), masker=masker, open_start=True
+        )
+        # What the masking left out at the edges of the middle is left out with it.
+        gap = self.size - len(self.start) - len(self.end) + start_left + end_left
+        return Line(text=start, size=self.size, cut=True, end=end, gap=gap)
 
 
 def _end_from(rest: int) -> int:

@@ -163,3 +163,35 @@ def test_a_long_gemini_message_cut_at_the_head_keeps_its_start(tmp_path: Path) -
     first = events[0]
     assert first["kind"] == "message" and first["text"].startswith("step 0000000\nstep 0000001")
     assert first["cut"] > 0
+
+
+def test_a_long_line_is_joined_across_its_middle_even_between_escapes(tmp_path: Path) -> None:
+    # Escapes (`\u00e9`, `\n`) everywhere: the start and the end are cut inside some of them.
+    stdout = tmp_path / "out.txt"
+    for shift in range(4):
+        body = "x" * shift + "caf\u00e9\n" * 500_000
+        result = {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": body + VERDICT,
+        }
+        stdout.write_bytes(line(result))
+        (answer,) = transcript_events(
+            dialect="claude", stdout_path=stdout, stderr_path=None, max_chars=80, masker=NO_SECRETS
+        )
+        assert answer["text"].endswith("caf\u00e9\n" + VERDICT), shift
+        # The middle is counted as the bytes it took in the JSON line (an escape is 6 of them).
+        assert 2 * MB < answer["cut"] < 10 * MB
+    # A tool's output keeps its start, and counts everything after it.
+    huge = {
+        "type": "user",
+        "message": {
+            "content": [{"type": "tool_result", "tool_use_id": "t", "content": "z" * 3 * MB}]
+        },
+    }
+    stdout.write_bytes(line(huge))
+    (result_event,) = transcript_events(
+        dialect="claude", stdout_path=stdout, stderr_path=None, max_chars=80, masker=NO_SECRETS
+    )
+    assert result_event["text"] == "z" * 80 and result_event["cut"] == 3 * MB - 80

@@ -111,3 +111,28 @@ def test_a_long_text_output_keeps_its_start_in_its_first_message(tmp_path: Path)
     assert skipped["kind"] == "skipped"
     assert answer["kind"] == "answer"
     assert answer["text"].endswith('{"score": 1, "reason": "long but fine"}')
+
+
+def test_a_result_too_long_to_hold_keeps_its_verdict_and_counts_what_was_cut(
+    tmp_path: Path,
+) -> None:
+    # A result text of 3 MB ending in the verdict: one line longer than the 1 MB eb holds of it.
+    root = write_project(tmp_path / "project")
+    (root / "agent.py").write_text(
+        "import json\n"
+        'text = "START " + "y" * (3 << 20) + \' {"score": 0, "reason": "huge fail"}\'\n'
+        'print(json.dumps({"type": "result", "subtype": "success", "is_error": False,'
+        ' "result": text, "session_id": "s", "usage": {"output_tokens": 9}}))\n'
+    )
+    completed = run_eb(root)
+    assert completed.returncode == 1, completed.stderr
+    run_dir = run_dir_of(root)
+    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    assert check["status"] == "failed"
+    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
+    answer, *rest = [json.loads(line) for line in text.splitlines()]
+    assert answer["kind"] == "answer"
+    assert answer["text"].endswith('y {"score": 0, "reason": "huge fail"}')
+    whole = len("START ") + (3 << 20) + len(' {"score": 0, "reason": "huge fail"}')
+    assert len(answer["text"]) == 2000 and answer["cut"] == whole - 2000
+    assert rest == [{"kind": "usage", "usage": {"output_tokens": 9}}]
