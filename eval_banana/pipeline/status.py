@@ -29,6 +29,7 @@ from eval_banana.models.stages import (
     PlanDoc,
     PlannedCheck,
     ProblemModel,
+    ReportDoc,
 )
 from eval_banana.pipeline.familychanges import (
     FamilyNow,
@@ -37,6 +38,7 @@ from eval_banana.pipeline.familychanges import (
     rows_added,
     shown_path,
 )
+from eval_banana.pipeline.runfiles import reports_missing
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
 
@@ -359,13 +361,20 @@ def _without_result(*, plan: PlanDoc, executed: ExecuteDoc) -> dict[str, list[st
     return found
 
 
-# What each stage read from outside the run folder, and how to tell that it changed.
+def _reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
+    """A report the stage wrote is gone from the run folder."""
+    return reports_missing(run_dir=run_dir)
+
+
+# What each stage read from outside the run folder, or wrote beside its stage file, and how
+# to tell that it changed.
 SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
     "config": _config_source_changed,
     "discover": _check_files_changed,
     "validate": _definitions_changed,
     "guard": _refusal_changed,
     "execute": _results_outdated,
+    "report": _reports_changed,
 }
 
 
