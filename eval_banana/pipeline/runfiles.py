@@ -1,5 +1,5 @@
 """What stages write into a run folder besides their stage files, as `eb status` checks it: the
-reports of the report stage.
+frozen script copies of the validate stage and the reports of the report stage.
 
 A stage whose other files are gone or were edited is not up to date, even though its stage file
 is: `eb update` writes them again.
@@ -9,7 +9,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eval_banana.core.files import sha256_file
+from eval_banana.core.words import first_and_count
+from eval_banana.models.stages import PlanDoc
 from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD
+
+
+def snapshots_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
+    """A frozen script under stages/snapshots/ that is gone, or whose bytes are no longer the
+    script the plan's digest names. Asked only of a plan whose definitions are unchanged: the
+    live script still has the digest's bytes, so a copy that differs from it was edited."""
+    changes: list[str] = []
+    seen: set[str] = set()
+    for check in doc.checks:
+        if not check.snapshot or not check.script_path or check.snapshot in seen:
+            continue
+        seen.add(check.snapshot)  # the cases of a family share one copy
+        frozen = run_dir / check.snapshot
+        if not frozen.is_file():
+            changes.append(f"{check.snapshot} is missing")
+            continue
+        script = Path(check.script_path)
+        if script.is_file() and sha256_file(path=frozen) != sha256_file(path=script):
+            changes.append(f"{check.snapshot} was edited after validate froze it")
+    return first_and_count(changes, shown=3) if changes else None
 
 
 def reports_missing(*, run_dir: Path) -> str | None:

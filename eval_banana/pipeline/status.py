@@ -38,7 +38,7 @@ from eval_banana.pipeline.familychanges import (
     rows_added,
     shown_path,
 )
-from eval_banana.pipeline.runfiles import reports_missing
+from eval_banana.pipeline.runfiles import reports_missing, snapshots_changed
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
 
@@ -158,7 +158,10 @@ def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
             changes.append(f"{_describe_changes(ids)}: {why}")
         else:
             changes.append(why if len(ids) == 1 else f"{why} ({len(ids)} checks)")
-    return _describe_changes(changes) if changes else None
+    if changes:
+        return _describe_changes(changes)
+    # Execute runs the frozen copies, not the live scripts: one gone or edited is rebuilt.
+    return snapshots_changed(doc=doc, run_dir=run_dir)
 
 
 def _failure_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:

@@ -69,7 +69,14 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
         raise _LaunchError(f"No frozen script recorded in the plan for check '{check.id}'")
     referenced = tmp / REFERENCED_NAME
     # The frozen bytes, never the live file: what runs is what the digest names.
-    frozen = (ctx.run_dir / check.snapshot).read_bytes()
+    try:
+        frozen = (ctx.run_dir / check.snapshot).read_bytes()
+    except OSError as exc:
+        raise _LaunchError(
+            f"The frozen copy of {check.script_path} cannot be read from the run folder "
+            f"({check.snapshot}: {exc.strerror or exc}): `eb update` freezes it again (the "
+            "validate stage writes it), or start a new run with `eb run`"
+        ) from None
     referenced.write_bytes(frozen)
     _refuse_blank(source=frozen, shown=check.script_path)
     _refuse_uncompilable(source=frozen, logical=check.script_path, shown=check.script_path)
