@@ -1,4 +1,5 @@
-"""`eb status` and `eb update` over what a run folder holds besides its stage files.
+"""`eb status` and `eb update` over what a run folder holds besides its stage files, and over a
+run folder whose project was moved or copied since the run.
 
 Each case is made on a real project (tests/test_update.py's `Proj`: every check logs each time
 it runs), then judged and rebuilt through the real CLI.
@@ -7,11 +8,78 @@ it runs), then judged and rebuilt through the real CLI.
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
 from tests.test_update import STAGES, Proj, _kept, _rerun_stages, _rows, _run_once, _status_ok
 from tests.test_update import proj as proj  # noqa: F401 - fixture
+
+
+def _project_root(proj: Proj) -> str:
+    config = json.loads((proj.run_dir / "stages" / "config.json").read_text())
+    return str(config["project_root"])
+
+
+def test_a_moved_project_is_judged_and_rebuilt_where_it_is_now(proj: Proj) -> None:
+    """A moved project showed every file removed, and `eb update` failed with "--cwd is not a
+    directory" naming the old folder."""
+    before = _run_once(proj)
+    made_in = proj.root
+    proj.root = made_in.parent / "moved"
+    made_in.rename(proj.root)
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout + status.stderr
+    assert "removed" not in status.stdout and "changed" not in status.stdout, status.stdout
+    config_row = _rows(status.stdout)["config"]
+    assert f"this run was made in {made_in}; its folder now sits in {proj.root}" in config_row
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert _rerun_stages(updated.stdout) == list(STAGES)
+    assert "0 of 3 checks to run again; 3 keep their results" in updated.stdout
+    assert proj.ran() == Counter(proj.checks)  # nothing changed but the folder's name
+    _kept(before, proj.results(), proj.checks)
+    assert _project_root(proj) == str(proj.root)
+    _status_ok(proj)
+
+
+def test_a_copied_project_reruns_the_copys_edited_inputs_in_the_copy(proj: Proj) -> None:
+    """In a copy, an edited input was reported ok, the original's edits were reported instead,
+    and `eb update` ran the checks in the original project."""
+    _run_once(proj)
+    original = proj.root
+    copy = original.parent / "copy"
+    shutil.copytree(original, copy)
+    (original / "eval_checks" / "plain.yaml").write_text("broken: [\n")  # not the copy's
+    proj.root = copy
+    (copy / "src" / "data.txt").write_text("two\n")
+    status = proj.eb("status")
+    assert status.exit_code == 1
+    assert f"this run was made in {original}; its folder now sits in {copy}" in status.stdout
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert "rerun reads_src: inputs src/** changed" in updated.stdout
+    assert "1 of 3 checks to run again; 2 keep their results" in updated.stdout
+    assert proj.ran() == Counter({"plain": 1, "scripted": 1, "reads_src": 2})
+    assert _project_root(proj) == str(copy)
+    _status_ok(proj)
+    proj.root = original  # the original's own run is judged against the original
+    assert "eval_checks/plain.yaml changed" in proj.eb("status").stdout
+    assert _project_root(proj) == str(original)
+
+
+def test_a_run_folder_that_left_a_project_which_is_gone_is_refused(proj: Proj) -> None:
+    _run_once(proj)
+    loose = proj.root.parent / "loose"
+    proj.run_dir.rename(loose)
+    made_in = proj.root
+    shutil.rmtree(made_in)
+    for command in ("status", "update"):
+        refused = proj.eb(command, "--run-dir", str(loose))
+        assert refused.exit_code == 2, refused.stdout + refused.stderr
+        assert f"This run was made in {made_in}, which is gone" in refused.stderr
+        assert f"hint: put the project back at {made_in}" in refused.stderr
+    assert proj.ran() == Counter(proj.checks)
 
 
 def test_deleted_reports_are_written_again_without_running_a_check(proj: Proj) -> None:

@@ -11,6 +11,7 @@ from eval_banana.history.balance import resolve_balance
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.pipeline.partial import merge_results
+from eval_banana.pipeline.relocation import relocation
 from eval_banana.pipeline.stageselect import narrowed_plan, selecting
 from eval_banana.pipeline.stagesettings import stage_settings
 from eval_banana.reporting.console import Console, ProgressReporter
@@ -55,11 +56,14 @@ def _settings(request: StageRequest, *, stage: str) -> ConfigDoc:
 
 
 def rerun_config(request: StageRequest) -> int:
-    """Resolve the configuration again for the same project, run id and selection, under the
-    setting flags the run was made with; a flag given now replaces the run's for its setting."""
+    """Resolve the configuration again for the same project (where it is now), run id and
+    selection, under the setting flags the run was made with; a flag given now replaces the
+    run's for its setting."""
     previous = _config(request)
+    # A project moved or copied since takes the run along: it is resolved where it is now.
+    moved = relocation(run_dir=request.run_dir, config=previous)
     doc = resolve_config(
-        cwd=Path(previous.project_root),
+        cwd=moved.now_in if moved is not None else Path(previous.project_root),
         cli_values={**_recorded_flags(config=previous), **request.cli_values},
         environ=request.environ,
         no_project_config=request.no_project_config or previous.no_project_config,

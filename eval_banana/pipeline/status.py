@@ -38,6 +38,7 @@ from eval_banana.pipeline.familychanges import (
     rows_added,
     shown_path,
 )
+from eval_banana.pipeline.relocation import Relocation, relocation
 from eval_banana.pipeline.runfiles import reports_missing, snapshots_changed
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
@@ -435,9 +436,38 @@ def _recorded_failure(*, doc: object) -> str | None:
     return None
 
 
+def moved_project(*, run_dir: Path) -> Relocation | None:
+    """The project the run folder now sits in, when it is not the one config.json records
+    (None: it is, or config.json cannot be read, which its own row says)."""
+    try:
+        config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    except StageFileError:
+        return None
+    return relocation(run_dir=run_dir, config=config)
+
+
+def _moved_state(*, run_dir: Path, stage: str, moved: Relocation) -> StageState:
+    """A stage of a run whose project moved: every file it compares names the old folder, so
+    none is compared (a file there is no change here); the config stage is rebuilt in the
+    project the run belongs to now, and everything built from it after it."""
+    path = stage_path(run_dir=run_dir, stage=stage)
+    if not path.is_file():
+        return StageState(stage=stage, path=path, state="missing")
+    try:
+        read_stage(run_dir=run_dir, stage=stage)
+    except StageFileError as exc:
+        return StageState(stage=stage, path=path, state="invalid", detail=exc.message)
+    detail = moved.reason() if stage == "config" else "stages/config.json is stale"
+    return StageState(stage=stage, path=path, state="stale", detail=detail)
+
+
 def run_status(*, run_dir: Path) -> list[StageState]:
     """Every stage's state, in pipeline order; staleness flows down the chain."""
+    moved = moved_project(run_dir=run_dir)
     states: dict[str, StageState] = {}
     for stage in STAGE_NAMES:
-        states[stage] = stage_state(run_dir=run_dir, stage=stage, upstream=states)
+        if moved is not None:
+            states[stage] = _moved_state(run_dir=run_dir, stage=stage, moved=moved)
+        else:
+            states[stage] = stage_state(run_dir=run_dir, stage=stage, upstream=states)
     return [states[stage] for stage in STAGE_NAMES]

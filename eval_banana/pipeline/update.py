@@ -13,7 +13,13 @@ from eval_banana.core.errors import StageFileError
 from eval_banana.core.words import plural
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 from eval_banana.pipeline.rerun import RERUNS, StageRequest
-from eval_banana.pipeline.status import StageState, definition_changes, outdated_results, run_status
+from eval_banana.pipeline.status import (
+    StageState,
+    definition_changes,
+    moved_project,
+    outdated_results,
+    run_status,
+)
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import read_stage, upstream_digests
@@ -33,7 +39,9 @@ def update_run(*, request: StageRequest, target: str = "report", out: Out = prin
         out(f"Nothing to update: every stage up to {target} is ok.")
         return _verdict(request=request, wanted=wanted, show=True)
     # Read before anything is rebuilt: which of a check's files changed (its yaml or script).
-    known = _definition_reasons(request=request)
+    # A run whose project moved names the files of the old folder: none is compared.
+    moved = moved_project(run_dir=run_dir) is not None
+    known = {} if moved else _definition_reasons(request=request)
     rerun = {state.stage for state in todo}
     code = 0
     for state in todo:
