@@ -526,6 +526,49 @@ def test_failing_since_names_the_run_and_commit_it_started_failing_in(
     assert unknown.exit_code == 2 and "no-such-branch" in unknown.stderr
 
 
+def _trend_items(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """report.html's `eb-trend` block of the run in `run_dir`: each row's marks, by check id."""
+    html = (run_dir / "report.html").read_text()
+    start = html.index('id="eb-trend">') + len('id="eb-trend">')
+    items = json.loads(html[start : html.index("</script>", start)])
+    return {item["id"]: item for item in items}
+
+
+def test_a_merged_runs_marks_do_not_count_its_own_shards_as_earlier_runs(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """A merge starts when its first shard did, so that shard's record sorts just before the
+    merge's: read as an earlier run, it hid a new failure of its checks in the merged page."""
+    root = _project(
+        tmp_path / "p",
+        {
+            "value.txt": "good\n",
+            **{f"eval_checks/c{i}.yaml": check_yaml(f"c{i}", script=VALUE_CHECK) for i in range(6)},
+        },
+    )
+    assert eb("run", "--cwd", str(root), "--cache", "off").exit_code == 0
+    (root / "value.txt").write_text("bad\n")
+    run_dirs = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        done = eb(
+            "run", "--cwd", str(root), "--cache", "off", "--shard", f"{k}/2",
+            "--output-dir", str(out), "--flat-output",
+        )  # fmt: skip
+        assert done.exit_code == 1, done.stderr
+        run_dirs.append(out)
+    merged = eb(
+        "merge", *map(str, run_dirs), "--cwd", str(root), "--output-dir", str(tmp_path / "m")
+    )
+    assert merged.exit_code == 1, merged.stderr
+
+    (run_dir,) = [p for p in (tmp_path / "m").iterdir() if p.is_dir()]
+    items = _trend_items(run_dir)
+    assert set(items) == {f"c{i}" for i in range(6)}
+    for item in items.values():  # the run before the merge, then the merge
+        assert (item["trend"], item.get("badges")) == ("pf", ["new failure"]), item
+
+
 def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
     root = _project(
         tmp_path / "p",

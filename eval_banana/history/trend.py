@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -142,11 +142,13 @@ def _lean_record(*, data: bytes) -> _Run:
     )
 
 
-def _runs(*, records: Iterable[_Run], skip_run_id: str | None, last: int) -> list[_Run]:
-    """The newest `last` records that count as runs (not `skip_run_id`, not a shard a merge
-    holds), oldest first."""
+def _runs(
+    *, records: Iterable[_Run], skip_run_id: str | None, last: int, own_shards: Collection[str]
+) -> list[_Run]:
+    """The newest `last` records that count as runs (not `skip_run_id`, not one of
+    `own_shards`, not a shard a merge holds), oldest first."""
     taken: list[_Run] = []
-    merged: set[str] = set()
+    merged: set[str] = set(own_shards)
     for record in records:
         merged.update(record.merged_from)
         if record.run_id == skip_run_id or record.run_id in merged:
@@ -164,10 +166,13 @@ def recent(
     last: int,
     warn: Warn | None = None,
     before: str | None = None,
+    own_shards: Collection[str] = (),
 ) -> dict[str, Recent]:
     """Check id -> its outcomes over the newest `last` runs recorded in `folder` (the run
     `skip_run_id` left out: the run being reported, when its record is written already;
-    `before`: only records whose file name sorts before it, the runs started earlier)."""
+    `before`: only records whose file name sorts before it, the runs started earlier;
+    `own_shards`: the shard runs the run being reported merged, which are that run, not
+    earlier ones: a merge starts when its first shard did, so that shard sorts before it)."""
     paths = record_paths(folder=folder)
     if before is not None:
         paths = [path for path in paths if path.name < before]
@@ -176,7 +181,10 @@ def recent(
     stream = newest_parsed(paths=paths, parse=lambda data: _lean_record(data=data), warn=warn)
     # A few extra records: shards of a merge are read past, as `eb history` does.
     window = _runs(
-        records=itertools.islice(stream, last * 4 + 8), skip_run_id=skip_run_id, last=last
+        records=itertools.islice(stream, last * 4 + 8),
+        skip_run_id=skip_run_id,
+        last=last,
+        own_shards=own_shards,
     )
     found: dict[str, Recent] = {}
     for record in window:

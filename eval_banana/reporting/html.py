@@ -219,6 +219,16 @@ def _record_name(*, report: dict[str, Any]) -> str | None:
     return record_name(started_at=started, run_id=run_id)
 
 
+def _own_shards(*, report: dict[str, Any]) -> list[str]:
+    """The shard runs a merged run merged (report.json's `merged_from`): that run itself, not
+    runs before it, in its marks."""
+    sources = report.get("merged_from")
+    if not isinstance(sources, list):
+        return []
+    ids = (source.get("run_id") for source in sources if isinstance(source, dict))
+    return [run_id for run_id in ids if isinstance(run_id, str)]
+
+
 def write_html(
     *,
     report: dict[str, Any],
@@ -235,6 +245,7 @@ def write_html(
             run_id=str(report.get("run_id", "")) or None,
             history_dir=history_dir,
             before=_record_name(report=report),
+            own_shards=_own_shards(report=report),
         )
     pieces = html_pieces(report=report, run_dir=run_dir, history=history)
     write_pieces_atomic(path=path, pieces=pieces)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -131,17 +131,26 @@ def trend_block(*, rows: Sequence[MarkedRow]) -> str:
 
 
 def recent_history(
-    *, run_id: str | None, history_dir: Path | None, before: str | None = None
+    *,
+    run_id: str | None,
+    history_dir: Path | None,
+    before: str | None = None,
+    own_shards: Collection[str] = (),
 ) -> dict[str, Recent]:
     """Each check's last recorded runs before run `run_id` (`before`: only records whose file
-    sorts before that name, the run's own), read through the history package (none when
-    history is off: `history_dir` None)."""
+    sorts before that name, the run's own; `own_shards`: a merged run's shard runs, no runs
+    before it), read through the history package (none when history is off: `history_dir`
+    None)."""
     if history_dir is None:
         return {}
     from eval_banana.history.trend import recent
 
     return recent(
-        folder=history_dir, skip_run_id=run_id or None, last=SPARK_RUNS - 1, before=before
+        folder=history_dir,
+        skip_run_id=run_id or None,
+        last=SPARK_RUNS - 1,
+        before=before,
+        own_shards=own_shards,
     )
 
 
