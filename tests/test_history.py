@@ -569,6 +569,53 @@ def test_a_merged_runs_marks_do_not_count_its_own_shards_as_earlier_runs(
         assert (item["trend"], item.get("badges")) == ("pf", ["new failure"]), item
 
 
+def _notes(eb: Eb, root: Path, *window: str) -> dict[str, tuple[str | None, str | None]]:
+    """Each check's (failing since, last passed) run ids in `eb history` over `window`."""
+    view = json.loads(eb("history", "--cwd", str(root), *window, "--format", "json").stdout)
+    return {
+        row["id"]: tuple((row[key] or {}).get("run_id") for key in ("failing_since", "last_passed"))
+        for row in view["checks"]
+    }
+
+
+def test_every_window_names_the_merged_run_not_its_shards(tmp_path: Path, eb: Eb) -> None:
+    """A merge older than the window, and its shards, were both read for the "since" notes:
+    the shard sorted nearest the window was named, so the notes changed with the window."""
+    root = _project(
+        tmp_path / "p",
+        {
+            "value.txt": "good\n",
+            **{f"eval_checks/c{i}.yaml": check_yaml(f"c{i}", script=VALUE_CHECK) for i in range(6)},
+        },
+    )
+    first = _run_id(eb, root, 0)
+    shard_ids, run_dirs = [], []
+    for k, value in ((1, "bad"), (2, "good")):  # shard 1's checks fail, shard 2's pass
+        (root / "value.txt").write_text(value + "\n")
+        out = tmp_path / f"shard{k}"
+        done = eb(
+            "run", "--cwd", str(root), "--shard", f"{k}/2", "--output-dir", str(out),
+            "--flat-output", "--json",
+        )  # fmt: skip
+        shard_ids.append(json.loads(done.stdout)["run_id"])
+        run_dirs.append(str(out))
+    merged = eb("merge", *run_dirs, "--cwd", str(root), "--output-dir", str(tmp_path / "m"))
+    assert merged.exit_code == 1, merged.stderr
+    (merge_id,) = [r["run_id"] for r in _records(root / ".eval-banana/history") if r["merged_from"]]
+    (root / "value.txt").write_text("bad\n")
+    latest = _run_id(eb, root, 1)
+
+    shard_one = json.loads((Path(run_dirs[0]) / "report.json").read_text())["checks"]
+    in_shard_one = {check["check_id"] for check in shard_one}
+    assert 0 < len(in_shard_one) < 6
+    expected = {
+        f"c{i}": (merge_id, first) if f"c{i}" in in_shard_one else (latest, merge_id)
+        for i in range(6)
+    }
+    for window in ((), ("--last", "1"), ("--last", "2")):
+        assert _notes(eb, root, *window) == expected, (window, shard_ids)
+
+
 def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
     root = _project(
         tmp_path / "p",

@@ -6,7 +6,8 @@
 - `durations`: what a check is expected to take and cost, from its recorded runs.
 - `recent`: the newest runs, and the order `eb run` starts checks in by them (longest first).
 - `balance`: `--shard K/N --balance history`, a split by recorded durations.
-- `summary` and `render`: what `eb history` shows.
+- `summary` and `render`: what `eb history` shows; `merges`: each run counted once, a merge
+  for its shards.
 - `trend`: what the pictures draw (the history page's strips, report.html's sparklines).
 
 May import stagefiles, harness, checks, settings, projectstate, models and core; the pipeline,

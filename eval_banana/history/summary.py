@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
+from eval_banana.history.merges import merges_once
 from eval_banana.history.recent import median
 from eval_banana.history.record import HistoryCheck, HistoryRecord
 from eval_banana.history.view import CheckRow, RunRef, RunRow
@@ -126,10 +127,11 @@ def _streak(everything: Sequence[Seen]) -> tuple[RunRef | None, RunRef | None]:
 
 def _earlier(*, pending: set[str], older: Iterator[HistoryRecord]) -> dict[str, list[Seen]]:
     """Check id -> its runs before the window, oldest first, read back only as far as its
-    last pass (or the first record) for each check in `pending`."""
+    last pass (or the first record) for each check in `pending`; a shard run a merge holds is
+    no run of its own here, wherever the merge is (every window names the same runs)."""
     found: dict[str, list[Seen]] = {check_id: [] for check_id in pending}
     waiting = set(pending)
-    for record in older:
+    for record in merges_once(newest_first=older):
         if not waiting:
             break
         for check in record.checks:

@@ -16,6 +16,7 @@ from eval_banana.history.record import HistoryRecord
 from eval_banana.history.show import Asked, ListingName, build_view
 from eval_banana.history.since import since_moment
 from eval_banana.history.view import CheckRow
+from eval_banana.models.config import Selection, Shard
 from tests.gitrepo import init_repo
 from tests.history.synth import check, record
 from tests.processes import eb_process
@@ -213,6 +214,47 @@ def test_merged_shards_are_counted_once() -> None:
     view = build_view(newest_first=[merged, shard_2, shard_1], total=3, asked=_asked(), folder="h")
     assert [run.kind for run in view.runs] == ["merge"]
     assert {row.id: row.strip for row in view.checks} == {"a": "✓", "b": "✓"}
+
+
+def _renamed(
+    one: HistoryRecord, *, run_id: str, shard: int | None = None, merged_from: tuple[str, ...] = ()
+) -> HistoryRecord:
+    """`one` as run `run_id`: shard `shard` of 2, or the merge of `merged_from`."""
+    selection = Selection(shard=None if shard is None else Shard(index=shard, total=2))
+    kind = "merge" if merged_from else "run"
+    changes = {
+        "run_id": run_id,
+        "selection": selection,
+        "kind": kind,
+        "merged_from": list(merged_from),
+    }
+    return one.model_copy(update=changes)
+
+
+@pytest.mark.parametrize("merge_sorts_first", [True, False])
+def test_a_merge_older_than_the_window_stands_for_its_shards(merge_sorts_first: bool) -> None:
+    """Its first shard sorts beside it (either side: they share a start), its later shards
+    newer than it; the "since" notes name the merge whatever the window."""
+    a_fails, b_passes = check(check_id="a", outcome="F"), check(check_id="b")
+    before = record(index=1, checks=[check(check_id="a"), b_passes])
+    shard_1 = _renamed(record(index=2, checks=[a_fails]), run_id="s1", shard=1)
+    merged = _renamed(
+        record(index=2, checks=[a_fails, b_passes]), run_id="m", merged_from=("s1", "s2")
+    )
+    shard_2 = _renamed(record(index=3, checks=[b_passes]), run_id="s2", shard=2)
+    latest = record(index=4, checks=[a_fails, check(check_id="b", outcome="F")])
+    pair = [merged, shard_1] if merge_sorts_first else [shard_1, merged]
+    for last in (1, 2, 30):
+        view = build_view(
+            newest_first=[latest, shard_2, *pair, before],
+            total=5,
+            asked=_asked(last=last),
+            folder="h",
+        )
+        a, b = view.checks
+        assert a.failing_since is not None and a.failing_since.run_id == "m", last
+        assert a.last_passed is not None and a.last_passed.run_id == before.run_id, last
+        assert b.last_passed is not None and b.last_passed.run_id == "m", last
 
 
 def test_since_takes_dates_and_refuses_what_is_neither(tmp_path: object) -> None:
