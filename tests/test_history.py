@@ -569,6 +569,27 @@ def test_a_merged_runs_marks_do_not_count_its_own_shards_as_earlier_runs(
         assert (item["trend"], item.get("badges")) == ("pf", ["new failure"]), item
 
 
+def test_a_check_edited_and_reverted_does_not_flip_across_the_edits(tmp_path: Path, eb: Eb) -> None:
+    """Every change of verdict comes with an edit (A, B, back to A, B, A): no flip, though
+    definition A passes, fails, then passes again across the edits between them."""
+    root, counter = tmp_path / "p", tmp_path / "counter.txt"
+    for description, outcome in (("A.", 0), ("B.", 1), ("A.", 1), ("B.", 0), ("A.", 0)):
+        _flipping_project(root, counter=counter, description=description)
+        counter.write_text(str(outcome))  # 0: the check passes, 1: it fails
+        assert eb("run", "--cwd", str(root)).exit_code == outcome
+    view = json.loads(eb("history", "--cwd", str(root), "--format", "json").stdout)
+    row = next(row for row in view["checks"] if row["id"] == "flipper")
+    assert (row["strip"], row["flips"], row["definitions"]) == ("✓✗✗✓✓", 0, 2)
+    flaky = json.loads(eb("history", "--cwd", str(root), "--flaky", "--format", "json").stdout)
+    assert flaky["checks"] == []
+
+    # report.html counts them as eb history does: no "flaky in history" badge on definition A.
+    counter.write_text("0")
+    run_id = _run_id(eb, root, 0)
+    items = _trend_items(root / ".eval-banana" / "results" / run_id)
+    assert (items["flipper"]["trend"], items["flipper"].get("badges")) == ("pffppp", None)
+
+
 def _notes(eb: Eb, root: Path, *window: str) -> dict[str, tuple[str | None, str | None]]:
     """Each check's (failing since, last passed) run ids in `eb history` over `window`."""
     view = json.loads(eb("history", "--cwd", str(root), *window, "--format", "json").stdout)

@@ -2,11 +2,11 @@
 
 Pure functions of the records: the command reads the folder and chooses the window, this
 module counts. A flip is a change between passing and not passing from one run of a check to
-its next on the same definition digest: an edited check is expected to change its verdict, so
-a flip across a definition change is no sign of flakiness. Early errors (not run, a missing
-agent) are no outcome of the check and are skipped when flips and durations are counted; a run
-that never started the check, or stopped it while it ran, is no run of it at all: drawn as not
-in that run and left out of its pass rate.
+its next, both on the same definition digest: an edited check is expected to change its
+verdict, so a change across a definition change (an edit, or its revert) is no flip. Early
+errors (not run, a missing agent) are no outcome of the check and are skipped when flips and
+durations are counted; a run that never started the check, or stopped it while it ran, is no
+run of it at all: drawn as not in that run and left out of its pass rate.
 """
 
 from __future__ import annotations
@@ -66,17 +66,16 @@ def _by_check(
 
 
 def _flips(checks: Sequence[HistoryCheck]) -> dict[str, int]:
-    """Definition digest -> flips between consecutive outcomes on it (early errors skipped)."""
+    """Definition digest -> flips between consecutive outcomes both on it (early errors
+    skipped): a definition edited away and back again does not flip across the edits."""
     outcomes = [(c.digest, c.status == "passed") for c in checks if not c.early_error]
     if len({digest for digest, _ in outcomes}) == 1:  # the usual case: one definition
         passes = [passed for _, passed in outcomes]
         return {outcomes[0][0]: sum(a != b for a, b in zip(passes, passes[1:], strict=False))}
-    flips: dict[str, int] = {}
-    last: dict[str, bool] = {}
-    for digest, passed in outcomes:
-        before = last.get(digest)
-        flips[digest] = flips.get(digest, 0) + (before is not None and before != passed)
-        last[digest] = passed
+    flips = dict.fromkeys((digest for digest, _ in outcomes), 0)
+    for (before, was_passing), (digest, passed) in zip(outcomes, outcomes[1:], strict=False):
+        if digest == before and passed != was_passing:
+            flips[digest] += 1
     return flips
 
 

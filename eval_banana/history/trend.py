@@ -78,16 +78,18 @@ class Recent(NamedTuple):
         return None
 
     def most_flips(self, *, digest: str | None = None) -> int:
-        """The most flips on one definition (only on `digest` when given)."""
+        """The most flips on one definition (only on `digest` when given): changes between
+        passing and not from one run to the next, both on that definition (as `eb history`
+        counts them; early errors skipped)."""
         flips: dict[str, int] = {}
-        last: dict[str, bool] = {}
+        before: tuple[str, bool] | None = None
         for status, seen, early in zip(self.statuses, self.digests, self.early, strict=True):
-            if early or (digest is not None and seen != digest):
+            if early:
                 continue
             passed = status == "passed"
-            if seen in last and last[seen] != passed:
+            if before == (seen, not passed) and (digest is None or seen == digest):
                 flips[seen] = flips.get(seen, 0) + 1
-            last[seen] = passed
+            before = (seen, passed)
         return max(flips.values(), default=0)
 
 

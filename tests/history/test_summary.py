@@ -75,6 +75,10 @@ def test_flips_count_on_one_definition_only() -> None:
     assert _row(mixed)[0].flips == 4
     assert [r.id for r in _row(mixed, "flaky", min_flips=2)] == ["c"]
     assert _row(mixed, "flaky", min_flips=3) == []
+    # Edited and reverted: a's pass, fail, pass have edits between them, so no flip either.
+    reverted = _series("PFFPP", definitions="ababa")
+    assert (_row(reverted)[0].flips, _row(reverted)[0].most_flips_on_one_definition) == (0, 0)
+    assert _row(_series("PPFPP", definitions="aabba"))[0].flips == 1
 
 
 def test_early_errors_neither_flip_nor_time() -> None:
