@@ -21,6 +21,7 @@ from eval_banana.core.ownmark import MARK_FILE
 from eval_banana.stagefiles.schemafiles import packaged_schema
 from tests.conftest import EbResult, check_yaml
 from tests.gitrepo import commit_all, git, init_repo
+from tests.history import synth
 
 Eb = Callable[..., EbResult]
 
@@ -674,6 +675,29 @@ def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
     assert len(last["runs"]) == 1 and last["checks"][0]["strip"] == "✗"
     slowest = eb("history", "--cwd", str(root), "--slowest").stdout
     assert "Slowest checks (2):" in slowest
+
+
+def test_small_costs_never_read_as_free_and_add_up_to_the_run(tmp_path: Path, eb: Eb) -> None:
+    """Two judges that cost $0.00004 and $0.00003 read `$0.0000` beside their run's `$0.0001`:
+    a paid check looked free, and the checks did not add up to the run."""
+    root = _project(tmp_path / "p", {})
+    checks = [
+        synth.check(check_id="judge_a", cost_usd=0.00004),
+        synth.check(check_id="judge_b", cost_usd=0.00003),
+        synth.check(check_id="script"),
+    ]
+    run = synth.record(index=1, checks=checks).model_copy(update={"cost_usd": 0.00007})
+    synth.write(folder=root / ".eval-banana" / "history", records=[run])
+
+    text = eb("history", "--cwd", str(root)).stdout
+    cost = {line.split()[0]: line.split()[6] for line in text.splitlines() if len(line.split()) > 6}
+    assert cost[run.run_id] == "$0.000070"
+    assert (cost["judge_a"], cost["judge_b"], cost["script"]) == ("$0.000040", "$0.000030", "-")
+    markdown = eb("history", "--cwd", str(root), "--format", "md").stdout
+    assert "| $0.000040 |" in markdown and "$0.0000 " not in markdown
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    assert "): $0.000070</title>" in page.read_text()  # the cost chart's point
 
 
 def test_import_copies_other_runners_records_and_skips_duplicates(tmp_path: Path, eb: Eb) -> None:

@@ -9,6 +9,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
+from eval_banana.core.words import dollars_text
 
 if TYPE_CHECKING:
     from eval_banana.models.calibration import CaseSample
@@ -41,7 +42,7 @@ def usage_line(*, fuses: RunFuses) -> str | None:
     if tokens is None and cost is None:
         return None
     parts = [f"{tokens} tokens"] if tokens is not None else []
-    parts += [f"${cost:.4f}"] if cost is not None else []
+    parts += [dollars_text(cost)] if cost is not None else []
     return f"Judge usage: {', '.join(parts)}"
 
 

@@ -34,6 +34,27 @@ def percent_text(ratio: float, *, places: int = 1, bounds: Sequence[float] = ())
     return f"{text}%"
 
 
+# The most places a cost is shown to: the cheapest models charge a few hundred-millionths of a
+# dollar a token.
+_MOST_DOLLAR_PLACES = 10
+
+
+def dollars_text(cost: float, *, places: int = 4) -> str:
+    """`cost` in dollars with `places` decimals, or with as many more as it takes to show two
+    significant figures: a cost never reads as free when it is not (a judge that cost $0.00004
+    reads `$0.000040`, never `$0.0000`), and small costs keep their proportions, so a run's
+    checks add up to the run (`$0.000040` and `$0.000030` to `$0.000070`, not `$0.0001`).
+    A cost below the last place shown reads `<$0.0000000001`."""
+    text = f"{cost:.{places}f}"
+    for shown_places in range(places, _MOST_DOLLAR_PLACES + 1):
+        text = f"{cost:.{shown_places}f}"
+        if cost <= 0 or float(text) >= 10.0 ** (1 - shown_places):
+            return f"${text}"
+    if float(text) > 0:  # one figure at the last place
+        return f"${text}"
+    return f"<${10.0**-_MOST_DOLLAR_PLACES:.{_MOST_DOLLAR_PLACES}f}"
+
+
 def _reads_alike(*, shown: float, ratio: float, bounds: Sequence[float]) -> bool:
     return (
         (shown > 0) == (ratio > 0)

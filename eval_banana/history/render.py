@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eval_banana.core.words import percent_text
+from eval_banana.core.words import dollars_text, percent_text
 from eval_banana.history.view import CheckRow, FamilyRow, HistoryView, RunRef, RunRow
 
 
@@ -18,7 +18,7 @@ def rate_text(rate: float | None) -> str:
 
 
 def _cost(cost: float | None) -> str:
-    return "-" if cost is None else f"${cost:.4f}"
+    return "-" if cost is None else dollars_text(cost)
 
 
 def _commit(commit: str | None, dirty: bool = False) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.files import write_bytes_atomic
-from eval_banana.core.words import percent_text
+from eval_banana.core.words import dollars_text, percent_text
 from eval_banana.history.render import FAMILY_HEAD, FAMILY_KEY, family_cells, rate_text, story
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, FamilyRow, RunRow
@@ -235,7 +235,7 @@ def _charts(runs: Sequence[RunRow]) -> str:
                 title="Cost",
                 runs=runs,
                 value=lambda run: run.cost_usd,
-                label=lambda v: f"${_number(v)}",
+                label=dollars_text,
             ),
         ]
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eval_banana.core.words import plural, size_text
+from eval_banana.core.words import dollars_text, plural, size_text
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.results import maxfail_text
@@ -25,7 +25,7 @@ def usage_summary(*, usage: dict[str, Any] | None) -> str | None:
             text += f" ({usage['input_tokens']} in, {usage['output_tokens']} out)"
         parts.append(text)
     if usage.get("cost_usd") is not None:
-        parts.append(f"${usage['cost_usd']:.4f}")
+        parts.append(dollars_text(usage["cost_usd"]))
     judges = usage.get("judges", 0)
     counted = ", ".join(parts) if parts else "no tokens or cost"
     return f"{counted}, as reported by {judges} judge{'s' if judges != 1 else ''}"

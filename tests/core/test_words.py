@@ -55,3 +55,24 @@ def test_a_rate_reads_on_the_side_of_0_100_and_its_gate_that_it_is(
     from eval_banana.core.words import percent_text
 
     assert percent_text(ratio, places=places, bounds=bounds) == told
+
+
+@pytest.mark.parametrize(
+    ("cost", "told"),
+    [
+        (0.0, "$0.0000"),  # free is free
+        (0.021, "$0.0210"),  # to the hundredth of a cent
+        (1.5, "$1.5000"),
+        (0.00135, "$0.0014"),
+        (0.00004, "$0.000040"),  # a paid judge never reads as free
+        (0.00007, "$0.000070"),  # the sum of 0.00004 and 0.00003, not $0.0001
+        (0.0001, "$0.00010"),
+        (0.000995, "$0.0010"),
+        (5e-11, "$0.0000000001"),
+        (1e-12, "<$0.0000000001"),
+    ],
+)
+def test_a_cost_shows_two_figures_and_never_reads_as_free(cost: float, told: str) -> None:
+    from eval_banana.core.words import dollars_text
+
+    assert dollars_text(cost) == told
