@@ -15,15 +15,14 @@ from typing import Literal, NamedTuple
 from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.checks.keywords import Selector
 from eval_banana.history.families import family_rows
+from eval_banana.history.merges import SHARD_LOOKAHEAD
+from eval_banana.history.moments import parse_moment
 from eval_banana.history.read import Focus
 from eval_banana.history.record import HistoryCheck, HistoryRecord
-from eval_banana.history.since import parse_moment
 from eval_banana.history.summary import CheckFilter, check_rows, listed, run_row
 from eval_banana.history.view import HistoryView
 
 ListingName = Literal["all", "flaky", "slowest", "costliest"]
-# Shard runs read past the window while looking for the merge that holds them.
-_SHARD_LOOKAHEAD = 256
 
 
 class Asked(NamedTuple):
@@ -64,7 +63,7 @@ def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
         merged.update(record.merged_from)
         if sum(one.run_id not in merged for one in taken) < asked.last:
             continue
-        if not _unmerged_shard(taken[-1], merged) or extra >= _SHARD_LOOKAHEAD:
+        if not _unmerged_shard(taken[-1], merged) or extra >= SHARD_LOOKAHEAD:
             break
         extra += 1
     runs = [record for record in taken if record.run_id not in merged][: asked.last]
