@@ -8,7 +8,8 @@ What each reads (docs/agents.md#transcripts):
 - openhands (--json): MessageEvent, ActionEvent (the finish action is the answer),
   ObservationEvent, ConversationErrorEvent / AgentErrorEvent; its plain lines are not events;
 - codex: its human transcript on stderr (user, thinking, codex, exec, tool, ERROR lines and the
-  `tokens used` total); its stdout is the answer;
+  `tokens used` total; a command's output runs to codex's next item, its ERROR and tool lines
+  included); its stdout is the answer;
 - text (grok, opencode, pi, custom agents): stdout's text is the answer; a line that is a
   claude event (an assistant or user turn with its message, a result or a system event) is read
   as claude's, any other line (JSON of other shapes included) as text;
@@ -364,6 +365,10 @@ class OpenHands(Parser):
 # codex exec's human transcript: a line naming the section, then its text.
 _CODEX_SECTIONS = {"user", "codex", "thinking", "exec", "tool", "tokens used"}
 _CODEX_EXIT = re.compile(r"^\s*(succeeded|exited \d+|failed)\b.*:\s*$")
+# Codex prints a command's output whole after its exit line, with no mark where it ends. Only
+# these, which codex prints after an item, end it: an `ERROR:` line or a bare `tool` there is
+# the command's own (pip, logging, `ls`), and codex prints `user` only before the first item.
+_CODEX_AFTER_OUTPUT = {"codex", "thinking", "exec", "tokens used"}
 
 
 class Codex(Parser):
@@ -376,6 +381,8 @@ class Codex(Parser):
         self.rules = 0
         self.calls = 0
         self.command: str | None = None
+        # `ERROR:` lines in a command's output, held until what follows them tells whose they are.
+        self.held_errors: list[str] = []
 
     def feed(self, line: Line) -> None:
         text = line.text
@@ -383,6 +390,9 @@ class Codex(Parser):
             self.rules += text.strip() == "--------"
             return
         stripped = text.strip()
+        if self.section == "exec-output":
+            self._output_line(line)
+            return
         if stripped in _CODEX_SECTIONS and not line.cut:
             self._flush()
             self.section = stripped
@@ -408,6 +418,34 @@ class Codex(Parser):
             return
         if self.section is not None:
             self.text.add(text + "\n")
+
+    def _output_line(self, line: Line) -> None:
+        """A line after a command's exit line: its output, until codex's next item."""
+        stripped = line.text.strip()
+        if line.cut or not (stripped.startswith("ERROR:") or stripped in _CODEX_AFTER_OUTPUT):
+            self._release_held_errors()
+            self.text.add(line.text + "\n")
+            return
+        if stripped.startswith("ERROR:"):
+            self.held_errors.append(stripped)
+            return
+        # Errors right before the usage total are codex's own (a failed turn ends so).
+        if stripped != "tokens used":
+            self._release_held_errors()
+        self._flush()
+        self._report_held_errors()
+        self.section = stripped
+
+    def _release_held_errors(self) -> None:
+        """The held `ERROR:` lines were the command's output after all."""
+        for held in self.held_errors:
+            self.text.add(held + "\n")
+        self.held_errors = []
+
+    def _report_held_errors(self) -> None:
+        for held in self.held_errors:
+            self.sink.add("error", text=held[len("ERROR:") :].strip(), stream="stderr")
+        self.held_errors = []
 
     def _call(self) -> None:
         self.calls += 1
@@ -440,6 +478,7 @@ class Codex(Parser):
 
     def finish(self) -> None:
         self._flush()
+        self._report_held_errors()  # the stream's last lines: codex's, as a failed turn ends
 
 
 class Text(Parser):
