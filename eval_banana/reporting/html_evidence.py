@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from eval_banana.core.stem import artifact_stem
 from eval_banana.reporting.common import Check, check_relpath, is_control, tail
@@ -158,20 +158,54 @@ def transcript_blob(*, path: Path) -> str | None:
 
     The JSONL lines are joined as they are, not parsed: a page of 1,000 judges is written
     without decoding their events, and the browser parses one only when its row opens. Past
-    TRANSCRIPT_PAGE_CHARS, whole lines stop and a `skipped` event says where the rest is.
+    TRANSCRIPT_PAGE_CHARS, the page keeps the whole lines of the file's first and last half of
+    that, so the answer and the usage at its end still show, and a `skipped` event between them
+    counts what only the file holds.
     """
     try:
         with path.open("rb") as handle:
-            head = handle.read(TRANSCRIPT_PAGE_CHARS + 1)
+            size = os.fstat(handle.fileno()).st_size
+            if size <= TRANSCRIPT_PAGE_CHARS:
+                lines = handle.read().split(b"\n")
+            else:
+                lines = _start_and_end(handle=handle, size=size, name=path.name)
     except OSError:
         return None
-    lines = head.decode("utf-8", errors="replace").splitlines()
-    if len(head) > TRANSCRIPT_PAGE_CHARS:
-        lines = lines[:-1]  # the last line may be cut
-        note = {"kind": "skipped", "text": f"the rest is in {path.name}"}
-        lines.append(json.dumps(note))
-    text = "[" + ",".join(line for line in lines if line.strip()) + "]"
+    kept = (line.decode("utf-8", errors="replace") for line in lines if line.strip())
+    text = "[" + ",".join(kept) + "]"
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _start_and_end(*, handle: BinaryIO, size: int, name: str) -> list[bytes]:
+    """The whole lines in the first and in the last half of the page's budget, with a `skipped`
+    event between them saying how many events and bytes are only in the file."""
+    half = TRANSCRIPT_PAGE_CHARS // 2
+    head = handle.read(half)
+    head = head[: head.rfind(b"\n") + 1]  # whole lines only (none if the first is longer)
+    # From one byte before the end's half: its first line break ends the line cut there.
+    handle.seek(size - half - 1)
+    end = handle.read()
+    end = end[end.find(b"\n") + 1 :] if b"\n" in end else b""
+    handle.seek(len(head))
+    middle = size - len(head) - len(end)
+    events = _count_lines(handle=handle, length=middle)
+    note = {
+        "kind": "skipped",
+        "text": f"{events} events ({middle} bytes) left out of this page; they are in {name}",
+    }
+    return [*head.split(b"\n"), json.dumps(note).encode(), *end.split(b"\n")]
+
+
+def _count_lines(*, handle: BinaryIO, length: int) -> int:
+    """The line breaks in the next `length` bytes (a transcript file is bounded: a few MB)."""
+    count = 0
+    while length > 0:
+        block = handle.read(min(length, 1 << 20))
+        if not block:
+            break
+        count += block.count(b"\n")
+        length -= len(block)
+    return count
 
 
 def transcript_scripts(*, entries: list[dict[str, Any]], run_dir: Path) -> str:

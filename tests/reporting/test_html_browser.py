@@ -488,6 +488,32 @@ def test_an_expanded_judge_shows_its_transcript(browser: Any, transcript_run: Pa
     _no_errors_no_network(browser)
 
 
+def test_a_long_transcript_shows_its_start_what_was_left_out_and_its_answer(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A real run of a judge that read 150 files: more than the page embeds of a transcript."""
+    from selenium.webdriver.common.by import By
+
+    from tests.transcripts.judge_project import run_dir_of, run_eb, write_project
+
+    root = write_project(tmp_path / "project", long=True)
+    completed = run_eb(root)
+    assert completed.returncode == 1, completed.stderr
+    _open(browser, run_dir_of(root) / "report.html")
+    _click(browser, 'tr.r[data-i="0"] button.x')
+    box = browser.find_element(By.CSS_SELECTOR, "tr.d .tr")
+    shown = [child.get_attribute("class") for child in box.find_elements(By.XPATH, "./*")]
+    notes = box.find_elements(By.CSS_SELECTOR, ".trn")
+    assert "events (" in notes[0].text and "left out of this page; they are in" in notes[0].text
+    # The tool calls before the note and after it, then the answer and the usage last.
+    note_at = shown.index("trn")
+    assert shown[0] == "tool" and shown[note_at + 1] == "tool"
+    assert shown[-2:] == ["msg m-assistant answer a-fail", "trn"]
+    assert "module 7 lacks tests" in box.find_element(By.CSS_SELECTOR, ".answer").text
+    assert notes[-1].text.startswith("usage: input_tokens 1000")
+    _no_errors_no_network(browser)
+
+
 def test_an_errored_judge_row_shows_its_error_class(
     browser: Any, project: Callable[..., Path], eb: Callable[..., Any]
 ) -> None:

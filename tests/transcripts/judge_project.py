@@ -32,6 +32,21 @@ out({"type": "result", "subtype": "success", "is_error": False, "result": verdic
      "usage": {"input_tokens": 5, "output_tokens": 7}})
 """
 
+# A judge that read 150 files (about 2.5 KB each) before its verdict: a transcript of over 300 KB.
+LONG_AGENT = """\
+import json
+def out(event):
+    print(json.dumps(event))
+for i in range(150):
+    out({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": f"t{i}",
+        "name": "Read", "input": {"file_path": f"src/mod{i}.py"}}]}})
+    out({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+        "content": f"# module {i}\\n" + "def f():\\n    return 1\\n" * 120}]}})
+verdict = json.dumps({"score": 0, "reason": "module 7 lacks tests"})
+out({"type": "result", "subtype": "success", "is_error": False, "result": verdict,
+     "usage": {"input_tokens": 1000, "output_tokens": 50}})
+"""
+
 CONFIG = """\
 [harness]
 agent = "streamer"
@@ -50,13 +65,14 @@ instructions: Decide whether the README documents the install command.
 """
 
 
-def write_project(root: Path, *, transcripts: bool = True) -> Path:
+def write_project(root: Path, *, transcripts: bool = True, long: bool = False) -> Path:
     (root / ".eval-banana").mkdir(parents=True)
     config = CONFIG.format(python=json.dumps(sys.executable))
     if not transcripts:
         config = config.replace("[harness]\n", "[harness]\ntranscripts = false\n")
     (root / ".eval-banana" / "config.toml").write_text(config)
-    (root / "agent.py").write_text(AGENT.replace("VERDICT", repr(VERDICT)))
+    agent = LONG_AGENT if long else AGENT.replace("VERDICT", repr(VERDICT))
+    (root / "agent.py").write_text(agent)
     (root / "eval_checks").mkdir()
     (root / "eval_checks" / "install.yaml").write_text(CHECK)
     (root / "README.md").write_text("# banana\n\n pip install banana\n")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+from eval_banana.reporting.html_evidence import TRANSCRIPT_PAGE_CHARS
 from tests.transcripts.judge_project import SECRET, VERDICT, run_dir_of, run_eb, write_project
 
 
@@ -136,3 +138,27 @@ def test_a_result_too_long_to_hold_keeps_its_verdict_and_counts_what_was_cut(
     whole = len("START ") + (3 << 20) + len(' {"score": 0, "reason": "huge fail"}')
     assert len(answer["text"]) == 2000 and answer["cut"] == whole - 2000
     assert rest == [{"kind": "usage", "usage": {"output_tokens": 9}}]
+
+
+def test_a_long_transcript_on_the_page_keeps_its_start_and_its_answer(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "project", long=True)
+    completed = run_eb(root)
+    assert completed.returncode == 1, completed.stderr
+    run_dir = run_dir_of(root)
+    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    path = run_dir / check["details"]["transcript_path"]
+    assert path.stat().st_size > TRANSCRIPT_PAGE_CHARS
+    in_file = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    blob = re.search(r'<script type="application/json" id="tr-0">(.*?)</script>', html, re.S)
+    assert blob is not None
+    on_page = json.loads(blob.group(1))
+    # The end of the file is on the page: the verdict and the usage reported with it.
+    assert [event["kind"] for event in on_page[-2:]] == ["answer", "usage"]
+    assert on_page[-2:] == in_file[-2:] and on_page[0] == in_file[0]
+    (note,) = [event for event in on_page if "of this page" in event.get("text", "")]
+    assert note["kind"] == "skipped"
+    left_out = len(in_file) - len(on_page) + 1
+    assert left_out > 0 and note["text"].startswith(f"{left_out} events (")
+    assert note["text"].endswith(f"left out of this page; they are in {path.name}")
+    assert len(blob.group(1)) <= TRANSCRIPT_PAGE_CHARS + 1000
