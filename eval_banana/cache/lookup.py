@@ -9,6 +9,12 @@ from typing import Any, NamedTuple
 
 from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.namedfiles import unheld_path
+from eval_banana.cache.notranscripts import (
+    names_a_transcript,
+    rewrite_attempt_results,
+    untranscribed_files,
+    without_transcripts,
+)
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.reuse import (
     disagreement,
@@ -79,12 +85,14 @@ def look_up_entry(
         )
     if problem is None:
         problem = _unheld_problem(check=check, document=document)
+    transcripts = config.settings.harness.transcripts
     if problem is None:
+        files = document.get("files", [])
         problem = restore_files(
             store=store,
             checks_dir=checks_dir,
             check=check,
-            files=document.get("files", []),
+            files=files if transcripts else untranscribed_files(files=files),
             discard_damaged=mode == "on",
         )
     if problem is not None:
@@ -108,6 +116,10 @@ def look_up_entry(
         local.touch(key=key)
     own.reused(path=local.entry_file(key=key), document=document)
     result = restored(check=check, document=document, key=key, started=started)
+    if not transcripts and names_a_transcript(details=result.details):
+        # The stored text names the transcript this run leaves out: it is written afresh.
+        rewrite_attempt_results(checks_dir=checks_dir, stem=check.stem, details=result.details)
+        return Hit(result=without_transcripts(result=result), result_file_placed=False)
     placed = place_result(
         store=store,
         checks_dir=checks_dir,

@@ -704,3 +704,23 @@ def test_the_usual_way_stores_a_crowded_blob_again_once_its_checks_have_ended(
     assert os.path.samefile(later / "checks" / name, stored)
     assert stored.stat().st_nlink == 1 + _links_from(later, stored)
     assert kept.run()["cached_checks"] == 3  # every verdict still reused
+
+
+def test_a_run_with_transcripts_off_reuses_and_replays_no_transcript(
+    tmp_path: Path, eb: Callable[..., Any], replays: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVAL_BANANA_HISTORY_MODE", "off")
+    project = make_project(tmp_path=tmp_path, eb=eb, checks={"whole": judge("whole")}, files={})
+    (stored,) = project.run()["checks"]
+    assert stored["details"]["transcript_path"] is not None  # stored with its transcript
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_TRANSCRIPTS", "false")
+    reused = project.run()  # the verdict reused, the run kept
+    replayed = project.run()
+    assert replays == [False, False, True]
+    assert project.agent_starts() == 1
+    for report in (reused, replayed):
+        (check,) = report["checks"]
+        assert cache_of(check)["hit"] is True and check["details"]["transcript_path"] is None
+        run_dir = Path(report["output_dir"])
+        assert not list((run_dir / "checks").glob("*.transcript.jsonl"))
+        assert 'id="tr-' not in (run_dir / "report.html").read_text(encoding="utf-8")

@@ -170,6 +170,38 @@ def test_an_agent_error_is_retried_and_every_attempt_keeps_its_evidence(
     assert properties["attempts"] == "2" and properties["passed_on_retry"] == "true"
 
 
+def test_a_retried_verdict_reused_with_transcripts_off_names_no_transcript(
+    project: Project, eb: Eb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make(project, {"j": "exit,pass"}, retries=2)
+    cache = ("--cache", "on", "--cache-dir", str(tmp_path / "cache"))
+    assert eb("run", "--cwd", str(root), *cache).exit_code == 0
+    first_dir = run_dir_of(root)
+    monkeypatch.setenv("EVAL_BANANA_HARNESS_TRANSCRIPTS", "false")
+    result = eb("run", "--cwd", str(root), *cache)
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert calls(root, "j") == 2  # the second run judged nothing
+    (run_dir,) = [folder for folder in (root / "results").iterdir() if folder != first_dir]
+    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    assert check["details"]["cache"]["hit"] is True
+    assert check["details"]["transcript_path"] is None
+    first, second = check["details"]["attempts"]
+    assert "transcript" not in first["evidence"] and "transcript" not in second["evidence"]
+    assert not list((run_dir / "checks").glob("*.transcript.jsonl"))
+    kept = json.loads((run_dir / first["evidence"]["result"]).read_text())
+    assert kept["details"]["transcript_path"] is None
+    assert (run_dir / first["evidence"]["stdout"]).read_text() == "attempt 1: exit\n"
+    # The entry keeps its transcripts for a run that wants them.
+    monkeypatch.delenv("EVAL_BANANA_HARNESS_TRANSCRIPTS")
+    assert eb("run", "--cwd", str(root), *cache).exit_code == 0
+    (third_dir,) = [
+        folder for folder in (root / "results").iterdir() if folder not in (first_dir, run_dir)
+    ]
+    stem = artifact_stem(check_id="j")
+    assert (third_dir / "checks" / f"{stem}.attempt1.transcript.jsonl").is_file()
+    assert (third_dir / "checks" / f"{stem}.transcript.jsonl").is_file()
+
+
 def test_a_failing_verdict_is_never_retried(project: Project, eb: Eb) -> None:
     root = make(project, {"j": "fail,pass"}, retries=3)
     result = eb("run", "--cwd", str(root))

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+from eval_banana.core.stem import artifact_stem
 from eval_banana.reporting.html_evidence import TRANSCRIPT_PAGE_CHARS
 from tests.transcripts.judge_project import SECRET, VERDICT, run_dir_of, run_eb, write_project
 
@@ -65,6 +66,28 @@ def test_a_cached_verdict_brings_its_transcript_back(tmp_path: Path) -> None:
     (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
     assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
     assert (second_dir / reused["details"]["transcript_path"]).read_bytes() == saved
+
+
+def test_a_verdict_reused_with_transcripts_off_brings_no_transcript(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "project")
+    cache = ["--cache", "on", "--cache-dir", str(tmp_path / "cache")]
+    first = run_eb(root, *cache)
+    assert first.returncode == 0, first.stderr
+    first_dir = run_dir_of(root)
+    config = root / ".eval-banana" / "config.toml"
+    config.write_text(config.read_text().replace("[harness]\n", "[harness]\ntranscripts = false\n"))
+    second = run_eb(root, *cache)
+    assert second.returncode == 0, second.stderr
+    (second_dir,) = [
+        folder for folder in (root / ".eval-banana" / "results").iterdir() if folder != first_dir
+    ]
+    (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
+    assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
+    assert reused["details"]["transcript_path"] is None
+    result_file = second_dir / "checks" / f"{artifact_stem(check_id=reused['check_id'])}.json"
+    assert json.loads(result_file.read_text())["details"]["transcript_path"] is None
+    assert not list((second_dir / "checks").glob("*.transcript.jsonl"))
+    assert 'id="tr-0"' not in (second_dir / "report.html").read_text(encoding="utf-8")
 
 
 def test_a_text_agent_s_own_json_lines_are_its_answer(tmp_path: Path) -> None:
