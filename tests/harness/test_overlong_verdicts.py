@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -94,6 +95,29 @@ def test_the_streaming_scan_never_gives_another_verdict_than_the_whole_text(
         assert found.verdict == whole.verdict
 
 
+def _errored_judge(
+    *, eb: Callable[..., EbResult], project: Callable[..., Path], agent: Path, dialect: str
+) -> dict[str, Any]:
+    """`eb run` of one judge whose agent is the script `agent`, read in `dialect`: the run must
+    fail and the judge be an `error`; its result in report.json."""
+    config = (
+        '[harness]\nagent = "custom"\ntimeout_seconds = 60\n\n[agents.custom]\n'
+        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}]\n"
+        f'model_flag = ""\noutput_dialect = "{dialect}"\n'
+    )
+    check = (
+        "schema_version: 1\nid: judge\ntype: harness_judge\ndescription: README is fine\n"
+        "instructions: Read README.md and score it.\n"
+    )
+    root = project({"eval_checks/judge.yaml": check, "README.md": "# readme\n"}, config=config)
+    out = agent.parent / "out"
+    result = eb("run", "--cwd", str(root), "--output-dir", str(out), "--flat-output")
+    assert result.exit_code != 0
+    (found,) = json.loads((out / "report.json").read_text())["checks"]
+    assert found["status"] == "error", found
+    return dict(found)
+
+
 def test_eb_run_refuses_a_draft_verdict_before_a_final_report_too_long_to_read(
     eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -106,21 +130,7 @@ def test_eb_run_refuses_a_draft_verdict_before_a_final_report_too_long_to_read(
         " for i in range(12000)]\n"
         'print(json.dumps({"evidence": evidence, "score": 0, "reason": "Final: no tests."}))\n'
     )
-    config = (
-        '[harness]\nagent = "custom"\ntimeout_seconds = 60\n\n[agents.custom]\n'
-        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}]\n"
-        'model_flag = ""\noutput_dialect = "text"\n'
-    )
-    check = (
-        "schema_version: 1\nid: judge\ntype: harness_judge\ndescription: README is fine\n"
-        "instructions: Read README.md and score it.\n"
-    )
-    root = project({"eval_checks/judge.yaml": check, "README.md": "# readme\n"}, config=config)
-    out = tmp_path / "out"
-    result = eb("run", "--cwd", str(root), "--output-dir", str(out), "--flat-output")
-    assert result.exit_code != 0
-    (found,) = json.loads((out / "report.json").read_text())["checks"]
-    assert found["status"] == "error", found
+    found = _errored_judge(eb=eb, project=project, agent=agent, dialect="text")
     problem = found["details"]["verdict_problem"]
     assert problem.startswith(
         'the object starting at character 45 may hold a "score" key but is longer'
@@ -141,20 +151,6 @@ def test_eb_run_refuses_a_draft_result_before_a_final_result_too_long_to_read(
         'final = "x" * (9 << 20) + \' {"score": 0, "reason": "final"}\'\n'
         'print(json.dumps({**done, "result": final}))\n'
     )
-    config = (
-        '[harness]\nagent = "custom"\ntimeout_seconds = 60\n\n[agents.custom]\n'
-        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(agent))}]\n"
-        'model_flag = ""\noutput_dialect = "claude"\n'
-    )
-    check = (
-        "schema_version: 1\nid: judge\ntype: harness_judge\ndescription: README is fine\n"
-        "instructions: Read README.md and score it.\n"
-    )
-    root = project({"eval_checks/judge.yaml": check, "README.md": "# readme\n"}, config=config)
-    out = tmp_path / "out"
-    result = eb("run", "--cwd", str(root), "--output-dir", str(out), "--flat-output")
-    assert result.exit_code != 0
-    (found,) = json.loads((out / "report.json").read_text())["checks"]
-    assert found["status"] == "error", found
+    found = _errored_judge(eb=eb, project=project, agent=agent, dialect="claude")
     problem = found["details"]["verdict_problem"]
     assert problem.startswith('a line holding "result" is longer than the 8,388,608 characters')

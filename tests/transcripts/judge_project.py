@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.builders import newest_run_dir
 
@@ -94,3 +95,24 @@ def run_eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def run_dir_of(root: Path) -> Path:
     return newest_run_dir(root / ".eval-banana" / "results")
+
+
+def project_with_agent(root: Path, *, agent: str, dialect: str = "claude") -> Path:
+    """The judge project with its agent replaced by the script `agent`, read in `dialect`."""
+    write_project(root)
+    if dialect != "claude":
+        config = root / ".eval-banana" / "config.toml"
+        config.write_text(config.read_text().replace('"claude"', json.dumps(dialect)))
+    (root / "agent.py").write_text(agent)
+    return root
+
+
+def judged(root: Path, *, exit_code: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run eb over `root`, whose exit code must be `exit_code`: its one check's result in
+    report.json and the events of that check's transcript."""
+    completed = run_eb(root)
+    assert completed.returncode == exit_code, completed.stderr
+    run_dir = run_dir_of(root)
+    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
+    return check, [json.loads(line) for line in text.splitlines()]

@@ -12,7 +12,7 @@ from typing import Any
 
 from eval_banana.core.masking import NO_SECRETS
 from eval_banana.transcripts.live import TranscriptBuilder
-from tests.transcripts.judge_project import run_dir_of, run_eb, write_project
+from tests.transcripts.judge_project import judged, project_with_agent
 
 HEADER = "OpenAI Codex v0.171.0\n--------\nworkdir: /x\nmodel: m\n--------\nuser\nthe prompt\n"
 EXEC = "exec\nbash -lc 'pip install -e . && ls' in /x\n exited 1 in 812ms:\n"
@@ -38,21 +38,14 @@ def brief(found: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def test_eb_run_keeps_a_commands_error_and_tool_lines_in_its_result(tmp_path: Path) -> None:
-    root = write_project(tmp_path / "project")
-    config = root / ".eval-banana" / "config.toml"
-    config.write_text(config.read_text().replace('"claude"', '"codex"'))
-    (root / "agent.py").write_text(
+    agent = (
         "import sys\n"
         f"sys.stderr.write({HEADER + EXEC + OUTPUT + ENDING!r})\n"
         f"print({json.dumps(VERDICT)!r})\n"
     )
-    completed = run_eb(root)
-    assert completed.returncode == 1, completed.stderr
-    run_dir = run_dir_of(root)
-    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    root = project_with_agent(tmp_path / "project", agent=agent, dialect="codex")
+    check, found = judged(root, exit_code=1)
     assert check["status"] == "failed"
-    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
-    found = [json.loads(line) for line in text.splitlines()]
     assert [event["kind"] for event in found] == [
         "message",
         "tool_call",

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from eval_banana.core.stem import artifact_stem
 from eval_banana.reporting.html_evidence import TRANSCRIPT_PAGE_CHARS
-from tests.transcripts.judge_project import SECRET, VERDICT, run_dir_of, run_eb, write_project
+from tests.transcripts.judge_project import (
+    SECRET,
+    VERDICT,
+    judged,
+    project_with_agent,
+    run_dir_of,
+    run_eb,
+    write_project,
+)
 
 
 def test_eb_run_writes_the_transcript_masked_and_embeds_it(tmp_path: Path) -> None:
@@ -93,21 +101,12 @@ def test_a_verdict_reused_with_transcripts_off_brings_no_transcript(tmp_path: Pa
 def test_a_text_agent_s_own_json_lines_are_its_answer(tmp_path: Path) -> None:
     # JSON lines with a "type" key that are not claude's events are the text agent's text:
     # they were dropped, leaving an empty transcript although the verdict was read from them.
-    root = write_project(tmp_path / "project")
-    config = root / ".eval-banana" / "config.toml"
-    config.write_text(config.read_text().replace('"claude"', '"text"'))
     progress = {"type": "progress", "message": "reading README.md"}
     verdict = {"type": "verdict", "score": 0, "reason": "README has no install section"}
-    (root / "agent.py").write_text(
-        f"import json\nprint(json.dumps({progress!r}))\nprint(json.dumps({verdict!r}))\n"
-    )
-    completed = run_eb(root)
-    assert completed.returncode == 1, completed.stderr
-    run_dir = run_dir_of(root)
-    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    agent = f"import json\nprint(json.dumps({progress!r}))\nprint(json.dumps({verdict!r}))\n"
+    root = project_with_agent(tmp_path / "project", agent=agent, dialect="text")
+    check, (answer,) = judged(root, exit_code=1)
     assert check["status"] == "failed"
-    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
-    (answer,) = [json.loads(line) for line in text.splitlines()]
     assert answer["kind"] == "answer"
     assert [json.loads(line) for line in answer["text"].splitlines()] == [progress, verdict]
 
@@ -115,21 +114,14 @@ def test_a_text_agent_s_own_json_lines_are_its_answer(tmp_path: Path) -> None:
 def test_a_long_text_output_keeps_its_start_in_its_first_message(tmp_path: Path) -> None:
     # 6 MB of reasoning, then the verdict: the first message is the output's start, cut at its
     # end, and only the answer keeps its end.
-    root = write_project(tmp_path / "project")
-    config = root / ".eval-banana" / "config.toml"
-    config.write_text(config.read_text().replace('"claude"', '"text"'))
-    (root / "agent.py").write_text(
+    agent = (
         "import sys\n"
         'sys.stdout.write("FIRST LINE OF OUTPUT\\n")\n'
         'sys.stdout.write("".join(f"reasoning line {i:08d}\\n" for i in range(250_000)))\n'
         'print(\'{"score": 1, "reason": "long but fine"}\')\n'
     )
-    completed = run_eb(root)
-    assert completed.returncode == 0, completed.stderr
-    run_dir = run_dir_of(root)
-    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
-    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
-    first, skipped, answer = [json.loads(line) for line in text.splitlines()]
+    root = project_with_agent(tmp_path / "project", agent=agent, dialect="text")
+    _, (first, skipped, answer) = judged(root, exit_code=0)
     assert first["kind"] == "message"
     assert first["text"].startswith("FIRST LINE OF OUTPUT\nreasoning line 00000000\n")
     assert len(first["text"]) == 2000 and first["cut"] > 500_000
@@ -142,20 +134,15 @@ def test_a_result_too_long_to_hold_keeps_its_verdict_and_counts_what_was_cut(
     tmp_path: Path,
 ) -> None:
     # A result text of 3 MB ending in the verdict: one line longer than the 1 MB eb holds of it.
-    root = write_project(tmp_path / "project")
-    (root / "agent.py").write_text(
+    agent = (
         "import json\n"
         'text = "START " + "y" * (3 << 20) + \' {"score": 0, "reason": "huge fail"}\'\n'
         'print(json.dumps({"type": "result", "subtype": "success", "is_error": False,'
         ' "result": text, "session_id": "s", "usage": {"output_tokens": 9}}))\n'
     )
-    completed = run_eb(root)
-    assert completed.returncode == 1, completed.stderr
-    run_dir = run_dir_of(root)
-    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+    root = project_with_agent(tmp_path / "project", agent=agent)
+    check, (answer, *rest) = judged(root, exit_code=1)
     assert check["status"] == "failed"
-    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
-    answer, *rest = [json.loads(line) for line in text.splitlines()]
     assert answer["kind"] == "answer"
     assert answer["text"].endswith('y {"score": 0, "reason": "huge fail"}')
     whole = len("START ") + (3 << 20) + len(' {"score": 0, "reason": "huge fail"}')
