@@ -30,7 +30,10 @@ from collections import deque
 from collections.abc import Callable
 
 from eval_banana.core.masking import Masker
-from eval_banana.transcripts.dialects import PARSERS, Codex, OpenCode, Parser
+from eval_banana.transcripts.codexdialect import Codex
+from eval_banana.transcripts.dialectbase import Parser
+from eval_banana.transcripts.dialects import PARSERS
+from eval_banana.transcripts.opencodedialect import OpenCode
 from eval_banana.transcripts.reading import (
     HEAD_BYTES,
     TAIL_BYTES,

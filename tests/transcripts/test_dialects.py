@@ -142,7 +142,7 @@ def test_a_secret_is_masked_even_where_a_cut_falls_inside_it(rig: Rig) -> None:
 def test_codex_tokens_used_that_are_no_count_leave_no_usage_and_no_traceback() -> None:
     """'²' passes str.isdigit() and int() refuses it; so does a run of 5,000 digits."""
     from eval_banana.core.masking import NO_SECRETS
-    from eval_banana.transcripts.dialects import Codex
+    from eval_banana.transcripts.codexdialect import Codex
     from eval_banana.transcripts.reading import Line
     from eval_banana.transcripts.sink import Sink
 
