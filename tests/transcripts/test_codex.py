@@ -92,3 +92,122 @@ def test_a_commands_output_ends_at_codexs_next_command() -> None:
         "answer",
     ]
     assert found[4] == ("tool_result", "exec", "succeeded in 5ms:\nrun.py")
+
+
+# An MCP tool call as codex prints it. Older codex (its header says `research preview`): the
+# call on one `tool` line as it starts, the same invocation with its status when it ends, then
+# the result's JSON pretty-printed.
+OLDER_HEADER = HEADER.replace("v0.171.0", "v0.99.0 (research preview)")
+OLDER_CALL = (
+    'tool docs.search({"query":"install"})\n'
+    'docs.search({"query":"install"}) success in 12ms:\n'
+    '{\n  "content": [\n    {\n      "text": "pip install -e .",\n      "type": "text"\n'
+    "    }\n  ]\n}\n"
+)
+# Newer codex: a line when the call starts and one when it ends, with neither arguments nor
+# result; a failed call's error message follows its line. Its reasoning has no line before it.
+NEWER_CALLS = (
+    "mcp: docs/search started\n"
+    "mcp: docs/search (completed)\n"
+    "**Reading the install section**\n"
+    "mcp: docs/fetch started\n"
+    "mcp: docs/fetch (failed)\n"
+    "tool 'fetch' not found on server 'docs'\n"
+)
+
+
+def test_older_codexs_tool_line_is_a_tool_call_and_its_json_the_result() -> None:
+    found = events(OLDER_HEADER + "thinking\n**Looking it up**\n" + OLDER_CALL + ENDING)
+    assert [event["kind"] for event in found] == [
+        "message",
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+        "usage",
+        "answer",
+    ]
+    assert found[1]["text"] == "**Looking it up**"
+    call, result = found[2], found[3]
+    assert (call["tool"], json.loads(call["arguments"])) == ("docs.search", {"query": "install"})
+    assert result["call_id"] == call["call_id"] and result["tool"] == "docs.search"
+    assert result["text"].splitlines()[0] == "success in 12ms:"
+    assert json.loads("\n".join(result["text"].splitlines()[1:]))["content"][0]["text"] == (
+        "pip install -e ."
+    )
+
+
+def test_newer_codexs_mcp_lines_are_tool_calls_and_results() -> None:
+    found = events(HEADER + NEWER_CALLS + EXEC + OUTPUT + ENDING)
+    assert brief(found)[:7] == [
+        ("message", None, "the prompt"),
+        ("tool_call", "docs/search", None),
+        ("tool_result", "docs/search", "completed"),
+        ("message", None, "**Reading the install section**"),
+        ("tool_call", "docs/fetch", None),
+        ("tool_result", "docs/fetch", "failed\ntool 'fetch' not found on server 'docs'"),
+        ("tool_call", "exec", None),
+    ]
+    assert found[3]["role"] == "thinking"
+    assert found[1]["call_id"] == found[2]["call_id"] != found[4]["call_id"]
+
+
+def test_a_commands_output_ends_at_codexs_mcp_line() -> None:
+    found = brief(events(HEADER + EXEC + "README.md\n" + NEWER_CALLS + ENDING))
+    assert found[1:5] == [
+        ("tool_call", "exec", None),
+        ("tool_result", "exec", "exited 1 in 812ms:\nREADME.md"),
+        ("tool_call", "docs/search", None),
+        ("tool_result", "docs/search", "completed"),
+    ]
+
+
+def test_an_error_line_inside_codexs_message_is_the_messages_text() -> None:
+    message = (
+        "pip printed this line:\n"
+        "ERROR: Could not find a version that satisfies the requirement banana\n"
+        "so the package does not install."
+    )
+    found = brief(events(HEADER + "codex\n" + message + "\ntokens used\n2,000\n"))
+    assert found == [
+        ("message", None, "the prompt"),
+        ("message", None, message),
+        ("usage", None, None),
+        ("answer", None, json.dumps(VERDICT)),
+    ]
+
+
+def test_codexs_own_errors_after_its_message_stay_errors() -> None:
+    stderr = HEADER + "codex\nLet me check.\nERROR: stream disconnected\nexec\n" + EXEC[5:]
+    assert brief(events(stderr))[1:4] == [
+        ("message", None, "Let me check."),
+        ("error", None, "stream disconnected"),
+        ("tool_call", "exec", None),
+    ]
+
+
+def test_eb_run_reads_codexs_mcp_calls_and_keeps_error_lines_in_its_message(
+    tmp_path: Path,
+) -> None:
+    message = "pip said:\nERROR: No matching distribution found for banana\nso it fails."
+    stderr = HEADER + NEWER_CALLS + "codex\n" + message + "\ntokens used\n2,000\n"
+    agent = f"import sys\nsys.stderr.write({stderr!r})\nprint({json.dumps(VERDICT)!r})\n"
+    root = project_with_agent(tmp_path / "project", agent=agent, dialect="codex")
+    check, found = judged(root, exit_code=1)
+    assert check["status"] == "failed"
+    assert [event["kind"] for event in found] == [
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+        "tool_call",
+        "tool_result",
+        "message",
+        "usage",
+        "answer",
+    ]
+    assert [event.get("tool") for event in found if event["kind"] == "tool_call"] == [
+        "docs/search",
+        "docs/fetch",
+    ]
+    assert found[6]["text"] == message
