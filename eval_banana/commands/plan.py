@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
-from eval_banana.core.words import plural
+from eval_banana.core.words import dollars_text, plural
 from eval_banana.models.config import MAX_SHARDS
 from eval_banana.runners.results import FAMILY_CASES_LISTED
 
@@ -81,8 +81,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _number(value: float | None, *, unit: str = "") -> str:
-    return "-" if value is None else f"{value:.2f}{unit}"
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def _cost(value: float | None) -> str:
+    """Dollars as `eb history` shows them: a check that costs $0.00004 never reads as free."""
+    return "-" if value is None else dollars_text(value)
 
 
 def _check_row(*, position: int, entry: PlanCheckEntry, shards: bool) -> list[str]:
@@ -93,8 +98,8 @@ def _check_row(*, position: int, entry: PlanCheckEntry, shards: bool) -> list[st
         entry.type,
         entry.definition_digest.removeprefix("sha256:")[:12],
         entry.cache,
-        _number(entry.expected_seconds, unit="s"),
-        _number(entry.expected_cost_usd),
+        _seconds(entry.expected_seconds),
+        _cost(entry.expected_cost_usd),
     ]
     return [*row, str(entry.shard)] if shards else row
 
@@ -118,8 +123,8 @@ def _family_row(*, position: int, entries: list[PlanCheckEntry], shards: bool) -
         ", ".join(sorted({entry.type for entry in entries})),
         plural(count=len(entries), noun="case"),
         cache,
-        _number(_total([entry.expected_seconds for entry in entries]), unit="s"),
-        _number(_total([entry.expected_cost_usd for entry in entries])),
+        _seconds(_total([entry.expected_seconds for entry in entries])),
+        _cost(_total([entry.expected_cost_usd for entry in entries])),
     ]
     if not shards:
         return row
@@ -179,8 +184,8 @@ def _print_table(*, document: PlanDocument, cases: bool) -> None:
         console.print(
             f"shard {total.index}/{document.shards}: {plural(count=total.checks, noun='check')}, "
             "expected "
-            f"{_number(total.expected_seconds, unit='s')}, cost "
-            f"{_number(total.expected_cost_usd)}",
+            f"{_seconds(total.expected_seconds)}, cost "
+            f"{_cost(total.expected_cost_usd)}",
             highlight=False,
         )
     if document.skipped:

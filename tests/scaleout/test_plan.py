@@ -78,18 +78,25 @@ def _recorded(root: Path) -> list[dict[str, Any]]:
     return [json.loads(path.read_text())["checks"][0] for path in records]
 
 
-def test_plan_expects_each_sample_the_run_will_take(project: Callable[..., Path]) -> None:
+def _priced_project(project: Callable[..., Path], *, cost_usd: float = 0.5) -> Path:
+    """A project of one judge `j` whose agent reports `cost_usd` for each answer."""
     from tests.conftest import PYTHON
 
-    root = project(
+    return project(
         {
-            "judge.py": PRICED_JUDGE,
+            "judge.py": PRICED_JUDGE.replace(
+                '"total_cost_usd": 0.5', f'"total_cost_usd": {cost_usd!r}'
+            ),
             "eval_checks/j.yaml": "schema_version: 1\nid: j\ntype: harness_judge\n"
             "description: d\ninstructions: i\n",
         },
         config='[harness]\nagent = "priced"\n\n[agents.priced]\n'
         f'command = ["{PYTHON}", "judge.py"]\nmodel_flag = ""\noutput_dialect = "claude"\n',
     )
+
+
+def test_plan_expects_each_sample_the_run_will_take(project: Callable[..., Path]) -> None:
+    root = _priced_project(project)
     assert eb_process(root, "run").returncode == 0
     (once,) = _recorded(root)
     assert "samples" not in once and "sample_ms" not in once  # one sample: the defaults
@@ -104,3 +111,19 @@ def test_plan_expects_each_sample_the_run_will_take(project: Callable[..., Path]
     seconds, cost = _plan_figures(root)
     assert seconds == pytest.approx((once["duration_ms"] + sampled["sample_ms"]) / 2000)
     assert cost == pytest.approx(0.5)
+
+
+def test_plan_table_never_shows_a_paid_check_as_free(project: Callable[..., Path]) -> None:
+    # A judge that cost $0.00004 read `0.00` in the table, as if it were free; the JSON plan
+    # keeps the plain number.
+    root = _priced_project(project, cost_usd=0.00004)
+    assert eb_process(root, "run").returncode == 0
+    assert _plan_figures(root)[1] == pytest.approx(0.00004)
+    done = eb_process(root, "plan", "--shards", "2")
+    assert done.returncode == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if " j " in line]
+    assert " $0.000040 " in row and " 0.00 " not in row, row
+    (shard,) = [
+        line for line in done.stdout.splitlines() if line.startswith("shard ") and "1 check" in line
+    ]
+    assert shard.endswith("cost $0.000040"), shard
