@@ -3,15 +3,28 @@
 The median over the runs on the check's current definition: a new definition is a new check
 as far as its time goes, and a median is not moved by one stalled run. Early errors (not run,
 a missing agent, a setup failure) are left out: they say how fast the check failed to start,
-not how long it takes. A reused verdict counts with the duration of the run that made it.
+not how long it takes. A reused verdict counts with the duration of the run that made it. Each
+run counts once: a merged run stands for the shard runs it merged (`merges`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from eval_banana.history.recent import expected_cost, expected_seconds, timings_of_record
+from eval_banana.history.merges import merges_once
+from eval_banana.history.recent import (
+    RunTimings,
+    expected_cost,
+    expected_seconds,
+    timings_of_record,
+)
 from eval_banana.history.record import HistoryRecord
+
+
+def _runs(*, records: Sequence[HistoryRecord]) -> list[RunTimings]:
+    """The timings of `records` (oldest first), without the shard runs a merge among them
+    merged."""
+    return [timings_of_record(r) for r in merges_once(newest_first=reversed(records))]
 
 
 def expected_durations(
@@ -19,7 +32,7 @@ def expected_durations(
 ) -> dict[str, float]:
     """Check id -> median recorded duration in seconds on its definition digest in `digests`
     (checks with no such run are absent)."""
-    return expected_seconds(runs=[timings_of_record(r) for r in records], digests=digests)
+    return expected_seconds(runs=_runs(records=records), digests=digests)
 
 
 def expected_costs(
@@ -27,4 +40,4 @@ def expected_costs(
 ) -> dict[str, float]:
     """Check id -> median recorded cost in dollars on its definition digest in `digests`, over
     the runs that reported a cost and actually ran it (a reused verdict cost nothing)."""
-    return expected_cost(runs=[timings_of_record(r) for r in records], digests=digests)
+    return expected_cost(runs=_runs(records=records), digests=digests)

@@ -3,13 +3,16 @@
 A merge's record starts when its first shard did, so it sorts among its shards: newest first,
 its later shards come before it and its first one after it. A reader of the records before a
 window (where a check last passed, where its failing began) leaves every one of them out,
-whether their merge is inside the window or older than it.
+whether their merge is inside the window or older than it. The readers of recent timings (the
+durations and costs `eb plan` expects, the order `eb run` starts its checks in) count each run
+once the same way, read whole or lean (`each_run_once`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
 from eval_banana.history.record import HistoryRecord
 
@@ -18,23 +21,43 @@ from eval_banana.history.record import HistoryRecord
 SHARD_LOOKAHEAD = 256
 
 
-def _waits(record: HistoryRecord, merged: set[str]) -> bool:
-    """Whether `record` is a shard run that a merge read later may still name."""
-    return record.selection.shard is not None and record.run_id not in merged
+class RecordedRun(Protocol):
+    """What telling a merge from its shards needs of a record, read whole or lean."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def merged_from(self) -> Sequence[str]: ...
+
+
+Run = TypeVar("Run", bound=RecordedRun)
 
 
 def merges_once(*, newest_first: Iterable[HistoryRecord]) -> Iterator[HistoryRecord]:
-    """`newest_first` without the shard runs a merge among them merged, in the same order.
+    """`newest_first` without the shard runs a merge among them merged, in the same order."""
+    return each_run_once(
+        newest_first=newest_first, is_shard=lambda record: record.selection.shard is not None
+    )
+
+
+def each_run_once(*, newest_first: Iterable[Run], is_shard: Callable[[Run], bool]) -> Iterator[Run]:
+    """`newest_first` without the shard runs (`is_shard`) a merge among them merged, in the
+    same order.
 
     A shard run no merge has named yet is held back until one does or SHARD_LOOKAHEAD more
     records have been read; the records behind it wait with it, so the order stays."""
     merged: set[str] = set()
-    held: deque[HistoryRecord] = deque()
-    for record in newest_first:
-        merged.update(record.merged_from)
-        held.append(record)
-        while held and (len(held) > SHARD_LOOKAHEAD or not _waits(held[0], merged)):
+    held: deque[Run] = deque()
+
+    def waits(run: Run) -> bool:
+        return is_shard(run) and run.run_id not in merged
+
+    for run in newest_first:
+        merged.update(run.merged_from)
+        held.append(run)
+        while held and (len(held) > SHARD_LOOKAHEAD or not waits(held[0])):
             first = held.popleft()
             if first.run_id not in merged:
                 yield first
-    yield from (record for record in held if record.run_id not in merged)
+    yield from (run for run in held if run.run_id not in merged)

@@ -2,8 +2,10 @@
 
 Scheduling and balancing read only the newest RECENT_RUNS records, and of each only what a
 duration or a cost needs (id, definition digest, duration, cost, cached, early error, whether
-the run was a shard): a check's recent times say most about its next one, and every `eb run`
-reads them before its first check starts. Validating thirty records of a thousand checks
+the run was a shard, and the shard runs a merge merged): a check's recent times say most about
+its next one, and every `eb run` reads them before its first check starts. Each run counts once,
+as in `eb history` (`merges`): a merged run stands for its shard runs, which would otherwise
+count every check of the merge twice. Validating thirty records of a thousand checks
 against their schema would cost a run seconds; a file that does not hold these fields is
 skipped instead. The medians here are the only ones: `durations` applies them to records read
 whole.
@@ -11,12 +13,14 @@ whole.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.history.lanes import planned_order
+from eval_banana.history.merges import each_run_once
 from eval_banana.history.read import LOG, BadRecord, Warn, newest_parsed, record_json, record_paths
 from eval_banana.history.record import HistoryRecord
 
@@ -54,6 +58,9 @@ class RunTimings(NamedTuple):
 
     sharded: bool
     timings: list[Timing]
+    run_id: str = ""
+    # `eb merge`: the run ids of the shard runs it merged.
+    merged_from: tuple[str, ...] = ()
 
 
 def _timings_of(document: Any) -> RunTimings:
@@ -76,20 +83,26 @@ def _timings_of(document: Any) -> RunTimings:
             if not check.get("early_error", False)
         ]
         sharded = selection.get("shard") is not None
+        run_id = document["run_id"]
+        merged_from = tuple(document.get("merged_from") or ())
     except KeyError as exc:
         raise BadRecord(f"it is not an eb run record ({_missing(exc.args[0])})") from None
     except (AttributeError, TypeError):
         raise BadRecord(
             "it is not an eb run record (not an object whose checks are a list of objects)"
         ) from None
-    return RunTimings(sharded=sharded, timings=timings)
+    if type(run_id) is not str or any(type(source) is not str for source in merged_from):
+        raise BadRecord("it is not an eb run record (a run id that is not text)")
+    return RunTimings(
+        sharded=sharded, timings=timings, run_id=_interned(run_id), merged_from=merged_from
+    )
 
 
 def _missing(field: object) -> str:
     """What a KeyError of `_timings_of` means, in words: the record's checks are only indexed
     as a whole, the rest are fields of one check."""
-    if field == "checks":
-        return "it has no checks"
+    if field in ("checks", "run_id"):
+        return f"it has no {field}"
     return f"a check has no {field}"
 
 
@@ -117,19 +130,19 @@ def _interned(value: Any) -> str:
 def recent_timings(
     *, folder: Path, runs: int = RECENT_RUNS, unsharded: bool = False, warn: Warn | None = None
 ) -> list[RunTimings]:
-    """The timings of the newest `runs` readable records in `folder`, oldest first
-    (`unsharded`: of runs that were not a shard, such as merged runs, only)."""
-    found: list[RunTimings] = []
-    stream = newest_parsed(
+    """The timings of the newest `runs` readable records in `folder`, oldest first, each run
+    once: the shard runs a merge among them merged are left out (`unsharded`: every shard run
+    is, merged or not)."""
+    stream: Iterable[RunTimings] = newest_parsed(
         paths=record_paths(folder=folder),
         parse=lambda data: _timings_of(record_json(data)),
         warn=warn,
     )
-    for timings in stream:
-        if len(found) >= runs:
-            break
-        if not (unsharded and timings.sharded):
-            found.append(timings)
+    if unsharded:
+        stream = (timings for timings in stream if not timings.sharded)
+    # Taken one by one, so no record past the newest `runs` runs is read.
+    once = each_run_once(newest_first=stream, is_shard=lambda run: run.sharded)
+    found = list(itertools.islice(once, runs))
     found.reverse()
     return found
 
@@ -137,6 +150,8 @@ def recent_timings(
 def timings_of_record(record: HistoryRecord) -> RunTimings:
     """The timings of a record read whole (`read.load_records`), by the same rules."""
     return RunTimings(
+        run_id=record.run_id,
+        merged_from=tuple(record.merged_from),
         sharded=record.selection.shard is not None,
         timings=[
             Timing(

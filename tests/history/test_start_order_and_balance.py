@@ -11,11 +11,13 @@ from eval_banana.history.balance import balance_shards, durations_digest
 from eval_banana.history.recent import (
     RunTimings,
     Timing,
+    expected_seconds,
     latest_seconds,
     longest_first,
     recent_timings,
     start_order,
 )
+from eval_banana.history.record import HistoryRecord
 from tests.history.synth import check, digest, record, write
 
 
@@ -169,7 +171,7 @@ def test_the_lean_reader_and_a_record_read_whole_give_the_same_timings(tmp_path:
     both must see the same durations and costs (cached and early errors included)."""
     from eval_banana.history.durations import expected_costs, expected_durations
     from eval_banana.history.read import load_records
-    from eval_banana.history.recent import expected_cost, expected_seconds, timings_of_record
+    from eval_banana.history.recent import expected_cost, timings_of_record
 
     runs = [
         record(
@@ -196,3 +198,43 @@ def test_the_lean_reader_and_a_record_read_whole_give_the_same_timings(tmp_path:
     )
     assert expected_cost(runs=lean, digests=digests)["c"] == 0.5  # only the runs that ran it
     assert "e" in expected_seconds(runs=lean, digests=digests)  # three of four runs count
+
+
+def _shard(one: HistoryRecord, *, index: int) -> HistoryRecord:
+    selection = one.selection.model_copy(update={"shard": {"index": index, "total": 2}})
+    return one.model_copy(update={"selection": selection})
+
+
+def test_a_merged_run_counts_once_not_again_in_its_shards(tmp_path: Path) -> None:
+    """A merge and the shard runs it merged were both read: each check's sharded time counted
+    twice, outweighing the slow run before them (9 s, then 1 s: expected 1 s, not 5 s)."""
+    from eval_banana.history.durations import expected_durations
+
+    slow = record(index=0, checks=[check(check_id="x", duration_ms=9000)])
+    first = _shard(record(index=1, checks=[check(check_id="x", duration_ms=1000)]), index=1)
+    second = _shard(record(index=2, checks=[check(check_id="y", duration_ms=1000)]), index=2)
+    # A merge's record starts when its first shard did: it sorts between its shards.
+    merge = record(
+        index=1,
+        checks=[check(check_id="x", duration_ms=1000), check(check_id="y", duration_ms=1000)],
+    ).model_copy(
+        update={"run_id": "20260101_000001_merged", "merged_from": [first.run_id, second.run_id]}
+    )
+    digests = {"x": digest("v1"), "y": digest("v1")}
+    unmerged, merged = tmp_path / "unmerged", tmp_path / "merged"
+    write(folder=unmerged, records=[slow, first, second])
+    write(folder=merged, records=[slow, first, second, merge])
+    assert expected_seconds(runs=recent_timings(folder=merged), digests=digests) == {
+        "x": 5.0,
+        "y": 1.0,
+    }
+    assert [run.run_id for run in recent_timings(folder=merged)] == [slow.run_id, merge.run_id]
+    assert expected_durations(records=[slow, first, merge, second], digests=digests) == {
+        "x": 5.0,
+        "y": 1.0,
+    }
+    # The run starts x (5 s) first either way, where a 1 s tie with y kept plan order.
+    ids = ["y", "x"]
+    assert start_order(folder=merged, ids=ids, digests=digests) == start_order(
+        folder=unmerged, ids=ids, digests=digests
+    )

@@ -127,3 +127,38 @@ def test_plan_table_never_shows_a_paid_check_as_free(project: Callable[..., Path
         line for line in done.stdout.splitlines() if line.startswith("shard ") and "1 check" in line
     ]
     assert shard.endswith("cost $0.000040"), shard
+
+
+# Slow while the file `slow` exists: one run's durations differ from the others'.
+SOMETIMES_SLOW = """\
+import pathlib, time
+time.sleep(0.4 if pathlib.Path("slow").exists() else 0.0)
+"""
+
+
+def _expected_seconds(root: Path) -> dict[str, float]:
+    done = eb_process(root, "plan", "--json")
+    assert done.returncode == 0, done.stderr
+    return {entry["id"]: entry["expected_seconds"] for entry in json.loads(done.stdout)["checks"]}
+
+
+def test_a_merge_does_not_count_its_shards_again(project: Callable[..., Path]) -> None:
+    # The merged run and its shard runs were both read: each check's sharded duration counted
+    # twice, and one slow unsharded run no longer moved the median.
+    from tests.conftest import check_yaml
+
+    root = project(
+        {f"eval_checks/c{i}.yaml": check_yaml(f"c{i}", script=SOMETIMES_SLOW) for i in range(2)}
+    )
+    (root / "slow").touch()
+    assert eb_process(root, "run").returncode == 0
+    (root / "slow").unlink()
+    for k in (1, 2):
+        shard = eb_process(
+            root, "run", "--shard", f"{k}/2", "--output-dir", f"shard{k}", "--flat-output"
+        )
+        assert shard.returncode == 0, shard.stderr
+    unmerged = _expected_seconds(root)
+    merged = eb_process(root, "merge", "shard1", "shard2", "--output-dir", "merged")
+    assert merged.returncode == 0, merged.stderr
+    assert _expected_seconds(root) == unmerged
