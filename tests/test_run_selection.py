@@ -257,6 +257,36 @@ def test_maxfail_from_the_environment_and_the_later_flag_wins(
     assert ran(failing_first) == ["f1", "f2"]
 
 
+def test_failures_from_the_verdict_cache_count_toward_maxfail_and_say_so(
+    project: Project, eb: Eb
+) -> None:
+    """Three cached failures under --maxfail 2 were all listed while the stop said "after 2
+    failed": the stop now says the cache answered them before any check started."""
+    keyed = {  # `inputs: []`: a key that the files a run writes leave alone
+        f"eval_checks/{i}.yaml": recording(name, fails=name.startswith("f")) + "inputs: []\n"
+        for i, name in enumerate(("f1", "f2", "f3", "p4"))
+    }
+    root = project(keyed, config=CONFIG + '\n[cache]\nmode = "on"\n')
+    assert eb("run", "--cwd", str(root)).exit_code == 1
+    shutil.rmtree(root / "ran")
+    shutil.rmtree(root / "results")
+    (root / "eval_checks" / "5.yaml").write_text(recording("n5") + "inputs: []\n")
+    result = eb("run", "--cwd", str(root), "--maxfail", "2")
+    assert result.exit_code == 1, result.stderr
+    assert ran(root) == []  # nothing launched: the new check was held back
+    report = report_of(root)
+    cached = {c["check_id"] for c in report["checks"] if c["details"].get("cache", {}).get("hit")}
+    assert cached == {"f1", "f2", "f3", "p4"} and report["failed_checks"] == 3
+    assert report["halted_by"] == "maxfail" and report["not_run_checks"] == 1
+    said = (
+        "Run stopped after 2 failed or errored checks (maxfail 2); 1 check did not run. The "
+        "verdict cache answered 3 failed or errored checks before any check started; they "
+        "count toward maxfail."
+    )
+    assert said in result.stderr
+    assert said in (run_dir_of(root) / "report.md").read_text()
+
+
 # --- skip ------------------------------------------------------------------------------------
 
 

@@ -165,13 +165,34 @@ def status_note(*, check: dict[str, Any]) -> str | None:
 
 
 def halt_line(*, report: dict[str, Any]) -> str | None:
-    """For a run that stopped launching at maxfail: why, and how many checks did not run."""
+    """For a run that stopped launching at maxfail: why, how many checks did not run, and how
+    many of the failures the verdict cache answered."""
     if report.get("halted_by") != "maxfail":
         return None
-    return (
+    line = (
         f"Run {maxfail_text(maxfail=int(report.get('maxfail') or 0))}; "
         f"{did_not_run(report=report)}."
     )
+    cached = _cached_failures(report=report)
+    if cached:
+        # Reused verdicts are answered before any check starts and all shown, so a run can
+        # list more failures than maxfail without having launched one of them.
+        counted = plural(count=cached, noun="failed or errored check")
+        line += (
+            f" The verdict cache answered {counted} before any check started; "
+            f"{'it counts' if cached == 1 else 'they count'} toward maxfail."
+        )
+    return line
+
+
+def _cached_failures(*, report: dict[str, Any]) -> int:
+    """How many failed or errored checks of `report` the verdict cache answered."""
+    count = 0
+    for check in report.get("checks") or []:
+        cache = (check.get("details") or {}).get("cache")
+        hit = isinstance(cache, dict) and cache.get("hit") is True
+        count += hit and check.get("status") in ("failed", "error")
+    return count
 
 
 def did_not_run(*, report: dict[str, Any]) -> str:
