@@ -41,11 +41,16 @@ def merges_once(*, newest_first: Iterable[HistoryRecord]) -> Iterator[HistoryRec
     )
 
 
-def each_run_once(*, newest_first: Iterable[Run], is_shard: Callable[[Run], bool]) -> Iterator[Run]:
+def each_run_once(
+    *,
+    newest_first: Iterable[Run],
+    is_shard: Callable[[Run], bool],
+    lookahead: int = SHARD_LOOKAHEAD,
+) -> Iterator[Run]:
     """`newest_first` without the shard runs (`is_shard`) a merge among them merged, in the
     same order.
 
-    A shard run no merge has named yet is held back until one does or SHARD_LOOKAHEAD more
+    A shard run no merge has named yet is held back until one does or `lookahead` more
     records have been read; the records behind it wait with it, so the order stays."""
     merged: set[str] = set()
     held: deque[Run] = deque()
@@ -56,7 +61,7 @@ def each_run_once(*, newest_first: Iterable[Run], is_shard: Callable[[Run], bool
     for run in newest_first:
         merged.update(run.merged_from)
         held.append(run)
-        while held and (len(held) > SHARD_LOOKAHEAD or not waits(held[0])):
+        while held and (len(held) > lookahead or not waits(held[0])):
             first = held.popleft()
             if first.run_id not in merged:
                 yield first

@@ -140,8 +140,11 @@ def recent_timings(
     )
     if unsharded:
         stream = (timings for timings in stream if not timings.sharded)
-    # Taken one by one, so no record past the newest `runs` runs is read.
-    once = each_run_once(newest_first=stream, is_shard=lambda run: run.sharded)
+    # Taken one by one, so no record past the newest `runs` runs is read. A shard run waits for
+    # its merge only as many records as are taken: a history of shard runs no merge names (each
+    # CI job keeping its own) reads at most twice the runs, not SHARD_LOOKAHEAD more, before
+    # every `eb run` starts its checks.
+    once = each_run_once(newest_first=stream, is_shard=lambda run: run.sharded, lookahead=runs)
     found = list(itertools.islice(once, runs))
     found.reverse()
     return found
