@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from eval_banana.core.stem import artifact_stem
 from eval_banana.reporting.html_evidence import TRANSCRIPT_PAGE_CHARS
@@ -67,12 +68,7 @@ def test_a_cached_verdict_brings_its_transcript_back(tmp_path: Path) -> None:
     saved = (first_dir / check["details"]["transcript_path"]).read_bytes()
     second = run_eb(root, *cache)
     assert second.returncode == 0, second.stderr
-    # Run ids sort by their second only: the second run's folder is the other one.
-    (second_dir,) = [
-        folder for folder in (root / ".eval-banana" / "results").iterdir() if folder != first_dir
-    ]
-    (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
-    assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
+    second_dir, reused = _reused_run(root=root, first_dir=first_dir)
     assert (second_dir / reused["details"]["transcript_path"]).read_bytes() == saved
 
 
@@ -86,11 +82,7 @@ def test_a_verdict_reused_with_transcripts_off_brings_no_transcript(tmp_path: Pa
     config.write_text(config.read_text().replace("[harness]\n", "[harness]\ntranscripts = false\n"))
     second = run_eb(root, *cache)
     assert second.returncode == 0, second.stderr
-    (second_dir,) = [
-        folder for folder in (root / ".eval-banana" / "results").iterdir() if folder != first_dir
-    ]
-    (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
-    assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
+    second_dir, reused = _reused_run(root=root, first_dir=first_dir)
     assert reused["details"]["transcript_path"] is None
     result_file = second_dir / "checks" / f"{artifact_stem(check_id=reused['check_id'])}.json"
     assert json.loads(result_file.read_text())["details"]["transcript_path"] is None
@@ -172,3 +164,14 @@ def test_a_long_transcript_on_the_page_keeps_its_start_and_its_answer(tmp_path: 
     assert left_out > 0 and note["text"].startswith(f"{left_out} events (")
     assert note["text"].endswith(f"left out of this page; they are in {path.name}")
     assert len(blob.group(1)) <= TRANSCRIPT_PAGE_CHARS + 1000
+
+
+def _reused_run(*, root: Path, first_dir: Path) -> tuple[Path, dict[str, Any]]:
+    """The run folder made after `first_dir` and its one check, whose verdict was reused."""
+    # Run ids sort by their second only: the second run's folder is the other one.
+    (second_dir,) = [
+        folder for folder in (root / ".eval-banana" / "results").iterdir() if folder != first_dir
+    ]
+    (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
+    assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
+    return second_dir, reused
