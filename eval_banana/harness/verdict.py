@@ -18,15 +18,7 @@ from typing import Any, NamedTuple
 from eval_banana.harness.eventlines import MAX_EVENT_LINE, OverlongLine, lines, lines_from_end
 from eval_banana.harness.scan import ScanResult, StreamScanner, Verdict, scan_file, scan_text
 
-__all__ = [
-    "MAX_EVENT_LINE",
-    "Extraction",
-    "OverlongLine",
-    "Verdict",
-    "extract_verdict",
-    "extract_from_text",
-    "lines_from_end",
-]
+__all__ = ["Extraction", "Verdict", "extract_verdict", "extract_from_text"]
 
 
 class Extraction(NamedTuple):

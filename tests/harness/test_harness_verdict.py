@@ -13,16 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_banana.harness import scan
+from eval_banana.harness.eventlines import MAX_EVENT_LINE, OverlongLine, lines_from_end
 from eval_banana.harness.prompt import build_prompt
 from eval_banana.harness.scan import Verdict, scan_text
 from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
-from eval_banana.harness.verdict import (
-    MAX_EVENT_LINE,
-    OverlongLine,
-    extract_from_text,
-    extract_verdict,
-    lines_from_end,
-)
+from eval_banana.harness.verdict import extract_from_text, extract_verdict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

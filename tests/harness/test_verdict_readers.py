@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from eval_banana.harness.eventlines import MAX_EVENT_LINE
 from eval_banana.harness.verdict import (
-    MAX_EVENT_LINE,
     Extraction,
     Verdict,
     extract_from_text,
@@ -117,7 +117,6 @@ def test_gemini_reads_only_the_last_message_not_an_earlier_turn(tmp_path: Path) 
     lines = [*lines[:3], said('{"score": 0, '), said('"reason": "split"}'), SUCCESS]
     assert read("gemini", write_lines(tmp_path / "b", lines)).verdict == Verdict(0, "split")
     # Any event between deltas ends the message, and so does a line too long to read.
-    from eval_banana.harness.verdict import MAX_EVENT_LINE
 
     overlong = "x" * MAX_EVENT_LINE
     lines = [said('{"score": 1, "reason": "early"}'), overlong, said("no verdict here")]
@@ -317,7 +316,6 @@ def test_openhands_a_message_the_agent_acted_after_is_not_its_answer(tmp_path: P
 
 def test_event_lines_at_the_length_limit_and_beyond(tmp_path: Path) -> None:
     """Lines up to MAX_EVENT_LINE characters are read; longer ones are skipped whole."""
-    from eval_banana.harness.verdict import MAX_EVENT_LINE
 
     good = json.dumps(action(message='{"score": 1, "reason": "kept"}'))
     bad = json.dumps(action(message='{"score": 0, "reason": "overlong"}'))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import written_files
 from eval_banana.settings.written import (
@@ -14,20 +13,12 @@ from eval_banana.settings.written import (
     still_written,
     written_record_path,
 )
-from eval_banana.stages.config import resolve_config
+from tests.settings.test_config import resolve, write_config
 
 
 def _config(root: Path) -> ConfigDoc:
-    (root / ".eval-banana").mkdir(parents=True, exist_ok=True)
-    (root / ".eval-banana" / "config.toml").write_text("")
-    return resolve_config(
-        cwd=root,
-        cli_values={},
-        environ={},
-        no_project_config=False,
-        selection=Selection(),
-        run_id="run-1",
-    )
+    write_config(root, "")
+    return resolve(root)
 
 
 def test_a_noted_file_is_eb_s_while_it_holds_what_eb_wrote(tmp_path: Path) -> None:
