@@ -17,15 +17,25 @@ _WRITTEN_BY_REUSE = frozenset({"json", "prompt.txt"})
 _ATTEMPT_SUFFIXES = ("stdout.txt", "stderr.txt", "prompt.txt", "transcript.jsonl", "json")
 
 
-def named_paths(*, details: Mapping[str, Any]) -> list[str]:
-    """The run-relative paths a result's attempts name as their evidence, in order."""
+def attempt_evidence(*, details: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each attempt's `evidence` (what it names -> its run-relative path), in order."""
     attempts = details.get("attempts")
-    paths: list[str] = []
+    found: list[dict[str, Any]] = []
     for attempt in attempts if isinstance(attempts, list) else []:
         evidence = attempt.get("evidence") if isinstance(attempt, dict) else None
         if isinstance(evidence, dict):
-            paths.extend(path for path in evidence.values() if isinstance(path, str))
-    return paths
+            found.append(evidence)
+    return found
+
+
+def named_paths(*, details: Mapping[str, Any]) -> list[str]:
+    """The run-relative paths a result's attempts name as their evidence, in order."""
+    return [
+        path
+        for evidence in attempt_evidence(details=details)
+        for path in evidence.values()
+        if isinstance(path, str)
+    ]
 
 
 def stored_name(*, stem: str, path: str) -> str | None:

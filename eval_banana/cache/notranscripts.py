@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_banana.cache.namedfiles import stored_name
+from eval_banana.cache.namedfiles import attempt_evidence, stored_name
 from eval_banana.core.readback import loads_json
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.results import write_check_result
@@ -28,7 +28,7 @@ def names_a_transcript(*, details: Mapping[str, Any]) -> bool:
     """Whether a result points at a transcript: its own, or one of its earlier attempts'."""
     if details.get("transcript_path") is not None:
         return True
-    return any("transcript" in evidence for evidence in _attempt_evidence(details=details))
+    return any("transcript" in evidence for evidence in attempt_evidence(details=details))
 
 
 def without_transcripts(*, result: CheckResult) -> CheckResult:
@@ -46,7 +46,7 @@ def without_transcripts(*, result: CheckResult) -> CheckResult:
 def rewrite_attempt_results(*, checks_dir: str, stem: str, details: Mapping[str, Any]) -> None:
     """Write each earlier attempt's restored checks/<stem>.attempt<n>.json again without its
     transcript path (a new file: the restored one may be a link to the cache's copy)."""
-    for evidence in _attempt_evidence(details=details):
+    for evidence in attempt_evidence(details=details):
         path = evidence.get("result")
         name = stored_name(stem=stem, path=path) if isinstance(path, str) else None
         if name is None or name == "json":  # the last attempt's own: the reuse writes it
@@ -58,16 +58,6 @@ def rewrite_attempt_results(*, checks_dir: str, stem: str, details: Mapping[str,
             stem=place.name.removesuffix(".json"),
             result=without_transcripts(result=result),
         )
-
-
-def _attempt_evidence(*, details: Mapping[str, Any]) -> list[dict[str, Any]]:
-    attempts = details.get("attempts")
-    found = []
-    for attempt in attempts if isinstance(attempts, list) else []:
-        evidence = attempt.get("evidence") if isinstance(attempt, dict) else None
-        if isinstance(evidence, dict):
-            found.append(evidence)
-    return found
 
 
 def _attempt_without_transcript(attempt: object) -> object:
