@@ -49,6 +49,17 @@ def _judged_project(root: Path, *, agent: Path, agent_table: str) -> Path:
     return init_repo(root, files)
 
 
+def _agent_table(*, flags: list[str], provider: str, source: str) -> str:
+    """An agent table that passes `flags` and fills the provider variable `provider` from the
+    variable `source` (docs/judges.md's `provider_env` placeholder form)."""
+    return (
+        'prompt_flag = "--prompt"\nmodel_flag = ""\n'
+        f"shared_flags = {json.dumps(flags)}\n"
+        'prompt_position = "tail"\n'
+        f'provider_env = {{ {provider} = "{{env:{source}}}" }}\n'
+    )
+
+
 def _eb_run(root: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVAL_BANANA_"))}
     environ.update(PYTHONPATH=str(REPO), **env)
@@ -74,11 +85,8 @@ def test_a_provider_env_placeholder_value_is_masked_everywhere(tmp_path: Path) -
     secret = "rbt-secret-abcdef123456"
     agent = tmp_path / "agent.py"
     agent.write_text(PRINTING_AGENT)
-    table = (
-        'prompt_flag = "--prompt"\nmodel_flag = ""\n'
-        f"shared_flags = {json.dumps(['REVIEW_BOT_TOKEN'])}\n"
-        'prompt_position = "tail"\n'
-        'provider_env = { REVIEW_BOT_TOKEN = "{env:RBT_VALUE}" }\n'
+    table = _agent_table(
+        flags=["REVIEW_BOT_TOKEN"], provider="REVIEW_BOT_TOKEN", source="RBT_VALUE"
     )
     root = _judged_project(tmp_path / "proj", agent=agent, agent_table=table)
     junit = tmp_path / "junit.xml"
@@ -202,12 +210,7 @@ def test_a_secret_cut_where_eb_shortens_the_output_leaves_no_piece_behind(
     secret = "Sup3rSecretValue_abcdefghijklmnop0123456789"
     agent = tmp_path / "agent.py"
     agent.write_text(CUT_AGENT)
-    table = (
-        'prompt_flag = "--prompt"\nmodel_flag = ""\n'
-        f"shared_flags = {json.dumps([where])}\n"
-        'prompt_position = "tail"\n'
-        'provider_env = { MY_AGENT_KEY = "{env:MY_SECRET}" }\n'
-    )
+    table = _agent_table(flags=[where], provider="MY_AGENT_KEY", source="MY_SECRET")
     root = _judged_project(tmp_path / "proj", agent=agent, agent_table=table)
     junit = tmp_path / "junit.xml"
     done = _eb_run(root, "--junit-xml", str(junit), env={"MY_SECRET": secret})
@@ -245,12 +248,7 @@ def test_a_provider_env_placeholder_reads_ebs_environment_under_either_policy(
     # MY_SECRET itself from the agent, not the value it is configured to receive).
     agent = tmp_path / "agent.py"
     agent.write_text(RECEIVING_AGENT)
-    table = (
-        'prompt_flag = "--prompt"\nmodel_flag = ""\n'
-        f"shared_flags = {json.dumps(['MY_AGENT_KEY'])}\n"
-        'prompt_position = "tail"\n'
-        'provider_env = { MY_AGENT_KEY = "{env:MY_SECRET}" }\n'
-    )
+    table = _agent_table(flags=["MY_AGENT_KEY"], provider="MY_AGENT_KEY", source="MY_SECRET")
     root = _judged_project(tmp_path / "proj", agent=agent, agent_table=table)
     done = _eb_run(
         root, "--cache", "off", "--env-policy", policy, env={"MY_SECRET": "sk-live-0123456789"}
