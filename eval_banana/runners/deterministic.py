@@ -19,7 +19,7 @@ from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.explain import failure_reason
 from eval_banana.runners.launcher import launcher_argv
-from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
+from eval_banana.runners.process import ProcessOutcome, run_process, stream_tails
 from eval_banana.runners.results import build_result, error_result, stopped_detail, utc_now
 
 logger = Logger("eval_banana.runners.deterministic")
@@ -156,19 +156,7 @@ def _outcome_result(
     """Map a finished process to a result."""
     # Its secrets masked before its output is cut (eval_banana.core.masking).
     masker: Masker = ctx.redactor or NO_SECRETS
-    stdout = bounded_tail(
-        path=outcome.stdout_path,
-        stream="stdout",
-        location=ctx.evidence_name(".stdout.txt"),
-        masker=masker,
-    )
-    # stderr is bounded like stdout (eval-banana stored it whole); the file keeps the full stream.
-    stderr = bounded_tail(
-        path=outcome.stderr_path,
-        stream="stderr",
-        location=ctx.evidence_name(".stderr.txt"),
-        masker=masker,
-    )
+    stdout, stderr = stream_tails(outcome=outcome, masker=masker, evidence_name=ctx.evidence_name)
     common: dict[str, Any] = {
         "check": ctx.check,
         "started": started,

@@ -37,7 +37,7 @@ from eval_banana.harness.verdict import Extraction, extract_verdict
 from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.runners.base import RunContext
-from eval_banana.runners.process import ProcessOutcome, bounded_tail, run_process
+from eval_banana.runners.process import ProcessOutcome, run_process, stream_tails
 from eval_banana.runners.redact import run_redactor
 from eval_banana.runners.results import (
     build_result,
@@ -141,23 +141,6 @@ def _with_cause(*, detail: str, cause: str | None) -> str:
     return detail if cause is None else f"{detail} The agent reported: {cause}"
 
 
-def _tails(*, ctx: RunContext, outcome: ProcessOutcome, masker: Masker) -> tuple[str, str]:
-    stdout = bounded_tail(
-        path=outcome.stdout_path,
-        stream="stdout",
-        location=ctx.evidence_name(".stdout.txt"),
-        masker=masker,
-    )
-    # stderr is bounded too (eval-banana stored it whole); checks/<stem>.stderr.txt keeps all of it.
-    stderr = bounded_tail(
-        path=outcome.stderr_path,
-        stream="stderr",
-        location=ctx.evidence_name(".stderr.txt"),
-        masker=masker,
-    )
-    return stdout, stderr
-
-
 def _masker(*, ctx: RunContext, env: dict[str, str]) -> Masker:
     """The run's redactor, else one of the judge's own environment: every text eb cuts from
     the agent's output is masked before the cut, so a cut never leaves part of a secret (the
@@ -212,7 +195,7 @@ def _judged(
     masker: Masker,
 ) -> CheckResult:
     """The outcome for a process that ran: stop, timeout, exit code and verdict."""
-    stdout, stderr = _tails(ctx=ctx, outcome=outcome, masker=masker)
+    stdout, stderr = stream_tails(outcome=outcome, masker=masker, evidence_name=ctx.evidence_name)
     if outcome.stdout_path is not None:
         details["raw_response_path"] = ctx.evidence_name(".stdout.txt")
     _transcript(ctx=ctx, outcome=outcome, details=details, builder=builder)

@@ -424,3 +424,17 @@ def bounded_tail(*, path: Path | None, stream: str, location: str, masker: Maske
         f"[eval-banana: {stream} truncated to the last {TAIL_CHARS} characters; "
         f"full output at {location}]\n" + text[-TAIL_CHARS:]
     )
+
+
+def stream_tails(
+    *, outcome: ProcessOutcome, masker: Masker, evidence_name: Callable[[str], str]
+) -> tuple[str, str]:
+    """The bounded tails of a finished check's stdout and stderr, each naming the evidence file
+    that keeps the whole stream (stderr is bounded too, where eval-banana stored it whole)."""
+    stdout, stderr = (
+        bounded_tail(
+            path=path, stream=stream, location=evidence_name(f".{stream}.txt"), masker=masker
+        )
+        for path, stream in ((outcome.stdout_path, "stdout"), (outcome.stderr_path, "stderr"))
+    )
+    return stdout, stderr
