@@ -391,3 +391,17 @@ def test_prompt_size_limit() -> None:
     assert prompt_argument_problem(prompt=big) == (
         "Harness judge prompt is 140000 bytes, above the per-argument limit of the operating system"
     )
+
+
+def test_the_agents_page_shows_each_built_in_command_line_as_eb_runs_it() -> None:
+    # The table of built-in agents is what users copy into wrappers and match in --verbose logs.
+    page = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text("utf-8")
+    table = page.split("## The built-in agents", 1)[1].split("\n## ", 1)[0]
+    shown = {
+        cells[1].strip("` "): cells[2].strip().strip("`")
+        for line in table.splitlines()
+        if line.startswith("| `") and len(cells := line.split("|")) > 3
+    }
+    for name, argv in PLAIN_ARGV.items():
+        documented = argv.replace("{verdict_schema_path}", "F").replace("{verdict_schema}", "S")
+        assert shown[name] == documented, name
