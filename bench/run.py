@@ -500,7 +500,7 @@ def workspace_probe(*, project: Path) -> tuple[float, int, str]:
     timing), made, compared with the project and removed; the file count; the method. One
     run: at 60,000 files on a slow file system it takes minutes."""
     from eval_banana.isolation.workspace import make_workspace
-    from eval_banana.projectstate.state import read_project_state
+    from eval_banana.projectstate.reading import read_project_state
 
     state = read_project_state(root=project, excluded_names=EXCLUDED)
     times = []

@@ -25,7 +25,7 @@ from eval_banana.isolation.modes import (
 from eval_banana.isolation.workspace import Workspace
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.projectstate.state import every_file
+from eval_banana.projectstate.walking import every_file
 from eval_banana.settings.folders import own_folders, written_files
 
 

@@ -20,7 +20,9 @@ from eval_banana.core.log import Logger
 from eval_banana.core.suggest import closest
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ProblemModel
 from eval_banana.projectstate.patterns import InputPatterns, literal_prefix, normalize, outermost
-from eval_banana.projectstate.state import ProjectState, read_project_state, relative_files
+from eval_banana.projectstate.prefixes import relative_files
+from eval_banana.projectstate.reading import read_project_state
+from eval_banana.projectstate.state import ProjectState
 from eval_banana.settings.folders import own_files, own_folders
 
 if TYPE_CHECKING:

@@ -22,8 +22,9 @@ from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import GitNotStarted, GitRefused, NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
+from eval_banana.projectstate.prefixes import relative_files
 from eval_banana.projectstate.revision import Changes, Comparison, UnknownRevision, file_at
-from eval_banana.projectstate.state import StateDiff, relative_files
+from eval_banana.projectstate.state import StateDiff
 from eval_banana.settings.folders import own_files, own_folders
 
 

@@ -26,12 +26,9 @@ from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.projectstate.blobs import file_blob_id
 from eval_banana.projectstate.git import environment as git_environment
 from eval_banana.projectstate.patterns import InputPatterns
-from eval_banana.projectstate.state import (
-    ProjectState,
-    read_project_state,
-    relative_files,
-    relative_folders,
-)
+from eval_banana.projectstate.prefixes import relative_files, relative_folders
+from eval_banana.projectstate.reading import read_project_state
+from eval_banana.projectstate.state import ProjectState
 
 # What running code leaves behind on its own, beside what `[harness] isolation_ignore` adds.
 DEFAULT_IGNORE: tuple[str, ...] = (

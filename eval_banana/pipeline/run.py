@@ -209,7 +209,7 @@ def _state_read_ahead(*, config: ConfigDoc) -> contextlib.AbstractContextManager
     and read (`prefetched_state`)."""
     if config.settings.cache.mode == "off":
         return contextlib.nullcontext()
-    from eval_banana.projectstate.state import prefetched_state
+    from eval_banana.projectstate.prefetch import prefetched_state
     from eval_banana.settings.folders import own_folders
 
     return prefetched_state(root=config.project_root, skip_folders=own_folders(config=config))

@@ -13,13 +13,9 @@ from typing import NamedTuple
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.ownmark import OwnFolders, own_folders_listed
 from eval_banana.projectstate import git
-from eval_banana.projectstate.state import (
-    StateDiff,
-    expand_ignored,
-    relative_folders,
-    skipped,
-    under_any,
-)
+from eval_banana.projectstate.gitlisting import expand_ignored
+from eval_banana.projectstate.prefixes import relative_folders, skipped, under_any
+from eval_banana.projectstate.state import StateDiff
 
 
 class UnknownRevision(ProjectStateError):

@@ -10,7 +10,9 @@ import pytest
 
 from eval_banana.projectstate.blobs import blob_id, file_blob_id
 from eval_banana.projectstate.patterns import InputPatterns
-from eval_banana.projectstate.state import ProjectState, every_file, read_project_state
+from eval_banana.projectstate.reading import read_project_state
+from eval_banana.projectstate.state import ProjectState
+from eval_banana.projectstate.walking import every_file
 from tests.gitrepo import GIT, commit_all, git, hash_object, init_repo, write
 
 
@@ -301,7 +303,7 @@ def _started_git_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_prefetched_state_is_taken_over_by_the_first_whole_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eval_banana.projectstate.state import prefetched_state
+    from eval_banana.projectstate.prefetch import prefetched_state
 
     root = init_repo(tmp_path / "repo", FILES)
     (root / "README.md").write_text("# unstaged edit\n")
@@ -322,7 +324,7 @@ def test_a_prefetched_state_is_taken_over_by_the_first_whole_read(
 def test_a_narrow_read_starts_its_own_commands_and_ends_the_prefetched_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eval_banana.projectstate.state import prefetched_state
+    from eval_banana.projectstate.prefetch import prefetched_state
 
     root = init_repo(tmp_path / "repo", FILES)
     write(root, {"src/new.py": "y = 2\n", "docs/new.md": "# new\n"})
@@ -340,7 +342,7 @@ def test_a_narrow_read_starts_its_own_commands_and_ends_the_prefetched_ones(
 def test_a_prefetch_no_read_took_over_never_answers_a_later_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eval_banana.projectstate.state import prefetched_state
+    from eval_banana.projectstate.prefetch import prefetched_state
 
     root = init_repo(tmp_path / "repo", FILES)
     with prefetched_state(root=root):
@@ -355,7 +357,7 @@ def test_a_prefetch_no_read_took_over_never_answers_a_later_read(
 def test_a_folder_outside_git_is_walked_without_starting_git(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eval_banana.projectstate.state import prefetched_state
+    from eval_banana.projectstate.prefetch import prefetched_state
 
     root = tmp_path / "plain"
     write(root, {"README.md": "# plain\n", "src/a.py": "a = 1\n"})
@@ -435,7 +437,7 @@ def test_git_never_walks_the_folders_eb_skips(
 ) -> None:
     # Run folders pile up run after run, and a project need not ignore them: listing the
     # untracked files used to walk every one of them, only for eb to drop them afterwards.
-    from eval_banana.projectstate.state import prefetched_state
+    from eval_banana.projectstate.prefetch import prefetched_state
 
     root, trace = _repo_with_runs(tmp_path, monkeypatch)
     skip = [".eval-banana/results", ".eval-banana/cache"]
@@ -456,7 +458,7 @@ def test_git_never_walks_the_folders_eb_skips(
 def test_a_prefetch_that_skips_other_folders_never_answers_a_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eval_banana.projectstate.state import prefetched_state
+    from eval_banana.projectstate.prefetch import prefetched_state
 
     root = init_repo(tmp_path / "repo", FILES)
     write(root, {"out2/kept.txt": "x\n"})

@@ -1,0 +1,126 @@
+"""The project state as git lists it: ids from git's index, hashing only what differs.
+
+The file set is every file git tracks plus the untracked files it does not ignore, below the
+project root and outside eb's own folders. Files git ignores are listed apart, each ignored
+folder walked, for callers that match globs against everything on disk.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from itertools import chain
+
+from eval_banana.core.ownmark import own_folders_listed
+from eval_banana.projectstate import git
+from eval_banana.projectstate.prefetch import Walks, walks_for
+from eval_banana.projectstate.prefixes import skipped, under_any, within
+from eval_banana.projectstate.state import ProjectState, hash_file
+from eval_banana.projectstate.walking import excluded_path, prefixes_in_own_folders, walk
+
+
+def _drop_folders(*, ids: dict[str, str], folders: Sequence[str]) -> None:
+    """Remove the paths inside `folders` (each ending in `/`) by range, not one by one."""
+    paths = sorted(ids)
+    for folder in folders:
+        start = bisect_left(paths, folder)
+        end = bisect_left(paths, folder[:-1] + "0")  # "0" sorts right after "/"
+        for path in paths[start:end]:
+            ids.pop(path, None)  # folders may nest
+
+
+def git_state(
+    *,
+    root: str,
+    repo: git.Repository,
+    excluded: frozenset[str],
+    skip: tuple[str, ...],
+    prefixes: Sequence[str] | None,
+    include_ignored: bool,
+    prefetched: Walks | None = None,
+) -> ProjectState | None:
+    """The state as git lists it, or None when git lists nothing of a whole project (an
+    ignored folder)."""
+    # eb's own folders are left out of every listing: their files never count.
+    spec = git.pathspecs(repo=repo, prefixes=prefixes, leave_out=skip)
+    top = repo.top
+    # Started together (or before the check files were read): git lstat()s the index and
+    # walks for untracked (and ignored) files in parallel.
+    walks = walks_for(repo=repo, prefixes=prefixes, skip=skip, prefetched=prefetched)
+    ignored_process: subprocess.Popen[bytes] | None = None
+    try:
+        if include_ignored:
+            ignored_process = git.start(
+                args=["ls-files", "-o", "-i", "--exclude-standard", "--directory", "-z", *spec],
+                cwd=top,
+            )
+        index = git.parse_stage_entries(
+            output=git.run(args=["ls-files", "-s", "-z", *spec], cwd=top, what="ls-files -s"),
+            repo=repo,
+        )
+        dirty = set(
+            git.split_paths(output=git.finish(process=walks.dirty, what="diff-files"), repo=repo)
+        )
+        untracked = git.split_paths(
+            output=git.finish(process=walks.untracked, what="ls-files -o"), repo=repo
+        )
+    except BaseException:
+        walks.close()  # no git command of a failed read outlives it
+        if ignored_process is not None:
+            git.stop(process=ignored_process)
+        raise
+    ignored_raw = (
+        git.split_paths(output=git.finish(process=ignored_process, what="ls-files -i"), repo=repo)
+        if ignored_process is not None
+        else []
+    )
+    if not index.ids and not untracked and prefixes is None:
+        return None
+    fmt = repo.object_format
+    ids = index.ids
+    # Run folders and marked cache or history folders that no setting names (an old
+    # `--output-dir`, a moved `[cache] dir`) are eb's too: known by the mark files git lists.
+    skip = (
+        *skip,
+        *own_folders_listed(root=root, paths=chain(ids, untracked)),
+        *prefixes_in_own_folders(root=root, prefixes=prefixes),
+    )
+    if skip:
+        _drop_folders(ids=ids, folders=skip)
+    if prefixes is not None and not git.narrows(prefixes):
+        ids = {path: ids[path] for path in within(paths=sorted(ids), prefixes=prefixes)}
+        untracked = within(paths=sorted(untracked), prefixes=prefixes)
+        ignored_raw = [p for p in ignored_raw if under_any(path=p.rstrip("/"), prefixes=prefixes)]
+    # Submodules count by the commit they record; everything git sees differ is hashed.
+    for path in (dirty | index.conflicted) - index.gitlinks:
+        if path not in ids:
+            continue
+        found = hash_file(root=root, path=path, fmt=fmt)
+        if found is None:  # deleted from the work tree
+            ids.pop(path, None)  # folders may nest
+        else:
+            ids[path] = found
+    for path in untracked:
+        # A trailing slash is a nested repository, which git does not look into.
+        if path.endswith("/") or skipped(path, skip) or path in ids:
+            continue
+        found = hash_file(root=root, path=path, fmt=fmt)
+        if found is not None:
+            ids[path] = found
+    ignored = list(expand_ignored(root=root, entries=ignored_raw, excluded=excluded, skip=skip))
+    return ProjectState(root=root, source="git", ids=ids, object_format=fmt, ignored=ignored)
+
+
+def expand_ignored(
+    *, root: str, entries: list[str], excluded: frozenset[str], skip: tuple[str, ...]
+) -> Iterator[str]:
+    """Ignored files, with each ignored folder git reports walked (excluded names pruned)."""
+    for entry in entries:
+        path = entry.rstrip("/")
+        if skipped(path, skip) or excluded_path(path + "/x", excluded):
+            continue
+        if entry.endswith("/"):
+            yield from walk(root=root, start=path, excluded=excluded, skip=skip)
+        else:
+            yield path

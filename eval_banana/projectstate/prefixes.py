@@ -1,0 +1,57 @@
+"""Paths as root-relative prefixes: folders and files named against the project root, and
+whether a path lies at or below some prefix or inside a folder that never counts.
+
+Standard library and `patterns` only: every reader of the state asks these questions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from eval_banana.projectstate.patterns import paths_under
+
+
+def relative_folders(*, root: str, folders: Iterable[str | Path]) -> tuple[str, ...]:
+    """Folders (absolute or root-relative) as root-relative prefixes ending in `/`."""
+    out = []
+    for folder in folders:
+        full = os.path.normpath(os.path.join(root, folder))
+        relative = os.path.relpath(full, root)
+        if relative != "." and not relative.startswith(".."):
+            out.append(relative.replace(os.sep, "/") + "/")
+    return tuple(out)
+
+
+def relative_files(*, root: str | Path, files: Iterable[Path]) -> frozenset[str]:
+    """The files inside `root` (links resolved, as the root is) as root-relative POSIX
+    paths; those outside it left out."""
+    base = Path(root).resolve()
+    found = set()
+    for path in files:
+        with contextlib.suppress(ValueError):
+            found.add(path.resolve().relative_to(base).as_posix())
+    return frozenset(found)
+
+
+def within(*, paths: Sequence[str], prefixes: Sequence[str]) -> list[str]:
+    """The paths of a sorted sequence that are at or below one of `prefixes`, sorted."""
+    found: set[str] = set()
+    for prefix in prefixes:
+        found.update(paths_under(paths, prefix))
+    return sorted(found)
+
+
+def under_any(*, path: str, prefixes: Sequence[str]) -> bool:
+    """Whether `path` is at or below one of `prefixes` (or holds one, for a folder entry)."""
+    return any(
+        path == prefix or path.startswith(prefix + "/") or prefix.startswith(path + "/")
+        for prefix in prefixes
+    )
+
+
+def skipped(path: str, skip: Sequence[str]) -> bool:
+    """Whether `path` lies in one of the folders `skip` (root-relative, ending in `/`)."""
+    return bool(skip) and (path + "/").startswith(tuple(skip))
