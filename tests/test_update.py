@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -391,6 +392,49 @@ def test_the_history_holds_the_updated_run_once_with_its_new_verdict(proj: Proj)
     shown = proj.eb("history", "--format", "json")
     (run,) = json.loads(shown.stdout)["runs"]
     assert run["passed"] is False, run
+
+
+def _run_dirs_by_creation(proj: Proj) -> list[Path]:
+    """The run folders, oldest first, by the creation time their config.json records."""
+
+    def created(run_dir: Path) -> str:
+        config = json.loads((run_dir / "stages" / "config.json").read_text())
+        return str(config["run_created_at"])
+
+    return sorted((path for path in (proj.root / "runs").iterdir() if path.is_dir()), key=created)
+
+
+def test_an_updated_older_run_keeps_its_start_and_its_place_in_history(proj: Proj) -> None:
+    """`eb update --run-dir <older run>` brings that run up to date without re-dating it:
+    report.json keeps its first start, `eb history` (oldest first) and `--since` still place it
+    before the newer run, and its duration is its own time plus the update's, never the time
+    between them."""
+    for _ in range(2):
+        assert proj.eb("run").exit_code == 0
+    older, newer = _run_dirs_by_creation(proj)
+    before = json.loads((older / "report.json").read_text())
+    newer_start = json.loads((newer / "report.json").read_text())["started_at"]
+    (proj.root / "src" / "data.txt").write_text("two\n")  # reads_src's input
+
+    assert proj.eb("update", "--run-dir", str(older)).exit_code == 0
+    assert proj.ran()["reads_src"] == 3  # two runs, then the update of the older one
+    after = json.loads((older / "report.json").read_text())
+    assert after["started_at"] == before["started_at"]
+    updated_at = datetime.fromisoformat(after["updated_at"])
+    assert updated_at > datetime.fromisoformat(newer_start)
+    update_ms = (datetime.fromisoformat(after["completed_at"]) - updated_at) // timedelta(
+        milliseconds=1
+    )
+    assert after["duration_ms"] == before["duration_ms"] + update_ms
+
+    shown = json.loads(proj.eb("history", "--format", "json").stdout)["runs"]
+    assert [run["run_id"] for run in shown] == [older.name, newer.name]
+    assert (shown[0]["started_at"], shown[0]["duration_ms"]) == (
+        before["started_at"],
+        after["duration_ms"],
+    )
+    since = json.loads(proj.eb("history", "--since", newer_start, "--format", "json").stdout)
+    assert [run["run_id"] for run in since["runs"]] == [newer.name]
 
 
 def test_an_updated_replay_stays_a_replay_until_a_check_runs_again(proj: Proj) -> None:

@@ -67,7 +67,8 @@ def _is_history_name(name: str) -> bool:
 
 def drop_other_records(*, folder: Path, run_id: str, kept: Path) -> list[Path]:
     """Remove the records of `run_id` other than `kept`: a run rebuilt by `eb update` has one
-    record, its latest (its start time, and so its file name, may have moved)."""
+    record, its latest. An update keeps the run's start, but the earlier record may be named
+    by another: its execute stage rebuilt whole (execute.json gone), or an older eb's record."""
     # `<digits>-<run id>.json`: the start time holds no '-', so what follows the first is the id.
     named = f"{_UNSAFE.sub('_', run_id)}{RECORD_SUFFIX}"
     removed: list[Path] = []

@@ -28,9 +28,16 @@ class ReportJson(Record):
     run_id: str
     project_root: str
     output_dir: str
-    started_at: str
-    completed_at: str
-    duration_ms: int = Field(ge=0)
+    started_at: str = Field(
+        description="When the run's checks started; `eb update` keeps it (the run's place in "
+        "time), and says when it ran checks again in updated_at."
+    )
+    completed_at: str = Field(description="When the checks ended, the latest update's if any.")
+    duration_ms: int = Field(
+        ge=0,
+        description="How long the checks ran: after `eb update`, the run's own time plus that "
+        "of each update's checks (not the time between them).",
+    )
     total_checks: int = Field(ge=0)
     passed_checks: int = Field(ge=0)
     failed_checks: int = Field(ge=0)
@@ -89,4 +96,9 @@ class ReportJson(Record):
         default=None,
         description="What the verdict cache did in this run (local and shared tier); null "
         "when it was off.",
+    )
+    updated_at: str | None = Field(
+        default=None,
+        description="When `eb update` (or `eb stage execute --check-id`) last started running "
+        "checks of this run again; null: never.",
     )

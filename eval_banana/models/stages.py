@@ -271,8 +271,25 @@ class ShardSource(Record):
 
 class ExecuteDoc(StageEnvelope):
     stage: Literal["execute"] = "execute"
-    started_at: str
-    completed_at: str
+    started_at: str = Field(
+        description="When the run's checks started; a rerun merged over these results (`eb "
+        "update`, `eb stage execute --check-id`) keeps it: the run is still the one it was."
+    )
+    completed_at: str = Field(
+        description="When the checks ended: those of the latest rerun merged over the results, "
+        "if any."
+    )
+    duration_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="How long the checks ran: the run's own time plus that of every rerun "
+        "merged over its results since; null: completed_at minus started_at (no rerun was "
+        "merged, or an execute.json written before eb kept this).",
+    )
+    updated_at: str | None = Field(
+        default=None,
+        description="When the latest rerun merged over the results started; null: none was.",
+    )
     results: list[CheckResult]
     aborted_by: AbortReason | None = None
     not_run: list[str] = Field(default_factory=list, description="Ids of checks that never ran.")

@@ -7,6 +7,7 @@ from eval_banana.harness.usage import usage_tokens, usage_totals
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ExecuteDoc, PlanDoc, PlannedCheck
 from eval_banana.runners.results import instant_error, judge_expectation
+from eval_banana.stages.execute import execution_ms
 
 # (check id, definition digest) -> the earlier result of that check under that definition.
 Earlier = dict[tuple[str, str], CheckResult]
@@ -58,7 +59,7 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
     Checks the rerun did not select keep their earlier result when it was for the same
     definition; otherwise they are recorded as not run, so the run cannot pass on them. The
     totals (tokens, cost) count every result kept, and a merged run stays merged from its
-    shards: the results it keeps came from them.
+    shards: the results it keeps came from them. The run keeps its first start (`_run_times`).
     """
     by_id = {result.check_id: result for result in fresh.results}
     earlier = _earlier(previous)
@@ -84,8 +85,22 @@ def merge_results(*, plan: PlanDoc, fresh: ExecuteDoc, previous: ExecuteDoc | No
                 fresh=fresh.artifact_ids,
                 kept=previous.artifact_ids if previous is not None else {},
             ),
+            **_run_times(fresh=fresh, previous=previous),
         }
     )
+
+
+def _run_times(*, fresh: ExecuteDoc, previous: ExecuteDoc | None) -> dict[str, object]:
+    """The run's first start kept and the rerun's time added to its own: an updated run is the
+    same run brought up to date, so `eb history`, `eb diff` and `eb status` still agree on
+    where it stands among the others, and its duration is what its verdicts took to reach."""
+    if previous is None:
+        return {}  # nothing ran before: this rerun is the run's first execution
+    return {
+        "started_at": previous.started_at,
+        "duration_ms": execution_ms(doc=previous) + execution_ms(doc=fresh),
+        "updated_at": fresh.started_at,
+    }
 
 
 def _merged_by_check(

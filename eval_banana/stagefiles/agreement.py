@@ -86,8 +86,9 @@ def _not_a_moment(text: str) -> bool:
 
 
 def _execute(doc: ExecuteDoc) -> Inconsistency | None:
-    for name in ("started_at", "completed_at"):
-        if _not_a_moment(getattr(doc, name)):
+    for name in ("started_at", "completed_at", "updated_at"):
+        moment = getattr(doc, name)
+        if moment is not None and _not_a_moment(moment):
             return f"$.{name}", "is not an ISO-8601 timestamp"
     for index, result in enumerate(doc.results):
         for name in ("started_at", "completed_at"):

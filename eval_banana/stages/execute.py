@@ -20,7 +20,7 @@ from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.runners.faults import FaultLog
 from eval_banana.runners.fuses import unseen_usage_warnings
 from eval_banana.runners.pool import follow
-from eval_banana.runners.results import iso, stop_reason, utc_now
+from eval_banana.runners.results import elapsed_ms, iso, stop_reason, utc_now
 from eval_banana.stagefiles.layout import envelope, stage_path
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ __all__ = [
     "StartCallback",
     "document_digest",
     "execute",
+    "execution_ms",
     "write_execute_stage",
 ]
 
@@ -130,6 +131,16 @@ def _execute_doc(
         cache=cache.counts() if cache is not None else None,
     )
     return ExecuteDoc.model_validate(document)
+
+
+def execution_ms(*, doc: ExecuteDoc) -> int:
+    """How long the checks of `doc` ran: the sum it keeps over merged reruns, else its span."""
+    if doc.duration_ms is not None:
+        return doc.duration_ms
+    return elapsed_ms(
+        started=datetime.fromisoformat(doc.started_at),
+        completed=datetime.fromisoformat(doc.completed_at),
+    )
 
 
 def write_execute_stage(

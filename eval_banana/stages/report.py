@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -10,9 +9,8 @@ from eval_banana.core import canonjson
 from eval_banana.core.files import write_json_atomic, write_model, write_text_atomic
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.reporttext.markdown import render_markdown
-from eval_banana.runners.results import elapsed_ms
 from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD, envelope, stage_path
-from eval_banana.stages.execute import document_digest
+from eval_banana.stages.execute import document_digest, execution_ms
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -32,8 +30,6 @@ def build_report(
     *, run_dir: Path, config: ConfigDoc, execute: ExecuteDoc, score: ScoreDoc
 ) -> dict[str, Any]:
     """The report.json object: eval-banana's keys in its order, our additions after."""
-    started = datetime.fromisoformat(execute.started_at)
-    completed = datetime.fromisoformat(execute.completed_at)
     shard = config.selection.shard
     report: dict[str, Any] = {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -42,7 +38,8 @@ def build_report(
         "output_dir": str(run_dir.resolve()),
         "started_at": execute.started_at,
         "completed_at": execute.completed_at,
-        "duration_ms": elapsed_ms(started=started, completed=completed),
+        # After `eb update`, the run's own time plus its updates', not the days between them.
+        "duration_ms": execution_ms(doc=execute),
         "total_checks": score.total_checks,
         "passed_checks": score.passed_checks,
         "failed_checks": score.failed_checks,
@@ -92,6 +89,8 @@ def build_report(
         "error_classes": [entry.model_dump(mode="json") for entry in score.error_classes],
         # What the verdict cache's tiers did (docs/shared-cache.md); null with the cache off.
         "cache": None if execute.cache is None else execute.cache.model_dump(mode="json"),
+        # `eb update` keeps the run's started_at and says here when it ran checks again.
+        "updated_at": execute.updated_at,
     }
     return report
 

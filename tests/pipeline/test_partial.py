@@ -62,3 +62,35 @@ def test_the_earlier_results_are_read_once_not_once_per_kept_check(tmp_path: Pat
     assert [result.check_id for result in merged.results] == [check.id for check in checks]
     assert merged.results[0].details["run"] == "fresh"
     assert _CountedResults.walks == 1
+
+
+def test_a_rerun_keeps_the_runs_first_start_and_adds_its_time_to_the_runs(
+    tmp_path: Path,
+) -> None:
+    # The run took 2 s; a day later one update took 0.5 s, then another 0.25 s.
+    (check,) = _checks(tmp_path, 1)
+    plan = make_plan(checks=[check])
+    run = make_execute(
+        results=[_passed(check)],
+        started_at="2026-03-01T10:00:00.000000+00:00",
+        completed_at="2026-03-01T10:00:02.000000+00:00",
+    )
+    merged = run
+    for started, completed in (
+        ("2026-03-02T09:00:00.000000+00:00", "2026-03-02T09:00:00.500000+00:00"),
+        ("2026-03-02T09:30:00.000000+00:00", "2026-03-02T09:30:00.250000+00:00"),
+    ):
+        fresh = make_execute(results=[_passed(check)], started_at=started, completed_at=completed)
+        merged = merge_results(plan=plan, fresh=fresh, previous=merged)
+    assert merged.started_at == run.started_at
+    assert merged.completed_at == "2026-03-02T09:30:00.250000+00:00"
+    assert merged.updated_at == "2026-03-02T09:30:00.000000+00:00"
+    assert merged.duration_ms == 2750
+
+
+def test_a_rerun_over_no_earlier_results_is_the_runs_first_execution(tmp_path: Path) -> None:
+    (check,) = _checks(tmp_path, 1)
+    fresh = make_execute(results=[_passed(check)])
+    merged = merge_results(plan=make_plan(checks=[check]), fresh=fresh, previous=None)
+    assert (merged.started_at, merged.completed_at) == (fresh.started_at, fresh.completed_at)
+    assert (merged.duration_ms, merged.updated_at) == (None, None)

@@ -68,6 +68,7 @@ REPORT_KEYS = [
     "families",
     "error_classes",
     "cache",
+    "updated_at",
 ]
 CHECK_KEYS = [
     "check_id",
