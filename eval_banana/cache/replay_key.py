@@ -199,7 +199,8 @@ def watched_datasets(
     from eval_banana.checks.definition import parse_yaml_mapping
     from eval_banana.checks.loading import reader_over
     from eval_banana.core.errors import DefinitionError
-    from eval_banana.datasets.sources import dataset_skipped, matched_files
+    from eval_banana.datasets.casesfrom import matched_files
+    from eval_banana.datasets.globwalk import dataset_skipped
 
     root = Path(config.project_root)
     skipped = dataset_skipped(config=config)
@@ -220,7 +221,8 @@ def watched_datasets(
 def datasets_hold(*, config: ConfigDoc, datasets: Sequence[WatchedDataset]) -> bool:
     """Whether every family's `cases_from` names the files it named when the run ran (their
     contents are watched apart)."""
-    from eval_banana.datasets.sources import dataset_skipped, matched_files
+    from eval_banana.datasets.casesfrom import matched_files
+    from eval_banana.datasets.globwalk import dataset_skipped
 
     root = Path(config.project_root)
     skipped = dataset_skipped(config=config)

@@ -26,7 +26,7 @@ from eval_banana.models.stages import ConfigDoc, ProblemModel
 
 if TYPE_CHECKING:
     from eval_banana.datasets.expand import ExpandedCase, Expansion
-    from eval_banana.datasets.sources import Skipped
+    from eval_banana.datasets.globwalk import Skipped
 
 
 class Unit(NamedTuple):
@@ -76,7 +76,7 @@ def expand(
             units.append(Unit(item=item))
             continue
         # Imported here: a project without families never loads the expansion.
-        from eval_banana.datasets.sources import dataset_skipped
+        from eval_banana.datasets.globwalk import dataset_skipped
 
         if skipped is None:
             skipped = dataset_skipped(config=config)
@@ -128,7 +128,7 @@ def case_ids_of(*, config: ConfigDoc) -> CaseIds:
     check: the family expands as it would run (only such a value pays for it)."""
 
     def case_ids(item: Loaded) -> list[str]:
-        from eval_banana.datasets.sources import dataset_skipped
+        from eval_banana.datasets.globwalk import dataset_skipped
 
         expansion = _expansion(
             item=item,
@@ -230,7 +230,7 @@ def rows_of_broken_families(
         if isinstance(schema, dict):
             rows_only["case_schema"] = schema
         from eval_banana.datasets.expand import expand_family
-        from eval_banana.datasets.sources import dataset_skipped
+        from eval_banana.datasets.globwalk import dataset_skipped
 
         expansion = expand_family(
             definition=rows_only,
@@ -256,7 +256,7 @@ def family_now(*, source_path: str, config: ConfigDoc) -> Expansion | None:
     script_path = definition.get("script_path")
     frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
     from eval_banana.datasets.expand import expand_family
-    from eval_banana.datasets.sources import dataset_skipped
+    from eval_banana.datasets.globwalk import dataset_skipped
 
     return expand_family(
         definition=definition,

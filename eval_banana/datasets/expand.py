@@ -18,19 +18,15 @@ from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import Unsayable, unsayable
 from eval_banana.datasets.casedigest import CANONICAL, component, family_digest, family_hash
 from eval_banana.datasets.casefields import CASE_ID, Refused, bad_id_message, case_tags, row_case_id
+from eval_banana.datasets.casesfrom import empty_glob_hint
 from eval_banana.datasets.celltypes import NumberOutOfRange, cell_readers, typed_row
 from eval_banana.datasets.familytext import FamilyRenderer
+from eval_banana.datasets.globwalk import Skipped, relative
 from eval_banana.datasets.problems import out_of_range, render_problems, row_problem
 from eval_banana.datasets.render import RenderProblem, json_kind
 from eval_banana.datasets.rows import Row
 from eval_banana.datasets.rowschema import error_message, first_error, row_validator
-from eval_banana.datasets.sources import (
-    Skipped,
-    dataset_rows,
-    empty_glob_hint,
-    relative,
-    too_many,
-)
+from eval_banana.datasets.sources import dataset_rows, too_many
 
 _LOGIC_HINT = "eb fills {{ case.<field> }} placeholders and runs no loops, conditions or filters"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.datasets.expand import expand_family
-from eval_banana.datasets.sources import Skipped
+from eval_banana.datasets.globwalk import Skipped
 
 
 def case_digests_from(

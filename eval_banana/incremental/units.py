@@ -67,7 +67,7 @@ def _dataset_source(*, item: Loaded, config: ConfigDoc) -> DatasetSource:
     pattern = item.definition.get("cases_from")
     if not isinstance(pattern, str):
         return DatasetSource(scope=None, names=lambda path: False)
-    from eval_banana.datasets.sources import dataset_scope, dataset_skipped, names_path
+    from eval_banana.datasets.globwalk import dataset_scope, dataset_skipped, names_path
 
     root = Path(config.project_root)
     skipped = dataset_skipped(config=config)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from eval_banana.core.errors import DefinitionError
-from eval_banana.datasets.sources import Skipped, _dataset_paths, dataset_scope, names_path
+from eval_banana.datasets.casesfrom import dataset_paths
+from eval_banana.datasets.globwalk import Skipped, dataset_scope, names_path
 from eval_banana.projectstate.patterns import file_pattern_regex
 from eval_banana.stagefiles.layout import envelope
 
@@ -21,7 +22,7 @@ def _tree(root: Path, files: list[str]) -> None:
 
 
 def _found(root: Path, pattern: str, skipped: Skipped) -> list[str]:
-    paths = _dataset_paths(pattern=pattern, root=root, check_file="c.yaml", skipped=skipped)
+    paths = dataset_paths(pattern=pattern, root=root, check_file="c.yaml", skipped=skipped)
     return [path.relative_to(root).as_posix() for path in paths]
 
 
