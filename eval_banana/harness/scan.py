@@ -15,10 +15,8 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
-from typing import Any, NamedTuple
 
-from eval_banana.harness.overlong import Followers, unread_problem
+from eval_banana.harness.verdictobjects import Harvest, ScanResult, scan_result
 
 _DECODER = json.JSONDecoder()
 _SIGNIFICANT = re.compile(r'["\\{}\[\]]')
@@ -45,104 +43,6 @@ _MAY_OPEN_OBJECT = re.compile(
 # Answer for a `{` that cannot open an object without running the decoder (a test compares
 # the scan with and without these shortcuts).
 SHORTCUT_NON_OBJECTS = True
-
-
-class Verdict(NamedTuple):
-    score: int
-    reason: str | None
-
-
-class ScanResult(NamedTuple):
-    verdict: Verdict | None
-    problem: str | None  # why nothing qualified; None when a verdict was found
-
-
-_NOT_A_VERDICT = "not a verdict"
-
-
-def classify(obj: dict[str, Any]) -> Verdict | str:
-    """A verdict, or that this object with a `score` key is not one (see `rejection`)."""
-    score = obj["score"]
-    # JSON integers only: true/false/1.0 are rejected (eval-banana also took them).
-    if type(score) is not int or score not in (0, 1):
-        return _NOT_A_VERDICT
-    reason = obj.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        return _NOT_A_VERDICT
-    return Verdict(score=score, reason=reason)
-
-
-# The keys a verdict is read from: an object that names one twice is no verdict (json would
-# keep the last, so `{"score": 0, ..., "score": 1}` passed on a score the judge also denied).
-_VERDICT_KEYS = ("score", "reason")
-
-
-def _repeated_verdict_key(pairs: list[tuple[str, Any]]) -> str | None:
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen and key in _VERDICT_KEYS:
-            return key
-        seen.add(key)
-    return None
-
-
-def rejection(obj: dict[str, Any], *, repeated: str | None = None) -> str:
-    """Why an object with a `score` key is not a verdict (worded only when it is reported)."""
-    if repeated is not None:
-        return f'"{repeated}" was given twice, so which one the judge meant is unknown'
-    score = obj["score"]
-    if type(score) is not int or score not in (0, 1):
-        return f'"score" was {json.dumps(score)[:40]}, not the JSON integer 0 or 1'
-    reason_type = type(obj.get("reason")).__name__
-    return f'"reason" was {reason_type}, not a string or null'
-
-
-class _Harvest:
-    """Object hook state: the newest valid verdict and the newest rejected score object.
-
-    `cursor` is where the decode being harvested ends (or failed), an upper bound of the closing
-    brace of every object it completes; it orders what one window found against another's.
-    """
-
-    def __init__(self) -> None:
-        self.verdict: Verdict | None = None
-        # The newest object with a score that is not a verdict; why, only if it is reported
-        # (`repeated`: the verdict key it names twice).
-        self.rejected: dict[str, Any] | None = None
-        self.repeated: str | None = None
-        self.cursor = 0
-        self.verdict_at = -1
-        self.rejected_at = -1
-        # Where candidates start whose decode ran into the end of the text, in order.
-        self.cut_short: list[int] = []
-
-    def hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj = dict(pairs)
-        if "score" in obj:
-            repeated = None if len(obj) == len(pairs) else _repeated_verdict_key(pairs)
-            outcome = classify(obj) if repeated is None else _NOT_A_VERDICT
-            if isinstance(outcome, Verdict):
-                self.verdict = outcome
-                self.verdict_at = self.cursor
-                self.rejected = None
-            else:
-                self.rejected, self.repeated = obj, repeated
-                self.rejected_at = self.cursor
-        return obj
-
-    def collect(self, *, text: str, start: int) -> bool:
-        """Decode again from `start` with the hook on; False if it ran out of recursion depth.
-
-        The outcome itself is already known; objects completed before an error were seen.
-        """
-        decoder = json.JSONDecoder(object_pairs_hook=self.hook)
-        try:
-            decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            pass
-        except RecursionError:
-            return False
-        return True
 
 
 class _Region:
@@ -260,7 +160,7 @@ def _next_candidate(*, text: str, pos: int, limit: int) -> int:
     return -1 if found is None else found.start()
 
 
-def _scan_window(*, text: str, limit: int, harvest: _Harvest, offset: int) -> None:
+def scan_window(*, text: str, limit: int, harvest: Harvest, offset: int) -> None:
     """Harvest every candidate `{` of `text` that starts before `limit`, in one linear pass.
 
     Positions given to the harvest are `offset` plus positions in `text`.
@@ -299,109 +199,8 @@ def _scan_window(*, text: str, limit: int, harvest: _Harvest, offset: int) -> No
             del regions[:-_MAX_REGIONS]
 
 
-def _unread_last(*, harvest: _Harvest, unread: Followers | None) -> str | None:
-    """Why no verdict counts when an object too long to read may be the one that ends last."""
-    last = None if unread is None else unread.last
-    if unread is None or last is None or last.end <= harvest.verdict_at:
-        return None
-    # With no verdict at all, a rejected object ending after it still says more.
-    if harvest.verdict is None and last.end <= harvest.rejected_at:
-        return None
-    return unread_problem(found=last, reach=unread.reach)
-
-
-def _result(harvest: _Harvest, *, unread: Followers | None = None) -> ScanResult:
-    problem = _unread_last(harvest=harvest, unread=unread)
-    if problem is not None:
-        return ScanResult(verdict=None, problem=problem)
-    if harvest.verdict is not None:
-        return ScanResult(verdict=harvest.verdict, problem=None)
-    if harvest.rejected is not None:
-        why = rejection(harvest.rejected, repeated=harvest.repeated)
-        return ScanResult(verdict=None, problem=f"the last object with a score was rejected: {why}")
-    return ScanResult(verdict=None, problem='no JSON object with a "score" key was found')
-
-
 def scan_text(text: str) -> ScanResult:
     """The right-most valid verdict in `text` (by closing brace), in one linear pass."""
-    harvest = _Harvest()
-    _scan_window(text=text, limit=len(text), harvest=harvest, offset=0)
-    return _result(harvest)
-
-
-# The streaming scan keeps STEP + REACH characters: every candidate is decoded with REACH
-# characters of what follows it, so an object longer than REACH (2 Mi characters: far beyond any
-# real verdict) is not read whole. Memory stays bounded whatever the agent printed; such an
-# object is followed to its end (overlong.Followers), and if it may be a verdict and ends after
-# the last verdict read, the scan gives none.
-STREAM_STEP = 2 << 20
-STREAM_REACH = 2 << 20
-
-
-class StreamScanner:
-    """Step B over text that arrives in pieces (a file, an agent's messages), in bounded memory.
-
-    The text is scanned in windows: each window's candidates are those starting in its first
-    `step` characters, decoded with up to `reach` characters after them. Windows advance by
-    `step`, so every `{` is a candidate exactly once and the work stays linear.
-    """
-
-    def __init__(self, *, step: int = STREAM_STEP, reach: int = STREAM_REACH) -> None:
-        self.step = step
-        self.reach = reach
-        self._pending: list[str] = []
-        self._pending_chars = 0
-        self._buffer = ""
-        self._base = 0
-        self._best = _Harvest()
-        self._unread = Followers(reach=reach)
-
-    def feed(self, text: str) -> None:
-        self._pending.append(text)
-        self._pending_chars += len(text)
-        if len(self._buffer) + self._pending_chars >= self.step + self.reach:
-            self._absorb()
-            while len(self._buffer) >= self.step + self.reach:
-                self._scan(limit=self.step, final=False)
-                self._buffer = self._buffer[self.step :]
-                self._base += self.step
-
-    def _absorb(self) -> None:
-        self._buffer += "".join(self._pending)
-        self._pending.clear()
-        self._pending_chars = 0
-
-    def _scan(self, *, limit: int, final: bool) -> None:
-        window = _Harvest()
-        _scan_window(text=self._buffer, limit=limit, harvest=window, offset=self._base)
-        if not final:  # at the end, an object cut short never closes, so it is no object
-            self._unread.start(text=self._buffer, base=self._base, positions=window.cut_short)
-        self._unread.advance(text=self._buffer, base=self._base, to=self._base + limit)
-        best = self._best
-        if window.verdict is not None and window.verdict_at >= best.verdict_at:
-            best.verdict, best.verdict_at = window.verdict, window.verdict_at
-        if window.rejected is not None and window.rejected_at >= best.rejected_at:
-            best.rejected, best.rejected_at = window.rejected, window.rejected_at
-            best.repeated = window.repeated
-
-    def finish(self) -> ScanResult:
-        """The right-most valid verdict of everything fed (or why there is none)."""
-        self._absorb()
-        self._scan(limit=len(self._buffer), final=True)
-        return _result(self._best, unread=self._unread)
-
-
-_READ_BYTES = 1 << 20
-
-
-def scan_file(path: Path) -> ScanResult:
-    """Step B over a file, read in blocks (UTF-8, undecodable bytes replaced)."""
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    scanner = StreamScanner()
-    with path.open("rb") as handle:
-        while block := handle.read(_READ_BYTES):
-            scanner.feed(decoder.decode(block))
-    scanner.feed(decoder.decode(b"", final=True))
-    return scanner.finish()
+    harvest = Harvest()
+    scan_window(text=text, limit=len(text), harvest=harvest, offset=0)
+    return scan_result(harvest)

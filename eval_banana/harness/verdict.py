@@ -2,7 +2,7 @@
 
 Every dialect reads the file in bounded memory, whatever the agent printed. `claude`, `text` and
 `codex` read it backwards from the end, since only the newest result event counts, and scan it
-forwards in windows (scan.StreamScanner) only when no result event was printed at all;
+forwards in windows (streamscan.StreamScanner) only when no result event was printed at all;
 `gemini` and `openhands` read it line by line and keep only the assistant's final answer.
 
 An event line longer than MAX_EVENT_LINE is never held: only the words it holds are noted. One
@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.harness.eventlines import MAX_EVENT_LINE, OverlongLine, lines, lines_from_end
-from eval_banana.harness.scan import ScanResult, StreamScanner, Verdict, scan_file, scan_text
+from eval_banana.harness.scan import scan_text
+from eval_banana.harness.streamscan import StreamScanner, scan_file
+from eval_banana.harness.verdictobjects import ScanResult, Verdict
 
-__all__ = ["Extraction", "Verdict", "extract_verdict", "extract_from_text"]
+__all__ = ["Extraction", "extract_verdict", "extract_from_text"]
 
 
 class Extraction(NamedTuple):

@@ -12,12 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_banana.harness import scan
+from eval_banana.harness import scan, streamscan
 from eval_banana.harness.eventlines import MAX_EVENT_LINE, OverlongLine, lines_from_end
 from eval_banana.harness.prompt import build_prompt
-from eval_banana.harness.scan import Verdict, scan_text
+from eval_banana.harness.scan import scan_text
 from eval_banana.harness.usage import read_usage, usage_cost, usage_tokens
 from eval_banana.harness.verdict import extract_from_text, extract_verdict
+from eval_banana.harness.verdictobjects import ScanResult, Verdict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -344,7 +345,7 @@ def test_braces_that_fail_within_their_first_key_are_never_decoded(
     text = (line + "\n") * 20_000 + '{"score": 0, "reason": "end"}'
     assert scan_text(text).verdict == Verdict(0, "end")
     assert len(calls) <= 2
-    scanner = scan.StreamScanner(step=1000, reach=1000)
+    scanner = streamscan.StreamScanner(step=1000, reach=1000)
     scanner.feed(text)
     assert scanner.finish().verdict == Verdict(0, "end")
 
@@ -547,7 +548,7 @@ def test_the_streaming_scan_agrees_with_the_whole_text_scan(
     # Every verdict these pieces can build is shorter than the reach, so windowing must not
     # change the answer, however the text is cut into windows and into fed pieces.
     text = "".join(pieces)
-    scanner = scan.StreamScanner(step=step, reach=len(text) + 1)
+    scanner = streamscan.StreamScanner(step=step, reach=len(text) + 1)
     previous = 0
     for cut in sorted(split % (len(text) + 1) for split in splits):
         scanner.feed(text[previous:cut])
@@ -560,7 +561,7 @@ def test_a_verdict_on_a_window_boundary_is_found(tmp_path: Path) -> None:
     verdict = '{"score": 1, "reason": "across"}'
     for offset in range(-len(verdict), 2):
         text = "x" * (64 + offset) + verdict + " tail {"
-        scanner = scan.StreamScanner(step=64, reach=64)
+        scanner = streamscan.StreamScanner(step=64, reach=64)
         scanner.feed(text)
         assert scanner.finish().verdict == Verdict(score=1, reason="across"), offset
 
@@ -572,7 +573,7 @@ def test_a_later_window_s_verdict_wins_even_early_in_its_window() -> None:
     new = '{"score": 1, "reason": "new"}'
     text = "x" * 100 + old + "y" * (130 - 100 - len(old)) + new + "z" * 300
     for piece in (1, 7, 64, len(text)):
-        scanner = scan.StreamScanner(step=64, reach=64)
+        scanner = streamscan.StreamScanner(step=64, reach=64)
         for start in range(0, len(text), piece):
             scanner.feed(text[start : start + piece])
         assert scanner.finish() == scan_text(text), piece
@@ -584,7 +585,7 @@ def test_a_file_with_bytes_that_are_not_utf8_is_still_scanned(tmp_path: Path) ->
     path.write_bytes(
         b"\xff\xfe broken \xc3 bytes " + b'{"score": 1, "reason": "ok"}' + b" \xe2\x82"
     )
-    assert scan.scan_file(path).verdict == Verdict(score=1, reason="ok")
+    assert streamscan.scan_file(path).verdict == Verdict(score=1, reason="ok")
 
 
 @pytest.mark.parametrize("dialect", ["text", "codex", "claude", "gemini", "openhands"])
@@ -629,14 +630,14 @@ def test_the_stream_scanner_holds_no_more_than_its_window() -> None:
     # The small, fast form of the 50 MB memory tests (which mutation runs leave out): with
     # 1,000-character windows, a megabyte fed in pieces must never be held at once.
     def feed_a_megabyte() -> object:
-        scanner = scan.StreamScanner(step=1000, reach=1000)
+        scanner = streamscan.StreamScanner(step=1000, reach=1000)
         for _ in range(10_000):
             scanner.feed("x" * 99 + "\n")
         scanner.feed('{"score": 1, "reason": "at the end"}\n')
         return scanner.finish()
 
     found, peak = _peak_bytes(feed_a_megabyte)
-    assert found == scan.ScanResult(verdict=Verdict(score=1, reason="at the end"), problem=None)
+    assert found == ScanResult(verdict=Verdict(score=1, reason="at the end"), problem=None)
     assert peak < 50_000
 
 
@@ -647,7 +648,7 @@ def test_a_file_is_scanned_a_block_at_a_time(tmp_path: Path) -> None:
         for _ in range(13):
             handle.write(filler)
         handle.write('{"score": 0, "reason": "the last line"}\n')
-    found, peak = _peak_bytes(lambda: scan.scan_file(path=path))
-    assert found == scan.ScanResult(verdict=Verdict(score=0, reason="the last line"), problem=None)
+    found, peak = _peak_bytes(lambda: streamscan.scan_file(path=path))
+    assert found == ScanResult(verdict=Verdict(score=0, reason="the last line"), problem=None)
     # The scanner's window (step + reach) and a block or two, never the whole 13 MiB file.
-    assert peak < scan.STREAM_STEP + scan.STREAM_REACH + 12 * scan._READ_BYTES
+    assert peak < streamscan.STREAM_STEP + streamscan.STREAM_REACH + 12 * streamscan._READ_BYTES

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_banana.harness import scan
-from eval_banana.harness.scan import ScanResult, Verdict, scan_text
+from eval_banana.harness.scan import scan_text
+from eval_banana.harness.streamscan import StreamScanner
+from eval_banana.harness.verdictobjects import ScanResult, Verdict
 from tests.conftest import EbResult
 
 UNREAD = 'may hold a "score" key but is longer than the 64 characters'
@@ -22,7 +23,7 @@ DRAFT = '{"score": 1, "reason": "draft"}\n'
 
 def streamed(text: str, *, piece: int = 7) -> ScanResult:
     """`text` scanned in windows of 64 characters, fed `piece` characters at a time."""
-    scanner = scan.StreamScanner(step=64, reach=64)
+    scanner = StreamScanner(step=64, reach=64)
     for start in range(0, len(text), piece):
         scanner.feed(text[start : start + piece])
     return scanner.finish()

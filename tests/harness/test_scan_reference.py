@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_banana.harness.scan import ScanResult, Verdict, classify, rejection, scan_text
+from eval_banana.harness.scan import scan_text
+from eval_banana.harness.verdictobjects import ScanResult, Verdict, classify, rejection
 
 NOTHING = 'no JSON object with a "score" key was found'
 

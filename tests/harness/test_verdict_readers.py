@@ -13,12 +13,8 @@ from typing import Any
 import pytest
 
 from eval_banana.harness.eventlines import MAX_EVENT_LINE
-from eval_banana.harness.verdict import (
-    Extraction,
-    Verdict,
-    extract_from_text,
-    extract_verdict,
-)
+from eval_banana.harness.verdict import Extraction, extract_from_text, extract_verdict
+from eval_banana.harness.verdictobjects import Verdict
 
 NO_SCORE = 'no JSON object with a "score" key was found'
 # A text too long for an event line holding it to be read.
