@@ -8,7 +8,10 @@ depends on changed.
   gets there; `eviction`: least recently used entries out until the folder fits.
 - `mac`: the MAC every entry and kept run carries, keyed by the cache's own secret.
 - `ownwrites`: a run's record of what it wrote, and what changed in the cache without it.
-- `remotetier`: the shared tier as one run uses it (fetch, store, remove, push);
+- `remotetier`: the shared tier as one run uses it, made of `remotefetch` (entries fetched and
+  kept locally), `remotestore` (verdicts stored, `eb cache push`) and `remoteremove` (entries a
+  refresh dropped removed), over `remotestate` (the run's state, and the entries signed with a
+  key it cannot verify, never written over nor removed);
   `remoteopen`: opening it from the settings; `remotedoc`: an entry as it travels;
   `remotefiles`: its files between the tiers; `remotenotes`: what the tier tells the run.
   `remoteops`: `eb cache` on the shared tier.

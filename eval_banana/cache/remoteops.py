@@ -16,7 +16,8 @@ from typing import NamedTuple
 from eval_banana.cache.entry import DIGEST_RE
 from eval_banana.cache.operations import blob_damage
 from eval_banana.cache.remotedoc import blobs
-from eval_banana.cache.remotetier import Pushed, RemoteTier
+from eval_banana.cache.remotestore import Pushed
+from eval_banana.cache.remotetier import RemoteTier
 from eval_banana.cache.store import CacheStore
 from eval_banana.core.errors import CacheOperationError
 from eval_banana.core.files import sha256_bytes

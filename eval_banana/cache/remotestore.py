@@ -1,0 +1,133 @@
+"""Storing verdicts in the shared tier: a run's new verdicts once its checks end, and the local
+entries `eb cache push` sends; only an entry whose local MAC holds travels, without that MAC."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, NamedTuple
+
+from eval_banana.cache.blobs import EMPTY_SHA256
+from eval_banana.cache.entry import entry_problem
+from eval_banana.cache.places import hex_of
+from eval_banana.cache.remotedoc import INLINE_MAX, blobs, remote_text
+from eval_banana.cache.remotefiles import upload_blob
+from eval_banana.cache.remotenotes import HINT_UPLOADS
+from eval_banana.cache.remotestate import TierState
+from eval_banana.core.words import plural
+from eval_banana.remote.backend import RemoteError, SinkRefused
+from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, sealed
+
+PushOutcome = Literal["stored", "present", "unusable", "failed", "guarded"]
+
+
+class Pushed(NamedTuple):
+    """What `eb cache push` did with each local entry."""
+
+    stored: int
+    present: int  # the remote held it already
+    unusable: int  # its local MAC, schema or a file of it did not hold: not shared
+    failed: int  # a request failed (counted in the tally)
+
+
+class TierStoring(TierState):
+    """The verdicts a run stores remotely, and the local entries `eb cache push` sends."""
+
+    def queue(self, *, key: str, document: Mapping[str, Any]) -> None:
+        """A verdict stored locally, to be stored remotely at `upload`."""
+        if self.writes:
+            with self._lock:
+                self._queued.append((key, dict(document)))
+
+    def upload(self, *, keep: Callable[[str], bool]) -> None:
+        """Store the queued verdicts whose local entry is still this run's (`keep(key)`),
+        `remote_concurrency` at once; a failure is counted, never raised."""
+        with self._lock:
+            queued, self._queued = self._queued, []
+        chosen = [(key, document) for key, document in queued if keep(key)]
+        guarded = self._each_guarded(
+            work=lambda item: self._put_unless_guarded(key=item[0], document=item[1]),
+            items=chosen,
+            asked="uploads",
+        )
+        with self._lock:
+            self.kept_local += guarded
+        if guarded:
+            self._warn(
+                f"{plural(count=guarded, noun='verdict')} of this run "
+                f"{'was' if guarded == 1 else 'were'} stored in the local cache only: the "
+                f"shared cache {self.remote.url} holds an entry under each key signed with a "
+                "key this run cannot verify (another "
+                f"{SIGNING_KEY_VARIABLE}, or none set here), and a run never writes over one "
+                "(the runners holding that key still reuse it; docs/shared-cache.md)",
+                None,
+                HINT_UPLOADS,
+            )
+
+    def _put_unless_guarded(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
+        """Store one verdict of this run, unless the remote holds an entry under its key
+        sealed with a signature this run cannot verify. An entry the lookups did not look at
+        (`--cache refresh` looks nothing up) is fetched first."""
+        if key not in self._examined:
+            try:
+                data = self.remote.get(kind="ac", name=hex_of(key))
+            except RemoteError:
+                return "failed"  # counted; nothing is written blind
+            except SinkRefused:
+                data = None  # larger than any entry: damaged, no runner's verdict
+            self._examined_now(
+                key=key,
+                guarded=data is not None
+                and self._sealed_by_another(data=data, key=key, check_id=document["check_id"]),
+            )
+        if key in self._guarded:
+            return "guarded"
+        return self._put(key=key, document=document)
+
+    def _put(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
+        """Store one verdict remotely: "stored", "unusable" (a local file of it went), or
+        "failed" (a request failed, counted)."""
+        inline: dict[str, str] = {}
+        try:
+            for blob in blobs(entry=document):
+                if blob.size == 0 and blob.sha256 == EMPTY_SHA256:
+                    continue
+                if blob.size <= INLINE_MAX:
+                    data = self.store.read_blob(blob=blob)
+                    if isinstance(data, str):
+                        return "unusable"  # the local copy went meanwhile: nothing to share
+                    inline[blob.sha256] = base64.b64encode(data).decode("ascii")
+                elif not upload_blob(store=self.store, remote=self.remote, blob=blob):
+                    return "unusable"
+            text = remote_text(key=key, entry=document, inline=inline)
+            self.remote.put(
+                kind="ac", name=hex_of(key), data=sealed(key=self._signing_key, text=text)
+            )
+        except RemoteError:
+            return "failed"  # counted
+        with self._lock:
+            self.writes_done += 1
+        return "stored"
+
+    def push(self, *, keys: Sequence[str]) -> Pushed:
+        """Store the local entries of `keys` the remote lacks (`eb cache push`), checked by
+        HEAD first, `remote_concurrency` at once. Only entries whose local MAC holds travel,
+        without that MAC (it is keyed by the local secret, which never leaves the machine)."""
+        outcomes = self.remote.each(work=lambda key: self._push_one(key=key), items=keys)
+        return Pushed(
+            stored=outcomes.count("stored"),
+            present=outcomes.count("present"),
+            unusable=outcomes.count("unusable"),
+            failed=outcomes.count("failed"),
+        )
+
+    def _push_one(self, *, key: str) -> PushOutcome:
+        try:
+            if self.remote.head(kind="ac", name=hex_of(key)) is not None:
+                return "present"
+        except RemoteError:
+            return "failed"
+        document = self.store.read(key=key).document
+        if type(document) is not dict or entry_problem(document) is not None:
+            return "unusable"  # a local entry that fails its MAC or its schema is never shared
+        return self._put(key=key, document=document)
