@@ -6,10 +6,11 @@ project's problems."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from eval_banana.checks.definition import validate_mapping
+from eval_banana.checks.globcandidates import GlobCandidates
 from eval_banana.checks.idselectors import (
     case_part_matches,
     id_matches_pattern,
@@ -41,11 +42,16 @@ _INDEX_FROM = 200
 
 
 class _Files:
-    """The check files a selection looks among: scanned for each value, or indexed by id."""
+    """The check files a selection looks among: scanned for each value, or indexed by id (and,
+    for the `globs` among the values, by which ids each glob matches)."""
 
-    def __init__(self, *, paths: list[str], read: Reader, indexed: bool) -> None:
+    def __init__(
+        self, *, paths: list[str], read: Reader, indexed: bool, globs: Sequence[str] = ()
+    ) -> None:
         self.paths = paths
         self.read = read
+        self._globs = globs
+        self._glob_candidates: GlobCandidates | None = None
         self._parsed: list[Holder] | None = None
         self._by_id: dict[str, list[Holder]] = {}
         self._unparsed: list[tuple[bytes, ProblemModel]] = []
@@ -69,6 +75,23 @@ class _Files:
             return
         self._unparsed_holding(marker=marker, warnings=warnings)
         yield from (holder for holder in self._parsed if marker in holder.data)
+
+    def glob_holders(
+        self, *, glob: str, marker: bytes, warnings: list[ProblemModel]
+    ) -> Iterator[tuple[Holder, bool]]:
+        """Of the files `holders` gives, those `glob` (stripped) can load, each with whether
+        it matches the file's id. Indexed: only the files whose id it matches or whose case
+        ids it may match (`GlobCandidates`), found without trying it on every file."""
+        if self._parsed is None:
+            for holder in self.holders(marker=marker, warnings=warnings):
+                yield holder, id_matches_pattern(check_id=holder.check_id, pattern=glob)
+            return
+        if self._glob_candidates is None:
+            self._glob_candidates = GlobCandidates(globs=self._globs, holders=self._parsed)
+        self._unparsed_holding(marker=marker, warnings=warnings)
+        for holder, matches in self._glob_candidates.of(glob):
+            if marker in holder.data:
+                yield holder, matches
 
     def _unparsed_holding(self, *, marker: bytes, warnings: list[ProblemModel]) -> None:
         """Add to `warnings` the unparsable files whose bytes hold `marker`."""
@@ -206,11 +229,13 @@ def _load_by_pattern(*, files: _Files, pattern: str, warnings: list[ProblemModel
     named = plainly_named_family(needle)
     by_id: dict[str, list[tuple[str, bytes, dict[str, object]]]] = {}
     families: dict[str, list[Holder]] = {}
-    for holder in files.holders(marker=start.encode(), warnings=warnings):
+    for holder, id_matched in files.glob_holders(
+        glob=needle, marker=start.encode(), warnings=warnings
+    ):
         path, data, document, found_id = holder
         if named is not None and found_id != named and is_family(document):
             continue
-        if id_matches_pattern(check_id=found_id, pattern=needle):
+        if id_matched:
             by_id.setdefault(found_id, []).append((path, data, document))
         elif is_family(document) and may_match_cases_of(start=start, family=found_id):
             families.setdefault(found_id, []).append(holder)
@@ -342,7 +367,12 @@ def select_ids(
     unmatched: list[UnmatchedGlob] = []
     warnings: list[ProblemModel] = []
     problems: list[ProblemModel] = []
-    files = _Files(paths=paths, read=read, indexed=len(check_ids) >= _INDEX_FROM)
+    files = _Files(
+        paths=paths,
+        read=read,
+        indexed=len(check_ids) >= _INDEX_FROM,
+        globs=[value.strip() for value in check_ids if is_id_pattern(value)],
+    )
     families: dict[str, Loaded | None] = {}  # `<family>[...]` values: each family loaded once
     missing = 0  # exact ids that name no check
     for check_id in check_ids:

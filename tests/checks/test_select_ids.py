@@ -30,6 +30,9 @@ FILES = {
     "dup2.yaml": check_yaml("dup"),
     "fam.yaml": FAMILY,
     "bad.yaml": "schema_version: 1\nid: bad\ntype: deterministic\n",  # no description
+    "famb.yaml": FAMILY.replace("id: fam", "id: fam_b"),
+    "dfam1.yaml": FAMILY.replace("id: fam", "id: dfam"),  # a family two files declare
+    "dfam2.yaml": FAMILY.replace("id: fam", "id: dfam"),
     **{f"c{n}.yaml": check_yaml(f"c{n}") for n in range(10)},
 }
 
@@ -51,6 +54,10 @@ SELECTIONS = [
     [
         "f*[y]"
     ],  # a family glob and a case glob: the family is loaded for its cases  # a case selector of no family, its family misspelt: no class over `fam`
+    # Many globs at once: each one's files and families found as scanning for it finds them.
+    ["*"],
+    ["fam*", "f?m", "*am", "c[!1]*", " c* ", "zz*"],
+    ["d*", "dfam[*]", "[fc]*", "fam_*[x]", "fam[*", "*[x]", "a*"],
 ]
 
 
@@ -83,6 +90,30 @@ def test_an_index_of_ids_selects_as_scanning_every_file_does(
     indexed = _outcome(tmp_path, values)
     assert indexed == scanned
     assert any(scanned)  # each selection chooses, refuses or warns about something
+
+
+def test_many_globs_are_not_each_tried_on_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2,000 `--check-id` globs over 2,000 check files tried each glob on each file: 4 million
+    # matches, two seconds. Every file's id is now matched against all of them at once.
+    files = 250
+    for n in range(files):
+        (tmp_path / f"c{n:03d}.yaml").write_text(check_yaml(f"check_{n:03d}"))
+    tried = 0
+    one_by_one = idloading.id_matches_pattern
+
+    def counted(*, check_id: str, pattern: str) -> bool:
+        nonlocal tried
+        tried += 1
+        return one_by_one(check_id=check_id, pattern=pattern)
+
+    monkeypatch.setattr(idloading, "id_matches_pattern", counted)
+    values = [f"check_*{n:03d}" for n in range(files)]  # each holds the same literal start
+    assert len(values) >= idloading._INDEX_FROM  # every file's id is read once
+    chosen, problems, warnings, _, unmatched = _outcome(tmp_path, values)
+    assert len(chosen) == files and problems == warnings == unmatched == []
+    assert tried <= files
 
 
 def test_many_values_choose_their_files_and_tell_the_unparsable_one(
