@@ -12,6 +12,8 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+from tests.conftest import EbResult
+from tests.processes import eb_process
 from tests.test_update import STAGES, Proj, _kept, _rerun_stages, _rows, _run_once, _status_ok
 from tests.test_update import proj as proj  # noqa: F401 - fixture
 
@@ -98,6 +100,41 @@ def test_deleted_reports_are_written_again_without_running_a_check(proj: Proj) -
     assert proj.results() == before
     assert json.loads((proj.run_dir / "report.json").read_text())["run_passed"] is True
     assert (proj.run_dir / "report.md").is_file()
+    _status_ok(proj)
+
+
+def _eb_of_its_own(*args: str) -> EbResult:
+    """`eb` as a process of its own, as a user's shell starts it."""
+    done = eb_process(Path.cwd(), *args)
+    return EbResult(exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr)
+
+
+def test_an_edited_report_is_written_again_without_running_a_check(tmp_path: Path) -> None:
+    """A report.json whose verdict was flipped by hand (or a report.md a script appended to)
+    left `eb status` saying every stage was ok, and `eb update` "Nothing to update"."""
+    proj = Proj(root=tmp_path / "proj", eb=_eb_of_its_own, failing=False)
+    before = _run_once(proj)
+    report_json = proj.run_dir / "report.json"
+    written = report_json.read_bytes()
+    report_json.write_bytes(written.replace(b'"run_passed": true', b'"run_passed": false'))
+    status = proj.eb("status")
+    assert status.exit_code == 1, status.stdout + status.stderr
+    row = _rows(status.stdout)["report"]
+    assert "stale  (report.json was edited after the report stage wrote it)" in row
+    assert [stage for stage, line in _rows(status.stdout).items() if "ok" in line.split()] == list(
+        STAGES[:-1]
+    )
+    with (proj.run_dir / "report.md").open("a") as markdown:
+        markdown.write("Signed off.\n")
+    both = _rows(proj.eb("status").stdout)["report"]
+    assert "report.json and report.md were edited after the report stage wrote them" in both
+    updated = proj.eb("update")
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert _rerun_stages(updated.stdout) == ["report"]
+    assert proj.ran() == Counter(proj.checks)  # no check ran again
+    assert proj.results() == before
+    assert json.loads(report_json.read_text())["run_passed"] is True
+    assert "Signed off." not in (proj.run_dir / "report.md").read_text()
     _status_ok(proj)
 
 

@@ -27,6 +27,7 @@ from eval_banana.cache.blobs import Blob
 from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_problem
 from eval_banana.cache.replay_key import datasets_hold, scope_reader, watched_ids
 from eval_banana.cache.replay_record import (
+    DIGESTED_REPORTS,
     JSON_LINE,
     REAL_STAGES,
     SHOWN_START,
@@ -350,6 +351,9 @@ def _write_filled(
             encoded[f"digest:{stage}"] = run.digests[stage].encode()
         if template.name != JSON_LINE:
             write_bytes_atomic(path=run.run_dir / template.name, data=text)
+        if template.name in DIGESTED_REPORTS:
+            # stages/report.json, filled next, records the report as written here.
+            encoded[f"digest:{template.name}"] = sha256_bytes(data=text).encode()
         if template.name in _KEPT:
             kept[template.name] = text
     return kept

@@ -24,10 +24,10 @@ from eval_banana.stagefiles.layout import SCHEMA_BASE
 REPLAY_KIND = "eval-banana/run-replay"
 REPLAY_SCHEMA = f"{SCHEMA_BASE}run-replay.schema.json"
 # The run's own values a replay fills in: its id and folder, its times (the start also as
-# report.html shows it), upstream digests.
+# report.html shows it), upstream digests, and the digests of the reports it wrote.
 SLOT_PATTERN = (
     r"^(run_id|run_dir|duration_ms|started_at|started_at:shown|completed_at"
-    r"|digest:(config|discover|validate|guard|execute|score)"
+    r"|digest:(config|discover|validate|guard|execute|score|report\.json|report\.md)"
     r"|created_at:(run|config|discover|validate|guard|execute|score|report))$"
 )
 _SLOT_RE = re.compile(SLOT_PATTERN)
@@ -44,7 +44,8 @@ class ReplaySlot(Record):
     length: int = Field(ge=1, description="Its length in bytes there.")
     name: str = Field(
         description="What goes there in a replay: the run id or folder, a stage's creation "
-        "time, the run's start, end or duration, or an upstream stage file's digest.",
+        "time, the run's start, end or duration, or the digest of an upstream stage file or "
+        "of a report the replay wrote before.",
         pattern=SLOT_PATTERN,
     )
 

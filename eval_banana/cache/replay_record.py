@@ -43,17 +43,22 @@ from eval_banana.runners.results import (
 from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON, REPORT_MD, STAGE_FILES
 
 # The files a replay writes with their slots filled, in the order it fills them: a stage file's
-# digest is a slot of the files after it.
-TEMPLATED_STAGES = ("validate", "guard", "execute", "score", "report")
+# digest is a slot of the files after it, and so are report.json's and report.md's, which
+# stages/report.json records (so they come before it, as the report stage writes them).
+TEMPLATED_STAGES = ("validate", "guard", "execute", "score")
 # The report as `eb run --json` prints it: kept beside the files, never written as one.
 JSON_LINE = "report.json-line"
+REPORT_STAGE = f"stages/{STAGE_FILES['report']}"
 TEMPLATE_NAMES = (
     *(f"stages/{STAGE_FILES[stage]}" for stage in TEMPLATED_STAGES),
     REPORT_JSON,
     REPORT_MD,
+    REPORT_STAGE,
     REPORT_HTML,
     JSON_LINE,
 )
+# The reports whose digests stages/report.json records: slots `digest:report.json`, ...
+DIGESTED_REPORTS = {REPORT_JSON: "report_json_sha256", REPORT_MD: "report_md_sha256"}
 # The slot of the run's start as report.html shows it (runners.results.shown_time).
 SHOWN_START = "started_at:shown"
 # What else a run folder may hold for its run to be kept: the stage files every run, a replay
@@ -128,9 +133,8 @@ def _is_stage_file(name: str) -> bool:
     return name.startswith("stages/") and name.count("/") == 1
 
 
-def _times(*, run: RunTaken) -> dict[str, str]:
+def _times(*, run: RunTaken, report_stage: Mapping[str, Any]) -> dict[str, str]:
     """Slot name -> the run's value, for its times (the first name wins for a shared value)."""
-    report_stage = json.loads((run.run_dir / "stages" / STAGE_FILES["report"]).read_bytes())
     named = {
         "created_at:config": run.config.created_at,
         "created_at:run": run.config.run_created_at or "",
@@ -146,7 +150,17 @@ def _times(*, run: RunTaken) -> dict[str, str]:
     return {name: value for name, value in named.items() if value}
 
 
-def _needles(*, run: RunTaken, times: dict[str, str]) -> list[Needle]:
+def _report_digests(*, report_stage: Mapping[str, Any]) -> dict[str, str]:
+    """Slot name -> the digest stages/report.json records of each report it describes."""
+    digests = {
+        f"digest:{name}": report_stage.get(field) for name, field in DIGESTED_REPORTS.items()
+    }
+    return {name: value for name, value in digests.items() if isinstance(value, str) and value}
+
+
+def _needles(
+    *, run: RunTaken, times: dict[str, str], report_digests: dict[str, str]
+) -> list[Needle]:
     run_id = run.config.run_id
     needles = [
         Needle(value=str(run.run_dir).encode(), name="run_dir"),
@@ -157,6 +171,7 @@ def _needles(*, run: RunTaken, times: dict[str, str]) -> list[Needle]:
         for stage, digest in run.digests.items()
         if stage in ("config", "discover", "validate", "guard", "execute", "score")
     ]
+    needles += [Needle(value=value.encode(), name=name) for name, value in report_digests.items()]
     seen: set[str] = set()
     for name, value in times.items():
         if value not in seen:
@@ -178,21 +193,26 @@ def _needles(*, run: RunTaken, times: dict[str, str]) -> list[Needle]:
     return needles
 
 
-def _forbidden(*, run: RunTaken, times: dict[str, str]) -> list[bytes]:
+def _forbidden(
+    *, run: RunTaken, times: dict[str, str], report_digests: dict[str, str]
+) -> list[bytes]:
     """Traces of the run's own values that no literal text may hold: its id, the id's random
-    part, its times without their zone, and its stage files' digests."""
+    part, its times without their zone, and its stage files' and reports' digests."""
     run_id = run.config.run_id
     traces = [run_id, run_id.rsplit("_", 1)[-1]]
     traces += [value.removesuffix("Z").removesuffix("+00:00") for value in times.values()]
     traces.append(shown_time(run.executed.started_at).removesuffix(" UTC"))
-    traces += [digest.removeprefix("sha256:") for digest in run.digests.values()]
+    digests = [*run.digests.values(), *report_digests.values()]
+    traces += [digest.removeprefix("sha256:") for digest in digests]
     return [trace.encode() for trace in traces if trace]
 
 
 def _templates(*, run: RunTaken, store: CacheStore) -> list[dict[str, Any]] | None:
-    times = _times(run=run)
-    needles = _needles(run=run, times=times)
-    forbidden = _forbidden(run=run, times=times)
+    report_stage = json.loads((run.run_dir / REPORT_STAGE).read_bytes())
+    times = _times(run=run, report_stage=report_stage)
+    report_digests = _report_digests(report_stage=report_stage)
+    needles = _needles(run=run, times=times, report_digests=report_digests)
+    forbidden = _forbidden(run=run, times=times, report_digests=report_digests)
     templates: list[dict[str, Any]] = []
     for name in TEMPLATE_NAMES:
         path = run.run_dir / name

@@ -567,6 +567,17 @@ class ReportDoc(StageEnvelope):
     report_json: str
     report_md: str
     extra_outputs: list[str] = Field(default_factory=list)
+    report_json_sha256: str | None = Field(
+        default=None,
+        description="sha256:<hex> of report.json's bytes as the stage wrote them (eb status "
+        "marks the stage stale when the file has other bytes now); null in a stage file "
+        "written before eb recorded it, where only a missing report is seen.",
+    )
+    report_md_sha256: str | None = Field(
+        default=None,
+        description="sha256:<hex> of report.md's bytes as the stage wrote them, as "
+        "report_json_sha256.",
+    )
 
 
 # Each stage's document model, in pipeline order (the names of eval_banana.stages.STAGE_NAMES).

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from eval_banana.core.files import sha256_file
 from eval_banana.core.words import first_and_count
-from eval_banana.models.stages import PlanDoc
+from eval_banana.models.stages import PlanDoc, ReportDoc
 from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD
 
 
@@ -35,9 +35,24 @@ def snapshots_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
     return first_and_count(changes, shown=3) if changes else None
 
 
-def reports_missing(*, run_dir: Path) -> str | None:
+def reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
     """A report the report stage wrote (report.json, report.md) that is gone from the run
-    folder: `eb diff` and `eb history` read a run from them. Looked for by name in the run
-    folder, which may have moved since stages/report.json named them by absolute path."""
-    gone = [name for name in (REPORT_JSON, REPORT_MD) if not (run_dir / name).is_file()]
-    return f"{' and '.join(gone)} {'is' if len(gone) == 1 else 'are'} missing" if gone else None
+    folder (`eb diff` and `eb history` read a run from them), or whose bytes are no longer
+    those the stage recorded: a verdict or count edited by hand or by a script. Looked for by
+    name in the run folder, which may have moved since stages/report.json named them by
+    absolute path. A stage file from before eb recorded the digests is asked only for the
+    files' presence."""
+    recorded = {REPORT_JSON: doc.report_json_sha256, REPORT_MD: doc.report_md_sha256}
+    gone = [name for name in recorded if not (run_dir / name).is_file()]
+    if gone:
+        return f"{' and '.join(gone)} {'is' if len(gone) == 1 else 'are'} missing"
+    edited = [
+        name
+        for name, digest in recorded.items()
+        if digest is not None and sha256_file(path=run_dir / name) != digest
+    ]
+    if not edited:
+        return None
+    if len(edited) == 1:
+        return f"{edited[0]} was edited after the report stage wrote it"
+    return f"{' and '.join(edited)} were edited after the report stage wrote them"

@@ -29,7 +29,6 @@ from eval_banana.models.stages import (
     PlanDoc,
     PlannedCheck,
     ProblemModel,
-    ReportDoc,
 )
 from eval_banana.pipeline.familychanges import (
     FamilyNow,
@@ -39,7 +38,7 @@ from eval_banana.pipeline.familychanges import (
     shown_path,
 )
 from eval_banana.pipeline.relocation import Relocation, relocation
-from eval_banana.pipeline.runfiles import reports_missing, snapshots_changed
+from eval_banana.pipeline.runfiles import reports_changed, snapshots_changed
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
 
@@ -365,11 +364,6 @@ def _without_result(*, plan: PlanDoc, executed: ExecuteDoc) -> dict[str, list[st
     return found
 
 
-def _reports_changed(*, doc: ReportDoc, run_dir: Path) -> str | None:
-    """A report the stage wrote is gone from the run folder."""
-    return reports_missing(run_dir=run_dir)
-
-
 # What each stage read from outside the run folder, or wrote beside its stage file, and how
 # to tell that it changed.
 SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
@@ -378,7 +372,7 @@ SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
     "validate": _definitions_changed,
     "guard": _refusal_changed,
     "execute": _results_outdated,
-    "report": _reports_changed,
+    "report": reports_changed,
 }
 
 

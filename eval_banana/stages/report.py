@@ -6,7 +6,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core import canonjson
-from eval_banana.core.files import write_json_atomic, write_model, write_text_atomic
+from eval_banana.core.files import (
+    sha256_bytes,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_model,
+)
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.reporttext.markdown import render_markdown
 from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD, envelope, stage_path
@@ -169,9 +174,10 @@ def write_reports(
     json_path = run_dir / REPORT_JSON
     md_path = run_dir / REPORT_MD
     # As report_json_text gives it, written piece by piece.
-    write_json_atomic(path=json_path, document=report, end="")
+    json_digest = write_json_atomic(path=json_path, document=report, end="")
     markdown = render_markdown(report=report)
-    write_text_atomic(path=md_path, text=markdown)
+    markdown_bytes = markdown.encode("utf-8")
+    write_bytes_atomic(path=md_path, data=markdown_bytes)
     if inputs is None:
         inputs = {
             "config": document_digest(doc=config),
@@ -179,7 +185,15 @@ def write_reports(
             "score": document_digest(doc=score),
         }
     document = envelope(stage="report", run_id=report["run_id"], inputs=inputs)
-    document.update(report_json=str(json_path), report_md=str(md_path), extra_outputs=[])
+    # The reports' digests, so `eb status` sees one edited after this stage wrote it: the
+    # stage file is written last, after the reports it describes.
+    document.update(
+        report_json=str(json_path),
+        report_md=str(md_path),
+        extra_outputs=[],
+        report_json_sha256=json_digest,
+        report_md_sha256=sha256_bytes(data=markdown_bytes),
+    )
     doc = ReportDoc.model_validate(document)
     digest = write_model(path=stage_path(run_dir=run_dir, stage="report"), model=doc)
     return ReportOutcome(

@@ -77,13 +77,12 @@ def _stage(run_dir: Path, name: str) -> dict[str, Any]:
 
 
 def _run_values(run_dir: Path) -> list[bytes]:
-    """What differs between any two runs: folder, id, stage digests."""
+    """What differs between any two runs: folder, id, the digests of its stage files and of
+    the reports stages/report.json records."""
     config = _stage(run_dir, "config.json")
-    stage_digests = [
-        "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in (run_dir / "stages").iterdir()
-        if path.is_file()
-    ]
+    digested = [path for path in (run_dir / "stages").iterdir() if path.is_file()]
+    digested += [run_dir / "report.json", run_dir / "report.md"]
+    stage_digests = ["sha256:" + hashlib.sha256(path.read_bytes()).hexdigest() for path in digested]
     return [str(run_dir).encode(), config["run_id"].encode(), *(d.encode() for d in stage_digests)]
 
 
@@ -176,6 +175,52 @@ def test_a_replayed_run_chains_its_own_stage_files(kept: Project, replays: list[
     assert status.exit_code == 0
     lines = [line.split() for line in status.stdout.splitlines()[1:]]
     assert len(lines) == 7 and all(line[-1] == "ok" for line in lines), status.stdout
+
+
+# In the process of its own: each `eb run` notes whether it was a replay.
+_NOTING_REPLAYS = """\
+from eval_banana.pipeline import replaying
+real_replay = replaying.replay
+def replay(**kwargs):
+    outcome = real_replay(**kwargs)
+    note("replayed" if outcome is not None else "usual")
+    return outcome
+replaying.replay = replay
+"""
+
+
+def test_a_replayed_run_s_edited_report_is_stale_and_written_again(
+    kept: Project, tmp_path: Path
+) -> None:
+    """A replay wrote the kept run's stages/report.json first, so a digest of the reports in it
+    would name the kept run's reports: an edited report of a replayed run must be seen all the
+    same, and rebuilt from the replayed run's own stage files."""
+    from tests.forking import events_of
+
+    events = tmp_path / "events"
+    kept.eb = _scripted(_NOTING_REPLAYS, events)
+    run_dir = Path(kept.run()["output_dir"])
+    assert events_of(events) == ["replayed"]
+    report_stage = _stage(run_dir, "report.json")
+    for name, field in (("report.json", "report_json_sha256"), ("report.md", "report_md_sha256")):
+        written = (run_dir / name).read_bytes()
+        assert report_stage[field] == "sha256:" + hashlib.sha256(written).hexdigest(), name
+    status = kept.eb("status", "--cwd", str(kept.root), "--run-dir", str(run_dir))
+    assert status.exit_code == 0, status.stdout + status.stderr
+    report_json = run_dir / "report.json"
+    report_json.write_bytes(
+        report_json.read_bytes().replace(b'"run_passed": true', b'"run_passed": false')
+    )
+    status = kept.eb("status", "--cwd", str(kept.root), "--run-dir", str(run_dir))
+    assert status.exit_code == 1, status.stdout + status.stderr
+    assert "report.json was edited after the report stage wrote it" in status.stdout
+    starts = kept.agent_starts()
+    updated = kept.eb("update", "--cwd", str(kept.root), "--run-dir", str(run_dir))
+    assert updated.exit_code == 0, updated.stdout + updated.stderr
+    assert kept.agent_starts() == starts  # no check ran
+    assert json.loads(report_json.read_text())["run_passed"] is True
+    status = kept.eb("status", "--cwd", str(kept.root), "--run-dir", str(run_dir))
+    assert status.exit_code == 0, status.stdout + status.stderr
 
 
 def test_an_edited_input_goes_the_usual_way_and_reruns_only_its_readers(
