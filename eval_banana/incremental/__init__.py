@@ -37,9 +37,12 @@ def select_incremental(
     config: ConfigDoc,
     checks: Sequence[tuple[str, dict[str, Any]]],
     cases: Sequence[CaseRows | None] = (),
+    defined: frozenset[str] | None = None,
 ) -> Incremental:
     """The (check file, definition) pairs the incremental selection keeps; `cases`, beside
-    `checks`: the dataset cases among them, read by their row."""
+    `checks`: the dataset cases among them, read by their row; `defined`: every id the
+    project's check files define, selected or not (None: not known), so a remembered failure
+    whose check is gone is told from one filtered out."""
     selection = config.selection
     kept = list(range(len(checks)))
     warnings: list[ProblemModel] = []
@@ -59,12 +62,22 @@ def select_incremental(
             if wanted:
                 skipped = sorted(checks[i][1]["id"] for i in failed)
                 warnings.append(
-                    _no_failure_runs(remembered=sorted(wanted), skipped=skipped, count=None)
+                    _no_failure_runs(
+                        remembered=_Remembered.sorted_out(
+                            wanted=wanted, skipped=skipped, defined=defined
+                        ),
+                        count=None,
+                    )
                 )
         elif wanted and runnable:  # (with none that can run, the run lists them skipped)
             skipped = sorted(checks[i][1]["id"] for i in failed)
             warnings.append(
-                _no_failure_runs(remembered=sorted(wanted), skipped=skipped, count=len(runnable))
+                _no_failure_runs(
+                    remembered=_Remembered.sorted_out(
+                        wanted=wanted, skipped=skipped, defined=defined
+                    ),
+                    count=len(runnable),
+                )
             )
     if selection.changed_since is not None and kept:
         chosen = changed_checks(
@@ -77,35 +90,65 @@ def select_incremental(
     return Incremental(kept=kept, warnings=warnings)
 
 
-def _no_failure_runs(
-    *, remembered: list[str], skipped: list[str], count: int | None
-) -> ProblemModel:
+class _Remembered(NamedTuple):
+    """The remembered failures none of which runs, by why: skipped now, gone (no check file
+    defines them now), or left out of the selection."""
+
+    ids: list[str]
+    skipped: list[str]
+    gone: list[str]
+    gone_known: bool  # whether the run read every check file, so `gone` is all that is gone
+
+    @classmethod
+    def sorted_out(
+        cls, *, wanted: set[str], skipped: list[str], defined: frozenset[str] | None
+    ) -> _Remembered:
+        gone = sorted(wanted - defined) if defined is not None else []
+        return cls(ids=sorted(wanted), skipped=skipped, gone=gone, gone_known=defined is not None)
+
+
+def _named(ids: list[str]) -> str:
+    return ", ".join(ids[:_NAMED_IDS]) + (", ..." if len(ids) > _NAMED_IDS else "")
+
+
+def _why_none_runs(*, remembered: _Remembered) -> str:
+    """Why none of the remembered failures runs: each reason, with the ids it holds when the
+    failures do not all share it."""
+    ids, skipped, gone = remembered.ids, remembered.skipped, remembered.gone
+    one = len(ids) == 1
+    left_out = len(ids) - len(skipped) - len(gone)
+    reasons: list[str] = []
+    if skipped:
+        where = f"skip: in {'its check file' if one else 'their check files'}"
+        reasons.append(f"skipped now ({where if len(skipped) == len(ids) else _named(skipped)})")
+    if gone:
+        # The run that says so forgets them when it records its results.
+        them = "it" if len(gone) == 1 else "them"
+        where = f"no check file defines {them} now; eb run forgets {them}"
+        reasons.append(f"gone ({where if len(gone) == len(ids) else f'{_named(gone)}: {where}'})")
+    if left_out:
+        why = "filtered out" if remembered.gone_known else "gone, renamed or filtered out"
+        reasons.append(f"not among the selected checks ({why})")
+    return " or ".join(reasons)
+
+
+def _no_failure_runs(*, remembered: _Remembered, count: int | None) -> ProblemModel:
     """Said when failures are remembered but none of them can run, so --last-failed selects
     every check (`count` of them: a run of judges asked for its failures should not cost the
     whole suite without a word) or, under `--last-failed-none skip` (`count` None), none (an
     empty run should not read as "nothing failed"). With none remembered, that is what
-    --last-failed means, as in pytest; an unreadable record is warned about where it is read.
-    `skipped`: the remembered ones that are selected but say `skip:` now."""
-    named = ", ".join(remembered[:_NAMED_IDS]) + (", ..." if len(remembered) > _NAMED_IDS else "")
-    one = len(remembered) == 1
+    --last-failed means, as in pytest; an unreadable record is warned about where it is read."""
+    ids = remembered.ids
     who = (
-        f"the check remembered as failed ({named}) is"
-        if one
-        else f"the {len(remembered)} checks remembered as failed ({named}) are"
+        f"the check remembered as failed ({_named(ids)}) is"
+        if len(ids) == 1
+        else f"the {len(ids)} checks remembered as failed ({_named(ids)}) are"
     )
-    gone = "not among the selected checks (gone, renamed or filtered out)"
-    if len(skipped) == len(remembered):
-        why = f"skipped now (skip: in {'its check file' if one else 'their check files'})"
-    elif skipped:
-        shown = ", ".join(skipped[:_NAMED_IDS]) + (", ..." if len(skipped) > _NAMED_IDS else "")
-        why = f"skipped now ({shown}) or {gone}"
-    else:
-        why = gone
+    why = _why_none_runs(remembered=remembered)
     if count is None:
         return ProblemModel(
             message=f"--last-failed: {who} {why}, so no check runs (--last-failed-none skip)",
-            hint="--last-failed-none all runs every selected check instead; a failure of a "
-            "check that is gone stays remembered until lastfailed.json is deleted",
+            hint="--last-failed-none all runs every selected check instead",
         )
     return ProblemModel(
         message=f"--last-failed: {who} {why}, so all {count} selected checks run, as "

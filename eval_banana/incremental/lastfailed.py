@@ -3,7 +3,8 @@
 Every `eb run` updates `.eval-banana/lastfailed.json` (settings/folders.py)
 from the checks it ran: a failed or errored check is remembered, a passed one forgotten, and a
 check the run did not run (another `-k`, a `--tag`, stopped before it started) keeps its entry.
-So a failure survives any number of partial runs until a run that runs it passes it.
+So a failure survives any number of partial runs until a run that runs it passes it, or a run
+that read every check file finds no check of its id (deleted or renamed): that one forgets it.
 """
 
 from __future__ import annotations
@@ -81,10 +82,21 @@ def resolve_last_failed(*, config: ConfigDoc) -> ConfigDoc:
 
 
 def updated_failures(
-    *, earlier: dict[str, FailedCheck], results: Sequence[CheckResult], run_id: str
+    *,
+    earlier: dict[str, FailedCheck],
+    results: Sequence[CheckResult],
+    run_id: str,
+    defined: frozenset[str] | None = None,
 ) -> dict[str, FailedCheck]:
-    """`earlier` after a run with `results`: failures in, passes out, the rest as they were."""
-    failed = dict(earlier)
+    """`earlier` after a run with `results`: failures in, passes out, the rest as they were,
+    but for those whose check no check file defines now (`defined`: every id the run's check
+    files define; None when its selection read only some of them): no run could pass them,
+    so they would be remembered for good."""
+    failed = (
+        dict(earlier)
+        if defined is None
+        else {check_id: entry for check_id, entry in earlier.items() if check_id in defined}
+    )
     for result in results:
         if result.details.get("not_run"):
             continue  # stopped before it started: this run says nothing about it
@@ -95,8 +107,14 @@ def updated_failures(
     return failed
 
 
-def remember_results(*, config: ConfigDoc, results: Sequence[CheckResult]) -> None:
+def remember_results(
+    *,
+    config: ConfigDoc,
+    results: Sequence[CheckResult],
+    defined: frozenset[str] | None = None,
+) -> None:
     """Update lastfailed.json from a run's results (atomically); no file while none failed.
+    `defined`: every id the run's check files define (`updated_failures`).
 
     Raises OSError when it cannot be written (the caller warns: the run itself stands).
     """
@@ -106,7 +124,9 @@ def remember_results(*, config: ConfigDoc, results: Sequence[CheckResult]) -> No
 
     path = last_failed_path(config=config)
     earlier = remembered(config=config)
-    failed = updated_failures(earlier=earlier, results=results, run_id=config.run_id)
+    failed = updated_failures(
+        earlier=earlier, results=results, run_id=config.run_id, defined=defined
+    )
     if failed == earlier and (failed or not path.exists()):
         return
     document = LastFailedDoc(

@@ -1,8 +1,9 @@
 """`.eval-banana/lastfailed.json`: the checks `eb run --last-failed` reruns, as pytest's `--lf`.
 
 The single source of `schemas/lastfailed.schema.json`. A check enters when a run fails or errors
-it and leaves when a run in which it ran passes it; runs that do not run it (`-k`, `--tag`, a
-check stopped before it started) leave its entry as it is.
+it and leaves when a run in which it ran passes it, or when a run that read every check file
+finds no check of its id; runs that do not run it (`-k`, `--tag`, a check stopped before it
+started) leave its entry as it is.
 """
 
 from __future__ import annotations

@@ -330,7 +330,9 @@ def _stages(
         digests["execute"] = execute_stage.write_execute_stage(run_dir=run_dir, doc=executed)
         # The plan's own are in the report with the rest, and were told before the run.
         console.warn_each([w for w in executed.warnings if w not in plan.warnings])
-        _remember_failures(config=config, executed=executed, console=console)
+        _remember_failures(
+            config=config, executed=executed, defined=outcome.defined_ids, console=console
+        )
         finished = finish_run(
             run_dir=run_dir,
             config=config,
@@ -370,13 +372,20 @@ def _stages(
     return finished
 
 
-def _remember_failures(*, config: ConfigDoc, executed: ExecuteDoc, console: Console) -> None:
-    """What --last-failed will rerun; a record that cannot be written costs only that."""
+def _remember_failures(
+    *,
+    config: ConfigDoc,
+    executed: ExecuteDoc,
+    defined: frozenset[str] | None,
+    console: Console,
+) -> None:
+    """What --last-failed will rerun (`defined`: the ids the check files define, so a failure
+    of a check gone since is forgotten); a record that cannot be written costs only that."""
     from eval_banana.incremental.lastfailed import remember_results
     from eval_banana.settings.folders import last_failed_path
 
     try:
-        remember_results(config=config, results=executed.results)
+        remember_results(config=config, results=executed.results, defined=defined)
     except (WriteFault, OSError) as exc:
         # A read-only checkout, a folder in the record's place: the run's verdict stands.
         said = WriteFault.told(path=last_failed_path(config=config), exc=exc)

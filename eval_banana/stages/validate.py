@@ -58,6 +58,10 @@ class ValidationOutcome(Record):
 
     plan: PlanDoc
     snapshots: dict[str, bytes] = Field(default_factory=dict)
+    # Every check and case id the project's check files define now, selected or not; None when
+    # the selection narrowed what was read (--check-id, --check-dir), so an id missing from it
+    # need not be gone. --last-failed forgets a remembered failure that no check defines.
+    defined_ids: frozenset[str] | None = None
 
     def raise_if_failed(self) -> None:
         raise_if_plan_failed(self.plan)
@@ -120,6 +124,8 @@ def validate(
             if (problem.file, problem.line, problem.message) not in told  # a dataset two share
         )
     family_ids, family_file_rows = family_rows_of(units=units)
+    whole_project = not selection.check_ids and selection.check_dir is None
+    defined_ids = frozenset(unit.check_id for unit in units) if whole_project else None
     if selection.check_ids:
         every_case = units
         chosen = IdSelectors(selection.check_ids)
@@ -144,6 +150,7 @@ def validate(
             config=config,
             checks=[incremental_view(u) for u in units],
             cases=case_rows(units=units, config=config, frozen=frozen_by_path),
+            defined=defined_ids,
         )
         warnings = [*warnings, *incremental.warnings]
         narrowed = not incremental.kept
@@ -275,7 +282,7 @@ def validate(
             "family_calibration": family_calibration,
         }
     )
-    return ValidationOutcome(plan=plan, snapshots=snapshots)
+    return ValidationOutcome(plan=plan, snapshots=snapshots, defined_ids=defined_ids)
 
 
 def shard_of_plan(

@@ -288,34 +288,75 @@ def test_last_failed_with_gone_checks_runs_every_check(
     eb: Callable[..., EbResult], project: Callable[..., Path]
 ) -> None:
     # As pytest: remembered failures that are not among the selected checks select nothing
-    # special, so every check runs (or none with --last-failed-none skip).
+    # special, so every check runs (or none with --last-failed-none skip). A failure whose
+    # check is gone is said to be gone, and the run that says so forgets it.
     root = failing_project(project)
     run_later(eb, root)
     (root / "eval_checks/bad.yaml").unlink()
     (root / "eval_checks/broken.yaml").unlink()
     assert listed(eb, root, "--last-failed") == ["ok"]
     assert listed(eb, root, "--last-failed", "--last-failed-none", "skip") == []
-    result = run_later(eb, root, "--last-failed", "--last-failed-none", "skip")
-    assert result.exit_code == 0 and "No check was selected" in result.stdout
-    # Without a word, an empty run read as "nothing failed last time".
-    gone = (
-        "warning: --last-failed: the 2 checks remembered as failed (bad, broken) are not among "
-        "the selected checks (gone, renamed or filtered out), so no check runs "
-        "(--last-failed-none skip)\n"
-    )
-    assert gone in result.stderr, result.stderr
+    memory = (root / ".eval-banana/lastfailed.json").read_bytes()
+    assert list(_memory(root)["failed"]) == ["bad", "broken"]  # listing forgets nothing
     every = run_later(eb, root, "--last-failed")
     assert ran(every) == ["ok"]
     # It says why it runs every check, rather than one that failed (with judges, that costs).
     said = (
-        "warning: --last-failed: the 2 checks remembered as failed (bad, broken) are not among "
-        "the selected checks (gone, renamed or filtered out), so all 1 selected checks run, as "
+        "warning: --last-failed: the 2 checks remembered as failed (bad, broken) are gone (no "
+        "check file defines them now; eb run forgets them), so all 1 selected checks run, as "
         "pytest's --lf does\n  hint: --last-failed-none skip runs none instead\n"
     )
     assert said in every.stderr, every.stderr
     run_dir = root / ".eval-banana" / "results" / newest_config(root)["run_id"]
     report = json.loads((run_dir / "report.json").read_text())
     assert [w["hint"] for w in report["warnings"]] == ["--last-failed-none skip runs none instead"]
+    assert _memory(root)["failed"] == {}
+    # Under --last-failed-none skip, the same: without a word, an empty run read as "nothing
+    # failed last time".
+    (root / ".eval-banana/lastfailed.json").write_bytes(memory)
+    result = run_later(eb, root, "--last-failed", "--last-failed-none", "skip")
+    assert result.exit_code == 0 and "No check was selected" in result.stdout
+    gone = (
+        "warning: --last-failed: the 2 checks remembered as failed (bad, broken) are gone (no "
+        "check file defines them now; eb run forgets them), so no check runs "
+        "(--last-failed-none skip)\n"
+    )
+    assert gone in result.stderr, result.stderr
+    assert _memory(root)["failed"] == {}
+    assert "warning" not in run_later(eb, root, "--last-failed").stderr
+
+
+def test_a_deleted_failing_check_is_forgotten_by_the_next_run_that_reads_every_check(
+    project: Callable[..., Path],
+) -> None:
+    """After its only failing check was deleted, every `eb run --last-failed` warned that the
+    failure "is not among the selected checks", for good, until lastfailed.json was deleted by
+    hand; a failure only filtered out or outside a narrowed selection must stay remembered."""
+    root = project(
+        {
+            "eval_checks/ok.yaml": script_check("ok", script="pass\n"),
+            "eval_checks/other.yaml": script_check("other", script="pass\n"),
+            "eval_checks/bad.yaml": script_check("bad", script="raise SystemExit(1)\n"),
+        }
+    )
+    assert eb_process(root, "run").returncode == 1  # bad fails
+    filtered = eb_process(root, "run", "--last-failed", "-k", "other")
+    assert filtered.returncode == 0, filtered.stderr
+    assert "(bad) is not among the selected checks (filtered out)" in filtered.stderr
+    (root / "eval_checks/bad.yaml").unlink()
+    # --check-id reads only the files it names: it cannot tell a gone check from another.
+    assert eb_process(root, "run", "--check-id", "ok").returncode == 0
+    assert list(_memory(root)["failed"]) == ["bad"]
+    done = eb_process(root, "run", "--last-failed")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (
+        "warning: --last-failed: the check remembered as failed (bad) is gone (no check file "
+        "defines it now; eb run forgets it), so all 2 selected checks run"
+    ) in done.stderr
+    assert "- ok: passed" in done.stdout and "- other: passed" in done.stdout
+    assert _memory(root)["failed"] == {}
+    again = eb_process(root, "run", "--last-failed")
+    assert again.returncode == 0 and "--last-failed" not in again.stderr, again.stderr
 
 
 @pytest.mark.parametrize(
