@@ -62,12 +62,23 @@ def sample_record(
     }
 
 
+def _outvotable(result: CheckResult) -> bool:
+    """An errored sample the others may outvote: one whose judge judged nothing (an
+    infrastructure error) or that has no class at all (a script's error); a judge that answered
+    without a verdict, changed the project or was stopped by a fuse never is."""
+    found = result.details.get("error_class")
+    return found is None or found == "infrastructure"
+
+
 def _representative(*, samples: list[CheckResult], status: Status) -> int:
-    """The first sample that reached the check's outcome: its words explain the verdict."""
-    for index, result in enumerate(samples):
-        if observed(result) == status:
-            return index
-    return 0
+    """The first sample that reached the check's outcome: its words explain the verdict. For an
+    error, the first whose error no other sample can outvote, when there is one: its class
+    (`details.error_class`) is the check's, whatever order the samples ended in."""
+    reached = [index for index, result in enumerate(samples) if observed(result) == status]
+    if status == "error":
+        lasting = [index for index in reached if not _outvotable(samples[index])]
+        reached = lasting or reached
+    return reached[0] if reached else 0
 
 
 def aggregate_samples(

@@ -759,8 +759,8 @@ def test_a_case_skipped_on_one_side_is_skipped_not_removed_or_new(
 
 
 # A judge agent whose samples answer in turn from the sequence a file beside the project gives
-# its check (`j:0e0`: failed, an outage, failed); each check keeps its own count, so the order
-# in which checks run does not matter.
+# its check (`j:0e0`: failed, an outage, failed; `v`: an answer without a verdict); each check
+# keeps its own count, so the order in which checks run does not matter.
 SAMPLED_AGENT = """\
 import fcntl, json, sys
 from pathlib import Path
@@ -778,6 +778,9 @@ step = steps[seen % len(steps)]
 if step == "e":
     print("upstream connection reset", file=sys.stderr)
     sys.exit(3)
+if step == "v":
+    print("I read it all and cannot say.")
+    sys.exit(0)
 print(json.dumps({"score": int(step), "reason": "judged"}))
 """
 
@@ -797,9 +800,11 @@ SAMPLED = {
 }
 
 
-def test_a_sampled_judge_is_judged_by_the_samples_that_answered(
-    project: Callable[..., Path], tmp_path: Path
-) -> None:
+def _sampled_project(
+    project: Callable[..., Path], *, rules: dict[str, str], repeats: int = 3
+) -> Path:
+    """A project of sampled judges (check id -> aggregate rule) answered by SAMPLED_AGENT; a
+    `control_` check expects to fail."""
     from tests.conftest import PYTHON
 
     config = (
@@ -807,19 +812,30 @@ def test_a_sampled_judge_is_judged_by_the_samples_that_answered(
         f'command = ["{PYTHON}", "agent.py"]\nmodel_flag = ""\n'
     )
     files = {"agent.py": SAMPLED_AGENT}
-    for check_id, (rule, _, _, _) in SAMPLED.items():
+    for check_id, rule in rules.items():
         expect = "expect: fail\n" if check_id.startswith("control_") else ""
         files[f"eval_checks/{check_id}.yaml"] = (
             f"schema_version: 1\nid: {check_id}\ntype: harness_judge\ndescription: d\n"
-            f"repeats: 3\naggregate: {rule}\n{expect}instructions: |\n  id={check_id}\n"
+            f"repeats: {repeats}\naggregate: {rule}\n{expect}instructions: |\n  id={check_id}\n"
         )
-    root = project(files, config=config)
+    return project(files, config=config)
+
+
+def _sampled_run(root: Path, *args: str, steps: dict[str, str], run_dir: Path) -> int:
+    """`eb run` into `run_dir`, each check's samples answering `steps[check]` in turn."""
+    for counter in root.parent.glob("count-*"):
+        counter.unlink()
+    (root.parent / "mode.txt").write_text(" ".join(f"{c}:{seq}" for c, seq in steps.items()))
+    return eb_process(root, "run", "--output-dir", str(run_dir), "--flat-output", *args).returncode
+
+
+def test_a_sampled_judge_is_judged_by_the_samples_that_answered(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    root = _sampled_project(project, rules={c: rule for c, (rule, _, _, _) in SAMPLED.items()})
     for name, side in (("base", 1), ("head", 2)):
-        for counter in root.parent.glob("count-*"):
-            counter.unlink()
-        steps = " ".join(f"{check_id}:{seqs[side]}" for check_id, seqs in SAMPLED.items())
-        (root.parent / "mode.txt").write_text(steps)
-        eb_process(root, "run", "--output-dir", str(tmp_path / name), "--flat-output")
+        steps = {check_id: seqs[side] for check_id, seqs in SAMPLED.items()}
+        _sampled_run(root, steps=steps, run_dir=tmp_path / name)
     head = json.loads((tmp_path / "head" / "report.json").read_text())
     # The run itself still reports each check with an errored sample as an error.
     errored = {c for c, (_, _, seq, _) in SAMPLED.items() if "e" in seq}
@@ -834,3 +850,28 @@ def test_a_sampled_judge_is_judged_by_the_samples_that_answered(
     # The entry still shows the run's error: the diff files it, the run's verdict stands.
     text = eb_process(root, "diff", str(tmp_path / "base"), str(tmp_path / "head")).stdout
     assert "  - majority_two_passed: failed -> error - 1 of 3 samples errored" in text
+
+
+def test_a_sample_without_a_verdict_is_never_outvoted_whichever_sample_crashed_first(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    # Three passes, a crashed sample (infrastructure) and one without a verdict, in both orders:
+    # the verdict error is the check's class, so the passes never settle it.
+    orders = {"crash_first": "111ev", "verdict_first": "111ve"}
+    root = _sampled_project(project, rules=dict.fromkeys(orders, "majority"), repeats=5)
+    _sampled_run(root, steps=dict.fromkeys(orders, "1"), run_dir=tmp_path / "base")
+    head = tmp_path / "head"
+    # One sample at a time: the samples end in the order the steps give.
+    junit_xml = tmp_path / "junit.xml"
+    options = ("--max-parallel-checks", "1", "--junit-xml", str(junit_xml))
+    assert _sampled_run(root, *options, steps=orders, run_dir=head) == 1
+    report = json.loads((head / "report.json").read_text())
+    assert {c["check_id"]: c["details"]["error_class"] for c in report["checks"]} == dict.fromkeys(
+        orders, "verdict"
+    )
+    assert [(e["error_class"], e["count"]) for e in report["error_classes"]] == [("verdict", 2)]
+    assert junit_xml.read_text().count('type="verdict"') == 2
+    shown = eb_process(root, "diff", str(tmp_path / "base"), str(head), "--json")
+    diff = json.loads(shown.stdout)
+    assert sorted(_ids(diff["regressions"])) == sorted(orders)
+    assert diff["could_not_judge"] == [] and shown.returncode == 1
