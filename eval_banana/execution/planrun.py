@@ -249,10 +249,15 @@ class PlanRun:
         gate = samples.open(decide=decide)
         stem = sample_stem(stem=check.stem, sample=item.sample)
         wrote = False
+        # Each sample carries its own error class, so the check can take the one that matters.
         if gate != "run" or self.stop.is_set():
-            outcome = not_run_result(check=check, cancel=self.stop)
+            outcome = with_error_class(
+                result=not_run_result(check=check, cancel=self.stop), cancel=self.stop
+            )
         else:
-            outcome = self._attempt(check=check, stem=stem)
+            outcome = with_error_class(
+                result=self._attempt(check=check, stem=stem), cancel=self.stop
+            )
             write_check_result(checks_dir=self.checks_dir, stem=stem, result=outcome)
             wrote = True
         record = sample_record(
@@ -277,6 +282,7 @@ class PlanRun:
                 samples=outcomes,
                 records=records,
                 rule=rule_of(definition=check.definition),
+                cancel=self.stop,
             )
         )
         self.halt.count(result=result)

@@ -7,19 +7,21 @@ is judged on the rule's outcome, never sample by sample.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from eval_banana.harness.usage import summed_usage
 from eval_banana.models.repeats import decide
-from eval_banana.models.result import CheckResult, Status
+from eval_banana.models.result import NOT_RUN, STOPPED, CheckResult, Status
 from eval_banana.models.stages import PlannedCheck
-from eval_banana.runners.results import build_result, error_result
+from eval_banana.runners.results import build_result, error_result, stopped_detail
 from eval_banana.runners.retries import EVIDENCE_SUFFIXES, attempt_count
 
-# Keys of a sample's own result that belong to that sample only, not to the check's result.
-_PER_RUN_KEYS = ("attempts", "cache")
+# Keys of a sample's own result that belong to that sample only, not to the check's result: a
+# check some of whose samples started was running, never `not_run` (docs/fail-closed.md).
+_PER_RUN_KEYS = ("attempts", "cache", NOT_RUN)
 
 
 def sample_stem(*, stem: str, sample: int) -> str:
@@ -81,14 +83,43 @@ def _representative(*, samples: list[CheckResult], status: Status) -> int:
     return reached[0] if reached else 0
 
 
+def _halted(result: CheckResult) -> bool:
+    """A sample the stopping run ended part-way or never started."""
+    return any(result.details.get(flag) is True for flag in (NOT_RUN, STOPPED))
+
+
+def _error_detail(
+    *, samples: list[CheckResult], chosen: int, cancel: threading.Event
+) -> tuple[str, bool]:
+    """The check's `error_detail`, and whether the run stopped it: a check whose samples did
+    not all finish reads `Stopped: <why>` first, as a check stopped while running does."""
+    total = len(samples)
+    picked = samples[chosen]
+    errored = sum(1 for result in samples if observed(result) == "error")
+    quoted = f"{errored} of {total} samples errored; sample {chosen + 1}: "
+    quoted += picked.error_detail or "error"
+    halted = sum(1 for result in samples if _halted(result))
+    if not halted:
+        return quoted, False
+    stopped = f"{stopped_detail(cancel=cancel)} ({halted} of {total} samples did not finish)"
+    # The stop is the whole story unless another sample's error explains the check.
+    return (stopped if _halted(picked) else f"{stopped}; {quoted}"), True
+
+
 def aggregate_samples(
-    *, check: PlannedCheck, samples: list[CheckResult], records: list[dict[str, Any]], rule: str
+    *,
+    check: PlannedCheck,
+    samples: list[CheckResult],
+    records: list[dict[str, Any]],
+    rule: str,
+    cancel: threading.Event,
 ) -> CheckResult:
     """The check's observed result from its samples (in sample order) under `rule`.
 
     Every sample counts: any error makes the check an error (a broken judge must not be
     outvoted); otherwise the rule decides. Samples that both passed and failed mark the check
-    `flaky` whatever the rule decided.
+    `flaky` whatever the rule decided. Samples the stopping run (`cancel`) ended or never
+    started make it an error the run stopped (`details.stopped`).
     """
     total = len(samples)
     statuses = [observed(result) for result in samples]
@@ -120,11 +151,10 @@ def aggregate_samples(
         "details": details,
     }
     if status == "error":
-        detail = picked.error_detail or "error"
+        error_detail, stopped = _error_detail(samples=samples, chosen=chosen, cancel=cancel)
+        if stopped:
+            details[STOPPED] = True
         # No reason: the error is what a reader must see first, whatever the others said.
-        return error_result(
-            error_detail=f"{errored} of {total} samples errored; sample {chosen + 1}: {detail}",
-            **common,
-        )
+        return error_result(error_detail=error_detail, **common)
     said = f"; sample {chosen + 1}: {picked.reason}" if picked.reason else ""
     return build_result(status=status, reason=f"{tally} ({rule}){said}", **common)

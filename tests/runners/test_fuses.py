@@ -24,6 +24,7 @@ from eval_banana.stages.execute import execute
 from eval_banana.stages.score import score
 from tests.builders import make_config, make_guard, make_plan, planned_inline
 from tests.conftest import STANDIN_AGENTS, check_yaml
+from tests.processes import eb_process
 
 SLEEPER = textwrap.dedent(
     """
@@ -251,6 +252,40 @@ def test_token_fuse_trips_stops_running_judges_and_skips_the_rest(
     assert "<dt>Errors</dt><dd>1 error: 1 budget</dd>" in html
     execute_doc = json.loads(next(root.glob("results/*/stages/execute.json")).read_text())
     assert execute_doc["tokens_used"] == 150 and execute_doc["aborted_by"] == "token_fuse"
+
+
+def test_a_sampled_judge_the_fuse_stopped_between_samples_ran_and_was_stopped(
+    project: Callable[..., Path],
+) -> None:
+    # One sample at a time, 150 tokens each: the second sample trips the fuse, so the third
+    # and the next check never start. The sampled judge ran and spent tokens: it was stopped,
+    # not "not run".
+    root = project(
+        {
+            "eval_checks/a_sampled.yaml": judge("a_sampled") + "repeats: 3\naggregate: majority\n",
+            "eval_checks/b_never.yaml": judge("b_never"),
+        },
+        config=JUDGE_CONFIG.format(parallel=1, agent="claude", fuse=200),
+    )
+    env = {**os.environ, "PATH": f"{STANDIN_AGENTS}{os.pathsep}{os.environ['PATH']}"}
+    outcome = eb_process(root, "run", env=env)
+    assert outcome.returncode == 3, outcome.stderr
+    report = report_of(root)
+    assert (report["not_run_checks"], report["tokens_used"]) == (1, 300)
+    checks = {c["check_id"]: c for c in report["checks"]}
+    sampled = checks["a_sampled"]
+    details = sampled["details"]
+    assert sampled["status"] == "error" and "not_run" not in details
+    assert sampled["error_detail"] == "Stopped: token fuse tripped (1 of 3 samples did not finish)"
+    assert details["stopped"] is True and details["usage"]["total_tokens"] == 300
+    assert [sample["not_run"] for sample in details["samples"]] == [False, False, True]
+    assert report["error_classes"] == [
+        {"error_class": "budget", "count": 1, "causes": {"token fuse tripped": 1}}
+    ]
+    assert checks["b_never"]["details"]["not_run"] is True
+    lines = outcome.stdout.splitlines()
+    assert "- not run: 1 check (b_never) - token fuse tripped" in lines
+    assert lines[-1].startswith("0 failed, 0 passed, 1 errored, 0 skipped, 1 not run")
 
 
 @pytest.mark.usefixtures("standins")
