@@ -1,9 +1,10 @@
 """Which judges may gate a run: `[harness] require_calibration` and `[harness] min_agreement`.
 
-A judge passes the gate when it has calibration cases, `calibration.json` holds a record of it
-measured under the key it would run under now, that record agrees with its own per-case results
-(its figures are computed again from its samples, never taken as stored), and the agreement
-reaches min_agreement. The guard refuses the others (and `eb validate` lists them).
+A judge passes the gate when it has calibration cases of both labels (known-good and
+known-bad), `calibration.json` holds a record of it measured under the key it would run under
+now, that record agrees with its own per-case results (its figures are computed again from its
+samples, never taken as stored), and the agreement reaches min_agreement. The guard refuses
+the others (and `eb validate` lists them).
 """
 
 from __future__ import annotations
@@ -35,6 +36,31 @@ def _rerun(check: PlannedCheck) -> str:
     return f"Run `eb calibrate --check-id {check.id}` and commit .eval-banana/calibration.json."
 
 
+# Each label a judge's cases must include, and the judge that would agree with every case if
+# that label were missing: cases of one label cannot tell a judge from one that always says so.
+_LABELS = (
+    ("pass", "known-good", "fails everything"),
+    ("fail", "known-bad", "passes everything"),
+)
+
+
+def _missing_label(*, check: PlannedCheck) -> tuple[str, str] | None:
+    """(message, hint) for a judge whose calibration cases lack a known-good or a known-bad
+    case, else None."""
+    row = " with `case:`, the row it is judged with," if check.family else ""
+    labels = {case.get("expect") for case in cases_of(check)}
+    for expect, kind, blind in _LABELS:
+        if expect not in labels:
+            return (
+                f"has no {kind} calibration case (expect: {expect}), so a judge that {blind} "
+                "would agree with all of its cases",
+                f"Add a {kind} case (`expect: {expect}`){row} to `calibration:` in "
+                f"{check.source_path} (see docs/judges.md), then run `eb calibrate "
+                f"--check-id {check.id}`.",
+            )
+    return None
+
+
 def _judge_problem(
     *,
     check: PlannedCheck,
@@ -60,6 +86,9 @@ def _judge_problem(
             f"(expect: fail) case{row} (see docs/judges.md), then run `eb calibrate "
             f"--check-id {check.id}`.",
         )
+    one_sided = _missing_label(check=check)
+    if one_sided is not None:
+        return problem(*one_sided)
     entry = record.checks.get(check.id) if record is not None else None
     if entry is None:
         return problem("has not been calibrated (no record in calibration.json)", _rerun(check))

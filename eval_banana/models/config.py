@@ -151,7 +151,8 @@ class HarnessSettings(_Section):
     )
     require_calibration: bool = Field(
         default=False,
-        description="Refuse to run a judge that has no calibration cases, no record in "
+        description="Refuse to run a judge that has no calibration cases, no known-good or no "
+        "known-bad case, no record in "
         ".eval-banana/calibration.json, a record measured under another definition, agent, "
         "model, effort, command or prompt, or agreement below min_agreement (`eb calibrate` "
         "writes the record).",

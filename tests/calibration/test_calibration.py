@@ -24,6 +24,7 @@ import pytest
 from tests.conftest import EbResult
 from tests.gitrepo import git, init_repo
 from tests.memlimit import limit_address_space
+from tests.processes import eb_process
 from tests.sampling.test_repeats import scripted_config
 
 READS_ANSWER = "file=answer.txt contains=hello"
@@ -296,6 +297,43 @@ def test_require_calibration_refuses_judges_without_cases_or_record(
     assert warned.exit_code == 0
     assert "warning: Judge check 'bare' has no calibration cases" in warned.stderr
     assert "'never'" not in warned.stderr
+
+
+def test_require_calibration_refuses_a_judge_calibrated_on_one_label_only(
+    make_project: Callable[..., Project],
+) -> None:
+    # A judge that passes everything agrees with every known-good case, and one that fails
+    # everything with every known-bad one: both agree fully, and neither has shown anything.
+    proj = make_project(
+        {
+            "yes_man": judge("yes_man", script="answers=pass", cases=[GOOD]),
+            "no_man": judge("no_man", script="answers=fail", cases=[BAD]),
+        }
+    )
+    assert eb_process(proj.root, "calibrate").returncode == 0
+    source = proj.root / "eval_checks" / "yes_man.yaml"
+    refusals = {
+        "yes_man": "Judge check 'yes_man' has no known-bad calibration case (expect: fail), so a "
+        "judge that passes everything would agree with all of its cases",
+        "no_man": "Judge check 'no_man' has no known-good calibration case (expect: pass), so a "
+        "judge that fails everything would agree with all of its cases",
+    }
+    # The gate off: eb validate warns, as of any judge the gate would refuse.
+    warned = eb_process(proj.root, "validate")
+    assert warned.returncode == 0, warned.stderr
+    for message in refusals.values():
+        assert f"warning: {message}" in warned.stderr
+    assert f"`calibration:` in {source} (see docs/judges.md)" in warned.stderr
+    refused = eb_process(proj.root, "validate", "--require-calibration", "--json")
+    assert refused.returncode == 2
+    errors = {entry["message"]: entry for entry in json.loads(refused.stdout)["errors"]}
+    assert sorted(errors) == sorted(refusals.values())
+    yes_man = errors[refusals["yes_man"]]
+    assert (yes_man["file"], yes_man["field_path"]) == (str(source), "calibration")
+    assert yes_man["hint"].startswith("Add a known-bad case (`expect: fail`) to `calibration:`")
+    ran = eb_process(proj.root, "run", "--require-calibration")
+    assert ran.returncode == 2 and refusals["yes_man"] in ran.stderr
+    assert not any((proj.root / "runs").glob("*/report.json"))  # nothing ran
 
 
 def test_min_agreement_sets_how_much_agreement_is_enough(
