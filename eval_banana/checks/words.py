@@ -214,7 +214,20 @@ def _keyed(loc: Loc) -> bool:
     return bool(loc) and isinstance(loc[-1], str)
 
 
+# A calibration case's label has no default, unlike a check's `expect` (docs/judges.md).
+_CASE_EXPECT_HINT = (
+    "write `expect: pass` for a known-good case or `expect: fail` for a known-bad one."
+)
+
+
+def _case_expect(loc: Loc) -> bool:
+    """Whether `loc` is a calibration case's `expect` (`calibration.N.expect`)."""
+    return len(loc) == 4 and loc[1] == "calibration" and loc[3] == "expect"
+
+
 def _missing(error: _Error) -> Explained:
+    if _case_expect(error.loc):
+        return Explained("missing required key 'expect'", _CASE_EXPECT_HINT, "parent")
     hint = _MISSING_HINTS.get(error.key, f"add `{error.key}:`.")
     return Explained(f"missing required key '{error.key}'", hint, "parent")
 
@@ -228,6 +241,9 @@ def _bad_schema_version(error: _Error) -> Explained:
 
 
 def _not_allowed_value(error: _Error) -> Explained:
+    if _case_expect(error.loc):
+        message = f"expect must be pass or fail, not {_kind(error.value)}"
+        return Explained(message, _CASE_EXPECT_HINT, "value")
     if error.key == "expect":
         return Explained(
             f"expect must be pass or fail, not {_kind(error.value)}",

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EbResult, check_yaml, judge_yaml
+from tests.processes import eb_process
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRY_KEYS = ["kind", "message", "file", "field_path", "hint", "line", "column"]
@@ -313,6 +314,32 @@ def test_eb_run_reports_the_same_located_words(
     assert "deterministic.expct (line 6, column 1)\n  unknown key 'expct'" in result.stderr
     as_json = json.loads(eb("run", "--cwd", str(root), "--json").stdout)
     assert list(as_json["error"]) == ERROR_KEYS  # unchanged for `eb run --json`
+
+
+def test_a_calibration_cases_bad_expect_is_told_the_fix_that_validates(
+    project: Callable[..., Path],
+) -> None:
+    # A calibration case's label has no default: the check-level hint (leave `expect` out) would
+    # lead to another error.
+    case = "calibration:\n  - name: good\n    expect: {expect}\n  - name: bad\n    expect: fail\n"
+    judge = judge_yaml("j")
+    root = project(
+        {"eval_checks/j.yaml": judge + case.format(expect="yes-pass")},
+        config='[harness]\nagent = "claude"\n',
+    )
+    fix = "hint: write `expect: pass` for a known-good case or `expect: fail` for a known-bad one."
+    bad = eb_process(root, "validate", "--allow-missing-agent")
+    assert bad.returncode == 2
+    assert "harness_judge.calibration.0.expect (line 8, column 13)" in bad.stderr
+    assert "expect must be pass or fail, not the text 'yes-pass'" in bad.stderr
+    assert fix in bad.stderr and "pass is the default" not in bad.stderr
+    (root / "eval_checks" / "j.yaml").write_text(judge + case.replace("    expect: {expect}\n", ""))
+    left_out = eb_process(root, "validate", "--allow-missing-agent")
+    assert left_out.returncode == 2
+    assert "missing required key 'expect'" in left_out.stderr and fix in left_out.stderr
+    (root / "eval_checks" / "j.yaml").write_text(judge + case.format(expect="pass"))
+    fixed = eb_process(root, "validate", "--allow-missing-agent")
+    assert fixed.returncode == 0, fixed.stderr
 
 
 def _modules_loaded(root: Path, *, names: tuple[str, ...]) -> tuple[list[str], int]:
