@@ -10,8 +10,17 @@ _BRACKET = r"\[(?:[0-9]+|\*)\]"
 _KEY = r"[^.\[\]]+"
 
 
+# JSONPath writes the document's root as `$` (`$.a`, `$[0]`); a path here starts at that root
+# already, so a first key `$` is refused rather than looked up (docs/assertions.md#paths).
+_JSONPATH_ROOT = "$"
+_NOT_THE_ROOT = r"(?!\$(?:[.\[]|(?![\s\S])))"
+
+
 def _path_pattern(bracket: str) -> str:
-    return rf"^(?:{_KEY}(?:{bracket})*|(?:{bracket})+)(?:\.{_KEY}(?:{bracket})*)*$"
+    return (
+        rf"^{_NOT_THE_ROOT}(?:{_KEY}(?:{bracket})*|(?:{bracket})+)"
+        rf"(?:\.{_KEY}(?:{bracket})*)*$"
+    )
 
 
 PATH_PATTERN = _path_pattern(_BRACKET)
@@ -49,11 +58,30 @@ Segment = Key | Index | Each
 
 
 class PathSyntaxError(ValueError):
-    """A path that breaks the path syntax; always a definition error, never a failed assertion."""
+    """A path that breaks the path syntax; always a definition error, never a failed assertion.
+    `hint` says how to write it when the message alone does not."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def _fail(*, text: str, at: int, problem: str) -> PathSyntaxError:
     return PathSyntaxError(f"invalid path {text!r}: {problem} at character {at + 1}")
+
+
+def _jsonpath_root(*, text: str) -> PathSyntaxError:
+    """A path written from JSONPath's root (`$.a`): the fix is the same path without it."""
+    rest = text[len(_JSONPATH_ROOT) :].removeprefix(".")
+    try:
+        parse_path(text=rest)
+        fix = f"write `{rest}`: a path starts at the artifact's top level."
+    except PathSyntaxError:
+        fix = "write the path from the artifact's top level, without `$` (`title`, `[0].id`)."
+    return PathSyntaxError(
+        f"invalid path {text!r}: '$' (JSONPath's root) is not part of an assertion path",
+        hint=fix,
+    )
 
 
 def _parse_bracket(*, text: str, start: int) -> tuple[Segment, int]:
@@ -92,6 +120,8 @@ def parse_path(*, text: str) -> tuple[Segment, ...]:
         while position < length and text[position] not in ".[]":
             position += 1
         key = text[start:position]
+        if first and key == _JSONPATH_ROOT:
+            raise _jsonpath_root(text=text)
         if key:
             segments.append(Key(key))
         elif not (first and position < length and text[position] == "["):

@@ -313,6 +313,19 @@ def _bad_id(error: _Error) -> Explained:
     )
 
 
+def _bad_path(error: _Error) -> Explained:
+    """A path that breaks the path syntax, with the fix the parser knows (none for most: the
+    message names the character)."""
+    from eval_banana.assertions.paths import PathSyntaxError, parse_path
+
+    if isinstance(error.value, str):
+        try:
+            parse_path(text=error.value)
+        except PathSyntaxError as exc:
+            return Explained(error.msg, exc.hint, "value")
+    return Explained(error.msg, None, "value")
+
+
 def _as_written(error: _Error) -> Explained:
     # Our own validators (paths, patterns, artifact) already speak plainly; anything else is
     # the library's sentence, still located.
@@ -326,6 +339,7 @@ _EXPLAINERS: dict[str, Callable[[_Error], Explained]] = {
     "union_tag_not_found": lambda error: _missing_tag(ctx=error.ctx),
     "schema_version": _bad_schema_version,
     "literal_error": _not_allowed_value,
+    "path_syntax": _bad_path,
     "string_type": lambda error: _wrong_text(key=error.key, value=error.value, keyed=error.keyed),
     "list_type": _not_a_list,
     "int_type": _not_a_whole_number,

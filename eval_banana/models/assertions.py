@@ -28,7 +28,8 @@ from eval_banana.models.checkbase import CheckBase, type_description
 
 ARTIFACT_PATTERN = r"^(?![/\\]|[A-Za-z]:)(?=.*\S)"
 _PATH_DESCRIPTION = (
-    "Where to look in the artifact: dot-separated keys, with [n] (element n) or [*] (any "
+    "Where to look in the artifact, from its top level (no JSONPath $): dot-separated keys, "
+    "with [n] (element n) or [*] (any "
     "element) after a key or at the start, e.g. steps[*].test or [0].name. In a dataset "
     "family a key or an index may be a {{ case.<field> }} placeholder."
 )

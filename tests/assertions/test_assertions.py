@@ -117,6 +117,9 @@ def errors_of(document: dict[str, Any]) -> list[tuple[str, str]]:
         ("[0]", (Index(0),)),
         ("matrix[*][1]", (Key("matrix"), Each(), Index(1))),
         ("a b.c-d", (Key("a b"), Key("c-d"))),
+        # Only a first key that is exactly `$` is JSONPath's root.
+        ("$schema", (Key("$schema"),)),
+        ("a.$", (Key("a"), Key("$"))),
     ],
 )
 def test_valid_paths_parse_and_render_back(text: str, segments: tuple[object, ...]) -> None:
@@ -140,6 +143,9 @@ def test_valid_paths_parse_and_render_back(text: str, segments: tuple[object, ..
         ("a[1.5]", "index '1.5' is not a non-negative integer"),
         ("a]", "']' without a matching '['"),
         ("a[0]b", "unexpected 'b'"),
+        ("$.a", "'$' (JSONPath's root) is not part of an assertion path"),
+        ("$[0]", "'$' (JSONPath's root)"),
+        ("$", "'$' (JSONPath's root)"),
     ],
 )
 def test_invalid_paths_are_syntax_errors(text: str, phrase: str) -> None:
@@ -148,7 +154,7 @@ def test_invalid_paths_are_syntax_errors(text: str, phrase: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="ab.[]*01", max_size=12))
+@given(st.text(alphabet="ab.[]*01$", max_size=12))
 def test_schema_pattern_accepts_exactly_the_parsable_paths(text: str) -> None:
     try:
         parse_path(text=text)

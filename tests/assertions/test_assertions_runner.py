@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from eval_banana.models.stages import PlannedCheck
 from eval_banana.runners.assertions import run_assertions
 from eval_banana.runners.base import RunContext
 from tests.builders import fake_digest, lfs_pointer, make_config
+from tests.processes import eb_process
 
 CANARIES = Path(__file__).parent.parent / "fixtures" / "canaries" / "assertions"
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$")
@@ -222,3 +224,32 @@ def test_canary_checks(tmp_path: Path, name: str, status: str) -> None:
     if status == "failed":
         failed = [item for item in result.details["assertions"] if not item["ok"]]
         assert [item["path"] for item in failed] == ["steps", "steps[*].test"]
+
+
+def test_a_jsonpath_root_in_a_path_is_a_definition_error_not_a_caught_defect(
+    project: Callable[..., Path],
+) -> None:
+    # `$.status` would be read as the key `$`, which the artifact lacks: the control would
+    # "catch" its seeded defect (status broken) for the path's sake alone.
+    control = (
+        "schema_version: 1\nid: low_score\ntype: assertions\ndescription: d\nexpect: fail\n"
+        "artifact: out.json\nassert:\n  - {path: $.status, op: equals, value: ok}\n"
+    )
+    root = project(
+        {"eval_checks/low_score.yaml": control, "out.json": '{"status": "broken"}'},
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    ran = eb_process(root, "run")
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert "assertions.assert.0.equals.path (line 8, column 12)" in ran.stderr
+    assert "invalid path '$.status': '$' (JSONPath's root) is not part of an assertion path" in (
+        ran.stderr
+    )
+    assert "hint: write `status`: a path starts at the artifact's top level." in ran.stderr
+    (entry,) = json.loads(eb_process(root, "validate", "--json").stdout)["errors"]
+    assert entry["file"] == str(root / "eval_checks" / "low_score.yaml")
+    assert entry["field_path"] == "assertions.assert.0.equals.path"
+    # Following the hint, the control reads the status and catches the defect for real.
+    (root / "eval_checks" / "low_score.yaml").write_text(control.replace("$.status", "status"))
+    fixed = eb_process(root, "run")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
