@@ -52,16 +52,23 @@ def closing_line(*, report: dict[str, Any]) -> str:
 
 def not_run_text(*, report: dict[str, Any]) -> str | None:
     """The checks a stop or maxfail kept from starting, in one text: `<n> checks (<first ids>)
-    - <why>` (None when there are none)."""
-    held_back = [check for check in report["checks"] if is_not_run(check=check)]
-    if not held_back:
+    - <why>`, one such part per reason joined by `; ` (None when there are none)."""
+    by_reason: dict[str, list[str]] = {}
+    for check in report["checks"]:
+        if is_not_run(check=check):
+            # One run holds back its checks for one reason; a merge of shards or an updated
+            # run can hold several (one shard interrupted, another stopped by a fuse).
+            why = str(check.get("error_detail") or "Not run").removeprefix("Not run: ")
+            by_reason.setdefault(why, []).append(str(check["check_id"]))
+    if not by_reason:
         return None
-    ids = [str(check["check_id"]) for check in held_back]
+    return "; ".join(_held_back_part(ids=ids, why=why) for why, ids in by_reason.items())
+
+
+def _held_back_part(*, ids: list[str], why: str) -> str:
     shown = ", ".join(ids[:_NOT_RUN_IDS_SHOWN])
     if len(ids) > _NOT_RUN_IDS_SHOWN:
         shown += f" and {len(ids) - _NOT_RUN_IDS_SHOWN:,} more"
-    # Every check held back by one run shares one reason (`Not run: <why>`).
-    why = str(held_back[0].get("error_detail") or "Not run").removeprefix("Not run: ")
     return f"{plural(count=len(ids), noun='check')} ({shown}) - {why}"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from eval_banana.reporting.reasons import NO_REASON, failure_reasons
+from eval_banana.reporting.recap import not_run_text
 
 
 def _report(**fields: Any) -> dict[str, Any]:
@@ -68,3 +69,23 @@ def test_a_run_that_judged_nothing_says_so_not_that_it_is_below_the_threshold() 
     assert failure_reasons(report=report) == [
         "every selected check was skipped, so nothing was judged"
     ]
+
+
+def test_checks_held_back_for_different_reasons_are_told_each_with_its_own() -> None:
+    # A merge of shards can hold one shard's interrupted checks and another's fuse-stopped ones.
+    def held(check_id: str, why: str) -> dict[str, Any]:
+        return {
+            "check_id": check_id,
+            "error_detail": f"Not run: {why}",
+            "details": {"not_run": True},
+        }
+
+    checks = [
+        held("a", "interrupted"),
+        {"check_id": "ran", "status": "passed", "details": {}},
+        held("b", "token fuse tripped"),
+        held("c", "interrupted"),
+    ]
+    assert not_run_text(report={"checks": checks}) == (
+        "2 checks (a, c) - interrupted; 1 check (b) - token fuse tripped"
+    )
