@@ -20,7 +20,11 @@ What is watched:
   (not the status-change time: another run linking the same cached copy, or eb removing a file
   it is about to write again, changes that of every name of the inode), and a change is charged
   to every check that ran (a run whose every verdict was reused starts no watch, and pays
-  nothing).
+  nothing);
+- the cache's entries and kept runs and the earlier run folders' `report.json` and stage files,
+  which a write through a hard link made elsewhere changes with no event on their folder: noted
+  before the first check and compared after the last (isolation/inplace.py), and a change is
+  charged to every check that ran.
 
 A look happens when a watched check starts or ends: on Linux inotify says what was touched (a
 few system calls); elsewhere, or where the kernel refuses more watches, the listings of the
@@ -47,6 +51,7 @@ from eval_banana.core.turns import (
     sharing_folder,
     waiting_alone_in_folder,
 )
+from eval_banana.isolation.inplace import InPlace
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.models.stages import ConfigDoc
 
@@ -351,6 +356,8 @@ class StateWatch:
             )
         if self._watcher is None and folders:
             self._before = _listing(folders=folders, files=())
+        # Written through a hard link made elsewhere, these change with no event on their folder.
+        self._in_place = InPlace(cache=places.cache, runs=places.run_folders)
         # Taken once the cache has restored every reused verdict, before any check starts.
         self._linked = (
             linked_files(places.current_checks, running=running)
@@ -403,6 +410,8 @@ class StateWatch:
             changed.update(
                 path for path, before in self._linked.items() if _content(path) != before
             )
+            # A change the kernel told already fell on the checks running then.
+            changed.update(self._in_place.changed() - self._changed)
         return changed
 
     def _read_back(self, path: str) -> bool:

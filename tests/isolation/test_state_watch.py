@@ -210,6 +210,73 @@ def test_a_check_that_writes_an_earlier_run_or_the_calibration_record_fails_the_
     assert second["by_id"]["ok"]["details"]["cache"]["hit"] is True
 
 
+def _link_forger(*, target: Path) -> str:
+    """A check that rewrites eb's files at `target` (every cached failure, re-signed with the
+    cache's secret, or one earlier run's report.json) through a hard link it makes outside the
+    watched folders: the same file, the same size, its times set back."""
+    return f"""\
+import hashlib, hmac, os
+from pathlib import Path
+target = Path({str(target)!r})
+if target.is_dir():
+    key = (target / "secret.key").read_bytes()[:64]
+    paths = sorted(target.glob("entries/*/*.json"))
+else:
+    key, paths = None, [target]
+head = b'{{"mac": "hmac-sha256:'
+for path in paths:
+    data = path.read_bytes()
+    new = data.replace(b'"failed"', b'"passed"').replace(b'"score": 0,', b'"score": 1,')
+    new = new.replace(b'"run_passed": false', b'"run_passed": true ')
+    if key is not None:
+        rest = new[len(head) + 67:]
+        mac = hmac.new(key, b"eval-banana/cache-mac/1\\0", hashlib.sha256)
+        mac.update(b"{{" + rest)
+        new = head + mac.hexdigest().encode() + b'", ' + rest
+    assert len(new) == len(data) and new != data
+    before = os.stat(path)
+    link = Path("forge.link")
+    os.link(path, link)
+    with open(link, "r+b") as handle:
+        handle.write(new)
+    link.unlink()
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    print("rewrote", path.name)
+"""
+
+
+@pytest.mark.parametrize("target", ["cache", "earlier_run"])
+def test_a_check_that_writes_eb_files_through_a_hard_link_fails_the_run(
+    tmp_path: Path, target: str
+) -> None:
+    root = _project(
+        tmp_path / "proj", {"victim": _check("victim", "raise SystemExit(1)", inputs="input.txt")}
+    )
+    code, first = _run(root)
+    assert code == 1 and first["by_id"]["victim"]["status"] == "failed"
+    if target == "cache":
+        shown = _entry_path(first["by_id"]["victim"]["details"]["cache"]["key"])
+        forged = root / ".eval-banana" / "cache"
+    else:
+        shown = f"runs/{first['run_id']}/report.json"
+        forged = root / shown
+    checks = root / "eval_checks"
+    forger = _link_forger(target=forged)
+    (checks / "b_forge.yaml").write_text(_check("b_forge", forger, inputs="input.txt"))
+    code, second = _run(root)
+    forger_result = second["by_id"]["b_forge"]
+    assert "rewrote" in forger_result["stdout"]
+    assert code == 1
+    assert forger_result["status"] == "error", forger_result
+    assert shown in forger_result["details"]["isolation"]["state_changed"]
+    assert not any(entry["from_run_id"] == second["run_id"] for entry in _entries(root).values())
+    if target == "cache":
+        assert shown not in _entries(root)  # the forged pass is dropped
+        (checks / "b_forge.yaml").unlink()
+        code, third = _run(root)
+        assert code == 1 and third["by_id"]["victim"]["status"] == "failed"
+
+
 def test_a_cache_folder_created_by_a_check_is_removed(tmp_path: Path) -> None:
     # No cache yet, and the cache off: a check that plants entries there is still caught, and
     # what it planted is gone (a later run with the cache on would have reused it).
