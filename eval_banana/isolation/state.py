@@ -52,6 +52,7 @@ from eval_banana.core.turns import (
     waiting_alone_in_folder,
 )
 from eval_banana.isolation.inplace import InPlace
+from eval_banana.isolation.newruns import NewRuns
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.models.stages import ConfigDoc
 
@@ -85,6 +86,10 @@ class StatePlaces(NamedTuple):
     run_folders: frozenset[str] = frozenset()
     # The current run's checks/ folder, whose linked files are compared after the last check.
     current_checks: str | None = None
+    # The output folders, where a run folder may appear only as another eb run makes it, and
+    # when this run was created (recorded in its config stage).
+    outputs: tuple[str, ...] = ()
+    created_at: str | None = None
 
 
 class StateReport(NamedTuple):
@@ -193,6 +198,8 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
         cache=str(cache),
         run_folders=frozenset(map(str, runs)),
         current_checks=str(current / "checks"),
+        outputs=tuple(map(str, bases)),
+        created_at=config.run_created_at or config.created_at,
     )
 
 
@@ -358,6 +365,7 @@ class StateWatch:
             self._before = _listing(folders=folders, files=())
         # Written through a hard link made elsewhere, these change with no event on their folder.
         self._in_place = InPlace(cache=places.cache, runs=places.run_folders)
+        self._new_runs = NewRuns(outputs=places.outputs, since=places.created_at)
         # Taken once the cache has restored every reused verdict, before any check starts.
         self._linked = (
             linked_files(places.current_checks, running=running)
@@ -412,6 +420,7 @@ class StateWatch:
             )
             # A change the kernel told already fell on the checks running then.
             changed.update(self._in_place.changed() - self._changed)
+            changed.update(self._new_runs.planted())
         return changed
 
     def _read_back(self, path: str) -> bool:

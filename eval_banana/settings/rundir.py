@@ -6,12 +6,15 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from eval_banana.core.errors import OutputDirError
+from eval_banana.core.log import Logger
 from eval_banana.core.turns import alone_in_folder
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import setting_path
+
+logger = Logger("eval_banana.settings.rundir")
 
 
 def new_run_id() -> str:
@@ -121,40 +124,64 @@ def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:
     return run_dir
 
 
-def _created_at(*, run_dir: Path) -> str | None:
-    """The run's recorded creation time (config.json), or None when it cannot be read."""
+def config_stage(*, run_dir: Path) -> dict[str, Any] | None:
+    """The run's config stage (config.json), or None when it cannot be read."""
     from eval_banana.core.readback import read_json
 
     try:
         document = read_json(run_dir / "stages" / "config.json")
     except (OSError, ValueError):
         return None
-    if not isinstance(document, dict):
-        return None
-    # Runs written before run_created_at existed: their config stage's own time.
-    moment = document.get("run_created_at") or document.get("created_at")
-    return moment if isinstance(moment, str) else None
+    return document if isinstance(document, dict) else None
 
 
 def runs_by_creation(*, base: Path) -> list[Path]:
     """Every run folder under `base`, oldest first, by the creation time its config.json records.
 
     Folder names are no order: run ids carry a random suffix after the second, so two runs of
-    the same second sort by chance. A folder whose config.json cannot be read is not a run.
+    the same second sort by chance. A folder whose config.json cannot be read is not a run; one
+    whose config.json records a creation time still to come is not taken for one either
+    (settings/rundating.py), with a warning naming it.
     """
+    from eval_banana.settings.rundating import record_problem, recorded_moment
+
     dated: list[tuple[str, str]] = []
     try:
         entries = list(os.scandir(base))
     except OSError:
         return []
+    now = datetime.now(UTC)
     for entry in entries:
         if not entry.is_dir():
             continue
-        moment = _created_at(run_dir=Path(entry.path))
-        if moment is not None:
-            dated.append((moment, entry.path))
+        document = config_stage(run_dir=Path(entry.path))
+        moment = recorded_moment(document)
+        if document is None or moment is None:
+            continue
+        problem = record_problem(document=document, now=now)
+        if problem is not None:
+            _warn_not_a_run(folder=entry.path, problem=problem)
+            continue
+        dated.append((moment, entry.path))
     # ISO-8601 UTC strings of one format sort as the moments they name; the path breaks ties.
     return [Path(path) for _, path in sorted(dated)]
+
+
+# Folders already warned about: `eb diff` lists the runs more than once.
+_WARNED: set[str] = set()
+
+
+def _warn_not_a_run(*, folder: str, problem: str) -> None:
+    if folder in _WARNED:
+        return
+    _WARNED.add(folder)
+    logger.warning(
+        "%s is not taken for a run: its stages/config.json %s (a copy or an edit, not a run "
+        "eb made there); move it out of %s",
+        folder,
+        problem,
+        os.path.dirname(folder),
+    )
 
 
 # Written last, once every check has ended: the mark of a finished run.

@@ -277,6 +277,92 @@ def test_a_check_that_writes_eb_files_through_a_hard_link_fails_the_run(
         assert code == 1 and third["by_id"]["victim"]["status"] == "failed"
 
 
+def _planter(*, runs: Path, name: str, moment: str, run_id: str | None) -> str:
+    """A check that copies the earlier passing run into the output folder as `name`, its
+    config stage dated `moment` (and recording `run_id`, when given)."""
+    return f"""\
+import json, shutil
+from pathlib import Path
+runs = Path({str(runs)!r})
+source = next(run for run in sorted(runs.iterdir())
+              if run.name != {name!r} and (run / "report.json").is_file()
+              and json.loads((run / "report.json").read_text())["run_passed"])
+planted = runs / {name!r}
+shutil.copytree(source, planted)
+config = planted / "stages" / "config.json"
+document = json.loads(config.read_text())
+document.update(run_created_at={moment!r}, created_at={moment!r})
+if {run_id!r} is not None:
+    document["run_id"] = {run_id!r}
+config.write_text(json.dumps(document))
+print("planted", planted.name)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "moment", "run_id"),
+    [
+        # Dated after every run, under a name that is not its run id.
+        ("29991231_000000_feedf00d", "2999-12-31T00:00:00.000000Z", None),
+        # Its name and run id agree, but the date is still to come.
+        ("29991231_000000_feedf00d", "2999-12-31T00:00:00.000000Z", "29991231_000000_feedf00d"),
+        # Named and dated as a run of the past: made before this run, it cannot be one beside.
+        ("20000101_000000_feedf00d", "2000-01-01T00:00:00.000000Z", "20000101_000000_feedf00d"),
+    ],
+)
+def test_a_run_folder_a_check_plants_in_the_output_folder_fails_the_run_and_is_no_run(
+    tmp_path: Path, name: str, moment: str, run_id: str | None
+) -> None:
+    flag = "assert open('input.txt').read() == 'the input\\n', 'input changed'"
+    root = _project(tmp_path / "proj", {"flag": _check("flag", flag, inputs="input.txt")})
+    code, _ = _run(root, "--cache", "off")
+    assert code == 0
+    (root / "input.txt").write_text("broken\n")
+    planter = _planter(runs=root / "runs", name=name, moment=moment, run_id=run_id)
+    (root / "eval_checks" / "b_plant.yaml").write_text(
+        _check("b_plant", planter, inputs="input.txt")
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eval_banana",
+            "run",
+            "--cwd",
+            str(root),
+            "--no-html",
+            "--cache",
+            "off",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert (root / "runs" / name).is_dir()
+    second = max(
+        (run for run in (root / "runs").iterdir() if run.name != name),
+        key=lambda path: path.stat().st_mtime_ns,
+    )
+    report = json.loads((second / "report.json").read_text())
+    plant = next(check for check in report["checks"] if check["check_id"] == "b_plant")
+    assert plant["status"] == "error", plant
+    assert f"runs/{name}" in plant["details"]["isolation"]["state_changed"]
+    if run_id is None or moment.startswith("2999"):
+        # eb status and eb diff pass the planted folder over, naming it: the diff sees the
+        # regression of the run that really was the newest.
+        for command, code in ((["status"], 0), (["diff"], 1)):
+            shown = subprocess.run(
+                [sys.executable, "-m", "eval_banana", *command, "--cwd", str(root)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert shown.returncode == code, (command, shown.stdout, shown.stderr)
+            assert str(second) in shown.stdout
+            assert f"{name} is not taken for a run" in shown.stderr
+
+
 def test_a_cache_folder_created_by_a_check_is_removed(tmp_path: Path) -> None:
     # No cache yet, and the cache off: a check that plants entries there is still caught, and
     # what it planted is gone (a later run with the cache on would have reused it).
