@@ -9,7 +9,7 @@ that read every check file finds no check of its id (deleted or renamed): that o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from eval_banana.core.readback import loads_json, read_regular
@@ -111,10 +111,17 @@ def remember_results(
     *,
     config: ConfigDoc,
     results: Sequence[CheckResult],
+    before: Mapping[str, FailedCheck],
     defined: frozenset[str] | None = None,
 ) -> None:
     """Update lastfailed.json from a run's results (atomically); no file while none failed.
     `defined`: every id the run's check files define (`updated_failures`).
+
+    `before`: what the record remembered before the run's checks ran. A check can rewrite the
+    record while it runs, so what the record says at the end is not taken alone: a failure
+    remembered before stays unless this run passed that check (another run beside this one
+    that passed it meanwhile is undone; the check is only run once more). Failures the record
+    gained meanwhile (another run's) are kept.
 
     Raises OSError when it cannot be written (the caller warns: the run itself stands).
     """
@@ -123,11 +130,11 @@ def remember_results(
     from eval_banana.runners.results import iso, utc_now
 
     path = last_failed_path(config=config)
-    earlier = remembered(config=config)
+    now = remembered(config=config)
     failed = updated_failures(
-        earlier=earlier, results=results, run_id=config.run_id, defined=defined
+        earlier={**before, **now}, results=results, run_id=config.run_id, defined=defined
     )
-    if failed == earlier and (failed or not path.exists()):
+    if failed == now and (failed or not path.exists()):
         return
     document = LastFailedDoc(
         tool_version=tool_version(),

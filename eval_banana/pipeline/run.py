@@ -42,6 +42,7 @@ from eval_banana.stages.config import (
 
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent
+    from eval_banana.models.lastfailed import FailedCheck
     from eval_banana.stages.report import ReportOutcome
 
 __all__ = [
@@ -304,6 +305,10 @@ def _stages(
     )
     faults = FaultLog()
     marks = begin_marks(config=config, extras=request.extras)
+    # What --last-failed remembers, read before a check can rewrite it.
+    from eval_banana.incremental.lastfailed import remembered
+
+    remembered_before = remembered(config=config)
     try:
         with ProgressReporter.over(checks=plan.checks, console=console) as progress:
             executed = execute_stage.execute(
@@ -331,7 +336,11 @@ def _stages(
         # The plan's own are in the report with the rest, and were told before the run.
         console.warn_each([w for w in executed.warnings if w not in plan.warnings])
         _remember_failures(
-            config=config, executed=executed, defined=outcome.defined_ids, console=console
+            config=config,
+            executed=executed,
+            before=remembered_before,
+            defined=outcome.defined_ids,
+            console=console,
         )
         finished = finish_run(
             run_dir=run_dir,
@@ -376,16 +385,18 @@ def _remember_failures(
     *,
     config: ConfigDoc,
     executed: ExecuteDoc,
+    before: Mapping[str, FailedCheck],
     defined: frozenset[str] | None,
     console: Console,
 ) -> None:
-    """What --last-failed will rerun (`defined`: the ids the check files define, so a failure
-    of a check gone since is forgotten); a record that cannot be written costs only that."""
+    """What --last-failed will rerun; a record that cannot be written costs only that.
+    `before`: what it remembered before the checks ran; `defined`: the ids the check files
+    define, so a failure of a check gone since is forgotten."""
     from eval_banana.incremental.lastfailed import remember_results
     from eval_banana.settings.folders import last_failed_path
 
     try:
-        remember_results(config=config, results=executed.results, defined=defined)
+        remember_results(config=config, results=executed.results, before=before, defined=defined)
     except (WriteFault, OSError) as exc:
         # A read-only checkout, a folder in the record's place: the run's verdict stands.
         said = WriteFault.told(path=last_failed_path(config=config), exc=exc)

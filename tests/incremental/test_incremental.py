@@ -771,3 +771,32 @@ def test_a_remembered_failure_skipped_now_selects_as_none(
     alone = run_later(eb, root, "--cache", "off", "--last-failed", "-k", "bad")
     assert alone.exit_code == 1 and "Score: 0/0" in alone.stdout
     assert "No check was selected" not in alone.stdout and "--last-failed" not in alone.stderr
+
+
+def test_a_check_that_empties_the_failure_record_while_it_runs_forgets_nothing(
+    project: Callable[..., Path],
+) -> None:
+    # A check run with -k rewrote lastfailed.json while it ran; the run's own update read the
+    # record back at its end and took the edit over, so the failure of `bad`, which it did not
+    # run, was forgotten and `--last-failed --last-failed-none skip` passed with no check.
+    eraser = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "root = Path(json.loads(Path(sys.argv[1]).read_text())['project_root'])\n"
+        "record = root / '.eval-banana' / 'lastfailed.json'\n"
+        "record.write_text(json.dumps({**json.loads(record.read_text()), 'failed': {}}))\n"
+    )
+    root = project(
+        {
+            "eval_checks/bad.yaml": script_check("bad", script="raise SystemExit(1)\n"),
+            "eval_checks/other.yaml": script_check("other", script=eraser),
+        },
+        config='[cache]\nmode = "off"\n',
+    )
+    assert eb_process(root, "run", "-k", "bad").returncode == 1
+    assert list(_memory(root)["failed"]) == ["bad"]
+    erasing = eb_process(root, "run", "-k", "other")
+    assert erasing.returncode == 0, erasing.stderr
+    assert list(_memory(root)["failed"]) == ["bad"]
+    again = eb_process(root, "run", "--last-failed", "--last-failed-none", "skip")
+    assert again.returncode == 1
+    assert "bad" in again.stdout
