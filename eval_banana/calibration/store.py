@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_banana.calibration.figures import document_ratio_problem
-from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.calibration import CalibrationDoc, JudgeCalibration
-from eval_banana.stagefiles.schemafiles import packaged_schema_problem
+from eval_banana.stagefiles.schemafiles import read_packaged_document
 
 
 class UnreadableRecord(Exception):
@@ -20,19 +19,11 @@ class UnreadableRecord(Exception):
 
 def read_record(*, path: Path) -> CalibrationDoc | None:
     """The record at `path`; None when there is none; UnreadableRecord when it is damaged."""
-    try:
-        raw = read_regular(path)
-    except FileNotFoundError:
+    document = read_packaged_document(
+        path=path, name="calibration", what="a calibration record", unreadable=UnreadableRecord
+    )
+    if document is None:
         return None
-    except OSError as exc:
-        raise UnreadableRecord(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        document = loads_json(raw)
-    except ValueError as exc:
-        raise UnreadableRecord(f"{path} is not JSON ({exc})") from None
-    problem = packaged_schema_problem(document, name="calibration")
-    if problem is not None:
-        raise UnreadableRecord(f"{path} is not a calibration record: {problem}")
     # JSON's NaN passes every minimum and maximum of the schema: the figures are checked here.
     bad = document_ratio_problem(document)
     if bad is not None:

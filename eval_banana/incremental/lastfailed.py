@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.lastfailed import FailedCheck, LastFailedDoc
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ProblemModel
 from eval_banana.settings.folders import last_failed_path
-from eval_banana.stagefiles.schemafiles import packaged_schema_problem
+from eval_banana.stagefiles.schemafiles import read_packaged_document
 
 
 class UnreadableMemory(Exception):
@@ -26,19 +25,14 @@ class UnreadableMemory(Exception):
 
 def read_memory(*, path: Path) -> LastFailedDoc | None:
     """The remembered failures at `path`; None when there are none yet."""
-    try:
-        raw = read_regular(path)
-    except FileNotFoundError:
+    document = read_packaged_document(
+        path=path,
+        name="lastfailed",
+        what="eb's record of failed checks",
+        unreadable=UnreadableMemory,
+    )
+    if document is None:
         return None
-    except OSError as exc:
-        raise UnreadableMemory(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        document = loads_json(raw)
-    except ValueError as exc:
-        raise UnreadableMemory(f"{path} is not JSON ({exc})") from None
-    problem = packaged_schema_problem(document, name="lastfailed")
-    if problem is not None:
-        raise UnreadableMemory(f"{path} is not eb's record of failed checks: {problem}")
     return LastFailedDoc.model_validate(document)
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from eval_banana.core.readback import loads_json, read_regular
 
 # The schemas' folder inside the installed package (a wheel installs it as files).
 _SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
@@ -39,3 +42,25 @@ def packaged_schema_problem(document: Any, *, name: str) -> str | None:
         return None
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     return f"at {where}: {error.message}"
+
+
+def read_packaged_document(
+    *, path: Path, name: str, what: str, unreadable: Callable[[str], Exception]
+) -> Any | None:
+    """The JSON document at `path`, valid against the shipped schema `name`; None when there is
+    no file. A file that cannot be read, is not JSON or is not `what` (say "a calibration
+    record") raises `unreadable(<why, naming the path>)`."""
+    try:
+        raw = read_regular(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise unreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        document = loads_json(raw)
+    except ValueError as exc:
+        raise unreadable(f"{path} is not JSON ({exc})") from None
+    problem = packaged_schema_problem(document, name=name)
+    if problem is not None:
+        raise unreadable(f"{path} is not {what}: {problem}")
+    return document
