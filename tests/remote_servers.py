@@ -156,6 +156,7 @@ class Hostile:
         self.mode = "ok"
         self.sent = 0
         self.delay = 0.0
+        self.put_delay = 0.0  # seconds each PUT waits, its body read, before it is stored
         self.redirect_to = ""
         self.url = ""
 
@@ -269,6 +270,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         if self._spoiled():
             return
+        time.sleep(self.server.state.put_delay)
         if self.server.state.mode == "read_only":
             self._answer(403, b"forbidden")
             return

@@ -5,6 +5,7 @@ within its size limit."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,10 +36,12 @@ def finish_run(
     remote: RemoteTier | None,
     writes: bool,
     warn: Warn,
+    interrupt: threading.Event | None = None,
 ) -> None:
     """Drop what changed without eb while checks ran; then keep the cache folder within its
     size limit (only when the run stored something). `aborted`: every entry the run stored
-    goes too, and nothing it judged is reused (blobs go with the next eviction)."""
+    goes too, and nothing it judged is reused (blobs go with the next eviction).
+    `interrupt`: once set, the uploads to the shared cache stop and are not waited for."""
     if aborted:
         release_fetched(remote=remote)
         discard_written(recorder=recorder, own=own, store=store)
@@ -49,7 +52,10 @@ def finish_run(
     _remove_dropped(remote=remote)
     if remote is not None and not recorder.discarded:
         # Only what is still this run's own entry goes to the shared cache.
-        remote.upload(keep=lambda key: own.still_written(path=store.entry_file(key=key)))
+        remote.upload(
+            keep=lambda key: own.still_written(path=store.entry_file(key=key)),
+            stop=interrupt if interrupt is not None else threading.Event(),
+        )
     if recorder.stored and writes:
         store.evict()
 

@@ -83,11 +83,21 @@ class TierState:
         return problem is None
 
     def _each_guarded(
-        self, *, work: Callable[[_Item], str], items: Sequence[_Item], asked: Asked
+        self,
+        *,
+        work: Callable[[_Item], str],
+        items: Sequence[_Item],
+        asked: Asked,
+        stop: threading.Event | None = None,
     ) -> int:
         """Do `work` on each item, `remote_concurrency` at once, say the requests that failed
-        (as `asked`), and return how many items an entry this run cannot verify guarded."""
+        (as `asked`), and return how many items an entry this run cannot verify guarded.
+        `stop` (an interrupt): once set, no item more is begun and none is waited for."""
         errors_before = self.remote.tally().errors
-        outcomes = self.remote.each(work=work, items=items)
+        outcomes = (
+            self.remote.each(work=work, items=items)
+            if stop is None
+            else self.remote.each_until(work=work, items=items, stop=stop)
+        )
         say_errors(remote=self.remote, asked=asked, warn=self._warn, since=errors_before)
         return outcomes.count("guarded")

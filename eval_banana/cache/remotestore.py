@@ -4,6 +4,7 @@ entries `eb cache push` sends; only an entry whose local MAC holds travels, with
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -18,7 +19,7 @@ from eval_banana.core.words import plural
 from eval_banana.remote.backend import RemoteError, SinkRefused
 from eval_banana.remote.signing import SIGNING_KEY_VARIABLE, sealed
 
-PushOutcome = Literal["stored", "present", "unusable", "failed", "guarded"]
+PushOutcome = Literal["stored", "present", "unusable", "failed", "guarded", "stopped"]
 
 
 class Pushed(NamedTuple):
@@ -39,16 +40,19 @@ class TierStoring(TierState):
             with self._lock:
                 self._queued.append((key, dict(document)))
 
-    def upload(self, *, keep: Callable[[str], bool]) -> None:
+    def upload(self, *, keep: Callable[[str], bool], stop: threading.Event) -> None:
         """Store the queued verdicts whose local entry is still this run's (`keep(key)`),
-        `remote_concurrency` at once; a failure is counted, never raised."""
+        `remote_concurrency` at once; a failure is counted, never raised. Once `stop` is set
+        (an interrupt) no upload more begins, none is waited for, and one under way stores no
+        entry: its files may be there, which no entry names."""
         with self._lock:
             queued, self._queued = self._queued, []
         chosen = [(key, document) for key, document in queued if keep(key)]
         guarded = self._each_guarded(
-            work=lambda item: self._put_unless_guarded(key=item[0], document=item[1]),
+            work=lambda item: self._put_unless_guarded(key=item[0], document=item[1], stop=stop),
             items=chosen,
             asked="uploads",
+            stop=stop,
         )
         with self._lock:
             self.kept_local += guarded
@@ -64,7 +68,9 @@ class TierStoring(TierState):
                 HINT_UPLOADS,
             )
 
-    def _put_unless_guarded(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
+    def _put_unless_guarded(
+        self, *, key: str, document: dict[str, Any], stop: threading.Event
+    ) -> PushOutcome:
         """Store one verdict of this run, unless the remote holds an entry under its key
         sealed with a signature this run cannot verify. An entry the lookups did not look at
         (`--cache refresh` looks nothing up) is fetched first."""
@@ -82,11 +88,14 @@ class TierStoring(TierState):
             )
         if key in self._guarded:
             return "guarded"
-        return self._put(key=key, document=document)
+        return self._put(key=key, document=document, stop=stop)
 
-    def _put(self, *, key: str, document: dict[str, Any]) -> PushOutcome:
-        """Store one verdict remotely: "stored", "unusable" (a local file of it went), or
-        "failed" (a request failed, counted)."""
+    def _put(
+        self, *, key: str, document: dict[str, Any], stop: threading.Event | None = None
+    ) -> PushOutcome:
+        """Store one verdict remotely: "stored", "unusable" (a local file of it went),
+        "failed" (a request failed, counted) or "stopped" (`stop` was set before its entry
+        went: the files sent are named by no entry)."""
         inline: dict[str, str] = {}
         try:
             for blob in blobs(entry=document):
@@ -99,6 +108,8 @@ class TierStoring(TierState):
                     inline[blob.sha256] = base64.b64encode(data).decode("ascii")
                 elif not upload_blob(store=self.store, remote=self.remote, blob=blob):
                     return "unusable"
+            if stop is not None and stop.is_set():
+                return "stopped"
             text = remote_text(key=key, entry=document, inline=inline)
             self.remote.put(
                 kind="ac", name=hex_of(key), data=sealed(key=self._signing_key, text=text)

@@ -264,11 +264,12 @@ class CacheSession:
         state), so nothing stored during it is trusted. The paths dropped."""
         return discard_written(recorder=self._recorder, own=self._own, store=self.store)
 
-    def finish(self, *, aborted: bool = False) -> None:
+    def finish(self, *, aborted: bool = False, interrupt: threading.Event | None = None) -> None:
         """Drop what changed without eb while checks ran; then keep the cache folder within
         its size limit (only when this run stored something). `aborted`: the run stopped (an
         interrupt, a fuse, a file it could not write), so every entry it stored goes too and
-        nothing it judged is reused (blobs go with the next eviction)."""
+        nothing it judged is reused (blobs go with the next eviction). `interrupt`: once set,
+        the uploads to the shared cache stop and are not waited for."""
         finish_run(
             aborted=aborted,
             recorder=self._recorder,
@@ -277,6 +278,7 @@ class CacheSession:
             remote=self.remote,
             writes=self.writes,
             warn=self._warn,
+            interrupt=interrupt,
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,9 +61,11 @@ def store_all(
     checks_dir: Path,
     faults: FaultLog,
     stop: StopSignal,
+    interrupt: threading.Event | None = None,
 ) -> None:
     """Store the verdicts of the checks that ran and keep the cache within its size, when no
-    other run's checks are executing with the same cache (its watch would blame them)."""
+    other run's checks are executing with the same cache (its watch would blame them).
+    `interrupt` (what a signal sets): once set, the uploads to the shared cache stop."""
     _keep_fetched(cache=cache, folder=folder, stop=stop)
     if not ran:  # nothing ran: nothing to store, and nothing stored to evict for
         if cache.writes and cache.store.crowded and not stop.is_set():
@@ -97,7 +100,7 @@ def store_all(
         )
         if ours and not stop.is_set():
             cache.store.renew_crowded()
-            cache.finish()
+            cache.finish(interrupt=interrupt)
 
 
 def _keep_fetched(*, cache: CacheSession, folder: Path, stop: StopSignal) -> None:

@@ -451,7 +451,10 @@ class PlanRun:
             checks_dir=self.checks_dir,
             faults=self.faults,
             stop=self.stop,
+            interrupt=self.cancel,
         )
+        # A signal while they were stored or uploaded: the signal handler sets `cancel` alone.
+        follow(cancel=self.cancel, stop=self.stop)
         if self.stop.is_set():  # aborted before the verdicts were stored, or while storing them
             cache.finish(aborted=True)
 

@@ -25,6 +25,7 @@ from eval_banana.core.errors import (
 from eval_banana.history.gitstate import GitProbe
 from eval_banana.history.record import RunKind
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.request import RunRequest, load_config
 from eval_banana.reporting import ReportExtras, forks_html, start_html, write_extra_reports
 from eval_banana.reporting.console import Console, ProgressReporter
@@ -193,6 +194,12 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
             probe.close()
     for problem in prune_runs(config=config, current=run_dir):
         console.warn(problem)
+    if cancel.is_set() and outcome.exit_code != RunAborted.exit_code:
+        # Past its history record, the run's reports stand as written; it still stopped.
+        raise RunAborted(
+            "Interrupted while the run was finishing, after its reports were written. "
+            f"Report: {run_dir / 'report.json'}"
+        )
     return outcome
 
 
@@ -328,6 +335,7 @@ def _stages(
             marks.abandon()
         raise
     history = None if marks is None else _read_marks(marks)
+    executed = interrupted_late(executed=executed, cancel=cancel) or executed
     page = begin_html(
         run_dir=run_dir, config=config, executed=executed, extras=request.extras, history=history
     )
@@ -352,6 +360,7 @@ def _stages(
             page=page,
             probe=probe,
             history=history,
+            cancel=cancel,
         )
     except BaseException as exc:
         if page is not None:
@@ -362,7 +371,7 @@ def _stages(
             faults.raise_first()
         raise
     _note_nothing_launched(score=finished.score, console=console)
-    if recorder is not None:
+    if recorder is not None and not cancel.is_set():  # an interrupted run keeps no replay
         from eval_banana.cache.replay_record import RunTaken
 
         run = RunTaken(
@@ -412,8 +421,10 @@ def _record_history(
     console: Console,
     replayed_from: str | None = None,
     probe: GitProbe | None = None,
+    replacing: bool = False,
 ) -> None:
-    """The run's record in the history folder; a record that cannot be written is a warning."""
+    """The run's record in the history folder; a record that cannot be written is a warning.
+    `replacing`: the run's earlier record goes (its reports were written again)."""
     from eval_banana.history.write import record_run
 
     record_run(
@@ -424,6 +435,7 @@ def _record_history(
         warn=console.warn,
         replayed_from=replayed_from,
         git=probe,
+        replacing=replacing,
     )
 
 
@@ -518,46 +530,53 @@ def finish_run(
     kind: RunKind = "run",
     probe: GitProbe | None = None,
     history: Mapping[str, Recent] | None = None,
+    cancel: threading.Event | None = None,
 ) -> RunOutcome:
     """The score and report stages over a written execute.json (`eb run`, `eb merge`); `page`:
     report.html when begun already (`begin_html`). The run's record goes into the history
     folder once its reports are written (`kind`: which command ran it; `probe`: the commit
-    observed when it started).
+    observed when it started). `cancel`: what a signal sets; one that came by the time the
+    record is written makes the run aborted, its stage files, reports and record written again.
 
     An aborted run raises RunAborted (exit 3) once its reports and record are written.
     """
     from eval_banana.reporttext.notes import halt_line
-    from eval_banana.stages import score as score_stage
 
-    scored = score_stage.score(
-        config=config,
-        execute=executed,
-        inputs={"config": digests["config"], "execute": digests["execute"]},
-    )
-    digests["score"] = score_stage.write_score_stage(run_dir=run_dir, doc=scored)
+    replacing = False
+    while True:
+        report, scored, exit_code = _score_and_publish(
+            run_dir=run_dir,
+            config=config,
+            executed=executed,
+            digests=digests,
+            extras=extras,
+            console=console,
+            page=page,
+            history=history,
+        )
+        page = None  # a page written again is rendered again, from the stopped run
+        late = interrupted_late(executed=executed, cancel=cancel)
+        if late is None:
+            _record_history(
+                config=config,
+                report=report.report,
+                kind=kind,
+                exit_code=exit_code,
+                console=console,
+                probe=probe,
+                replacing=replacing,
+            )
+            late = interrupted_late(executed=executed, cancel=cancel)
+            if late is None:
+                break
+        console.warn(
+            "Interrupted while the run's reports were written: they are written again, "
+            "for a run that was interrupted"
+        )
+        executed, replacing = late, True
+        from eval_banana.stages.execute import write_execute_stage
 
-    report = publish_report(
-        run_dir=run_dir,
-        config=config,
-        execute=executed,
-        score=scored,
-        inputs={k: digests[k] for k in ("config", "execute", "score")},
-        extras=extras,
-        console=console,
-        page=page,
-        history=history,
-    )
-    exit_code = (
-        RunAborted.exit_code if scored.aborted_by is not None else 0 if scored.run_passed else 1
-    )
-    _record_history(
-        config=config,
-        report=report.report,
-        kind=kind,
-        exit_code=exit_code,
-        console=console,
-        probe=probe,
-    )
+        digests["execute"] = write_execute_stage(run_dir=run_dir, doc=executed)
     if scored.aborted_by is not None:
         raise RunAborted(
             aborted_text(
@@ -578,3 +597,40 @@ def finish_run(
         exit_code=exit_code,
         digests=digests,
     )
+
+
+def _score_and_publish(
+    *,
+    run_dir: Path,
+    config: ConfigDoc,
+    executed: ExecuteDoc,
+    digests: dict[str, str],
+    extras: ReportExtras | None,
+    console: Console,
+    page: forked.Pending[None] | None,
+    history: Mapping[str, Recent] | None,
+) -> tuple[ReportOutcome, ScoreDoc, int]:
+    """score.json and the reports of `executed`; the report, the score and the exit code."""
+    from eval_banana.stages import score as score_stage
+
+    scored = score_stage.score(
+        config=config,
+        execute=executed,
+        inputs={"config": digests["config"], "execute": digests["execute"]},
+    )
+    digests["score"] = score_stage.write_score_stage(run_dir=run_dir, doc=scored)
+    report = publish_report(
+        run_dir=run_dir,
+        config=config,
+        execute=executed,
+        score=scored,
+        inputs={k: digests[k] for k in ("config", "execute", "score")},
+        extras=extras,
+        console=console,
+        page=page,
+        history=history,
+    )
+    exit_code = (
+        RunAborted.exit_code if scored.aborted_by is not None else 0 if scored.run_passed else 1
+    )
+    return report, scored, exit_code

@@ -9,6 +9,7 @@ waits about one timeout per wave of concurrent requests, not one per check.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, NamedTuple, TypeVar
@@ -23,6 +24,7 @@ from eval_banana.remote.backend import (
 )
 
 TRIP_AFTER = 3
+WAIT_SLICE_S = 0.1  # how often a caller waiting on requests looks whether the run is stopping
 _Item = TypeVar("_Item")
 _Out = TypeVar("_Out")
 
@@ -208,3 +210,46 @@ class GuardedRemote:
             max_workers=min(self.concurrency, len(listed)), thread_name_prefix="eb-remote"
         ) as pool:
             return list(pool.map(work, listed))
+
+    def each_until(
+        self, *, work: Callable[[_Item], _Out], items: Iterable[_Item], stop: threading.Event
+    ) -> list[_Out | None]:
+        """`work` of every item, at most `concurrency` at once, results in order, until `stop`
+        is set (an interrupt): then no item more is begun and the caller stops waiting at once,
+        None standing for each item not done by then. The work runs on daemon threads the
+        caller waits for in short slices, so a signal handler runs and is heeded promptly; a
+        request left under way ends with the process. Every write a backend makes is whole or
+        absent (docs/shared-cache.md), so one left so is stored whole or not at all."""
+        listed = list(items)
+        results: list[_Out | None] = [None] * len(listed)
+        waiting = deque(range(len(listed)))
+        lock = threading.Lock()
+        all_done = threading.Event()
+        left = [len(listed)]
+        failures: list[BaseException] = []
+
+        def worker() -> None:
+            while not stop.is_set():
+                with lock:
+                    if not waiting:
+                        return
+                    position = waiting.popleft()
+                try:
+                    results[position] = work(listed[position])
+                except BaseException as exc:  # noqa: BLE001 - raised again on the caller's thread
+                    failures.append(exc)
+                with lock:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        all_done.set()
+
+        if not listed:
+            return results
+        for number in range(min(self.concurrency, len(listed))):
+            threading.Thread(target=worker, name=f"eb-remote-{number}", daemon=True).start()
+        while not all_done.wait(WAIT_SLICE_S):
+            if stop.is_set():
+                return results
+        if failures:
+            raise failures[0]
+        return results

@@ -81,6 +81,9 @@ def execute(
         run.run_rest(to_run=to_run)
     follow(cancel=cancel, stop=run.stop)
     run.store_verdicts()
+    # An interrupt once every check had ended (while the verdicts were stored or uploaded)
+    # stops the run too: the results stand as they are, and the run does not pass.
+    follow(cancel=cancel, stop=run.stop)
     completed = utc_now()
     if inputs is None:
         inputs = {

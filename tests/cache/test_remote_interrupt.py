@@ -101,3 +101,56 @@ def test_sigterm_while_fetching_from_a_slow_shared_cache_stops_at_once_with_a_re
     # No more than the requests under way when the signal came (one at a time here).
     assert report["cache"]["remote_requests"] <= 3, report["cache"]
     assert report["cache"]["remote_errors"] == 0  # an interrupt is no failure of the remote
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda signum: signum.name)
+def test_an_interrupt_while_uploading_to_a_slow_shared_cache_stops_at_once_and_fails_the_run(
+    tmp_path: Path, eb: Callable[..., Any], server: Hostile, signum: signal.Signals
+) -> None:
+    # Every check has ended when the verdicts go up: the interrupt came after the last check,
+    # and eb used to go on uploading (seconds a PUT here) and exit 0 with a passing report.
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={f"c{n}": script_check(f"c{n}", script="print('ok')\n") for n in range(CHECKS)},
+        files={},
+    )
+    server.put_delay = 5.0
+    results = project.root / ".eval-banana" / "results"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(project.root)],
+        env={**_environ(remote=server.url), "EVAL_BANANA_CACHE_REMOTE_CONCURRENCY": "2"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # Ctrl-C as a terminal sends it: SIGINT at its default, whatever pytest runs under.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not any(method == "PUT" for method, _, _ in server.requests):
+            assert time.monotonic() < deadline, "eb never uploaded a verdict"
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.02)
+        run.send_signal(signum)
+        sent = time.monotonic()
+        stdout, stderr = run.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 3, stdout.decode() + stderr.decode()
+    assert took < 3, f"eb went on for {took:.1f} s after the signal"
+    assert "Run aborted (interrupt" in stderr.decode()
+    [written] = results.glob("*/report.json")
+    report = json.loads(written.read_text())
+    # The verdicts are what the checks reached; the run does not pass.
+    assert report["aborted_by"] == "interrupt"
+    assert report["run_passed"] is False
+    assert report["passed_checks"] == CHECKS
+    assert report["not_run_checks"] == 0
+    stages = written.parent / "stages"
+    assert json.loads((stages / "execute.json").read_text())["aborted_by"] == "interrupt"
+    # An aborted run keeps nothing: no local entry, no replay.
+    assert project.entries() == []
+    assert not list((project.cache_dir / "runs").rglob("*.json"))
