@@ -48,6 +48,10 @@ class Guardian:
         # A guardian that stopped reading must never block a check's start.
         os.set_blocking(self._writer, False)
 
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
     def watch(self, *, pgid: int) -> None:
         self._say(f"+{pgid}\n")
 

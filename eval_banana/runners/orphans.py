@@ -6,9 +6,17 @@ orphans become eb's own children instead of init's. Every check's processes inhe
 their environment; when a check ends, eb's orphaned children carrying that check's token are
 killed (with their own process groups), and when the run ends, every process still carrying a
 token of this eb process is, wherever it is. Elsewhere only the process group is ended, as
-before. A daemon that clears its whole environment cannot be told apart from eb's other
-children; it is reparented to eb and dies with it at the latest. Should eb itself be killed
-(SIGKILL, which it cannot handle), its guardian ends what its checks left (runners/guardian.py).
+before.
+
+A daemon started with an environment of its own (`env={"PATH": ...}`) carries no token. It is
+told from eb's own children by its session: every process eb starts for itself (git, its
+forked helpers) stays in eb's session, except the checks and the guardian, whose pids eb
+knows; a check runs in a session of its own, and nothing it starts can join eb's. So a child of
+eb in another session that is neither is something a check left behind. Which check, eb cannot
+tell while several run, so such a process is ended when a check ends while no other check is
+running (the check that ran alone, or the last of the run), and before the subreaper role is
+given up, so none is handed to init. Should eb itself be killed (SIGKILL, which it cannot
+handle), its guardian ends what its checks left where it can (runners/guardian.py).
 """
 
 from __future__ import annotations
@@ -160,7 +168,8 @@ def _kill(pid: int, *, own_child: bool) -> None:
 
 
 def end_check(*, token: str) -> int:
-    """Kill the orphans of the check that carried `token`; return how many were found."""
+    """Kill the orphans of the check that carried `token`, and those no token names when no
+    other check runs; return how many were found."""
     wanted = _entry(token)
     with _lock:
         _active.discard(wanted)
@@ -180,19 +189,60 @@ def end_check(*, token: str) -> int:
         for pid in orphans:
             _kill(pid, own_child=True)
         found += len(orphans)
-    return found
+    # After those: a killed daemon's own children, which carry no token, surface meanwhile.
+    return found + _end_tokenless_leftovers()
 
 
 def end_run() -> int:
-    """Kill every process carrying a token of an ended check of this eb process; return how many.
+    """Kill every process carrying a token of an ended check of this eb process, and the
+    leftovers no token names when no check runs; return how many.
 
     Called when a run's checks are done, once for each `enable_subreaper`; checks of another
     run in this process are still active and keep theirs.
     """
     try:
-        return _kill_ended_checks_processes()
+        return _kill_ended_checks_processes() + (_end_tokenless_leftovers() if _subreaper else 0)
     finally:
         _release_subreaper()
+
+
+def _end_tokenless_leftovers() -> int:
+    """Kill eb's children that a check left behind with no token in their environment, when
+    no check is running (one that is may have left them, or be starting one: a child between
+    its fork and its exec has no token yet); how many there were. The lock is held meanwhile,
+    so no check starts while eb looks."""
+    found = 0
+    with _lock:
+        if _active:
+            return 0
+        for _ in range(_ROUNDS):
+            leftovers = _tokenless_leftovers(children=_children())
+            if not leftovers:
+                break
+            for pid in leftovers:
+                _kill(pid, own_child=True)
+            found += len(leftovers)
+    return found
+
+
+def _tokenless_leftovers(*, children: set[int]) -> list[int]:
+    """Of eb's `children`, those in a session other than eb's that are neither a check's own
+    process nor the guardian and carry no token: what a check left behind (see the module's
+    docstring). A zombie among them is reaped by the kill."""
+    session = os.getsid(0)
+    own = set(_launched)
+    if _guardian is not None:
+        own.add(_guardian.pid)
+    found: list[int] = []
+    for pid in children - own:
+        try:
+            if os.getsid(pid) == session:
+                continue  # git, a forked helper: eb's own
+        except OSError:
+            continue  # gone meanwhile
+        if _token_of(pid) is None:
+            found.append(pid)
+    return found
 
 
 def _kill_ended_checks_processes() -> int:

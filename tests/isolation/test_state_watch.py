@@ -386,19 +386,22 @@ def test_a_cache_folder_created_by_a_check_is_removed(tmp_path: Path) -> None:
 def test_a_process_a_check_left_behind_is_charged_to_the_check_running_then(
     tmp_path: Path,
 ) -> None:
-    # `a_leaver` starts a process that outlives it (a cleared environment hides it from the
-    # orphan reaper until eb exits); it writes into the cache once `b_running` has started,
-    # and `b_running` ends only after that write. The check running then is charged.
+    # `a_leaver` starts a process that outlives it (a cleared environment names no check, so
+    # eb leaves it alone while another check runs); it writes into the cache once `b_running`
+    # has started and `a_leaver` has ended, and `b_running` ends only after that write. The
+    # check running then is charged.
     go, cache = tmp_path / "go", tmp_path / "proj" / ".eval-banana" / "cache"
     stray = cache / "stray.txt"
     writer = (
-        "import os, time\n"
+        "import os, sys, time\n"
         f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+        "while os.path.exists(f'/proc/{sys.argv[1]}'): time.sleep(0.02)\n"
+        "time.sleep(0.5)  # eb has noted a_leaver's end\n"
         f"open({str(stray)!r}, 'w').write('x')\n"
     )
     leaver = (
-        "import subprocess, sys\n"
-        f"subprocess.Popen([sys.executable, '-c', {writer!r}], env={{}}, "
+        "import os, subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', {writer!r}, str(os.getpid())], env={{}}, "
         "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
     )
     running = (
@@ -415,7 +418,7 @@ def test_a_process_a_check_left_behind_is_charged_to_the_check_running_then(
         },
     )
     cache.mkdir(parents=True)
-    code, report = _run(root)
+    code, report = _run(root, "--max-parallel-checks", "2")
     assert code == 1
     charged = report["by_id"]["b_running"]
     assert charged["status"] == "error"

@@ -34,6 +34,20 @@ while not pidfile.exists():
 {after}
 """
 
+# A server started in a session of its own with a small environment of its own: no check token
+# reaches it, and the check does not stop it. It writes its pid, then serves for minutes.
+TOKENLESS_SERVER = """\
+import os, subprocess, sys, time
+from pathlib import Path
+pidfile = Path({pidfile!r})
+serve = "import os, pathlib, time; pathlib.Path(%r).write_text(str(os.getpid())); time.sleep(300)"
+subprocess.Popen([sys.executable, "-c", serve % str(pidfile)], env={{"PATH": os.environ["PATH"]}},
+                 start_new_session=True)
+while not pidfile.exists():
+    time.sleep(0.01)
+{after}
+"""
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -146,6 +160,85 @@ def test_a_daemon_of_another_running_check_is_left_alone_until_that_check_ends(
     done = _eb(root, "--max-parallel-checks", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert not _alive(int(pidfile.read_text()))
+
+
+def _gone_soon(pid: int) -> bool:
+    """Whether the process is gone (or a zombie) within a moment."""
+    deadline = time.monotonic() + 2
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_server_started_with_an_environment_of_its_own_does_not_survive_the_run(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    pidfile = tmp_path / "server.pid"
+    pidfiles.append(pidfile)
+    root = _project(
+        tmp_path / "proj",
+        checks={"serves": TOKENLESS_SERVER.format(pidfile=str(pidfile), after="")},
+    )
+    done = _eb(root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _gone_soon(int(pidfile.read_text())), "the check's server outlived eb"
+
+
+def test_a_tokenless_server_dies_when_the_check_that_ran_alone_ends(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    # One check at a time: `b_later` finds the server `a_early` left already gone.
+    pidfile = tmp_path / "server.pid"
+    pidfiles.append(pidfile)
+    probe = textwrap.dedent(
+        f"""\
+        from pathlib import Path
+        pid = int(Path({str(pidfile)!r}).read_text())
+        try:
+            state = Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "gone"
+        Path({str(tmp_path / "seen.txt")!r}).write_text(state)
+        """
+    )
+    root = _project(
+        tmp_path / "proj",
+        checks={
+            "a_early": TOKENLESS_SERVER.format(pidfile=str(pidfile), after=""),
+            "b_later": probe,
+        },
+    )
+    done = _eb(root, "--max-parallel-checks", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "seen.txt").read_text() in ("gone", "Z")
+
+
+def test_a_tokenless_server_of_a_running_check_is_left_alone_while_another_check_ends(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    # No token says whose it is: while `a_server` runs, `b_quick` ending must not end it.
+    pidfile = tmp_path / "server.pid"
+    pidfiles.append(pidfile)
+    still_alive = textwrap.dedent(
+        """\
+        time.sleep(1.5)
+        pid = int(pidfile.read_text())
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state != "Z", "the server was killed while its check was running"
+        """
+    )
+    root = _project(
+        tmp_path / "proj",
+        checks={
+            "a_server": TOKENLESS_SERVER.format(pidfile=str(pidfile), after=still_alive),
+            "b_quick": "import time; time.sleep(0.3)",
+        },
+    )
+    done = _eb(root, "--max-parallel-checks", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _gone_soon(int(pidfile.read_text()))
 
 
 def test_a_daemon_started_by_a_judge_does_not_survive_an_interrupted_run(
