@@ -13,16 +13,30 @@ import sys
 
 
 class _TerminatedEarly(SystemExit):
-    """The exit a SIGTERM (or SIGHUP) during start-up raises (its own type, so the hook below
-    knows it)."""
+    """The exit a SIGTERM, SIGHUP or SIGINT during start-up raises (its own type, so the hook
+    below knows it)."""
 
 
 def _terminated_early(signum: int, frame: object) -> None:
-    # SIGTERM or SIGHUP before the run installs its own handler (and after it restores this
-    # one) ends eb as an interrupt does: exit 3, no traceback. Raised here, so it unwinds
+    # SIGTERM, SIGHUP or Ctrl-C before the run installs its own handler (and after it restores
+    # this one) ends eb as an interrupt does: exit 3, no traceback. Raised here, so it unwinds
     # through whatever start-up is doing, cleanups included.
     print("Interrupted.", file=sys.stderr)
     raise _TerminatedEarly(3)
+
+
+def _started_as_the_program() -> bool:
+    """Whether this import is eb's own start-up (`eb`, `eval-banana`, `python -m eval_banana`)
+    rather than a program that imports eb (a test runner, an Invoke task): Ctrl-C in those
+    stays theirs to handle."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name == "eval_banana.__main__":
+        return True
+    script = getattr(main, "__file__", None) or ""
+    # A console script: bin/eb, or Windows's eb.exe holding its __main__.py.
+    names = {os.path.basename(script), os.path.basename(os.path.dirname(script))}
+    return any(os.path.splitext(name)[0] in ("eb", "eval-banana") for name in names)
 
 
 def _leave_when_swallowed(unraisable: sys.UnraisableHookArgs) -> None:
@@ -38,10 +52,15 @@ def _leave_when_swallowed(unraisable: sys.UnraisableHookArgs) -> None:
     sys.__unraisablehook__(unraisable)
 
 
-def _stop_on_sigterm_from_start() -> None:
+def _stop_on_signals_from_start() -> None:
     """Installed as the first thing this module does: the rest of start-up is imports."""
     # Off the main thread (ValueError) this is not the command line's process.
     with contextlib.suppress(ValueError):
+        # Ctrl-C as SIGTERM when eb is the program, unless SIGINT is ignored (a shell's
+        # background job): a KeyboardInterrupt while the modules below load escaped as a
+        # traceback. Before SIGTERM's, so a caught SIGTERM says both are.
+        if _started_as_the_program() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, _terminated_early)
         signal.signal(signal.SIGTERM, _terminated_early)
         # A closed terminal as SIGTERM, unless SIGHUP is ignored (`nohup eb ...`).
         hangup = getattr(signal, "SIGHUP", None)
@@ -50,7 +69,7 @@ def _stop_on_sigterm_from_start() -> None:
         sys.unraisablehook = _leave_when_swallowed
 
 
-_stop_on_sigterm_from_start()
+_stop_on_signals_from_start()
 
 import argparse  # noqa: E402 - after the handler, so SIGTERM during imports is handled too
 import errno  # noqa: E402

@@ -1,5 +1,5 @@
-"""SIGTERM during start-up ends eb with exit 3 (as one during the run does), never a traceback
-or death by the signal.
+"""SIGTERM or Ctrl-C during start-up ends eb with exit 3 (as one during the run does), never a
+traceback or death by the signal.
 
 "Start-up" starts when eb's own code can act: the test watches the process's caught signals
 (`SigCgt` in /proc/<pid>/status) and sends SIGTERM the moment eb catches it, then at a few
@@ -111,3 +111,68 @@ def test_sigterm_landing_where_python_swallows_exceptions_still_ends_eb_with_exi
     assert "still running" not in done.stdout
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
     assert done.stderr.strip() == "Interrupted."
+
+
+def _interrupt_early(*, argv: list[str], delay_s: float) -> subprocess.CompletedProcess[str]:
+    """`argv` sent SIGINT (Ctrl-C, at its default) `delay_s` after eb's own code catches
+    signals (its SIGINT handler goes in before its SIGTERM one)."""
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        caught = _catches_sigterm(process.pid)
+        if caught or caught is None or process.poll() is not None:
+            break
+        time.sleep(0.0005)
+    time.sleep(delay_s)
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+_LAUNCHERS = {
+    "python -m eval_banana": [sys.executable, "-m", "eval_banana"],
+    "eb": [str(Path(sys.executable).with_name("eb"))],
+}
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+@pytest.mark.parametrize("launcher", sorted(_LAUNCHERS))
+def test_ctrl_c_during_start_up_ends_eb_with_exit_3_never_a_traceback(
+    tmp_path: Path, launcher: str
+) -> None:
+    argv = _LAUNCHERS[launcher]
+    if not Path(argv[0]).exists():
+        pytest.skip(f"no {argv[0]} beside this interpreter")
+    root = _project(tmp_path / "proj")
+    # From the moment eb catches signals, through its imports, its config and its check
+    # files, into the run: wherever Ctrl-C lands, exit 3 (0 once it came too late).
+    for delay_s in (0.0, 0.001, 0.003, 0.006, 0.01, 0.02, 0.04, 0.08, 0.16):
+        done = _interrupt_early(argv=[*argv, "run", "--cwd", str(root)], delay_s=delay_s)
+        assert "Traceback" not in done.stderr, (delay_s, done.stderr)
+        assert done.returncode in (0, 3), (delay_s, done.returncode, done.stderr)
+        if done.returncode == 3:
+            assert "Interrupted." in done.stderr or "Run aborted (interrupt" in done.stderr
+
+
+def test_a_program_that_imports_eb_keeps_its_own_ctrl_c() -> None:
+    # A test runner or an Invoke task importing eb still gets KeyboardInterrupt from Ctrl-C.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import signal; before = signal.getsignal(signal.SIGINT); import eval_banana.cli; "
+            "assert signal.getsignal(signal.SIGINT) is before",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
