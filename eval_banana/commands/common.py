@@ -171,7 +171,8 @@ def selection(args: argparse.Namespace) -> Selection:
     if select_text is not None:
         from eval_banana.scaleout.selectfile import read_select
 
-        select = read_select(
+        # The file decides how the run's part is dealt, whatever --balance says.
+        select, shard = read_select(
             source=select_text,
             cwd=Path.cwd(),
             shard=shard,

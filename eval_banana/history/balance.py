@@ -62,9 +62,14 @@ def durations_digest(*, durations: Mapping[str, float]) -> str:
 
 def resolve_balance(*, config: ConfigDoc, warn: Warn | None = None) -> ConfigDoc:
     """`config` with its shard split by history when `[core] shard_balance` asks for it: the
-    durations table read now is recorded in config.json, with its digest on the shard."""
+    durations table read now is recorded in config.json, with its digest on the shard.
+
+    A `--select` run is left as it is: its file dealt its part (the plan's split, or the
+    hash), so the history this worker happens to hold splits nothing."""
     shard = config.selection.shard
-    if shard is None or config.settings.core.shard_balance != "history":
+    if shard is None or config.selection.select is not None:
+        return config
+    if config.settings.core.shard_balance != "history":
         return config
     folder = history_dir(config=config)
     try:

@@ -353,7 +353,8 @@ class Shard(_Section):
     history_digest: str | None = Field(
         default=None,
         description="Balance 'history': sha256:<hex> of the durations table the split used "
-        "(equal histories give equal digests); `eb merge` refuses shards whose digests differ.",
+        "(equal histories give equal digests); `eb merge` refuses shards whose digests differ. "
+        "Null for a --select run: its file dealt the part (balance is the plan's split).",
     )
 
 

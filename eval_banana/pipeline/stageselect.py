@@ -26,7 +26,8 @@ def selecting(
         config = config.model_copy(deep=True)
         config.settings.core.shard_balance = balance
     shard = selection.shard
-    if shard is None:
+    if shard is None or selection.select is not None:
+        # A --select run's part is the one its file dealt, recorded on its shard.
         return config.model_copy(update={"selection": selection})
     if config.settings.core.shard_balance != "history":
         hashed = shard.model_copy(update={"balance": "hash", "history_digest": None})

@@ -12,7 +12,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.checks.shard import in_shard
 from eval_banana.core.errors import UsageError
@@ -103,9 +103,26 @@ def _part(*, plan: PlanDocument | None, ids: list[str], shard: Shard | None) -> 
     return [check_id for check_id in ids if in_shard(check_id=check_id, shard=shard)]
 
 
+class SelectFile(NamedTuple):
+    """A `--select` file read: the selection it makes, and `--shard K/N` as the file splits it."""
+
+    select: PlanSelection
+    shard: Shard | None
+
+
+def _split_by(*, plan: PlanDocument | None, shard: Shard | None) -> Shard | None:
+    """`shard` recording the split that deals this run's part: the plan's own (by hash or by
+    history) when it was made with --shards, else the hash. No worker reads its history for
+    it, so no history digest is recorded (nor compared by `eb merge`)."""
+    if shard is None:
+        return None
+    dealt = plan.balance if plan is not None and plan.shards is not None else None
+    return shard.model_copy(update={"balance": dealt or "hash", "history_digest": None})
+
+
 def read_select(
     *, source: str, cwd: Path, shard: Shard | None, allow_stale_plan: bool
-) -> PlanSelection:
+) -> SelectFile:
     """The selection file read and checked on its own (the project is checked by validate)."""
     data = _read_bytes(source=source, cwd=cwd)
     text = data.decode("utf-8", errors="replace")
@@ -128,7 +145,7 @@ def read_select(
     if not ids:
         raise _refuse("names no check", source=source)
     _no_duplicates(ids=ids, source=source)
-    return PlanSelection(
+    select = PlanSelection(
         file=source,
         file_sha256=f"sha256:{hashlib.sha256(data).hexdigest()}",
         form=form,  # type: ignore[arg-type]
@@ -141,3 +158,4 @@ def read_select(
         skipped_ids=[entry.id for entry in plan.skipped] if plan is not None else [],
         allow_stale_plan=allow_stale_plan,
     )
+    return SelectFile(select=select, shard=_split_by(plan=plan, shard=shard))
