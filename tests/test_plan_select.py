@@ -432,6 +432,51 @@ def test_select_refuses_a_bad_file(
     assert words in done.stderr and str(path) in done.stderr
 
 
+@pytest.mark.parametrize("form", ["lines", "list", "plan"])
+def test_select_ignores_a_leading_utf8_byte_order_mark(
+    repo: Path, eb: Eb, tmp_path: Path, form: str
+) -> None:
+    """Notepad and Windows PowerShell's `Out-File -Encoding utf8` start UTF-8 with a byte order
+    mark: the file is read as without it, in the form it holds."""
+    ids = ["alpha_1", "beta_login"]
+    text = {
+        "lines": "\n".join(ids) + "\n",
+        "list": json.dumps(ids),
+        "plan": json.dumps(_plan(eb, repo, "--check-id", "alpha_1", "--check-id", "beta_login")),
+    }[form]
+    path = tmp_path / "select.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    done = _run(eb, repo, tmp_path / "out", "--select", str(path))
+    assert done.exit_code == 0, done.stderr
+    assert ran(repo) == ids
+    assert _config(tmp_path / "out")["selection"]["select"]["form"] == form
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ("alpha_1\n".encode("utf-16"), "is UTF-16 text, not UTF-8"),
+        ('["alpha_1", "beta_login"]'.encode("utf-16-le"), "UTF-16 text without a byte order"),
+        ("alpha_1\n".encode("utf-32"), "is UTF-32 text, not UTF-8"),
+        ("alpha_1\ncaf\u00e9\n".encode("latin-1"), "is not valid UTF-8 (invalid"),
+    ],
+    ids=["utf-16", "utf-16-without-mark", "utf-32", "latin-1"],
+)
+def test_select_refuses_a_file_that_is_not_utf8(
+    repo: Path, eb: Eb, tmp_path: Path, data: bytes, words: str
+) -> None:
+    """A file in another encoding (Windows PowerShell 5's `>` writes UTF-16) is refused with
+    the fix, never read with replacement characters into ids that look almost right."""
+    path = tmp_path / "select.txt"
+    path.write_bytes(data)
+    done = _run(eb, repo, tmp_path / "out", "--select", str(path))
+    assert done.exit_code == 2
+    assert f"--select {path}: " in done.stderr and words in done.stderr
+    assert "Save the file as UTF-8" in done.stderr
+    assert "\ufffd" not in done.stderr
+    assert not (tmp_path / "out").exists() and not (repo / "ran").exists()
+
+
 def test_select_refuses_a_part_of_another_number_of_shards(
     repo: Path, eb: Eb, tmp_path: Path
 ) -> None:

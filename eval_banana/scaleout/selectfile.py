@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.checks.shard import in_shard
 from eval_banana.core.errors import UsageError
+from eval_banana.core.textfiles import unicode_said
 from eval_banana.models.config import PlanSelection, Shard
 from eval_banana.models.plan import PLAN_KIND, PlanDocument
 from eval_banana.stagefiles.schemafiles import packaged_schema_problem
@@ -31,13 +32,43 @@ def _label(source: str) -> str:
     return "standard input" if source == STDIN else source
 
 
-def _refuse(message: str, *, source: str, field_path: str | None = None) -> UsageError:
+_UTF8_HINT = (
+    "Save the file as UTF-8 (in PowerShell: Set-Content -Encoding utf8, or "
+    "Out-File -Encoding utf8 in place of `>`)."
+)
+
+
+def _refuse(
+    message: str, *, source: str, field_path: str | None = None, hint: str = _FORMS_HINT
+) -> UsageError:
     return UsageError(
         f"--select {_label(source)}: {message}",
         file=None if source == STDIN else source,
         field_path=field_path,
-        hint=_FORMS_HINT,
+        hint=hint,
     )
+
+
+def _text(*, data: bytes, source: str) -> str:
+    """The file's text: UTF-8, a leading byte order mark ignored (Notepad and Windows
+    PowerShell's `Out-File -Encoding utf8` write one, as for check files and the config).
+    Anything else is refused: an id decoded by a guess would be another id."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        said = unicode_said(data)
+        raise _refuse(
+            f"the file {said}"
+            if said is not None
+            else f"is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+            source=source,
+            hint=_UTF8_HINT,
+        ) from None
+    # UTF-16 or UTF-32 of ASCII letters without a mark is valid UTF-8, NUL bytes between them.
+    said = unicode_said(data) if "\x00" in text else None
+    if said is not None:
+        raise _refuse(f"the file {said}", source=source, hint=_UTF8_HINT)
+    return text.removeprefix("\ufeff")
 
 
 def _read_bytes(*, source: str, cwd: Path) -> bytes:
@@ -125,7 +156,7 @@ def read_select(
 ) -> SelectFile:
     """The selection file read and checked on its own (the project is checked by validate)."""
     data = _read_bytes(source=source, cwd=cwd)
-    text = data.decode("utf-8", errors="replace")
+    text = _text(data=data, source=source)
     plan: PlanDocument | None = None
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
