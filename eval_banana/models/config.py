@@ -385,6 +385,10 @@ class CaseSubset(_Section):
     )
 
 
+# The `--select` file that is standard input (`eb run --select -`).
+SELECT_STDIN = "-"
+
+
 class PlanSelection(_Section):
     """`eb run --select FILE`: the ids a plan (or a list) names, and the ones this run runs."""
 

@@ -82,7 +82,8 @@ class ConfigDoc(StageEnvelope):
     outputs: list[str] = Field(
         default_factory=list,
         description="Files this run writes outside its run folder (the JUnit file, "
-        "--result-out, the GitHub step summary), absolute: eb's own, never project files.",
+        "--result-out, the GitHub step summary) and the --select file it read, absolute: "
+        "eb's own, never project files.",
     )
     selection: Selection = Field(default_factory=Selection)
     shard_durations: dict[str, float] | None = Field(

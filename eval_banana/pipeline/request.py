@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from eval_banana.models.config import Selection
+from eval_banana.models.config import SELECT_STDIN, Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.stages.config import resolve_config
 
@@ -65,13 +65,19 @@ def validated_plan(*, config: ConfigDoc) -> PlanDoc:
 
 
 def _outputs(*, config: ConfigDoc, request: RunRequest) -> list[str]:
-    """The files this run writes outside its run folder, absolute: they are eb's own, and a
-    later run must not see them as a change of the project."""
+    """The files this run writes outside its run folder, and the `--select` file it read,
+    absolute: they are eb's own, and a later run must not see them as a change of the project."""
     from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
 
     junit = config.settings.core.junit_xml
     found = [junit_file(setting=junit, project_root=Path(config.project_root))] if junit else []
     found += request.outputs
+    select = config.selection.select
+    if select is not None and select.file != SELECT_STDIN:
+        # `eb plan`'s document, saved into the checkout: `eb plan` left it out of the project
+        # (its own stdout), so the run does too, or every check keyed on the whole project
+        # would miss the verdicts the plan called hits. Read relative to where eb started.
+        found.append(Path(select.file))
     summary = request.environ.get(STEP_SUMMARY_ENV)
     if summary:
         found.append(Path(summary))

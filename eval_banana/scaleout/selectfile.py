@@ -17,11 +17,11 @@ from typing import Any, NamedTuple
 from eval_banana.checks.shard import in_shard
 from eval_banana.core.errors import UsageError
 from eval_banana.core.textfiles import unicode_said
-from eval_banana.models.config import PlanSelection, Shard
+from eval_banana.models.config import SELECT_STDIN, PlanSelection, Shard
 from eval_banana.models.plan import PLAN_KIND, PlanDocument
 from eval_banana.stagefiles.schemafiles import packaged_schema_problem
 
-STDIN = "-"
+STDIN = SELECT_STDIN
 _FORMS_HINT = (
     "Give an `eb plan --format json` document, a JSON list of check ids, or one check id per "
     "line ('#' starts a comment)."

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import types
 from collections.abc import Callable
@@ -19,7 +20,7 @@ import pytest
 
 from eval_banana.cache import components
 from eval_banana.core.ownmark import MARK_FILE
-from tests.cache.rig import Project, cache_of, judge, make_project
+from tests.cache.rig import Project, cache_of, judge, make_project, script_check
 from tests.gitrepo import commit_all, init_repo
 from tests.processes import eb_process
 
@@ -386,3 +387,52 @@ def test_the_reports_eb_merge_wrote_into_the_project_never_count_for_a_plain_run
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert (root / "merged.xml").is_file() and (root / "merged.md").is_file()
     assert _misses_of(root) == set()
+
+
+def _plan_into(root: Path, name: str, *args: str) -> dict[str, Any]:
+    """`eb plan --json ARGS > NAME` in the project, as a CI step saves the plan in its checkout."""
+    with (root / name).open("w", encoding="utf-8") as out:
+        done = subprocess.run(
+            [sys.executable, "-m", "eval_banana", "plan", "--json", *args],
+            cwd=root,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 0, done.stderr
+    plan: dict[str, Any] = json.loads((root / name).read_text())
+    return plan
+
+
+def test_a_check_the_plan_calls_a_hit_is_reused_by_the_run_of_that_plan(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """The plan saved into the project (as CI downloads it into the checkout) is eb's own
+    file, as it was while `eb plan` wrote it: `eb run --select` of it starts no judge the plan
+    called a hit, whether it runs the whole plan or a part of it."""
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "j": judge("j"),  # no inputs: keyed on the whole project
+            "k": judge("k", instructions="Judge it again."),
+            "w": script_check("w", script="print('whole project')\n"),
+        },
+        files={"README.md": "# Project\n"},
+    )
+    root = project.root
+    assert _misses_of(root) == {"j", "k", "w"}
+    starts = project.agent_starts()
+    plan = _plan_into(root, "plan.json")
+    assert {entry["id"]: entry["cache"] for entry in plan["checks"]} == dict.fromkeys(
+        ("j", "k", "w"), "hit"
+    )
+    assert _misses_of(root, "--select", "plan.json") == set()
+    parts = _plan_into(root, "parts.json", "--shards", "2")
+    assert {entry["cache"] for entry in parts["checks"]} == {"hit"}
+    for index in (1, 2):
+        assert _misses_of(root, "--select", "parts.json", "--shard", f"{index}/2") == set()
+    assert project.agent_starts() == starts
