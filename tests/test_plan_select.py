@@ -487,6 +487,26 @@ def test_select_refuses_a_part_of_another_number_of_shards(
     assert eb("run", "--cwd", str(repo), "--allow-stale-plan").exit_code == 2
 
 
+@pytest.mark.parametrize("shard", [7, None])
+def test_select_refuses_a_plan_that_puts_a_check_in_no_part(
+    repo: Path, eb: Eb, tmp_path: Path, shard: int | None
+) -> None:
+    """A check of a --shards 3 plan dealt to part 7, or to none, would run in no part: every
+    part refuses the plan, naming the check and its shard, and runs nothing."""
+    plan = _plan(eb, repo, "--shards", "3")
+    stray = plan["checks"][0]
+    stray["shard"] = shard
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    for flags in (("--shard", "1/3"), ("--shard", "3/3"), ()):
+        done = _run(eb, repo, tmp_path / "out", "--select", str(path), *flags)
+        assert done.exit_code == 2
+        shown = "null" if shard is None else str(shard)
+        assert f"1 check is in no part 1..3: '{stray['id']}' (shard {shown})" in done.stderr
+        assert str(path) in done.stderr
+        assert not (tmp_path / "out").exists() and not (repo / "ran").exists()
+
+
 # --- eb merge of --select parts -------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from eval_banana.checks.shard import in_shard
 from eval_banana.core.errors import UsageError
 from eval_banana.core.textfiles import unicode_said
+from eval_banana.core.words import first_and_count, plural
 from eval_banana.models.config import SELECT_STDIN, PlanSelection, Shard
 from eval_banana.models.plan import PLAN_KIND, PlanDocument
 from eval_banana.stagefiles.schemafiles import packaged_schema_problem
@@ -119,6 +120,30 @@ def _no_duplicates(*, ids: list[str], source: str) -> None:
         raise _refuse(f"names {', '.join(repr(i) for i in twice)} more than once", source=source)
 
 
+def _dealt_to_no_part(*, plan: PlanDocument, source: str) -> None:
+    """A plan cut into N parts must put each check in one of them: an entry without a shard, or
+    with one outside 1..N (a hand edit, an engine that dealt the plan again), would run in no
+    part, and the merged run would lack it."""
+    total = plan.shards
+    if total is None:
+        return
+    stray = [entry for entry in plan.checks if entry.shard is None or entry.shard > total]
+    if not stray:
+        return
+    named = [
+        f"{entry.id!r} (shard {'null' if entry.shard is None else entry.shard})" for entry in stray
+    ]
+    raise _refuse(
+        f"the plan was made with --shards {total}, but {plural(count=len(stray), noun='check')} "
+        f"{'is' if len(stray) == 1 else 'are'} in no part 1..{total}: "
+        f"{first_and_count(named, shown=5)}",
+        source=source,
+        field_path="checks[].shard",
+        hint=f"Give each check a shard from 1 to {total}, or make the plan again with "
+        f"`eb plan --shards {total} --format json`.",
+    )
+
+
 def _part(*, plan: PlanDocument | None, ids: list[str], shard: Shard | None) -> list[str]:
     """The ids this run executes: all, or part K of N."""
     if shard is None:
@@ -168,6 +193,7 @@ def read_select(
             form, ids = "list", _ids_of_list(document=document, source=source)
         elif isinstance(document, dict):
             plan = _plan_of(document=document, source=source)
+            _dealt_to_no_part(plan=plan, source=source)
             form, ids = "plan", [entry.id for entry in plan.checks]
         else:
             raise _refuse("holds neither a list nor a plan document", source=source)

@@ -7,12 +7,13 @@ Every refusal is a `MergeError` (a setup error, exit 2) that names the folder an
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.checks.shard import in_shard, relative_source, rows_digest
 from eval_banana.core.errors import MergeError, StageFileError
+from eval_banana.core.words import first_and_count
 from eval_banana.models.config import Settings, Shard
 from eval_banana.models.stages import (
     ConfigDoc,
@@ -382,11 +383,32 @@ def _check_checks(*, runs: Sequence[ShardRun]) -> None:
         )
     )
     if union != first.plan.selection_digest or len(owner) != first.plan.selected_checks:
+        unrun = _in_no_part(runs=runs, held=owner.keys())
+        if unrun:
+            raise _refuse(
+                f"the parts together hold {len(owner)} checks, which are not the "
+                f"{first.plan.selected_checks} checks their plan selected: "
+                f"{first_and_count([repr(i) for i in unrun], shown=_NAMED_MISSING)} ran in no "
+                f"part (the plan gave {'it' if len(unrun) == 1 else 'them'} no shard of "
+                f"1..{first.shard.total})",
+                hint="Each check of the plan must be in one of its parts 1..N: make the plan "
+                "again with `eb plan --shards N --format json` and rerun the parts.",
+            )
         raise _refuse(
             f"the shards together hold {len(owner)} checks, which are not the "
             f"{first.plan.selected_checks} checks their plan selected",
             hint="A shard folder was changed after its run; rerun the shards.",
         )
+
+
+def _in_no_part(*, runs: Sequence[ShardRun], held: Collection[str]) -> list[str]:
+    """The ids the `--select` file of every part names that no part ran (a plan that put a
+    check in no part 1..N): empty when the parts are no --select runs, or hold every id."""
+    selects = [run.plan.selection.select for run in runs]
+    if any(select is None for select in selects):
+        return []
+    named = {check_id for select in selects if select is not None for check_id in select.plan_ids}
+    return sorted(named.difference(held))
 
 
 def read_shard_set(*, run_dirs: Sequence[Path]) -> list[ShardRun]:

@@ -146,6 +146,40 @@ def test_check_in_two_shards(
     assert f"check '{planned['id']}' is in two shards: {s1} (shard 1/3) and {s2}" in result.stderr
 
 
+def test_parts_that_ran_no_part_of_a_check_name_it_and_blame_the_plan(
+    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Parts of a plan that put a check in no part 1..N (as an eb that took such a plan left
+    them: the check in the plan's ids, in no part's plan.json): the merge names the check and
+    blames the plan, not a changed folder."""
+    plan = tmp_path / "plan.json"
+    done = eb("plan", "--cwd", str(tmp_path / "main"), "--shards", "3", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    plan.write_text(done.stdout)
+    s1, s2, s3 = (shards(f"p{k}", f"{k}/3", "--select", str(plan)) for k in (1, 2, 3))
+    dropped = json.loads((s2 / "stages" / "plan.json").read_text())["checks"][0]["id"]
+
+    def drop_planned(doc: dict[str, Any]) -> None:
+        doc["checks"] = [check for check in doc["checks"] if check["id"] != dropped]
+        select = doc["selection"]["select"]
+        select["ids"] = [check_id for check_id in select["ids"] if check_id != dropped]
+
+    plan_digest = _rewrite(s2, "plan.json", drop_planned)
+    guard_digest = _rewrite(
+        s2, "guard.json", lambda doc: doc["inputs"].update(validate=plan_digest)
+    )
+
+    def drop_result(doc: dict[str, Any]) -> None:
+        doc["results"] = [result for result in doc["results"] if result["check_id"] != dropped]
+        doc["inputs"].update(validate=plan_digest, guard=guard_digest)
+
+    _chain_down(s2, _rewrite(s2, "execute.json", drop_result))
+    result = _merge(eb, tmp_path, s1, s2, s3)
+    assert f"'{dropped}' ran in no part (the plan gave it no shard of 1..3)" in result.stderr
+    assert "changed after its run" not in result.stderr
+    assert "eb plan --shards N" in result.stderr
+
+
 def test_not_a_run_folder(
     eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
 ) -> None:
