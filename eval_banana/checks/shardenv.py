@@ -4,7 +4,8 @@ Each engine names them its own way and counts from 0 or from 1; this table is th
 that knows. Every source that is set is read: none is a usage error, and so are two that
 disagree, since running the wrong slice silently would leave checks unrun (or run twice) in
 the merged verdict. A source with one of its two variables set is an error too: a half-set
-source is a misconfigured job, not an absent one.
+source is a misconfigured job, not an absent one; but a count of 1 alone names no shard (GitLab
+sets CI_NODE_TOTAL=1 in every job that is not parallel).
 """
 
 from __future__ import annotations
@@ -105,7 +106,9 @@ def _in_range(*, label: str, index: int, total: int, first: int, variables: list
 def _read_pair(*, source: IndexSource, environ: Mapping[str, str]) -> _Found | None:
     index_text = environ.get(source.index, "").strip()
     total_text = environ.get(source.total, "").strip()
-    if not index_text and not total_text:
+    if not index_text and (not total_text or ascii_whole(total_text) == 1):
+        # A count of one job without an index is no shard: GitLab sets CI_NODE_TOTAL=1 in
+        # every job, and CI_NODE_INDEX only in one with `parallel:`.
         return None
     if not index_text or not total_text:
         present, absent = (

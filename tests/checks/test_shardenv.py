@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from eval_banana.checks.shardenv import AUTO_VARIABLES
 from eval_banana.core.errors import UsageError
 from eval_banana.models.config import Shard
 from tests.conftest import EbResult, check_yaml
+from tests.processes import eb_process
 
 # (engine's index variable, its total variable, the index of its first job)
 ENGINES = [
@@ -102,6 +104,44 @@ def test_half_an_engine_pair_is_a_usage_error(index_var: str, total_var: str, fi
         parse_shard(text="auto", environ={total_var: "2"})
     with pytest.raises(UsageError, match=f"{total_var}='two' is not a whole number"):
         parse_shard(text="auto", environ={index_var: str(first), total_var: "two"})
+
+
+@pytest.mark.parametrize(("index_var", "total_var", "first"), ENGINES)
+def test_a_count_of_one_without_its_index_names_no_shard(
+    index_var: str, total_var: str, first: int
+) -> None:
+    """GitLab sets CI_NODE_TOTAL=1 in every job without `parallel:` (and no CI_NODE_INDEX):
+    one job of one is no shard, so eb's own variable decides, and alone it is no shard found."""
+    shard = parse_shard(text="auto", environ={total_var: "1", "EVAL_BANANA_SHARD": "2/3"})
+    assert shard == Shard(index=2, total=3, variables=["EVAL_BANANA_SHARD"])
+    with pytest.raises(UsageError, match="found no shard index in the environment"):
+        parse_shard(text="auto", environ={total_var: "1"})
+
+
+def test_shard_auto_in_a_gitlab_job_without_parallel_reads_eb_own_variable(
+    project: Callable[..., Path],
+) -> None:
+    """`eb list --shard auto` as a GitLab job without `parallel:` starts it: GitLab's lone
+    CI_NODE_TOTAL=1 is no shard, EVAL_BANANA_SHARD (or a Kubernetes pair) is the shard."""
+    files = {f"eval_checks/c{index:02d}.yaml": check_yaml(f"c{index:02d}") for index in range(9)}
+    root = project(files)
+    base = {name: value for name, value in os.environ.items() if name not in AUTO_VARIABLES}
+    gitlab = {**base, "GITLAB_CI": "true", "CI_NODE_TOTAL": "1"}
+    expected = [
+        f"c{index:02d}" for index in range(9) if shard_of(check_id=f"c{index:02d}", total=3) == 2
+    ]
+    assert expected
+    for variables in (
+        {"EVAL_BANANA_SHARD": "2/3"},
+        {"JOB_COMPLETION_INDEX": "1", "EVAL_BANANA_SHARD_TOTAL": "3"},
+    ):
+        done = eb_process(root, "list", "--shard", "auto", env={**gitlab, **variables})
+        assert done.returncode == 0, done.stderr
+        assert [line.split("\t")[0] for line in done.stdout.splitlines()] == expected
+    # A count above one without its index is still a misconfigured GitLab job.
+    refused = eb_process(root, "list", "--shard", "auto", env={**gitlab, "CI_NODE_TOTAL": "3"})
+    assert refused.returncode == 2
+    assert "CI_NODE_TOTAL is set but CI_NODE_INDEX is not" in refused.stderr
 
 
 def test_zero_jobs_or_more_than_any_matrix_runs_is_a_usage_error() -> None:
