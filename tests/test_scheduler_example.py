@@ -78,6 +78,19 @@ def test_the_scheduler_stops_on_a_setup_error(tmp_path: Path) -> None:
     assert not (tmp_path / "s" / "part-1").exists()  # no worker was started
 
 
+def test_the_scheduler_refuses_an_out_folder_that_exists(tmp_path: Path) -> None:
+    """A second schedule into the same --out is refused with the documented exit code 2,
+    naming the folder, before anything is planned or started (not a traceback, exit 1)."""
+    project = init_repo(tmp_path / "proj", _files())
+    out = tmp_path / "s"
+    out.mkdir()
+    done = _scheduler("--project", str(project), "--out", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"--out {out} already exists" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert list(out.iterdir()) == [] and not (project / "ran").exists()
+
+
 def test_the_scale_out_page_shows_the_scheduler_as_it_is() -> None:
     text = SCALE_OUT_DOC.read_text()
     assert "examples/scheduler/scheduler.py" in text

@@ -121,7 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     eb = eb_command(args.eb)
     project = Path(args.project).resolve()
     out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=False)
+    try:
+        out.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        # An earlier schedule's plan and parts would be mixed with this one's.
+        sys.stderr.write(f"--out {out} already exists: give a new folder, or remove it\n")
+        return 2
+    except OSError as exc:
+        sys.stderr.write(f"--out {out} cannot be made: {exc.strerror or exc}\n")
+        return 2
     plan = make_plan(eb=eb, project=project, workers=args.workers, out=out)
     folders = run_parts(eb=eb, project=project, plan=plan, workers=args.workers, out=out)
     return merge(eb=eb, project=project, folders=folders, out=out)
