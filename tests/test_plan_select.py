@@ -477,6 +477,22 @@ def test_select_refuses_a_file_that_is_not_utf8(
     assert not (tmp_path / "out").exists() and not (repo / "ran").exists()
 
 
+def test_select_of_a_plan_whose_every_check_is_skipped_says_so(
+    repo: Path, eb: Eb, tmp_path: Path
+) -> None:
+    """`eb plan` of nothing but skipped checks passes; the run of that plan has nothing to
+    start and is refused, saying so, never asking for the plan document it was given."""
+    plan = _plan(eb, repo, "--check-id", "waits_for_fix")
+    assert plan["checks"] == [] and [entry["id"] for entry in plan["skipped"]] == ["waits_for_fix"]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    done = _run(eb, repo, tmp_path / "out", "--select", str(path))
+    assert done.exit_code == 2
+    assert "every check of its plan is skipped ('waits_for_fix')" in done.stderr
+    assert "Give an `eb plan --format json` document" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_select_refuses_a_part_of_another_number_of_shards(
     repo: Path, eb: Eb, tmp_path: Path
 ) -> None:

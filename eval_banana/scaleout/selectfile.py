@@ -110,6 +110,21 @@ def _lines(*, text: str) -> list[str]:
     return [line for line in found if line]
 
 
+def _names_no_check(*, plan: PlanDocument | None, source: str) -> UsageError:
+    """An empty file, or a plan whose every check is skipped: the second is a well-made `eb
+    plan` document, so the hint says why it holds nothing to run, not how to write one."""
+    if plan is None or not plan.skipped:
+        return _refuse("names no check", source=source)
+    skipped = [repr(entry.id) for entry in plan.skipped]
+    return _refuse(
+        f"names no check to run: every check of its plan is skipped "
+        f"({first_and_count(skipped, shown=5)})",
+        source=source,
+        hint="Their files say `skip:`, so no run would start them. Plan a selection that "
+        "holds a check that runs, or remove `skip:` from the checks to run.",
+    )
+
+
 def _no_duplicates(*, ids: list[str], source: str) -> None:
     seen: set[str] = set()
     repeated: set[str] = set()
@@ -200,7 +215,7 @@ def read_select(
     else:
         form, ids = "lines", _lines(text=text)
     if not ids:
-        raise _refuse("names no check", source=source)
+        raise _names_no_check(plan=plan, source=source)
     _no_duplicates(ids=ids, source=source)
     select = PlanSelection(
         file=source,
