@@ -14,7 +14,8 @@ real one on a wrong or missing flag, and prints that CLI's real output format. E
   receive through its template's channel ("" = must receive none); a mismatch fails the run.
 
 Per-check steering for runs with several judges: a line `standin: key=value ...` in the check's
-instructions sets score, mode, reason (use _ for spaces), sleep (seconds before answering).
+instructions sets score, mode, reason (use _ for spaces), sleep (seconds before answering),
+needs (`<file>:<text>`: score 1 only when that file holds the text).
 """
 
 from __future__ import annotations
@@ -100,6 +101,16 @@ def _apply_directives(prompt: str) -> None:
                 os.environ["STANDIN_REASON"] = value.replace("_", " ")
             elif key in ("score", "mode"):
                 os.environ[f"STANDIN_{key.upper()}"] = value
+            elif key == "needs":
+                # `needs=<file>:<text>`: pass only when the file (from where the judge runs)
+                # holds the text, so calibration cases can tell good from bad.
+                path, _, text = value.partition(":")
+                try:
+                    with open(path, encoding="utf-8") as handle:
+                        held = text in handle.read()
+                except OSError:
+                    held = False
+                os.environ["STANDIN_SCORE"] = "1" if held else "0"
 
 
 def expect(kind: str, received: str | None, agent: str, code: int) -> None:

@@ -259,9 +259,13 @@ def test_the_calibration_gate_stays_within_the_start_up_budget(
     tmp_path: Path, command: str
 ) -> None:
     # With require_calibration on, the guard reads calibration.json on every run: still light.
-    judge = judge_yaml("judge", instructions="Is it fine?\nstandin: score=1 reason=fine")
-    judge += 'calibration: [{"name": "fine", "expect": "pass", "files": {}}]\n'
+    judge = judge_yaml("judge", instructions="Is it fine?\nstandin: needs=answer.txt:fine")
+    judge += (
+        'calibration: [{"name": "fine", "expect": "pass", "files": {"answer.txt": "fine"}}, '
+        '{"name": "broken", "expect": "fail", "files": {"answer.txt": "broken"}}]\n'
+    )
     root = _judge_project(tmp_path / "proj", checks={"judge": judge})
+    (root / "answer.txt").write_text("fine")
     calibrated = _python("-m", "eval_banana", "calibrate", "--cwd", str(root))
     assert calibrated.returncode == 0, calibrated.stdout + calibrated.stderr
     probe = (
