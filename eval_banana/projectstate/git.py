@@ -224,7 +224,8 @@ def parse_stage_entries(*, output: bytes, repo: Repository) -> IndexListing:
     ids = dict(zip([r[cut:] for r in records], [r[7 : 7 + width] for r in records], strict=True))
     gitlinks: frozenset[str] = frozenset()
     conflicted: frozenset[str] = frozenset()
-    if text.startswith("160000 ") or "\0160000 " in text:
+    # "\x00", not "\0": followed by digits, "\0" would start an octal escape ("\016" is one).
+    if text.startswith("160000 ") or "\x00160000 " in text:
         gitlinks = frozenset(r[cut:] for r in records if r.startswith("160000 "))
     stage_column = 7 + width + 1
     if any(f" {stage}\t" in text for stage in "123"):

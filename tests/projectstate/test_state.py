@@ -172,6 +172,24 @@ def test_a_submodule_counts_by_the_commit_it_records(tmp_path: Path) -> None:
     assert state(root).files["sub"] == git(inner, "rev-parse", "HEAD").strip()
 
 
+def test_a_dirty_submodule_still_counts_by_the_commit_it_records(tmp_path: Path) -> None:
+    inner = init_repo(tmp_path / "inner", {"data.txt": "good\n", "notes.txt": "n\n"})
+    # Entries sort before the submodule, so it is not the index's first.
+    root = init_repo(tmp_path / "repo", {"a.txt": "a\n", "b.txt": "b\n"})
+    git(root, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(inner), "sub")
+    commit_all(root)
+    (root / "sub/notes.txt").write_text("a local edit\n")  # git now reports `sub` as modified
+    assert git(root, "diff-files", "--name-only") == "sub\n"
+    first = state(root)
+    assert first.files["sub"] == git(root, "rev-parse", "HEAD:sub").strip()
+    (root / "sub/data.txt").write_text("bad\n")
+    git(root / "sub", "commit", "-q", "-am", "a new submodule commit")
+    commit_all(root, "record the new submodule commit")
+    second = state(root)
+    assert second.files["sub"] == git(root, "rev-parse", "HEAD:sub").strip()
+    assert second.diff(first).changed == ("sub",) and second.digest() != first.digest()
+
+
 def test_a_merge_conflict_is_read_from_the_work_tree(tmp_path: Path) -> None:
     root = init_repo(tmp_path / "repo", {"f.txt": "base\n"})
     git(root, "checkout", "-q", "-b", "other")
