@@ -203,31 +203,72 @@ def split_paths(*, output: bytes, repo: Repository) -> list[str]:
     return [os.fsdecode(item[cut:]) for item in output.split(b"\0") if item]
 
 
+# The index listing: `<tag> <mode> <id> <stage>\t<path>` per entry, the tag saying whether git
+# compares the entry with the work tree at all.
+INDEX_LISTING = ("ls-files", "-s", "-v", "-z")
+
+# Tags of entries git never compares with the work tree, so `diff-files` and `status` never
+# report them whatever the file holds: lowercase for assume-unchanged (`update-index
+# --assume-unchanged`, core.ignoreStat), S for skip-worktree (`--skip-worktree`, and every
+# entry a sparse checkout leaves out of the work tree).
+_UNWATCHED_TAGS = frozenset("hsmS")
+
+
 class IndexListing(NamedTuple):
-    """What `git ls-files -s` says about the project's paths."""
+    """What the index listing says about the project's paths."""
 
     ids: dict[str, str]  # path -> object id of its index entry
     gitlinks: frozenset[str]  # submodules: the id is the commit they record
     conflicted: frozenset[str]  # paths with merge stages: only the work tree can say
+    unwatched: frozenset[str]  # entries git never compares with the work tree: only it can say
+
+
+def _id_width(repo: Repository) -> int:
+    return 64 if repo.object_format == "sha256" else 40
+
+
+def _unwatched_ids(*, records: list[str], width: int, cut: int) -> dict[str, str]:
+    """Path -> index id of the entries whose tag says git does not look at their file."""
+    # Nearly every index has none: the set of first letters is cheap (3 ms for 60,000 entries).
+    if {record[:1] for record in records}.isdisjoint(_UNWATCHED_TAGS):
+        return {}
+    return {
+        record[cut:]: record[9 : 9 + width]
+        for record in records
+        # A submodule counts by the commit it records, whatever its folder holds.
+        if record[:1] in _UNWATCHED_TAGS and record[2:9] != "160000 "
+    }
+
+
+def _records(output: bytes) -> list[str]:
+    return [record for record in output.decode("utf-8", "surrogateescape").split("\0") if record]
+
+
+def unwatched_entries(*, output: bytes, repo: Repository) -> dict[str, str]:
+    """The index listing -> project path: index id of each entry git never compares with the
+    work tree (assume-unchanged, skip-worktree)."""
+    width = _id_width(repo)
+    cut = 2 + 7 + width + 3 + len(repo.prefix)
+    return _unwatched_ids(records=_records(output), width=width, cut=cut)
 
 
 def parse_stage_entries(*, output: bytes, repo: Repository) -> IndexListing:
-    """`git ls-files -s -z` -> the index entries below the project root.
+    """The index listing (`INDEX_LISTING`) -> the index entries below the project root.
 
-    Each record is `<mode> <id> <stage>\t<path>`, with fixed widths before the path; slicing
-    fixed columns of 60,000 records is several times faster than a regular expression.
+    Each record is `<tag> <mode> <id> <stage>\t<path>`, with fixed widths before the path;
+    slicing fixed columns of 60,000 records is several times faster than a regular expression.
     """
     text = output.decode("utf-8", "surrogateescape")
     records = [record for record in text.split("\0") if record]
-    width = 64 if repo.object_format == "sha256" else 40
-    cut = 7 + width + 3 + len(repo.prefix)  # "<mode> " + id + " <stage>\t" + prefix
-    ids = dict(zip([r[cut:] for r in records], [r[7 : 7 + width] for r in records], strict=True))
+    width = _id_width(repo)
+    cut = 2 + 7 + width + 3 + len(repo.prefix)  # tag, "<mode> ", id, " <stage>\t", prefix
+    ids = dict(zip([r[cut:] for r in records], [r[9 : 9 + width] for r in records], strict=True))
     gitlinks: frozenset[str] = frozenset()
     conflicted: frozenset[str] = frozenset()
-    # "\x00", not "\0": followed by digits, "\0" would start an octal escape ("\016" is one).
-    if text.startswith("160000 ") or "\x00160000 " in text:
-        gitlinks = frozenset(r[cut:] for r in records if r.startswith("160000 "))
-    stage_column = 7 + width + 1
+    if " 160000 " in text:
+        gitlinks = frozenset(r[cut:] for r in records if r[2:9] == "160000 ")
+    stage_column = 2 + 7 + width + 1
     if any(f" {stage}\t" in text for stage in "123"):
         conflicted = frozenset(r[cut:] for r in records if r[stage_column] != "0")
-    return IndexListing(ids=ids, gitlinks=gitlinks, conflicted=conflicted)
+    unwatched = frozenset(_unwatched_ids(records=records, width=width, cut=cut))
+    return IndexListing(ids=ids, gitlinks=gitlinks, conflicted=conflicted, unwatched=unwatched)

@@ -56,7 +56,7 @@ def git_state(
                 cwd=top,
             )
         index = git.parse_stage_entries(
-            output=git.run(args=["ls-files", "-s", "-z", *spec], cwd=top, what="ls-files -s"),
+            output=git.run(args=[*git.INDEX_LISTING, *spec], cwd=top, what="ls-files -s"),
             repo=repo,
         )
         dirty = set(
@@ -92,8 +92,9 @@ def git_state(
         ids = {path: ids[path] for path in within(paths=sorted(ids), prefixes=prefixes)}
         untracked = within(paths=sorted(untracked), prefixes=prefixes)
         ignored_raw = [p for p in ignored_raw if under_any(path=p.rstrip("/"), prefixes=prefixes)]
-    # Submodules count by the commit they record; everything git sees differ is hashed.
-    for path in (dirty | index.conflicted) - index.gitlinks:
+    # Submodules count by the commit they record; everything git sees differ is hashed, and so
+    # is every file git never compares (assume-unchanged, skip-worktree: only they are read).
+    for path in (dirty | index.conflicted | index.unwatched) - index.gitlinks:
         if path not in ids:
             continue
         found = hash_file(root=root, path=path, fmt=fmt)

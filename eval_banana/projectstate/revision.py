@@ -15,7 +15,7 @@ from eval_banana.core.ownmark import OwnFolders, own_folders_listed
 from eval_banana.projectstate import git
 from eval_banana.projectstate.gitlisting import expand_ignored
 from eval_banana.projectstate.prefixes import relative_folders, skipped, under_any
-from eval_banana.projectstate.state import StateDiff
+from eval_banana.projectstate.state import StateDiff, hash_file
 
 
 class UnknownRevision(ProjectStateError):
@@ -153,6 +153,8 @@ class Comparison:
                 ],
                 cwd=repo.top,
             )
+            # Entries git never compares with the work tree, which `status` never reports.
+            processes["index"] = git.start(args=[*git.INDEX_LISTING, *spec], cwd=repo.top)
             if _may_name_a_revision(revision):
                 # `revision^{commit}` fails here as it does in rev-parse (finish asks that).
                 processes["cached"] = git.start(
@@ -207,6 +209,10 @@ class Comparison:
         status = _status_entries(
             output=git.finish(process=self._processes.pop("status"), what="status"), repo=repo
         )
+        unwatched = git.unwatched_entries(
+            output=git.finish(process=self._processes.pop("index"), what="ls-files -s"), repo=repo
+        )
+        status.update(_unwatched_status(root=top, repo=repo, unwatched=unwatched, status=status))
         added, removed, changed = _against_revision(cached=cached, status=status)
         ignored: list[str] = []
         if with_ignored:
@@ -286,6 +292,23 @@ def _status_entries(*, output: bytes, repo: git.Repository) -> dict[str, str]:
         elif parts[1][:1] == b"D":
             entries[path] = "D"  # removed from the index (git rm): gone from the work tree too
     return entries
+
+
+def _unwatched_status(
+    *, root: str, repo: git.Repository, unwatched: dict[str, str], status: dict[str, str]
+) -> dict[str, str]:
+    """What the work tree holds at the entries git never compares with it, as `status` would
+    say it: "D" for a file absent (as a sparse checkout leaves it), "M" for other bytes."""
+    found: dict[str, str] = {}
+    for path, index_id in unwatched.items():
+        if path in status:
+            continue
+        now = hash_file(root=root, path=path, fmt=repo.object_format)
+        if now is None:
+            found[path] = "D"
+        elif now != index_id:
+            found[path] = "M"
+    return found
 
 
 def _against_revision(

@@ -174,3 +174,23 @@ def test_a_conflicted_file_of_a_project_below_the_top_is_changed_not_removed(
     # changed there) as their version. An unmerged path counts as changed.
     assert found.diff.changed == ("f.txt", "g.txt")
     assert found.diff.removed == ()
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_file_git_is_told_not_to_look_at_counts_by_its_bytes(tmp_path: Path, flag: str) -> None:
+    root = repo(tmp_path)
+    git(root, "update-index", flag, "unstaged.txt", "same.txt", "deleted.txt")
+    (root / "unstaged.txt").write_text("2\n")
+    (root / "same.txt").touch()
+    (root / "deleted.txt").unlink()
+    found = changes_since(root=str(root), revision="HEAD")
+    assert found.diff.changed == ("unstaged.txt",)
+    assert found.diff.removed == ("deleted.txt",)
+
+
+def test_files_a_sparse_checkout_leaves_out_are_removed(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    git(root, "sparse-checkout", "set", "--no-cone", "/sub/", "/*.txt")
+    assert not (root / ".gitignore").exists()
+    found = changes_since(root=str(root), revision="HEAD")
+    assert found.diff == ((), (".gitignore",), ())

@@ -67,11 +67,35 @@ def test_committed_files_take_their_ids_from_the_index(tmp_path: Path) -> None:
     found = state(root)
     assert found.source == "git"
     assert dict(found.files) == {rel: hash_object(root, rel) for rel in FILES}
-    # Told that a file is unchanged, git never looks at it, and neither do we: the id is the
-    # index's, proof that unchanged files are not read.
-    git(root, "update-index", "--assume-unchanged", "src/app.py")
+    # A file git vouches for is never opened: an unreadable one still gets the index's id.
+    (root / "src/app.py").chmod(0)
+    try:
+        assert state(root).files["src/app.py"] == found.files["src/app.py"]
+    finally:
+        (root / "src/app.py").chmod(0o644)
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_file_git_is_told_not_to_look_at_is_read_from_the_work_tree(
+    tmp_path: Path, flag: str
+) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    before = state(root)
+    git(root, "update-index", flag, "src/app.py")
     (root / "src/app.py").write_text("print('changed without git noticing')\n")
-    assert state(root).files["src/app.py"] == found.files["src/app.py"]
+    assert git(root, "diff-files", "--name-only") == ""  # git does not see it
+    after = state(root)
+    assert after.files["src/app.py"] == hash_object(root, "src/app.py")
+    assert after.diff(before).changed == ("src/app.py",)
+    (root / "src/app.py").unlink()
+    assert "src/app.py" not in state(root).files  # gone, as a deleted file is
+
+
+def test_files_a_sparse_checkout_leaves_out_are_not_in_the_project(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    git(root, "sparse-checkout", "set", "--no-cone", "/src/", "/README.md")
+    assert not (root / "data/blob.bin").exists()
+    assert set(state(root).files) == {"README.md", "src/app.py", "src/lib/util.py"}
 
 
 def test_staged_unstaged_untracked_ignored_deleted_and_renamed(tmp_path: Path) -> None:

@@ -1,0 +1,70 @@
+"""The verdict key follows the bytes a check reads, however git looks at a file: files git is
+told not to look at, and what a sparse checkout leaves out (docs/incremental.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cache.rig import script_check
+from tests.gitrepo import git, init_repo
+from tests.processes import eb_process
+
+READS_DATA = "import pathlib, sys\nsys.exit('bad' in pathlib.Path('data.txt').read_text())\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_repository_above(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+def data_project(tmp_path: Path, files: dict[str, str | bytes] | None = None) -> Path:
+    """A cached project whose two checks fail when data.txt says `bad`: one declares it as its
+    input, the other reads the whole project."""
+    return init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": ".eval-banana/cache/\n.eval-banana/results/\n",
+            ".eval-banana/config.toml": '[cache]\nmode = "on"\n',
+            "eval_checks/declared.yaml": script_check(
+                "declared", script=READS_DATA, inputs=["data.txt"]
+            ),
+            "eval_checks/whole.yaml": script_check("whole", script=READS_DATA),
+            "data.txt": "good\n",
+            **(files or {}),
+        },
+    )
+
+
+def verdicts(root: Path, *args: str) -> dict[str, str]:
+    """check id -> its console line after the colon (`passed (cached)`, `failed`...)."""
+    done = eb_process(root, "run", *args)
+    lines = [line[2:] for line in done.stdout.splitlines() if line.startswith("- ")]
+    return {line.split(":")[0]: line.split(": ", 1)[1].split(" - ")[0] for line in lines}
+
+
+def changed_since_head(root: Path) -> list[str]:
+    done = eb_process(root, "list", "--changed-since", "HEAD")
+    return sorted(line.split("\t")[0] for line in done.stdout.splitlines() if "\t" in line)
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_an_edit_git_is_told_not_to_look_at_is_judged_again(tmp_path: Path, flag: str) -> None:
+    root = data_project(tmp_path)
+    assert verdicts(root) == {"declared": "passed", "whole": "passed"}
+    git(root, "update-index", flag, "data.txt")
+    (root / "data.txt").write_text("bad\n")
+    assert verdicts(root) == {"declared": "failed", "whole": "failed"}
+    assert changed_since_head(root) == ["declared", "whole"]
+    (root / "data.txt").write_text("good\n")  # no longer what the last run read
+    status = eb_process(root, "status")
+    assert "stale" in status.stdout, status.stdout
+
+
+def test_a_file_a_sparse_checkout_leaves_out_is_judged_again(tmp_path: Path) -> None:
+    root = data_project(tmp_path)
+    assert verdicts(root) == {"declared": "passed", "whole": "passed"}
+    git(root, "sparse-checkout", "set", "--no-cone", "/eval_checks/", "/.eval-banana/")
+    assert not (root / "data.txt").exists()
+    assert verdicts(root) == {"declared": "failed", "whole": "failed"}  # no file to read
