@@ -6,6 +6,7 @@
 - `state.ProjectState`: what a read found; its `digest()`, `digest_of` a subset, `select` by
   globs, and the `diff` between two states.
 - `prefixes`: paths against the project root and the prefixes a read is limited to.
+- `conversion`: the files git converts (line endings, filters), which count by their bytes.
 - `revision.changes_since`: what differs between a git revision and the work tree.
 - `patterns.InputPatterns` / `patterns.pattern_problem`: the glob rules of a check's `inputs:`.
 - `blobs.blob_id` / `blobs.file_blob_id`: git's blob id of some bytes or of a file.

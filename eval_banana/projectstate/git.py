@@ -23,6 +23,7 @@ class Repository(NamedTuple):
     top: str  # absolute path of the work tree's top folder
     prefix: str  # the project root relative to `top`, "" or ending with "/"
     object_format: ObjectFormat
+    common_dir: str = ""  # absolute path of the repository's shared git folder (info/, hooks/)
 
 
 class NotARepository(Exception):
@@ -83,14 +84,14 @@ def may_be_in_work_tree(*, root: str) -> bool:
         folder = parent
 
 
-def start(*, args: Sequence[str], cwd: str) -> subprocess.Popen[bytes]:
-    """Start `git <args>` in `cwd`, its output piped."""
+def start(*, args: Sequence[str], cwd: str, stdin: bool = False) -> subprocess.Popen[bytes]:
+    """Start `git <args>` in `cwd`, its output piped (and its input, with `stdin`)."""
     try:
         return subprocess.Popen(
             ["git", *args],
             cwd=cwd,
             env=environment(),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -126,7 +127,14 @@ def find_repository(*, root: str) -> Repository:
     if not may_be_in_work_tree(root=root):
         raise NotARepository(f"{root} is not inside a git work tree")
     process = start(
-        args=["rev-parse", "--show-toplevel", "--show-prefix", "--show-object-format"], cwd=root
+        args=[
+            "rev-parse",
+            "--show-toplevel",
+            "--show-prefix",
+            "--show-object-format",
+            "--git-common-dir",
+        ],
+        cwd=root,
     )
     out, err = process.communicate()
     if process.returncode != 0:
@@ -140,7 +148,10 @@ def find_repository(*, root: str) -> Repository:
     if len(lines) < 2 or not lines[0]:  # inside a .git folder or a bare repository
         raise NotARepository(f"{root} is not inside a git work tree")
     object_format: ObjectFormat = "sha256" if lines[2:3] == ["sha256"] else "sha1"
-    return Repository(top=lines[0], prefix=lines[1], object_format=object_format)
+    common_dir = os.path.join(root, lines[3]) if len(lines) > 3 else ""  # relative to `root`
+    return Repository(
+        top=lines[0], prefix=lines[1], object_format=object_format, common_dir=common_dir
+    )
 
 
 def _owned_by_another_user(*, root: str) -> str | None:
@@ -221,6 +232,7 @@ class IndexListing(NamedTuple):
     gitlinks: frozenset[str]  # submodules: the id is the commit they record
     conflicted: frozenset[str]  # paths with merge stages: only the work tree can say
     unwatched: frozenset[str]  # entries git never compares with the work tree: only it can say
+    attributes: bool  # whether a `.gitattributes` may be among them (a name ending so is)
 
 
 def _id_width(repo: Repository) -> int:
@@ -271,4 +283,10 @@ def parse_stage_entries(*, output: bytes, repo: Repository) -> IndexListing:
     if any(f" {stage}\t" in text for stage in "123"):
         conflicted = frozenset(r[cut:] for r in records if r[stage_column] != "0")
     unwatched = frozenset(_unwatched_ids(records=records, width=width, cut=cut))
-    return IndexListing(ids=ids, gitlinks=gitlinks, conflicted=conflicted, unwatched=unwatched)
+    return IndexListing(
+        ids=ids,
+        gitlinks=gitlinks,
+        conflicted=conflicted,
+        unwatched=unwatched,
+        attributes=".gitattributes\x00" in text,
+    )

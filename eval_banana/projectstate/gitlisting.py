@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from itertools import chain
 
 from eval_banana.core.ownmark import own_folders_listed
-from eval_banana.projectstate import git
+from eval_banana.projectstate import conversion, git
 from eval_banana.projectstate.prefetch import Walks, walks_for
 from eval_banana.projectstate.prefixes import skipped, under_any, within
 from eval_banana.projectstate.state import ProjectState, hash_file
@@ -49,6 +49,7 @@ def git_state(
     # walks for untracked (and ignored) files in parallel.
     walks = walks_for(repo=repo, prefixes=prefixes, skip=skip, prefetched=prefetched)
     ignored_process: subprocess.Popen[bytes] | None = None
+    settings = conversion.start_settings(repo=repo)
     try:
         if include_ignored:
             ignored_process = git.start(
@@ -67,6 +68,7 @@ def git_state(
         )
     except BaseException:
         walks.close()  # no git command of a failed read outlives it
+        git.stop(process=settings)
         if ignored_process is not None:
             git.stop(process=ignored_process)
         raise
@@ -76,6 +78,7 @@ def git_state(
         else []
     )
     if not index.ids and not untracked and prefixes is None:
+        git.stop(process=settings)
         return None
     fmt = repo.object_format
     ids = index.ids
@@ -102,6 +105,23 @@ def git_state(
             ids.pop(path, None)  # folders may nest
         else:
             ids[path] = found
+    rule = conversion.conversion(
+        repo=repo,
+        root=root,
+        settings=settings,
+        listed_attributes=index.attributes or any(p.endswith(".gitattributes") for p in untracked),
+        prefixes=prefixes,
+    )
+    if rule is not None:
+        # The index holds what git made of the bytes, the check reads the bytes themselves.
+        read = dirty | index.conflicted | index.unwatched | index.gitlinks
+        from_index = [path for path in ids if path not in read]
+        for path in conversion.converted(repo=repo, rule=rule, candidates=from_index):
+            found = hash_file(root=root, path=path, fmt=fmt)
+            if found is None:
+                ids.pop(path, None)
+            else:
+                ids[path] = found
     for path in untracked:
         # A trailing slash is a nested repository, which git does not look into.
         if path.endswith("/") or skipped(path, skip) or path in ids:

@@ -3,6 +3,7 @@ told not to look at, and what a sparse checkout leaves out (docs/incremental.md)
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,23 @@ def test_a_file_a_sparse_checkout_leaves_out_is_judged_again(tmp_path: Path) -> 
     git(root, "sparse-checkout", "set", "--no-cone", "/eval_checks/", "/.eval-banana/")
     assert not (root / "data.txt").exists()
     assert verdicts(root) == {"declared": "failed", "whole": "failed"}  # no file to read
+
+
+REWRITES_DATA = "import pathlib\np = pathlib.Path('data.txt')\np.write_bytes(p.read_bytes())\n"
+
+
+def test_a_file_git_converts_is_keyed_on_the_bytes_a_check_reads(tmp_path: Path) -> None:
+    root = data_project(
+        tmp_path, {".gitattributes": "data.txt text eol=crlf\n", "data.txt": b"good\r\n"}
+    )
+    assert verdicts(root) == {"declared": "passed", "whole": "passed"}
+    stamp = (root / "data.txt").stat().st_mtime + 100
+    os.utime(root / "data.txt", (stamp, stamp))  # the same bytes, newer than git's index
+    assert verdicts(root) == {"declared": "passed (cached)", "whole": "passed (cached)"}
+    assert "stale" not in eb_process(root, "status").stdout
+    # A check that writes back the very bytes it read changed nothing it is watched for.
+    (root / "eval_checks/rewrites.yaml").write_text(
+        script_check("rewrites", script=REWRITES_DATA, inputs=["data.txt"])
+    )
+    found = verdicts(root, "--cache", "off", "--execution-isolation", "detect")
+    assert found["rewrites"] == "passed", found

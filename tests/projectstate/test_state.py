@@ -226,6 +226,64 @@ def test_a_merge_conflict_is_read_from_the_work_tree(tmp_path: Path) -> None:
     assert state(root).files["f.txt"] == hash_object(root, "f.txt")
 
 
+def _set_mtime_later(path: Path) -> None:
+    stamp = path.stat().st_mtime + 100
+    os.utime(path, (stamp, stamp))
+
+
+def test_a_file_git_converts_counts_by_its_work_tree_bytes(tmp_path: Path) -> None:
+    root = init_repo(
+        tmp_path / "repo",
+        {".gitattributes": "*.txt text eol=crlf\n", "a.txt": b"one\r\n", "b.bin": b"x\r\n"},
+    )
+    before = state(root)
+    # The index holds "one\n"; the file, and so the id, holds what a check reads.
+    assert before.files["a.txt"] == blob_id(data=b"one\r\n") != git(root, "rev-parse", ":a.txt")
+    assert before.files["b.bin"] == git(root, "rev-parse", ":b.bin").strip()  # from the index
+    _set_mtime_later(root / "a.txt")  # stat-dirty for git, the same bytes
+    assert state(root).digest() == before.digest()
+
+
+def test_line_endings_git_would_convert_back_still_count(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    git(root, "config", "core.autocrlf", "true")
+    before = state(root)
+    (root / "a.txt").write_bytes(b"one\r\n")
+    git(root, "add", "a.txt")  # the index is fresh and holds "one\n" as before
+    after = state(root)
+    assert after.files["a.txt"] == blob_id(data=b"one\r\n")
+    assert after.diff(before).changed == ("a.txt",)
+
+
+def test_a_clean_filter_counts_the_bytes_it_filters(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    git(root, "config", "filter.fix.clean", "sed s/bad!/good/")
+    git(root, "config", "filter.fix.smudge", "cat")
+    write(root, {".gitattributes": "data.txt filter=fix\n", "data.txt": "good\n"})
+    commit_all(root)
+    before = state(root)
+    _set_mtime_later(root / "data.txt")
+    assert state(root).digest() == before.digest()  # touched: no change
+    (root / "data.txt").write_text("bad!\n")
+    git(root, "status")  # git's index is fresh: the filtered bytes are what it holds
+    after = state(root)
+    assert after.files["data.txt"] == blob_id(data=b"bad!\n")
+    assert after.diff(before).changed == ("data.txt",)
+
+
+def test_without_attributes_or_autocrlf_no_file_is_asked_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = init_repo(tmp_path / "repo", FILES)
+    started = _started_git_commands(monkeypatch)
+    state(root)
+    assert "check-attr" not in started
+    write(root, {"src/.gitattributes": "*.py text\n"})
+    assert state(root).files["src/app.py"] == hash_object(root, "src/app.py")
+
+
 def git_allowing_failure(root: Path, *args: str) -> int:
     return subprocess.run([*GIT, *args], cwd=root, capture_output=True).returncode
 
@@ -334,9 +392,9 @@ def _started_git_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     started: list[str] = []
     real_start = git_module.start
 
-    def start(*, args: list[str], cwd: str) -> subprocess.Popen[bytes]:
+    def start(*, args: list[str], cwd: str, stdin: bool = False) -> subprocess.Popen[bytes]:
         started.append(args[0])
-        return real_start(args=args, cwd=cwd)
+        return real_start(args=args, cwd=cwd, stdin=stdin)
 
     monkeypatch.setattr(git_module, "start", start)
     return started
@@ -356,7 +414,8 @@ def test_a_prefetched_state_is_taken_over_by_the_first_whole_read(
         assert sorted(started) == ["diff-files", "ls-files", "rev-parse"]
         started.clear()
         taken = state(root, include_ignored=True)
-        assert started == ["ls-files", "ls-files"]  # the index and the ignored files only
+        # The index, the ignored files and the settings that may convert files only.
+        assert sorted(started) == ["config", "ls-files", "ls-files"]
         assert dict(taken.files) == dict(fresh.files) and taken.ignored == fresh.ignored
         started.clear()
         again = state(root)  # used once: a later read starts its own
@@ -492,7 +551,7 @@ def test_git_never_walks_the_folders_eb_skips(
     with prefetched_state(root=root, skip_folders=skip):
         started.clear()
         taken = state(root, skip_folders=skip)  # the same folders skipped: taken over
-        assert started == ["ls-files"]
+        assert sorted(started) == ["config", "ls-files"]  # no walk of the tree is started
     assert dict(taken.files) == dict(state(root, skip_folders=skip).files)
     assert _paths_git_visited(trace) < 100
 
