@@ -131,6 +131,11 @@ class CheckInputs:
         """The project root the patterns are relative to."""
         return self._config.project_root
 
+    @property
+    def excluded_names(self) -> Sequence[str]:
+        """The folder names `[discovery] exclude_dirs` leaves out (of the ignored files)."""
+        return self._config.settings.discovery.exclude_dirs
+
     def unmatched(self, *, inputs: tuple[str, ...]) -> list[str]:
         """The plain (not `!`) patterns of `inputs` that match no file now: a typo there keys
         the check on nothing, and its verdict would be reused whatever changes."""
@@ -238,19 +243,44 @@ def unmatched_inputs(
                 meant = pattern_meant(pattern=pattern, root=reader.root)
                 # Said in the message: the console shows a warning's message alone.
                 guess = f" (did you mean {meant!r}?)" if meant is not None else ""
+                folder = excluded_folder(pattern=pattern, names=reader.excluded_names)
+                if folder is not None:
+                    guess = (
+                        f" ({folder!r} is a folder [discovery] exclude_dirs leaves out, "
+                        "which no pattern reaches into)"
+                    )
                 found.append(
                     ProblemModel(
                         message=f"Check '{check.family or check.id}': inputs pattern "
                         f"{pattern!r} matches no file, so no change there reruns it{guess}",
                         file=check.source_path,
                         field_path="inputs",
-                        hint="fix the pattern (`eb list --inputs` shows what each matches), or "
-                        "drop it if what it named is gone",
+                        hint=(
+                            f"take {folder.rstrip('/').rsplit('/', 1)[-1]!r} out of [discovery] "
+                            "exclude_dirs to key the check on it, or drop the pattern"
+                            if folder is not None
+                            else "fix the pattern (`eb list --inputs` shows what each matches), "
+                            "or drop it if what it named is gone"
+                        ),
                     )
                 )
     except (ProjectStateError, NotARepository, OSError):
         return []  # the run's input digests say why, once
     return found
+
+
+def excluded_folder(*, pattern: str, names: Iterable[str]) -> str | None:
+    """The folder (`build/`) a pattern points into whose name `[discovery] exclude_dirs`
+    leaves out, or None: the parts before the first wildcard are the pattern's folders."""
+    excluded = set(names)
+    parts: list[str] = []
+    for part in pattern.strip("/").split("/"):
+        if any(char in part for char in "*?["):
+            break
+        parts.append(part)
+        if part in excluded:
+            return "/".join(parts) + "/"
+    return None
 
 
 def artifact_ids(*, checks: Iterable[PlannedCheck], project_root: Path) -> dict[str, str]:

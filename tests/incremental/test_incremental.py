@@ -800,3 +800,27 @@ def test_a_check_that_empties_the_failure_record_while_it_runs_forgets_nothing(
     again = eb_process(root, "run", "--last-failed", "--last-failed-none", "skip")
     assert again.returncode == 1
     assert "bad" in again.stdout
+
+
+def test_a_pattern_into_an_excluded_folder_says_exclude_dirs_is_why(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    root = init_repo(
+        tmp_path / "proj",
+        {
+            ".gitignore": "build/\n.eval-banana/results/\n",
+            ".eval-banana/config.toml": '[discovery]\nexclude_dirs = [".eval-banana", "build"]\n',
+            "eval_checks/built.yaml": script_check(
+                "built", script="pass\n", inputs=["build/data.txt"]
+            ),
+        },
+    )
+    write(root, {"build/data.txt": "generated\n"})
+    done = eb("validate", "--cwd", str(root))
+    assert done.exit_code == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "inputs pattern" in line]
+    assert said == [
+        "warning: Check 'built': inputs pattern 'build/data.txt' matches no file, so no change "
+        "there reruns it ('build/' is a folder [discovery] exclude_dirs leaves out, which no "
+        "pattern reaches into)"
+    ]
