@@ -4,12 +4,15 @@ git's index holds a file's clean content: what `core.autocrlf`, the `text`, `eol
 `working-tree-encoding` and `filter` attributes make of the work-tree bytes. A check reads the
 work-tree bytes, so such a file is keyed on those, hashed like a modified file, never given
 the index's id. Where nothing can convert (no attributes file anywhere, `core.autocrlf` unset:
-nearly every repository) finding that out costs one `git config` and a few existence tests.
+nearly every repository) finding that out costs one `git config` and a few existence tests;
+where the attributes files name no converting attribute (`linguist-*`, `diff=`, `binary`), one
+read of each of those few files.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Sequence
 from itertools import chain
@@ -18,7 +21,13 @@ from typing import NamedTuple
 from eval_banana.projectstate import git
 
 _SETTINGS = r"^core\.(autocrlf|attributesfile)$"
-_ATTRIBUTES = ("text", "eol", "filter", "ident", "working-tree-encoding")
+# `crlf` is git's old name for `text` (`-crlf` for `-text`, `crlf=input` for `eol=lf`).
+_ATTRIBUTES = ("text", "crlf", "eol", "filter", "ident", "working-tree-encoding")
+# Any mention of one of them (a macro definition included) may convert: a wider match only
+# costs the `git check-attr` that settles it.
+_MENTIONS_CONVERSION = re.compile(
+    rb"(text|crlf|eol|filter|ident|working-tree-encoding)", flags=re.IGNORECASE
+)
 # git's own attributes file for every repository of the machine (prefix /usr, /usr/local).
 _SYSTEM_ATTRIBUTES = ("/etc/gitattributes", "/usr/local/etc/gitattributes")
 
@@ -71,12 +80,12 @@ def conversion(
     repo: git.Repository,
     root: str,
     settings: subprocess.Popen[bytes],
-    listed_attributes: bool,
+    listed_attributes: Iterable[str],
     prefixes: Sequence[str] | None,
 ) -> Conversion | None:
     """What may convert files here, or None when nothing can (the usual case).
 
-    `listed_attributes`: whether git listed a `.gitattributes` below the root (or the
+    `listed_attributes`: the `.gitattributes` files git listed below the root (or the
     prefixes); those above the prefixes, up to the work tree's top, are looked for here.
     """
     values = _read_settings(settings)
@@ -86,13 +95,27 @@ def conversion(
         for prefix in prefixes or ()
         for folder in _folders_above(prefix)
     ]
-    attributes = listed_attributes or any(
-        os.path.exists(path)
+    attributes = any(
+        _may_convert(path)
         for path in chain(
-            _attributes_files(repo=repo, setting=values.get("core.attributesfile")), above
+            (os.path.join(root, path) for path in listed_attributes),
+            _attributes_files(repo=repo, setting=values.get("core.attributesfile")),
+            above,
         )
     )
     return Conversion(line_endings, attributes) if line_endings or attributes else None
+
+
+def _may_convert(path: str) -> bool:
+    """Whether the attributes file at `path` may set a converting attribute (False when there
+    is no such file); one that cannot be read may."""
+    try:
+        with open(path, "rb") as handle:
+            return _MENTIONS_CONVERSION.search(handle.read()) is not None
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return os.path.exists(path)  # a folder in its place is no attributes file
 
 
 def _folders_above(prefix: str) -> list[str]:
@@ -137,6 +160,8 @@ def _specified(values: dict[str, str], names: Iterable[str]) -> bool:
 
 def _converts(*, values: dict[str, str], line_endings: bool) -> bool:
     text = values.get("text", "unspecified")
+    if text == "unspecified":
+        text = values.get("crlf", "unspecified")  # the old name, read where `text` is not set
     if text == "unset":  # -text (binary): no line endings change, filters still apply
         return _specified(values, ("filter", "ident", "working-tree-encoding"))
     if text != "unspecified":

@@ -109,7 +109,7 @@ def git_state(
         repo=repo,
         root=root,
         settings=settings,
-        listed_attributes=index.attributes or any(p.endswith(".gitattributes") for p in untracked),
+        listed_attributes=_attributes_files(ids=ids, untracked=untracked, listed=index.attributes),
         prefixes=prefixes,
     )
     if rule is not None:
@@ -145,3 +145,10 @@ def expand_ignored(
             yield from walk(root=root, start=path, excluded=excluded, skip=skip)
         else:
             yield path
+
+
+def _attributes_files(*, ids: dict[str, str], untracked: Sequence[str], listed: bool) -> list[str]:
+    """The project's `.gitattributes` files among the listed paths (the index's only looked
+    through when its listing held such a name)."""
+    tracked = [path for path in ids if path.endswith(".gitattributes")] if listed else []
+    return [*tracked, *(path for path in untracked if path.endswith(".gitattributes"))]

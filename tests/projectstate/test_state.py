@@ -583,3 +583,27 @@ def test_changed_since_never_walks_the_folders_eb_skips(
     assert changes.diff.added == ("new.txt",)
     # What `git status` found untracked before eb looked: new.txt, not the 600 files.
     assert _git_counted(trace, category="status", key="count/untracked") < 10
+
+
+def test_attributes_that_convert_nothing_ask_git_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Many repositories keep a .gitattributes for linguist or diff drivers only: asking git
+    # about every path there cost about 9 µs a path on every run.
+    root = init_repo(
+        tmp_path / "repo",
+        {
+            **FILES,
+            ".gitattributes": "*.lock linguist-generated\n*.png binary\n*.md diff=markdown\n",
+        },
+    )
+    started = _started_git_commands(monkeypatch)
+    assert state(root).files["src/app.py"] == hash_object(root, "src/app.py")
+    assert "check-attr" not in started
+    # The old name of `text` still converts: a CRLF file git stores with LF counts by its bytes.
+    write(root, {"src/.gitattributes": "*.py crlf\n"})
+    (root / "src" / "app.py").write_bytes(b"print('crlf')\r\n")
+    git(root, "add", "-A")
+    git(root, "status", "--porcelain")  # the index now vouches for the file's stat
+    assert state(root).files["src/app.py"] == hash_object(root, "src/app.py")
+    assert "check-attr" in started
