@@ -24,6 +24,12 @@ from typing import Any, ClassVar, Literal, NamedTuple, TypeVar, Union, dataclass
 RecordT = TypeVar("RecordT", bound="Record")
 
 
+class RecordShapeError(ValueError):
+    """A document read back is not the shape of the record asked for (not a mapping, a field
+    missing or unknown). A ValueError, as a file that is not JSON is: a reader that says
+    nothing about an unreadable file catches both with one clause."""
+
+
 class _Missing:
     def __repr__(self) -> str:
         return "<missing>"
@@ -173,7 +179,7 @@ class Record:
         if isinstance(obj, cls):
             return obj
         if not isinstance(obj, dict):
-            raise TypeError(f"{cls.__name__} needs a mapping, got {type(obj).__name__}")
+            raise RecordShapeError(f"{cls.__name__} needs a mapping, got {type(obj).__name__}")
         # One pass over the fields, straight into the instance: a 10,000-result stage file
         # builds some 40,000 records, and the keyword call into __init__ doubled the cost.
         own: dict[str, Any] = {}
@@ -189,7 +195,7 @@ class Record:
                 if factory is not None:
                     value = factory()
                 elif default is _MISSING:
-                    raise TypeError(f"{cls.__name__} missing required field {name!r}")
+                    raise RecordShapeError(f"{cls.__name__} missing required field {name!r}")
                 else:
                     value = default
             else:
@@ -215,10 +221,13 @@ class Record:
             if name not in converters:
                 if cls.model_config.get("extra") == "allow":
                     continue
-                raise TypeError(f"{cls.__name__} has no field {key!r}")
+                raise RecordShapeError(f"{cls.__name__} has no field {key!r}")
             convert = converters[name]
             values[name] = value if convert is None else convert(value)
-        return cls(**values)
+        try:
+            return cls(**values)
+        except TypeError as exc:  # a required field missing: the document's shape, as above
+            raise RecordShapeError(str(exc)) from None
 
     def model_dump(self, *, mode: str = "python", by_alias: bool = False) -> dict[str, Any]:
         """Every field, in declaration order (pydantic's order), as plain JSON-able values."""

@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.checks.subset import subset_flag
+from eval_banana.core.errors import StageFileError
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.models.config import Selection
+from eval_banana.models.stages import ConfigDoc
+from eval_banana.stagefiles.read import read_stage
 
 _STAGES = "stages"
 _SHOWN_IDS = 3  # --check-id values named before "and N more"
@@ -62,15 +65,22 @@ def _document(path: Path) -> dict[str, object] | None:
     return found if isinstance(found, dict) else None
 
 
+def _recorded_selection(*, run_dir: Path) -> Selection | None:
+    """The selection the run's config stage records; None when stages/config.json is missing,
+    unreadable or not a config stage (hand-edited, another tool's): checked against its schema
+    first, so a `selection` of another shape says nothing, as a broken file does."""
+    try:
+        config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    except StageFileError:
+        return None
+    return config.selection
+
+
 def read_narrowed(*, run_dir: Path) -> Narrowed | None:
     """How the run in `run_dir` was narrowed, or None: it selected every check, or its folder
     does not say (then nothing is inferred)."""
-    config = _document(run_dir / _STAGES / "config.json")
-    if config is None:
-        return None
-    try:
-        selection = Selection.model_validate(config.get("selection"))
-    except ValueError:
+    selection = _recorded_selection(run_dir=run_dir)
+    if selection is None:
         return None
     flags = selection_flags(selection)
     if flags is None:

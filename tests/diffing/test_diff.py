@@ -668,6 +668,30 @@ def test_a_narrowed_head_leaves_out_what_it_did_not_select_not_removed(
     assert plain["not_selected"] == [] and len(plain["removed_checks"]) == 4
 
 
+@pytest.mark.parametrize(
+    "config", ['{"hello": 1}', '{"selection": null}', "[]", '{"selection": {"check_ids": 5}}']
+)
+def test_a_config_stage_of_another_shape_says_nothing_of_the_selection(
+    project: Callable[..., Path], tmp_path: Path, config: str
+) -> None:
+    """A run folder whose stages/config.json is JSON of another shape (hand-edited, another
+    tool's) is read as one whose stage file is unreadable: it says nothing of its selection,
+    and `eb diff` compares its checks as before, never a traceback whose exit 1 reads as a
+    regression."""
+    root = project({}, config='[core]\noutput_dir = "runs"\n')
+    _write(root, {"kept_green": "pass"})
+    base, head = tmp_path / "base", tmp_path / "head"
+    for folder in (base, head):
+        made = eb_process(root, "run", "--output-dir", str(folder), "--flat-output")
+        assert made.returncode == 0, made.stderr
+    (head / "stages" / "config.json").write_text(config)
+    diffed = eb_process(root, "diff", str(base), str(head), "--json")
+    assert (diffed.returncode, diffed.stderr) == (0, "")
+    document = json.loads(diffed.stdout)
+    assert document["head"]["selection"] is None and document["not_selected"] == []
+    assert document["removed_checks"] == [] and document["new_checks"] == []
+
+
 def test_a_narrowed_base_left_out_what_head_has_not_new(
     eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
 ) -> None:
