@@ -11,6 +11,7 @@ the same reasons.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -379,7 +380,8 @@ SOURCE_CHECKS: dict[str, Callable[..., str | None]] = {
 def stage_state(*, run_dir: Path, stage: str, upstream: dict[str, StageState]) -> StageState:
     """The state of one stage, given the states already found for the stages before it."""
     path = stage_path(run_dir=run_dir, stage=stage)
-    if not path.is_file():
+    if not os.path.lexists(path):
+        # Anything else at the path (a folder) is read, and found invalid, as such.
         return StageState(stage=stage, path=path, state="missing")
     try:
         doc = read_stage(run_dir=run_dir, stage=stage)
@@ -445,7 +447,8 @@ def _moved_state(*, run_dir: Path, stage: str, moved: Relocation) -> StageState:
     none is compared (a file there is no change here); the config stage is rebuilt in the
     project the run belongs to now, and everything built from it after it."""
     path = stage_path(run_dir=run_dir, stage=stage)
-    if not path.is_file():
+    if not os.path.lexists(path):
+        # Anything else at the path (a folder) is read, and found invalid, as such.
         return StageState(stage=stage, path=path, state="missing")
     try:
         read_stage(run_dir=run_dir, stage=stage)

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from eval_banana.checks.keywords import compile_selector
 from eval_banana.core.errors import ConfigError
-from eval_banana.core.files import sha256_bytes, write_model
+from eval_banana.core.files import sha256_bytes
 from eval_banana.core.startfolder import resolved
 from eval_banana.core.words import given_value
 from eval_banana.models.config import Selection, Settings, SettingSource
@@ -36,7 +36,8 @@ from eval_banana.settings.table import (
     coerce_typed,
     show,
 )
-from eval_banana.stagefiles.layout import envelope, stage_path
+from eval_banana.stagefiles.layout import envelope
+from eval_banana.stagefiles.write import write_stage_model
 
 _MISSING = object()
 
@@ -358,7 +359,7 @@ def outside_project_warning(*, config: ConfigDoc) -> str | None:
 def write_config_stage(*, run_dir: Path, doc: ConfigDoc) -> str:
     """Write `<run_dir>/stages/config.json`; return the sha256 digest of its bytes. A shared
     cache URL is written with its password and query masked (the run uses it as given)."""
-    return write_model(path=stage_path(run_dir=run_dir, stage="config"), model=_as_written(doc))
+    return write_stage_model(run_dir=run_dir, stage="config", model=_as_written(doc))
 
 
 def _as_written(doc: ConfigDoc) -> ConfigDoc:

@@ -7,13 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from eval_banana.core.errors import UsageError
-from eval_banana.core.files import sha256_bytes, write_model
+from eval_banana.core.files import sha256_bytes
 from eval_banana.core.ownmark import MARK_NAMES, listed_as_own
 from eval_banana.core.readback import read_regular
 from eval_banana.core.words import plural, unprintable, visible
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
 from eval_banana.settings.folders import own_folders_below
-from eval_banana.stagefiles.layout import envelope, stage_path
+from eval_banana.stagefiles.layout import envelope
+from eval_banana.stagefiles.write import write_stage_model
 
 CHECK_DIR_NAME = "eval_checks"
 CHECK_SUFFIXES = (".yaml", ".yml")
@@ -282,4 +283,4 @@ def nested_projects_warning(*, config: ConfigDoc, discovered: DiscoverDoc) -> st
 
 
 def write_discover_stage(*, run_dir: Path, doc: DiscoverDoc) -> str:
-    return write_model(path=stage_path(run_dir=run_dir, stage="discover"), model=doc)
+    return write_stage_model(run_dir=run_dir, stage="discover", model=doc)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.core import canonjson
-from eval_banana.core.files import sha256_bytes, stage_json_bytes, write_model
+from eval_banana.core.files import sha256_bytes, stage_json_bytes
 from eval_banana.core.record import Record
 from eval_banana.execution.planrun import PlanRun, ResultCallback, StartCallback
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
@@ -21,7 +21,8 @@ from eval_banana.runners.faults import FaultLog
 from eval_banana.runners.fuses import unseen_usage_warnings
 from eval_banana.runners.pool import follow
 from eval_banana.runners.results import elapsed_ms, iso, stop_reason, utc_now
-from eval_banana.stagefiles.layout import envelope, stage_path
+from eval_banana.stagefiles.layout import envelope
+from eval_banana.stagefiles.write import write_stage_model
 
 if TYPE_CHECKING:
     from eval_banana.checks.inputs import CheckInputs
@@ -150,6 +151,4 @@ def write_execute_stage(
     *, run_dir: Path, doc: ExecuteDoc, rendered: canonjson.Rendered | None = None
 ) -> str:
     """Write stages/execute.json; return the digest of its bytes (`rendered`: see canonjson)."""
-    return write_model(
-        path=stage_path(run_dir=run_dir, stage="execute"), model=doc, rendered=rendered
-    )
+    return write_stage_model(run_dir=run_dir, stage="execute", model=doc, rendered=rendered)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Literal
 
 from eval_banana.core.errors import ConfigError, GuardError, Problem
-from eval_banana.core.files import write_model
 from eval_banana.harness.identify import WRONG_GROK_HINT, wrong_program_message
 from eval_banana.harness.resolve import (
     injection_problem,
@@ -16,7 +15,8 @@ from eval_banana.harness.resolve import (
 )
 from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, ProblemModel, ResolvedHarness
 from eval_banana.settings.origin import origin_in
-from eval_banana.stagefiles.layout import envelope, stage_path
+from eval_banana.stagefiles.layout import envelope
+from eval_banana.stagefiles.write import write_stage_model
 
 # `calibrate` guards `eb calibrate`: as `run`, without the calibration gate it would measure for.
 GuardMode = Literal["run", "validate", "calibrate"]
@@ -256,4 +256,4 @@ def raise_if_refused(doc: GuardDoc) -> None:
 
 
 def write_guard_stage(*, run_dir: Path, doc: GuardDoc) -> str:
-    return write_model(path=stage_path(run_dir=run_dir, stage="guard"), model=doc)
+    return write_stage_model(run_dir=run_dir, stage="guard", model=doc)

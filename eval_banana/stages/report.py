@@ -10,11 +10,11 @@ from eval_banana.core.files import (
     sha256_bytes,
     write_bytes_atomic,
     write_json_atomic,
-    write_model,
 )
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.reporttext.markdown import render_markdown
-from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD, envelope, stage_path
+from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD, envelope
+from eval_banana.stagefiles.write import refusing_wrong_place, write_stage_model
 from eval_banana.stages.execute import document_digest, execution_ms
 
 REPORT_SCHEMA_VERSION = 1
@@ -174,10 +174,12 @@ def write_reports(
     json_path = run_dir / REPORT_JSON
     md_path = run_dir / REPORT_MD
     # As report_json_text gives it, written piece by piece.
-    json_digest = write_json_atomic(path=json_path, document=report, end="")
+    with refusing_wrong_place(path=json_path, stage="report"):
+        json_digest = write_json_atomic(path=json_path, document=report, end="")
     markdown = render_markdown(report=report)
     markdown_bytes = markdown.encode("utf-8")
-    write_bytes_atomic(path=md_path, data=markdown_bytes)
+    with refusing_wrong_place(path=md_path, stage="report"):
+        write_bytes_atomic(path=md_path, data=markdown_bytes)
     if inputs is None:
         inputs = {
             "config": document_digest(doc=config),
@@ -195,7 +197,7 @@ def write_reports(
         report_md_sha256=sha256_bytes(data=markdown_bytes),
     )
     doc = ReportDoc.model_validate(document)
-    digest = write_model(path=stage_path(run_dir=run_dir, stage="report"), model=doc)
+    digest = write_stage_model(run_dir=run_dir, stage="report", model=doc)
     return ReportOutcome(
         report=report,
         doc=doc,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_banana.core.files import write_model
 from eval_banana.harness.usage import usage_totals
 from eval_banana.models.repeats import is_flaky
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.runners.results import error_class_counts
-from eval_banana.stagefiles.layout import envelope, stage_path
+from eval_banana.stagefiles.layout import envelope
 from eval_banana.stagefiles.verdict import family_scores, meets, run_passes
+from eval_banana.stagefiles.write import write_stage_model
 from eval_banana.stages.execute import document_digest
 
 
@@ -127,4 +127,4 @@ def score(
 
 def write_score_stage(*, run_dir: Path, doc: ScoreDoc) -> str:
     """Write stages/score.json; return the digest of its bytes."""
-    return write_model(path=stage_path(run_dir=run_dir, stage="score"), model=doc)
+    return write_stage_model(run_dir=run_dir, stage="score", model=doc)

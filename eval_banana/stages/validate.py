@@ -36,7 +36,7 @@ from eval_banana.checks.unitselect import (
     unmatched_case_selectors,
 )
 from eval_banana.core.errors import DefinitionError
-from eval_banana.core.files import write_bytes_atomic, write_model
+from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.record import Field, Record
 from eval_banana.datasets.keys import case_ids_digest
 from eval_banana.models.config import Shard
@@ -48,7 +48,8 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
-from eval_banana.stagefiles.layout import envelope, stage_path
+from eval_banana.stagefiles.layout import envelope
+from eval_banana.stagefiles.write import refusing_wrong_place, write_stage_model
 
 NO_CHECKS = "No checks found"
 
@@ -305,5 +306,6 @@ def shard_of_plan(
 def write_validate_stage(*, run_dir: Path, outcome: ValidationOutcome) -> str:
     """Write the frozen scripts, then plan.json; return plan.json's digest."""
     for relative, data in outcome.snapshots.items():
-        write_bytes_atomic(path=run_dir / relative, data=data)
-    return write_model(path=stage_path(run_dir=run_dir, stage="validate"), model=outcome.plan)
+        with refusing_wrong_place(path=run_dir / relative, stage="validate"):
+            write_bytes_atomic(path=run_dir / relative, data=data)
+    return write_stage_model(run_dir=run_dir, stage="validate", model=outcome.plan)

@@ -263,6 +263,33 @@ def test_stage_validate_with_a_selection_plans_only_it(tmp_path: Path, eb: Any) 
     assert [check["id"] for check in plan["checks"]] == ["alpha", "beta", "gamma"]
 
 
+@pytest.mark.parametrize("stage", STAGES[1:])
+def test_a_folder_where_a_stage_file_should_be_is_refused_by_every_writer(
+    tmp_path: Path, eb: Any, stage: str
+) -> None:
+    """A folder in place of a stage file: `eb status` reads it as the readers do (invalid, not
+    a regular file), and `eb stage` and `eb update` refuse to write over it, exit 2 naming the
+    path and the fix, never an IsADirectoryError traceback."""
+    root = _counted_project(tmp_path / "proj")
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    run_dir = _only_run(root)
+    name = "plan.json" if stage == "validate" else f"{stage}.json"
+    path = run_dir / "stages" / name
+    path.unlink()
+    path.mkdir()
+    status = _eb("status", "--run-dir", str(run_dir))
+    row = next(line for line in status.stdout.splitlines() if line.startswith(stage))
+    assert f"invalid  (Stage file {path} is not a regular file (a folder))" in row
+    for command in (("stage", stage), ("update",)):
+        refused = _eb(*command, "--run-dir", str(run_dir))
+        assert refused.returncode == 2, refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert f"Cannot write {path}: it is not a regular file (a folder)" in refused.stderr
+        assert f"hint: Remove it, then rerun the {stage} stage" in refused.stderr
+    path.rmdir()
+    assert eb("update", "--run-dir", str(run_dir)).exit_code == 0
+
+
 def test_the_newest_run_is_the_last_created_not_the_last_by_name(tmp_path: Path, eb: Any) -> None:
     root = _counted_project(tmp_path / "proj")
     outputs = root / "runs"
