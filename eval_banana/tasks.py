@@ -54,6 +54,20 @@ def _eb(argv: list[str]) -> None:
         raise Exit(code=code)
 
 
+def _split_args(args: str) -> list[str]:
+    """`--args` split as a shell splits it. One it cannot split (an unbalanced quote) is a usage
+    error, exit 2 as eb's own are, in one line naming the value: never a traceback, whose exit
+    1 reads as a failed run."""
+    try:
+        return shlex.split(args)
+    except ValueError as exc:
+        raise Exit(
+            message=f"error: --args {args!r} cannot be split into flags: {exc} "
+            "(close each quote; quote a value with spaces whole)",
+            code=2,
+        ) from None
+
+
 def _flags(**options: object) -> list[str]:
     """`eb` flags for the options given; an option not given is None (its default).
 
@@ -101,7 +115,7 @@ def run(
     """Run the whole pipeline, the same as `eb run` (all seven stages)."""
     options = dict(locals())
     options.pop("c")
-    extra = shlex.split(str(options.pop("args")))
+    extra = _split_args(str(options.pop("args")))
     _eb(["run", *_flags(**options), *extra])
 
 
@@ -127,7 +141,7 @@ def _stage_task(stage: str, summary: str) -> object:
         },
     )
     def stage_task(c: Context, run_dir: str | None = None, cwd: str = ".", args: str = "") -> None:
-        _eb(["stage", stage, *_flags(run_dir=run_dir, cwd=cwd), *shlex.split(args)])
+        _eb(["stage", stage, *_flags(run_dir=run_dir, cwd=cwd), *_split_args(args)])
 
     stage_task.__doc__ = summary
     stage_task.body.__doc__ = summary
@@ -170,7 +184,7 @@ def update(
             "update",
             *([stage] if stage is not None else []),
             *_flags(run_dir=run_dir, cwd=cwd),
-            *shlex.split(args),
+            *_split_args(args),
         ]
     )
 

@@ -80,3 +80,24 @@ def test_each_tasks_help_example_runs(project: Callable[..., Path]) -> None:
         args = _help_example(task)
         done = invoke(root, f"eval.{task}", "--args", shlex.join(args))
         assert done.returncode == 0, f"{task} --args {args}: {done.stdout}{done.stderr}"
+
+
+def test_an_args_value_with_an_unbalanced_quote_is_a_usage_error(
+    project: Callable[..., Path],
+) -> None:
+    """`--args` that cannot be split as a shell splits it (an unbalanced quote) ends the task
+    with eb's usage-error code, 2, and one line naming the value: never a traceback, whose
+    exit 1 would read as a failed run."""
+    root = project({"eval_checks/ok.yaml": check_yaml("ok"), "tasks.py": TASKS}, config=CONFIG)
+    assert invoke(root, "eval", "--harness-agent", "").returncode == 0
+    for task, args in (
+        ("eval", "--tag 'fast"),
+        ("eval.score", "--pass-threshold '0.5"),
+        ("eval.update", '--verbose "x'),
+    ):
+        refused = invoke(root, task, "--args", args)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "Traceback" not in refused.stderr
+        (line,) = refused.stderr.splitlines()
+        assert line.startswith(f"error: --args {args!r} cannot be split into flags: ")
+        assert "No closing quotation" in line
