@@ -761,3 +761,51 @@ def test_update_refuses_a_setting_flag_by_name(tmp_path: Path) -> None:
         assert f"unrecognized arguments: {flags[0]}\n" in refused.stderr, refused.stderr
         assert "eb update takes no setting flags" in refused.stderr
         assert f"`eb stage {stage} {flags[0]}" in refused.stderr, refused.stderr
+
+
+def _planned(run_dir: Path) -> list[str]:
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    return [check["id"] for check in plan["checks"]]
+
+
+def test_an_update_after_eb_stage_config_changed_the_selection_plans_config_jsons(
+    proj: Proj,
+) -> None:
+    """config.json is the run's request: after `eb stage config --check-id plain`, `eb update`
+    plans what it selects, as the manual sequence (`eb stage discover`, `eb stage validate`,
+    ...) does. A narrowing of `eb stage validate` alone is kept while config.json still holds
+    the selection it was made under, and a plan made for another selection than config.json's
+    (as an older eb's update left one) is stale."""
+    _run_once(proj)
+    run_dir = str(proj.run_dir)
+    assert eb_process(proj.root, "stage", "config", "--check-id", "plain").returncode == 0
+    updated = eb_process(proj.root, "update")
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert _planned(proj.run_dir) == ["plain"]
+    assert eb_process(proj.root, "status").returncode == 0
+    # `eb stage validate --check-id` narrows the plan itself; a setting changed in config.json
+    # since (its selection the same) leaves that narrowing to the update.
+    assert (
+        eb_process(
+            proj.root, "stage", "validate", "--check-id", "plain", "--check-id", "scripted"
+        ).returncode
+        == 0
+    )
+    assert eb_process(proj.root, "stage", "config", "--pass-threshold", "0.5").returncode == 0
+    updated = eb_process(proj.root, "update", "--run-dir", run_dir)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert _planned(proj.run_dir) == ["plain", "scripted"]
+    # A plan that does not say which selection config.json held when it was made is taken to
+    # have been made for its own: config.json selecting otherwise makes it stale.
+    plan_path = proj.run_dir / "stages" / "plan.json"
+    plan = json.loads(plan_path.read_text())
+    del plan["config_selection"]
+    plan_path.write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
+    status = eb_process(proj.root, "status")
+    assert status.returncode == 1
+    assert (
+        "validate  stages/plan.json       stale  "
+        "(stages/config.json selects other checks than the plan was made for)" in status.stdout
+    )
+    assert eb_process(proj.root, "update").returncode == 0
+    assert _planned(proj.run_dir) == ["plain"]

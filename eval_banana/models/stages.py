@@ -165,6 +165,13 @@ class PlanDoc(StageEnvelope):
         description="The selection this plan applied (config.json's, or the one given to "
         "`eb stage validate`).",
     )
+    config_selection: Selection | None = Field(
+        default=None,
+        description="The selection stages/config.json held when this plan was made, when "
+        "`eb stage validate` applied another (`--check-id ...`); null: config.json's is the "
+        "one applied. While config.json holds it, `eb update` plans again under `selection`; "
+        "once config.json's changes (`eb stage config --check-id ...`), under config.json's.",
+    )
     checks: list[PlannedCheck]
     errors: list[ProblemModel] = Field(default_factory=list)
     warnings: list[ProblemModel] = Field(default_factory=list)

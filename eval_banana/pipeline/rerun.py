@@ -107,16 +107,21 @@ def rerun_discover(request: StageRequest) -> int:
 def rerun_validate(request: StageRequest) -> int:
     """Plan again; a selection given here (--check-id, --tag, --shard, ...) replaces config's."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="validate")
-    config = _settings(request, stage="validate")
+    recorded = _settings(request, stage="validate")
+    config = recorded
     if request.selection is not None:
         config = selecting(
-            config=config, selection=request.selection, cli_values=request.cli_values
+            config=recorded, selection=request.selection, cli_values=request.cli_values
         )
     outcome = validate_stage.validate(
         config=config,
         discovered=read_stage(run_dir=request.run_dir, stage="discover"),
         inputs=inputs,
     )
+    if outcome.plan.selection != recorded.selection:
+        # The request config.json holds, beside the selection applied instead: `eb update`
+        # keeps this plan's selection only while config.json's is still that one.
+        outcome.plan.config_selection = recorded.selection
     validate_stage.write_validate_stage(run_dir=request.run_dir, outcome=outcome)
     outcome.raise_if_failed()
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 from eval_banana.core.errors import EvalBananaError, ProjectStateError, StageFileError
 from eval_banana.core.files import sha256_file
 from eval_banana.core.words import first_and_count
+from eval_banana.models.config import Selection
 from eval_banana.models.result import NOT_RUN as NOT_RUN_KEY
 from eval_banana.models.result import STOPPED as STOPPED_KEY
 from eval_banana.models.result import CheckResult
@@ -142,12 +143,23 @@ def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
     return changes
 
 
+def planned_for(plan: PlanDoc) -> Selection:
+    """The selection config.json held when `plan` was made: the plan's own, unless `eb stage
+    validate` applied another."""
+    return plan.config_selection if plan.config_selection is not None else plan.selection
+
+
 def _definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
     """A planned check's file or referenced script has another digest now. A reason shared
     by several checks is said once: for cases, after the first of their ids (a family's file
-    is every case's reason); for plain checks (a shared script), with their count."""
+    is every case's reason); for plain checks (a shared script), with their count. Before
+    them: config.json selects otherwise than when the plan was made (the run's request
+    changed, so the plan is not the one it asks for)."""
     from eval_banana.core.caseid import split_case_check_id
 
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    if config.selection != planned_for(doc):
+        return "stages/config.json selects other checks than the plan was made for"
     if not doc.ok:
         return _failure_changed(doc=doc, run_dir=run_dir)
     by_reason: dict[str, list[str]] = {}

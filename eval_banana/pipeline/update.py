@@ -18,6 +18,7 @@ from eval_banana.pipeline.status import (
     definition_changes,
     moved_project,
     outdated_results,
+    planned_for,
     run_status,
 )
 from eval_banana.reporting.console import Console, ProgressReporter
@@ -109,13 +110,16 @@ def _rerun(
 
 def _with_planned_selection(*, request: StageRequest) -> StageRequest:
     """The validate stage rebuilt under the selection plan.json recorded: `eb stage validate
-    --check-id X` plans another selection than config.json's, and an update keeps it."""
+    --check-id X` plans another selection than config.json's, and an update keeps it while
+    config.json still holds the selection it held then. config.json is the run's request:
+    once `eb stage config --check-id Y` changed its selection, the plan is rebuilt under that
+    one, as `eb stage validate` would rebuild it."""
     try:
         plan: PlanDoc = read_stage(run_dir=request.run_dir, stage="validate")
         config: ConfigDoc = read_stage(run_dir=request.run_dir, stage="config")
     except StageFileError:
         return request  # no readable plan: config.json's selection is all there is
-    if plan.selection == config.selection:
+    if plan.selection == config.selection or planned_for(plan) != config.selection:
         return request
     values = dict(request.cli_values)
     if plan.selection.shard is not None:
