@@ -190,3 +190,64 @@ def test_a_check_whose_snapshot_is_gone_at_run_time_errors_with_the_fix(proj: Pr
     error = str(result["error_detail"])
     assert "cannot be read from the run folder" in error, error
     assert "`eb update` freezes it again" in error
+
+
+def _stage_doc(run_dir: Path, name: str) -> dict[str, object]:
+    document: dict[str, object] = json.loads((run_dir / "stages" / name).read_text())
+    return document
+
+
+def test_a_stage_file_of_another_run_is_invalid_and_never_takes_its_id_over(
+    proj: Proj, tmp_path: Path
+) -> None:
+    """A config.json copied in from another run folder was `ok`, and `eb update` took that
+    run's id over and rewrote its history record; a stage file whose run_id was edited was
+    `ok`. A run is the one its config.json names, config.json the one its folder vouches for
+    (its name in its output folder; elsewhere the stage file built next from it)."""
+    _run_once(proj)
+    first = proj.run_dir
+    second = first.parent / "20990101_000000_0000beef"
+    shutil.copytree(first, second)
+    for path in (second / "stages").glob("*.json"):  # the second run's own files
+        document = json.loads(path.read_text())
+        document["run_id"] = second.name
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    config = second / "stages" / "config.json"
+    shutil.copy(first / "stages" / "config.json", config)
+    status = eb_process(proj.root, "status", "--run-dir", str(second))
+    assert status.returncode == 1
+    assert (
+        f"config    stages/config.json     invalid  (Stage file {config} belongs to run "
+        f"{first.name}, but this folder in that run's output folder is run {second.name})"
+    ) in status.stdout
+    updated = eb_process(proj.root, "update", "--run-dir", str(second))
+    assert updated.returncode == 2, updated.stdout + updated.stderr
+    assert "put this run's own config.json back" in updated.stderr
+    assert _stage_doc(first, "score.json")["run_id"] == first.name  # the first run untouched
+    # Out of its output folder the name says nothing: the stage file built next from it does.
+    moved = tmp_path / "kept-run"
+    shutil.copytree(second, moved)
+    refused = eb_process(proj.root, "status", "--run-dir", str(moved))
+    config_row = _rows(refused.stdout)["config"]
+    assert f"stages/discover.json, built next from this folder's, names run {second.name}" in (
+        config_row
+    )
+    # A stage file whose run_id is not config.json's is invalid, and no later stage reads it.
+    shutil.copy(first / "stages" / "config.json", moved / "stages" / "config.json")
+    for path in (moved / "stages").glob("*.json"):
+        document = json.loads(path.read_text())
+        document["run_id"] = first.name
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    score = moved / "stages" / "score.json"
+    edited = _stage_doc(moved, "score.json") | {"run_id": "someone_else"}
+    score.write_text(json.dumps(edited, indent=2, sort_keys=True) + "\n")
+    status = eb_process(proj.root, "status", "--run-dir", str(moved))
+    score_row = _rows(status.stdout)["score"]
+    assert (
+        f"invalid  (Stage file {score} belongs to run someone_else, not to this run "
+        f"{first.name} (the run stages/config.json records))"
+    ) in score_row
+    report = eb_process(proj.root, "stage", "report", "--run-dir", str(moved))
+    assert report.returncode == 2 and "belongs to run someone_else" in report.stderr
+    assert eb_process(proj.root, "stage", "score", "--run-dir", str(moved)).returncode == 0
+    assert _stage_doc(moved, "score.json")["run_id"] == first.name

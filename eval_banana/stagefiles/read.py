@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from functools import cache
@@ -19,6 +20,7 @@ from eval_banana.core.readback import (
 )
 from eval_banana.models.stages import STAGE_MODELS
 from eval_banana.stagefiles.agreement import inconsistency
+from eval_banana.stagefiles.identity import refuse_other_run
 from eval_banana.stagefiles.schemacheck import compile_schema
 
 __all__ = [
@@ -166,7 +168,9 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
             hint=f"The file is truncated or was edited by hand; {_remake(stage)}.",
         ) from None
     if checked or (vouched_for and _written_by_this_eb(document=document)):
-        return StageRead(doc=STAGE_MODELS[stage].model_validate(document), data=data, digest=digest)
+        doc = STAGE_MODELS[stage].model_validate(document)
+        _refuse_other_run(run_dir=run_dir, stage=stage, doc=doc)
+        return StageRead(doc=doc, data=data, digest=digest)
     quick = _quick_check(stage)
     if quick is None or not quick(document):
         _refuse_schema_errors(path=path, stage=stage, document=document)
@@ -183,7 +187,19 @@ def read_stage_file(*, run_dir: Path, stage: str, vouched: str | None = None) ->
         )
     if stamp is not None:
         _CHECKED.add((stage, stamp))
+    _refuse_other_run(run_dir=run_dir, stage=stage, doc=doc)
     return StageRead(doc=doc, data=data, digest=digest)
+
+
+def _refuse_other_run(*, run_dir: Path, stage: str, doc: Any) -> None:
+    """A stage file from another run (copied in, or its run_id edited) is refused: a run is the
+    one its config.json names, and config.json the one its folder vouches for."""
+    config_run_id = None
+    # An unreadable config.json is refused by its own reading, which says what is wrong.
+    if stage != "config":
+        with contextlib.suppress(StageFileError):
+            config_run_id = read_stage(run_dir=run_dir, stage="config").run_id
+    refuse_other_run(run_dir=run_dir, stage=stage, doc=doc, config_run_id=config_run_id)
 
 
 def _written_by_this_eb(*, document: Any) -> bool:

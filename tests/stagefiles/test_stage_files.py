@@ -311,7 +311,8 @@ def test_a_stage_file_read_again_unchanged_is_checked_once_and_an_edit_is_checke
     monkeypatch.setattr(read_module, "inconsistency", counted)
     first = read_module.read_stage(run_dir=run_dir, stage="execute")
     again = read_module.read_stage(run_dir=run_dir, stage="execute")
-    assert checked == ["execute"]
+    # config.json is read too (the run id execute.json must name), and checked once as well.
+    assert checked == ["execute", "config"]
     assert first.model_dump(mode="json") == again.model_dump(mode="json")
     # Edited in place, to the same size, its modification time put back: still checked again.
     path = run_dir / "stages" / "execute.json"
