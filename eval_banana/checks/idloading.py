@@ -7,10 +7,9 @@ project's problems."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from eval_banana.checks.definition import validate_mapping
-from eval_banana.checks.globcandidates import GlobCandidates
 from eval_banana.checks.idselectors import (
     case_part_matches,
     id_matches_pattern,
@@ -32,6 +31,9 @@ from eval_banana.core.errors import DefinitionError, Problem
 from eval_banana.core.suggest import SUGGESTED_AT_MOST, closest
 from eval_banana.datasets.keys import is_family
 from eval_banana.models.stages import ProblemModel
+
+if TYPE_CHECKING:  # loaded only for 200 values or more (most runs give a few)
+    from eval_banana.checks.globcandidates import GlobCandidates
 
 # From this many --check-id values on, every file's id is read once and each value looked up:
 # scanning every file's bytes for each value costs values x files (1,000 ids over 2,000 files
@@ -87,6 +89,8 @@ class _Files:
                 yield holder, id_matches_pattern(check_id=holder.check_id, pattern=glob)
             return
         if self._glob_candidates is None:
+            from eval_banana.checks.globcandidates import GlobCandidates
+
             self._glob_candidates = GlobCandidates(globs=self._globs, holders=self._parsed)
         self._unparsed_holding(marker=marker, warnings=warnings)
         for holder, matches in self._glob_candidates.of(glob):
