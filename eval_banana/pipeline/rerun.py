@@ -195,7 +195,7 @@ def rerun_score(request: StageRequest) -> int:
 
 def rerun_report(request: StageRequest) -> int:
     """Rewrite the reports from execute.json and score.json; never runs a check."""
-    from eval_banana.pipeline.run import publish_report
+    from eval_banana.pipeline.finish import publish_report
 
     inputs = upstream_digests(run_dir=request.run_dir, stage="report")
     refuse_stale_chain(run_dir=request.run_dir, through="score")

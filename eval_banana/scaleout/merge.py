@@ -21,7 +21,8 @@ from typing import NamedTuple
 from eval_banana.core import forked
 from eval_banana.core.files import write_model
 from eval_banana.models.config import Selection
-from eval_banana.pipeline.run import RunOutcome, finish_run
+from eval_banana.pipeline.finish import finish_run
+from eval_banana.pipeline.outcome import RunOutcome
 from eval_banana.reporting import ReportExtras
 from eval_banana.reporting.console import Console
 from eval_banana.scaleout import mergedstages, shardevidence
