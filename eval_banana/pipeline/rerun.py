@@ -10,6 +10,7 @@ from pathlib import Path
 from eval_banana.history.balance import resolve_balance
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
+from eval_banana.pipeline.agreeing import refuse_disagreement
 from eval_banana.pipeline.partial import merge_results
 from eval_banana.pipeline.relocation import relocation
 from eval_banana.pipeline.stageselect import narrowed_plan, selecting
@@ -185,6 +186,7 @@ def rerun_score(request: StageRequest) -> int:
     """Score again; `--pass-threshold` and `--fail-on-flaky` given now override config.json's."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="score")
     refuse_stale_chain(run_dir=request.run_dir, through="execute")
+    refuse_disagreement(run_dir=request.run_dir, through="execute")
     config = _settings(request, stage="score")
     executed: ExecuteDoc = read_stage(run_dir=request.run_dir, stage="execute")
     doc = score_stage.score(config=config, execute=executed, inputs=inputs)
@@ -199,6 +201,7 @@ def rerun_report(request: StageRequest) -> int:
 
     inputs = upstream_digests(run_dir=request.run_dir, stage="report")
     refuse_stale_chain(run_dir=request.run_dir, through="score")
+    refuse_disagreement(run_dir=request.run_dir, through="score")
     scored = read_stage(run_dir=request.run_dir, stage="score")
     # `--junit-xml`, `--history` and `--history-dir` here override config.json's: the history
     # marks of report.html are drawn from that folder, or none when it is off.

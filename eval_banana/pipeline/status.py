@@ -32,6 +32,7 @@ from eval_banana.models.stages import (
     PlannedCheck,
     ProblemModel,
 )
+from eval_banana.pipeline.agreeing import disagreement
 from eval_banana.pipeline.familychanges import (
     FamilyNow,
     case_change,
@@ -411,6 +412,10 @@ def stage_state(*, run_dir: Path, stage: str, upstream: dict[str, StageState]) -
             return stale(exc.message)
         if digest != doc.inputs.get(name):
             return stale(f"{relative} changed")
+    # Made from the upstream files there now, so its fields must be what those say.
+    problem = disagreement(run_dir=run_dir, stage=stage, doc=doc)
+    if problem is not None:
+        return StageState(stage=stage, path=path, state="invalid", detail=problem.message)
     source_check = SOURCE_CHECKS.get(stage)
     if source_check is not None:
         try:

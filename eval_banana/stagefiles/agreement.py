@@ -3,7 +3,9 @@
 A hand-edited or damaged file can match its schema and still make no sense (a guard refusal
 that names no problem, counts that disagree with their lists, a plan whose artifact stem is not
 its check's). Such a file is refused when it is read, naming the field, instead of crashing the
-stage that trusts it.
+stage that trusts it. A score's derived fields follow from its counts by the run verdict's own
+rule (stagefiles/verdict.py); whether they are what its execute.json scores is asked where both
+files are read (pipeline/agreeing.py).
 """
 
 from __future__ import annotations
@@ -15,10 +17,8 @@ from typing import Any
 
 from eval_banana.core.caseid import case_check_id
 from eval_banana.core.stem import artifact_stem
-from eval_banana.models.stages import ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
-
-# (JSON path of the field, what is wrong with it)
-Inconsistency = tuple[str, str]
+from eval_banana.models.stages import ExecuteDoc, GuardDoc, PlanDoc
+from eval_banana.stagefiles.verdict import Inconsistency, score_contradiction
 
 
 def _repeated(values: Iterable[str]) -> str | None:
@@ -106,28 +106,11 @@ def _execute(doc: ExecuteDoc) -> Inconsistency | None:
     return None
 
 
-def _score(doc: ScoreDoc) -> Inconsistency | None:
-    counted = doc.passed_checks + doc.failed_checks + doc.errored_checks
-    if counted != doc.total_checks:
-        return "$.total_checks", f"{doc.total_checks}, but the statuses add up to {counted}"
-    if doc.total_points != doc.total_checks or doc.points_earned != doc.passed_checks:
-        return "$.points_earned", "points must be one per check, earned by each passed check"
-    if doc.run_passed and (doc.errored_checks or doc.aborted_by is not None):
-        return "$.run_passed", "a run with errored checks or an abort cannot pass"
-    for index, family in enumerate(doc.families):
-        if family.passed + family.failed + family.errored != family.cases:
-            return f"$.families[{index}].cases", "its passed, failed and errored do not add up"
-    status = "aborted" if doc.aborted_by else ("passed" if doc.run_passed else "failed")
-    if doc.status != status:
-        return "$.status", f"{doc.status!r}, but the counts say {status!r}"
-    return None
-
-
 CHECKS: dict[str, Callable[[Any], Inconsistency | None]] = {
     "validate": _plan,
     "guard": _guard,
     "execute": _execute,
-    "score": _score,
+    "score": score_contradiction,
 }
 
 

@@ -1,7 +1,8 @@
 """The run verdict: whether a run passes, from its counts and the settings that judge them.
 
-One rule for the score stage, which decides it, and for a replay, which derives its exit code
-from the score it replays and never takes a stored number for it.
+One rule for the score stage, which decides it, for a score.json read back, whose derived
+fields must follow from its counts by it, and for a replay, which derives its exit code from
+the score it replays and never takes a stored number for it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,16 @@ from collections.abc import Iterable, Mapping
 
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import FamilyScore, ScoreDoc
-from eval_banana.stagefiles.agreement import inconsistency
+
+# (JSON path of the field, what is wrong with it)
+Inconsistency = tuple[str, str]
+
+
+def percentage(*, earned: int, total: int) -> float:
+    """`round(earned / total * 100, 1)`; 0.0 for no checks."""
+    if total == 0:
+        return 0.0
+    return round(earned / total * 100, 1)
 
 
 def meets(*, earned: int, total: int, threshold: float) -> bool:
@@ -114,32 +124,76 @@ def _of_cases(*, ran: int, size: int) -> int | None:
     return size if ran < size else None
 
 
+def score_contradiction(doc: ScoreDoc) -> Inconsistency | None:
+    """The first field of a score document that does not follow from its counts by the rules
+    above (None: every derived field agrees): a hand-edited verdict beside the counts that
+    refute it is refused, not reported. Whether the counts are those of its execute.json is
+    asked where both are read (`stages.score.score_disagreement`)."""
+    counted = doc.passed_checks + doc.failed_checks + doc.errored_checks
+    if counted != doc.total_checks:
+        return "$.total_checks", f"{doc.total_checks}, but the statuses add up to {counted}"
+    if doc.total_points != doc.total_checks or doc.points_earned != doc.passed_checks:
+        return "$.points_earned", "points must be one per check, earned by each passed check"
+    expected = percentage(earned=doc.points_earned, total=doc.total_points)
+    if doc.percentage != expected:
+        return "$.percentage", f"{doc.percentage}, but its points make {expected}"
+    # With no check the threshold may be met (an empty shard, an incremental run that selected
+    # nothing): only execute.json and the selection tell, so it is left to that comparison.
+    met = meets(earned=doc.points_earned, total=doc.total_points, threshold=doc.pass_threshold)
+    if doc.total_points and doc.meets_threshold != met:
+        return "$.meets_threshold", (
+            f"{str(doc.meets_threshold).lower()}, but {doc.points_earned}/{doc.total_points} "
+            f"against pass_threshold {doc.pass_threshold} says {str(met).lower()}"
+        )
+    for index, family in enumerate(doc.families):
+        found = _family_contradiction(family)
+        if found is not None:
+            return f"$.families[{index}].{found[0]}", found[1]
+    passed = run_passes(
+        gates_held=all(family.gate_held for family in doc.families),
+        met=doc.meets_threshold,
+        errored=doc.errored_checks,
+        aborted=doc.aborted_by is not None,
+        halted=doc.halted_by is not None,
+        flaky=doc.flaky_checks,
+        fail_on_flaky=doc.fail_on_flaky,
+    )
+    if doc.run_passed != passed:
+        return "$.run_passed", (
+            f"{str(doc.run_passed).lower()}, but its threshold, errors, stop, flaky checks and "
+            f"family gates say {str(passed).lower()}"
+        )
+    status = "aborted" if doc.aborted_by else ("passed" if doc.run_passed else "failed")
+    if doc.status != status:
+        return "$.status", f"{doc.status!r}, but the counts say {status!r}"
+    return None
+
+
+def _family_contradiction(family: FamilyScore) -> Inconsistency | None:
+    """(field, problem) of a family whose counts, pass rate or gate disagree."""
+    if family.passed + family.failed + family.errored != family.cases:
+        return "cases", "its passed, failed and errored do not add up"
+    rate = family.passed / family.cases if family.cases else 0.0
+    if family.pass_rate != rate:
+        return "pass_rate", f"{family.pass_rate}, but {family.passed}/{family.cases} is {rate}"
+    held = gate_holds(passed=family.passed, cases=family.cases, min_pass_rate=family.min_pass_rate)
+    if family.gate_held != held:
+        return "gate_held", f"{str(family.gate_held).lower()}, but its pass rate says otherwise"
+    return None
+
+
 def replayed_verdict(*, score: ScoreDoc, threshold: float, fail_on_flaky: bool) -> bool | str:
-    """Whether the run `score` describes passes under this run's settings, derived from its
-    counts; or, when the document contradicts itself or those settings, what does."""
-    found = inconsistency(stage="score", doc=score)
-    if found is not None:
-        return f"has a score.json whose {found[0]} {found[1]}"
+    """Whether the run `score` describes passes under this run's settings; or, when the
+    document contradicts itself or those settings, what does. Its verdict is taken only once
+    `score_contradiction` finds it follows from its counts."""
     if score.pass_threshold != threshold or score.fail_on_flaky != fail_on_flaky:
         return "has a score.json judged under other settings"
+    found = score_contradiction(score)
+    if found is not None:
+        return f"has a score.json whose {found[0]} {found[1]}"
     if score.aborted_by is not None:
         return "has a score.json of an aborted run"
-    met = meets(earned=score.points_earned, total=score.total_points, threshold=threshold)
-    for family in score.families:
-        held = gate_holds(
-            passed=family.passed, cases=family.cases, min_pass_rate=family.min_pass_rate
-        )
-        if family.gate_held != held:
-            return "has a score.json whose family gate does not follow from its counts"
-    passed = run_passes(
-        gates_held=all(family.gate_held for family in score.families),
-        met=met,
-        errored=score.errored_checks,
-        aborted=False,
-        halted=score.halted_by is not None,
-        flaky=score.flaky_checks,
-        fail_on_flaky=fail_on_flaky,
-    )
-    if score.meets_threshold != met or score.run_passed != passed:
-        return "has a score.json whose verdict does not follow from its counts"
-    return passed
+    if not score.total_points and score.run_passed:
+        # An empty run passes only by its selection, which a replay does not replay.
+        return "has a score.json that passes with no check"
+    return score.run_passed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from eval_banana.harness.usage import usage_totals
@@ -10,16 +11,15 @@ from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
 from eval_banana.runners.results import error_class_counts
 from eval_banana.stagefiles.layout import envelope
-from eval_banana.stagefiles.verdict import family_scores, meets, run_passes
+from eval_banana.stagefiles.verdict import (
+    Inconsistency,
+    family_scores,
+    meets,
+    percentage,
+    run_passes,
+)
 from eval_banana.stagefiles.write import write_stage_model
 from eval_banana.stages.execute import document_digest
-
-
-def percentage(*, earned: int, total: int) -> float:
-    """`round(earned / total * 100, 1)`; 0.0 for no checks."""
-    if total == 0:
-        return 0.0
-    return round(earned / total * 100, 1)
 
 
 def incremental_selection(*, config: ConfigDoc) -> bool:
@@ -123,6 +123,40 @@ def score(
         families=families,
     )
     return ScoreDoc.model_validate(document)
+
+
+# The envelope says when, by what and from what a score was written, not what it says.
+_NOT_DERIVED = frozenset(
+    {"schema_uri", "schema_version", "stage", "tool_version", "run_id", "created_at", "inputs"}
+)
+
+
+def score_disagreement(
+    *, config: ConfigDoc, execute: ExecuteDoc, scored: ScoreDoc
+) -> Inconsistency | None:
+    """The first field of `scored` that is not what this stage makes of `execute` (None: it
+    is exactly that), under the threshold and --fail-on-flaky it records (`eb stage score`
+    may have been given others than config.json's). Scoring again is the one rule: a score
+    whose counts were edited to agree with a forged verdict still differs from its results."""
+    core = config.settings.core.model_copy(
+        update={"pass_threshold": scored.pass_threshold, "fail_on_flaky": scored.fail_on_flaky}
+    )
+    settings = config.settings.model_copy(update={"core": core})
+    again = score(
+        config=config.model_copy(update={"settings": settings}),
+        execute=execute,
+        inputs=scored.inputs,
+    )
+    stored = scored.model_dump()
+    for name, value in again.model_dump().items():
+        if name not in _NOT_DERIVED and stored.get(name) != value:
+            if isinstance(value, list | dict):
+                return f"$.{name}", "is not what stages/execute.json's results score"
+            return f"$.{name}", (
+                f"{json.dumps(stored.get(name))}, but stages/execute.json's results score "
+                f"{json.dumps(value)}"
+            )
+    return None
 
 
 def write_score_stage(*, run_dir: Path, doc: ScoreDoc) -> str:

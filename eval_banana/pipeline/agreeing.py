@@ -1,0 +1,80 @@
+"""Stage files read together must agree, as each must with itself (stagefiles/agreement.py).
+
+score.json must be what the score stage makes of the execute.json it was made from. A file that
+disagrees with the upstream file it records was edited by hand or damaged: `eb status` shows it
+`invalid`, `eb update` makes it again, and `eb stage score` / `eb stage report` refuse to state
+a verdict over it. Asked only of a file whose recorded inputs are the upstream files in the
+folder now: one made from other versions is stale, which is another matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval_banana.core.errors import StageFileError
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
+from eval_banana.stagefiles.read import read_stage
+from eval_banana.stagefiles.verdict import Inconsistency
+
+
+def _score_against_results(*, run_dir: Path, doc: ScoreDoc) -> Inconsistency | None:
+    from eval_banana.stages.score import score_disagreement
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    executed: ExecuteDoc = read_stage(run_dir=run_dir, stage="execute")
+    return score_disagreement(config=config, execute=executed, scored=doc)
+
+
+class _Agreement(NamedTuple):
+    upstream: str  # the stage whose file the fields are compared with
+    compare: Callable[..., Inconsistency | None]
+    remake: str  # how to make the file again
+
+
+_AGREEMENTS: dict[str, _Agreement] = {
+    "score": _Agreement(
+        upstream="execute",
+        compare=_score_against_results,
+        remake="eb update scores the run again from its results (or rerun the score stage: "
+        "eb stage score)",
+    ),
+}
+
+
+def disagreement(*, run_dir: Path, stage: str, doc: Any) -> StageFileError | None:
+    """Why the stage file `doc` (read from `run_dir`) disagrees with the upstream file it was
+    made from, as an error to raise or show; None when it agrees, when nothing is compared
+    for its stage, or when the upstream file cannot be read (its own row says why)."""
+    if stage not in _AGREEMENTS:
+        return None
+    upstream, compare, remake = _AGREEMENTS[stage]
+    try:
+        found = compare(run_dir=run_dir, doc=doc)
+    except StageFileError:
+        return None
+    if found is None:
+        return None
+    where, problem = found
+    path = stage_path(run_dir=run_dir, stage=stage)
+    relative = stage_path(run_dir=run_dir, stage=upstream).relative_to(run_dir)
+    return StageFileError(
+        f"Stage file {path} disagrees with {relative} at {where}: {problem}",
+        file=str(path),
+        field_path=where,
+        hint=f"The file was edited by hand or damaged; {remake}.",
+    )
+
+
+def refuse_disagreement(*, run_dir: Path, through: str) -> None:
+    """Refuse a verdict over stage files up to `through` that disagree with the files they
+    were made from (call after `refuse_stale_chain`, which makes sure they were)."""
+    for stage in STAGE_NAMES[: STAGE_NAMES.index(through) + 1]:
+        if stage in _AGREEMENTS:
+            problem = disagreement(
+                run_dir=run_dir, stage=stage, doc=read_stage(run_dir=run_dir, stage=stage)
+            )
+            if problem is not None:
+                raise problem
