@@ -1,10 +1,13 @@
 """Stage files read together must agree, as each must with itself (stagefiles/agreement.py).
 
-score.json must be what the score stage makes of the execute.json it was made from. A file that
-disagrees with the upstream file it records was edited by hand or damaged: `eb status` shows it
-`invalid`, `eb update` makes it again, and `eb stage score` / `eb stage report` refuse to state
-a verdict over it. Asked only of a file whose recorded inputs are the upstream files in the
-folder now: one made from other versions is stale, which is another matter.
+execute.json must hold the results of the plan.json it was made from: one per planned check, in
+plan order, each judged on the planned definition (a planned check with no result yet is an
+unfinished run, which `eb status` shows stale and `eb update` runs). score.json must be what the
+score stage makes of the execute.json it was made from. A file that disagrees with the upstream
+file it records was edited by hand or damaged: `eb status` shows it `invalid`, `eb update` makes
+it again, and `eb stage score` / `eb stage report` refuse to state a verdict over it. Asked only
+of a file whose recorded inputs are the upstream files in the folder now: one made from other
+versions is stale, which is another matter.
 """
 
 from __future__ import annotations
@@ -14,10 +17,17 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core.errors import StageFileError
-from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ScoreDoc
+from eval_banana.core.words import first_and_count
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc, ScoreDoc
+from eval_banana.stagefiles.agreement import results_against_plan, unresulted
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import read_stage
 from eval_banana.stagefiles.verdict import Inconsistency
+
+
+def _results_against_plan(*, run_dir: Path, doc: ExecuteDoc) -> Inconsistency | None:
+    plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    return results_against_plan(plan=plan, execute=doc)
 
 
 def _score_against_results(*, run_dir: Path, doc: ScoreDoc) -> Inconsistency | None:
@@ -35,6 +45,13 @@ class _Agreement(NamedTuple):
 
 
 _AGREEMENTS: dict[str, _Agreement] = {
+    "execute": _Agreement(
+        upstream="validate",
+        compare=_results_against_plan,
+        remake="eb update runs again each check whose result is not the plan's and drops "
+        "results of checks the plan does not hold, keeping every other result (or rerun the "
+        "execute stage: eb stage execute)",
+    ),
     "score": _Agreement(
         upstream="execute",
         compare=_score_against_results,
@@ -78,3 +95,25 @@ def refuse_disagreement(*, run_dir: Path, through: str) -> None:
             )
             if problem is not None:
                 raise problem
+    if STAGE_NAMES.index(through) >= STAGE_NAMES.index("execute"):
+        _refuse_unresulted(run_dir=run_dir)
+
+
+def _refuse_unresulted(*, run_dir: Path) -> None:
+    """A verdict over a run whose execute.json lacks a planned check's result would be one
+    the run never reached: the check has to run first."""
+    plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    executed: ExecuteDoc = read_stage(run_dir=run_dir, stage="execute")
+    missing = unresulted(plan=plan, execute=executed)
+    if missing:
+        path = stage_path(run_dir=run_dir, stage="execute")
+        raise StageFileError(
+            f"Stage file {path} holds no result for planned "
+            f"{'check' if len(missing) == 1 else 'checks'} "
+            f"{first_and_count([repr(check_id) for check_id in missing], shown=3)} "
+            "of stages/plan.json",
+            file=str(path),
+            field_path="$.results",
+            hint="Run eb update: it runs the checks with no result (eb status shows execute "
+            "stale for them) and keeps every other result.",
+        )

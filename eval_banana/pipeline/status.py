@@ -42,6 +42,7 @@ from eval_banana.pipeline.familychanges import (
 )
 from eval_banana.pipeline.relocation import Relocation, relocation
 from eval_banana.pipeline.runfiles import reports_changed, snapshots_changed
+from eval_banana.stagefiles.agreement import unresulted
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, read_stage, stage_digest
 
@@ -49,6 +50,7 @@ _SHOWN_CHANGES = 3
 # Why a check recorded as never run, or stopped while it ran, is run by `eb update`: it has no
 # result yet.
 NOT_RUN = "no result yet (recorded as not run)"
+NO_RESULT = "no result recorded"
 STOPPED_WHILE_RUNNING = "no result yet (stopped while it ran)"
 
 
@@ -327,7 +329,7 @@ def outdated_results(
     for check in plan.checks:
         result = recorded.get(check.id)
         if result is None:
-            reasons[check.id] = "no result recorded"
+            reasons[check.id] = NO_RESULT
         elif result.check_definition_sha256 != check.check_definition_sha256:
             reasons[check.id] = (changed_files or {}).get(check.id, "its definition changed")
         elif (why := _no_result_yet(result=result)) is not None:
@@ -368,9 +370,13 @@ def _no_result_yet(*, result: CheckResult) -> str | None:
 
 
 def _without_result(*, plan: PlanDoc, executed: ExecuteDoc) -> dict[str, list[str]]:
-    """Why -> the planned checks whose result, for their planned definition, is no result."""
+    """Why -> the planned checks whose result, for their planned definition, is no result,
+    and those execute.json holds no result of at all (the run cannot pass on either)."""
     planned = {check.id: check.check_definition_sha256 for check in plan.checks}
     found: dict[str, list[str]] = {}
+    missing = unresulted(plan=plan, execute=executed)
+    if missing:
+        found[NO_RESULT] = missing
     for result in executed.results:
         why = _no_result_yet(result=result)
         if why is not None and planned.get(result.check_id) == result.check_definition_sha256:

@@ -25,6 +25,7 @@ from eval_banana.models.stages import (
 )
 from eval_banana.settings.rundir import run_folder_hint
 from eval_banana.settings.table import SETTINGS_BY_NAME, VERDICT_SETTINGS, show
+from eval_banana.stagefiles.agreement import results_against_plan, unresulted
 from eval_banana.stagefiles.layout import stage_path
 from eval_banana.stagefiles.read import STAGE_INPUTS, StageRead, read_stage_file, stage_digest
 from eval_banana.stagefiles.text import file_element_texts
@@ -193,13 +194,7 @@ def read_shard(*, run_dir: Path) -> ShardRun:
         docs={stage: read.doc for stage, read in reads.items()},
         digests=digests,
     )
-    planned = [check.id for check in plan.checks]
-    if [result.check_id for result in execute.results] != planned:
-        raise _refuse(
-            f"{run_dir}: stages/execute.json does not hold one result per planned check",
-            run_dir=run_dir,
-            hint="Rerun the shard's execute stage: eb stage execute.",
-        )
+    _check_results(run_dir=run_dir, plan=plan, execute=execute)
     return ShardRun(
         run_dir=run_dir,
         config=config,
@@ -211,6 +206,26 @@ def read_shard(*, run_dir: Path) -> ShardRun:
             **file_element_texts(data=plan_read.data, field="checks", elements=plan.checks),
             **file_element_texts(data=execute_read.data, field="results", elements=execute.results),
         },
+    )
+
+
+def _check_results(*, run_dir: Path, plan: PlanDoc, execute: ExecuteDoc) -> None:
+    """The shard's results must be its plan's: one per planned check, in plan order, each
+    judged on the planned definition."""
+    found = results_against_plan(plan=plan, execute=execute)
+    missing = unresulted(plan=plan, execute=execute)
+    if found is None and not missing:
+        return
+    problem = (
+        f"at {found[0]}: {found[1]}"
+        if found is not None
+        else f"holds no result for planned check {missing[0]!r}"
+    )
+    raise _refuse(
+        f"{run_dir}: stages/execute.json {problem}",
+        run_dir=run_dir,
+        hint="Bring the shard up to date (eb update --run-dir <shard folder>) or rerun it "
+        "(eb run --shard K/N), then merge again.",
     )
 
 

@@ -106,6 +106,42 @@ def _execute(doc: ExecuteDoc) -> Inconsistency | None:
     return None
 
 
+def results_against_plan(*, plan: PlanDoc, execute: ExecuteDoc) -> Inconsistency | None:
+    """The first result of an execute.json that is not its plan's, read with the plan.json it
+    was made from: a result of a check the plan does not hold, one judged on another
+    definition than the planned one, or one out of plan order. A planned check with no result
+    is not among them: the run is unfinished, not forged (`unresulted`)."""
+    planned = {
+        check.id: (position, check.check_definition_sha256)
+        for position, check in enumerate(plan.checks)
+    }
+    last = -1
+    for index, result in enumerate(execute.results):
+        where = f"$.results[{index}]"
+        found = planned.get(result.check_id)
+        if found is None:
+            return f"{where}.check_id", f"{result.check_id!r} is not a check of the plan"
+        position, digest = found
+        if result.check_definition_sha256 != digest:
+            return f"{where}.check_definition_sha256", (
+                f"the result of {result.check_id!r} was judged on another definition than "
+                "the planned one"
+            )
+        if position < last:
+            return f"{where}.check_id", (
+                f"the result of {result.check_id!r} comes after that of a check planned later "
+                "(results follow plan order)"
+            )
+        last = position
+    return None
+
+
+def unresulted(*, plan: PlanDoc, execute: ExecuteDoc) -> list[str]:
+    """The planned checks an execute.json holds no result of, in plan order."""
+    recorded = {result.check_id for result in execute.results}
+    return [check.id for check in plan.checks if check.id not in recorded]
+
+
 CHECKS: dict[str, Callable[[Any], Inconsistency | None]] = {
     "validate": _plan,
     "guard": _guard,

@@ -95,3 +95,66 @@ def test_a_score_forged_whole_disagrees_with_the_results_it_was_made_from(
     update = eb_process(root, "update", "--run-dir", str(failed_run))
     assert update.returncode == 1, update.stdout + update.stderr
     assert not _report_passed(failed_run)
+
+
+def test_a_planned_check_without_a_result_is_stale_and_run_by_eb_update(failed_run: Path) -> None:
+    root = failed_run.parent.parent
+    # The failing check's result removed: what is left would score 1/1, a pass.
+    _edit(
+        failed_run,
+        "execute.json",
+        lambda doc: doc.update(results=[r for r in doc["results"] if r["check_id"] != "bad"]),
+    )
+
+    row = _status_row(failed_run, "execute")
+    assert "stale" in row and "bad: no result recorded" in row, row
+    score = eb_process(root, "stage", "score", "--run-dir", str(failed_run))
+    assert score.returncode == 2, score.stdout + score.stderr
+    assert "no result for planned check 'bad'" in score.stderr and "eb update" in score.stderr
+
+    update = eb_process(root, "update", "--run-dir", str(failed_run))
+    assert update.returncode == 1, update.stdout + update.stderr
+    assert "rerun bad: no result recorded" in update.stdout
+    assert "Passed: no" in update.stdout and not _report_passed(failed_run)
+
+
+def _ghost(doc: dict[str, Any]) -> None:
+    ghost = dict(doc["results"][0], check_id="ghost")
+    doc["results"].append(ghost)
+
+
+def _other_definition(doc: dict[str, Any]) -> None:
+    doc["results"][0]["check_definition_sha256"] = "sha256:" + "0" * 64
+
+
+def _reversed(doc: dict[str, Any]) -> None:
+    doc["results"].reverse()
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "rerun"),
+    [
+        (_ghost, "$.results[2].check_id: 'ghost' is not a check of the plan", False),
+        (_other_definition, "$.results[0].check_definition_sha256", True),
+        (_reversed, "$.results[1].check_id", False),
+    ],
+    ids=["unplanned", "other-definition", "out-of-order"],
+)
+def test_results_that_are_not_the_plans_are_refused_and_mended_by_eb_update(
+    failed_run: Path, change: Callable[[dict[str, Any]], None], where: str, rerun: bool
+) -> None:
+    root = failed_run.parent.parent
+    _edit(failed_run, "execute.json", change)
+
+    row = _status_row(failed_run, "execute")
+    assert "invalid" in row and f"disagrees with stages/plan.json at {where}" in row, row
+    score = eb_process(root, "stage", "score", "--run-dir", str(failed_run))
+    assert score.returncode == 2, score.stdout + score.stderr
+    assert "execute.json" in score.stderr and "eb update" in score.stderr
+
+    update = eb_process(root, "update", "--run-dir", str(failed_run))
+    assert update.returncode == 1, update.stdout + update.stderr
+    assert ("to run again" in update.stdout) and (("rerun " in update.stdout) is rerun)
+    executed = json.loads((failed_run / "stages" / "execute.json").read_text())
+    assert [result["check_id"] for result in executed["results"]] == ["bad", "good"]
+    assert eb_process(root, "status", "--run-dir", str(failed_run)).returncode == 0
