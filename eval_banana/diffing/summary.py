@@ -184,6 +184,7 @@ def summarize_report(
         outcomes[check_id] = _outcome(check=check, path=path, where=where, root=root)
     earned = _field(document=report, key="points_earned", kind=int, path=path, where="$")
     total = _field(document=report, key="total_points", kind=int, path=path, where="$")
+    _refuse_contradiction(report=report, outcomes=outcomes, earned=earned, total=total, path=path)
     run = DiffRun(
         run_id=str(report.get("run_id", "")),
         run_dir=str(run_dir),
@@ -201,6 +202,44 @@ def summarize_report(
         narrowed=narrowed,
         skipped=_skipped(report=report, path=path),
     )
+
+
+def _refuse_contradiction(
+    *,
+    report: dict[str, Any],
+    outcomes: dict[str, CheckOutcome],
+    earned: int,
+    total: int,
+    path: Path,
+) -> None:
+    """Refuse totals or a verdict its own checks refute: a comparison would state them beside
+    those checks (`1/1 points, passed` over a check still failing). Only rules eval-banana
+    0.5.0's reports follow too: a point per check, earned by each passed one, and no pass over
+    an error, an abort or an unmet threshold."""
+    problem = None
+    passed = sum(1 for outcome in outcomes.values() if outcome.outcome == "passed")
+    errored = [key for key, found in outcomes.items() if found.outcome in ("error", "not_run")]
+    if total != len(outcomes):
+        problem = "$.total_points", f"is {total}, but the report lists {len(outcomes)} checks"
+    elif earned != passed:
+        problem = "$.points_earned", f"is {earned}, but {passed} of its checks passed"
+    elif report.get("run_passed") is True:
+        if errored:
+            problem = "$.run_passed", f"is true, but check {errored[0]!r} errored or never ran"
+        elif report.get("aborted_by") is not None:
+            problem = "$.run_passed", "is true, but the run was aborted (aborted_by)"
+        elif report.get("meets_threshold") is False:
+            problem = "$.run_passed", "is true, but meets_threshold is false"
+    if problem is not None:
+        where, what = problem
+        raise RunFolderError(
+            f"{path} contradicts its own checks: {where} {what}",
+            file=str(path),
+            field_path=where,
+            hint="The report was edited or damaged. For a run folder of eb, "
+            f"`eb update --run-dir {path.parent}` writes it again from its stage files; "
+            "else run the checks again.",
+        )
 
 
 def _skipped(*, report: dict[str, Any], path: Path) -> dict[str, str]:

@@ -899,3 +899,79 @@ def test_a_sample_without_a_verdict_is_never_outvoted_whichever_sample_crashed_f
     diff = json.loads(shown.stdout)
     assert sorted(_ids(diff["regressions"])) == sorted(orders)
     assert diff["could_not_judge"] == [] and shown.returncode == 1
+
+
+def _old_report(run_id: str, statuses: dict[str, str], **totals: Any) -> dict[str, Any]:
+    """A report.json as eval-banana 0.5.0 wrote it: its keys only, no stage files beside it."""
+    checks = [
+        {
+            "check_id": check_id,
+            "check_type": "deterministic",
+            "status": status,
+            "score": 1 if status == "passed" else 0,
+            "check_definition_sha256": "sha256:" + "a" * 64,
+            "reason": None,
+            "details": {},
+        }
+        for check_id, status in statuses.items()
+    ]
+    earned = sum(check["score"] for check in checks)
+    report = {
+        "schema_version": 1,
+        "run_id": run_id,
+        "total_checks": len(checks),
+        "passed_checks": earned,
+        "failed_checks": len(checks) - earned,
+        "errored_checks": 0,
+        "points_earned": earned,
+        "total_points": len(checks),
+        "percentage": round(earned / len(checks) * 100, 1),
+        "pass_threshold": 0.5,
+        "meets_threshold": earned / len(checks) >= 0.5,
+        "run_passed": earned / len(checks) >= 0.5,
+        "checks": checks,
+    }
+    report.update(totals)
+    return report
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        ({"points_earned": 2}, "$.points_earned is 2, but 1 of its checks passed"),
+        ({"total_points": 1}, "$.total_points is 1, but the report lists 2 checks"),
+        ({"run_passed": True, "meets_threshold": False}, "$.run_passed is true, but meets"),
+    ],
+    ids=["points", "total", "verdict"],
+)
+def test_a_report_whose_totals_contradict_its_checks_is_refused(
+    tmp_path: Path, edit: dict[str, Any], where: str
+) -> None:
+    base, head = tmp_path / "base", tmp_path / "head"
+    for folder in (base, head):
+        folder.mkdir()
+    statuses = {"a": "passed", "b": "failed"}
+    (head / "report.json").write_text(json.dumps(_old_report("head", statuses)))
+    # eval-banana 0.5.0's report, its totals in agreement: compared as before.
+    (base / "report.json").write_text(json.dumps(_old_report("base", statuses)))
+    assert eb_process(tmp_path, "diff", str(base), str(head)).returncode == 0
+
+    (base / "report.json").write_text(
+        json.dumps(_old_report("base", statuses, pass_threshold=1.0, **edit))
+    )
+    diffed = eb_process(tmp_path, "diff", str(base), str(head))
+    assert diffed.returncode == 2, diffed.stdout + diffed.stderr
+    assert f"{base / 'report.json'} contradicts its own checks: {where}" in diffed.stderr
+
+
+def test_a_report_that_passes_over_an_errored_check_is_refused(tmp_path: Path) -> None:
+    base, head = tmp_path / "base", tmp_path / "head"
+    for folder in (base, head):
+        folder.mkdir()
+    statuses = {"a": "passed", "b": "passed", "c": "error"}
+    (head / "report.json").write_text(json.dumps(_old_report("head", statuses)))
+    forged = _old_report("base", statuses, run_passed=True, errored_checks=1, failed_checks=0)
+    (base / "report.json").write_text(json.dumps(forged))
+    diffed = eb_process(tmp_path, "diff", str(base), str(head))
+    assert diffed.returncode == 2, diffed.stdout + diffed.stderr
+    assert "$.run_passed is true, but check 'c' errored or never ran" in diffed.stderr
