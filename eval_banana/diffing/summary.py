@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from eval_banana.core.errors import RunFolderError
+from eval_banana.core.errors import RunFolderError, StageFileError
+from eval_banana.core.files import sha256_bytes
 from eval_banana.core.ownmark import is_run_folder
 from eval_banana.core.readback import loads_json, read_regular
 from eval_banana.core.words import one_line
@@ -20,9 +21,11 @@ from eval_banana.diffing.narrowed import Narrowed, read_narrowed
 from eval_banana.models.diff import DiffRun, FamilySide, Outcome
 from eval_banana.models.repeats import RULES, settled_whatever_undecided
 from eval_banana.models.result import ERROR_CLASSES, ErrorClass
+from eval_banana.models.stages import ReportDoc
 from eval_banana.runners.results import judged_outcome
 from eval_banana.settings.rundir import run_folder_hint
-from eval_banana.stagefiles.layout import REPORT_JSON
+from eval_banana.stagefiles.layout import REPORT_JSON, stage_path
+from eval_banana.stagefiles.read import read_stage
 
 _STATUSES = frozenset({"passed", "failed", "error"})
 _KIND_NAMES = {str: "string", int: "whole number", list: "list"}
@@ -309,6 +312,34 @@ def _no_report_hint(*, run_dir: Path) -> str:
     )
 
 
+def _refuse_edited(*, run_dir: Path, path: Path, data: bytes) -> None:
+    """Refuse a report.json other than the one the run's report stage wrote, by the digest
+    stages/report.json records (`eb status` calls it edited, so a comparison must not read
+    it). A folder without stage files (eval-banana 0.5.0's), or whose report stage predates
+    the digest, is read as it is."""
+    if not stage_path(run_dir=run_dir, stage="report").is_file():
+        return
+    fix = (
+        f"`eb update --run-dir {run_dir}` writes report.json again from the run's stage files "
+        "(`eb status` shows what is out of date)."
+    )
+    try:
+        recorded: ReportDoc = read_stage(run_dir=run_dir, stage="report")
+    except StageFileError as exc:
+        raise RunFolderError(
+            f"Cannot tell whether {path} is the report its run wrote: {exc.message}",
+            file=str(path),
+            hint=fix,
+        ) from None
+    if recorded.report_json_sha256 not in (None, sha256_bytes(data=data)):
+        raise RunFolderError(
+            f"{path} was edited after the report stage wrote it (stages/report.json records "
+            "another digest of it)",
+            file=str(path),
+            hint=fix,
+        )
+
+
 def load_run(*, run_dir: Path) -> RunSummary:
     """Read a run folder's report.json (a setup error, exit 2, when it cannot be compared)."""
     path = run_dir / REPORT_JSON
@@ -324,6 +355,7 @@ def load_run(*, run_dir: Path) -> RunSummary:
         ) from None
     except OSError as exc:
         raise RunFolderError(f"Cannot read {path}: {exc}", file=str(path)) from None
+    _refuse_edited(run_dir=run_dir, path=path, data=data)
     try:
         report = loads_json(data)
     except ValueError as exc:

@@ -975,3 +975,30 @@ def test_a_report_that_passes_over_an_errored_check_is_refused(tmp_path: Path) -
     diffed = eb_process(tmp_path, "diff", str(base), str(head))
     assert diffed.returncode == 2, diffed.stdout + diffed.stderr
     assert "$.run_passed is true, but check 'c' errored or never ran" in diffed.stderr
+
+
+def test_a_report_edited_after_its_report_stage_is_refused_until_eb_update(
+    runs: tuple[Path, Path, Path],
+) -> None:
+    root, base, head = runs
+    # The regression hidden, totals and all: only stages/report.json's digest tells.
+    path = head / "report.json"
+    report = json.loads(path.read_text())
+    for check in report["checks"]:
+        if check["check_id"] == "regresses":
+            check.update(status="passed", score=1, observed_status="passed")
+    report.update(
+        passed_checks=report["passed_checks"] + 1,
+        failed_checks=report["failed_checks"] - 1,
+        points_earned=report["points_earned"] + 1,
+    )
+    path.write_text(json.dumps(report, indent=2))
+
+    diffed = eb_process(root, "diff", str(base), str(head))
+    assert diffed.returncode == 2, diffed.stdout + diffed.stderr
+    assert f"{path} was edited after the report stage wrote it" in diffed.stderr
+    assert f"eb update --run-dir {head}" in diffed.stderr
+
+    assert eb_process(root, "update", "--run-dir", str(head)).returncode == 0
+    diffed = eb_process(root, "diff", str(base), str(head))
+    assert diffed.returncode == 1 and "regresses" in diffed.stdout, diffed.stdout + diffed.stderr
