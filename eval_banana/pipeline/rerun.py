@@ -9,7 +9,7 @@ from pathlib import Path
 
 from eval_banana.history.balance import resolve_balance
 from eval_banana.models.config import Selection
-from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ExecuteDoc, GuardDoc, PlanDoc
 from eval_banana.pipeline.agreeing import refuse_disagreement
 from eval_banana.pipeline.partial import merge_results
 from eval_banana.pipeline.relocation import relocation
@@ -52,7 +52,11 @@ def _settings(request: StageRequest, *, stage: str) -> ConfigDoc:
     if not request.settings_now:
         return config
     return stage_settings(
-        stage=stage, config=config, cli_values=request.cli_values, environ=request.environ
+        stage=stage,
+        config=config,
+        cli_values=request.cli_values,
+        environ=request.environ,
+        selection=request.selection,
     )
 
 
@@ -99,25 +103,39 @@ def _recorded_flags(*, config: ConfigDoc) -> dict[str, object]:
 
 
 def rerun_discover(request: StageRequest) -> int:
+    """Find the check files again; `--check-dir` given here walks that folder instead."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="discover")
-    doc = discover_stage.discover(config=_settings(request, stage="discover"), inputs=inputs)
+    config = _settings(request, stage="discover")
+    given = request.selection
+    # Only its folder is read here (any other selection flag was refused above).
+    if given is not None and given.check_dir is not None:
+        walked = config.selection.model_copy(update={"check_dir": given.check_dir})
+        config = config.model_copy(update={"selection": walked})
+        _warn_far_checks(config=config, console=request.console)
+    doc = discover_stage.discover(config=config, inputs=inputs)
     discover_stage.write_discover_stage(run_dir=request.run_dir, doc=doc)
     return 0
 
 
 def rerun_validate(request: StageRequest) -> int:
-    """Plan again; a selection given here (--check-id, --tag, --shard, ...) replaces config's."""
+    """Plan again; a selection given here (--check-id, --tag, --shard, ...) replaces config's,
+    its checks found as `eb run` finds them: walked again, in memory, when discover.json
+    walked another folder than its --check-dir (or than the project root, without one)."""
     inputs = upstream_digests(run_dir=request.run_dir, stage="validate")
     recorded = _settings(request, stage="validate")
     config = recorded
+    discovered: DiscoverDoc = read_stage(run_dir=request.run_dir, stage="discover")
+    contents: dict[str, bytes] | None = None
     if request.selection is not None:
         config = selecting(
             config=recorded, selection=request.selection, cli_values=request.cli_values
         )
+        if discovered.roots != [discover_stage.walked_root(config=config)]:
+            _warn_far_checks(config=config, console=request.console)
+            contents = {}
+            discovered = discover_stage.discover(config=config, inputs={}, contents=contents)
     outcome = validate_stage.validate(
-        config=config,
-        discovered=read_stage(run_dir=request.run_dir, stage="discover"),
-        inputs=inputs,
+        config=config, discovered=discovered, inputs=inputs, contents=contents
     )
     if outcome.plan.selection != recorded.selection:
         # The request config.json holds, beside the selection applied instead: `eb update`
@@ -126,6 +144,13 @@ def rerun_validate(request: StageRequest) -> int:
     validate_stage.write_validate_stage(run_dir=request.run_dir, outcome=outcome)
     outcome.raise_if_failed()
     return 0
+
+
+def _warn_far_checks(*, config: ConfigDoc, console: Console) -> None:
+    """Said before the walk, as `eb run` says it: a --check-dir outside the project."""
+    far_checks = discover_stage.check_dir_outside_warning(config=config)
+    if far_checks is not None:
+        console.warn(far_checks)
 
 
 def rerun_guard(request: StageRequest) -> int:

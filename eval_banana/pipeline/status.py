@@ -86,9 +86,15 @@ def _check_files_changed(*, doc: DiscoverDoc, run_dir: Path) -> str | None:
         now = discover(config=config, inputs={})
     except EvalBananaError as exc:
         return f"discovery fails now: {exc.message}"
+    root = config.project_root
+    if doc.roots != now.roots:
+        # `eb stage discover --check-dir X` walked another folder than the run's request.
+        return (
+            f"stages/discover.json walked {_walked(roots=doc.roots, root=root)}, not "
+            f"{_walked(roots=now.roots, root=root)} that stages/config.json selects"
+        )
     before = {item.path: item.sha256 for item in doc.files}
     after = {item.path: item.sha256 for item in now.files}
-    root = config.project_root
     changes = [f"{shown_path(path=p, root=root)} added" for p in sorted(after.keys() - before)]
     changes += [f"{shown_path(path=p, root=root)} removed" for p in sorted(before.keys() - after)]
     changes += [
@@ -97,6 +103,12 @@ def _check_files_changed(*, doc: DiscoverDoc, run_dir: Path) -> str | None:
         if before[p] != after[p]
     ]
     return _describe_changes(changes) if changes else None
+
+
+def _walked(*, roots: list[str], root: str) -> str:
+    """The folders a discovery walked, as `eb status` names them."""
+    shown = [shown_path(path=path, root=root) for path in roots]
+    return ", ".join("the project root" if path == "." else path for path in shown)
 
 
 def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:

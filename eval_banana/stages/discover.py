@@ -169,6 +169,16 @@ def _unprintable_name(*, path: str, what: str) -> ProblemModel:
     )
 
 
+def walked_root(*, config: ConfigDoc) -> str:
+    """The folder the discover stage walks under `config`: its --check-dir, else the project
+    root (what discover.json records as its one root)."""
+    project_root = Path(config.project_root)
+    check_dir = config.selection.check_dir
+    if check_dir is None:
+        return str(project_root)
+    return str((project_root / check_dir).resolve())
+
+
 def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[Candidate]]:
     """Roots walked, check folders found, and raw candidate paths (unresolved)."""
     project_root = Path(config.project_root)
@@ -177,7 +187,7 @@ def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[Can
     found: list[Candidate] = []
     check_dir = config.selection.check_dir
     if check_dir is not None:
-        root = (project_root / check_dir).resolve()
+        root = Path(walked_root(config=config))
         if not root.is_dir():
             raise UsageError(
                 f"--check-dir {check_dir} is not a directory: {root}",

@@ -263,6 +263,64 @@ def test_stage_validate_with_a_selection_plans_only_it(tmp_path: Path, eb: Any) 
     assert [check["id"] for check in plan["checks"]] == ["alpha", "beta", "gamma"]
 
 
+def _top_and_sub_project(root: Path) -> Path:
+    """`top` in the project's eval_checks, `low` in sub/eval_checks."""
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    for folder, check_id in (("eval_checks", "top"), ("sub/eval_checks", "low")):
+        (root / folder).mkdir(parents=True)
+        (root / folder / f"{check_id}.yaml").write_text(
+            f"schema_version: 1\nid: {check_id}\ntype: deterministic\n"
+            f"description: {check_id}.\nscript: pass\n"
+        )
+    return root
+
+
+def _planned(run_dir: Path) -> list[str]:
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    return [check["id"] for check in plan["checks"]]
+
+
+def test_stage_discover_with_a_check_dir_walks_only_that_folder(tmp_path: Path) -> None:
+    # `eb stage discover --check-dir sub` exited 0 and listed every check file of the project.
+    root = _top_and_sub_project(tmp_path / "proj")
+    assert _eb("run", "--cwd", str(root)).returncode == 0
+    run_dir = _only_run(root)
+    done = _eb("stage", "discover", "--run-dir", str(run_dir), "--check-dir", "sub")
+    assert done.returncode == 0, done.stderr
+    discovered = json.loads((run_dir / "stages" / "discover.json").read_text())
+    assert [item["relative_path"] for item in discovered["files"]] == ["sub/eval_checks/low.yaml"]
+    assert _eb("stage", "validate", "--run-dir", str(run_dir)).returncode == 0
+    assert _planned(run_dir) == ["low"]
+    # config.json, the run's request, walks the whole project: discover is stale, and
+    # `eb update` walks it again.
+    rows = _status_rows(run_dir)
+    assert "stages/discover.json walked sub, not the project root" in rows["discover"]
+    assert _eb("update", "--run-dir", str(run_dir)).returncode == 0
+    assert _planned(run_dir) == ["top", "low"]
+
+
+def test_stage_validate_with_a_check_dir_plans_only_that_folder(tmp_path: Path) -> None:
+    # `eb stage validate --check-dir sub` recorded the folder and planned every check.
+    root = _top_and_sub_project(tmp_path / "proj")
+    assert _eb("run", "--cwd", str(root)).returncode == 0
+    run_dir = _only_run(root)
+    done = _eb("stage", "validate", "--run-dir", str(run_dir), "--check-dir", "sub")
+    assert done.returncode == 0, done.stderr
+    assert _planned(run_dir) == ["low"]
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    assert plan["selection"]["check_dir"] == "sub"
+    rows = _status_rows(run_dir)
+    assert _state(rows["discover"]) == "ok" and _state(rows["validate"]) == "ok"
+    # The plan's own selection holds while config.json still selects what it did.
+    assert _eb("update", "--run-dir", str(run_dir)).returncode == 0
+    assert _planned(run_dir) == ["low"]
+    # A selection without --check-dir walks the whole project, as `eb run --check-id top`.
+    done = _eb("stage", "validate", "--run-dir", str(run_dir), "--check-id", "top")
+    assert done.returncode == 0, done.stderr
+    assert _planned(run_dir) == ["top"]
+
+
 @pytest.mark.parametrize("stage", STAGES[1:])
 def test_a_folder_where_a_stage_file_should_be_is_refused_by_every_writer(
     tmp_path: Path, eb: Any, stage: str

@@ -228,3 +228,40 @@ def test_every_setting_names_the_stages_that_read_it() -> None:
     from eval_banana.stagefiles.layout import STAGE_NAMES
 
     assert all(spec.read_by and set(spec.read_by) <= set(STAGE_NAMES) for spec in SETTINGS)
+
+
+def test_a_selection_flag_for_a_stage_that_selects_nothing_is_refused_by_name(
+    project: Callable[..., Path],
+) -> None:
+    # `eb stage score --tag nomatch` scored the whole run, exit 0, as if no flag were given.
+    root = _one_passing_one_failing(project)
+    assert _eb(root, "run").returncode == 1
+    score_before = (_run_dir(root) / "stages" / "score.json").read_bytes()
+    refused = _eb(root, "stage", "score", "--tag", "nomatch")
+    assert refused.returncode == 2
+    assert "--tag selects checks for the validate and execute stages: `eb stage score`" in (
+        refused.stderr
+    )
+    assert "`eb stage validate --tag ...` or `eb stage execute --tag ...`" in refused.stderr
+    assert (_run_dir(root) / "stages" / "score.json").read_bytes() == score_before
+    # The folder walked is the discover stage's too; any other stage refuses it.
+    walked = _eb(root, "stage", "report", "--check-dir", "eval_checks")
+    assert walked.returncode == 2
+    assert "--check-dir selects checks for the discover, validate and execute stages" in (
+        walked.stderr
+    )
+    picked = _eb(root, "stage", "discover", "-k", "a")
+    assert picked.returncode == 2 and "`eb stage discover` does not read it" in picked.stderr
+
+
+def test_every_selection_field_names_the_stages_that_read_it() -> None:
+    """Each field of a selection a flag fills is declared, with real stages reading it."""
+    from eval_banana.models.config import Selection
+    from eval_banana.pipeline.stagesettings import SELECTION_FLAGS
+    from eval_banana.stagefiles.layout import STAGE_NAMES
+
+    # Filled by the config stage from --last-failed, never by a flag of their own.
+    derived = {"last_failed_run_id", "last_failed_ids"}
+    declared = {flag.field for flag in SELECTION_FLAGS}
+    assert declared == set(Selection.model_fields) - derived
+    assert all(flag.read_by and set(flag.read_by) <= set(STAGE_NAMES) for flag in SELECTION_FLAGS)
