@@ -51,8 +51,12 @@ class _Roots(NamedTuple):
     new: str
 
     def move(self, path: str) -> str:
+        if self.old == self.new:
+            return path
+        if path.rstrip("/") == self.old.rstrip("/"):  # the root itself (discover.json's roots)
+            return self.new
         prefix = self.old.rstrip("/") + "/"
-        if self.old == self.new or not path.startswith(prefix):
+        if not path.startswith(prefix):
             return path
         return self.new.rstrip("/") + "/" + path[len(prefix) :]
 
