@@ -7,7 +7,8 @@ ends, eb looks at what changed since the last look: every watched check running 
 is charged with the change, so a judge that rewrote a file, and every judge that ran beside it
 while it happened, ends as an `error`. Which files were touched comes from inotify where Linux
 offers it (a look costs a few system calls), else from reading the state again; a touched file
-counts as changed only when its content (its git blob id) differs.
+counts as changed only when its content (its git blob id) or its mode as git records it (a chmod
+of the execute bit, a file turned into a link) differs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from eval_banana.core.files import is_temp_sibling
 from eval_banana.core.ownmark import OwnFolders
 from eval_banana.core.streams import stream_files
 from eval_banana.isolation.watch import TreeWatcher
-from eval_banana.projectstate.blobs import file_blob_id
+from eval_banana.projectstate.blobs import REGULAR, FileIdentity, file_identity
 from eval_banana.projectstate.git import environment as git_environment
 from eval_banana.projectstate.patterns import InputPatterns
 from eval_banana.projectstate.prefixes import relative_files, relative_folders
@@ -66,6 +67,7 @@ class ChangeMonitor:
         self._own = own
         self._own_names = {os.path.split(path) for path in own}
         self._ids = self._without_own(state.files)
+        self._modes = self._without_own(state.modes)
         self._ignore = ignore
         self._read_state = read_state
         self._lock = threading.Lock()
@@ -77,7 +79,8 @@ class ChangeMonitor:
             while folder:
                 folder = os.path.dirname(folder)
                 folders.add(folder)
-        self._watcher = TreeWatcher.open(root=self.root, folders=folders)
+        # A chmod changes the mode the state counts: attribute changes are touches too.
+        self._watcher = TreeWatcher.open(root=self.root, folders=folders, attributes=True)
 
     @classmethod
     def open(
@@ -197,29 +200,42 @@ class ChangeMonitor:
             if not self._counts(path, own=own):
                 continue
             full = os.path.join(self.root, path)
-            current = file_blob_id(path=full, object_format=self.object_format)
-            before = self._ids.get(path)
+            current = file_identity(path=full, object_format=self.object_format)
+            before = self._identity(path)
             if current == before:
                 continue
             if before is None:
                 new.append(path)
                 continue
             changed.add(path)
-            if current is None:
-                del self._ids[path]
-            else:
-                self._ids[path] = current
+            self._record(path=path, found=current)
         ignored = self._git_ignored(new)
         for path in new:
             if path in ignored:
                 continue
-            current = file_blob_id(
+            current = file_identity(
                 path=os.path.join(self.root, path), object_format=self.object_format
             )
             if current is not None:
-                self._ids[path] = current
+                self._record(path=path, found=current)
                 changed.add(path)
         return changed
+
+    def _identity(self, path: str) -> FileIdentity | None:
+        known = self._ids.get(path)
+        return None if known is None else FileIdentity(self._modes.get(path, REGULAR), known)
+
+    def _record(self, *, path: str, found: FileIdentity | None) -> None:
+        """The state brought up to date at `path` (None: the file is gone)."""
+        if found is None:
+            self._ids.pop(path, None)
+            self._modes.pop(path, None)
+            return
+        self._ids[path] = found.id
+        if found.mode == REGULAR:
+            self._modes.pop(path, None)
+        else:
+            self._modes[path] = found.mode
 
     def _changes(self) -> set[str]:
         touched = self._watcher.touched() if self._watcher is not None else None
@@ -228,10 +244,15 @@ class ChangeMonitor:
         # No inotify, or events were lost: read the whole state again and compare.
         now = self._read_state()
         before = ProjectState(
-            root=self.root, source=self.source, ids=self._ids, object_format=self.object_format
+            root=self.root,
+            source=self.source,
+            ids=self._ids,
+            modes=self._modes,
+            object_format=self.object_format,
         )
         diff = before.diff(now)
         self._ids = self._without_own(now.files)
+        self._modes = self._without_own(now.modes)
         own = OwnFolders(root=self.root)
         return {path for path in diff.paths if self._counts(path, own=own)}
 

@@ -1,9 +1,10 @@
 """Which files of a tree were touched since the last look, from Linux's inotify.
 
 Reading a 60,000-file project's state again after every judge costs a `git status` (every file
-stat'ed). The kernel can say instead which paths were written, created, removed or moved: a
-watch per folder is set once, and each look drains the events since the previous one. Callers
-confirm a touched path by its content (a file saved unchanged is no change).
+stat'ed). The kernel can say instead which paths were written, created, removed or moved (and,
+when asked, which had their attributes changed: a chmod changes the mode git records): a watch
+per folder is set once, and each look drains the events since the previous one. Callers confirm
+a touched path by its content (a file saved unchanged is no change).
 
 Where inotify is missing or refuses (the per-user watch limit), `TreeWatcher.open` returns None
 and callers read the whole state instead; an event-queue overflow makes one look answer None
@@ -53,10 +54,11 @@ def _libc() -> Any | None:
 class TreeWatcher:
     """inotify watches on a set of folders below `root`; `touched()` drains what changed."""
 
-    def __init__(self, *, libc: Any, fd: int, root: str) -> None:
+    def __init__(self, *, libc: Any, fd: int, root: str, mask: int = _MASK) -> None:
         self._libc = libc
         self._fd = fd
         self.root = root
+        self._mask = mask
         self._folders: dict[int, str] = {}  # watch descriptor -> root-relative folder ("" = root)
         self._lock = threading.Lock()
         self._pending: set[str] = set()
@@ -64,17 +66,23 @@ class TreeWatcher:
 
     @classmethod
     def open(
-        cls, *, root: str, folders: Iterable[str], watch_root: bool = True
+        cls,
+        *,
+        root: str,
+        folders: Iterable[str],
+        watch_root: bool = True,
+        attributes: bool = False,
     ) -> TreeWatcher | None:
         """Watch each root-relative folder, and `root` itself unless `watch_root` is False;
-        None where inotify cannot serve."""
+        None where inotify cannot serve. `attributes`: a chmod (any change of a file's
+        attributes, a `touch` too) touches it."""
         libc = _libc()
         if libc is None:
             return None
         fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
             return None
-        watcher = cls(libc=libc, fd=fd, root=root)
+        watcher = cls(libc=libc, fd=fd, root=root, mask=(_MASK | _ATTRIB) if attributes else _MASK)
         for folder in sorted({"", *folders} if watch_root else set(folders)):
             if not watcher._watch(folder):
                 watcher.close()
@@ -84,7 +92,7 @@ class TreeWatcher:
     def _watch(self, folder: str) -> bool:
         """Add one folder; False only when the system refuses more watches."""
         path = os.path.join(self.root, folder) if folder else self.root
-        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), _MASK)
+        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), self._mask)
         if wd < 0:
             import ctypes
 

@@ -9,7 +9,8 @@
 - `conversion`: the files git converts (line endings, filters), which count by their bytes.
 - `revision.changes_since`: what differs between a git revision and the work tree.
 - `patterns.InputPatterns` / `patterns.pattern_problem`: the glob rules of a check's `inputs:`.
-- `blobs.blob_id` / `blobs.file_blob_id`: git's blob id of some bytes or of a file.
+- `blobs.blob_id` / `blobs.file_blob_id` / `blobs.file_identity`: git's blob id of some bytes
+  or of a file, and a file's mode as git records it.
 
 The package imports nothing itself: the check models need only `patterns`, which is
 standard library only, and must not pay for the git plumbing.

@@ -1,8 +1,9 @@
 """Git blob ids: the hash git computes over `blob <size>\\0<content>` for one file.
 
-A file is identified by the id git would give its content, so the same bytes key the same
-whether git already knows them (committed, staged) or we hash them ourselves (modified,
-untracked, or a project that is not a git repository).
+A file is identified by the id git would give its content and the mode git records for it
+(regular, executable, symbolic link), so the same file keys the same whether git already knows
+it (committed, staged) or we hash it ourselves (modified, untracked, or a project that is not a
+git repository).
 """
 
 from __future__ import annotations
@@ -10,9 +11,31 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from typing import Literal
+from typing import Literal, NamedTuple
 
 ObjectFormat = Literal["sha1", "sha256"]
+
+# The modes git records for a path: what it is, and for a file whether it may be run.
+REGULAR = "100644"
+EXECUTABLE = "100755"
+SYMLINK = "120000"
+SUBMODULE = "160000"  # a gitlink: the id is the commit the submodule records
+
+
+class FileIdentity(NamedTuple):
+    """What a project file counts by: git's mode for it and its blob id."""
+
+    mode: str
+    id: str
+
+
+def git_mode(info: os.stat_result) -> str:
+    """The mode git records for a file or link with this status (git looks at the owner's
+    execute bit only)."""
+    if stat.S_ISLNK(info.st_mode):
+        return SYMLINK
+    return EXECUTABLE if info.st_mode & stat.S_IXUSR else REGULAR
+
 
 _BLOCK = 1 << 20
 # Files up to this size are read in one call; larger ones are streamed in blocks.
@@ -49,8 +72,9 @@ def _regular_file_id(*, path: str, object_format: ObjectFormat) -> str | None:
     return digest.hexdigest()
 
 
-def file_blob_id(*, path: str, object_format: ObjectFormat = "sha1") -> str | None:
-    """The blob id git would store for the file at `path`, or None when it is not a file.
+def file_identity(*, path: str, object_format: ObjectFormat = "sha1") -> FileIdentity | None:
+    """The mode and blob id git would store for the file at `path`, or None when it is not a
+    file.
 
     A symbolic link is identified by the path it points to, as git stores it; directories,
     sockets and files that vanished give None.
@@ -58,18 +82,27 @@ def file_blob_id(*, path: str, object_format: ObjectFormat = "sha1") -> str | No
     try:
         info = os.lstat(path)
         if stat.S_ISLNK(info.st_mode):
-            return blob_id(data=os.fsencode(os.readlink(path)), object_format=object_format)
+            target = os.fsencode(os.readlink(path))
+            return FileIdentity(SYMLINK, blob_id(data=target, object_format=object_format))
         if not stat.S_ISREG(info.st_mode):
             return None
-        return _regular_file_id(path=path, object_format=object_format)
+        found = _regular_file_id(path=path, object_format=object_format)
     except (FileNotFoundError, NotADirectoryError):
         return None
+    return None if found is None else FileIdentity(git_mode(info), found)
+
+
+def file_blob_id(*, path: str, object_format: ObjectFormat = "sha1") -> str | None:
+    """The blob id git would store for the file at `path`, or None when it is not a file."""
+    found = file_identity(path=path, object_format=object_format)
+    return None if found is None else found.id
 
 
 def same_content(*, path: str, other: str, object_format: ObjectFormat = "sha1") -> bool:
-    """Whether two files are the same content as the project's state counts it: the same blob
-    id, so a file saved unchanged is no change (watching the project in place compares the ids
-    it recorded the same way). Two regular files of different sizes differ unread."""
+    """Whether two files are the same as the project's state counts them: the same mode and
+    blob id, so a file saved unchanged is no change and a chmod -x is one (watching the
+    project in place compares what it recorded the same way). Two regular files of different
+    sizes differ unread."""
     try:
         mine, theirs = os.lstat(path), os.lstat(other)
     except (FileNotFoundError, NotADirectoryError):
@@ -77,5 +110,5 @@ def same_content(*, path: str, other: str, object_format: ObjectFormat = "sha1")
     regular = stat.S_ISREG(mine.st_mode) and stat.S_ISREG(theirs.st_mode)
     if regular and mine.st_size != theirs.st_size:
         return False
-    found = file_blob_id(path=path, object_format=object_format)
-    return found is not None and found == file_blob_id(path=other, object_format=object_format)
+    found = file_identity(path=path, object_format=object_format)
+    return found is not None and found == file_identity(path=other, object_format=object_format)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from eval_banana.core.errors import ProjectStateError
-from eval_banana.projectstate.blobs import ObjectFormat
+from eval_banana.projectstate.blobs import REGULAR, FileIdentity, ObjectFormat
 
 
 class Repository(NamedTuple):
@@ -229,6 +229,7 @@ class IndexListing(NamedTuple):
     """What the index listing says about the project's paths."""
 
     ids: dict[str, str]  # path -> object id of its index entry
+    modes: dict[str, str]  # path -> mode of each entry that is no regular (100644) file
     gitlinks: frozenset[str]  # submodules: the id is the commit they record
     conflicted: frozenset[str]  # paths with merge stages: only the work tree can say
     unwatched: frozenset[str]  # entries git never compares with the work tree: only it can say
@@ -239,13 +240,14 @@ def _id_width(repo: Repository) -> int:
     return 64 if repo.object_format == "sha256" else 40
 
 
-def _unwatched_ids(*, records: list[str], width: int, cut: int) -> dict[str, str]:
-    """Path -> index id of the entries whose tag says git does not look at their file."""
+def _unwatched_ids(*, records: list[str], width: int, cut: int) -> dict[str, FileIdentity]:
+    """Path -> index mode and id of the entries whose tag says git does not look at their
+    file."""
     # Nearly every index has none: the set of first letters is cheap (3 ms for 60,000 entries).
     if {record[:1] for record in records}.isdisjoint(_UNWATCHED_TAGS):
         return {}
     return {
-        record[cut:]: record[9 : 9 + width]
+        record[cut:]: FileIdentity(record[2:8], record[9 : 9 + width])
         for record in records
         # A submodule counts by the commit it records, whatever its folder holds.
         if record[:1] in _UNWATCHED_TAGS and record[2:9] != "160000 "
@@ -256,9 +258,9 @@ def _records(output: bytes) -> list[str]:
     return [record for record in output.decode("utf-8", "surrogateescape").split("\0") if record]
 
 
-def unwatched_entries(*, output: bytes, repo: Repository) -> dict[str, str]:
-    """The index listing -> project path: index id of each entry git never compares with the
-    work tree (assume-unchanged, skip-worktree)."""
+def unwatched_entries(*, output: bytes, repo: Repository) -> dict[str, FileIdentity]:
+    """The index listing -> project path: index mode and id of each entry git never compares
+    with the work tree (assume-unchanged, skip-worktree)."""
     width = _id_width(repo)
     cut = 2 + 7 + width + 3 + len(repo.prefix)
     return _unwatched_ids(records=_records(output), width=width, cut=cut)
@@ -275,6 +277,8 @@ def parse_stage_entries(*, output: bytes, repo: Repository) -> IndexListing:
     width = _id_width(repo)
     cut = 2 + 7 + width + 3 + len(repo.prefix)  # tag, "<mode> ", id, " <stage>\t", prefix
     ids = dict(zip([r[cut:] for r in records], [r[9 : 9 + width] for r in records], strict=True))
+    # Nearly every entry is a regular file: only the others are kept (the mode is r[2:8]).
+    modes = {r[cut:]: r[2:8] for r in records if r[2:8] != REGULAR}
     gitlinks: frozenset[str] = frozenset()
     conflicted: frozenset[str] = frozenset()
     if " 160000 " in text:
@@ -285,6 +289,7 @@ def parse_stage_entries(*, output: bytes, repo: Repository) -> IndexListing:
     unwatched = frozenset(_unwatched_ids(records=records, width=width, cut=cut))
     return IndexListing(
         ids=ids,
+        modes=modes,
         gitlinks=gitlinks,
         conflicted=conflicted,
         unwatched=unwatched,

@@ -1,4 +1,5 @@
-"""The project state as git lists it: ids from git's index, hashing only what differs.
+"""The project state as git lists it: ids and modes from git's index, hashing (and lstat-ing)
+only what differs.
 
 The file set is every file git tracks plus the untracked files it does not ignore, below the
 project root and outside eb's own folders. Files git ignores are listed apart, each ignored
@@ -14,6 +15,7 @@ from itertools import chain
 
 from eval_banana.core.ownmark import own_folders_listed
 from eval_banana.projectstate import conversion, git
+from eval_banana.projectstate.blobs import REGULAR, FileIdentity
 from eval_banana.projectstate.prefetch import Walks, walks_for
 from eval_banana.projectstate.prefixes import skipped, under_any, within
 from eval_banana.projectstate.state import ProjectState, hash_file
@@ -28,6 +30,21 @@ def _drop_folders(*, ids: dict[str, str], folders: Sequence[str]) -> None:
         end = bisect_left(paths, folder[:-1] + "0")  # "0" sorts right after "/"
         for path in paths[start:end]:
             ids.pop(path, None)  # folders may nest
+
+
+def _take(
+    *, ids: dict[str, str], modes: dict[str, str], path: str, found: FileIdentity | None
+) -> None:
+    """Record what eb found on disk at `path` in place of what the index said (None: gone)."""
+    if found is None:
+        ids.pop(path, None)
+        modes.pop(path, None)
+        return
+    ids[path] = found.id
+    if found.mode == REGULAR:
+        modes.pop(path, None)
+    else:
+        modes[path] = found.mode
 
 
 def git_state(
@@ -82,6 +99,7 @@ def git_state(
         return None
     fmt = repo.object_format
     ids = index.ids
+    modes = index.modes  # a mode left for a path dropped below is dropped by ProjectState
     # Run folders and marked cache or history folders that no setting names (an old
     # `--output-dir`, a moved `[cache] dir`) are eb's too: known by the mark files git lists.
     skip = (
@@ -98,13 +116,8 @@ def git_state(
     # Submodules count by the commit they record; everything git sees differ is hashed, and so
     # is every file git never compares (assume-unchanged, skip-worktree: only they are read).
     for path in (dirty | index.conflicted | index.unwatched) - index.gitlinks:
-        if path not in ids:
-            continue
-        found = hash_file(root=root, path=path, fmt=fmt)
-        if found is None:  # deleted from the work tree
-            ids.pop(path, None)  # folders may nest
-        else:
-            ids[path] = found
+        if path in ids:  # else in a folder left out; a deleted file goes
+            _take(ids=ids, modes=modes, path=path, found=hash_file(root=root, path=path, fmt=fmt))
     rule = conversion.conversion(
         repo=repo,
         root=root,
@@ -117,20 +130,18 @@ def git_state(
         read = dirty | index.conflicted | index.unwatched | index.gitlinks
         from_index = [path for path in ids if path not in read]
         for path in conversion.converted(repo=repo, rule=rule, candidates=from_index):
-            found = hash_file(root=root, path=path, fmt=fmt)
-            if found is None:
-                ids.pop(path, None)
-            else:
-                ids[path] = found
+            _take(ids=ids, modes=modes, path=path, found=hash_file(root=root, path=path, fmt=fmt))
     for path in untracked:
         # A trailing slash is a nested repository, which git does not look into.
         if path.endswith("/") or skipped(path, skip) or path in ids:
             continue
         found = hash_file(root=root, path=path, fmt=fmt)
         if found is not None:
-            ids[path] = found
+            _take(ids=ids, modes=modes, path=path, found=found)
     ignored = list(expand_ignored(root=root, entries=ignored_raw, excluded=excluded, skip=skip))
-    return ProjectState(root=root, source="git", ids=ids, object_format=fmt, ignored=ignored)
+    return ProjectState(
+        root=root, source="git", ids=ids, modes=modes, object_format=fmt, ignored=ignored
+    )
 
 
 def expand_ignored(

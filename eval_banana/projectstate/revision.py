@@ -13,6 +13,7 @@ from typing import NamedTuple
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.ownmark import OwnFolders, own_folders_listed
 from eval_banana.projectstate import git
+from eval_banana.projectstate.blobs import FileIdentity
 from eval_banana.projectstate.gitlisting import expand_ignored
 from eval_banana.projectstate.prefixes import relative_folders, skipped, under_any
 from eval_banana.projectstate.state import StateDiff, hash_file
@@ -295,18 +296,23 @@ def _status_entries(*, output: bytes, repo: git.Repository) -> dict[str, str]:
 
 
 def _unwatched_status(
-    *, root: str, repo: git.Repository, unwatched: dict[str, str], status: dict[str, str]
+    *,
+    root: str,
+    repo: git.Repository,
+    unwatched: dict[str, FileIdentity],
+    status: dict[str, str],
 ) -> dict[str, str]:
     """What the work tree holds at the entries git never compares with it, as `status` would
-    say it: "D" for a file absent (as a sparse checkout leaves it), "M" for other bytes."""
+    say it: "D" for a file absent (as a sparse checkout leaves it), "M" for other bytes or
+    another mode."""
     found: dict[str, str] = {}
-    for path, index_id in unwatched.items():
+    for path, in_index in unwatched.items():
         if path in status:
             continue
         now = hash_file(root=root, path=path, fmt=repo.object_format)
         if now is None:
             found[path] = "D"
-        elif now != index_id:
+        elif now != in_index:
             found[path] = "M"
     return found
 

@@ -1,25 +1,27 @@
-"""The project state as a record: every file of a project and its git blob id.
+"""The project state as a record: every file of a project, its git blob id and git's mode.
 
-`ProjectState` holds the ids a read found (reading it is `reading.read_project_state`), the
-files git ignores listed apart, and what is asked of it afterwards: one file's id (an ignored
-file hashed on first use), a digest over all or some of its files, the files globs select, and
-the `StateDiff` between two states.
+`ProjectState` holds the ids and modes a read found (reading it is
+`reading.read_project_state`), the files git ignores listed apart, and what is asked of it
+afterwards: one file's id (an ignored file hashed on first use), a digest over all or some of its
+files, the files globs select, and the `StateDiff` between two states.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from typing import Literal, NamedTuple
 
 from eval_banana.core.errors import ProjectStateError
-from eval_banana.projectstate.blobs import ObjectFormat, file_blob_id
+from eval_banana.projectstate.blobs import REGULAR, FileIdentity, ObjectFormat, file_identity
 from eval_banana.projectstate.patterns import InputPatterns
 
 StateSource = Literal["git", "walk"]
-_DIGEST_PREFIX = b"eval-banana/project-state/v1\0"
+# v2: each file counts by its mode too (v1 keys, blind to a chmod, never match).
+_DIGEST_PREFIX = b"eval-banana/project-state/v2\0"
 
 
 class StateDiff(NamedTuple):
@@ -38,7 +40,11 @@ class StateDiff(NamedTuple):
 
 
 class ProjectState:
-    """The files of a project root (POSIX paths relative to it) and their blob ids."""
+    """The files of a project root (POSIX paths relative to it), their blob ids and modes.
+
+    `modes` need only hold the files that are not regular (100644) ones: executables, links
+    and submodules, as git records them; a mode for a path outside `ids` is dropped.
+    """
 
     def __init__(
         self,
@@ -46,6 +52,7 @@ class ProjectState:
         root: str,
         source: StateSource,
         ids: Mapping[str, str],
+        modes: Mapping[str, str] | None = None,
         object_format: ObjectFormat = "sha1",
         ignored: Iterable[str] = (),
     ) -> None:
@@ -53,9 +60,14 @@ class ProjectState:
         self.source = source
         self.object_format = object_format
         self._ids = dict(ids)
+        self._modes = {
+            path: mode
+            for path, mode in (modes or {}).items()
+            if mode != REGULAR and path in self._ids
+        }
         self.paths: list[str] = sorted(self._ids)
         self.ignored: list[str] = sorted(set(ignored) - self._ids.keys())
-        self._ignored_ids: dict[str, str | None] = {}
+        self._ignored_ids: dict[str, FileIdentity | None] = {}
         self._digest: str | None = None
 
     def __len__(self) -> int:
@@ -66,30 +78,48 @@ class ProjectState:
         """Path -> blob id of every file in the state."""
         return self._ids
 
-    def id_of(self, path: str) -> str | None:
-        """The blob id of a file of the state or of an ignored file (hashed on first use)."""
+    @property
+    def modes(self) -> Mapping[str, str]:
+        """Path -> git's mode of every file in the state that is not a regular (100644) one."""
+        return self._modes
+
+    def mode_of(self, path: str) -> str:
+        """git's mode of a file of the state (100644 for a regular one)."""
+        return self._modes.get(path, REGULAR)
+
+    def identity_of(self, path: str) -> FileIdentity | None:
+        """The mode and blob id of a file of the state or of an ignored file (hashed on first
+        use); None for neither."""
         known = self._ids.get(path)
         if known is not None:
-            return known
+            return FileIdentity(self._modes.get(path, REGULAR), known)
         if path not in self._ignored_ids:
             self._ignored_ids[path] = hash_file(root=self.root, path=path, fmt=self.object_format)
         return self._ignored_ids[path]
 
+    def id_of(self, path: str) -> str | None:
+        """The blob id of a file of the state or of an ignored file (hashed on first use)."""
+        found = self.identity_of(path)
+        return None if found is None else found.id
+
     def digest(self) -> str:
-        """`sha256:<hex>` over every (path, id) of the state, in path order."""
+        """`sha256:<hex>` over every (path, mode, id) of the state, in path order."""
         if self._digest is None:
-            ids = self._ids
+            paths = self.paths
+            identities = [self._ids[path] for path in paths]
+            # Nearly every file is a regular one: only the few others get their mode added.
+            for path, mode in self._modes.items():
+                at = bisect_left(paths, path)
+                identities[at] = _identity_text(FileIdentity(mode, identities[at]))
             self._digest = _digest(
-                object_format=self.object_format,
-                paths=self.paths,
-                ids=[ids[path] for path in self.paths],
+                object_format=self.object_format, paths=paths, identities=identities
             )
         return self._digest
 
     def digest_of(self, *, paths: Sequence[str]) -> str:
-        """`sha256:<hex>` over (path, id) of `paths` (a subset, in the order given)."""
-        ids = [self.id_of(path) or "-" for path in paths]
-        return _digest(object_format=self.object_format, paths=paths, ids=ids)
+        """`sha256:<hex>` over (path, mode, id) of `paths` (a subset, in the order given)."""
+        identities = [_identity_text(self.identity_of(path)) for path in paths]
+        return _digest(object_format=self.object_format, paths=paths, identities=identities)
 
     def select(self, *, patterns: InputPatterns, include_ignored: bool = True) -> list[str]:
         """The paths `patterns` match: files of the state and, by default, ignored files."""
@@ -102,28 +132,45 @@ class ProjectState:
     def diff(self, other: ProjectState) -> StateDiff:
         """What `other` (the newer state) adds, removes and changes relative to this one."""
         old, new = self._ids, other._ids
+        # A chmod or a file turned into a link (the same blob) changes the mode alone.
+        modes = self._modes.keys() | other._modes.keys()
         return StateDiff(
             added=tuple(sorted(new.keys() - old.keys())),
             removed=tuple(sorted(old.keys() - new.keys())),
-            changed=tuple(sorted(p for p in old.keys() & new.keys() if old[p] != new[p])),
+            changed=tuple(
+                sorted(
+                    p
+                    for p in old.keys() & new.keys()
+                    if old[p] != new[p] or (p in modes and self.mode_of(p) != other.mode_of(p))
+                )
+            ),
         )
 
 
-def _digest(*, object_format: ObjectFormat, paths: Sequence[str], ids: Sequence[str]) -> str:
-    # Paths cannot hold NUL and ids are hex, so NUL-separated fields are unambiguous.
-    text = "\0".join(chain.from_iterable(zip(paths, ids, strict=True)))
+def _identity_text(identity: FileIdentity | None) -> str:
+    """A file's part of a digest: its blob id, with git's mode before it unless it is a regular
+    file (the text of nearly every file is then its id alone); "-" for no file."""
+    if identity is None:
+        return "-"
+    return identity.id if identity.mode == REGULAR else f"{identity.mode}:{identity.id}"
+
+
+def _digest(*, object_format: ObjectFormat, paths: Sequence[str], identities: Sequence[str]) -> str:
+    # Paths cannot hold NUL and identities are hex, digits and ":", so NUL-separated fields
+    # are unambiguous.
+    text = "\0".join(chain.from_iterable(zip(paths, identities, strict=True)))
     digest = hashlib.sha256(_DIGEST_PREFIX)
     digest.update(object_format.encode() + b"\0")
     digest.update(text.encode("utf-8", "surrogateescape"))
     return f"sha256:{digest.hexdigest()}"
 
 
-def hash_file(*, root: str, path: str, fmt: ObjectFormat) -> str | None:
-    """The blob id of `root/path` (None when it is no file); an unreadable file is a
+def hash_file(*, root: str, path: str, fmt: ObjectFormat) -> FileIdentity | None:
+    """The mode and blob id of `root/path` (None when it is no file); an unreadable file is a
     ProjectStateError naming it."""
     full = os.path.join(root, path)
     try:
-        return file_blob_id(path=full, object_format=fmt)
+        return file_identity(path=full, object_format=fmt)
     except OSError as exc:
         raise ProjectStateError(
             f"Cannot read {full}: {exc.strerror or exc}",

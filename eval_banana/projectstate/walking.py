@@ -13,7 +13,7 @@ from pathlib import Path
 
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.ownmark import MARK_NAMES, in_own_folder, listed_as_own
-from eval_banana.projectstate.blobs import blob_id
+from eval_banana.projectstate.blobs import FileIdentity, blob_id, git_mode
 from eval_banana.projectstate.prefixes import relative_folders, skipped
 from eval_banana.projectstate.state import ProjectState, hash_file
 
@@ -83,6 +83,16 @@ def every_file(*, root: str | Path, skip_folders: Iterable[str | Path] = ()) -> 
     return sorted(walk(root=top, start="", excluded=frozenset(), skip=skip))
 
 
+def _known_identity(*, full: str, data: bytes) -> FileIdentity | None:
+    """A file whose bytes were read this run: a regular file (a link's own path is never a
+    resolved one), so only its execute bit is looked up (None: gone since)."""
+    try:
+        info = os.lstat(full)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return FileIdentity(git_mode(info), blob_id(data=data))
+
+
 def walk_state(
     *,
     root: str,
@@ -106,11 +116,15 @@ def walk_state(
             continue
         paths.update(dict.fromkeys(walk(root=root, start=start, excluded=excluded, skip=skip)))
     ids: dict[str, str] = {}
+    modes: dict[str, str] = {}
     known = known or {}
     for path in paths:
-        # A known path is a regular file: a link's own path is never a resolved one.
         data = known.get(f"{root}/{path}")
-        found = hash_file(root=root, path=path, fmt="sha1") if data is None else blob_id(data=data)
+        if data is None:
+            found = hash_file(root=root, path=path, fmt="sha1")
+        else:
+            found = _known_identity(full=os.path.join(root, path), data=data)
         if found is not None:
-            ids[path] = found
-    return ProjectState(root=root, source="walk", ids=ids)
+            ids[path] = found.id
+            modes[path] = found.mode
+    return ProjectState(root=root, source="walk", ids=ids, modes=modes)

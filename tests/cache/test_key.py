@@ -289,6 +289,40 @@ def test_a_run_folder_sent_anywhere_in_the_project_never_counts_for_a_later_run(
     assert _misses_of(root) == set()
 
 
+RUNS_BUILD = "import subprocess, sys\nsys.exit(subprocess.run(['./build.sh']).returncode)\n"
+
+
+@pytest.mark.parametrize("git_state", ["no repository", "committed"])
+def test_a_chmod_of_a_script_a_check_runs_runs_the_check_again(
+    tmp_path: Path, eb: Callable[..., Any], git_state: str
+) -> None:
+    # The same bytes without the execute bit are another file for a check that runs it (git
+    # records the mode, and `--changed-since` counts it): no verdict of the old one is reused.
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "declared": script_check("declared", script=RUNS_BUILD, inputs=["build.sh"]),
+            "whole": script_check("whole", script=RUNS_BUILD),
+        },
+        files={"build.sh": "#!/bin/sh\necho built\n"},
+    )
+    root = project.root
+    (root / "build.sh").chmod(0o755)
+    if git_state == "committed":
+        init_repo(root, {})
+    assert _misses_of(root) == {"declared", "whole"}
+    assert _misses_of(root) == set()
+    (root / "build.sh").chmod(0o644)
+    done = eb_process(root, "run", "--json")
+    checks = json.loads(done.stdout)["checks"]
+    assert {check["check_id"] for check in checks if not cache_of(check).get("hit")} == {
+        "declared",
+        "whole",
+    }, done.stdout
+    assert {check["status"] for check in checks} == {"failed"}  # ./build.sh: permission denied
+
+
 @pytest.mark.parametrize("kind", ["cache", "history"])
 def test_a_folder_a_changed_setting_left_in_the_project_never_counts(
     standard: Project, kind: str

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from eval_banana.isolation.detect import ChangeMonitor
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.isolation.workspace import (
     Change,
@@ -17,6 +18,7 @@ from eval_banana.isolation.workspace import (
     overlay_usable,
     probe_command,
 )
+from tests.gitrepo import init_repo
 
 EDIT = "echo x >> README.md; rm gone.txt; mkdir -p src/deep; echo n > src/deep/new.txt; ln -s README.md link"
 
@@ -88,6 +90,38 @@ def test_a_file_saved_unchanged_in_a_copy_is_no_change(tmp_path: Path, method: s
         assert workspace.changes() == [Change(path="src/a.py", kind="changed")]
     finally:
         workspace.remove()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_chmod_in_a_copy_is_a_change(tmp_path: Path, method: str) -> None:
+    # The project's state counts a file's mode as git records it: a judge that took the
+    # execute bit off a script changed what a later check runs.
+    root = tmp_path / "project"
+    paths = _project(root)
+    workspace = make_workspace(root=root, paths=paths, method=method)  # type: ignore[arg-type]
+    try:
+        subprocess.run(workspace.wrap(["chmod", "-x", "tool.sh"]), cwd=workspace.cwd, check=True)
+        assert workspace.changes() == [Change(path="tool.sh", kind="changed")]
+    finally:
+        workspace.remove()
+    assert os.access(root / "tool.sh", os.X_OK)
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "plain"])
+def test_a_chmod_while_a_check_runs_is_charged_to_it(tmp_path: Path, git: bool) -> None:
+    root = tmp_path / "project"
+    _project(root)
+    if git:
+        init_repo(root, {})
+    monitor = ChangeMonitor.open(root=root, excluded_names=[".git"], skip_folders=[], ignore=[])
+    try:
+        monitor.started(key="check")
+        os.chmod(root / "tool.sh", 0o644)
+        assert monitor.ended(key="check") == ["tool.sh"]
+        monitor.started(key="later")
+        assert monitor.ended(key="later") == []  # the state was brought up to date
+    finally:
+        monitor.close()
 
 
 def test_a_copy_holds_only_the_listed_files(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -340,6 +341,100 @@ def test_diff_names_added_removed_and_changed_paths(tmp_path: Path) -> None:
     assert diff.removed == ("README.md",)
     assert diff.changed == ("src/app.py",)
     assert diff.paths == {"added.txt", "README.md", "src/app.py"}
+
+
+# --- modes: the execute bit and the kind of file count ---------------------------------------
+
+
+def _plain_copy(root: Path, to: Path) -> Path:
+    """The work tree of `root` without its `.git`: the same files, modes and links."""
+    shutil.copytree(root, to, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    return to
+
+
+def _git_modes(root: Path) -> dict[str, str]:
+    """The modes git records in the index for the entries that are no regular file."""
+    records = git(root, "ls-files", "-s").splitlines()
+    found = {line.split("\t")[1]: line.split()[0] for line in records}
+    return {path: mode for path, mode in found.items() if mode != "100644"}
+
+
+def test_git_and_a_walk_give_the_same_modes_and_digest(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {**FILES, "run.sh": "echo run\n", "tool.sh": "echo\n"})
+    (root / "run.sh").chmod(0o755)
+    os.symlink("README.md", root / "readme-link")
+    commit_all(root)
+    (root / "tool.sh").chmod(0o755)  # dirty: git reports it, eb hashes and lstat()s it
+    write(root, {"new.sh": "echo new\n"})
+    (root / "new.sh").chmod(0o755)  # untracked
+    os.symlink("src/app.py", root / "new-link")
+    from_git = state(root)
+    walked = state(_plain_copy(root, tmp_path / "plain"))
+    assert (from_git.source, walked.source) == ("git", "walk")
+    expected = {
+        "run.sh": "100755",
+        "readme-link": "120000",
+        "tool.sh": "100755",
+        "new.sh": "100755",
+        "new-link": "120000",
+    }
+    assert dict(from_git.modes) == dict(walked.modes) == expected
+    git(root, "add", "-A")  # git records what eb read from the work tree
+    assert _git_modes(root) == expected
+    assert dict(from_git.files) == dict(walked.files)
+    assert from_git.digest() == walked.digest()
+    paths = ["run.sh", "src/app.py", "new-link"]
+    assert from_git.digest_of(paths=paths) == walked.digest_of(paths=paths)
+
+
+@pytest.mark.parametrize("where", ["git", "walk"])
+def test_a_chmod_changes_the_digest_and_is_a_change(tmp_path: Path, where: str) -> None:
+    files = {"build.sh": "#!/bin/sh\necho built\n", "other.txt": "x\n"}
+    root = init_repo(tmp_path / "repo", files) if where == "git" else tmp_path / "plain"
+    write(root, files)
+    (root / "build.sh").chmod(0o755)
+    if where == "git":
+        commit_all(root)
+    before = state(root)
+    assert before.source == where and before.mode_of("build.sh") == "100755"
+    (root / "build.sh").chmod(0o644)
+    after = state(root)
+    assert after.files == before.files  # the same bytes: only the mode says it changed
+    assert after.mode_of("build.sh") == "100644"
+    assert after.digest() != before.digest()
+    assert after.digest_of(paths=["build.sh"]) != before.digest_of(paths=["build.sh"])
+    assert after.digest_of(paths=["other.txt"]) == before.digest_of(paths=["other.txt"])
+    assert before.diff(after).changed == ("build.sh",)
+    (root / "build.sh").chmod(0o755)
+    assert state(root).digest() == before.digest()
+
+
+@pytest.mark.parametrize("where", ["git", "walk"])
+def test_a_file_replaced_by_a_link_holding_the_same_text_is_a_change(
+    tmp_path: Path, where: str
+) -> None:
+    # A file holding `real.txt` and a link to real.txt have the same blob id: git tells them
+    # apart by the mode, and so must the state (the check reads other bytes through the link).
+    files = {"data.txt": "real.txt", "real.txt": "bad\n"}
+    root = init_repo(tmp_path / "repo", files) if where == "git" else tmp_path / "plain"
+    write(root, files)
+    before = state(root)
+    (root / "data.txt").unlink()
+    os.symlink("real.txt", root / "data.txt")
+    after = state(root)
+    assert after.files["data.txt"] == before.files["data.txt"]
+    assert (before.mode_of("data.txt"), after.mode_of("data.txt")) == ("100644", "120000")
+    assert after.digest() != before.digest()
+    assert after.digest_of(paths=["data.txt"]) != before.digest_of(paths=["data.txt"])
+    assert before.diff(after).changed == ("data.txt",)
+
+
+def test_an_ignored_file_counts_by_its_mode_too(tmp_path: Path) -> None:
+    root = init_repo(tmp_path / "repo", {".gitignore": "*.log\n"})
+    write(root, {"run.log": "x\n"})
+    before = state(root, include_ignored=True).digest_of(paths=["run.log"])
+    (root / "run.log").chmod(0o755)
+    assert state(root, include_ignored=True).digest_of(paths=["run.log"]) != before
 
 
 def test_prefixes_narrow_the_state_in_git_and_outside(tmp_path: Path) -> None:
