@@ -104,7 +104,7 @@ def _mutant_statuses(c: Context) -> dict[str, str]:
 
 
 def _module_of(mutant: str) -> str:
-    # `eval_banana.harness.verdictobjects.x_classify__mutmut_7` -> `eval_banana.harness.verdictobjects`
+    # `eval_banana.harness.scan.x_classify__mutmut_7` -> `eval_banana.harness.scan` (any module)
     return mutant.rsplit(".", 1)[0]
 
 
