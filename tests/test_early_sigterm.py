@@ -33,13 +33,18 @@ def _catches_sigterm(pid: int) -> bool | None:
     return None
 
 
-def _terminate_early(*, argv: list[str], delay_s: float) -> subprocess.CompletedProcess[str]:
+def _signal_early(
+    *, argv: list[str], delay_s: float, signum: signal.Signals
+) -> subprocess.CompletedProcess[str]:
+    """`argv` sent `signum` `delay_s` after eb's own code catches signals (its SIGINT handler
+    goes in before its SIGTERM one); SIGINT at its default, as a terminal's Ctrl-C finds it."""
     process = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -49,7 +54,7 @@ def _terminate_early(*, argv: list[str], delay_s: float) -> subprocess.Completed
         time.sleep(0.0005)
     time.sleep(delay_s)
     if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=60)
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
 
@@ -73,7 +78,7 @@ def test_sigterm_during_start_up_ends_eb_with_exit_3(
 ) -> None:
     root = _project(tmp_path / "proj")
     argv = [sys.executable, "-m", "eval_banana", command, "--cwd", str(root)]
-    done = _terminate_early(argv=argv, delay_s=delay_s)
+    done = _signal_early(argv=argv, delay_s=delay_s, signum=signal.SIGTERM)
     assert "Traceback" not in done.stderr, done.stderr
     if done.returncode == 0 and delay_s > 0:
         pytest.skip("eb finished before the signal was sent on this machine")
@@ -113,30 +118,6 @@ def test_sigterm_landing_where_python_swallows_exceptions_still_ends_eb_with_exi
     assert done.stderr.strip() == "Interrupted."
 
 
-def _interrupt_early(*, argv: list[str], delay_s: float) -> subprocess.CompletedProcess[str]:
-    """`argv` sent SIGINT (Ctrl-C, at its default) `delay_s` after eb's own code catches
-    signals (its SIGINT handler goes in before its SIGTERM one)."""
-    process = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        caught = _catches_sigterm(process.pid)
-        if caught or caught is None or process.poll() is not None:
-            break
-        time.sleep(0.0005)
-    time.sleep(delay_s)
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
-    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
-
-
 _LAUNCHERS = {
     "python -m eval_banana": [sys.executable, "-m", "eval_banana"],
     "eb": [str(Path(sys.executable).with_name("eb"))],
@@ -155,7 +136,9 @@ def test_ctrl_c_during_start_up_ends_eb_with_exit_3_never_a_traceback(
     # From the moment eb catches signals, through its imports, its config and its check
     # files, into the run: wherever Ctrl-C lands, exit 3 (0 once it came too late).
     for delay_s in (0.0, 0.001, 0.003, 0.006, 0.01, 0.02, 0.04, 0.08, 0.16):
-        done = _interrupt_early(argv=[*argv, "run", "--cwd", str(root)], delay_s=delay_s)
+        done = _signal_early(
+            argv=[*argv, "run", "--cwd", str(root)], delay_s=delay_s, signum=signal.SIGINT
+        )
         assert "Traceback" not in done.stderr, (delay_s, done.stderr)
         assert done.returncode in (0, 3), (delay_s, done.returncode, done.stderr)
         if done.returncode == 3:

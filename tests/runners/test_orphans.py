@@ -113,18 +113,7 @@ def test_a_daemon_dies_when_its_own_check_ends_not_when_the_run_ends(
     # whether that daemon is still alive while the run goes on.
     pidfile = tmp_path / "daemon.pid"
     pidfiles.append(pidfile)
-    probe = textwrap.dedent(
-        f"""\
-        import os
-        from pathlib import Path
-        pid = int(Path({str(pidfile)!r}).read_text())
-        try:
-            state = Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            state = "gone"
-        Path({str(tmp_path / "seen.txt")!r}).write_text(state)
-        """
-    )
+    probe = _state_probe(pidfile=pidfile, seen=tmp_path / "seen.txt")
     root = _project(
         tmp_path / "proj",
         checks={"a_early": DAEMONIZE.format(pidfile=str(pidfile), after=""), "b_later": probe},
@@ -192,17 +181,7 @@ def test_a_tokenless_server_dies_when_the_check_that_ran_alone_ends(
     # One check at a time: `b_later` finds the server `a_early` left already gone.
     pidfile = tmp_path / "server.pid"
     pidfiles.append(pidfile)
-    probe = textwrap.dedent(
-        f"""\
-        from pathlib import Path
-        pid = int(Path({str(pidfile)!r}).read_text())
-        try:
-            state = Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            state = "gone"
-        Path({str(tmp_path / "seen.txt")!r}).write_text(state)
-        """
-    )
+    probe = _state_probe(pidfile=pidfile, seen=tmp_path / "seen.txt")
     root = _project(
         tmp_path / "proj",
         checks={
@@ -307,3 +286,18 @@ def test_a_program_that_runs_eb_in_process_is_no_subreaper_afterwards(
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-2:] == ["0", "0"], done.stdout + done.stderr
     assert not _alive(int(pidfile.read_text()))
+
+
+def _state_probe(*, pidfile: Path, seen: Path) -> str:
+    """A check script that writes the state of the process in `pidfile` (`gone` if none)."""
+    return textwrap.dedent(
+        f"""\
+        from pathlib import Path
+        pid = int(Path({str(pidfile)!r}).read_text())
+        try:
+            state = Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "gone"
+        Path({str(seen)!r}).write_text(state)
+        """
+    )
