@@ -7,16 +7,12 @@ every record's times are in that form (`eb history import` puts other runners' i
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+
+from eval_banana.core.moments import parse_moment
 
 # What a record's time looks like, for the messages that refuse one.
 EXAMPLE = "2026-03-01T12:00:00+00:00"
-
-
-def parse_moment(text: str) -> datetime:
-    """An ISO date or time as an aware datetime (UTC when no zone is given); ValueError else."""
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def utc_text(text: str) -> str:

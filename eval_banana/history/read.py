@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from eval_banana.core.log import Logger
+from eval_banana.core.moments import parse_moment
 from eval_banana.core.readback import open_regular
 from eval_banana.history.entries import read_entries
-from eval_banana.history.moments import EXAMPLE, parse_moment
+from eval_banana.history.moments import EXAMPLE
 from eval_banana.history.record import HistoryRecord
 
 LOG = Logger("eval_banana.history")

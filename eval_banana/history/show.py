@@ -14,9 +14,9 @@ from typing import Literal, NamedTuple
 
 from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.checks.keywords import Selector
+from eval_banana.core.moments import parse_moment
 from eval_banana.history.families import family_rows
 from eval_banana.history.merges import SHARD_LOOKAHEAD
-from eval_banana.history.moments import parse_moment
 from eval_banana.history.read import Focus
 from eval_banana.history.record import HistoryCheck, HistoryRecord
 from eval_banana.history.summary import CheckFilter, check_rows, listed, run_row

@@ -12,7 +12,7 @@ import re
 from datetime import datetime
 
 from eval_banana.core.errors import ProjectStateError, UsageError
-from eval_banana.history.moments import parse_moment
+from eval_banana.core.moments import parse_moment
 from eval_banana.projectstate import git
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ].*)?$")

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from eval_banana.settings.rundating import created_before, parse_moment, record_problem
+from eval_banana.core.moments import moment_or_none
+from eval_banana.settings.rundating import created_before, record_problem
 from eval_banana.settings.rundir import config_stage
 
 
@@ -32,7 +33,7 @@ class NewRuns:
     """The folders of each output folder when the checks started, and this run's creation."""
 
     def __init__(self, *, outputs: Iterable[str], since: str | None) -> None:
-        self._since = None if since is None else parse_moment(since)
+        self._since = None if since is None else moment_or_none(since)
         self._before = {base: _folders(base) for base in outputs}
 
     def planted(self) -> set[str]:

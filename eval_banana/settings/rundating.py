@@ -11,8 +11,10 @@ inside the output folder too.)
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
+
+from eval_banana.core.moments import moment_or_none
 
 # Another machine writing into a shared output folder may have its clock a little ahead.
 CLOCK_SKEW = timedelta(minutes=5)
@@ -26,20 +28,11 @@ def recorded_moment(document: Any) -> str | None:
     return moment if isinstance(moment, str) else None
 
 
-def parse_moment(text: str) -> datetime | None:
-    """A recorded moment (ISO 8601, UTC when no zone is given); None when it is none."""
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
 def record_problem(*, document: dict[str, Any], now: datetime) -> str | None:
     """Why the config stage `document` cannot be a run eb made (it was created later than
     now), or None."""
     moment = recorded_moment(document)
-    when = None if moment is None else parse_moment(moment)
+    when = None if moment is None else moment_or_none(moment)
     if when is None:
         return f"records no creation time eb can read ({moment!r})"
     if when > now + CLOCK_SKEW:
@@ -50,5 +43,5 @@ def record_problem(*, document: dict[str, Any], now: datetime) -> str | None:
 def created_before(*, document: dict[str, Any], moment: datetime) -> bool:
     """Whether the run `document` records was created before `moment`."""
     recorded = recorded_moment(document)
-    when = None if recorded is None else parse_moment(recorded)
+    when = None if recorded is None else moment_or_none(recorded)
     return when is None or when < moment

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_banana.checks.keywords import compile_selector
+from eval_banana.core.moments import parse_moment
 from eval_banana.history import show
-from eval_banana.history.moments import parse_moment
 from eval_banana.history.record import HistoryRecord
 from eval_banana.models.config import Selection, Shard
 from tests.history.synth import check, record
