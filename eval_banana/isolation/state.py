@@ -116,9 +116,9 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[Path]:
-    """Finished run folders (holding `stages/` and `report.json`) under the output folders,
-    other than the current one and the cache; a run still writing its folder (another `eb run`
-    at the same time) is not finished."""
+    """Finished run folders (holding `stages/report.json`, the last file a run's report stage
+    writes, after report.json) under the output folders, other than the current one and the
+    cache; a run still writing its folder (another `eb run` at the same time) is not finished."""
     found: list[Path] = []
     current, cache_text = str(run_dir), str(cache)
     for base in bases:
@@ -134,9 +134,7 @@ def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[
             folder = entry.path
             if _inside(current, folder) or _inside(folder, current) or _inside(cache_text, folder):
                 continue
-            if os.path.isdir(os.path.join(folder, "stages")) and os.path.isfile(
-                os.path.join(folder, "report.json")
-            ):
+            if os.path.isfile(os.path.join(folder, "stages", "report.json")):
                 found.append(Path(folder))
     if len(found) > EARLIER_RUNS:
         found.sort(key=_changed_at, reverse=True)
