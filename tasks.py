@@ -31,8 +31,8 @@ def test(c: Context, k: str = "", quick: bool = False, browser: bool = False) ->
     if browser:
         args += ["-m", "browser"]
     elif quick:
-        # A -m given here replaces pyproject's, so the browser suite is left out again.
-        args += ["-m", "'not slow and not browser'"]
+        # A -m given here replaces pyproject's, so the suites it leaves out are left out again.
+        args += ["-m", "'not slow and not browser and not bench and not exhaustive'"]
     c.run(f"{PY} -m pytest {' '.join(args)}", pty=False)
 
 

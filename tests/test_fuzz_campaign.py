@@ -86,6 +86,9 @@ JSON_VALUES = st.recursive(
     max_leaves=8,
 )
 
+# Mutation campaigns, run by .ci/run (`pytest -m exhaustive`), not the README's command.
+pytestmark = pytest.mark.exhaustive
+
 
 @st.composite
 def check_file_texts(draw: st.DrawFn) -> str:

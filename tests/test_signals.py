@@ -110,6 +110,7 @@ def _described(pid: int) -> str:
 SIGNALS = st.sampled_from([signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 
 
+@pytest.mark.exhaustive
 @settings(
     max_examples=12,
     deadline=None,

@@ -151,6 +151,7 @@ def test_mutated_stage_files_get_the_same_answer(
 REPLACEMENTS = (None, True, 0, 1.0, -1, 2.5, "", "sha256:xyz", "sha256:" + "b" * 64, [], {})
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("stage", STAGE_NAMES)
 def test_every_location_replaced_by_every_kind_of_value(
     stage: str, examples: dict[str, list[Any]]
