@@ -38,13 +38,7 @@ def brief(found: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def test_eb_run_keeps_a_commands_error_and_tool_lines_in_its_result(tmp_path: Path) -> None:
-    agent = (
-        "import sys\n"
-        f"sys.stderr.write({HEADER + EXEC + OUTPUT + ENDING!r})\n"
-        f"print({json.dumps(VERDICT)!r})\n"
-    )
-    root = project_with_agent(tmp_path / "project", agent=agent, dialect="codex")
-    check, found = judged(root, exit_code=1)
+    check, found = _judged_codex(tmp_path=tmp_path, stderr=HEADER + EXEC + OUTPUT + ENDING)
     assert check["status"] == "failed"
     assert [event["kind"] for event in found] == [
         "message",
@@ -191,9 +185,7 @@ def test_eb_run_reads_codexs_mcp_calls_and_keeps_error_lines_in_its_message(
 ) -> None:
     message = "pip said:\nERROR: No matching distribution found for banana\nso it fails."
     stderr = HEADER + NEWER_CALLS + "codex\n" + message + "\ntokens used\n2,000\n"
-    agent = f"import sys\nsys.stderr.write({stderr!r})\nprint({json.dumps(VERDICT)!r})\n"
-    root = project_with_agent(tmp_path / "project", agent=agent, dialect="codex")
-    check, found = judged(root, exit_code=1)
+    check, found = _judged_codex(tmp_path=tmp_path, stderr=stderr)
     assert check["status"] == "failed"
     assert [event["kind"] for event in found] == [
         "message",
@@ -211,3 +203,11 @@ def test_eb_run_reads_codexs_mcp_calls_and_keeps_error_lines_in_its_message(
         "docs/fetch",
     ]
     assert found[6]["text"] == message
+
+
+def _judged_codex(*, tmp_path: Path, stderr: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A codex judge that writes `stderr` and prints a failing verdict, run through `eb run`:
+    its check and the transcript events eb read."""
+    agent = f"import sys\nsys.stderr.write({stderr!r})\nprint({json.dumps(VERDICT)!r})\n"
+    root = project_with_agent(tmp_path / "project", agent=agent, dialect="codex")
+    return judged(root, exit_code=1)
