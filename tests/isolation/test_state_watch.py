@@ -628,3 +628,22 @@ def test_the_temporary_file_of_another_run_making_the_secret_is_no_change(
     code, report = _run(root)
     assert code == 0, report["by_id"]
     assert report["by_id"]["ok"]["status"] == "passed"
+
+
+def test_a_run_still_writing_its_report_stage_is_no_earlier_run(tmp_path: Path) -> None:
+    # Another eb run beside this one writes report.json, then stages/report.json: until that
+    # last file is there, its writes are its own, never a change of an earlier run's files.
+    from eval_banana.isolation.state import _earlier_runs
+
+    results = tmp_path / "results"
+    for name, files in {
+        "finished": ("report.json", "stages/report.json"),
+        "writing": ("report.json", "stages/execute.json"),
+    }.items():
+        for relative in files:
+            (results / name / relative).parent.mkdir(parents=True, exist_ok=True)
+            (results / name / relative).write_text("{}")
+    current = results / "current"
+    current.mkdir()
+    found = _earlier_runs(bases=[results], run_dir=current, cache=tmp_path / "cache")
+    assert [path.name for path in found] == ["finished"]
