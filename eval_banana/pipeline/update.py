@@ -1,7 +1,7 @@
 """Rebuild a run folder as make rebuilds targets: what is not ok, in pipeline order, no more.
 
-The reasons are `eb status`'s own (eval_banana.pipeline.status): this module decides nothing about
-staleness, it only reruns what that found and says why.
+The reasons are `eb status`'s own (eval_banana.pipeline.status and the modules it asks):
+this module decides nothing about staleness, it only reruns what that found and says why.
 """
 
 from __future__ import annotations
@@ -12,15 +12,10 @@ from collections.abc import Callable
 from eval_banana.core.errors import StageFileError
 from eval_banana.core.words import plural
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
+from eval_banana.pipeline.definitionchanges import definition_changes, planned_for
 from eval_banana.pipeline.rerun import RERUNS, StageRequest
-from eval_banana.pipeline.status import (
-    StageState,
-    definition_changes,
-    moved_project,
-    outdated_results,
-    planned_for,
-    run_status,
-)
+from eval_banana.pipeline.resultchanges import outdated_results
+from eval_banana.pipeline.status import StageState, moved_project, run_status
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import read_stage, upstream_digests

@@ -1,0 +1,135 @@
+"""Whether a plan is still the one its check files, scripts and selection make now: the
+validate stage's staleness, for `eb status` and `eb update` (which reruns the checks it names)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval_banana.core.errors import EvalBananaError
+from eval_banana.core.files import sha256_file
+from eval_banana.models.config import Selection
+from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
+from eval_banana.pipeline.familychanges import (
+    FamilyNow,
+    case_change,
+    family_as_now,
+    rows_added,
+    shown_path,
+)
+from eval_banana.pipeline.runfiles import snapshots_changed
+from eval_banana.pipeline.stalewords import describe_changes, problems_now
+from eval_banana.stagefiles.read import read_stage
+
+
+def definition_changes(*, doc: PlanDoc, run_dir: Path) -> dict[str, str]:
+    """Planned check id -> which of its files has another digest now ('x.yaml changed')."""
+    from eval_banana.checks.definition import definition_digest, freeze_script
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    changes: dict[str, str] = {}
+    families: dict[str, FamilyNow] = {}
+    for check in doc.checks:
+        if check.family is not None:
+            # A case's digest is its family's definition plus its own row: expand it again.
+            if check.source_path not in families:
+                families[check.source_path] = family_as_now(
+                    check=check, config=config, run_dir=run_dir
+                )
+            reason = case_change(
+                check=check,
+                now=families[check.source_path],
+                config=config,
+                file_rows=doc.family_file_rows.get(check.family),
+            )
+            if reason is not None:
+                changes[check.id] = reason
+            continue
+        source = Path(check.source_path)
+        try:
+            data = source.read_bytes()
+        except OSError:
+            changes[check.id] = (
+                f"{shown_path(path=check.source_path, root=config.project_root)} removed"
+            )
+            continue
+        script_path = check.definition.get("script_path")
+        frozen = freeze_script(yaml_path=source, script_path=script_path) if script_path else None
+        if definition_digest(yaml_bytes=data, frozen=frozen) == check.check_definition_sha256:
+            continue
+        changed = check.source_path
+        if (
+            frozen is not None
+            and check.script_path
+            and _script_changed(check=check, run_dir=run_dir)
+        ):
+            changed = check.script_path
+        changes[check.id] = f"{shown_path(path=changed, root=config.project_root)} changed"
+    changes.update(rows_added(doc=doc, families=families))
+    return changes
+
+
+def planned_for(plan: PlanDoc) -> Selection:
+    """The selection config.json held when `plan` was made: the plan's own, unless `eb stage
+    validate` applied another."""
+    return plan.config_selection if plan.config_selection is not None else plan.selection
+
+
+def definitions_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
+    """A planned check's file or referenced script has another digest now. A reason shared
+    by several checks is said once: for cases, after the first of their ids (a family's file
+    is every case's reason); for plain checks (a shared script), with their count. Before
+    them: config.json selects otherwise than when the plan was made (the run's request
+    changed, so the plan is not the one it asks for)."""
+    from eval_banana.core.caseid import split_case_check_id
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    if config.selection != planned_for(doc):
+        return "stages/config.json selects other checks than the plan was made for"
+    if not doc.ok:
+        return _failure_changed(doc=doc, run_dir=run_dir)
+    by_reason: dict[str, list[str]] = {}
+    for check_id, why in definition_changes(doc=doc, run_dir=run_dir).items():
+        by_reason.setdefault(why, []).append(check_id)
+    changes = []
+    for why, ids in by_reason.items():
+        if any(split_case_check_id(check_id) is not None for check_id in ids):
+            changes.append(f"{describe_changes(ids)}: {why}")
+        else:
+            changes.append(why if len(ids) == 1 else f"{why} ({len(ids)} checks)")
+    if changes:
+        return describe_changes(changes)
+    # Execute runs the frozen copies, not the live scripts: one gone or edited is rebuilt.
+    return snapshots_changed(doc=doc, run_dir=run_dir)
+
+
+def _failure_changed(*, doc: PlanDoc, run_dir: Path) -> str | None:
+    """A failed plan holds no checks to compare, only its problems: validate again (under the
+    selection it applied) and say whether they are gone or are others now, so a fixed row or
+    check file is seen before `eb update`. The same problems keep the plan `failed`."""
+    from eval_banana.stages.discover import discover
+    from eval_banana.stages.validate import validate
+
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    try:
+        # The check files as they are now (as `eb update` would find them), not as a
+        # discover.json that may itself be stale lists them.
+        discovered = discover(config=config, inputs={})
+        now = validate(
+            config=config.model_copy(update={"selection": doc.selection}),
+            discovered=discovered,
+            inputs={},
+        ).plan
+    except EvalBananaError:
+        return None  # it cannot be planned now either: the failure stands
+    return problems_now(recorded=doc.errors, now=now.errors, gone="the checks validate now")
+
+
+def _script_changed(*, check: PlannedCheck, run_dir: Path) -> bool:
+    """Whether the referenced script differs from the copy validate froze."""
+    if not check.snapshot or not check.script_path:
+        return True  # it was unavailable then, so whatever is there now is a change
+    snapshot = run_dir / check.snapshot
+    script = Path(check.script_path)
+    if not script.is_file() or not snapshot.is_file():
+        return True
+    return sha256_file(path=script) != sha256_file(path=snapshot)

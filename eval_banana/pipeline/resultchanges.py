@@ -1,0 +1,153 @@
+"""Whether a recorded result is still a verdict on the plan and files of now: no result yet,
+another definition, or changed `inputs:` files or artifact. The execute stage's staleness, for
+`eb status` and `eb update` (which reruns the checks it names)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from eval_banana.core.errors import ProjectStateError
+from eval_banana.models.result import NOT_RUN as NOT_RUN_KEY
+from eval_banana.models.result import STOPPED as STOPPED_KEY
+from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import ConfigDoc, ExecuteDoc, PlanDoc
+from eval_banana.pipeline.stalewords import describe_changes
+from eval_banana.stagefiles.agreement import unresulted
+from eval_banana.stagefiles.read import read_stage
+
+# Why a check recorded as never run, or stopped while it ran, is run by `eb update`: it has no
+# result yet.
+NOT_RUN = "no result yet (recorded as not run)"
+NO_RESULT = "no result recorded"
+STOPPED_WHILE_RUNNING = "no result yet (stopped while it ran)"
+
+
+def input_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
+    """Check id -> why the files its `inputs:` match, or the artifact an assertions check
+    grades, differ from those its result was judged on (checks with no recorded input digest
+    cannot be compared, as checks without `inputs:`)."""
+    changes = _artifact_changes(plan=plan, executed=executed, config=config)
+    changes.update(
+        (check_id, why)
+        for check_id, why in _declared_input_changes(
+            plan=plan, executed=executed, config=config
+        ).items()
+        if check_id not in changes
+    )
+    return changes
+
+
+def _artifact_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc) -> dict[str, str]:
+    """Assertions check id -> 'artifact <path> changed' (or appeared, or is gone) since its
+    result graded it: the artifact is what its verdict is about, `inputs:` or not."""
+    from eval_banana.checks.inputs import artifact_ids, artifact_of
+
+    recorded = executed.artifact_ids
+    compared = [check for check in plan.checks if check.id in recorded]
+    current = artifact_ids(checks=compared, project_root=Path(config.project_root))
+    changes: dict[str, str] = {}
+    for check in compared:
+        before, now = recorded[check.id], current.get(check.id)
+        if now == before:
+            continue
+        artifact = artifact_of(check)
+        what = "is gone" if now == "absent" else "appeared" if before == "absent" else "changed"
+        changes[check.id] = f"artifact {artifact} {what}"
+    return changes
+
+
+def _declared_input_changes(
+    *, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc
+) -> dict[str, str]:
+    from eval_banana.checks.inputs import CheckInputs, declared_inputs
+
+    recorded = executed.input_digests
+    declared = {
+        check.id: (patterns, tuple(check.family_files or ()))
+        for check in plan.checks
+        if check.id in recorded and (patterns := declared_inputs(check.definition)) is not None
+    }
+    if not declared:
+        return {}
+    reader = CheckInputs(
+        config=config, definitions=[c.definition for c in plan.checks if c.id in declared]
+    )
+    # A case's own row is its definition's (validate's staleness), not an input's: its family
+    # files are left out here as execute left them out when it recorded the digest.
+    return {
+        check_id: f"inputs {', '.join(patterns) or '(none)'} changed"
+        for check_id, (patterns, family_files) in declared.items()
+        if reader.digest(inputs=patterns, excluding=family_files) != recorded[check_id]
+    }
+
+
+def outdated_results(
+    *,
+    plan: PlanDoc,
+    executed: ExecuteDoc | None,
+    config: ConfigDoc,
+    changed_files: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Planned check id -> why its recorded result is not one for the plan and files of now
+    (no result, another definition, changed inputs), in plan order; the others are current.
+    `changed_files`: check id -> which of its files changed since the plan before this one
+    (`definition_changes`), said instead of "its definition changed" where known."""
+    recorded = {result.check_id: result for result in executed.results} if executed else {}
+    reasons: dict[str, str] = {}
+    for check in plan.checks:
+        result = recorded.get(check.id)
+        if result is None:
+            reasons[check.id] = NO_RESULT
+        elif result.check_definition_sha256 != check.check_definition_sha256:
+            reasons[check.id] = (changed_files or {}).get(check.id, "its definition changed")
+        elif (why := _no_result_yet(result=result)) is not None:
+            reasons[check.id] = why
+    if executed is not None:
+        changed = input_changes(plan=plan, executed=executed, config=config)
+        reasons.update((key, why) for key, why in changed.items() if key not in reasons)
+    order = {check.id: position for position, check in enumerate(plan.checks)}
+    return dict(sorted(reasons.items(), key=lambda item: order[item[0]]))
+
+
+def results_outdated(*, doc: ExecuteDoc, run_dir: Path) -> str | None:
+    """A planned check with no result yet (a stopped run never started it, or ended it), or a
+    checked `inputs:` file or an assertions check's artifact changed since the result that
+    read it was recorded."""
+    config: ConfigDoc = read_stage(run_dir=run_dir, stage="config")
+    plan: PlanDoc = read_stage(run_dir=run_dir, stage="validate")
+    without = _without_result(plan=plan, executed=doc)
+    try:
+        changed = input_changes(plan=plan, executed=doc, config=config)
+    except ProjectStateError as exc:
+        return f"cannot read the checks' inputs: {exc.message}"
+    changes = [f"{describe_changes(ids)}: {why}" for why, ids in without.items()]
+    changes += [f"{check_id}: {why}" for check_id, why in changed.items()]
+    return describe_changes(changes) if changes else None
+
+
+def _no_result_yet(*, result: CheckResult) -> str | None:
+    """Why a recorded result is no result: the check never ran (maxfail, an interrupt, a
+    budget, or `eb stage execute --check-id` over a check with no earlier result), or the run
+    stopped while it ran (an interrupt, a fuse, a file eb could not write), so it reached no
+    verdict. A check that timed out or could not start keeps its error."""
+    if result.details.get(NOT_RUN_KEY) is True:
+        return NOT_RUN
+    if result.details.get(STOPPED_KEY) is True:
+        return STOPPED_WHILE_RUNNING
+    return None
+
+
+def _without_result(*, plan: PlanDoc, executed: ExecuteDoc) -> dict[str, list[str]]:
+    """Why -> the planned checks whose result, for their planned definition, is no result,
+    and those execute.json holds no result of at all (the run cannot pass on either)."""
+    planned = {check.id: check.check_definition_sha256 for check in plan.checks}
+    found: dict[str, list[str]] = {}
+    missing = unresulted(plan=plan, execute=executed)
+    if missing:
+        found[NO_RESULT] = missing
+    for result in executed.results:
+        why = _no_result_yet(result=result)
+        if why is not None and planned.get(result.check_id) == result.check_definition_sha256:
+            found.setdefault(why, []).append(result.check_id)
+    return found
