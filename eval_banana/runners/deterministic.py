@@ -19,8 +19,9 @@ from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.explain import failure_reason
 from eval_banana.runners.launcher import launcher_argv
-from eval_banana.runners.process import ProcessOutcome, run_process, stream_tails
+from eval_banana.runners.process import ProcessOutcome, run_process
 from eval_banana.runners.results import build_result, error_result, stopped_detail, utc_now
+from eval_banana.runners.tails import stream_tails
 
 logger = Logger("eval_banana.runners.deterministic")
 

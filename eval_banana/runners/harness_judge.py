@@ -37,7 +37,7 @@ from eval_banana.harness.verdict import Extraction, extract_verdict
 from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.runners.base import RunContext
-from eval_banana.runners.process import ProcessOutcome, run_process, stream_tails
+from eval_banana.runners.process import ProcessOutcome, run_process
 from eval_banana.runners.redact import run_redactor
 from eval_banana.runners.results import (
     build_result,
@@ -46,6 +46,7 @@ from eval_banana.runners.results import (
     stopped_detail,
     utc_now,
 )
+from eval_banana.runners.tails import stream_tails
 from eval_banana.transcripts import TRANSCRIPT_SUFFIX, TranscriptBuilder, write_transcript
 
 logger = Logger("eval_banana.runners.harness_judge")

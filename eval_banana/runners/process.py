@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import signal
 import subprocess
 import threading
 import time
@@ -20,17 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Protocol
 
-from eval_banana.core import forked
 from eval_banana.core.errors import WriteFault
-from eval_banana.core.masking import Masker, masked
 from eval_banana.runners import orphans
 from eval_banana.runners.faults import capture_fault
+from eval_banana.runners.watchdog import WATCHDOG, Watch, kill_group
 
-GRACE_SECONDS = 2.0
 # How long a check whose child died of a signal waits to learn whether the run is stopping: eb
 # notes a SIGTERM or Ctrl-C on its main thread, which passes it on to the checks every 0.2 s.
 STOP_NOTICE_SECONDS = 1.0
-_POLL_SECONDS = 0.05
 # How long a follower waits for the child when its files had nothing new, and how much of a
 # file it reads at once.
 _FOLLOW_SECONDS = 0.02
@@ -125,22 +121,6 @@ def _exit_descriptor(*, pid: int) -> int | None:
         return None
 
 
-def _end_group(*, pgid: int, proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the group, give it a short grace, then SIGKILL whatever is left."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=GRACE_SECONDS)
-    _kill_group(pgid=pgid)
-
-
-def _kill_group(*, pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 def _drop_if_empty(path: Path) -> Path | None:
     try:
         if path.stat().st_size == 0:
@@ -149,107 +129,6 @@ def _drop_if_empty(path: Path) -> Path | None:
     except FileNotFoundError:
         return None
     return path
-
-
-class _Watch:
-    """One running child as the watchdog sees it."""
-
-    def __init__(
-        self,
-        *,
-        proc: subprocess.Popen[bytes],
-        deadline: float | None,
-        cancel: threading.Event,
-    ) -> None:
-        self.proc = proc
-        self.deadline = deadline
-        self.cancel = cancel
-        self.timed_out = False
-        self.cancelled = False
-        self.ender: threading.Thread | None = None
-
-
-class _Watchdog:
-    """One thread that ends the groups of children past their deadline or cancelled.
-
-    Shared by every check of the process: a watcher thread per child cost more to start and
-    stop than a trivial check costs to run. Ending a group (grace, then SIGKILL) happens on its
-    own thread, so one slow group never delays the others' deadlines. The thread waits while
-    nothing is watched, and ends when eb is about to fork (`end_if_idle`): eb forks only
-    while it has no other thread, and an idle watchdog kept a run that started a check from
-    drawing its report.html in a forked child.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._watches: set[_Watch] = set()
-        self._thread: threading.Thread | None = None
-        self._ending = False
-
-    def add(self, watch: _Watch) -> None:
-        with self._lock:
-            idle = not self._watches
-            self._watches.add(watch)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="eb-watchdog", daemon=True)
-                self._thread.start()
-            elif idle:
-                # Only an idle thread (or a fork waiting for it to end) waits to be woken; a busy
-                # one sees the new child at its next poll.
-                self._lock.notify_all()
-
-    def remove(self, watch: _Watch) -> None:
-        with self._lock:
-            self._watches.discard(watch)
-
-    def end_if_idle(self) -> None:
-        """End the thread when nothing is watched, and return once it has ended; a child
-        started meanwhile keeps it (the caller then sees a second thread alive)."""
-        with self._lock:
-            thread = self._thread
-            if thread is None or self._watches:
-                return
-            self._ending = True
-            self._lock.notify_all()
-            while self._thread is thread and not self._watches:
-                self._lock.wait()
-            self._ending = False
-        if self._thread is not thread:
-            thread.join()  # it has let go of the lock: only its last lines are left
-
-    def _run(self) -> None:
-        with self._lock:
-            while True:
-                if not self._watches:
-                    if self._ending:
-                        self._thread = None
-                        self._lock.notify_all()
-                        return
-                    self._lock.wait()
-                    continue
-                for watch in [watch for watch in self._watches if self._is_due(watch)]:
-                    self._watches.discard(watch)
-                    watch.ender = threading.Thread(
-                        target=_end_group,
-                        kwargs={"pgid": watch.proc.pid, "proc": watch.proc},
-                        name=f"end-{watch.proc.pid}",
-                        daemon=True,
-                    )
-                    watch.ender.start()
-                # Polls the deadlines.
-                self._lock.wait(timeout=_POLL_SECONDS)
-
-    @staticmethod
-    def _is_due(watch: _Watch) -> bool:
-        if watch.cancel.is_set():
-            watch.cancelled = True
-        elif watch.deadline is not None and time.monotonic() >= watch.deadline:
-            watch.timed_out = True
-        return watch.cancelled or watch.timed_out
-
-
-_WATCHDOG = _Watchdog()
-forked.end_when_idle(_WATCHDOG.end_if_idle)
 
 
 def run_process(
@@ -318,7 +197,7 @@ def _run(
     deadline: float | None,
     cancel: threading.Event,
     follower: _Follower | None,
-) -> tuple[int, _Watch]:
+) -> tuple[int, Watch]:
     """Start the child, wait for it (reading its output with a follower), end its group."""
     # Every process of this check inherits the token, so its orphans can be found at the end.
     token = orphans.start_check()
@@ -342,25 +221,25 @@ def _run(
             orphans.end_check(token=token)
             raise
         orphans.launched(proc.pid)
-    watch = _Watch(proc=proc, deadline=deadline, cancel=cancel)
-    _WATCHDOG.add(watch)
+    watch = Watch(proc=proc, deadline=deadline, cancel=cancel)
+    WATCHDOG.add(watch)
     try:
         exit_code = proc.wait() if follower is None else follower.wait(proc)
     finally:
         orphans.reaped(proc.pid)
-        _WATCHDOG.remove(watch)
+        WATCHDOG.remove(watch)
         if watch.ender is not None:
             watch.ender.join()
         # Children the check left behind in its group must not outlive it
         # (start_new_session makes the child its own group leader)...
-        _kill_group(pgid=proc.pid)
+        kill_group(pgid=proc.pid)
         orphans.group_ended(proc.pid)
         # ...nor daemons that left the group with setsid and were reparented to eb.
         orphans.end_check(token=token)
     return exit_code, watch
 
 
-def _died_with_the_run(*, exit_code: int, watch: _Watch) -> bool:
+def _died_with_the_run(*, exit_code: int, watch: Watch) -> bool:
     """Whether a child killed by a signal was stopped with the run that signal stopped.
 
     A CI runner that cancels a job (or systemd stopping a service) signals eb and the check's
@@ -392,49 +271,3 @@ def _open_captures(*, stdout_path: Path, stderr_path: Path) -> tuple[BinaryIO, B
     except OSError as exc:
         raise WriteFault.of(path=target, exc=exc) from None
     return out, err
-
-
-TAIL_CHARS = 2000
-
-
-def bounded_tail(*, path: Path | None, stream: str, location: str, masker: Masker) -> str:
-    """eval-banana's bounded tail: the whole text, or a banner and the last 2000 chars; the
-    run's secrets masked before the cut (eval_banana.core.masking).
-
-    See docs/compatibility.md#report-json.
-    """
-    if path is None:
-        return ""
-    size = path.stat().st_size
-    # UTF-8 needs at most 4 bytes per character, so this window holds 2000 characters, and
-    # what a secret cut at its start reaches into it; a window whose masks leave fewer grows.
-    window = 4 * TAIL_CHARS + 8 + masker.reach
-    while True:
-        start = max(0, size - window)
-        with path.open("rb") as handle:
-            handle.seek(start)
-            text = handle.read(size - start).decode("utf-8", errors="replace")
-        text = masked(text, masker=masker, open_start=start > 0)
-        if start == 0 or len(text) > TAIL_CHARS:
-            break
-        window *= 2
-    if start == 0 and len(text) <= TAIL_CHARS:
-        return text
-    return (
-        f"[eval-banana: {stream} truncated to the last {TAIL_CHARS} characters; "
-        f"full output at {location}]\n" + text[-TAIL_CHARS:]
-    )
-
-
-def stream_tails(
-    *, outcome: ProcessOutcome, masker: Masker, evidence_name: Callable[[str], str]
-) -> tuple[str, str]:
-    """The bounded tails of a finished check's stdout and stderr, each naming the evidence file
-    that keeps the whole stream (stderr is bounded too, where eval-banana stored it whole)."""
-    stdout, stderr = (
-        bounded_tail(
-            path=path, stream=stream, location=evidence_name(f".{stream}.txt"), masker=masker
-        )
-        for path, stream in ((outcome.stdout_path, "stdout"), (outcome.stderr_path, "stderr"))
-    )
-    return stdout, stderr

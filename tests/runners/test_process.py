@@ -10,7 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from eval_banana.runners.process import GRACE_SECONDS, ProcessOutcome, run_process
+from eval_banana.runners.process import ProcessOutcome, run_process
+from eval_banana.runners.watchdog import GRACE_SECONDS
 
 # Ignores SIGTERM, so only the SIGKILL after the grace period ends it.
 STUBBORN = (
