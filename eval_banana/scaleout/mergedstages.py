@@ -23,7 +23,7 @@ from eval_banana.models.stages import (
     ProblemModel,
     ShardSource,
 )
-from eval_banana.scaleout.shardset import ShardRun, check_chain
+from eval_banana.scaleout.shardrun import ShardRun, check_chain
 from eval_banana.stagefiles.layout import envelope, stage_path
 from eval_banana.stagefiles.read import read_stage_file
 from eval_banana.stagefiles.text import file_element_texts

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.errors import MergeError, OutputDirError
-from eval_banana.scaleout.shardset import ShardRun
+from eval_banana.scaleout.shardrun import ShardRun
 
 
 class _Evidence(NamedTuple):
