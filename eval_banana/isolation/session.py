@@ -31,13 +31,8 @@ from eval_banana.isolation.modes import (
     shown_paths,
     write_advice,
 )
-from eval_banana.isolation.state import (
-    ReadOnly,
-    StateReport,
-    StateWatch,
-    read_only_places,
-    state_places,
-)
+from eval_banana.isolation.places import ReadOnly, read_only_places, state_places
+from eval_banana.isolation.state import StateReport, StateWatch
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 from eval_banana.runners.base import ProjectView

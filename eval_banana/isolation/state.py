@@ -36,11 +36,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,45 +50,22 @@ from eval_banana.core.turns import (
     sharing_folder,
     waiting_alone_in_folder,
 )
+from eval_banana.isolation.identities import (
+    Identity,
+    content,
+    identity,
+    linked_files,
+    listing,
+)
 from eval_banana.isolation.inplace import InPlace
 from eval_banana.isolation.newruns import NewRuns
+from eval_banana.isolation.places import RUN_FOLDER_READ_BACK, StatePlaces, state_places
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.models.stages import ConfigDoc
 
 # Beyond this many folders the state is compared at the start and end of the checks instead
 # (each inotify watch costs kernel memory, and the per-user limit is shared with the project).
 FOLDER_BUDGET = 8192
-# The earlier run folders watched: the most recently changed ones (three watches each), so a
-# results folder that kept thousands of runs costs no more than this many.
-EARLIER_RUNS = 500
-_Identity = tuple[int, int, int, int] | None
-# A linked file's content identity: inode, size and modification time.
-_Content = tuple[int, int, int] | None
-# A check's stem at the start of a name in checks/ (core/stem.py: `<safe id>-<sha256 hex>`).
-_STEM = re.compile(r".*?-[0-9a-f]{64}(?![0-9a-f])")
-
-
-# What eb reads back from the top of an earlier run folder (replay, merge, diff, status); the
-# rest there (report.html, report.md, JUnit, their temporary files) is written for people, and
-# a run still finishing its page beside ours must not count as a change of eb's state.
-RUN_FOLDER_READ_BACK = frozenset({"report.json", "stages", "checks"})
-
-
-class StatePlaces(NamedTuple):
-    """Absolute paths: folders watched for any change of their entries; files (or folders not
-    there yet) compared by identity; the cache folder, whose changed files are dropped; the
-    earlier run folders among the folders, of whose entries only RUN_FOLDER_READ_BACK count."""
-
-    folders: list[str]
-    files: list[str]
-    cache: str
-    run_folders: frozenset[str] = frozenset()
-    # The current run's checks/ folder, whose linked files are compared after the last check.
-    current_checks: str | None = None
-    # The output folders, where a run folder may appear only as another eb run makes it, and
-    # when this run was created (recorded in its config stage).
-    outputs: tuple[str, ...] = ()
-    created_at: str | None = None
 
 
 class StateReport(NamedTuple):
@@ -108,124 +84,6 @@ class StateReport(NamedTuple):
     # Whether the kernel told every write into the folders watched while the checks ran
     # (inotify, no event lost): a file whose times alone changed meanwhile was not written.
     writes_told: bool = False
-
-
-def _inside(path: str, folder: str) -> bool:
-    """Whether `path` is `folder` or below it (both resolved, so plain text compares)."""
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[Path]:
-    """Finished run folders (holding `stages/report.json`, the last file a run's report stage
-    writes, after report.json) under the output folders, other than the current one and the
-    cache; a run still writing its folder (another `eb run` at the same time) is not finished."""
-    found: list[Path] = []
-    current, cache_text = str(run_dir), str(cache)
-    for base in bases:
-        try:
-            entries = list(os.scandir(base))
-        except OSError:
-            continue
-        for entry in entries:
-            # The directory test first: it costs no system call, and a history folder holds
-            # a thousand records that are files.
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            folder = entry.path
-            if _inside(current, folder) or _inside(folder, current) or _inside(cache_text, folder):
-                continue
-            if os.path.isfile(os.path.join(folder, "stages", "report.json")):
-                found.append(Path(folder))
-    if len(found) > EARLIER_RUNS:
-        found.sort(key=_changed_at, reverse=True)
-        del found[EARLIER_RUNS:]
-    return found
-
-
-def _changed_at(folder: Path) -> int:
-    try:
-        return os.stat(folder / "report.json").st_mtime_ns
-    except OSError:
-        return 0
-
-
-# The cache keeps its files two folders down (`entries/<2 hex>/<key>`, `blobs/<2 hex>/...`,
-# `runs/<2 hex>/...`): those are all the folders eb reads from. Listing the leaf folders to
-# look for folders in them would read every cached file's name (tens of thousands in a large
-# cache) for nothing eb ever reads; a folder a check creates in one is a change of that leaf.
-CACHE_DEPTH = 2
-
-
-def cache_folders(top: str) -> list[str]:
-    """`top` and the folders down to CACHE_DEPTH below it (symlinks not followed)."""
-    found = [top]
-    level = [top]
-    for _ in range(CACHE_DEPTH):
-        below: list[str] = []
-        for folder in level:
-            try:
-                with os.scandir(folder) as entries:
-                    below.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-            except OSError:
-                continue
-        found.extend(below)
-        level = below
-    return found
-
-
-def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
-    """Where eb's state lies for a run writing into `run_dir`."""
-    from eval_banana.settings.folders import cache_dir, own_folders, record_path
-
-    cache = cache_dir(config=config).resolve()
-    current = run_dir.resolve()
-    bases = [folder.resolve() for folder in own_folders(config=config)]
-    bases = [base for base in bases if base != cache]
-    folders: list[str] = []
-    files = [str(record_path(config=config).absolute())]
-    if cache.is_dir():
-        folders.extend(cache_folders(str(cache)))
-    else:
-        files.append(str(cache))
-    runs = _earlier_runs(bases=bases, run_dir=current, cache=cache)
-    for run in runs:
-        folders.extend(str(folder) for folder in (run, run / "stages", run / "checks"))
-    return StatePlaces(
-        folders=folders,
-        files=files,
-        cache=str(cache),
-        run_folders=frozenset(map(str, runs)),
-        current_checks=str(current / "checks"),
-        outputs=tuple(map(str, bases)),
-        created_at=config.run_created_at or config.created_at,
-    )
-
-
-class ReadOnly(NamedTuple):
-    """What a copy's private mount namespace makes read-only (absolute paths that exist), and
-    the folders inside those that stay writable there (the current run folder, where a check
-    writes its evidence)."""
-
-    paths: list[str]
-    writable: list[str]
-
-
-def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -> ReadOnly:
-    """eb's state as a copy's namespace mounts it: the cache folder, the calibration record
-    and each output folder whole (one mount however many runs it holds), but not the current
-    run folder (nor an output folder that is the run folder itself, --flat-output)."""
-    from eval_banana.settings.folders import own_folders
-
-    current = str(run_dir.resolve())
-    wanted = {places.cache, *places.files}
-    wanted.update(str(folder.resolve()) for folder in own_folders(config=config))
-    paths = sorted(
-        path
-        for path in wanted
-        if os.path.exists(path) and path != current and not path.startswith(current + os.sep)
-    )
-    inside = any(current.startswith(path + os.sep) for path in paths)
-    return ReadOnly(paths=paths, writable=[current] if inside else [])
 
 
 @contextlib.contextmanager
@@ -260,77 +118,6 @@ def cache_writes(*, cache: Path) -> contextlib.AbstractContextManager[bool]:
     return alone(folder=cache)
 
 
-def _identity(path: str) -> _Identity:
-    """What any write changes: inode, size, modification and status-change times. A folder
-    counts by its inode alone: what changes in it is its own entries' business (a file added
-    to a watched folder is that file's change, never the whole folder's)."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    if stat.S_ISDIR(info.st_mode):
-        return (info.st_ino, 0, 0, 0)
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
-def linked_files(folder: str, *, running: frozenset[str] = frozenset()) -> dict[str, _Content]:
-    """Every regular file below `folder` that has another name too (a hard link), by identity,
-    but those of the stems in `running` (`<stem>.*`, `<stem>/`): eb replaces a running check's
-    files itself (a stage rerun runs checks again in a folder that reused them before)."""
-    found: dict[str, _Content] = {}
-    stack = [folder]
-    while stack:
-        current = stack.pop()
-        try:
-            with os.scandir(current) as entries:
-                listed = list(entries)
-        except OSError:
-            continue
-        if current == folder and running:
-            listed = [entry for entry in listed if _stem_of(entry.name) not in running]
-        for entry in listed:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                stack.append(entry.path)
-            elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                found[entry.path] = (info.st_ino, info.st_size, info.st_mtime_ns)
-    return found
-
-
-def _content(path: str) -> _Content:
-    """A linked file's inode, size and modification time; None when it is gone."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _stem_of(name: str) -> str:
-    """The check stem a name of `checks/` belongs to: `<stem>.<output>`, `<stem>.s<k>.<output>`
-    (a sample) or the folder `<stem>`; a stem ends in `-<sha256 hex of the id>`."""
-    found = _STEM.match(name)
-    return found.group(0) if found else name
-
-
-def _listing(*, folders: Iterable[str], files: Iterable[str]) -> dict[str, _Identity]:
-    """Every entry of the folders and every file, by identity (the fallback's snapshot)."""
-    found: dict[str, _Identity] = {path: _identity(path) for path in files}
-    for folder in folders:
-        try:
-            with os.scandir(folder) as entries:
-                names = [entry.path for entry in entries]
-        except OSError:
-            found[folder] = None
-            continue
-        for path in names:
-            found[path] = _identity(path)
-    return found
-
-
 class StateWatch:
     """Which check was running whenever eb's state changed during a run's checks."""
 
@@ -345,10 +132,10 @@ class StateWatch:
         self._charged: dict[str, set[str]] = {}
         self._seen_alone: list[tuple[set[str], tuple[str, ...]]] = []
         self._changed: set[str] = set()
-        self._files = {path: _identity(path) for path in places.files}
+        self._files = {path: identity(path) for path in places.files}
         self._watcher: TreeWatcher | None = None
         self._root = ""
-        self._before: dict[str, _Identity] | None = None
+        self._before: dict[str, Identity] | None = None
         self._lost = False  # inotify lost events once: what changed is no longer known
         folders = places.folders
         if folders and len(folders) <= FOLDER_BUDGET:
@@ -360,7 +147,7 @@ class StateWatch:
                 watch_root=False,
             )
         if self._watcher is None and folders:
-            self._before = _listing(folders=folders, files=())
+            self._before = listing(folders=folders, files=())
         # Written through a hard link made elsewhere, these change with no event on their folder.
         self._in_place = InPlace(cache=places.cache, runs=places.run_folders)
         self._new_runs = NewRuns(outputs=places.outputs, since=places.created_at)
@@ -392,7 +179,7 @@ class StateWatch:
         """The absolute paths changed since the last look (`last`: the final one)."""
         changed: set[str] = set()
         for path, before in self._files.items():
-            now = _identity(path)
+            now = identity(path)
             if now != before:
                 changed.add(path)
                 self._files[path] = now
@@ -403,7 +190,7 @@ class StateWatch:
                 return changed | set(self.places.folders)
             changed.update(os.path.join(self._root, path) for path in touched)
         elif last and self._before is not None:
-            after = _listing(folders=self.places.folders, files=())
+            after = listing(folders=self.places.folders, files=())
             changed.update(
                 path
                 for path in self._before.keys() | after.keys()
@@ -413,9 +200,7 @@ class StateWatch:
             # Written in place (or removed), a linked file is the cache's copy changed too; a
             # write changes its size or modification time. A check that sets the time back after
             # writing is not told here, but the cache checks a copy's digest before any reuse.
-            changed.update(
-                path for path, before in self._linked.items() if _content(path) != before
-            )
+            changed.update(path for path, before in self._linked.items() if content(path) != before)
             # A change the kernel told already fell on the checks running then.
             changed.update(self._in_place.changed() - self._changed)
             changed.update(self._new_runs.planted())

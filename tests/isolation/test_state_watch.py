@@ -432,7 +432,8 @@ def test_a_process_a_check_left_behind_is_charged_to_the_check_running_then(
 
 
 def _watch(tmp_path: Path) -> tuple[Any, Path, Path]:
-    from eval_banana.isolation.state import StatePlaces, StateWatch
+    from eval_banana.isolation.places import StatePlaces
+    from eval_banana.isolation.state import StateWatch
 
     cache = tmp_path / "cache"
     (cache / "entries" / "ab").mkdir(parents=True)
@@ -553,7 +554,8 @@ def test_a_run_that_ends_while_another_runs_checks_with_the_cache_stores_nothing
 def test_only_what_eb_reads_back_from_an_earlier_run_folder_counts(tmp_path: Path) -> None:
     """A run beside ours still finishing its report.html (a temporary file, then the rename)
     is no change of eb's state; its report.json or stage files changing is."""
-    from eval_banana.isolation.state import StatePlaces, StateWatch
+    from eval_banana.isolation.places import StatePlaces
+    from eval_banana.isolation.state import StateWatch
 
     run = tmp_path / "runs" / "20260101_000000_aaaaaaaa"
     (run / "stages").mkdir(parents=True)
@@ -583,7 +585,8 @@ def test_only_what_eb_reads_back_from_an_earlier_run_folder_counts(tmp_path: Pat
 def test_the_cache_is_watched_down_to_its_files_without_listing_them(tmp_path: Path) -> None:
     """The cache's folders are found two levels down, where its files are, without reading
     each leaf's names; a rewritten blob and a file added to a leaf are still seen."""
-    from eval_banana.isolation.state import StatePlaces, StateWatch, cache_folders
+    from eval_banana.isolation.places import StatePlaces, cache_folders
+    from eval_banana.isolation.state import StateWatch
 
     cache = tmp_path / "cache"
     for part in ("entries", "blobs", "runs"):
@@ -633,7 +636,7 @@ def test_the_temporary_file_of_another_run_making_the_secret_is_no_change(
 def test_a_run_still_writing_its_report_stage_is_no_earlier_run(tmp_path: Path) -> None:
     # Another eb run beside this one writes report.json, then stages/report.json: until that
     # last file is there, its writes are its own, never a change of an earlier run's files.
-    from eval_banana.isolation.state import _earlier_runs
+    from eval_banana.isolation.places import _earlier_runs
 
     results = tmp_path / "results"
     for name, files in {

@@ -1,0 +1,157 @@
+"""Where eb's own state lies for a run: the cache folder, the calibration record, the finished
+earlier run folders under the output folders (the newest 500) and the current run's checks/;
+and which of those a copy's private mount namespace makes read-only."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from eval_banana.models.stages import ConfigDoc
+
+# The earlier run folders watched: the most recently changed ones (three watches each), so a
+# results folder that kept thousands of runs costs no more than this many.
+EARLIER_RUNS = 500
+
+
+# What eb reads back from the top of an earlier run folder (replay, merge, diff, status); the
+# rest there (report.html, report.md, JUnit, their temporary files) is written for people, and
+# a run still finishing its page beside ours must not count as a change of eb's state.
+RUN_FOLDER_READ_BACK = frozenset({"report.json", "stages", "checks"})
+
+
+class StatePlaces(NamedTuple):
+    """Absolute paths: folders watched for any change of their entries; files (or folders not
+    there yet) compared by identity; the cache folder, whose changed files are dropped; the
+    earlier run folders among the folders, of whose entries only RUN_FOLDER_READ_BACK count."""
+
+    folders: list[str]
+    files: list[str]
+    cache: str
+    run_folders: frozenset[str] = frozenset()
+    # The current run's checks/ folder, whose linked files are compared after the last check.
+    current_checks: str | None = None
+    # The output folders, where a run folder may appear only as another eb run makes it, and
+    # when this run was created (recorded in its config stage).
+    outputs: tuple[str, ...] = ()
+    created_at: str | None = None
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or below it (both resolved, so plain text compares)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _earlier_runs(*, bases: Iterable[Path], run_dir: Path, cache: Path) -> list[Path]:
+    """Finished run folders (holding `stages/report.json`, the last file a run's report stage
+    writes, after report.json) under the output folders, other than the current one and the
+    cache; a run still writing its folder (another `eb run` at the same time) is not finished."""
+    found: list[Path] = []
+    current, cache_text = str(run_dir), str(cache)
+    for base in bases:
+        try:
+            entries = list(os.scandir(base))
+        except OSError:
+            continue
+        for entry in entries:
+            # The directory test first: it costs no system call, and a history folder holds
+            # a thousand records that are files.
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            folder = entry.path
+            if _inside(current, folder) or _inside(folder, current) or _inside(cache_text, folder):
+                continue
+            if os.path.isfile(os.path.join(folder, "stages", "report.json")):
+                found.append(Path(folder))
+    if len(found) > EARLIER_RUNS:
+        found.sort(key=_changed_at, reverse=True)
+        del found[EARLIER_RUNS:]
+    return found
+
+
+def _changed_at(folder: Path) -> int:
+    try:
+        return os.stat(folder / "report.json").st_mtime_ns
+    except OSError:
+        return 0
+
+
+# The cache keeps its files two folders down (`entries/<2 hex>/<key>`, `blobs/<2 hex>/...`,
+# `runs/<2 hex>/...`): those are all the folders eb reads from. Listing the leaf folders to
+# look for folders in them would read every cached file's name (tens of thousands in a large
+# cache) for nothing eb ever reads; a folder a check creates in one is a change of that leaf.
+CACHE_DEPTH = 2
+
+
+def cache_folders(top: str) -> list[str]:
+    """`top` and the folders down to CACHE_DEPTH below it (symlinks not followed)."""
+    found = [top]
+    level = [top]
+    for _ in range(CACHE_DEPTH):
+        below: list[str] = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as entries:
+                    below.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+        found.extend(below)
+        level = below
+    return found
+
+
+def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
+    """Where eb's state lies for a run writing into `run_dir`."""
+    from eval_banana.settings.folders import cache_dir, own_folders, record_path
+
+    cache = cache_dir(config=config).resolve()
+    current = run_dir.resolve()
+    bases = [folder.resolve() for folder in own_folders(config=config)]
+    bases = [base for base in bases if base != cache]
+    folders: list[str] = []
+    files = [str(record_path(config=config).absolute())]
+    if cache.is_dir():
+        folders.extend(cache_folders(str(cache)))
+    else:
+        files.append(str(cache))
+    runs = _earlier_runs(bases=bases, run_dir=current, cache=cache)
+    for run in runs:
+        folders.extend(str(folder) for folder in (run, run / "stages", run / "checks"))
+    return StatePlaces(
+        folders=folders,
+        files=files,
+        cache=str(cache),
+        run_folders=frozenset(map(str, runs)),
+        current_checks=str(current / "checks"),
+        outputs=tuple(map(str, bases)),
+        created_at=config.run_created_at or config.created_at,
+    )
+
+
+class ReadOnly(NamedTuple):
+    """What a copy's private mount namespace makes read-only (absolute paths that exist), and
+    the folders inside those that stay writable there (the current run folder, where a check
+    writes its evidence)."""
+
+    paths: list[str]
+    writable: list[str]
+
+
+def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -> ReadOnly:
+    """eb's state as a copy's namespace mounts it: the cache folder, the calibration record
+    and each output folder whole (one mount however many runs it holds), but not the current
+    run folder (nor an output folder that is the run folder itself, --flat-output)."""
+    from eval_banana.settings.folders import own_folders
+
+    current = str(run_dir.resolve())
+    wanted = {places.cache, *places.files}
+    wanted.update(str(folder.resolve()) for folder in own_folders(config=config))
+    paths = sorted(
+        path
+        for path in wanted
+        if os.path.exists(path) and path != current and not path.startswith(current + os.sep)
+    )
+    inside = any(current.startswith(path + os.sep) for path in paths)
+    return ReadOnly(paths=paths, writable=[current] if inside else [])
