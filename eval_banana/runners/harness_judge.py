@@ -37,6 +37,7 @@ from eval_banana.harness.verdict import Extraction, extract_verdict
 from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult, Status
 from eval_banana.models.stages import ResolvedHarness
 from eval_banana.runners.base import RunContext
+from eval_banana.runners.judgetrace import trace_judge
 from eval_banana.runners.process import ProcessOutcome, run_process
 from eval_banana.runners.redact import run_redactor
 from eval_banana.runners.results import (
@@ -377,7 +378,7 @@ def run_harness_judge(ctx: RunContext) -> CheckResult:
             masker=masker,
         )
     )
-    _trace(ctx=ctx, argv=details["effective_command"], outcome=outcome, result=result)
+    trace_judge(ctx=ctx, argv=details["effective_command"], outcome=outcome, result=result)
     return result
 
 
@@ -389,74 +390,3 @@ def _words_only(result: CheckResult) -> CheckResult:
     dumped = result.model_dump()
     cleaned = lone_surrogates_replaced(dumped)
     return result if cleaned == dumped else CheckResult.model_validate(cleaned)
-
-
-# Where each output dialect's verdict is read from (docs/compatibility.md#verdict-reading).
-_VERDICT_PLACES = {
-    "gemini": "the assistant's last message (its chunks since the last other event) of its "
-    "stream-json stdout",
-    "openhands": "the finish action's message (else the agent's last message) of its --json stdout",
-}
-_DEFAULT_VERDICT_PLACE = "stdout: the newest `result` event, else the right-most JSON verdict"
-_STDERR_TAIL_LINES = 10
-
-
-def _trace(
-    *, ctx: RunContext, argv: list[str], outcome: ProcessOutcome, result: CheckResult
-) -> None:
-    """With --verbose: what a person debugging a judge asks first (the command, the exit status
-    and the end of stderr, where the verdict was looked for and what came of it)."""
-    import shlex
-
-    check_id = ctx.check.id
-    logger.debug("judge %s: ran %s (in %s)", check_id, shlex.join(argv), ctx.process_cwd)
-    status = "timed out" if outcome.timed_out else f"exited with code {outcome.exit_code}"
-    logger.debug("judge %s: the agent %s", check_id, status)
-    tail = _stderr_tail(path=outcome.stderr_path)
-    if tail:
-        where = ctx.evidence_name(".stderr.txt")
-        lines = "".join(f"\n  | {line}" for line in tail)
-        logger.debug(
-            "judge %s: stderr, last %d lines (all in %s):%s", check_id, len(tail), where, lines
-        )
-    else:
-        logger.debug("judge %s: stderr was empty", check_id)
-    dialect = str(result.details.get("output_dialect"))
-    place = _VERDICT_PLACES.get(dialect, _DEFAULT_VERDICT_PLACE)
-    stdout = ctx.evidence_name(".stdout.txt")
-    if result.status in ("passed", "failed"):
-        logger.debug(
-            "judge %s: verdict found in %s (%s, dialect %s): score %d, reason %r",
-            check_id,
-            stdout,
-            place,
-            dialect,
-            result.score,
-            result.reason,
-        )
-    else:
-        problem = result.details.get("verdict_problem") or result.error_detail
-        logger.debug(
-            "judge %s: no verdict used from %s (%s, dialect %s): %s",
-            check_id,
-            stdout,
-            place,
-            dialect,
-            problem,
-        )
-
-
-def _stderr_tail(*, path: Path | None) -> list[str]:
-    """The last few non-empty lines of the agent's stderr file (read only with --verbose)."""
-    if path is None:
-        return []
-    from collections import deque
-
-    try:
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            kept = deque(
-                (line.rstrip("\r\n") for line in handle if line.strip()), maxlen=_STDERR_TAIL_LINES
-            )
-    except OSError:
-        return []
-    return list(kept)
