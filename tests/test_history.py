@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -145,6 +146,68 @@ def test_an_aborted_run_is_recorded_with_its_exit_code(tmp_path: Path, eb: Eb) -
         "run_timeout",
         False,
     )
+
+
+def _interrupted_run(root: Path, *, started: Path) -> subprocess.CompletedProcess[str]:
+    """`eb run` sent SIGINT (Ctrl-C) once a check has written `started`."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline and process.poll() is None, "the check never started"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def test_an_interrupted_run_reads_as_aborted_not_as_a_run_at_0_percent(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """Ctrl-C during the checks: the run's row says it was aborted, and its checks that had no
+    outcome are left out of its pass rate as they are of each check's (none ran: no rate)."""
+    started = tmp_path / "started"  # outside the project: its checks' inputs stay the same
+    stuck = f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(60)"
+    root = _project(
+        tmp_path / "p",
+        {
+            "eval_checks/a.yaml": check_yaml("a", script=stuck),
+            "eval_checks/b.yaml": check_yaml("b"),
+        },
+        config="[core]\nmax_parallel_checks = 1\n",
+    )
+    started.write_text("")  # the first run is not interrupted
+    stuck_first = (root / "eval_checks/a.yaml").read_text()
+    (root / "eval_checks/a.yaml").write_text(check_yaml("a"))
+    assert eb("run", "--cwd", str(root)).exit_code == 0
+    (root / "eval_checks/a.yaml").write_text(stuck_first)
+    started.unlink()
+    aborted = _interrupted_run(root, started=started)
+    assert aborted.returncode == 3, aborted.stderr
+
+    shown = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
+    jsonschema.validate(shown, json.loads(packaged_schema("history")))
+    first, second = shown["runs"]
+    assert (first["pass_rate"], second["pass_rate"]) == (1.0, None)
+    assert (first["aborted_by"], first["not_run"]) == (None, 0)
+    assert (second["aborted_by"], second["not_run"]) == ("interrupt", 2)
+    text = eb("history", "--cwd", str(root)).stdout
+    row = next(line for line in text.splitlines() if line.startswith(second["run_id"]))
+    assert row.split()[3:5] == ["0/0", "-"], row
+    assert row.endswith("aborted (interrupt): 2 of 2 checks not run"), row
+    page = tmp_path / "history.html"
+    assert eb("history", "--cwd", str(root), "--html", str(page)).exit_code == 0
+    html = page.read_text()
+    # No point on the pass-rate chart for it; its points elsewhere, and its strips, say why.
+    assert 'aria-label="Pass rate, one point per run" data-points="1"' in html
+    assert "aborted (interrupt): 2 of 2 checks not run</title>" in html
+    assert '"s":"pn"' in html
 
 
 def test_a_record_that_cannot_be_written_is_a_warning_and_the_run_stands(

@@ -40,19 +40,29 @@ def story(row: CheckRow) -> str:
     return f"{text}, last passed in {_ref(row.last_passed)}"
 
 
+def run_note(run: RunRow) -> str:
+    """ "aborted (interrupt): 2 of 3 checks not run", or "" for a run that ran every check."""
+    if run.not_run == 0 and run.aborted_by is None:
+        return ""
+    not_run = f"{run.not_run} of {run.checks} checks not run"
+    return not_run if run.aborted_by is None else f"aborted ({run.aborted_by}): {not_run}"
+
+
 def _run_cells(run: RunRow) -> list[str]:
     return [
         run.run_id,
         run.kind,
         _commit(run.commit, run.dirty),
-        f"{run.passed_checks}/{run.checks}",
+        # Out of the checks it ran, as its rate: the checks it did not run are in the note.
+        f"{run.passed_checks}/{run.checks - run.not_run}",
         rate_text(run.pass_rate),
         _seconds(run.duration_ms),
         _cost(run.cost_usd),
+        run_note(run),
     ]
 
 
-_RUN_HEAD = ["run", "kind", "commit", "passed", "rate", "duration", "cost"]
+_RUN_HEAD = ["run", "kind", "commit", "passed", "rate", "duration", "cost", "note"]
 # How to read a family's strip, said once above its table.
 FAMILY_KEY = "▁ to █ the pass rate of a run of every case, ◦ part of them, · not run"
 _CHECK_HEAD = ["check", "outcomes", "rate", "flips", "median", "p90", "cost", "note"]

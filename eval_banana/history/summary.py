@@ -34,7 +34,12 @@ class Seen(NamedTuple):
 
 
 def run_row(*, record: HistoryRecord) -> RunRow:
+    """A run's row; its pass rate, as each check's, counts only the checks it ran: an aborted
+    run that stopped before any check had an outcome has none, not 0 %."""
     totals = record.totals
+    # Counted from the checks, as their rows count them (a check ended part-way is one).
+    not_run = sum(check.not_run for check in record.checks)
+    ran = totals.checks - not_run
     return RunRow(
         run_id=record.run_id,
         kind=record.kind,
@@ -44,7 +49,9 @@ def run_row(*, record: HistoryRecord) -> RunRow:
         passed=record.passed,
         checks=totals.checks,
         passed_checks=totals.passed,
-        pass_rate=totals.passed / totals.checks if totals.checks else 0.0,
+        not_run=not_run,
+        pass_rate=totals.passed / ran if ran > 0 else None,
+        aborted_by=record.aborted_by,
         duration_ms=record.duration_ms,
         cost_usd=record.cost_usd,
     )

@@ -25,9 +25,11 @@ from eval_banana.history.record import HistoryRecord
 from eval_banana.history.show import Asked, view_of, window_of
 from eval_banana.history.view import HistoryView
 
-# One letter per run in a strip: passed, failed, error, not in that run (or not run in it).
+# One letter per run in a strip: passed, failed, error, not in that run, or not run in it
+# (the run stopped before the check had an outcome: painted as not in it, told apart on hover).
 LETTERS = {"passed": "p", "failed": "f", "error": "e"}
 ABSENT = "-"
+NOT_RUN = "n"
 
 
 class Timeline(NamedTuple):
@@ -51,7 +53,7 @@ def timelines(*, window: Sequence[HistoryRecord]) -> dict[str, Timeline]:
                 row = letters[check.id] = [ABSENT] * size
                 changes[check.id] = []
             # A check the run stopped before it had an outcome was not run in it.
-            row[index] = ABSENT if check.not_run else LETTERS[check.status]
+            row[index] = NOT_RUN if check.not_run else LETTERS[check.status]
             before = digests.get(check.id)
             if before is not None and before != check.digest:
                 changes[check.id].append(index)

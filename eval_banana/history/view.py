@@ -36,7 +36,21 @@ class RunRow(Record):
     passed: bool
     checks: int = Field(ge=0)
     passed_checks: int = Field(ge=0)
-    pass_rate: float = Field(description="Passed checks over checks, 0 to 1.")
+    not_run: int = Field(
+        default=0,
+        ge=0,
+        description="Checks the run stopped before they had an outcome (never started, or "
+        "ended part-way): no runs of them, left out of its pass rate as of theirs.",
+    )
+    pass_rate: float | None = Field(
+        description="Passed checks over the checks that ran (not run left out), 0 to 1; "
+        "null: none ran."
+    )
+    aborted_by: str | None = Field(
+        default=None,
+        description="Why the run was aborted (`interrupt`, `run_timeout`, a fuse); null: it "
+        "ran to its end.",
+    )
     duration_ms: int = Field(ge=0)
     cost_usd: float | None = None
 

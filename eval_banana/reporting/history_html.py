@@ -17,7 +17,14 @@ from typing import Any
 from eval_banana.core.caseid import family_of
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.words import dollars_text, percent_text
-from eval_banana.history.render import FAMILY_HEAD, FAMILY_KEY, family_cells, rate_text, story
+from eval_banana.history.render import (
+    FAMILY_HEAD,
+    FAMILY_KEY,
+    family_cells,
+    rate_text,
+    run_note,
+    story,
+)
 from eval_banana.history.trend import Picture, Timeline
 from eval_banana.history.view import CheckRow, FamilyRow, RunRow
 from eval_banana.reporting.html_assets import CONTENT_SECURITY_POLICY, CSS
@@ -63,7 +70,10 @@ PAGE_JS = r"""
   var state = { tag: "", family: "", flaky: false, q: "" };
   var style = getComputedStyle(document.body);
   function color(name) { return style.getPropertyValue(name).trim(); }
-  var COLORS = { p: color("--pass"), f: color("--fail"), e: color("--err"), "-": color("--nr-bg") };
+  var COLORS = {
+    p: color("--pass"), f: color("--fail"), e: color("--err"), "-": color("--nr-bg"),
+    n: color("--nr-bg")
+  };
   var MARK = color("--fg");
   var runs = data.runs.length;
   var CELL = Math.max(2, Math.min(12, Math.floor(720 / Math.max(runs, 1))));
@@ -101,7 +111,10 @@ PAGE_JS = r"""
   }
 
   // Which run is under the pointer, in the strip's tooltip.
-  var WORDS = { p: "passed", f: "failed", e: "error", "-": "not in this run" };
+  var WORDS = {
+    p: "passed", f: "failed", e: "error", "-": "not in this run",
+    n: "not run (the run stopped before it had an outcome)"
+  };
   document.getElementById("checks").addEventListener("mousemove", function (event) {
     var canvas = event.target;
     if (!canvas.classList || !canvas.classList.contains("strip")) { return; }
@@ -111,7 +124,8 @@ PAGE_JS = r"""
     var c = data.checks[+canvas.getAttribute("data-i")];
     if (!run) { return; }
     canvas.title = run.id + " (" + run.at + (run.commit ? ", " + run.commit : "") + "): " +
-      WORDS[c.s.charAt(at)] + (c.c.indexOf(at) >= 0 ? ", definition changed" : "");
+      WORDS[c.s.charAt(at)] + (c.c.indexOf(at) >= 0 ? ", definition changed" : "") +
+      (run.note ? "; run " + run.note : "");
   });
 
   function visible(c) {
@@ -199,6 +213,7 @@ def line_chart(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5"{bad}><title>'
             f"{escape(run.run_id)} ({escape(run.started_at[:19])}"
             f"{', ' + escape(run.commit[:7]) if run.commit else ''}): {escape(label(amount))}"
+            f"{escape('; ' + run_note(run)) if run_note(run) else ''}"
             "</title></circle>"
         )
     bottom = 8 + height
@@ -222,7 +237,7 @@ def _charts(runs: Sequence[RunRow]) -> str:
             line_chart(
                 title="Pass rate",
                 runs=runs,
-                value=lambda run: run.pass_rate * 100,
+                value=lambda run: None if run.pass_rate is None else run.pass_rate * 100,
                 label=lambda v: percent_text(v / 100, places=0),
             ),
             line_chart(
@@ -330,7 +345,12 @@ def _data(*, picture: Picture, min_flips: int) -> dict[str, Any]:
             entry["k"] = 1
         checks.append(entry)
     runs = [
-        {"id": run.run_id, "at": run.started_at[:19], "commit": (run.commit or "")[:7]}
+        {
+            "id": run.run_id,
+            "at": run.started_at[:19],
+            "commit": (run.commit or "")[:7],
+            "note": run_note(run),
+        }
         for run in picture.view.runs
     ]
     return {"runs": runs, "checks": checks}
@@ -376,7 +396,7 @@ def render_history_html(*, picture: Picture, min_flips: int) -> str:
 <noscript><p>The heat strips and filters need JavaScript.</p></noscript>
 <div class="note legend">Each strip: one column per run, oldest left.<span class="k-p"></span>passed
 <span class="k-f"></span>failed<span class="k-e"></span>error<span class="k-a"></span>not in
-that run<span class="k-d"></span>definition changed</div>
+that run, or not run in it<span class="k-d"></span>definition changed</div>
 <table id="checks">
 <colgroup><col class="h-id"><col class="h-strip"><col class="h-n"><col class="h-n"><col
 class="h-n"><col></colgroup>
