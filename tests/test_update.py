@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -370,6 +372,37 @@ def test_a_stale_run_that_fails_after_the_update_exits_1(proj: Proj) -> None:
     assert outcome.exit_code == 1, outcome.stdout + outcome.stderr
     assert proj.ran() == Counter({"plain": 2, "scripted": 1, "reads_src": 1})
     assert proj.results()["plain"]["status"] == "failed"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda sig: sig.name)
+def test_an_interrupted_update_says_the_run_was_aborted_as_eb_run_does(
+    proj: Proj, signum: signal.Signals
+) -> None:
+    """Ctrl-C (or SIGTERM) while `eb update` runs stale checks again: the same `Run aborted`
+    line `eb run` ends with, after the reports are written, and exit 3."""
+    _run_once(proj)
+    started = proj.root.parent / "started"  # outside the project: no check reads it
+    wait = f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(60)"
+    proj.write_check("plain", "script: |\n  " + wait.replace("\n", "\n  "))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", "update", "--cwd", str(proj.root)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline and process.poll() is None, "the check never started"
+        time.sleep(0.02)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 3, stdout + stderr
+    report = proj.run_dir / "report.json"
+    assert json.loads(report.read_text())["aborted_by"] == "interrupt"
+    told = f"Run aborted (interrupt: interrupted); 0 checks did not run. Report: {report}"
+    assert told in stderr.splitlines(), stderr
 
 
 def test_the_history_holds_the_updated_run_once_with_its_new_verdict(proj: Proj) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from eval_banana.core.errors import StageFileError
+from eval_banana.core.errors import RunAborted, StageFileError
 from eval_banana.core.words import plural
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 from eval_banana.pipeline.definitionchanges import definition_changes, planned_for
@@ -17,6 +17,7 @@ from eval_banana.pipeline.rerun import RERUNS, StageRequest
 from eval_banana.pipeline.resultchanges import outdated_results
 from eval_banana.pipeline.status import StageState, moved_project, run_status
 from eval_banana.reporting.console import Console, ProgressReporter
+from eval_banana.runners.results import aborted_text
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
 from eval_banana.stagefiles.read import read_stage, upstream_digests
 
@@ -25,7 +26,8 @@ Out = Callable[[str], None]
 
 def update_run(*, request: StageRequest, target: str = "report", out: Out = print) -> int:
     """Rerun the stages up to `target` that are not ok; the exit code is the run's verdict
-    when `target` reaches score (as `eb run`'s), else 0 (3 if execute was interrupted)."""
+    when `target` reaches score (as `eb run`'s), else 0 (3 if execute was interrupted). An
+    aborted run raises RunAborted, once its reports and record are written, as `eb run` does."""
     run_dir = request.run_dir
     wanted = STAGE_NAMES[: STAGE_NAMES.index(target) + 1]
     todo = [state for state in run_status(run_dir=run_dir) if state.stage in wanted]
@@ -33,7 +35,9 @@ def update_run(*, request: StageRequest, target: str = "report", out: Out = prin
     out(f"Run folder: {run_dir}")
     if not todo:
         out(f"Nothing to update: every stage up to {target} is ok.")
-        return _verdict(request=request, wanted=wanted, show=True)
+        verdict = _verdict(request=request, wanted=wanted, show=True)
+        _raise_if_aborted(request=request, verdict=verdict, wanted=wanted)
+        return verdict
     # Read before anything is rebuilt: which of a check's files changed (its yaml or script).
     # A run whose project moved names the files of the old folder: none is compared.
     moved = moved_project(run_dir=run_dir) is not None
@@ -48,7 +52,29 @@ def update_run(*, request: StageRequest, target: str = "report", out: Out = prin
     verdict = _verdict(request=request, wanted=wanted, show=False)
     if "report" in rerun and "report" in wanted:
         _record_rebuilt_run(request=request, exit_code=verdict, executed="execute" in rerun)
+    _raise_if_aborted(request=request, verdict=verdict, wanted=wanted)
     return verdict if "score" in wanted else code
+
+
+def _raise_if_aborted(*, request: StageRequest, verdict: int, wanted: tuple[str, ...]) -> None:
+    """An aborted run (an interrupt or a fuse while its checks ran again) ends as `eb run`'s
+    does: its `Run aborted` line, exit 3. `verdict`: `_verdict`'s exit code."""
+    if verdict != RunAborted.exit_code:
+        return
+    scored: ScoreDoc = read_stage(run_dir=request.run_dir, stage="score")
+    if scored.aborted_by is None:
+        return
+    # The report names the checks that did not run; without it, score.json does.
+    shown = (
+        request.run_dir / "report.json"
+        if "report" in wanted
+        else stage_path(run_dir=request.run_dir, stage="score")
+    )
+    raise RunAborted(
+        aborted_text(
+            aborted_by=scored.aborted_by, not_run=scored.not_run_checks, report_json=str(shown)
+        )
+    )
 
 
 def _record_rebuilt_run(*, request: StageRequest, exit_code: int, executed: bool) -> None:
