@@ -6,6 +6,7 @@ them, and paths under a shard's project root moved under the merge's.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,7 +28,7 @@ from eval_banana.scaleout.shardrun import ShardRun, check_chain
 from eval_banana.stagefiles.layout import envelope, stage_path
 from eval_banana.stagefiles.read import read_stage_file
 from eval_banana.stagefiles.text import file_element_texts
-from eval_banana.stages.execute import write_execute_stage
+from eval_banana.stages.execute import execution_ms, write_execute_stage
 
 # Settings that shape this merge's own outputs: taken from the merge's command line and config,
 # not from the shards (every other setting is the shards').
@@ -218,6 +219,34 @@ def _cost(runs: Sequence[ShardRun]) -> float | None:
     return sum(spent) if spent else None
 
 
+def _merged_times(runs: Sequence[ShardRun]) -> dict[str, object]:
+    """The merged run's times: it starts with its first shard and completes with the last
+    checks any shard ran. A shard brought up to date by `eb update` keeps its first start and
+    counts only its own time plus its updates' (docs/rerunning-stages.md), so the merged
+    duration runs from the earliest start to the latest of each shard's start plus its own
+    duration, never over the time between a shard's run and its update."""
+    started = min(run.execute.started_at for run in runs)
+    # ISO-8601 UTC strings of one format sort as the moments they name.
+    times: dict[str, object] = {
+        "started_at": started,
+        "completed_at": max(run.execute.completed_at for run in runs),
+    }
+    updated = [run.execute.updated_at for run in runs if run.execute.updated_at is not None]
+    if not updated:
+        return times  # no shard was updated: its span is the duration, as for one run
+    ends = [
+        datetime.fromisoformat(run.execute.started_at)
+        + timedelta(milliseconds=execution_ms(doc=run.execute))
+        for run in runs
+    ]
+    wall = max(ends) - datetime.fromisoformat(started)
+    return {
+        **times,
+        "duration_ms": round(wall / timedelta(milliseconds=1)),
+        "updated_at": max(updated),
+    }
+
+
 def _merged_execute(
     *, runs: Sequence[ShardRun], ordered: _Ordered, config: ConfigDoc, inputs: dict[str, str]
 ) -> ExecuteDoc:
@@ -229,9 +258,7 @@ def _merged_execute(
     return ExecuteDoc.model_validate(
         {
             **envelope(stage="execute", run_id=config.run_id, inputs=inputs),
-            # ISO-8601 UTC strings of one format sort as the moments they name.
-            "started_at": min(run.execute.started_at for run in runs),
-            "completed_at": max(run.execute.completed_at for run in runs),
+            **_merged_times(runs),
             "results": ordered.results,
             "aborted_by": aborted,
             "not_run": [r.check_id for r in ordered.results if r.details.get("not_run") is True],

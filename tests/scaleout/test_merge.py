@@ -635,3 +635,56 @@ def test_a_stop_in_any_shard_stops_the_merged_run(tmp_path: Path) -> None:
     assert set(in_shard[2][1:]) <= not_run  # left unstarted by -x in shard 2
     executed = json.loads((run_dir / "stages" / "execute.json").read_text())
     assert executed["aborted_by"] == "run_timeout" and executed["halted_by"] == "maxfail"
+
+
+def test_a_shard_updated_later_adds_its_own_time_not_the_wait_before_its_update(
+    tmp_path: Path,
+) -> None:
+    """Shard 1 stopped at its run timeout, was brought up to date by `eb update` later: the
+    merged run's duration runs from the earliest start to the latest shard's start plus its
+    own duration (its run and its update), not over the wait between them."""
+    from datetime import datetime, timedelta
+
+    from eval_banana.checks.shard import shard_of
+
+    ids = [f"check_{index}" for index in range(6)]
+    slow = next(check_id for check_id in ids if shard_of(check_id=check_id, total=2) == 1)
+    root = tmp_path / "project"
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text('[core]\noutput_dir = "runs"\n')
+    (root / "eval_checks").mkdir()
+    waiting = tmp_path / "waiting"  # outside the project: while it is there, `slow` sleeps
+    waiting.touch()
+    sleeps = f"import os, time\nif os.path.exists({str(waiting)!r}):\n    time.sleep(30)"
+    for check_id in ids:
+        script = sleeps if check_id == slow else "pass"
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(check_yaml(check_id, script=script))
+    run_dirs = [tmp_path / "shards" / f"shard-{k}" for k in (1, 2)]
+    for k, run_dir in enumerate(run_dirs, start=1):
+        budget = ("--run-timeout-seconds", "1") if k == 1 else ()
+        done = _eb(
+            "run", "--cwd", str(root), "--shard", f"{k}/2",
+            "--output-dir", str(run_dir), "--flat-output", *budget,
+        )  # fmt: skip
+        assert done.returncode == (3 if k == 1 else 0), done.stderr
+    waiting.unlink()
+    time.sleep(1.5)  # the wait before the update: no check runs in it
+    updated = _eb("update", "--cwd", str(root), "--run-dir", str(run_dirs[0]))
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    merged = _eb(
+        "merge", *map(str, run_dirs), "--cwd", str(root), "--output-dir", str(tmp_path / "m")
+    )
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    (run_dir,) = (tmp_path / "m").iterdir()
+    report = _report(run_dir)
+    shards = [_report(shard) for shard in run_dirs]
+    starts = [datetime.fromisoformat(shard["started_at"]) for shard in shards]
+    ends = [
+        start + timedelta(milliseconds=shard["duration_ms"])
+        for start, shard in zip(starts, shards, strict=True)
+    ]
+    wall = (max(ends) - min(starts)) / timedelta(milliseconds=1)
+    assert abs(report["duration_ms"] - wall) <= 1, (report["duration_ms"], wall)
+    assert report["started_at"] == min(shard["started_at"] for shard in shards)
+    assert report["completed_at"] == shards[0]["completed_at"]  # the update's checks ended last
+    assert shards[0]["updated_at"] is not None and report["updated_at"] == shards[0]["updated_at"]
