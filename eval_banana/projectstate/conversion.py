@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from typing import NamedTuple
 
 from eval_banana.projectstate import git
 
-_SETTINGS = r"^core\.(autocrlf|attributesfile)$"
+# core.filemode rides along (the one `git config` serves the listing too): git_state reads it.
+_SETTINGS = r"^core\.(autocrlf|attributesfile|filemode)$"
 # `crlf` is git's old name for `text` (`-crlf` for `-text`, `crlf=input` for `eol=lf`).
 _ATTRIBUTES = ("text", "crlf", "eol", "filter", "ident", "working-tree-encoding")
 # Any mention of one of them (a macro definition included) may convert: a wider match only
@@ -33,11 +34,13 @@ _SYSTEM_ATTRIBUTES = ("/etc/gitattributes", "/usr/local/etc/gitattributes")
 
 
 def start_settings(*, repo: git.Repository) -> subprocess.Popen[bytes]:
-    """Start reading the settings that decide whether git converts anything."""
+    """Start reading the settings that decide whether git converts anything (and whether it
+    reads a file's executable bit)."""
     return git.start(args=["config", "-z", "--get-regexp", _SETTINGS], cwd=repo.top)
 
 
-def _read_settings(process: subprocess.Popen[bytes]) -> dict[str, str]:
+def read_settings(process: subprocess.Popen[bytes]) -> dict[str, str]:
+    """The settings `start_settings` read: lower-cased name -> value (the last one set)."""
     out, _ = process.communicate()  # exit 1: none of them is set
     found: dict[str, str] = {}
     for item in out.decode("utf-8", "surrogateescape").split("\0"):
@@ -79,17 +82,17 @@ def conversion(
     *,
     repo: git.Repository,
     root: str,
-    settings: subprocess.Popen[bytes],
+    settings: Mapping[str, str],
     listed_attributes: Iterable[str],
     prefixes: Sequence[str] | None,
 ) -> Conversion | None:
-    """What may convert files here, or None when nothing can (the usual case).
+    """What may convert files here, or None when nothing can (the usual case); `settings`:
+    what `read_settings` read.
 
     `listed_attributes`: the `.gitattributes` files git listed below the root (or the
     prefixes); those above the prefixes, up to the work tree's top, are looked for here.
     """
-    values = _read_settings(settings)
-    line_endings = _converts_line_endings(values.get("core.autocrlf"))
+    line_endings = _converts_line_endings(settings.get("core.autocrlf"))
     above = [
         os.path.join(root, folder, ".gitattributes")
         for prefix in prefixes or ()
@@ -99,7 +102,7 @@ def conversion(
         _may_convert(path)
         for path in chain(
             (os.path.join(root, path) for path in listed_attributes),
-            _attributes_files(repo=repo, setting=values.get("core.attributesfile")),
+            _attributes_files(repo=repo, setting=settings.get("core.attributesfile")),
             above,
         )
     )

@@ -15,7 +15,7 @@ from itertools import chain
 
 from eval_banana.core.ownmark import own_folders_listed
 from eval_banana.projectstate import conversion, git
-from eval_banana.projectstate.blobs import REGULAR, FileIdentity
+from eval_banana.projectstate.blobs import EXECUTABLE, REGULAR, FileIdentity
 from eval_banana.projectstate.prefetch import Walks, walks_for
 from eval_banana.projectstate.prefixes import skipped, under_any, within
 from eval_banana.projectstate.state import ProjectState, hash_file
@@ -45,6 +45,25 @@ def _take(
         modes.pop(path, None)
     else:
         modes[path] = found.mode
+
+
+# git's spellings of false (`git config --type=bool`); unset, or any other value, is true.
+_FALSE = frozenset({"false", "no", "off", "0"})
+_FILE_MODES = frozenset({REGULAR, EXECUTABLE})
+
+
+def _counts_executable_bit(settings: dict[str, str]) -> bool:
+    """Whether git reads a file's executable bit (core.fileMode, true unless set false)."""
+    return settings.get("core.filemode", "true").strip().lower() not in _FALSE
+
+
+def _as_git_sees(*, found: FileIdentity | None, listed: str) -> FileIdentity | None:
+    """`found` on disk, as git sees it under core.fileMode false: it never reads the
+    executable bit then, so a regular file keeps the mode the index lists for it (`listed`,
+    100644 for a file not in the index); a chmod alone changes nothing, as in `git status`."""
+    if found is None or found.mode not in _FILE_MODES or listed not in _FILE_MODES:
+        return found
+    return FileIdentity(listed, found.id)
 
 
 def git_state(
@@ -100,6 +119,15 @@ def git_state(
     fmt = repo.object_format
     ids = index.ids
     modes = index.modes  # a mode left for a path dropped below is dropped by ProjectState
+    values = conversion.read_settings(settings)
+    listed_modes = None if _counts_executable_bit(values) else dict(modes)
+
+    def on_disk(path: str) -> FileIdentity | None:
+        found = hash_file(root=root, path=path, fmt=fmt)
+        if listed_modes is None:
+            return found
+        return _as_git_sees(found=found, listed=listed_modes.get(path, REGULAR))
+
     # Run folders and marked cache or history folders that no setting names (an old
     # `--output-dir`, a moved `[cache] dir`) are eb's too: known by the mark files git lists.
     skip = (
@@ -117,11 +145,11 @@ def git_state(
     # is every file git never compares (assume-unchanged, skip-worktree: only they are read).
     for path in (dirty | index.conflicted | index.unwatched) - index.gitlinks:
         if path in ids:  # else in a folder left out; a deleted file goes
-            _take(ids=ids, modes=modes, path=path, found=hash_file(root=root, path=path, fmt=fmt))
+            _take(ids=ids, modes=modes, path=path, found=on_disk(path))
     rule = conversion.conversion(
         repo=repo,
         root=root,
-        settings=settings,
+        settings=values,
         listed_attributes=_attributes_files(ids=ids, untracked=untracked, listed=index.attributes),
         prefixes=prefixes,
     )
@@ -130,12 +158,12 @@ def git_state(
         read = dirty | index.conflicted | index.unwatched | index.gitlinks
         from_index = [path for path in ids if path not in read]
         for path in conversion.converted(repo=repo, rule=rule, candidates=from_index):
-            _take(ids=ids, modes=modes, path=path, found=hash_file(root=root, path=path, fmt=fmt))
+            _take(ids=ids, modes=modes, path=path, found=on_disk(path))
     for path in untracked:
         # A trailing slash is a nested repository, which git does not look into.
         if path.endswith("/") or skipped(path, skip) or path in ids:
             continue
-        found = hash_file(root=root, path=path, fmt=fmt)
+        found = on_disk(path)
         if found is not None:
             _take(ids=ids, modes=modes, path=path, found=found)
     ignored = list(expand_ignored(root=root, entries=ignored_raw, excluded=excluded, skip=skip))

@@ -409,6 +409,33 @@ def test_a_chmod_changes_the_digest_and_is_a_change(tmp_path: Path, where: str) 
     assert state(root).digest() == before.digest()
 
 
+@pytest.mark.parametrize("file_mode", ["false", "true"])
+def test_core_filemode_false_leaves_the_executable_bit_out_as_git_does(
+    tmp_path: Path, file_mode: str
+) -> None:
+    """A file system without executable bits (git sets core.fileMode false there) shows every
+    file executable: git keeps the mode its index lists, so eb does too for an edited file and
+    a new one; a chmod alone is then no change, where core.fileMode true counts it."""
+    root = init_repo(tmp_path / "repo", {"tool.sh": "echo one\n", "other.txt": "x\n"})
+    git(root, "config", "core.fileMode", file_mode)
+    write(root, {"tool.sh": "echo two\n", "new.sh": "echo new\n"})  # edited, and a new file
+    plain = state(root)
+    (root / "tool.sh").chmod(0o755)
+    (root / "new.sh").chmod(0o755)
+    chmodded = state(root)
+    assert chmodded.files == plain.files
+    if file_mode == "false":
+        assert (chmodded.mode_of("tool.sh"), chmodded.mode_of("new.sh")) == ("100644", "100644")
+        assert chmodded.digest() == plain.digest() and not plain.diff(chmodded).changed
+        # What git records when both are committed: the same modes, the same digest.
+        commit_all(root)
+        assert git(root, "ls-files", "-s", "tool.sh", "new.sh").split()[::4] == ["100644"] * 2
+        assert state(root).digest() == plain.digest()
+    else:
+        assert (chmodded.mode_of("tool.sh"), chmodded.mode_of("new.sh")) == ("100755", "100755")
+        assert plain.diff(chmodded).changed == ("new.sh", "tool.sh")
+
+
 @pytest.mark.parametrize("where", ["git", "walk"])
 def test_a_file_replaced_by_a_link_holding_the_same_text_is_a_change(
     tmp_path: Path, where: str
