@@ -2,8 +2,9 @@
 atomic files and digests, records, forked work, stems, the version, what JSON can say
 (`jsonvalues`), eb's own stdout and stderr held against a reader that went away
 (`heldstreams`), the folder eb was started in, deleted or not (`startfolder`), a URL's
-secrets (`secreturl`: masked where shown, masked in what checks print) and texts that print
-alike, quoted apart (`lookalike`).
+secrets (`secreturl`: masked where shown, masked in what checks print), texts that print
+alike, quoted apart (`lookalike`), and where a path leads, a link loop an OSError on every
+Python (`realpaths`).
 
 Imports nothing else of eval_banana.
 """

@@ -10,6 +10,7 @@ from eval_banana.core.errors import UsageError
 from eval_banana.core.files import sha256_bytes
 from eval_banana.core.ownmark import MARK_NAMES, listed_as_own
 from eval_banana.core.readback import read_regular
+from eval_banana.core.realpaths import path_trouble, real_path
 from eval_banana.core.words import plural, unprintable, visible
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, DiscoveredFile, ProblemModel
 from eval_banana.settings.folders import own_folders_below
@@ -111,14 +112,14 @@ def _describe(
     try:
         # The walk starts from a resolved root and never enters a linked folder, so only a
         # linked file needs resolving.
-        resolved = str(Path(path).resolve(strict=True)) if is_link else path
+        resolved = str(real_path(path, strict=True)) if is_link else path
         data = read_regular(resolved)
     except OSError as exc:
         target = os.readlink(path) if os.path.islink(path) else path
         return ProblemModel(
-            message=f"Cannot read check file {path}: {exc.strerror or exc} (target: {target})",
+            message=f"Cannot read check file {path}: {path_trouble(exc)} (target: {target})",
             file=path,
-            hint="Remove the dangling link or point it at an existing check file.",
+            hint="Remove the broken link or point it at an existing check file.",
         )
     relative = (
         resolved[len(root_prefix) :].replace(os.sep, "/")

@@ -269,3 +269,17 @@ def test_dangling_yaml_symlink_is_a_named_error(
     assert result.exit_code == 2
     assert "gone.yaml" in result.stderr and "nowhere.yaml" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_looping_yaml_symlink_is_a_named_error(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    # A link to itself: Python 3.11's Path.resolve raised RuntimeError at it.
+    os.symlink("loop.yaml", root / "eval_checks" / "loop.yaml")
+    for command in ("list", "validate", "run"):
+        result = eb(command, "--cwd", str(root))
+        assert result.exit_code == 2, (command, result.stderr)
+        assert "Cannot read check file" in result.stderr, (command, result.stderr)
+        assert "loop.yaml: a symbolic link loop (target: loop.yaml)" in result.stderr
+        assert "Traceback" not in result.stderr
