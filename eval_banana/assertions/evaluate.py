@@ -29,6 +29,7 @@ from eval_banana.assertions.paths import (
 )
 from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.lookalike import alike_note, python_quoted, reveal_for
+from eval_banana.core.realpaths import path_trouble
 from eval_banana.core.textfiles import unicode_said
 
 # Artifacts are parsed whole; beyond this size the check fails instead of exhausting memory.
@@ -84,7 +85,7 @@ def _read_bytes(*, path: Path, max_bytes: int) -> bytes:
     except FileNotFoundError:
         raise ArtifactUnusable("does not exist") from None
     except OSError as exc:
-        raise ArtifactUnusable(f"cannot be read: {exc.strerror or exc}") from None
+        raise ArtifactUnusable(f"cannot be read: {path_trouble(exc)}") from None
     if len(data) > max_bytes:
         raise ArtifactUnusable(f"is larger than {max_bytes} bytes")
     return data

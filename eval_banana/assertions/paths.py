@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.core.realpaths import real_path
+
 # `parse_path`'s grammar as a regex; a test keeps them equal.
 _BRACKET = r"\[(?:[0-9]+|\*)\]"
 _KEY = r"[^.\[\]]+"
@@ -193,8 +195,8 @@ def check_artifact_path(*, text: str) -> str:
 def resolve_artifact(*, project_root: Path, text: str) -> Path:
     """The artifact's real location; ArtifactPathError when it (or a symlink) leaves the root."""
     check_artifact_path(text=text)
-    root = project_root.resolve()
-    resolved = (root / text).resolve()
+    root = real_path(project_root)
+    resolved = real_path(root / text)
     if not resolved.is_relative_to(root):
         raise ArtifactPathError(f"artifact {text} resolves outside the project root")
     return resolved

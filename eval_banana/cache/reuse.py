@@ -13,6 +13,7 @@ from eval_banana.cache.blobs import Blob, BlobStore
 from eval_banana.cache.namedfiles import remove_attempt_files
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.core.readback import loads_json
+from eval_banana.core.realpaths import real_path
 from eval_banana.isolation.modes import check_mode, judged_as_strictly
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import ConfigDoc, PlannedCheck
@@ -187,7 +188,7 @@ def restore_files(
         if name.startswith("evidence/"):
             evidence = Path(checks_dir, check.stem)
             target = evidence / name[len("evidence/") :]
-            if evidence.resolve() not in target.resolve().parents:
+            if real_path(evidence) not in real_path(target).parents:
                 return f"names a file outside the check's folder ({name})"
             target.parent.mkdir(parents=True, exist_ok=True)
             place = str(target)

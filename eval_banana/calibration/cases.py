@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eval_banana.core.realpaths import real_path
+
 if TYPE_CHECKING:
     from eval_banana.isolation.workspace import Workspace
 
@@ -101,7 +103,7 @@ def case_workspace(
     from eval_banana.isolation.workspace import make_workspace
 
     workspace = make_workspace(root=root, paths=paths, method="copy", prefix="eb-calibrate-")
-    if workspace.scratch.resolve().is_relative_to(root.resolve()):
+    if real_path(workspace.scratch).is_relative_to(real_path(root)):
         workspace.remove()
         raise CaseFileError(
             f"the temporary folder {workspace.scratch.parent} is inside the project; set TMPDIR "

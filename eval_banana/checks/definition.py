@@ -28,6 +28,7 @@ from eval_banana.core.jsonvalues import (
     too_long_number,
 )
 from eval_banana.core.readback import MAX_DEPTH, read_regular
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.textfiles import blank_source, unicode_said
 from eval_banana.core.words import visible
 from eval_banana.core.yamlsafe import (
@@ -383,7 +384,7 @@ def freeze_script(
 ) -> FrozenScript:
     """The script a check file names, read once; `yaml_data` (the check file's bytes) lets a
     missing or blank script's message give the line of `script_path`."""
-    resolved = (yaml_path.parent / script_path).resolve()
+    resolved = real_path(yaml_path.parent / script_path)
     if not resolved.is_file():
         return FrozenScript(
             path=resolved,
@@ -475,7 +476,7 @@ def compute_check_definition_sha256(*, source_path: Path) -> str:
 
     See docs/compatibility.md#definition-digest.
     """
-    resolved = Path(source_path).resolve()
+    resolved = real_path(source_path)
     data = read_regular(resolved)
     try:
         check = load_definition(data=data, path=resolved)

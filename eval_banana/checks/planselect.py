@@ -9,13 +9,14 @@ from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.checks.keywords import Selector, compile_selector
 from eval_banana.checks.subset import Member, subset_positions
 from eval_banana.core.errors import UsageError
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.words import first_and_count
 from eval_banana.models.config import Selection
 from eval_banana.models.stages import PlanDoc, PlannedCheck
 
 
 def _in_folder(*, check: PlannedCheck, folder: Path) -> bool:
-    return Path(check.source_path).resolve().is_relative_to(folder)
+    return real_path(check.source_path).is_relative_to(folder)
 
 
 def _selected(
@@ -38,7 +39,7 @@ def picked_checks(
 ) -> list[PlannedCheck]:
     """The checks of `checks` that `selection`'s filters and subset keep, in their order; its
     shard is cut by the caller, from what this returns (as `eb run` cuts it last)."""
-    folder = (project_root / selection.check_dir).resolve() if selection.check_dir else None
+    folder = real_path(project_root / selection.check_dir) if selection.check_dir else None
     selector = compile_selector(keyword=selection.keyword, tags=selection.tags)
     # --check-id as `eb run` reads it: a case by its id, its family's or a glob of either.
     chosen = IdSelectors(selection.check_ids) if selection.check_ids else None

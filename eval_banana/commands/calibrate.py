@@ -9,6 +9,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.words import dollars_text
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             console.warn(f"Judge check '{check.id}' has no calibration cases; not calibrated")
 
     # Not a run folder (it has no stages/): `eb status` and --last-failed never take it for one.
-    run_dir = output_base(config=config).resolve() / f"calibrate_{config.run_id}"
+    run_dir = real_path(output_base(config=config)) / f"calibrate_{config.run_id}"
     # The judges' tokens and dollars count against the fuses, as in a run: a tripped fuse
     # stops the calibration (no new sample starts, running ones end) and records nothing.
     cancel = StopSignal()

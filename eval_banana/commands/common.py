@@ -13,6 +13,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from eval_banana.core.realpaths import real_path
+
 if TYPE_CHECKING:
     from eval_banana.core.errors import Located
     from eval_banana.models.config import Selection
@@ -254,7 +256,7 @@ def resolve_run_dir(args: argparse.Namespace) -> Path:
     )
 
     if args.run_dir:
-        given = Path(args.run_dir).resolve()
+        given = real_path(args.run_dir)
         problem = not_a_run_folder(folder=given)
         if problem is not None:
             raise StageFileError(

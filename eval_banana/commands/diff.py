@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
+from eval_banana.core.realpaths import real_path
 
 if TYPE_CHECKING:
     from eval_banana.models.stages import ConfigDoc
@@ -61,7 +62,7 @@ def resolve_run(args: argparse.Namespace, *, given: str) -> Path:
     """A run folder as given, or one of the project's newest two finished runs (found from
     --cwd)."""
     if given not in (LATEST, PREVIOUS):
-        return Path(given).resolve()
+        return real_path(given)
     from eval_banana.core.errors import RunFolderError
     from eval_banana.pipeline.request import load_config
     from eval_banana.settings.rundir import new_run_id, newest_finished_runs

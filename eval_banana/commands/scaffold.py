@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from eval_banana.core.errors import ConfigError, WriteFault
 from eval_banana.core.files import write_text_atomic
+from eval_banana.core.realpaths import real_path
 from eval_banana.settings.configfile import refuse_unprintable_root
 
 CONFIG_PATH = Path(".eval-banana") / "config.toml"
@@ -213,7 +214,7 @@ def run_init(*, cwd: Path, force: bool) -> InitOutcome:
     An existing .gitignore that already ignores the results is kept as it is and not listed;
     the examples are written only into an `eval_checks/` without checks (`_examples`).
     """
-    root = cwd.resolve()
+    root = real_path(cwd)
     # Refused as `eb run` refuses it, before a file is written (or a path with a line break,
     # which a CI log would read as a line of its own, is printed).
     refuse_unprintable_root(root=root)

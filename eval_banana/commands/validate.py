@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval_banana.commands import common
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.words import warning_text
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.stages.config import config_warning_lines, write_config_stage
 
     config = load_config(request=common.request(args), run_id=new_run_id())
-    run_dir = Path(args.run_dir).resolve() if args.run_dir else None
+    run_dir = real_path(args.run_dir) if args.run_dir else None
     digests: dict[str, str] = {}
     if run_dir is not None:
         (run_dir / "stages").mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from eval_banana.core.errors import UsageError
+from eval_banana.core.realpaths import real_path
 
 
 def is_gone() -> bool:
@@ -39,7 +40,7 @@ def resolved(path: Path, *, environ: Mapping[str, str]) -> Path:
     """`path` made absolute and resolved, or the error above when it is relative to a folder
     that no longer exists."""
     try:
-        return path.resolve()
+        return real_path(path)
     except FileNotFoundError as exc:
         if not is_gone():
             raise

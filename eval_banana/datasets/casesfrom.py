@@ -9,6 +9,7 @@ from pathlib import Path
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.readback import file_kind
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.suggest import closest
 from eval_banana.core.words import unprintable, visible
 from eval_banana.datasets.globwalk import (
@@ -148,7 +149,7 @@ def matched_files(*, pattern: str, root: Path, check_file: str, skipped: Skipped
 def _missing_hint(*, pattern: str, root: Path, check_file: str) -> str:
     """The fix for a dataset path that names no file: the file it was most likely written
     for (a path relative to the check file's folder, a typo in a name beside it)."""
-    beside_check = Path(check_file).resolve().parent / pattern
+    beside_check = real_path(check_file).parent / pattern
     if beside_check.is_file():
         return _from_the_check_file(meant=visible(relative(path=beside_check, root=root)))
     path = root / pattern
@@ -182,7 +183,7 @@ def empty_glob_hint(
     if beside is not None:
         return beside
     if not start.is_dir():
-        beside_check = Path(check_file).resolve().parent / prefix
+        beside_check = real_path(check_file).parent / prefix
         if beside_check.is_dir():
             meant = relative(path=beside_check, root=root)
             return _from_the_check_file(meant=f"{visible(meant)}/{visible(rest)}")
@@ -215,7 +216,7 @@ def _matched_beside_check(
 ) -> str | None:
     """The fix for a glob that matches files when read from the check file's folder inside the
     project (not the root): the glob to write, and the first file it names there."""
-    folder = Path(check_file).resolve().parent
+    folder = real_path(check_file).parent
     if folder == root:
         return None
     try:

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from eval_banana.core.caseid import case_check_id
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import Unsayable, unsayable
+from eval_banana.core.realpaths import real_path
 from eval_banana.datasets.casedigest import CANONICAL, component, family_digest, family_hash
 from eval_banana.datasets.casefields import CASE_ID, Refused, bad_id_message, case_tags, row_case_id
 from eval_banana.datasets.casesfrom import empty_glob_hint
@@ -117,7 +118,7 @@ def expand_family(
     tell the line of a problem in its own `cases:`."""
     problems: list[DefinitionError] = []
     family = str(definition["id"])
-    root = project_root.resolve()
+    root = real_path(project_root)
     rows, files = dataset_rows(
         definition=definition,
         root=root,
@@ -127,7 +128,7 @@ def expand_family(
         max_cases=max_cases,
         check_text=check_text,
     )
-    own = relative(path=Path(check_file).resolve(), root=root)
+    own = relative(path=real_path(check_file), root=root)
     # A file or line that could not be read is reported with what is wrong in the rows that
     # could, so one `eb validate` names every bad row (the family expands to nothing either way).
     if not rows and problems:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from eval_banana.core.realpaths import real_path
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import ConfigDoc, PlannedCheck
 from eval_banana.runners import IN_PROCESS
@@ -50,5 +51,5 @@ def runs_beside(*, config: ConfigDoc, run_dir: Path) -> Path | None:
     """The output folder that holds this run folder beside earlier ones, where no other run
     deletes old runs while these checks execute (None with --flat-output: the run is the
     folder)."""
-    base = output_base(config=config).resolve()
-    return None if base == run_dir.resolve() else base
+    base = real_path(output_base(config=config))
+    return None if base == real_path(run_dir) else base

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval_banana.core.errors import ChangeSelectionError, ProjectStateError
+from eval_banana.core.realpaths import real_path
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.projectstate.git import GitNotStarted, GitRefused, NotARepository
 from eval_banana.projectstate.patterns import InputPatterns, outermost
@@ -66,7 +67,7 @@ def _check_files(*, source: str, definition: dict[str, Any], root: str) -> _Chec
     files = [Path(source)]
     script_path = definition.get("script_path")
     if script_path:
-        files.append((Path(source).parent / str(script_path)).resolve())
+        files.append(real_path(Path(source).parent / str(script_path)))
     if definition.get("type") == "assertions" and definition.get("artifact"):
         # What an assertions check grades counts whether `inputs:` name it or not, as in its
         # cache key: a changed artifact selects the check.

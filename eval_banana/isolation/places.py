@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.core.realpaths import real_path
 from eval_banana.models.stages import ConfigDoc
 
 # The earlier run folders watched: the most recently changed ones (three watches each), so a
@@ -106,9 +107,9 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
     """Where eb's state lies for a run writing into `run_dir`."""
     from eval_banana.settings.folders import cache_dir, own_folders, record_path
 
-    cache = cache_dir(config=config).resolve()
-    current = run_dir.resolve()
-    bases = [folder.resolve() for folder in own_folders(config=config)]
+    cache = real_path(cache_dir(config=config))
+    current = real_path(run_dir)
+    bases = [real_path(folder) for folder in own_folders(config=config)]
     bases = [base for base in bases if base != cache]
     folders: list[str] = []
     files = [str(record_path(config=config).absolute())]
@@ -145,9 +146,9 @@ def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -
     run folder (nor an output folder that is the run folder itself, --flat-output)."""
     from eval_banana.settings.folders import own_folders
 
-    current = str(run_dir.resolve())
+    current = str(real_path(run_dir))
     wanted = {places.cache, *places.files}
-    wanted.update(str(folder.resolve()) for folder in own_folders(config=config))
+    wanted.update(str(real_path(folder)) for folder in own_folders(config=config))
     paths = sorted(
         path
         for path in wanted

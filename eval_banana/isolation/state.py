@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import (
     LOCK_NAME,
     alone,
@@ -125,7 +126,7 @@ class StateWatch:
         self, *, places: StatePlaces, project_root: Path, running: frozenset[str] = frozenset()
     ) -> None:
         self.places = places
-        self._project = str(project_root.resolve())
+        self._project = str(real_path(project_root))
         self._lock = threading.Lock()
         self._running: set[str] = set()
         self._ended: list[str] = []

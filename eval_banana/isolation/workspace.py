@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from eval_banana.core.realpaths import real_path
 from eval_banana.projectstate.blobs import same_content
 
 Method = Literal["overlay", "copy"]
@@ -290,7 +291,7 @@ def make_workspace(
     """
     chosen: Method = method or ("overlay" if overlay_usable() else "copy")
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
-    if scratch.resolve().is_relative_to(root.resolve()):
+    if real_path(scratch).is_relative_to(real_path(root)):
         # An overlay's upper folder may not lie inside its lower one; a copy inside the project
         # would be part of it. Temporary files belong outside the project.
         chosen = "copy" if chosen == "overlay" else chosen

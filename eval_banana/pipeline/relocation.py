@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.errors import RunFolderError
+from eval_banana.core.realpaths import real_path
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.rundir import output_base
 
@@ -40,7 +41,7 @@ def _same_folder(*, one: Path, other: Path) -> bool:
 
 def _places_made(*, config: ConfigDoc) -> tuple[Path, ...]:
     """Where the run folder was made: in its output folder, or the folder itself (--flat-output)."""
-    base = output_base(config=config).resolve()
+    base = real_path(output_base(config=config))
     return (base / config.run_id, base)
 
 
@@ -48,7 +49,7 @@ def relocation(*, run_dir: Path, config: ConfigDoc) -> Relocation | None:
     """The project `run_dir` belongs to now, when it is not the recorded one (None: it is, or
     the run folder moved alone while its project stayed). Refuses a run folder that left a
     project which is gone, when it sits nowhere that project kept its runs."""
-    run_dir = run_dir.resolve()
+    run_dir = real_path(run_dir)
     made_in = Path(config.project_root)
     places = _places_made(config=config)
     if any(_same_folder(one=place, other=run_dir) for place in places):

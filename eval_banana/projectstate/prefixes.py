@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from eval_banana.core.realpaths import real_path
 from eval_banana.projectstate.patterns import paths_under
 
 
@@ -28,11 +29,11 @@ def relative_folders(*, root: str, folders: Iterable[str | Path]) -> tuple[str, 
 def relative_files(*, root: str | Path, files: Iterable[Path]) -> frozenset[str]:
     """The files inside `root` (links resolved, as the root is) as root-relative POSIX
     paths; those outside it left out."""
-    base = Path(root).resolve()
+    base = real_path(root)
     found = set()
     for path in files:
         with contextlib.suppress(ValueError):
-            found.add(path.resolve().relative_to(base).as_posix())
+            found.add(real_path(path).relative_to(base).as_posix())
     return frozenset(found)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from eval_banana.assertions.paths import WHOLE_PLACEHOLDER_PATTERN
+from eval_banana.core.realpaths import real_path
 from eval_banana.stagefiles.layout import STAGE_FILES, STAGE_NAMES, stage_path
 
 if TYPE_CHECKING:
@@ -331,7 +332,7 @@ def stage_examples() -> dict[str, str]:
         examples = {}
         for stage in STAGE_NAMES:
             raw = stage_path(run_dir=run_dir, stage=stage).read_text()
-            document: Any = json.loads(_normalize(raw, root=str(root.resolve())))
+            document: Any = json.loads(_normalize(raw, root=str(real_path(root))))
             examples[stage] = json.dumps(document, indent=2, sort_keys=True) + "\n"
         return examples
 

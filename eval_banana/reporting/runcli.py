@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.version import tool_version
 from eval_banana.reporting import ReportExtras
 
@@ -56,7 +57,7 @@ def prepare_report_options(
         return extras, None
     path = Path(args.result_out)
     check_result_target(path=path, shown=args.result_out)
-    cwd = Path(args.cwd).resolve()
+    cwd = real_path(args.cwd)
     return extras, ResultOut(
         path=path,
         shown=args.result_out,

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from eval_banana.core import forked
 from eval_banana.core.files import write_model
+from eval_banana.core.realpaths import real_path
 from eval_banana.models.config import Selection
 from eval_banana.pipeline.finish import finish_run
 from eval_banana.pipeline.outcome import RunOutcome
@@ -50,7 +51,7 @@ class MergeRequest(NamedTuple):
 
 def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     """Check the shard folders, write the merged run folder, score and report it."""
-    runs = read_shard_set(run_dirs=[path.resolve() for path in request.run_dirs])
+    runs = read_shard_set(run_dirs=[real_path(path) for path in request.run_dirs])
     evidence = shardevidence.shard_evidence(runs=runs)
     local = resolve_config(
         cwd=request.cwd,

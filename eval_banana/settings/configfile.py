@@ -18,6 +18,7 @@ from eval_banana.core.jsonvalues import (
     too_long_number_line,
 )
 from eval_banana.core.readback import read_regular
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.textfiles import unicode_said
 from eval_banana.core.words import unprintable, visible
 from eval_banana.models.stages import ProblemModel
@@ -60,12 +61,12 @@ def project_root_of(*, cwd: Path, no_project_config: bool) -> Path:
     """The project root a command started at `cwd` works in: the folder holding the nearest
     `.eval-banana/config.toml`, else `cwd` itself (resolved)."""
     found = None if no_project_config else find_config_file(start=cwd)
-    return found.parent.parent if found is not None else cwd.resolve()
+    return found.parent.parent if found is not None else real_path(cwd)
 
 
 def find_config_file(*, start: Path) -> Path | None:
     """The nearest `.eval-banana/config.toml` regular file at or above `start`."""
-    here = start.resolve()
+    here = real_path(start)
     for directory in (here, *here.parents):
         candidate = directory / CONFIG_DIR / CONFIG_NAME
         try:

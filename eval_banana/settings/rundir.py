@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import OutputDirError
 from eval_banana.core.log import Logger
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import alone_in_folder
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.folders import setting_path
@@ -40,7 +41,7 @@ def _refuse_flat(*, exact: Path) -> None:
             f"Refusing --flat-output because the exact output path is a symlink: {exact}",
             file=str(exact),
         )
-    resolved = exact.resolve()
+    resolved = real_path(exact)
     if resolved.exists() and not resolved.is_dir():
         raise OutputDirError(
             f"Refusing --flat-output because the output path is not a directory: {resolved}",
@@ -100,8 +101,8 @@ def discard_run_dir(*, folder: RunFolder) -> None:
 def _run_dir_path(*, config: ConfigDoc, flat_output: bool) -> Path:
     base = output_base(config=config)
     if flat_output:
-        return Path(str(base).rstrip("/") or "/").resolve()
-    return base.resolve() / config.run_id
+        return real_path(str(base).rstrip("/") or "/")
+    return real_path(base) / config.run_id
 
 
 def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:
@@ -111,9 +112,9 @@ def prepare_run_dir(*, config: ConfigDoc, flat_output: bool) -> Path:
         # A trailing slash must not let a symlink through.
         exact = Path(str(base).rstrip("/") or "/")
         _refuse_flat(exact=exact)
-        run_dir = exact.resolve()
+        run_dir = real_path(exact)
     else:
-        run_dir = base.resolve() / config.run_id
+        run_dir = real_path(base) / config.run_id
     try:
         (run_dir / "checks").mkdir(parents=True, exist_ok=True)
         (run_dir / "stages").mkdir(parents=True, exist_ok=True)
@@ -197,7 +198,7 @@ def is_finished_run(*, folder: Path) -> bool:
 def run_dirs(*, config: ConfigDoc) -> list[Path]:
     """Every run under the output folder, oldest first (a flat-output folder is one run,
     itself)."""
-    base = output_base(config=config).resolve()
+    base = real_path(output_base(config=config))
     if (base / "stages" / "config.json").is_file():
         return [base]
     return runs_by_creation(base=base)
@@ -225,7 +226,7 @@ def prune_runs(*, config: ConfigDoc, current: Path) -> list[str]:
     not a run's; a shard's run (`--shard`) deletes nothing. The cache's blobs the deleted files
     were links to stay where they are."""
     keep = config.settings.core.keep_runs
-    base = output_base(config=config).resolve()
+    base = real_path(output_base(config=config))
     if keep <= 0 or (base / "stages" / "config.json").is_file():
         return []  # every run is kept, or the output folder is a --flat-output run itself
     if config.selection.shard is not None:
@@ -241,11 +242,11 @@ def prune_runs(*, config: ConfigDoc, current: Path) -> list[str]:
 
 
 def _prune(*, base: Path, keep: int, current: Path) -> list[str]:
-    this_run = current.resolve()
+    this_run = real_path(current)
     finished = [
         run
         for run in runs_by_creation(base=base)
-        if not run.is_symlink() and run.resolve() != this_run and is_finished_run(folder=run)
+        if not run.is_symlink() and real_path(run) != this_run and is_finished_run(folder=run)
     ]
     problems: list[str] = []
     for run in finished[: max(0, len(finished) - (keep - 1))]:

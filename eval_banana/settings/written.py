@@ -21,6 +21,7 @@ from pathlib import Path
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import write_model
 from eval_banana.core.readback import loads_json, read_regular
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.version import tool_version
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.models.written import WRITTEN_SCHEMA, WrittenFile, WrittenFilesDoc
@@ -58,7 +59,7 @@ def remember_written(*, config: ConfigDoc, paths: Iterable[str | Path]) -> None:
     """Note the files among `paths` that lie inside the project as eb's, as they are now
     (atomically; the newest `KEPT` kept). A record that cannot be written costs only the
     next run's reuse of verdicts: it is never an error."""
-    root = Path(config.project_root).resolve()
+    root = real_path(config.project_root)
     fresh: dict[str, WrittenFile] = {}
     for path in paths:
         noted = _as_written(path=Path(path), root=root)
@@ -81,7 +82,7 @@ def remember_written(*, config: ConfigDoc, paths: Iterable[str | Path]) -> None:
 def _as_written(*, path: Path, root: Path) -> WrittenFile | None:
     """`path` as a note, when it is a regular file inside `root` (resolved)."""
     try:
-        relative = path.resolve().relative_to(root).as_posix()
+        relative = real_path(path).relative_to(root).as_posix()
         size = os.stat(path).st_size
     except (OSError, ValueError):
         return None

@@ -24,6 +24,7 @@ from typing import Any
 
 from eval_banana.core.errors import StageFileError
 from eval_banana.core.readback import read_json
+from eval_banana.core.realpaths import real_path
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.settings.rundir import output_base
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
@@ -60,8 +61,8 @@ def refuse_other_run(*, run_dir: Path, stage: str, doc: Any, config_run_id: str 
 
 def _config_elsewhere(*, run_dir: Path, config: ConfigDoc) -> str | None:
     """Why config.json is not this folder's (None: it is, as far as the folder can tell)."""
-    folder = run_dir.resolve()
-    base = output_base(config=config).resolve()
+    folder = real_path(run_dir)
+    base = real_path(output_base(config=config))
     if folder == base or (folder.parent == base and folder.name == config.run_id):
         return None  # where eb made that run: in its output folder, or that folder itself
     if folder.parent == base:

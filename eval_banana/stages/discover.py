@@ -177,7 +177,7 @@ def walked_root(*, config: ConfigDoc) -> str:
     check_dir = config.selection.check_dir
     if check_dir is None:
         return str(project_root)
-    return str((project_root / check_dir).resolve())
+    return str(real_path(project_root / check_dir))
 
 
 def discover_files(*, config: ConfigDoc) -> tuple[list[str], list[str], list[Candidate]]:
@@ -215,8 +215,8 @@ def check_dir_outside_warning(*, config: ConfigDoc) -> str | None:
     check_dir = config.selection.check_dir
     if check_dir is None:
         return None
-    project_root = Path(config.project_root).resolve()
-    folder = (project_root / check_dir).resolve()
+    project_root = real_path(config.project_root)
+    folder = real_path(project_root / check_dir)
     if folder == project_root or project_root in folder.parents:
         return None
     given = check_dir if check_dir == str(folder) else f"{check_dir} ({folder})"

@@ -11,6 +11,7 @@ from eval_banana.core.files import (
     write_bytes_atomic,
     write_json_atomic,
 )
+from eval_banana.core.realpaths import real_path
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, ReportDoc, ScoreDoc
 from eval_banana.reporttext.markdown import render_markdown
 from eval_banana.stagefiles.layout import REPORT_JSON, REPORT_MD, envelope
@@ -40,7 +41,7 @@ def build_report(
         "schema_version": REPORT_SCHEMA_VERSION,
         "run_id": execute.run_id,
         "project_root": config.project_root,
-        "output_dir": str(run_dir.resolve()),
+        "output_dir": str(real_path(run_dir)),
         "started_at": execute.started_at,
         "completed_at": execute.completed_at,
         # After `eb update`, the run's own time plus its updates', not the days between them.

@@ -4,6 +4,7 @@ with a reason naming the artifact and what makes it unusable."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,26 @@ def test_an_artifact_is_read_to_the_depth_bound_and_refused_beyond_it(
             f"tree[0] exists: artifact {artifact} is nested deeper than 200 levels, the most eb "
             "reads in a JSON or YAML file"
         ), check_id
+
+
+def test_an_artifact_that_is_a_symlink_loop_is_named_as_one(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Python 3.11's Path.resolve raised RuntimeError at the loop: the check errored with
+    `RuntimeError: Symlink loop from ...` as its reason."""
+    root = project(
+        {"eval_checks/a.yaml": _check("a", artifact="out/lp.json", assertions=_OK_AND_SCORE)}
+    )
+    (root / "out").mkdir()
+    os.symlink("lp.json", root / "out" / "lp.json")
+
+    result = eb("run", "--cwd", str(root), "--no-html", "--json")
+
+    assert result.exit_code == 1
+    check = _results(result)["a"]
+    assert check["status"] == "failed", check
+    messages = [entry["message"] for entry in check["details"]["assertions"]]
+    assert messages and all(
+        message.endswith("artifact out/lp.json cannot be read: a symbolic link loop")
+        for message in messages
+    ), messages

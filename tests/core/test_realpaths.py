@@ -29,3 +29,16 @@ def test_links_are_followed_as_resolve_follows_them(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as raised:
         real_path(missing, strict=True)
     assert path_trouble(raised.value) == "No such file or directory"
+
+
+def test_eb_resolves_paths_only_through_real_path() -> None:
+    """A `.resolve()` left anywhere a user's path can reach is a RuntimeError traceback at a
+    link loop on Python 3.11: only eb's own module files are resolved directly."""
+    package = Path(__file__).resolve().parent.parent.parent / "eval_banana"
+    found = [
+        f"{source.relative_to(package)}:{number}: {line.strip()}"
+        for source in sorted(package.rglob("*.py"))
+        for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1)
+        if ".resolve(" in line and "Path(__file__).resolve()" not in line
+    ]
+    assert found == [], "use core.realpaths.real_path:\n" + "\n".join(found)

@@ -708,3 +708,19 @@ def test_validate_refuses_an_agent_missing_from_path_as_run_does(tmp_path: Path)
     lenient = eb("validate", "--allow-missing-agent")
     assert lenient.returncode == 0, lenient.stderr
     assert "warning: " in lenient.stderr and "not found on PATH" in lenient.stderr
+
+
+def test_a_script_path_that_is_a_symlink_loop_is_refused_as_a_missing_script(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    # Python 3.11's Path.resolve raised RuntimeError at the loop: a traceback, exit 1.
+    root = project({"eval_checks/a.yaml": HEAD + "type: deterministic\nscript_path: lp.py\n"})
+    os.symlink("lp.py", root / "eval_checks" / "lp.py")
+    message = (
+        f"Deterministic script not found: {root / 'eval_checks' / 'lp.py'} "
+        f"(script_path: lp.py in {root / 'eval_checks' / 'a.yaml'}:5)"
+    )
+    for command in ("validate", "run"):
+        result = eb(command, "--cwd", str(root))
+        assert result.exit_code == 2, (command, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
