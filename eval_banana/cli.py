@@ -76,7 +76,7 @@ import errno  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
-from typing import NoReturn  # noqa: E402
+from typing import Any, NoReturn  # noqa: E402
 
 from eval_banana.commands import COMMANDS, command_module  # noqa: E402
 from eval_banana.commands.common import EXIT_HELP, annotate_problems  # noqa: E402
@@ -120,6 +120,19 @@ class _Parser(argparse.ArgumentParser):
     ) -> tuple[argparse.Namespace, list[str]]:
         self._given = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # Python 3.11's argparse drops a `--` that is an option's own value (`--check-id=--`,
+        # `-k=--`) as if it ended the options, and the option got `[]`: a crash, or a silently
+        # dropped `--baseline`. `--` is a valid check id and a possible file name, so an
+        # option takes it as given, as Python 3.13 does. Only a `--` after `=` (or stuck to a
+        # short flag) gets here: `--check-id --` is still "expected one argument".
+        if not action.option_strings or "--" not in arg_strings:
+            return super()._get_values(action, arg_strings)
+        values = [self._get_value(action, text) for text in arg_strings]
+        for value in values:
+            self._check_value(action, value)
+        return values[0] if action.nargs in (None, argparse.OPTIONAL) else values
 
     def error(self, message: str) -> None:  # type: ignore[override]
         misplaced = self._misplaced()

@@ -234,3 +234,30 @@ def test_a_run_folder_without_its_config_stage_is_told_to_start_anew(
     (run / "stages" / "config.json").unlink()
     done = eb("stage", "score", "--cwd", str(root), "--run-dir", str(run))
     assert "hint: Start a new run with eb run" in done.stderr
+
+
+def test_an_option_takes_the_value_double_dash_as_given(
+    project: Project, eb: Eb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python 3.11's argparse turned `--check-id=--` into `[]` (a crash), `--output-dir=--`
+    into "must be a string, got []", and dropped `--baseline=--` without a word. `--` is a
+    valid check id and a possible folder name."""
+    root = project(
+        {
+            "eval_checks/dashes.yaml": check_yaml("--"),
+            "eval_checks/other.yaml": check_yaml("other"),
+        }
+    )
+    listed = eb("list", "--cwd", str(root), "--check-id=--")
+    assert listed.exit_code == 0, listed.stderr
+    assert "1 check listed" in listed.stderr + listed.stdout
+    ran = eb("run", "--cwd", str(root), "--check-id=--", "--output-dir=--", "--json")
+    assert ran.exit_code == 0, ran.stderr
+    assert [check["check_id"] for check in json.loads(ran.stdout)["checks"]] == ["--"]
+    assert len(list((root / "--").iterdir())) == 1  # the run folder, under `--`
+    monkeypatch.chdir(root)  # --baseline is relative to the folder eb starts in
+    baseline = eb("run", "--baseline=--")
+    assert baseline.exit_code == 2, baseline.stderr
+    assert f"{root / '--'} holds one run folder" in baseline.stderr
+    spaced = eb("list", "--cwd", str(root), "--check-id", "--")
+    assert spaced.exit_code == 2 and "expected one argument" in spaced.stderr
