@@ -14,10 +14,11 @@ from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.places import SlotTaken
 from eval_banana.cache.store import CacheStore, drop_kept_runs
-from eval_banana.cache.verdictentry import entry_document
+from eval_banana.cache.verdictentry import UnstorableName, entry_document
 from eval_banana.cache.warn import Warn
 from eval_banana.checks.inputs import artifact_id, artifact_of
 from eval_banana.core.errors import WriteFault
+from eval_banana.core.words import visible
 from eval_banana.models.config import CacheMode
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import PlannedCheck
@@ -94,6 +95,14 @@ class VerdictRecorder:
                 self._warn(
                     message=f"Cannot store the verdict of check '{check.id}' in the cache: {exc}",
                     file=str(self.store.folder),
+                )
+            except UnstorableName as exc:
+                # The check ran and its verdict stands; only the cache cannot keep it.
+                self._warn(
+                    message=f"Cannot store the verdict of check '{check.id}' in the cache: {exc}",
+                    file=visible(str(exc.path)),
+                    hint="Give the files the check writes UTF-8 names: until then, the check "
+                    "runs every time",
                 )
             except SlotTaken as exc:
                 # A folder where an entry or blob goes: damaged content, this verdict unstored.

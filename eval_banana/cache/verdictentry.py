@@ -12,6 +12,7 @@ from eval_banana.cache.namedfiles import names_to_store
 from eval_banana.cache.reuse import REUSE_LAYOUT, restored
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, entries_below
 from eval_banana.core.version import tool_version
+from eval_banana.core.words import SURROGATES, visible
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import PlannedCheck
 from eval_banana.runners.results import iso, utc_now
@@ -26,7 +27,11 @@ def entry_document(
     run_id: str,
     checks_dir: Path,
 ) -> dict[str, Any]:
-    """The entry that keeps `result` under `key`; its files and its reuse text go into `store`."""
+    """The entry that keeps `result` under `key`; its files and its reuse text go into `store`.
+    UnstorableName, before anything is stored, when an evidence file's name is not UTF-8."""
+    evidence = checks_dir / check.stem
+    evidence_files = _evidence_files(folder=evidence)
+    _refuse_names_json_cannot_hold(folder=evidence, sources=evidence_files)
     files = []
     for name in CHECK_OUTPUT_NAMES:  # the files of checks/ stored per check
         source = checks_dir / f"{check.stem}.{name}"
@@ -40,8 +45,7 @@ def entry_document(
         if name not in held and source.is_file():
             blob = store.put(source=source)
             files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
-    evidence = checks_dir / check.stem
-    for source in _evidence_files(folder=evidence):
+    for source in evidence_files:
         blob = store.put(source=source)
         name = "evidence/" + source.relative_to(evidence).as_posix()
         files.append({"name": name, "sha256": blob.sha256, "size": blob.size})
@@ -91,3 +95,21 @@ def _evidence_files(*, folder: Path) -> list[Path]:
     return sorted(
         Path(entry.path) for entry in entries_below(folder) if entry.is_file(follow_symlinks=False)
     )
+
+
+class UnstorableName(ValueError):
+    """An evidence file whose name is not UTF-8: an entry (JSON, UTF-8) cannot name it, and
+    stored under another name its replay would restore a file the check never wrote."""
+
+    def __init__(self, *, path: Path) -> None:
+        super().__init__(
+            f"its evidence file {visible(str(path))} has a name that is not UTF-8 (shown as "
+            "\\xNN), which a cache entry cannot hold"
+        )
+        self.path = path
+
+
+def _refuse_names_json_cannot_hold(*, folder: Path, sources: list[Path]) -> None:
+    for source in sources:
+        if SURROGATES.search(str(source.relative_to(folder))) is not None:
+            raise UnstorableName(path=source)

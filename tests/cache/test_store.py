@@ -17,6 +17,7 @@ import pytest
 from eval_banana.cache.entry import entry_problem
 from eval_banana.cache.reuse import REUSE_LAYOUT
 from eval_banana.cache.store import CacheStore
+from eval_banana.core.stem import artifact_stem
 from eval_banana.models.result import CheckResult
 from tests.cache.rig import (
     Project,
@@ -690,3 +691,48 @@ def test_a_blob_at_the_link_limit_is_stored_again_when_no_check_runs(tmp_path: P
     # The kept run folders keep the old files, unchanged.
     assert os.stat(tmp_path / "kept-runs" / "0").st_ino == old
     assert (tmp_path / "kept-runs" / "0").read_bytes() == b"ok\n"
+
+
+LATIN1_EVIDENCE = """\
+import json, os, sys
+ctx = json.load(open(sys.argv[1]))
+with open(os.path.join(os.fsencode(ctx["output_dir"]), b"caf\\xe9.txt"), "wb") as handle:
+    handle.write(b"evidence")
+"""
+
+
+def test_a_verdict_with_an_evidence_name_that_is_not_utf8_is_run_not_stored(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    """An entry (UTF-8 JSON) cannot name `caf\\xe9.txt`: storing it ended the run in a
+    UnicodeEncodeError after the check passed, and no report was written."""
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={
+            "latin1": script_check("latin1", script=LATIN1_EVIDENCE, inputs=[]),
+            "plain": script_check("plain", script="pass\n", inputs=[]),
+        },
+        files={},
+    )
+    for attempt in ("first", "second"):
+        report = project.run()
+        checks = {check["check_id"]: check for check in report["checks"]}
+        assert cache_of(checks["latin1"])["hit"] is False, attempt  # ran again each time
+        assert cache_of(checks["latin1"])["stored"] is False
+        assert checks["latin1"]["status"] == "passed"
+        stem = artifact_stem(check_id="latin1")
+        run_dir = Path(report["output_dir"])
+        assert os.listdir(os.fsencode(run_dir / "checks" / stem)) == [b"caf\xe9.txt"]
+        assert (run_dir / "report.md").is_file() and (run_dir / "report.html").is_file()
+        warned = project.last.stderr
+        assert (
+            "Cannot store the verdict of check 'latin1' in the cache: its evidence file" in warned
+        )
+        assert f"{stem}/caf\\xe9.txt has a name that is not UTF-8" in warned
+    assert cache_of(checks["plain"])["hit"] is True  # the other verdict was stored
+    stored = {json.loads(path.read_text())["check_id"] for path in project.entries()}
+    assert stored == {"plain"}
+    # Refused before any of its files went into the cache.
+    blobs = [path for path in (project.cache_dir / "blobs").rglob("*") if path.is_file()]
+    assert all(path.read_bytes() != b"evidence" for path in blobs)
