@@ -16,9 +16,10 @@ _DIGEST_PREFIX = b"eval-banana/case-definition-sha256/v1\x00"
 # Built once: json.dumps with options builds an encoder per call, and this runs per case.
 # NaN and Infinity are refused: Python's json reads and writes them, but they are not JSON, and
 # a script in another language would fail to read its case, or plan.json, over them.
-CANONICAL = json.JSONEncoder(
+CANONICAL_ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
+)
+CANONICAL = CANONICAL_ENCODER.encode
 
 
 def _canonical(value: object) -> bytes:

@@ -15,9 +15,15 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.caseid import case_check_id
 from eval_banana.core.errors import DefinitionError
+from eval_banana.core.jsonencoder import reused_encoder
 from eval_banana.core.jsonvalues import Unsayable, unsayable
 from eval_banana.core.realpaths import real_path
-from eval_banana.datasets.casedigest import CANONICAL, component, family_digest, family_hash
+from eval_banana.datasets.casedigest import (
+    CANONICAL_ENCODER,
+    component,
+    family_digest,
+    family_hash,
+)
 from eval_banana.datasets.casefields import CASE_ID, Refused, bad_id_message, case_tags, row_case_id
 from eval_banana.datasets.casesfrom import empty_glob_hint
 from eval_banana.datasets.celltypes import NumberOutOfRange, cell_readers, typed_row
@@ -163,7 +169,9 @@ def expand_family(
     base = family_hash(definition=definition, script=script)
     digest_of_family = family_digest(definition=definition, script=script)
     width = len(str(len(rows)))
-    seen: dict[str, _FirstId] = {}
+    # case id -> the row it was first met in, and whether that row has no `id` (the phrase
+    # saying where it is is made only for a duplicate)
+    seen: dict[str, tuple[Row, bool]] = {}
     cases: list[ExpandedCase] = []
     family_tags = list(definition.get("tags") or [])
     sample = next((row.value for row in rows if type(row.value) is dict), {})
@@ -184,6 +192,7 @@ def expand_family(
             ],
         )
     fullmatch_id = CASE_ID.fullmatch
+    canonical_of = reused_encoder(CANONICAL_ENCODER)  # casedigest._canonical's text, per case
     # (kind, field) -> the cases a text of the family could not be rendered for, told at the end
     unrendered: dict[tuple[str, str | None, str | None], list[tuple[Row, str, RenderProblem]]] = {}
     # The case's component header (casedigest.component) up to its length, built once.
@@ -211,9 +220,7 @@ def expand_family(
         found = None if row.string_keys else unsayable(value)
         if found is None:
             try:
-                canonical = CANONICAL(
-                    value
-                ).encode()  # casedigest._canonical, inline: once per case
+                canonical = canonical_of(value).encode()
             except (TypeError, ValueError):
                 found = unsayable(value) or Unsayable("", "a value", "quote the value")
         if found is not None:
@@ -245,11 +252,13 @@ def expand_family(
             )
             continue
         if case_id in seen:
+            first_row, first_placed = seen[case_id]
+            first = _FirstId(f"{first_row.file} {first_row.where}", placed=first_placed)
             problems.append(
-                _duplicate_id(row=row, case_id=case_id, first=seen[case_id], placed=given is None)
+                _duplicate_id(row=row, case_id=case_id, first=first, placed=given is None)
             )
             continue
-        seen[case_id] = _FirstId(f"{row.file} {row.where}", placed=given is None)
+        seen[case_id] = (row, given is None)
         if validator is not None:
             try:
                 error = first_error(validator=validator, row=value, check_file=check_file)

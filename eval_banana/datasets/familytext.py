@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from eval_banana.core.jsonencoder import reused_encoder
 from eval_banana.datasets.keys import DATASET_KEYS
 from eval_banana.datasets.problems import assertion_place
 from eval_banana.datasets.render import (
@@ -21,15 +22,20 @@ from eval_banana.datasets.render import (
     unfixable_in,
 )
 
-# Built once: json.dumps with options builds an encoder per call, and this runs per case.
-_ONE_LINE = json.JSONEncoder(ensure_ascii=False).encode
+# One line of JSON: json's indenting encoder is pure Python, and this runs per case.
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False)
 
 
 def fenced(*, case_id: str, row: dict[str, Any]) -> str:
     """The case's fields as a fenced JSON block (a fence longer than any backtick run)."""
-    # One line of JSON: json's indenting encoder is pure Python, and this runs per case.
-    body = _ONE_LINE(row)
-    longest = max((len(run) for run in re.findall(r"`+", body)), default=0) if "`" in body else 0
+    return fenced_text(case_id=case_id, body=_ONE_LINE.encode(row))
+
+
+def fenced_text(*, case_id: str, body: str) -> str:
+    """`fenced` of the row whose one line of JSON is `body`."""
+    if "`" not in body:  # most rows: the shortest fence
+        return f"Case {case_id}:\n```json\n{body}\n```"
+    longest = max(len(run) for run in re.findall(r"`+", body))
     fence = "`" * max(3, longest + 1)
     return f"Case {case_id}:\n{fence}json\n{body}\n{fence}"
 
@@ -54,6 +60,8 @@ class FamilyRenderer:
         self.placed = has_placeholder(instructions)
         self.instructions = instructions
         self.instructed = _template(instructions)
+        # The family's own encoder of its rows (fenced's), kept for all of them.
+        self.one_line = reused_encoder(_ONE_LINE)
         # Without placeholders the instructions are the same text for every case (`{{{{`
         # written as `{{`), the case's block after them.
         self.fixed = ""
@@ -99,7 +107,8 @@ class FamilyRenderer:
                 if self.placed:
                     rendered["instructions"] = self.instructed(row)
                 else:
-                    rendered["instructions"] = f"{self.fixed}\n\n{fenced(case_id=case_id, row=row)}"
+                    block = fenced_text(case_id=case_id, body=self.one_line(row))
+                    rendered["instructions"] = f"{self.fixed}\n\n{block}"
             elif self.kind == "assertions":
                 place = "artifact"
                 rendered["artifact"] = render_text(text=str(self.base["artifact"]), case=row)

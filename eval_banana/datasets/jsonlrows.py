@@ -23,6 +23,7 @@ from eval_banana.datasets.rows import (
     decode_json,
     invisible,
     number_too_long,
+    scan_json,
     too_deep,
 )
 
@@ -86,6 +87,7 @@ def _jsonl(
     append = rows.append
     bad: list[DefinitionError] = []
     first: str | None = None
+    scan = scan_json
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -101,7 +103,12 @@ def _jsonl(
             bad.append(too_deep(file=file, line=number, what=f"Dataset {file} line {number}"))
             continue
         try:
-            value = decode_json(line)
+            try:
+                value, end = scan(line, 0)  # decode_json's value, without its frames
+            except (StopIteration, ValueError):
+                end = -1  # not a value at its start, or a bad one: decode_json says which
+            if end != len(line):  # space or more after the value, or none read
+                value = decode_json(line)
         except RepeatedKey as exc:
             bad.append(
                 dataset_problem(

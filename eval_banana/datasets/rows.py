@@ -14,7 +14,8 @@ import itertools
 import json
 import re
 import unicodedata
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.core.jsonvalues import json_float, once_each, too_long_number
@@ -223,7 +224,12 @@ REPEATED_KEY_HINT = "each key may appear once in a row; delete the repeated one"
 # json.loads without its per-call type checks: a .jsonl file calls it once per line. A row
 # that names a key twice is refused (RepeatedKey), as in YAML rows; a number that reads as 0
 # but is not zero (`1e-400`) is kept as a TinyNumber, which the row's expansion tells.
-decode_json = json.JSONDecoder(object_pairs_hook=once_each, parse_float=json_float).decode
+_ROW_DECODER = json.JSONDecoder(object_pairs_hook=once_each, parse_float=json_float)
+decode_json = _ROW_DECODER.decode
+# What `decode_json` runs after its two whitespace matches: (value, where it ends), or
+# StopIteration / ValueError. A line that is one value and nothing else (nearly every line of
+# a .jsonl file) is read by it alone; any other line is left to decode_json.
+scan_json: Callable[[str, int], tuple[Any, int]] = _ROW_DECODER.scan_once  # type: ignore[attr-defined]  # not in typeshed
 
 
 def invisible(char: str) -> tuple[str, str] | None:

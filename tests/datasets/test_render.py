@@ -95,6 +95,20 @@ def test_the_case_block_fence_outgrows_backticks_in_the_row() -> None:
     assert block.startswith("Case a:\n````json\n") and block.endswith("\n````")
 
 
+def test_a_judge_case_s_block_is_the_fenced_row_with_or_without_backticks() -> None:
+    """The family's kept encoder writes each case's block as `fenced` does."""
+    from eval_banana.datasets.familytext import FamilyRenderer
+
+    definition = {"id": "f", "type": "harness_judge", "description": "d", "instructions": "Judge."}
+    renderer = FamilyRenderer(definition=definition, sample={})
+    rows = [{"id": "a", "text": "é"}, {"text": "`x` and ```code```"}, {"n": [1.5, None, True]}]
+    for row in rows:
+        rendered = renderer.render(case_id="c", row=row)
+        assert rendered["instructions"] == "Judge.\n\n" + fenced(case_id="c", row=row)
+    block = fenced(case_id="a", row={"text": "é"})
+    assert block == 'Case a:\n```json\n{"text": "é"}\n```'
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eval_banana.core.errors import DefinitionError
 from eval_banana.datasets.reading import read_rows
@@ -106,6 +108,53 @@ def test_a_jsonl_line_ends_at_a_newline_only(tmp_path: Path) -> None:
     assert problems == []
     assert [row.value["text"] for row in rows] == [*texts, "g"]
     assert [row.line for row in rows] == [1, 2, 3, 5]
+
+
+# Lines of a .jsonl file: JSON values, with spaces, a comma or more after them, and scraps.
+_JSONL_LINE = st.one_of(
+    st.builds(
+        lambda value, before, after: before + json.dumps(value) + after,
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.sampled_from("abc"), inner, max_size=3)
+            ),
+            max_leaves=6,
+        ),
+        st.sampled_from(["", " ", "\t"]),
+        st.sampled_from(["", " ", ",", " x", "1"]),
+    ),
+    st.text(alphabet=' {}[]":,019eE.-+nulNaIfity\\', max_size=10),
+    st.sampled_from(['{"a": 1, "a": 2}', '{"a": 1e-400}', '{"n": ' + "9" * 5000 + "}"]),
+)
+
+
+@settings(max_examples=300)
+@given(lines=st.lists(_JSONL_LINE, max_size=6))
+def test_each_jsonl_row_is_what_decoding_its_line_alone_gives(lines: list[str]) -> None:
+    """A line read by the decoder's scanner alone (one value, nothing around it) gives the row
+    decoding the whole line gives; every other line is decoded whole, as before."""
+    from eval_banana.datasets.jsonlrows import _jsonl
+    from eval_banana.datasets.rows import decode_json
+
+    def shown(value: object) -> str:  # NaN and a tiny number, each equal to itself
+        return json.dumps(value, default=lambda tiny: ["tiny", tiny.text])
+
+    expected: list[tuple[int, str]] = []
+    failing = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            expected.append((number, shown(decode_json(line))))
+        except ValueError:
+            failing += 1
+    problems: list[DefinitionError] = []
+    rows = _jsonl(lines=iter(lines), file="rows.jsonl", problems=problems, limit=None)
+    assert [(row.line, shown(row.value)) for row in rows] == expected
+    first = next((line.strip() for line in lines if line.strip()), "")
+    assert len(problems) == (min(failing, 1) if first in ("{", "[") else failing)
 
 
 def test_a_jsonl_file_read_in_blocks_gives_the_same_rows_and_lines(
