@@ -66,17 +66,20 @@ def plan_case(
     10,000 cases plans 10,000 checks that differ in seven fields.
     """
     definition = case.definition
+    check_id = case.check_id
     planned: PlannedCheck = object.__new__(PlannedCheck)
-    values = planned.__dict__
-    values.update(template.__dict__)
-    values["id"] = case.check_id
+    values = template.__dict__.copy()  # the template's fields, in their order
+    values["id"] = check_id
     values["description"] = definition["description"]
-    values["stem"] = case_artifact_stem(family=template.family or "", case_id=case.case_id)
+    values["stem"] = case_artifact_stem(
+        family=template.family or "", case_id=case.case_id, check_id=check_id
+    )
     values["check_definition_sha256"] = case.digest
     values["definition"] = definition
     values["case_id"] = case.case_id
     values["case"] = case.row
     values["case_index"] = case_index  # its place in the dataset: merges keep dataset order
+    planned.__dict__ = values
     return planned
 
 

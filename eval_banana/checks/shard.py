@@ -118,20 +118,19 @@ def relative_source(*, source_path: str, project_root: str) -> str:
 
 def selection_digest(*, checks: Iterable[PlannedCheck], project_root: str) -> str:
     """`sha256:<hex>` over (relative path, id, definition digest) of each check, by that path."""
-    # A family's cases share one source path: each path is made relative once.
+    # A family's cases share one source path (and come together): each path is made
+    # relative once.
     relative: dict[str, str] = {}
-
-    def of(source_path: str) -> str:
-        found = relative.get(source_path)
-        if found is None:
-            found = relative[source_path] = relative_source(
-                source_path=source_path, project_root=project_root
+    rows: list[tuple[str, str, str]] = []
+    source = shown = ""
+    for check in checks:
+        if check.source_path != source:
+            source = check.source_path
+            shown = relative.get(source) or relative.setdefault(
+                source, relative_source(source_path=source, project_root=project_root)
             )
-        return found
-
-    return rows_digest(
-        rows=((of(check.source_path), check.id, check.check_definition_sha256) for check in checks)
-    )
+        rows.append((shown, check.id, check.check_definition_sha256))
+    return rows_digest(rows=rows)
 
 
 def rows_digest(*, rows: Iterable[tuple[str, str, str]]) -> str:

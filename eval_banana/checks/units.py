@@ -93,15 +93,10 @@ def expand(
         if found:
             problems.extend(found)
             continue
+        files, digest = expansion.files, expansion.family_digest
+        # Positional: a family of 10,000 cases makes 10,000 units.
         units.extend(
-            Unit(
-                item=item,
-                case=case,
-                family_files=expansion.files,
-                case_index=index,
-                family_digest=expansion.family_digest,
-            )
-            for index, case in enumerate(expansion.cases)
+            Unit(item, case, files, index, digest) for index, case in enumerate(expansion.cases)
         )
     return units, problems, frozen
 

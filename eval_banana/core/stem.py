@@ -22,10 +22,12 @@ def _stem(check_id: str) -> str:
     return f"{safe}-{hashlib.sha256(check_id.encode('utf-8')).hexdigest()}"
 
 
-def case_artifact_stem(*, family: str, case_id: str) -> str:
-    """`artifact_stem` of the case check `<family>[<case_id>]`, without the pattern or the
-    memo: a family id and a case id hold only safe characters, so each bracket is one unsafe
-    run of its own (a family of 10,000 cases plans 10,000 stems)."""
-    check_id = f"{family}[{case_id}]"
+def case_artifact_stem(*, family: str, case_id: str, check_id: str | None = None) -> str:
+    """`artifact_stem` of the case check `<family>[<case_id>]` (`check_id`, when the caller
+    has it), without the pattern or the memo: a family id and a case id hold only safe
+    characters, so each bracket is one unsafe run of its own (a family of 10,000 cases plans
+    10,000 stems)."""
+    if check_id is None:
+        check_id = f"{family}[{case_id}]"
     safe = f"{family}_{case_id}_".strip("._")[:_STEM_PREFIX_CHARS] or "check"
     return f"{safe}-{hashlib.sha256(check_id.encode('utf-8')).hexdigest()}"

@@ -92,7 +92,9 @@ def _case_file_problems(*, config: ConfigDoc, plan: PlanDoc) -> list[ProblemMode
     problems = []
     for check in plan.checks:
         cases = check.definition.get("calibration") if check.type == "harness_judge" else None
-        for position, case in enumerate(cases if isinstance(cases, list) else []):
+        if not cases or not isinstance(cases, list):  # most judges: a family's cases have none
+            continue
+        for position, case in enumerate(cases):
             files = case.get("files") if isinstance(case, dict) else None
             for relative in files if isinstance(files, dict) else {}:
                 problem = case_file_problem(root=root, relative=relative)

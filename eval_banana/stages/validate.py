@@ -10,7 +10,7 @@ from eval_banana.checks.definition import FrozenScript
 from eval_banana.checks.idloading import IdSelection, select_ids
 from eval_banana.checks.idselectors import IdSelectors
 from eval_banana.checks.keywords import compile_selector
-from eval_banana.checks.loading import load_strict, reader_over
+from eval_banana.checks.loading import Loaded, load_strict, reader_over
 from eval_banana.checks.planned import (
     case_template,
     plan_case,
@@ -182,26 +182,37 @@ def validate(
     if not errors:
         # sorted() is stable: a family's cases keep their dataset order.
         templates: dict[str, PlannedCheck] = {}
-        for unit in sorted(units, key=lambda one: one.item.path):
+        family_item: Loaded | None = None  # the family whose cases come now (they come together)
+        family_id = ""
+        family_script: FrozenScript | None = None
+        for unit in sorted(units, key=_unit_path):
             case = unit.case
             if case is not None:
-                rate = unit.item.definition.get("min_pass_rate")
-                if rate is not None:
-                    family_gates[unit.item.definition["id"]] = float(rate)
-                calibration = unit.item.definition.get("calibration")
-                if calibration:
-                    family_calibration[unit.item.definition["id"]] = calibration
+                if unit.item is not family_item:  # what every case of the family shares
+                    family_item = unit.item
+                    family_id = family_item.definition["id"]
+                    rate = family_item.definition.get("min_pass_rate")
+                    if rate is not None:
+                        family_gates[family_id] = float(rate)
+                    calibration = family_item.definition.get("calibration")
+                    if calibration:
+                        family_calibration[family_id] = calibration
+                    family_script = frozen_by_path[family_item.path]
                 if case.definition.get("skip"):
                     skipped.append(skipped_check(unit=unit))
-                    skipped_families[unit.check_id] = unit.item.definition["id"]
-                    skipped_scripts.append((unit, frozen_by_path[unit.item.path]))
+                    skipped_families[case.check_id] = family_id
+                    skipped_scripts.append((unit, family_script))
                     continue
-                script = frozen_by_path[unit.item.path]
                 template = templates.get(unit.item.path)
                 if template is None:
-                    template = templates[unit.item.path] = case_template(unit=unit, frozen=script)
-                    if template.snapshot and script is not None and script.data is not None:
-                        snapshots[template.snapshot] = script.data
+                    template = case_template(unit=unit, frozen=family_script)
+                    templates[unit.item.path] = template
+                    if (
+                        template.snapshot
+                        and family_script is not None
+                        and family_script.data is not None
+                    ):
+                        snapshots[template.snapshot] = family_script.data
                 checks.append(plan_case(template=template, case=case, case_index=unit.case_index))
                 continue
             if unit.definition.get("skip"):
@@ -284,6 +295,10 @@ def validate(
         }
     )
     return ValidationOutcome(plan=plan, snapshots=snapshots, defined_ids=defined_ids)
+
+
+def _unit_path(unit: Unit) -> str:
+    return unit.item.path
 
 
 def shard_of_plan(

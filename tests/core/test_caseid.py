@@ -34,3 +34,5 @@ def test_a_case_stem_is_the_stem_of_its_check_id(family: str, case_id: str) -> N
 
     check_id = case_check_id(family=family, case_id=case_id)
     assert case_artifact_stem(family=family, case_id=case_id) == artifact_stem(check_id=check_id)
+    given = case_artifact_stem(family=family, case_id=case_id, check_id=check_id)
+    assert given == artifact_stem(check_id=check_id)
