@@ -152,7 +152,9 @@ def test_a_glob_does_not_look_in_ebs_own_folders_or_excluded_ones(
     )
     first, _ = _run(eb, root)
     # A run's own files, and files in its history and cache folders, match the glob too.
-    for folder in (".eval-banana/results/old/checks", ".eval-banana/history", ".eval-banana/cache"):
+    # A run folder there is told by its name (core/ownmark.py holds_only_runs).
+    run = ".eval-banana/results/20261204_000000_abcd1234/checks"
+    for folder in (run, ".eval-banana/history", ".eval-banana/cache"):
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / "t.jsonl").write_text(stray)
     code, report = _run(eb, root)

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.core.readback import open_regular, read_json
+from eval_banana.core.turns import LOCK_NAME
 
 STAGES_FOLDER = "stages"
 CONFIG_STAGE_SCHEMA = "https://eval-banana.dev/schemas/stages/config.schema.json"
@@ -32,6 +34,8 @@ _MARK_START = b"eval-banana folder: "
 _RUN_MARK_TAIL = f"/{STAGES_FOLDER}/config.json"
 _MARK_TAIL = f"/{MARK_FILE}"
 _TAILS = (_RUN_MARK_TAIL, _MARK_TAIL)
+# A run folder's name as eb makes it (settings/rundir.py): its UTC start and 8 hex digits.
+_RUN_NAME = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9a-f]{8}")
 
 
 def is_run_folder(*, folder: str) -> bool:
@@ -41,6 +45,27 @@ def is_run_folder(*, folder: str) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(document, dict) and document.get("$schema") == CONFIG_STAGE_SCHEMA
+
+
+def holds_only_runs(*, folder: str) -> bool:
+    """Whether `folder` holds nothing but what eb writes into an output folder: folders named
+    as runs and the folder's lock (or it is a run folder itself, --flat-output's, or absent).
+    Told by the names alone, so a folder of a thousand runs costs one listing."""
+    try:
+        with os.scandir(folder) as entries:
+            listed = list(entries)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    names = {entry.name for entry in listed}
+    if STAGES_FOLDER in names and is_run_folder(folder=folder):
+        return True
+    return all(
+        entry.name == LOCK_NAME
+        or (_RUN_NAME.fullmatch(entry.name) is not None and entry.is_dir(follow_symlinks=False))
+        for entry in listed
+    )
 
 
 def is_marked_folder(*, folder: str) -> bool:

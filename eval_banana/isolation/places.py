@@ -105,11 +105,11 @@ def cache_folders(top: str) -> list[str]:
 
 def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
     """Where eb's state lies for a run writing into `run_dir`."""
-    from eval_banana.settings.folders import cache_dir, own_folders, record_path
+    from eval_banana.settings.folders import cache_dir, record_path, written_folders
 
     cache = real_path(cache_dir(config=config))
     current = real_path(run_dir)
-    bases = [real_path(folder) for folder in own_folders(config=config)]
+    bases = [real_path(folder) for folder in written_folders(config=config)]
     bases = [base for base in bases if base != cache]
     folders: list[str] = []
     files = [str(record_path(config=config).absolute())]
@@ -144,11 +144,11 @@ def read_only_places(*, config: ConfigDoc, places: StatePlaces, run_dir: Path) -
     """eb's state as a copy's namespace mounts it: the cache folder, the calibration record
     and each output folder whole (one mount however many runs it holds), but not the current
     run folder (nor an output folder that is the run folder itself, --flat-output)."""
-    from eval_banana.settings.folders import own_folders
+    from eval_banana.settings.folders import written_folders
 
     current = str(real_path(run_dir))
     wanted = {places.cache, *places.files}
-    wanted.update(str(real_path(folder)) for folder in own_folders(config=config))
+    wanted.update(str(real_path(folder)) for folder in written_folders(config=config))
     paths = sorted(
         path
         for path in wanted

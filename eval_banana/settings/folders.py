@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from eval_banana.core.errors import OutputDirError
+from eval_banana.core.ownmark import holds_only_runs
 from eval_banana.core.streams import stream_files
 from eval_banana.models.config import CacheSettings
 from eval_banana.models.stages import ConfigDoc
@@ -70,36 +71,67 @@ def cache_settings(*, config: ConfigDoc) -> CacheSettings:
     return settings.model_copy(update={"remote": str(folder)})
 
 
-def own_folders(*, config: ConfigDoc) -> list[Path]:
+def written_folders(*, config: ConfigDoc) -> list[Path]:
     """The output, cache and history folders (wherever they are configured), a shared cache
     that is a folder, and the output and history folders the project names or defaults to:
-    a run sent elsewhere (`--output-dir`, EVAL_BANANA_OUTPUT_DIR) must not count the run
-    folders or run records earlier runs left there as project files (reading each, and keying
-    every check on them). A shared cache folder inside the project (what `actions/cache`
-    carries) changes with every verdict stored: counted, it would make every check a miss."""
+    every folder eb writes its runs, verdicts and records into, whatever else they hold."""
     root = Path(config.project_root)
     folders = [
-        setting_path(value=config.settings.core.output_dir, project_root=root),
+        output_folders(config=config)[0],
         cache_dir(config=config),
         history_dir(config=config),
     ]
     shared = remote_folder(config=config)
     if shared is not None:
         folders.append(shared)
-    usual = [
-        config.project_output_dir,
-        str(SETTINGS_BY_NAME["core.output_dir"].default),
-        str(SETTINGS_BY_NAME["history.dir"].default),
+    usual = [*output_folders(config=config)[1:], history_dir_default(project_root=root)]
+    folders.extend(folder for folder in usual if folder not in folders)
+    return folders
+
+
+def output_folders(*, config: ConfigDoc) -> list[Path]:
+    """The output folder in use, then the one the project names and the default, when they
+    are others: where earlier runs may have left their run folders."""
+    root = Path(config.project_root)
+    folders = [setting_path(value=config.settings.core.output_dir, project_root=root)]
+    for value in (config.project_output_dir, str(SETTINGS_BY_NAME["core.output_dir"].default)):
+        folder = setting_path(value=value, project_root=root) if value else None
+        if folder is not None and folder not in folders:
+            folders.append(folder)
+    return folders
+
+
+def history_dir_default(*, project_root: Path) -> Path:
+    return setting_path(
+        value=str(SETTINGS_BY_NAME["history.dir"].default), project_root=project_root
+    )
+
+
+def own_folders(*, config: ConfigDoc) -> list[Path]:
+    """eb's folders that never count as the project's (`written_folders`): a run sent elsewhere
+    (`--output-dir`, EVAL_BANANA_OUTPUT_DIR) must not count the run folders or run records
+    earlier runs left there as project files (reading each, and keying every check on them). A
+    shared cache folder inside the project (what `actions/cache` carries) changes with every
+    verdict stored: counted, it would make every check a miss.
+
+    An output folder that holds anything but runs (`--output-dir ci` beside `ci/eval_checks/`)
+    stays the project's, or its checks, datasets and inputs would vanish without a word: there
+    only the current run's folder is left out by its path, and every other run folder by its
+    config stage, as anywhere in the project (core/ownmark.py)."""
+    outputs = output_folders(config=config)
+    folders = [
+        folder
+        for folder in written_folders(config=config)
+        if folder not in outputs or holds_only_runs(folder=str(folder))
     ]
-    for folder in usual:
-        if folder and setting_path(value=folder, project_root=root) not in folders:
-            folders.append(setting_path(value=folder, project_root=root))
+    if outputs[0] not in folders:
+        folders.append(outputs[0] / config.run_id)
     return folders
 
 
 def own_folders_below(*, config: ConfigDoc) -> frozenset[str]:
-    """eb's output, cache and history folders inside the project, normalised as walks spell
-    paths: what discovery never walks and a `cases_from` glob never looks in.
+    """eb's own folders inside the project (`own_folders`), normalised as walks spell paths:
+    what discovery never walks and a `cases_from` glob never looks in.
 
     They hold only what eb wrote (a run folder per run, the cache's entries and blobs, one
     record per run), so walking them finds no check and grows with every run kept: tens of

@@ -289,6 +289,30 @@ def test_a_run_folder_sent_anywhere_in_the_project_never_counts_for_a_later_run(
     assert _misses_of(root) == set()
 
 
+def test_an_output_folder_holding_a_check_s_inputs_still_counts_them(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # `--output-dir docs` beside `inputs: ["docs/**"]`: skipped whole, the edited file was no
+    # change and the check kept `passed (cached)` while it failed. Earlier runs there still
+    # never count: they are known by their config stage.
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"i": script_check("i", script=READS_DOCS, inputs=["docs/**"])},
+        files={"docs/x.txt": "good\n"},
+    )
+    root = project.root
+    assert _misses_of(root, "--output-dir", "docs") == {"i"}
+    assert _misses_of(root, "--output-dir", "docs") == set()
+    project.write({"docs/x.txt": "bad\n"})
+    done = eb_process(root, "run", "--json", "--output-dir", "docs")
+    (check,) = json.loads(done.stdout)["checks"]
+    assert not cache_of(check).get("hit") and check["status"] == "failed", done.stdout
+
+
+READS_DOCS = "import sys\nsys.exit(0 if open('docs/x.txt').read() == 'good\\n' else 1)\n"
+
+
 RUNS_BUILD = "import subprocess, sys\nsys.exit(subprocess.run(['./build.sh']).returncode)\n"
 
 

@@ -105,16 +105,35 @@ def test_eb_s_own_output_cache_and_history_folders_are_not_walked(tmp_path: Path
     # They hold only what eb wrote and grow with every run kept; a decoy check planted in
     # each proves the walk never enters them, while the rest of `.eval-banana/` is walked.
     for relative in [
-        ".eval-banana/results/20261204_000000_abcd/eval_checks/decoy_run.yaml",
+        ".eval-banana/results/20261204_000000_abcd1234/eval_checks/decoy_run.yaml",
         ".eval-banana/cache/eval_checks/decoy_cache.yaml",
         ".eval-banana/history/eval_checks/decoy_history.yaml",
-        "out/eval_checks/decoy_configured_output.yaml",
+        "out/20261204_000001_abcd1234/eval_checks/decoy_configured_output.yaml",
+        "out/.lock",
         ".eval-banana/eval_checks/kept.yaml",
         "eval_checks/real.yaml",
     ]:
         _plant(tmp_path, relative)
     assert _found(tmp_path, output_dir="out") == [
         ".eval-banana/eval_checks/kept.yaml",
+        "eval_checks/real.yaml",
+    ]
+
+
+def test_an_output_folder_holding_the_user_s_checks_stays_the_project_s(tmp_path: Path) -> None:
+    # `--output-dir ci` beside `ci/eval_checks/`: skipped whole, its checks vanished and a
+    # failing gate passed. The runs in it are still left out, by their config stage.
+    _plant(tmp_path, "ci/eval_checks/gate.yaml")
+    _plant(tmp_path, "ci/20261204_000000_abcd1234/checks/scaffold/eval_checks/decoy.yaml")
+    _run_folder(tmp_path / "ci/20261204_000000_abcd1234")
+    _plant(tmp_path, "eval_checks/real.yaml")
+    assert _found(tmp_path, output_dir="ci") == [
+        "ci/eval_checks/gate.yaml",
+        "eval_checks/real.yaml",
+    ]
+    # An output folder that is a check folder itself keeps its checks too.
+    assert _found(tmp_path, output_dir="eval_checks") == [
+        "ci/eval_checks/gate.yaml",
         "eval_checks/real.yaml",
     ]
 
