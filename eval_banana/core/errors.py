@@ -139,6 +139,10 @@ class UsageError(EvalBananaError):
     kind = "usage_error"
 
 
+class ReportOverwriteError(UsageError):
+    """A report flag names a file the run reads (its config, a check, a script, a dataset)."""
+
+
 class ConfigError(EvalBananaError):
     """`.eval-banana/config.toml`, `EVAL_BANANA_*` or a flag value is unusable."""
 

@@ -30,11 +30,13 @@ from eval_banana.core import forked
 from eval_banana.core.errors import OutputDirError
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc
+from eval_banana.pipeline.reporttargets import ReportTarget, plan_files_read, refuse_reports_over
 from eval_banana.pipeline.request import RunRequest
 from eval_banana.reporting import ReportExtras, write_extra_reports
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, cache_dir, history_dir
 from eval_banana.stagefiles.layout import REPORT_HTML, REPORT_JSON
+from eval_banana.stagefiles.read import read_stage
 
 if TYPE_CHECKING:
     from eval_banana.history.trend import Recent
@@ -63,6 +65,7 @@ def replay(
     cancel: threading.Event,
     console: Console,
     contents: Mapping[str, bytes],
+    targets: list[ReportTarget],
 ) -> Replayed | None:
     """The run replayed into `run_dir` and reported, or None: it goes the usual way.
     `contents`: the check files' bytes as discovery read them."""
@@ -89,6 +92,13 @@ def replay(
     if replayed is None:
         marks.abandon()
         return None
+    try:
+        # The replayed run's plan names the scripts and datasets it read, as the usual way's.
+        plan = read_stage(run_dir=run_dir, stage="validate")
+        refuse_reports_over(targets=targets, read=plan_files_read(config=config, plan=plan))
+    except BaseException:
+        marks.abandon()
+        raise
     ProgressReporter(console=console, total=len(replayed.progress)).replayed(
         lines=replayed.progress, folded=replayed.folded
     )

@@ -18,6 +18,7 @@ from eval_banana.core.errors import (
     DefinitionError,
     EvalBananaError,
     PlanSelectError,
+    ReportOverwriteError,
     RunAborted,
     WriteFault,
 )
@@ -31,6 +32,14 @@ from eval_banana.pipeline.finish import (
 )
 from eval_banana.pipeline.lateinterrupt import interrupted_late
 from eval_banana.pipeline.outcome import RunOutcome
+from eval_banana.pipeline.reporttargets import (
+    ReportTarget,
+    check_files_read,
+    plan_files_read,
+    refuse_reports_over,
+    report_targets,
+    settings_read,
+)
 from eval_banana.pipeline.request import RunRequest, load_config
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.runners.faults import FaultLog
@@ -58,6 +67,8 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
         if message is not None:
             console.warn(message)
     refuse_junit_target(config=config)  # before the run folder: nothing ran, nothing is left
+    targets = report_targets(config=config, request=request)
+    refuse_reports_over(targets=targets, read=settings_read(config=config))
     folder = open_run_dir(config=config, flat_output=request.flat_output)
     run_dir = folder.path
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
@@ -76,6 +87,7 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
                 cancel=cancel,
                 console=console,
                 probe=probe,
+                targets=targets,
             )
     except DefinitionError as exc:
         if selected_nothing(exc):
@@ -83,6 +95,9 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
         raise
     except PlanSelectError:
         discard_run_dir(folder=folder)  # --select refused: nothing ran, nothing is left behind
+        raise
+    except ReportOverwriteError:
+        discard_run_dir(folder=folder)  # a report over a file it reads: nothing ran
         raise
     finally:
         if probe is not None:
@@ -127,6 +142,7 @@ def _stages(
     cancel: threading.Event,
     console: Console,
     probe: GitProbe | None,
+    targets: list[ReportTarget],
 ) -> RunOutcome:
     """discover, validate, guard, execute, then `finish_run`: every stage after config."""
     contents: dict[str, bytes] = {}
@@ -134,6 +150,7 @@ def _stages(
         config=config, inputs={"config": digests["config"]}, contents=contents
     )
     digests["discover"] = discover_stage.write_discover_stage(run_dir=run_dir, doc=discovered)
+    refuse_reports_over(targets=targets, read=check_files_read(discovered=discovered))
     nested = discover_stage.nested_projects_warning(config=config, discovered=discovered)
     if nested is not None:
         console.warn(nested)
@@ -155,6 +172,7 @@ def _stages(
             cancel=cancel,
             console=console,
             contents=contents,
+            targets=targets,
         )
         if replayed is not None:
             record_history(
@@ -188,6 +206,7 @@ def _stages(
     digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
     outcome.raise_if_failed()
     plan = outcome.plan
+    refuse_reports_over(targets=targets, read=plan_files_read(config=config, plan=plan))
     # Before any check starts: a --last-failed that runs every check says so before it pays.
     console.warn_each(plan.warnings)
 
