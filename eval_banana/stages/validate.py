@@ -97,7 +97,10 @@ def validate(
     selection = config.selection
     selector = compile_selector(keyword=selection.keyword, tags=selection.tags)
     paths = [item.path for item in discovered.files]
-    errors = list(discovered.problems)
+    # With --check-id, a file eb cannot read elsewhere (a dangling link) blocks nothing, as a
+    # broken one elsewhere does not: told with the selection's own problems, else a warning.
+    unread = list(discovered.problems)
+    errors = [] if selection.check_ids else unread
     warnings: list[ProblemModel] = []
     by_id = IdSelection(checks=[], problems=[], warnings=[])
     if selection.check_ids:
@@ -136,6 +139,8 @@ def validate(
         tell_unmatched_globs(
             unmatched=by_id.unmatched, units=units, errors=errors, warnings=warnings
         )
+        # An id that names no check may be declared in a file eb cannot read.
+        (errors if errors else warnings).extend(unread)
     if selector.keyword is not None or selector.tags:
         units = [
             unit

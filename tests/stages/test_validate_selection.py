@@ -284,6 +284,26 @@ def test_validate_says_a_selection_warning_with_its_hint_as_run_and_list_do(
         assert f"{warning}\n{hint}" in said[command], (command, said[command])
 
 
+def test_a_check_file_eb_cannot_read_elsewhere_does_not_block_check_id(
+    project: Project, eb: Eb
+) -> None:
+    # A dangling link elsewhere stopped `--check-id ok` (exit 2) where a broken file did not.
+    root = project({"eval_checks/ok.yaml": check_yaml("ok")})
+    (root / "eval_checks" / "moved.yaml").symlink_to("old_check.yaml")
+    told = "Cannot read check file"
+    for command in ("validate", "list", "run"):
+        result = eb(command, "--cwd", str(root), "--check-id", "ok")
+        assert result.exit_code == 0, (command, result.stderr)
+        assert f"warning: {told} {root / 'eval_checks' / 'moved.yaml'}" in result.stderr
+    assert ids(eb("list", "--cwd", str(root), "--check-id", "ok")) == ["ok"]
+    # The whole project, or an id no readable file declares, still stops at it.
+    whole = eb("validate", "--cwd", str(root))
+    assert whole.exit_code == 2 and told in whole.stderr
+    missing = eb("run", "--cwd", str(root), "--check-id", "moved")
+    assert missing.exit_code == 2 and "No check found with id 'moved'" in missing.stderr
+    assert told in missing.stderr
+
+
 # --- -k and --tag ----------------------------------------------------------------------------
 
 
