@@ -1824,6 +1824,15 @@ _EMPTY = "has no cases"
             ".jsnl is no dataset suffix: did you mean data/*.jsonl?",
         ),
         ({"data/rows.jsonl": ""}, "data/*.jsonl", _EMPTY, "add rows to the dataset or fix"),
+        # A file whose name holds `[` named as it is: read as a glob, it matched nothing and
+        # the family was "empty" without a word on the escape.
+        (
+            {"data/rows[1].jsonl": '{"name": "a", "ok": "yes"}\n'},
+            "data/rows[1].jsonl",
+            _EMPTY,
+            "data/rows[1].jsonl is a file, but `*`, `?` and `[` are glob characters: write "
+            "data/rows[[]1].jsonl to name it",
+        ),
     ],
 )
 def test_a_dataset_source_that_names_no_file_says_which_one_was_meant(

@@ -19,7 +19,13 @@ from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.log import Logger
 from eval_banana.core.suggest import closest
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ProblemModel
-from eval_banana.projectstate.patterns import InputPatterns, literal_prefix, normalize, outermost
+from eval_banana.projectstate.patterns import (
+    InputPatterns,
+    literal_prefix,
+    literal_slip,
+    normalize,
+    outermost,
+)
 from eval_banana.projectstate.prefixes import relative_files
 from eval_banana.projectstate.reading import read_project_state
 from eval_banana.projectstate.state import ProjectState
@@ -243,6 +249,9 @@ def unmatched_inputs(
                 meant = pattern_meant(pattern=pattern, root=reader.root)
                 # Said in the message: the console shows a warning's message alone.
                 guess = f" (did you mean {meant!r}?)" if meant is not None else ""
+                slip = literal_slip(pattern=pattern, root=str(reader.root))
+                if slip is not None:
+                    guess = f" ({slip})"
                 folder = excluded_folder(pattern=pattern, names=reader.excluded_names)
                 if folder is not None:
                     guess = (

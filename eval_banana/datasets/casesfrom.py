@@ -21,7 +21,7 @@ from eval_banana.datasets.globwalk import (
     relative,
 )
 from eval_banana.datasets.rows import SUFFIXES
-from eval_banana.projectstate.patterns import normalize, pattern_problem
+from eval_banana.projectstate.patterns import literal_slip, normalize, pattern_problem
 
 
 def dataset_paths(*, pattern: str, root: Path, check_file: str, skipped: Skipped) -> list[Path]:
@@ -173,6 +173,9 @@ def empty_glob_hint(
     None: nothing points anywhere. `skipped`: where no glob looks (none: nowhere skipped)."""
     if not is_glob(pattern):
         return None
+    slip = literal_slip(pattern=pattern, root=str(root))
+    if slip is not None:
+        return slip
     body = normalize(pattern)
     start = glob_start(pattern=pattern, root=root)
     prefix = relative(path=start, root=root) if start != root else ""

@@ -17,6 +17,7 @@ Standard library only: the check models and the pydantic-free fast path both use
 
 from __future__ import annotations
 
+import os
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
@@ -59,6 +60,28 @@ def normalize(text: str) -> str:
     negated = text.startswith("!")
     body = "/".join(_segments(text[1:] if negated else text))
     return f"!{body}" if negated else body
+
+
+def escaped(path: str) -> str:
+    """`path` as a pattern that matches exactly that path: each `*`, `?` and `[` in a set of its
+    own (`rows[1].jsonl` -> `rows[[]1].jsonl`)."""
+    return re.sub(r"[*?\[]", lambda found: f"[{found.group()}]", path)
+
+
+def literal_slip(*, pattern: str, root: str) -> str | None:
+    """What to say of a pattern that matches nothing although a file has its exact name (a
+    `[` in `data/rows[1].jsonl` opens a set): the escaped pattern to write; None otherwise."""
+    body = normalize(pattern)
+    if (
+        body.startswith("!")
+        or escaped(body) == body
+        or not os.path.isfile(os.path.join(root, body))
+    ):
+        return None
+    return (
+        f"{body} is a file, but `*`, `?` and `[` are glob characters: write {escaped(body)} "
+        "to name it"
+    )
 
 
 def _class_regex(segment: str, start: int) -> tuple[str, int] | None:

@@ -494,6 +494,25 @@ def test_list_inputs_shows_what_each_pattern_matches(
     assert blocks["everything"] == ["inputs: not declared (the whole project counts)"]
 
 
+def test_an_inputs_pattern_naming_a_file_with_a_bracket_says_how_to_escape_it(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # `data/v[1].txt` reads as a glob: "matches no file" alone hid why the file was not an input.
+    root = repo(tmp_path)
+    check = script_check("v", script="pass\n", inputs=["data/v[1].txt"])
+    write(root, {"eval_checks/v.yaml": check, "data/v[1].txt": "1\n"})
+    done = eb("validate", "--cwd", str(root))
+    assert (
+        "inputs pattern 'data/v[1].txt' matches no file, so no change there reruns it "
+        "(data/v[1].txt is a file, but `*`, `?` and `[` are glob characters: write "
+        "data/v[[]1].txt to name it)"
+    ) in done.stderr, done.stderr
+    write(
+        root, {"eval_checks/v.yaml": script_check("v", script="pass\n", inputs=["data/v[[]1].txt"])}
+    )
+    assert "Check 'v'" not in eb("validate", "--cwd", str(root)).stderr
+
+
 def test_an_inputs_pattern_that_matches_nothing_is_a_warning_with_the_folder_meant(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
