@@ -12,6 +12,8 @@ from eval_banana.core.realpaths import real_path
 from eval_banana.core.words import warning_text
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from eval_banana.core.errors import DefinitionError, EvalBananaError, Problem
     from eval_banana.models.stages import ConfigDoc, FieldProblem, PlanDoc, ProblemModel
 
@@ -62,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = real_path(args.run_dir) if args.run_dir else None
     digests: dict[str, str] = {}
     if run_dir is not None:
-        (run_dir / "stages").mkdir(parents=True, exist_ok=True)
+        _make_stages_folder(run_dir=run_dir, given=args.run_dir)
         digests["config"] = write_config_stage(run_dir=run_dir, doc=config)
     contents: dict[str, bytes] = {}
     discovered = discover_stage.discover(config=config, inputs=dict(digests), contents=contents)
@@ -128,6 +130,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"Validated {len(plan.checks)} checks successfully.")
     return 0
+
+
+def _make_stages_folder(*, run_dir: Path, given: str) -> None:
+    """The folder `--run-dir` names, with its stages/ folder; a file, or a path that cannot
+    hold one, is a usage error naming it (before any stage runs)."""
+    from eval_banana.core.errors import UsageError
+    from eval_banana.core.realpaths import path_trouble
+
+    try:
+        (run_dir / "stages").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"--run-dir {given}: cannot make {run_dir / 'stages'}: {path_trouble(exc)}",
+            file=str(run_dir),
+            hint="Give --run-dir a folder eb can write: a new one, or an earlier run's.",
+        ) from None
 
 
 def _unmatched_inputs(*, config: ConfigDoc, plan: PlanDoc) -> list[ProblemModel]:

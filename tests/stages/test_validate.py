@@ -724,3 +724,19 @@ def test_a_script_path_that_is_a_symlink_loop_is_refused_as_a_missing_script(
         result = eb(command, "--cwd", str(root))
         assert result.exit_code == 2, (command, result.stderr)
         assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_run_dir_that_is_a_file_or_a_link_loop_is_a_usage_error_naming_it(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = project({"eval_checks/a.yaml": check_yaml("a")})
+    (root / "notes.txt").write_text("mine\n")
+    os.symlink("loop", root / "loop")
+    for given, why in (("notes.txt", "Not a directory"), ("loop", "a symbolic link loop")):
+        result = eb("validate", "--cwd", str(root), "--run-dir", str(root / given))
+        assert result.exit_code == 2, result.stderr
+        assert f"--run-dir {root / given}: cannot make {root / given / 'stages'}: {why}" in (
+            result.stderr
+        )
+        assert "Traceback" not in result.stderr
+    assert (root / "notes.txt").read_text() == "mine\n"
