@@ -206,7 +206,8 @@ def _stages(
     digests["validate"] = validate_stage.write_validate_stage(run_dir=run_dir, outcome=outcome)
     outcome.raise_if_failed()
     plan = outcome.plan
-    refuse_reports_over(targets=targets, read=plan_files_read(config=config, plan=plan))
+    if targets:
+        refuse_reports_over(targets=targets, read=plan_files_read(config=config, plan=plan))
     # Before any check starts: a --last-failed that runs every check says so before it pays.
     console.warn_each(plan.warnings)
 
