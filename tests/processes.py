@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -44,3 +46,26 @@ def python_process(
         check=False,
         stdin=subprocess.DEVNULL,
     )
+
+
+def eb_interrupted(
+    root: Path, *args: str, started: Path, signum: int = signal.SIGINT
+) -> subprocess.CompletedProcess[str]:
+    """`eb ARGS` in the project `root`, sent `signum` (Ctrl-C by default) once a check of it has
+    written the file `started`, then waited for."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "eval_banana", *args],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline and process.poll() is None, "the check never started"
+        time.sleep(0.02)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -23,6 +22,7 @@ from eval_banana.stagefiles.schemafiles import packaged_schema
 from tests.conftest import EbResult, check_yaml
 from tests.gitrepo import commit_all, git, init_repo
 from tests.history import synth
+from tests.processes import eb_interrupted
 
 Eb = Callable[..., EbResult]
 
@@ -148,25 +148,6 @@ def test_an_aborted_run_is_recorded_with_its_exit_code(tmp_path: Path, eb: Eb) -
     )
 
 
-def _interrupted_run(root: Path, *, started: Path) -> subprocess.CompletedProcess[str]:
-    """`eb run` sent SIGINT (Ctrl-C) once a check has written `started`."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root)],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while not started.exists():
-        assert time.monotonic() < deadline and process.poll() is None, "the check never started"
-        time.sleep(0.02)
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-
-
 def test_an_interrupted_run_reads_as_aborted_not_as_a_run_at_0_percent(
     tmp_path: Path, eb: Eb
 ) -> None:
@@ -188,7 +169,7 @@ def test_an_interrupted_run_reads_as_aborted_not_as_a_run_at_0_percent(
     assert eb("run", "--cwd", str(root)).exit_code == 0
     (root / "eval_checks/a.yaml").write_text(stuck_first)
     started.unlink()
-    aborted = _interrupted_run(root, started=started)
+    aborted = eb_interrupted(root, "run", "--cwd", str(root), started=started)
     assert aborted.returncode == 3, aborted.stderr
 
     shown = json.loads(eb("history", "--cwd", str(root), "--json").stdout)

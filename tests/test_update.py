@@ -14,7 +14,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -27,7 +26,7 @@ from tests.calibration.test_calibration import GOOD, READS_ANSWER, Project, judg
 from tests.calibration.test_calibration import make_project as make_project  # noqa: F401 - fixture
 from tests.calibration.test_calibration import scripted_env as scripted_env  # noqa: F401 - fixture
 from tests.conftest import EbResult, check_yaml
-from tests.processes import eb_process
+from tests.processes import eb_interrupted, eb_process
 
 STAGES = ("config", "discover", "validate", "guard", "execute", "score", "report")
 
@@ -384,21 +383,11 @@ def test_an_interrupted_update_says_the_run_was_aborted_as_eb_run_does(
     started = proj.root.parent / "started"  # outside the project: no check reads it
     wait = f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(60)"
     proj.write_check("plain", "script: |\n  " + wait.replace("\n", "\n  "))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "eval_banana", "update", "--cwd", str(proj.root)],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    done = eb_interrupted(
+        proj.root, "update", "--cwd", str(proj.root), started=started, signum=signum
     )
-    deadline = time.monotonic() + 30
-    while not started.exists():
-        assert time.monotonic() < deadline and process.poll() is None, "the check never started"
-        time.sleep(0.02)
-    process.send_signal(signum)
-    stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 3, stdout + stderr
+    stderr = done.stderr
+    assert done.returncode == 3, done.stdout + stderr
     report = proj.run_dir / "report.json"
     assert json.loads(report.read_text())["aborted_by"] == "interrupt"
     told = f"Run aborted (interrupt: interrupted); 0 checks did not run. Report: {report}"
