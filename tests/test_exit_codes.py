@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import check_yaml
 from tests.gitrepo import git
-from tests.processes import python_process
+from tests.processes import eb_interrupted, python_process
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = '[core]\noutput_dir = "results"\nmax_parallel_checks = 1\n'
@@ -214,14 +214,8 @@ def test_exit_3_interrupted(project: Callable[..., Path], sig: signal.Signals) -
         },
         config=CONFIG,
     )
-    process = eb_process("run", cwd=root)
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert time.monotonic() < deadline and process.poll() is None, "the check never started"
-        time.sleep(0.02)
-    process.send_signal(sig)
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 3, stderr
+    done = eb_interrupted(root, "run", started=marker, signum=sig)
+    assert done.returncode == 3, done.stderr
     report = only_report(root)
     assert report["aborted_by"] == "interrupt" and report["not_run_checks"] == 1
     assert [c["error_detail"] for c in report["checks"]] == [

@@ -12,16 +12,8 @@ from hypothesis import strategies as st
 
 from eval_banana.core.jsonencoder import reused_encoder
 from eval_banana.datasets.casedigest import CANONICAL_ENCODER
+from tests.core.test_canonjson import JSON
 
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
 ENCODERS = (
     CANONICAL_ENCODER,  # a case's digest: sorted, compact, no NaN
     json.JSONEncoder(ensure_ascii=False),  # a judge's fenced case
