@@ -24,7 +24,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_banana.pipeline.rerun import RERUNS, StageRequest
+    from eval_banana.pipeline.rerun import StageRequest, rerun_stage
     from eval_banana.reporting.console import Console
 
     given = common.selection(args)
@@ -41,4 +41,4 @@ def run(args: argparse.Namespace) -> int:
         cancel=cancel,
     )
     with common.stop_on_signals(cancel):
-        return RERUNS[args.name](request)
+        return rerun_stage(request=request, stage=args.name)

@@ -15,6 +15,7 @@ def configure(*, parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from eval_banana.pipeline.status import run_status
+    from eval_banana.pipeline.writers import writer_shown
 
     run_dir = common.resolve_run_dir(args)
     states = run_status(run_dir=run_dir)
@@ -23,8 +24,17 @@ def run(args: argparse.Namespace) -> int:
         relative = state.path.relative_to(run_dir)
         detail = f"  ({state.detail})" if state.detail else ""
         print(f"{state.stage:<9} {str(relative):<22} {state.state}{detail}")
+    writer = writer_shown(run_dir=run_dir)
+    if writer is not None:
+        # Its missing stage files are still to come: `eb update` now would run its checks twice.
+        print(
+            f"This run is still in progress: {writer} is writing this folder. Wait for it to "
+            f"end, then run {_in_run_dir('eb status', args=args)} again."
+        )
     if all(state.state == "ok" for state in states):
         return 0
+    if writer is not None:
+        return 1
     if states[0].state in ("missing", "invalid"):
         # config.json is what every rebuild starts from (the request the run was made with).
         print(
@@ -32,11 +42,16 @@ def run(args: argparse.Namespace) -> int:
             f"a new run with {_same_run('eb run', args=args)}"
         )
         return 1
-    rerun = _same_run("eb update", args=args)
-    if args.run_dir:
-        rerun += f" --run-dir {shlex.quote(args.run_dir)}"
-    print(f"To rerun exactly what is not ok: {rerun}")
+    print(f"To rerun exactly what is not ok: {_in_run_dir('eb update', args=args)}")
     return 1
+
+
+def _in_run_dir(command: str, *, args: argparse.Namespace) -> str:
+    """`_same_run`, in the run folder status looked at when --run-dir named it."""
+    command = _same_run(command, args=args)
+    if args.run_dir:
+        command += f" --run-dir {shlex.quote(args.run_dir)}"
+    return command
 
 
 def _same_run(command: str, *, args: argparse.Namespace) -> str:

@@ -216,6 +216,12 @@ class RunFolderError(EvalBananaError):
     kind = "run_folder_error"
 
 
+class RunInUseError(EvalBananaError):
+    """Another eb process is writing the run folder `eb update` or `eb stage` would rewrite."""
+
+    kind = "run_in_use"
+
+
 class ProjectStateError(EvalBananaError):
     """The project's files cannot be listed or read (git failed, a file is unreadable)."""
 

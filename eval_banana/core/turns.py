@@ -1,6 +1,7 @@
 """How eb runs sharing a folder take turns: a lock (the cache's `<cache>/.lock` file, an
 output folder's own descriptor) that a run holds shared while its checks execute, and that a
-run wanting to change the folder takes alone, never waiting.
+run wanting to change the folder takes alone, never waiting. A run folder's own descriptor is
+held alone by the one eb process writing it, for as long as it writes it.
 
 A run's watch takes any change to eb's own files while its checks execute for a check's doing
 (docs/fail-closed.md). Another eb run's writes would look the same: the verdicts it stores in a
@@ -142,3 +143,42 @@ def alone(*, folder: Path) -> Iterator[bool]:
     fd = _flock(folder=folder, create=True, exclusive=True)
     with _closing(fd):
         yield fd is not None
+
+
+def written_elsewhere(*, folder: Path) -> bool:
+    """Whether another process holds `folder` itself alone right now (the eb process writing
+    a run folder): a probe that keeps nothing, and never waits."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing the descriptor lets go of the probe's shared lock
+    return False
+
+
+def holder_pid(*, folder: Path) -> int | None:
+    """The process holding `folder` itself alone, as the kernel lists its locks (Linux's
+    /proc/locks); None where it does not say."""
+    try:
+        status = os.stat(folder)
+        with open("/proc/locks", encoding="ascii", errors="replace") as listing:
+            lines = listing.readlines()
+    except OSError:
+        return None
+    # `<n>: FLOCK  ADVISORY  WRITE <pid> <major>:<minor>:<inode> 0 EOF`; a process waiting
+    # for the lock has a `->` line, which holds nothing.
+    wanted = f"{os.major(status.st_dev):02x}:{os.minor(status.st_dev):02x}:{status.st_ino}"
+    for line in lines:
+        fields = line.split()
+        if fields[1:4] == ["FLOCK", "ADVISORY", "WRITE"] and fields[5:6] == [wanted]:
+            return int(fields[4]) if fields[4].isdigit() else None
+    return None

@@ -252,3 +252,12 @@ RERUNS: dict[str, Callable[[StageRequest], int]] = {
     "score": rerun_score,
     "report": rerun_report,
 }
+
+
+def rerun_stage(*, request: StageRequest, stage: str) -> int:
+    """`eb stage <stage>`: rerun it in a run folder no other eb process is writing
+    (pipeline/writers.py)."""
+    from eval_banana.pipeline.writers import writing_run
+
+    with writing_run(run_dir=request.run_dir):
+        return RERUNS[stage](request)

@@ -41,10 +41,17 @@ from eval_banana.pipeline.reporttargets import (
     settings_read,
 )
 from eval_banana.pipeline.request import RunRequest, load_config
+from eval_banana.pipeline.writers import writing_run
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.runners.faults import FaultLog
 from eval_banana.settings.folders import refuse_junit_target
-from eval_banana.settings.rundir import discard_run_dir, new_run_id, open_run_dir, prune_runs
+from eval_banana.settings.rundir import (
+    RunFolder,
+    discard_run_dir,
+    new_run_id,
+    open_run_dir,
+    prune_runs,
+)
 from eval_banana.stages import discover as discover_stage
 from eval_banana.stages.config import (
     config_warning_lines,
@@ -70,6 +77,29 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
     targets = report_targets(config=config, request=request)
     refuse_reports_over(targets=targets, read=settings_read(config=config))
     folder = open_run_dir(config=config, flat_output=request.flat_output)
+    # Held to the end: `eb update` and `eb stage` refuse the folder, `eb status` says the run
+    # is still going, keep_runs leaves it alone.
+    with writing_run(run_dir=folder.path):
+        return _written(
+            config=config,
+            folder=folder,
+            request=request,
+            cancel=cancel,
+            console=console,
+            targets=targets,
+        )
+
+
+def _written(
+    *,
+    config: ConfigDoc,
+    folder: RunFolder,
+    request: RunRequest,
+    cancel: threading.Event,
+    console: Console,
+    targets: list[ReportTarget],
+) -> RunOutcome:
+    """The run in its run folder, just made: its stages, then the pruning of older runs."""
     run_dir = folder.path
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
     if config.selection.changed_since is not None:

@@ -16,6 +16,7 @@ from eval_banana.pipeline.definitionchanges import definition_changes, planned_f
 from eval_banana.pipeline.rerun import RERUNS, StageRequest
 from eval_banana.pipeline.resultchanges import outdated_results
 from eval_banana.pipeline.status import StageState, moved_project, run_status
+from eval_banana.pipeline.writers import writing_run
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.runners.results import aborted_text
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
@@ -27,7 +28,13 @@ Out = Callable[[str], None]
 def update_run(*, request: StageRequest, target: str = "report", out: Out = print) -> int:
     """Rerun the stages up to `target` that are not ok; the exit code is the run's verdict
     when `target` reaches score (as `eb run`'s), else 0 (3 if execute was interrupted). An
-    aborted run raises RunAborted, once its reports and record are written, as `eb run` does."""
+    aborted run raises RunAborted, once its reports and record are written, as `eb run` does.
+    A folder another eb process is writing is refused (RunInUseError)."""
+    with writing_run(run_dir=request.run_dir):
+        return _update(request=request, target=target, out=out)
+
+
+def _update(*, request: StageRequest, target: str, out: Out) -> int:
     run_dir = request.run_dir
     wanted = STAGE_NAMES[: STAGE_NAMES.index(target) + 1]
     todo = [state for state in run_status(run_dir=run_dir) if state.stage in wanted]
