@@ -3,7 +3,8 @@ side, a check that waits for a file the test writes, never a guess at timing.
 
 A run folder is written by one eb process at a time (an `eb update` took a running run for a
 stopped one and ran its checks a second time in its folder, each process clearing the other's
-evidence).
+evidence), and a run folder beside another run's executing checks is rewritten only once they
+end (every check of that run became an error: its watch covers the run folders beside it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import pytest
 
 from tests.builders import newest_run_dir
 from tests.processes import eb_process
+
+TAMPERED = "eb's own files changed"
 
 
 def _waiting_check(check_id: str, *, tmp: Path) -> str:
@@ -172,3 +175,61 @@ def test_a_second_update_of_one_run_folder_is_refused_and_the_first_keeps_its_ve
     # The cache stored that verdict whole: the next run reuses the same reason.
     again = _eb(root, "run", "-k", "waits")
     assert "data.txt is not good" in again.stdout, again.stdout + again.stderr
+
+
+def _made_stale(root: Path) -> None:
+    """A setting changed since: every stage of the runs made before is stale."""
+    (root / ".eval-banana" / "config.toml").write_text(
+        '[core]\noutput_dir = "out"\npass_threshold = 0.5\n'
+    )
+
+
+def test_an_update_beside_another_runs_checks_waits_for_them_to_end(
+    root: Path, tmp_path: Path
+) -> None:
+    assert _eb(root, "run", "-k", "quick").returncode == 0
+    old = newest_run_dir(root / "out")
+    before = (old / "stages" / "config.json").read_bytes()
+    _made_stale(root)
+    running = _background(root, "run", "-k", "waits", log=tmp_path / "run.log")
+    updating = None
+    try:
+        _until(lambda: _started(tmp_path) == ["waits"], process=running)
+        updating = _background(root, "update", "--run-dir", str(old), log=tmp_path / "up.log")
+        waiting = f"Waiting for another eb run's checks (or the update of a run) in {old.parent}"
+        _until(lambda: waiting in (tmp_path / "up.log").read_text(), process=updating)
+        assert (old / "stages" / "config.json").read_bytes() == before
+    finally:
+        (tmp_path / "release.txt").write_text("go")
+        out = _finished(running, log=tmp_path / "run.log")
+        if updating is not None:
+            updated = _finished(updating, log=tmp_path / "up.log")
+    assert running.returncode == 0 and TAMPERED not in out, out
+    assert updating is not None and updating.returncode == 0, updated
+    assert updated.count("Waiting for another eb run's checks") == 1
+    assert _eb(root, "status", "--run-dir", str(old)).returncode == 0
+
+
+def test_a_run_beside_an_update_waits_for_it_before_its_checks_start(
+    root: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "release.txt").write_text("go")
+    assert _eb(root, "run").returncode == 0
+    old = newest_run_dir(root / "out")
+    (tmp_path / "release.txt").unlink()
+    (root / "data.txt").write_text("still good\n")  # `waits` runs again, and fails
+    updating = _background(root, "update", log=tmp_path / "up.log")
+    running = None
+    try:
+        _until(lambda: _started(tmp_path) == ["waits", "waits"], process=updating)
+        running = _background(root, "run", "-k", "quick", log=tmp_path / "run.log")
+        waiting = f"Waiting for another eb process changing {old.parent} to end"
+        _until(lambda: waiting in (tmp_path / "run.log").read_text(), process=running)
+    finally:
+        (tmp_path / "release.txt").write_text("go")
+        updated = _finished(updating, log=tmp_path / "up.log")
+        if running is not None:
+            out = _finished(running, log=tmp_path / "run.log")
+    assert updating.returncode == 1 and TAMPERED not in updated, updated
+    assert running is not None and running.returncode == 0 and TAMPERED not in out, out
+    assert _result(old, "waits")["status"] == "failed"

@@ -24,6 +24,11 @@ except ImportError:  # no flock on this system: runs do not take turns
 
 LOCK_NAME = ".lock"
 
+# The folders (device, inode) this process holds alone by `waiting_alone_in_folder`: its own
+# checks executing beside them share that turn already, and a shared lock taken on a second
+# descriptor would wait for this process's own exclusive one forever.
+_HELD_ALONE: set[tuple[int, int]] = set()
+
 
 def _open_lock(*, folder: Path, create: bool) -> int | None:
     """The folder's lock file, opened for reading (so holding it never looks like a write);
@@ -60,10 +65,10 @@ def _flock(*, folder: Path, create: bool, exclusive: bool) -> int | None:
     return None
 
 
-def _lock_folder(*, folder: Path, exclusive: bool) -> tuple[int | None, bool]:
-    """A lock on `folder` itself (flock on its descriptor: no file is added to it), shared
-    (waiting for a writer) or exclusive (never waiting): (the descriptor holding it, or None;
-    whether another run holds it)."""
+def _lock_folder(*, folder: Path, exclusive: bool, wait: bool = False) -> tuple[int | None, bool]:
+    """A lock on `folder` itself (flock on its descriptor: no file is added to it), shared or
+    exclusive, waiting for it or not: (the descriptor holding it, or None; whether another
+    run holds it)."""
     if fcntl is None:
         return None, False
     try:
@@ -71,7 +76,8 @@ def _lock_folder(*, folder: Path, exclusive: bool) -> tuple[int | None, bool]:
     except OSError:
         return None, False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        fcntl.flock(fd, mode if wait else mode | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
         return None, isinstance(exc, BlockingIOError)
@@ -87,12 +93,25 @@ def _closing(fd: int | None) -> Iterator[None]:
             os.close(fd)
 
 
-def sharing_folder(*, folder: Path) -> contextlib.AbstractContextManager[None]:
+def sharing_folder(
+    *, folder: Path, waits: Callable[[], None] = lambda: None
+) -> contextlib.AbstractContextManager[None]:
     """Held (shared) on `folder` itself while a run's checks execute beside its contents
-    (waiting while another run changes them); an output folder holds run folders only, so its
-    lock is the folder, not a file in it."""
-    fd, _ = _lock_folder(folder=folder, exclusive=False)
+    (waiting while another run changes them, which `waits` says first); an output folder holds
+    run folders only, so its lock is the folder, not a file in it. Nothing is taken where this
+    process holds the folder alone already."""
+    with contextlib.suppress(OSError):
+        if _identity(os.stat(folder)) in _HELD_ALONE:
+            return contextlib.nullcontext()
+    fd, busy = _lock_folder(folder=folder, exclusive=False)
+    if busy:
+        waits()
+        fd, _ = _lock_folder(folder=folder, exclusive=False, wait=True)
     return _closing(fd)
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
 
 
 @contextlib.contextmanager
@@ -119,8 +138,22 @@ def waiting_alone_in_folder(*, folder: Path, waits: Callable[[], None]) -> Itera
             waits()
             told = True
         time.sleep(0.1)
-    with _closing(fd):
+    with _closing(fd), _registered(fd=fd):
         yield
+
+
+@contextlib.contextmanager
+def _registered(*, fd: int | None) -> Iterator[None]:
+    """`fd`'s folder among those this process holds alone, while held."""
+    if fd is None:
+        yield
+        return
+    held = _identity(os.fstat(fd))
+    _HELD_ALONE.add(held)
+    try:
+        yield
+    finally:
+        _HELD_ALONE.discard(held)
 
 
 def sharing(*, folder: Path, create: bool) -> contextlib.AbstractContextManager[None]:

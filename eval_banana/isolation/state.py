@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.core.log import Logger
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import (
     LOCK_NAME,
@@ -67,6 +68,8 @@ from eval_banana.models.stages import ConfigDoc
 # Beyond this many folders the state is compared at the start and end of the checks instead
 # (each inotify watch costs kernel memory, and the per-user limit is shared with the project).
 FOLDER_BUDGET = 8192
+
+logger = Logger("eval_banana.isolation.state")
 
 
 class StateReport(NamedTuple):
@@ -97,11 +100,21 @@ def checks_running(
     take for a check's write. `create`: make the cache folder and its lock file when missing (a
     run that may store)."""
     with contextlib.ExitStack() as stack:
-        stack.enter_context(sharing(folder=cache, create=create))
         for folder in (runs, record):
             if folder is not None:
-                stack.enter_context(sharing_folder(folder=folder))
+                stack.enter_context(sharing_folder(folder=folder, waits=_waiting(folder=folder)))
+        # Last: a run waiting for the folders above holds nothing another run needs to store.
+        stack.enter_context(sharing(folder=cache, create=create))
         yield
+
+
+def _waiting(*, folder: Path) -> Callable[[], None]:
+    """What a run says before its checks wait for another eb process changing `folder` (an
+    `eb update` of a run beside it may take as long as its own checks)."""
+    return lambda: logger.warning(
+        "Waiting for another eb process changing %s to end before this run's checks start",
+        folder,
+    )
 
 
 def record_writes(

@@ -255,9 +255,9 @@ RERUNS: dict[str, Callable[[StageRequest], int]] = {
 
 
 def rerun_stage(*, request: StageRequest, stage: str) -> int:
-    """`eb stage <stage>`: rerun it in a run folder no other eb process is writing
-    (pipeline/writers.py)."""
-    from eval_banana.pipeline.writers import writing_run
+    """`eb stage <stage>`: rerun it in a run folder no other eb process is writing, once no
+    other run's checks execute beside it (pipeline/writers.py)."""
+    from eval_banana.pipeline.writers import rewriting_run
 
-    with writing_run(run_dir=request.run_dir):
+    with rewriting_run(run_dir=request.run_dir, console=request.console):
         return RERUNS[stage](request)

@@ -16,7 +16,7 @@ from eval_banana.pipeline.definitionchanges import definition_changes, planned_f
 from eval_banana.pipeline.rerun import RERUNS, StageRequest
 from eval_banana.pipeline.resultchanges import outdated_results
 from eval_banana.pipeline.status import StageState, moved_project, run_status
-from eval_banana.pipeline.writers import writing_run
+from eval_banana.pipeline.writers import output_turn, writing_run
 from eval_banana.reporting.console import Console, ProgressReporter
 from eval_banana.runners.results import aborted_text
 from eval_banana.stagefiles.layout import STAGE_NAMES, stage_path
@@ -51,14 +51,17 @@ def _update(*, request: StageRequest, target: str, out: Out) -> int:
     known = {} if moved else _definition_reasons(request=request)
     rerun = {state.stage for state in todo}
     code = 0
-    for state in todo:
-        out(_stage_line(state=state))
-        code = max(
-            code, _rerun(request=request, stage=state.stage, known=known, rerun=rerun, out=out)
-        )
-    verdict = _verdict(request=request, wanted=wanted, show=False)
-    if "report" in rerun and "report" in wanted:
-        _record_rebuilt_run(request=request, exit_code=verdict, executed="execute" in rerun)
+    # Only a folder with something to rebuild waits for the checks beside it.
+    with output_turn(run_dir=run_dir, console=request.console):
+        for state in todo:
+            out(_stage_line(state=state))
+            code = max(
+                code,
+                _rerun(request=request, stage=state.stage, known=known, rerun=rerun, out=out),
+            )
+        verdict = _verdict(request=request, wanted=wanted, show=False)
+        if "report" in rerun and "report" in wanted:
+            _record_rebuilt_run(request=request, exit_code=verdict, executed="execute" in rerun)
     _raise_if_aborted(request=request, verdict=verdict, wanted=wanted)
     return verdict if "score" in wanted else code
 

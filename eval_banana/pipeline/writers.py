@@ -1,9 +1,12 @@
-"""One eb process writes a run folder at a time (docs/rerunning-stages.md).
+"""One eb process writes a run folder at a time, and none rewrites one while another run's
+checks execute beside it (docs/fail-closed.md, docs/rerunning-stages.md).
 
 `eb run` holds its run folder from its creation to its end. `eb update` and `eb stage` refuse a
 folder another eb process holds (its checks would run twice in one folder, each clearing the
-other's evidence). The lock is the kernel's, on the folder itself: a process killed in any way
-lets go of it, and nothing is left in the folder to clear.
+other's evidence), and take the output folder's turn as `[core] keep_runs` does: a run's watch
+covers the finished run folders beside its own, and a rewrite of one while its checks execute
+would be taken for a check's doing. The locks are the kernel's, on the folders themselves: a
+process killed in any way lets go of them, and nothing is left in the folder to clear.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from eval_banana.core.errors import RunInUseError
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import (
     alone_in_folder,
     holder_pid,
+    waiting_alone_in_folder,
     written_elsewhere,
 )
+from eval_banana.reporting.console import Console
 
 
 def writer_shown(*, run_dir: Path) -> str | None:
@@ -51,4 +57,25 @@ def writing_run(*, run_dir: Path) -> Iterator[None]:
             raise RunInUseError(
                 f"The run folder {run_dir} was deleted meanwhile", file=str(run_dir)
             )
+        yield
+
+
+def output_turn(*, run_dir: Path, console: Console) -> contextlib.AbstractContextManager[None]:
+    """Held while this process rewrites `run_dir` beside other runs' folders: waits while
+    another run's checks execute there (said once), as `eb calibrate` waits."""
+    beside = real_path(run_dir).parent
+
+    def waits() -> None:
+        console.notice(
+            f"Waiting for another eb run's checks (or the update of a run) in {beside} to end "
+            f"before rewriting {run_dir}"
+        )
+
+    return waiting_alone_in_folder(folder=beside, waits=waits)
+
+
+@contextlib.contextmanager
+def rewriting_run(*, run_dir: Path, console: Console) -> Iterator[None]:
+    """`writing_run` and `output_turn`, for `eb stage`."""
+    with writing_run(run_dir=run_dir), output_turn(run_dir=run_dir, console=console):
         yield

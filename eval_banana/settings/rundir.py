@@ -236,7 +236,8 @@ def prune_runs(*, config: ConfigDoc, current: Path) -> list[str]:
             # Deleted now, they would look like a check's doing to that run's watch.
             return [
                 f"Kept the old run folders in {base} this time ([core] keep_runs = {keep}): "
-                "another eb run is executing checks there; a later run deletes them"
+                "another eb run is executing checks there, or rewriting a run folder; a later run "
+                "deletes them"
             ]
         return _prune(base=base, keep=keep, current=current)
 
