@@ -251,14 +251,23 @@ def _prune(*, base: Path, keep: int, current: Path) -> list[str]:
     ]
     problems: list[str] = []
     for run in finished[: max(0, len(finished) - (keep - 1))]:
-        try:
-            _delete_run(run)
-        except FileNotFoundError:
-            continue  # another run finishing at the same time deleted it first
-        except OSError as exc:
-            problems.append(
-                f"Could not delete the old run folder {run} ([core] keep_runs = {keep}): {exc}"
-            )
+        # Held while deleted: another eb process writing it (`eb update`) keeps it, and one
+        # about to write it finds it gone rather than half deleted.
+        with alone_in_folder(folder=run) as ours:
+            if not ours:
+                problems.append(
+                    f"Kept the old run folder {run} this time ([core] keep_runs = {keep}): "
+                    "another eb process is writing it; a later run deletes it"
+                )
+                continue
+            try:
+                _delete_run(run)
+            except FileNotFoundError:
+                continue  # another run finishing at the same time deleted it first
+            except OSError as exc:
+                problems.append(
+                    f"Could not delete the old run folder {run} ([core] keep_runs = {keep}): {exc}"
+                )
     return problems
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -423,6 +424,31 @@ def test_a_run_beside_another_runs_checks_keeps_the_old_folders_that_run_watches
     assert [path.name for path in (root / "out").iterdir() if path.is_dir()] == [
         json.loads((newest_run_dir(root / "out") / "report.json").read_text())["run_id"]
     ]
+
+
+def test_keep_runs_leaves_a_run_folder_another_process_is_writing(
+    one_check: Path, eb: Callable[..., EbResult]
+) -> None:
+    # An `eb update` of an old run, between taking its folder and the output folder's turn:
+    # pruning deleted the folder under it (a "Stage file missing" error, or a husk of the
+    # folders it wrote again). The folder's lock is held here as that update holds it.
+    first = eb("run", "--cwd", str(one_check), "--json")
+    old = one_check / "out" / _report_run_id(first)
+    held = os.open(old, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        completed = eb("run", "--cwd", str(one_check), "--keep-runs", "1")
+        assert completed.exit_code == 0, completed.stderr
+        assert (
+            f"Kept the old run folder {old} this time ([core] keep_runs = 1): another eb "
+            "process is writing it; a later run deletes it"
+        ) in completed.stderr
+        assert (old / "report.json").is_file() and (old / "stages" / "config.json").is_file()
+    finally:
+        os.close(held)
+    completed = eb("run", "--cwd", str(one_check), "--keep-runs", "1")
+    assert completed.exit_code == 0 and "Kept the old" not in completed.stderr, completed.stderr
+    assert not old.exists()
 
 
 def test_keep_runs_of_one_keeps_the_new_run_and_leaves_a_flat_output_folder_alone(
