@@ -22,11 +22,14 @@ from eval_banana.core import forked
 from eval_banana.core.files import write_model
 from eval_banana.core.realpaths import real_path
 from eval_banana.models.config import Selection
+from eval_banana.models.stages import ConfigDoc
 from eval_banana.pipeline.finish import finish_run
 from eval_banana.pipeline.outcome import RunOutcome
+from eval_banana.pipeline.writers import writing_run
 from eval_banana.reporting import ReportExtras
 from eval_banana.reporting.console import Console
 from eval_banana.scaleout import mergedstages, shardevidence
+from eval_banana.scaleout.shardrun import ShardRun
 from eval_banana.scaleout.shardset import read_shard_set
 from eval_banana.settings.folders import refuse_junit_target
 from eval_banana.settings.rundir import new_run_id, prepare_run_dir, prune_runs
@@ -65,6 +68,30 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     config = mergedstages.merged_config(local=local, first=first)
     refuse_junit_target(config=config)
     run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
+    # Held to the end, as `eb run` holds its folder: `eb status` says the merge is still going,
+    # `eb update` and `eb stage` refuse the folder, keep_runs leaves it alone.
+    with writing_run(run_dir=run_dir):
+        return _merge_into(
+            run_dir=run_dir,
+            runs=runs,
+            evidence=evidence,
+            config=config,
+            request=request,
+            console=console,
+        )
+
+
+def _merge_into(
+    *,
+    run_dir: Path,
+    runs: Sequence[ShardRun],
+    evidence: Sequence[shardevidence.ShardEvidence],
+    config: ConfigDoc,
+    request: MergeRequest,
+    console: Console,
+) -> RunOutcome:
+    """Write the merged run folder `run_dir`: stage files, the shards' evidence, reports."""
+    first = runs[0]
     digests = {"config": write_config_stage(run_dir=run_dir, doc=config)}
     discovered = mergedstages.merged_discover(first=first, config=config, inputs=dict(digests))
     digests["discover"] = write_model(

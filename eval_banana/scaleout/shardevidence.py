@@ -17,7 +17,7 @@ from eval_banana.core.errors import MergeError, OutputDirError
 from eval_banana.scaleout.shardrun import ShardRun
 
 
-class _Evidence(NamedTuple):
+class ShardEvidence(NamedTuple):
     """The files of one shard's checks/ folder, listed before anything is written, and its
     sub-folders (a check's own output folder), brought whole."""
 
@@ -26,10 +26,10 @@ class _Evidence(NamedTuple):
     folders: list[str]
 
 
-def shard_evidence(*, runs: Sequence[ShardRun]) -> list[_Evidence]:
+def shard_evidence(*, runs: Sequence[ShardRun]) -> list[ShardEvidence]:
     """Each shard's checks/ files and folders; a name in two shards is refused (nothing
     written yet)."""
-    found: list[_Evidence] = []
+    found: list[ShardEvidence] = []
     owner: dict[str, str] = {}
     for run in runs:
         folder = str(run.run_dir / "checks")
@@ -52,11 +52,11 @@ def shard_evidence(*, runs: Sequence[ShardRun]) -> list[_Evidence]:
                     file=f"{folder}/{name}",
                     hint="Each shard folder must hold only the files its own run wrote.",
                 )
-        found.append(_Evidence(folder=folder, names=names, folders=folders))
+        found.append(ShardEvidence(folder=folder, names=names, folders=folders))
     return found
 
 
-def _link_folder(*, evidence: _Evidence, target: str, target_fd: int) -> None:
+def _link_folder(*, evidence: ShardEvidence, target: str, target_fd: int) -> None:
     """Link the listed files of one shard's checks/ into `target` (opened as `target_fd`).
 
     Names are resolved against open folders, not whole paths: a merge links one file per
@@ -76,7 +76,7 @@ def _link_folder(*, evidence: _Evidence, target: str, target_fd: int) -> None:
         os.close(source_fd)
 
 
-def bring_folders(*, evidence: Sequence[_Evidence], run_dir: Path) -> None:
+def bring_folders(*, evidence: Sequence[ShardEvidence], run_dir: Path) -> None:
     """Every shard's folders below checks/ (the deterministic checks' output folders)."""
     checks_dir = run_dir / "checks"
     for listed in evidence:
@@ -143,7 +143,7 @@ def _link_or_copy(*, source: str, target: str) -> None:
 
 
 def bring_evidence(
-    *, runs: Sequence[ShardRun], evidence: Sequence[_Evidence], run_dir: Path
+    *, runs: Sequence[ShardRun], evidence: Sequence[ShardEvidence], run_dir: Path
 ) -> None:
     """Every shard's checks/ files and frozen scripts, into the merged folder, as they are.
 
