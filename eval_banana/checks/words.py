@@ -326,6 +326,17 @@ def _bad_path(error: _Error) -> Explained:
     return Explained(error.msg, None, "value")
 
 
+def _empty_operand(error: _Error) -> Explained:
+    if error.ctx.get("op") == "matches":
+        fix = 'write in value: the pattern it must find; value: "^" if any string will do.'
+    else:
+        fix = (
+            "write in value: the text it must hold; to require only that the value is a "
+            'string, write op: matches with value: "^".'
+        )
+    return Explained(error.msg, fix, "value")
+
+
 def _as_written(error: _Error) -> Explained:
     # Our own validators (paths, patterns, artifact) already speak plainly; anything else is
     # the library's sentence, still located.
@@ -340,6 +351,7 @@ _EXPLAINERS: dict[str, Callable[[_Error], Explained]] = {
     "schema_version": _bad_schema_version,
     "literal_error": _not_allowed_value,
     "path_syntax": _bad_path,
+    "empty_operand": _empty_operand,
     "string_type": lambda error: _wrong_text(key=error.key, value=error.value, keyed=error.keyed),
     "list_type": _not_a_list,
     "int_type": _not_a_whole_number,

@@ -35,6 +35,18 @@ _PATH_DESCRIPTION = (
 )
 
 
+def _refuse_empty_operand(*, op: str, value: Any) -> Any:
+    """An empty `value` for `contains` or `matches` holds on every string: the check could
+    never fail (most often a family's empty cell), so it is a definition error."""
+    if value == "":
+        raise PydanticCustomError(
+            "empty_operand",
+            "{op} with an empty value holds for every string, so it could never fail",
+            {"op": op},
+        )
+    return value
+
+
 class _AssertionBase(BaseModel):
     """Fields every assertion shares; `op` selects the operator and its `value`."""
 
@@ -79,7 +91,14 @@ class ContainsAssertion(_AssertionBase):
     op: Literal["contains"] = Field(
         description="Substring of a string, element of an array, or key of an object."
     )
-    value: JsonValue = Field(description="Substring, element, or key to look for.")
+    value: JsonValue = Field(
+        description="Substring, element, or key to look for; not the empty string."
+    )
+
+    @field_validator("value", mode="after")
+    @classmethod
+    def _not_empty(cls, value: Any) -> Any:
+        return _refuse_empty_operand(op="contains", value=value)
 
 
 class MatchesAssertion(_AssertionBase):
@@ -92,7 +111,8 @@ class MatchesAssertion(_AssertionBase):
         "strings over 100 KB fail."
     )
     value: str = Field(
-        description="An RE2 pattern of at most 200 characters (no lookaround or backreferences).",
+        description="An RE2 pattern of 1 to 200 characters (no lookaround or backreferences).",
+        min_length=1,
         max_length=MAX_PATTERN_CHARS,
     )
 
@@ -102,6 +122,7 @@ class MatchesAssertion(_AssertionBase):
         # `before`, so the length message below wins over pydantic's generic one.
         if not isinstance(value, str):
             return value
+        _refuse_empty_operand(op="matches", value=value)
         try:
             compile_pattern(value)
         except PatternError as exc:

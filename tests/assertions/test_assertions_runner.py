@@ -253,3 +253,44 @@ def test_a_jsonpath_root_in_a_path_is_a_definition_error_not_a_caught_defect(
     (root / "eval_checks" / "low_score.yaml").write_text(control.replace("$.status", "status"))
     fixed = eb_process(root, "run")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+
+
+def test_an_empty_contains_or_matches_value_is_a_definition_error_told_with_every_other(
+    project: Callable[..., Path],
+) -> None:
+    # `contains ""` and `matches ""` hold on every string: a check (or a family's row with an
+    # empty cell) would pass whatever the artifact says.
+    family = (
+        "schema_version: 1\nid: qa\ntype: assertions\ndescription: d\n"
+        "cases_from: evals/qa.csv\nartifact: out/answer.json\nassert:\n"
+        '  - {path: answer, op: contains, value: "{{ case.must_mention }}"}\n'
+        '  - {path: answer, op: matches, value: "{{ case.pattern }}"}\n'
+    )
+    single = (
+        "schema_version: 1\nid: single\ntype: assertions\ndescription: d\n"
+        'artifact: out/answer.json\nassert:\n  - {path: answer, op: contains, value: ""}\n'
+    )
+    root = project(
+        {
+            "eval_checks/qa.yaml": family,
+            "eval_checks/single.yaml": single,
+            "evals/qa.csv": "id,must_mention,pattern\ncapital,Paris,Paris\nriver,,\n",
+            "out/answer.json": '{"answer": "I do not know"}',
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    validated = eb_process(root, "validate")
+    assert validated.returncode == 2, validated.stdout + validated.stderr
+    told = validated.stderr
+    assert "assertions.assert.0.contains.value (line 7, column 41)" in told
+    assert "contains with an empty value holds for every string, so it could never fail" in told
+    assert 'to require only that the value is a string, write op: matches with value: "^"' in told
+    for place, op in (("assert.0.value", "contains"), ("assert.1.value", "matches")):
+        assert (
+            f"evals/qa.csv line 3: case 'river': {place}: {op} with an empty value holds for "
+            "every string, so it could never fail"
+        ) in told
+    assert "case 'capital'" not in told
+    ran = eb_process(root, "run")
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert "passed" not in ran.stdout
