@@ -25,6 +25,8 @@ from eval_banana.core.jsonvalues import (
     TinyNumber,
     lone_surrogate_in,
     once_each,
+    too_long_json_number_place,
+    too_long_number,
     underflows,
     unsayable,
 )
@@ -189,6 +191,18 @@ def _first_line(*, text: str) -> str:
     return " ".join(str(text).split())[:300]
 
 
+def _json_problem(*, text: str, exc: ValueError | RecursionError) -> str:
+    """Why json did not read `text`, said after the artifact's name. A plain ValueError (not
+    a syntax error, nor a repeated key) is int() refusing a whole number longer than Python
+    reads: valid JSON, told at the number's place, as the YAML reader tells it."""
+    if type(exc) is ValueError:
+        place = too_long_json_number_place(text)
+        if place is not None:
+            line, column = place
+            return f"is unusable: {too_long_number(line=line, column=column)}"
+    return f"is not valid JSON: {_first_line(text=str(exc) or type(exc).__name__)}"
+
+
 def _parse(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
     """JSON when it parses as JSON; YAML for .yaml/.yml files; anything else is unusable.
     Either is read no deeper than MAX_DEPTH: JSON by a scan of `data` before parsing, YAML by
@@ -205,7 +219,7 @@ def _parse(*, data: bytes, text: str, suffix: str) -> tuple[Any, str]:
                 parse_constant=numbers.parse_constant,
             )
         except (ValueError, RecursionError) as exc:
-            json_problem = f"is not valid JSON: {_first_line(text=str(exc) or type(exc).__name__)}"
+            json_problem = _json_problem(text=text, exc=exc)
         else:
             _refuse_lone_surrogates(text=text, document=document)
             if numbers.misread:

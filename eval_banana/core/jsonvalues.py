@@ -203,9 +203,31 @@ def too_long_number_line(text: str) -> int | None:
     return text.count("\n", 0, found.start()) + 1 if found else None
 
 
-def too_long_number(*, line: int | None) -> str:
+def too_long_json_number_place(text: str) -> tuple[int, int] | None:
+    """The 1-based line and column of the first whole number of the JSON `text` longer than
+    Python reads, or None. Strings are stepped over (digits inside one are text), and so is a
+    number with a fraction or an exponent (a float, which Python reads at any length). Linear:
+    a digit run is taken whole (possessive) from its first digit only."""
+    limit = longest_whole_number()
+    if not limit:
+        return None
+    token = re.compile(
+        rf'"(?:[^"\\]|\\.)*+"|(?<![\d.eE])(?<![eE][+-])(\d{{{limit + 1},}}+)(?![.eE])'
+    )
+    for found in token.finditer(text):
+        if found.group(1) is None:
+            continue
+        start = found.start(1)
+        line_start = text.rfind("\n", 0, start) + 1
+        return text.count("\n", 0, start) + 1, start - line_start + 1
+    return None
+
+
+def too_long_number(*, line: int | None, column: int | None = None) -> str:
     """What is wrong with such a number, for a message that names the file."""
     where = f"line {line}: " if line is not None else ""
+    if line is not None and column is not None:
+        where = f"line {line}, column {column}: "
     limit = longest_whole_number()
     return f"{where}a whole number longer than {limit:,} digits, which eb does not read"
 

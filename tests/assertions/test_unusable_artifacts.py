@@ -78,6 +78,41 @@ def test_nan_infinity_and_numbers_that_do_not_read_as_written_make_the_artifact_
         assert all(said in message for message in messages), (check_id, messages)
 
 
+def test_a_whole_number_longer_than_python_reads_is_told_at_its_place_in_json_as_in_yaml(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """int() refuses more than 4,300 digits: a JSON artifact holding such a number was 'not
+    valid JSON' with Python's advice to raise the limit; it is told as YAML tells it, at its
+    line and column. Digits in a string and a long fraction before it are not the number."""
+    digits = "7" * 5000
+    json_text = f'{{"note": "{digits}", "ratio": 0.{digits},\n "id": 1, "checksum": {digits}}}'
+    root = project(
+        {
+            "out/data.json": json_text,
+            "out/data.yaml": f"id: 1\nchecksum: {digits}\n",
+            "eval_checks/c_json.yaml": _check(
+                "c_json", artifact="out/data.json", assertions="  - {path: id, op: exists}\n"
+            ),
+            "eval_checks/c_yaml.yaml": _check(
+                "c_yaml", artifact="out/data.yaml", assertions="  - {path: id, op: exists}\n"
+            ),
+        }
+    )
+
+    result = eb("run", "--cwd", str(root), "--no-html", "--json")
+
+    assert result.exit_code == 1
+    checks = _results(result)
+    said = "a whole number longer than 4,300 digits, which eb does not read"
+    (json_message,) = [entry["message"] for entry in checks["c_json"]["details"]["assertions"]]
+    assert (
+        json_message == f"id exists: artifact out/data.json is unusable: line 2, column 23: {said}"
+    )
+    assert "sys.set_int_max_str_digits" not in json_message
+    (yaml_message,) = [entry["message"] for entry in checks["c_yaml"]["details"]["assertions"]]
+    assert yaml_message.endswith(f"line 2, column 11: {said}")
+
+
 def test_utf16_and_utf32_artifacts_without_a_byte_order_mark_are_named_so(
     project: Callable[..., Path], eb: Callable[..., EbResult]
 ) -> None:

@@ -9,6 +9,7 @@ import pytest
 from eval_banana.core.jsonvalues import (
     lone_surrogate_in,
     lone_surrogates_replaced,
+    too_long_json_number_place,
     unsayable,
 )
 
@@ -43,3 +44,13 @@ def test_the_walk_is_skipped_for_a_text_that_escapes_no_surrogate() -> None:
 def test_halves_are_replaced_in_texts_and_keys() -> None:
     value = {"k\udc00": ["a\ud83d", 1, None, {"n": "é"}]}
     assert lone_surrogates_replaced(value) == {"k\ufffd": ["a\ufffd", 1, None, {"n": "é"}]}
+
+
+def test_a_too_long_whole_number_of_json_is_found_past_strings_fractions_and_exponents() -> None:
+    digits = "7" * 5000
+    text = (
+        f'{{"s": "{digits}", "e": "\\"{digits}", "f": 1.{digits}, "g": {digits}.5, '
+        f'"x": 1e{digits}, "y": 2E-{digits},\n  "n": -{digits}}}'
+    )
+    assert too_long_json_number_place(text) == (2, 9)
+    assert too_long_json_number_place(f'["{digits}", 1.{digits}]') is None
