@@ -1318,7 +1318,7 @@ def test_a_csv_familys_cells_take_the_types_its_case_schema_gives_their_fields(
     code, report = _run(eb, root)
     assert code == 1 and set(_statuses(report).values()) == {"failed"}
     apple = next(c for c in report["checks"] if c["check_id"] == "prices[1]")
-    assert "give the field a number type in the family's case_schema" in apple["reason"]
+    assert "give field price a number type in the family's case_schema" in apple["reason"]
 
 
 def test_a_typed_csv_number_too_large_to_read_is_told_with_a_fix_a_csv_can_take(

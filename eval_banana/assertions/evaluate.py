@@ -12,9 +12,11 @@ from eval_banana.assertions.artifactdata import ArtifactUnusable, parse_artifact
 from eval_banana.assertions.operators import (
     OPERATORS,
     VERDICTS,
+    ExpectedFrom,
     describe,
     json_kind,
     operand_text,
+    operator_for,
 )
 from eval_banana.assertions.paths import (
     ArtifactPathError,
@@ -146,9 +148,16 @@ def _missing_key(node: dict[Any, Any], name: str) -> str:
 class _Walker:
     """Resolves one path against a document with any-element fan-out, failing closed."""
 
-    def __init__(self, *, segments: tuple[Segment, ...], op: str, value: Any) -> None:
+    def __init__(
+        self,
+        *,
+        segments: tuple[Segment, ...],
+        op: str,
+        value: Any,
+        expected_from: ExpectedFrom | None = None,
+    ) -> None:
         self._segments = segments
-        self._operator = OPERATORS[op]
+        self._operator = operator_for(op=op, expected_from=expected_from)
         self._verdict = VERDICTS[op]
         self._value = value
         self._fans_out = any(isinstance(segment, Each) for segment in segments)
@@ -250,8 +259,16 @@ class _Walker:
         return f"none of the {len(node)} elements of {where} satisfies it: {listed}"
 
 
-def evaluate_assertion(*, document: Any, path: str, op: str, value: Any = None) -> AssertionOutcome:
-    """Evaluate one assertion on a parsed artifact; never raises for a bad document."""
+def evaluate_assertion(
+    *,
+    document: Any,
+    path: str,
+    op: str,
+    value: Any = None,
+    expected_from: ExpectedFrom | None = None,
+) -> AssertionOutcome:
+    """Evaluate one assertion on a parsed artifact; never raises for a bad document.
+    `expected_from`: where `value` was written, when known (it words a fix)."""
     name = headline(path=path, op=op, value=value)
     if op not in OPERATORS:
         return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: unknown operator")
@@ -260,7 +277,7 @@ def evaluate_assertion(*, document: Any, path: str, op: str, value: Any = None) 
     except PathSyntaxError as exc:
         # Validation rejects these first; failing here keeps a bypassed check fail-closed.
         return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: {exc}")
-    walker = _Walker(segments=segments, op=op, value=value)
+    walker = _Walker(segments=segments, op=op, value=value, expected_from=expected_from)
     try:
         failure = walker.walk(node=document, index=0, location=())
     except RecursionError:
@@ -270,16 +287,23 @@ def evaluate_assertion(*, document: Any, path: str, op: str, value: Any = None) 
     return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: {failure}")
 
 
-def evaluate_all(*, document: Any, assertions: Sequence[AssertionLike]) -> list[AssertionOutcome]:
-    """Evaluate every assertion (no short-circuit, so every failure is reported)."""
+def evaluate_all(
+    *,
+    document: Any,
+    assertions: Sequence[AssertionLike],
+    expected_from: Sequence[ExpectedFrom | None] = (),
+) -> list[AssertionOutcome]:
+    """Evaluate every assertion (no short-circuit, so every failure is reported).
+    `expected_from`: where each assertion's value was written, in order, when known."""
     return [
         evaluate_assertion(
             document=document,
             path=assertion.path,
             op=assertion.op,
             value=getattr(assertion, "value", None),
+            expected_from=expected_from[index] if index < len(expected_from) else None,
         )
-        for assertion in assertions
+        for index, assertion in enumerate(assertions)
     ]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from eval_banana.core.lookalike import Reveal, alike_note, json_quoted, reveal_for
 from eval_banana.core.yamlsafe import YAML12_EXPONENT_NUMBER
@@ -165,36 +165,78 @@ def equals_holds(*, found: Any, value: Any) -> bool:
     return json_equal(left=found, right=value)
 
 
-def op_equals(*, found: Any, value: Any) -> str | None:
+class ExpectedFrom(NamedTuple):
+    """Where an assertion's expected value was written: in the check file, or (a family's
+    whole `{{ case.<field> }}` placeholder) in `field` of a dataset row read from a file of
+    `format` (a check file's own `cases:` are YAML)."""
+
+    format: Literal["check file", "csv", "json", "yaml"]
+    field: str | None = None
+
+
+def op_equals(*, found: Any, value: Any, expected_from: ExpectedFrom | None = None) -> str | None:
+    """`expected_from`: where `value` was written, for the fix of a number written as text."""
     if equals_holds(found=found, value=value):
         return None
     if isinstance(found, str) and isinstance(value, str):
         apart = told_apart(expected=value, found=found)
         if apart is not None:
             return f"found the string {apart.found}, not {apart.expected} ({apart.note})"
-    return f"found {describe(value=found)}{_text_for_number(found=found, value=value)}"
+    number = _text_for_number(found=found, value=value, expected_from=expected_from)
+    return f"found {describe(value=found)}{number}"
 
 
-# The fix for an expected number that came from a CSV cell, which is always text.
-_TYPE_THE_FIELD = "give the field a number type in the family's case_schema"
+def _fix_in_row(*, expected_from: ExpectedFrom, number: str) -> str:
+    """How to make the row's field the number `number`, in its file's own syntax."""
+    field = f"field {expected_from.field}" if expected_from.field else "the field"
+    if expected_from.format == "csv":
+        # A CSV cell is always text: only the family's schema makes it a number.
+        return (
+            f"it comes from {field} of a CSV dataset, whose cells are text: give {field} a "
+            "number type in the family's case_schema"
+        )
+    if expected_from.format == "json":
+        return f"it comes from {field} of the case's JSON row: write {number} there, unquoted"
+    return f"it comes from {field} of the case's YAML row: write {number} there, unquoted"
 
 
-def _text_for_number(*, found: Any, value: Any) -> str:
+def _text_for_number(*, found: Any, value: Any, expected_from: ExpectedFrom | None) -> str:
     """Why "3" is not 3, when that is all that differs: the expected value is text (quoted, or
-    a CSV cell, which is always text) where the artifact holds a number."""
+    a CSV cell, which is always text) where the artifact holds a number; the fix is told for
+    where it was written (both places' when that is not known)."""
     if not isinstance(value, str) or not isinstance(found, int | float) or isinstance(found, bool):
         return ""
-    if value.strip() == json.dumps(found):
+    number = json.dumps(found)
+    in_row = expected_from is not None and expected_from.format != "check file"
+    if value.strip() == number:
+        if expected_from is not None and in_row:
+            return "; the expected value is text, not a number: " + _fix_in_row(
+                expected_from=expected_from, number=number
+            )
+        if expected_from is not None:
+            return (
+                "; the expected value is text, not a number: it is quoted in the check file, "
+                "unquote it"
+            )
         return (
             "; the expected value is text, not a number: written in the check file, unquote it; "
-            f"from a CSV dataset (whose cells are text), {_TYPE_THE_FIELD}"
+            "from a CSV dataset (whose cells are text), give the field a number type in the "
+            "family's case_schema"
         )
     if YAML12_EXPONENT_NUMBER.fullmatch(value) and float(value) == found:
+        said = f"; the expected value is the text {value!r}, not a number: "
+        if expected_from is not None and in_row:
+            return said + _fix_in_row(expected_from=expected_from, number=number)
         # `value: 1e3` unquoted: YAML 1.1 wants a dot and a signed exponent for a number.
+        unquoted = (
+            f"YAML 1.1, which eb's reader follows, reads a plain {value} in a check file as "
+            f"text, so write {number} there"
+        )
+        if expected_from is not None:
+            return said + unquoted
         return (
-            f"; the expected value is the text {value!r}, not a number: YAML 1.1, which eb's "
-            f"reader follows, reads a plain {value} in a check file as text, so write "
-            f"{json.dumps(found)} there; from a CSV dataset, {_TYPE_THE_FIELD}"
+            f"{said}{unquoted}; from a CSV dataset, give the field a number type in the "
+            "family's case_schema"
         )
     return ""
 
@@ -354,3 +396,10 @@ VERDICTS: dict[str, Verdict] = {
     "lengthAtLeast": length_at_least_holds,
     "lengthAtMost": length_at_most_holds,
 }
+
+
+def operator_for(*, op: str, expected_from: ExpectedFrom | None) -> Operator:
+    """The operator `op`, told where its expected value was written when that words a fix."""
+    if op == "equals" and expected_from is not None:
+        return functools.partial(op_equals, expected_from=expected_from)
+    return OPERATORS[op]

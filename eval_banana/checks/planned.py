@@ -4,7 +4,8 @@ family's cases copied from one template, a check that says `skip:`, a script tha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
 
 from eval_banana.checks.definition import FrozenScript, definition_digest
 from eval_banana.checks.units import Unit
@@ -45,10 +46,38 @@ def plan_check(*, unit: Unit, frozen: FrozenScript | None) -> tuple[PlannedCheck
         case_id=case.case_id if case is not None else None,
         case_index=unit.case_index,
         case=case.row if case is not None else None,
+        case_format=case_format(case=case) if case is not None else None,
+        filled_values=filled_values(definition=item.definition) if case is not None else None,
         family_files=unit.family_files,
         family_definition_sha256=unit.family_digest,
     )
     return planned, frozen.data if frozen else None
+
+
+def case_format(*, case: ExpandedCase) -> Literal["csv", "json", "yaml"]:
+    """The format of the file `case`'s row was read from: its fix of a value is said in it."""
+    origin = case.origin
+    if origin.inline_index is not None:
+        return "yaml"  # the check file's own `cases:`
+    suffix = PurePosixPath(origin.file).suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    return "json" if suffix in (".json", ".jsonl") else "yaml"
+
+
+def filled_values(*, definition: dict[str, Any]) -> list[str | None] | None:
+    """Per assertion of an assertions family, the row field its value is wholly filled from
+    (`value: "{{ case.expected }}"`), else None; None for a family of another type."""
+    assertions = definition.get("assert")
+    if definition.get("type") != "assertions" or not isinstance(assertions, list):
+        return None
+    # Loaded here: a project without families never loads the datasets package.
+    from eval_banana.datasets.render import whole_placeholder_field
+
+    return [
+        whole_placeholder_field(item.get("value")) if isinstance(item, dict) else None
+        for item in assertions
+    ]
 
 
 def case_template(*, unit: Unit, frozen: FrozenScript | None) -> PlannedCheck:
@@ -79,6 +108,7 @@ def plan_case(
     values["case_id"] = case.case_id
     values["case"] = case.row
     values["case_index"] = case_index  # its place in the dataset: merges keep dataset order
+    values["case_format"] = case_format(case=case)  # rows of one family may mix formats
     planned.__dict__ = values
     return planned
 

@@ -256,6 +256,15 @@ def compile_text(text: str) -> Template | None:
     return Template(text=text, literals=literals, fields=fields)
 
 
+def whole_placeholder_field(value: Any) -> str | None:
+    """The field a value that is exactly one `{{ case.<field> }}` placeholder names, else None
+    (render_value gives it the field's own JSON value)."""
+    if not isinstance(value, str):
+        return None
+    whole = _WHOLE.fullmatch(value.strip())
+    return whole.group(1) if whole is not None else None
+
+
 def render_value(*, value: Any, case: dict[str, Any]) -> Any:
     """An expected value: a string that is exactly one placeholder takes the field's JSON value
     (a number stays a number); other strings are rendered as text; lists and mappings deeply."""

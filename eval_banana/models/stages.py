@@ -142,6 +142,18 @@ class PlannedCheck(Record):
         "shards lists the cases as one machine does; null for a check that is not a case.",
     )
     case: dict[str, Any] | None = Field(default=None, description="The case's row, as loaded.")
+    case_format: Literal["csv", "json", "yaml"] | None = Field(
+        default=None,
+        description="The format of the file the case's row was read from (json for .json and "
+        ".jsonl, yaml for a check file's own cases:), which words the fix of a value it holds; "
+        "null for a check that is not a case.",
+    )
+    filled_values: list[str | None] | None = Field(
+        default=None,
+        description="For a case of an assertions family: per assertion, in order, the row "
+        "field its value is filled from when the value is one whole {{ case.<field> }} "
+        "placeholder, else null; null for other checks.",
+    )
     family_definition_sha256: str | None = Field(
         default=None,
         description="sha256:<hex> of the family's definition without its dataset rows, the "

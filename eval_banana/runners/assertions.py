@@ -5,8 +5,10 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from eval_banana.assertions.evaluate import evaluate_all, fail_all, load_artifact, summarize
+from eval_banana.assertions.operators import ExpectedFrom
 from eval_banana.models.assertions import AssertionsCheck
 from eval_banana.models.result import CheckResult
+from eval_banana.models.stages import PlannedCheck
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.results import build_result, error_result, utc_now
 
@@ -26,6 +28,22 @@ def _graded_nothing(*, problem: str) -> str:
         "(relative to the project root) name the seeded-defect file, a JSON or YAML document "
         "its assertions can read"
     )
+
+
+def _expected_from(*, check: PlannedCheck, count: int) -> list[ExpectedFrom | None]:
+    """Where each of the `count` assertions' values was written: a family's whole placeholder
+    in the case's row (in its file's format), anything else in the check file; unknown for a
+    case planned without that record."""
+    in_file = ExpectedFrom(format="check file")
+    if check.family is None:
+        return [in_file] * count
+    row_format, fields = check.case_format, check.filled_values
+    if row_format is None or fields is None:
+        return [None] * count
+    return [
+        in_file if field is None else ExpectedFrom(format=row_format, field=field)
+        for field in fields
+    ]
 
 
 def run_assertions(ctx: RunContext) -> CheckResult:
@@ -54,7 +72,11 @@ def run_assertions(ctx: RunContext) -> CheckResult:
     if loaded.problem is not None:
         outcomes = fail_all(assertions=check.assertions, problem=loaded.problem)
     else:
-        outcomes = evaluate_all(document=loaded.document, assertions=check.assertions)
+        outcomes = evaluate_all(
+            document=loaded.document,
+            assertions=check.assertions,
+            expected_from=_expected_from(check=ctx.check, count=len(check.assertions)),
+        )
     passed = all(outcome.ok for outcome in outcomes)
     return build_result(
         check=ctx.check,

@@ -294,3 +294,45 @@ def test_an_empty_contains_or_matches_value_is_a_definition_error_told_with_ever
     ran = eb_process(root, "run")
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert "passed" not in ran.stdout
+
+
+def test_a_number_written_as_text_is_told_with_the_fix_of_the_file_it_was_written_in(
+    project: Callable[..., Path],
+) -> None:
+    # "3" is not 3: the fix was "unquote it in the check file" (a YAML error for a
+    # placeholder) or "type the CSV field", even when the row was JSON or YAML.
+    def family(check_id: str, source: str) -> str:
+        return (
+            f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n{source}\n"
+            "artifact: out/t.json\nassert:\n"
+            '  - {path: total, op: equals, value: "{{ case.expected }}"}\n'
+            '  - {path: total, op: equals, value: "3"}\n'
+        )
+
+    root = project(
+        {
+            "out/t.json": '{"total": 3}',
+            "evals/t.jsonl": '{"id": "a", "expected": "3"}\n',
+            "evals/t.csv": "id,expected\na,3\n",
+            "eval_checks/j.yaml": family("j", "cases_from: evals/t.jsonl"),
+            "eval_checks/c.yaml": family("c", "cases_from: evals/t.csv"),
+            "eval_checks/y.yaml": family("y", 'cases:\n  - {id: a, expected: "3"}'),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    text = "; the expected value is text, not a number: "
+    in_check_file = f'total equals "3": found the number 3{text}it is quoted in the check file'
+    for check_id, fix in (
+        ("j", "it comes from field expected of the case's JSON row: write 3 there, unquoted"),
+        ("y", "it comes from field expected of the case's YAML row: write 3 there, unquoted"),
+        (
+            "c",
+            "it comes from field expected of a CSV dataset, whose cells are text: give field "
+            "expected a number type in the family's case_schema",
+        ),
+    ):
+        (line,) = [line for line in ran.stdout.splitlines() if line.startswith(f"- {check_id}[a]")]
+        assert f'total equals "3": found the number 3{text}{fix};' in line, line
+        assert line.endswith(f"{in_check_file}, unquote it"), line
