@@ -54,6 +54,15 @@ Project = Callable[..., Path]
             "found unhashable key",
             'must be quoted, or YAML reads the braces as a mapping: write value: "{{ case.p }}"',
         ),
+        # The one-line (flow) form of an assertion: the line is quoted as it should read.
+        (
+            "schema_version: 1\nid: y\ntype: assertions\ndescription: d\ncases: [{p: 1}]\n"
+            "artifact: out.json\nassert:\n  - {path: p, op: equals, value: {{ case.p }}}\n",
+            "line 8, column 35",
+            "found unhashable key",
+            "must be quoted, or YAML reads the braces as a mapping: write "
+            '- {path: p, op: equals, value: "{{ case.p }}"}',
+        ),
     ],
 )
 def test_yaml_syntax_errors_name_file_line_column_problem_and_hint(

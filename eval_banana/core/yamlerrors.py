@@ -62,6 +62,9 @@ def _at(mark: object) -> str:
 # A plain value that opens with `{{`: YAML reads the braces as a mapping inside a mapping.
 # A comment after it (` # ...`) is left out of the quoted fix.
 _UNQUOTED_PLACEHOLDER = re.compile(r"^(\s*(?:-\s+)?[\w.-]+:\s+|\s*-\s+)(\{\{.*?)(?:\s+#.*)?\s*$")
+# The same value in a flow mapping (`- {path: total, op: equals, value: {{ case.x }}}`, the
+# one-line form of an assertion): up to the `,` or `}` that ends it.
+_FLOW_PLACEHOLDER = re.compile(r"([{,]\s*[\w.-]+:\s+)(\{\{[^{}]*\}\}[^,{}\[\]]*?)(\s*)(?=[,}\]]|$)")
 
 
 def describe_syntax_error(*, exc: yaml.YAMLError, source: str | None = None) -> tuple[str, str]:
@@ -92,13 +95,33 @@ def _placeholder_hint(*, exc: yaml.YAMLError, source: str | None) -> str | None:
         index = getattr(mark, "line", None)
         if index is None or not 0 <= index < len(lines):
             continue
-        found = _UNQUOTED_PLACEHOLDER.match(lines[index])
-        if found is None:
+        written = _block_quoted(line=lines[index]) or _flow_quoted(line=lines[index])
+        if written is None:
             continue
-        lead, value = found.group(1).strip(), found.group(2)
-        quoted = json.dumps(value, ensure_ascii=False)
         return (
             f"a value that starts with {{{{ must be quoted, or YAML reads the braces as a "
-            f"mapping: write {lead} {quoted}"
+            f"mapping: write {written}"
         )
     return None
+
+
+def _block_quoted(*, line: str) -> str | None:
+    """`key: value` of `line` with its placeholder value quoted, or None when it has none."""
+    found = _UNQUOTED_PLACEHOLDER.match(line)
+    if found is None:
+        return None
+    return f"{found.group(1).strip()} {json.dumps(found.group(2), ensure_ascii=False)}"
+
+
+def _flow_quoted(*, line: str) -> str | None:
+    """`line` as it should read with every placeholder value of its flow mappings quoted, or
+    None when it has none."""
+    if "{{" not in line:
+        return None
+    quoted, count = _FLOW_PLACEHOLDER.subn(
+        lambda found: (
+            found.group(1) + json.dumps(found.group(2), ensure_ascii=False) + found.group(3)
+        ),
+        line,
+    )
+    return quoted.strip() if count else None
