@@ -53,6 +53,8 @@ AssertionError: expected 3, got '2'
         ("", 2, "exit code 2"),
         ("   \n\n", 3, "exit code 3"),
         ("", -9, "exit code -9 (killed by SIGKILL)"),
+        # sys.exit(-256): asked for by the script, not minus a signal number.
+        ("", -256, "exit code -256"),
         (
             "  File \"c.py\", line 1\n    x = (\n        ^\nSyntaxError: '(' was never closed\n",
             1,

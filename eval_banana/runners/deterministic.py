@@ -18,7 +18,7 @@ from eval_banana.core.textfiles import blank_source
 from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.explain import failure_reason
-from eval_banana.runners.launcher import launcher_argv
+from eval_banana.runners.launcher import FOLDED_EXIT_STATUS, folds_to_zero, launcher_argv
 from eval_banana.runners.process import ProcessOutcome, run_process
 from eval_banana.runners.results import build_result, error_result, stopped_detail, utc_now
 from eval_banana.runners.tails import stream_tails
@@ -28,6 +28,7 @@ logger = Logger("eval_banana.runners.deterministic")
 INLINE_NAME = "inline_check.py"
 REFERENCED_NAME = "referenced_check.py"
 CONTEXT_NAME = "context.json"
+EXIT_NOTE_NAME = "exit_code.txt"  # written by the launcher only for a code that reads as 0
 
 
 class _LaunchError(Exception):
@@ -63,7 +64,8 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
         inline.write_text(str(script), encoding="utf-8")
         _refuse_blank(source=str(script), shown="the inline script")
         _refuse_uncompilable(source=str(script), logical=str(inline), shown="the inline script")
-        return [sys.executable, str(inline), str(context_path)]
+        # Through the launcher too, so that its sys.exit(256) cannot read as a pass.
+        return _launcher(tmp=tmp, logical=str(inline), snapshot=inline, context_path=context_path)
     if check.script_unavailable:
         raise _LaunchError(check.script_unavailable)
     if not check.snapshot or not check.script_path:
@@ -81,12 +83,33 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
     referenced.write_bytes(frozen)
     _refuse_blank(source=frozen, shown=check.script_path)
     _refuse_uncompilable(source=frozen, logical=check.script_path, shown=check.script_path)
+    return _launcher(
+        tmp=tmp, logical=check.script_path, snapshot=referenced, context_path=context_path
+    )
+
+
+def _launcher(*, tmp: Path, logical: str, snapshot: Path, context_path: Path) -> list[str]:
     return launcher_argv(
         python=sys.executable,
-        logical_path=check.script_path,
-        snapshot_path=str(referenced),
+        logical_path=logical,
+        snapshot_path=str(snapshot),
         context_path=str(context_path),
+        exit_note_path=str(tmp / EXIT_NOTE_NAME),
     )
+
+
+def _with_asked_exit_code(*, outcome: ProcessOutcome, tmp: Path) -> ProcessOutcome:
+    """The outcome with the code the script passed to sys.exit when the system read it as 0.
+
+    Only a code that folds to 0 is taken from the note: whatever else a script might write
+    there can never turn its failure into a pass, nor change the code of any other exit."""
+    if outcome.timed_out or outcome.cancelled or outcome.exit_code != FOLDED_EXIT_STATUS:
+        return outcome
+    try:
+        asked = int((tmp / EXIT_NOTE_NAME).read_text(encoding="ascii"))
+    except (OSError, ValueError):  # no note (a plain exit 1), or not one the launcher wrote
+        return outcome
+    return outcome._replace(exit_code=asked) if folds_to_zero(asked) else outcome
 
 
 def _refuse_blank(*, source: str | bytes, shown: str) -> None:
@@ -126,7 +149,7 @@ def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
         argv = _materialize(ctx=ctx, tmp=tmp, context_path=context_path)
         context_path.write_text(context_json(ctx=ctx, output_dir=evidence), encoding="utf-8")
         timeout = _timeout_seconds(ctx=ctx)
-        return run_process(
+        outcome = run_process(
             argv=ctx.command(argv),
             cwd=ctx.process_cwd,
             env=ctx.base_env,
@@ -135,6 +158,7 @@ def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
             timeout_s=float(timeout) if timeout > 0 else None,
             cancel=ctx.cancel,
         )
+        return _with_asked_exit_code(outcome=outcome, tmp=tmp)
     finally:
         _remove_private_dir(tmp)
 
@@ -142,7 +166,7 @@ def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
 def _remove_private_dir(tmp: Path) -> None:
     """Remove the files eb put in the temp dir, then the dir; anything else: rmtree."""
     # A few syscalls instead of rmtree's walk: measurable over hundreds of trivial checks.
-    for name in (INLINE_NAME, REFERENCED_NAME, CONTEXT_NAME):
+    for name in (INLINE_NAME, REFERENCED_NAME, CONTEXT_NAME, EXIT_NOTE_NAME):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp / name)
     try:

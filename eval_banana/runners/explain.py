@@ -24,7 +24,9 @@ def _one_line(text: str) -> str:
 
 
 def _exit_text(exit_code: int | None) -> str:
-    if exit_code is not None and exit_code < 0:
+    # Minus a signal number is a death by that signal; a larger negative code (sys.exit(-256))
+    # is one the script asked for.
+    if exit_code is not None and -signal.NSIG < exit_code < 0:
         try:
             name = signal.Signals(-exit_code).name
         except ValueError:

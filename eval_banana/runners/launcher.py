@@ -1,16 +1,27 @@
 """The `python -c` launcher that runs a frozen script as if it were the original file.
 
-argv after `-c`: `<logical path> <snapshot path> <context path>`. The snapshot bytes are compiled
-under the logical path, so tracebacks, `__file__`, `sys.argv[0]` and sibling imports all behave as
-if the original file had been run directly, while the live file is never read again.
+argv after `-c`: `<logical path> <snapshot path> <context path> <exit note path>`. The snapshot
+bytes are compiled under the logical path, so tracebacks, `__file__`, `sys.argv[0]` and sibling
+imports all behave as if the original file had been run directly, while the live file is never
+read again. Inline scripts run through it too, with their temporary file as both paths.
+
+The system keeps only the low 8 bits of an exit status, so `sys.exit(256)` (say,
+`sys.exit(len(failures))` with 256 failures) would read as 0, a pass. The launcher turns such a
+`SystemExit` into exit status `FOLDED_EXIT_STATUS` and writes the code the script asked for to
+the exit note, where the runner reads it back.
 """
 
 from __future__ import annotations
 
-LAUNCHER_SOURCE = """\
+# The status the launcher ends with when the script asked for a code that would read as 0.
+FOLDED_EXIT_STATUS = 1
+# Python hands an exit code to the system as a 64-bit integer; beyond it, the status is 255.
+_LONGEST_EXIT_CODE = 2**63
+
+LAUNCHER_SOURCE = f"""\
 import builtins as _b, importlib.machinery as _m, os as _o, sys as _s, types as _t
 def _launch():
-    logical, snapshot, context = _s.argv[1], _s.argv[2], _s.argv[3]
+    logical, snapshot, context, exit_note = _s.argv[1:5]
     with open(snapshot, "rb") as handle:
         source = handle.read()
     code = compile(source, logical, "exec", dont_inherit=True)
@@ -28,15 +39,37 @@ def _launch():
     module.__cached__ = None
     module.__builtins__ = _b
     _s.modules["__main__"] = module
-    return code, module.__dict__
-_code, _namespace = _launch()
+    return code, module.__dict__, exit_note
+_code, _namespace, _exit_note = _launch()
 del _launch
-exec(_code, _namespace)
+try:
+    exec(_code, _namespace)
+except SystemExit as _stop:
+    _asked = _stop.code
+    if not (isinstance(_asked, int) and _asked != 0 and _asked % 256 == 0
+            and -{_LONGEST_EXIT_CODE} <= _asked < {_LONGEST_EXIT_CODE}):
+        raise
+    with open(_exit_note, "w", encoding="ascii") as _note:
+        _note.write(str(int(_asked)))
+    raise SystemExit({FOLDED_EXIT_STATUS}) from None
 """
 
 
+def folds_to_zero(code: int) -> bool:
+    """Whether the system would read this `sys.exit` code as 0 (the launcher's own test)."""
+    return code != 0 and code % 256 == 0 and -_LONGEST_EXIT_CODE <= code < _LONGEST_EXIT_CODE
+
+
 def launcher_argv(
-    *, python: str, logical_path: str, snapshot_path: str, context_path: str
+    *, python: str, logical_path: str, snapshot_path: str, context_path: str, exit_note_path: str
 ) -> list[str]:
-    """The full command line for a referenced script."""
-    return [python, "-c", LAUNCHER_SOURCE, logical_path, snapshot_path, context_path]
+    """The full command line for a script, run as if `logical_path` had been run directly."""
+    return [
+        python,
+        "-c",
+        LAUNCHER_SOURCE,
+        logical_path,
+        snapshot_path,
+        context_path,
+        exit_note_path,
+    ]

@@ -105,6 +105,47 @@ def test_nonzero_exit_fails_with_the_code(root: Path, run_dir: Path) -> None:
     assert result.error_detail is None
 
 
+@pytest.mark.parametrize("form", ["inline", "script_path"])
+@pytest.mark.parametrize("code", [256, 512, 2**32, -256])
+def test_an_exit_code_the_system_reads_as_zero_fails_with_the_code_asked_for(
+    root: Path, run_dir: Path, form: str, code: int
+) -> None:
+    # sys.exit(len(failures)) with 256 failures: the shell sees 0, a pass, were eb not to look.
+    source = f"import sys\nsys.exit({code})\n"
+    if form == "inline":
+        check = inline(root, source)
+    else:
+        script = root / "eval_checks" / "count.py"
+        script.write_text(source)
+        check = planned_referenced(id="c1", script_file=script, project_root=root, run_dir=run_dir)
+    result = run(check=check, root=root, run_dir=run_dir)
+    assert (result.status, result.score, result.exit_code) == ("failed", 0, code)
+    assert result.reason == f"exit code {code}"
+    assert result.stderr == ""
+
+
+def test_a_negative_exit_code_keeps_the_status_the_system_gives(root: Path, run_dir: Path) -> None:
+    result = run(check=inline(root, "import sys\nsys.exit(-1)\n"), root=root, run_dir=run_dir)
+    assert (result.status, result.exit_code, result.reason) == ("failed", 255, "exit code 255")
+
+
+def test_only_a_code_that_reads_as_zero_is_taken_from_the_exit_note(
+    root: Path, run_dir: Path
+) -> None:
+    # A script that writes the launcher's note itself cannot change the code of a plain exit.
+    check = inline(
+        root,
+        """
+        import os, sys
+        folder = os.path.dirname(sys.argv[1])
+        open(os.path.join(folder, "exit_code.txt"), "w").write("3")
+        sys.exit(1)
+        """,
+    )
+    result = run(check=check, root=root, run_dir=run_dir)
+    assert (result.status, result.exit_code) == ("failed", 1)
+
+
 def test_uncaught_exception_fails_with_traceback_in_stderr(root: Path, run_dir: Path) -> None:
     check = inline(root, "assert 1 == 2, 'boom'\n")
     result = run(check=check, root=root, run_dir=run_dir)
