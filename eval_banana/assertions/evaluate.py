@@ -13,6 +13,7 @@ from eval_banana.assertions.operators import (
     OPERATORS,
     VERDICTS,
     ExpectedFrom,
+    NotEvaluated,
     describe,
     json_kind,
     operand_text,
@@ -53,15 +54,27 @@ class AssertionLike(Protocol):
 
 @dataclass(frozen=True)
 class AssertionOutcome:
-    """One assertion's verdict; `message` says why it failed (or 'holds')."""
+    """One assertion's verdict; `message` says why it failed (or 'holds').
+
+    `evaluated` is False for a failure that says nothing of the artifact: it was unusable, the
+    assertion is malformed, or a value at its path could not be looked at."""
 
     path: str
     op: str
     ok: bool
     message: str
+    evaluated: bool = True
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "op": self.op, "ok": self.ok, "message": self.message}
+        shown: dict[str, Any] = {
+            "path": self.path,
+            "op": self.op,
+            "ok": self.ok,
+            "message": self.message,
+        }
+        if not self.evaluated:
+            shown["evaluated"] = False
+        return shown
 
 
 @dataclass(frozen=True)
@@ -165,11 +178,31 @@ class _Walker:
         # many places, and without this a chain of aliases makes the walk exponential.
         self._memo: dict[tuple[int, int], str | None] = {}
         self._held: dict[tuple[int, int], bool] = {}
+        # A value at the path the operator could not look at; when the path then fails, that
+        # value might have made it hold, so the failure says nothing of the artifact.
+        self.not_evaluated = False
+        # Why, for one among the elements a `[*]` judges without telling (None: none was).
+        self.untold_not_evaluated: str | None = None
+
+    def _operate(self, *, found: Any) -> str | None:
+        try:
+            return self._operator(found=found, value=self._value)
+        except NotEvaluated as exc:
+            self.not_evaluated = True
+            return str(exc)
+
+    def _verdict_of(self, *, found: Any) -> bool:
+        try:
+            return self._verdict(found=found, value=self._value)
+        except NotEvaluated as exc:
+            self.not_evaluated = True
+            self.untold_not_evaluated = self.untold_not_evaluated or str(exc)
+            return False
 
     def walk(self, *, node: Any, index: int, location: tuple[Segment, ...]) -> str | None:
         """None when the rest of the path from `node` satisfies the operator, else why not."""
         if index == len(self._segments):
-            failure = self._operator(found=node, value=self._value)
+            failure = self._operate(found=node)
             if failure is None or not self._fans_out:
                 return failure
             return f"at {describe_location(segments=location)}: {failure}"
@@ -183,7 +216,7 @@ class _Walker:
     def holds(self, *, node: Any, index: int) -> bool:
         """Whether `walk` from `node` returns None, found without saying why not."""
         if index == len(self._segments):
-            return self._verdict(found=node, value=self._value)
+            return self._verdict_of(found=node)
         if not isinstance(node, dict | list):
             return False  # a scalar has no key or element for the rest of the path
         key = (id(node), index)
@@ -271,20 +304,34 @@ def evaluate_assertion(
     `expected_from`: where `value` was written, when known (it words a fix)."""
     name = headline(path=path, op=op, value=value)
     if op not in OPERATORS:
-        return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: unknown operator")
+        return _unevaluated(path=path, op=op, message=f"{name}: unknown operator")
     try:
         segments = parse_path(text=path)
     except PathSyntaxError as exc:
         # Validation rejects these first; failing here keeps a bypassed check fail-closed.
-        return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: {exc}")
+        return _unevaluated(path=path, op=op, message=f"{name}: {exc}")
     walker = _Walker(segments=segments, op=op, value=value, expected_from=expected_from)
     try:
         failure = walker.walk(node=document, index=0, location=())
     except RecursionError:
-        failure = "the data is nested too deeply to evaluate"
+        return _unevaluated(
+            path=path, op=op, message=f"{name}: the data is nested too deeply to evaluate"
+        )
     if failure is None:
         return AssertionOutcome(path=path, op=op, ok=True, message=f"{name}: holds")
-    return AssertionOutcome(path=path, op=op, ok=False, message=f"{name}: {failure}")
+    if walker.untold_not_evaluated is not None:
+        failure += f" (one of those could not be evaluated: {walker.untold_not_evaluated})"
+    return AssertionOutcome(
+        path=path,
+        op=op,
+        ok=False,
+        message=f"{name}: {failure}",
+        evaluated=not walker.not_evaluated,
+    )
+
+
+def _unevaluated(*, path: str, op: str, message: str) -> AssertionOutcome:
+    return AssertionOutcome(path=path, op=op, ok=False, message=message, evaluated=False)
 
 
 def evaluate_all(
@@ -315,9 +362,7 @@ def fail_all(*, assertions: Sequence[AssertionLike], problem: str) -> list[Asser
             path=assertion.path, op=assertion.op, value=getattr(assertion, "value", None)
         )
         outcomes.append(
-            AssertionOutcome(
-                path=assertion.path, op=assertion.op, ok=False, message=f"{name}: {problem}"
-            )
+            _unevaluated(path=assertion.path, op=assertion.op, message=f"{name}: {problem}")
         )
     return outcomes
 

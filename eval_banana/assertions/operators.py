@@ -2,6 +2,7 @@
 
 Each operator's verdict alone is in VERDICTS: a `[*]` path over a large array tells only its
 first few failing elements, and judges the rest without writing down why each one fails.
+An operator that cannot look at the value found raises NotEvaluated instead of failing it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ _PREVIEW_CHARS = 60
 
 class PatternError(ValueError):
     """A `matches` pattern that is too long or that RE2 cannot compile (definition error)."""
+
+
+class NotEvaluated(Exception):
+    """The value found could not be looked at (too long to search, not valid Unicode, a pattern
+    RE2 refuses): the assertion fails without saying anything of the artifact, so a control
+    (expect: fail) cannot count it as a caught defect. The message says why."""
 
 
 class Operator(Protocol):
@@ -346,38 +353,33 @@ def compile_pattern(pattern: str) -> Any:
         raise PatternError(f"pattern is not supported by RE2: {detail}") from None
 
 
-def matches_holds(*, found: Any, value: Any) -> bool:
-    if not isinstance(found, str):
-        return False
-    if _utf8_size_over(text=found, limit=MAX_MATCH_INPUT_BYTES) is not None:
-        return False
-    try:
-        return compile_pattern(value).search(found) is not None
-    except (PatternError, UnicodeEncodeError):
-        return False
-
-
-def op_matches(*, found: Any, value: Any) -> str | None:
-    if matches_holds(found=found, value=value):
-        return None
-    if not isinstance(found, str):
-        return f"matches needs a string, found {describe(value=found)}"
+def _search(*, found: str, value: Any) -> bool:
+    """Whether the pattern `value` finds a match in `found`; NotEvaluated when it cannot look."""
     size = _utf8_size_over(text=found, limit=MAX_MATCH_INPUT_BYTES)
     if size is not None:
-        return (
+        raise NotEvaluated(
             f"the string is {size} bytes long; matches reads at most "
             f"{MAX_MATCH_INPUT_BYTES} bytes, so it was not evaluated"
         )
     try:
         compiled = compile_pattern(value)
     except PatternError as exc:
-        return str(exc)
+        raise NotEvaluated(str(exc)) from None
     try:
-        hit = compiled.search(found)
+        return compiled.search(found) is not None
     except UnicodeEncodeError:
         # Lone surrogates (possible from JSON escapes) cannot reach RE2; fail closed.
-        return "the string holds characters that are not valid Unicode"
-    return f"found {describe(value=found)}" if hit is None else None
+        raise NotEvaluated("the string holds characters that are not valid Unicode") from None
+
+
+def matches_holds(*, found: Any, value: Any) -> bool:
+    return isinstance(found, str) and _search(found=found, value=value)
+
+
+def op_matches(*, found: Any, value: Any) -> str | None:
+    if not isinstance(found, str):
+        return f"matches needs a string, found {describe(value=found)}"
+    return None if _search(found=found, value=value) else f"found {describe(value=found)}"
 
 
 OPERATORS: dict[str, Operator] = {

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from eval_banana.assertions.evaluate import evaluate_all, fail_all, load_artifact, summarize
+from eval_banana.assertions.evaluate import (
+    AssertionOutcome,
+    evaluate_all,
+    fail_all,
+    load_artifact,
+    summarize,
+)
 from eval_banana.assertions.operators import ExpectedFrom
 from eval_banana.models.assertions import AssertionsCheck
 from eval_banana.models.result import CheckResult
@@ -46,6 +52,17 @@ def _expected_from(*, check: PlannedCheck, count: int) -> list[ExpectedFrom | No
     ]
 
 
+def _not_all_evaluated(*, outcomes: list[AssertionOutcome]) -> str:
+    """Why a control with an assertion it could not evaluate is an error, and the fix."""
+    unevaluated = [outcome.message for outcome in outcomes if not outcome.evaluated]
+    return (
+        f"Control could not evaluate {len(unevaluated)} of its {len(outcomes)} assertions, so "
+        f"it caught no defect: {'; '.join(unevaluated)}. A control counts a defect as caught "
+        "only when every assertion was evaluated: make each one an assertion eb can evaluate "
+        "on the seeded-defect artifact"
+    )
+
+
 def run_assertions(ctx: RunContext) -> CheckResult:
     """Read the artifact under the project root and require every assertion to hold."""
     started = utc_now()
@@ -77,14 +94,24 @@ def run_assertions(ctx: RunContext) -> CheckResult:
             assertions=check.assertions,
             expected_from=_expected_from(check=ctx.check, count=len(check.assertions)),
         )
+    details = {
+        "artifact": check.artifact,
+        "assertions": [outcome.as_dict() for outcome in outcomes],
+    }
+    if check.expect == "fail" and not all(outcome.evaluated for outcome in outcomes):
+        # An assertion that failed unevaluated says nothing of the seeded defect; whatever the
+        # others found, the control has not shown that its assertions catch it.
+        return error_result(
+            check=ctx.check,
+            started=started,
+            error_detail=_not_all_evaluated(outcomes=outcomes),
+            details=details,
+        )
     passed = all(outcome.ok for outcome in outcomes)
     return build_result(
         check=ctx.check,
         status="passed" if passed else "failed",
         started=started,
         reason=summarize(outcomes=outcomes),
-        details={
-            "artifact": check.artifact,
-            "assertions": [outcome.as_dict() for outcome in outcomes],
-        },
+        details=details,
     )

@@ -23,6 +23,7 @@ from eval_banana.assertions.evaluate import (
     summarize,
 )
 from eval_banana.assertions.operators import (
+    NotEvaluated,
     describe,
     json_equal,
     json_kind,
@@ -111,11 +112,14 @@ def test_length_messages_name_the_type_found() -> None:
 
 
 def test_matches_messages_for_bad_patterns_and_strings() -> None:
-    # Validation refuses such a pattern first; a hand-edited plan still fails with the reason.
-    assert op_matches(found="x", value="(") == ("pattern is not supported by RE2: missing ): (")
-    assert op_matches(found="a\ud800b", value="a") == (
-        "the string holds characters that are not valid Unicode"
-    )
+    # Validation refuses such a pattern first; a hand-edited plan still fails with the reason,
+    # as one that was not evaluated: it says nothing of the value found.
+    with pytest.raises(NotEvaluated) as bad_pattern:
+        op_matches(found="x", value="(")
+    assert str(bad_pattern.value) == "pattern is not supported by RE2: missing ): ("
+    with pytest.raises(NotEvaluated) as surrogate:
+        op_matches(found="a\ud800b", value="a")
+    assert str(surrogate.value) == "the string holds characters that are not valid Unicode"
 
 
 # --- evaluating one assertion -------------------------------------------------------------------
@@ -123,10 +127,15 @@ def test_matches_messages_for_bad_patterns_and_strings() -> None:
 
 def test_unknown_operator_and_bad_path_fail_with_the_whole_outcome() -> None:
     assert evaluate_assertion(document={}, path="a", op="nope") == AssertionOutcome(
-        path="a", op="nope", ok=False, message="a nope: unknown operator"
+        path="a", op="nope", ok=False, message="a nope: unknown operator", evaluated=False
     )
     outcome = evaluate_assertion(document={}, path="a..b", op="exists")
-    assert (outcome.path, outcome.op, outcome.ok) == ("a..b", "exists", False)
+    assert (outcome.path, outcome.op, outcome.ok, outcome.evaluated) == (
+        "a..b",
+        "exists",
+        False,
+        False,
+    )
     assert outcome.message.startswith("a..b exists: ") and "empty" in outcome.message
 
 
@@ -155,6 +164,7 @@ def test_data_nested_deeper_than_the_interpreter_can_walk() -> None:
     outcome = evaluate_assertion(document=document, path=path, op="exists")
     assert not outcome.ok and outcome.op == "exists" and outcome.path == path
     assert outcome.message.endswith(": the data is nested too deeply to evaluate")
+    assert not outcome.evaluated
 
 
 def test_fail_all_keeps_each_assertion_s_path_and_op() -> None:
@@ -164,10 +174,18 @@ def test_fail_all_keeps_each_assertion_s_path_and_op() -> None:
     ]
     assert fail_all(assertions=assertions, problem="artifact x does not exist") == [
         AssertionOutcome(
-            path="a", op="exists", ok=False, message="a exists: artifact x does not exist"
+            path="a",
+            op="exists",
+            ok=False,
+            message="a exists: artifact x does not exist",
+            evaluated=False,
         ),
         AssertionOutcome(
-            path="b", op="equals", ok=False, message="b equals 1: artifact x does not exist"
+            path="b",
+            op="equals",
+            ok=False,
+            message="b equals 1: artifact x does not exist",
+            evaluated=False,
         ),
     ]
 

@@ -450,6 +450,36 @@ def test_input_over_the_limit_is_not_evaluated() -> None:
     assert "120000 bytes long" in why("s", "matches", "é", document={"s": "é" * 60_000})
 
 
+def test_an_input_over_the_limit_fails_as_not_evaluated() -> None:
+    over = "a" * (MAX_MATCH_INPUT_BYTES + 1)
+    outcome = evaluate_assertion(document={"s": over}, path="s", op="matches", value="a")
+    assert (outcome.ok, outcome.evaluated) == (False, False)
+    assert outcome.as_dict()["evaluated"] is False
+    # A failure on what the artifact holds is evaluated, and its record stays as it was.
+    plain = evaluate_assertion(document={"s": "b"}, path="s", op="matches", value="a")
+    assert (plain.ok, plain.evaluated) == (False, True)
+    assert "evaluated" not in plain.as_dict()
+
+
+def test_under_any_element_one_not_evaluated_is_decided_by_the_others() -> None:
+    over = "a" * (MAX_MATCH_INPUT_BYTES + 1)
+    # Another element holds: the assertion holds, whatever the long one says.
+    held = evaluate_assertion(document={"s": [over, "a"]}, path="s[*]", op="matches", value="a")
+    assert held.ok
+    # None holds: the long one might have, so the failure is not an evaluated one.
+    failed = evaluate_assertion(document={"s": ["b", over]}, path="s[*]", op="matches", value="a")
+    assert (failed.ok, failed.evaluated) == (False, False)
+    # Past the elements a reason tells, the one not evaluated is still said.
+    many = ["b"] * 5 + [over]
+    untold = evaluate_assertion(document={"s": many}, path="s[*]", op="matches", value="a")
+    assert (untold.ok, untold.evaluated) == (False, False)
+    assert untold.message.endswith(
+        f"and 3 more (one of those could not be evaluated: the string is "
+        f"{MAX_MATCH_INPUT_BYTES + 1} bytes long; matches reads at most "
+        f"{MAX_MATCH_INPUT_BYTES} bytes, so it was not evaluated)"
+    )
+
+
 def test_a_string_with_a_lone_surrogate_fails_closed() -> None:
     document = json.loads('{"s": "a\\ud800b"}')
     assert "not valid Unicode" in why("s", "matches", "a", document=document)

@@ -301,6 +301,51 @@ def test_an_assertions_control_that_graded_nothing_is_an_error(
     assert report["run_passed"] is False
 
 
+@pytest.mark.parametrize(
+    "assertions",
+    [
+        # Its only assertion: a string over what matches reads (the log even has the line).
+        ['{path: log, op: matches, value: "SUMMARY: all \\\\d+ steps passed"}'],
+        # Beside one that was evaluated and failed: the control still has not shown its rules.
+        ['{path: log, op: matches, value: "^SUMMARY"}', "{path: missing, op: exists}"],
+    ],
+)
+def test_an_assertions_control_with_an_assertion_not_evaluated_is_an_error(
+    project: Callable[..., Path], assertions: list[str]
+) -> None:
+    log = "step ok\n" * 20_000 + "SUMMARY: all 20000 steps passed\n"
+    listed = "".join(f"  - {assertion}\n" for assertion in assertions)
+    control = (
+        "schema_version: 1\nid: log_control\ntype: assertions\nexpect: fail\n"
+        "description: The summary rule fails on a log without a summary line.\n"
+        f"artifact: fixtures/log.json\nassert:\n{listed}"
+    )
+    plain = control.replace("log_control", "log_plain").replace("expect: fail\n", "")
+    root = project(
+        {
+            "fixtures/log.json": json.dumps({"log": log}),
+            "eval_checks/log_control.yaml": control,
+            "eval_checks/log_plain.yaml": plain,
+        },
+        config='[core]\noutput_dir = "results"\n',
+    )
+    outcome = eb_process(root, "run", "--no-html")
+    assert outcome.returncode == 1
+    assert "- log_control: error - Control could not evaluate 1 of its" in outcome.stdout
+    report = json.loads(next(root.glob("results/*/report.json")).read_text())
+    checks = {check["check_id"]: check for check in report["checks"]}
+    control_result = checks["log_control"]
+    assert (control_result["observed_status"], control_result["status"]) == ("error", "error")
+    assert (
+        "matches reads at most 102400 bytes, so it was not evaluated"
+        in (control_result["error_detail"])
+    )
+    first = control_result["details"]["assertions"][0]
+    assert (first["ok"], first["evaluated"]) == (False, False)
+    # The ordinary check on the same artifact fails: an assertion not evaluated never holds.
+    assert checks["log_plain"]["status"] == "failed"
+
+
 def test_deterministic_and_judge_controls_that_graded_nothing_are_errors(
     project: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
