@@ -69,6 +69,54 @@ def test_the_reason_is_the_last_exception_else_the_last_line_else_the_exit_code(
     assert failure_reason(stderr_path=path, exit_code=exit_code) == expected
 
 
+GROUP = """\
+  + Exception Group Traceback (most recent call last):
+  |   File "/tmp/x/inline_check.py", line 2, in <module>
+  |     raise ExceptionGroup("2 rows are wrong", errors)
+  | ExceptionGroup: 2 rows are wrong (2 sub-exceptions)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File "/tmp/x/inline_check.py", line 1, in check
+    | ValueError: row 3: price is negative
+    +---------------- 2 ----------------
+    | + Exception Group Traceback (most recent call last):
+    | | ExceptionGroup: inner (1 sub-exception)
+    | +-+---------------- 1 ----------------
+    |   | TypeError: row 7: price is text
+    |   +------------------------------------
+    +------------------------------------
+"""
+
+
+@pytest.mark.parametrize(
+    ("stderr", "expected"),
+    [
+        (GROUP, "ExceptionGroup: 2 rows are wrong (2 sub-exceptions)"),
+        # Cleanup printed after it does not hide it either.
+        (GROUP + "cleanup done\n", "ExceptionGroup: 2 rows are wrong (2 sub-exceptions)"),
+        # A plain traceback after a group: the last one wins.
+        (
+            GROUP
+            + "\nDuring handling of the above exception, another exception occurred:\n\n"
+            + TRACEBACK,
+            "AssertionError: expected 3, got '2'",
+        ),
+    ],
+)
+def test_an_exception_group_s_reason_is_its_own_line_not_its_box(
+    tmp_path: Path, stderr: str, expected: str
+) -> None:
+    assert failure_reason(stderr_path=_stderr(tmp_path, stderr), exit_code=1) == expected
+
+
+def test_a_script_that_ended_through_sys_exit_is_told_by_its_last_line(tmp_path: Path) -> None:
+    # A handled exception it logged is not the traceback it ended with: its exit message is.
+    logged = "ERROR:root:optional setting missing\n" + TRACEBACK + "total() returned 3\n"
+    path = _stderr(tmp_path, logged)
+    assert failure_reason(stderr_path=path, exit_code=1, exited=True) == "total() returned 3"
+    assert failure_reason(stderr_path=path, exit_code=1) == "AssertionError: expected 3, got '2'"
+
+
 def test_the_reason_is_one_bounded_line(tmp_path: Path) -> None:
     long = "ValueError: " + "word\tafter   word " * 100
     reason = failure_reason(stderr_path=_stderr(tmp_path, f"x\n{long}\n"), exit_code=1)

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eval_banana.core.log import Logger
 from eval_banana.core.masking import NO_SECRETS, Masker
@@ -18,7 +18,12 @@ from eval_banana.core.textfiles import blank_source
 from eval_banana.models.result import NOT_STARTED, STOPPED, CheckResult
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.explain import failure_reason
-from eval_banana.runners.launcher import FOLDED_EXIT_STATUS, folds_to_zero, launcher_argv
+from eval_banana.runners.launcher import (
+    EXIT_MESSAGE_NOTE,
+    FOLDED_EXIT_STATUS,
+    folds_to_zero,
+    launcher_argv,
+)
 from eval_banana.runners.process import ProcessOutcome, run_process
 from eval_banana.runners.results import build_result, error_result, stopped_detail, utc_now
 from eval_banana.runners.tails import stream_tails
@@ -28,11 +33,18 @@ logger = Logger("eval_banana.runners.deterministic")
 INLINE_NAME = "inline_check.py"
 REFERENCED_NAME = "referenced_check.py"
 CONTEXT_NAME = "context.json"
-EXIT_NOTE_NAME = "exit_code.txt"  # written by the launcher only for a code that reads as 0
+EXIT_NOTE_NAME = "exit_code.txt"  # written by the launcher when the script's sys.exit failed
 
 
 class _LaunchError(Exception):
     """A setup/launch failure whose message is the result's error_detail."""
+
+
+class _Ending(NamedTuple):
+    """How the script's process ended, with what the launcher noted of its `sys.exit`."""
+
+    outcome: ProcessOutcome
+    exited: bool  # it ended through a failing sys.exit: no traceback was its last word
 
 
 def context_json(*, ctx: RunContext, output_dir: Path) -> str:
@@ -98,18 +110,27 @@ def _launcher(*, tmp: Path, logical: str, snapshot: Path, context_path: Path) ->
     )
 
 
-def _with_asked_exit_code(*, outcome: ProcessOutcome, tmp: Path) -> ProcessOutcome:
-    """The outcome with the code the script passed to sys.exit when the system read it as 0.
+def _read_ending(*, outcome: ProcessOutcome, tmp: Path) -> _Ending:
+    """The outcome with what the exit note says: whether sys.exit ended the script, and the
+    code it asked for when the system read that code as 0.
 
     Only a code that folds to 0 is taken from the note: whatever else a script might write
     there can never turn its failure into a pass, nor change the code of any other exit."""
-    if outcome.timed_out or outcome.cancelled or outcome.exit_code != FOLDED_EXIT_STATUS:
-        return outcome
+    if outcome.timed_out or outcome.cancelled or not outcome.exit_code:
+        return _Ending(outcome=outcome, exited=False)
     try:
-        asked = int((tmp / EXIT_NOTE_NAME).read_text(encoding="ascii"))
-    except (OSError, ValueError):  # no note (a plain exit 1), or not one the launcher wrote
-        return outcome
-    return outcome._replace(exit_code=asked) if folds_to_zero(asked) else outcome
+        note = (tmp / EXIT_NOTE_NAME).read_text(encoding="ascii")
+    except (OSError, ValueError):  # no note: it did not end through sys.exit
+        return _Ending(outcome=outcome, exited=False)
+    if note == EXIT_MESSAGE_NOTE:
+        return _Ending(outcome=outcome, exited=True)
+    try:
+        asked = int(note)
+    except ValueError:  # not a note the launcher wrote
+        return _Ending(outcome=outcome, exited=False)
+    if outcome.exit_code == FOLDED_EXIT_STATUS and folds_to_zero(asked):
+        outcome = outcome._replace(exit_code=asked)
+    return _Ending(outcome=outcome, exited=True)
 
 
 def _refuse_blank(*, source: str | bytes, shown: str) -> None:
@@ -141,7 +162,7 @@ def _refuse_uncompilable(*, source: str | bytes, logical: str, shown: str) -> No
         raise _LaunchError(f"Deterministic script does not compile: {exc} ({shown})") from None
 
 
-def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
+def _launch(*, ctx: RunContext, evidence: Path) -> _Ending:
     """Prepare the private temp dir, run the script, and always remove the temp dir."""
     tmp = Path(tempfile.mkdtemp(prefix=f"{ctx.stem}_"))
     try:
@@ -158,7 +179,7 @@ def _launch(*, ctx: RunContext, evidence: Path) -> ProcessOutcome:
             timeout_s=float(timeout) if timeout > 0 else None,
             cancel=ctx.cancel,
         )
-        return _with_asked_exit_code(outcome=outcome, tmp=tmp)
+        return _read_ending(outcome=outcome, tmp=tmp)
     finally:
         _remove_private_dir(tmp)
 
@@ -176,9 +197,10 @@ def _remove_private_dir(tmp: Path) -> None:
 
 
 def _outcome_result(
-    *, ctx: RunContext, started: datetime, outcome: ProcessOutcome, details: dict[str, Any]
+    *, ctx: RunContext, started: datetime, ending: _Ending, details: dict[str, Any]
 ) -> CheckResult:
     """Map a finished process to a result."""
+    outcome = ending.outcome
     # Its secrets masked before its output is cut (eval_banana.core.masking).
     masker: Masker = ctx.redactor or NO_SECRETS
     stdout, stderr = stream_tails(outcome=outcome, masker=masker, evidence_name=ctx.evidence_name)
@@ -200,7 +222,9 @@ def _outcome_result(
         )
     if outcome.exit_code == 0:
         return build_result(status="passed", **common)
-    reason = failure_reason(stderr_path=outcome.stderr_path, exit_code=outcome.exit_code)
+    reason = failure_reason(
+        stderr_path=outcome.stderr_path, exit_code=outcome.exit_code, exited=ending.exited
+    )
     return build_result(status="failed", reason=reason, **common)
 
 
@@ -211,13 +235,13 @@ def run_deterministic(ctx: RunContext) -> CheckResult:
     evidence = ctx.evidence_path("")  # the script's output_dir: checks/<stem>/
     try:
         evidence.mkdir(parents=True, exist_ok=True)
-        outcome = _launch(ctx=ctx, evidence=evidence)
+        ending = _launch(ctx=ctx, evidence=evidence)
     except (OSError, _LaunchError) as exc:
         detail = _os_message(exc)
         logger.warning("Deterministic check %s failed to execute: %s", ctx.check.id, detail)
         details[NOT_STARTED] = True  # it never ran: compiling or launching it failed
         return error_result(check=ctx.check, started=started, error_detail=detail, details=details)
-    return _outcome_result(ctx=ctx, started=started, outcome=outcome, details=details)
+    return _outcome_result(ctx=ctx, started=started, ending=ending, details=details)
 
 
 def _os_message(exc: BaseException) -> str:

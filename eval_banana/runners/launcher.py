@@ -5,16 +5,19 @@ bytes are compiled under the logical path, so tracebacks, `__file__`, `sys.argv[
 imports all behave as if the original file had been run directly, while the live file is never
 read again. Inline scripts run through it too, with their temporary file as both paths.
 
-The system keeps only the low 8 bits of an exit status, so `sys.exit(256)` (say,
-`sys.exit(len(failures))` with 256 failures) would read as 0, a pass. The launcher turns such a
-`SystemExit` into exit status `FOLDED_EXIT_STATUS` and writes the code the script asked for to
-the exit note, where the runner reads it back.
+A script that ends with a failing `sys.exit` leaves the exit note, where the runner reads how
+it ended: the code it asked for, or `EXIT_MESSAGE_NOTE` for a message. Then no traceback was its
+last word (one it logged earlier is not its reason). And the system keeps only the low 8 bits of
+an exit status, so `sys.exit(256)` (say, `sys.exit(len(failures))` with 256 failures) would read
+as 0, a pass: the launcher ends such a script with status `FOLDED_EXIT_STATUS` instead.
 """
 
 from __future__ import annotations
 
 # The status the launcher ends with when the script asked for a code that would read as 0.
 FOLDED_EXIT_STATUS = 1
+# The exit note of a script that ended with sys.exit("message"); otherwise it holds the code.
+EXIT_MESSAGE_NOTE = "message"
 # Python hands an exit code to the system as a 64-bit integer; beyond it, the status is 255.
 _LONGEST_EXIT_CODE = 2**63
 
@@ -46,12 +49,17 @@ try:
     exec(_code, _namespace)
 except SystemExit as _stop:
     _asked = _stop.code
-    if not (isinstance(_asked, int) and _asked != 0 and _asked % 256 == 0
-            and -{_LONGEST_EXIT_CODE} <= _asked < {_LONGEST_EXIT_CODE}):
+    if _asked is None or (isinstance(_asked, int) and _asked == 0):
         raise
-    with open(_exit_note, "w", encoding="ascii") as _note:
-        _note.write(str(int(_asked)))
-    raise SystemExit({FOLDED_EXIT_STATUS}) from None
+    _coded = isinstance(_asked, int)
+    try:
+        with open(_exit_note, "w", encoding="ascii") as _note:
+            _note.write(str(int(_asked)) if _coded else "{EXIT_MESSAGE_NOTE}")
+    except OSError:
+        pass
+    if _coded and _asked % 256 == 0 and -{_LONGEST_EXIT_CODE} <= _asked < {_LONGEST_EXIT_CODE}:
+        raise SystemExit({FOLDED_EXIT_STATUS}) from None
+    raise
 """
 
 

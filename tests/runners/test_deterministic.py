@@ -155,6 +155,46 @@ def test_uncaught_exception_fails_with_traceback_in_stderr(root: Path, run_dir: 
     assert "AssertionError: boom" in full
 
 
+def test_the_exit_message_after_a_logged_exception_is_the_reason(root: Path, run_dir: Path) -> None:
+    check = inline(
+        root,
+        """
+        import logging, sys
+        try:
+            config = {}["optional_setting"]
+        except KeyError:
+            logging.exception("optional setting missing, using the default")
+        sys.exit("total() returned 3, expected 4")
+        """,
+    )
+    result = run(check=check, root=root, run_dir=run_dir)
+    assert (result.status, result.exit_code) == ("failed", 1)
+    assert "KeyError: 'optional_setting'" in result.stderr
+    assert result.reason == "total() returned 3, expected 4"
+
+
+@pytest.mark.parametrize("form", ["inline", "script_path"])
+def test_an_uncaught_exception_group_is_told_by_its_own_line(
+    root: Path, run_dir: Path, form: str
+) -> None:
+    source = (
+        "import atexit\n"
+        "atexit.register(print, 'cleanup done', file=__import__('sys').stderr)\n"
+        "errors = [ValueError('row 3: price is negative'), TypeError('row 7: price is text')]\n"
+        "raise ExceptionGroup('2 rows are wrong', errors)\n"
+    )
+    if form == "inline":
+        check = inline(root, source)
+    else:
+        script = root / "eval_checks" / "rows.py"
+        script.write_text(source)
+        check = planned_referenced(id="c1", script_file=script, project_root=root, run_dir=run_dir)
+    result = run(check=check, root=root, run_dir=run_dir)
+    assert (result.status, result.exit_code) == ("failed", 1)
+    assert result.stderr.rstrip().endswith("cleanup done")
+    assert result.reason == "ExceptionGroup: 2 rows are wrong (2 sub-exceptions)"
+
+
 def test_killed_by_signal_fails_with_negative_signal(root: Path, run_dir: Path) -> None:
     check = inline(root, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
     result = run(check=check, root=root, run_dir=run_dir)
