@@ -5,7 +5,8 @@ Every check: its `check_definition_sha256` (the YAML and any referenced script),
 environment variables the environment policy lets through (and the policy, under the
 allowlist). Then per type: a judge's agent, command line template, agent variable names, output
 dialect, model, reasoning effort, exact prompt and prompt version; a deterministic check's
-interpreter version; an assertions check's artifact and the evaluator (eb's version). Nothing
+interpreter version and eb's rules for its verdict; an assertions check's artifact, the
+evaluator (eb's version) and its rules (runners/verdictrules.py). Nothing
 else: timestamps, paths of the project root, variable values and timeouts (a timeout is an
 error, and errors are never stored) are not in the key.
 
@@ -27,6 +28,7 @@ from eval_banana.harness.prompt import judge_prompt
 from eval_banana.models.config import Settings
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.stages import PlannedCheck, ResolvedHarness
+from eval_banana.runners.verdictrules import ASSERTIONS_RULES, DETERMINISTIC_RULES
 from eval_banana.settings.envpolicy import allowed
 
 
@@ -125,7 +127,7 @@ def _judge(*, check: PlannedCheck, context: KeyContext) -> list[Component] | Non
 
 
 def _deterministic(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
-    return [("interpreter", interpreter_version())]
+    return [("interpreter", interpreter_version()), ("verdict_rules", DETERMINISTIC_RULES)]
 
 
 def _assertions(*, check: PlannedCheck, context: KeyContext) -> list[Component] | None:
@@ -134,6 +136,7 @@ def _assertions(*, check: PlannedCheck, context: KeyContext) -> list[Component] 
     return [
         ("artifact", f"{artifact}\0{context.artifacts[check.id]}"),
         ("evaluator", f"eval_banana {tool_version()}"),
+        ("verdict_rules", ASSERTIONS_RULES),
     ]
 
 

@@ -85,6 +85,15 @@ def other_interpreter(project: Project, monkeypatch: pytest.MonkeyPatch) -> list
     return []
 
 
+def new_deterministic_rules(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    # An eb that reads a script's run otherwise (an upgrade): its verdicts are judged again.
+    # An upgrade changes eb's modules too, which no kept run is replayed across; here only the
+    # constant changes, so the run looks its verdicts up one by one.
+    monkeypatch.setattr(components, "DETERMINISTIC_RULES", "deterministic-next")
+    monkeypatch.setenv("EVAL_BANANA_CACHE_REPLAY", "false")
+    return []
+
+
 MISSES: list[tuple[str, Change, set[str]]] = [
     # What a verdict depends on: each of these runs exactly the affected checks again.
     ("a declared input file", edit("docs/guide.md", "# Guide, edited\n"), {"j", "w"}),
@@ -105,6 +114,7 @@ MISSES: list[tuple[str, Change, set[str]]] = [
     ("our prompt version", new_prompt_version, {"j"}),
     ("our prompt wording", new_prompt_wording, {"j"}),
     ("the interpreter version", other_interpreter, {"d", "w"}),
+    ("eb's rules for a script's verdict", new_deterministic_rules, {"d", "w"}),
     ("a let-through variable name appears", env("FEATURE_FLAG", "1"), ALL),
     ("a base variable name appears", env("SSL_CERT_DIR", "/etc/ssl"), ALL),
     ("a file outside every inputs", edit("README.md", "# Project, edited\n"), {"w"}),
@@ -494,3 +504,26 @@ def test_a_check_the_plan_calls_a_hit_is_reused_by_the_run_of_that_plan(
     for index in (1, 2):
         assert _misses_of(root, "--select", "parts.json", "--shard", f"{index}/2") == set()
     assert project.agent_starts() == starts
+
+
+def test_an_assertions_verdict_stored_under_other_rules_is_graded_again(
+    tmp_path: Path, eb: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An eb that grades assertions otherwise (an upgrade: a control whose assertion was not
+    evaluated is no caught defect any more) grades again what an earlier eb stored."""
+    check = (
+        "schema_version: 1\nid: a\ntype: assertions\ndescription: The total.\n"
+        "artifact: out/data.json\nassert:\n  - {path: total, op: equals, value: 3}\n"
+    )
+    project = make_project(
+        tmp_path=tmp_path,
+        eb=eb,
+        checks={"a": check},
+        files={"out/data.json": '{"total": 3}\n'},
+        replay=False,
+    )
+    assert project.misses() == {"a"}
+    assert project.misses() == set()
+    monkeypatch.setattr(components, "ASSERTIONS_RULES", "assertions-next")
+    assert project.misses() == {"a"}
+    assert project.misses() == set()

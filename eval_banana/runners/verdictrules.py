@@ -1,0 +1,17 @@
+"""The version of the rules by which eb turns a check's run into its verdict, per check type.
+
+A verdict in the cache was reached under the rules of the eb that stored it. Each version below
+is part of its type's cache key (cache/components.py), so raising one turns every cached verdict
+of that type into a miss once, after upgrading, rather than reusing a pass today's eb would not
+give. Raise it with any change that can give a check another status or reason from the same
+run: how an exit status is read (a `sys.exit(256)` the system would read as 0), what an
+assertion holds on, when a control counts as a caught defect. A judge's rules are its prompt
+and the way its answer is read: `harness.prompt.PROMPT_VERSION` keys them.
+"""
+
+from __future__ import annotations
+
+# 2: a script's exit code the system folds to 0 fails; a reason is what the script said last.
+DETERMINISTIC_RULES = "deterministic-2"
+# 2: a control with an assertion not evaluated is an error, never a caught defect.
+ASSERTIONS_RULES = "assertions-2"
