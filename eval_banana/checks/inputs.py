@@ -178,6 +178,14 @@ class CheckInputs:
             self._digests[inputs] = self.state.digest_of(paths=self.files(inputs=inputs))
         return self._digests[inputs]
 
+    def digest_before_modes(self, *, inputs: tuple[str, ...], excluding: tuple[str, ...]) -> str:
+        """What an eb before file modes recorded as `digest(inputs=..., excluding=...)` for
+        declared inputs: `eb status` tells by it an earlier eb's run folder whose files are as
+        they were. Never a cache key."""
+        left_out = frozenset(excluding)
+        paths = [p for p in self.files(inputs=inputs) if p not in left_out]
+        return self.state.digest_before_modes(paths=paths)
+
     def _digest_without(self, *, inputs: tuple[str, ...] | None, excluding: tuple[str, ...]) -> str:
         key = (inputs, excluding)
         found = self._excluded.get(key)

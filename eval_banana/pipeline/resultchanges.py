@@ -75,11 +75,21 @@ def _declared_input_changes(
     )
     # A case's own row is its definition's (validate's staleness), not an input's: its family
     # files are left out here as execute left them out when it recorded the digest.
-    return {
-        check_id: f"inputs {', '.join(patterns) or '(none)'} changed"
-        for check_id, (patterns, family_files) in declared.items()
-        if reader.digest(inputs=patterns, excluding=family_files) != recorded[check_id]
-    }
+    changes: dict[str, str] = {}
+    for check_id, (patterns, family_files) in declared.items():
+        before = recorded[check_id]
+        if reader.digest(inputs=patterns, excluding=family_files) == before:
+            continue
+        shown = ", ".join(patterns) or "(none)"
+        if reader.digest_before_modes(inputs=patterns, excluding=family_files) == before:
+            # Recorded by an eb that left file modes out of the digest: the files are as they
+            # were, and only the verdict's key is new (the check runs again, as its cache misses).
+            changes[check_id] = (
+                f"inputs {shown}: digest made anew by this eb version (the files are as they were)"
+            )
+        else:
+            changes[check_id] = f"inputs {shown} changed"
+    return changes
 
 
 def outdated_results(

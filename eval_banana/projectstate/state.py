@@ -22,6 +22,9 @@ from eval_banana.projectstate.patterns import InputPatterns
 StateSource = Literal["git", "walk"]
 # v2: each file counts by its mode too (v1 keys, blind to a chmod, never match).
 _DIGEST_PREFIX = b"eval-banana/project-state/v2\0"
+# v1, before modes: only `eb status` computes it, to tell a run folder an earlier eb made whose
+# files are as they were from one whose files changed. No key is ever made of it.
+_BEFORE_MODES_PREFIX = b"eval-banana/project-state/v1\0"
 
 
 class StateDiff(NamedTuple):
@@ -121,6 +124,16 @@ class ProjectState:
         identities = [_identity_text(self.identity_of(path)) for path in paths]
         return _digest(object_format=self.object_format, paths=paths, identities=identities)
 
+    def digest_before_modes(self, *, paths: Sequence[str]) -> str:
+        """The digest an eb before file modes (v1) made of `paths`: over (path, id) alone."""
+        identities = [self.id_of(path) or "-" for path in paths]
+        return _digest(
+            object_format=self.object_format,
+            paths=paths,
+            identities=identities,
+            prefix=_BEFORE_MODES_PREFIX,
+        )
+
     def select(self, *, patterns: InputPatterns, include_ignored: bool = True) -> list[str]:
         """The paths `patterns` match: files of the state and, by default, ignored files."""
         found = patterns.select(self.paths)
@@ -155,11 +168,17 @@ def _identity_text(identity: FileIdentity | None) -> str:
     return identity.id if identity.mode == REGULAR else f"{identity.mode}:{identity.id}"
 
 
-def _digest(*, object_format: ObjectFormat, paths: Sequence[str], identities: Sequence[str]) -> str:
+def _digest(
+    *,
+    object_format: ObjectFormat,
+    paths: Sequence[str],
+    identities: Sequence[str],
+    prefix: bytes = _DIGEST_PREFIX,
+) -> str:
     # Paths cannot hold NUL and identities are hex, digits and ":", so NUL-separated fields
     # are unambiguous.
     text = "\0".join(chain.from_iterable(zip(paths, identities, strict=True)))
-    digest = hashlib.sha256(_DIGEST_PREFIX)
+    digest = hashlib.sha256(prefix)
     digest.update(object_format.encode() + b"\0")
     digest.update(text.encode("utf-8", "surrogateescape"))
     return f"sha256:{digest.hexdigest()}"
