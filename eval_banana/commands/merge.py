@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         no_project_config=args.no_project_config,
         flat_output=args.flat_output,
         extras=extras,
+        outputs=() if result_out is None else (result_out.path,),
     )
     stamp = partial(
         stamp_result,

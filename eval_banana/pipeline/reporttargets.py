@@ -15,8 +15,7 @@ from typing import NamedTuple
 
 from eval_banana.core.errors import ReportOverwriteError
 from eval_banana.models.config import SELECT_STDIN
-from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc
-from eval_banana.pipeline.request import RunRequest
+from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlannedCheck
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
 
 
@@ -27,15 +26,18 @@ class ReportTarget(NamedTuple):
     path: Path
 
 
-def report_targets(*, config: ConfigDoc, request: RunRequest) -> list[ReportTarget]:
-    """Every file this run writes a report to outside its run folder."""
+def report_targets(
+    *, config: ConfigDoc, outputs: Iterable[Path], environ: Mapping[str, str]
+) -> list[ReportTarget]:
+    """Every file a run (or a merge) writes a report to outside its run folder: the JUnit
+    file, the `--result-out` documents `outputs` and the step summary `environ` names."""
     targets: list[ReportTarget] = []
     junit = config.settings.core.junit_xml
     if junit:
         path = junit_file(setting=junit, project_root=Path(config.project_root))
         targets.append(ReportTarget(named_by="--junit-xml", path=path))
-    targets.extend(ReportTarget(named_by="--result-out", path=path) for path in request.outputs)
-    summary = request.environ.get(STEP_SUMMARY_ENV)
+    targets.extend(ReportTarget(named_by="--result-out", path=path) for path in outputs)
+    summary = environ.get(STEP_SUMMARY_ENV)
     if summary:
         targets.append(ReportTarget(named_by=f"${STEP_SUMMARY_ENV}", path=Path(summary)))
     return targets
@@ -56,11 +58,11 @@ def check_files_read(*, discovered: DiscoverDoc) -> dict[str, str]:
     return {item.path: "a check file" for item in discovered.files}
 
 
-def plan_files_read(*, config: ConfigDoc, plan: PlanDoc) -> dict[str, str]:
+def plan_files_read(*, config: ConfigDoc, checks: Iterable[PlannedCheck]) -> dict[str, str]:
     """The scripts and dataset files the planned checks read."""
     root = Path(config.project_root)
     read: dict[str, str] = {}
-    for check in plan.checks:
+    for check in checks:
         if check.script_path:
             read[check.script_path] = f"the script of check '{check.id}'"
         for relative in check.family_files or ():

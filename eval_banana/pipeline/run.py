@@ -74,7 +74,7 @@ def run_pipeline(*, request: RunRequest, cancel: threading.Event, console: Conso
         if message is not None:
             console.warn(message)
     refuse_junit_target(config=config)  # before the run folder: nothing ran, nothing is left
-    targets = report_targets(config=config, request=request)
+    targets = report_targets(config=config, outputs=request.outputs, environ=request.environ)
     refuse_reports_over(targets=targets, read=settings_read(config=config))
     folder = open_run_dir(config=config, flat_output=request.flat_output)
     # Held to the end: `eb update` and `eb stage` refuse the folder, `eb status` says the run
@@ -237,7 +237,9 @@ def _stages(
     outcome.raise_if_failed()
     plan = outcome.plan
     if targets:
-        refuse_reports_over(targets=targets, read=plan_files_read(config=config, plan=plan))
+        refuse_reports_over(
+            targets=targets, read=plan_files_read(config=config, checks=plan.checks)
+        )
     # Before any check starts: a --last-failed that runs every check says so before it pays.
     console.warn_each(plan.warnings)
 

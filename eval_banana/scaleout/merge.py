@@ -25,6 +25,12 @@ from eval_banana.models.config import Selection
 from eval_banana.models.stages import ConfigDoc
 from eval_banana.pipeline.finish import finish_run
 from eval_banana.pipeline.outcome import RunOutcome
+from eval_banana.pipeline.reporttargets import (
+    plan_files_read,
+    refuse_reports_over,
+    report_targets,
+    settings_read,
+)
 from eval_banana.pipeline.writers import writing_run
 from eval_banana.reporting import ReportExtras
 from eval_banana.reporting.console import Console
@@ -50,6 +56,7 @@ class MergeRequest(NamedTuple):
     no_project_config: bool = False
     flat_output: bool = False
     extras: ReportExtras | None = None
+    outputs: tuple[Path, ...] = ()  # --result-out
 
 
 def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
@@ -67,6 +74,18 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     first = runs[0]
     config = mergedstages.merged_config(local=local, first=first)
     refuse_junit_target(config=config)
+    # Every shard's checks, at the paths of this checkout, in one machine's plan order.
+    ordered = mergedstages.order(runs=runs, config=config)
+    # As `eb run` refuses them: a report over the config file, a check file, a script or a
+    # dataset the shards' plan names would break the next run.
+    refuse_reports_over(
+        targets=report_targets(config=config, outputs=request.outputs, environ=request.environ),
+        read={
+            **settings_read(config=config),
+            **{check.source_path: "a check file" for check in ordered.checks},
+            **plan_files_read(config=config, checks=ordered.checks),
+        },
+    )
     run_dir = prepare_run_dir(config=config, flat_output=request.flat_output)
     # Held to the end, as `eb run` holds its folder: `eb status` says the merge is still going,
     # `eb update` and `eb stage` refuse the folder, keep_runs leaves it alone.
@@ -78,6 +97,7 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
             config=config,
             request=request,
             console=console,
+            ordered=ordered,
         )
 
 
@@ -89,6 +109,7 @@ def _merge_into(
     config: ConfigDoc,
     request: MergeRequest,
     console: Console,
+    ordered: mergedstages.MergedOrder,
 ) -> RunOutcome:
     """Write the merged run folder `run_dir`: stage files, the shards' evidence, reports."""
     first = runs[0]
@@ -99,7 +120,6 @@ def _merge_into(
         model=discovered.doc,
         rendered=discovered.texts,
     )
-    ordered = mergedstages.order(runs=runs, config=config)
 
     # Thousands of links are system calls, not Python: a forked child makes them while this
     # process writes the stage files.

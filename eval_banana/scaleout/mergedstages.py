@@ -117,7 +117,7 @@ def merged_discover(*, first: ShardRun, config: ConfigDoc, inputs: dict[str, str
     return _Discovered(doc=merged, texts=texts)
 
 
-class _Ordered(NamedTuple):
+class MergedOrder(NamedTuple):
     """The union of the shards' checks and results, in one machine's plan order, and the
     checks their files skip (every shard lists all of them: `skip:` is outside the split)."""
 
@@ -145,7 +145,7 @@ def _skipped(*, runs: Sequence[ShardRun], config: ConfigDoc) -> list[SkippedChec
     return [found[key] for key in sorted(found, key=lambda key: key[0])]
 
 
-def order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
+def order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> MergedOrder:
     """Check files by path, a family's cases in dataset order: the shards split a family by
     case id, so the cases of one file come from several shards and their order in any one
     shard's plan says nothing about the others'."""
@@ -166,7 +166,7 @@ def order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
             )
             rows.append((key, moved, result.model_copy(update={"source_path": moved.source_path})))
     rows.sort(key=lambda row: row[0])
-    return _Ordered(
+    return MergedOrder(
         checks=[row[1] for row in rows],
         results=[row[2] for row in rows],
         skipped=_skipped(runs=runs, config=config),
@@ -174,7 +174,7 @@ def order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> _Ordered:
 
 
 def _merged_plan(
-    *, first: ShardRun, ordered: _Ordered, config: ConfigDoc, inputs: dict[str, str]
+    *, first: ShardRun, ordered: MergedOrder, config: ConfigDoc, inputs: dict[str, str]
 ) -> PlanDoc:
     return first.plan.model_copy(
         update={
@@ -194,7 +194,7 @@ def _unique(problems: Sequence[ProblemModel]) -> list[ProblemModel]:
 
 
 def _merged_guard(
-    *, runs: Sequence[ShardRun], ordered: _Ordered, config: ConfigDoc, inputs: dict[str, str]
+    *, runs: Sequence[ShardRun], ordered: MergedOrder, config: ConfigDoc, inputs: dict[str, str]
 ) -> GuardDoc:
     harness = next((run.guard.harness for run in runs if run.guard.harness is not None), None)
     return GuardDoc.model_validate(
@@ -248,7 +248,7 @@ def _merged_times(runs: Sequence[ShardRun]) -> dict[str, object]:
 
 
 def _merged_execute(
-    *, runs: Sequence[ShardRun], ordered: _Ordered, config: ConfigDoc, inputs: dict[str, str]
+    *, runs: Sequence[ShardRun], ordered: MergedOrder, config: ConfigDoc, inputs: dict[str, str]
 ) -> ExecuteDoc:
     # Any shard's stop stops the merged run: a fuse tripped in shard 3 of 4 aborts it, and a
     # shard that stopped launching at maxfail halts it, as the same stop would on one machine.
@@ -308,7 +308,7 @@ def write_merged_stages(
     *,
     runs: Sequence[ShardRun],
     first: ShardRun,
-    ordered: _Ordered,
+    ordered: MergedOrder,
     config: ConfigDoc,
     digests: dict[str, str],
     run_dir: Path,

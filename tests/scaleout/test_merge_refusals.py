@@ -403,3 +403,30 @@ def test_a_forged_shard_count_is_refused_without_counting_to_it() -> None:
     assert done.returncode == 0, done.stderr
     named = ", ".join(str(index) for index in range(3, 23))
     assert f"missing shard {named} and 999999978 more of 1000000000 (got 1, 2)" in done.stdout
+
+
+@pytest.mark.parametrize("flag", ["--junit-xml", "--result-out"])
+def test_a_merged_report_over_a_check_file_of_the_run_is_refused(
+    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path, flag: str
+) -> None:
+    """As `eb run` refuses it: the merged run's JUnit file or result document named like one
+    of its check files would replace the check, and break the next run."""
+    run_dirs = [shards(f"s{k}", f"{k}/2") for k in (1, 2)]
+    check_file = tmp_path / "main" / "eval_checks" / "check_3.yaml"
+    before = check_file.read_bytes()
+    out = tmp_path / "merged"
+    result = eb(
+        "merge",
+        *map(str, run_dirs),
+        "--cwd",
+        str(tmp_path / "main"),
+        "--output-dir",
+        str(out),
+        "--flat-output",
+        flag,
+        str(check_file),
+    )
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert f"Refusing {flag} {check_file}: it is a check file this run reads" in result.stderr
+    assert check_file.read_bytes() == before
+    assert not out.exists()
