@@ -9,8 +9,9 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -19,6 +20,7 @@ import pytest
 DAEMONIZE = """\
 import os, sys, time
 from pathlib import Path
+from typing import NamedTuple
 pidfile = Path({pidfile!r})
 first = os.fork()
 if first == 0:
@@ -39,6 +41,7 @@ while not pidfile.exists():
 TOKENLESS_SERVER = """\
 import os, subprocess, sys, time
 from pathlib import Path
+from typing import NamedTuple
 pidfile = Path({pidfile!r})
 serve = "import os, pathlib, time; pathlib.Path(%r).write_text(str(os.getpid())); time.sleep(300)"
 subprocess.Popen([sys.executable, "-c", serve % str(pidfile)], env={{"PATH": os.environ["PATH"]}},
@@ -92,65 +95,6 @@ def _eb(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_daemon_started_by_a_check_does_not_survive_the_run(
-    tmp_path: Path, pidfiles: list[Path]
-) -> None:
-    pidfile = tmp_path / "daemon.pid"
-    pidfiles.append(pidfile)
-    root = _project(
-        tmp_path / "proj",
-        checks={"spawns": DAEMONIZE.format(pidfile=str(pidfile), after="")},
-    )
-    done = _eb(root)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert not _alive(int(pidfile.read_text()))
-
-
-def test_a_daemon_dies_when_its_own_check_ends_not_when_the_run_ends(
-    tmp_path: Path, pidfiles: list[Path]
-) -> None:
-    # Check `early` leaves a daemon; check `later`, running after it (parallel 1), records
-    # whether that daemon is still alive while the run goes on.
-    pidfile = tmp_path / "daemon.pid"
-    pidfiles.append(pidfile)
-    probe = _state_probe(pidfile=pidfile, seen=tmp_path / "seen.txt")
-    root = _project(
-        tmp_path / "proj",
-        checks={"a_early": DAEMONIZE.format(pidfile=str(pidfile), after=""), "b_later": probe},
-    )
-    done = _eb(root, "--max-parallel-checks", "1")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert (tmp_path / "seen.txt").read_text() in ("gone", "Z")
-
-
-def test_a_daemon_of_another_running_check_is_left_alone_until_that_check_ends(
-    tmp_path: Path, pidfiles: list[Path]
-) -> None:
-    # `a_server` starts a daemon and keeps using it for a while; `b_quick` ends meanwhile.
-    # Ending b_quick must not kill a_server's daemon: a_server checks it is alive at its end.
-    pidfile = tmp_path / "daemon.pid"
-    pidfiles.append(pidfile)
-    still_alive = textwrap.dedent(
-        """\
-        time.sleep(1.5)
-        pid = int(pidfile.read_text())
-        os.kill(pid, 0)
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        assert state != "Z", "the daemon was killed while its check was running"
-        """
-    )
-    root = _project(
-        tmp_path / "proj",
-        checks={
-            "a_server": DAEMONIZE.format(pidfile=str(pidfile), after=still_alive),
-            "b_quick": "import time; time.sleep(0.3)",
-        },
-    )
-    done = _eb(root, "--max-parallel-checks", "2")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert not _alive(int(pidfile.read_text()))
-
-
 def _gone_soon(pid: int) -> bool:
     """Whether the process is gone (or a zombie) within a moment."""
     deadline = time.monotonic() + 2
@@ -161,31 +105,58 @@ def _gone_soon(pid: int) -> bool:
     return True
 
 
-def test_a_server_started_with_an_environment_of_its_own_does_not_survive_the_run(
-    tmp_path: Path, pidfiles: list[Path]
+class Leftover(NamedTuple):
+    """A process a check leaves behind: a daemon that keeps eb's token, or a server started
+    with an environment of its own (no token says whose it is)."""
+
+    template: str
+    pidfile: str
+    # What proves the leftover ended once its check did (a token-less one is found by a
+    # scan, a moment later).
+    ended: Callable[[int], bool]
+    # The check that keeps using it also signals it, where it is its own child's.
+    signals_it: bool
+
+
+DAEMON = Leftover(
+    template=DAEMONIZE, pidfile="daemon.pid", ended=lambda pid: not _alive(pid), signals_it=True
+)
+SERVER = Leftover(
+    template=TOKENLESS_SERVER, pidfile="server.pid", ended=_gone_soon, signals_it=False
+)
+LEFTOVERS = pytest.mark.parametrize(
+    "leftover", [DAEMON, SERVER], ids=["daemon", "tokenless-server"]
+)
+
+
+@LEFTOVERS
+def test_a_process_a_check_leaves_does_not_survive_the_run(
+    tmp_path: Path, pidfiles: list[Path], leftover: Leftover
 ) -> None:
-    pidfile = tmp_path / "server.pid"
+    pidfile = tmp_path / leftover.pidfile
     pidfiles.append(pidfile)
     root = _project(
         tmp_path / "proj",
-        checks={"serves": TOKENLESS_SERVER.format(pidfile=str(pidfile), after="")},
+        checks={"spawns": leftover.template.format(pidfile=str(pidfile), after="")},
     )
     done = _eb(root)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _gone_soon(int(pidfile.read_text())), "the check's server outlived eb"
+    assert leftover.ended(int(pidfile.read_text())), "the check's process outlived eb"
 
 
-def test_a_tokenless_server_dies_when_the_check_that_ran_alone_ends(
-    tmp_path: Path, pidfiles: list[Path]
+@LEFTOVERS
+def test_a_leftover_dies_when_its_own_check_ends_not_when_the_run_ends(
+    tmp_path: Path, pidfiles: list[Path], leftover: Leftover
 ) -> None:
-    # One check at a time: `b_later` finds the server `a_early` left already gone.
-    pidfile = tmp_path / "server.pid"
+    # Check `a_early` leaves the process; check `b_later`, running after it (parallel 1),
+    # records whether it is still alive while the run goes on.
+    pidfile = tmp_path / leftover.pidfile
     pidfiles.append(pidfile)
     probe = _state_probe(pidfile=pidfile, seen=tmp_path / "seen.txt")
     root = _project(
         tmp_path / "proj",
         checks={
-            "a_early": TOKENLESS_SERVER.format(pidfile=str(pidfile), after=""),
+            "a_early": leftover.template.format(pidfile=str(pidfile), after=""),
             "b_later": probe,
         },
     )
@@ -194,30 +165,33 @@ def test_a_tokenless_server_dies_when_the_check_that_ran_alone_ends(
     assert (tmp_path / "seen.txt").read_text() in ("gone", "Z")
 
 
-def test_a_tokenless_server_of_a_running_check_is_left_alone_while_another_check_ends(
-    tmp_path: Path, pidfiles: list[Path]
+@LEFTOVERS
+def test_a_leftover_of_another_running_check_is_left_alone_until_that_check_ends(
+    tmp_path: Path, pidfiles: list[Path], leftover: Leftover
 ) -> None:
-    # No token says whose it is: while `a_server` runs, `b_quick` ending must not end it.
-    pidfile = tmp_path / "server.pid"
+    # `a_server` starts the process and keeps using it for a while; `b_quick` ends meanwhile.
+    # Ending b_quick must not end a_server's process: a_server checks it is alive at its end.
+    pidfile = tmp_path / leftover.pidfile
     pidfiles.append(pidfile)
     still_alive = textwrap.dedent(
-        """\
+        f"""\
         time.sleep(1.5)
         pid = int(pidfile.read_text())
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        assert state != "Z", "the server was killed while its check was running"
+        {"os.kill(pid, 0)" if leftover.signals_it else ""}
+        state = Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state != "Z", "the process was ended while its check was running"
         """
     )
     root = _project(
         tmp_path / "proj",
         checks={
-            "a_server": TOKENLESS_SERVER.format(pidfile=str(pidfile), after=still_alive),
+            "a_server": leftover.template.format(pidfile=str(pidfile), after=still_alive),
             "b_quick": "import time; time.sleep(0.3)",
         },
     )
     done = _eb(root, "--max-parallel-checks", "2")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _gone_soon(int(pidfile.read_text()))
+    assert leftover.ended(int(pidfile.read_text()))
 
 
 def test_a_daemon_started_by_a_judge_does_not_survive_an_interrupted_run(
