@@ -43,6 +43,23 @@ def _environ(*, remote: str) -> dict[str, str]:
     return environ
 
 
+def _stopped_once(
+    run: subprocess.Popen[bytes], *, ready: Callable[[], None], signum: signal.Signals
+) -> tuple[bytes, bytes, float]:
+    """Wait until `ready` returns (it asserts eb got there), send `signum`, and wait for eb:
+    its output, and how long it went on after the signal. eb is killed if anything fails."""
+    try:
+        ready()
+        run.send_signal(signum)
+        sent = time.monotonic()
+        stdout, stderr = run.communicate(timeout=60)
+        return stdout, stderr, time.monotonic() - sent
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
 @pytest.mark.parametrize("mode", ["trickle_body", "delay"])
 def test_sigterm_while_fetching_from_a_slow_shared_cache_stops_at_once_with_a_report(
     tmp_path: Path, eb: Callable[..., Any], server: Hostile, mode: str
@@ -75,20 +92,15 @@ def test_sigterm_while_fetching_from_a_slow_shared_cache_stops_at_once_with_a_re
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    try:
+
+    def fetching() -> None:
         deadline = time.monotonic() + 30
         while len(server.requests) == asked and time.monotonic() < deadline:
             time.sleep(0.02)
         assert len(server.requests) > asked, "eb never asked the shared cache"
         time.sleep(0.3)  # the fetching is under way
-        run.send_signal(signal.SIGTERM)
-        sent = time.monotonic()
-        stdout, stderr = run.communicate(timeout=60)
-        took = time.monotonic() - sent
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+
+    stdout, stderr, took = _stopped_once(run, ready=fetching, signum=signal.SIGTERM)
     assert run.returncode == 3, stderr.decode()
     assert took < 4, f"eb went on for {took:.1f} s after SIGTERM"
     assert json.loads(stdout)["exit_code"] == 3
@@ -125,20 +137,15 @@ def test_an_interrupt_while_uploading_to_a_slow_shared_cache_stops_at_once_and_f
         # Ctrl-C as a terminal sends it: SIGINT at its default, whatever pytest runs under.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    try:
+
+    def uploading() -> None:
         deadline = time.monotonic() + 30
         while not any(method == "PUT" for method, _, _ in server.requests):
             assert time.monotonic() < deadline, "eb never uploaded a verdict"
             assert run.poll() is None, run.communicate()
             time.sleep(0.02)
-        run.send_signal(signum)
-        sent = time.monotonic()
-        stdout, stderr = run.communicate(timeout=60)
-        took = time.monotonic() - sent
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+
+    stdout, stderr, took = _stopped_once(run, ready=uploading, signum=signum)
     assert run.returncode == 3, stdout.decode() + stderr.decode()
     assert took < 3, f"eb went on for {took:.1f} s after the signal"
     assert "Run aborted (interrupt" in stderr.decode()
