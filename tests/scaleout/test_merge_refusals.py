@@ -3,7 +3,9 @@ the problem, and no merged folder written."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -430,3 +432,22 @@ def test_a_merged_report_over_a_check_file_of_the_run_is_refused(
     assert f"Refusing {flag} {check_file}: it is a check file this run reads" in result.stderr
     assert check_file.read_bytes() == before
     assert not out.exists()
+
+
+def test_a_merge_holds_its_run_folder_as_a_run_does(
+    eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
+) -> None:
+    """`eb merge` writes its folder under the same lock as `eb run`: a folder another eb
+    process holds (here this test, as an `eb update` of it would) is refused, not written."""
+    run_dirs = [shards(f"s{k}", f"{k}/2") for k in (1, 2)]
+    out = tmp_path / "merged"
+    out.mkdir()
+    held = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = eb("merge", *map(str, run_dirs), "--output-dir", str(out), "--flat-output")
+    finally:
+        os.close(held)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert f"is writing the run folder {out}" in result.stderr
+    assert not (out / "report.json").exists()
