@@ -6,7 +6,9 @@ Real `eb run` / `eb merge` through the CLI, real subprocesses for the cases.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -383,3 +385,48 @@ def test_a_rate_short_of_all_or_of_the_gate_never_reads_as_it(
     head = json.loads(fixed.stdout)["output_dir"]
     diff = eb("diff", str(base), head)
     assert "prices: 2000/2001 (99.95%) -> 2001/2001 (100.0%)" in diff.stdout, diff.stdout
+
+
+def _as_an_older_eb_made_it(run_dir: Path) -> None:
+    """Take each case's `case_index` out of a shard's plan.json, as an eb from before it wrote
+    it, and record the new digests down the chain (each stage file is vouched for by the next)."""
+    stages = run_dir / "stages"
+    chain = ["plan.json", "guard.json", "execute.json", "score.json", "report.json"]
+    before = {name: hashlib.sha256((stages / name).read_bytes()).hexdigest() for name in chain}
+    plan = stages / "plan.json"
+    text = plan.read_text(encoding="utf-8")
+    stripped = re.sub(r'\n *"case_index": \d+,', "", text)
+    assert stripped != text
+    plan.write_text(stripped, encoding="utf-8")
+    for position, name in enumerate(chain):
+        after = hashlib.sha256((stages / name).read_bytes()).hexdigest()
+        for later in chain[position + 1 :]:
+            path = stages / later
+            path.write_text(
+                path.read_text(encoding="utf-8").replace(before[name], after), encoding="utf-8"
+            )
+
+
+def test_a_merge_with_a_shard_from_an_older_eb_lists_its_familys_cases_by_id_and_says_so(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    root = _project(project)
+    shards = [_run(eb, root, "--shard", f"{index}/3") for index in (1, 2, 3)]
+    older = next(s for s in shards if any(c.startswith("qa[") for c in _order(s)))
+    _as_an_older_eb_made_it(Path(older["output_dir"]))
+    merged = eb("merge", "--cwd", str(root), "--json", *(s["output_dir"] for s in shards))
+    assert merged.exit_code == 1, merged.stderr
+    order = _order(json.loads(merged.stdout))
+    # Without each case's place in the dataset, an order by id is one no shard contradicts
+    # (the plain checks keep their place by file): not shard by shard, mixed.
+    assert order == [
+        "a_plain",
+        *(f"qa[{case}]" for case in sorted(CASE_IDS)),
+        *(f"tone[{case}]" for case in sorted(CASE_IDS)),
+        "d_plain",
+    ]
+    for family in ("b_family", "c_family"):
+        assert (
+            f"the cases of eval_checks/{family}.yaml are listed by case id, not in their "
+            "dataset's order" in " ".join(merged.stderr.split())
+        )

@@ -76,6 +76,12 @@ def merge_shards(*, request: MergeRequest, console: Console) -> RunOutcome:
     refuse_junit_target(config=config)
     # Every shard's checks, at the paths of this checkout, in one machine's plan order.
     ordered = mergedstages.order(runs=runs, config=config)
+    for relative in ordered.listed_by_id:
+        console.warn(
+            f"the cases of {relative} are listed by case id, not in their dataset's order: a "
+            "shard made by an older eb does not record each case's place (merge shards made "
+            "by one eb version to keep that order)"
+        )
     # As `eb run` refuses them: a report over the config file, a check file, a script or a
     # dataset the shards' plan names would break the next run.
     refuse_reports_over(

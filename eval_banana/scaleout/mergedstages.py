@@ -5,7 +5,7 @@ them, and paths under a shard's project root moved under the merge's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
@@ -124,6 +124,9 @@ class MergedOrder(NamedTuple):
     checks: list[PlannedCheck]
     results: list[CheckResult]
     skipped: list[SkippedCheck]
+    # Check files whose cases are listed by id: a shard an older eb made records no case's
+    # place in its dataset (`case_index`), so no merge can interleave them as one machine did.
+    listed_by_id: list[str]
 
 
 def _skipped(*, runs: Sequence[ShardRun], config: ConfigDoc) -> list[SkippedCheck]:
@@ -149,14 +152,13 @@ def order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> MergedOrder:
     """Check files by path, a family's cases in dataset order: the shards split a family by
     case id, so the cases of one file come from several shards and their order in any one
     shard's plan says nothing about the others'."""
-    rows: list[tuple[tuple[str, int], PlannedCheck, CheckResult]] = []
+    rows: list[tuple[str, PlannedCheck, CheckResult]] = []
     for run in runs:
         roots = _roots(run=run, config=config)
         for check, result in zip(run.plan.checks, run.execute.results, strict=True):
             relative = relative_source(source_path=check.source_path, project_root=run.project_root)
-            key = (relative, check.case_index or 0)
             if roots.old == roots.new:  # the usual CI case: every job checks out at one path
-                rows.append((key, check, result))
+                rows.append((relative, check, result))
                 continue
             moved = check.model_copy(
                 update={
@@ -164,13 +166,26 @@ def order(*, runs: Sequence[ShardRun], config: ConfigDoc) -> MergedOrder:
                     "script_path": roots.move(check.script_path) if check.script_path else None,
                 }
             )
-            rows.append((key, moved, result.model_copy(update={"source_path": moved.source_path})))
-    rows.sort(key=lambda row: row[0])
+            rows.append(
+                (relative, moved, result.model_copy(update={"source_path": moved.source_path}))
+            )
+    by_id = {relative for relative, check, _ in rows if check.family and check.case_index is None}
+    rows.sort(key=lambda row: _place(relative=row[0], check=row[1], by_id=by_id))
     return MergedOrder(
         checks=[row[1] for row in rows],
         results=[row[2] for row in rows],
         skipped=_skipped(runs=runs, config=config),
+        listed_by_id=sorted(by_id),
     )
+
+
+def _place(*, relative: str, check: PlannedCheck, by_id: Collection[str]) -> tuple[str, int, str]:
+    """Where a check goes in the merged order: its file, then its case's place in the dataset,
+    or its case id where some shard did not record that place (positional ids, zero-padded,
+    still sort in dataset order)."""
+    if relative in by_id:
+        return relative, 0, check.case_id or ""
+    return relative, check.case_index or 0, ""
 
 
 def _merged_plan(
