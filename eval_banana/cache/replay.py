@@ -79,6 +79,9 @@ class Replayed(NamedTuple):
     folded: list[int]
     html: bool  # report.html was brought: asked for, and kept with the run
     from_run_id: str
+    # The files the kept run's plan read beside its check files (scripts, datasets,
+    # artifacts), as they read now: a report named like none of them overwrites nothing.
+    watched: list[str]
 
 
 class Attempt(NamedTuple):
@@ -285,6 +288,7 @@ def _outcome(*, run: _Run, entry: ReplayEntry, kept: dict[str, bytes]) -> Replay
         folded=list(entry.folded),
         html=run.html and any(template.name == REPORT_HTML for template in entry.templates),
         from_run_id=entry.from_run_id,
+        watched=[item.path for item in entry.watched],
     )
 
 

@@ -30,7 +30,12 @@ from eval_banana.core import forked
 from eval_banana.core.errors import OutputDirError
 from eval_banana.core.files import write_bytes_atomic
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, PlanDoc
-from eval_banana.pipeline.reporttargets import ReportTarget, plan_files_read, refuse_reports_over
+from eval_banana.pipeline.reporttargets import (
+    ReportTarget,
+    names_any,
+    plan_files_read,
+    refuse_reports_over,
+)
 from eval_banana.pipeline.request import RunRequest
 from eval_banana.reporting import ReportExtras, write_extra_reports
 from eval_banana.reporting.console import Console, ProgressReporter
@@ -94,8 +99,9 @@ def replay(
         return None
     try:
         # The replayed run's plan names the scripts and datasets it read, as the usual way's;
-        # read back (a 1,000-case plan costs tens of ms) only when a report goes outside.
-        if targets:
+        # read back (a 1,000-case plan costs tens of ms) only to say which one a report is
+        # named like: the kept run's watched files, read before, tell whether any is.
+        if names_any(targets=targets, paths=replayed.watched):
             plan = read_stage(run_dir=run_dir, stage="validate")
             refuse_reports_over(
                 targets=targets, read=plan_files_read(config=config, checks=plan.checks)

@@ -72,6 +72,13 @@ def plan_files_read(*, config: ConfigDoc, checks: Iterable[PlannedCheck]) -> dic
     return read
 
 
+def names_any(*, targets: Iterable[ReportTarget], paths: Iterable[str]) -> bool:
+    """Whether any report target is one of `paths`, told apart as `refuse_reports_over`
+    tells them (by resolved path)."""
+    wanted = {os.path.realpath(target.path) for target in targets}
+    return bool(wanted) and any(os.path.realpath(path) in wanted for path in paths)
+
+
 def refuse_reports_over(*, targets: Iterable[ReportTarget], read: Mapping[str, str]) -> None:
     """Raise when a report would be written over one of the files `read` (path -> what it is
     to the run), told apart by their resolved paths (a link or `..` changes nothing)."""

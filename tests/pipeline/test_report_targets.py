@@ -93,3 +93,27 @@ def test_a_replayed_run_refuses_a_report_over_its_script(
     assert result.exit_code == 2, result.stdout + result.stderr
     assert "it is the script of check 'scripted' this run reads" in result.stderr
     assert shared.read_text() == "print('ok')\n"
+
+
+def test_a_report_target_is_told_among_the_files_a_replay_watched_by_resolved_path(
+    tmp_path: Path,
+) -> None:
+    # A replay reads its kept plan back only when a report is named like a file the kept
+    # run read: the test that spares it must see through links and `..` as the refusal does.
+    from eval_banana.pipeline.reporttargets import ReportTarget, names_any
+
+    script = tmp_path / "scripts" / "check.py"
+    script.parent.mkdir()
+    script.write_text("print('ok')\n")
+    (tmp_path / "linked").symlink_to(script.parent)
+    watched = [str(script), str(tmp_path / "data" / "rows.jsonl")]
+
+    def target(path: Path) -> list[ReportTarget]:
+        return [ReportTarget(named_by="--junit-xml", path=path)]
+
+    assert names_any(targets=target(tmp_path / "linked" / "check.py"), paths=watched)
+    assert names_any(
+        targets=target(tmp_path / "data" / ".." / "scripts" / "check.py"), paths=watched
+    )
+    assert not names_any(targets=target(tmp_path / "junit.xml"), paths=watched)
+    assert not names_any(targets=[], paths=watched)
