@@ -71,11 +71,16 @@ def diff(*, baseline: str, run_dir: str) -> str:
 def body() -> str:
     run_dir, report_path = env("EB_RUN_DIR"), env("EB_REPORT_JSON")
     parts = [MARKER, "### eval_banana", ""]
-    if report_path and Path(report_path).is_file():
+    finished = bool(report_path) and Path(report_path).is_file()
+    if finished:
         parts.append(summary(json.loads(Path(report_path).read_text(encoding="utf-8"))))
     else:
-        parts.append(f"**eb run did not finish** (exit {env('EB_EXIT_CODE') or '?'}): no report.")
-    if env("EB_BASELINE_DIR") and run_dir:
+        # No report of this run's own (run.py names none it did not write): no verdict to show.
+        parts.append(
+            f"**did not finish**: eb exited {env('EB_EXIT_CODE') or '?'} before writing this "
+            "run's report (the run's log says why)."
+        )
+    if env("EB_BASELINE_DIR") and run_dir and finished:
         parts += ["", diff(baseline=env("EB_BASELINE_DIR"), run_dir=run_dir)]
     link = "/".join([env("GITHUB_SERVER_URL"), env("GITHUB_REPOSITORY"), "actions/runs"])
     if env("GITHUB_RUN_ID"):

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from ghenv import env, fail, set_output, workdir
+from runfolder import holds_anything, set_run_outputs
 
 
 def main() -> None:
@@ -23,11 +24,10 @@ def main() -> None:
     argv = ["eb", "merge", *folders, "--output-dir", out, "--flat-output"]
     argv += shlex.split(env("EB_ARGS"))
     print("+ " + shlex.join(argv), flush=True)
+    held_before = holds_anything(Path(out))
     code = subprocess.run(argv, cwd=workdir(), check=False).returncode
-    report = Path(out) / "report.json"
     set_output("exit-code", str(code))
-    set_output("run-dir", out if Path(out).is_dir() else "")
-    set_output("report-json", str(report) if report.is_file() else "")
+    set_run_outputs(run_dir=Path(out), held_before=held_before)
 
 
 if __name__ == "__main__":

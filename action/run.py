@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from ghenv import env, set_output, workdir
+from runfolder import holds_anything, set_run_outputs
 
 
 def command() -> list[str]:
@@ -32,13 +33,11 @@ def main() -> None:
     if env("EB_CACHE_MODE"):
         # A pull request from a fork reuses verdicts but never writes them.
         environ["EVAL_BANANA_CACHE_MODE"] = env("EB_CACHE_MODE")
-    code = subprocess.run(argv, cwd=workdir(), env=environ, check=False).returncode
     run_dir = Path(env("EB_OUTPUT_DIR"))
-    report = run_dir / "report.json"
+    held_before = holds_anything(run_dir)
+    code = subprocess.run(argv, cwd=workdir(), env=environ, check=False).returncode
     set_output("exit-code", str(code))
-    # A run that never started (exit 2 on a bad flag) has no folder: the outputs say so.
-    set_output("run-dir", str(run_dir) if run_dir.is_dir() else "")
-    set_output("report-json", str(report) if report.is_file() else "")
+    set_run_outputs(run_dir=run_dir, held_before=held_before)
 
 
 if __name__ == "__main__":

@@ -309,6 +309,24 @@ def test_a_run_that_never_starts_has_empty_outputs_and_fails_the_gate(github: Fa
     assert missing.returncode == 2 and "eb did not run" in missing.stderr
 
 
+def test_a_second_use_in_one_job_that_eb_refuses_names_no_earlier_run(
+    github: FakeGitHub,
+) -> None:
+    """The action twice in one job with the default output-dir: the second `eb run` refuses the
+    folder the first one filled, and nothing of the first run is offered as the second's."""
+    prepared = _prepare(github)
+    first = _run(github, prepared)
+    assert first["exit-code"] == "0" and first["report-json"]
+    _break_check(github, "beta")
+    second = _run(github, prepared)
+    assert second == {"exit-code": "2", "run-dir": "", "report-json": ""}
+    # The comment says this run did not finish; it does not post the first run's "passed".
+    _comment(github, prepared, second)
+    body = github.comments()[0]["body"]
+    assert "**did not finish**: eb exited 2 before writing this run's report" in body
+    assert "passed" not in body
+
+
 def test_a_shard_with_failing_checks_passes_its_job_but_not_a_setup_error(
     github: FakeGitHub,
 ) -> None:
@@ -464,6 +482,16 @@ def test_merge_runs_eb_merge_over_every_downloaded_shard(github: FakeGitHub) -> 
     body = github.comments()[0]["body"]
     assert body.startswith(MARKER) and "**did not pass**: 2/3 checks passed" in body
     assert "| `alpha` | failed |" in body
+    # Merged again into the same folder: eb refuses it, and the outputs name no earlier merge.
+    again = github.step(
+        "merge.py",
+        EB_SHARDS_DIR=str(downloads),
+        EB_ARGS="",
+        EB_OUTPUT_DIR="eval-merged",
+        EB_WORKING_DIRECTORY=".",
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert github.outputs() == {"exit-code": "2", "run-dir": "", "report-json": ""}
     empty = github.root / "nothing"
     empty.mkdir()
     refused = github.step("merge.py", EB_SHARDS_DIR=str(empty), EB_PATTERN="eval-shard-*")
