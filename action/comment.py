@@ -1,25 +1,30 @@
 """The eval_banana action's pull-request comment: one per pull request, updated in place.
 
 The body is the run's summary (from report.json) and, with a baseline, `eb diff --format md`.
-It starts with a hidden marker; the comment holding it is edited on the next push instead of a
-new one being added. Talks to GitHub only through the `gh` CLI the runners ship (GH_TOKEN).
+It starts with a hidden marker; the comment that starts with it and was written by this step's
+own token is edited on the next push instead of a new one being added (a marker in anyone
+else's comment is left alone). Talks to GitHub only through the `gh` CLI the runners ship
+(GH_TOKEN).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from ghenv import env, fail, pull_request_number, set_output, workdir
+from ghenv import env, fail, flag, pull_request_number, set_output, workdir
 
 # report.md's own escaping (the Action installs the eb it comments for), so a judge's words
 # show in the comment as words: no link, image, raw HTML or `<!--` (docs/compatibility.md).
 from eval_banana.reporttext.markdown import md_cell, md_text
 
 MARKER = "<!-- eval-banana:comment -->"
+# Who writes the comments of a workflow's own token (`github.token`), as REST names it.
+ACTIONS_BOT = "github-actions[bot]"
 # GitHub refuses comment bodies over 65,536 characters; leave room for the closing note.
 _LIMIT = 60_000
 _LISTED = 25
@@ -110,11 +115,51 @@ def _pages(text: str) -> list[dict[str, Any]]:
     return [item for item in items if isinstance(item, dict)]
 
 
+def author() -> str | None:
+    """The login this step's token comments as, or None when GitHub does not say.
+
+    The workflow's own token (the `github-token` default) writes as github-actions[bot]. Any
+    other token is asked: GraphQL's `viewer` answers for an app's token (`<app>[bot]`) and a
+    person's alike, where REST's /user refuses an app.
+    """
+    if flag("EB_TOKEN_IS_GITHUB_TOKEN"):
+        return ACTIONS_BOT
+    asked = ["api", "graphql", "-f", "query=query { viewer { login } }"]
+    done = subprocess.run(
+        ["gh", *asked, "--jq", ".data.viewer.login"], capture_output=True, text=True, check=False
+    )
+    login = done.stdout.strip()
+    if done.returncode != 0 or not login:
+        print(
+            "::warning title=eval_banana action::GitHub did not say who the github-token input "
+            f"is ({done.stderr.strip() or 'no login'}): a new comment is posted, none edited",
+            file=sys.stderr,
+        )
+        return None
+    return login
+
+
+def ours(comment: dict[str, Any], *, login: str) -> bool:
+    """Whether this step's token wrote `comment` as the action does: the marker first.
+
+    A login is unique and a person's never ends in `[bot]`, so a bot's login with the type
+    Bot is the bot; anyone may put the marker in a comment of theirs, and that is not ours.
+    """
+    user = comment.get("user") or {}
+    kind = "Bot" if login.endswith("[bot]") else "User"
+    if user.get("login") != login or user.get("type") != kind:
+        return False
+    return str(comment.get("body") or "").startswith(MARKER)
+
+
 def previous(*, repo: str, number: str) -> int | None:
-    """The id of the comment that holds the marker, if this pull request has one."""
+    """The id of the comment this step's token wrote earlier on this pull request, if any."""
+    login = author()
+    if login is None:
+        return None
     listed = _pages(_gh("api", "--paginate", f"repos/{repo}/issues/{number}/comments"))
     for comment in listed:
-        if MARKER in str(comment.get("body") or ""):
+        if ours(comment, login=login):
             return int(comment["id"])
     return None
 

@@ -27,8 +27,10 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "action"
 MARKER = "<!-- eval-banana:comment -->"
 
-# A `gh` that keeps the pull request's comments in a JSON file, answers the three calls the
-# comment script makes (list, create, edit) as GitHub's API would, and logs every call.
+# A `gh` that keeps the pull request's comments in a JSON file, answers the calls the comment
+# script makes (who the token is, list, create, edit) as GitHub's API would, and logs every
+# call. The token is FAKE_GH_LOGIN (the workflow's own token by default), or one GitHub does
+# not name when FAKE_GH_LOGIN is empty; another's comment it may not edit (HTTP 403).
 FAKE_GH = textwrap.dedent(
     """\
     #!{python}
@@ -38,24 +40,34 @@ FAKE_GH = textwrap.dedent(
     state = Path(os.environ["FAKE_GH_STATE"])
     comments = json.loads(state.read_text()) if state.exists() else []
     args = sys.argv[1:]
+    login = os.environ.get("FAKE_GH_LOGIN", "github-actions[bot]")
+    me = {{"login": login, "type": "Bot" if login.endswith("[bot]") else "User"}}
     entry = {{"args": args, "token": os.environ.get("GH_TOKEN")}}
     if "--input" in args:
         entry["input"] = json.loads(Path(args[args.index("--input") + 1]).read_text())
     with open(os.environ["FAKE_GH_LOG"], "a") as log:
         log.write(json.dumps(entry) + "\\n")
+    if args[:2] == ["api", "graphql"]:
+        # `--jq .data.viewer.login` of `query {{ viewer {{ login }} }}`.
+        if not login:
+            sys.exit("gh: HTTP 401: Bad credentials")
+        print(login)
+        sys.exit(0)
     route = [a for a in args if a.startswith("repos/")][0]
     method = args[args.index("--method") + 1] if "--method" in args else "GET"
     if method == "GET":
         # Two pages, back to back, as `gh api --paginate` prints them.
         print(json.dumps(comments[:1]) + json.dumps(comments[1:]))
     elif method == "POST":
-        new = {{"id": 100 + len(comments), "body": entry["input"]["body"]}}
+        new = {{"id": 100 + len(comments), "body": entry["input"]["body"], "user": me}}
         new["html_url"] = "https://github.test/pr/7#issuecomment-" + str(new["id"])
         comments.append(new)
         print(json.dumps(new))
     else:
         wanted = int(route.rsplit("/", 1)[1])
         hit = [c for c in comments if c["id"] == wanted][0]
+        if hit.get("user") != me:
+            sys.exit("gh: You must be the author of this comment to edit it (HTTP 403)")
         hit["body"] = entry["input"]["body"]
         print(json.dumps(hit))
     state.write_text(json.dumps(comments))
@@ -213,7 +225,9 @@ def _run(github: FakeGitHub, prepared: dict[str, str], **inputs: str) -> dict[st
     return github.outputs()
 
 
-def _comment(github: FakeGitHub, prepared: dict[str, str], ran: dict[str, str]) -> None:
+def _comment(
+    github: FakeGitHub, prepared: dict[str, str], ran: dict[str, str], **extra: str
+) -> subprocess.CompletedProcess[str]:
     done = github.step(
         "comment.py",
         EB_RUN_DIR=ran["run-dir"],
@@ -221,8 +235,10 @@ def _comment(github: FakeGitHub, prepared: dict[str, str], ran: dict[str, str]) 
         EB_EXIT_CODE=ran["exit-code"],
         EB_BASELINE_DIR=prepared["baseline-dir"],
         EB_WORKING_DIRECTORY=".",
+        **{"EB_TOKEN_IS_GITHUB_TOKEN": "true", **extra},
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
 
 
 def test_prepare_works_out_the_cache_key_the_shard_and_the_pull_request(
@@ -386,6 +402,59 @@ def test_the_comment_is_posted_once_then_updated_with_the_summary_and_the_diff(
     assert comments[1]["body"].startswith(MARKER)
     assert "**passed**: 3/3 checks passed" in comments[1]["body"]
     assert "eval-banana diff: no regression" in comments[1]["body"]
+
+
+def _user(login: str) -> dict[str, str]:
+    return {"login": login, "type": "Bot" if login.endswith("[bot]") else "User"}
+
+
+def test_the_comment_edited_is_the_action_s_own_not_one_holding_the_marker(
+    github: FakeGitHub,
+) -> None:
+    """Anyone can write the marker into a comment; only the action's own comment is edited."""
+    planted = f"{MARKER}\n### eval_banana\n**passed** (trust me)"
+    github.gh_state.write_text(
+        json.dumps(
+            [
+                {"id": 1, "body": planted, "user": _user("mallory")},
+                {"id": 2, "body": planted, "user": _user("other-app[bot]")},
+                {"id": 3, "body": f"{MARKER}\nold", "user": _user("github-actions[bot]")},
+            ]
+        )
+    )
+    prepared = _prepare(github)
+    ran = _run(github, prepared)
+    _comment(github, prepared, ran)
+    assert github.gh_calls()[-1]["args"][2:4] == ["PATCH", "repos/acme/shop/issues/comments/3"]
+    bodies = [c["body"] for c in github.comments()]
+    assert bodies[:2] == [planted, planted] and "**passed**: 3/3" in bodies[2]
+
+
+def test_with_another_token_the_comment_edited_is_the_one_that_token_wrote(
+    github: FakeGitHub,
+) -> None:
+    """A person's token (or an app's) comments under its own name: GitHub is asked who it is,
+    and that login's own comment with the marker is the one edited."""
+    github.gh_state.write_text(
+        json.dumps(
+            [
+                {"id": 1, "body": f"{MARKER}\nold", "user": _user("github-actions[bot]")},
+                {"id": 2, "body": f"nice {MARKER}", "user": _user("octo-lead")},
+                {"id": 3, "body": f"{MARKER}\nold", "user": _user("octo-lead")},
+            ]
+        )
+    )
+    prepared = _prepare(github)
+    ran = _run(github, prepared)
+    _comment(github, prepared, ran, EB_TOKEN_IS_GITHUB_TOKEN="false", FAKE_GH_LOGIN="octo-lead")
+    calls = github.gh_calls()
+    assert calls[0]["args"][:2] == ["api", "graphql"]
+    assert calls[-1]["args"][2:4] == ["PATCH", "repos/acme/shop/issues/comments/3"]
+    # A token GitHub does not name edits nothing: it posts a comment of its own, with a warning.
+    done = _comment(github, prepared, ran, EB_TOKEN_IS_GITHUB_TOKEN="false", FAKE_GH_LOGIN="")
+    assert "::warning title=eval_banana action::GitHub did not say who" in done.stderr
+    assert github.gh_calls()[-1]["args"][2:4] == ["POST", "repos/acme/shop/issues/7/comments"]
+    assert [c["id"] for c in github.comments()] == [1, 2, 3, 103]
 
 
 # A judge talked into writing markup: an image a reader's browser would fetch, a link hiding its
