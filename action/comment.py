@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,11 @@ from eval_banana.reporttext.markdown import md_cell, md_text
 MARKER = "<!-- eval-banana:comment -->"
 # Who writes the comments of a workflow's own token (`github.token`), as REST names it.
 ACTIONS_BOT = "github-actions[bot]"
-# GitHub refuses comment bodies over 65,536 characters; leave room for the closing note.
-_LIMIT = 60_000
+# GitHub refuses a comment body over 65,536 characters. The report is cut well below that,
+# so that the cut note and the link to the run after it always fit too.
+GITHUB_LIMIT = 65_536
+_REPORT_BUDGET = 60_000
+CUT_NOTE = "... (cut to fit a GitHub comment: the full report is in the run's artifacts)"
 _LISTED = 25
 
 
@@ -73,6 +77,50 @@ def diff(*, baseline: str, run_dir: str) -> str:
     return f"`eb diff` could not compare with the baseline:\n\n```\n{done.stderr.strip()}\n```"
 
 
+@dataclass(frozen=True)
+class _Open:
+    """What the lines so far leave open: `<details>` folds, and a code fence (its backticks)."""
+
+    details: int = 0
+    fence: str = ""
+
+    def after(self, *, line: str) -> _Open:
+        stripped = line.strip()
+        if self.fence:
+            closes = stripped.startswith(self.fence) and not stripped.strip("`")
+            return _Open(details=self.details, fence="" if closes else self.fence)
+        if stripped.startswith("```"):
+            return _Open(
+                details=self.details, fence="`" * (len(stripped) - len(stripped.lstrip("`")))
+            )
+        # eb diff opens a fold on a line of its own; a judge's `<` is escaped, never this.
+        if stripped.startswith("<details>"):
+            return _Open(details=self.details + 1)
+        if stripped == "</details>":
+            return _Open(details=max(self.details - 1, 0))
+        return self
+
+    def closing(self) -> list[str]:
+        """The lines that close them: the fence, then each fold after a blank line."""
+        return ([self.fence] if self.fence else []) + ["", "</details>"] * self.details
+
+
+def fitted(*, lines: list[str], budget: int) -> tuple[list[str], bool]:
+    """The first `lines` that fit in `budget` characters with what they leave open closed
+    after them, and whether any was left out. The cut falls between lines: a row cut in half
+    breaks its table, and a fold left open would hide the cut note and all after it."""
+    kept: list[str] = []
+    size, state = 0, _Open()
+    for line in lines:
+        later = state.after(line=line)
+        closing = sum(len(close) + 1 for close in later.closing())
+        if size + len(line) + 1 + closing > budget:
+            return [*kept, *state.closing()], True
+        kept.append(line)
+        size, state = size + len(line) + 1, later
+    return kept, False
+
+
 def body() -> str:
     run_dir, report_path = env("EB_RUN_DIR"), env("EB_REPORT_JSON")
     parts = [MARKER, "### eval_banana", ""]
@@ -88,12 +136,12 @@ def body() -> str:
     if env("EB_BASELINE_DIR") and run_dir and finished:
         parts += ["", diff(baseline=env("EB_BASELINE_DIR"), run_dir=run_dir)]
     link = "/".join([env("GITHUB_SERVER_URL"), env("GITHUB_REPOSITORY"), "actions/runs"])
-    if env("GITHUB_RUN_ID"):
-        parts += ["", f"[The run's log and artifacts]({link}/{env('GITHUB_RUN_ID')})"]
-    text = "\n".join(parts)
-    if len(text) > _LIMIT:
-        text = text[:_LIMIT] + "\n\n... (cut: the full report is in the run's artifacts)"
-    return text + "\n"
+    tail = ["", f"[The run's log and artifacts]({link}/{env('GITHUB_RUN_ID')})"]
+    tail = tail if env("GITHUB_RUN_ID") else []
+    # The link and the cut note come after the cut, so they are never what is cut.
+    room = GITHUB_LIMIT - len("\n".join(["", CUT_NOTE, *tail])) - 2
+    kept, cut = fitted(lines="\n".join(parts).split("\n"), budget=min(_REPORT_BUDGET, room))
+    return "\n".join([*kept, *(["", CUT_NOTE] if cut else []), *tail]) + "\n"
 
 
 def _gh(*args: str) -> str:

@@ -457,6 +457,45 @@ def test_with_another_token_the_comment_edited_is_the_one_that_token_wrote(
     assert [c["id"] for c in github.comments()] == [1, 2, 3, 103]
 
 
+def test_a_comment_over_github_s_limit_is_cut_between_rows_with_its_folds_closed(
+    github: FakeGitHub,
+) -> None:
+    """60 failing cases with long ids: the summary and the diff's folded "Still failing" table
+    run past GitHub's 65,536 characters. The cut falls between rows, closes the fold it cut
+    into, and the cut note and the link to the run show after it."""
+    (github.workspace / "rows.jsonl").write_text(
+        "".join(json.dumps({"id": f"{i:02d}-" + "x" * 1500}) + "\n" for i in range(60))
+    )
+    (github.workspace / "eval_checks" / "fam.yaml").write_text(
+        'schema_version: 1\nid: fam\ntype: deterministic\ndescription: "case {{ case.id }}"\n'
+        "cases_from: rows.jsonl\nscript: raise SystemExit('no')\n"
+    )
+    main = subprocess.run(
+        ["eb", "run", "--output-dir", "main-run", "--flat-output"],
+        cwd=github.workspace,
+        env=github.environ(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert main.returncode == 1, main.stderr
+    prepared = _prepare(github, EB_BASELINE="main-run")
+    ran = _run(github, prepared)
+    _comment(github, prepared, ran)
+    body = github.comments()[0]["body"]
+    assert 55_000 < len(body) <= 65_536
+    assert "<details><summary>Still failing (60)</summary>" in body
+    assert body.count("<details>") == body.count("</details>")
+    # Every row kept is whole.
+    assert all(line.endswith("|") for line in body.splitlines() if line.startswith("|"))
+    # After the last fold, outside it, in view: the cut note, then the link to the run.
+    rendered = MarkdownIt("commonmark").enable("table").render(body)
+    after_folds = rendered.rsplit("</details>", 1)[1]
+    assert "cut to fit a GitHub comment" in after_folds
+    assert 'href="https://github.test/acme/shop/actions/runs/4242"' in after_folds
+    assert body.endswith("(https://github.test/acme/shop/actions/runs/4242)\n")
+
+
 # A judge talked into writing markup: an image a reader's browser would fetch, a link hiding its
 # target, raw HTML and a `<!--` that would hide every row and line after it.
 _HOSTILE_REASON = (
