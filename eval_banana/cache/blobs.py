@@ -25,6 +25,7 @@ from eval_banana.cache.places import (
     blob_file,
     has_size,
     link_or_copy,
+    make_cache_folder,
     replace_with,
     store_again,
     temp_sibling,
@@ -81,7 +82,7 @@ class BlobStore:
             return blob
         temp = temp_sibling(target)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_cache_folder(target.parent)
             if link:
                 link_or_copy(source=source, target=temp)
             else:
@@ -113,7 +114,7 @@ class BlobStore:
         temp = temp_sibling(target)
         try:
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
+                make_cache_folder(target.parent)
                 with open(temp, "xb") as file:
                     problem = fill(file)
                 if problem is None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.core.errors import WriteFault
-from eval_banana.core.files import read_bytes, write_bytes_atomic
+from eval_banana.core.files import OWNER_ONLY_FOLDER, read_bytes, write_bytes_atomic
 from eval_banana.core.readback import loads_json
 from eval_banana.core.record import Field, Record
 
@@ -89,4 +89,6 @@ def remember_size(*, folder: Path, size_bytes: int, walked_at: float) -> None:
     ledger = CacheSizeLedger(size_bytes=max(0, size_bytes), walked_at=walked_at)
     data = json.dumps(ledger.model_dump(), indent=1).encode() + b"\n"
     with contextlib.suppress(OSError, WriteFault):
-        write_bytes_atomic(path=ledger_path(folder=folder), data=data)
+        write_bytes_atomic(
+            path=ledger_path(folder=folder), data=data, folder_mode=OWNER_ONLY_FOLDER
+        )

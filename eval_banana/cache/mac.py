@@ -1,6 +1,7 @@
 """The MAC every cache entry and kept run carries, keyed by the cache's own secret.
 
-    <cache dir>/secret.key   64 hex digits, owner-only (0600), made by eb on its first write
+    <cache dir>/secret.key   64 hex digits, owner-only (0600) and eb's user's, made by eb on
+                             its first write (in a folder eb makes owner-only, 0700)
 
 A stored document is text that begins with its MAC as the first member, then the rest exactly
 as eb wrote it:
@@ -27,6 +28,8 @@ import secrets
 import stat
 from hashlib import sha256
 from pathlib import Path
+
+from eval_banana.core.files import OWNER_ONLY_FOLDER, make_folders
 
 SECRET_NAME = "secret.key"
 MAC_PATTERN = r"^hmac-sha256:[0-9a-f]{64}$"
@@ -91,7 +94,8 @@ def load_secret(*, folder: Path, create: bool) -> bytes | str:
 
 
 def _read_secret(*, path: Path) -> bytes | str | None:
-    """The secret's bytes, the problem, or None: absent. Only an owner-only regular file."""
+    """The secret's bytes, the problem, or None: absent. Only an owner-only regular file of
+    the user eb runs as."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -102,6 +106,9 @@ def _read_secret(*, path: Path) -> bytes | str | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return "is not a regular file"
+        foreign = _foreign_owner(info=info)
+        if foreign is not None:
+            return foreign
         if info.st_mode & 0o077:
             return (
                 f"may be read by others (mode {stat.S_IMODE(info.st_mode):04o}); "
@@ -117,10 +124,26 @@ def _read_secret(*, path: Path) -> bytes | str | None:
     return data[:64]
 
 
+def _foreign_owner(*, info: os.stat_result) -> str | None:
+    """Why a secret another user owns is not used, or None. Its mode says nothing about who put
+    it there: a user who may write the cache folder can remove eb's secret and put theirs in its
+    place (owner-only, theirs), then sign whatever verdicts they like."""
+    if not hasattr(os, "geteuid"):  # no user ids on this system
+        return None
+    user = os.geteuid()
+    if info.st_uid == user:
+        return None
+    return (
+        f"belongs to another user (uid {info.st_uid}; eb runs as uid {user}), who could have "
+        "signed any entry in the folder; remove the cache folder to start over (and keep it "
+        "owner-only: chmod 700)"
+    )
+
+
 def _create_secret(*, path: Path) -> None:
     """Write a new secret beside its final name and link it there: the link never replaces a
     secret another eb made meanwhile, and no reader ever sees half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(folder=path.parent, mode=OWNER_ONLY_FOLDER)
     temp = path.with_name(f".{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
     fd = os.open(temp, flags, 0o600)

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.files import OWNER_ONLY_FOLDER, make_folders, write_bytes_atomic
 
 _TEMP_NAMES = itertools.count()
 
@@ -60,6 +60,11 @@ def temp_sibling(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{next(_TEMP_NAMES)}.tmp")
 
 
+def make_cache_folder(folder: Path) -> None:
+    """A folder of the cache, and its missing parents, made owner-only whatever the umask."""
+    make_folders(folder=folder, mode=OWNER_ONLY_FOLDER)
+
+
 def has_size(path: Path, size: int) -> bool:
     """Whether a file of `size` bytes is stored at `path` (a folder of that size is not)."""
     try:
@@ -70,9 +75,10 @@ def has_size(path: Path, size: int) -> bool:
 
 
 def write_into(*, path: Path, data: bytes) -> None:
-    """`write_bytes_atomic` into the cache: SlotTaken when another kind of file is in the way."""
+    """`write_bytes_atomic` into the cache (the folders it makes owner-only): SlotTaken when
+    another kind of file is in the way."""
     try:
-        write_bytes_atomic(path=path, data=data)
+        write_bytes_atomic(path=path, data=data, folder_mode=OWNER_ONLY_FOLDER)
     except TAKEN:
         raise SlotTaken(path=path) from None
 

@@ -34,7 +34,7 @@ from eval_banana.cache.mac import (
     signed_text,
 )
 from eval_banana.cache.places import hex_of, write_into
-from eval_banana.core.files import read_bytes, sha256_bytes
+from eval_banana.core.files import OWNER_ONLY_FOLDER, read_bytes, sha256_bytes
 from eval_banana.core.ownmark import mark_folder
 from eval_banana.core.readback import TooDeep, loads_json
 from eval_banana.core.turns import LOCK_NAME
@@ -74,7 +74,12 @@ class CacheStore(BlobStore):
             if create:
                 # Marked before its first entry: a cache folder a changed `[cache] dir` left
                 # inside the project is still eb's, never project files or dataset rows.
-                mark_folder(folder=self.folder, kind="cache", ours=_is_cache_name)
+                mark_folder(
+                    folder=self.folder,
+                    kind="cache",
+                    ours=_is_cache_name,
+                    folder_mode=OWNER_ONLY_FOLDER,
+                )
             self._secret = load_secret(folder=self.folder, create=create)
         return self._secret
 

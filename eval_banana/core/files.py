@@ -20,6 +20,9 @@ from eval_banana.core.record import Record
 _TEMP_NAMES = itertools.count()
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 _BLOCK = 1 << 20
+# The mode of a folder only its owner may change: the verdict cache's. Another user who can
+# write a folder can put their own files in place of eb's there (docs/fail-closed.md).
+OWNER_ONLY_FOLDER = 0o700
 
 
 # A check's output files in checks/: <stem>.stdout.txt, <stem>.stderr.txt, <stem>.prompt.txt,
@@ -65,14 +68,15 @@ class OutputClearer:
         remove_check_outputs(checks_dir=self._checks_dir, stem=stem, names=names)
 
 
-def write_bytes_atomic(*, path: Path, data: bytes) -> None:
+def write_bytes_atomic(*, path: Path, data: bytes, folder_mode: int = 0o777) -> None:
     """Write `data` to `path` through a temporary sibling and a rename, never half a file.
 
     Plain descriptor calls, and the folder is made only when it is missing: a run writes one
     result file per check, and the buffered file object's extra system calls and a `mkdir` per
-    file were most of what each write cost.
+    file were most of what each write cost. `folder_mode`: the mode of each folder made
+    (the umask takes bits away from it).
     """
-    _write_atomic(path=path, fill=lambda fd: _write_all(fd=fd, data=data))
+    _write_atomic(path=path, fill=lambda fd: _write_all(fd=fd, data=data), folder_mode=folder_mode)
 
 
 def write_pieces_atomic(*, path: Path, pieces: Iterable[str]) -> None:
@@ -86,10 +90,10 @@ def write_pieces_atomic(*, path: Path, pieces: Iterable[str]) -> None:
     _write_atomic(path=path, fill=fill)
 
 
-def _write_atomic(*, path: Path, fill: Callable[[int], None]) -> None:
+def _write_atomic(*, path: Path, fill: Callable[[int], None], folder_mode: int = 0o777) -> None:
     """`write_bytes_atomic`, the bytes written by `fill` into the temporary file's descriptor."""
     try:
-        fd, tmp_name = _create_temp_sibling(path=path)
+        fd, tmp_name = _create_temp_sibling(path=path, folder_mode=folder_mode)
     except OSError as exc:
         _raise_write_error(path=path, exc=exc)
     try:
@@ -130,8 +134,9 @@ def is_temp_file(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
-def _create_temp_sibling(*, path: Path) -> tuple[int, str]:
-    """A new, empty temporary file beside `path` (its folder made if missing): (fd, name)."""
+def _create_temp_sibling(*, path: Path, folder_mode: int) -> tuple[int, str]:
+    """A new, empty temporary file beside `path` (its folder made if missing, each folder
+    made with `folder_mode`): (fd, name)."""
     made_folder = False
     while True:
         # Named as is_temp_sibling expects: watchers of the project tell it from a project file.
@@ -146,8 +151,28 @@ def _create_temp_sibling(*, path: Path) -> tuple[int, str]:
         except FileNotFoundError:
             if made_folder:
                 raise
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_folders(folder=path.parent, mode=folder_mode)
             made_folder = True
+
+
+def make_folders(*, folder: Path, mode: int) -> None:
+    """`folder` and those of its parents that are missing, each made with `mode` (which the
+    umask can only take bits from: 0o700 stays owner-only under any umask). A file where a
+    folder goes raises FileExistsError or NotADirectoryError, as `Path.mkdir` does."""
+    try:
+        os.mkdir(folder, mode)
+    except FileNotFoundError:
+        if folder.parent == folder:
+            raise
+        make_folders(folder=folder.parent, mode=mode)
+        try:
+            os.mkdir(folder, mode)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
+    except FileExistsError:
+        if not folder.is_dir():
+            raise
 
 
 def entries_below(folder: Path) -> Iterator[os.DirEntry[str]]:

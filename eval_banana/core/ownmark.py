@@ -146,12 +146,14 @@ def own_folders_listed(*, root: str, paths: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
-def mark_folder(*, folder: Path, kind: str, ours: Callable[[str], bool]) -> None:
-    """Write eb's mark into `folder` (made if missing) unless it is there, when the folder is
-    new or holds only names `ours` says eb writes there for its `kind` of files (cache,
-    history). A folder holding the user's files too (`[history] dir = "docs"`) is never marked:
-    they would stop being the project's. A mark that cannot be written costs only the mark: the
-    write that follows says what is wrong with the folder."""
+def mark_folder(
+    *, folder: Path, kind: str, ours: Callable[[str], bool], folder_mode: int = 0o777
+) -> None:
+    """Write eb's mark into `folder` (made with `folder_mode` if missing) unless it is there,
+    when the folder is new or holds only names `ours` says eb writes there for its `kind` of
+    files (cache, history). A folder holding the user's files too (`[history] dir = "docs"`)
+    is never marked: they would stop being the project's. A mark that cannot be written costs
+    only the mark: the write that follows says what is wrong with the folder."""
     if is_marked_folder(folder=str(folder)):
         return
     try:
@@ -168,4 +170,4 @@ def mark_folder(*, folder: Path, kind: str, ours: Callable[[str], bool]) -> None
         "dataset rows, wherever this folder lies.\n"
     )
     with contextlib.suppress(OSError, WriteFault):
-        write_bytes_atomic(path=folder / MARK_FILE, data=text.encode())
+        write_bytes_atomic(path=folder / MARK_FILE, data=text.encode(), folder_mode=folder_mode)

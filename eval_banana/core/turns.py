@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from eval_banana.core.files import OWNER_ONLY_FOLDER, make_folders
+
 try:
     import fcntl
 except ImportError:  # no flock on this system: runs do not take turns
@@ -32,11 +34,12 @@ _HELD_ALONE: set[tuple[int, int]] = set()
 
 def _open_lock(*, folder: Path, create: bool) -> int | None:
     """The folder's lock file, opened for reading (so holding it never looks like a write);
-    None without the folder (and `create` False) or where it cannot be opened."""
+    None without the folder (and `create` False) or where it cannot be opened. A folder made
+    here is a verdict cache (the only folder made for its lock): owner-only, whatever the umask."""
     path = folder / LOCK_NAME
     try:
         if create:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_folders(folder=folder, mode=OWNER_ONLY_FOLDER)
             if not path.exists():
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
         return os.open(path, os.O_RDONLY)

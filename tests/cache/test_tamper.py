@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from eval_banana.cache.mac import SECRET_NAME
+from eval_banana.cache.mac import SECRET_NAME, signed_text
 from eval_banana.cache.session import CacheSession
 from eval_banana.cache.store import CacheStore
 from eval_banana.models.result import CheckResult
@@ -354,6 +354,71 @@ def test_a_secret_others_may_read_is_not_used(tmp_path: Path, eb: Callable[..., 
     report = project.run(expect_exit=1)
     assert all(not cache_of(c)["hit"] for c in report["checks"])
     assert "owner-only" in project.last.stderr
+
+
+def test_the_cache_folders_are_owner_only_under_any_umask(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # Under `umask 000` the folders came out 0777: any local user could remove the secret and
+    # put their own in its place. The folders eb makes for the cache are 0700 whatever the
+    # umask; the rest of the project keeps the umask's modes.
+    project = _project(tmp_path, eb, poisoner=None)
+    old = os.umask(0)
+    try:
+        project.run(expect_exit=1)
+        project.run(expect_exit=1)
+    finally:
+        os.umask(old)
+    folders = [project.cache_dir, *(p for p in project.cache_dir.rglob("*") if p.is_dir())]
+    names = {p.relative_to(project.cache_dir).parts[0] for p in folders[1:]}
+    assert {"entries", "blobs"} <= names, names
+    assert {str(p): stat.S_IMODE(p.stat().st_mode) for p in folders} == {
+        str(p): 0o700 for p in folders
+    }
+    results = project.root / ".eval-banana" / "results"
+    assert stat.S_IMODE(results.stat().st_mode) == 0o777
+
+
+def _plant_key_of_another_user(project: Project, *, user: int) -> bytes:
+    """What another user who may write the cache folder can do: remove eb's secret, put
+    their own (owner-only, theirs) in its place, and sign the failing check's entry as a pass
+    with it."""
+    secret = project.cache_dir / SECRET_NAME
+    secret.unlink()
+    key = b"ab" * 32
+    secret.write_bytes(key + b"\n")
+    secret.chmod(0o600)
+    os.chown(secret, user, user)
+    path = _entry(project, "a_fails")
+    document = json.loads(path.read_bytes())
+    document["result"].update(status="passed", score=1, observed_status="passed")
+    document["result_file"] = None
+    body = {name: value for name, value in document.items() if name != "mac"}
+    text = json.dumps(body, indent=1).encode() + b"\n"
+    path.write_bytes(signed_text(key=key, text=text))
+    return key
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away"
+)
+def test_a_secret_another_user_put_in_place_is_not_trusted(
+    tmp_path: Path, eb: Callable[..., Any]
+) -> None:
+    # The secret's mode was all eb asked about: a key another user planted (0600, theirs) was
+    # taken, and their signed pass of a failing check came back as `passed (cached)`.
+    project = _project(tmp_path, eb, poisoner=None)
+    project.run(expect_exit=1)
+    _plant_key_of_another_user(project, user=65534)
+    secret = project.cache_dir / SECRET_NAME
+    for _ in range(2):
+        report = project.run(expect_exit=1)
+        assert _status(report, "a_fails") == "failed"
+        assert all(not cache_of(c)["hit"] for c in report["checks"])
+        told = f"{secret} belongs to another user (uid 65534; eb runs as uid 0)"
+        assert told in project.last.stderr, project.last.stderr
+    # Never replaced: the user decides what to remove.
+    assert secret.stat().st_uid == 65534
 
 
 def _secret_damaged(secret: Path, how: str) -> None:
