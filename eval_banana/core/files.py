@@ -7,6 +7,7 @@ import errno
 import hashlib
 import itertools
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -20,6 +21,9 @@ from eval_banana.core.record import Record
 _TEMP_NAMES = itertools.count()
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 _BLOCK = 1 << 20
+# Opening a device or FIFO a report is written into: never through a link, never making a
+# terminal eb's controlling one, never creating anything (a file there is replaced instead).
+_INTO_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
 # The mode of a folder only its owner may change: the verdict cache's. Another user who can
 # write a folder can put their own files in place of eb's there (docs/fail-closed.md).
 OWNER_ONLY_FOLDER = 0o700
@@ -77,6 +81,57 @@ def write_bytes_atomic(*, path: Path, data: bytes, folder_mode: int = 0o777) -> 
     (the umask takes bits away from it).
     """
     _write_atomic(path=path, fill=lambda fd: _write_all(fd=fd, data=data), folder_mode=folder_mode)
+
+
+def write_named_file(*, path: Path, data: bytes) -> None:
+    """Write a report to the path a user named (`--junit-xml`, `--result-out`): a regular file,
+    or none yet, is replaced atomically (`write_bytes_atomic`); a character device or a FIFO
+    there (`/dev/null`, a terminal, a pipe a reader waits on) is written into, as a shell's `>`
+    writes, never replaced by a file. A write that fails is a WriteFault naming `path`."""
+    if not _written_into(path=path):
+        write_bytes_atomic(path=path, data=data)
+        return
+    try:
+        fd = os.open(path, _INTO_FLAGS)
+    except FileNotFoundError:  # gone meanwhile: the report becomes a file of its own
+        write_bytes_atomic(path=path, data=data)
+        return
+    except OSError as exc:
+        _raise_write_error(path=path, exc=exc)
+    try:
+        # A regular file put in its place meanwhile is replaced whole, never written over.
+        replace = stat.S_ISREG(os.fstat(fd).st_mode)
+        if not replace:
+            _write_all(fd=fd, data=data)
+    except OSError as exc:
+        _raise_write_error(path=path, exc=exc)
+    finally:
+        os.close(fd)
+    if replace:
+        write_bytes_atomic(path=path, data=data)
+
+
+def _written_into(*, path: Path) -> bool:
+    """Whether `path` is a character device or a FIFO (not followed if it is a link)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def never_written(*, path: Path) -> str | None:
+    """What `path` is when no report may be written there, or None: a socket cannot be opened
+    as a file, and a block device is a disk, never a report's place (checked before a run)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISBLK(mode):
+        return "a block device (a disk)"
+    return None
 
 
 def write_pieces_atomic(*, path: Path, pieces: Iterable[str]) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.core.caseid import family_of
-from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.files import write_named_file
 from eval_banana.core.words import dollars_text, percent_text
 from eval_banana.history.render import (
     FAMILY_HEAD,
@@ -416,6 +416,7 @@ class="h-n"><col></colgroup>
 
 
 def write_history_html(*, picture: Picture, min_flips: int, path: Path) -> None:
-    """Write the history page for `picture` at `path`, atomically."""
+    """Write the history page for `picture` at `path`, atomically, or into the device or FIFO
+    there (`write_named_file`)."""
     text = render_history_html(picture=picture, min_flips=min_flips)
-    write_bytes_atomic(path=path, data=text.encode("utf-8", errors="replace"))
+    write_named_file(path=path, data=text.encode("utf-8", errors="replace"))

@@ -15,7 +15,7 @@ from typing import Any
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.errors import Located
-from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.files import write_named_file
 from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
@@ -288,8 +288,9 @@ def write_junit(
     path: Path,
     places: Mapping[str, Located] | None = None,
 ) -> None:
-    """Write the JUnit XML file for `report` atomically at `path` (parents created)."""
+    """Write the JUnit XML file for `report` atomically at `path` (parents created), or into
+    the device or FIFO there (`write_named_file`)."""
     root = junit_tree(report=report, project_root=project_root, places=places)
     ET.indent(root)
     data = ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
-    write_bytes_atomic(path=path, data=data)
+    write_named_file(path=path, data=data)

@@ -20,7 +20,7 @@ from eval_banana.core.errors import (
     RunAborted,
     UsageError,
 )
-from eval_banana.core.files import write_bytes_atomic
+from eval_banana.core.files import never_written, write_named_file
 from eval_banana.core.version import DISTRIBUTION
 
 RESULT_SCHEMA_VERSION = 1
@@ -33,7 +33,8 @@ def symlink_refusal(*, shown: str) -> str:
 
 
 def check_result_target(*, path: Path, shown: str | None = None) -> None:
-    """Refuse a symlink PATH, a directory PATH, or a parent that cannot be a folder.
+    """Refuse a symlink PATH, a directory PATH, a socket or block device PATH, or a parent
+    that cannot be a folder.
 
     Called before the config is loaded, so a refusal never follows a finished run.
     """
@@ -43,6 +44,13 @@ def check_result_target(*, path: Path, shown: str | None = None) -> None:
     if path.is_dir():
         raise OutputDirError(
             f"Refusing --result-out because the path is a directory: {label}", file=label
+        )
+    kind = never_written(path=path)
+    if kind is not None:
+        raise OutputDirError(
+            f"Refusing --result-out because the path is {kind}: {label}",
+            file=label,
+            hint="give --result-out a file, a character device such as /dev/null, or a FIFO",
         )
     # The nearest existing ancestor must be a directory, or the parents cannot be created.
     parent = path.absolute().parent
@@ -165,8 +173,9 @@ def render_result(*, document: dict[str, Any], report_md: str | None, fmt: str) 
 
 
 def write_result(*, path: Path, text: str, shown: str | None = None) -> None:
-    """Write atomically with artifact permissions (0666 minus umask), never through a symlink."""
+    """Write atomically with artifact permissions (0666 minus umask), or into the device or
+    FIFO at `path` (`write_named_file`); never through a symlink."""
     if path.is_symlink():
         label = shown if shown is not None else str(path)
         raise OutputDirError(symlink_refusal(shown=label), file=label)
-    write_bytes_atomic(path=path, data=text.encode("utf-8"))
+    write_named_file(path=path, data=text.encode("utf-8"))

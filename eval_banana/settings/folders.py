@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from eval_banana.core.errors import OutputDirError
+from eval_banana.core.files import never_written
 from eval_banana.core.ownmark import holds_only_runs
 from eval_banana.core.streams import stream_files
 from eval_banana.models.config import CacheSettings
@@ -202,6 +203,13 @@ def refuse_junit_target(*, config: ConfigDoc) -> None:
     if path.is_dir():
         raise OutputDirError(
             f"Cannot write the JUnit XML to {path}: it is a folder", file=str(path), hint=fix
+        )
+    kind = never_written(path=path)
+    if kind is not None:
+        raise OutputDirError(
+            f"Cannot write the JUnit XML to {path}: it is {kind}",
+            file=str(path),
+            hint=f"{fix}, a character device such as /dev/null, or a FIFO",
         )
     # The nearest folder that exists must be a folder, or the missing ones cannot be made.
     parent = path.absolute().parent

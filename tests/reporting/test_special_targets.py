@@ -1,0 +1,166 @@
+"""Reports given a device, a FIFO or a socket as their path: written into, or refused before the
+run, never replaced by a file (as root in a CI container, `--result-out /dev/null` replaced the
+system's /dev/null). Device nodes are made under tmp_path only, and only as root; the FIFO cases
+run as any user."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.reporting.conftest import run_eb, write_project
+
+AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+ROOT_ONLY = pytest.mark.skipif(not AS_ROOT, reason="only root may make a device node")
+# The same numbers as the system's /dev/null and /dev/full, made in the test's own folder.
+NULL, FULL = os.makedev(1, 3), os.makedev(1, 7)
+
+PASSES = """\
+schema_version: 1
+id: only_check
+type: deterministic
+description: Passes.
+script: print("ok")
+"""
+
+# How each report is asked for, given its path: the flags and the environment.
+TARGETS: dict[str, Callable[[Path], tuple[list[str], dict[str, str]]]] = {
+    "--result-out": lambda path: (["--result-out", str(path)], {}),
+    "--junit-xml": lambda path: (["--junit-xml", str(path)], {}),
+    "step summary": lambda path: ([], {"GITHUB_STEP_SUMMARY": str(path)}),
+}
+FIRST_BYTES = {
+    "--result-out": b"```eval-banana-result v1",
+    "--junit-xml": b"<?xml",
+    "step summary": b"#",
+}
+
+
+def _project(tmp_path: Path) -> Path:
+    return write_project(tmp_path / "proj", checks={"eval_checks/pass.yaml": PASSES})
+
+
+def _run(project: Path, target: str, path: Path) -> subprocess.CompletedProcess[str]:
+    flags, env = TARGETS[target](path)
+    return run_eb("run", "--cwd", str(project), "--history", "off", *flags, **env)
+
+
+@pytest.fixture
+def reader() -> Iterator[Callable[[Path], subprocess.Popen[bytes]]]:
+    """A process that waits on a FIFO and reads what comes (ended if it is still waiting)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(fifo: Path) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("character device", marks=ROOT_ONLY)])
+def test_a_report_is_written_into_a_fifo_or_device_never_over_it(
+    tmp_path: Path,
+    reader: Callable[[Path], subprocess.Popen[bytes]],
+    target: str,
+    kind: str,
+) -> None:
+    project = _project(tmp_path)
+    path = tmp_path / "out"
+    waiting = None
+    if kind == "fifo":
+        os.mkfifo(path)
+        waiting = reader(path)
+    else:
+        os.mknod(path, stat.S_IFCHR | 0o666, NULL)
+    completed = _run(project, target, path)
+    assert completed.returncode == 0, completed.stderr
+    assert "warning" not in completed.stderr, completed.stderr
+    check = stat.S_ISFIFO if kind == "fifo" else stat.S_ISCHR
+    assert check(os.lstat(path).st_mode), f"{target} replaced the {kind} with a file"
+    if waiting is not None:
+        try:
+            received, _ = waiting.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{target} never opened the FIFO its reader waited on")
+        assert received.startswith(FIRST_BYTES[target]), received[:80]
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("target", ["--result-out", "--junit-xml"])
+def test_a_report_a_full_device_refuses_is_a_write_fault(tmp_path: Path, target: str) -> None:
+    # Replaced by a file, the report "was written" and the run exited 0; written into the device,
+    # the write fails as on a full disk: exit 3, one line naming the file.
+    project = _project(tmp_path)
+    path = tmp_path / "full"
+    os.mknod(path, stat.S_IFCHR | 0o666, FULL)
+    completed = _run(project, target, path)
+    assert completed.returncode == 3, completed.stderr
+    assert f"Cannot write {path}: No space left on device" in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+def test_a_step_summary_a_full_device_refuses_costs_only_itself(tmp_path: Path) -> None:
+    if not AS_ROOT:
+        pytest.skip("only root may make a device node")
+    project = _project(tmp_path)
+    path = tmp_path / "full"
+    os.mknod(path, stat.S_IFCHR | 0o666, FULL)
+    completed = _run(project, "step summary", path)
+    assert completed.returncode == 0, completed.stderr
+    assert f"could not append the report to $GITHUB_STEP_SUMMARY ({path})" in completed.stderr
+
+
+def _socket(path: Path) -> socket.socket:
+    # Bound from its own folder: a socket's path is limited to about 100 bytes.
+    held = socket.socket(socket.AF_UNIX)
+    here = Path.cwd()
+    os.chdir(path.parent)
+    try:
+        held.bind(path.name)
+    finally:
+        os.chdir(here)
+    return held
+
+
+@pytest.mark.parametrize(
+    ("target", "told"),
+    [
+        ("--result-out", "Refusing --result-out because the path is {kind}: {path}"),
+        ("--junit-xml", "Cannot write the JUnit XML to {path}: it is {kind}"),
+    ],
+)
+@pytest.mark.parametrize(
+    "kind", ["a socket", pytest.param("a block device (a disk)", marks=ROOT_ONLY)]
+)
+def test_a_socket_or_disk_is_refused_before_anything_runs(
+    tmp_path: Path, target: str, told: str, kind: str
+) -> None:
+    project = _project(tmp_path)
+    path = tmp_path / "s"
+    held = None
+    if kind == "a socket":
+        held = _socket(path)
+    else:
+        os.mknod(path, stat.S_IFBLK | 0o600, os.makedev(7, 250))
+    try:
+        completed = _run(project, target, path)
+    finally:
+        if held is not None:
+            held.close()
+    assert completed.returncode == 2, completed.stderr
+    assert told.format(kind=kind, path=path) in completed.stderr
+    assert not (project / ".eval-banana" / "results").exists()
+    assert not stat.S_ISREG(os.lstat(path).st_mode)
