@@ -72,6 +72,21 @@ def _summary_size(path: Path) -> int:
         return 0
 
 
+def _line_ending_owed(*, path: Path, size: int) -> str:
+    """ "\n" when the summary's last line is not ended (another tool of the step wrote it with
+    `printf` or `echo -n`): the report's `# eval-banana report` heading glued onto that line is
+    no heading. "" for an empty file or one that ends its last line."""
+    if size == 0:
+        return ""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(size - 1)
+            last = handle.read(1)
+    except OSError:
+        return ""  # the append below says what is wrong with the file
+    return "" if last in (b"", b"\n") else "\n"
+
+
 def append_step_summary(
     *, report_md: str, environ: Mapping[str, str], limit_bytes: int = SUMMARY_LIMIT_BYTES
 ) -> bool:
@@ -83,6 +98,9 @@ def append_step_summary(
         return False
     path = Path(target)
     size = _summary_size(path)
+    # The line break an earlier writer owed counts against the limit like the report's bytes.
+    lead = _line_ending_owed(path=path, size=size)
+    size += len(lead)
     text = _bounded_markdown(report_md=report_md, room=limit_bytes - size)
     if not text:
         fits = size + len(_NO_ROOM_NOTE.encode("utf-8")) <= GITHUB_SUMMARY_LIMIT_BYTES
@@ -91,7 +109,7 @@ def append_step_summary(
         text = _NO_ROOM_NOTE
     # Appending (not replacing) is the contract of this file: other steps' summaries stay.
     with path.open("a", encoding="utf-8") as handle:
-        handle.write(text)
+        handle.write(lead + text)
     return True
 
 

@@ -127,6 +127,35 @@ def test_eb_run_prints_annotations_and_appends_summary(tmp_path: Path) -> None:
     assert "| `broken` | `deterministic` | `failed` |" in summary.read_text(encoding="utf-8")
 
 
+def test_the_report_starts_a_line_of_its_own_after_an_unended_summary(tmp_path: Path) -> None:
+    # Another tool of the step wrote its summary with `printf` (no final line break): the
+    # report was glued onto that line, `Build took **42 s**# eval-banana report`, its heading lost.
+    project = write_project(tmp_path / "proj", checks={"eval_checks/fail.yaml": _FAIL})
+    summary = tmp_path / "step-summary.md"
+    summary.write_bytes(b"Build took **42 s**")
+    completed = run_eb("run", "--cwd", str(project), GITHUB_STEP_SUMMARY=str(summary))
+    assert completed.returncode == 1, completed.stderr
+    report_md = (latest_run_dir(project) / "report.md").read_text(encoding="utf-8")
+    assert summary.read_text(encoding="utf-8") == "Build took **42 s**\n" + report_md
+
+
+def test_the_line_break_owed_to_an_unended_summary_counts_against_the_limit(
+    tmp_path: Path,
+) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_bytes(b"x" * 99)
+    report_md = "".join(f"| row {i} |\n" for i in range(100))
+    # The report would just fit after the 99 bytes; the line break before it leaves it no room.
+    limit = 99 + len(report_md.encode("utf-8"))
+    append_step_summary(
+        report_md=report_md, environ={"GITHUB_STEP_SUMMARY": str(summary)}, limit_bytes=limit
+    )
+    text = summary.read_bytes()
+    assert text.startswith(b"x" * 99 + b"\n| row 0 |\n"), text[:120]
+    assert len(text) <= limit, len(text)
+    assert text.endswith(b"cut to fit GitHub's size limit; see report.md._\n")
+
+
 def _failing_checks(count: int) -> dict[str, str]:
     """`count` checks that fail with a long reason: a report.md of some 20 KB."""
     return {
