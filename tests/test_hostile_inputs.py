@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -454,3 +455,46 @@ def test_a_setting_from_the_environment_that_is_not_utf8_is_refused(
     result = run_eb("run", "--cwd", str(root), **env)
     assert result.returncode == 2, result.stderr
     assert "EVAL_BANANA_OUTPUT_DIR must not hold a byte that is not UTF-8" in result.stderr
+
+
+# A judge that writes terminal escapes on stderr (clear the screen, retitle the terminal, a
+# hyperlink whose target is hidden) and gives a reason holding a right-to-left override.
+_HOSTILE_JUDGE = """\
+import json, sys
+sys.stderr.write(
+    "note \\x1b[2J\\x1b]0;pwned\\x07 \\x1b]8;;https://evil.example/\\x1b\\\\click\\x1b]8;;\\x1b\\\\\\n"
+)
+print(json.dumps({"score": 0, "reason": "bad \\u202edessap nuR\\u202c end"}))
+"""
+
+
+def test_a_judges_stderr_and_a_bidi_control_in_its_reason_are_shown_escaped(
+    project: Callable[..., Path],
+) -> None:
+    # --verbose copied the agent's stderr tail as it came (ESC[2J cleared the terminal), and
+    # U+202E in a reason reversed the rest of eb's console line, annotation and report.md line.
+    root = project(
+        {"eval_checks/j.yaml": _judge_yaml(), "judge.py": _HOSTILE_JUDGE},
+        config=(
+            f'[harness]\nagent = "hostile"\n[agents.hostile]\ncommand = ["{sys.executable}", '
+            '"judge.py"]\nprompt_flag = ""\nmodel_flag = ""\n'
+        ),
+    )
+    result = run_eb("run", "--cwd", str(root), "--verbose", "--annotations", "github")
+    assert result.returncode == 1, result.stderr
+    assert (
+        "  | note \\x1b[2J\\x1b]0;pwned\\x07 \\x1b]8;;https://evil.example/\\x1b\\click"
+        "\\x1b]8;;\\x1b\\" in result.stderr.splitlines()
+    ), result.stderr
+    shown = "bad \\u202edessap nuR\\u202c end"
+    lines = result.stdout.splitlines()
+    assert f"- j: failed - {shown}" in lines, result.stdout
+    assert f"::error file=eval_checks/j.yaml,title=j failed::{shown}" in lines, result.stdout
+    run_dir = newest_run_dir(root / ".eval-banana" / "results")
+    report_md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "- Reason: bad \\\\u202edessap nuR\\\\u202c end" in report_md.splitlines()
+    for text in (result.stdout, result.stderr, report_md):
+        assert not [char for char in text if char in "\x1b\x07\u202e\u202c"], text
+    # The data keeps the judge's words as they were.
+    report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+    assert report["checks"][0]["reason"] == "bad \u202edessap nuR\u202c end"

@@ -92,7 +92,11 @@ _ANY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # A surrogate: no UTF-8 text (no file eb writes, no terminal) can hold one. Python names each
 # byte of a file name that is not UTF-8 with one (U+DC80 to U+DCFF: 0xDC00 plus the byte).
 SURROGATES = re.compile("[\ud800-\udfff]")
-_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# The bidirectional controls (embeddings and overrides U+202A to U+202E, isolates U+2066 to
+# U+2069, the marks U+200E, U+200F and U+061C): one in a judge's reason reorders what a
+# terminal, a log or a page shows after it, so the rest of an eb line can read reversed.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNSHOWABLE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}\ud800-\udfff]")
 
 
 def unprintable(text: str) -> str | None:
@@ -109,18 +113,19 @@ def _shown(found: re.Match[str]) -> str:
     code = ord(found.group())
     if 0xDC80 <= code <= 0xDCFF:
         return f"\\x{code - 0xDC00:02x}"  # the byte of a name that is not UTF-8
-    return f"\\u{code:04x}" if code >= 0xD800 else f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code > 0xFF else f"\\x{code:02x}"
 
 
 def visible(text: str) -> str:
-    """`text` with every control character, line breaks and tabs too, written as `\\xNN`, and
-    each byte of a name that is not UTF-8 as `\\xNN` too: a file name as it can be shown
-    without starting a line, moving the cursor or failing to be written."""
+    """`text` with every control character, line breaks and tabs too, written as `\\xNN`, each
+    bidirectional control as `\\uNNNN` (`\\u202e`), and each byte of a name that is not UTF-8
+    as `\\xNN` too: a file name as it can be shown without starting a line, moving the cursor,
+    reordering what follows it or failing to be written."""
     return _UNSHOWABLE.sub(_shown, text)
 
 
 # As _UNSHOWABLE, but tabs and line breaks stay, for text that keeps its lines.
-_UNSHOWABLE_IN_LINES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_UNSHOWABLE_IN_LINES = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_BIDI}\ud800-\udfff]")
 
 
 def visible_lines(text: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval_banana.core.log import Logger
+from eval_banana.core.words import visible
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.base import RunContext
 from eval_banana.runners.process import ProcessOutcome
@@ -35,7 +36,11 @@ def trace_judge(
     import shlex
 
     check_id = ctx.check.id
-    logger.debug("judge %s: ran %s (in %s)", check_id, shlex.join(argv), ctx.process_cwd)
+    # The prompt in argv and the agent's stderr are the check's and the agent's words: each
+    # control character (ESC, a line break that would start a `::` workflow command, a
+    # right-to-left override) is shown as an escape, as every other console line does.
+    command = visible(shlex.join(argv))
+    logger.debug("judge %s: ran %s (in %s)", check_id, command, visible(str(ctx.process_cwd)))
     status = "timed out" if outcome.timed_out else f"exited with code {outcome.exit_code}"
     logger.debug("judge %s: the agent %s", check_id, status)
     tail = _stderr_tail(path=outcome.stderr_path)
@@ -68,12 +73,14 @@ def trace_judge(
             stdout,
             place,
             dialect,
-            problem,
+            visible(str(problem)),
         )
 
 
 def _stderr_tail(*, path: Path | None) -> list[str]:
-    """The last few non-empty lines of the agent's stderr file (read only with --verbose)."""
+    """The last few non-empty lines of the agent's stderr file (read only with --verbose), each
+    with its control characters shown as escapes (`\\x1b`): an agent's ESC[2J or OSC 8 link
+    would otherwise clear the terminal eb prints to or hide a link in it."""
     if path is None:
         return []
     from collections import deque
@@ -85,4 +92,4 @@ def _stderr_tail(*, path: Path | None) -> list[str]:
             )
     except OSError:
         return []
-    return list(kept)
+    return [visible(line) for line in kept]

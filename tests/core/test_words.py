@@ -76,3 +76,17 @@ def test_a_cost_shows_two_figures_and_never_reads_as_free(cost: float, told: str
     from eval_banana.core.words import dollars_text
 
     assert dollars_text(cost) == told
+
+
+@pytest.mark.parametrize(
+    "char", ["\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)), "\u2066", "\u2069"]
+)
+def test_a_bidirectional_control_is_shown_as_its_escape(char: str) -> None:
+    # One in a judge's reason reordered the rest of the line it was printed on.
+    from eval_banana.core.words import one_line, visible, visible_lines
+
+    escape = f"\\u{ord(char):04x}"
+    assert visible(f"a{char}b") == f"a{escape}b"
+    assert one_line(f"a{char}b\nc") == f"a{escape}b c"
+    assert visible_lines(f"a{char}b\nc") == f"a{escape}b\nc"
+    assert visible("\x85\x1b\udcff") == "\\x85\\x1b\\xff"  # C1, C0, a byte not UTF-8 as before
