@@ -554,6 +554,28 @@ def test_verify_remote_says_how_an_entry_s_inline_files_do_not_hold(
     assert [d for d in found["damaged"] if d["entry"] != name] == []
 
 
+def test_verify_shows_a_shared_object_name_with_a_line_break_escaped(tmp_path: Path) -> None:
+    # Anyone who can write to the shared cache names its objects: a name holding a line break
+    # was printed as it is, so `eb cache verify` printed a `::error::` line of the name's own.
+    from tests.conftest import check_yaml
+    from tests.reporting.conftest import run_eb
+
+    root = tmp_path / "proj"
+    (root / "eval_checks").mkdir(parents=True)
+    (root / ".eval-banana").mkdir()
+    (root / ".eval-banana" / "config.toml").write_text("")
+    (root / "eval_checks" / "a.yaml").write_text(check_yaml("a"))
+    shared = tmp_path / "shared"
+    for kind in ("cas", "ac"):
+        (shared / kind / "ab").mkdir(parents=True)
+        (shared / kind / "ab" / f"ab\n::error::forged-{kind}").write_text("{}")
+    done = run_eb("cache", "verify", "--cwd", str(root), "--remote", "--cache-remote", str(shared))
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if line.startswith("  damaged (remote) ab\\x0a::error::forged-")]
+    assert not [line for line in lines if line.startswith("::")], done.stdout
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "told"),
     [

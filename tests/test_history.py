@@ -795,6 +795,35 @@ def test_a_record_whose_times_are_no_iso_times_is_refused_and_skipped_when_read(
     assert "old_import.json" in shown.stderr and "not an ISO-8601 time" in shown.stderr
 
 
+def test_another_runners_words_in_an_imported_record_never_start_a_line_of_eb_history(
+    tmp_path: Path,
+) -> None:
+    # A record from another runner's artifacts is anyone's JSON: its run id and a refused
+    # one's bad time were printed as written, so a line break in them began a line of
+    # `eb history`'s output, which GitHub Actions runs as a `::` workflow command.
+    from tests.reporting.conftest import run_eb
+
+    mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
+    assert run_eb("run", "--cwd", str(mine)).returncode == 0
+    artifact = tmp_path / "artifact"
+    _foreign_record(mine, artifact, "29990101000000-a.json", run_id="x\n::error::forged")
+    _foreign_record(mine, artifact, "29990101000001-b.json", started_at="y\n::error::forged")
+    done = run_eb("history", "--cwd", str(mine), "import", str(artifact))
+    assert done.returncode == 0, done.stderr
+    assert "Imported 1 run record" in done.stdout, done.stdout
+    assert "started_at 'y\\n::error::forged'" in done.stderr, done.stderr
+    printed = done.stdout + done.stderr
+    for form in ("text", "md"):
+        shown = run_eb("history", "--cwd", str(mine), "--since", "2000-01-01", "--format", form)
+        assert shown.returncode == 0, shown.stderr
+        assert "x\\x0a::error::forged" in shown.stdout, shown.stdout
+        printed += shown.stdout + shown.stderr
+    # Not even as a Markdown table row's continuation: `::error` leads no line.
+    assert not [line for line in printed.splitlines() if line.lstrip("| ").startswith("::")], (
+        printed
+    )
+
+
 def test_an_imported_record_with_a_zone_offset_is_ordered_by_its_utc_start(
     tmp_path: Path, eb: Eb
 ) -> None:

@@ -498,3 +498,56 @@ def test_a_judges_stderr_and_a_bidi_control_in_its_reason_are_shown_escaped(
     # The data keeps the judge's words as they were.
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     assert report["checks"][0]["reason"] == "bad \u202edessap nuR\u202c end"
+
+
+# A check whose `inputs:` pattern, matched file name and description carry what a pull request
+# can put there: line breaks that would start a `::` workflow command or a forged verdict line,
+# and terminal escapes (clear the screen, retitle the terminal).
+_INPUTS_CHECK = """\
+schema_version: 1
+id: inp
+type: deterministic
+description: "desc \\e[2J\\e]0;pwned\\a cleared the screen"
+inputs: ["nomatch\\n::error::forged-by-inputs-pattern\\nRun passed", "src/**"]
+script: print(1)
+"""
+
+
+def _forged(printed: str) -> list[str]:
+    """The lines of eb's output that a check's words started: a workflow command, a verdict."""
+    return [
+        line
+        for line in printed.splitlines()
+        if line.lstrip().startswith("::") or line.startswith("Run passed")
+    ]
+
+
+def test_eb_list_status_and_update_show_a_checks_inputs_and_words_on_their_own_lines(
+    project: Callable[..., Path],
+) -> None:
+    # They printed the pattern, the file names and the description as written: lines of eb's
+    # own stdout began `::error::...` and `Run passed`, and the description's ESC[2J cleared
+    # the terminal.
+    root = project({"eval_checks/inp.yaml": _INPUTS_CHECK, "src/ok.py": ""})
+    (root / "src" / "x\n::error title=forged::from a file name").write_text("")
+    pattern = "nomatch\\x0a::error::forged-by-inputs-pattern\\x0aRun passed"
+    listed = run_eb("list", "--cwd", str(root), "--inputs")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        "inp\tdeterministic\tdesc \\x1b[2J\\x1b]0;pwned\\x07 cleared the screen\teval_checks/inp.yaml",
+        f"  inputs: {pattern}, src/** (2 files)",
+        "    src/ok.py",
+        "    src/x\\x0a::error title=forged::from a file name",
+    ]
+    assert run_eb("run", "--cwd", str(root)).returncode == 0
+    (root / "src" / "new.py").write_text("")
+    stale = f"stale  (inp: inputs {pattern}, src/** changed)"
+    status = run_eb("status", "--cwd", str(root))
+    assert status.returncode == 1, status.stderr
+    assert f"execute   stages/execute.json    {stale}" in status.stdout.splitlines()
+    updated = run_eb("update", "--cwd", str(root))
+    assert updated.returncode == 0, updated.stderr
+    assert f"  rerun inp: inputs {pattern}, src/** changed" in updated.stdout.splitlines()
+    for printed in (listed, status, updated):
+        assert not _forged(printed.stdout + printed.stderr), printed.stdout + printed.stderr
+        assert "\x1b" not in printed.stdout + printed.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from eval_banana.core.words import plural
+from eval_banana.core.words import one_line, plural
 from eval_banana.remote.guarded import GuardedRemote
 
 Rejection = Literal["signature", "entry", "blob"]
@@ -87,7 +87,7 @@ def say_errors(*, remote: GuardedRemote, asked: Asked, warn: Warn, since: int = 
         warn(
             f"The shared cache {remote.url} failed "
             f"{plural(count=failed, noun='request')}{stop}; "
-            f"{cost} (first error: {tally.first_error})",
+            f"{cost} (first error: {one_line(str(tally.first_error))})",
             None,
             hint,
         )

@@ -17,7 +17,7 @@ from eval_banana.cache.operations import DAY_SECONDS, Pruned
 from eval_banana.cache.remotedoc import blobs
 from eval_banana.cache.remoteops import listing, unfinished_writes
 from eval_banana.core.errors import CacheOperationError
-from eval_banana.core.words import plural
+from eval_banana.core.words import one_line, plural
 from eval_banana.remote.backend import Kind, RemoteError, RemoteItem, SinkRefused
 from eval_banana.remote.guarded import GuardedRemote
 from eval_banana.remote.signing import opened
@@ -73,7 +73,7 @@ def plan_prune(
         raise CacheOperationError(
             f"The shared cache {remote.url} failed "
             f"{plural(count=unread, noun='read')} of the entries it lists (first error: "
-            f"{tally.first_error}); nothing was pruned",
+            f"{one_line(str(tally.first_error))}); nothing was pruned",
             field_path="cache.remote",
             hint="prune once it answers: a blob is deleted only when no entry names it, which "
             "takes reading every entry",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from eval_banana.core.errors import ProjectStateError
 from eval_banana.core.log import Logger
 from eval_banana.core.suggest import closest
+from eval_banana.core.words import visible
 from eval_banana.models.stages import ConfigDoc, PlannedCheck, ProblemModel
 from eval_banana.projectstate.patterns import (
     InputPatterns,
@@ -213,7 +214,10 @@ class CheckInputs:
 
 
 def input_lines(*, config: ConfigDoc, definitions: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """For `eb list --inputs`: per definition, the lines that describe what it reads."""
+    """For `eb list --inputs`: per definition, the lines that describe what it reads. Its
+    patterns and the files they match are shown with their control characters as `\\xNN`: a
+    pattern or a file name with a line break (both come with a pull request) would otherwise
+    start a line of eb's output, which GitHub Actions runs as a `::` workflow command."""
     reader = CheckInputs(config=config, definitions=definitions)
     out: list[list[str]] = []
     for definition in definitions:
@@ -223,8 +227,9 @@ def input_lines(*, config: ConfigDoc, definitions: Sequence[dict[str, Any]]) -> 
             continue
         matched = reader.files(inputs=inputs)
         noun = "file" if len(matched) == 1 else "files"
-        header = f"  inputs: {', '.join(inputs) or '(none)'} ({len(matched)} {noun})"
-        out.append([header, *(f"    {path}" for path in matched)])
+        shown = ", ".join(visible(pattern) for pattern in inputs) or "(none)"
+        header = f"  inputs: {shown} ({len(matched)} {noun})"
+        out.append([header, *(f"    {visible(path)}" for path in matched)])
     return out
 
 

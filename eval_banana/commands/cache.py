@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import CacheOperationError
-from eval_banana.core.words import given_value, percent_text, plural, size_text
+from eval_banana.core.words import given_value, one_line, percent_text, plural, size_text, visible
 from eval_banana.settings.folders import cache_settings
 from eval_banana.settings.table import variable_of
 
@@ -274,7 +274,7 @@ def _say_failures(*, tally: RemoteTally) -> None:
     stopped = "; not asked again after repeated failures" if tally.tripped else ""
     print(
         f"error: the shared cache failed {plural(count=tally.errors, noun='request')} (first "
-        f"error: {tally.first_error}){stopped}",
+        f"error: {one_line(str(tally.first_error))}){stopped}",
         file=sys.stderr,
     )
 
@@ -345,8 +345,10 @@ def _verify(*, config: ConfigDoc, folder: Path, remote: bool, as_json: bool) -> 
             f"Verified {plural(count=local_count, noun='blob')} in {folder}{where}: "
             f"{len(damaged)} damaged."
         )
+        # A shared cache's object names (and the problems that quote them) are whatever its
+        # writers made them: each on its line, never a line (a `::` workflow command) of its own.
         for item in damaged:
-            print(f"  damaged ({item.tier}) {item.name}: {item.problem}")
+            print(f"  damaged ({item.tier}) {visible(item.name)}: {visible(item.problem)}")
     return 0 if doc.ok else 1
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
 from eval_banana.core.errors import UsageError
-from eval_banana.core.words import given_value, plural
+from eval_banana.core.words import given_value, one_line, plural, visible
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -107,7 +107,8 @@ def _import(*, folder: Path, sources: list[str]) -> int:
         _refuse_records_only_below(path=path)
     done = import_records(sources=paths, folder=folder)
     for path, why in done.refused:
-        print(f"warning: skipped {path}: {why}", file=sys.stderr)
+        # Another runner's files: a name or a reason quoting a record, shown on one line.
+        print(f"warning: skipped {visible(str(path))}: {one_line(why)}", file=sys.stderr)
     print(
         f"Imported {plural(count=len(done.copied), noun='run record')} into {folder}; "
         f"{len(done.duplicates)} already there, {len(done.refused)} refused."

@@ -13,6 +13,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
+from eval_banana.core.words import visible
 
 if TYPE_CHECKING:
     from eval_banana.models.stages import PlanDoc
@@ -198,4 +199,7 @@ def _line(*fields: str) -> str:
 
 
 def _one_line(field: str) -> str:
-    return " ".join(field.split()) if _BREAKS.search(field) else field
+    """A field on one line, each other control character (an ESC that clears the screen or
+    retitles the terminal) and bidirectional control shown as its escape, as `eb run` shows a
+    reason; a field without line breaks keeps its spaces as written."""
+    return visible(" ".join(field.split()) if _BREAKS.search(field) else field)

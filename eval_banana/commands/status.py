@@ -6,6 +6,7 @@ import argparse
 import shlex
 
 from eval_banana.commands import common
+from eval_banana.core.words import one_line
 
 
 def configure(*, parser: argparse.ArgumentParser) -> None:
@@ -22,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"Run folder: {run_dir}")
     for state in states:
         relative = state.path.relative_to(run_dir)
-        detail = f"  ({state.detail})" if state.detail else ""
+        # A detail quotes the project's words (an `inputs:` pattern, a file name, a problem's
+        # message): one line in the table, never a line of its own (a `::` workflow command).
+        detail = f"  ({one_line(state.detail)})" if state.detail else ""
         print(f"{state.stage:<9} {str(relative):<22} {state.state}{detail}")
     writer = writer_shown(run_dir=run_dir)
     if writer is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eval_banana.core.words import dollars_text, percent_text
+from eval_banana.core.words import dollars_text, percent_text, visible
 from eval_banana.history.view import CheckRow, FamilyRow, HistoryView, RunRef, RunRow
 
 
@@ -95,6 +95,9 @@ def family_cells(row: FamilyRow) -> list[str]:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    # A record's words (a run id, a check id, why a run was aborted) may come from another
+    # runner's history (`eb history import`): a control character in one is shown as `\xNN`.
+    rows = [[visible(cell) for cell in cells] for cells in rows]
     widths = [max(len(cells[i]) for cells in [head, *rows]) for i in range(len(head))]
     return [
         "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
@@ -124,7 +127,7 @@ def to_text(view: HistoryView) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|") or " "
+    return visible(text).replace("|", "\\|") or " "
 
 
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from eval_banana.core.errors import ProjectStateError
+from eval_banana.core.words import visible
 from eval_banana.models.result import NOT_RUN as NOT_RUN_KEY
 from eval_banana.models.result import STOPPED as STOPPED_KEY
 from eval_banana.models.result import CheckResult
@@ -53,7 +54,7 @@ def _artifact_changes(*, plan: PlanDoc, executed: ExecuteDoc, config: ConfigDoc)
             continue
         artifact = artifact_of(check)
         what = "is gone" if now == "absent" else "appeared" if before == "absent" else "changed"
-        changes[check.id] = f"artifact {artifact} {what}"
+        changes[check.id] = f"artifact {visible(artifact)} {what}"
     return changes
 
 
@@ -80,7 +81,8 @@ def _declared_input_changes(
         before = recorded[check_id]
         if reader.digest(inputs=patterns, excluding=family_files) == before:
             continue
-        shown = ", ".join(patterns) or "(none)"
+        # A check file's patterns, said on one line of `eb status` and `eb update`.
+        shown = ", ".join(visible(pattern) for pattern in patterns) or "(none)"
         if reader.digest_before_modes(inputs=patterns, excluding=family_files) == before:
             # Recorded by an eb that left file modes out of the digest: the files are as they
             # were, and only the verdict's key is new (the check runs again, as its cache misses).

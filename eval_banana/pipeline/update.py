@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 
 from eval_banana.core.errors import RunAborted, StageFileError
-from eval_banana.core.words import plural
+from eval_banana.core.words import one_line, plural
 from eval_banana.models.stages import ConfigDoc, ExecuteDoc, GuardDoc, PlanDoc, ScoreDoc
 from eval_banana.pipeline.definitionchanges import definition_changes, planned_for
 from eval_banana.pipeline.rerun import RERUNS, StageRequest
@@ -122,7 +122,8 @@ def _record_rebuilt_run(*, request: StageRequest, exit_code: int, executed: bool
 
 def _stage_line(*, state: StageState) -> str:
     relative = state.path.relative_to(state.path.parent.parent)
-    detail = f" ({state.detail})" if state.detail else ""
+    # One line, as `eb status` shows it: the detail quotes the project's words.
+    detail = f" ({one_line(state.detail)})" if state.detail else ""
     return f"{state.stage:<9} {str(relative):<22} {state.state}{detail}: rerun"
 
 
@@ -197,7 +198,7 @@ def _update_execute(*, request: StageRequest, known: dict[str, str], out: Out) -
     keeps = f"{kept} keeps its result" if kept == 1 else f"{kept} keep their results"
     out(f"  {len(reasons)} of {plural(count=len(plan.checks), noun='check')} to run again; {keeps}")
     for check_id, why in reasons.items():
-        out(f"  rerun {check_id}: {why}")
+        out(f"  rerun {check_id}: {one_line(why)}")
     narrowed = plan.model_copy(update={"checks": [c for c in plan.checks if c.id in reasons]})
     with ProgressReporter.over(checks=narrowed.checks, console=request.console) as progress:
         fresh = execute_stage.execute(
