@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,10 @@ from eval_banana.reporttext.markdown import md_cell, md_text
 FORMATS: tuple[str, ...] = ("text", "md", "json")
 # A pull-request comment holds at most 65,536 characters: long categories are cut, with a count.
 MD_ROWS_PER_CATEGORY = 50
+# A row's note is a reason's first line, which a judge can write as one line of thousands of
+# characters: cut there, 50 rows of it stay well under the comment's limit (some 35,000
+# characters with every character markup that Markdown escapes, 15,000 without).
+MD_NOTE_CHARS = 300
 TEXT_NOT_SELECTED_ROWS = 20
 
 _LABELS = {"passed": "passed", "failed": "failed", "error": "error", "not_run": "not run"}
@@ -198,13 +203,29 @@ def _text_entry(
     return f"{entry.check_id}: {change}{note}"
 
 
+# The escapes a note holds for a control character (`\x1b`) or a bidirectional one (`\u202e`).
+_ESCAPE = re.compile(r"\\x[0-9a-f]{2}|\\u[0-9a-f]{4}")
+
+
+def _md_note(summary: str) -> str:
+    """A row's note as `--format md` shows it: the summary cut after MD_NOTE_CHARS characters
+    with an ellipsis (never inside an escape: `\\x1` alone would read as other words), then its
+    Markdown escaped (so no cut splits an escape of that either)."""
+    if len(summary) > MD_NOTE_CHARS:
+        cut = MD_NOTE_CHARS
+        nearby = _ESCAPE.finditer(summary, max(cut - 5, 0), cut + 5)
+        cut = next((found.start() for found in nearby if found.start() < cut < found.end()), cut)
+        summary = summary[:cut].rstrip() + "…"
+    return md_text(summary)
+
+
 def _md_table(entries: list[DiffEntry], *, unselected: frozenset[str]) -> list[str]:
     rows = ["| Check | Change | Definition | Note |", "| --- | --- | --- | --- |"]
     for entry in entries[:MD_ROWS_PER_CATEGORY]:
         change = _change(entry, unselected=unselected)
         rows.append(
             f"| `{md_cell(entry.check_id)}` | {md_cell(change)} | "
-            f"{'changed' if entry.definition_changed else ''} | {md_text(entry.summary)} |"
+            f"{'changed' if entry.definition_changed else ''} | {_md_note(entry.summary)} |"
         )
     left = len(entries) - MD_ROWS_PER_CATEGORY
     if left > 0:

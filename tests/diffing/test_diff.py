@@ -1002,3 +1002,64 @@ def test_a_report_edited_after_its_report_stage_is_refused_until_eb_update(
     assert eb_process(root, "update", "--run-dir", str(head)).returncode == 0
     diffed = eb_process(root, "diff", str(base), str(head))
     assert diffed.returncode == 1 and "regresses" in diffed.stdout, diffed.stdout + diffed.stderr
+
+
+# A judge that passes while the file `green` exists, and otherwise fails with a reason of one
+# long line: Markdown markup over and over, or (for the check asking with ESCAPE-CASE) an ESC
+# whose escape `\x1b` lies across the 300th character.
+_LONG_REASON_JUDGE = """\
+import json, sys
+from pathlib import Path
+if Path("green").exists():
+    verdict = {"score": 1, "reason": "fine"}
+elif "ESCAPE-CASE" in sys.argv[-1]:
+    verdict = {"score": 0, "reason": "a" * 298 + "\\x1b[2J and the rest"}
+else:
+    verdict = {"score": 0, "reason": "the answer <b>is</b> wrong | see [doc](x) " * 120}
+print(json.dumps(verdict))
+"""
+
+
+def test_a_markdown_diff_cuts_each_rows_note_to_fit_a_pull_request_comment(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    # 50 rows of a judge's one-line reason made a diff of 294,130 bytes, which GitHub refuses as
+    # a comment (65,536 characters at most): the rows were capped, their notes were not.
+    from tests.reporting.conftest import run_eb
+
+    judge = "schema_version: 1\ntype: harness_judge\n"
+    root = project(
+        {
+            "judge.py": _LONG_REASON_JUDGE,
+            "green": "",
+            "rows.jsonl": "".join(f'{{"id": "c{i:02d}"}}\n' for i in range(60)),
+            "eval_checks/a_esc.yaml": judge
+            + "id: a_esc\ndescription: d\ninstructions: ESCAPE-CASE\n",
+            "eval_checks/fam.yaml": judge
+            + "id: fam\ndescription: 'case {{ case.id }}'\ncases_from: rows.jsonl\n"
+            + "instructions: judge it\n",
+        },
+        config=(
+            f'[harness]\nagent = "long"\n[agents.long]\ncommand = ["{sys.executable}", '
+            '"judge.py"]\nprompt_flag = ""\nmodel_flag = ""\n'
+        ),
+    )
+    for side in ("base", "head"):
+        done = run_eb(
+            "run", "--cwd", str(root), "--cache", "off", "--flat-output",
+            "--output-dir", str(tmp_path / side),
+        )  # fmt: skip
+        assert done.returncode == (0 if side == "base" else 1), done.stdout + done.stderr
+        (root / "green").unlink(missing_ok=True)
+    md = run_eb("diff", "--format", "md", str(tmp_path / "base"), str(tmp_path / "head")).stdout
+    assert "#### Regressions (61)" in md and "... and 11 more" in md
+    assert len(md) < 40_000, len(md)
+    rows = [line for line in md.splitlines() if line.startswith("| `")]
+    assert len(rows) == 50
+    assert rows[0] == "| `a_esc` | passed -> failed |  | " + "a" * 298 + "… |"
+    one = "the answer \\<b\\>is\\</b\\> wrong \\| see \\[doc\\](x) "
+    note = rows[1].split(" |  | ", 1)[1]
+    assert note.startswith(one * 7) and note.endswith("… |"), note
+    # 300 characters of the reason, each markup character behind its backslash.
+    raw = one.replace("\\", "")
+    assert note.replace("\\", "") == (raw * 8)[:300].rstrip() + "… |"
