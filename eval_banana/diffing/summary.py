@@ -8,6 +8,7 @@ nothing else of it is used here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -27,6 +28,8 @@ from eval_banana.settings.rundir import run_folder_hint
 from eval_banana.stagefiles.layout import REPORT_JSON, stage_path
 from eval_banana.stagefiles.read import read_stage
 
+# Where a reason's first line ends: CR, LF or CR LF, none of the other breaks Python knows.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _STATUSES = frozenset({"passed", "failed", "error"})
 _KIND_NAMES = {str: "string", int: "whole number", list: "list"}
 RATE_DIGITS = 6  # ratios in diff.json: enough to tell one check in a million apart
@@ -82,7 +85,9 @@ def _first_line(text: object) -> str:
     """A reason's first line, made safe for a log (a reason is a check's or a judge's words);
     "" when there is none."""
     if isinstance(text, str) and text.strip():
-        return one_line(text.strip().splitlines()[0])
+        # str.splitlines() also cuts at \x0b, \x0c and \x1c to \x1e: a reason
+        # `\x00\x0bRED ...` was summarised as `\x00` alone.
+        return one_line(_LINE_BREAK.split(text.strip(), maxsplit=1)[0])
     return ""
 
 

@@ -181,6 +181,51 @@ def test_a_regressions_reason_is_one_safe_line_of_the_diff(
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
 
 
+# A judge that passes while the file `green` exists, and otherwise gives a reason whose first
+# line holds a vertical tab, a form feed and a file separator.
+_ODD_BREAKS_JUDGE = """\
+import json
+from pathlib import Path
+reason = "\\x00\\x01\\x08\\x0bRED \\x0cstill \\x1cred\\nsecond line"
+verdict = {"score": 0, "reason": reason}
+if Path("green").exists():
+    verdict = {"score": 1, "reason": "fine"}
+print(json.dumps(verdict))
+"""
+
+
+def test_a_reasons_first_line_ends_only_at_a_line_break(
+    project: Callable[..., Path], tmp_path: Path
+) -> None:
+    # str.splitlines() also cut at \x0b, \x0c and \x1c to \x1e: the reason above was
+    # summarised as `\x00\x01\x08`, the words after the vertical tab lost.
+    from tests.reporting.conftest import run_eb
+
+    root = project(
+        {
+            "judge.py": _ODD_BREAKS_JUDGE,
+            "green": "",
+            "eval_checks/j.yaml": "schema_version: 1\nid: j\ntype: harness_judge\n"
+            "description: d\ninstructions: judge it\n",
+        },
+        config=(
+            f'[harness]\nagent = "odd"\n[agents.odd]\ncommand = ["{sys.executable}", '
+            '"judge.py"]\nprompt_flag = ""\nmodel_flag = ""\n'
+        ),
+    )
+    for side in ("base", "head"):
+        done = run_eb(
+            "run", "--cwd", str(root), "--cache", "off", "--flat-output",
+            "--output-dir", str(tmp_path / side),
+        )  # fmt: skip
+        assert done.returncode == (0 if side == "base" else 1), done.stdout + done.stderr
+        (root / "green").unlink(missing_ok=True)
+    done = run_eb("diff", str(tmp_path / "base"), str(tmp_path / "head"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    shown = "  - j: passed -> failed - \\x00\\x01\\x08 RED still red"
+    assert shown in done.stdout.splitlines(), done.stdout
+
+
 def test_latest_is_the_newest_run_of_the_project(
     eb: Callable[..., EbResult], runs: tuple[Path, Path, Path]
 ) -> None:
