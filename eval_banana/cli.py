@@ -53,13 +53,17 @@ def _leave_when_swallowed(unraisable: sys.UnraisableHookArgs) -> None:
 
 
 def _stop_on_signals_from_start() -> None:
-    """Installed as the first thing this module does: the rest of start-up is imports."""
+    """Installed as the first thing this module does when eb is the program: the rest of
+    start-up is imports. A program that imports eb keeps its own handlers and hook for good
+    (`main` lends them to a run only while it lasts, and gives them back)."""
+    if not _started_as_the_program():
+        return
     # Off the main thread (ValueError) this is not the command line's process.
     with contextlib.suppress(ValueError):
-        # Ctrl-C as SIGTERM when eb is the program, unless SIGINT is ignored (a shell's
-        # background job): a KeyboardInterrupt while the modules below load escaped as a
-        # traceback. Before SIGTERM's, so a caught SIGTERM says both are.
-        if _started_as_the_program() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        # Ctrl-C as SIGTERM, unless SIGINT is ignored (a shell's background job): a
+        # KeyboardInterrupt while the modules below load escaped as a traceback. Before
+        # SIGTERM's, so a caught SIGTERM says both are.
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, _terminated_early)
         signal.signal(signal.SIGTERM, _terminated_early)
         # A closed terminal as SIGTERM, unless SIGHUP is ignored (`nohup eb ...`).
@@ -75,7 +79,8 @@ import argparse  # noqa: E402 - after the handler, so SIGTERM during imports is 
 import errno  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
+import threading  # noqa: E402
+from collections.abc import Iterator, Sequence  # noqa: E402
 from typing import Any, NoReturn  # noqa: E402
 
 from eval_banana.commands import COMMANDS, command_module  # noqa: E402
@@ -250,8 +255,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw = list(argv if argv is not None else sys.argv[1:])
     # A console line that cannot be written (a reader of stdout that went away, a stderr on a
     # full disk) costs only that line: the files and the exit code are the command's own.
-    with held_streams():
+    with held_streams(), _signal_handlers_given_back():
         return _main(raw)
+
+
+@contextlib.contextmanager
+def _signal_handlers_given_back() -> Iterator[None]:
+    """A program that calls `main` (an Invoke task, a script) has its SIGINT, SIGTERM and
+    SIGHUP handlers and its unraisable hook back when the call returns or raises, whatever
+    the call lent them to."""
+    hook = sys.unraisablehook
+    kept: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():  # no other thread may set them
+        names = ("SIGINT", "SIGTERM", "SIGHUP")
+        for signum in (getattr(signal, name) for name in names if hasattr(signal, name)):
+            kept[signum] = signal.getsignal(signum)
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+        for signum, handler in kept.items():
+            if handler is not None:  # None: set outside Python, which Python cannot set back
+                signal.signal(signum, handler)
 
 
 def _main(raw: list[str]) -> int:

@@ -103,14 +103,16 @@ print("still running")
 """
 
 
-def test_sigterm_landing_where_python_swallows_exceptions_still_ends_eb_with_exit_3() -> None:
+def test_sigterm_landing_where_python_swallows_exceptions_still_ends_eb_with_exit_3(
+    tmp_path: Path,
+) -> None:
     # The import system's module-lock callback is such a place: a SIGTERM handled there used
-    # to print "Exception ignored ... SystemExit: 3" and let eb carry on.
+    # to print "Exception ignored ... SystemExit: 3" and let eb carry on. A script named `eb`
+    # is eb as the program, as the console script is.
+    program = tmp_path / "eb"
+    program.write_text(_SIGTERM_IN_A_WEAKREF_CALLBACK)
     done = subprocess.run(
-        [sys.executable, "-c", _SIGTERM_IN_A_WEAKREF_CALLBACK],
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [sys.executable, str(program)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 3, (done.returncode, done.stderr)
     assert "still running" not in done.stdout
@@ -159,3 +161,63 @@ def test_a_program_that_imports_eb_keeps_its_own_ctrl_c() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+# A program with handlers of its own (SIGTERM caught, SIGHUP ignored) and its own unraisable
+# hook, which imports eb and runs it twice: once to the end, once until the program's own
+# stdout fails it mid-run. Its handlers and hook are its own after each; a SIGTERM then
+# reaches its handler and a SIGHUP stays ignored.
+_HOST_PROGRAM = """
+import os, signal, sys, time
+got = []
+def mine(signum, frame):
+    got.append(signum)
+def hook(unraisable):
+    pass
+sys.unraisablehook = hook
+signal.signal(signal.SIGTERM, mine)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+def kept(when):
+    now = {s: signal.getsignal(s) for s in before}
+    assert now == before and sys.unraisablehook is hook, (when, now)
+from eval_banana.cli import main
+kept("after the import")
+assert main(["run", "--cwd", sys.argv[1]]) == 0
+kept("after a run")
+class Refusing:
+    def write(self, text):
+        raise RuntimeError("the program's own stream failed")
+    def flush(self):
+        pass
+real, sys.stdout = sys.stdout, Refusing()
+try:
+    main(["run", "--cwd", sys.argv[1], "--cache", "off"])
+except RuntimeError:
+    pass
+finally:
+    sys.stdout = real
+kept("after a run that raised")
+os.kill(os.getpid(), signal.SIGTERM)
+os.kill(os.getpid(), signal.SIGHUP)
+time.sleep(0.05)
+print("handled", got)
+"""
+
+
+def test_a_program_that_imports_and_runs_eb_keeps_its_own_signal_handlers(
+    tmp_path: Path,
+) -> None:
+    # Importing eb took SIGTERM and SIGHUP over for good: the program's handler never ran
+    # again (a SIGTERM raised SystemExit(3) wherever the program was), and an ignored SIGTERM
+    # stopped it.
+    root = _project(tmp_path / "proj")
+    done = subprocess.run(
+        [sys.executable, "-c", _HOST_PROGRAM, str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"handled [{int(signal.SIGTERM)}]", done.stdout
