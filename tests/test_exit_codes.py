@@ -529,3 +529,48 @@ def test_a_closed_stdout_changes_no_file_and_no_exit_code(project: Callable[...,
     os.close(gone)
     assert code == 2
     assert "Traceback" not in errors.read_text()
+
+
+_ON_A_THREAD = """
+import sys, threading
+from eval_banana.cli import main
+
+def on_a_thread(argv):
+    said = []
+    def call():
+        try:
+            said.append(main(argv))
+        except BaseException as exc:
+            said.append(repr(exc))
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join()
+    return said[0]
+
+for argv in (["run"], ["stage", "execute"], ["stage", "score"], ["stage", "report"], ["update"]):
+    print(" ".join(argv), "->", on_a_thread([*argv, "--cwd", sys.argv[1]]))
+"""
+
+
+def test_eb_called_on_a_thread_of_the_program_runs_and_returns_its_exit_code(
+    project: Callable[..., Path],
+) -> None:
+    # Off the main thread `eb run`, `eb stage` and `eb update` raised ValueError ("signal only
+    # works in main thread") where they set their handlers; the program keeps its signals.
+    root = project(
+        {
+            "eval_checks/ok.yaml": check_yaml("ok"),
+            "eval_checks/bad.yaml": check_yaml("bad", script="raise SystemExit(1)"),
+        },
+        config=CONFIG,
+    )
+    done = python_process(root, "-c", _ON_A_THREAD, str(root))
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if " -> " in line]
+    assert said == [
+        "run -> 1",
+        "stage execute -> 0",
+        "stage score -> 1",
+        "stage report -> 1",
+        "update -> 1",
+    ], done.stdout + done.stderr

@@ -291,11 +291,16 @@ def stopping_signals() -> tuple[signal.Signals, ...]:
 @contextmanager
 def stop_on_signals(cancel: threading.Event) -> Iterator[None]:
     """SIGINT/SIGTERM/SIGHUP stop the run gracefully: running checks end, the reports are
-    written."""
+    written. Off the main thread (a program running `main` on a thread of its own) nothing is
+    installed: Python sets handlers on the main thread only and runs them there, so the signals
+    stay the program's own."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         cancel.set()
 
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {sig: signal.signal(sig, handler) for sig in stopping_signals()}
     try:
         yield

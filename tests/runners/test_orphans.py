@@ -262,6 +262,40 @@ def test_a_program_that_runs_eb_in_process_is_no_subreaper_afterwards(
     assert not _alive(int(pidfile.read_text()))
 
 
+ON_A_THREAD = """\
+import sys, threading
+from eval_banana.cli import main
+
+said = []
+thread = threading.Thread(target=lambda: said.append(main(["run", "--cwd", sys.argv[1]])))
+thread.start()
+thread.join()
+print(said)
+"""
+
+
+def test_a_program_that_runs_eb_on_a_thread_of_its_own_gets_its_checks_processes_ended(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    # Off the main thread eb sets no signal handler (it raised ValueError trying); what ends
+    # a check's processes with the run does not need one.
+    pidfile = tmp_path / "daemon.pid"
+    pidfiles.append(pidfile)
+    root = _project(
+        tmp_path / "proj", checks={"spawns": DAEMONIZE.format(pidfile=str(pidfile), after="")}
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", ON_A_THREAD, str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[0]", done.stdout + done.stderr
+    assert _gone_soon(int(pidfile.read_text()))
+
+
 def _state_probe(*, pidfile: Path, seen: Path) -> str:
     """A check script that writes the state of the process in `pidfile` (`gone` if none)."""
     return textwrap.dedent(
