@@ -279,15 +279,30 @@ def _signal_handlers_given_back() -> Iterator[None]:
                 signal.signal(signum, handler)
 
 
+def _json_on_the_line(raw: list[str]) -> bool:
+    """`--json` or `--format json` among the arguments, read before they are parsed."""
+    following = [*raw[1:], ""]
+    return any(
+        arg in ("--json", "--format=json") or (arg == "--format" and after == "json")
+        for arg, after in zip(raw, following, strict=True)
+    )
+
+
+def _json_asked(args: argparse.Namespace) -> bool:
+    """Whether the command prints JSON: `--json`, or `--format json` (`eb plan`, `eb history`
+    and `eb diff` store their `--json` as that format)."""
+    return bool(getattr(args, "json", False)) or getattr(args, "format", None) == "json"
+
+
 def _main(raw: list[str]) -> int:
     """The command `raw` names, its errors turned into messages and exit codes."""
     # Known before parsing, so a bad flag next to --json still gets a JSON error.
-    as_json = "--json" in raw
+    as_json = _json_on_the_line(raw)
     command = next((arg for arg in raw if not arg.startswith("-")), None)
     args: argparse.Namespace | None = None
     try:
         args = build_parser(command=command).parse_args(raw)
-        as_json = bool(getattr(args, "json", False))
+        as_json = _json_asked(args)
         log.configure(verbose=bool(getattr(args, "verbose", False)))
         result: int = command_module(args.command).run(args)
         return result

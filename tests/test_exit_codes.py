@@ -531,6 +531,73 @@ def test_a_closed_stdout_changes_no_file_and_no_exit_code(project: Callable[...,
     assert "Traceback" not in errors.read_text()
 
 
+def _json_command_lines() -> list[tuple[str, ...]]:
+    """Every command line that asks for JSON output, `--json` and `--format json` alike, read
+    from the parser: a command that gains a JSON output is covered here without a word."""
+    import argparse
+
+    from eval_banana.cli import build_parser
+    from eval_banana.commands import COMMANDS
+
+    lines: list[tuple[str, ...]] = []
+
+    def walk(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> None:
+        options = {o: action for action in parser._actions for o in action.option_strings}
+        # A positional that must be given gets a folder that is no run folder.
+        needed = tuple(
+            "not-a-run-folder"
+            for action in parser._actions
+            if not action.option_strings
+            and action.nargs in (None, "+")
+            and not isinstance(action, argparse._SubParsersAction)
+        )
+        if "--json" in options:
+            lines.append((*words, "--json", *needed))
+        if "json" in (getattr(options.get("--format"), "choices", None) or ()):
+            lines.append((*words, "--format", "json", *needed))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, (*words, name))
+
+    for command in COMMANDS:
+        top = build_parser(command=command)
+        (commands,) = (a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+        walk(commands.choices[command], (command,))
+    return lines
+
+
+def test_every_json_output_is_found() -> None:
+    # The walk above must keep finding them, or the test below would pass on nothing.
+    found = {
+        line[: line.index("--json" if "--json" in line else "--format")]
+        for line in _json_command_lines()
+    }
+    assert {("run",), ("validate",), ("plan",), ("merge",), ("diff",), ("history",)} <= found
+    assert {("cache", "stats"), ("cache", "verify")} <= found
+
+
+@pytest.mark.parametrize("argv", _json_command_lines(), ids=" ".join)
+def test_every_json_output_gives_a_setup_or_usage_error_as_the_json_error_document(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    # `eb plan --json`, `eb history --format json`, `eb diff --json`: a setup error printed
+    # nothing on stdout (plain text on stderr) where `eb run --json` prints the error
+    # document; their `--json` is stored as `--format json`, which the error path missed.
+    (tmp_path / ".eval-banana").mkdir()
+    (tmp_path / ".eval-banana" / "config.toml").write_text("[core\n")
+    for extra, kind in (((), None), (("--no-such-flag",), "usage_error")):
+        process = eb_process(*argv, *extra, cwd=tmp_path)
+        stdout, stderr = process.communicate(timeout=60)
+        document = json.loads(stdout)
+        assert document["exit_code"] == 2 == process.returncode, (argv, extra, stderr)
+        assert list(document["error"]) == ERROR_KEYS
+        if kind is None:  # the broken config, or (eb merge) a folder that is no run
+            assert document["error"]["kind"] in ("config_error", "merge_error"), document
+        else:
+            assert document["error"]["kind"] == kind, document
+
+
 _ON_A_THREAD = """
 import sys, threading
 from eval_banana.cli import main
