@@ -482,6 +482,23 @@ def compute_check_definition_sha256(*, source_path: Path) -> str:
         check = load_definition(data=data, path=resolved)
     except DefinitionError as exc:
         raise ValueError(exc.message) from None
+    _refuse_a_family(check=check, path=resolved)
     script_path = check.get("script_path")
     frozen = freeze_script(yaml_path=resolved, script_path=script_path) if script_path else None
     return definition_digest(yaml_bytes=data, frozen=frozen)
+
+
+def _refuse_a_family(*, check: dict[str, Any], path: Path) -> None:
+    """A dataset family has no digest `eb run` reports: each of its cases has its own. Refused
+    as eval-banana 0.5.0 refused the file (its `cases` is no field there), with a ValueError."""
+    from eval_banana.datasets.keys import is_family
+
+    if not is_family(check):
+        return
+    field = "cases" if check.get("cases") is not None else "cases_from"
+    raise ValueError(
+        f"{path}: `{field}` makes this file a dataset family, and a family has no one "
+        "check_definition_sha256: each case `<family>[<case id>]` has its own. Read the cases' "
+        "digests from `eb plan --json` (definition_digest) or from a run's report.json "
+        "(check_definition_sha256)."
+    )

@@ -677,6 +677,26 @@ def test_digest_api_is_keyword_only_and_raises_value_error(tmp_path: Path) -> No
         compute_check_definition_sha256(source_path=tmp_path / "absent.yaml")
 
 
+@pytest.mark.parametrize(
+    ("field", "dataset"),
+    [("cases", "cases:\n  - id: one\n  - id: two\n"), ("cases_from", "cases_from: rows.jsonl\n")],
+    ids=["cases", "cases_from"],
+)
+def test_digest_api_refuses_a_dataset_family_naming_where_its_cases_digests_are(
+    tmp_path: Path, field: str, dataset: str
+) -> None:
+    # It returned a digest of the whole family file, which `eb run` reports nowhere: each case
+    # has a digest of its own. eval-banana 0.5.0 refused the file (no `cases` field there).
+    (tmp_path / "rows.jsonl").write_text('{"id": "one"}\n{"id": "two"}\n')
+    (tmp_path / "fam.yaml").write_text(f"{D}script: pass\n{dataset}")
+    with pytest.raises(ValueError) as raised:
+        compute_check_definition_sha256(source_path=tmp_path / "fam.yaml")
+    message = str(raised.value)
+    assert message.startswith(f"{tmp_path / 'fam.yaml'}: `{field}` makes this file a dataset")
+    assert "`eb plan --json` (definition_digest)" in message
+    assert "report.json (check_definition_sha256)" in message
+
+
 def test_validate_refuses_an_agent_missing_from_path_as_run_does(tmp_path: Path) -> None:
     # `eb validate` is green only when `eb run` could start: a judge whose agent CLI is not on
     # PATH stops both, with the same message; --allow-missing-agent (the pre-commit hook's
