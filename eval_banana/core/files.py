@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from eval_banana.core import canonjson
 from eval_banana.core.errors import WriteFault
 from eval_banana.core.readback import open_regular, read_regular
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.record import Record
 
 _TEMP_NAMES = itertools.count()
@@ -87,7 +88,12 @@ def write_named_file(*, path: Path, data: bytes) -> None:
     """Write a report to the path a user named (`--junit-xml`, `--result-out`): a regular file,
     or none yet, is replaced atomically (`write_bytes_atomic`); a character device or a FIFO
     there (`/dev/null`, a terminal, a pipe a reader waits on) is written into, as a shell's `>`
-    writes, never replaced by a file. A write that fails is a WriteFault naming `path`."""
+    writes, never replaced by a file. A link there is followed, as `>` follows it: its target
+    is written (and the link kept), never the link replaced by a file (`--junit-xml
+    /dev/stdout` as root replaced the system's link). A write that fails is a WriteFault
+    naming `path`."""
+    if path.is_symlink():
+        path = real_path(path)
     if not _written_into(path=path):
         write_bytes_atomic(path=path, data=data)
         return

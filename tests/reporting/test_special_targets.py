@@ -164,3 +164,32 @@ def test_a_socket_or_disk_is_refused_before_anything_runs(
     assert told.format(kind=kind, path=path) in completed.stderr
     assert not (project / ".eval-banana" / "results").exists()
     assert not stat.S_ISREG(os.lstat(path).st_mode)
+
+
+@pytest.mark.parametrize("target", ["--junit-xml", "step summary"])
+def test_a_report_named_by_a_link_is_written_through_it_and_the_link_kept(
+    tmp_path: Path, reader: Callable[[Path], subprocess.Popen[bytes]], target: str
+) -> None:
+    # As a shell's `>` does. The link was replaced by a regular file: `--junit-xml /dev/stdout`
+    # run as root replaced the system's link to the process's own stdout.
+    project = _project(tmp_path)
+    kept = tmp_path / "reports" / "junit.xml"
+    kept.parent.mkdir()
+    kept.write_text("an earlier report\n")
+    link = tmp_path / "latest.xml"
+    link.symlink_to(kept)
+    result = _run(project, target, link)
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and link.resolve() == kept
+    assert FIRST_BYTES[target] in kept.read_bytes()
+    # A link to a FIFO (as /dev/stdout is to a pipe): the reader gets the report.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    piped = tmp_path / "stdout-like"
+    piped.symlink_to(fifo)
+    waiting = reader(fifo)
+    result = _run(project, target, piped)
+    assert result.returncode == 0, result.stderr
+    received, _ = waiting.communicate(timeout=30)
+    assert received.startswith(FIRST_BYTES[target]) or FIRST_BYTES[target] in received
+    assert piped.is_symlink() and stat.S_ISFIFO(os.stat(piped).st_mode)
