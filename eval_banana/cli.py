@@ -81,20 +81,28 @@ import gc  # noqa: E402
 import json  # noqa: E402
 import threading  # noqa: E402
 from collections.abc import Iterator, Sequence  # noqa: E402
-from typing import Any, NoReturn  # noqa: E402
+from typing import TYPE_CHECKING, Any, NoReturn  # noqa: E402
 
-from eval_banana.commands import COMMANDS, command_module  # noqa: E402
+from eval_banana.commands import COMMANDS, RUN_COMMANDS, command_module  # noqa: E402
 from eval_banana.commands.common import EXIT_HELP, annotate_problems  # noqa: E402
 from eval_banana.core import log  # noqa: E402
-from eval_banana.core.errors import EvalBananaError, UsageError, WriteFault  # noqa: E402
+from eval_banana.core.errors import (  # noqa: E402
+    EvalBananaError,
+    StdoutFault,
+    UsageError,
+    WriteFault,
+)
 from eval_banana.core.heldstreams import (  # noqa: E402
     STDERR_LOST,
-    STDOUT_LOST,
+    STDOUT_TOLD,
     held_streams,
     settle,
 )
 from eval_banana.core.startfolder import gone_error, is_gone  # noqa: E402
 from eval_banana.core.version import DISTRIBUTION, tool_version  # noqa: E402
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 # Errors that only a write meets (a full disk or quota, an I/O error, a read-only file system).
 _WRITE_FAULT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
@@ -125,6 +133,16 @@ class _Parser(argparse.ArgumentParser):
     ) -> tuple[argparse.Namespace, list[str]]:
         self._given = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse drops a write that fails (`eb --help > /dev/full` exited 0): a stdout that
+        # cannot take the help is told as any output eb could not write is.
+        if message:
+            stream = file if file is not None else sys.stderr
+            stream.write(message)
+            flush = getattr(stream, "flush", None)
+            if flush is not None:
+                flush()
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         # Python 3.11's argparse drops a `--` that is an option's own value (`--check-id=--`,
@@ -228,14 +246,40 @@ def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _report_error(exc: EvalBananaError, *, as_json: bool, command: str | None) -> None:
-    if not as_json:
-        print(exc.render(), file=sys.stderr)
-        return
+def _report_error(
+    exc: EvalBananaError, *, as_json: bool, command: str | None, started: bool
+) -> int:
+    """Tell `exc` in the words of `command` (`started`: past its flags) with --json as a JSON
+    object on stdout, else on stderr; the exit code it gives."""
+    told = _worded_for(exc, running=started and command in RUN_COMMANDS)
+    if as_json and not isinstance(told, StdoutFault):
+        try:
+            _print_json_error(told, command=command)
+            return told.exit_code
+        except StdoutFault as fault:
+            # The object cannot reach stdout: the error is told on stderr, and then why it is
+            # not on stdout (exit 3, as for any output that could not be written).
+            print(told.render(), file=sys.stderr)
+            told = _worded_for(fault, running=started and command in RUN_COMMANDS)
+    # A stdout that failed is told on stderr, never on itself.
+    print(told.render(), file=sys.stderr)
+    return told.exit_code
+
+
+def _worded_for(exc: EvalBananaError, *, running: bool) -> EvalBananaError:
+    """`exc` as the command says it: a write fault aborts a run, but `eb list` is no run, nor
+    is `eb run --help`."""
+    if isinstance(exc, WriteFault) and not running:
+        return exc.outside_a_run()
+    return exc
+
+
+def _print_json_error(exc: EvalBananaError, *, command: str | None) -> None:
     # A command whose --json output has its own shape (eb validate) renders its errors in it.
     render = getattr(command_module(command), "json_error", None) if command in COMMANDS else None
     document = render(exc) if render else {"error": exc.as_json(), "exit_code": exc.exit_code}
     print(json.dumps(document, ensure_ascii=False))
+    sys.stdout.flush()  # a stdout that cannot take it fails here, inside the error boundary
 
 
 def _debug_traceback(exc: BaseException) -> None:
@@ -305,14 +349,16 @@ def _main(raw: list[str]) -> int:
         as_json = _json_asked(args)
         log.configure(verbose=bool(getattr(args, "verbose", False)))
         result: int = command_module(args.command).run(args)
+        # Whatever is still buffered for stdout is written here, inside the boundary: a stdout
+        # on a full disk is then a StdoutFault told below, not a traceback at the exit.
+        sys.stdout.flush()
         return result
     except EvalBananaError as exc:
         if args is not None and not exc.annotated:
             annotate_problems(args=args, problems=exc.every_problem(), kind=exc.kind)
         if "--verbose" in raw:
             _debug_traceback(exc)
-        _report_error(exc, as_json=as_json, command=command)
-        return exc.exit_code
+        return _report_error(exc, as_json=as_json, command=command, started=args is not None)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 3
@@ -322,8 +368,7 @@ def _main(raw: list[str]) -> int:
             raise
         if "--verbose" in raw:
             _debug_traceback(exc)
-        _report_error(told, as_json=as_json, command=command)
-        return told.exit_code
+        return _report_error(told, as_json=as_json, command=command, started=args is not None)
     finally:
         # eb may be one call of many in a process (Invoke, a script): its logging ends here.
         log.restore()
@@ -389,8 +434,10 @@ def _leave(code: int) -> NoReturn:
 
 
 def _settle_streams() -> None:
-    # A reader that went away, a stderr that cannot be written: nothing more to say.
-    settle(sys.stdout, lost=STDOUT_LOST)
+    # A reader that went away, a stderr that cannot be written: nothing more to say. `main`
+    # flushed stdout inside its error boundary, so what stdout still holds here is what it
+    # refused there, told already (a full disk): dropped too, never a second failure.
+    settle(sys.stdout, lost=STDOUT_TOLD)
     settle(sys.stderr, lost=STDERR_LOST)
 
 

@@ -641,3 +641,62 @@ def test_eb_called_on_a_thread_of_the_program_runs_and_returns_its_exit_code(
         "stage report -> 1",
         "update -> 1",
     ], done.stdout + done.stderr
+# (command, what the one line on stderr says): a run is aborted; `eb list` is no run, and
+# neither is `eb run --help`.
+_STDOUT_ON_A_FULL_DISK = [
+    (
+        ("run", "--cache", "off"),
+        "Cannot write standard output: No space left on device; the run is aborted",
+    ),
+    (
+        ("run", "--cache", "off", "--json"),
+        "Cannot write standard output: No space left on device; the run is aborted",
+    ),
+    (("validate", "--json"), "Cannot write standard output: No space left on device"),
+    (("cache", "stats", "--json"), "Cannot write standard output: No space left on device"),
+    (("list",), "Cannot write standard output: No space left on device"),
+    (("schema", "check"), "Cannot write standard output: No space left on device"),
+    (("run", "--help"), "Cannot write standard output: No space left on device"),
+]
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_stdout_on_a_full_disk_is_one_line_on_stderr_and_exit_3(
+    project: Callable[..., Path], full_disk: int, unbuffered: str
+) -> None:
+    # With --json the error object went to the stdout that had just failed: two chained
+    # tracebacks and exit 1 (exit 120 when Python buffered stdout), which CI reads as "the
+    # run did not pass". Without it, `eb list` said "Cannot write a file: ...; the run is
+    # aborted": no file named, and a run where there was none.
+    root = project({"eval_checks/ok.yaml": check_yaml("ok")}, config=CONFIG)
+    errors = root / "err.txt"
+    for args, said in _STDOUT_ON_A_FULL_DISK:
+        with errors.open("wb") as stderr:
+            code = _eb_to(
+                *args,
+                cwd=root,
+                stdout=full_disk,
+                stderr=stderr.fileno(),
+                env={"PYTHONUNBUFFERED": unbuffered},
+            )
+        # Besides the progress lines ([n/m] per check), one line: the fault.
+        lines = [line for line in errors.read_text().splitlines() if not line.startswith("[")]
+        assert (code, lines) == (3, [said]), args
+
+
+def test_a_json_error_that_cannot_reach_stdout_is_told_on_stderr(
+    project: Callable[..., Path], full_disk: int
+) -> None:
+    # A setup error with --json and a stdout on a full disk: the error itself and then why
+    # it is not on stdout, never a traceback.
+    root = project({"eval_checks/bad.yaml": "id: [\n"}, config=CONFIG)
+    errors = root / "err.txt"
+    with errors.open("wb") as stderr:
+        code = _eb_to("run", "--json", cwd=root, stdout=full_disk, stderr=stderr.fileno())
+    said = errors.read_text()
+    assert code == 3
+    assert "Traceback" not in said
+    assert "bad.yaml" in said.splitlines()[0]
+    assert said.splitlines()[-1] == (
+        "Cannot write standard output: No space left on device; the run is aborted"
+    )

@@ -63,6 +63,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
+# The commands that run checks or rewrite a run: a file they cannot write aborts the run. The
+# others (`eb list`, `eb status`...) say only what could not be written.
+RUN_COMMANDS = frozenset({"run", "calibrate", "merge", "stage", "update"})
+
 
 def command_module(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name][0])

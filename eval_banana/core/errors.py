@@ -283,6 +283,33 @@ class WriteFault(EvalBananaError):
         where = exc.filename if exc.filename is not None else path
         return cls(path=str(where), cause=exc.strerror or str(exc) or type(exc).__name__)
 
+    def outside_a_run(self) -> WriteFault:
+        """This fault as a command that is no run tells it (`eb list`, `eb status`): what
+        failed, and nothing of a run being aborted."""
+        # The same fault (its path, cause and type) with only its words changed; made without
+        # __init__, whose arguments differ between the kinds of fault.
+        told = type(self).__new__(type(self), self.said)
+        told.__dict__.update(self.__dict__)
+        told.message = self.said
+        return told
+
+
+# What eb's own standard output is called where a fault names the file that failed.
+STANDARD_OUTPUT = "standard output"
+
+
+class StdoutFault(WriteFault):
+    """eb's standard output could not be written, for a cause other than a reader that went
+    away (a full disk under `eb run > out.txt`): what the user asked to see is lost, a write
+    fault like any other (exit 3). It is told on stderr, never on the stdout that failed."""
+
+    def __init__(self, *, cause: str) -> None:
+        super().__init__(path=STANDARD_OUTPUT, cause=cause)
+
+    @classmethod
+    def of_error(cls, exc: OSError) -> StdoutFault:
+        return cls(cause=exc.strerror or str(exc) or type(exc).__name__)
+
 
 class SelectionError(UsageError):
     """A `-k` or `--tag` expression cannot be parsed (shown with a caret where it failed)."""

@@ -4,7 +4,8 @@ The exit code is a CI gate's verdict and the reports are files. A stdout whose r
 (`eb list | head -1`, `eb run --json | head -c 100`) and a stderr that cannot be written (a log
 on a full disk, a log pipe whose reader died) cost only the lines they lose: the command goes on,
 writes its files and exits with its own code. A stdout on a full disk still fails as any write
-eb makes does (exit 3): there the lost text is what the user asked for.
+eb makes does (exit 3): there the lost text is what the user asked for, and the write raises a
+StdoutFault, so the command line tells it on stderr rather than on the stdout that failed.
 """
 
 from __future__ import annotations
@@ -12,12 +13,17 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO, cast
+
+from eval_banana.core.errors import StdoutFault
 
 # What each stream may lose without failing the command.
 STDOUT_LOST: tuple[type[OSError], ...] = (BrokenPipeError,)
 STDERR_LOST: tuple[type[OSError], ...] = (OSError,)
+# What stdout may refuse at the process's very end, once the command line has told any fault
+# of it: nothing is left to say.
+STDOUT_TOLD: tuple[type[OSError], ...] = (OSError,)
 
 
 def to_nowhere(stream: TextIO) -> None:
@@ -33,14 +39,22 @@ def to_nowhere(stream: TextIO) -> None:
 
 
 class _Held:
-    """A text stream whose `write` and `flush` drop what `lost` refuses instead of raising.
+    """A text stream whose `write` and `flush` drop what `lost` refuses instead of raising, and
+    raise what `fault` makes of any other OSError.
 
     Everything else (fileno, isatty, encoding...) is the wrapped stream's.
     """
 
-    def __init__(self, stream: TextIO, *, lost: tuple[type[OSError], ...]) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        lost: tuple[type[OSError], ...],
+        fault: Callable[[OSError], Exception] | None = None,
+    ) -> None:
         self._stream = stream
         self._lost = lost
+        self._fault = fault
 
     def write(self, text: str) -> int:
         try:
@@ -48,6 +62,8 @@ class _Held:
         except self._lost as exc:
             self._dropped(exc)
             return len(text)
+        except OSError as exc:
+            raise self._told(exc) from None
 
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -58,6 +74,11 @@ class _Held:
             self._stream.flush()
         except self._lost as exc:
             self._dropped(exc)
+        except OSError as exc:
+            raise self._told(exc) from None
+
+    def _told(self, exc: OSError) -> Exception:
+        return exc if self._fault is None else self._fault(exc)
 
     def _dropped(self, exc: OSError) -> None:
         # A reader that went away never comes back; a full disk may have room again later,
@@ -71,10 +92,11 @@ class _Held:
 
 @contextlib.contextmanager
 def held_streams() -> Iterator[None]:
-    """Inside: sys.stdout loses what a reader that went away refuses, sys.stderr whatever it
-    cannot write; both are put back as they were on the way out."""
+    """Inside: sys.stdout loses what a reader that went away refuses (any other failure is a
+    StdoutFault), sys.stderr whatever it cannot write; both are put back as they were on the
+    way out."""
     stdout, stderr = sys.stdout, sys.stderr
-    sys.stdout = cast(TextIO, _Held(stdout, lost=STDOUT_LOST))
+    sys.stdout = cast(TextIO, _Held(stdout, lost=STDOUT_LOST, fault=StdoutFault.of_error))
     sys.stderr = cast(TextIO, _Held(stderr, lost=STDERR_LOST))
     try:
         yield

@@ -54,7 +54,11 @@ EXIT_CODES_AND_CONSOLE = (
     "file it writes otherwise (the reports, `diff.json`) and exits with its own code "
     "(`eb list | head -1` exits 0). A stdout that cannot be written for another reason (a "
     "full disk under `eb run > out.txt`) is a "
-    "[write fault](fail-closed.md#faults-are-infrastructure-never-verdicts) (exit 3)."
+    "[write fault](fail-closed.md#faults-are-infrastructure-never-verdicts) (exit 3), for "
+    "every command, `--json` and `--help` included: one line on stderr, `Cannot write "
+    "standard output: No space left on device`, which a run that had started ends with `; "
+    "the run is aborted`. An error that `--json` could not print there is told on stderr "
+    "first, as without `--json`."
 )
 
 
