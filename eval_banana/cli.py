@@ -73,7 +73,40 @@ def _stop_on_signals_from_start() -> None:
         sys.unraisablehook = _leave_when_swallowed
 
 
+# The streams of descriptors 0, 1 and 2, and how each is opened when it was closed.
+_STANDARD_STREAMS = ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w"))
+
+
+def _no_standard_descriptor_closed() -> None:
+    """Descriptors 0, 1 and 2 each open: one eb was started without (`eb run >&-`, `2>&-`, as
+    some CI wrappers and daemons start programs) is opened on the null device.
+
+    A closed one is the next descriptor eb opens (a check's output file, a pipe to a child):
+    what eb, or a child inheriting it, then writes to stdout or stderr would land in that file.
+    Python left its stream None, which crashed eb's first line there; it gets a stream on the
+    null device, so a lost console costs only its lines.
+    """
+    for fd, name, mode in _STANDARD_STREAMS:
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:  # a lower one was closed as well and kept open by something
+                os.dup2(opened, fd)
+                os.close(opened)
+            if getattr(sys, name) is None:
+                stream = open(  # noqa: SIM115 - the process's own stream, open until it ends
+                    fd, mode, encoding="utf-8", errors="backslashreplace", closefd=False
+                )
+                setattr(sys, name, stream)
+
+
 _stop_on_signals_from_start()
+if _started_as_the_program():
+    _no_standard_descriptor_closed()
 
 import argparse  # noqa: E402 - after the handler, so SIGTERM during imports is handled too
 import errno  # noqa: E402

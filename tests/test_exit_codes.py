@@ -700,3 +700,72 @@ def test_a_json_error_that_cannot_reach_stdout_is_told_on_stderr(
     assert said.splitlines()[-1] == (
         "Cannot write standard output: No space left on device; the run is aborted"
     )
+
+
+def _eb_closed(
+    *args: str, cwd: Path, closed: tuple[int, ...], output: Path
+) -> subprocess.CompletedProcess[str]:
+    """`eb ARGS` started with the descriptors `closed` closed (`eb run >&-`, `2>&-`), whatever
+    of stdout and stderr is still open going to `output`."""
+    with output.open("wb") as out:
+        return subprocess.run(
+            [sys.executable, "-m", "eval_banana", *args],
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            preexec_fn=lambda: [os.close(fd) for fd in closed] and None,
+            timeout=120,
+            check=False,
+        )
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/<pid>/fd")
+@pytest.mark.parametrize("closed", [(1,), (2,), (0, 1, 2)], ids=["stdout", "stderr", "all"])
+def test_a_closed_console_costs_only_its_lines(
+    project: Callable[..., Path], closed: tuple[int, ...]
+) -> None:
+    # Python leaves sys.stdout (sys.stderr) None for a descriptor closed at start-up: eb's
+    # first line there was an AttributeError and exit 1, and with stderr closed the run died
+    # during execute, leaving a run folder without report.json and no history record.
+    # The check prints what its parent, eb, has on the descriptors it was started without.
+    script = (
+        f"import os\nprint([os.readlink(f'/proc/{{os.getppid()}}/fd/{{fd}}') for fd in {closed}])"
+    )
+    root = project(
+        {"eval_checks/ok.yaml": check_yaml("ok", script=script)},
+        config=CONFIG + '[history]\nmode = "on"\n',
+    )
+    output = root.parent / "console.txt"
+    assert (
+        _eb_closed("run", "--cache", "off", cwd=root, closed=closed, output=output).returncode == 0
+    )
+    if 1 not in closed:
+        assert "Passed: yes" in output.read_text()
+    assert "Traceback" not in output.read_text()
+    assert only_report(root)["run_passed"] is True
+    assert len(list(root.glob(".eval-banana/history/*.json"))) == 1
+    # Those hold the null device, so no file eb opens later takes one (a check's output file
+    # there would get eb's own lines, and a child's).
+    (captured,) = root.glob("results/*/checks/*.stdout.txt")
+    assert captured.read_text() == f"{[os.devnull] * len(closed)}\n"
+    for command in ("list", "validate"):
+        done = _eb_closed(command, cwd=root, closed=closed, output=output)
+        assert done.returncode == 0, (command, output.read_text())
+
+
+def test_eb_in_a_program_without_a_console_runs(project: Callable[..., Path]) -> None:
+    # A program that calls eb's main with sys.stdout and sys.stderr None (pythonw, a service):
+    # the same AttributeError and exit 1.
+    root = project({"eval_checks/ok.yaml": check_yaml("ok")}, config=CONFIG)
+    script = (
+        "import sys\n"
+        "sys.stdout = sys.stderr = None\n"
+        "from eval_banana.cli import main\n"
+        f"code = main(['run', '--cwd', {str(root)!r}, '--cache', 'off'])\n"
+        "sys.__stdout__.write(f'exit {code}')\n"
+    )
+    done = python_process(root, "-c", script)
+    assert (done.stdout, done.stderr) == ("exit 0", "")
+    assert only_report(root)["run_passed"] is True

@@ -11,6 +11,7 @@ StdoutFault, so the command line tells it on stderr rather than on the stdout th
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -90,23 +91,40 @@ class _Held:
         return getattr(self._stream, name)
 
 
+class _Nowhere(io.TextIOBase):
+    """The console of a stream the process never had (Python leaves it None when the
+    descriptor was closed as the process started, `eb run >&-`): what is said there is lost,
+    as a lost console's lines are, and nothing else is."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
 @contextlib.contextmanager
 def held_streams() -> Iterator[None]:
     """Inside: sys.stdout loses what a reader that went away refuses (any other failure is a
-    StdoutFault), sys.stderr whatever it cannot write; both are put back as they were on the
-    way out."""
+    StdoutFault), sys.stderr whatever it cannot write, and a stream that is None everything;
+    both are put back as they were on the way out."""
     stdout, stderr = sys.stdout, sys.stderr
-    sys.stdout = cast(TextIO, _Held(stdout, lost=STDOUT_LOST, fault=StdoutFault.of_error))
-    sys.stderr = cast(TextIO, _Held(stderr, lost=STDERR_LOST))
+    sys.stdout = cast(
+        TextIO, _Held(_or_nowhere(stdout), lost=STDOUT_LOST, fault=StdoutFault.of_error)
+    )
+    sys.stderr = cast(TextIO, _Held(_or_nowhere(stderr), lost=STDERR_LOST))
     try:
         yield
     finally:
         sys.stdout, sys.stderr = stdout, stderr
 
 
-def settle(stream: TextIO, *, lost: tuple[type[OSError], ...]) -> None:
+def _or_nowhere(stream: TextIO | None) -> TextIO:
+    return stream if stream is not None else cast(TextIO, _Nowhere())
+
+
+def settle(stream: TextIO | None, *, lost: tuple[type[OSError], ...]) -> None:
     """The last flush of `stream` before the process ends; what `lost` refuses is dropped, so
-    neither this flush nor the interpreter's own can fail the exit."""
+    neither this flush nor the interpreter's own can fail the exit. None: no stream at all."""
+    if stream is None:
+        return
     try:
         stream.flush()
     except lost:

@@ -58,7 +58,10 @@ EXIT_CODES_AND_CONSOLE = (
     "every command, `--json` and `--help` included: one line on stderr, `Cannot write "
     "standard output: No space left on device`, which a run that had started ends with `; "
     "the run is aborted`. An error that `--json` could not print there is told on stderr "
-    "first, as without `--json`."
+    "first, as without `--json`. An eb started with stdout, stderr or stdin closed (`eb run "
+    ">&-`, `2>&-`, as some CI wrappers and daemons start programs) opens the null device "
+    "there first thing: the lines it would print there are lost, and no file it opens later "
+    "(a check's output, a pipe to a child) takes their place."
 )
 
 
