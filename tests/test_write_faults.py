@@ -156,6 +156,38 @@ def test_a_full_cache_folder_aborts_the_run(tmp_path: Path) -> None:
     assert faulted and set(faulted) <= set(early), (faulted, record["checks"])
 
 
+def test_a_full_tmpdir_for_a_checks_script_aborts_the_run_naming_the_file(tmp_path: Path) -> None:
+    # A small /tmp on a CI runner: the script eb writes there for the check could not be
+    # written, and the check became an ordinary `error` ("[Errno 28] No space left on
+    # device", no file named) with exit 1, as if the project were at fault.
+    padding = "".join(
+        f"x{n} = {n}  # a long script, padded well past the room left\n" for n in range(400)
+    )
+    root = _passing_project(
+        tmp_path / "proj", check=_check("ok", size=10) + textwrap.indent(padding, "  ")
+    )
+    tmpdir = tmp_path / "tmp"
+    with _small_disk(tmpdir, size="16k"):
+        # 4 KiB left: room for the probe of Python's tempfile, never for the 20 KiB script.
+        (tmpdir / "fill").write_bytes(b"\0" * 12_288)
+        done = subprocess.run(
+            [sys.executable, "-m", "eval_banana", "run", "--cache", "off", "--cwd", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "TMPDIR": str(tmpdir)},
+        )
+        line = _assert_one_fault_line(done, under=tmpdir)
+    assert line.endswith("/inline_check.py: No space left on device; the run is aborted"), line
+    (run,) = (root / ".eval-banana" / "results").iterdir()
+    report = json.loads((run / "report.json").read_text())
+    assert report["aborted_by"] == "write_fault"
+    (check,) = report["checks"]
+    assert check["status"] == "error" and "write_fault" in check["details"], check
+
+
 @contextlib.contextmanager
 def _read_only(folder: Path) -> Iterator[None]:
     """`folder` read-only for eb: a read-only bind mount of itself (root, whom permissions do

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval_banana.core.errors import WriteFault
 from eval_banana.core.log import Logger
 from eval_banana.core.masking import NO_SECRETS, Masker
 from eval_banana.core.textfiles import blank_source
@@ -73,7 +74,7 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
     script = check.definition.get("script")
     if script is not None:
         inline = tmp / INLINE_NAME
-        inline.write_text(str(script), encoding="utf-8")
+        _write_own(path=inline, content=str(script))
         _refuse_blank(source=str(script), shown="the inline script")
         _refuse_uncompilable(source=str(script), logical=str(inline), shown="the inline script")
         # Through the launcher too, so that its sys.exit(256) cannot read as a pass.
@@ -92,7 +93,7 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
             f"({check.snapshot}: {exc.strerror or exc}): `eb update` freezes it again (the "
             "validate stage writes it), or start a new run with `eb run`"
         ) from None
-    referenced.write_bytes(frozen)
+    _write_own(path=referenced, content=frozen)
     _refuse_blank(source=frozen, shown=check.script_path)
     _refuse_uncompilable(source=frozen, logical=check.script_path, shown=check.script_path)
     return _launcher(
@@ -162,13 +163,33 @@ def _refuse_uncompilable(*, source: str | bytes, logical: str, shown: str) -> No
         raise _LaunchError(f"Deterministic script does not compile: {exc} ({shown})") from None
 
 
+def _write_own(*, path: Path, content: str | bytes) -> None:
+    """A file eb writes for the script to run (the script, its context): one that cannot be
+    written (a full TMPDIR) is a fault of the run naming it, never the check's error."""
+    try:
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise WriteFault.of(path=path, exc=exc) from None
+
+
+def _private_dir(*, ctx: RunContext) -> Path:
+    """A new folder of eb's own under TMPDIR for the check's script and context."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=f"{ctx.stem}_"))
+    except OSError as exc:
+        raise WriteFault.of(path=tempfile.gettempdir(), exc=exc) from None
+
+
 def _launch(*, ctx: RunContext, evidence: Path) -> _Ending:
     """Prepare the private temp dir, run the script, and always remove the temp dir."""
-    tmp = Path(tempfile.mkdtemp(prefix=f"{ctx.stem}_"))
+    tmp = _private_dir(ctx=ctx)
     try:
         context_path = tmp / CONTEXT_NAME
         argv = _materialize(ctx=ctx, tmp=tmp, context_path=context_path)
-        context_path.write_text(context_json(ctx=ctx, output_dir=evidence), encoding="utf-8")
+        _write_own(path=context_path, content=context_json(ctx=ctx, output_dir=evidence))
         timeout = _timeout_seconds(ctx=ctx)
         outcome = run_process(
             argv=ctx.command(argv),
@@ -229,12 +250,16 @@ def _outcome_result(
 
 
 def run_deterministic(ctx: RunContext) -> CheckResult:
-    """Run one deterministic check to a result; OS failures become `error` results."""
+    """Run one deterministic check to a result; a script that cannot be started (or compiled)
+    is an `error` result, a file eb cannot write for it a WriteFault (the run aborts)."""
     started = utc_now()
     details: dict[str, Any] = {"timeout_seconds": _timeout_seconds(ctx=ctx)}
     evidence = ctx.evidence_path("")  # the script's output_dir: checks/<stem>/
     try:
         evidence.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteFault.of(path=evidence, exc=exc) from None
+    try:
         ending = _launch(ctx=ctx, evidence=evidence)
     except (OSError, _LaunchError) as exc:
         detail = _os_message(exc)

@@ -490,3 +490,12 @@ def test_a_frozen_script_emptied_before_execute_is_an_error_not_a_pass(
     )
     scored = eb_process(root, "stage", "score", "--run-dir", str(run_dir))
     assert scored.returncode == 1 and "Passed: no" in scored.stdout
+
+
+def test_a_script_that_cannot_be_started_stays_the_checks_error(root: Path, run_dir: Path) -> None:
+    # Only eb's own writes (the script and context.json under TMPDIR) abort the run
+    # (tests/test_write_faults.py); a process that cannot start is this check's error.
+    result = run(check=inline(root, "pass"), root=root / "gone", run_dir=run_dir)
+    assert result.status == "error"
+    assert "No such file or directory" in (result.error_detail or "")
+    assert result.details["not_started"] is True
