@@ -121,6 +121,7 @@ from eval_banana.commands.common import EXIT_HELP, annotate_problems  # noqa: E4
 from eval_banana.core import log  # noqa: E402
 from eval_banana.core.errors import (  # noqa: E402
     EvalBananaError,
+    ResourceFault,
     StdoutFault,
     UsageError,
     WriteFault,
@@ -396,7 +397,7 @@ def _main(raw: list[str]) -> int:
         print("Interrupted.", file=sys.stderr)
         return 3
     except OSError as exc:
-        told = _told_os_error(exc)
+        told = _told_os_error(exc, command=command)
         if told is None:
             raise
         if "--verbose" in raw:
@@ -407,12 +408,16 @@ def _main(raw: list[str]) -> int:
         log.restore()
 
 
-def _told_os_error(exc: OSError) -> EvalBananaError | None:
+def _told_os_error(exc: OSError, *, command: str | None) -> EvalBananaError | None:
     """The message and exit code of an OSError no helper turned into one; None for one that
     is eb's own bug (its traceback is then the report)."""
     if isinstance(exc, FileNotFoundError) and is_gone():
         # A path relative to a folder deleted under eb (`eb init`, `--select FILE`...).
         return gone_error(environ=os.environ)
+    doing = f"running `eb {command}`" if command else "starting"
+    out_of_files = ResourceFault.during(exc=exc, doing=doing)
+    if out_of_files is not None:
+        return out_of_files  # whatever eb was opening, read or written: exit 3
     if exc.errno in _WRITE_FAULT_ERRNOS:
         # A write no helper turned into a WriteFault: the same one line and exit 3.
         return WriteFault.of(path=exc.filename or "a file", exc=exc)

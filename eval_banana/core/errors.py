@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections import Counter
 from typing import NamedTuple, Protocol
 
@@ -274,14 +276,21 @@ class WriteFault(EvalBananaError):
         if isinstance(exc, WriteFault):
             return exc.said
         if isinstance(exc, OSError):
-            return cls(path=str(path), cause=exc.strerror or str(exc)).said
+            return cls.at(path=path, exc=exc).said
         return str(exc)
 
     @classmethod
     def of(cls, *, path: object, exc: OSError) -> WriteFault:
         """The fault of an OSError raised while writing `path` (the error's own file first)."""
-        where = exc.filename if exc.filename is not None else path
-        return cls(path=str(where), cause=exc.strerror or str(exc) or type(exc).__name__)
+        return cls.at(path=exc.filename if exc.filename is not None else path, exc=exc)
+
+    @classmethod
+    def at(cls, *, path: object, exc: OSError) -> WriteFault:
+        """The fault of an OSError raised while writing `path`, named by `path` (not the
+        temporary file beside it); too many open files is a ResourceFault."""
+        if out_of_files(exc):
+            return ResourceFault.met(exc=exc, doing=f"opening {path} to write it", path=str(path))
+        return cls(path=str(path), cause=exc.strerror or str(exc) or type(exc).__name__)
 
     def outside_a_run(self) -> WriteFault:
         """This fault as a command that is no run tells it (`eb list`, `eb status`): what
@@ -296,6 +305,81 @@ class WriteFault(EvalBananaError):
 
 # What eb's own standard output is called where a fault names the file that failed.
 STANDARD_OUTPUT = "standard output"
+
+
+# The system's limits on open files: the process's own (`ulimit -n`) and the whole system's.
+_OUT_OF_FILES = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def out_of_files(exc: BaseException) -> bool:
+    """Whether `exc` is the system refusing eb one more open file (or pipe, or socket)."""
+    return isinstance(exc, OSError) and exc.errno in _OUT_OF_FILES
+
+
+class ResourceFault(WriteFault):
+    """The system refused eb one more open file while it did its own work (`ulimit -n` too low
+    for the checks run side by side, or the whole system's table full).
+
+    Infrastructure, never a verdict, wherever it struck: reading, writing or starting a
+    process. A WriteFault's kind, so that every place that aborts a run on a fault of eb's own
+    aborts it on this one too (exit 3, nothing kept in the verdict cache or as a replay), but
+    told as what it is: what eb was doing, never as a write of a file eb was reading.
+    """
+
+    kind = "resource_fault"
+
+    def __init__(self, *, doing: str, cause: str, hint: str, path: str = "") -> None:
+        said = f"{cause} while eb was {doing}"
+        EvalBananaError.__init__(self, f"{said}; the run is aborted", file=path or None, hint=hint)
+        self.path = path  # the file eb was opening, when the system named it
+        self.cause = cause
+        self.doing = doing
+        self._said = said
+
+    @property
+    def said(self) -> str:
+        return self._said
+
+    @classmethod
+    def met(cls, *, exc: OSError, doing: str, path: str | None = None) -> ResourceFault:
+        """The fault of `exc` (too many open files) met while eb was `doing` something."""
+        where = path if path is not None else exc.filename
+        return cls(
+            doing=doing,
+            cause=exc.strerror or str(exc),
+            hint=_fewer_files_hint(exc=exc),
+            path="" if where is None else str(where),
+        )
+
+    @classmethod
+    def during(cls, *, exc: BaseException, doing: str) -> ResourceFault | None:
+        """The fault of `exc` met while eb was `doing` something (running a check), naming the
+        file it was opening when the system named one; None when `exc` is none."""
+        if not isinstance(exc, OSError) or not out_of_files(exc):
+            return None
+        opening = f" (opening {exc.filename})" if exc.filename is not None else ""
+        return cls.met(exc=exc, doing=f"{doing}{opening}")
+
+
+def _fewer_files_hint(*, exc: OSError) -> str:
+    """The fix: more open files for eb, or fewer checks at once."""
+    if exc.errno == errno.ENFILE:
+        return (
+            "the whole system has no open file left: close other programs' files, raise the "
+            "system's limit (fs.file-max), or lower --max-parallel-checks"
+        )
+    return (
+        f"raise the open-files limit (`ulimit -n`{_current_limit()}) or lower --max-parallel-checks"
+    )
+
+
+def _current_limit() -> str:
+    # Read through os, already loaded: importing a module needs one more open file.
+    try:
+        limit = os.sysconf("SC_OPEN_MAX")
+    except (AttributeError, ValueError, OSError):  # not on this system (Windows)
+        return ""
+    return f", now {limit}" if limit > 0 else ""
 
 
 class StdoutFault(WriteFault):

@@ -181,7 +181,7 @@ def _raise_write_error(*, path: Path, exc: OSError) -> NoReturn:
     the run naming the file (WriteFault), never a verdict or a traceback."""
     if exc.errno in _WRONG_PLACE:
         raise exc
-    raise WriteFault(path=str(path), cause=exc.strerror or str(exc)) from None
+    raise WriteFault.at(path=path, exc=exc) from None
 
 
 def is_temp_sibling(*, name: str, of: str) -> bool:

@@ -1,10 +1,10 @@
 """One check through its runner: what it reached, its expectation judged. The one `try` of the
 execute stage: anything a runner raises becomes that check's `error` result, except a write
-fault, which aborts the run."""
+fault or too many open files, which abort the run."""
 
 from __future__ import annotations
 
-from eval_banana.core.errors import WriteFault
+from eval_banana.core.errors import ResourceFault, WriteFault
 from eval_banana.core.log import Logger
 from eval_banana.models.result import CheckResult
 from eval_banana.runners import runner_for
@@ -33,6 +33,9 @@ def _observe(*, ctx: RunContext) -> CheckResult:
     except WriteFault:
         raise  # infrastructure: the run is aborted, never this check's verdict
     except Exception as exc:  # noqa: BLE001 - one broken check never sinks the run
+        fault = ResourceFault.during(exc=exc, doing=f"running check {check.id}")
+        if fault is not None:
+            raise fault from None  # too many open files: eb's, never this check's
         logger.warning("Check %s raised %s", check.id, exc, exc_info=True)
         return exception_result(check=check, started=started, exc=exc)
     if (

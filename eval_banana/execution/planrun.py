@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from eval_banana.cache.storing import open_cache, store_all
 from eval_banana.core import log
-from eval_banana.core.errors import WriteFault
+from eval_banana.core.errors import ResourceFault, WriteFault
 from eval_banana.core.files import OutputClearer
 from eval_banana.execution.onecheck import run_one
 from eval_banana.execution.turns import runs_beside, start_ranks
@@ -295,9 +295,15 @@ class PlanRun:
             return work()
         except (WriteFault, OSError) as exc:
             # An OSError out of a check's task is evidence eb failed to write (masking a
-            # secret in its output, say): a write fault like any other.
+            # secret in its output, say): a write fault like any other. Too many open files
+            # is a resource fault wherever it struck (a lazy import reads a file too).
             fault = (
-                exc if isinstance(exc, WriteFault) else WriteFault.of(path=self.checks_dir, exc=exc)
+                exc
+                if isinstance(exc, WriteFault)
+                else ResourceFault.during(
+                    exc=exc, doing=f"running check {self.checks[position].id}"
+                )
+                or WriteFault.of(path=self.checks_dir, exc=exc)
             )
             self.faults.add(fault=fault, stop=self.stop)
             if self.results[position] is None:

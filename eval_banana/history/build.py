@@ -21,7 +21,13 @@ from eval_banana.history.record import (
 )
 from eval_banana.models.config import Selection
 from eval_banana.models.repeats import is_flaky
-from eval_banana.models.result import NOT_RUN, NOT_STARTED, STOPPED, WRITE_FAULT
+from eval_banana.models.result import (
+    NOT_RUN,
+    NOT_STARTED,
+    RESOURCE_FAULT,
+    STOPPED,
+    WRITE_FAULT,
+)
 
 
 def _usage(details: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -37,7 +43,7 @@ def early_error(*, result: Mapping[str, Any]) -> bool:
     if result["status"] != "error":
         return False
     details = result.get("details") or {}
-    if isinstance(details.get(WRITE_FAULT), dict):
+    if any(isinstance(details.get(fault), dict) for fault in (WRITE_FAULT, RESOURCE_FAULT)):
         return True
     return any(details.get(flag) is True for flag in (NOT_RUN, NOT_STARTED, STOPPED))
 

@@ -21,6 +21,9 @@ STOPPED = "stopped"
 # `details.write_fault` (the path and the cause) of a check whose output eb could not write:
 # an early error too, its outcome and time lost.
 WRITE_FAULT = "write_fault"
+# `details.resource_fault` (what eb was doing and the cause) of a check the run aborted when the
+# system refused eb one more open file: an early error as well.
+RESOURCE_FAULT = "resource_fault"
 
 
 class CheckResult(Record):

@@ -8,7 +8,9 @@ from eval_banana.core.record import Field, Record
 from eval_banana.models.config import AgentTemplate, Selection, Settings, SettingSource
 from eval_banana.models.result import CheckResult, ErrorClass, SkippedCheck
 
-AbortReason = Literal["interrupt", "run_timeout", "token_fuse", "cost_fuse", "write_fault"]
+AbortReason = Literal[
+    "interrupt", "run_timeout", "token_fuse", "cost_fuse", "write_fault", "resource_fault"
+]
 # Why launching stopped early without aborting the run: the run ends as failed, not aborted.
 HaltReason = Literal["maxfail"]
 

@@ -147,7 +147,7 @@ def _report_fault(*, path: Path, exc: OSError | WriteFault) -> WriteFault:
     the temporary file beside it)."""
     if isinstance(exc, WriteFault):
         return exc
-    return WriteFault(path=str(path), cause=exc.strerror or str(exc) or type(exc).__name__)
+    return WriteFault.at(path=path, exc=exc)
 
 
 def junit_path(*, setting: str, project_root: Path) -> Path:

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.core.errors import WriteFault
+from eval_banana.core.errors import ResourceFault, WriteFault, out_of_files
 from eval_banana.core.log import Logger
 from eval_banana.core.masking import NO_SECRETS, Masker
 from eval_banana.core.textfiles import blank_source
@@ -88,6 +88,8 @@ def _materialize(*, ctx: RunContext, tmp: Path, context_path: Path) -> list[str]
     try:
         frozen = (ctx.run_dir / check.snapshot).read_bytes()
     except OSError as exc:
+        if out_of_files(exc):
+            raise ResourceFault.met(exc=exc, doing=f"reading {check.snapshot}") from None
         raise _LaunchError(
             f"The frozen copy of {check.script_path} cannot be read from the run folder "
             f"({check.snapshot}: {exc.strerror or exc}): `eb update` freezes it again (the "
@@ -262,6 +264,9 @@ def run_deterministic(ctx: RunContext) -> CheckResult:
     try:
         ending = _launch(ctx=ctx, evidence=evidence)
     except (OSError, _LaunchError) as exc:
+        fault = ResourceFault.during(exc=exc, doing=f"running check {ctx.check.id}")
+        if fault is not None:
+            raise fault from None  # too many open files: eb's, never the check's
         detail = _os_message(exc)
         logger.warning("Deterministic check %s failed to execute: %s", ctx.check.id, detail)
         details[NOT_STARTED] = True  # it never ran: compiling or launching it failed

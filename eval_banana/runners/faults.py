@@ -11,9 +11,9 @@ import os
 import threading
 from pathlib import Path
 
-from eval_banana.core.errors import WriteFault
-from eval_banana.models.result import WRITE_FAULT, CheckResult
-from eval_banana.models.stages import PlannedCheck
+from eval_banana.core.errors import ResourceFault, WriteFault
+from eval_banana.models.result import RESOURCE_FAULT, WRITE_FAULT, CheckResult
+from eval_banana.models.stages import AbortReason, PlannedCheck
 from eval_banana.runners.results import StopSignal, instant_error, judge_expectation
 
 
@@ -38,6 +38,15 @@ def capture_fault(*, path: Path) -> WriteFault | None:
 
 def fault_result(*, check: PlannedCheck, fault: WriteFault) -> CheckResult:
     """A check whose output could not be written: an error, whatever the check decided."""
+    if isinstance(fault, ResourceFault):
+        # Out of open files: what the check reached, if anything, cannot be trusted either.
+        return judge_expectation(
+            result=instant_error(
+                check=check,
+                error_detail=f"Not judged: {fault.said}",
+                details={RESOURCE_FAULT: {"doing": fault.doing, "cause": fault.cause}},
+            )
+        )
     return judge_expectation(
         result=instant_error(
             check=check,
@@ -48,7 +57,8 @@ def fault_result(*, check: PlannedCheck, fault: WriteFault) -> CheckResult:
 
 
 class FaultLog:
-    """The write faults of one run: the first is reported; any of them stops the run."""
+    """The write faults (and resource faults) of one run: the first is reported; any of them
+    stops the run."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -58,7 +68,10 @@ class FaultLog:
         with self._lock:
             self.faults.append(fault)
         if stop is not None:
-            stop.stop(reason="write_fault")
+            reason: AbortReason = (
+                "resource_fault" if isinstance(fault, ResourceFault) else "write_fault"
+            )
+            stop.stop(reason=reason)
 
     @property
     def first(self) -> WriteFault | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Protocol
 
-from eval_banana.core.errors import WriteFault
+from eval_banana.core.errors import ResourceFault, WriteFault, out_of_files
 from eval_banana.runners import orphans
 from eval_banana.runners.faults import capture_fault
 from eval_banana.runners.watchdog import WATCHDOG, Watch, kill_group
@@ -64,6 +64,8 @@ class _Follower:
                 self.handles.append((path.open("rb"), into))
         except OSError as exc:
             self.close()
+            if out_of_files(exc):  # a file eb reads, never one it failed to write
+                raise ResourceFault.met(exc=exc, doing=f"opening {path} to read it") from None
             raise WriteFault.of(path=path, exc=exc) from None
 
     def pump(self) -> bool:
@@ -142,7 +144,8 @@ def run_process(
     cancel: threading.Event,
     follow: OutputReader | None = None,
 ) -> ProcessOutcome:
-    """Run `argv` to completion, timeout or cancellation; raises OSError if it cannot start.
+    """Run `argv` to completion, timeout or cancellation; raises OSError if it cannot start
+    (a ResourceFault when the system has no open file left for it).
 
     With `follow`, the output is handed to it while the child runs, and all of it by the time
     this returns."""
@@ -213,12 +216,16 @@ def _run(
                 stderr=err,
                 start_new_session=True,
             )
-        except BaseException:
+        except BaseException as exc:
             out.close()
             err.close()
             for path in paths:
                 path.unlink(missing_ok=True)
             orphans.end_check(token=token)
+            # No pipe or null device left to start the child with: eb's fault, not the check's.
+            fault = ResourceFault.during(exc=exc, doing=f"starting {argv[0]}")
+            if fault is not None:
+                raise fault from None
             raise
         orphans.launched(proc.pid)
     watch = Watch(proc=proc, deadline=deadline, cancel=cancel)

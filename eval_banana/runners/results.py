@@ -23,6 +23,7 @@ STOP_REASON_TEXT: dict[str, str] = {
     "token_fuse": "token fuse tripped",
     "cost_fuse": "cost fuse tripped",
     "write_fault": "a file could not be written",
+    "resource_fault": "too many open files",
 }
 
 

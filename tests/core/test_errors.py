@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from eval_banana.core.errors import DefinitionError, Problem
+import errno
+
+from eval_banana.core.errors import (
+    DefinitionError,
+    Problem,
+    ResourceFault,
+    WriteFault,
+)
 
 
 def test_one_problem_keeps_its_hint_on_a_line_of_its_own() -> None:
@@ -72,3 +79,24 @@ def test_the_count_names_the_three_files_with_most_problems() -> None:
     )
     few = DefinitionError("a.yaml: bad", problems=problems[1:3])
     assert "problems:" not in few.render()  # three problems need no count
+
+
+def test_too_many_open_files_is_a_resource_fault_wherever_eb_meets_it() -> None:
+    # A helper that turns a failed write into a fault names what eb was doing; one that meets
+    # it reading (a lazy import, say) names the file it was opening, never as a write.
+    met_writing = WriteFault.of(
+        path="runs/r/a.json", exc=OSError(errno.EMFILE, "Too many open files")
+    )
+    assert isinstance(met_writing, ResourceFault)
+    assert met_writing.said == "Too many open files while eb was opening runs/r/a.json to write it"
+    reading = OSError(errno.EMFILE, "Too many open files", "/usr/lib/python3/logging/__init__.py")
+    met_reading = ResourceFault.during(exc=reading, doing="running check ok")
+    assert met_reading is not None and met_reading.said == (
+        "Too many open files while eb was running check ok "
+        "(opening /usr/lib/python3/logging/__init__.py)"
+    )
+    assert met_reading.render().endswith("or lower --max-parallel-checks")
+    # Any other error is none, and a write fault stays one.
+    assert ResourceFault.during(exc=OSError(errno.ENOSPC, "No space"), doing="x") is None
+    full = WriteFault.of(path="a.json", exc=OSError(errno.ENOSPC, "No space left on device"))
+    assert type(full) is WriteFault

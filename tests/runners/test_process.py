@@ -149,3 +149,48 @@ def test_the_idle_watchdog_ends_for_a_fork_and_comes_back_for_the_next_check(
     assert seen["forks"] is (sys.platform == "linux" and len(os.sched_getaffinity(0)) > 1)
     # A new watchdog ends the next child at its deadline.
     assert seen["timed_out"] is True
+
+
+# Runs in a process of its own: it uses up every descriptor but the two the check's output
+# files take, so that opening them again to read them as the child writes is refused.
+_NO_FILE_LEFT_TO_READ = """\
+import os, sys, threading
+from pathlib import Path
+from eval_banana.core.errors import ResourceFault
+from eval_banana.runners.process import run_process
+
+class Reader:
+    def stdout(self, data): pass
+    def stderr(self, data): pass
+    def idle(self): return False
+
+folder = Path(sys.argv[1])
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+for fd in held[-2:]:
+    os.close(fd)
+try:
+    run_process(argv=[sys.executable, "-c", "pass"], cwd=folder, env={}, stdout_path=folder / "out",
+                stderr_path=folder / "err", timeout_s=None, cancel=threading.Event(), follow=Reader())
+except ResourceFault as fault:
+    print(fault.said)
+"""
+
+
+def test_too_many_open_files_reading_a_checks_output_is_no_write_of_it(tmp_path: Path) -> None:
+    # It said "Output could not be written: .../err" of a file eb was opening to read.
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_FILE_LEFT_TO_READ, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout == (
+        f"Too many open files while eb was opening {tmp_path / 'out'} to read it\n"
+    ), done.stderr
