@@ -641,6 +641,8 @@ def test_eb_called_on_a_thread_of_the_program_runs_and_returns_its_exit_code(
         "stage report -> 1",
         "update -> 1",
     ], done.stdout + done.stderr
+
+
 # (command, what the one line on stderr says): a run is aborted; `eb list` is no run, and
 # neither is `eb run --help`.
 _STDOUT_ON_A_FULL_DISK = [
