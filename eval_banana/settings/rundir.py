@@ -281,15 +281,18 @@ _MARKS = ("stages", FINISHED_MARK)
 def _delete_run(run: Path) -> None:
     """Delete the run folder `run`: its files and folders, then its stage files, then its
     report.json and its config stage, then the folders."""
-    for entry in os.scandir(run):
-        if entry.name not in _MARKS:
-            _delete_entry(entry)
+    # Each listing closed as it is left: a deletion that fails part-way leaves no open one.
+    with os.scandir(run) as entries:
+        for entry in entries:
+            if entry.name not in _MARKS:
+                _delete_entry(entry)
     stages = run / "stages"
     folder = stages.is_dir() and not stages.is_symlink()
     if folder:
-        for entry in os.scandir(stages):
-            if entry.name != "config.json":
-                _delete_entry(entry)
+        with os.scandir(stages) as entries:
+            for entry in entries:
+                if entry.name != "config.json":
+                    _delete_entry(entry)
     (run / FINISHED_MARK).unlink(missing_ok=True)
     if folder:
         (stages / "config.json").unlink(missing_ok=True)
