@@ -170,12 +170,19 @@ def test_verbose_shows_what_debugging_a_judge_needs(
 
 def test_eb_list_asked_for_json_points_at_eb_plan(project: Project, eb: Eb) -> None:
     root = project({"eval_checks/a.yaml": check_yaml("a")})
+    # Asked for JSON either way, the error itself is JSON (what the caller asked for), with
+    # the hint that points at eb plan; in plain text without either.
     done = eb("list", "--cwd", str(root), "--format", "json")
     assert done.exit_code == 2
-    assert "hint: --format: eb list prints tab-separated lines; `eb plan --json`" in done.stderr
-    # With --json the error itself is JSON (what the caller asked for), with the same hint.
+    formatted = json.loads(done.stdout)
+    assert formatted["error"]["hint"].startswith(
+        "--format: eb list prints tab-separated lines; `eb plan --json`"
+    )
     asked = json.loads(eb("list", "--cwd", str(root), "--json").stdout)
     assert asked["error"]["hint"].startswith("--json: eb list prints tab-separated lines")
+    plain = eb("list", "--cwd", str(root), "--format", "yaml")
+    assert plain.exit_code == 2 and not plain.stdout
+    assert "yaml" in plain.stderr
     planned = eb("plan", "--cwd", str(root), "--json")
     assert planned.exit_code == 0 and '"id": "a"' in planned.stdout
 

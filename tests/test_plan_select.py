@@ -186,8 +186,13 @@ def test_plan_refuses_what_run_refuses(repo: Path, eb: Eb) -> None:
     (repo / "eval_checks/broken.yaml").write_text("schema_version: 1\nid: broken\ntype: nope\n")
     done = eb("plan", "--cwd", str(repo), "--format", "json")
     assert done.exit_code == 2
-    assert "broken.yaml" in done.stderr
-    assert done.stdout == ""
+    # Asked for JSON, a scheduler reads the refusal as the JSON error document on stdout.
+    error = json.loads(done.stdout)
+    assert error["exit_code"] == 2
+    assert error["error"]["kind"] == "definition_error"
+    assert error["error"]["file"].endswith("broken.yaml")
+    plain = eb("plan", "--cwd", str(repo))
+    assert plain.exit_code == 2 and "broken.yaml" in plain.stderr and plain.stdout == ""
 
 
 def test_plan_table_names_each_check_and_the_digest(repo: Path, eb: Eb) -> None:

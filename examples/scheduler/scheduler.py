@@ -26,6 +26,16 @@ def eb_command(text: str) -> list[str]:
     return shlex.split(text) if text else [sys.executable, "-m", "eval_banana"]
 
 
+def _refusal(stdout: str) -> str:
+    """The message of eb's JSON error document, with its hint, as lines for stderr."""
+    try:
+        error = json.loads(stdout)["error"]
+    except (ValueError, KeyError, TypeError):
+        return stdout
+    hint = f"\nhint: {error['hint']}" if error.get("hint") else ""
+    return f"{error['message']}{hint}\n"
+
+
 def make_plan(*, eb: list[str], project: Path, workers: int, out: Path) -> Path:
     """Ask eb what it would run, dealt into `workers` parts; keep the plan beside the runs."""
     done = subprocess.run(
@@ -46,7 +56,8 @@ def make_plan(*, eb: list[str], project: Path, workers: int, out: Path) -> Path:
         check=False,
     )
     if done.returncode != 0:
-        sys.stderr.write(done.stderr)
+        # Asked for JSON, eb gives its refusal as the JSON error document on stdout.
+        sys.stderr.write(done.stderr + _refusal(done.stdout))
         raise SystemExit(done.returncode)  # a setup error: nothing was started
     plan = json.loads(done.stdout)
     for total in plan["shard_totals"]:
