@@ -9,7 +9,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from eval_banana.commands import common
-from eval_banana.core.realpaths import real_path
 from eval_banana.core.words import dollars_text
 
 if TYPE_CHECKING:
@@ -68,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_banana.runners.fuses import RunFuses
     from eval_banana.runners.results import StopSignal
     from eval_banana.settings.folders import record_path
-    from eval_banana.settings.rundir import new_run_id, output_base
+    from eval_banana.settings.rundir import calibration_dir, new_run_id
     from eval_banana.stages import guard as guard_stage
 
     config = load_config(request=common.request(args), run_id=new_run_id())
@@ -102,8 +101,7 @@ def run(args: argparse.Namespace) -> int:
         if check not in with_cases:
             console.warn(f"Judge check '{check.id}' has no calibration cases; not calibrated")
 
-    # Not a run folder (it has no stages/): `eb status` and --last-failed never take it for one.
-    run_dir = real_path(output_base(config=config)) / f"calibrate_{config.run_id}"
+    run_dir = calibration_dir(config=config)
     # The judges' tokens and dollars count against the fuses, as in a run: a tripped fuse
     # stops the calibration (no new sample starts, running ones end) and records nothing.
     cancel = StopSignal()

@@ -34,8 +34,19 @@ _MARK_START = b"eval-banana folder: "
 _RUN_MARK_TAIL = f"/{STAGES_FOLDER}/config.json"
 _MARK_TAIL = f"/{MARK_FILE}"
 _TAILS = (_RUN_MARK_TAIL, _MARK_TAIL)
-# A run folder's name as eb makes it (settings/rundir.py): its UTC start and 8 hex digits.
-_RUN_NAME = re.compile(r"[0-9]{8}_[0-9]{6}_[0-9a-f]{8}")
+# The evidence folder of one `eb calibrate`, in the output folder beside the runs: this prefix
+# and the calibration's run id. Not a run folder (no stages/): no listing of runs takes it for one.
+CALIBRATION_PREFIX = "calibrate_"
+# A run id as eb makes it (settings/rundir.py): its UTC start and 8 hex digits.
+_RUN_ID = r"[0-9]{8}_[0-9]{6}_[0-9a-f]{8}"
+# Every folder eb names in an output folder: a run's (a shard's and `eb merge`'s are runs too)
+# and a calibration's. Another name there is the user's.
+_OUTPUT_FOLDER_NAME = re.compile(f"(?:{re.escape(CALIBRATION_PREFIX)})?{_RUN_ID}")
+
+
+def calibration_folder_name(*, run_id: str) -> str:
+    """The name of the evidence folder `eb calibrate` run `run_id` makes in the output folder."""
+    return f"{CALIBRATION_PREFIX}{run_id}"
 
 
 def is_run_folder(*, folder: str) -> bool:
@@ -49,8 +60,9 @@ def is_run_folder(*, folder: str) -> bool:
 
 def holds_only_runs(*, folder: str) -> bool:
     """Whether `folder` holds nothing but what eb writes into an output folder: folders named
-    as runs and the folder's lock (or it is a run folder itself, --flat-output's, or absent).
-    Told by the names alone, so a folder of a thousand runs costs one listing."""
+    as eb names runs and calibrations, and the folder's lock (or it is a run folder itself,
+    --flat-output's, or absent). Told by the names alone, so a folder of a thousand runs costs
+    one listing."""
     try:
         with os.scandir(folder) as entries:
             listed = list(entries)
@@ -63,7 +75,10 @@ def holds_only_runs(*, folder: str) -> bool:
         return True
     return all(
         entry.name == LOCK_NAME
-        or (_RUN_NAME.fullmatch(entry.name) is not None and entry.is_dir(follow_symlinks=False))
+        or (
+            _OUTPUT_FOLDER_NAME.fullmatch(entry.name) is not None
+            and entry.is_dir(follow_symlinks=False)
+        )
         for entry in listed
     )
 

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 from eval_banana.core.errors import OutputDirError
 from eval_banana.core.files import never_written
-from eval_banana.core.ownmark import holds_only_runs
+from eval_banana.core.ownmark import calibration_folder_name, holds_only_runs
 from eval_banana.core.streams import stream_files
 from eval_banana.models.config import CacheSettings
 from eval_banana.models.stages import ConfigDoc
@@ -115,10 +115,12 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     shared cache folder inside the project (what `actions/cache` carries) changes with every
     verdict stored: counted, it would make every check a miss.
 
-    An output folder that holds anything but runs (`--output-dir ci` beside `ci/eval_checks/`)
-    stays the project's, or its checks, datasets and inputs would vanish without a word: there
-    only the current run's folder is left out by its path, and every other run folder by its
-    config stage, as anywhere in the project (core/ownmark.py)."""
+    An output folder that holds anything but eb's runs and calibrations (`--output-dir ci`
+    beside `ci/eval_checks/`) stays the project's, or its checks, datasets and inputs would
+    vanish without a word: there only the current run's folder and the current calibration's
+    (this run id's: a calibration's files must not look like a judge's writes) are left out by
+    their paths, and every other run folder by its config stage, as anywhere in the project
+    (core/ownmark.py)."""
     outputs = output_folders(config=config)
     folders = [
         folder
@@ -127,6 +129,7 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     ]
     if outputs[0] not in folders:
         folders.append(outputs[0] / config.run_id)
+        folders.append(outputs[0] / calibration_folder_name(run_id=config.run_id))
     return folders
 
 

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from eval_banana.core.errors import OutputDirError
 from eval_banana.core.log import Logger
+from eval_banana.core.ownmark import calibration_folder_name
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.turns import alone_in_folder
 from eval_banana.models.stages import ConfigDoc
@@ -28,6 +29,13 @@ def new_run_id() -> str:
 def output_base(*, config: ConfigDoc) -> Path:
     """The configured output folder (`setting_path`); empty, the project root."""
     return setting_path(value=config.settings.core.output_dir, project_root=config.project_root)
+
+
+def calibration_dir(*, config: ConfigDoc) -> Path:
+    """The evidence folder of this `eb calibrate`, `calibrate_<run id>` in the output folder.
+    Not a run folder (it has no stages/): `eb status`, --last-failed and `[core] keep_runs`
+    never take it for one."""
+    return real_path(output_base(config=config)) / calibration_folder_name(run_id=config.run_id)
 
 
 def _has_entries(folder: Path) -> bool:

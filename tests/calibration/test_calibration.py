@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EbResult
-from tests.gitrepo import git, init_repo
+from tests.gitrepo import git, init_repo, write
 from tests.memlimit import limit_address_space
 from tests.processes import eb_process
 from tests.sampling.test_repeats import scripted_config
@@ -104,6 +104,56 @@ def make_project(
         return Project(root=root, eb=eb)
 
     return make
+
+
+# Where the judges' check files lie: apart, or in the output folder (`runs/`) beside the runs.
+CHECKS_FOLDERS = {
+    "output-folder-eb-only": "eval_checks",
+    "output-folder-shared": "runs/eval_checks",
+}
+
+
+@pytest.fixture
+def make_plain_project(
+    tmp_path: Path, eb: Callable[..., EbResult], scripted_env: Path
+) -> Callable[..., Project]:
+    """A project outside git: no file in its output folder is left out as one git ignores, so
+    each counts as the project's unless eb tells it for its own."""
+
+    def make(checks: dict[str, str], *, checks_folder: str, config_extra: str = "") -> Project:
+        root = tmp_path / "plain"
+        files: dict[str, str | bytes] = {
+            ".eval-banana/config.toml": scripted_config(extra=config_extra),
+            "answer.txt": "hello world\n",
+        }
+        files.update({f"{checks_folder}/{name}.yaml": text for name, text in checks.items()})
+        write(root, files)
+        return Project(root=root, eb=eb)
+
+    return make
+
+
+@pytest.mark.parametrize("checks_folder", CHECKS_FOLDERS.values(), ids=list(CHECKS_FOLDERS))
+def test_calibrating_again_agrees_again_and_keeps_the_record(
+    make_plain_project: Callable[..., Project], checks_folder: str
+) -> None:
+    """The first calibration's evidence folder (`runs/calibrate_<id>/`) made the output folder
+    count as the project's, so the next calibration's own evidence looked like its judge's
+    writes: every sample an error ('The project changed while this judge ran in its copy'),
+    DISAGREED 0/2 and the record overwritten with agreement 0.0. With the user's checks in the
+    output folder the first calibration already went so."""
+    proj = make_plain_project(
+        {"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])},
+        checks_folder=checks_folder,
+    )
+    for _ in range(2):
+        outcome = proj.eb("calibrate")
+        assert outcome.exit_code == 0, outcome.stdout + outcome.stderr
+        assert "AGREED greets: 2/2 cases agreed" in outcome.stdout
+        entry = proj.record["checks"]["greets"]
+        assert (entry["cases_agreed"], entry["agreement"]) == (2, 1.0)
+    assert len(list((proj.root / "runs").glob("calibrate_*"))) == 2
+    assert proj.eb("run", "--require-calibration").exit_code == 0
 
 
 def project_digests(root: Path) -> dict[str, str]:
