@@ -20,6 +20,7 @@ from eval_banana.calibration.watch import SampleWatch
 from eval_banana.core import log
 from eval_banana.core.canonjson import dumps
 from eval_banana.core.files import write_text_atomic
+from eval_banana.core.ownmark import mark_folder
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.result import CheckResult
@@ -238,6 +239,9 @@ def calibrate(
     """Run every sample of every case of `checks` on max_parallel_checks threads; the figures.
     `definitions`: as `plan_runs` takes them; `fuses`: counts the judges' usage (a tripped
     fuse sets `cancel`)."""
+    # Marked first: in an output folder that holds the user's files too, the mark keeps this
+    # evidence out of later runs' project state (their cache keys) and later calibrations' watch.
+    mark_folder(folder=run_dir, kind="calibration", ours=lambda _name: False)
     (run_dir / "checks").mkdir(parents=True, exist_ok=True)
     calibrator = Calibrator(
         config=config,

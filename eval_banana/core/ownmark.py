@@ -5,8 +5,9 @@ copied elsewhere) holds `stages/config.json`, the first file every run of every 
 writes: its config stage, naming eb's config-stage schema. A cache or history folder holds
 `.eval-banana-folder`, which eb writes into it before anything else (or, in one an earlier eb
 made, before its next write there): moved by a changed `[cache] dir` or `[history] dir`, the
-old folder is still known. What lies in such a folder is never a
-project file, a check or a dataset row.
+old folder is still known. So does the evidence folder of an `eb calibrate`
+(`calibrate_<run id>`), in an output folder that holds the user's files too. What lies in such
+a folder is never a project file, a check or a dataset row.
 
 A walk asks only about a folder whose listing names `stages` or the mark file, and a listing of
 files only about the folders holding one of them: the project's other folders cost nothing.

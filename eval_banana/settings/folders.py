@@ -119,8 +119,8 @@ def own_folders(*, config: ConfigDoc) -> list[Path]:
     beside `ci/eval_checks/`) stays the project's, or its checks, datasets and inputs would
     vanish without a word: there only the current run's folder and the current calibration's
     (this run id's: a calibration's files must not look like a judge's writes) are left out by
-    their paths, and every other run folder by its config stage, as anywhere in the project
-    (core/ownmark.py)."""
+    their paths, and every other run folder by its config stage, every other calibration's by
+    its mark, as anywhere in the project (core/ownmark.py)."""
     outputs = output_folders(config=config)
     folders = [
         folder

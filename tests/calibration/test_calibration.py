@@ -156,6 +156,34 @@ def test_calibrating_again_agrees_again_and_keeps_the_record(
     assert proj.eb("run", "--require-calibration").exit_code == 0
 
 
+@pytest.mark.parametrize("checks_folder", CHECKS_FOLDERS.values(), ids=list(CHECKS_FOLDERS))
+def test_a_calibration_leaves_every_stored_verdict_reusable(
+    make_plain_project: Callable[..., Project], scripted_env: Path, checks_folder: str
+) -> None:
+    """A calibration's evidence folder counted as project files in the cache key of every check
+    without `inputs:`, so the next run judged (and paid for) each of them again."""
+    proj = make_plain_project(
+        {"greets": judge("greets", script=READS_ANSWER, cases=[GOOD, BAD])},
+        checks_folder=checks_folder,
+        config_extra='[cache]\nmode = "on"\n',
+    )
+
+    def starts() -> int:
+        return len(scripted_env.read_text().splitlines())
+
+    assert proj.eb("run").exit_code == 0
+    stored = starts()
+    assert proj.eb("run").exit_code == 0
+    assert starts() == stored  # the verdict cache answers
+    calibrated = proj.eb("calibrate")
+    assert calibrated.exit_code == 0, calibrated.stdout + calibrated.stderr
+    assert starts() == stored + 2  # one sample of each case
+    rerun = proj.eb("run")
+    assert rerun.exit_code == 0, rerun.stdout + rerun.stderr
+    assert "greets: passed (cached" in rerun.stderr + rerun.stdout
+    assert starts() == stored + 2  # no judge started
+
+
 def project_digests(root: Path) -> dict[str, str]:
     """Every file of the project but eb's own output (the run folders, the record)."""
     found = {}
