@@ -312,7 +312,7 @@ def _print_json_error(exc: EvalBananaError, *, command: str | None) -> None:
     # A command whose --json output has its own shape (eb validate) renders its errors in it.
     render = getattr(command_module(command), "json_error", None) if command in COMMANDS else None
     document = render(exc) if render else {"error": exc.as_json(), "exit_code": exc.exit_code}
-    print(json.dumps(document, ensure_ascii=False))
+    print(json.dumps(document, ensure_ascii=False, allow_nan=False))
     sys.stdout.flush()  # a stdout that cannot take it fails here, inside the error boundary
 
 

@@ -213,7 +213,7 @@ def _text_for_number(*, found: Any, value: Any, expected_from: ExpectedFrom | No
     where it was written (both places' when that is not known)."""
     if not isinstance(value, str) or not isinstance(found, int | float) or isinstance(found, bool):
         return ""
-    number = json.dumps(found)
+    number = json.dumps(found, allow_nan=True)
     in_row = expected_from is not None and expected_from.format != "check file"
     if value.strip() == number:
         if expected_from is not None and in_row:

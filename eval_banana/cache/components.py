@@ -102,7 +102,7 @@ def _agent_components(
     }
     return [
         ("agent", harness.agent),
-        ("command_template", json.dumps(command, ensure_ascii=False)),
+        ("command_template", json.dumps(command, ensure_ascii=False, allow_nan=False)),
         ("agent_variable_names", "\0".join(sorted(agent_names))),
         ("output_dialect", template.output_dialect),
     ]

@@ -87,7 +87,7 @@ def walk_needed(*, known: KnownSize | None, added: int, max_bytes: int) -> bool:
 def remember_size(*, folder: Path, size_bytes: int, walked_at: float) -> None:
     """Write the ledger; a ledger that cannot be written only costs the next run a walk."""
     ledger = CacheSizeLedger(size_bytes=max(0, size_bytes), walked_at=walked_at)
-    data = json.dumps(ledger.model_dump(), indent=1).encode() + b"\n"
+    data = json.dumps(ledger.model_dump(), indent=1, allow_nan=False).encode() + b"\n"
     with contextlib.suppress(OSError, WriteFault):
         write_bytes_atomic(
             path=ledger_path(folder=folder), data=data, folder_mode=OWNER_ONLY_FOLDER

@@ -43,7 +43,7 @@ def remote_text(*, key: str, entry: Mapping[str, Any], inline: Mapping[str, str]
         "entry": {name: value for name, value in entry.items() if name != "mac"},
         "inline": dict(inline),
     }
-    return json.dumps(body, ensure_ascii=False).encode("utf-8") + b"\n"
+    return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
 
 
 _TOP = frozenset(

@@ -78,7 +78,7 @@ def _config_text(*, config: ConfigDoc) -> str:
         table, _, name = dotted.partition(".")
         document["settings"][table].pop(name, None)
         document["sources"].pop(dotted, None)
-    return json.dumps(document, sort_keys=True, ensure_ascii=False, default=str)
+    return json.dumps(document, sort_keys=True, ensure_ascii=False, default=str, allow_nan=False)
 
 
 def _discover_text(*, discovered: DiscoverDoc) -> str:
@@ -92,7 +92,7 @@ def _discover_text(*, discovered: DiscoverDoc) -> str:
         "check_dirs": discovered.check_dirs,
         "problems": [problem.model_dump() for problem in discovered.problems],
     }
-    return json.dumps(rest, sort_keys=True, ensure_ascii=False) + "\n" + files
+    return json.dumps(rest, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" + files
 
 
 def _harness_text(*, config: ConfigDoc) -> str:
@@ -104,7 +104,7 @@ def _harness_text(*, config: ConfigDoc) -> str:
         return f"error\0{exc.message}"
     if harness is None:
         return "none"
-    return json.dumps(harness.model_dump(), sort_keys=True, ensure_ascii=False)
+    return json.dumps(harness.model_dump(), sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 def replay_key(*, config: ConfigDoc, discovered: DiscoverDoc, environ: Mapping[str, str]) -> str:

@@ -86,7 +86,7 @@ def plain_path(path: str) -> bool:
     """Whether a folder's path reads the same in JSON, HTML and plain text (a replay writes
     one form of it in every file)."""
     # What html.escape changes, without importing html (and its entity table) on every replay.
-    return json.dumps(path, ensure_ascii=False)[1:-1] == path and not any(
+    return json.dumps(path, ensure_ascii=False, allow_nan=False)[1:-1] == path and not any(
         char in path for char in "&<>\"'"
     )
 
@@ -217,7 +217,7 @@ def _templates(*, run: RunTaken, store: CacheStore) -> list[dict[str, Any]] | No
     for name in TEMPLATE_NAMES:
         path = run.run_dir / name
         if name == JSON_LINE:
-            data = json.dumps(run.report, ensure_ascii=False).encode("utf-8")
+            data = json.dumps(run.report, ensure_ascii=False, allow_nan=False).encode("utf-8")
         elif path.is_file():
             data = path.read_bytes()
         else:

@@ -113,12 +113,15 @@ class CacheStore(BlobStore):
 
     def write(self, *, key: str, document: dict[str, Any]) -> str:
         """Store a verdict entry with its MAC; the digest of the bytes written."""
-        data = json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
+        data = (
+            json.dumps(document, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            + b"\n"
+        )
         return self._write_signed(path=self.entry_path(key=key), text=data)
 
     def write_replay(self, *, key: str, document: dict[str, Any]) -> str:
         """Store a kept run with its MAC; the digest of the bytes written."""
-        data = json.dumps(document, ensure_ascii=False).encode("utf-8") + b"\n"
+        data = json.dumps(document, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n"
         return self._write_signed(path=self.replay_path(key=key), text=data)
 
     def _write_signed(self, *, path: Path, text: bytes) -> str:

@@ -32,7 +32,7 @@ def calibration_key(*, check: PlannedCheck, harness: ResolvedHarness) -> Calibra
         agent=harness.agent,
         model=model,
         reasoning_effort=effort,
-        command_template=json.dumps(command, ensure_ascii=False),
+        command_template=json.dumps(command, ensure_ascii=False, allow_nan=False),
         prompt_version=PROMPT_VERSION,
     )
 

@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         Console().warn_each(built.warnings)
     document = built.document
     if args.format == "json":
-        sys.stdout.write(json.dumps(document.model_dump(by_alias=True), ensure_ascii=False))
+        sys.stdout.write(
+            json.dumps(document.model_dump(by_alias=True), ensure_ascii=False, allow_nan=False)
+        )
         sys.stdout.write("\n")
     else:
         _print_table(document=document, cases=args.cases)

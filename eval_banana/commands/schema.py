@@ -93,7 +93,7 @@ def _case_schema(*, path: str, as_list: bool) -> str:
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     if as_list:
         document = _listed(row=document)
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _listed(*, row: dict[str, object]) -> dict[str, object]:

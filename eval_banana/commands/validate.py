@@ -219,7 +219,7 @@ def _print_json(
         warnings=[entry for warning in warnings for entry in _entries(warning, kind="warning")],
         error=error,
     )
-    print(json.dumps(document, ensure_ascii=False))
+    print(json.dumps(document, ensure_ascii=False, allow_nan=False))
     return int(document["exit_code"])
 
 

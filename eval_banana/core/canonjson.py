@@ -1,5 +1,11 @@
-"""JSON text exactly as `json.dumps(value, indent=2, ensure_ascii=False[, sort_keys=True])`
-writes it, in a fraction of the time, and straight from `Record`s (no `model_dump` first).
+"""JSON text exactly as `json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False[,
+sort_keys=True])` writes it, in a fraction of the time, and straight from `Record`s (no
+`model_dump` first).
+
+NaN and the infinities are refused (ValueError), as that call refuses them: Python's json would
+write `NaN` and `Infinity`, which no other JSON reader takes (a browser's JSON.parse throws), so
+a stage file or report holding one would break its own schema. What eb reads from outside is
+checked where it is read (an agent's cost, a dataset's numbers); this is the guard behind that.
 
 The standard library's C encoder is used only without `indent`; with it, every value goes
 through the pure-Python encoder's generators. Stage files and reports are indented (they are
@@ -36,12 +42,9 @@ class _Unusual(Exception):
 
 
 def _float(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value == _INFINITY:
-        return "Infinity"
-    if value == -_INFINITY:
-        return "-Infinity"
+    if value != value or value in (_INFINITY, -_INFINITY):
+        # json.dumps's own words for it, with allow_nan=False.
+        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
     return _float_text(value)
 
 
@@ -101,7 +104,7 @@ def dump(
 
 def _plain(value: Any, *, sort_keys: bool) -> str:
     plain = value.model_dump(mode="json", by_alias=True) if isinstance(value, Record) else value
-    return json.dumps(plain, indent=2, sort_keys=sort_keys, ensure_ascii=False)
+    return json.dumps(plain, indent=2, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False)
 
 
 # A piece handed to `dump`'s `emit`: this many parts at least (a part is about one field, some

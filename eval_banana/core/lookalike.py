@@ -76,7 +76,7 @@ def reveal_for(*, expected: str, found: str, within: bool = False) -> Reveal:
 def json_quoted(text: str, *, reveal: Reveal = "none") -> str:
     """`text` as a JSON string (`"café"`), its hidden characters escaped as `reveal` says;
     the quoted text still reads back as `text`."""
-    quoted = json.dumps(text, ensure_ascii=reveal == "all")
+    quoted = json.dumps(text, ensure_ascii=reveal == "all", allow_nan=False)
     if reveal != "hidden":
         return quoted
     # json.dumps wrote every backslash of the text as `\\`: an escape added here is never

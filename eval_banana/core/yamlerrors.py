@@ -110,7 +110,8 @@ def _block_quoted(*, line: str) -> str | None:
     found = _UNQUOTED_PLACEHOLDER.match(line)
     if found is None:
         return None
-    return f"{found.group(1).strip()} {json.dumps(found.group(2), ensure_ascii=False)}"
+    quoted = json.dumps(found.group(2), ensure_ascii=False, allow_nan=False)
+    return f"{found.group(1).strip()} {quoted}"
 
 
 def _flow_quoted(*, line: str) -> str | None:
@@ -120,7 +121,9 @@ def _flow_quoted(*, line: str) -> str | None:
         return None
     quoted, count = _FLOW_PLACEHOLDER.subn(
         lambda found: (
-            found.group(1) + json.dumps(found.group(2), ensure_ascii=False) + found.group(3)
+            found.group(1)
+            + json.dumps(found.group(2), ensure_ascii=False, allow_nan=False)
+            + found.group(3)
         ),
         line,
     )

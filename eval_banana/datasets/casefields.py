@@ -36,7 +36,7 @@ def bad_id_message(given: object) -> str:
         bad = next(char for char in given if not CASE_ID.fullmatch(char))
         what = "a space" if bad == " " else repr(bad)
         return f"case id {given!r} holds {what}; {rule}"
-    shown = json.dumps(given, ensure_ascii=False)
+    shown = json.dumps(given, ensure_ascii=False, allow_nan=True)
     if isinstance(given, bool | int | float):
         what = "a boolean" if isinstance(given, bool) else "a number"
         return f'case id {shown} is {what}; {rule}: quote it ("{shown}") if that is what you meant'
@@ -110,7 +110,7 @@ def _tags_text_refused(tags: str) -> Refused:
     return Refused(
         f"tags {tags!r} is one text holding a comma or a space: outside a CSV cell that is one "
         f"tag, which --tag {words[-1]} does not select",
-        f"write the tags as a list ({json.dumps(words, ensure_ascii=False)}); a tag that holds "
-        'a space is one item of a list (["needs review"])',
+        f"write the tags as a list ({json.dumps(words, ensure_ascii=False, allow_nan=False)}); "
+        'a tag that holds a space is one item of a list (["needs review"])',
         "case.tags",
     )

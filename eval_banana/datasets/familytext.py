@@ -23,7 +23,7 @@ from eval_banana.datasets.render import (
 )
 
 # One line of JSON: json's indenting encoder is pure Python, and this runs per case.
-_ONE_LINE = json.JSONEncoder(ensure_ascii=False)
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 def fenced(*, case_id: str, row: dict[str, Any]) -> str:

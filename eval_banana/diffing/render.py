@@ -281,7 +281,10 @@ def render_md(diff: RunDiff) -> str:
 
 
 def render_json(diff: RunDiff) -> str:
-    return json.dumps(diff.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(diff.model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False)
+        + "\n"
+    )
 
 
 RENDERERS: dict[str, Callable[[RunDiff], str]] = {

@@ -36,7 +36,7 @@ _ANSWER_LIMIT = 64 * 1024
 
 def schema_text() -> str:
     """The schema as one line of JSON (the same bytes every run)."""
-    return json.dumps(VERDICT_SCHEMA, separators=(",", ":"), sort_keys=True)
+    return json.dumps(VERDICT_SCHEMA, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
 def requests_schema(*, template: AgentTemplate) -> bool:

@@ -13,15 +13,20 @@ from eval_banana.core.digits import grouped_whole
 _CODEX_LABEL = re.compile(r"^tokens used\b\W*(.*)$", re.IGNORECASE)
 
 
-def _int(value: object) -> int | None:
+def reported_count(value: object) -> int | None:
+    """A token count the agent reported: a JSON whole number, 0 or more; None for anything else."""
     return value if type(value) is int and value >= 0 else None
 
 
-def _cost(value: object) -> float | None:
-    """A dollar amount the agent reported: a finite, non-negative JSON number."""
+def reported_cost(value: object) -> float | None:
+    """A dollar amount the agent reported: a finite JSON number, 0 or more; None for anything
+    else (a string, NaN, an infinity, a negative amount)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    amount = float(value)
+    try:
+        amount = float(value)
+    except OverflowError:  # a whole number beyond any float: no amount of dollars
+        return None
     return amount if math.isfinite(amount) and amount >= 0 else None
 
 
@@ -29,7 +34,10 @@ def _claude(event: dict[str, Any]) -> dict[str, Any] | None:
     usage = event.get("usage")
     if not isinstance(usage, dict):
         return None
-    inputs, outputs = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+    inputs, outputs = (
+        reported_count(usage.get("input_tokens")),
+        reported_count(usage.get("output_tokens")),
+    )
     if inputs is None or outputs is None:
         return None
     found: dict[str, Any] = {
@@ -37,7 +45,7 @@ def _claude(event: dict[str, Any]) -> dict[str, Any] | None:
         "output_tokens": outputs,
         "total_tokens": inputs + outputs,
     }
-    cost = _cost(event.get("total_cost_usd"))
+    cost = reported_cost(event.get("total_cost_usd"))
     if cost is not None:
         found["cost_usd"] = cost
     return found
@@ -47,10 +55,13 @@ def _gemini(event: dict[str, Any]) -> dict[str, Any] | None:
     stats = event.get("stats")
     if not isinstance(stats, dict):
         return None
-    inputs, outputs = _int(stats.get("input_tokens")), _int(stats.get("output_tokens"))
+    inputs, outputs = (
+        reported_count(stats.get("input_tokens")),
+        reported_count(stats.get("output_tokens")),
+    )
     if inputs is not None and outputs is not None:
         return {"input_tokens": inputs, "output_tokens": outputs, "total_tokens": inputs + outputs}
-    total = _int(stats.get("total_tokens"))
+    total = reported_count(stats.get("total_tokens"))
     return None if total is None else {"total_tokens": total}
 
 
@@ -102,7 +113,7 @@ def usage_cost(usage: dict[str, Any] | None) -> float | None:
     """The dollars the cost fuse counts: what the agent reported itself, or None."""
     if usage is None:
         return None
-    return _cost(usage.get("cost_usd"))
+    return reported_cost(usage.get("cost_usd"))
 
 
 def usage_tokens(usage: dict[str, Any] | None) -> int | None:
@@ -121,7 +132,9 @@ def summed_usage(usages: list[object]) -> dict[str, Any] | None:
         return None
     total: dict[str, Any] = {"dialect": reported[0].get("dialect")}
     for key in ("input_tokens", "output_tokens", "total_tokens"):
-        values = [value for usage in reported if (value := _int(usage.get(key))) is not None]
+        values = [
+            value for usage in reported if (value := reported_count(usage.get(key))) is not None
+        ]
         if values:
             total[key] = sum(values)
     costs = [cost for usage in reported if (cost := usage_cost(usage)) is not None]
@@ -142,7 +155,9 @@ def usage_totals(usages: list[object]) -> dict[str, Any] | None:
         return None
 
     def total(key: str) -> int | None:
-        values = [value for usage in reported if (value := _int(usage.get(key))) is not None]
+        values = [
+            value for usage in reported if (value := reported_count(usage.get(key))) is not None
+        ]
         return sum(values) if values else None
 
     costs = [cost for usage in reported if (cost := usage_cost(usage)) is not None]

@@ -33,6 +33,11 @@ class Extraction(NamedTuple):
     error_event: dict[str, Any] | None = None
 
 
+def _shown(value: object) -> str:
+    """A field of the agent's event as it wrote it, for a message."""
+    return json.dumps(value, allow_nan=True)
+
+
 def _loads_object(line: str) -> dict[str, Any] | None:
     stripped = line.strip()
     if not stripped.startswith("{"):
@@ -68,7 +73,7 @@ def _from_result_event(event: dict[str, Any]) -> Extraction:
             verdict=None,
             problem=(
                 "the agent's final result event is not a success (subtype "
-                f"{json.dumps(event.get('subtype'))}, is_error {json.dumps(event.get('is_error'))})"
+                f"{_shown(event.get('subtype'))}, is_error {_shown(event.get('is_error'))})"
             ),
             usage_event=event,
         )
@@ -81,7 +86,7 @@ def _from_result_event(event: dict[str, Any]) -> Extraction:
     structured = event.get("structured_output")
     if scanned.verdict is None and isinstance(structured, dict):
         # --json-schema: the constrained answer, when the result text does not hold it.
-        scanned = scan_text(json.dumps(structured))
+        scanned = scan_text(json.dumps(structured, allow_nan=True))
     problem = None if scanned.problem is None else f"in the final result text, {scanned.problem}"
     return Extraction(verdict=scanned.verdict, problem=problem, usage_event=event)
 
@@ -206,7 +211,7 @@ def _gemini(path: Path) -> Extraction:
         message = error.get("message") if isinstance(error, dict) else None
         return Extraction(
             verdict=None,
-            problem=f"the agent's result event has status {json.dumps(result.get('status'))}"
+            problem=f"the agent's result event has status {_shown(result.get('status'))}"
             + (f": {message}" if isinstance(message, str) else ""),
             usage_event=result,
         )

@@ -56,7 +56,7 @@ def rejection(obj: dict[str, Any], *, repeated: str | None = None) -> str:
         return f'"{repeated}" was given twice, so which one the judge meant is unknown'
     score = obj["score"]
     if type(score) is not int or score not in (0, 1):
-        return f'"score" was {json.dumps(score)[:40]}, not the JSON integer 0 or 1'
+        return f'"score" was {json.dumps(score, allow_nan=True)[:40]}, not the JSON integer 0 or 1'
     reason_type = type(obj.get("reason")).__name__
     return f'"reason" was {reason_type}, not a string or null'
 

@@ -56,7 +56,7 @@ def balance_shards(
 def durations_digest(*, durations: Mapping[str, float]) -> str:
     """`sha256:<hex>` of a durations table: equal tables, equal digests, on any machine."""
     # Python writes a float as the shortest text that reads back to it: the same everywhere.
-    data = json.dumps(dict(durations), sort_keys=True, separators=(",", ":"))
+    data = json.dumps(dict(durations), sort_keys=True, separators=(",", ":"), allow_nan=False)
     return f"sha256:{hashlib.sha256(_DIGEST_PREFIX + data.encode()).hexdigest()}"
 
 

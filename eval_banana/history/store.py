@@ -48,7 +48,9 @@ def record_bytes(*, record: HistoryRecord) -> bytes:
     are read back at once, and every byte is parsed each time."""
     document = record.model_dump(by_alias=True)
     document["checks"] = [entry_document(check) for check in record.checks]
-    return (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    return (
+        json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+    ).encode()
 
 
 def write_record(*, folder: Path, record: HistoryRecord) -> Path:

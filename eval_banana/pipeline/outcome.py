@@ -48,5 +48,5 @@ class RunOutcome:
     def json_line(self) -> str:
         """The report as `--json` prints it: one line of JSON."""
         if self._json_line is None:
-            self._json_line = json.dumps(self.report, ensure_ascii=False)
+            self._json_line = json.dumps(self.report, ensure_ascii=False, allow_nan=False)
         return self._json_line

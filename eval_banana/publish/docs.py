@@ -107,7 +107,7 @@ def _settings_table() -> list[str]:
     for spec in SETTINGS:
         if spec.name == "agents":
             continue
-        default = json.dumps(spec.default) if spec.default is not None else "unset"
+        default = json.dumps(spec.default, allow_nan=False) if spec.default is not None else "unset"
         rows.append(
             f"| `[{spec.section}] {spec.key}` | {_cell(_kind_type(spec=spec))} | "
             f"`{_cell(default)}` | "
@@ -175,7 +175,7 @@ _PLURALS = {
 
 
 def _literal(value: object) -> str:
-    return f"`{value}`" if isinstance(value, str) else f"`{json.dumps(value)}`"
+    return f"`{value}`" if isinstance(value, str) else f"`{json.dumps(value, allow_nan=False)}`"
 
 
 def _ref_name(ref: str) -> str:
@@ -340,7 +340,7 @@ def stage_examples() -> dict[str, str]:
         for stage in STAGE_NAMES:
             raw = stage_path(run_dir=run_dir, stage=stage).read_text()
             document: Any = json.loads(_normalize(raw, root=str(real_path(root))))
-            examples[stage] = json.dumps(document, indent=2, sort_keys=True) + "\n"
+            examples[stage] = json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
         return examples
 
 

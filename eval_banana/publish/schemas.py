@@ -181,7 +181,7 @@ def schema_names() -> list[str]:
 
 
 def render(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, sort_keys=False) + "\n"
+    return json.dumps(schema, indent=2, sort_keys=False, allow_nan=False) + "\n"
 
 
 def write_all(*, targets: list[Path]) -> list[Path]:

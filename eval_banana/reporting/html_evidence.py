@@ -193,7 +193,7 @@ def _start_and_end(*, handle: BinaryIO, size: int, name: str) -> list[bytes]:
         "kind": "skipped",
         "text": f"{events} events ({middle} bytes) left out of this page; they are in {name}",
     }
-    return [*head.split(b"\n"), json.dumps(note).encode(), *end.split(b"\n")]
+    return [*head.split(b"\n"), json.dumps(note, allow_nan=False).encode(), *end.split(b"\n")]
 
 
 def _count_lines(*, handle: BinaryIO, length: int) -> int:

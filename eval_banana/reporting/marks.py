@@ -111,7 +111,7 @@ class MarkedRow(NamedTuple):
 
 def script_json(value: object) -> str:
     """JSON safe inside <script>: no `<`, `>` or `&` can end the element or start markup."""
-    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -161,7 +161,7 @@ def build_result_document(
 
 def render_result(*, document: dict[str, Any], report_md: str | None, fmt: str) -> str:
     """`md`: fenced JSON, then the exact report.md when a report exists; `json`: JSON + newline."""
-    body = json.dumps(document, indent=2, ensure_ascii=False)
+    body = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
     if fmt == "json":
         return body + "\n"
     if fmt != "md":

@@ -61,7 +61,7 @@ def context_json(*, ctx: RunContext, output_dir: Path) -> str:
         # A dataset case: the script reads its row here (plain checks keep the five keys).
         document["case_id"] = ctx.check.case_id
         document["case"] = ctx.check.case or {}
-    return json.dumps(document, indent=2, ensure_ascii=True)
+    return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False)
 
 
 def _timeout_seconds(*, ctx: RunContext) -> int:

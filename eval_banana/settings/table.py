@@ -802,7 +802,7 @@ LEGACY_CORE_KEYS: tuple[str, ...] = (
 def show(value: object) -> str:
     """A value as it would be written in TOML/JSON, for messages."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):
         return repr(value)
 

@@ -153,8 +153,8 @@ def score_disagreement(
             if isinstance(value, list | dict):
                 return f"$.{name}", "is not what stages/execute.json's results score"
             return f"$.{name}", (
-                f"{json.dumps(stored.get(name))}, but stages/execute.json's results score "
-                f"{json.dumps(value)}"
+                f"{json.dumps(stored.get(name), allow_nan=True)}, but stages/execute.json's "
+                f"results score {json.dumps(value, allow_nan=True)}"
             )
     return None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from eval_banana.harness.usage import reported_cost, reported_count
 from eval_banana.transcripts.dialectbase import BoundedText, Parser
 from eval_banana.transcripts.jsonline import load, texts
 from eval_banana.transcripts.reading import Line
@@ -48,7 +49,7 @@ class Claude(Parser):
         elif kind == "result":
             self._result(event)
         elif kind == "system" and event.get("subtype") not in ("init", None):
-            self.sink.add("message", role="system", text=json.dumps(event))
+            self.sink.add("message", role="system", text=json.dumps(event, allow_nan=True))
 
     def _message(self, *, role: str, content: object) -> None:
         if isinstance(content, str):
@@ -99,8 +100,10 @@ class Claude(Parser):
                     "cache_creation_input_tokens",
                 ),
             )
-            cost = event.get("total_cost_usd")
-            if isinstance(cost, int | float) and not isinstance(cost, bool):
+            # Only a cost eb can read: NaN or an infinity is no JSON, and the line would be
+            # none either (a negative amount is no cost); details.usage reads it the same way.
+            cost = reported_cost(event.get("total_cost_usd"))
+            if cost is not None:
                 found["cost_usd"] = cost
             if found:
                 self.sink.add("usage", usage=found)
@@ -128,7 +131,8 @@ def _add_message(*, sink: Sink, text: BoundedText, last: bool, strip: bool = Fal
 
 
 def _numbers(source: dict[str, Any], keys: tuple[str, ...]) -> dict[str, int | float]:
-    return {key: source[key] for key in keys if type(source.get(key)) is int}
+    """The token counts of `keys` that read as counts (whole numbers, 0 or more)."""
+    return {key: source[key] for key in keys if reported_count(source.get(key)) is not None}
 
 
 class Gemini(Parser):
@@ -173,7 +177,9 @@ class Gemini(Parser):
                 call_id=event.get("tool_id"), text=output if isinstance(output, str) else None
             )
         elif kind == "error":
-            self.sink.add("error", text=str(event.get("message") or json.dumps(event)))
+            self.sink.add(
+                "error", text=str(event.get("message") or json.dumps(event, allow_nan=True))
+            )
         elif kind == "result":
             self._result(event)
 

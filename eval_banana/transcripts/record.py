@@ -49,8 +49,10 @@ def transcript_events(
 
 def write_transcript(*, events: list[Event], target: Path) -> int:
     """Write `target` (one JSON event per line, atomically); the number of events."""
+    # No NaN or infinity: the file is JSON Lines, which report.html's JSON.parse reads too.
     data = "".join(
-        json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n" for event in events
+        json.dumps(event, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+        for event in events
     )
     # Half a surrogate pair an agent escaped (text cut inside an emoji) is U+FFFD, as in the
     # check's result: no UTF-8 file can hold it.

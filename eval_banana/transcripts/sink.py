@@ -130,7 +130,11 @@ class Sink:
         """A tool call's arguments as JSON text, masked and cut."""
         import json
 
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, ensure_ascii=False, allow_nan=True)
+        )
         return self.clip(text)
 
     def events(self) -> list[Event]:

@@ -1,4 +1,5 @@
-"""canonjson writes exactly the text `json.dumps(..., indent=2, ensure_ascii=False)` writes.
+"""canonjson writes exactly the text `json.dumps(..., indent=2, ensure_ascii=False,
+allow_nan=False)` writes, and refuses what that refuses (NaN, the infinities).
 
 Stage files are hashed as bytes and chained by those digests, so one byte of difference would
 make every earlier run folder look stale or changed.
@@ -12,11 +13,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from eval_banana.core import canonjson
-from eval_banana.core.files import sha256_bytes, stage_json_bytes, write_model
+from eval_banana.core.files import (
+    sha256_bytes,
+    stage_json_bytes,
+    write_json_atomic,
+    write_model,
+)
 from eval_banana.models.result import CheckResult
 from eval_banana.runners.results import build_result
 from tests.builders import make_execute, planned_inline
@@ -32,17 +39,46 @@ JSON = st.recursive(
 )
 
 
+def _json_dumps(value: Any, *, sort_keys: bool) -> str | None:
+    """json.dumps's text as canonjson promises it (NaN refused); None where it refuses."""
+    try:
+        return json.dumps(value, indent=2, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return None
+
+
+def _canonjson_dumps(value: Any, *, sort_keys: bool) -> str | None:
+    try:
+        return canonjson.dumps(value, sort_keys=sort_keys)
+    except ValueError:
+        return None
+
+
 @given(value=JSON)
 def test_plain_values_match_json_dumps(value: Any) -> None:
     for sort_keys in (False, True):
-        assert canonjson.dumps(value, sort_keys=sort_keys) == json.dumps(
-            value, indent=2, sort_keys=sort_keys, ensure_ascii=False
+        assert _canonjson_dumps(value, sort_keys=sort_keys) == _json_dumps(
+            value, sort_keys=sort_keys
         )
 
 
 def test_special_numbers_and_characters() -> None:
-    value = {"é": ["\u2028", "\x00", '"\\', math.inf, -math.inf, math.nan, 1e300, -0.0, 10**30]}
+    value = {"é": ["\u2028", "\x00", '"\\', 1e300, -0.0, 10**30, 5e-324]}
     assert canonjson.dumps(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinities_are_refused_not_written(number: float, tmp_path: Path) -> None:
+    """Python's json writes NaN and Infinity, which no JSON reader takes (a browser's
+    JSON.parse throws on them): every file eb writes through canonjson refuses them, the
+    fast path and the fallback alike, and leaves no file behind."""
+    for value in ({"cost_usd": number}, {1: number}, [number]):
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            canonjson.dumps(value)
+        target = tmp_path / "doc.json"
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            write_json_atomic(path=target, document=value)
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_records_match_their_dump() -> None:

@@ -154,3 +154,46 @@ def test_codex_tokens_used_that_are_no_count_leave_no_usage_and_no_traceback() -
         parser.finish()
         found = [event.get("usage") for event in sink.seen() if event.get("kind") == "usage"]
         assert found == usage, told
+
+
+def _strict_json(line: str) -> Any:
+    """json.loads as every other JSON reader reads: NaN and Infinity are no JSON."""
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    ("cost", "tokens"),
+    [("NaN", '"input_tokens":3'), ("Infinity", '"input_tokens":3'), ("-0.5", '"input_tokens":-3')],
+)
+def test_a_cost_or_count_that_is_no_amount_stays_out_of_the_transcript(
+    tmp_path: Path, cost: str, tokens: str
+) -> None:
+    """A claude result may say `"total_cost_usd": NaN` (Python's json writes it) or a negative
+    amount: the transcript leaves it out, as details.usage does, so its file stays JSON (and
+    the page's JSON.parse can open it)."""
+    from eval_banana.core.masking import NO_SECRETS
+    from eval_banana.transcripts.record import transcript_events, write_transcript
+
+    verdict = json.dumps(json.dumps(VERDICT))
+    stdout = tmp_path / "stdout.txt"
+    stdout.write_text(
+        f'{{"type":"result","subtype":"success","is_error":false,"result":{verdict},'
+        f'"usage":{{{tokens},"output_tokens":4}},"total_cost_usd":{cost}}}\n'
+    )
+    events = transcript_events(
+        dialect="claude", stdout_path=stdout, stderr_path=None, max_chars=1000, masker=NO_SECRETS
+    )
+    target = tmp_path / "t.transcript.jsonl"
+    write_transcript(events=events, target=target)
+    lines = [_strict_json(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    for event in lines:
+        jsonschema.validate(event, SCHEMA)
+    (usage,) = [event["usage"] for event in lines if event["kind"] == "usage"]
+    expected = (
+        {"output_tokens": 4} if tokens.endswith("-3") else {"input_tokens": 3, "output_tokens": 4}
+    )
+    assert usage == expected

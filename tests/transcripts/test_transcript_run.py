@@ -175,3 +175,33 @@ def _reused_run(*, root: Path, first_dir: Path) -> tuple[Path, dict[str, Any]]:
     (reused,) = json.loads((second_dir / "report.json").read_text())["checks"]
     assert reused["details"]["cache"]["hit"] is True, reused["details"]["cache"]
     return second_dir, reused
+
+
+NAN_COST_AGENT = """\
+import json
+verdict = json.dumps(VERDICT)
+# Python's json writes NaN, and an agent built on it may report its cost so.
+print('{"type":"result","subtype":"success","is_error":false,"result":%s,'
+      '"usage":{"input_tokens":5,"output_tokens":7},"total_cost_usd":NaN}' % json.dumps(verdict))
+"""
+
+
+def test_a_nan_cost_leaves_the_transcript_and_the_page_json(tmp_path: Path) -> None:
+    root = project_with_agent(
+        tmp_path / "project", agent=NAN_COST_AGENT.replace("VERDICT", repr(VERDICT))
+    )
+    completed = run_eb(root)
+    assert completed.returncode == 0, completed.stderr
+    run_dir = run_dir_of(root)
+    (check,) = json.loads((run_dir / "report.json").read_text())["checks"]
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    text = (run_dir / check["details"]["transcript_path"]).read_text(encoding="utf-8")
+    events = [json.loads(line, parse_constant=refuse) for line in text.splitlines()]
+    assert events[-1] == {"kind": "usage", "usage": {"input_tokens": 5, "output_tokens": 7}}
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    blob = re.search(r'<script type="application/json" id="tr-0">(.*?)</script>', html, re.S)
+    assert blob is not None
+    assert json.loads(blob.group(1), parse_constant=refuse)[-1] == events[-1]
