@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,13 @@ def usage_tokens(usage: dict[str, Any] | None) -> int | None:
     return total if isinstance(total, int) else None
 
 
+def dollars_sum(costs: Sequence[float]) -> float:
+    """Dollar amounts added up exactly and rounded once (math.fsum): what eb stores keeps every
+    digit the agents reported, so a $0.0000004 judge is not stored as $0.0; only what is shown
+    is rounded (core.words.dollars_text)."""
+    return math.fsum(costs)
+
+
 def summed_usage(usages: list[object]) -> dict[str, Any] | None:
     """One check's `details.usage` over several agent runs (its attempts, its samples): each
     key added up over the runs that reported it, the dialect of the first; None: none did."""
@@ -139,7 +147,7 @@ def summed_usage(usages: list[object]) -> dict[str, Any] | None:
             total[key] = sum(values)
     costs = [cost for usage in reported if (cost := usage_cost(usage)) is not None]
     if costs:
-        total["cost_usd"] = round(sum(costs), 6)
+        total["cost_usd"] = dollars_sum(costs)
     return total
 
 
@@ -166,5 +174,5 @@ def usage_totals(usages: list[object]) -> dict[str, Any] | None:
         "total_tokens": total("total_tokens"),
         "input_tokens": total("input_tokens"),
         "output_tokens": total("output_tokens"),
-        "cost_usd": round(sum(costs), 6) if costs else None,
+        "cost_usd": dollars_sum(costs) if costs else None,
     }

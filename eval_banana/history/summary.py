@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
+from eval_banana.harness.usage import dollars_sum
 from eval_banana.history.merges import merges_once
 from eval_banana.history.recent import median
 from eval_banana.history.record import HistoryCheck, HistoryRecord
@@ -100,7 +101,7 @@ def _p90(values: Sequence[float]) -> float | None:
 
 def _total_cost(checks: Sequence[HistoryCheck]) -> float | None:
     costs = [check.cost_usd for check in checks if check.cost_usd is not None]
-    return round(sum(costs), 6) if costs else None
+    return dollars_sum(costs) if costs else None
 
 
 def _ref(seen: Seen) -> RunRef:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from eval_banana.checks.shard import relative_source
 from eval_banana.core.files import write_model
+from eval_banana.harness.usage import dollars_sum
 from eval_banana.models.config import Selection
 from eval_banana.models.result import CheckResult, SkippedCheck
 from eval_banana.models.stages import (
@@ -231,7 +232,7 @@ def _tokens(runs: Sequence[ShardRun]) -> int | None:
 
 def _cost(runs: Sequence[ShardRun]) -> float | None:
     spent = [run.execute.cost_usd for run in runs if run.execute.cost_usd is not None]
-    return sum(spent) if spent else None
+    return dollars_sum(spent) if spent else None
 
 
 def _merged_times(runs: Sequence[ShardRun]) -> dict[str, object]:

@@ -1,0 +1,116 @@
+"""What judges cost, as eb counts, stores and shows it: a real `eb run` of judges whose agent
+(a claude-dialect script) reports the usage and cost its instructions tell it to."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from eval_banana.harness.usage import summed_usage, usage_totals
+from tests.processes import REPO, eb_process
+
+# The agent prints one result event; a `report: ...` line in the check's instructions holds the
+# text of its fields after the verdict (`"total_cost_usd": 4e-7`), written as is.
+AGENT = """\
+import json, sys
+prompt = sys.argv[-1]
+fields = next(line.split("report:", 1)[1] for line in prompt.splitlines() if "report:" in line)
+verdict = json.dumps(json.dumps({"score": 1, "reason": "r"}))
+print('{"type":"result","subtype":"success","is_error":false,"result":%s,%s}' % (verdict, fields))
+"""
+
+CONFIG = """\
+[harness]
+agent = "stand"
+
+[agents.stand]
+command = [{python}, "{agent}"]
+model_flag = ""
+output_dialect = "claude"
+"""
+
+
+def judge_yaml(check_id: str, *, fields: str, repeats: int = 1) -> str:
+    more = f"repeats: {repeats}\n" if repeats > 1 else ""
+    return (
+        f"schema_version: 1\nid: {check_id}\ntype: harness_judge\ndescription: d\n"
+        f"instructions: |\n  Judge it.\n  report: {fields}\n{more}"
+    )
+
+
+def make_project(root: Path, judges: dict[str, str], *, config: str = "") -> Path:
+    """A project whose judges (id -> their check file's text) run the reporting agent."""
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / "agent.py").write_text(AGENT)
+    text = CONFIG.format(python=json.dumps(sys.executable), agent=root / "agent.py")
+    (root / ".eval-banana" / "config.toml").write_text(text + config)
+    (root / "eval_checks").mkdir()
+    for check_id, check in judges.items():
+        (root / "eval_checks" / f"{check_id}.yaml").write_text(check)
+    return root
+
+
+def eb(root: Path, *args: str) -> Any:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVAL_BANANA_"))}
+    env["PYTHONPATH"] = str(REPO)
+    return eb_process(root, *args, env=env)
+
+
+def newest_report(root: Path) -> dict[str, Any]:
+    runs = sorted((root / ".eval-banana" / "results").glob("2*/report.json"))
+    data: dict[str, Any] = json.loads(runs[-1].read_text(encoding="utf-8"))
+    return data
+
+
+def newest_report_md(root: Path) -> str:
+    runs = sorted((root / ".eval-banana" / "results").glob("2*/report.md"))
+    return runs[-1].read_text(encoding="utf-8")
+
+
+# --- tiny costs keep their digits ---------------------------------------------------------------
+
+
+def test_tiny_costs_are_summed_exactly_and_stored_unrounded() -> None:
+    claude = {"dialect": "claude", "total_tokens": 15}
+    assert summed_usage([{**claude, "cost_usd": 3e-7}, {**claude, "cost_usd": 3e-7}]) == {
+        "dialect": "claude",
+        "total_tokens": 30,
+        "cost_usd": 6e-7,
+    }
+    totals = usage_totals([{**claude, "cost_usd": 4e-7}])
+    assert totals is not None and totals["cost_usd"] == 4e-7
+    # Ten thousand judges at a tenth of a cent: the sum as written, not ten float errors off.
+    many = usage_totals([{**claude, "cost_usd": 0.001}] * 10_000)
+    assert many is not None and many["cost_usd"] == 10.0
+
+
+def test_a_judge_that_cost_a_fraction_of_a_cent_never_reads_free(tmp_path: Path) -> None:
+    fields = '"usage":{"input_tokens":10,"output_tokens":5},"total_cost_usd":4e-7'
+    root = make_project(tmp_path / "p", {"a": judge_yaml("a", fields=fields)})
+    run = eb(root, "run")
+    assert run.returncode == 0, run.stderr
+    line = "Judge usage: 15 tokens (10 in, 5 out), $0.00000040, as reported by 1 judge"
+    assert line in run.stdout + run.stderr
+    assert line + "." in newest_report_md(root)
+    report = newest_report(root)
+    assert report["judge_usage"]["cost_usd"] == 4e-7
+    history = eb(root, "history", "--json")
+    assert history.returncode == 0, history.stderr
+    view = json.loads(history.stdout)
+    assert view["runs"][0]["cost_usd"] == 4e-7 and view["checks"][0]["cost_usd"] == 4e-7
+    shown = eb(root, "history")
+    rows = [row for row in shown.stdout.splitlines() if row.startswith(("2", "a "))]
+    assert len(rows) == 2 and all("$0.00000040" in row for row in rows), shown.stdout
+
+
+def test_the_samples_of_a_judge_add_up_to_what_they_cost(tmp_path: Path) -> None:
+    fields = '"usage":{"input_tokens":10,"output_tokens":5},"total_cost_usd":3e-7'
+    root = make_project(tmp_path / "p", {"a": judge_yaml("a", fields=fields, repeats=2)})
+    run = eb(root, "run")
+    assert run.returncode == 0, run.stderr
+    (check,) = newest_report(root)["checks"]
+    assert check["details"]["usage"]["cost_usd"] == 6e-7
+    assert "$0.00000060, as reported by 1 judge" in run.stdout + run.stderr
