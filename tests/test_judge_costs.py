@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from eval_banana.harness.usage import summed_usage, usage_totals
+from eval_banana.harness.usage import read_usage, summed_usage, usage_totals
 from tests.processes import REPO, eb_process
 
 # The agent prints one result event; a `report: ...` line in the check's instructions holds the
@@ -114,3 +114,92 @@ def test_the_samples_of_a_judge_add_up_to_what_they_cost(tmp_path: Path) -> None
     (check,) = newest_report(root)["checks"]
     assert check["details"]["usage"]["cost_usd"] == 6e-7
     assert "$0.00000060, as reported by 1 judge" in run.stdout + run.stderr
+
+
+# --- a cost the fuse can count, and one it cannot -----------------------------------------------
+
+
+def test_a_cost_is_read_without_the_tokens_and_what_does_not_read_is_kept_as_written() -> None:
+    def read(event: dict[str, Any]) -> dict[str, Any] | None:
+        return read_usage(dialect="claude", usage_event=event, stderr_path=None)
+
+    assert read({"type": "result", "total_cost_usd": 0.6}) == {"dialect": "claude", "cost_usd": 0.6}
+    tokens = {"input_tokens": 10, "output_tokens": 5}
+    assert read({"usage": tokens, "total_cost_usd": "0.6"}) == {
+        "dialect": "claude",
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "total_tokens": 15,
+        "unreadable": {"total_cost_usd": '"0.6"'},
+    }
+    assert read({"usage": {"input_tokens": -1, "output_tokens": 5}, "total_cost_usd": 0.25}) == {
+        "dialect": "claude",
+        "cost_usd": 0.25,
+        "unreadable": {"usage.input_tokens": "-1"},
+    }
+    # null says nothing was counted: no report, and nothing to warn of.
+    assert read({"usage": None, "total_cost_usd": None}) is None
+    only_unread = read({"total_cost_usd": float("nan")})
+    assert only_unread == {"dialect": "claude", "unreadable": {"total_cost_usd": "NaN"}}
+    # A judge whose usage holds nothing readable is in no total.
+    assert usage_totals([only_unread]) is None
+
+
+def test_the_cost_fuse_counts_a_cost_reported_without_token_usage(tmp_path: Path) -> None:
+    fields = '"total_cost_usd":0.6'
+    judges = {f"j{n}": judge_yaml(f"j{n}", fields=fields) for n in range(4)}
+    root = make_project(tmp_path / "p", judges)
+    run = eb(root, "run", "--cost-fuse-usd", "1", "--max-parallel-checks", "1")
+    assert run.returncode == 3, run.stderr
+    report = newest_report(root)
+    assert report["aborted_by"] == "cost_fuse"
+    assert report["judge_usage"]["cost_usd"] == 1.2 and report["judge_usage"]["judges"] == 2
+    assert "Judge usage: $1.2000, as reported by 2 judges" in run.stdout + run.stderr
+
+
+def test_a_cost_that_does_not_read_is_warned_of_and_the_fuse_says_it_did_not_count_it(
+    tmp_path: Path,
+) -> None:
+    fields = '"usage":{"input_tokens":10,"output_tokens":5},"total_cost_usd":"0.6"'
+    root = make_project(tmp_path / "p", {"s": judge_yaml("s", fields=fields)})
+    run = eb(root, "run", "--cost-fuse-usd", "1")
+    # The fuse cannot count it, so never trips on it (as the token fuse on unseen usage).
+    assert run.returncode == 0, run.stderr
+    said = (
+        "Judge check 's' reported total_cost_usd \"0.6\", which is no amount of dollars (a "
+        "JSON number, 0 or more): no total holds its cost; the cost fuse could not count it"
+    )
+    assert f"warning: {said}" in run.stderr
+    report = newest_report(root)
+    (warning,) = report["warnings"]
+    assert warning["message"] == said and warning["file"] == report["checks"][0]["source_path"]
+    assert report["judge_usage"]["cost_usd"] is None
+    # Without a fuse it is still said: no report shows that judge's cost.
+    plain = eb(root, "run")
+    assert plain.returncode == 0, plain.stderr
+    (warning,) = newest_report(root)["warnings"]
+    assert warning["message"].endswith("no total holds its cost")
+
+
+def test_with_a_cost_fuse_a_judge_that_reports_no_cost_is_said_to_be_uncounted(
+    tmp_path: Path,
+) -> None:
+    fields = '"usage":{"input_tokens":10,"output_tokens":5}'
+    root = make_project(tmp_path / "p", {"n": judge_yaml("n", fields=fields)})
+    run = eb(root, "run", "--cost-fuse-usd", "1")
+    assert run.returncode == 0, run.stderr
+    assert "Judge check 'n' reported no cost; the cost fuse could not count it" in run.stderr
+    assert eb(root, "run").stderr.count("warning:") == 0  # without a cost fuse: nothing to say
+
+
+def test_token_counts_that_do_not_read_are_named(tmp_path: Path) -> None:
+    fields = '"usage":{"input_tokens":-5,"output_tokens":5},"total_cost_usd":0.1'
+    root = make_project(tmp_path / "p", {"t": judge_yaml("t", fields=fields)})
+    run = eb(root, "run", "--token-fuse", "1000")
+    assert run.returncode == 0, run.stderr
+    assert (
+        "Judge check 't' reported token usage that is no count (a JSON whole number, 0 or "
+        "more): usage.input_tokens -5; no total holds its tokens; the token fuse could not "
+        "count it"
+    ) in run.stderr
+    assert newest_report(root)["judge_usage"]["cost_usd"] == 0.1

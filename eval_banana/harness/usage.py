@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -31,25 +32,46 @@ def reported_cost(value: object) -> float | None:
     return amount if math.isfinite(amount) and amount >= 0 else None
 
 
+# How much of a value eb could not read a warning quotes.
+_QUOTED_CHARS = 40
+
+
+def as_written(value: object) -> str:
+    """A reported value eb could not read, as the agent wrote it (JSON text, cut short)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _QUOTED_CHARS else f"{text[:_QUOTED_CHARS]}…"
+
+
 def _claude(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The tokens and the cost of a result event, each kept when it reads, whatever the other
+    does. A field the agent wrote that does not read is kept as written under `unreadable`
+    (null is no report), so the run can say the fuses could not count it."""
+    found: dict[str, Any] = {}
+    unreadable: dict[str, str] = {}
     usage = event.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    inputs, outputs = (
-        reported_count(usage.get("input_tokens")),
-        reported_count(usage.get("output_tokens")),
-    )
-    if inputs is None or outputs is None:
-        return None
-    found: dict[str, Any] = {
-        "input_tokens": inputs,
-        "output_tokens": outputs,
-        "total_tokens": inputs + outputs,
-    }
-    cost = reported_cost(event.get("total_cost_usd"))
+    if isinstance(usage, dict):
+        inputs = reported_count(usage.get("input_tokens"))
+        outputs = reported_count(usage.get("output_tokens"))
+        if inputs is not None and outputs is not None:
+            found.update(input_tokens=inputs, output_tokens=outputs, total_tokens=inputs + outputs)
+        for name in ("input_tokens", "output_tokens"):
+            told = usage.get(name)
+            if told is not None and reported_count(told) is None:
+                unreadable[f"usage.{name}"] = as_written(told)
+    elif usage is not None:
+        unreadable["usage"] = as_written(usage)
+    told_cost = event.get("total_cost_usd")
+    cost = reported_cost(told_cost)
     if cost is not None:
         found["cost_usd"] = cost
-    return found
+    elif told_cost is not None:
+        unreadable["total_cost_usd"] = as_written(told_cost)
+    if unreadable:
+        found["unreadable"] = unreadable
+    return found or None
 
 
 def _gemini(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -121,8 +143,25 @@ def usage_tokens(usage: dict[str, Any] | None) -> int | None:
     """The number the token fuse counts: input plus output, or the only total reported."""
     if usage is None:
         return None
-    total = usage.get("total_tokens")
-    return total if isinstance(total, int) else None
+    return reported_count(usage.get("total_tokens"))
+
+
+def unreadable_usage(usage: dict[str, Any] | None) -> dict[str, str]:
+    """The usage fields the agent wrote that eb could not read (`total_cost_usd`,
+    `usage.input_tokens`, ...), each as written; empty when there are none."""
+    found = usage.get("unreadable") if usage is not None else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(name): str(value) for name, value in found.items()}
+
+
+def _counted(usage: dict[str, Any]) -> bool:
+    """Whether a judge's usage holds a number the run adds up (not only fields it could not
+    read)."""
+    return usage_cost(usage) is not None or any(
+        reported_count(usage.get(key)) is not None
+        for key in ("input_tokens", "output_tokens", "total_tokens")
+    )
 
 
 def dollars_sum(costs: Sequence[float]) -> float:
@@ -134,7 +173,8 @@ def dollars_sum(costs: Sequence[float]) -> float:
 
 def summed_usage(usages: list[object]) -> dict[str, Any] | None:
     """One check's `details.usage` over several agent runs (its attempts, its samples): each
-    key added up over the runs that reported it, the dialect of the first; None: none did."""
+    key added up over the runs that reported it, the dialect of the first, and the fields none
+    could read as the first run that wrote each wrote it; None: none reported usage."""
     reported: list[dict[str, Any]] = [usage for usage in usages if isinstance(usage, dict)]
     if not reported:
         return None
@@ -148,17 +188,26 @@ def summed_usage(usages: list[object]) -> dict[str, Any] | None:
     costs = [cost for usage in reported if (cost := usage_cost(usage)) is not None]
     if costs:
         total["cost_usd"] = dollars_sum(costs)
+    unreadable: dict[str, str] = {}
+    for usage in reported:
+        for name, written in unreadable_usage(usage).items():
+            unreadable.setdefault(name, written)
+    if unreadable:
+        total["unreadable"] = unreadable
     return total
 
 
 def usage_totals(usages: list[object]) -> dict[str, Any] | None:
-    """The run's totals over the judges' `details.usage` (None: no judge reported usage).
+    """The run's totals over the judges' `details.usage` (None: no judge reported usage eb
+    could read).
 
     Tokens are summed over the judges that reported them; input and output only over the judges
     that split them (codex reports one blended total). Cost is summed over the judges that
     reported one (claude); the others are not counted as free, they are simply absent.
     """
-    reported: list[dict[str, Any]] = [usage for usage in usages if isinstance(usage, dict)]
+    reported: list[dict[str, Any]] = [
+        usage for usage in usages if isinstance(usage, dict) and _counted(usage)
+    ]
     if not reported:
         return None
 

@@ -461,7 +461,7 @@ class CacheCounts(Record):
 class JudgeUsage(Record):
     """Usage totals over the judges that reported any (their `details.usage`)."""
 
-    judges: int = Field(ge=0, description="Judge results whose agent reported usage.")
+    judges: int = Field(ge=0, description="Judge results whose agent reported usage eb could read.")
     total_tokens: int | None = Field(
         default=None, ge=0, description="Sum of their tokens; null if none reported tokens."
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from types import TracebackType
 
+from eval_banana.harness.usage import unreadable_usage, usage_cost, usage_tokens
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import AbortReason, ProblemModel
 from eval_banana.runners.results import StopSignal
@@ -107,23 +108,70 @@ class RunFuses:
         self.close()
 
 
-def unseen_usage_warnings(*, results: list[CheckResult]) -> list[ProblemModel]:
-    """Judges whose agent ran but reported no token usage, which the token fuse cannot see."""
-    warnings = []
+def unseen_usage_warnings(
+    *, results: list[CheckResult], token_fuse: bool, cost_fuse: bool
+) -> list[ProblemModel]:
+    """Judges whose agent ran and reported usage eb could not read (said always: no total
+    holds it), and, while a fuse is set, those whose tokens or cost that fuse could not count.
+    A fuse never trips on what it cannot see (docs/fail-closed.md#fuses): the run says so."""
+    warnings: list[ProblemModel] = []
     for result in results:
         details = result.details
         if result.check_type != "harness_judge" or details.get("raw_response_path") is None:
             continue  # no agent process ran for this check
         if (details.get("cache") or {}).get("hit"):
             continue  # a reused verdict: no agent ran in this run
-        if details.get("usage") is None:
-            warnings.append(
-                ProblemModel(
-                    message=f"Judge check '{result.check_id}' reported no token usage; "
-                    "the token fuse could not count it",
-                    file=result.source_path,
-                    hint="Use an agent whose output reports usage (claude, gemini, codex), "
-                    "or rely on [core] run_timeout_seconds as the budget.",
-                )
-            )
+        found = details.get("usage")
+        usage = found if isinstance(found, dict) else None
+        unreadable = unreadable_usage(usage)
+        told_cost = unreadable.pop("total_cost_usd", None)
+        if told_cost is not None or (cost_fuse and usage_cost(usage) is None):
+            warnings.append(_cost_warning(result=result, told=told_cost, fuse=cost_fuse))
+        if unreadable or (token_fuse and usage_tokens(usage) is None):
+            warnings.append(_token_warning(result=result, told=unreadable, fuse=token_fuse))
     return warnings
+
+
+def _cost_warning(*, result: CheckResult, told: str | None, fuse: bool) -> ProblemModel:
+    """A judge whose cost no total and no cost fuse holds: it reported none, or `told`, which
+    is no amount of dollars."""
+    name = f"Judge check '{result.check_id}'"
+    if told is None:
+        return ProblemModel(
+            message=f"{name} reported no cost; the cost fuse could not count it",
+            file=result.source_path,
+            hint="Use an agent whose output reports its cost (claude), or rely on "
+            "[harness] token_fuse or [core] run_timeout_seconds as the budget.",
+        )
+    return ProblemModel(
+        message=f"{name} reported total_cost_usd {told}, which is no amount of dollars (a "
+        "JSON number, 0 or more): no total holds its cost"
+        + ("; the cost fuse could not count it" if fuse else ""),
+        file=result.source_path,
+        hint="Have the agent write total_cost_usd as a JSON number of dollars"
+        + ("; until then, rely on [core] run_timeout_seconds as the budget." if fuse else "."),
+    )
+
+
+def _token_warning(*, result: CheckResult, told: dict[str, str], fuse: bool) -> ProblemModel:
+    """A judge whose tokens no total and no token fuse holds: it reported none, or `told`
+    (field -> as written), which are no counts."""
+    name = f"Judge check '{result.check_id}'"
+    hint = (
+        "Use an agent whose output reports usage (claude, gemini, codex), "
+        "or rely on [core] run_timeout_seconds as the budget."
+    )
+    if not told:
+        return ProblemModel(
+            message=f"{name} reported no token usage; the token fuse could not count it",
+            file=result.source_path,
+            hint=hint,
+        )
+    shown = ", ".join(f"{field} {value}" for field, value in told.items())
+    return ProblemModel(
+        message=f"{name} reported token usage that is no count (a JSON whole number, 0 or "
+        f"more): {shown}; no total holds its tokens"
+        + ("; the token fuse could not count it" if fuse else ""),
+        file=result.source_path,
+        hint=hint,
+    )

@@ -122,7 +122,11 @@ def _execute_doc(
         # not read) reach the console and the report with the rest.
         warnings=list(plan.warnings)
         + run.unmatched
-        + (unseen_usage_warnings(results=final) if config.settings.harness.token_fuse > 0 else [])
+        + unseen_usage_warnings(
+            results=final,
+            token_fuse=config.settings.harness.token_fuse > 0,
+            cost_fuse=config.settings.harness.cost_fuse_usd > 0,
+        )
         + (cache.warnings if cache is not None else []),
         skipped=plan.skipped,
         halted_by="maxfail" if run.halt.held_back(results=final) else None,

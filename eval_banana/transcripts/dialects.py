@@ -90,8 +90,8 @@ class Claude(Parser):
         elif isinstance(text, str):
             self.sink.add("answer", text=text, cut=self.left_out(text))
         usage = event.get("usage")
-        if isinstance(usage, dict):
-            found = _numbers(
+        found = (
+            _numbers(
                 usage,
                 (
                     "input_tokens",
@@ -100,13 +100,17 @@ class Claude(Parser):
                     "cache_creation_input_tokens",
                 ),
             )
-            # Only a cost eb can read: NaN or an infinity is no JSON, and the line would be
-            # none either (a negative amount is no cost); details.usage reads it the same way.
-            cost = reported_cost(event.get("total_cost_usd"))
-            if cost is not None:
-                found["cost_usd"] = cost
-            if found:
-                self.sink.add("usage", usage=found)
+            if isinstance(usage, dict)
+            else {}
+        )
+        # Only a cost eb can read, with the tokens or without them: NaN or an infinity is no
+        # JSON, and the line would be none either (a negative amount is no cost);
+        # details.usage reads it the same way.
+        cost = reported_cost(event.get("total_cost_usd"))
+        if cost is not None:
+            found["cost_usd"] = cost
+        if found:
+            self.sink.add("usage", usage=found)
 
 
 def _add_message(*, sink: Sink, text: BoundedText, last: bool, strip: bool = False) -> None:
