@@ -59,15 +59,19 @@ def eb(root: Path, *args: str) -> Any:
     return eb_process(root, *args, env=env)
 
 
+def _newest(root: Path, name: str) -> Path:
+    # Run ids sort by their second only: two runs of one second are told apart by when written.
+    found = (root / ".eval-banana" / "results").glob(f"2*/{name}")
+    return max(found, key=lambda path: path.stat().st_mtime_ns)
+
+
 def newest_report(root: Path) -> dict[str, Any]:
-    runs = sorted((root / ".eval-banana" / "results").glob("2*/report.json"))
-    data: dict[str, Any] = json.loads(runs[-1].read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(_newest(root, "report.json").read_text(encoding="utf-8"))
     return data
 
 
 def newest_report_md(root: Path) -> str:
-    runs = sorted((root / ".eval-banana" / "results").glob("2*/report.md"))
-    return runs[-1].read_text(encoding="utf-8")
+    return _newest(root, "report.md").read_text(encoding="utf-8")
 
 
 # --- tiny costs keep their digits ---------------------------------------------------------------
@@ -203,3 +207,47 @@ def test_token_counts_that_do_not_read_are_named(tmp_path: Path) -> None:
         "count it"
     ) in run.stderr
     assert newest_report(root)["judge_usage"]["cost_usd"] == 0.1
+
+
+# --- what a judge the cache answers is expected to cost ---------------------------------------
+
+
+def test_a_judge_the_cache_answered_keeps_its_expected_cost_as_its_duration(
+    tmp_path: Path,
+) -> None:
+    """`eb plan` reads the newest 30 runs: once they all reused a judge's verdict, it knew the
+    judge's duration (the run that made the verdict's) but no longer its cost. The reused
+    verdict now carries that run's cost too."""
+    from eval_banana.history.durations import expected_costs, expected_durations
+    from eval_banana.history.read import load_records
+
+    fields = '"usage":{"input_tokens":100,"output_tokens":50},"total_cost_usd":0.25'
+    root = make_project(
+        tmp_path / "p", {"j1": judge_yaml("j1", fields=fields)}, config='[cache]\nmode = "on"\n'
+    )
+    assert eb(root, "run").returncode == 0
+    again = eb(root, "run")
+    assert again.returncode == 0, again.stderr
+    (reused,) = newest_report(root)["checks"]
+    assert reused["details"]["cache"]["hit"] is True
+    assert reused["details"]["cache"]["from_run_cost_usd"] == 0.25
+    assert reused["details"]["usage"] is None  # nothing was spent on it in this run
+    # Only the runs that reused it are left in the window (as after 30 reuses).
+    history = root / ".eval-banana" / "history"
+    first, second = sorted(history.glob("*.json"), key=lambda path: path.stat().st_mtime_ns)
+    first.unlink()
+    record = json.loads(second.read_text(encoding="utf-8"))
+    (entry,) = record["checks"]
+    assert entry["cached"] is True and entry["verdict_cost_usd"] == 0.25
+    assert entry.get("cost_usd") is None and record["cost_usd"] is None
+
+    plan = eb(root, "plan", "--json")
+    assert plan.returncode == 0, plan.stderr
+    document = json.loads(plan.stdout)
+    (check,) = document["checks"]
+    assert check["expected_cost_usd"] == 0.25 and check["expected_seconds"] is not None
+    assert document["expected_cost_usd"] == 0.25
+    records = load_records(folder=history)
+    digests = {"j1": entry["digest"]}
+    assert expected_costs(records=records, digests=digests) == {"j1": 0.25}
+    assert set(expected_durations(records=records, digests=digests)) == {"j1"}

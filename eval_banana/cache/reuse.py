@@ -14,6 +14,7 @@ from eval_banana.cache.namedfiles import remove_attempt_files
 from eval_banana.core.files import CHECK_OUTPUT_NAMES, remove_check_outputs, sha256_bytes
 from eval_banana.core.readback import loads_json
 from eval_banana.core.realpaths import real_path
+from eval_banana.harness.usage import usage_cost
 from eval_banana.isolation.modes import check_mode, judged_as_strictly
 from eval_banana.models.result import CheckResult, result_json_text
 from eval_banana.models.stages import ConfigDoc, PlannedCheck
@@ -25,7 +26,7 @@ _TIMES = ("started_at", "completed_at", "duration_ms")
 # that forgets the bump fails). An entry's stored text names the layout and
 # the check file it was written for; a reuse that matches both links it without rendering its
 # own to compare (a third of a lookup's time).
-_REUSE_TEXT_VERSION = 2
+_REUSE_TEXT_VERSION = 3
 REUSE_LAYOUT = f"{_REUSE_TEXT_VERSION}:" + sha256_bytes(
     data="\0".join(spec.alias or name for name, spec in CheckResult.model_fields.items()).encode()
 )
@@ -68,14 +69,19 @@ def restored(
 ) -> CheckResult:
     stored = document["result"]
     details = dict(stored.get("details") or {})
-    if "usage" in details:
-        details["usage"] = None  # no tokens were spent on this verdict in this run
-    details["cache"] = {
+    cache: dict[str, Any] = {
         "hit": True,
         "key": key,
         "from_run_id": document["from_run_id"],
         "stored_at": document["stored_at"],
     }
+    if "usage" in details:
+        # What the verdict cost the run that made it: like its times below, what the check
+        # costs when it runs (eb plan's expected cost), though nothing is spent on it now.
+        made = details["usage"]
+        cache["from_run_cost_usd"] = usage_cost(made) if isinstance(made, dict) else None
+        details["usage"] = None  # no tokens were spent on this verdict in this run
+    details["cache"] = cache
     result = build_result(
         check=check,
         status=stored["status"],

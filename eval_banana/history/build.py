@@ -11,7 +11,7 @@ from typing import Any
 
 from eval_banana.core.caseid import family_of
 from eval_banana.core.version import tool_version
-from eval_banana.harness.usage import usage_cost, usage_tokens
+from eval_banana.harness.usage import reported_cost, usage_cost, usage_tokens
 from eval_banana.history.record import (
     GitState,
     HistoryCheck,
@@ -80,6 +80,7 @@ def history_check(*, result: Mapping[str, Any]) -> HistoryCheck:
     details = result.get("details") or {}
     usage = _usage(details)
     cache = details.get("cache")
+    cached = isinstance(cache, dict) and cache.get("hit") is True
     sampled = _samples(details)
     return HistoryCheck(
         id=result["check_id"],
@@ -91,7 +92,10 @@ def history_check(*, result: Mapping[str, Any]) -> HistoryCheck:
         duration_ms=int(result["duration_ms"]),
         cost_usd=usage_cost(usage),
         tokens=usage_tokens(usage),
-        cached=isinstance(cache, dict) and cache.get("hit") is True,
+        cached=cached,
+        verdict_cost_usd=reported_cost(cache.get("from_run_cost_usd"))
+        if isinstance(cache, dict) and cached
+        else None,
         samples=max(len(sampled), 1),
         sample_ms=_mean_sample_ms(sampled),
         flaky=is_flaky(details),

@@ -3,8 +3,10 @@
 The median over the runs on the check's current definition: a new definition is a new check
 as far as its time goes, and a median is not moved by one stalled run. Early errors (not run,
 a missing agent, a setup failure) are left out: they say how fast the check failed to start,
-not how long it takes. A reused verdict counts with the duration of the run that made it. Each
-run counts once: a merged run stands for the shard runs it merged (`merges`).
+not how long it takes. A reused verdict counts with the duration and the cost of the run that
+made it (the history keeps that cost beside the verdict), so a judge the cache answered thirty
+times still has an expected cost. Each run counts once: a merged run stands for the shard runs
+it merged (`merges`).
 """
 
 from __future__ import annotations
@@ -39,5 +41,6 @@ def expected_costs(
     *, records: Sequence[HistoryRecord], digests: Mapping[str, str]
 ) -> dict[str, float]:
     """Check id -> median recorded cost in dollars on its definition digest in `digests`, over
-    the runs that reported a cost and actually ran it (a reused verdict cost nothing)."""
+    the runs that reported a cost for it: what it cost where it ran, or, for a reused verdict,
+    in the run that made it."""
     return expected_cost(runs=_runs(records=records), digests=digests)

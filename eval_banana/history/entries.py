@@ -84,6 +84,7 @@ _OPTIONAL: dict[str, Any] = {
     "samples": _sample_count,
     "sample_ms": _optional_count,
     "cached": _flag,
+    "verdict_cost_usd": _money,
     "flaky": _flag,
     "early_error": _flag,
     "not_run": _flag,

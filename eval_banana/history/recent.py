@@ -33,8 +33,8 @@ class Timing(NamedTuple):
     check_id: str
     digest: str
     seconds: float
-    # Dollars when the run really ran it and its agent reported a cost (a reused verdict cost
-    # nothing, so it says nothing of what the check costs).
+    # Dollars the check cost when it ran and its agent reported a cost: for a reused verdict,
+    # in the run that made it (as `seconds` is), though this run spent nothing on it.
     cost_usd: float | None = None
     # How many samples it took, and the mean seconds of one (None: it took one, `seconds`).
     samples: int = 1
@@ -75,7 +75,11 @@ def _timings_of(document: Any) -> RunTimings:
                 check_id=_interned(check["id"]),
                 digest=_interned(check["digest"]),
                 seconds=check["duration_ms"] / 1000,
-                cost_usd=None if check.get("cached", False) else check.get("cost_usd"),
+                cost_usd=_money(
+                    check.get("verdict_cost_usd")
+                    if check.get("cached", False)
+                    else check.get("cost_usd")
+                ),
                 samples=_sample_count(check.get("samples", 1)),
                 sample_seconds=_sample_seconds(check.get("sample_ms")),
             )
@@ -104,6 +108,15 @@ def _missing(field: object) -> str:
     if field in ("checks", "run_id"):
         return f"it has no {field}"
     return f"a check has no {field}"
+
+
+def _money(value: Any) -> float | None:
+    """A recorded cost: dollars, 0 or more, or None."""
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not value >= 0:
+        raise BadRecord("it is not an eb run record (a check's cost is not an amount)")
+    return float(value)
 
 
 def _sample_count(value: Any) -> int:
@@ -161,7 +174,7 @@ def timings_of_record(record: HistoryRecord) -> RunTimings:
                 check_id=check.id,
                 digest=check.digest,
                 seconds=check.duration_ms / 1000,
-                cost_usd=None if check.cached else check.cost_usd,
+                cost_usd=check.verdict_cost_usd if check.cached else check.cost_usd,
                 samples=check.samples,
                 sample_seconds=_sample_seconds(check.sample_ms),
             )
@@ -213,7 +226,8 @@ def expected_cost(
     samples: Mapping[str, int] | None = None,
 ) -> dict[str, float]:
     """Check id -> expected dollars on the digest in `digests`: the median cost of one sample
-    over the runs that really ran it, times the samples it takes now (as `expected_seconds`)."""
+    over its runs (a reused verdict's, in the run that made it), times the samples it takes now
+    (as `expected_seconds`)."""
     timings = (timing for run in runs for timing in run.timings)
     return _times(_medians(timings, digests, value=_one_sample_cost), samples)
 

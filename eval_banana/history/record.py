@@ -78,6 +78,13 @@ class HistoryCheck(Record):
         "by side, so duration_ms can be less than their sum); null: it took one sample.",
     )
     cached: bool = Field(default=False, description="Its verdict was reused, not run.")
+    verdict_cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="A reused verdict (`cached`): the dollars its agent reported spending in the "
+        "run that made it (nothing was spent in this run), so that what the check costs when it "
+        "runs is known, as its duration is; null otherwise.",
+    )
     flaky: bool = Field(default=False, description="Its repeated samples disagreed.")
     early_error: bool = Field(
         default=False,

@@ -118,6 +118,8 @@ def test_a_reused_verdict_restores_the_run_folder(standard: Project) -> None:
         "key": cache_of(judged)["key"],
         "from_run_id": first["run_id"],
         "stored_at": cache_of(judged)["stored_at"],
+        # The counting agent reports no cost: the run that made the verdict spent none known.
+        "from_run_cost_usd": None,
     }
     assert judged["details"]["usage"] is None  # no tokens spent on it in this run
     assert judged["reason"] == "judged by the counting agent"
@@ -624,7 +626,7 @@ def test_restoring_over_a_restored_file_replaces_it_and_leaves_the_cache_intact(
 # What the stored result texts of entries already in users' caches were built by. A change to
 # either function may change a reuse's text: if it can, bump _REUSE_TEXT_VERSION (so older
 # texts are rendered and compared, not linked unseen); either way, pin the new digest here.
-_REUSE_BUILT_BY = {1: "c429ce23c6feaa65", 2: "da4ca131cda3fed1"}
+_REUSE_BUILT_BY = {1: "c429ce23c6feaa65", 2: "da4ca131cda3fed1", 3: "6a0980999894e3c8"}
 
 
 def test_the_reuse_layout_changes_with_how_a_reuse_is_built() -> None:
