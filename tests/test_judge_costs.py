@@ -251,3 +251,18 @@ def test_a_judge_the_cache_answered_keeps_its_expected_cost_as_its_duration(
     digests = {"j1": entry["digest"]}
     assert expected_costs(records=records, digests=digests) == {"j1": 0.25}
     assert set(expected_durations(records=records, digests=digests)) == {"j1"}
+
+
+def test_an_absurd_cost_is_shown_compactly(tmp_path: Path) -> None:
+    # 1e300 dollars: an agent's unit error, written out in 301 digits on every line showing it.
+    fields = '"usage":{"input_tokens":1,"output_tokens":1},"total_cost_usd":1e300'
+    root = make_project(tmp_path / "p", {"a": judge_yaml("a", fields=fields)})
+    run = eb(root, "run")
+    assert run.returncode == 0, run.stderr
+    line = "Judge usage: 2 tokens (1 in, 1 out), $1e+300, as reported by 1 judge"
+    assert line in run.stdout + run.stderr and line + "." in newest_report_md(root)
+    assert newest_report(root)["judge_usage"]["cost_usd"] == 1e300  # stored as reported
+    shown = eb(root, "history").stdout.splitlines()
+    rows = [row for row in shown if row.startswith(("2", "a "))]
+    assert len(rows) == 2 and all(row.rstrip().endswith("$1e+300") for row in rows), shown
+    assert max(len(row) for row in rows) < 100

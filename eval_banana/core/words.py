@@ -37,6 +37,10 @@ def percent_text(ratio: float, *, places: int = 1, bounds: Sequence[float] = ())
 # The most places a cost is shown to: the cheapest models charge a few hundred-millionths of a
 # dollar a token.
 _MOST_DOLLAR_PLACES = 10
+# From a million dollars on, a cost is shown in three significant figures and a power of ten
+# (`$1e+300`): no judge costs that much, so it is an agent's unit error, and written out its
+# digits (hundreds of them) would fill the line they are on.
+_MOST_DOLLARS_WRITTEN_OUT = 1e6
 
 
 def dollars_text(cost: float, *, places: int = 4) -> str:
@@ -44,7 +48,10 @@ def dollars_text(cost: float, *, places: int = 4) -> str:
     significant figures: a cost never reads as free when it is not (a judge that cost $0.00004
     reads `$0.000040`, never `$0.0000`), and small costs keep their proportions, so a run's
     checks add up to the run (`$0.000040` and `$0.000030` to `$0.000070`, not `$0.0001`).
-    A cost below the last place shown reads `<$0.0000000001`."""
+    A cost below the last place shown reads `<$0.0000000001`; a million dollars or more reads
+    in three figures and a power of ten (`$1.23e+06`)."""
+    if cost >= _MOST_DOLLARS_WRITTEN_OUT:
+        return f"${cost:.3g}"
     text = f"{cost:.{places}f}"
     for shown_places in range(places, _MOST_DOLLAR_PLACES + 1):
         text = f"{cost:.{shown_places}f}"

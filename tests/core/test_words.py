@@ -70,6 +70,9 @@ def test_a_rate_reads_on_the_side_of_0_100_and_its_gate_that_it_is(
         (0.000995, "$0.0010"),
         (5e-11, "$0.0000000001"),
         (1e-12, "<$0.0000000001"),
+        (999_999.99, "$999999.9900"),
+        (1_234_567.0, "$1.23e+06"),  # an agent's unit error, told compactly
+        (1e300, "$1e+300"),  # not 301 digits on every line that shows it
     ],
 )
 def test_a_cost_shows_two_figures_and_never_reads_as_free(cost: float, told: str) -> None:
