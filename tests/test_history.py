@@ -682,6 +682,35 @@ def test_every_window_names_the_merged_run_not_its_shards(tmp_path: Path, eb: Eb
         assert _notes(eb, root, *window) == expected, (window, shard_ids)
 
 
+def test_a_shard_run_at_the_windows_edge_keeps_the_runs_read_past_it_for_the_notes(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """`--last 1` over a shard run no merge names read one run past it, looking for its
+    merge, and dropped it: the note skipped the pass in that run ("never passed")."""
+    root = _project(
+        tmp_path / "p",
+        {
+            "value.txt": "bad\n",
+            **{f"eval_checks/{i}.yaml": check_yaml(i, script=VALUE_CHECK) for i in "xyzw"},
+        },
+    )
+    _run_id(eb, root, 1)
+    (root / "value.txt").write_text("good\n")
+    passed = _run_id(eb, root, 0)
+    (root / "value.txt").write_text("bad\n")
+    plans = [eb("plan", "--cwd", str(root), "--shard", f"{k}/2", "--json") for k in (1, 2)]
+    holding_x = next(
+        k
+        for k, plan in zip((1, 2), plans, strict=True)
+        if "x" in [c["id"] for c in json.loads(plan.stdout)["checks"]]
+    )
+    done = eb("run", "--cwd", str(root), "--shard", f"{holding_x}/2", "--json")
+    assert done.exit_code == 1, done.stderr
+    shard = json.loads(done.stdout)["run_id"]
+    for window in ((), ("--last", "1"), ("--last", "2")):
+        assert _notes(eb, root, *window)["x"] == (shard, passed), window
+
+
 def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
     root = _project(
         tmp_path / "p",

@@ -82,9 +82,14 @@ def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
         if not _unmerged_shard(taken[-1], merged) or extra >= SHARD_LOOKAHEAD:
             break
         extra += 1
-    runs = [record for record in taken if record.run_id not in merged][: asked.last]
+    counted = [record for record in taken if record.run_id not in merged]
+    runs = counted[: asked.last]
+    # The runs read past the window's edge looking for a shard's merge are older than the
+    # window, and the "since" notes read them as the older records they are.
     older = (
-        record for record in itertools.chain(pushed_back, source) if record.run_id not in merged
+        record
+        for record in itertools.chain(counted[asked.last :], pushed_back, source)
+        if record.run_id not in merged
     )
     return Window(runs=runs[::-1], older=older)
 

@@ -51,8 +51,14 @@ def _counted_afresh(
         if newest.selection.shard is None or newest.run_id in merged or extra >= lookahead:
             break
         extra += 1
-    runs = [one for one in taken if one.run_id not in merged][: asked.last]
-    older = [one for one in itertools.chain(pushed_back, source) if one.run_id not in merged]
+    counted = [one for one in taken if one.run_id not in merged]
+    runs = counted[: asked.last]
+    # The runs read past the edge are older records, never lost.
+    older = [
+        one
+        for one in itertools.chain(counted[asked.last :], pushed_back, source)
+        if one.run_id not in merged
+    ]
     return runs[::-1], older
 
 
