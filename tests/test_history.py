@@ -824,6 +824,41 @@ def test_a_record_whose_times_are_no_iso_times_is_refused_and_skipped_when_read(
     assert "old_import.json" in shown.stderr and "not an ISO-8601 time" in shown.stderr
 
 
+def test_a_record_whose_time_leaves_the_calendar_in_utc_is_refused_and_the_import_goes_on(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """`0001-01-01T00:00:00+05:00` is an ISO time five hours before the first moment Python
+    holds: converting it to UTC crashed `eb history import` halfway through a folder."""
+    mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
+    eb("run", "--cwd", str(mine))
+    history = mine / ".eval-banana" / "history"
+    artifact = tmp_path / "artifact"
+    for name, run_id, field, at in (
+        ("a.json", "other_1", "started_at", "2026-12-01T10:00:00+00:00"),
+        ("b.json", "other_2", "started_at", "0001-01-01T00:00:00+05:00"),
+        ("c.json", "other_3", "finished_at", "9999-12-31T23:00:00-05:00"),
+        ("d.json", "other_4", "started_at", "2026-12-01T11:00:00+00:00"),
+    ):
+        _foreign_record(mine, artifact, name, run_id=run_id, **{field: at})
+
+    done = eb("history", "--cwd", str(mine), "import", str(artifact))
+
+    assert done.exit_code == 0, done.stderr
+    assert "Imported 2 run records" in done.stdout and "2 refused" in done.stdout
+    assert str(artifact / "b.json") in done.stderr and str(artifact / "c.json") in done.stderr
+    assert "started_at '0001-01-01T00:00:00+05:00' lies outside years 1 to 9999" in done.stderr
+    assert "finished_at '9999-12-31T23:00:00-05:00' lies outside" in done.stderr
+    names = {path.name.partition("-")[2] for path in history.glob("*.json")}
+    assert {"other_1.json", "other_4.json"} <= names and len(names) == 3
+    # One an earlier eb left in the folder is skipped when read, as a damaged record is.
+    late = {"started_at": "9999-12-31T23:00:00-05:00"}
+    _foreign_record(mine, history, "99991231230000000000-old_import.json", **late)
+    shown = eb("history", "--cwd", str(mine), "--since", "2000-01-01", "--format", "json")
+    assert shown.exit_code == 0, shown.stderr
+    assert len(json.loads(shown.stdout)["runs"]) == 3
+    assert "old_import.json" in shown.stderr and "lies outside years 1 to 9999" in shown.stderr
+
+
 def test_another_runners_words_in_an_imported_record_never_start_a_line_of_eb_history(
     tmp_path: Path,
 ) -> None:

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from eval_banana.core.log import Logger
-from eval_banana.core.moments import parse_moment
 from eval_banana.core.readback import open_regular
 from eval_banana.history.entries import read_entries
-from eval_banana.history.moments import EXAMPLE
+from eval_banana.history.moments import time_problem
 from eval_banana.history.record import HistoryRecord
 
 LOG = Logger("eval_banana.history")
@@ -154,15 +153,13 @@ def _validated(*, document: Any, only: frozenset[str] | None) -> HistoryRecord:
 
 
 def _times_problem(record: HistoryRecord) -> str | None:
-    """Which of the record's times is not an ISO-8601 time, and the fix; None when both are.
-    The schema says only that they are text, and every reader orders and windows by them."""
+    """Which of the record's times is not an ISO-8601 time in years 1 to 9999 once made UTC,
+    and the fix; None when both are. The schema says only that they are text, and every reader
+    orders and windows by them."""
     for field, text in (("started_at", record.started_at), ("finished_at", record.finished_at)):
-        try:
-            parse_moment(text)
-        except ValueError:
-            return (
-                f"its {field} {text!r} is not an ISO-8601 time; write it as one, such as {EXAMPLE}"
-            )
+        problem = time_problem(field=field, text=text)
+        if problem is not None:
+            return problem
     return None
 
 

@@ -165,13 +165,13 @@ def _subfolders(*, folder: Path) -> list[Path]:
 
 def _in_utc(record: HistoryRecord) -> HistoryRecord:
     """`record` with its times in eb's form, UTC: another runner's record written with a zone
-    offset is then named and ordered by when it started, as every record eb writes is."""
-    return record.model_copy(
-        update={
-            "started_at": utc_text(record.started_at),
-            "finished_at": utc_text(record.finished_at),
-        }
-    )
+    offset is then named and ordered by when it started, as every record eb writes is.
+    BadRecord when a time cannot be converted."""
+    try:
+        started_at, finished_at = utc_text(record.started_at), utc_text(record.finished_at)
+    except ValueError as exc:
+        raise BadRecord(f"it is not an eb run record: {exc}") from None
+    return record.model_copy(update={"started_at": started_at, "finished_at": finished_at})
 
 
 def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
@@ -182,7 +182,8 @@ def import_records(*, sources: Sequence[Path], folder: Path) -> Imported:
     for source in sources:
         for path in import_files(folder=source):
             try:
-                # Its times are ISO-8601 once it reads: `_in_utc` cannot fail.
+                # A record read has times in UTC's range (`read._times_problem`), so `_in_utc`
+                # refuses none; a time it could not convert would be refused here all the same.
                 record = _in_utc(read_record(path=path))
             except BadRecord as exc:
                 done.refused.append((path, str(exc)))
