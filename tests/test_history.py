@@ -996,7 +996,8 @@ def test_a_family_is_one_row_over_the_runs_and_a_partial_run_is_told_apart(
 def test_checks_a_stopped_run_did_not_run_are_no_runs_of_them(tmp_path: Path, eb: Eb) -> None:
     """A run that stopped (here its run timeout, a fuse; an interrupt alike) ended one check
     and never started the rest: none of them has an outcome in it, so `eb history` draws the
-    run as not run for each, leaves it out of their pass rates, and the family's row too."""
+    run as not run for each, leaves it out of their pass rates, and the family's row too;
+    report.html's sparklines leave it out."""
     pause = tmp_path / "pause"  # outside the project: how long a_slow sleeps
     slow = f"import time\ntime.sleep(float(open({str(pause)!r}).read() or 0))"
     root = _project(
@@ -1015,7 +1016,7 @@ def test_checks_a_stopped_run_did_not_run_are_no_runs_of_them(tmp_path: Path, eb
     assert stopped.exit_code == 3, stopped.stderr
     assert "4 checks did not run" in stopped.stderr
     pause.write_text("")
-    assert eb("run", "--cwd", str(root)).exit_code == 0
+    last = _run_id(eb, root, 0)
     shown = json.loads(eb("history", "--cwd", str(root), "--json").stdout)
     jsonschema.validate(shown, json.loads(packaged_schema("history")))
     rows = {row["id"]: row for row in shown["checks"]}
@@ -1026,6 +1027,10 @@ def test_checks_a_stopped_run_did_not_run_are_no_runs_of_them(tmp_path: Path, eb
     assert (family["strip"], family["runs"][1]) == ("█·█", None)
     text = eb("history", "--cwd", str(root)).stdout
     assert any(line.split()[:3] == ["a_slow", "✓·✓", "100%"] for line in text.splitlines())
+    # report.html's sparkline draws no mark for it either (it drew an error, `E`).
+    items = _trend_items(root / ".eval-banana" / "results" / last)
+    for check_id in ("a_slow", "fam[r0]"):
+        assert items[check_id]["trend"] == "pp", items[check_id]
 
 
 @pytest.mark.parametrize(

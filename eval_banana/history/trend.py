@@ -109,8 +109,9 @@ _STATUSES = frozenset({"passed", "failed", "error"})
 
 def _lean_record(*, data: bytes) -> _Run:
     """A record's run fields (checked against the schema) and the four fields of each check
-    a sparkline reads, type-checked one by one (BadRecord else). report.html reads twenty
-    records of every check on each run: building every entry whole doubled that time."""
+    a sparkline reads, type-checked one by one (BadRecord else), for the checks the run had an
+    outcome of (a check it did not run is left out). report.html reads twenty records of every
+    check on each run: building every entry whole doubled that time."""
     from eval_banana.history.check import record_problem
 
     document = record_json(data)
@@ -126,11 +127,12 @@ def _lean_record(*, data: bytes) -> _Run:
         if type(raw) is not dict:
             raise BadRecord("it is not an eb run record: a check is no object")
         get = raw.get
-        check_id, status, digest, early = (
+        check_id, status, digest, early, not_run = (
             get("id"),
             get("status"),
             get("digest"),
             get("early_error", False),
+            get("not_run", False),
         )
         if (
             type(check_id) is not str
@@ -138,8 +140,13 @@ def _lean_record(*, data: bytes) -> _Run:
             or status not in _STATUSES
             or type(digest) is not str
             or type(early) is not bool
+            or type(not_run) is not bool
         ):
             raise BadRecord(f"it is not an eb run record: check {check_id!r} is malformed")
+        if not_run:
+            # The run stopped before the check had an outcome: it says nothing of the check,
+            # which was no more run in it than in a run it was not in (`eb history`'s `·`).
+            continue
         append((check_id, status, digest, early))
     return _Run(
         run_id=document["run_id"], merged_from=list(document.get("merged_from", [])), checks=checks
