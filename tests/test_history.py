@@ -711,6 +711,42 @@ def test_a_shard_run_at_the_windows_edge_keeps_the_runs_read_past_it_for_the_not
         assert _notes(eb, root, *window)["x"] == (shard, passed), window
 
 
+def test_a_window_since_a_moment_between_two_shards_of_a_merged_run_shows_neither(
+    tmp_path: Path, eb: Eb
+) -> None:
+    """A merged run starts when its first shard did: `--since` a moment between its shards'
+    starts left the merge out and showed its later shard as a run of its own."""
+    root = _project(
+        tmp_path / "p", {f"eval_checks/{i}.yaml": check_yaml(i) for i in ("x", "y", "z", "w")}
+    )
+    run_dirs = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        done = eb(
+            "run", "--cwd", str(root), "--shard", f"{k}/2", "--output-dir", str(out),
+            "--flat-output",
+        )  # fmt: skip
+        assert done.exit_code == 0, done.stderr
+        run_dirs.append(str(out))
+    merged = eb("merge", *run_dirs, "--cwd", str(root), "--output-dir", str(tmp_path / "m"))
+    assert merged.exit_code == 0, merged.stderr
+    records = _records(root / ".eval-banana" / "history")
+    (merge,) = [r for r in records if r["merged_from"]]
+    first, second = sorted(
+        (r for r in records if not r["merged_from"]), key=lambda r: r["started_at"]
+    )
+    assert merge["started_at"] == first["started_at"] < second["started_at"]
+
+    def shown(since: str) -> list[str]:
+        done = eb("history", "--cwd", str(root), "--since", since, "--json")
+        assert done.exit_code == 0, done.stderr
+        view = json.loads(done.stdout)
+        return [run["run_id"] for run in view["runs"]]
+
+    assert shown(second["started_at"]) == []
+    assert shown(first["started_at"]) == [merge["run_id"]]
+
+
 def test_each_output_format(tmp_path: Path, eb: Eb) -> None:
     root = _project(
         tmp_path / "p",

@@ -54,6 +54,33 @@ def _take(*, record: HistoryRecord, merged: set[str], taken_ids: dict[str, int])
     return change + (record.run_id not in merged)
 
 
+def _past_the_cut_off(
+    *,
+    first: HistoryRecord,
+    source: Iterator[HistoryRecord],
+    taken: Sequence[HistoryRecord],
+    merged: set[str],
+) -> list[HistoryRecord]:
+    """The records read past `--since`'s cut-off (newest first, from `first`), the merges they
+    hold added to `merged`. A merged run starts when its first shard did, so its record can lie
+    past the cut-off while a later shard of it is in the window: as past the `--last` edge, the
+    records are read on while the one just read is a shard run no merge names yet (the merge
+    sorts after its pipeline's other shards), so long as a shard run taken still waits for its
+    merge. The pipeline is then out of the window, by its merged run's start, as any run is."""
+    waiting = {record.run_id for record in taken if _unmerged_shard(record, merged)}
+    past = [first]
+    while True:
+        newest = past[-1]
+        merged.update(newest.merged_from)
+        waiting.difference_update(newest.merged_from)
+        if not waiting or not _unmerged_shard(newest, merged) or len(past) > SHARD_LOOKAHEAD:
+            return past
+        after = next(source, None)
+        if after is None:
+            return past
+        past.append(after)
+
+
 class Window(NamedTuple):
     """The runs shown (oldest first), and the older records, newest first, not yet read."""
 
@@ -63,7 +90,8 @@ class Window(NamedTuple):
 
 def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
     """The last `asked.last` runs started at or after `asked.since`, each check once: a shard
-    run an `eb merge` merged is left out for the merged run."""
+    run an `eb merge` merged is left out for the merged run, whether the merge is in the window
+    or started before `asked.since` (a merged run starts when its first shard did)."""
     source = iter(newest_first)
     taken: list[HistoryRecord] = []
     merged: set[str] = set()
@@ -73,7 +101,7 @@ def window_of(*, newest_first: Iterable[HistoryRecord], asked: Asked) -> Window:
     extra = 0
     for record in source:
         if asked.since is not None and parse_moment(record.started_at) < asked.since:
-            pushed_back.append(record)
+            pushed_back = _past_the_cut_off(first=record, source=source, taken=taken, merged=merged)
             break
         taken.append(record)
         unmerged += _take(record=record, merged=merged, taken_ids=taken_ids)

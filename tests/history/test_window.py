@@ -42,6 +42,22 @@ def _counted_afresh(
     for one in source:
         if asked.since is not None and parse_moment(one.started_at) < asked.since:
             pushed_back.append(one)
+            # Read on past the cut-off for the merge of a shard run in the window.
+            while True:
+                merged.update(pushed_back[-1].merged_from)
+                waits = any(r.selection.shard is not None for r in taken if r.run_id not in merged)
+                at_edge = pushed_back[-1]
+                if (
+                    not waits
+                    or at_edge.selection.shard is None
+                    or at_edge.run_id in merged
+                    or len(pushed_back) > lookahead
+                ):
+                    break
+                after = next(source, None)
+                if after is None:
+                    break
+                pushed_back.append(after)
             break
         taken.append(one)
         merged.update(one.merged_from)
