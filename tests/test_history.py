@@ -951,8 +951,13 @@ def test_import_of_a_folder_whose_records_are_in_subfolders_names_them(
     tmp_path: Path, eb: Eb
 ) -> None:
     mine = _project(tmp_path / "mine", {"eval_checks/ok.yaml": check_yaml("ok")})
-    other = _project(tmp_path / "other", {"eval_checks/ok.yaml": check_yaml("ok")})
+    failing = check_yaml("bad", script="raise SystemExit(1)")  # leaves lastfailed.json
+    other = _project(
+        tmp_path / "other",
+        {"eval_checks/ok.yaml": check_yaml("ok"), "eval_checks/bad.yaml": failing},
+    )
     eb("run", "--cwd", str(other))
+    assert (other / ".eval-banana" / "lastfailed.json").is_file()
     artifacts = tmp_path / "artifacts"
     for job in ("history-linux", "history-macos"):
         _foreign_record(other, artifacts / job, f"20260101000000000000-{job}.json", run_id=job)
@@ -967,6 +972,14 @@ def test_import_of_a_folder_whose_records_are_in_subfolders_names_them(
     assert not (mine / ".eval-banana" / "history").exists()
     root = eb("history", "--cwd", str(mine), "import", str(other))
     assert root.exit_code == 2 and str(other / ".eval-banana" / "history") in root.stderr
+    # JSON files that are no records count for none: they were read as the folder's records,
+    # each refused, and the import exited 0 having copied nothing.
+    (other / "package.json").write_text('{"name": "other"}')
+    for given in (other, other / ".eval-banana"):
+        again = eb("history", "--cwd", str(mine), "import", str(given))
+        assert again.exit_code == 2, (given, again.stdout, again.stderr)
+        assert str(other / ".eval-banana" / "history") in again.stderr
+    assert not (mine / ".eval-banana" / "history").exists()
     empty = eb("history", "--cwd", str(mine), "import", str(artifacts / "empty"))
     assert empty.exit_code == 0 and "holds no run record" in empty.stderr
 

@@ -119,14 +119,18 @@ def _import(*, folder: Path, sources: list[str]) -> int:
 def _refuse_records_only_below(*, path: Path) -> None:
     """Import reads the folders it is given, not what lies below them: a folder whose records
     are all in subfolders (a CI artifacts download, one per job; another project's root) is
-    refused naming them, before anything is copied. One holding none at all is a warning."""
-    from eval_banana.history.store import folders_holding_records, import_files
+    refused naming them, before anything is copied. Its own JSON files that are no record (a
+    project root's package.json, `.eval-banana`'s lastfailed.json) do not count. One holding
+    no JSON file and no record below is a warning."""
+    from eval_banana.history.store import any_record, folders_holding_records, import_files
 
-    if import_files(folder=path):
-        return
+    files = import_files(folder=path)
     below = folders_holding_records(folder=path)
     if not below:
-        print(f"warning: {path} holds no run record (no *.json file)", file=sys.stderr)
+        if not files:
+            print(f"warning: {path} holds no run record (no *.json file)", file=sys.stderr)
+        return  # any file there that is no record is refused by name
+    if any_record(paths=files):
         return
     named = below[:_FOLDERS_NAMED]
     more = " ..." if len(below) > len(named) else ""

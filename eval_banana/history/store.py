@@ -142,6 +142,18 @@ def import_files(*, folder: Path) -> list[Path]:
     ]
 
 
+def any_record(*, paths: Sequence[Path]) -> bool:
+    """Whether any file of `paths` is a run record, whatever its name (as import reads it; only
+    the run's own fields are parsed, none of its checks). Stops at the first one."""
+    for path in paths:
+        try:
+            read_record(path=path, only=frozenset())
+        except BadRecord:
+            continue
+        return True
+    return False
+
+
 def folders_holding_records(*, folder: Path, depth: int = 2) -> list[Path]:
     """The folders below `folder`, at most `depth` levels down, that hold record files: where
     the records are when `folder` holds none itself (a CI artifacts download keeps each job's
