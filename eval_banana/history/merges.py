@@ -45,15 +45,17 @@ def each_run_once(
     *,
     newest_first: Iterable[Run],
     is_shard: Callable[[Run], bool],
-    lookahead: int = SHARD_LOOKAHEAD,
+    lookahead: int | Callable[[Run], int] = SHARD_LOOKAHEAD,
 ) -> Iterator[Run]:
     """`newest_first` without the shard runs (`is_shard`) a merge among them merged, in the
     same order.
 
     A shard run no merge has named yet is held back until one does or `lookahead` more
-    records have been read; the records behind it wait with it, so the order stays."""
+    records have been read (a number, or one per shard run); the records behind it wait with
+    it, so the order stays."""
     merged: set[str] = set()
     held: deque[Run] = deque()
+    patience = (lambda _run: lookahead) if isinstance(lookahead, int) else lookahead
 
     def waits(run: Run) -> bool:
         return is_shard(run) and run.run_id not in merged
@@ -61,7 +63,7 @@ def each_run_once(
     for run in newest_first:
         merged.update(run.merged_from)
         held.append(run)
-        while held and (len(held) > lookahead or not waits(held[0])):
+        while held and (not waits(held[0]) or len(held) > patience(held[0])):
             first = held.popleft()
             if first.run_id not in merged:
                 yield first

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from eval_banana.history.merges import SHARD_LOOKAHEAD, each_run_once
 from eval_banana.history.read import (
     BadRecord,
     Focus,
@@ -96,12 +97,13 @@ class Recent(NamedTuple):
 
 
 class _Run(NamedTuple):
-    """What a sparkline needs of one record: its id, the shards it merged, and per check
-    (id, status, digest, early error)."""
+    """What a sparkline needs of one record: its id, the shards it merged, how many shards its
+    pipeline had (0: it ran no shard), and per check (id, status, digest, early error)."""
 
     run_id: str
     merged_from: list[str]
     checks: list[tuple[str, str, str, bool]]
+    shards: int = 0
 
 
 _STATUSES = frozenset({"passed", "failed", "error"})
@@ -148,8 +150,12 @@ def _lean_record(*, data: bytes) -> _Run:
             # which was no more run in it than in a run it was not in (`eb history`'s `·`).
             continue
         append((check_id, status, digest, early))
+    shard = (document.get("selection") or {}).get("shard")  # the schema's: null or a shard
     return _Run(
-        run_id=document["run_id"], merged_from=list(document.get("merged_from", [])), checks=checks
+        run_id=document["run_id"],
+        merged_from=list(document.get("merged_from", [])),
+        checks=checks,
+        shards=0 if shard is None else shard["total"],
     )
 
 
@@ -157,17 +163,26 @@ def _runs(
     *, records: Iterable[_Run], skip_run_id: str | None, last: int, own_shards: Collection[str]
 ) -> list[_Run]:
     """The newest `last` records that count as runs (not `skip_run_id`, not one of
-    `own_shards`, not a shard a merge holds), oldest first."""
-    taken: list[_Run] = []
-    merged: set[str] = set(own_shards)
-    for record in records:
-        merged.update(record.merged_from)
-        if record.run_id == skip_run_id or record.run_id in merged:
-            continue
-        taken.append(record)
-        if len(taken) >= last:
-            break
-    return [record for record in taken if record.run_id not in merged][::-1]
+    `own_shards`, not a shard run a merge among them merged), oldest first; `records` (newest
+    first) are read only as far as that takes.
+
+    A merge starts when its first shard did, so its later shards sort before it: counted as
+    they came, eight-shard pipelines filled twenty runs with their shards. A shard run waits
+    for its merge through its pipeline's other shards and the runs recorded among them: at
+    most its shard count (SHARD_LOOKAHEAD at most) and `last` more records, so a history of
+    shard runs no merge names (each CI job keeping its own) reads a bounded few more, and one
+    without shards none."""
+    others = (record for record in records if record.run_id not in own_shards)
+    once = each_run_once(
+        newest_first=others,
+        is_shard=lambda record: record.shards > 0,
+        lookahead=lambda record: min(record.shards, SHARD_LOOKAHEAD) + last,
+    )
+    taken = list(
+        itertools.islice((record for record in once if record.run_id != skip_run_id), last)
+    )
+    taken.reverse()
+    return taken
 
 
 def recent(
@@ -190,13 +205,7 @@ def recent(
     if not paths:
         return {}
     stream = newest_parsed(paths=paths, parse=lambda data: _lean_record(data=data), warn=warn)
-    # A few extra records: shards of a merge are read past, as `eb history` does.
-    window = _runs(
-        records=itertools.islice(stream, last * 4 + 8),
-        skip_run_id=skip_run_id,
-        last=last,
-        own_shards=own_shards,
-    )
+    window = _runs(records=stream, skip_run_id=skip_run_id, last=last, own_shards=own_shards)
     found: dict[str, Recent] = {}
     for record in window:
         for check_id, status, digest, early in record.checks:

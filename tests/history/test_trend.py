@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 
 from eval_banana.history.read import load_records
+from eval_banana.history.record import HistoryRecord
 from eval_banana.history.trend import recent, timelines
+from eval_banana.models.config import Selection, Shard
+from tests.history.synth import check, record, write
 from tests.reporting.history_sample import write_sample_history
 
 
@@ -71,3 +74,69 @@ def test_recent_holds_one_copy_of_each_status_and_digest(tmp_path: Path) -> None
     assert all(digest is steady.digests[0] for digest in steady.digests)
     statuses = [status for one in found.values() for status in one.statuses]
     assert len({id(status) for status in statuses}) == len(set(statuses))
+
+
+def _shard_pipelines(*, pipelines: int, shards: int) -> list[HistoryRecord]:
+    """`pipelines` runs an hour apart, each `shards` shard runs a second apart and, when
+    merged, their merge, which starts when its first shard did (as `eb merge` records it).
+    The one check runs in shard 1; oldest first."""
+    base = record(index=1, checks=[check(check_id="x")])
+    records: list[HistoryRecord] = []
+    for hour in range(pipelines):
+        shard_ids = [f"p{hour:02d}_s{k}" for k in range(1, shards + 1)]
+        for k, run_id in enumerate(shard_ids, start=1):
+            records.append(
+                base.model_copy(
+                    update={
+                        "run_id": run_id,
+                        "started_at": f"2026-01-01T{hour:02d}:00:{k:02d}.000000+00:00",
+                        "selection": Selection(shard=Shard(index=k, total=shards)),
+                        "checks": base.checks if k == 1 else [],
+                    }
+                )
+            )
+        records.append(
+            base.model_copy(
+                update={
+                    "run_id": f"p{hour:02d}_merge",
+                    "kind": "merge",
+                    "merged_from": shard_ids,
+                    "started_at": f"2026-01-01T{hour:02d}:00:01.000000+00:00",
+                }
+            )
+        )
+    return records
+
+
+def test_the_sparkline_counts_a_merged_run_once_and_never_its_shards(tmp_path: Path) -> None:
+    # A merge starts when its first shard did, so shards 2..8 sort after it: counted as they
+    # came, the newest 19 "runs" were mostly shards, and the check had 3 outcomes, not 19.
+    folder = tmp_path / "history"
+    write(folder=folder, records=_shard_pipelines(pipelines=25, shards=8))
+    found = recent(folder=folder, skip_run_id=None, last=19)
+    assert found["x"].statuses == ["passed"] * 19
+
+
+def test_the_sparkline_reads_no_more_records_than_its_runs_take(tmp_path: Path) -> None:
+    # A damaged record is warned of when read: the one past what the runs take never is.
+    folder = tmp_path / "history"
+    plain = [record(index=n, checks=[check(check_id="x")]) for n in range(1, 26)]
+    write(folder=folder, records=plain)
+    damaged = folder / "20260101000005000000-20260101_000005_00000005.json"
+    assert damaged.is_file()
+    damaged.write_text("{}")
+    warned: list[str] = []
+    found = recent(folder=folder, skip_run_id=None, last=19, warn=warned.append)
+    assert len(found["x"].statuses) == 19 and warned == []
+
+    # Shard runs no merge names (each CI job keeping its own) are runs: each waits for a
+    # merge through its shard count and the runs asked for, then counts.
+    alone = tmp_path / "alone"
+    lone = [
+        one.model_copy(update={"selection": Selection(shard=Shard(index=1, total=2))})
+        for one in [record(index=n, checks=[check(check_id="x")]) for n in range(1, 60)]
+    ]
+    write(folder=alone, records=lone)
+    (alone / "20260101000010000000-20260101_000010_0000000a.json").write_text("{}")
+    found = recent(folder=alone, skip_run_id=None, last=19, warn=warned.append)
+    assert len(found["x"].statuses) == 19 and warned == []
