@@ -17,7 +17,7 @@ from eval_banana.core.errors import ResourceFault, WriteFault
 from eval_banana.core.files import OutputClearer
 from eval_banana.execution.onecheck import run_one
 from eval_banana.execution.turns import runs_beside, start_ranks
-from eval_banana.isolation.charges import settle_state
+from eval_banana.isolation.charges import settle_project, settle_state
 from eval_banana.models.repeats import rule_of
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, GuardDoc, PlanDoc, PlannedCheck
@@ -424,13 +424,22 @@ class PlanRun:
                     )
             finally:
                 orphans.end_run()
-                # The last look at eb's state, once no process a check started is left.
-                state = session.finish()
+                # The last looks at eb's state and the project, once no process a check
+                # started is left.
+                looks = session.finish()
                 if cache is not None:
-                    cache.checks_watched(writes_told=state.writes_told)
+                    cache.checks_watched(writes_told=looks.state.writes_told)
         self.tampered = settle_state(
-            report=state,
+            report=looks.state,
             session=session,
+            config=config,
+            checks=checks,
+            results=self.results,
+            owners=self.owners,
+            checks_dir=self.checks_dir,
+        )
+        settle_project(
+            report=looks.project,
             config=config,
             checks=checks,
             results=self.results,

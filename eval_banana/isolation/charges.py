@@ -1,5 +1,6 @@
 """Checks charged after they ran with a change to eb's own state (the verdict cache, the run
-folders): what the isolation session's looks at a check's start and end could not tell."""
+folders) or to the project: what the isolation session's looks at a check's start and end
+could not tell."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from eval_banana.models.stages import ConfigDoc, PlannedCheck
 from eval_banana.runners.results import write_check_result
 
 if TYPE_CHECKING:
+    from eval_banana.isolation.detect import LateChanges
     from eval_banana.isolation.session import IsolationSession
     from eval_banana.isolation.state import StateReport
 
@@ -90,4 +92,35 @@ def charge_state_changes(
                 when=when,
             )
         results[position] = result
+        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+
+
+def settle_project(
+    *,
+    report: LateChanges,
+    config: ConfigDoc,
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    owners: Mapping[str, int],
+    checks_dir: Path,
+) -> None:
+    """After the checks: make the watched checks charged with a change to the project only once
+    they had ended (`report`) an `error`."""
+    from eval_banana.isolation.modes import check_mode
+    from eval_banana.isolation.session import with_late_project_change
+
+    if not report.at_end:
+        return
+    # The samples of one check are keys of their own: each check is charged once.
+    for position in sorted({owners[key] for key in report.ran}):
+        result = results[position]
+        if result is None:
+            continue
+        check = checks[position]
+        results[position] = result = with_late_project_change(
+            result=result,
+            check=check,
+            mode=check_mode(config=config, check=check),
+            paths=report.at_end,
+        )
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)

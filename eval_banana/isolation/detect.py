@@ -9,6 +9,13 @@ while it happened, ends as an `error`. Which files were touched comes from inoti
 offers it (a look costs a few system calls), else from reading the state again; a touched file
 counts as changed only when its content (its git blob id) or its mode as git records it (a chmod
 of the execute bit, a file turned into a link) differs.
+
+Once every check has ended (and what they left behind is ended), a last look reads the whole
+state again, as at the start:
+inotify tells nothing of a write through a hard link made elsewhere (the kernel reports it on
+the folder of the name written) nor of what happened after the last look, and git's stat of
+each file does (a write moves its times, so git hashes it again). What it finds falls on every
+watched check that ran: which one wrote is unknown.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from eval_banana.core.files import is_temp_sibling
 from eval_banana.core.ownmark import OwnFolders
@@ -44,6 +52,20 @@ DEFAULT_IGNORE: tuple[str, ...] = (
 
 def ignore_patterns(extra: Sequence[str]) -> InputPatterns:
     return InputPatterns([*DEFAULT_IGNORE, *extra])
+
+
+class LateChanges(NamedTuple):
+    """What the project's last look charged to checks that had already ended, for the run to
+    charge once every check has ended.
+
+    `at_end`: the changes the last look found that no look while the checks ran had seen,
+    which fall on every watched check in `ran` (their keys)."""
+
+    at_end: list[str]
+    ran: tuple[str, ...]
+
+
+NO_LATE_CHANGES = LateChanges(at_end=[], ran=())
 
 
 class ChangeMonitor:
@@ -73,6 +95,8 @@ class ChangeMonitor:
         self._lock = threading.Lock()
         self._running: set[str] = set()
         self._charged: dict[str, set[str]] = {}
+        # The watched checks that ended, in order.
+        self._ended: list[str] = []
         folders = {os.path.dirname(path) for path in self._ids}
         # Every folder on the way to a file, so new files and folders beside them are seen.
         for folder in list(folders):
@@ -237,11 +261,14 @@ class ChangeMonitor:
         else:
             self._modes[path] = found.mode
 
-    def _changes(self) -> set[str]:
+    def _changes(self, *, whole: bool = False) -> set[str]:
+        """The paths changed since the last look; `whole`: read the whole state again, whatever
+        inotify says (the last look)."""
         touched = self._watcher.touched() if self._watcher is not None else None
-        if touched is not None:
+        if touched is not None and not whole:
             return self._confirm(self._candidates(touched)) if touched else set()
-        # No inotify, or events were lost: read the whole state again and compare.
+        # No inotify, events were lost, or the last look: read the whole state again and
+        # compare. git hashes again each file whose stat moved, a write through a link included.
         now = self._read_state()
         before = ProjectState(
             root=self.root,
@@ -273,7 +300,18 @@ class ChangeMonitor:
         with self._lock:
             self._charge_running()
             self._running.discard(key)
+            self._ended.append(key)
             return sorted(self._charged.pop(key, set()))
+
+    def finish(self) -> LateChanges:
+        """The last look, once every check has ended and the processes they left behind are
+        ended (only when a watched check ran): the whole state read again and compared with
+        the state the looks kept."""
+        with self._lock:
+            if not self._ended:
+                return NO_LATE_CHANGES
+            at_end = self._changes(whole=True)
+            return LateChanges(at_end=sorted(at_end), ran=tuple(self._ended))
 
     def close(self) -> None:
         if self._watcher is not None:

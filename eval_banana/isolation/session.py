@@ -12,13 +12,17 @@
 Whatever the mode, eb's own state (its cache, earlier run folders, the calibration record) is
 watched while any check or judge runs (isolation/state.py): a change there makes every check
 running at that moment an `error`, and the run stores no verdict.
+
+Once every check has ended, the project is looked at once more (isolation/detect.py): a change
+no look while the checks ran had seen (a write through a hard link, a process left behind)
+makes every watched check that ran an `error`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.isolation.modes import (
     Mode,
@@ -38,7 +42,7 @@ from eval_banana.models.stages import ConfigDoc, PlanDoc, PlannedCheck
 from eval_banana.runners.base import ProjectView
 
 if TYPE_CHECKING:
-    from eval_banana.isolation.detect import ChangeMonitor
+    from eval_banana.isolation.detect import ChangeMonitor, LateChanges
 
 RunIn = Callable[[ProjectView | None], CheckResult]
 # The end of every message about eb's state: what it means for the run.
@@ -85,6 +89,36 @@ def with_state_change(
     if result.status == "error" and result.error_detail and isinstance(before, dict):
         problem = f"{problem}. {result.error_detail}"  # an isolation error of its own too
     return _with_isolation(result=result, record=record, problem=problem)
+
+
+def with_late_project_change(
+    *, result: CheckResult, check: PlannedCheck, mode: Mode, paths: list[str]
+) -> CheckResult:
+    """`result` made an `error` for a change to the project charged to it after it ended, seen
+    only by the last look; the paths are kept in `details.isolation.late_changed`."""
+    before = result.details.get("isolation")
+    record: dict[str, Any] = dict(before) if isinstance(before, dict) else {"mode": mode}
+    shown = sorted({*record.get("late_changed", []), *paths})
+    record["late_changed"] = listed_paths(shown)
+    record["late_changed_count"] = len(shown)
+    what = noun(check.type)
+    problem = (
+        f"The project changed during this run, seen only by the look after its last check "
+        f"had ended: {shown_paths(paths)}. No look while the checks ran saw it (a write "
+        "through a hard link, or a process a check left behind, tells none), so which "
+        "check made it is unknown and every watched check of the run is charged"
+    )
+    problem = f"{problem}. A {what} must not change what it {what}s: {write_advice(check.type)}"
+    if result.status == "error" and result.error_detail and isinstance(before, dict):
+        problem = f"{problem}. {result.error_detail}"  # an error of its own too
+    return _with_isolation(result=result, record=record, problem=problem)
+
+
+class Looks(NamedTuple):
+    """The last looks once every check has ended: at eb's state, and at the project."""
+
+    state: StateReport
+    project: LateChanges
 
 
 class IsolationSession:
@@ -206,10 +240,15 @@ class IsolationSession:
             record["project_changed"] = listed_paths(outside)
         return _with_isolation(result=result, record=record, problem=problem)
 
-    def finish(self) -> StateReport:
-        """Once every check has ended: the last look at eb's state; the watches are closed."""
+    def finish(self) -> Looks:
+        """Once every check has ended (and the processes they left behind): the last looks at
+        eb's state and at the project; the watches are closed."""
+        from eval_banana.isolation.detect import NO_LATE_CHANGES
+
         try:
-            return self.state.finish()
+            state = self.state.finish()
+            project = NO_LATE_CHANGES if self.monitor is None else self.monitor.finish()
+            return Looks(state=state, project=project)
         finally:
             self.close()
 
