@@ -139,8 +139,10 @@ class PlanRun:
         self.positions = {check.stem: position for position, check in enumerate(self.checks)}
         self.items = plan_items(checks=self.checks, default_repeats=config.settings.core.repeats)
         self.sample_sets = sample_sets_of(items=self.items)
-        # A check changed eb's own state while checks ran: nothing of this run is stored.
+        # A check changed eb's own state while checks ran, or the project changed under a
+        # watched check: nothing of this run is stored.
         self.tampered = False
+        self.project_changed = False
 
     # --- one check ---------------------------------------------------------------------------
 
@@ -438,7 +440,7 @@ class PlanRun:
             owners=self.owners,
             checks_dir=self.checks_dir,
         )
-        settle_project(
+        self.project_changed = settle_project(
             report=looks.project,
             config=config,
             checks=checks,
@@ -462,7 +464,7 @@ class PlanRun:
             ran=self.to_store,
             checks=self.checks,
             results=self.results,
-            keep=not self.tampered and not aborted,
+            keep=not self.tampered and not self.project_changed and not aborted,
             checks_dir=self.checks_dir,
             faults=self.faults,
             stop=self.stop,

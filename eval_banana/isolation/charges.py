@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.core.log import Logger
+from eval_banana.core.words import visible
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlannedCheck
 from eval_banana.runners.results import write_check_result
 
 if TYPE_CHECKING:
     from eval_banana.isolation.detect import LateChanges
-    from eval_banana.isolation.session import IsolationSession
+    from eval_banana.isolation.session import IsolationSession, Seen
     from eval_banana.isolation.state import StateReport
 
 logger = Logger("eval_banana.isolation.charges")
@@ -103,24 +104,38 @@ def settle_project(
     results: list[CheckResult | None],
     owners: Mapping[str, int],
     checks_dir: Path,
-) -> None:
+) -> bool:
     """After the checks: make the watched checks charged with a change to the project only once
-    they had ended (`report`) an `error`."""
+    they had ended an `error` (`report`); whether the project changed under a watched check at
+    all (then no verdict is stored: which verdicts rest on the changed files is unknown)."""
     from eval_banana.isolation.modes import check_mode
     from eval_banana.isolation.session import with_late_project_change
 
-    if not report.at_end:
-        return
-    # The samples of one check are keys of their own: each check is charged once.
-    for position in sorted({owners[key] for key in report.ran}):
+    charges: dict[int, dict[Seen, set[str]]] = {}
+    for key, paths in report.alone.items():
+        charges.setdefault(owners[key], {}).setdefault("alone", set()).update(paths)
+    if report.at_end:
+        for key in report.ran:
+            charges.setdefault(owners[key], {}).setdefault("at_end", set()).update(report.at_end)
+    for position, found in sorted(charges.items()):
         result = results[position]
         if result is None:
             continue
         check = checks[position]
-        results[position] = result = with_late_project_change(
-            result=result,
-            check=check,
-            mode=check_mode(config=config, check=check),
-            paths=report.at_end,
-        )
+        for seen, changed in sorted(found.items()):
+            result = with_late_project_change(
+                result=result,
+                check=check,
+                mode=check_mode(config=config, check=check),
+                paths=sorted(changed),
+                seen=seen,
+            )
+        results[position] = result
         write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+    if not report.changed:
+        return False
+    logger.warning(
+        "The project changed while watched checks ran (%s); no verdict of this run is stored",
+        ", ".join(visible(path) for path in report.changed[:5]),
+    )
+    return True

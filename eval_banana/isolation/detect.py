@@ -10,8 +10,9 @@ offers it (a look costs a few system calls), else from reading the state again; 
 counts as changed only when its content (its git blob id) or its mode as git records it (a chmod
 of the execute bit, a file turned into a link) differs.
 
-Once every check has ended (and what they left behind is ended), a last look reads the whole
-state again, as at the start:
+A change seen while no watched check runs, once one has ended, is kept for the checks that ended
+before it (a process one of them left behind may have made it). And once every check has ended
+(and what they left behind is ended), a last look reads the whole state again, as at the start:
 inotify tells nothing of a write through a hard link made elsewhere (the kernel reports it on
 the folder of the name written) nor of what happened after the last look, and git's stat of
 each file does (a write moves its times, so git hashes it again). What it finds falls on every
@@ -55,17 +56,22 @@ def ignore_patterns(extra: Sequence[str]) -> InputPatterns:
 
 
 class LateChanges(NamedTuple):
-    """What the project's last look charged to checks that had already ended, for the run to
-    charge once every check has ended.
+    """What the project's looks charged to checks that had already ended, for the run to charge
+    once every check has ended.
 
-    `at_end`: the changes the last look found that no look while the checks ran had seen,
-    which fall on every watched check in `ran` (their keys)."""
+    `alone`: changes seen while no watched check ran, by the watched checks (their keys) that
+    had ended before; `at_end`: the changes the last look found that no look while the checks
+    ran had seen, which fall on every watched check in `ran`; `changed`: every project path
+    charged to some watched check during the run, these included (then the run stores no
+    verdict: some may rest on files other than those their keys name)."""
 
+    alone: dict[str, list[str]]
     at_end: list[str]
     ran: tuple[str, ...]
+    changed: list[str]
 
 
-NO_LATE_CHANGES = LateChanges(at_end=[], ran=())
+NO_LATE_CHANGES = LateChanges(alone={}, at_end=[], ran=(), changed=[])
 
 
 class ChangeMonitor:
@@ -95,8 +101,11 @@ class ChangeMonitor:
         self._lock = threading.Lock()
         self._running: set[str] = set()
         self._charged: dict[str, set[str]] = {}
-        # The watched checks that ended, in order.
+        # The watched checks that ended, in order; changes seen while none ran, with the checks
+        # that had ended by then; every path charged to some check.
         self._ended: list[str] = []
+        self._seen_alone: list[tuple[set[str], tuple[str, ...]]] = []
+        self._charged_paths: set[str] = set()
         folders = {os.path.dirname(path) for path in self._ids}
         # Every folder on the way to a file, so new files and folders beside them are seen.
         for folder in list(folders):
@@ -285,9 +294,18 @@ class ChangeMonitor:
 
     def _charge_running(self) -> None:
         changed = self._changes()
-        if changed:
+        if not changed:
+            return
+        if self._running:
             for key in self._running:
                 self._charged.setdefault(key, set()).update(changed)
+            self._charged_paths |= changed
+        elif self._ended:
+            # Made after the checks that ended had started: a process one of them left behind
+            # (a daemon with an environment of its own, which eb ends only when no check runs)
+            # may have made it, beside checks nothing watches.
+            self._seen_alone.append((changed, tuple(self._ended)))
+            self._charged_paths |= changed
 
     def started(self, *, key: str) -> None:
         """A watched check starts: what changed before now is charged to those already running."""
@@ -306,12 +324,22 @@ class ChangeMonitor:
     def finish(self) -> LateChanges:
         """The last look, once every check has ended and the processes they left behind are
         ended (only when a watched check ran): the whole state read again and compared with
-        the state the looks kept."""
+        the state the looks kept, and what the looks charged to checks already ended."""
         with self._lock:
             if not self._ended:
                 return NO_LATE_CHANGES
             at_end = self._changes(whole=True)
-            return LateChanges(at_end=sorted(at_end), ran=tuple(self._ended))
+            self._charged_paths |= at_end
+            alone: dict[str, set[str]] = {}
+            for changed, ended in self._seen_alone:
+                for key in ended:
+                    alone.setdefault(key, set()).update(changed)
+            return LateChanges(
+                alone={key: sorted(paths) for key, paths in alone.items()},
+                at_end=sorted(at_end),
+                ran=tuple(self._ended),
+                changed=sorted(self._charged_paths),
+            )
 
     def close(self) -> None:
         if self._watcher is not None:

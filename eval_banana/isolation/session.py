@@ -15,14 +15,16 @@ running at that moment an `error`, and the run stores no verdict.
 
 Once every check has ended, the project is looked at once more (isolation/detect.py): a change
 no look while the checks ran had seen (a write through a hard link, a process left behind)
-makes every watched check that ran an `error`.
+makes every watched check that ran an `error`, as does one seen while no watched check ran for
+the watched checks that had ended before it; a run whose project changed under a watched check
+stores no verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from eval_banana.isolation.modes import (
     Mode,
@@ -91,23 +93,34 @@ def with_state_change(
     return _with_isolation(result=result, record=record, problem=problem)
 
 
+# When a change charged after a check ended was seen: while no watched check ran, or only by
+# the last look once every check had ended.
+Seen = Literal["alone", "at_end"]
+
+
 def with_late_project_change(
-    *, result: CheckResult, check: PlannedCheck, mode: Mode, paths: list[str]
+    *, result: CheckResult, check: PlannedCheck, mode: Mode, paths: list[str], seen: Seen
 ) -> CheckResult:
-    """`result` made an `error` for a change to the project charged to it after it ended, seen
-    only by the last look; the paths are kept in `details.isolation.late_changed`."""
+    """`result` made an `error` for a change to the project charged to it after it ended
+    (`seen`: how); the paths are kept in `details.isolation.late_changed`."""
     before = result.details.get("isolation")
     record: dict[str, Any] = dict(before) if isinstance(before, dict) else {"mode": mode}
     shown = sorted({*record.get("late_changed", []), *paths})
     record["late_changed"] = listed_paths(shown)
     record["late_changed_count"] = len(shown)
     what = noun(check.type)
-    problem = (
-        f"The project changed during this run, seen only by the look after its last check "
-        f"had ended: {shown_paths(paths)}. No look while the checks ran saw it (a write "
-        "through a hard link, or a process a check left behind, tells none), so which "
-        "check made it is unknown and every watched check of the run is charged"
-    )
+    if seen == "at_end":
+        problem = (
+            f"The project changed during this run, seen only by the look after its last check "
+            f"had ended: {shown_paths(paths)}. No look while the checks ran saw it (a write "
+            "through a hard link, or a process a check left behind, tells none), so which "
+            "check made it is unknown and every watched check of the run is charged"
+        )
+    else:
+        problem = (
+            f"The project changed after this {what} ended, while no watched check ran: "
+            f"{shown_paths(paths)}; a process it left behind may have made the change"
+        )
     problem = f"{problem}. A {what} must not change what it {what}s: {write_advice(check.type)}"
     if result.status == "error" and result.error_detail and isinstance(before, dict):
         problem = f"{problem}. {result.error_detail}"  # an error of its own too

@@ -67,6 +67,11 @@ print(json.dumps({"score": 1, "reason": "add returns a + b"}))
 """
 
 
+# The judge leaves its daemon 0.5 s after it starts (the sleeping check beside it runs by then),
+# which writes 0.4 s later.
+DAEMON = {"CHEAT": "daemon", "JUDGE_WAIT": "0.5"}
+
+
 def _git(root: Path, *args: str) -> None:
     subprocess.run(
         ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
@@ -169,6 +174,53 @@ def test_a_hard_link_nobody_writes_through_is_harmless(tmp_path: Path) -> None:
     assert "late_changed" not in checks["judge_add"]["details"]["isolation"]
 
 
+def test_a_process_a_judge_left_behind_writing_beside_an_unwatched_check_is_charged(
+    tmp_path: Path,
+) -> None:
+    # The daemon writes while only the deterministic check, which nothing watches, runs: no
+    # look happens then, and eb spares a process without a token while any check runs.
+    root = _project(
+        tmp_path / "proj",
+        checks={"judge_add": _judge("judge_add"), "zz_sleep": _sleeper("zz_sleep", 2)},
+    )
+    code, checks = run_checks(root, "--max-parallel-checks", "4", env=DAEMON)
+    assert (root / "src" / "app.py").read_text() == FIXED
+    assert code == 1
+    _charged_at_end(checks["judge_add"])
+    assert checks["zz_sleep"]["status"] == "passed"  # unwatched: never charged
+
+
+def test_a_change_seen_while_no_watched_check_ran_falls_on_the_judges_that_ended(
+    tmp_path: Path,
+) -> None:
+    # Two workers, in plan order: a_judge (leaves a daemon) and b_sleep start; a_judge ends and
+    # c_pause takes its worker, the daemon writes 0.7 s later; d_judge starts after c_pause
+    # and its first look sees the change, while no watched check runs.
+    root = _project(
+        tmp_path / "proj",
+        checks={
+            "a_judge": _judge("a_judge", "DAEMON: score 1 only if add returns a + b."),
+            "b_sleep": _sleeper("b_sleep", 4.5),
+            "c_pause": _sleeper("c_pause", 2),
+            "d_judge": _judge("d_judge"),
+        },
+    )
+    code, checks = run_checks(
+        root, "--max-parallel-checks", "2", env={"JUDGE_WAIT": "0.5", "DAEMON_DELAY": "0.7"}
+    )
+    assert (root / "src" / "app.py").read_text() == FIXED
+    assert code == 1
+    first = checks["a_judge"]
+    assert first["status"] == "error" and first["details"]["error_class"] == "isolation"
+    assert first["details"]["isolation"]["late_changed"] == ["src/app.py"]
+    assert str(first["error_detail"]).startswith(
+        "The project changed after this judge ended, while no watched check ran: src/app.py; "
+        "a process it left behind may have made the change."
+    ), first["error_detail"]
+    # d_judge started after the change: it judged the project as it found it.
+    assert checks["d_judge"]["status"] == "passed", checks["d_judge"]
+
+
 def test_a_cheated_pass_is_not_reused_once_the_file_is_back(tmp_path: Path) -> None:
     root = _project(tmp_path / "proj", config='\n[cache]\nmode = "on"')
     link = tmp_path / "links" / "app"
@@ -182,3 +234,19 @@ def test_a_cheated_pass_is_not_reused_once_the_file_is_back(tmp_path: Path) -> N
     judge = checks["judge_add"]
     assert judge["details"]["cache"]["hit"] is False
     assert code == 1 and judge["status"] == "failed", judge
+
+
+def test_a_run_whose_project_changed_under_a_watched_check_stores_no_verdict(
+    tmp_path: Path,
+) -> None:
+    # zz_sleep's verdict ran on a project the daemon changed: none of the run is stored.
+    root = _project(
+        tmp_path / "proj",
+        checks={"judge_add": _judge("judge_add"), "zz_sleep": _sleeper("zz_sleep", 2)},
+        config='\n[cache]\nmode = "on"',
+    )
+    code, checks = run_checks(root, "--max-parallel-checks", "4", env=DAEMON)
+    assert (root / "src" / "app.py").read_text() == FIXED
+    assert code == 1
+    assert checks["zz_sleep"]["status"] == "passed"
+    assert checks["zz_sleep"]["details"]["cache"]["stored"] is False
