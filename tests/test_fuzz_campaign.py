@@ -608,8 +608,8 @@ def _stored(cache: Path, part: str) -> dict[str, tuple[Path, dict[str, Any]]]:
 
 
 def _sign(cache: Path, path: Path, document: dict[str, Any]) -> None:
-    from eval_banana.cache.mac import signed_text
     from eval_banana.cache.store import CacheStore
+    from eval_banana.core.mac import signed_text
 
     key = CacheStore(folder=cache, max_bytes=1 << 30).secret(create=False)
     assert isinstance(key, bytes)

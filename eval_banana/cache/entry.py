@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from eval_banana.cache.mac import MAC_PATTERN
+from eval_banana.core.mac import MAC_PATTERN
 from eval_banana.core.record import Field, Record
 from eval_banana.stagefiles.layout import SCHEMA_BASE
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from eval_banana.cache.ledger import is_ledger, known_size, remember_size, walk_needed
-from eval_banana.cache.mac import SECRET_NAME
 from eval_banana.cache.places import blob_file
 from eval_banana.core.files import entries_below
+from eval_banana.core.mac import SECRET_NAME
 from eval_banana.core.readback import read_json
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eval_banana.cache.eviction import blobs_named, least_recently_used_over
-from eval_banana.cache.mac import SECRET_NAME
 from eval_banana.cache.store import CacheStore, _stats
 from eval_banana.core.files import is_temp_file, sha256_and_size
+from eval_banana.core.mac import SECRET_NAME
 from eval_banana.core.turns import LOCK_NAME
 from eval_banana.models.cacheops import DamagedBlob, HitRate, LocalTierStats
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_banana.cache.components import KeyContext
-from eval_banana.cache.mac import SecretUnusable
 from eval_banana.cache.ownwrites import OwnWrites
 from eval_banana.cache.places import SlotTaken
 from eval_banana.cache.store import CacheStore, drop_kept_runs
@@ -18,6 +17,7 @@ from eval_banana.cache.verdictentry import UnstorableName, entry_document
 from eval_banana.cache.warn import Warn
 from eval_banana.checks.inputs import artifact_id, artifact_of
 from eval_banana.core.errors import WriteFault
+from eval_banana.core.mac import SecretUnusable
 from eval_banana.core.words import visible
 from eval_banana.models.config import CacheMode
 from eval_banana.models.result import CheckResult

@@ -17,7 +17,7 @@ import re
 from typing import Literal
 
 from eval_banana.cache.entry import DIGEST_PATTERN, DIGEST_RE, MAC_RE
-from eval_banana.cache.mac import MAC_PATTERN
+from eval_banana.core.mac import MAC_PATTERN
 from eval_banana.core.record import Field, Record
 from eval_banana.stagefiles.layout import SCHEMA_BASE
 

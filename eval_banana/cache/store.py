@@ -3,7 +3,7 @@
     <dir>/entries/<2 hex>/<64 hex>.json   one verdict, named by its key
     <dir>/blobs/<2 hex>/<64 hex>          stored output files, by their SHA-256 (cache/blobs.py)
     <dir>/runs/<2 hex>/<64 hex>.json      a fully cached run, replayed whole (cache/replay.py)
-    <dir>/secret.key                      the key of the MAC entries and runs carry (cache/mac.py)
+    <dir>/secret.key                      the key of the MAC entries and runs carry (core/mac.py)
     <dir>/size.json                       the folder's size as last known (cache/ledger.py)
     <dir>/.eval-banana-folder             eb's mark: the folder is eb's wherever it lies
 
@@ -25,7 +25,9 @@ from typing import Any, NamedTuple
 
 from eval_banana.cache.blobs import BlobStore
 from eval_banana.cache.ledger import LEDGER_NAME
-from eval_banana.cache.mac import (
+from eval_banana.cache.places import hex_of, write_into
+from eval_banana.core.files import OWNER_ONLY_FOLDER, read_bytes, sha256_bytes
+from eval_banana.core.mac import (
     SECRET_NAME,
     SecretUnusable,
     load_secret,
@@ -33,8 +35,6 @@ from eval_banana.cache.mac import (
     secret_path,
     signed_text,
 )
-from eval_banana.cache.places import hex_of, write_into
-from eval_banana.core.files import OWNER_ONLY_FOLDER, read_bytes, sha256_bytes
 from eval_banana.core.ownmark import mark_folder
 from eval_banana.core.readback import TooDeep, loads_json
 from eval_banana.core.turns import LOCK_NAME

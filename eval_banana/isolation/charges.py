@@ -47,7 +47,7 @@ def settle_state(
     removed = session.state.drop_cache_changes()
     logger.warning(
         "eb's own files changed while checks ran (%s); no verdict of this run is stored, "
-        "and %d changed files in the cache were removed",
+        "and %d changed files in the cache (or its record of the files it wrote) were removed",
         ", ".join(report.changed[:5]),
         len(removed),
     )

@@ -21,7 +21,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-# `{"mac": "hmac-sha256:<64 hex>", `: the MAC over the rest of an entry (cache/mac.py).
+# `{"mac": "hmac-sha256:<64 hex>", `: the MAC over the rest of an entry (core/mac.py).
 SIGNED_HEAD = 89
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # The cache's signed files, two folders down (`entries/<2 hex>/<key>.json`, `runs/...`).

@@ -1,6 +1,7 @@
-"""Where eb's own state lies for a run: the cache folder, the calibration record, the finished
-earlier run folders under the output folders (the newest 500) and the current run's checks/;
-and which of those a copy's private mount namespace makes read-only."""
+"""Where eb's own state lies for a run: the cache folder, the calibration record, the record of
+the files eb wrote into the project (written.json), the finished earlier run folders under the
+output folders (the newest 500) and the current run's checks/; and which of those a copy's
+private mount namespace makes read-only."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ class StatePlaces(NamedTuple):
     # when this run was created (recorded in its config stage).
     outputs: tuple[str, ...] = ()
     created_at: str | None = None
+    # The record of the files eb wrote into the project (settings/written.py), among `files`:
+    # changed by anyone but eb, it would make project files eb's, so it goes as the cache's do.
+    written_record: str | None = None
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -106,13 +110,15 @@ def cache_folders(top: str) -> list[str]:
 def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
     """Where eb's state lies for a run writing into `run_dir`."""
     from eval_banana.settings.folders import cache_dir, record_path, written_folders
+    from eval_banana.settings.written import written_record_path
 
     cache = real_path(cache_dir(config=config))
     current = real_path(run_dir)
     bases = [real_path(folder) for folder in written_folders(config=config)]
     bases = [base for base in bases if base != cache]
     folders: list[str] = []
-    files = [str(record_path(config=config).absolute())]
+    written = str(written_record_path(config=config).absolute())
+    files = [str(record_path(config=config).absolute()), written]
     if cache.is_dir():
         folders.extend(cache_folders(str(cache)))
     else:
@@ -128,6 +134,7 @@ def state_places(*, config: ConfigDoc, run_dir: Path) -> StatePlaces:
         current_checks=str(current / "checks"),
         outputs=tuple(map(str, bases)),
         created_at=config.run_created_at or config.created_at,
+        written_record=written,
     )
 
 

@@ -9,9 +9,10 @@
   is an `error` too (its verdict may be about its own edits), unless the paths are ignored.
 - `off`: as eval-banana does, the check runs in the project and may write.
 
-Whatever the mode, eb's own state (its cache, earlier run folders, the calibration record) is
-watched while any check or judge runs (isolation/state.py): a change there makes every check
-running at that moment an `error`, and the run stores no verdict.
+Whatever the mode, eb's own state (its cache, earlier run folders, the calibration record, the
+record of the files it wrote into the project) is watched while any check or judge runs
+(isolation/state.py): a change there makes every check running at that moment an `error`, and
+the run stores no verdict.
 
 Once every check has ended, the project is looked at once more (isolation/detect.py): a change
 no look while the checks ran had seen (a write through a hard link, a process left behind)
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
 RunIn = Callable[[ProjectView | None], CheckResult]
 # The end of every message about eb's state: what it means for the run.
 _STATE_RULE = (
-    "Checks and judges must never write eb's verdict cache, run folders or calibration record: "
+    "Checks and judges must never write eb's verdict cache, run folders, calibration record "
+    "or record of the files it wrote: "
     "the run cannot pass, and it stores no verdict in the cache"
 )
 

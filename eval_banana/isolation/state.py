@@ -12,7 +12,8 @@ What is watched:
 - each finished earlier run folder (holding `stages/` and `report.json`; the newest 500): its
   `report.json`, `stages/` and `checks/` (the files eb reads back; not the checks' own
   evidence folders, nor the pages written for people, which a run may still be finishing);
-- the calibration record, and the cache folder if it does not exist yet (one `lstat` a look);
+- the calibration record, the record of the files eb wrote into the project (written.json),
+  and the cache folder if it does not exist yet (one `lstat` a look);
 - the files of the current run folder's `checks/` that share their inode with another name (the
   outputs a cache reuse linked from the cache's copies, which earlier run folders link too): a
   write into one of them is a write into the cache, though inotify reports it only on the path
@@ -281,12 +282,14 @@ class StateWatch:
 
     def drop_cache_changes(self) -> list[str]:
         """Remove whatever changed in the cache folder during the run: nothing there that eb
-        did not write may be reused (a cache folder that appeared meanwhile goes whole). The
-        shown paths removed."""
+        did not write may be reused (a cache folder that appeared meanwhile goes whole); and
+        the record of the files eb wrote, which would make the files it notes eb's. The shown
+        paths removed."""
         cache = self.places.cache
         removed: list[str] = []
         for path in sorted(self._changed):
-            if path != cache and not path.startswith(cache + os.sep):
+            inside = path == cache or path.startswith(cache + os.sep)
+            if not inside and path != self.places.written_record:
                 continue
             with contextlib.suppress(OSError):
                 info = os.lstat(path)

@@ -11,11 +11,14 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.version import tool_version
 from eval_banana.reporting import ReportExtras
+
+if TYPE_CHECKING:
+    from eval_banana.models.stages import ConfigDoc
 
 # The result document and git observation (reporting.result_doc, reporting.gitobs) are imported
 # only by runs that use --result-out or --provenance-field: every other run skips their cost.
@@ -152,4 +155,16 @@ def remember_outputs(*, extras: ReportExtras, result_out: ResultOut | None) -> N
     summary = extras.environ.get(STEP_SUMMARY_ENV)
     if summary:
         paths.append(Path(summary))
-    remember_written(config=config, paths=paths)
+    remember_written(config=config, paths=paths, key=lambda: _signing_key(config=config))
+
+
+def _signing_key(*, config: ConfigDoc) -> bytes | None:
+    """The verdict cache's secret, which signs the record of the files eb wrote; made (with
+    the cache folder, marked as the cache makes it) when missing, but by a run whose cache is
+    read-only, which makes no secret. None when there is none to use."""
+    from eval_banana.cache.store import CacheStore
+    from eval_banana.settings.folders import cache_dir
+
+    store = CacheStore(folder=cache_dir(config=config), max_bytes=0)
+    found = store.secret(create=config.settings.cache.mode != "read-only")
+    return found if isinstance(found, bytes) else None

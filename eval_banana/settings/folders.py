@@ -170,7 +170,7 @@ def written_files(*, config: ConfigDoc) -> list[Path]:
         last_failed_path(config=config),
         written_record_path(config=config),
         *(Path(path) for path in config.outputs),
-        *still_written(config=config),
+        *still_written(config=config, cache_folder=cache_dir(config=config)),
         *stream_files(),
     ]
     junit = config.settings.core.junit_xml

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from eval_banana.cache.mac import signed_text
 from eval_banana.cache.store import CacheStore
+from eval_banana.core.mac import signed_text
 
 AGENT = """\
 import json, os, sys

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from eval_banana.cache.mac import SECRET_NAME, signed_text
 from eval_banana.cache.session import CacheSession
 from eval_banana.cache.store import CacheStore
+from eval_banana.core.mac import SECRET_NAME, signed_text
 from eval_banana.models.result import CheckResult
 from eval_banana.models.stages import ConfigDoc, PlanDoc
 from tests.cache.rig import Project, cache_of, judge, make_project, script_check, write_signed

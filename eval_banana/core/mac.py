@@ -1,4 +1,5 @@
-"""The MAC every cache entry and kept run carries, keyed by the cache's own secret.
+"""The MAC every cache entry and kept run carries, keyed by the cache's own secret (and the
+one eb's note of the files it wrote into the project carries, settings/written.py).
 
     <cache dir>/secret.key   64 hex digits, owner-only (0600) and eb's user's, made by eb on
                              its first write (in a folder eb makes owner-only, 0700)
@@ -37,7 +38,8 @@ _PREFIX = b'{"mac": "hmac-sha256:'
 _HEX_END = len(_PREFIX) + 64
 _AFTER = b'", '
 # Which document the MAC is for: a MAC of one kind of file is no MAC of another.
-_DOMAIN = b"eval-banana/cache-mac/1\0"
+CACHE_DOMAIN = b"eval-banana/cache-mac/1\0"
+WRITTEN_DOMAIN = b"eval-banana/written-mac/1\0"
 _SECRET_RE = re.compile(rb"[0-9a-f]{64}\n?")
 _SECRET_MAX = 128
 _TEMP_NAMES = itertools.count()
@@ -47,31 +49,32 @@ class SecretUnusable(OSError):
     """The cache's secret cannot be read or made: nothing is stored, nothing is reused."""
 
 
-def mac_of(*, key: bytes, rest: bytes | memoryview) -> str:
+def mac_of(*, key: bytes, rest: bytes | memoryview, domain: bytes = CACHE_DOMAIN) -> str:
     """`hmac-sha256:<hex>` of a document's text without its MAC member: `{` and `rest`, the
-    members after it (fed in place: a kept run of 1,000 checks is most of a megabyte)."""
-    mac = hmac.new(key, _DOMAIN, sha256)
+    members after it (fed in place: a kept run of 1,000 checks is most of a megabyte).
+    `domain`: which kind of document it is."""
+    mac = hmac.new(key, domain, sha256)
     mac.update(b"{")
     mac.update(rest)
     return "hmac-sha256:" + mac.hexdigest()
 
 
-def signed_text(*, key: bytes, text: bytes) -> bytes:
+def signed_text(*, key: bytes, text: bytes, domain: bytes = CACHE_DOMAIN) -> bytes:
     """`text` (a JSON object's text, without a `mac` member) with its MAC as the first member."""
     if not text.startswith(b"{") or text.startswith(b"{}"):
         raise ValueError("only a JSON object with members is signed")
     rest = text[1:].lstrip(b"\n ")
-    mac = mac_of(key=key, rest=rest).encode("ascii")
+    mac = mac_of(key=key, rest=rest, domain=domain).encode("ascii")
     return b'{"mac": "' + mac + _AFTER + rest
 
 
-def mac_problem(*, key: bytes, data: bytes) -> str | None:
+def mac_problem(*, key: bytes, data: bytes, domain: bytes = CACHE_DOMAIN) -> str | None:
     """Why `data` (a stored document's bytes) is not what eb signed with `key`, or None."""
     if not data.startswith(_PREFIX) or data[_HEX_END : _HEX_END + len(_AFTER)] != _AFTER:
         return "has no MAC (written by an older eb, or by something else)"
     stated = data[len(_PREFIX) - len(b"hmac-sha256:") : _HEX_END].decode("ascii", "replace")
     rest = memoryview(data)[_HEX_END + len(_AFTER) :]
-    if not hmac.compare_digest(stated, mac_of(key=key, rest=rest)):
+    if not hmac.compare_digest(stated, mac_of(key=key, rest=rest, domain=domain)):
         return "has a MAC that does not match its content (edited, damaged, or another cache's)"
     return None
 
