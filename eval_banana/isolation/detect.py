@@ -34,6 +34,7 @@ from eval_banana.core.ownmark import OwnFolders
 from eval_banana.core.streams import stream_files
 from eval_banana.isolation.watch import TreeWatcher
 from eval_banana.projectstate.blobs import REGULAR, FileIdentity, file_identity
+from eval_banana.projectstate.git import command as git_command
 from eval_banana.projectstate.git import environment as git_environment
 from eval_banana.projectstate.patterns import InputPatterns
 from eval_banana.projectstate.prefixes import relative_files, relative_folders
@@ -186,7 +187,7 @@ class ChangeMonitor:
         if self.source != "git" or not paths:
             return set()
         done = subprocess.run(
-            ["git", "check-ignore", "--stdin", "-z", "--no-index"],
+            git_command(args=["check-ignore", "--stdin", "-z", "--no-index"]),
             cwd=self.root,
             input=b"\0".join(path.encode("utf-8", "surrogateescape") for path in paths) + b"\0",
             capture_output=True,

@@ -4,6 +4,9 @@ Every command runs at the top of the work tree with `-z` output (no quoting), wi
 locks (reading never rewrites `.git/index`, so eb never races the user's own git), and with
 git's own environment honoured (a pre-commit hook's GIT_INDEX_FILE, a GIT_DIR/GIT_WORK_TREE
 pair, relative ones read from the folder eb was started in, as git started there reads them).
+Whatever the repository's config says, git compares every stat field it keeps before taking a
+file for unchanged (`STRICT_STAT`): eb takes the index's blob id for every file git reports
+clean, and `.git/config` is no file any watch covers.
 """
 
 from __future__ import annotations
@@ -68,6 +71,33 @@ def environment() -> dict[str, str]:
     return env
 
 
+# `-c` settings every git command eb starts carries. git takes a file for unchanged when the
+# stat data its index keeps still matches, and the repository's config says which fields count:
+# `core.trustctime=false` and `core.checkStat=minimal` leave the size and the whole seconds of
+# the modification time, which any process can put back (os.utime) after an edit of the same
+# size; `core.ignoreStat` marks entries assume-unchanged; an fsmonitor hook (or daemon) answers
+# which files changed instead of lstat (empty: off, for every git version); the untracked cache
+# trusts folder times for which untracked files there are (false: not used, left in the index).
+# A check or a judge can write `.git/config`, so the strict defaults are restored for eb alone.
+STRICT_STAT = (
+    "-c",
+    "core.trustctime=true",
+    "-c",
+    "core.checkStat=default",
+    "-c",
+    "core.ignoreStat=false",
+    "-c",
+    "core.fsmonitor=",
+    "-c",
+    "core.untrackedCache=false",
+)
+
+
+def command(*, args: Sequence[str]) -> list[str]:
+    """The command line of `git <args>` as eb runs it (`STRICT_STAT`)."""
+    return ["git", *STRICT_STAT, *args]
+
+
 def may_be_in_work_tree(*, root: str) -> bool:
     """False only when no folder from `root` up holds a `.git` and git is not pointed elsewhere
     (GIT_DIR, GIT_WORK_TREE): then no git command needs starting to learn there is no work
@@ -88,7 +118,7 @@ def start(*, args: Sequence[str], cwd: str, stdin: bool = False) -> subprocess.P
     """Start `git <args>` in `cwd`, its output piped (and its input, with `stdin`)."""
     try:
         return subprocess.Popen(
-            ["git", *args],
+            command(args=args),
             cwd=cwd,
             env=environment(),
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,

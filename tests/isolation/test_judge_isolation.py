@@ -311,3 +311,63 @@ def test_the_file_eb_s_own_output_goes_to_is_no_change_of_the_project(
     text = log.read_text()
     assert "quick: passed" in text and "Traceback" not in text
     assert done.returncode == 0, text
+
+
+# A judge that blinds git's stat check in .git/config (which nothing watches), rewrites the file
+# it judges with the same size, puts its times back, and then overflows eb's inotify queue, so
+# that eb reads the project's state again through git (as it does wherever inotify is missing).
+BLINDING_AGENT = """\
+import os, subprocess, sys, time
+if os.environ["BLIND"] == "stat":
+    subprocess.run(["git", "config", "core.trustctime", "false"], check=True)
+    subprocess.run(["git", "config", "core.checkStat", "minimal"], check=True)
+else:  # a file-system monitor hook that never reports a change
+    hook = os.path.abspath("../fsmonitor.sh")
+    open(hook, "w").write("#!/bin/sh\\nprintf 'token\\\\0'\\n")
+    os.chmod(hook, 0o755)
+    subprocess.run(["git", "config", "core.fsmonitor", hook], check=True)
+    subprocess.run(["git", "config", "core.fsmonitorHookVersion", "2"], check=True)
+    subprocess.run(["git", "status"], check=True, capture_output=True)
+time.sleep(1.02 - time.time() % 1)  # a later second than the one git noted
+path = "target.txt"
+times = os.stat(path)
+with open(path, "r+") as handle:
+    handle.write("THE ORIGINAL")
+os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
+for number in range(int(os.environ["FLOOD"])):
+    open(f".flood{number}", "w").close()
+    os.unlink(f".flood{number}")
+print('{"score": 1, "reason": "looks fine"}')
+"""
+
+
+def _queue_limit() -> int | None:
+    """How many inotify events the kernel queues for one watch before it drops them."""
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize("blind", ["stat", "fsmonitor"])
+def test_a_judge_that_blinds_git_and_overflows_the_watch_is_still_caught(
+    tmp_path: Path, blind: str
+) -> None:
+    limit = _queue_limit()
+    if limit is None or limit > 200_000:
+        pytest.skip("no inotify queue small enough to overflow here")
+    root = _project(tmp_path / "proj", git=False, checks={"judge": "calm"})
+    (root / "eval_checks" / "other.yaml").unlink()
+    agent = root.parent / "agent.py"
+    agent.write_text(BLINDING_AGENT)
+    os.utime(root / "target.txt", (1577836800, 1577836800))  # 2020: never racily clean
+    (root / ".gitignore").write_text("runs/\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "start")
+    # Each short-lived file is three events (created, closed, removed).
+    code, checks = run_checks(root, env={"BLIND": blind, "FLOOD": str(limit // 2 + 500)})
+    assert (root / "target.txt").read_text() == "THE ORIGINAL\n"
+    judge = checks["judge"]
+    assert code == 1 and judge["status"] == "error", judge
+    assert judge["error_detail"].startswith("The project changed while this judge ran: target.txt")

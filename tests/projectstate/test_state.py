@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,44 @@ def test_a_touched_file_keeps_its_id_and_the_digest(tmp_path: Path) -> None:
     after = state(root)
     assert after.digest() == before.digest()
     assert not before.diff(after)
+
+
+# A file-system monitor hook (protocol 2) that says nothing changed since its last answer.
+SILENT_FSMONITOR = "#!/bin/sh\nprintf 'token\\0'\n"
+
+
+@pytest.mark.parametrize("blinded", ["stat", "fsmonitor"])
+def test_an_edit_the_repository_s_config_hides_from_git_is_still_read(
+    tmp_path: Path, blinded: str
+) -> None:
+    # A check or a judge can write .git/config, which nothing watches. `stat`: git told to
+    # compare only the size and the whole seconds of the modification time, and an edit of the
+    # same size with its times put back; `fsmonitor`: a hook that reports no change at all.
+    root = init_repo(tmp_path / "repo", FILES)
+    app = root / "src/app.py"
+    os.utime(app, (1577836800, 1577836800))  # 2020: older than the index, never racily clean
+    git(root, "update-index", "--refresh")
+    if blinded == "stat":
+        git(root, "config", "core.trustctime", "false")
+        git(root, "config", "core.checkStat", "minimal")
+    else:
+        hook = tmp_path / "fsmonitor.sh"
+        hook.write_text(SILENT_FSMONITOR)
+        hook.chmod(0o755)
+        git(root, "config", "core.fsmonitor", str(hook))
+        git(root, "config", "core.fsmonitorHookVersion", "2")
+        git(root, "status")  # writes the hook's token into the index: trusted from now on
+    before = state(root)
+    # git compares whole seconds of the status-change time, which no one can set back: the
+    # edit comes in a later second than the one the index noted.
+    time.sleep(1.02 - time.time() % 1)
+    times = app.stat()
+    app.write_text("print('HI')\n")
+    os.utime(app, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert git(root, "diff-files", "--name-only") == ""  # git, as configured, sees nothing
+    after = state(root)
+    assert after.files["src/app.py"] == hash_object(root, "src/app.py")
+    assert after.diff(before).changed == ("src/app.py",)
 
 
 def test_eb_folders_and_a_subfolder_root(tmp_path: Path) -> None:
