@@ -4,9 +4,9 @@ could not tell."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from eval_banana.core.log import Logger
 from eval_banana.core.words import visible
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from eval_banana.isolation.state import StateReport
 
 logger = Logger("eval_banana.isolation.charges")
+# One charge of a check, as the caller records it (its paths and when they were seen).
+_Found = TypeVar("_Found")
 
 
 def settle_state(
@@ -79,21 +81,19 @@ def charge_state_changes(
         for position in sorted(ran):
             when = "during this run before any check started"
             charges.setdefault(position, []).append((report.unattributed, when))
-    for position, found in charges.items():
-        result = results[position]
-        if result is None:
-            continue
-        check = checks[position]
-        for paths, when in found:
-            result = with_state_change(
-                result=result,
-                check=check,
-                mode=check_mode(config=config, check=check),
-                paths=paths,
-                when=when,
-            )
-        results[position] = result
-        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+    _charge(
+        charges=charges,
+        checks=checks,
+        results=results,
+        checks_dir=checks_dir,
+        mark=lambda result, check, found: with_state_change(
+            result=result,
+            check=check,
+            mode=check_mode(config=config, check=check),
+            paths=found[0],
+            when=found[1],
+        ),
+    )
 
 
 def settle_project(
@@ -117,21 +117,19 @@ def settle_project(
     if report.at_end:
         for key in report.ran:
             charges.setdefault(owners[key], {}).setdefault("at_end", set()).update(report.at_end)
-    for position, found in sorted(charges.items()):
-        result = results[position]
-        if result is None:
-            continue
-        check = checks[position]
-        for seen, changed in sorted(found.items()):
-            result = with_late_project_change(
-                result=result,
-                check=check,
-                mode=check_mode(config=config, check=check),
-                paths=sorted(changed),
-                seen=seen,
-            )
-        results[position] = result
-        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
+    _charge(
+        charges={position: sorted(found.items()) for position, found in charges.items()},
+        checks=checks,
+        results=results,
+        checks_dir=checks_dir,
+        mark=lambda result, check, found: with_late_project_change(
+            result=result,
+            check=check,
+            mode=check_mode(config=config, check=check),
+            paths=sorted(found[1]),
+            seen=found[0],
+        ),
+    )
     if not report.changed:
         return False
     logger.warning(
@@ -139,3 +137,24 @@ def settle_project(
         ", ".join(visible(path) for path in report.changed[:5]),
     )
     return True
+
+
+def _charge(
+    *,
+    charges: Mapping[int, Sequence[_Found]],
+    checks: list[PlannedCheck],
+    results: list[CheckResult | None],
+    checks_dir: Path,
+    mark: Callable[[CheckResult, PlannedCheck, _Found], CheckResult],
+) -> None:
+    """Each charged check's result marked with its charges, one at a time (`mark`), and its
+    result file written again; a check without a result (it never ran) is left alone."""
+    for position, found in sorted(charges.items()):
+        result = results[position]
+        if result is None:
+            continue
+        check = checks[position]
+        for charge in found:
+            result = mark(result, check, charge)
+        results[position] = result
+        write_check_result(checks_dir=checks_dir, stem=check.stem, result=result)
