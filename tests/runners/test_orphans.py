@@ -241,23 +241,34 @@ print(code, subreaper())
 """
 
 
-def test_a_program_that_runs_eb_in_process_is_no_subreaper_afterwards(
-    tmp_path: Path, pidfiles: list[Path]
-) -> None:
-    # The check proves the role was held during the run: its daemon is still ended.
+def _program_running_a_daemons_check(
+    *, program: str, tmp_path: Path, pidfiles: list[Path]
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`program` (Python that calls eb's `main` on the project it is given) run over a project
+    whose one check leaves a daemon; what it printed, and the daemon's pid file."""
     pidfile = tmp_path / "daemon.pid"
     pidfiles.append(pidfile)
     root = _project(
         tmp_path / "proj", checks={"spawns": DAEMONIZE.format(pidfile=str(pidfile), after="")}
     )
     done = subprocess.run(
-        [sys.executable, "-c", GET_SUBREAPER, str(root)],
+        [sys.executable, "-c", program, str(root)],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+    return done, pidfile
+
+
+def test_a_program_that_runs_eb_in_process_is_no_subreaper_afterwards(
+    tmp_path: Path, pidfiles: list[Path]
+) -> None:
+    # The check proves the role was held during the run: its daemon is still ended.
+    done, pidfile = _program_running_a_daemons_check(
+        program=GET_SUBREAPER, tmp_path=tmp_path, pidfiles=pidfiles
+    )
     assert done.stdout.split()[-2:] == ["0", "0"], done.stdout + done.stderr
     assert not _alive(int(pidfile.read_text()))
 
@@ -279,19 +290,9 @@ def test_a_program_that_runs_eb_on_a_thread_of_its_own_gets_its_checks_processes
 ) -> None:
     # Off the main thread eb sets no signal handler (it raised ValueError trying); what ends
     # a check's processes with the run does not need one.
-    pidfile = tmp_path / "daemon.pid"
-    pidfiles.append(pidfile)
-    root = _project(
-        tmp_path / "proj", checks={"spawns": DAEMONIZE.format(pidfile=str(pidfile), after="")}
+    done, pidfile = _program_running_a_daemons_check(
+        program=ON_A_THREAD, tmp_path=tmp_path, pidfiles=pidfiles
     )
-    done = subprocess.run(
-        [sys.executable, "-c", ON_A_THREAD, str(root)],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[0]", done.stdout + done.stderr
     assert _gone_soon(int(pidfile.read_text()))
 
