@@ -194,6 +194,28 @@ print(json.dumps(verdict))
 """
 
 
+def _agent_config(*, name: str) -> str:
+    """A config whose judges run the project's own `judge.py` as the agent `name`."""
+    return (
+        f'[harness]\nagent = "{name}"\n[agents.{name}]\ncommand = ["{sys.executable}", '
+        '"judge.py"]\nprompt_flag = ""\nmodel_flag = ""\n'
+    )
+
+
+def _run_green_then_red(*, root: Path, tmp_path: Path) -> None:
+    """The base run while the project's `green` file exists (it passes), then the head run
+    without it (it fails), into tmp_path/base and tmp_path/head."""
+    from tests.reporting.conftest import run_eb
+
+    for side in ("base", "head"):
+        done = run_eb(
+            "run", "--cwd", str(root), "--cache", "off", "--flat-output",
+            "--output-dir", str(tmp_path / side),
+        )  # fmt: skip
+        assert done.returncode == (0 if side == "base" else 1), done.stdout + done.stderr
+        (root / "green").unlink(missing_ok=True)
+
+
 def test_a_reasons_first_line_ends_only_at_a_line_break(
     project: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -208,18 +230,9 @@ def test_a_reasons_first_line_ends_only_at_a_line_break(
             "eval_checks/j.yaml": "schema_version: 1\nid: j\ntype: harness_judge\n"
             "description: d\ninstructions: judge it\n",
         },
-        config=(
-            f'[harness]\nagent = "odd"\n[agents.odd]\ncommand = ["{sys.executable}", '
-            '"judge.py"]\nprompt_flag = ""\nmodel_flag = ""\n'
-        ),
+        config=_agent_config(name="odd"),
     )
-    for side in ("base", "head"):
-        done = run_eb(
-            "run", "--cwd", str(root), "--cache", "off", "--flat-output",
-            "--output-dir", str(tmp_path / side),
-        )  # fmt: skip
-        assert done.returncode == (0 if side == "base" else 1), done.stdout + done.stderr
-        (root / "green").unlink(missing_ok=True)
+    _run_green_then_red(root=root, tmp_path=tmp_path)
     done = run_eb("diff", str(tmp_path / "base"), str(tmp_path / "head"))
     assert done.returncode == 1, done.stdout + done.stderr
     shown = "  - j: passed -> failed - \\x00\\x01\\x08 RED still red"
@@ -1084,18 +1097,9 @@ def test_a_markdown_diff_cuts_each_rows_note_to_fit_a_pull_request_comment(
             + "id: fam\ndescription: 'case {{ case.id }}'\ncases_from: rows.jsonl\n"
             + "instructions: judge it\n",
         },
-        config=(
-            f'[harness]\nagent = "long"\n[agents.long]\ncommand = ["{sys.executable}", '
-            '"judge.py"]\nprompt_flag = ""\nmodel_flag = ""\n'
-        ),
+        config=_agent_config(name="long"),
     )
-    for side in ("base", "head"):
-        done = run_eb(
-            "run", "--cwd", str(root), "--cache", "off", "--flat-output",
-            "--output-dir", str(tmp_path / side),
-        )  # fmt: skip
-        assert done.returncode == (0 if side == "base" else 1), done.stdout + done.stderr
-        (root / "green").unlink(missing_ok=True)
+    _run_green_then_red(root=root, tmp_path=tmp_path)
     md = run_eb("diff", "--format", "md", str(tmp_path / "base"), str(tmp_path / "head")).stdout
     assert "#### Regressions (61)" in md and "... and 11 more" in md
     assert len(md) < 40_000, len(md)
