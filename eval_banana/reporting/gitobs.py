@@ -1,7 +1,10 @@
 """Read-only git observation for the result document: commits and the dirty-tree digest.
 
 Every command runs with the null device as stdin, no optional locks (an observer must not
-rewrite the index), and its output is streamed into the digest instead of held in memory.
+rewrite the index), git's strict stat comparison whatever the repository's config says (the
+project state's `command`: a judge that told git to trust only size and whole seconds must
+not hide a same-size edit from the digest), and its output is streamed into the digest
+instead of held in memory.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+from eval_banana.projectstate.git import command
 
 DIRTY_TREE_ALGORITHM = "eb-git-status-v2-sha256"
 _CHUNK = 1 << 16
@@ -35,7 +40,7 @@ def _stream(*, args: list[str], cwd: Path, sink: Callable[[bytes], object]) -> b
     """Run `git <args>`, feed stdout (UTF-8, invalid bytes replaced) to `sink`; True on exit 0."""
     try:
         process = subprocess.Popen(
-            ["git", *args],
+            command(args=args),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,28 @@ def test_dirty_tree_digest_follows_the_algorithm(tmp_path: Path) -> None:
     observed = observe_git(cwd=repo)
     assert observed["dirty_tree_digest"] == expected != CLEAN_DIGEST
     assert b"?? new.txt" in parts[0] and parts[1] and parts[2]
+
+
+def test_a_same_size_edit_the_repository_s_config_hides_from_git_changes_the_digest(
+    tmp_path: Path,
+) -> None:
+    # A judge can write .git/config: told to compare only the size and the whole seconds of
+    # the modification time, git would call a same-size edit with its times put back clean.
+    repo = make_repo(tmp_path / "repo", {"a.txt": "one\n"})
+    edited = repo / "a.txt"
+    os.utime(edited, (1577836800, 1577836800))  # 2020: older than the index, never racily clean
+    git(repo, "update-index", "--refresh")
+    git(repo, "config", "core.trustctime", "false")
+    git(repo, "config", "core.checkStat", "minimal")
+    assert observe_git(cwd=repo)["dirty_tree_digest"] == CLEAN_DIGEST
+    # git compares whole seconds of the status-change time, which no one can set back: the
+    # edit comes in a later second than the one the index noted.
+    time.sleep(1.02 - time.time() % 1)
+    times = edited.stat()
+    edited.write_text("two\n")
+    os.utime(edited, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert git(repo, "status", "--porcelain") == ""  # git, as configured, sees nothing
+    assert observe_git(cwd=repo)["dirty_tree_digest"] != CLEAN_DIGEST
 
 
 def test_no_repository_no_commit_no_folder(tmp_path: Path) -> None:
