@@ -1,7 +1,8 @@
 """Run every case of the selected judges, each sample in its own copy, and measure agreement.
 
 A sample's answer is the judge's own verdict (before a control's `expect: fail` is applied):
-a case labels the verdict a trustworthy judge gives on it. An error never agrees with a label.
+a case labels the verdict a trustworthy judge gives on it. An error never agrees with a label,
+and a sample the last look at the project charges with a change is one (calibration/watch.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from eval_banana.core import log
 from eval_banana.core.canonjson import dumps
 from eval_banana.core.files import write_text_atomic
 from eval_banana.core.ownmark import mark_folder
+from eval_banana.isolation.detect import LateChanges
 from eval_banana.models.calibration import CaseOutcome, CaseSample, JudgeCalibration
 from eval_banana.models.repeats import sample_count
 from eval_banana.models.result import CheckResult
@@ -112,6 +114,9 @@ class Calibrator:
         self.base_env = build_base_env(settings=config.settings.execution, environ=environ)
         self.placeholder_env = inherited_env(environ=environ)
         self.redactor: Redactor = run_redactor(config=config, harness=harness, environ=environ)
+        # Each sample's run and result by its stem, for the last look to charge.
+        self.judged: dict[str, tuple[CaseRun, CheckResult]] = {}
+        self._judged_lock = threading.Lock()
 
     def sample(self, run: CaseRun) -> CaseSample:
         """Run one sample in a fresh copy with the case's files; the copy is removed after."""
@@ -168,6 +173,8 @@ class Calibrator:
                 run_dir=self.run_dir, stem=run.stem, result=result, redactor=self.redactor
             )
         _write_result(checks_dir=checks_dir, stem=run.stem, result=result)
+        with self._judged_lock:
+            self.judged[run.stem] = (run, result)
         evidence = {
             key: f"checks/{run.stem}{suffix}"
             for key, suffix in EVIDENCE_SUFFIXES.items()
@@ -182,6 +189,30 @@ class Calibrator:
             reason=result.reason if status != "error" else result.error_detail,
             evidence=evidence,
         )
+
+    def charge_late(self, *, late: LateChanges) -> list[tuple[CaseRun, CaseSample]]:
+        """The samples the last look charged with a change to the project, each made an
+        isolation `error` (never agreeing) and its result written again, as `eb run` makes
+        the watched checks it charges."""
+        from eval_banana.isolation.charges import late_charges
+        from eval_banana.isolation.session import with_late_project_change
+
+        mode = self.config.settings.harness.isolation
+        charged = []
+        for stem, found in sorted(late_charges(report=late).items()):
+            run, result = self.judged[stem]
+            for seen, paths in found:
+                result = with_late_project_change(
+                    result=result,
+                    check=run.check,
+                    mode=mode,
+                    paths=paths,
+                    seen=seen,
+                    command="calibrate",
+                )
+            expect = cases_of(run.check)[run.case].get("expect")
+            charged.append((run, self._record(run=run, result=result, expect=expect)))
+        return charged
 
 
 def figures(
@@ -277,6 +308,11 @@ def calibrate(
                 pass
     finally:
         orphans.end_run()
+    # The last look, once no process a judge started is left: a change it finds makes the
+    # samples it falls on errors, so a judge that changed the project never agrees.
+    for run, charged in calibrator.charge_late(late=watch.finish()):
+        samples = taken[run.check.id][run.case]
+        samples[:] = [charged if one.sample == run.sample else one for one in samples]
     return [
         figures(
             check=check,

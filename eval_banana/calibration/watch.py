@@ -3,7 +3,8 @@ judge that writes files (in its case's copy or in the project) gives an `error` 
 same judge would be an `error` in `eb run`; under `off` it may write, as in a run.
 
 Which writes count is decided as in a run: paths in `[harness] isolation_ignore`, Python's
-caches, eb's own folders and the files it writes, and new files git ignores do not.
+caches, eb's own folders and the files it writes, and new files git ignores do not. Once every
+sample has ended the project is looked at once more, as a run looks at it (`finish`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_banana.calibration.cases import judge_edits
-from eval_banana.isolation.detect import ChangeMonitor
+from eval_banana.isolation.detect import NO_LATE_CHANGES, ChangeMonitor, LateChanges
 from eval_banana.isolation.modes import (
     isolation_error,
     listed_paths,
@@ -96,6 +97,12 @@ class SampleWatch:
                 f"about its own edits). To let it write, {advice}"
             )
         return isolation_error(result=result, record=record, problem=problem)
+
+    def finish(self) -> LateChanges:
+        """The last look, once every sample has ended and the processes their judges left
+        behind are ended: what changed in the project that no look while they ran saw (a write
+        through a hard link, a process left behind), as `eb run`'s last look finds it."""
+        return NO_LATE_CHANGES if self.monitor is None else self.monitor.finish()
 
     def close(self) -> None:
         if self.monitor is not None:

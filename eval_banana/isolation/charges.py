@@ -111,12 +111,11 @@ def settle_project(
     from eval_banana.isolation.modes import check_mode
     from eval_banana.isolation.session import with_late_project_change
 
+    # A check's samples each have a key of their own: their charges are the check's, merged.
     charges: dict[int, dict[Seen, set[str]]] = {}
-    for key, paths in report.alone.items():
-        charges.setdefault(owners[key], {}).setdefault("alone", set()).update(paths)
-    if report.at_end:
-        for key in report.ran:
-            charges.setdefault(owners[key], {}).setdefault("at_end", set()).update(report.at_end)
+    for key, found in late_charges(report=report).items():
+        for seen, paths in found:
+            charges.setdefault(owners[key], {}).setdefault(seen, set()).update(paths)
     _charge(
         charges={position: sorted(found.items()) for position, found in charges.items()},
         checks=checks,
@@ -137,6 +136,22 @@ def settle_project(
         ", ".join(visible(path) for path in report.changed[:5]),
     )
     return True
+
+
+def late_charges(*, report: LateChanges) -> dict[str, list[tuple[Seen, list[str]]]]:
+    """The late changes each watched check (by its key) is charged with, and how each was
+    seen: those seen while no watched check ran fall on the checks that had ended before,
+    those only the last look found on every watched check that ran."""
+    charges: dict[str, dict[Seen, set[str]]] = {}
+    for key, paths in report.alone.items():
+        charges.setdefault(key, {}).setdefault("alone", set()).update(paths)
+    if report.at_end:
+        for key in report.ran:
+            charges.setdefault(key, {}).setdefault("at_end", set()).update(report.at_end)
+    return {
+        key: [(seen, sorted(paths)) for seen, paths in sorted(found.items())]
+        for key, found in charges.items()
+    }
 
 
 def _charge(

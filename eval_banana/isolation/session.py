@@ -100,30 +100,50 @@ def with_state_change(
 Seen = Literal["alone", "at_end"]
 
 
+class _Words(NamedTuple):
+    """What a late change's message calls the whole and its parts, by the command that ran."""
+
+    whole: str
+    part: str
+
+
+_LATE_WORDS = {"run": _Words("run", "check"), "calibrate": _Words("calibration", "sample")}
+
+
 def with_late_project_change(
-    *, result: CheckResult, check: PlannedCheck, mode: Mode, paths: list[str], seen: Seen
+    *,
+    result: CheckResult,
+    check: PlannedCheck,
+    mode: Mode,
+    paths: list[str],
+    seen: Seen,
+    command: Literal["run", "calibrate"] = "run",
 ) -> CheckResult:
     """`result` made an `error` for a change to the project charged to it after it ended
-    (`seen`: how); the paths are kept in `details.isolation.late_changed`."""
+    (`seen`: how; `command`: the eb command it ran under, `eb calibrate` for a sample); the
+    paths are kept in `details.isolation.late_changed`."""
     before = result.details.get("isolation")
     record: dict[str, Any] = dict(before) if isinstance(before, dict) else {"mode": mode}
     shown = sorted({*record.get("late_changed", []), *paths})
     record["late_changed"] = listed_paths(shown)
     record["late_changed_count"] = len(shown)
     what = noun(check.type)
+    whole, part = _LATE_WORDS[command]
     if seen == "at_end":
         problem = (
-            f"The project changed during this run, seen only by the look after its last check "
-            f"had ended: {shown_paths(paths)}. No look while the checks ran saw it (a write "
-            "through a hard link, or a process a check left behind, tells none), so which "
-            "check made it is unknown and every watched check of the run is charged"
+            f"The project changed during this {whole}, seen only by the look after its last "
+            f"{part} had ended: {shown_paths(paths)}. No look while the {part}s ran saw it (a "
+            f"write through a hard link, or a process a {part} left behind, tells none), so "
+            f"which {part} made it is unknown and every watched {part} of the {whole} is "
+            "charged"
         )
     else:
         problem = (
-            f"The project changed after this {what} ended, while no watched check ran: "
+            f"The project changed after this {what} ended, while no watched {part} ran: "
             f"{shown_paths(paths)}; a process it left behind may have made the change"
         )
-    problem = f"{problem}. A {what} must not change what it {what}s: {write_advice(check.type)}"
+    advice = write_advice(check.type, command=command)
+    problem = f"{problem}. A {what} must not change what it {what}s: {advice}"
     if result.status == "error" and result.error_detail and isinstance(before, dict):
         problem = f"{problem}. {result.error_detail}"  # an error of its own too
     return _with_isolation(result=result, record=record, problem=problem)

@@ -38,6 +38,11 @@ def rewrite(path):
 
 if cheat == "link_before":  # through a hard link made outside the project before the run
     rewrite(os.environ["CHEAT_LINK"])
+elif cheat == "link_quietly":  # the same write, then an honest verdict on the file it was shown
+    rewrite(os.environ["CHEAT_LINK"])
+    good = "a + b" in open(app).read()
+    print(json.dumps({"score": int(good), "reason": "adds" if good else "subtracts"}))
+    raise SystemExit(0)
 elif cheat == "link_now":  # through a hard link the judge makes itself, then removes
     folder = tempfile.mkdtemp(prefix="cheat-")
     link = os.path.join(folder, "app")
@@ -250,3 +255,48 @@ def test_a_run_whose_project_changed_under_a_watched_check_stores_no_verdict(
     assert code == 1
     assert checks["zz_sleep"]["status"] == "passed"
     assert checks["zz_sleep"]["details"]["cache"]["stored"] is False
+
+
+@pytest.mark.parametrize("mode", ["detect", "copy"])
+def test_a_calibration_whose_judge_wrote_through_a_hard_link_records_no_agreement(
+    tmp_path: Path, mode: str
+) -> None:
+    # The judge answers every case as labelled, in its case's copy, and rewrites the project's
+    # file through a link made before: the calibration's last look finds the change.
+    cases = [
+        {"name": "adds", "expect": "pass", "files": {"src/app.py": FIXED}},
+        {"name": "subtracts", "expect": "fail", "files": {"src/app.py": BUGGY}},
+    ]
+    judge = _judge("judge_add") + f"calibration: {json.dumps(cases)}\n"
+    root = _project(tmp_path / "proj", checks={"judge_add": judge})
+    link = tmp_path / "links" / "app"
+    link.parent.mkdir()
+    os.link(root / "src" / "app.py", link)
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "calibrate", "--cwd", str(root)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={
+            **os.environ,
+            "CHEAT": "link_quietly",
+            "CHEAT_LINK": str(link),
+            "EVAL_BANANA_HARNESS_ISOLATION": mode,
+        },
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert (root / "src" / "app.py").read_text() == FIXED  # the cheat did reach the project
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "DISAGREED judge_add: 0/2 cases agreed" in done.stdout
+    record = json.loads((root / ".eval-banana" / "calibration.json").read_text())
+    samples = [one for case in record["checks"]["judge_add"]["outcomes"] for one in case["samples"]]
+    assert [(one["status"], one["agreed"]) for one in samples] == [("error", False)] * 2
+    assert str(samples[0]["reason"]).startswith(
+        "The project changed during this calibration, seen only by the look after its last "
+        "sample had ended: src/app.py."
+    ), samples[0]["reason"]
+    run_dir = Path(record["checks"]["judge_add"]["run_dir"])
+    result = json.loads((run_dir / samples[0]["evidence"]["result"]).read_text())
+    assert result["details"]["isolation"]["late_changed"] == ["src/app.py"]
+    assert result["details"]["isolation"]["status_before"] == "passed"
