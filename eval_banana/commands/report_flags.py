@@ -24,7 +24,8 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         "--result-out",
         metavar="PATH",
         help="Also write a result document (status, git commit, checks) here, also when the run "
-        "fails to start. Relative to the current directory.",
+        "fails to start. Relative to the current directory. A symbolic link is followed, as a "
+        "shell's > follows it (/dev/stdout prints it).",
     )
     parser.add_argument(
         "--result-format",

@@ -90,17 +90,19 @@ def write_named_file(*, path: Path, data: bytes) -> None:
     there (`/dev/null`, a terminal, a pipe a reader waits on) is written into, as a shell's `>`
     writes, never replaced by a file. A link there is followed, as `>` follows it: its target
     is written (and the link kept), never the link replaced by a file (`--junit-xml
-    /dev/stdout` as root replaced the system's link). A write that fails is a WriteFault
-    naming `path`."""
-    if path.is_symlink():
-        path = real_path(path)
+    /dev/stdout` as root replaced the system's link). A device or FIFO behind a link is opened
+    through the link: `/dev/stdout` ends in a link of /proc's that names a pipe, which no path
+    names (`pipe:[N]`). A write that fails is a WriteFault naming `path`."""
+    link = path.is_symlink()
+    # The file a link names, replaced whole; a device or FIFO is opened through the link.
+    named = real_path(path) if link else path
     if not _written_into(path=path):
-        write_bytes_atomic(path=path, data=data)
+        write_bytes_atomic(path=named, data=data)
         return
     try:
-        fd = os.open(path, _INTO_FLAGS)
+        fd = os.open(path, _INTO_FLAGS & ~os.O_NOFOLLOW if link else _INTO_FLAGS)
     except FileNotFoundError:  # gone meanwhile: the report becomes a file of its own
-        write_bytes_atomic(path=path, data=data)
+        write_bytes_atomic(path=named, data=data)
         return
     except OSError as exc:
         _raise_write_error(path=path, exc=exc)
@@ -114,13 +116,13 @@ def write_named_file(*, path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     if replace:
-        write_bytes_atomic(path=path, data=data)
+        write_bytes_atomic(path=named, data=data)
 
 
 def _written_into(*, path: Path) -> bool:
-    """Whether `path` is a character device or a FIFO (not followed if it is a link)."""
+    """Whether `path` is a character device or a FIFO, or a link to one."""
     try:
-        mode = os.lstat(path).st_mode
+        mode = os.stat(path).st_mode
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
@@ -128,9 +130,10 @@ def _written_into(*, path: Path) -> bool:
 
 def never_written(*, path: Path) -> str | None:
     """What `path` is when no report may be written there, or None: a socket cannot be opened
-    as a file, and a block device is a disk, never a report's place (checked before a run)."""
+    as a file, and a block device is a disk, never a report's place (checked before a run).
+    A link is followed, as the write follows it."""
     try:
-        mode = os.lstat(path).st_mode
+        mode = os.stat(path).st_mode
     except OSError:
         return None
     if stat.S_ISSOCK(mode):

@@ -21,6 +21,7 @@ from eval_banana.core.errors import (
     UsageError,
 )
 from eval_banana.core.files import never_written, write_named_file
+from eval_banana.core.realpaths import real_path
 from eval_banana.core.version import DISTRIBUTION
 
 RESULT_SCHEMA_VERSION = 1
@@ -28,19 +29,16 @@ FENCE = "```eval-banana-result v1"
 Status = Literal["completed", "no_checks", "config_error", "harness_error"]
 
 
-def symlink_refusal(*, shown: str) -> str:
-    return f"Refusing --result-out because the path is a symlink: {shown}"
-
-
 def check_result_target(*, path: Path, shown: str | None = None) -> None:
-    """Refuse a symlink PATH, a directory PATH, a socket or block device PATH, or a parent
-    that cannot be a folder.
+    """Refuse a directory PATH, a socket or block device PATH, or a parent that cannot be a
+    folder; a symbolic link is followed (as the write follows it, as a shell's `>` does), so
+    each of those is asked of what it names.
 
     Called before the config is loaded, so a refusal never follows a finished run.
     """
     label = shown if shown is not None else str(path)
     if path.is_symlink():
-        raise OutputDirError(symlink_refusal(shown=label), file=label)
+        path = real_path(path)
     if path.is_dir():
         raise OutputDirError(
             f"Refusing --result-out because the path is a directory: {label}", file=label
@@ -172,10 +170,7 @@ def render_result(*, document: dict[str, Any], report_md: str | None, fmt: str) 
     return "\n".join(parts)
 
 
-def write_result(*, path: Path, text: str, shown: str | None = None) -> None:
+def write_result(*, path: Path, text: str) -> None:
     """Write atomically with artifact permissions (0666 minus umask), or into the device or
-    FIFO at `path` (`write_named_file`); never through a symlink."""
-    if path.is_symlink():
-        label = shown if shown is not None else str(path)
-        raise OutputDirError(symlink_refusal(shown=label), file=label)
+    FIFO at `path`, a link followed (`write_named_file`)."""
     write_named_file(path=path, data=text.encode("utf-8"))

@@ -28,7 +28,6 @@ class ResultOut(NamedTuple):
     """A `--result-out` request, checked, with the git state seen before the run."""
 
     path: Path
-    shown: str
     fmt: str
     provenance: dict[str, str | None]
     observed_before: dict[str, str | None]
@@ -63,7 +62,6 @@ def prepare_report_options(
     cwd = real_path(args.cwd)
     return extras, ResultOut(
         path=path,
-        shown=args.result_out,
         fmt=args.result_format,
         provenance=build_provenance(attempt=args.provenance_attempt, fields=fields),
         observed_before=observe_git(cwd=cwd),
@@ -133,7 +131,7 @@ def stamp_result(
     text = render_result(
         document=document, report_md=extras.report_md if report else None, fmt=result_out.fmt
     )
-    write_result(path=result_out.path, text=text, shown=result_out.shown)
+    write_result(path=result_out.path, text=text)
 
 
 def remember_outputs(*, extras: ReportExtras, result_out: ResultOut | None) -> None:

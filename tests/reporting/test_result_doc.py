@@ -281,25 +281,35 @@ def test_json_format() -> None:
 # --- the target ----------------------------------------------------------------------------
 
 
-def test_symlink_target_is_refused(tmp_path: Path) -> None:
+def test_a_link_is_followed_as_a_shell_s_redirection_follows_it(tmp_path: Path) -> None:
+    # Its target is written (replaced whole) and the link kept; what the target is decides
+    # what is refused.
     real = tmp_path / "real.md"
+    real.write_text("an earlier document\n")
     link = tmp_path / "link.md"
     link.symlink_to(real)
-    with pytest.raises(OutputDirError) as caught:
-        check_result_target(path=link, shown="given/link.md")
-    assert caught.value.message == (
-        "Refusing --result-out because the path is a symlink: given/link.md"
-    )
-    with pytest.raises(OutputDirError):
-        write_result(path=link, text="x")
-    assert not real.exists()
-    # A trailing slash does not get past the check (Path drops it; the link itself is tested).
-    with pytest.raises(OutputDirError):
-        check_result_target(path=Path(f"{link}/"))
+    check_result_target(path=link, shown="given/link.md")
+    write_result(path=link, text="x")
+    assert link.is_symlink() and real.read_text() == "x"
     dangling = tmp_path / "dangling.md"
-    dangling.symlink_to(tmp_path / "nowhere" / "x.md")
-    with pytest.raises(OutputDirError):
-        check_result_target(path=dangling)
+    dangling.symlink_to(tmp_path / "made.md")
+    check_result_target(path=dangling)
+    write_result(path=dangling, text="y")
+    assert dangling.is_symlink() and (tmp_path / "made.md").read_text() == "y"
+    (tmp_path / "folder").mkdir()
+    to_folder = tmp_path / "to-folder"
+    to_folder.symlink_to(tmp_path / "folder")
+    with pytest.raises(OutputDirError) as caught:
+        check_result_target(path=to_folder, shown="to-folder")
+    assert (
+        caught.value.message == "Refusing --result-out because the path is a directory: to-folder"
+    )
+    (tmp_path / "file").write_text("x")
+    under_file = tmp_path / "under-file"
+    under_file.symlink_to(tmp_path / "file" / "sub" / "out.md")
+    with pytest.raises(OutputDirError) as caught:
+        check_result_target(path=under_file)
+    assert "is not a directory" in caught.value.message
 
 
 def test_parent_that_is_a_file_is_refused(tmp_path: Path) -> None:
@@ -490,16 +500,18 @@ def test_usage_errors_write_nothing(tmp_path: Path) -> None:
     assert not (project / ".eval-banana" / "results").exists()
 
 
-def test_symlink_is_refused_before_anything_runs(tmp_path: Path) -> None:
+def test_result_out_dev_stdout_prints_the_document_where_stdout_goes(tmp_path: Path) -> None:
+    # /dev/stdout is a link, and into a pipe it ends in /proc's link to `pipe:[N]`, which no
+    # path names: the document is written through the link, after eb's own lines.
     project = write_project(tmp_path / "proj", checks={"eval_checks/pass.yaml": _PASS})
-    (tmp_path / "link.md").symlink_to(tmp_path / "elsewhere.md")
-    completed = run_eb("run", "--cwd", str(project), "--result-out", "link.md", cwd=tmp_path)
-    assert completed.returncode == 2
-    assert completed.stderr.strip() == (
-        "Refusing --result-out because the path is a symlink: link.md"
+    completed = run_eb(
+        "run", "--cwd", str(project), "--result-out", "/dev/stdout", "--result-format", "json"
     )
-    assert not (tmp_path / "elsewhere.md").exists()
-    assert not (project / ".eval-banana" / "results").exists()
+    assert completed.returncode == 0, completed.stderr
+    start = completed.stdout.index('{\n  "schema_version"')
+    document, _ = json.JSONDecoder().raw_decode(completed.stdout, start)
+    assert document["status"] == "completed" and document["run_passed"] is True
+    assert os.path.islink("/dev/stdout")
 
 
 _PASS = """\

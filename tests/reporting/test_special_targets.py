@@ -166,7 +166,7 @@ def test_a_socket_or_disk_is_refused_before_anything_runs(
     assert not stat.S_ISREG(os.lstat(path).st_mode)
 
 
-@pytest.mark.parametrize("target", ["--junit-xml", "step summary"])
+@pytest.mark.parametrize("target", ["--result-out", "--junit-xml", "step summary"])
 def test_a_report_named_by_a_link_is_written_through_it_and_the_link_kept(
     tmp_path: Path, reader: Callable[[Path], subprocess.Popen[bytes]], target: str
 ) -> None:
@@ -193,3 +193,13 @@ def test_a_report_named_by_a_link_is_written_through_it_and_the_link_kept(
     received, _ = waiting.communicate(timeout=30)
     assert received.startswith(FIRST_BYTES[target]) or FIRST_BYTES[target] in received
     assert piped.is_symlink() and stat.S_ISFIFO(os.stat(piped).st_mode)
+
+
+@pytest.mark.parametrize("target", ["--result-out", "--junit-xml"])
+def test_a_report_to_dev_stdout_reaches_a_pipe(tmp_path: Path, target: str) -> None:
+    # eb's stdout is a pipe here: /dev/stdout ends in /proc's link to `pipe:[N]`, a name no
+    # file has. Resolved to it, the report was "Cannot write /proc/<pid>/fd/pipe:[N]" (exit 3);
+    # --result-out refused the link (exit 2).
+    completed = _run(_project(tmp_path), target, Path("/dev/stdout"))
+    assert completed.returncode == 0, completed.stderr
+    assert FIRST_BYTES[target].decode() in completed.stdout
