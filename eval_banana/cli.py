@@ -247,10 +247,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; given the `command` being run, only that subcommand is configured.
+    """The whole parser, with only the subcommand `command` (the one being run) configured;
+    with no command (`eb --version`, `eb --help`, a missing one), none is.
 
     The others are still listed (for `eb --help` and "invalid choice" errors), but importing and
-    configuring all seven cost more start-up than the one that is used.
+    configuring all seven cost more start-up than the one that is used, and `eb --version`,
+    which a wrapper may call before every run, needs none of them.
     """
     parser = _Parser(
         prog="eb",
@@ -262,7 +264,7 @@ def build_parser(*, command: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for name, (_, help_text) in COMMANDS.items():
-        if command is not None and name != command:
+        if name != command:
             subparsers.add_parser(name, help=help_text)  # listed, never parsed
             continue
         module = command_module(name)

@@ -108,6 +108,28 @@ def test_help_names_every_reason_a_run_does_not_pass(tmp_path: Path) -> None:
             assert reason in meaning, (command, meaning)
 
 
+def test_version_and_help_without_a_command_configure_no_command(tmp_path: Path) -> None:
+    # `eb --version` configured all seven commands (importing each), because no command was
+    # named: a wrapper that asks for the version before each run paid that every time.
+    probe = (
+        "import sys\n"
+        "from eval_banana.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith('eval_banana.commands.')))\n"
+    )
+    for flag in ("--version", "--help"):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, flag], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert "eval-banana" in done.stdout or "usage: eb" in done.stdout, done.stdout
+        loaded = done.stdout.rpartition("LOADED ")[2].strip()
+        assert loaded in ("[]", "['eval_banana.commands.common']"), (flag, loaded)
+
+
 def test_exit_2_bad_flag_nothing_ran(project: Callable[..., Path]) -> None:
     root = project({"eval_checks/ok.yaml": check_yaml("ok")}, config=CONFIG)
     completed = eb_run("--no-such-flag", cwd=root)
