@@ -156,19 +156,13 @@ def remember_outputs(*, extras: ReportExtras, result_out: ResultOut | None) -> N
     remember_written(config=config, paths=paths, key=lambda: _signing_key(config=config))
 
 
-# The cache modes that write to the cache, and so may make its folder and secret.
-_WRITING_CACHE_MODES = frozenset({"on", "refresh"})
-
-
 def _signing_key(*, config: ConfigDoc) -> bytes | None:
     """The verdict cache's secret, which signs the record of the files eb wrote; made (with
-    the cache folder, marked as the cache makes it) when missing by a run whose cache writes.
-    A run with the cache read-only or off makes neither (a user who turned the cache off finds
-    no cache folder), but signs with a secret already there. None when there is none to use:
-    then nothing is noted, as an unsigned record would note nothing."""
+    the cache folder, marked as the cache makes it) when missing, but by a run whose cache is
+    read-only, which makes no secret. None when there is none to use."""
     from eval_banana.cache.store import CacheStore
     from eval_banana.settings.folders import cache_dir
 
     store = CacheStore(folder=cache_dir(config=config), max_bytes=0)
-    found = store.secret(create=config.settings.cache.mode in _WRITING_CACHE_MODES)
+    found = store.secret(create=config.settings.cache.mode != "read-only")
     return found if isinstance(found, bytes) else None

@@ -12,11 +12,9 @@ A note makes a file eb's: left out of every cache key and of what a judge's isol
 counts. So the record is eb's own state, as the cache is: it carries a MAC keyed by the verdict
 cache's secret (core/mac.py), and a record without a valid one (written by anything but eb, or
 before the cache had a secret) notes nothing, with a warning: the files it names are the
-project's. A run whose cache does not write (off, read-only) makes no secret to sign with: it
-notes nothing unless the cache already has one. A run's checks never see it change either: it
-is watched while they run (isolation/places.py), and a run writes it only while no other run's
-checks execute in the project (the folder's turn, as `eb calibrate` takes it for the
-calibration record beside it).
+project's. A run's checks never see it change either: it is watched while they run
+(isolation/places.py), and a run writes it only while no other run's checks execute in the
+project (the folder's turn, as `eb calibrate` takes it for the calibration record beside it).
 """
 
 from __future__ import annotations

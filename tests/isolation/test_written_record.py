@@ -264,23 +264,3 @@ def test_a_run_ending_beside_another_run_s_checks_notes_nothing(tmp_path: Path) 
     # Alone, a run notes what it wrote.
     run_checks(root, "--check-id", "quick", "--junit-xml", str(root / "reports" / "b-junit.xml"))
     assert "reports/b-junit.xml" in (root / RECORD).read_text()
-
-
-def test_a_run_with_the_cache_off_makes_no_cache_folder_and_signs_with_a_secret_there(
-    tmp_path: Path,
-) -> None:
-    # With the cache off, noting the JUnit file must not make the cache's folder and secret;
-    # once a run with the cache on made them, a run with it off signs its note with them.
-    root = _project(tmp_path / "proj", mode="off")
-    junit = str(root / "reports" / "junit.xml")
-    cache = root / ".eval-banana" / "cache"
-    code, _ = run_checks(root, "--cache", "off", "--junit-xml", junit)
-    assert code == 1  # the honest judge fails the buggy add
-    assert (root / "reports" / "junit.xml").is_file()
-    assert not cache.exists()
-    assert not (root / RECORD).exists()  # no secret to sign it with: nothing noted
-    run_checks(root, "--cache", "on")
-    assert (cache / "secret.key").is_file()
-    run_checks(root, "--cache", "off", "--junit-xml", junit)
-    record = (root / RECORD).read_text()
-    assert record.startswith('{"mac": "hmac-sha256:') and "reports/junit.xml" in record
