@@ -84,6 +84,25 @@ def write_bytes_atomic(*, path: Path, data: bytes, folder_mode: int = 0o777) -> 
     _write_atomic(path=path, fill=lambda fd: _write_all(fd=fd, data=data), folder_mode=folder_mode)
 
 
+def write_bytes_if_none(*, path: Path, data: bytes) -> bool:
+    """Put `data` at `path` whole unless a file is there already (or is put there meanwhile by
+    another process): a temporary sibling linked into place, which fails rather than replace
+    anything, so a reader sees no file or all of it. Whether this call put it there."""
+    fd, tmp_name = _create_temp_sibling(path=path, folder_mode=0o777)
+    try:
+        try:
+            _write_all(fd=fd, data=data)
+        finally:
+            os.close(fd)
+        os.link(tmp_name, path)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+    return True
+
+
 def write_named_file(*, path: Path, data: bytes) -> None:
     """Write a report to the path a user named (`--junit-xml`, `--result-out`): a regular file,
     or none yet, is replaced atomically (`write_bytes_atomic`); a character device or a FIFO

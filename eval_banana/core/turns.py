@@ -7,17 +7,22 @@ A run's watch takes any change to eb's own files while its checks execute for a 
 (docs/fail-closed.md). Another eb run's writes would look the same: the verdicts it stores in a
 shared cache, the old run folders `[core] keep_runs` deletes from a shared output folder. So
 those are made only while no run's checks execute there, and otherwise left to a later run.
+
+A record eb rewrites whole at every run's end, which no watch counts (`lastfailed.json`), is
+taken in turns by the file itself (`holding_file`): never by the folder, which every run's
+checks hold shared, nor by a lock file, which would be one more file in the project.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from eval_banana.core.files import OWNER_ONLY_FOLDER, make_folders
+from eval_banana.core.files import OWNER_ONLY_FOLDER, make_folders, write_bytes_if_none
 
 try:
     import fcntl
@@ -25,6 +30,9 @@ except ImportError:  # no flock on this system: runs do not take turns
     fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".lock"
+# How long a run's end waits for another process's turn at a record it rewrites whole
+# (`holding_file`): another eb takes milliseconds; past this, something else holds it.
+FILE_TURN_SECONDS = 30.0
 
 # The folders (device, inode) this process holds alone by `waiting_alone_in_folder`: its own
 # checks executing beside them share that turn already, and a shared lock taken on a second
@@ -218,3 +226,58 @@ def holder_pid(*, folder: Path) -> int | None:
         if fields[1:4] == ["FLOCK", "ADVISORY", "WRITE"] and fields[5:6] == [wanted]:
             return int(fields[4]) if fields[4].isdigit() else None
     return None
+
+
+@contextlib.contextmanager
+def holding_file(*, path: Path, first: Callable[[], bytes]) -> Iterator[None]:
+    """Held (exclusive, waiting) on the file at `path` itself while eb reads it, changes it and
+    replaces it whole by a rename (readers never see half of it): two eb processes ending
+    together each read what the other wrote. No file is added: a missing one is first put
+    there whole as `first()` gives it (a valid record of nothing). A lock taken on a file
+    replaced meanwhile is let go and taken on the new one. flock dies with the process, so an
+    interrupted run leaves nothing locked. Raises TimeoutError (an OSError) when another
+    process holds it past FILE_TURN_SECONDS, and OSError when it cannot be made."""
+    if fcntl is None:  # no flock on this system: the rename still keeps each file whole
+        yield
+        return
+    deadline = time.monotonic() + FILE_TURN_SECONDS
+    while True:
+        fd = _open_or_put(path=path, first=first)
+        try:
+            _take_turn(fd=fd, path=path, deadline=deadline)
+            if _identity(os.fstat(fd)) == _identity(os.stat(path)):
+                break
+        except FileNotFoundError:
+            pass  # removed since it was opened: open the one there now, or put one there
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    with _closing(fd):
+        yield
+
+
+def _open_or_put(*, path: Path, first: Callable[[], bytes]) -> int:
+    """The file at `path`, opened for reading (holding it never looks like a write); a missing
+    one put there first (never over one another process put there meanwhile)."""
+    while True:
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            write_bytes_if_none(path=path, data=first())
+
+
+def _take_turn(*, fd: int, path: Path, deadline: float) -> None:
+    """flock `fd` alone, waiting (Ctrl-C ends the wait) until `deadline`."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    errno.ETIMEDOUT,
+                    f"another process held it for {FILE_TURN_SECONDS:.0f} s",
+                    str(path),
+                ) from None
+            time.sleep(0.01)

@@ -117,23 +117,43 @@ def remember_results(
     that passed it meanwhile is undone; the check is only run once more). Failures the record
     gained meanwhile (another run's) are kept.
 
+    Two runs ending together take turns at the record (`holding_file`: a lock on the file
+    itself), so each reads what the other wrote and neither's failures are lost.
+
     Raises OSError when it cannot be written (the caller warns: the run itself stands).
     """
     from eval_banana.core.files import write_model
+    from eval_banana.core.turns import holding_file
+
+    path = last_failed_path(config=config)
+    if not path.exists() and not updated_failures(
+        earlier=dict(before), results=results, run_id=config.run_id, defined=defined
+    ):
+        return  # none failed, and no record to forget one in: none is made
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with holding_file(path=path, first=lambda: _record_bytes(failed={})):
+        now = remembered(config=config)
+        failed = updated_failures(
+            earlier={**before, **now}, results=results, run_id=config.run_id, defined=defined
+        )
+        if failed == now:
+            return
+        write_model(path=path, model=_record(failed=failed))
+
+
+def _record(*, failed: dict[str, FailedCheck]) -> LastFailedDoc:
     from eval_banana.core.version import tool_version
     from eval_banana.runners.results import iso, utc_now
 
-    path = last_failed_path(config=config)
-    now = remembered(config=config)
-    failed = updated_failures(
-        earlier={**before, **now}, results=results, run_id=config.run_id, defined=defined
-    )
-    if failed == now and (failed or not path.exists()):
-        return
-    document = LastFailedDoc(
+    return LastFailedDoc(
         tool_version=tool_version(),
         updated_at=iso(utc_now()),
         failed=dict(sorted(failed.items())),
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_model(path=path, model=document)
+
+
+def _record_bytes(*, failed: dict[str, FailedCheck]) -> bytes:
+    """The record's bytes, as `write_model` writes them."""
+    from eval_banana.core.files import stage_json_bytes
+
+    return stage_json_bytes(document=_record(failed=failed))

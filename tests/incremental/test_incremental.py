@@ -821,6 +821,78 @@ def test_a_check_that_empties_the_failure_record_while_it_runs_forgets_nothing(
     assert "bad" in again.stdout
 
 
+def _waits_for(other: str, *, itself: str, marks: Path) -> str:
+    """A check's script: say `itself` started, wait (at most 30 s) until `other` has, then
+    fail."""
+    return (
+        "import time\nfrom pathlib import Path\n"
+        f"marks = Path({str(marks)!r})\n"
+        f"(marks / {itself!r}).touch()\n"
+        "deadline = time.monotonic() + 30\n"
+        f"while not (marks / {other!r}).exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.005)\n"
+        "raise SystemExit(1)\n"
+    )
+
+
+def test_two_runs_ending_together_each_remember_their_failure(
+    tmp_path: Path, project: Callable[..., Path]
+) -> None:
+    # `eb run -k a` and `eb run -k b`, side by side, each failed its check and both ended
+    # together: each read lastfailed.json, added its own failure and wrote it back, so the
+    # one that wrote last put back a record without the other's, and --last-failed forgot it.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    root = project(
+        {
+            "eval_checks/a.yaml": script_check(
+                "a", script=_waits_for("b", itself="a", marks=marks)
+            ),
+            "eval_checks/b.yaml": script_check(
+                "b", script=_waits_for("a", itself="b", marks=marks)
+            ),
+        },
+        config='[cache]\nmode = "off"\n',
+    )
+    record = root / ".eval-banana" / "lastfailed.json"
+    # A long record of earlier failures (of checks gone since) makes each run's read and
+    # rewrite of it take long enough for the two ends to overlap in it.
+    earlier = {f"gone-{n:05d}": {"status": "failed", "run_id": "earlier"} for n in range(5000)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for _ in range(3):
+        for started in marks.iterdir():
+            started.unlink()
+        record.write_text(json.dumps({**_record_of_nothing(), "failed": earlier}))
+        runs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "eval_banana", "run", "-k", check_id],
+                cwd=root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for check_id in ("a", "b")
+        ]
+        for run in runs:
+            _, stderr = run.communicate(timeout=120)
+            assert run.returncode == 1, stderr
+            assert "could not record" not in stderr, stderr
+        # Both read every check file, so the gone checks' failures are forgotten.
+        assert sorted(_memory(root)["failed"]) == ["a", "b"]
+
+
+def _record_of_nothing() -> dict[str, Any]:
+    return {
+        "$schema": "https://eval-banana.dev/schemas/lastfailed.schema.json",
+        "schema_version": 1,
+        "tool_version": "0.0.0",
+        "updated_at": "2024-01-01T00:00:00+00:00",
+        "failed": {},
+    }
+
+
 def test_a_pattern_into_an_excluded_folder_says_exclude_dirs_is_why(
     tmp_path: Path, eb: Callable[..., EbResult]
 ) -> None:
