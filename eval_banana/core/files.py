@@ -18,6 +18,7 @@ from eval_banana.core.errors import WriteFault
 from eval_banana.core.readback import open_regular, read_regular
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.record import Record
+from eval_banana.core.streams import flush_own_streams, own_stream_at
 
 _TEMP_NAMES = itertools.count()
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
@@ -111,7 +112,18 @@ def write_named_file(*, path: Path, data: bytes) -> None:
     is written (and the link kept), never the link replaced by a file (`--junit-xml
     /dev/stdout` as root replaced the system's link). A device or FIFO behind a link is opened
     through the link: `/dev/stdout` ends in a link of /proc's that names a pipe, which no path
-    names (`pipe:[N]`). A write that fails is a WriteFault naming `path`."""
+    names (`pipe:[N]`). The very file eb's own stdout or stderr is open on (`--result-out
+    /dev/stdout > out.txt`) is written through that descriptor, at its position, as `>` gives
+    it: never replaced, which would lose what eb printed before and send what it prints after
+    to a file no name reaches. A write that fails is a WriteFault naming `path`."""
+    stream = own_stream_at(path=path)
+    if stream is not None:
+        flush_own_streams()  # what eb printed before the report comes first
+        try:
+            _write_all(fd=stream, data=data)
+        except OSError as exc:
+            _raise_write_error(path=path, exc=exc)
+        return
     link = path.is_symlink()
     # The file a link names, replaced whole; a device or FIFO is opened through the link.
     named = real_path(path) if link else path

@@ -73,3 +73,28 @@ def stream_files(*, among: Callable[[], Iterable[Path]] = tuple) -> list[Path]:
                 if _identity(candidate.stat()) in unnamed:
                     found.append(candidate)
     return found
+
+
+def own_stream_at(*, path: Path) -> int | None:
+    """eb's own stdout or stderr (descriptor 1 or 2) when the file at `path`, its links
+    followed, is the very file that stream is open on (`--result-out /dev/stdout` with eb's
+    stdout sent to a file, or that file named itself); None otherwise."""
+    try:
+        target = _identity(os.stat(path))
+    except OSError:
+        return None
+    for fd in _STREAMS:
+        with contextlib.suppress(OSError):
+            if _identity(os.fstat(fd)) == target:
+                return fd
+    return None
+
+
+def flush_own_streams() -> None:
+    """What eb has printed so far, out of Python's buffers: a report then written straight to
+    the same descriptor comes after it. A stream that cannot take it says so in the write
+    that follows (or, as stdout, raises its own fault)."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()

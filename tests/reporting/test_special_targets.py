@@ -6,6 +6,7 @@ run as any user."""
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import stat
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reporting.conftest import run_eb, write_project
+from tests.reporting.conftest import eb_command, eb_env, run_eb, write_project
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 ROOT_ONLY = pytest.mark.skipif(not AS_ROOT, reason="only root may make a device node")
@@ -203,3 +204,36 @@ def test_a_report_to_dev_stdout_reaches_a_pipe(tmp_path: Path, target: str) -> N
     completed = _run(_project(tmp_path), target, Path("/dev/stdout"))
     assert completed.returncode == 0, completed.stderr
     assert FIRST_BYTES[target].decode() in completed.stdout
+
+
+@pytest.mark.parametrize("target", ["--result-out", "--junit-xml"])
+@pytest.mark.parametrize(
+    ("stream", "redirect", "own"),
+    [("stdout", ">", b"Run ID: "), ("stderr", "2>>", b"only_check: passed")],
+    ids=["stdout", "stderr-appended"],
+)
+def test_a_report_to_eb_s_own_stream_sent_to_a_file_is_written_into_that_file(
+    tmp_path: Path, target: str, stream: str, redirect: str, own: bytes
+) -> None:
+    # `eb run --result-out /dev/stdout > out.txt`: the link led to out.txt, a regular file, so
+    # the report replaced it whole. What eb had printed there was lost, and what it printed
+    # after went to the old file, which no name reached any more.
+    project = _project(tmp_path)
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"earlier\n")
+    inode = out.stat().st_ino
+    command = eb_command("run", "--cwd", str(project), "--history", "off", target, f"/dev/{stream}")
+    completed = subprocess.run(
+        ["sh", "-c", f"exec {shlex.join(command)} {redirect} {shlex.quote(str(out))}"],
+        env=eb_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    written = out.read_bytes()
+    # `>>` keeps what was there: the report went where the stream stood, never over it.
+    assert written.startswith(b"earlier\n") == (redirect == "2>>"), written
+    assert own in written and FIRST_BYTES[target] in written, written
+    assert written.count(FIRST_BYTES[target]) == 1
+    assert out.stat().st_ino == inode  # written into, as the shell opened it: never replaced
