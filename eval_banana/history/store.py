@@ -46,7 +46,8 @@ def record_name(*, started_at: str, run_id: str) -> str:
 def record_bytes(*, record: HistoryRecord) -> bytes:
     """One compact line of JSON, each check without its default fields: hundreds of records
     are read back at once, and every byte is parsed each time."""
-    document = record.model_dump(by_alias=True)
+    # The checks are dumped once, as entries: not a second time with the rest of the record.
+    document = record.model_copy(update={"checks": []}).model_dump(by_alias=True)
     document["checks"] = [entry_document(check) for check in record.checks]
     return (
         json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"

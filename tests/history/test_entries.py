@@ -120,3 +120,32 @@ def test_a_focused_read_builds_only_the_checks_asked_for() -> None:
     data = record_bytes(record=written)
     assert [c.id for c in parse_record(data=data, only=frozenset({"b"})).checks] == ["b"]
     assert len(parse_record(data=data).checks) == 3
+
+
+def test_a_record_is_written_byte_for_byte_as_a_whole_dump_with_its_defaults_dropped() -> None:
+    """The writer dumps the checks once, from their own values: the bytes stay those of the
+    whole record dumped, each check's default fields then left out."""
+    written = record(
+        index=4,
+        checks=[
+            check(check_id="a", tags=["x", "y"], cost_usd=0.25, cached=True),
+            check(check_id="b", outcome="E", early_error=True, not_run=True),
+            check(check_id="fam[c1]", outcome="F", duration_ms=0),
+        ],
+        commit="e" * 40,
+    )
+    whole = written.model_dump(by_alias=True)
+    required = {"id", "type", "status", "digest", "duration_ms"}
+    defaults = {
+        name: spec.get_default(call_default_factory=True)
+        for name, spec in type(written.checks[0]).model_fields.items()
+        if not spec.is_required()
+    }
+    whole["checks"] = [
+        {k: v for k, v in entry.items() if k in required or v != defaults[k]}
+        for entry in whole["checks"]
+    ]
+    expected = json.dumps(whole, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert record_bytes(record=written) == (expected + "\n").encode()
+    assert written.checks[0].model_dump()["tags"] == ["x", "y"]  # the record is left as it was
+    assert written.model_dump()["checks"][1]["early_error"] is True
