@@ -45,6 +45,15 @@ class Blob(NamedTuple):
     size: int
 
 
+# A blob's file as its digest was checked: device, inode, size and modification time. A file
+# that still shows the same four was not replaced or written to since (a write moves the time).
+Identity = tuple[int, int, int, int]
+
+
+def _identity(found: os.stat_result) -> Identity:
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
+
+
 class BlobStore:
     """The blobs of one cache folder."""
 
@@ -155,12 +164,16 @@ class BlobStore:
         discard_damaged: bool = False,
         checked: bool = False,
         renew: bool = False,
+        seen: dict[str, Identity] | None = None,
     ) -> str | None:
         """Put a blob's content at `target` after checking its digest; the problem, or None.
         `checked`: the caller has just read this blob whole and matched its digest, so only
         its size is looked at again. `renew`: no check runs meanwhile, so a blob linked as
         often as the file system allows may be stored again now (`_link_renewing`); else it is
-        copied, and stored again by `renew_crowded` once the checks have ended.
+        copied, and stored again by `renew_crowded` once the checks have ended. `seen`: the
+        blobs this caller's restores have checked so far, by their file's identity; a blob
+        whose file is still that one is not read again (a replay links one blob for each of
+        the 1,000 cases that printed alike), any other is checked and noted.
 
         `target`'s folder must exist. The file is a hard link to the blob where the file
         system allows it: creating a file costs many times a link, and a cached run restores
@@ -176,8 +189,14 @@ class BlobStore:
             if checked:
                 if os.stat(source).st_size != blob.size:
                     return self._damaged(blob=blob, source=source, discard=discard_damaged)
-            elif sha256_and_size(path=source) != (blob.sha256, blob.size):
-                return self._damaged(blob=blob, source=source, discard=discard_damaged)
+            elif seen is None:
+                if sha256_and_size(path=source) != (blob.sha256, blob.size):
+                    return self._damaged(blob=blob, source=source, discard=discard_damaged)
+            elif blob.sha256 not in seen or _identity(os.stat(source)) != seen[blob.sha256]:
+                found, identity = _checked_identity(path=source)
+                if found != (blob.sha256, blob.size):
+                    return self._damaged(blob=blob, source=source, discard=discard_damaged)
+                seen[blob.sha256] = identity
             replace_with(
                 target=target,
                 place=lambda: self._link_renewing(source=source, target=target, renew=renew),
@@ -258,6 +277,21 @@ def _digest_of(*, file: BinaryIO) -> tuple[str, int]:
         digest.update(block)
         size += len(block)
     return f"sha256:{digest.hexdigest()}", size
+
+
+def _checked_identity(*, path: str) -> tuple[tuple[str, int], Identity]:
+    """`sha256:<hex>` and the size of a file, and its identity as it was read."""
+    digest = hashlib.sha256()
+    size = 0
+    fd = open_regular(path)
+    try:
+        identity = _identity(os.fstat(fd))
+        while block := os.read(fd, _BLOCK):
+            digest.update(block)
+            size += len(block)
+    finally:
+        os.close(fd)
+    return (f"sha256:{digest.hexdigest()}", size), identity
 
 
 def _unreadable(*, blob: Blob, exc: OSError) -> str:

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval_banana.cache.blobs import Blob
+from eval_banana.cache.blobs import Blob, Identity
 from eval_banana.cache.replay_entry import ReplayEntry, bulk_problem, head_problem
 from eval_banana.cache.replay_key import datasets_hold, scope_reader, watched_ids
 from eval_banana.cache.replay_record import (
@@ -304,6 +304,7 @@ def _place(*, run: _Run, files: list[Any], verdict_keys: list[Any]) -> str | Non
         if not store.mark_used(key=verdict, touch=run.writes):
             return f"needs verdict entry {verdict}, which is no longer stored"
     base = str(run.run_dir)
+    seen: dict[str, Identity] = {}  # a blob many cases share is read once, not once a case
     for item in files:
         name = item["name"]
         if name in _RESERVED:
@@ -313,6 +314,7 @@ def _place(*, run: _Run, files: list[Any], verdict_keys: list[Any]) -> str | Non
             target=f"{base}/{name}",
             discard_damaged=run.writes,
             renew=run.writes,  # a replay runs no check
+            seen=seen,
         )
         if problem is not None:
             return f"cannot bring {name}: {problem}"

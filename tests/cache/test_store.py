@@ -738,3 +738,27 @@ def test_a_verdict_with_an_evidence_name_that_is_not_utf8_is_run_not_stored(
     # Refused before any of its files went into the cache.
     blobs = [path for path in (project.cache_dir / "blobs").rglob("*") if path.is_file()]
     assert all(path.read_bytes() != b"evidence" for path in blobs)
+
+
+def test_a_blob_many_files_share_is_read_once_while_its_file_stays_the_one_checked(
+    tmp_path: Path,
+) -> None:
+    """A replay restores a blob that many cases share with `seen`: its digest is checked at
+    its first file, and again whenever its file is no longer the one checked (replaced)."""
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=0)
+    blob = store.put_bytes(data=b"the same answer\n")
+    source = store.blob_path(sha256=blob.sha256)
+    out = tmp_path / "run"
+    out.mkdir()
+    seen: dict[str, Any] = {}
+    assert store.restore(blob=blob, target=str(out / "a.txt"), seen=seen) is None
+    assert blob.sha256 in seen
+    assert store.restore(blob=blob, target=str(out / "b.txt"), seen=seen) is None
+    # Replaced by a file of the same size and other bytes: read again, and refused.
+    forged = tmp_path / "forged"
+    forged.write_bytes(b"the same ANSWER\n")
+    os.replace(forged, source)
+    problem = store.restore(blob=blob, target=str(out / "c.txt"), seen=seen)
+    assert problem is not None and "damaged" in problem
+    assert not (out / "c.txt").exists()
+    assert (out / "a.txt").read_bytes() == (out / "b.txt").read_bytes() == b"the same answer\n"
