@@ -140,3 +140,38 @@ def test_the_sparkline_reads_no_more_records_than_its_runs_take(tmp_path: Path) 
     (alone / "20260101000010000000-20260101_000010_0000000a.json").write_text("{}")
     found = recent(folder=alone, skip_run_id=None, last=19, warn=warned.append)
     assert len(found["x"].statuses) == 19 and warned == []
+
+
+def test_runs_of_the_same_checks_read_as_columns_give_what_check_by_check_gives(
+    tmp_path: Path,
+) -> None:
+    """Runs of one suite are read column by column (`_same_checks`); one run without an
+    outcome of a check sends the window the check-by-check way: the answers are the same."""
+    outcomes = ["P", "F", "E", "P"]
+
+    def runs(not_run_at: int | None) -> list[HistoryRecord]:
+        return [
+            record(
+                index=index,
+                checks=[
+                    check(check_id="a", outcome=outcome, definition=f"v{index // 2}"),
+                    check(check_id="b", early_error=index == 1),
+                    check(check_id="c", outcome="F", not_run=index == not_run_at),
+                ],
+            )
+            for index, outcome in enumerate(outcomes, start=1)
+        ]
+
+    for not_run_at in (None, 3):
+        folder = tmp_path / f"history-{not_run_at}"
+        written = runs(not_run_at)
+        write(folder=folder, records=written)
+        found = recent(folder=folder, skip_run_id=None, last=19)
+        assert list(found) == ["a", "b", "c"]
+        for check_id, one in found.items():
+            seen = [c for r in written for c in r.checks if c.id == check_id and not c.not_run]
+            assert one.statuses == [c.status for c in seen]
+            assert one.digests == [c.digest for c in seen]
+            assert one.early == [c.early_error for c in seen]
+        assert found["a"].statuses[0] is found["b"].statuses[0]  # one copy of each status
+        assert len(found["c"].statuses) == (4 if not_run_at is None else 3)
