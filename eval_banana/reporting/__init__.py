@@ -8,19 +8,40 @@ May import stages and everything below them; the pipeline and commands call it.
 """
 
 # No `from __future__ import annotations`: it would clash with the re-exported `annotations()`.
+import importlib
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from eval_banana.core import forked
 from eval_banana.core.errors import Problem, WriteFault
 from eval_banana.core.record import Field, Record
 from eval_banana.models.stages import ConfigDoc
-from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
-from eval_banana.reporting.html import write_html
 from eval_banana.settings.folders import STEP_SUMMARY_ENV, junit_file
 from eval_banana.stagefiles.layout import REPORT_HTML
+
+# The page's and GitHub's writers are loaded when first used: a replayed run that brings its
+# kept report.html and prints its JSON line uses neither (some 10 ms of imports).
+if TYPE_CHECKING:
+    from eval_banana.reporting.github import annotations, append_step_summary
+    from eval_banana.reporting.html import write_html
+
+_LOADED_WHEN_USED = {
+    "annotations": "eval_banana.reporting.github",
+    "append_step_summary": "eval_banana.reporting.github",
+    "warning_annotations": "eval_banana.reporting.github",
+    "write_html": "eval_banana.reporting.html",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The writers re-exported here, loaded on first use (`_LOADED_WHEN_USED`)."""
+    module = _LOADED_WHEN_USED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "ReportExtras",
@@ -99,6 +120,8 @@ def start_html(
     None when the run asked for no HTML; `write_extra_reports` finishes it."""
     if extras is not None and not extras.html:
         return None
+    from eval_banana.reporting.html import write_html  # loaded before a fork, not in it
+
     checks = report.get("checks")
     count = len(checks) if isinstance(checks, list) else 0
     history_dir = extras.history_dir if extras is not None else None
@@ -126,6 +149,7 @@ def _finish_html(
     """Wait for the page begun by `start_html` (or render it here when none was begun); render
     it here too if its child was ended by a signal (Ctrl-C reaches the whole process group):
     an interrupted run keeps its page."""
+    from eval_banana.reporting.html import write_html
 
     def render() -> None:
         write_html(
@@ -167,6 +191,8 @@ def write_extra_reports(
     """Write report.html (or finish `html`, begun by `start_html`), the JUnit file and the
     GitHub outputs asked for; return `extras`, holding what could not be written
     (`ReportExtras.tell_faults` tells it after the console summary)."""
+    from eval_banana.reporting.github import annotations, append_step_summary, warning_annotations
+
     extras = extras if extras is not None else ReportExtras()
     extras.report, extras.report_md = report, report_md
     project_root = Path(str(report.get("project_root") or run_dir))
