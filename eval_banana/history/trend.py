@@ -84,6 +84,8 @@ class Recent(NamedTuple):
         """The most flips on one definition (only on `digest` when given): changes between
         passing and not from one run to the next, both on that definition (as `eb history`
         counts them; early errors skipped)."""
+        if len(set(self.statuses)) < 2:
+            return 0  # one outcome throughout (most checks): nothing to flip between
         flips: dict[str, int] = {}
         before: tuple[str, bool] | None = None
         for status, seen, early in zip(self.statuses, self.digests, self.early, strict=True):

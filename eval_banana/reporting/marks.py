@@ -53,7 +53,7 @@ def trend_for(*, group: str, digest: str | None, recent: Recent | None) -> Trend
         return None
     now = _LETTER.get(group, "")
     keep = SPARK_RUNS - len(now)
-    letters = "".join(_LETTER[status] for status in recent.statuses[-keep:]) + now
+    letters = "".join(map(_LETTER.__getitem__, recent.statuses[-keep:])) + now
     flips = recent.most_flips(digest=digest)
     if flips >= HISTORY_FLAKY_FLIPS:
         # A flaky check's latest flip is its flakiness, not news: no "new failure" or "fixed".

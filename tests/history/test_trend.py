@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eval_banana.history.read import load_records
 from eval_banana.history.record import HistoryRecord
-from eval_banana.history.trend import recent, timelines
+from eval_banana.history.trend import Recent, recent, timelines
 from eval_banana.models.config import Selection, Shard
 from tests.history.synth import check, record, write
 from tests.reporting.history_sample import write_sample_history
@@ -175,3 +175,14 @@ def test_runs_of_the_same_checks_read_as_columns_give_what_check_by_check_gives(
             assert one.early == [c.early_error for c in seen]
         assert found["a"].statuses[0] is found["b"].statuses[0]  # one copy of each status
         assert len(found["c"].statuses) == (4 if not_run_at is None else 3)
+
+
+def test_a_check_of_one_outcome_throughout_flipped_never_whatever_its_digests() -> None:
+    steady = Recent(
+        statuses=["failed"] * 4, digests=["a", "b", "a", "b"], early=[False, True, False, False]
+    )
+    assert steady.most_flips() == 0 and steady.most_flips(digest="a") == 0
+    flipping = Recent(
+        statuses=["failed", "passed", "failed", "passed"], digests=["a"] * 4, early=[False] * 4
+    )
+    assert flipping.most_flips() == 3 and flipping.most_flips(digest="b") == 0
