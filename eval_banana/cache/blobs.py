@@ -32,7 +32,7 @@ from eval_banana.cache.places import (
     write_into,
 )
 from eval_banana.core.errors import WriteFault
-from eval_banana.core.files import read_bytes, sha256_and_size, sha256_bytes
+from eval_banana.core.files import sha256_and_size, sha256_bytes
 from eval_banana.core.readback import open_regular
 from eval_banana.core.turns import alone
 
@@ -250,7 +250,7 @@ class BlobStore:
         """A blob's content after checking its digest, or the problem (as `restore` says it)."""
         source = self._blob_file(sha256=blob.sha256)
         try:
-            data = read_bytes(path=source)
+            data = _read_sized(path=source, size=blob.size)
         except OSError as exc:
             return _unreadable(blob=blob, exc=exc)
         if len(data) != blob.size or sha256_bytes(data=data) != blob.sha256:
@@ -277,6 +277,23 @@ def _digest_of(*, file: BinaryIO) -> tuple[str, int]:
         digest.update(block)
         size += len(block)
     return f"sha256:{digest.hexdigest()}", size
+
+
+def _read_sized(*, path: str, size: int) -> bytes:
+    """A regular file's bytes, read as one piece when it holds the `size` expected (else one
+    byte more than that at most, which is enough to refuse it): a replay's stage files and
+    reports are megabytes each, and reading them in blocks joined them into a second copy."""
+    fd = open_regular(path)
+    try:
+        data = os.read(fd, size + 1)
+        while 0 < len(data) <= size:  # a short read: what is left, and the end of the file
+            more = os.read(fd, size + 1 - len(data))
+            if not more:
+                break
+            data += more
+    finally:
+        os.close(fd)
+    return data
 
 
 def _checked_identity(*, path: str) -> tuple[tuple[str, int], Identity]:

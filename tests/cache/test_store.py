@@ -762,3 +762,21 @@ def test_a_blob_many_files_share_is_read_once_while_its_file_stays_the_one_check
     assert problem is not None and "damaged" in problem
     assert not (out / "c.txt").exists()
     assert (out / "a.txt").read_bytes() == (out / "b.txt").read_bytes() == b"the same answer\n"
+
+
+@pytest.mark.parametrize("stored", [b"", b"0123456789", b"0123456789+", b"012345678"])
+def test_a_blob_read_whole_is_its_bytes_only_when_they_are_its_size_and_digest(
+    tmp_path: Path, stored: bytes
+) -> None:
+    """read_blob reads a blob in one piece of its expected size (one byte more at most):
+    a file longer, shorter or other than the blob is damaged, an empty blob is read."""
+    store = CacheStore(folder=tmp_path / "cache", max_bytes=0)
+    data = b"" if not stored else b"0123456789"
+    blob = store.put_bytes(data=data)
+    if stored:
+        store.blob_path(sha256=blob.sha256).write_bytes(stored)
+    found = store.read_blob(blob=blob)
+    if stored in (b"", data):
+        assert found == data
+    else:
+        assert isinstance(found, str) and "damaged" in found
