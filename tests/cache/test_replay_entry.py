@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from eval_banana.cache.replay_entry import replay_problem
+from eval_banana.cache.replay_entry import _items_problem, bulk_problem, replay_problem
 from eval_banana.cache.slots import Needle, Slot, fill, find_slots, slots_are_sound
 from tests.cache.rig import DELETE, judge, make_project, mutated
 
@@ -71,6 +71,10 @@ MUTATIONS = [
     mutated(["files", 0, "size"], -1),
     mutated(["files", 0, "sha256"], "sha256:" + "0" * 63),
     mutated(["files", 0, "extra"], 1),
+    mutated(["files", 1, "size"], True),
+    mutated(["files", 1, "sha256"], 5),
+    mutated(["files", 1, "name"], "checks\\a.txt"),
+    mutated(["files", 1], "checks/a.txt"),
     mutated(["templates", 0, "slots", 0, "name"], "anything"),
     mutated(["templates", 0, "slots", 0, "length"], 0),
     mutated(["templates", 0, "slots", 0, "offset"], -1),
@@ -142,3 +146,13 @@ def test_a_trace_left_outside_every_slot_is_unsound() -> None:
     escaped = b"id 20261203\\_080000\\_a1b2c3d4"
     assert not slots_are_sound(data=escaped, slots=[], forbidden=[b"a1b2c3d4"])
     assert slots_are_sound(data=b"nothing here", slots=[Slot(0, 7, "run_id")], forbidden=[run_id])
+
+
+@pytest.mark.parametrize("mutate", MUTATIONS)
+def test_the_files_pass_answers_as_the_item_by_item_check(
+    entry: dict[str, Any], mutate: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """bulk_problem's one pass over the per-check files (each shared digest checked once)
+    finds a problem exactly when the item-by-item check does, and names it as that does."""
+    files = mutate(entry)["files"]
+    assert bulk_problem(files=files, verdict_keys=[]) == _items_problem(name="files", items=files)
