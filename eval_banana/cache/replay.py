@@ -34,11 +34,11 @@ from eval_banana.cache.replay_record import (
     TEMPLATE_NAMES,
     plain_path,
 )
-from eval_banana.cache.slots import Slot, fill
+from eval_banana.cache.slots import Slot, filled_parts
 from eval_banana.cache.store import CacheStore
 from eval_banana.core import forked
 from eval_banana.core.errors import ProjectStateError
-from eval_banana.core.files import sha256_bytes, write_bytes_atomic
+from eval_banana.core.files import sha256_parts, write_parts_atomic
 from eval_banana.core.readback import loads_json
 from eval_banana.models.stages import ConfigDoc, DiscoverDoc, ScoreDoc
 from eval_banana.projectstate.git import NotARepository
@@ -351,16 +351,19 @@ def _write_filled(
             slot.name not in encoded for slot in slots
         ):
             return f"has slots that do not fit {template.name}"
-        text = fill(data=data, slots=slots, values=encoded)
+        # Joined only when it is kept: the others are written and hashed part by part.
+        parts = filled_parts(data=data, slots=slots, values=encoded)
+        text = b"".join(parts) if template.name in _KEPT else None
+        filled: list[bytes | memoryview] = parts if text is None else [text]
         if stage is not None and stage != "report":  # report.json is no stage's input
-            run.digests[stage] = sha256_bytes(data=text)
+            run.digests[stage] = sha256_parts(parts=filled)
             encoded[f"digest:{stage}"] = run.digests[stage].encode()
         if template.name != JSON_LINE:
-            write_bytes_atomic(path=run.run_dir / template.name, data=text)
+            write_parts_atomic(path=run.run_dir / template.name, parts=filled)
         if template.name in DIGESTED_REPORTS:
             # stages/report.json, filled next, records the report as written here.
-            encoded[f"digest:{template.name}"] = sha256_bytes(data=text).encode()
-        if template.name in _KEPT:
+            encoded[f"digest:{template.name}"] = sha256_parts(parts=filled).encode()
+        if text is not None:
             kept[template.name] = text
     return kept
 

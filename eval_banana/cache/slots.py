@@ -68,12 +68,20 @@ def _pieces(*, data: bytes, slots: Sequence[Slot]) -> list[memoryview]:
 
 def fill(*, data: bytes, slots: Sequence[Slot], values: Mapping[str, bytes]) -> bytes:
     """`data` with each slot's text replaced by the value of its name."""
+    return b"".join(filled_parts(data=data, slots=slots, values=values))
+
+
+def filled_parts(
+    *, data: bytes, slots: Sequence[Slot], values: Mapping[str, bytes]
+) -> list[bytes | memoryview]:
+    """What `fill` joins, in order: views of `data` between the slots, and the values in
+    them; a text only written and hashed needs no joined copy."""
     pieces = _pieces(data=data, slots=slots)
     parts: list[bytes | memoryview] = [pieces[0]]
     for slot, piece in zip(slots, pieces[1:], strict=True):
         parts.append(values[slot.name])
         parts.append(piece)
-    return b"".join(parts)
+    return parts
 
 
 def slots_are_sound(*, data: bytes, slots: Sequence[Slot], forbidden: Iterable[bytes]) -> bool:

@@ -174,6 +174,24 @@ def never_written(*, path: Path) -> str | None:
     return None
 
 
+def write_parts_atomic(*, path: Path, parts: Iterable[bytes | memoryview]) -> None:
+    """`write_bytes_atomic` of the bytes `parts` make, written one part after another."""
+
+    def fill(fd: int) -> None:
+        for part in parts:
+            _write_all(fd=fd, data=part)
+
+    _write_atomic(path=path, fill=fill)
+
+
+def sha256_parts(*, parts: Iterable[bytes | memoryview]) -> str:
+    """`sha256_bytes` of the bytes `parts` make, without joining them."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+    return f"sha256:{digest.hexdigest()}"
+
+
 def write_pieces_atomic(*, path: Path, pieces: Iterable[str]) -> None:
     """Write the text `pieces` make, atomically, one piece encoded at a time (a character
     UTF-8 cannot hold, a lone surrogate, is written as '?')."""
@@ -286,7 +304,7 @@ def entries_below(folder: Path) -> Iterator[os.DirEntry[str]]:
                 yield entry
 
 
-def _write_all(*, fd: int, data: bytes) -> None:
+def _write_all(*, fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

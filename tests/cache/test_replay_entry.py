@@ -12,7 +12,15 @@ import jsonschema
 import pytest
 
 from eval_banana.cache.replay_entry import _items_problem, bulk_problem, replay_problem
-from eval_banana.cache.slots import Needle, Slot, fill, find_slots, slots_are_sound
+from eval_banana.cache.slots import (
+    Needle,
+    Slot,
+    fill,
+    filled_parts,
+    find_slots,
+    slots_are_sound,
+)
+from eval_banana.core.files import sha256_bytes, sha256_parts, write_parts_atomic
 from tests.cache.rig import DELETE, judge, make_project, mutated
 
 SCHEMA = json.loads(
@@ -116,7 +124,7 @@ def test_a_document_that_is_no_object_is_refused() -> None:
     assert not schema_valid([])
 
 
-def test_slots_take_the_longest_value_and_leave_no_trace() -> None:
+def test_slots_take_the_longest_value_and_leave_no_trace(tmp_path: Path) -> None:
     run_id = b"20261203_080000_a1b2c3d4"
     folder = b"/out/" + run_id
     data = b'{"run_id": "' + run_id + b'", "dir": "' + folder + b'/report.json"}'
@@ -126,6 +134,11 @@ def test_slots_take_the_longest_value_and_leave_no_trace() -> None:
     assert slots_are_sound(data=data, slots=slots, forbidden=[run_id])
     filled = fill(data=data, slots=slots, values={"run_id": b"R", "run_dir": b"/else/R"})
     assert filled == b'{"run_id": "R", "dir": "/else/R/report.json"}'
+    # A text only written and hashed is never joined: its parts give the same bytes and digest.
+    parts = filled_parts(data=data, slots=slots, values={"run_id": b"R", "run_dir": b"/else/R"})
+    assert sha256_parts(parts=parts) == sha256_bytes(data=filled)
+    write_parts_atomic(path=tmp_path / "filled.json", parts=parts)
+    assert (tmp_path / "filled.json").read_bytes() == filled
 
 
 def test_a_value_between_a_prefix_and_a_suffix_is_its_own_slot() -> None:
