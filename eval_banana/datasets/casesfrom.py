@@ -20,7 +20,7 @@ from eval_banana.datasets.globwalk import (
     is_glob,
     relative,
 )
-from eval_banana.datasets.rows import SUFFIXES
+from eval_banana.datasets.suffixes import SUFFIXES
 from eval_banana.projectstate.patterns import literal_slip, normalize, pattern_problem
 
 

@@ -23,8 +23,8 @@ from eval_banana.core.lfs import FETCH_HINT, pointer_size, pointer_words
 from eval_banana.core.readback import MAX_DEPTH
 from eval_banana.core.textfiles import HEAD_BYTES, other_unicode
 from eval_banana.datasets.render import json_kind
+from eval_banana.datasets.suffixes import SUFFIXES as SUFFIXES  # the readers take it here
 
-SUFFIXES = (".jsonl", ".json", ".yaml", ".yml", ".csv")
 _FLATTEN = "flatten the rows: a case needs only a few levels of lists and mappings"
 
 
