@@ -62,6 +62,25 @@ def test_plain_values_match_json_dumps(value: Any) -> None:
         )
 
 
+# Few keys, so the same key recurs in dicts at several depths (its text is kept per depth).
+REPEATED_KEYS = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "é", ""]), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@given(value=REPEATED_KEYS)
+def test_keys_recurring_at_every_depth_match_json_dumps(value: Any) -> None:
+    for sort_keys in (False, True):
+        assert canonjson.dumps(value, sort_keys=sort_keys) == _json_dumps(
+            value, sort_keys=sort_keys
+        )
+
+
 def test_special_numbers_and_characters() -> None:
     value = {"é": ["\u2028", "\x00", '"\\', 1e300, -0.0, 10**30, 5e-324]}
     assert canonjson.dumps(value) == json.dumps(value, indent=2, ensure_ascii=False)
