@@ -54,7 +54,28 @@ def _check_same_plan(*, runs: Sequence[ShardRun]) -> None:
                 run_dir=run.run_dir,
                 hint="Merge the --select runs of one `eb plan` document only.",
             )
+        _check_same_gates(run=run, first=first)
         _check_same_settings(run=run, first=first)
+
+
+def _check_same_gates(*, run: ShardRun, first: ShardRun) -> None:
+    """The shards must gate each family at one min_pass_rate: a case's definition digest leaves
+    the gate out (editing it re-runs no case), so shards run on either side of an edit share
+    their selection digest, and the merged verdict would take one shard's gate for all."""
+    mine, theirs = run.plan.family_gates, first.plan.family_gates
+    for family in sorted(mine.keys() | theirs.keys()):
+        if mine.get(family) != theirs.get(family):
+            raise refuse(
+                f"{run.label} gates family '{family}' at {_gate(mine.get(family))}, "
+                f"{first.label} at {_gate(theirs.get(family))}",
+                run_dir=run.run_dir,
+                hint=f"The check file of '{family}' was edited between the shards' runs: rerun "
+                "every shard from one commit, then merge their folders.",
+            )
+
+
+def _gate(rate: float | None) -> str:
+    return "no min_pass_rate" if rate is None else f"min_pass_rate {show(rate)}"
 
 
 def _check_same_settings(*, run: ShardRun, first: ShardRun) -> None:

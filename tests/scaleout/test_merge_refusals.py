@@ -223,6 +223,53 @@ def test_different_threshold(
     assert "with 1.0" in result.stderr
 
 
+def _gated_family(project: Path, *, rate: float) -> None:
+    """A family of five cases, four of which pass, gated at `rate` (the run threshold is 0)."""
+    (project / ".eval-banana").mkdir(parents=True, exist_ok=True)
+    (project / ".eval-banana" / "config.toml").write_text("[core]\npass_threshold = 0.0\n")
+    (project / "eval_checks").mkdir(exist_ok=True)
+    (project / "eval_checks" / "fam.yaml").write_text(
+        "schema_version: 1\nid: fam\ntype: deterministic\ndescription: Rows.\n"
+        f"min_pass_rate: {rate}\n"
+        "cases: [{id: a, ok: 1}, {id: b, ok: 1}, {id: c, ok: 1}, {id: d, ok: 1}, {id: e, ok: 0}]\n"
+        "script: |\n  import json, sys\n"
+        '  sys.exit(0 if json.load(open(sys.argv[1]))["case"]["ok"] else "bad")\n'
+    )
+
+
+def test_shards_that_gate_a_family_at_different_rates_are_refused(
+    eb: Callable[..., EbResult], tmp_path: Path
+) -> None:
+    """min_pass_rate is left out of the cases' digests (editing it re-runs no case): shards run
+    on either side of an edit share a selection digest, and the merge took one shard's gate."""
+    project = tmp_path / "project"
+
+    def shard(name: str, which: str, *, rate: float) -> Path:
+        _gated_family(project, rate=rate)
+        run_dir = tmp_path / "shards" / name
+        flags = ("--shard", which, "--output-dir", str(run_dir), "--flat-output")
+        result = eb("run", "--cwd", str(project), *flags)
+        assert result.exit_code == 0, result.stderr
+        return run_dir
+
+    strict, lenient = shard("s1", "1/2", rate=0.9), shard("s2", "2/2", rate=0.5)
+    stated = {strict: f"{strict} (shard 1/2)", lenient: f"{lenient} (shard 2/2)"}
+    rates = {strict: "0.9", lenient: "0.5"}
+    for first, other in ((strict, lenient), (lenient, strict)):
+        result = _merge(eb, tmp_path, first, other)
+        assert (
+            f"{stated[other]} gates family 'fam' at min_pass_rate {rates[other]}, "
+            f"{stated[first]} at min_pass_rate {rates[first]}"
+        ) in result.stderr
+        assert "rerun every shard from one commit" in result.stderr
+    # Shards of one gate merge, and the merged run is judged by it: 4 of 5 is below 0.9.
+    again = shard("s2-again", "2/2", rate=0.9)
+    out = tmp_path / "merged"
+    merged = eb("merge", str(strict), str(again), "--output-dir", str(out), "--flat-output")
+    assert merged.exit_code == 1, merged.stdout + merged.stderr
+    assert "min_pass_rate 0.9 NOT held" in merged.stdout
+
+
 def test_unreadable_stage_file(
     eb: Callable[..., EbResult], shards: Callable[..., Path], tmp_path: Path
 ) -> None:
