@@ -127,17 +127,32 @@ def _gate(side: FamilySide | None) -> str:
 
 
 def family_line(change: FamilyChange) -> str:
-    """`qa: 2/3 (66.7%) -> 1/3 (33.3%); min_pass_rate 0.6 held -> NOT held`."""
+    """`qa: 2/3 (66.7%) -> 1/3 (33.3%); min_pass_rate 0.6 held -> NOT held`, or with each
+    side's value when the gate itself changed: `...; min_pass_rate 0.8 held -> 0.9 NOT held`."""
     text = f"{change.family}: {_family_side(change.base)} -> {_family_side(change.head)}"
-    sides = [side for side in (change.base, change.head) if side is not None]
-    gates = [
-        side.min_pass_rate if side.min_pass_rate is not None else side.gate_at_merge
-        for side in sides
-    ]
-    gate = next((rate for rate in gates if rate is not None), None)
-    if gate is not None:
-        text += f"; min_pass_rate {gate:g} {_gate(change.base)} -> {_gate(change.head)}"
+    base_rate, head_rate = _gate_rate(change.base), _gate_rate(change.head)
+    if base_rate == head_rate:
+        if base_rate is not None:
+            text += f"; min_pass_rate {base_rate:g} {_gate(change.base)} -> {_gate(change.head)}"
+    else:
+        # One value for both sides would make `0.8 held -> NOT held` of one pass rate: each
+        # side names its own (`0.8 held -> 0.9 NOT held`, `none -> 0.9 held`).
+        text += (
+            f"; min_pass_rate {_rated(rate=base_rate, side=change.base)} -> "
+            f"{_rated(rate=head_rate, side=change.head)}"
+        )
     return text + (" (the run fails for it now)" if change.gate_broke else "")
+
+
+def _rated(*, rate: float | None, side: FamilySide | None) -> str:
+    return _gate(side) if rate is None else f"{rate:g} {_gate(side)}"
+
+
+def _gate_rate(side: FamilySide | None) -> float | None:
+    """The gate a side names: its own, or the one a shard left to `eb merge`."""
+    if side is None:
+        return None
+    return side.min_pass_rate if side.min_pass_rate is not None else side.gate_at_merge
 
 
 def _side(name: str, run: DiffRun) -> str:

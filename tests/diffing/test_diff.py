@@ -626,6 +626,33 @@ def test_a_family_gate_that_breaks_is_a_regression_even_when_no_case_regressed(
     assert again["_exit"] == 0 and again["families"][0]["gate_broke"] is False
 
 
+def test_a_gate_edited_between_the_runs_is_shown_with_each_sides_value(
+    eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
+) -> None:
+    """3 of 4 rows pass in both runs, gated at 0.6 in base and 0.8 in head: one value for
+    both sides read `min_pass_rate 0.6 held -> NOT held` of one pass rate."""
+    root = project({"eval_checks/fam.yaml": FAMILY}, config="[core]\npass_threshold = 0.0\n")
+    oks = [("r0", "yes"), ("r1", "yes"), ("r2", "yes"), ("r3", "no")]
+    (root / "rows.jsonl").write_text("".join(json.dumps({"id": i, "ok": o}) + "\n" for i, o in oks))
+
+    def run(gate: str, name: str) -> Path:
+        (root / "eval_checks" / "fam.yaml").write_text(FAMILY.replace("min_pass_rate: 0.6\n", gate))
+        out = tmp_path / name
+        eb("run", "--cwd", str(root), "--output-dir", str(out), "--flat-output")
+        return out
+
+    base, head = run("min_pass_rate: 0.6\n", "base"), run("min_pass_rate: 0.8\n", "head")
+    said = "fam: 3/4 (75.0%) -> 3/4 (75.0%); min_pass_rate 0.6 held -> 0.8 NOT held (the run "
+    text = eb("diff", str(base), str(head))
+    assert text.exit_code == 1 and f"  - {said}fails for it now)" in text.stdout, text.stdout
+    markdown = eb("diff", str(base), str(head), "--format", "md").stdout
+    assert f"- {said}fails for it now)" in markdown, markdown
+    # A gate added: the side without one says so, the other names its value.
+    ungated = run("", "ungated")
+    added = eb("diff", str(ungated), str(base)).stdout
+    assert "fam: 3/4 (75.0%) -> 3/4 (75.0%); min_pass_rate none -> 0.6 held" in added, added
+
+
 def test_a_head_that_ran_part_of_a_family_breaks_no_gate(
     eb: Callable[..., EbResult], project: Callable[..., Path], tmp_path: Path
 ) -> None:
