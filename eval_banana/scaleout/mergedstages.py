@@ -189,9 +189,29 @@ def _place(*, relative: str, check: PlannedCheck, by_id: Collection[str]) -> tup
     return relative, check.case_index or 0, ""
 
 
+# The plan's maps keyed by family id: each shard's holds only the families it planned, so the
+# merged plan holds them all (shards of one plan agree on a family both planned).
+_FAMILY_MAPS = (
+    "family_gates",
+    "family_sizes",
+    "family_file_rows",
+    "family_case_ids",
+    "family_calibration",
+)
+
+
 def _merged_plan(
-    *, first: ShardRun, ordered: MergedOrder, config: ConfigDoc, inputs: dict[str, str]
+    *,
+    runs: Sequence[ShardRun],
+    first: ShardRun,
+    ordered: MergedOrder,
+    config: ConfigDoc,
+    inputs: dict[str, str],
 ) -> PlanDoc:
+    families = {
+        name: {key: value for run in runs for key, value in getattr(run.plan, name).items()}
+        for name in _FAMILY_MAPS
+    }
     return first.plan.model_copy(
         update={
             **envelope(stage="validate", run_id=config.run_id, inputs=inputs),
@@ -201,6 +221,7 @@ def _merged_plan(
             "skipped": ordered.skipped,
             "errors": [],
             "allow_empty": None,
+            **families,
         }
     )
 
@@ -330,7 +351,9 @@ def write_merged_stages(
     run_dir: Path,
 ) -> ExecuteDoc:
     """The merged plan, guard and execute files (their digests added to `digests`)."""
-    plan = _merged_plan(first=first, ordered=ordered, config=config, inputs=dict(digests))
+    plan = _merged_plan(
+        runs=runs, first=first, ordered=ordered, config=config, inputs=dict(digests)
+    )
     plan_path = stage_path(run_dir=run_dir, stage="validate")
     # Checks and results that stay as the shards wrote them are copied as text, not rewritten.
     texts = {key: text for run in runs for key, text in run.texts.items()}

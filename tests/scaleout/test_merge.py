@@ -13,12 +13,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import STANDIN_AGENTS, check_yaml, judge_yaml
+from tests.conftest import STANDIN_AGENTS, EbResult, check_yaml, judge_yaml
 from tests.forking import default_sigint, eb_script, events_of, run_script
 
 SHARDS = 4
@@ -53,6 +54,7 @@ script_path: count.py
 # Leaves evidence in a folder of its own output folder: the merge brings sub-folders too.
 COUNT_SCRIPT = """\
 import json, sys
+from collections.abc import Callable
 from pathlib import Path
 out = Path(json.loads(Path(sys.argv[1]).read_text())["output_dir"]) / "nested"
 out.mkdir(parents=True)
@@ -688,3 +690,49 @@ def test_a_shard_updated_later_adds_its_own_time_not_the_wait_before_its_update(
     assert report["started_at"] == min(shard["started_at"] for shard in shards)
     assert report["completed_at"] == shards[0]["completed_at"]  # the update's checks ended last
     assert shards[0]["updated_at"] is not None and report["updated_at"] == shards[0]["updated_at"]
+
+
+def _dataset_families(root: Path, *, names: list[str]) -> None:
+    (root / ".eval-banana").mkdir(parents=True)
+    (root / ".eval-banana" / "config.toml").write_text("[core]\npass_threshold = 0.0\n")
+    (root / "data").mkdir()
+    (root / "eval_checks").mkdir()
+    for name in names:
+        (root / "data" / f"{name}.jsonl").write_text('{"id": "a"}\n{"id": "b"}\n')
+        (root / "eval_checks" / f"{name}.yaml").write_text(
+            f"schema_version: 1\nid: {name}\ntype: deterministic\ndescription: row\n"
+            f"cases_from: data/{name}.jsonl\nscript: pass\n"
+        )
+
+
+def test_a_merged_plan_knows_every_shards_families_so_status_sees_a_row_added_to_any(
+    tmp_path: Path, eb: Callable[..., EbResult]
+) -> None:
+    # The merged plan.json took its family maps (sizes, case ids, file rows, gates,
+    # calibration) from the first shard alone, which holds only the families it planned: a
+    # row added to another shard's family was no change to `eb status` of the merged run.
+    names = ["f1", "f2", "f3", "f4"]
+    project = tmp_path / "project"
+    _dataset_families(project, names=names)
+    shards = []
+    for index in (1, 2):
+        out = tmp_path / f"shard{index}"
+        ran = eb("run", "--cwd", str(project), "--shard", f"{index}/2", "--output-dir", str(out))
+        assert ran.exit_code == 0, ran.stderr
+        shards.extend(out.iterdir())
+    merged_out = tmp_path / "merged"
+    merged = eb("merge", *map(str, shards), "--cwd", str(project), "--output-dir", str(merged_out))
+    assert merged.exit_code == 0, merged.stderr
+    (run_dir,) = merged_out.iterdir()
+    plan = json.loads((run_dir / "stages" / "plan.json").read_text())
+    assert plan["family_sizes"] == dict.fromkeys(names, 2)
+    assert sorted(plan["family_case_ids"]) == names
+    for name in names:
+        with (project / "data" / f"{name}.jsonl").open("a") as rows:
+            rows.write('{"id": "c"}\n')
+    status = eb("status", "--cwd", str(project), "--run-dir", str(run_dir))
+    validate_line = next(line for line in status.stdout.splitlines() if "plan.json" in line)
+    # Three rows are named and the fourth counted: every family's added row is seen.
+    named = [name for name in names if f"{name}[c]: row added" in validate_line]
+    assert "stale" in validate_line and len(named) == 3, validate_line
+    assert validate_line.endswith("and 1 more)"), validate_line
