@@ -1200,7 +1200,7 @@ def test_a_single_check_and_a_family_number_an_assertion_alike(
             "eval_checks/fam.yaml": _THREE_ASSERTIONS.format(
                 check_id="fam", cases="cases_from: data/a.csv\n", second="{{ case.q }}"
             ),
-            "data/a.csv": "id,q\nn1,fig[\n",
+            "data/a.csv": "id,q\nn1,\n",
             "out.json": '{"one": 1}',
         },
         config=CONFIG,
@@ -1212,8 +1212,7 @@ def test_a_single_check_and_a_family_number_an_assertion_alike(
     family = next(error for error in errors if error["file"] == "data/a.csv")
     assert single["field_path"] == "assertions.assert.1.exists.path"
     assert family["message"] == (
-        "data/a.csv line 2: case 'n1': assert.1.path: invalid path 'fig[': "
-        "unclosed bracket '[' at character 4"
+        "data/a.csv line 2: case 'n1': assert.1.path: invalid path '': the path is empty"
     )
     assert "change assert.1.path in the check file" in family["hint"]
     assert family["field_path"] == "cases"  # the row, where it is told
@@ -1242,15 +1241,64 @@ def test_an_assertions_path_names_the_cases_key(
     failed = next(c for c in report["checks"] if c["check_id"] == "prices[2]")
     assert "prices.pear equals 0.8" in failed["reason"], failed["reason"]
 
-    rows.append({"sku": "fig[", "price": 2})
+    rows.append({"sku": "", "price": 2})
     (root / "data/prices.json").write_text(json.dumps(rows))
     error = _the_validate_error(eb, root)
     assert error["message"] == (
-        "data/prices.json item 3: case '3': assert.0.path: invalid path 'prices.fig[': "
-        "unclosed bracket '[' at character 11"
+        "data/prices.json item 3: case '3': assert.0.path: invalid path 'prices.': "
+        "empty segment after the last '.' at character 7"
     )
     assert error["file"] == "data/prices.json"
     assert "fix the row, or change assert.0.path in the check file" in error["hint"]
+
+
+def test_a_rows_value_in_a_path_is_one_key_or_one_index_never_path_syntax(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A sku `v1.2`, `c[1]` or `d[*]` filled into `prices.{{ case.sku }}` addressed the key `2`
+    under `v1`, an element of `c`, any element of `d`: each case passed against a price that
+    was not its own. Each such row is now a definition error at the row, naming the field."""
+    root = project(
+        {
+            "eval_checks/prices.yaml": PRICES_FAMILY.replace("data/prices.json", "data/rows.csv"),
+            "data/rows.csv": "id,sku,price\nok,apple,1\ndotted,v1.2,10\n"
+            "indexed,c[1],7\nstar,d[*],9\n",
+            "out/prices.json": json.dumps(
+                {
+                    "prices": {"apple": "1", "v1.2": "99", "v1": {"2": "10"}, "c[1]": "5"}
+                    | {"c": ["0", "7"], "d[*]": "0", "d": ["1", "9"]}
+                }
+            ),
+        },
+        config=CONFIG,
+    )
+    validated = eb("validate", "--cwd", str(root), "--json")
+    assert validated.exit_code == 2, validated.stdout
+    errors = json.loads(validated.stdout)["errors"]
+    assert [error["message"].split("/eval_checks/")[-1] for error in errors] == [
+        f"prices.yaml: case '{case}' (data/rows.csv line {line}): assert.0.path: "
+        f"field 'sku' is '{sku}', which a path cannot name as one key: '.' separates keys and "
+        "'[' ']' enclose an index, so it would address another place in the artifact"
+        for case, line, sku in (("dotted", 3, "v1.2"), ("indexed", 4, "c[1]"), ("star", 5, "d[*]"))
+    ]
+    assert {error["file"] for error in errors} == {"data/rows.csv"}
+    assert {error["field_path"] for error in errors} == {"case.sku"}
+    assert all("cannot address a key holding '.'" in error["hint"] for error in errors)
+    assert eb("run", "--cwd", str(root)).exit_code == 2  # no case passes against another price
+
+    # An index a row fills is a whole number: `*` or `0].x` would be path syntax too.
+    (root / "eval_checks/prices.yaml").write_text(
+        PRICES_FAMILY.replace("data/prices.json", "data/rows.csv").replace(
+            "prices.{{ case.sku }}", "c[{{ case.sku }}]"
+        )
+    )
+    (root / "data/rows.csv").write_text("id,sku,price\nok,1,7\nstar,*,9\n")
+    error = _the_validate_error(eb, root)
+    assert error["message"].split("/eval_checks/")[-1] == (
+        "prices.yaml: case 'star' (data/rows.csv line 3): assert.0.path: "
+        "field 'sku' is '*', not a whole number, where the path takes an index"
+    )
+    assert "write [*] in assert.0.path itself" in error["hint"]
 
 
 TYPED_PRICES = PRICES_FAMILY.replace("data/prices.json", "data/prices.csv") + (

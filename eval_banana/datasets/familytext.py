@@ -17,6 +17,7 @@ from eval_banana.datasets.render import (
     Template,
     compile_text,
     has_placeholder,
+    render_path,
     render_text,
     render_value,
     unfixable_in,
@@ -115,12 +116,10 @@ class FamilyRenderer:
                 assertions = []
                 for index, assertion in enumerate(self.base.get("assert") or []):
                     filled = dict(assertion)
-                    # The path may name the case's key (`prices.{{ case.sku }}`), as text.
+                    # The path may name the case's key (`prices.{{ case.sku }}`) or an index.
                     place = assertion_place(index=index, key="path")
                     if isinstance(filled.get("path"), str):
-                        filled["path"] = render_text(
-                            text=filled["path"], case=row, whole_numbers=True
-                        )
+                        filled["path"] = render_path(text=filled["path"], case=row)
                     place = assertion_place(index=index, key="value")
                     if "value" in filled:
                         filled["value"] = render_value(value=filled["value"], case=row)

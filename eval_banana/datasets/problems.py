@@ -31,6 +31,18 @@ def _render_hint(problem: RenderProblem, *, row: Row) -> str:
             f"a placeholder inside text takes a text field: write {problem.field} as text in "
             f'the dataset ("1", not 1), or take {{{{ case.{problem.field} }}}} out of {place}'
         )
+    if problem.kind == "path_syntax":
+        return (
+            f"a path cannot address a key holding '.', '[' or ']' (docs/assertions.md#paths): "
+            f"give the artifact and the row such keys without them, or grade these cases in a "
+            f"deterministic script that reads the key; a value of {problem.field} is never "
+            "read as path syntax"
+        )
+    if problem.kind == "path_index":
+        return (
+            f'an index a row fills is a whole number (3, or the text "3"): fix '
+            f"{problem.field} in the row; for any element, write [*] in {place} itself"
+        )
     if problem.field == "id":
         # A row without an id is still named, by its place, which its script reads as
         # `case_id`: a placeholder fills only a field the row has.

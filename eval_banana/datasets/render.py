@@ -103,6 +103,60 @@ def render_text(*, text: str, case: dict[str, Any], whole_numbers: bool = False)
     return _TOKEN.sub(replace, text)
 
 
+# What a path reads as syntax in a key: `.` separates keys, `[` and `]` enclose an index.
+_PATH_SYNTAX = re.compile(r"[.\[\]]")
+
+
+def render_path(*, text: str, case: dict[str, Any]) -> str:
+    """An assertion's `path` with each placeholder filled by its case field as one key
+    (`prices.{{ case.sku }}`) or, right after a `[`, one index (`items[{{ case.i }}]`).
+
+    A row's value is data, never path syntax (as a field's text is never a template): a key
+    holding `.`, `[` or `]`, or an index that is not a whole number, would otherwise address
+    another place in the artifact (`v1.2` the key `2` under `v1`), so it is the row's problem.
+    """
+    rendered = render_text(text=text, case=case, whole_numbers=True)
+    if "{{" not in text:
+        return rendered
+    for match in _TOKEN.finditer(text):
+        field = match.group(1)
+        if field is not None:
+            in_index = text.endswith("[", 0, match.start())
+            _refuse_path_syntax(field=field, value=case[field], in_index=in_index)
+    return rendered
+
+
+def _refuse_path_syntax(*, field: str, value: object, in_index: bool) -> None:
+    """Raise the problem of a row's value that a path would read as syntax."""
+    if in_index:
+        if type(value) is int or (
+            isinstance(value, str) and value and all("0" <= char <= "9" for char in value)
+        ):
+            return
+        raise RenderProblem(
+            f"field '{field}' is {_quoted(value)}, not a whole number, where the path takes "
+            "an index",
+            field=field,
+            kind="path_index",
+        )
+    if isinstance(value, str) and _PATH_SYNTAX.search(value):
+        raise RenderProblem(
+            f"field '{field}' is {_quoted(value)}, which a path cannot name as one key: "
+            "'.' separates keys and '[' ']' enclose an index, so it would address another "
+            "place in the artifact",
+            field=field,
+            kind="path_syntax",
+        )
+
+
+def _quoted(value: object) -> str:
+    """A row's value in a message: text quoted (shortened), anything else by its kind."""
+    if not isinstance(value, str):
+        return json_kind(value)
+    shown = value if len(value) <= _QUOTED else value[: _QUOTED - 1] + "…"
+    return repr(visible(shown))
+
+
 # How far a stray `{{` is quoted, up to its `}}`: a placeholder, not the text after it.
 _QUOTED = 60
 # What other template languages write inside `{{ }}` (promptfoo's Nunjucks `{{ question }}`,
