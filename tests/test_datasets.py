@@ -1301,6 +1301,54 @@ def test_a_rows_value_in_a_path_is_one_key_or_one_index_never_path_syntax(
     assert "write [*] in assert.0.path itself" in error["hint"]
 
 
+_AROUND_A_PLACEHOLDER = """\
+schema_version: 1
+id: {check_id}
+type: assertions
+description: d
+{cases}artifact: out/a.json
+assert:
+  - {{path: greeting, op: equals, value: "{greeting}  "}}
+  - path: line
+    op: equals
+    value: |
+      {city}
+  - {{path: n, op: lengthAtLeast, value: "{least}"}}
+"""
+
+
+def test_text_around_a_placeholder_in_a_value_is_kept_as_a_single_check_keeps_it(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """`value: "{{ case.name }}  "` and a block `value: |` holding `{{ case.city }}` were taken
+    as exactly one placeholder: the spaces and the block's newline were dropped and the case
+    passed, where the single check written with the same text fails. Only a value that is
+    exactly one placeholder, byte for byte, takes the field's own value."""
+    root = project(
+        {
+            "eval_checks/fam.yaml": _AROUND_A_PLACEHOLDER.format(
+                check_id="fam",
+                cases="cases:\n  - {id: ada, name: Hello Ada, city: Paris, least: 1}\n",
+                greeting="{{ case.name }}",
+                city="{{ case.city }}",
+                least="{{ case.least }}",
+            ),
+            "eval_checks/single.yaml": _AROUND_A_PLACEHOLDER.format(
+                check_id="single", cases="", greeting="Hello Ada", city="Paris", least="1"
+            ).replace('value: "1"', "value: 1"),
+            "out/a.json": '{"greeting": "Hello Ada", "line": "Paris", "n": [1]}',
+        },
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert code == 1
+    assert _statuses(report) == {"fam[ada]": "failed", "single": "failed"}
+    reasons = {check["check_id"]: check["reason"] for check in report["checks"]}
+    assert reasons["fam[ada]"] == reasons["single"], reasons
+    assert 'greeting equals "Hello Ada  "' in reasons["fam[ada]"]
+    assert 'line equals "Paris\\n"' in reasons["fam[ada]"]
+
+
 TYPED_PRICES = PRICES_FAMILY.replace("data/prices.json", "data/prices.csv") + (
     "case_schema:\n"
     "  type: object\n"

@@ -30,8 +30,8 @@ PATH_PATTERN = _path_pattern(_BRACKET)
 # where the family fills a value in (an index, a length): the schema cannot see whether the
 # file is a family, so it accepts the placeholder and `eb validate` refuses it elsewhere.
 CASE_PLACEHOLDER = r"\{\{\s*case\.[^\s{}]+\s*\}\}"
-# A value that is one placeholder and nothing else (a length the row gives).
-WHOLE_PLACEHOLDER_PATTERN = rf"^\s*{CASE_PLACEHOLDER}\s*$"
+# A value that is one placeholder and nothing else, not even a space (a length the row gives).
+WHOLE_PLACEHOLDER_PATTERN = rf"^{CASE_PLACEHOLDER}$"
 # PATH_PATTERN for editors (check.schema.json): an index may also be a placeholder.
 EDITOR_PATH_PATTERN = _path_pattern(rf"\[(?:[0-9]+|\*|{CASE_PLACEHOLDER})\]")
 

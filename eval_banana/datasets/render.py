@@ -315,15 +315,18 @@ def whole_placeholder_field(value: Any) -> str | None:
     (render_value gives it the field's own JSON value)."""
     if not isinstance(value, str):
         return None
-    whole = _WHOLE.fullmatch(value.strip())
+    whole = _WHOLE.fullmatch(value)
     return whole.group(1) if whole is not None else None
 
 
 def render_value(*, value: Any, case: dict[str, Any]) -> Any:
     """An expected value: a string that is exactly one placeholder takes the field's JSON value
-    (a number stays a number); other strings are rendered as text; lists and mappings deeply."""
+    (a number stays a number); other strings are rendered as text; lists and mappings deeply.
+
+    Exactly, byte for byte: text around the placeholder (`"{{ case.name }}  "`, or the final
+    newline a YAML block `|` adds) is part of the expected value, as in a single check."""
     if isinstance(value, str):
-        whole = _WHOLE.fullmatch(value.strip())
+        whole = _WHOLE.fullmatch(value)
         if whole is not None:
             return _lookup(case=case, field=whole.group(1))
         return render_text(text=value, case=case)
@@ -360,7 +363,7 @@ def placeholder_stand_ins(assertions: object) -> list[dict[str, Any]] | None:
         if (
             item.get("op") in _NUMBER_OPERATORS
             and isinstance(value, str)
-            and _WHOLE.fullmatch(value.strip())
+            and _WHOLE.fullmatch(value)
         ):
             item["value"] = 0
             changed = True
