@@ -1349,6 +1349,74 @@ def test_text_around_a_placeholder_in_a_value_is_kept_as_a_single_check_keeps_it
     assert 'line equals "Paris\\n"' in reasons["fam[ada]"]
 
 
+_KEYED = """\
+schema_version: 1
+id: f
+type: assertions
+description: "row {{ case.id }}"
+cases:
+  - {id: r1, k: apple}
+artifact: out/a.json
+assert:
+  - {path: stock, op: equals, value: {"{{ case.k }}": 1}}
+"""
+
+
+def test_a_placeholder_in_a_mapping_values_key_is_filled_and_a_stray_one_refused(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """A mapping value's keys were neither filled nor checked: `{"{{ case.k }}": 1}` stayed
+    literal (and passed against an artifact holding that text), `{"{{ k }}": 1}` validated."""
+    root = project(
+        {"eval_checks/f.yaml": _KEYED, "out/a.json": '{"stock": {"apple": 1}}'},
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert (code, _statuses(report)) == (0, {"f[r1]": "passed"})
+    (root / "out/a.json").write_text('{"stock": {"{{ case.k }}": 1}}')
+    code, report = _run(eb, root)
+    assert (code, _statuses(report)) == (1, {"f[r1]": "failed"})
+
+    (root / "eval_checks/f.yaml").write_text(_KEYED.replace("case.k", "k"))
+    error = _the_validate_error(eb, root)
+    assert error["message"].endswith(
+        "f.yaml: assert.0.value: '{{ k }}' is no {{ case.<field> }} placeholder: write "
+        "{{ case.k }} (no filters, loops or code; write {{{{ for a literal {{)"
+    )
+
+
+def test_a_placeholder_in_a_check_without_cases_is_a_definition_error(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """Nothing fills `{{ case.x }}` in a single check: its value was compared as literal text,
+    and its path looked up the key `{{ case`."""
+    single = _KEYED.replace("cases:\n  - {id: r1, k: apple}\n", "").replace(
+        "row {{ case.id }}", "one check"
+    )
+    root = project(
+        {"eval_checks/s.yaml": single, "out/a.json": '{"stock": {"{{ case.k }}": 1}}'},
+        config=CONFIG,
+    )
+    error = _the_validate_error(eb, root)
+    assert error["message"].endswith(
+        "s.yaml: assert.0.value: '{{ case.k }}' is a dataset placeholder, but this check has "
+        "no cases: nothing fills it, and it would be taken as the literal text (line 7, column 38)"
+    )
+    assert error["field_path"] == "assertions.assert.0.equals.value"
+    assert "give the check cases: or cases_from:" in error["hint"]
+    assert eb("run", "--cwd", str(root)).exit_code == 2
+
+    (root / "eval_checks/s.yaml").write_text(
+        single.replace(
+            '{path: stock, op: equals, value: {"{{ case.k }}": 1}}',
+            '{path: "{{ case.b }}", op: exists}',
+        )
+    )
+    error = _the_validate_error(eb, root)
+    assert "s.yaml: assert.0.path: '{{ case.b }}' is a dataset placeholder" in error["message"]
+    assert error["field_path"] == "assertions.assert.0.exists.path"
+
+
 TYPED_PRICES = PRICES_FAMILY.replace("data/prices.json", "data/prices.csv") + (
     "case_schema:\n"
     "  type: object\n"

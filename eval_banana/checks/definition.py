@@ -302,6 +302,7 @@ def validate_mapping(
     """
     if document.get("type") == "llm_judge":
         _refuse_llm_judge(path=path, data=data)
+    _refuse_placeholders_without_cases(document=document, path=path, data=data)
     stand_ins = _family_stand_ins(document=document)
     checked = document if stand_ins is None else {**document, "assert": stand_ins}
     definition = fast_normalize(document=checked)
@@ -314,6 +315,34 @@ def validate_mapping(
             for item, written in zip(definition["assert"], document["assert"], strict=True)
         ]
     return definition
+
+
+def _refuse_placeholders_without_cases(
+    *, document: dict[str, Any], path: Path | str, data: bytes | None
+) -> None:
+    """A check without cases holding `{{ case.<field> }}` is refused: nothing fills it."""
+    from eval_banana.datasets.keys import is_family
+
+    filled = [document.get(key) for key in ("description", "instructions", "artifact", "assert")]
+    if is_family(document) or not _may_hold_placeholder(filled):
+        return
+    from eval_banana.checks.leftplaceholders import refuse_left_placeholders
+
+    refuse_left_placeholders(document=document, path=path, text=_text(data))
+
+
+def _may_hold_placeholder(value: Any) -> bool:
+    """Whether any string of `value` (keys included) holds `{{`: most check files hold none,
+    and then the placeholder module is never loaded."""
+    if isinstance(value, str):
+        return "{{" in value
+    if isinstance(value, dict):
+        return any(
+            _may_hold_placeholder(key) or _may_hold_placeholder(item) for key, item in value.items()
+        )
+    if isinstance(value, list):
+        return any(_may_hold_placeholder(item) for item in value)
+    return False
 
 
 def _family_stand_ins(*, document: dict[str, Any]) -> list[dict[str, Any]] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from eval_banana.core.jsonencoder import reused_encoder
@@ -20,6 +20,7 @@ from eval_banana.datasets.render import (
     render_path,
     render_text,
     render_value,
+    strings_in,
     unfixable_in,
 )
 
@@ -89,7 +90,7 @@ class FamilyRenderer:
                         place = assertion_place(index=index, key=key)
                         texts.append((place, place, assertion.get(key)))
         for place, field_path, value in texts:
-            for text in _strings_in(value):
+            for text in strings_in(value):
                 found = unfixable_in(text, case=sample)
                 if found is not None:
                     found.place = place
@@ -129,19 +130,6 @@ class FamilyRenderer:
             exc.place = place  # which of the family's texts asked for the field
             raise
         return rendered
-
-
-def _strings_in(value: Any) -> Iterator[str]:
-    """The strings of a text field or an expected value (lists and mappings walked)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
 
 
 def _template(text: str) -> Callable[[dict[str, Any]], str]:

@@ -31,6 +31,8 @@ def _render_hint(problem: RenderProblem, *, row: Row) -> str:
             f"a placeholder inside text takes a text field: write {problem.field} as text in "
             f'the dataset ("1", not 1), or take {{{{ case.{problem.field} }}}} out of {place}'
         )
+    if problem.kind == "key_clash":
+        return f"give the mapping in {place} keys that differ in every row"
     if problem.kind == "path_syntax":
         return (
             f"a path cannot address a key holding '.', '[' or ']' (docs/assertions.md#paths): "

@@ -9,6 +9,7 @@ row. A missing field, or a value that is not text where text goes, is a definiti
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from eval_banana.core.words import visible
@@ -63,6 +64,29 @@ def json_kind(value: object) -> str:
 def has_placeholder(text: str) -> bool:
     """Whether `text` holds a `{{ case.<field> }}` placeholder."""
     return any(match.group(1) for match in _TOKEN.finditer(text))
+
+
+def first_placeholder(text: str) -> str | None:
+    """The first `{{ case.<field> }}` placeholder in `text` as written, else None."""
+    for match in _TOKEN.finditer(text):
+        if match.group(1):
+            return match.group(0)
+    return None
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """The strings of a text field or an expected value (lists and mappings walked, a
+    mapping's keys as well as its values: a key is filled in too)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            for key, member in reversed(list(item.items())):
+                stack.extend((member, key))
 
 
 def _lookup(*, case: dict[str, Any], field: str) -> Any:
@@ -333,8 +357,26 @@ def render_value(*, value: Any, case: dict[str, Any]) -> Any:
     if isinstance(value, list):
         return [render_value(value=item, case=case) for item in value]
     if isinstance(value, dict):
-        return {key: render_value(value=item, case=case) for key, item in value.items()}
+        return _render_mapping(value=value, case=case)
     return value
+
+
+def _render_mapping(*, value: dict[Any, Any], case: dict[str, Any]) -> dict[Any, Any]:
+    """A mapping value with its keys filled as text (`{"{{ case.k }}": 1}` is `{"apple": 1}`),
+    not left as written, and its values as values. Two keys that fill to one would keep only
+    the last, silently: that is a problem."""
+    rendered: dict[Any, Any] = {}
+    for key, item in value.items():
+        filled = render_text(text=key, case=case) if isinstance(key, str) else key
+        if filled in rendered:
+            raise RenderProblem(
+                f"two keys of a mapping value are both {_quoted(filled)} once filled in, and "
+                "a mapping holds each key once",
+                field=None,
+                kind="key_clash",
+            )
+        rendered[filled] = render_value(value=item, case=case)
+    return rendered
 
 
 # Operators whose value is a number: a whole placeholder there stands for one.
