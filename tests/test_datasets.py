@@ -3340,3 +3340,26 @@ def test_a_tag_over_no_case_stays_text_in_a_family(
     root = project({"eval_checks/fam.yaml": family, "data/rows.jsonl": rows}, config=CONFIG)
     listed = eb("list", "--cwd", str(root), "--cases")
     assert listed.exit_code == 0 and "case refund one{% raw %}" in listed.stdout
+
+
+def test_a_rows_expect_is_data_and_a_control_family_sets_expect_for_all_its_rows(
+    project: Callable[..., Path], eb: Callable[..., EbResult]
+) -> None:
+    """As datasets.md says: a row sets only tags and skip; its `expect` is data (datasets have
+    such columns), and seeded-defect controls are a family of their own with `expect: fail`."""
+    family = (
+        "schema_version: 1\nid: {id}\ntype: assertions\ndescription: d\n{expect}"
+        "cases:\n  - {{id: seeded, expect: fail}}\nartifact: out/a.json\n"
+        "assert:\n  - {{path: steps, op: lengthAtLeast, value: 2}}\n"
+    )
+    root = project(
+        {
+            "eval_checks/f.yaml": family.format(id="f", expect=""),
+            "eval_checks/controls.yaml": family.format(id="controls", expect="expect: fail\n"),
+            "out/a.json": '{"steps": [1, 2]}',
+        },
+        config=CONFIG,
+    )
+    code, report = _run(eb, root)
+    assert code == 1
+    assert _statuses(report) == {"f[seeded]": "passed", "controls[seeded]": "failed"}
