@@ -1416,6 +1416,18 @@ def test_a_placeholder_in_a_check_without_cases_is_a_definition_error(
     assert "s.yaml: assert.0.path: '{{ case.b }}' is a dataset placeholder" in error["message"]
     assert error["field_path"] == "assertions.assert.0.exists.path"
 
+    # A judge's prose is sent as written, as eval-banana 0.5.0 sent it: it may talk about
+    # templates in this very syntax.
+    (root / "eval_checks/s.yaml").write_text(
+        "schema_version: 1\nid: s\ntype: harness_judge\n"
+        "description: 'the template fills {{ case.name }}'\n"
+        "instructions: 'Score 1 when the prompt template uses {{ case.name }} once.'\n"
+    )
+    validated = eb(
+        "validate", "--cwd", str(root), "--harness-agent", "claude", "--allow-missing-agent"
+    )
+    assert validated.exit_code == 0, validated.stderr
+
 
 TYPED_PRICES = PRICES_FAMILY.replace("data/prices.json", "data/prices.csv") + (
     "case_schema:\n"

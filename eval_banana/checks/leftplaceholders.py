@@ -1,6 +1,11 @@
-"""A `{{ case.<field> }}` placeholder in a check without cases: nothing fills it, and taken as
-written it would be compared, looked up or sent to a judge as literal text (a check copied out
-of a family, or a family whose `cases:` was deleted), so it is a definition error."""
+"""A `{{ case.<field> }}` placeholder in a check without cases, where a check names a file or
+grades a value: nothing fills it, and taken as written it would be looked up or compared as
+literal text (a check copied out of a family, or a family whose `cases:` was deleted), so it is a
+definition error.
+
+A single check's `description` and a judge's `instructions` are prose, sent as written: they
+may talk about templates in that very syntax (a judge grading prompt templates), as they could
+under eval-banana 0.5.0, and a single check has no `{{{{` to write the braces otherwise."""
 
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ from eval_banana.core.errors import DefinitionError
 from eval_banana.core.words import visible
 from eval_banana.datasets.render import first_placeholder, strings_in
 
-# The fields a family fills in, in the order they are told (the first found is the error).
-_TEXT_FIELDS = ("description", "instructions", "artifact")
+# The fields naming a file a family fills in (its prose is left as written: see above).
+_TEXT_FIELDS = ("artifact",)
 
 
 def refuse_left_placeholders(
@@ -46,7 +51,8 @@ def refuse_left_placeholders(
 
 def _filled_fields(*, document: dict[str, Any]) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
     """(location in the file, field path as validate names it, value) of each field a family
-    would fill: its texts, and each assertion's path and value."""
+    would fill that names a file or grades a value: the artifact, each assertion's path and
+    value."""
     for key in _TEXT_FIELDS:
         if key in document:
             yield (key,), key, document[key]
