@@ -174,9 +174,10 @@ class _Walker:
         self._verdict = VERDICTS[op]
         self._value = value
         self._fans_out = any(isinstance(segment, Each) for segment in segments)
-        # (id(container), segment index) -> outcome: YAML aliases can share one container among
-        # many places, and without this a chain of aliases makes the walk exponential.
-        self._memo: dict[tuple[int, int], str | None] = {}
+        # (id(container), segment index) -> verdict: YAML aliases can share one container among
+        # many places, and without this a chain of aliases makes the walk exponential. A
+        # reason needs no such memo: it tells one element of each `[*]` in full (see
+        # `_any_element`), so it is walked once per level, and each at its own location.
         self._held: dict[tuple[int, int], bool] = {}
         # A value at the path the operator could not look at; when the path then fails, that
         # value might have made it hold, so the failure says nothing of the artifact.
@@ -199,19 +200,17 @@ class _Walker:
             self.untold_not_evaluated = self.untold_not_evaluated or str(exc)
             return False
 
-    def walk(self, *, node: Any, index: int, location: tuple[Segment, ...]) -> str | None:
-        """None when the rest of the path from `node` satisfies the operator, else why not."""
+    def walk(
+        self, *, node: Any, index: int, location: tuple[Segment, ...], brief: bool = False
+    ) -> str | None:
+        """None when the rest of the path from `node` satisfies the operator, else why not.
+        `brief`: a `[*]` below with several elements is said to fail, its elements untold."""
         if index == len(self._segments):
             failure = self._operate(found=node)
             if failure is None or not self._fans_out:
                 return failure
             return f"at {describe_location(segments=location)}: {failure}"
-        if not isinstance(node, dict | list):
-            return self._step(node=node, index=index, location=location)
-        key = (id(node), index)
-        if key not in self._memo:
-            self._memo[key] = self._step(node=node, index=index, location=location)
-        return self._memo[key]
+        return self._step(node=node, index=index, location=location, brief=brief)
 
     def holds(self, *, node: Any, index: int) -> bool:
         """Whether `walk` from `node` returns None, found without saying why not."""
@@ -237,7 +236,9 @@ class _Walker:
             return inside and self.holds(node=node[segment.position], index=index + 1)
         return any(self.holds(node=element, index=index + 1) for element in node)
 
-    def _step(self, *, node: Any, index: int, location: tuple[Segment, ...]) -> str | None:
+    def _step(
+        self, *, node: Any, index: int, location: tuple[Segment, ...], brief: bool
+    ) -> str | None:
         segment = self._segments[index]
         where = describe_location(segments=location)
         if isinstance(segment, Key):
@@ -249,7 +250,10 @@ class _Walker:
             if segment.name not in node:
                 return f"path not found: {where} has no key {_missing_key(node, segment.name)}"
             return self.walk(
-                node=node[segment.name], index=index + 1, location=location + (segment,)
+                node=node[segment.name],
+                index=index + 1,
+                location=location + (segment,),
+                brief=brief,
             )
         if not isinstance(node, list):
             wanted = "[*]" if isinstance(segment, Each) else f"[{segment.position}]"
@@ -264,20 +268,40 @@ class _Walker:
                     f"(it is {describe(value=node)})"
                 )
             return self.walk(
-                node=node[segment.position], index=index + 1, location=location + (segment,)
+                node=node[segment.position],
+                index=index + 1,
+                location=location + (segment,),
+                brief=brief,
             )
-        return self._any_element(node=node, index=index, location=location, where=where)
+        if brief and len(node) > 1:
+            if self.holds(node=node, index=index):
+                return None
+            return f"none of the {len(node)} elements of {where} satisfies it"
+        return self._any_element(
+            node=node, index=index, location=location, where=where, brief=brief
+        )
 
     def _any_element(
-        self, *, node: list[Any], index: int, location: tuple[Segment, ...], where: str
+        self,
+        *,
+        node: list[Any],
+        index: int,
+        location: tuple[Segment, ...],
+        where: str,
+        brief: bool,
     ) -> str | None:
         if not node:
             return f"path not found: {where} is an empty array, so no element can satisfy [*]"
         told: list[str] = []
         for position, element in enumerate(node):
             if len(told) < TOLD_ELEMENTS:
+                # The first element's reason is told in full, the next ones' only down to their
+                # own `[*]`: told in full at each level, a reason would hold 3**depth of them.
                 failure = self.walk(
-                    node=element, index=index + 1, location=location + (Index(position),)
+                    node=element,
+                    index=index + 1,
+                    location=location + (Index(position),),
+                    brief=brief or bool(told),
                 )
                 if failure is None:
                     return None
@@ -286,6 +310,9 @@ class _Walker:
                 return None
         if len(node) == 1:
             return f"the only element of {where} does not satisfy it: {told[0]}"
+        if any(isinstance(segment, Each) for segment in self._segments[index + 1 :]):
+            # The first element's reason may list elements of its own: kept apart from these.
+            told[0] = f"({told[0]})"
         untold = len(node) - len(told)
         more = [f"and {untold} more"] if untold else []
         listed = " | ".join([*told, *more])

@@ -607,6 +607,35 @@ def test_yaml_alias_chains_do_not_explode(tmp_path: Path) -> None:
     assert not holds(path + ".k", "exists", document=loaded.document)
 
 
+def test_a_reason_over_nested_wildcards_stays_short_however_deep(tmp_path: Path) -> None:
+    # Each level lists the one below nine times: a reason telling three elements in full at
+    # every level would hold 3**12 of them (hundreds of megabytes in every report).
+    lines = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for level in range(1, 12):
+        lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * 9) + "]")
+    (tmp_path / "plan.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    loaded = load_artifact(project_root=tmp_path, artifact="plan.yaml")
+    message = why("l11" + "[*]" * 12, "equals", "ok", document=loaded.document)
+    assert len(message) < 4000, f"a reason of {len(message)} characters"
+    # The first element is told down to a value, each at its own place; the others are named.
+    deepest = "l11" + "[0]" * 11
+    assert f'at {deepest}[0]: found the string "lol" | at {deepest}[1]:' in message
+    assert "none of the 9 elements of l11[1] satisfies it | " in message
+    assert message.endswith("none of the 9 elements of l11[2] satisfies it | and 6 more")
+
+
+def test_a_reason_over_two_wildcards_tells_which_element_fails_and_why() -> None:
+    document = {"groups": [{"items": [{"v": 1}, {"v": 2}]}, {"items": [{"v": 3}]}, {"items": []}]}
+    assert why("groups[*].items[*].v", "equals", 9, document=document) == (
+        "groups[*].items[*].v equals 9: none of the 3 elements of groups satisfies it: "
+        "(none of the 2 elements of groups[0].items satisfies it: "
+        "at groups[0].items[0].v: found the number 1 | at groups[0].items[1].v: found the number 2)"
+        " | the only element of groups[1].items does not satisfy it: "
+        "at groups[1].items[0].v: found the number 3"
+        " | path not found: groups[2].items is an empty array, so no element can satisfy [*]"
+    )
+
+
 @pytest.mark.parametrize(("levels", "too_deep"), [(200, False), (201, True)])
 def test_yaml_aliases_count_the_levels_they_nest(
     tmp_path: Path, levels: int, too_deep: bool
