@@ -141,13 +141,19 @@ def visible_lines(text: str) -> str:
     return _UNSHOWABLE_IN_LINES.sub(_shown, text)
 
 
+# A line break, a tab or another control character a split on whitespace would take (the
+# C0 separators, NEL, and Unicode's line and paragraph separators), with the whitespace around it.
+_BREAK_RUN = re.compile(r"\s*[\t\n\x0b\x0c\r\x1c-\x1f\x85\u2028\u2029]\s*")
+
+
 def one_line(text: str) -> str:
-    """`text` as one line a log shows safely: each run of whitespace (line breaks included) as
-    one space, any other control character as `\\xNN`. A check's or a judge's words can then
-    neither start a line of their own (which GitHub Actions would run as a `::` workflow
-    command) nor move a terminal's cursor over what eb printed."""
-    # Once whitespace runs are spaces, the control characters left are the ones to show.
-    return visible(" ".join(text.split()))
+    """`text` as one line a log shows safely: each run of whitespace that holds a line break or
+    a tab as one space, any other control character as `\\xNN`. A check's or a judge's words
+    can then neither start a line of their own (which GitHub Actions would run as a `::`
+    workflow command) nor move a terminal's cursor over what eb printed. Runs of spaces stay:
+    a value quoted in a reason (`"Release  notes"`) is shown as it is, not as another value."""
+    # Once line breaks are spaces, the control characters left are the ones to show.
+    return visible(_BREAK_RUN.sub(" ", text).strip())
 
 
 def given_value(text: str, *, limit: int = 40) -> str:

@@ -66,7 +66,8 @@ th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line);
 th { background:var(--soft); position:sticky; top:0; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 tr.hide { display:none; }
-td.why { max-width:36em; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; }
+/* pre, not nowrap: the reason is one line already, and a value's runs of spaces show. */
+td.why { max-width:36em; overflow:hidden; text-overflow:ellipsis; white-space:pre; }
 .g-passed td.why { color:var(--muted); }
 button.x { border:0; background:none; color:var(--fg); font:inherit; cursor:pointer;
   padding:0; text-align:left; font-family:ui-monospace, SFMono-Regular, Menlo, monospace; }
@@ -521,7 +522,8 @@ FAMILY_JS = r"""
       st.appendChild(el("span", c.label.split(" (")[0], "st"));
       tr.appendChild(st);
       var why = fam.why[k] !== undefined ? fam.why[k]
-        : String(c.reason || c.error || "").trim().split(/\s+/).join(" ");
+        : String(c.reason || c.error || "").trim()
+          .replace(/\s*[\t\n\v\f\r\x1c-\x1f\x85\u2028\u2029]\s*/g, " ");
       var reason = el("td", why, "why");
       reason.title = why;
       tr.appendChild(reason);

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from eval_banana.core.stem import artifact_stem
+from eval_banana.core.words import one_line
 from eval_banana.reporting.common import Check, check_relpath, is_control, tail
 from eval_banana.reporting.html_rows import ROW_REASON_LIMIT_CHARS, Shown
 
@@ -74,7 +75,7 @@ def _samples(*, check: Check) -> list[dict[str, Any]]:
             {
                 "n": sample.get("sample"),
                 "status": sample.get("status"),
-                "why": " ".join(str(why).split())[:ROW_REASON_LIMIT_CHARS],
+                "why": one_line(str(why))[:ROW_REASON_LIMIT_CHARS],
                 "links": {key: str(value) for key, value in evidence.items()},
             }
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from eval_banana.core.words import one_line
 from eval_banana.models.repeats import is_flaky
 from eval_banana.reporting.common import (
     Check,
@@ -71,7 +72,7 @@ def sorted_checks(*, checks: list[Check]) -> list[Check]:
 
 def row_reason(*, check: Check) -> str:
     """The reason shown in a check's row: one line, at most ROW_REASON_LIMIT_CHARS."""
-    text = " ".join(summary(check=check).split())
+    text = one_line(summary(check=check))
     if len(text) > ROW_REASON_LIMIT_CHARS:
         return text[: ROW_REASON_LIMIT_CHARS - 1] + "\u2026"
     return text

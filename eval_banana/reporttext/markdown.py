@@ -33,13 +33,18 @@ def md_cell(text: str) -> str:
 # everything after it (`<`, `>`), an entity (`&`), a code span (a backtick), a table's next cell
 # (`|`), and the backslash that would undo any of these escapes.
 _MARKUP = re.compile(r"[\\`\[\]<>|&]")
+# A space after a space: a Markdown reader shows a run of spaces as one, so a value quoted in a
+# reason (`"Release  notes"`) would read as another; each space after the first is kept as
+# a no-break space.
+_SPACE_AFTER_SPACE = re.compile(r"(?<= ) ")
 
 
 def md_text(text: str) -> str:
     """Words eb did not write (a judge's reason, an agent's error, a skip reason) as one line
     of Markdown that shows exactly those words: each markup character is escaped, so a judge
     cannot put a link, an image or hidden text into a report or a pull-request comment."""
-    return _MARKUP.sub(lambda found: "\\" + found.group(), one_line(text))
+    escaped = _MARKUP.sub(lambda found: "\\" + found.group(), one_line(text))
+    return _SPACE_AFTER_SPACE.sub("&nbsp;", escaped)
 
 
 def _gate_cell(*, family: dict[str, Any]) -> str:
