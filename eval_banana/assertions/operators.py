@@ -13,7 +13,7 @@ import math
 from typing import Any, Literal, NamedTuple, Protocol
 
 from eval_banana.core.lookalike import Reveal, alike_note, json_quoted, reveal_for
-from eval_banana.core.yamlsafe import YAML12_EXPONENT_NUMBER
+from eval_banana.core.yamlsafe import YAML12_EXPONENT_NUMBER, plain_yaml_reading
 
 MAX_PATTERN_CHARS = 200
 MAX_MATCH_INPUT_BYTES = 100 * 1024
@@ -189,8 +189,45 @@ def op_equals(*, found: Any, value: Any, expected_from: ExpectedFrom | None = No
         apart = told_apart(expected=value, found=found)
         if apart is not None:
             return f"found the string {apart.found}, not {apart.expected} ({apart.note})"
-    number = _text_for_number(found=found, value=value, expected_from=expected_from)
-    return f"found {describe(value=found)}{number}"
+    hint = _text_for_number(found=found, value=value, expected_from=expected_from)
+    hint = hint or _text_for_word(found=found, value=value, expected_from=expected_from)
+    hint = hint or _plain_in_check_file(found=found, value=value, expected_from=expected_from)
+    return f"found {describe(value=found)}{_first_difference(found=found, value=value)}{hint}"
+
+
+def _first_difference(*, found: Any, value: Any) -> str:
+    """Where two arrays or two objects first differ, and what is there: `an array of 3
+    elements` alone does not say which element is wrong."""
+    kind = json_kind(value=found)
+    if kind != json_kind(value=value):
+        return ""
+    if kind == "array":
+        if len(found) != len(value):
+            return f", not {_plural(count=len(value), noun='element')}"
+        for position, (one, other) in enumerate(zip(found, value, strict=True)):
+            if not json_equal(left=one, right=other):
+                return _differs_at(place=f"element [{position}]", found=one, value=other)
+    if kind == "object":
+        for key, expected in value.items():
+            if key not in found:
+                return f", without the key {operand_text(value=key)}"
+            if not json_equal(left=found[key], right=expected):
+                return _differs_at(
+                    place=f"key {operand_text(value=key)}", found=found[key], value=expected
+                )
+        for key in found:
+            if key not in value:
+                return f", with the key {_key_text(key=key)} not expected"
+    return ""
+
+
+def _differs_at(*, place: str, found: Any, value: Any) -> str:
+    return f", whose {place} is {describe(value=found)}, not {operand_text(value=value)}"
+
+
+def _key_text(*, key: Any) -> str:
+    """A key as a message names it: quoted text, or what else YAML made of it (`the number 1`)."""
+    return operand_text(value=key) if isinstance(key, str) else describe(value=key)
 
 
 def _fix_in_row(*, expected_from: ExpectedFrom, number: str) -> str:
@@ -248,6 +285,57 @@ def _text_for_number(*, found: Any, value: Any, expected_from: ExpectedFrom | No
     return ""
 
 
+def _text_for_word(*, found: Any, value: Any, expected_from: ExpectedFrom | None) -> str:
+    """Why "true" is not true and "null" not null: the expected value is text (quoted, or a CSV
+    cell, which is always text) where the artifact holds JSON's word; the fix is told for
+    where it was written (both places' when that is not known)."""
+    if not isinstance(value, str) or not (found is None or isinstance(found, bool)):
+        return ""
+    word = json.dumps(found)
+    if value.strip().lower() != word:
+        return ""
+    kind = "null" if found is None else "a boolean"
+    said = f"; the expected value is text, not {kind}: "
+    field = "the field"
+    if expected_from is not None and expected_from.field:
+        field = f"field {expected_from.field}"
+    typed = (
+        f"give {field} the null type in the family's case_schema and leave its cell empty"
+        if found is None
+        else f"give {field} a boolean type in the family's case_schema"
+    )
+    if expected_from is None:
+        return (
+            f"{said}written in the check file, unquote it; from a CSV dataset (whose cells are "
+            f"text), {typed}"
+        )
+    if expected_from.format == "check file":
+        return f"{said}it is quoted in the check file, unquote it"
+    if expected_from.format == "csv":
+        return f"{said}it comes from {field} of a CSV dataset, whose cells are text: {typed}"
+    row = "JSON" if expected_from.format == "json" else "YAML"
+    return f"{said}it comes from {field} of the case's {row} row: write {word} there, unquoted"
+
+
+def _plain_in_check_file(*, found: Any, value: Any, expected_from: ExpectedFrom | None) -> str:
+    """Why `value: NO` is not "NO": written plain in the check file, text the artifact holds was
+    read by YAML 1.1 as another type (`false`, the octal `01234` as 668)."""
+    if not isinstance(found, str) or isinstance(value, str):
+        return ""
+    if expected_from is not None and expected_from.format != "check file":
+        return ""
+    reading = plain_yaml_reading(text=found)
+    if reading is None or not json_equal(left=reading.value, right=value):
+        return ""
+    if found == json.dumps(value):
+        return ""  # written as JSON writes it: `value: 1` meant the number
+    return (
+        f"; the expected value is {describe(value=value)}, not text: YAML 1.1, which eb's reader "
+        f"follows, reads a plain {found} in a check file as {json.dumps(value)}, so quote it "
+        f'there ("{found}") to expect the text'
+    )
+
+
 def contains_holds(*, found: Any, value: Any) -> bool:
     kind = json_kind(value=found)
     if kind == "array":
@@ -281,9 +369,27 @@ def op_contains(*, found: Any, value: Any) -> str | None:
         failure = f"found {describe(value=found)}, which has no key {operand_text(value=value)}"
         apart = _alike_among(items=found, expected=value)
         if apart is None:
-            return failure
+            return failure + _key_of_another_type(keys=found, expected=value)
         return f"{failure}: its key {apart.found} is not {apart.expected} ({apart.note})"
     return f"contains needs a string, array or object, found {describe(value=found)}"
+
+
+def _key_of_another_type(*, keys: Any, expected: str) -> str:
+    """A key that is not text but is written as `expected` (a YAML artifact's `1: ok` has the
+    number 1 as its key): said, since "no key "1"" alone reads as if nothing were there."""
+    for key in keys:
+        if not isinstance(key, str) and _key_spelling(key=key) == expected:
+            return (
+                f" (it has {describe(value=key)} as a key, which is not text: keys a YAML "
+                "artifact writes plain as numbers or booleans are read as such; have it quote them)"
+            )
+    return ""
+
+
+def _key_spelling(*, key: Any) -> str:
+    if key is None or isinstance(key, bool):
+        return json.dumps(key)
+    return str(key)
 
 
 def _length(*, found: Any) -> int | None:

@@ -272,3 +272,28 @@ def test_a_yaml_artifact_that_does_not_parse_is_told_at_its_line(tmp_path: Path)
         "artifact plan.yaml is not valid YAML: line 4, column 2: did not find expected '-' "
         "indicator (while parsing a block collection at line 1, column 1)"
     )
+
+
+@pytest.mark.parametrize(
+    ("found", "value", "told"),
+    [
+        ([1, 2], [1, 2, 3], "found an array of 2 elements, not 3 elements"),
+        (
+            [1, [2]],
+            [1, [3]],
+            "found an array of 2 elements, whose element [1] is an array of 1 element, not [3]",
+        ),
+        ({"a": 1, "b": 2}, {"a": 1}, 'found an object with 2 keys, with the key "b" not expected'),
+        (
+            {"a": True},
+            {"a": 1},
+            'found an object with 1 key, whose key "a" is the boolean true, not 1',
+        ),
+        ({1: "ok"}, {"1": "ok"}, 'found an object with 1 key, without the key "1"'),
+    ],
+)
+def test_equals_names_where_arrays_and_objects_first_differ(
+    found: Any, value: Any, told: str
+) -> None:
+    outcome = evaluate_assertion(document={"v": found}, path="v", op="equals", value=value)
+    assert outcome.message.endswith(f": {told}"), outcome.message

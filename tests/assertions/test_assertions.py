@@ -208,7 +208,10 @@ def test_equals_keeps_json_types_apart() -> None:
     # Only the text "1" against the number 1 gets the hint (a CSV cell is always text).
     assert "the expected value is text, not a number" in why("meta.count", "equals", "1")
     assert "the expected value is text" not in why("meta.count", "equals", "2")
-    assert "the expected value is text" not in why("meta.ready", "equals", "true")
+    # So do the texts "true" and "null" against JSON's words (a CSV cell "true" is text too).
+    assert "the expected value is text, not a boolean" in why("meta.ready", "equals", "true")
+    assert "the expected value is text, not null" in why("meta.note", "equals", "null")
+    assert "the expected value is text" not in why("meta.ready", "equals", "yes")
     # `value: 1e3` unquoted is the text '1e3' to YAML 1.1: the hint says so, with the number.
     told = why("meta.count", "equals", "1e0")
     assert "the expected value is the text '1e0', not a number" in told

@@ -336,3 +336,69 @@ def test_a_number_written_as_text_is_told_with_the_fix_of_the_file_it_was_writte
         (line,) = [line for line in ran.stdout.splitlines() if line.startswith(f"- {check_id}[a]")]
         assert f'total equals "3": found the number 3{text}{fix};' in line, line
         assert line.endswith(f"{in_check_file}, unquote it"), line
+
+
+def test_a_reason_says_what_differs_and_what_was_read_as_another_type(
+    project: Callable[..., Path],
+) -> None:
+    # Each of these said only the type found, or something false ("no key "1"" of an object
+    # that has the number key 1), or nothing of the text read as a boolean or a number.
+    def check(check_id: str, artifact: str, *lines: str, source: str = "") -> str:
+        return (
+            f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n{source}"
+            f"artifact: {artifact}\nassert:\n" + "".join(f"  - {line}\n" for line in lines)
+        )
+
+    root = project(
+        {
+            "out/a.json": '{"tags": ["alpha", "beta", "delta"], "meta": {"owner": "ann"}}',
+            "out/b.yaml": "codes:\n  1: ok\n",
+            "out/flags.json": '{"enabled": true, "limit": null}',
+            "out/d.json": '{"country": "NO", "zip": "01234"}',
+            "data/flags.csv": "id,expected\nenabled,true\nlimit,null\n",
+            "eval_checks/a.yaml": check(
+                "a",
+                "out/a.json",
+                "{path: tags, op: equals, value: [alpha, beta, gamma]}",
+                "{path: meta, op: equals, value: {owner: ann, team: infra}}",
+            ),
+            "eval_checks/b.yaml": check(
+                "b", "out/b.yaml", '{path: codes, op: contains, value: "1"}'
+            ),
+            "eval_checks/c.yaml": check(
+                "c",
+                "out/flags.json",
+                '{path: "{{ case.id }}", op: equals, value: "{{ case.expected }}"}',
+                source="cases_from: data/flags.csv\n",
+            ),
+            "eval_checks/d.yaml": check(
+                "d",
+                "out/d.json",
+                "{path: country, op: equals, value: NO}",
+                "{path: zip, op: equals, value: 01234}",
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    csv_text = "it comes from field expected of a CSV dataset, whose cells are text: give field "
+    for told in (
+        'tags equals ["alpha", "beta", "gamma"]: found an array of 3 elements, whose element [2] '
+        'is the string "delta", not "gamma"',
+        'meta equals {"owner": "ann", "team": "infra"}: found an object with 1 key, without the '
+        'key "team"',
+        'codes contains "1": found an object with 1 key, which has no key "1" (it has the number '
+        "1 as a key, which is not text",
+        'enabled equals "true": found the boolean true; the expected value is text, not a '
+        f"boolean: {csv_text}expected a boolean type in the family's case_schema",
+        'limit equals "null": found null; the expected value is text, not null: '
+        f"{csv_text}expected the null type in the family's case_schema and leave its cell empty",
+        'country equals false: found the string "NO"; the expected value is the boolean false, '
+        "not text: YAML 1.1, which eb's reader follows, reads a plain NO in a check file as "
+        'false, so quote it there ("NO") to expect the text',
+        'zip equals 668: found the string "01234"; the expected value is the number 668, not '
+        "text: YAML 1.1, which eb's reader follows, reads a plain 01234 in a check file as 668, "
+        'so quote it there ("01234") to expect the text',
+    ):
+        assert told in ran.stdout, (told, ran.stdout)
