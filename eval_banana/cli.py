@@ -111,6 +111,7 @@ if _started_as_the_program():
 import argparse  # noqa: E402 - after the handler, so SIGTERM during imports is handled too
 import errno  # noqa: E402
 import gc  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
 import threading  # noqa: E402
 from collections.abc import Iterator, Sequence  # noqa: E402
@@ -241,7 +242,10 @@ class _Parser(argparse.ArgumentParser):
             target = PYTEST_SPELLINGS.get(flag)
             if target is None or target not in options:
                 target = closest(flag, options, cutoff=0.75)
-            if target is not None:
+            if target == flag:
+                # Known, but to `eb` itself (`eb run --version`): said where it goes.
+                hints.append(f"{flag}: a flag of eb itself, given before the command (eb {flag})")
+            elif target is not None:
                 hints.append(f"{flag}: did you mean {target}?")
         return "; ".join(hints) or None
 
@@ -361,10 +365,9 @@ def _signal_handlers_given_back() -> Iterator[None]:
 
 def _json_on_the_line(raw: list[str]) -> bool:
     """`--json` or `--format json` among the arguments, read before they are parsed."""
-    following = [*raw[1:], ""]
     return any(
         arg in ("--json", "--format=json") or (arg == "--format" and after == "json")
-        for arg, after in zip(raw, following, strict=True)
+        for arg, after in itertools.pairwise([*raw, ""])
     )
 
 

@@ -130,6 +130,29 @@ def test_version_and_help_without_a_command_configure_no_command(tmp_path: Path)
         assert loaded in ("[]", "['eval_banana.commands.common']"), (flag, loaded)
 
 
+def test_eb_alone_is_a_usage_error_and_a_flag_of_eb_after_the_command_is_placed(
+    tmp_path: Path,
+) -> None:
+    # `eb` with no argument at all crashed (ValueError from reading the line for --json); `eb
+    # run --version` was told "did you mean --version?", the very flag it gave.
+    alone = subprocess.run(
+        [sys.executable, "-m", "eval_banana"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert alone.returncode == 2, alone.stderr
+    assert alone.stderr.startswith("the following arguments are required: COMMAND")
+    misplaced = subprocess.run(
+        [sys.executable, "-m", "eval_banana", "run", "--version"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert misplaced.returncode == 2
+    assert "did you mean --version" not in misplaced.stderr
+    assert "--version: a flag of eb itself, given before the command (eb --version)" in (
+        misplaced.stderr
+    )
+
+
 def test_exit_2_bad_flag_nothing_ran(project: Callable[..., Path]) -> None:
     root = project({"eval_checks/ok.yaml": check_yaml("ok")}, config=CONFIG)
     completed = eb_run("--no-such-flag", cwd=root)
