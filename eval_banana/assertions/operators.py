@@ -291,7 +291,7 @@ def _text_for_word(*, found: Any, value: Any, expected_from: ExpectedFrom | None
     where it was written (both places' when that is not known)."""
     if not isinstance(value, str) or not (found is None or isinstance(found, bool)):
         return ""
-    word = json.dumps(found)
+    word = json.dumps(found, allow_nan=True)
     if value.strip().lower() != word:
         return ""
     kind = "null" if found is None else "a boolean"
@@ -327,11 +327,12 @@ def _plain_in_check_file(*, found: Any, value: Any, expected_from: ExpectedFrom 
     reading = plain_yaml_reading(text=found)
     if reading is None or not json_equal(left=reading.value, right=value):
         return ""
-    if found == json.dumps(value):
+    as_json = json.dumps(value, allow_nan=True)
+    if found == as_json:
         return ""  # written as JSON writes it: `value: 1` meant the number
     return (
         f"; the expected value is {describe(value=value)}, not text: YAML 1.1, which eb's reader "
-        f"follows, reads a plain {found} in a check file as {json.dumps(value)}, so quote it "
+        f"follows, reads a plain {found} in a check file as {as_json}, so quote it "
         f'there ("{found}") to expect the text'
     )
 
@@ -388,7 +389,7 @@ def _key_of_another_type(*, keys: Any, expected: str) -> str:
 
 def _key_spelling(*, key: Any) -> str:
     if key is None or isinstance(key, bool):
-        return json.dumps(key)
+        return json.dumps(key, allow_nan=True)
     return str(key)
 
 
