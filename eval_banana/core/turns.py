@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -229,22 +230,27 @@ def holder_pid(*, folder: Path) -> int | None:
 
 
 @contextlib.contextmanager
-def holding_file(*, path: Path, first: Callable[[], bytes]) -> Iterator[None]:
+def holding_file(
+    *, path: Path, first: Callable[[], bytes], stop: Callable[[], bool] = lambda: False
+) -> Iterator[None]:
     """Held (exclusive, waiting) on the file at `path` itself while eb reads it, changes it and
     replaces it whole by a rename (readers never see half of it): two eb processes ending
     together each read what the other wrote. No file is added: a missing one is first put
-    there whole as `first()` gives it (a valid record of nothing). A lock taken on a file
-    replaced meanwhile is let go and taken on the new one. flock dies with the process, so an
-    interrupted run leaves nothing locked. Raises TimeoutError (an OSError) when another
-    process holds it past FILE_TURN_SECONDS, and OSError when it cannot be made."""
+    there whole as `first()` gives it (a valid record of nothing); a symbolic link there to no
+    file is replaced by it, as the rename of every rewrite replaces a link. A lock taken on a
+    file replaced meanwhile is let go and taken on the new one. flock dies with the process, so
+    an interrupted run leaves nothing locked. Every wait ends: TimeoutError (an OSError) when
+    the file is not held by FILE_TURN_SECONDS (another process holds it, or it keeps changing),
+    InterruptedError (an OSError) once `stop()` says the run is stopping (SIGTERM, Ctrl-C),
+    and OSError when it cannot be made."""
     if fcntl is None:  # no flock on this system: the rename still keeps each file whole
         yield
         return
     deadline = time.monotonic() + FILE_TURN_SECONDS
     while True:
-        fd = _open_or_put(path=path, first=first)
+        fd = _open_or_put(path=path, first=first, deadline=deadline, stop=stop)
         try:
-            _take_turn(fd=fd, path=path, deadline=deadline)
+            _take_turn(fd=fd, path=path, deadline=deadline, stop=stop)
             if _identity(os.fstat(fd)) == _identity(os.stat(path)):
                 break
         except FileNotFoundError:
@@ -253,31 +259,69 @@ def holding_file(*, path: Path, first: Callable[[], bytes]) -> Iterator[None]:
             os.close(fd)
             raise
         os.close(fd)
+        _pause(path=path, deadline=deadline, stop=stop)
     with _closing(fd):
         yield
 
 
-def _open_or_put(*, path: Path, first: Callable[[], bytes]) -> int:
+def _open_or_put(
+    *, path: Path, first: Callable[[], bytes], deadline: float, stop: Callable[[], bool]
+) -> int:
     """The file at `path`, opened for reading (holding it never looks like a write); a missing
-    one put there first (never over one another process put there meanwhile)."""
+    one put there first (never over one another process put there meanwhile), a link to no
+    file removed first."""
     while True:
         try:
             return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
-            write_bytes_if_none(path=path, data=first())
+            pass
+        if write_bytes_if_none(path=path, data=first()):
+            continue
+        # Something is there that opens as no file: a link to none, which `os.link` will not
+        # replace. It goes, as the record's own rewrite would replace it (`>` through it would
+        # make a file at its target, but the next rewrite renames over the link anyway).
+        _remove_dangling_link(path=path)
+        _pause(path=path, deadline=deadline, stop=stop)
 
 
-def _take_turn(*, fd: int, path: Path, deadline: float) -> None:
-    """flock `fd` alone, waiting (Ctrl-C ends the wait) until `deadline`."""
+def _remove_dangling_link(*, path: Path) -> None:
+    """`path` removed if it is a symbolic link whose target is missing (not a looping one:
+    opening that says ELOOP, an error of its own)."""
+    try:
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            return
+    except FileNotFoundError:
+        return  # gone meanwhile: the next try puts the record there
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def _pause(
+    *, path: Path, deadline: float, stop: Callable[[], bool], why: str = "it kept changing"
+) -> None:
+    """A short sleep before trying `path` again; TimeoutError past `deadline` (`why`: what
+    went on meanwhile), InterruptedError once `stop()`."""
+    if stop():
+        raise InterruptedError(
+            errno.EINTR, "interrupted while waiting for its turn at the file", str(path)
+        )
+    if time.monotonic() >= deadline:
+        raise TimeoutError(
+            errno.ETIMEDOUT,
+            f"{why} for {FILE_TURN_SECONDS:.0f} s",
+            str(path),
+        )
+    time.sleep(0.01)
+
+
+def _take_turn(*, fd: int, path: Path, deadline: float, stop: Callable[[], bool]) -> None:
+    """flock `fd` alone, waiting until `deadline` or `stop()` (`_pause`)."""
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    errno.ETIMEDOUT,
-                    f"another process held it for {FILE_TURN_SECONDS:.0f} s",
-                    str(path),
-                ) from None
-            time.sleep(0.01)
+            _pause(path=path, deadline=deadline, stop=stop, why="another process held it")

@@ -9,7 +9,7 @@ that read every check file finds no check of its id (deleted or renamed): that o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from eval_banana.models.lastfailed import FailedCheck, LastFailedDoc
@@ -107,9 +107,11 @@ def remember_results(
     results: Sequence[CheckResult],
     before: Mapping[str, FailedCheck],
     defined: frozenset[str] | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> None:
     """Update lastfailed.json from a run's results (atomically); no file while none failed.
-    `defined`: every id the run's check files define (`updated_failures`).
+    `defined`: every id the run's check files define (`updated_failures`); `stop`: whether the
+    run is stopping (a wait for the record's turn then ends, InterruptedError).
 
     `before`: what the record remembered before the run's checks ran. A check can rewrite the
     record while it runs, so what the record says at the end is not taken alone: a failure
@@ -131,7 +133,7 @@ def remember_results(
     ):
         return  # none failed, and no record to forget one in: none is made
     path.parent.mkdir(parents=True, exist_ok=True)
-    with holding_file(path=path, first=lambda: _record_bytes(failed={})):
+    with holding_file(path=path, first=lambda: _record_bytes(failed={}), stop=stop):
         now = remembered(config=config)
         failed = updated_failures(
             earlier={**before, **now}, results=results, run_id=config.run_id, defined=defined

@@ -296,6 +296,7 @@ def _stages(
             before=remembered_before,
             defined=outcome.defined_ids,
             console=console,
+            cancel=cancel,
         )
         finished = finish_run(
             run_dir=run_dir,
@@ -344,15 +345,23 @@ def _remember_failures(
     before: Mapping[str, FailedCheck],
     defined: frozenset[str] | None,
     console: Console,
+    cancel: threading.Event,
 ) -> None:
     """What --last-failed will rerun; a record that cannot be written costs only that.
     `before`: what it remembered before the checks ran; `defined`: the ids the check files
-    define, so a failure of a check gone since is forgotten."""
+    define, so a failure of a check gone since is forgotten. A wait for the record's turn ends
+    with `cancel` (SIGTERM, Ctrl-C): the run then finishes its reports and stops."""
     from eval_banana.incremental.lastfailed import remember_results
     from eval_banana.settings.folders import last_failed_path
 
     try:
-        remember_results(config=config, results=executed.results, before=before, defined=defined)
+        remember_results(
+            config=config,
+            results=executed.results,
+            before=before,
+            defined=defined,
+            stop=cancel.is_set,
+        )
     except (WriteFault, OSError) as exc:
         # A read-only checkout, a folder in the record's place: the run's verdict stands.
         said = WriteFault.told(path=last_failed_path(config=config), exc=exc)

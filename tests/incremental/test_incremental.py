@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -915,3 +918,68 @@ def test_a_pattern_into_an_excluded_folder_says_exclude_dirs_is_why(
         "there reruns it ('build/' is a folder [discovery] exclude_dirs leaves out, which no "
         "pattern reaches into)"
     ]
+
+
+def test_a_failure_record_that_links_to_no_file_is_replaced_by_the_record(
+    tmp_path: Path, project: Callable[..., Path]
+) -> None:
+    # lastfailed.json a symbolic link to a file not made yet: the run's end spun at 100 % CPU
+    # for good (the link opened as no file, and no file could be put in its place), deaf to
+    # SIGTERM. The link now goes, as the record's every rewrite renames over a link.
+    root = project(
+        {"eval_checks/bad.yaml": script_check("bad", script="raise SystemExit(1)\n")},
+        config='[cache]\nmode = "off"\n',
+    )
+    record = root / ".eval-banana" / "lastfailed.json"
+    record.symlink_to(tmp_path / "shared" / "lastfailed.json")
+    began = time.monotonic()
+    done = eb_process(root, "run", timeout=20)
+    assert done.returncode == 1, done.stderr
+    assert time.monotonic() - began < 15
+    assert "could not record" not in done.stderr
+    assert not record.is_symlink() and list(_memory(root)["failed"]) == ["bad"]
+    assert not (tmp_path / "shared").exists()
+    again = eb_process(root, "run", "--last-failed", "--last-failed-none", "skip", timeout=20)
+    assert again.returncode == 1 and "bad" in again.stdout, again.stderr
+
+
+def test_a_sigterm_ends_a_runs_wait_for_its_turn_at_the_failure_record(
+    project: Callable[..., Path],
+) -> None:
+    # Another process held lastfailed.json: a SIGTERM during the run's wait for it was noted
+    # and the wait went on, 30 s, before the run stopped.
+    root = project(
+        {"eval_checks/bad.yaml": script_check("bad", script="raise SystemExit(1)\n")},
+        config='[cache]\nmode = "off"\n',
+    )
+    record = root / ".eval-banana" / "lastfailed.json"
+    record.write_text(json.dumps(_record_of_nothing()))
+    with open(record, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eval_banana", "run"],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        # The execute stage is written just before the record's turn is waited for.
+        deadline = time.monotonic() + 30
+        while not list((root / ".eval-banana" / "results").glob("*/stages/execute.json")):
+            assert time.monotonic() < deadline and process.poll() is None, "no check ran"
+            time.sleep(0.02)
+        time.sleep(0.5)
+        assert process.poll() is None  # waiting for the record
+        process.send_signal(signal.SIGTERM)
+        began = time.monotonic()
+        _, stderr = process.communicate(timeout=60)
+        assert time.monotonic() - began < 10
+    assert process.returncode == 3, stderr
+    assert (
+        f"could not record the failed checks for --last-failed: Cannot write {record}: "
+        "interrupted while waiting for its turn at the file"
+    ) in stderr
+    assert "Run aborted (interrupt: interrupted)" in stderr, stderr
+    assert _memory(root)["failed"] == {}  # the record stands as it was
