@@ -167,6 +167,22 @@ def _refuse_listing_on_page(*, args: argparse.Namespace) -> None:
     )
 
 
+def _refuse_page_target(*, args: argparse.Namespace) -> None:
+    """`--html PATH` a symbolic link loop is refused before any record is read: no file is
+    there to write (a shell's `>` refuses it), and the page must never replace the link."""
+    from eval_banana.core.errors import OutputDirError
+    from eval_banana.core.files import LOOP_FIX, link_loop
+
+    if args.html is None or not link_loop(path=Path(args.html)):
+        return
+
+    raise OutputDirError(
+        f"Cannot write the history page to {args.html}: --html names a symbolic link loop",
+        file=str(args.html),
+        hint=f"{LOOP_FIX}, or give --html another path",
+    )
+
+
 def _page(
     *,
     records: Iterable[HistoryRecord],
@@ -206,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "import":
         return _import(folder=folder, sources=list(args.dirs))
     _refuse_listing_on_page(args=args)
+    _refuse_page_target(args=args)
     asked = Asked(
         last=args.last,
         since=None

@@ -125,6 +125,8 @@ def write_named_file(*, path: Path, data: bytes) -> None:
             _raise_write_error(path=path, exc=exc)
         return
     link = path.is_symlink()
+    if link and link_loop(path=path):  # made a loop since it was checked: `>` refuses it
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
     # The file a link names, replaced whole; a device or FIFO is opened through the link.
     named = real_path(path) if link else path
     if not _written_into(path=path):
@@ -157,6 +159,20 @@ def _written_into(*, path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def link_loop(*, path: Path) -> bool:
+    """Whether following `path` meets a symbolic link that leads back to itself (ELOOP): a
+    shell's `>` refuses it ("Too many levels of symbolic links"), and no file is there to
+    write, so a report named so is refused before a run, never renamed over the link."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+LOOP_FIX = "remove the link or point it at a file (a shell's `>` refuses it too)"
 
 
 def never_written(*, path: Path) -> str | None:

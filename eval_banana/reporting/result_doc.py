@@ -20,7 +20,7 @@ from eval_banana.core.errors import (
     RunAborted,
     UsageError,
 )
-from eval_banana.core.files import never_written, write_named_file
+from eval_banana.core.files import LOOP_FIX, link_loop, never_written, write_named_file
 from eval_banana.core.realpaths import real_path
 from eval_banana.core.version import DISTRIBUTION
 
@@ -30,13 +30,19 @@ Status = Literal["completed", "no_checks", "config_error", "harness_error"]
 
 
 def check_result_target(*, path: Path, shown: str | None = None) -> None:
-    """Refuse a directory PATH, a socket or block device PATH, or a parent that cannot be a
-    folder; a symbolic link is followed (as the write follows it, as a shell's `>` does), so
-    each of those is asked of what it names.
+    """Refuse a directory PATH, a socket or block device PATH, a symbolic link loop, or a
+    parent that cannot be a folder; a symbolic link is followed (as the write follows it, as a
+    shell's `>` does), so each of those is asked of what it names.
 
     Called before the config is loaded, so a refusal never follows a finished run.
     """
     label = shown if shown is not None else str(path)
+    if link_loop(path=path):
+        raise OutputDirError(
+            f"Refusing --result-out because the path is a symbolic link loop: {label}",
+            file=label,
+            hint=f"{LOOP_FIX}, or give --result-out another path",
+        )
     if path.is_symlink():
         path = real_path(path)
     if path.is_dir():

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from eval_banana.core.errors import OutputDirError
-from eval_banana.core.files import never_written
+from eval_banana.core.files import LOOP_FIX, link_loop, never_written
 from eval_banana.core.ownmark import calibration_folder_name, holds_only_runs
 from eval_banana.core.streams import stream_files
 from eval_banana.models.config import CacheSettings
@@ -196,13 +196,20 @@ def junit_file(*, setting: str, project_root: Path) -> Path:
 
 def refuse_junit_target(*, config: ConfigDoc) -> None:
     """Refuse, before anything runs, a JUnit path that cannot become a file: a folder at the
-    path, or a file where one of its folders would be. Missing folders are made when the file
-    is written, as for `--output-dir` and `--result-out`; a typo must not cost a whole run."""
+    path, a symbolic link loop, or a file where one of its folders would be. Missing folders are
+    made when the file is written, as for `--output-dir` and `--result-out`; a typo must not cost
+    a whole run."""
     setting = config.settings.core.junit_xml
     if not setting:
         return
     path = junit_file(setting=setting, project_root=Path(config.project_root))
     fix = "give --junit-xml (or [core] junit_xml, EVAL_BANANA_JUNIT_XML) a file path"
+    if link_loop(path=path):
+        raise OutputDirError(
+            f"Cannot write the JUnit XML to {path}: it is a symbolic link loop",
+            file=str(path),
+            hint=f"{LOOP_FIX}, or {fix}",
+        )
     if path.is_dir():
         raise OutputDirError(
             f"Cannot write the JUnit XML to {path}: it is a folder", file=str(path), hint=fix

@@ -167,6 +167,33 @@ def test_a_socket_or_disk_is_refused_before_anything_runs(
     assert not stat.S_ISREG(os.lstat(path).st_mode)
 
 
+@pytest.mark.parametrize(
+    ("target", "told"),
+    [
+        ("--result-out", "Refusing --result-out because the path is a symbolic link loop: {path}"),
+        ("--junit-xml", "Cannot write the JUnit XML to {path}: it is a symbolic link loop"),
+        ("history --html", "Cannot write the history page to {path}: --html names a symbolic"),
+    ],
+)
+def test_a_report_named_by_a_link_loop_is_refused_before_anything_runs(
+    tmp_path: Path, target: str, told: str
+) -> None:
+    # `ln -s loop.md loop.md`: a shell's `>` refuses it ("Too many levels of symbolic links");
+    # eb renamed its report over the link and passed.
+    project = _project(tmp_path)
+    loop = tmp_path / "loop.md"
+    loop.symlink_to(loop.name)
+    if target == "history --html":
+        completed = run_eb("history", "--cwd", str(project), "--html", str(loop))
+    else:
+        completed = _run(project, target, loop)
+    assert completed.returncode == 2, completed.stderr
+    assert told.format(path=loop) in completed.stderr
+    assert "hint: remove the link or point it at a file" in completed.stderr
+    assert not (project / ".eval-banana" / "results").exists()
+    assert loop.is_symlink() and os.readlink(loop) == loop.name
+
+
 @pytest.mark.parametrize("target", ["--result-out", "--junit-xml", "step summary"])
 def test_a_report_named_by_a_link_is_written_through_it_and_the_link_kept(
     tmp_path: Path, reader: Callable[[Path], subprocess.Popen[bytes]], target: str
