@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import gitrepo
 from tests.isolation.rig import run_checks
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -77,15 +78,6 @@ print(json.dumps({"score": 1, "reason": "add returns a + b"}))
 DAEMON = {"CHEAT": "daemon", "JUDGE_WAIT": "0.5"}
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
-
-
 def _judge(check_id: str, instructions: str = "Score 1 only if add returns a + b.") -> str:
     return (
         f"schema_version: 1\nid: {check_id}\ntype: harness_judge\ndescription: add adds.\n"
@@ -119,9 +111,9 @@ def _project(
         (root / "eval_checks" / f"{check_id}.yaml").write_text(text)
     if git:
         (root / ".gitignore").write_text("runs/\n.eval-banana/cache/\n")
-        _git(root, "init", "-q")
-        _git(root, "add", "-A")
-        _git(root, "commit", "-q", "-m", "start")
+        gitrepo.git(root, "init", "-q")
+        gitrepo.git(root, "add", "-A")
+        gitrepo.git(root, "commit", "-q", "-m", "start")
     return root
 
 
@@ -172,7 +164,7 @@ def test_a_hard_link_nobody_writes_through_is_harmless(tmp_path: Path) -> None:
     (tmp_path / "links").mkdir()
     os.link(root / "src" / "app.py", tmp_path / "links" / "app")
     (root / "src" / "app.py").write_text(FIXED)  # written through its own name, before the run
-    _git(root, "commit", "-q", "-am", "fixed")
+    gitrepo.git(root, "commit", "-q", "-am", "fixed")
     code, checks = run_checks(root)
     assert code == 0, checks
     assert checks["judge_add"]["status"] == "passed"
@@ -233,7 +225,7 @@ def test_a_cheated_pass_is_not_reused_once_the_file_is_back(tmp_path: Path) -> N
     os.link(root / "src" / "app.py", link)
     code, checks = run_checks(root, env={"CHEAT": "link_before", "CHEAT_LINK": str(link)})
     assert code == 1 and checks["judge_add"]["details"]["cache"]["stored"] is False
-    _git(root, "checkout", "-q", "src/app.py")  # the buggy file again, as the key saw it
+    gitrepo.git(root, "checkout", "-q", "src/app.py")  # the buggy file again, as the key saw it
     time.sleep(0.01)
     code, checks = run_checks(root)  # an honest judge
     judge = checks["judge_add"]

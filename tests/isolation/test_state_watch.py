@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from eval_banana.isolation.workspace import overlay_usable, this_process_namespace
+from tests.gitrepo import git
 
 MODES = ["off", "detect", "copy"]
 
@@ -22,15 +23,6 @@ MODES = ["off", "detect", "copy"]
 def _read_only_mounts(mode: str) -> bool:
     """Whether the check runs where eb's state is mounted read-only (a copy entered as root)."""
     return mode == "copy" and this_process_namespace() == "mount" and overlay_usable()
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
 
 
 def _check(check_id: str, script: str, *, inputs: str) -> str:
@@ -50,9 +42,9 @@ def _project(root: Path, checks: dict[str, str]) -> Path:
     (root / "input.txt").write_text("the input\n")
     for check_id, text in checks.items():
         (root / "eval_checks" / f"{check_id}.yaml").write_text(text)
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "start")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
     return root
 
 

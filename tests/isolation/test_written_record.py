@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.gitrepo import git
 from tests.isolation.rig import run_checks
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -56,15 +57,6 @@ json.dump({"$schema": "https://eval-banana.dev/schemas/written.schema.json",
 """
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
-
-
 def _project(root: Path, *, mode: str, planter: bool = False) -> Path:
     (root / "eval_checks").mkdir(parents=True)
     (root / "src").mkdir()
@@ -88,9 +80,9 @@ def _project(root: Path, *, mode: str, planter: bool = False) -> Path:
             f"script: {json.dumps(PLANTER)}\n"
         )
     (root / ".gitignore").write_text("runs/\nreports/\n.eval-banana/cache/\n")
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "start")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
     return root
 
 
@@ -121,7 +113,7 @@ def _the_edit_is_an_error_and_the_buggy_code_is_judged_again(root: Path, *, mode
     assert judge["details"]["isolation"]["changed"] == ["src/app.py"]
     if mode == "detect":
         assert judge["error_detail"].startswith("The project changed while this judge ran: ")
-        _git(root, "checkout", "-q", "src/app.py")
+        git(root, "checkout", "-q", "src/app.py")
     else:
         assert judge["error_detail"].startswith("The judge changed its copy of the project: ")
     assert (root / "src" / "app.py").read_text() == BUGGY
@@ -175,7 +167,7 @@ def test_a_note_eb_did_not_sign_makes_no_file_eb_s(tmp_path: Path, mode: str) ->
     assert f"Ignored {root / RECORD}: it has no MAC" in done.stderr
     assert "the files it notes count as project files (src/app.py)" in done.stderr
     if mode == "detect":
-        _git(root, "checkout", "-q", "src/app.py")
+        git(root, "checkout", "-q", "src/app.py")
     _forge_note(root)
     _the_edit_is_an_error_and_the_buggy_code_is_judged_again(root, mode=mode)
 
@@ -212,7 +204,7 @@ def test_a_run_ending_beside_another_run_s_checks_notes_nothing(tmp_path: Path) 
     # would change B's watched state under B's judge. A leaves the note out; B passes.
     root = _project(tmp_path / "proj", mode="detect")
     (root / "src" / "app.py").write_text(BUGGY.replace("a - b", "a + b"))
-    _git(root, "commit", "-q", "-am", "fixed")
+    git(root, "commit", "-q", "-am", "fixed")
     wait = root.parent / "wait.py"
     wait.write_text(
         "import os, sys, time\n"
@@ -228,8 +220,8 @@ def test_a_run_ending_beside_another_run_s_checks_notes_nothing(tmp_path: Path) 
     (root / "eval_checks" / "quick.yaml").write_text(
         "schema_version: 1\nid: quick\ntype: deterministic\ndescription: q.\nscript: pass\n"
     )
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "quick")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "quick")
     started, go = tmp_path / "started", tmp_path / "go"
     command = [sys.executable, "-m", "eval_banana", "run", "--cwd", str(root), "--no-html"]
     env = {**os.environ, "STARTED_FILE": str(started), "GO_FILE": str(go)}
