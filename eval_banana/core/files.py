@@ -211,12 +211,9 @@ def sha256_parts(*, parts: Iterable[bytes | memoryview]) -> str:
 def write_pieces_atomic(*, path: Path, pieces: Iterable[str]) -> None:
     """Write the text `pieces` make, atomically, one piece encoded at a time (a character
     UTF-8 cannot hold, a lone surrogate, is written as '?')."""
-
-    def fill(fd: int) -> None:
-        for piece in pieces:
-            _write_all(fd=fd, data=piece.encode("utf-8", errors="replace"))
-
-    _write_atomic(path=path, fill=fill)
+    write_parts_atomic(
+        path=path, parts=(piece.encode("utf-8", errors="replace") for piece in pieces)
+    )
 
 
 def _write_atomic(*, path: Path, fill: Callable[[int], None], folder_mode: int = 0o777) -> None:
