@@ -298,17 +298,11 @@ def _read_sized(*, path: str, size: int) -> bytes:
 
 def _checked_identity(*, path: str) -> tuple[tuple[str, int], Identity]:
     """`sha256:<hex>` and the size of a file, and its identity as it was read."""
-    digest = hashlib.sha256()
-    size = 0
-    fd = open_regular(path)
-    try:
-        identity = _identity(os.fstat(fd))
-        while block := os.read(fd, _BLOCK):
-            digest.update(block)
-            size += len(block)
-    finally:
-        os.close(fd)
-    return (f"sha256:{digest.hexdigest()}", size), identity
+    with os.fdopen(open_regular(path), "rb") as file:
+        # Taken before the read: a write while it reads moves the time, so the next restore
+        # reads the blob again.
+        identity = _identity(os.fstat(file.fileno()))
+        return _digest_of(file=file), identity
 
 
 def _unreadable(*, blob: Blob, exc: OSError) -> str:
