@@ -8,8 +8,11 @@ An operator that cannot look at the value found raises NotEvaluated instead of f
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
+import re
+from collections.abc import Iterator
 from typing import Any, Literal, NamedTuple, Protocol
 
 from eval_banana.core.lookalike import Reveal, alike_note, json_quoted, reveal_for
@@ -185,44 +188,204 @@ def op_equals(*, found: Any, value: Any, expected_from: ExpectedFrom | None = No
     """`expected_from`: where `value` was written, for the fix of a number written as text."""
     if equals_holds(found=found, value=value):
         return None
-    if isinstance(found, str) and isinstance(value, str):
-        apart = told_apart(expected=value, found=found)
-        if apart is not None:
+    difference = first_difference(found=found, value=value)
+    if difference is None:  # not reached: json_equal said they differ
+        return f"found {describe(value=found)}"
+    there, expected = difference.found, difference.expected
+    if difference.what == "value" and isinstance(there, str) and isinstance(expected, str):
+        apart = told_apart(expected=expected, found=there)
+        if apart is not None and not difference.trail:
             return f"found the string {apart.found}, not {apart.expected} ({apart.note})"
-    hint = _text_for_number(found=found, value=value, expected_from=expected_from)
-    hint = hint or _text_for_word(found=found, value=value, expected_from=expected_from)
-    hint = hint or _plain_in_check_file(found=found, value=value, expected_from=expected_from)
-    return f"found {describe(value=found)}{_first_difference(found=found, value=value)}{hint}"
+        if apart is not None:
+            return (
+                f"found {describe(value=found)}, whose {_place(trail=difference.trail)} is the "
+                f"string {apart.found}, not {apart.expected} ({apart.note})"
+            )
+    told = _difference_text(difference=difference)
+    if difference.what != "value":
+        return f"found {describe(value=found)}{told}"
+    # The hints are about the value that differs, however deep in the two it is.
+    hint = _text_for_number(found=there, value=expected, expected_from=expected_from)
+    hint = hint or _text_for_word(found=there, value=expected, expected_from=expected_from)
+    hint = hint or _plain_in_check_file(found=there, value=expected, expected_from=expected_from)
+    return f"found {describe(value=found)}{told}{hint}"
 
 
-def _first_difference(*, found: Any, value: Any) -> str:
-    """Where two arrays or two objects first differ, and what is there: `an array of 3
-    elements` alone does not say which element is wrong."""
-    kind = json_kind(value=found)
-    if kind != json_kind(value=value):
-        return ""
+class Difference(NamedTuple):
+    """Where two values first differ, in document order: `trail` leads there from the top
+    (keys and indexes), where `found` is not `expected`; `missing` and `unexpected` name a key
+    one object lacks or has over the other, `length` says two arrays' lengths differ.
+    `agreed`: how many values inside the two were found equal before (how near they are)."""
+
+    trail: tuple[Any, ...]
+    found: Any
+    expected: Any
+    what: Literal["value", "length", "missing", "unexpected"]
+    key: Any = None
+    agreed: int = 0
+
+
+# A step of a trail: an array's index, or an object's key (wrapped, since keys need not be text).
+class KeyStep(NamedTuple):
+    key: Any
+
+
+# A trail as the walk builds it: (step, the trail above), shared by siblings, so that a step
+# costs one tuple however deep it is (copying whole paths would be quadratic on deep nesting).
+_Link = tuple[Any, Any] | None
+_NO_KEY = object()
+# Scalars of these exact types are equal exactly when `==` says so (bool is not int here, and
+# 1 against 1.0 takes the general path): the walk compares them without a step of its own.
+_SAME_TYPE_SCALARS = (str, int, float)
+
+
+def first_difference(*, found: Any, value: Any) -> Difference | None:
+    """The first place, in document order, where `found` and `value` differ under
+    `json_equal`'s rules; None when they are equal. An object is walked in `value`'s key order
+    (a key `found` lacks is told where it comes), then any key `found` has over it. One walk,
+    with an explicit stack of the arrays and objects entered: linear in the values compared,
+    whatever their depth."""
+    entered: list[_Entered] = []
+    difference = _enter(one=found, other=value, link=None, entered=entered)
+    compared = 0
+    while difference is None and entered:
+        frame = entered[-1]
+        child = next(frame.children, None)
+        if child is None:
+            entered.pop()
+            difference = _unexpected_key(frame=frame)
+            continue
+        step, one, other = child
+        if one is _NO_KEY:
+            difference = Difference(
+                _trail(link=frame.link), frame.one, frame.other, "missing", step.key
+            )
+            continue
+        compared += 1
+        kind = type(one)
+        if kind is type(other) and kind in _SAME_TYPE_SCALARS and one == other:
+            continue
+        difference = _enter(one=one, other=other, link=(step, frame.link), entered=entered)
+    if difference is None:
+        return None
+    return difference._replace(agreed=compared)
+
+
+class _Entered(NamedTuple):
+    """An array or object pair being compared: its children still to compare, and where."""
+
+    children: Iterator[tuple[Any, Any, Any]]
+    link: _Link
+    one: Any
+    other: Any
+
+
+def _enter(*, one: Any, other: Any, link: _Link, entered: list[_Entered]) -> Difference | None:
+    """How `one` and `other` differ on their own (type, length, scalar value); when they are
+    arrays or objects alike, their children are put on `entered` to compare next."""
+    kind = json_kind(value=one)
+    if kind != json_kind(value=other):
+        return Difference(_trail(link=link), one, other, "value")
     if kind == "array":
-        if len(found) != len(value):
-            return f", not {_plural(count=len(value), noun='element')}"
-        for position, (one, other) in enumerate(zip(found, value, strict=True)):
-            if not json_equal(left=one, right=other):
-                return _differs_at(place=f"element [{position}]", found=one, value=other)
-    if kind == "object":
-        for key, expected in value.items():
-            if key not in found:
-                return f", without the key {operand_text(value=key)}"
-            if not json_equal(left=found[key], right=expected):
-                return _differs_at(
-                    place=f"key {operand_text(value=key)}", found=found[key], value=expected
-                )
-        for key in found:
-            if key not in value:
-                return f", with the key {_key_text(key=key)} not expected"
-    return ""
+        if len(one) != len(other):
+            return Difference(_trail(link=link), one, other, "length")
+        entered.append(_Entered(zip(itertools.count(), one, other), link, one, other))
+    elif kind == "object":
+        children = ((KeyStep(key), one.get(key, _NO_KEY), other[key]) for key in other)
+        entered.append(_Entered(children, link, one, other))
+    elif kind.startswith("non-JSON") or one != other:
+        return Difference(_trail(link=link), one, other, "value")
+    return None
 
 
-def _differs_at(*, place: str, found: Any, value: Any) -> str:
-    return f", whose {place} is {describe(value=found)}, not {operand_text(value=value)}"
+def _unexpected_key(*, frame: _Entered) -> Difference | None:
+    """A key an object found has beyond those expected, once all those were compared alike."""
+    one, other = frame.one, frame.other
+    if not isinstance(one, dict) or len(one) <= len(other):
+        return None  # an array, or every key of `one` was among those of `other`
+    key = next(key for key in one if key not in other)
+    return Difference(_trail(link=frame.link), one, other, "unexpected", key)
+
+
+def _trail(*, link: _Link) -> tuple[Any, ...]:
+    steps: list[Any] = []
+    while link is not None:
+        step, link = link
+        steps.append(step)
+    return tuple(reversed(steps))
+
+
+# A path written as eb's assertions write it: `a.b[2].c`. A key the syntax cannot write (empty,
+# holding `.`, `[` or `]`, or not text) is written in brackets as JSON writes it: `a["x.y"]`.
+_PLAIN_KEY = re.compile(r"[^.\[\]]+")
+# How much of a path a reason shows: a trail thousands of steps deep is cut in its middle.
+_HEAD_STEPS = 4
+_TAIL_STEPS = 8
+_KEY_CHARS = 40
+
+
+def trail_text(*, trail: tuple[Any, ...], bounded: bool = True) -> str:
+    """`trail` in eb's path syntax; `bounded`: cut to a few steps and short keys for a reason
+    (unbounded, it is the exact text a check file's value is located by)."""
+    steps = list(trail)
+    cut = bounded and len(steps) > _HEAD_STEPS + _TAIL_STEPS
+    if cut:
+        steps = [*steps[:_HEAD_STEPS], None, *steps[-_TAIL_STEPS:]]
+    parts: list[str] = []
+    for step in steps:
+        if step is None:
+            parts.append("…")
+        elif isinstance(step, KeyStep):
+            parts.append(_key_step_text(key=step.key, first=not parts, bounded=bounded))
+        else:
+            parts.append(f"[{step}]")
+    text = "".join(parts)
+    return f"{text} ({len(trail)} levels down)" if cut else text
+
+
+def _key_step_text(*, key: Any, first: bool, bounded: bool) -> str:
+    if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) and not (first and key == "$"):
+        shown = key if not bounded or len(key) <= _KEY_CHARS else f"{key[:_KEY_CHARS]}…"
+        return shown if first else f".{shown}"
+    quoted = json.dumps(key, ensure_ascii=False, allow_nan=True, default=str)
+    if bounded and len(quoted) > _KEY_CHARS:
+        quoted = f"{quoted[:_KEY_CHARS]}…"
+    return f"[{quoted}]"
+
+
+def _difference_text(*, difference: Difference) -> str:
+    """What a reason adds to `found <the value>` about where and how it differs; nothing when
+    the value itself is the difference (the headline shows the expected one)."""
+    trail, found, expected = difference.trail, difference.found, difference.expected
+    if difference.what == "missing":
+        key = operand_text(value=difference.key)
+        return (
+            f", whose {_place(trail=trail)} has no key {key}"
+            if trail
+            else f", without the key {key}"
+        )
+    if difference.what == "unexpected":
+        key = _key_text(key=difference.key)
+        if not trail:
+            return f", with the key {key} not expected"
+        return f", whose {_place(trail=trail)} has the key {key}, not expected"
+    if difference.what == "length":
+        elements = _plural(count=len(expected), noun="element")
+        if not trail:
+            return f", not {elements}"
+        return f", whose {_place(trail=trail)} is {describe(value=found)}, not {elements}"
+    if not trail:
+        return ""
+    return (
+        f", whose {_place(trail=trail)} is {describe(value=found)}, "
+        f"not {operand_text(value=expected)}"
+    )
+
+
+def _place(*, trail: tuple[Any, ...]) -> str:
+    """A place inside the value found, as a reason names it: `a.b[2].c`, `element [2].c`."""
+    text = trail_text(trail=trail)
+    return f"element {text}" if isinstance(trail[0], int) else text
 
 
 def _key_text(*, key: Any) -> str:
@@ -362,7 +525,7 @@ def op_contains(*, found: Any, value: Any) -> str | None:
         failure = f"found {describe(value=found)}, none equal to {operand_text(value=value)}"
         apart = _alike_among(items=found, expected=value) if isinstance(value, str) else None
         if apart is None:
-            return failure
+            return failure + _nearest_element(elements=found, value=value)
         return f"{failure}: its element {apart.found} is not {apart.expected} ({apart.note})"
     if kind == "object":
         if not isinstance(value, str):
@@ -373,6 +536,31 @@ def op_contains(*, found: Any, value: Any) -> str | None:
             return failure + _key_of_another_type(keys=found, expected=value)
         return f"{failure}: its key {apart.found} is not {apart.expected} ({apart.note})"
     return f"contains needs a string, array or object, found {describe(value=found)}"
+
+
+def _nearest_element(*, elements: list[Any], value: Any) -> str:
+    """How the element nearest `value` differs from it, when `value` is an array or an object:
+    "none equal to" a large object alone does not say which of its fields no element has. The
+    nearest is the one that agrees with `value` longest in document order (the first of those
+    that agree as long). Each element's walk stops within it, so all of them are linear in the
+    array."""
+    kind = json_kind(value=value)
+    if kind not in ("array", "object"):
+        return ""
+    nearest: tuple[int, Difference] | None = None
+    for position, element in enumerate(elements):
+        if json_kind(value=element) != kind:
+            continue
+        difference = first_difference(found=element, value=value)
+        if difference is not None and (nearest is None or difference.agreed > nearest[1].agreed):
+            nearest = (position, difference)
+    if nearest is None:
+        return ""
+    position, difference = nearest
+    return (
+        f": its nearest {kind}, element [{position}], is {describe(value=elements[position])}"
+        f"{_difference_text(difference=difference)}"
+    )
 
 
 def _key_of_another_type(*, keys: Any, expected: str) -> str:

@@ -25,9 +25,11 @@ from eval_banana.assertions.evaluate import (
 from eval_banana.assertions.operators import (
     NotEvaluated,
     describe,
+    first_difference,
     json_equal,
     json_kind,
     op_contains,
+    op_equals,
     op_length_at_least,
     op_length_at_most,
     op_matches,
@@ -281,15 +283,51 @@ def test_a_yaml_artifact_that_does_not_parse_is_told_at_its_line(tmp_path: Path)
         (
             [1, [2]],
             [1, [3]],
-            "found an array of 2 elements, whose element [1] is an array of 1 element, not [3]",
+            "found an array of 2 elements, whose element [1][0] is the number 2, not 3",
         ),
         ({"a": 1, "b": 2}, {"a": 1}, 'found an object with 2 keys, with the key "b" not expected'),
         (
             {"a": True},
             {"a": 1},
-            'found an object with 1 key, whose key "a" is the boolean true, not 1',
+            "found an object with 1 key, whose a is the boolean true, not 1",
         ),
         ({1: "ok"}, {"1": "ok"}, 'found an object with 1 key, without the key "1"'),
+        # Deeper down, the path to the first difference and both values there.
+        (
+            {"a": {"b": [1, 2, {"c": "y"}]}},
+            {"a": {"b": [1, 2, {"c": "x"}]}},
+            'found an object with 1 key, whose a.b[2].c is the string "y", not "x"',
+        ),
+        (
+            [{"id": 1, "tags": ["x"]}, {"id": 2, "tags": ["x", "y"]}],
+            [{"id": 1, "tags": ["x"]}, {"id": 2, "tags": ["x"]}],
+            "found an array of 2 elements, whose element [1].tags is an array of 2 elements, "
+            "not 1 element",
+        ),
+        (
+            {"a": {"b": 1}},
+            {"a": {"b": 1, "c": 2}},
+            'found an object with 1 key, whose a has no key "c"',
+        ),
+        (
+            {"a": [{"b": 1, "d": 2}]},
+            {"a": [{"b": 1}]},
+            'found an object with 1 key, whose a[0] has the key "d", not expected',
+        ),
+        # Keys the path syntax cannot write are written as JSON writes them, in brackets.
+        (
+            {"x.y": {"": 1}},
+            {"x.y": {"": 2}},
+            'found an object with 1 key, whose ["x.y"][""] is the number 1, not 2',
+        ),
+        # Text that prints alike is told apart there too.
+        (
+            {"a": ["ok\u200b"]},
+            {"a": ["ok"]},
+            'found an object with 1 key, whose a[0] is the string "ok\\u200b", not "ok" (they '
+            "print alike: invisible characters, combining marks and non-ASCII spaces are "
+            "escaped)",
+        ),
     ],
 )
 def test_equals_names_where_arrays_and_objects_first_differ(
@@ -297,3 +335,40 @@ def test_equals_names_where_arrays_and_objects_first_differ(
 ) -> None:
     outcome = evaluate_assertion(document={"v": found}, path="v", op="equals", value=value)
     assert outcome.message.endswith(f": {told}"), outcome.message
+
+
+def test_equals_tells_a_deep_or_huge_difference_in_a_bounded_reason() -> None:
+    # 200,000 levels of nesting: no recursion, and the path is cut in its middle.
+    found: Any = "end"
+    value: Any = "END"
+    for _ in range(100_000):
+        found, value = {"k": [found]}, {"k": [value]}
+    difference = first_difference(found=found, value=value)
+    assert difference is not None and len(difference.trail) == 200_000
+    outcome = evaluate_assertion(document={"v": found}, path="v", op="equals", value={"k": []})
+    assert outcome.message.endswith(
+        "found an object with 1 key, whose k is an array of 1 element, not 0 elements"
+    )
+    told = op_equals(found=found, value=value)
+    assert told == (
+        "found an object with 1 key, whose k[0].k[0]….k[0].k[0].k[0].k[0] (200000 levels "
+        'down) is the string "end", not "END"'
+    )
+    # A huge string and a long key deep in a large artifact: both are cut short.
+    key = "k" * 5_000
+    told = op_equals(found={key: ["x" * 10**6]}, value={key: ["y" * 10**6]})
+    assert told is not None and len(told) < 400, told
+    assert told.startswith(f"found an object with 1 key, whose {'k' * 40}…[0] is the string")
+
+
+def test_contains_tells_how_the_nearest_element_differs_from_an_array_or_object() -> None:
+    steps = [{"id": 1, "needs": []}, {"id": 2, "needs": [1, 3]}, "done"]
+    assert op_contains(found=steps, value={"id": 2, "needs": [1]}) == (
+        'found an array of 3 elements, none equal to {"id": 2, "needs": [1]}: its nearest '
+        "object, element [1], is an object with 2 keys, whose needs is an array of 2 elements, "
+        "not 1 element"
+    )
+    # No element of the value's type: nothing nearer to tell.
+    assert op_contains(found=["a", 1], value=[1]) == (
+        "found an array of 2 elements, none equal to [1]"
+    )

@@ -402,3 +402,37 @@ def test_a_reason_says_what_differs_and_what_was_read_as_another_type(
         'so quote it there ("01234") to expect the text',
     ):
         assert told in ran.stdout, (told, ran.stdout)
+
+
+def test_a_reason_names_the_path_of_a_difference_deep_in_an_array_or_object(
+    project: Callable[..., Path],
+) -> None:
+    # A difference below the top level was told only by the type found ("found an object with
+    # 1 key"), and `contains` said only "none equal to" of an element that differs in one field.
+    root = project(
+        {
+            "out/a.json": json.dumps(
+                {
+                    "config": {"a": {"b": [1, 2, {"c": "y"}]}},
+                    "steps": [{"id": 1, "needs": []}, {"id": 2, "needs": [1, 3]}],
+                }
+            ),
+            "eval_checks/a.yaml": (
+                "schema_version: 1\nid: a\ntype: assertions\ndescription: d\n"
+                "artifact: out/a.json\nassert:\n"
+                "  - {path: config, op: equals, value: {a: {b: [1, 2, {c: x}]}}}\n"
+                "  - {path: steps, op: contains, value: {id: 2, needs: [1]}}\n"
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    for told in (
+        'config equals {"a": {"b": [1, 2, {"c": "x"}]}}: found an object with 1 key, whose '
+        'a.b[2].c is the string "y", not "x"',
+        'steps contains {"id": 2, "needs": [1]}: found an array of 2 elements, none equal to '
+        '{"id": 2, "needs": [1]}: its nearest object, element [1], is an object with 2 keys, '
+        "whose needs is an array of 2 elements, not 1 element",
+    ):
+        assert told in ran.stdout, (told, ran.stdout)
