@@ -12,7 +12,7 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, NamedTuple, Protocol
 
 from eval_banana.core.lookalike import Reveal, alike_note, json_quoted, reveal_for
@@ -182,6 +182,9 @@ class ExpectedFrom(NamedTuple):
 
     format: Literal["check file", "csv", "json", "yaml"]
     field: str | None = None
+    # Where the check file writes the value, or a part of it, as a plain YAML 1.1 boolean word
+    # (`NO`): its path relative to the value ("" for the whole) -> the word. None: not known.
+    plain_words: Mapping[str, str] | None = None
 
 
 def op_equals(*, found: Any, value: Any, expected_from: ExpectedFrom | None = None) -> str | None:
@@ -207,7 +210,9 @@ def op_equals(*, found: Any, value: Any, expected_from: ExpectedFrom | None = No
     # The hints are about the value that differs, however deep in the two it is.
     hint = _text_for_number(found=there, value=expected, expected_from=expected_from)
     hint = hint or _text_for_word(found=there, value=expected, expected_from=expected_from)
-    hint = hint or _plain_in_check_file(found=there, value=expected, expected_from=expected_from)
+    hint = hint or _plain_in_check_file(
+        found=there, value=expected, expected_from=expected_from, trail=difference.trail
+    )
     return f"found {describe(value=found)}{told}{hint}"
 
 
@@ -480,24 +485,51 @@ def _text_for_word(*, found: Any, value: Any, expected_from: ExpectedFrom | None
     return f"{said}it comes from {field} of the case's {row} row: write {word} there, unquoted"
 
 
-def _plain_in_check_file(*, found: Any, value: Any, expected_from: ExpectedFrom | None) -> str:
-    """Why `value: NO` is not "NO": written plain in the check file, text the artifact holds was
-    read by YAML 1.1 as another type (`false`, the octal `01234` as 668)."""
+def _plain_in_check_file(
+    *, found: Any, value: Any, expected_from: ExpectedFrom | None, trail: tuple[Any, ...] = ()
+) -> str:
+    """Why `value: NO` is not "NO": written plain in the check file, it was read by YAML 1.1 as
+    another type (`false`, the octal `01234` as 668). `trail`: where in the value they differ.
+    A boolean is told from the plan's record of the words the file writes, whatever text the
+    artifact holds; without that record, and for numbers and null, from the artifact's text."""
     if not isinstance(found, str) or isinstance(value, str):
         return ""
     if expected_from is not None and expected_from.format != "check file":
         return ""
+    words = expected_from.plain_words if expected_from is not None else None
+    if isinstance(value, bool) and words is not None:
+        word = words.get(trail_text(trail=trail, bounded=False))
+        return "" if word is None else _quote_it(value=value, written=word)
     reading = plain_yaml_reading(text=found)
     if reading is None or not json_equal(left=reading.value, right=value):
         return ""
-    as_json = json.dumps(value, allow_nan=True)
-    if found == as_json:
+    if found == json.dumps(value, allow_nan=True):
         return ""  # written as JSON writes it: `value: 1` meant the number
+    return _quote_it(value=value, written=found)
+
+
+def _quote_it(*, value: Any, written: str) -> str:
+    as_json = json.dumps(value, allow_nan=True)
     return (
         f"; the expected value is {describe(value=value)}, not text: YAML 1.1, which eb's reader "
-        f"follows, reads a plain {found} in a check file as {as_json}, so quote it "
-        f'there ("{found}") to expect the text'
+        f"follows, reads a plain {written} in a check file as {as_json}, so quote it "
+        f'there ("{written}") to expect the text'
     )
+
+
+def _word_among_text(*, found: Any, value: Any, expected_from: ExpectedFrom | None) -> str:
+    """`_plain_in_check_file` for `contains`: its boolean `value` written as a plain word, where
+    the value found holds text (a string, an array with a string, an object's keys)."""
+    if not isinstance(value, bool) or expected_from is None or expected_from.plain_words is None:
+        return ""
+    kind = json_kind(value=found)
+    holds_text = kind in ("string", "object") or (
+        kind == "array" and any(isinstance(element, str) for element in found)
+    )
+    word = expected_from.plain_words.get("")
+    if not holds_text or word is None or expected_from.format != "check file":
+        return ""
+    return _quote_it(value=value, written=word)
 
 
 def contains_holds(*, found: Any, value: Any) -> bool:
@@ -508,9 +540,15 @@ def contains_holds(*, found: Any, value: Any) -> bool:
     return kind in ("string", "object") and isinstance(value, str) and value in found
 
 
-def op_contains(*, found: Any, value: Any) -> str | None:
+def op_contains(*, found: Any, value: Any, expected_from: ExpectedFrom | None = None) -> str | None:
+    """`expected_from`: where `value` was written, for the fix of a word YAML read otherwise."""
     if contains_holds(found=found, value=value):
         return None
+    failure = _contains_failure(found=found, value=value, expected_from=expected_from)
+    return failure + _word_among_text(found=found, value=value, expected_from=expected_from)
+
+
+def _contains_failure(*, found: Any, value: Any, expected_from: ExpectedFrom | None) -> str:
     kind = json_kind(value=found)
     if kind == "string":
         if not isinstance(value, str):
@@ -525,7 +563,9 @@ def op_contains(*, found: Any, value: Any) -> str | None:
         failure = f"found {describe(value=found)}, none equal to {operand_text(value=value)}"
         apart = _alike_among(items=found, expected=value) if isinstance(value, str) else None
         if apart is None:
-            return failure + _nearest_element(elements=found, value=value)
+            return failure + _nearest_element(
+                elements=found, value=value, expected_from=expected_from
+            )
         return f"{failure}: its element {apart.found} is not {apart.expected} ({apart.note})"
     if kind == "object":
         if not isinstance(value, str):
@@ -538,7 +578,7 @@ def op_contains(*, found: Any, value: Any) -> str | None:
     return f"contains needs a string, array or object, found {describe(value=found)}"
 
 
-def _nearest_element(*, elements: list[Any], value: Any) -> str:
+def _nearest_element(*, elements: list[Any], value: Any, expected_from: ExpectedFrom | None) -> str:
     """How the element nearest `value` differs from it, when `value` is an array or an object:
     "none equal to" a large object alone does not say which of its fields no element has. The
     nearest is the one that agrees with `value` longest in document order (the first of those
@@ -557,9 +597,17 @@ def _nearest_element(*, elements: list[Any], value: Any) -> str:
     if nearest is None:
         return ""
     position, difference = nearest
+    hint = ""
+    if difference.what == "value":
+        hint = _plain_in_check_file(
+            found=difference.found,
+            value=difference.expected,
+            expected_from=expected_from,
+            trail=difference.trail,
+        )
     return (
         f": its nearest {kind}, element [{position}], is {describe(value=elements[position])}"
-        f"{_difference_text(difference=difference)}"
+        f"{_difference_text(difference=difference)}{hint}"
     )
 
 
@@ -699,4 +747,6 @@ def operator_for(*, op: str, expected_from: ExpectedFrom | None) -> Operator:
     """The operator `op`, told where its expected value was written when that words a fix."""
     if op == "equals" and expected_from is not None:
         return functools.partial(op_equals, expected_from=expected_from)
+    if op == "contains" and expected_from is not None:
+        return functools.partial(op_contains, expected_from=expected_from)
     return OPERATORS[op]

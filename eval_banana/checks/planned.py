@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from eval_banana.checks.definition import FrozenScript, definition_digest
+from eval_banana.checks.plainwords import plain_words
 from eval_banana.checks.units import Unit
 from eval_banana.core.stem import artifact_stem, case_artifact_stem
 from eval_banana.models.result import SkippedCheck
@@ -49,6 +50,7 @@ def plan_check(*, unit: Unit, frozen: FrozenScript | None) -> tuple[PlannedCheck
         case=case.row if case is not None else None,
         case_format=case_format(case=case) if case is not None else None,
         filled_values=filled_values(definition=item.definition) if case is not None else None,
+        plain_words=plain_words(data=item.data, definition=item.definition),
         family_files=unit.family_files,
         family_definition_sha256=unit.family_digest,
     )

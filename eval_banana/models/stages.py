@@ -114,6 +114,19 @@ class DiscoverDoc(StageEnvelope):
     problems: list[ProblemModel] = Field(default_factory=list)
 
 
+class PlainWord(Record):
+    """A plain `yes`, `no`, `on` or `off` an assertion's value holds in its check file."""
+
+    model_config = {"extra": "forbid"}
+
+    assertion: int = Field(ge=0, description="The assertion's 0-based position in `assert`.")
+    at: str = Field(
+        description="Where in the value, in assertion-path syntax relative to it; empty for the "
+        "value itself."
+    )
+    word: str = Field(description="The word as the file writes it (`NO`).")
+
+
 class PlannedCheck(Record):
     model_config = {"extra": "forbid"}
 
@@ -155,6 +168,12 @@ class PlannedCheck(Record):
         description="For a case of an assertions family: per assertion, in order, the row "
         "field its value is filled from when the value is one whole {{ case.<field> }} "
         "placeholder, else null; null for other checks.",
+    )
+    plain_words: list[PlainWord] | None = Field(
+        default=None,
+        description="For an assertions check: each place where its check file writes an "
+        "assertion's value (or a part of it) as a plain yes, no, on or off, which YAML 1.1 "
+        "reads as a boolean, so that a reason can tell to quote it; null for other checks.",
     )
     family_definition_sha256: str | None = Field(
         default=None,

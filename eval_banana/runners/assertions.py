@@ -38,18 +38,33 @@ def _graded_nothing(*, problem: str) -> str:
 
 def _expected_from(*, check: PlannedCheck, count: int) -> list[ExpectedFrom | None]:
     """Where each of the `count` assertions' values was written: a family's whole placeholder
-    in the case's row (in its file's format), anything else in the check file; unknown for a
-    case planned without that record."""
-    in_file = ExpectedFrom(format="check file")
+    in the case's row (in its file's format), anything else in the check file, with the plain
+    YAML 1.1 boolean words it writes there; unknown for a case planned without that record."""
+    words = _plain_words(check=check, count=count)
+    in_file = [
+        ExpectedFrom(format="check file", plain_words=words[index]) for index in range(count)
+    ]
     if check.family is None:
-        return [in_file] * count
+        return list(in_file)
     row_format, fields = check.case_format, check.filled_values
     if row_format is None or fields is None:
         return [None] * count
     return [
-        in_file if field is None else ExpectedFrom(format=row_format, field=field)
-        for field in fields
+        in_file[index] if field is None else ExpectedFrom(format=row_format, field=field)
+        for index, field in enumerate(fields)
     ]
+
+
+def _plain_words(*, check: PlannedCheck, count: int) -> list[dict[str, str] | None]:
+    """Per assertion, where the check file writes its value as a plain YAML 1.1 boolean word
+    (path in the value -> word); None each when the plan does not record it (an older eb's)."""
+    if check.plain_words is None:
+        return [None] * count
+    words: list[dict[str, str]] = [{} for _ in range(count)]
+    for plain in check.plain_words:
+        if plain.assertion < count:
+            words[plain.assertion][plain.at] = plain.word
+    return list(words)
 
 
 def _not_all_evaluated(*, outcomes: list[AssertionOutcome]) -> str:

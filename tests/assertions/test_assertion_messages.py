@@ -23,6 +23,7 @@ from eval_banana.assertions.evaluate import (
     summarize,
 )
 from eval_banana.assertions.operators import (
+    ExpectedFrom,
     NotEvaluated,
     describe,
     first_difference,
@@ -372,3 +373,33 @@ def test_contains_tells_how_the_nearest_element_differs_from_an_array_or_object(
     assert op_contains(found=["a", 1], value=[1]) == (
         "found an array of 2 elements, none equal to [1]"
     )
+
+
+def test_a_plain_yaml_word_is_told_where_the_check_file_writes_it_and_only_there() -> None:
+    quote_no = (
+        "; the expected value is the boolean false, not text: YAML 1.1, which eb's reader "
+        'follows, reads a plain NO in a check file as false, so quote it there ("NO") to expect '
+        "the text"
+    )
+    written = ExpectedFrom(format="check file", plain_words={"": "NO"})
+    for found in ("NO", "No", "n", "Norway"):
+        told = op_equals(found=found, value=False, expected_from=written)
+        assert told == f"found {describe(value=found)}{quote_no}"
+    assert op_contains(found="Norway", value=False, expected_from=written) == (
+        f'found the string "Norway"; a string can only contain a string{quote_no}'
+    )
+    assert op_contains(found={"NO": 1}, value=False, expected_from=written) == (
+        f"found an object with 1 key; object keys are strings{quote_no}"
+    )
+    # Nothing of text to tell it against, or `false` written as meant: no hint.
+    assert op_equals(found=0, value=False, expected_from=written) == "found the number 0"
+    assert op_contains(found=[1, 2], value=False, expected_from=written) == (
+        "found an array of 2 elements, none equal to false"
+    )
+    as_meant = ExpectedFrom(format="check file", plain_words={})
+    assert op_equals(found="no", value=False, expected_from=as_meant) == 'found the string "no"'
+    # Deeper in the value: told at its own place.
+    nested = ExpectedFrom(format="check file", plain_words={"a[1]": "NO"})
+    assert op_equals(
+        found={"a": [True, "No"]}, value={"a": [True, False]}, expected_from=nested
+    ) == (f'found an object with 1 key, whose a[1] is the string "No", not false{quote_no}')

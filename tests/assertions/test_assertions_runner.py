@@ -436,3 +436,63 @@ def test_a_reason_names_the_path_of_a_difference_deep_in_an_array_or_object(
         "whose needs is an array of 2 elements, not 1 element",
     ):
         assert told in ran.stdout, (told, ran.stdout)
+
+
+def test_a_plain_yes_no_on_or_off_in_the_check_file_is_told_whatever_text_the_artifact_holds(
+    project: Callable[..., Path],
+) -> None:
+    # The hint was worked out backwards from the artifact's text: `value: NO` against "no" got
+    # it, against "No" or "n" none; and `value: false` against "no" was told to quote a `no`
+    # the file never wrote. It now follows what the check file writes, at its place.
+    def check(check_id: str, *lines: str) -> str:
+        return (
+            f"schema_version: 1\nid: {check_id}\ntype: assertions\ndescription: d\n"
+            "artifact: out/a.json\nassert:\n" + "".join(f"  - {line}\n" for line in lines)
+        )
+
+    root = project(
+        {
+            "out/a.json": json.dumps(
+                {
+                    "country": "No",
+                    "answer": "n",
+                    "said": "no",
+                    "flags": {"light": "On"},
+                    "codes": ["SE", "DK"],
+                }
+            ),
+            "eval_checks/a.yaml": check(
+                "a",
+                "{path: country, op: equals, value: NO}",
+                "{path: answer, op: equals, value: no}",
+                "{path: said, op: equals, value: false}",
+                "{path: flags, op: equals, value: {light: on}}",
+                "{path: codes, op: contains, value: NO}",
+                '{path: said, op: equals, value: "No"}',
+            ),
+        },
+        config='[core]\noutput_dir = "runs"\n',
+    )
+    ran = eb_process(root, "run", "--cache", "off")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+
+    def quote(word: str, reading: str) -> str:
+        return (
+            f"YAML 1.1, which eb's reader follows, reads a plain {word} in a check file as "
+            f'{reading}, so quote it there ("{word}") to expect the text'
+        )
+
+    for told in (
+        'country equals false: found the string "No"; the expected value is the boolean false, '
+        f"not text: {quote('NO', 'false')}",
+        'answer equals false: found the string "n"; the expected value is the boolean false, '
+        f"not text: {quote('no', 'false')}",
+        'flags equals {"light": true}: found an object with 1 key, whose light is the string '
+        f'"On", not true; the expected value is the boolean true, not text: {quote("on", "true")}',
+        "codes contains false: found an array of 2 elements, none equal to false; the expected "
+        f"value is the boolean false, not text: {quote('NO', 'false')}",
+    ):
+        assert told in ran.stdout, (told, ran.stdout)
+    # `false` written as a boolean: no word to quote, whatever the artifact's text.
+    assert 'said equals false: found the string "no"; flags equals' in ran.stdout, ran.stdout
+    assert 'said equals "No": found the string "no" (eval_checks' in ran.stdout, ran.stdout
