@@ -10,7 +10,9 @@ those are made only while no run's checks execute there, and otherwise left to a
 
 A record eb rewrites whole at every run's end, which no watch counts (`lastfailed.json`), is
 taken in turns by the file itself (`holding_file`): never by the folder, which every run's
-checks hold shared, nor by a lock file, which would be one more file in the project.
+checks hold shared, nor by a lock file, which would be one more file in the project. Only
+while a link to no file stands in the record's place, which opens as no file to lock, is a
+turn file beside it (a temporary file's name) held by the one process replacing the link.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from eval_banana.core.files import OWNER_ONLY_FOLDER, make_folders, write_bytes_if_none
+from eval_banana.core.files import (
+    OWNER_ONLY_FOLDER,
+    make_folders,
+    write_bytes_atomic,
+    write_bytes_if_none,
+)
 
 try:
     import fcntl
@@ -237,18 +244,35 @@ def holding_file(
     replaces it whole by a rename (readers never see half of it): two eb processes ending
     together each read what the other wrote. No file is added: a missing one is first put
     there whole as `first()` gives it (a valid record of nothing); a symbolic link there to no
-    file is replaced by it, as the rename of every rewrite replaces a link. A lock taken on a
-    file replaced meanwhile is let go and taken on the new one. flock dies with the process, so
-    an interrupted run leaves nothing locked. Every wait ends: TimeoutError (an OSError) when
-    the file is not held by FILE_TURN_SECONDS (another process holds it, or it keeps changing),
-    InterruptedError (an OSError) once `stop()` says the run is stopping (SIGTERM, Ctrl-C),
-    and OSError when it cannot be made."""
+    file is replaced by it, as the rename of every rewrite replaces a link (`_replace_dangling`).
+    A lock taken on a file replaced meanwhile is let go and taken on the new one. flock dies
+    with the process, so an interrupted run leaves nothing locked. Every wait ends:
+    TimeoutError (an OSError) when the file is not held by FILE_TURN_SECONDS (another process
+    holds it, or it keeps changing), InterruptedError (an OSError) once `stop()` says the run
+    is stopping (SIGTERM, Ctrl-C), and OSError when it cannot be made."""
     if fcntl is None:  # no flock on this system: the rename still keeps each file whole
         yield
         return
     deadline = time.monotonic() + FILE_TURN_SECONDS
+    with _held(path=path, first=first, deadline=deadline, stop=stop, replaces_links=True):
+        yield
+
+
+@contextlib.contextmanager
+def _held(
+    *,
+    path: Path,
+    first: Callable[[], bytes],
+    deadline: float,
+    stop: Callable[[], bool],
+    replaces_links: bool,
+) -> Iterator[None]:
+    """`holding_file` by `deadline`; `replaces_links`: a link to no file at `path` is replaced
+    (else waited on: the turn file of that replacement is never one)."""
     while True:
-        fd = _open_or_put(path=path, first=first, deadline=deadline, stop=stop)
+        fd = _open_or_put(
+            path=path, first=first, deadline=deadline, stop=stop, replaces_links=replaces_links
+        )
         try:
             _take_turn(fd=fd, path=path, deadline=deadline, stop=stop)
             if _identity(os.fstat(fd)) == _identity(os.stat(path)):
@@ -265,11 +289,16 @@ def holding_file(
 
 
 def _open_or_put(
-    *, path: Path, first: Callable[[], bytes], deadline: float, stop: Callable[[], bool]
+    *,
+    path: Path,
+    first: Callable[[], bytes],
+    deadline: float,
+    stop: Callable[[], bool],
+    replaces_links: bool,
 ) -> int:
     """The file at `path`, opened for reading (holding it never looks like a write); a missing
     one put there first (never over one another process put there meanwhile), a link to no
-    file removed first."""
+    file replaced by it first (`replaces_links`)."""
     while True:
         try:
             return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -278,25 +307,50 @@ def _open_or_put(
         if write_bytes_if_none(path=path, data=first()):
             continue
         # Something is there that opens as no file: a link to none, which `os.link` will not
-        # replace. It goes, as the record's own rewrite would replace it (`>` through it would
-        # make a file at its target, but the next rewrite renames over the link anyway).
-        _remove_dangling_link(path=path)
+        # replace. The record replaces it, as the record's own rewrite would (`>` through it
+        # would make a file at its target, but the next rewrite renames over the link anyway).
+        if replaces_links:
+            _replace_dangling(path=path, first=first, deadline=deadline, stop=stop)
         _pause(path=path, deadline=deadline, stop=stop)
 
 
-def _remove_dangling_link(*, path: Path) -> None:
-    """`path` removed if it is a symbolic link whose target is missing (not a looping one:
-    opening that says ELOOP, an error of its own)."""
+def turn_file(*, path: Path) -> Path:
+    """The file whose holder alone may replace a link to no file at `path` (`_replace_dangling`):
+    named as a temporary file beside `path`, which no watch counts, and there only meanwhile."""
+    return path.with_name(f".{path.name}.turn.tmp")
+
+
+def _replace_dangling(
+    *, path: Path, first: Callable[[], bytes], deadline: float, stop: Callable[[], bool]
+) -> None:
+    """`path`, a symbolic link whose target is missing, replaced by the record `first()` gives
+    (renamed over it). Whether it is such a link and its replacement are one step for every eb
+    process: each takes them in the turn of `turn_file`, so a record another process put there
+    meanwhile (and may have rewritten already) is never replaced: while the link is there, no
+    other eb process can put or change anything at `path`, and only the turn's holder removes
+    it. The turn file goes once the link is replaced; a process that opened it meanwhile finds
+    it gone once its turn comes, and looks again. A looping link is left: opening it says
+    ELOOP, an error of its own."""
+    turn = turn_file(path=path)
+    with _held(path=turn, first=lambda: b"", deadline=deadline, stop=stop, replaces_links=False):
+        if _dangling(path=path):
+            write_bytes_atomic(path=path, data=first())
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(turn)
+
+
+def _dangling(*, path: Path) -> bool:
+    """Whether `path` is a symbolic link whose target is missing."""
     try:
         if not stat.S_ISLNK(os.lstat(path).st_mode):
-            return
+            return False
     except FileNotFoundError:
-        return  # gone meanwhile: the next try puts the record there
+        return False
     try:
         os.stat(path)
     except FileNotFoundError:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+        return True
+    return False
 
 
 def _pause(

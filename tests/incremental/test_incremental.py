@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -983,3 +984,52 @@ def test_a_sigterm_ends_a_runs_wait_for_its_turn_at_the_failure_record(
     ) in stderr
     assert "Run aborted (interrupt: interrupted)" in stderr, stderr
     assert _memory(root)["failed"] == {}  # the record stands as it was
+
+
+def test_a_run_meeting_a_link_another_run_replaces_keeps_that_runs_record(
+    tmp_path: Path, project: Callable[..., Path]
+) -> None:
+    # lastfailed.json a link to no file, met by two runs at once: each saw the link, then
+    # removed whatever stood there, so one removed the record the other had put there and
+    # rewritten meanwhile, and that run's failure was forgotten. Here the test is the other
+    # run: it holds the turn of the link's replacement (the file beside the record), has seen
+    # the link, and replaces it with its record only after the run reached its own end.
+    root = project(
+        {
+            "eval_checks/bad.yaml": script_check("bad", script="raise SystemExit(1)\n"),
+            "eval_checks/other.yaml": script_check("other", script="raise SystemExit(1)\n"),
+        },
+        config='[cache]\nmode = "off"\n',
+    )
+    record = root / ".eval-banana" / "lastfailed.json"
+    record.symlink_to(tmp_path / "shared" / "lastfailed.json")
+    turn = record.with_name(".lastfailed.json.turn.tmp")
+    turn.touch()
+    with open(turn, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "eval_banana", "run", "-k", "bad"],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        # The run's end comes while the turn is held: it waits for it (or, as before, went on
+        # and finished).
+        deadline = time.monotonic() + 30
+        while not list((root / ".eval-banana" / "results").glob("*/stages/execute.json")):
+            assert time.monotonic() < deadline and process.poll() is None, "no check ran"
+            time.sleep(0.02)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=3)
+        others = {**_record_of_nothing(), "failed": {"other": {"status": "failed", "run_id": "r"}}}
+        (tmp_path / "others.json").write_text(json.dumps(others))
+        os.replace(tmp_path / "others.json", record)
+        turn.unlink()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1, stderr
+    assert "could not record" not in stderr, stderr
+    assert sorted(_memory(root)["failed"]) == ["bad", "other"]
+    assert not turn.exists() and not (tmp_path / "shared").exists()
